@@ -1,0 +1,107 @@
+"""Named efficiency parameters per GPU family, stored as data (default + fitted + user profile)."""
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass, field, fields, replace
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+
+from .errors import InputError
+
+BACKENDS = ("trtllm", "vllm", "sglang")
+
+
+@dataclass(frozen=True)
+class Calibration:
+    gemm_eff_bf16: float = 0.8
+    gemm_eff_fp8: float = 0.72
+    gemm_eff_fp4: float = 0.74
+    gemm_k_half: float = 64.0
+    bw_eff: float = 0.85
+    kernel_overhead_s: float = 3e-6
+    attn_decode_bw_eff: float = 0.7
+    attn_prefill_eff: float = 0.55
+    attn_overhead_s: float = 5e-6
+    comm_latency_s: float = 8e-6
+    comm_bw_eff: float = 0.75
+    scale_out_latency_s: float = 25e-6
+    moe_eff: float = 0.8
+    moe_imbalance: float = 1.15
+    elementwise_kernels_per_layer: float = 4.0
+    step_overhead_s: tuple[tuple[str, float], ...] = field(default=(("trtllm", 2e-3), ("vllm", 4e-3), ("sglang", 3e-3)))
+
+    def gemm_eff(self, math: str) -> float:
+        return {"bf16": self.gemm_eff_bf16, "fp8": self.gemm_eff_fp8, "fp4": self.gemm_eff_fp4}[math]
+
+    def step_overhead(self, backend: str) -> float:
+        d = dict(self.step_overhead_s)
+        if backend not in d:
+            raise InputError("backend", backend, "one of: " + ", ".join(d))
+        return d[backend]
+
+    def to_dict(self) -> dict:
+        out = {f.name: getattr(self, f.name) for f in fields(self)}
+        out["step_overhead_s"] = dict(self.step_overhead_s)
+        return out
+
+
+_FIELDS = {f.name for f in fields(Calibration)}
+
+
+def _apply(c: Calibration, section: dict, origin: str) -> Calibration:
+    kw = {}
+    for k, v in section.items():
+        if isinstance(v, dict) and k != "step_overhead_s":
+            continue  # a nested family section
+        if k not in _FIELDS:
+            raise InputError(f"calibration.{k}", v, f"{origin}: known parameters are " + ", ".join(sorted(_FIELDS)))
+        if k == "step_overhead_s":
+            d = dict(c.step_overhead_s)
+            d.update({b: float(x) for b, x in v.items()})
+            kw[k] = tuple(sorted(d.items()))
+        else:
+            if not isinstance(v, (int, float)) or v < 0:
+                raise InputError(f"calibration.{k}", v, "a non-negative number")
+            kw[k] = float(v)
+    return replace(c, **kw)
+
+
+def _layers(doc: dict, family: str, origin: str, base: Calibration) -> Calibration:
+    c = base
+    if "default" in doc:
+        c = _apply(c, doc["default"], origin)
+    if family in doc:
+        c = _apply(c, doc[family], origin)
+    return c
+
+
+@lru_cache(maxsize=1)
+def _bundled() -> tuple[dict, dict]:
+    root = resources.files("llm_codesign").joinpath("data/calibration")
+    default = tomllib.loads(root.joinpath("default.toml").read_text())
+    fitted_path = root.joinpath("fitted.toml")
+    fitted = tomllib.loads(fitted_path.read_text()) if fitted_path.is_file() else {}
+    return default, fitted
+
+
+@lru_cache(maxsize=64)
+def _cached(family: str, profile: str | None) -> Calibration:
+    default, fitted = _bundled()
+    c = _layers(default, family, "default.toml", Calibration())
+    c = _layers(fitted, family, "fitted.toml", c)
+    if profile:
+        p = Path(profile)
+        if not p.is_file():
+            raise InputError("calibration", profile, "a path to a calibration profile .toml")
+        try:
+            doc = tomllib.loads(p.read_text())
+        except tomllib.TOMLDecodeError as e:
+            raise InputError("calibration", profile, f"valid TOML ({e})") from None
+        c = _layers(doc, family, profile, c)
+    return c
+
+
+def calibration_for(gpu, profile: str | None = None) -> Calibration:
+    """Parameters of a GPU's family: defaults, then the bundled fit, then the user's profile."""
+    return _cached(gpu.family, profile)

@@ -1,0 +1,283 @@
+"""Command line: every command renders results computed by the core; errors are one line, exit 2."""
+from __future__ import annotations
+
+import json
+import sys
+from typing import Optional
+
+import typer
+
+from .errors import InputError
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+                  help="Hardware-aware co-design of LLMs: roofline, estimate, pareto, lint, validate.")
+
+
+def _fail(msg: str) -> None:
+    typer.echo(f"error: {msg}", err=True)
+    raise typer.Exit(2)
+
+
+def _console():
+    from rich.console import Console
+
+    return Console()
+
+
+def _dump(obj) -> None:
+    typer.echo(json.dumps(obj, indent=2, default=float))
+
+
+def _gpu(name):
+    from .hardware import get_gpu
+
+    return get_gpu(name)
+
+
+def _model(ref):
+    from .registry import get_model
+
+    return get_model(ref)
+
+
+def _precision(model, weight, activation, kv):
+    from dataclasses import replace
+
+    from .precision import Precision, get_dtype
+
+    p = model.default_precision
+    if weight:
+        p = Precision.of(weight, activation, kv or p.kv.name)
+    else:
+        if activation:
+            p = replace(p, activation=get_dtype(activation, "activation_dtype"))
+        if kv:
+            p = replace(p, kv=get_dtype(kv, "kv_dtype"))
+    return p
+
+
+def _spec(spec, draft_len, acceptance, acceptance_rates, draft_model):
+    from .parallel import SpecDecoding
+
+    if spec is None or spec == "none":
+        if acceptance is not None or acceptance_rates:
+            raise InputError("spec", spec, "--spec mtp|eagle3|draft when --acceptance or --acceptance-rates is given")
+        return None
+    rates = ()
+    if acceptance_rates:
+        try:
+            rates = tuple(float(x) for x in acceptance_rates.split(","))
+        except ValueError:
+            raise InputError("acceptance_rates", acceptance_rates, "comma-separated probabilities, e.g. 0.8,0.6,0.5") from None
+    k = draft_len or (len(rates) if rates else 3)
+    return SpecDecoding(spec, k, acceptance, rates, draft_model)
+
+
+@app.command()
+def gpus(as_json: bool = typer.Option(False, "--json", help="Emit JSON.")):
+    """List the GPU catalog."""
+    from .hardware import catalog
+
+    rows = [g.to_dict() for g in catalog().values()]
+    if as_json:
+        return _dump(rows)
+    from rich.table import Table
+
+    t = Table(title="GPU catalog (dense peaks)")
+    for c in ("id", "name", "BF16 TF", "FP8 TF", "FP4 TF", "HBM GB", "TB/s", "scale-up", "GB/s (1 dir)", "TDP W"):
+        t.add_column(c)
+    for g in rows:
+        p = g["peak_tflops"]
+        t.add_row(g["id"], g["name"], f"{p.get('bf16', 0):.0f}", f"{p.get('fp8', 0):.0f}" if "fp8" in p else "-",
+                  f"{p.get('fp4', 0):.0f}" if "fp4" in p else "-", f"{g['hbm_gb']:.0f}", f"{g['hbm_tb_s']:.2f}",
+                  str(g["scale_up_domain"]), f"{g['scale_up_gb_s']:.0f}", f"{g['tdp_w']:.0f}")
+    _console().print(t)
+
+
+@app.command()
+def models(as_json: bool = typer.Option(False, "--json", help="Emit JSON.")):
+    """List the bundled models with total and active parameters."""
+    from .registry import list_models
+
+    rows = list_models()
+    if as_json:
+        return _dump(rows)
+    from rich.table import Table
+
+    t = Table(title="Bundled models")
+    for c in ("name", "total", "active", "layers", "default precision", "Hugging Face ids"):
+        t.add_column(c)
+    for m in rows:
+        if m.get("error"):
+            t.add_row(m["name"], "-", "-", "-", "[red]unsupported[/red]", ", ".join(m["hf_ids"][:2]))
+            continue
+        t.add_row(m["name"], f"{m['total_params'] / 1e9:.1f}B", f"{m['active_params'] / 1e9:.2f}B", str(m["layers"]),
+                  m["precision"], ", ".join(m["hf_ids"][:2]))
+    _console().print(t)
+
+
+def _fmt(x: float, unit: str = "") -> str:
+    for s, d in (("P", 1e15), ("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3)):
+        if abs(x) >= d:
+            return f"{x / d:.2f}{s}{unit}"
+    return f"{x:.2f}{unit}"
+
+
+@app.command()
+def roofline(
+    model: str = typer.Argument(..., help="Registry name, Hugging Face id or config.json path."),
+    gpu: str = typer.Option(..., "--gpu", help="GPU id (see `gpus`) or a GPU .toml."),
+    phase: str = typer.Option("decode", help="decode or prefill."),
+    batch: int = typer.Option(1, help="Sequences in the step."),
+    context: int = typer.Option(1024, help="Context per sequence (decode: cached tokens; prefill: prompt)."),
+    tp: int = typer.Option(1, "--tp", "--tensor-parallel-size", help="Tensor parallel size."),
+    weight_dtype: Optional[str] = typer.Option(None, help="bf16, fp8, fp8_block, nvfp4, mxfp4, int4."),
+    activation_dtype: Optional[str] = typer.Option(None),
+    kv_dtype: Optional[str] = typer.Option(None),
+    calibration: Optional[str] = typer.Option(None, help="Calibration profile .toml."),
+    as_json: bool = typer.Option(False, "--json"),
+):
+    """Per-operator roofline of one forward step."""
+    from .calibration import calibration_for
+    from .parallel import Plan, reason_text, validity
+    from .roofline import roofline as run
+
+    m, g = _model(model), _gpu(gpu)
+    if tp < 1:
+        raise InputError("tp", tp, "a positive integer")
+    code = int(validity(m, g, Plan(tp=tp), tp)[()])
+    if code >= 0:
+        raise InputError("tp", tp, reason_text(m, g, code))
+    r = run(m, g, calibration_for(g, calibration), _precision(m, weight_dtype, activation_dtype, kv_dtype), phase, batch, context, tp)
+    if as_json:
+        return _dump(r)
+    from rich.table import Table
+
+    t = Table(title=f"{m.name} on {g.name}: {phase}, batch {batch}, context {context}, TP{tp}, {r['precision']}")
+    for c in ("operator", "layers", "FLOPs", "bytes", "FLOP/B", "ridge", "bound", "time", "% peak"):
+        t.add_column(c, justify="right" if c != "operator" else "left")
+    for o in r["ops"]:
+        t.add_row(o["name"], f"{o['layers']:.0f}", _fmt(o["flops"]), _fmt(o["bytes"], "B"), f"{o['intensity']:.1f}",
+                  f"{o['ridge_point']:.0f}", o["bound"], f"{o['time_s'] * 1e6:.1f} us", f"{o['pct_of_peak']:.1f}")
+    tt = r["totals"]
+    t.add_row("[b]total[/b]", "", _fmt(tt["flops"]), _fmt(tt["bytes"], "B"), f"{tt['intensity']:.1f}", "", "",
+              f"[b]{tt['time_s'] * 1e3:.3f} ms[/b]", "")
+    _console().print(t)
+    _console().print(f"roofline floor (max of FLOPs/peak, bytes/bandwidth): {tt['bound_time_s'] * 1e3:.3f} ms")
+
+
+def _deployment(m, gpu, gpus_, tp, pp, ep, moe_tp, attention_dp, kvp, weight_dtype, activation_dtype, kv_dtype,
+                backend, spec, draft_len, acceptance, acceptance_rates, draft_model, max_num_tokens, cpp):
+    from .parallel import Deployment, Plan
+
+    g = _gpu(gpu)
+    for name, v in (("tp", tp), ("pp", pp), ("ep", ep), ("attention_dp", attention_dp), ("kvp", kvp)):
+        if v is not None and v < 1:
+            raise InputError(name, v, "a positive integer")
+    tp_, pp_, ep_, adp_, kvp_ = tp or 1, pp or 1, ep or 1, attention_dp or 1, kvp or 1
+    n = gpus_ or tp_ * pp_ * adp_ * kvp_
+    if n < 1:
+        raise InputError("gpus", n, "a positive integer")
+    if tp is None and gpus_ and n % (pp_ * adp_ * kvp_) == 0:
+        tp_ = n // (pp_ * adp_ * kvp_)
+    if m.is_moe:
+        mtp = moe_tp if moe_tp is not None else max(n // (ep_ * pp_), 1)
+    else:
+        mtp = moe_tp or 1
+    return Deployment(gpu=g, num_gpus=n, plan=Plan(tp_, pp_, ep_, mtp, adp_, kvp_),
+                      precision=_precision(m, weight_dtype, activation_dtype, kv_dtype), backend=backend,
+                      spec=_spec(spec, draft_len, acceptance, acceptance_rates, draft_model),
+                      max_num_tokens=max_num_tokens, cpp=cpp)
+
+
+# shared option declarations (vLLM / TensorRT-LLM vocabulary)
+O_GPU = typer.Option(..., "--gpu", help="GPU id (see `gpus`), comma list for pareto comparison, or a .toml.")
+O_GPUS = typer.Option(None, "--gpus", help="Total GPUs.")
+O_TP = typer.Option(None, "--tp", "--tensor-parallel-size", help="Attention tensor-parallel size.")
+O_PP = typer.Option(None, "--pp", "--pipeline-parallel-size")
+O_EP = typer.Option(None, "--ep", "--expert-parallel-size")
+O_MTP = typer.Option(None, "--moe-tp", help="MoE tensor parallel (default: what EP and PP leave).")
+O_ADP = typer.Option(None, "--attention-dp", help="Attention data-parallel ranks.")
+O_KVP = typer.Option(None, "--kvp", help="Helix KV-parallel ranks (sequence-sharded KV cache).")
+O_W = typer.Option(None, "--weight-dtype")
+O_A = typer.Option(None, "--activation-dtype")
+O_KV = typer.Option(None, "--kv-dtype")
+O_ISL = typer.Option(1024, "--isl", help="Input tokens per request.")
+O_OSL = typer.Option(1024, "--osl", help="Output tokens per request.")
+O_BACKEND = typer.Option("trtllm", "--backend", help="trtllm, vllm or sglang.")
+O_SPEC = typer.Option(None, "--spec", help="Speculative decoding: eagle3, mtp or draft.")
+O_K = typer.Option(None, "--draft-len", help="Draft tokens per step.")
+O_ACC = typer.Option(None, "--acceptance", help="Mean accepted tokens per step (1..k+1).")
+O_RATES = typer.Option(None, "--acceptance-rates", help="Per-position acceptance rates r1,r2,...")
+O_DRAFT = typer.Option(None, "--draft-model", help="Draft model for --spec draft.")
+O_MNT = typer.Option(8192, "--max-num-tokens", help="Token budget per step (chunked prefill).")
+O_CAL = typer.Option(None, "--calibration", help="Calibration profile .toml.")
+
+
+@app.command()
+def estimate(
+    model: str = typer.Argument(...), gpu: str = O_GPU, gpus_: Optional[int] = O_GPUS,
+    tp: Optional[int] = O_TP, pp: Optional[int] = O_PP, ep: Optional[int] = O_EP, moe_tp: Optional[int] = O_MTP,
+    attention_dp: Optional[int] = O_ADP, kvp: Optional[int] = O_KVP,
+    weight_dtype: Optional[str] = O_W, activation_dtype: Optional[str] = O_A, kv_dtype: Optional[str] = O_KV,
+    isl: int = O_ISL, osl: int = O_OSL,
+    concurrency: Optional[int] = typer.Option(None, "--concurrency", help="Requests in flight (omit: offline max throughput)."),
+    backend: str = O_BACKEND, spec: Optional[str] = O_SPEC, draft_len: Optional[int] = O_K,
+    acceptance: Optional[float] = O_ACC, acceptance_rates: Optional[str] = O_RATES, draft_model: Optional[str] = O_DRAFT,
+    max_num_tokens: int = O_MNT, cpp: bool = typer.Option(False, "--cpp", help="Chunked pipeline parallelism for prefill."),
+    calibration: Optional[str] = O_CAL, breakdown: bool = typer.Option(False, "--breakdown", help="Per-operator times."),
+    as_json: bool = typer.Option(False, "--json"),
+):
+    """What one deployment delivers: TTFT, TPOT, tok/s/user, tok/s/GPU, memory, bottlenecks."""
+    from .calibration import calibration_for
+    from .estimate import estimate as run
+
+    m = _model(model)
+    dep = _deployment(m, gpu, gpus_, tp, pp, ep, moe_tp, attention_dp, kvp, weight_dtype, activation_dtype, kv_dtype,
+                      backend, spec, draft_len, acceptance, acceptance_rates, draft_model, max_num_tokens, cpp)
+    r = run(m, dep, calibration_for(dep.gpu, calibration), isl, osl, concurrency, breakdown)
+    if as_json:
+        return _dump(r)
+    from rich.table import Table
+
+    t = Table(title=f"{m.name} on {dep.num_gpus}x {dep.gpu.name}, {r['plan']}, {r['precision']}, {backend}", show_header=False)
+    t.add_column("metric")
+    t.add_column("value", justify="right")
+    mem = r["memory"]
+    for k, v in (("mode", r["mode"]), ("concurrency", r["concurrency"]), ("ISL / OSL", f"{isl} / {osl}"),
+                 ("TTFT", f"{r['ttft_ms']:.1f} ms"), ("TPOT", f"{r['tpot_ms']:.2f} ms"),
+                 ("tokens/s per user", f"{r['tok_s_per_user']:.1f}"), ("output tokens/s per GPU", f"{r['output_tok_s_per_gpu']:.1f}"),
+                 ("input+output tokens/s per GPU", f"{r['io_tok_s_per_gpu']:.1f}"),
+                 ("tokens per joule (TDP bound)", f"{r['tokens_per_joule_bound']:.2f}"),
+                 ("largest batch that fits", r["max_batch"]),
+                 ("memory per GPU", f"weights {mem['weights_gb']:.1f} GB, KV {mem['kv_gb']:.1f} GB, free {mem['free_gb']:.1f} GB of {mem['capacity_gb']:.0f} GB"),
+                 ("decode step bound by", r["decode_bound"]), ("prefill bound by", r["prefill_bound"])):
+        t.add_row(k, str(v))
+    if "spec" in r:
+        s = r["spec"]
+        t.add_row("speculation", f"{s['method']} k={s['draft_len']}, {r['accepted_per_step']:.2f} tokens/step, "
+                  f"speed-up {s['speedup_at_concurrency']:.2f}x here, {s['speedup_at_1']:.2f}x at batch 1")
+        t.add_row("speculation stops paying at", str(s["stops_paying_at_concurrency"] or "never within the batch that fits"))
+    _console().print(t)
+    if breakdown:
+        bt = Table(title="per-operator time per step (one GPU)")
+        for c in ("operator", "kind", "time ms"):
+            bt.add_column(c)
+        for o in sorted(r["breakdown"], key=lambda o: -o["time_ms"]):
+            bt.add_row(o["name"], o["kind"], f"{o['time_ms']:.3f}")
+        _console().print(bt)
+
+
+def main() -> None:
+    try:
+        app(standalone_mode=True)
+    except InputError as e:
+        typer.echo(f"error: {e}", err=True)
+        sys.exit(2)
+    except OSError as e:  # unreadable/unwritable files named on the command line
+        typer.echo(f"error: {e.filename or ''}: {e.strerror or e}", err=True)
+        sys.exit(2)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,83 @@
+"""One deployment end to end: metrics, memory, bottlenecks, breakdown, speculation break-even."""
+from __future__ import annotations
+
+import numpy as np
+
+from .calibration import Calibration
+from .errors import InputError
+from .hardware import Gpu
+from .model import ModelSpec
+from .ops import Batch, forward_ops
+from .parallel import Deployment, reason_text, validity
+from .serving import _sharding, binding_resource, evaluate
+
+BATCH_GRID = np.unique(np.concatenate([np.arange(1, 17), np.round(np.geomspace(16, 65536, 120))])).astype(np.int64)
+
+
+def check(model: ModelSpec, dep: Deployment) -> None:
+    code = int(validity(model, dep.gpu, dep.plan, dep.num_gpus).reshape(-1)[0])
+    if code >= 0:
+        raise InputError("deployment", dep.plan.label() + f" on {dep.num_gpus} GPUs", reason_text(model, dep.gpu, code))
+
+
+def estimate(model: ModelSpec, dep: Deployment, cal: Calibration, isl: int, osl: int,
+             concurrency: int | None = None, breakdown: bool = False) -> dict:
+    for name, v in (("isl", isl), ("osl", osl)):
+        if v is None or v < 1:
+            raise InputError(name, v, "a positive integer number of tokens")
+    if concurrency is not None and concurrency < 1:
+        raise InputError("concurrency", concurrency, "a positive integer (or omit it for offline max throughput)")
+    check(model, dep)
+    kw = dict(backend=dep.backend, max_num_tokens=dep.max_num_tokens, cpp=dep.cpp)
+    adp = int(np.asarray(dep.plan.adp))
+    grid = BATCH_GRID * adp
+    r = evaluate(model, dep.gpu, cal, dep.precision, dep.plan, grid, isl, osl, spec=dep.spec, **kw)
+    max_conc = int(r["max_concurrency"].reshape(-1)[0])
+    gb = 1e9
+    if max_conc < 1:
+        need = float(r["weights_bytes"].reshape(-1)[0] + r["activation_bytes"].reshape(-1)[0] + r["kv_bytes_per_seq"].reshape(-1)[0])
+        raise InputError("deployment", dep.plan.label() + f" on {dep.num_gpus}x{dep.gpu.id}",
+                         f"needs {need / gb:.0f} GB per GPU for one sequence, {dep.gpu.name} has {dep.gpu.hbm_bytes / gb:.0f} GB "
+                         f"({dep.gpu.hbm_bytes * 0.9 / gb:.0f} GB usable): add GPUs, raise TP/EP/PP or lower the precision")
+    if concurrency is None:
+        ok = r["fits"]
+        i = int(np.argmax(np.where(ok, r["output_tok_s_per_gpu"], -1)))
+        concurrency = int(grid[i])
+        mode = "offline-max-throughput"
+    else:
+        mode = "concurrency"
+        if concurrency > max_conc:
+            raise InputError("concurrency", concurrency, f"at most {max_conc} sequences of {isl}+{osl} tokens fit in the KV cache of this plan")
+    one = evaluate(model, dep.gpu, cal, dep.precision, dep.plan, concurrency, isl, osl, spec=dep.spec, with_ops=True, **kw)
+    s = lambda k: float(np.asarray(one[k]).reshape(-1)[0])  # noqa: E731
+    sh = _sharding(dep.plan)
+    c_rank = concurrency / adp / int(np.asarray(dep.plan.pp))
+    dec_ops = forward_ops(model, dep.gpu, cal, dep.precision, sh, Batch(dec_seqs=c_rank, dec_ctx=isl + osl / 2))
+    pf_ops = forward_ops(model, dep.gpu, cal, dep.precision, sh, Batch(pf_tokens=min(isl, dep.max_num_tokens), pf_seqs=1, pf_ctx=0))
+    out = {
+        "model": model.name, "gpu": dep.gpu.id, "num_gpus": dep.num_gpus, "plan": dep.plan.label(),
+        "precision": dep.precision.label(), "backend": dep.backend, "mode": mode,
+        "isl": isl, "osl": osl, "concurrency": concurrency,
+        "ttft_ms": s("ttft_s") * 1e3, "tpot_ms": s("tpot_s") * 1e3, "tok_s_per_user": s("tok_s_per_user"),
+        "output_tok_s_per_gpu": s("output_tok_s_per_gpu"), "io_tok_s_per_gpu": s("io_tok_s_per_gpu"),
+        "tokens_per_joule_bound": s("tokens_per_joule_bound"), "max_batch": max_conc,
+        "memory": {"weights_gb": s("weights_bytes") / gb, "kv_gb": s("kv_bytes") / gb,
+                   "activations_gb": s("activation_bytes") / gb, "free_gb": s("free_bytes") / gb,
+                   "capacity_gb": dep.gpu.hbm_bytes / gb},
+        "decode_bound": binding_resource(dec_ops), "prefill_bound": binding_resource(pf_ops),
+        "accepted_per_step": s("accepted_per_step"),
+    }
+    if dep.spec is not None:
+        base = evaluate(model, dep.gpu, cal, dep.precision, dep.plan, grid, isl, osl, **kw)
+        speedup = base["tpot_s"] / r["tpot_s"]
+        fits = r["fits"]
+        loses = np.nonzero((speedup < 1.0) & fits)[0]
+        out["spec"] = {"method": dep.spec.method, "draft_len": dep.spec.k,
+                       "speedup_at_concurrency": float(np.interp(concurrency, grid, speedup)),
+                       "speedup_at_1": float(speedup[0]),
+                       "stops_paying_at_concurrency": int(grid[loses[0]]) if len(loses) else None}
+    if breakdown:
+        out["breakdown"] = [{"name": op.name, "kind": op.kind, "time_ms": float(np.sum(op.total_time)) * 1e3,
+                             "flops": float(np.sum(op.flops * op.count)), "bytes": float(np.sum(op.bytes * op.count))}
+                            for op in one["ops"] if float(np.sum(op.total_time)) > 0]
+    return out

@@ -1,0 +1,357 @@
+"""Model specs: one normaliser from a Hugging Face config.json to an immutable shape description.
+
+A model is a tuple of layer groups, each a (Layer, count) pair, so interleaved or heterogeneous
+stacks (DeepSeek leading dense layers, Llama 4 alternating MoE, gpt-oss sliding/full attention,
+Nemotron-NAS per-block widths) are exact and the cost model visits each distinct layer once.
+"""
+from __future__ import annotations
+
+import json
+import math
+from collections import Counter
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from .errors import InputError, UnsupportedModelError
+from .precision import Precision, get_dtype
+
+SUPPORTED_LAYERS = ("full attention (MHA/GQA/MQA)", "sliding-window attention", "MLA",
+                    "dense gated FFN", "MoE with shared experts", "Nemotron-NAS no-op/linear blocks")
+
+
+@dataclass(frozen=True)
+class Attention:
+    kind: str  # "gqa", "mla", "linear" (replaced by one hidden x hidden GEMM) or "none"
+    heads: int = 0
+    kv_heads: int = 0
+    head_dim: int = 0
+    v_head_dim: int = 0
+    window: int = 0  # 0: full causal attention
+    q_lora_rank: int = 0
+    kv_lora_rank: int = 0
+    rope_dim: int = 0
+    nope_dim: int = 0
+    k_eq_v: bool = False  # one tensor serves as K and V (Gemma 4 global layers)
+
+    def kv_values_per_token(self) -> int:
+        """Values stored in the KV cache per token for this layer (all KV heads)."""
+        if self.kind == "mla":
+            return self.kv_lora_rank + self.rope_dim
+        if self.kind != "gqa":
+            return 0
+        return self.kv_heads * (self.head_dim + (0 if self.k_eq_v else self.v_head_dim))
+
+    def params(self, hidden: int) -> int:
+        h = hidden
+        if self.kind == "gqa":
+            kv_out = self.kv_heads * (self.head_dim + (0 if self.k_eq_v else self.v_head_dim))
+            return h * self.heads * self.head_dim + h * kv_out + self.heads * self.v_head_dim * h
+        if self.kind == "mla":
+            qk = self.nope_dim + self.rope_dim
+            q = (h * self.q_lora_rank + self.q_lora_rank * self.heads * qk) if self.q_lora_rank else h * self.heads * qk
+            kv = h * (self.kv_lora_rank + self.rope_dim) + self.kv_lora_rank * self.heads * (self.nope_dim + self.v_head_dim)
+            return q + kv + self.heads * self.v_head_dim * h
+        if self.kind == "linear":
+            return h * h
+        return 0
+
+
+@dataclass(frozen=True)
+class Ffn:
+    kind: str  # "dense", "moe", "linear" or "none"
+    inter: int = 0  # dense FFN width
+    experts: int = 0
+    top_k: int = 0
+    expert_inter: int = 0
+    shared_inter: int = 0  # total width of always-on shared experts (0: none)
+    gated: bool = True  # SwiGLU-style: 3 matrices instead of 2
+
+    @property
+    def mats(self) -> int:
+        return 3 if self.gated else 2
+
+    def params(self, hidden: int) -> tuple[int, int]:
+        """(total, active per token) parameters of this FFN."""
+        h = hidden
+        if self.kind == "dense":
+            p = self.mats * h * self.inter
+            return p, p
+        if self.kind == "moe":
+            one = self.mats * h * self.expert_inter
+            shared = self.mats * h * self.shared_inter
+            router = h * self.experts
+            return self.experts * one + shared + router, self.top_k * one + shared + router
+        if self.kind == "linear":
+            return h * h, h * h
+        return 0, 0
+
+
+@dataclass(frozen=True)
+class Layer:
+    attn: Attention
+    ffn: Ffn
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    name: str
+    hidden: int
+    vocab: int
+    groups: tuple[tuple[Layer, int], ...]
+    tie_embeddings: bool = False
+    default_precision: Precision = field(default_factory=Precision.of)
+    hf_ids: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+
+    @property
+    def num_layers(self) -> int:
+        return sum(n for _, n in self.groups)
+
+    @property
+    def is_moe(self) -> bool:
+        return any(layer.ffn.kind == "moe" for layer, _ in self.groups)
+
+    @property
+    def embedding_params(self) -> int:
+        return self.vocab * self.hidden
+
+    @property
+    def lm_head_params(self) -> int:
+        return 0 if self.tie_embeddings else self.vocab * self.hidden
+
+    def _body(self) -> tuple[int, int]:
+        total = active = 0
+        for layer, n in self.groups:
+            a = layer.attn.params(self.hidden)
+            ft, fa = layer.ffn.params(self.hidden)
+            total += n * (a + ft)
+            active += n * (a + fa)
+        return total, active
+
+    @property
+    def total_params(self) -> int:
+        """All weights: embedding, layers, and the LM head when it is not tied."""
+        return self.embedding_params + self._body()[0] + self.lm_head_params
+
+    @property
+    def active_params(self) -> int:
+        """Weights a token multiplies: layers with top-k experts, plus the LM head (unembedding).
+
+        The input embedding is a lookup, not a matmul, so it is left out (OpenAI's gpt-oss
+        convention); `active_params_with_embedding` adds it back (Mistral's and Meta's convention).
+        """
+        return self._body()[1] + self.vocab * self.hidden
+
+    @property
+    def active_params_with_embedding(self) -> int:
+        return self.active_params + self.embedding_params
+
+    def kv_values_per_token(self, context: float | None = None) -> float:
+        """KV-cache values per token over all layers; sliding-window layers cap at their window."""
+        total = 0.0
+        for layer, n in self.groups:
+            v = layer.attn.kv_values_per_token()
+            if layer.attn.window and context is not None and context > 0:
+                v *= min(1.0, layer.attn.window / context)
+            total += n * v
+        return total
+
+    def to_dict(self) -> dict:
+        return {
+            "name": self.name, "hf_ids": list(self.hf_ids), "hidden": self.hidden, "vocab": self.vocab,
+            "layers": self.num_layers, "moe": self.is_moe,
+            "total_params": self.total_params, "active_params": self.active_params,
+            "default_precision": self.default_precision.label(),
+            "groups": [{"count": n, "attn": vars(layer.attn), "ffn": vars(layer.ffn)} for layer, n in self.groups],
+            "notes": list(self.notes),
+        }
+
+    def with_precision(self, p: Precision) -> "ModelSpec":
+        return replace(self, default_precision=p)
+
+
+# ---------------------------------------------------------------------------------------------
+# Normaliser
+
+
+def _req(cfg: dict, key: str, origin: str):
+    if cfg.get(key) is None:
+        raise InputError(f"config.{key}", None, f"{origin} must set {key} (a positive integer)")
+    v = cfg[key]
+    if not isinstance(v, int) or v <= 0:
+        raise InputError(f"config.{key}", v, "a positive integer")
+    return v
+
+
+def _group(layers: list[Layer]) -> tuple[tuple[Layer, int], ...]:
+    """Run-length-free grouping: identical layers share a group (order does not change costs)."""
+    counts = Counter(layers)
+    seen: list[Layer] = []
+    for layer in layers:
+        if layer not in seen:
+            seen.append(layer)
+    return tuple((layer, counts[layer]) for layer in seen)
+
+
+def _nas_inter(ffn_mult: float, hidden: int) -> int:
+    # DeciLM (Nemotron-NAS) modeling code: int(2 * ffn_mult * hidden / 3) rounded up to a multiple of 256
+    i = int(2 * ffn_mult * hidden / 3)
+    return int(math.ceil(i / 256) * 256)
+
+
+def precision_from_quant(cfg: dict, quant: dict | None) -> Precision:
+    """Default precision of a checkpoint from hf_quant_config.json (modelopt) or quantization_config."""
+    if quant and "quantization" in quant:
+        q = quant["quantization"]
+        algo = str(q.get("quant_algo", "")).upper()
+        kv = str(q.get("kv_cache_quant_algo") or "").upper()
+        w = {"NVFP4": "nvfp4", "FP8": "fp8", "W4A8_AWQ": "int4", "MXFP4": "mxfp4"}.get(algo, "bf16")
+        excluded = " ".join(q.get("exclude_modules", []) or [])
+        p = Precision.of(w, kv="fp8" if kv == "FP8" else None)
+        if "self_attn" in excluded:
+            p = replace(p, attn_weight=get_dtype("bf16"))
+        return p
+    qc = cfg.get("quantization_config") or {}
+    method = str(qc.get("quant_method", "")).lower()
+    if method == "fp8":
+        return Precision.of("fp8_block" if qc.get("weight_block_size") else "fp8")
+    if method == "mxfp4":
+        # gpt-oss: MXFP4 experts, attention in BF16 (modules_to_not_convert)
+        return replace(Precision.of("mxfp4", activation="bf16"), attn_weight=get_dtype("bf16"))
+    if method == "compressed-tensors":
+        for g in (qc.get("config_groups") or {}).values():
+            w = g.get("weights") or {}
+            if w.get("num_bits") == 4:
+                return replace(Precision.of("int4", activation="bf16"), attn_weight=get_dtype("bf16"))
+    return Precision.of("bf16")
+
+
+def from_hf_config(cfg: dict, name: str = "custom", quant: dict | None = None,
+                   hf_ids: tuple[str, ...] = ()) -> ModelSpec:
+    """Normalise a Hugging Face config.json dict (nested text_config allowed) to a ModelSpec."""
+    if not isinstance(cfg, dict):
+        raise InputError("config", type(cfg).__name__, "a JSON object")
+    outer = cfg
+    if isinstance(cfg.get("text_config"), dict):
+        cfg = {**cfg["text_config"], "quantization_config": cfg["text_config"].get("quantization_config") or outer.get("quantization_config")}
+    mtype = str(cfg.get("model_type") or outer.get("model_type") or "")
+    origin = name
+    if cfg.get("hybrid_override_pattern") and "M" in str(cfg["hybrid_override_pattern"]):
+        raise UnsupportedModelError("config.hybrid_override_pattern", "Mamba (M) blocks",
+                                    f"{name} mixes Mamba layers; supported layers: " + ", ".join(SUPPORTED_LAYERS))
+    lt = cfg.get("layer_types")
+    if lt and any(t not in ("full_attention", "sliding_attention", "chunked_attention") for t in lt):
+        bad = sorted({t for t in lt if t not in ("full_attention", "sliding_attention", "chunked_attention")})
+        raise UnsupportedModelError("config.layer_types", ",".join(bad),
+                                    f"{name} has layer types the cost model cannot represent; supported layers: " + ", ".join(SUPPORTED_LAYERS))
+    h = _req(cfg, "hidden_size", origin)
+    L = _req(cfg, "num_hidden_layers", origin)
+    vocab = _req(cfg, "vocab_size", origin)
+    H = _req(cfg, "num_attention_heads", origin)
+    kv = cfg.get("num_key_value_heads") or H
+    head_dim = cfg.get("head_dim") or h // H
+    notes: list[str] = []
+
+    # ---- attention per layer
+    def gqa(window=0, heads=H, kvh=kv, hd=head_dim, k_eq_v=False):
+        return Attention("gqa", heads, kvh, hd, hd, window, k_eq_v=k_eq_v)
+
+    if cfg.get("kv_lora_rank"):
+        rope, nope = int(cfg.get("qk_rope_head_dim") or 64), int(cfg.get("qk_nope_head_dim") or 128)
+        mla = Attention("mla", H, H, nope + rope, int(cfg.get("v_head_dim") or nope), 0,
+                        int(cfg.get("q_lora_rank") or 0), int(cfg["kv_lora_rank"]), rope, nope)
+        attns = [mla] * L
+        if cfg.get("index_topk"):
+            notes.append("sparse-attention indexer (DSA) not modelled: attention is costed as dense MLA")
+    elif lt:
+        win = int(cfg.get("sliding_window") or 0)
+        if mtype.startswith("gemma4"):
+            # Gemma 4 full-attention layers use global_head_dim and num_global_key_value_heads with K=V
+            glob = gqa(0, H, int(cfg.get("num_global_key_value_heads") or kv), int(cfg.get("global_head_dim") or head_dim),
+                       bool(cfg.get("attention_k_eq_v")))
+        else:
+            glob = gqa(0)
+        attns = [gqa(win) if t == "sliding_attention" else glob for t in lt]
+        if len(attns) != L:
+            raise InputError("config.layer_types", len(attns), f"one entry per layer ({L})")
+    elif cfg.get("block_configs"):
+        attns = []
+        for b in cfg["block_configs"]:
+            a = b.get("attention", {})
+            if a.get("no_op"):
+                attns.append(Attention("none"))
+            elif a.get("replace_with_linear"):
+                attns.append(Attention("linear"))
+            else:
+                attns.append(gqa(int(a.get("window_length") or 0), H, H // int(a["n_heads_in_group"])))
+    else:
+        win = int(cfg.get("sliding_window") or 0) if cfg.get("use_sliding_window", True) else 0
+        if mtype in ("qwen3", "qwen3_moe", "qwen2", "qwen2_moe") and not cfg.get("use_sliding_window"):
+            win = 0  # Qwen configs carry sliding_window but use_sliding_window is false
+        attns = [gqa(win)] * L
+
+    # ---- FFN per layer
+    E = cfg.get("n_routed_experts") or cfg.get("num_local_experts") or cfg.get("num_experts") or 0
+    topk = cfg.get("num_experts_per_tok") or cfg.get("top_k_experts") or cfg.get("moe_topk") or 0
+    inter = cfg.get("intermediate_size")
+    if E and not topk:
+        raise InputError("config.num_experts_per_tok", None, f"{name} has {E} experts; set the experts per token")
+    if cfg.get("block_configs"):
+        ffns = []
+        for b in cfg["block_configs"]:
+            f = b.get("ffn", {})
+            if f.get("no_op"):
+                ffns.append(Ffn("none"))
+            elif f.get("replace_with_linear"):
+                ffns.append(Ffn("linear"))
+            else:
+                ffns.append(Ffn("dense", _nas_inter(float(f["ffn_mult"]), h)))
+    elif E:
+        if mtype.startswith("llama4"):
+            e_inter, dense_inter, shared = inter, cfg.get("intermediate_size_mlp") or inter, inter
+            step = int(cfg.get("interleave_moe_layer_step") or 1)
+            is_moe = [(i + 1) % step == 0 for i in range(L)]
+        else:
+            e_inter = cfg.get("moe_intermediate_size") or inter
+            dense_inter = inter
+            n_shared = cfg.get("n_shared_experts") or cfg.get("num_shared_experts") or 0
+            shared = n_shared * e_inter if n_shared else int(cfg.get("shared_expert_intermediate_size") or 0)
+            if mtype.startswith("gemma4") and cfg.get("enable_moe_block"):
+                shared = inter  # Gemma 4: a dense MLP runs beside the routed experts in every layer
+            first_dense = int(cfg.get("first_k_dense_replace") or 0)
+            freq = int(cfg.get("moe_layer_freq") or cfg.get("decoder_sparse_step") or 1)
+            mlp_only = set(cfg.get("mlp_only_layers") or [])
+            is_moe = [i >= first_dense and i % freq == 0 and i not in mlp_only for i in range(L)]
+            if freq > 1 and "decoder_sparse_step" in cfg:  # Qwen: (i + 1) % step == 0
+                is_moe = [(i + 1) % freq == 0 and i not in mlp_only for i in range(L)]
+        if not e_inter:
+            raise InputError("config.moe_intermediate_size", None, f"{name}: the expert width is required")
+        moe = Ffn("moe", 0, int(E), int(topk), int(e_inter), int(shared))
+        ffns = [moe if m else Ffn("dense", int(dense_inter)) for m in is_moe]
+    else:
+        if not inter:
+            raise InputError("config.intermediate_size", inter, "a positive integer")
+        ffns = [Ffn("dense", int(inter))] * L
+    if len(attns) != L or len(ffns) != L:
+        raise InputError("config.num_hidden_layers", L, f"match the per-layer lists ({len(attns)}, {len(ffns)})")
+    tie = bool(outer.get("tie_word_embeddings", cfg.get("tie_word_embeddings", False)))
+    prec = precision_from_quant(cfg, quant)
+    return ModelSpec(name=name, hidden=h, vocab=vocab, groups=_group([Layer(a, f) for a, f in zip(attns, ffns)]),
+                     tie_embeddings=tie, default_precision=prec, hf_ids=hf_ids, notes=tuple(notes))
+
+
+def load_config_file(path: str | Path, name: str | None = None) -> ModelSpec:
+    p = Path(path)
+    if p.is_dir():
+        p = p / "config.json"
+    if not p.is_file():
+        raise InputError("model", str(path), "a registry name (see `llm-codesign models`), a Hugging Face id, or a config.json path")
+    try:
+        cfg = json.loads(p.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise InputError("model", str(path), f"a valid JSON config ({e.__class__.__name__}: {e})") from None
+    quant = None
+    qp = p.with_name(p.name.replace("config.json", "hf_quant_config.json"))
+    if qp != p and qp.is_file():
+        quant = json.loads(qp.read_text())
+    return from_hf_config(cfg, name or p.stem, quant)

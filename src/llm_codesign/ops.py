@@ -1,0 +1,219 @@
+"""The operator graph: a flat, slash-named list of one forward pass, priced per GPU.
+
+For a step holding decode tokens (B sequences at their contexts, k+1 tokens each when verifying
+speculation) and a prefill chunk (T new tokens over c cached), every operator's FLOPs, bytes and
+time are numpy arrays broadcast over the deployments being evaluated. Quantities are per GPU and per
+layer; `count` is how many layers of one pipeline stage run the op.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import cost
+from .calibration import Calibration
+from .hardware import Gpu
+from .model import Layer, ModelSpec
+from .precision import Precision, gemm_math
+
+
+@dataclass(frozen=True)
+class Sharding:
+    """Per-deployment parallel sizes (arrays or ints). GPUs of one stage = tp*adp*kvp = ep*moe_tp."""
+    tp: object = 1
+    pp: object = 1
+    ep: object = 1
+    moe_tp: object = 1
+    adp: object = 1  # attention data-parallel ranks
+    kvp: object = 1  # Helix KV-parallel ranks (sequence-sharded KV cache)
+
+
+@dataclass(frozen=True)
+class Batch:
+    """Work of one step on one attention-DP rank (one micro-batch)."""
+    dec_seqs: object = 0.0
+    dec_ctx: object = 0.0  # average context of decoding sequences (tokens already cached)
+    dec_tokens_per_seq: object = 1.0  # 1 + draft length when verifying speculation
+    pf_tokens: object = 0.0
+    pf_seqs: object = 0.0
+    pf_ctx: object = 0.0  # average cached context before the prefill chunk
+
+
+@dataclass
+class Op:
+    name: str
+    kind: str  # gemm, attention, elementwise, comm
+    flops: np.ndarray
+    bytes: np.ndarray
+    time: np.ndarray
+    t_compute: np.ndarray
+    t_memory: np.ndarray
+    count: np.ndarray  # layers per stage that run it
+
+    @property
+    def total_time(self):
+        return self.time * self.count
+
+
+def distinct_experts(E, k, tokens):
+    """E * (1 - (1 - k/E)^tokens): experts whose weights a batch of `tokens` actually reads."""
+    tokens = np.asarray(tokens, float)
+    return E * (1.0 - np.power(1.0 - k / E, tokens))
+
+
+def _gemm(name, m, n, k, count, gpu, cal, math, a_b, w_b, groups=1.0, distinct=None, eff_scale=1.0):
+    t, tc, tm = cost.gemm_time(m, n, k, gpu, cal, math, a_b, w_b, 2.0, groups, distinct, eff_scale)
+    f, b = cost.gemm_flops_bytes(m, n, k, a_b, w_b, 2.0, groups, distinct)
+    return Op(name, "gemm", f, b, t, tc, tm, count)
+
+
+def _comm(name, op, nbytes, n, count, gpu, cal):
+    t = cost.collective_time(op, nbytes, n, gpu, cal)
+    z = np.zeros_like(t)
+    return Op(name, "comm", z, np.where(t > 0, np.asarray(nbytes, float), 0.0), t, z, z, count)
+
+
+def layer_ops(model: ModelSpec, layer: Layer, count, gpu: Gpu, cal: Calibration, prec: Precision,
+              sh: Sharding, b: Batch, prefix: str) -> list[Op]:
+    h = model.hidden
+    a = layer.attn
+    f = layer.ffn
+    tp = np.asarray(sh.tp, float)
+    kvp = np.asarray(sh.kvp, float)
+    adp = np.asarray(sh.adp, float)
+    ep = np.asarray(sh.ep, float)
+    moe_tp = np.asarray(sh.moe_tp, float)
+    stage_gpus = tp * adp * kvp
+    dense_tp = tp * kvp  # Helix re-uses the KV-parallel GPUs as TP for everything after attention
+    dec_tok = np.asarray(b.dec_seqs, float) * b.dec_tokens_per_seq
+    T = dec_tok + np.asarray(b.pf_tokens, float)  # tokens in this rank's step
+    act_b = prec.activation.bytes_per_value()
+    kv_b = prec.kv.bytes_per_value()
+    math_attn = gemm_math(prec.attn, prec.activation, gpu)
+    math_ffn = gemm_math(prec.weight, prec.activation, gpu)
+    wa, wf = prec.attn.bytes_per_weight(), prec.weight.bytes_per_weight()
+    ops: list[Op] = []
+    P = f"{prefix}/attn"
+
+    if a.kind in ("gqa", "mla"):
+        heads_l = a.heads / tp
+        if a.kind == "gqa":
+            kv_l = np.ceil(a.kv_heads / tp)  # KV heads replicate when TP exceeds them
+            kv_out = kv_l * (a.head_dim + (0 if a.k_eq_v else a.v_head_dim))
+            ops.append(_gemm(f"{P}/qkv", T, heads_l * a.head_dim + kv_out, h, count, gpu, cal, math_attn, act_b, wa))
+            per_tok_kv = kv_l * (a.head_dim + (0 if a.k_eq_v else a.v_head_dim)) * kv_b
+            qk_d, v_d = a.head_dim, a.v_head_dim
+        else:
+            qk = a.nope_dim + a.rope_dim
+            if a.q_lora_rank:
+                ops.append(_gemm(f"{P}/q_a", T, a.q_lora_rank, h, count, gpu, cal, math_attn, act_b, wa))
+                ops.append(_gemm(f"{P}/q_b", T, heads_l * qk, a.q_lora_rank, count, gpu, cal, math_attn, act_b, wa))
+            else:
+                ops.append(_gemm(f"{P}/q", T, heads_l * qk, h, count, gpu, cal, math_attn, act_b, wa))
+            ops.append(_gemm(f"{P}/kv_a", T, a.kv_lora_rank + a.rope_dim, h, count, gpu, cal, math_attn, act_b, wa))
+            # decode: weight absorption, attention runs in the latent space (DeepSeek-V2 sec. 2.1.2)
+            ops.append(_gemm(f"{P}/mla_q_absorb", dec_tok, a.kv_lora_rank, a.nope_dim, count, gpu, cal, "bf16", 2.0, 2.0, heads_l))
+            ops.append(_gemm(f"{P}/mla_v_up", dec_tok, a.v_head_dim, a.kv_lora_rank, count, gpu, cal, "bf16", 2.0, 2.0, heads_l))
+            # prefill: latent up-projected to per-head K and V for the chunk and its cached context
+            kv_rows = np.asarray(b.pf_tokens, float) + np.asarray(b.pf_seqs, float) * b.pf_ctx
+            ops.append(_gemm(f"{P}/mla_kv_up", kv_rows, heads_l * (a.nope_dim + a.v_head_dim), a.kv_lora_rank, count, gpu, cal, math_attn, act_b, wa))
+            per_tok_kv = (a.kv_lora_rank + a.rope_dim) * kv_b + 0 * tp  # latent is replicated across TP
+            qk_d, v_d = qk, a.v_head_dim
+
+        # attention core, decode part: every decode token reads its sequence's cache (sharded by Helix)
+        ctx = np.asarray(b.dec_ctx, float)
+        if a.window:
+            ctx = np.minimum(ctx, a.window)
+        ctx_l = ctx / kvp
+        if a.kind == "mla":
+            dec_flops = 2.0 * dec_tok * heads_l * ctx_l * (2 * a.kv_lora_rank + a.rope_dim)
+        else:
+            dec_flops = 2.0 * dec_tok * heads_l * ctx_l * (qk_d + v_d)
+        dec_bytes = np.asarray(b.dec_seqs, float) * ctx_l * per_tok_kv + dec_tok * heads_l * (qk_d + v_d) * 2.0
+        t, tc, tm = cost.attention_decode_time(dec_flops, dec_bytes, gpu, cal)
+        ops.append(Op(f"{P}/core_decode", "attention", dec_flops, dec_bytes, t, tc, tm, count))
+
+        # prefill part: causal, chunk of T_p tokens from s sequences over c cached tokens each
+        tp_tok = np.asarray(b.pf_tokens, float)
+        seqs = np.maximum(np.asarray(b.pf_seqs, float), 1.0)
+        keys = np.asarray(b.pf_ctx, float) + (tp_tok / seqs + 1.0) / 2.0
+        if a.window:
+            keys = np.minimum(keys, a.window)
+        keys = keys / kvp
+        pf_flops = 2.0 * tp_tok * heads_l * keys * (qk_d + v_d)
+        pf_bytes = seqs * (np.asarray(b.pf_ctx, float) + tp_tok / seqs) / kvp * per_tok_kv + tp_tok * heads_l * (qk_d + v_d) * 2.0
+        pmath = "fp8" if (prec.kv.math == "fp8" and gpu.supports("fp8")) else "bf16"
+        t, tc, tm = cost.attention_prefill_time(np.where(tp_tok > 0, pf_flops, 0.0), pf_bytes, gpu, cal, pmath)
+        ops.append(Op(f"{P}/core_prefill", "attention", pf_flops, pf_bytes, t, tc, tm, count))
+        if np.any(kvp > 1):
+            # Helix: partial outputs and softmax statistics exchanged across KV-parallel ranks
+            ops.append(_comm(f"{P}/helix_all_to_all", "all_to_all", T * heads_l * (v_d + 1) * 2.0, kvp, count, gpu, cal))
+        ops.append(_gemm(f"{P}/o", T, h, a.heads * v_d / dense_tp, count, gpu, cal, math_attn, act_b, wa))
+        ops.append(_comm(f"{P}/all_reduce", "all_reduce", T * h * 2.0, dense_tp, count, gpu, cal))
+    elif a.kind == "linear":
+        ops.append(_gemm(f"{P}/linear", T, h / dense_tp, h, count, gpu, cal, math_attn, act_b, wa))
+        ops.append(_comm(f"{P}/all_reduce", "all_reduce", T * h * 2.0, dense_tp, count, gpu, cal))
+
+    F = f"{prefix}/ffn"
+    if f.kind in ("dense", "linear"):
+        width = f.inter if f.kind == "dense" else 0
+        if f.kind == "dense":
+            ops.append(_gemm(f"{F}/gate_up", T, (f.mats - 1) * f.inter / dense_tp, h, count, gpu, cal, math_ffn, act_b, wf))
+            ops.append(_gemm(f"{F}/down", T, h, f.inter / dense_tp, count, gpu, cal, math_ffn, act_b, wf))
+        else:
+            ops.append(_gemm(f"{F}/linear", T, h / dense_tp, h, count, gpu, cal, math_ffn, act_b, wf))
+        ops.append(_comm(f"{F}/all_reduce", "all_reduce", T * h * 2.0, dense_tp, count, gpu, cal))
+    elif f.kind == "moe":
+        width = f.expert_inter
+        M = f"{prefix}/moe"
+        T_all = T * adp  # the MoE group sees every attention-DP rank's tokens
+        ops.append(_gemm(f"{M}/router", T, f.experts, h, count, gpu, cal, "bf16", 2.0, 2.0))
+        if f.shared_inter:
+            ops.append(_gemm(f"{M}/shared_gate_up", T, (f.mats - 1) * f.shared_inter / dense_tp, h, count, gpu, cal, math_ffn, act_b, wf))
+            ops.append(_gemm(f"{M}/shared_down", T, h, f.shared_inter / dense_tp, count, gpu, cal, math_ffn, act_b, wf))
+        e_local = f.experts / ep
+        # tokens per local expert, with the busiest GPU's load-imbalance factor
+        dist = distinct_experts(f.experts, f.top_k, T_all) / ep
+        active = np.minimum(e_local, np.maximum(dist, 1.0))
+        m_e_active = T_all * f.top_k / ep / active * np.where(T_all > 0, 1.0, 0.0)
+        m_e_active = np.where(e_local > 0, np.minimum(m_e_active, T_all) * cal.moe_imbalance, 0.0)
+        ops.append(_gemm(f"{M}/experts_gate_up", m_e_active, (f.mats - 1) * f.expert_inter / moe_tp, h, count, gpu, cal, math_ffn, act_b, wf, active, active, cal.moe_eff))
+        ops.append(_gemm(f"{M}/experts_down", m_e_active, h, f.expert_inter / moe_tp, count, gpu, cal, math_ffn, act_b, wf, active, active, cal.moe_eff))
+        # token exchange: all-to-all dispatch + combine under EP / attention-DP, else an all-reduce
+        a2a = (ep > 1) | (adp > 1)
+        sent = T / dense_tp * f.top_k * h
+        disp = np.where(a2a, sent * act_b, 0.0)
+        comb = np.where(a2a, sent * 2.0, 0.0)
+        ops.append(_comm(f"{M}/dispatch", "all_to_all", disp, stage_gpus, count, gpu, cal))
+        ops.append(_comm(f"{M}/combine", "all_to_all", comb, stage_gpus, count, gpu, cal))
+        ops.append(_comm(f"{M}/all_reduce", "all_reduce", np.where(a2a, 0.0, T * h * 2.0), stage_gpus, count, gpu, cal))
+    else:
+        width = 0
+    # norms, residual adds, activation, RoPE: streamed once each
+    ew_bytes = T * (6.0 * h + 3.0 * width / np.maximum(dense_tp, 1.0)) * 2.0
+    t, tc, tm = cost.elementwise_time(ew_bytes, cal.elementwise_kernels_per_layer, gpu, cal)
+    ops.append(Op(f"{prefix}/elementwise", "elementwise", np.zeros_like(t), ew_bytes, t, tc, tm, count))
+    return ops
+
+
+def forward_ops(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, sh: Sharding, b: Batch) -> list[Op]:
+    """All operators of one step on one GPU of one pipeline stage (the last: it holds the LM head)."""
+    pp = np.asarray(sh.pp, float)
+    ops: list[Op] = []
+    multi = len(model.groups) > 1
+    for i, (layer, n) in enumerate(model.groups):
+        prefix = f"layer{i}" if multi else "layer"
+        ops += layer_ops(model, layer, np.asarray(n, float) / pp, gpu, cal, prec, sh, b, prefix)
+    # LM head: the sampled positions only (every decode token, one per prefilled sequence)
+    logits = np.asarray(b.dec_seqs, float) * b.dec_tokens_per_seq + np.asarray(b.pf_seqs, float)
+    dense_tp = np.asarray(sh.tp, float) * np.asarray(sh.kvp, float)
+    ops.append(_gemm("lm_head", logits, model.vocab / dense_tp, model.hidden, np.ones_like(pp), gpu, cal, "bf16", 2.0, 2.0))
+    if np.any(pp > 1):
+        T = np.asarray(b.dec_seqs, float) * b.dec_tokens_per_seq + np.asarray(b.pf_tokens, float)
+        ops.append(_comm("pp/send_recv", "p2p", np.where(pp > 1, T * model.hidden * 2.0, 0.0), np.where(pp > 1, 2.0, 1.0), np.ones_like(pp), gpu, cal))
+    return ops
+
+
+def step_time(ops: list[Op]):
+    return sum(op.total_time for op in ops)

@@ -1,0 +1,200 @@
+"""Deployment search: enumerate every valid plan x batch x precision x speculation, evaluate them in
+vectorised chunks, and keep the Pareto frontier of output tok/s/GPU versus tok/s/user."""
+from __future__ import annotations
+
+import itertools
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .calibration import Calibration
+from .errors import InputError
+from .hardware import Gpu
+from .model import ModelSpec
+from .parallel import Plan, SpecDecoding, validity
+from .precision import Precision, get_dtype
+from .serving import evaluate
+
+CHUNK = 1 << 16  # deployments per vectorised pass: bounds peak memory (~60 ops x a few arrays each)
+POW2 = (1, 2, 4, 8, 16, 32, 64, 128)
+BATCHES = np.unique(np.concatenate([np.arange(1, 9), np.round(np.geomspace(8, 16384, 48))])).astype(np.int64)
+
+
+def divisors(n: int) -> list[int]:
+    return [d for d in range(1, n + 1) if n % d == 0]
+
+
+@dataclass(frozen=True)
+class SearchSpace:
+    num_gpus: int
+    tp: tuple[int, ...] | None = None  # None: every divisor
+    pp: tuple[int, ...] | None = None
+    ep: tuple[int, ...] | None = None
+    moe_tp: tuple[int, ...] | None = None
+    adp: tuple[int, ...] | None = None
+    kvp: tuple[int, ...] | None = None
+    instance_gpus: tuple[int, ...] | None = None  # GPUs per model instance (replicas fill num_gpus)
+    precisions: tuple[Precision, ...] = ()
+    spec: SpecDecoding | None = None
+    spec_ks: tuple[int, ...] = (0,)
+    batches: tuple[int, ...] = field(default_factory=lambda: tuple(int(b) for b in BATCHES))
+
+
+def plans(model: ModelSpec, gpu: Gpu, space: SearchSpace) -> tuple[Plan, np.ndarray]:
+    """Every valid plan (as arrays) and its instance size."""
+    N = space.num_gpus
+    if N < 1:
+        raise InputError("gpus", N, "a positive integer")
+    inst = space.instance_gpus or tuple(d for d in divisors(N))
+    rows = []
+    for n in inst:
+        if N % n:
+            continue
+        ds = divisors(n)
+        pick = lambda opt: [x for x in ds if opt is None or x in opt]  # noqa: E731
+        for tp, pp, adp, kvp in itertools.product(pick(space.tp), pick(space.pp), pick(space.adp), pick(space.kvp)):
+            if tp * pp * adp * kvp != n:
+                continue
+            stage = n // pp
+            if model.is_moe:
+                for ep in pick(space.ep):
+                    if stage % ep == 0 and (space.moe_tp is None or stage // ep in space.moe_tp):
+                        rows.append((tp, pp, ep, stage // ep, adp, kvp, n))
+            elif adp == 1 and space.ep in (None, (1,)) and space.moe_tp in (None, (1,)):
+                # dense models: attention DP inside an instance is the same as more replicas
+                rows.append((tp, pp, 1, 1, adp, kvp, n))
+    if not rows:
+        raise InputError("gpus", N, "a GPU count that admits at least one plan with the fixed sizes")
+    a = np.asarray(rows, dtype=np.int64)
+    plan = Plan(*(a[:, i] for i in range(6)))
+    ok = validity(model, gpu, plan, a[:, 6]) < 0
+    if not ok.any():
+        raise InputError("deployment", f"{N}x{gpu.id}", "no valid plan: the fixed parallel sizes do not divide this model's heads/experts/layers")
+    a = a[ok]
+    return Plan(*(a[:, i] for i in range(6))), a[:, 6]
+
+
+def default_precisions(model: ModelSpec, gpu: Gpu) -> tuple[Precision, ...]:
+    """The checkpoint's own precision plus the lower-precision formats this GPU runs natively."""
+    out = [model.default_precision]
+    if gpu.supports("fp8"):
+        out.append(Precision.of("fp8", kv="fp8"))
+    if "nvfp4" in gpu.fp4_formats:
+        out.append(Precision.of("nvfp4", kv="fp8"))
+    elif "mxfp4" in gpu.fp4_formats:
+        out.append(Precision.of("mxfp4", activation="mxfp4", kv="fp8"))
+    uniq = []
+    for p in out:
+        if p not in uniq:
+            uniq.append(p)
+    return tuple(uniq)
+
+
+def pareto_mask(x, y) -> np.ndarray:
+    """Points not dominated (both objectives maximised); ties keep one representative."""
+    x = np.asarray(x, float)
+    y = np.asarray(y, float)
+    order = np.lexsort((-y, -x))  # x descending, then y descending
+    ys = y[order]
+    prev = np.concatenate([[-np.inf], np.maximum.accumulate(ys)[:-1]])
+    keep = np.zeros(len(x), dtype=bool)
+    keep[order] = ys > prev
+    return keep
+
+
+def search(model: ModelSpec, gpu: Gpu, cal: Calibration, space: SearchSpace, isl: int, osl: int,
+           backend: str = "trtllm", max_num_tokens: int = 8192, min_tps_user: float | None = None,
+           max_ttft_ms: float | None = None, progress=None) -> dict:
+    """Evaluate the whole space; return the frontier with each point's deployment and the cloud."""
+    t0 = time.perf_counter()
+    plan, inst = plans(model, gpu, space)
+    precs = space.precisions or default_precisions(model, gpu)
+    ks = np.asarray(space.spec_ks if space.spec is not None else (0,), dtype=np.int64)
+    batches = np.asarray(space.batches, dtype=np.int64)
+    P, B, K = len(inst), len(batches), len(ks)
+    total = P * B * K * len(precs)
+    cols = {k: [] for k in ("tok_s_per_user", "output_tok_s_per_gpu", "ttft_ms", "tpot_ms", "idx", "prec", "fits")}
+    done = 0
+    for pi, prec in enumerate(precs):
+        n = P * B * K
+        for s in range(0, n, CHUNK):
+            idx = np.arange(s, min(s + CHUNK, n))
+            ip, rest = np.divmod(idx, B * K)
+            ib, ik = np.divmod(rest, K)
+            sub = Plan(*(np.asarray(x)[ip] for x in (plan.tp, plan.pp, plan.ep, plan.moe_tp, plan.adp, plan.kvp)))
+            conc = batches[ib] * np.asarray(plan.adp)[ip]
+            r = evaluate(model, gpu, cal, prec, sub, conc, isl, osl, backend=backend, spec=space.spec if space.spec else None,
+                         spec_k=ks[ik] if space.spec else None, max_num_tokens=max_num_tokens)
+            cols["tok_s_per_user"].append(np.broadcast_to(r["tok_s_per_user"], idx.shape))
+            cols["output_tok_s_per_gpu"].append(np.broadcast_to(r["output_tok_s_per_gpu"], idx.shape))
+            cols["ttft_ms"].append(np.broadcast_to(r["ttft_s"] * 1e3, idx.shape))
+            cols["tpot_ms"].append(np.broadcast_to(r["tpot_s"] * 1e3, idx.shape))
+            cols["fits"].append(np.broadcast_to(r["fits"], idx.shape))
+            cols["idx"].append(idx)
+            cols["prec"].append(np.full(idx.shape, pi))
+            done += len(idx)
+            if progress:
+                progress(done, total)
+    c = {k: np.concatenate(v) for k, v in cols.items()}
+    ok = c["fits"].copy()
+    if min_tps_user is not None:
+        ok &= c["tok_s_per_user"] >= min_tps_user
+    if max_ttft_ms is not None:
+        ok &= c["ttft_ms"] <= max_ttft_ms
+    sel = np.nonzero(ok)[0]
+    front = sel[pareto_mask(c["tok_s_per_user"][sel], c["output_tok_s_per_gpu"][sel])] if len(sel) else sel
+    front = front[np.argsort(c["tok_s_per_user"][front])]
+
+    def point(j):
+        ip, rest = divmod(int(c["idx"][j]), B * K)
+        ib, ik = divmod(rest, K)
+        sub = Plan(*(int(np.asarray(x)[ip]) for x in (plan.tp, plan.pp, plan.ep, plan.moe_tp, plan.adp, plan.kvp)))
+        prec = precs[int(c["prec"][j])]
+        k = int(ks[ik]) if space.spec else 0
+        n_inst = int(inst[ip])
+        dep = {"gpu": gpu.id, "instance_gpus": n_inst, "replicas": space.num_gpus // n_inst,
+               "tp": sub.tp, "pp": sub.pp, "ep": sub.ep, "moe_tp": sub.moe_tp, "attention_dp": sub.adp, "kvp": sub.kvp,
+               "plan": sub.label(), "concurrency_per_instance": int(batches[ib] * sub.adp),
+               "weight_dtype": prec.weight.name, "activation_dtype": prec.activation.name, "kv_dtype": prec.kv.name,
+               "spec": (space.spec.method if space.spec and k else None), "draft_len": k}
+        return {"tok_s_per_user": float(c["tok_s_per_user"][j]), "output_tok_s_per_gpu": float(c["output_tok_s_per_gpu"][j]),
+                "ttft_ms": float(c["ttft_ms"][j]), "tpot_ms": float(c["tpot_ms"][j]), "deployment": dep}
+
+    # a thinned cloud of dominated fitting points for plots (at most 4000)
+    cloud_idx = sel if len(sel) <= 4000 else sel[np.random.default_rng(0).choice(len(sel), 4000, replace=False)]
+    return {
+        "model": model.name, "gpu": gpu.id, "num_gpus": space.num_gpus, "isl": isl, "osl": osl, "backend": backend,
+        "evaluated": int(total), "fitting": int(c["fits"].sum()), "seconds": time.perf_counter() - t0,
+        "frontier": [point(j) for j in front],
+        "cloud": {"tok_s_per_user": c["tok_s_per_user"][cloud_idx].tolist(),
+                  "output_tok_s_per_gpu": c["output_tok_s_per_gpu"][cloud_idx].tolist()},
+        "roofline_bound": roofline_bound(model, gpu, precs, space.num_gpus),
+    }
+
+
+def roofline_bound(model: ModelSpec, gpu: Gpu, precs, num_gpus: int) -> dict:
+    """Ideal frontier: step >= max(weights / aggregate bandwidth, 2*active*B / aggregate peak)."""
+    from .precision import gemm_math
+
+    best = None
+    for p in precs:
+        wbytes = model.total_params * p.weight.bytes_per_weight()
+        peak = gpu.peak(gemm_math(p.weight, p.activation, gpu))
+        b = np.geomspace(1, 65536, 64)
+        t = np.maximum(wbytes / (num_gpus * gpu.hbm_bandwidth_bytes_per_s), 2 * model.active_params * b / (num_gpus * peak))
+        pts = (1 / t, b / t / num_gpus)
+        if best is None or pts[1].max() > best[1].max():
+            best = pts
+    return {"tok_s_per_user": best[0].tolist(), "output_tok_s_per_gpu": best[1].tolist()}
+
+
+def parse_precisions(weight: str | None, activation: str | None, kv: str | None, model: ModelSpec, gpu: Gpu):
+    if weight is None and activation is None and kv is None:
+        return ()
+    if weight is None:
+        ws = sorted({p.weight.name for p in default_precisions(model, gpu)})
+    else:
+        ws = [get_dtype(weight, "weight_dtype").name]
+    kvs = [kv] if kv else ["bf16", "fp8"] if gpu.supports("fp8") else ["bf16"]
+    return tuple(Precision.of(w, activation, k) for w in ws for k in kvs)

@@ -1,0 +1,134 @@
+"""Serving metrics of aggregated in-flight batching with chunked prefill, array-valued.
+
+Steady state with `concurrency` requests in flight: every request needs ISL prefill tokens and
+(OSL-1)/accepted decode iterations, so an average iteration of one micro-batch carries the decode
+tokens of the sequences generating plus the prefill tokens that keep the pipeline fed. TPOT is the
+iteration time over the pipeline divided by the tokens a step accepts; TTFT is the wait for the
+current iteration plus the iterations that carry the request's own prefill chunks.
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+
+from . import memory
+from .calibration import Calibration
+from .errors import InputError
+from .hardware import Gpu
+from .model import Attention, Ffn, Layer, ModelSpec
+from .ops import Batch, Sharding, forward_ops, step_time
+from .parallel import Plan, SpecDecoding
+from .precision import Precision
+
+
+def _sharding(plan: Plan) -> Sharding:
+    tp, pp, ep, mtp, adp, kvp = plan.arrays()
+    return Sharding(tp=tp, pp=pp, ep=ep, moe_tp=mtp, adp=adp, kvp=kvp)
+
+
+def draft_model(model: ModelSpec, spec: SpecDecoding) -> ModelSpec:
+    """The model a draft pass runs: DeepSeek MTP module, an EAGLE-3 head, or a separate draft model."""
+    if spec.method == "mtp":
+        # DeepSeek-V3 MTP: one more transformer block of the model's own (last) layer type and the
+        # shared LM head (DeepSeek-V3 report, sec. 2.2)
+        last = model.groups[-1][0]
+        return replace(model, name=f"{model.name}-mtp", groups=((last, 1),))
+    if spec.method == "eagle3":
+        # EAGLE-3 (Li et al. 2025): one decoder layer at the target's hidden size with a 32k draft
+        # vocabulary; FFN width 3.5x hidden as in the published Llama drafts (14336 for hidden 4096)
+        h = model.hidden
+        heads = max(h // 128, 1)
+        attn = Attention("gqa", heads, min(8, heads), 128, 128)
+        ffn = Ffn("dense", int(np.ceil(3.5 * h / 256) * 256))
+        return ModelSpec(name=f"{model.name}-eagle3", hidden=h, vocab=32000, groups=((Layer(attn, ffn), 1),))
+    from .registry import get_model  # a separate draft model
+
+    if not spec.draft_model:
+        raise InputError("draft_model", None, "a model name for --spec draft (e.g. llama-3.1-8b)")
+    return get_model(spec.draft_model)
+
+
+def evaluate(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, plan: Plan, concurrency,
+             isl, osl, backend: str = "trtllm", spec: SpecDecoding | None = None, spec_k=None,
+             max_num_tokens=8192, cpp=False, usable_fraction: float = memory.USABLE_FRACTION,
+             with_ops: bool = False) -> dict:
+    """Metrics for every deployment in the broadcast of plan arrays, concurrency, ISL/OSL and k.
+
+    `concurrency` is the total number of requests in flight across all GPUs of the deployment.
+    """
+    sh = _sharding(plan)
+    tp, pp, ep, mtp, adp, kvp = (np.asarray(x, float) for x in plan.arrays())
+    gpus = tp * adp * kvp * pp
+    C = np.asarray(concurrency, float)
+    isl = np.asarray(isl, float)
+    osl = np.asarray(osl, float)
+    mnt = np.asarray(max_num_tokens, float)
+    c_rank = C / adp
+    b = c_rank / pp  # sequences per micro-batch
+    if spec is not None:
+        k = np.asarray(spec.k if spec_k is None else spec_k, float)
+        acc = spec.accepted(k.astype(np.int64))
+        k = np.where(np.asarray(spec_k if spec_k is not None else spec.k) > 0, k, 0.0)
+        acc = np.where(k > 0, acc, 1.0)
+    else:
+        k, acc = np.zeros(1), np.ones(1)
+    n_dec = np.maximum(osl - 1.0, 0.0) / acc
+    n_pf = np.ceil(isl / mnt)
+    chunk = isl / n_pf
+    steps = n_dec + n_pf
+    dec_seqs = b * n_dec / np.maximum(steps, 1.0)
+    pf_tokens = b * isl / np.maximum(steps, 1.0)
+    dec_ctx = isl + osl / 2.0
+    pf_ctx = (isl - chunk) / 2.0
+    overhead = cal.step_overhead(backend)
+    avg = Batch(dec_seqs=dec_seqs, dec_ctx=dec_ctx, dec_tokens_per_seq=1.0 + k, pf_tokens=pf_tokens,
+                pf_seqs=pf_tokens / chunk, pf_ctx=pf_ctx)
+    ops = forward_ops(model, gpu, cal, prec, sh, avg)
+    t_stage = step_time(ops) + overhead
+    t_draft = 0.0
+    if spec is not None:
+        dm = draft_model(model, spec)
+        dsh = sh if spec.method != "draft" else replace(sh, pp=np.ones_like(pp))
+        dops = forward_ops(dm, gpu, cal, prec, dsh, Batch(dec_seqs=dec_seqs, dec_ctx=dec_ctx))
+        t_draft = k * step_time(dops)
+        t_stage = t_stage + t_draft / pp
+    t_iter = pp * t_stage
+    tpot = t_iter / acc
+    # the iteration that carries this request's prefill chunk (plus peers' chunks arriving with it)
+    own = Batch(dec_seqs=dec_seqs, dec_ctx=dec_ctx, dec_tokens_per_seq=1.0 + k,
+                pf_tokens=np.minimum(np.maximum(chunk, pf_tokens), mnt), pf_seqs=np.maximum(pf_tokens / chunk, 1.0), pf_ctx=pf_ctx)
+    t_pf_stage = step_time(forward_ops(model, gpu, cal, prec, sh, own)) + overhead + t_draft / pp
+    pf_iters = np.where(np.asarray(cpp), n_pf + pp - 1.0, n_pf * pp)
+    ttft = 0.5 * t_iter + pf_iters * t_pf_stage
+    life = ttft + np.maximum(osl - 1.0, 0.0) * tpot
+    out_per_gpu = C * osl / life / gpus
+    mem = memory.fit(model, gpu, prec, sh, isl, osl, mnt, usable_fraction)
+    max_conc = mem["max_seqs_per_rank"] * adp
+    res = {
+        "ttft_s": ttft, "tpot_s": tpot, "tok_s_per_user": 1.0 / tpot,
+        "output_tok_s_per_gpu": out_per_gpu, "io_tok_s_per_gpu": C * (isl + osl) / life / gpus,
+        "tokens_per_joule_bound": out_per_gpu / gpu.tdp_w, "accepted_per_step": acc + 0.0 * tpot,
+        "step_s": t_stage, "draft_s": t_draft + 0.0 * t_stage, "gpus": gpus,
+        "weights_bytes": mem["weights"], "kv_bytes_per_seq": mem["kv_per_seq"],
+        "kv_bytes": mem["kv_per_seq"] * c_rank, "activation_bytes": mem["activations"],
+        "free_bytes": mem["free_for_kv"] - mem["kv_per_seq"] * c_rank, "max_concurrency": max_conc,
+        "fits": (mem["free_for_kv"] > 0) & (c_rank <= mem["max_seqs_per_rank"]),
+    }
+    if with_ops:
+        res["ops"] = ops
+    return res
+
+
+def binding_resource(ops) -> str:
+    """Which resource the step spends most time on: compute, memory or communication."""
+    tot = {"compute": 0.0, "memory": 0.0, "communication": 0.0}
+    for op in ops:
+        t = float(np.sum(op.total_time))
+        if op.kind == "comm":
+            tot["communication"] += t
+        elif float(np.sum(op.t_compute)) >= float(np.sum(op.t_memory)):
+            tot["compute"] += t
+        else:
+            tot["memory"] += t
+    return max(tot, key=tot.get)
