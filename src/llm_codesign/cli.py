@@ -268,6 +268,123 @@ def estimate(
         _console().print(bt)
 
 
+def _progress():
+    """A rich progress bar on stderr for long searches (silent when stderr is not a terminal)."""
+    from rich.console import Console
+    from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
+
+    con = Console(stderr=True)
+    if not con.is_terminal:
+        return None, None
+    prog = Progress(TextColumn("searching"), BarColumn(), TextColumn("{task.completed:,}/{task.total:,}"), TimeRemainingColumn(),
+                    console=con, transient=True)
+    task = prog.add_task("search", total=1)
+
+    def cb(done, total):
+        prog.update(task, completed=done, total=total)
+
+    return prog, cb
+
+
+def _ints(v: Optional[int]):
+    return None if v is None else (v,)
+
+
+@app.command()
+def pareto(
+    model: str = typer.Argument("llama-3.1-70b", help="Model(s), comma-separated to compare."),
+    gpu: str = typer.Option("h200", "--gpu", help="GPU id(s), comma-separated to compare."),
+    gpus_: int = typer.Option(8, "--gpus", help="GPUs per deployment (the fleet slice; replicas fill it)."),
+    tp: Optional[int] = O_TP, pp: Optional[int] = O_PP, ep: Optional[int] = O_EP, moe_tp: Optional[int] = O_MTP,
+    attention_dp: Optional[int] = O_ADP, kvp: Optional[int] = O_KVP,
+    weight_dtype: Optional[str] = O_W, activation_dtype: Optional[str] = O_A, kv_dtype: Optional[str] = O_KV,
+    isl: int = O_ISL, osl: int = O_OSL, backend: str = O_BACKEND,
+    spec: Optional[str] = O_SPEC, draft_len: Optional[int] = typer.Option(None, "--draft-len", help="Fix k (default: sweep 1..5)."),
+    acceptance: Optional[float] = O_ACC, acceptance_rates: Optional[str] = O_RATES, draft_model: Optional[str] = O_DRAFT,
+    max_num_tokens: int = O_MNT,
+    min_tps_user: Optional[float] = typer.Option(None, "--min-tps-user", help="SLO: minimum tokens/s per user."),
+    max_ttft_ms: Optional[float] = typer.Option(None, "--max-ttft-ms", help="SLO: maximum TTFT in ms."),
+    out: Optional[str] = typer.Option(None, "--out", help="Folder for frontier.csv, frontier.png and report.html."),
+    csv_path: Optional[str] = typer.Option(None, "--csv"), plot_path: Optional[str] = typer.Option(None, "--plot", help=".png or .svg"),
+    html_path: Optional[str] = typer.Option(None, "--html"),
+    calibration: Optional[str] = O_CAL, as_json: bool = typer.Option(False, "--json"),
+):
+    """Throughput-vs-interactivity Pareto frontier over every valid deployment."""
+    from pathlib import Path
+
+    from .calibration import calibration_for
+    from .report import write_csv, write_html, write_plot
+    from .search import SearchSpace, parse_precisions, point_breakdown, search
+
+    model_refs = [m for m in model.split(",") if m]
+    gpu_refs = [g for g in gpu.split(",") if g]
+    if isl < 1 or osl < 1:
+        raise InputError("isl/osl", (isl, osl), "positive token counts")
+    sd = _spec(spec, draft_len or (len(acceptance_rates.split(",")) if acceptance_rates else 3), acceptance, acceptance_rates, draft_model)
+    ks = (0,) if sd is None else ((0, draft_len) if draft_len else (0, 1, 2, 3, 4, 5))
+    paths = {"csv": csv_path, "plot": plot_path, "html": html_path}
+    if out:
+        Path(out).mkdir(parents=True, exist_ok=True)
+        paths = {"csv": csv_path or str(Path(out) / "frontier.csv"), "plot": plot_path or str(Path(out) / "frontier.png"),
+                 "html": html_path or str(Path(out) / "report.html")}
+    for key, p in paths.items():
+        if p and not Path(p).resolve().parent.is_dir():
+            raise InputError(key, p, "a path in an existing folder")
+    if paths["plot"] and not paths["plot"].endswith((".png", ".svg")):
+        raise InputError("plot", paths["plot"], "a .png or .svg path")
+    results, breakdowns = [], {}
+    prog, cb = _progress()
+    if prog:
+        prog.start()
+    try:
+        for mref in model_refs:
+            m = _model(mref)
+            for gref in gpu_refs:
+                g = _gpu(gref)
+                cal = calibration_for(g, calibration)
+                space = SearchSpace(gpus_, _ints(tp), _ints(pp), _ints(ep), _ints(moe_tp), _ints(attention_dp), _ints(kvp),
+                                    precisions=parse_precisions(weight_dtype, activation_dtype, kv_dtype, m, g), spec=sd, spec_ks=ks)
+                r = search(m, g, cal, space, isl, osl, backend, max_num_tokens, min_tps_user, max_ttft_ms, progress=cb)
+                i = len(results)
+                for j, p in enumerate(r["frontier"]):
+                    breakdowns[f"{i}:{j}"] = point_breakdown(m, g, cal, p["deployment"], isl, osl, backend, sd, max_num_tokens)
+                results.append(r)
+    finally:
+        if prog:
+            prog.stop()
+    if paths["csv"]:
+        write_csv(results, paths["csv"])
+    if paths["plot"]:
+        write_plot(results, paths["plot"])
+    if paths["html"]:
+        write_html(results, breakdowns, paths["html"])
+    if as_json:
+        slim = [{k: v for k, v in r.items() if k not in ("cloud", "roofline_bound")} for r in results]
+        return _dump(slim[0] if len(slim) == 1 else {"comparisons": slim, "evaluated": sum(r["evaluated"] for r in slim),
+                                                      "seconds": sum(r["seconds"] for r in slim), "frontier": [p for r in slim for p in r["frontier"]]})
+    from rich.table import Table
+
+    con = _console()
+    for r in results:
+        t = Table(title=f"Pareto frontier: {r['model']} on {r['num_gpus']}x {r['gpu']}, ISL/OSL {isl}/{osl} "
+                        f"({r['evaluated']:,} deployments in {r['seconds']:.2f} s)")
+        for c in ("tok/s/user", "tok/s/GPU", "TTFT ms", "TPOT ms", "plan", "x", "batch", "precision", "spec"):
+            t.add_column(c, justify="right")
+        fr = r["frontier"]
+        step = max(1, len(fr) // 24)
+        for p in fr[::step]:
+            d = p["deployment"]
+            t.add_row(f"{p['tok_s_per_user']:.1f}", f"{p['output_tok_s_per_gpu']:.0f}", f"{p['ttft_ms']:.0f}", f"{p['tpot_ms']:.2f}",
+                      d["plan"], str(d["replicas"]), str(d["concurrency_per_instance"]), f"{d['weight_dtype']}/{d['kv_dtype']}",
+                      f"{d['spec']} k={d['draft_len']}" if d["spec"] else "-")
+        con.print(t)
+        if not fr:
+            con.print("[yellow]no deployment meets the SLO filters[/yellow]")
+    for key, p in paths.items():
+        if p:
+            con.print(f"wrote {key}: {p}")
+
+
 def main() -> None:
     try:
         app(standalone_mode=True)

@@ -5,7 +5,6 @@ import numpy as np
 
 from .calibration import Calibration
 from .errors import InputError
-from .hardware import Gpu
 from .model import ModelSpec
 from .ops import Batch, forward_ops
 from .parallel import Deployment, reason_text, validity

@@ -336,7 +336,7 @@ def from_hf_config(cfg: dict, name: str = "custom", quant: dict | None = None,
         raise InputError("config.num_hidden_layers", L, f"match the per-layer lists ({len(attns)}, {len(ffns)})")
     tie = bool(outer.get("tie_word_embeddings", cfg.get("tie_word_embeddings", False)))
     prec = precision_from_quant(cfg, quant)
-    return ModelSpec(name=name, hidden=h, vocab=vocab, groups=_group([Layer(a, f) for a, f in zip(attns, ffns)]),
+    return ModelSpec(name=name, hidden=h, vocab=vocab, groups=_group([Layer(a, f) for a, f in zip(attns, ffns, strict=True)]),
                      tie_embeddings=tie, default_precision=prec, hf_ids=hf_ids, notes=tuple(notes))
 
 

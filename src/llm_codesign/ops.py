@@ -173,13 +173,14 @@ def layer_ops(model: ModelSpec, layer: Layer, count, gpu: Gpu, cal: Calibration,
             ops.append(_gemm(f"{M}/shared_gate_up", T, (f.mats - 1) * f.shared_inter / dense_tp, h, count, gpu, cal, math_ffn, act_b, wf))
             ops.append(_gemm(f"{M}/shared_down", T, h, f.shared_inter / dense_tp, count, gpu, cal, math_ffn, act_b, wf))
         e_local = f.experts / ep
-        # tokens per local expert, with the busiest GPU's load-imbalance factor
+        # experts this GPU's weights are read for, and the tokens each of them sees (balanced share);
+        # routing imbalance slows the busiest GPU, so it scales time, not FLOPs
         dist = distinct_experts(f.experts, f.top_k, T_all) / ep
         active = np.minimum(e_local, np.maximum(dist, 1.0))
-        m_e_active = T_all * f.top_k / ep / active * np.where(T_all > 0, 1.0, 0.0)
-        m_e_active = np.where(e_local > 0, np.minimum(m_e_active, T_all) * cal.moe_imbalance, 0.0)
-        ops.append(_gemm(f"{M}/experts_gate_up", m_e_active, (f.mats - 1) * f.expert_inter / moe_tp, h, count, gpu, cal, math_ffn, act_b, wf, active, active, cal.moe_eff))
-        ops.append(_gemm(f"{M}/experts_down", m_e_active, h, f.expert_inter / moe_tp, count, gpu, cal, math_ffn, act_b, wf, active, active, cal.moe_eff))
+        m_e = np.minimum(T_all * f.top_k / ep / active, T_all)
+        eff = cal.moe_eff / cal.moe_imbalance
+        ops.append(_gemm(f"{M}/experts_gate_up", m_e, (f.mats - 1) * f.expert_inter / moe_tp, h, count, gpu, cal, math_ffn, act_b, wf, active, active, eff))
+        ops.append(_gemm(f"{M}/experts_down", m_e, h, f.expert_inter / moe_tp, count, gpu, cal, math_ffn, act_b, wf, active, active, eff))
         # token exchange: all-to-all dispatch + combine under EP / attention-DP, else an all-reduce
         a2a = (ep > 1) | (adp > 1)
         sent = T / dense_tp * f.top_k * h

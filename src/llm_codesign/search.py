@@ -52,13 +52,13 @@ def plans(model: ModelSpec, gpu: Gpu, space: SearchSpace) -> tuple[Plan, np.ndar
         if N % n:
             continue
         ds = divisors(n)
-        pick = lambda opt: [x for x in ds if opt is None or x in opt]  # noqa: E731
-        for tp, pp, adp, kvp in itertools.product(pick(space.tp), pick(space.pp), pick(space.adp), pick(space.kvp)):
+        tps, pps, adps, kvps = ([x for x in ds if opt is None or x in opt] for opt in (space.tp, space.pp, space.adp, space.kvp))
+        for tp, pp, adp, kvp in itertools.product(tps, pps, adps, kvps):
             if tp * pp * adp * kvp != n:
                 continue
             stage = n // pp
             if model.is_moe:
-                for ep in pick(space.ep):
+                for ep in (x for x in ds if space.ep is None or x in space.ep):
                     if stage % ep == 0 and (space.moe_tp is None or stage // ep in space.moe_tp):
                         rows.append((tp, pp, ep, stage // ep, adp, kvp, n))
             elif adp == 1 and space.ep in (None, (1,)) and space.moe_tp in (None, (1,)):
@@ -198,3 +198,15 @@ def parse_precisions(weight: str | None, activation: str | None, kv: str | None,
         ws = [get_dtype(weight, "weight_dtype").name]
     kvs = [kv] if kv else ["bf16", "fp8"] if gpu.supports("fp8") else ["bf16"]
     return tuple(Precision.of(w, activation, k) for w in ws for k in kvs)
+
+
+def point_breakdown(model: ModelSpec, gpu: Gpu, cal: Calibration, dep: dict, isl: int, osl: int, backend: str,
+                    spec: SpecDecoding | None, max_num_tokens: int) -> list[dict]:
+    """Per-operator time (ms per step, one GPU) of a frontier point's deployment."""
+    plan = Plan(dep["tp"], dep["pp"], dep["ep"], dep["moe_tp"], dep["attention_dp"], dep["kvp"])
+    prec = Precision.of(dep["weight_dtype"], dep["activation_dtype"], dep["kv_dtype"])
+    r = evaluate(model, gpu, cal, prec, plan, dep["concurrency_per_instance"], isl, osl, backend=backend,
+                 spec=spec if dep.get("spec") else None, spec_k=dep.get("draft_len") or None,
+                 max_num_tokens=max_num_tokens, with_ops=True)
+    rows = [{"name": op.name, "kind": op.kind, "time_ms": float(np.sum(op.total_time)) * 1e3} for op in r["ops"]]
+    return sorted((x for x in rows if x["time_ms"] > 0), key=lambda x: -x["time_ms"])

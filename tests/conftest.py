@@ -1,0 +1,30 @@
+import pytest
+
+from llm_codesign.calibration import calibration_for
+from llm_codesign.hardware import get_gpu
+from llm_codesign.registry import get_model
+
+
+@pytest.fixture(scope="session")
+def h100():
+    return get_gpu("h100")
+
+
+@pytest.fixture(scope="session")
+def b200():
+    return get_gpu("b200")
+
+
+@pytest.fixture(scope="session")
+def llama8b():
+    return get_model("llama-3.1-8b")
+
+
+@pytest.fixture(scope="session")
+def llama70b():
+    return get_model("llama-3.1-70b")
+
+
+@pytest.fixture(scope="session")
+def cal_h100(h100):
+    return calibration_for(h100)

@@ -1,0 +1,67 @@
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from llm_codesign import cost
+from llm_codesign.calibration import calibration_for
+from llm_codesign.hardware import get_gpu
+
+
+def test_gemm_intensity_golden():
+    # BF16 GEMM M=2048, N=8192, K=512: 2MNK / (2 (MK + KN + MN)) = 390.1 FLOP/byte (output counted)
+    f, b = cost.gemm_flops_bytes(2048, 8192, 512, 2.0, 2.0, 2.0)
+    assert f == 2 * 2048 * 8192 * 512
+    assert b == 2 * (2048 * 512 + 512 * 8192 + 2048 * 8192)
+    assert f / b == pytest.approx(390.1, abs=0.1)
+
+
+def test_gemm_never_beats_roofline(h100, cal_h100):
+    m, n, k = np.meshgrid([1, 16, 128, 1000, 4096], [512, 4096, 28672], [256, 4096, 8192], indexing="ij")
+    t, tc, tm = cost.gemm_time(m, n, k, h100, cal_h100, "bf16", 2.0, 2.0)
+    f, b = cost.gemm_flops_bytes(m, n, k, 2.0, 2.0)
+    floor = np.maximum(f / h100.peak("bf16"), b / h100.hbm_bandwidth_bytes_per_s)
+    assert np.all(t >= floor)
+
+
+def test_tile_and_wave_quantisation_show(h100, cal_h100):
+    # M=128, N=132*128 fills exactly one wave of 128x128 tiles on 132 SMs; one more column needs
+    # another (partial) wave whatever the tile shape
+    n = 132 * 128
+    _, c0, _ = cost.gemm_time(128, n, 8192, h100, cal_h100, "bf16", 2.0, 2.0)
+    _, c1, _ = cost.gemm_time(128, n + 1, 8192, h100, cal_h100, "bf16", 2.0, 2.0)
+    assert c1 / c0 > 1.2
+    # small K is less efficient per FLOP than large K at the same M, N
+    ts, *_ = cost.gemm_time(4096, 4096, 128, h100, cal_h100, "bf16", 2.0, 2.0)
+    tl, *_ = cost.gemm_time(4096, 4096, 8192, h100, cal_h100, "bf16", 2.0, 2.0)
+    assert ts / 128 > tl / 8192
+
+
+def test_fp8_faster_than_bf16_when_compute_bound(h100, cal_h100):
+    tb, *_ = cost.gemm_time(8192, 8192, 8192, h100, cal_h100, "bf16", 2.0, 2.0)
+    tf, *_ = cost.gemm_time(8192, 8192, 8192, h100, cal_h100, "fp8", 1.0, 1.0)
+    assert 1.5 < tb / tf < 2.5
+
+
+@settings(max_examples=60, deadline=None)
+@given(m=st.integers(1, 8192), n=st.integers(1, 30000), k=st.integers(1, 30000), scale=st.floats(1.0, 4.0))
+def test_more_bandwidth_never_slower(m, n, k, scale):
+    from dataclasses import replace
+
+    g = get_gpu("h200")
+    cal = calibration_for(g)
+    fast = replace(g, hbm_bandwidth_bytes_per_s=g.hbm_bandwidth_bytes_per_s * scale)
+    t1, *_ = cost.gemm_time(m, n, k, g, cal, "bf16", 2.0, 2.0)
+    t2, *_ = cost.gemm_time(m, n, k, fast, cal, "bf16", 2.0, 2.0)
+    assert t2 <= t1 + 1e-15
+
+
+def test_collectives(h100, cal_h100):
+    assert cost.collective_time("all_reduce", 1e6, 1, h100, cal_h100) == 0.0
+    small = cost.collective_time("all_reduce", 1e3, 8, h100, cal_h100)
+    big = cost.collective_time("all_reduce", 1e9, 8, h100, cal_h100)
+    # bandwidth term of a ring all-reduce: 2 (n-1)/n x bytes / link bandwidth
+    assert big > 2 * 7 / 8 * 1e9 / h100.scale_up_bandwidth_bytes_per_s
+    assert small < 1e-4
+    # beyond the NVLink domain the NIC carries it: much slower
+    assert cost.collective_time("all_reduce", 1e8, 16, h100, cal_h100) > 5 * cost.collective_time("all_reduce", 1e8, 8, h100, cal_h100)

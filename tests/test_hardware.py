@@ -1,0 +1,52 @@
+import pytest
+
+from llm_codesign.errors import InputError
+from llm_codesign.hardware import catalog, get_gpu
+
+IDS = ["a100", "h100", "h200", "b200", "gb200", "b300", "gb300", "l40s", "rtx-pro-6000", "mi300x", "mi325x", "mi355x"]
+
+
+def test_catalog_has_every_reference_gpu():
+    assert sorted(catalog()) == sorted(IDS)
+
+
+@pytest.mark.parametrize("alias,gid", [("h100_sxm", "h100"), ("H100-SXM", "h100"), ("b200_sxm", "b200"),
+                                       ("GB200_NVL72", "gb200"), ("RTX_PRO_6000", "rtx-pro-6000"), ("MI300X", "mi300x")])
+def test_aliases(alias, gid):
+    assert get_gpu(alias).id == gid
+
+
+def test_spec_values_from_reference():
+    # gpu-reference.yaml: H100 SXM 989.4 dense BF16 TFLOPS, 3.35 TB/s, 80 GB, 132 SMs, NVLink 450 GB/s per direction
+    h = get_gpu("h100")
+    assert h.peak("bf16") == pytest.approx(989.4e12)
+    assert h.peak("fp8") == pytest.approx(1978.9e12)
+    assert h.peak("fp4") == 0.0
+    assert h.hbm_bandwidth_bytes_per_s == pytest.approx(3.35e12)
+    assert h.hbm_bytes == pytest.approx(80e9)
+    assert h.sms == 132
+    assert h.scale_up_bandwidth_bytes_per_s == pytest.approx(450e9)
+    # GB200 NVL72 scale-up domain, B200 FP4 9 PF dense, MI355X runs MXFP4 but not NVFP4
+    assert get_gpu("gb200").scale_up_domain == 72
+    assert get_gpu("b200").peak("fp4") == pytest.approx(9e15)
+    assert get_gpu("mi355x").fp4_formats == ("mxfp4",)
+
+
+def test_unknown_gpu_lists_valid():
+    with pytest.raises(InputError, match="h100"):
+        get_gpu("h900")
+
+
+def test_user_toml(tmp_path):
+    p = tmp_path / "x1.toml"
+    p.write_text('id = "x1"\nfamily = "blackwell"\nsms = 200\nhbm_bytes = 4e11\nhbm_bandwidth_bytes_per_s = 1.6e13\n'
+                 'tdp_w = 1500\n[peak_flops]\nbf16 = 5e15\nfp8 = 1e16\n')
+    g = get_gpu(str(p))
+    assert g.id == "x1" and g.peak("fp8") == 1e16 and g.sms == 200
+
+
+def test_user_toml_missing_field(tmp_path):
+    p = tmp_path / "bad.toml"
+    p.write_text('id = "x"\nfamily = "hopper"\n')
+    with pytest.raises(InputError, match="sms"):
+        get_gpu(str(p))

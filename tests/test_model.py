@@ -1,0 +1,116 @@
+import json
+
+import pytest
+
+from llm_codesign.errors import InputError, UnsupportedModelError
+from llm_codesign.model import from_hf_config
+from llm_codesign.registry import get_model, list_models
+
+
+def within(x, published, rel=0.01, unit=None):
+    """Within 1% of a published figure, or within its rounding (half a unit of the last digit)."""
+    tol = max(rel * published, unit / 2 if unit else 0.0)
+    return abs(x - published) <= tol
+
+
+# (name, total, active, rounding unit of the published figure, active convention)
+# active: "no_emb" = layers + LM head (OpenAI, DeepSeek, Moonshot count the unembedding but not the
+# embedding lookup); "emb" = embedding included (Mistral, Meta, Qwen model cards).
+PUBLISHED = [
+    ("llama-3.1-8b", 8.03e9, None, 0.01e9, None),  # HF safetensors 8.03B
+    ("llama-3.1-70b", 70.6e9, None, 0.1e9, None),  # HF 70.6B
+    ("llama-3.1-405b", 406e9, None, 1e9, None),  # HF 406B
+    ("deepseek-v3", 671e9, 37e9, 1e9, "no_emb"),  # DeepSeek-V3 report: 671B total, 37B activated
+    ("qwen3-235b-a22b", 235e9, 22e9, 1e9, "emb"),  # Qwen3 model card
+    ("qwen3-30b-a3b", 30.5e9, None, 0.1e9, None),  # Qwen3 model card: 30.5B total
+    ("mixtral-8x7b", 46.7e9, 12.9e9, 0.1e9, "emb"),  # Mistral: 46.7B total, 12.9B active
+    ("gpt-oss-120b", 116.8e9, 5.1e9, 0.1e9, "no_emb"),  # OpenAI gpt-oss model card
+    ("gpt-oss-20b", 20.9e9, 3.6e9, 0.1e9, "no_emb"),
+    ("llama-4-maverick", 400e9, 17e9, 1e9, "emb"),  # Meta: 400B total, 17B active
+    ("kimi-k2", 1.0e12, 32e9, 0.1e12, "no_emb"),  # Moonshot model card: 1T total, 32B activated
+]
+
+
+@pytest.mark.parametrize("name,total,active,unit,conv", PUBLISHED)
+def test_published_parameter_counts(name, total, active, unit, conv):
+    m = get_model(name)
+    assert within(m.total_params, total, unit=unit), (m.total_params, total)
+    if active:
+        got = m.active_params if conv == "no_emb" else m.active_params_with_embedding
+        assert within(got, active, unit=unit if active >= 1e10 else 0.1e9), (got, active)
+
+
+def test_known_deviations_are_small():
+    # Llama 4 Scout: Meta's 109B counts the vision encoder, which the text config does not describe.
+    scout = get_model("llama-4-scout")
+    assert abs(scout.total_params / 109e9 - 1) < 0.012
+    assert within(scout.active_params_with_embedding, 17e9, unit=1e9)
+    # Kimi-K2: the 1.04T figure in some listings is not reproducible from config.json (1.026T).
+    assert abs(get_model("kimi-k2").total_params / 1.04e12 - 1) < 0.015
+    # Qwen3-30B-A3B: card says 3.3B activated; the config gives 3.35B with embeddings, 3.04B without.
+    assert abs(get_model("qwen3-30b-a3b").active_params_with_embedding / 3.3e9 - 1) < 0.02
+
+
+def test_kv_bytes_per_token_golden():
+    # Llama-3.1-70B BF16: 80 layers x 2 (K,V) x 8 KV heads x 128 x 2 B = 327,680 B
+    assert get_model("llama-3.1-70b").kv_values_per_token() * 2 == 327_680
+    # DeepSeek-V3 MLA latent: (512 + 64) x 61 layers values per token
+    assert get_model("deepseek-v3").kv_values_per_token() == (512 + 64) * 61
+    # gpt-oss-120b: 18 full + 18 sliding (window 128) layers, 8 KV heads x 64 x 2 per layer
+    g = get_model("gpt-oss-120b")
+    per_layer = 8 * 64 * 2
+    assert g.kv_values_per_token(context=128) == 36 * per_layer
+    assert g.kv_values_per_token(context=1280) == pytest.approx(18 * per_layer + 18 * per_layer * 0.1)
+
+
+def test_every_bundled_config_loads_or_names_its_unsupported_layer():
+    rows = list_models()
+    assert len(rows) >= 30
+    errors = {r["name"]: r.get("error") for r in rows if r.get("error")}
+    assert set(errors) == {"nemotron-h-56b", "qwen3.5-397b"}
+    assert "Mamba" in errors["nemotron-h-56b"] and "linear_attention" in errors["qwen3.5-397b"]
+    for r in rows:
+        if not r.get("error"):
+            assert r["total_params"] >= r["active_params"] > 0
+
+
+def test_structure_of_hybrid_stacks():
+    ds = get_model("deepseek-r1")
+    counts = {layer.ffn.kind: n for layer, n in ds.groups}
+    assert counts == {"dense": 3, "moe": 58}
+    mav = get_model("llama-4-maverick")
+    assert {layer.ffn.kind: n for layer, n in mav.groups} == {"dense": 24, "moe": 24}
+    gpt = get_model("gpt-oss-120b")
+    assert sorted(layer.attn.window for layer, _ in gpt.groups) == [0, 128]
+    nas = get_model("nemotron-super-49b")
+    assert any(layer.attn.kind == "none" for layer, _ in nas.groups)
+    assert within(nas.total_params, 49.9e9, unit=0.1e9)  # NVIDIA model card: 49.9B
+
+
+def test_hf_ids_and_quant_defaults():
+    assert get_model("meta-llama/Llama-3.1-70B-Instruct").name == "llama-3.1-70b"
+    fp4 = get_model("nvidia/DeepSeek-R1-NVFP4")
+    assert fp4.default_precision.weight.name == "nvfp4" and fp4.default_precision.kv.name == "fp8"
+    assert fp4.default_precision.attn.name == "bf16"  # modelopt excludes self_attn
+    assert get_model("deepseek-r1").default_precision.weight.name == "fp8_block"
+    assert get_model("gpt-oss-120b").default_precision.weight.name == "mxfp4"
+
+
+def test_config_path_and_errors(tmp_path):
+    cfg = {"hidden_size": 1024, "num_hidden_layers": 4, "num_attention_heads": 8, "vocab_size": 1000, "intermediate_size": 4096}
+    p = tmp_path / "config.json"
+    p.write_text(json.dumps(cfg))
+    m = get_model(str(p))
+    assert m.num_layers == 4 and m.total_params == 2 * 1000 * 1024 + 4 * (4 * 1024 * 1024 + 3 * 1024 * 4096)
+    with pytest.raises(InputError, match="hidden_size"):
+        from_hf_config({k: v for k, v in cfg.items() if k != "hidden_size"})
+    with pytest.raises(InputError, match="num_attention_heads"):
+        from_hf_config({**cfg, "num_attention_heads": -2})
+    bad = tmp_path / "bad.json"
+    bad.write_text("{nope")
+    with pytest.raises(InputError, match="valid JSON"):
+        get_model(str(bad))
+    with pytest.raises(InputError, match="llama-3.1-8b"):
+        get_model("llama-9")
+    with pytest.raises(UnsupportedModelError, match="Mamba"):
+        get_model("nemotron-h-56b")

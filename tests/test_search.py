@@ -1,0 +1,82 @@
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from llm_codesign.calibration import calibration_for
+from llm_codesign.hardware import get_gpu
+from llm_codesign.parallel import SpecDecoding
+from llm_codesign.precision import Precision
+from llm_codesign.registry import get_model
+from llm_codesign.search import SearchSpace, pareto_mask, plans, search
+
+pts = st.lists(st.tuples(st.floats(0.1, 1e4), st.floats(0.1, 1e4)), min_size=1, max_size=200)
+
+
+def dominates(a, b):
+    return a[0] >= b[0] and a[1] >= b[1] and (a[0] > b[0] or a[1] > b[1])
+
+
+@settings(max_examples=200, deadline=None)
+@given(pts)
+def test_frontier_properties(p):
+    x, y = np.array(p).T
+    keep = pareto_mask(x, y)
+    front = [(x[i], y[i]) for i in np.nonzero(keep)[0]]
+    for a in front:  # no frontier point dominates another
+        assert not any(dominates(b, a) for b in front)
+    for i in np.nonzero(~keep)[0]:  # every dropped point is dominated by (or equal to) a frontier point
+        assert any(dominates(a, (x[i], y[i])) or a == (x[i], y[i]) for a in front)
+
+
+@settings(max_examples=100, deadline=None)
+@given(pts, pts)
+def test_superset_frontier_never_worse(p, extra):
+    x, y = np.array(p).T
+    X, Y = np.array(p + extra).T
+    small = [(x[i], y[i]) for i in np.nonzero(pareto_mask(x, y))[0]]
+    big = [(X[i], Y[i]) for i in np.nonzero(pareto_mask(X, Y))[0]]
+    for a in small:
+        assert any(b[0] >= a[0] and b[1] >= a[1] for b in big)
+
+
+def test_llama70b_search_covers_tp_and_batch():
+    m, g = get_model("llama-3.1-70b"), get_gpu("h200")
+    r = search(m, g, calibration_for(g), SearchSpace(8, precisions=(Precision.of("fp8", kv="fp8"),)), 1024, 1024)
+    fr = r["frontier"]
+    assert r["evaluated"] > 500 and len(fr) > 10
+    xs = [p["tok_s_per_user"] for p in fr]
+    ys = [p["output_tok_s_per_gpu"] for p in fr]
+    assert xs == sorted(xs) and ys == sorted(ys, reverse=True)
+    # the most interactive point is the widest TP at batch 1; the highest throughput uses big batches
+    assert fr[-1]["deployment"]["tp"] == 8 and fr[-1]["deployment"]["concurrency_per_instance"] == 1
+    assert fr[0]["deployment"]["concurrency_per_instance"] > 32
+
+
+def test_moe_plans_and_speculation():
+    m, g = get_model("deepseek-r1"), get_gpu("b200")
+    plan, inst = plans(m, g, SearchSpace(16))
+    assert np.all(np.asarray(plan.tp) * np.asarray(plan.adp) * np.asarray(plan.kvp) * np.asarray(plan.pp) == inst)
+    assert np.all(np.asarray(plan.ep) * np.asarray(plan.moe_tp) * np.asarray(plan.pp) == inst)
+    spec = SpecDecoding("mtp", 3, rates=(0.8, 0.6, 0.5, 0.4, 0.3))
+    r = search(m, g, calibration_for(g), SearchSpace(8, spec=spec, spec_ks=(0, 1, 2, 3)), 1024, 1024)
+    assert any(p["deployment"]["draft_len"] > 0 for p in r["frontier"])
+
+
+def test_slo_filters():
+    m, g = get_model("llama-3.1-8b"), get_gpu("h100")
+    r = search(m, g, calibration_for(g), SearchSpace(8), 1024, 256, min_tps_user=100, max_ttft_ms=200)
+    assert r["frontier"] and all(p["tok_s_per_user"] >= 100 and p["ttft_ms"] <= 200 for p in r["frontier"])
+
+
+def test_fixed_dimension_restricts_sweep():
+    m, g = get_model("llama-3.1-70b"), get_gpu("h100")
+    r = search(m, g, calibration_for(g), SearchSpace(8, tp=(4,)), 1024, 1024)
+    assert {p["deployment"]["tp"] for p in r["frontier"]} == {4}
+
+
+def test_search_rejects_impossible_space():
+    from llm_codesign.errors import InputError
+
+    with pytest.raises(InputError):
+        search(get_model("llama-3.1-70b"), get_gpu("h100"), calibration_for(get_gpu("h100")), SearchSpace(8, tp=(3,)), 128, 128)

@@ -1,0 +1,127 @@
+from dataclasses import replace
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from llm_codesign.calibration import calibration_for
+from llm_codesign.errors import InputError
+from llm_codesign.estimate import estimate
+from llm_codesign.hardware import catalog, get_gpu
+from llm_codesign.memory import kv_bytes_per_token, weight_bytes_per_gpu
+from llm_codesign.ops import Batch, Sharding, forward_ops, step_time
+from llm_codesign.parallel import Deployment, Plan, SpecDecoding, validity
+from llm_codesign.precision import Precision, gemm_math
+from llm_codesign.registry import get_model
+from llm_codesign.serving import evaluate
+
+DENSE = ["llama-3.1-8b", "qwen3-32b", "llama-3.1-70b"]
+
+
+@settings(max_examples=80, deadline=None)
+@given(name=st.sampled_from(DENSE), gid=st.sampled_from(sorted(catalog())), B=st.integers(1, 512),
+       ctx=st.integers(1, 32768), tp=st.sampled_from([1, 2, 4, 8]), w=st.sampled_from(["bf16", "fp8"]))
+def test_decode_step_never_beats_the_roofline(name, gid, B, ctx, tp, w):
+    m, g = get_model(name), get_gpu(gid)
+    prec = Precision.of(w, kv=w)
+    t = float(step_time(forward_ops(m, g, calibration_for(g), prec, Sharding(tp=tp), Batch(dec_seqs=B, dec_ctx=ctx))))
+    wbytes = (m.total_params - m.embedding_params - m.lm_head_params) * prec.weight.bytes_per_weight() / tp + m.lm_head_params * 2 / tp
+    kv = B * ctx * float(kv_bytes_per_token(m, prec, Sharding(tp=tp)))
+    flops = 2 * m.active_params * B / tp
+    floor = max((wbytes + kv) / g.hbm_bandwidth_bytes_per_s, flops / g.peak(gemm_math(prec.weight, prec.activation, g)))
+    assert t >= floor
+
+
+@settings(max_examples=40, deadline=None)
+@given(name=st.sampled_from(DENSE + ["deepseek-r1", "gpt-oss-120b"]), B=st.integers(1, 1024), scale=st.floats(1.0, 3.0))
+def test_more_bandwidth_never_slower(name, B, scale):
+    m, g = get_model(name), get_gpu("h200")
+    fast = replace(g, hbm_bandwidth_bytes_per_s=g.hbm_bandwidth_bytes_per_s * scale)
+    cal = calibration_for(g)
+    plan = Plan(tp=8, ep=8 if m.is_moe else 1, moe_tp=1)
+    r1 = evaluate(m, g, cal, m.default_precision, plan, B, 1024, 512)
+    r2 = evaluate(m, fast, cal, m.default_precision, plan, B, 1024, 512)
+    assert r2["tpot_s"] <= r1["tpot_s"] * (1 + 1e-12)
+    assert r2["ttft_s"] <= r1["ttft_s"] * (1 + 1e-12)
+
+
+@settings(max_examples=30, deadline=None)
+@given(name=st.sampled_from(DENSE + ["deepseek-v3", "mixtral-8x7b", "llama-4-maverick"]))
+def test_tp_never_increases_weight_memory(name):
+    m = get_model(name)
+    prev = np.inf
+    for tp in (1, 2, 4, 8):
+        w = float(weight_bytes_per_gpu(m, m.default_precision, Sharding(tp=tp, ep=tp if m.is_moe else 1)))
+        assert w <= prev
+        prev = w
+
+
+def test_weight_memory_golden():
+    # Llama-3.1-70B BF16, TP8: layers 80 x (8192 x 18432 attention + 3 x 8192 x 28672 FFN) x 2 B / 8
+    # + embedding and LM head 2 x 128256 x 8192 x 2 B / 8 = 17,638,096,896 B
+    m = get_model("llama-3.1-70b")
+    assert float(weight_bytes_per_gpu(m, Precision.of("bf16"), Sharding(tp=8))) == 17_638_096_896
+    # PP2 x TP4: half the layers, and the larger of embedding / LM head (they sit on different stages)
+    w = float(weight_bytes_per_gpu(m, Precision.of("bf16"), Sharding(tp=4, pp=2)))
+    assert w == 80 * 855_638_016 * 2 / 8 + 128256 * 8192 * 2 / 4
+
+
+def test_kv_per_gpu_golden():
+    m = get_model("llama-3.1-70b")
+    assert float(kv_bytes_per_token(m, Precision.of("bf16"), Sharding(tp=8))) == 327_680 / 8
+    # TP beyond the 8 KV heads replicates them: TP16 holds one head per GPU like TP8
+    assert float(kv_bytes_per_token(m, Precision.of("bf16", kv="fp8"), Sharding(tp=16))) == 327_680 / 2 / 8
+    ds = get_model("deepseek-v3")
+    # the MLA latent is replicated on every TP rank; attention-DP ranks hold their own sequences
+    assert float(kv_bytes_per_token(ds, Precision.of("bf16"), Sharding(tp=8))) == 576 * 61 * 2
+
+
+def test_speculation_pays_at_batch_one_and_less_at_large_batch():
+    m, g = get_model("llama-3.1-70b"), get_gpu("h100")
+    cal = calibration_for(g)
+    prec = Precision.of("fp8", kv="fp8")
+    spec = SpecDecoding("eagle3", 3, mean_accepted=2.5)
+    B = np.array([1, 8, 64, 256, 1024])
+    base = evaluate(m, g, cal, prec, Plan(tp=8), B, 1024, 1024)
+    sp = evaluate(m, g, cal, prec, Plan(tp=8), B, 1024, 1024, spec=spec)
+    speedup = base["tpot_s"] / sp["tpot_s"]
+    assert speedup[0] > 1.5
+    assert np.all(np.diff(speedup) < 0)
+    assert speedup[-1] < speedup[0]
+
+
+def test_acceptance_forms():
+    s = SpecDecoding("mtp", 3, rates=(0.9, 0.8, 0.5))
+    assert float(s.accepted()) == pytest.approx(1 + 0.9 + 0.72 + 0.36)
+    s2 = SpecDecoding("eagle3", 3, mean_accepted=2.94)  # EAGLE-3 Maverick k=3 (speculative_acceptance.csv)
+    assert float(s2.accepted()) == pytest.approx(2.94, rel=1e-6)
+    assert float(s2.accepted(1)) < float(s2.accepted(3)) < float(s2.accepted(5)) < 6
+    with pytest.raises(InputError, match="acceptance"):
+        SpecDecoding("mtp", 3, mean_accepted=5.0)
+
+
+def test_validity_reasons():
+    m, g = get_model("llama-3.1-70b"), get_gpu("h100")
+    r = validity(m, g, Plan(tp=np.array([8, 3, 16, 4]), pp=np.array([1, 1, 1, 3])), np.array([8, 3, 16, 12]))
+    from llm_codesign.parallel import REASONS
+
+    assert [REASONS[i] if i >= 0 else None for i in r] == [None, "heads", "scale_up", "layers"]
+    ds = get_model("deepseek-r1")
+    r = validity(ds, g, Plan(tp=8, ep=3, moe_tp=1), 8)
+    assert REASONS[int(r)] == "gpus_mismatch"
+
+
+def test_estimate_offline_and_errors():
+    m, g = get_model("llama-3.1-70b"), get_gpu("h200")
+    dep = Deployment(gpu=g, num_gpus=8, plan=Plan(tp=8), precision=Precision.of("fp8", kv="fp8"))
+    r = estimate(m, dep, calibration_for(g), 1024, 1024)
+    assert r["mode"] == "offline-max-throughput" and r["concurrency"] <= r["max_batch"]
+    r1 = estimate(m, dep, calibration_for(g), 1024, 1024, concurrency=1)
+    assert r1["tok_s_per_user"] > r["tok_s_per_user"] and r1["output_tok_s_per_gpu"] < r["output_tok_s_per_gpu"]
+    assert r1["tok_s_per_user"] == pytest.approx(1000 / r1["tpot_ms"])
+    big = Deployment(gpu=get_gpu("h100"), num_gpus=1, plan=Plan(tp=1))
+    with pytest.raises(InputError, match="needs .* GB per GPU"):
+        estimate(m, big, calibration_for(g), 1024, 1024)
+    with pytest.raises(InputError, match="concurrency"):
+        estimate(m, dep, calibration_for(g), 1024, 1024, concurrency=10**7)
