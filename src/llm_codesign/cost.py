@@ -32,15 +32,17 @@ def gemm_time(m, n, k, gpu: Gpu, cal: Calibration, math: str, a_bytes, w_bytes, 
     dg = groups if distinct_groups is None else np.asarray(distinct_groups, dtype=float)
     live = (m > 0) & (n > 0) & (k > 0) & (groups > 0)
     peak = gpu.peak(math) * cal.gemm_eff(math) * eff_scale
+    k_split_max = np.maximum(np.floor(k / 256.0), 1.0)  # split-K keeps >= 256 of K per split
     best = None
     for tm, tn, ctas in gpu.tiles:
         slots = gpu.sms // ctas
-        tiles = _ceil_div(m, tm) * _ceil_div(n, tn) * groups
-        split = np.clip(np.floor(slots / np.maximum(tiles, 1.0)), 1.0, np.maximum(np.floor(k / 256.0), 1.0))
-        kk = k / split
-        waves = np.ceil(tiles * split / slots)
-        k_eff = kk / (kk + cal.gemm_k_half)
-        t = waves * 2.0 * tm * tn * kk / (ctas * peak / gpu.sms) / k_eff
+        tiles = np.ceil(m * (1.0 / tm)) * (np.ceil(n * (1.0 / tn)) * groups)
+        # split-K / stream-K when there are too few output tiles to fill the GPU
+        split = np.minimum(np.maximum(np.floor(slots / np.maximum(tiles, 1.0)), 1.0), k_split_max)
+        waves = np.ceil(tiles * split * (1.0 / slots))
+        # per wave: one tile's K/split main loop, with a fixed prologue/epilogue cost of gemm_k_half
+        # K-steps (efficiency k/(k + k_half)); time = waves * 2 tm tn (k/split + k_half) / per-SM rate
+        t = waves * (k / split + cal.gemm_k_half) * (2.0 * tm * tn * gpu.sms / (ctas * peak))
         best = t if best is None else np.minimum(best, t)
     flops_mem = m * k * a_bytes * groups + dg * k * n * w_bytes + m * n * c_bytes * groups
     t_mem = flops_mem / (gpu.hbm_bandwidth_bytes_per_s * cal.bw_eff)

@@ -116,24 +116,26 @@ def search(model: ModelSpec, gpu: Gpu, cal: Calibration, space: SearchSpace, isl
     total = P * B * K * len(precs)
     cols = {k: [] for k in ("tok_s_per_user", "output_tok_s_per_gpu", "ttft_ms", "tpot_ms", "idx", "prec", "fits")}
     done = 0
+    # broadcast as (plans, batches, draft lengths): per-plan quantities (GEMM N and K, weights) are
+    # computed once per plan, only token-dependent terms at full size
+    step = max(1, CHUNK // (B * K))
     for pi, prec in enumerate(precs):
-        n = P * B * K
-        for s in range(0, n, CHUNK):
-            idx = np.arange(s, min(s + CHUNK, n))
-            ip, rest = np.divmod(idx, B * K)
-            ib, ik = np.divmod(rest, K)
-            sub = Plan(*(np.asarray(x)[ip] for x in (plan.tp, plan.pp, plan.ep, plan.moe_tp, plan.adp, plan.kvp)))
-            conc = batches[ib] * np.asarray(plan.adp)[ip]
+        for s in range(0, P, step):
+            sl = slice(s, min(s + step, P))
+            sub = Plan(*(np.asarray(x)[sl, None, None] for x in (plan.tp, plan.pp, plan.ep, plan.moe_tp, plan.adp, plan.kvp)))
+            conc = batches[None, :, None] * np.asarray(sub.adp)
             r = evaluate(model, gpu, cal, prec, sub, conc, isl, osl, backend=backend, spec=space.spec if space.spec else None,
-                         spec_k=ks[ik] if space.spec else None, max_num_tokens=max_num_tokens)
-            cols["tok_s_per_user"].append(np.broadcast_to(r["tok_s_per_user"], idx.shape))
-            cols["output_tok_s_per_gpu"].append(np.broadcast_to(r["output_tok_s_per_gpu"], idx.shape))
-            cols["ttft_ms"].append(np.broadcast_to(r["ttft_s"] * 1e3, idx.shape))
-            cols["tpot_ms"].append(np.broadcast_to(r["tpot_s"] * 1e3, idx.shape))
-            cols["fits"].append(np.broadcast_to(r["fits"], idx.shape))
-            cols["idx"].append(idx)
-            cols["prec"].append(np.full(idx.shape, pi))
-            done += len(idx)
+                         spec_k=ks[None, None, :] if space.spec else None, max_num_tokens=max_num_tokens)
+            shape = (sl.stop - sl.start, B, K)
+            n = shape[0] * B * K
+            cols["tok_s_per_user"].append(np.broadcast_to(r["tok_s_per_user"], shape).reshape(-1))
+            cols["output_tok_s_per_gpu"].append(np.broadcast_to(r["output_tok_s_per_gpu"], shape).reshape(-1))
+            cols["ttft_ms"].append(np.broadcast_to(r["ttft_s"] * 1e3, shape).reshape(-1))
+            cols["tpot_ms"].append(np.broadcast_to(r["tpot_s"] * 1e3, shape).reshape(-1))
+            cols["fits"].append(np.broadcast_to(r["fits"], shape).reshape(-1))
+            cols["idx"].append(np.arange(sl.start * B * K, sl.start * B * K + n))
+            cols["prec"].append(np.full(n, pi))
+            done += n
             if progress:
                 progress(done, total)
     c = {k: np.concatenate(v) for k, v in cols.items()}
