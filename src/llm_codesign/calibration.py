@@ -16,23 +16,35 @@ BACKENDS = ("trtllm", "vllm", "sglang")
 class Calibration:
     gemm_eff_bf16: float = 0.8
     gemm_eff_fp8: float = 0.72
+    gemm_eff_fp8_block: float = 0.68
     gemm_eff_fp4: float = 0.74
+    gemm_overhead_bf16_s: float = 3e-6
+    gemm_overhead_fp8_s: float = 4e-6
+    gemm_overhead_fp8_block_s: float = 5e-6
+    gemm_overhead_fp4_s: float = 5e-6
     gemm_k_half: float = 64.0
+    gemm_blend_p: float = 4.0
     bw_eff: float = 0.85
     kernel_overhead_s: float = 3e-6
     attn_decode_bw_eff: float = 0.7
     attn_prefill_eff: float = 0.55
     attn_overhead_s: float = 5e-6
+    attn_prefill_overhead_s: float = 8e-6
     comm_latency_s: float = 8e-6
     comm_bw_eff: float = 0.75
     scale_out_latency_s: float = 25e-6
     moe_eff: float = 0.8
     moe_imbalance: float = 1.15
+    moe_overhead_s: float = 10e-6
     elementwise_kernels_per_layer: float = 4.0
     step_overhead_s: tuple[tuple[str, float], ...] = field(default=(("trtllm", 2e-3), ("vllm", 4e-3), ("sglang", 3e-3)))
 
-    def gemm_eff(self, math: str) -> float:
-        return {"bf16": self.gemm_eff_bf16, "fp8": self.gemm_eff_fp8, "fp4": self.gemm_eff_fp4}[math]
+    def gemm_eff(self, kernel: str) -> float:
+        """Achievable fraction of peak for a GEMM kernel family: bf16, fp8, fp8_block or fp4."""
+        return getattr(self, f"gemm_eff_{kernel}")
+
+    def gemm_overhead(self, kernel: str) -> float:
+        return getattr(self, f"gemm_overhead_{kernel}_s")
 
     def step_overhead(self, backend: str) -> float:
         d = dict(self.step_overhead_s)

@@ -16,8 +16,16 @@ def _ceil_div(a, b):
     return np.ceil(np.asarray(a, dtype=float) / b)
 
 
+def gemm_kernel(math: str, weight_dtype: str = "") -> str:
+    """Kernel family whose efficiency/overhead apply: block-scaled FP8 (DeepGEMM-style) differs from
+    per-tensor FP8; FP4 covers NVFP4 and MXFP4."""
+    if math == "fp8" and weight_dtype == "fp8_block":
+        return "fp8_block"
+    return math
+
+
 def gemm_time(m, n, k, gpu: Gpu, cal: Calibration, math: str, a_bytes, w_bytes, c_bytes=2.0,
-              groups=1.0, distinct_groups=None, eff_scale=1.0):
+              groups=1.0, distinct_groups=None, eff_scale=1.0, kernel: str | None = None):
     """C[m,n] = A[m,k] B[k,n], repeated over `groups` independent problems (grouped/batched GEMM).
 
     Compute: FLOPs padded to whole CTA tiles (tile quantisation) and whole waves over the SMs (wave
@@ -31,7 +39,8 @@ def gemm_time(m, n, k, gpu: Gpu, cal: Calibration, math: str, a_bytes, w_bytes, 
     groups = np.asarray(groups, dtype=float)
     dg = groups if distinct_groups is None else np.asarray(distinct_groups, dtype=float)
     live = (m > 0) & (n > 0) & (k > 0) & (groups > 0)
-    peak = gpu.peak(math) * cal.gemm_eff(math) * eff_scale
+    kernel = kernel or math
+    peak = gpu.peak(math) * cal.gemm_eff(kernel) * eff_scale
     k_split_max = np.maximum(np.floor(k / 256.0), 1.0)  # split-K keeps >= 256 of K per split
     best = None
     for tm, tn, ctas in gpu.tiles:
@@ -46,7 +55,11 @@ def gemm_time(m, n, k, gpu: Gpu, cal: Calibration, math: str, a_bytes, w_bytes, 
         best = t if best is None else np.minimum(best, t)
     flops_mem = m * k * a_bytes * groups + dg * k * n * w_bytes + m * n * c_bytes * groups
     t_mem = flops_mem / (gpu.hbm_bandwidth_bytes_per_s * cal.bw_eff)
-    t = np.maximum(best, t_mem) + cal.kernel_overhead_s
+    # compute and memory overlap imperfectly near the ridge point: a p-norm blend (p -> inf is max)
+    p = cal.gemm_blend_p
+    hi = np.maximum(best, t_mem)
+    t = hi * np.power(np.power(best / np.maximum(hi, 1e-30), p) + np.power(t_mem / np.maximum(hi, 1e-30), p), 1.0 / p)
+    t = t + cal.gemm_overhead(kernel)
     return np.where(live, t, 0.0), np.where(live, best, 0.0), np.where(live, t_mem, 0.0)
 
 
@@ -73,7 +86,7 @@ def attention_prefill_time(flops, nbytes, gpu: Gpu, cal: Calibration, math: str 
     t_c = flops / (gpu.peak(math) * cal.attn_prefill_eff)
     t_m = np.asarray(nbytes, float) / (gpu.hbm_bandwidth_bytes_per_s * cal.bw_eff)
     live = flops > 0
-    return np.where(live, np.maximum(t_c, t_m) + cal.attn_overhead_s, 0.0), np.where(live, t_c, 0.0), np.where(live, t_m, 0.0)
+    return np.where(live, np.maximum(t_c, t_m) + cal.attn_prefill_overhead_s, 0.0), np.where(live, t_c, 0.0), np.where(live, t_m, 0.0)
 
 
 def elementwise_time(nbytes, kernels, gpu: Gpu, cal: Calibration):

@@ -62,8 +62,8 @@ def distinct_experts(E, k, tokens):
     return E * (1.0 - np.power(1.0 - k / E, tokens))
 
 
-def _gemm(name, m, n, k, count, gpu, cal, math, a_b, w_b, groups=1.0, distinct=None, eff_scale=1.0):
-    t, tc, tm = cost.gemm_time(m, n, k, gpu, cal, math, a_b, w_b, 2.0, groups, distinct, eff_scale)
+def _gemm(name, m, n, k, count, gpu, cal, math, a_b, w_b, groups=1.0, distinct=None, eff_scale=1.0, kernel=None):
+    t, tc, tm = cost.gemm_time(m, n, k, gpu, cal, math, a_b, w_b, 2.0, groups, distinct, eff_scale, kernel)
     f, b = cost.gemm_flops_bytes(m, n, k, a_b, w_b, 2.0, groups, distinct)
     return Op(name, "gemm", f, b, t, tc, tm, count)
 
@@ -92,6 +92,7 @@ def layer_ops(model: ModelSpec, layer: Layer, count, gpu: Gpu, cal: Calibration,
     kv_b = prec.kv.bytes_per_value()
     math_attn = gemm_math(prec.attn, prec.activation, gpu)
     math_ffn = gemm_math(prec.weight, prec.activation, gpu)
+    k_attn, k_ffn = cost.gemm_kernel(math_attn, prec.attn.name), cost.gemm_kernel(math_ffn, prec.weight.name)
     wa, wf = prec.attn.bytes_per_weight(), prec.weight.bytes_per_weight()
     ops: list[Op] = []
     P = f"{prefix}/attn"
@@ -101,23 +102,23 @@ def layer_ops(model: ModelSpec, layer: Layer, count, gpu: Gpu, cal: Calibration,
         if a.kind == "gqa":
             kv_l = np.ceil(a.kv_heads / tp)  # KV heads replicate when TP exceeds them
             kv_out = kv_l * (a.head_dim + (0 if a.k_eq_v else a.v_head_dim))
-            ops.append(_gemm(f"{P}/qkv", T, heads_l * a.head_dim + kv_out, h, count, gpu, cal, math_attn, act_b, wa))
+            ops.append(_gemm(f"{P}/qkv", T, heads_l * a.head_dim + kv_out, h, count, gpu, cal, math_attn, act_b, wa, kernel=k_attn))
             per_tok_kv = kv_l * (a.head_dim + (0 if a.k_eq_v else a.v_head_dim)) * kv_b
             qk_d, v_d = a.head_dim, a.v_head_dim
         else:
             qk = a.nope_dim + a.rope_dim
             if a.q_lora_rank:
-                ops.append(_gemm(f"{P}/q_a", T, a.q_lora_rank, h, count, gpu, cal, math_attn, act_b, wa))
-                ops.append(_gemm(f"{P}/q_b", T, heads_l * qk, a.q_lora_rank, count, gpu, cal, math_attn, act_b, wa))
+                ops.append(_gemm(f"{P}/q_a", T, a.q_lora_rank, h, count, gpu, cal, math_attn, act_b, wa, kernel=k_attn))
+                ops.append(_gemm(f"{P}/q_b", T, heads_l * qk, a.q_lora_rank, count, gpu, cal, math_attn, act_b, wa, kernel=k_attn))
             else:
-                ops.append(_gemm(f"{P}/q", T, heads_l * qk, h, count, gpu, cal, math_attn, act_b, wa))
-            ops.append(_gemm(f"{P}/kv_a", T, a.kv_lora_rank + a.rope_dim, h, count, gpu, cal, math_attn, act_b, wa))
+                ops.append(_gemm(f"{P}/q", T, heads_l * qk, h, count, gpu, cal, math_attn, act_b, wa, kernel=k_attn))
+            ops.append(_gemm(f"{P}/kv_a", T, a.kv_lora_rank + a.rope_dim, h, count, gpu, cal, math_attn, act_b, wa, kernel=k_attn))
             # decode: weight absorption, attention runs in the latent space (DeepSeek-V2 sec. 2.1.2)
             ops.append(_gemm(f"{P}/mla_q_absorb", dec_tok, a.kv_lora_rank, a.nope_dim, count, gpu, cal, "bf16", 2.0, 2.0, heads_l))
             ops.append(_gemm(f"{P}/mla_v_up", dec_tok, a.v_head_dim, a.kv_lora_rank, count, gpu, cal, "bf16", 2.0, 2.0, heads_l))
             # prefill: latent up-projected to per-head K and V for the chunk and its cached context
             kv_rows = np.asarray(b.pf_tokens, float) + np.asarray(b.pf_seqs, float) * b.pf_ctx
-            ops.append(_gemm(f"{P}/mla_kv_up", kv_rows, heads_l * (a.nope_dim + a.v_head_dim), a.kv_lora_rank, count, gpu, cal, math_attn, act_b, wa))
+            ops.append(_gemm(f"{P}/mla_kv_up", kv_rows, heads_l * (a.nope_dim + a.v_head_dim), a.kv_lora_rank, count, gpu, cal, math_attn, act_b, wa, kernel=k_attn))
             per_tok_kv = (a.kv_lora_rank + a.rope_dim) * kv_b + 0 * tp  # latent is replicated across TP
             qk_d, v_d = qk, a.v_head_dim
 
@@ -149,20 +150,20 @@ def layer_ops(model: ModelSpec, layer: Layer, count, gpu: Gpu, cal: Calibration,
         if np.any(kvp > 1):
             # Helix: partial outputs and softmax statistics exchanged across KV-parallel ranks
             ops.append(_comm(f"{P}/helix_all_to_all", "all_to_all", T * heads_l * (v_d + 1) * 2.0, kvp, count, gpu, cal))
-        ops.append(_gemm(f"{P}/o", T, h, a.heads * v_d / dense_tp, count, gpu, cal, math_attn, act_b, wa))
+        ops.append(_gemm(f"{P}/o", T, h, a.heads * v_d / dense_tp, count, gpu, cal, math_attn, act_b, wa, kernel=k_attn))
         ops.append(_comm(f"{P}/all_reduce", "all_reduce", T * h * 2.0, dense_tp, count, gpu, cal))
     elif a.kind == "linear":
-        ops.append(_gemm(f"{P}/linear", T, h / dense_tp, h, count, gpu, cal, math_attn, act_b, wa))
+        ops.append(_gemm(f"{P}/linear", T, h / dense_tp, h, count, gpu, cal, math_attn, act_b, wa, kernel=k_attn))
         ops.append(_comm(f"{P}/all_reduce", "all_reduce", T * h * 2.0, dense_tp, count, gpu, cal))
 
     F = f"{prefix}/ffn"
     if f.kind in ("dense", "linear"):
         width = f.inter if f.kind == "dense" else 0
         if f.kind == "dense":
-            ops.append(_gemm(f"{F}/gate_up", T, (f.mats - 1) * f.inter / dense_tp, h, count, gpu, cal, math_ffn, act_b, wf))
-            ops.append(_gemm(f"{F}/down", T, h, f.inter / dense_tp, count, gpu, cal, math_ffn, act_b, wf))
+            ops.append(_gemm(f"{F}/gate_up", T, (f.mats - 1) * f.inter / dense_tp, h, count, gpu, cal, math_ffn, act_b, wf, kernel=k_ffn))
+            ops.append(_gemm(f"{F}/down", T, h, f.inter / dense_tp, count, gpu, cal, math_ffn, act_b, wf, kernel=k_ffn))
         else:
-            ops.append(_gemm(f"{F}/linear", T, h / dense_tp, h, count, gpu, cal, math_ffn, act_b, wf))
+            ops.append(_gemm(f"{F}/linear", T, h / dense_tp, h, count, gpu, cal, math_ffn, act_b, wf, kernel=k_ffn))
         ops.append(_comm(f"{F}/all_reduce", "all_reduce", T * h * 2.0, dense_tp, count, gpu, cal))
     elif f.kind == "moe":
         width = f.expert_inter
@@ -170,8 +171,8 @@ def layer_ops(model: ModelSpec, layer: Layer, count, gpu: Gpu, cal: Calibration,
         T_all = T * adp  # the MoE group sees every attention-DP rank's tokens
         ops.append(_gemm(f"{M}/router", T, f.experts, h, count, gpu, cal, "bf16", 2.0, 2.0))
         if f.shared_inter:
-            ops.append(_gemm(f"{M}/shared_gate_up", T, (f.mats - 1) * f.shared_inter / dense_tp, h, count, gpu, cal, math_ffn, act_b, wf))
-            ops.append(_gemm(f"{M}/shared_down", T, h, f.shared_inter / dense_tp, count, gpu, cal, math_ffn, act_b, wf))
+            ops.append(_gemm(f"{M}/shared_gate_up", T, (f.mats - 1) * f.shared_inter / dense_tp, h, count, gpu, cal, math_ffn, act_b, wf, kernel=k_ffn))
+            ops.append(_gemm(f"{M}/shared_down", T, h, f.shared_inter / dense_tp, count, gpu, cal, math_ffn, act_b, wf, kernel=k_ffn))
         e_local = f.experts / ep
         # experts this GPU's weights are read for, and the tokens each of them sees (balanced share);
         # routing imbalance slows the busiest GPU, so it scales time, not FLOPs
@@ -179,8 +180,13 @@ def layer_ops(model: ModelSpec, layer: Layer, count, gpu: Gpu, cal: Calibration,
         active = np.minimum(e_local, np.maximum(dist, 1.0))
         m_e = np.minimum(T_all * f.top_k / ep / active, T_all)
         eff = cal.moe_eff / cal.moe_imbalance
-        ops.append(_gemm(f"{M}/experts_gate_up", m_e, (f.mats - 1) * f.expert_inter / moe_tp, h, count, gpu, cal, math_ffn, act_b, wf, active, active, eff))
-        ops.append(_gemm(f"{M}/experts_down", m_e, h, f.expert_inter / moe_tp, count, gpu, cal, math_ffn, act_b, wf, active, active, eff))
+        ops.append(_gemm(f"{M}/experts_gate_up", m_e, (f.mats - 1) * f.expert_inter / moe_tp, h, count, gpu, cal, math_ffn, act_b, wf, active, active, eff, k_ffn))
+        ops.append(_gemm(f"{M}/experts_down", m_e, h, f.expert_inter / moe_tp, count, gpu, cal, math_ffn, act_b, wf, active, active, eff, k_ffn))
+        # token permutation into expert order and back (gather/scatter), one launch each way
+        perm = np.where(T_all > 0, T_all / ep * f.top_k * h * (act_b + 2.0), 0.0)
+        t, tc, tm = cost.elementwise_time(perm, 0.0, gpu, cal)
+        t = np.where(perm > 0, t + cal.moe_overhead_s, 0.0)
+        ops.append(Op(f"{M}/permute", "elementwise", np.zeros_like(t), perm, t, tc, tm, count))
         # token exchange: all-to-all dispatch + combine under EP / attention-DP, else an all-reduce
         a2a = (ep > 1) | (adp > 1)
         sent = T / dense_tp * f.top_k * h

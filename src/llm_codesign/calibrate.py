@@ -1,0 +1,126 @@
+"""Fit the named efficiency parameters per GPU family on measured kernels (and serving runs).
+
+Coordinate descent in log-parameter space minimising the mean absolute log error (a smooth stand-in
+for the median APE the targets are stated in); each step re-prices every row through the same array
+formulas the cost model uses, so a fitted parameter means the same thing everywhere. Never per row.
+"""
+from __future__ import annotations
+
+from dataclasses import fields, replace
+
+import numpy as np
+
+from .calibration import Calibration, calibration_for
+from .hardware import get_gpu
+from .kernels import predict
+
+# which parameters each kernel table informs, with bounds
+PARAMS = {
+    "gemm": {"gemm_eff_bf16": (0.2, 1.0), "gemm_eff_fp8": (0.2, 1.0), "gemm_eff_fp8_block": (0.2, 1.0), "gemm_eff_fp4": (0.2, 1.0),
+             "gemm_overhead_bf16_s": (1e-7, 1e-4), "gemm_overhead_fp8_s": (1e-7, 1e-4),
+             "gemm_overhead_fp8_block_s": (1e-7, 1e-4), "gemm_overhead_fp4_s": (1e-7, 1e-4),
+             "gemm_k_half": (1.0, 4096.0), "bw_eff": (0.3, 1.0), "gemm_blend_p": (1.0, 16.0)},
+    "prefill_attention": {"attn_prefill_eff": (0.05, 1.0), "attn_prefill_overhead_s": (1e-7, 1e-3)},
+    "decode_attention": {"attn_decode_bw_eff": (0.05, 1.0), "attn_overhead_s": (1e-7, 1e-3)},
+    "collectives": {"comm_latency_s": (1e-7, 1e-3), "comm_bw_eff": (0.05, 1.0)},
+    "moe": {"moe_eff": (0.05, 1.5), "moe_overhead_s": (1e-7, 1e-3)},
+}
+ORDER = ("gemm", "prefill_attention", "decode_attention", "collectives", "moe")  # later kinds reuse earlier fits
+
+
+def _loss(pred, y):
+    ok = np.isfinite(pred) & (pred > 0)
+    return float(np.mean(np.abs(np.log(pred[ok] / y[ok])))) if ok.any() else np.inf
+
+
+def fit_kind(kind: str, rows: list[dict], base: Calibration, family: str, rounds: int = 6) -> tuple[Calibration, dict]:
+    """Fit one table's parameters for one family, starting from `base`."""
+    y = np.array([float(r["latency_ms"]) for r in rows])
+    cal = base
+    if kind == "moe":
+        cal = replace(cal, moe_imbalance=1.0)  # folded into moe_eff for the measured routing mixes
+
+    def loss(c):
+        return _loss(predict(kind, rows, lambda g: c)[0], y)
+
+    names = [p for p in PARAMS[kind] if not (p.startswith("gemm_") and _kernel_of(p) and not _has(rows, _kernel_of(p)))]
+    best = loss(cal)
+    step = 0.6  # log-space step, halved each round
+    for _ in range(rounds):
+        for p in names:
+            lo, hi = PARAMS[kind][p]
+            cur = getattr(cal, p)
+            for f in (np.exp(-step), np.exp(-step / 2), np.exp(step / 2), np.exp(step)):
+                v = float(np.clip(cur * f, lo, hi))
+                c = replace(cal, **{p: v})
+                val = loss(c)
+                if val < best - 1e-6:
+                    best, cal, cur = val, c, v
+        step /= 2
+    pred = predict(kind, rows, lambda g: cal)[0]
+    return cal, {"kind": kind, "family": family, "rows": len(rows), **error_stats(pred, y)}
+
+
+def _kernel_of(param: str) -> str | None:
+    for k in ("fp8_block", "bf16", "fp8", "fp4"):
+        if param in (f"gemm_eff_{k}", f"gemm_overhead_{k}_s"):
+            return k
+    return None
+
+
+def _has(rows, kernel):
+    names = {"bf16": {"bfloat16"}, "fp8": {"fp8"}, "fp8_block": {"fp8_block"}, "fp4": {"nvfp4"}}[kernel]
+    return any(r.get("gemm_dtype") in names for r in rows)
+
+
+def error_stats(pred, y) -> dict:
+    ok = np.isfinite(pred)
+    if not ok.any():
+        return {"median_ape": None, "p90_ape": None, "signed_median_pe": None, "n": 0}
+    pe = (pred[ok] / y[ok] - 1) * 100
+    return {"median_ape": float(np.median(np.abs(pe))), "p90_ape": float(np.percentile(np.abs(pe), 90)),
+            "signed_median_pe": float(np.median(pe)), "n": int(ok.sum())}
+
+
+def fit_kernels(tables: dict[str, list[dict]], profile: str | None = None) -> tuple[dict[str, Calibration], list[dict]]:
+    """Fit every family present in the tables ({kind: rows}); returns {family: Calibration} and a report."""
+    fams: dict[str, Calibration] = {}
+    report = []
+    for kind in ORDER:
+        rows = tables.get(kind)
+        if not rows:
+            continue
+        by_family: dict[str, list[dict]] = {}
+        for r in rows:
+            try:
+                g = get_gpu(r.get("system", ""))
+            except Exception:  # unknown systems are reported by validate, not fitted
+                continue
+            by_family.setdefault(g.family, []).append(r)
+        for fam, sub in by_family.items():
+            base = fams.get(fam) or calibration_for(get_gpu(sub[0]["system"]), profile)
+            fams[fam], rep = fit_kind(kind, sub, base, fam)
+            report.append(rep)
+    return fams, report
+
+
+def to_toml(fams: dict[str, Calibration], report: list[dict], header: str, serving: dict | None = None) -> str:
+    default = Calibration()
+    lines = [f"# {line}" for line in header.splitlines()]
+    for fam, cal in sorted(fams.items()):
+        lines += ["", f"[{fam}]"]
+        for f in fields(Calibration):
+            v = getattr(cal, f.name)
+            if f.name == "step_overhead_s":
+                continue
+            if v != getattr(default, f.name) or True:
+                lines.append(f"{f.name} = {v:.6g}")
+        so = (serving or {}).get(fam)
+        if so:
+            lines.append(f"[{fam}.step_overhead_s]")
+            lines += [f"{b} = {v:.6g}" for b, v in sorted(so.items())]
+        for r in report:
+            if r["family"] == fam and r.get("median_ape") is not None:
+                lines.append(f"# {r['kind']}: {r['rows']} rows, median APE {r['median_ape']:.1f}%, p90 {r['p90_ape']:.1f}%, "
+                             f"signed median {r['signed_median_pe']:+.1f}%")
+    return "\n".join(lines) + "\n"
