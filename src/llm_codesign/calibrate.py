@@ -20,8 +20,9 @@ PARAMS = {
              "gemm_overhead_bf16_s": (1e-7, 1e-4), "gemm_overhead_fp8_s": (1e-7, 1e-4),
              "gemm_overhead_fp8_block_s": (1e-7, 1e-4), "gemm_overhead_fp4_s": (1e-7, 1e-4),
              "gemm_k_half": (1.0, 4096.0), "bw_eff": (0.3, 1.0), "gemm_blend_p": (1.0, 16.0)},
-    "prefill_attention": {"attn_prefill_eff": (0.05, 1.0), "attn_prefill_overhead_s": (1e-7, 1e-3)},
-    "decode_attention": {"attn_decode_bw_eff": (0.05, 1.0), "attn_overhead_s": (1e-7, 1e-3)},
+    "prefill_attention": {"attn_prefill_eff": (0.05, 1.0), "attn_prefill_overhead_s": (1e-7, 1e-3), "attn_prefill_head_s": (1e-12, 1e-6)},
+    "decode_attention": {"attn_decode_bw_eff": (0.05, 1.0), "attn_overhead_s": (1e-7, 1e-3), "attn_decode_head_s": (1e-12, 1e-6),
+                         "attn_decode_flops_eff": (0.01, 1.0)},
     "collectives": {"comm_latency_s": (1e-7, 1e-3), "comm_bw_eff": (0.05, 1.0)},
     "moe": {"moe_eff": (0.05, 1.5), "moe_overhead_s": (1e-7, 1e-3)},
 }
@@ -105,22 +106,73 @@ def fit_kernels(tables: dict[str, list[dict]], profile: str | None = None) -> tu
 
 
 def to_toml(fams: dict[str, Calibration], report: list[dict], header: str, serving: dict | None = None) -> str:
-    default = Calibration()
     lines = [f"# {line}" for line in header.splitlines()]
+    if serving:
+        lines += ["", "[default]", f"prefill_queue_fraction = {serving['prefill_queue_fraction']:.6g}", "[default.step_overhead_s]"]
+        lines += [f"{b} = {v:.6g}" for b, v in sorted(serving["step_overhead_s"].items())]
     for fam, cal in sorted(fams.items()):
         lines += ["", f"[{fam}]"]
         for f in fields(Calibration):
             v = getattr(cal, f.name)
-            if f.name == "step_overhead_s":
-                continue
-            if v != getattr(default, f.name) or True:
-                lines.append(f"{f.name} = {v:.6g}")
-        so = (serving or {}).get(fam)
-        if so:
-            lines.append(f"[{fam}.step_overhead_s]")
-            lines += [f"{b} = {v:.6g}" for b, v in sorted(so.items())]
+            if f.name in ("step_overhead_s", "prefill_queue_fraction"):
+                continue  # serving-software parameters live in [default]
+            lines.append(f"{f.name} = {v:.6g}")
         for r in report:
             if r["family"] == fam and r.get("median_ape") is not None:
                 lines.append(f"# {r['kind']}: {r['rows']} rows, median APE {r['median_ape']:.1f}%, p90 {r['p90_ape']:.1f}%, "
                              f"signed median {r['signed_median_pe']:+.1f}%")
     return "\n".join(lines) + "\n"
+
+
+def fit_serving(rows: list[dict], fams: dict[str, Calibration], rounds: int = 5) -> tuple[dict[str, Calibration], dict]:
+    """Fit per-backend step overheads and the prefill queue fraction on measured serving runs.
+
+    These are properties of the serving software, not of a chip, so one set is fitted across the
+    families present and applied to every family (written to the [default] section).
+    """
+    from .validate import METRICS, predict_serving
+
+    backends = sorted({(r.get("backend") or "trtllm").strip().lower() for r in rows})
+    ys = {m: np.array([float(r[m]) if (r.get(m) or "").strip() else np.nan for r in rows]) for m in METRICS}
+    state = {"step": {b: 2e-3 for b in backends}, "q": 0.3}
+
+    def cal_for(g):
+        base = fams.get(g.family) or calibration_for(g)
+        so = dict(base.step_overhead_s)
+        so.update(state["step"])
+        return replace(base, step_overhead_s=tuple(sorted(so.items())), prefill_queue_fraction=state["q"])
+
+    def loss():
+        preds, _ = predict_serving(rows, cal_override=cal_for)
+        tot = []
+        for m in ("ttft_ms", "tpot_ms", "output_tok_s_per_gpu"):
+            p = np.array([pr.get(m, np.nan) if pr else np.nan for pr in preds])
+            ok = np.isfinite(p) & np.isfinite(ys[m]) & (ys[m] > 0) & (p > 0)
+            if ok.any():
+                tot.append(np.median(np.abs(np.log(p[ok] / ys[m][ok]))))
+        return float(np.mean(tot)) if tot else np.inf
+
+    best = loss()
+    step = 1.0
+    for _ in range(rounds):
+        for key in [("step", b) for b in backends] + [("q", None)]:
+            cur = state["step"][key[1]] if key[0] == "step" else state["q"]
+            for f in (np.exp(-step), np.exp(-step / 2), np.exp(step / 2), np.exp(step)):
+                v = float(np.clip(cur * f, 1e-5, 0.05)) if key[0] == "step" else float(np.clip(cur * f, 0.0, 1.0))
+                old = cur
+                if key[0] == "step":
+                    state["step"][key[1]] = v
+                else:
+                    state["q"] = v
+                val = loss()
+                if val < best - 1e-6:
+                    best, cur = val, v
+                elif key[0] == "step":
+                    state["step"][key[1]] = old
+                else:
+                    state["q"] = old
+        step /= 2
+    out = {fam: replace(c, prefill_queue_fraction=state["q"],
+                        step_overhead_s=tuple(sorted({**dict(c.step_overhead_s), **state["step"]}.items())))
+           for fam, c in fams.items()}
+    return out, {"step_overhead_s": dict(state["step"]), "prefill_queue_fraction": state["q"], "loss": best}

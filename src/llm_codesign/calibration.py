@@ -30,6 +30,9 @@ class Calibration:
     attn_prefill_eff: float = 0.55
     attn_overhead_s: float = 5e-6
     attn_prefill_overhead_s: float = 8e-6
+    attn_decode_head_s: float = 2e-9
+    attn_decode_flops_eff: float = 0.3
+    attn_prefill_head_s: float = 5e-9
     comm_latency_s: float = 8e-6
     comm_bw_eff: float = 0.75
     scale_out_latency_s: float = 25e-6
@@ -37,6 +40,7 @@ class Calibration:
     moe_imbalance: float = 1.15
     moe_overhead_s: float = 10e-6
     elementwise_kernels_per_layer: float = 4.0
+    prefill_queue_fraction: float = 0.3
     step_overhead_s: tuple[tuple[str, float], ...] = field(default=(("trtllm", 2e-3), ("vllm", 4e-3), ("sglang", 3e-3)))
 
     def gemm_eff(self, kernel: str) -> float:

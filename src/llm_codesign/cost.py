@@ -71,22 +71,27 @@ def gemm_flops_bytes(m, n, k, a_bytes, w_bytes, c_bytes=2.0, groups=1.0, distinc
     return flops, nbytes
 
 
-def attention_decode_time(flops, nbytes, gpu: Gpu, cal: Calibration):
-    """Decode attention: KV-cache read at a fraction of HBM bandwidth, or its math, whichever binds."""
+def attention_decode_time(flops, nbytes, gpu: Gpu, cal: Calibration, seq_heads=0.0):
+    """Decode attention: KV-cache read at a fraction of HBM bandwidth, or its math, whichever binds,
+    plus a cost per (sequence x query head) work item (softmax/reduction, CTA scheduling) that
+    dominates at large batch with short contexts."""
     flops = np.asarray(flops, float)
-    t_c = flops / (gpu.peak("bf16") * cal.attn_prefill_eff)
+    t_c = flops / (gpu.peak("bf16") * cal.attn_decode_flops_eff)
     t_m = np.asarray(nbytes, float) / (gpu.hbm_bandwidth_bytes_per_s * cal.attn_decode_bw_eff)
     live = flops > 0
-    return np.where(live, np.maximum(t_c, t_m) + cal.attn_overhead_s, 0.0), np.where(live, t_c, 0.0), np.where(live, t_m, 0.0)
+    t = np.maximum(t_c, t_m) + cal.attn_overhead_s + np.asarray(seq_heads, float) * cal.attn_decode_head_s
+    return np.where(live, t, 0.0), np.where(live, t_c, 0.0), np.where(live, t_m, 0.0)
 
 
-def attention_prefill_time(flops, nbytes, gpu: Gpu, cal: Calibration, math: str = "bf16"):
-    """Prefill (context) attention: FlashAttention-style, compute-bound at a fraction of peak."""
+def attention_prefill_time(flops, nbytes, gpu: Gpu, cal: Calibration, math: str = "bf16", seq_heads=0.0):
+    """Prefill (context) attention: FlashAttention-style, compute-bound at a fraction of peak, plus a
+    cost per (sequence x query head) work item."""
     flops = np.asarray(flops, float)
     t_c = flops / (gpu.peak(math) * cal.attn_prefill_eff)
     t_m = np.asarray(nbytes, float) / (gpu.hbm_bandwidth_bytes_per_s * cal.bw_eff)
     live = flops > 0
-    return np.where(live, np.maximum(t_c, t_m) + cal.attn_prefill_overhead_s, 0.0), np.where(live, t_c, 0.0), np.where(live, t_m, 0.0)
+    t = np.maximum(t_c, t_m) + cal.attn_prefill_overhead_s + np.asarray(seq_heads, float) * cal.attn_prefill_head_s
+    return np.where(live, t, 0.0), np.where(live, t_c, 0.0), np.where(live, t_m, 0.0)
 
 
 def elementwise_time(nbytes, kernels, gpu: Gpu, cal: Calibration):

@@ -121,7 +121,7 @@ def _decode(rows, gpu, cal):
     kvb = np.array([_kv_bytes(r["kv_cache_dtype"]) for r in rows])
     flops = 2.0 * B * H * ctx * 2 * d
     nbytes = B * ctx * KV * 2 * d * kvb + B * H * 2 * d * 2.0
-    t, _, _ = cost.attention_decode_time(flops, nbytes, gpu, cal)
+    t, _, _ = cost.attention_decode_time(flops, nbytes, gpu, cal, B * H)
     return t * 1e3, [f"kv {r['kv_cache_dtype']}" for r in rows]
 
 
@@ -136,7 +136,7 @@ def _prefill(rows, gpu, cal):
     for flag, math in ((False, "bf16"), (True, "fp8")):
         m = fp8 == flag
         if m.any():
-            t, _, _ = cost.attention_prefill_time(flops[m], nbytes[m], gpu, cal, math)
+            t, _, _ = cost.attention_prefill_time(flops[m], nbytes[m], gpu, cal, math, (B * H)[m])
             out[m] = t * 1e3
     return out, [f"kv {r['kv_cache_dtype']}" for r in rows]
 

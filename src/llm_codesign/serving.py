@@ -1,10 +1,10 @@
 """Serving metrics of aggregated in-flight batching with chunked prefill, array-valued.
 
-Steady state with `concurrency` requests in flight: every request needs ISL prefill tokens and
-(OSL-1)/accepted decode iterations, so an average iteration of one micro-batch carries the decode
-tokens of the sequences generating plus the prefill tokens that keep the pipeline fed. TPOT is the
-iteration time over the pipeline divided by the tokens a step accepts; TTFT is the wait for the
-current iteration plus the iterations that carry the request's own prefill chunks.
+Benchmarks at a fixed concurrency with uniform ISL/OSL (and offline runs at infinite request rate)
+move in waves: the requests of a wave start together, their prefills run in chunks of the step
+token budget (batched across requests), then all of them decode together and finish together. So
+mean TTFT is half the wave's prefill phase, TPOT is the pure decode step over the pipeline divided by
+the tokens a step accepts, and throughput is the wave's output over prefill phase plus decode phase.
 """
 from __future__ import annotations
 
@@ -73,46 +73,56 @@ def evaluate(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, plan
         acc = np.where(k > 0, acc, 1.0)
     else:
         k, acc = np.zeros(1), np.ones(1)
-    n_dec = np.maximum(osl - 1.0, 0.0) / acc
-    n_pf = np.ceil(isl / mnt)
-    chunk = isl / n_pf
-    steps = n_dec + n_pf
-    dec_seqs = b * n_dec / np.maximum(steps, 1.0)
-    pf_tokens = b * isl / np.maximum(steps, 1.0)
-    dec_ctx = isl + osl / 2.0
-    pf_ctx = (isl - chunk) / 2.0
     overhead = cal.step_overhead(backend)
-    avg = Batch(dec_seqs=dec_seqs, dec_ctx=dec_ctx, dec_tokens_per_seq=1.0 + k, pf_tokens=pf_tokens,
-                pf_seqs=pf_tokens / chunk, pf_ctx=pf_ctx)
-    ops = forward_ops(model, gpu, cal, prec, sh, avg)
+    mem = memory.fit(model, gpu, prec, sh, isl, osl, mnt, usable_fraction)
+    # sequences that run at once per rank: what is in flight, capped by the KV cache; the rest queue
+    running = np.where(mem["max_seqs_per_rank"] >= 1, np.minimum(c_rank, mem["max_seqs_per_rank"]), c_rank)
+    b = running / pp
+    # prefill: a request's chunks share steps with the prefills of q requests arriving with it;
+    # q = 1 + f (running - 1), f = prefill_queue_fraction (1: benchmark waves start in lockstep,
+    # 0: arrivals fully spread out), fitted on measured serving runs
+    q = 1.0 + cal.prefill_queue_fraction * np.maximum(running - 1.0, 0.0)
+    pf_total = q * isl
+    pf_step_tok = np.minimum(mnt, pf_total)
+    n_pf = np.ceil(pf_total / np.maximum(pf_step_tok, 1.0))
+    chunk = np.minimum(isl, mnt)
+    pf = Batch(pf_tokens=pf_step_tok, pf_seqs=np.maximum(pf_step_tok / isl, 1.0), pf_ctx=np.maximum(isl - chunk, 0.0) / 2.0)
+    t_pf_stage = step_time(forward_ops(model, gpu, cal, prec, sh, pf)) + overhead
+    # chunks of different requests pipeline over PP stages; one request's chunks only with CPP
+    pipelined = np.asarray(cpp) | (running >= pp)
+    ttft = np.where(pipelined, n_pf + pp - 1.0, n_pf * pp) * t_pf_stage
+    # a wave's prefill phase: every running sequence's ISL tokens in chunks of the step budget
+    n_wave = np.ceil(running * isl / mnt)
+    pf_span = np.where(pipelined, n_wave + pp - 1.0, n_wave * pp) * step_time(forward_ops(
+        model, gpu, cal, prec, sh, Batch(pf_tokens=np.minimum(mnt, running * isl), pf_seqs=np.maximum(np.minimum(mnt, running * isl) / isl, 1.0),
+                                         pf_ctx=np.maximum(isl - chunk, 0.0) / 2.0))) + n_wave * overhead
+    # decode phase: every sequence of the micro-batch generates (k+1 verified tokens per step)
+    dec = Batch(dec_seqs=b, dec_ctx=isl + osl / 2.0, dec_tokens_per_seq=1.0 + k)
+    ops = forward_ops(model, gpu, cal, prec, sh, dec)
     t_stage = step_time(ops) + overhead
     t_draft = 0.0
     if spec is not None:
         dm = draft_model(model, spec)
         dsh = sh if spec.method != "draft" else replace(sh, pp=np.ones_like(pp))
-        dops = forward_ops(dm, gpu, cal, prec, dsh, Batch(dec_seqs=dec_seqs, dec_ctx=dec_ctx))
+        dops = forward_ops(dm, gpu, cal, prec, dsh, Batch(dec_seqs=b, dec_ctx=isl + osl / 2.0))
         t_draft = k * step_time(dops)
         t_stage = t_stage + t_draft / pp
     t_iter = pp * t_stage
     tpot = t_iter / acc
-    # the iteration that carries this request's prefill chunk (plus peers' chunks arriving with it)
-    own = Batch(dec_seqs=dec_seqs, dec_ctx=dec_ctx, dec_tokens_per_seq=1.0 + k,
-                pf_tokens=np.minimum(np.maximum(chunk, pf_tokens), mnt), pf_seqs=np.maximum(pf_tokens / chunk, 1.0), pf_ctx=pf_ctx)
-    t_pf_stage = step_time(forward_ops(model, gpu, cal, prec, sh, own)) + overhead + t_draft / pp
-    pf_iters = np.where(np.asarray(cpp), n_pf + pp - 1.0, n_pf * pp)
-    ttft = 0.5 * t_iter + pf_iters * t_pf_stage
-    life = ttft + np.maximum(osl - 1.0, 0.0) * tpot
-    out_per_gpu = C * osl / life / gpus
-    mem = memory.fit(model, gpu, prec, sh, isl, osl, mnt, usable_fraction)
+    life = pf_span + np.maximum(osl - 1.0, 0.0) * tpot
+    # requests beyond what the KV cache holds wait for whole waves
+    waves_ahead = np.maximum(c_rank / np.maximum(running, 1.0) - 1.0, 0.0)
+    ttft = ttft + waves_ahead * life
+    out_per_gpu = running * adp * osl / life / gpus
     max_conc = mem["max_seqs_per_rank"] * adp
     res = {
         "ttft_s": ttft, "tpot_s": tpot, "tok_s_per_user": 1.0 / tpot,
-        "output_tok_s_per_gpu": out_per_gpu, "io_tok_s_per_gpu": C * (isl + osl) / life / gpus,
+        "output_tok_s_per_gpu": out_per_gpu, "io_tok_s_per_gpu": running * adp * (isl + osl) / life / gpus,
         "tokens_per_joule_bound": out_per_gpu / gpu.tdp_w, "accepted_per_step": acc + 0.0 * tpot,
-        "step_s": t_stage, "draft_s": t_draft + 0.0 * t_stage, "gpus": gpus,
+        "step_s": t_stage, "prefill_step_s": t_pf_stage, "draft_s": t_draft + 0.0 * t_stage, "gpus": gpus,
         "weights_bytes": mem["weights"], "kv_bytes_per_seq": mem["kv_per_seq"],
-        "kv_bytes": mem["kv_per_seq"] * c_rank, "activation_bytes": mem["activations"],
-        "free_bytes": mem["free_for_kv"] - mem["kv_per_seq"] * c_rank, "max_concurrency": max_conc,
+        "kv_bytes": mem["kv_per_seq"] * running, "activation_bytes": mem["activations"],
+        "free_bytes": mem["free_for_kv"] - mem["kv_per_seq"] * running, "max_concurrency": max_conc,
         "fits": (mem["free_for_kv"] > 0) & (c_rank <= mem["max_seqs_per_rank"]),
     }
     if with_ops:

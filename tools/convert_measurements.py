@@ -1,0 +1,78 @@
+"""Convert the published tables in ../shared/data/validation/ to the canonical serving-measurement
+CSV (src/llm_codesign/data/measurements/). Run by hand when the sources change; output is committed.
+
+TensorRT-LLM perf-overview tables: offline max throughput (trtllm-bench, infinite request rate) with
+uniform ISL/OSL, so `concurrency` is empty; output tokens/s of the TPxPP group divided by its GPUs.
+MoE rows give only TP/PP: TensorRT-LLM's default then shards experts by TP (moe_tp = tp, ep = 1).
+FP8 rows use FP8 KV cache (trtllm-bench quantises the KV cache with FP8 checkpoints); FP4 rows NVFP4
+weights with FP8 KV. MLPerf rows are not converted: they use real datasets without a stated mean
+input length, which the canonical format needs.
+"""
+from __future__ import annotations
+
+import csv
+import shutil
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SRC = ROOT.parent / "shared" / "data" / "validation"
+OUT = ROOT / "src" / "llm_codesign" / "data" / "measurements"
+COLUMNS = ["source", "model", "gpu", "num_gpus", "backend", "weight_dtype", "kv_dtype", "isl", "osl", "concurrency", "tp", "pp",
+           "ep", "moe_tp", "attention_dp", "spec_method", "spec_draft_len", "spec_acceptance", "ttft_ms", "tpot_ms",
+           "output_tok_s_per_gpu", "output_tok_s_per_user"]
+MODELS = {"LLaMA v3.1 8B": "llama-3.1-8b", "LLaMA v3.1 70B": "llama-3.1-70b", "LLaMA v3.1 405B": "llama-3.1-405b",
+          "Llama 3.1 8B": "llama-3.1-8b", "Llama 3.3 70B": "llama-3.3-70b", "Llama 3.1 405B": "llama-3.1-405b",
+          "Mixtral 8x7B": "mixtral-8x7b", "Mixtral 8x22B": "mixtral-8x22b", "Mistral 7B": "mistral-7b",
+          "Llama 4 Maverick": "llama-4-maverick", "Llama 4 Scout": "llama-4-scout",
+          "Qwen3-235B-A22B": "qwen3-235b-a22b", "Qwen3-30B-A3B": "qwen3-30b-a3b"}
+GPUS = {"H200": "h200", "H100": "h100", "A100-SXM4-80GB": "a100", "L40S": "l40s", "GH200": "gh200", "B200": "b200",
+        "GB200": "gb200", "RTX PRO 6000 Blackwell Server": "rtx-pro-6000"}
+PREC = {"FP8": ("fp8", "fp8"), "FP16": ("bf16", "bf16"), "FP4": ("nvfp4", "fp8")}
+
+
+def convert(name: str, writer) -> int:
+    n = 0
+    with (SRC / name).open(newline="") as f:
+        for i, r in enumerate(csv.DictReader(f)):
+            model = r["model"].split(" - ")[0].strip()
+            prec = r.get("precision") or r.get("checkpoint_precision")
+            w, kv = PREC[prec]
+            tp = pp = 1
+            for part in r["parallelism"].split(","):
+                part = part.strip()
+                if part.startswith("TP"):
+                    tp = int(part[2:])
+                elif part.startswith("PP"):
+                    pp = int(part[2:])
+            gpus = int(r["num_gpus"])
+            writer.writerow({
+                "source": f"{name}:{i + 2} ({r['source'][:60]}; {r['trtllm_version'][:40]})",
+                "model": MODELS.get(model, model), "gpu": GPUS.get(r["gpu"], r["gpu"]), "num_gpus": gpus, "backend": "trtllm",
+                "weight_dtype": w, "kv_dtype": kv, "isl": r["isl"], "osl": r["osl"], "concurrency": "", "tp": tp, "pp": pp,
+                "ep": 1, "moe_tp": tp, "attention_dp": 1, "spec_method": "", "spec_draft_len": "", "spec_acceptance": "",
+                "ttft_ms": "", "tpot_ms": "", "output_tok_s_per_gpu": f"{float(r['total_output_tok_s']) / gpus:.2f}",
+                "output_tok_s_per_user": ""})
+            n += 1
+    return n
+
+
+def main() -> None:
+    OUT.mkdir(parents=True, exist_ok=True)
+    with (OUT / "trtllm_perf_overview.csv").open("w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=COLUMNS)
+        w.writeheader()
+        total = sum(convert(n, w) for n in ("trtllm_perf_overview_v0_17_total.csv", "trtllm_perf_overview_v0_20_total.csv",
+                                            "trtllm_perf_overview_v1_0_total.csv"))
+    shutil.copy(SRC / "serving_measured_blackwell.csv", OUT / "serving_measured_blackwell.csv")
+    (OUT / "SOURCES.md").write_text(
+        "# Serving measurements (canonical columns)\n\n"
+        "- `serving_measured_blackwell.csv`: copied verbatim from shared/data/validation/ (aiconfigurator-core 0.12.0\n"
+        "  silicon sample, Apache-2.0): 2,026 aggregated deployments on B200/B300/GB200 with mean TTFT and TPOT.\n"
+        f"- `trtllm_perf_overview.csv`: {total} rows converted by tools/convert_measurements.py from the TensorRT-LLM\n"
+        "  perf-overview tables v0.17, v0.20 and v1.0 (NVIDIA/TensorRT-LLM docs/source/performance/perf-overview.md);\n"
+        "  offline max throughput, uniform ISL/OSL. Assumptions are stated in the converter's docstring.\n")
+    print(total, "perf-overview rows")
+
+
+if __name__ == "__main__":
+    main()
