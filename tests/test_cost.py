@@ -38,9 +38,11 @@ def test_tile_and_wave_quantisation_show(h100, cal_h100):
 
 
 def test_fp8_faster_than_bf16_when_compute_bound(h100, cal_h100):
+    # kernels/gemm.csv (H100, TensorRT-LLM): for GEMMs of >= 4096^3/4 MACs the median BF16/FP8
+    # latency ratio is 1.38 and the best FP8/BF16 throughput ratio 1.8
     tb, *_ = cost.gemm_time(8192, 8192, 8192, h100, cal_h100, "bf16", 2.0, 2.0)
     tf, *_ = cost.gemm_time(8192, 8192, 8192, h100, cal_h100, "fp8", 1.0, 1.0)
-    assert 1.5 < tb / tf < 2.5
+    assert 1.2 < tb / tf < 2.0
 
 
 @settings(max_examples=60, deadline=None)

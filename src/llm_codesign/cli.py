@@ -338,7 +338,7 @@ def validate(
 
 @app.command()
 def calibrate(
-    kernels: list[str] = typer.Option([], "--kernels", help="Kernel CSVs (repeat the option)."),
+    kernels: Optional[list[str]] = typer.Option(None, "--kernels", help="Kernel CSVs (repeat the option)."),
     serving: Optional[str] = typer.Option(None, "--serving", help="Serving measurements to fit step overheads on."),
     output: str = typer.Option(..., "-o", "--output", help="Profile .toml to write."),
     calibration: Optional[str] = O_CAL,
@@ -355,6 +355,7 @@ def calibrate(
         raise InputError("calibrate", None, "at least one --kernels FILE or --serving FILE")
     if not Path(output).resolve().parent.is_dir():
         raise InputError("output", output, "a path in an existing folder")
+    kernels = kernels or []
     tables: dict[str, list[dict]] = {}
     for k in kernels:
         kind, rows = read_csv(k)

@@ -92,7 +92,7 @@ def predict_serving(rows: list[dict], profile: str | None = None, cal_override=N
         key = (model.name, gpu.id, prec, backend, spec, id(cal))
         groups.setdefault(key, []).append(i)
         preds[i] = {"_objs": (model, gpu, prec, backend, spec, cal)}
-    for key, idx in groups.items():
+    for idx in groups.values():
         model, gpu, prec, backend, spec, cal = preds[idx[0]]["_objs"]
         sub = [rows[i] for i in idx]
         a = {k: np.array([_int(r, k) for r in sub]) for k in ("tp", "pp", "ep", "moe_tp", "attention_dp", "num_gpus")}
@@ -119,12 +119,11 @@ def predict_serving(rows: list[dict], profile: str | None = None, cal_override=N
             grid = BATCH_GRID[None, :] * a["attention_dp"][oi, None]
             g = evaluate(model, gpu, cal, prec, op, grid, isl[oi, None], osl[oi, None], backend=backend, spec=spec)
             thr = np.where(g["fits"], g["output_tok_s_per_gpu"], -1.0)
-            best = np.argmax(thr, axis=1)
-            pick = lambda v: np.take_along_axis(np.broadcast_to(v, thr.shape), best[:, None], 1)[:, 0]  # noqa: E731
-            out["ttft_ms"][oi] = pick(g["ttft_s"]) * 1e3
-            out["tpot_ms"][oi] = pick(g["tpot_s"]) * 1e3
+            best = np.argmax(thr, axis=1)[:, None]
+            out["ttft_ms"][oi] = np.take_along_axis(np.broadcast_to(g["ttft_s"], thr.shape), best, 1)[:, 0] * 1e3
+            out["tpot_ms"][oi] = np.take_along_axis(np.broadcast_to(g["tpot_s"], thr.shape), best, 1)[:, 0] * 1e3
             out["output_tok_s_per_gpu"][oi] = np.where(thr.max(axis=1) > 0, thr.max(axis=1), np.nan)
-            out["output_tok_s_per_user"][oi] = pick(g["tok_s_per_user"])
+            out["output_tok_s_per_user"][oi] = 1e3 / out["tpot_ms"][oi]
         fits = np.broadcast_to(res["fits"], (len(idx),)) | offline
         for j, i in enumerate(idx):
             if code[j] >= 0:
