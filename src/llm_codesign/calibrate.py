@@ -108,13 +108,16 @@ def fit_kernels(tables: dict[str, list[dict]], profile: str | None = None) -> tu
 def to_toml(fams: dict[str, Calibration], report: list[dict], header: str, serving: dict | None = None) -> str:
     lines = [f"# {line}" for line in header.splitlines()]
     if serving:
-        lines += ["", "[default]", f"prefill_queue_fraction = {serving['prefill_queue_fraction']:.6g}", "[default.step_overhead_s]"]
+        lines += ["", "[default]", f"prefill_queue_fraction = {serving['prefill_queue_fraction']:.6g}",
+                  f"step_kernel_overhead_scale = {serving['step_kernel_overhead_scale']:.6g}",
+                  f"scale_out_latency_s = {serving['scale_out_latency_s']:.6g}", "[default.step_overhead_s]"]
         lines += [f"{b} = {v:.6g}" for b, v in sorted(serving["step_overhead_s"].items())]
+        lines += ["[default.ttft_overhead_s]"] + [f"{b} = {v:.6g}" for b, v in sorted(serving["ttft_overhead_s"].items())]
     for fam, cal in sorted(fams.items()):
         lines += ["", f"[{fam}]"]
         for f in fields(Calibration):
             v = getattr(cal, f.name)
-            if f.name in ("step_overhead_s", "prefill_queue_fraction"):
+            if f.name in ("step_overhead_s", "ttft_overhead_s", "prefill_queue_fraction", "step_kernel_overhead_scale", "scale_out_latency_s"):
                 continue  # serving-software parameters live in [default]
             lines.append(f"{f.name} = {v:.6g}")
         for r in report:
@@ -125,24 +128,33 @@ def to_toml(fams: dict[str, Calibration], report: list[dict], header: str, servi
 
 
 def fit_serving(rows: list[dict], fams: dict[str, Calibration], rounds: int = 5) -> tuple[dict[str, Calibration], dict]:
-    """Fit per-backend step overheads and the prefill queue fraction on measured serving runs.
-
-    These are properties of the serving software, not of a chip, so one set is fitted across the
-    families present and applied to every family (written to the [default] section).
-    """
+    """Fit the serving-software parameters on measured serving runs: per-backend step overheads,
+    the prefill queue fraction, the share of kernel overheads left inside a captured step, and the
+    scale-out collective latency. One set across the families present, written to [default]."""
     from .validate import METRICS, predict_serving
 
     backends = sorted({(r.get("backend") or "trtllm").strip().lower() for r in rows})
     ys = {m: np.array([float(r[m]) if (r.get(m) or "").strip() else np.nan for r in rows]) for m in METRICS}
-    state = {"step": {b: 2e-3 for b in backends}, "q": 0.3}
+    # name -> (value, lower, upper)
+    state = {**{f"step:{b}": [2e-3, 1e-5, 0.05] for b in backends}, **{f"ttft:{b}": [20e-3, 1e-4, 0.5] for b in backends},
+             "prefill_queue_fraction": [0.3, 0.0, 1.0],
+             "step_kernel_overhead_scale": [1.0, 0.05, 1.0], "scale_out_latency_s": [25e-6, 1e-6, 1e-4]}
 
-    def cal_for(g):
-        base = fams.get(g.family) or calibration_for(g)
-        so = dict(base.step_overhead_s)
-        so.update(state["step"])
-        return replace(base, step_overhead_s=tuple(sorted(so.items())), prefill_queue_fraction=state["q"])
+    def apply(c: Calibration) -> Calibration:
+        so, tt = dict(c.step_overhead_s), dict(c.ttft_overhead_s)
+        so.update({k[5:]: v[0] for k, v in state.items() if k.startswith("step:")})
+        tt.update({k[5:]: v[0] for k, v in state.items() if k.startswith("ttft:")})
+        return replace(c, step_overhead_s=tuple(sorted(so.items())), ttft_overhead_s=tuple(sorted(tt.items())),
+                       **{k: v[0] for k, v in state.items() if ":" not in k})
 
     def loss():
+        cals: dict[str, Calibration] = {}  # one object per family per pass, so rows group and vectorise
+
+        def cal_for(g):
+            if g.family not in cals:
+                cals[g.family] = apply(fams.get(g.family) or calibration_for(g))
+            return cals[g.family]
+
         preds, _ = predict_serving(rows, cal_override=cal_for)
         tot = []
         for m in ("ttft_ms", "tpot_ms", "output_tok_s_per_gpu"):
@@ -155,24 +167,17 @@ def fit_serving(rows: list[dict], fams: dict[str, Calibration], rounds: int = 5)
     best = loss()
     step = 1.0
     for _ in range(rounds):
-        for key in [("step", b) for b in backends] + [("q", None)]:
-            cur = state["step"][key[1]] if key[0] == "step" else state["q"]
+        for v in state.values():
+            cur = v[0]
             for f in (np.exp(-step), np.exp(-step / 2), np.exp(step / 2), np.exp(step)):
-                v = float(np.clip(cur * f, 1e-5, 0.05)) if key[0] == "step" else float(np.clip(cur * f, 0.0, 1.0))
-                old = cur
-                if key[0] == "step":
-                    state["step"][key[1]] = v
-                else:
-                    state["q"] = v
+                v[0] = float(np.clip(cur * f if cur > 0 else 0.05 * f, v[1], v[2]))
                 val = loss()
                 if val < best - 1e-6:
-                    best, cur = val, v
-                elif key[0] == "step":
-                    state["step"][key[1]] = old
-                else:
-                    state["q"] = old
+                    best, cur = val, v[0]
+            v[0] = cur
         step /= 2
-    out = {fam: replace(c, prefill_queue_fraction=state["q"],
-                        step_overhead_s=tuple(sorted({**dict(c.step_overhead_s), **state["step"]}.items())))
-           for fam, c in fams.items()}
-    return out, {"step_overhead_s": dict(state["step"]), "prefill_queue_fraction": state["q"], "loss": best}
+    fitted = {k: v[0] for k, v in state.items()}
+    return {fam: apply(c) for fam, c in fams.items()}, {
+        "step_overhead_s": {k[5:]: v for k, v in fitted.items() if k.startswith("step:")},
+        "ttft_overhead_s": {k[5:]: v for k, v in fitted.items() if k.startswith("ttft:")},
+        **{k: v for k, v in fitted.items() if ":" not in k}, "loss": best}

@@ -41,7 +41,10 @@ class Calibration:
     moe_overhead_s: float = 10e-6
     elementwise_kernels_per_layer: float = 4.0
     prefill_queue_fraction: float = 0.3
+    mla_decode_flops_eff: float = 0.6
+    step_kernel_overhead_scale: float = 1.0
     step_overhead_s: tuple[tuple[str, float], ...] = field(default=(("trtllm", 2e-3), ("vllm", 4e-3), ("sglang", 3e-3)))
+    ttft_overhead_s: tuple[tuple[str, float], ...] = field(default=(("trtllm", 20e-3), ("vllm", 20e-3), ("sglang", 20e-3)))
 
     def gemm_eff(self, kernel: str) -> float:
         """Achievable fraction of peak for a GEMM kernel family: bf16, fp8, fp8_block or fp4."""
@@ -56,9 +59,23 @@ class Calibration:
             raise InputError("backend", backend, "one of: " + ", ".join(d))
         return d[backend]
 
+    def ttft_overhead(self, backend: str) -> float:
+        return dict(self.ttft_overhead_s).get(backend, 0.0)
+
+    def in_step(self) -> "Calibration":
+        """Parameters for kernels inside a captured serving step: CUDA graphs and programmatic
+        dependent launch hide part of each kernel's fixed cost that isolated benchmarks measure."""
+        f = self.step_kernel_overhead_scale
+        if f == 1.0:
+            return self
+        return replace(self, **{k: getattr(self, k) * f for k in (
+            "gemm_overhead_bf16_s", "gemm_overhead_fp8_s", "gemm_overhead_fp8_block_s", "gemm_overhead_fp4_s",
+            "kernel_overhead_s", "attn_overhead_s", "attn_prefill_overhead_s", "moe_overhead_s")})
+
     def to_dict(self) -> dict:
         out = {f.name: getattr(self, f.name) for f in fields(self)}
         out["step_overhead_s"] = dict(self.step_overhead_s)
+        out["ttft_overhead_s"] = dict(self.ttft_overhead_s)
         return out
 
 
@@ -68,12 +85,12 @@ _FIELDS = {f.name for f in fields(Calibration)}
 def _apply(c: Calibration, section: dict, origin: str) -> Calibration:
     kw = {}
     for k, v in section.items():
-        if isinstance(v, dict) and k != "step_overhead_s":
+        if isinstance(v, dict) and k not in ("step_overhead_s", "ttft_overhead_s"):
             continue  # a nested family section
         if k not in _FIELDS:
             raise InputError(f"calibration.{k}", v, f"{origin}: known parameters are " + ", ".join(sorted(_FIELDS)))
-        if k == "step_overhead_s":
-            d = dict(c.step_overhead_s)
+        if k in ("step_overhead_s", "ttft_overhead_s"):
+            d = dict(getattr(c, k))
             d.update({b: float(x) for b, x in v.items()})
             kw[k] = tuple(sorted(d.items()))
         else:

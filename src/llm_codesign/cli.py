@@ -377,9 +377,50 @@ def calibrate(
     for r in report:
         con.print(f"{r['family']:10s} {r['kind']:18s} {r['rows']:6d} rows  median APE {r['median_ape']:.1f}%  p90 {r['p90_ape']:.1f}%")
     if srv:
-        con.print(f"serving: step overhead {', '.join(f'{b} {v * 1e3:.2f} ms' for b, v in srv['step_overhead_s'].items())}, "
+        con.print(f"serving: step overhead {', '.join(f'{b} {v * 1e3:.2f} ms' for b, v in srv['step_overhead_s'].items())}; "
+                  f"request overhead {', '.join(f'{b} {v * 1e3:.1f} ms' for b, v in srv['ttft_overhead_s'].items())}; "
                   f"prefill queue fraction {srv['prefill_queue_fraction']:.2f}")
     con.print(f"wrote {output}")
+
+
+@app.command()
+def lint(
+    model: str = typer.Argument(..., help="Registry name, Hugging Face id or config.json path."),
+    gpu: str = typer.Option(..., "--gpu"),
+    regime: str = typer.Option("throughput", "--regime", help="latency, throughput or long-context."),
+    fmt: str = typer.Option("table", "--format", help="table, json or sarif."),
+    as_json: bool = typer.Option(False, "--json", help="Same as --format json."),
+    fail_on: Optional[str] = typer.Option(None, "--fail-on", help="Exit 1 when a finding reaches this severity: warning or error."),
+    weight_dtype: Optional[str] = O_W, activation_dtype: Optional[str] = O_A, kv_dtype: Optional[str] = O_KV,
+    calibration: Optional[str] = O_CAL,
+):
+    """Check a model shape against the hardware guidelines, with the predicted cost of each finding."""
+    from .calibration import calibration_for
+    from .lint import RULES, SEVERITY_ORDER, lint as run, to_sarif
+
+    fmt = "json" if as_json else fmt
+    if fmt not in ("table", "json", "sarif"):
+        raise InputError("format", fmt, "table, json or sarif")
+    if fail_on is not None and fail_on not in ("warning", "error"):
+        raise InputError("fail_on", fail_on, "warning or error")
+    m, g = _model(model), _gpu(gpu)
+    findings = run(m, g, calibration_for(g, calibration), regime, _precision(m, weight_dtype, activation_dtype, kv_dtype))
+    if fmt == "json":
+        _dump({"model": m.name, "gpu": g.id, "regime": regime, "findings": [f.to_dict() for f in findings]})
+    elif fmt == "sarif":
+        _dump(to_sarif(findings, model))
+    else:
+        from rich.table import Table
+
+        t = Table(title=f"lint: {m.name} on {g.name}, {regime} regime ({len(findings)} findings)")
+        for c in ("rule", "severity", "where", "cost %", "finding", "fix"):
+            t.add_column(c, overflow="fold")
+        color = {"error": "red", "warning": "yellow", "info": "cyan"}
+        for f in findings:
+            t.add_row(f"{f.rule} {RULES[f.rule][0]}", f"[{color[f.severity]}]{f.severity}[/]", f.where, f"{f.cost_pct:.1f}", f.message, f.fix)
+        _console().print(t)
+    if fail_on and any(SEVERITY_ORDER[f.severity] >= SEVERITY_ORDER[fail_on] for f in findings):
+        raise typer.Exit(1)
 
 
 def _progress():

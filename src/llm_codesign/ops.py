@@ -7,7 +7,7 @@ layer; `count` is how many layers of one pipeline stage run the op.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -132,7 +132,8 @@ def layer_ops(model: ModelSpec, layer: Layer, count, gpu: Gpu, cal: Calibration,
         else:
             dec_flops = 2.0 * dec_tok * heads_l * ctx_l * (qk_d + v_d)
         dec_bytes = np.asarray(b.dec_seqs, float) * ctx_l * per_tok_kv + dec_tok * heads_l * (qk_d + v_d) * 2.0
-        t, tc, tm = cost.attention_decode_time(dec_flops, dec_bytes, gpu, cal, dec_tok * heads_l)
+        dcal = replace(cal, attn_decode_flops_eff=cal.mla_decode_flops_eff) if a.kind == "mla" else cal
+        t, tc, tm = cost.attention_decode_time(dec_flops, dec_bytes, gpu, dcal, dec_tok * heads_l)
         ops.append(Op(f"{P}/core_decode", "attention", dec_flops, dec_bytes, t, tc, tm, count))
 
         # prefill part: causal, chunk of T_p tokens from s sequences over c cached tokens each

@@ -58,6 +58,7 @@ def evaluate(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, plan
     `concurrency` is the total number of requests in flight across all GPUs of the deployment.
     """
     sh = _sharding(plan)
+    cal = cal.in_step()
     tp, pp, ep, mtp, adp, kvp = (np.asarray(x, float) for x in plan.arrays())
     gpus = tp * adp * kvp * pp
     C = np.asarray(concurrency, float)
@@ -112,7 +113,7 @@ def evaluate(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, plan
     life = pf_span + np.maximum(osl - 1.0, 0.0) * tpot
     # requests beyond what the KV cache holds wait for whole waves
     waves_ahead = np.maximum(c_rank / np.maximum(running, 1.0) - 1.0, 0.0)
-    ttft = ttft + waves_ahead * life
+    ttft = ttft + waves_ahead * life + cal.ttft_overhead(backend)
     out_per_gpu = running * adp * osl / life / gpus
     max_conc = mem["max_seqs_per_rank"] * adp
     res = {

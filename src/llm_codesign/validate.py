@@ -57,8 +57,10 @@ def _precision(model, r) -> Precision:
     kv = (r.get("kv_dtype") or "").strip()
     if kv:
         p = replace(p, kv=get_dtype(kv, "kv_dtype"))
-    elif r.get("backend", "trtllm") == "trtllm" and base.math in ("fp8", "fp4"):
-        # TensorRT-LLM quantises the KV cache to FP8 with FP8/FP4 checkpoints; vLLM/SGLang keep "auto"
+    elif base.name == "nvfp4" or (r.get("backend", "trtllm") == "trtllm" and base.math == "fp8"):
+        # NVIDIA's NVFP4 checkpoints carry an FP8 KV-cache scheme (hf_quant_config kv_cache_quant_algo),
+        # and TensorRT-LLM quantises the KV cache to FP8 with FP8 checkpoints; otherwise the
+        # checkpoint's own KV format ("auto" in vLLM/SGLang)
         p = replace(p, kv=get_dtype("fp8"))
     return p
 

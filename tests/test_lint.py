@@ -1,0 +1,63 @@
+import json
+import math
+
+import pytest
+
+from llm_codesign.calibration import calibration_for
+from llm_codesign.hardware import get_gpu
+from llm_codesign.lint import lint, to_sarif
+from llm_codesign.model import from_hf_config
+from llm_codesign.registry import get_model
+
+BASE = {"hidden_size": 7168, "num_hidden_layers": 8, "num_attention_heads": 64, "num_key_value_heads": 8, "vocab_size": 129280,
+        "intermediate_size": 18432}
+
+
+def run(model, gpu="b200", regime="throughput"):
+    g = get_gpu(gpu)
+    return lint(model, g, calibration_for(g), regime)
+
+
+def test_gpt_oss_hidden_alignment_has_positive_cost():
+    fs = [f for f in run(get_model("gpt-oss-120b")) if f.rule == "R2" and f.where == "hidden"]
+    assert len(fs) == 1 and fs[0].cost_pct > 0 and "3072" in fs[0].fix
+
+
+def test_llama8b_has_no_alignment_finding_on_hidden_or_ffn():
+    for gpu in ("h100", "b200"):
+        assert not [f for f in run(get_model("llama-3.1-8b"), gpu) if f.rule == "R2" and f.where in ("hidden", "inter")]
+
+
+def test_thin_experts_are_memory_bound():
+    cfg = {**BASE, "n_routed_experts": 256, "num_experts_per_tok": 8, "moe_intermediate_size": 256}
+    fs = [f for f in run(from_hf_config(cfg, "thin-experts")) if f.rule == "R1"]
+    assert any("experts" in f.where for f in fs)
+    assert all(f.cost_pct > 0 and math.isfinite(f.cost_pct) for f in fs)
+
+
+def test_kv_heads_not_dividing_tp8():
+    cfg = {**BASE, "num_attention_heads": 48, "num_key_value_heads": 6}
+    fs = [f for f in run(from_hf_config(cfg, "kv6"), "h100") if f.rule == "R7" and f.where == "kv_heads@TP8"]
+    assert fs and fs[0].severity == "error"
+
+
+def test_costs_finite_and_signed():
+    for name in ("llama-3.1-70b", "deepseek-r1", "gpt-oss-120b", "mixtral-8x7b"):
+        for f in run(get_model(name)):
+            assert math.isfinite(f.cost_pct) and f.cost_pct >= 0, f
+
+
+def test_sarif_shape():
+    fs = run(get_model("gpt-oss-120b"))
+    s = to_sarif(fs, "openai/gpt-oss-120b")
+    assert s["version"] == "2.1.0"
+    res = s["runs"][0]["results"]
+    assert len(res) == len(fs) and {r["level"] for r in res} <= {"error", "warning", "note"}
+    json.dumps(s)
+
+
+def test_bad_regime():
+    from llm_codesign.errors import InputError
+
+    with pytest.raises(InputError, match="regime"):
+        run(get_model("llama-3.1-8b"), regime="fast")
