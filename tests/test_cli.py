@@ -79,3 +79,40 @@ def test_pareto_json_and_files(tmp_path):
     assert d["evaluated"] > 0 and d["seconds"] > 0
     assert {"tok_s_per_user", "output_tok_s_per_gpu", "ttft_ms", "deployment"} <= set(d["frontier"][0])
     assert (tmp_path / "frontier.png").exists() and (tmp_path / "report.html").exists() and (tmp_path / "frontier.csv").exists()
+
+
+def test_lint_json_sarif_and_fail_on(tmp_path):
+    r = run("lint", "gpt-oss-120b", "--gpu", "b200", "--json")
+    assert r.returncode == 0, r.stderr
+    d = json.loads(r.stdout)
+    f = d["findings"][0]
+    assert {"rule", "severity", "where", "message", "cost_pct", "fix"} <= set(f)
+    s = json.loads(run("lint", "gpt-oss-120b", "--gpu", "b200", "--format", "sarif").stdout)
+    assert s["version"] == "2.1.0" and s["runs"][0]["results"]
+    assert run("lint", "gpt-oss-120b", "--gpu", "b200", "--fail-on", "warning").returncode == 1
+    cfg = tmp_path / "config.json"
+    cfg.write_text(json.dumps({"hidden_size": 4096, "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8,
+                               "vocab_size": 128256, "intermediate_size": 14336}))
+    assert run("lint", str(cfg), "--gpu", "h100", "--fail-on", "error").returncode == 0
+
+
+def test_validate_kernels_and_serving(tmp_path):
+    k = tmp_path / "g.csv"
+    k.write_text("system,trtllm_version,gemm_dtype,m,n,k,latency_ms\nh100_sxm,x,bfloat16,4096,4096,4096,0.2\n"
+                 "b200_sxm,x,fp8,16,7168,2048,0.01\n")
+    out = tmp_path / "pred.csv"
+    r = run("validate", "--kernels", str(k), "--json", "--out", str(out))
+    assert r.returncode == 0, r.stderr
+    d = json.loads(r.stdout)
+    assert set(d["overall"]["latency_ms"]) >= {"median_ape", "p90_ape", "signed_median_pe", "n"}
+    assert "predicted_ms" in out.read_text().splitlines()[0]
+    s = tmp_path / "s.csv"
+    s.write_text("source,model,gpu,num_gpus,backend,weight_dtype,kv_dtype,isl,osl,concurrency,tp,pp,ep,moe_tp,attention_dp,"
+                 "spec_method,spec_draft_len,spec_acceptance,ttft_ms,tpot_ms,output_tok_s_per_gpu,output_tok_s_per_user\n"
+                 "x,llama-3.1-70b,h200,8,trtllm,fp8,fp8,1024,1024,64,8,1,1,1,1,,,,120,14,,\n"
+                 "y,mistral-7b,h200,1,trtllm,fp8,fp8,128,128,,1,1,1,1,1,,,,,,3000,\n")
+    r = run("validate", "--serving", str(s), "--json")
+    assert r.returncode == 0, r.stderr
+    d = json.loads(r.stdout)
+    assert {"ttft_ms", "tpot_ms"} <= set(d["overall"]) and d["unmodeled"][0]["reason"].startswith("model")
+    assert run("validate").returncode == 2

@@ -396,7 +396,8 @@ def lint(
 ):
     """Check a model shape against the hardware guidelines, with the predicted cost of each finding."""
     from .calibration import calibration_for
-    from .lint import RULES, SEVERITY_ORDER, lint as run, to_sarif
+    from .lint import RULES, SEVERITY_ORDER, to_sarif
+    from .lint import lint as run
 
     fmt = "json" if as_json else fmt
     if fmt not in ("table", "json", "sarif"):
@@ -449,7 +450,7 @@ def _ints(v: Optional[int]):
 def pareto(
     model: str = typer.Argument("llama-3.1-70b", help="Model(s), comma-separated to compare."),
     gpu: str = typer.Option("h200", "--gpu", help="GPU id(s), comma-separated to compare."),
-    gpus_: int = typer.Option(8, "--gpus", help="GPUs per deployment (the fleet slice; replicas fill it)."),
+    gpus_: str = typer.Option("8", "--gpus", help="GPUs (replicas of smaller instances fill them), or a range of instance sizes, e.g. 8-72."),
     tp: Optional[int] = O_TP, pp: Optional[int] = O_PP, ep: Optional[int] = O_EP, moe_tp: Optional[int] = O_MTP,
     attention_dp: Optional[int] = O_ADP, kvp: Optional[int] = O_KVP,
     weight_dtype: Optional[str] = O_W, activation_dtype: Optional[str] = O_A, kv_dtype: Optional[str] = O_KV,
@@ -471,6 +472,16 @@ def pareto(
     from .report import write_csv, write_html, write_plot
     from .search import SearchSpace, parse_precisions, point_breakdown, search
 
+    try:
+        if "-" in gpus_:
+            lo, hi = (int(x) for x in gpus_.split("-", 1))
+            if not 1 <= lo <= hi:
+                raise ValueError
+            n_gpus, inst = hi, tuple(range(lo, hi + 1))
+        else:
+            n_gpus, inst = int(gpus_), None
+    except ValueError:
+        raise InputError("gpus", gpus_, "a positive integer or a range like 8-72") from None
     model_refs = [m for m in model.split(",") if m]
     gpu_refs = [g for g in gpu.split(",") if g]
     if isl < 1 or osl < 1:
@@ -497,8 +508,9 @@ def pareto(
             for gref in gpu_refs:
                 g = _gpu(gref)
                 cal = calibration_for(g, calibration)
-                space = SearchSpace(gpus_, _ints(tp), _ints(pp), _ints(ep), _ints(moe_tp), _ints(attention_dp), _ints(kvp),
-                                    precisions=parse_precisions(weight_dtype, activation_dtype, kv_dtype, m, g), spec=sd, spec_ks=ks)
+                space = SearchSpace(n_gpus, _ints(tp), _ints(pp), _ints(ep), _ints(moe_tp), _ints(attention_dp), _ints(kvp),
+                                    instance_gpus=inst, precisions=parse_precisions(weight_dtype, activation_dtype, kv_dtype, m, g),
+                                    spec=sd, spec_ks=ks)
                 r = search(m, g, cal, space, isl, osl, backend, max_num_tokens, min_tps_user, max_ttft_ms, progress=cb)
                 i = len(results)
                 for j, p in enumerate(r["frontier"]):

@@ -11,8 +11,8 @@ import numpy as np
 from .calibration import Calibration
 from .errors import InputError
 from .hardware import Gpu
-from .model import Attention, Ffn, Layer, ModelSpec
-from .ops import Batch, Sharding, distinct_experts, forward_ops, layer_ops, step_time
+from .model import Attention, Layer, ModelSpec
+from .ops import Batch, Sharding, distinct_experts, layer_ops, step_time
 from .parallel import Plan, validity
 from .precision import Precision, gemm_math
 from .serving import evaluate
@@ -237,7 +237,7 @@ def _r4(model):
 
 def _r5(model, gpu, cal, prec, sh):
     out = []
-    for layer, n in model.groups:
+    for layer, _ in model.groups:
         f = layer.ffn
         if f.kind != "moe":
             continue

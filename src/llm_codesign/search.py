@@ -49,7 +49,7 @@ def plans(model: ModelSpec, gpu: Gpu, space: SearchSpace) -> tuple[Plan, np.ndar
     inst = space.instance_gpus or tuple(d for d in divisors(N))
     rows = []
     for n in inst:
-        if N % n:
+        if space.instance_gpus is None and N % n:
             continue
         ds = divisors(n)
         tps, pps, adps, kvps = ([x for x in ds if opt is None or x in opt] for opt in (space.tp, space.pp, space.adp, space.kvp))
@@ -155,7 +155,7 @@ def search(model: ModelSpec, gpu: Gpu, cal: Calibration, space: SearchSpace, isl
         prec = precs[int(c["prec"][j])]
         k = int(ks[ik]) if space.spec else 0
         n_inst = int(inst[ip])
-        dep = {"gpu": gpu.id, "instance_gpus": n_inst, "replicas": space.num_gpus // n_inst,
+        dep = {"gpu": gpu.id, "instance_gpus": n_inst, "replicas": max(space.num_gpus // n_inst, 1) if space.num_gpus % n_inst == 0 else 1,
                "tp": sub.tp, "pp": sub.pp, "ep": sub.ep, "moe_tp": sub.moe_tp, "attention_dp": sub.adp, "kvp": sub.kvp,
                "plan": sub.label(), "concurrency_per_instance": int(batches[ib] * sub.adp),
                "weight_dtype": prec.weight.name, "activation_dtype": prec.activation.name, "kv_dtype": prec.kv.name,

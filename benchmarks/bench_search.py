@@ -1,0 +1,58 @@
+"""Speed of the vectorised deployment search (figures for the README / closing notes).
+
+Run: python benchmarks/bench_search.py   (no GPU; single process, as the CLI)
+Reports deployment evaluations per second, the default `pareto` command end to end (process
+start included), a DeepSeek-R1 search on 8..72 GB200 GPUs with MTP, and peak memory.
+"""
+from __future__ import annotations
+
+import resource
+import subprocess
+import sys
+import time
+
+from llm_codesign.calibration import calibration_for
+from llm_codesign.hardware import get_gpu
+from llm_codesign.parallel import SpecDecoding
+from llm_codesign.precision import Precision
+from llm_codesign.registry import get_model
+from llm_codesign.search import SearchSpace, search
+
+
+def timed(label, fn, repeat=3):
+    best = None
+    for _ in range(repeat):
+        t = time.perf_counter()
+        r = fn()
+        dt = time.perf_counter() - t
+        best = dt if best is None else min(best, dt)
+    print(f"{label}: {best:.3f} s, {r['evaluated']:,} deployments, {r['evaluated'] / best:,.0f} evaluations/s, {len(r['frontier'])} frontier points")
+    return r
+
+
+def main() -> None:
+    g = get_gpu("h200")
+    m = get_model("llama-3.1-70b")
+    timed("llama-3.1-70b 8xH200 FP8 search", lambda: search(m, g, calibration_for(g), SearchSpace(8, precisions=(Precision.of("fp8", kv="fp8"),)), 1024, 1024))
+    timed("llama-3.1-70b 64xH200 all precisions", lambda: search(m, g, calibration_for(g), SearchSpace(64), 1024, 1024))
+    gb = get_gpu("gb200")
+    ds = get_model("deepseek-r1")
+    spec = SpecDecoding("mtp", 3, rates=(0.85, 0.7, 0.6, 0.5, 0.45))
+    timed("deepseek-r1 on GB200, every instance size 8..72, MTP k=0..5", lambda: search(
+        ds, gb, calibration_for(gb), SearchSpace(72, instance_gpus=tuple(range(8, 73)), spec=spec, spec_ks=(0, 1, 2, 3, 4, 5)), 1024, 1024), repeat=1)
+    for n in (8, 16, 32, 64):
+        timed(f"deepseek-r1 on {n}xGB200, MTP k=0..5", lambda n=n: search(
+            ds, gb, calibration_for(gb), SearchSpace(n, spec=spec, spec_ks=(0, 1, 2, 3, 4, 5)), 1024, 1024), repeat=1)
+    print(f"peak RSS of this process: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB")
+    t = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "llm_codesign.cli", "pareto", "llama-3.1-70b", "--gpu", "h200", "--gpus", "8",
+                    "--weight-dtype", "fp8", "--kv-dtype", "fp8", "--json"], check=True, capture_output=True)
+    print(f"default pareto command end to end (process start included, --json): {time.perf_counter() - t:.2f} s")
+    t = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "llm_codesign.cli", "pareto", "deepseek-r1", "--gpu", "gb200", "--gpus", "8-72",
+                    "--spec", "mtp", "--acceptance-rates", "0.85,0.7,0.6,0.5,0.45", "--json"], check=True, capture_output=True)
+    print(f"deepseek-r1 GB200 8-72 GPUs MTP pareto command end to end: {time.perf_counter() - t:.2f} s")
+
+
+if __name__ == "__main__":
+    main()
