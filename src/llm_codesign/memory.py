@@ -68,7 +68,8 @@ def kv_bytes_per_token(model: ModelSpec, prec: Precision, sh: Sharding, context=
 def activation_bytes(model: ModelSpec, sh: Sharding, max_num_tokens, max_seqs=256):
     """Transient activations of the largest step (chunk budget) plus logits for sampled tokens."""
     tp, kvp = np.asarray(sh.tp, float), np.asarray(sh.kvp, float)
-    widest = max([layer.ffn.inter or layer.ffn.expert_inter * max(layer.ffn.top_k, 1) for layer, _ in model.groups] + [model.hidden])
+    widest = np.maximum.reduce([np.asarray(layer.ffn.inter if layer.ffn.kind == "dense" else layer.ffn.expert_inter * max(layer.ffn.top_k, 1), float)
+                                for layer, _ in model.groups] + [np.asarray(model.hidden, float)])
     act = np.asarray(max_num_tokens, float) * (12.0 * model.hidden + 3.0 * widest / (tp * kvp)) * 2.0
     logits = max_seqs * model.vocab / (tp * kvp) * 4.0
     return act + logits + WORKSPACE_BYTES

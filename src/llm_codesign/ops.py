@@ -171,7 +171,7 @@ def layer_ops(model: ModelSpec, layer: Layer, count, gpu: Gpu, cal: Calibration,
         M = f"{prefix}/moe"
         T_all = T * adp  # the MoE group sees every attention-DP rank's tokens
         ops.append(_gemm(f"{M}/router", T, f.experts, h, count, gpu, cal, "bf16", 2.0, 2.0))
-        if f.shared_inter:
+        if np.any(f.shared_inter):
             ops.append(_gemm(f"{M}/shared_gate_up", T, (f.mats - 1) * f.shared_inter / dense_tp, h, count, gpu, cal, math_ffn, act_b, wf, kernel=k_ffn))
             ops.append(_gemm(f"{M}/shared_down", T, h, f.shared_inter / dense_tp, count, gpu, cal, math_ffn, act_b, wf, kernel=k_ffn))
         e_local = f.experts / ep

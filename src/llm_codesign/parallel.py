@@ -86,16 +86,16 @@ def validity(model: ModelSpec, gpu: Gpu, plan: Plan, num_gpus) -> np.ndarray:
     reason = np.full(tp.shape, -1, dtype=np.int64)
 
     def flag(code, bad):
-        idx = REASONS.index(code)
-        np.copyto(reason, idx, where=(reason < 0) & bad)
+        nonlocal reason  # broadcasts up when model dimensions are arrays (shape sweeps)
+        reason = np.where((reason < 0) & bad, REASONS.index(code), reason)
 
     n = np.asarray(num_gpus)
     moe_bad = (ep * mtp * pp != n) if model.is_moe else False
     flag("gpus_mismatch", (tp * adp * kvp * pp != n) | moe_bad)
     heads, kvh = _attn_dims(model)
-    for h in set(heads):
+    for h in heads:  # ints, or arrays when shapes are swept
         flag("heads", h % tp != 0)
-    for k in set(kvh):
+    for k in kvh:
         flag("kv_heads", (k % tp != 0) & (tp % k != 0))
     moe = _moe(model)
     if moe:
@@ -103,7 +103,7 @@ def validity(model: ModelSpec, gpu: Gpu, plan: Plan, num_gpus) -> np.ndarray:
         flag("moe_width", moe.expert_inter % mtp != 0)
     else:
         flag("no_moe", (ep > 1) | (mtp > 1))
-    flag("layers", model.num_layers % pp != 0)
+    flag("layers", np.asarray(model.num_layers) % pp != 0)
     # TP all-reduces every layer: keep TP (and Helix, which re-uses those GPUs as TP) inside NVLink
     flag("scale_up", (tp * kvp > gpu.scale_up_domain) | ((ep * mtp > gpu.scale_up_domain) & (ep * mtp > 1) & (gpu.scale_up_domain < 8)))
     flag("helix_needs_attention_tp", (kvp > 1) & (adp > 1))
@@ -118,7 +118,7 @@ def reason_text(model: ModelSpec, gpu: Gpu, code: int) -> str:
     moe = _moe(model)
     dense = [layer.ffn.inter for layer, _ in model.groups if layer.ffn.kind == "dense"]
     return MESSAGES[REASONS[code]].format(
-        heads=sorted(set(heads)), kv_heads=sorted(set(kvh)), experts=moe.experts if moe else 0,
+        heads=sorted({int(np.max(h)) for h in heads}), kv_heads=sorted({int(np.max(k)) for k in kvh}), experts=moe.experts if moe else 0,
         moe_width=moe.expert_inter if moe else 0, layers=model.num_layers, domain=gpu.scale_up_domain,
         dense_width=sorted(set(dense)))
 

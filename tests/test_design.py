@@ -1,0 +1,99 @@
+import json
+
+import numpy as np
+import pytest
+
+from llm_codesign.calibration import calibration_for
+from llm_codesign.design import Slo, _plans, candidates, design, hf_config, objective
+from llm_codesign.hardware import get_gpu
+from llm_codesign.model import from_hf_config
+from llm_codesign.precision import Precision
+from llm_codesign.quality import constants, loss, model_loss
+from llm_codesign.registry import get_model
+from llm_codesign.search import SearchSpace, search
+
+FP8 = Precision.of("fp8", kv="fp8")
+
+
+def test_chinchilla_golden():
+    # Hoffmann et al. 2022 approach 3: L = 1.69 + 406.4/N^0.34 + 410.7/D^0.28; N = 70e9, D = 1.4e12
+    c = constants()
+    c["scaling"]["tokens"] = 1.4e12
+    expect = 1.69 + 406.4 / 70e9 ** 0.34 + 410.7 / 1.4e12 ** 0.28
+    assert float(loss(70e9, 70e9, 8192, 80, "bf16", c)) == pytest.approx(expect, rel=1e-9)
+
+
+def test_quality_orders_sizes_and_counts_moe_between_active_and_total():
+    assert model_loss(get_model("llama-3.1-405b")) < model_loss(get_model("llama-3.1-70b")) < model_loss(get_model("llama-3.1-8b"))
+    moe = get_model("mixtral-8x7b")
+    q = model_loss(moe, "bf16")
+    assert float(loss(moe.total_params, moe.total_params, moe.hidden, moe.num_layers)) < q < float(loss(moe.active_params, moe.active_params, moe.hidden, moe.num_layers))
+
+
+def test_quality_override(tmp_path):
+    p = tmp_path / "q.toml"
+    p.write_text("[precision]\nnvfp4 = 0.05\n")
+    assert constants(str(p))["precision"]["nvfp4"] == 0.05
+    from llm_codesign.errors import InputError
+
+    p.write_text("[precision]\nfp3 = 0.1\n")
+    with pytest.raises(InputError, match="fp3"):
+        constants(str(p))
+
+
+@pytest.fixture(scope="module")
+def result():
+    g = get_gpu("b200")
+    return design(70e9, g, calibration_for(g), 8, Slo("throughput"), baseline=get_model("llama-3.1-70b"), prec=FP8)
+
+
+def test_designs_meet_budget_and_quality(result):
+    base_q = result["baseline"]["quality_proxy"]
+    assert result["designs"]
+    for d in result["designs"]:
+        assert abs(d["total_params"] / 70e9 - 1) <= 0.1
+        assert d["quality_proxy"] <= base_q * 1.002
+        assert d["objective"] > 0 and d["gain_pct"] is not None
+        m = from_hf_config(hf_config(d, 128256))
+        assert m.total_params == d["total_params"]  # the exported config is the evaluated shape
+    objs = [d["objective"] for d in result["designs"]]
+    assert objs == sorted(objs, reverse=True)
+
+
+def test_baseline_reproduces_its_pareto_result():
+    g = get_gpu("h200")
+    cal = calibration_for(g)
+    m = get_model("llama-3.1-70b")
+    slo = Slo("throughput", min_tps_user=30.0)
+    plan, inst = _plans(8, False, g, False)
+    v, *_ = objective(m, g, cal, FP8, plan, inst, slo)
+    r = search(m, g, cal, SearchSpace(8, adp=(1,), kvp=(1,), precisions=(FP8,)), 1024, 1024, min_tps_user=30.0)
+    best = max(p["output_tok_s_per_gpu"] for p in r["frontier"])
+    assert float(v[0]) == pytest.approx(best, rel=1e-9)
+
+
+def test_aligned_variants_rank_above_misaligned_baseline():
+    # a dense baseline with gpt-oss's misaligned hidden size (2880); lint cost on B200 is positive
+    g = get_gpu("b200")
+    cal = calibration_for(g)
+    cfg = {"hidden_size": 2880, "num_hidden_layers": 36, "num_attention_heads": 64, "num_key_value_heads": 8, "head_dim": 64,
+           "vocab_size": 128256, "intermediate_size": 7680}
+    base = from_hf_config(cfg, "misaligned")
+    from llm_codesign.lint import lint
+
+    assert any(f.rule == "R2" and f.where == "hidden" and f.cost_pct > 0 for f in lint(base, g, cal))
+    r = design(base.total_params, g, cal, 8, Slo("throughput"), baseline=base, prec=FP8, quality_tol=0.002)
+    assert r["designs"] and r["designs"][0]["objective"] > r["baseline"]["objective"]
+    assert all(d["shape"]["hidden"] % 128 == 0 for d in r["designs"])
+
+
+def test_candidates_and_errors():
+    c = candidates(8e9, moe=True, tol=0.1)
+    assert len(c["hidden"]) > 100 and np.all(np.abs(c["total_params"] / 8e9 - 1) <= 0.1)
+    assert np.all(c["active_params"] < c["total_params"])
+    from llm_codesign.errors import InputError
+
+    with pytest.raises(InputError, match="params"):
+        candidates(-1, False)
+    json.dumps(hf_config({"shape": {k: int(c[k][0]) for k in ("hidden", "layers", "heads", "kv_heads", "head_dim", "experts", "top_k",
+                                                                "expert_inter", "shared_inter")}}, 1000))
