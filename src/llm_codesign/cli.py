@@ -447,7 +447,8 @@ def design(
     from pathlib import Path
 
     from .calibration import calibration_for
-    from .design import Slo, design as run, hf_config, to_model
+    from .design import Slo, hf_config, to_model
+    from .design import design as run
     from .lint import lint as lint_run
     from .quality import model_loss
 
