@@ -94,9 +94,10 @@ def evaluate(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, plan
     ttft = np.where(pipelined, n_pf + pp - 1.0, n_pf * pp) * t_pf_stage
     # a wave's prefill phase: every running sequence's ISL tokens in chunks of the step budget
     n_wave = np.ceil(running * isl / mnt)
-    pf_span = np.where(pipelined, n_wave + pp - 1.0, n_wave * pp) * step_time(forward_ops(
-        model, gpu, cal, prec, sh, Batch(pf_tokens=np.minimum(mnt, running * isl), pf_seqs=np.maximum(np.minimum(mnt, running * isl) / isl, 1.0),
-                                         pf_ctx=np.maximum(isl - chunk, 0.0) / 2.0))) + n_wave * overhead
+    wave_tok = np.minimum(mnt, running * isl)
+    t_wave_step = step_time(forward_ops(model, gpu, cal, prec, sh, Batch(
+        pf_tokens=wave_tok, pf_seqs=np.maximum(wave_tok / isl, 1.0), pf_ctx=np.maximum(isl - chunk, 0.0) / 2.0))) + overhead
+    pf_span = np.where(pipelined, n_wave + pp - 1.0, n_wave * pp) * t_wave_step
     # decode phase: every sequence of the micro-batch generates (k+1 verified tokens per step)
     dec = Batch(dec_seqs=b, dec_ctx=isl + osl / 2.0, dec_tokens_per_seq=1.0 + k)
     ops = forward_ops(model, gpu, cal, prec, sh, dec)
@@ -109,8 +110,12 @@ def evaluate(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, plan
         t_draft = k * step_time(dops)
         t_stage = t_stage + t_draft / pp
     t_iter = pp * t_stage
-    tpot = t_iter / acc
-    life = pf_span + np.maximum(osl - 1.0, 0.0) * tpot
+    # arrivals that are not in lockstep put the other requests' prefill chunks into this request's
+    # decode steps: (1 - f) of their prefill time, spread over its OSL - 1 steps
+    t_req_pf = isl / np.maximum(wave_tok, 1.0) * t_wave_step  # one request's prefill inside full steps
+    stall = (1.0 - cal.prefill_queue_fraction) * np.maximum(running - 1.0, 0.0) * t_req_pf / np.maximum(osl - 1.0, 1.0)
+    tpot = t_iter / acc + stall
+    life = pf_span + np.maximum(osl - 1.0, 0.0) * (t_iter / acc)
     # requests beyond what the KV cache holds wait for whole waves
     waves_ahead = np.maximum(c_rank / np.maximum(running, 1.0) - 1.0, 0.0)
     ttft = ttft + waves_ahead * life + cal.ttft_overhead(backend)
