@@ -33,6 +33,7 @@ class Calibration:
     attn_decode_head_s: float = 2e-9
     attn_decode_flops_eff: float = 0.3
     attn_prefill_head_s: float = 5e-9
+    attn_prefill_s_half: float = 256.0
     comm_latency_s: float = 8e-6
     comm_bw_eff: float = 0.75
     scale_out_latency_s: float = 25e-6

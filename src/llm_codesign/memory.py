@@ -76,13 +76,16 @@ def activation_bytes(model: ModelSpec, sh: Sharding, max_num_tokens, max_seqs=25
 
 
 def fit(model: ModelSpec, gpu, prec: Precision, sh: Sharding, isl, osl, max_num_tokens=8192,
-        usable_fraction: float = USABLE_FRACTION) -> dict:
-    """Per-GPU memory (bytes) and the most sequences each attention-DP rank can hold at ISL+OSL."""
+        usable_fraction: float = USABLE_FRACTION, osl_occupancy: float = 1.0) -> dict:
+    """Per-GPU memory (bytes) and the most sequences each attention-DP rank can hold.
+
+    A sequence holds ISL + osl_occupancy * OSL tokens: 1.0 guarantees every sequence can reach its
+    end; 0.5 is the steady-state average of a paged KV cache (sequences at every stage of decode)."""
     w = weight_bytes_per_gpu(model, prec, sh)
     act = activation_bytes(model, sh, max_num_tokens)
     usable = gpu.hbm_bytes * usable_fraction
     free = usable - w - act
-    seq_len = np.asarray(isl, float) + np.asarray(osl, float)
+    seq_len = np.asarray(isl, float) + osl_occupancy * np.asarray(osl, float)
     per_token = kv_bytes_per_token(model, prec, sh, seq_len)
     per_seq = per_token * seq_len
     max_seqs = np.where(free > 0, np.floor(np.maximum(free, 0) / np.maximum(per_seq, 1e-9)), 0.0)

@@ -75,7 +75,9 @@ def evaluate(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, plan
     else:
         k, acc = np.zeros(1), np.ones(1)
     overhead = cal.step_overhead(backend)
-    mem = memory.fit(model, gpu, prec, sh, isl, osl, mnt, usable_fraction)
+    # paged KV cache in steady state: sequences sit at every stage of their decode, on average
+    # ISL + OSL/2 tokens each (vLLM PagedAttention, TensorRT-LLM paged KV)
+    mem = memory.fit(model, gpu, prec, sh, isl, osl, mnt, usable_fraction, osl_occupancy=0.5)
     # sequences that run at once per rank: what is in flight, capped by the KV cache; the rest queue
     running = np.where(mem["max_seqs_per_rank"] >= 1, np.minimum(c_rank, mem["max_seqs_per_rank"]), c_rank)
     b = running / pp
