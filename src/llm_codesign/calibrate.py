@@ -19,7 +19,8 @@ PARAMS = {
     "gemm": {"gemm_eff_bf16": (0.2, 1.0), "gemm_eff_fp8": (0.2, 1.0), "gemm_eff_fp8_block": (0.2, 1.0), "gemm_eff_fp4": (0.2, 1.0),
              "gemm_overhead_bf16_s": (1e-7, 1e-4), "gemm_overhead_fp8_s": (1e-7, 1e-4),
              "gemm_overhead_fp8_block_s": (1e-7, 1e-4), "gemm_overhead_fp4_s": (1e-7, 1e-4),
-             "gemm_k_half": (1.0, 4096.0), "bw_eff": (0.3, 1.0), "gemm_blend_p": (1.0, 16.0)},
+             "gemm_k_half_bf16": (1.0, 4096.0), "gemm_k_half_fp8": (1.0, 4096.0), "gemm_k_half_fp8_block": (1.0, 4096.0),
+             "gemm_k_half_fp4": (1.0, 4096.0), "bw_eff": (0.3, 1.0), "gemm_blend_p": (1.0, 16.0)},
     "prefill_attention": {"attn_prefill_eff": (0.05, 1.0), "attn_prefill_overhead_s": (1e-7, 1e-3), "attn_prefill_head_s": (1e-12, 1e-6),
                           "attn_prefill_s_half": (1.0, 8192.0)},
     "decode_attention": {"attn_decode_bw_eff": (0.05, 1.0), "attn_overhead_s": (1e-7, 1e-3), "attn_decode_head_s": (1e-12, 1e-6),
@@ -65,7 +66,7 @@ def fit_kind(kind: str, rows: list[dict], base: Calibration, family: str, rounds
 
 def _kernel_of(param: str) -> str | None:
     for k in ("fp8_block", "bf16", "fp8", "fp4"):
-        if param in (f"gemm_eff_{k}", f"gemm_overhead_{k}_s"):
+        if param in (f"gemm_eff_{k}", f"gemm_overhead_{k}_s", f"gemm_k_half_{k}"):
             return k
     return None
 

@@ -22,7 +22,10 @@ class Calibration:
     gemm_overhead_fp8_s: float = 4e-6
     gemm_overhead_fp8_block_s: float = 5e-6
     gemm_overhead_fp4_s: float = 5e-6
-    gemm_k_half: float = 64.0
+    gemm_k_half_bf16: float = 64.0
+    gemm_k_half_fp8: float = 64.0
+    gemm_k_half_fp8_block: float = 64.0
+    gemm_k_half_fp4: float = 64.0
     gemm_blend_p: float = 4.0
     bw_eff: float = 0.85
     kernel_overhead_s: float = 3e-6
@@ -53,6 +56,9 @@ class Calibration:
 
     def gemm_overhead(self, kernel: str) -> float:
         return getattr(self, f"gemm_overhead_{kernel}_s")
+
+    def gemm_k_half(self, kernel: str) -> float:
+        return getattr(self, f"gemm_k_half_{kernel}")
 
     def step_overhead(self, backend: str) -> float:
         d = dict(self.step_overhead_s)

@@ -41,7 +41,9 @@ def gemm_time(m, n, k, gpu: Gpu, cal: Calibration, math: str, a_bytes, w_bytes, 
     live = (m > 0) & (n > 0) & (k > 0) & (groups > 0)
     kernel = kernel or math
     peak = gpu.peak(math) * cal.gemm_eff(kernel) * eff_scale
-    k_split_max = np.maximum(np.floor(k / 256.0), 1.0)  # split-K keeps >= 256 of K per split
+    # split-K keeps >= 256 of K per split; block-scaled kernels (fp8_block, fp4) do not split K
+    k_split_max = np.maximum(np.floor(k / 256.0), 1.0) if kernel in ("bf16", "fp8") else 1.0
+    k_half = cal.gemm_k_half(kernel)
     best = None
     for tm, tn, ctas in gpu.tiles:
         slots = gpu.sms // ctas
@@ -49,9 +51,9 @@ def gemm_time(m, n, k, gpu: Gpu, cal: Calibration, math: str, a_bytes, w_bytes, 
         # split-K / stream-K when there are too few output tiles to fill the GPU
         split = np.minimum(np.maximum(np.floor(slots / np.maximum(tiles, 1.0)), 1.0), k_split_max)
         waves = np.ceil(tiles * split * (1.0 / slots))
-        # per wave: one tile's K/split main loop, with a fixed prologue/epilogue cost of gemm_k_half
+        # per wave: one tile's K/split main loop, with a fixed prologue/epilogue cost of k_half
         # K-steps (efficiency k/(k + k_half)); time = waves * 2 tm tn (k/split + k_half) / per-SM rate
-        t = waves * (k / split + cal.gemm_k_half) * (2.0 * tm * tn * gpu.sms / (ctas * peak))
+        t = waves * (k / split + k_half) * (2.0 * tm * tn * gpu.sms / (ctas * peak))
         best = t if best is None else np.minimum(best, t)
     flops_mem = m * k * a_bytes * groups + dg * k * n * w_bytes + m * n * c_bytes * groups
     t_mem = flops_mem / (gpu.hbm_bandwidth_bytes_per_s * cal.bw_eff)
