@@ -23,9 +23,11 @@ PARAMS = {
              "gemm_k_half_fp4": (1.0, 4096.0), "bw_eff": (0.3, 1.0), "gemm_blend_p": (1.0, 16.0)},
     "prefill_attention": {"attn_prefill_eff": (0.05, 1.0), "attn_prefill_overhead_s": (1e-7, 1e-3), "attn_prefill_head_s": (1e-12, 1e-6),
                           "attn_prefill_s_half": (1.0, 8192.0)},
-    "decode_attention": {"attn_decode_bw_eff": (0.05, 1.0), "attn_overhead_s": (1e-7, 1e-3), "attn_decode_head_s": (1e-12, 1e-6),
+    "decode_attention": {"attn_decode_bw_eff": (0.05, 1.0), "attn_decode_bw_eff_fp8": (0.05, 1.0), "attn_overhead_s": (1e-7, 1e-3), "attn_decode_head_s": (1e-12, 1e-6),
                          "attn_decode_flops_eff": (0.01, 1.0)},
-    "collectives": {"comm_latency_s": (1e-7, 1e-3), "comm_bw_eff": (0.05, 1.0)},
+    "collectives": {"comm_latency_s": (1e-7, 1e-3), "comm_latency_slope_s": (1e-9, 1e-4), "comm_gather_latency_s": (1e-7, 1e-3),
+                    "comm_gather_latency_slope_s": (1e-9, 1e-4), "comm_a2a_latency_s": (1e-7, 1e-3),
+                    "comm_a2a_latency_slope_s": (1e-9, 1e-4), "comm_bw_eff": (0.05, 1.0), "comm_bw_half_bytes": (1e2, 1e8)},
     "moe": {"moe_eff": (0.05, 1.5), "moe_overhead_s": (1e-7, 1e-3)},
 }
 ORDER = ("gemm", "prefill_attention", "decode_attention", "collectives", "moe")  # later kinds reuse earlier fits
@@ -129,7 +131,7 @@ def to_toml(fams: dict[str, Calibration], report: list[dict], header: str, servi
     return "\n".join(lines) + "\n"
 
 
-def fit_serving(rows: list[dict], fams: dict[str, Calibration], rounds: int = 5) -> tuple[dict[str, Calibration], dict]:
+def fit_serving(rows: list[dict], fams: dict[str, Calibration], rounds: int = 8) -> tuple[dict[str, Calibration], dict]:
     """Fit the serving-software parameters on measured serving runs: per-backend step overheads,
     the prefill queue fraction, the share of kernel overheads left inside a captured step, and the
     scale-out collective latency. One set across the families present, written to [default]."""

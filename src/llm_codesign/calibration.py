@@ -30,6 +30,7 @@ class Calibration:
     bw_eff: float = 0.85
     kernel_overhead_s: float = 3e-6
     attn_decode_bw_eff: float = 0.7
+    attn_decode_bw_eff_fp8: float = 0.6
     attn_prefill_eff: float = 0.55
     attn_overhead_s: float = 5e-6
     attn_prefill_overhead_s: float = 8e-6
@@ -38,6 +39,12 @@ class Calibration:
     attn_prefill_head_s: float = 5e-9
     attn_prefill_s_half: float = 256.0
     comm_latency_s: float = 8e-6
+    comm_latency_slope_s: float = 1e-6
+    comm_gather_latency_s: float = 6e-6
+    comm_gather_latency_slope_s: float = 1e-6
+    comm_a2a_latency_s: float = 7e-6
+    comm_a2a_latency_slope_s: float = 0.2e-6
+    comm_bw_half_bytes: float = 256e3
     comm_bw_eff: float = 0.75
     scale_out_latency_s: float = 25e-6
     moe_eff: float = 0.8

@@ -73,13 +73,16 @@ def gemm_flops_bytes(m, n, k, a_bytes, w_bytes, c_bytes=2.0, groups=1.0, distinc
     return flops, nbytes
 
 
-def attention_decode_time(flops, nbytes, gpu: Gpu, cal: Calibration, seq_heads=0.0):
+def attention_decode_time(flops, nbytes, gpu: Gpu, cal: Calibration, seq_heads=0.0, kv_fp8: bool = False):
     """Decode attention: KV-cache read at a fraction of HBM bandwidth, or its math, whichever binds,
     plus a cost per (sequence x query head) work item (softmax/reduction, CTA scheduling) that
     dominates at large batch with short contexts."""
     flops = np.asarray(flops, float)
-    t_c = flops / (gpu.peak("bf16") * cal.attn_decode_flops_eff)
-    t_m = np.asarray(nbytes, float) / (gpu.hbm_bandwidth_bytes_per_s * cal.attn_decode_bw_eff)
+    # FP8 KV: the kernel (TensorRT-LLM XQA) runs its MMAs in FP8 where the GPU has it, and pays for
+    # dequantisation, seen as its own bandwidth efficiency
+    fp8 = kv_fp8 and gpu.supports("fp8")
+    t_c = flops / (gpu.peak("fp8" if fp8 else "bf16") * cal.attn_decode_flops_eff)
+    t_m = np.asarray(nbytes, float) / (gpu.hbm_bandwidth_bytes_per_s * (cal.attn_decode_bw_eff_fp8 if fp8 else cal.attn_decode_bw_eff))
     live = flops > 0
     t = np.maximum(t_c, t_m) + cal.attn_overhead_s + np.asarray(seq_heads, float) * cal.attn_decode_head_s
     return np.where(live, t, 0.0), np.where(live, t_c, 0.0), np.where(live, t_m, 0.0)
@@ -105,32 +108,37 @@ def elementwise_time(nbytes, kernels, gpu: Gpu, cal: Calibration):
     return np.where(live, t_m + kernels * cal.kernel_overhead_s, 0.0), np.zeros_like(t_m), np.where(live, t_m, 0.0)
 
 
-def _link(n, gpu: Gpu, cal: Calibration):
-    """Bandwidth and latency of a collective over n GPUs: NVLink/xGMI inside the scale-up domain."""
-    inside = np.asarray(n) <= gpu.scale_up_domain
-    bw = np.where(inside, gpu.scale_up_bandwidth_bytes_per_s, gpu.scale_out_bandwidth_bytes_per_s) * cal.comm_bw_eff
-    lat = np.where(inside, cal.comm_latency_s, cal.scale_out_latency_s)
-    return bw, lat
-
-
-_ALGO = {
-    # (bytes factor as a function of n, latency steps as a function of n); ring for bandwidth,
-    # log-depth latency (NCCL picks tree/NVLS for small messages)
-    "all_reduce": (lambda n: 2.0 * (n - 1) / n, lambda n: np.log2(np.maximum(n, 2.0))),
-    "all_gather": (lambda n: (n - 1) / n, lambda n: np.log2(np.maximum(n, 2.0))),
-    "reduce_scatter": (lambda n: (n - 1) / n, lambda n: np.log2(np.maximum(n, 2.0))),
-    "all_to_all": (lambda n: (n - 1) / n, lambda n: np.log2(np.maximum(n, 2.0))),
-    "p2p": (lambda n: np.ones_like(n), lambda n: np.ones_like(n)),
+# bytes moved per GPU relative to the buffer (ring/bandwidth-optimal algorithms), and the latency
+# family each collective's fixed cost belongs to
+_BYTES = {
+    "all_reduce": lambda n: 2.0 * (n - 1) / n,
+    "all_gather": lambda n: (n - 1) / n,
+    "reduce_scatter": lambda n: (n - 1) / n,
+    "all_to_all": lambda n: (n - 1) / n,
+    "p2p": lambda n: np.ones_like(n),
 }
-COLLECTIVES = tuple(_ALGO)
+_LATENCY = {"all_reduce": "comm_latency", "p2p": "comm_latency", "all_gather": "comm_gather_latency",
+            "reduce_scatter": "comm_gather_latency", "all_to_all": "comm_a2a_latency"}
+COLLECTIVES = tuple(_BYTES)
 
 
 def collective_time(op: str, nbytes, n, gpu: Gpu, cal: Calibration):
-    """Time of one collective on `nbytes` per GPU over `n` GPUs (0 when n == 1 and op is not p2p)."""
+    """Time of one collective on `nbytes` per GPU over `n` GPUs (0 when n == 1).
+
+    Fixed cost: a base plus a cost per extra participant, per collective family (NCCL's small-message
+    latency grows with the ring for all-reduce, barely for all-to-all on NVSwitch); bandwidth: the
+    link at an efficiency that saturates with message size (LL/LL128/Simple protocol switch).
+    Inside the scale-up domain NVLink/xGMI carries it, outside it the NIC.
+    """
     n = np.asarray(n, dtype=float)
     nbytes = np.asarray(nbytes, dtype=float)
-    bw, lat = _link(n, gpu, cal)
-    fb, fl = _ALGO[op]
-    t = fl(n) * lat + fb(n) * nbytes / bw
+    inside = n <= gpu.scale_up_domain
+    fam = _LATENCY[op]
+    lat = getattr(cal, f"{fam}_s") + getattr(cal, f"{fam}_slope_s") * np.maximum(n - 2.0, 0.0)
+    lat = np.where(inside, lat, cal.scale_out_latency_s * np.log2(np.maximum(n, 2.0)))
+    link = np.where(inside, gpu.scale_up_bandwidth_bytes_per_s, gpu.scale_out_bandwidth_bytes_per_s)
+    moved = _BYTES[op](n) * nbytes
+    bw = link * cal.comm_bw_eff * moved / (moved + cal.comm_bw_half_bytes)
+    t = lat + moved / np.maximum(bw, 1e-9)
     live = (n > 1) & (nbytes > 0)
     return np.where(live, t, 0.0)

@@ -121,7 +121,14 @@ def _decode(rows, gpu, cal):
     kvb = np.array([_kv_bytes(r["kv_cache_dtype"]) for r in rows])
     flops = 2.0 * B * H * ctx * 2 * d
     nbytes = B * ctx * KV * 2 * d * kvb + B * H * 2 * d * 2.0
-    t, _, _ = cost.attention_decode_time(flops, nbytes, gpu, cal, B * H)
+    fp8 = np.array([r["kv_cache_dtype"] == "fp8" for r in rows])
+    t = np.empty(len(rows))
+    for flag in (False, True):
+        m = fp8 == flag
+        if m.any():
+            # FP8-KV kernels (XQA) process a KV head's whole query group in one work item
+            items = (B * KV)[m] if flag and gpu.supports("fp8") else (B * H)[m]
+            t[m] = cost.attention_decode_time(flops[m], nbytes[m], gpu, cal, items, kv_fp8=flag)[0]
     return t * 1e3, [f"kv {r['kv_cache_dtype']}" for r in rows]
 
 

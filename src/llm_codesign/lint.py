@@ -8,6 +8,7 @@ from dataclasses import asdict, dataclass, replace
 
 import numpy as np
 
+from . import cost
 from .calibration import Calibration
 from .errors import InputError
 from .hardware import Gpu
@@ -200,13 +201,13 @@ def _r3(model, gpu, cal, prec, tp):
         return []
     w = evaluate(wide, gpu, cal, prec, plan, 1, 1024, 256)
     t0, t1 = float(np.ravel(base["tpot_s"])[0]), float(np.ravel(w["tpot_s"])[0])
-    floor = L * (cal.comm_latency_s * 2 * math.log2(max(tp, 2)) + 6 * cal.gemm_overhead("bf16"))
-    cost = 100.0 * (t0 / t1 - 1.0)
-    sev = "warning" if cost > 10 else "info"
+    floor = L * (2 * float(cost.collective_time("all_reduce", h * 2.0, tp, gpu, cal)) + 6 * cal.gemm_overhead("bf16"))
+    gain = 100.0 * (t0 / t1 - 1.0)
+    sev = "warning" if gain > 10 else "info"
     return [Finding("R3", sev, "layers", f"{L} layers x hidden {h} (aspect {aspect:.0f}): depth alone costs ~{floor * 1e3:.2f} ms per token "
                     f"(kernel launches + {2 * L} all-reduces at TP{tp}); TPOT at batch 1 {t0 * 1e3:.2f} ms",
-                    cost, f"{sum(n for _, n in wide.groups)} layers x hidden {h2} ({wide.total_params / 1e9:.1f}B vs {model.total_params / 1e9:.1f}B params): "
-                    f"TPOT {t1 * 1e3:.2f} ms ({cost:+.1f}%) on {gpu.name} TP{tp}")]
+                    gain, f"{sum(n for _, n in wide.groups)} layers x hidden {h2} ({wide.total_params / 1e9:.1f}B vs {model.total_params / 1e9:.1f}B params): "
+                    f"TPOT {t1 * 1e3:.2f} ms ({gain:+.1f}%) on {gpu.name} TP{tp}")]
 
 
 def _r4(model):

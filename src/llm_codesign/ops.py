@@ -99,8 +99,8 @@ def layer_ops(model: ModelSpec, layer: Layer, count, gpu: Gpu, cal: Calibration,
 
     if a.kind in ("gqa", "mla"):
         heads_l = a.heads / tp
+        kv_l = np.ceil(a.kv_heads / tp)  # KV heads replicate when TP exceeds them
         if a.kind == "gqa":
-            kv_l = np.ceil(a.kv_heads / tp)  # KV heads replicate when TP exceeds them
             kv_out = kv_l * (a.head_dim + (0 if a.k_eq_v else a.v_head_dim))
             ops.append(_gemm(f"{P}/qkv", T, heads_l * a.head_dim + kv_out, h, count, gpu, cal, math_attn, act_b, wa, kernel=k_attn))
             per_tok_kv = kv_l * (a.head_dim + (0 if a.k_eq_v else a.v_head_dim)) * kv_b
@@ -133,7 +133,10 @@ def layer_ops(model: ModelSpec, layer: Layer, count, gpu: Gpu, cal: Calibration,
             dec_flops = 2.0 * dec_tok * heads_l * ctx_l * (qk_d + v_d)
         dec_bytes = np.asarray(b.dec_seqs, float) * ctx_l * per_tok_kv + dec_tok * heads_l * (qk_d + v_d) * 2.0
         dcal = replace(cal, attn_decode_flops_eff=cal.mla_decode_flops_eff) if a.kind == "mla" else cal
-        t, tc, tm = cost.attention_decode_time(dec_flops, dec_bytes, gpu, dcal, dec_tok * heads_l)
+        kv_fp8 = prec.kv.math == "fp8"
+        # FP8-KV kernels (XQA) process a KV head's whole query group in one work item
+        items = dec_tok * (kv_l if (kv_fp8 and a.kind == "gqa" and gpu.supports("fp8")) else heads_l)
+        t, tc, tm = cost.attention_decode_time(dec_flops, dec_bytes, gpu, dcal, items, kv_fp8)
         ops.append(Op(f"{P}/core_decode", "attention", dec_flops, dec_bytes, t, tc, tm, count))
 
         # prefill part: causal, chunk of T_p tokens from s sequences over c cached tokens each
