@@ -16,6 +16,13 @@ def _ceil_div(a, b):
     return np.ceil(np.asarray(a, dtype=float) / b)
 
 
+def _distinct_tiles(tiles):
+    """Tiles that can win: a 2-CTA tile has the per-SM shape of a 1-CTA tile with coarser
+    quantisation, so in this model it never beats that tile when the tile is also listed."""
+    per_sm = {(tm // c, tn) for tm, tn, c in tiles if c == 1}
+    return tuple(t for t in tiles if t[2] == 1 or (t[0] // t[2], t[1]) not in per_sm)
+
+
 def gemm_kernel(math: str, weight_dtype: str = "") -> str:
     """Kernel family whose efficiency/overhead apply: block-scaled FP8 (DeepGEMM-style) differs from
     per-tensor FP8; FP4 covers NVFP4 and MXFP4."""
@@ -33,36 +40,43 @@ def gemm_time(m, n, k, gpu: Gpu, cal: Calibration, math: str, a_bytes, w_bytes, 
     tile shapes is taken, as cuBLAS/CUTLASS heuristics do. Memory: A, B and C are all counted
     (the output too). `distinct_groups` is how many groups' weights are actually read (MoE decode).
     """
-    m = np.asarray(m, dtype=float)
-    n = np.asarray(n, dtype=float)
-    k = np.asarray(k, dtype=float)
-    groups = np.asarray(groups, dtype=float)
-    dg = groups if distinct_groups is None else np.asarray(distinct_groups, dtype=float)
+    # float32 inside: times need ~7 significant digits, and the tile loop is the cost model's hot path
+    f32 = np.float32
+    m = np.asarray(m, dtype=f32)
+    n = np.asarray(n, dtype=f32)
+    k = np.asarray(k, dtype=f32)
+    groups = np.asarray(groups, dtype=f32)
+    dg = groups if distinct_groups is None else np.asarray(distinct_groups, dtype=f32)
     live = (m > 0) & (n > 0) & (k > 0) & (groups > 0)
     kernel = kernel or math
     peak = gpu.peak(math) * cal.gemm_eff(kernel) * eff_scale
     # split-K keeps >= 256 of K per split; block-scaled kernels (fp8_block, fp4) do not split K
-    k_split_max = np.maximum(np.floor(k / 256.0), 1.0) if kernel in ("bf16", "fp8") else 1.0
-    k_half = cal.gemm_k_half(kernel)
+    can_split = kernel in ("bf16", "fp8")
+    k_split_max = np.maximum(np.floor(k / f32(256.0)), f32(1.0))
+    k_half = f32(cal.gemm_k_half(kernel))
     best = None
-    for tm, tn, ctas in gpu.tiles:
+    for tm, tn, ctas in _distinct_tiles(gpu.tiles):
         slots = gpu.sms // ctas
-        tiles = np.ceil(m * (1.0 / tm)) * (np.ceil(n * (1.0 / tn)) * groups)
-        # split-K / stream-K when there are too few output tiles to fill the GPU
-        split = np.minimum(np.maximum(np.floor(slots / np.maximum(tiles, 1.0)), 1.0), k_split_max)
-        waves = np.ceil(tiles * split * (1.0 / slots))
-        # per wave: one tile's K/split main loop, with a fixed prologue/epilogue cost of k_half
-        # K-steps (efficiency k/(k + k_half)); time = waves * 2 tm tn (k/split + k_half) / per-SM rate
-        t = waves * (k / split + k_half) * (2.0 * tm * tn * gpu.sms / (ctas * peak))
+        tiles = np.ceil(m * f32(1.0 / tm)) * (np.ceil(n * f32(1.0 / tn)) * groups)
+        per_wave = f32(2.0 * tm * tn * gpu.sms / (ctas * peak))
+        if can_split:
+            # split-K / stream-K when there are too few output tiles to fill the GPU
+            split = np.minimum(np.maximum(np.floor(f32(slots) / np.maximum(tiles, f32(1.0))), f32(1.0)), k_split_max)
+            waves = np.ceil(tiles * split * f32(1.0 / slots))
+            t = waves * (k / split + k_half) * per_wave
+        else:
+            # per wave: one tile's K main loop plus a fixed prologue/epilogue cost of k_half steps
+            t = np.ceil(tiles * f32(1.0 / slots)) * ((k + k_half) * per_wave)
         best = t if best is None else np.minimum(best, t)
-    flops_mem = m * k * a_bytes * groups + dg * k * n * w_bytes + m * n * c_bytes * groups
-    t_mem = flops_mem / (gpu.hbm_bandwidth_bytes_per_s * cal.bw_eff)
+    # memory: A and C per group, B (weights) for the groups whose weights are read
+    inv_bw = f32(1.0 / (gpu.hbm_bandwidth_bytes_per_s * cal.bw_eff))
+    t_mem = ((m * groups) * (k * f32(a_bytes) + n * f32(c_bytes)) + dg * (k * n * f32(w_bytes))) * inv_bw
     # compute and memory overlap imperfectly near the ridge point: a p-norm blend (p -> inf is max)
-    p = cal.gemm_blend_p
-    hi = np.maximum(best, t_mem)
-    t = hi * np.power(np.power(best / np.maximum(hi, 1e-30), p) + np.power(t_mem / np.maximum(hi, 1e-30), p), 1.0 / p)
-    t = t + cal.gemm_overhead(kernel)
-    return np.where(live, t, 0.0), np.where(live, best, 0.0), np.where(live, t_mem, 0.0)
+    p = f32(cal.gemm_blend_p)
+    hi = np.maximum(np.maximum(best, t_mem), f32(1e-30))
+    t = hi * np.power(np.power(best / hi, p) + np.power(t_mem / hi, p), f32(1.0) / p) + f32(cal.gemm_overhead(kernel))
+    zero = f32(0.0)
+    return (np.where(live, t, zero).astype(float), np.where(live, best, zero).astype(float), np.where(live, t_mem, zero).astype(float))
 
 
 def gemm_flops_bytes(m, n, k, a_bytes, w_bytes, c_bytes=2.0, groups=1.0, distinct_groups=None):

@@ -14,7 +14,7 @@ import numpy as np
 from . import cost
 from .calibration import Calibration
 from .hardware import Gpu
-from .model import Layer, ModelSpec
+from .model import Attention, Ffn, Layer, ModelSpec
 from .precision import Precision, gemm_math
 
 
@@ -75,10 +75,12 @@ def _comm(name, op, nbytes, n, count, gpu, cal):
 
 
 def layer_ops(model: ModelSpec, layer: Layer, count, gpu: Gpu, cal: Calibration, prec: Precision,
-              sh: Sharding, b: Batch, prefix: str) -> list[Op]:
+              sh: Sharding, b: Batch, prefix: str, parts: tuple[str, ...] = ("attn", "ffn")) -> list[Op]:
+    """Operators of one layer; `parts` selects the attention half, the FFN half (with the layer's
+    elementwise work) or both, so layers that share one half can be priced once."""
     h = model.hidden
-    a = layer.attn
-    f = layer.ffn
+    a = layer.attn if "attn" in parts else Attention("none")
+    f = layer.ffn if "ffn" in parts else Ffn("none")
     tp = np.asarray(sh.tp, float)
     kvp = np.asarray(sh.kvp, float)
     adp = np.asarray(sh.adp, float)
@@ -201,6 +203,8 @@ def layer_ops(model: ModelSpec, layer: Layer, count, gpu: Gpu, cal: Calibration,
         ops.append(_comm(f"{M}/all_reduce", "all_reduce", np.where(a2a, 0.0, T * h * 2.0), stage_gpus, count, gpu, cal))
     else:
         width = 0
+    if "ffn" not in parts:
+        return ops
     # norms, residual adds, activation, RoPE: streamed once each
     ew_bytes = T * (6.0 * h + 3.0 * width / np.maximum(dense_tp, 1.0)) * 2.0
     t, tc, tm = cost.elementwise_time(ew_bytes, cal.elementwise_kernels_per_layer, gpu, cal)
@@ -213,9 +217,18 @@ def forward_ops(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, s
     pp = np.asarray(sh.pp, float)
     ops: list[Op] = []
     multi = len(model.groups) > 1
-    for i, (layer, n) in enumerate(model.groups):
-        prefix = f"layer{i}" if multi else "layer"
-        ops += layer_ops(model, layer, np.asarray(n, float) / pp, gpu, cal, prec, sh, b, prefix)
+    if not multi:
+        layer, n = model.groups[0]
+        ops += layer_ops(model, layer, np.asarray(n, float) / pp, gpu, cal, prec, sh, b, "layer")
+    else:
+        # layers that share an attention (or FFN) half are priced once, with the summed layer count
+        # (DeepSeek's dense and MoE layers share MLA; gpt-oss's sliding and full layers share experts)
+        for part, key in (("attn", lambda layer: layer.attn), ("ffn", lambda layer: layer.ffn)):
+            seen: dict = {}
+            for i, (layer, n) in enumerate(model.groups):
+                seen.setdefault(key(layer), [i, layer, 0])[2] += n
+            for i, layer, n in seen.values():
+                ops += layer_ops(model, layer, np.asarray(n, float) / pp, gpu, cal, prec, sh, b, f"layer{i}", (part,))
     # LM head: the sampled positions only (every decode token, one per prefilled sequence)
     logits = np.asarray(b.dec_seqs, float) * b.dec_tokens_per_seq + np.asarray(b.pf_seqs, float)
     dense_tp = np.asarray(sh.tp, float) * np.asarray(sh.kvp, float)
