@@ -39,10 +39,10 @@ def main() -> None:
     ds = get_model("deepseek-r1")
     spec = SpecDecoding("mtp", 3, rates=(0.85, 0.7, 0.6, 0.5, 0.45))
     timed("deepseek-r1 on GB200, every instance size 8..72, MTP k=0..5", lambda: search(
-        ds, gb, calibration_for(gb), SearchSpace(72, instance_gpus=tuple(range(8, 73)), spec=spec, spec_ks=(0, 1, 2, 3, 4, 5)), 1024, 1024), repeat=1)
+        ds, gb, calibration_for(gb), SearchSpace(72, instance_gpus=tuple(range(8, 73)), spec=spec, spec_ks=(0, 1, 2, 3, 4, 5)), 1024, 1024))
     for n in (8, 16, 32, 64):
         timed(f"deepseek-r1 on {n}xGB200, MTP k=0..5", lambda n=n: search(
-            ds, gb, calibration_for(gb), SearchSpace(n, spec=spec, spec_ks=(0, 1, 2, 3, 4, 5)), 1024, 1024), repeat=1)
+            ds, gb, calibration_for(gb), SearchSpace(n, spec=spec, spec_ks=(0, 1, 2, 3, 4, 5)), 1024, 1024))
     print(f"peak RSS of this process: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB")
     t = time.perf_counter()
     subprocess.run([sys.executable, "-m", "llm_codesign.cli", "pareto", "llama-3.1-70b", "--gpu", "h200", "--gpus", "8",

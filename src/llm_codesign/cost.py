@@ -76,7 +76,7 @@ def gemm_time(m, n, k, gpu: Gpu, cal: Calibration, math: str, a_bytes, w_bytes, 
     hi = np.maximum(np.maximum(best, t_mem), f32(1e-30))
     t = hi * np.power(np.power(best / hi, p) + np.power(t_mem / hi, p), f32(1.0) / p) + f32(cal.gemm_overhead(kernel))
     zero = f32(0.0)
-    return (np.where(live, t, zero).astype(float), np.where(live, best, zero).astype(float), np.where(live, t_mem, zero).astype(float))
+    return np.where(live, t, zero), np.where(live, best, zero), np.where(live, t_mem, zero)
 
 
 def gemm_flops_bytes(m, n, k, a_bytes, w_bytes, c_bytes=2.0, groups=1.0, distinct_groups=None):

@@ -40,16 +40,32 @@ class Batch:
     pf_ctx: object = 0.0  # average cached context before the prefill chunk
 
 
-@dataclass
 class Op:
-    name: str
-    kind: str  # gemm, attention, elementwise, comm
-    flops: np.ndarray
-    bytes: np.ndarray
-    time: np.ndarray
-    t_compute: np.ndarray
-    t_memory: np.ndarray
-    count: np.ndarray  # layers per stage that run it
+    """One operator: FLOPs and bytes per GPU per layer, its time and the time's compute and memory
+    parts, and `count`, the layers per stage that run it. FLOPs and bytes may be given as a
+    function returning both: a search never reads them, so they are computed only when asked."""
+
+    __slots__ = ("name", "kind", "_flops", "_bytes", "_fb", "time", "t_compute", "t_memory", "count")
+
+    def __init__(self, name, kind, flops, nbytes, time, t_compute, t_memory, count, fb=None):
+        self.name, self.kind = name, kind  # kind: gemm, attention, elementwise, comm
+        self._flops, self._bytes, self._fb = flops, nbytes, fb
+        self.time, self.t_compute, self.t_memory, self.count = time, t_compute, t_memory, count
+
+    def _resolve(self):
+        if self._fb is not None:
+            self._flops, self._bytes = self._fb()
+            self._fb = None
+
+    @property
+    def flops(self):
+        self._resolve()
+        return self._flops
+
+    @property
+    def bytes(self):
+        self._resolve()
+        return self._bytes
 
     @property
     def total_time(self):
@@ -64,8 +80,7 @@ def distinct_experts(E, k, tokens):
 
 def _gemm(name, m, n, k, count, gpu, cal, math, a_b, w_b, groups=1.0, distinct=None, eff_scale=1.0, kernel=None):
     t, tc, tm = cost.gemm_time(m, n, k, gpu, cal, math, a_b, w_b, 2.0, groups, distinct, eff_scale, kernel)
-    f, b = cost.gemm_flops_bytes(m, n, k, a_b, w_b, 2.0, groups, distinct)
-    return Op(name, "gemm", f, b, t, tc, tm, count)
+    return Op(name, "gemm", None, None, t, tc, tm, count, fb=lambda: cost.gemm_flops_bytes(m, n, k, a_b, w_b, 2.0, groups, distinct))
 
 
 def _comm(name, op, nbytes, n, count, gpu, cal):
