@@ -117,11 +117,13 @@ def to_toml(fams: dict[str, Calibration], report: list[dict], header: str, servi
                   f"scale_out_latency_s = {serving['scale_out_latency_s']:.6g}", "[default.step_overhead_s]"]
         lines += [f"{b} = {v:.6g}" for b, v in sorted(serving["step_overhead_s"].items())]
         lines += ["[default.ttft_overhead_s]"] + [f"{b} = {v:.6g}" for b, v in sorted(serving["ttft_overhead_s"].items())]
+        lines += ["[default.comm_latency_scale]"] + [f"{b} = {v:.6g}" for b, v in sorted(serving["comm_latency_scale"].items())]
     for fam, cal in sorted(fams.items()):
         lines += ["", f"[{fam}]"]
         for f in fields(Calibration):
             v = getattr(cal, f.name)
-            if f.name in ("step_overhead_s", "ttft_overhead_s", "prefill_queue_fraction", "step_kernel_overhead_scale", "scale_out_latency_s"):
+            if f.name in ("step_overhead_s", "ttft_overhead_s", "comm_latency_scale", "prefill_queue_fraction", "step_kernel_overhead_scale",
+                          "scale_out_latency_s"):
                 continue  # serving-software parameters live in [default]
             lines.append(f"{f.name} = {v:.6g}")
         for r in report:
@@ -141,15 +143,17 @@ def fit_serving(rows: list[dict], fams: dict[str, Calibration], rounds: int = 8)
     ys = {m: np.array([float(r[m]) if (r.get(m) or "").strip() else np.nan for r in rows]) for m in METRICS}
     # name -> (value, lower, upper)
     state = {**{f"step:{b}": [2e-3, 1e-5, 0.05] for b in backends}, **{f"ttft:{b}": [20e-3, 1e-4, 0.5] for b in backends},
+             **{f"comm:{b}": [1.0, 0.05, 2.0] for b in backends},
              "prefill_queue_fraction": [0.3, 0.0, 1.0],
-             "step_kernel_overhead_scale": [1.0, 0.05, 1.0], "scale_out_latency_s": [25e-6, 1e-6, 1e-4]}
+             "step_kernel_overhead_scale": [1.0, 0.05, 1.0], "scale_out_latency_s": [25e-6, 5e-6, 1e-4]}
 
     def apply(c: Calibration) -> Calibration:
-        so, tt = dict(c.step_overhead_s), dict(c.ttft_overhead_s)
-        so.update({k[5:]: v[0] for k, v in state.items() if k.startswith("step:")})
-        tt.update({k[5:]: v[0] for k, v in state.items() if k.startswith("ttft:")})
-        return replace(c, step_overhead_s=tuple(sorted(so.items())), ttft_overhead_s=tuple(sorted(tt.items())),
-                       **{k: v[0] for k, v in state.items() if ":" not in k})
+        keyed = {}
+        for prefix, field_name in (("step:", "step_overhead_s"), ("ttft:", "ttft_overhead_s"), ("comm:", "comm_latency_scale")):
+            d = dict(getattr(c, field_name))
+            d.update({k[len(prefix):]: v[0] for k, v in state.items() if k.startswith(prefix)})
+            keyed[field_name] = tuple(sorted(d.items()))
+        return replace(c, **keyed, **{k: v[0] for k, v in state.items() if ":" not in k})
 
     def loss():
         cals: dict[str, Calibration] = {}  # one object per family per pass, so rows group and vectorise
@@ -184,4 +188,5 @@ def fit_serving(rows: list[dict], fams: dict[str, Calibration], rounds: int = 8)
     return {fam: apply(c) for fam, c in fams.items()}, {
         "step_overhead_s": {k[5:]: v for k, v in fitted.items() if k.startswith("step:")},
         "ttft_overhead_s": {k[5:]: v for k, v in fitted.items() if k.startswith("ttft:")},
+        "comm_latency_scale": {k[5:]: v for k, v in fitted.items() if k.startswith("comm:")},
         **{k: v for k, v in fitted.items() if ":" not in k}, "loss": best}

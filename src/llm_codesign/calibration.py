@@ -10,6 +10,7 @@ from pathlib import Path
 from .errors import InputError
 
 BACKENDS = ("trtllm", "vllm", "sglang")
+BACKEND_KEYED = ("step_overhead_s", "ttft_overhead_s", "comm_latency_scale")  # per serving engine
 
 
 @dataclass(frozen=True)
@@ -56,6 +57,7 @@ class Calibration:
     step_kernel_overhead_scale: float = 1.0
     step_overhead_s: tuple[tuple[str, float], ...] = field(default=(("trtllm", 2e-3), ("vllm", 4e-3), ("sglang", 3e-3)))
     ttft_overhead_s: tuple[tuple[str, float], ...] = field(default=(("trtllm", 20e-3), ("vllm", 20e-3), ("sglang", 20e-3)))
+    comm_latency_scale: tuple[tuple[str, float], ...] = field(default=(("trtllm", 1.0), ("vllm", 1.0), ("sglang", 1.0)))
 
     def gemm_eff(self, kernel: str) -> float:
         """Achievable fraction of peak for a GEMM kernel family: bf16, fp8, fp8_block or fp4."""
@@ -76,20 +78,28 @@ class Calibration:
     def ttft_overhead(self, backend: str) -> float:
         return dict(self.ttft_overhead_s).get(backend, 0.0)
 
-    def in_step(self) -> "Calibration":
-        """Parameters for kernels inside a captured serving step: CUDA graphs and programmatic
-        dependent launch hide part of each kernel's fixed cost that isolated benchmarks measure."""
+    def in_step(self, backend: str | None = None) -> "Calibration":
+        """Parameters for kernels inside a captured serving step of an engine: CUDA graphs and
+        programmatic dependent launch hide part of each kernel's fixed cost that isolated benchmarks
+        measure, and engines replace NCCL's small-message collectives with their own (one-shot
+        custom all-reduce, fused all-reduce + norm), seen as a per-engine scale on collective latency."""
         f = self.step_kernel_overhead_scale
-        if f == 1.0:
+        c = dict(self.comm_latency_scale).get(backend, 1.0) if backend else 1.0
+        if f == 1.0 and c == 1.0:
             return self
-        return replace(self, **{k: getattr(self, k) * f for k in (
+        kw = {k: getattr(self, k) * f for k in (
             "gemm_overhead_bf16_s", "gemm_overhead_fp8_s", "gemm_overhead_fp8_block_s", "gemm_overhead_fp4_s",
-            "kernel_overhead_s", "attn_overhead_s", "attn_prefill_overhead_s", "moe_overhead_s")})
+            "kernel_overhead_s", "attn_overhead_s", "attn_prefill_overhead_s", "moe_overhead_s")}
+        kw.update({k: getattr(self, k) * c for k in (
+            "comm_latency_s", "comm_latency_slope_s", "comm_gather_latency_s", "comm_gather_latency_slope_s",
+            "comm_a2a_latency_s", "comm_a2a_latency_slope_s", "comm_bw_half_bytes")})
+        return replace(self, **kw)
 
     def to_dict(self) -> dict:
         out = {f.name: getattr(self, f.name) for f in fields(self)}
         out["step_overhead_s"] = dict(self.step_overhead_s)
         out["ttft_overhead_s"] = dict(self.ttft_overhead_s)
+        out["comm_latency_scale"] = dict(self.comm_latency_scale)
         return out
 
 
@@ -99,11 +109,11 @@ _FIELDS = {f.name for f in fields(Calibration)}
 def _apply(c: Calibration, section: dict, origin: str) -> Calibration:
     kw = {}
     for k, v in section.items():
-        if isinstance(v, dict) and k not in ("step_overhead_s", "ttft_overhead_s"):
+        if isinstance(v, dict) and k not in BACKEND_KEYED:
             continue  # a nested family section
         if k not in _FIELDS:
             raise InputError(f"calibration.{k}", v, f"{origin}: known parameters are " + ", ".join(sorted(_FIELDS)))
-        if k in ("step_overhead_s", "ttft_overhead_s"):
+        if k in BACKEND_KEYED:
             d = dict(getattr(c, k))
             d.update({b: float(x) for b, x in v.items()})
             kw[k] = tuple(sorted(d.items()))

@@ -1,10 +1,13 @@
 """Serving metrics of aggregated in-flight batching with chunked prefill, array-valued.
 
-Benchmarks at a fixed concurrency with uniform ISL/OSL (and offline runs at infinite request rate)
-move in waves: the requests of a wave start together, their prefills run in chunks of the step
-token budget (batched across requests), then all of them decode together and finish together. So
-mean TTFT is half the wave's prefill phase, TPOT is the pure decode step over the pipeline divided by
-the tokens a step accepts, and throughput is the wave's output over prefill phase plus decode phase.
+With `concurrency` requests in flight (capped by the paged KV cache; the rest queue), each request
+needs its ISL prefill in chunks of the step token budget and (OSL-1)/accepted decode iterations.
+Arrivals sit between two limits that one fitted parameter f (prefill_queue_fraction) blends:
+lockstep waves (f = 1: a request's prefill shares steps with every other prefill, decode steps are
+pure decode) and spread-out arrivals (f = 0: its own prefill only, but the other requests' prefill
+chunks land in its decode steps). TTFT = the steps carrying its prefill + a per-engine request
+overhead; TPOT = the decode iteration over the pipeline / tokens accepted + prefill stalls;
+throughput conserves work: the running requests' output over their prefill plus decode time.
 """
 from __future__ import annotations
 
@@ -58,7 +61,7 @@ def evaluate(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, plan
     `concurrency` is the total number of requests in flight across all GPUs of the deployment.
     """
     sh = _sharding(plan)
-    cal = cal.in_step()
+    cal = cal.in_step(backend)
     tp, pp, ep, mtp, adp, kvp = (np.asarray(x, float) for x in plan.arrays())
     gpus = tp * adp * kvp * pp
     C = np.asarray(concurrency, float)
@@ -66,12 +69,9 @@ def evaluate(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, plan
     osl = np.asarray(osl, float)
     mnt = np.asarray(max_num_tokens, float)
     c_rank = C / adp
-    b = c_rank / pp  # sequences per micro-batch
     if spec is not None:
         k = np.asarray(spec.k if spec_k is None else spec_k, float)
-        acc = spec.accepted(k.astype(np.int64))
-        k = np.where(np.asarray(spec_k if spec_k is not None else spec.k) > 0, k, 0.0)
-        acc = np.where(k > 0, acc, 1.0)
+        acc = spec.accepted(k.astype(np.int64))  # k = 0 (speculation off in a sweep) accepts 1 token
     else:
         k, acc = np.zeros(1), np.ones(1)
     overhead = cal.step_overhead(backend)
@@ -80,7 +80,7 @@ def evaluate(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, plan
     mem = memory.fit(model, gpu, prec, sh, isl, osl, mnt, usable_fraction, osl_occupancy=0.5)
     # sequences that run at once per rank: what is in flight, capped by the KV cache; the rest queue
     running = np.where(mem["max_seqs_per_rank"] >= 1, np.minimum(c_rank, mem["max_seqs_per_rank"]), c_rank)
-    b = running / pp
+    b = running / pp  # sequences per micro-batch
     # prefill: a request's chunks share steps with the prefills of q requests arriving with it;
     # q = 1 + f (running - 1), f = prefill_queue_fraction (1: benchmark waves start in lockstep,
     # 0: arrivals fully spread out), fitted on measured serving runs
