@@ -56,6 +56,10 @@ def test_estimate_spec_flags():
     (("estimate", "nemotron-h-56b", "--gpu", "h100"), "Mamba"),
     (("estimate", "llama-3.1-8b", "--gpu", "h100", "--weight-dtype", "fp3"), "weight_dtype"),
     (("pareto", "llama-3.1-8b", "--gpu", "h100", "--plot", "/nonexistent/dir/x.png"), "plot"),
+    (("estimate", "llama-3.1-8b", "--gpu", "h100", "--calibration", "/nonexistent.toml"), "calibration"),
+    (("pareto", "llama-3.1-8b", "--gpu", "h100", "--gpus", "eight"), "gpus"),
+    (("lint", "llama-3.1-8b", "--gpu", "h100", "--regime", "fast"), "regime"),
+    (("design", "--params", "-5", "--gpu", "h100"), "params"),
 ])
 def test_bad_input_is_one_line_exit_2(args, needle):
     r = run(*args)
@@ -116,3 +120,19 @@ def test_validate_kernels_and_serving(tmp_path):
     d = json.loads(r.stdout)
     assert {"ttft_ms", "tpot_ms"} <= set(d["overall"]) and d["unmodeled"][0]["reason"].startswith("model")
     assert run("validate").returncode == 2
+
+
+def test_calibrate_profile_round_trip(tmp_path):
+    k = tmp_path / "g.csv"
+    rows = ["system,trtllm_version,gemm_dtype,m,n,k,latency_ms"]
+    for m in (16, 256, 4096):
+        for n in (4096, 14336):
+            rows.append(f"h100_sxm,x,bfloat16,{m},{n},4096,{2 * m * n * 4096 / 600e12 * 1e3 + 0.005:.6f}")
+    k.write_text("\n".join(rows) + "\n")
+    prof = tmp_path / "profile.toml"
+    r = run("calibrate", "--kernels", str(k), "-o", str(prof))
+    assert r.returncode == 0, r.stderr
+    assert "[hopper]" in prof.read_text()
+    r = run("estimate", "llama-3.1-8b", "--gpu", "h100", "--concurrency", "8", "--calibration", str(prof), "--json")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["tpot_ms"] > 0

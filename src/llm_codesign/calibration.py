@@ -5,9 +5,8 @@ import tomllib
 from dataclasses import dataclass, field, fields, replace
 from functools import lru_cache
 from importlib import resources
-from pathlib import Path
 
-from .errors import InputError
+from .errors import InputError, read_toml
 
 BACKENDS = ("trtllm", "vllm", "sglang")
 BACKEND_KEYED = ("step_overhead_s", "ttft_overhead_s", "comm_latency_scale")  # per serving engine
@@ -148,14 +147,7 @@ def _cached(family: str, profile: str | None) -> Calibration:
     c = _layers(default, family, "default.toml", Calibration())
     c = _layers(fitted, family, "fitted.toml", c)
     if profile:
-        p = Path(profile)
-        if not p.is_file():
-            raise InputError("calibration", profile, "a path to a calibration profile .toml")
-        try:
-            doc = tomllib.loads(p.read_text())
-        except tomllib.TOMLDecodeError as e:
-            raise InputError("calibration", profile, f"valid TOML ({e})") from None
-        c = _layers(doc, family, profile, c)
+        c = _layers(read_toml(profile, "calibration", "a calibration profile"), family, profile, c)
     return c
 
 

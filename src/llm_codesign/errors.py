@@ -12,3 +12,17 @@ class InputError(ValueError):
 
 class UnsupportedModelError(InputError):
     """A model feature the cost model cannot represent (e.g. Mamba blocks)."""
+
+
+def read_toml(path: str, field: str, what: str) -> dict:
+    """A user's TOML file as a dict, or one InputError naming the field (missing file, bad TOML)."""
+    import tomllib
+    from pathlib import Path
+
+    p = Path(path)
+    if not p.is_file():
+        raise InputError(field, path, f"a path to {what} .toml")
+    try:
+        return tomllib.loads(p.read_text())
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
+        raise InputError(field, path, f"valid TOML ({e})") from None

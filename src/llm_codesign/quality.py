@@ -8,23 +8,16 @@ from __future__ import annotations
 
 import tomllib
 from importlib import resources
-from pathlib import Path
 
 import numpy as np
 
-from .errors import InputError
+from .errors import InputError, read_toml
 
 
 def constants(override: str | None = None) -> dict:
     doc = tomllib.loads(resources.files("llm_codesign").joinpath("data/quality.toml").read_text())
     if override:
-        p = Path(override)
-        if not p.is_file():
-            raise InputError("quality", override, "a path to a quality-constants .toml")
-        try:
-            user = tomllib.loads(p.read_text())
-        except tomllib.TOMLDecodeError as e:
-            raise InputError("quality", override, f"valid TOML ({e})") from None
+        user = read_toml(override, "quality", "a quality-constants")
         for sec, vals in user.items():
             if sec not in doc or not isinstance(vals, dict):
                 raise InputError(f"quality.{sec}", vals, "one of the sections " + ", ".join(doc))
