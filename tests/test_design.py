@@ -97,3 +97,15 @@ def test_candidates_and_errors():
         candidates(-1, False)
     json.dumps(hf_config({"shape": {k: int(c[k][0]) for k in ("hidden", "layers", "heads", "kv_heads", "head_dim", "experts", "top_k",
                                                                 "expert_inter", "shared_inter")}}, 1000))
+
+
+def test_nsga2_finds_feasible_designs():
+    pytest.importorskip("optuna")
+    from llm_codesign.design import design_nsga2
+
+    g = get_gpu("b200")
+    r = design_nsga2(70e9, g, calibration_for(g), 8, Slo("throughput"), baseline=get_model("llama-3.1-70b"), prec=FP8,
+                     quality_tol=0.005, trials=60)
+    assert r["designs"] and r["trials"] == 60
+    for d in r["designs"]:
+        assert abs(d["total_params"] / 70e9 - 1) <= 0.1 and d["quality_proxy"] <= r["baseline"]["quality_proxy"] * 1.005

@@ -439,6 +439,8 @@ def design(
     quality_tol: float = typer.Option(0.002, "--quality-tol", help="Relative tolerance on the quality proxy vs the baseline."),
     quality_file: Optional[str] = typer.Option(None, "--quality", help="Quality-proxy constants .toml (overrides)."),
     max_candidates: int = typer.Option(20000, "--max-candidates"), top: int = typer.Option(10, "--top"),
+    search_mode: str = typer.Option("grid", "--search", help="grid (enumerate every shape) or nsga2 (optuna, the dist extra)."),
+    trials: int = typer.Option(300, "--trials", help="NSGA-II trials."),
     export: Optional[str] = typer.Option(None, "--export", help="Write the best design as a Hugging Face config.json."),
     plot_path: Optional[str] = typer.Option(None, "--plot", help="Frontiers of the top designs vs the baseline (.png/.svg)."),
     backend: str = O_BACKEND, calibration: Optional[str] = O_CAL, as_json: bool = typer.Option(False, "--json"),
@@ -447,7 +449,7 @@ def design(
     from pathlib import Path
 
     from .calibration import calibration_for
-    from .design import Slo, hf_config, to_model
+    from .design import Slo, design_nsga2, hf_config, to_model
     from .design import design as run
     from .lint import lint as lint_run
     from .quality import model_loss
@@ -464,9 +466,17 @@ def design(
     prog, cb = _progress()
     if prog:
         prog.start()
+    if search_mode not in ("grid", "nsga2"):
+        raise InputError("search", search_mode, "grid or nsga2")
+    if trials < 1:
+        raise InputError("trials", trials, "a positive integer")
+    slo = Slo(regime, min_tps_user, min_tps_gpu, isl, osl)
     try:
-        r = run(params, g, cal, gpus_, Slo(regime, min_tps_user, min_tps_gpu, isl, osl), base, moe, prec, budget_tol, quality_tol,
-                quality_file, backend, max_candidates, top, cb)
+        if search_mode == "nsga2":
+            r = design_nsga2(params, g, cal, gpus_, slo, base, moe, prec, budget_tol, quality_tol, quality_file, backend, trials, top,
+                             progress=cb)
+        else:
+            r = run(params, g, cal, gpus_, slo, base, moe, prec, budget_tol, quality_tol, quality_file, backend, max_candidates, top, cb)
     finally:
         if prog:
             prog.stop()

@@ -55,24 +55,35 @@ def candidates(params: float, moe: bool, tol: float = 0.1, vocab: int = 128256, 
         for h, nl, E, k, er, sh, kv in itertools.product(H[::2], L[::2], (64, 128, 256), (4, 8), (0.25, 0.375, 0.5), (0, 1), kv_heads):
             ei = int(round(er * h / 128) * 128)
             rows.append((h, nl, 0, kv, E, k, ei, sh * ei, 128))
-    a = np.asarray(rows, dtype=np.int64)
-    h, nl, inter, kv, E, k, ei, shared, head_dim = a.T
-    heads = h // head_dim
-    attn = h * heads * head_dim + h * kv * head_dim * 2 + heads * head_dim * h
-    if moe:
-        ffn_t = E * 3 * h * ei + 3 * h * shared + h * E
-        ffn_a = k * 3 * h * ei + 3 * h * shared + h * E
-    else:
-        ffn_t = ffn_a = 3 * h * inter
-    total = nl * (attn + ffn_t) + 2 * vocab * h
-    active = nl * (attn + ffn_a) + vocab * h
-    ok = (np.abs(total / params - 1) <= tol) & (h % head_dim == 0) & (heads % 8 == 0) & (heads >= kv) & (heads % kv == 0)
+    c = shapes(np.asarray(rows, dtype=np.int64), vocab)
+    ok = (np.abs(c["total_params"] / params - 1) <= tol) & _well_formed(c)
     idx = np.nonzero(ok)[0]
     if len(idx) > max_candidates:  # keep an even spread over the grid
         idx = idx[np.linspace(0, len(idx) - 1, max_candidates).astype(int)]
-    return {"hidden": h[idx], "layers": nl[idx], "inter": inter[idx], "kv_heads": kv[idx], "experts": E[idx], "top_k": k[idx],
-            "expert_inter": ei[idx], "shared_inter": shared[idx], "heads": heads[idx], "head_dim": head_dim[idx],
-            "total_params": total[idx], "active_params": active[idx]}
+    return {k: v[idx] for k, v in c.items()}
+
+
+SHAPE_COLUMNS = ("hidden", "layers", "inter", "kv_heads", "experts", "top_k", "expert_inter", "shared_inter", "head_dim")
+
+
+def shapes(rows: np.ndarray, vocab: int) -> dict[str, np.ndarray]:
+    """Shape arrays (columns SHAPE_COLUMNS; experts = 0 for dense) with heads and parameter counts
+    (GQA attention, gated FFN/experts, router, untied embedding and LM head)."""
+    c = {k: rows[:, i] for i, k in enumerate(SHAPE_COLUMNS)}
+    h, kv, hd = c["hidden"], c["kv_heads"], c["head_dim"]
+    c["heads"] = heads = h // hd
+    attn = h * heads * hd + h * kv * hd * 2 + heads * hd * h
+    moe = c["experts"] > 0
+    ffn_t = np.where(moe, c["experts"] * 3 * h * c["expert_inter"] + 3 * h * c["shared_inter"] + h * c["experts"], 3 * h * c["inter"])
+    ffn_a = np.where(moe, c["top_k"] * 3 * h * c["expert_inter"] + 3 * h * c["shared_inter"] + h * c["experts"], 3 * h * c["inter"])
+    c["total_params"] = c["layers"] * (attn + ffn_t) + 2 * vocab * h
+    c["active_params"] = c["layers"] * (attn + ffn_a) + vocab * h
+    return c
+
+
+def _well_formed(c: dict) -> np.ndarray:
+    h, hd, heads, kv = c["hidden"], c["head_dim"], c["heads"], c["kv_heads"]
+    return (h % hd == 0) & (heads % 8 == 0) & (heads >= kv) & (heads % kv == 0)
 
 
 def _model(c: dict, sl, vocab: int, moe: bool) -> ModelSpec:
@@ -136,21 +147,24 @@ def design(params: float, gpu: Gpu, cal: Calibration, num_gpus: int, slo: Slo, b
     qc = quality.constants(quality_file)
     vocab = baseline.vocab if baseline else 128256
     cand = candidates(params, moe, budget_tol, vocab, max_candidates)
+    plan, inst = _plans(num_gpus, moe, gpu, slo.regime == "long-context")
+    bq = quality.model_loss(baseline, prec.weight.name, qc) if baseline is not None else None
+    cand, q, obj, bplan, bbatch, evaluated = evaluate_shapes(cand, gpu, cal, prec, plan, inst, slo, vocab, moe, backend, qc, bq,
+                                                             quality_tol, progress, chunk)
+    if not len(q):
+        raise InputError("params", params, "a budget and tolerances that admit at least one shape at the baseline's quality "
+                         "(raise --quality-tol or --budget-tol)")
+    return _result(cand, q, obj, bplan, bbatch, evaluated, plan, inst, gpu, cal, prec, slo, baseline, bq, moe, params,
+                   num_gpus, backend, top, t0)
+
+
+def evaluate_shapes(cand: dict, gpu, cal, prec, plan, inst, slo, vocab, moe, backend, qc, bq, quality_tol, progress=None, chunk=16):
+    """Quality filter, then the SLO objective of every remaining shape over every deployment."""
     q = quality.loss(cand["total_params"], cand["active_params"], cand["hidden"], cand["layers"], prec.weight.name, qc)
-    base = None
-    if baseline is not None:
-        bq = quality.model_loss(baseline, prec.weight.name, qc)
-        keep = q <= bq * (1 + quality_tol)
-    else:
-        bq = None
-        keep = np.ones(len(q), dtype=bool)
+    keep = q <= bq * (1 + quality_tol) if bq is not None else np.ones(len(q), dtype=bool)
     cand = {k: v[keep] for k, v in cand.items()}
     q = q[keep]
     n = len(q)
-    if n == 0:
-        raise InputError("params", params, "a budget and tolerances that admit at least one shape at the baseline's quality "
-                         "(raise --quality-tol or --budget-tol)")
-    plan, inst = _plans(num_gpus, moe, gpu, slo.regime == "long-context")
     obj = np.full(n, -np.inf)
     bplan = np.zeros(n, dtype=np.int64)
     bbatch = np.zeros(n, dtype=np.int64)
@@ -167,8 +181,14 @@ def design(params: float, gpu: Gpu, cal: Calibration, num_gpus: int, slo: Slo, b
         done += len(sel)
         if progress:
             progress(done, n)
+    return cand, q, obj, bplan, bbatch, evaluated
+
+
+def _result(cand, q, obj, bplan, bbatch, evaluated, plan, inst, gpu, cal, prec, slo, baseline, bq, moe, params, num_gpus,
+            backend, top, t0) -> dict:
+    base = None
     if baseline is not None:
-        base_v, bp, bb, P = objective(baseline, gpu, cal, prec, plan, inst, slo, backend)
+        base_v, bp, bb, _ = objective(baseline, gpu, cal, prec, plan, inst, slo, backend)
         base = {"name": baseline.name, "total_params": int(baseline.total_params), "active_params": int(baseline.active_params),
                 "quality_proxy": bq, "objective": float(base_v[0]) if np.isfinite(base_v[0]) else None,
                 "deployment": _dep(plan, inst, int(bp[0]), int(bb[0]))}
@@ -190,8 +210,87 @@ def design(params: float, gpu: Gpu, cal: Calibration, num_gpus: int, slo: Slo, b
     obj_name, cons, _, _ = REGIMES[slo.regime]
     return {"regime": slo.regime, "objective": obj_name, "constraint": {cons: slo.min_tps_user if cons == "min_tps_user" else slo.min_tps_gpu},
             "isl_osl": slo.lengths(), "gpu": gpu.id, "num_gpus": num_gpus, "precision": prec.label(), "params": params,
-            "candidates": int(n), "evaluated": int(evaluated), "seconds": time.perf_counter() - t0,
+            "candidates": int(len(q)), "evaluated": int(evaluated), "seconds": time.perf_counter() - t0,
             "baseline": base, "designs": designs}
+
+
+def design_nsga2(params: float, gpu: Gpu, cal: Calibration, num_gpus: int, slo: Slo, baseline: ModelSpec | None = None,
+                 moe: bool = False, prec: Precision | None = None, budget_tol: float = 0.1, quality_tol: float = 0.002,
+                 quality_file: str | None = None, backend: str = "trtllm", trials: int = 300, top: int = 10, seed: int = 0,
+                 progress=None) -> dict:
+    """Optuna NSGA-II over a continuous shape space too large to enumerate: two objectives (the SLO
+    objective up, the quality proxy down) with the budget and the quality tolerance as constraints.
+    Each trial prices one shape over every deployment through the same vectorised `objective`."""
+    try:
+        import optuna
+    except ImportError:
+        raise InputError("search", "nsga2", "the dist extra: pip install 'llm-codesign[dist]'") from None
+    t0 = time.perf_counter()
+    if slo.regime not in REGIMES:
+        raise InputError("regime", slo.regime, "one of: " + ", ".join(REGIMES))
+    if params <= 0:
+        raise InputError("params", params, "a positive parameter budget, e.g. 70e9")
+    prec = prec or (baseline.default_precision if baseline else Precision.of("bf16"))
+    qc = quality.constants(quality_file)
+    vocab = baseline.vocab if baseline else 128256
+    bq = quality.model_loss(baseline, prec.weight.name, qc) if baseline is not None else None
+    plan, inst = _plans(num_gpus, moe, gpu, slo.regime == "long-context")
+    seen: dict[tuple, tuple] = {}
+
+    def run(trial):
+        h = trial.suggest_int("hidden", 1024, 24576, step=128)
+        hd = trial.suggest_categorical("head_dim", [64, 128, 256])
+        kv = trial.suggest_categorical("kv_heads", [4, 8, 16])
+        if moe:
+            E = trial.suggest_categorical("experts", [32, 64, 128, 256, 512])
+            k = trial.suggest_categorical("top_k", [1, 2, 4, 8])
+            ei = max(int(round(trial.suggest_float("expert_ratio", 0.125, 1.0) * h / 128) * 128), 128)
+            row = [h, 2, 0, kv, E, k, ei, trial.suggest_categorical("shared", [0, 1]) * ei, hd]
+        else:
+            row = [h, 2, int(round(trial.suggest_float("ffn_ratio", 2.0, 5.0) * h / 256) * 256), kv, 0, 0, 0, 0, hd]
+        # depth follows from the budget (an even layer count), so the budget constraint mostly holds
+        per = shapes(np.asarray([row], dtype=np.int64), vocab)
+        per_layer = (float(per["total_params"][0]) - 2 * vocab * h) / 2
+        row[1] = int(np.clip(round((params - 2 * vocab * h) / max(per_layer, 1.0) / 2) * 2, 2, 400))
+        row = tuple(row)
+        c = shapes(np.asarray([row], dtype=np.int64), vocab)
+        ql = float(quality.loss(c["total_params"], c["active_params"], c["hidden"], c["layers"], prec.weight.name, qc)[0])
+        # constraints <= 0 are feasible: budget, quality, a well-formed head layout
+        cons = [abs(float(c["total_params"][0]) / params - 1) - budget_tol,
+                (ql / bq - 1 - quality_tol) if bq is not None else -1.0, 0.0 if _well_formed(c)[0] else 1.0]
+        if hasattr(trial, "set_constraint"):  # optuna >= 5: one named constraint each
+            for name, value in zip(("budget", "quality", "heads"), cons, strict=True):
+                trial.set_constraint(name, value)
+        else:
+            trial.set_user_attr("constraints", cons)
+        v = -np.inf
+        if max(cons) <= 0:
+            v, bp, bb, _ = objective(_model(c, slice(None), vocab, moe), gpu, cal, prec, plan, inst, slo, backend)
+            v = float(v[0])
+            seen[row] = (c, ql, v, int(bp[0]), int(bb[0]))
+        if progress:
+            progress(trial.number + 1, trials)
+        return (v if np.isfinite(v) else 0.0), ql
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    if hasattr(optuna.trial.Trial, "set_constraint"):
+        sampler = optuna.samplers.NSGAIISampler(seed=seed)
+    else:
+        sampler = optuna.samplers.NSGAIISampler(seed=seed, constraints_func=lambda t: t.user_attrs["constraints"])
+    study = optuna.create_study(directions=["maximize", "minimize"], sampler=sampler)
+    study.optimize(run, n_trials=trials)
+    if not seen:
+        raise InputError("params", params, f"a budget and tolerances that admit a shape (no feasible one in {trials} trials)")
+    vals = list(seen.values())
+    cand = {k: np.concatenate([x[0][k] for x in vals]) for k in vals[0][0]}
+    q = np.array([x[1] for x in vals])
+    obj = np.array([x[2] for x in vals])
+    bplan = np.array([x[3] for x in vals])
+    bbatch = np.array([x[4] for x in vals])
+    r = _result(cand, q, obj, bplan, bbatch, len(vals) * len(inst) * len(BATCHES), plan, inst, gpu, cal, prec, slo, baseline, bq,
+                moe, params, num_gpus, backend, top, t0)
+    r["trials"] = trials
+    return r
 
 
 def _dep(plan: Plan, inst, ip: int, ib: int) -> dict:
