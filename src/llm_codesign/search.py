@@ -17,7 +17,6 @@ from .precision import Precision, get_dtype
 from .serving import evaluate
 
 CHUNK = 1 << 17  # deployments per vectorised pass: bounds peak memory (~60 ops x a few arrays each)
-POW2 = (1, 2, 4, 8, 16, 32, 64, 128)
 BATCHES = np.unique(np.concatenate([np.arange(1, 9), np.round(np.geomspace(8, 16384, 48))])).astype(np.int64)
 
 
