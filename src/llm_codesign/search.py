@@ -97,10 +97,15 @@ def pareto_mask(x, y) -> np.ndarray:
     keep = np.zeros(len(x), dtype=bool)
     if len(x) == 0:
         return keep
-    # O(n) pre-filter: whatever the highest-throughput and the most interactive points dominate
-    cand = np.ones(len(x), dtype=bool)
-    for i in (int(np.argmax(y)), int(np.argmax(x))):
-        cand &= ~((x <= x[i]) & (y <= y[i]) & ((x < x[i]) | (y < y[i])))
+    # O(n) pre-filter: bucket x; a point is dominated when a bucket of strictly larger x holds a
+    # point with at least its y (then only the few survivors are sorted)
+    lo, hi = float(np.min(x)), float(np.max(x))
+    nb = 2048
+    b = ((x - lo) * ((nb - 1) / (hi - lo)) if hi > lo else np.zeros_like(x)).astype(np.int64)
+    bmax = np.full(nb, -np.inf)
+    np.maximum.at(bmax, b, y)
+    right = np.concatenate([np.maximum.accumulate(bmax[::-1])[::-1][1:], [-np.inf]])
+    cand = y > right[b]
     idx = np.nonzero(cand)[0]
     order = idx[np.lexsort((-y[idx], -x[idx]))]  # x descending, then y descending
     ys = y[order]
