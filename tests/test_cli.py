@@ -29,6 +29,13 @@ def test_roofline_json_keys_and_floor():
     assert d["totals"]["time_s"] >= 2 * (8.03e9 - 128256 * 4096) / 3.35e12
 
 
+def test_roofline_moe_with_tp():
+    r = run("roofline", "deepseek-r1", "--gpu", "b200", "--phase", "prefill", "--batch", "4", "--context", "2048", "--tp", "8", "--json")
+    assert r.returncode == 0, r.stderr
+    d = json.loads(r.stdout)
+    assert any(o["name"].endswith("experts_gate_up") for o in d["ops"]) and d["totals"]["flops"] > 0
+
+
 def test_estimate_json_keys():
     r = run("estimate", "llama-3.1-70b", "--gpu", "h200", "--gpus", "8", "--tp", "8", "--weight-dtype", "fp8",
             "--concurrency", "16", "--json")

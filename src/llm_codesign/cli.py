@@ -145,7 +145,7 @@ def roofline(
     m, g = _model(model), _gpu(gpu)
     if tp < 1:
         raise InputError("tp", tp, "a positive integer")
-    code = int(validity(m, g, Plan(tp=tp), tp)[()])
+    code = int(validity(m, g, Plan(tp=tp, moe_tp=tp if m.is_moe else 1), tp)[()])
     if code >= 0:
         raise InputError("tp", tp, reason_text(m, g, code))
     r = run(m, g, calibration_for(g, calibration), _precision(m, weight_dtype, activation_dtype, kv_dtype), phase, batch, context, tp)

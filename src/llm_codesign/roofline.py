@@ -23,7 +23,8 @@ def roofline(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, phas
         b = Batch(dec_seqs=batch, dec_ctx=context)
     else:
         b = Batch(pf_tokens=batch * context, pf_seqs=batch, pf_ctx=0)
-    ops = forward_ops(model, gpu, cal, prec, Sharding(tp=tp), b)
+    # MoE experts shard like the rest of the layer (MoE-TP = TP) on the same GPUs
+    ops = forward_ops(model, gpu, cal, prec, Sharding(tp=tp, moe_tp=tp if model.is_moe else 1), b)
     bw = gpu.hbm_bandwidth_bytes_per_s
     rows = []
     for op in ops:
