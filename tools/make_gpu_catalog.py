@@ -34,18 +34,18 @@ ENTRIES = [
 
 TILES = {
     # (m, n, ctas per tile): Hopper wgmma CTA tiles 64xN/128xN (ptx_isa_wgmma, typical_cta_tiles)
-    "hopper": [(64, 128, 1), (128, 128, 1), (128, 256, 1)],
+    "hopper": [(64, 64, 1), (64, 128, 1), (128, 64, 1), (128, 128, 1), (128, 256, 1)],
     # Blackwell tcgen05: cta_group::1 M=128, cta_group::2 M=256 over a CTA pair (ptx_isa_tcgen05)
     "blackwell": [(128, 64, 1), (128, 128, 1), (128, 256, 1), (256, 128, 2), (256, 256, 2)],
     # mma.sync class (Ampere/Ada/sm_120): CUTLASS default 128x128, 128x256, 64x128
-    "ampere": [(64, 128, 1), (128, 128, 1), (128, 256, 1)],
+    "ampere": [(64, 64, 1), (64, 128, 1), (128, 64, 1), (128, 128, 1), (128, 256, 1)],
     # AMD MFMA: hipBLASLt macro tiles 128x128/256x256 (rocm_gpu_specs)
     "cdna": [(64, 128, 1), (128, 128, 1), (256, 256, 1)],
 }
 TILE_SOURCE = {
-    "hopper": "gemm_tile_facts.hopper_sm90 (PTX ISA wgmma m64nNk16; typical CTA tiles 128x128, 128x256, 64xN)",
+    "hopper": "gemm_tile_facts.hopper_sm90 (PTX ISA wgmma m64nNk16, N = 8..256; typical CTA tiles 128x128, 128x256, 64xN; 64/128 x 64 for narrow N)",
     "blackwell": "gemm_tile_facts.blackwell_sm100 (PTX ISA tcgen05 cta_group::1 M=128, cta_group::2 M=256 over two SMs, N<=256)",
-    "ampere": "CUTLASS mma.sync default threadblock tiles 128x128, 128x256, 64x128 (no TMEM/2-CTA, gemm_tile_facts.sm120_note)",
+    "ampere": "CUTLASS mma.sync threadblock tiles 128x128, 128x256, 64x128, 128x64, 64x64 (no TMEM/2-CTA, gemm_tile_facts.sm120_note)",
     "cdna": "gemm_tile_facts.amd_cdna (MFMA per wavefront; hipBLASLt macro tiles 64x128..256x256)",
 }
 
