@@ -112,12 +112,13 @@ def fit_kernels(tables: dict[str, list[dict]], profile: str | None = None) -> tu
 def to_toml(fams: dict[str, Calibration], report: list[dict], header: str, serving: dict | None = None) -> str:
     lines = [f"# {line}" for line in header.splitlines()]
     if serving:
-        lines += ["", "[default]", f"prefill_queue_fraction = {serving['prefill_queue_fraction']:.6g}",
+        lines += ["", "[default]",
                   f"step_kernel_overhead_scale = {serving['step_kernel_overhead_scale']:.6g}",
                   f"scale_out_latency_s = {serving['scale_out_latency_s']:.6g}", "[default.step_overhead_s]"]
         lines += [f"{b} = {v:.6g}" for b, v in sorted(serving["step_overhead_s"].items())]
         lines += ["[default.ttft_overhead_s]"] + [f"{b} = {v:.6g}" for b, v in sorted(serving["ttft_overhead_s"].items())]
         lines += ["[default.comm_latency_scale]"] + [f"{b} = {v:.6g}" for b, v in sorted(serving["comm_latency_scale"].items())]
+        lines += ["[default.prefill_queue_fraction]"] + [f"{b} = {v:.6g}" for b, v in sorted(serving["prefill_queue_fraction"].items())]
     for fam, cal in sorted(fams.items()):
         lines += ["", f"[{fam}]"]
         for f in fields(Calibration):
@@ -144,12 +145,13 @@ def fit_serving(rows: list[dict], fams: dict[str, Calibration], rounds: int = 8)
     # name -> (value, lower, upper)
     state = {**{f"step:{b}": [2e-3, 1e-5, 0.05] for b in backends}, **{f"ttft:{b}": [20e-3, 1e-4, 0.5] for b in backends},
              **{f"comm:{b}": [1.0, 0.05, 2.0] for b in backends},
-             "prefill_queue_fraction": [0.3, 0.0, 1.0],
+             **{f"queue:{b}": [0.3, 0.0, 1.0] for b in backends},
              "step_kernel_overhead_scale": [1.0, 0.05, 1.0], "scale_out_latency_s": [25e-6, 5e-6, 1e-4]}
 
     def apply(c: Calibration) -> Calibration:
         keyed = {}
-        for prefix, field_name in (("step:", "step_overhead_s"), ("ttft:", "ttft_overhead_s"), ("comm:", "comm_latency_scale")):
+        for prefix, field_name in (("step:", "step_overhead_s"), ("ttft:", "ttft_overhead_s"), ("comm:", "comm_latency_scale"),
+                                   ("queue:", "prefill_queue_fraction")):
             d = dict(getattr(c, field_name))
             d.update({k[len(prefix):]: v[0] for k, v in state.items() if k.startswith(prefix)})
             keyed[field_name] = tuple(sorted(d.items()))
@@ -189,4 +191,5 @@ def fit_serving(rows: list[dict], fams: dict[str, Calibration], rounds: int = 8)
         "step_overhead_s": {k[5:]: v for k, v in fitted.items() if k.startswith("step:")},
         "ttft_overhead_s": {k[5:]: v for k, v in fitted.items() if k.startswith("ttft:")},
         "comm_latency_scale": {k[5:]: v for k, v in fitted.items() if k.startswith("comm:")},
+        "prefill_queue_fraction": {k[6:]: v for k, v in fitted.items() if k.startswith("queue:")},
         **{k: v for k, v in fitted.items() if ":" not in k}, "loss": best}

@@ -9,7 +9,7 @@ from importlib import resources
 from .errors import InputError, read_toml
 
 BACKENDS = ("trtllm", "vllm", "sglang")
-BACKEND_KEYED = ("step_overhead_s", "ttft_overhead_s", "comm_latency_scale")  # per serving engine
+BACKEND_KEYED = ("step_overhead_s", "ttft_overhead_s", "comm_latency_scale", "prefill_queue_fraction")  # per serving engine
 
 
 @dataclass(frozen=True)
@@ -51,7 +51,7 @@ class Calibration:
     moe_imbalance: float = 1.15
     moe_overhead_s: float = 10e-6
     elementwise_kernels_per_layer: float = 4.0
-    prefill_queue_fraction: float = 0.3
+    prefill_queue_fraction: tuple[tuple[str, float], ...] = field(default=(("trtllm", 0.3), ("vllm", 0.3), ("sglang", 0.3)))
     mla_decode_flops_eff: float = 0.6
     step_kernel_overhead_scale: float = 1.0
     step_overhead_s: tuple[tuple[str, float], ...] = field(default=(("trtllm", 2e-3), ("vllm", 4e-3), ("sglang", 3e-3)))
@@ -77,6 +77,10 @@ class Calibration:
     def ttft_overhead(self, backend: str) -> float:
         return dict(self.ttft_overhead_s).get(backend, 0.0)
 
+    def queue_fraction(self, backend: str) -> float:
+        """The engine's scheduling between lockstep prefill waves (1) and spread-out arrivals (0)."""
+        return dict(self.prefill_queue_fraction).get(backend, 0.3)
+
     def in_step(self, backend: str | None = None) -> "Calibration":
         """Parameters for kernels inside a captured serving step of an engine: CUDA graphs and
         programmatic dependent launch hide part of each kernel's fixed cost that isolated benchmarks
@@ -99,6 +103,7 @@ class Calibration:
         out["step_overhead_s"] = dict(self.step_overhead_s)
         out["ttft_overhead_s"] = dict(self.ttft_overhead_s)
         out["comm_latency_scale"] = dict(self.comm_latency_scale)
+        out["prefill_queue_fraction"] = dict(self.prefill_queue_fraction)
         return out
 
 

@@ -2,7 +2,8 @@
 
 With `concurrency` requests in flight (capped by the paged KV cache; the rest queue), each request
 needs its ISL prefill in chunks of the step token budget and (OSL-1)/accepted decode iterations.
-Arrivals sit between two limits that one fitted parameter f (prefill_queue_fraction) blends:
+Arrivals sit between two limits that one fitted parameter per engine f (prefill_queue_fraction, the
+engine's prefill/decode scheduling) blends:
 lockstep waves (f = 1: a request's prefill shares steps with every other prefill, decode steps are
 pure decode) and spread-out arrivals (f = 0: its own prefill only, but the other requests' prefill
 chunks land in its decode steps). TTFT = the steps carrying its prefill + a per-engine request
@@ -84,7 +85,8 @@ def evaluate(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, plan
     # prefill: a request's chunks share steps with the prefills of q requests arriving with it;
     # q = 1 + f (running - 1), f = prefill_queue_fraction (1: benchmark waves start in lockstep,
     # 0: arrivals fully spread out), fitted on measured serving runs
-    q = 1.0 + cal.prefill_queue_fraction * np.maximum(running - 1.0, 0.0)
+    f_q = cal.queue_fraction(backend)
+    q = 1.0 + f_q * np.maximum(running - 1.0, 0.0)
     pf_total = q * isl
     pf_step_tok = np.minimum(mnt, pf_total)
     n_pf = np.ceil(pf_total / np.maximum(pf_step_tok, 1.0))
@@ -115,7 +117,7 @@ def evaluate(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, plan
     # arrivals that are not in lockstep put the other requests' prefill chunks into this request's
     # decode steps: (1 - f) of their prefill time, spread over its OSL - 1 steps
     t_req_pf = isl / np.maximum(wave_tok, 1.0) * t_wave_step  # one request's prefill inside full steps
-    stall = (1.0 - cal.prefill_queue_fraction) * np.maximum(running - 1.0, 0.0) * t_req_pf / np.maximum(osl - 1.0, 1.0)
+    stall = (1.0 - f_q) * np.maximum(running - 1.0, 0.0) * t_req_pf / np.maximum(osl - 1.0, 1.0)
     tpot = t_iter / acc + stall
     life = pf_span + np.maximum(osl - 1.0, 0.0) * (t_iter / acc)
     # requests beyond what the KV cache holds wait for whole waves
