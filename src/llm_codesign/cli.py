@@ -667,6 +667,13 @@ def main() -> None:
     except OSError as e:  # unreadable/unwritable files named on the command line
         typer.echo(f"error: {e.filename or ''}: {e.strerror or e}", err=True)
         sys.exit(2)
+    except Exception as e:  # a bug: one line for the user, the traceback on request
+        import os
+
+        if os.environ.get("LLM_CODESIGN_DEBUG"):
+            raise
+        typer.echo(f"internal error: {type(e).__name__}: {e} (set LLM_CODESIGN_DEBUG=1 for the traceback)", err=True)
+        sys.exit(1)
 
 
 if __name__ == "__main__":
