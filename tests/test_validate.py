@@ -59,3 +59,12 @@ def test_unknown_system_is_unmodeled(tmp_path):
     kind, rows = read_csv(p)
     pred, label = predict(kind, rows, calibration_for)
     assert np.isfinite(pred[0]) and np.isnan(pred[1]) and label[1].startswith("unmodeled")
+
+
+def test_speculative_rows_need_a_measured_acceptance():
+    row = {"source": "x", "model": "deepseek-r1", "gpu": "b200", "num_gpus": "8", "backend": "trtllm", "weight_dtype": "fp8",
+           "isl": "1024", "osl": "1024", "concurrency": "8", "tp": "8", "ep": "8", "moe_tp": "1", "spec_method": "mtp",
+           "spec_draft_len": "3", "spec_acceptance": "", "tpot_ms": "10"}
+    preds, unmodeled = predict_serving([row, {**row, "spec_acceptance": "2.8"}])
+    assert [u["row"] for u in unmodeled] == [0] and "spec_acceptance" in unmodeled[0]["reason"]
+    assert preds[1]["tpot_ms"] > 0

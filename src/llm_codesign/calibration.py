@@ -8,7 +8,6 @@ from importlib import resources
 
 from .errors import InputError, read_toml
 
-BACKENDS = ("trtllm", "vllm", "sglang")
 BACKEND_KEYED = ("step_overhead_s", "ttft_overhead_s", "comm_latency_scale", "prefill_queue_fraction")  # per serving engine
 
 
@@ -97,14 +96,6 @@ class Calibration:
             "comm_latency_s", "comm_latency_slope_s", "comm_gather_latency_s", "comm_gather_latency_slope_s",
             "comm_a2a_latency_s", "comm_a2a_latency_slope_s", "comm_bw_half_bytes")})
         return replace(self, **kw)
-
-    def to_dict(self) -> dict:
-        out = {f.name: getattr(self, f.name) for f in fields(self)}
-        out["step_overhead_s"] = dict(self.step_overhead_s)
-        out["ttft_overhead_s"] = dict(self.ttft_overhead_s)
-        out["comm_latency_scale"] = dict(self.comm_latency_scale)
-        out["prefill_queue_fraction"] = dict(self.prefill_queue_fraction)
-        return out
 
 
 _FIELDS = {f.name for f in fields(Calibration)}

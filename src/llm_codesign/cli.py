@@ -461,7 +461,12 @@ def design(
     if gpus_ < 1:
         raise InputError("gpus", gpus_, "a positive integer")
     base = _model(baseline) if baseline else None
-    prec = _precision(base, weight_dtype, activation_dtype, kv_dtype) if base else _precision(_model("llama-3.1-8b"), weight_dtype or "bf16", activation_dtype, kv_dtype)
+    if base:
+        prec = _precision(base, weight_dtype, activation_dtype, kv_dtype)
+    else:
+        from .precision import Precision
+
+        prec = Precision.of(weight_dtype or "bf16", activation_dtype, kv_dtype)
     cal = calibration_for(g, calibration)
     prog, cb = _progress()
     if prog:

@@ -12,10 +12,6 @@ from .calibration import Calibration
 from .hardware import Gpu
 
 
-def _ceil_div(a, b):
-    return np.ceil(np.asarray(a, dtype=float) / b)
-
-
 def _distinct_tiles(tiles):
     """Tiles that can win: a 2-CTA tile has the per-SM shape of a 1-CTA tile with coarser
     quantisation, so in this model it never beats that tile when the tile is also listed."""
@@ -68,9 +64,7 @@ def gemm_time(m, n, k, gpu: Gpu, cal: Calibration, math: str, a_bytes, w_bytes, 
             # per wave: one tile's K main loop plus a fixed prologue/epilogue cost of k_half steps
             t = np.ceil(tiles * f32(1.0 / slots)) * ((k + k_half) * per_wave)
         best = t if best is None else np.minimum(best, t)
-    # memory: A and C per group, B (weights) for the groups whose weights are read
-    inv_bw = f32(1.0 / (gpu.hbm_bandwidth_bytes_per_s * cal.bw_eff))
-    t_mem = ((m * groups) * (k * f32(a_bytes) + n * f32(c_bytes)) + dg * (k * n * f32(w_bytes))) * inv_bw
+    t_mem = gemm_bytes(m, n, k, a_bytes, w_bytes, c_bytes, groups, dg) * f32(1.0 / (gpu.hbm_bandwidth_bytes_per_s * cal.bw_eff))
     # compute and memory overlap imperfectly near the ridge point: a p-norm blend (p -> inf is max)
     p = f32(cal.gemm_blend_p)
     hi = np.maximum(np.maximum(best, t_mem), f32(1e-30))
@@ -79,12 +73,18 @@ def gemm_time(m, n, k, gpu: Gpu, cal: Calibration, math: str, a_bytes, w_bytes, 
     return np.where(live, t, zero), np.where(live, best, zero), np.where(live, t_mem, zero)
 
 
+def gemm_bytes(m, n, k, a_bytes, w_bytes, c_bytes, groups, distinct_groups):
+    """Bytes moved: A and C for every group, B (weights) for the groups whose weights are read.
+    Keeps the dtype of its array arguments (float32 in the hot path, float64 in reports)."""
+    dt = np.result_type(m, np.float32)
+    return (m * groups) * (k * dt.type(a_bytes) + n * dt.type(c_bytes)) + distinct_groups * (k * n * dt.type(w_bytes))
+
+
 def gemm_flops_bytes(m, n, k, a_bytes, w_bytes, c_bytes=2.0, groups=1.0, distinct_groups=None):
+    m, n, k = (np.asarray(x, dtype=float) for x in (m, n, k))
     groups = np.asarray(groups, dtype=float)
     dg = groups if distinct_groups is None else np.asarray(distinct_groups, dtype=float)
-    flops = 2.0 * np.asarray(m, float) * n * k * groups
-    nbytes = np.asarray(m, float) * k * a_bytes * groups + dg * np.asarray(k, float) * n * w_bytes + np.asarray(m, float) * n * c_bytes * groups
-    return flops, nbytes
+    return 2.0 * m * n * k * groups, gemm_bytes(m, n, k, a_bytes, w_bytes, c_bytes, groups, dg)
 
 
 def attention_decode_time(flops, nbytes, gpu: Gpu, cal: Calibration, seq_heads=0.0, kv_fp8: bool = False):
@@ -133,7 +133,6 @@ _BYTES = {
 }
 _LATENCY = {"all_reduce": "comm_latency", "p2p": "comm_latency", "all_gather": "comm_gather_latency",
             "reduce_scatter": "comm_gather_latency", "all_to_all": "comm_a2a_latency"}
-COLLECTIVES = tuple(_BYTES)
 
 
 def collective_time(op: str, nbytes, n, gpu: Gpu, cal: Calibration):

@@ -124,17 +124,17 @@ def _r1(model, gpu, cal, prec, sh, b, regime):
                 continue
             w = prec.weight if "/attn/" not in op.name else prec.attn
             math_ = gemm_math(w, prec.activation, gpu)
-            ridge = gpu.peak(math_) * cal.gemm_eff(math_ if math_ != "fp8" or w.name != "fp8_block" else "fp8_block") / (gpu.hbm_bandwidth_bytes_per_s * cal.bw_eff)
+            ridge = gpu.peak(math_) * cal.gemm_eff(cost.gemm_kernel(math_, w.name)) / (gpu.hbm_bandwidth_bytes_per_s * cal.bw_eff)
             inten = f / by
             if inten < 0.5 * ridge and float(np.sum(op.t_memory)) > float(np.sum(op.t_compute)):
                 seen.add(key)
                 t, tc = float(np.sum(op.time)), float(np.sum(op.t_compute))
-                cost = 100.0 * (t / max(tc, 1e-15) - 1.0)
+                pct = 100.0 * (t / max(tc, 1e-15) - 1.0)
                 thin = "expert" in op.name
                 out.append(Finding("R1", "warning", op.name.replace("layer/", ""),
                                    f"{inten:.0f} FLOP/B at {REGIMES['throughput'][0]} decode + {REGIMES['throughput'][2]} prefill tokens, "
-                                   f"ridge point {ridge:.0f} FLOP/B on {gpu.name}: memory-bound, {cost:.0f}% slower than at its compute roofline",
-                                   cost, "fewer, wider experts (more tokens per expert) or larger expert-parallel batches" if thin
+                                   f"ridge point {ridge:.0f} FLOP/B on {gpu.name}: memory-bound, {pct:.0f}% slower than at its compute roofline",
+                                   pct, "fewer, wider experts (more tokens per expert) or larger expert-parallel batches" if thin
                                    else "widen the narrow dimension or batch more tokens per step"))
     return out
 
@@ -164,7 +164,7 @@ def _r2(model, gpu, cal, prec, sh, b, tp):
             continue
         gain, cand, t2, dp = best
         sev = "warning" if (not isinstance(local, int) or local % 128) else "info"
-        out.append(Finding("R2", sev, what, f"{what} {d} ({local:g} per GPU at TP{shard}) is not a multiple of {unit} on {gpu.name}; "
+        out.append(Finding("R2", sev, what, f"{what} {d}" + (f" ({local:g} per GPU at TP{shard})" if shard > 1 else "") + f" is not a multiple of {unit} on {gpu.name}; "
                            f"{cand} runs {gain:+.1f}% per FLOP ({100 * (base_t / t2 - 1):+.1f}% layer time) ",
                            gain, f"{what} {d} -> {cand}: {gain:.1f}% more efficient per FLOP on {gpu.name}, {dp / 1e9:+.2f}B parameters"))
     v = model.vocab
@@ -224,7 +224,7 @@ def _r4(model):
         for block, fmt, sev in ((16, "NVFP4", "error"), (32, "MXFP4", "warning"), (128, "FP8-block", "info")):
             if d % block:
                 pad = math.ceil(d / block) * block
-                out.append(Finding("R4", sev, name, f"{name} {d} is not divisible by the {fmt} block of {block}",
+                out.append(Finding("R4", sev, name, f"{name} {d} is not divisible by {block} ({fmt} scale blocks)",
                                    100.0 * (pad / d - 1), f"{name} -> {pad} (or keep this tensor in a wider format)"))
                 break
     hds = sorted({layer.attn.head_dim for layer, _ in model.groups if layer.attn.kind == "gqa"})
@@ -253,10 +253,10 @@ def _r5(model, gpu, cal, prec, sh):
         lay = Layer(Attention("none"), f)
         t8 = float(step_time(layer_ops(model, lay, 1.0, gpu, cal, prec, sh, Batch(dec_seqs=B, dec_ctx=1), "x")))
         t1 = float(step_time(layer_ops(model, lay, 1.0, gpu, cal, prec, sh, Batch(dec_seqs=1, dec_ctx=1), "x")))
-        cost = 100.0 * (t8 / t1 - 1.0) if t1 > 0 else 0.0  # extra MoE time per step of batch 8 over batch 1
+        pct = 100.0 * (t8 / t1 - 1.0) if t1 > 0 else 0.0  # extra MoE time per step of batch 8 over batch 1
         out.append(Finding("R5", "info", "moe", f"{f.experts} experts, top-{f.top_k}, width {f.expert_inter} ({ratio:.2f}x hidden): "
                            f"decode at batch {B} reads {dist:.0f} experts per layer; the MoE layer costs {t8 / t1:.1f}x batch 1",
-                           cost, "expert parallelism with attention DP amortises expert reads; wider experts raise intensity"))
+                           pct, "expert parallelism with attention DP amortises expert reads; wider experts raise intensity"))
         break
     return out
 

@@ -156,16 +156,6 @@ class ModelSpec:
             total += n * v
         return total
 
-    def to_dict(self) -> dict:
-        return {
-            "name": self.name, "hf_ids": list(self.hf_ids), "hidden": self.hidden, "vocab": self.vocab,
-            "layers": self.num_layers, "moe": self.is_moe,
-            "total_params": self.total_params, "active_params": self.active_params,
-            "default_precision": self.default_precision.label(),
-            "groups": [{"count": n, "attn": vars(layer.attn), "ffn": vars(layer.ffn)} for layer, n in self.groups],
-            "notes": list(self.notes),
-        }
-
     def with_precision(self, p: Precision) -> "ModelSpec":
         return replace(self, default_precision=p)
 

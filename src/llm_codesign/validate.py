@@ -69,9 +69,10 @@ def _spec(r):
     m = (r.get("spec_method") or "").strip().lower()
     if not m or m == "none":
         return None
-    k = _int(r, "spec_draft_len", 3)
-    acc = float(r["spec_acceptance"]) if (r.get("spec_acceptance") or "").strip() else None
-    return SpecDecoding(m, k, acc if acc is not None else min(1.0 + 0.7 * k, k + 1.0))
+    if not (r.get("spec_draft_len") or "").strip() or not (r.get("spec_acceptance") or "").strip():
+        # an acceptance rate is a measurement; the row cannot be modelled without it
+        raise InputError("spec_acceptance", r.get("spec_acceptance"), "a mean accepted length and a draft length for speculative rows")
+    return SpecDecoding(m, _int(r, "spec_draft_len"), float(r["spec_acceptance"]))
 
 
 def predict_serving(rows: list[dict], profile: str | None = None, cal_override=None) -> tuple[list[dict], list[dict]]:
