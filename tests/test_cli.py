@@ -122,10 +122,15 @@ def test_validate_kernels_and_serving(tmp_path):
                  "spec_method,spec_draft_len,spec_acceptance,ttft_ms,tpot_ms,output_tok_s_per_gpu,output_tok_s_per_user\n"
                  "x,llama-3.1-70b,h200,8,trtllm,fp8,fp8,1024,1024,64,8,1,1,1,1,,,,120,14,,\n"
                  "y,mistral-7b,h200,1,trtllm,fp8,fp8,128,128,,1,1,1,1,1,,,,,,3000,\n")
-    r = run("validate", "--serving", str(s), "--json")
+    r = run("validate", "--serving", str(s), "--json", "--out", str(out))
     assert r.returncode == 0, r.stderr
     d = json.loads(r.stdout)
     assert {"ttft_ms", "tpot_ms"} <= set(d["overall"]) and d["unmodeled"][0]["reason"].startswith("model")
+    lines = out.read_text().splitlines()
+    head = lines[0].split(",")
+    assert len(lines) == 3 and {"ttft_ms", "predicted_ttft_ms", "predicted_tpot_ms"} <= set(head)
+    first = dict(zip(head, lines[1].split(",")))
+    assert 0 < float(first["predicted_tpot_ms"]) < 100 and first["predicted_ttft_ms"]
     assert run("validate").returncode == 2
 
 

@@ -269,18 +269,32 @@ def estimate(
 
 
 def _write_predictions(path: str, rows: list[dict], preds: list[dict]) -> None:
+    """Input rows plus `predicted_<metric>` columns, written whole or not at all."""
     import csv
+    import os
+    import tempfile
     from pathlib import Path
 
-    if not Path(path).resolve().parent.is_dir():
+    folder = Path(path).resolve().parent
+    if not folder.is_dir():
         raise InputError("out", path, "a path in an existing folder")
+
+    def name(k: str) -> str:
+        return k if k.startswith("predicted") else f"predicted_{k}"
+
     keys = list(rows[0].keys())
-    extra = sorted({k for p in preds for k in p} - set(keys))
-    with open(path, "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=keys + [f"predicted_{k}" if not k.startswith("predicted") else k for k in extra])
-        w.writeheader()
-        for r, p in zip(rows, preds, strict=True):
-            w.writerow({**r, **{(f"predicted_{k}" if not k.startswith("predicted") else k): v for k, v in p.items()}})
+    extra = sorted({name(k) for p in preds for k in p} - set(keys))
+    fd, tmp = tempfile.mkstemp(dir=folder, suffix=".csv.tmp")
+    try:
+        with os.fdopen(fd, "w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=keys + extra)
+            w.writeheader()
+            for r, p in zip(rows, preds, strict=True):
+                w.writerow({**r, **{name(k): v for k, v in p.items()}})
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
 
 
 def _print_report(rep: dict, title: str) -> None:
