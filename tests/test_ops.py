@@ -59,3 +59,42 @@ def test_operator_names_are_slash_paths(h100, cal_h100):
     names = [o.name for o in forward_ops(m, h100, cal_h100, m.default_precision, Sharding(tp=8, ep=8), Batch(dec_seqs=8, dec_ctx=100))]
     assert "layer1/moe/experts_gate_up" in names and "layer0/ffn/gate_up" in names and names[-1] == "lm_head"
     assert float(step_time(forward_ops(m, h100, cal_h100, m.default_precision, Sharding(tp=8, ep=8), Batch(dec_seqs=8, dec_ctx=100)))) > 0
+
+
+def test_dsa_indexer_caps_mla_context_and_prices_the_indexer(b200):
+    from llm_codesign.calibration import calibration_for
+    from llm_codesign.memory import kv_bytes_per_token
+    from llm_codesign.precision import Precision
+
+    m = get_model("glm-5")
+    a = m.groups[-1][0].attn
+    assert (a.index_heads, a.index_head_dim, a.index_topk) == (32, 128, 2048)
+    cal = calibration_for(b200)
+    prec = Precision.of("fp8", kv="fp8")
+
+    def decode(ctx):
+        ops = forward_ops(m, b200, cal, prec, Sharding(tp=8), Batch(dec_seqs=2, dec_ctx=ctx))
+        return {o.name.split("/", 1)[1]: o for o in ops if o.name.endswith(("core_decode", "dsa_scores_decode"))}
+
+    short, long = decode(2048), decode(10_000)
+    # MLA attends to the top 2048 tokens only; the indexer scores all of them: 2 x B x 32 x 128 x ctx
+    assert float(long["attn/core_decode"].flops) == pytest.approx(float(short["attn/core_decode"].flops))
+    assert float(long["attn/dsa_scores_decode"].flops) == pytest.approx(2 * 2 * 32 * 128 * 10_000)
+    # KV cache per token: 78 layers x (512 + 64 latent values in FP8 + 128 FP8 index keys + 4 B scale)
+    assert float(kv_bytes_per_token(m, prec, Sharding())) == pytest.approx(78 * (576 + 132))
+
+
+def test_qk_norm_across_heads_adds_a_tp_all_reduce(b200):
+    from llm_codesign.calibration import calibration_for
+
+    m = get_model("minimax-m2.5")
+    assert m.groups[0][0].attn.qk_norm_across_heads
+    cal = calibration_for(b200)
+
+    def op(tp):
+        ops = forward_ops(m, b200, cal, m.default_precision, Sharding(tp=tp, moe_tp=tp), Batch(dec_seqs=16, dec_ctx=1000))
+        return next(o for o in ops if o.name.endswith("qk_norm_all_reduce"))
+
+    assert float(op(4).bytes) == 16 * 2 * 4  # FP32 sums of squares of Q and K per token
+    assert float(op(4).time) > 0 and float(op(1).time) == 0
+    assert not get_model("llama-3.1-8b").groups[0][0].attn.qk_norm_across_heads

@@ -51,8 +51,11 @@ def kv_bytes_per_token(model: ModelSpec, prec: Precision, sh: Sharding, context=
     tp, pp, kvp = (np.asarray(x, float) for x in (sh.tp, sh.pp, sh.kvp))
     kvb = prec.kv.bytes_per_value()
     total = 0.0
+    index_bytes = 0.0
     for layer, n in model.groups:
         a = layer.attn
+        if a.index_topk:  # DSA index keys: FP8 with one FP32 scale per 128 values (DeepSeek-V3.2-Exp)
+            index_bytes += n * a.index_head_dim * (1.0 + 4.0 / 128.0)
         if a.kind == "gqa":
             per = np.ceil(a.kv_heads / tp) * (a.head_dim + (0 if a.k_eq_v else a.v_head_dim))
         elif a.kind == "mla":
@@ -62,7 +65,7 @@ def kv_bytes_per_token(model: ModelSpec, prec: Precision, sh: Sharding, context=
         if a.window and context is not None:
             per = per * np.minimum(1.0, a.window / np.maximum(np.asarray(context, float), 1.0))
         total = total + n * per
-    return total * kvb / (pp * kvp)
+    return (total * kvb + index_bytes) / (pp * kvp)
 
 
 def activation_bytes(model: ModelSpec, sh: Sharding, max_num_tokens, max_seqs=256):

@@ -32,6 +32,14 @@ class Attention:
     rope_dim: int = 0
     nope_dim: int = 0
     k_eq_v: bool = False  # one tensor serves as K and V (Gemma 4 global layers)
+    # RMSNorm of Q and K over all heads at once (MiniMax-M2 qk_norm_type "per_layer"): under TP the
+    # engines all-reduce the sums of squares across ranks (vLLM/SGLang MiniMaxText01RMSNormTP)
+    qk_norm_across_heads: bool = False
+    # DeepSeek Sparse Attention (DeepSeek-V3.2-Exp report, sec. 2.1): a lightning indexer of
+    # index_heads x index_head_dim FP8 scores every cached token, and MLA attends to the top index_topk
+    index_heads: int = 0
+    index_head_dim: int = 0
+    index_topk: int = 0
 
     def kv_values_per_token(self) -> int:
         """Values stored in the KV cache per token for this layer (all KV heads)."""
@@ -50,7 +58,10 @@ class Attention:
             qk = self.nope_dim + self.rope_dim
             q = (h * self.q_lora_rank + self.q_lora_rank * self.heads * qk) if self.q_lora_rank else h * self.heads * qk
             kv = h * (self.kv_lora_rank + self.rope_dim) + self.kv_lora_rank * self.heads * (self.nope_dim + self.v_head_dim)
-            return q + kv + self.heads * self.v_head_dim * h
+            # indexer: wq_b from the compressed query, wk and the per-head weights from the hidden state
+            idx = ((self.q_lora_rank or h) * self.index_heads * self.index_head_dim + h * self.index_head_dim
+                   + h * self.index_heads) if self.index_topk else 0
+            return q + kv + self.heads * self.v_head_dim * h + idx
         if self.kind == "linear":
             return h * h
         return 0
@@ -243,16 +254,18 @@ def from_hf_config(cfg: dict, name: str = "custom", quant: dict | None = None,
     notes: list[str] = []
 
     # ---- attention per layer
+    qk_across = bool(cfg.get("use_qk_norm")) and cfg.get("qk_norm_type") == "per_layer"
+
     def gqa(window=0, heads=H, kvh=kv, hd=head_dim, k_eq_v=False):
-        return Attention("gqa", heads, kvh, hd, hd, window, k_eq_v=k_eq_v)
+        return Attention("gqa", heads, kvh, hd, hd, window, k_eq_v=k_eq_v, qk_norm_across_heads=qk_across)
 
     if cfg.get("kv_lora_rank"):
         rope, nope = int(cfg.get("qk_rope_head_dim") or 64), int(cfg.get("qk_nope_head_dim") or 128)
         mla = Attention("mla", H, H, nope + rope, int(cfg.get("v_head_dim") or nope), 0,
-                        int(cfg.get("q_lora_rank") or 0), int(cfg["kv_lora_rank"]), rope, nope)
+                        int(cfg.get("q_lora_rank") or 0), int(cfg["kv_lora_rank"]), rope, nope,
+                        index_heads=int(cfg.get("index_n_heads") or 0), index_head_dim=int(cfg.get("index_head_dim") or 0),
+                        index_topk=int(cfg.get("index_topk") or 0))
         attns = [mla] * L
-        if cfg.get("index_topk"):
-            notes.append("sparse-attention indexer (DSA) not modelled: attention is costed as dense MLA")
     elif lt:
         win = int(cfg.get("sliding_window") or 0)
         if mtype.startswith("gemma4"):

@@ -89,6 +89,34 @@ def _comm(name, op, nbytes, n, count, gpu, cal):
     return Op(name, "comm", z, np.where(t > 0, np.asarray(nbytes, float), 0.0), t, z, z, count)
 
 
+def _dsa_indexer(a: Attention, h, ctx, dec_tok, b: Batch, T, count, gpu, cal, math, act_b, w_b, kernel, kvp, P) -> list[Op]:
+    """DeepSeek Sparse Attention's lightning indexer (DeepSeek-V3.2-Exp report, sec. 2.1): its own
+    projections (replicated on every TP rank, as vLLM and SGLang run them), FP8 scores of every
+    query token against every cached index key, and a top-k selection over those scores."""
+    hi, di = a.index_heads, a.index_head_dim
+    ops = [_gemm(f"{P}/dsa_q", T, hi * di, a.q_lora_rank or h, count, gpu, cal, math, act_b, w_b, kernel=kernel),
+           _gemm(f"{P}/dsa_k_weights", T, di + hi, h, count, gpu, cal, math, act_b, w_b, kernel=kernel)]
+    key_b = di * (1.0 + 4.0 / 128.0)
+    ctx_l = ctx / kvp
+    flops = 2.0 * dec_tok * hi * di * ctx_l
+    nbytes = np.asarray(b.dec_seqs, float) * ctx_l * key_b + dec_tok * hi * di
+    t, tc, tm = cost.attention_decode_time(flops, nbytes, gpu, cal, dec_tok, True)
+    ops.append(Op(f"{P}/dsa_scores_decode", "attention", flops, nbytes, t, tc, tm, count))
+    tp_tok = np.asarray(b.pf_tokens, float)
+    seqs = np.maximum(np.asarray(b.pf_seqs, float), 1.0)
+    keys = (np.asarray(b.pf_ctx, float) + (tp_tok / seqs + 1.0) / 2.0) / kvp
+    pf_flops = 2.0 * tp_tok * hi * di * keys
+    pf_bytes = seqs * (np.asarray(b.pf_ctx, float) + tp_tok / seqs) / kvp * key_b + tp_tok * hi * di
+    pmath = "fp8" if gpu.supports("fp8") else "bf16"
+    t, tc, tm = cost.attention_prefill_time(np.where(tp_tok > 0, pf_flops, 0.0), pf_bytes, gpu, cal, pmath, seqs, keys)
+    ops.append(Op(f"{P}/dsa_scores_prefill", "attention", pf_flops, pf_bytes, t, tc, tm, count))
+    # top-k: FP32 scores written by the score kernel and read back by the selection
+    sel = (dec_tok * ctx_l + tp_tok * keys) * 8.0
+    t, tc, tm = cost.elementwise_time(sel, 1.0, gpu, cal)
+    ops.append(Op(f"{P}/dsa_topk", "elementwise", np.zeros_like(t), sel, t, tc, tm, count))
+    return ops
+
+
 def layer_ops(model: ModelSpec, layer: Layer, count, gpu: Gpu, cal: Calibration, prec: Precision,
               sh: Sharding, b: Batch, prefix: str, parts: tuple[str, ...] = ("attn", "ffn")) -> list[Op]:
     """Operators of one layer; `parts` selects the attention half, the FFN half (with the layer's
@@ -120,6 +148,8 @@ def layer_ops(model: ModelSpec, layer: Layer, count, gpu: Gpu, cal: Calibration,
         if a.kind == "gqa":
             kv_out = kv_l * (a.head_dim + (0 if a.k_eq_v else a.v_head_dim))
             ops.append(_gemm(f"{P}/qkv", T, heads_l * a.head_dim + kv_out, h, count, gpu, cal, math_attn, act_b, wa, kernel=k_attn))
+            if a.qk_norm_across_heads:  # fp32 sums of squares of Q and K per token, reduced over TP
+                ops.append(_comm(f"{P}/qk_norm_all_reduce", "all_reduce", T * 2.0 * 4.0, tp, count, gpu, cal))
             per_tok_kv = kv_l * (a.head_dim + (0 if a.k_eq_v else a.v_head_dim)) * kv_b
             qk_d, v_d = a.head_dim, a.v_head_dim
         else:
@@ -141,6 +171,9 @@ def layer_ops(model: ModelSpec, layer: Layer, count, gpu: Gpu, cal: Calibration,
 
         # attention core, decode part: every decode token reads its sequence's cache (sharded by Helix)
         ctx = np.asarray(b.dec_ctx, float)
+        if a.index_topk:
+            ops.extend(_dsa_indexer(a, h, ctx, dec_tok, b, T, count, gpu, cal, math_attn, act_b, wa, k_attn, kvp, P))
+            ctx = np.minimum(ctx, a.index_topk)  # MLA then reads only the selected tokens
         if a.window:
             ctx = np.minimum(ctx, a.window)
         ctx_l = ctx / kvp
@@ -160,6 +193,8 @@ def layer_ops(model: ModelSpec, layer: Layer, count, gpu: Gpu, cal: Calibration,
         tp_tok = np.asarray(b.pf_tokens, float)
         seqs = np.maximum(np.asarray(b.pf_seqs, float), 1.0)
         keys = np.asarray(b.pf_ctx, float) + (tp_tok / seqs + 1.0) / 2.0
+        if a.index_topk:
+            keys = np.minimum(keys, a.index_topk)
         if a.window:
             keys = np.minimum(keys, a.window)
         keys = keys / kvp

@@ -82,14 +82,14 @@ def evaluate(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, plan
     # sequences that run at once per rank: what is in flight, capped by the KV cache; the rest queue
     running = np.where(mem["max_seqs_per_rank"] >= 1, np.minimum(c_rank, mem["max_seqs_per_rank"]), c_rank)
     b = running / pp  # sequences per micro-batch
-    # prefill: a request's chunks share steps with the prefills of q requests arriving with it;
-    # q = 1 + f (running - 1), f = prefill_queue_fraction (1: benchmark waves start in lockstep,
-    # 0: arrivals fully spread out), fitted on measured serving runs
-    f_q = cal.queue_fraction(backend)
-    q = 1.0 + f_q * np.maximum(running - 1.0, 0.0)
-    pf_total = q * isl
+    # prefill: a request's chunks share steps with the prefills of q = 1 + f (running - 1) requests
+    # arriving with it, f = prefill_queue_fraction fitted per engine (1: benchmark waves in lockstep,
+    # 0: arrivals spread out); served first come first served, it waits on average for (q + 1) / 2
+    # of those prefills. Steps count fractionally: a partial chunk costs its share of a full one.
+    q = 1.0 + cal.queue_fraction(backend) * np.maximum(running - 1.0, 0.0)
+    pf_total = (q + 1.0) / 2.0 * isl
     pf_step_tok = np.minimum(mnt, pf_total)
-    n_pf = np.ceil(pf_total / np.maximum(pf_step_tok, 1.0))
+    n_pf = pf_total / np.maximum(pf_step_tok, 1.0)
     chunk = np.minimum(isl, mnt)
     pf = Batch(pf_tokens=pf_step_tok, pf_seqs=np.maximum(pf_step_tok / isl, 1.0), pf_ctx=np.maximum(isl - chunk, 0.0) / 2.0)
     t_pf_stage = step_time(forward_ops(model, gpu, cal, prec, sh, pf)) + overhead
@@ -97,8 +97,8 @@ def evaluate(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, plan
     pipelined = np.asarray(cpp) | (running >= pp)
     ttft = np.where(pipelined, n_pf + pp - 1.0, n_pf * pp) * t_pf_stage
     # a wave's prefill phase: every running sequence's ISL tokens in chunks of the step budget
-    n_wave = np.ceil(running * isl / mnt)
     wave_tok = np.minimum(mnt, running * isl)
+    n_wave = running * isl / np.maximum(wave_tok, 1.0)
     t_wave_step = step_time(forward_ops(model, gpu, cal, prec, sh, Batch(
         pf_tokens=wave_tok, pf_seqs=np.maximum(wave_tok / isl, 1.0), pf_ctx=np.maximum(isl - chunk, 0.0) / 2.0))) + overhead
     pf_span = np.where(pipelined, n_wave + pp - 1.0, n_wave * pp) * t_wave_step
@@ -114,10 +114,10 @@ def evaluate(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, plan
         t_draft = k * step_time(dops)
         t_stage = t_stage + t_draft / pp
     t_iter = pp * t_stage
-    # arrivals that are not in lockstep put the other requests' prefill chunks into this request's
-    # decode steps: (1 - f) of their prefill time, spread over its OSL - 1 steps
+    # the running - q requests that arrive out of step put their prefill chunks into this request's
+    # decode steps, spread over its OSL - 1 steps
     t_req_pf = isl / np.maximum(wave_tok, 1.0) * t_wave_step  # one request's prefill inside full steps
-    stall = (1.0 - f_q) * np.maximum(running - 1.0, 0.0) * t_req_pf / np.maximum(osl - 1.0, 1.0)
+    stall = np.maximum(running - q, 0.0) * t_req_pf / np.maximum(osl - 1.0, 1.0)
     tpot = t_iter / acc + stall
     life = pf_span + np.maximum(osl - 1.0, 0.0) * (t_iter / acc)
     # requests beyond what the KV cache holds wait for whole waves
