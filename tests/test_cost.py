@@ -67,3 +67,19 @@ def test_collectives(h100, cal_h100):
     assert small < 1e-4
     # beyond the NVLink domain the NIC carries it: much slower
     assert cost.collective_time("all_reduce", 1e8, 16, h100, cal_h100) > 5 * cost.collective_time("all_reduce", 1e8, 8, h100, cal_h100)
+
+
+def test_decode_work_items_slice_query_groups():
+    from dataclasses import replace
+
+    from llm_codesign.calibration import Calibration
+    from llm_codesign.cost import decode_work_items
+
+    cal = replace(Calibration(), attn_decode_group_bf16=4.0, attn_decode_group_fp8=128.0)
+    # 2 tokens x 8 KV heads x ceil((64 / 8) / 4) slices of the query group
+    assert float(decode_work_items(2, 8, 64, cal, kv_fp8=False)) == 2 * 8 * 2
+    # a group narrower than the slice is one item per KV head; FP8 (XQA) takes the whole group
+    assert float(decode_work_items(2, 8, 16, cal, kv_fp8=False)) == 2 * 8
+    assert float(decode_work_items(2, 8, 64, cal, kv_fp8=True)) == 2 * 8
+    # one query head per item reproduces per-head (MHA) kernels
+    assert float(decode_work_items(3, 4, 32, replace(cal, attn_decode_group_bf16=1.0), kv_fp8=False)) == 3 * 32

@@ -87,6 +87,15 @@ def gemm_flops_bytes(m, n, k, a_bytes, w_bytes, c_bytes=2.0, groups=1.0, distinc
     return 2.0 * m * n * k * groups, gemm_bytes(m, n, k, a_bytes, w_bytes, c_bytes, groups, dg)
 
 
+def decode_work_items(tokens, kv_heads, q_heads, cal: Calibration, kv_fp8: bool):
+    """Work items of a decode-attention kernel: per KV head, its query group in slices of up to
+    `attn_decode_group_*` heads (1: one query head per item as in masked multi-head attention;
+    large: the whole group in one tensor-core tile, as TensorRT-LLM's XQA does for GQA/MQA)."""
+    g = cal.attn_decode_group_fp8 if kv_fp8 else cal.attn_decode_group_bf16
+    group = np.asarray(q_heads, float) / np.maximum(np.asarray(kv_heads, float), 1.0)
+    return np.asarray(tokens, float) * np.asarray(kv_heads, float) * np.ceil(group / g - 1e-9)
+
+
 def attention_decode_time(flops, nbytes, gpu: Gpu, cal: Calibration, seq_heads=0.0, kv_fp8: bool = False):
     """Decode attention: KV-cache read at a fraction of HBM bandwidth, or its math, whichever binds,
     plus a cost per (sequence x query head) work item (softmax/reduction, CTA scheduling) that

@@ -126,8 +126,7 @@ def _decode(rows, gpu, cal):
     for flag in (False, True):
         m = fp8 == flag
         if m.any():
-            # FP8-KV kernels (XQA) process a KV head's whole query group in one work item
-            items = (B * KV)[m] if flag and gpu.supports("fp8") else (B * H)[m]
+            items = cost.decode_work_items(B[m], KV[m], H[m], cal, flag and gpu.supports("fp8"))
             t[m] = cost.attention_decode_time(flops[m], nbytes[m], gpu, cal, items, kv_fp8=flag)[0]
     return t * 1e3, [f"kv {r['kv_cache_dtype']}" for r in rows]
 

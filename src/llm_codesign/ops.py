@@ -184,8 +184,8 @@ def layer_ops(model: ModelSpec, layer: Layer, count, gpu: Gpu, cal: Calibration,
         dec_bytes = np.asarray(b.dec_seqs, float) * ctx_l * per_tok_kv + dec_tok * heads_l * (qk_d + v_d) * 2.0
         dcal = replace(cal, attn_decode_flops_eff=cal.mla_decode_flops_eff) if a.kind == "mla" else cal
         kv_fp8 = prec.kv.math == "fp8"
-        # FP8-KV kernels (XQA) process a KV head's whole query group in one work item
-        items = dec_tok * (kv_l if (kv_fp8 and a.kind == "gqa" and gpu.supports("fp8")) else heads_l)
+        items = (cost.decode_work_items(dec_tok, kv_l, heads_l, cal, kv_fp8 and gpu.supports("fp8")) if a.kind == "gqa"
+                 else dec_tok * heads_l)
         t, tc, tm = cost.attention_decode_time(dec_flops, dec_bytes, gpu, dcal, items, kv_fp8)
         ops.append(Op(f"{P}/core_decode", "attention", dec_flops, dec_bytes, t, tc, tm, count))
 
