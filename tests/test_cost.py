@@ -83,3 +83,15 @@ def test_decode_work_items_slice_query_groups():
     assert float(decode_work_items(2, 8, 64, cal, kv_fp8=True)) == 2 * 8
     # one query head per item reproduces per-head (MHA) kernels
     assert float(decode_work_items(3, 4, 32, replace(cal, attn_decode_group_bf16=1.0), kv_fp8=False)) == 3 * 32
+
+
+def test_quantised_activation_pays_its_quantisation_pass(b200):
+    cal = calibration_for(b200)
+    m, n, k = 8192, 128, 8192
+    t8 = float(cost.gemm_time(m, n, k, b200, cal, "fp8", 1.0, 1.0)[0])
+    # the BF16 input is read once and written as FP8 before the GEMM: 3 bytes per input value
+    quant = m * k * 3.0 / (b200.hbm_bandwidth_bytes_per_s * cal.bw_eff)
+    assert t8 >= quant
+    # without that pass, reading 1-byte activations would be cheaper than reading 2-byte ones
+    t_bf16_in = float(cost.gemm_time(m, n, k, b200, cal, "fp8", 2.0, 1.0)[0])
+    assert t8 > t_bf16_in

@@ -14,7 +14,7 @@ MEAS = Path(__file__).resolve().parents[1] / "src" / "llm_codesign" / "data" / "
 needs_shared = pytest.mark.skipif(not SHARED.is_dir(), reason="../shared/data/validation/kernels not present")
 
 # kind -> ceiling on the overall median APE (%), reached figure + margin
-KERNEL_CEILING = {"gemm": 12.0, "decode_attention": 19.0, "prefill_attention": 11.0, "collectives": 15.0, "moe": 23.0}
+KERNEL_CEILING = {"gemm": 10.0, "decode_attention": 19.0, "prefill_attention": 11.0, "collectives": 15.0, "moe": 23.0}
 
 
 @needs_shared
@@ -29,7 +29,7 @@ def test_serving_errors_do_not_regress():
     rows = read_rows(MEAS / "serving_measured_blackwell.csv")
     rep = serving_report(rows, *predict_serving(rows))
     o = rep["overall"]
-    assert o["tpot_ms"]["median_ape"] <= 15.5 and o["ttft_ms"]["median_ape"] <= 35.0
+    assert o["tpot_ms"]["median_ape"] <= 15.5 and o["ttft_ms"]["median_ape"] <= 33.0
     assert o["tpot_ms"]["n"] > 1500
     reasons = {u["reason"] for u in rep["unmodeled"]}
     assert any("linear_attention" in r for r in reasons)  # Qwen3.5 rows are listed, not dropped

@@ -69,6 +69,10 @@ def gemm_time(m, n, k, gpu: Gpu, cal: Calibration, math: str, a_bytes, w_bytes, 
     p = f32(cal.gemm_blend_p)
     hi = np.maximum(np.maximum(best, t_mem), f32(1e-30))
     t = hi * np.power(np.power(best / hi, p) + np.power(t_mem / hi, p), f32(1.0) / p) + f32(cal.gemm_overhead(kernel))
+    if a_bytes < 2.0:
+        # FP8/FP4 activations: the BF16 input is quantised by its own kernel first (TensorRT-LLM's
+        # Linear runs fp8/fp4 quantize ops before the GEMM), one read of A in BF16 and one write
+        t = t + (m * groups) * k * f32((2.0 + a_bytes) / (gpu.hbm_bandwidth_bytes_per_s * cal.bw_eff)) + f32(cal.kernel_overhead_s)
     zero = f32(0.0)
     return np.where(live, t, zero), np.where(live, best, zero), np.where(live, t_mem, zero)
 

@@ -91,7 +91,9 @@ def evaluate(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, plan
     pf_step_tok = np.minimum(mnt, pf_total)
     n_pf = pf_total / np.maximum(pf_step_tok, 1.0)
     chunk = np.minimum(isl, mnt)
-    pf = Batch(pf_tokens=pf_step_tok, pf_seqs=np.maximum(pf_step_tok / isl, 1.0), pf_ctx=np.maximum(isl - chunk, 0.0) / 2.0)
+    # the running - q requests that arrived out of step decode inside those prefill steps
+    pf = Batch(pf_tokens=pf_step_tok, pf_seqs=np.maximum(pf_step_tok / isl, 1.0), pf_ctx=np.maximum(isl - chunk, 0.0) / 2.0,
+               dec_seqs=np.maximum(running - q, 0.0) / pp, dec_ctx=isl + osl / 2.0)
     t_pf_stage = step_time(forward_ops(model, gpu, cal, prec, sh, pf)) + overhead
     # chunks of different requests pipeline over PP stages; one request's chunks only with CPP
     pipelined = np.asarray(cpp) | (running >= pp)
