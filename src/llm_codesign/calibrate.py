@@ -31,8 +31,10 @@ PARAMS = {
                     "comm_a2a_latency_slope_s": (1e-9, 1e-4), "comm_bw_eff": (0.05, 1.0), "comm_bw_half_bytes": (1e2, 1e8)},
     "moe": {"moe_eff": (0.05, 1.5), "moe_overhead_s": (1e-7, 1e-3)},
 }
-# query heads per decode-attention work item only matter through ceil(group / g): search powers of two
-GRID = {"attn_decode_group_bf16": (1, 2, 4, 8, 16, 32, 64, 128), "attn_decode_group_fp8": (1, 2, 4, 8, 16, 32, 64, 128)}
+# parameters the local search cannot reach from any start: query heads per decode-attention work item
+# only matter through ceil(group / g); the grouped-GEMM fixed cost spans decades between GPUs
+GRID = {"attn_decode_group_bf16": (1, 2, 4, 8, 16, 32, 64, 128), "attn_decode_group_fp8": (1, 2, 4, 8, 16, 32, 64, 128),
+        "moe_overhead_s": (1e-6, 2e-6, 4e-6, 8e-6, 16e-6, 32e-6), "moe_eff": (0.2, 0.4, 0.6, 0.8, 1.0, 1.2)}
 ORDER = ("gemm", "prefill_attention", "decode_attention", "collectives", "moe")  # later kinds reuse earlier fits
 
 

@@ -28,7 +28,8 @@ def gemm_kernel(math: str, weight_dtype: str = "") -> str:
 
 
 def gemm_time(m, n, k, gpu: Gpu, cal: Calibration, math: str, a_bytes, w_bytes, c_bytes=2.0,
-              groups=1.0, distinct_groups=None, eff_scale=1.0, kernel: str | None = None):
+              groups=1.0, distinct_groups=None, eff_scale=1.0, kernel: str | None = None, swap_ab: bool = False,
+              overhead_s=None):
     """C[m,n] = A[m,k] B[k,n], repeated over `groups` independent problems (grouped/batched GEMM).
 
     Compute: FLOPs padded to whole CTA tiles (tile quantisation) and whole waves over the SMs (wave
@@ -51,7 +52,13 @@ def gemm_time(m, n, k, gpu: Gpu, cal: Calibration, math: str, a_bytes, w_bytes, 
     k_split_max = np.maximum(np.floor(k / f32(256.0)), f32(1.0))
     k_half = f32(cal.gemm_k_half(kernel))
     best = None
-    for tm, tn, ctas in _distinct_tiles(gpu.tiles):
+    tiles = _distinct_tiles(gpu.tiles)
+    if swap_ab:
+        # grouped (MoE) GEMMs with few tokens per expert swap A and B: tokens ride on the MMA's narrow
+        # N side (16-64), weights on its M side (TensorRT-LLM/CUTLASS MoE swap-AB kernels)
+        wide = max(t[0] for t in tiles)
+        tiles = tiles + tuple((tok, wide, 1) for tok in (16, 32, 64))
+    for tm, tn, ctas in tiles:
         slots = gpu.sms // ctas
         tiles = np.ceil(m * f32(1.0 / tm)) * (np.ceil(n * f32(1.0 / tn)) * groups)
         per_wave = f32(2.0 * tm * tn * gpu.sms / (ctas * peak))
@@ -68,7 +75,8 @@ def gemm_time(m, n, k, gpu: Gpu, cal: Calibration, math: str, a_bytes, w_bytes, 
     # compute and memory overlap imperfectly near the ridge point: a p-norm blend (p -> inf is max)
     p = f32(cal.gemm_blend_p)
     hi = np.maximum(np.maximum(best, t_mem), f32(1e-30))
-    t = hi * np.power(np.power(best / hi, p) + np.power(t_mem / hi, p), f32(1.0) / p) + f32(cal.gemm_overhead(kernel))
+    fixed = cal.gemm_overhead(kernel) if overhead_s is None else overhead_s
+    t = hi * np.power(np.power(best / hi, p) + np.power(t_mem / hi, p), f32(1.0) / p) + f32(fixed)
     if a_bytes < 2.0:
         # FP8/FP4 activations: the BF16 input is quantised by its own kernel first (TensorRT-LLM's
         # Linear runs fp8/fp4 quantize ops before the GEMM), one read of A in BF16 and one write

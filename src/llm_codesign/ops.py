@@ -78,8 +78,9 @@ def distinct_experts(E, k, tokens):
     return E * (1.0 - np.power(1.0 - k / E, tokens))
 
 
-def _gemm(name, m, n, k, count, gpu, cal, math, a_b, w_b, groups=1.0, distinct=None, eff_scale=1.0, kernel=None):
-    t, tc, tm = cost.gemm_time(m, n, k, gpu, cal, math, a_b, w_b, 2.0, groups, distinct, eff_scale, kernel)
+def _gemm(name, m, n, k, count, gpu, cal, math, a_b, w_b, groups=1.0, distinct=None, eff_scale=1.0, kernel=None, swap_ab=False,
+          overhead_s=None):
+    t, tc, tm = cost.gemm_time(m, n, k, gpu, cal, math, a_b, w_b, 2.0, groups, distinct, eff_scale, kernel, swap_ab, overhead_s)
     return Op(name, "gemm", None, None, t, tc, tm, count, fb=lambda: cost.gemm_flops_bytes(m, n, k, a_b, w_b, 2.0, groups, distinct))
 
 
@@ -236,12 +237,15 @@ def layer_ops(model: ModelSpec, layer: Layer, count, gpu: Gpu, cal: Calibration,
         active = np.minimum(e_local, np.maximum(dist, 1.0))
         m_e = np.minimum(T_all * f.top_k / ep / active, T_all)
         eff = cal.moe_eff / cal.moe_imbalance
-        ops.append(_gemm(f"{M}/experts_gate_up", m_e, (f.mats - 1) * f.expert_inter / moe_tp, h, count, gpu, cal, math_ffn, act_b, wf, active, active, eff, k_ffn))
-        ops.append(_gemm(f"{M}/experts_down", m_e, h, f.expert_inter / moe_tp, count, gpu, cal, math_ffn, act_b, wf, active, active, eff, k_ffn))
+        # grouped GEMMs: their own fixed cost (moe_overhead_s, fitted on MoE kernels), not a dense GEMM's
+        ops.append(_gemm(f"{M}/experts_gate_up", m_e, (f.mats - 1) * f.expert_inter / moe_tp, h, count, gpu, cal, math_ffn, act_b, wf,
+                         active, active, eff, k_ffn, True, cal.moe_overhead_s))
+        ops.append(_gemm(f"{M}/experts_down", m_e, h, f.expert_inter / moe_tp, count, gpu, cal, math_ffn, act_b, wf,
+                         active, active, eff, k_ffn, True, cal.moe_overhead_s))
         # token permutation into expert order and back (gather/scatter), one launch each way
         perm = np.where(T_all > 0, T_all / ep * f.top_k * h * (act_b + 2.0), 0.0)
-        t, tc, tm = cost.elementwise_time(perm, 0.0, gpu, cal)
-        t = np.where(perm > 0, t + cal.moe_overhead_s, 0.0)
+        t, tc, tm = cost.elementwise_time(perm, 2.0, gpu, cal)
+        t = np.where(perm > 0, t, 0.0)
         ops.append(Op(f"{M}/permute", "elementwise", np.zeros_like(t), perm, t, tc, tm, count))
         # token exchange: all-to-all dispatch + combine under EP / attention-DP, else an all-reduce
         a2a = (ep > 1) | (adp > 1)
