@@ -95,3 +95,21 @@ def test_quantised_activation_pays_its_quantisation_pass(b200):
     # without that pass, reading 1-byte activations would be cheaper than reading 2-byte ones
     t_bf16_in = float(cost.gemm_time(m, n, k, b200, cal, "fp8", 2.0, 1.0)[0])
     assert t8 > t_bf16_in
+
+
+def test_wide_query_groups_fall_back_to_per_head_kernels(h100):
+    from dataclasses import replace
+
+    from llm_codesign.calibration import Calibration
+    from llm_codesign.cost import attention_decode_time, decode_work_items
+
+    cal = replace(Calibration(), attn_decode_group_bf16=8.0, attn_decode_max_group=32.0,
+                  attn_decode_flops_eff=0.05, attn_decode_wide_flops_eff=0.005)
+    # group 16 fits the tensor-core kernel: 2 slices of 8 per KV head; group 128 falls back per head
+    assert float(decode_work_items(1, 8, 128, cal, kv_fp8=False)) == 8 * 2
+    assert float(decode_work_items(1, 1, 128, cal, kv_fp8=False)) == 128
+    # and its math runs 10x slower (compute-bound case: tiny KV, long context)
+    flops = 2.0 * 128 * 100_000 * 256
+    narrow = float(attention_decode_time(flops, 1.0, h100, cal, 0.0, group=16.0)[1])
+    wide = float(attention_decode_time(flops, 1.0, h100, cal, 0.0, group=128.0)[1])
+    assert wide == pytest.approx(10 * narrow)

@@ -25,15 +25,17 @@ PARAMS = {
                           "attn_prefill_s_half": (1.0, 8192.0)},
     "decode_attention": {"attn_decode_bw_eff": (0.05, 1.0), "attn_decode_bw_eff_fp8": (0.05, 1.0), "attn_overhead_s": (1e-7, 1e-3), "attn_decode_head_s": (1e-12, 1e-6),
                          "attn_decode_flops_eff": (1e-3, 1.0), "attn_decode_group_bf16": (1.0, 128.0),
-                         "attn_decode_group_fp8": (1.0, 128.0)},
+                         "attn_decode_group_fp8": (1.0, 128.0), "attn_decode_wide_flops_eff": (1e-4, 1.0),
+                         "attn_decode_max_group": (1.0, 1024.0)},
     "collectives": {"comm_latency_s": (1e-7, 1e-3), "comm_latency_slope_s": (1e-9, 1e-4), "comm_gather_latency_s": (1e-7, 1e-3),
                     "comm_gather_latency_slope_s": (1e-9, 1e-4), "comm_a2a_latency_s": (1e-7, 1e-3),
                     "comm_a2a_latency_slope_s": (1e-9, 1e-4), "comm_bw_eff": (0.05, 1.0), "comm_bw_half_bytes": (1e2, 1e8)},
     "moe": {"moe_eff": (0.05, 1.5), "moe_overhead_s": (1e-7, 1e-3)},
 }
-# parameters the local search cannot reach from any start: query heads per decode-attention work item
-# only matter through ceil(group / g); the grouped-GEMM fixed cost spans decades between GPUs
-GRID = {"attn_decode_group_bf16": (1, 2, 4, 8, 16, 32, 64, 128), "attn_decode_group_fp8": (1, 2, 4, 8, 16, 32, 64, 128),
+# parameters the local search cannot reach from any start: query-group sizes act through thresholds and
+# ceil(); the grouped-GEMM fixed cost and the per-head fallback rate span decades between GPUs
+GRID = {"attn_decode_max_group": (8, 16, 24, 32, 48, 64, 1024), "attn_decode_wide_flops_eff": (0.002, 0.005, 0.01, 0.02, 0.05),
+        "attn_decode_group_bf16": (1, 2, 4, 8, 16, 32, 64, 128), "attn_decode_group_fp8": (1, 2, 4, 8, 16, 32, 64, 128),
         "moe_overhead_s": (1e-6, 2e-6, 4e-6, 8e-6, 16e-6, 32e-6), "moe_eff": (0.2, 0.4, 0.6, 0.8, 1.0, 1.2)}
 ORDER = ("gemm", "prefill_attention", "decode_attention", "collectives", "moe")  # later kinds reuse earlier fits
 
@@ -55,7 +57,7 @@ def fit_kind(kind: str, rows: list[dict], base: Calibration, family: str, rounds
 
     names = [p for p in PARAMS[kind] if not (p.startswith("gemm_") and _kernel_of(p) and not _has(rows, _kernel_of(p)))]
     best = loss(cal)
-    for p, values in GRID.items():  # stepwise parameters: a grid first, the local search refines
+    for p, values in list(GRID.items()) * 2:  # stepwise parameters: a grid first, the local search refines
         if p in names:
             for v in values:
                 c = replace(cal, **{p: float(v)})

@@ -37,6 +37,8 @@ class Calibration:
     attn_decode_flops_eff: float = 0.3
     attn_decode_group_bf16: float = 1.0
     attn_decode_group_fp8: float = 128.0
+    attn_decode_max_group: float = 1024.0
+    attn_decode_wide_flops_eff: float = 0.01
     attn_prefill_head_s: float = 5e-9
     attn_prefill_s_half: float = 256.0
     comm_latency_s: float = 8e-6

@@ -102,21 +102,26 @@ def gemm_flops_bytes(m, n, k, a_bytes, w_bytes, c_bytes=2.0, groups=1.0, distinc
 def decode_work_items(tokens, kv_heads, q_heads, cal: Calibration, kv_fp8: bool):
     """Work items of a decode-attention kernel: per KV head, its query group in slices of up to
     `attn_decode_group_*` heads (1: one query head per item as in masked multi-head attention;
-    large: the whole group in one tensor-core tile, as TensorRT-LLM's XQA does for GQA/MQA)."""
+    large: the whole group in one tensor-core tile, as TensorRT-LLM's XQA does for GQA/MQA).
+    Groups wider than `attn_decode_max_group` fall back to one item per query head."""
     g = cal.attn_decode_group_fp8 if kv_fp8 else cal.attn_decode_group_bf16
-    group = np.asarray(q_heads, float) / np.maximum(np.asarray(kv_heads, float), 1.0)
-    return np.asarray(tokens, float) * np.asarray(kv_heads, float) * np.ceil(group / g - 1e-9)
+    kv = np.asarray(kv_heads, float)
+    group = np.asarray(q_heads, float) / np.maximum(kv, 1.0)
+    per_kv = np.where(group > cal.attn_decode_max_group, group, np.ceil(group / g - 1e-9))
+    return np.asarray(tokens, float) * kv * per_kv
 
 
-def attention_decode_time(flops, nbytes, gpu: Gpu, cal: Calibration, seq_heads=0.0, kv_fp8: bool = False):
+def attention_decode_time(flops, nbytes, gpu: Gpu, cal: Calibration, seq_heads=0.0, kv_fp8: bool = False, group=1.0):
     """Decode attention: KV-cache read at a fraction of HBM bandwidth, or its math, whichever binds,
-    plus a cost per (sequence x query head) work item (softmax/reduction, CTA scheduling) that
-    dominates at large batch with short contexts."""
+    plus a cost per work item (softmax/reduction, CTA scheduling) that dominates at large batch
+    with short contexts. Query groups wider than the tensor-core kernels take (`group` query heads
+    per KV head > attn_decode_max_group) run per-head math at their own, lower rate."""
     flops = np.asarray(flops, float)
     # FP8 KV: the kernel (TensorRT-LLM XQA) runs its MMAs in FP8 where the GPU has it, and pays for
     # dequantisation, seen as its own bandwidth efficiency
     fp8 = kv_fp8 and gpu.supports("fp8")
-    t_c = flops / (gpu.peak("fp8" if fp8 else "bf16") * cal.attn_decode_flops_eff)
+    eff = np.where(np.asarray(group, float) > cal.attn_decode_max_group, cal.attn_decode_wide_flops_eff, cal.attn_decode_flops_eff)
+    t_c = flops / (gpu.peak("fp8" if fp8 else "bf16") * eff)
     t_m = np.asarray(nbytes, float) / (gpu.hbm_bandwidth_bytes_per_s * (cal.attn_decode_bw_eff_fp8 if fp8 else cal.attn_decode_bw_eff))
     live = flops > 0
     t = np.maximum(t_c, t_m) + cal.attn_overhead_s + np.asarray(seq_heads, float) * cal.attn_decode_head_s

@@ -127,7 +127,7 @@ def _decode(rows, gpu, cal):
         m = fp8 == flag
         if m.any():
             items = cost.decode_work_items(B[m], KV[m], H[m], cal, flag and gpu.supports("fp8"))
-            t[m] = cost.attention_decode_time(flops[m], nbytes[m], gpu, cal, items, kv_fp8=flag)[0]
+            t[m] = cost.attention_decode_time(flops[m], nbytes[m], gpu, cal, items, kv_fp8=flag, group=(H / KV)[m])[0]
     return t * 1e3, [f"kv {r['kv_cache_dtype']}" for r in rows]
 
 

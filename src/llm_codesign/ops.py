@@ -187,7 +187,7 @@ def layer_ops(model: ModelSpec, layer: Layer, count, gpu: Gpu, cal: Calibration,
         kv_fp8 = prec.kv.math == "fp8"
         items = (cost.decode_work_items(dec_tok, kv_l, heads_l, cal, kv_fp8 and gpu.supports("fp8")) if a.kind == "gqa"
                  else dec_tok * heads_l)
-        t, tc, tm = cost.attention_decode_time(dec_flops, dec_bytes, gpu, dcal, items, kv_fp8)
+        t, tc, tm = cost.attention_decode_time(dec_flops, dec_bytes, gpu, dcal, items, kv_fp8, heads_l / kv_l if a.kind == "gqa" else 1.0)
         ops.append(Op(f"{P}/core_decode", "attention", dec_flops, dec_bytes, t, tc, tm, count))
 
         # prefill part: causal, chunk of T_p tokens from s sequences over c cached tokens each
