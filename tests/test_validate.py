@@ -13,8 +13,9 @@ SHARED = Path(__file__).resolve().parents[2] / "shared" / "data" / "validation" 
 MEAS = Path(__file__).resolve().parents[1] / "src" / "llm_codesign" / "data" / "measurements"
 needs_shared = pytest.mark.skipif(not SHARED.is_dir(), reason="../shared/data/validation/kernels not present")
 
-# kind -> ceiling on the overall median APE (%), reached figure + margin
-KERNEL_CEILING = {"gemm": 10.0, "decode_attention": 15.0, "prefill_attention": 11.0, "collectives": 15.0, "moe": 17.0}
+# kind -> ceilings on the overall median and 90th-percentile APE (%), reached figures + margin
+KERNEL_CEILING = {"gemm": 9.0, "decode_attention": 15.0, "prefill_attention": 11.0, "collectives": 15.0, "moe": 17.0}
+KERNEL_P90_CEILING = {"gemm": 27.0, "decode_attention": 46.0, "prefill_attention": 42.0, "collectives": 36.0, "moe": 47.0}
 
 
 @needs_shared
@@ -23,6 +24,7 @@ def test_kernel_errors_do_not_regress(kind):
     rep, rows, pred = kernel_report(SHARED / f"{kind}.csv")
     assert rep["kind"] == kind and rep["modeled"] == rep["rows"]
     assert rep["overall"]["latency_ms"]["median_ape"] <= KERNEL_CEILING[kind]
+    assert rep["overall"]["latency_ms"]["p90_ape"] <= KERNEL_P90_CEILING[kind]
 
 
 def test_serving_errors_do_not_regress():

@@ -26,6 +26,7 @@ class Calibration:
     gemm_k_half_fp8_block: float = 64.0
     gemm_k_half_fp4: float = 64.0
     gemm_blend_p: float = 4.0
+    gemm_max_split_k: float = 64.0
     bw_eff: float = 0.85
     kernel_overhead_s: float = 3e-6
     attn_decode_bw_eff: float = 0.7

@@ -49,7 +49,8 @@ def gemm_time(m, n, k, gpu: Gpu, cal: Calibration, math: str, a_bytes, w_bytes, 
     peak = gpu.peak(math) * cal.gemm_eff(kernel) * eff_scale
     # split-K keeps >= 256 of K per split; block-scaled kernels (fp8_block, fp4) do not split K
     can_split = kernel in ("bf16", "fp8")
-    k_split_max = np.maximum(np.floor(k / f32(256.0)), f32(1.0))
+    # and at most the split factor the GEMM libraries pick (gemm_max_split_k, fitted per family)
+    k_split_max = np.maximum(np.minimum(np.floor(k / f32(256.0)), f32(np.floor(cal.gemm_max_split_k))), f32(1.0))
     k_half = f32(cal.gemm_k_half(kernel))
     best = None
     tiles = _distinct_tiles(gpu.tiles)
