@@ -168,17 +168,32 @@ def collective_time(op: str, nbytes, n, gpu: Gpu, cal: Calibration):
     Fixed cost: a base plus a cost per extra participant, per collective family (NCCL's small-message
     latency grows with the ring for all-reduce, barely for all-to-all on NVSwitch); bandwidth: the
     link at an efficiency that saturates with message size (LL/LL128/Simple protocol switch).
-    Inside the scale-up domain NVLink/xGMI carries it, outside it the NIC.
+    Inside the scale-up domain NVLink/xGMI carries it. Beyond it, reductions and gathers run
+    hierarchically as NCCL does: the intra-domain collective, plus the same collective across
+    domains on each GPU's 1/domain shard, every GPU on its own NIC; all-to-all and p2p send their
+    off-domain share over the NIC.
     """
     n = np.asarray(n, dtype=float)
     nbytes = np.asarray(nbytes, dtype=float)
-    inside = n <= gpu.scale_up_domain
+    d = float(gpu.scale_up_domain)
+    inside = n <= d
     fam = _LATENCY[op]
-    lat = getattr(cal, f"{fam}_s") + getattr(cal, f"{fam}_slope_s") * np.maximum(n - 2.0, 0.0)
-    lat = np.where(inside, lat, cal.scale_out_latency_s * np.log2(np.maximum(n, 2.0)))
-    link = np.where(inside, gpu.scale_up_bandwidth_bytes_per_s, gpu.scale_out_bandwidth_bytes_per_s)
-    moved = _BYTES[op](n) * nbytes
-    bw = link * cal.comm_bw_eff * moved / (moved + cal.comm_bw_half_bytes)
-    t = lat + moved / np.maximum(bw, 1e-9)
+
+    def one_level(m, nb, link, lat):
+        moved = _BYTES[op](m) * nb
+        bw = link * cal.comm_bw_eff * moved / (moved + cal.comm_bw_half_bytes)
+        return np.where(m > 1, lat + moved / np.maximum(bw, 1e-9), 0.0)
+
+    m_in = np.minimum(n, d)
+    lat_in = getattr(cal, f"{fam}_s") + getattr(cal, f"{fam}_slope_s") * np.maximum(m_in - 2.0, 0.0)
+    t_in = one_level(m_in, nbytes, gpu.scale_up_bandwidth_bytes_per_s, lat_in)
+    domains = np.maximum(n / d, 1.0)
+    lat_out = cal.scale_out_latency_s * np.log2(np.maximum(domains, 2.0))
+    if op in ("all_reduce", "all_gather", "reduce_scatter"):
+        t_out = t_in + one_level(domains, nbytes / d, gpu.scale_out_bandwidth_bytes_per_s, lat_out)
+    else:  # all-to-all / p2p: the off-domain share of each GPU's data crosses its NIC
+        off = nbytes * np.where(op == "p2p", 1.0, (n - d) / np.maximum(n, 1.0))
+        t_out = lat_out + off / np.maximum(gpu.scale_out_bandwidth_bytes_per_s * cal.comm_bw_eff * off / (off + cal.comm_bw_half_bytes), 1e-9)
+    t = np.where(inside, t_in, t_out)
     live = (n > 1) & (nbytes > 0)
     return np.where(live, t, 0.0)
