@@ -28,7 +28,7 @@ def gemm_kernel(math: str, weight_dtype: str = "") -> str:
 
 
 def gemm_time(m, n, k, gpu: Gpu, cal: Calibration, math: str, a_bytes, w_bytes, c_bytes=2.0,
-              groups=1.0, distinct_groups=None, eff_scale=1.0, kernel: str | None = None, swap_ab: bool = False,
+              groups=1.0, distinct_groups=None, eff_scale=1.0, kernel: str | None = None, swap_ab: bool | None = None,
               overhead_s=None):
     """C[m,n] = A[m,k] B[k,n], repeated over `groups` independent problems (grouped/batched GEMM).
 
@@ -54,6 +54,8 @@ def gemm_time(m, n, k, gpu: Gpu, cal: Calibration, math: str, a_bytes, w_bytes, 
     k_half = f32(cal.gemm_k_half(kernel))
     best = None
     tiles = _distinct_tiles(gpu.tiles)
+    if swap_ab is None:
+        swap_ab = can_split  # dense BF16/FP8 libraries also swap A/B for few-token GEMMs; block-scaled kernels do not
     if swap_ab:
         # grouped (MoE) GEMMs with few tokens per expert swap A and B: tokens ride on the MMA's narrow
         # N side (16-64), weights on its M side (TensorRT-LLM/CUTLASS MoE swap-AB kernels)

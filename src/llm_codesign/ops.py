@@ -78,7 +78,7 @@ def distinct_experts(E, k, tokens):
     return E * (1.0 - np.power(1.0 - k / E, tokens))
 
 
-def _gemm(name, m, n, k, count, gpu, cal, math, a_b, w_b, groups=1.0, distinct=None, eff_scale=1.0, kernel=None, swap_ab=False,
+def _gemm(name, m, n, k, count, gpu, cal, math, a_b, w_b, groups=1.0, distinct=None, eff_scale=1.0, kernel=None, swap_ab=None,
           overhead_s=None):
     t, tc, tm = cost.gemm_time(m, n, k, gpu, cal, math, a_b, w_b, 2.0, groups, distinct, eff_scale, kernel, swap_ab, overhead_s)
     return Op(name, "gemm", None, None, t, tc, tm, count, fb=lambda: cost.gemm_flops_bytes(m, n, k, a_b, w_b, 2.0, groups, distinct))
