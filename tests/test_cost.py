@@ -28,9 +28,13 @@ def test_tile_and_wave_quantisation_show(h100, cal_h100):
     # M=128, N=132*128 fills exactly one wave of 128x128 tiles on 132 SMs; one more column needs
     # another (partial) wave whatever the tile shape
     n = 132 * 128
-    _, c0, _ = cost.gemm_time(128, n, 8192, h100, cal_h100, "bf16", 2.0, 2.0)
-    _, c1, _ = cost.gemm_time(128, n + 1, 8192, h100, cal_h100, "bf16", 2.0, 2.0)
+    _, c0, _ = cost.gemm_time(128, n, 8192, h100, cal_h100, "bf16", 2.0, 2.0, swap_ab=False)
+    _, c1, _ = cost.gemm_time(128, n + 1, 8192, h100, cal_h100, "bf16", 2.0, 2.0, swap_ab=False)
     assert c1 / c0 > 1.2
+    # a few-token GEMM pads M to a whole tile, unless A and B swap and the tokens ride on narrow N tiles
+    _, pad, _ = cost.gemm_time(8, 8192, 8192, h100, cal_h100, "bf16", 2.0, 2.0, swap_ab=False)
+    _, swapped, _ = cost.gemm_time(8, 8192, 8192, h100, cal_h100, "bf16", 2.0, 2.0)
+    assert swapped < pad
     # small K is less efficient per FLOP than large K at the same M, N
     ts, *_ = cost.gemm_time(4096, 4096, 128, h100, cal_h100, "bf16", 2.0, 2.0)
     tl, *_ = cost.gemm_time(4096, 4096, 8192, h100, cal_h100, "bf16", 2.0, 2.0)
