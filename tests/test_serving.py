@@ -125,3 +125,28 @@ def test_estimate_offline_and_errors():
         estimate(m, big, calibration_for(g), 1024, 1024)
     with pytest.raises(InputError, match="concurrency"):
         estimate(m, dep, calibration_for(g), 1024, 1024, concurrency=10**7)
+
+
+def test_eager_prefill_launch_cost_lengthens_ttft_only(h100):
+    from dataclasses import replace
+
+    import numpy as np
+
+    from llm_codesign.calibration import calibration_for
+    from llm_codesign.parallel import Plan
+    from llm_codesign.registry import get_model
+    from llm_codesign.serving import evaluate
+
+    m = get_model("llama-3.1-8b")
+    base = calibration_for(h100)
+    plan = Plan(*(np.array([v]) for v in (1, 1, 1, 1, 1, 1)))
+
+    def run(eager):
+        cal = replace(base, eager_launch_s=(("trtllm", eager),))
+        return evaluate(m, h100, cal, m.default_precision, plan, 1.0, 1024.0, 128.0, backend="trtllm")
+
+    a, b = run(0.0), run(50e-6)
+    # one request alone, TP1: 32 layers x (qkv, prefill attention, o, gate_up, down + 4 elementwise
+    # kernels) + the LM head = 289 launches of 50 us in its prefill step; decode steps stay captured
+    assert (b["prefill_step_s"] - a["prefill_step_s"]).item() == pytest.approx(289 * 50e-6, rel=1e-6)
+    assert b["step_s"].item() == pytest.approx(a["step_s"].item()) and b["ttft_s"].item() > a["ttft_s"].item()

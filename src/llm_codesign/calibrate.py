@@ -133,11 +133,12 @@ def to_toml(fams: dict[str, Calibration], report: list[dict], header: str, servi
         lines += ["[default.ttft_overhead_s]"] + [f"{b} = {v:.6g}" for b, v in sorted(serving["ttft_overhead_s"].items())]
         lines += ["[default.comm_latency_scale]"] + [f"{b} = {v:.6g}" for b, v in sorted(serving["comm_latency_scale"].items())]
         lines += ["[default.prefill_queue_fraction]"] + [f"{b} = {v:.6g}" for b, v in sorted(serving["prefill_queue_fraction"].items())]
+        lines += ["[default.eager_launch_s]"] + [f"{b} = {v:.6g}" for b, v in sorted(serving["eager_launch_s"].items())]
     for fam, cal in sorted(fams.items()):
         lines += ["", f"[{fam}]"]
         for f in fields(Calibration):
             v = getattr(cal, f.name)
-            if f.name in ("step_overhead_s", "ttft_overhead_s", "comm_latency_scale", "prefill_queue_fraction", "step_kernel_overhead_scale",
+            if f.name in ("step_overhead_s", "ttft_overhead_s", "comm_latency_scale", "prefill_queue_fraction", "eager_launch_s", "step_kernel_overhead_scale",
                           "scale_out_latency_s"):
                 continue  # serving-software parameters live in [default]
             lines.append(f"{f.name} = {v:.6g}")
@@ -160,12 +161,13 @@ def fit_serving(rows: list[dict], fams: dict[str, Calibration], rounds: int = 8)
     state = {**{f"step:{b}": [2e-3, 1e-5, 0.05] for b in backends}, **{f"ttft:{b}": [20e-3, 1e-4, 0.5] for b in backends},
              **{f"comm:{b}": [1.0, 0.05, 2.0] for b in backends},
              **{f"queue:{b}": [0.3, 0.01, 1.0] for b in backends},
+             **{f"eager:{b}": [2e-5, 1e-7, 2e-4] for b in backends},
              "step_kernel_overhead_scale": [1.0, 0.05, 1.0], "scale_out_latency_s": [25e-6, 5e-6, 1e-4]}
 
     def apply(c: Calibration) -> Calibration:
         keyed = {}
         for prefix, field_name in (("step:", "step_overhead_s"), ("ttft:", "ttft_overhead_s"), ("comm:", "comm_latency_scale"),
-                                   ("queue:", "prefill_queue_fraction")):
+                                   ("queue:", "prefill_queue_fraction"), ("eager:", "eager_launch_s")):
             d = dict(getattr(c, field_name))
             d.update({k[len(prefix):]: v[0] for k, v in state.items() if k.startswith(prefix)})
             keyed[field_name] = tuple(sorted(d.items()))
@@ -189,21 +191,25 @@ def fit_serving(rows: list[dict], fams: dict[str, Calibration], rounds: int = 8)
         return float(np.mean(tot)) if tot else np.inf
 
     best = loss()
-    step = 1.0
-    for _ in range(rounds):
-        for v in state.values():
-            cur = v[0]
-            for f in (np.exp(-step), np.exp(-step / 2), np.exp(step / 2), np.exp(step)):
-                v[0] = float(np.clip(cur * f if cur > 0 else 0.05 * f, v[1], v[2]))
-                val = loss()
-                if val < best - 1e-6:
-                    best, cur = val, v[0]
-            v[0] = cur
-        step /= 2
+    # coordinate search in log space, halving the step each round; a second cycle restarts the step
+    # from where the first ended (median losses are flat in places and trap single sweeps)
+    for start in (1.0, 0.5):
+        step = start
+        for _ in range(rounds):
+            for v in state.values():
+                cur = v[0]
+                for f in (np.exp(-step), np.exp(-step / 2), np.exp(step / 2), np.exp(step)):
+                    v[0] = float(np.clip(cur * f if cur > 0 else 0.05 * f, v[1], v[2]))
+                    val = loss()
+                    if val < best - 1e-6:
+                        best, cur = val, v[0]
+                v[0] = cur
+            step /= 2
     fitted = {k: v[0] for k, v in state.items()}
     return {fam: apply(c) for fam, c in fams.items()}, {
         "step_overhead_s": {k[5:]: v for k, v in fitted.items() if k.startswith("step:")},
         "ttft_overhead_s": {k[5:]: v for k, v in fitted.items() if k.startswith("ttft:")},
         "comm_latency_scale": {k[5:]: v for k, v in fitted.items() if k.startswith("comm:")},
         "prefill_queue_fraction": {k[6:]: v for k, v in fitted.items() if k.startswith("queue:")},
+        "eager_launch_s": {k[6:]: v for k, v in fitted.items() if k.startswith("eager:")},
         **{k: v for k, v in fitted.items() if ":" not in k}, "loss": best}

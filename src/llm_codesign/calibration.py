@@ -8,7 +8,7 @@ from importlib import resources
 
 from .errors import InputError, read_toml
 
-BACKEND_KEYED = ("step_overhead_s", "ttft_overhead_s", "comm_latency_scale", "prefill_queue_fraction")  # per serving engine
+BACKEND_KEYED = ("step_overhead_s", "ttft_overhead_s", "comm_latency_scale", "prefill_queue_fraction", "eager_launch_s")  # per serving engine
 
 
 @dataclass(frozen=True)
@@ -61,6 +61,7 @@ class Calibration:
     step_overhead_s: tuple[tuple[str, float], ...] = field(default=(("trtllm", 2e-3), ("vllm", 4e-3), ("sglang", 3e-3)))
     ttft_overhead_s: tuple[tuple[str, float], ...] = field(default=(("trtllm", 20e-3), ("vllm", 20e-3), ("sglang", 20e-3)))
     comm_latency_scale: tuple[tuple[str, float], ...] = field(default=(("trtllm", 1.0), ("vllm", 1.0), ("sglang", 1.0)))
+    eager_launch_s: tuple[tuple[str, float], ...] = field(default=(("trtllm", 5e-6), ("vllm", 5e-6), ("sglang", 5e-6)))
 
     def gemm_eff(self, kernel: str) -> float:
         """Achievable fraction of peak for a GEMM kernel family: bf16, fp8, fp8_block or fp4."""
@@ -80,6 +81,10 @@ class Calibration:
 
     def ttft_overhead(self, backend: str) -> float:
         return dict(self.ttft_overhead_s).get(backend, 0.0)
+
+    def eager_launch(self, backend: str) -> float:
+        """Host-side cost per kernel launch in steps that run outside CUDA graphs (prefill)."""
+        return dict(self.eager_launch_s).get(backend, 5e-6)
 
     def queue_fraction(self, backend: str) -> float:
         """The engine's scheduling between lockstep prefill waves (1) and spread-out arrivals (0)."""

@@ -295,3 +295,10 @@ def forward_ops(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, s
 
 def step_time(ops: list[Op]):
     return sum(op.total_time for op in ops)
+
+
+def launches(ops: list[Op], kernels_per_elementwise: float):
+    """Kernel launches of one step: one per operator that runs, `kernels_per_elementwise` for the
+    fused elementwise work of a layer."""
+    return sum(np.where(np.asarray(op.time) > 0, op.count * (kernels_per_elementwise if op.kind == "elementwise" else 1.0), 0.0)
+               for op in ops)

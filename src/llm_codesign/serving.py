@@ -21,7 +21,7 @@ from .calibration import Calibration
 from .errors import InputError
 from .hardware import Gpu
 from .model import Attention, Ffn, Layer, ModelSpec
-from .ops import Batch, Sharding, forward_ops, step_time
+from .ops import Batch, Sharding, forward_ops, launches, step_time
 from .parallel import Plan, SpecDecoding
 from .precision import Precision
 
@@ -94,15 +94,20 @@ def evaluate(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, plan
     # the running - q requests that arrived out of step decode inside those prefill steps
     pf = Batch(pf_tokens=pf_step_tok, pf_seqs=np.maximum(pf_step_tok / isl, 1.0), pf_ctx=np.maximum(isl - chunk, 0.0) / 2.0,
                dec_seqs=np.maximum(running - q, 0.0) / pp, dec_ctx=isl + osl / 2.0)
-    t_pf_stage = step_time(forward_ops(model, gpu, cal, prec, sh, pf)) + overhead
+    # steps that carry prefill run eagerly (SGLang and TensorRT-LLM capture CUDA graphs for decode-only
+    # batches; vLLM's piecewise graphs leave attention outside): a host-side cost per kernel launch
+    pf_ops = forward_ops(model, gpu, cal, prec, sh, pf)
+    eager = cal.eager_launch(backend)
+    t_pf_stage = step_time(pf_ops) + overhead + eager * launches(pf_ops, cal.elementwise_kernels_per_layer)
     # chunks of different requests pipeline over PP stages; one request's chunks only with CPP
     pipelined = np.asarray(cpp) | (running >= pp)
     ttft = np.where(pipelined, n_pf + pp - 1.0, n_pf * pp) * t_pf_stage
     # a wave's prefill phase: every running sequence's ISL tokens in chunks of the step budget
     wave_tok = np.minimum(mnt, running * isl)
     n_wave = running * isl / np.maximum(wave_tok, 1.0)
-    t_wave_step = step_time(forward_ops(model, gpu, cal, prec, sh, Batch(
-        pf_tokens=wave_tok, pf_seqs=np.maximum(wave_tok / isl, 1.0), pf_ctx=np.maximum(isl - chunk, 0.0) / 2.0))) + overhead
+    wave_ops = forward_ops(model, gpu, cal, prec, sh, Batch(
+        pf_tokens=wave_tok, pf_seqs=np.maximum(wave_tok / isl, 1.0), pf_ctx=np.maximum(isl - chunk, 0.0) / 2.0))
+    t_wave_step = step_time(wave_ops) + overhead + eager * launches(wave_ops, cal.elementwise_kernels_per_layer)
     pf_span = np.where(pipelined, n_wave + pp - 1.0, n_wave * pp) * t_wave_step
     # decode phase: every sequence of the micro-batch generates (k+1 verified tokens per step)
     dec = Batch(dec_seqs=b, dec_ctx=isl + osl / 2.0, dec_tokens_per_seq=1.0 + k)
