@@ -56,9 +56,9 @@ def gemm_time(m, n, k, gpu: Gpu, cal: Calibration, math: str, a_bytes, w_bytes, 
     tiles = _distinct_tiles(gpu.tiles)
     if swap_ab is None:
         swap_ab = can_split  # dense BF16/FP8 libraries also swap A/B for few-token GEMMs; block-scaled kernels do not
-    if swap_ab:
-        # grouped (MoE) GEMMs with few tokens per expert swap A and B: tokens ride on the MMA's narrow
-        # N side (16-64), weights on its M side (TensorRT-LLM/CUTLASS MoE swap-AB kernels)
+    if swap_ab and np.any(m < 64):  # narrower than any regular tile is the only case they can win
+        # few-token GEMMs swap A and B: tokens ride on the MMA's narrow N side (16-64), weights on its
+        # M side (small-M cuBLAS/TensorRT-LLM kernels, CUTLASS MoE swap-AB kernels)
         wide = max(t[0] for t in tiles)
         tiles = tiles + tuple((tok, wide, 1) for tok in (16, 32, 64))
     for tm, tn, ctas in tiles:
