@@ -150,3 +150,19 @@ def test_eager_prefill_launch_cost_lengthens_ttft_only(h100):
     # kernels) + the LM head = 289 launches of 50 us in its prefill step; decode steps stay captured
     assert (b["prefill_step_s"] - a["prefill_step_s"]).item() == pytest.approx(289 * 50e-6, rel=1e-6)
     assert b["step_s"].item() == pytest.approx(a["step_s"].item()) and b["ttft_s"].item() > a["ttft_s"].item()
+
+
+def test_kv_budget_free_vs_total(h100):
+    from llm_codesign.memory import activation_bytes, fit, weight_bytes_per_gpu
+    from llm_codesign.ops import Sharding
+    from llm_codesign.registry import get_model
+
+    m = get_model("llama-3.1-70b")
+    prec, sh = m.default_precision, Sharding(tp=2)
+    w, act = weight_bytes_per_gpu(m, prec, sh), activation_bytes(m, sh, 8192)
+    total = fit(m, h100, prec, sh, 1024, 1024, budget="total", usable_fraction=0.9)
+    free = fit(m, h100, prec, sh, 1024, 1024, budget="free", usable_fraction=0.9)
+    # vLLM-style: 90% of the GPU minus weights and activations; TensorRT-LLM-style: 90% of what is left
+    assert float(total["free_for_kv"]) == pytest.approx(0.9 * h100.hbm_bytes - w - act)
+    assert float(free["free_for_kv"]) == pytest.approx(0.9 * (h100.hbm_bytes - w - act))
+    assert free["max_seqs_per_rank"] > total["max_seqs_per_rank"]

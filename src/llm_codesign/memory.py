@@ -10,6 +10,11 @@ from .precision import Precision
 # Fraction of HBM a serving engine lets itself use (vLLM gpu_memory_utilization default 0.9;
 # TensorRT-LLM kv_cache_free_gpu_mem_fraction default 0.9 of what is free after weights).
 USABLE_FRACTION = 0.90
+# How each engine sizes its KV cache by default: TensorRT-LLM takes free_gpu_memory_fraction = 0.9 of
+# the memory left after weights and activations (KvCacheConfig docs); vLLM lets weights, activations
+# and KV together use gpu_memory_utilization = 0.92 of the GPU (vllm.config.cache.CacheConfig);
+# SGLang likewise a static fraction of the total (mem_fraction_static; 0.9 assumed).
+KV_BUDGET = {"trtllm": ("free", 0.90), "vllm": ("total", 0.92), "sglang": ("total", 0.90)}
 # CUDA context, cuBLAS/NCCL workspaces and CUDA-graph pools held outside the KV cache (assumption,
 # typical 1-2 GB reported by vLLM's memory profiler).
 WORKSPACE_BYTES = 1.5e9
@@ -79,14 +84,19 @@ def activation_bytes(model: ModelSpec, sh: Sharding, max_num_tokens, max_seqs=25
 
 
 def fit(model: ModelSpec, gpu, prec: Precision, sh: Sharding, isl, osl, max_num_tokens=8192,
-        usable_fraction: float = USABLE_FRACTION, osl_occupancy: float = 1.0) -> dict:
+        usable_fraction: float = USABLE_FRACTION, osl_occupancy: float = 1.0, budget: str = "total") -> dict:
     """Per-GPU memory (bytes) and the most sequences each attention-DP rank can hold.
 
     A sequence holds ISL + osl_occupancy * OSL tokens: 1.0 guarantees every sequence can reach its
-    end; 0.5 is the steady-state average of a paged KV cache (sequences at every stage of decode)."""
+    end; 0.5 is the steady-state average of a paged KV cache (sequences at every stage of decode).
+    `budget` "total": weights, activations and KV share usable_fraction of the GPU (vLLM, SGLang);
+    "free": the KV cache takes usable_fraction of what weights and activations leave (TensorRT-LLM)."""
     w = weight_bytes_per_gpu(model, prec, sh)
     act = activation_bytes(model, sh, max_num_tokens)
-    usable = gpu.hbm_bytes * usable_fraction
+    if budget == "free":
+        usable = w + act + usable_fraction * (gpu.hbm_bytes - w - act)
+    else:
+        usable = gpu.hbm_bytes * usable_fraction
     free = usable - w - act
     seq_len = np.asarray(isl, float) + osl_occupancy * np.asarray(osl, float)
     per_token = kv_bytes_per_token(model, prec, sh, seq_len)

@@ -55,7 +55,7 @@ def draft_model(model: ModelSpec, spec: SpecDecoding) -> ModelSpec:
 
 def evaluate(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, plan: Plan, concurrency,
              isl, osl, backend: str = "trtllm", spec: SpecDecoding | None = None, spec_k=None,
-             max_num_tokens=8192, cpp=False, usable_fraction: float = memory.USABLE_FRACTION,
+             max_num_tokens=8192, cpp=False, usable_fraction: float | None = None,
              with_ops: bool = False) -> dict:
     """Metrics for every deployment in the broadcast of plan arrays, concurrency, ISL/OSL and k.
 
@@ -78,7 +78,9 @@ def evaluate(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, plan
     overhead = cal.step_overhead(backend)
     # paged KV cache in steady state: sequences sit at every stage of their decode, on average
     # ISL + OSL/2 tokens each (vLLM PagedAttention, TensorRT-LLM paged KV)
-    mem = memory.fit(model, gpu, prec, sh, isl, osl, mnt, usable_fraction, osl_occupancy=0.5)
+    budget, default_fraction = memory.KV_BUDGET.get(backend, ("total", memory.USABLE_FRACTION))
+    mem = memory.fit(model, gpu, prec, sh, isl, osl, mnt, default_fraction if usable_fraction is None else usable_fraction,
+                     osl_occupancy=0.5, budget=budget)
     # sequences that run at once per rank: what is in flight, capped by the KV cache; the rest queue
     running = np.where(mem["max_seqs_per_rank"] >= 1, np.minimum(c_rank, mem["max_seqs_per_rank"]), c_rank)
     b = running / pp  # sequences per micro-batch
