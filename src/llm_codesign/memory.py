@@ -7,8 +7,7 @@ from .model import ModelSpec
 from .ops import Sharding
 from .precision import Precision
 
-# Fraction of HBM a serving engine lets itself use (vLLM gpu_memory_utilization default 0.9;
-# TensorRT-LLM kv_cache_free_gpu_mem_fraction default 0.9 of what is free after weights).
+# Fraction of HBM an engine lets itself use, for engines not listed in KV_BUDGET below.
 USABLE_FRACTION = 0.90
 # How each engine sizes its KV cache by default: TensorRT-LLM takes free_gpu_memory_fraction = 0.9 of
 # the memory left after weights and activations (KvCacheConfig docs); vLLM lets weights, activations

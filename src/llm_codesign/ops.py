@@ -109,7 +109,7 @@ def _dsa_indexer(a: Attention, h, ctx, dec_tok, b: Batch, T, count, gpu, cal, ma
     pf_flops = 2.0 * tp_tok * hi * di * keys
     pf_bytes = seqs * (np.asarray(b.pf_ctx, float) + tp_tok / seqs) / kvp * key_b + tp_tok * hi * di
     pmath = "fp8" if gpu.supports("fp8") else "bf16"
-    t, tc, tm = cost.attention_prefill_time(np.where(tp_tok > 0, pf_flops, 0.0), pf_bytes, gpu, cal, pmath, seqs, keys)
+    t, tc, tm = cost.attention_prefill_time(np.where(tp_tok > 0, pf_flops, 0.0), pf_bytes, gpu, cal, pmath, seqs * hi, keys)
     ops.append(Op(f"{P}/dsa_scores_prefill", "attention", pf_flops, pf_bytes, t, tc, tm, count))
     # top-k: FP32 scores written by the score kernel and read back by the selection
     sel = (dec_tok * ctx_l + tp_tok * keys) * 8.0
