@@ -166,3 +166,24 @@ def test_kv_budget_free_vs_total(h100):
     assert float(total["free_for_kv"]) == pytest.approx(0.9 * h100.hbm_bytes - w - act)
     assert float(free["free_for_kv"]) == pytest.approx(0.9 * (h100.hbm_bytes - w - act))
     assert free["max_seqs_per_rank"] > total["max_seqs_per_rank"]
+
+
+def test_lockstep_share_shrinks_with_the_first_wave_prefill_span(h100):
+    from dataclasses import replace
+
+    import numpy as np
+
+    from llm_codesign.calibration import calibration_for
+    from llm_codesign.parallel import Plan
+    from llm_codesign.registry import get_model
+    from llm_codesign.serving import evaluate
+
+    m = get_model("llama-3.1-8b")
+    cal = replace(calibration_for(h100), prefill_queue_fraction=(("trtllm", 0.5),), prefill_spread_exponent=1.0,
+                  ttft_overhead_s=(("trtllm", 0.01),))
+    plan = Plan(*(np.array([v]) for v in (1, 1, 1, 1, 1, 1)))
+    r = evaluate(m, h100, cal, m.default_precision, plan, 16.0, 8192.0, 256.0, backend="trtllm")
+    # a wave of 16 x 8192 tokens takes 16 steps of 8192: f = 0.5 / 16, q = 1 + 15 f = 1.46875, and a
+    # request waits on average for (q + 1) / 2 prefills of 8192 tokens = 1.234 full steps
+    q = 1 + 15 * 0.5 / 16
+    assert r["ttft_s"].item() == pytest.approx((q + 1) / 2 * r["prefill_step_s"].item() + 0.01, rel=1e-9)

@@ -128,7 +128,8 @@ def to_toml(fams: dict[str, Calibration], report: list[dict], header: str, servi
     if serving:
         lines += ["", "[default]",
                   f"step_kernel_overhead_scale = {serving['step_kernel_overhead_scale']:.6g}",
-                  f"scale_out_latency_s = {serving['scale_out_latency_s']:.6g}", "[default.step_overhead_s]"]
+                  f"scale_out_latency_s = {serving['scale_out_latency_s']:.6g}",
+                  f"prefill_spread_exponent = {serving['prefill_spread_exponent']:.6g}", "[default.step_overhead_s]"]
         lines += [f"{b} = {v:.6g}" for b, v in sorted(serving["step_overhead_s"].items())]
         lines += ["[default.ttft_overhead_s]"] + [f"{b} = {v:.6g}" for b, v in sorted(serving["ttft_overhead_s"].items())]
         lines += ["[default.comm_latency_scale]"] + [f"{b} = {v:.6g}" for b, v in sorted(serving["comm_latency_scale"].items())]
@@ -139,7 +140,7 @@ def to_toml(fams: dict[str, Calibration], report: list[dict], header: str, servi
         for f in fields(Calibration):
             v = getattr(cal, f.name)
             if f.name in ("step_overhead_s", "ttft_overhead_s", "comm_latency_scale", "prefill_queue_fraction", "eager_launch_s", "step_kernel_overhead_scale",
-                          "scale_out_latency_s"):
+                          "scale_out_latency_s", "prefill_spread_exponent"):
                 continue  # serving-software parameters live in [default]
             lines.append(f"{f.name} = {v:.6g}")
         for r in report:
@@ -162,7 +163,8 @@ def fit_serving(rows: list[dict], fams: dict[str, Calibration], rounds: int = 8)
              **{f"comm:{b}": [1.0, 0.05, 2.0] for b in backends},
              **{f"queue:{b}": [0.3, 0.01, 1.0] for b in backends},
              **{f"eager:{b}": [1e-5, 1e-7, 3e-5] for b in backends},  # PyTorch eager dispatch: a few to ~30 us per op
-             "step_kernel_overhead_scale": [1.0, 0.05, 1.0], "scale_out_latency_s": [25e-6, 5e-6, 1e-4]}
+             "step_kernel_overhead_scale": [1.0, 0.05, 1.0], "scale_out_latency_s": [25e-6, 5e-6, 1e-4],
+             "prefill_spread_exponent": [0.5, 0.05, 2.0]}
 
     def apply(c: Calibration) -> Calibration:
         keyed = {}

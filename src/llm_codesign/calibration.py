@@ -58,6 +58,7 @@ class Calibration:
     prefill_queue_fraction: tuple[tuple[str, float], ...] = field(default=(("trtllm", 0.3), ("vllm", 0.3), ("sglang", 0.3)))
     mla_decode_flops_eff: float = 0.6
     step_kernel_overhead_scale: float = 1.0
+    prefill_spread_exponent: float = 0.5
     step_overhead_s: tuple[tuple[str, float], ...] = field(default=(("trtllm", 2e-3), ("vllm", 4e-3), ("sglang", 3e-3)))
     ttft_overhead_s: tuple[tuple[str, float], ...] = field(default=(("trtllm", 20e-3), ("vllm", 20e-3), ("sglang", 20e-3)))
     comm_latency_scale: tuple[tuple[str, float], ...] = field(default=(("trtllm", 1.0), ("vllm", 1.0), ("sglang", 1.0)))

@@ -85,10 +85,14 @@ def evaluate(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, plan
     running = np.where(mem["max_seqs_per_rank"] >= 1, np.minimum(c_rank, mem["max_seqs_per_rank"]), c_rank)
     b = running / pp  # sequences per micro-batch
     # prefill: a request's chunks share steps with the prefills of q = 1 + f (running - 1) requests
-    # arriving with it, f = prefill_queue_fraction fitted per engine (1: benchmark waves in lockstep,
-    # 0: arrivals spread out); served first come first served, it waits on average for (q + 1) / 2
-    # of those prefills. Steps count fractionally: a partial chunk costs its share of a full one.
-    q = 1.0 + cal.queue_fraction(backend) * np.maximum(running - 1.0, 0.0)
+    # arriving with it (1: benchmark waves in lockstep, 0: arrivals spread out). Requests stay as far
+    # apart as their first wave's prefill spread them, so f shrinks with the n steps that prefill a
+    # whole wave takes: f = prefill_queue_fraction / n ** prefill_spread_exponent (both fitted).
+    # Served first come first served, a request waits on average for (q + 1) / 2 of those prefills.
+    # Steps count fractionally: a partial chunk costs its share of a full one.
+    n_first = np.maximum(running * isl / np.maximum(np.minimum(mnt, running * isl), 1.0), 1.0)
+    f_q = np.minimum(cal.queue_fraction(backend) / n_first ** cal.prefill_spread_exponent, 1.0)
+    q = 1.0 + f_q * np.maximum(running - 1.0, 0.0)
     pf_total = (q + 1.0) / 2.0 * isl
     pf_step_tok = np.minimum(mnt, pf_total)
     n_pf = pf_total / np.maximum(pf_step_tok, 1.0)
