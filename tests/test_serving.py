@@ -179,7 +179,7 @@ def test_lockstep_share_shrinks_with_the_first_wave_prefill_span(h100):
     from llm_codesign.serving import evaluate
 
     m = get_model("llama-3.1-8b")
-    cal = replace(calibration_for(h100), prefill_queue_fraction=(("trtllm", 0.5),), prefill_spread_exponent=1.0,
+    cal = replace(calibration_for(h100), prefill_queue_fraction=(("trtllm", 0.5),), prefill_spread_exponent=(("trtllm", 1.0),),
                   ttft_overhead_s=(("trtllm", 0.01),))
     plan = Plan(*(np.array([v]) for v in (1, 1, 1, 1, 1, 1)))
     r = evaluate(m, h100, cal, m.default_precision, plan, 16.0, 8192.0, 256.0, backend="trtllm")

@@ -129,12 +129,13 @@ def to_toml(fams: dict[str, Calibration], report: list[dict], header: str, servi
         lines += ["", "[default]",
                   f"step_kernel_overhead_scale = {serving['step_kernel_overhead_scale']:.6g}",
                   f"scale_out_latency_s = {serving['scale_out_latency_s']:.6g}",
-                  f"prefill_spread_exponent = {serving['prefill_spread_exponent']:.6g}", "[default.step_overhead_s]"]
+                  "[default.step_overhead_s]"]
         lines += [f"{b} = {v:.6g}" for b, v in sorted(serving["step_overhead_s"].items())]
         lines += ["[default.ttft_overhead_s]"] + [f"{b} = {v:.6g}" for b, v in sorted(serving["ttft_overhead_s"].items())]
         lines += ["[default.comm_latency_scale]"] + [f"{b} = {v:.6g}" for b, v in sorted(serving["comm_latency_scale"].items())]
         lines += ["[default.prefill_queue_fraction]"] + [f"{b} = {v:.6g}" for b, v in sorted(serving["prefill_queue_fraction"].items())]
         lines += ["[default.eager_launch_s]"] + [f"{b} = {v:.6g}" for b, v in sorted(serving["eager_launch_s"].items())]
+        lines += ["[default.prefill_spread_exponent]"] + [f"{b} = {v:.6g}" for b, v in sorted(serving["prefill_spread_exponent"].items())]
     for fam, cal in sorted(fams.items()):
         lines += ["", f"[{fam}]"]
         for f in fields(Calibration):
@@ -164,12 +165,12 @@ def fit_serving(rows: list[dict], fams: dict[str, Calibration], rounds: int = 8)
              **{f"queue:{b}": [0.3, 0.01, 1.0] for b in backends},
              **{f"eager:{b}": [1e-5, 1e-7, 3e-5] for b in backends},  # PyTorch eager dispatch: a few to ~30 us per op
              "step_kernel_overhead_scale": [1.0, 0.05, 1.0], "scale_out_latency_s": [25e-6, 5e-6, 1e-4],
-             "prefill_spread_exponent": [0.5, 0.05, 2.0]}
+             **{f"spread:{b}": [0.5, 0.05, 2.0] for b in backends}}
 
     def apply(c: Calibration) -> Calibration:
         keyed = {}
         for prefix, field_name in (("step:", "step_overhead_s"), ("ttft:", "ttft_overhead_s"), ("comm:", "comm_latency_scale"),
-                                   ("queue:", "prefill_queue_fraction"), ("eager:", "eager_launch_s")):
+                                   ("queue:", "prefill_queue_fraction"), ("eager:", "eager_launch_s"), ("spread:", "prefill_spread_exponent")):
             d = dict(getattr(c, field_name))
             d.update({k[len(prefix):]: v[0] for k, v in state.items() if k.startswith(prefix)})
             keyed[field_name] = tuple(sorted(d.items()))
@@ -214,4 +215,5 @@ def fit_serving(rows: list[dict], fams: dict[str, Calibration], rounds: int = 8)
         "comm_latency_scale": {k[5:]: v for k, v in fitted.items() if k.startswith("comm:")},
         "prefill_queue_fraction": {k[6:]: v for k, v in fitted.items() if k.startswith("queue:")},
         "eager_launch_s": {k[6:]: v for k, v in fitted.items() if k.startswith("eager:")},
+        "prefill_spread_exponent": {k[7:]: v for k, v in fitted.items() if k.startswith("spread:")},
         **{k: v for k, v in fitted.items() if ":" not in k}, "loss": best}

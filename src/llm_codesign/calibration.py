@@ -8,7 +8,8 @@ from importlib import resources
 
 from .errors import InputError, read_toml
 
-BACKEND_KEYED = ("step_overhead_s", "ttft_overhead_s", "comm_latency_scale", "prefill_queue_fraction", "eager_launch_s")  # per serving engine
+BACKEND_KEYED = ("step_overhead_s", "ttft_overhead_s", "comm_latency_scale", "prefill_queue_fraction", "eager_launch_s",
+                 "prefill_spread_exponent")  # per serving engine
 
 
 @dataclass(frozen=True)
@@ -58,7 +59,7 @@ class Calibration:
     prefill_queue_fraction: tuple[tuple[str, float], ...] = field(default=(("trtllm", 0.3), ("vllm", 0.3), ("sglang", 0.3)))
     mla_decode_flops_eff: float = 0.6
     step_kernel_overhead_scale: float = 1.0
-    prefill_spread_exponent: float = 0.5
+    prefill_spread_exponent: tuple[tuple[str, float], ...] = field(default=(("trtllm", 0.5), ("vllm", 0.5), ("sglang", 0.5)))
     step_overhead_s: tuple[tuple[str, float], ...] = field(default=(("trtllm", 2e-3), ("vllm", 4e-3), ("sglang", 3e-3)))
     ttft_overhead_s: tuple[tuple[str, float], ...] = field(default=(("trtllm", 20e-3), ("vllm", 20e-3), ("sglang", 20e-3)))
     comm_latency_scale: tuple[tuple[str, float], ...] = field(default=(("trtllm", 1.0), ("vllm", 1.0), ("sglang", 1.0)))
@@ -86,6 +87,9 @@ class Calibration:
     def eager_launch(self, backend: str) -> float:
         """Host-side cost per kernel launch in steps that run outside CUDA graphs (prefill)."""
         return dict(self.eager_launch_s).get(backend, 5e-6)
+
+    def spread_exponent(self, backend: str) -> float:
+        return dict(self.prefill_spread_exponent).get(backend, 0.5)
 
     def queue_fraction(self, backend: str) -> float:
         """The engine's scheduling between lockstep prefill waves (1) and spread-out arrivals (0)."""

@@ -91,7 +91,7 @@ def evaluate(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, plan
     # Served first come first served, a request waits on average for (q + 1) / 2 of those prefills.
     # Steps count fractionally: a partial chunk costs its share of a full one.
     n_first = np.maximum(running * isl / np.maximum(np.minimum(mnt, running * isl), 1.0), 1.0)
-    f_q = np.minimum(cal.queue_fraction(backend) / n_first ** cal.prefill_spread_exponent, 1.0)
+    f_q = np.minimum(cal.queue_fraction(backend) / n_first ** cal.spread_exponent(backend), 1.0)
     q = 1.0 + f_q * np.maximum(running - 1.0, 0.0)
     pf_total = (q + 1.0) / 2.0 * isl
     pf_step_tok = np.minimum(mnt, pf_total)
