@@ -1,76 +1,49 @@
-"""Command line: every command renders results computed by the core; errors are one line, exit 2."""
+"""Command line: every command renders results computed by the core; errors are one line, exit 2.
+
+The commands live here (specs, roofline, estimate, pareto), in cli_accuracy (validate, calibrate)
+and cli_design (lint, design); importing those modules registers their commands on the shared app."""
 from __future__ import annotations
 
-import json
 import sys
 from typing import Optional
 
 import typer
 
+from .cli_common import (
+    O_A,
+    O_ACC,
+    O_ADP,
+    O_BACKEND,
+    O_CAL,
+    O_DRAFT,
+    O_EP,
+    O_GPU,
+    O_GPUS,
+    O_ISL,
+    O_K,
+    O_KV,
+    O_KVP,
+    O_MNT,
+    O_MTP,
+    O_OSL,
+    O_PP,
+    O_RATES,
+    O_SPEC,
+    O_TP,
+    O_W,
+    _console,
+    _deployment,
+    _dump,
+    _fmt,
+    _gpu,
+    _ints,
+    _model,
+    _precision,
+    _progress,
+    _spec,
+    app,
+)
 from .errors import InputError
-
-app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
-                  help="Hardware-aware co-design of LLMs: roofline, estimate, pareto, lint, validate.")
-
-
-def _fail(msg: str) -> None:
-    typer.echo(f"error: {msg}", err=True)
-    raise typer.Exit(2)
-
-
-def _console():
-    from rich.console import Console
-
-    return Console()
-
-
-def _dump(obj) -> None:
-    typer.echo(json.dumps(obj, indent=2, default=float))
-
-
-def _gpu(name):
-    from .hardware import get_gpu
-
-    return get_gpu(name)
-
-
-def _model(ref):
-    from .registry import get_model
-
-    return get_model(ref)
-
-
-def _precision(model, weight, activation, kv):
-    from dataclasses import replace
-
-    from .precision import Precision, get_dtype
-
-    p = model.default_precision
-    if weight:
-        p = Precision.of(weight, activation, kv or p.kv.name)
-    else:
-        if activation:
-            p = replace(p, activation=get_dtype(activation, "activation_dtype"))
-        if kv:
-            p = replace(p, kv=get_dtype(kv, "kv_dtype"))
-    return p
-
-
-def _spec(spec, draft_len, acceptance, acceptance_rates, draft_model):
-    from .parallel import SpecDecoding
-
-    if spec is None or spec == "none":
-        if acceptance is not None or acceptance_rates:
-            raise InputError("spec", spec, "--spec mtp|eagle3|draft when --acceptance or --acceptance-rates is given")
-        return None
-    rates = ()
-    if acceptance_rates:
-        try:
-            rates = tuple(float(x) for x in acceptance_rates.split(","))
-        except ValueError:
-            raise InputError("acceptance_rates", acceptance_rates, "comma-separated probabilities, e.g. 0.8,0.6,0.5") from None
-    k = draft_len or (len(rates) if rates else 3)
-    return SpecDecoding(spec, k, acceptance, rates, draft_model)
 
 
 @app.command()
@@ -116,13 +89,6 @@ def models(as_json: bool = typer.Option(False, "--json", help="Emit JSON.")):
     _console().print(t)
 
 
-def _fmt(x: float, unit: str = "") -> str:
-    for s, d in (("P", 1e15), ("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3)):
-        if abs(x) >= d:
-            return f"{x / d:.2f}{s}{unit}"
-    return f"{x:.2f}{unit}"
-
-
 @app.command()
 def roofline(
     model: str = typer.Argument(..., help="Registry name, Hugging Face id or config.json path."),
@@ -164,54 +130,6 @@ def roofline(
               f"[b]{tt['time_s'] * 1e3:.3f} ms[/b]", "")
     _console().print(t)
     _console().print(f"roofline floor (max of FLOPs/peak, bytes/bandwidth): {tt['bound_time_s'] * 1e3:.3f} ms")
-
-
-def _deployment(m, gpu, gpus_, tp, pp, ep, moe_tp, attention_dp, kvp, weight_dtype, activation_dtype, kv_dtype,
-                backend, spec, draft_len, acceptance, acceptance_rates, draft_model, max_num_tokens, cpp):
-    from .parallel import Deployment, Plan
-
-    g = _gpu(gpu)
-    for name, v in (("tp", tp), ("pp", pp), ("ep", ep), ("attention_dp", attention_dp), ("kvp", kvp)):
-        if v is not None and v < 1:
-            raise InputError(name, v, "a positive integer")
-    tp_, pp_, ep_, adp_, kvp_ = tp or 1, pp or 1, ep or 1, attention_dp or 1, kvp or 1
-    n = gpus_ or tp_ * pp_ * adp_ * kvp_
-    if n < 1:
-        raise InputError("gpus", n, "a positive integer")
-    if tp is None and gpus_ and n % (pp_ * adp_ * kvp_) == 0:
-        tp_ = n // (pp_ * adp_ * kvp_)
-    if m.is_moe:
-        mtp = moe_tp if moe_tp is not None else max(n // (ep_ * pp_), 1)
-    else:
-        mtp = moe_tp or 1
-    return Deployment(gpu=g, num_gpus=n, plan=Plan(tp_, pp_, ep_, mtp, adp_, kvp_),
-                      precision=_precision(m, weight_dtype, activation_dtype, kv_dtype), backend=backend,
-                      spec=_spec(spec, draft_len, acceptance, acceptance_rates, draft_model),
-                      max_num_tokens=max_num_tokens, cpp=cpp)
-
-
-# shared option declarations (vLLM / TensorRT-LLM vocabulary)
-O_GPU = typer.Option(..., "--gpu", help="GPU id (see `gpus`), comma list for pareto comparison, or a .toml.")
-O_GPUS = typer.Option(None, "--gpus", help="Total GPUs.")
-O_TP = typer.Option(None, "--tp", "--tensor-parallel-size", help="Attention tensor-parallel size.")
-O_PP = typer.Option(None, "--pp", "--pipeline-parallel-size")
-O_EP = typer.Option(None, "--ep", "--expert-parallel-size")
-O_MTP = typer.Option(None, "--moe-tp", help="MoE tensor parallel (default: what EP and PP leave).")
-O_ADP = typer.Option(None, "--attention-dp", help="Attention data-parallel ranks.")
-O_KVP = typer.Option(None, "--kvp", help="Helix KV-parallel ranks (sequence-sharded KV cache).")
-O_W = typer.Option(None, "--weight-dtype")
-O_A = typer.Option(None, "--activation-dtype")
-O_KV = typer.Option(None, "--kv-dtype")
-O_ISL = typer.Option(1024, "--isl", help="Input tokens per request.")
-O_OSL = typer.Option(1024, "--osl", help="Output tokens per request.")
-O_BACKEND = typer.Option("trtllm", "--backend", help="trtllm, vllm or sglang.")
-O_SPEC = typer.Option(None, "--spec", help="Speculative decoding: eagle3, mtp or draft.")
-O_K = typer.Option(None, "--draft-len", help="Draft tokens per step.")
-O_ACC = typer.Option(None, "--acceptance", help="Mean accepted tokens per step (1..k+1).")
-O_RATES = typer.Option(None, "--acceptance-rates", help="Per-position acceptance rates r1,r2,...")
-O_DRAFT = typer.Option(None, "--draft-model", help="Draft model for --spec draft.")
-O_MNT = typer.Option(8192, "--max-num-tokens", help="Token budget per step (chunked prefill).")
-O_CAL = typer.Option(None, "--calibration", help="Calibration profile .toml.")
 
 
 @app.command()
@@ -266,310 +184,6 @@ def estimate(
         for o in sorted(r["breakdown"], key=lambda o: -o["time_ms"]):
             bt.add_row(o["name"], o["kind"], f"{o['time_ms']:.3f}")
         _console().print(bt)
-
-
-def _write_predictions(path: str, rows: list[dict], preds: list[dict]) -> None:
-    """Input rows plus `predicted_<metric>` columns, written whole or not at all."""
-    import csv
-    import os
-    import tempfile
-    from pathlib import Path
-
-    folder = Path(path).resolve().parent
-    if not folder.is_dir():
-        raise InputError("out", path, "a path in an existing folder")
-
-    def name(k: str) -> str:
-        return k if k.startswith("predicted") else f"predicted_{k}"
-
-    keys = list(rows[0].keys())
-    extra = sorted({name(k) for p in preds for k in p} - set(keys))
-    fd, tmp = tempfile.mkstemp(dir=folder, suffix=".csv.tmp")
-    try:
-        with os.fdopen(fd, "w", newline="") as f:
-            w = csv.DictWriter(f, fieldnames=keys + extra)
-            w.writeheader()
-            for r, p in zip(rows, preds, strict=True):
-                w.writerow({**r, **{name(k): v for k, v in p.items()}})
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
-
-
-def _print_report(rep: dict, title: str) -> None:
-    from rich.table import Table
-
-    con = _console()
-    t = Table(title=f"{title}: {rep['modeled']} of {rep['rows']} rows modelled")
-    for c in ("group", "metric", "n", "median APE %", "p90 APE %", "signed median %"):
-        t.add_column(c, justify="right" if c != "group" else "left")
-    for metric, st in rep["overall"].items():
-        t.add_row("[b]overall[/b]", metric, str(st["n"]), f"{st['median_ape']:.1f}", f"{st['p90_ape']:.1f}", f"{st['signed_median_pe']:+.1f}")
-    by = rep["by"]
-    items = by.items() if all(isinstance(v, dict) and all(isinstance(x, dict) and "n" not in x for x in v.values()) for v in by.values()) else [("", by)]
-    for key, groups in items:
-        for g, ms in groups.items():
-            for metric, st in ms.items():
-                t.add_row(f"{key} {g}".strip(), metric, str(st["n"]), f"{st['median_ape']:.1f}", f"{st['p90_ape']:.1f}", f"{st['signed_median_pe']:+.1f}")
-    con.print(t)
-    if rep["unmodeled"]:
-        from collections import Counter
-
-        con.print(f"{len(rep['unmodeled'])} rows not modelled:")
-        for reason, n in Counter(u["reason"] for u in rep["unmodeled"]).most_common():
-            con.print(f"  {n:5d}  {reason}")
-
-
-@app.command()
-def validate(
-    kernels: Optional[str] = typer.Option(None, "--kernels", help="Kernel CSV (gemm, attention, collectives or moe columns)."),
-    serving: Optional[str] = typer.Option(None, "--serving", help="Serving-measurement CSV in the canonical columns."),
-    out: Optional[str] = typer.Option(None, "--out", help="Write the input rows plus predictions here."),
-    calibration: Optional[str] = O_CAL, as_json: bool = typer.Option(False, "--json"),
-):
-    """Predict published measurements and report the errors."""
-    from .validate import kernel_report, predict_serving, read_rows, serving_report
-
-    if (kernels is None) == (serving is None):
-        raise InputError("validate", "--kernels/--serving", "exactly one of --kernels FILE or --serving FILE")
-    if kernels:
-        rep, rows, pred = kernel_report(kernels, calibration)
-        if out:
-            _write_predictions(out, rows, [{"predicted_ms": (float(p) if p == p else "")} for p in pred])
-        title = f"kernel validation ({rep['kind']})"
-    else:
-        rows = read_rows(serving)
-        preds, unmodeled = predict_serving(rows, calibration)
-        rep = serving_report(rows, preds, unmodeled)
-        if out:
-            _write_predictions(out, rows, preds)
-        title = "serving validation"
-    if as_json:
-        return _dump(rep)
-    _print_report(rep, title)
-
-
-@app.command()
-def calibrate(
-    kernels: Optional[list[str]] = typer.Option(None, "--kernels", help="Kernel CSVs (repeat the option)."),
-    serving: Optional[str] = typer.Option(None, "--serving", help="Serving measurements to fit step overheads on."),
-    output: str = typer.Option(..., "-o", "--output", help="Profile .toml to write."),
-    calibration: Optional[str] = O_CAL,
-):
-    """Re-fit the efficiency parameters from measurements; use the profile with --calibration."""
-    from datetime import date
-    from pathlib import Path
-
-    from .calibrate import fit_kernels, fit_serving, to_toml
-    from .kernels import read_csv
-    from .validate import read_rows
-
-    if not kernels and not serving:
-        raise InputError("calibrate", None, "at least one --kernels FILE or --serving FILE")
-    if not Path(output).resolve().parent.is_dir():
-        raise InputError("output", output, "a path in an existing folder")
-    kernels = kernels or []
-    tables: dict[str, list[dict]] = {}
-    for k in kernels:
-        kind, rows = read_csv(k)
-        tables.setdefault(kind, []).extend(rows)
-    fams, report = fit_kernels(tables, calibration)
-    srv = None
-    if serving:
-        if not fams:
-            from .calibration import calibration_for
-            from .hardware import catalog
-
-            fams = {g.family: calibration_for(g, calibration) for g in catalog().values()}
-        fams, srv = fit_serving(read_rows(serving), fams)
-    header = (f"llm-codesign calibration profile, fitted {date.today().isoformat()} by `llm-codesign calibrate`\n"
-              f"kernels: {', '.join(kernels) or 'none'}\nserving: {serving or 'none'}")
-    text = to_toml(fams, report, header, srv)
-    Path(output).write_text(text)
-    con = _console()
-    for r in report:
-        con.print(f"{r['family']:10s} {r['kind']:18s} {r['rows']:6d} rows  median APE {r['median_ape']:.1f}%  p90 {r['p90_ape']:.1f}%")
-    if srv:
-        con.print(f"serving: step overhead {', '.join(f'{b} {v * 1e3:.2f} ms' for b, v in srv['step_overhead_s'].items())}; "
-                  f"request overhead {', '.join(f'{b} {v * 1e3:.1f} ms' for b, v in srv['ttft_overhead_s'].items())}; "
-                  f"prefill queue fraction {', '.join(f'{b} {v:.2f}' for b, v in srv['prefill_queue_fraction'].items())}; "
-                  f"eager launch {', '.join(f'{b} {v * 1e6:.1f} us' for b, v in srv['eager_launch_s'].items())}")
-    con.print(f"wrote {output}")
-
-
-@app.command()
-def lint(
-    model: str = typer.Argument(..., help="Registry name, Hugging Face id or config.json path."),
-    gpu: str = typer.Option(..., "--gpu"),
-    regime: str = typer.Option("throughput", "--regime", help="latency, throughput or long-context."),
-    fmt: str = typer.Option("table", "--format", help="table, json or sarif."),
-    as_json: bool = typer.Option(False, "--json", help="Same as --format json."),
-    fail_on: Optional[str] = typer.Option(None, "--fail-on", help="Exit 1 when a finding reaches this severity: warning or error."),
-    weight_dtype: Optional[str] = O_W, activation_dtype: Optional[str] = O_A, kv_dtype: Optional[str] = O_KV,
-    calibration: Optional[str] = O_CAL,
-):
-    """Check a model shape against the hardware guidelines, with the predicted cost of each finding."""
-    from .calibration import calibration_for
-    from .lint import RULES, SEVERITY_ORDER, to_sarif
-    from .lint import lint as run
-
-    fmt = "json" if as_json else fmt
-    if fmt not in ("table", "json", "sarif"):
-        raise InputError("format", fmt, "table, json or sarif")
-    if fail_on is not None and fail_on not in ("warning", "error"):
-        raise InputError("fail_on", fail_on, "warning or error")
-    m, g = _model(model), _gpu(gpu)
-    findings = run(m, g, calibration_for(g, calibration), regime, _precision(m, weight_dtype, activation_dtype, kv_dtype))
-    if fmt == "json":
-        _dump({"model": m.name, "gpu": g.id, "regime": regime, "findings": [f.to_dict() for f in findings]})
-    elif fmt == "sarif":
-        _dump(to_sarif(findings, model))
-    else:
-        from rich.table import Table
-
-        t = Table(title=f"lint: {m.name} on {g.name}, {regime} regime ({len(findings)} findings)")
-        for c in ("rule", "severity", "where", "cost %", "finding", "fix"):
-            t.add_column(c, overflow="fold")
-        color = {"error": "red", "warning": "yellow", "info": "cyan"}
-        for f in findings:
-            t.add_row(f"{f.rule} {RULES[f.rule][0]}", f"[{color[f.severity]}]{f.severity}[/]", f.where, f"{f.cost_pct:.1f}", f.message, f.fix)
-        _console().print(t)
-    if fail_on and any(SEVERITY_ORDER[f.severity] >= SEVERITY_ORDER[fail_on] for f in findings):
-        raise typer.Exit(1)
-
-
-@app.command()
-def design(
-    params: float = typer.Option(..., "--params", help="Total-parameter budget, e.g. 70e9."),
-    gpu: str = typer.Option("b200", "--gpu"), gpus_: int = typer.Option(8, "--gpus"),
-    regime: str = typer.Option("throughput", "--regime", help="latency, throughput or long-context."),
-    baseline: Optional[str] = typer.Option(None, "--baseline", help="Model to beat at equal quality proxy."),
-    moe: bool = typer.Option(False, "--moe", help="Search MoE shapes (experts, top-k, expert width, shared expert)."),
-    min_tps_user: float = typer.Option(20.0, "--min-tps-user", help="Throughput/long-context SLO: tokens/s per user."),
-    min_tps_gpu: float = typer.Option(50.0, "--min-tps-gpu", help="Latency-regime floor: output tokens/s per GPU."),
-    isl: Optional[int] = typer.Option(None, "--isl"), osl: Optional[int] = typer.Option(None, "--osl"),
-    weight_dtype: Optional[str] = O_W, activation_dtype: Optional[str] = O_A, kv_dtype: Optional[str] = O_KV,
-    budget_tol: float = typer.Option(0.1, "--budget-tol", help="Relative tolerance on total parameters."),
-    quality_tol: float = typer.Option(0.002, "--quality-tol", help="Relative tolerance on the quality proxy vs the baseline."),
-    quality_file: Optional[str] = typer.Option(None, "--quality", help="Quality-proxy constants .toml (overrides)."),
-    max_candidates: int = typer.Option(20000, "--max-candidates"), top: int = typer.Option(10, "--top"),
-    search_mode: str = typer.Option("grid", "--search", help="grid (enumerate every shape) or nsga2 (optuna, the dist extra)."),
-    trials: int = typer.Option(300, "--trials", help="NSGA-II trials."),
-    export: Optional[str] = typer.Option(None, "--export", help="Write the best design as a Hugging Face config.json."),
-    plot_path: Optional[str] = typer.Option(None, "--plot", help="Frontiers of the top designs vs the baseline (.png/.svg)."),
-    backend: str = O_BACKEND, calibration: Optional[str] = O_CAL, as_json: bool = typer.Option(False, "--json"),
-):
-    """Search model shapes that move the frontier out at equal quality proxy."""
-    from pathlib import Path
-
-    from .calibration import calibration_for
-    from .design import Slo, design_nsga2, hf_config, to_model
-    from .design import design as run
-    from .lint import lint as lint_run
-    from .quality import model_loss
-
-    g = _gpu(gpu)
-    for name, p in (("export", export), ("plot", plot_path)):
-        if p and not Path(p).resolve().parent.is_dir():
-            raise InputError(name, p, "a path in an existing folder")
-    if gpus_ < 1:
-        raise InputError("gpus", gpus_, "a positive integer")
-    base = _model(baseline) if baseline else None
-    if base:
-        prec = _precision(base, weight_dtype, activation_dtype, kv_dtype)
-    else:
-        from .precision import Precision
-
-        prec = Precision.of(weight_dtype or "bf16", activation_dtype, kv_dtype)
-    cal = calibration_for(g, calibration)
-    prog, cb = _progress()
-    if prog:
-        prog.start()
-    if search_mode not in ("grid", "nsga2"):
-        raise InputError("search", search_mode, "grid or nsga2")
-    if trials < 1:
-        raise InputError("trials", trials, "a positive integer")
-    slo = Slo(regime, min_tps_user, min_tps_gpu, isl, osl)
-    try:
-        if search_mode == "nsga2":
-            r = design_nsga2(params, g, cal, gpus_, slo, base, moe, prec, budget_tol, quality_tol, quality_file, backend, trials, top,
-                             progress=cb)
-        else:
-            r = run(params, g, cal, gpus_, slo, base, moe, prec, budget_tol, quality_tol, quality_file, backend, max_candidates, top, cb)
-    finally:
-        if prog:
-            prog.stop()
-    vocab = base.vocab if base else 128256
-    for d in r["designs"]:
-        fs = lint_run(to_model(d, vocab), g, cal, regime if regime != "long-context" else "throughput", prec)
-        d["lint"] = {"errors": sum(f.severity == "error" for f in fs), "warnings": sum(f.severity == "warning" for f in fs),
-                     "top": fs[0].message if fs else None}
-    if export and r["designs"]:
-        Path(export).write_text(json.dumps(hf_config(r["designs"][0], vocab), indent=2) + "\n")
-    if plot_path and r["designs"]:
-        from .report import write_plot
-        from .search import SearchSpace, search
-
-        runs = []
-        for j, d in enumerate(r["designs"][:3]):
-            res = search(to_model(d, vocab, f"design {j + 1}"), g, cal, SearchSpace(gpus_, precisions=(prec,)), *r["isl_osl"], backend)
-            res["model"] = f"design {j + 1} ({d['shape']['hidden']}x{d['shape']['layers']})"
-            runs.append(res)
-        if base:
-            res = search(base, g, cal, SearchSpace(gpus_, precisions=(prec,)), *r["isl_osl"], backend)
-            res["model"] = f"baseline {base.name}"
-            runs.append(res)
-        write_plot(runs, plot_path)
-    if as_json:
-        return _dump(r)
-    from rich.table import Table
-
-    con = _console()
-    b = r["baseline"]
-    if b:
-        con.print(f"baseline {b['name']}: {b['total_params'] / 1e9:.1f}B params, quality proxy {b['quality_proxy']:.4f}, "
-                  f"{r['objective']} {b['objective'] or 0:.1f} ({b['deployment']['plan']}, batch {b['deployment']['concurrency_per_instance']})")
-    t = Table(title=f"designs at {params / 1e9:.0f}B params on {gpus_}x {g.name}, {regime} regime ({r['candidates']:,} shapes, "
-                    f"{r['evaluated']:,} deployments in {r['seconds']:.1f} s)")
-    for c in ("#", "shape", "params", "active", "quality", r["objective"], "gain %", "deployment", "lint"):
-        t.add_column(c, justify="right")
-    for j, d in enumerate(r["designs"], 1):
-        s = d["shape"]
-        shape = f"h{s['hidden']} L{s['layers']} H{s['heads']}/{s['kv_heads']} " + (
-            f"E{s['experts']} k{s['top_k']} w{s['expert_inter']}" + (f" +sh{s['shared_inter']}" if s["shared_inter"] else "") if "experts" in s else f"ffn{s['inter']}")
-        t.add_row(str(j), shape, f"{d['total_params'] / 1e9:.1f}B", f"{d['active_params'] / 1e9:.1f}B", f"{d['quality_proxy']:.4f}",
-                  f"{d['objective']:.1f}", f"{d['gain_pct']:+.1f}" if d["gain_pct"] is not None else "-",
-                  f"{d['deployment']['plan']} B={d['deployment']['concurrency_per_instance']}", f"{d['lint']['errors']}E {d['lint']['warnings']}W")
-    con.print(t)
-    if base:
-        con.print(f"quality proxy of the baseline: {model_loss(base, prec.weight.name):.4f} (designs kept within {quality_tol:.1%})")
-    if export and r["designs"]:
-        con.print(f"wrote {export}")
-    if plot_path and r["designs"]:
-        con.print(f"wrote plot: {plot_path}")
-
-
-def _progress():
-    """A rich progress bar on stderr for long searches (silent when stderr is not a terminal)."""
-    from rich.console import Console
-    from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
-
-    con = Console(stderr=True)
-    if not con.is_terminal:
-        return None, None
-    prog = Progress(TextColumn("searching"), BarColumn(), TextColumn("{task.completed:,}/{task.total:,}"), TimeRemainingColumn(),
-                    console=con, transient=True)
-    task = prog.add_task("search", total=1)
-
-    def cb(done, total):
-        prog.update(task, completed=done, total=total)
-
-    return prog, cb
-
-
-def _ints(v: Optional[int]):
-    return None if v is None else (v,)
 
 
 @app.command()
@@ -676,6 +290,10 @@ def pareto(
     for key, p in paths.items():
         if p:
             con.print(f"wrote {key}: {p}")
+
+
+# registered after the commands above, so `--help` lists them in workflow order
+from . import cli_design, cli_accuracy  # noqa: E402, F401, I001
 
 
 def main() -> None:

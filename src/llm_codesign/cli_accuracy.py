@@ -1,0 +1,139 @@
+"""Commands that prove the model: `validate` against measurements and `calibrate` to re-fit it."""
+from __future__ import annotations
+
+from typing import Optional
+
+import typer
+
+from .cli_common import O_CAL, _console, _dump, app
+from .errors import InputError
+
+
+def _write_predictions(path: str, rows: list[dict], preds: list[dict]) -> None:
+    """Input rows plus `predicted_<metric>` columns, written whole or not at all."""
+    import csv
+    import os
+    import tempfile
+    from pathlib import Path
+
+    folder = Path(path).resolve().parent
+    if not folder.is_dir():
+        raise InputError("out", path, "a path in an existing folder")
+
+    def name(k: str) -> str:
+        return k if k.startswith("predicted") else f"predicted_{k}"
+
+    keys = list(rows[0].keys())
+    extra = sorted({name(k) for p in preds for k in p} - set(keys))
+    fd, tmp = tempfile.mkstemp(dir=folder, suffix=".csv.tmp")
+    try:
+        with os.fdopen(fd, "w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=keys + extra)
+            w.writeheader()
+            for r, p in zip(rows, preds, strict=True):
+                w.writerow({**r, **{name(k): v for k, v in p.items()}})
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+
+
+def _print_report(rep: dict, title: str) -> None:
+    from rich.table import Table
+
+    con = _console()
+    t = Table(title=f"{title}: {rep['modeled']} of {rep['rows']} rows modelled")
+    for c in ("group", "metric", "n", "median APE %", "p90 APE %", "signed median %"):
+        t.add_column(c, justify="right" if c != "group" else "left")
+    for metric, st in rep["overall"].items():
+        t.add_row("[b]overall[/b]", metric, str(st["n"]), f"{st['median_ape']:.1f}", f"{st['p90_ape']:.1f}", f"{st['signed_median_pe']:+.1f}")
+    by = rep["by"]
+    items = by.items() if all(isinstance(v, dict) and all(isinstance(x, dict) and "n" not in x for x in v.values()) for v in by.values()) else [("", by)]
+    for key, groups in items:
+        for g, ms in groups.items():
+            for metric, st in ms.items():
+                t.add_row(f"{key} {g}".strip(), metric, str(st["n"]), f"{st['median_ape']:.1f}", f"{st['p90_ape']:.1f}", f"{st['signed_median_pe']:+.1f}")
+    con.print(t)
+    if rep["unmodeled"]:
+        from collections import Counter
+
+        con.print(f"{len(rep['unmodeled'])} rows not modelled:")
+        for reason, n in Counter(u["reason"] for u in rep["unmodeled"]).most_common():
+            con.print(f"  {n:5d}  {reason}")
+
+
+@app.command()
+def validate(
+    kernels: Optional[str] = typer.Option(None, "--kernels", help="Kernel CSV (gemm, attention, collectives or moe columns)."),
+    serving: Optional[str] = typer.Option(None, "--serving", help="Serving-measurement CSV in the canonical columns."),
+    out: Optional[str] = typer.Option(None, "--out", help="Write the input rows plus predictions here."),
+    calibration: Optional[str] = O_CAL, as_json: bool = typer.Option(False, "--json"),
+):
+    """Predict published measurements and report the errors."""
+    from .validate import kernel_report, predict_serving, read_rows, serving_report
+
+    if (kernels is None) == (serving is None):
+        raise InputError("validate", "--kernels/--serving", "exactly one of --kernels FILE or --serving FILE")
+    if kernels:
+        rep, rows, pred = kernel_report(kernels, calibration)
+        if out:
+            _write_predictions(out, rows, [{"predicted_ms": (float(p) if p == p else "")} for p in pred])
+        title = f"kernel validation ({rep['kind']})"
+    else:
+        rows = read_rows(serving)
+        preds, unmodeled = predict_serving(rows, calibration)
+        rep = serving_report(rows, preds, unmodeled)
+        if out:
+            _write_predictions(out, rows, preds)
+        title = "serving validation"
+    if as_json:
+        return _dump(rep)
+    _print_report(rep, title)
+
+
+@app.command()
+def calibrate(
+    kernels: Optional[list[str]] = typer.Option(None, "--kernels", help="Kernel CSVs (repeat the option)."),
+    serving: Optional[str] = typer.Option(None, "--serving", help="Serving measurements to fit step overheads on."),
+    output: str = typer.Option(..., "-o", "--output", help="Profile .toml to write."),
+    calibration: Optional[str] = O_CAL,
+):
+    """Re-fit the efficiency parameters from measurements; use the profile with --calibration."""
+    from datetime import date
+    from pathlib import Path
+
+    from .calibrate import fit_kernels, fit_serving, to_toml
+    from .kernels import read_csv
+    from .validate import read_rows
+
+    if not kernels and not serving:
+        raise InputError("calibrate", None, "at least one --kernels FILE or --serving FILE")
+    if not Path(output).resolve().parent.is_dir():
+        raise InputError("output", output, "a path in an existing folder")
+    kernels = kernels or []
+    tables: dict[str, list[dict]] = {}
+    for k in kernels:
+        kind, rows = read_csv(k)
+        tables.setdefault(kind, []).extend(rows)
+    fams, report = fit_kernels(tables, calibration)
+    srv = None
+    if serving:
+        if not fams:
+            from .calibration import calibration_for
+            from .hardware import catalog
+
+            fams = {g.family: calibration_for(g, calibration) for g in catalog().values()}
+        fams, srv = fit_serving(read_rows(serving), fams)
+    header = (f"llm-codesign calibration profile, fitted {date.today().isoformat()} by `llm-codesign calibrate`\n"
+              f"kernels: {', '.join(kernels) or 'none'}\nserving: {serving or 'none'}")
+    text = to_toml(fams, report, header, srv)
+    Path(output).write_text(text)
+    con = _console()
+    for r in report:
+        con.print(f"{r['family']:10s} {r['kind']:18s} {r['rows']:6d} rows  median APE {r['median_ape']:.1f}%  p90 {r['p90_ape']:.1f}%")
+    if srv:
+        con.print(f"serving: step overhead {', '.join(f'{b} {v * 1e3:.2f} ms' for b, v in srv['step_overhead_s'].items())}; "
+                  f"request overhead {', '.join(f'{b} {v * 1e3:.1f} ms' for b, v in srv['ttft_overhead_s'].items())}; "
+                  f"prefill queue fraction {', '.join(f'{b} {v:.2f}' for b, v in srv['prefill_queue_fraction'].items())}; "
+                  f"eager launch {', '.join(f'{b} {v * 1e6:.1f} us' for b, v in srv['eager_launch_s'].items())}")
+    con.print(f"wrote {output}")
