@@ -10,7 +10,7 @@ from dataclasses import fields, replace
 
 import numpy as np
 
-from .calibration import Calibration, calibration_for
+from .calibration import BACKEND_KEYED, Calibration, calibration_for
 from .hardware import get_gpu
 from .kernels import predict
 
@@ -37,6 +37,13 @@ PARAMS = {
 GRID = {"attn_decode_max_group": (8, 16, 24, 32, 48, 64, 1024), "attn_decode_wide_flops_eff": (0.002, 0.005, 0.01, 0.02, 0.05),
         "attn_decode_group_bf16": (1, 2, 4, 8, 16, 32, 64, 128), "attn_decode_group_fp8": (1, 2, 4, 8, 16, 32, 64, 128),
         "gemm_max_split_k": (1, 2, 4, 8, 16, 64), "moe_overhead_s": (1e-6, 2e-6, 4e-6, 8e-6, 16e-6, 32e-6), "moe_eff": (0.2, 0.4, 0.6, 0.8, 1.0, 1.2)}
+# serving-software parameters fitted on serving runs: (field, start, lower, upper); per engine where
+# the field is in BACKEND_KEYED. Eager launch: PyTorch eager dispatch costs a few to ~30 us per op.
+SERVING_BOUNDS = (("step_overhead_s", 2e-3, 1e-5, 0.05), ("ttft_overhead_s", 20e-3, 1e-4, 0.5),
+                  ("comm_latency_scale", 1.0, 0.05, 2.0), ("prefill_queue_fraction", 0.3, 0.01, 1.0),
+                  ("eager_launch_s", 1e-5, 1e-7, 3e-5), ("step_kernel_overhead_scale", 1.0, 0.05, 1.0),
+                  ("scale_out_latency_s", 25e-6, 5e-6, 1e-4), ("prefill_spread_exponent", 0.5, 0.05, 2.0))
+SERVING_FIELDS = {n for n, *_ in SERVING_BOUNDS}
 ORDER = ("gemm", "prefill_attention", "decode_attention", "collectives", "moe")  # later kinds reuse earlier fits
 
 
@@ -126,22 +133,14 @@ def fit_kernels(tables: dict[str, list[dict]], profile: str | None = None) -> tu
 def to_toml(fams: dict[str, Calibration], report: list[dict], header: str, serving: dict | None = None) -> str:
     lines = [f"# {line}" for line in header.splitlines()]
     if serving:
-        lines += ["", "[default]",
-                  f"step_kernel_overhead_scale = {serving['step_kernel_overhead_scale']:.6g}",
-                  f"scale_out_latency_s = {serving['scale_out_latency_s']:.6g}",
-                  "[default.step_overhead_s]"]
-        lines += [f"{b} = {v:.6g}" for b, v in sorted(serving["step_overhead_s"].items())]
-        lines += ["[default.ttft_overhead_s]"] + [f"{b} = {v:.6g}" for b, v in sorted(serving["ttft_overhead_s"].items())]
-        lines += ["[default.comm_latency_scale]"] + [f"{b} = {v:.6g}" for b, v in sorted(serving["comm_latency_scale"].items())]
-        lines += ["[default.prefill_queue_fraction]"] + [f"{b} = {v:.6g}" for b, v in sorted(serving["prefill_queue_fraction"].items())]
-        lines += ["[default.eager_launch_s]"] + [f"{b} = {v:.6g}" for b, v in sorted(serving["eager_launch_s"].items())]
-        lines += ["[default.prefill_spread_exponent]"] + [f"{b} = {v:.6g}" for b, v in sorted(serving["prefill_spread_exponent"].items())]
+        lines += ["", "[default]"] + [f"{n} = {serving[n]:.6g}" for n, *_ in SERVING_BOUNDS if n not in BACKEND_KEYED]
+        for n in BACKEND_KEYED:
+            lines += [f"[default.{n}]"] + [f"{b} = {v:.6g}" for b, v in sorted(serving[n].items())]
     for fam, cal in sorted(fams.items()):
         lines += ["", f"[{fam}]"]
         for f in fields(Calibration):
             v = getattr(cal, f.name)
-            if f.name in ("step_overhead_s", "ttft_overhead_s", "comm_latency_scale", "prefill_queue_fraction", "eager_launch_s", "step_kernel_overhead_scale",
-                          "scale_out_latency_s", "prefill_spread_exponent"):
+            if f.name in SERVING_FIELDS:
                 continue  # serving-software parameters live in [default]
             lines.append(f"{f.name} = {v:.6g}")
         for r in report:
@@ -159,22 +158,27 @@ def fit_serving(rows: list[dict], fams: dict[str, Calibration], rounds: int = 8)
 
     backends = sorted({(r.get("backend") or "trtllm").strip().lower() for r in rows})
     ys = {m: np.array([float(r[m]) if (r.get(m) or "").strip() else np.nan for r in rows]) for m in METRICS}
-    # name -> (value, lower, upper)
-    state = {**{f"step:{b}": [2e-3, 1e-5, 0.05] for b in backends}, **{f"ttft:{b}": [20e-3, 1e-4, 0.5] for b in backends},
-             **{f"comm:{b}": [1.0, 0.05, 2.0] for b in backends},
-             **{f"queue:{b}": [0.3, 0.01, 1.0] for b in backends},
-             **{f"eager:{b}": [1e-5, 1e-7, 3e-5] for b in backends},  # PyTorch eager dispatch: a few to ~30 us per op
-             "step_kernel_overhead_scale": [1.0, 0.05, 1.0], "scale_out_latency_s": [25e-6, 5e-6, 1e-4],
-             **{f"spread:{b}": [0.5, 0.05, 2.0] for b in backends}}
+    # "field" or "field:backend" -> [value, lower, upper], in SERVING_BOUNDS order (the search order)
+    state = {}
+    for name, init, lo, hi in SERVING_BOUNDS:
+        for key in ([f"{name}:{b}" for b in backends] if name in BACKEND_KEYED else [name]):
+            state[key] = [init, lo, hi]
+
+    def fitted() -> dict:
+        out = {n: {} for n in BACKEND_KEYED}
+        for key, v in state.items():
+            name, _, b = key.partition(":")
+            if b:
+                out[name][b] = v[0]
+            else:
+                out[name] = v[0]
+        return out
 
     def apply(c: Calibration) -> Calibration:
-        keyed = {}
-        for prefix, field_name in (("step:", "step_overhead_s"), ("ttft:", "ttft_overhead_s"), ("comm:", "comm_latency_scale"),
-                                   ("queue:", "prefill_queue_fraction"), ("eager:", "eager_launch_s"), ("spread:", "prefill_spread_exponent")):
-            d = dict(getattr(c, field_name))
-            d.update({k[len(prefix):]: v[0] for k, v in state.items() if k.startswith(prefix)})
-            keyed[field_name] = tuple(sorted(d.items()))
-        return replace(c, **keyed, **{k: v[0] for k, v in state.items() if ":" not in k})
+        kw = {}
+        for name, v in fitted().items():
+            kw[name] = tuple(sorted({**dict(getattr(c, name)), **v}.items())) if name in BACKEND_KEYED else v
+        return replace(c, **kw)
 
     def loss():
         cals: dict[str, Calibration] = {}  # one object per family per pass, so rows group and vectorise
@@ -208,12 +212,4 @@ def fit_serving(rows: list[dict], fams: dict[str, Calibration], rounds: int = 8)
                         best, cur = val, v[0]
                 v[0] = cur
             step /= 2
-    fitted = {k: v[0] for k, v in state.items()}
-    return {fam: apply(c) for fam, c in fams.items()}, {
-        "step_overhead_s": {k[5:]: v for k, v in fitted.items() if k.startswith("step:")},
-        "ttft_overhead_s": {k[5:]: v for k, v in fitted.items() if k.startswith("ttft:")},
-        "comm_latency_scale": {k[5:]: v for k, v in fitted.items() if k.startswith("comm:")},
-        "prefill_queue_fraction": {k[6:]: v for k, v in fitted.items() if k.startswith("queue:")},
-        "eager_launch_s": {k[6:]: v for k, v in fitted.items() if k.startswith("eager:")},
-        "prefill_spread_exponent": {k[7:]: v for k, v in fitted.items() if k.startswith("spread:")},
-        **{k: v for k, v in fitted.items() if ":" not in k}, "loss": best}
+    return {fam: apply(c) for fam, c in fams.items()}, {**fitted(), "loss": best}

@@ -81,19 +81,23 @@ class Calibration:
             raise InputError("backend", backend, "one of: " + ", ".join(d))
         return d[backend]
 
+    def engine(self, name: str, backend: str, fallback: float) -> float:
+        """A per-engine parameter (one of BACKEND_KEYED); `fallback` for an engine it does not list."""
+        return dict(getattr(self, name)).get(backend, fallback)
+
     def ttft_overhead(self, backend: str) -> float:
-        return dict(self.ttft_overhead_s).get(backend, 0.0)
+        return self.engine("ttft_overhead_s", backend, 0.0)
 
     def eager_launch(self, backend: str) -> float:
         """Host-side cost per kernel launch in steps that run outside CUDA graphs (prefill)."""
-        return dict(self.eager_launch_s).get(backend, 5e-6)
+        return self.engine("eager_launch_s", backend, 5e-6)
 
     def spread_exponent(self, backend: str) -> float:
-        return dict(self.prefill_spread_exponent).get(backend, 0.5)
+        return self.engine("prefill_spread_exponent", backend, 0.5)
 
     def queue_fraction(self, backend: str) -> float:
         """The engine's scheduling between lockstep prefill waves (1) and spread-out arrivals (0)."""
-        return dict(self.prefill_queue_fraction).get(backend, 0.3)
+        return self.engine("prefill_queue_fraction", backend, 0.3)
 
     def in_step(self, backend: str | None = None) -> "Calibration":
         """Parameters for kernels inside a captured serving step of an engine: CUDA graphs and
@@ -101,7 +105,7 @@ class Calibration:
         measure, and engines replace NCCL's small-message collectives with their own (one-shot
         custom all-reduce, fused all-reduce + norm), seen as a per-engine scale on collective latency."""
         f = self.step_kernel_overhead_scale
-        c = dict(self.comm_latency_scale).get(backend, 1.0) if backend else 1.0
+        c = self.engine("comm_latency_scale", backend, 1.0) if backend else 1.0
         if f == 1.0 and c == 1.0:
             return self
         kw = {k: getattr(self, k) * f for k in (
