@@ -148,3 +148,10 @@ def test_calibrate_profile_round_trip(tmp_path):
     r = run("estimate", "llama-3.1-8b", "--gpu", "h100", "--concurrency", "8", "--calibration", str(prof), "--json")
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["tpot_ms"] > 0
+
+
+def test_bad_per_engine_profile_entry_is_one_line(tmp_path):
+    p = tmp_path / "profile.toml"
+    p.write_text("[default]\nprefill_spread_exponent = 0.4\n")
+    r = run("estimate", "llama-3.1-8b", "--gpu", "h100", "--calibration", str(p))
+    assert r.returncode == 2 and "[default.prefill_spread_exponent]" in r.stderr and "Traceback" not in r.stderr

@@ -128,6 +128,8 @@ def _apply(c: Calibration, section: dict, origin: str) -> Calibration:
         if k not in _FIELDS:
             raise InputError(f"calibration.{k}", v, f"{origin}: known parameters are " + ", ".join(sorted(_FIELDS)))
         if k in BACKEND_KEYED:
+            if not isinstance(v, dict) or not all(isinstance(x, (int, float)) and x >= 0 for x in v.values()):
+                raise InputError(f"calibration.{k}", v, f"{origin}: a [default.{k}] table of engine = non-negative number")
             d = dict(getattr(c, k))
             d.update({b: float(x) for b, x in v.items()})
             kw[k] = tuple(sorted(d.items()))
