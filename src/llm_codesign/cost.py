@@ -194,7 +194,7 @@ def collective_time(op: str, nbytes, n, gpu: Gpu, cal: Calibration):
     if op in ("all_reduce", "all_gather", "reduce_scatter"):
         t_out = t_in + one_level(domains, nbytes / d, gpu.scale_out_bandwidth_bytes_per_s, lat_out)
     else:  # all-to-all / p2p: the off-domain share of each GPU's data crosses its NIC
-        off = nbytes * np.where(op == "p2p", 1.0, (n - d) / np.maximum(n, 1.0))
+        off = nbytes if op == "p2p" else nbytes * (n - d) / np.maximum(n, 1.0)
         t_out = lat_out + off / np.maximum(gpu.scale_out_bandwidth_bytes_per_s * cal.comm_bw_eff * off / (off + cal.comm_bw_half_bytes), 1e-9)
     t = np.where(inside, t_in, t_out)
     live = (n > 1) & (nbytes > 0)

@@ -76,13 +76,10 @@ def evaluate(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, plan
     else:
         k, acc = np.zeros(1), np.ones(1)
     overhead = cal.step_overhead(backend)
-    # paged KV cache in steady state: sequences sit at every stage of their decode, on average
-    # ISL + OSL/2 tokens each (vLLM and SGLang allocate pages as tokens arrive and preempt when full);
-    # TensorRT-LLM's default GUARANTEED_NO_EVICT capacity scheduler admits a request only with room
-    # reserved for ISL + OSL (SchedulerConfig docs, "Useful Runtime Options")
-    budget, default_fraction = memory.KV_BUDGET.get(backend, ("total", memory.USABLE_FRACTION))
+    # KV capacity as each engine sizes and fills it (memory.KV_BUDGET)
+    budget, default_fraction, occupancy = memory.KV_BUDGET.get(backend, ("total", memory.USABLE_FRACTION, 0.5))
     mem = memory.fit(model, gpu, prec, sh, isl, osl, mnt, default_fraction if usable_fraction is None else usable_fraction,
-                     osl_occupancy=1.0 if backend == "trtllm" else 0.5, budget=budget)
+                     osl_occupancy=occupancy, budget=budget)
     # sequences that run at once per rank: what is in flight, capped by the KV cache; the rest queue
     running = np.where(mem["max_seqs_per_rank"] >= 1, np.minimum(c_rank, mem["max_seqs_per_rank"]), c_rank)
     b = running / pp  # sequences per micro-batch
