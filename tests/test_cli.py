@@ -155,3 +155,10 @@ def test_bad_per_engine_profile_entry_is_one_line(tmp_path):
     p.write_text("[default]\nprefill_spread_exponent = 0.4\n")
     r = run("estimate", "llama-3.1-8b", "--gpu", "h100", "--calibration", str(p))
     assert r.returncode == 2 and "[default.prefill_spread_exponent]" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_step_budget_must_be_positive():
+    for cmd in (["estimate", "llama-3.1-8b", "--gpu", "h100", "--max-num-tokens", "0"],
+                ["pareto", "llama-3.1-8b", "--gpu", "h100", "--gpus", "1", "--max-num-tokens", "-5"]):
+        r = run(*cmd)
+        assert r.returncode == 2 and "max_num_tokens" in r.stderr and "Traceback" not in r.stderr

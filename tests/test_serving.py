@@ -180,10 +180,53 @@ def test_lockstep_share_shrinks_with_the_first_wave_prefill_span(h100):
 
     m = get_model("llama-3.1-8b")
     cal = replace(calibration_for(h100), prefill_queue_fraction=(("trtllm", 0.5),), prefill_spread_exponent=(("trtllm", 1.0),),
-                  ttft_overhead_s=(("trtllm", 0.01),))
+                  ttft_overhead_s=(("trtllm", 0.01),), ttft_wait_steps=(("trtllm", 0.0),))
     plan = Plan(*(np.array([v]) for v in (1, 1, 1, 1, 1, 1)))
-    r = evaluate(m, h100, cal, m.default_precision, plan, 16.0, 8192.0, 256.0, backend="trtllm")
+    r = evaluate(m, h100, cal, m.default_precision, plan, 16.0, 8192.0, 256.0, backend="trtllm", max_num_tokens=8192)
     # a wave of 16 x 8192 tokens takes 16 steps of 8192: f = 0.5 / 16, q = 1 + 15 f = 1.46875, and a
     # request waits on average for (q + 1) / 2 prefills of 8192 tokens = 1.234 full steps
     q = 1 + 15 * 0.5 / 16
     assert r["ttft_s"].item() == pytest.approx((q + 1) / 2 * r["prefill_step_s"].item() + 0.01, rel=1e-9)
+
+
+@pytest.mark.parametrize("backend, gid, tokens", [
+    ("trtllm", "b200", 8192), ("trtllm", "a100", 8192),
+    ("vllm", "h100", 8192), ("vllm", "b200", 8192), ("vllm", "a100", 2048), ("vllm", "l40s", 2048),
+    ("sglang", "b200", 16384), ("sglang", "gb200", 16384), ("sglang", "h200", 8192), ("sglang", "l40s", 8192),
+])
+def test_engine_step_token_budget_defaults(backend, gid, tokens):
+    from llm_codesign.engines import step_tokens
+
+    # the engines' documented defaults (engines.step_tokens docstring): vLLM 8192 on >= 70 GiB but not
+    # A100, else 2048; SGLang by memory: < 35 GiB 2048, < 160 GiB 8192, else 16384; TensorRT-LLM 8192
+    assert step_tokens(backend, get_gpu(gid)) == tokens
+
+
+def test_default_step_budget_is_the_engines(h100):
+    m = get_model("llama-3.1-8b")
+    b200 = get_gpu("b200")
+    cal = calibration_for(b200)
+    plan = Plan(*(np.array([v]) for v in (1, 1, 1, 1, 1, 1)))
+    # a lone 16k-token prompt: SGLang on B200 prefills it in one 16384-token step, so the default
+    # equals an explicit 16384 and differs from 8192 (two chunks)
+    run = lambda mnt: evaluate(m, b200, cal, m.default_precision, plan, 1.0, 16384.0, 64.0, backend="sglang",  # noqa: E731
+                               max_num_tokens=mnt)["ttft_s"].item()
+    assert run(None) == pytest.approx(run(16384)) and run(None) != pytest.approx(run(8192))
+
+
+def test_scheduling_wait_adds_decode_iterations_to_ttft_only(h100):
+    m = get_model("deepseek-v3")
+    b200 = get_gpu("b200")
+
+    def run(wait, adp_wait, adp):
+        cal = replace(calibration_for(b200), ttft_wait_steps=(("trtllm", wait),), adp_wait_steps=(("trtllm", adp_wait),))
+        plan = Plan(*(np.array([v]) for v in (8 // adp, 1, 8, 1, adp, 1)))
+        return evaluate(m, b200, cal, Precision.of("fp8_block"), plan, 64.0, 1024.0, 1024.0, backend="trtllm")
+
+    a, b = run(0.0, 0.0, 1), run(2.0, 10.0, 1)
+    # TP8: 2 decode iterations more before the prefill step; the attention-DP hold does not apply
+    assert b["ttft_s"].item() - a["ttft_s"].item() == pytest.approx(2.0 * a["step_s"].item(), rel=1e-9)
+    assert b["tpot_s"].item() == pytest.approx(a["tpot_s"].item())
+    c, d = run(0.0, 0.0, 8), run(2.0, 10.0, 8)
+    # eight attention-DP ranks: 2 + 10 iterations
+    assert d["ttft_s"].item() - c["ttft_s"].item() == pytest.approx(12.0 * c["step_s"].item(), rel=1e-9)

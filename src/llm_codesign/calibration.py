@@ -6,10 +6,12 @@ from dataclasses import dataclass, field, fields, replace
 from functools import lru_cache
 from importlib import resources
 
+import numpy as np
+
 from .errors import InputError, read_toml
 
 BACKEND_KEYED = ("step_overhead_s", "ttft_overhead_s", "comm_latency_scale", "prefill_queue_fraction", "eager_launch_s",
-                 "prefill_spread_exponent")  # per serving engine
+                 "prefill_spread_exponent", "ttft_wait_steps", "adp_wait_steps")  # per serving engine
 
 
 @dataclass(frozen=True)
@@ -64,6 +66,8 @@ class Calibration:
     ttft_overhead_s: tuple[tuple[str, float], ...] = field(default=(("trtllm", 20e-3), ("vllm", 20e-3), ("sglang", 20e-3)))
     comm_latency_scale: tuple[tuple[str, float], ...] = field(default=(("trtllm", 1.0), ("vllm", 1.0), ("sglang", 1.0)))
     eager_launch_s: tuple[tuple[str, float], ...] = field(default=(("trtllm", 5e-6), ("vllm", 5e-6), ("sglang", 5e-6)))
+    ttft_wait_steps: tuple[tuple[str, float], ...] = field(default=(("trtllm", 1.5), ("vllm", 0.5), ("sglang", 1.5)))
+    adp_wait_steps: tuple[tuple[str, float], ...] = field(default=(("trtllm", 0.0), ("vllm", 0.0), ("sglang", 0.0)))
 
     def gemm_eff(self, kernel: str) -> float:
         """Achievable fraction of peak for a GEMM kernel family: bf16, fp8, fp8_block or fp4."""
@@ -91,6 +95,12 @@ class Calibration:
     def eager_launch(self, backend: str) -> float:
         """Host-side cost per kernel launch in steps that run outside CUDA graphs (prefill)."""
         return self.engine("eager_launch_s", backend, 5e-6)
+
+    def wait_steps(self, backend: str, adp):
+        """Decode iterations a new request waits before its prefill step: the rest of the running step
+        plus what the engine's scheduler adds (ttft_wait_steps), and under attention DP the
+        iterations it may hold context requests to balance the ranks (adp_wait_steps)."""
+        return self.engine("ttft_wait_steps", backend, 0.5) + np.where(np.asarray(adp) > 1, self.engine("adp_wait_steps", backend, 0.0), 0.0)
 
     def spread_exponent(self, backend: str) -> float:
         return self.engine("prefill_spread_exponent", backend, 0.5)

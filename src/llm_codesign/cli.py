@@ -142,7 +142,7 @@ def estimate(
     concurrency: Optional[int] = typer.Option(None, "--concurrency", help="Requests in flight (omit: offline max throughput)."),
     backend: str = O_BACKEND, spec: Optional[str] = O_SPEC, draft_len: Optional[int] = O_K,
     acceptance: Optional[float] = O_ACC, acceptance_rates: Optional[str] = O_RATES, draft_model: Optional[str] = O_DRAFT,
-    max_num_tokens: int = O_MNT, cpp: bool = typer.Option(False, "--cpp", help="Chunked pipeline parallelism for prefill."),
+    max_num_tokens: Optional[int] = O_MNT, cpp: bool = typer.Option(False, "--cpp", help="Chunked pipeline parallelism for prefill."),
     calibration: Optional[str] = O_CAL, breakdown: bool = typer.Option(False, "--breakdown", help="Per-operator times."),
     as_json: bool = typer.Option(False, "--json"),
 ):
@@ -163,7 +163,7 @@ def estimate(
     t.add_column("value", justify="right")
     mem = r["memory"]
     for k, v in (("mode", r["mode"]), ("concurrency", r["concurrency"]), ("ISL / OSL", f"{isl} / {osl}"),
-                 ("TTFT", f"{r['ttft_ms']:.1f} ms"), ("TPOT", f"{r['tpot_ms']:.2f} ms"),
+                 ("step token budget", f"{r['max_num_tokens']} ({r['backend']})"), ("TTFT", f"{r['ttft_ms']:.1f} ms"), ("TPOT", f"{r['tpot_ms']:.2f} ms"),
                  ("tokens/s per user", f"{r['tok_s_per_user']:.1f}"), ("output tokens/s per GPU", f"{r['output_tok_s_per_gpu']:.1f}"),
                  ("input+output tokens/s per GPU", f"{r['io_tok_s_per_gpu']:.1f}"),
                  ("tokens per joule (TDP bound)", f"{r['tokens_per_joule_bound']:.2f}"),
@@ -197,7 +197,7 @@ def pareto(
     isl: int = O_ISL, osl: int = O_OSL, backend: str = O_BACKEND,
     spec: Optional[str] = O_SPEC, draft_len: Optional[int] = typer.Option(None, "--draft-len", help="Fix k (default: sweep 1..5)."),
     acceptance: Optional[float] = O_ACC, acceptance_rates: Optional[str] = O_RATES, draft_model: Optional[str] = O_DRAFT,
-    max_num_tokens: int = O_MNT,
+    max_num_tokens: Optional[int] = O_MNT,
     min_tps_user: Optional[float] = typer.Option(None, "--min-tps-user", help="SLO: minimum tokens/s per user."),
     max_ttft_ms: Optional[float] = typer.Option(None, "--max-ttft-ms", help="SLO: maximum TTFT in ms."),
     out: Optional[str] = typer.Option(None, "--out", help="Folder for frontier.csv, frontier.png and report.html."),
@@ -222,6 +222,8 @@ def pareto(
             n_gpus, inst = int(gpus_), None
     except ValueError:
         raise InputError("gpus", gpus_, "a positive integer or a range like 8-72") from None
+    if max_num_tokens is not None and max_num_tokens < 1:
+        raise InputError("max_num_tokens", max_num_tokens, "a positive integer")
     model_refs = [m for m in model.split(",") if m]
     gpu_refs = [g for g in gpu.split(",") if g]
     if isl < 1 or osl < 1:

@@ -135,5 +135,6 @@ def calibrate(
         con.print(f"serving: step overhead {', '.join(f'{b} {v * 1e3:.2f} ms' for b, v in srv['step_overhead_s'].items())}; "
                   f"request overhead {', '.join(f'{b} {v * 1e3:.1f} ms' for b, v in srv['ttft_overhead_s'].items())}; "
                   f"prefill queue fraction {', '.join(f'{b} {v:.2f}' for b, v in srv['prefill_queue_fraction'].items())}; "
-                  f"eager launch {', '.join(f'{b} {v * 1e6:.1f} us' for b, v in srv['eager_launch_s'].items())}")
+                  f"eager launch {', '.join(f'{b} {v * 1e6:.1f} us' for b, v in srv['eager_launch_s'].items())}; "
+                  f"wait steps {', '.join(f'{b} {v:.2f}' for b, v in srv['ttft_wait_steps'].items())}")
     con.print(f"wrote {output}")

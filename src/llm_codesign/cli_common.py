@@ -85,7 +85,8 @@ def _deployment(m, gpu, gpus_, tp, pp, ep, moe_tp, attention_dp, kvp, weight_dty
     from .parallel import Deployment, Plan
 
     g = _gpu(gpu)
-    for name, v in (("tp", tp), ("pp", pp), ("ep", ep), ("attention_dp", attention_dp), ("kvp", kvp)):
+    for name, v in (("tp", tp), ("pp", pp), ("ep", ep), ("attention_dp", attention_dp), ("kvp", kvp),
+                    ("max_num_tokens", max_num_tokens)):
         if v is not None and v < 1:
             raise InputError(name, v, "a positive integer")
     tp_, pp_, ep_, adp_, kvp_ = tp or 1, pp or 1, ep or 1, attention_dp or 1, kvp or 1
@@ -124,7 +125,8 @@ O_K = typer.Option(None, "--draft-len", help="Draft tokens per step.")
 O_ACC = typer.Option(None, "--acceptance", help="Mean accepted tokens per step (1..k+1).")
 O_RATES = typer.Option(None, "--acceptance-rates", help="Per-position acceptance rates r1,r2,...")
 O_DRAFT = typer.Option(None, "--draft-model", help="Draft model for --spec draft.")
-O_MNT = typer.Option(8192, "--max-num-tokens", help="Token budget per step (chunked prefill).")
+O_MNT = typer.Option(None, "--max-num-tokens",
+                     help="Token budget per step (chunked prefill); default: the engine's own on the GPU.")
 O_CAL = typer.Option(None, "--calibration", help="Calibration profile .toml.")
 
 

@@ -52,11 +52,11 @@ def estimate(model: ModelSpec, dep: Deployment, cal: Calibration, isl: int, osl:
     sh = _sharding(dep.plan)
     c_rank = concurrency / adp / int(np.asarray(dep.plan.pp))
     dec_ops = forward_ops(model, dep.gpu, cal, dep.precision, sh, Batch(dec_seqs=c_rank, dec_ctx=isl + osl / 2))
-    pf_ops = forward_ops(model, dep.gpu, cal, dep.precision, sh, Batch(pf_tokens=min(isl, dep.max_num_tokens), pf_seqs=1, pf_ctx=0))
+    pf_ops = forward_ops(model, dep.gpu, cal, dep.precision, sh, Batch(pf_tokens=min(isl, dep.step_tokens), pf_seqs=1, pf_ctx=0))
     out = {
         "model": model.name, "gpu": dep.gpu.id, "num_gpus": dep.num_gpus, "plan": dep.plan.label(),
         "precision": dep.precision.label(), "backend": dep.backend, "mode": mode,
-        "isl": isl, "osl": osl, "concurrency": concurrency,
+        "isl": isl, "osl": osl, "concurrency": concurrency, "max_num_tokens": dep.step_tokens,
         "ttft_ms": s("ttft_s") * 1e3, "tpot_ms": s("tpot_s") * 1e3, "tok_s_per_user": s("tok_s_per_user"),
         "output_tok_s_per_gpu": s("output_tok_s_per_gpu"), "io_tok_s_per_gpu": s("io_tok_s_per_gpu"),
         "tokens_per_joule_bound": s("tokens_per_joule_bound"), "max_batch": max_conc,

@@ -7,16 +7,8 @@ from .model import ModelSpec
 from .ops import Sharding
 from .precision import Precision
 
-# Fraction of HBM an engine lets itself use, for engines not listed in KV_BUDGET below.
+# Fraction of HBM an engine lets itself use, for engines not listed in engines.KV_BUDGET.
 USABLE_FRACTION = 0.90
-# How each engine sizes and fills its KV cache by default: (budget, fraction, OSL share a running
-# sequence holds). TensorRT-LLM takes free_gpu_memory_fraction = 0.9 of the memory left after weights
-# and activations (KvCacheConfig docs) and its GUARANTEED_NO_EVICT scheduler admits a request only with
-# ISL + OSL reserved (SchedulerConfig docs); vLLM lets weights, activations and KV together use
-# gpu_memory_utilization = 0.92 of the GPU (vllm.config.cache.CacheConfig) and SGLang a static fraction
-# of the total (mem_fraction_static; 0.9 assumed), both allocating pages as tokens arrive, so a
-# sequence holds ISL + OSL/2 on average in steady state.
-KV_BUDGET = {"trtllm": ("free", 0.90, 1.0), "vllm": ("total", 0.92, 0.5), "sglang": ("total", 0.90, 0.5)}
 # CUDA context, cuBLAS/NCCL workspaces and CUDA-graph pools held outside the KV cache (assumption,
 # typical 1-2 GB reported by vLLM's memory profiler).
 WORKSPACE_BYTES = 1.5e9

@@ -179,5 +179,11 @@ class Deployment:
     precision: Precision = field(default_factory=Precision.of)
     backend: str = "trtllm"
     spec: SpecDecoding | None = None
-    max_num_tokens: int = 8192
+    max_num_tokens: int | None = None  # step token budget; None: the engine's default on this GPU
     cpp: bool = False  # chunked pipeline parallelism for long-context prefill
+
+    @property
+    def step_tokens(self) -> int:
+        from .engines import step_tokens
+
+        return step_tokens(self.backend, self.gpu) if self.max_num_tokens is None else self.max_num_tokens

@@ -115,7 +115,7 @@ def pareto_mask(x, y) -> np.ndarray:
 
 
 def search(model: ModelSpec, gpu: Gpu, cal: Calibration, space: SearchSpace, isl: int, osl: int,
-           backend: str = "trtllm", max_num_tokens: int = 8192, min_tps_user: float | None = None,
+           backend: str = "trtllm", max_num_tokens: int | None = None, min_tps_user: float | None = None,
            max_ttft_ms: float | None = None, progress=None) -> dict:
     """Evaluate the whole space; return the frontier with each point's deployment and the cloud."""
     t0 = time.perf_counter()
@@ -214,7 +214,7 @@ def parse_precisions(weight: str | None, activation: str | None, kv: str | None,
 
 
 def point_breakdown(model: ModelSpec, gpu: Gpu, cal: Calibration, dep: dict, isl: int, osl: int, backend: str,
-                    spec: SpecDecoding | None, max_num_tokens: int) -> list[dict]:
+                    spec: SpecDecoding | None, max_num_tokens: int | None) -> list[dict]:
     """Per-operator time (ms per step, one GPU) of a frontier point's deployment."""
     plan = Plan(dep["tp"], dep["pp"], dep["ep"], dep["moe_tp"], dep["attention_dp"], dep["kvp"])
     prec = Precision.of(dep["weight_dtype"], dep["activation_dtype"], dep["kv_dtype"])

@@ -6,9 +6,9 @@ Arrivals sit between two limits that one fitted parameter per engine f (prefill_
 engine's prefill/decode scheduling) blends:
 lockstep waves (f = 1: a request's prefill shares steps with every other prefill, decode steps are
 pure decode) and spread-out arrivals (f = 0: its own prefill only, but the other requests' prefill
-chunks land in its decode steps). TTFT = the steps carrying its prefill + a per-engine request
-overhead; TPOT = the decode iteration over the pipeline / tokens accepted + prefill stalls;
-throughput conserves work: the running requests' output over their prefill plus decode time.
+chunks land in its decode steps). TTFT = the decode iterations it waits to be scheduled + the steps
+carrying its prefill + a per-engine request overhead; TPOT = the decode iteration over the pipeline /
+tokens accepted + prefill stalls; throughput conserves work: the running requests' output over their prefill plus decode time.
 """
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from . import memory
+from . import engines, memory
 from .calibration import Calibration
 from .errors import InputError
 from .hardware import Gpu
@@ -55,11 +55,12 @@ def draft_model(model: ModelSpec, spec: SpecDecoding) -> ModelSpec:
 
 def evaluate(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, plan: Plan, concurrency,
              isl, osl, backend: str = "trtllm", spec: SpecDecoding | None = None, spec_k=None,
-             max_num_tokens=8192, cpp=False, usable_fraction: float | None = None,
+             max_num_tokens=None, cpp=False, usable_fraction: float | None = None,
              with_ops: bool = False) -> dict:
     """Metrics for every deployment in the broadcast of plan arrays, concurrency, ISL/OSL and k.
 
-    `concurrency` is the total number of requests in flight across all GPUs of the deployment.
+    `concurrency` is the total number of requests in flight across all GPUs of the deployment;
+    `max_num_tokens` the step token budget, by default the engine's own on this GPU (engines.step_tokens).
     """
     sh = _sharding(plan)
     cal = cal.in_step(backend)
@@ -68,7 +69,7 @@ def evaluate(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, plan
     C = np.asarray(concurrency, float)
     isl = np.asarray(isl, float)
     osl = np.asarray(osl, float)
-    mnt = np.asarray(max_num_tokens, float)
+    mnt = np.asarray(engines.step_tokens(backend, gpu) if max_num_tokens is None else max_num_tokens, float)
     c_rank = C / adp
     if spec is not None:
         k = np.asarray(spec.k if spec_k is None else spec_k, float)
@@ -76,8 +77,8 @@ def evaluate(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, plan
     else:
         k, acc = np.zeros(1), np.ones(1)
     overhead = cal.step_overhead(backend)
-    # KV capacity as each engine sizes and fills it (memory.KV_BUDGET)
-    budget, default_fraction, occupancy = memory.KV_BUDGET.get(backend, ("total", memory.USABLE_FRACTION, 0.5))
+    # KV capacity as each engine sizes and fills it (engines.KV_BUDGET)
+    budget, default_fraction, occupancy = engines.KV_BUDGET.get(backend, ("total", memory.USABLE_FRACTION, 0.5))
     mem = memory.fit(model, gpu, prec, sh, isl, osl, mnt, default_fraction if usable_fraction is None else usable_fraction,
                      osl_occupancy=occupancy, budget=budget)
     # sequences that run at once per rank: what is in flight, capped by the KV cache; the rest queue
@@ -134,7 +135,11 @@ def evaluate(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, plan
     life = pf_span + np.maximum(osl - 1.0, 0.0) * (t_iter / acc)
     # requests beyond what the KV cache holds wait for whole waves
     waves_ahead = np.maximum(c_rank / np.maximum(running, 1.0) - 1.0, 0.0)
-    ttft = ttft + waves_ahead * life + cal.ttft_overhead(backend)
+    # a new request first waits for decode iterations: the rest of the running one, one more where the
+    # engine schedules step n+1 while step n runs (TensorRT-LLM's and SGLang's overlap schedulers), and
+    # under attention DP the iterations TensorRT-LLM may hold context requests to balance the ranks
+    # (AttentionDpConfig batching_wait_iters / timeout_iters); fitted per engine (Calibration.wait_steps)
+    ttft = ttft + waves_ahead * life + cal.ttft_overhead(backend) + cal.wait_steps(backend, adp) * t_iter
     out_per_gpu = running * adp * osl / life / gpus
     max_conc = mem["max_seqs_per_rank"] * adp
     res = {

@@ -1,0 +1,33 @@
+"""Serving engines' documented defaults that shape a deployment before any fitted parameter does:
+how each sizes its KV cache and how many tokens one step may carry. What the engines' software
+costs (step and request overheads, scheduling) is fitted and lives in the calibration profiles."""
+from __future__ import annotations
+
+ENGINES = ("trtllm", "vllm", "sglang")
+GIB = 2.0**30
+
+# How each engine sizes and fills its KV cache by default: (budget, fraction, OSL share a running
+# sequence holds). TensorRT-LLM takes free_gpu_memory_fraction = 0.9 of the memory left after weights
+# and activations (KvCacheConfig docs) and its GUARANTEED_NO_EVICT scheduler admits a request only with
+# ISL + OSL reserved (SchedulerConfig docs); vLLM lets weights, activations and KV together use
+# gpu_memory_utilization = 0.92 of the GPU (vllm.config.cache.CacheConfig) and SGLang a static fraction
+# of the total (mem_fraction_static; 0.9 assumed), both allocating pages as tokens arrive, so a
+# sequence holds ISL + OSL/2 on average in steady state.
+KV_BUDGET = {"trtllm": ("free", 0.90, 1.0), "vllm": ("total", 0.92, 0.5), "sglang": ("total", 0.90, 0.5)}
+
+
+def step_tokens(backend: str, gpu) -> int:
+    """Default token budget of one step (the chunk size of chunked prefill) of an engine on `gpu`.
+
+    TensorRT-LLM: max_num_tokens = 8192 (LlmArgs / BuildConfig default).
+    vLLM V1 OpenAI server: max_num_batched_tokens = 8192 on GPUs with >= 70 GiB other than A100,
+    else 2048 (vllm/engine/arg_utils.py, EngineArgs.get_batch_defaults).
+    SGLang: chunked_prefill_size = 2048 below 35 GiB, 8192 below 160 GiB, else 16384
+    (sglang/srt/server_args.py, "B200, MI300"). Both engines read the device's memory and name.
+    """
+    mem = gpu.hbm_bytes
+    if backend == "vllm":
+        return 8192 if mem >= 70 * GIB and "a100" not in gpu.name.lower() else 2048
+    if backend == "sglang":
+        return 2048 if mem < 35 * GIB else 8192 if mem < 160 * GIB else 16384
+    return 8192
