@@ -1,0 +1,58 @@
+"""Out-of-sample check of the serving fit: two-fold cross-validation on serving_measured_blackwell.csv.
+
+The serving-software parameters (about 20, per engine) are fitted on one half of the measured
+deployments and judged on the other. Rows are split by deployment (model architecture, GPU, engine,
+precision, plan, ISL/OSL, concurrency), so repeated measurements of one setting never sit on both
+sides. Kernel efficiencies stay as bundled (they come from kernel tables, not from these runs).
+
+    python benchmarks/crossval_serving.py            # both folds, one after the other (~6 min, 2 cores)
+    python benchmarks/crossval_serving.py --fold 0   # one fold
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import zlib
+from pathlib import Path
+
+from llm_codesign.calibrate import fit_serving
+from llm_codesign.calibration import calibration_for
+from llm_codesign.hardware import catalog
+from llm_codesign.validate import predict_serving, read_rows, serving_report
+
+DATA = Path(__file__).resolve().parents[1] / "src" / "llm_codesign" / "data" / "measurements" / "serving_measured_blackwell.csv"
+PLAN = ("gpu", "backend", "weight_dtype", "kv_dtype", "tp", "pp", "ep", "moe_tp", "attention_dp", "isl", "osl", "concurrency")
+
+
+def fold_of(row: dict) -> int:
+    # re-packagings of one architecture (DeepSeek-V3 / R1, NVFP4 checkpoints) count as one model
+    arch = row["model"].split("/")[-1].replace("-NVFP4", "").replace("DeepSeek-V3", "DeepSeek-R1")
+    key = "|".join([arch] + [str(row.get(k, "")).strip() for k in PLAN])
+    return zlib.crc32(key.encode()) % 2
+
+
+def run_fold(rows: list[dict], k: int) -> dict:
+    train = [r for r in rows if fold_of(r) != k]
+    test = [r for r in rows if fold_of(r) == k]
+    fams = {g.family: calibration_for(g) for g in catalog().values()}
+    fitted, _ = fit_serving(train, fams)
+    cal = lambda g: fitted.get(g.family) or calibration_for(g)  # noqa: E731
+    out = {"fold": k, "train_rows": len(train), "test_rows": len(test)}
+    for name, part in (("train", train), ("test", test)):
+        o = serving_report(part, *predict_serving(part, cal_override=cal))["overall"]
+        out[name] = {m: {"median_ape": round(o[m]["median_ape"], 1), "p90_ape": round(o[m]["p90_ape"], 1), "n": o[m]["n"]}
+                     for m in ("ttft_ms", "tpot_ms")}
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--fold", type=int, choices=(0, 1), help="run one fold only")
+    args = ap.parse_args()
+    rows = read_rows(DATA)
+    for k in ((args.fold,) if args.fold is not None else (0, 1)):
+        print(json.dumps(run_fold(rows, k)))
+
+
+if __name__ == "__main__":
+    main()
