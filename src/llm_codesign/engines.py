@@ -3,7 +3,6 @@ how each sizes its KV cache and how many tokens one step may carry. What the eng
 costs (step and request overheads, scheduling) is fitted and lives in the calibration profiles."""
 from __future__ import annotations
 
-ENGINES = ("trtllm", "vllm", "sglang")
 GIB = 2.0**30
 
 # How each engine sizes and fills its KV cache by default: (budget, fraction, OSL share a running

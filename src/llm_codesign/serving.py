@@ -8,7 +8,8 @@ lockstep waves (f = 1: a request's prefill shares steps with every other prefill
 pure decode) and spread-out arrivals (f = 0: its own prefill only, but the other requests' prefill
 chunks land in its decode steps). TTFT = the decode iterations it waits to be scheduled + the steps
 carrying its prefill + a per-engine request overhead; TPOT = the decode iteration over the pipeline /
-tokens accepted + prefill stalls; throughput conserves work: the running requests' output over their prefill plus decode time.
+tokens accepted + prefill stalls; throughput conserves work: the running requests' output over their
+prefill plus decode time.
 """
 from __future__ import annotations
 
