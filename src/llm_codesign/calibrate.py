@@ -39,14 +39,15 @@ GRID = {"attn_decode_max_group": (8, 16, 24, 32, 48, 64, 1024), "attn_decode_wid
         "gemm_max_split_k": (1, 2, 4, 8, 16, 64), "moe_overhead_s": (1e-6, 2e-6, 4e-6, 8e-6, 16e-6, 32e-6), "moe_eff": (0.2, 0.4, 0.6, 0.8, 1.0, 1.2)}
 # serving-software parameters fitted on serving runs: (field, start, lower, upper); per engine where
 # the field is in BACKEND_KEYED. Eager launch: PyTorch eager dispatch costs a few to ~30 us per op.
-# Wait steps: half the running step plus up to two more from an overlapping scheduler; attention-DP
-# balancing holds context requests for batching_wait_iters = 10, at most timeout_iters = 50 iterations
-# (AttentionDpConfig defaults when balancing is on); the search starts at the former.
+# Wait steps: half the running step (what a random arrival waits on average) plus up to two more from
+# an overlapping scheduler and the step that returns the token. Attention-DP balancing holds context
+# requests for batching_wait_iters = 10, at most timeout_iters = 50 iterations (AttentionDpConfig
+# defaults when balancing is on); the search starts at the former.
 SERVING_BOUNDS = (("step_overhead_s", 2e-3, 1e-5, 0.05), ("ttft_overhead_s", 20e-3, 1e-4, 0.5),
                   ("comm_latency_scale", 1.0, 0.05, 2.0), ("prefill_queue_fraction", 0.3, 0.01, 1.0),
                   ("eager_launch_s", 1e-5, 1e-7, 3e-5), ("step_kernel_overhead_scale", 1.0, 0.05, 1.0),
                   ("scale_out_latency_s", 25e-6, 5e-6, 1e-4), ("prefill_spread_exponent", 0.5, 0.05, 2.0),
-                  ("ttft_wait_steps", 1.0, 0.0, 3.0), ("adp_wait_steps", 10.0, 0.0, 60.0))
+                  ("ttft_wait_steps", 1.0, 0.5, 3.0), ("adp_wait_steps", 10.0, 0.0, 60.0))
 SERVING_FIELDS = {n for n, *_ in SERVING_BOUNDS}
 ORDER = ("gemm", "prefill_attention", "decode_attention", "collectives", "moe")  # later kinds reuse earlier fits
 
