@@ -230,3 +230,22 @@ def test_scheduling_wait_adds_decode_iterations_to_ttft_only(h100):
     c, d = run(0.0, 0.0, 8), run(2.0, 10.0, 8)
     # eight attention-DP ranks: 2 + 10 iterations
     assert d["ttft_s"].item() - c["ttft_s"].item() == pytest.approx(12.0 * c["step_s"].item(), rel=1e-9)
+
+
+def test_out_of_step_prefills_stall_decode_by_what_they_add(h100):
+    from llm_codesign.ops import launches
+
+    m = get_model("llama-3.1-8b")
+    # arrivals fully spread (f = 0): the 7 other running requests' 1024-token prefills land in this
+    # request's 255 decode steps, each in one mixed step of the 8-request wave budget (8192 tokens)
+    cal = replace(calibration_for(h100), prefill_queue_fraction=(("trtllm", 0.0),))
+    plan = Plan(*(np.array([v]) for v in (1, 1, 1, 1, 1, 1)))
+    r = evaluate(m, h100, cal, m.default_precision, plan, 8.0, 1024.0, 256.0, backend="trtllm", max_num_tokens=8192)
+    c = cal.in_step("trtllm")
+    wave = forward_ops(m, h100, c, m.default_precision, Sharding(), Batch(pf_tokens=8192.0, pf_seqs=8.0, pf_ctx=0.0))
+    t_wave = float(np.ravel(step_time(wave))[0]) + c.step_overhead("trtllm") + c.eager_launch("trtllm") * float(
+        np.ravel(launches(wave, c.elementwise_kernels_per_layer))[0])
+    t_stage = r["step_s"].item()
+    # the decode step is paid anyway; each prefill adds its 1/8 share of what the wave step costs beyond it
+    stall = 7 * (1024 / 8192) * (t_wave - t_stage) / 255
+    assert r["tpot_s"].item() == pytest.approx(t_stage + stall, rel=1e-6)

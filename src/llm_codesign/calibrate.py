@@ -10,7 +10,7 @@ from dataclasses import fields, replace
 
 import numpy as np
 
-from .calibration import BACKEND_KEYED, Calibration, calibration_for
+from .calibration import BACKEND_KEYED, Calibration, calibration_for, documented
 from .hardware import get_gpu
 from .kernels import predict
 
@@ -226,11 +226,11 @@ def fit_serving(rows: list[dict], fams: dict[str, Calibration], rounds: int = 8)
             step /= 2
     # a per-engine parameter that no row responds to (the attention-DP wait of an engine measured without
     # attention DP) keeps its documented default instead of wherever the search started
-    ref, documented = predicted(), Calibration()
+    ref, cited = predicted(), documented()
     for key, v in state.items():
         name, _, b = key.partition(":")
-        if b and b in dict(getattr(documented, name)):
-            cur, v[0] = v[0], dict(getattr(documented, name))[b]
+        if b and b in dict(getattr(cited, name)):
+            cur, v[0] = v[0], dict(getattr(cited, name))[b]
             if not np.array_equal(predicted(), ref, equal_nan=True):
                 v[0] = cur
     return {fam: apply(c) for fam, c in fams.items()}, {**fitted(), "loss": best}

@@ -170,12 +170,15 @@ def _bundled() -> tuple[dict, dict]:
 
 @lru_cache(maxsize=64)
 def _cached(family: str, profile: str | None) -> Calibration:
-    default, fitted = _bundled()
-    c = _layers(default, family, "default.toml", Calibration())
-    c = _layers(fitted, family, "fitted.toml", c)
+    c = _layers(_bundled()[1], family, "fitted.toml", documented(family))
     if profile:
         c = _layers(read_toml(profile, "calibration", "a calibration profile"), family, profile, c)
     return c
+
+
+def documented(family: str = "") -> Calibration:
+    """default.toml alone: the cited starting values, before any fit."""
+    return _layers(_bundled()[0], family, "default.toml", Calibration())
 
 
 def calibration_for(gpu, profile: str | None = None) -> Calibration:

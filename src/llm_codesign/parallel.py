@@ -5,6 +5,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .engines import step_tokens
 from .errors import InputError
 from .hardware import Gpu
 from .model import ModelSpec
@@ -184,6 +185,4 @@ class Deployment:
 
     @property
     def step_tokens(self) -> int:
-        from .engines import step_tokens
-
         return step_tokens(self.backend, self.gpu) if self.max_num_tokens is None else self.max_num_tokens

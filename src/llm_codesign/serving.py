@@ -129,9 +129,8 @@ def evaluate(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, plan
         t_stage = t_stage + t_draft / pp
     t_iter = pp * t_stage
     # the running - q requests that arrive out of step put their prefill chunks into this request's
-    # decode steps, spread over its OSL - 1 steps
-    # one request's prefill inside full steps; a step that mixes a prefill chunk into the decodes reads
-    # the weights once, so it lengthens the decode step only by what the chunk adds beyond it
+    # decode steps, spread over its OSL - 1 steps. A step mixing a chunk into the decodes reads the
+    # weights once, so each chunk step lengthens the decode step only by what it adds beyond it.
     t_req_pf = isl / np.maximum(wave_tok, 1.0) * np.maximum(t_wave_step - t_stage, 0.0)
     stall = np.maximum(running - q, 0.0) * t_req_pf / np.maximum(osl - 1.0, 1.0)
     tpot = t_iter / acc + stall
