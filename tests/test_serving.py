@@ -168,24 +168,24 @@ def test_kv_budget_free_vs_total(h100):
     assert free["max_seqs_per_rank"] > total["max_seqs_per_rank"]
 
 
-def test_lockstep_share_shrinks_with_the_first_wave_prefill_span(h100):
-    from dataclasses import replace
-
-    import numpy as np
-
-    from llm_codesign.calibration import calibration_for
-    from llm_codesign.parallel import Plan
-    from llm_codesign.registry import get_model
-    from llm_codesign.serving import evaluate
+def test_lockstep_share_shrinks_with_the_decode_iterations_the_first_wave_spans(h100):
+    from llm_codesign.ops import launches
 
     m = get_model("llama-3.1-8b")
     cal = replace(calibration_for(h100), prefill_queue_fraction=(("trtllm", 0.5),), prefill_spread_exponent=(("trtllm", 1.0),),
                   ttft_overhead_s=(("trtllm", 0.01),), ttft_wait_steps=(("trtllm", 0.0),))
     plan = Plan(*(np.array([v]) for v in (1, 1, 1, 1, 1, 1)))
     r = evaluate(m, h100, cal, m.default_precision, plan, 16.0, 8192.0, 256.0, backend="trtllm", max_num_tokens=8192)
-    # a wave of 16 x 8192 tokens takes 16 steps of 8192: f = 0.5 / 16, q = 1 + 15 f = 1.46875, and a
-    # request waits on average for (q + 1) / 2 prefills of 8192 tokens = 1.234 full steps
-    q = 1 + 15 * 0.5 / 16
+    # a wave of 16 x 8192 tokens takes 16 prefill steps of 8192 tokens; over them fit n decode
+    # iterations of the 16 requests: f = 0.5 / n, q = 1 + 15 f, and a request waits on average for
+    # (q + 1) / 2 prefills of 8192 tokens
+    c = cal.in_step("trtllm")
+    wave = forward_ops(m, h100, c, m.default_precision, Sharding(), Batch(pf_tokens=8192.0, pf_seqs=1.0, pf_ctx=0.0))
+    t_wave = float(np.ravel(step_time(wave))[0]) + c.step_overhead("trtllm") + c.eager_launch("trtllm") * float(
+        np.ravel(launches(wave, c.elementwise_kernels_per_layer))[0])
+    n = 16 * t_wave / r["step_s"].item()
+    assert n > 16  # a 8192-token prefill step outlasts a 16-sequence decode step
+    q = 1 + 15 * 0.5 / n
     assert r["ttft_s"].item() == pytest.approx((q + 1) / 2 * r["prefill_step_s"].item() + 0.01, rel=1e-9)
 
 
@@ -249,3 +249,44 @@ def test_out_of_step_prefills_stall_decode_by_what_they_add(h100):
     # the decode step is paid anyway; each prefill adds its 1/8 share of what the wave step costs beyond it
     stall = 7 * (1024 / 8192) * (t_wave - t_stage) / 255
     assert r["tpot_s"].item() == pytest.approx(t_stage + stall, rel=1e-6)
+
+
+def test_engine_kernel_scales_relative_to_trtllm(h100):
+    from llm_codesign.calibration import documented
+
+    base = calibration_for(h100)
+    cal = replace(base, gemm_eff_scale=(("trtllm", 1.0), ("vllm", 0.8)), attn_eff_scale=(("trtllm", 1.0), ("vllm", 2.0)))
+    v, t = cal.in_step("vllm"), cal.in_step("trtllm")
+    # vLLM: GEMM, grouped-GEMM and streaming efficiencies x0.8; attention fractions x2 but never above 1
+    assert v.gemm_eff_fp8 == pytest.approx(0.8 * t.gemm_eff_fp8) and v.moe_eff == pytest.approx(0.8 * t.moe_eff)
+    assert v.bw_eff == pytest.approx(0.8 * t.bw_eff)
+    assert v.attn_prefill_eff == pytest.approx(min(2 * t.attn_prefill_eff, 1.0))
+    assert v.attn_decode_bw_eff == pytest.approx(min(2 * t.attn_decode_bw_eff, 1.0)) and v.attn_decode_bw_eff <= 1.0
+    # TensorRT-LLM (where the kernel tables were measured) keeps the fitted kernel efficiencies
+    assert (t.gemm_eff_fp8, t.attn_prefill_eff) == (base.in_step("trtllm").gemm_eff_fp8, base.in_step("trtllm").attn_prefill_eff)
+    assert dict(documented().gemm_eff_scale)["trtllm"] == 1.0
+    # slower GEMMs: a memory-bound decode step of Llama-3.1-8B at batch 8 costs more on the scaled engine
+    m = get_model("llama-3.1-8b")
+    plan = Plan(*(np.array([v]) for v in (1, 1, 1, 1, 1, 1)))
+    same = replace(cal, step_overhead_s=(("trtllm", 1e-3), ("vllm", 1e-3)), attn_eff_scale=(("trtllm", 1.0), ("vllm", 1.0)))
+    a = evaluate(m, h100, same, m.default_precision, plan, 8.0, 1024.0, 256.0, backend="trtllm", max_num_tokens=8192)
+    b = evaluate(m, h100, same, m.default_precision, plan, 8.0, 1024.0, 256.0, backend="vllm", max_num_tokens=8192)
+    assert b["step_s"].item() > 1.15 * (a["step_s"].item() - 1e-3) + 1e-3
+
+
+def test_serving_fit_never_moves_the_reference_engine_kernels():
+    from llm_codesign import calibrate
+
+    seen = []
+    real = calibrate.SERVING_BOUNDS
+    try:
+        calibrate.SERVING_BOUNDS = tuple(b for b in real if b[0] in ("gemm_eff_scale", "attn_eff_scale"))
+        rows = [{"model": "meta-llama/Llama-3.1-8B", "gpu": "h100", "num_gpus": "1", "backend": be, "weight_dtype": "bf16",
+                 "kv_dtype": "bf16", "isl": "1024", "osl": "256", "concurrency": "8", "tp": "1", "ttft_ms": "50",
+                 "tpot_ms": "12"} for be in ("trtllm", "vllm")]
+        fams, out = calibrate.fit_serving(rows, {"hopper": calibration_for(get_gpu("h100"))}, rounds=1)
+        seen = out["gemm_eff_scale"]
+    finally:
+        calibrate.SERVING_BOUNDS = real
+    assert set(seen) == {"vllm"}
+    assert dict(fams["hopper"].gemm_eff_scale)["trtllm"] == 1.0

@@ -10,7 +10,7 @@ from dataclasses import fields, replace
 
 import numpy as np
 
-from .calibration import BACKEND_KEYED, Calibration, calibration_for, documented
+from .calibration import BACKEND_KEYED, ENGINE_RELATIVE, REFERENCE_ENGINE, Calibration, calibration_for, documented
 from .hardware import get_gpu
 from .kernels import predict
 
@@ -42,12 +42,14 @@ GRID = {"attn_decode_max_group": (8, 16, 24, 32, 48, 64, 1024), "attn_decode_wid
 # Wait steps: half the running step (what a random arrival waits on average) plus up to two more from
 # an overlapping scheduler and the step that returns the token. Attention-DP balancing holds context
 # requests for batching_wait_iters = 10, at most timeout_iters = 50 iterations (AttentionDpConfig
-# defaults when balancing is on); the search starts at the former.
+# defaults when balancing is on); the search starts at the former. Engine kernel scales: within a
+# factor 1.5 of TensorRT-LLM's kernels, whose own scale stays 1 (calibration.REFERENCE_ENGINE).
 SERVING_BOUNDS = (("step_overhead_s", 2e-3, 1e-5, 0.05), ("ttft_overhead_s", 20e-3, 1e-4, 0.5),
                   ("comm_latency_scale", 1.0, 0.05, 2.0), ("prefill_queue_fraction", 0.3, 0.01, 1.0),
                   ("eager_launch_s", 1e-5, 1e-7, 3e-5), ("step_kernel_overhead_scale", 1.0, 0.05, 1.0),
                   ("scale_out_latency_s", 25e-6, 5e-6, 1e-4), ("prefill_spread_exponent", 0.5, 0.05, 2.0),
-                  ("ttft_wait_steps", 1.0, 0.5, 3.0), ("adp_wait_steps", 10.0, 0.0, 60.0))
+                  ("ttft_wait_steps", 1.0, 0.5, 3.0), ("adp_wait_steps", 10.0, 0.0, 60.0),
+                  ("gemm_eff_scale", 1.0, 0.5, 1.5), ("attn_eff_scale", 1.0, 0.5, 1.5))
 SERVING_FIELDS = {n for n, *_ in SERVING_BOUNDS}
 ORDER = ("gemm", "prefill_attention", "decode_attention", "collectives", "moe")  # later kinds reuse earlier fits
 
@@ -166,7 +168,8 @@ def fit_serving(rows: list[dict], fams: dict[str, Calibration], rounds: int = 8)
     # "field" or "field:backend" -> [value, lower, upper], in SERVING_BOUNDS order (the search order)
     state = {}
     for name, init, lo, hi in SERVING_BOUNDS:
-        for key in ([f"{name}:{b}" for b in backends] if name in BACKEND_KEYED else [name]):
+        engines = [b for b in backends if not (name in ENGINE_RELATIVE and b == REFERENCE_ENGINE)]
+        for key in ([f"{name}:{b}" for b in engines] if name in BACKEND_KEYED else [name]):
             state[key] = [init, lo, hi]
 
     def fitted() -> dict:

@@ -11,7 +11,14 @@ import numpy as np
 from .errors import InputError, read_toml
 
 BACKEND_KEYED = ("step_overhead_s", "ttft_overhead_s", "comm_latency_scale", "prefill_queue_fraction", "eager_launch_s",
-                 "prefill_spread_exponent", "ttft_wait_steps", "adp_wait_steps")  # per serving engine
+                 "prefill_spread_exponent", "ttft_wait_steps", "adp_wait_steps", "gemm_eff_scale", "attn_eff_scale")  # per serving engine
+# per-engine kernel efficiencies relative to the engine the kernel tables were measured in (TensorRT-LLM's
+# PyTorch flow, shared/data/SOURCES.md): that engine's scale is 1 by definition and is never fitted
+REFERENCE_ENGINE = "trtllm"
+ENGINE_RELATIVE = ("gemm_eff_scale", "attn_eff_scale")
+_GEMM_EFFS = ("gemm_eff_bf16", "gemm_eff_fp8", "gemm_eff_fp8_block", "gemm_eff_fp4", "moe_eff", "bw_eff")
+_ATTN_EFFS = ("attn_decode_bw_eff", "attn_decode_bw_eff_fp8", "attn_prefill_eff", "attn_decode_flops_eff",
+              "attn_decode_wide_flops_eff", "mla_decode_flops_eff")
 
 
 @dataclass(frozen=True)
@@ -68,6 +75,8 @@ class Calibration:
     eager_launch_s: tuple[tuple[str, float], ...] = field(default=(("trtllm", 5e-6), ("vllm", 5e-6), ("sglang", 5e-6)))
     ttft_wait_steps: tuple[tuple[str, float], ...] = field(default=(("trtllm", 1.5), ("vllm", 0.5), ("sglang", 1.5)))
     adp_wait_steps: tuple[tuple[str, float], ...] = field(default=(("trtllm", 0.0), ("vllm", 0.0), ("sglang", 0.0)))
+    gemm_eff_scale: tuple[tuple[str, float], ...] = field(default=(("trtllm", 1.0), ("vllm", 1.0), ("sglang", 1.0)))
+    attn_eff_scale: tuple[tuple[str, float], ...] = field(default=(("trtllm", 1.0), ("vllm", 1.0), ("sglang", 1.0)))
 
     def gemm_eff(self, kernel: str) -> float:
         """Achievable fraction of peak for a GEMM kernel family: bf16, fp8, fp8_block or fp4."""
@@ -112,11 +121,16 @@ class Calibration:
     def in_step(self, backend: str | None = None) -> "Calibration":
         """Parameters for kernels inside a captured serving step of an engine: CUDA graphs and
         programmatic dependent launch hide part of each kernel's fixed cost that isolated benchmarks
-        measure, and engines replace NCCL's small-message collectives with their own (one-shot
-        custom all-reduce, fused all-reduce + norm), seen as a per-engine scale on collective latency."""
+        measure; engines replace NCCL's small-message collectives with their own (one-shot custom
+        all-reduce, fused all-reduce + norm), seen as a per-engine scale on collective latency; and
+        engines ship their own GEMM, grouped-GEMM and attention kernels (vLLM and SGLang: FlashInfer,
+        FlashAttention, Triton/CUTLASS fused MoE; TensorRT-LLM: its own), seen as per-engine scales on
+        the efficiencies fitted on TensorRT-LLM's kernels. A fraction of a peak stays at most 1."""
         f = self.step_kernel_overhead_scale
         c = self.engine("comm_latency_scale", backend, 1.0) if backend else 1.0
-        if f == 1.0 and c == 1.0:
+        g = self.engine("gemm_eff_scale", backend, 1.0) if backend else 1.0
+        a = self.engine("attn_eff_scale", backend, 1.0) if backend else 1.0
+        if f == 1.0 and c == 1.0 and g == 1.0 and a == 1.0:
             return self
         kw = {k: getattr(self, k) * f for k in (
             "gemm_overhead_bf16_s", "gemm_overhead_fp8_s", "gemm_overhead_fp8_block_s", "gemm_overhead_fp4_s",
@@ -124,6 +138,9 @@ class Calibration:
         kw.update({k: getattr(self, k) * c for k in (
             "comm_latency_s", "comm_latency_slope_s", "comm_gather_latency_s", "comm_gather_latency_slope_s",
             "comm_a2a_latency_s", "comm_a2a_latency_slope_s", "comm_bw_half_bytes")})
+        # moe_eff is relative to a dense GEMM (it may exceed 1); the others are fractions of a peak
+        kw.update({k: getattr(self, k) * g if k == "moe_eff" else min(getattr(self, k) * g, 1.0) for k in _GEMM_EFFS})
+        kw.update({k: min(getattr(self, k) * a, 1.0) for k in _ATTN_EFFS})
         return replace(self, **kw)
 
 

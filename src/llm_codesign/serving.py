@@ -2,8 +2,8 @@
 
 With `concurrency` requests in flight (capped by the paged KV cache; the rest queue), each request
 needs its ISL prefill in chunks of the step token budget and (OSL-1)/accepted decode iterations.
-Arrivals sit between two limits that one fitted parameter per engine f (prefill_queue_fraction, the
-engine's prefill/decode scheduling) blends:
+Arrivals sit between two limits that a share f per engine blends (prefill_queue_fraction over the
+decode iterations the first wave's prefill spread the requests across, the engine's scheduling):
 lockstep waves (f = 1: a request's prefill shares steps with every other prefill, decode steps are
 pure decode) and spread-out arrivals (f = 0: its own prefill only, but the other requests' prefill
 chunks land in its decode steps). TTFT = the decode iterations it waits to be scheduled + the steps
@@ -85,30 +85,10 @@ def evaluate(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, plan
     # sequences that run at once per rank: what is in flight, capped by the KV cache; the rest queue
     running = np.where(mem["max_seqs_per_rank"] >= 1, np.minimum(c_rank, mem["max_seqs_per_rank"]), c_rank)
     b = running / pp  # sequences per micro-batch
-    # prefill: a request's chunks share steps with the prefills of q = 1 + f (running - 1) requests
-    # arriving with it (1: benchmark waves in lockstep, 0: arrivals spread out). Requests stay as far
-    # apart as their first wave's prefill spread them, so f shrinks with the n steps that prefill a
-    # whole wave takes: f = prefill_queue_fraction / n ** prefill_spread_exponent (both fitted).
-    # Served first come first served, a request waits on average for (q + 1) / 2 of those prefills.
-    # Steps count fractionally: a partial chunk costs its share of a full one.
-    n_first = np.maximum(running * isl / np.maximum(np.minimum(mnt, running * isl), 1.0), 1.0)
-    f_q = np.minimum(cal.queue_fraction(backend) / n_first ** cal.spread_exponent(backend), 1.0)
-    q = 1.0 + f_q * np.maximum(running - 1.0, 0.0)
-    pf_total = (q + 1.0) / 2.0 * isl
-    pf_step_tok = np.minimum(mnt, pf_total)
-    n_pf = pf_total / np.maximum(pf_step_tok, 1.0)
     chunk = np.minimum(isl, mnt)
-    # the running - q requests that arrived out of step decode inside those prefill steps
-    pf = Batch(pf_tokens=pf_step_tok, pf_seqs=np.maximum(pf_step_tok / isl, 1.0), pf_ctx=np.maximum(isl - chunk, 0.0) / 2.0,
-               dec_seqs=np.maximum(running - q, 0.0) / pp, dec_ctx=isl + osl / 2.0)
-    # steps that carry prefill run eagerly (SGLang and TensorRT-LLM capture CUDA graphs for decode-only
-    # batches; vLLM's piecewise graphs leave attention outside): a host-side cost per kernel launch
-    pf_ops = forward_ops(model, gpu, cal, prec, sh, pf)
-    eager = cal.eager_launch(backend)
-    t_pf_stage = step_time(pf_ops) + overhead + eager * launches(pf_ops, cal.elementwise_kernels_per_layer)
     # chunks of different requests pipeline over PP stages; one request's chunks only with CPP
     pipelined = np.asarray(cpp) | (running >= pp)
-    ttft = np.where(pipelined, n_pf + pp - 1.0, n_pf * pp) * t_pf_stage
+    eager = cal.eager_launch(backend)
     # a wave's prefill phase: every running sequence's ISL tokens in chunks of the step budget
     wave_tok = np.minimum(mnt, running * isl)
     n_wave = running * isl / np.maximum(wave_tok, 1.0)
@@ -128,6 +108,28 @@ def evaluate(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, plan
         t_draft = k * step_time(dops)
         t_stage = t_stage + t_draft / pp
     t_iter = pp * t_stage
+    # prefill: a request's chunks share steps with the prefills of q = 1 + f (running - 1) requests
+    # arriving with it (1: benchmark waves in lockstep, 0: arrivals spread out). Requests stay as far
+    # apart as their first wave's prefill spread them: over n decode iterations, n = the wave's prefill
+    # span / t_iter, so about running / n of them arrive within one iteration of each other. Drift
+    # (uneven lengths, queueing) spreads them further, hence f = prefill_queue_fraction / n ** exponent
+    # (both fitted per engine; 1 and 1 for the pure wave picture). Served first come first served, a
+    # request waits on average for (q + 1) / 2 of those prefills. Steps count fractionally: a partial
+    # chunk costs its share of a full one.
+    n_span = np.maximum(pf_span / t_iter, 1.0)
+    f_q = np.minimum(cal.queue_fraction(backend) / n_span ** cal.spread_exponent(backend), 1.0)
+    q = 1.0 + f_q * np.maximum(running - 1.0, 0.0)
+    pf_total = (q + 1.0) / 2.0 * isl
+    pf_step_tok = np.minimum(mnt, pf_total)
+    n_pf = pf_total / np.maximum(pf_step_tok, 1.0)
+    # the running - q requests that arrived out of step decode inside those prefill steps
+    pf = Batch(pf_tokens=pf_step_tok, pf_seqs=np.maximum(pf_step_tok / isl, 1.0), pf_ctx=np.maximum(isl - chunk, 0.0) / 2.0,
+               dec_seqs=np.maximum(running - q, 0.0) / pp, dec_ctx=isl + osl / 2.0)
+    # steps that carry prefill run eagerly (SGLang and TensorRT-LLM capture CUDA graphs for decode-only
+    # batches; vLLM's piecewise graphs leave attention outside): a host-side cost per kernel launch
+    pf_ops = forward_ops(model, gpu, cal, prec, sh, pf)
+    t_pf_stage = step_time(pf_ops) + overhead + eager * launches(pf_ops, cal.elementwise_kernels_per_layer)
+    ttft = np.where(pipelined, n_pf + pp - 1.0, n_pf * pp) * t_pf_stage
     # the running - q requests that arrive out of step put their prefill chunks into this request's
     # decode steps, spread over its OSL - 1 steps. A step mixing a chunk into the decodes reads the
     # weights once, so each chunk step lengthens the decode step only by what it adds beyond it.
