@@ -173,7 +173,7 @@ def test_lockstep_share_shrinks_with_the_decode_iterations_the_first_wave_spans(
 
     m = get_model("llama-3.1-8b")
     cal = replace(calibration_for(h100), prefill_queue_fraction=(("trtllm", 0.5),), prefill_spread_exponent=(("trtllm", 1.0),),
-                  ttft_overhead_s=(("trtllm", 0.01),), ttft_wait_steps=(("trtllm", 0.0),))
+                  ttft_overhead_s=(("trtllm", 0.01),), ttft_wait_steps=(("trtllm", 0.0),), seq_overhead_s=(("trtllm", 0.0),))
     plan = Plan(*(np.array([v]) for v in (1, 1, 1, 1, 1, 1)))
     r = evaluate(m, h100, cal, m.default_precision, plan, 16.0, 8192.0, 256.0, backend="trtllm", max_num_tokens=8192)
     # a wave of 16 x 8192 tokens takes 16 prefill steps of 8192 tokens; over them fit n decode
@@ -238,7 +238,7 @@ def test_out_of_step_prefills_stall_decode_by_what_they_add(h100):
     m = get_model("llama-3.1-8b")
     # arrivals fully spread (f = 0): the 7 other running requests' 1024-token prefills land in this
     # request's 255 decode steps, each in one mixed step of the 8-request wave budget (8192 tokens)
-    cal = replace(calibration_for(h100), prefill_queue_fraction=(("trtllm", 0.0),))
+    cal = replace(calibration_for(h100), prefill_queue_fraction=(("trtllm", 0.0),), seq_overhead_s=(("trtllm", 0.0),))
     plan = Plan(*(np.array([v]) for v in (1, 1, 1, 1, 1, 1)))
     r = evaluate(m, h100, cal, m.default_precision, plan, 8.0, 1024.0, 256.0, backend="trtllm", max_num_tokens=8192)
     c = cal.in_step("trtllm")
@@ -290,3 +290,22 @@ def test_serving_fit_never_moves_the_reference_engine_kernels():
         calibrate.SERVING_BOUNDS = real
     assert set(seen) == {"vllm"}
     assert dict(fams["hopper"].gemm_eff_scale)["trtllm"] == 1.0
+
+
+def test_per_sequence_host_overhead_scales_the_decode_step_with_the_batch(h100):
+    m = get_model("llama-3.1-8b")
+    plan = Plan(*(np.array([v]) for v in (1, 1, 1, 1, 1, 1)))
+
+    def run(seq_oh, c):
+        cal = replace(calibration_for(h100), seq_overhead_s=(("vllm", seq_oh),))
+        return evaluate(m, h100, cal, m.default_precision, plan, float(c), 1024.0, 256.0, backend="vllm", max_num_tokens=8192)
+
+    # 20 us per running sequence per step: 64 sequences add 1.28 ms to every decode step, 8 add 0.16 ms
+    for c in (8, 64):
+        a, b = run(0.0, c), run(20e-6, c)
+        assert b["step_s"].item() - a["step_s"].item() == pytest.approx(c * 20e-6, rel=1e-9)
+        # TPOT follows (the longer step also spreads arrivals over fewer iterations, shifting the stall)
+        assert b["tpot_s"].item() - a["tpot_s"].item() == pytest.approx(c * 20e-6, rel=0.05)
+    # TensorRT-LLM's own value is untouched by vLLM's
+    cal = replace(calibration_for(h100), seq_overhead_s=(("vllm", 1e-3), ("trtllm", 0.0)))
+    assert cal.engine("seq_overhead_s", "trtllm", 1.0) == 0.0

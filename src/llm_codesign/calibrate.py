@@ -49,7 +49,8 @@ SERVING_BOUNDS = (("step_overhead_s", 2e-3, 1e-5, 0.05), ("ttft_overhead_s", 20e
                   ("eager_launch_s", 1e-5, 1e-7, 3e-5), ("step_kernel_overhead_scale", 1.0, 0.05, 1.0),
                   ("scale_out_latency_s", 25e-6, 5e-6, 1e-4), ("prefill_spread_exponent", 0.5, 0.05, 2.0),
                   ("ttft_wait_steps", 1.0, 0.5, 3.0), ("adp_wait_steps", 10.0, 0.0, 60.0),
-                  ("gemm_eff_scale", 1.0, 0.5, 1.5), ("attn_eff_scale", 1.0, 0.5, 1.5))
+                  ("gemm_eff_scale", 1.0, 0.5, 1.5), ("attn_eff_scale", 1.0, 0.5, 1.5),
+                  ("seq_overhead_s", 5e-6, 1e-8, 1e-4))
 SERVING_FIELDS = {n for n, *_ in SERVING_BOUNDS}
 ORDER = ("gemm", "prefill_attention", "decode_attention", "collectives", "moe")  # later kinds reuse earlier fits
 

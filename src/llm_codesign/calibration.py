@@ -11,7 +11,7 @@ import numpy as np
 from .errors import InputError, read_toml
 
 BACKEND_KEYED = ("step_overhead_s", "ttft_overhead_s", "comm_latency_scale", "prefill_queue_fraction", "eager_launch_s",
-                 "prefill_spread_exponent", "ttft_wait_steps", "adp_wait_steps", "gemm_eff_scale", "attn_eff_scale")  # per serving engine
+                 "prefill_spread_exponent", "ttft_wait_steps", "adp_wait_steps", "gemm_eff_scale", "attn_eff_scale", "seq_overhead_s")  # per serving engine
 # per-engine kernel efficiencies relative to the engine the kernel tables were measured in (TensorRT-LLM's
 # PyTorch flow, shared/data/SOURCES.md): that engine's scale is 1 by definition and is never fitted
 REFERENCE_ENGINE = "trtllm"
@@ -77,6 +77,7 @@ class Calibration:
     adp_wait_steps: tuple[tuple[str, float], ...] = field(default=(("trtllm", 0.0), ("vllm", 0.0), ("sglang", 0.0)))
     gemm_eff_scale: tuple[tuple[str, float], ...] = field(default=(("trtllm", 1.0), ("vllm", 1.0), ("sglang", 1.0)))
     attn_eff_scale: tuple[tuple[str, float], ...] = field(default=(("trtllm", 1.0), ("vllm", 1.0), ("sglang", 1.0)))
+    seq_overhead_s: tuple[tuple[str, float], ...] = field(default=(("trtllm", 0.0), ("vllm", 0.0), ("sglang", 0.0)))
 
     def gemm_eff(self, kernel: str) -> float:
         """Achievable fraction of peak for a GEMM kernel family: bf16, fp8, fp8_block or fp4."""

@@ -7,9 +7,9 @@ decode iterations the first wave's prefill spread the requests across, the engin
 lockstep waves (f = 1: a request's prefill shares steps with every other prefill, decode steps are
 pure decode) and spread-out arrivals (f = 0: its own prefill only, but the other requests' prefill
 chunks land in its decode steps). TTFT = the decode iterations it waits to be scheduled + the steps
-carrying its prefill + a per-engine request overhead; TPOT = the decode iteration over the pipeline /
-tokens accepted + prefill stalls; throughput conserves work: the running requests' output over their
-prefill plus decode time.
+carrying its prefill + a per-engine request overhead; TPOT = the decode iteration (kernels plus the
+engine's host cost per step and per running sequence) over the pipeline / tokens accepted + prefill
+stalls; throughput conserves work: the running requests' output over their prefill plus decode time.
 """
 from __future__ import annotations
 
@@ -78,6 +78,9 @@ def evaluate(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, plan
     else:
         k, acc = np.zeros(1), np.ones(1)
     overhead = cal.step_overhead(backend)
+    # host work per running sequence per step (scheduling, sampling, detokenising and streaming each
+    # request's token), on top of the per-step overhead; fitted per engine
+    seq_oh = cal.engine("seq_overhead_s", backend, 0.0)
     # KV capacity as each engine sizes and fills it (engines.KV_BUDGET)
     budget, default_fraction, occupancy = engines.KV_BUDGET.get(backend, ("total", memory.USABLE_FRACTION, 0.5))
     mem = memory.fit(model, gpu, prec, sh, isl, osl, mnt, default_fraction if usable_fraction is None else usable_fraction,
@@ -94,12 +97,13 @@ def evaluate(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, plan
     n_wave = running * isl / np.maximum(wave_tok, 1.0)
     wave_ops = forward_ops(model, gpu, cal, prec, sh, Batch(
         pf_tokens=wave_tok, pf_seqs=np.maximum(wave_tok / isl, 1.0), pf_ctx=np.maximum(isl - chunk, 0.0) / 2.0))
-    t_wave_step = step_time(wave_ops) + overhead + eager * launches(wave_ops, cal.elementwise_kernels_per_layer)
+    t_wave_step = (step_time(wave_ops) + overhead + seq_oh * np.maximum(wave_tok / isl, 1.0)
+                   + eager * launches(wave_ops, cal.elementwise_kernels_per_layer))
     pf_span = np.where(pipelined, n_wave + pp - 1.0, n_wave * pp) * t_wave_step
     # decode phase: every sequence of the micro-batch generates (k+1 verified tokens per step)
     dec = Batch(dec_seqs=b, dec_ctx=isl + osl / 2.0, dec_tokens_per_seq=1.0 + k)
     ops = forward_ops(model, gpu, cal, prec, sh, dec)
-    t_stage = step_time(ops) + overhead
+    t_stage = step_time(ops) + overhead + seq_oh * b
     t_draft = 0.0
     if spec is not None:
         dm = draft_model(model, spec)
@@ -128,7 +132,8 @@ def evaluate(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, plan
     # steps that carry prefill run eagerly (SGLang and TensorRT-LLM capture CUDA graphs for decode-only
     # batches; vLLM's piecewise graphs leave attention outside): a host-side cost per kernel launch
     pf_ops = forward_ops(model, gpu, cal, prec, sh, pf)
-    t_pf_stage = step_time(pf_ops) + overhead + eager * launches(pf_ops, cal.elementwise_kernels_per_layer)
+    t_pf_stage = (step_time(pf_ops) + overhead + seq_oh * (np.maximum(pf_step_tok / isl, 1.0) + np.maximum(running - q, 0.0) / pp)
+                  + eager * launches(pf_ops, cal.elementwise_kernels_per_layer))
     ttft = np.where(pipelined, n_pf + pp - 1.0, n_pf * pp) * t_pf_stage
     # the running - q requests that arrive out of step put their prefill chunks into this request's
     # decode steps, spread over its OSL - 1 steps. A step mixing a chunk into the decodes reads the
