@@ -91,6 +91,8 @@ def evaluate(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, plan
     chunk = np.minimum(isl, mnt)
     # chunks of different requests pipeline over PP stages; one request's chunks only with CPP
     pipelined = np.asarray(cpp) | (running >= pp)
+    # steps that carry prefill run eagerly (SGLang and TensorRT-LLM capture CUDA graphs for decode-only
+    # batches; vLLM's piecewise graphs leave attention outside): a host-side cost per kernel launch
     eager = cal.eager_launch(backend)
     # a wave's prefill phase: every running sequence's ISL tokens in chunks of the step budget
     wave_tok = np.minimum(mnt, running * isl)
@@ -129,8 +131,6 @@ def evaluate(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, plan
     # the running - q requests that arrived out of step decode inside those prefill steps
     pf = Batch(pf_tokens=pf_step_tok, pf_seqs=np.maximum(pf_step_tok / isl, 1.0), pf_ctx=np.maximum(isl - chunk, 0.0) / 2.0,
                dec_seqs=np.maximum(running - q, 0.0) / pp, dec_ctx=isl + osl / 2.0)
-    # steps that carry prefill run eagerly (SGLang and TensorRT-LLM capture CUDA graphs for decode-only
-    # batches; vLLM's piecewise graphs leave attention outside): a host-side cost per kernel launch
     pf_ops = forward_ops(model, gpu, cal, prec, sh, pf)
     t_pf_stage = (step_time(pf_ops) + overhead + seq_oh * (np.maximum(pf_step_tok / isl, 1.0) + np.maximum(running - q, 0.0) / pp)
                   + eager * launches(pf_ops, cal.elementwise_kernels_per_layer))
