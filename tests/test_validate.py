@@ -35,6 +35,10 @@ def test_serving_errors_do_not_regress():
     assert o["tpot_ms"]["median_ape"] <= 12.0 and o["ttft_ms"]["median_ape"] <= 23.5
     assert o["tpot_ms"]["p90_ape"] <= 41.0 and o["ttft_ms"]["p90_ape"] <= 76.0
     assert o["tpot_ms"]["n"] > 1500
+    # per engine (reached TTFT / TPOT: vLLM 13.1 / 10.6, TensorRT-LLM 30.1 / 11.5, SGLang 34.1 / 12.2)
+    for backend, (ttft, tpot) in {"vllm": (15.0, 12.0), "trtllm": (33.0, 13.0), "sglang": (37.0, 14.0)}.items():
+        b = rep["by"]["backend"][backend]
+        assert b["ttft_ms"]["median_ape"] <= ttft and b["tpot_ms"]["median_ape"] <= tpot, backend
     reasons = {u["reason"] for u in rep["unmodeled"]}
     assert any("linear_attention" in r for r in reasons)  # Qwen3.5 rows are listed, not dropped
 
