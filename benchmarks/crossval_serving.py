@@ -1,11 +1,11 @@
 """Out-of-sample check of the serving fit: two-fold cross-validation on serving_measured_blackwell.csv.
 
-The serving-software parameters (about 20, per engine) are fitted on one half of the measured
+The serving-software parameters (33, most of them per engine) are fitted on one half of the measured
 deployments and judged on the other. Rows are split by deployment (model architecture, GPU, engine,
 precision, plan, ISL/OSL, concurrency), so repeated measurements of one setting never sit on both
 sides. Kernel efficiencies stay as bundled (they come from kernel tables, not from these runs).
 
-    python benchmarks/crossval_serving.py            # both folds, one after the other (~6 min, 2 cores)
+    python benchmarks/crossval_serving.py            # both folds, one after the other (~7 min each, 2 cores)
     python benchmarks/crossval_serving.py --fold 0   # one fold
 """
 from __future__ import annotations
