@@ -3,7 +3,8 @@
 The serving-software parameters (33, most of them per engine) are fitted on one half of the measured
 deployments and judged on the other. Rows are split by deployment (model architecture, GPU, engine,
 precision, plan, ISL/OSL, concurrency), so repeated measurements of one setting never sit on both
-sides. Kernel efficiencies stay as bundled (they come from kernel tables, not from these runs).
+sides. The kernel efficiencies stay as bundled (they come from kernel tables, not from these runs);
+the per-engine scales on them are serving parameters and are fitted with the rest.
 
     python benchmarks/crossval_serving.py            # both folds, one after the other (~7 min each, 2 cores)
     python benchmarks/crossval_serving.py --fold 0   # one fold
