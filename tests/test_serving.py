@@ -168,8 +168,17 @@ def test_kv_budget_free_vs_total(h100):
     assert free["max_seqs_per_rank"] > total["max_seqs_per_rank"]
 
 
-def test_lockstep_share_shrinks_with_the_decode_iterations_the_first_wave_spans(h100):
+def _eager_prefill_step_s(m, gpu, cal, backend, batch):
+    """A prefill step priced as serving.evaluate does: kernels + step overhead + eager launches."""
     from llm_codesign.ops import launches
+
+    c = cal.in_step(backend)
+    ops = forward_ops(m, gpu, c, m.default_precision, Sharding(), batch)
+    return float(np.ravel(step_time(ops))[0]) + c.step_overhead(backend) + c.eager_launch(backend) * float(
+        np.ravel(launches(ops, c.elementwise_kernels_per_layer))[0])
+
+
+def test_lockstep_share_shrinks_with_the_decode_iterations_the_first_wave_spans(h100):
 
     m = get_model("llama-3.1-8b")
     cal = replace(calibration_for(h100), prefill_queue_fraction=(("trtllm", 0.5),), prefill_spread_exponent=(("trtllm", 1.0),),
@@ -179,10 +188,7 @@ def test_lockstep_share_shrinks_with_the_decode_iterations_the_first_wave_spans(
     # a wave of 16 x 8192 tokens takes 16 prefill steps of 8192 tokens; over them fit n decode
     # iterations of the 16 requests: f = 0.5 / n, q = 1 + 15 f, and a request waits on average for
     # (q + 1) / 2 prefills of 8192 tokens
-    c = cal.in_step("trtllm")
-    wave = forward_ops(m, h100, c, m.default_precision, Sharding(), Batch(pf_tokens=8192.0, pf_seqs=1.0, pf_ctx=0.0))
-    t_wave = float(np.ravel(step_time(wave))[0]) + c.step_overhead("trtllm") + c.eager_launch("trtllm") * float(
-        np.ravel(launches(wave, c.elementwise_kernels_per_layer))[0])
+    t_wave = _eager_prefill_step_s(m, h100, cal, "trtllm", Batch(pf_tokens=8192.0, pf_seqs=1.0, pf_ctx=0.0))
     n = 16 * t_wave / r["step_s"].item()
     assert n > 16  # a 8192-token prefill step outlasts a 16-sequence decode step
     q = 1 + 15 * 0.5 / n
@@ -233,18 +239,13 @@ def test_scheduling_wait_adds_decode_iterations_to_ttft_only(h100):
 
 
 def test_out_of_step_prefills_stall_decode_by_what_they_add(h100):
-    from llm_codesign.ops import launches
-
     m = get_model("llama-3.1-8b")
     # arrivals fully spread (f = 0): the 7 other running requests' 1024-token prefills land in this
     # request's 255 decode steps, each in one mixed step of the 8-request wave budget (8192 tokens)
     cal = replace(calibration_for(h100), prefill_queue_fraction=(("trtllm", 0.0),), seq_overhead_s=(("trtllm", 0.0),))
     plan = Plan(*(np.array([v]) for v in (1, 1, 1, 1, 1, 1)))
     r = evaluate(m, h100, cal, m.default_precision, plan, 8.0, 1024.0, 256.0, backend="trtllm", max_num_tokens=8192)
-    c = cal.in_step("trtllm")
-    wave = forward_ops(m, h100, c, m.default_precision, Sharding(), Batch(pf_tokens=8192.0, pf_seqs=8.0, pf_ctx=0.0))
-    t_wave = float(np.ravel(step_time(wave))[0]) + c.step_overhead("trtllm") + c.eager_launch("trtllm") * float(
-        np.ravel(launches(wave, c.elementwise_kernels_per_layer))[0])
+    t_wave = _eager_prefill_step_s(m, h100, cal, "trtllm", Batch(pf_tokens=8192.0, pf_seqs=8.0, pf_ctx=0.0))
     t_stage = r["step_s"].item()
     # the decode step is paid anyway; each prefill adds its 1/8 share of what the wave step costs beyond it
     stall = 7 * (1024 / 8192) * (t_wave - t_stage) / 255
@@ -301,6 +302,9 @@ def test_per_sequence_host_overhead_scales_the_decode_step_with_the_batch(h100):
         assert b["step_s"].item() - a["step_s"].item() == pytest.approx(c * 20e-6, rel=1e-9)
         # TPOT follows (the longer step also spreads arrivals over fewer iterations, shifting the stall)
         assert b["tpot_s"].item() - a["tpot_s"].item() == pytest.approx(c * 20e-6, rel=0.05)
-    # TensorRT-LLM's own value is untouched by vLLM's
-    cal = replace(calibration_for(h100), seq_overhead_s=(("vllm", 1e-3), ("trtllm", 0.0)))
-    assert cal.engine("seq_overhead_s", "trtllm", 1.0) == 0.0
+    # another engine's value never reaches TensorRT-LLM's steps
+    def trt(vllm_oh):
+        cal = replace(calibration_for(h100), seq_overhead_s=(("vllm", vllm_oh), ("trtllm", 0.0)))
+        return evaluate(m, h100, cal, m.default_precision, plan, 64.0, 1024.0, 256.0, backend="trtllm")["step_s"].item()
+
+    assert trt(1e-3) == trt(0.0)

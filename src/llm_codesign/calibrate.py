@@ -44,6 +44,7 @@ GRID = {"attn_decode_max_group": (8, 16, 24, 32, 48, 64, 1024), "attn_decode_wid
 # requests for batching_wait_iters = 10, at most timeout_iters = 50 iterations (AttentionDpConfig
 # defaults when balancing is on); the search starts at the former. Engine kernel scales: within a
 # factor 1.5 of TensorRT-LLM's kernels, whose own scale stays 1 (calibration.REFERENCE_ENGINE).
+# Host cost per running sequence: from none up to 100 us (Python per-request work per step).
 SERVING_BOUNDS = (("step_overhead_s", 2e-3, 1e-5, 0.05), ("ttft_overhead_s", 20e-3, 1e-4, 0.5),
                   ("comm_latency_scale", 1.0, 0.05, 2.0), ("prefill_queue_fraction", 0.3, 0.01, 1.0),
                   ("eager_launch_s", 1e-5, 1e-7, 3e-5), ("step_kernel_overhead_scale", 1.0, 0.05, 1.0),
