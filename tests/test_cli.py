@@ -150,6 +150,27 @@ def test_calibrate_profile_round_trip(tmp_path):
     assert json.loads(r.stdout)["tpot_ms"] > 0
 
 
+def test_calibrate_hold_out_names_a_model_of_the_file(tmp_path):
+    s = tmp_path / "s.csv"
+    s.write_text("source,model,gpu,num_gpus,backend,weight_dtype,kv_dtype,isl,osl,concurrency,tp,pp,ep,moe_tp,attention_dp,"
+                 "spec_method,spec_draft_len,spec_acceptance,ttft_ms,tpot_ms,output_tok_s_per_gpu,output_tok_s_per_user\n"
+                 "x,meta-llama/Llama-3.1-70B,h200,8,trtllm,fp8,fp8,1024,1024,64,8,1,1,1,1,,,,120,14,,\n")
+    out = tmp_path / "p.toml"
+    r = run("calibrate", "--serving", str(s), "--hold-out", "qwen3-32b", "-o", str(out))
+    assert r.returncode == 2 and "hold-out" in r.stderr and "llama-3.1-70b" in r.stderr and "Traceback" not in r.stderr
+    assert not out.exists()  # nothing half-written
+    r = run("calibrate", "--kernels", str(s), "--hold-out", "llama-3.1-70b", "-o", str(out))
+    assert r.returncode == 2 and "--serving" in r.stderr
+
+
+def test_held_out_rows_leave_the_fit_by_registry_identity():
+    from llm_codesign.calibrate import held_out
+
+    rows = [{"model": "Qwen/Qwen3.5-397B-A17B"}, {"model": "qwen3.5-397b"}, {"model": "meta-llama/Llama-3.1-70B"}]
+    assert held_out(rows, ["qwen3.5-397b"]) == [{"model": "meta-llama/Llama-3.1-70B"}]
+    assert held_out(rows, []) == rows
+
+
 def test_bad_per_engine_profile_entry_is_one_line(tmp_path):
     p = tmp_path / "profile.toml"
     p.write_text("[default]\nprefill_spread_exponent = 0.4\n")

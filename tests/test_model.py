@@ -67,11 +67,31 @@ def test_every_bundled_config_loads_or_names_its_unsupported_layer():
     rows = list_models()
     assert len(rows) >= 30
     errors = {r["name"]: r.get("error") for r in rows if r.get("error")}
-    assert set(errors) == {"nemotron-h-56b", "qwen3.5-397b"}
-    assert "Mamba" in errors["nemotron-h-56b"] and "linear_attention" in errors["qwen3.5-397b"]
+    assert set(errors) == {"nemotron-h-56b"}
+    assert "Mamba" in errors["nemotron-h-56b"]
     for r in rows:
         if not r.get("error"):
             assert r["total_params"] >= r["active_params"] > 0
+
+
+def test_qwen35_gated_deltanet_hybrid_golden():
+    # Qwen3.5-397B-A17B text stack: 45 Gated DeltaNet + 15 gated full-attention layers, all MoE
+    m = get_model("qwen3.5-397b")
+    kinds = {layer.attn.kind: n for layer, n in m.groups}
+    assert kinds == {"gdn": 45, "gqa": 15}
+    h = 4096
+    conv = 2 * 16 * 128 + 64 * 128  # Q, K over 16 key heads, V over 64 value heads: 12,288 channels
+    gdn = h * (conv + 64 * 128 + 2 * 64) + conv * 4 + 64 * 128 * h  # in_proj_qkvz+ba, conv, out_proj
+    assert gdn == 118_013_952
+    full = h * 32 * 256 * 2 + h * 2 * 256 * 2 + 32 * 256 * h  # q_proj doubled by the output gate
+    assert full == 104_857_600
+    moe = 512 * 3 * h * 1024 + 3 * h * 1024 + h * 512  # routed experts, shared expert, router
+    assert m.total_params == 45 * gdn + 15 * full + 60 * moe + 2 * 248_320 * h == 396_345_589_760
+    # per sequence: a (kernel-1) x 12,288 BF16 conv state and 64 x 128 x 128 FP32 delta-rule state
+    # per GDN layer (config mamba_ssm_dtype float32), whatever the context length
+    assert m.state_bytes_per_seq() == 45 * (3 * conv * 2 + 64 * 128 * 128 * 4) == 192_061_440
+    # KV cache only in the 15 full-attention layers: 2 KV heads x 256 x (K, V)
+    assert m.kv_values_per_token() == 15 * 2 * 256 * 2
 
 
 def test_structure_of_hybrid_stacks():

@@ -98,3 +98,34 @@ def test_qk_norm_across_heads_adds_a_tp_all_reduce(b200):
     assert float(op(4).bytes) == 16 * 2 * 4  # FP32 sums of squares of Q and K per token
     assert float(op(4).time) > 0 and float(op(1).time) == 0
     assert not get_model("llama-3.1-8b").groups[0][0].attn.qk_norm_across_heads
+
+
+def test_gated_deltanet_decode_is_flat_in_context_and_prices_its_state(b200):
+    from llm_codesign.calibration import calibration_for
+    from llm_codesign.memory import fit, state_bytes_per_seq
+
+    m = get_model("qwen3.5-397b")
+    cal = calibration_for(b200)
+    prec = m.default_precision
+
+    def decode(ctx):
+        ops = forward_ops(m, b200, cal, prec, Sharding(tp=4, moe_tp=4), Batch(dec_seqs=8, dec_ctx=ctx))
+        return {o.name: o for o in ops}
+
+    short, long = decode(1_000), decode(100_000)
+    # the GDN layers are those with an in_proj
+    gdn = next(k for k in short if k.endswith("attn/core_decode") and k.replace("core_decode", "in_proj") in short)
+    # the delta-rule state replaces the KV cache: same cost at any context ...
+    assert float(long[gdn].time) == pytest.approx(float(short[gdn].time))
+    # ... and it is read once and written once per sequence and step: 16 value heads per GPU at TP4,
+    # 128 x 128 FP32 each, plus Q, K, V in and the output out (BF16) per token
+    state = 16 * 128 * 128 * 4
+    assert float(short[gdn].bytes) == pytest.approx(8 * 2 * state + 8 * (2 * 4 * 128 + 2 * 16 * 128) * 2)
+    # while the 15 full-attention layers' cost does grow with context
+    full = next(k for k in short if k.endswith("attn/core_decode") and k != gdn)
+    assert float(long[full].time) > 10 * float(short[full].time)
+    # memory: each sequence holds its state on top of the KV cache, split by TP
+    per_seq = state_bytes_per_seq(m, Sharding(tp=4, moe_tp=4))
+    assert float(per_seq) == pytest.approx(192_061_440 / 4)
+    mem = fit(m, b200, prec, Sharding(tp=4, moe_tp=4), 1000, 0)
+    assert float(mem["kv_per_seq"]) == pytest.approx(float(mem["kv_per_token"]) * 1000 + 192_061_440 / 4)

@@ -31,16 +31,19 @@ def test_serving_errors_do_not_regress():
     rows = read_rows(MEAS / "serving_measured_blackwell.csv")
     rep = serving_report(rows, *predict_serving(rows))
     o = rep["overall"]
-    # reached: TPOT 11.2 / 38.3, TTFT 21.7 / 68.7 (median / p90)
-    assert o["tpot_ms"]["median_ape"] <= 12.0 and o["ttft_ms"]["median_ape"] <= 23.5
-    assert o["tpot_ms"]["p90_ape"] <= 41.0 and o["ttft_ms"]["p90_ape"] <= 76.0
-    assert o["tpot_ms"]["n"] > 1500
-    # per engine (reached TTFT / TPOT: vLLM 13.1 / 10.6, TensorRT-LLM 30.1 / 11.5, SGLang 34.1 / 12.2)
-    for backend, (ttft, tpot) in {"vllm": (15.0, 12.0), "trtllm": (33.0, 13.0), "sglang": (37.0, 14.0)}.items():
+    # reached: TPOT 11.7 / 36.9, TTFT 23.3 / 66.4 (median / p90), Qwen3.5's 306 rows included
+    assert o["tpot_ms"]["median_ape"] <= 12.0 and o["ttft_ms"]["median_ape"] <= 24.5
+    assert o["tpot_ms"]["p90_ape"] <= 41.0 and o["ttft_ms"]["p90_ape"] <= 74.0
+    assert o["tpot_ms"]["n"] > 1900
+    # per engine (reached TTFT / TPOT: vLLM 13.1 / 10.6, TensorRT-LLM 30.1 / 11.5, SGLang 33.6 / 14.1)
+    for backend, (ttft, tpot) in {"vllm": (15.0, 12.0), "trtllm": (33.0, 13.0), "sglang": (36.5, 15.5)}.items():
         b = rep["by"]["backend"][backend]
         assert b["ttft_ms"]["median_ape"] <= ttft and b["tpot_ms"]["median_ape"] <= tpot, backend
+    # Qwen3.5 (Gated DeltaNet hybrid) is held out of the serving fit: reached TPOT 15.1, TTFT 31.9
+    q = rep["by"]["model"]["Qwen/Qwen3.5-397B-A17B"]
+    assert q["tpot_ms"]["n"] == 306 and q["tpot_ms"]["median_ape"] <= 17.0 and q["ttft_ms"]["median_ape"] <= 35.0
     reasons = {u["reason"] for u in rep["unmodeled"]}
-    assert any("linear_attention" in r for r in reasons)  # Qwen3.5 rows are listed, not dropped
+    assert any("heads" in r for r in reasons)  # DeepSeek-R1 at TP 72 etc.: listed, not dropped
 
 
 def test_offline_throughput_generalises():

@@ -11,6 +11,7 @@ from dataclasses import fields, replace
 import numpy as np
 
 from .calibration import BACKEND_KEYED, ENGINE_RELATIVE, REFERENCE_ENGINE, Calibration, calibration_for, documented
+from .errors import InputError, UnsupportedModelError
 from .hardware import get_gpu
 from .kernels import predict
 
@@ -157,6 +158,28 @@ def to_toml(fams: dict[str, Calibration], report: list[dict], header: str, servi
                 lines.append(f"# {r['kind']}: {r['rows']} rows, median APE {r['median_ape']:.1f}%, p90 {r['p90_ape']:.1f}%, "
                              f"signed median {r['signed_median_pe']:+.1f}%")
     return "\n".join(lines) + "\n"
+
+
+def held_out(rows: list[dict], models: list[str]) -> list[dict]:
+    """The rows left once every row of the named models (registry names or Hugging Face ids, matched
+    through the registry) is taken out; a name that matches no row is an error, not a silent no-op."""
+    from functools import cache
+
+    from .registry import get_model
+
+    @cache
+    def key(ref: str) -> str:
+        try:
+            return get_model(ref).name
+        except (InputError, UnsupportedModelError):
+            return ref.strip().lower()
+
+    drop = {key(m): m for m in models}
+    keys = [key(r.get("model") or "") for r in rows]
+    for k, m in drop.items():
+        if k not in keys:
+            raise InputError("hold-out", m, f"a model with rows in the serving file ({', '.join(sorted(set(keys)))})")
+    return [r for r, k in zip(rows, keys, strict=True) if k not in drop]
 
 
 def fit_serving(rows: list[dict], fams: dict[str, Calibration], rounds: int = 8) -> tuple[dict[str, Calibration], dict]:

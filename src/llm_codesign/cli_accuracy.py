@@ -96,13 +96,14 @@ def calibrate(
     kernels: Optional[list[str]] = typer.Option(None, "--kernels", help="Kernel CSVs (repeat the option)."),
     serving: Optional[str] = typer.Option(None, "--serving", help="Serving measurements to fit step overheads on."),
     output: str = typer.Option(..., "-o", "--output", help="Profile .toml to write."),
+    hold_out: Optional[list[str]] = typer.Option(None, "--hold-out", help="Leave this model's serving rows out of the fit, to judge it out of sample (repeat the option)."),
     calibration: Optional[str] = O_CAL,
 ):
     """Re-fit the efficiency parameters from measurements; use the profile with --calibration."""
     from datetime import date
     from pathlib import Path
 
-    from .calibrate import fit_kernels, fit_serving, to_toml
+    from .calibrate import fit_kernels, fit_serving, held_out, to_toml
     from .kernels import read_csv
     from .validate import read_rows
 
@@ -110,6 +111,10 @@ def calibrate(
         raise InputError("calibrate", None, "at least one --kernels FILE or --serving FILE")
     if not Path(output).resolve().parent.is_dir():
         raise InputError("output", output, "a path in an existing folder")
+    if hold_out and not serving:
+        raise InputError("hold-out", hold_out[0], "used with --serving (it leaves serving rows out of the fit)")
+    # serving rows first: a bad file or --hold-out fails before minutes of kernel fitting
+    srv_rows = held_out(read_rows(serving), hold_out or []) if serving else None
     kernels = kernels or []
     tables: dict[str, list[dict]] = {}
     for k in kernels:
@@ -123,9 +128,10 @@ def calibrate(
             from .hardware import catalog
 
             fams = {g.family: calibration_for(g, calibration) for g in catalog().values()}
-        fams, srv = fit_serving(read_rows(serving), fams)
+        fams, srv = fit_serving(srv_rows, fams)
     header = (f"llm-codesign calibration profile, fitted {date.today().isoformat()} by `llm-codesign calibrate`\n"
-              f"kernels: {', '.join(kernels) or 'none'}\nserving: {serving or 'none'}")
+              f"kernels: {', '.join(kernels) or 'none'}\nserving: {serving or 'none'}"
+              + (f"\nheld out of the serving fit: {', '.join(hold_out)}" if hold_out else ""))
     text = to_toml(fams, report, header, srv)
     Path(output).write_text(text)
     con = _console()

@@ -1,4 +1,5 @@
-"""Memory per GPU: sharded weights, KV cache per token, activations/workspace, and the batch that fits."""
+"""Memory per GPU: sharded weights, KV cache per token, recurrent state per sequence,
+activations/workspace, and the batch that fits."""
 from __future__ import annotations
 
 import numpy as np
@@ -23,6 +24,8 @@ def weight_bytes_per_gpu(model: ModelSpec, prec: Precision, sh: Sharding):
     for layer, n in model.groups:
         a, f = layer.attn, layer.ffn
         attn = a.params(h) * wa / tp  # QKV/O sharded by TP, replicated across attention-DP and Helix ranks
+        if a.kind == "gdn":
+            attn = a.params(h) * wa / (tp * kvp)  # Helix GPUs act as TP for Gated DeltaNet
         if a.kind == "mla":
             # the low-rank down-projections (q_a, kv_a) are small and replicated on every TP rank
             down = h * (a.q_lora_rank + a.kv_lora_rank + a.rope_dim)
@@ -67,6 +70,13 @@ def kv_bytes_per_token(model: ModelSpec, prec: Precision, sh: Sharding, context=
     return (total * kvb + index_bytes) / (pp * kvp)
 
 
+def state_bytes_per_seq(model: ModelSpec, sh: Sharding):
+    """Fixed recurrent state (Gated DeltaNet) one GPU holds per sequence its rank serves: heads split
+    over TP (and Helix, which acts as TP for these layers), layers over pipeline stages."""
+    tp, pp, kvp = (np.asarray(x, float) for x in (sh.tp, sh.pp, sh.kvp))
+    return model.state_bytes_per_seq() / (tp * kvp * pp)
+
+
 def activation_bytes(model: ModelSpec, sh: Sharding, max_num_tokens, max_seqs=256):
     """Transient activations of the largest step (chunk budget) plus logits for sampled tokens."""
     tp, kvp = np.asarray(sh.tp, float), np.asarray(sh.kvp, float)
@@ -94,7 +104,7 @@ def fit(model: ModelSpec, gpu, prec: Precision, sh: Sharding, isl, osl, max_num_
     free = usable - w - act
     seq_len = np.asarray(isl, float) + osl_occupancy * np.asarray(osl, float)
     per_token = kv_bytes_per_token(model, prec, sh, seq_len)
-    per_seq = per_token * seq_len
+    per_seq = per_token * seq_len + state_bytes_per_seq(model, sh)
     max_seqs = np.where(free > 0, np.floor(np.maximum(free, 0) / np.maximum(per_seq, 1e-9)), 0.0)
     return {"weights": w, "activations": act, "usable": usable + 0.0 * w, "free_for_kv": free,
             "kv_per_token": per_token, "kv_per_seq": per_seq, "max_seqs_per_rank": max_seqs}

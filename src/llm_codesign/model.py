@@ -15,13 +15,16 @@ from pathlib import Path
 from .errors import InputError, UnsupportedModelError
 from .precision import Precision, get_dtype
 
-SUPPORTED_LAYERS = ("full attention (MHA/GQA/MQA)", "sliding-window attention", "MLA",
-                    "dense gated FFN", "MoE with shared experts", "Nemotron-NAS no-op/linear blocks")
+SUPPORTED_LAYERS = ("full attention (MHA/GQA/MQA, optionally output-gated)", "sliding-window attention", "MLA",
+                    "Gated DeltaNet linear attention", "dense gated FFN", "MoE with shared experts",
+                    "Nemotron-NAS no-op/linear blocks")
 
 
 @dataclass(frozen=True)
 class Attention:
-    kind: str  # "gqa", "mla", "linear" (replaced by one hidden x hidden GEMM) or "none"
+    # "gqa", "mla", "gdn" (Gated DeltaNet), "linear" (replaced by one hidden x hidden GEMM) or "none".
+    # For "gdn", heads/kv_heads are the value/key heads and head_dim/v_head_dim their widths.
+    kind: str
     heads: int = 0
     kv_heads: int = 0
     head_dim: int = 0
@@ -40,6 +43,27 @@ class Attention:
     index_heads: int = 0
     index_head_dim: int = 0
     index_topk: int = 0
+    # Gated attention (Qwen3-Next/Qwen3.5 attn_output_gate): q_proj also emits a per-channel sigmoid
+    # gate for the attention output, doubling the query projection's width
+    out_gate: bool = False
+    # Gated DeltaNet (Yang et al. 2024, arXiv:2412.06464; Qwen3-Next/Qwen3.5 linear_attention layers):
+    # a causal depthwise conv of this kernel over Q, K and V, and a fixed-size recurrent state of
+    # heads x v_head_dim x head_dim values of state_bytes each per sequence (config mamba_ssm_dtype)
+    conv_kernel: int = 0
+    state_bytes: int = 2
+
+    @property
+    def gdn_conv_dim(self) -> int:
+        """Channels of the GDN short convolution: Q and K (key heads) and V (value heads)."""
+        return 2 * self.kv_heads * self.head_dim + self.heads * self.v_head_dim
+
+    def state_bytes_per_seq(self) -> float:
+        """Recurrent state one sequence holds in this layer, all heads (vLLM
+        MambaStateShapeCalculator.gated_delta_net_state_shape): the conv state in BF16 and the
+        delta-rule state matrix per value head."""
+        if self.kind != "gdn":
+            return 0.0
+        return self.gdn_conv_dim * (self.conv_kernel - 1) * 2.0 + self.heads * self.v_head_dim * self.head_dim * self.state_bytes
 
     def kv_values_per_token(self) -> int:
         """Values stored in the KV cache per token for this layer (all KV heads)."""
@@ -53,7 +77,13 @@ class Attention:
         h = hidden
         if self.kind == "gqa":
             kv_out = self.kv_heads * (self.head_dim + (0 if self.k_eq_v else self.v_head_dim))
-            return h * self.heads * self.head_dim + h * kv_out + self.heads * self.v_head_dim * h
+            q = self.heads * self.head_dim * (2 if self.out_gate else 1)
+            return h * q + h * kv_out + self.heads * self.v_head_dim * h
+        if self.kind == "gdn":
+            # in_proj_qkvz, in_proj_ba (beta and decay per value head), conv weights, out_proj
+            # (vLLM Qwen3NextGatedDeltaNet); A_log, dt_bias and the gated norm are negligible
+            return (h * (self.gdn_conv_dim + self.heads * self.v_head_dim + 2 * self.heads)
+                    + self.gdn_conv_dim * self.conv_kernel + self.heads * self.v_head_dim * h)
         if self.kind == "mla":
             qk = self.nope_dim + self.rope_dim
             q = (h * self.q_lora_rank + self.q_lora_rank * self.heads * qk) if self.q_lora_rank else h * self.heads * qk
@@ -167,6 +197,10 @@ class ModelSpec:
             total += n * v
         return total
 
+    def state_bytes_per_seq(self) -> float:
+        """Fixed-size recurrent state per sequence over all layers (Gated DeltaNet), unsharded."""
+        return sum(n * layer.attn.state_bytes_per_seq() for layer, n in self.groups)
+
     def with_precision(self, p: Precision) -> "ModelSpec":
         return replace(self, default_precision=p)
 
@@ -241,8 +275,9 @@ def from_hf_config(cfg: dict, name: str = "custom", quant: dict | None = None,
         raise UnsupportedModelError("config.hybrid_override_pattern", "Mamba (M) blocks",
                                     f"{name} mixes Mamba layers; supported layers: " + ", ".join(SUPPORTED_LAYERS))
     lt = cfg.get("layer_types")
-    if lt and any(t not in ("full_attention", "sliding_attention", "chunked_attention") for t in lt):
-        bad = sorted({t for t in lt if t not in ("full_attention", "sliding_attention", "chunked_attention")})
+    known = ("full_attention", "sliding_attention", "chunked_attention", "linear_attention")
+    if lt and any(t not in known for t in lt):
+        bad = sorted({t for t in lt if t not in known})
         raise UnsupportedModelError("config.layer_types", ",".join(bad),
                                     f"{name} has layer types the cost model cannot represent; supported layers: " + ", ".join(SUPPORTED_LAYERS))
     h = _req(cfg, "hidden_size", origin)
@@ -256,8 +291,16 @@ def from_hf_config(cfg: dict, name: str = "custom", quant: dict | None = None,
     # ---- attention per layer
     qk_across = bool(cfg.get("use_qk_norm")) and cfg.get("qk_norm_type") == "per_layer"
 
+    gate = bool(cfg.get("attn_output_gate"))
+
     def gqa(window=0, heads=H, kvh=kv, hd=head_dim, k_eq_v=False):
-        return Attention("gqa", heads, kvh, hd, hd, window, k_eq_v=k_eq_v, qk_norm_across_heads=qk_across)
+        return Attention("gqa", heads, kvh, hd, hd, window, k_eq_v=k_eq_v, qk_norm_across_heads=qk_across, out_gate=gate)
+
+    def gdn():
+        need = ("linear_num_value_heads", "linear_num_key_heads", "linear_key_head_dim", "linear_value_head_dim", "linear_conv_kernel_dim")
+        nv, nk, dk, dv, ck = (_req(cfg, k, origin) for k in need)
+        ssm = str(cfg.get("mamba_ssm_dtype") or cfg.get("torch_dtype") or cfg.get("dtype") or "bfloat16")
+        return Attention("gdn", nv, nk, dk, dv, conv_kernel=ck, state_bytes=4 if ssm in ("float32", "fp32") else 2)
 
     if cfg.get("kv_lora_rank"):
         rope, nope = int(cfg.get("qk_rope_head_dim") or 64), int(cfg.get("qk_nope_head_dim") or 128)
@@ -274,7 +317,8 @@ def from_hf_config(cfg: dict, name: str = "custom", quant: dict | None = None,
                        bool(cfg.get("attention_k_eq_v")))
         else:
             glob = gqa(0)
-        attns = [gqa(win) if t == "sliding_attention" else glob for t in lt]
+        lin = gdn() if "linear_attention" in lt else None
+        attns = [gqa(win) if t == "sliding_attention" else lin if t == "linear_attention" else glob for t in lt]
         if len(attns) != L:
             raise InputError("config.layer_types", len(attns), f"one entry per layer ({L})")
     elif cfg.get("block_configs"):

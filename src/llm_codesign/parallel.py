@@ -69,7 +69,9 @@ class Plan:
 
 
 def _attn_dims(model: ModelSpec):
-    heads = [layer.attn.heads for layer, _ in model.groups if layer.attn.kind in ("gqa", "mla")]
+    heads = [layer.attn.heads for layer, _ in model.groups if layer.attn.kind in ("gqa", "mla", "gdn")]
+    # Gated DeltaNet splits its key heads by TP as well (vLLM divide(num_k_heads, tp))
+    heads += [layer.attn.kv_heads for layer, _ in model.groups if layer.attn.kind == "gdn"]
     kvh = [layer.attn.kv_heads for layer, _ in model.groups if layer.attn.kind == "gqa"]
     return heads, kvh
 
