@@ -60,7 +60,6 @@ def test_estimate_spec_flags():
     (("estimate", "llama-3.1-70b", "--gpu", "h100", "--tp", "3"), "heads"),
     (("estimate", "llama-3.1-405b", "--gpu", "h100", "--tp", "1"), "GB per GPU"),
     (("roofline", "llama-3.1-8b", "--gpu", "h100", "--batch", "-4"), "batch"),
-    (("estimate", "nemotron-h-56b", "--gpu", "h100"), "Mamba"),
     (("estimate", "llama-3.1-8b", "--gpu", "h100", "--weight-dtype", "fp3"), "weight_dtype"),
     (("pareto", "llama-3.1-8b", "--gpu", "h100", "--plot", "/nonexistent/dir/x.png"), "plot"),
     (("estimate", "llama-3.1-8b", "--gpu", "h100", "--calibration", "/nonexistent.toml"), "calibration"),
@@ -74,6 +73,15 @@ def test_bad_input_is_one_line_exit_2(args, needle):
     assert "Traceback" not in r.stderr
     lines = [x for x in r.stderr.splitlines() if x.strip()]
     assert len(lines) == 1 and needle in lines[0]
+
+
+def test_unsupported_layer_type_is_one_line(tmp_path):
+    p = tmp_path / "config.json"
+    p.write_text(json.dumps({"hidden_size": 1024, "num_hidden_layers": 2, "num_attention_heads": 8, "vocab_size": 1000,
+                             "intermediate_size": 4096, "layer_types": ["full_attention", "rwkv7"]}))
+    r = run("estimate", str(p), "--gpu", "h100")
+    lines = [x for x in r.stderr.splitlines() if x.strip()]
+    assert r.returncode == 2 and len(lines) == 1 and "layer_types" in lines[0] and "rwkv7" in lines[0] and "Mamba-2" in lines[0]
 
 
 def test_malformed_config(tmp_path):

@@ -67,8 +67,7 @@ def test_every_bundled_config_loads_or_names_its_unsupported_layer():
     rows = list_models()
     assert len(rows) >= 30
     errors = {r["name"]: r.get("error") for r in rows if r.get("error")}
-    assert set(errors) == {"nemotron-h-56b"}
-    assert "Mamba" in errors["nemotron-h-56b"]
+    assert errors == {}  # Mamba-2 (Nemotron-H) and Gated DeltaNet (Qwen3.5) hybrids included
     for r in rows:
         if not r.get("error"):
             assert r["total_params"] >= r["active_params"] > 0
@@ -92,6 +91,38 @@ def test_qwen35_gated_deltanet_hybrid_golden():
     assert m.state_bytes_per_seq() == 45 * (3 * conv * 2 + 64 * 128 * 128 * 4) == 192_061_440
     # KV cache only in the 15 full-attention layers: 2 KV heads x 256 x (K, V)
     assert m.kv_values_per_token() == 15 * 2 * 256 * 2
+
+
+def test_nemotron_h_mamba2_hybrid_golden():
+    # Nemotron-H-56B: 54 Mamba-2 + 10 attention + 54 MLP layers (hybrid_override_pattern)
+    m = get_model("nemotron-h-56b")
+    kinds = {(layer.attn.kind, layer.ffn.kind): n for layer, n in m.groups}
+    assert kinds == {("mamba2", "none"): 54, ("gqa", "none"): 10, ("none", "dense"): 54}
+    h = 8192
+    conv = 256 * 64 + 2 * 8 * 256  # x over 256 heads of 64, B and C over 8 groups of state 256
+    mamba = h * (conv + 256 * 64 + 256) + conv * 4 + 256 * 64 * h  # in_proj (x, B, C, z, dt), conv, out_proj
+    mlp = 2 * h * 32768  # relu2: up and down only
+    attn = h * 64 * 128 * 2 + h * 8 * 128 * 2  # q, o and k, v
+    assert m.total_params == 54 * mamba + 54 * mlp + 10 * attn + 2 * 131072 * h == 56_321_343_488
+    # per sequence per Mamba layer: 3 x 20,480 BF16 conv rows and a 256 x 64 x 256 BF16 SSM state
+    assert m.state_bytes_per_seq() == 54 * (3 * conv * 2 + 256 * 64 * 256 * 2)
+    assert m.kv_values_per_token() == 10 * 8 * 128 * 2
+
+
+def test_hybrid_pattern_moe_and_bad_characters():
+    base = {"hidden_size": 2048, "num_hidden_layers": 4, "vocab_size": 1000, "num_attention_heads": 16,
+            "num_key_value_heads": 2, "head_dim": 128, "intermediate_size": 4096, "mamba_head_dim": 64,
+            "mamba_num_heads": 64, "ssm_state_size": 128, "n_groups": 8, "conv_kernel": 4, "chunk_size": 128,
+            "n_routed_experts": 64, "num_experts_per_tok": 6, "moe_intermediate_size": 1024,
+            "moe_shared_expert_intermediate_size": 2048, "mlp_hidden_act": "relu2", "hybrid_override_pattern": "ME*E"}
+    m = from_hf_config(base)
+    moe = next(layer.ffn for layer, _ in m.groups if layer.ffn.kind == "moe")
+    assert (moe.experts, moe.top_k, moe.expert_inter, moe.shared_inter, moe.gated) == (64, 6, 1024, 2048, False)
+    assert m.is_moe and m.num_layers == 4
+    with pytest.raises(UnsupportedModelError, match="hybrid_override_pattern"):
+        from_hf_config({**base, "hybrid_override_pattern": "M*X-"})
+    with pytest.raises(InputError, match="one character per layer"):
+        from_hf_config({**base, "hybrid_override_pattern": "M*"})
 
 
 def test_structure_of_hybrid_stacks():
@@ -132,5 +163,5 @@ def test_config_path_and_errors(tmp_path):
         get_model(str(bad))
     with pytest.raises(InputError, match="llama-3.1-8b"):
         get_model("llama-9")
-    with pytest.raises(UnsupportedModelError, match="Mamba"):
-        get_model("nemotron-h-56b")
+    with pytest.raises(UnsupportedModelError, match="rwkv7"):
+        from_hf_config({**cfg, "layer_types": ["full_attention"] * 3 + ["rwkv7"]})

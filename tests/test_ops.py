@@ -129,3 +129,24 @@ def test_gated_deltanet_decode_is_flat_in_context_and_prices_its_state(b200):
     assert float(per_seq) == pytest.approx(192_061_440 / 4)
     mem = fit(m, b200, prec, Sharding(tp=4, moe_tp=4), 1000, 0)
     assert float(mem["kv_per_seq"]) == pytest.approx(float(mem["kv_per_token"]) * 1000 + 192_061_440 / 4)
+
+
+def test_mamba2_decode_reads_and_writes_its_state_once_per_step(h100):
+    from llm_codesign.calibration import calibration_for
+
+    m = get_model("nemotron-h-56b")
+    cal = calibration_for(h100)
+
+    def decode(ctx, seqs=8):
+        ops = forward_ops(m, h100, cal, m.default_precision, Sharding(tp=4), Batch(dec_seqs=seqs, dec_ctx=ctx))
+        return {o.name: o for o in ops}
+
+    short, long = decode(1_000), decode(50_000)
+    core = next(k for k in short if k.endswith("attn/core_decode") and k.replace("core_decode", "in_proj") in short)
+    assert float(long[core].time) == pytest.approx(float(short[core].time))
+    # TP4: 64 heads x 64 x 256 BF16 state per sequence, read and written; x, B, C in and y out per token
+    state = 64 * 64 * 256 * 2
+    io = (20480 / 4 + 16384 / 4) * 2
+    assert float(short[core].bytes) == pytest.approx(8 * 2 * state + 8 * io)
+    # the update itself: ~5 P N FLOPs per head and token (decay, x B^T, h C)
+    assert float(short[core].flops) == pytest.approx(8 * 5 * 64 * 64 * 256)

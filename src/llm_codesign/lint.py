@@ -193,6 +193,11 @@ def _r3(model, gpu, cal, prec, tp):
         if a.kind == "gqa":
             heads = max(int(round(a.heads * scale / tp)) * tp, tp)
             a = replace(a, heads=heads)
+        elif a.kind == "mamba2":  # heads x head_dim tracks the width (Mamba-2 expand x hidden)
+            a = replace(a, heads=max(int(round(a.heads * scale / tp)) * tp, tp))
+        elif a.kind == "gdn":  # key heads scale, each keeping its value heads
+            nk = max(int(round(a.kv_heads * scale / tp)) * tp, tp)
+            a = replace(a, kv_heads=nk, heads=nk * (a.heads // a.kv_heads))
         f2 = replace(f, inter=int(round(f.inter * scale / unit) * unit)) if f.kind == "dense" else (
             replace(f, expert_inter=int(round(f.expert_inter * scale / 128) * 128)) if f.kind == "moe" else f)
         groups.append((Layer(a, f2), max(int(round(n * L2 / L)), 1)))
@@ -201,11 +206,13 @@ def _r3(model, gpu, cal, prec, tp):
         return []
     w = evaluate(wide, gpu, cal, prec, plan, 1, 1024, 256)
     t0, t1 = float(np.ravel(base["tpot_s"])[0]), float(np.ravel(w["tpot_s"])[0])
-    floor = L * (2 * float(cost.collective_time("all_reduce", h * 2.0, tp, gpu, cal)) + 6 * cal.gemm_overhead("bf16"))
+    # one all-reduce per attention or mixer half and per FFN half (Nemotron-H layers have only one)
+    halves = sum(n * ((layer.attn.kind != "none") + (layer.ffn.kind != "none")) for layer, n in model.groups)
+    floor = halves * float(cost.collective_time("all_reduce", h * 2.0, tp, gpu, cal)) + L * 6 * cal.gemm_overhead("bf16")
     gain = 100.0 * (t0 / t1 - 1.0)
     sev = "warning" if gain > 10 else "info"
     return [Finding("R3", sev, "layers", f"{L} layers x hidden {h} (aspect {aspect:.0f}): depth alone costs ~{floor * 1e3:.2f} ms per token "
-                    f"(kernel launches + {2 * L} all-reduces at TP{tp}); TPOT at batch 1 {t0 * 1e3:.2f} ms",
+                    f"(kernel launches + {halves} all-reduces at TP{tp}); TPOT at batch 1 {t0 * 1e3:.2f} ms",
                     gain, f"{sum(n for _, n in wide.groups)} layers x hidden {h2} ({wide.total_params / 1e9:.1f}B vs {model.total_params / 1e9:.1f}B params): "
                     f"TPOT {t1 * 1e3:.2f} ms ({gain:+.1f}%) on {gpu.name} TP{tp}")]
 

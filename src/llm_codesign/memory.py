@@ -24,8 +24,8 @@ def weight_bytes_per_gpu(model: ModelSpec, prec: Precision, sh: Sharding):
     for layer, n in model.groups:
         a, f = layer.attn, layer.ffn
         attn = a.params(h) * wa / tp  # QKV/O sharded by TP, replicated across attention-DP and Helix ranks
-        if a.kind == "gdn":
-            attn = a.params(h) * wa / (tp * kvp)  # Helix GPUs act as TP for Gated DeltaNet
+        if a.recurrent:
+            attn = a.params(h) * wa / (tp * kvp)  # Helix GPUs act as TP for recurrent mixers
         if a.kind == "mla":
             # the low-rank down-projections (q_a, kv_a) are small and replicated on every TP rank
             down = h * (a.q_lora_rank + a.kv_lora_rank + a.rope_dim)
@@ -71,7 +71,7 @@ def kv_bytes_per_token(model: ModelSpec, prec: Precision, sh: Sharding, context=
 
 
 def state_bytes_per_seq(model: ModelSpec, sh: Sharding):
-    """Fixed recurrent state (Gated DeltaNet) one GPU holds per sequence its rank serves: heads split
+    """Fixed recurrent state (Gated DeltaNet, Mamba-2) one GPU holds per sequence its rank serves: heads split
     over TP (and Helix, which acts as TP for these layers), layers over pipeline stages."""
     tp, pp, kvp = (np.asarray(x, float) for x in (sh.tp, sh.pp, sh.kvp))
     return model.state_bytes_per_seq() / (tp * kvp * pp)

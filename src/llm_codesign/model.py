@@ -16,14 +16,19 @@ from .errors import InputError, UnsupportedModelError
 from .precision import Precision, get_dtype
 
 SUPPORTED_LAYERS = ("full attention (MHA/GQA/MQA, optionally output-gated)", "sliding-window attention", "MLA",
-                    "Gated DeltaNet linear attention", "dense gated FFN", "MoE with shared experts",
-                    "Nemotron-NAS no-op/linear blocks")
+                    "Gated DeltaNet linear attention", "Mamba-2", "dense FFN (gated or not)", "MoE with shared experts",
+                    "Nemotron-NAS no-op/linear blocks", "Nemotron-H hybrid patterns")
+
+
+# FLA's chunked gated delta rule processes a sequence in chunks of this many tokens
+# (fla.ops.gated_delta_rule.chunk, BT = 64: the kernels vLLM and SGLang vendor)
+GDN_CHUNK = 64
 
 
 @dataclass(frozen=True)
 class Attention:
-    # "gqa", "mla", "gdn" (Gated DeltaNet), "linear" (replaced by one hidden x hidden GEMM) or "none".
-    # For "gdn", heads/kv_heads are the value/key heads and head_dim/v_head_dim their widths.
+    # "gqa", "mla", "gdn" (Gated DeltaNet), "mamba2", "linear" (replaced by one hidden x hidden GEMM)
+    # or "none"
     kind: str
     heads: int = 0
     kv_heads: int = 0
@@ -46,24 +51,81 @@ class Attention:
     # Gated attention (Qwen3-Next/Qwen3.5 attn_output_gate): q_proj also emits a per-channel sigmoid
     # gate for the attention output, doubling the query projection's width
     out_gate: bool = False
-    # Gated DeltaNet (Yang et al. 2024, arXiv:2412.06464; Qwen3-Next/Qwen3.5 linear_attention layers):
-    # a causal depthwise conv of this kernel over Q, K and V, and a fixed-size recurrent state of
-    # heads x v_head_dim x head_dim values of state_bytes each per sequence (config mamba_ssm_dtype)
+    # Recurrent mixers with a fixed-size state per sequence instead of a KV cache:
+    # "gdn", Gated DeltaNet (Yang et al. 2024, arXiv:2412.06464; Qwen3-Next/Qwen3.5 linear_attention
+    #   layers): heads/kv_heads are the value/key heads, head_dim/v_head_dim their widths, and each
+    #   value head keeps a v_head_dim x head_dim delta-rule state;
+    # "mamba2", Mamba-2 SSD (Dao & Gu 2024, arXiv:2405.21060; Nemotron-H "M" layers): heads of
+    #   head_dim channels, kv_heads the B/C groups, and each head keeps a head_dim x state_dim state.
+    # Both run a causal depthwise conv of conv_kernel taps first, keep their state in state_bytes per
+    # value (config mamba_ssm_dtype) and their conv state in BF16, and run prefill in chunks of
+    # `chunk` tokens (FLA's chunk_gated_delta_rule: 64; Mamba-2 config chunk_size).
     conv_kernel: int = 0
     state_bytes: int = 2
+    state_dim: int = 0
+    chunk: int = 0
 
     @property
-    def gdn_conv_dim(self) -> int:
-        """Channels of the GDN short convolution: Q and K (key heads) and V (value heads)."""
-        return 2 * self.kv_heads * self.head_dim + self.heads * self.v_head_dim
+    def recurrent(self) -> bool:
+        return self.kind in ("gdn", "mamba2")
+
+    @property
+    def conv_dim(self) -> int:
+        """Channels of the short convolution: GDN Q, K (key heads) and V; Mamba-2 x, B and C."""
+        if self.kind == "gdn":
+            return 2 * self.kv_heads * self.head_dim + self.heads * self.v_head_dim
+        if self.kind == "mamba2":
+            return self.heads * self.head_dim + 2 * self.kv_heads * self.state_dim
+        return 0
+
+    @property
+    def value_width(self) -> int:
+        """Width of the mixer's output (gated norm and out_proj input)."""
+        return self.heads * (self.v_head_dim if self.kind == "gdn" else self.head_dim)
+
+    @property
+    def in_proj_width(self) -> int:
+        """Outputs of the input projection: the conv channels, the output gate z, and per head the
+        GDN beta and decay or the Mamba-2 dt (vLLM Qwen3NextGatedDeltaNet, MambaMixer2)."""
+        return self.conv_dim + self.value_width + (2 if self.kind == "gdn" else 1) * self.heads
+
+    @property
+    def state_values(self) -> int:
+        """Recurrent-state values per sequence (vLLM MambaStateShapeCalculator temporal state)."""
+        if self.kind == "gdn":
+            return self.heads * self.v_head_dim * self.head_dim
+        if self.kind == "mamba2":
+            return self.heads * self.head_dim * self.state_dim
+        return 0
 
     def state_bytes_per_seq(self) -> float:
-        """Recurrent state one sequence holds in this layer, all heads (vLLM
-        MambaStateShapeCalculator.gated_delta_net_state_shape): the conv state in BF16 and the
-        delta-rule state matrix per value head."""
-        if self.kind != "gdn":
+        """State one sequence holds in this layer, all heads: the (conv_kernel-1)-row conv state in
+        BF16 and the recurrent state in state_bytes per value."""
+        if not self.recurrent:
             return 0.0
-        return self.gdn_conv_dim * (self.conv_kernel - 1) * 2.0 + self.heads * self.v_head_dim * self.head_dim * self.state_bytes
+        return self.conv_dim * (self.conv_kernel - 1) * 2.0 + self.state_values * self.state_bytes
+
+    @property
+    def decode_flops_per_token(self) -> float:
+        """Recurrent update per token, all heads, on CUDA cores. GDN: decay, S^T k, rank-1 update,
+        S^T q (~7 dk dv per value head); Mamba-2: decay, x B^T update, h C (~5 P N per head)."""
+        return (7.0 if self.kind == "gdn" else 5.0) * self.state_values
+
+    @property
+    def prefill_flops_per_token(self) -> float:
+        """Chunked prefill per token, all heads, with chunk C. GDN (FLA chunk_gated_delta_rule), per
+        value head: the inter-chunk state terms (w S, K^T v_new, q S: 6 dk dv) and the intra-chunk
+        C x C products (K K^T, the WY representation, the masked attention: 6 C dk + 4 C dv).
+        Mamba-2 SSD (Dao & Gu 2024, sec. 6): C B^T per group (2 C N), the masked product per head
+        (2 C P), the chunk states and their output (4 P N per head)."""
+        C = self.chunk
+        if self.kind == "gdn":
+            dk, dv = self.head_dim, self.v_head_dim
+            return self.heads * (6.0 * dk * dv + 6.0 * C * dk + 4.0 * C * dv)
+        if self.kind == "mamba2":
+            P, N = self.head_dim, self.state_dim
+            return self.kv_heads * 2.0 * C * N + self.heads * (2.0 * C * P + 4.0 * P * N)
+        return 0.0
 
     def kv_values_per_token(self) -> int:
         """Values stored in the KV cache per token for this layer (all KV heads)."""
@@ -79,11 +141,9 @@ class Attention:
             kv_out = self.kv_heads * (self.head_dim + (0 if self.k_eq_v else self.v_head_dim))
             q = self.heads * self.head_dim * (2 if self.out_gate else 1)
             return h * q + h * kv_out + self.heads * self.v_head_dim * h
-        if self.kind == "gdn":
-            # in_proj_qkvz, in_proj_ba (beta and decay per value head), conv weights, out_proj
-            # (vLLM Qwen3NextGatedDeltaNet); A_log, dt_bias and the gated norm are negligible
-            return (h * (self.gdn_conv_dim + self.heads * self.v_head_dim + 2 * self.heads)
-                    + self.gdn_conv_dim * self.conv_kernel + self.heads * self.v_head_dim * h)
+        if self.recurrent:
+            # input projection, conv weights, out_proj; A_log, dt_bias, D and the norm are negligible
+            return h * self.in_proj_width + self.conv_dim * self.conv_kernel + self.value_width * h
         if self.kind == "mla":
             qk = self.nope_dim + self.rope_dim
             q = (h * self.q_lora_rank + self.q_lora_rank * self.heads * qk) if self.q_lora_rank else h * self.heads * qk
@@ -234,6 +294,39 @@ def _nas_inter(ffn_mult: float, hidden: int) -> int:
     return int(math.ceil(i / 256) * 256)
 
 
+# activations of non-gated MLPs (2 matrices); SwiGLU-style gated MLPs (silu) have 3
+_UNGATED = ("relu2", "relu", "gelu", "gelu_new", "gelu_pytorch_tanh")
+
+
+def _hybrid_pattern_layers(cfg: dict, pattern: str, L: int, origin: str, attn: "Attention") -> tuple[list, list]:
+    """Nemotron-H `hybrid_override_pattern`, one character per layer (NemotronHConfig): "M" a Mamba-2
+    mixer, "*" self-attention, "-" an MLP, "E" a MoE block; each layer is one of them only."""
+    bad = sorted(set(pattern) - set("M*-E"))
+    if bad:
+        raise UnsupportedModelError("config.hybrid_override_pattern", ",".join(bad),
+                                    "characters M (Mamba-2), * (attention), - (MLP) and E (MoE); supported layers: " + ", ".join(SUPPORTED_LAYERS))
+    if len(pattern) != L:
+        raise InputError("config.hybrid_override_pattern", len(pattern), f"one character per layer ({L})")
+    none_a, none_f = Attention("none"), Ffn("none")
+    gated = str(cfg.get("mlp_hidden_act") or "silu") not in _UNGATED
+    mamba = None
+    if "M" in pattern:
+        P, heads, N = (_req(cfg, k, origin) for k in ("mamba_head_dim", "mamba_num_heads", "ssm_state_size"))
+        ssm = str(cfg.get("mamba_ssm_dtype") or "bfloat16")
+        # Mamba-2's default chunk is 256 (mamba_ssm Mamba2); Nemotron-H sets chunk_size 128
+        mamba = Attention("mamba2", heads, int(cfg.get("n_groups") or 1), P, P, conv_kernel=int(cfg.get("conv_kernel") or 4),
+                          state_bytes=4 if ssm in ("float32", "fp32") else 2, state_dim=N, chunk=int(cfg.get("chunk_size") or 256))
+    moe = None
+    if "E" in pattern:
+        E, k, w = (_req(cfg, key, origin) for key in ("n_routed_experts", "num_experts_per_tok", "moe_intermediate_size"))
+        shared = int(cfg.get("moe_shared_expert_intermediate_size") or 0) or int(cfg.get("n_shared_experts") or 0) * w
+        moe = Ffn("moe", 0, E, k, w, shared, gated)
+    mlp = Ffn("dense", _req(cfg, "intermediate_size", origin), gated=gated) if "-" in pattern else None
+    attns = [mamba if c == "M" else attn if c == "*" else none_a for c in pattern]
+    ffns = [mlp if c == "-" else moe if c == "E" else none_f for c in pattern]
+    return attns, ffns
+
+
 def precision_from_quant(cfg: dict, quant: dict | None) -> Precision:
     """Default precision of a checkpoint from hf_quant_config.json (modelopt) or quantization_config."""
     if quant and "quantization" in quant:
@@ -271,9 +364,6 @@ def from_hf_config(cfg: dict, name: str = "custom", quant: dict | None = None,
         cfg = {**cfg["text_config"], "quantization_config": cfg["text_config"].get("quantization_config") or outer.get("quantization_config")}
     mtype = str(cfg.get("model_type") or outer.get("model_type") or "")
     origin = name
-    if cfg.get("hybrid_override_pattern") and "M" in str(cfg["hybrid_override_pattern"]):
-        raise UnsupportedModelError("config.hybrid_override_pattern", "Mamba (M) blocks",
-                                    f"{name} mixes Mamba layers; supported layers: " + ", ".join(SUPPORTED_LAYERS))
     lt = cfg.get("layer_types")
     known = ("full_attention", "sliding_attention", "chunked_attention", "linear_attention")
     if lt and any(t not in known for t in lt):
@@ -300,9 +390,12 @@ def from_hf_config(cfg: dict, name: str = "custom", quant: dict | None = None,
         need = ("linear_num_value_heads", "linear_num_key_heads", "linear_key_head_dim", "linear_value_head_dim", "linear_conv_kernel_dim")
         nv, nk, dk, dv, ck = (_req(cfg, k, origin) for k in need)
         ssm = str(cfg.get("mamba_ssm_dtype") or cfg.get("torch_dtype") or cfg.get("dtype") or "bfloat16")
-        return Attention("gdn", nv, nk, dk, dv, conv_kernel=ck, state_bytes=4 if ssm in ("float32", "fp32") else 2)
+        return Attention("gdn", nv, nk, dk, dv, conv_kernel=ck, state_bytes=4 if ssm in ("float32", "fp32") else 2, chunk=GDN_CHUNK)
 
-    if cfg.get("kv_lora_rank"):
+    pattern = str(cfg.get("hybrid_override_pattern") or "")
+    if pattern:
+        attns, pattern_ffns = _hybrid_pattern_layers(cfg, pattern, L, origin, gqa(hd=int(cfg.get("attention_head_dim") or head_dim)))
+    elif cfg.get("kv_lora_rank"):
         rope, nope = int(cfg.get("qk_rope_head_dim") or 64), int(cfg.get("qk_nope_head_dim") or 128)
         mla = Attention("mla", H, H, nope + rope, int(cfg.get("v_head_dim") or nope), 0,
                         int(cfg.get("q_lora_rank") or 0), int(cfg["kv_lora_rank"]), rope, nope,
@@ -343,7 +436,9 @@ def from_hf_config(cfg: dict, name: str = "custom", quant: dict | None = None,
     inter = cfg.get("intermediate_size")
     if E and not topk:
         raise InputError("config.num_experts_per_tok", None, f"{name} has {E} experts; set the experts per token")
-    if cfg.get("block_configs"):
+    if pattern:
+        ffns = pattern_ffns
+    elif cfg.get("block_configs"):
         ffns = []
         for b in cfg["block_configs"]:
             f = b.get("ffn", {})

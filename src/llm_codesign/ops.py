@@ -118,54 +118,42 @@ def _dsa_indexer(a: Attention, h, ctx, dec_tok, b: Batch, T, count, gpu, cal, ma
     return ops
 
 
-# FLA's chunked gated delta rule processes a sequence in chunks of this many tokens
-# (fla.ops.gated_delta_rule.chunk, BT = 64; the kernels vLLM and SGLang vendor)
-GDN_CHUNK = 64
-
-
-def _gated_deltanet(a: Attention, h, T, dec_tok, b: Batch, tp, count, gpu, cal, math, act_b, w_b, kernel, P) -> list[Op]:
-    """Gated DeltaNet (Yang et al. 2024, arXiv:2412.06464) as vLLM's Qwen3NextGatedDeltaNet runs it,
-    heads split by TP: the input projections, a short causal conv, the delta-rule core (recurrent for
-    decode, chunked for prefill), the gated RMSNorm and the output projection. Its state is a fixed
-    matrix per value head, so decode cost does not grow with context. There is no KV cache to shard
-    along the sequence, so Helix's KV-parallel GPUs act as TP here (`tp` is tp x kvp)."""
-    nv, nk = a.heads / tp, a.kv_heads / tp
-    dk, dv = a.head_dim, a.v_head_dim
-    conv = 2.0 * nk * dk + nv * dv
+def _recurrent_mixer(a: Attention, h, T, dec_tok, b: Batch, tp, count, gpu, cal, math, act_b, w_b, kernel, P) -> list[Op]:
+    """A recurrent mixer (Gated DeltaNet, Mamba-2) as vLLM runs it (Qwen3NextGatedDeltaNet,
+    MambaMixer2), heads split by TP: the input projection, a short causal conv, the recurrent core
+    (a per-token update in decode, a chunked scan in prefill), the gated RMSNorm and the output
+    projection. The state is a fixed matrix per head, so decode cost does not grow with context.
+    There is no KV cache to shard along the sequence, so Helix's KV-parallel GPUs act as TP here
+    (`tp` is tp x kvp)."""
+    conv, width = a.conv_dim / tp, a.value_width / tp
     dec_seqs = np.asarray(b.dec_seqs, float)
     pf_tok = np.asarray(b.pf_tokens, float)
     pf_seqs = np.asarray(b.pf_seqs, float)
-    state = nv * dk * dv * a.state_bytes
-    # in_proj_qkvz and in_proj_ba: Q, K, V, the output gate Z, and beta and the decay per value head
-    ops = [_gemm(f"{P}/in_proj", T, conv + nv * dv + 2.0 * nv, h, count, gpu, cal, math, act_b, w_b, kernel=kernel)]
-    # causal conv over Q, K, V (read, write) plus each sequence's (kernel-1)-row conv state
+    state = a.state_values / tp * a.state_bytes
+    ops = [_gemm(f"{P}/in_proj", T, a.in_proj_width / tp, h, count, gpu, cal, math, act_b, w_b, kernel=kernel)]
+    # causal conv (read, write) plus each sequence's (kernel-1)-row conv state
     conv_b = T * conv * 2.0 * 2.0 + (dec_seqs + pf_seqs) * (a.conv_kernel - 1) * conv * 2.0 * 2.0
     t, tc, tm = cost.elementwise_time(conv_b, 1.0, gpu, cal)
-    ops.append(Op(f"{P}/gdn_conv", "elementwise", np.zeros_like(t), conv_b, t, tc, tm, count))
-    io = (2.0 * nk * dk + 2.0 * nv * dv) * 2.0  # Q, K, V in and the output out, per token
-    # decode (fused_recurrent_gated_delta_rule): each sequence's state read once and written per
-    # token (vLLM keeps one state per speculative position); ~7 dk*dv FLOPs per token and value head
-    # (decay, S^T k, rank-1 update, S^T q) on CUDA cores: memory-bound at any batch
-    d_flops = 7.0 * dec_tok * nv * dk * dv
+    ops.append(Op(f"{P}/conv", "elementwise", np.zeros_like(t), conv_b, t, tc, tm, count))
+    io = (conv + width) * 2.0  # the conv channels in and the output out, BF16, per token
+    # decode: each sequence's state read once and written per token (vLLM keeps one state per
+    # speculative position); the update runs on CUDA cores and is memory-bound at any batch
+    d_flops = dec_tok * a.decode_flops_per_token / tp
     d_bytes = dec_seqs * state + dec_tok * state + dec_tok * io
-    t, tc, tm = cost.attention_decode_time(d_flops, d_bytes, gpu, cal, dec_tok * nv)
+    t, tc, tm = cost.attention_decode_time(d_flops, d_bytes, gpu, cal, dec_tok * a.heads / tp)
     ops.append(Op(f"{P}/core_decode", "attention", d_flops, d_bytes, t, tc, tm, count))
-    # prefill (chunk_gated_delta_rule), per token and value head: the inter-chunk state terms
-    # (w S, K^T v_new, q S: 6 dk*dv) and the intra-chunk C x C products (K K^T, the WY
-    # representation and the masked attention: 6 C dk + 4 C dv); chunk states are written and read
-    # back in BF16, each sequence's initial and final state in the state dtype
-    C = GDN_CHUNK
-    p_flops = pf_tok * nv * (6.0 * dk * dv + 6.0 * C * dk + 4.0 * C * dv)
-    p_bytes = pf_tok * io + pf_tok / C * nv * dk * dv * 2.0 * 2.0 + pf_seqs * state * 2.0
-    # its rows span one chunk, the short-row regime of the fitted prefill-attention ramp
+    # prefill: chunk states written and read back in BF16, each sequence's initial and final state
+    # in the state dtype; rows span one chunk, the short-row regime of the fitted prefill ramp
+    p_flops = pf_tok * a.prefill_flops_per_token / tp
+    p_bytes = pf_tok * io + pf_tok / a.chunk * a.state_values / tp * 2.0 * 2.0 + pf_seqs * state * 2.0
     t, tc, tm = cost.attention_prefill_time(np.where(pf_tok > 0, p_flops, 0.0), p_bytes, gpu, cal, "bf16",
-                                            np.maximum(pf_seqs, 1.0) * nv, C)
+                                            np.maximum(pf_seqs, 1.0) * a.heads / tp, a.chunk)
     ops.append(Op(f"{P}/core_prefill", "attention", p_flops, p_bytes, t, tc, tm, count))
-    # gating (fused_gdn_gating) and the gated RMSNorm of the output: two passes over V-width rows
-    g_b = T * nv * dv * 2.0 * 3.0
+    # gating (GDN's fused_gdn_gating) and the gated RMSNorm of the output: passes over its rows
+    g_b = T * width * 2.0 * 3.0
     t, tc, tm = cost.elementwise_time(g_b, 2.0, gpu, cal)
-    ops.append(Op(f"{P}/gdn_gate_norm", "elementwise", np.zeros_like(t), g_b, t, tc, tm, count))
-    ops.append(_gemm(f"{P}/out_proj", T, h, nv * dv, count, gpu, cal, math, act_b, w_b, kernel=kernel))
+    ops.append(Op(f"{P}/gate_norm", "elementwise", np.zeros_like(t), g_b, t, tc, tm, count))
+    ops.append(_gemm(f"{P}/out_proj", T, h, width, count, gpu, cal, math, act_b, w_b, kernel=kernel))
     ops.append(_comm(f"{P}/all_reduce", "all_reduce", T * h * 2.0, tp, count, gpu, cal))
     return ops
 
@@ -262,8 +250,8 @@ def layer_ops(model: ModelSpec, layer: Layer, count, gpu: Gpu, cal: Calibration,
             ops.append(_comm(f"{P}/helix_all_to_all", "all_to_all", T * heads_l * (v_d + 1) * 2.0, kvp, count, gpu, cal))
         ops.append(_gemm(f"{P}/o", T, h, a.heads * v_d / dense_tp, count, gpu, cal, math_attn, act_b, wa, kernel=k_attn))
         ops.append(_comm(f"{P}/all_reduce", "all_reduce", T * h * 2.0, dense_tp, count, gpu, cal))
-    elif a.kind == "gdn":
-        ops.extend(_gated_deltanet(a, h, T, dec_tok, b, dense_tp, count, gpu, cal, math_attn, act_b, wa, k_attn, P))
+    elif a.recurrent:
+        ops.extend(_recurrent_mixer(a, h, T, dec_tok, b, dense_tp, count, gpu, cal, math_attn, act_b, wa, k_attn, P))
     elif a.kind == "linear":
         ops.append(_gemm(f"{P}/linear", T, h / dense_tp, h, count, gpu, cal, math_attn, act_b, wa, kernel=k_attn))
         ops.append(_comm(f"{P}/all_reduce", "all_reduce", T * h * 2.0, dense_tp, count, gpu, cal))

@@ -69,8 +69,9 @@ class Plan:
 
 
 def _attn_dims(model: ModelSpec):
-    heads = [layer.attn.heads for layer, _ in model.groups if layer.attn.kind in ("gqa", "mla", "gdn")]
-    # Gated DeltaNet splits its key heads by TP as well (vLLM divide(num_k_heads, tp))
+    heads = [layer.attn.heads for layer, _ in model.groups if layer.attn.kind in ("gqa", "mla") or layer.attn.recurrent]
+    # Gated DeltaNet splits its key heads by TP as well (vLLM divide(num_k_heads, tp)); Mamba-2's B/C
+    # groups are replicated up to TP instead (MambaStateShapeCalculator.extra_groups_for_head_shards)
     heads += [layer.attn.kv_heads for layer, _ in model.groups if layer.attn.kind == "gdn"]
     kvh = [layer.attn.kv_heads for layer, _ in model.groups if layer.attn.kind == "gqa"]
     return heads, kvh
