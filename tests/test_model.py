@@ -107,6 +107,10 @@ def test_nemotron_h_mamba2_hybrid_golden():
     # per sequence per Mamba layer: 3 x 20,480 BF16 conv rows and a 256 x 64 x 256 BF16 SSM state
     assert m.state_bytes_per_seq() == 54 * (3 * conv * 2 + 256 * 64 * 256 * 2)
     assert m.kv_values_per_token() == 10 * 8 * 128 * 2
+    # TP16: x splits 16 ways, but the 8 B/C groups are replicated to one per rank
+    mixer = next(layer.attn for layer, _ in m.groups if layer.attn.kind == "mamba2")
+    assert float(mixer.conv_dim_per_gpu(8)) == conv / 8
+    assert float(mixer.conv_dim_per_gpu(16)) == 256 * 64 / 16 + 2 * 256
 
 
 def test_hybrid_pattern_moe_and_bad_characters():

@@ -12,6 +12,8 @@ from collections import Counter
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+import numpy as np
+
 from .errors import InputError, UnsupportedModelError
 from .precision import Precision, get_dtype
 
@@ -77,6 +79,14 @@ class Attention:
         if self.kind == "mamba2":
             return self.heads * self.head_dim + 2 * self.kv_heads * self.state_dim
         return 0
+
+    def conv_dim_per_gpu(self, tp):
+        """Conv channels one TP rank holds: all split by TP, except Mamba-2's B/C groups, which are
+        replicated up to one per rank when TP exceeds them (vLLM extra_groups_for_head_shards)."""
+        if self.kind == "mamba2":
+            tp = np.asarray(tp, float)
+            return self.heads * self.head_dim / tp + 2.0 * self.state_dim * np.maximum(self.kv_heads / tp, 1.0)
+        return self.conv_dim / np.asarray(tp, float)
 
     @property
     def value_width(self) -> int:

@@ -125,12 +125,12 @@ def _recurrent_mixer(a: Attention, h, T, dec_tok, b: Batch, tp, count, gpu, cal,
     projection. The state is a fixed matrix per head, so decode cost does not grow with context.
     There is no KV cache to shard along the sequence, so Helix's KV-parallel GPUs act as TP here
     (`tp` is tp x kvp)."""
-    conv, width = a.conv_dim / tp, a.value_width / tp
+    conv, width = a.conv_dim_per_gpu(tp), a.value_width / tp
     dec_seqs = np.asarray(b.dec_seqs, float)
     pf_tok = np.asarray(b.pf_tokens, float)
     pf_seqs = np.asarray(b.pf_seqs, float)
     state = a.state_values / tp * a.state_bytes
-    ops = [_gemm(f"{P}/in_proj", T, a.in_proj_width / tp, h, count, gpu, cal, math, act_b, w_b, kernel=kernel)]
+    ops = [_gemm(f"{P}/in_proj", T, (a.in_proj_width - a.conv_dim) / tp + conv, h, count, gpu, cal, math, act_b, w_b, kernel=kernel)]
     # causal conv (read, write) plus each sequence's (kernel-1)-row conv state
     conv_b = T * conv * 2.0 * 2.0 + (dec_seqs + pf_seqs) * (a.conv_kernel - 1) * conv * 2.0 * 2.0
     t, tc, tm = cost.elementwise_time(conv_b, 1.0, gpu, cal)
