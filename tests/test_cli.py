@@ -18,6 +18,9 @@ def test_gpus_and_models_json():
     m = json.loads(run("models", "--json").stdout)
     row = next(x for x in m if x["name"] == "gpt-oss-120b")
     assert {"name", "hf_ids", "total_params", "active_params"} <= set(row)
+    q = next(x for x in m if x["name"] == "qwen3.5-397b")
+    assert q["mixers"] == {"gdn": 45, "gqa": 15} and q["state_bytes_per_seq"] == 192_061_440
+    assert q["kv_values_per_token"] == 15 * 2 * 256 * 2
 
 
 def test_roofline_json_keys_and_floor():

@@ -55,6 +55,15 @@ def get_model(ref: str) -> ModelSpec:
     raise InputError("model", ref, "a registry name (" + ", ".join(e["name"] for e in entries()) + "), one of their Hugging Face ids, or a config.json path")
 
 
+def _mixers(m: ModelSpec) -> dict[str, int]:
+    """Layers per token-mixer kind (gqa, mla, gdn, mamba2, ...), the layer pattern at a glance."""
+    out: dict[str, int] = {}
+    for layer, n in m.groups:
+        if layer.attn.kind != "none":
+            out[layer.attn.kind] = out.get(layer.attn.kind, 0) + n
+    return out
+
+
 def list_models() -> list[dict]:
     """Every bundled model with its counts; models the cost model cannot represent carry `error`."""
     out = []
@@ -63,7 +72,8 @@ def list_models() -> list[dict]:
             m = _load_entry(e["name"].lower())
             out.append({"name": e["name"], "hf_ids": e.get("hf_ids", []), "total_params": m.total_params,
                         "active_params": m.active_params, "layers": m.num_layers, "moe": m.is_moe,
-                        "precision": m.default_precision.label()})
+                        "precision": m.default_precision.label(), "mixers": _mixers(m),
+                        "kv_values_per_token": m.kv_values_per_token(), "state_bytes_per_seq": m.state_bytes_per_seq()})
         except InputError as err:
             out.append({"name": e["name"], "hf_ids": e.get("hf_ids", []), "total_params": None,
                         "active_params": None, "error": str(err)})
