@@ -1,3 +1,7 @@
+import os
+import subprocess
+import sys
+
 import pytest
 
 from llm_codesign.calibration import calibration_for
@@ -28,3 +32,11 @@ def llama70b():
 @pytest.fixture(scope="session")
 def cal_h100(h100):
     return calibration_for(h100)
+
+
+ENV = {**os.environ, "COLUMNS": "160"}
+
+
+def run(*args):
+    """The CLI as a user runs it, in a subprocess (exit code, stdout, stderr)."""
+    return subprocess.run([sys.executable, "-m", "llm_codesign.cli", *args], capture_output=True, text=True, env=ENV, timeout=300)

@@ -1,15 +1,7 @@
 import json
-import os
-import subprocess
-import sys
 
 import pytest
-
-ENV = {**os.environ, "COLUMNS": "160"}
-
-
-def run(*args):
-    return subprocess.run([sys.executable, "-m", "llm_codesign.cli", *args], capture_output=True, text=True, env=ENV, timeout=300)
+from conftest import run
 
 
 def test_gpus_and_models_json():

@@ -1,4 +1,5 @@
-"""Commands that prove the model: `validate` against measurements and `calibrate` to re-fit it."""
+"""Commands that prove the model: `validate` against measurements, `calibrate` to re-fit it, and
+`bench` to measure this machine's kernels in the tables' own columns."""
 from __future__ import annotations
 
 from typing import Optional
@@ -11,31 +12,14 @@ from .errors import InputError
 
 def _write_predictions(path: str, rows: list[dict], preds: list[dict]) -> None:
     """Input rows plus `predicted_<metric>` columns, written whole or not at all."""
-    import csv
-    import os
-    import tempfile
-    from pathlib import Path
-
-    folder = Path(path).resolve().parent
-    if not folder.is_dir():
-        raise InputError("out", path, "a path in an existing folder")
+    from .report import write_rows_atomic
 
     def name(k: str) -> str:
         return k if k.startswith("predicted") else f"predicted_{k}"
 
     keys = list(rows[0].keys())
     extra = sorted({name(k) for p in preds for k in p} - set(keys))
-    fd, tmp = tempfile.mkstemp(dir=folder, suffix=".csv.tmp")
-    try:
-        with os.fdopen(fd, "w", newline="") as f:
-            w = csv.DictWriter(f, fieldnames=keys + extra)
-            w.writeheader()
-            for r, p in zip(rows, preds, strict=True):
-                w.writerow({**r, **{name(k): v for k, v in p.items()}})
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
+    write_rows_atomic(path, keys + extra, ({**r, **{name(k): v for k, v in p.items()}} for r, p in zip(rows, preds, strict=True)))
 
 
 def _print_report(rep: dict, title: str) -> None:
@@ -148,3 +132,73 @@ def calibrate(
                   f"host cost per running sequence {', '.join(f'{b} {v * 1e6:.1f} us' for b, v in srv['seq_overhead_s'].items())}; "
                   f"kernel efficiency vs TensorRT-LLM (GEMM / attention) {scales}")
     con.print(f"wrote {output}")
+
+
+def _int_list(field: str, value: str) -> list[int]:
+    try:
+        out = [int(x) for x in value.split(",") if x.strip()]
+    except ValueError:
+        out = []
+    if not out or min(out) <= 0:
+        raise InputError(field, value, "a comma-separated list of positive integers, e.g. 1,16,256")
+    return out
+
+
+def _nk_list(value: str) -> list[tuple[int, int]]:
+    try:
+        out = [tuple(int(v) for v in x.lower().split("x")) for x in value.split(",") if x.strip()]
+    except ValueError:
+        out = []
+    if not out or any(len(t) != 2 or min(t) <= 0 for t in out):
+        raise InputError("nk", value, "comma-separated NxK pairs, e.g. 4096x4096,14336x4096")
+    return out
+
+
+@app.command()
+def bench(
+    kind: str = typer.Argument(..., help="gemm or decode"),
+    out: str = typer.Option(..., "-o", "--out", help="CSV to write, in the kernel tables' columns."),
+    system: Optional[str] = typer.Option(None, "--system", help="Catalog GPU id for the rows (default: from the CUDA device name)."),
+    device: str = typer.Option("auto", "--device", help="auto, cuda or cpu."),
+    model: Optional[str] = typer.Option(None, "--model", help="Take the shapes from this model (its projections / attention heads at --tp)."),
+    tp: int = typer.Option(1, "--tp", help="Tensor-parallel size for --model shapes."),
+    dtype: str = typer.Option("bfloat16", "--dtype", help="gemm: bfloat16 or fp8."),
+    m: str = typer.Option("1,16,64,256,1024,4096", "--m", help="gemm: token counts (M)."),
+    nk: str = typer.Option("4096x4096,14336x4096,4096x14336", "--nk", help="gemm: NxK pairs (ignored with --model)."),
+    batch: str = typer.Option("1,8,32,128", "--batch", help="decode: sequences per step."),
+    context: str = typer.Option("1024,4096,16384", "--context", help="decode: cached tokens per sequence."),
+    heads: int = typer.Option(32, "--heads", help="decode: query heads (ignored with --model)."),
+    kv_heads: int = typer.Option(8, "--kv-heads", help="decode: KV heads (ignored with --model)."),
+    head_dim: int = typer.Option(128, "--head-dim", help="decode: head dimension (ignored with --model)."),
+    warmup: int = typer.Option(3, "--warmup", min=0),
+    repeat: int = typer.Option(10, "--repeat", min=1),
+):
+    """Measure GEMMs or decode attention on this machine; `validate`/`calibrate --kernels` read the CSV."""
+    from .measure import DECODE_COLUMNS, GEMM_COLUMNS, bench_decode, bench_gemm, linear_shapes
+    from .report import write_rows_atomic
+
+    if kind not in ("gemm", "decode"):
+        raise InputError("kind", kind, "gemm or decode")
+    if tp <= 0:
+        raise InputError("tp", tp, "a positive integer")
+    spec = None
+    if model:
+        from .cli_common import _model
+
+        spec = _model(model)
+    if kind == "gemm":
+        shapes = linear_shapes(spec, tp) if spec else _nk_list(nk)
+        rows = bench_gemm(_int_list("m", m), shapes, dtype, device, system, warmup, repeat)
+        cols = GEMM_COLUMNS
+    else:
+        if spec:
+            a = next((layer.attn for layer, _ in spec.groups if layer.attn.kind == "gqa"), None)
+            if a is None:
+                raise InputError("model", model, "a model with GQA/MHA attention layers for decode benchmarks")
+            if a.heads % tp:
+                raise InputError("tp", tp, f"a divisor of the model's {a.heads} attention heads")
+            heads, kv_heads, head_dim = a.heads // tp, max(a.kv_heads // tp, 1), a.head_dim
+        rows = bench_decode(_int_list("batch", batch), _int_list("context", context), heads, kv_heads, head_dim, device, system, warmup, repeat)
+        cols = DECODE_COLUMNS
+    write_rows_atomic(out, cols, rows)
+    _console().print(f"wrote {len(rows)} {kind} measurements ({rows[0]['system']}, {rows[0]['trtllm_version']}) to {out}")

@@ -34,6 +34,26 @@ def write_csv(results: list[dict], path: str | Path) -> None:
     Path(path).write_text(buf.getvalue())
 
 
+def write_rows_atomic(path: str | Path, fieldnames, rows) -> None:
+    """Rows as CSV, written whole or not at all (a temporary file renamed into place)."""
+    import os
+    import tempfile
+
+    folder = Path(path).resolve().parent
+    if not folder.is_dir():
+        raise InputError("out", str(path), "a path in an existing folder")
+    fd, tmp = tempfile.mkstemp(dir=folder, suffix=".csv.tmp")
+    try:
+        with os.fdopen(fd, "w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=list(fieldnames))
+            w.writeheader()
+            w.writerows(rows)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
 def _label(r: dict, many: bool) -> str:
     return f"{r['model']} on {r['gpu']}" if many else "frontier"
 
