@@ -97,6 +97,13 @@ def _dsa_indexer(a: Attention, h, ctx, dec_tok, b: Batch, T, count, gpu, cal, ma
     hi, di = a.index_heads, a.index_head_dim
     ops = [_gemm(f"{P}/dsa_q", T, hi * di, a.q_lora_rank or h, count, gpu, cal, math, act_b, w_b, kernel=kernel),
            _gemm(f"{P}/dsa_k_weights", T, di + hi, h, count, gpu, cal, math, act_b, w_b, kernel=kernel)]
+    # the elementwise chain between the projections and the scores, as the open engines run it
+    # (SGLang nsa_indexer.py _get_q_k_bf16 and the FP8 quantisation after it): LayerNorm of K, RoPE
+    # and its write-back into Q and K, a Hadamard rotation of Q and of K, FP8 quantisation of Q and
+    # of K with the K-cache store: 8 kernels, each pass over Q (hi x di) or K (di) in BF16
+    prep = T * (hi * di * (2.0 + 2.0 + 4.0 + 3.0) + di * (4.0 + 2.0 + 2.0 + 4.0 + 2.0))
+    t, tc, tm = cost.elementwise_time(prep, 8.0, gpu, cal)
+    ops.append(Op(f"{P}/dsa_prep", "elementwise", np.zeros_like(t), prep, t, tc, tm, count))
     key_b = di * (1.0 + 4.0 / 128.0)
     ctx_l = ctx / kvp
     flops = 2.0 * dec_tok * hi * di * ctx_l
