@@ -74,12 +74,16 @@ def test_dsa_indexer_caps_mla_context_and_prices_the_indexer(b200):
 
     def decode(ctx):
         ops = forward_ops(m, b200, cal, prec, Sharding(tp=8), Batch(dec_seqs=2, dec_ctx=ctx))
-        return {o.name.split("/", 1)[1]: o for o in ops if o.name.endswith(("core_decode", "dsa_scores_decode"))}
+        return {o.name.split("/", 1)[1]: o for o in ops if o.name.endswith(("core_decode", "dsa_scores_decode", "dsa_prep"))}
 
     short, long = decode(2048), decode(10_000)
     # MLA attends to the top 2048 tokens only; the indexer scores all of them: 2 x B x 32 x 128 x ctx
     assert float(long["attn/core_decode"].flops) == pytest.approx(float(short["attn/core_decode"].flops))
     assert float(long["attn/dsa_scores_decode"].flops) == pytest.approx(2 * 2 * 32 * 128 * 10_000)
+    # the chain between projections and scores: per token, 11 B per Q value (RoPE write-back 2 + 2,
+    # Hadamard 4, FP8 quantisation 3) over 32 x 128, and 14 B per K value (LayerNorm 4, RoPE 2 + 2,
+    # Hadamard 4, quantise-and-store 2) over 128; 8 kernels
+    assert float(short["attn/dsa_prep"].bytes) == 2 * (32 * 128 * 11 + 128 * 14)
     # KV cache per token: 78 layers x (512 + 64 latent values in FP8 + 128 FP8 index keys + 4 B scale)
     assert float(kv_bytes_per_token(m, prec, Sharding())) == pytest.approx(78 * (576 + 132))
 
