@@ -20,21 +20,23 @@ DENSE = ["llama-3.1-8b", "qwen3-32b", "llama-3.1-70b"]
 
 
 @settings(max_examples=80, deadline=None)
-@given(name=st.sampled_from(DENSE), gid=st.sampled_from(sorted(catalog())), B=st.integers(1, 512),
+@given(name=st.sampled_from(DENSE + ["nemotron-h-56b"]), gid=st.sampled_from(sorted(catalog())), B=st.integers(1, 512),
        ctx=st.integers(1, 32768), tp=st.sampled_from([1, 2, 4, 8]), w=st.sampled_from(["bf16", "fp8"]))
 def test_decode_step_never_beats_the_roofline(name, gid, B, ctx, tp, w):
     m, g = get_model(name), get_gpu(gid)
     prec = Precision.of(w, kv=w)
     t = float(step_time(forward_ops(m, g, calibration_for(g), prec, Sharding(tp=tp), Batch(dec_seqs=B, dec_ctx=ctx))))
     wbytes = (m.total_params - m.embedding_params - m.lm_head_params) * prec.weight.bytes_per_weight() / tp + m.lm_head_params * 2 / tp
-    kv = B * ctx * float(kv_bytes_per_token(m, prec, Sharding(tp=tp)))
+    # the KV cache, and a recurrent mixer's state (Nemotron-H's Mamba-2 layers), read at least once
+    kv = B * ctx * float(kv_bytes_per_token(m, prec, Sharding(tp=tp))) + B * m.state_bytes_per_seq() / tp
     flops = 2 * m.active_params * B / tp
     floor = max((wbytes + kv) / g.hbm_bandwidth_bytes_per_s, flops / g.peak(gemm_math(prec.weight, prec.activation, g)))
     assert t >= floor
 
 
 @settings(max_examples=40, deadline=None)
-@given(name=st.sampled_from(DENSE + ["deepseek-r1", "gpt-oss-120b"]), B=st.integers(1, 1024), scale=st.floats(1.0, 3.0))
+@given(name=st.sampled_from(DENSE + ["deepseek-r1", "gpt-oss-120b", "qwen3.5-397b", "nemotron-h-56b"]), B=st.integers(1, 1024),
+       scale=st.floats(1.0, 3.0))
 def test_more_bandwidth_never_slower(name, B, scale):
     m, g = get_model(name), get_gpu("h200")
     fast = replace(g, hbm_bandwidth_bytes_per_s=g.hbm_bandwidth_bytes_per_s * scale)
