@@ -295,7 +295,7 @@ def pareto(
 
 
 # registered after the commands above, so `--help` lists them in workflow order
-from . import cli_design, cli_accuracy  # noqa: E402, F401, I001
+from . import cli_design, cli_accuracy, cli_disagg  # noqa: E402, F401, I001
 
 
 def main() -> None:

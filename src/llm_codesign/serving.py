@@ -54,6 +54,32 @@ def draft_model(model: ModelSpec, spec: SpecDecoding) -> ModelSpec:
     return get_model(spec.draft_model)
 
 
+def decode_step(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, sh: Sharding, b, ctx, k, spec, backend: str):
+    """One pipeline stage's decode-only step for `b` sequences at context `ctx` verifying k drafts:
+    kernels, the engine's host cost per step and per running sequence, and the draft passes' share
+    (cal already in_step). Returns (stage time, draft time, operators)."""
+    pp = np.asarray(sh.pp, float)
+    ops = forward_ops(model, gpu, cal, prec, sh, Batch(dec_seqs=b, dec_ctx=ctx, dec_tokens_per_seq=1.0 + k))
+    t_stage = step_time(ops) + cal.step_overhead(backend) + cal.engine("seq_overhead_s", backend, 0.0) * b
+    t_draft = 0.0
+    if spec is not None:
+        dm = draft_model(model, spec)
+        dsh = sh if spec.method != "draft" else replace(sh, pp=np.ones_like(pp))
+        dops = forward_ops(dm, gpu, cal, prec, dsh, Batch(dec_seqs=b, dec_ctx=ctx))
+        t_draft = k * step_time(dops)
+        t_stage = t_stage + t_draft / pp
+    return t_stage, t_draft, ops
+
+
+def prefill_step(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, sh: Sharding, tokens, isl, chunk, backend: str):
+    """One pipeline stage's prefill-only step of `tokens` (whole prompts of `isl`, or chunks of
+    `chunk` over the earlier ones), run eagerly: kernels, host costs and a launch cost per kernel."""
+    ops = forward_ops(model, gpu, cal, prec, sh, Batch(
+        pf_tokens=tokens, pf_seqs=np.maximum(tokens / isl, 1.0), pf_ctx=np.maximum(isl - chunk, 0.0) / 2.0))
+    return (step_time(ops) + cal.step_overhead(backend) + cal.engine("seq_overhead_s", backend, 0.0) * np.maximum(tokens / isl, 1.0)
+            + cal.eager_launch(backend) * launches(ops, cal.elementwise_kernels_per_layer))
+
+
 def evaluate(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, plan: Plan, concurrency,
              isl, osl, backend: str = "trtllm", spec: SpecDecoding | None = None, spec_k=None,
              max_num_tokens=None, cpp=False, usable_fraction: float | None = None,
@@ -97,22 +123,10 @@ def evaluate(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, plan
     # a wave's prefill phase: every running sequence's ISL tokens in chunks of the step budget
     wave_tok = np.minimum(mnt, running * isl)
     n_wave = running * isl / np.maximum(wave_tok, 1.0)
-    wave_ops = forward_ops(model, gpu, cal, prec, sh, Batch(
-        pf_tokens=wave_tok, pf_seqs=np.maximum(wave_tok / isl, 1.0), pf_ctx=np.maximum(isl - chunk, 0.0) / 2.0))
-    t_wave_step = (step_time(wave_ops) + overhead + seq_oh * np.maximum(wave_tok / isl, 1.0)
-                   + eager * launches(wave_ops, cal.elementwise_kernels_per_layer))
+    t_wave_step = prefill_step(model, gpu, cal, prec, sh, wave_tok, isl, chunk, backend)
     pf_span = np.where(pipelined, n_wave + pp - 1.0, n_wave * pp) * t_wave_step
     # decode phase: every sequence of the micro-batch generates (k+1 verified tokens per step)
-    dec = Batch(dec_seqs=b, dec_ctx=isl + osl / 2.0, dec_tokens_per_seq=1.0 + k)
-    ops = forward_ops(model, gpu, cal, prec, sh, dec)
-    t_stage = step_time(ops) + overhead + seq_oh * b
-    t_draft = 0.0
-    if spec is not None:
-        dm = draft_model(model, spec)
-        dsh = sh if spec.method != "draft" else replace(sh, pp=np.ones_like(pp))
-        dops = forward_ops(dm, gpu, cal, prec, dsh, Batch(dec_seqs=b, dec_ctx=isl + osl / 2.0))
-        t_draft = k * step_time(dops)
-        t_stage = t_stage + t_draft / pp
+    t_stage, t_draft, ops = decode_step(model, gpu, cal, prec, sh, b, isl + osl / 2.0, k, spec, backend)
     t_iter = pp * t_stage
     # prefill: a request's chunks share steps with the prefills of q = 1 + f (running - 1) requests
     # arriving with it (1: benchmark waves in lockstep, 0: arrivals spread out). Requests stay as far

@@ -1,0 +1,98 @@
+import json
+
+import numpy as np
+import pytest
+from conftest import run
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from llm_codesign.calibration import calibration_for
+from llm_codesign.cost import collective_time
+from llm_codesign.disagg import evaluate_disagg, parse_plan
+from llm_codesign.errors import InputError
+from llm_codesign.hardware import get_gpu
+from llm_codesign.parallel import Plan
+from llm_codesign.precision import Precision
+from llm_codesign.registry import get_model
+from llm_codesign.serving import evaluate
+
+FP8 = Precision.of("fp8", kv="fp8")
+
+
+@pytest.fixture(scope="module")
+def h200():
+    return get_gpu("h200")
+
+
+def test_decode_instances_never_stall_on_prefill(h200, llama70b):
+    # the same TP8 instance at the same batch: aggregated TPOT carries other requests' prefill chunks
+    cal = calibration_for(h200)
+    C = np.array([8, 32, 128])
+    agg = evaluate(llama70b, h200, cal, FP8, Plan(tp=8), C, 8192, 1024)
+    dis = evaluate_disagg(llama70b, h200, cal, FP8, Plan(tp=8), Plan(tp=8), 1, 1, C, 8192, 1024)
+    assert np.all(dis["tpot_s"] < agg["tpot_s"])
+
+
+def test_closed_loop_conserves_requests_and_saturates_at_prefill_capacity(h200, llama70b):
+    cal = calibration_for(h200)
+    C = np.array([1, 4, 16, 64, 256, 1024])
+    r = evaluate_disagg(llama70b, h200, cal, FP8, Plan(tp=4), Plan(tp=4), 1, 1, C, 8192, 1024)
+    # Little's law: every request in flight is either waiting for/in prefill or decoding
+    assert np.allclose(r["request_rate"] * (r["ttft_s"] + 1023 * r["tpot_s"]), C)
+    assert np.allclose(r["output_tok_s_per_gpu"], r["request_rate"] * 1024 / 8)
+    # far past the prefill pool's capacity, requests start at exactly that rate and queue for it
+    assert np.isclose(r["request_rate"][-1], r["prefill_capacity_req_s"]).all()
+    assert np.all(r["request_rate"] <= r["prefill_capacity_req_s"] * (1 + 1e-9))
+    assert np.all(np.diff(r["ttft_s"]) > 0)
+
+
+def test_kv_hand_off_sends_one_copy_of_the_prompt_cache(h200):
+    cal = calibration_for(h200).in_step("trtllm")
+    ds = get_model("deepseek-r1")
+    # MLA: every TP rank holds the whole latent, but one copy moves: 61 layers x (512 + 64) BF16
+    # values per token, shared by the prefill instance's 8 GPUs; 16 GPUs in all: over the NICs
+    r = evaluate_disagg(ds, h200, calibration_for(h200), ds.default_precision, Plan(tp=8, ep=8, moe_tp=1),
+                        Plan(tp=8, ep=8, moe_tp=1), 1, 1, 1, 4096, 256)
+    nbytes = 61 * 576 * 2 * 4096 / 8
+    assert np.allclose(r["kv_transfer_s"], collective_time("p2p", nbytes, 16, h200, cal))
+    # inside one NVLink domain (4 + 4 GPUs) the same cache moves faster
+    llama = get_model("llama-3.1-70b")
+    near = evaluate_disagg(llama, h200, calibration_for(h200), FP8, Plan(tp=4), Plan(tp=4), 1, 1, 1, 4096, 256)
+    far = evaluate_disagg(llama, h200, calibration_for(h200), FP8, Plan(tp=4), Plan(tp=4), 1, 3, 1, 4096, 256)
+    assert np.all(near["kv_transfer_s"] < far["kv_transfer_s"])
+
+
+@settings(max_examples=25, deadline=None)
+@given(C=st.integers(1, 2048), n_p=st.integers(1, 3))
+def test_more_prefill_instances_never_lengthen_ttft(C, n_p):
+    m, g = get_model("llama-3.1-8b"), get_gpu("h100")
+    cal = calibration_for(g)
+    a = evaluate_disagg(m, g, cal, m.default_precision, Plan(tp=1), Plan(tp=1), n_p, 2, C, 2048, 256)
+    b = evaluate_disagg(m, g, cal, m.default_precision, Plan(tp=1), Plan(tp=1), n_p + 1, 2, C, 2048, 256)
+    assert np.all(b["ttft_s"] <= a["ttft_s"] * (1 + 1e-9))
+    assert np.allclose(b["tpot_s"], a["tpot_s"])
+
+
+def test_parse_plan(llama70b):
+    ds = get_model("deepseek-r1")
+    p = parse_plan("decode", "attention_dp=8, ep=8", ds)
+    assert (p.tp, p.adp, p.ep, p.moe_tp, p.gpus) == (1, 8, 8, 1, 8)
+    assert parse_plan("prefill", "tp=8", ds).moe_tp == 8  # MoE TP takes what EP leaves
+    for bad in ("", "tp=0", "tq=2", "tp=x"):
+        with pytest.raises(InputError, match="prefill"):
+            parse_plan("prefill", bad, llama70b)
+
+
+def test_disagg_cli(tmp_path):
+    r = run("disagg", "llama-3.1-70b", "--gpu", "h200", "--prefill", "tp=4", "--decode", "tp=4", "--concurrency", "1,64",
+            "--isl", "4096", "--osl", "512", "--weight-dtype", "fp8", "--kv-dtype", "fp8", "--json")
+    assert r.returncode == 0, r.stderr
+    d = json.loads(r.stdout)
+    assert d["num_gpus"] == 8 and [x["concurrency"] for x in d["rows"]] == [1, 64]
+    assert d["rows"][0]["ttft_ms"] < d["rows"][1]["ttft_ms"] and d["rows"][0]["tpot_ms"] < d["rows"][1]["tpot_ms"]
+    for args, needle in ((("--prefill", "tp=3", "--decode", "tp=8"), "prefill"), (("--prefill", "tp=8", "--decode", "tp=8,x=1"), "decode"),
+                         (("--prefill", "tp=8", "--decode", "tp=8", "--concurrency", "0"), "concurrency"),
+                         (("--prefill", "tp=8", "--decode", "tp=8", "--prefill-instances", "0"), "prefill_instances")):
+        r = run("disagg", "llama-3.1-70b", "--gpu", "h200", *args)
+        lines = [x for x in r.stderr.splitlines() if x.strip()]
+        assert r.returncode == 2 and len(lines) == 1 and needle in lines[0], (args, r.stderr)
