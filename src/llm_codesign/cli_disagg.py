@@ -6,8 +6,29 @@ from typing import Optional
 
 import typer
 
-from .cli_common import (O_A, O_ACC, O_BACKEND, O_CAL, O_DRAFT, O_GPU, O_ISL, O_K, O_KV, O_MNT, O_OSL, O_RATES, O_SPEC, O_W,
-                         _console, _dump, _gpu, _model, _precision, _spec, app)
+from .cli_common import (
+    O_A,
+    O_ACC,
+    O_BACKEND,
+    O_CAL,
+    O_DRAFT,
+    O_GPU,
+    O_ISL,
+    O_K,
+    O_KV,
+    O_MNT,
+    O_OSL,
+    O_RATES,
+    O_SPEC,
+    O_W,
+    _console,
+    _dump,
+    _gpu,
+    _model,
+    _precision,
+    _spec,
+    app,
+)
 from .errors import InputError
 
 
