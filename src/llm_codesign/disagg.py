@@ -25,71 +25,104 @@ from .precision import Precision
 from .serving import _sharding, decode_step, prefill_step
 
 
+def _spec_k(spec: SpecDecoding | None, spec_k):
+    if spec is None:
+        return np.zeros(1), np.ones(1)
+    k = np.asarray(spec.k if spec_k is None else spec_k, float)
+    return k, spec.accepted(k.astype(np.int64))
+
+
+def _budget(backend: str, gpu: Gpu, max_num_tokens):
+    mnt = np.asarray(engines.step_tokens(backend, gpu) if max_num_tokens is None else max_num_tokens, float)
+    return mnt, engines.KV_BUDGET.get(backend, ("total", memory.USABLE_FRACTION, 0.5))
+
+
+def prefill_pool(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, plan: Plan, isl, backend: str,
+                 max_num_tokens=None) -> dict:
+    """One prefill instance (cal in_step): a lone prompt's time (chunks of the step budget), the
+    requests per second it serves when loaded (whole steps; each attention-DP rank runs its own
+    prompts, pipeline stages overlap different prompts' steps), and whether the weights fit."""
+    sh = _sharding(plan)
+    isl = np.asarray(isl, float)
+    mnt, (budget, fraction, _) = _budget(backend, gpu, max_num_tokens)
+    _, pp, _, _, adp, _ = (np.asarray(x, float) for x in plan.arrays())
+    chunk = np.minimum(isl, mnt)
+    t_alone = isl / chunk * pp * prefill_step(model, gpu, cal, prec, sh, chunk, isl, chunk, backend)
+    full = np.maximum(mnt, chunk)  # a full step: the budget, or one whole chunk if larger
+    per_inst = adp * full / isl / prefill_step(model, gpu, cal, prec, sh, full, isl, chunk, backend)
+    mem = memory.fit(model, gpu, prec, sh, isl, 0.0, mnt, fraction, osl_occupancy=0.0, budget=budget)
+    return {"t_alone": t_alone, "per_instance": per_inst, "fits": mem["max_seqs_per_rank"] >= 1}
+
+
+def decode_pool(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, plan: Plan, per_instance, isl, osl,
+                backend: str, spec: SpecDecoding | None = None, spec_k=None, max_num_tokens=None) -> dict:
+    """One decode instance (cal in_step) holding `per_instance` requests: decode-only steps, so no
+    prefill chunk stalls a token; the KV cache bounds what it holds."""
+    sh = _sharding(plan)
+    isl, osl = np.asarray(isl, float), np.asarray(osl, float)
+    mnt, (budget, fraction, occupancy) = _budget(backend, gpu, max_num_tokens)
+    k, acc = _spec_k(spec, spec_k)
+    _, pp, _, _, adp, _ = (np.asarray(x, float) for x in plan.arrays())
+    c_rank = np.asarray(per_instance, float) / adp
+    t_stage, t_draft, _ = decode_step(model, gpu, cal, prec, sh, c_rank / pp, isl + osl / 2.0, k, spec, backend)
+    mem = memory.fit(model, gpu, prec, sh, isl, osl, mnt, fraction, osl_occupancy=occupancy, budget=budget)
+    return {"tpot": pp * t_stage / acc, "t_stage": t_stage, "t_draft": t_draft, "acc": acc,
+            "fits": (mem["free_for_kv"] > 0) & (c_rank <= mem["max_seqs_per_rank"]), "max_per_instance": mem["max_seqs_per_rank"] * adp}
+
+
+def kv_hand_off(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, isl, prefill_gpus, total_gpus):
+    """One copy of the prompt's cache (and recurrent state), whatever the prefill plan replicates,
+    leaves the prefill instance's GPUs in parallel, each sending its share: NVLink inside the
+    scale-up domain, the NICs beyond it."""
+    one = Sharding()
+    isl = np.asarray(isl, float)
+    kv = memory.kv_bytes_per_token(model, prec, one, isl) * isl + memory.state_bytes_per_seq(model, one)
+    return collective_time("p2p", kv / np.asarray(prefill_gpus, float), np.maximum(total_gpus, 2.0), gpu, cal)
+
+
+def closed_loop(C, base, decode_time, per_instance, n_p) -> tuple:
+    """Request rate and TTFT of C requests cycling through prefill (base: alone + hand-off +
+    overhead, plus an M/D/1 wait per instance) and decode. With service s = 1/per_instance and pool
+    capacity cap = n_p/s, rate r solves r (a + W(r)) = C, a = base + decode_time,
+    W = rho s / (2 (1 - rho)), rho = r / cap: the quadratic (s/2 - a)/cap r^2 + (a + C/cap) r - C = 0,
+    whose root below cap is taken. As C grows, r -> cap and TTFT -> C/cap - decode_time."""
+    C, a = np.asarray(C, float), np.asarray(base, float) + decode_time
+    s = 1.0 / np.asarray(per_instance, float)
+    cap = np.asarray(n_p, float) / s
+    A = (s / 2.0 - a) / cap
+    B = a + C / cap
+    disc = np.sqrt(np.maximum(B * B + 4.0 * A * C, 0.0))
+    # the smaller positive root, written to stay exact as A -> 0 (then r = C / B)
+    rate = 2.0 * C / (B + disc)
+    rate = np.minimum(rate, cap)
+    ttft = C / rate - decode_time
+    return rate, np.maximum(ttft, base)
+
+
 def evaluate_disagg(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, prefill_plan: Plan, decode_plan: Plan,
                     prefill_instances, decode_instances, concurrency, isl, osl, backend: str = "trtllm",
                     spec: SpecDecoding | None = None, spec_k=None, max_num_tokens=None) -> dict:
     """Metrics for every deployment in the broadcast of both plans, instance counts, concurrency,
-    ISL/OSL and k; the same keys as serving.evaluate where they mean the same thing."""
+    ISL/OSL and k; the same keys as serving.evaluate where they mean the same thing. Every request
+    in flight is counted in the decode batch (those in prefill or hand-off too: a slight
+    overestimate of the decode batch)."""
     cal = cal.in_step(backend)
-    sh_p, sh_d = _sharding(prefill_plan), _sharding(decode_plan)
     g_p, g_d = np.asarray(prefill_plan.gpus, float), np.asarray(decode_plan.gpus, float)
     n_p, n_d = np.asarray(prefill_instances, float), np.asarray(decode_instances, float)
-    C, isl, osl = (np.asarray(x, float) for x in (concurrency, isl, osl))
+    C, osl = np.asarray(concurrency, float), np.asarray(osl, float)
     gpus = n_p * g_p + n_d * g_d
-    mnt = np.asarray(engines.step_tokens(backend, gpu) if max_num_tokens is None else max_num_tokens, float)
-    budget, fraction, occupancy = engines.KV_BUDGET.get(backend, ("total", memory.USABLE_FRACTION, 0.5))
-    if spec is not None:
-        k = np.asarray(spec.k if spec_k is None else spec_k, float)
-        acc = spec.accepted(k.astype(np.int64))
-    else:
-        k, acc = np.zeros(1), np.ones(1)
-
-    # decode pool: every request in flight decodes on one of n_d instances (the few in prefill or in
-    # transfer are counted there too: a slight overestimate of the decode batch)
-    _, pp_d, _, _, adp_d, _ = (np.asarray(x, float) for x in decode_plan.arrays())
-    mem_d = memory.fit(model, gpu, prec, sh_d, isl, osl, mnt, fraction, osl_occupancy=occupancy, budget=budget)
-    c_rank = C / n_d / adp_d
-    t_stage, t_draft, _ = decode_step(model, gpu, cal, prec, sh_d, c_rank / pp_d, isl + osl / 2.0, k, spec, backend)
-    tpot = pp_d * t_stage / acc
-
-    # prefill pool: a lone prompt runs in chunks of the budget; a loaded instance fills whole steps
-    _, pp_p, _, _, adp_p, _ = (np.asarray(x, float) for x in prefill_plan.arrays())
-    mem_p = memory.fit(model, gpu, prec, sh_p, isl, 0.0, mnt, fraction, osl_occupancy=0.0, budget=budget)
-    chunk = np.minimum(isl, mnt)
-    t_alone = isl / chunk * pp_p * prefill_step(model, gpu, cal, prec, sh_p, chunk, isl, chunk, backend)
-    full = np.maximum(mnt, chunk)  # a full step: the budget, or one whole chunk if larger
-    # each attention-DP rank runs its own prompts; pipeline stages overlap different prompts' steps
-    per_inst = adp_p * full / isl / prefill_step(model, gpu, cal, prec, sh_p, full, isl, chunk, backend)
-    capacity = n_p * per_inst  # requests per second the prefill pool can start decoding
-
-    # KV hand-off: one copy of the prompt's cache (and recurrent state), whatever the prefill plan
-    # replicates, leaves the prefill instance's GPUs in parallel, each sending its 1/g_p share
-    one = Sharding()
-    kv = memory.kv_bytes_per_token(model, prec, one, isl) * isl + memory.state_bytes_per_seq(model, one)
-    t_kv = collective_time("p2p", kv / g_p, np.maximum(gpus, 2.0), gpu, cal)
-
-    base = t_alone + t_kv + cal.ttft_overhead(backend)
-    decode_time = np.maximum(osl - 1.0, 0.0) * tpot
-    # closed loop: rate = C / (TTFT + decode); the M/D/1 wait at each prefill instance depends on it
-    lam = C / (base + decode_time)
-    wait = np.zeros_like(lam)
-    for _ in range(40):
-        rho = np.minimum(lam / capacity, 0.999)
-        wait = rho / (2.0 * (1.0 - rho)) / np.maximum(per_inst, 1e-12)
-        lam = C / (base + wait + decode_time)
-    ttft = base + wait
-    # the prefill pool cannot start more than its capacity: the rest queue in front of it
-    saturated = C / (base + decode_time) >= capacity
-    ttft = np.where(saturated, np.maximum(ttft, C / capacity - decode_time), ttft)
-    rate = C / (ttft + decode_time)
-    out_per_gpu = rate * osl / gpus
-    fits = (mem_d["free_for_kv"] > 0) & (c_rank <= mem_d["max_seqs_per_rank"]) & (mem_p["max_seqs_per_rank"] >= 1)
+    p = prefill_pool(model, gpu, cal, prec, prefill_plan, isl, backend, max_num_tokens)
+    d = decode_pool(model, gpu, cal, prec, decode_plan, C / n_d, isl, osl, backend, spec, spec_k, max_num_tokens)
+    t_kv = kv_hand_off(model, gpu, cal, prec, isl, g_p, gpus)
+    base = p["t_alone"] + t_kv + cal.ttft_overhead(backend)
+    decode_time = np.maximum(osl - 1.0, 0.0) * d["tpot"]
+    rate, ttft = closed_loop(C, base, decode_time, p["per_instance"], n_p)
     return {
-        "ttft_s": ttft, "tpot_s": tpot, "tok_s_per_user": 1.0 / tpot, "output_tok_s_per_gpu": out_per_gpu,
-        "io_tok_s_per_gpu": rate * (isl + osl) / gpus, "accepted_per_step": acc + 0.0 * tpot, "step_s": t_stage,
-        "draft_s": t_draft + 0.0 * t_stage, "prefill_alone_s": t_alone, "kv_transfer_s": t_kv, "prefill_wait_s": ttft - base,
-        "prefill_capacity_req_s": capacity, "request_rate": rate, "gpus": gpus, "fits": fits,
-        "max_concurrency": mem_d["max_seqs_per_rank"] * adp_d * n_d,
+        "ttft_s": ttft, "tpot_s": d["tpot"], "tok_s_per_user": 1.0 / d["tpot"], "output_tok_s_per_gpu": rate * osl / gpus,
+        "io_tok_s_per_gpu": rate * (np.asarray(isl, float) + osl) / gpus, "accepted_per_step": d["acc"] + 0.0 * d["tpot"],
+        "step_s": d["t_stage"], "draft_s": d["t_draft"] + 0.0 * d["t_stage"], "prefill_alone_s": p["t_alone"], "kv_transfer_s": t_kv,
+        "prefill_wait_s": ttft - base, "prefill_capacity_req_s": n_p * p["per_instance"], "request_rate": rate, "gpus": gpus,
+        "fits": d["fits"] & p["fits"], "max_concurrency": d["max_per_instance"] * n_d,
     }
 
 
