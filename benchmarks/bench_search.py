@@ -2,7 +2,8 @@
 
 Run: python benchmarks/bench_search.py   (no GPU; single process, as the CLI)
 Reports deployment evaluations per second, the default `pareto` command end to end (process
-start included), a DeepSeek-R1 search on 8..72 GB200 GPUs with MTP, and peak memory.
+start included), a DeepSeek-R1 search on 8..72 GB200 GPUs with MTP, disaggregated searches, and
+peak memory.
 """
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from llm_codesign.hardware import get_gpu
 from llm_codesign.parallel import SpecDecoding
 from llm_codesign.precision import Precision
 from llm_codesign.registry import get_model
+from llm_codesign.disagg import search_disagg
 from llm_codesign.search import SearchSpace, search
 
 
@@ -52,6 +54,10 @@ def main() -> None:
     subprocess.run([sys.executable, "-m", "llm_codesign.cli", "pareto", "deepseek-r1", "--gpu", "gb200", "--gpus", "8-72",
                     "--spec", "mtp", "--acceptance-rates", "0.85,0.7,0.6,0.5,0.45", "--json"], check=True, capture_output=True)
     print(f"deepseek-r1 GB200 8-72 GPUs MTP pareto command end to end: {time.perf_counter() - t:.2f} s")
+    b2 = get_gpu("b200")
+    for n in (8, 16, 32):
+        timed(f"deepseek-r1 on {n}xB200 disaggregated (prefill x decode units, FP8)", lambda n=n: search_disagg(
+            ds, b2, calibration_for(b2), SearchSpace(n, precisions=(Precision.of("fp8", kv="fp8"),)), 8192, 1024))
 
 
 if __name__ == "__main__":

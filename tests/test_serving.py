@@ -310,3 +310,18 @@ def test_per_sequence_host_overhead_scales_the_decode_step_with_the_batch(h100):
         return evaluate(m, h100, cal, m.default_precision, plan, 64.0, 1024.0, 256.0, backend="trtllm")["step_s"].item()
 
     assert trt(1e-3) == trt(0.0)
+
+
+@settings(max_examples=20, deadline=None)
+@given(name=st.sampled_from(["llama-3.1-70b", "deepseek-r1", "qwen3.5-397b"]), cs=st.lists(st.integers(1, 4096), min_size=2, max_size=6),
+       isl=st.integers(64, 16384))
+def test_one_estimate_equals_the_same_deployment_inside_a_sweep(name, cs, isl):
+    # the cost model is elementwise: no deployment's numbers depend on which others share its arrays
+    m, g = get_model(name), get_gpu("b200")
+    cal = calibration_for(g)
+    plan = Plan(tp=8, ep=8 if m.is_moe else 1, moe_tp=1)
+    swept = evaluate(m, g, cal, m.default_precision, plan, np.array(cs), isl, 512)
+    for i, c in enumerate(cs):
+        one = evaluate(m, g, cal, m.default_precision, plan, c, isl, 512)
+        assert float(np.ravel(one["tpot_s"])[0]) == pytest.approx(float(swept["tpot_s"][i]), rel=1e-6)
+        assert float(np.ravel(one["ttft_s"])[0]) == pytest.approx(float(swept["ttft_s"][i]), rel=1e-6)

@@ -203,6 +203,7 @@ def pareto(
     out: Optional[str] = typer.Option(None, "--out", help="Folder for frontier.csv, frontier.png and report.html."),
     csv_path: Optional[str] = typer.Option(None, "--csv"), plot_path: Optional[str] = typer.Option(None, "--plot", help=".png or .svg"),
     html_path: Optional[str] = typer.Option(None, "--html"),
+    disagg: bool = typer.Option(False, "--disagg", help="Also the disaggregated frontier (prefill and decode instances)."),
     calibration: Optional[str] = O_CAL, as_json: bool = typer.Option(False, "--json"),
 ):
     """Throughput-vs-interactivity Pareto frontier over every valid deployment."""
@@ -258,6 +259,10 @@ def pareto(
                 for j, p in enumerate(r["frontier"]):
                     breakdowns[f"{i}:{j}"] = point_breakdown(m, g, cal, p["deployment"], isl, osl, backend, sd, max_num_tokens)
                 results.append(r)
+                if disagg:
+                    from .disagg import search_disagg
+
+                    results.append(search_disagg(m, g, cal, space, isl, osl, backend, max_num_tokens, min_tps_user, max_ttft_ms))
     finally:
         if prog:
             prog.stop()
@@ -275,7 +280,8 @@ def pareto(
 
     con = _console()
     for r in results:
-        t = Table(title=f"Pareto frontier: {r['model']} on {r['num_gpus']}x {r['gpu']}, ISL/OSL {isl}/{osl} "
+        mode = " disaggregated" if r.get("mode") == "disaggregated" else ""
+        t = Table(title=f"Pareto frontier{mode}: {r['model']} on {r['num_gpus']}x {r['gpu']}, ISL/OSL {isl}/{osl} "
                         f"({r['evaluated']:,} deployments in {r['seconds']:.2f} s)")
         for c in ("tok/s/user", "tok/s/GPU", "TTFT ms", "TPOT ms", "plan", "x", "batch", "precision", "spec"):
             t.add_column(c, justify="right")

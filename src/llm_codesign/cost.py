@@ -56,9 +56,11 @@ def gemm_time(m, n, k, gpu: Gpu, cal: Calibration, math: str, a_bytes, w_bytes, 
     tiles = _distinct_tiles(gpu.tiles)
     if swap_ab is None:
         swap_ab = can_split  # dense BF16/FP8 libraries also swap A/B for few-token GEMMs; block-scaled kernels do not
-    if swap_ab and np.any(m < 64):  # narrower than any regular tile is the only case they can win
+    if swap_ab:
         # few-token GEMMs swap A and B: tokens ride on the MMA's narrow N side (16-64), weights on its
-        # M side (small-M cuBLAS/TensorRT-LLM kernels, CUTLASS MoE swap-AB kernels)
+        # M side (small-M cuBLAS/TensorRT-LLM kernels, CUTLASS MoE swap-AB kernels). They are
+        # candidates for every M, as the kernel tables were fitted: whether other GEMMs in the same
+        # array are narrow must not change this one's time (one estimate = the same in a sweep)
         wide = max(t[0] for t in tiles)
         tiles = tiles + tuple((tok, wide, 1) for tok in (16, 32, 64))
     for tm, tn, ctas in tiles:

@@ -17,6 +17,7 @@ import numpy as np
 from . import engines, memory
 from .calibration import Calibration
 from .cost import collective_time
+from .errors import InputError
 from .hardware import Gpu
 from .model import ModelSpec
 from .ops import Sharding
@@ -131,8 +132,6 @@ PLAN_KEYS = {"tp": "tp", "pp": "pp", "ep": "ep", "moe_tp": "moe_tp", "adp": "adp
 
 def parse_plan(field: str, text: str, model: ModelSpec) -> Plan:
     """'tp=4,ep=4' -> Plan; unnamed sizes are 1, and a MoE model's moe_tp defaults to what EP leaves."""
-    from .errors import InputError
-
     kw: dict[str, int] = {}
     for part in (p.strip() for p in text.split(",") if p.strip()):
         key, _, val = part.partition("=")
@@ -150,7 +149,6 @@ def estimate_disagg(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precisio
                     prefill_instances: int, decode_instances: int, concurrencies, isl: int, osl: int, backend: str = "trtllm",
                     spec: SpecDecoding | None = None, max_num_tokens=None) -> dict:
     """One disaggregated deployment at each concurrency, after checking both plans."""
-    from .errors import InputError
     from .parallel import reason_text, validity
 
     for name, v in (("isl", isl), ("osl", osl), ("prefill_instances", prefill_instances), ("decode_instances", decode_instances)):
@@ -182,3 +180,95 @@ def estimate_disagg(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precisio
             "decode": {"plan": decode_plan.label(), "instances": decode_instances, "gpus_each": int(decode_plan.gpus),
                        "max_concurrency": int(np.asarray(r["max_concurrency"]).reshape(-1)[0])},
             "num_gpus": int(np.asarray(r["gpus"]).reshape(-1)[0]), "rows": rows}
+
+
+def search_disagg(model: ModelSpec, gpu: Gpu, cal: Calibration, space, isl: int, osl: int, backend: str = "trtllm",
+                  max_num_tokens: int | None = None, min_tps_user: float | None = None, max_ttft_ms: float | None = None,
+                  max_instances: int = 4) -> dict:
+    """The disaggregated frontier on space.num_gpus GPUs: units of n_p prefill and n_d decode
+    instances (1..max_instances each, of any valid plans, the unit's GPUs dividing the total;
+    replicas of the unit fill it) at every decode batch and draft length. Each pool is priced once
+    per plan (and batch); the units combine them in closed form."""
+    import time
+
+    from .search import default_precisions, pareto_mask, plans, roofline_bound
+
+    t0 = time.perf_counter()
+    N = space.num_gpus
+    plan, inst = plans(model, gpu, space)
+    cal = cal.in_step(backend)
+    precs = space.precisions or default_precisions(model, gpu)
+    spec = space.spec
+    ks = np.asarray(space.spec_ks if spec is not None else (0,), dtype=np.int64)
+    batches = np.asarray(space.batches, dtype=np.int64)
+    P, B, K = len(inst), len(batches), len(ks)
+    g = inst.astype(float)
+    # units: (prefill plan, decode plan, n_p, n_d) whose GPUs divide the total
+    ip, id_, npp, ndd = (a.reshape(-1) for a in np.meshgrid(np.arange(P), np.arange(P), np.arange(1, max_instances + 1),
+                                                             np.arange(1, max_instances + 1), indexing="ij"))
+    U = npp * g[ip] + ndd * g[id_]
+    keep = (U <= N) & (N % np.maximum(U, 1) == 0)
+    ip, id_, npp, ndd, U = ip[keep], id_[keep], npp[keep], ndd[keep], U[keep]
+    if not len(U):
+        raise InputError("gpus", N, "a GPU count that holds at least one prefill and one decode instance")
+    sub = lambda idx, extra=(): Plan(*(np.asarray(x)[idx].reshape(-1, *([1] * len(extra))) for x in (  # noqa: E731
+        plan.tp, plan.pp, plan.ep, plan.moe_tp, plan.adp, plan.kvp)))
+    adp = np.asarray(plan.adp, float)
+    cols = {k: [] for k in ("tok_s_per_user", "output_tok_s_per_gpu", "ttft_ms", "tpot_ms", "unit", "batch", "k", "prec", "fits")}
+    for pi, prec in enumerate(precs):
+        pf = prefill_pool(model, gpu, cal, prec, plan, isl, backend, max_num_tokens)
+        dec = decode_pool(model, gpu, cal, prec, sub(slice(None), (1, 1)), batches[None, :, None] * adp[:, None, None],
+                          isl, osl, backend, spec, ks[None, None, :] if spec is not None else None, max_num_tokens)
+        tpot = np.broadcast_to(dec["tpot"], (P, B, K))[id_]  # (M, B, K)
+        C = batches[None, :, None] * adp[id_, None, None] * ndd[:, None, None]
+        base = (pf["t_alone"][ip] + kv_hand_off(model, gpu, cal, prec, isl, g[ip], U) + cal.ttft_overhead(backend))[:, None, None]
+        decode_time = max(osl - 1, 0) * tpot
+        rate, ttft = closed_loop(C, base, decode_time, pf["per_instance"][ip, None, None], npp[:, None, None])
+        fits = np.broadcast_to(dec["fits"], (P, B, K))[id_] & pf["fits"][ip, None, None]
+        shape = (len(U), B, K)
+        cols["tok_s_per_user"].append(np.broadcast_to(1.0 / tpot, shape).reshape(-1))
+        cols["output_tok_s_per_gpu"].append(np.broadcast_to(rate * osl / U[:, None, None], shape).reshape(-1))
+        cols["ttft_ms"].append(np.broadcast_to(ttft * 1e3, shape).reshape(-1))
+        cols["tpot_ms"].append(np.broadcast_to(tpot * 1e3, shape).reshape(-1))
+        cols["fits"].append(np.broadcast_to(fits, shape).reshape(-1))
+        m_i, b_i, k_i = np.meshgrid(np.arange(len(U)), np.arange(B), np.arange(K), indexing="ij")
+        cols["unit"].append(m_i.reshape(-1))
+        cols["batch"].append(b_i.reshape(-1))
+        cols["k"].append(k_i.reshape(-1))
+        cols["prec"].append(np.full(m_i.size, pi))
+    c = {k: np.concatenate(v) for k, v in cols.items()}
+    ok = c["fits"].copy()
+    if min_tps_user is not None:
+        ok &= c["tok_s_per_user"] >= min_tps_user
+    if max_ttft_ms is not None:
+        ok &= c["ttft_ms"] <= max_ttft_ms
+    sel = np.nonzero(ok)[0]
+    front = sel[pareto_mask(c["tok_s_per_user"][sel], c["output_tok_s_per_gpu"][sel])] if len(sel) else sel
+    front = front[np.argsort(c["tok_s_per_user"][front])]
+
+    def point(j):
+        u, b, kk = int(c["unit"][j]), int(c["batch"][j]), int(c["k"][j])
+        pp_, dp_ = sub(ip[u]), sub(id_[u])
+        prec = precs[int(c["prec"][j])]
+        k = int(ks[kk]) if spec is not None else 0
+        def pool(p, n, gi):
+            one = Plan(*(int(np.ravel(x)[0]) for x in (p.tp, p.pp, p.ep, p.moe_tp, p.adp, p.kvp)))
+            return {"plan": one.label(), "instances": int(n), "gpus_each": int(gi), "tp": one.tp, "pp": one.pp, "ep": one.ep,
+                    "moe_tp": one.moe_tp, "attention_dp": one.adp, "kvp": one.kvp}
+
+        pre, de = pool(pp_, npp[u], g[ip[u]]), pool(dp_, ndd[u], g[id_[u]])
+        dep = {"gpu": gpu.id, "instance_gpus": int(U[u]), "replicas": N // int(U[u]),
+               "plan": f"P {pre['instances']}x {pre['plan']} + D {de['instances']}x {de['plan']}", "prefill": pre, "decode": de,
+               "concurrency_per_instance": int(batches[b] * adp[id_[u]] * ndd[u]),
+               "weight_dtype": prec.weight.name, "activation_dtype": prec.activation.name, "kv_dtype": prec.kv.name,
+               "spec": (spec.method if spec is not None and k else None), "draft_len": k}
+        return {"tok_s_per_user": float(c["tok_s_per_user"][j]), "output_tok_s_per_gpu": float(c["output_tok_s_per_gpu"][j]),
+                "ttft_ms": float(c["ttft_ms"][j]), "tpot_ms": float(c["tpot_ms"][j]), "deployment": dep}
+
+    cloud_idx = sel if len(sel) <= 4000 else sel[np.random.default_rng(0).choice(len(sel), 4000, replace=False)]
+    return {"model": model.name, "gpu": gpu.id, "mode": "disaggregated", "num_gpus": N, "isl": isl, "osl": osl, "backend": backend,
+            "evaluated": int(len(c["fits"])), "fitting": int(c["fits"].sum()), "seconds": time.perf_counter() - t0,
+            "frontier": [point(j) for j in front],
+            "cloud": {"tok_s_per_user": c["tok_s_per_user"][cloud_idx].tolist(),
+                      "output_tok_s_per_gpu": c["output_tok_s_per_gpu"][cloud_idx].tolist()},
+            "roofline_bound": roofline_bound(model, gpu, precs, N)}

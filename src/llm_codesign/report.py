@@ -55,7 +55,8 @@ def write_rows_atomic(path: str | Path, fieldnames, rows) -> None:
 
 
 def _label(r: dict, many: bool) -> str:
-    return f"{r['model']} on {r['gpu']}" if many else "frontier"
+    mode = " (disaggregated)" if r.get("mode") == "disaggregated" else ""
+    return f"{r['model']} on {r['gpu']}{mode}" if many else "frontier" + mode
 
 
 def write_plot(results: list[dict], path: str | Path) -> None:
@@ -77,8 +78,9 @@ def write_plot(results: list[dict], path: str | Path) -> None:
         ys = [p["output_tok_s_per_gpu"] for p in r["frontier"]]
         ax.plot(xs, ys, "-o", color=color, ms=3, lw=2, label=_label(r, many))
         rb = r["roofline_bound"]
-        ax.plot(rb["tok_s_per_user"], rb["output_tok_s_per_gpu"], ":", color=color, lw=1,
-                label=("roofline-ideal bound" if not many else f"ideal bound ({r['gpu']})"))
+        if r.get("mode") != "disaggregated":  # the same bound as its aggregated sibling's
+            ax.plot(rb["tok_s_per_user"], rb["output_tok_s_per_gpu"], ":", color=color, lw=1,
+                    label=("roofline-ideal bound" if not many else f"ideal bound ({r['gpu']})"))
         n = len(r["frontier"])
         for j in sorted({0, n // 3, 2 * n // 3, n - 1}) if n else []:
             p = r["frontier"][j]
@@ -124,8 +126,9 @@ def write_html(results: list[dict], breakdowns: dict, path: str | Path) -> None:
                                  mode="lines+markers", name=_label(r, many), text=hover, customdata=[[i, j] for j in range(len(r["frontier"]))],
                                  hovertemplate="%{text}<br>%{x:.1f} tok/s/user, %{y:.0f} tok/s/GPU<extra></extra>"))
         rb = r["roofline_bound"]
-        fig.add_trace(go.Scatter(x=rb["tok_s_per_user"], y=rb["output_tok_s_per_gpu"], mode="lines", line={"dash": "dot"},
-                                 name=f"roofline-ideal bound ({r['gpu']})"))
+        if r.get("mode") != "disaggregated":
+            fig.add_trace(go.Scatter(x=rb["tok_s_per_user"], y=rb["output_tok_s_per_gpu"], mode="lines", line={"dash": "dot"},
+                                     name=f"roofline-ideal bound ({r['gpu']})"))
     fig.update_layout(xaxis={"type": "log", "title": "output tokens/s per user"}, yaxis={"type": "log", "title": "output tokens/s per GPU"},
                       title="Throughput vs interactivity (click a frontier point for its per-operator breakdown)", height=620)
     plot = fig.to_html(include_plotlyjs=True, full_html=False, div_id="frontier-plot")
