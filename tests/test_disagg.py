@@ -11,7 +11,7 @@ from llm_codesign.cost import collective_time
 from llm_codesign.disagg import evaluate_disagg, parse_plan
 from llm_codesign.errors import InputError
 from llm_codesign.hardware import get_gpu
-from llm_codesign.parallel import Plan
+from llm_codesign.parallel import Plan, SpecDecoding
 from llm_codesign.precision import Precision
 from llm_codesign.registry import get_model
 from llm_codesign.serving import evaluate
@@ -140,3 +140,20 @@ def test_pareto_disagg_cli(tmp_path):
     assert modes == ["aggregated", "disaggregated"]
     assert all(p["deployment"]["plan"].startswith("P ") for p in d["comparisons"][1]["frontier"])
     assert "P 1x" in (tmp_path / "f.csv").read_text()
+
+
+def test_speculation_and_decode_instances_in_disaggregated_serving():
+    m, g = get_model("deepseek-r1"), get_gpu("b200")
+    cal = calibration_for(g)
+    pre, dec = Plan(tp=8, ep=8, moe_tp=1), Plan(tp=1, ep=8, moe_tp=1, adp=8)
+    mtp = SpecDecoding("mtp", 3, rates=(0.85, 0.7, 0.6))
+    base = evaluate_disagg(m, g, cal, m.default_precision, pre, dec, 1, 1, 8, 4096, 1024)
+    spec = evaluate_disagg(m, g, cal, m.default_precision, pre, dec, 1, 1, 8, 4096, 1024, spec=mtp)
+    # at a small batch the verify step costs about one step and accepts ~2.3 tokens: TPOT falls
+    assert float(np.ravel(spec["tpot_s"])[0]) < 0.7 * float(np.ravel(base["tpot_s"])[0])
+    assert float(np.ravel(spec["accepted_per_step"])[0]) == pytest.approx(1 + 0.85 + 0.85 * 0.7 + 0.85 * 0.7 * 0.6)
+    # a second decode instance halves each one's batch: TPOT never rises
+    C = np.array([16, 256, 1024])
+    one = evaluate_disagg(m, g, cal, m.default_precision, pre, dec, 1, 1, C, 4096, 1024)
+    two = evaluate_disagg(m, g, cal, m.default_precision, pre, dec, 1, 2, C, 4096, 1024)
+    assert np.all(two["tpot_s"] <= one["tpot_s"])
