@@ -104,7 +104,8 @@ def test_disagg_cli(tmp_path):
     assert d["rows"][0]["ttft_ms"] < d["rows"][1]["ttft_ms"] and d["rows"][0]["tpot_ms"] < d["rows"][1]["tpot_ms"]
     for args, needle in ((("--prefill", "tp=3", "--decode", "tp=8"), "prefill"), (("--prefill", "tp=8", "--decode", "tp=8,x=1"), "decode"),
                          (("--prefill", "tp=8", "--decode", "tp=8", "--concurrency", "0"), "concurrency"),
-                         (("--prefill", "tp=8", "--decode", "tp=8", "--prefill-instances", "0"), "prefill_instances")):
+                         (("--prefill", "tp=8", "--decode", "tp=8", "--prefill-instances", "0"), "prefill_instances"),
+                         (("--prefill", "tp=1", "--decode", "tp=8", "--weight-dtype", "bf16"), "hold the model")):
         r = run("disagg", "llama-3.1-70b", "--gpu", "h200", *args)
         lines = [x for x in r.stderr.splitlines() if x.strip()]
         assert r.returncode == 2 and len(lines) == 1 and needle in lines[0], (args, r.stderr)

@@ -123,7 +123,7 @@ def evaluate_disagg(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precisio
         "io_tok_s_per_gpu": rate * (np.asarray(isl, float) + osl) / gpus, "accepted_per_step": d["acc"] + 0.0 * d["tpot"],
         "step_s": d["t_stage"], "draft_s": d["t_draft"] + 0.0 * d["t_stage"], "prefill_alone_s": p["t_alone"], "kv_transfer_s": t_kv,
         "prefill_wait_s": ttft - base, "prefill_capacity_req_s": n_p * p["per_instance"], "request_rate": rate, "gpus": gpus,
-        "fits": d["fits"] & p["fits"], "max_concurrency": d["max_per_instance"] * n_d,
+        "fits": d["fits"] & p["fits"], "prefill_fits": p["fits"], "max_concurrency": d["max_per_instance"] * n_d,
     }
 
 
@@ -163,6 +163,8 @@ def estimate_disagg(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precisio
     C = np.asarray(concurrencies, float)
     r = evaluate_disagg(model, gpu, cal, prec, prefill_plan, decode_plan, prefill_instances, decode_instances, C, isl, osl,
                         backend, spec, max_num_tokens=max_num_tokens)
+    if not bool(np.all(r["prefill_fits"])):
+        raise InputError("prefill", prefill_plan.label(), f"a plan whose {int(prefill_plan.gpus)} GPUs hold the model and one {isl}-token prompt")
     if float(np.max(r["max_concurrency"])) < 1:
         raise InputError("decode", decode_plan.label(), f"a plan whose GPUs hold the model and one {isl}+{osl}-token sequence")
 

@@ -268,7 +268,7 @@ class ModelSpec:
         return total
 
     def state_bytes_per_seq(self) -> float:
-        """Fixed-size recurrent state per sequence over all layers (Gated DeltaNet), unsharded."""
+        """Fixed-size recurrent state per sequence over all layers (Gated DeltaNet, Mamba-2), unsharded."""
         return sum(n * layer.attn.state_bytes_per_seq() for layer, n in self.groups)
 
     def with_precision(self, p: Precision) -> "ModelSpec":
