@@ -193,7 +193,7 @@ def search_disagg(model: ModelSpec, gpu: Gpu, cal: Calibration, space, isl: int,
     per plan (and batch); the units combine them in closed form."""
     import time
 
-    from .search import default_precisions, pareto_mask, plans, roofline_bound
+    from .search import default_precisions, plans, roofline_bound, select_frontier, thinned_cloud
 
     t0 = time.perf_counter()
     N = space.num_gpus
@@ -239,14 +239,7 @@ def search_disagg(model: ModelSpec, gpu: Gpu, cal: Calibration, space, isl: int,
         cols["k"].append(k_i.reshape(-1))
         cols["prec"].append(np.full(m_i.size, pi))
     c = {k: np.concatenate(v) for k, v in cols.items()}
-    ok = c["fits"].copy()
-    if min_tps_user is not None:
-        ok &= c["tok_s_per_user"] >= min_tps_user
-    if max_ttft_ms is not None:
-        ok &= c["ttft_ms"] <= max_ttft_ms
-    sel = np.nonzero(ok)[0]
-    front = sel[pareto_mask(c["tok_s_per_user"][sel], c["output_tok_s_per_gpu"][sel])] if len(sel) else sel
-    front = front[np.argsort(c["tok_s_per_user"][front])]
+    sel, front = select_frontier(c, min_tps_user, max_ttft_ms)
 
     def point(j):
         u, b, kk = int(c["unit"][j]), int(c["batch"][j]), int(c["k"][j])
@@ -267,10 +260,6 @@ def search_disagg(model: ModelSpec, gpu: Gpu, cal: Calibration, space, isl: int,
         return {"tok_s_per_user": float(c["tok_s_per_user"][j]), "output_tok_s_per_gpu": float(c["output_tok_s_per_gpu"][j]),
                 "ttft_ms": float(c["ttft_ms"][j]), "tpot_ms": float(c["tpot_ms"][j]), "deployment": dep}
 
-    cloud_idx = sel if len(sel) <= 4000 else sel[np.random.default_rng(0).choice(len(sel), 4000, replace=False)]
     return {"model": model.name, "gpu": gpu.id, "mode": "disaggregated", "num_gpus": N, "isl": isl, "osl": osl, "backend": backend,
             "evaluated": int(len(c["fits"])), "fitting": int(c["fits"].sum()), "seconds": time.perf_counter() - t0,
-            "frontier": [point(j) for j in front],
-            "cloud": {"tok_s_per_user": c["tok_s_per_user"][cloud_idx].tolist(),
-                      "output_tok_s_per_gpu": c["output_tok_s_per_gpu"][cloud_idx].tolist()},
-            "roofline_bound": roofline_bound(model, gpu, precs, N)}
+            "frontier": [point(j) for j in front], "cloud": thinned_cloud(c, sel), "roofline_bound": roofline_bound(model, gpu, precs, N)}

@@ -150,14 +150,7 @@ def search(model: ModelSpec, gpu: Gpu, cal: Calibration, space: SearchSpace, isl
             if progress:
                 progress(done, total)
     c = {k: np.concatenate(v) for k, v in cols.items()}
-    ok = c["fits"].copy()
-    if min_tps_user is not None:
-        ok &= c["tok_s_per_user"] >= min_tps_user
-    if max_ttft_ms is not None:
-        ok &= c["ttft_ms"] <= max_ttft_ms
-    sel = np.nonzero(ok)[0]
-    front = sel[pareto_mask(c["tok_s_per_user"][sel], c["output_tok_s_per_gpu"][sel])] if len(sel) else sel
-    front = front[np.argsort(c["tok_s_per_user"][front])]
+    sel, front = select_frontier(c, min_tps_user, max_ttft_ms)
 
     def point(j):
         ip, rest = divmod(int(c["idx"][j]), B * K)
@@ -174,16 +167,31 @@ def search(model: ModelSpec, gpu: Gpu, cal: Calibration, space: SearchSpace, isl
         return {"tok_s_per_user": float(c["tok_s_per_user"][j]), "output_tok_s_per_gpu": float(c["output_tok_s_per_gpu"][j]),
                 "ttft_ms": float(c["ttft_ms"][j]), "tpot_ms": float(c["tpot_ms"][j]), "deployment": dep}
 
-    # a thinned cloud of dominated fitting points for plots (at most 4000)
-    cloud_idx = sel if len(sel) <= 4000 else sel[np.random.default_rng(0).choice(len(sel), 4000, replace=False)]
     return {
         "model": model.name, "gpu": gpu.id, "num_gpus": space.num_gpus, "isl": isl, "osl": osl, "backend": backend,
         "evaluated": int(total), "fitting": int(c["fits"].sum()), "seconds": time.perf_counter() - t0,
         "frontier": [point(j) for j in front],
-        "cloud": {"tok_s_per_user": c["tok_s_per_user"][cloud_idx].tolist(),
-                  "output_tok_s_per_gpu": c["output_tok_s_per_gpu"][cloud_idx].tolist()},
-        "roofline_bound": roofline_bound(model, gpu, precs, space.num_gpus),
+        "cloud": thinned_cloud(c, sel), "roofline_bound": roofline_bound(model, gpu, precs, space.num_gpus),
     }
+
+
+def select_frontier(c: dict, min_tps_user: float | None, max_ttft_ms: float | None) -> tuple[np.ndarray, np.ndarray]:
+    """Indices of the deployments that fit and meet the SLOs, and of their Pareto frontier sorted by
+    tok/s/user (columns: fits, tok_s_per_user, output_tok_s_per_gpu, ttft_ms)."""
+    ok = c["fits"].copy()
+    if min_tps_user is not None:
+        ok &= c["tok_s_per_user"] >= min_tps_user
+    if max_ttft_ms is not None:
+        ok &= c["ttft_ms"] <= max_ttft_ms
+    sel = np.nonzero(ok)[0]
+    front = sel[pareto_mask(c["tok_s_per_user"][sel], c["output_tok_s_per_gpu"][sel])] if len(sel) else sel
+    return sel, front[np.argsort(c["tok_s_per_user"][front])]
+
+
+def thinned_cloud(c: dict, sel: np.ndarray, most: int = 4000) -> dict:
+    """A fixed-seed sample of the fitting deployments, for plots."""
+    idx = sel if len(sel) <= most else sel[np.random.default_rng(0).choice(len(sel), most, replace=False)]
+    return {"tok_s_per_user": c["tok_s_per_user"][idx].tolist(), "output_tok_s_per_gpu": c["output_tok_s_per_gpu"][idx].tolist()}
 
 
 def roofline_bound(model: ModelSpec, gpu: Gpu, precs, num_gpus: int) -> dict:
