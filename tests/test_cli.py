@@ -10,6 +10,9 @@ def test_gpus_and_models_json():
     m = json.loads(run("models", "--json").stdout)
     row = next(x for x in m if x["name"] == "gpt-oss-120b")
     assert {"name", "hf_ids", "total_params", "active_params"} <= set(row)
+    e = json.loads(run("estimate", "qwen3.5-397b", "--gpu", "b200", "--tp", "4", "--weight-dtype", "fp8", "--concurrency", "64", "--json").stdout)
+    # 64 sequences x 192,061,440 B of Gated DeltaNet state, split over TP4
+    assert e["memory"]["state_gb"] == pytest.approx(64 * 192_061_440 / 4 / 1e9)
     q = next(x for x in m if x["name"] == "qwen3.5-397b")
     assert q["mixers"] == {"gdn": 45, "gqa": 15} and q["state_bytes_per_seq"] == 192_061_440
     assert q["kv_values_per_token"] == 15 * 2 * 256 * 2

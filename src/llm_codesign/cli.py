@@ -168,7 +168,9 @@ def estimate(
                  ("input+output tokens/s per GPU", f"{r['io_tok_s_per_gpu']:.1f}"),
                  ("tokens per joule (TDP bound)", f"{r['tokens_per_joule_bound']:.2f}"),
                  ("largest batch that fits", r["max_batch"]),
-                 ("memory per GPU", f"weights {mem['weights_gb']:.1f} GB, KV {mem['kv_gb']:.1f} GB, free {mem['free_gb']:.1f} GB of {mem['capacity_gb']:.0f} GB"),
+                 ("memory per GPU", f"weights {mem['weights_gb']:.1f} GB, KV {mem['kv_gb']:.1f} GB"
+                  + (f", recurrent state {mem['state_gb']:.1f} GB" if mem["state_gb"] else "")
+                  + f", free {mem['free_gb']:.1f} GB of {mem['capacity_gb']:.0f} GB"),
                  ("decode step bound by", r["decode_bound"]), ("prefill bound by", r["prefill_bound"])):
         t.add_row(k, str(v))
     if "spec" in r:

@@ -89,7 +89,8 @@ def activation_bytes(model: ModelSpec, sh: Sharding, max_num_tokens, max_seqs=25
 
 def fit(model: ModelSpec, gpu, prec: Precision, sh: Sharding, isl, osl, max_num_tokens=8192,
         usable_fraction: float = USABLE_FRACTION, osl_occupancy: float = 1.0, budget: str = "total") -> dict:
-    """Per-GPU memory (bytes) and the most sequences each attention-DP rank can hold.
+    """Per-GPU memory (bytes) and the most sequences each attention-DP rank can hold (`kv_per_seq`
+    counts a sequence's KV cache and its recurrent state, `state_per_seq` the latter alone).
 
     A sequence holds ISL + osl_occupancy * OSL tokens: 1.0 guarantees every sequence can reach its
     end; 0.5 is the steady-state average of a paged KV cache (sequences at every stage of decode).
@@ -104,7 +105,8 @@ def fit(model: ModelSpec, gpu, prec: Precision, sh: Sharding, isl, osl, max_num_
     free = usable - w - act
     seq_len = np.asarray(isl, float) + osl_occupancy * np.asarray(osl, float)
     per_token = kv_bytes_per_token(model, prec, sh, seq_len)
-    per_seq = per_token * seq_len + state_bytes_per_seq(model, sh)
+    state = state_bytes_per_seq(model, sh)
+    per_seq = per_token * seq_len + state
     max_seqs = np.where(free > 0, np.floor(np.maximum(free, 0) / np.maximum(per_seq, 1e-9)), 0.0)
     return {"weights": w, "activations": act, "usable": usable + 0.0 * w, "free_for_kv": free,
-            "kv_per_token": per_token, "kv_per_seq": per_seq, "max_seqs_per_rank": max_seqs}
+            "kv_per_token": per_token, "kv_per_seq": per_seq, "state_per_seq": state + 0.0 * per_seq, "max_seqs_per_rank": max_seqs}

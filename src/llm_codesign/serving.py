@@ -171,7 +171,7 @@ def evaluate(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, plan
         "tokens_per_joule_bound": out_per_gpu / gpu.tdp_w, "accepted_per_step": acc + 0.0 * tpot,
         "step_s": t_stage, "prefill_step_s": t_pf_stage, "draft_s": t_draft + 0.0 * t_stage, "gpus": gpus,
         "weights_bytes": mem["weights"], "kv_bytes_per_seq": mem["kv_per_seq"],
-        "kv_bytes": mem["kv_per_seq"] * running, "activation_bytes": mem["activations"],
+        "kv_bytes": mem["kv_per_seq"] * running, "state_bytes": mem["state_per_seq"] * running, "activation_bytes": mem["activations"],
         "free_bytes": mem["free_for_kv"] - mem["kv_per_seq"] * running, "max_concurrency": max_conc,
         "fits": (mem["free_for_kv"] > 0) & (c_rank <= mem["max_seqs_per_rank"]),
     }
