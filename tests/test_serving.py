@@ -290,6 +290,19 @@ def test_serving_fit_never_moves_the_reference_engine_kernels(monkeypatch):
     assert dict(fams["hopper"].gemm_eff_scale)["trtllm"] == 1.0
 
 
+def test_serving_fit_warm_starts_from_a_profile():
+    from llm_codesign import calibrate
+
+    rows = [{"model": "meta-llama/Llama-3.1-8B", "gpu": "h100", "num_gpus": "1", "backend": "vllm", "weight_dtype": "bf16",
+             "kv_dtype": "bf16", "isl": "1024", "osl": "256", "concurrency": "8", "tp": "1", "ttft_ms": "50", "tpot_ms": "12"}]
+    start = replace(calibration_for(get_gpu("h100")), step_overhead_s=(("vllm", 3.3e-3),), seq_overhead_s=(("vllm", 7e-6),))
+    # no search rounds: what comes back is where it started, per engine, clipped to the bounds
+    _, out = calibrate.fit_serving(rows, {"hopper": start}, rounds=0, start=start)
+    assert out["step_overhead_s"]["vllm"] == pytest.approx(3.3e-3) and out["seq_overhead_s"]["vllm"] == pytest.approx(7e-6)
+    _, cold = calibrate.fit_serving(rows, {"hopper": start}, rounds=0)
+    assert cold["step_overhead_s"]["vllm"] == pytest.approx(2e-3)  # the documented starting value
+
+
 def test_per_sequence_host_overhead_scales_the_decode_step_with_the_batch(h100):
     m = get_model("llama-3.1-8b")
     plan = Plan(*(np.array([v]) for v in (1, 1, 1, 1, 1, 1)))

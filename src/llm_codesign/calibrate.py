@@ -182,10 +182,13 @@ def held_out(rows: list[dict], models: list[str]) -> list[dict]:
     return [r for r, k in zip(rows, keys, strict=True) if k not in drop]
 
 
-def fit_serving(rows: list[dict], fams: dict[str, Calibration], rounds: int = 8) -> tuple[dict[str, Calibration], dict]:
+def fit_serving(rows: list[dict], fams: dict[str, Calibration], rounds: int = 8,
+                start: Calibration | None = None) -> tuple[dict[str, Calibration], dict]:
     """Fit the serving-software parameters on measured serving runs: per-backend step overheads,
     the prefill queue fraction, the share of kernel overheads left inside a captured step, and the
-    scale-out collective latency. One set across the families present, written to [default]."""
+    scale-out collective latency. One set across the families present, written to [default].
+    With `start` (a profile's values), the search continues from there with the median cycle only:
+    a re-fit after a model change polishes the previous optimum instead of searching afresh."""
     from .validate import METRICS, predict_serving
 
     backends = sorted({(r.get("backend") or "trtllm").strip().lower() for r in rows})
@@ -195,7 +198,11 @@ def fit_serving(rows: list[dict], fams: dict[str, Calibration], rounds: int = 8)
     for name, init, lo, hi in SERVING_BOUNDS:
         engines = [b for b in backends if not (name in ENGINE_RELATIVE and b == REFERENCE_ENGINE)]
         for key in ([f"{name}:{b}" for b in engines] if name in BACKEND_KEYED else [name]):
-            state[key] = [init, lo, hi]
+            v = init
+            if start is not None:
+                b = key.partition(":")[2]
+                v = dict(getattr(start, name)).get(b, init) if b else getattr(start, name)
+            state[key] = [float(np.clip(v, lo, hi)), lo, hi]
 
     def fitted() -> dict:
         out = {n: {} for n in BACKEND_KEYED}
@@ -239,9 +246,9 @@ def fit_serving(rows: list[dict], fams: dict[str, Calibration], rounds: int = 8)
     # stand-in (mean log error, clipped at e-fold so that pathological runs cannot dominate); the median
     # the targets are stated in is flat in places and traps a search started far off, so it only
     # polishes, in a second cycle from where the first ended.
-    for start, smooth in ((1.0, True), (0.5, False)):
+    for step0, smooth in ((0.5, False),) if start is not None else ((1.0, True), (0.5, False)):
         best = loss(smooth)
-        step = start
+        step = step0
         for _ in range(rounds):
             for v in state.values():
                 cur = v[0]

@@ -112,7 +112,8 @@ def calibrate(
             from .hardware import catalog
 
             fams = {g.family: calibration_for(g, calibration) for g in catalog().values()}
-        fams, srv = fit_serving(srv_rows, fams)
+        # a given profile is where the serving search starts (its kernel values are the kernel fits' start)
+        fams, srv = fit_serving(srv_rows, fams, start=next(iter(fams.values())) if calibration else None)
     header = (f"llm-codesign calibration profile, fitted {date.today().isoformat()} by `llm-codesign calibrate`\n"
               f"kernels: {', '.join(kernels) or 'none'}\nserving: {serving or 'none'}"
               + (f"\nheld out of the serving fit: {', '.join(hold_out)}" if hold_out else ""))
