@@ -6,7 +6,7 @@ from typing import Optional
 
 import typer
 
-from .cli_common import O_CAL, _console, _dump, app
+from .cli_common import O_CAL, _console, _dump, _int_list, app
 from .errors import InputError
 
 
@@ -133,16 +133,6 @@ def calibrate(
                   f"host cost per running sequence {', '.join(f'{b} {v * 1e6:.1f} us' for b, v in srv['seq_overhead_s'].items())}; "
                   f"kernel efficiency vs TensorRT-LLM (GEMM / attention) {scales}")
     con.print(f"wrote {output}")
-
-
-def _int_list(field: str, value: str) -> list[int]:
-    try:
-        out = [int(x) for x in value.split(",") if x.strip()]
-    except ValueError:
-        out = []
-    if not out or min(out) <= 0:
-        raise InputError(field, value, "a comma-separated list of positive integers, e.g. 1,16,256")
-    return out
 
 
 def _nk_list(value: str) -> list[tuple[int, int]]:

@@ -148,5 +148,16 @@ def _progress():
     return prog, cb
 
 
+def _int_list(field: str, value: str) -> list[int]:
+    """'1,16,256' -> [1, 16, 256]; anything else is a one-line error naming the field."""
+    try:
+        out = [int(x) for x in value.split(",") if x.strip()]
+    except ValueError:
+        out = []
+    if not out or min(out) <= 0:
+        raise InputError(field, value, "a comma-separated list of positive integers, e.g. 1,16,256")
+    return out
+
+
 def _ints(v: Optional[int]):
     return None if v is None else (v,)

@@ -24,6 +24,7 @@ from .cli_common import (
     _console,
     _dump,
     _gpu,
+    _int_list,
     _model,
     _precision,
     _spec,
@@ -51,12 +52,7 @@ def disagg(
     from .disagg import estimate_disagg, parse_plan
 
     m, g = _model(model), _gpu(gpu)
-    try:
-        conc = [int(x) for x in concurrency.split(",") if x.strip()]
-    except ValueError:
-        conc = []
-    if not conc or min(conc) < 1:
-        raise InputError("concurrency", concurrency, "a comma list of positive integers, e.g. 1,8,64")
+    conc = _int_list("concurrency", concurrency)
     if max_num_tokens is not None and max_num_tokens < 1:
         raise InputError("max_num_tokens", max_num_tokens, "a positive integer")
     r = estimate_disagg(m, g, calibration_for(g, calibration), _precision(m, weight_dtype, activation_dtype, kv_dtype),
