@@ -112,7 +112,7 @@ def test_disagg_cli(tmp_path):
 
 
 def test_disaggregated_frontier_points_reprice_to_themselves(h200, llama70b):
-    from llm_codesign.disagg import search_disagg
+    from llm_codesign.disagg import decode_breakdown, search_disagg
     from llm_codesign.search import SearchSpace
 
     cal = calibration_for(h200)
@@ -130,6 +130,9 @@ def test_disaggregated_frontier_points_reprice_to_themselves(h200, llama70b):
         assert float(np.ravel(one["ttft_s"])[0]) * 1e3 == pytest.approx(p["ttft_ms"])
         assert float(np.ravel(one["tpot_s"])[0]) * 1e3 == pytest.approx(p["tpot_ms"])
         assert float(np.ravel(one["output_tok_s_per_gpu"])[0]) == pytest.approx(p["output_tok_s_per_gpu"])
+        # the decode instance's kernels: the step less the engine's host costs (no speculation here)
+        ops_ms = sum(x["time_ms"] for x in decode_breakdown(llama70b, h200, cal, d, 4096, 512, "trtllm", None))
+        assert 0.8 * p["tpot_ms"] < ops_ms < p["tpot_ms"]
 
 
 def test_pareto_disagg_cli(tmp_path):

@@ -262,9 +262,12 @@ def pareto(
                     breakdowns[f"{i}:{j}"] = point_breakdown(m, g, cal, p["deployment"], isl, osl, backend, sd, max_num_tokens)
                 results.append(r)
                 if disagg:
-                    from .disagg import search_disagg
+                    from .disagg import decode_breakdown, search_disagg
 
-                    results.append(search_disagg(m, g, cal, space, isl, osl, backend, max_num_tokens, min_tps_user, max_ttft_ms))
+                    rd = search_disagg(m, g, cal, space, isl, osl, backend, max_num_tokens, min_tps_user, max_ttft_ms)
+                    for j, p in enumerate(rd["frontier"]):
+                        breakdowns[f"{len(results)}:{j}"] = decode_breakdown(m, g, cal, p["deployment"], isl, osl, backend, sd)
+                    results.append(rd)
     finally:
         if prog:
             prog.stop()
