@@ -13,11 +13,11 @@ import sys
 import time
 
 from llm_codesign.calibration import calibration_for
+from llm_codesign.disagg import search_disagg
 from llm_codesign.hardware import get_gpu
 from llm_codesign.parallel import SpecDecoding
 from llm_codesign.precision import Precision
 from llm_codesign.registry import get_model
-from llm_codesign.disagg import search_disagg
 from llm_codesign.search import SearchSpace, search
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import engines, memory
+from . import memory
 from .calibration import Calibration
 from .cost import collective_time
 from .errors import InputError
@@ -23,19 +23,7 @@ from .model import ModelSpec
 from .ops import Sharding
 from .parallel import Plan, SpecDecoding
 from .precision import Precision
-from .serving import _sharding, decode_step, prefill_step
-
-
-def _spec_k(spec: SpecDecoding | None, spec_k):
-    if spec is None:
-        return np.zeros(1), np.ones(1)
-    k = np.asarray(spec.k if spec_k is None else spec_k, float)
-    return k, spec.accepted(k.astype(np.int64))
-
-
-def _budget(backend: str, gpu: Gpu, max_num_tokens):
-    mnt = np.asarray(engines.step_tokens(backend, gpu) if max_num_tokens is None else max_num_tokens, float)
-    return mnt, engines.KV_BUDGET.get(backend, ("total", memory.USABLE_FRACTION, 0.5))
+from .serving import _sharding, decode_step, draft_lengths, engine_budget, prefill_step
 
 
 def prefill_pool(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, plan: Plan, isl, backend: str,
@@ -45,7 +33,7 @@ def prefill_pool(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, 
     prompts, pipeline stages overlap different prompts' steps), and whether the weights fit."""
     sh = _sharding(plan)
     isl = np.asarray(isl, float)
-    mnt, (budget, fraction, _) = _budget(backend, gpu, max_num_tokens)
+    mnt, (budget, fraction, _) = engine_budget(backend, gpu, max_num_tokens)
     _, pp, _, _, adp, _ = (np.asarray(x, float) for x in plan.arrays())
     chunk = np.minimum(isl, mnt)
     t_alone = isl / chunk * pp * prefill_step(model, gpu, cal, prec, sh, chunk, isl, chunk, backend)
@@ -61,8 +49,8 @@ def decode_pool(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, p
     prefill chunk stalls a token; the KV cache bounds what it holds."""
     sh = _sharding(plan)
     isl, osl = np.asarray(isl, float), np.asarray(osl, float)
-    mnt, (budget, fraction, occupancy) = _budget(backend, gpu, max_num_tokens)
-    k, acc = _spec_k(spec, spec_k)
+    mnt, (budget, fraction, occupancy) = engine_budget(backend, gpu, max_num_tokens)
+    k, acc = draft_lengths(spec, spec_k)
     _, pp, _, _, adp, _ = (np.asarray(x, float) for x in plan.arrays())
     c_rank = np.asarray(per_instance, float) / adp
     t_stage, t_draft, _ = decode_step(model, gpu, cal, prec, sh, c_rank / pp, isl + osl / 2.0, k, spec, backend)
@@ -213,13 +201,12 @@ def search_disagg(model: ModelSpec, gpu: Gpu, cal: Calibration, space, isl: int,
     ip, id_, npp, ndd, U = ip[keep], id_[keep], npp[keep], ndd[keep], U[keep]
     if not len(U):
         raise InputError("gpus", N, "a GPU count that holds at least one prefill and one decode instance")
-    sub = lambda idx, extra=(): Plan(*(np.asarray(x)[idx].reshape(-1, *([1] * len(extra))) for x in (  # noqa: E731
-        plan.tp, plan.pp, plan.ep, plan.moe_tp, plan.adp, plan.kvp)))
-    adp = np.asarray(plan.adp, float)
+    sizes = np.stack(plan.arrays(), axis=1)  # (P, 6): tp, pp, ep, moe_tp, adp, kvp
+    adp = sizes[:, 4].astype(float)
     cols = {k: [] for k in ("tok_s_per_user", "output_tok_s_per_gpu", "ttft_ms", "tpot_ms", "unit", "batch", "k", "prec", "fits")}
     for pi, prec in enumerate(precs):
         pf = prefill_pool(model, gpu, cal, prec, plan, isl, backend, max_num_tokens)
-        dec = decode_pool(model, gpu, cal, prec, sub(slice(None), (1, 1)), batches[None, :, None] * adp[:, None, None],
+        dec = decode_pool(model, gpu, cal, prec, Plan(*(a[:, None, None] for a in plan.arrays())), batches[None, :, None] * adp[:, None, None],
                           isl, osl, backend, spec, ks[None, None, :] if spec is not None else None, max_num_tokens)
         tpot = np.broadcast_to(dec["tpot"], (P, B, K))[id_]  # (M, B, K)
         C = batches[None, :, None] * adp[id_, None, None] * ndd[:, None, None]
@@ -243,15 +230,15 @@ def search_disagg(model: ModelSpec, gpu: Gpu, cal: Calibration, space, isl: int,
 
     def point(j):
         u, b, kk = int(c["unit"][j]), int(c["batch"][j]), int(c["k"][j])
-        pp_, dp_ = sub(ip[u]), sub(id_[u])
         prec = precs[int(c["prec"][j])]
         k = int(ks[kk]) if spec is not None else 0
-        def pool(p, n, gi):
-            one = Plan(*(int(np.ravel(x)[0]) for x in (p.tp, p.pp, p.ep, p.moe_tp, p.adp, p.kvp)))
-            return {"plan": one.label(), "instances": int(n), "gpus_each": int(gi), "tp": one.tp, "pp": one.pp, "ep": one.ep,
+
+        def pool(i, n):
+            one = Plan(*(int(v) for v in sizes[i]))
+            return {"plan": one.label(), "instances": int(n), "gpus_each": int(g[i]), "tp": one.tp, "pp": one.pp, "ep": one.ep,
                     "moe_tp": one.moe_tp, "attention_dp": one.adp, "kvp": one.kvp}
 
-        pre, de = pool(pp_, npp[u], g[ip[u]]), pool(dp_, ndd[u], g[id_[u]])
+        pre, de = pool(ip[u], npp[u]), pool(id_[u], ndd[u])
         dep = {"gpu": gpu.id, "instance_gpus": int(U[u]), "replicas": N // int(U[u]),
                "plan": f"P {pre['instances']}x {pre['plan']} + D {de['instances']}x {de['plan']}", "prefill": pre, "decode": de,
                "concurrency_per_instance": int(batches[b] * adp[id_[u]] * ndd[u]),

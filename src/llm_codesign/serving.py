@@ -54,6 +54,21 @@ def draft_model(model: ModelSpec, spec: SpecDecoding) -> ModelSpec:
     return get_model(spec.draft_model)
 
 
+def engine_budget(backend: str, gpu: Gpu, max_num_tokens=None):
+    """The step token budget (the engine's own on this GPU unless given) and how the engine sizes and
+    fills its KV cache: (budget, usable fraction, OSL share a running sequence holds), engines.KV_BUDGET."""
+    mnt = np.asarray(engines.step_tokens(backend, gpu) if max_num_tokens is None else max_num_tokens, float)
+    return mnt, engines.KV_BUDGET.get(backend, ("total", memory.USABLE_FRACTION, 0.5))
+
+
+def draft_lengths(spec: SpecDecoding | None, spec_k=None):
+    """Draft length k and tokens accepted per step; k = 0 (speculation off in a sweep) accepts 1."""
+    if spec is None:
+        return np.zeros(1), np.ones(1)
+    k = np.asarray(spec.k if spec_k is None else spec_k, float)
+    return k, spec.accepted(k.astype(np.int64))
+
+
 def decode_step(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, sh: Sharding, b, ctx, k, spec, backend: str):
     """One pipeline stage's decode-only step for `b` sequences at context `ctx` verifying k drafts:
     kernels, the engine's host cost per step and per running sequence, and the draft passes' share
@@ -96,19 +111,13 @@ def evaluate(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, plan
     C = np.asarray(concurrency, float)
     isl = np.asarray(isl, float)
     osl = np.asarray(osl, float)
-    mnt = np.asarray(engines.step_tokens(backend, gpu) if max_num_tokens is None else max_num_tokens, float)
+    mnt, (budget, default_fraction, occupancy) = engine_budget(backend, gpu, max_num_tokens)
     c_rank = C / adp
-    if spec is not None:
-        k = np.asarray(spec.k if spec_k is None else spec_k, float)
-        acc = spec.accepted(k.astype(np.int64))  # k = 0 (speculation off in a sweep) accepts 1 token
-    else:
-        k, acc = np.zeros(1), np.ones(1)
+    k, acc = draft_lengths(spec, spec_k)
     overhead = cal.step_overhead(backend)
     # host work per running sequence per step (scheduling, sampling, detokenising and streaming each
     # request's token), on top of the per-step overhead; fitted per engine
     seq_oh = cal.engine("seq_overhead_s", backend, 0.0)
-    # KV capacity as each engine sizes and fills it (engines.KV_BUDGET)
-    budget, default_fraction, occupancy = engines.KV_BUDGET.get(backend, ("total", memory.USABLE_FRACTION, 0.5))
     mem = memory.fit(model, gpu, prec, sh, isl, osl, mnt, default_fraction if usable_fraction is None else usable_fraction,
                      osl_occupancy=occupancy, budget=budget)
     # sequences that run at once per rank: what is in flight, capped by the KV cache; the rest queue
