@@ -7,12 +7,20 @@ MoE rows give only TP/PP: TensorRT-LLM's default then shards experts by TP (moe_
 FP8 rows use FP8 KV cache (trtllm-bench quantises the KV cache with FP8 checkpoints); FP4 rows NVFP4
 weights with FP8 KV. MLPerf rows are not converted: they use real datasets without a stated mean
 input length, which the canonical format needs.
+
+The measured-serving sample is copied verbatim, and next to it its clean form (llm_codesign.audit:
+plans re-derived from the run names that state them, each measurement once) with the list of changes.
+SOURCES.md in that folder is kept by hand.
 """
 from __future__ import annotations
 
 import csv
 import shutil
 from pathlib import Path
+
+from llm_codesign.audit import clean, summary
+from llm_codesign.report import write_rows_atomic
+from llm_codesign.validate import read_rows
 
 ROOT = Path(__file__).resolve().parents[1]
 SRC = ROOT.parent / "shared" / "data" / "validation"
@@ -64,13 +72,11 @@ def main() -> None:
         total = sum(convert(n, w) for n in ("trtllm_perf_overview_v0_17_total.csv", "trtllm_perf_overview_v0_20_total.csv",
                                             "trtllm_perf_overview_v1_0_total.csv"))
     shutil.copy(SRC / "serving_measured_blackwell.csv", OUT / "serving_measured_blackwell.csv")
-    (OUT / "SOURCES.md").write_text(
-        "# Serving measurements (canonical columns)\n\n"
-        "- `serving_measured_blackwell.csv`: copied verbatim from shared/data/validation/ (aiconfigurator-core 0.12.0\n"
-        "  silicon sample, Apache-2.0): 2,026 aggregated deployments on B200/B300/GB200 with mean TTFT and TPOT.\n"
-        f"- `trtllm_perf_overview.csv`: {total} rows converted by tools/convert_measurements.py from the TensorRT-LLM\n"
-        "  perf-overview tables v0.17, v0.20 and v1.0 (NVIDIA/TensorRT-LLM docs/source/performance/perf-overview.md);\n"
-        "  offline max throughput, uniform ISL/OSL. Assumptions are stated in the converter's docstring.\n")
+    rows = read_rows(OUT / "serving_measured_blackwell.csv")
+    kept, changes = clean(rows)
+    write_rows_atomic(OUT / "serving_measured_blackwell_clean.csv", COLUMNS, kept)
+    write_rows_atomic(OUT / "serving_measured_blackwell_clean.changes.csv", ("row", "source", "action", "detail"), changes)
+    print(len(kept), "of", len(rows), "measured-serving rows kept;", summary(changes))
     print(total, "perf-overview rows")
 
 

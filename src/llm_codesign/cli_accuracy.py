@@ -44,6 +44,11 @@ def _print_report(rep: dict, title: str) -> None:
         con.print(f"{len(rep['unmodeled'])} rows not modelled:")
         for reason, n in Counter(u["reason"] for u in rep["unmodeled"]).most_common():
             con.print(f"  {n:5d}  {reason}")
+    checks = rep.get("data_checks") or {}
+    if any(checks.get(k) for k in ("replanned", "repeat", "conflict", "suspect")):
+        con.print(f"data checks: {checks['repeat']} rows repeat another row's measurement, {checks['conflict']} give another row's "
+                  f"measurement under a different plan, {checks['replanned']} carry a plan their run name contradicts, "
+                  f"{checks['suspect']} look like it (--clean fixes or drops all but the suspect; --json lists them)")
 
 
 @app.command()
@@ -51,6 +56,7 @@ def validate(
     kernels: Optional[str] = typer.Option(None, "--kernels", help="Kernel CSV (gemm, attention, collectives or moe columns)."),
     serving: Optional[str] = typer.Option(None, "--serving", help="Serving-measurement CSV in the canonical columns."),
     out: Optional[str] = typer.Option(None, "--out", help="Write the input rows plus predictions here."),
+    clean: bool = typer.Option(False, "--clean", help="Serving: re-derive plans from the run names that state them and keep each measurement once (llm_codesign.audit)."),
     calibration: Optional[str] = O_CAL, as_json: bool = typer.Option(False, "--json"),
 ):
     """Predict published measurements and report the errors."""
@@ -65,6 +71,10 @@ def validate(
         title = f"kernel validation ({rep['kind']})"
     else:
         rows = read_rows(serving)
+        if clean:
+            from .audit import clean as clean_rows
+
+            rows = clean_rows(rows)[0]
         preds, unmodeled = predict_serving(rows, calibration)
         rep = serving_report(rows, preds, unmodeled)
         if out:
@@ -81,6 +91,7 @@ def calibrate(
     serving: Optional[str] = typer.Option(None, "--serving", help="Serving measurements to fit step overheads on."),
     output: str = typer.Option(..., "-o", "--output", help="Profile .toml to write."),
     hold_out: Optional[list[str]] = typer.Option(None, "--hold-out", help="Leave this model's serving rows out of the fit, to judge it out of sample (repeat the option)."),
+    clean: bool = typer.Option(False, "--clean", help="Fit the serving rows' clean form: plans re-derived from the run names that state them, each measurement once (llm_codesign.audit)."),
     calibration: Optional[str] = O_CAL,
 ):
     """Re-fit the efficiency parameters from measurements; use the profile with --calibration."""
@@ -98,7 +109,12 @@ def calibrate(
     if hold_out and not serving:
         raise InputError("hold-out", hold_out[0], "used with --serving (it leaves serving rows out of the fit)")
     # serving rows first: a bad file or --hold-out fails before minutes of kernel fitting
-    srv_rows = held_out(read_rows(serving), hold_out or []) if serving else None
+    srv_rows = read_rows(serving) if serving else None
+    if srv_rows is not None and clean:
+        from .audit import clean as clean_rows
+
+        srv_rows = clean_rows(srv_rows)[0]
+    srv_rows = held_out(srv_rows, hold_out or []) if serving else None
     kernels = kernels or []
     tables: dict[str, list[dict]] = {}
     for k in kernels:
@@ -115,7 +131,7 @@ def calibrate(
         # a given profile is where the serving search starts (its kernel values are the kernel fits' start)
         fams, srv = fit_serving(srv_rows, fams, start=next(iter(fams.values())) if calibration else None)
     header = (f"llm-codesign calibration profile, fitted {date.today().isoformat()} by `llm-codesign calibrate`\n"
-              f"kernels: {', '.join(kernels) or 'none'}\nserving: {serving or 'none'}"
+              f"kernels: {', '.join(kernels) or 'none'}\nserving: {serving or 'none'}{' (cleaned)' if serving and clean else ''}"
               + (f"\nheld out of the serving fit: {', '.join(hold_out)}" if hold_out else ""))
     text = to_toml(fams, report, header, srv)
     Path(output).write_text(text)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from . import kernels
+from . import audit, kernels
 from .calibrate import error_stats
 from .calibration import calibration_for
 from .errors import InputError
@@ -163,6 +163,8 @@ def serving_report(rows: list[dict], preds: list[dict], unmodeled: list[dict]) -
                 groups.setdefault(rows[i].get(key, ""), []).append(i)
         rep["by"][key] = {g: stats(sel) for g, sel in sorted(groups.items())}
     rep["unmodeled"] = unmodeled
+    _, changes = audit.clean(rows)
+    rep["data_checks"] = {**audit.summary(changes), "changes": changes}
     return rep
 
 

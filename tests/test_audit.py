@@ -1,0 +1,79 @@
+"""Data checks on serving measurements: repeats, conflicting plans, plans that contradict run names."""
+import csv
+import json
+from pathlib import Path
+
+from conftest import run
+
+from llm_codesign import audit
+from llm_codesign.validate import read_rows
+
+DATA = Path(__file__).resolve().parents[1] / "src" / "llm_codesign" / "data" / "measurements"
+P = "aiconfigurator-core-0.12.0-silicon-sample:"
+
+
+def row(source, ttft, tpot, **plan):
+    base = {"source": P + source, "model": "deepseek-ai/DeepSeek-R1", "gpu": "b200", "backend": "trtllm", "weight_dtype": "fp8",
+            "kv_dtype": "fp8", "isl": "1024", "osl": "1024", "concurrency": "16", "num_gpus": "8", "tp": "8", "pp": "1", "ep": "1",
+            "moe_tp": "8", "attention_dp": "1", "spec_method": "", "spec_draft_len": "", "ttft_ms": ttft, "tpot_ms": tpot}
+    return {**base, **{k: str(v) for k, v in plan.items()}}
+
+
+def test_named_plan_parses_both_naming_schemes():
+    assert audit.named_plan(P + "2026_03_25_deepseek_r1_b200_sxm_trtllm_fp8_agg_1024x1024_c4_tp8_0_ep8_0_298") == (8, 8)
+    assert audit.named_plan(P + "2026_04_06_deepseek_r1_b200_sxm_trtllm_fp4_agg_1024x1024_c64_tp4_ep4_935") == (4, 4)
+    assert audit.named_plan(P + "dsr1_b200_trtllm_fp8_agg_1024x1024_c64_cfg75") is None
+
+
+def test_product_plan_is_rederived_from_the_run_name():
+    # named tp8_ep8, recorded as 64 GPUs with MoE TP 8: one node of 8 GPUs, EP 8, MoE TP 1
+    tp_row = row("x_1024x1024_c16_tp8_ep8_1", "100.0", "10.0", num_gpus=64, tp=64, ep=8, moe_tp=8)
+    adp_row = row("x_1024x1024_c16_tp8_ep8_2", "200.0", "20.0", num_gpus=64, tp=1, ep=8, moe_tp=8, attention_dp=64)
+    ok_row = row("x_1024x1024_c16_tp8_ep8_3", "300.0", "30.0", num_gpus=8, tp=8, ep=8, moe_tp=1)
+    kept, changes = audit.clean([tp_row, adp_row, ok_row])
+    assert [(r["num_gpus"], r["tp"], r["ep"], r["moe_tp"], r["attention_dp"]) for r in kept] == [
+        ("8", "8", "8", "1", "1"), ("8", "1", "8", "1", "8"), ("8", "8", "8", "1", "1")]
+    assert audit.summary(changes) == {"replanned": 2, "repeat": 0, "conflict": 0, "suspect": 0}
+
+
+def test_repeats_and_conflicts_keep_the_named_run():
+    named = row("x_1024x1024_c16_tp4_0_ep4_0_7", "150.5", "12.25", num_gpus=4, tp=4, ep=4, moe_tp=1)
+    again = dict(named, source=P + "x_1024x1024_c16_tp4_0_ep4_0_9")
+    cfg = row("dsr1_b200_trtllm_fp8_agg_1024x1024_c16_cfg5", "150.5", "12.25", num_gpus=16, tp=16, ep=4, moe_tp=4)
+    sibling = row("dsr1_b200_trtllm_fp8_agg_8192x1024_c32_cfg5", "900.0", "30.0", num_gpus=16, tp=16, ep=4, moe_tp=4, isl=8192)
+    orphan = row("dsr1_b200_trtllm_fp8_agg_8192x1024_c32_cfg6", "901.0", "31.0", num_gpus=16, tp=16, ep=4, moe_tp=4, isl=8192)
+    other = row("y_1024x1024_c16_cfg8", "50.0", "5.0")
+    kept, changes = audit.clean([cfg, named, again, sibling, orphan, other])
+    # the conflict and the repeat go; the configuration's other row takes the named plan; the orphan is kept but doubted
+    assert [r["source"] for r in kept] == [named["source"], sibling["source"], orphan["source"], other["source"]]
+    assert (kept[1]["num_gpus"], kept[1]["tp"], kept[1]["moe_tp"]) == ("4", "4", "1")
+    assert (kept[2]["num_gpus"], kept[2]["tp"], kept[2]["moe_tp"]) == ("16", "16", "4")
+    assert {c["row"]: c["action"] for c in changes} == {0: "conflict", 2: "repeat", 3: "replanned", 4: "suspect"}
+    # cleaning is idempotent but for the doubted row
+    assert audit.summary(audit.clean(kept)[1]) == {"replanned": 0, "repeat": 0, "conflict": 0, "suspect": 1}
+
+
+def test_shipped_clean_file_is_the_clean_form_of_the_sample():
+    rows = read_rows(DATA / "serving_measured_blackwell.csv")
+    kept, changes = audit.clean(rows)
+    assert (len(rows), len(kept)) == (2026, 1567)
+    assert audit.summary(changes) == {"replanned": 139, "repeat": 389, "conflict": 70, "suspect": 34}
+    shipped = read_rows(DATA / "serving_measured_blackwell_clean.csv")
+    assert shipped == [{k: r.get(k) or "" for k in shipped[0]} for r in kept]
+    with (DATA / "serving_measured_blackwell_clean.changes.csv").open(newline="") as f:
+        assert len(list(csv.DictReader(f))) == len(changes)
+    # every measurement once, and every run name that states a plan agrees with its row
+    assert len({(r["ttft_ms"], r["tpot_ms"]) for r in shipped}) == len(shipped)
+    for r in shipped:
+        named = audit.named_plan(r["source"])
+        if named:
+            assert int(r["num_gpus"]) == named[0], r["source"]
+
+
+def test_validate_reports_and_applies_the_checks():
+    src = str(DATA / "serving_measured_blackwell.csv")
+    rep = json.loads(run("validate", "--serving", src, "--json").stdout)
+    assert {k: rep["data_checks"][k] for k in ("replanned", "repeat", "conflict", "suspect")} == {
+        "replanned": 139, "repeat": 389, "conflict": 70, "suspect": 34}
+    cleaned = json.loads(run("validate", "--serving", src, "--json", "--clean").stdout)
+    assert cleaned["rows"] == 1567 and cleaned["data_checks"]["repeat"] == 0
