@@ -1,9 +1,9 @@
-"""Out-of-sample check of the serving fit: two-fold cross-validation on serving_measured_blackwell.csv.
+"""Out-of-sample check of the serving fit: two-fold cross-validation on serving_measured_blackwell_clean.csv.
 
 The serving-software parameters (33, most of them per engine) are fitted on one half of the measured
 deployments and judged on the other. Rows are split by deployment (model architecture, GPU, engine,
-precision, plan, ISL/OSL, concurrency), so repeated measurements of one setting never sit on both
-sides. The kernel efficiencies stay as bundled (they come from kernel tables, not from these runs);
+precision, plan, ISL/OSL, concurrency), so settings measured more than once never sit on both sides;
+the clean file (llm_codesign.audit) already lists each measurement once, under the plan its run name states. The kernel efficiencies stay as bundled (they come from kernel tables, not from these runs);
 the per-engine scales on them are serving parameters and are fitted with the rest. Qwen3.5's rows
 are held out of both sides, as they are held out of the bundled fit (`--hold-out` in the README's
 re-fit command): they judge the Gated DeltaNet layer, and `validate` reports them.
@@ -23,7 +23,7 @@ from llm_codesign.calibration import calibration_for
 from llm_codesign.hardware import catalog
 from llm_codesign.validate import predict_serving, read_rows, serving_report
 
-DATA = Path(__file__).resolve().parents[1] / "src" / "llm_codesign" / "data" / "measurements" / "serving_measured_blackwell.csv"
+DATA = Path(__file__).resolve().parents[1] / "src" / "llm_codesign" / "data" / "measurements" / "serving_measured_blackwell_clean.csv"
 HELD_OUT = ["qwen3.5-397b"]  # as in the bundled fit
 PLAN = ("gpu", "backend", "weight_dtype", "kv_dtype", "tp", "pp", "ep", "moe_tp", "attention_dp", "isl", "osl", "concurrency")
 

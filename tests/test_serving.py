@@ -290,6 +290,24 @@ def test_serving_fit_never_moves_the_reference_engine_kernels(monkeypatch):
     assert dict(fams["hopper"].gemm_eff_scale)["trtllm"] == 1.0
 
 
+def test_serving_fit_reprices_one_engine_at_a_time_without_changing_the_answer(monkeypatch):
+    from llm_codesign import calibrate
+    from llm_codesign.validate import predict_serving
+
+    # per-engine parameters re-price only their engine's rows; the loss it reports must still be the
+    # loss of the whole fitted profile priced from scratch
+    keep = ("step_overhead_s", "ttft_overhead_s", "step_kernel_overhead_scale")
+    monkeypatch.setattr(calibrate, "SERVING_BOUNDS", tuple(b for b in calibrate.SERVING_BOUNDS if b[0] in keep))
+    rows = [{"model": "meta-llama/Llama-3.1-8B", "gpu": "h100", "num_gpus": "1", "backend": be, "weight_dtype": "bf16",
+             "kv_dtype": "bf16", "isl": "1024", "osl": "256", "concurrency": str(c), "tp": "1", "ttft_ms": str(t),
+             "tpot_ms": str(d)} for be, c, t, d in (("trtllm", 8, 60, 9), ("trtllm", 64, 250, 16), ("vllm", 8, 45, 11), ("vllm", 64, 300, 21))]
+    fams, out = calibrate.fit_serving(rows, {"hopper": calibration_for(get_gpu("h100"))}, rounds=2)
+    preds, _ = predict_serving(rows, cal_override=lambda g: fams["hopper"])
+    med = [np.median([abs(np.log(p[m] / float(r[m]))) for p, r in zip(preds, rows, strict=True)]) for m in ("ttft_ms", "tpot_ms")]
+    assert out["loss"] == pytest.approx(np.mean(med), rel=1e-9)
+    assert out["step_overhead_s"]["trtllm"] != out["step_overhead_s"]["vllm"]
+
+
 def test_serving_fit_warm_starts_from_a_profile():
     from llm_codesign import calibrate
 

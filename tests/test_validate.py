@@ -28,22 +28,33 @@ def test_kernel_errors_do_not_regress(kind):
 
 
 def test_serving_errors_do_not_regress():
-    rows = read_rows(MEAS / "serving_measured_blackwell.csv")
+    # the sample with each measurement once, under the plan its run name states (llm_codesign.audit);
+    # the profile is fitted on it with Qwen3.5 held out
+    rows = read_rows(MEAS / "serving_measured_blackwell_clean.csv")
     rep = serving_report(rows, *predict_serving(rows))
     o = rep["overall"]
-    # reached: TPOT 11.7 / 36.9, TTFT 23.3 / 66.4 (median / p90), Qwen3.5's 306 rows included
-    assert o["tpot_ms"]["median_ape"] <= 12.0 and o["ttft_ms"]["median_ape"] <= 24.5
-    assert o["tpot_ms"]["p90_ape"] <= 41.0 and o["ttft_ms"]["p90_ape"] <= 74.0
-    assert o["tpot_ms"]["n"] > 1900
-    # per engine (reached TTFT / TPOT: vLLM 13.2 / 10.6, TensorRT-LLM 30.1 / 11.5, SGLang 34.0 / 13.8)
-    for backend, (ttft, tpot) in {"vllm": (15.0, 12.0), "trtllm": (33.0, 13.0), "sglang": (36.5, 15.5)}.items():
+    # reached: TPOT 10.7 / 35.2, TTFT 23.1 / 67.4 (median / p90), Qwen3.5's 229 rows included
+    assert o["tpot_ms"]["median_ape"] <= 11.5 and o["ttft_ms"]["median_ape"] <= 24.5
+    assert o["tpot_ms"]["p90_ape"] <= 40.0 and o["ttft_ms"]["p90_ape"] <= 74.0
+    assert o["tpot_ms"]["n"] == 1514
+    # per engine (reached TTFT / TPOT: vLLM 12.7 / 10.3, TensorRT-LLM 30.8 / 10.7, SGLang 35.8 / 11.9)
+    for backend, (ttft, tpot) in {"vllm": (14.5, 11.5), "trtllm": (33.0, 12.0), "sglang": (38.0, 13.5)}.items():
         b = rep["by"]["backend"][backend]
         assert b["ttft_ms"]["median_ape"] <= ttft and b["tpot_ms"]["median_ape"] <= tpot, backend
-    # Qwen3.5 (Gated DeltaNet hybrid) is held out of the serving fit: reached TPOT 15.3, TTFT 32.0
+    # Qwen3.5 (Gated DeltaNet hybrid) is held out of the serving fit: reached TPOT 11.5, TTFT 33.1
     q = rep["by"]["model"]["Qwen/Qwen3.5-397B-A17B"]
-    assert q["tpot_ms"]["n"] == 306 and q["tpot_ms"]["median_ape"] <= 17.0 and q["ttft_ms"]["median_ape"] <= 35.0
+    assert q["tpot_ms"]["n"] == 229 and q["tpot_ms"]["median_ape"] <= 13.0 and q["ttft_ms"]["median_ape"] <= 35.5
     reasons = {u["reason"] for u in rep["unmodeled"]}
     assert any("heads" in r for r in reasons)  # DeepSeek-R1 at TP 72 etc.: listed, not dropped
+
+
+def test_serving_errors_on_the_sample_as_shipped():
+    # the same runs with repeats weighed again and 139 rows priced on 16-64 GPUs where one node ran
+    rows = read_rows(MEAS / "serving_measured_blackwell.csv")
+    o = serving_report(rows, *predict_serving(rows))["overall"]
+    # reached: TPOT 11.6 / 37.5, TTFT 25.3 / 66.9
+    assert o["tpot_ms"]["median_ape"] <= 12.5 and o["ttft_ms"]["median_ape"] <= 26.5
+    assert o["tpot_ms"]["n"] == 1973
 
 
 def test_offline_throughput_generalises():

@@ -54,6 +54,9 @@ SERVING_BOUNDS = (("step_overhead_s", 2e-3, 1e-5, 0.05), ("ttft_overhead_s", 20e
                   ("gemm_eff_scale", 1.0, 0.5, 1.5), ("attn_eff_scale", 1.0, 0.5, 1.5),
                   ("seq_overhead_s", 5e-6, 1e-8, 1e-4))
 SERVING_FIELDS = {n for n, *_ in SERVING_BOUNDS}
+# serving search: one cycle on the smooth loss from a log step of 1, then median cycles from a step of
+# 0.5 until one gains under POLISH_GAIN (at most POLISH_CYCLES); see fit_serving
+POLISH_CYCLES, POLISH_GAIN = 4, 1e-4
 ORDER = ("gemm", "prefill_attention", "decode_attention", "collectives", "moe")  # later kinds reuse earlier fits
 
 
@@ -187,7 +190,7 @@ def fit_serving(rows: list[dict], fams: dict[str, Calibration], rounds: int = 8,
     """Fit the serving-software parameters on measured serving runs: per-backend step overheads,
     the prefill queue fraction, the share of kernel overheads left inside a captured step, and the
     scale-out collective latency. One set across the families present, written to [default].
-    With `start` (a profile's values), the search continues from there with the median cycle only:
+    With `start` (a profile's values), the search continues from there with the median cycles only:
     a re-fit after a model change polishes the previous optimum instead of searching afresh."""
     from .validate import METRICS, predict_serving
 
@@ -222,7 +225,9 @@ def fit_serving(rows: list[dict], fams: dict[str, Calibration], rounds: int = 8,
 
     metrics = ("ttft_ms", "tpot_ms", "output_tok_s_per_gpu")
 
-    def predicted() -> np.ndarray:
+    def predicted(only: str | None = None) -> np.ndarray:
+        """Predictions (metric x row) at the current state; with `only` an engine, re-price that engine's
+        rows and take the others from the last accepted state (its parameters touch no other row)."""
         cals: dict[str, Calibration] = {}  # one object per family per pass, so rows group and vectorise
 
         def cal_for(g):
@@ -230,35 +235,53 @@ def fit_serving(rows: list[dict], fams: dict[str, Calibration], rounds: int = 8,
                 cals[g.family] = apply(fams.get(g.family) or calibration_for(g))
             return cals[g.family]
 
-        preds, _ = predict_serving(rows, cal_override=cal_for)
-        return np.array([[pr.get(m, np.nan) if pr else np.nan for pr in preds] for m in metrics])
+        idx = by_engine[only] if only else np.arange(len(rows))
+        preds, _ = predict_serving([rows[i] for i in idx], cal_override=cal_for)
+        out = accepted.copy() if only else np.full((len(metrics), len(rows)), np.nan)
+        out[:, idx] = [[pr.get(m, np.nan) if pr else np.nan for pr in preds] for m in metrics]
+        return out
 
-    def loss(smooth: bool):
+    def loss(smooth: bool, p: np.ndarray) -> float:
         tot = []
-        for m, p in zip(metrics, predicted(), strict=True):
-            ok = np.isfinite(p) & np.isfinite(ys[m]) & (ys[m] > 0) & (p > 0)
+        for m, pm in zip(metrics, p, strict=True):
+            ok = np.isfinite(pm) & np.isfinite(ys[m]) & (ys[m] > 0) & (pm > 0)
             if ok.any():
-                e = np.abs(np.log(p[ok] / ys[m][ok]))
+                e = np.abs(np.log(pm[ok] / ys[m][ok]))
                 tot.append(np.mean(np.minimum(e, 1.0)) if smooth else np.median(e))
         return float(np.mean(tot)) if tot else np.inf
 
+    engine_of = np.array([(r.get("backend") or "trtllm").strip().lower() for r in rows])
+    by_engine = {b: np.nonzero(engine_of == b)[0] for b in backends}
+    accepted = predicted()
     # coordinate search in log space, halving the step each round. The first cycle minimises a smooth
     # stand-in (mean log error, clipped at e-fold so that pathological runs cannot dominate); the median
     # the targets are stated in is flat in places and traps a search started far off, so it only
-    # polishes, in a second cycle from where the first ended.
-    for step0, smooth in ((0.5, False),) if start is not None else ((1.0, True), (0.5, False)):
-        best = loss(smooth)
-        step = step0
+    # polishes, in cycles from where the previous one ended, each restarting from a wider step, until a
+    # cycle stops paying. A given start skips the smooth cycle.
+    def cycle(step: float, smooth: bool) -> float:
+        nonlocal accepted
+        best = loss(smooth, accepted)
         for _ in range(rounds):
-            for v in state.values():
+            for key, v in state.items():
+                engine = key.partition(":")[2] or None
                 cur = v[0]
                 for f in (np.exp(-step), np.exp(-step / 2), np.exp(step / 2), np.exp(step)):
                     v[0] = float(np.clip(cur * f if cur > 0 else 0.05 * f, v[1], v[2]))
-                    val = loss(smooth)
+                    p = predicted(engine)
+                    val = loss(smooth, p)
                     if val < best - 1e-6:
-                        best, cur = val, v[0]
+                        best, cur, accepted = val, v[0], p
                 v[0] = cur
             step /= 2
+        return best
+
+    if start is None:
+        cycle(1.0, True)
+    best = loss(False, accepted)
+    for _ in range(POLISH_CYCLES):
+        prev, best = best, cycle(0.5, False)
+        if prev - best < POLISH_GAIN:
+            break
     # a per-engine parameter that no row responds to (the attention-DP wait of an engine measured without
     # attention DP) keeps its documented default instead of wherever the search started
     ref, cited = predicted(), documented()
