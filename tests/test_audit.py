@@ -77,3 +77,11 @@ def test_validate_reports_and_applies_the_checks():
         "replanned": 139, "repeat": 389, "conflict": 70, "suspect": 34}
     cleaned = json.loads(run("validate", "--serving", src, "--json", "--clean").stdout)
     assert cleaned["rows"] == 1567 and cleaned["data_checks"]["repeat"] == 0
+
+
+def test_clean_needs_serving_rows(tmp_path):
+    k = str(Path(__file__).resolve().parents[2] / "shared" / "data" / "validation" / "kernels" / "gemm.csv")
+    for args in (("validate", "--kernels", k, "--clean"), ("calibrate", "--kernels", k, "--clean", "-o", str(tmp_path / "p.toml"))):
+        r = run(*args)
+        assert r.returncode == 2 and "clean" in r.stderr and "Traceback" not in r.stderr
+        assert not (tmp_path / "p.toml").exists()

@@ -64,6 +64,8 @@ def validate(
 
     if (kernels is None) == (serving is None):
         raise InputError("validate", "--kernels/--serving", "exactly one of --kernels FILE or --serving FILE")
+    if clean and kernels:
+        raise InputError("clean", "--kernels", "used with --serving (it checks serving rows)")
     if kernels:
         rep, rows, pred = kernel_report(kernels, calibration)
         if out:
@@ -108,6 +110,8 @@ def calibrate(
         raise InputError("output", output, "a path in an existing folder")
     if hold_out and not serving:
         raise InputError("hold-out", hold_out[0], "used with --serving (it leaves serving rows out of the fit)")
+    if clean and not serving:
+        raise InputError("clean", "--kernels", "used with --serving (it checks serving rows)")
     # serving rows first: a bad file or --hold-out fails before minutes of kernel fitting
     srv_rows = read_rows(serving) if serving else None
     if srv_rows is not None and clean:
