@@ -3,12 +3,13 @@
 The serving-software parameters (33, most of them per engine) are fitted on one half of the measured
 deployments and judged on the other. Rows are split by deployment (model architecture, GPU, engine,
 precision, plan, ISL/OSL, concurrency), so settings measured more than once never sit on both sides;
-the clean file (llm_codesign.audit) already lists each measurement once, under the plan its run name states. The kernel efficiencies stay as bundled (they come from kernel tables, not from these runs);
-the per-engine scales on them are serving parameters and are fitted with the rest. Qwen3.5's rows
+the clean file (llm_codesign.audit) lists each measurement once, under the plan its run name states.
+The kernel efficiencies stay as bundled (they come from kernel tables, not from these runs); the
+per-engine scales on them are serving parameters and are fitted with the rest. Qwen3.5's rows
 are held out of both sides, as they are held out of the bundled fit (`--hold-out` in the README's
 re-fit command): they judge the Gated DeltaNet layer, and `validate` reports them.
 
-    python benchmarks/crossval_serving.py            # both folds, one after the other (~7 min each, 2 cores)
+    python benchmarks/crossval_serving.py            # both folds, one after the other (~4 min each, 2 cores)
     python benchmarks/crossval_serving.py --fold 0   # one fold
 """
 from __future__ import annotations

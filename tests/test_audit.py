@@ -4,6 +4,8 @@ import json
 from pathlib import Path
 
 from conftest import run
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from llm_codesign import audit
 from llm_codesign.validate import read_rows
@@ -85,3 +87,25 @@ def test_clean_needs_serving_rows(tmp_path):
         r = run(*args)
         assert r.returncode == 2 and "clean" in r.stderr and "Traceback" not in r.stderr
         assert not (tmp_path / "p.toml").exists()
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 5), st.sampled_from(["tp4_ep4", "tp8_ep8", "cfg1", "cfg2"]), st.booleans(),
+                          st.integers(0, 3)), min_size=1, max_size=25))
+def test_clean_keeps_every_measurement_once(spec):
+    # rows drawn from a few measurements, under named or configuration runs, some with the GPUs x EP mark
+    rows = []
+    for k, (m, name, product, conc) in enumerate(spec):
+        gpus, ep = (4, 4) if name in ("tp4_ep4", "cfg1") else (8, 8)
+        n = gpus * ep if product else gpus
+        src = f"x_1024x1024_c{conc}_{name}" if name.startswith("cfg") else f"x_1024x1024_c{conc}_{name}_{k}"
+        rows.append(row(src, f"{100 + m}.5", f"{10 + m}.25", num_gpus=n, tp=n, ep=ep, moe_tp=n // ep, concurrency=conc + 1))
+    kept, changes = audit.clean(rows)
+    dropped = [c for c in changes if c["action"] in ("repeat", "conflict")]
+    assert len(kept) + len(dropped) == len(rows)
+    assert {(r["ttft_ms"], r["tpot_ms"]) for r in kept} == {(r["ttft_ms"], r["tpot_ms"]) for r in rows}
+    assert len(kept) == len({(r["ttft_ms"], r["tpot_ms"]) for r in kept})
+    # a named run never keeps a plan its name contradicts, and cleaning again changes nothing
+    assert all(int(r["num_gpus"]) == audit.named_plan(r["source"])[0] for r in kept if audit.named_plan(r["source"]))
+    again, more = audit.clean(kept)
+    assert again == kept and {c["action"] for c in more} <= {"suspect"}

@@ -96,7 +96,7 @@ def clean(rows: list[dict]) -> tuple[list[dict], list[dict]]:
         key = ((r.get("ttft_ms") or "").strip(), (r.get("tpot_ms") or "").strip())
         if all(key):
             groups.setdefault(key, []).append(i)
-    drop = set()
+    drop: dict[int, int] = {}  # dropped row -> the row that speaks for its measurement
     for idx in groups.values():
         if len(idx) < 2:
             continue
@@ -104,7 +104,7 @@ def clean(rows: list[dict]) -> tuple[list[dict], list[dict]]:
         for j in idx:
             if j == keep:
                 continue
-            drop.add(j)
+            drop[j] = keep
             same = _setting(fixed[j]) == _setting(fixed[keep])
             diff = [k for k, a, b in zip(SETTING_FIELDS, _setting(fixed[j]), _setting(fixed[keep]), strict=True) if a != b]
             changes.append({"row": j, "source": rows[j].get("source", ""), "action": "repeat" if same else "conflict",
@@ -112,10 +112,8 @@ def clean(rows: list[dict]) -> tuple[list[dict], list[dict]]:
                             + ("" if same else "; differs in " + ", ".join(f"{k} {fixed[j].get(k) or 1} vs {fixed[keep].get(k) or 1}" for k in diff))})
     # a configuration shown to carry the product takes the named run's plan on all its rows with that plan
     fixes = {}
-    for c in changes:
-        j = c["row"]
-        if c["action"] == "conflict" and _config(rows[j].get("source", "")):
-            keep = int(c["detail"].split("row ")[1].split(" ")[0])
+    for j, keep in drop.items():
+        if _config(rows[j].get("source", "")) and _setting(fixed[j]) != _setting(fixed[keep]):
             fixes[(_config(rows[j]["source"]), _plan(fixed[j]))] = {k: fixed[keep].get(k) or "1" for k in PLAN_FIELDS}
     for i, r in enumerate(fixed):
         cfg = _config(r.get("source", ""))
