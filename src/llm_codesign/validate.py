@@ -26,6 +26,8 @@ SERVING_COLUMNS = ("source", "model", "gpu", "num_gpus", "backend", "weight_dtyp
                    "tp", "pp", "ep", "moe_tp", "attention_dp", "spec_method", "spec_draft_len", "spec_acceptance",
                    "ttft_ms", "tpot_ms", "output_tok_s_per_gpu", "output_tok_s_per_user")
 METRICS = ("ttft_ms", "tpot_ms", "output_tok_s_per_gpu", "output_tok_s_per_user")
+_WHOLE = ("num_gpus", "isl", "osl", "tp", "pp", "ep", "moe_tp", "attention_dp", "spec_draft_len")
+_REAL = ("concurrency", "spec_acceptance", "ttft_ms", "tpot_ms", "output_tok_s_per_gpu", "output_tok_s_per_user")
 _DTYPE = {"int4_wo": "int4", "fp4": "nvfp4", "w4a16_mxfp4": "mxfp4"}
 
 
@@ -38,6 +40,18 @@ def read_rows(path: str | Path) -> list[dict]:
     missing = [c for c in ("model", "gpu", "num_gpus", "isl", "osl") if rows and c not in rows[0]]
     if not rows or missing:
         raise InputError("serving", str(path), "a CSV with columns " + ", ".join(SERVING_COLUMNS) + (f" (missing {missing})" if missing else ""))
+    # malformed numbers fail here, naming the line, not halfway through a prediction or a fit
+    for line, r in enumerate(rows, start=2):
+        for col in _WHOLE + _REAL:
+            v = (r.get(col) or "").strip()
+            if not v:
+                continue
+            try:
+                x = float(v)
+            except ValueError:
+                x = float("nan")
+            if not (x == x and x >= 0 and (col in _REAL or x == int(x))):
+                raise InputError(f"{p.name} line {line} {col}", v, "a non-negative " + ("number" if col in _REAL else "whole number") + " or empty")
     return rows
 
 
