@@ -3,7 +3,9 @@ CSV (src/llm_codesign/data/measurements/). Run by hand when the sources change; 
 
 TensorRT-LLM perf-overview tables: offline max throughput (trtllm-bench, infinite request rate) with
 uniform ISL/OSL, so `concurrency` is empty; output tokens/s of the TPxPP group divided by its GPUs.
-MoE rows give only TP/PP: TensorRT-LLM's default then shards experts by TP (moe_tp = tp, ep = 1).
+MoE rows give only TP/PP: TensorRT-LLM's default then shards experts by TP (moe_tp = tp, ep = 1). The
+v1.0 page's reproduction commands pass `--ep $ep_size` and attention DP for MoE models without tabling
+the EP size, so for those rows this is an assumption (see data/measurements/SOURCES.md).
 FP8 rows use FP8 KV cache (trtllm-bench quantises the KV cache with FP8 checkpoints); FP4 rows NVFP4
 weights with FP8 KV. MLPerf rows are not converted: they use real datasets without a stated mean
 input length, which the canonical format needs.
