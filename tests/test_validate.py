@@ -98,3 +98,16 @@ def test_speculative_rows_need_a_measured_acceptance():
     preds, unmodeled = predict_serving([row, {**row, "spec_acceptance": "2.8"}])
     assert [u["row"] for u in unmodeled] == [0] and "spec_acceptance" in unmodeled[0]["reason"]
     assert preds[1]["tpot_ms"] > 0
+
+
+@needs_shared
+def test_committed_validation_report_is_current():
+    # docs/validation_report.md holds every quoted figure; a model or profile change must regenerate it
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[1]
+    out = subprocess.run([sys.executable, str(root / "benchmarks" / "validation_report.py")], capture_output=True, text=True,
+                         check=True, cwd=root).stdout
+    assert out.strip() == (root / "docs" / "validation_report.md").read_text().strip(), \
+        "regenerate: python benchmarks/validation_report.py --out docs/validation_report.md"
