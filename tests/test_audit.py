@@ -36,14 +36,18 @@ def test_product_plan_is_rederived_from_the_run_name():
     assert [(r["num_gpus"], r["tp"], r["ep"], r["moe_tp"], r["attention_dp"]) for r in kept] == [
         ("8", "8", "8", "1", "1"), ("8", "1", "8", "1", "8"), ("8", "8", "8", "1", "1")]
     assert audit.summary(changes) == {"replanned": 2, "repeat": 0, "conflict": 0, "suspect": 0}
+    # a concurrency other than the run name's is kept, and doubted
+    kept, changes = audit.clean([dict(ok_row, concurrency="4")])
+    assert kept[0]["concurrency"] == "4" and [c["action"] for c in changes] == ["suspect"] and "c16" in changes[0]["detail"]
 
 
 def test_repeats_and_conflicts_keep_the_named_run():
     named = row("x_1024x1024_c16_tp4_0_ep4_0_7", "150.5", "12.25", num_gpus=4, tp=4, ep=4, moe_tp=1)
     again = dict(named, source=P + "x_1024x1024_c16_tp4_0_ep4_0_9")
     cfg = row("dsr1_b200_trtllm_fp8_agg_1024x1024_c16_cfg5", "150.5", "12.25", num_gpus=16, tp=16, ep=4, moe_tp=4)
-    sibling = row("dsr1_b200_trtllm_fp8_agg_8192x1024_c32_cfg5", "900.0", "30.0", num_gpus=16, tp=16, ep=4, moe_tp=4, isl=8192)
-    orphan = row("dsr1_b200_trtllm_fp8_agg_8192x1024_c32_cfg6", "901.0", "31.0", num_gpus=16, tp=16, ep=4, moe_tp=4, isl=8192)
+    sibling = row("dsr1_b200_trtllm_fp8_agg_8192x1024_c32_cfg5", "900.0", "30.0", num_gpus=16, tp=16, ep=4, moe_tp=4, isl=8192, concurrency=32)
+    orphan = row("dsr1_b200_trtllm_fp8_agg_8192x1024_c32_cfg6", "901.0", "31.0", num_gpus=16, tp=16, ep=4, moe_tp=4, isl=8192,
+                 concurrency=32)
     other = row("y_1024x1024_c16_cfg8", "50.0", "5.0")
     kept, changes = audit.clean([cfg, named, again, sibling, orphan, other])
     # the conflict and the repeat go; the configuration's other row takes the named plan; the orphan is kept but doubted
@@ -59,7 +63,7 @@ def test_shipped_clean_file_is_the_clean_form_of_the_sample():
     rows = read_rows(DATA / "serving_measured_blackwell.csv")
     kept, changes = audit.clean(rows)
     assert (len(rows), len(kept)) == (2026, 1567)
-    assert audit.summary(changes) == {"replanned": 139, "repeat": 389, "conflict": 70, "suspect": 34}
+    assert audit.summary(changes) == {"replanned": 139, "repeat": 389, "conflict": 70, "suspect": 59}
     shipped = read_rows(DATA / "serving_measured_blackwell_clean.csv")
     assert shipped == [{k: r.get(k) or "" for k in shipped[0]} for r in kept]
     with (DATA / "serving_measured_blackwell_clean.changes.csv").open(newline="") as f:
@@ -76,7 +80,7 @@ def test_validate_reports_and_applies_the_checks():
     src = str(DATA / "serving_measured_blackwell.csv")
     rep = json.loads(run("validate", "--serving", src, "--json").stdout)
     assert {k: rep["data_checks"][k] for k in ("replanned", "repeat", "conflict", "suspect")} == {
-        "replanned": 139, "repeat": 389, "conflict": 70, "suspect": 34}
+        "replanned": 139, "repeat": 389, "conflict": 70, "suspect": 59}
     cleaned = json.loads(run("validate", "--serving", src, "--json", "--clean").stdout)
     assert cleaned["rows"] == 1567 and cleaned["data_checks"]["repeat"] == 0
 

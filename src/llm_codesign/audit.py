@@ -14,7 +14,8 @@ every one contradicting its name, and on no named row that agrees with it.
 Runs named by configuration (`..._cfg191`) state no plan; where one of them shares a measurement with a
 named run, the named run's plan speaks for it, and for the configuration's other rows with the same
 plan. Configuration rows with the signature and no such evidence are kept as they are and listed as
-suspect. `clean` applies these rules and says, per row, what it changed, dropped or doubts, and why.
+suspect, as are rows whose concurrency differs from the run name's `_cN_` (nothing shows which is
+right). `clean` applies these rules and says, per row, what it changed, dropped or doubts, and why.
 """
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ SETTING_FIELDS = ("gpu", "backend", "weight_dtype", "kv_dtype", "isl", "osl", "c
                   "spec_method", "spec_draft_len")
 _NAMED_PLAN = re.compile(r"_tp(\d+)(?:_0)?_ep(\d+)(?:_0)?_\d+$")
 _CONFIG = re.compile(r"_\d+x\d+_c\d+(_cfg\d+)$")
+_NAMED_CONC = re.compile(r"_\d+x\d+_c(\d+)_")
 
 
 def _int(r: dict, k: str) -> int:
@@ -128,6 +130,13 @@ def clean(rows: list[dict]) -> tuple[list[dict], list[dict]]:
         elif _signature(r):
             changes.append({"row": i, "source": r.get("source", ""), "action": "suspect",
                             "detail": f"plan has the GPUs x EP mark (num_gpus {r.get('num_gpus')}, ep = moe_tp = {r.get('ep')}); kept"})
+    # a concurrency other than the run name's: nothing shows which is right, so it is kept and doubted
+    for i, r in enumerate(fixed):
+        m = _NAMED_CONC.search(r.get("source", "") or "")
+        conc = (r.get("concurrency") or "").strip()
+        if i not in drop and m and conc and float(conc) != float(m[1]):
+            changes.append({"row": i, "source": r.get("source", ""), "action": "suspect",
+                            "detail": f"concurrency {conc} where the run name says c{m[1]}; kept"})
     changes.sort(key=lambda c: (c["row"], c["action"]))
     return [r for i, r in enumerate(fixed) if i not in drop], changes
 

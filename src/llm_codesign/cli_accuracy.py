@@ -48,7 +48,7 @@ def _print_report(rep: dict, title: str) -> None:
     if any(checks.get(k) for k in ("replanned", "repeat", "conflict", "suspect")):
         con.print(f"data checks: {checks['repeat']} rows repeat another row's measurement, {checks['conflict']} give another row's "
                   f"measurement under a different plan, {checks['replanned']} carry a plan their run name contradicts, "
-                  f"{checks['suspect']} look like it (--clean fixes or drops all but the suspect; --json lists them)")
+                  f"{checks['suspect']} are kept but doubtful (--clean fixes or drops the others; --json lists them all)")
 
 
 @app.command()
