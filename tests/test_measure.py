@@ -72,3 +72,9 @@ def test_bench_bad_input_is_one_line_and_writes_nothing(tmp_path, args, needle):
     lines = [x for x in r.stderr.splitlines() if x.strip()]
     assert r.returncode == 2 and len(lines) == 1 and needle in lines[0] and "Traceback" not in r.stderr
     assert not out.exists() and not list(tmp_path.iterdir())
+
+
+def test_bench_checks_the_output_folder_before_measuring(tmp_path):
+    r = run("bench", "gemm", "--device", "cpu", "--system", "h100", "--m", "1", "--nk", "64x64", "-o", str(tmp_path / "no" / "x.csv"))
+    lines = [x for x in r.stderr.splitlines() if x.strip()]
+    assert r.returncode == 2 and len(lines) == 1 and "out" in lines[0] and "existing folder" in lines[0]

@@ -77,7 +77,8 @@ def test_detect_and_bad_csv(tmp_path):
     s = tmp_path / "s.csv"
     head = "model,gpu,num_gpus,isl,osl,concurrency,ttft_ms,tpot_ms\n"
     for bad, col in (("llama-3.1-8b,h100,abc,1024,128,8,50,10", "num_gpus"), ("llama-3.1-8b,h100,1,1024,128.5,8,50,10", "osl"),
-                     ("llama-3.1-8b,h100,1,1024,128,8,-5,10", "ttft_ms")):
+                     ("llama-3.1-8b,h100,1,1024,128,8,-5,10", "ttft_ms"), ("llama-3.1-8b,h100,0,1024,128,8,50,10", "num_gpus"),
+                     ("llama-3.1-8b,h100,1,1024,128,8,inf,10", "ttft_ms"), ("llama-3.1-8b,h100,inf,1024,128,8,50,10", "num_gpus")):
         s.write_text(head + "llama-3.1-8b,h100,1,1024,128,8,50,10\n" + bad + "\n")
         with pytest.raises(InputError, match=f"s.csv line 3 {col}"):
             read_rows(s)

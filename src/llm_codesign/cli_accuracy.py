@@ -185,11 +185,15 @@ def bench(
     repeat: int = typer.Option(10, "--repeat", min=1),
 ):
     """Measure GEMMs or decode attention on this machine; `validate`/`calibrate --kernels` read the CSV."""
+    from pathlib import Path
+
     from .measure import DECODE_COLUMNS, GEMM_COLUMNS, bench_decode, bench_gemm, linear_shapes
     from .report import write_rows_atomic
 
     if kind not in ("gemm", "decode"):
         raise InputError("kind", kind, "gemm or decode")
+    if not Path(out).resolve().parent.is_dir():  # before minutes of measuring, not after
+        raise InputError("out", out, "a path in an existing folder")
     if tp <= 0:
         raise InputError("tp", tp, "a positive integer")
     spec = None

@@ -255,15 +255,14 @@ def search_disagg(model: ModelSpec, gpu: Gpu, cal: Calibration, space, isl: int,
 def decode_breakdown(model: ModelSpec, gpu: Gpu, cal: Calibration, dep: dict, isl: int, osl: int, backend: str,
                      spec: SpecDecoding | None) -> list[dict]:
     """Per-operator time (ms per step, one GPU) of a disaggregated point's decode instance."""
-    from .ops import Batch, forward_ops
     from .precision import Precision
+    from .search import op_rows
 
     d = dep["decode"]
     plan = Plan(d["tp"], d["pp"], d["ep"], d["moe_tp"], d["attention_dp"], d["kvp"])
     prec = Precision.of(dep["weight_dtype"], dep["activation_dtype"], dep["kv_dtype"])
     per_rank = dep["concurrency_per_instance"] / d["instances"] / d["attention_dp"] / d["pp"]
-    k = dep.get("draft_len") or 0
-    ops = forward_ops(model, gpu, cal.in_step(backend), prec, _sharding(plan),
-                      Batch(dec_seqs=per_rank, dec_ctx=isl + osl / 2.0, dec_tokens_per_seq=1.0 + k))
-    rows = [{"name": f"decode/{op.name}", "kind": op.kind, "time_ms": float(np.sum(op.total_time)) * 1e3} for op in ops]
-    return sorted((x for x in rows if x["time_ms"] > 0), key=lambda x: -x["time_ms"])
+    k = np.asarray(float(dep.get("draft_len") or 0))
+    ops = decode_step(model, gpu, cal.in_step(backend), prec, _sharding(plan), per_rank, isl + osl / 2.0, k,
+                      spec if dep.get("spec") else None, backend)[2]
+    return op_rows(ops, "decode/")

@@ -23,9 +23,9 @@ def weight_bytes_per_gpu(model: ModelSpec, prec: Precision, sh: Sharding):
     body = 0.0
     for layer, n in model.groups:
         a, f = layer.attn, layer.ffn
-        attn = a.params(h) * wa / tp  # QKV/O sharded by TP, replicated across attention-DP and Helix ranks
-        if a.recurrent:
-            attn = a.params(h) * wa / (tp * kvp)  # Helix GPUs act as TP for recurrent mixers
+        # QKV/O sharded by TP, replicated across attention-DP and Helix ranks; Helix GPUs act as TP
+        # for recurrent mixers (no KV cache to shard along the sequence)
+        attn = a.params(h) * wa / (tp * kvp if a.recurrent else tp)
         if a.kind == "mla":
             # the low-rank down-projections (q_a, kv_a) are small and replicated on every TP rank
             down = h * (a.q_lora_rank + a.kv_lora_rank + a.rope_dim)

@@ -304,6 +304,11 @@ def _nas_inter(ffn_mult: float, hidden: int) -> int:
     return int(math.ceil(i / 256) * 256)
 
 
+def _state_bytes(cfg: dict, default: str) -> int:
+    """Bytes per recurrent-state value: config mamba_ssm_dtype (FP32 or 16-bit), else `default`."""
+    return 4 if str(cfg.get("mamba_ssm_dtype") or default) in ("float32", "fp32") else 2
+
+
 # activations of non-gated MLPs (2 matrices); SwiGLU-style gated MLPs (silu) have 3
 _UNGATED = ("relu2", "relu", "gelu", "gelu_new", "gelu_pytorch_tanh")
 
@@ -322,10 +327,9 @@ def _hybrid_pattern_layers(cfg: dict, pattern: str, L: int, origin: str, attn: "
     mamba = None
     if "M" in pattern:
         P, heads, N = (_req(cfg, k, origin) for k in ("mamba_head_dim", "mamba_num_heads", "ssm_state_size"))
-        ssm = str(cfg.get("mamba_ssm_dtype") or "bfloat16")
         # Mamba-2's default chunk is 256 (mamba_ssm Mamba2); Nemotron-H sets chunk_size 128
         mamba = Attention("mamba2", heads, int(cfg.get("n_groups") or 1), P, P, conv_kernel=int(cfg.get("conv_kernel") or 4),
-                          state_bytes=4 if ssm in ("float32", "fp32") else 2, state_dim=N, chunk=int(cfg.get("chunk_size") or 256))
+                          state_bytes=_state_bytes(cfg, "bfloat16"), state_dim=N, chunk=int(cfg.get("chunk_size") or 256))
     moe = None
     if "E" in pattern:
         E, k, w = (_req(cfg, key, origin) for key in ("n_routed_experts", "num_experts_per_tok", "moe_intermediate_size"))
@@ -399,8 +403,8 @@ def from_hf_config(cfg: dict, name: str = "custom", quant: dict | None = None,
     def gdn():
         need = ("linear_num_value_heads", "linear_num_key_heads", "linear_key_head_dim", "linear_value_head_dim", "linear_conv_kernel_dim")
         nv, nk, dk, dv, ck = (_req(cfg, k, origin) for k in need)
-        ssm = str(cfg.get("mamba_ssm_dtype") or cfg.get("torch_dtype") or cfg.get("dtype") or "bfloat16")
-        return Attention("gdn", nv, nk, dk, dv, conv_kernel=ck, state_bytes=4 if ssm in ("float32", "fp32") else 2, chunk=GDN_CHUNK)
+        default = str(cfg.get("torch_dtype") or cfg.get("dtype") or "bfloat16")
+        return Attention("gdn", nv, nk, dk, dv, conv_kernel=ck, state_bytes=_state_bytes(cfg, default), chunk=GDN_CHUNK)
 
     pattern = str(cfg.get("hybrid_override_pattern") or "")
     if pattern:

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import tomllib
+from collections import Counter
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
@@ -57,11 +58,11 @@ def get_model(ref: str) -> ModelSpec:
 
 def _mixers(m: ModelSpec) -> dict[str, int]:
     """Layers per token-mixer kind (gqa, mla, gdn, mamba2, ...), the layer pattern at a glance."""
-    out: dict[str, int] = {}
+    out: Counter[str] = Counter()
     for layer, n in m.groups:
         if layer.attn.kind != "none":
-            out[layer.attn.kind] = out.get(layer.attn.kind, 0) + n
-    return out
+            out[layer.attn.kind] += n
+    return dict(out)
 
 
 def list_models() -> list[dict]:

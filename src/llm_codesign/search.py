@@ -229,5 +229,10 @@ def point_breakdown(model: ModelSpec, gpu: Gpu, cal: Calibration, dep: dict, isl
     r = evaluate(model, gpu, cal, prec, plan, dep["concurrency_per_instance"], isl, osl, backend=backend,
                  spec=spec if dep.get("spec") else None, spec_k=dep.get("draft_len") or None,
                  max_num_tokens=max_num_tokens, with_ops=True)
-    rows = [{"name": op.name, "kind": op.kind, "time_ms": float(np.sum(op.total_time)) * 1e3} for op in r["ops"]]
+    return op_rows(r["ops"])
+
+
+def op_rows(ops, prefix: str = "") -> list[dict]:
+    """Operators that take time, slowest first: name, kind and ms per step on one GPU."""
+    rows = [{"name": prefix + op.name, "kind": op.kind, "time_ms": float(np.sum(op.total_time)) * 1e3} for op in ops]
     return sorted((x for x in rows if x["time_ms"] > 0), key=lambda x: -x["time_ms"])

@@ -86,12 +86,18 @@ def decode_step(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, s
     return t_stage, t_draft, ops
 
 
-def prefill_step(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, sh: Sharding, tokens, isl, chunk, backend: str):
-    """One pipeline stage's prefill-only step of `tokens` (whole prompts of `isl`, or chunks of
-    `chunk` over the earlier ones), run eagerly: kernels, host costs and a launch cost per kernel."""
-    ops = forward_ops(model, gpu, cal, prec, sh, Batch(
-        pf_tokens=tokens, pf_seqs=np.maximum(tokens / isl, 1.0), pf_ctx=np.maximum(isl - chunk, 0.0) / 2.0))
-    return (step_time(ops) + cal.step_overhead(backend) + cal.engine("seq_overhead_s", backend, 0.0) * np.maximum(tokens / isl, 1.0)
+def prefill_step(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, sh: Sharding, tokens, isl, chunk, backend: str,
+                 dec_seqs=0.0, dec_ctx=0.0):
+    """One pipeline stage's step carrying `tokens` of prefill (whole prompts of `isl`, or chunks of
+    `chunk` over the earlier ones) and `dec_seqs` decoding sequences at `dec_ctx`: kernels, the
+    engine's host cost per step and per running sequence (scheduling, sampling, detokenising and
+    streaming each request's token), and a host cost per kernel launch, as steps that carry prefill
+    run eagerly (SGLang and TensorRT-LLM capture CUDA graphs for decode-only batches; vLLM's
+    piecewise graphs leave attention outside)."""
+    seqs = np.maximum(tokens / isl, 1.0)
+    ops = forward_ops(model, gpu, cal, prec, sh, Batch(pf_tokens=tokens, pf_seqs=seqs, pf_ctx=np.maximum(isl - chunk, 0.0) / 2.0,
+                                                       dec_seqs=dec_seqs, dec_ctx=dec_ctx))
+    return (step_time(ops) + cal.step_overhead(backend) + cal.engine("seq_overhead_s", backend, 0.0) * (seqs + dec_seqs)
             + cal.eager_launch(backend) * launches(ops, cal.elementwise_kernels_per_layer))
 
 
@@ -114,10 +120,6 @@ def evaluate(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, plan
     mnt, (budget, default_fraction, occupancy) = engine_budget(backend, gpu, max_num_tokens)
     c_rank = C / adp
     k, acc = draft_lengths(spec, spec_k)
-    overhead = cal.step_overhead(backend)
-    # host work per running sequence per step (scheduling, sampling, detokenising and streaming each
-    # request's token), on top of the per-step overhead; fitted per engine
-    seq_oh = cal.engine("seq_overhead_s", backend, 0.0)
     mem = memory.fit(model, gpu, prec, sh, isl, osl, mnt, default_fraction if usable_fraction is None else usable_fraction,
                      osl_occupancy=occupancy, budget=budget)
     # sequences that run at once per rank: what is in flight, capped by the KV cache; the rest queue
@@ -126,9 +128,6 @@ def evaluate(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, plan
     chunk = np.minimum(isl, mnt)
     # chunks of different requests pipeline over PP stages; one request's chunks only with CPP
     pipelined = np.asarray(cpp) | (running >= pp)
-    # steps that carry prefill run eagerly (SGLang and TensorRT-LLM capture CUDA graphs for decode-only
-    # batches; vLLM's piecewise graphs leave attention outside): a host-side cost per kernel launch
-    eager = cal.eager_launch(backend)
     # a wave's prefill phase: every running sequence's ISL tokens in chunks of the step budget
     wave_tok = np.minimum(mnt, running * isl)
     n_wave = running * isl / np.maximum(wave_tok, 1.0)
@@ -152,11 +151,8 @@ def evaluate(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, plan
     pf_step_tok = np.minimum(mnt, pf_total)
     n_pf = pf_total / np.maximum(pf_step_tok, 1.0)
     # the running - q requests that arrived out of step decode inside those prefill steps
-    pf = Batch(pf_tokens=pf_step_tok, pf_seqs=np.maximum(pf_step_tok / isl, 1.0), pf_ctx=np.maximum(isl - chunk, 0.0) / 2.0,
-               dec_seqs=np.maximum(running - q, 0.0) / pp, dec_ctx=isl + osl / 2.0)
-    pf_ops = forward_ops(model, gpu, cal, prec, sh, pf)
-    t_pf_stage = (step_time(pf_ops) + overhead + seq_oh * (np.maximum(pf_step_tok / isl, 1.0) + np.maximum(running - q, 0.0) / pp)
-                  + eager * launches(pf_ops, cal.elementwise_kernels_per_layer))
+    t_pf_stage = prefill_step(model, gpu, cal, prec, sh, pf_step_tok, isl, chunk, backend,
+                              np.maximum(running - q, 0.0) / pp, isl + osl / 2.0)
     ttft = np.where(pipelined, n_pf + pp - 1.0, n_pf * pp) * t_pf_stage
     # the running - q requests that arrive out of step put their prefill chunks into this request's
     # decode steps, spread over its OSL - 1 steps. A step mixing a chunk into the decodes reads the

@@ -6,6 +6,7 @@ represent are listed with the reason, never dropped silently.
 from __future__ import annotations
 
 import csv
+import math
 from dataclasses import replace
 from pathlib import Path
 
@@ -26,8 +27,9 @@ SERVING_COLUMNS = ("source", "model", "gpu", "num_gpus", "backend", "weight_dtyp
                    "tp", "pp", "ep", "moe_tp", "attention_dp", "spec_method", "spec_draft_len", "spec_acceptance",
                    "ttft_ms", "tpot_ms", "output_tok_s_per_gpu", "output_tok_s_per_user")
 METRICS = ("ttft_ms", "tpot_ms", "output_tok_s_per_gpu", "output_tok_s_per_user")
-_WHOLE = ("num_gpus", "isl", "osl", "tp", "pp", "ep", "moe_tp", "attention_dp", "spec_draft_len")
-_REAL = ("concurrency", "spec_acceptance", "ttft_ms", "tpot_ms", "output_tok_s_per_gpu", "output_tok_s_per_user")
+# whole, >= 1 (blank: 1 for the plan sizes; no concurrency: an offline max-throughput run)
+_POSITIVE = ("num_gpus", "isl", "osl", "tp", "pp", "ep", "moe_tp", "attention_dp", "concurrency")
+_REAL = ("spec_acceptance", "ttft_ms", "tpot_ms", "output_tok_s_per_gpu", "output_tok_s_per_user")
 _DTYPE = {"int4_wo": "int4", "fp4": "nvfp4", "w4a16_mxfp4": "mxfp4"}
 
 
@@ -42,7 +44,7 @@ def read_rows(path: str | Path) -> list[dict]:
         raise InputError("serving", str(path), "a CSV with columns " + ", ".join(SERVING_COLUMNS) + (f" (missing {missing})" if missing else ""))
     # malformed numbers fail here, naming the line, not halfway through a prediction or a fit
     for line, r in enumerate(rows, start=2):
-        for col in _WHOLE + _REAL:
+        for col in (*_POSITIVE, "spec_draft_len", *_REAL):
             v = (r.get(col) or "").strip()
             if not v:
                 continue
@@ -50,8 +52,11 @@ def read_rows(path: str | Path) -> list[dict]:
                 x = float(v)
             except ValueError:
                 x = float("nan")
-            if not (x == x and x >= 0 and (col in _REAL or x == int(x))):
-                raise InputError(f"{p.name} line {line} {col}", v, "a non-negative " + ("number" if col in _REAL else "whole number") + " or empty")
+            whole = col in _POSITIVE or col == "spec_draft_len"
+            low = 1.0 if col in _POSITIVE else 0.0
+            if not (math.isfinite(x) and x >= low and (not whole or x.is_integer())):
+                what = ("a whole number" if whole else "a finite number") + (" of at least 1" if low else ", 0 or more")
+                raise InputError(f"{p.name} line {line} {col}", v, what + " or empty")
     return rows
 
 
