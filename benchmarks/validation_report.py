@@ -58,10 +58,18 @@ def serving_section(title: str, path: Path) -> list[str]:
     rows = read_rows(path)
     preds, unmodeled = predict_serving(rows)
     rep = serving_report(rows, preds, unmodeled)
-    checks = {k: v for k, v in rep["data_checks"].items() if k != "changes"}
+    checks = {k: v for k, v in rep["data_checks"].items() if k not in ("changes", "repeatability")}
     lines = [f"## {title}", "", f"`{path.relative_to(ROOT)}`: {rep['modeled']} of {rep['rows']} rows modelled; "
              f"data checks {checks}.", ""]
     lines += _table("overall", {"all rows": rep["overall"]}, SERVING_METRICS)
+    rp = rep["data_checks"]["repeatability"]
+    lines += [f"Repeat runs (`audit.repeatability`): {rp['settings']} settings measured more than once, {rp['rows']} runs "
+              f"(each measurement once). Their spread is the error of a model that knew each setting's median run; "
+              f"{len(rp['discordant'])} settings' runs differ by over 1.5x.", "",
+              "| metric | runs from their setting's median: median / p90 | the model on the same runs: median / p90 |",
+              "|---|---|---|"]
+    lines += [f"| {m} | {rp[m]['median_ape']:.1f} / {rp[m]['p90_ape']:.1f} | {rp[m]['model_median_ape']:.1f} / "
+              f"{rp[m]['model_p90_ape']:.1f} |" for m in SERVING_METRICS] + [""]
     for key in ("backend", "gpu", "weight_dtype", "model"):
         lines += _table(key, rep["by"][key], SERVING_METRICS)
     campaigns = sorted({_campaign(r.get("source", "")) for r in rows})
@@ -95,6 +103,10 @@ def main() -> None:
     rep = serving_report(rows, *predict_serving(rows))
     lines += ["## Offline max throughput, TensorRT-LLM perf overview (held out)", ""]
     lines += _table("overall", {"all rows": rep["overall"]}, ("output_tok_s_per_gpu",))
+    rp = rep["data_checks"]["repeatability"]["output_tok_s_per_gpu"]
+    lines += [f"{rep['data_checks']['repeatability']['settings']} settings appear in more than one version's table "
+              f"({rp['n']} rows): a row lies a median {rp['median_ape']:.1f}% (p90 {rp['p90_ape']:.1f}%) from its setting's median, "
+              f"the model {rp['model_median_ape']:.1f}% (p90 {rp['model_p90_ape']:.1f}%) on the same rows.", ""]
     lines += _table("gpu", rep["by"]["gpu"], ("output_tok_s_per_gpu",))
     lines += _table("model", rep["by"]["model"], ("output_tok_s_per_gpu",))
     _, changes = clean(read_rows(MEAS / "serving_measured_blackwell.csv"))

@@ -59,17 +59,48 @@ def test_repeats_and_conflicts_keep_the_named_run():
     assert audit.summary(audit.clean(kept)[1]) == {"replanned": 0, "repeat": 0, "conflict": 0, "suspect": 1}
 
 
+def test_a_measurement_written_twice_in_other_last_bits_is_a_repeat():
+    # the sample's own case: one mean summed in another order (rows ..._tp8_0_ep1_0_272 and ..._tp8_ep1_7)
+    a = row("x_8192x1024_c32_tp8_0_ep1_0_272", "1610.3835293804875", "23.351457366624405", isl=8192, concurrency=32)
+    b = dict(a, source=P + "x_8192x1024_c32_tp8_ep1_7", ttft_ms="1610.3835293804877")
+    kept, changes = audit.clean([a, b])
+    assert kept == [a] and [(c["row"], c["action"]) for c in changes] == [(1, "repeat")]
+    # independent runs of the same setting differ from the 5th digit on (..._cfg732 vs ..._tp2_0_ep1_0_15: 17.770 / 17.785)
+    c = dict(a, source=P + "x_8192x1024_c32_tp8_ep1_8", ttft_ms="1610.38", tpot_ms="23.3515")
+    assert len(audit.clean([a, c])[0]) == 2
+
+
+def test_repeatability_is_the_spread_of_a_settings_runs():
+    # setting A measured three times (TPOT 10, 12, 20: median 12), setting B twice with equal TPOT, C once
+    runs = [row(f"a_1024x1024_c16_tp8_ep1_{k}", f"{100 + k}.0", tpot) for k, tpot in enumerate(("10.0", "12.0", "20.0"))]
+    runs += [row(f"b_1024x1024_c32_tp8_ep1_{k}", f"{200 + k}.0", "30.0", concurrency=32) for k in range(2)]
+    runs += [row("c_1024x1024_c64_tp8_ep1_9", "300.0", "5.0", concurrency=64)]
+    preds = [{"ttft_ms": 110.0, "tpot_ms": 12.0}] * 3 + [{"ttft_ms": 200.0, "tpot_ms": 33.0}] * 2 + [{}]
+    rep = audit.repeatability(runs, preds)
+    assert (rep["settings"], rep["rows"]) == (2, 5)
+    # TPOT: |10/12 - 1|, 0, |20/12 - 1|, 0, 0 -> 0, 0, 0, 16.7, 66.7 %: median 0, p90 0.6*66.7 + 0.4*16.7
+    t = rep["tpot_ms"]
+    assert t["n"] == 5 and t["median_ape"] == 0.0
+    assert abs(t["p90_ape"] - (0.6 * 200 / 3 + 0.4 * 50 / 3)) < 1e-9
+    # the model on the same runs: 20, 0, 40, 10, 10 %
+    assert abs(t["model_median_ape"] - 10.0) < 1e-9 and t["model_n"] == 5
+    # TTFT 100, 101, 102 around 101 (0.99, 0, 0.99 %); 200, 201 around 200.5 (0.25 % each): median 0.25 %
+    assert abs(rep["ttft_ms"]["median_ape"] - 50 / 200.5) < 1e-9
+    # only A's runs differ by over 1.5x (TPOT 20 / 10)
+    assert rep["discordant"] == [{"rows": [0, 1, 2], "sources": [r["source"] for r in runs[:3]], "ratio": {"tpot_ms": 2.0}}]
+
+
 def test_shipped_clean_file_is_the_clean_form_of_the_sample():
     rows = read_rows(DATA / "serving_measured_blackwell.csv")
     kept, changes = audit.clean(rows)
-    assert (len(rows), len(kept)) == (2026, 1567)
-    assert audit.summary(changes) == {"replanned": 139, "repeat": 389, "conflict": 70, "suspect": 59}
+    assert (len(rows), len(kept)) == (2026, 1513)
+    assert audit.summary(changes) == {"replanned": 139, "repeat": 442, "conflict": 71, "suspect": 58}
     shipped = read_rows(DATA / "serving_measured_blackwell_clean.csv")
     assert shipped == [{k: r.get(k) or "" for k in shipped[0]} for r in kept]
     with (DATA / "serving_measured_blackwell_clean.changes.csv").open(newline="") as f:
         assert len(list(csv.DictReader(f))) == len(changes)
     # every measurement once, and every run name that states a plan agrees with its row
-    assert len({(r["ttft_ms"], r["tpot_ms"]) for r in shipped}) == len(shipped)
+    assert len({(f"{float(r['ttft_ms']):.9g}", f"{float(r['tpot_ms']):.9g}") for r in shipped}) == len(shipped)
     for r in shipped:
         named = audit.named_plan(r["source"])
         if named:
@@ -80,9 +111,16 @@ def test_validate_reports_and_applies_the_checks():
     src = str(DATA / "serving_measured_blackwell.csv")
     rep = json.loads(run("validate", "--serving", src, "--json").stdout)
     assert {k: rep["data_checks"][k] for k in ("replanned", "repeat", "conflict", "suspect")} == {
-        "replanned": 139, "repeat": 389, "conflict": 70, "suspect": 59}
+        "replanned": 139, "repeat": 442, "conflict": 71, "suspect": 58}
+    text = " ".join(run("validate", "--serving", src).stdout.split())
+    assert "442 rows repeat another row's measurement" in text and "230 settings measured more than once (499 runs)" in text
     cleaned = json.loads(run("validate", "--serving", src, "--json", "--clean").stdout)
-    assert cleaned["rows"] == 1567 and cleaned["data_checks"]["repeat"] == 0
+    assert cleaned["rows"] == 1513 and cleaned["data_checks"]["repeat"] == 0
+    # settings measured more than once, counted on the clean form either way
+    for r in (rep, cleaned):
+        rp = r["data_checks"]["repeatability"]
+        assert (rp["settings"], rp["rows"], len(rp["discordant"])) == (230, 499, 45)
+        assert rp["tpot_ms"]["median_ape"] < 1.0 and rp["tpot_ms"]["model_median_ape"] > 5.0
 
 
 def test_clean_needs_serving_rows(tmp_path):

@@ -333,8 +333,10 @@ def test_per_sequence_host_overhead_scales_the_decode_step_with_the_batch(h100):
     for c in (8, 64):
         a, b = run(0.0, c), run(20e-6, c)
         assert b["step_s"].item() - a["step_s"].item() == pytest.approx(c * 20e-6, rel=1e-9)
-        # TPOT follows (the longer step also spreads arrivals over fewer iterations, shifting the stall)
-        assert b["tpot_s"].item() - a["tpot_s"].item() == pytest.approx(c * 20e-6, rel=0.05)
+        # TPOT follows, less what the longer step takes off the prefill stall (it spreads arrivals over
+        # fewer iterations; 5% of the step's growth with the bundled profile's vLLM queue parameters)
+        assert b["tpot_s"].item() - a["tpot_s"].item() == pytest.approx(c * 20e-6, rel=0.1)
+        assert b["tpot_s"].item() - a["tpot_s"].item() <= c * 20e-6 * (1 + 1e-9)
     # another engine's value never reaches TensorRT-LLM's steps
     def trt(vllm_oh):
         cal = replace(calibration_for(h100), seq_overhead_s=(("vllm", vllm_oh), ("trtllm", 0.0)))

@@ -33,17 +33,17 @@ def test_serving_errors_do_not_regress():
     rows = read_rows(MEAS / "serving_measured_blackwell_clean.csv")
     rep = serving_report(rows, *predict_serving(rows))
     o = rep["overall"]
-    # reached: TPOT 10.7 / 35.2, TTFT 23.1 / 67.4 (median / p90), Qwen3.5's 229 rows included
-    assert o["tpot_ms"]["median_ape"] <= 11.5 and o["ttft_ms"]["median_ape"] <= 24.5
-    assert o["tpot_ms"]["p90_ape"] <= 40.0 and o["ttft_ms"]["p90_ape"] <= 74.0
-    assert o["tpot_ms"]["n"] == 1514
-    # per engine (reached TTFT / TPOT: vLLM 12.7 / 10.3, TensorRT-LLM 30.8 / 10.7, SGLang 35.8 / 11.9)
-    for backend, (ttft, tpot) in {"vllm": (14.5, 11.5), "trtllm": (33.0, 12.0), "sglang": (38.0, 13.5)}.items():
+    # reached: TPOT 10.5 / 34.1, TTFT 21.1 / 71.6 (median / p90), Qwen3.5's 217 rows included
+    assert o["tpot_ms"]["median_ape"] <= 11.3 and o["ttft_ms"]["median_ape"] <= 22.5
+    assert o["tpot_ms"]["p90_ape"] <= 38.0 and o["ttft_ms"]["p90_ape"] <= 78.0
+    assert o["tpot_ms"]["n"] == 1460
+    # per engine (reached TTFT / TPOT: vLLM 14.2 / 9.8, TensorRT-LLM 31.2 / 9.9, SGLang 34.0 / 12.1)
+    for backend, (ttft, tpot) in {"vllm": (15.5, 11.0), "trtllm": (33.0, 11.0), "sglang": (36.0, 13.5)}.items():
         b = rep["by"]["backend"][backend]
         assert b["ttft_ms"]["median_ape"] <= ttft and b["tpot_ms"]["median_ape"] <= tpot, backend
-    # Qwen3.5 (Gated DeltaNet hybrid) is held out of the serving fit: reached TPOT 11.5, TTFT 33.1
+    # Qwen3.5 (Gated DeltaNet hybrid) is held out of the serving fit: reached TPOT 11.4, TTFT 31.3
     q = rep["by"]["model"]["Qwen/Qwen3.5-397B-A17B"]
-    assert q["tpot_ms"]["n"] == 229 and q["tpot_ms"]["median_ape"] <= 13.0 and q["ttft_ms"]["median_ape"] <= 35.5
+    assert q["tpot_ms"]["n"] == 217 and q["tpot_ms"]["median_ape"] <= 12.5 and q["ttft_ms"]["median_ape"] <= 33.5
     reasons = {u["reason"] for u in rep["unmodeled"]}
     assert any("heads" in r for r in reasons)  # DeepSeek-R1 at TP 72 etc.: listed, not dropped
 
@@ -52,8 +52,8 @@ def test_serving_errors_on_the_sample_as_shipped():
     # the same runs with repeats weighed again and 139 rows priced on 16-64 GPUs where one node ran
     rows = read_rows(MEAS / "serving_measured_blackwell.csv")
     o = serving_report(rows, *predict_serving(rows))["overall"]
-    # reached: TPOT 11.6 / 37.5, TTFT 25.3 / 66.9
-    assert o["tpot_ms"]["median_ape"] <= 12.5 and o["ttft_ms"]["median_ape"] <= 26.5
+    # reached: TPOT 11.4 / 39.0, TTFT 23.9 / 72.8; the issue's targets (TPOT 12, TTFT 25) hold here too
+    assert o["tpot_ms"]["median_ape"] <= 12.0 and o["ttft_ms"]["median_ape"] <= 25.0
     assert o["tpot_ms"]["n"] == 1973
 
 

@@ -1,7 +1,7 @@
 """Data checks on serving measurements: one row per measured setting, plans that agree with their runs.
 
-A canonical serving CSV holds one row per measured setting. Two rows whose TTFT and TPOT agree to
-every printed digit are one measurement listed twice (independent runs never agree to 1e-6 ms):
+A canonical serving CSV holds one row per measured setting. Two rows whose TTFT and TPOT agree to 9
+significant digits are one measurement listed twice (re-runs of a setting differ from the 5th on):
 - a *repeat* when both rows describe the same setting: it weighs that setting twice in every median;
 - a *conflict* when they describe different plans: at most one of them is the deployment that ran.
 
@@ -16,6 +16,7 @@ named run, the named run's plan speaks for it, and for the configuration's other
 plan. Configuration rows with the signature and no such evidence are kept as they are and listed as
 suspect, as are rows whose concurrency differs from the run name's `_cN_` (nothing shows which is
 right). `clean` applies these rules and says, per row, what it changed, dropped or doubts, and why.
+`repeatability` measures how far independent runs of one setting lie apart: the data's own noise.
 """
 from __future__ import annotations
 
@@ -38,6 +39,14 @@ def named_plan(source: str) -> tuple[int, int] | None:
     """(GPUs, EP size) that a silicon-sample run name states, or None where the name states no plan."""
     m = _NAMED_PLAN.search(source or "")
     return (int(m[1]), int(m[2])) if m else None
+
+
+def _measured(v) -> str:
+    """A recorded mean to 9 significant digits: one measurement written twice may differ in its last
+    bits (the same mean summed in another order: 1610.3835293804875 and ...877), independent runs
+    differ from the 5th digit on."""
+    v = (v or "").strip()
+    return f"{float(v):.9g}" if v else ""
 
 
 def _setting(r: dict) -> tuple:
@@ -95,7 +104,7 @@ def clean(rows: list[dict]) -> tuple[list[dict], list[dict]]:
 
     groups: dict[tuple, list[int]] = {}
     for i, r in enumerate(fixed):
-        key = ((r.get("ttft_ms") or "").strip(), (r.get("tpot_ms") or "").strip())
+        key = tuple(_measured(r.get(k)) for k in ("ttft_ms", "tpot_ms"))
         if all(key):
             groups.setdefault(key, []).append(i)
     drop: dict[int, int] = {}  # dropped row -> the row that speaks for its measurement
@@ -146,4 +155,63 @@ def summary(changes: list[dict]) -> dict:
     out = {"replanned": 0, "repeat": 0, "conflict": 0, "suspect": 0}
     for c in changes:
         out[c["action"]] += 1
+    return out
+
+
+# runs of one setting that differ by more than this factor in a metric are listed as discordant: repeat
+# runs of the sample agree within 1.16x at the 75th percentile (TTFT; TPOT 1.14x)
+DISCORDANT_RATIO = 1.5
+REPEAT_METRICS = ("ttft_ms", "tpot_ms", "output_tok_s_per_gpu")
+
+
+def _float(r: dict, k: str) -> float:
+    v = (r.get(k) or "").strip()
+    return float(v) if v else float("nan")
+
+
+def repeatability(rows: list[dict], preds: list[dict] | None = None) -> dict:
+    """How well the measurements reproduce themselves: over the settings measured more than once (the
+    clean form, so a run listed twice counts once), how far each run lies from its setting's median run,
+    as absolute percentage error. It is the error of a model that knew every setting's median run, a
+    floor under any model's error on these rows; with `preds` (aligned with `rows`) the model's own error
+    on the same runs sits beside it. Settings whose runs differ by over DISCORDANT_RATIO are listed."""
+    import numpy as np
+
+    kept, changes = clean(rows)
+    dropped = {c["row"] for c in changes if c["action"] in ("repeat", "conflict")}
+    index = [i for i in range(len(rows)) if i not in dropped]  # kept[j] is rows[index[j]], re-planned
+    groups: dict[tuple, list[int]] = {}
+    for j, r in enumerate(kept):
+        key = ((r.get("model") or "").strip(), *_setting(r), (r.get("spec_acceptance") or "").strip())
+        groups.setdefault(key, []).append(j)
+    groups = {k: v for k, v in groups.items() if len(v) > 1}
+    out: dict = {"settings": len(groups), "rows": sum(map(len, groups.values())), "discordant": []}
+    for m in REPEAT_METRICS:
+        floor, model = [], []
+        for idx in groups.values():
+            y = np.array([_float(kept[j], m) for j in idx])
+            ok = np.isfinite(y) & (y > 0)
+            if ok.sum() < 2:
+                continue
+            floor += list(np.abs(y[ok] / np.median(y[ok]) - 1.0) * 100.0)
+            if preds is not None:
+                p = np.array([(preds[index[j]] or {}).get(m, np.nan) for j in idx])
+                good = ok & np.isfinite(p)
+                model += list(np.abs(p[good] / y[good] - 1.0) * 100.0)
+        # None where no run has the metric (offline rows record no TTFT): JSON has no NaN
+        st = {"n": len(floor), "median_ape": float(np.median(floor)) if floor else None,
+              "p90_ape": float(np.percentile(floor, 90)) if floor else None}
+        if preds is not None:
+            st.update(model_n=len(model), model_median_ape=float(np.median(model)) if model else None,
+                      model_p90_ape=float(np.percentile(model, 90)) if model else None)
+        out[m] = st
+    for idx in groups.values():
+        spread = {}
+        for m in REPEAT_METRICS:
+            y = [v for v in (_float(kept[j], m) for j in idx) if v > 0]
+            if len(y) > 1 and max(y) > DISCORDANT_RATIO * min(y):
+                spread[m] = round(max(y) / min(y), 2)
+        if spread:
+            out["discordant"].append({"rows": [index[j] for j in idx], "sources": [kept[j].get("source", "") for j in idx],
+                                      "ratio": spread})
     return out

@@ -43,15 +43,19 @@ GRID = {"attn_decode_max_group": (8, 16, 24, 32, 48, 64, 1024), "attn_decode_wid
 # Wait steps: half the running step (what a random arrival waits on average) plus up to two more from
 # an overlapping scheduler and the step that returns the token. Attention-DP balancing holds context
 # requests for batching_wait_iters = 10, at most timeout_iters = 50 iterations (AttentionDpConfig
-# defaults when balancing is on); the search starts at the former. Engine kernel scales: within a
-# factor 1.5 of TensorRT-LLM's kernels, whose own scale stays 1 (calibration.REFERENCE_ENGINE).
+# defaults when balancing is on); the search starts at the former. Engine kernel scales, relative to
+# TensorRT-LLM's kernels, whose own scale stays 1 (calibration.REFERENCE_ENGINE): the dense and grouped
+# GEMMs vLLM and SGLang call are the same libraries (cuBLASLt, CUTLASS, DeepGEMM, FlashInfer's copies of
+# TensorRT-LLM's FP4 kernels) or slower ones (Triton fused MoE), so at most 1; their attention kernels
+# differ in kind (FlashInfer, FlashAttention, FlashMLA against TensorRT-LLM's FMHA and XQA), within a
+# factor 1.5 either way.
 # Host cost per running sequence: from none up to 100 us (Python per-request work per step).
 SERVING_BOUNDS = (("step_overhead_s", 2e-3, 1e-5, 0.05), ("ttft_overhead_s", 20e-3, 1e-4, 0.5),
                   ("comm_latency_scale", 1.0, 0.05, 2.0), ("prefill_queue_fraction", 0.3, 0.01, 1.0),
                   ("eager_launch_s", 1e-5, 1e-7, 3e-5), ("step_kernel_overhead_scale", 1.0, 0.05, 1.0),
                   ("scale_out_latency_s", 25e-6, 5e-6, 1e-4), ("prefill_spread_exponent", 0.5, 0.05, 2.0),
                   ("ttft_wait_steps", 1.0, 0.5, 3.0), ("adp_wait_steps", 10.0, 0.0, 60.0),
-                  ("gemm_eff_scale", 1.0, 0.5, 1.5), ("attn_eff_scale", 1.0, 0.5, 1.5),
+                  ("gemm_eff_scale", 1.0, 0.5, 1.0), ("attn_eff_scale", 1.0, 0.5, 1.5),
                   ("seq_overhead_s", 5e-6, 1e-8, 1e-4))
 SERVING_FIELDS = {n for n, *_ in SERVING_BOUNDS}
 # serving search: one cycle on the smooth loss from a log step of 1, then median cycles from a step of

@@ -183,7 +183,7 @@ def serving_report(rows: list[dict], preds: list[dict], unmodeled: list[dict]) -
         rep["by"][key] = {g: stats(sel) for g, sel in sorted(groups.items())}
     rep["unmodeled"] = unmodeled
     _, changes = audit.clean(rows)
-    rep["data_checks"] = {**audit.summary(changes), "changes": changes}
+    rep["data_checks"] = {**audit.summary(changes), "changes": changes, "repeatability": audit.repeatability(rows, preds)}
     return rep
 
 
