@@ -9,7 +9,7 @@ per-engine scales on them are serving parameters and are fitted with the rest. Q
 are held out of both sides, as they are held out of the bundled fit (`--hold-out` in the README's
 re-fit command): they judge the Gated DeltaNet layer, and `validate` reports them.
 
-    python benchmarks/crossval_serving.py            # both folds, one after the other (~4 min each, 2 cores)
+    python benchmarks/crossval_serving.py            # both folds, one after the other (~5 min each, 2 cores)
     python benchmarks/crossval_serving.py --fold 0   # one fold
 """
 from __future__ import annotations

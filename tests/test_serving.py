@@ -358,3 +358,38 @@ def test_one_estimate_equals_the_same_deployment_inside_a_sweep(name, cs, isl):
         one = evaluate(m, g, cal, m.default_precision, plan, c, isl, 512)
         assert float(np.ravel(one["tpot_s"])[0]) == pytest.approx(float(swept["tpot_s"][i]), rel=1e-6)
         assert float(np.ravel(one["ttft_s"])[0]) == pytest.approx(float(swept["ttft_s"][i]), rel=1e-6)
+
+
+def test_paged_engines_admit_past_the_kv_cache_and_share_the_decode_slots():
+    # Llama-3.1-8B BF16 on one L40S, 1k in / 8k out: the KV cache holds a few dozen sequences at their
+    # steady-state length (ISL + OSL/2) but its prompts alone for several times as many
+    m, g = get_model("llama-3.1-8b"), get_gpu("l40s")
+    plan = Plan(*(np.array([v]) for v in (1, 1, 1, 1, 1, 1)))
+    cal = calibration_for(g)
+
+    def run(backend, c):
+        return evaluate(m, g, cal, m.default_precision, plan, float(c), 1024.0, 8192.0, backend=backend)
+
+    for backend in ("vllm", "sglang"):
+        cap = int(run(backend, 1)["max_concurrency"].item())
+        base = run(backend, cap)
+        # vLLM admits on the prompt (share 0), SGLang reserves 0.098 x min(OSL, 4096) = 401 output tokens
+        free = float(base["free_bytes"].item() + base["kv_bytes"].item())
+        per_token = base["kv_bytes_per_seq"].item() / (1024 + 0.5 * 8192)
+        admit = int(free // (per_token * (1024 + (0.0 if backend == "vllm" else 0.098 * 4096))))
+        assert 2 * cap < admit
+        over = run(backend, 2 * cap)
+        # all 2 x cap reach their first token as soon as at cap, then take turns in cap decode slots
+        assert over["ttft_s"].item() == pytest.approx(base["ttft_s"].item(), rel=1e-12)
+        assert over["tpot_s"].item() == pytest.approx(2 * base["tpot_s"].item(), rel=1e-12)
+        # the same decode slots give the same output rate (but for the wave's prefill, spread over more requests)
+        assert over["output_tok_s_per_gpu"].item() == pytest.approx(base["output_tok_s_per_gpu"].item(), rel=0.01)
+        # past what even the prompts' admission allows, the rest wait for whole requests to finish
+        beyond = run(backend, 2 * admit)
+        assert beyond["ttft_s"].item() > 10 * base["ttft_s"].item()
+    # TensorRT-LLM reserves ISL + OSL: whatever exceeds its capacity waits for whole requests
+    cap = int(run("trtllm", 1)["max_concurrency"].item())
+    base, over = run("trtllm", cap), run("trtllm", 2 * cap)
+    life = cap * 8192.0 / base["output_tok_s_per_gpu"].item()
+    assert over["ttft_s"].item() == pytest.approx(base["ttft_s"].item() + life, rel=1e-9)
+    assert over["tpot_s"].item() == pytest.approx(base["tpot_s"].item(), rel=1e-12)

@@ -14,6 +14,17 @@ GIB = 2.0**30
 # sequence holds ISL + OSL/2 on average in steady state.
 KV_BUDGET = {"trtllm": ("free", 0.90, 1.0), "vllm": ("total", 0.92, 0.5), "sglang": ("total", 0.90, 0.5)}
 
+# What an engine reserves to admit a request: (share of its OSL, at most this many output tokens).
+# TensorRT-LLM's GUARANTEED_NO_EVICT reserves ISL + OSL, so it admits no more than it can finish.
+# vLLM admits a request once its prompt's KV blocks fit and, when blocks run out, preempts running
+# requests and recomputes them later (docs, "Optimization and Tuning: Preemption"). SGLang reserves
+# new_token_ratio of each request's remaining output, clipped at 4096 tokens; the ratio starts at 0.7
+# and decays within 600 steps to 0.7 x 0.14 = 0.098, where it stays while nothing is retracted
+# (SGLANG_INIT_NEW_TOKEN_RATIO, SGLANG_MIN_NEW_TOKEN_RATIO_FACTOR, SGLANG_NEW_TOKEN_RATIO_DECAY_STEPS,
+# SGLANG_CLIP_MAX_NEW_TOKENS_ESTIMATION in sglang/srt/environ.py). Requests admitted beyond what the
+# KV cache holds to their end reach their first token, then share the decode slots.
+ADMISSION = {"trtllm": (1.0, float("inf")), "vllm": (0.0, 0.0), "sglang": (0.098, 4096.0)}
+
 
 def step_tokens(backend: str, gpu) -> int:
     """Default token budget of one step (the chunk size of chunked prefill) of an engine on `gpu`.

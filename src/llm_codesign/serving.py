@@ -122,8 +122,20 @@ def evaluate(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, plan
     k, acc = draft_lengths(spec, spec_k)
     mem = memory.fit(model, gpu, prec, sh, isl, osl, mnt, default_fraction if usable_fraction is None else usable_fraction,
                      osl_occupancy=occupancy, budget=budget)
-    # sequences that run at once per rank: what is in flight, capped by the KV cache; the rest queue
-    running = np.where(mem["max_seqs_per_rank"] >= 1, np.minimum(c_rank, mem["max_seqs_per_rank"]), c_rank)
+    # sequences that run at once per rank: what is in flight, capped by the KV cache
+    cap = mem["max_seqs_per_rank"]
+    running = np.where(cap >= 1, np.minimum(c_rank, cap), c_rank)
+    # requests past their first token: engines that admit on less than a request's whole KV footprint
+    # (engines.ADMISSION) take in up to what fits with that reservation, and the admitted requests then
+    # share the decode slots (preempted and resumed); the rest queue for whole requests to finish
+    share, clip = engines.ADMISSION.get(backend, (occupancy, float("inf")))
+    admitted = running
+    if share < occupancy:
+        adm_occ = share * np.minimum(osl, clip) / np.maximum(osl, 1.0)
+        adm = memory.fit(model, gpu, prec, sh, isl, osl, mnt, default_fraction if usable_fraction is None else usable_fraction,
+                         osl_occupancy=adm_occ, budget=budget)["max_seqs_per_rank"]
+        admitted = np.where(cap >= 1, np.minimum(c_rank, np.maximum(adm, cap)), c_rank)
+    time_share = admitted / np.maximum(running, 1.0)
     b = running / pp  # sequences per micro-batch
     chunk = np.minimum(isl, mnt)
     # chunks of different requests pipeline over PP stages; one request's chunks only with CPP
@@ -159,20 +171,20 @@ def evaluate(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, plan
     # weights once, so each chunk step lengthens the decode step only by what it adds beyond it.
     t_req_pf = isl / np.maximum(wave_tok, 1.0) * np.maximum(t_wave_step - t_stage, 0.0)
     stall = np.maximum(running - q, 0.0) * t_req_pf / np.maximum(osl - 1.0, 1.0)
-    tpot = t_iter / acc + stall
-    life = pf_span + np.maximum(osl - 1.0, 0.0) * (t_iter / acc)
-    # requests beyond what the KV cache holds wait for whole waves
-    waves_ahead = np.maximum(c_rank / np.maximum(running, 1.0) - 1.0, 0.0)
+    tpot = (t_iter / acc + stall) * time_share
+    life = pf_span + np.maximum(osl - 1.0, 0.0) * (t_iter / acc) * time_share
+    # requests beyond what the engine admits wait for whole waves
+    waves_ahead = np.maximum(c_rank / np.maximum(admitted, 1.0) - 1.0, 0.0)
     # a new request first waits for decode iterations: the rest of the running one, one more where the
     # engine schedules step n+1 while step n runs (TensorRT-LLM's and SGLang's overlap schedulers), and
     # under attention DP the iterations TensorRT-LLM may hold context requests to balance the ranks
     # (AttentionDpConfig batching_wait_iters / timeout_iters); fitted per engine (Calibration.wait_steps)
     ttft = ttft + waves_ahead * life + cal.ttft_overhead(backend) + cal.wait_steps(backend, adp) * t_iter
-    out_per_gpu = running * adp * osl / life / gpus
+    out_per_gpu = admitted * adp * osl / life / gpus
     max_conc = mem["max_seqs_per_rank"] * adp
     res = {
         "ttft_s": ttft, "tpot_s": tpot, "tok_s_per_user": 1.0 / tpot,
-        "output_tok_s_per_gpu": out_per_gpu, "io_tok_s_per_gpu": running * adp * (isl + osl) / life / gpus,
+        "output_tok_s_per_gpu": out_per_gpu, "io_tok_s_per_gpu": admitted * adp * (isl + osl) / life / gpus,
         "tokens_per_joule_bound": out_per_gpu / gpu.tdp_w, "accepted_per_step": acc + 0.0 * tpot,
         "step_s": t_stage, "prefill_step_s": t_pf_stage, "draft_s": t_draft + 0.0 * t_stage, "gpus": gpus,
         "weights_bytes": mem["weights"], "kv_bytes_per_seq": mem["kv_per_seq"],

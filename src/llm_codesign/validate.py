@@ -76,10 +76,13 @@ def _precision(model, r) -> Precision:
     kv = (r.get("kv_dtype") or "").strip()
     if kv:
         p = replace(p, kv=get_dtype(kv, "kv_dtype"))
-    elif base.name == "nvfp4" or (r.get("backend", "trtllm") == "trtllm" and base.math == "fp8"):
-        # NVIDIA's NVFP4 checkpoints carry an FP8 KV-cache scheme (hf_quant_config kv_cache_quant_algo),
-        # and TensorRT-LLM quantises the KV cache to FP8 with FP8 checkpoints; otherwise the
-        # checkpoint's own KV format ("auto" in vLLM/SGLang)
+    elif base.name == "nvfp4" or base.math == "fp8":
+        # a blank kv_dtype with FP8 or NVFP4 weights reads as an FP8 KV cache: NVIDIA's NVFP4 checkpoints
+        # carry an FP8 KV-cache scheme (hf_quant_config kv_cache_quant_algo), TensorRT-LLM quantises the
+        # KV cache to FP8 with FP8 checkpoints, and the sample's FP8 runs on vLLM and SGLang queue where an
+        # FP8 cache fills, not a BF16 one (20 of its runs that a BF16 cache could not hold show no
+        # queueing: MiniMax-M2.5 TP2 8k/1k at 64 requests, 0.8-0.9 s to a first token; data/measurements/
+        # SOURCES.md). Other weights keep the checkpoint's own KV format ("auto" in vLLM and SGLang).
         p = replace(p, kv=get_dtype("fp8"))
     return p
 
