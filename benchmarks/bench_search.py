@@ -37,6 +37,9 @@ def main() -> None:
     m = get_model("llama-3.1-70b")
     timed("llama-3.1-70b 8xH200 FP8 search", lambda: search(m, g, calibration_for(g), SearchSpace(8, precisions=(Precision.of("fp8", kv="fp8"),)), 1024, 1024))
     timed("llama-3.1-70b 64xH200 all precisions", lambda: search(m, g, calibration_for(g), SearchSpace(64), 1024, 1024))
+    for backend in ("vllm", "sglang"):  # engines that admit past the KV cache price a second memory fit
+        timed(f"llama-3.1-70b 64xH200 all precisions, {backend}", lambda backend=backend: search(
+            m, g, calibration_for(g), SearchSpace(64), 1024, 1024, backend=backend))
     gb = get_gpu("gb200")
     ds = get_model("deepseek-r1")
     spec = SpecDecoding("mtp", 3, rates=(0.85, 0.7, 0.6, 0.5, 0.45))

@@ -126,7 +126,11 @@ def test_estimate_offline_and_errors():
     with pytest.raises(InputError, match="needs .* GB per GPU"):
         estimate(m, big, calibration_for(g), 1024, 1024)
     with pytest.raises(InputError, match="concurrency"):
-        estimate(m, dep, calibration_for(g), 1024, 1024, concurrency=10**7)
+        estimate(m, dep, calibration_for(g), 1024, 1024, concurrency=0)
+    # more requests than the KV cache holds are priced and flagged, not refused
+    over = estimate(m, dep, calibration_for(g), 1024, 1024, concurrency=10 * r["max_batch"])
+    assert not over["fits"] and f"holds {r['max_batch']} sequences" in over["over_capacity"]
+    assert over["ttft_ms"] > 9 * 1024 * r1["tpot_ms"]  # nine whole requests' lives ahead of the average arrival
 
 
 def test_eager_prefill_launch_cost_lengthens_ttft_only(h100):

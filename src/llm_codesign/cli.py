@@ -167,7 +167,7 @@ def estimate(
                  ("tokens/s per user", f"{r['tok_s_per_user']:.1f}"), ("output tokens/s per GPU", f"{r['output_tok_s_per_gpu']:.1f}"),
                  ("input+output tokens/s per GPU", f"{r['io_tok_s_per_gpu']:.1f}"),
                  ("tokens per joule (TDP bound)", f"{r['tokens_per_joule_bound']:.2f}"),
-                 ("largest batch that fits", r["max_batch"]),
+                 ("largest batch that fits", r["max_batch"] if r["fits"] else f"[yellow]{r['max_batch']}: {r['over_capacity']}[/yellow]"),
                  ("memory per GPU", f"weights {mem['weights_gb']:.1f} GB, KV {mem['kv_gb']:.1f} GB"
                   + (f", recurrent state {mem['state_gb']:.1f} GB" if mem["state_gb"] else "")
                   + f", free {mem['free_gb']:.1f} GB of {mem['capacity_gb']:.0f} GB"),

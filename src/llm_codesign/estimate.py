@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import engines
 from .calibration import Calibration
 from .errors import InputError
 from .model import ModelSpec
@@ -45,8 +46,6 @@ def estimate(model: ModelSpec, dep: Deployment, cal: Calibration, isl: int, osl:
         mode = "offline-max-throughput"
     else:
         mode = "concurrency"
-        if concurrency > max_conc:
-            raise InputError("concurrency", concurrency, f"at most {max_conc} sequences of {isl}+{osl} tokens fit in the KV cache of this plan")
     one = evaluate(model, dep.gpu, cal, dep.precision, dep.plan, concurrency, isl, osl, spec=dep.spec, with_ops=True, **kw)
     s = lambda k: float(np.asarray(one[k]).reshape(-1)[0])  # noqa: E731
     sh = _sharding(dep.plan)
@@ -65,8 +64,16 @@ def estimate(model: ModelSpec, dep: Deployment, cal: Calibration, isl: int, osl:
                    "activations_gb": s("activation_bytes") / gb, "free_gb": s("free_bytes") / gb,
                    "capacity_gb": dep.gpu.hbm_bytes / gb},
         "decode_bound": binding_resource(dec_ops), "prefill_bound": binding_resource(pf_ops),
-        "accepted_per_step": s("accepted_per_step"),
+        "accepted_per_step": s("accepted_per_step"), "fits": concurrency <= max_conc,
     }
+    if concurrency > max_conc:
+        # priced, not refused: what the engine does with requests its KV cache cannot hold (engines.ADMISSION)
+        held = f"the KV cache holds {max_conc} sequences of {isl}+{osl} tokens"
+        if engines.ADMISSION.get(dep.backend, (1.0,))[0] < engines.KV_BUDGET.get(dep.backend, ("", 0, 1.0))[2]:
+            out["over_capacity"] = (f"{held}; {dep.backend} admits requests whose prompts fit and preempts when blocks run out, "
+                                    "so the admitted requests share the decode slots (longer TPOT)")
+        else:
+            out["over_capacity"] = f"{held}; {dep.backend} reserves ISL+OSL per request, so the rest wait for whole requests to finish (longer TTFT)"
     if dep.spec is not None:
         base = evaluate(model, dep.gpu, cal, dep.precision, dep.plan, grid, isl, osl, **kw)
         speedup = base["tpot_s"] / r["tpot_s"]
