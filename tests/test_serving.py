@@ -397,3 +397,20 @@ def test_paged_engines_admit_past_the_kv_cache_and_share_the_decode_slots():
     life = cap * 8192.0 / base["output_tok_s_per_gpu"].item()
     assert over["ttft_s"].item() == pytest.approx(base["ttft_s"].item() + life, rel=1e-9)
     assert over["tpot_s"].item() == pytest.approx(base["tpot_s"].item(), rel=1e-12)
+
+
+@settings(max_examples=30, deadline=None)
+@given(name=st.sampled_from(["llama-3.1-8b", "llama-3.1-70b", "qwen3-32b", "deepseek-r1"]), gid=st.sampled_from(["h100", "b200", "l40s"]),
+       tp=st.sampled_from([1, 8]), backend=st.sampled_from(["trtllm", "vllm", "sglang"]),
+       lengths=st.sampled_from([(1024, 1024), (8192, 1024), (1024, 8192)]))
+def test_more_requests_never_make_a_request_faster(name, gid, tp, backend, lengths):
+    # through the KV cache's limit too: queueing (TensorRT-LLM) and time-sharing (vLLM, SGLang) only add
+    m, g = get_model(name), get_gpu(gid)
+    plan = Plan(*(np.array([v]) for v in (tp, 1, 1, tp, 1, 1)))
+    C = np.arange(1, 1025, dtype=float)
+    r = evaluate(m, g, calibration_for(g), m.default_precision, plan, C, float(lengths[0]), float(lengths[1]), backend=backend)
+    if float(np.max(r["max_concurrency"])) < 1:
+        return  # the weights alone do not fit
+    for k in ("ttft_s", "tpot_s"):
+        v = np.broadcast_to(r[k], C.shape)
+        assert np.all(np.diff(v) >= -1e-9 * v[1:]), k
