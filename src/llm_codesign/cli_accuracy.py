@@ -51,14 +51,14 @@ def _print_report(rep: dict, title: str) -> None:
         con.print(f"data checks: {checks['repeat']} rows repeat another row's measurement, {checks['conflict']} give another row's "
                   f"measurement under a different plan, {checks['replanned']} carry a plan their run name contradicts, "
                   f"{checks['suspect']} are kept but doubtful (--clean fixes or drops the others; --json lists them all)")
-    rep_ = checks.get("repeatability") or {}
+    repeats = checks.get("repeatability") or {}
     names = {"ttft_ms": "TTFT", "tpot_ms": "TPOT", "output_tok_s_per_gpu": "output tok/s/GPU"}
-    spreads = [(names[m], rep_[m]) for m in names if (rep_.get(m) or {}).get("model_median_ape") is not None]
+    spreads = [(names[m], repeats[m]) for m in names if (repeats.get(m) or {}).get("model_median_ape") is not None]
     if spreads:
         said = "; ".join(f"{name} {st['median_ape']:.1f}% (p90 {st['p90_ape']:.1f}%), the model {st['model_median_ape']:.1f}% "
                          f"(p90 {st['model_p90_ape']:.1f}%)" for name, st in spreads)
-        con.print(f"repeat runs: {rep_['settings']} settings measured more than once ({rep_['rows']} runs) lie from their "
-                  f"setting's median run by a median {said}; {len(rep_['discordant'])} settings' runs differ by over "
+        con.print(f"repeat runs: {repeats['settings']} settings measured more than once ({repeats['rows']} runs) lie from their "
+                  f"setting's median run by a median {said}; {len(repeats['discordant'])} settings' runs differ by over "
                   f"{DISCORDANT_RATIO:g}x (--json lists them)")
 
 

@@ -49,7 +49,7 @@ def estimate(model: ModelSpec, dep: Deployment, cal: Calibration, isl: int, osl:
     one = evaluate(model, dep.gpu, cal, dep.precision, dep.plan, concurrency, isl, osl, spec=dep.spec, with_ops=True, **kw)
     s = lambda k: float(np.asarray(one[k]).reshape(-1)[0])  # noqa: E731
     sh = _sharding(dep.plan)
-    c_rank = concurrency / adp / int(np.asarray(dep.plan.pp))
+    c_rank = min(concurrency, max_conc) / adp / int(np.asarray(dep.plan.pp))  # the sequences that decode at once
     dec_ops = forward_ops(model, dep.gpu, cal, dep.precision, sh, Batch(dec_seqs=c_rank, dec_ctx=isl + osl / 2))
     pf_ops = forward_ops(model, dep.gpu, cal, dep.precision, sh, Batch(pf_tokens=min(isl, dep.step_tokens), pf_seqs=1, pf_ctx=0))
     out = {
