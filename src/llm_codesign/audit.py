@@ -1,7 +1,8 @@
 """Data checks on serving measurements: one row per measured setting, plans that agree with their runs.
 
 A canonical serving CSV holds one row per measured setting. Two rows whose TTFT and TPOT agree to 9
-significant digits are one measurement listed twice (re-runs of a setting differ from the 5th on):
+significant digits are one measurement listed twice (the closest two re-runs of a setting in the sample
+differ by 9e-4), and so is a row that prints both to a few decimals where another row's pair rounds to it:
 - a *repeat* when both rows describe the same setting: it weighs that setting twice in every median;
 - a *conflict* when they describe different plans: at most one of them is the deployment that ran.
 
@@ -43,10 +44,26 @@ def named_plan(source: str) -> tuple[int, int] | None:
 
 def _measured(v) -> str:
     """A recorded mean to 9 significant digits: one measurement written twice may differ in its last
-    bits (the same mean summed in another order: 1610.3835293804875 and ...877), independent runs
-    differ from the 5th digit on."""
+    bits (the same mean summed in another order: 1610.3835293804875 and ...877); independent re-runs of
+    a setting differ by 9e-4 or more."""
     v = (v or "").strip()
     return f"{float(v):.9g}" if v else ""
+
+
+# a mean printed with at most this many decimals is a rounded copy: the sample's runs print 10 or more,
+# and each of its 93 rows printed to 2 decimals rounds from another row's full-precision pair
+ROUNDED_DECIMALS = 4
+
+
+def _decimals(v) -> int:
+    v = (v or "").strip()
+    return len(v.split(".")[1]) if "." in v and "e" not in v.lower() else 0 if v else 99
+
+
+def _rounded(r: dict) -> tuple[int, int] | None:
+    """The decimals of a row's TTFT and TPOT where both are printed coarsely enough to be a rounded copy."""
+    d = tuple(_decimals(r.get(k)) for k in ("ttft_ms", "tpot_ms"))
+    return d if max(d) <= ROUNDED_DECIMALS and all((r.get(k) or "").strip() for k in ("ttft_ms", "tpot_ms")) else None
 
 
 def _setting(r: dict) -> tuple:
@@ -100,13 +117,25 @@ def clean(rows: list[dict]) -> tuple[list[dict], list[dict]]:
     def rank(i: int) -> tuple:
         r, named = fixed[i], named_plan(fixed[i].get("source", ""))
         agrees = named is not None and _int(r, "num_gpus") == named[0] and _int(r, "ep") == named[1]
-        return (not agrees, i)
+        return (not agrees, _rounded(r) is not None, i)
 
     groups: dict[tuple, list[int]] = {}
     for i, r in enumerate(fixed):
         key = tuple(_measured(r.get(k)) for k in ("ttft_ms", "tpot_ms"))
         if all(key):
             groups.setdefault(key, []).append(i)
+    # a rounded copy joins the measurement whose full-precision pair rounds to it
+    coarse = {i: d for i, r in enumerate(fixed) if (d := _rounded(r)) is not None}
+    for d in set(coarse.values()):
+        full = {}
+        for i, r in enumerate(fixed):
+            if i not in coarse and all((r.get(k) or "").strip() for k in ("ttft_ms", "tpot_ms")):
+                full.setdefault(tuple(round(float(r[k]), n) for k, n in zip(("ttft_ms", "tpot_ms"), d, strict=True)), i)
+        for i, di in coarse.items():
+            j = full.get(tuple(float(fixed[i][k]) for k in ("ttft_ms", "tpot_ms"))) if di == d else None
+            if j is not None:
+                groups[tuple(_measured(fixed[i].get(k)) for k in ("ttft_ms", "tpot_ms"))].remove(i)
+                groups[tuple(_measured(fixed[j].get(k)) for k in ("ttft_ms", "tpot_ms"))].append(i)
     drop: dict[int, int] = {}  # dropped row -> the row that speaks for its measurement
     for idx in groups.values():
         if len(idx) < 2:
@@ -120,6 +149,7 @@ def clean(rows: list[dict]) -> tuple[list[dict], list[dict]]:
             diff = [k for k, a, b in zip(SETTING_FIELDS, _setting(fixed[j]), _setting(fixed[keep]), strict=True) if a != b]
             changes.append({"row": j, "source": rows[j].get("source", ""), "action": "repeat" if same else "conflict",
                             "detail": f"same TTFT and TPOT as row {keep} ({fixed[keep].get('source', '')})"
+                            + (f", rounded to {min(coarse[j])} decimals" if j in coarse and keep not in coarse else "")
                             + ("" if same else "; differs in " + ", ".join(f"{k} {fixed[j].get(k) or 1} vs {fixed[keep].get(k) or 1}" for k in diff))})
     # a configuration shown to carry the product takes the named run's plan on all its rows with that plan
     fixes = {}
