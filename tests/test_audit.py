@@ -79,9 +79,11 @@ def test_a_measurement_written_again_rounded_is_a_repeat():
     # the full-precision row speaks for the measurement; the copy goes, and the change says why
     assert kept == [full] and [(c["row"], c["action"]) for c in changes] == [(0, "repeat")]
     assert "rounded to 2 decimals" in changes[0]["detail"]
-    # a coarse row that no full pair rounds to is its own measurement
+    # a coarse row that no full pair rounds to is its own measurement, and whole milliseconds are too
+    # coarse to tell a copy from another run's chance match
     other = dict(rounded, ttft_ms="608.92")
     assert len(audit.clean([other, full])[0]) == 2
+    assert len(audit.clean([dict(rounded, ttft_ms="609", tpot_ms="7"), full])[0]) == 2
 
 
 def test_repeatability_is_the_spread_of_a_settings_runs():

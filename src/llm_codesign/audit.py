@@ -50,20 +50,23 @@ def _measured(v) -> str:
     return f"{float(v):.9g}" if v else ""
 
 
-# a mean printed with at most this many decimals is a rounded copy: the sample's runs print 10 or more,
-# and each of its 93 rows printed to 2 decimals rounds from another row's full-precision pair
-ROUNDED_DECIMALS = 4
+# a pair of means printed with 2 to 4 decimals is a rounded copy where a full-precision pair rounds to it:
+# the sample's runs print 10 or more, and each of its 93 rows printed to 2 decimals rounds from another
+# row's pair. Coarser prints (whole milliseconds) could meet another run's pair by chance.
+ROUNDED_DECIMALS = (2, 4)
 
 
 def _decimals(v) -> int:
-    v = (v or "").strip()
-    return len(v.split(".")[1]) if "." in v and "e" not in v.lower() else 0 if v else 99
+    v = (v or "").strip().lower()
+    return len(v.split(".")[1]) if "." in v and "e" not in v else 0
 
 
 def _rounded(r: dict) -> tuple[int, int] | None:
     """The decimals of a row's TTFT and TPOT where both are printed coarsely enough to be a rounded copy."""
+    if not all((r.get(k) or "").strip() for k in ("ttft_ms", "tpot_ms")):
+        return None
     d = tuple(_decimals(r.get(k)) for k in ("ttft_ms", "tpot_ms"))
-    return d if max(d) <= ROUNDED_DECIMALS and all((r.get(k) or "").strip() for k in ("ttft_ms", "tpot_ms")) else None
+    return d if ROUNDED_DECIMALS[0] <= min(d) and max(d) <= ROUNDED_DECIMALS[1] else None
 
 
 def _setting(r: dict) -> tuple:
