@@ -392,6 +392,9 @@ def test_paged_engines_admit_past_the_kv_cache_and_share_the_decode_slots():
         beyond = run(backend, 2 * admit)
         assert beyond["ttft_s"].item() > 10 * base["ttft_s"].item()
     # TensorRT-LLM reserves ISL + OSL: whatever exceeds its capacity waits for whole requests
+    from llm_codesign import engines
+
+    assert engines.admission("trtllm") is None and engines.admission("vllm") == (0.0, 0.0)
     cap = int(run("trtllm", 1)["max_concurrency"].item())
     base, over = run("trtllm", cap), run("trtllm", 2 * cap)
     life = cap * 8192.0 / base["output_tok_s_per_gpu"].item()

@@ -202,15 +202,16 @@ def _float(r: dict, k: str) -> float:
     return float(v) if v else float("nan")
 
 
-def repeatability(rows: list[dict], preds: list[dict] | None = None) -> dict:
+def repeatability(rows: list[dict], preds: list[dict] | None = None, cleaned: tuple | None = None) -> dict:
     """How well the measurements reproduce themselves: over the settings measured more than once (the
     clean form, so a run listed twice counts once), how far each run lies from its setting's median run,
     as absolute percentage error. It is the error of a model that knew every setting's median run, a
     floor under any model's error on these rows; with `preds` (aligned with `rows`) the model's own error
-    on the same runs sits beside it. Settings whose runs differ by over DISCORDANT_RATIO are listed."""
+    on the same runs sits beside it. Settings whose runs differ by over DISCORDANT_RATIO are listed.
+    `cleaned`: clean(rows), where the caller has it already."""
     import numpy as np
 
-    kept, changes = clean(rows)
+    kept, changes = cleaned if cleaned is not None else clean(rows)
     dropped = {c["row"] for c in changes if c["action"] in ("repeat", "conflict")}
     index = [i for i in range(len(rows)) if i not in dropped]  # kept[j] is rows[index[j]], re-planned
     groups: dict[tuple, list[int]] = {}

@@ -261,7 +261,7 @@ def fit_serving(rows: list[dict], fams: dict[str, Calibration], rounds: int = 8,
     # stand-in (mean log error, clipped at e-fold so that pathological runs cannot dominate); the median
     # the targets are stated in is flat in places and traps a search started far off, so it only
     # polishes, in cycles from where the previous one ended, each restarting from a wider step, until a
-    # cycle stops paying. A given start skips the smooth cycle.
+    # cycle stops paying. A given start skips the smooth cycles.
     def cycle(step: float, smooth: bool) -> float:
         nonlocal accepted
         best = loss(smooth, accepted)

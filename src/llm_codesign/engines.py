@@ -26,6 +26,14 @@ KV_BUDGET = {"trtllm": ("free", 0.90, 1.0), "vllm": ("total", 0.92, 0.5), "sglan
 ADMISSION = {"trtllm": (1.0, float("inf")), "vllm": (0.0, 0.0), "sglang": (0.098, 4096.0)}
 
 
+def admission(backend: str) -> tuple[float, float] | None:
+    """(OSL share, output-token clip) an engine reserves to admit a request where that is less than a
+    running sequence holds (it then admits past what the KV cache holds and time-shares the decode
+    slots); None where it admits only what the cache holds."""
+    share, clip = ADMISSION.get(backend, (1.0, float("inf")))
+    return (share, clip) if share < KV_BUDGET.get(backend, ("total", 0.0, 0.5))[2] else None
+
+
 def step_tokens(backend: str, gpu) -> int:
     """Default token budget of one step (the chunk size of chunked prefill) of an engine on `gpu`.
 

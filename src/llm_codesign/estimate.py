@@ -69,9 +69,9 @@ def estimate(model: ModelSpec, dep: Deployment, cal: Calibration, isl: int, osl:
     if concurrency > max_conc:
         # priced, not refused: what the engine does with requests its KV cache cannot hold (engines.ADMISSION)
         held = f"the KV cache holds {max_conc} sequences of {isl}+{osl} tokens"
-        if engines.ADMISSION.get(dep.backend, (1.0,))[0] < engines.KV_BUDGET.get(dep.backend, ("", 0, 1.0))[2]:
-            out["over_capacity"] = (f"{held}; {dep.backend} admits requests whose prompts fit and preempts when blocks run out, "
-                                    "so the admitted requests share the decode slots (longer TPOT)")
+        if engines.admission(dep.backend) is not None:
+            out["over_capacity"] = (f"{held}; {dep.backend} admits requests before their whole KV cache fits and preempts when "
+                                    "blocks run out, so the admitted requests share the decode slots (longer TPOT)")
         else:
             out["over_capacity"] = f"{held}; {dep.backend} reserves ISL+OSL per request, so the rest wait for whole requests to finish (longer TTFT)"
     if dep.spec is not None:

@@ -128,9 +128,10 @@ def evaluate(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, plan
     # requests past their first token: engines that admit on less than a request's whole KV footprint
     # (engines.ADMISSION) take in up to what fits with that reservation, and the admitted requests then
     # share the decode slots (preempted and resumed); the rest queue for whole requests to finish
-    share, clip = engines.ADMISSION.get(backend, (occupancy, float("inf")))
+    rule = engines.admission(backend)
     admitted = running
-    if share < occupancy:
+    if rule is not None:
+        share, clip = rule
         adm_occ = share * np.minimum(osl, clip) / np.maximum(osl, 1.0)
         adm = memory.fit(model, gpu, prec, sh, isl, osl, mnt, default_fraction if usable_fraction is None else usable_fraction,
                          osl_occupancy=adm_occ, budget=budget)["max_seqs_per_rank"]

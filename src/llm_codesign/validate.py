@@ -185,8 +185,8 @@ def serving_report(rows: list[dict], preds: list[dict], unmodeled: list[dict]) -
                 groups.setdefault(rows[i].get(key, ""), []).append(i)
         rep["by"][key] = {g: stats(sel) for g, sel in sorted(groups.items())}
     rep["unmodeled"] = unmodeled
-    _, changes = audit.clean(rows)
-    rep["data_checks"] = {**audit.summary(changes), "changes": changes, "repeatability": audit.repeatability(rows, preds)}
+    cleaned = audit.clean(rows)
+    rep["data_checks"] = {**audit.summary(cleaned[1]), "changes": cleaned[1], "repeatability": audit.repeatability(rows, preds, cleaned)}
     return rep
 
 
