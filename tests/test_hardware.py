@@ -25,6 +25,11 @@ def test_spec_values_from_reference():
     assert h.hbm_bandwidth_bytes_per_s == pytest.approx(3.35e12)
     assert h.hbm_bytes == pytest.approx(80e9)
     assert h.sms == 132
+    # capacity as the driver reports it, in MiB (nvidia-smi "0MiB / 81559MiB"; rocm-smi prints bytes)
+    assert h.memory_bytes == 81559 * 2**20
+    assert {g: get_gpu(g).memory_bytes / 2**20 for g in ("b200", "gb200", "b300", "gb300", "h200")} == \
+        {"b200": 183359, "gb200": 189471, "b300": 275040, "gb300": 284208, "h200": 143771}
+    assert get_gpu("mi300x").memory_bytes == 206158430208
     assert h.scale_up_bandwidth_bytes_per_s == pytest.approx(450e9)
     # GB200 NVL72 scale-up domain, B200 FP4 9 PF dense, MI355X runs MXFP4 but not NVFP4
     assert get_gpu("gb200").scale_up_domain == 72
@@ -43,6 +48,15 @@ def test_user_toml(tmp_path):
                  'tdp_w = 1500\n[peak_flops]\nbf16 = 5e15\nfp8 = 1e16\n')
     g = get_gpu(str(p))
     assert g.id == "x1" and g.peak("fp8") == 1e16 and g.sms == 200
+    assert g.memory_bytes == 4e11  # no memory_bytes: the headline figure stands in
+
+
+def test_user_toml_bad_memory(tmp_path):
+    p = tmp_path / "x2.toml"
+    p.write_text('id = "x2"\nfamily = "blackwell"\nsms = 200\nhbm_bytes = 4e11\nhbm_bandwidth_bytes_per_s = 1.6e13\n'
+                 'memory_bytes = "lots"\ntdp_w = 1500\n[peak_flops]\nbf16 = 5e15\n')
+    with pytest.raises(InputError, match="gpu.memory_bytes.*positive number"):
+        get_gpu(str(p))
 
 
 def test_user_toml_missing_field(tmp_path):

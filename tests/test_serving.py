@@ -169,8 +169,8 @@ def test_kv_budget_free_vs_total(h100):
     total = fit(m, h100, prec, sh, 1024, 1024, budget="total", usable_fraction=0.9)
     free = fit(m, h100, prec, sh, 1024, 1024, budget="free", usable_fraction=0.9)
     # vLLM-style: 90% of the GPU minus weights and activations; TensorRT-LLM-style: 90% of what is left
-    assert float(total["free_for_kv"]) == pytest.approx(0.9 * h100.hbm_bytes - w - act)
-    assert float(free["free_for_kv"]) == pytest.approx(0.9 * (h100.hbm_bytes - w - act))
+    assert float(total["free_for_kv"]) == pytest.approx(0.9 * h100.memory_bytes - w - act)
+    assert float(free["free_for_kv"]) == pytest.approx(0.9 * (h100.memory_bytes - w - act))
     assert free["max_seqs_per_rank"] > total["max_seqs_per_rank"]
 
 

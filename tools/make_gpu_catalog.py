@@ -32,6 +32,26 @@ ENTRIES = [
     ("mi355x", "MI355X", "cdna4", ["mi355"], 400, "cdna"),
 ]
 
+# Memory the driver reports (nvidia-smi "Total", rocm-smi "VRAM Total Memory"): engines size their KV
+# caches from it (torch.cuda.mem_get_info), and it is not the headline figure in decimal GB. NVIDIA and
+# AMD quote binary gigabytes, less what ECC/firmware reserve. MiB as printed by nvidia-smi in public
+# logs of idle GPUs; rocm-smi prints bytes.
+_SMI = "nvidia-smi on an idle GPU, 'Memory-Usage' total, as printed in many public logs (e.g. GitHub search '0MiB / {v}MiB')"
+REPORTED = {
+    "a100": (81920 * 2**20, _SMI.format(v=81920) + " for A100-SXM4-80GB"),
+    "h100": (81559 * 2**20, _SMI.format(v=81559) + " for H100 80GB HBM3"),
+    "h200": (143771 * 2**20, _SMI.format(v=143771) + " for H200 (and H200 NVL)"),
+    "b200": (183359 * 2**20, _SMI.format(v=183359) + " for B200"),
+    "gb200": (189471 * 2**20, _SMI.format(v=189471) + " for GB200"),
+    "b300": (275040 * 2**20, _SMI.format(v=275040) + " for 'NVIDIA B300 SXM6 AC'; aiconfigurator's b300_sxm.yaml system file carries the same mem_capacity 288400343040 (275040MiB)"),
+    "gb300": (284208 * 2**20, _SMI.format(v=284208) + " for GB300"),
+    "l40s": (46068 * 2**20, _SMI.format(v=46068) + " for L40S (ECC on)"),
+    "rtx-pro-6000": (97887 * 2**20, _SMI.format(v=97887) + " for RTX PRO 6000 Blackwell Server Edition"),
+    "mi300x": (206158430208, "rocm-smi --showmeminfo vram 'VRAM Total Memory (B): 206158430208' (192 GiB) on MI300X, public logs"),
+    "mi325x": (256 * 2**30, "assumption: 256 GiB, AMD's binary-GB convention as on MI300X (rocm-smi 192 GiB for '192 GB'); no public rocm-smi log found"),
+    "mi355x": (288 * 2**30, "assumption: 288 GiB, AMD's binary-GB convention as on MI300X (rocm-smi 192 GiB for '192 GB'); no public rocm-smi log found"),
+}
+
 TILES = {
     # (m, n, ctas per tile): Hopper wgmma CTA tiles 64xN/128xN (ptx_isa_wgmma, typical_cta_tiles)
     "hopper": [(64, 64, 1), (64, 128, 1), (128, 64, 1), (128, 128, 1), (128, 256, 1)],
@@ -81,7 +101,9 @@ def main() -> int:
             f"family = {q(family)}",
             f"aliases = [{', '.join(q(a) for a in aliases)}]",
             f"sms = {g.get('sms') or g.get('cus')}",
-            f"hbm_bytes = {float(g['hbm_gb']) * 1e9:.6g}",
+            f"hbm_bytes = {float(g['hbm_gb']) * 1e9:.6g}  # vendor's headline figure",
+            f"memory_bytes = {REPORTED[gid][0]}  # what the driver reports, see memory_source",
+            f"memory_source = {q(REPORTED[gid][1])}",
             f"hbm_bandwidth_bytes_per_s = {float(g['hbm_bw_tbs']) * 1e12:.6g}",
             f"l2_bytes = {float(g.get('l2_mb') or 0) * 1e6:.6g}",
             f"scale_up_bandwidth_bytes_per_s = {float(uni) * 1e9:.6g}  # one direction, per GPU",

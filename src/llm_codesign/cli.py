@@ -57,12 +57,12 @@ def gpus(as_json: bool = typer.Option(False, "--json", help="Emit JSON.")):
     from rich.table import Table
 
     t = Table(title="GPU catalog (dense peaks)")
-    for c in ("id", "name", "BF16 TF", "FP8 TF", "FP4 TF", "HBM GB", "TB/s", "scale-up", "GB/s (1 dir)", "TDP W"):
+    for c in ("id", "name", "BF16 TF", "FP8 TF", "FP4 TF", "HBM GB", "reported GiB", "TB/s", "scale-up", "GB/s (1 dir)", "TDP W"):
         t.add_column(c)
     for g in rows:
         p = g["peak_tflops"]
         t.add_row(g["id"], g["name"], f"{p.get('bf16', 0):.0f}", f"{p.get('fp8', 0):.0f}" if "fp8" in p else "-",
-                  f"{p.get('fp4', 0):.0f}" if "fp4" in p else "-", f"{g['hbm_gb']:.0f}", f"{g['hbm_tb_s']:.2f}",
+                  f"{p.get('fp4', 0):.0f}" if "fp4" in p else "-", f"{g['hbm_gb']:.0f}", f"{g['memory_gib']:.1f}", f"{g['hbm_tb_s']:.2f}",
                   str(g["scale_up_domain"]), f"{g['scale_up_gb_s']:.0f}", f"{g['tdp_w']:.0f}")
     _console().print(t)
 

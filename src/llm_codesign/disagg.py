@@ -33,7 +33,7 @@ def prefill_pool(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, 
     prompts, pipeline stages overlap different prompts' steps), and whether the weights fit."""
     sh = _sharding(plan)
     isl = np.asarray(isl, float)
-    mnt, (budget, fraction, _) = engine_budget(backend, gpu, max_num_tokens)
+    mnt, (budget, fraction, _) = engine_budget(backend, gpu, max_num_tokens, plan)
     _, pp, _, _, adp, _ = (np.asarray(x, float) for x in plan.arrays())
     chunk = np.minimum(isl, mnt)
     t_alone = isl / chunk * pp * prefill_step(model, gpu, cal, prec, sh, chunk, isl, chunk, backend)
@@ -49,7 +49,7 @@ def decode_pool(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, p
     prefill chunk stalls a token; the KV cache bounds what it holds."""
     sh = _sharding(plan)
     isl, osl = np.asarray(isl, float), np.asarray(osl, float)
-    mnt, (budget, fraction, occupancy) = engine_budget(backend, gpu, max_num_tokens)
+    mnt, (budget, fraction, occupancy) = engine_budget(backend, gpu, max_num_tokens, plan, spec)
     k, acc = draft_lengths(spec, spec_k)
     _, pp, _, _, adp, _ = (np.asarray(x, float) for x in plan.arrays())
     c_rank = np.asarray(per_instance, float) / adp

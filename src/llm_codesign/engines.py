@@ -3,16 +3,52 @@ how each sizes its KV cache and how many tokens one step may carry. What the eng
 costs (step and request overheads, scheduling) is fitted and lives in the calibration profiles."""
 from __future__ import annotations
 
+import numpy as np
+
 GIB = 2.0**30
 
 # How each engine sizes and fills its KV cache by default: (budget, fraction, OSL share a running
 # sequence holds). TensorRT-LLM takes free_gpu_memory_fraction = 0.9 of the memory left after weights
 # and activations (KvCacheConfig docs) and its GUARANTEED_NO_EVICT scheduler admits a request only with
 # ISL + OSL reserved (SchedulerConfig docs); vLLM lets weights, activations and KV together use
-# gpu_memory_utilization = 0.92 of the GPU (vllm.config.cache.CacheConfig) and SGLang a static fraction
-# of the total (mem_fraction_static; 0.9 assumed), both allocating pages as tokens arrive, so a
-# sequence holds ISL + OSL/2 on average in steady state.
-KV_BUDGET = {"trtllm": ("free", 0.90, 1.0), "vllm": ("total", 0.92, 0.5), "sglang": ("total", 0.90, 0.5)}
+# gpu_memory_utilization = 0.92 of the GPU (vllm.config.cache.CacheConfig); SGLang gives weights and KV
+# mem_fraction_static of the GPU ("static"), a fraction it derives from the GPU and the plan
+# (sglang_static_fraction; the 0.88 here is its fallback when it cannot read the GPU). vLLM and SGLang
+# allocate pages as tokens arrive, so a sequence holds ISL + OSL/2 on average in steady state.
+KV_BUDGET = {"trtllm": ("free", 0.90, 1.0), "vllm": ("total", 0.92, 0.5), "sglang": ("static", 0.88, 0.5)}
+MIB = 2.0**20
+
+
+def sglang_static_fraction(gpu, tp, pp=1, adp=1, spec_method: str | None = None, chunk=None):
+    """SGLang's default mem_fraction_static: (weights + KV pool) / GPU memory, what is left once it has
+    reserved room for activations and CUDA graphs (sglang/srt/server_args.py,
+    ServerArgs._handle_gpu_memory_settings): reserved MiB = 512 + 1.5 x max(chunked_prefill_size, 2048)
+    + 2 x cuda_graph_max_bs + 1024 x tp_size x pp / 8, with attention DP a further 3 x (and above a
+    max batch of 300, 4.5 x) cuda_graph_max_bs x dp_size, at least 10 GiB on GPUs over 60 GiB, plus
+    2 GiB for EAGLE/MTP drafts (6 GiB for a separate draft model). SGLang's tp_size counts every GPU
+    of a pipeline stage (attention TP x attention-DP ranks). Broadcasts over plan arrays."""
+    mem = gpu.memory_bytes / MIB
+    tp_size = np.asarray(tp, float) * np.asarray(adp, float)
+    adp = np.asarray(adp, float)
+    chunk = step_tokens("sglang", gpu) if chunk is None else np.asarray(chunk, float)
+    if mem < 20 * 1024:
+        bs = np.full_like(tp_size, 8.0)
+    elif mem < 35 * 1024:
+        bs = np.where(tp_size < 4, 24.0, 80.0)
+    elif mem < 60 * 1024:
+        bs = np.where(tp_size < 4, 32.0, 160.0)
+    elif mem < 160 * 1024:
+        bs = np.where(tp_size < 4, 256.0, 512.0)
+    else:
+        bs = np.full_like(tp_size, 512.0)
+    reserved = 512.0 + np.maximum(chunk, 2048.0) * 1.5 + bs * 2.0 + tp_size * np.asarray(pp, float) / 8.0 * 1024.0
+    reserved = reserved + np.where(adp > 1, bs * adp * 3.0 + np.where(bs > 300, bs * adp * 1.5, 0.0), 0.0)
+    if mem > 60 * 1024:
+        reserved = np.maximum(reserved, 10 * 1024.0)
+    if spec_method:
+        reserved = reserved + (6 * 1024.0 if spec_method == "draft" else 2 * 1024.0)
+    return np.round((mem - reserved) / mem, 3)
+
 
 # What an engine reserves to admit a request: (share of its OSL, at most this many output tokens).
 # TensorRT-LLM's GUARANTEED_NO_EVICT reserves ISL + OSL, so it admits no more than it can finish.
@@ -40,12 +76,13 @@ def step_tokens(backend: str, gpu) -> int:
     TensorRT-LLM: max_num_tokens = 8192 (LlmArgs / BuildConfig default).
     vLLM V1 OpenAI server: max_num_batched_tokens = 8192 on GPUs with >= 70 GiB other than A100,
     else 2048 (vllm/engine/arg_utils.py, EngineArgs.get_batch_defaults).
-    SGLang: chunked_prefill_size = 2048 below 35 GiB, 8192 below 160 GiB, else 16384
-    (sglang/srt/server_args.py, "B200, MI300"). Both engines read the device's memory and name.
+    SGLang: chunked_prefill_size = 2048 below 35 GiB, 4096 below 60 GiB, 8192 below 160 GiB, else 16384
+    (sglang/srt/server_args.py, _handle_gpu_memory_settings: "A100 (40GB), L40", "H20, H200", "B200,
+    MI300"). Both engines read the memory the device reports.
     """
-    mem = gpu.hbm_bytes
+    mem = gpu.memory_bytes
     if backend == "vllm":
         return 8192 if mem >= 70 * GIB and "a100" not in gpu.name.lower() else 2048
     if backend == "sglang":
-        return 2048 if mem < 35 * GIB else 8192 if mem < 160 * GIB else 16384
+        return 2048 if mem < 35 * GIB else 4096 if mem < 60 * GIB else 8192 if mem < 160 * GIB else 16384
     return 8192

@@ -9,7 +9,7 @@ from .errors import InputError
 from .model import ModelSpec
 from .ops import Batch, forward_ops
 from .parallel import Deployment, reason_text, validity
-from .serving import _sharding, binding_resource, evaluate
+from .serving import _sharding, binding_resource, engine_budget, evaluate
 
 BATCH_GRID = np.unique(np.concatenate([np.arange(1, 17), np.round(np.geomspace(16, 65536, 120))])).astype(np.int64)
 
@@ -35,10 +35,12 @@ def estimate(model: ModelSpec, dep: Deployment, cal: Calibration, isl: int, osl:
     max_conc = int(r["max_concurrency"].reshape(-1)[0])
     gb = 1e9
     if max_conc < 1:
+        mem = dep.gpu.memory_bytes
+        frac = float(np.asarray(engine_budget(dep.backend, dep.gpu, dep.max_num_tokens, dep.plan, dep.spec)[1][1]).reshape(-1)[0])
         need = float(r["weights_bytes"].reshape(-1)[0] + r["activation_bytes"].reshape(-1)[0] + r["kv_bytes_per_seq"].reshape(-1)[0])
         raise InputError("deployment", dep.plan.label() + f" on {dep.num_gpus}x{dep.gpu.id}",
-                         f"needs {need / gb:.0f} GB per GPU for one sequence, {dep.gpu.name} has {dep.gpu.hbm_bytes / gb:.0f} GB "
-                         f"({dep.gpu.hbm_bytes * 0.9 / gb:.0f} GB usable): add GPUs, raise TP/EP/PP or lower the precision")
+                         f"needs {need / gb:.0f} GB per GPU for one sequence, {dep.gpu.name} reports {mem / gb:.0f} GB "
+                         f"({frac * mem / gb:.0f} GB usable by {dep.backend}): add GPUs, raise TP/EP/PP or lower the precision")
     if concurrency is None:
         ok = r["fits"]
         i = int(np.argmax(np.where(ok, r["output_tok_s_per_gpu"], -1)))
@@ -62,7 +64,7 @@ def estimate(model: ModelSpec, dep: Deployment, cal: Calibration, isl: int, osl:
         "memory": {"weights_gb": s("weights_bytes") / gb, "kv_gb": (s("kv_bytes") - s("state_bytes")) / gb,
                    "state_gb": s("state_bytes") / gb,
                    "activations_gb": s("activation_bytes") / gb, "free_gb": s("free_bytes") / gb,
-                   "capacity_gb": dep.gpu.hbm_bytes / gb},
+                   "capacity_gb": dep.gpu.memory_bytes / gb},
         "decode_bound": binding_resource(dec_ops), "prefill_bound": binding_resource(pf_ops),
         "accepted_per_step": s("accepted_per_step"), "fits": concurrency <= max_conc,
     }

@@ -20,7 +20,7 @@ class Gpu:
     arch: str
     family: str  # calibration family: ampere, hopper, blackwell, ada, blackwell_sm120, cdna3, cdna4
     sms: int
-    hbm_bytes: float
+    hbm_bytes: float  # the vendor's headline capacity, decimal bytes
     hbm_bandwidth_bytes_per_s: float
     l2_bytes: float
     scale_up_bandwidth_bytes_per_s: float  # per GPU, one direction
@@ -31,7 +31,14 @@ class Gpu:
     fp4_formats: tuple[str, ...]
     tiles: tuple[tuple[int, int, int], ...]  # (tile M, tile N, SMs per tile)
     aliases: tuple[str, ...] = ()
+    # Capacity the driver reports (nvidia-smi, rocm-smi, torch.cuda.mem_get_info): what serving engines
+    # size their KV caches from, and what every fit in this package uses. 0 reads as hbm_bytes.
+    memory_bytes: float = 0.0
     sources: tuple[tuple[str, str], ...] = ()
+
+    def __post_init__(self):
+        if not self.memory_bytes > 0:
+            object.__setattr__(self, "memory_bytes", self.hbm_bytes)
 
     def peak(self, math: str) -> float:
         """Dense FLOP/s of a math precision; 0.0 when the tensor cores lack it."""
@@ -49,6 +56,7 @@ class Gpu:
         return {
             "id": self.id, "name": self.name, "vendor": self.vendor, "arch": self.arch,
             "family": self.family, "sms": self.sms, "hbm_gb": self.hbm_bytes / 1e9,
+            "memory_gib": self.memory_bytes / 2**30,
             "hbm_tb_s": self.hbm_bandwidth_bytes_per_s / 1e12,
             "peak_tflops": {k: v / 1e12 for k, v in self.peak_flops},
             "fp4_formats": list(self.fp4_formats),
@@ -73,8 +81,8 @@ def gpu_from_toml(text: str, origin: str) -> Gpu:
     peaks = {k: float(v) for k, v in d["peak_flops"].items() if k in MATH_PRECISIONS}
     if peaks.get("bf16", 0) <= 0:
         raise InputError("gpu.peak_flops.bf16", d["peak_flops"].get("bf16"), "a positive FLOP/s figure")
-    for f in ("sms", "hbm_bytes", "hbm_bandwidth_bytes_per_s", "tdp_w"):
-        if not float(d[f]) > 0:
+    for f in ("sms", "hbm_bytes", "hbm_bandwidth_bytes_per_s", "tdp_w", "memory_bytes"):
+        if f in d and not (isinstance(d[f], int | float) and float(d[f]) > 0):
             raise InputError(f"gpu.{f}", d[f], "a positive number")
     tiles = d.get("tiles", {}).get("shapes", [[128, 128, 1], [128, 256, 1], [64, 128, 1]])
     return Gpu(
@@ -88,7 +96,9 @@ def gpu_from_toml(text: str, origin: str) -> Gpu:
         tdp_w=float(d["tdp_w"]), peak_flops=tuple(sorted(peaks.items())),
         fp4_formats=tuple(d.get("fp4_formats", ["nvfp4", "mxfp4"] if "fp4" in peaks else [])),
         tiles=tuple(tuple(int(x) for x in t) for t in tiles),
-        aliases=tuple(d.get("aliases", ())), sources=tuple((k, str(v)) for k, v in d.get("sources", {}).items()),
+        aliases=tuple(d.get("aliases", ())), memory_bytes=float(d.get("memory_bytes", 0.0)),
+        sources=tuple((k, str(v)) for k, v in d.get("sources", {}).items())
+        + ((("memory", str(d["memory_source"])),) if "memory_source" in d else ()),
     )
 
 

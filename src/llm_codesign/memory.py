@@ -94,15 +94,17 @@ def fit(model: ModelSpec, gpu, prec: Precision, sh: Sharding, isl, osl, max_num_
 
     A sequence holds ISL + osl_occupancy * OSL tokens: 1.0 guarantees every sequence can reach its
     end; 0.5 is the steady-state average of a paged KV cache (sequences at every stage of decode).
-    `budget` "total": weights, activations and KV share usable_fraction of the GPU (vLLM, SGLang);
-    "free": the KV cache takes usable_fraction of what weights and activations leave (TensorRT-LLM)."""
+    `budget` "total": weights, activations and KV share usable_fraction of the GPU (vLLM);
+    "free": the KV cache takes usable_fraction of what weights and activations leave (TensorRT-LLM);
+    "static": weights and KV share usable_fraction, activations live outside it (SGLang)."""
     w = weight_bytes_per_gpu(model, prec, sh)
     act = activation_bytes(model, sh, max_num_tokens)
     if budget == "free":
-        usable = w + act + usable_fraction * (gpu.hbm_bytes - w - act)
+        usable = w + act + usable_fraction * (gpu.memory_bytes - w - act)
     else:
-        usable = gpu.hbm_bytes * usable_fraction
-    free = usable - w - act
+        usable = gpu.memory_bytes * usable_fraction
+    # "static" (SGLang): the fraction is of weights and KV alone, activations are reserved outside it
+    free = usable - w - (0.0 if budget == "static" else act)
     seq_len = np.asarray(isl, float) + osl_occupancy * np.asarray(osl, float)
     per_token = kv_bytes_per_token(model, prec, sh, seq_len)
     state = state_bytes_per_seq(model, sh)

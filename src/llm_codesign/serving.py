@@ -54,11 +54,17 @@ def draft_model(model: ModelSpec, spec: SpecDecoding) -> ModelSpec:
     return get_model(spec.draft_model)
 
 
-def engine_budget(backend: str, gpu: Gpu, max_num_tokens=None):
+def engine_budget(backend: str, gpu: Gpu, max_num_tokens=None, plan: Plan | None = None,
+                  spec: SpecDecoding | None = None):
     """The step token budget (the engine's own on this GPU unless given) and how the engine sizes and
-    fills its KV cache: (budget, usable fraction, OSL share a running sequence holds), engines.KV_BUDGET."""
+    fills its KV cache: (budget, usable fraction, OSL share a running sequence holds), engines.KV_BUDGET;
+    SGLang's fraction follows the plan (engines.sglang_static_fraction)."""
     mnt = np.asarray(engines.step_tokens(backend, gpu) if max_num_tokens is None else max_num_tokens, float)
-    return mnt, engines.KV_BUDGET.get(backend, ("total", memory.USABLE_FRACTION, 0.5))
+    budget, fraction, occupancy = engines.KV_BUDGET.get(backend, ("total", memory.USABLE_FRACTION, 0.5))
+    if budget == "static" and plan is not None:
+        tp, pp, _, _, adp, _ = plan.arrays()
+        fraction = engines.sglang_static_fraction(gpu, tp, pp, adp, spec.method if spec else None, mnt)
+    return mnt, (budget, fraction, occupancy)
 
 
 def draft_lengths(spec: SpecDecoding | None, spec_k=None):
@@ -117,7 +123,7 @@ def evaluate(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, plan
     C = np.asarray(concurrency, float)
     isl = np.asarray(isl, float)
     osl = np.asarray(osl, float)
-    mnt, (budget, default_fraction, occupancy) = engine_budget(backend, gpu, max_num_tokens)
+    mnt, (budget, default_fraction, occupancy) = engine_budget(backend, gpu, max_num_tokens, plan, spec)
     c_rank = C / adp
     k, acc = draft_lengths(spec, spec_k)
     mem = memory.fit(model, gpu, prec, sh, isl, osl, mnt, default_fraction if usable_fraction is None else usable_fraction,
