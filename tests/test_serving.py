@@ -174,6 +174,36 @@ def test_kv_budget_free_vs_total(h100):
     assert free["max_seqs_per_rank"] > total["max_seqs_per_rank"]
 
 
+def test_sglang_static_fraction_golden():
+    # ServerArgs._handle_gpu_memory_settings by hand, in MiB. B200 reports 183359: chunk 16384, max graph
+    # batch 512, TP8: reserved 512 + 24576 + 1024 + 1024 = 27136 -> 156223 / 183359 = 0.852; attention DP 8
+    # (TP1 x 8 ranks, tp_size 8) adds 512 x 8 x 3 + 512 x 8 x 1.5 = 18432 -> 137791 / 183359 = 0.751
+    from llm_codesign.engines import sglang_static_fraction
+    from llm_codesign.hardware import get_gpu
+
+    b200 = get_gpu("b200")
+    assert float(sglang_static_fraction(b200, 8)) == 0.852
+    assert float(sglang_static_fraction(b200, 1, 1, 8)) == 0.751
+    # H200 (143771 MiB, under 160 GiB): chunk 8192, batch 512 at TP8: 14848 reserved -> 0.897
+    assert float(sglang_static_fraction(get_gpu("h200"), 8)) == 0.897
+    # a 2048 chunk at TP1 reserves 4736, under the 10 GiB floor of GPUs over 60 GiB -> 173119 / 183359
+    assert float(sglang_static_fraction(b200, 1, chunk=2048)) == 0.944
+    # an MTP draft adds 2 GiB: 29184 -> 0.841
+    assert float(sglang_static_fraction(b200, 8, spec_method="mtp")) == 0.841
+
+
+def test_static_budget_leaves_activations_outside(h100):
+    # SGLang's fraction covers weights and KV only: the KV pool is fraction x memory - weights
+    from llm_codesign.memory import fit, weight_bytes_per_gpu
+    from llm_codesign.ops import Sharding
+    from llm_codesign.registry import get_model
+
+    m = get_model("llama-3.1-70b")
+    prec, sh = m.default_precision, Sharding(tp=4)
+    r = fit(m, h100, prec, sh, 1024, 1024, 8192, 0.824, budget="static")
+    assert float(r["free_for_kv"]) == pytest.approx(0.824 * h100.memory_bytes - weight_bytes_per_gpu(m, prec, sh))
+
+
 def _eager_prefill_step_s(m, gpu, cal, backend, batch):
     """A prefill step priced as serving.evaluate does: kernels + step overhead + eager launches."""
     from llm_codesign.ops import launches
