@@ -70,7 +70,7 @@ def serving_section(title: str, path: Path) -> list[str]:
               "|---|---|---|"]
     lines += [f"| {m} | {rp[m]['median_ape']:.1f} / {rp[m]['p90_ape']:.1f} | {rp[m]['model_median_ape']:.1f} / "
               f"{rp[m]['model_p90_ape']:.1f} |" for m in SERVING_METRICS] + [""]
-    for key in ("backend", "gpu", "weight_dtype", "model"):
+    for key in ("backend", "concurrency", "gpu", "weight_dtype", "model"):
         lines += _table(key, rep["by"][key], SERVING_METRICS)
     campaigns = sorted({_campaign(r.get("source", "")) for r in rows})
     lines += _table("campaign", {c: _subset(rows, preds, lambda r, c=c: _campaign(r.get("source", "")) == c) for c in campaigns},

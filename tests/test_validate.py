@@ -33,15 +33,18 @@ def test_serving_errors_do_not_regress():
     rows = read_rows(MEAS / "serving_measured_blackwell_clean.csv")
     rep = serving_report(rows, *predict_serving(rows))
     o = rep["overall"]
-    # reached: TPOT 10.1 / 33.4, TTFT 21.1 / 65.3 (median / p90), Qwen3.5's 156 rows included
-    assert o["tpot_ms"]["median_ape"] <= 11.0 and o["ttft_ms"]["median_ape"] <= 22.5
-    assert o["tpot_ms"]["p90_ape"] <= 37.0 and o["ttft_ms"]["p90_ape"] <= 72.0
+    # reached: TPOT 10.7 / 33.7, TTFT 21.5 / 62.6 (median / p90), Qwen3.5's 156 rows included
+    assert o["tpot_ms"]["median_ape"] <= 11.5 and o["ttft_ms"]["median_ape"] <= 22.5
+    assert o["tpot_ms"]["p90_ape"] <= 37.0 and o["ttft_ms"]["p90_ape"] <= 68.0
     assert o["tpot_ms"]["n"] == 1367
-    # per engine (reached TTFT / TPOT: vLLM 13.6 / 9.0, TensorRT-LLM 33.9 / 9.9, SGLang 32.7 / 14.3)
-    for backend, (ttft, tpot) in {"vllm": (15.0, 10.0), "trtllm": (36.0, 11.0), "sglang": (35.0, 15.5)}.items():
+    # per engine (reached TTFT / TPOT: vLLM 13.4 / 9.1, TensorRT-LLM 28.5 / 10.5, SGLang 35.0 / 13.3)
+    for backend, (ttft, tpot) in {"vllm": (15.0, 10.0), "trtllm": (31.0, 11.5), "sglang": (37.0, 14.5)}.items():
         b = rep["by"]["backend"][backend]
         assert b["ttft_ms"]["median_ape"] <= ttft and b["tpot_ms"]["median_ape"] <= tpot, backend
-    # Qwen3.5 (Gated DeltaNet hybrid) is held out of the serving fit: reached TPOT 13.7, TTFT 30.8
+    # the interactive end (1-4 requests, 236 rows) weighs as much in the fit as the bulk: reached 18.5 / 10.9
+    lo = rep["by"]["concurrency"]["1-4"]
+    assert lo["ttft_ms"]["n"] == 236 and lo["ttft_ms"]["median_ape"] <= 20.5 and lo["tpot_ms"]["median_ape"] <= 12.0
+    # Qwen3.5 (Gated DeltaNet hybrid) is held out of the serving fit: reached TPOT 11.8, TTFT 31.6
     q = rep["by"]["model"]["Qwen/Qwen3.5-397B-A17B"]
     assert q["tpot_ms"]["n"] == 156 and q["tpot_ms"]["median_ape"] <= 14.5 and q["ttft_ms"]["median_ape"] <= 33.0
     reasons = {u["reason"] for u in rep["unmodeled"]}
@@ -52,7 +55,7 @@ def test_serving_errors_on_the_sample_as_shipped():
     # the same runs with repeats weighed again and 139 rows priced on 16-64 GPUs where one node ran
     rows = read_rows(MEAS / "serving_measured_blackwell.csv")
     o = serving_report(rows, *predict_serving(rows))["overall"]
-    # reached: TPOT 11.9 / 35.0, TTFT 23.6 / 64.6; the issue's targets (TPOT 12, TTFT 25) hold here too
+    # reached: TPOT 11.5 / 34.7, TTFT 23.1 / 62.6; the issue's targets (TPOT 12, TTFT 25) hold here too
     assert o["tpot_ms"]["median_ape"] <= 12.0 and o["ttft_ms"]["median_ape"] <= 25.0
     assert o["tpot_ms"]["n"] == 1973
 
@@ -61,7 +64,9 @@ def test_offline_throughput_generalises():
     # TensorRT-LLM perf-overview tables are not used for fitting: a held-out check
     rows = read_rows(MEAS / "trtllm_perf_overview.csv")
     rep = serving_report(rows, *predict_serving(rows))
+    # reached 10.6 / 37.7 (median / p90)
     assert rep["overall"]["output_tok_s_per_gpu"]["median_ape"] <= 12.5
+    assert rep["overall"]["output_tok_s_per_gpu"]["p90_ape"] <= 42.0
     assert len(rep["unmodeled"]) + rep["modeled"] == rep["rows"]
 
 

@@ -65,6 +65,13 @@ POLISH_CYCLES, POLISH_GAIN = 4, 1e-4
 # offline runs), each by its own median: one median over all rows let the search trade the interactive
 # end, a fifth of the sample, for the bulk (SGLang's first tokens 38% late at 1-4 requests, p90 70%)
 CONCURRENCY_BANDS = (4.5, 32.5)
+BAND_NAMES = ("1-4", "5-32", "33+")
+
+
+def concurrency_band(row: dict) -> str:
+    """The concurrency band of a serving row, as the polish weighs it ("offline" rows count with 33+)."""
+    c = (row.get("concurrency") or "").strip()
+    return BAND_NAMES[int(np.digitize(float(c), CONCURRENCY_BANDS))] if c else "offline"
 ORDER = ("gemm", "prefill_attention", "decode_attention", "collectives", "moe")  # later kinds reuse earlier fits
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from . import audit, kernels
-from .calibrate import error_stats
+from .calibrate import BAND_NAMES, concurrency_band, error_stats
 from .calibration import calibration_for
 from .errors import InputError
 from .estimate import BATCH_GRID
@@ -178,12 +178,13 @@ def serving_report(rows: list[dict], preds: list[dict], unmodeled: list[dict]) -
 
     idx = list(range(len(rows)))
     rep = {"rows": len(rows), "modeled": len(rows) - len(unmodeled), "overall": stats(idx), "by": {}}
-    for key in ("gpu", "weight_dtype", "model", "backend"):
+    for key in ("gpu", "weight_dtype", "model", "backend", "concurrency"):
         groups: dict[str, list[int]] = {}
         for i in idx:
             if preds[i]:
-                groups.setdefault(rows[i].get(key, ""), []).append(i)
-        rep["by"][key] = {g: stats(sel) for g, sel in sorted(groups.items())}
+                groups.setdefault(concurrency_band(rows[i]) if key == "concurrency" else rows[i].get(key, ""), []).append(i)
+        order = (*BAND_NAMES, "offline") if key == "concurrency" else sorted(groups)
+        rep["by"][key] = {g: stats(groups[g]) for g in order if g in groups}
     rep["unmodeled"] = unmodeled
     cleaned = audit.clean(rows)
     rep["data_checks"] = {**audit.summary(cleaned[1]), "changes": cleaned[1], "repeatability": audit.repeatability(rows, preds, cleaned)}
