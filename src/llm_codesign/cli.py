@@ -57,7 +57,7 @@ def gpus(as_json: bool = typer.Option(False, "--json", help="Emit JSON.")):
     from rich.table import Table
 
     t = Table(title="GPU catalog (dense peaks)")
-    for c in ("id", "name", "BF16 TF", "FP8 TF", "FP4 TF", "HBM GB", "reported GiB", "TB/s", "scale-up", "GB/s (1 dir)", "TDP W"):
+    for c in ("id", "name", "BF16 TF", "FP8 TF", "FP4 TF", "HBM GB", "smi GiB", "TB/s", "scale-up", "GB/s (1 dir)", "TDP W"):
         t.add_column(c)
     for g in rows:
         p = g["peak_tflops"]

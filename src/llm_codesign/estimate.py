@@ -36,11 +36,14 @@ def estimate(model: ModelSpec, dep: Deployment, cal: Calibration, isl: int, osl:
     gb = 1e9
     if max_conc < 1:
         mem = dep.gpu.memory_bytes
-        frac = float(np.asarray(engine_budget(dep.backend, dep.gpu, dep.max_num_tokens, dep.plan, dep.spec)[1][1]).reshape(-1)[0])
+        budget, frac, _ = engine_budget(dep.backend, dep.gpu, dep.max_num_tokens, dep.plan, dep.spec)[1]
+        # TensorRT-LLM's fraction is of what weights and activations leave; the others cap the whole
+        frac = 1.0 if budget == "free" else float(np.asarray(frac).reshape(-1)[0])
         need = float(r["weights_bytes"].reshape(-1)[0] + r["activation_bytes"].reshape(-1)[0] + r["kv_bytes_per_seq"].reshape(-1)[0])
         raise InputError("deployment", dep.plan.label() + f" on {dep.num_gpus}x{dep.gpu.id}",
-                         f"needs {need / gb:.0f} GB per GPU for one sequence, {dep.gpu.name} reports {mem / gb:.0f} GB "
-                         f"({frac * mem / gb:.0f} GB usable by {dep.backend}): add GPUs, raise TP/EP/PP or lower the precision")
+                         f"needs {need / gb:.0f} GB per GPU for one sequence, {dep.gpu.name} reports {mem / gb:.0f} GB"
+                         + (f" ({frac * mem / gb:.0f} GB usable by {dep.backend})" if frac < 1 else "")
+                         + ": add GPUs, raise TP/EP/PP or lower the precision")
     if concurrency is None:
         ok = r["fits"]
         i = int(np.argmax(np.where(ok, r["output_tok_s_per_gpu"], -1)))
