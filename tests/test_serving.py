@@ -333,6 +333,7 @@ def test_serving_fit_reprices_one_engine_at_a_time_without_changing_the_answer(m
     # loss of the whole fitted profile priced from scratch
     keep = ("step_overhead_s", "ttft_overhead_s", "step_kernel_overhead_scale")
     monkeypatch.setattr(calibrate, "SERVING_BOUNDS", tuple(b for b in calibrate.SERVING_BOUNDS if b[0] in keep))
+    monkeypatch.setattr(calibrate, "MIN_BAND_ROWS", 1)  # two rows per band here
     rows = [{"model": "meta-llama/Llama-3.1-8B", "gpu": "h100", "num_gpus": "1", "backend": be, "weight_dtype": "bf16",
              "kv_dtype": "bf16", "isl": "1024", "osl": "256", "concurrency": str(c), "tp": "1", "ttft_ms": str(t),
              "tpot_ms": str(d)} for be, c, t, d in (("trtllm", 8, 60, 9), ("trtllm", 64, 250, 16), ("vllm", 8, 45, 11), ("vllm", 64, 300, 21))]
@@ -345,6 +346,19 @@ def test_serving_fit_reprices_one_engine_at_a_time_without_changing_the_answer(m
     assert out["loss"] == pytest.approx(np.mean(med), rel=1e-9)
     assert out["loss"] != pytest.approx(np.mean([np.median(err[m]["8"] + err[m]["64"]) for m in err]), rel=1e-3)
     assert out["step_overhead_s"]["trtllm"] != out["step_overhead_s"]["vllm"]
+
+
+def test_polish_bands_merge_thin_bands():
+    from llm_codesign.calibrate import polish_bands
+
+    rows = lambda *cs: [{"concurrency": c} for c in cs]  # noqa: E731
+    # 25 rows at 1-4, 30 at 5-32, 22 at 33+ or offline: three bands
+    assert list(np.bincount(polish_bands(rows(*["2"] * 25, *["16"] * 30, *["64"] * 12, *[""] * 10)))) == [25, 30, 22]
+    # 5 rows at 1-4 join 5-32; then 19 at 33+ join them too: one band
+    assert set(polish_bands(rows(*["4"] * 5, *["8"] * 30, *["33"] * 19))) == {1}
+    # a thin middle band joins the more populous neighbour
+    b = polish_bands(rows(*["1"] * 40, *["10"] * 3, *["100"] * 25))
+    assert list(np.bincount(b, minlength=3)) == [43, 0, 25]
 
 
 def test_serving_fit_warm_starts_from_a_profile():

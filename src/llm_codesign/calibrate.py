@@ -66,6 +66,21 @@ POLISH_CYCLES, POLISH_GAIN = 4, 1e-4
 # end, a fifth of the sample, for the bulk (SGLang's first tokens 38% late at 1-4 requests, p90 70%)
 CONCURRENCY_BANDS = (4.5, 32.5)
 BAND_NAMES = ("1-4", "5-32", "33+")
+MIN_BAND_ROWS = 20  # a band with fewer rows joins its neighbour: a median of a handful is noise
+
+
+def polish_bands(rows: list[dict]) -> np.ndarray:
+    """Band index per row for the polish: CONCURRENCY_BANDS, offline rows with the highest band, and a
+    band of fewer than MIN_BAND_ROWS rows merged into its more populous neighbour."""
+    band = np.digitize([float(r.get("concurrency") or "inf") for r in rows], CONCURRENCY_BANDS)
+    while len(np.unique(band)) > 1:
+        labels, counts = np.unique(band, return_counts=True)
+        if counts.min() >= MIN_BAND_ROWS:
+            break
+        i = int(np.argmin(counts))
+        near = [j for j in (i - 1, i + 1) if 0 <= j < len(labels)]
+        band[band == labels[i]] = labels[max(near, key=lambda j: counts[j])]
+    return band
 
 
 def concurrency_band(row: dict) -> str:
@@ -266,8 +281,7 @@ def fit_serving(rows: list[dict], fams: dict[str, Calibration], rounds: int = 8,
                 tot.append(np.mean(np.minimum(e, 1.0)) if smooth else np.mean([np.median(e[bb == k]) for k in np.unique(bb)]))
         return float(np.mean(tot)) if tot else np.inf
 
-    conc = np.array([float(r.get("concurrency") or "inf") for r in rows])
-    band = np.digitize(conc, CONCURRENCY_BANDS)
+    band = polish_bands(rows)
     engine_of = np.array([(r.get("backend") or "trtllm").strip().lower() for r in rows])
     by_engine = {b: np.nonzero(engine_of == b)[0] for b in backends}
     accepted = predicted()
