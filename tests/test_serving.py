@@ -2,7 +2,7 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from llm_codesign.calibration import calibration_for
@@ -190,6 +190,24 @@ def test_sglang_static_fraction_golden():
     assert float(sglang_static_fraction(b200, 1, chunk=2048)) == 0.944
     # an MTP draft adds 2 GiB: 29184 -> 0.841
     assert float(sglang_static_fraction(b200, 8, spec_method="mtp")) == 0.841
+
+
+@settings(max_examples=60, deadline=None)
+@given(gid=st.sampled_from(sorted(catalog())), tp=st.sampled_from([1, 2, 4, 8]), adp=st.sampled_from([1, 2, 4, 8]),
+       spec=st.sampled_from([None, "mtp", "draft"]))
+def test_sglang_fraction_shrinks_with_what_it_reserves(gid, tp, adp, spec):
+    # SGLang reserves more for more GPUs per stage, attention DP and draft models, never all of the GPU
+    from llm_codesign.engines import sglang_static_fraction
+
+    assume(tp * adp <= 8)  # one node: SGLang's own heuristics (beyond it a small GPU can go below zero)
+    g = get_gpu(gid)
+    f = float(sglang_static_fraction(g, tp, 1, adp, spec))
+    assert 0.4 < f < 0.96
+    assert float(sglang_static_fraction(g, tp * 2, 1, adp, spec)) <= f
+    assert float(sglang_static_fraction(g, tp, 1, adp * 2, spec)) <= f
+    assert float(sglang_static_fraction(g, tp, 1, adp, "draft")) <= float(sglang_static_fraction(g, tp, 1, adp, None))
+    # the whole-GPU share it leaves for weights and KV is more memory on a GPU that reports more
+    assert f * g.memory_bytes <= g.memory_bytes
 
 
 def test_static_budget_leaves_activations_outside(h100):
