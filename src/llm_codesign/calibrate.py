@@ -63,7 +63,7 @@ SERVING_FIELDS = {n for n, *_ in SERVING_BOUNDS}
 POLISH_CYCLES, POLISH_GAIN = 4, 1e-4
 # the polish weighs three concurrency bands equally (1-4 requests: the interactive end; 5-32; more, and
 # offline runs), each by its own median: one median over all rows let the search trade the interactive
-# end, a fifth of the sample, for the bulk (SGLang's first tokens 38% late at 1-4 requests, p90 70%)
+# end, a sixth of the sample, for the bulk (SGLang's first tokens 38% late at 1-4 requests, TTFT p90 70%)
 CONCURRENCY_BANDS = (4.5, 32.5)
 BAND_NAMES = ("1-4", "5-32", "33+")
 MIN_BAND_ROWS = 20  # a band with fewer rows joins its neighbour: a median of a handful is noise
@@ -288,8 +288,8 @@ def fit_serving(rows: list[dict], fams: dict[str, Calibration], rounds: int = 8,
     # coordinate search in log space, halving the step each round. The first cycles minimise a smooth
     # stand-in (mean log error, clipped at e-fold so that pathological runs cannot dominate); the median
     # the targets are stated in (taken per concurrency band, CONCURRENCY_BANDS) is flat in places and
-    # traps a search started far off, so it only polishes, in cycles from where the previous one ended, each restarting from a wider step, until a
-    # cycle stops paying. A given start skips the smooth cycles.
+    # traps a search started far off, so it only polishes, in cycles from where the previous one ended,
+    # each restarting from a wider step, until a cycle stops paying. A given start skips the smooth cycles.
     def cycle(step: float, smooth: bool) -> float:
         nonlocal accepted
         best = loss(smooth, accepted)
