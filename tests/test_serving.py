@@ -366,6 +366,13 @@ def test_serving_fit_reprices_one_engine_at_a_time_without_changing_the_answer(m
     assert out["step_overhead_s"]["trtllm"] != out["step_overhead_s"]["vllm"]
 
 
+def test_concurrency_band_edges():
+    from llm_codesign.calibrate import concurrency_band
+
+    got = [concurrency_band({"concurrency": c}) for c in ("1", "4", "5", "32", "33", "4096", "", " ")]
+    assert got == ["1-4", "1-4", "5-32", "5-32", "33+", "33+", "offline", "offline"]
+
+
 def test_polish_bands_merge_thin_bands():
     from llm_codesign.calibrate import polish_bands
 
