@@ -196,7 +196,7 @@ def test_sglang_static_fraction_golden():
 @given(gid=st.sampled_from(sorted(catalog())), tp=st.sampled_from([1, 2, 4, 8]), adp=st.sampled_from([1, 2, 4, 8]),
        spec=st.sampled_from([None, "mtp", "draft"]))
 def test_sglang_fraction_shrinks_with_what_it_reserves(gid, tp, adp, spec):
-    # SGLang reserves more for more GPUs per stage, attention DP and draft models, never all of the GPU
+    # SGLang reserves more for more GPUs per stage, attention DP and draft models, never the whole GPU
     from llm_codesign.engines import sglang_static_fraction
 
     assume(tp * adp <= 8)  # one node: SGLang's own heuristics (beyond it a small GPU can go below zero)
@@ -206,8 +206,6 @@ def test_sglang_fraction_shrinks_with_what_it_reserves(gid, tp, adp, spec):
     assert float(sglang_static_fraction(g, tp * 2, 1, adp, spec)) <= f
     assert float(sglang_static_fraction(g, tp, 1, adp * 2, spec)) <= f
     assert float(sglang_static_fraction(g, tp, 1, adp, "draft")) <= float(sglang_static_fraction(g, tp, 1, adp, None))
-    # the whole-GPU share it leaves for weights and KV is more memory on a GPU that reports more
-    assert f * g.memory_bytes <= g.memory_bytes
 
 
 def test_static_budget_leaves_activations_outside(h100):
