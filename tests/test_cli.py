@@ -7,6 +7,9 @@ from conftest import run
 def test_gpus_and_models_json():
     g = json.loads(run("gpus", "--json").stdout)
     assert {x["id"] for x in g} >= {"h100", "b200", "mi355x"}
+    # every figure carries its source: B200's reported memory (183,359 MiB) names where it was read
+    b200 = next(x for x in g if x["id"] == "b200")
+    assert b200["memory_gib"] == pytest.approx(183359 / 1024) and "183359MiB" in b200["sources"]["memory"]
     m = json.loads(run("models", "--json").stdout)
     row = next(x for x in m if x["name"] == "gpt-oss-120b")
     assert {"name", "hf_ids", "total_params", "active_params"} <= set(row)

@@ -63,7 +63,7 @@ class Gpu:
             "scale_up_gb_s": self.scale_up_bandwidth_bytes_per_s / 1e9,
             "scale_up_domain": self.scale_up_domain,
             "scale_out_gb_s": self.scale_out_bandwidth_bytes_per_s / 1e9,
-            "tdp_w": self.tdp_w, "aliases": list(self.aliases),
+            "tdp_w": self.tdp_w, "aliases": list(self.aliases), "sources": dict(self.sources),
         }
 
 
