@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from llm_codesign.audit import clean, summary
+from llm_codesign.audit import DISCORDANT_RATIO, clean, summary
 from llm_codesign.calibrate import error_stats
 from llm_codesign.validate import kernel_report, predict_serving, read_rows, serving_report
 
@@ -65,7 +65,7 @@ def serving_section(title: str, path: Path) -> list[str]:
     rp = rep["data_checks"]["repeatability"]
     lines += [f"Repeat runs (`audit.repeatability`): {rp['settings']} settings measured more than once, {rp['rows']} runs "
               f"(each measurement once). Their spread is the error of a model that knew each setting's median run; "
-              f"{len(rp['discordant'])} settings' runs differ by over 1.5x.", "",
+              f"{len(rp['discordant'])} settings' runs differ by over {DISCORDANT_RATIO:g}x.", "",
               "| metric | runs from their setting's median: median / p90 | the model on the same runs: median / p90 |",
               "|---|---|---|"]
     lines += [f"| {m} | {rp[m]['median_ape']:.1f} / {rp[m]['p90_ape']:.1f} | {rp[m]['model_median_ape']:.1f} / "
