@@ -3,7 +3,7 @@
 Run: python benchmarks/validation_report.py [--out docs/validation_report.md]   (no GPU; a few seconds)
 Kernel tables from ../shared/data/validation/kernels (skipped where absent); serving rows from the
 shipped measurements: the clean sample the profile is fitted on (Qwen3.5 held out), the sample as
-shipped, and the TensorRT-LLM perf-overview tables, which are never fitted on.
+shipped, and, never fitted on, the TensorRT-LLM perf-overview tables and the published single runs.
 """
 from __future__ import annotations
 
@@ -83,6 +83,25 @@ def serving_section(title: str, path: Path) -> list[str]:
     return lines
 
 
+def published_section(path: Path) -> list[str]:
+    """One line per published run: each metric it states, the prediction and the signed error."""
+    rows = read_rows(path)
+    preds, unmodeled = predict_serving(rows)
+    lines = ["## Published single-deployment runs (held out)", "",
+             f"`{path.relative_to(ROOT)}` (sources and assumptions in `data/measurements/SOURCES.md`): "
+             f"{len(rows) - len(unmodeled)} of {len(rows)} rows modelled.", "",
+             "| run | plan | metric | published | predicted | error % |", "|---|---|---|---|---|---|"]
+    for r, p in zip(rows, preds, strict=True):
+        plan = (f"{r['num_gpus']}x{r['gpu']} {r['weight_dtype']} TP{r['tp']} EP{r['ep']} ADP{r['attention_dp']}, "
+                f"{r['isl']}/{r['osl']}, c={r['concurrency']}" + (f", {r['spec_method']} k={r['spec_draft_len']} "
+                                                                  f"acc={r['spec_acceptance']}" if r["spec_method"] else ""))
+        for m in ("output_tok_s_per_gpu", "output_tok_s_per_user"):
+            if (r.get(m) or "").strip() and p:
+                y = float(r[m])
+                lines.append(f"| {r['source']} | {plan} | {m} | {y:,.1f} | {p[m]:,.1f} | {100 * (p[m] / y - 1):+.1f} |")
+    return lines + [""]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", help="write the report here (markdown); default: stdout")
@@ -109,6 +128,7 @@ def main() -> None:
               f"the model {rp['model_median_ape']:.1f}% (p90 {rp['model_p90_ape']:.1f}%) on the same rows.", ""]
     lines += _table("gpu", rep["by"]["gpu"], ("output_tok_s_per_gpu",))
     lines += _table("model", rep["by"]["model"], ("output_tok_s_per_gpu",))
+    lines += published_section(MEAS / "published_runs.csv")
     _, changes = clean(read_rows(MEAS / "serving_measured_blackwell.csv"))
     lines += [f"Data checks on the sample as shipped: {summary(changes)} "
               "(`serving_measured_blackwell_clean.changes.csv` lists each).", ""]

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from . import audit, kernels
+from . import audit, engines, kernels
 from .calibrate import BAND_NAMES, concurrency_band, error_stats
 from .calibration import calibration_for
 from .errors import InputError
@@ -26,9 +26,12 @@ from .serving import evaluate
 SERVING_COLUMNS = ("source", "model", "gpu", "num_gpus", "backend", "weight_dtype", "kv_dtype", "isl", "osl", "concurrency",
                    "tp", "pp", "ep", "moe_tp", "attention_dp", "spec_method", "spec_draft_len", "spec_acceptance",
                    "ttft_ms", "tpot_ms", "output_tok_s_per_gpu", "output_tok_s_per_user")
+# optional: the step token budget the run set (trtllm-bench --max_num_tokens, vLLM --max-num-batched-tokens,
+# SGLang --chunked-prefill-size); blank: the engine's own default on that GPU (engines.step_tokens)
+OPTIONAL_COLUMNS = ("max_num_tokens",)
 METRICS = ("ttft_ms", "tpot_ms", "output_tok_s_per_gpu", "output_tok_s_per_user")
 # whole, >= 1 (blank: 1 for the plan sizes; no concurrency: an offline max-throughput run)
-_POSITIVE = ("num_gpus", "isl", "osl", "tp", "pp", "ep", "moe_tp", "attention_dp", "concurrency")
+_POSITIVE = ("num_gpus", "isl", "osl", "tp", "pp", "ep", "moe_tp", "attention_dp", "concurrency", "max_num_tokens")
 _REAL = ("spec_acceptance", "ttft_ms", "tpot_ms", "output_tok_s_per_gpu", "output_tok_s_per_user")
 _DTYPE = {"int4_wo": "int4", "fp4": "nvfp4", "w4a16_mxfp4": "mxfp4"}
 
@@ -132,9 +135,10 @@ def predict_serving(rows: list[dict], profile: str | None = None, cal_override=N
         osl = np.array([_int(r, "osl") for r in sub], float)
         conc = np.array([float(r["concurrency"]) if (r.get("concurrency") or "").strip() else np.nan for r in sub])
         offline = np.isnan(conc)
+        mnt = np.array([_int(r, "max_num_tokens", engines.step_tokens(backend, gpu)) for r in sub], float)
         # concurrency rows: one vectorised pass; offline rows: best fitting batch over the grid
         c1 = np.where(offline, 1.0, conc)
-        res = evaluate(model, gpu, cal, prec, plan, c1, isl, osl, backend=backend, spec=spec)
+        res = evaluate(model, gpu, cal, prec, plan, c1, isl, osl, backend=backend, spec=spec, max_num_tokens=mnt)
         out = {"ttft_ms": res["ttft_s"] * 1e3, "tpot_ms": res["tpot_s"] * 1e3,
                "output_tok_s_per_gpu": res["output_tok_s_per_gpu"], "output_tok_s_per_user": res["tok_s_per_user"]}
         out = {k: np.broadcast_to(v, (len(idx),)).copy() for k, v in out.items()}
@@ -142,7 +146,8 @@ def predict_serving(rows: list[dict], profile: str | None = None, cal_override=N
             oi = np.nonzero(offline)[0]
             op = Plan(*(x[oi, None] for x in (a["tp"], a["pp"], a["ep"], a["moe_tp"], a["attention_dp"], np.ones(len(idx), dtype=np.int64))))
             grid = BATCH_GRID[None, :] * a["attention_dp"][oi, None]
-            g = evaluate(model, gpu, cal, prec, op, grid, isl[oi, None], osl[oi, None], backend=backend, spec=spec)
+            g = evaluate(model, gpu, cal, prec, op, grid, isl[oi, None], osl[oi, None], backend=backend, spec=spec,
+                         max_num_tokens=mnt[oi, None])
             thr = np.where(g["fits"], g["output_tok_s_per_gpu"], -1.0)
             best = np.argmax(thr, axis=1)[:, None]
             out["ttft_ms"][oi] = np.take_along_axis(np.broadcast_to(g["ttft_s"], thr.shape), best, 1)[:, 0] * 1e3
