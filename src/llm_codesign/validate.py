@@ -44,7 +44,8 @@ def read_rows(path: str | Path) -> list[dict]:
         rows = list(csv.DictReader(f))
     missing = [c for c in ("model", "gpu", "num_gpus", "isl", "osl") if rows and c not in rows[0]]
     if not rows or missing:
-        raise InputError("serving", str(path), "a CSV with columns " + ", ".join(SERVING_COLUMNS) + (f" (missing {missing})" if missing else ""))
+        raise InputError("serving", str(path), "a CSV with columns " + ", ".join(SERVING_COLUMNS) + " (optional: "
+                         + ", ".join(OPTIONAL_COLUMNS) + ")" + (f" (missing {missing})" if missing else ""))
     # malformed numbers fail here, naming the line, not halfway through a prediction or a fit
     for line, r in enumerate(rows, start=2):
         for col in (*_POSITIVE, "spec_draft_len", *_REAL):
