@@ -22,23 +22,32 @@ def _write_predictions(path: str, rows: list[dict], preds: list[dict]) -> None:
     write_rows_atomic(path, keys + extra, ({**r, **{name(k): v for k, v in p.items()}} for r, p in zip(rows, preds, strict=True)))
 
 
+# metric labels for the terminal table, narrow enough that an 80-column terminal shows them whole
+_SHORT = {"ttft_ms": "TTFT", "tpot_ms": "TPOT", "output_tok_s_per_gpu": "tok/s/GPU", "output_tok_s_per_user": "tok/s/user",
+          "latency_ms": "latency"}
+
+
 def _print_report(rep: dict, title: str) -> None:
     from rich.table import Table
 
     from .audit import DISCORDANT_RATIO
 
     con = _console()
-    t = Table(title=f"{title}: {rep['modeled']} of {rep['rows']} rows modelled")
-    for c in ("group", "metric", "n", "median APE %", "p90 APE %", "signed median %"):
-        t.add_column(c, justify="right" if c != "group" else "left")
+    t = Table(title=f"{title}: {rep['modeled']} of {rep['rows']} rows modelled",
+              caption="APE: absolute percentage error; signed: median of the signed error, positive where predicted above measured")
+    t.add_column("group", overflow="fold")
+    t.add_column("metric", no_wrap=True)
+    for c in ("n", "median APE %", "p90 APE %", "signed %"):
+        t.add_column(c, justify="right")
     for metric, st in rep["overall"].items():
-        t.add_row("[b]overall[/b]", metric, str(st["n"]), f"{st['median_ape']:.1f}", f"{st['p90_ape']:.1f}", f"{st['signed_median_pe']:+.1f}")
+        t.add_row("[b]overall[/b]", _SHORT.get(metric, metric), str(st["n"]), f"{st['median_ape']:.1f}", f"{st['p90_ape']:.1f}",
+                  f"{st['signed_median_pe']:+.1f}")
     by = rep["by"]
     items = by.items() if all(isinstance(v, dict) and all(isinstance(x, dict) and "n" not in x for x in v.values()) for v in by.values()) else [("", by)]
     for key, groups in items:
         for g, ms in groups.items():
             for metric, st in ms.items():
-                t.add_row(f"{key} {g}".strip(), metric, str(st["n"]), f"{st['median_ape']:.1f}", f"{st['p90_ape']:.1f}", f"{st['signed_median_pe']:+.1f}")
+                t.add_row(f"{key} {g}".strip(), _SHORT.get(metric, metric), str(st["n"]), f"{st['median_ape']:.1f}", f"{st['p90_ape']:.1f}", f"{st['signed_median_pe']:+.1f}")
     con.print(t)
     if rep["unmodeled"]:
         from collections import Counter
