@@ -1,4 +1,7 @@
 import json
+import os
+import subprocess
+import sys
 
 import pytest
 from conftest import run
@@ -155,6 +158,11 @@ def test_validate_kernels_and_serving(tmp_path):
     assert len(got) == 2 and {"ttft_ms", "predicted_ttft_ms", "predicted_tpot_ms"} <= set(got[0])
     assert 0 < float(got[0]["predicted_tpot_ms"]) < 100 and float(got[0]["predicted_ttft_ms"]) > 0
     assert run("validate").returncode == 2
+    # the terminal table names each metric whole on an 80-column terminal
+    env = {**os.environ, "COLUMNS": "80"}
+    r = subprocess.run([sys.executable, "-m", "llm_codesign.cli", "validate", "--serving", str(s)], capture_output=True,
+                       text=True, env=env, timeout=300)
+    assert r.returncode == 0 and "TTFT" in r.stdout and "TPOT" in r.stdout and "…" not in r.stdout
 
 
 def test_calibrate_profile_round_trip(tmp_path):
