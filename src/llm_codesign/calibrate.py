@@ -91,6 +91,8 @@ def polish_bands(rows: list[dict]) -> np.ndarray:
 def concurrency_band(row: dict) -> str:
     """The concurrency band of a serving row, as the polish weighs it ("offline" rows count with 33+)."""
     return BAND_NAMES[_band(row)] if (row.get("concurrency") or "").strip() else "offline"
+
+
 ORDER = ("gemm", "prefill_attention", "decode_attention", "collectives", "moe")  # later kinds reuse earlier fits
 
 

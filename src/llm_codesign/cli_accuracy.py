@@ -30,7 +30,7 @@ _SHORT = {"ttft_ms": "TTFT", "tpot_ms": "TPOT", "output_tok_s_per_gpu": "tok/s/G
 def _print_report(rep: dict, title: str) -> None:
     from rich.table import Table
 
-    from .audit import DISCORDANT_RATIO
+    from .audit import DISCORDANT_RATIO, REPEAT_METRICS
 
     con = _console()
     t = Table(title=f"{title}: {rep['modeled']} of {rep['rows']} rows modelled",
@@ -61,8 +61,7 @@ def _print_report(rep: dict, title: str) -> None:
                   f"measurement under a different plan, {checks['replanned']} carry a plan their run name contradicts, "
                   f"{checks['suspect']} are kept but doubtful (--clean fixes or drops the others; --json lists them all)")
     repeats = checks.get("repeatability") or {}
-    names = {"ttft_ms": "TTFT", "tpot_ms": "TPOT", "output_tok_s_per_gpu": "output tok/s/GPU"}
-    spreads = [(names[m], repeats[m]) for m in names if (repeats.get(m) or {}).get("model_median_ape") is not None]
+    spreads = [(_SHORT[m], repeats[m]) for m in REPEAT_METRICS if (repeats.get(m) or {}).get("model_median_ape") is not None]
     if spreads:
         said = "; ".join(f"{name} {st['median_ape']:.1f}% (p90 {st['p90_ape']:.1f}%), the model {st['model_median_ape']:.1f}% "
                          f"(p90 {st['model_p90_ape']:.1f}%)" for name, st in spreads)

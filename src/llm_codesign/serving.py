@@ -126,8 +126,8 @@ def evaluate(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, plan
     mnt, (budget, default_fraction, occupancy) = engine_budget(backend, gpu, max_num_tokens, plan, spec)
     c_rank = C / adp
     k, acc = draft_lengths(spec, spec_k)
-    mem = memory.fit(model, gpu, prec, sh, isl, osl, mnt, default_fraction if usable_fraction is None else usable_fraction,
-                     osl_occupancy=occupancy, budget=budget)
+    fraction = default_fraction if usable_fraction is None else usable_fraction
+    mem = memory.fit(model, gpu, prec, sh, isl, osl, mnt, fraction, osl_occupancy=occupancy, budget=budget)
     # sequences that run at once per rank: what is in flight, capped by the KV cache
     cap = mem["max_seqs_per_rank"]
     running = np.where(cap >= 1, np.minimum(c_rank, cap), c_rank)
@@ -139,8 +139,7 @@ def evaluate(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, plan
     if rule is not None:
         share, clip = rule
         adm_occ = share * np.minimum(osl, clip) / np.maximum(osl, 1.0)
-        adm = memory.fit(model, gpu, prec, sh, isl, osl, mnt, default_fraction if usable_fraction is None else usable_fraction,
-                         osl_occupancy=adm_occ, budget=budget)["max_seqs_per_rank"]
+        adm = memory.fit(model, gpu, prec, sh, isl, osl, mnt, fraction, osl_occupancy=adm_occ, budget=budget)["max_seqs_per_rank"]
         admitted = np.where(cap >= 1, np.minimum(c_rank, np.maximum(adm, cap)), c_rank)
     time_share = admitted / np.maximum(running, 1.0)
     b = running / pp  # sequences per micro-batch
