@@ -137,16 +137,19 @@ def test_speculative_rows_need_a_measured_acceptance():
 
 
 @needs_shared
-def test_committed_validation_report_is_current():
-    # docs/validation_report.md holds every quoted figure; a model or profile change must regenerate it
+def test_committed_validation_report_is_current(tmp_path):
+    # docs/validation_report.md holds every quoted figure and accuracy.toml what `estimate` quotes; a model or
+    # profile change must regenerate both
     import subprocess
     import sys
 
     root = Path(__file__).resolve().parents[1]
-    out = subprocess.run([sys.executable, str(root / "benchmarks" / "validation_report.py")], capture_output=True, text=True,
-                         check=True, cwd=root).stdout
-    assert out.strip() == (root / "docs" / "validation_report.md").read_text().strip(), \
-        "regenerate: python benchmarks/validation_report.py --out docs/validation_report.md"
+    shipped = root / "src" / "llm_codesign" / "data" / "calibration" / "accuracy.toml"
+    out = subprocess.run([sys.executable, str(root / "benchmarks" / "validation_report.py"), "--accuracy", str(tmp_path / "a.toml")],
+                         capture_output=True, text=True, check=True, cwd=root).stdout
+    regen = f"regenerate: python benchmarks/validation_report.py --out docs/validation_report.md --accuracy {shipped.relative_to(root)}"
+    assert out.strip() == (root / "docs" / "validation_report.md").read_text().strip(), regen
+    assert (tmp_path / "a.toml").read_text() == shipped.read_text(), regen
 
 
 def test_blank_kv_dtype_reads_fp8_with_fp8_or_nvfp4_weights():

@@ -147,6 +147,7 @@ def estimate(
     as_json: bool = typer.Option(False, "--json"),
 ):
     """What one deployment delivers: TTFT, TPOT, tok/s/user, tok/s/GPU, memory, bottlenecks."""
+    from .accuracy import expected_error
     from .calibration import calibration_for
     from .estimate import estimate as run
 
@@ -154,6 +155,8 @@ def estimate(
     dep = _deployment(m, gpu, gpus_, tp, pp, ep, moe_tp, attention_dp, kvp, weight_dtype, activation_dtype, kv_dtype,
                       backend, spec, draft_len, acceptance, acceptance_rates, draft_model, max_num_tokens, cpp)
     r = run(m, dep, calibration_for(dep.gpu, calibration), isl, osl, concurrency, breakdown)
+    # the bundled profile's measured error on runs like this one; a custom profile's is the user's to measure
+    r["expected_error"] = None if calibration else expected_error(dep.gpu, dep.backend, concurrency, dep.spec is not None)
     if as_json:
         return _dump(r)
     from rich.table import Table
@@ -178,6 +181,8 @@ def estimate(
         t.add_row("speculation", f"{s['method']} k={s['draft_len']}, {r['accepted_per_step']:.2f} tokens/step, "
                   f"speed-up {s['speedup_at_concurrency']:.2f}x here, {s['speedup_at_1']:.2f}x at batch 1")
         t.add_row("speculation stops paying at", str(s["stops_paying_at_concurrency"] or "never within the batch that fits"))
+    for k, v in _error_rows(r["expected_error"], calibration):
+        t.add_row(k, v)
     _console().print(t)
     if breakdown:
         bt = Table(title="per-operator time per step (one GPU)")
@@ -186,6 +191,20 @@ def estimate(
         for o in sorted(r["breakdown"], key=lambda o: -o["time_ms"]):
             bt.add_row(o["name"], o["kind"], f"{o['time_ms']:.3f}")
         _console().print(bt)
+
+
+_LABELS = {"ttft_ms": "TTFT", "tpot_ms": "TPOT", "output_tok_s_per_gpu": "tok/s/GPU"}
+
+
+def _error_rows(err: dict | None, calibration: str | None) -> list[tuple[str, str]]:
+    """estimate's table rows on how far such predictions lie from measurement (llm_codesign.accuracy)."""
+    if calibration:
+        return [("measured error", f"not known for {calibration}: `llm-codesign validate --serving FILE --calibration {calibration}`")]
+    if err is None:
+        return [("measured error", "[yellow]no measured run like this one[/yellow]")]
+    rows = [("measured error (median / p90)", ", ".join(f"{_LABELS[m]} {c['median']:.0f}% / {c['p90']:.0f}%" for m, c in err["metrics"].items())),
+            ("measured on", err["basis"])]
+    return rows + [("caveat", f"[yellow]{n}[/yellow]") for n in err["notes"]]
 
 
 @app.command()

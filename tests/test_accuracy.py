@@ -1,0 +1,83 @@
+"""The error an estimate quotes: built from validation residuals, looked up by engine, load and GPU."""
+import tomllib
+from pathlib import Path
+
+import pytest
+from conftest import run
+
+from llm_codesign.accuracy import build, bundled, expected_error, to_toml
+from llm_codesign.hardware import get_gpu
+
+CELL = {"median": 10.0, "p90": 18.0, "signed": 10.0, "n": 3}
+
+
+def _row(gpu="b200", backend="vllm", conc="8", ttft="100", tpot="10", **kw):
+    return {"source": "x", "gpu": gpu, "backend": backend, "concurrency": conc, "ttft_ms": ttft, "tpot_ms": tpot, **kw}
+
+
+def test_build_cells_by_hand():
+    # TTFT predicted 110, 90, 120 against 100: APE 10, 10, 20 -> median 10, p90 18 (linear), signed +10, -10, +20 -> +10
+    rows = [_row(), _row(), _row(), _row(conc="2")]
+    preds = [{"ttft_ms": 110.0, "tpot_ms": 10.0}, {"ttft_ms": 90.0, "tpot_ms": 10.0}, {"ttft_ms": 120.0, "tpot_ms": 10.0}, {}]
+    off = [_row(gpu="h100", conc="", output_tok_s_per_gpu="1000"), _row(gpu="h200", conc="", output_tok_s_per_gpu="1000"),
+           _row(gpu="a100", conc="", output_tok_s_per_gpu="1000")]
+    off_preds = [{"output_tok_s_per_gpu": 1100.0}, {"output_tok_s_per_gpu": 700.0}, {}]
+    pub = [_row(spec_method="mtp", output_tok_s_per_user="100"), _row(spec_method="", output_tok_s_per_user="100")]
+    t = build((rows, preds), (off, off_preds), (pub, [{"output_tok_s_per_user": 150.0}, {"output_tok_s_per_user": 10.0}]))
+    assert t["serving"] == {"vllm": {"5-32": {"ttft_ms": CELL, "tpot_ms": {"median": 0.0, "p90": 0.0, "signed": 0.0, "n": 3}}}}
+    assert t["serving_gpus"] == ["b200"]  # the unpredicted row's GPU counts only where it was modelled
+    # hopper pools H100 (+10%) and H200 (-30%); A100 was not modelled, so ampere has no cell
+    assert t["offline"] == {"hopper": {"output_tok_s_per_gpu": {"median": 20.0, "p90": 28.0, "signed": -10.0, "n": 2}}}
+    assert t["speculative"]["output_tok_s_per_user"] == {"median": 50.0, "p90": 50.0, "signed": 50.0, "n": 1, "low": 50.0, "high": 50.0}
+    assert tomllib.loads(to_toml(t, ["header"])) == t  # what the file holds reads back as built
+
+
+TABLE = {"serving_gpus": ["b200"], "serving": {"vllm": {"5-32": {"ttft_ms": CELL, "tpot_ms": CELL}}},
+         "offline": {"hopper": {"output_tok_s_per_gpu": CELL}},
+         "speculative": {"output_tok_s_per_user": {**CELL, "low": -34.2, "high": 94.6}}}
+
+
+@pytest.mark.parametrize("conc, found", [(4, False), (5, True), (32, True), (33, False)])
+def test_lookup_by_concurrency_band(conc, found):
+    e = expected_error(get_gpu("b200"), "vllm", conc, table=TABLE)
+    assert (e is not None) == found
+    if found:
+        assert e["metrics"]["ttft_ms"] == CELL and e["notes"] == [] and e["basis"].startswith("3 vLLM runs at 5-32 requests")
+
+
+def test_lookup_caveats():
+    assert expected_error(get_gpu("b200"), "trtllm", 8, table=TABLE) is None  # no TensorRT-LLM cell
+    e = expected_error(get_gpu("b300"), "vllm", 8, table=TABLE)
+    assert e["notes"] == ["the serving sample holds no B300 run"]  # same family as the sample's B200
+    e = expected_error(get_gpu("h100"), "vllm", 8, spec=True, table=TABLE)
+    assert "nor any hopper GPU" in e["notes"][0] and "-34% to +95%" in e["notes"][1]
+    e = expected_error(get_gpu("h200"), "sglang", None, table=TABLE)  # offline: by family, TensorRT-LLM's runs
+    assert e["metrics"] == {"output_tok_s_per_gpu": CELL} and "SGLang is not measured offline" in e["notes"][0]
+    assert expected_error(get_gpu("a100"), "trtllm", None, table=TABLE) is None
+
+
+def test_shipped_table_covers_every_engine_and_band():
+    t = bundled()
+    assert {b: sorted(v) for b, v in t["serving"].items()} == {b: ["1-4", "33+", "5-32"] for b in ("sglang", "trtllm", "vllm")}
+    assert {"hopper", "blackwell", "ampere"} <= set(t["offline"])
+    # every cell rests on enough runs for its median to mean something
+    assert min(c["n"] for bands in t["serving"].values() for cell in bands.values() for c in cell.values()) >= 50
+
+
+def test_estimate_quotes_the_shipped_cell():
+    cell = bundled()["serving"]["trtllm"]["33+"]
+    out = run("estimate", "llama-3.1-70b", "--gpu", "b200", "--gpus", "8", "--tp", "8", "--concurrency", "64", "--json")
+    assert json_load(out)["expected_error"]["metrics"] == cell
+    text = run("estimate", "llama-3.1-70b", "--gpu", "b200", "--gpus", "8", "--tp", "8", "--concurrency", "64")
+    assert f"TTFT {cell['ttft_ms']['median']:.0f}% / {cell['ttft_ms']['p90']:.0f}%" in text.stdout
+    # a custom profile's error is not the bundled one's
+    prof = str(Path(__file__).resolve().parents[1] / "src" / "llm_codesign" / "data" / "calibration" / "fitted.toml")
+    out = run("estimate", "llama-3.1-70b", "--gpu", "b200", "--gpus", "8", "--tp", "8", "--concurrency", "64", "--calibration", prof, "--json")
+    assert json_load(out)["expected_error"] is None
+
+
+def json_load(out):
+    import json
+
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout)
