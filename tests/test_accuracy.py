@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 from conftest import run
 
-from llm_codesign.accuracy import build, bundled, expected_error, to_toml
+from llm_codesign.accuracy import build, bundled, describe, expected_error, to_toml
 from llm_codesign.hardware import get_gpu
 
 CELL = {"median": 10.0, "p90": 18.0, "signed": 10.0, "n": 3}
@@ -81,3 +81,12 @@ def json_load(out):
 
     assert out.returncode == 0, out.stderr
     return json.loads(out.stdout)
+
+
+def test_describe_lists_each_band_then_each_caveat_once():
+    lines = describe(get_gpu("h100"), "vllm", spec=True, table=TABLE)
+    assert lines == ["3 vLLM runs at 5-32 requests on B200: TTFT 10% median / 18% p90, TPOT 10% median / 18% p90",
+                     "3 held-out TensorRT-LLM offline runs on hopper GPUs: tok/s/GPU 10% median / 18% p90",
+                     "the serving sample holds no H100 SXM run, nor any hopper GPU",
+                     "speculative decoding is not in that sample; 3 published runs with it miss tok/s/user by -34% to +95%",
+                     "those runs are TensorRT-LLM's; vLLM is not measured offline"]

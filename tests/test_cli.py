@@ -116,6 +116,12 @@ def test_pareto_json_and_files(tmp_path):
     assert d["evaluated"] > 0 and d["seconds"] > 0
     assert {"tok_s_per_user", "output_tok_s_per_gpu", "ttft_ms", "deployment"} <= set(d["frontier"][0])
     assert (tmp_path / "frontier.png").exists() and (tmp_path / "report.html").exists() and (tmp_path / "frontier.csv").exists()
+    from llm_codesign.accuracy import bundled
+
+    hopper = bundled()["offline"]["hopper"]["output_tok_s_per_gpu"]
+    page = (tmp_path / "report.html").read_text()  # the report says how far such predictions lie from measurement
+    assert f"{hopper['n']} held-out TensorRT-LLM offline runs on hopper GPUs: tok/s/GPU {hopper['median']:.0f}% median" in page
+    assert "the serving sample holds no H100 SXM run, nor any hopper GPU" in page
 
 
 def test_lint_json_sarif_and_fail_on(tmp_path):

@@ -42,8 +42,9 @@ def test_png_and_svg(result, tmp_path):
 def test_html_self_contained_with_data(result, tmp_path):
     r, bd = result
     p = tmp_path / "r.html"
-    write_html([r], bd, p)
+    write_html([r], bd, p, {"h100": ["3 vLLM runs at 5-32 requests on B200: TTFT 10% median / 18% p90 <x>"]})
     text = p.read_text()
+    assert "<li>3 vLLM runs at 5-32 requests on B200: TTFT 10% median / 18% p90 &lt;x&gt;</li>" in text  # escaped
     assert not re.search(r"<script[^>]+src=[\"']https?:", text)  # plotly.js inlined, nothing fetched
     assert "Plotly.newPlot" in text or "newPlot" in text
     blob = re.search(r'<script type="application/json" id="frontier-data">(.*?)</script>', text, re.S).group(1)

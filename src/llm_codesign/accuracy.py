@@ -25,6 +25,7 @@ SERVING_METRICS = ("ttft_ms", "tpot_ms")
 OFFLINE_METRIC = "output_tok_s_per_gpu"
 SPEC_METRIC = "output_tok_s_per_user"
 ENGINE_NAMES = {"trtllm": "TensorRT-LLM", "vllm": "vLLM", "sglang": "SGLang"}
+LABELS = {"ttft_ms": "TTFT", "tpot_ms": "TPOT", OFFLINE_METRIC: "tok/s/GPU"}
 
 
 def _cell(pairs: list[tuple[float, float]]) -> dict | None:
@@ -131,3 +132,17 @@ def expected_error(gpu, backend: str, concurrency: int | None, spec: bool = Fals
         notes.append(f"speculative decoding is not in that sample; {sp['n']} published runs with it miss tok/s/user by "
                      f"{sp['low']:+.0f}% to {sp['high']:+.0f}%")
     return {"metrics": metrics, "basis": basis, "notes": notes}
+
+
+def describe(gpu, backend: str, spec: bool = False, table: dict | None = None) -> list[str]:
+    """One line per concurrency band and for offline runs on what validation measured for predictions on
+    `gpu` with `backend`, then the caveats, each once: for reports that span many loads (a frontier)."""
+    lines, notes = [], []
+    for conc in (1, 5, 33, None):  # one concurrency per band, then offline
+        e = expected_error(gpu, backend, conc, spec, table)
+        if e is None:
+            continue
+        lines.append(f"{e['basis']}: " + ", ".join(f"{LABELS[m]} {c['median']:.0f}% median / {c['p90']:.0f}% p90"
+                                                 for m, c in e["metrics"].items()))
+        notes += [n for n in e["notes"] if n not in notes]
+    return lines + notes

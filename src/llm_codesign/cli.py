@@ -193,16 +193,15 @@ def estimate(
         _console().print(bt)
 
 
-_LABELS = {"ttft_ms": "TTFT", "tpot_ms": "TPOT", "output_tok_s_per_gpu": "tok/s/GPU"}
-
-
 def _error_rows(err: dict | None, calibration: str | None) -> list[tuple[str, str]]:
     """estimate's table rows on how far such predictions lie from measurement (llm_codesign.accuracy)."""
     if calibration:
         return [("measured error", f"not known for {calibration}: `llm-codesign validate --serving FILE --calibration {calibration}`")]
     if err is None:
         return [("measured error", "[yellow]no measured run like this one[/yellow]")]
-    rows = [("measured error (median / p90)", ", ".join(f"{_LABELS[m]} {c['median']:.0f}% / {c['p90']:.0f}%" for m, c in err["metrics"].items())),
+    from .accuracy import LABELS
+
+    rows = [("measured error (median / p90)", ", ".join(f"{LABELS[m]} {c['median']:.0f}% / {c['p90']:.0f}%" for m, c in err["metrics"].items())),
             ("measured on", err["basis"])]
     return rows + [("caveat", f"[yellow]{n}[/yellow]") for n in err["notes"]]
 
@@ -295,7 +294,11 @@ def pareto(
     if paths["plot"]:
         write_plot(results, paths["plot"])
     if paths["html"]:
-        write_html(results, breakdowns, paths["html"])
+        from .accuracy import describe
+
+        errors = {g: [f"not known for {calibration}: run `llm-codesign validate --calibration {calibration}` on measurements"]
+                  if calibration else describe(_gpu(g), backend, sd is not None) for g in gpu_refs}
+        write_html(results, breakdowns, paths["html"], errors)
     if as_json:
         slim = [{k: v for k, v in r.items() if k not in ("cloud", "roofline_bound")} for r in results]
         return _dump(slim[0] if len(slim) == 1 else {"comparisons": slim, "evaluated": sum(r["evaluated"] for r in slim),

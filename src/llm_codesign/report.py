@@ -107,8 +107,19 @@ def write_plot(results: list[dict], path: str | Path) -> None:
     plt.close(fig)
 
 
-def write_html(results: list[dict], breakdowns: dict, path: str | Path) -> None:
-    """Self-contained HTML (plotly.js inlined, no CDN) with hover details and per-operator breakdowns."""
+def _errors_html(errors: dict[str, list[str]] | None) -> str:
+    if not errors:
+        return ""
+    out = "<h2>Measured error of such predictions</h2>\n"
+    for gpu, lines in errors.items():
+        items = "".join(f"<li>{html.escape(x)}</li>" for x in lines) or "<li>no measured run like these</li>"
+        out += f"<p>{html.escape(gpu)}:</p><ul>{items}</ul>\n"
+    return out
+
+
+def write_html(results: list[dict], breakdowns: dict, path: str | Path, errors: dict[str, list[str]] | None = None) -> None:
+    """Self-contained HTML (plotly.js inlined, no CDN) with hover details and per-operator breakdowns;
+    `errors` ({GPU: lines}, accuracy.describe) says how far such predictions lie from measured runs."""
     try:
         import plotly.graph_objects as go
     except ImportError:
@@ -142,7 +153,7 @@ td,th{{border:1px solid #ccc;padding:2px 6px;text-align:right}} td:first-child{{
 <p>ISL/OSL {results[0]['isl']}/{results[0]['osl']}, {results[0]['num_gpus']} GPUs, backend {html.escape(results[0]['backend'])};
 {sum(r['evaluated'] for r in results):,} deployments evaluated.</p>
 {plot}
-<h2>Per-operator breakdown of the selected point</h2><div id="breakdown">Click a frontier point.</div>
+{_errors_html(errors)}<h2>Per-operator breakdown of the selected point</h2><div id="breakdown">Click a frontier point.</div>
 <h2>Frontier</h2><div id="table"></div>
 <script type="application/json" id="frontier-data">{safe}</script>
 <script>
