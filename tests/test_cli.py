@@ -33,6 +33,28 @@ def test_roofline_json_keys_and_floor():
     assert d["totals"]["time_s"] >= 2 * (8.03e9 - 128256 * 4096) / 3.35e12
 
 
+def test_roofline_table_whole_at_80_columns():
+    # every figure of every operator reads whole on an 80-column terminal (before: names cut to "layer…",
+    # times folded across lines)
+    args = ("roofline", "deepseek-r1", "--gpu", "b200", "--phase", "prefill", "--context", "1024", "--tp", "8")
+    d = json.loads(run(*args, "--json").stdout)
+    r = subprocess.run([sys.executable, "-m", "llm_codesign.cli", *args], capture_output=True, text=True,
+                       env={**os.environ, "COLUMNS": "80"}, timeout=300)
+    assert r.returncode == 0 and "…" not in r.stdout and max(map(len, r.stdout.splitlines())) <= 80
+    names: list[str] = []  # the operator column, a folded name's continuation lines joined back
+    lines = r.stdout.splitlines()
+    start = next(i for i, x in enumerate(lines) if set(x.strip()) == {"─"}) + 1
+    for line in lines[start:next(i for i in range(start, len(lines)) if not lines[i].strip())]:
+        tokens = line.split()
+        if len(tokens) > 1:
+            names.append(tokens[0])
+        elif tokens and names:
+            names[-1] += tokens[0]
+    assert [o["name"] for o in d["ops"]] == names[:-1] and names[-1] == "total"
+    for o in d["ops"]:
+        assert f"{o['time_s'] * 1e6:.1f}" in r.stdout and f"{o['pct_of_peak']:.1f}" in r.stdout
+
+
 def test_roofline_moe_with_tp():
     r = run("roofline", "deepseek-r1", "--gpu", "b200", "--phase", "prefill", "--batch", "4", "--context", "2048", "--tp", "8", "--json")
     assert r.returncode == 0, r.stderr

@@ -117,17 +117,25 @@ def roofline(
     r = run(m, g, calibration_for(g, calibration), _precision(m, weight_dtype, activation_dtype, kv_dtype), phase, batch, context, tp)
     if as_json:
         return _dump(r)
+    from rich import box
     from rich.table import Table
 
-    t = Table(title=f"{m.name} on {g.name}: {phase}, batch {batch}, context {context}, TP{tp}, {r['precision']}")
-    for c in ("operator", "layers", "FLOPs", "bytes", "FLOP/B", "ridge", "bound", "time", "% peak"):
-        t.add_column(c, justify="right" if c != "operator" else "left")
+    # short headers, no column rules and a folding operator column keep every figure whole at 80 columns
+    ridges = sorted({round(o["ridge_point"]) for o in r["ops"]}, reverse=True)
+    t = Table(title=f"{m.name} on {g.name}: {phase}, batch {batch}, context {context}, TP{tp}, {r['precision']}",
+              caption=f"n: layers running the operator. FLOP/B: arithmetic intensity, against the ridge point (peak FLOP/s "
+                      f"over bandwidth at the operator's precision: {', '.join(map(str, ridges))} FLOP/B here). "
+                      "us: time of all n per step. %pk: share of peak FLOP/s.",
+              box=box.SIMPLE_HEAD, pad_edge=False)
+    t.add_column("operator", overflow="fold", min_width=12)
+    for c in ("n", "FLOPs", "bytes", "FLOP/B", "bound", "us", "%pk"):
+        t.add_column(c, justify="right", no_wrap=True)
     for o in r["ops"]:
         t.add_row(o["name"], f"{o['layers']:.0f}", _fmt(o["flops"]), _fmt(o["bytes"], "B"), f"{o['intensity']:.1f}",
-                  f"{o['ridge_point']:.0f}", o["bound"], f"{o['time_s'] * 1e6:.1f} us", f"{o['pct_of_peak']:.1f}")
+                  o["bound"], f"{o['time_s'] * 1e6:.1f}", f"{o['pct_of_peak']:.1f}")
     tt = r["totals"]
-    t.add_row("[b]total[/b]", "", _fmt(tt["flops"]), _fmt(tt["bytes"], "B"), f"{tt['intensity']:.1f}", "", "",
-              f"[b]{tt['time_s'] * 1e3:.3f} ms[/b]", "")
+    t.add_row("[b]total[/b]", "", _fmt(tt["flops"]), _fmt(tt["bytes"], "B"), f"{tt['intensity']:.1f}", "",
+              f"[b]{tt['time_s'] * 1e6:.1f}[/b]", "")
     _console().print(t)
     _console().print(f"roofline floor (max of FLOPs/peak, bytes/bandwidth): {tt['bound_time_s'] * 1e3:.3f} ms")
 
