@@ -242,3 +242,18 @@ def test_step_budget_must_be_positive():
                 ["pareto", "llama-3.1-8b", "--gpu", "h100", "--gpus", "1", "--max-num-tokens", "-5"]):
         r = run(*cmd)
         assert r.returncode == 2 and "max_num_tokens" in r.stderr and "Traceback" not in r.stderr
+
+
+@pytest.mark.parametrize("args", [
+    ("gpus",), ("models",), ("lint", "gpt-oss-120b", "--gpu", "b200"),
+    ("pareto", "deepseek-r1", "--gpu", "b200", "--gpus", "16", "--spec", "mtp", "--acceptance", "2.5", "--draft-len", "3"),
+    ("disagg", "deepseek-r1", "--gpu", "b200", "--prefill", "tp=8,ep=8", "--decode", "attention_dp=8,ep=8", "--concurrency", "1,32"),
+    ("estimate", "deepseek-r1", "--gpu", "b200", "--gpus", "8", "--tp", "8", "--ep", "8", "--concurrency", "32", "--breakdown"),
+])
+def test_tables_whole_at_80_columns(args):
+    # nothing cut to "…" and no line past the terminal (before: GPU ids and FP4 peaks cut, frontier and disagg
+    # headers cut, the disagg table's last column dropped)
+    r = subprocess.run([sys.executable, "-m", "llm_codesign.cli", *args], capture_output=True, text=True,
+                       env={**os.environ, "COLUMNS": "80"}, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert "…" not in r.stdout and max(map(len, r.stdout.splitlines())) <= 80

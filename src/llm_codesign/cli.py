@@ -41,6 +41,7 @@ from .cli_common import (
     _precision,
     _progress,
     _spec,
+    _table,
     app,
 )
 from .errors import InputError
@@ -54,11 +55,9 @@ def gpus(as_json: bool = typer.Option(False, "--json", help="Emit JSON.")):
     rows = [g.to_dict() for g in catalog().values()]
     if as_json:
         return _dump(rows)
-    from rich.table import Table
-
-    t = Table(title="GPU catalog (dense peaks)")
-    for c in ("id", "name", "BF16 TF", "FP8 TF", "FP4 TF", "HBM GB", "smi GiB", "TB/s", "scale-up", "GB/s (1 dir)", "TDP W"):
-        t.add_column(c)
+    t = _table("GPU catalog", "id:k name:t BF16:n FP8:n FP4:n HBM:n GiB:n TB/s:n NVL:n GB/s:n TDP:n",
+               "BF16, FP8, FP4: dense peak TFLOP/s. HBM: GB as sold; GiB: as nvidia-smi reports it. TB/s: HBM bandwidth. "
+               "NVL: GPUs in the scale-up domain; GB/s: scale-up bandwidth per direction. TDP: watts.")
     for g in rows:
         p = g["peak_tflops"]
         t.add_row(g["id"], g["name"], f"{p.get('bf16', 0):.0f}", f"{p.get('fp8', 0):.0f}" if "fp8" in p else "-",
@@ -75,11 +74,7 @@ def models(as_json: bool = typer.Option(False, "--json", help="Emit JSON.")):
     rows = list_models()
     if as_json:
         return _dump(rows)
-    from rich.table import Table
-
-    t = Table(title="Bundled models")
-    for c in ("name", "total", "active", "layers", "default precision", "Hugging Face ids"):
-        t.add_column(c)
+    t = _table("Bundled models", "name:t total:n active:n layers:n default_precision:t Hugging_Face_ids:t")
     for m in rows:
         if m.get("error"):
             t.add_row(m["name"], "-", "-", "-", "[red]unsupported[/red]", ", ".join(m["hf_ids"][:2]))
@@ -117,19 +112,12 @@ def roofline(
     r = run(m, g, calibration_for(g, calibration), _precision(m, weight_dtype, activation_dtype, kv_dtype), phase, batch, context, tp)
     if as_json:
         return _dump(r)
-    from rich import box
-    from rich.table import Table
-
-    # short headers, no column rules and a folding operator column keep every figure whole at 80 columns
     ridges = sorted({round(o["ridge_point"]) for o in r["ops"]}, reverse=True)
-    t = Table(title=f"{m.name} on {g.name}: {phase}, batch {batch}, context {context}, TP{tp}, {r['precision']}",
-              caption=f"n: layers running the operator. FLOP/B: arithmetic intensity, against the ridge point (peak FLOP/s "
-                      f"over bandwidth at the operator's precision: {', '.join(map(str, ridges))} FLOP/B here). "
-                      "us: time of all n per step. %pk: share of peak FLOP/s.",
-              box=box.SIMPLE_HEAD, pad_edge=False)
-    t.add_column("operator", overflow="fold", min_width=12)
-    for c in ("n", "FLOPs", "bytes", "FLOP/B", "bound", "us", "%pk"):
-        t.add_column(c, justify="right", no_wrap=True)
+    t = _table(f"{m.name} on {g.name}: {phase}, batch {batch}, context {context}, TP{tp}, {r['precision']}",
+               "operator:t n:n FLOPs:n bytes:n FLOP/B:n bound:n us:n %pk:n",
+               f"n: layers running the operator. FLOP/B: arithmetic intensity, against the ridge point (peak FLOP/s "
+               f"over bandwidth at the operator's precision: {', '.join(map(str, ridges))} FLOP/B here). "
+               "us: time of all n per step. %pk: share of peak FLOP/s.")
     for o in r["ops"]:
         t.add_row(o["name"], f"{o['layers']:.0f}", _fmt(o["flops"]), _fmt(o["bytes"], "B"), f"{o['intensity']:.1f}",
                   o["bound"], f"{o['time_s'] * 1e6:.1f}", f"{o['pct_of_peak']:.1f}")
@@ -193,9 +181,7 @@ def estimate(
         t.add_row(k, v)
     _console().print(t)
     if breakdown:
-        bt = Table(title="per-operator time per step (one GPU)")
-        for c in ("operator", "kind", "time ms"):
-            bt.add_column(c)
+        bt = _table("per-operator time per step (one GPU)", "operator:t kind:k time_ms:n")
         for o in sorted(r["breakdown"], key=lambda o: -o["time_ms"]):
             bt.add_row(o["name"], o["kind"], f"{o['time_ms']:.3f}")
         _console().print(bt)
@@ -311,15 +297,13 @@ def pareto(
         slim = [{k: v for k, v in r.items() if k not in ("cloud", "roofline_bound")} for r in results]
         return _dump(slim[0] if len(slim) == 1 else {"comparisons": slim, "evaluated": sum(r["evaluated"] for r in slim),
                                                       "seconds": sum(r["seconds"] for r in slim), "frontier": [p for r in slim for p in r["frontier"]]})
-    from rich.table import Table
-
     con = _console()
     for r in results:
         mode = " disaggregated" if r.get("mode") == "disaggregated" else ""
-        t = Table(title=f"Pareto frontier{mode}: {r['model']} on {r['num_gpus']}x {r['gpu']}, ISL/OSL {isl}/{osl} "
-                        f"({r['evaluated']:,} deployments in {r['seconds']:.2f} s)")
-        for c in ("tok/s/user", "tok/s/GPU", "TTFT ms", "TPOT ms", "plan", "x", "batch", "precision", "spec"):
-            t.add_column(c, justify="right")
+        t = _table(f"Pareto frontier{mode}: {r['model']} on {r['num_gpus']}x {r['gpu']}, ISL/OSL {isl}/{osl} "
+                   f"({r['evaluated']:,} deployments in {r['seconds']:.2f} s)",
+                   "tok/s/user:n tok/s/GPU:n TTFT:n TPOT:n plan:t x:n batch:n W/KV:t spec:k",
+                   "TTFT, TPOT: ms. x: instances of the plan. batch: requests per instance. W/KV: weight / KV-cache precision.")
         fr = r["frontier"]
         step = max(1, len(fr) // 24)
         for p in fr[::step]:

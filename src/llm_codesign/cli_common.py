@@ -24,6 +24,21 @@ def _console():
     return Console()
 
 
+def _table(title: str, columns: str, caption: str | None = None, **kw):
+    """A terminal table that keeps its figures whole at 80 columns: no column rules, and per column in
+    `columns` (space-separated `name:kind`, `_` for a space in a name) a kind: `n` a number, right-aligned
+    and never wrapped; `t` text that folds rather than being cut; `k` a short key kept on one line."""
+    from rich import box
+    from rich.table import Table
+
+    t = Table(title=title, caption=caption, box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True, **kw)
+    for spec in columns.split():
+        name, kind = spec.rsplit(":", 1)
+        t.add_column(name.replace("_", " "), justify="right" if kind == "n" else "left", no_wrap=kind in "nk",
+                     overflow="fold" if kind == "t" else "ellipsis", min_width=8 if kind == "t" else None)
+    return t
+
+
 def _dump(obj) -> None:
     typer.echo(json.dumps(obj, indent=2, default=float))
 

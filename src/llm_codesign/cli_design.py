@@ -6,7 +6,7 @@ from typing import Optional
 
 import typer
 
-from .cli_common import O_A, O_BACKEND, O_CAL, O_KV, O_W, _console, _dump, _gpu, _model, _precision, _progress, app
+from .cli_common import O_A, O_BACKEND, O_CAL, O_KV, O_W, _console, _dump, _gpu, _model, _precision, _progress, _table, app
 from .errors import InputError
 
 
@@ -38,11 +38,8 @@ def lint(
     elif fmt == "sarif":
         _dump(to_sarif(findings, model))
     else:
-        from rich.table import Table
-
-        t = Table(title=f"lint: {m.name} on {g.name}, {regime} regime ({len(findings)} findings)")
-        for c in ("rule", "severity", "where", "cost %", "finding", "fix"):
-            t.add_column(c, overflow="fold")
+        t = _table(f"lint: {m.name} on {g.name}, {regime} regime ({len(findings)} findings)", "rule:t severity:k where:t cost_%:n finding:t fix:t",
+                   "cost %: what the violation costs in the regime's objective, measured by re-pricing the fixed shape.")
         color = {"error": "red", "warning": "yellow", "info": "cyan"}
         for f in findings:
             t.add_row(f"{f.rule} {RULES[f.rule][0]}", f"[{color[f.severity]}]{f.severity}[/]", f.where, f"{f.cost_pct:.1f}", f.message, f.fix)
@@ -135,17 +132,18 @@ def design(
         write_plot(runs, plot_path)
     if as_json:
         return _dump(r)
-    from rich.table import Table
-
     con = _console()
     b = r["baseline"]
     if b:
         con.print(f"baseline {b['name']}: {b['total_params'] / 1e9:.1f}B params, quality proxy {b['quality_proxy']:.4f}, "
                   f"{r['objective']} {b['objective'] or 0:.1f} ({b['deployment']['plan']}, batch {b['deployment']['concurrency_per_instance']})")
-    t = Table(title=f"designs at {params / 1e9:.0f}B params on {gpus_}x {g.name}, {regime} regime ({r['candidates']:,} shapes, "
-                    f"{r['evaluated']:,} deployments in {r['seconds']:.1f} s)")
-    for c in ("#", "shape", "params", "active", "quality", r["objective"], "gain %", "deployment", "lint"):
-        t.add_column(c, justify="right")
+    short = {"output_tok_s_per_gpu": "tok/s/GPU", "tok_s_per_user": "tok/s/user"}.get(r["objective"], r["objective"])
+    t = _table(f"designs at {params / 1e9:.0f}B params on {gpus_}x {g.name}, {regime} regime ({r['candidates']:,} shapes, "
+               f"{r['evaluated']:,} deployments in {r['seconds']:.1f} s)",
+               f"#:n shape:t params:n active:n quality:n {short}:n gain_%:n deployment:t lint:k",
+               f"shape: hidden h, layers L, query/KV heads H, FFN width (experts E, top-k, expert width w, shared sh). quality: "
+               f"proxy loss, lower is better. {short}: the regime's objective at its best deployment; gain % over the baseline. "
+               "lint: errors and warnings.")
     for j, d in enumerate(r["designs"], 1):
         s = d["shape"]
         shape = f"h{s['hidden']} L{s['layers']} H{s['heads']}/{s['kv_heads']} " + (

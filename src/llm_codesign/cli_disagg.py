@@ -28,6 +28,7 @@ from .cli_common import (
     _model,
     _precision,
     _spec,
+    _table,
     app,
 )
 from .errors import InputError
@@ -60,15 +61,14 @@ def disagg(
                         conc, isl, osl, backend, _spec(spec, draft_len, acceptance, acceptance_rates, draft_model), max_num_tokens)
     if as_json:
         return _dump(r)
-    from rich.table import Table
-
     p, d = r["prefill"], r["decode"]
-    t = Table(title=f"{m.name} on {r['num_gpus']}x {g.name}, {r['precision']}, {backend}, ISL/OSL {isl}/{osl}: "
-                    f"prefill {p['instances']}x {p['plan']} ({p['capacity_req_s']:.2f} req/s), decode {d['instances']}x {d['plan']}")
-    for c in ("concurrency", "TTFT ms", "prefill ms", "KV hand-off ms", "queue ms", "TPOT ms", "tok/s/user", "tok/s/GPU", "fits"):
-        t.add_column(c, justify="right")
+    t = _table(f"{m.name} on {r['num_gpus']}x {g.name}, {r['precision']}, {backend}, ISL/OSL {isl}/{osl}: "
+               f"prefill {p['instances']}x {p['plan']} ({p['capacity_req_s']:.2f} req/s), decode {d['instances']}x {d['plan']}",
+               "requests:n TTFT:n prefill:n KV_move:n queue:n TPOT:n tok/s/user:n tok/s/GPU:n fits:k",
+               "Times in ms: TTFT = queue for a prefill instance + prefill + KV hand-off to a decode instance. "
+               "fits: the decode instances' KV cache holds every request.")
     for row in r["rows"]:
         t.add_row(str(row["concurrency"]), f"{row['ttft_ms']:.1f}", f"{row['prefill_ms']:.1f}", f"{row['kv_transfer_ms']:.2f}",
                   f"{row['prefill_wait_ms']:.1f}", f"{row['tpot_ms']:.2f}", f"{row['tok_s_per_user']:.1f}",
-                  f"{row['output_tok_s_per_gpu']:.1f}", "yes" if row["fits"] else "no (KV cache)")
+                  f"{row['output_tok_s_per_gpu']:.1f}", "yes" if row["fits"] else "no")
     _console().print(t)
