@@ -72,15 +72,31 @@ def test_collectives(h100, cal_h100):
     # beyond the NVLink domain, hierarchically: the 8-GPU all-reduce, then an all-reduce between the
     # 2 nodes of each GPU's 1/8 shard over its own NIC
     t8 = float(cost.collective_time("all_reduce", 1e8, 8, h100, cal_h100))
+    link, c = h100.scale_out_bandwidth_bytes_per_s, cal_h100
+
+    def stream(moved, lat):  # the faster of the low-latency protocols and Simple
+        return min(lat + (moved + c.comm_bw_half_bytes) / (link * c.comm_bw_eff), c.comm_large_latency_s + moved / (link * c.comm_large_bw_eff))
+
     moved = 2 * (2 - 1) / 2 * 1e8 / 8
-    bw = h100.scale_out_bandwidth_bytes_per_s * cal_h100.comm_bw_eff * moved / (moved + cal_h100.comm_bw_half_bytes)
-    inter = cal_h100.scale_out_latency_s * 1.0 + moved / bw
+    inter = stream(moved, c.scale_out_latency_s * 1.0)
     assert float(cost.collective_time("all_reduce", 1e8, 16, h100, cal_h100)) == pytest.approx(t8 + inter, rel=1e-9)
     # all-to-all across 2 nodes: half of each GPU's data crosses its NIC
     off = 1e8 * (16 - 8) / 16
-    bw = h100.scale_out_bandwidth_bytes_per_s * cal_h100.comm_bw_eff * off / (off + cal_h100.comm_bw_half_bytes)
-    assert float(cost.collective_time("all_to_all", 1e8, 16, h100, cal_h100)) == pytest.approx(
-        cal_h100.scale_out_latency_s + off / bw, rel=1e-9)
+    assert float(cost.collective_time("all_to_all", 1e8, 16, h100, cal_h100)) == pytest.approx(stream(off, c.scale_out_latency_s), rel=1e-9)
+
+
+def test_collective_protocol_switch_by_hand(h100, cal_h100):
+    # 8-GPU all-reduce over 450 GB/s NVLink moves 2 x 7/8 of the message. Low-latency protocols: 10 us +
+    # (moved + 1 MB) / (0.5 x 450 GB/s); Simple: 50 us + moved / (0.8 x 450 GB/s); the faster wins.
+    from dataclasses import replace
+
+    c = replace(cal_h100, comm_latency_s=10e-6, comm_latency_slope_s=0.0, comm_bw_eff=0.5, comm_bw_half_bytes=1e6,
+                comm_large_latency_s=50e-6, comm_large_bw_eff=0.8)
+    assert h100.scale_up_bandwidth_bytes_per_s == 450e9
+    # 1 MB: 10 + 2.75e6 / 225e9 s = 22.22 us (Simple: 54.86 us)
+    assert float(cost.collective_time("all_reduce", 1e6, 8, h100, c)) == pytest.approx(22.222e-6, rel=1e-4)
+    # 100 MB: Simple, 50 + 1.75e8 / 360e9 s = 536.1 us (low-latency: 787.8 us)
+    assert float(cost.collective_time("all_reduce", 1e8, 8, h100, c)) == pytest.approx(536.11e-6, rel=1e-4)
 
 
 def test_decode_work_items_slice_query_groups():

@@ -30,7 +30,8 @@ PARAMS = {
                          "attn_decode_max_group": (1.0, 1024.0)},
     "collectives": {"comm_latency_s": (1e-7, 1e-3), "comm_latency_slope_s": (1e-9, 1e-4), "comm_gather_latency_s": (1e-7, 1e-3),
                     "comm_gather_latency_slope_s": (1e-9, 1e-4), "comm_a2a_latency_s": (1e-7, 1e-3),
-                    "comm_a2a_latency_slope_s": (1e-9, 1e-4), "comm_bw_eff": (0.05, 1.0), "comm_bw_half_bytes": (1e2, 1e8)},
+                    "comm_a2a_latency_slope_s": (1e-9, 1e-4), "comm_bw_eff": (0.05, 1.0), "comm_bw_half_bytes": (1e2, 1e8),
+                    "comm_large_latency_s": (1e-6, 1e-2), "comm_large_bw_eff": (0.05, 1.0)},
     "moe": {"moe_eff": (0.05, 1.5), "moe_overhead_s": (1e-7, 1e-3)},
 }
 # parameters the local search cannot reach from any start: query-group sizes act through thresholds and

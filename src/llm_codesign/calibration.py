@@ -60,6 +60,8 @@ class Calibration:
     comm_a2a_latency_slope_s: float = 0.2e-6
     comm_bw_half_bytes: float = 256e3
     comm_bw_eff: float = 0.75
+    comm_large_latency_s: float = 50e-6
+    comm_large_bw_eff: float = 0.8
     scale_out_latency_s: float = 25e-6
     moe_eff: float = 0.8
     moe_imbalance: float = 1.15

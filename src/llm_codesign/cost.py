@@ -183,10 +183,14 @@ def collective_time(op: str, nbytes, n, gpu: Gpu, cal: Calibration):
     inside = n <= d
     fam = _LATENCY[op]
 
-    def one_level(m, nb, link, lat):
-        moved = _BYTES[op](m) * nb
+    def stream(moved, link, lat):
+        # NCCL picks the fastest of its protocols per size: the low-latency ones saturate early, the
+        # Simple protocol costs more to start and streams closer to the link's rate
         bw = link * cal.comm_bw_eff * moved / (moved + cal.comm_bw_half_bytes)
-        return np.where(m > 1, lat + moved / np.maximum(bw, 1e-9), 0.0)
+        return np.minimum(lat + moved / np.maximum(bw, 1e-9), cal.comm_large_latency_s + moved / (link * cal.comm_large_bw_eff))
+
+    def one_level(m, nb, link, lat):
+        return np.where(m > 1, stream(_BYTES[op](m) * nb, link, lat), 0.0)
 
     m_in = np.minimum(n, d)
     lat_in = getattr(cal, f"{fam}_s") + getattr(cal, f"{fam}_slope_s") * np.maximum(m_in - 2.0, 0.0)
@@ -197,7 +201,7 @@ def collective_time(op: str, nbytes, n, gpu: Gpu, cal: Calibration):
         t_out = t_in + one_level(domains, nbytes / d, gpu.scale_out_bandwidth_bytes_per_s, lat_out)
     else:  # all-to-all / p2p: the off-domain share of each GPU's data crosses its NIC
         off = nbytes if op == "p2p" else nbytes * (n - d) / np.maximum(n, 1.0)
-        t_out = lat_out + off / np.maximum(gpu.scale_out_bandwidth_bytes_per_s * cal.comm_bw_eff * off / (off + cal.comm_bw_half_bytes), 1e-9)
+        t_out = stream(off, gpu.scale_out_bandwidth_bytes_per_s, lat_out)
     t = np.where(inside, t_in, t_out)
     live = (n > 1) & (nbytes > 0)
     return np.where(live, t, 0.0)
