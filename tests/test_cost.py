@@ -143,3 +143,16 @@ def test_wide_query_groups_fall_back_to_per_head_kernels(h100):
     narrow = float(attention_decode_time(flops, 1.0, h100, cal, 0.0, group=16.0)[1])
     wide = float(attention_decode_time(flops, 1.0, h100, cal, 0.0, group=128.0)[1])
     assert wide == pytest.approx(10 * narrow)
+
+
+def test_fp8_prefill_attention_has_its_own_efficiency(h100, cal_h100):
+    # FP8 context attention runs at its own share of the FP8 peak (the kernel tables: FP8-KV prefill is
+    # 1.3-1.45x faster than BF16 at large sizes, not the 2x of the peaks). By hand, 1 PFLOP compute-bound:
+    from dataclasses import replace
+
+    c = replace(cal_h100, attn_prefill_eff=0.5, attn_prefill_eff_fp8=0.25, attn_prefill_overhead_s=0.0, attn_prefill_head_s=0.0)
+    t16, tc16, _ = cost.attention_prefill_time(1e15, 1.0, h100, c, "bf16")
+    t8, tc8, _ = cost.attention_prefill_time(1e15, 1.0, h100, c, "fp8")
+    assert float(tc16) == pytest.approx(1e15 / (h100.peak("bf16") * 0.5)) and float(t16) == float(tc16)
+    assert float(tc8) == pytest.approx(1e15 / (h100.peak("fp8") * 0.25))
+    assert float(t8) == pytest.approx(float(t16), rel=1e-3)  # half the efficiency at twice the peak

@@ -17,7 +17,7 @@ BACKEND_KEYED = ("step_overhead_s", "ttft_overhead_s", "comm_latency_scale", "pr
 REFERENCE_ENGINE = "trtllm"
 ENGINE_RELATIVE = ("gemm_eff_scale", "attn_eff_scale")
 _GEMM_EFFS = ("gemm_eff_bf16", "gemm_eff_fp8", "gemm_eff_fp8_block", "gemm_eff_fp4", "moe_eff", "bw_eff")
-_ATTN_EFFS = ("attn_decode_bw_eff", "attn_decode_bw_eff_fp8", "attn_prefill_eff", "attn_decode_flops_eff",
+_ATTN_EFFS = ("attn_decode_bw_eff", "attn_decode_bw_eff_fp8", "attn_prefill_eff", "attn_prefill_eff_fp8", "attn_decode_flops_eff",
               "attn_decode_wide_flops_eff", "mla_decode_flops_eff")
 
 
@@ -42,6 +42,7 @@ class Calibration:
     attn_decode_bw_eff: float = 0.7
     attn_decode_bw_eff_fp8: float = 0.6
     attn_prefill_eff: float = 0.55
+    attn_prefill_eff_fp8: float = 0.6
     attn_overhead_s: float = 5e-6
     attn_prefill_overhead_s: float = 8e-6
     attn_decode_head_s: float = 2e-9
