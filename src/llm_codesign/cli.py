@@ -291,7 +291,9 @@ def pareto(
         from .accuracy import describe
 
         errors = {g: [f"not known for {calibration}: run `llm-codesign validate --calibration {calibration}` on measurements"]
-                  if calibration else describe(_gpu(g), backend, sd is not None) for g in gpu_refs}
+                  if calibration else describe(_gpu(g), backend, sd is not None)
+                  + (["the disaggregated frontier is not measured: these figures are aggregated serving's"] if disagg else [])
+                  for g in gpu_refs}
         write_html(results, breakdowns, paths["html"], errors)
     if as_json:
         slim = [{k: v for k, v in r.items() if k not in ("cloud", "roofline_bound")} for r in results]
