@@ -72,7 +72,7 @@ def serving_section(title: str, path: Path) -> tuple[list[str], list[dict], list
               "|---|---|---|"]
     lines += [f"| {m} | {rp[m]['median_ape']:.1f} / {rp[m]['p90_ape']:.1f} | {rp[m]['model_median_ape']:.1f} / "
               f"{rp[m]['model_p90_ape']:.1f} |" for m in SERVING_METRICS] + [""]
-    for key in ("backend", "concurrency", "gpu", "weight_dtype", "model"):
+    for key in ("backend", "concurrency", "lengths", "gpu", "weight_dtype", "model"):
         lines += _table(key, rep["by"][key], SERVING_METRICS)
     campaigns = sorted({_campaign(r.get("source", "")) for r in rows})
     lines += _table("campaign", {c: _subset(rows, preds, lambda r, c=c: _campaign(r.get("source", "")) == c) for c in campaigns},
@@ -147,6 +147,7 @@ def main() -> None:
               f"({rp['n']} rows): a row lies a median {rp['median_ape']:.1f}% (p90 {rp['p90_ape']:.1f}%) from its setting's median, "
               f"the model {rp['model_median_ape']:.1f}% (p90 {rp['model_p90_ape']:.1f}%) on the same rows.", ""]
     lines += _table("gpu", rep["by"]["gpu"], ("output_tok_s_per_gpu",))
+    lines += _table("lengths", rep["by"]["lengths"], ("output_tok_s_per_gpu",))
     lines += _table("model", rep["by"]["model"], ("output_tok_s_per_gpu",))
     lines += published_section(MEAS / "published_runs.csv")
     pub_rows = read_rows(MEAS / "published_runs.csv")

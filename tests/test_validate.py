@@ -49,6 +49,9 @@ def test_serving_errors_do_not_regress():
     assert q["tpot_ms"]["n"] == 156 and q["tpot_ms"]["median_ape"] <= 14.5 and q["ttft_ms"]["median_ape"] <= 33.0
     reasons = {u["reason"] for u in rep["unmodeled"]}
     assert any("heads" in r for r in reasons)  # DeepSeek-R1 at TP 72 etc.: listed, not dropped
+    # by workload shape, in ISL then OSL order, every modelled row in exactly one group
+    lengths = rep["by"]["lengths"]
+    assert list(lengths)[:3] == ["1024/1024", "1024/8192", "2000/500"] and sum(v["tpot_ms"]["n"] for v in lengths.values()) == 1367
 
 
 def test_serving_errors_on_the_sample_as_shipped():

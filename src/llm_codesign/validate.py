@@ -184,12 +184,20 @@ def serving_report(rows: list[dict], preds: list[dict], unmodeled: list[dict]) -
 
     idx = list(range(len(rows)))
     rep = {"rows": len(rows), "modeled": len(rows) - len(unmodeled), "overall": stats(idx), "by": {}}
-    for key in ("gpu", "weight_dtype", "model", "backend", "concurrency"):
+    def group(r: dict, key: str) -> str:
+        if key == "concurrency":
+            return concurrency_band(r)
+        if key == "lengths":  # the workload shape, ISL/OSL: some miss by it (README, known limits)
+            return f"{(r.get('isl') or '').strip()}/{(r.get('osl') or '').strip()}"
+        return r.get(key, "")
+
+    for key in ("gpu", "weight_dtype", "model", "backend", "concurrency", "lengths"):
         groups: dict[str, list[int]] = {}
         for i in idx:
             if preds[i]:
-                groups.setdefault(concurrency_band(rows[i]) if key == "concurrency" else rows[i].get(key, ""), []).append(i)
-        order = (*BAND_NAMES, "offline") if key == "concurrency" else sorted(groups)
+                groups.setdefault(group(rows[i], key), []).append(i)
+        order = ((*BAND_NAMES, "offline") if key == "concurrency" else
+                 sorted(groups, key=lambda g: tuple(int(x) for x in g.split("/"))) if key == "lengths" else sorted(groups))
         rep["by"][key] = {g: stats(groups[g]) for g in order if g in groups}
     rep["unmodeled"] = unmodeled
     cleaned = audit.clean(rows)
