@@ -156,3 +156,19 @@ def test_fp8_prefill_attention_has_its_own_efficiency(h100, cal_h100):
     assert float(tc16) == pytest.approx(1e15 / (h100.peak("bf16") * 0.5)) and float(t16) == float(tc16)
     assert float(tc8) == pytest.approx(1e15 / (h100.peak("fp8") * 0.25))
     assert float(t8) == pytest.approx(float(t16), rel=1e-3)  # half the efficiency at twice the peak
+
+
+def test_pcie_servers_are_a_scale_up_domain_at_pcie_rates():
+    # PCIe cards: the 8 GPUs of a server reach each other by PCIe peer-to-peer (no NIC), so TP up to 8 is a
+    # valid plan, and an 8-GPU all-reduce of 100 MB streams over PCIe Gen4 (32 GB/s per direction) at the
+    # 0.44 an 8-GPU PCIe server reaches (default.toml): 50 us + 1.75e8 B / (0.44 x 32 GB/s) = 12.48 ms
+    from llm_codesign.calibration import documented
+    from llm_codesign.parallel import Plan, validity
+    from llm_codesign.registry import get_model
+
+    g, m = get_gpu("l40s"), get_model("llama-3.1-70b")
+    assert g.scale_up_domain == 8 and g.scale_up_bandwidth_bytes_per_s == 32e9
+    assert int(validity(m, g, Plan(tp=8), 8)) < 0 and int(validity(m, g, Plan(tp=16), 16)) >= 0
+    c = documented(g.family)
+    assert (c.comm_large_bw_eff, c.comm_bw_eff, c.comm_large_latency_s) == (0.44, 0.20, 50e-6)
+    assert float(cost.collective_time("all_reduce", 1e8, 8, g, c)) == pytest.approx(50e-6 + 1.75e8 / (0.44 * 32e9), rel=1e-9)

@@ -52,6 +52,13 @@ REPORTED = {
     "mi355x": (288 * 2**30, "assumption: 288 GiB, AMD's binary-GB convention as on MI300X (rocm-smi 192 GiB for '192 GB'); no public rocm-smi log found"),
 }
 
+# PCIe-only cards: the GPUs of one server reach each other by PCIe peer-to-peer without a NIC, so the
+# server is their scale-up domain, at PCIe bandwidth. The TensorRT-LLM perf overview runs TP8 in one
+# trtllm-bench process on 8 L40S (v0.17 tables) and on 8 RTX PRO 6000 Server Edition (v1.0 tables).
+PCIE_SERVER_GPUS = 8
+PCIE_SOURCE = ("PCIe peer-to-peer inside one server: NVIDIA/TensorRT-LLM docs/source/performance/perf-overview.md runs TP8 "
+               "on 8 L40S (v0.17) and on 8 RTX PRO 6000 Blackwell Server Edition (v1.0) in one trtllm-bench process")
+
 TILES = {
     # (m, n, ctas per tile): Hopper wgmma CTA tiles 64xN/128xN (ptx_isa_wgmma, typical_cta_tiles)
     "hopper": [(64, 64, 1), (64, 128, 1), (128, 64, 1), (128, 128, 1), (128, 256, 1)],
@@ -107,7 +114,8 @@ def main() -> int:
             f"hbm_bandwidth_bytes_per_s = {float(g['hbm_bw_tbs']) * 1e12:.6g}",
             f"l2_bytes = {float(g.get('l2_mb') or 0) * 1e6:.6g}",
             f"scale_up_bandwidth_bytes_per_s = {float(uni) * 1e9:.6g}  # one direction, per GPU",
-            f"scale_up_domain = {g['scale_up_domain']}",
+            f"scale_up_domain = {g['scale_up_domain'] if link else PCIE_SERVER_GPUS}",
+            *([] if link else [f"scale_up_source = {q(PCIE_SOURCE)}"]),
             f"scale_out_bandwidth_bytes_per_s = {nic_gbps * 1e9 / 8:.6g}  # assumed NIC, see nic_source",
             f"nic_source = {q(f'assumption: one {nic_gbps} Gb/s NIC per GPU (ConnectX-7 400G on HGX H100/H200/B200 and GB200, ConnectX-8 800G on B300/GB300; 200G on PCIe/Ampere systems)')}",
             f"tdp_w = {g['tdp_w']}",

@@ -55,9 +55,10 @@ def gpus(as_json: bool = typer.Option(False, "--json", help="Emit JSON.")):
     rows = [g.to_dict() for g in catalog().values()]
     if as_json:
         return _dump(rows)
-    t = _table("GPU catalog", "id:k name:t BF16:n FP8:n FP4:n HBM:n GiB:n TB/s:n NVL:n GB/s:n TDP:n",
+    t = _table("GPU catalog", "id:k name:t BF16:n FP8:n FP4:n HBM:n GiB:n TB/s:n dom:n GB/s:n TDP:n",
                "BF16, FP8, FP4: dense peak TFLOP/s. HBM: GB as sold; GiB: as nvidia-smi reports it. TB/s: HBM bandwidth. "
-               "NVL: GPUs in the scale-up domain; GB/s: scale-up bandwidth per direction. TDP: watts.")
+               "dom: GPUs in the scale-up domain (NVLink; PCIe within a server for PCIe cards); GB/s: its bandwidth per "
+               "direction. TDP: watts.")
     for g in rows:
         p = g["peak_tflops"]
         t.add_row(g["id"], g["name"], f"{p.get('bf16', 0):.0f}", f"{p.get('fp8', 0):.0f}" if "fp8" in p else "-",

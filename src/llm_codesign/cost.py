@@ -174,7 +174,7 @@ def collective_time(op: str, nbytes, n, gpu: Gpu, cal: Calibration):
     Fixed cost: a base plus a cost per extra participant, per collective family (NCCL's small-message
     latency grows with the ring for all-reduce, barely for all-to-all on NVSwitch); bandwidth: the
     link at an efficiency that saturates with message size (LL/LL128/Simple protocol switch).
-    Inside the scale-up domain NVLink/xGMI carries it. Beyond it, reductions and gathers run
+    Inside the scale-up domain NVLink/xGMI carries it (PCIe peer-to-peer in a server of PCIe cards). Beyond it, reductions and gathers run
     hierarchically as NCCL does: the intra-domain collective, plus the same collective across
     domains on each GPU's 1/domain shard, every GPU on its own NIC; all-to-all and p2p send their
     off-domain share over the NIC.

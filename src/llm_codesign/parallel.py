@@ -19,7 +19,7 @@ REASONS = (
     "experts",            # experts not divisible by ep
     "moe_width",          # expert width not divisible by moe_tp
     "layers",             # layers not divisible by pp
-    "scale_up",           # a TP/Helix group larger than the NVLink domain
+    "scale_up",           # a TP/Helix group larger than the scale-up domain
     "helix_needs_attention_tp",  # Helix with attention DP is not a supported combination
     "no_moe",             # ep/moe_tp > 1 on a dense model
     "dense_width",        # dense FFN width not divisible by tp*kvp
@@ -31,7 +31,7 @@ MESSAGES = {
     "experts": "experts must be divisible by ep (experts {experts})",
     "moe_width": "the expert FFN width must be divisible by moe_tp (width {moe_width})",
     "layers": "layers must be divisible by pp (layers {layers})",
-    "scale_up": "a tensor-parallel group must fit in one scale-up (NVLink) domain of {domain} GPUs",
+    "scale_up": "a tensor-parallel group must fit in one scale-up domain (NVLink; PCIe within a server for PCIe cards) of {domain} GPUs",
     "helix_needs_attention_tp": "Helix (kvp > 1) is modelled with attention TP, not with attention_dp > 1",
     "no_moe": "ep and moe_tp must be 1 for a dense model",
     "dense_width": "the dense FFN width must be divisible by tp*kvp (width {dense_width})",
@@ -108,7 +108,7 @@ def validity(model: ModelSpec, gpu: Gpu, plan: Plan, num_gpus) -> np.ndarray:
     else:
         flag("no_moe", (ep > 1) | (mtp > 1))
     flag("layers", np.asarray(model.num_layers) % pp != 0)
-    # TP all-reduces every layer: keep TP (and Helix, which re-uses those GPUs as TP) inside NVLink
+    # TP all-reduces every layer: keep TP (and Helix, which re-uses those GPUs as TP) inside the scale-up domain
     flag("scale_up", (tp * kvp > gpu.scale_up_domain) | ((ep * mtp > gpu.scale_up_domain) & (ep * mtp > 1) & (gpu.scale_up_domain < 8)))
     flag("helix_needs_attention_tp", (kvp > 1) & (adp > 1))
     for layer, _ in model.groups:
