@@ -29,7 +29,21 @@ def test_build_cells_by_hand():
     # hopper pools H100 (+10%) and H200 (-30%); A100 was not modelled, so ampere has no cell
     assert t["offline"] == {"hopper": {"output_tok_s_per_gpu": {"median": 20.0, "p90": 28.0, "signed": -10.0, "n": 2}}}
     assert t["speculative"]["output_tok_s_per_user"] == {"median": 50.0, "p90": 50.0, "signed": 50.0, "n": 1, "low": 50.0, "high": 50.0}
+    assert t["models"] == {}  # rows without a model name, and no model with 20 runs
     assert tomllib.loads(to_toml(t, ["header"])) == t  # what the file holds reads back as built
+
+
+def test_build_keeps_models_with_twenty_runs():
+    # 20 Llama-3.1-8B runs predicted 10% long on TTFT and exact on TPOT; 19 of another model are too few
+    rows = [_row(model="meta-llama/Llama-3.1-8B")] * 20 + [_row(model="openai/gpt-oss-120b")] * 19
+    preds = [{"ttft_ms": 110.0, "tpot_ms": 10.0}] * 39
+    t = build((rows, preds), ([], []), ([], []))
+    assert t["models"] == {"llama-3.1-8b": {"ttft_ms": {"median": 10.0, "p90": 10.0, "signed": 10.0, "n": 20},
+                                            "tpot_ms": {"median": 0.0, "p90": 0.0, "signed": 0.0, "n": 20}}}
+    e = expected_error(get_gpu("b200"), "vllm", 8, table=t, model="llama-3.1-8b")
+    assert e["notes"] == ["llama-3.1-8b's own 20 runs (all engines): TTFT 10% (signed +10%), TPOT 0% (signed +0%)"]
+    assert expected_error(get_gpu("b200"), "vllm", 8, table=t, model="gpt-oss-120b")["notes"] == []
+    assert tomllib.loads(to_toml(t, [])) == t
 
 
 TABLE = {"serving_gpus": ["b200"], "serving": {"vllm": {"5-32": {"ttft_ms": CELL, "tpot_ms": CELL}}},

@@ -7,6 +7,8 @@ error, the signed median and the number of measured runs behind it:
   on (its two cross-validated halves lie within a point of these figures, docs/validation_report.md);
 - offline max throughput (output tok/s per GPU) by GPU family, from the TensorRT-LLM perf overview,
   held out of every fit;
+- per model with at least MIN_MODEL_ROWS runs in that sample, its own TTFT and TPOT errors over all
+  engines, which `estimate` adds for that model (DeepSeek-R1's first tokens, for one, come early);
 - speculative decoding, from the published single runs (held out): the serving sample has none.
 `benchmarks/validation_report.py --accuracy PATH` writes it; a test fails when it is out of date.
 A custom calibration profile has its own error: `llm-codesign validate --calibration` measures it.
@@ -26,6 +28,7 @@ OFFLINE_METRIC = "output_tok_s_per_gpu"
 SPEC_METRIC = "output_tok_s_per_user"
 ENGINE_NAMES = {"trtllm": "TensorRT-LLM", "vllm": "vLLM", "sglang": "SGLang"}
 LABELS = {"ttft_ms": "TTFT", "tpot_ms": "TPOT", OFFLINE_METRIC: "tok/s/GPU"}
+MIN_MODEL_ROWS = 20  # a model's own median from fewer runs says little
 
 
 def _cell(pairs: list[tuple[float, float]]) -> dict | None:
@@ -46,6 +49,7 @@ def build(serving: tuple[list, list], offline: tuple[list, list], published: tup
     """The accuracy table from (rows, predictions) of the serving sample, the offline tables and the
     published runs (validate.predict_serving's output for each)."""
     from .hardware import get_gpu
+    from .registry import get_model
 
     rows, preds = serving
     table: dict = {"serving": {}, "offline": {}, "speculative": {}}
@@ -56,6 +60,16 @@ def build(serving: tuple[list, list], offline: tuple[list, list], published: tup
             cell = {m: _cell(_pairs(rows, preds, m, keep)) for m in SERVING_METRICS}
             if all(cell.values()):
                 table["serving"].setdefault(backend, {})[band] = cell
+    by_model: dict[str, list[int]] = {}
+    for i, (r, p) in enumerate(zip(rows, preds, strict=True)):
+        if p and (r.get("model") or "").strip():
+            by_model.setdefault(get_model(r["model"]).name, []).append(i)
+    table["models"] = {}
+    for name, idx in sorted(by_model.items()):
+        sub = [rows[i] for i in idx], [preds[i] for i in idx]
+        cell = {m: _cell(_pairs(*sub, m, lambda r: True)) for m in SERVING_METRICS}
+        if all(cell.values()) and min(c["n"] for c in cell.values()) >= MIN_MODEL_ROWS:
+            table["models"][name] = cell
     rows, preds = offline
     fam_gpus: dict[str, set] = {}
     for r, p in zip(rows, preds, strict=True):
@@ -83,10 +97,13 @@ def to_toml(table: dict, header: list[str]) -> str:
     for backend, bands in table["serving"].items():
         for band, cell in bands.items():
             out += [f'[serving.{backend}."{band}"]'] + [f"{m} = {_fmt(v)}" for m, v in cell.items()] + [""]
+    out += [] if table.get("models") else ["[models]", ""]
+    for name, cell in table.get("models", {}).items():
+        out += [f'[models."{name}"]'] + [f"{m} = {_fmt(v)}" for m, v in cell.items()] + [""]
+    out += [] if table["offline"] else ["[offline]", ""]
     for fam, cell in table["offline"].items():
         out += [f"[offline.{fam}]"] + [f"{m} = {_fmt(v)}" for m, v in cell.items()] + [""]
-    if table["speculative"]:
-        out += ["[speculative]"] + [f"{m} = {_fmt(v)}" for m, v in table["speculative"].items()] + [""]
+    out += ["[speculative]"] + [f"{m} = {_fmt(v)}" for m, v in table["speculative"].items()] + [""]
     return "\n".join(out)
 
 
@@ -97,10 +114,12 @@ def bundled() -> dict:
     return tomllib.loads(f.read_text()) if f.is_file() else {}
 
 
-def expected_error(gpu, backend: str, concurrency: int | None, spec: bool = False, table: dict | None = None) -> dict | None:
+def expected_error(gpu, backend: str, concurrency: int | None, spec: bool = False, table: dict | None = None,
+                   model: str | None = None) -> dict | None:
     """What validation says about an estimate of this kind made with the bundled profile:
     {"metrics": {metric: cell}, "basis": text, "notes": [caveats]}, or None where no measured run is
-    like it. Cells hold median / p90 APE, signed median (percent) and n."""
+    like it. Cells hold median / p90 APE, signed median (percent) and n. `model`, a registry name,
+    adds that model's own errors where the serving sample has enough of its runs."""
     from .hardware import get_gpu
 
     t = bundled() if table is None else table
@@ -126,6 +145,10 @@ def expected_error(gpu, backend: str, concurrency: int | None, spec: bool = Fals
         if gpu.id not in gpus:
             fams = {get_gpu(g).family for g in gpus}
             notes.append(f"the serving sample holds no {gpu.name} run" + ("" if gpu.family in fams else f", nor any {gpu.family} GPU"))
+        own = t.get("models", {}).get(model or "")
+        if own:
+            notes.append(f"{model}'s own {own['ttft_ms']['n']} runs (all engines): " + ", ".join(
+                f"{LABELS[m]} {c['median']:.0f}% (signed {c['signed']:+.0f}%)" for m, c in own.items()))
         metrics = dict(cell)
     sp = t.get("speculative", {}).get(SPEC_METRIC)
     if spec and sp:
@@ -134,12 +157,12 @@ def expected_error(gpu, backend: str, concurrency: int | None, spec: bool = Fals
     return {"metrics": metrics, "basis": basis, "notes": notes}
 
 
-def describe(gpu, backend: str, spec: bool = False, table: dict | None = None) -> list[str]:
+def describe(gpu, backend: str, spec: bool = False, table: dict | None = None, model: str | None = None) -> list[str]:
     """One line per concurrency band and for offline runs on what validation measured for predictions on
     `gpu` with `backend`, then the caveats, each once: for reports that span many loads (a frontier)."""
     lines, notes = [], []
     for conc in (1, 5, 33, None):  # one concurrency per band, then offline
-        e = expected_error(gpu, backend, conc, spec, table)
+        e = expected_error(gpu, backend, conc, spec, table, model)
         if e is None:
             continue
         lines.append(f"{e['basis']}: " + ", ".join(f"{LABELS[m]} {c['median']:.0f}% median / {c['p90']:.0f}% p90"

@@ -153,7 +153,7 @@ def estimate(
                       backend, spec, draft_len, acceptance, acceptance_rates, draft_model, max_num_tokens, cpp)
     r = run(m, dep, calibration_for(dep.gpu, calibration), isl, osl, concurrency, breakdown)
     # the bundled profile's measured error on runs like this one; a custom profile's is the user's to measure
-    r["expected_error"] = None if calibration else expected_error(dep.gpu, dep.backend, concurrency, dep.spec is not None)
+    r["expected_error"] = None if calibration else expected_error(dep.gpu, dep.backend, concurrency, dep.spec is not None, model=m.name)
     if as_json:
         return _dump(r)
     from rich.table import Table
@@ -198,7 +198,7 @@ def _error_rows(err: dict | None, calibration: str | None) -> list[tuple[str, st
 
     rows = [("measured error (median / p90)", ", ".join(f"{LABELS[m]} {c['median']:.0f}% / {c['p90']:.0f}%" for m, c in err["metrics"].items())),
             ("measured on", err["basis"])]
-    return rows + [("caveat", f"[yellow]{n}[/yellow]") for n in err["notes"]]
+    return rows + [("note", f"[yellow]{n}[/yellow]") for n in err["notes"]]
 
 
 @app.command()
@@ -292,7 +292,7 @@ def pareto(
         from .accuracy import describe
 
         errors = {g: [f"not known for {calibration}: run `llm-codesign validate --calibration {calibration}` on measurements"]
-                  if calibration else describe(_gpu(g), backend, sd is not None)
+                  if calibration else describe(_gpu(g), backend, sd is not None, model=_model(model_refs[0]).name if len(model_refs) == 1 else None)
                   + (["the disaggregated frontier is not measured: these figures are aggregated serving's"] if disagg else [])
                   for g in gpu_refs}
         write_html(results, breakdowns, paths["html"], errors)
