@@ -187,8 +187,8 @@ def serving_report(rows: list[dict], preds: list[dict], unmodeled: list[dict]) -
     def group(r: dict, key: str) -> str:
         if key == "concurrency":
             return concurrency_band(r)
-        if key == "lengths":  # the workload shape, ISL/OSL: some miss by it (README, known limits)
-            return f"{(r.get('isl') or '').strip()}/{(r.get('osl') or '').strip()}"
+        if key == "lengths":  # the workload shape, ISL/OSL as priced: some miss by it (README, known limits)
+            return f"{_int(r, 'isl')}/{_int(r, 'osl')}"
         return r.get(key, "")
 
     for key in ("gpu", "weight_dtype", "model", "backend", "concurrency", "lengths"):
