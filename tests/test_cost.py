@@ -172,3 +172,17 @@ def test_pcie_servers_are_a_scale_up_domain_at_pcie_rates():
     c = documented(g.family)
     assert (c.comm_large_bw_eff, c.comm_bw_eff, c.comm_large_latency_s) == (0.44, 0.20, 50e-6)
     assert float(cost.collective_time("all_reduce", 1e8, 8, g, c)) == pytest.approx(50e-6 + 1.75e8 / (0.44 * 32e9), rel=1e-9)
+
+
+def test_prefill_softmax_exponentials_by_hand(h100, cal_h100):
+    # a query-key pair costs 4 x head_dim FLOPs of matmul plus one exponential on the special-function
+    # units; by hand at 0.5 of the BF16 peak and 1e-13 s per exponential, 1 PFLOP over 1e12 pairs
+    # (head_dim 250): 1e15 / (0.5 x 989.4 TFLOPS) + 0.1 s
+    from dataclasses import replace
+
+    c = replace(cal_h100, attn_prefill_eff=0.5, attn_prefill_score_s=1e-13, attn_prefill_overhead_s=0.0, attn_prefill_head_s=0.0)
+    t, tc, _ = cost.attention_prefill_time(1e15, 1.0, h100, c, "bf16", scores=1e12)
+    assert float(t) == pytest.approx(1e15 / (h100.peak("bf16") * 0.5) + 0.1, rel=1e-9) and float(tc) == float(t)
+    # the same FLOPs in heads half as wide hold twice the pairs: narrow heads cost more per FLOP
+    t_narrow, _, _ = cost.attention_prefill_time(1e15, 1.0, h100, c, "bf16", scores=2e12)
+    assert float(t_narrow) - float(t) == pytest.approx(0.1, rel=1e-9)

@@ -22,7 +22,7 @@ PARAMS = {
              "gemm_overhead_fp8_block_s": (1e-7, 1e-4), "gemm_overhead_fp4_s": (1e-7, 1e-4),
              "gemm_k_half_bf16": (1.0, 4096.0), "gemm_k_half_fp8": (1.0, 4096.0), "gemm_k_half_fp8_block": (1.0, 4096.0),
              "gemm_k_half_fp4": (1.0, 4096.0), "bw_eff": (0.3, 1.0), "gemm_blend_p": (1.0, 16.0), "gemm_max_split_k": (1.0, 64.0)},
-    "prefill_attention": {"attn_prefill_eff": (0.05, 1.0), "attn_prefill_eff_fp8": (0.05, 1.0), "attn_prefill_overhead_s": (1e-7, 1e-3), "attn_prefill_head_s": (1e-12, 1e-6),
+    "prefill_attention": {"attn_prefill_eff": (0.05, 1.0), "attn_prefill_eff_fp8": (0.05, 1.0), "attn_prefill_score_s": (1e-16, 1e-11), "attn_prefill_overhead_s": (1e-7, 1e-3), "attn_prefill_head_s": (1e-12, 1e-6),
                           "attn_prefill_s_half": (1.0, 8192.0)},
     "decode_attention": {"attn_decode_bw_eff": (0.05, 1.0), "attn_decode_bw_eff_fp8": (0.05, 1.0), "attn_overhead_s": (1e-7, 1e-3), "attn_decode_head_s": (1e-12, 1e-6),
                          "attn_decode_flops_eff": (1e-3, 1.0), "attn_decode_group_bf16": (1.0, 128.0),

@@ -43,6 +43,7 @@ class Calibration:
     attn_decode_bw_eff_fp8: float = 0.6
     attn_prefill_eff: float = 0.55
     attn_prefill_eff_fp8: float = 0.6
+    attn_prefill_score_s: float = 2.6e-13
     attn_overhead_s: float = 5e-6
     attn_prefill_overhead_s: float = 8e-6
     attn_decode_head_s: float = 2e-9
@@ -145,6 +146,7 @@ class Calibration:
         # moe_eff is relative to a dense GEMM (it may exceed 1); the others are fractions of a peak
         kw.update({k: getattr(self, k) * g if k == "moe_eff" else min(getattr(self, k) * g, 1.0) for k in _GEMM_EFFS})
         kw.update({k: min(getattr(self, k) * a, 1.0) for k in _ATTN_EFFS})
+        kw["attn_prefill_score_s"] = self.attn_prefill_score_s / a  # a time per score, not a fraction
         return replace(self, **kw)
 
 

@@ -133,15 +133,18 @@ def attention_decode_time(flops, nbytes, gpu: Gpu, cal: Calibration, seq_heads=0
     return np.where(live, t, 0.0), np.where(live, t_c, 0.0), np.where(live, t_m, 0.0)
 
 
-def attention_prefill_time(flops, nbytes, gpu: Gpu, cal: Calibration, math: str = "bf16", seq_heads=0.0, keys=None):
+def attention_prefill_time(flops, nbytes, gpu: Gpu, cal: Calibration, math: str = "bf16", seq_heads=0.0, keys=None, scores=None):
     """Prefill (context) attention: FlashAttention-style, compute-bound at a fraction of peak that
     ramps with the keys each query attends to (short rows leave the softmax pipeline idle), plus a
-    cost per (sequence x query head) work item. FP8 has its own fraction of the FP8 peak: the softmax
-    and rescaling between the two GEMMs do not get faster with the operands."""
+    cost per (sequence x query head) work item. FP8 has its own fraction of the FP8 peak. `scores`
+    (query-key pairs) add the softmax's exponentials, which run on the special-function units at a
+    small fraction of the matmul rate (FlashAttention-3, Shah et al. 2024, sec. 3.1: H100 SXM5 989
+    TFLOPS of FP16 matmul against 3.9 TFLOPS of exp), so narrow heads pay more per FLOP."""
     flops = np.asarray(flops, float)
     ramp = 1.0 if keys is None else 1.0 + cal.attn_prefill_s_half / np.maximum(np.asarray(keys, float), 1.0)
     eff = cal.attn_prefill_eff_fp8 if math == "fp8" else cal.attn_prefill_eff
-    t_c = flops / (gpu.peak(math) * eff) * ramp
+    t_exp = 0.0 if scores is None else np.asarray(scores, float) * cal.attn_prefill_score_s
+    t_c = (flops / (gpu.peak(math) * eff) + t_exp) * ramp
     t_m = np.asarray(nbytes, float) / (gpu.hbm_bandwidth_bytes_per_s * cal.bw_eff)
     live = flops > 0
     t = np.maximum(t_c, t_m) + cal.attn_prefill_overhead_s + np.asarray(seq_heads, float) * cal.attn_prefill_head_s

@@ -142,7 +142,8 @@ def _prefill(rows, gpu, cal):
     for flag, math in ((False, "bf16"), (True, "fp8")):
         m = fp8 == flag
         if m.any():
-            t, _, _ = cost.attention_prefill_time(flops[m], nbytes[m], gpu, cal, math, (B * H)[m], ((S + 1) / 2)[m])
+            t, _, _ = cost.attention_prefill_time(flops[m], nbytes[m], gpu, cal, math, (B * H)[m], ((S + 1) / 2)[m],
+                                                  (B * H * S * (S + 1) / 2)[m])
             out[m] = t * 1e3
     return out, [f"kv {r['kv_cache_dtype']}" for r in rows]
 

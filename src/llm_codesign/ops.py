@@ -250,7 +250,8 @@ def layer_ops(model: ModelSpec, layer: Layer, count, gpu: Gpu, cal: Calibration,
         pf_flops = 2.0 * tp_tok * heads_l * keys * (qk_d + v_d)
         pf_bytes = seqs * (np.asarray(b.pf_ctx, float) + tp_tok / seqs) / kvp * per_tok_kv + tp_tok * heads_l * (qk_d + v_d) * 2.0
         pmath = "fp8" if (prec.kv.math == "fp8" and gpu.supports("fp8")) else "bf16"
-        t, tc, tm = cost.attention_prefill_time(np.where(tp_tok > 0, pf_flops, 0.0), pf_bytes, gpu, cal, pmath, seqs * heads_l, keys)
+        t, tc, tm = cost.attention_prefill_time(np.where(tp_tok > 0, pf_flops, 0.0), pf_bytes, gpu, cal, pmath, seqs * heads_l, keys,
+                                                tp_tok * heads_l * keys)
         ops.append(Op(f"{P}/core_prefill", "attention", pf_flops, pf_bytes, t, tc, tm, count))
         if np.any(kvp > 1):
             # Helix: partial outputs and softmax statistics exchanged across KV-parallel ranks
