@@ -181,7 +181,7 @@ def main() -> None:
                   "a test fails when it is out of date. Per cell: median and 90th-percentile absolute percentage error,",
                   "signed median (positive: predicted above measured), measured rows.",
                   "serving: TTFT / TPOT by engine and concurrency band, data/measurements/serving_measured_blackwell_clean.csv",
-                  "  (fitted on; benchmarks/crossval_serving.py finds held-out halves within a point of in-sample).",
+                  "  (fitted on; benchmarks/crossval_serving.py finds held-out halves within 1.2 points of in-sample).",
                   "offline: output tok/s per GPU by GPU family, data/measurements/trtllm_perf_overview.csv (held out).",
                   "speculative: output tok/s per user of data/measurements/published_runs.csv rows with speculation (held out)."]
         Path(args.accuracy).write_text(accuracy.to_toml(table, header) + "\n")
