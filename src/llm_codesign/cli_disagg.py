@@ -65,7 +65,7 @@ def disagg(
     t = _table(f"{m.name} on {r['num_gpus']}x {g.name}, {r['precision']}, {backend}, ISL/OSL {isl}/{osl}: "
                f"prefill {p['instances']}x {p['plan']} ({p['capacity_req_s']:.2f} req/s), decode {d['instances']}x {d['plan']}",
                "requests:n TTFT:n prefill:n KV_move:n queue:n TPOT:n tok/s/user:n tok/s/GPU:n fits:k",
-               "Times in ms: TTFT = queue for a prefill instance + prefill + KV hand-off to a decode instance. "
+               "Times in ms: TTFT = queue for a prefill instance + prefill + KV hand-off + the engine's request overhead. "
                "fits: the decode instances' KV cache holds every request. Not validated: the shipped measurements "
                "hold no disaggregated run.")
     for row in r["rows"]:
