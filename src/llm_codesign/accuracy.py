@@ -27,7 +27,8 @@ SERVING_METRICS = ("ttft_ms", "tpot_ms")
 OFFLINE_METRIC = "output_tok_s_per_gpu"
 SPEC_METRIC = "output_tok_s_per_user"
 ENGINE_NAMES = {"trtllm": "TensorRT-LLM", "vllm": "vLLM", "sglang": "SGLang"}
-LABELS = {"ttft_ms": "TTFT", "tpot_ms": "TPOT", OFFLINE_METRIC: "tok/s/GPU"}
+# short metric labels for terminal tables and reports, narrow enough for an 80-column terminal
+LABELS = {"ttft_ms": "TTFT", "tpot_ms": "TPOT", OFFLINE_METRIC: "tok/s/GPU", SPEC_METRIC: "tok/s/user", "latency_ms": "latency"}
 MIN_MODEL_ROWS = 20  # a model's own median from fewer runs says little
 
 
@@ -157,6 +158,12 @@ def expected_error(gpu, backend: str, concurrency: int | None, spec: bool = Fals
     return {"metrics": metrics, "basis": basis, "notes": notes}
 
 
+def summary(metrics: dict, long: bool = False) -> str:
+    """One line of a cell's median / p90 per metric: "TTFT 29% / 67%" (long: "29% median / 67% p90")."""
+    fmt = "{m:.0f}% median / {p:.0f}% p90" if long else "{m:.0f}% / {p:.0f}%"
+    return ", ".join(f"{LABELS[k]} " + fmt.format(m=c["median"], p=c["p90"]) for k, c in metrics.items())
+
+
 def describe(gpu, backend: str, spec: bool = False, table: dict | None = None, model: str | None = None) -> list[str]:
     """One line per concurrency band and for offline runs on what validation measured for predictions on
     `gpu` with `backend`, then the caveats, each once: for reports that span many loads (a frontier)."""
@@ -165,7 +172,6 @@ def describe(gpu, backend: str, spec: bool = False, table: dict | None = None, m
         e = expected_error(gpu, backend, conc, spec, table, model)
         if e is None:
             continue
-        lines.append(f"{e['basis']}: " + ", ".join(f"{LABELS[m]} {c['median']:.0f}% median / {c['p90']:.0f}% p90"
-                                                 for m, c in e["metrics"].items()))
+        lines.append(f"{e['basis']}: {summary(e['metrics'], long=True)}")
         notes += [n for n in e["notes"] if n not in notes]
     return lines + notes

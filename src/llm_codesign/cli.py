@@ -194,10 +194,9 @@ def _error_rows(err: dict | None, calibration: str | None) -> list[tuple[str, st
         return [("measured error", f"not known for {calibration}: `llm-codesign validate --serving FILE --calibration {calibration}`")]
     if err is None:
         return [("measured error", "[yellow]no measured run like this one[/yellow]")]
-    from .accuracy import LABELS
+    from .accuracy import summary
 
-    rows = [("measured error (median / p90)", ", ".join(f"{LABELS[m]} {c['median']:.0f}% / {c['p90']:.0f}%" for m, c in err["metrics"].items())),
-            ("measured on", err["basis"])]
+    rows = [("measured error (median / p90)", summary(err["metrics"])), ("measured on", err["basis"])]
     return rows + [("note", f"[yellow]{n}[/yellow]") for n in err["notes"]]
 
 

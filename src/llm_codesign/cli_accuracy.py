@@ -22,14 +22,10 @@ def _write_predictions(path: str, rows: list[dict], preds: list[dict]) -> None:
     write_rows_atomic(path, keys + extra, ({**r, **{name(k): v for k, v in p.items()}} for r, p in zip(rows, preds, strict=True)))
 
 
-# metric labels for the terminal table, narrow enough that an 80-column terminal shows them whole
-_SHORT = {"ttft_ms": "TTFT", "tpot_ms": "TPOT", "output_tok_s_per_gpu": "tok/s/GPU", "output_tok_s_per_user": "tok/s/user",
-          "latency_ms": "latency"}
-
-
 def _print_report(rep: dict, title: str) -> None:
     from rich.table import Table
 
+    from .accuracy import LABELS
     from .audit import DISCORDANT_RATIO, REPEAT_METRICS
 
     con = _console()
@@ -40,14 +36,14 @@ def _print_report(rep: dict, title: str) -> None:
     for c in ("n", "median APE %", "p90 APE %", "signed %"):
         t.add_column(c, justify="right")
     for metric, st in rep["overall"].items():
-        t.add_row("[b]overall[/b]", _SHORT.get(metric, metric), str(st["n"]), f"{st['median_ape']:.1f}", f"{st['p90_ape']:.1f}",
+        t.add_row("[b]overall[/b]", LABELS.get(metric, metric), str(st["n"]), f"{st['median_ape']:.1f}", f"{st['p90_ape']:.1f}",
                   f"{st['signed_median_pe']:+.1f}")
     by = rep["by"]
     items = by.items() if all(isinstance(v, dict) and all(isinstance(x, dict) and "n" not in x for x in v.values()) for v in by.values()) else [("", by)]
     for key, groups in items:
         for g, ms in groups.items():
             for metric, st in ms.items():
-                t.add_row(f"{key} {g}".strip(), _SHORT.get(metric, metric), str(st["n"]), f"{st['median_ape']:.1f}", f"{st['p90_ape']:.1f}", f"{st['signed_median_pe']:+.1f}")
+                t.add_row(f"{key} {g}".strip(), LABELS.get(metric, metric), str(st["n"]), f"{st['median_ape']:.1f}", f"{st['p90_ape']:.1f}", f"{st['signed_median_pe']:+.1f}")
     con.print(t)
     if rep["unmodeled"]:
         from collections import Counter
@@ -61,7 +57,7 @@ def _print_report(rep: dict, title: str) -> None:
                   f"measurement under a different plan, {checks['replanned']} carry a plan their run name contradicts, "
                   f"{checks['suspect']} are kept but doubtful (--clean fixes or drops the others; --json lists them all)")
     repeats = checks.get("repeatability") or {}
-    spreads = [(_SHORT[m], repeats[m]) for m in REPEAT_METRICS if (repeats.get(m) or {}).get("model_median_ape") is not None]
+    spreads = [(LABELS[m], repeats[m]) for m in REPEAT_METRICS if (repeats.get(m) or {}).get("model_median_ape") is not None]
     if spreads:
         said = "; ".join(f"{name} {st['median_ape']:.1f}% (p90 {st['p90_ape']:.1f}%), the model {st['model_median_ape']:.1f}% "
                          f"(p90 {st['model_p90_ape']:.1f}%)" for name, st in spreads)

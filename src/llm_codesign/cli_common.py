@@ -34,7 +34,8 @@ def _table(title: str, columns: str, caption: str | None = None, **kw):
     t = Table(title=title, caption=caption, box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True, **kw)
     for spec in columns.split():
         name, kind = spec.rsplit(":", 1)
-        t.add_column(name.replace("_", " "), justify="right" if kind == "n" else "left", no_wrap=kind in "nk",
+        assert kind in ("n", "t", "k"), spec  # a programming error, never user input
+        t.add_column(name.replace("_", " "), justify="right" if kind == "n" else "left", no_wrap=kind in ("n", "k"),
                      overflow="fold" if kind == "t" else "ellipsis", min_width=8 if kind == "t" else None)
     return t
 
