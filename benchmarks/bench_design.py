@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import time
 
-from llm_codesign.calibration import calibration_for
-from llm_codesign.design import Slo, candidates, design
-from llm_codesign.hardware import get_gpu
-from llm_codesign.precision import Precision
+from llm_codesign.cost.calibration import calibration_for
+from llm_codesign.explore.design import Slo, candidates, design
+from llm_codesign.spec.hardware import get_gpu
+from llm_codesign.spec.precision import Precision
 
 
 def main() -> None:

@@ -12,13 +12,13 @@ import subprocess
 import sys
 import time
 
-from llm_codesign.calibration import calibration_for
-from llm_codesign.disagg import search_disagg
-from llm_codesign.hardware import get_gpu
-from llm_codesign.parallel import SpecDecoding
-from llm_codesign.precision import Precision
-from llm_codesign.registry import get_model
-from llm_codesign.search import SearchSpace, search
+from llm_codesign.cost.calibration import calibration_for
+from llm_codesign.explore.disagg_search import search_disagg
+from llm_codesign.explore.search import SearchSpace, search
+from llm_codesign.spec.hardware import get_gpu
+from llm_codesign.spec.plan import SpecDecoding
+from llm_codesign.spec.precision import Precision
+from llm_codesign.spec.registry import get_model
 
 
 def timed(label, fn, repeat=3):

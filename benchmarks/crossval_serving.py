@@ -3,7 +3,7 @@
 The serving-software parameters (33, most of them per engine) are fitted on one half of the measured
 deployments and judged on the other. Rows are split by deployment (model architecture, GPU, engine,
 precision, plan, ISL/OSL, concurrency), so settings measured more than once never sit on both sides;
-the clean file (llm_codesign.audit) lists each measurement once, under the plan its run name states.
+the clean file (llm_codesign.measure.audit) lists each measurement once, under the plan its run name states.
 The kernel efficiencies stay as bundled (they come from kernel tables, not from these runs); the
 per-engine scales on them are serving parameters and are fitted with the rest. Qwen3.5's rows
 are held out of both sides, as they are held out of the bundled fit (`--hold-out` in the README's
@@ -19,10 +19,10 @@ import json
 import zlib
 from pathlib import Path
 
-from llm_codesign.calibrate import fit_serving, held_out
-from llm_codesign.calibration import calibration_for
-from llm_codesign.hardware import catalog
-from llm_codesign.validate import predict_serving, read_rows, serving_report
+from llm_codesign.cost.calibration import calibration_for
+from llm_codesign.measure.calibrate import fit_serving, held_out
+from llm_codesign.measure.validate import predict_serving, read_rows, serving_report
+from llm_codesign.spec.hardware import catalog
 
 DATA = Path(__file__).resolve().parents[1] / "src" / "llm_codesign" / "data" / "measurements" / "serving_measured_blackwell_clean.csv"
 HELD_OUT = ["qwen3.5-397b"]  # as in the bundled fit

@@ -4,9 +4,9 @@ import sys
 
 import pytest
 
-from llm_codesign.calibration import calibration_for
-from llm_codesign.hardware import get_gpu
-from llm_codesign.registry import get_model
+from llm_codesign.cost.calibration import calibration_for
+from llm_codesign.spec.hardware import get_gpu
+from llm_codesign.spec.registry import get_model
 
 
 @pytest.fixture(scope="session")

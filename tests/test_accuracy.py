@@ -5,8 +5,8 @@ from pathlib import Path
 import pytest
 from conftest import run
 
-from llm_codesign.accuracy import build, bundled, describe, expected_error, to_toml
-from llm_codesign.hardware import get_gpu
+from llm_codesign.measure.accuracy import build, bundled, describe, expected_error, to_toml
+from llm_codesign.spec.hardware import get_gpu
 
 CELL = {"median": 10.0, "p90": 18.0, "signed": 10.0, "n": 3}
 

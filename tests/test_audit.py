@@ -7,8 +7,8 @@ from conftest import run
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from llm_codesign import audit
-from llm_codesign.validate import read_rows
+from llm_codesign.measure import audit
+from llm_codesign.measure.validate import read_rows
 
 DATA = Path(__file__).resolve().parents[1] / "src" / "llm_codesign" / "data" / "measurements"
 P = "aiconfigurator-core-0.12.0-silicon-sample:"

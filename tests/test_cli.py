@@ -138,7 +138,7 @@ def test_pareto_json_and_files(tmp_path):
     assert d["evaluated"] > 0 and d["seconds"] > 0
     assert {"tok_s_per_user", "output_tok_s_per_gpu", "ttft_ms", "deployment"} <= set(d["frontier"][0])
     assert (tmp_path / "frontier.png").exists() and (tmp_path / "report.html").exists() and (tmp_path / "frontier.csv").exists()
-    from llm_codesign.accuracy import bundled
+    from llm_codesign.measure.accuracy import bundled
 
     hopper = bundled()["offline"]["hopper"]["output_tok_s_per_gpu"]
     page = (tmp_path / "report.html").read_text()  # the report says how far such predictions lie from measurement
@@ -223,7 +223,7 @@ def test_calibrate_hold_out_names_a_model_of_the_file(tmp_path):
 
 
 def test_held_out_rows_leave_the_fit_by_registry_identity():
-    from llm_codesign.calibrate import held_out
+    from llm_codesign.measure.calibrate import held_out
 
     rows = [{"model": "Qwen/Qwen3.5-397B-A17B"}, {"model": "qwen3.5-397b"}, {"model": "meta-llama/Llama-3.1-70B"}]
     assert held_out(rows, ["qwen3.5-397b"]) == [{"model": "meta-llama/Llama-3.1-70B"}]

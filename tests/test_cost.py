@@ -3,9 +3,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from llm_codesign import cost
-from llm_codesign.calibration import calibration_for
-from llm_codesign.hardware import get_gpu
+from llm_codesign.cost import kernels as cost
+from llm_codesign.cost.calibration import calibration_for
+from llm_codesign.spec.hardware import get_gpu
 
 
 def test_gemm_intensity_golden():
@@ -102,8 +102,8 @@ def test_collective_protocol_switch_by_hand(h100, cal_h100):
 def test_decode_work_items_slice_query_groups():
     from dataclasses import replace
 
-    from llm_codesign.calibration import Calibration
-    from llm_codesign.cost import decode_work_items
+    from llm_codesign.cost.calibration import Calibration
+    from llm_codesign.cost.kernels import decode_work_items
 
     cal = replace(Calibration(), attn_decode_group_bf16=4.0, attn_decode_group_fp8=128.0)
     # 2 tokens x 8 KV heads x ceil((64 / 8) / 4) slices of the query group
@@ -130,8 +130,8 @@ def test_quantised_activation_pays_its_quantisation_pass(b200):
 def test_wide_query_groups_fall_back_to_per_head_kernels(h100):
     from dataclasses import replace
 
-    from llm_codesign.calibration import Calibration
-    from llm_codesign.cost import attention_decode_time, decode_work_items
+    from llm_codesign.cost.calibration import Calibration
+    from llm_codesign.cost.kernels import attention_decode_time, decode_work_items
 
     cal = replace(Calibration(), attn_decode_group_bf16=8.0, attn_decode_max_group=32.0,
                   attn_decode_flops_eff=0.05, attn_decode_wide_flops_eff=0.005)
@@ -162,9 +162,9 @@ def test_pcie_servers_are_a_scale_up_domain_at_pcie_rates():
     # PCIe cards: the 8 GPUs of a server reach each other by PCIe peer-to-peer (no NIC), so TP up to 8 is a
     # valid plan, and an 8-GPU all-reduce of 100 MB streams over PCIe Gen4 (32 GB/s per direction) at the
     # 0.44 an 8-GPU PCIe server reaches (default.toml): 50 us + 1.75e8 B / (0.44 x 32 GB/s) = 12.48 ms
-    from llm_codesign.calibration import documented
-    from llm_codesign.parallel import Plan, validity
-    from llm_codesign.registry import get_model
+    from llm_codesign.cost.calibration import documented
+    from llm_codesign.spec.plan import Plan, validity
+    from llm_codesign.spec.registry import get_model
 
     g, m = get_gpu("l40s"), get_model("llama-3.1-70b")
     assert g.scale_up_domain == 8 and g.scale_up_bandwidth_bytes_per_s == 32e9

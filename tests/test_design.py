@@ -3,14 +3,14 @@ import json
 import numpy as np
 import pytest
 
-from llm_codesign.calibration import calibration_for
-from llm_codesign.design import Slo, _plans, candidates, design, hf_config, objective
-from llm_codesign.hardware import get_gpu
-from llm_codesign.model import from_hf_config
-from llm_codesign.precision import Precision
-from llm_codesign.quality import constants, loss, model_loss
-from llm_codesign.registry import get_model
-from llm_codesign.search import SearchSpace, search
+from llm_codesign.cost.calibration import calibration_for
+from llm_codesign.explore.design import Slo, _plans, candidates, design, hf_config, objective
+from llm_codesign.explore.quality import constants, loss, model_loss
+from llm_codesign.explore.search import SearchSpace, search
+from llm_codesign.spec.hardware import get_gpu
+from llm_codesign.spec.model import from_hf_config
+from llm_codesign.spec.precision import Precision
+from llm_codesign.spec.registry import get_model
 
 FP8 = Precision.of("fp8", kv="fp8")
 
@@ -79,7 +79,7 @@ def test_aligned_variants_rank_above_misaligned_baseline():
     cfg = {"hidden_size": 2880, "num_hidden_layers": 36, "num_attention_heads": 64, "num_key_value_heads": 8, "head_dim": 64,
            "vocab_size": 128256, "intermediate_size": 7680}
     base = from_hf_config(cfg, "misaligned")
-    from llm_codesign.lint import lint
+    from llm_codesign.explore.lint import lint
 
     assert any(f.rule == "R2" and f.where == "hidden" and f.cost_pct > 0 for f in lint(base, g, cal))
     r = design(base.total_params, g, cal, 8, Slo("throughput"), baseline=base, prec=FP8, quality_tol=0.002)
@@ -101,7 +101,7 @@ def test_candidates_and_errors():
 
 def test_nsga2_finds_feasible_designs():
     pytest.importorskip("optuna")
-    from llm_codesign.design import design_nsga2
+    from llm_codesign.explore.design import design_nsga2
 
     g = get_gpu("b200")
     r = design_nsga2(70e9, g, calibration_for(g), 8, Slo("throughput"), baseline=get_model("llama-3.1-70b"), prec=FP8,

@@ -6,15 +6,15 @@ from conftest import run
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from llm_codesign.calibration import calibration_for
-from llm_codesign.cost import collective_time
-from llm_codesign.disagg import evaluate_disagg, parse_plan
+from llm_codesign.cost.calibration import calibration_for
+from llm_codesign.cost.kernels import collective_time
 from llm_codesign.errors import InputError
-from llm_codesign.hardware import get_gpu
-from llm_codesign.parallel import Plan, SpecDecoding
-from llm_codesign.precision import Precision
-from llm_codesign.registry import get_model
-from llm_codesign.serving import evaluate
+from llm_codesign.serve.aggregated import evaluate
+from llm_codesign.serve.disagg import evaluate_disagg, parse_plan
+from llm_codesign.spec.hardware import get_gpu
+from llm_codesign.spec.plan import Plan, SpecDecoding
+from llm_codesign.spec.precision import Precision
+from llm_codesign.spec.registry import get_model
 
 FP8 = Precision.of("fp8", kv="fp8")
 
@@ -74,7 +74,7 @@ def test_more_prefill_instances_never_lengthen_ttft(C, n_p):
 
 
 def test_closed_loop_root_solves_the_queueing_fixed_point():
-    from llm_codesign.disagg import closed_loop
+    from llm_codesign.serve.disagg import closed_loop
 
     C, base, dec, per_inst, n_p = np.array([1.0, 10, 100, 1000]), 0.2, 5.0, 3.0, 2.0
     rate, ttft = closed_loop(C, base, dec, per_inst, n_p)
@@ -113,8 +113,8 @@ def test_disagg_cli(tmp_path):
 
 
 def test_disaggregated_frontier_points_reprice_to_themselves(h200, llama70b):
-    from llm_codesign.disagg import decode_breakdown, search_disagg
-    from llm_codesign.search import SearchSpace
+    from llm_codesign.explore.disagg_search import decode_breakdown, search_disagg
+    from llm_codesign.explore.search import SearchSpace
 
     cal = calibration_for(h200)
     r = search_disagg(llama70b, h200, cal, SearchSpace(8, precisions=(FP8,)), 4096, 512)

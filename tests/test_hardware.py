@@ -1,7 +1,7 @@
 import pytest
 
 from llm_codesign.errors import InputError
-from llm_codesign.hardware import catalog, get_gpu
+from llm_codesign.spec.hardware import catalog, get_gpu
 
 IDS = ["a100", "h100", "h200", "b200", "gb200", "b300", "gb300", "l40s", "rtx-pro-6000", "mi300x", "mi325x", "mi355x"]
 

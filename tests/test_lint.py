@@ -3,11 +3,11 @@ import math
 
 import pytest
 
-from llm_codesign.calibration import calibration_for
-from llm_codesign.hardware import get_gpu
-from llm_codesign.lint import lint, to_sarif
-from llm_codesign.model import from_hf_config
-from llm_codesign.registry import get_model
+from llm_codesign.cost.calibration import calibration_for
+from llm_codesign.explore.lint import lint, to_sarif
+from llm_codesign.spec.hardware import get_gpu
+from llm_codesign.spec.model import from_hf_config
+from llm_codesign.spec.registry import get_model
 
 BASE = {"hidden_size": 7168, "num_hidden_layers": 8, "num_attention_heads": 64, "num_key_value_heads": 8, "vocab_size": 129280,
         "intermediate_size": 18432}

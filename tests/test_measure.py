@@ -7,9 +7,9 @@ import pytest
 from conftest import run
 
 from llm_codesign.errors import InputError
-from llm_codesign.kernels import detect
-from llm_codesign.measure import DECODE_COLUMNS, GEMM_COLUMNS, linear_shapes, system_for
-from llm_codesign.registry import get_model
+from llm_codesign.measure.bench import DECODE_COLUMNS, GEMM_COLUMNS, linear_shapes, system_for
+from llm_codesign.measure.kernel_tables import detect
+from llm_codesign.spec.registry import get_model
 
 
 def test_system_from_cuda_device_names():

@@ -3,8 +3,8 @@ import json
 import pytest
 
 from llm_codesign.errors import InputError, UnsupportedModelError
-from llm_codesign.model import from_hf_config
-from llm_codesign.registry import get_model, list_models
+from llm_codesign.spec.model import from_hf_config
+from llm_codesign.spec.registry import get_model, list_models
 
 
 def within(x, published, rel=0.01, unit=None):

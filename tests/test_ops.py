@@ -1,8 +1,8 @@
 import numpy as np
 import pytest
 
-from llm_codesign.ops import Batch, Sharding, distinct_experts, forward_ops, step_time
-from llm_codesign.registry import get_model
+from llm_codesign.cost.ops import Batch, Sharding, distinct_experts, forward_ops, step_time
+from llm_codesign.spec.registry import get_model
 
 
 def _sum(ops, attr, kinds=("gemm",)):
@@ -18,7 +18,7 @@ def test_linear_flops_are_two_times_active_params_per_token(name, h100, cal_h100
 
 
 def test_moe_flops_match_active_params_at_large_batch(b200):
-    from llm_codesign.calibration import calibration_for
+    from llm_codesign.cost.calibration import calibration_for
 
     m = get_model("deepseek-v3")
     cal = calibration_for(b200)
@@ -62,9 +62,9 @@ def test_operator_names_are_slash_paths(h100, cal_h100):
 
 
 def test_dsa_indexer_caps_mla_context_and_prices_the_indexer(b200):
-    from llm_codesign.calibration import calibration_for
-    from llm_codesign.memory import kv_bytes_per_token
-    from llm_codesign.precision import Precision
+    from llm_codesign.cost.calibration import calibration_for
+    from llm_codesign.cost.memory import kv_bytes_per_token
+    from llm_codesign.spec.precision import Precision
 
     m = get_model("glm-5")
     a = m.groups[-1][0].attn
@@ -89,7 +89,7 @@ def test_dsa_indexer_caps_mla_context_and_prices_the_indexer(b200):
 
 
 def test_qk_norm_across_heads_adds_a_tp_all_reduce(b200):
-    from llm_codesign.calibration import calibration_for
+    from llm_codesign.cost.calibration import calibration_for
 
     m = get_model("minimax-m2.5")
     assert m.groups[0][0].attn.qk_norm_across_heads
@@ -105,8 +105,8 @@ def test_qk_norm_across_heads_adds_a_tp_all_reduce(b200):
 
 
 def test_gated_deltanet_decode_is_flat_in_context_and_prices_its_state(b200):
-    from llm_codesign.calibration import calibration_for
-    from llm_codesign.memory import fit, state_bytes_per_seq
+    from llm_codesign.cost.calibration import calibration_for
+    from llm_codesign.cost.memory import fit, state_bytes_per_seq
 
     m = get_model("qwen3.5-397b")
     cal = calibration_for(b200)
@@ -136,7 +136,7 @@ def test_gated_deltanet_decode_is_flat_in_context_and_prices_its_state(b200):
 
 
 def test_mamba2_decode_reads_and_writes_its_state_once_per_step(h100):
-    from llm_codesign.calibration import calibration_for
+    from llm_codesign.cost.calibration import calibration_for
 
     m = get_model("nemotron-h-56b")
     cal = calibration_for(h100)

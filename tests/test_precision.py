@@ -1,8 +1,8 @@
 import pytest
 
 from llm_codesign.errors import InputError
-from llm_codesign.hardware import get_gpu
-from llm_codesign.precision import DTYPES, Precision, gemm_math, get_dtype
+from llm_codesign.spec.hardware import get_gpu
+from llm_codesign.spec.precision import DTYPES, Precision, gemm_math, get_dtype
 
 
 def test_block_scale_overhead():

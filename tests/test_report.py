@@ -4,11 +4,11 @@ import re
 
 import pytest
 
-from llm_codesign.calibration import calibration_for
-from llm_codesign.hardware import get_gpu
-from llm_codesign.registry import get_model
-from llm_codesign.report import write_csv, write_html, write_plot
-from llm_codesign.search import SearchSpace, point_breakdown, search
+from llm_codesign.cost.calibration import calibration_for
+from llm_codesign.explore.search import SearchSpace, point_breakdown, search
+from llm_codesign.render.report import write_csv, write_html, write_plot
+from llm_codesign.spec.hardware import get_gpu
+from llm_codesign.spec.registry import get_model
 
 
 @pytest.fixture(scope="module")

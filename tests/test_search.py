@@ -3,12 +3,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from llm_codesign.calibration import calibration_for
-from llm_codesign.hardware import get_gpu
-from llm_codesign.parallel import SpecDecoding
-from llm_codesign.precision import Precision
-from llm_codesign.registry import get_model
-from llm_codesign.search import SearchSpace, pareto_mask, plans, search
+from llm_codesign.cost.calibration import calibration_for
+from llm_codesign.explore.search import SearchSpace, pareto_mask, plans, search
+from llm_codesign.spec.hardware import get_gpu
+from llm_codesign.spec.plan import SpecDecoding
+from llm_codesign.spec.precision import Precision
+from llm_codesign.spec.registry import get_model
 
 pts = st.lists(st.tuples(st.floats(0.1, 1e4), st.floats(0.1, 1e4)), min_size=1, max_size=200)
 

@@ -5,16 +5,16 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from llm_codesign.calibration import calibration_for
+from llm_codesign.cost.calibration import calibration_for
+from llm_codesign.cost.memory import kv_bytes_per_token, weight_bytes_per_gpu
+from llm_codesign.cost.ops import Batch, Sharding, forward_ops, step_time
 from llm_codesign.errors import InputError
-from llm_codesign.estimate import estimate
-from llm_codesign.hardware import catalog, get_gpu
-from llm_codesign.memory import kv_bytes_per_token, weight_bytes_per_gpu
-from llm_codesign.ops import Batch, Sharding, forward_ops, step_time
-from llm_codesign.parallel import Deployment, Plan, SpecDecoding, validity
-from llm_codesign.precision import Precision, gemm_math
-from llm_codesign.registry import get_model
-from llm_codesign.serving import evaluate
+from llm_codesign.serve.aggregated import evaluate
+from llm_codesign.serve.estimate import estimate
+from llm_codesign.spec.hardware import catalog, get_gpu
+from llm_codesign.spec.plan import Deployment, Plan, SpecDecoding, validity
+from llm_codesign.spec.precision import Precision, gemm_math
+from llm_codesign.spec.registry import get_model
 
 DENSE = ["llama-3.1-8b", "qwen3-32b", "llama-3.1-70b"]
 
@@ -106,7 +106,7 @@ def test_acceptance_forms():
 def test_validity_reasons():
     m, g = get_model("llama-3.1-70b"), get_gpu("h100")
     r = validity(m, g, Plan(tp=np.array([8, 3, 16, 4]), pp=np.array([1, 1, 1, 3])), np.array([8, 3, 16, 12]))
-    from llm_codesign.parallel import REASONS
+    from llm_codesign.spec.plan import REASONS
 
     assert [REASONS[i] if i >= 0 else None for i in r] == [None, "heads", "scale_up", "layers"]
     ds = get_model("deepseek-r1")
@@ -138,10 +138,10 @@ def test_eager_prefill_launch_cost_lengthens_ttft_only(h100):
 
     import numpy as np
 
-    from llm_codesign.calibration import calibration_for
-    from llm_codesign.parallel import Plan
-    from llm_codesign.registry import get_model
-    from llm_codesign.serving import evaluate
+    from llm_codesign.cost.calibration import calibration_for
+    from llm_codesign.serve.aggregated import evaluate
+    from llm_codesign.spec.plan import Plan
+    from llm_codesign.spec.registry import get_model
 
     m = get_model("llama-3.1-8b")
     base = calibration_for(h100)
@@ -159,9 +159,9 @@ def test_eager_prefill_launch_cost_lengthens_ttft_only(h100):
 
 
 def test_kv_budget_free_vs_total(h100):
-    from llm_codesign.memory import activation_bytes, fit, weight_bytes_per_gpu
-    from llm_codesign.ops import Sharding
-    from llm_codesign.registry import get_model
+    from llm_codesign.cost.memory import activation_bytes, fit, weight_bytes_per_gpu
+    from llm_codesign.cost.ops import Sharding
+    from llm_codesign.spec.registry import get_model
 
     m = get_model("llama-3.1-70b")
     prec, sh = m.default_precision, Sharding(tp=2)
@@ -178,8 +178,8 @@ def test_sglang_static_fraction_golden():
     # ServerArgs._handle_gpu_memory_settings by hand, in MiB. B200 reports 183359: chunk 16384, max graph
     # batch 512, TP8: reserved 512 + 24576 + 1024 + 1024 = 27136 -> 156223 / 183359 = 0.852; attention DP 8
     # (TP1 x 8 ranks, tp_size 8) adds 512 x 8 x 3 + 512 x 8 x 1.5 = 18432 -> 137791 / 183359 = 0.751
-    from llm_codesign.engines import sglang_static_fraction
-    from llm_codesign.hardware import get_gpu
+    from llm_codesign.spec.engines import sglang_static_fraction
+    from llm_codesign.spec.hardware import get_gpu
 
     b200 = get_gpu("b200")
     assert float(sglang_static_fraction(b200, 8)) == 0.852
@@ -197,7 +197,7 @@ def test_sglang_static_fraction_golden():
        spec=st.sampled_from([None, "mtp", "draft"]))
 def test_sglang_fraction_shrinks_with_what_it_reserves(gid, tp, adp, spec):
     # SGLang reserves more for more GPUs per stage, attention DP and draft models, never the whole GPU
-    from llm_codesign.engines import sglang_static_fraction
+    from llm_codesign.spec.engines import sglang_static_fraction
 
     assume(tp * adp <= 8)  # one node: SGLang's own heuristics (beyond it a small GPU can go below zero)
     g = get_gpu(gid)
@@ -210,9 +210,9 @@ def test_sglang_fraction_shrinks_with_what_it_reserves(gid, tp, adp, spec):
 
 def test_static_budget_leaves_activations_outside(h100):
     # SGLang's fraction covers weights and KV only: the KV pool is fraction x memory - weights
-    from llm_codesign.memory import fit, weight_bytes_per_gpu
-    from llm_codesign.ops import Sharding
-    from llm_codesign.registry import get_model
+    from llm_codesign.cost.memory import fit, weight_bytes_per_gpu
+    from llm_codesign.cost.ops import Sharding
+    from llm_codesign.spec.registry import get_model
 
     m = get_model("llama-3.1-70b")
     prec, sh = m.default_precision, Sharding(tp=4)
@@ -222,7 +222,7 @@ def test_static_budget_leaves_activations_outside(h100):
 
 def _eager_prefill_step_s(m, gpu, cal, backend, batch):
     """A prefill step priced as serving.evaluate does: kernels + step overhead + eager launches."""
-    from llm_codesign.ops import launches
+    from llm_codesign.cost.ops import launches
 
     c = cal.in_step(backend)
     ops = forward_ops(m, gpu, c, m.default_precision, Sharding(), batch)
@@ -253,7 +253,7 @@ def test_lockstep_share_shrinks_with_the_decode_iterations_the_first_wave_spans(
     ("sglang", "b200", 16384), ("sglang", "gb200", 16384), ("sglang", "h200", 8192), ("sglang", "l40s", 4096),
 ])
 def test_engine_step_token_budget_defaults(backend, gid, tokens):
-    from llm_codesign.engines import step_tokens
+    from llm_codesign.spec.engines import step_tokens
 
     # the engines' documented defaults (engines.step_tokens docstring): vLLM 8192 on >= 70 GiB but not
     # A100, else 2048; SGLang by reported memory: < 35 GiB 2048, < 60 GiB 4096 (L40S 45 GiB), < 160 GiB
@@ -306,7 +306,7 @@ def test_out_of_step_prefills_stall_decode_by_what_they_add(h100):
 
 
 def test_engine_kernel_scales_relative_to_trtllm(h100):
-    from llm_codesign.calibration import documented
+    from llm_codesign.cost.calibration import documented
 
     base = calibration_for(h100)
     cal = replace(base, gemm_eff_scale=(("trtllm", 1.0), ("vllm", 0.8)), attn_eff_scale=(("trtllm", 1.0), ("vllm", 2.0)))
@@ -329,7 +329,7 @@ def test_engine_kernel_scales_relative_to_trtllm(h100):
 
 
 def test_serving_fit_never_moves_the_reference_engine_kernels(monkeypatch):
-    from llm_codesign import calibrate
+    from llm_codesign.measure import calibrate
 
     monkeypatch.setattr(calibrate, "SERVING_BOUNDS", tuple(b for b in calibrate.SERVING_BOUNDS if b[0] in ("gemm_eff_scale", "attn_eff_scale")))
     rows = [{"model": "meta-llama/Llama-3.1-8B", "gpu": "h100", "num_gpus": "1", "backend": be, "weight_dtype": "bf16",
@@ -342,14 +342,14 @@ def test_serving_fit_never_moves_the_reference_engine_kernels(monkeypatch):
 
 
 def test_serving_fit_reprices_one_engine_at_a_time_without_changing_the_answer(monkeypatch):
-    from llm_codesign import calibrate
-    from llm_codesign.validate import predict_serving
+    from llm_codesign.measure import calibrate, stats
+    from llm_codesign.measure.validate import predict_serving
 
     # per-engine parameters re-price only their engine's rows; the loss it reports must still be the
     # loss of the whole fitted profile priced from scratch
     keep = ("step_overhead_s", "ttft_overhead_s", "step_kernel_overhead_scale")
     monkeypatch.setattr(calibrate, "SERVING_BOUNDS", tuple(b for b in calibrate.SERVING_BOUNDS if b[0] in keep))
-    monkeypatch.setattr(calibrate, "MIN_BAND_ROWS", 1)  # two rows per band here
+    monkeypatch.setattr(stats, "MIN_BAND_ROWS", 1)  # two rows per band here
     rows = [{"model": "meta-llama/Llama-3.1-8B", "gpu": "h100", "num_gpus": "1", "backend": be, "weight_dtype": "bf16",
              "kv_dtype": "bf16", "isl": "1024", "osl": "256", "concurrency": str(c), "tp": "1", "ttft_ms": str(t),
              "tpot_ms": str(d)} for be, c, t, d in (("trtllm", 8, 60, 9), ("trtllm", 64, 250, 16), ("vllm", 8, 45, 11), ("vllm", 64, 300, 21))]
@@ -365,14 +365,14 @@ def test_serving_fit_reprices_one_engine_at_a_time_without_changing_the_answer(m
 
 
 def test_concurrency_band_edges():
-    from llm_codesign.calibrate import concurrency_band
+    from llm_codesign.measure.stats import concurrency_band
 
     got = [concurrency_band({"concurrency": c}) for c in ("1", "4", "5", "32", "33", "4096", "", " ")]
     assert got == ["1-4", "1-4", "5-32", "5-32", "33+", "33+", "offline", "offline"]
 
 
 def test_polish_bands_merge_thin_bands():
-    from llm_codesign.calibrate import polish_bands
+    from llm_codesign.measure.stats import polish_bands
 
     rows = lambda *cs: [{"concurrency": c} for c in cs]  # noqa: E731
     # 25 rows at 1-4, 30 at 5-32, 22 at 33+ or offline: three bands
@@ -385,7 +385,7 @@ def test_polish_bands_merge_thin_bands():
 
 
 def test_serving_fit_warm_starts_from_a_profile():
-    from llm_codesign import calibrate
+    from llm_codesign.measure import calibrate
 
     rows = [{"model": "meta-llama/Llama-3.1-8B", "gpu": "h100", "num_gpus": "1", "backend": "vllm", "weight_dtype": "bf16",
              "kv_dtype": "bf16", "isl": "1024", "osl": "256", "concurrency": "8", "tp": "1", "ttft_ms": "50", "tpot_ms": "12"}]
@@ -464,7 +464,7 @@ def test_paged_engines_admit_past_the_kv_cache_and_share_the_decode_slots():
         beyond = run(backend, 2 * admit)
         assert beyond["ttft_s"].item() > 10 * base["ttft_s"].item()
     # TensorRT-LLM reserves ISL + OSL: whatever exceeds its capacity waits for whole requests
-    from llm_codesign import engines
+    from llm_codesign.spec import engines
 
     assert engines.admission("trtllm") is None and engines.admission("vllm") == (0.0, 0.0)
     cap = int(run("trtllm", 1)["max_concurrency"].item())

@@ -5,9 +5,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from llm_codesign.calibration import calibration_for
-from llm_codesign.kernels import detect, predict, read_csv
-from llm_codesign.validate import kernel_report, predict_serving, read_rows, serving_report
+from llm_codesign.cost.calibration import calibration_for
+from llm_codesign.measure.kernel_tables import detect, predict, read_csv
+from llm_codesign.measure.validate import kernel_report, predict_serving, read_rows, serving_report
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data" / "validation" / "kernels"
 MEAS = Path(__file__).resolve().parents[1] / "src" / "llm_codesign" / "data" / "measurements"
@@ -28,7 +28,7 @@ def test_kernel_errors_do_not_regress(kind):
 
 
 def test_serving_errors_do_not_regress():
-    # the sample with each measurement once, under the plan its run name states (llm_codesign.audit);
+    # the sample with each measurement once, under the plan its run name states (llm_codesign.measure.audit);
     # the profile is fitted on it with Qwen3.5 held out
     rows = read_rows(MEAS / "serving_measured_blackwell_clean.csv")
     rep = serving_report(rows, *predict_serving(rows))
@@ -156,8 +156,8 @@ def test_committed_validation_report_is_current(tmp_path):
 
 
 def test_blank_kv_dtype_reads_fp8_with_fp8_or_nvfp4_weights():
-    from llm_codesign.registry import get_model
-    from llm_codesign.validate import _precision
+    from llm_codesign.measure.validate import _precision
+    from llm_codesign.spec.registry import get_model
 
     m = get_model("MiniMaxAI/MiniMax-M2.5")
     for backend in ("trtllm", "vllm", "sglang"):

@@ -10,7 +10,7 @@ FP8 rows use FP8 KV cache (trtllm-bench quantises the KV cache with FP8 checkpoi
 weights with FP8 KV. MLPerf rows are not converted: they use real datasets without a stated mean
 input length, which the canonical format needs.
 
-The measured-serving sample is copied verbatim, and next to it its clean form (llm_codesign.audit:
+The measured-serving sample is copied verbatim, and next to it its clean form (llm_codesign.measure.audit:
 plans re-derived from the run names that state them, each measurement once) with the list of changes.
 SOURCES.md in that folder is kept by hand.
 """
@@ -20,9 +20,9 @@ import csv
 import shutil
 from pathlib import Path
 
-from llm_codesign.audit import clean, summary
-from llm_codesign.report import write_rows_atomic
-from llm_codesign.validate import read_rows
+from llm_codesign.measure.audit import clean, summary
+from llm_codesign.measure.validate import read_rows
+from llm_codesign.render.report import write_rows_atomic
 
 ROOT = Path(__file__).resolve().parents[1]
 SRC = ROOT.parent / "shared" / "data" / "validation"

@@ -1,0 +1,234 @@
+"""Commands that prove the model: `validate` against measurements, `calibrate` to re-fit it, and
+`bench` to measure this machine's kernels in the tables' own columns."""
+from __future__ import annotations
+
+from typing import Optional
+
+import typer
+
+from llm_codesign.cli.common import O_CAL, _console, _dump, _int_list, app
+from llm_codesign.errors import InputError
+
+
+def _write_predictions(path: str, rows: list[dict], preds: list[dict]) -> None:
+    """Input rows plus `predicted_<metric>` columns, written whole or not at all."""
+    from llm_codesign.render.report import write_rows_atomic
+
+    def name(k: str) -> str:
+        return k if k.startswith("predicted") else f"predicted_{k}"
+
+    keys = list(rows[0].keys())
+    extra = sorted({name(k) for p in preds for k in p} - set(keys))
+    write_rows_atomic(path, keys + extra, ({**r, **{name(k): v for k, v in p.items()}} for r, p in zip(rows, preds, strict=True)))
+
+
+def _print_report(rep: dict, title: str) -> None:
+    from rich.table import Table
+
+    from llm_codesign.measure.accuracy import LABELS
+    from llm_codesign.measure.audit import DISCORDANT_RATIO, REPEAT_METRICS
+
+    con = _console()
+    t = Table(title=f"{title}: {rep['modeled']} of {rep['rows']} rows modelled",
+              caption="APE: absolute percentage error; signed: median of the signed error, positive where predicted above measured")
+    t.add_column("group", overflow="fold")
+    t.add_column("metric", no_wrap=True)
+    for c in ("n", "median APE %", "p90 APE %", "signed %"):
+        t.add_column(c, justify="right")
+    for metric, st in rep["overall"].items():
+        t.add_row("[b]overall[/b]", LABELS.get(metric, metric), str(st["n"]), f"{st['median_ape']:.1f}", f"{st['p90_ape']:.1f}",
+                  f"{st['signed_median_pe']:+.1f}")
+    by = rep["by"]
+    items = by.items() if all(isinstance(v, dict) and all(isinstance(x, dict) and "n" not in x for x in v.values()) for v in by.values()) else [("", by)]
+    for key, groups in items:
+        for g, ms in groups.items():
+            for metric, st in ms.items():
+                t.add_row(f"{key} {g}".strip(), LABELS.get(metric, metric), str(st["n"]), f"{st['median_ape']:.1f}", f"{st['p90_ape']:.1f}", f"{st['signed_median_pe']:+.1f}")
+    con.print(t)
+    if rep["unmodeled"]:
+        from collections import Counter
+
+        con.print(f"{len(rep['unmodeled'])} rows not modelled:")
+        for reason, n in Counter(u["reason"] for u in rep["unmodeled"]).most_common():
+            con.print(f"  {n:5d}  {reason}")
+    checks = rep.get("data_checks") or {}
+    if any(checks.get(k) for k in ("replanned", "repeat", "conflict", "suspect")):
+        con.print(f"data checks: {checks['repeat']} rows repeat another row's measurement, {checks['conflict']} give another row's "
+                  f"measurement under a different plan, {checks['replanned']} carry a plan their run name contradicts, "
+                  f"{checks['suspect']} are kept but doubtful (--clean fixes or drops the others; --json lists them all)")
+    repeats = checks.get("repeatability") or {}
+    spreads = [(LABELS[m], repeats[m]) for m in REPEAT_METRICS if (repeats.get(m) or {}).get("model_median_ape") is not None]
+    if spreads:
+        said = "; ".join(f"{name} {st['median_ape']:.1f}% (p90 {st['p90_ape']:.1f}%), the model {st['model_median_ape']:.1f}% "
+                         f"(p90 {st['model_p90_ape']:.1f}%)" for name, st in spreads)
+        con.print(f"repeat runs: {repeats['settings']} settings measured more than once ({repeats['rows']} runs) lie from their "
+                  f"setting's median run by a median {said}; {len(repeats['discordant'])} settings' runs differ by over "
+                  f"{DISCORDANT_RATIO:g}x (--json lists them)")
+
+
+@app.command()
+def validate(
+    kernels: Optional[str] = typer.Option(None, "--kernels", help="Kernel CSV (gemm, attention, collectives or moe columns)."),
+    serving: Optional[str] = typer.Option(None, "--serving", help="Serving-measurement CSV in the canonical columns."),
+    out: Optional[str] = typer.Option(None, "--out", help="Write the input rows plus predictions here."),
+    clean: bool = typer.Option(False, "--clean", help="Serving: re-derive plans from the run names that state them and keep each measurement once (llm_codesign.measure.audit)."),
+    calibration: Optional[str] = O_CAL, as_json: bool = typer.Option(False, "--json"),
+):
+    """Predict published measurements and report the errors."""
+    from llm_codesign.measure.validate import kernel_report, predict_serving, read_rows, serving_report
+
+    if (kernels is None) == (serving is None):
+        raise InputError("validate", "--kernels/--serving", "exactly one of --kernels FILE or --serving FILE")
+    if clean and kernels:
+        raise InputError("clean", "--kernels", "used with --serving (it checks serving rows)")
+    if kernels:
+        rep, rows, pred = kernel_report(kernels, calibration)
+        if out:
+            _write_predictions(out, rows, [{"predicted_ms": (float(p) if p == p else "")} for p in pred])
+        title = f"kernel validation ({rep['kind']})"
+    else:
+        rows = read_rows(serving)
+        if clean:
+            from llm_codesign.measure.audit import clean as clean_rows
+
+            rows = clean_rows(rows)[0]
+        preds, unmodeled = predict_serving(rows, calibration)
+        rep = serving_report(rows, preds, unmodeled)
+        if out:
+            _write_predictions(out, rows, preds)
+        title = "serving validation"
+    if as_json:
+        return _dump(rep)
+    _print_report(rep, title)
+
+
+@app.command()
+def calibrate(
+    kernels: Optional[list[str]] = typer.Option(None, "--kernels", help="Kernel CSVs (repeat the option)."),
+    serving: Optional[str] = typer.Option(None, "--serving", help="Serving measurements to fit step overheads on."),
+    output: str = typer.Option(..., "-o", "--output", help="Profile .toml to write."),
+    hold_out: Optional[list[str]] = typer.Option(None, "--hold-out", help="Leave this model's serving rows out of the fit, to judge it out of sample (repeat the option)."),
+    clean: bool = typer.Option(False, "--clean", help="Fit the serving rows' clean form: plans re-derived from the run names that state them, each measurement once (llm_codesign.measure.audit)."),
+    calibration: Optional[str] = O_CAL,
+):
+    """Re-fit the efficiency parameters from measurements; use the profile with --calibration."""
+    from datetime import date
+    from pathlib import Path
+
+    from llm_codesign.measure.calibrate import fit_kernels, fit_serving, held_out, to_toml
+    from llm_codesign.measure.kernel_tables import read_csv
+    from llm_codesign.measure.validate import read_rows
+
+    if not kernels and not serving:
+        raise InputError("calibrate", None, "at least one --kernels FILE or --serving FILE")
+    if not Path(output).resolve().parent.is_dir():
+        raise InputError("output", output, "a path in an existing folder")
+    if hold_out and not serving:
+        raise InputError("hold-out", hold_out[0], "used with --serving (it leaves serving rows out of the fit)")
+    if clean and not serving:
+        raise InputError("clean", "--kernels", "used with --serving (it checks serving rows)")
+    # serving rows first: a bad file or --hold-out fails before minutes of kernel fitting
+    srv_rows = read_rows(serving) if serving else None
+    if srv_rows is not None and clean:
+        from llm_codesign.measure.audit import clean as clean_rows
+
+        srv_rows = clean_rows(srv_rows)[0]
+    srv_rows = held_out(srv_rows, hold_out or []) if serving else None
+    kernels = kernels or []
+    tables: dict[str, list[dict]] = {}
+    for k in kernels:
+        kind, rows = read_csv(k)
+        tables.setdefault(kind, []).extend(rows)
+    fams, report = fit_kernels(tables, calibration)
+    srv = None
+    if serving:
+        if not fams:
+            from llm_codesign.cost.calibration import calibration_for
+            from llm_codesign.spec.hardware import catalog
+
+            fams = {g.family: calibration_for(g, calibration) for g in catalog().values()}
+        # a given profile is where the serving search starts (its kernel values are the kernel fits' start)
+        fams, srv = fit_serving(srv_rows, fams, start=next(iter(fams.values())) if calibration else None)
+    header = (f"llm-codesign calibration profile, fitted {date.today().isoformat()} by `llm-codesign calibrate`\n"
+              f"kernels: {', '.join(kernels) or 'none'}\nserving: {serving or 'none'}{' (cleaned)' if serving and clean else ''}"
+              + (f"\nheld out of the serving fit: {', '.join(hold_out)}" if hold_out else ""))
+    text = to_toml(fams, report, header, srv)
+    Path(output).write_text(text)
+    con = _console()
+    for r in report:
+        con.print(f"{r['family']:10s} {r['kind']:18s} {r['rows']:6d} rows  median APE {r['median_ape']:.1f}%  p90 {r['p90_ape']:.1f}%")
+    if srv:
+        attn = srv["attn_eff_scale"]
+        scales = ", ".join(f"{b} {v:.2f} / {attn[b]:.2f}" for b, v in srv["gemm_eff_scale"].items())
+        con.print(f"serving: step overhead {', '.join(f'{b} {v * 1e3:.2f} ms' for b, v in srv['step_overhead_s'].items())}; "
+                  f"request overhead {', '.join(f'{b} {v * 1e3:.1f} ms' for b, v in srv['ttft_overhead_s'].items())}; "
+                  f"prefill queue fraction {', '.join(f'{b} {v:.2f}' for b, v in srv['prefill_queue_fraction'].items())}; "
+                  f"eager launch {', '.join(f'{b} {v * 1e6:.1f} us' for b, v in srv['eager_launch_s'].items())}; "
+                  f"wait steps {', '.join(f'{b} {v:.2f}' for b, v in srv['ttft_wait_steps'].items())}; "
+                  f"host cost per running sequence {', '.join(f'{b} {v * 1e6:.1f} us' for b, v in srv['seq_overhead_s'].items())}; "
+                  f"kernel efficiency vs TensorRT-LLM (GEMM / attention) {scales}")
+    con.print(f"wrote {output}")
+
+
+def _nk_list(value: str) -> list[tuple[int, int]]:
+    try:
+        out = [tuple(int(v) for v in x.lower().split("x")) for x in value.split(",") if x.strip()]
+    except ValueError:
+        out = []
+    if not out or any(len(t) != 2 or min(t) <= 0 for t in out):
+        raise InputError("nk", value, "comma-separated NxK pairs, e.g. 4096x4096,14336x4096")
+    return out
+
+
+@app.command()
+def bench(
+    kind: str = typer.Argument(..., help="gemm or decode"),
+    out: str = typer.Option(..., "-o", "--out", help="CSV to write, in the kernel tables' columns."),
+    system: Optional[str] = typer.Option(None, "--system", help="Catalog GPU id for the rows (default: from the CUDA device name)."),
+    device: str = typer.Option("auto", "--device", help="auto, cuda or cpu."),
+    model: Optional[str] = typer.Option(None, "--model", help="Take the shapes from this model (its projections / attention heads at --tp)."),
+    tp: int = typer.Option(1, "--tp", help="Tensor-parallel size for --model shapes."),
+    dtype: str = typer.Option("bfloat16", "--dtype", help="gemm: bfloat16 or fp8."),
+    m: str = typer.Option("1,16,64,256,1024,4096", "--m", help="gemm: token counts (M)."),
+    nk: str = typer.Option("4096x4096,14336x4096,4096x14336", "--nk", help="gemm: NxK pairs (ignored with --model)."),
+    batch: str = typer.Option("1,8,32,128", "--batch", help="decode: sequences per step."),
+    context: str = typer.Option("1024,4096,16384", "--context", help="decode: cached tokens per sequence."),
+    heads: int = typer.Option(32, "--heads", help="decode: query heads (ignored with --model)."),
+    kv_heads: int = typer.Option(8, "--kv-heads", help="decode: KV heads (ignored with --model)."),
+    head_dim: int = typer.Option(128, "--head-dim", help="decode: head dimension (ignored with --model)."),
+    warmup: int = typer.Option(3, "--warmup", min=0),
+    repeat: int = typer.Option(10, "--repeat", min=1),
+):
+    """Measure GEMMs or decode attention on this machine; `validate`/`calibrate --kernels` read the CSV."""
+    from pathlib import Path
+
+    from llm_codesign.measure.bench import DECODE_COLUMNS, GEMM_COLUMNS, bench_decode, bench_gemm, linear_shapes
+    from llm_codesign.render.report import write_rows_atomic
+
+    if kind not in ("gemm", "decode"):
+        raise InputError("kind", kind, "gemm or decode")
+    if not Path(out).resolve().parent.is_dir():  # before minutes of measuring, not after
+        raise InputError("out", out, "a path in an existing folder")
+    if tp <= 0:
+        raise InputError("tp", tp, "a positive integer")
+    spec = None
+    if model:
+        from llm_codesign.cli.common import _model
+
+        spec = _model(model)
+    if kind == "gemm":
+        shapes = linear_shapes(spec, tp) if spec else _nk_list(nk)
+        rows = bench_gemm(_int_list("m", m), shapes, dtype, device, system, warmup, repeat)
+        cols = GEMM_COLUMNS
+    else:
+        if spec:
+            a = next((layer.attn for layer, _ in spec.groups if layer.attn.kind == "gqa"), None)
+            if a is None:
+                raise InputError("model", model, "a model with GQA/MHA attention layers for decode benchmarks")
+            if a.heads % tp:
+                raise InputError("tp", tp, f"a divisor of the model's {a.heads} attention heads")
+            heads, kv_heads, head_dim = a.heads // tp, max(a.kv_heads // tp, 1), a.head_dim
+        rows = bench_decode(_int_list("batch", batch), _int_list("context", context), heads, kv_heads, head_dim, device, system, warmup, repeat)
+        cols = DECODE_COLUMNS
+    write_rows_atomic(out, cols, rows)
+    _console().print(f"wrote {len(rows)} {kind} measurements ({rows[0]['system']}, {rows[0]['trtllm_version']}) to {out}")

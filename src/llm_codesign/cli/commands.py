@@ -1,0 +1,345 @@
+"""Command line: every command renders results computed by the core; errors are one line, exit 2.
+
+The commands live here (specs, roofline, estimate, pareto), in cli_accuracy (validate, calibrate)
+and cli_design (lint, design); importing those modules registers their commands on the shared app."""
+from __future__ import annotations
+
+import sys
+from typing import Optional
+
+import typer
+
+from llm_codesign.cli.common import (
+    O_A,
+    O_ACC,
+    O_ADP,
+    O_BACKEND,
+    O_CAL,
+    O_DRAFT,
+    O_EP,
+    O_GPU,
+    O_GPUS,
+    O_ISL,
+    O_K,
+    O_KV,
+    O_KVP,
+    O_MNT,
+    O_MTP,
+    O_OSL,
+    O_PP,
+    O_RATES,
+    O_SPEC,
+    O_TP,
+    O_W,
+    _console,
+    _deployment,
+    _dump,
+    _fmt,
+    _gpu,
+    _ints,
+    _model,
+    _precision,
+    _progress,
+    _spec,
+    _table,
+    app,
+)
+from llm_codesign.errors import InputError
+
+
+@app.command()
+def gpus(as_json: bool = typer.Option(False, "--json", help="Emit JSON.")):
+    """List the GPU catalog."""
+    from llm_codesign.spec.hardware import catalog
+
+    rows = [g.to_dict() for g in catalog().values()]
+    if as_json:
+        return _dump(rows)
+    t = _table("GPU catalog", "id:k name:t BF16:n FP8:n FP4:n HBM:n GiB:n TB/s:n dom:n GB/s:n TDP:n",
+               "BF16, FP8, FP4: dense peak TFLOP/s. HBM: GB as sold; GiB: as nvidia-smi reports it. TB/s: HBM bandwidth. "
+               "dom: GPUs in the scale-up domain (NVLink; PCIe within a server for PCIe cards); GB/s: its bandwidth per "
+               "direction. TDP: watts.")
+    for g in rows:
+        p = g["peak_tflops"]
+        t.add_row(g["id"], g["name"], f"{p.get('bf16', 0):.0f}", f"{p.get('fp8', 0):.0f}" if "fp8" in p else "-",
+                  f"{p.get('fp4', 0):.0f}" if "fp4" in p else "-", f"{g['hbm_gb']:.0f}", f"{g['memory_gib']:.1f}", f"{g['hbm_tb_s']:.2f}",
+                  str(g["scale_up_domain"]), f"{g['scale_up_gb_s']:.0f}", f"{g['tdp_w']:.0f}")
+    _console().print(t)
+
+
+@app.command()
+def models(as_json: bool = typer.Option(False, "--json", help="Emit JSON.")):
+    """List the bundled models with total and active parameters."""
+    from llm_codesign.spec.registry import list_models
+
+    rows = list_models()
+    if as_json:
+        return _dump(rows)
+    t = _table("Bundled models", "name:t total:n active:n layers:n default_precision:t Hugging_Face_ids:t")
+    for m in rows:
+        if m.get("error"):
+            t.add_row(m["name"], "-", "-", "-", "[red]unsupported[/red]", ", ".join(m["hf_ids"][:2]))
+            continue
+        t.add_row(m["name"], f"{m['total_params'] / 1e9:.1f}B", f"{m['active_params'] / 1e9:.2f}B", str(m["layers"]),
+                  m["precision"], ", ".join(m["hf_ids"][:2]))
+    _console().print(t)
+
+
+@app.command()
+def roofline(
+    model: str = typer.Argument(..., help="Registry name, Hugging Face id or config.json path."),
+    gpu: str = typer.Option(..., "--gpu", help="GPU id (see `gpus`) or a GPU .toml."),
+    phase: str = typer.Option("decode", help="decode or prefill."),
+    batch: int = typer.Option(1, help="Sequences in the step."),
+    context: int = typer.Option(1024, help="Context per sequence (decode: cached tokens; prefill: prompt)."),
+    tp: int = typer.Option(1, "--tp", "--tensor-parallel-size", help="Tensor parallel size."),
+    weight_dtype: Optional[str] = typer.Option(None, help="bf16, fp8, fp8_block, nvfp4, mxfp4, int4."),
+    activation_dtype: Optional[str] = typer.Option(None),
+    kv_dtype: Optional[str] = typer.Option(None),
+    calibration: Optional[str] = typer.Option(None, help="Calibration profile .toml."),
+    as_json: bool = typer.Option(False, "--json"),
+):
+    """Per-operator roofline of one forward step."""
+    from llm_codesign.cost.calibration import calibration_for
+    from llm_codesign.cost.roofline import roofline as run
+    from llm_codesign.spec.plan import Plan, reason_text, validity
+
+    m, g = _model(model), _gpu(gpu)
+    if tp < 1:
+        raise InputError("tp", tp, "a positive integer")
+    code = int(validity(m, g, Plan(tp=tp, moe_tp=tp if m.is_moe else 1), tp)[()])
+    if code >= 0:
+        raise InputError("tp", tp, reason_text(m, g, code))
+    r = run(m, g, calibration_for(g, calibration), _precision(m, weight_dtype, activation_dtype, kv_dtype), phase, batch, context, tp)
+    if as_json:
+        return _dump(r)
+    ridges = sorted({round(o["ridge_point"]) for o in r["ops"]}, reverse=True)
+    t = _table(f"{m.name} on {g.name}: {phase}, batch {batch}, context {context}, TP{tp}, {r['precision']}",
+               "operator:t n:n FLOPs:n bytes:n FLOP/B:n bound:n us:n %pk:n",
+               f"n: layers running the operator. FLOP/B: arithmetic intensity, against the ridge point (peak FLOP/s "
+               f"over bandwidth at the operator's precision: {', '.join(map(str, ridges))} FLOP/B here). "
+               "us: time of all n per step. %pk: share of peak FLOP/s.")
+    for o in r["ops"]:
+        t.add_row(o["name"], f"{o['layers']:.0f}", _fmt(o["flops"]), _fmt(o["bytes"], "B"), f"{o['intensity']:.1f}",
+                  o["bound"], f"{o['time_s'] * 1e6:.1f}", f"{o['pct_of_peak']:.1f}")
+    tt = r["totals"]
+    t.add_row("[b]total[/b]", "", _fmt(tt["flops"]), _fmt(tt["bytes"], "B"), f"{tt['intensity']:.1f}", "",
+              f"[b]{tt['time_s'] * 1e6:.1f}[/b]", "")
+    _console().print(t)
+    _console().print(f"roofline floor (max of FLOPs/peak, bytes/bandwidth): {tt['bound_time_s'] * 1e3:.3f} ms")
+
+
+@app.command()
+def estimate(
+    model: str = typer.Argument(...), gpu: str = O_GPU, gpus_: Optional[int] = O_GPUS,
+    tp: Optional[int] = O_TP, pp: Optional[int] = O_PP, ep: Optional[int] = O_EP, moe_tp: Optional[int] = O_MTP,
+    attention_dp: Optional[int] = O_ADP, kvp: Optional[int] = O_KVP,
+    weight_dtype: Optional[str] = O_W, activation_dtype: Optional[str] = O_A, kv_dtype: Optional[str] = O_KV,
+    isl: int = O_ISL, osl: int = O_OSL,
+    concurrency: Optional[int] = typer.Option(None, "--concurrency", help="Requests in flight (omit: offline max throughput)."),
+    backend: str = O_BACKEND, spec: Optional[str] = O_SPEC, draft_len: Optional[int] = O_K,
+    acceptance: Optional[float] = O_ACC, acceptance_rates: Optional[str] = O_RATES, draft_model: Optional[str] = O_DRAFT,
+    max_num_tokens: Optional[int] = O_MNT, cpp: bool = typer.Option(False, "--cpp", help="Chunked pipeline parallelism for prefill."),
+    calibration: Optional[str] = O_CAL, breakdown: bool = typer.Option(False, "--breakdown", help="Per-operator times."),
+    as_json: bool = typer.Option(False, "--json"),
+):
+    """What one deployment delivers: TTFT, TPOT, tok/s/user, tok/s/GPU, memory, bottlenecks."""
+    from llm_codesign.cost.calibration import calibration_for
+    from llm_codesign.measure.accuracy import expected_error
+    from llm_codesign.serve.estimate import estimate as run
+
+    m = _model(model)
+    dep = _deployment(m, gpu, gpus_, tp, pp, ep, moe_tp, attention_dp, kvp, weight_dtype, activation_dtype, kv_dtype,
+                      backend, spec, draft_len, acceptance, acceptance_rates, draft_model, max_num_tokens, cpp)
+    r = run(m, dep, calibration_for(dep.gpu, calibration), isl, osl, concurrency, breakdown)
+    # the bundled profile's measured error on runs like this one; a custom profile's is the user's to measure
+    r["expected_error"] = None if calibration else expected_error(dep.gpu, dep.backend, concurrency, dep.spec is not None, model=m.name)
+    if as_json:
+        return _dump(r)
+    from rich.table import Table
+
+    t = Table(title=f"{m.name} on {dep.num_gpus}x {dep.gpu.name}, {r['plan']}, {r['precision']}, {backend}", show_header=False)
+    t.add_column("metric")
+    t.add_column("value", justify="right")
+    mem = r["memory"]
+    for k, v in (("mode", r["mode"]), ("concurrency", r["concurrency"]), ("ISL / OSL", f"{isl} / {osl}"),
+                 ("step token budget", f"{r['max_num_tokens']} ({r['backend']})"), ("TTFT", f"{r['ttft_ms']:.1f} ms"), ("TPOT", f"{r['tpot_ms']:.2f} ms"),
+                 ("tokens/s per user", f"{r['tok_s_per_user']:.1f}"), ("output tokens/s per GPU", f"{r['output_tok_s_per_gpu']:.1f}"),
+                 ("input+output tokens/s per GPU", f"{r['io_tok_s_per_gpu']:.1f}"),
+                 ("tokens per joule (TDP bound)", f"{r['tokens_per_joule_bound']:.2f}"),
+                 ("largest batch that fits", r["max_batch"] if r["fits"] else f"[yellow]{r['max_batch']}: {r['over_capacity']}[/yellow]"),
+                 ("memory per GPU", f"weights {mem['weights_gb']:.1f} GB, KV {mem['kv_gb']:.1f} GB"
+                  + (f", recurrent state {mem['state_gb']:.1f} GB" if mem["state_gb"] else "")
+                  + f", free {mem['free_gb']:.1f} GB of {mem['capacity_gb']:.0f} GB"),
+                 ("decode step bound by", r["decode_bound"]), ("prefill bound by", r["prefill_bound"])):
+        t.add_row(k, str(v))
+    if "spec" in r:
+        s = r["spec"]
+        t.add_row("speculation", f"{s['method']} k={s['draft_len']}, {r['accepted_per_step']:.2f} tokens/step, "
+                  f"speed-up {s['speedup_at_concurrency']:.2f}x here, {s['speedup_at_1']:.2f}x at batch 1")
+        t.add_row("speculation stops paying at", str(s["stops_paying_at_concurrency"] or "never within the batch that fits"))
+    for k, v in _error_rows(r["expected_error"], calibration):
+        t.add_row(k, v)
+    _console().print(t)
+    if breakdown:
+        bt = _table("per-operator time per step (one GPU)", "operator:t kind:k time_ms:n")
+        for o in sorted(r["breakdown"], key=lambda o: -o["time_ms"]):
+            bt.add_row(o["name"], o["kind"], f"{o['time_ms']:.3f}")
+        _console().print(bt)
+
+
+def _error_rows(err: dict | None, calibration: str | None) -> list[tuple[str, str]]:
+    """estimate's table rows on how far such predictions lie from measurement (llm_codesign.measure.accuracy)."""
+    if calibration:
+        return [("measured error", f"not known for {calibration}: `llm-codesign validate --serving FILE --calibration {calibration}`")]
+    if err is None:
+        return [("measured error", "[yellow]no measured run like this one[/yellow]")]
+    from llm_codesign.measure.accuracy import summary
+
+    rows = [("measured error (median / p90)", summary(err["metrics"])), ("measured on", err["basis"])]
+    return rows + [("note", f"[yellow]{n}[/yellow]") for n in err["notes"]]
+
+
+@app.command()
+def pareto(
+    model: str = typer.Argument("llama-3.1-70b", help="Model(s), comma-separated to compare."),
+    gpu: str = typer.Option("h200", "--gpu", help="GPU id(s), comma-separated to compare."),
+    gpus_: str = typer.Option("8", "--gpus", help="GPUs (replicas of smaller instances fill them), or a range of instance sizes, e.g. 8-72."),
+    tp: Optional[int] = O_TP, pp: Optional[int] = O_PP, ep: Optional[int] = O_EP, moe_tp: Optional[int] = O_MTP,
+    attention_dp: Optional[int] = O_ADP, kvp: Optional[int] = O_KVP,
+    weight_dtype: Optional[str] = O_W, activation_dtype: Optional[str] = O_A, kv_dtype: Optional[str] = O_KV,
+    isl: int = O_ISL, osl: int = O_OSL, backend: str = O_BACKEND,
+    spec: Optional[str] = O_SPEC, draft_len: Optional[int] = typer.Option(None, "--draft-len", help="Fix k (default: sweep 1..5)."),
+    acceptance: Optional[float] = O_ACC, acceptance_rates: Optional[str] = O_RATES, draft_model: Optional[str] = O_DRAFT,
+    max_num_tokens: Optional[int] = O_MNT,
+    min_tps_user: Optional[float] = typer.Option(None, "--min-tps-user", help="SLO: minimum tokens/s per user."),
+    max_ttft_ms: Optional[float] = typer.Option(None, "--max-ttft-ms", help="SLO: maximum TTFT in ms."),
+    out: Optional[str] = typer.Option(None, "--out", help="Folder for frontier.csv, frontier.png and report.html."),
+    csv_path: Optional[str] = typer.Option(None, "--csv"), plot_path: Optional[str] = typer.Option(None, "--plot", help=".png or .svg"),
+    html_path: Optional[str] = typer.Option(None, "--html"),
+    disagg: bool = typer.Option(False, "--disagg", help="Also the disaggregated frontier (prefill and decode instances)."),
+    calibration: Optional[str] = O_CAL, as_json: bool = typer.Option(False, "--json"),
+):
+    """Throughput-vs-interactivity Pareto frontier over every valid deployment."""
+    from pathlib import Path
+
+    from llm_codesign.cost.calibration import calibration_for
+    from llm_codesign.explore.search import SearchSpace, parse_precisions, point_breakdown, search
+    from llm_codesign.render.report import write_csv, write_html, write_plot
+
+    try:
+        if "-" in gpus_:
+            lo, hi = (int(x) for x in gpus_.split("-", 1))
+            if not 1 <= lo <= hi:
+                raise ValueError
+            n_gpus, inst = hi, tuple(range(lo, hi + 1))
+        else:
+            n_gpus, inst = int(gpus_), None
+    except ValueError:
+        raise InputError("gpus", gpus_, "a positive integer or a range like 8-72") from None
+    if max_num_tokens is not None and max_num_tokens < 1:
+        raise InputError("max_num_tokens", max_num_tokens, "a positive integer")
+    model_refs = [m for m in model.split(",") if m]
+    gpu_refs = [g for g in gpu.split(",") if g]
+    if isl < 1 or osl < 1:
+        raise InputError("isl/osl", (isl, osl), "positive token counts")
+    sd = _spec(spec, draft_len or (len(acceptance_rates.split(",")) if acceptance_rates else 3), acceptance, acceptance_rates, draft_model)
+    ks = (0,) if sd is None else ((0, draft_len) if draft_len else (0, 1, 2, 3, 4, 5))
+    paths = {"csv": csv_path, "plot": plot_path, "html": html_path}
+    if out:
+        Path(out).mkdir(parents=True, exist_ok=True)
+        paths = {"csv": csv_path or str(Path(out) / "frontier.csv"), "plot": plot_path or str(Path(out) / "frontier.png"),
+                 "html": html_path or str(Path(out) / "report.html")}
+    for key, p in paths.items():
+        if p and not Path(p).resolve().parent.is_dir():
+            raise InputError(key, p, "a path in an existing folder")
+    if paths["plot"] and not paths["plot"].endswith((".png", ".svg")):
+        raise InputError("plot", paths["plot"], "a .png or .svg path")
+    results, breakdowns = [], {}
+    prog, cb = _progress()
+    if prog:
+        prog.start()
+    try:
+        for mref in model_refs:
+            m = _model(mref)
+            for gref in gpu_refs:
+                g = _gpu(gref)
+                cal = calibration_for(g, calibration)
+                space = SearchSpace(n_gpus, _ints(tp), _ints(pp), _ints(ep), _ints(moe_tp), _ints(attention_dp), _ints(kvp),
+                                    instance_gpus=inst, precisions=parse_precisions(weight_dtype, activation_dtype, kv_dtype, m, g),
+                                    spec=sd, spec_ks=ks)
+                r = search(m, g, cal, space, isl, osl, backend, max_num_tokens, min_tps_user, max_ttft_ms, progress=cb)
+                i = len(results)
+                for j, p in enumerate(r["frontier"]):
+                    breakdowns[f"{i}:{j}"] = point_breakdown(m, g, cal, p["deployment"], isl, osl, backend, sd, max_num_tokens)
+                results.append(r)
+                if disagg:
+                    from llm_codesign.explore.disagg_search import decode_breakdown, search_disagg
+
+                    rd = search_disagg(m, g, cal, space, isl, osl, backend, max_num_tokens, min_tps_user, max_ttft_ms)
+                    for j, p in enumerate(rd["frontier"]):
+                        breakdowns[f"{len(results)}:{j}"] = decode_breakdown(m, g, cal, p["deployment"], isl, osl, backend, sd)
+                    results.append(rd)
+    finally:
+        if prog:
+            prog.stop()
+    if paths["csv"]:
+        write_csv(results, paths["csv"])
+    if paths["plot"]:
+        write_plot(results, paths["plot"])
+    if paths["html"]:
+        from llm_codesign.measure.accuracy import describe
+
+        errors = {g: [f"not known for {calibration}: run `llm-codesign validate --calibration {calibration}` on measurements"]
+                  if calibration else describe(_gpu(g), backend, sd is not None, model=_model(model_refs[0]).name if len(model_refs) == 1 else None)
+                  + (["the disaggregated frontier is not measured: these figures are aggregated serving's"] if disagg else [])
+                  for g in gpu_refs}
+        write_html(results, breakdowns, paths["html"], errors)
+    if as_json:
+        slim = [{k: v for k, v in r.items() if k not in ("cloud", "roofline_bound")} for r in results]
+        return _dump(slim[0] if len(slim) == 1 else {"comparisons": slim, "evaluated": sum(r["evaluated"] for r in slim),
+                                                      "seconds": sum(r["seconds"] for r in slim), "frontier": [p for r in slim for p in r["frontier"]]})
+    con = _console()
+    for r in results:
+        mode = " disaggregated" if r.get("mode") == "disaggregated" else ""
+        t = _table(f"Pareto frontier{mode}: {r['model']} on {r['num_gpus']}x {r['gpu']}, ISL/OSL {isl}/{osl} "
+                   f"({r['evaluated']:,} deployments in {r['seconds']:.2f} s)",
+                   "tok/s/user:n tok/s/GPU:n TTFT:n TPOT:n plan:t x:n batch:n W/KV:t spec:k",
+                   "TTFT, TPOT: ms. x: instances of the plan. batch: requests per instance. W/KV: weight / KV-cache precision.")
+        fr = r["frontier"]
+        step = max(1, len(fr) // 24)
+        for p in fr[::step]:
+            d = p["deployment"]
+            t.add_row(f"{p['tok_s_per_user']:.1f}", f"{p['output_tok_s_per_gpu']:.0f}", f"{p['ttft_ms']:.0f}", f"{p['tpot_ms']:.2f}",
+                      d["plan"], str(d["replicas"]), str(d["concurrency_per_instance"]), f"{d['weight_dtype']}/{d['kv_dtype']}",
+                      f"{d['spec']} k={d['draft_len']}" if d["spec"] else "-")
+        con.print(t)
+        if not fr:
+            con.print("[yellow]no deployment meets the SLO filters[/yellow]")
+    for key, p in paths.items():
+        if p:
+            con.print(f"wrote {key}: {p}")
+
+
+# registered after the commands above, so `--help` lists them in workflow order
+from llm_codesign.cli import accuracy, design, disagg  # noqa: E402, F401, I001
+
+
+def main() -> None:
+    try:
+        app(standalone_mode=True)
+    except InputError as e:
+        typer.echo(f"error: {e}", err=True)
+        sys.exit(2)
+    except OSError as e:  # unreadable/unwritable files named on the command line
+        typer.echo(f"error: {e.filename or ''}: {e.strerror or e}", err=True)
+        sys.exit(2)
+    except Exception as e:  # a bug: one line for the user, the traceback on request
+        import os
+
+        if os.environ.get("LLM_CODESIGN_DEBUG"):
+            raise
+        typer.echo(f"internal error: {type(e).__name__}: {e} (set LLM_CODESIGN_DEBUG=1 for the traceback)", err=True)
+        sys.exit(1)
+
+

@@ -1,0 +1,174 @@
+"""Commands that judge and search model shapes: `lint` and `design`."""
+from __future__ import annotations
+
+import json
+from typing import Optional
+
+import typer
+
+from llm_codesign.cli.common import (
+    O_A,
+    O_BACKEND,
+    O_CAL,
+    O_KV,
+    O_W,
+    _console,
+    _dump,
+    _gpu,
+    _model,
+    _precision,
+    _progress,
+    _table,
+    app,
+)
+from llm_codesign.errors import InputError
+
+
+@app.command()
+def lint(
+    model: str = typer.Argument(..., help="Registry name, Hugging Face id or config.json path."),
+    gpu: str = typer.Option(..., "--gpu"),
+    regime: str = typer.Option("throughput", "--regime", help="latency, throughput or long-context."),
+    fmt: str = typer.Option("table", "--format", help="table, json or sarif."),
+    as_json: bool = typer.Option(False, "--json", help="Same as --format json."),
+    fail_on: Optional[str] = typer.Option(None, "--fail-on", help="Exit 1 when a finding reaches this severity: warning or error."),
+    weight_dtype: Optional[str] = O_W, activation_dtype: Optional[str] = O_A, kv_dtype: Optional[str] = O_KV,
+    calibration: Optional[str] = O_CAL,
+):
+    """Check a model shape against the hardware guidelines, with the predicted cost of each finding."""
+    from llm_codesign.cost.calibration import calibration_for
+    from llm_codesign.explore.lint import RULES, SEVERITY_ORDER, to_sarif
+    from llm_codesign.explore.lint import lint as run
+
+    fmt = "json" if as_json else fmt
+    if fmt not in ("table", "json", "sarif"):
+        raise InputError("format", fmt, "table, json or sarif")
+    if fail_on is not None and fail_on not in ("warning", "error"):
+        raise InputError("fail_on", fail_on, "warning or error")
+    m, g = _model(model), _gpu(gpu)
+    findings = run(m, g, calibration_for(g, calibration), regime, _precision(m, weight_dtype, activation_dtype, kv_dtype))
+    if fmt == "json":
+        _dump({"model": m.name, "gpu": g.id, "regime": regime, "findings": [f.to_dict() for f in findings]})
+    elif fmt == "sarif":
+        _dump(to_sarif(findings, model))
+    else:
+        t = _table(f"lint: {m.name} on {g.name}, {regime} regime ({len(findings)} findings)", "rule:t severity:k where:t cost_%:n finding:t fix:t",
+                   "cost %: what the violation costs in the regime's objective, measured by re-pricing the fixed shape.")
+        color = {"error": "red", "warning": "yellow", "info": "cyan"}
+        for f in findings:
+            t.add_row(f"{f.rule} {RULES[f.rule][0]}", f"[{color[f.severity]}]{f.severity}[/]", f.where, f"{f.cost_pct:.1f}", f.message, f.fix)
+        _console().print(t)
+    if fail_on and any(SEVERITY_ORDER[f.severity] >= SEVERITY_ORDER[fail_on] for f in findings):
+        raise typer.Exit(1)
+
+
+@app.command()
+def design(
+    params: float = typer.Option(..., "--params", help="Total-parameter budget, e.g. 70e9."),
+    gpu: str = typer.Option("b200", "--gpu"), gpus_: int = typer.Option(8, "--gpus"),
+    regime: str = typer.Option("throughput", "--regime", help="latency, throughput or long-context."),
+    baseline: Optional[str] = typer.Option(None, "--baseline", help="Model to beat at equal quality proxy."),
+    moe: bool = typer.Option(False, "--moe", help="Search MoE shapes (experts, top-k, expert width, shared expert)."),
+    min_tps_user: float = typer.Option(20.0, "--min-tps-user", help="Throughput/long-context SLO: tokens/s per user."),
+    min_tps_gpu: float = typer.Option(50.0, "--min-tps-gpu", help="Latency-regime floor: output tokens/s per GPU."),
+    isl: Optional[int] = typer.Option(None, "--isl"), osl: Optional[int] = typer.Option(None, "--osl"),
+    weight_dtype: Optional[str] = O_W, activation_dtype: Optional[str] = O_A, kv_dtype: Optional[str] = O_KV,
+    budget_tol: float = typer.Option(0.1, "--budget-tol", help="Relative tolerance on total parameters."),
+    quality_tol: float = typer.Option(0.002, "--quality-tol", help="Relative tolerance on the quality proxy vs the baseline."),
+    quality_file: Optional[str] = typer.Option(None, "--quality", help="Quality-proxy constants .toml (overrides)."),
+    max_candidates: int = typer.Option(20000, "--max-candidates"), top: int = typer.Option(10, "--top"),
+    search_mode: str = typer.Option("grid", "--search", help="grid (enumerate every shape) or nsga2 (optuna, the dist extra)."),
+    trials: int = typer.Option(300, "--trials", help="NSGA-II trials."),
+    export: Optional[str] = typer.Option(None, "--export", help="Write the best design as a Hugging Face config.json."),
+    plot_path: Optional[str] = typer.Option(None, "--plot", help="Frontiers of the top designs vs the baseline (.png/.svg)."),
+    backend: str = O_BACKEND, calibration: Optional[str] = O_CAL, as_json: bool = typer.Option(False, "--json"),
+):
+    """Search model shapes that move the frontier out at equal quality proxy."""
+    from pathlib import Path
+
+    from llm_codesign.cost.calibration import calibration_for
+    from llm_codesign.explore.design import Slo, design_nsga2, hf_config, to_model
+    from llm_codesign.explore.design import design as run
+    from llm_codesign.explore.lint import lint as lint_run
+    from llm_codesign.explore.quality import model_loss
+
+    g = _gpu(gpu)
+    for name, p in (("export", export), ("plot", plot_path)):
+        if p and not Path(p).resolve().parent.is_dir():
+            raise InputError(name, p, "a path in an existing folder")
+    if gpus_ < 1:
+        raise InputError("gpus", gpus_, "a positive integer")
+    base = _model(baseline) if baseline else None
+    if base:
+        prec = _precision(base, weight_dtype, activation_dtype, kv_dtype)
+    else:
+        from llm_codesign.spec.precision import Precision
+
+        prec = Precision.of(weight_dtype or "bf16", activation_dtype, kv_dtype)
+    cal = calibration_for(g, calibration)
+    prog, cb = _progress()
+    if prog:
+        prog.start()
+    if search_mode not in ("grid", "nsga2"):
+        raise InputError("search", search_mode, "grid or nsga2")
+    if trials < 1:
+        raise InputError("trials", trials, "a positive integer")
+    slo = Slo(regime, min_tps_user, min_tps_gpu, isl, osl)
+    try:
+        if search_mode == "nsga2":
+            r = design_nsga2(params, g, cal, gpus_, slo, base, moe, prec, budget_tol, quality_tol, quality_file, backend, trials, top,
+                             progress=cb)
+        else:
+            r = run(params, g, cal, gpus_, slo, base, moe, prec, budget_tol, quality_tol, quality_file, backend, max_candidates, top, cb)
+    finally:
+        if prog:
+            prog.stop()
+    vocab = base.vocab if base else 128256
+    for d in r["designs"]:
+        fs = lint_run(to_model(d, vocab), g, cal, regime if regime != "long-context" else "throughput", prec)
+        d["lint"] = {"errors": sum(f.severity == "error" for f in fs), "warnings": sum(f.severity == "warning" for f in fs),
+                     "top": fs[0].message if fs else None}
+    if export and r["designs"]:
+        Path(export).write_text(json.dumps(hf_config(r["designs"][0], vocab), indent=2) + "\n")
+    if plot_path and r["designs"]:
+        from llm_codesign.explore.search import SearchSpace, search
+        from llm_codesign.render.report import write_plot
+
+        runs = []
+        for j, d in enumerate(r["designs"][:3]):
+            res = search(to_model(d, vocab, f"design {j + 1}"), g, cal, SearchSpace(gpus_, precisions=(prec,)), *r["isl_osl"], backend)
+            res["model"] = f"design {j + 1} ({d['shape']['hidden']}x{d['shape']['layers']})"
+            runs.append(res)
+        if base:
+            res = search(base, g, cal, SearchSpace(gpus_, precisions=(prec,)), *r["isl_osl"], backend)
+            res["model"] = f"baseline {base.name}"
+            runs.append(res)
+        write_plot(runs, plot_path)
+    if as_json:
+        return _dump(r)
+    con = _console()
+    b = r["baseline"]
+    if b:
+        con.print(f"baseline {b['name']}: {b['total_params'] / 1e9:.1f}B params, quality proxy {b['quality_proxy']:.4f}, "
+                  f"{r['objective']} {b['objective'] or 0:.1f} ({b['deployment']['plan']}, batch {b['deployment']['concurrency_per_instance']})")
+    short = {"output_tok_s_per_gpu": "tok/s/GPU", "tok_s_per_user": "tok/s/user"}.get(r["objective"], r["objective"])
+    t = _table(f"designs at {params / 1e9:.0f}B params on {gpus_}x {g.name}, {regime} regime ({r['candidates']:,} shapes, "
+               f"{r['evaluated']:,} deployments in {r['seconds']:.1f} s)",
+               f"#:n shape:t params:n active:n quality:n {short}:n gain_%:n deployment:t lint:k",
+               f"shape: hidden h, layers L, query/KV heads H, FFN width (experts E, top-k, expert width w, shared sh). quality: "
+               f"proxy loss, lower is better. {short}: the regime's objective at its best deployment; gain % over the baseline. "
+               "lint: errors and warnings.")
+    for j, d in enumerate(r["designs"], 1):
+        s = d["shape"]
+        shape = f"h{s['hidden']} L{s['layers']} H{s['heads']}/{s['kv_heads']} " + (
+            f"E{s['experts']} k{s['top_k']} w{s['expert_inter']}" + (f" +sh{s['shared_inter']}" if s["shared_inter"] else "") if "experts" in s else f"ffn{s['inter']}")
+        t.add_row(str(j), shape, f"{d['total_params'] / 1e9:.1f}B", f"{d['active_params'] / 1e9:.1f}B", f"{d['quality_proxy']:.4f}",
+                  f"{d['objective']:.1f}", f"{d['gain_pct']:+.1f}" if d["gain_pct"] is not None else "-",
+                  f"{d['deployment']['plan']} B={d['deployment']['concurrency_per_instance']}", f"{d['lint']['errors']}E {d['lint']['warnings']}W")
+    con.print(t)
+    if base:
+        con.print(f"quality proxy of the baseline: {model_loss(base, prec.weight.name):.4f} (designs kept within {quality_tol:.1%})")
+    if export and r["designs"]:
+        con.print(f"wrote {export}")
+    if plot_path and r["designs"]:
+        con.print(f"wrote plot: {plot_path}")

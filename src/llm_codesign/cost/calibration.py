@@ -1,0 +1,209 @@
+"""Named efficiency parameters per GPU family, stored as data (default + fitted + user profile)."""
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass, field, fields, replace
+from functools import lru_cache
+from importlib import resources
+
+import numpy as np
+
+from llm_codesign.errors import InputError, read_toml
+
+BACKEND_KEYED = ("step_overhead_s", "ttft_overhead_s", "comm_latency_scale", "prefill_queue_fraction", "eager_launch_s",
+                 "prefill_spread_exponent", "ttft_wait_steps", "adp_wait_steps", "gemm_eff_scale", "attn_eff_scale", "seq_overhead_s")  # per serving engine
+# per-engine kernel efficiencies relative to the engine the kernel tables were measured in (TensorRT-LLM's
+# PyTorch flow, shared/data/SOURCES.md): that engine's scale is 1 by definition and is never fitted
+REFERENCE_ENGINE = "trtllm"
+ENGINE_RELATIVE = ("gemm_eff_scale", "attn_eff_scale")
+_GEMM_EFFS = ("gemm_eff_bf16", "gemm_eff_fp8", "gemm_eff_fp8_block", "gemm_eff_fp4", "moe_eff", "bw_eff")
+_ATTN_EFFS = ("attn_decode_bw_eff", "attn_decode_bw_eff_fp8", "attn_prefill_eff", "attn_prefill_eff_fp8", "attn_decode_flops_eff",
+              "attn_decode_wide_flops_eff", "mla_decode_flops_eff")
+
+
+@dataclass(frozen=True)
+class Calibration:
+    gemm_eff_bf16: float = 0.8
+    gemm_eff_fp8: float = 0.72
+    gemm_eff_fp8_block: float = 0.68
+    gemm_eff_fp4: float = 0.74
+    gemm_overhead_bf16_s: float = 3e-6
+    gemm_overhead_fp8_s: float = 4e-6
+    gemm_overhead_fp8_block_s: float = 5e-6
+    gemm_overhead_fp4_s: float = 5e-6
+    gemm_k_half_bf16: float = 64.0
+    gemm_k_half_fp8: float = 64.0
+    gemm_k_half_fp8_block: float = 64.0
+    gemm_k_half_fp4: float = 64.0
+    gemm_blend_p: float = 4.0
+    gemm_max_split_k: float = 64.0
+    bw_eff: float = 0.85
+    kernel_overhead_s: float = 3e-6
+    attn_decode_bw_eff: float = 0.7
+    attn_decode_bw_eff_fp8: float = 0.6
+    attn_prefill_eff: float = 0.55
+    attn_prefill_eff_fp8: float = 0.6
+    attn_prefill_score_s: float = 2.6e-13
+    attn_overhead_s: float = 5e-6
+    attn_prefill_overhead_s: float = 8e-6
+    attn_decode_head_s: float = 2e-9
+    attn_decode_flops_eff: float = 0.3
+    attn_decode_group_bf16: float = 1.0
+    attn_decode_group_fp8: float = 128.0
+    attn_decode_max_group: float = 1024.0
+    attn_decode_wide_flops_eff: float = 0.01
+    attn_prefill_head_s: float = 5e-9
+    attn_prefill_s_half: float = 256.0
+    comm_latency_s: float = 8e-6
+    comm_latency_slope_s: float = 1e-6
+    comm_gather_latency_s: float = 6e-6
+    comm_gather_latency_slope_s: float = 1e-6
+    comm_a2a_latency_s: float = 7e-6
+    comm_a2a_latency_slope_s: float = 0.2e-6
+    comm_bw_half_bytes: float = 256e3
+    comm_bw_eff: float = 0.75
+    comm_large_latency_s: float = 50e-6
+    comm_large_bw_eff: float = 0.8
+    scale_out_latency_s: float = 25e-6
+    moe_eff: float = 0.8
+    moe_imbalance: float = 1.15
+    moe_overhead_s: float = 10e-6
+    elementwise_kernels_per_layer: float = 4.0
+    prefill_queue_fraction: tuple[tuple[str, float], ...] = field(default=(("trtllm", 0.3), ("vllm", 0.3), ("sglang", 0.3)))
+    mla_decode_flops_eff: float = 0.6
+    step_kernel_overhead_scale: float = 1.0
+    prefill_spread_exponent: tuple[tuple[str, float], ...] = field(default=(("trtllm", 0.5), ("vllm", 0.5), ("sglang", 0.5)))
+    step_overhead_s: tuple[tuple[str, float], ...] = field(default=(("trtllm", 2e-3), ("vllm", 4e-3), ("sglang", 3e-3)))
+    ttft_overhead_s: tuple[tuple[str, float], ...] = field(default=(("trtllm", 20e-3), ("vllm", 20e-3), ("sglang", 20e-3)))
+    comm_latency_scale: tuple[tuple[str, float], ...] = field(default=(("trtllm", 1.0), ("vllm", 1.0), ("sglang", 1.0)))
+    eager_launch_s: tuple[tuple[str, float], ...] = field(default=(("trtllm", 5e-6), ("vllm", 5e-6), ("sglang", 5e-6)))
+    ttft_wait_steps: tuple[tuple[str, float], ...] = field(default=(("trtllm", 1.5), ("vllm", 0.5), ("sglang", 1.5)))
+    adp_wait_steps: tuple[tuple[str, float], ...] = field(default=(("trtllm", 0.0), ("vllm", 0.0), ("sglang", 0.0)))
+    gemm_eff_scale: tuple[tuple[str, float], ...] = field(default=(("trtllm", 1.0), ("vllm", 1.0), ("sglang", 1.0)))
+    attn_eff_scale: tuple[tuple[str, float], ...] = field(default=(("trtllm", 1.0), ("vllm", 1.0), ("sglang", 1.0)))
+    seq_overhead_s: tuple[tuple[str, float], ...] = field(default=(("trtllm", 0.0), ("vllm", 0.0), ("sglang", 0.0)))
+
+    def gemm_eff(self, kernel: str) -> float:
+        """Achievable fraction of peak for a GEMM kernel family: bf16, fp8, fp8_block or fp4."""
+        return getattr(self, f"gemm_eff_{kernel}")
+
+    def gemm_overhead(self, kernel: str) -> float:
+        return getattr(self, f"gemm_overhead_{kernel}_s")
+
+    def gemm_k_half(self, kernel: str) -> float:
+        return getattr(self, f"gemm_k_half_{kernel}")
+
+    def step_overhead(self, backend: str) -> float:
+        d = dict(self.step_overhead_s)
+        if backend not in d:
+            raise InputError("backend", backend, "one of: " + ", ".join(d))
+        return d[backend]
+
+    def engine(self, name: str, backend: str, fallback: float) -> float:
+        """A per-engine parameter (one of BACKEND_KEYED); `fallback` for an engine it does not list."""
+        return dict(getattr(self, name)).get(backend, fallback)
+
+    def ttft_overhead(self, backend: str) -> float:
+        return self.engine("ttft_overhead_s", backend, 0.0)
+
+    def eager_launch(self, backend: str) -> float:
+        """Host-side cost per kernel launch in steps that run outside CUDA graphs (prefill)."""
+        return self.engine("eager_launch_s", backend, 5e-6)
+
+    def wait_steps(self, backend: str, adp):
+        """Decode iterations a new request waits before its prefill step: the rest of the running step
+        plus what the engine's scheduler adds (ttft_wait_steps), and under attention DP the
+        iterations it may hold context requests to balance the ranks (adp_wait_steps)."""
+        return self.engine("ttft_wait_steps", backend, 0.5) + np.where(np.asarray(adp) > 1, self.engine("adp_wait_steps", backend, 0.0), 0.0)
+
+    def spread_exponent(self, backend: str) -> float:
+        return self.engine("prefill_spread_exponent", backend, 0.5)
+
+    def queue_fraction(self, backend: str) -> float:
+        """The engine's scheduling between lockstep prefill waves (1) and spread-out arrivals (0)."""
+        return self.engine("prefill_queue_fraction", backend, 0.3)
+
+    def in_step(self, backend: str | None = None) -> "Calibration":
+        """Parameters for kernels inside a captured serving step of an engine: CUDA graphs and
+        programmatic dependent launch hide part of each kernel's fixed cost that isolated benchmarks
+        measure; engines replace NCCL's small-message collectives with their own (one-shot custom
+        all-reduce, fused all-reduce + norm), seen as a per-engine scale on collective latency; and
+        engines ship their own GEMM, grouped-GEMM and attention kernels (vLLM and SGLang: FlashInfer,
+        FlashAttention, Triton/CUTLASS fused MoE; TensorRT-LLM: its own), seen as per-engine scales on
+        the efficiencies fitted on TensorRT-LLM's kernels. A fraction of a peak stays at most 1."""
+        f = self.step_kernel_overhead_scale
+        c = self.engine("comm_latency_scale", backend, 1.0) if backend else 1.0
+        g = self.engine("gemm_eff_scale", backend, 1.0) if backend else 1.0
+        a = self.engine("attn_eff_scale", backend, 1.0) if backend else 1.0
+        if f == 1.0 and c == 1.0 and g == 1.0 and a == 1.0:
+            return self
+        kw = {k: getattr(self, k) * f for k in (
+            "gemm_overhead_bf16_s", "gemm_overhead_fp8_s", "gemm_overhead_fp8_block_s", "gemm_overhead_fp4_s",
+            "kernel_overhead_s", "attn_overhead_s", "attn_prefill_overhead_s", "moe_overhead_s")}
+        kw.update({k: getattr(self, k) * c for k in (
+            "comm_latency_s", "comm_latency_slope_s", "comm_gather_latency_s", "comm_gather_latency_slope_s",
+            "comm_a2a_latency_s", "comm_a2a_latency_slope_s", "comm_bw_half_bytes")})
+        # moe_eff is relative to a dense GEMM (it may exceed 1); the others are fractions of a peak
+        kw.update({k: getattr(self, k) * g if k == "moe_eff" else min(getattr(self, k) * g, 1.0) for k in _GEMM_EFFS})
+        kw.update({k: min(getattr(self, k) * a, 1.0) for k in _ATTN_EFFS})
+        kw["attn_prefill_score_s"] = self.attn_prefill_score_s / a  # a time per score, not a fraction
+        return replace(self, **kw)
+
+
+_FIELDS = {f.name for f in fields(Calibration)}
+
+
+def _apply(c: Calibration, section: dict, origin: str) -> Calibration:
+    kw = {}
+    for k, v in section.items():
+        if isinstance(v, dict) and k not in BACKEND_KEYED:
+            continue  # a nested family section
+        if k not in _FIELDS:
+            raise InputError(f"calibration.{k}", v, f"{origin}: known parameters are " + ", ".join(sorted(_FIELDS)))
+        if k in BACKEND_KEYED:
+            if not isinstance(v, dict) or not all(isinstance(x, (int, float)) and x >= 0 for x in v.values()):
+                raise InputError(f"calibration.{k}", v, f"{origin}: a [default.{k}] table of engine = non-negative number")
+            d = dict(getattr(c, k))
+            d.update({b: float(x) for b, x in v.items()})
+            kw[k] = tuple(sorted(d.items()))
+        else:
+            if not isinstance(v, (int, float)) or v < 0:
+                raise InputError(f"calibration.{k}", v, "a non-negative number")
+            kw[k] = float(v)
+    return replace(c, **kw)
+
+
+def _layers(doc: dict, family: str, origin: str, base: Calibration) -> Calibration:
+    c = base
+    if "default" in doc:
+        c = _apply(c, doc["default"], origin)
+    if family in doc:
+        c = _apply(c, doc[family], origin)
+    return c
+
+
+@lru_cache(maxsize=1)
+def _bundled() -> tuple[dict, dict]:
+    root = resources.files("llm_codesign").joinpath("data/calibration")
+    default = tomllib.loads(root.joinpath("default.toml").read_text())
+    fitted_path = root.joinpath("fitted.toml")
+    fitted = tomllib.loads(fitted_path.read_text()) if fitted_path.is_file() else {}
+    return default, fitted
+
+
+@lru_cache(maxsize=64)
+def _cached(family: str, profile: str | None) -> Calibration:
+    c = _layers(_bundled()[1], family, "fitted.toml", documented(family))
+    if profile:
+        c = _layers(read_toml(profile, "calibration", "a calibration profile"), family, profile, c)
+    return c
+
+
+def documented(family: str = "") -> Calibration:
+    """default.toml alone: the cited starting values, before any fit."""
+    return _layers(_bundled()[0], family, "default.toml", Calibration())
+
+
+def calibration_for(gpu, profile: str | None = None) -> Calibration:
+    """Parameters of a GPU's family: defaults, then the bundled fit, then the user's profile."""
+    return _cached(gpu.family, profile)

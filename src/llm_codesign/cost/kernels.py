@@ -1,0 +1,212 @@
+"""Array-valued cost formulas: GEMM (tile + wave quantisation), attention, elementwise, collectives.
+
+Every function takes numpy arrays (or scalars) and broadcasts, so one code path prices one
+deployment or a million. Times in seconds, sizes in bytes and FLOPs. Each returns
+(time, compute_time, memory_time) so callers can name the binding resource.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from llm_codesign.cost.calibration import Calibration
+from llm_codesign.spec.hardware import Gpu
+
+
+def _distinct_tiles(tiles):
+    """Tiles that can win: a 2-CTA tile has the per-SM shape of a 1-CTA tile with coarser
+    quantisation, so in this model it never beats that tile when the tile is also listed."""
+    per_sm = {(tm // c, tn) for tm, tn, c in tiles if c == 1}
+    return tuple(t for t in tiles if t[2] == 1 or (t[0] // t[2], t[1]) not in per_sm)
+
+
+def gemm_kernel(math: str, weight_dtype: str = "") -> str:
+    """Kernel family whose efficiency/overhead apply: block-scaled FP8 (DeepGEMM-style) differs from
+    per-tensor FP8; FP4 covers NVFP4 and MXFP4."""
+    if math == "fp8" and weight_dtype == "fp8_block":
+        return "fp8_block"
+    return math
+
+
+def gemm_time(m, n, k, gpu: Gpu, cal: Calibration, math: str, a_bytes, w_bytes, c_bytes=2.0,
+              groups=1.0, distinct_groups=None, eff_scale=1.0, kernel: str | None = None, swap_ab: bool | None = None,
+              overhead_s=None):
+    """C[m,n] = A[m,k] B[k,n], repeated over `groups` independent problems (grouped/batched GEMM).
+
+    Compute: FLOPs padded to whole CTA tiles (tile quantisation) and whole waves over the SMs (wave
+    quantisation), with split-K when there are too few tiles to fill the GPU; the best of the GPU's
+    tile shapes is taken, as cuBLAS/CUTLASS heuristics do. Memory: A, B and C are all counted
+    (the output too). `distinct_groups` is how many groups' weights are actually read (MoE decode).
+    """
+    # float32 inside: times need ~7 significant digits, and the tile loop is the cost model's hot path
+    f32 = np.float32
+    m = np.asarray(m, dtype=f32)
+    n = np.asarray(n, dtype=f32)
+    k = np.asarray(k, dtype=f32)
+    groups = np.asarray(groups, dtype=f32)
+    dg = groups if distinct_groups is None else np.asarray(distinct_groups, dtype=f32)
+    live = (m > 0) & (n > 0) & (k > 0) & (groups > 0)
+    kernel = kernel or math
+    peak = gpu.peak(math) * cal.gemm_eff(kernel) * eff_scale
+    # split-K keeps >= 256 of K per split; block-scaled kernels (fp8_block, fp4) do not split K
+    can_split = kernel in ("bf16", "fp8")
+    # and at most the split factor the GEMM libraries pick (gemm_max_split_k, fitted per family)
+    k_split_max = np.maximum(np.minimum(np.floor(k / f32(256.0)), f32(np.floor(cal.gemm_max_split_k))), f32(1.0))
+    k_half = f32(cal.gemm_k_half(kernel))
+    best = None
+    tiles = _distinct_tiles(gpu.tiles)
+    if swap_ab is None:
+        swap_ab = can_split  # dense BF16/FP8 libraries also swap A/B for few-token GEMMs; block-scaled kernels do not
+    if swap_ab:
+        # few-token GEMMs swap A and B: tokens ride on the MMA's narrow N side (16-64), weights on its
+        # M side (small-M cuBLAS/TensorRT-LLM kernels, CUTLASS MoE swap-AB kernels). They are
+        # candidates for every M, as the kernel tables were fitted: whether other GEMMs in the same
+        # array are narrow must not change this one's time (one estimate = the same in a sweep)
+        wide = max(t[0] for t in tiles)
+        tiles = tiles + tuple((tok, wide, 1) for tok in (16, 32, 64))
+    for tm, tn, ctas in tiles:
+        slots = gpu.sms // ctas
+        tiles = np.ceil(m * f32(1.0 / tm)) * (np.ceil(n * f32(1.0 / tn)) * groups)
+        per_wave = f32(2.0 * tm * tn * gpu.sms / (ctas * peak))
+        if can_split:
+            # split-K / stream-K when there are too few output tiles to fill the GPU
+            split = np.minimum(np.maximum(np.floor(f32(slots) / np.maximum(tiles, f32(1.0))), f32(1.0)), k_split_max)
+            waves = np.ceil(tiles * split * f32(1.0 / slots))
+            t = waves * (k / split + k_half) * per_wave
+        else:
+            # per wave: one tile's K main loop plus a fixed prologue/epilogue cost of k_half steps
+            t = np.ceil(tiles * f32(1.0 / slots)) * ((k + k_half) * per_wave)
+        best = t if best is None else np.minimum(best, t)
+    t_mem = gemm_bytes(m, n, k, a_bytes, w_bytes, c_bytes, groups, dg) * f32(1.0 / (gpu.hbm_bandwidth_bytes_per_s * cal.bw_eff))
+    # compute and memory overlap imperfectly near the ridge point: a p-norm blend (p -> inf is max)
+    p = f32(cal.gemm_blend_p)
+    hi = np.maximum(np.maximum(best, t_mem), f32(1e-30))
+    fixed = cal.gemm_overhead(kernel) if overhead_s is None else overhead_s
+    t = hi * np.power(np.power(best / hi, p) + np.power(t_mem / hi, p), f32(1.0) / p) + f32(fixed)
+    if a_bytes < 2.0:
+        # FP8/FP4 activations: the BF16 input is quantised by its own kernel first (TensorRT-LLM's
+        # Linear runs fp8/fp4 quantize ops before the GEMM), one read of A in BF16 and one write
+        t = t + (m * groups) * k * f32((2.0 + a_bytes) / (gpu.hbm_bandwidth_bytes_per_s * cal.bw_eff)) + f32(cal.kernel_overhead_s)
+    zero = f32(0.0)
+    return np.where(live, t, zero), np.where(live, best, zero), np.where(live, t_mem, zero)
+
+
+def gemm_bytes(m, n, k, a_bytes, w_bytes, c_bytes, groups, distinct_groups):
+    """Bytes moved: A and C for every group, B (weights) for the groups whose weights are read.
+    Keeps the dtype of its array arguments (float32 in the hot path, float64 in reports)."""
+    dt = np.result_type(m, np.float32)
+    return (m * groups) * (k * dt.type(a_bytes) + n * dt.type(c_bytes)) + distinct_groups * (k * n * dt.type(w_bytes))
+
+
+def gemm_flops_bytes(m, n, k, a_bytes, w_bytes, c_bytes=2.0, groups=1.0, distinct_groups=None):
+    m, n, k = (np.asarray(x, dtype=float) for x in (m, n, k))
+    groups = np.asarray(groups, dtype=float)
+    dg = groups if distinct_groups is None else np.asarray(distinct_groups, dtype=float)
+    return 2.0 * m * n * k * groups, gemm_bytes(m, n, k, a_bytes, w_bytes, c_bytes, groups, dg)
+
+
+def decode_work_items(tokens, kv_heads, q_heads, cal: Calibration, kv_fp8: bool):
+    """Work items of a decode-attention kernel: per KV head, its query group in slices of up to
+    `attn_decode_group_*` heads (1: one query head per item as in masked multi-head attention;
+    large: the whole group in one tensor-core tile, as TensorRT-LLM's XQA does for GQA/MQA).
+    Groups wider than `attn_decode_max_group` fall back to one item per query head."""
+    g = cal.attn_decode_group_fp8 if kv_fp8 else cal.attn_decode_group_bf16
+    kv = np.asarray(kv_heads, float)
+    group = np.asarray(q_heads, float) / np.maximum(kv, 1.0)
+    per_kv = np.where(group > cal.attn_decode_max_group, group, np.ceil(group / g - 1e-9))
+    return np.asarray(tokens, float) * kv * per_kv
+
+
+def attention_decode_time(flops, nbytes, gpu: Gpu, cal: Calibration, seq_heads=0.0, kv_fp8: bool = False, group=1.0):
+    """Decode attention: KV-cache read at a fraction of HBM bandwidth, or its math, whichever binds,
+    plus a cost per work item (softmax/reduction, CTA scheduling) that dominates at large batch
+    with short contexts. Query groups wider than the tensor-core kernels take (`group` query heads
+    per KV head > attn_decode_max_group) run per-head math at their own, lower rate."""
+    flops = np.asarray(flops, float)
+    # FP8 KV: the kernel (TensorRT-LLM XQA) runs its MMAs in FP8 where the GPU has it, and pays for
+    # dequantisation, seen as its own bandwidth efficiency
+    fp8 = kv_fp8 and gpu.supports("fp8")
+    eff = np.where(np.asarray(group, float) > cal.attn_decode_max_group, cal.attn_decode_wide_flops_eff, cal.attn_decode_flops_eff)
+    t_c = flops / (gpu.peak("fp8" if fp8 else "bf16") * eff)
+    t_m = np.asarray(nbytes, float) / (gpu.hbm_bandwidth_bytes_per_s * (cal.attn_decode_bw_eff_fp8 if fp8 else cal.attn_decode_bw_eff))
+    live = flops > 0
+    t = np.maximum(t_c, t_m) + cal.attn_overhead_s + np.asarray(seq_heads, float) * cal.attn_decode_head_s
+    return np.where(live, t, 0.0), np.where(live, t_c, 0.0), np.where(live, t_m, 0.0)
+
+
+def attention_prefill_time(flops, nbytes, gpu: Gpu, cal: Calibration, math: str = "bf16", seq_heads=0.0, keys=None, scores=None):
+    """Prefill (context) attention: FlashAttention-style, compute-bound at a fraction of peak that
+    ramps with the keys each query attends to (short rows leave the softmax pipeline idle), plus a
+    cost per (sequence x query head) work item. FP8 has its own fraction of the FP8 peak. `scores`
+    (query-key pairs) add the softmax's exponentials, which run on the special-function units at a
+    small fraction of the matmul rate (FlashAttention-3, Shah et al. 2024, sec. 3.1: H100 SXM5 989
+    TFLOPS of FP16 matmul against 3.9 TFLOPS of exp), so narrow heads pay more per FLOP."""
+    flops = np.asarray(flops, float)
+    ramp = 1.0 if keys is None else 1.0 + cal.attn_prefill_s_half / np.maximum(np.asarray(keys, float), 1.0)
+    eff = cal.attn_prefill_eff_fp8 if math == "fp8" else cal.attn_prefill_eff
+    t_exp = 0.0 if scores is None else np.asarray(scores, float) * cal.attn_prefill_score_s
+    t_c = (flops / (gpu.peak(math) * eff) + t_exp) * ramp
+    t_m = np.asarray(nbytes, float) / (gpu.hbm_bandwidth_bytes_per_s * cal.bw_eff)
+    live = flops > 0
+    t = np.maximum(t_c, t_m) + cal.attn_prefill_overhead_s + np.asarray(seq_heads, float) * cal.attn_prefill_head_s
+    return np.where(live, t, 0.0), np.where(live, t_c, 0.0), np.where(live, t_m, 0.0)
+
+
+def elementwise_time(nbytes, kernels, gpu: Gpu, cal: Calibration):
+    nbytes = np.asarray(nbytes, float)
+    t_m = nbytes / (gpu.hbm_bandwidth_bytes_per_s * cal.bw_eff)
+    live = nbytes > 0
+    return np.where(live, t_m + kernels * cal.kernel_overhead_s, 0.0), np.zeros_like(t_m), np.where(live, t_m, 0.0)
+
+
+# bytes moved per GPU relative to the buffer (ring/bandwidth-optimal algorithms), and the latency
+# family each collective's fixed cost belongs to
+_BYTES = {
+    "all_reduce": lambda n: 2.0 * (n - 1) / n,
+    "all_gather": lambda n: (n - 1) / n,
+    "reduce_scatter": lambda n: (n - 1) / n,
+    "all_to_all": lambda n: (n - 1) / n,
+    "p2p": lambda n: np.ones_like(n),
+}
+_LATENCY = {"all_reduce": "comm_latency", "p2p": "comm_latency", "all_gather": "comm_gather_latency",
+            "reduce_scatter": "comm_gather_latency", "all_to_all": "comm_a2a_latency"}
+
+
+def collective_time(op: str, nbytes, n, gpu: Gpu, cal: Calibration):
+    """Time of one collective on `nbytes` per GPU over `n` GPUs (0 when n == 1).
+
+    Fixed cost: a base plus a cost per extra participant, per collective family (NCCL's small-message
+    latency grows with the ring for all-reduce, barely for all-to-all on NVSwitch); bandwidth: the
+    link at an efficiency that saturates with message size (LL/LL128/Simple protocol switch).
+    Inside the scale-up domain NVLink/xGMI carries it (PCIe peer-to-peer in a server of PCIe cards). Beyond it, reductions and gathers run
+    hierarchically as NCCL does: the intra-domain collective, plus the same collective across
+    domains on each GPU's 1/domain shard, every GPU on its own NIC; all-to-all and p2p send their
+    off-domain share over the NIC.
+    """
+    n = np.asarray(n, dtype=float)
+    nbytes = np.asarray(nbytes, dtype=float)
+    d = float(gpu.scale_up_domain)
+    inside = n <= d
+    fam = _LATENCY[op]
+
+    def stream(moved, link, lat):
+        # NCCL picks the fastest of its protocols per size: the low-latency ones saturate early, the
+        # Simple protocol costs more to start and streams closer to the link's rate
+        bw = link * cal.comm_bw_eff * moved / (moved + cal.comm_bw_half_bytes)
+        return np.minimum(lat + moved / np.maximum(bw, 1e-9), cal.comm_large_latency_s + moved / (link * cal.comm_large_bw_eff))
+
+    def one_level(m, nb, link, lat):
+        return np.where(m > 1, stream(_BYTES[op](m) * nb, link, lat), 0.0)
+
+    m_in = np.minimum(n, d)
+    lat_in = getattr(cal, f"{fam}_s") + getattr(cal, f"{fam}_slope_s") * np.maximum(m_in - 2.0, 0.0)
+    t_in = one_level(m_in, nbytes, gpu.scale_up_bandwidth_bytes_per_s, lat_in)
+    domains = np.maximum(n / d, 1.0)
+    lat_out = cal.scale_out_latency_s * np.log2(np.maximum(domains, 2.0))
+    if op in ("all_reduce", "all_gather", "reduce_scatter"):
+        t_out = t_in + one_level(domains, nbytes / d, gpu.scale_out_bandwidth_bytes_per_s, lat_out)
+    else:  # all-to-all / p2p: the off-domain share of each GPU's data crosses its NIC
+        off = nbytes if op == "p2p" else nbytes * (n - d) / np.maximum(n, 1.0)
+        t_out = stream(off, gpu.scale_out_bandwidth_bytes_per_s, lat_out)
+    t = np.where(inside, t_in, t_out)
+    live = (n > 1) & (nbytes > 0)
+    return np.where(live, t, 0.0)

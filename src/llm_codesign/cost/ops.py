@@ -1,0 +1,355 @@
+"""The operator graph: a flat, slash-named list of one forward pass, priced per GPU.
+
+For a step holding decode tokens (B sequences at their contexts, k+1 tokens each when verifying
+speculation) and a prefill chunk (T new tokens over c cached), every operator's FLOPs, bytes and
+time are numpy arrays broadcast over the deployments being evaluated. Quantities are per GPU and per
+layer; `count` is how many layers of one pipeline stage run the op.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from llm_codesign.cost import kernels as cost
+from llm_codesign.cost.calibration import Calibration
+from llm_codesign.spec.hardware import Gpu
+from llm_codesign.spec.model import Attention, Ffn, Layer, ModelSpec
+from llm_codesign.spec.precision import Precision, gemm_math
+
+
+@dataclass(frozen=True)
+class Sharding:
+    """Per-deployment parallel sizes (arrays or ints). GPUs of one stage = tp*adp*kvp = ep*moe_tp."""
+    tp: object = 1
+    pp: object = 1
+    ep: object = 1
+    moe_tp: object = 1
+    adp: object = 1  # attention data-parallel ranks
+    kvp: object = 1  # Helix KV-parallel ranks (sequence-sharded KV cache)
+
+
+@dataclass(frozen=True)
+class Batch:
+    """Work of one step on one attention-DP rank (one micro-batch)."""
+    dec_seqs: object = 0.0
+    dec_ctx: object = 0.0  # average context of decoding sequences (tokens already cached)
+    dec_tokens_per_seq: object = 1.0  # 1 + draft length when verifying speculation
+    pf_tokens: object = 0.0
+    pf_seqs: object = 0.0
+    pf_ctx: object = 0.0  # average cached context before the prefill chunk
+
+
+class Op:
+    """One operator: FLOPs and bytes per GPU per layer, its time and the time's compute and memory
+    parts, and `count`, the layers per stage that run it. FLOPs and bytes may be given as a
+    function returning both: a search never reads them, so they are computed only when asked."""
+
+    __slots__ = ("name", "kind", "_flops", "_bytes", "_fb", "time", "t_compute", "t_memory", "count")
+
+    def __init__(self, name, kind, flops, nbytes, time, t_compute, t_memory, count, fb=None):
+        self.name, self.kind = name, kind  # kind: gemm, attention, elementwise, comm
+        self._flops, self._bytes, self._fb = flops, nbytes, fb
+        self.time, self.t_compute, self.t_memory, self.count = time, t_compute, t_memory, count
+
+    def _resolve(self):
+        if self._fb is not None:
+            self._flops, self._bytes = self._fb()
+            self._fb = None
+
+    @property
+    def flops(self):
+        self._resolve()
+        return self._flops
+
+    @property
+    def bytes(self):
+        self._resolve()
+        return self._bytes
+
+    @property
+    def total_time(self):
+        return self.time * self.count
+
+
+def distinct_experts(E, k, tokens):
+    """E * (1 - (1 - k/E)^tokens): experts whose weights a batch of `tokens` actually reads."""
+    tokens = np.asarray(tokens, float)
+    return E * (1.0 - np.power(1.0 - k / E, tokens))
+
+
+def _gemm(name, m, n, k, count, gpu, cal, math, a_b, w_b, groups=1.0, distinct=None, eff_scale=1.0, kernel=None, swap_ab=None,
+          overhead_s=None):
+    t, tc, tm = cost.gemm_time(m, n, k, gpu, cal, math, a_b, w_b, 2.0, groups, distinct, eff_scale, kernel, swap_ab, overhead_s)
+    return Op(name, "gemm", None, None, t, tc, tm, count, fb=lambda: cost.gemm_flops_bytes(m, n, k, a_b, w_b, 2.0, groups, distinct))
+
+
+def _comm(name, op, nbytes, n, count, gpu, cal):
+    t = cost.collective_time(op, nbytes, n, gpu, cal)
+    z = np.zeros_like(t)
+    return Op(name, "comm", z, np.where(t > 0, np.asarray(nbytes, float), 0.0), t, z, z, count)
+
+
+def _dsa_indexer(a: Attention, h, ctx, dec_tok, b: Batch, T, count, gpu, cal, math, act_b, w_b, kernel, kvp, P) -> list[Op]:
+    """DeepSeek Sparse Attention's lightning indexer (DeepSeek-V3.2-Exp report, sec. 2.1): its own
+    projections (replicated on every TP rank, as vLLM and SGLang run them), FP8 scores of every
+    query token against every cached index key, and a top-k selection over those scores."""
+    hi, di = a.index_heads, a.index_head_dim
+    ops = [_gemm(f"{P}/dsa_q", T, hi * di, a.q_lora_rank or h, count, gpu, cal, math, act_b, w_b, kernel=kernel),
+           _gemm(f"{P}/dsa_k_weights", T, di + hi, h, count, gpu, cal, math, act_b, w_b, kernel=kernel)]
+    # the elementwise chain between the projections and the scores, as the open engines run it
+    # (SGLang nsa_indexer.py _get_q_k_bf16 and the FP8 quantisation after it): LayerNorm of K, RoPE
+    # and its write-back into Q and K, a Hadamard rotation of Q and of K, FP8 quantisation of Q and
+    # of K with the K-cache store: 8 kernels, each pass over Q (hi x di) or K (di) in BF16
+    prep = T * (hi * di * (2.0 + 2.0 + 4.0 + 3.0) + di * (4.0 + 2.0 + 2.0 + 4.0 + 2.0))
+    t, tc, tm = cost.elementwise_time(prep, 8.0, gpu, cal)
+    ops.append(Op(f"{P}/dsa_prep", "elementwise", np.zeros_like(t), prep, t, tc, tm, count))
+    key_b = di * (1.0 + 4.0 / 128.0)
+    ctx_l = ctx / kvp
+    flops = 2.0 * dec_tok * hi * di * ctx_l
+    nbytes = np.asarray(b.dec_seqs, float) * ctx_l * key_b + dec_tok * hi * di
+    t, tc, tm = cost.attention_decode_time(flops, nbytes, gpu, cal, dec_tok, True)
+    ops.append(Op(f"{P}/dsa_scores_decode", "attention", flops, nbytes, t, tc, tm, count))
+    tp_tok = np.asarray(b.pf_tokens, float)
+    seqs = np.maximum(np.asarray(b.pf_seqs, float), 1.0)
+    keys = (np.asarray(b.pf_ctx, float) + (tp_tok / seqs + 1.0) / 2.0) / kvp
+    pf_flops = 2.0 * tp_tok * hi * di * keys
+    pf_bytes = seqs * (np.asarray(b.pf_ctx, float) + tp_tok / seqs) / kvp * key_b + tp_tok * hi * di
+    pmath = "fp8" if gpu.supports("fp8") else "bf16"
+    t, tc, tm = cost.attention_prefill_time(np.where(tp_tok > 0, pf_flops, 0.0), pf_bytes, gpu, cal, pmath, seqs * hi, keys)
+    ops.append(Op(f"{P}/dsa_scores_prefill", "attention", pf_flops, pf_bytes, t, tc, tm, count))
+    # top-k: FP32 scores written by the score kernel and read back by the selection
+    sel = (dec_tok * ctx_l + tp_tok * keys) * 8.0
+    t, tc, tm = cost.elementwise_time(sel, 1.0, gpu, cal)
+    ops.append(Op(f"{P}/dsa_topk", "elementwise", np.zeros_like(t), sel, t, tc, tm, count))
+    return ops
+
+
+def _recurrent_mixer(a: Attention, h, T, dec_tok, b: Batch, tp, count, gpu, cal, math, act_b, w_b, kernel, P) -> list[Op]:
+    """A recurrent mixer (Gated DeltaNet, Mamba-2) as vLLM runs it (Qwen3NextGatedDeltaNet,
+    MambaMixer2), heads split by TP: the input projection, a short causal conv, the recurrent core
+    (a per-token update in decode, a chunked scan in prefill), the gated RMSNorm and the output
+    projection. The state is a fixed matrix per head, so decode cost does not grow with context.
+    There is no KV cache to shard along the sequence, so Helix's KV-parallel GPUs act as TP here
+    (`tp` is tp x kvp)."""
+    conv, width = a.conv_dim_per_gpu(tp), a.value_width / tp
+    dec_seqs = np.asarray(b.dec_seqs, float)
+    pf_tok = np.asarray(b.pf_tokens, float)
+    pf_seqs = np.asarray(b.pf_seqs, float)
+    state = a.state_values / tp * a.state_bytes
+    ops = [_gemm(f"{P}/in_proj", T, (a.in_proj_width - a.conv_dim) / tp + conv, h, count, gpu, cal, math, act_b, w_b, kernel=kernel)]
+    # causal conv (read, write) plus each sequence's (kernel-1)-row conv state
+    conv_b = T * conv * 2.0 * 2.0 + (dec_seqs + pf_seqs) * (a.conv_kernel - 1) * conv * 2.0 * 2.0
+    t, tc, tm = cost.elementwise_time(conv_b, 1.0, gpu, cal)
+    ops.append(Op(f"{P}/conv", "elementwise", np.zeros_like(t), conv_b, t, tc, tm, count))
+    io = (conv + width) * 2.0  # the conv channels in and the output out, BF16, per token
+    # decode: each sequence's state read once and written per token (vLLM keeps one state per
+    # speculative position); the update runs on CUDA cores and is memory-bound at any batch
+    d_flops = dec_tok * a.decode_flops_per_token / tp
+    d_bytes = dec_seqs * state + dec_tok * state + dec_tok * io
+    t, tc, tm = cost.attention_decode_time(d_flops, d_bytes, gpu, cal, dec_tok * a.heads / tp)
+    ops.append(Op(f"{P}/core_decode", "attention", d_flops, d_bytes, t, tc, tm, count))
+    # prefill: chunk states written and read back in BF16, each sequence's initial and final state
+    # in the state dtype; rows span one chunk, the short-row regime of the fitted prefill ramp
+    p_flops = pf_tok * a.prefill_flops_per_token / tp
+    p_bytes = pf_tok * io + pf_tok / a.chunk * a.state_values / tp * 2.0 * 2.0 + pf_seqs * state * 2.0
+    t, tc, tm = cost.attention_prefill_time(np.where(pf_tok > 0, p_flops, 0.0), p_bytes, gpu, cal, "bf16",
+                                            np.maximum(pf_seqs, 1.0) * a.heads / tp, a.chunk)
+    ops.append(Op(f"{P}/core_prefill", "attention", p_flops, p_bytes, t, tc, tm, count))
+    # gating (GDN's fused_gdn_gating) and the gated RMSNorm of the output: passes over its rows
+    g_b = T * width * 2.0 * 3.0
+    t, tc, tm = cost.elementwise_time(g_b, 2.0, gpu, cal)
+    ops.append(Op(f"{P}/gate_norm", "elementwise", np.zeros_like(t), g_b, t, tc, tm, count))
+    ops.append(_gemm(f"{P}/out_proj", T, h, width, count, gpu, cal, math, act_b, w_b, kernel=kernel))
+    ops.append(_comm(f"{P}/all_reduce", "all_reduce", T * h * 2.0, tp, count, gpu, cal))
+    return ops
+
+
+def layer_ops(model: ModelSpec, layer: Layer, count, gpu: Gpu, cal: Calibration, prec: Precision,
+              sh: Sharding, b: Batch, prefix: str, parts: tuple[str, ...] = ("attn", "ffn")) -> list[Op]:
+    """Operators of one layer; `parts` selects the attention half, the FFN half (with the layer's
+    elementwise work) or both, so layers that share one half can be priced once."""
+    h = model.hidden
+    a = layer.attn if "attn" in parts else Attention("none")
+    f = layer.ffn if "ffn" in parts else Ffn("none")
+    tp = np.asarray(sh.tp, float)
+    kvp = np.asarray(sh.kvp, float)
+    adp = np.asarray(sh.adp, float)
+    ep = np.asarray(sh.ep, float)
+    moe_tp = np.asarray(sh.moe_tp, float)
+    stage_gpus = tp * adp * kvp
+    dense_tp = tp * kvp  # Helix re-uses the KV-parallel GPUs as TP for everything after attention
+    dec_tok = np.asarray(b.dec_seqs, float) * b.dec_tokens_per_seq
+    T = dec_tok + np.asarray(b.pf_tokens, float)  # tokens in this rank's step
+    act_b = prec.activation.bytes_per_value()
+    kv_b = prec.kv.bytes_per_value()
+    math_attn = gemm_math(prec.attn, prec.activation, gpu)
+    math_ffn = gemm_math(prec.weight, prec.activation, gpu)
+    k_attn, k_ffn = cost.gemm_kernel(math_attn, prec.attn.name), cost.gemm_kernel(math_ffn, prec.weight.name)
+    wa, wf = prec.attn.bytes_per_weight(), prec.weight.bytes_per_weight()
+    ops: list[Op] = []
+    P = f"{prefix}/attn"
+
+    if a.kind in ("gqa", "mla"):
+        heads_l = a.heads / tp
+        kv_l = np.ceil(a.kv_heads / tp)  # KV heads replicate when TP exceeds them
+        if a.kind == "gqa":
+            kv_out = kv_l * (a.head_dim + (0 if a.k_eq_v else a.v_head_dim))
+            q_out = heads_l * a.head_dim * (2 if a.out_gate else 1)  # plus the output gate
+            ops.append(_gemm(f"{P}/qkv", T, q_out + kv_out, h, count, gpu, cal, math_attn, act_b, wa, kernel=k_attn))
+            if a.qk_norm_across_heads:  # fp32 sums of squares of Q and K per token, reduced over TP
+                ops.append(_comm(f"{P}/qk_norm_all_reduce", "all_reduce", T * 2.0 * 4.0, tp, count, gpu, cal))
+            per_tok_kv = kv_l * (a.head_dim + (0 if a.k_eq_v else a.v_head_dim)) * kv_b
+            qk_d, v_d = a.head_dim, a.v_head_dim
+        else:
+            qk = a.nope_dim + a.rope_dim
+            if a.q_lora_rank:
+                ops.append(_gemm(f"{P}/q_a", T, a.q_lora_rank, h, count, gpu, cal, math_attn, act_b, wa, kernel=k_attn))
+                ops.append(_gemm(f"{P}/q_b", T, heads_l * qk, a.q_lora_rank, count, gpu, cal, math_attn, act_b, wa, kernel=k_attn))
+            else:
+                ops.append(_gemm(f"{P}/q", T, heads_l * qk, h, count, gpu, cal, math_attn, act_b, wa, kernel=k_attn))
+            ops.append(_gemm(f"{P}/kv_a", T, a.kv_lora_rank + a.rope_dim, h, count, gpu, cal, math_attn, act_b, wa, kernel=k_attn))
+            # decode: weight absorption, attention runs in the latent space (DeepSeek-V2 sec. 2.1.2)
+            ops.append(_gemm(f"{P}/mla_q_absorb", dec_tok, a.kv_lora_rank, a.nope_dim, count, gpu, cal, "bf16", 2.0, 2.0, heads_l))
+            ops.append(_gemm(f"{P}/mla_v_up", dec_tok, a.v_head_dim, a.kv_lora_rank, count, gpu, cal, "bf16", 2.0, 2.0, heads_l))
+            # prefill: latent up-projected to per-head K and V for the chunk and its cached context
+            kv_rows = np.asarray(b.pf_tokens, float) + np.asarray(b.pf_seqs, float) * b.pf_ctx
+            ops.append(_gemm(f"{P}/mla_kv_up", kv_rows, heads_l * (a.nope_dim + a.v_head_dim), a.kv_lora_rank, count, gpu, cal, math_attn, act_b, wa, kernel=k_attn))
+            per_tok_kv = (a.kv_lora_rank + a.rope_dim) * kv_b + 0 * tp  # latent is replicated across TP
+            qk_d, v_d = qk, a.v_head_dim
+
+        # attention core, decode part: every decode token reads its sequence's cache (sharded by Helix)
+        ctx = np.asarray(b.dec_ctx, float)
+        if a.index_topk:
+            ops.extend(_dsa_indexer(a, h, ctx, dec_tok, b, T, count, gpu, cal, math_attn, act_b, wa, k_attn, kvp, P))
+            ctx = np.minimum(ctx, a.index_topk)  # MLA then reads only the selected tokens
+        if a.window:
+            ctx = np.minimum(ctx, a.window)
+        ctx_l = ctx / kvp
+        if a.kind == "mla":
+            dec_flops = 2.0 * dec_tok * heads_l * ctx_l * (2 * a.kv_lora_rank + a.rope_dim)
+        else:
+            dec_flops = 2.0 * dec_tok * heads_l * ctx_l * (qk_d + v_d)
+        dec_bytes = np.asarray(b.dec_seqs, float) * ctx_l * per_tok_kv + dec_tok * heads_l * (qk_d + v_d) * 2.0
+        dcal = replace(cal, attn_decode_flops_eff=cal.mla_decode_flops_eff) if a.kind == "mla" else cal
+        kv_fp8 = prec.kv.math == "fp8"
+        items = (cost.decode_work_items(dec_tok, kv_l, heads_l, cal, kv_fp8 and gpu.supports("fp8")) if a.kind == "gqa"
+                 else dec_tok * heads_l)
+        t, tc, tm = cost.attention_decode_time(dec_flops, dec_bytes, gpu, dcal, items, kv_fp8, heads_l / kv_l if a.kind == "gqa" else 1.0)
+        ops.append(Op(f"{P}/core_decode", "attention", dec_flops, dec_bytes, t, tc, tm, count))
+
+        # prefill part: causal, chunk of T_p tokens from s sequences over c cached tokens each
+        tp_tok = np.asarray(b.pf_tokens, float)
+        seqs = np.maximum(np.asarray(b.pf_seqs, float), 1.0)
+        keys = np.asarray(b.pf_ctx, float) + (tp_tok / seqs + 1.0) / 2.0
+        if a.index_topk:
+            keys = np.minimum(keys, a.index_topk)
+        if a.window:
+            keys = np.minimum(keys, a.window)
+        keys = keys / kvp
+        pf_flops = 2.0 * tp_tok * heads_l * keys * (qk_d + v_d)
+        pf_bytes = seqs * (np.asarray(b.pf_ctx, float) + tp_tok / seqs) / kvp * per_tok_kv + tp_tok * heads_l * (qk_d + v_d) * 2.0
+        pmath = "fp8" if (prec.kv.math == "fp8" and gpu.supports("fp8")) else "bf16"
+        t, tc, tm = cost.attention_prefill_time(np.where(tp_tok > 0, pf_flops, 0.0), pf_bytes, gpu, cal, pmath, seqs * heads_l, keys,
+                                                tp_tok * heads_l * keys)
+        ops.append(Op(f"{P}/core_prefill", "attention", pf_flops, pf_bytes, t, tc, tm, count))
+        if np.any(kvp > 1):
+            # Helix: partial outputs and softmax statistics exchanged across KV-parallel ranks
+            ops.append(_comm(f"{P}/helix_all_to_all", "all_to_all", T * heads_l * (v_d + 1) * 2.0, kvp, count, gpu, cal))
+        ops.append(_gemm(f"{P}/o", T, h, a.heads * v_d / dense_tp, count, gpu, cal, math_attn, act_b, wa, kernel=k_attn))
+        ops.append(_comm(f"{P}/all_reduce", "all_reduce", T * h * 2.0, dense_tp, count, gpu, cal))
+    elif a.recurrent:
+        ops.extend(_recurrent_mixer(a, h, T, dec_tok, b, dense_tp, count, gpu, cal, math_attn, act_b, wa, k_attn, P))
+    elif a.kind == "linear":
+        ops.append(_gemm(f"{P}/linear", T, h / dense_tp, h, count, gpu, cal, math_attn, act_b, wa, kernel=k_attn))
+        ops.append(_comm(f"{P}/all_reduce", "all_reduce", T * h * 2.0, dense_tp, count, gpu, cal))
+
+    F = f"{prefix}/ffn"
+    if f.kind in ("dense", "linear"):
+        width = f.inter if f.kind == "dense" else 0
+        if f.kind == "dense":
+            ops.append(_gemm(f"{F}/gate_up", T, (f.mats - 1) * f.inter / dense_tp, h, count, gpu, cal, math_ffn, act_b, wf, kernel=k_ffn))
+            ops.append(_gemm(f"{F}/down", T, h, f.inter / dense_tp, count, gpu, cal, math_ffn, act_b, wf, kernel=k_ffn))
+        else:
+            ops.append(_gemm(f"{F}/linear", T, h / dense_tp, h, count, gpu, cal, math_ffn, act_b, wf, kernel=k_ffn))
+        ops.append(_comm(f"{F}/all_reduce", "all_reduce", T * h * 2.0, dense_tp, count, gpu, cal))
+    elif f.kind == "moe":
+        width = f.expert_inter
+        M = f"{prefix}/moe"
+        T_all = T * adp  # the MoE group sees every attention-DP rank's tokens
+        ops.append(_gemm(f"{M}/router", T, f.experts, h, count, gpu, cal, "bf16", 2.0, 2.0))
+        if np.any(f.shared_inter):
+            ops.append(_gemm(f"{M}/shared_gate_up", T, (f.mats - 1) * f.shared_inter / dense_tp, h, count, gpu, cal, math_ffn, act_b, wf, kernel=k_ffn))
+            ops.append(_gemm(f"{M}/shared_down", T, h, f.shared_inter / dense_tp, count, gpu, cal, math_ffn, act_b, wf, kernel=k_ffn))
+        e_local = f.experts / ep
+        # experts this GPU's weights are read for, and the tokens each of them sees (balanced share);
+        # routing imbalance slows the busiest GPU, so it scales time, not FLOPs
+        dist = distinct_experts(f.experts, f.top_k, T_all) / ep
+        active = np.minimum(e_local, np.maximum(dist, 1.0))
+        m_e = np.minimum(T_all * f.top_k / ep / active, T_all)
+        eff = cal.moe_eff / cal.moe_imbalance
+        # grouped GEMMs: their own fixed cost (moe_overhead_s, fitted on MoE kernels), not a dense GEMM's
+        ops.append(_gemm(f"{M}/experts_gate_up", m_e, (f.mats - 1) * f.expert_inter / moe_tp, h, count, gpu, cal, math_ffn, act_b, wf,
+                         active, active, eff, k_ffn, True, cal.moe_overhead_s))
+        ops.append(_gemm(f"{M}/experts_down", m_e, h, f.expert_inter / moe_tp, count, gpu, cal, math_ffn, act_b, wf,
+                         active, active, eff, k_ffn, True, cal.moe_overhead_s))
+        # token permutation into expert order and back (gather/scatter), one launch each way
+        perm = np.where(T_all > 0, T_all / ep * f.top_k * h * (act_b + 2.0), 0.0)
+        t, tc, tm = cost.elementwise_time(perm, 2.0, gpu, cal)
+        t = np.where(perm > 0, t, 0.0)
+        ops.append(Op(f"{M}/permute", "elementwise", np.zeros_like(t), perm, t, tc, tm, count))
+        # token exchange: all-to-all dispatch + combine under EP / attention-DP, else an all-reduce
+        a2a = (ep > 1) | (adp > 1)
+        sent = T / dense_tp * f.top_k * h
+        disp = np.where(a2a, sent * act_b, 0.0)
+        comb = np.where(a2a, sent * 2.0, 0.0)
+        ops.append(_comm(f"{M}/dispatch", "all_to_all", disp, stage_gpus, count, gpu, cal))
+        ops.append(_comm(f"{M}/combine", "all_to_all", comb, stage_gpus, count, gpu, cal))
+        ops.append(_comm(f"{M}/all_reduce", "all_reduce", np.where(a2a, 0.0, T * h * 2.0), stage_gpus, count, gpu, cal))
+    else:
+        width = 0
+    if "ffn" not in parts:
+        return ops
+    # norms, residual adds, activation, RoPE: streamed once each
+    ew_bytes = T * (6.0 * h + 3.0 * width / np.maximum(dense_tp, 1.0)) * 2.0
+    t, tc, tm = cost.elementwise_time(ew_bytes, cal.elementwise_kernels_per_layer, gpu, cal)
+    ops.append(Op(f"{prefix}/elementwise", "elementwise", np.zeros_like(t), ew_bytes, t, tc, tm, count))
+    return ops
+
+
+def forward_ops(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, sh: Sharding, b: Batch) -> list[Op]:
+    """All operators of one step on one GPU of one pipeline stage (the last: it holds the LM head)."""
+    pp = np.asarray(sh.pp, float)
+    ops: list[Op] = []
+    multi = len(model.groups) > 1
+    if not multi:
+        layer, n = model.groups[0]
+        ops += layer_ops(model, layer, np.asarray(n, float) / pp, gpu, cal, prec, sh, b, "layer")
+    else:
+        # layers that share an attention (or FFN) half are priced once, with the summed layer count
+        # (DeepSeek's dense and MoE layers share MLA; gpt-oss's sliding and full layers share experts)
+        for part, key in (("attn", lambda layer: layer.attn), ("ffn", lambda layer: layer.ffn)):
+            seen: dict = {}
+            for i, (layer, n) in enumerate(model.groups):
+                seen.setdefault(key(layer), [i, layer, 0])[2] += n
+            for i, layer, n in seen.values():
+                ops += layer_ops(model, layer, np.asarray(n, float) / pp, gpu, cal, prec, sh, b, f"layer{i}", (part,))
+    # LM head: the sampled positions only (every decode token, one per prefilled sequence)
+    logits = np.asarray(b.dec_seqs, float) * b.dec_tokens_per_seq + np.asarray(b.pf_seqs, float)
+    dense_tp = np.asarray(sh.tp, float) * np.asarray(sh.kvp, float)
+    ops.append(_gemm("lm_head", logits, model.vocab / dense_tp, model.hidden, np.ones_like(pp), gpu, cal, "bf16", 2.0, 2.0))
+    if np.any(pp > 1):
+        T = np.asarray(b.dec_seqs, float) * b.dec_tokens_per_seq + np.asarray(b.pf_tokens, float)
+        ops.append(_comm("pp/send_recv", "p2p", np.where(pp > 1, T * model.hidden * 2.0, 0.0), np.where(pp > 1, 2.0, 1.0), np.ones_like(pp), gpu, cal))
+    return ops
+
+
+def step_time(ops: list[Op]):
+    return sum(op.total_time for op in ops)
+
+
+def launches(ops: list[Op], kernels_per_elementwise: float):
+    """Kernel launches of one step: one per operator that runs, `kernels_per_elementwise` for the
+    fused elementwise work of a layer."""
+    return sum(np.where(np.asarray(op.time) > 0, op.count * (kernels_per_elementwise if op.kind == "elementwise" else 1.0), 0.0)
+               for op in ops)

@@ -1,0 +1,53 @@
+"""Per-operator roofline of one forward step: FLOPs, bytes, intensity, ridge point, bound, time."""
+from __future__ import annotations
+
+import numpy as np
+
+from llm_codesign.cost.calibration import Calibration
+from llm_codesign.cost.ops import Batch, Sharding, forward_ops
+from llm_codesign.errors import InputError
+from llm_codesign.spec.hardware import Gpu
+from llm_codesign.spec.model import ModelSpec
+from llm_codesign.spec.precision import Precision, gemm_math
+
+
+def roofline(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, phase: str = "decode",
+             batch: int = 1, context: int = 1024, tp: int = 1) -> dict:
+    if phase not in ("decode", "prefill"):
+        raise InputError("phase", phase, "decode or prefill")
+    if batch < 1:
+        raise InputError("batch", batch, "a positive integer")
+    if context < 1:
+        raise InputError("context", context, "a positive integer")
+    if phase == "decode":
+        b = Batch(dec_seqs=batch, dec_ctx=context)
+    else:
+        b = Batch(pf_tokens=batch * context, pf_seqs=batch, pf_ctx=0)
+    # MoE experts shard like the rest of the layer (MoE-TP = TP) on the same GPUs
+    ops = forward_ops(model, gpu, cal, prec, Sharding(tp=tp, moe_tp=tp if model.is_moe else 1), b)
+    bw = gpu.hbm_bandwidth_bytes_per_s
+    rows = []
+    for op in ops:
+        n = float(np.asarray(op.count).reshape(-1)[0])
+        f = float(np.asarray(op.flops).reshape(-1)[0]) * n
+        by = float(np.asarray(op.bytes).reshape(-1)[0]) * n
+        t = float(np.asarray(op.time).reshape(-1)[0]) * n
+        if t == 0 and f == 0 and by == 0:
+            continue
+        math = gemm_math(prec.attn if "/attn/" in op.name else prec.weight, prec.activation, gpu) if op.kind == "gemm" else "bf16"
+        peak = gpu.peak(math)
+        if op.kind == "comm":
+            bound = "comm"
+        else:
+            bound = "compute" if float(np.sum(op.t_compute)) >= float(np.sum(op.t_memory)) else "memory"
+        rows.append({"name": op.name, "kind": op.kind, "layers": n, "flops": f, "bytes": by,
+                     "intensity": f / by if by else float("inf"), "ridge_point": peak / bw, "math": math,
+                     "bound": bound, "time_s": t, "pct_of_peak": 100.0 * f / t / peak if t and f else 0.0,
+                     "pct_of_bandwidth": 100.0 * by / t / bw if t and op.kind != "comm" else 0.0})
+    tf = sum(r["flops"] for r in rows)
+    tb = sum(r["bytes"] for r in rows if r["kind"] != "comm")
+    tt = sum(r["time_s"] for r in rows)
+    return {"model": model.name, "gpu": gpu.id, "phase": phase, "batch": batch, "context": context, "tp": tp,
+            "precision": prec.label(), "ops": rows,
+            "totals": {"flops": tf, "bytes": tb, "time_s": tt, "intensity": tf / tb if tb else 0.0,
+                       "bound_time_s": max(tf / gpu.peak(gemm_math(prec.weight, prec.activation, gpu)), tb / bw)}}

@@ -1,0 +1,2 @@
+"""Exploration over the cost model: deployment search and Pareto frontiers, shape design, the
+guideline lint and the quality proxy."""

@@ -1,0 +1,107 @@
+"""The disaggregated frontier: every pair of prefill and decode plans, instance counts, decode batches
+and draft lengths on a GPU count, priced with the pools of `serve.disagg` and reduced to the Pareto
+frontier of output tok/s/GPU versus tok/s/user."""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from llm_codesign.cost.calibration import Calibration
+from llm_codesign.errors import InputError
+from llm_codesign.explore.search import default_precisions, op_rows, plans, roofline_bound, select_frontier, thinned_cloud
+from llm_codesign.serve.aggregated import _sharding, decode_step
+from llm_codesign.serve.disagg import closed_loop, decode_pool, kv_hand_off, prefill_pool
+from llm_codesign.spec.hardware import Gpu
+from llm_codesign.spec.model import ModelSpec
+from llm_codesign.spec.plan import Plan, SpecDecoding
+from llm_codesign.spec.precision import Precision
+
+
+def search_disagg(model: ModelSpec, gpu: Gpu, cal: Calibration, space, isl: int, osl: int, backend: str = "trtllm",
+                  max_num_tokens: int | None = None, min_tps_user: float | None = None, max_ttft_ms: float | None = None,
+                  max_instances: int = 4) -> dict:
+    """The disaggregated frontier on space.num_gpus GPUs: units of n_p prefill and n_d decode
+    instances (1..max_instances each, of any valid plans, the unit's GPUs dividing the total;
+    replicas of the unit fill it) at every decode batch and draft length. Each pool is priced once
+    per plan (and batch); the units combine them in closed form."""
+    t0 = time.perf_counter()
+    N = space.num_gpus
+    plan, inst = plans(model, gpu, space)
+    cal = cal.in_step(backend)
+    precs = space.precisions or default_precisions(model, gpu)
+    spec = space.spec
+    ks = np.asarray(space.spec_ks if spec is not None else (0,), dtype=np.int64)
+    batches = np.asarray(space.batches, dtype=np.int64)
+    P, B, K = len(inst), len(batches), len(ks)
+    g = inst.astype(float)
+    # units: (prefill plan, decode plan, n_p, n_d) whose GPUs divide the total
+    ip, id_, npp, ndd = (a.reshape(-1) for a in np.meshgrid(np.arange(P), np.arange(P), np.arange(1, max_instances + 1),
+                                                             np.arange(1, max_instances + 1), indexing="ij"))
+    U = npp * g[ip] + ndd * g[id_]
+    keep = (U <= N) & (N % np.maximum(U, 1) == 0)
+    ip, id_, npp, ndd, U = ip[keep], id_[keep], npp[keep], ndd[keep], U[keep]
+    if not len(U):
+        raise InputError("gpus", N, "a GPU count that holds at least one prefill and one decode instance")
+    sizes = np.stack(plan.arrays(), axis=1)  # (P, 6): tp, pp, ep, moe_tp, adp, kvp
+    adp = sizes[:, 4].astype(float)
+    cols = {k: [] for k in ("tok_s_per_user", "output_tok_s_per_gpu", "ttft_ms", "tpot_ms", "unit", "batch", "k", "prec", "fits")}
+    for pi, prec in enumerate(precs):
+        pf = prefill_pool(model, gpu, cal, prec, plan, isl, backend, max_num_tokens)
+        dec = decode_pool(model, gpu, cal, prec, Plan(*(a[:, None, None] for a in plan.arrays())), batches[None, :, None] * adp[:, None, None],
+                          isl, osl, backend, spec, ks[None, None, :] if spec is not None else None, max_num_tokens)
+        tpot = np.broadcast_to(dec["tpot"], (P, B, K))[id_]  # (M, B, K)
+        C = batches[None, :, None] * adp[id_, None, None] * ndd[:, None, None]
+        base = (pf["t_alone"][ip] + kv_hand_off(model, gpu, cal, prec, isl, g[ip], U) + cal.ttft_overhead(backend))[:, None, None]
+        decode_time = max(osl - 1, 0) * tpot
+        rate, ttft = closed_loop(C, base, decode_time, pf["per_instance"][ip, None, None], npp[:, None, None])
+        fits = np.broadcast_to(dec["fits"], (P, B, K))[id_] & pf["fits"][ip, None, None]
+        shape = (len(U), B, K)
+        cols["tok_s_per_user"].append(np.broadcast_to(1.0 / tpot, shape).reshape(-1))
+        cols["output_tok_s_per_gpu"].append(np.broadcast_to(rate * osl / U[:, None, None], shape).reshape(-1))
+        cols["ttft_ms"].append(np.broadcast_to(ttft * 1e3, shape).reshape(-1))
+        cols["tpot_ms"].append(np.broadcast_to(tpot * 1e3, shape).reshape(-1))
+        cols["fits"].append(np.broadcast_to(fits, shape).reshape(-1))
+        m_i, b_i, k_i = np.meshgrid(np.arange(len(U)), np.arange(B), np.arange(K), indexing="ij")
+        cols["unit"].append(m_i.reshape(-1))
+        cols["batch"].append(b_i.reshape(-1))
+        cols["k"].append(k_i.reshape(-1))
+        cols["prec"].append(np.full(m_i.size, pi))
+    c = {k: np.concatenate(v) for k, v in cols.items()}
+    sel, front = select_frontier(c, min_tps_user, max_ttft_ms)
+
+    def point(j):
+        u, b, kk = int(c["unit"][j]), int(c["batch"][j]), int(c["k"][j])
+        prec = precs[int(c["prec"][j])]
+        k = int(ks[kk]) if spec is not None else 0
+
+        def pool(i, n):
+            one = Plan(*(int(v) for v in sizes[i]))
+            return {"plan": one.label(), "instances": int(n), "gpus_each": int(g[i]), "tp": one.tp, "pp": one.pp, "ep": one.ep,
+                    "moe_tp": one.moe_tp, "attention_dp": one.adp, "kvp": one.kvp}
+
+        pre, de = pool(ip[u], npp[u]), pool(id_[u], ndd[u])
+        dep = {"gpu": gpu.id, "instance_gpus": int(U[u]), "replicas": N // int(U[u]),
+               "plan": f"P {pre['instances']}x {pre['plan']} + D {de['instances']}x {de['plan']}", "prefill": pre, "decode": de,
+               "concurrency_per_instance": int(batches[b] * adp[id_[u]] * ndd[u]),
+               "weight_dtype": prec.weight.name, "activation_dtype": prec.activation.name, "kv_dtype": prec.kv.name,
+               "spec": (spec.method if spec is not None and k else None), "draft_len": k}
+        return {"tok_s_per_user": float(c["tok_s_per_user"][j]), "output_tok_s_per_gpu": float(c["output_tok_s_per_gpu"][j]),
+                "ttft_ms": float(c["ttft_ms"][j]), "tpot_ms": float(c["tpot_ms"][j]), "deployment": dep}
+
+    return {"model": model.name, "gpu": gpu.id, "mode": "disaggregated", "num_gpus": N, "isl": isl, "osl": osl, "backend": backend,
+            "evaluated": int(len(c["fits"])), "fitting": int(c["fits"].sum()), "seconds": time.perf_counter() - t0,
+            "frontier": [point(j) for j in front], "cloud": thinned_cloud(c, sel), "roofline_bound": roofline_bound(model, gpu, precs, N)}
+
+
+def decode_breakdown(model: ModelSpec, gpu: Gpu, cal: Calibration, dep: dict, isl: int, osl: int, backend: str,
+                     spec: SpecDecoding | None) -> list[dict]:
+    """Per-operator time (ms per step, one GPU) of a disaggregated point's decode instance."""
+    d = dep["decode"]
+    plan = Plan(d["tp"], d["pp"], d["ep"], d["moe_tp"], d["attention_dp"], d["kvp"])
+    prec = Precision.of(dep["weight_dtype"], dep["activation_dtype"], dep["kv_dtype"])
+    per_rank = dep["concurrency_per_instance"] / d["instances"] / d["attention_dp"] / d["pp"]
+    k = np.asarray(float(dep.get("draft_len") or 0))
+    ops = decode_step(model, gpu, cal.in_step(backend), prec, _sharding(plan), per_rank, isl + osl / 2.0, k,
+                      spec if dep.get("spec") else None, backend)[2]
+    return op_rows(ops, "decode/")

@@ -1,0 +1,336 @@
+"""Check a model shape against the hardware guidelines; every finding carries its cost as predicted
+by the same cost model `estimate` uses (no separate heuristics), so a fix's gain is the tool's own
+prediction."""
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, replace
+
+import numpy as np
+
+from llm_codesign.cost import kernels as cost
+from llm_codesign.cost.calibration import Calibration
+from llm_codesign.cost.ops import Batch, Sharding, distinct_experts, layer_ops, step_time
+from llm_codesign.errors import InputError
+from llm_codesign.serve.aggregated import evaluate
+from llm_codesign.spec.hardware import Gpu
+from llm_codesign.spec.model import Attention, Layer, ModelSpec
+from llm_codesign.spec.plan import Plan, validity
+from llm_codesign.spec.precision import Precision, gemm_math
+
+RULES = {
+    "R1": ("memory-bound-gemm", "A GEMM whose small reduction or output dimension (or tokens per expert) keeps it below the GPU's ridge point"),
+    "R2": ("tile-alignment", "Dimensions should be multiples of 128, better 256 (2-CTA MMA) or 512, per GPU"),
+    "R3": ("width-vs-depth", "Depth sets a sequential latency floor; at equal parameters wider is faster"),
+    "R4": ("quantization-readiness", "Dimensions divisible by NVFP4 (16), MXFP4 (32) and FP8-block (128) scales; fast head_dim"),
+    "R5": ("moe-shape", "Experts divisible by EP sizes; expert width vs hidden; distinct experts read in decode"),
+    "R6": ("pipeline-regularity", "Layer count divisible by PP stages; homogeneous blocks keep stages balanced"),
+    "R7": ("parallel-readiness", "Heads and KV heads vs TP sizes; Helix for long-context decode"),
+}
+SEVERITY_ORDER = {"info": 0, "warning": 1, "error": 2}
+# regime: (decode sequences, decode context, prefill tokens) per attention rank; TP 8 where valid
+REGIMES = {"latency": (1, 4096, 0), "throughput": (256, 2048, 8192), "long-context": (1, 131072, 0)}
+FAST_HEAD_DIMS = (64, 128, 256)  # FlashAttention-3 / TensorRT-LLM FMHA/XQA fast paths; MLA uses 576/512 latent kernels
+
+
+@dataclass(frozen=True)
+class Finding:
+    rule: str
+    severity: str
+    where: str
+    message: str
+    cost_pct: float
+    fix: str
+
+    def to_dict(self) -> dict:
+        return {**asdict(self), "rule_name": RULES[self.rule][0]}
+
+
+def _tp_for(model: ModelSpec, gpu: Gpu, want: int = 8) -> int:
+    for tp in (want, 4, 2, 1):
+        if tp <= max(gpu.scale_up_domain, 1) and int(validity(model, gpu, Plan(tp=tp, ep=1, moe_tp=tp if model.is_moe else 1), tp)) < 0:
+            return tp
+    return 1
+
+
+def _batch(regime: str) -> Batch:
+    seqs, ctx, pf = REGIMES[regime]
+    return Batch(dec_seqs=seqs, dec_ctx=ctx, pf_tokens=pf, pf_seqs=pf / 2048 if pf else 0, pf_ctx=0)
+
+
+def _layer_cost(model: ModelSpec, gpu, cal, prec, sh, b) -> tuple[float, float]:
+    """(time, FLOPs) of the model's layers per step (LM head excluded), one GPU."""
+    t = f = 0.0
+    for layer, n in model.groups:
+        ops = layer_ops(model, layer, float(n), gpu, cal, prec, sh, b, "layer")
+        t += float(step_time(ops))
+        f += float(sum(np.sum(o.flops * o.count) for o in ops))
+    return t, f
+
+
+def _align(d: int, unit: int) -> tuple[int, int]:
+    return max(unit, d // unit * unit), int(math.ceil(d / unit) * unit)
+
+
+def _with_dim(model: ModelSpec, what: str, value: int) -> ModelSpec:
+    groups = []
+    for layer, n in model.groups:
+        a, f = layer.attn, layer.ffn
+        if what == "inter" and f.kind == "dense":
+            f = replace(f, inter=value)
+        elif what == "expert_inter" and f.kind == "moe":
+            f = replace(f, expert_inter=value)
+        groups.append((Layer(a, f), n))
+    if what == "hidden":
+        return replace(model, hidden=value, groups=tuple(groups))
+    return replace(model, groups=tuple(groups))
+
+
+def lint(model: ModelSpec, gpu: Gpu, cal: Calibration, regime: str = "throughput", prec: Precision | None = None) -> list[Finding]:
+    if regime not in REGIMES:
+        raise InputError("regime", regime, "one of: " + ", ".join(REGIMES))
+    prec = prec or model.default_precision
+    tp = _tp_for(model, gpu)
+    moe = next((layer.ffn for layer, _ in model.groups if layer.ffn.kind == "moe"), None)
+    # MoE models deploy experts with EP when the experts split (each expert whole on one GPU)
+    ep = tp if moe and moe.experts % tp == 0 else 1
+    sh = Sharding(tp=tp, ep=ep, moe_tp=(tp // ep) if moe else 1)
+    b = _batch(regime)
+    out: list[Finding] = []
+    out += _r1(model, gpu, cal, prec, sh, b, regime)
+    out += _r2(model, gpu, cal, prec, sh, b, tp)
+    out += _r3(model, gpu, cal, prec, tp)
+    out += _r4(model)
+    out += _r5(model, gpu, cal, prec, sh)
+    out += _r6(model, gpu, cal, prec, sh, b)
+    out += _r7(model, gpu, cal, prec)
+    return sorted(out, key=lambda f: (-SEVERITY_ORDER[f.severity], -f.cost_pct))
+
+
+def _r1(model, gpu, cal, prec, sh, b, regime):
+    out = []
+    if regime != "throughput":
+        return out  # at latency batches every GEMM is memory-bound by design; the rule is about throughput
+    seen = set()
+    for layer, n in model.groups:
+        for op in layer_ops(model, layer, float(n), gpu, cal, prec, sh, b, "layer"):
+            if op.kind != "gemm" or op.name.endswith(("router", "mla_q_absorb", "mla_v_up", "mla_kv_up")):
+                continue
+            key = op.name.split("/", 1)[1]
+            if key in seen:
+                continue
+            f, by = float(np.sum(op.flops)), float(np.sum(op.bytes))
+            if f <= 0:
+                continue
+            w = prec.weight if "/attn/" not in op.name else prec.attn
+            math_ = gemm_math(w, prec.activation, gpu)
+            ridge = gpu.peak(math_) * cal.gemm_eff(cost.gemm_kernel(math_, w.name)) / (gpu.hbm_bandwidth_bytes_per_s * cal.bw_eff)
+            inten = f / by
+            if inten < 0.5 * ridge and float(np.sum(op.t_memory)) > float(np.sum(op.t_compute)):
+                seen.add(key)
+                t, tc = float(np.sum(op.time)), float(np.sum(op.t_compute))
+                pct = 100.0 * (t / max(tc, 1e-15) - 1.0)
+                thin = "expert" in op.name
+                out.append(Finding("R1", "warning", op.name.replace("layer/", ""),
+                                   f"{inten:.0f} FLOP/B at {REGIMES['throughput'][0]} decode + {REGIMES['throughput'][2]} prefill tokens, "
+                                   f"ridge point {ridge:.0f} FLOP/B on {gpu.name}: memory-bound, {pct:.0f}% slower than at its compute roofline",
+                                   pct, "fewer, wider experts (more tokens per expert) or larger expert-parallel batches" if thin
+                                   else "widen the narrow dimension or batch more tokens per step"))
+    return out
+
+
+def _r2(model, gpu, cal, prec, sh, b, tp):
+    out = []
+    unit = 256 if gpu.family == "blackwell" else 128
+    dims = [("hidden", model.hidden, 1)]
+    inter = sorted({layer.ffn.inter for layer, _ in model.groups if layer.ffn.kind == "dense"})
+    eint = sorted({layer.ffn.expert_inter for layer, _ in model.groups if layer.ffn.kind == "moe"})
+    dims += [("inter", d, tp) for d in inter[:1]] + [("expert_inter", d, int(np.asarray(sh.moe_tp))) for d in eint[:1]]
+    base_t, base_f = _layer_cost(model, gpu, cal, prec, sh, b)
+    for what, d, shard in dims:
+        local = d // shard if d % shard == 0 else d / shard
+        if isinstance(local, int) and local % unit == 0:
+            continue
+        best = None
+        for cand in _align(d, unit * shard):
+            if cand == d or cand <= 0:
+                continue
+            m2 = _with_dim(model, what, cand)
+            t2, f2 = _layer_cost(m2, gpu, cal, prec, sh, b)
+            gain = 100.0 * ((base_t / base_f) / (t2 / f2) - 1.0)  # per-FLOP efficiency lost by the misaligned size
+            if best is None or gain > best[0]:
+                best = (gain, cand, t2, m2.total_params - model.total_params)
+        if best is None:
+            continue
+        gain, cand, t2, dp = best
+        sev = "warning" if (not isinstance(local, int) or local % 128) else "info"
+        out.append(Finding("R2", sev, what, f"{what} {d}" + (f" ({local:g} per GPU at TP{shard})" if shard > 1 else "") + f" is not a multiple of {unit} on {gpu.name}; "
+                           f"{cand} runs {gain:+.1f}% per FLOP ({100 * (base_t / t2 - 1):+.1f}% layer time) ",
+                           gain, f"{what} {d} -> {cand}: {gain:.1f}% more efficient per FLOP on {gpu.name}, {dp / 1e9:+.2f}B parameters"))
+    v = model.vocab
+    if v % 128:
+        pad = int(math.ceil(v / 128) * 128)
+        out.append(Finding("R2", "info", "vocab", f"vocab {v} is not a multiple of 128 (LM-head tiles pad to {pad})",
+                           100.0 * (pad / v - 1), f"pad the vocabulary to {pad}"))
+    return out
+
+
+def _r3(model, gpu, cal, prec, tp):
+    L, h = model.num_layers, model.hidden
+    aspect = h / L
+    if L < 16:
+        return []
+    plan = Plan(tp=tp, ep=1, moe_tp=tp if model.is_moe else 1)
+    base = evaluate(model, gpu, cal, prec, plan, 1, 1024, 256)
+    # equal-parameter wider variant: 3/4 of the layers, width scaled by sqrt(4/3) and re-aligned
+    L2 = max(int(round(L * 0.75)), 1)
+    scale = math.sqrt(L / L2)
+    unit = 256
+    h2 = int(round(h * scale / unit) * unit)
+    groups = []
+    for layer, n in model.groups:
+        a, f = layer.attn, layer.ffn
+        if a.kind == "gqa":
+            heads = max(int(round(a.heads * scale / tp)) * tp, tp)
+            a = replace(a, heads=heads)
+        elif a.kind == "mamba2":  # heads x head_dim tracks the width (Mamba-2 expand x hidden)
+            a = replace(a, heads=max(int(round(a.heads * scale / tp)) * tp, tp))
+        elif a.kind == "gdn":  # key heads scale, each keeping its value heads
+            nk = max(int(round(a.kv_heads * scale / tp)) * tp, tp)
+            a = replace(a, kv_heads=nk, heads=nk * (a.heads // a.kv_heads))
+        f2 = replace(f, inter=int(round(f.inter * scale / unit) * unit)) if f.kind == "dense" else (
+            replace(f, expert_inter=int(round(f.expert_inter * scale / 128) * 128)) if f.kind == "moe" else f)
+        groups.append((Layer(a, f2), max(int(round(n * L2 / L)), 1)))
+    wide = replace(model, hidden=h2, groups=tuple(groups))
+    if int(validity(wide, gpu, plan, tp)) >= 0:
+        return []
+    w = evaluate(wide, gpu, cal, prec, plan, 1, 1024, 256)
+    t0, t1 = float(np.ravel(base["tpot_s"])[0]), float(np.ravel(w["tpot_s"])[0])
+    # one all-reduce per attention or mixer half and per FFN half (Nemotron-H layers have only one)
+    halves = sum(n * ((layer.attn.kind != "none") + (layer.ffn.kind != "none")) for layer, n in model.groups)
+    floor = halves * float(cost.collective_time("all_reduce", h * 2.0, tp, gpu, cal)) + L * 6 * cal.gemm_overhead("bf16")
+    gain = 100.0 * (t0 / t1 - 1.0)
+    sev = "warning" if gain > 10 else "info"
+    return [Finding("R3", sev, "layers", f"{L} layers x hidden {h} (aspect {aspect:.0f}): depth alone costs ~{floor * 1e3:.2f} ms per token "
+                    f"(kernel launches + {halves} all-reduces at TP{tp}); TPOT at batch 1 {t0 * 1e3:.2f} ms",
+                    gain, f"{sum(n for _, n in wide.groups)} layers x hidden {h2} ({wide.total_params / 1e9:.1f}B vs {model.total_params / 1e9:.1f}B params): "
+                    f"TPOT {t1 * 1e3:.2f} ms ({gain:+.1f}%) on {gpu.name} TP{tp}")]
+
+
+def _r4(model):
+    out = []
+    dims = {"hidden": model.hidden}
+    for layer, _ in model.groups:
+        if layer.ffn.kind == "dense":
+            dims["inter"] = layer.ffn.inter
+        if layer.ffn.kind == "moe":
+            dims["expert_inter"] = layer.ffn.expert_inter
+            if layer.ffn.shared_inter:
+                dims["shared_inter"] = layer.ffn.shared_inter
+    for name, d in dims.items():
+        for block, fmt, sev in ((16, "NVFP4", "error"), (32, "MXFP4", "warning"), (128, "FP8-block", "info")):
+            if d % block:
+                pad = math.ceil(d / block) * block
+                out.append(Finding("R4", sev, name, f"{name} {d} is not divisible by {block} ({fmt} scale blocks)",
+                                   100.0 * (pad / d - 1), f"{name} -> {pad} (or keep this tensor in a wider format)"))
+                break
+    hds = sorted({layer.attn.head_dim for layer, _ in model.groups if layer.attn.kind == "gqa"})
+    for hd in hds:
+        if hd not in FAST_HEAD_DIMS:
+            up = min([x for x in FAST_HEAD_DIMS if x >= hd] or [hd])
+            out.append(Finding("R4", "warning", "head_dim", f"head_dim {hd} is outside the fast attention kernels' sizes {FAST_HEAD_DIMS}",
+                               100.0 * (up / hd - 1), f"head_dim {hd} -> {up}"))
+    return out
+
+
+def _r5(model, gpu, cal, prec, sh):
+    out = []
+    for layer, _ in model.groups:
+        f = layer.ffn
+        if f.kind != "moe":
+            continue
+        bad_ep = [ep for ep in (8, 16, 32, 64) if f.experts % ep]
+        if f.experts % 8:
+            out.append(Finding("R5", "warning", "experts", f"{f.experts} experts do not split over EP {', '.join(map(str, bad_ep))}",
+                               0.0, f"use a multiple of 8 experts (e.g. {int(math.ceil(f.experts / 8) * 8)})"))
+        ratio = f.expert_inter / model.hidden
+        B = 8
+        dist = float(distinct_experts(f.experts, f.top_k, B))
+        # decode at batch 8: weights of `dist` experts are read for B*top_k expert-token pairs
+        lay = Layer(Attention("none"), f)
+        t8 = float(step_time(layer_ops(model, lay, 1.0, gpu, cal, prec, sh, Batch(dec_seqs=B, dec_ctx=1), "x")))
+        t1 = float(step_time(layer_ops(model, lay, 1.0, gpu, cal, prec, sh, Batch(dec_seqs=1, dec_ctx=1), "x")))
+        pct = 100.0 * (t8 / t1 - 1.0) if t1 > 0 else 0.0  # extra MoE time per step of batch 8 over batch 1
+        out.append(Finding("R5", "info", "moe", f"{f.experts} experts, top-{f.top_k}, width {f.expert_inter} ({ratio:.2f}x hidden): "
+                           f"decode at batch {B} reads {dist:.0f} experts per layer; the MoE layer costs {t8 / t1:.1f}x batch 1",
+                           pct, "expert parallelism with attention DP amortises expert reads; wider experts raise intensity"))
+        break
+    return out
+
+
+def _r6(model, gpu, cal, prec, sh, b):
+    out = []
+    L = model.num_layers
+    bad = [pp for pp in (2, 4, 8) if L % pp]
+    if bad:
+        pp = bad[-1]
+        out.append(Finding("R6", "warning", "layers", f"{L} layers do not split evenly over PP {', '.join(map(str, bad))}",
+                           100.0 * (math.ceil(L / pp) * pp / L - 1), f"{int(math.ceil(L / 8) * 8)} or {L // 8 * 8} layers"))
+    if len(model.groups) > 1:
+        times = []
+        for layer, n in model.groups:
+            t = float(step_time(layer_ops(model, layer, 1.0, gpu, cal, prec, sh, b, "x")))
+            times.append((t, n))
+        tot = sum(t * n for t, n in times)
+        mean = tot / L
+        worst = max(t for t, _ in times)
+        if worst > 1.05 * mean:
+            out.append(Finding("R6", "info", "blocks", f"{len(model.groups)} kinds of layer with per-layer times from "
+                               f"{min(t for t, _ in times) * 1e6:.0f} to {worst * 1e6:.0f} us: pipeline stages need uneven layer counts",
+                               100.0 * (worst / mean - 1), "balance stages by time, or keep the layer pattern regular"))
+    return out
+
+
+def _r7(model, gpu, cal, prec):
+    out = []
+    kvh = sorted({layer.attn.kv_heads for layer, _ in model.groups if layer.attn.kind == "gqa"})
+    heads = sorted({layer.attn.heads for layer, _ in model.groups if layer.attn.kind in ("gqa", "mla")})
+    for tp in (2, 4, 8):
+        for h in heads:
+            if h % tp:
+                out.append(Finding("R7", "error", f"heads@TP{tp}", f"{h} attention heads do not split over TP{tp}", 0.0,
+                                   f"use a multiple of {tp} heads"))
+        for k in kvh:
+            if k % tp and tp % k:
+                out.append(Finding("R7", "error", f"kv_heads@TP{tp}", f"{k} KV heads neither divide nor are divided by TP{tp}",
+                                   0.0, f"use {tp} or a divisor of {tp} KV heads"))
+            elif k < tp:
+                out.append(Finding("R7", "info", f"kv_heads@TP{tp}", f"{k} KV heads under TP{tp}: each KV head is replicated {tp // k}x",
+                                   100.0 * (tp / k - 1), f"{tp} KV heads, or Helix (KV parallel along the sequence) instead of TP beyond {k}"))
+    # Helix for long-context decode: TP limited to the KV heads, the rest of the GPUs shard the sequence
+    if kvh and min(kvh) < 8 and gpu.scale_up_domain >= 8:
+        k = min(kvh)
+        base_plan = Plan(tp=8, ep=1, moe_tp=8 if model.is_moe else 1)
+        helix = Plan(tp=k, kvp=8 // k, ep=1, moe_tp=8 if model.is_moe else 1)
+        if int(validity(model, gpu, base_plan, 8)) < 0 and int(validity(model, gpu, helix, 8)) < 0:
+            a = float(evaluate(model, gpu, cal, prec, base_plan, 1, 131072, 256)["tpot_s"].ravel()[0])
+            h = float(evaluate(model, gpu, cal, prec, helix, 1, 131072, 256)["tpot_s"].ravel()[0])
+            if a > h:
+                out.append(Finding("R7", "info", "long-context", f"at 128k context on 8 GPUs, Helix (TP{k} x KVP{8 // k}) decodes in "
+                                   f"{h * 1e3:.2f} ms vs {a * 1e3:.2f} ms with TP8", 100.0 * (a / h - 1),
+                                   f"deploy long-context decode with --tp {k} --kvp {8 // k}"))
+    return out
+
+
+def to_sarif(findings: list[Finding], model_ref: str) -> dict:
+    level = {"error": "error", "warning": "warning", "info": "note"}
+    return {
+        "version": "2.1.0", "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
+        "runs": [{"tool": {"driver": {"name": "llm-codesign", "informationUri": "https://github.com/llm-codesign",
+                                      "rules": [{"id": k, "name": v[0], "shortDescription": {"text": v[1]}} for k, v in RULES.items()]}},
+                  "results": [{"ruleId": f.rule, "level": level[f.severity],
+                               "message": {"text": f"{f.message} Fix: {f.fix} (cost {f.cost_pct:.1f}%)"},
+                               "locations": [{"physicalLocation": {"artifactLocation": {"uri": model_ref}},
+                                              "logicalLocations": [{"name": f.where}]}],
+                               "properties": {"cost_pct": f.cost_pct}} for f in findings]}],
+    }

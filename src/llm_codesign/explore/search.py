@@ -1,0 +1,238 @@
+"""Deployment search: enumerate every valid plan x batch x precision x speculation, evaluate them in
+vectorised chunks, and keep the Pareto frontier of output tok/s/GPU versus tok/s/user."""
+from __future__ import annotations
+
+import itertools
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from llm_codesign.cost.calibration import Calibration
+from llm_codesign.errors import InputError
+from llm_codesign.serve.aggregated import evaluate
+from llm_codesign.spec.hardware import Gpu
+from llm_codesign.spec.model import ModelSpec
+from llm_codesign.spec.plan import Plan, SpecDecoding, validity
+from llm_codesign.spec.precision import Precision, get_dtype
+
+CHUNK = 1 << 17  # deployments per vectorised pass: bounds peak memory (~60 ops x a few arrays each)
+BATCHES = np.unique(np.concatenate([np.arange(1, 9), np.round(np.geomspace(8, 16384, 48))])).astype(np.int64)
+
+
+def divisors(n: int) -> list[int]:
+    return [d for d in range(1, n + 1) if n % d == 0]
+
+
+@dataclass(frozen=True)
+class SearchSpace:
+    num_gpus: int
+    tp: tuple[int, ...] | None = None  # None: every divisor
+    pp: tuple[int, ...] | None = None
+    ep: tuple[int, ...] | None = None
+    moe_tp: tuple[int, ...] | None = None
+    adp: tuple[int, ...] | None = None
+    kvp: tuple[int, ...] | None = None
+    instance_gpus: tuple[int, ...] | None = None  # GPUs per model instance (replicas fill num_gpus)
+    precisions: tuple[Precision, ...] = ()
+    spec: SpecDecoding | None = None
+    spec_ks: tuple[int, ...] = (0,)
+    batches: tuple[int, ...] = field(default_factory=lambda: tuple(int(b) for b in BATCHES))
+
+
+def plans(model: ModelSpec, gpu: Gpu, space: SearchSpace) -> tuple[Plan, np.ndarray]:
+    """Every valid plan (as arrays) and its instance size."""
+    N = space.num_gpus
+    if N < 1:
+        raise InputError("gpus", N, "a positive integer")
+    inst = space.instance_gpus or tuple(d for d in divisors(N))
+    rows = []
+    for n in inst:
+        if space.instance_gpus is None and N % n:
+            continue
+        ds = divisors(n)
+        tps, pps, adps, kvps = ([x for x in ds if opt is None or x in opt] for opt in (space.tp, space.pp, space.adp, space.kvp))
+        for tp, pp, adp, kvp in itertools.product(tps, pps, adps, kvps):
+            if tp * pp * adp * kvp != n:
+                continue
+            stage = n // pp
+            if model.is_moe:
+                for ep in (x for x in ds if space.ep is None or x in space.ep):
+                    if stage % ep == 0 and (space.moe_tp is None or stage // ep in space.moe_tp):
+                        rows.append((tp, pp, ep, stage // ep, adp, kvp, n))
+            elif adp == 1 and space.ep in (None, (1,)) and space.moe_tp in (None, (1,)):
+                # dense models: attention DP inside an instance is the same as more replicas
+                rows.append((tp, pp, 1, 1, adp, kvp, n))
+    if not rows:
+        raise InputError("gpus", N, "a GPU count that admits at least one plan with the fixed sizes")
+    a = np.asarray(rows, dtype=np.int64)
+    plan = Plan(*(a[:, i] for i in range(6)))
+    ok = validity(model, gpu, plan, a[:, 6]) < 0
+    if not ok.any():
+        raise InputError("deployment", f"{N}x{gpu.id}", "no valid plan: the fixed parallel sizes do not divide this model's heads/experts/layers")
+    a = a[ok]
+    return Plan(*(a[:, i] for i in range(6))), a[:, 6]
+
+
+def default_precisions(model: ModelSpec, gpu: Gpu) -> tuple[Precision, ...]:
+    """The checkpoint's own precision plus the lower-precision formats this GPU runs natively."""
+    out = [model.default_precision]
+    if gpu.supports("fp8"):
+        out.append(Precision.of("fp8", kv="fp8"))
+    if "nvfp4" in gpu.fp4_formats:
+        out.append(Precision.of("nvfp4", kv="fp8"))
+    elif "mxfp4" in gpu.fp4_formats:
+        out.append(Precision.of("mxfp4", activation="mxfp4", kv="fp8"))
+    uniq = []
+    for p in out:
+        if p not in uniq:
+            uniq.append(p)
+    return tuple(uniq)
+
+
+def pareto_mask(x, y) -> np.ndarray:
+    """Points not dominated (both objectives maximised); ties keep one representative."""
+    x = np.asarray(x, float)
+    y = np.asarray(y, float)
+    keep = np.zeros(len(x), dtype=bool)
+    if len(x) == 0:
+        return keep
+    # O(n) pre-filter: bucket x; a point is dominated when a bucket of strictly larger x holds a
+    # point with at least its y (then only the few survivors are sorted)
+    lo, hi = float(np.min(x)), float(np.max(x))
+    nb = 2048
+    b = ((x - lo) * ((nb - 1) / (hi - lo)) if hi > lo else np.zeros_like(x)).astype(np.int64)
+    bmax = np.full(nb, -np.inf)
+    np.maximum.at(bmax, b, y)
+    right = np.concatenate([np.maximum.accumulate(bmax[::-1])[::-1][1:], [-np.inf]])
+    cand = y > right[b]
+    idx = np.nonzero(cand)[0]
+    order = idx[np.lexsort((-y[idx], -x[idx]))]  # x descending, then y descending
+    ys = y[order]
+    prev = np.concatenate([[-np.inf], np.maximum.accumulate(ys)[:-1]])
+    keep[order] = ys > prev
+    return keep
+
+
+def search(model: ModelSpec, gpu: Gpu, cal: Calibration, space: SearchSpace, isl: int, osl: int,
+           backend: str = "trtllm", max_num_tokens: int | None = None, min_tps_user: float | None = None,
+           max_ttft_ms: float | None = None, progress=None) -> dict:
+    """Evaluate the whole space; return the frontier with each point's deployment and the cloud."""
+    t0 = time.perf_counter()
+    plan, inst = plans(model, gpu, space)
+    precs = space.precisions or default_precisions(model, gpu)
+    ks = np.asarray(space.spec_ks if space.spec is not None else (0,), dtype=np.int64)
+    batches = np.asarray(space.batches, dtype=np.int64)
+    P, B, K = len(inst), len(batches), len(ks)
+    total = P * B * K * len(precs)
+    cols = {k: [] for k in ("tok_s_per_user", "output_tok_s_per_gpu", "ttft_ms", "tpot_ms", "idx", "prec", "fits")}
+    done = 0
+    # broadcast as (plans, batches, draft lengths): per-plan quantities (GEMM N and K, weights) are
+    # computed once per plan, only token-dependent terms at full size
+    step = max(1, CHUNK // (B * K))
+    for pi, prec in enumerate(precs):
+        for s in range(0, P, step):
+            sl = slice(s, min(s + step, P))
+            sub = Plan(*(np.asarray(x)[sl, None, None] for x in (plan.tp, plan.pp, plan.ep, plan.moe_tp, plan.adp, plan.kvp)))
+            conc = batches[None, :, None] * np.asarray(sub.adp)
+            r = evaluate(model, gpu, cal, prec, sub, conc, isl, osl, backend=backend, spec=space.spec if space.spec else None,
+                         spec_k=ks[None, None, :] if space.spec else None, max_num_tokens=max_num_tokens)
+            shape = (sl.stop - sl.start, B, K)
+            n = shape[0] * B * K
+            cols["tok_s_per_user"].append(np.broadcast_to(r["tok_s_per_user"], shape).reshape(-1))
+            cols["output_tok_s_per_gpu"].append(np.broadcast_to(r["output_tok_s_per_gpu"], shape).reshape(-1))
+            cols["ttft_ms"].append(np.broadcast_to(r["ttft_s"] * 1e3, shape).reshape(-1))
+            cols["tpot_ms"].append(np.broadcast_to(r["tpot_s"] * 1e3, shape).reshape(-1))
+            cols["fits"].append(np.broadcast_to(r["fits"], shape).reshape(-1))
+            cols["idx"].append(np.arange(sl.start * B * K, sl.start * B * K + n))
+            cols["prec"].append(np.full(n, pi))
+            done += n
+            if progress:
+                progress(done, total)
+    c = {k: np.concatenate(v) for k, v in cols.items()}
+    sel, front = select_frontier(c, min_tps_user, max_ttft_ms)
+
+    def point(j):
+        ip, rest = divmod(int(c["idx"][j]), B * K)
+        ib, ik = divmod(rest, K)
+        sub = Plan(*(int(np.asarray(x)[ip]) for x in (plan.tp, plan.pp, plan.ep, plan.moe_tp, plan.adp, plan.kvp)))
+        prec = precs[int(c["prec"][j])]
+        k = int(ks[ik]) if space.spec else 0
+        n_inst = int(inst[ip])
+        dep = {"gpu": gpu.id, "instance_gpus": n_inst, "replicas": max(space.num_gpus // n_inst, 1) if space.num_gpus % n_inst == 0 else 1,
+               "tp": sub.tp, "pp": sub.pp, "ep": sub.ep, "moe_tp": sub.moe_tp, "attention_dp": sub.adp, "kvp": sub.kvp,
+               "plan": sub.label(), "concurrency_per_instance": int(batches[ib] * sub.adp),
+               "weight_dtype": prec.weight.name, "activation_dtype": prec.activation.name, "kv_dtype": prec.kv.name,
+               "spec": (space.spec.method if space.spec and k else None), "draft_len": k}
+        return {"tok_s_per_user": float(c["tok_s_per_user"][j]), "output_tok_s_per_gpu": float(c["output_tok_s_per_gpu"][j]),
+                "ttft_ms": float(c["ttft_ms"][j]), "tpot_ms": float(c["tpot_ms"][j]), "deployment": dep}
+
+    return {
+        "model": model.name, "gpu": gpu.id, "num_gpus": space.num_gpus, "isl": isl, "osl": osl, "backend": backend,
+        "evaluated": int(total), "fitting": int(c["fits"].sum()), "seconds": time.perf_counter() - t0,
+        "frontier": [point(j) for j in front],
+        "cloud": thinned_cloud(c, sel), "roofline_bound": roofline_bound(model, gpu, precs, space.num_gpus),
+    }
+
+
+def select_frontier(c: dict, min_tps_user: float | None, max_ttft_ms: float | None) -> tuple[np.ndarray, np.ndarray]:
+    """Indices of the deployments that fit and meet the SLOs, and of their Pareto frontier sorted by
+    tok/s/user (columns: fits, tok_s_per_user, output_tok_s_per_gpu, ttft_ms)."""
+    ok = c["fits"].copy()
+    if min_tps_user is not None:
+        ok &= c["tok_s_per_user"] >= min_tps_user
+    if max_ttft_ms is not None:
+        ok &= c["ttft_ms"] <= max_ttft_ms
+    sel = np.nonzero(ok)[0]
+    front = sel[pareto_mask(c["tok_s_per_user"][sel], c["output_tok_s_per_gpu"][sel])] if len(sel) else sel
+    return sel, front[np.argsort(c["tok_s_per_user"][front])]
+
+
+def thinned_cloud(c: dict, sel: np.ndarray, most: int = 4000) -> dict:
+    """A fixed-seed sample of the fitting deployments, for plots."""
+    idx = sel if len(sel) <= most else sel[np.random.default_rng(0).choice(len(sel), most, replace=False)]
+    return {"tok_s_per_user": c["tok_s_per_user"][idx].tolist(), "output_tok_s_per_gpu": c["output_tok_s_per_gpu"][idx].tolist()}
+
+
+def roofline_bound(model: ModelSpec, gpu: Gpu, precs, num_gpus: int) -> dict:
+    """Ideal frontier: step >= max(weights / aggregate bandwidth, 2*active*B / aggregate peak)."""
+    from llm_codesign.spec.precision import gemm_math
+
+    best = None
+    for p in precs:
+        wbytes = model.total_params * p.weight.bytes_per_weight()
+        peak = gpu.peak(gemm_math(p.weight, p.activation, gpu))
+        b = np.geomspace(1, 65536, 64)
+        t = np.maximum(wbytes / (num_gpus * gpu.hbm_bandwidth_bytes_per_s), 2 * model.active_params * b / (num_gpus * peak))
+        pts = (1 / t, b / t / num_gpus)
+        if best is None or pts[1].max() > best[1].max():
+            best = pts
+    return {"tok_s_per_user": best[0].tolist(), "output_tok_s_per_gpu": best[1].tolist()}
+
+
+def parse_precisions(weight: str | None, activation: str | None, kv: str | None, model: ModelSpec, gpu: Gpu):
+    if weight is None and activation is None and kv is None:
+        return ()
+    if weight is None:
+        ws = sorted({p.weight.name for p in default_precisions(model, gpu)})
+    else:
+        ws = [get_dtype(weight, "weight_dtype").name]
+    kvs = [kv] if kv else ["bf16", "fp8"] if gpu.supports("fp8") else ["bf16"]
+    return tuple(Precision.of(w, activation, k) for w in ws for k in kvs)
+
+
+def point_breakdown(model: ModelSpec, gpu: Gpu, cal: Calibration, dep: dict, isl: int, osl: int, backend: str,
+                    spec: SpecDecoding | None, max_num_tokens: int | None) -> list[dict]:
+    """Per-operator time (ms per step, one GPU) of a frontier point's deployment."""
+    plan = Plan(dep["tp"], dep["pp"], dep["ep"], dep["moe_tp"], dep["attention_dp"], dep["kvp"])
+    prec = Precision.of(dep["weight_dtype"], dep["activation_dtype"], dep["kv_dtype"])
+    r = evaluate(model, gpu, cal, prec, plan, dep["concurrency_per_instance"], isl, osl, backend=backend,
+                 spec=spec if dep.get("spec") else None, spec_k=dep.get("draft_len") or None,
+                 max_num_tokens=max_num_tokens, with_ops=True)
+    return op_rows(r["ops"])
+
+
+def op_rows(ops, prefix: str = "") -> list[dict]:
+    """Operators that take time, slowest first: name, kind and ms per step on one GPU."""
+    rows = [{"name": prefix + op.name, "kind": op.kind, "time_ms": float(np.sum(op.total_time)) * 1e3} for op in ops]
+    return sorted((x for x in rows if x["time_ms"] > 0), key=lambda x: -x["time_ms"])

@@ -1,0 +1,190 @@
+"""Predict measured kernel latencies (shared/data/validation/kernels/*.csv) with the cost model.
+
+Each kind of kernel table is recognised by its columns; rows are grouped by system and priced with
+the same array formulas the operator graph uses (cost.gemm_time, attention, collectives, the MoE
+expert block of ops.layer_ops), so a fit here is a fit of the whole model.
+"""
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import numpy as np
+
+from llm_codesign.cost import kernels as cost
+from llm_codesign.cost.calibration import Calibration
+from llm_codesign.cost.ops import Batch, Sharding, layer_ops
+from llm_codesign.errors import InputError
+from llm_codesign.spec.hardware import get_gpu
+from llm_codesign.spec.model import Attention, Ffn, Layer, ModelSpec
+from llm_codesign.spec.precision import DTYPES, Precision
+
+KINDS = {
+    "gemm": {"gemm_dtype", "m", "n", "k", "latency_ms"},
+    "decode_attention": {"batch_size", "isl", "step", "num_heads", "num_key_value_heads", "head_dim", "kv_cache_dtype", "latency_ms"},
+    "prefill_attention": {"batch_size", "isl", "num_heads", "num_key_value_heads", "head_dim", "kv_cache_dtype", "latency_ms"},
+    "collectives": {"op_name", "nccl_dtype", "num_gpus", "message_size", "latency_ms"},
+    "moe": {"moe_dtype", "num_tokens", "hidden_size", "inter_size", "topk", "num_experts", "moe_tp_size", "moe_ep_size", "latency_ms"},
+}
+# GEMM dtype -> (math, A bytes, B bytes); block scales counted as in precision.DTYPES
+GEMM_DTYPES = {
+    "bfloat16": ("bf16", 2.0, 2.0), "fp8": ("fp8", 1.0, 1.0),
+    "fp8_block": ("fp8", DTYPES["fp8_block"].bytes_per_value(), DTYPES["fp8_block"].bytes_per_weight()),
+    "nvfp4": ("fp4", DTYPES["nvfp4"].bytes_per_value(), DTYPES["nvfp4"].bytes_per_weight()),
+}
+MOE_PRECISION = {"bfloat16": Precision.of("bf16"), "fp8": Precision.of("fp8"), "fp8_block": Precision.of("fp8_block"),
+                 "nvfp4": Precision.of("nvfp4"), "w4a8_mxfp4_mxfp8": Precision.of("mxfp4", activation="fp8"),
+                 "w4a16_mxfp4": Precision.of("mxfp4", activation="bf16")}
+NCCL_BYTES = {"half": 2, "bfloat16": 2, "float": 4, "int8": 1, "fp8": 1}
+NCCL_OPS = {"all_reduce": "all_reduce", "all_gather": "all_gather", "reduce_scatter": "reduce_scatter", "alltoall": "all_to_all"}
+
+
+def detect(columns) -> str:
+    cols = set(columns)
+    for kind in ("moe", "gemm", "decode_attention", "prefill_attention", "collectives"):
+        if KINDS[kind] <= cols:
+            return kind
+    raise InputError("kernels", ",".join(sorted(cols)), "a CSV with the columns of one of: " +
+                     "; ".join(f"{k} ({', '.join(sorted(v))})" for k, v in KINDS.items()))
+
+
+def read_csv(path: str | Path) -> tuple[str, list[dict]]:
+    p = Path(path)
+    if not p.is_file():
+        raise InputError("kernels", str(path), "an existing CSV file")
+    with p.open(newline="") as f:
+        rows = list(csv.DictReader(f))
+    if not rows:
+        raise InputError("kernels", str(path), "a CSV with at least one row")
+    return detect(rows[0].keys()), rows
+
+
+def _col(rows, name, typ=float):
+    try:
+        return np.array([typ(r[name]) for r in rows])
+    except (KeyError, ValueError) as e:
+        raise InputError(f"kernels.{name}", str(e), "a numeric column") from None
+
+
+def predict(kind: str, rows: list[dict], cal_for) -> tuple[np.ndarray, list[str]]:
+    """Predicted latency (ms) per row, and per row the group label (system x dtype/op) or the reason
+    it could not be modelled (prefixed 'unmodeled:'). `cal_for(gpu)` gives a Calibration."""
+    pred = np.full(len(rows), np.nan)
+    label = [""] * len(rows)
+    by_sys: dict[str, list[int]] = {}
+    for i, r in enumerate(rows):
+        by_sys.setdefault(r.get("system", ""), []).append(i)
+    for system, idx in by_sys.items():
+        try:
+            gpu = get_gpu(system)
+        except InputError:
+            for i in idx:
+                label[i] = f"unmodeled: unknown system {system!r}"
+            continue
+        cal = cal_for(gpu)
+        sub = [rows[i] for i in idx]
+        p, lab = _PRED[kind](sub, gpu, cal)
+        for j, i in enumerate(idx):
+            pred[i] = p[j]
+            label[i] = f"{gpu.id} {lab[j]}" if not lab[j].startswith("unmodeled") else lab[j]
+    return pred, label
+
+
+def _gemm(rows, gpu, cal: Calibration):
+    out, lab = np.full(len(rows), np.nan), []
+    groups: dict[str, list[int]] = {}
+    for i, r in enumerate(rows):
+        groups.setdefault(r["gemm_dtype"], []).append(i)
+    lab = [""] * len(rows)
+    for dt, idx in groups.items():
+        if dt not in GEMM_DTYPES or not gpu.supports(GEMM_DTYPES[dt][0]):
+            for i in idx:
+                lab[i] = f"unmodeled: gemm dtype {dt} on {gpu.id}"
+            continue
+        math, ab, wb = GEMM_DTYPES[dt]
+        sub = [rows[i] for i in idx]
+        t, _, _ = cost.gemm_time(_col(sub, "m"), _col(sub, "n"), _col(sub, "k"), gpu, cal, math, ab, wb, 2.0,
+                                 kernel=cost.gemm_kernel(math, "fp8_block" if dt == "fp8_block" else ""))
+        out[idx] = t * 1e3
+        for i in idx:
+            lab[i] = dt
+    return out, lab
+
+
+def _kv_bytes(name: str) -> float:
+    return {"fp8": 1.0, "bfloat16": 2.0, "float16": 2.0, "nvfp4": DTYPES["nvfp4"].bytes_per_value()}.get(name, 2.0)
+
+
+def _decode(rows, gpu, cal):
+    B, ctx = _col(rows, "batch_size"), _col(rows, "isl") + _col(rows, "step")
+    H, KV, d = _col(rows, "num_heads"), _col(rows, "num_key_value_heads"), _col(rows, "head_dim")
+    kvb = np.array([_kv_bytes(r["kv_cache_dtype"]) for r in rows])
+    flops = 2.0 * B * H * ctx * 2 * d
+    nbytes = B * ctx * KV * 2 * d * kvb + B * H * 2 * d * 2.0
+    fp8 = np.array([r["kv_cache_dtype"] == "fp8" for r in rows])
+    t = np.empty(len(rows))
+    for flag in (False, True):
+        m = fp8 == flag
+        if m.any():
+            items = cost.decode_work_items(B[m], KV[m], H[m], cal, flag and gpu.supports("fp8"))
+            t[m] = cost.attention_decode_time(flops[m], nbytes[m], gpu, cal, items, kv_fp8=flag, group=(H / KV)[m])[0]
+    return t * 1e3, [f"kv {r['kv_cache_dtype']}" for r in rows]
+
+
+def _prefill(rows, gpu, cal):
+    B, S = _col(rows, "batch_size"), _col(rows, "isl")
+    H, KV, d = _col(rows, "num_heads"), _col(rows, "num_key_value_heads"), _col(rows, "head_dim")
+    kvb = np.array([_kv_bytes(r["kv_cache_dtype"]) for r in rows])
+    flops = 2.0 * B * H * S * (S + 1) / 2 * 2 * d  # causal
+    nbytes = B * S * (KV * 2 * d * kvb + H * 2 * d * 2.0)
+    out = np.empty(len(rows))
+    fp8 = np.array([r["kv_cache_dtype"] == "fp8" and gpu.supports("fp8") for r in rows])
+    for flag, math in ((False, "bf16"), (True, "fp8")):
+        m = fp8 == flag
+        if m.any():
+            t, _, _ = cost.attention_prefill_time(flops[m], nbytes[m], gpu, cal, math, (B * H)[m], ((S + 1) / 2)[m],
+                                                  (B * H * S * (S + 1) / 2)[m])
+            out[m] = t * 1e3
+    return out, [f"kv {r['kv_cache_dtype']}" for r in rows]
+
+
+def _coll(rows, gpu, cal):
+    out = np.full(len(rows), np.nan)
+    lab = [""] * len(rows)
+    for i, r in enumerate(rows):
+        op = NCCL_OPS.get(r["op_name"])
+        if op is None:
+            lab[i] = f"unmodeled: collective {r['op_name']}"
+            continue
+        nbytes = float(r["message_size"]) * NCCL_BYTES.get(r["nccl_dtype"], 2)
+        out[i] = float(cost.collective_time(op, nbytes, float(r["num_gpus"]), gpu, cal)) * 1e3
+        lab[i] = op
+    return out, lab
+
+
+def _moe(rows, gpu, cal):
+    out = np.full(len(rows), np.nan)
+    lab = [""] * len(rows)
+    groups: dict[tuple, list[int]] = {}
+    for i, r in enumerate(rows):
+        if r["moe_dtype"] not in MOE_PRECISION:
+            lab[i] = f"unmodeled: moe dtype {r['moe_dtype']}"
+            continue
+        key = (r["moe_dtype"], int(r["hidden_size"]), int(r["inter_size"]), int(r["num_experts"]), int(r["topk"]),
+               "nongated" not in r.get("kernel_source", ""))
+        groups.setdefault(key, []).append(i)
+    for (dt, h, inter, E, topk, gated), idx in groups.items():
+        sub = [rows[i] for i in idx]
+        ffn = Ffn("moe", 0, E, topk, inter, 0, gated)
+        m = ModelSpec("kernel", h, 1, ((Layer(Attention("none"), ffn), 1),))
+        sh = Sharding(ep=_col(sub, "moe_ep_size"), moe_tp=_col(sub, "moe_tp_size"))
+        ops = layer_ops(m, m.groups[0][0], 1.0, gpu, cal, MOE_PRECISION[dt], sh, Batch(pf_tokens=_col(sub, "num_tokens"), pf_seqs=1.0), "moe")
+        # the measured block: the expert GEMMs and the activation between them (no router, no comms)
+        t = sum(np.broadcast_to(o.time, (len(idx),)) for o in ops if "experts_" in o.name or "/permute" in o.name or o.kind == "elementwise")
+        out[idx] = t * 1e3
+        for i in idx:
+            lab[i] = dt
+    return out, lab
+
+
+_PRED = {"gemm": _gemm, "decode_attention": _decode, "prefill_attention": _prefill, "collectives": _coll, "moe": _moe}

@@ -1,0 +1,224 @@
+"""Predict published measurements and report errors: kernels (per call) and serving (per deployment).
+
+Serving rows use the canonical columns (see data/measurements/SOURCES.md). Rows the model cannot
+represent are listed with the reason, never dropped silently.
+"""
+from __future__ import annotations
+
+import csv
+import math
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+
+from llm_codesign.cost.calibration import calibration_for
+from llm_codesign.errors import InputError
+from llm_codesign.measure import audit
+from llm_codesign.measure import kernel_tables as kernels
+from llm_codesign.measure.stats import BAND_NAMES, concurrency_band, error_stats
+from llm_codesign.serve.aggregated import evaluate
+from llm_codesign.serve.estimate import BATCH_GRID
+from llm_codesign.spec import engines
+from llm_codesign.spec.hardware import get_gpu
+from llm_codesign.spec.plan import REASONS, Plan, SpecDecoding, reason_text, validity
+from llm_codesign.spec.precision import Precision, get_dtype
+from llm_codesign.spec.registry import get_model
+
+SERVING_COLUMNS = ("source", "model", "gpu", "num_gpus", "backend", "weight_dtype", "kv_dtype", "isl", "osl", "concurrency",
+                   "tp", "pp", "ep", "moe_tp", "attention_dp", "spec_method", "spec_draft_len", "spec_acceptance",
+                   "ttft_ms", "tpot_ms", "output_tok_s_per_gpu", "output_tok_s_per_user")
+# optional: the step token budget the run set (trtllm-bench --max_num_tokens, vLLM --max-num-batched-tokens,
+# SGLang --chunked-prefill-size); blank: the engine's own default on that GPU (engines.step_tokens)
+OPTIONAL_COLUMNS = ("max_num_tokens",)
+METRICS = ("ttft_ms", "tpot_ms", "output_tok_s_per_gpu", "output_tok_s_per_user")
+# whole, >= 1 (blank: 1 for the plan sizes; no concurrency: an offline max-throughput run)
+_POSITIVE = ("num_gpus", "isl", "osl", "tp", "pp", "ep", "moe_tp", "attention_dp", "concurrency", "max_num_tokens")
+_REAL = ("spec_acceptance", "ttft_ms", "tpot_ms", "output_tok_s_per_gpu", "output_tok_s_per_user")
+_DTYPE = {"int4_wo": "int4", "fp4": "nvfp4", "w4a16_mxfp4": "mxfp4"}
+
+
+def read_rows(path: str | Path) -> list[dict]:
+    p = Path(path)
+    if not p.is_file():
+        raise InputError("serving", str(path), "an existing CSV file with the canonical serving columns")
+    with p.open(newline="") as f:
+        rows = list(csv.DictReader(f))
+    missing = [c for c in ("model", "gpu", "num_gpus", "isl", "osl") if rows and c not in rows[0]]
+    if not rows or missing:
+        raise InputError("serving", str(path), "a CSV with columns " + ", ".join(SERVING_COLUMNS) + " (optional: "
+                         + ", ".join(OPTIONAL_COLUMNS) + ")" + (f" (missing {missing})" if missing else ""))
+    # malformed numbers fail here, naming the line, not halfway through a prediction or a fit
+    for line, r in enumerate(rows, start=2):
+        for col in (*_POSITIVE, "spec_draft_len", *_REAL):
+            v = (r.get(col) or "").strip()
+            if not v:
+                continue
+            try:
+                x = float(v)
+            except ValueError:
+                x = float("nan")
+            whole = col in _POSITIVE or col == "spec_draft_len"
+            low = 1.0 if col in _POSITIVE else 0.0
+            if not (math.isfinite(x) and x >= low and (not whole or x.is_integer())):
+                what = ("a whole number" if whole else "a finite number") + (" of at least 1" if low else ", 0 or more")
+                raise InputError(f"{p.name} line {line} {col}", v, what + " or empty")
+    return rows
+
+
+def _int(r, k, default=1):
+    v = (r.get(k) or "").strip()
+    return int(float(v)) if v else default
+
+
+def _precision(model, r) -> Precision:
+    w = _DTYPE.get(r.get("weight_dtype", "").strip().lower(), r.get("weight_dtype", "").strip().lower()) or model.default_precision.weight.name
+    d = model.default_precision
+    base = get_dtype(w, "weight_dtype")
+    if base.math == d.weight.math and base.bits == d.weight.bits:
+        p = d  # the checkpoint's own format (e.g. "fp8" for DeepSeek's block-scaled FP8)
+    else:
+        p = Precision.of(base.name)
+    kv = (r.get("kv_dtype") or "").strip()
+    if kv:
+        p = replace(p, kv=get_dtype(kv, "kv_dtype"))
+    elif base.name == "nvfp4" or base.math == "fp8":
+        # a blank kv_dtype with FP8 or NVFP4 weights reads as an FP8 KV cache: NVIDIA's NVFP4 checkpoints
+        # carry an FP8 KV-cache scheme (hf_quant_config kv_cache_quant_algo), TensorRT-LLM quantises the
+        # KV cache to FP8 with FP8 checkpoints, and the sample's FP8 runs on vLLM and SGLang queue where an
+        # FP8 cache fills, not a BF16 one (20 of its runs that a BF16 cache could not hold show no
+        # queueing: MiniMax-M2.5 TP2 8k/1k at 64 requests, 0.8-0.9 s to a first token; data/measurements/
+        # SOURCES.md). Other weights keep the checkpoint's own KV format ("auto" in vLLM and SGLang).
+        p = replace(p, kv=get_dtype("fp8"))
+    return p
+
+
+def _spec(r):
+    m = (r.get("spec_method") or "").strip().lower()
+    if not m or m == "none":
+        return None
+    if not (r.get("spec_draft_len") or "").strip() or not (r.get("spec_acceptance") or "").strip():
+        # an acceptance rate is a measurement; the row cannot be modelled without it
+        raise InputError("spec_acceptance", r.get("spec_acceptance"), "a mean accepted length and a draft length for speculative rows")
+    return SpecDecoding(m, _int(r, "spec_draft_len"), float(r["spec_acceptance"]))
+
+
+def predict_serving(rows: list[dict], profile: str | None = None, cal_override=None) -> tuple[list[dict], list[dict]]:
+    """Per row: predictions (same metric names) or an `unmodeled` reason."""
+    preds: list[dict] = [{} for _ in rows]
+    unmodeled = []
+    groups: dict[tuple, list[int]] = {}
+    for i, r in enumerate(rows):
+        try:
+            model = get_model(r["model"])
+            gpu = get_gpu(r["gpu"])
+            prec = _precision(model, r)
+            spec = _spec(r)
+            backend = (r.get("backend") or "trtllm").strip().lower()
+            cal = cal_override(gpu) if cal_override else calibration_for(gpu, profile)
+            cal.step_overhead(backend)
+        except (InputError, KeyError, ValueError) as e:
+            unmodeled.append({"row": i, "source": r.get("source", ""), "reason": str(e)})
+            continue
+        key = (model.name, gpu.id, prec, backend, spec, id(cal))
+        groups.setdefault(key, []).append(i)
+        preds[i] = {"_objs": (model, gpu, prec, backend, spec, cal)}
+    for idx in groups.values():
+        model, gpu, prec, backend, spec, cal = preds[idx[0]]["_objs"]
+        sub = [rows[i] for i in idx]
+        a = {k: np.array([_int(r, k) for r in sub]) for k in ("tp", "pp", "ep", "moe_tp", "attention_dp", "num_gpus")}
+        if not model.is_moe:
+            a["ep"][:] = 1
+            a["moe_tp"][:] = 1
+        plan = Plan(a["tp"], a["pp"], a["ep"], a["moe_tp"], a["attention_dp"], np.ones(len(idx), dtype=np.int64))
+        code = validity(model, gpu, plan, a["num_gpus"])
+        # multi-node TP is unusual but measured: price it over the network instead of rejecting it
+        code = np.where(code == REASONS.index("scale_up"), -1, code)
+        isl = np.array([_int(r, "isl") for r in sub], float)
+        osl = np.array([_int(r, "osl") for r in sub], float)
+        conc = np.array([float(r["concurrency"]) if (r.get("concurrency") or "").strip() else np.nan for r in sub])
+        offline = np.isnan(conc)
+        mnt = np.array([_int(r, "max_num_tokens", engines.step_tokens(backend, gpu)) for r in sub], float)
+        # concurrency rows: one vectorised pass; offline rows: best fitting batch over the grid
+        c1 = np.where(offline, 1.0, conc)
+        res = evaluate(model, gpu, cal, prec, plan, c1, isl, osl, backend=backend, spec=spec, max_num_tokens=mnt)
+        out = {"ttft_ms": res["ttft_s"] * 1e3, "tpot_ms": res["tpot_s"] * 1e3,
+               "output_tok_s_per_gpu": res["output_tok_s_per_gpu"], "output_tok_s_per_user": res["tok_s_per_user"]}
+        out = {k: np.broadcast_to(v, (len(idx),)).copy() for k, v in out.items()}
+        if offline.any():
+            oi = np.nonzero(offline)[0]
+            op = Plan(*(x[oi, None] for x in (a["tp"], a["pp"], a["ep"], a["moe_tp"], a["attention_dp"], np.ones(len(idx), dtype=np.int64))))
+            grid = BATCH_GRID[None, :] * a["attention_dp"][oi, None]
+            g = evaluate(model, gpu, cal, prec, op, grid, isl[oi, None], osl[oi, None], backend=backend, spec=spec,
+                         max_num_tokens=mnt[oi, None])
+            thr = np.where(g["fits"], g["output_tok_s_per_gpu"], -1.0)
+            best = np.argmax(thr, axis=1)[:, None]
+            out["ttft_ms"][oi] = np.take_along_axis(np.broadcast_to(g["ttft_s"], thr.shape), best, 1)[:, 0] * 1e3
+            out["tpot_ms"][oi] = np.take_along_axis(np.broadcast_to(g["tpot_s"], thr.shape), best, 1)[:, 0] * 1e3
+            out["output_tok_s_per_gpu"][oi] = np.where(thr.max(axis=1) > 0, thr.max(axis=1), np.nan)
+            out["output_tok_s_per_user"][oi] = 1e3 / out["tpot_ms"][oi]
+        fits = np.broadcast_to(res["fits"], (len(idx),)) | offline
+        for j, i in enumerate(idx):
+            if code[j] >= 0:
+                unmodeled.append({"row": i, "source": rows[i].get("source", ""), "reason": reason_text(model, gpu, int(code[j]))})
+                preds[i] = {}
+            elif not np.isfinite(out["output_tok_s_per_gpu"][j]):
+                unmodeled.append({"row": i, "source": rows[i].get("source", ""), "reason": "the model does not fit in this plan's GPU memory"})
+                preds[i] = {}
+            else:
+                preds[i] = {k: float(out[k][j]) for k in METRICS}
+                preds[i]["fits"] = bool(fits[j])
+    for p in preds:
+        p.pop("_objs", None)
+    return preds, unmodeled
+
+
+def serving_report(rows: list[dict], preds: list[dict], unmodeled: list[dict]) -> dict:
+    def stats(sel):
+        out = {}
+        for m in METRICS:
+            y = np.array([float(rows[i][m]) if (rows[i].get(m) or "").strip() and preds[i] else np.nan for i in sel])
+            p = np.array([preds[i].get(m, np.nan) if preds[i] else np.nan for i in sel])
+            ok = np.isfinite(y) & np.isfinite(p) & (y > 0)
+            if ok.any():
+                out[m] = error_stats(p[ok], y[ok])
+        return out
+
+    idx = list(range(len(rows)))
+    rep = {"rows": len(rows), "modeled": len(rows) - len(unmodeled), "overall": stats(idx), "by": {}}
+    def group(r: dict, key: str) -> str:
+        if key == "concurrency":
+            return concurrency_band(r)
+        if key == "lengths":  # the workload shape, ISL/OSL as priced: some miss by it (README, known limits)
+            return f"{_int(r, 'isl')}/{_int(r, 'osl')}"
+        return r.get(key, "")
+
+    for key in ("gpu", "weight_dtype", "model", "backend", "concurrency", "lengths"):
+        groups: dict[str, list[int]] = {}
+        for i in idx:
+            if preds[i]:
+                groups.setdefault(group(rows[i], key), []).append(i)
+        order = ((*BAND_NAMES, "offline") if key == "concurrency" else
+                 sorted(groups, key=lambda g: tuple(int(x) for x in g.split("/"))) if key == "lengths" else sorted(groups))
+        rep["by"][key] = {g: stats(groups[g]) for g in order if g in groups}
+    rep["unmodeled"] = unmodeled
+    cleaned = audit.clean(rows)
+    rep["data_checks"] = {**audit.summary(cleaned[1]), "changes": cleaned[1], "repeatability": audit.repeatability(rows, preds, cleaned)}
+    return rep
+
+
+def kernel_report(path: str | Path, profile: str | None = None) -> tuple[dict, list[dict], np.ndarray]:
+    kind, rows = kernels.read_csv(path)
+    pred, label = kernels.predict(kind, rows, lambda g: calibration_for(g, profile))
+    y = np.array([float(r["latency_ms"]) for r in rows])
+    unmodeled = [{"row": i, "reason": lab.removeprefix("unmodeled: ")} for i, lab in enumerate(label) if lab.startswith("unmodeled")]
+    ok = np.isfinite(pred)
+    groups: dict[str, list[int]] = {}
+    for i, lab in enumerate(label):
+        if ok[i]:
+            groups.setdefault(lab, []).append(i)
+    rep = {"kind": kind, "rows": len(rows), "modeled": int(ok.sum()),
+           "overall": {"latency_ms": error_stats(pred[ok], y[ok])},
+           "by": {g: {"latency_ms": error_stats(pred[s], y[s])} for g, s in sorted(groups.items())},
+           "unmodeled": unmodeled}
+    return rep, rows, pred

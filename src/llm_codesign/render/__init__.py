@@ -1,0 +1,1 @@
+"""Rendering results computed elsewhere: CSV, PNG/SVG plots and the self-contained HTML report."""

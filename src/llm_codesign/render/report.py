@@ -1,0 +1,180 @@
+"""Render search results: CSV, a matplotlib PNG/SVG and a self-contained plotly HTML report.
+
+Plot libraries are optional extras imported lazily; the core results are plain dicts.
+"""
+from __future__ import annotations
+
+import csv
+import html
+import io
+import json
+from pathlib import Path
+
+from llm_codesign.errors import InputError
+
+FIELDS = ("model", "gpu", "tok_s_per_user", "output_tok_s_per_gpu", "ttft_ms", "tpot_ms", "plan", "instance_gpus",
+          "replicas", "concurrency_per_instance", "weight_dtype", "activation_dtype", "kv_dtype", "spec", "draft_len")
+
+
+def frontier_rows(results: list[dict]) -> list[dict]:
+    rows = []
+    for r in results:
+        for p in r["frontier"]:
+            d = p["deployment"]
+            rows.append({"model": r["model"], "gpu": r["gpu"], **{k: p[k] for k in ("tok_s_per_user", "output_tok_s_per_gpu", "ttft_ms", "tpot_ms")},
+                         **{k: d[k] for k in FIELDS[6:]}})
+    return rows
+
+
+def write_csv(results: list[dict], path: str | Path) -> None:
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=FIELDS)
+    w.writeheader()
+    w.writerows(frontier_rows(results))
+    Path(path).write_text(buf.getvalue())
+
+
+def write_rows_atomic(path: str | Path, fieldnames, rows) -> None:
+    """Rows as CSV, written whole or not at all (a temporary file renamed into place)."""
+    import os
+    import tempfile
+
+    folder = Path(path).resolve().parent
+    if not folder.is_dir():
+        raise InputError("out", str(path), "a path in an existing folder")
+    fd, tmp = tempfile.mkstemp(dir=folder, suffix=".csv.tmp")
+    try:
+        with os.fdopen(fd, "w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=list(fieldnames))
+            w.writeheader()
+            w.writerows(rows)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _label(r: dict, many: bool) -> str:
+    mode = " (disaggregated)" if r.get("mode") == "disaggregated" else ""
+    return f"{r['model']} on {r['gpu']}{mode}" if many else "frontier" + mode
+
+
+def write_plot(results: list[dict], path: str | Path) -> None:
+    """PNG or SVG: dominated cloud, frontier, configs at key points, roofline-ideal bound."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise InputError("plot", str(path), "the plot extra: pip install 'llm-codesign[plot]'") from None
+    fig, ax = plt.subplots(figsize=(9, 6), dpi=110)
+    many = len(results) > 1
+    for i, r in enumerate(results):
+        color = f"C{i}"
+        ax.scatter(r["cloud"]["tok_s_per_user"], r["cloud"]["output_tok_s_per_gpu"], s=4, color=color, alpha=0.12,
+                   label=None if many else "evaluated deployments", rasterized=True)
+        xs = [p["tok_s_per_user"] for p in r["frontier"]]
+        ys = [p["output_tok_s_per_gpu"] for p in r["frontier"]]
+        ax.plot(xs, ys, "-o", color=color, ms=3, lw=2, label=_label(r, many))
+        rb = r["roofline_bound"]
+        if r.get("mode") != "disaggregated":  # the same bound as its aggregated sibling's
+            ax.plot(rb["tok_s_per_user"], rb["output_tok_s_per_gpu"], ":", color=color, lw=1,
+                    label=("roofline-ideal bound" if not many else f"ideal bound ({r['gpu']})"))
+        n = len(r["frontier"])
+        for j in sorted({0, n // 3, 2 * n // 3, n - 1}) if n else []:
+            p = r["frontier"][j]
+            d = p["deployment"]
+            ax.annotate(f"{d['plan']} x{d['replicas']}\nB={d['concurrency_per_instance']} {d['weight_dtype']}"
+                        + (f" {d['spec']}{d['draft_len']}" if d["spec"] else ""),
+                        (p["tok_s_per_user"], p["output_tok_s_per_gpu"]), fontsize=7, xytext=(6, 6), textcoords="offset points")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    fx = [p["tok_s_per_user"] for r in results for p in r["frontier"]] or [1.0]
+    fy = [p["output_tok_s_per_gpu"] for r in results for p in r["frontier"]] or [1.0]
+    bx = max(max(r["roofline_bound"]["tok_s_per_user"]) for r in results)
+    by = max(max(r["roofline_bound"]["output_tok_s_per_gpu"]) for r in results)
+    ax.set_xlim(min(fx) / 3, max(max(fx), bx) * 1.5)
+    ax.set_ylim(min(fy) / 3, max(max(fy), by) * 1.5)
+    ax.set_xlabel("interactivity: output tokens/s per user")
+    ax.set_ylabel("throughput: output tokens/s per GPU")
+    r0 = results[0]
+    ax.set_title(f"Pareto frontier, ISL/OSL {r0['isl']}/{r0['osl']}, {r0['num_gpus']} GPUs" + ("" if many else f": {r0['model']} on {r0['gpu']}"))
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
+def _errors_html(errors: dict[str, list[str]] | None) -> str:
+    if not errors:
+        return ""
+    out = "<h2>Measured error of such predictions</h2>\n"
+    for gpu, lines in errors.items():
+        items = "".join(f"<li>{html.escape(x)}</li>" for x in lines) or "<li>no measured run like these</li>"
+        out += f"<p>{html.escape(gpu)}:</p><ul>{items}</ul>\n"
+    return out
+
+
+def write_html(results: list[dict], breakdowns: dict, path: str | Path, errors: dict[str, list[str]] | None = None) -> None:
+    """Self-contained HTML (plotly.js inlined, no CDN) with hover details and per-operator breakdowns;
+    `errors` ({GPU: lines}, accuracy.describe) says how far such predictions lie from measured runs."""
+    try:
+        import plotly.graph_objects as go
+    except ImportError:
+        raise InputError("html", str(path), "the web extra: pip install 'llm-codesign[web]'") from None
+    fig = go.Figure()
+    many = len(results) > 1
+    for i, r in enumerate(results):
+        fig.add_trace(go.Scattergl(x=r["cloud"]["tok_s_per_user"], y=r["cloud"]["output_tok_s_per_gpu"], mode="markers",
+                                   marker={"size": 3, "opacity": 0.2}, name=f"evaluated ({_label(r, many)})", hoverinfo="skip"))
+        hover = [f"{p['deployment']['plan']} x{p['deployment']['replicas']}<br>batch {p['deployment']['concurrency_per_instance']}"
+                 f"<br>{p['deployment']['weight_dtype']}/{p['deployment']['kv_dtype']}"
+                 f"{'<br>' + str(p['deployment']['spec']) + ' k=' + str(p['deployment']['draft_len']) if p['deployment']['spec'] else ''}"
+                 f"<br>TTFT {p['ttft_ms']:.0f} ms, TPOT {p['tpot_ms']:.2f} ms" for p in r["frontier"]]
+        fig.add_trace(go.Scatter(x=[p["tok_s_per_user"] for p in r["frontier"]], y=[p["output_tok_s_per_gpu"] for p in r["frontier"]],
+                                 mode="lines+markers", name=_label(r, many), text=hover, customdata=[[i, j] for j in range(len(r["frontier"]))],
+                                 hovertemplate="%{text}<br>%{x:.1f} tok/s/user, %{y:.0f} tok/s/GPU<extra></extra>"))
+        rb = r["roofline_bound"]
+        if r.get("mode") != "disaggregated":
+            fig.add_trace(go.Scatter(x=rb["tok_s_per_user"], y=rb["output_tok_s_per_gpu"], mode="lines", line={"dash": "dot"},
+                                     name=f"roofline-ideal bound ({r['gpu']})"))
+    fig.update_layout(xaxis={"type": "log", "title": "output tokens/s per user"}, yaxis={"type": "log", "title": "output tokens/s per GPU"},
+                      title="Throughput vs interactivity (click a frontier point for its per-operator breakdown)", height=620)
+    plot = fig.to_html(include_plotlyjs=True, full_html=False, div_id="frontier-plot")
+    data = json.dumps({"results": [{k: v for k, v in r.items() if k != "cloud"} for r in results], "breakdowns": breakdowns})
+    safe = data.replace("</", "<\\/")  # keep the JSON from closing the script element
+    page = f"""<!DOCTYPE html>
+<html><head><meta charset="utf-8"><title>llm-codesign Pareto report</title>
+<style>body{{font-family:sans-serif;margin:1.5em}} table{{border-collapse:collapse;font-size:12px}}
+td,th{{border:1px solid #ccc;padding:2px 6px;text-align:right}} td:first-child{{text-align:left}}</style></head>
+<body><h1>Pareto report: {html.escape(', '.join(_label(r, True) for r in results))}</h1>
+<p>ISL/OSL {results[0]['isl']}/{results[0]['osl']}, {results[0]['num_gpus']} GPUs, backend {html.escape(results[0]['backend'])};
+{sum(r['evaluated'] for r in results):,} deployments evaluated.</p>
+{plot}
+{_errors_html(errors)}<h2>Per-operator breakdown of the selected point</h2><div id="breakdown">Click a frontier point.</div>
+<h2>Frontier</h2><div id="table"></div>
+<script type="application/json" id="frontier-data">{safe}</script>
+<script>
+const D = JSON.parse(document.getElementById('frontier-data').textContent);
+function show(i, j) {{
+  const p = D.results[i].frontier[j]; const b = D.breakdowns[i + ':' + j] || [];
+  let h = '<p>' + p.deployment.plan + ' x' + p.deployment.replicas + ', batch ' + p.deployment.concurrency_per_instance + '</p>';
+  h += '<table><tr><th>operator</th><th>kind</th><th>ms per step</th></tr>';
+  for (const o of b) h += '<tr><td>' + o.name + '</td><td>' + o.kind + '</td><td>' + o.time_ms.toFixed(4) + '</td></tr>';
+  document.getElementById('breakdown').innerHTML = h + '</table>';
+}}
+let t = '<table><tr><th>model</th><th>gpu</th><th>tok/s/user</th><th>tok/s/GPU</th><th>TTFT ms</th><th>plan</th><th>batch</th><th>precision</th></tr>';
+D.results.forEach((r, i) => r.frontier.forEach((p, j) => {{
+  t += '<tr onclick="show(' + i + ',' + j + ')"><td>' + r.model + '</td><td>' + r.gpu + '</td><td>' + p.tok_s_per_user.toFixed(1) +
+       '</td><td>' + p.output_tok_s_per_gpu.toFixed(0) + '</td><td>' + p.ttft_ms.toFixed(0) + '</td><td>' + p.deployment.plan +
+       '</td><td>' + p.deployment.concurrency_per_instance + '</td><td>' + p.deployment.weight_dtype + '</td></tr>';
+}}));
+document.getElementById('table').innerHTML = t + '</table>';
+document.getElementById('frontier-plot').on('plotly_click', ev => {{
+  const cd = ev.points[0].customdata; if (cd) show(cd[0], cd[1]);
+}});
+</script></body></html>
+"""
+    Path(path).write_text(page)

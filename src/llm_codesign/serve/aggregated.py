@@ -1,0 +1,218 @@
+"""Serving metrics of aggregated in-flight batching with chunked prefill, array-valued.
+
+With `concurrency` requests in flight (capped by the paged KV cache; the rest queue), each request
+needs its ISL prefill in chunks of the step token budget and (OSL-1)/accepted decode iterations.
+Arrivals sit between two limits that a share f per engine blends (prefill_queue_fraction over the
+decode iterations the first wave's prefill spread the requests across, the engine's scheduling):
+lockstep waves (f = 1: a request's prefill shares steps with every other prefill, decode steps are
+pure decode) and spread-out arrivals (f = 0: its own prefill only, but the other requests' prefill
+chunks land in its decode steps). TTFT = the decode iterations it waits to be scheduled + the steps
+carrying its prefill + a per-engine request overhead; TPOT = the decode iteration (kernels plus the
+engine's host cost per step and per running sequence) over the pipeline / tokens accepted + prefill
+stalls; throughput conserves work: the running requests' output over their prefill plus decode time.
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+
+from llm_codesign.cost import memory
+from llm_codesign.cost.calibration import Calibration
+from llm_codesign.cost.ops import Batch, Sharding, forward_ops, launches, step_time
+from llm_codesign.errors import InputError
+from llm_codesign.spec import engines
+from llm_codesign.spec.hardware import Gpu
+from llm_codesign.spec.model import Attention, Ffn, Layer, ModelSpec
+from llm_codesign.spec.plan import Plan, SpecDecoding
+from llm_codesign.spec.precision import Precision
+
+
+def _sharding(plan: Plan) -> Sharding:
+    tp, pp, ep, mtp, adp, kvp = plan.arrays()
+    return Sharding(tp=tp, pp=pp, ep=ep, moe_tp=mtp, adp=adp, kvp=kvp)
+
+
+def draft_model(model: ModelSpec, spec: SpecDecoding) -> ModelSpec:
+    """The model a draft pass runs: DeepSeek MTP module, an EAGLE-3 head, or a separate draft model."""
+    if spec.method == "mtp":
+        # DeepSeek-V3 MTP: one more transformer block of the model's own (last) layer type and the
+        # shared LM head (DeepSeek-V3 report, sec. 2.2)
+        last = model.groups[-1][0]
+        return replace(model, name=f"{model.name}-mtp", groups=((last, 1),))
+    if spec.method == "eagle3":
+        # EAGLE-3 (Li et al. 2025): one decoder layer at the target's hidden size with a 32k draft
+        # vocabulary; FFN width 3.5x hidden as in the published Llama drafts (14336 for hidden 4096)
+        h = model.hidden
+        heads = max(h // 128, 1)
+        attn = Attention("gqa", heads, min(8, heads), 128, 128)
+        ffn = Ffn("dense", int(np.ceil(3.5 * h / 256) * 256))
+        return ModelSpec(name=f"{model.name}-eagle3", hidden=h, vocab=32000, groups=((Layer(attn, ffn), 1),))
+    from llm_codesign.spec.registry import get_model  # a separate draft model
+
+    if not spec.draft_model:
+        raise InputError("draft_model", None, "a model name for --spec draft (e.g. llama-3.1-8b)")
+    return get_model(spec.draft_model)
+
+
+def engine_budget(backend: str, gpu: Gpu, max_num_tokens=None, plan: Plan | None = None,
+                  spec: SpecDecoding | None = None):
+    """The step token budget (the engine's own on this GPU unless given) and how the engine sizes and
+    fills its KV cache: (budget, usable fraction, OSL share a running sequence holds), engines.KV_BUDGET;
+    SGLang's fraction follows the plan (engines.sglang_static_fraction)."""
+    mnt = np.asarray(engines.step_tokens(backend, gpu) if max_num_tokens is None else max_num_tokens, float)
+    budget, fraction, occupancy = engines.KV_BUDGET.get(backend, ("total", memory.USABLE_FRACTION, 0.5))
+    if budget == "static" and plan is not None:
+        tp, pp, _, _, adp, _ = plan.arrays()
+        fraction = engines.sglang_static_fraction(gpu, tp, pp, adp, spec.method if spec else None, mnt)
+    return mnt, (budget, fraction, occupancy)
+
+
+def draft_lengths(spec: SpecDecoding | None, spec_k=None):
+    """Draft length k and tokens accepted per step; k = 0 (speculation off in a sweep) accepts 1."""
+    if spec is None:
+        return np.zeros(1), np.ones(1)
+    k = np.asarray(spec.k if spec_k is None else spec_k, float)
+    return k, spec.accepted(k.astype(np.int64))
+
+
+def decode_step(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, sh: Sharding, b, ctx, k, spec, backend: str):
+    """One pipeline stage's decode-only step for `b` sequences at context `ctx` verifying k drafts:
+    kernels, the engine's host cost per step and per running sequence, and the draft passes' share
+    (cal already in_step). Returns (stage time, draft time, operators)."""
+    pp = np.asarray(sh.pp, float)
+    ops = forward_ops(model, gpu, cal, prec, sh, Batch(dec_seqs=b, dec_ctx=ctx, dec_tokens_per_seq=1.0 + k))
+    t_stage = step_time(ops) + cal.step_overhead(backend) + cal.engine("seq_overhead_s", backend, 0.0) * b
+    t_draft = 0.0
+    if spec is not None:
+        dm = draft_model(model, spec)
+        dsh = sh if spec.method != "draft" else replace(sh, pp=np.ones_like(pp))
+        dops = forward_ops(dm, gpu, cal, prec, dsh, Batch(dec_seqs=b, dec_ctx=ctx))
+        t_draft = k * step_time(dops)
+        t_stage = t_stage + t_draft / pp
+    return t_stage, t_draft, ops
+
+
+def prefill_step(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, sh: Sharding, tokens, isl, chunk, backend: str,
+                 dec_seqs=0.0, dec_ctx=0.0):
+    """One pipeline stage's step carrying `tokens` of prefill (whole prompts of `isl`, or chunks of
+    `chunk` over the earlier ones) and `dec_seqs` decoding sequences at `dec_ctx`: kernels, the
+    engine's host cost per step and per running sequence (scheduling, sampling, detokenising and
+    streaming each request's token), and a host cost per kernel launch, as steps that carry prefill
+    run eagerly (SGLang and TensorRT-LLM capture CUDA graphs for decode-only batches; vLLM's
+    piecewise graphs leave attention outside)."""
+    seqs = np.maximum(tokens / isl, 1.0)
+    ops = forward_ops(model, gpu, cal, prec, sh, Batch(pf_tokens=tokens, pf_seqs=seqs, pf_ctx=np.maximum(isl - chunk, 0.0) / 2.0,
+                                                       dec_seqs=dec_seqs, dec_ctx=dec_ctx))
+    return (step_time(ops) + cal.step_overhead(backend) + cal.engine("seq_overhead_s", backend, 0.0) * (seqs + dec_seqs)
+            + cal.eager_launch(backend) * launches(ops, cal.elementwise_kernels_per_layer))
+
+
+def evaluate(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, plan: Plan, concurrency,
+             isl, osl, backend: str = "trtllm", spec: SpecDecoding | None = None, spec_k=None,
+             max_num_tokens=None, cpp=False, usable_fraction: float | None = None,
+             with_ops: bool = False) -> dict:
+    """Metrics for every deployment in the broadcast of plan arrays, concurrency, ISL/OSL and k.
+
+    `concurrency` is the total number of requests in flight across all GPUs of the deployment;
+    `max_num_tokens` the step token budget, by default the engine's own on this GPU (engines.step_tokens).
+    """
+    sh = _sharding(plan)
+    cal = cal.in_step(backend)
+    tp, pp, ep, mtp, adp, kvp = (np.asarray(x, float) for x in plan.arrays())
+    gpus = tp * adp * kvp * pp
+    C = np.asarray(concurrency, float)
+    isl = np.asarray(isl, float)
+    osl = np.asarray(osl, float)
+    mnt, (budget, default_fraction, occupancy) = engine_budget(backend, gpu, max_num_tokens, plan, spec)
+    c_rank = C / adp
+    k, acc = draft_lengths(spec, spec_k)
+    fraction = default_fraction if usable_fraction is None else usable_fraction
+    mem = memory.fit(model, gpu, prec, sh, isl, osl, mnt, fraction, osl_occupancy=occupancy, budget=budget)
+    # sequences that run at once per rank: what is in flight, capped by the KV cache
+    cap = mem["max_seqs_per_rank"]
+    running = np.where(cap >= 1, np.minimum(c_rank, cap), c_rank)
+    # requests past their first token: engines that admit on less than a request's whole KV footprint
+    # (engines.ADMISSION) take in up to what fits with that reservation, and the admitted requests then
+    # share the decode slots (preempted and resumed); the rest queue for whole requests to finish
+    rule = engines.admission(backend)
+    admitted = running
+    if rule is not None:
+        share, clip = rule
+        adm_occ = share * np.minimum(osl, clip) / np.maximum(osl, 1.0)
+        adm = memory.fit(model, gpu, prec, sh, isl, osl, mnt, fraction, osl_occupancy=adm_occ, budget=budget)["max_seqs_per_rank"]
+        admitted = np.where(cap >= 1, np.minimum(c_rank, np.maximum(adm, cap)), c_rank)
+    time_share = admitted / np.maximum(running, 1.0)
+    b = running / pp  # sequences per micro-batch
+    chunk = np.minimum(isl, mnt)
+    # chunks of different requests pipeline over PP stages; one request's chunks only with CPP
+    pipelined = np.asarray(cpp) | (running >= pp)
+    # a wave's prefill phase: every running sequence's ISL tokens in chunks of the step budget
+    wave_tok = np.minimum(mnt, running * isl)
+    n_wave = running * isl / np.maximum(wave_tok, 1.0)
+    t_wave_step = prefill_step(model, gpu, cal, prec, sh, wave_tok, isl, chunk, backend)
+    pf_span = np.where(pipelined, n_wave + pp - 1.0, n_wave * pp) * t_wave_step
+    # decode phase: every sequence of the micro-batch generates (k+1 verified tokens per step)
+    t_stage, t_draft, ops = decode_step(model, gpu, cal, prec, sh, b, isl + osl / 2.0, k, spec, backend)
+    t_iter = pp * t_stage
+    # prefill: a request's chunks share steps with the prefills of q = 1 + f (running - 1) requests
+    # arriving with it (1: benchmark waves in lockstep, 0: arrivals spread out). Requests stay as far
+    # apart as their first wave's prefill spread them: over n decode iterations, n = the wave's prefill
+    # span / t_iter, so about running / n of them arrive within one iteration of each other. Drift
+    # (uneven lengths, queueing) spreads them further, hence f = prefill_queue_fraction / n ** exponent
+    # (both fitted per engine; 1 and 1 for the pure wave picture). Served first come first served, a
+    # request waits on average for (q + 1) / 2 of those prefills. Steps count fractionally: a partial
+    # chunk costs its share of a full one.
+    n_span = np.maximum(pf_span / t_iter, 1.0)
+    f_q = np.minimum(cal.queue_fraction(backend) / n_span ** cal.spread_exponent(backend), 1.0)
+    q = 1.0 + f_q * np.maximum(running - 1.0, 0.0)
+    pf_total = (q + 1.0) / 2.0 * isl
+    pf_step_tok = np.minimum(mnt, pf_total)
+    n_pf = pf_total / np.maximum(pf_step_tok, 1.0)
+    # the running - q requests that arrived out of step decode inside those prefill steps
+    t_pf_stage = prefill_step(model, gpu, cal, prec, sh, pf_step_tok, isl, chunk, backend,
+                              np.maximum(running - q, 0.0) / pp, isl + osl / 2.0)
+    ttft = np.where(pipelined, n_pf + pp - 1.0, n_pf * pp) * t_pf_stage
+    # the running - q requests that arrive out of step put their prefill chunks into this request's
+    # decode steps, spread over its OSL - 1 steps. A step mixing a chunk into the decodes reads the
+    # weights once, so each chunk step lengthens the decode step only by what it adds beyond it.
+    t_req_pf = isl / np.maximum(wave_tok, 1.0) * np.maximum(t_wave_step - t_stage, 0.0)
+    stall = np.maximum(running - q, 0.0) * t_req_pf / np.maximum(osl - 1.0, 1.0)
+    tpot = (t_iter / acc + stall) * time_share
+    life = pf_span + np.maximum(osl - 1.0, 0.0) * (t_iter / acc) * time_share
+    # requests beyond what the engine admits wait for whole waves
+    waves_ahead = np.maximum(c_rank / np.maximum(admitted, 1.0) - 1.0, 0.0)
+    # a new request first waits for decode iterations: the rest of the running one, one more where the
+    # engine schedules step n+1 while step n runs (TensorRT-LLM's and SGLang's overlap schedulers), and
+    # under attention DP the iterations TensorRT-LLM may hold context requests to balance the ranks
+    # (AttentionDpConfig batching_wait_iters / timeout_iters); fitted per engine (Calibration.wait_steps)
+    ttft = ttft + waves_ahead * life + cal.ttft_overhead(backend) + cal.wait_steps(backend, adp) * t_iter
+    out_per_gpu = admitted * adp * osl / life / gpus
+    max_conc = mem["max_seqs_per_rank"] * adp
+    res = {
+        "ttft_s": ttft, "tpot_s": tpot, "tok_s_per_user": 1.0 / tpot,
+        "output_tok_s_per_gpu": out_per_gpu, "io_tok_s_per_gpu": admitted * adp * (isl + osl) / life / gpus,
+        "tokens_per_joule_bound": out_per_gpu / gpu.tdp_w, "accepted_per_step": acc + 0.0 * tpot,
+        "step_s": t_stage, "prefill_step_s": t_pf_stage, "draft_s": t_draft + 0.0 * t_stage, "gpus": gpus,
+        "weights_bytes": mem["weights"], "kv_bytes_per_seq": mem["kv_per_seq"],
+        "kv_bytes": mem["kv_per_seq"] * running, "state_bytes": mem["state_per_seq"] * running, "activation_bytes": mem["activations"],
+        "free_bytes": mem["free_for_kv"] - mem["kv_per_seq"] * running, "max_concurrency": max_conc,
+        "fits": (mem["free_for_kv"] > 0) & (c_rank <= mem["max_seqs_per_rank"]),
+    }
+    if with_ops:
+        res["ops"] = ops
+    return res
+
+
+def binding_resource(ops) -> str:
+    """Which resource the step spends most time on: compute, memory or communication."""
+    tot = {"compute": 0.0, "memory": 0.0, "communication": 0.0}
+    for op in ops:
+        t = float(np.sum(op.total_time))
+        if op.kind == "comm":
+            tot["communication"] += t
+        elif float(np.sum(op.t_compute)) >= float(np.sum(op.t_memory)):
+            tot["compute"] += t
+        else:
+            tot["memory"] += t
+    return max(tot, key=tot.get)

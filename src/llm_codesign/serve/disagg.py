@@ -1,0 +1,172 @@
+"""Disaggregated serving: prefill instances and decode instances, array-valued.
+
+Prefill instances run prefill-only steps: a request waits in their queue, its prompt runs in steps
+of up to the step token budget (batched with other prompts under load), and its KV cache is sent to
+a decode instance (NVLink inside the scale-up domain, the NICs beyond it). Decode instances run
+decode-only steps, so no prefill chunk ever stalls a token. With `concurrency` requests in flight in
+a closed loop, the request rate is concurrency / (TTFT + (OSL-1) x TPOT); the prefill pool serves
+it with queueing (M/D/1 per instance), and when the rate would exceed what the prefill pool can
+serve, requests queue until it does not (TTFT = concurrency / capacity - (OSL-1) x TPOT).
+Throughput per GPU counts both pools. The engine parameters are those fitted on aggregated serving;
+no disaggregated measurement is shipped to check this mode against.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from llm_codesign.cost import memory
+from llm_codesign.cost.calibration import Calibration
+from llm_codesign.cost.kernels import collective_time
+from llm_codesign.cost.ops import Sharding
+from llm_codesign.errors import InputError
+from llm_codesign.serve.aggregated import _sharding, decode_step, draft_lengths, engine_budget, prefill_step
+from llm_codesign.spec.hardware import Gpu
+from llm_codesign.spec.model import ModelSpec
+from llm_codesign.spec.plan import Plan, SpecDecoding
+from llm_codesign.spec.precision import Precision
+
+
+def prefill_pool(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, plan: Plan, isl, backend: str,
+                 max_num_tokens=None) -> dict:
+    """One prefill instance (cal in_step): a lone prompt's time (chunks of the step budget), the
+    requests per second it serves when loaded (whole steps; each attention-DP rank runs its own
+    prompts, pipeline stages overlap different prompts' steps), and whether the weights fit."""
+    sh = _sharding(plan)
+    isl = np.asarray(isl, float)
+    mnt, (budget, fraction, _) = engine_budget(backend, gpu, max_num_tokens, plan)
+    _, pp, _, _, adp, _ = (np.asarray(x, float) for x in plan.arrays())
+    chunk = np.minimum(isl, mnt)
+    t_alone = isl / chunk * pp * prefill_step(model, gpu, cal, prec, sh, chunk, isl, chunk, backend)
+    full = np.maximum(mnt, chunk)  # a full step: the budget, or one whole chunk if larger
+    per_inst = adp * full / isl / prefill_step(model, gpu, cal, prec, sh, full, isl, chunk, backend)
+    mem = memory.fit(model, gpu, prec, sh, isl, 0.0, mnt, fraction, osl_occupancy=0.0, budget=budget)
+    return {"t_alone": t_alone, "per_instance": per_inst, "fits": mem["max_seqs_per_rank"] >= 1}
+
+
+def decode_pool(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, plan: Plan, per_instance, isl, osl,
+                backend: str, spec: SpecDecoding | None = None, spec_k=None, max_num_tokens=None) -> dict:
+    """One decode instance (cal in_step) holding `per_instance` requests: decode-only steps, so no
+    prefill chunk stalls a token; the KV cache bounds what it holds."""
+    sh = _sharding(plan)
+    isl, osl = np.asarray(isl, float), np.asarray(osl, float)
+    mnt, (budget, fraction, occupancy) = engine_budget(backend, gpu, max_num_tokens, plan, spec)
+    k, acc = draft_lengths(spec, spec_k)
+    _, pp, _, _, adp, _ = (np.asarray(x, float) for x in plan.arrays())
+    c_rank = np.asarray(per_instance, float) / adp
+    t_stage, t_draft, _ = decode_step(model, gpu, cal, prec, sh, c_rank / pp, isl + osl / 2.0, k, spec, backend)
+    mem = memory.fit(model, gpu, prec, sh, isl, osl, mnt, fraction, osl_occupancy=occupancy, budget=budget)
+    return {"tpot": pp * t_stage / acc, "t_stage": t_stage, "t_draft": t_draft, "acc": acc,
+            "fits": (mem["free_for_kv"] > 0) & (c_rank <= mem["max_seqs_per_rank"]), "max_per_instance": mem["max_seqs_per_rank"] * adp}
+
+
+def kv_hand_off(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, isl, prefill_gpus, total_gpus):
+    """One copy of the prompt's cache (and recurrent state), whatever the prefill plan replicates,
+    leaves the prefill instance's GPUs in parallel, each sending its share: NVLink inside the
+    scale-up domain, the NICs beyond it."""
+    one = Sharding()
+    isl = np.asarray(isl, float)
+    kv = memory.kv_bytes_per_token(model, prec, one, isl) * isl + memory.state_bytes_per_seq(model, one)
+    return collective_time("p2p", kv / np.asarray(prefill_gpus, float), np.maximum(total_gpus, 2.0), gpu, cal)
+
+
+def closed_loop(C, base, decode_time, per_instance, n_p) -> tuple:
+    """Request rate and TTFT of C requests cycling through prefill (base: alone + hand-off +
+    overhead, plus an M/D/1 wait per instance) and decode. With service s = 1/per_instance and pool
+    capacity cap = n_p/s, rate r solves r (a + W(r)) = C, a = base + decode_time,
+    W = rho s / (2 (1 - rho)), rho = r / cap: the quadratic (s/2 - a)/cap r^2 + (a + C/cap) r - C = 0,
+    whose root below cap is taken. As C grows, r -> cap and TTFT -> C/cap - decode_time."""
+    C, a = np.asarray(C, float), np.asarray(base, float) + decode_time
+    s = 1.0 / np.asarray(per_instance, float)
+    cap = np.asarray(n_p, float) / s
+    A = (s / 2.0 - a) / cap
+    B = a + C / cap
+    disc = np.sqrt(np.maximum(B * B + 4.0 * A * C, 0.0))
+    # the smaller positive root, written to stay exact as A -> 0 (then r = C / B)
+    rate = 2.0 * C / (B + disc)
+    rate = np.minimum(rate, cap)
+    ttft = C / rate - decode_time
+    return rate, np.maximum(ttft, base)
+
+
+def evaluate_disagg(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, prefill_plan: Plan, decode_plan: Plan,
+                    prefill_instances, decode_instances, concurrency, isl, osl, backend: str = "trtllm",
+                    spec: SpecDecoding | None = None, spec_k=None, max_num_tokens=None) -> dict:
+    """Metrics for every deployment in the broadcast of both plans, instance counts, concurrency,
+    ISL/OSL and k; the same keys as serving.evaluate where they mean the same thing. Every request
+    in flight is counted in the decode batch (those in prefill or hand-off too: a slight
+    overestimate of the decode batch)."""
+    cal = cal.in_step(backend)
+    g_p, g_d = np.asarray(prefill_plan.gpus, float), np.asarray(decode_plan.gpus, float)
+    n_p, n_d = np.asarray(prefill_instances, float), np.asarray(decode_instances, float)
+    C, osl = np.asarray(concurrency, float), np.asarray(osl, float)
+    gpus = n_p * g_p + n_d * g_d
+    p = prefill_pool(model, gpu, cal, prec, prefill_plan, isl, backend, max_num_tokens)
+    d = decode_pool(model, gpu, cal, prec, decode_plan, C / n_d, isl, osl, backend, spec, spec_k, max_num_tokens)
+    t_kv = kv_hand_off(model, gpu, cal, prec, isl, g_p, gpus)
+    base = p["t_alone"] + t_kv + cal.ttft_overhead(backend)
+    decode_time = np.maximum(osl - 1.0, 0.0) * d["tpot"]
+    rate, ttft = closed_loop(C, base, decode_time, p["per_instance"], n_p)
+    return {
+        "ttft_s": ttft, "tpot_s": d["tpot"], "tok_s_per_user": 1.0 / d["tpot"], "output_tok_s_per_gpu": rate * osl / gpus,
+        "io_tok_s_per_gpu": rate * (np.asarray(isl, float) + osl) / gpus, "accepted_per_step": d["acc"] + 0.0 * d["tpot"],
+        "step_s": d["t_stage"], "draft_s": d["t_draft"] + 0.0 * d["t_stage"], "prefill_alone_s": p["t_alone"], "kv_transfer_s": t_kv,
+        "prefill_wait_s": ttft - base, "prefill_capacity_req_s": n_p * p["per_instance"], "request_rate": rate, "gpus": gpus,
+        "fits": d["fits"] & p["fits"], "prefill_fits": p["fits"], "max_concurrency": d["max_per_instance"] * n_d,
+    }
+
+
+PLAN_KEYS = {"tp": "tp", "pp": "pp", "ep": "ep", "moe_tp": "moe_tp", "adp": "adp", "attention_dp": "adp", "kvp": "kvp"}
+
+
+def parse_plan(field: str, text: str, model: ModelSpec) -> Plan:
+    """'tp=4,ep=4' -> Plan; unnamed sizes are 1, and a MoE model's moe_tp defaults to what EP leaves."""
+    kw: dict[str, int] = {}
+    for part in (p.strip() for p in text.split(",") if p.strip()):
+        key, _, val = part.partition("=")
+        if key.strip().lower() not in PLAN_KEYS or not val.strip().isdigit() or int(val) < 1:
+            raise InputError(field, text, "comma-separated sizes such as tp=4,ep=4 (keys: tp, pp, ep, moe_tp, attention_dp, kvp)")
+        kw[PLAN_KEYS[key.strip().lower()]] = int(val)
+    if not kw:
+        raise InputError(field, text, "at least one size, e.g. tp=8")
+    tp, pp, adp, kvp, ep = (kw.get(k, 1) for k in ("tp", "pp", "adp", "kvp", "ep"))
+    mtp = kw.get("moe_tp", max(tp * adp * kvp // ep, 1) if model.is_moe else 1)
+    return Plan(tp, pp, ep, mtp, adp, kvp)
+
+
+def estimate_disagg(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, prefill_plan: Plan, decode_plan: Plan,
+                    prefill_instances: int, decode_instances: int, concurrencies, isl: int, osl: int, backend: str = "trtllm",
+                    spec: SpecDecoding | None = None, max_num_tokens=None) -> dict:
+    """One disaggregated deployment at each concurrency, after checking both plans."""
+    from llm_codesign.spec.plan import reason_text, validity
+
+    for name, v in (("isl", isl), ("osl", osl), ("prefill_instances", prefill_instances), ("decode_instances", decode_instances)):
+        if v is None or v < 1:
+            raise InputError(name, v, "a positive integer")
+    if not len(concurrencies) or min(concurrencies) < 1:
+        raise InputError("concurrency", concurrencies, "positive integers")
+    for field, plan in (("prefill", prefill_plan), ("decode", decode_plan)):
+        code = int(np.asarray(validity(model, gpu, plan, plan.gpus)).reshape(-1)[0])
+        if code >= 0:
+            raise InputError(field, plan.label(), reason_text(model, gpu, code))
+    C = np.asarray(concurrencies, float)
+    r = evaluate_disagg(model, gpu, cal, prec, prefill_plan, decode_plan, prefill_instances, decode_instances, C, isl, osl,
+                        backend, spec, max_num_tokens=max_num_tokens)
+    if not bool(np.all(r["prefill_fits"])):
+        raise InputError("prefill", prefill_plan.label(), f"a plan whose {int(prefill_plan.gpus)} GPUs hold the model and one {isl}-token prompt")
+    if float(np.max(r["max_concurrency"])) < 1:
+        raise InputError("decode", decode_plan.label(), f"a plan whose GPUs hold the model and one {isl}+{osl}-token sequence")
+
+    def col(key, scale=1.0):
+        return [float(x) * scale for x in np.broadcast_to(r[key], C.shape)]
+
+    rows = [dict(zip(("concurrency", "ttft_ms", "prefill_ms", "kv_transfer_ms", "prefill_wait_ms", "tpot_ms", "tok_s_per_user",
+                      "output_tok_s_per_gpu", "fits"), vals, strict=True))
+            for vals in zip([int(c) for c in C], col("ttft_s", 1e3), col("prefill_alone_s", 1e3), col("kv_transfer_s", 1e3),
+                            col("prefill_wait_s", 1e3), col("tpot_s", 1e3), col("tok_s_per_user"), col("output_tok_s_per_gpu"),
+                            [bool(x) for x in np.broadcast_to(r["fits"], C.shape)], strict=True)]
+    return {"model": model.name, "gpu": gpu.id, "precision": prec.label(), "backend": backend, "isl": isl, "osl": osl,
+            "prefill": {"plan": prefill_plan.label(), "instances": prefill_instances, "gpus_each": int(prefill_plan.gpus),
+                        "capacity_req_s": float(np.asarray(r["prefill_capacity_req_s"]).reshape(-1)[0])},
+            "decode": {"plan": decode_plan.label(), "instances": decode_instances, "gpus_each": int(decode_plan.gpus),
+                       "max_concurrency": int(np.asarray(r["max_concurrency"]).reshape(-1)[0])},
+            "num_gpus": int(np.asarray(r["gpus"]).reshape(-1)[0]), "rows": rows}

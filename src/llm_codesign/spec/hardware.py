@@ -1,0 +1,138 @@
+"""GPU catalog: frozen specs loaded from cited TOML files (data/gpus/*.toml) or a user's own file."""
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+
+from llm_codesign.errors import InputError
+
+MATH_PRECISIONS = ("bf16", "fp8", "fp4")
+
+
+@dataclass(frozen=True)
+class Gpu:
+    id: str
+    name: str
+    vendor: str
+    arch: str
+    family: str  # calibration family: ampere, hopper, blackwell, ada, blackwell_sm120, cdna3, cdna4
+    sms: int
+    hbm_bytes: float  # the vendor's headline capacity, decimal bytes
+    hbm_bandwidth_bytes_per_s: float
+    l2_bytes: float
+    scale_up_bandwidth_bytes_per_s: float  # per GPU, one direction
+    scale_up_domain: int
+    scale_out_bandwidth_bytes_per_s: float  # per GPU, one direction (assumed NIC)
+    tdp_w: float
+    peak_flops: tuple[tuple[str, float], ...]  # (math precision, dense FLOP/s)
+    fp4_formats: tuple[str, ...]
+    tiles: tuple[tuple[int, int, int], ...]  # (tile M, tile N, SMs per tile)
+    aliases: tuple[str, ...] = ()
+    # Capacity the driver reports (nvidia-smi, rocm-smi, torch.cuda.mem_get_info): what serving engines
+    # size their KV caches from, and what every fit in this package uses. 0 reads as hbm_bytes.
+    memory_bytes: float = 0.0
+    sources: tuple[tuple[str, str], ...] = ()
+
+    def __post_init__(self):
+        if not self.memory_bytes > 0:
+            object.__setattr__(self, "memory_bytes", self.hbm_bytes)
+
+    def peak(self, math: str) -> float:
+        """Dense FLOP/s of a math precision; 0.0 when the tensor cores lack it."""
+        return dict(self.peak_flops).get(math, 0.0)
+
+    def supports(self, math: str) -> bool:
+        return self.peak(math) > 0
+
+    @property
+    def ridge_point(self) -> float:
+        """FLOP/byte where BF16 compute equals HBM time."""
+        return self.peak("bf16") / self.hbm_bandwidth_bytes_per_s
+
+    def to_dict(self) -> dict:
+        return {
+            "id": self.id, "name": self.name, "vendor": self.vendor, "arch": self.arch,
+            "family": self.family, "sms": self.sms, "hbm_gb": self.hbm_bytes / 1e9,
+            "memory_gib": self.memory_bytes / 2**30,
+            "hbm_tb_s": self.hbm_bandwidth_bytes_per_s / 1e12,
+            "peak_tflops": {k: v / 1e12 for k, v in self.peak_flops},
+            "fp4_formats": list(self.fp4_formats),
+            "scale_up_gb_s": self.scale_up_bandwidth_bytes_per_s / 1e9,
+            "scale_up_domain": self.scale_up_domain,
+            "scale_out_gb_s": self.scale_out_bandwidth_bytes_per_s / 1e9,
+            "tdp_w": self.tdp_w, "aliases": list(self.aliases), "sources": dict(self.sources),
+        }
+
+
+_REQUIRED = ("id", "family", "sms", "hbm_bytes", "hbm_bandwidth_bytes_per_s", "peak_flops", "tdp_w")
+
+
+def gpu_from_toml(text: str, origin: str) -> Gpu:
+    try:
+        d = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise InputError("gpu", origin, f"a valid TOML file ({e})") from None
+    for f in _REQUIRED:
+        if f not in d:
+            raise InputError(f"gpu.{f}", None, f"{origin} must define {', '.join(_REQUIRED)}")
+    peaks = {k: float(v) for k, v in d["peak_flops"].items() if k in MATH_PRECISIONS}
+    if peaks.get("bf16", 0) <= 0:
+        raise InputError("gpu.peak_flops.bf16", d["peak_flops"].get("bf16"), "a positive FLOP/s figure")
+    for f in ("sms", "hbm_bytes", "hbm_bandwidth_bytes_per_s", "tdp_w", "memory_bytes"):
+        if f in d and not (isinstance(d[f], int | float) and float(d[f]) > 0):
+            raise InputError(f"gpu.{f}", d[f], "a positive number")
+    tiles = d.get("tiles", {}).get("shapes", [[128, 128, 1], [128, 256, 1], [64, 128, 1]])
+    return Gpu(
+        id=str(d["id"]).lower(), name=str(d.get("name", d["id"])), vendor=str(d.get("vendor", "unknown")),
+        arch=str(d.get("arch", "")), family=str(d["family"]), sms=int(d["sms"]),
+        hbm_bytes=float(d["hbm_bytes"]), hbm_bandwidth_bytes_per_s=float(d["hbm_bandwidth_bytes_per_s"]),
+        l2_bytes=float(d.get("l2_bytes", 0.0)),
+        scale_up_bandwidth_bytes_per_s=float(d.get("scale_up_bandwidth_bytes_per_s", 0.0)),
+        scale_up_domain=int(d.get("scale_up_domain", 1)),
+        scale_out_bandwidth_bytes_per_s=float(d.get("scale_out_bandwidth_bytes_per_s", 50e9)),
+        tdp_w=float(d["tdp_w"]), peak_flops=tuple(sorted(peaks.items())),
+        fp4_formats=tuple(d.get("fp4_formats", ["nvfp4", "mxfp4"] if "fp4" in peaks else [])),
+        tiles=tuple(tuple(int(x) for x in t) for t in tiles),
+        aliases=tuple(d.get("aliases", ())), memory_bytes=float(d.get("memory_bytes", 0.0)),
+        sources=tuple((k, str(v)) for k, v in d.get("sources", {}).items())
+        + ((("memory", str(d["memory_source"])),) if "memory_source" in d else ()),
+    )
+
+
+@lru_cache(maxsize=1)
+def catalog() -> dict[str, Gpu]:
+    out = {}
+    for f in sorted(resources.files("llm_codesign").joinpath("data/gpus").iterdir()):
+        if f.name.endswith(".toml"):
+            g = gpu_from_toml(f.read_text(), f.name)
+            out[g.id] = g
+    return out
+
+
+def _norm(s: str) -> str:
+    return s.strip().lower().replace("_", "-").replace(" ", "-")
+
+
+@lru_cache(maxsize=1)
+def _alias_table() -> dict[str, str]:
+    table = {}
+    for g in catalog().values():
+        for a in (g.id, *g.aliases):
+            table[_norm(a)] = g.id
+    return table
+
+
+def get_gpu(name_or_path: str) -> Gpu:
+    """A catalog id, a common spelling of it, or a path to the user's own GPU TOML."""
+    if name_or_path.endswith(".toml"):
+        p = Path(name_or_path)
+        if not p.is_file():
+            raise InputError("gpu", name_or_path, "an existing .toml file or one of: " + ", ".join(catalog()))
+        return gpu_from_toml(p.read_text(), str(p))
+    gid = _alias_table().get(_norm(name_or_path))
+    if gid is None:
+        raise InputError("gpu", name_or_path, "one of: " + ", ".join(catalog()) + " (or a path to a GPU .toml)")
+    return catalog()[gid]

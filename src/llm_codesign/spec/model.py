@@ -1,0 +1,513 @@
+"""Model specs: one normaliser from a Hugging Face config.json to an immutable shape description.
+
+A model is a tuple of layer groups, each a (Layer, count) pair, so interleaved or heterogeneous
+stacks (DeepSeek leading dense layers, Llama 4 alternating MoE, gpt-oss sliding/full attention,
+Nemotron-NAS per-block widths) are exact and the cost model visits each distinct layer once.
+"""
+from __future__ import annotations
+
+import json
+import math
+from collections import Counter
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+import numpy as np
+
+from llm_codesign.errors import InputError, UnsupportedModelError
+from llm_codesign.spec.precision import Precision, get_dtype
+
+SUPPORTED_LAYERS = ("full attention (MHA/GQA/MQA, optionally output-gated)", "sliding-window attention", "MLA",
+                    "Gated DeltaNet linear attention", "Mamba-2", "dense FFN (gated or not)", "MoE with shared experts",
+                    "Nemotron-NAS no-op/linear blocks", "Nemotron-H hybrid patterns")
+
+
+# FLA's chunked gated delta rule processes a sequence in chunks of this many tokens
+# (fla.ops.gated_delta_rule.chunk, BT = 64: the kernels vLLM and SGLang vendor)
+GDN_CHUNK = 64
+
+
+@dataclass(frozen=True)
+class Attention:
+    # "gqa", "mla", "gdn" (Gated DeltaNet), "mamba2", "linear" (replaced by one hidden x hidden GEMM)
+    # or "none"
+    kind: str
+    heads: int = 0
+    kv_heads: int = 0
+    head_dim: int = 0
+    v_head_dim: int = 0
+    window: int = 0  # 0: full causal attention
+    q_lora_rank: int = 0
+    kv_lora_rank: int = 0
+    rope_dim: int = 0
+    nope_dim: int = 0
+    k_eq_v: bool = False  # one tensor serves as K and V (Gemma 4 global layers)
+    # RMSNorm of Q and K over all heads at once (MiniMax-M2 qk_norm_type "per_layer"): under TP the
+    # engines all-reduce the sums of squares across ranks (vLLM/SGLang MiniMaxText01RMSNormTP)
+    qk_norm_across_heads: bool = False
+    # DeepSeek Sparse Attention (DeepSeek-V3.2-Exp report, sec. 2.1): a lightning indexer of
+    # index_heads x index_head_dim FP8 scores every cached token, and MLA attends to the top index_topk
+    index_heads: int = 0
+    index_head_dim: int = 0
+    index_topk: int = 0
+    # Gated attention (Qwen3-Next/Qwen3.5 attn_output_gate): q_proj also emits a per-channel sigmoid
+    # gate for the attention output, doubling the query projection's width
+    out_gate: bool = False
+    # Recurrent mixers with a fixed-size state per sequence instead of a KV cache:
+    # "gdn", Gated DeltaNet (Yang et al. 2024, arXiv:2412.06464; Qwen3-Next/Qwen3.5 linear_attention
+    #   layers): heads/kv_heads are the value/key heads, head_dim/v_head_dim their widths, and each
+    #   value head keeps a v_head_dim x head_dim delta-rule state;
+    # "mamba2", Mamba-2 SSD (Dao & Gu 2024, arXiv:2405.21060; Nemotron-H "M" layers): heads of
+    #   head_dim channels, kv_heads the B/C groups, and each head keeps a head_dim x state_dim state.
+    # Both run a causal depthwise conv of conv_kernel taps first, keep their state in state_bytes per
+    # value (config mamba_ssm_dtype) and their conv state in BF16, and run prefill in chunks of
+    # `chunk` tokens (FLA's chunk_gated_delta_rule: 64; Mamba-2 config chunk_size).
+    conv_kernel: int = 0
+    state_bytes: int = 2
+    state_dim: int = 0
+    chunk: int = 0
+
+    @property
+    def recurrent(self) -> bool:
+        return self.kind in ("gdn", "mamba2")
+
+    @property
+    def conv_dim(self) -> int:
+        """Channels of the short convolution: GDN Q, K (key heads) and V; Mamba-2 x, B and C."""
+        if self.kind == "gdn":
+            return 2 * self.kv_heads * self.head_dim + self.heads * self.v_head_dim
+        if self.kind == "mamba2":
+            return self.heads * self.head_dim + 2 * self.kv_heads * self.state_dim
+        return 0
+
+    def conv_dim_per_gpu(self, tp):
+        """Conv channels one TP rank holds: all split by TP, except Mamba-2's B/C groups, which are
+        replicated up to one per rank when TP exceeds them (vLLM extra_groups_for_head_shards)."""
+        if self.kind == "mamba2":
+            tp = np.asarray(tp, float)
+            return self.heads * self.head_dim / tp + 2.0 * self.state_dim * np.maximum(self.kv_heads / tp, 1.0)
+        return self.conv_dim / np.asarray(tp, float)
+
+    @property
+    def value_width(self) -> int:
+        """Width of the mixer's output (gated norm and out_proj input)."""
+        return self.heads * (self.v_head_dim if self.kind == "gdn" else self.head_dim)
+
+    @property
+    def in_proj_width(self) -> int:
+        """Outputs of the input projection: the conv channels, the output gate z, and per head the
+        GDN beta and decay or the Mamba-2 dt (vLLM Qwen3NextGatedDeltaNet, MambaMixer2)."""
+        return self.conv_dim + self.value_width + (2 if self.kind == "gdn" else 1) * self.heads
+
+    @property
+    def state_values(self) -> int:
+        """Recurrent-state values per sequence (vLLM MambaStateShapeCalculator temporal state)."""
+        if self.kind == "gdn":
+            return self.heads * self.v_head_dim * self.head_dim
+        if self.kind == "mamba2":
+            return self.heads * self.head_dim * self.state_dim
+        return 0
+
+    def state_bytes_per_seq(self) -> float:
+        """State one sequence holds in this layer, all heads: the (conv_kernel-1)-row conv state in
+        BF16 and the recurrent state in state_bytes per value."""
+        if not self.recurrent:
+            return 0.0
+        return self.conv_dim * (self.conv_kernel - 1) * 2.0 + self.state_values * self.state_bytes
+
+    @property
+    def decode_flops_per_token(self) -> float:
+        """Recurrent update per token, all heads, on CUDA cores. GDN: decay, S^T k, rank-1 update,
+        S^T q (~7 dk dv per value head); Mamba-2: decay, x B^T update, h C (~5 P N per head)."""
+        return (7.0 if self.kind == "gdn" else 5.0) * self.state_values
+
+    @property
+    def prefill_flops_per_token(self) -> float:
+        """Chunked prefill per token, all heads, with chunk C. GDN (FLA chunk_gated_delta_rule), per
+        value head: the inter-chunk state terms (w S, K^T v_new, q S: 6 dk dv) and the intra-chunk
+        C x C products (K K^T, the WY representation, the masked attention: 6 C dk + 4 C dv).
+        Mamba-2 SSD (Dao & Gu 2024, sec. 6): C B^T per group (2 C N), the masked product per head
+        (2 C P), the chunk states and their output (4 P N per head)."""
+        C = self.chunk
+        if self.kind == "gdn":
+            dk, dv = self.head_dim, self.v_head_dim
+            return self.heads * (6.0 * dk * dv + 6.0 * C * dk + 4.0 * C * dv)
+        if self.kind == "mamba2":
+            P, N = self.head_dim, self.state_dim
+            return self.kv_heads * 2.0 * C * N + self.heads * (2.0 * C * P + 4.0 * P * N)
+        return 0.0
+
+    def kv_values_per_token(self) -> int:
+        """Values stored in the KV cache per token for this layer (all KV heads)."""
+        if self.kind == "mla":
+            return self.kv_lora_rank + self.rope_dim
+        if self.kind != "gqa":
+            return 0
+        return self.kv_heads * (self.head_dim + (0 if self.k_eq_v else self.v_head_dim))
+
+    def params(self, hidden: int) -> int:
+        h = hidden
+        if self.kind == "gqa":
+            kv_out = self.kv_heads * (self.head_dim + (0 if self.k_eq_v else self.v_head_dim))
+            q = self.heads * self.head_dim * (2 if self.out_gate else 1)
+            return h * q + h * kv_out + self.heads * self.v_head_dim * h
+        if self.recurrent:
+            # input projection, conv weights, out_proj; A_log, dt_bias, D and the norm are negligible
+            return h * self.in_proj_width + self.conv_dim * self.conv_kernel + self.value_width * h
+        if self.kind == "mla":
+            qk = self.nope_dim + self.rope_dim
+            q = (h * self.q_lora_rank + self.q_lora_rank * self.heads * qk) if self.q_lora_rank else h * self.heads * qk
+            kv = h * (self.kv_lora_rank + self.rope_dim) + self.kv_lora_rank * self.heads * (self.nope_dim + self.v_head_dim)
+            # indexer: wq_b from the compressed query, wk and the per-head weights from the hidden state
+            idx = ((self.q_lora_rank or h) * self.index_heads * self.index_head_dim + h * self.index_head_dim
+                   + h * self.index_heads) if self.index_topk else 0
+            return q + kv + self.heads * self.v_head_dim * h + idx
+        if self.kind == "linear":
+            return h * h
+        return 0
+
+
+@dataclass(frozen=True)
+class Ffn:
+    kind: str  # "dense", "moe", "linear" or "none"
+    inter: int = 0  # dense FFN width
+    experts: int = 0
+    top_k: int = 0
+    expert_inter: int = 0
+    shared_inter: int = 0  # total width of always-on shared experts (0: none)
+    gated: bool = True  # SwiGLU-style: 3 matrices instead of 2
+
+    @property
+    def mats(self) -> int:
+        return 3 if self.gated else 2
+
+    def params(self, hidden: int) -> tuple[int, int]:
+        """(total, active per token) parameters of this FFN."""
+        h = hidden
+        if self.kind == "dense":
+            p = self.mats * h * self.inter
+            return p, p
+        if self.kind == "moe":
+            one = self.mats * h * self.expert_inter
+            shared = self.mats * h * self.shared_inter
+            router = h * self.experts
+            return self.experts * one + shared + router, self.top_k * one + shared + router
+        if self.kind == "linear":
+            return h * h, h * h
+        return 0, 0
+
+
+@dataclass(frozen=True)
+class Layer:
+    attn: Attention
+    ffn: Ffn
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    name: str
+    hidden: int
+    vocab: int
+    groups: tuple[tuple[Layer, int], ...]
+    tie_embeddings: bool = False
+    default_precision: Precision = field(default_factory=Precision.of)
+    hf_ids: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+
+    @property
+    def num_layers(self) -> int:
+        return sum(n for _, n in self.groups)
+
+    @property
+    def is_moe(self) -> bool:
+        return any(layer.ffn.kind == "moe" for layer, _ in self.groups)
+
+    @property
+    def embedding_params(self) -> int:
+        return self.vocab * self.hidden
+
+    @property
+    def lm_head_params(self) -> int:
+        return 0 if self.tie_embeddings else self.vocab * self.hidden
+
+    def _body(self) -> tuple[int, int]:
+        total = active = 0
+        for layer, n in self.groups:
+            a = layer.attn.params(self.hidden)
+            ft, fa = layer.ffn.params(self.hidden)
+            total += n * (a + ft)
+            active += n * (a + fa)
+        return total, active
+
+    @property
+    def total_params(self) -> int:
+        """All weights: embedding, layers, and the LM head when it is not tied."""
+        return self.embedding_params + self._body()[0] + self.lm_head_params
+
+    @property
+    def active_params(self) -> int:
+        """Weights a token multiplies: layers with top-k experts, plus the LM head (unembedding).
+
+        The input embedding is a lookup, not a matmul, so it is left out (OpenAI's gpt-oss
+        convention); `active_params_with_embedding` adds it back (Mistral's and Meta's convention).
+        """
+        return self._body()[1] + self.vocab * self.hidden
+
+    @property
+    def active_params_with_embedding(self) -> int:
+        return self.active_params + self.embedding_params
+
+    def kv_values_per_token(self, context: float | None = None) -> float:
+        """KV-cache values per token over all layers; sliding-window layers cap at their window."""
+        total = 0.0
+        for layer, n in self.groups:
+            v = layer.attn.kv_values_per_token()
+            if layer.attn.window and context is not None and context > 0:
+                v *= min(1.0, layer.attn.window / context)
+            total += n * v
+        return total
+
+    def state_bytes_per_seq(self) -> float:
+        """Fixed-size recurrent state per sequence over all layers (Gated DeltaNet, Mamba-2), unsharded."""
+        return sum(n * layer.attn.state_bytes_per_seq() for layer, n in self.groups)
+
+    def with_precision(self, p: Precision) -> "ModelSpec":
+        return replace(self, default_precision=p)
+
+
+# ---------------------------------------------------------------------------------------------
+# Normaliser
+
+
+def _req(cfg: dict, key: str, origin: str):
+    if cfg.get(key) is None:
+        raise InputError(f"config.{key}", None, f"{origin} must set {key} (a positive integer)")
+    v = cfg[key]
+    if not isinstance(v, int) or v <= 0:
+        raise InputError(f"config.{key}", v, "a positive integer")
+    return v
+
+
+def _group(layers: list[Layer]) -> tuple[tuple[Layer, int], ...]:
+    """Run-length-free grouping: identical layers share a group (order does not change costs)."""
+    counts = Counter(layers)
+    seen: list[Layer] = []
+    for layer in layers:
+        if layer not in seen:
+            seen.append(layer)
+    return tuple((layer, counts[layer]) for layer in seen)
+
+
+def _nas_inter(ffn_mult: float, hidden: int) -> int:
+    # DeciLM (Nemotron-NAS) modeling code: int(2 * ffn_mult * hidden / 3) rounded up to a multiple of 256
+    i = int(2 * ffn_mult * hidden / 3)
+    return int(math.ceil(i / 256) * 256)
+
+
+def _state_bytes(cfg: dict, default: str) -> int:
+    """Bytes per recurrent-state value: config mamba_ssm_dtype (FP32 or 16-bit), else `default`."""
+    return 4 if str(cfg.get("mamba_ssm_dtype") or default) in ("float32", "fp32") else 2
+
+
+# activations of non-gated MLPs (2 matrices); SwiGLU-style gated MLPs (silu) have 3
+_UNGATED = ("relu2", "relu", "gelu", "gelu_new", "gelu_pytorch_tanh")
+
+
+def _hybrid_pattern_layers(cfg: dict, pattern: str, L: int, origin: str, attn: "Attention") -> tuple[list, list]:
+    """Nemotron-H `hybrid_override_pattern`, one character per layer (NemotronHConfig): "M" a Mamba-2
+    mixer, "*" self-attention, "-" an MLP, "E" a MoE block; each layer is one of them only."""
+    bad = sorted(set(pattern) - set("M*-E"))
+    if bad:
+        raise UnsupportedModelError("config.hybrid_override_pattern", ",".join(bad),
+                                    "characters M (Mamba-2), * (attention), - (MLP) and E (MoE); supported layers: " + ", ".join(SUPPORTED_LAYERS))
+    if len(pattern) != L:
+        raise InputError("config.hybrid_override_pattern", len(pattern), f"one character per layer ({L})")
+    none_a, none_f = Attention("none"), Ffn("none")
+    gated = str(cfg.get("mlp_hidden_act") or "silu") not in _UNGATED
+    mamba = None
+    if "M" in pattern:
+        P, heads, N = (_req(cfg, k, origin) for k in ("mamba_head_dim", "mamba_num_heads", "ssm_state_size"))
+        # Mamba-2's default chunk is 256 (mamba_ssm Mamba2); Nemotron-H sets chunk_size 128
+        mamba = Attention("mamba2", heads, int(cfg.get("n_groups") or 1), P, P, conv_kernel=int(cfg.get("conv_kernel") or 4),
+                          state_bytes=_state_bytes(cfg, "bfloat16"), state_dim=N, chunk=int(cfg.get("chunk_size") or 256))
+    moe = None
+    if "E" in pattern:
+        E, k, w = (_req(cfg, key, origin) for key in ("n_routed_experts", "num_experts_per_tok", "moe_intermediate_size"))
+        shared = int(cfg.get("moe_shared_expert_intermediate_size") or 0) or int(cfg.get("n_shared_experts") or 0) * w
+        moe = Ffn("moe", 0, E, k, w, shared, gated)
+    mlp = Ffn("dense", _req(cfg, "intermediate_size", origin), gated=gated) if "-" in pattern else None
+    attns = [mamba if c == "M" else attn if c == "*" else none_a for c in pattern]
+    ffns = [mlp if c == "-" else moe if c == "E" else none_f for c in pattern]
+    return attns, ffns
+
+
+def precision_from_quant(cfg: dict, quant: dict | None) -> Precision:
+    """Default precision of a checkpoint from hf_quant_config.json (modelopt) or quantization_config."""
+    if quant and "quantization" in quant:
+        q = quant["quantization"]
+        algo = str(q.get("quant_algo", "")).upper()
+        kv = str(q.get("kv_cache_quant_algo") or "").upper()
+        w = {"NVFP4": "nvfp4", "FP8": "fp8", "W4A8_AWQ": "int4", "MXFP4": "mxfp4"}.get(algo, "bf16")
+        excluded = " ".join(q.get("exclude_modules", []) or [])
+        p = Precision.of(w, kv="fp8" if kv == "FP8" else None)
+        if "self_attn" in excluded:
+            p = replace(p, attn_weight=get_dtype("bf16"))
+        return p
+    qc = cfg.get("quantization_config") or {}
+    method = str(qc.get("quant_method", "")).lower()
+    if method == "fp8":
+        return Precision.of("fp8_block" if qc.get("weight_block_size") else "fp8")
+    if method == "mxfp4":
+        # gpt-oss: MXFP4 experts, attention in BF16 (modules_to_not_convert)
+        return replace(Precision.of("mxfp4", activation="bf16"), attn_weight=get_dtype("bf16"))
+    if method == "compressed-tensors":
+        for g in (qc.get("config_groups") or {}).values():
+            w = g.get("weights") or {}
+            if w.get("num_bits") == 4:
+                return replace(Precision.of("int4", activation="bf16"), attn_weight=get_dtype("bf16"))
+    return Precision.of("bf16")
+
+
+def from_hf_config(cfg: dict, name: str = "custom", quant: dict | None = None,
+                   hf_ids: tuple[str, ...] = ()) -> ModelSpec:
+    """Normalise a Hugging Face config.json dict (nested text_config allowed) to a ModelSpec."""
+    if not isinstance(cfg, dict):
+        raise InputError("config", type(cfg).__name__, "a JSON object")
+    outer = cfg
+    if isinstance(cfg.get("text_config"), dict):
+        cfg = {**cfg["text_config"], "quantization_config": cfg["text_config"].get("quantization_config") or outer.get("quantization_config")}
+    mtype = str(cfg.get("model_type") or outer.get("model_type") or "")
+    origin = name
+    lt = cfg.get("layer_types")
+    known = ("full_attention", "sliding_attention", "chunked_attention", "linear_attention")
+    if lt and any(t not in known for t in lt):
+        bad = sorted({t for t in lt if t not in known})
+        raise UnsupportedModelError("config.layer_types", ",".join(bad),
+                                    f"{name} has layer types the cost model cannot represent; supported layers: " + ", ".join(SUPPORTED_LAYERS))
+    h = _req(cfg, "hidden_size", origin)
+    L = _req(cfg, "num_hidden_layers", origin)
+    vocab = _req(cfg, "vocab_size", origin)
+    H = _req(cfg, "num_attention_heads", origin)
+    kv = cfg.get("num_key_value_heads") or H
+    head_dim = cfg.get("head_dim") or h // H
+    notes: list[str] = []
+
+    # ---- attention per layer
+    qk_across = bool(cfg.get("use_qk_norm")) and cfg.get("qk_norm_type") == "per_layer"
+
+    gate = bool(cfg.get("attn_output_gate"))
+
+    def gqa(window=0, heads=H, kvh=kv, hd=head_dim, k_eq_v=False):
+        return Attention("gqa", heads, kvh, hd, hd, window, k_eq_v=k_eq_v, qk_norm_across_heads=qk_across, out_gate=gate)
+
+    def gdn():
+        need = ("linear_num_value_heads", "linear_num_key_heads", "linear_key_head_dim", "linear_value_head_dim", "linear_conv_kernel_dim")
+        nv, nk, dk, dv, ck = (_req(cfg, k, origin) for k in need)
+        default = str(cfg.get("torch_dtype") or cfg.get("dtype") or "bfloat16")
+        return Attention("gdn", nv, nk, dk, dv, conv_kernel=ck, state_bytes=_state_bytes(cfg, default), chunk=GDN_CHUNK)
+
+    pattern = str(cfg.get("hybrid_override_pattern") or "")
+    if pattern:
+        attns, pattern_ffns = _hybrid_pattern_layers(cfg, pattern, L, origin, gqa(hd=int(cfg.get("attention_head_dim") or head_dim)))
+    elif cfg.get("kv_lora_rank"):
+        rope, nope = int(cfg.get("qk_rope_head_dim") or 64), int(cfg.get("qk_nope_head_dim") or 128)
+        mla = Attention("mla", H, H, nope + rope, int(cfg.get("v_head_dim") or nope), 0,
+                        int(cfg.get("q_lora_rank") or 0), int(cfg["kv_lora_rank"]), rope, nope,
+                        index_heads=int(cfg.get("index_n_heads") or 0), index_head_dim=int(cfg.get("index_head_dim") or 0),
+                        index_topk=int(cfg.get("index_topk") or 0))
+        attns = [mla] * L
+    elif lt:
+        win = int(cfg.get("sliding_window") or 0)
+        if mtype.startswith("gemma4"):
+            # Gemma 4 full-attention layers use global_head_dim and num_global_key_value_heads with K=V
+            glob = gqa(0, H, int(cfg.get("num_global_key_value_heads") or kv), int(cfg.get("global_head_dim") or head_dim),
+                       bool(cfg.get("attention_k_eq_v")))
+        else:
+            glob = gqa(0)
+        lin = gdn() if "linear_attention" in lt else None
+        attns = [gqa(win) if t == "sliding_attention" else lin if t == "linear_attention" else glob for t in lt]
+        if len(attns) != L:
+            raise InputError("config.layer_types", len(attns), f"one entry per layer ({L})")
+    elif cfg.get("block_configs"):
+        attns = []
+        for b in cfg["block_configs"]:
+            a = b.get("attention", {})
+            if a.get("no_op"):
+                attns.append(Attention("none"))
+            elif a.get("replace_with_linear"):
+                attns.append(Attention("linear"))
+            else:
+                attns.append(gqa(int(a.get("window_length") or 0), H, H // int(a["n_heads_in_group"])))
+    else:
+        win = int(cfg.get("sliding_window") or 0) if cfg.get("use_sliding_window", True) else 0
+        if mtype in ("qwen3", "qwen3_moe", "qwen2", "qwen2_moe") and not cfg.get("use_sliding_window"):
+            win = 0  # Qwen configs carry sliding_window but use_sliding_window is false
+        attns = [gqa(win)] * L
+
+    # ---- FFN per layer
+    E = cfg.get("n_routed_experts") or cfg.get("num_local_experts") or cfg.get("num_experts") or 0
+    topk = cfg.get("num_experts_per_tok") or cfg.get("top_k_experts") or cfg.get("moe_topk") or 0
+    inter = cfg.get("intermediate_size")
+    if E and not topk:
+        raise InputError("config.num_experts_per_tok", None, f"{name} has {E} experts; set the experts per token")
+    if pattern:
+        ffns = pattern_ffns
+    elif cfg.get("block_configs"):
+        ffns = []
+        for b in cfg["block_configs"]:
+            f = b.get("ffn", {})
+            if f.get("no_op"):
+                ffns.append(Ffn("none"))
+            elif f.get("replace_with_linear"):
+                ffns.append(Ffn("linear"))
+            else:
+                ffns.append(Ffn("dense", _nas_inter(float(f["ffn_mult"]), h)))
+    elif E:
+        if mtype.startswith("llama4"):
+            e_inter, dense_inter, shared = inter, cfg.get("intermediate_size_mlp") or inter, inter
+            step = int(cfg.get("interleave_moe_layer_step") or 1)
+            is_moe = [(i + 1) % step == 0 for i in range(L)]
+        else:
+            e_inter = cfg.get("moe_intermediate_size") or inter
+            dense_inter = inter
+            n_shared = cfg.get("n_shared_experts") or cfg.get("num_shared_experts") or 0
+            shared = n_shared * e_inter if n_shared else int(cfg.get("shared_expert_intermediate_size") or 0)
+            if mtype.startswith("gemma4") and cfg.get("enable_moe_block"):
+                shared = inter  # Gemma 4: a dense MLP runs beside the routed experts in every layer
+            first_dense = int(cfg.get("first_k_dense_replace") or 0)
+            freq = int(cfg.get("moe_layer_freq") or cfg.get("decoder_sparse_step") or 1)
+            mlp_only = set(cfg.get("mlp_only_layers") or [])
+            is_moe = [i >= first_dense and i % freq == 0 and i not in mlp_only for i in range(L)]
+            if freq > 1 and "decoder_sparse_step" in cfg:  # Qwen: (i + 1) % step == 0
+                is_moe = [(i + 1) % freq == 0 and i not in mlp_only for i in range(L)]
+        if not e_inter:
+            raise InputError("config.moe_intermediate_size", None, f"{name}: the expert width is required")
+        moe = Ffn("moe", 0, int(E), int(topk), int(e_inter), int(shared))
+        ffns = [moe if m else Ffn("dense", int(dense_inter)) for m in is_moe]
+    else:
+        if not inter:
+            raise InputError("config.intermediate_size", inter, "a positive integer")
+        ffns = [Ffn("dense", int(inter))] * L
+    if len(attns) != L or len(ffns) != L:
+        raise InputError("config.num_hidden_layers", L, f"match the per-layer lists ({len(attns)}, {len(ffns)})")
+    tie = bool(outer.get("tie_word_embeddings", cfg.get("tie_word_embeddings", False)))
+    prec = precision_from_quant(cfg, quant)
+    return ModelSpec(name=name, hidden=h, vocab=vocab, groups=_group([Layer(a, f) for a, f in zip(attns, ffns, strict=True)]),
+                     tie_embeddings=tie, default_precision=prec, hf_ids=hf_ids, notes=tuple(notes))
+
+
+def load_config_file(path: str | Path, name: str | None = None) -> ModelSpec:
+    p = Path(path)
+    if p.is_dir():
+        p = p / "config.json"
+    if not p.is_file():
+        raise InputError("model", str(path), "a registry name (see `llm-codesign models`), a Hugging Face id, or a config.json path")
+    try:
+        cfg = json.loads(p.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise InputError("model", str(path), f"a valid JSON config ({e.__class__.__name__}: {e})") from None
+    quant = None
+    qp = p.with_name(p.name.replace("config.json", "hf_quant_config.json"))
+    if qp != p and qp.is_file():
+        quant = json.loads(qp.read_text())
+    return from_hf_config(cfg, name or p.stem, quant)

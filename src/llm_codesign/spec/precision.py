@@ -1,0 +1,100 @@
+"""Number formats for weights, activations and KV cache, with block-scale overhead in the bytes.
+
+NVFP4: E2M1 values with one FP8 (E4M3) scale per 16 values; MXFP4: one E8M0 scale per 32 values;
+FP8 block-scaled: one FP32 scale per 128x128 weight block and per 1x128 activation block
+(DeepSeek-V3 / DeepGEMM). Sources: gpu-reference.yaml gemm_tile_facts.blackwell_sm100.block_scaled,
+DeepSeek-V3 config quantization_config.weight_block_size [128, 128].
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from llm_codesign.errors import InputError
+
+
+@dataclass(frozen=True)
+class Dtype:
+    name: str
+    bits: int
+    scale_bits: int  # bits of one block scale
+    weight_block: int  # values sharing one scale in a weight tensor (0: per-tensor, negligible)
+    act_block: int  # values sharing one scale in an activation / KV tensor
+    math: str  # tensor-core math class it needs: bf16, fp8, fp4
+
+    def bytes_per_weight(self) -> float:
+        return (self.bits + (self.scale_bits / self.weight_block if self.weight_block else 0)) / 8
+
+    def bytes_per_value(self) -> float:
+        """Bytes per activation or KV value, scales included."""
+        return (self.bits + (self.scale_bits / self.act_block if self.act_block else 0)) / 8
+
+
+DTYPES: dict[str, Dtype] = {
+    "bf16": Dtype("bf16", 16, 0, 0, 0, "bf16"),
+    "fp16": Dtype("fp16", 16, 0, 0, 0, "bf16"),
+    "fp8": Dtype("fp8", 8, 0, 0, 0, "fp8"),
+    "fp8_block": Dtype("fp8_block", 8, 32, 128 * 128, 128, "fp8"),
+    "nvfp4": Dtype("nvfp4", 4, 8, 16, 16, "fp4"),
+    "mxfp4": Dtype("mxfp4", 4, 8, 32, 32, "fp4"),
+    # weight-only INT4, one BF16 scale per 32 values (compressed-tensors pack-quantized, Kimi-K2.5);
+    # dequantised to the activation precision in the GEMM
+    "int4": Dtype("int4", 4, 16, 32, 32, "bf16"),
+}
+_ALIASES = {"bfloat16": "bf16", "float16": "fp16", "half": "fp16", "fp8_e4m3": "fp8", "e4m3": "fp8",
+            "fp8-block": "fp8_block", "fp8block": "fp8_block", "fp4": "nvfp4", "nvfp4": "nvfp4",
+            "w4a16_mxfp4": "mxfp4", "auto": "bf16"}
+MATH_ORDER = ("fp4", "fp8", "bf16")  # fastest first
+MATH_BITS = {"fp4": 4, "fp8": 8, "bf16": 16}
+
+
+def get_dtype(name: str, field: str = "dtype") -> Dtype:
+    key = str(name).strip().lower()
+    key = _ALIASES.get(key, key)
+    if key not in DTYPES:
+        raise InputError(field, name, "one of: " + ", ".join(DTYPES))
+    return DTYPES[key]
+
+
+def gemm_math(weight: Dtype, activation: Dtype, gpu) -> str:
+    """Math precision a GEMM runs at: the wider of its operands, lowered to what the GPU executes.
+
+    A W4A16 GEMM dequantises weights and runs at the 16-bit rate; W4A4 runs at the FP4 rate only where
+    the tensor cores have it (NVFP4 on Blackwell, MXFP4 also on CDNA4); FP8 needs Ada/Hopper or newer.
+    """
+    need = max(MATH_BITS[weight.math], MATH_BITS[activation.math])
+    for math in MATH_ORDER:
+        if MATH_BITS[math] < need:
+            continue
+        if math == "fp4" and not (weight.name in gpu.fp4_formats and activation.name in gpu.fp4_formats):
+            continue
+        if gpu.supports(math):
+            return math
+    return "bf16"
+
+
+@dataclass(frozen=True)
+class Precision:
+    weight: Dtype  # FFN weights: dense MLP, experts, shared experts
+    activation: Dtype
+    kv: Dtype
+    attn_weight: Dtype | None = None  # attention projections when the checkpoint keeps them wider
+
+    @property
+    def attn(self) -> Dtype:
+        return self.attn_weight or self.weight
+
+    @classmethod
+    def of(cls, weight: str = "bf16", activation: str | None = None, kv: str | None = None) -> "Precision":
+        w = get_dtype(weight, "weight_dtype")
+        # default activations: FP4 checkpoints run W4A4 in NVFP4 (modelopt), MXFP4 (gpt-oss) runs W4A16,
+        # FP8 checkpoints run W8A8
+        if activation is None:
+            a = w if w.name in ("nvfp4", "fp8", "fp8_block") else DTYPES["bf16"]
+        else:
+            a = get_dtype(activation, "activation_dtype")
+        k = get_dtype(kv, "kv_dtype") if kv else DTYPES["bf16"]
+        return cls(w, a, k)
+
+    def label(self) -> str:
+        attn = f" attn-W:{self.attn_weight.name}" if self.attn_weight and self.attn_weight != self.weight else ""
+        return f"W:{self.weight.name}{attn} A:{self.activation.name} KV:{self.kv.name}"

@@ -1,0 +1,81 @@
+"""Bundled model registry: short names and Hugging Face ids resolve to a verbatim config.json."""
+from __future__ import annotations
+
+import json
+import tomllib
+from collections import Counter
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+
+from llm_codesign.errors import InputError
+from llm_codesign.spec.model import ModelSpec, from_hf_config, load_config_file
+from llm_codesign.spec.precision import Precision
+
+
+def _data():
+    return resources.files("llm_codesign").joinpath("data/models")
+
+
+@lru_cache(maxsize=1)
+def entries() -> tuple[dict, ...]:
+    return tuple(tomllib.loads(_data().joinpath("registry.toml").read_text())["model"])
+
+
+@lru_cache(maxsize=1)
+def _index() -> dict[str, dict]:
+    idx = {}
+    for e in entries():
+        idx[e["name"].lower()] = e
+        for h in e.get("hf_ids", []):
+            idx[h.lower()] = e
+            idx.setdefault(h.split("/")[-1].lower(), e)
+    return idx
+
+
+@lru_cache(maxsize=None)
+def _load_entry(name: str) -> ModelSpec:
+    e = _index()[name]
+    cfg = json.loads(_data().joinpath(e["config"]).read_text())
+    quant = json.loads(_data().joinpath(e["quant"]).read_text()) if e.get("quant") else None
+    spec = from_hf_config(cfg, e["name"], quant, tuple(e.get("hf_ids", [])))
+    if e.get("precision"):
+        w, kv = e["precision"]
+        spec = spec.with_precision(Precision.of(w, kv=kv))
+    return spec
+
+
+def get_model(ref: str) -> ModelSpec:
+    """A registry name, a Hugging Face id, or a path to a config.json (or a folder holding one)."""
+    key = str(ref).strip().lower()
+    if key in _index():
+        return _load_entry(key)
+    p = Path(ref)
+    if p.suffix == ".json" or p.is_dir() or p.exists():
+        return load_config_file(p)
+    raise InputError("model", ref, "a registry name (" + ", ".join(e["name"] for e in entries()) + "), one of their Hugging Face ids, or a config.json path")
+
+
+def _mixers(m: ModelSpec) -> dict[str, int]:
+    """Layers per token-mixer kind (gqa, mla, gdn, mamba2, ...), the layer pattern at a glance."""
+    out: Counter[str] = Counter()
+    for layer, n in m.groups:
+        if layer.attn.kind != "none":
+            out[layer.attn.kind] += n
+    return dict(out)
+
+
+def list_models() -> list[dict]:
+    """Every bundled model with its counts; models the cost model cannot represent carry `error`."""
+    out = []
+    for e in entries():
+        try:
+            m = _load_entry(e["name"].lower())
+            out.append({"name": e["name"], "hf_ids": e.get("hf_ids", []), "total_params": m.total_params,
+                        "active_params": m.active_params, "layers": m.num_layers, "moe": m.is_moe,
+                        "precision": m.default_precision.label(), "mixers": _mixers(m),
+                        "kv_values_per_token": m.kv_values_per_token(), "state_bytes_per_seq": m.state_bytes_per_seq()})
+        except InputError as err:
+            out.append({"name": e["name"], "hf_ids": e.get("hf_ids", []), "total_params": None,
+                        "active_params": None, "error": str(err)})
+    return out
