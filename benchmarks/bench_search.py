@@ -1,4 +1,4 @@
-"""Speed of the vectorised deployment search (figures for the README / closing notes).
+"""Speed of the vectorised deployment search (figures for docs/concepts.md, Speed).
 
 Run: python benchmarks/bench_search.py   (no GPU; single process, as the CLI)
 Reports deployment evaluations per second, the default `pareto` command end to end (process

@@ -6,8 +6,8 @@ precision, plan, ISL/OSL, concurrency), so settings measured more than once neve
 the clean file (llm_codesign.measure.audit) lists each measurement once, under the plan its run name states.
 The kernel efficiencies stay as bundled (they come from kernel tables, not from these runs); the
 per-engine scales on them are serving parameters and are fitted with the rest. Qwen3.5's rows
-are held out of both sides, as they are held out of the bundled fit (`--hold-out` in the README's
-re-fit command): they judge the Gated DeltaNet layer, and `validate` reports them.
+are held out of both sides, as they are held out of the bundled fit (`--hold-out` in the
+re-fit command of docs/accuracy.md): they judge the Gated DeltaNet layer, and `validate` reports them.
 
     python benchmarks/crossval_serving.py            # both folds, one after the other (~5 min each, 2 cores)
     python benchmarks/crossval_serving.py --fold 0   # one fold

@@ -140,7 +140,7 @@ def test_validate_reports_and_applies_the_checks():
 
 
 def test_clean_needs_serving_rows(tmp_path):
-    k = str(Path(__file__).resolve().parents[2] / "shared" / "data" / "validation" / "kernels" / "gemm.csv")
+    k = str(Path(__file__).resolve().parents[1] / "src" / "llm_codesign" / "data" / "measurements" / "kernels" / "gemm.csv.gz")
     for args in (("validate", "--kernels", k, "--clean"), ("calibrate", "--kernels", k, "--clean", "-o", str(tmp_path / "p.toml"))):
         r = run(*args)
         assert r.returncode == 2 and "clean" in r.stderr and "Traceback" not in r.stderr

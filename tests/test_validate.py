@@ -1,5 +1,5 @@
 """Regression guard on the reached error figures (with a margin), so a change cannot silently make
-the model worse. Figures are measured against shared/data/validation (see the closing notes)."""
+the model worse. Figures are measured against the shipped measurements (data/measurements, docs/accuracy.md)."""
 from pathlib import Path
 
 import numpy as np
@@ -9,19 +9,17 @@ from llm_codesign.cost.calibration import calibration_for
 from llm_codesign.measure.kernel_tables import detect, predict, read_csv
 from llm_codesign.measure.validate import kernel_report, predict_serving, read_rows, serving_report
 
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "data" / "validation" / "kernels"
 MEAS = Path(__file__).resolve().parents[1] / "src" / "llm_codesign" / "data" / "measurements"
-needs_shared = pytest.mark.skipif(not SHARED.is_dir(), reason="../shared/data/validation/kernels not present")
+KERNELS = MEAS / "kernels"  # the shipped kernel tables, gzipped
 
 # kind -> ceilings on the overall median and 90th-percentile APE (%), reached figures + margin
 KERNEL_CEILING = {"gemm": 9.0, "decode_attention": 15.0, "prefill_attention": 8.0, "collectives": 9.0, "moe": 17.0}
 KERNEL_P90_CEILING = {"gemm": 27.0, "decode_attention": 46.0, "prefill_attention": 23.0, "collectives": 25.0, "moe": 47.0}
 
 
-@needs_shared
 @pytest.mark.parametrize("kind", sorted(KERNEL_CEILING))
 def test_kernel_errors_do_not_regress(kind):
-    rep, rows, pred = kernel_report(SHARED / f"{kind}.csv")
+    rep, rows, pred = kernel_report(KERNELS / f"{kind}.csv.gz")
     assert rep["kind"] == kind and rep["modeled"] == rep["rows"]
     assert rep["overall"]["latency_ms"]["median_ape"] <= KERNEL_CEILING[kind]
     assert rep["overall"]["latency_ms"]["p90_ape"] <= KERNEL_P90_CEILING[kind]
@@ -139,7 +137,6 @@ def test_speculative_rows_need_a_measured_acceptance():
     assert preds[1]["tpot_ms"] > 0
 
 
-@needs_shared
 def test_committed_validation_report_is_current(tmp_path):
     # docs/validation_report.md holds every quoted figure and accuracy.toml what `estimate` quotes; a model or
     # profile change must regenerate both

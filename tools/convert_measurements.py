@@ -1,5 +1,10 @@
-"""Convert the published tables in ../shared/data/validation/ to the canonical serving-measurement
-CSV (src/llm_codesign/data/measurements/). Run by hand when the sources change; output is committed.
+"""Convert the published tables to the canonical serving-measurement CSV (src/llm_codesign/data/measurements/).
+Run by hand when the sources change; output is committed:
+
+    python tools/convert_measurements.py PUBLISHED_DIR
+
+PUBLISHED_DIR holds the tables as published (trtllm_perf_overview_v0_17/v0_20/v1_0_total.csv and the
+aiconfigurator silicon sample as serving_measured_blackwell.csv; their sources are in SOURCES.md there).
 
 TensorRT-LLM perf-overview tables: offline max throughput (trtllm-bench, infinite request rate) with
 uniform ISL/OSL, so `concurrency` is empty; output tokens/s of the TPxPP group divided by its GPUs.
@@ -18,6 +23,7 @@ from __future__ import annotations
 
 import csv
 import shutil
+import sys
 from pathlib import Path
 
 from llm_codesign.measure.audit import clean, summary
@@ -25,7 +31,6 @@ from llm_codesign.measure.validate import read_rows
 from llm_codesign.render.report import write_rows_atomic
 
 ROOT = Path(__file__).resolve().parents[1]
-SRC = ROOT.parent / "shared" / "data" / "validation"
 OUT = ROOT / "src" / "llm_codesign" / "data" / "measurements"
 COLUMNS = ["source", "model", "gpu", "num_gpus", "backend", "weight_dtype", "kv_dtype", "isl", "osl", "concurrency", "tp", "pp",
            "ep", "moe_tp", "attention_dp", "spec_method", "spec_draft_len", "spec_acceptance", "ttft_ms", "tpot_ms",
@@ -40,9 +45,9 @@ GPUS = {"H200": "h200", "H100": "h100", "A100-SXM4-80GB": "a100", "L40S": "l40s"
 PREC = {"FP8": ("fp8", "fp8"), "FP16": ("bf16", "bf16"), "FP4": ("nvfp4", "fp8")}
 
 
-def convert(name: str, writer) -> int:
+def convert(path: Path, writer) -> int:
     n = 0
-    with (SRC / name).open(newline="") as f:
+    with path.open(newline="") as f:
         for i, r in enumerate(csv.DictReader(f)):
             model = r["model"].split(" - ")[0].strip()
             prec = r.get("precision") or r.get("checkpoint_precision")
@@ -56,7 +61,7 @@ def convert(name: str, writer) -> int:
                     pp = int(part[2:])
             gpus = int(r["num_gpus"])
             writer.writerow({
-                "source": f"{name}:{i + 2} ({r['source'][:60]}; {r['trtllm_version'][:40]})",
+                "source": f"{path.name}:{i + 2} ({r['source'][:60]}; {r['trtllm_version'][:40]})",
                 "model": MODELS.get(model, model), "gpu": GPUS.get(r["gpu"], r["gpu"]), "num_gpus": gpus, "backend": "trtllm",
                 "weight_dtype": w, "kv_dtype": kv, "isl": r["isl"], "osl": r["osl"], "concurrency": "", "tp": tp, "pp": pp,
                 "ep": 1, "moe_tp": tp, "attention_dp": 1, "spec_method": "", "spec_draft_len": "", "spec_acceptance": "",
@@ -66,14 +71,14 @@ def convert(name: str, writer) -> int:
     return n
 
 
-def main() -> None:
+def main(src: Path) -> None:
     OUT.mkdir(parents=True, exist_ok=True)
     with (OUT / "trtllm_perf_overview.csv").open("w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=COLUMNS)
         w.writeheader()
-        total = sum(convert(n, w) for n in ("trtllm_perf_overview_v0_17_total.csv", "trtllm_perf_overview_v0_20_total.csv",
+        total = sum(convert(src / n, w) for n in ("trtllm_perf_overview_v0_17_total.csv", "trtllm_perf_overview_v0_20_total.csv",
                                             "trtllm_perf_overview_v1_0_total.csv"))
-    shutil.copy(SRC / "serving_measured_blackwell.csv", OUT / "serving_measured_blackwell.csv")
+    shutil.copy(src / "serving_measured_blackwell.csv", OUT / "serving_measured_blackwell.csv")
     rows = read_rows(OUT / "serving_measured_blackwell.csv")
     kept, changes = clean(rows)
     write_rows_atomic(OUT / "serving_measured_blackwell_clean.csv", COLUMNS, kept)
@@ -83,4 +88,6 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    if len(sys.argv) != 2 or not Path(sys.argv[1]).is_dir():
+        sys.exit("usage: python tools/convert_measurements.py PUBLISHED_DIR (a folder of the published tables)")
+    main(Path(sys.argv[1]))

@@ -13,7 +13,7 @@ from llm_codesign.errors import InputError, read_toml
 BACKEND_KEYED = ("step_overhead_s", "ttft_overhead_s", "comm_latency_scale", "prefill_queue_fraction", "eager_launch_s",
                  "prefill_spread_exponent", "ttft_wait_steps", "adp_wait_steps", "gemm_eff_scale", "attn_eff_scale", "seq_overhead_s")  # per serving engine
 # per-engine kernel efficiencies relative to the engine the kernel tables were measured in (TensorRT-LLM's
-# PyTorch flow, shared/data/SOURCES.md): that engine's scale is 1 by definition and is never fitted
+# PyTorch flow, data/measurements/SOURCES.md): that engine's scale is 1 by definition and is never fitted
 REFERENCE_ENGINE = "trtllm"
 ENGINE_RELATIVE = ("gemm_eff_scale", "attn_eff_scale")
 _GEMM_EFFS = ("gemm_eff_bf16", "gemm_eff_fp8", "gemm_eff_fp8_block", "gemm_eff_fp4", "moe_eff", "bw_eff")

@@ -4,7 +4,7 @@ estimate carries.
 `data/calibration/accuracy.toml` holds, per cell, the median and 90th-percentile absolute percentage
 error, the signed median and the number of measured runs behind it:
 - serving (TTFT, TPOT) by engine and concurrency band, from the clean serving sample the profile is fitted
-  on (its two cross-validated held-out halves lie within 1.2 points of these figures, README);
+  on (its two cross-validated held-out halves lie within 1.2 points of these figures, docs/accuracy.md);
 - offline max throughput (output tok/s per GPU) by GPU family, from the TensorRT-LLM perf overview,
   held out of every fit;
 - per model with at least MIN_MODEL_ROWS runs in that sample, its own TTFT and TPOT errors over all

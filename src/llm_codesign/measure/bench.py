@@ -1,5 +1,5 @@
 """Measure kernels on the local device (`llm-codesign bench`), written in the columns of the kernel
-tables in shared/data/validation/kernels, so `validate --kernels` and `calibrate --kernels` read them
+tables shipped in data/measurements/kernels, so `validate --kernels` and `calibrate --kernels` read them
 as they read the published ones: predict them, or re-fit a GPU family on them.
 
 torch (the `measure` extra, pinned) is imported only here. On a CUDA GPU each time is the median of

@@ -283,7 +283,7 @@ def fit_serving(rows: list[dict], fams: dict[str, Calibration], rounds: int = 8,
 
     if start is None:
         # a second smooth cycle from half the step: one cycle leaves early parameters where the later ones
-        # have since moved the optimum (on the 1,513-row form of the README's sample, with the polish then
+        # have since moved the optimum (on the 1,513-row form of the serving sample, with the polish then
         # on one median over all rows: 0.1449 against 0.1516)
         cycle(1.0, True)
         cycle(0.5, True)

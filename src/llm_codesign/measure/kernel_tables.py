@@ -1,4 +1,4 @@
-"""Predict measured kernel latencies (shared/data/validation/kernels/*.csv) with the cost model.
+"""Predict measured kernel latencies (the kernel tables in data/measurements/kernels/*.csv.gz) with the cost model.
 
 Each kind of kernel table is recognised by its columns; rows are grouped by system and priced with
 the same array formulas the operator graph uses (cost.gemm_time, attention, collectives, the MoE
@@ -7,6 +7,8 @@ expert block of ops.layer_ops), so a fit here is a fit of the whole model.
 from __future__ import annotations
 
 import csv
+import gzip
+from importlib import resources
 from pathlib import Path
 
 import numpy as np
@@ -48,12 +50,33 @@ def detect(columns) -> str:
                      "; ".join(f"{k} ({', '.join(sorted(v))})" for k, v in KINDS.items()))
 
 
+# kernel tables shipped with the package (data/measurements/SOURCES.md), by the name `--kernels` accepts
+BUNDLED = {**{k: f"kernels/{k}.csv.gz" for k in ("gemm", "decode_attention", "prefill_attention", "collectives", "moe")},
+           "amd/gemm": "kernels_amd/gemm.csv", "amd/collectives": "kernels_amd/collectives.csv"}
+
+
+def bundled_path(name: str) -> Path:
+    """Path of a shipped kernel table (a key of BUNDLED)."""
+    return Path(str(resources.files("llm_codesign").joinpath("data", "measurements", BUNDLED[name])))
+
+
+def read_dicts(p: Path, field: str, what: str) -> list[dict]:
+    """Rows of a CSV file, gzipped or not (by its .gz suffix); an unreadable file is one InputError."""
+    try:
+        with (gzip.open(p, "rt", newline="") if p.suffix == ".gz" else p.open(newline="")) as f:
+            return list(csv.DictReader(f))
+    except (OSError, EOFError, UnicodeDecodeError, csv.Error) as e:
+        raise InputError(field, str(p), f"{what} ({type(e).__name__}: {e})") from None
+
+
 def read_csv(path: str | Path) -> tuple[str, list[dict]]:
+    """A kernel table: a CSV file (.csv or .csv.gz), or the name of a bundled one (BUNDLED)."""
     p = Path(path)
+    if not p.is_file() and str(path) in BUNDLED:
+        p = bundled_path(str(path))
     if not p.is_file():
-        raise InputError("kernels", str(path), "an existing CSV file")
-    with p.open(newline="") as f:
-        rows = list(csv.DictReader(f))
+        raise InputError("kernels", str(path), "an existing CSV file (.csv or .csv.gz) or a bundled table: " + ", ".join(BUNDLED))
+    rows = read_dicts(p, "kernels", "a readable CSV file, plain or gzipped")
     if not rows:
         raise InputError("kernels", str(path), "a CSV with at least one row")
     return detect(rows[0].keys()), rows

@@ -5,7 +5,6 @@ represent are listed with the reason, never dropped silently.
 """
 from __future__ import annotations
 
-import csv
 import math
 from dataclasses import replace
 from pathlib import Path
@@ -41,9 +40,8 @@ _DTYPE = {"int4_wo": "int4", "fp4": "nvfp4", "w4a16_mxfp4": "mxfp4"}
 def read_rows(path: str | Path) -> list[dict]:
     p = Path(path)
     if not p.is_file():
-        raise InputError("serving", str(path), "an existing CSV file with the canonical serving columns")
-    with p.open(newline="") as f:
-        rows = list(csv.DictReader(f))
+        raise InputError("serving", str(path), "an existing CSV file (.csv or .csv.gz) with the canonical serving columns")
+    rows = kernels.read_dicts(p, "serving", "a readable CSV file, plain or gzipped")
     missing = [c for c in ("model", "gpu", "num_gpus", "isl", "osl") if rows and c not in rows[0]]
     if not rows or missing:
         raise InputError("serving", str(path), "a CSV with columns " + ", ".join(SERVING_COLUMNS) + " (optional: "
@@ -189,7 +187,7 @@ def serving_report(rows: list[dict], preds: list[dict], unmodeled: list[dict]) -
     def group(r: dict, key: str) -> str:
         if key == "concurrency":
             return concurrency_band(r)
-        if key == "lengths":  # the workload shape, ISL/OSL as priced: some miss by it (README, known limits)
+        if key == "lengths":  # the workload shape, ISL/OSL as priced: some miss by it (docs/accuracy.md, known limits)
             return f"{_int(r, 'isl')}/{_int(r, 'osl')}"
         return r.get(key, "")
 
