@@ -13,6 +13,20 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_
                   help="Hardware-aware co-design of LLMs: roofline, estimate, pareto, lint, validate.")
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        from llm_codesign import __version__
+
+        typer.echo(f"llm-codesign {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(version: bool = typer.Option(False, "--version", callback=_print_version, is_eager=True,
+                                       help="Print the installed version and exit.")) -> None:
+    """Hardware-aware co-design of LLMs: roofline, estimate, pareto, lint, validate."""
+
+
 def _fail(msg: str) -> None:
     typer.echo(f"error: {msg}", err=True)
     raise typer.Exit(2)

@@ -1,0 +1,83 @@
+"""The README and docs say what the code does: the CLI reference is generated from the app, the README's
+example output is the CLI's, its test command is the one CI runs, and nothing refers outside the repository."""
+import gzip
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import run
+
+from llm_codesign import __version__
+from llm_codesign.errors import InputError
+from llm_codesign.measure.kernel_tables import BUNDLED, bundled_path, read_csv
+
+ROOT = Path(__file__).resolve().parents[1]
+README = (ROOT / "README.md").read_text()
+
+
+def test_cli_reference_is_current():
+    r = subprocess.run([sys.executable, str(ROOT / "tools" / "gen_cli_docs.py"), "--check"], capture_output=True, text=True, cwd=ROOT)
+    assert r.returncode == 0, r.stderr + " (regenerate: python tools/gen_cli_docs.py)"
+
+
+def test_readme_is_a_short_guide_with_the_ci_test_command():
+    lines = README.splitlines()
+    assert len(lines) <= 150
+    assert "## Python API" in lines
+    # CI runs exactly the README's test command, and pytest -q (no second -q in addopts) prints its summary line
+    test_cmd = next(line for line in lines if "pytest" in line and line.startswith("python3 -m venv"))
+    assert test_cmd in (ROOT / ".ci" / "run").read_text().splitlines()
+    assert "addopts" not in (ROOT / "pyproject.toml").read_text()
+
+
+def test_readme_estimate_output_is_the_clis():
+    block = README.split("```console\n$ ", 1)[1].split("```", 1)[0]
+    cmd, shown = block.split("\n", 1)
+    args = cmd.split()[1:]
+    assert args[0] == "estimate"
+    d = json.loads(run(*args, "--json").stdout)
+
+    def shown_value(label):
+        m = re.search(rf"│ {re.escape(label)}\s+│\s+([\d.]+)", shown)
+        assert m, label
+        return m[1]
+
+    assert shown_value("TTFT") == f"{d['ttft_ms']:.1f}"
+    assert shown_value("TPOT") == f"{d['tpot_ms']:.2f}"
+    assert shown_value("output tokens/s per GPU") == f"{d['output_tok_s_per_gpu']:.1f}"
+
+
+def test_version():
+    r = run("--version")
+    assert r.returncode == 0 and r.stdout.strip() == f"llm-codesign {__version__}"
+
+
+def test_nothing_refers_outside_the_repository():
+    # the data commands, tests and docs use ships in the package (data/measurements); tools take their inputs as arguments
+    outside = re.compile(r"\.\./" + "shared|" + r"parents\[2\]\s*/\s*\"" + "shared")
+    files = subprocess.run(["git", "ls-files", "*.py", "*.md", "*.toml", "*.yml", ".ci/run"], capture_output=True, text=True,
+                           cwd=ROOT, check=True).stdout.split()
+    hits = [f for f in files if (ROOT / f).is_file() and outside.search((ROOT / f).read_text(errors="replace"))]
+    assert not hits
+
+
+def test_bundled_kernel_tables_read_by_name_and_gzipped(tmp_path):
+    kind, rows = read_csv("gemm")
+    assert (kind, len(rows)) == ("gemm", 32000)
+    assert read_csv(bundled_path("gemm"))[1] == rows
+    for name in BUNDLED:
+        assert bundled_path(name).is_file(), name
+    # a plain table and its gzipped copy read the same
+    plain = bundled_path("amd/gemm")
+    gz = tmp_path / "gemm.csv.gz"
+    gz.write_bytes(gzip.compress(plain.read_bytes()))
+    assert read_csv(gz) == read_csv(plain)
+    bad = tmp_path / "bad.csv.gz"
+    bad.write_bytes(b"not gzip")
+    with pytest.raises(InputError, match="gzipped"):
+        read_csv(bad)
+    with pytest.raises(InputError, match="bundled table: gemm"):
+        read_csv("no-such-table")
