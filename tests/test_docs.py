@@ -50,6 +50,15 @@ def test_readme_estimate_output_is_the_clis():
     assert shown_value("output tokens/s per GPU") == f"{d['output_tok_s_per_gpu']:.1f}"
 
 
+def test_api_reference_lists_every_module():
+    # docs/api.md renders each module's docstrings (mkdocstrings); the CLI has its own reference
+    tracked = subprocess.run(["git", "ls-files", "src/llm_codesign/*.py"], capture_output=True, text=True, cwd=ROOT, check=True).stdout.split()
+    modules = {p[len("src/"):-len(".py")].replace("/", ".") for p in tracked if not p.endswith(("__init__.py", "__main__.py"))}
+    listed = set(re.findall(r"^::: (\S+)", (ROOT / "docs" / "api.md").read_text(), re.M))
+    missing = sorted(m for m in modules if m not in listed and not m.startswith("llm_codesign.cli."))
+    assert not missing, f"add to docs/api.md: {missing}"
+
+
 def test_version():
     r = run("--version")
     assert r.returncode == 0 and r.stdout.strip() == f"llm-codesign {__version__}"
