@@ -8,7 +8,7 @@ a closed loop, the request rate is concurrency / (TTFT + (OSL-1) x TPOT); the pr
 it with queueing (M/D/1 per instance), and when the rate would exceed what the prefill pool can
 serve, requests queue until it does not (TTFT = concurrency / capacity - (OSL-1) x TPOT).
 Throughput per GPU counts both pools. The engine parameters are those fitted on aggregated serving;
-no disaggregated measurement is shipped to check this mode against.
+the shipped disaggregated runs (data/measurements/serving_disagg_blackwell.csv) are not yet priced against it.
 """
 from __future__ import annotations
 
