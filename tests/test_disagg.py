@@ -46,20 +46,34 @@ def test_closed_loop_conserves_requests_and_saturates_at_prefill_capacity(h200, 
     assert np.all(np.diff(r["ttft_s"]) > 0)
 
 
-def test_kv_hand_off_sends_one_copy_of_the_prompt_cache(h200):
+def test_kv_hand_off_fills_every_receiving_gpu(h200):
     cal = calibration_for(h200).in_step("trtllm")
     ds = get_model("deepseek-r1")
-    # MLA: every TP rank holds the whole latent, but one copy moves: 61 layers x (512 + 64) BF16
-    # values per token, shared by the prefill instance's 8 GPUs; 16 GPUs in all: over the NICs
+    # MLA: every decode TP rank holds the whole latent, 61 layers x (512 + 64) BF16 values per
+    # token, so each of the 8 decode GPUs takes a whole copy on its own NIC and each of the 8
+    # prefill GPUs sends one; 16 GPUs in all: over the NICs
     r = evaluate_disagg(ds, h200, calibration_for(h200), ds.default_precision, Plan(tp=8, ep=8, moe_tp=1),
                         Plan(tp=8, ep=8, moe_tp=1), 1, 1, 1, 4096, 256)
-    nbytes = 61 * 576 * 2 * 4096 / 8
+    nbytes = 61 * 576 * 2 * 4096
     assert np.allclose(r["kv_transfer_s"], collective_time("p2p", nbytes, 16, h200, cal))
     # inside one NVLink domain (4 + 4 GPUs) the same cache moves faster
     llama = get_model("llama-3.1-70b")
     near = evaluate_disagg(llama, h200, calibration_for(h200), FP8, Plan(tp=4), Plan(tp=4), 1, 1, 1, 4096, 256)
     far = evaluate_disagg(llama, h200, calibration_for(h200), FP8, Plan(tp=4), Plan(tp=4), 1, 3, 1, 4096, 256)
     assert np.all(near["kv_transfer_s"] < far["kv_transfer_s"])
+
+
+def test_kv_hand_off_counts_the_receiving_rank():
+    # issue 20: an 8k DeepSeek-R1 prompt's cache (61 x 576 x 2 B x 8192 = 575.7 MB) lands on one
+    # attention-DP decode GPU; its 400 Gb/s NIC (50 GB/s) needs at least 11.5 ms, whatever the
+    # 8 prefill GPUs could send in parallel (it was priced 2.25 ms, the senders' share alone)
+    b200 = get_gpu("b200")
+    ds = get_model("deepseek-r1")
+    r = evaluate_disagg(ds, b200, calibration_for(b200), ds.default_precision, Plan(tp=8, ep=8, moe_tp=1),
+                        Plan(tp=1, ep=8, moe_tp=1, adp=8), 1, 1, 1, 8192, 1024)
+    floor = 61 * 576 * 2 * 8192 / 50e9
+    assert floor == pytest.approx(11.51e-3, rel=1e-3)
+    assert float(r["kv_transfer_s"]) >= floor
 
 
 @settings(max_examples=25, deadline=None)

@@ -52,7 +52,7 @@ def search_disagg(model: ModelSpec, gpu: Gpu, cal: Calibration, space, isl: int,
                           isl, osl, backend, spec, ks[None, None, :] if spec is not None else None, max_num_tokens)
         tpot = np.broadcast_to(dec["tpot"], (P, B, K))[id_]  # (M, B, K)
         C = batches[None, :, None] * adp[id_, None, None] * ndd[:, None, None]
-        base = (pf["t_alone"][ip] + kv_hand_off(model, gpu, cal, prec, isl, g[ip], U) + cal.ttft_overhead(backend))[:, None, None]
+        base = (pf["t_alone"][ip] + kv_hand_off(model, gpu, cal, prec, isl, g[ip], U, Plan(*(a[id_] for a in plan.arrays()))) + cal.ttft_overhead(backend))[:, None, None]
         decode_time = max(osl - 1, 0) * tpot
         rate, ttft = closed_loop(C, base, decode_time, pf["per_instance"][ip, None, None], npp[:, None, None])
         fits = np.broadcast_to(dec["fits"], (P, B, K))[id_] & pf["fits"][ip, None, None]

@@ -125,7 +125,11 @@ def evaluate(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, plan
     isl = np.asarray(isl, float)
     osl = np.asarray(osl, float)
     mnt, (budget, default_fraction, occupancy) = engine_budget(backend, gpu, max_num_tokens, plan, spec)
-    c_rank = C / adp
+    # the busiest attention-DP rank sets the step: requests spread over the ranks as evenly as they
+    # go, so it holds ceil(C / adp), and a rank with none still runs the step on a dummy request to
+    # join the MoE collectives (TensorRT-LLM PyExecutor._pad_attention_dp_dummy_request; SGLang runs
+    # an idle forward): idle ranks never make a request faster
+    c_rank = np.ceil(C / adp - 1e-9)
     k, acc = draft_lengths(spec, spec_k)
     fraction = default_fraction if usable_fraction is None else usable_fraction
     mem = memory.fit(model, gpu, prec, sh, isl, osl, mnt, fraction, osl_occupancy=occupancy, budget=budget)
@@ -187,11 +191,14 @@ def evaluate(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, plan
     # under attention DP the iterations TensorRT-LLM may hold context requests to balance the ranks
     # (AttentionDpConfig batching_wait_iters / timeout_iters); fitted per engine (Calibration.wait_steps)
     ttft = ttft + waves_ahead * life + cal.ttft_overhead(backend) + cal.wait_steps(backend, adp) * t_iter
-    out_per_gpu = admitted * adp * osl / life / gpus
+    # requests being served across the ranks: all C unless every rank is full (busiest-rank counts
+    # over-count when C is not a multiple of adp)
+    served = np.minimum(C, admitted * adp)
+    out_per_gpu = served * osl / life / gpus
     max_conc = mem["max_seqs_per_rank"] * adp
     res = {
         "ttft_s": ttft, "tpot_s": tpot, "tok_s_per_user": 1.0 / tpot,
-        "output_tok_s_per_gpu": out_per_gpu, "io_tok_s_per_gpu": admitted * adp * (isl + osl) / life / gpus,
+        "output_tok_s_per_gpu": out_per_gpu, "io_tok_s_per_gpu": served * (isl + osl) / life / gpus,
         "tokens_per_joule_bound": out_per_gpu / gpu.tdp_w, "accepted_per_step": acc + 0.0 * tpot,
         "step_s": t_stage, "prefill_step_s": t_pf_stage, "draft_s": t_draft + 0.0 * t_stage, "gpus": gpus,
         "weights_bytes": mem["weights"], "kv_bytes_per_seq": mem["kv_per_seq"],

@@ -52,21 +52,35 @@ def decode_pool(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, p
     mnt, (budget, fraction, occupancy) = engine_budget(backend, gpu, max_num_tokens, plan, spec)
     k, acc = draft_lengths(spec, spec_k)
     _, pp, _, _, adp, _ = (np.asarray(x, float) for x in plan.arrays())
-    c_rank = np.asarray(per_instance, float) / adp
+    c_rank = np.ceil(np.asarray(per_instance, float) / adp - 1e-9)  # the busiest rank (serve.aggregated.evaluate)
     t_stage, t_draft, _ = decode_step(model, gpu, cal, prec, sh, c_rank / pp, isl + osl / 2.0, k, spec, backend)
     mem = memory.fit(model, gpu, prec, sh, isl, osl, mnt, fraction, osl_occupancy=occupancy, budget=budget)
     return {"tpot": pp * t_stage / acc, "t_stage": t_stage, "t_draft": t_draft, "acc": acc,
             "fits": (mem["free_for_kv"] > 0) & (c_rank <= mem["max_seqs_per_rank"]), "max_per_instance": mem["max_seqs_per_rank"] * adp}
 
 
-def kv_hand_off(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, isl, prefill_gpus, total_gpus):
-    """One copy of the prompt's cache (and recurrent state), whatever the prefill plan replicates,
-    leaves the prefill instance's GPUs in parallel, each sending its share: NVLink inside the
-    scale-up domain, the NICs beyond it."""
+def kv_hand_off(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, isl, prefill_gpus, total_gpus,
+                decode_plan: Plan | None = None):
+    """The prompt's cache (and recurrent state) moves from the prefill instance to one decode rank;
+    the slower end sets the time, bytes over min(sender aggregate, receiver aggregate). Senders: the
+    prefill instance's GPUs in parallel, each its share of what must arrive. Receivers: the GPUs of
+    the one attention-DP rank that will decode the request (its TP x Helix x PP GPUs), each taking
+    what it holds of that sequence (GQA heads split by TP; the MLA latent replicated on every TP
+    rank, so it arrives once per TP GPU), each on its own link. NVLink inside the scale-up domain,
+    the NICs beyond it. Without a decode plan, one copy arrives at as many GPUs as send it."""
     one = Sharding()
     isl = np.asarray(isl, float)
     kv = memory.kv_bytes_per_token(model, prec, one, isl) * isl + memory.state_bytes_per_seq(model, one)
-    return collective_time("p2p", kv / np.asarray(prefill_gpus, float), np.maximum(total_gpus, 2.0), gpu, cal)
+    senders = np.asarray(prefill_gpus, float)
+    if decode_plan is None:
+        send, recv = kv / senders, kv / senders
+    else:
+        sh = _sharding(decode_plan)
+        tp, pp, _, _, _, kvp = (np.asarray(x, float) for x in decode_plan.arrays())
+        recv = memory.kv_bytes_per_token(model, prec, sh, isl) * isl + memory.state_bytes_per_seq(model, sh)
+        send = recv * tp * pp * kvp / senders
+    n = np.maximum(total_gpus, 2.0)
+    return np.maximum(collective_time("p2p", send, n, gpu, cal), collective_time("p2p", recv, n, gpu, cal))
 
 
 def closed_loop(C, base, decode_time, per_instance, n_p) -> tuple:
@@ -102,7 +116,7 @@ def evaluate_disagg(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precisio
     gpus = n_p * g_p + n_d * g_d
     p = prefill_pool(model, gpu, cal, prec, prefill_plan, isl, backend, max_num_tokens)
     d = decode_pool(model, gpu, cal, prec, decode_plan, C / n_d, isl, osl, backend, spec, spec_k, max_num_tokens)
-    t_kv = kv_hand_off(model, gpu, cal, prec, isl, g_p, gpus)
+    t_kv = kv_hand_off(model, gpu, cal, prec, isl, g_p, gpus, decode_plan)
     base = p["t_alone"] + t_kv + cal.ttft_overhead(backend)
     decode_time = np.maximum(osl - 1.0, 0.0) * d["tpot"]
     rate, ttft = closed_loop(C, base, decode_time, p["per_instance"], n_p)
