@@ -105,7 +105,7 @@ def test_nsga2_finds_feasible_designs():
 
     g = get_gpu("b200")
     r = design_nsga2(70e9, g, calibration_for(g), 8, Slo("throughput"), baseline=get_model("llama-3.1-70b"), prec=FP8,
-                     quality_tol=0.005, trials=60)
+                     quality_tol=0.01, trials=60)
     assert r["designs"] and r["trials"] == 60
     for d in r["designs"]:
-        assert abs(d["total_params"] / 70e9 - 1) <= 0.1 and d["quality_proxy"] <= r["baseline"]["quality_proxy"] * 1.005
+        assert abs(d["total_params"] / 70e9 - 1) <= 0.1 and d["quality_proxy"] <= r["baseline"]["quality_proxy"] * 1.01

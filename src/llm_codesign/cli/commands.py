@@ -152,6 +152,10 @@ def estimate(
     dep = _deployment(m, gpu, gpus_, tp, pp, ep, moe_tp, attention_dp, kvp, weight_dtype, activation_dtype, kv_dtype,
                       backend, spec, draft_len, acceptance, acceptance_rates, draft_model, max_num_tokens, cpp)
     r = run(m, dep, calibration_for(dep.gpu, calibration), isl, osl, concurrency, breakdown)
+    if "accuracy" not in r:  # the third dimension: published where known, else the proxy (explore.accuracy_model)
+        from llm_codesign.explore.accuracy_model import accuracy_of
+
+        r["accuracy"] = accuracy_of(m, dep.precision)
     # the bundled profile's measured error on runs like this one; a custom profile's is the user's to measure
     r["expected_error"] = None if calibration else expected_error(dep.gpu, dep.backend, concurrency, dep.spec is not None, model=m.name)
     if as_json:
@@ -178,6 +182,8 @@ def estimate(
         t.add_row("speculation", f"{s['method']} k={s['draft_len']}, {r['accepted_per_step']:.2f} tokens/step, "
                   f"speed-up {s['speedup_at_concurrency']:.2f}x here, {s['speedup_at_1']:.2f}x at batch 1")
         t.add_row("speculation stops paying at", str(s["stops_paying_at_concurrency"] or "never within the batch that fits"))
+    for k, v in _accuracy_rows(r["accuracy"]):
+        t.add_row(k, v)
     for k, v in _error_rows(r["expected_error"], calibration):
         t.add_row(k, v)
     _console().print(t)
@@ -186,6 +192,22 @@ def estimate(
         for o in sorted(r["breakdown"], key=lambda o: -o["time_ms"]):
             bt.add_row(o["name"], o["kind"], f"{o['time_ms']:.3f}")
         _console().print(bt)
+
+
+def _accuracy_rows(a: dict) -> list[tuple[str, str]]:
+    """estimate's rows on the model's accuracy at this precision (llm_codesign.explore.accuracy_model)."""
+    rows = []
+    if a["scores"]:
+        s = a["scores"][0]
+        more = f" (+{len(a['scores']) - 1} more in --json)" if len(a["scores"]) > 1 else ""
+        rows.append(("accuracy (published)", f"{s['benchmark']} {s['score']:g}{more}, {s['checkpoint']}"))
+    if a["relative_drop_pct"] is not None:
+        rows.append((f"accuracy drop vs {a['reference_precision']} ({a['drop_source']})",
+                     f"{a['relative_drop_pct']:.2f}% ± {a['drop_uncertainty_pct']:.2f}%"))
+    rows.append(("accuracy proxy loss", f"{a['proxy_loss']:.4f} ± {a['proxy_loss_uncertainty']:.4f} nats/token (proxy)"))
+    if a.get("note"):
+        rows.append(("accuracy note", f"[yellow]{a['note']}[/yellow]"))
+    return rows
 
 
 def _error_rows(err: dict | None, calibration: str | None) -> list[tuple[str, str]]:
@@ -214,6 +236,9 @@ def pareto(
     max_num_tokens: Optional[int] = O_MNT,
     min_tps_user: Optional[float] = typer.Option(None, "--min-tps-user", help="SLO: minimum tokens/s per user."),
     max_ttft_ms: Optional[float] = typer.Option(None, "--max-ttft-ms", help="SLO: maximum TTFT in ms."),
+    max_accuracy_drop: Optional[float] = typer.Option(None, "--max-accuracy-drop",
+                                                      help="Keep precisions within this accuracy drop (percent) of the model's best precision "
+                                                           "(published pairs, else the proxy; unknown drops are left out)."),
     out: Optional[str] = typer.Option(None, "--out", help="Folder for frontier.csv, frontier.png and report.html."),
     csv_path: Optional[str] = typer.Option(None, "--csv"), plot_path: Optional[str] = typer.Option(None, "--plot", help=".png or .svg"),
     html_path: Optional[str] = typer.Option(None, "--html"),
@@ -239,6 +264,8 @@ def pareto(
         raise InputError("gpus", gpus_, "a positive integer or a range like 8-72") from None
     if max_num_tokens is not None and max_num_tokens < 1:
         raise InputError("max_num_tokens", max_num_tokens, "a positive integer")
+    if max_accuracy_drop is not None and not (max_accuracy_drop >= 0 and max_accuracy_drop < float("inf")):
+        raise InputError("max_accuracy_drop", max_accuracy_drop, "a finite percentage >= 0")
     model_refs = [m for m in model.split(",") if m]
     gpu_refs = [g for g in gpu.split(",") if g]
     if isl < 1 or osl < 1:
@@ -268,7 +295,8 @@ def pareto(
                 space = SearchSpace(n_gpus, _ints(tp), _ints(pp), _ints(ep), _ints(moe_tp), _ints(attention_dp), _ints(kvp),
                                     instance_gpus=inst, precisions=parse_precisions(weight_dtype, activation_dtype, kv_dtype, m, g),
                                     spec=sd, spec_ks=ks)
-                r = search(m, g, cal, space, isl, osl, backend, max_num_tokens, min_tps_user, max_ttft_ms, progress=cb)
+                r = search(m, g, cal, space, isl, osl, backend, max_num_tokens, min_tps_user, max_ttft_ms, progress=cb,
+                           max_accuracy_drop=max_accuracy_drop)
                 i = len(results)
                 for j, p in enumerate(r["frontier"]):
                     breakdowns[f"{i}:{j}"] = point_breakdown(m, g, cal, p["deployment"], isl, osl, backend, sd, max_num_tokens)
@@ -304,15 +332,17 @@ def pareto(
         mode = " disaggregated" if r.get("mode") == "disaggregated" else ""
         t = _table(f"Pareto frontier{mode}: {r['model']} on {r['num_gpus']}x {r['gpu']}, ISL/OSL {isl}/{osl} "
                    f"({r['evaluated']:,} deployments in {r['seconds']:.2f} s)",
-                   "tok/s/user:n tok/s/GPU:n TTFT:n TPOT:n plan:t x:n batch:n W/KV:t spec:k",
-                   "TTFT, TPOT: ms. x: instances of the plan. batch: requests per instance. W/KV: weight / KV-cache precision.")
+                   "tok/s/user:n tok/s/GPU:n TTFT:n TPOT:n plan:t x:n batch:n W/KV:t spec:k accuracy:t",
+                   "TTFT, TPOT: ms. x: instances of the plan. batch: requests per instance. W/KV: weight / KV-cache precision. "
+                   "accuracy: a published score and the drop against the model's best precision, or the proxy's drop (± 1 sigma), "
+                   "or none where no source knows it.")
         fr = r["frontier"]
         step = max(1, len(fr) // 24)
         for p in fr[::step]:
             d = p["deployment"]
             t.add_row(f"{p['tok_s_per_user']:.1f}", f"{p['output_tok_s_per_gpu']:.0f}", f"{p['ttft_ms']:.0f}", f"{p['tpot_ms']:.2f}",
                       d["plan"], str(d["replicas"]), str(d["concurrency_per_instance"]), f"{d['weight_dtype']}/{d['kv_dtype']}",
-                      f"{d['spec']} k={d['draft_len']}" if d["spec"] else "-")
+                      f"{d['spec']} k={d['draft_len']}" if d["spec"] else "-", (p.get("accuracy") or {}).get("short", "none"))
         con.print(t)
         if not fr:
             con.print("[yellow]no deployment meets the SLO filters[/yellow]")
@@ -322,7 +352,7 @@ def pareto(
 
 
 # registered after the commands above, so `--help` lists them in workflow order
-from llm_codesign.cli import accuracy, design, disagg  # noqa: E402, F401, I001
+from llm_codesign.cli import accuracy, compare, design, disagg  # noqa: E402, F401, I001
 
 
 def main() -> None:

@@ -90,7 +90,7 @@ def design(
     from llm_codesign.explore.design import Slo, design_nsga2, hf_config, to_model
     from llm_codesign.explore.design import design as run
     from llm_codesign.explore.lint import lint as lint_run
-    from llm_codesign.explore.quality import model_loss
+    from llm_codesign.explore.accuracy_model import model_loss
 
     g = _gpu(gpu)
     for name, p in (("export", export), ("plot", plot_path)):

@@ -11,7 +11,7 @@ import numpy as np
 
 from llm_codesign.cost.calibration import Calibration
 from llm_codesign.errors import InputError
-from llm_codesign.explore import quality
+from llm_codesign.explore import accuracy_model, quality
 from llm_codesign.explore.search import BATCHES, divisors
 from llm_codesign.serve.aggregated import evaluate
 from llm_codesign.spec.hardware import Gpu
@@ -148,7 +148,7 @@ def design(params: float, gpu: Gpu, cal: Calibration, num_gpus: int, slo: Slo, b
     vocab = baseline.vocab if baseline else 128256
     cand = candidates(params, moe, budget_tol, vocab, max_candidates)
     plan, inst = _plans(num_gpus, moe, gpu, slo.regime == "long-context")
-    bq = quality.model_loss(baseline, prec.weight.name, qc) if baseline is not None else None
+    bq = accuracy_model.model_loss(baseline, prec.weight.name, qc) if baseline is not None else None
     cand, q, obj, bplan, bbatch, evaluated = evaluate_shapes(cand, gpu, cal, prec, plan, inst, slo, vocab, moe, backend, qc, bq,
                                                              quality_tol, progress, chunk)
     if not len(q):
@@ -160,7 +160,8 @@ def design(params: float, gpu: Gpu, cal: Calibration, num_gpus: int, slo: Slo, b
 
 def evaluate_shapes(cand: dict, gpu, cal, prec, plan, inst, slo, vocab, moe, backend, qc, bq, quality_tol, progress=None, chunk=16):
     """Quality filter, then the SLO objective of every remaining shape over every deployment."""
-    q = quality.loss(cand["total_params"], cand["active_params"], cand["hidden"], cand["layers"], prec.weight.name, qc)
+    # the same accuracy proxy as estimate/pareto/lint: fewer KV heads and coarser experts cost accuracy here
+    q = accuracy_model.shape_loss(cand, prec.weight.name, qc)
     keep = q <= bq * (1 + quality_tol) if bq is not None else np.ones(len(q), dtype=bool)
     cand = {k: v[keep] for k, v in cand.items()}
     q = q[keep]
@@ -233,7 +234,7 @@ def design_nsga2(params: float, gpu: Gpu, cal: Calibration, num_gpus: int, slo: 
     prec = prec or (baseline.default_precision if baseline else Precision.of("bf16"))
     qc = quality.constants(quality_file)
     vocab = baseline.vocab if baseline else 128256
-    bq = quality.model_loss(baseline, prec.weight.name, qc) if baseline is not None else None
+    bq = accuracy_model.model_loss(baseline, prec.weight.name, qc) if baseline is not None else None
     plan, inst = _plans(num_gpus, moe, gpu, slo.regime == "long-context")
     seen: dict[tuple, tuple] = {}
 
@@ -254,7 +255,7 @@ def design_nsga2(params: float, gpu: Gpu, cal: Calibration, num_gpus: int, slo: 
         row[1] = int(np.clip(round((params - 2 * vocab * h) / max(per_layer, 1.0) / 2) * 2, 2, 400))
         row = tuple(row)
         c = shapes(np.asarray([row], dtype=np.int64), vocab)
-        ql = float(quality.loss(c["total_params"], c["active_params"], c["hidden"], c["layers"], prec.weight.name, qc)[0])
+        ql = float(accuracy_model.shape_loss(c, prec.weight.name, qc)[0])
         # constraints <= 0 are feasible: budget, quality, a well-formed head layout
         cons = [abs(float(c["total_params"][0]) / params - 1) - budget_tol,
                 (ql / bq - 1 - quality_tol) if bq is not None else -1.0, 0.0 if _well_formed(c)[0] else 1.0]

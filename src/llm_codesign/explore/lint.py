@@ -175,6 +175,9 @@ def _r2(model, gpu, cal, prec, sh, b, tp):
     return out
 
 
+R3_ACCURACY_TOL_PCT = 0.2  # design's default --quality-tol (0.002), in percent of the proxy loss
+
+
 def _r3(model, gpu, cal, prec, tp):
     L, h = model.num_layers, model.hidden
     aspect = h / L
@@ -210,11 +213,24 @@ def _r3(model, gpu, cal, prec, tp):
     halves = sum(n * ((layer.attn.kind != "none") + (layer.ffn.kind != "none")) for layer, n in model.groups)
     floor = halves * float(cost.collective_time("all_reduce", h * 2.0, tp, gpu, cal)) + L * 6 * cal.gemm_overhead("bf16")
     gain = 100.0 * (t0 / t1 - 1.0)
+    # the same accuracy proxy as design: wider stops paying where the aspect-ratio (and head-count) cost to
+    # accuracy exceeds design's default tolerance (0.2% of the proxy loss)
+    from llm_codesign.explore.accuracy_model import model_loss
+
+    q0, q1 = model_loss(model, prec.weight.name), model_loss(wide, prec.weight.name)
+    dq = 100.0 * (q1 / q0 - 1.0)
+    acc = f"; accuracy proxy {dq:+.2f}% loss"
+    if dq > R3_ACCURACY_TOL_PCT:
+        if gain <= 0:
+            return []
+        return [Finding("R3", "info", "layers", f"{L} layers x hidden {h} (aspect {aspect:.0f}): a wider variant would be {gain:.1f}% faster "
+                        f"but costs accuracy (proxy loss {dq:+.2f}%, beyond {R3_ACCURACY_TOL_PCT}%)", 0.0,
+                        "keep the depth: at this aspect ratio depth buys accuracy the speed-up does not repay")]
     sev = "warning" if gain > 10 else "info"
     return [Finding("R3", sev, "layers", f"{L} layers x hidden {h} (aspect {aspect:.0f}): depth alone costs ~{floor * 1e3:.2f} ms per token "
                     f"(kernel launches + {halves} all-reduces at TP{tp}); TPOT at batch 1 {t0 * 1e3:.2f} ms",
                     gain, f"{sum(n for _, n in wide.groups)} layers x hidden {h2} ({wide.total_params / 1e9:.1f}B vs {model.total_params / 1e9:.1f}B params): "
-                    f"TPOT {t1 * 1e3:.2f} ms ({gain:+.1f}%) on {gpu.name} TP{tp}")]
+                    f"TPOT {t1 * 1e3:.2f} ms ({gain:+.1f}%) on {gpu.name} TP{tp}{acc}")]
 
 
 def _r4(model):

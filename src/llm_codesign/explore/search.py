@@ -116,11 +116,22 @@ def pareto_mask(x, y) -> np.ndarray:
 
 def search(model: ModelSpec, gpu: Gpu, cal: Calibration, space: SearchSpace, isl: int, osl: int,
            backend: str = "trtllm", max_num_tokens: int | None = None, min_tps_user: float | None = None,
-           max_ttft_ms: float | None = None, progress=None) -> dict:
-    """Evaluate the whole space; return the frontier with each point's deployment and the cloud."""
+           max_ttft_ms: float | None = None, progress=None, max_accuracy_drop: float | None = None) -> dict:
+    """Evaluate the whole space; return the frontier with each point's deployment, accuracy and the cloud.
+    max_accuracy_drop (percent, against the model's best precision) keeps only the precisions known to be within it."""
+    from llm_codesign.explore.accuracy_model import accuracy_of, point_accuracy
+
     t0 = time.perf_counter()
     plan, inst = plans(model, gpu, space)
     precs = space.precisions or default_precisions(model, gpu)
+    accs = [accuracy_of(model, p) for p in precs]
+    if max_accuracy_drop is not None:
+        keep = [i for i, a in enumerate(accs) if a["relative_drop_pct"] is not None and a["relative_drop_pct"] <= max_accuracy_drop]
+        if not keep:
+            known = ", ".join(f"{p.weight.name}: " + ("unknown" if a["relative_drop_pct"] is None else f"{a['relative_drop_pct']:.2f}%")
+                              for p, a in zip(precs, accs, strict=True))
+            raise InputError("max_accuracy_drop", max_accuracy_drop, f"a drop that admits one precision of {model.name} ({known})")
+        precs, accs = tuple(precs[i] for i in keep), [accs[i] for i in keep]
     ks = np.asarray(space.spec_ks if space.spec is not None else (0,), dtype=np.int64)
     batches = np.asarray(space.batches, dtype=np.int64)
     P, B, K = len(inst), len(batches), len(ks)
@@ -165,7 +176,8 @@ def search(model: ModelSpec, gpu: Gpu, cal: Calibration, space: SearchSpace, isl
                "weight_dtype": prec.weight.name, "activation_dtype": prec.activation.name, "kv_dtype": prec.kv.name,
                "spec": (space.spec.method if space.spec and k else None), "draft_len": k}
         return {"tok_s_per_user": float(c["tok_s_per_user"][j]), "output_tok_s_per_gpu": float(c["output_tok_s_per_gpu"][j]),
-                "ttft_ms": float(c["ttft_ms"][j]), "tpot_ms": float(c["tpot_ms"][j]), "deployment": dep}
+                "ttft_ms": float(c["ttft_ms"][j]), "tpot_ms": float(c["tpot_ms"][j]), "deployment": dep,
+                "accuracy": point_accuracy(accs[int(c["prec"][j])])}
 
     return {
         "model": model.name, "gpu": gpu.id, "num_gpus": space.num_gpus, "isl": isl, "osl": osl, "backend": backend,

@@ -13,7 +13,17 @@ from pathlib import Path
 from llm_codesign.errors import InputError
 
 FIELDS = ("model", "gpu", "tok_s_per_user", "output_tok_s_per_gpu", "ttft_ms", "tpot_ms", "plan", "instance_gpus",
-          "replicas", "concurrency_per_instance", "weight_dtype", "activation_dtype", "kv_dtype", "spec", "draft_len")
+          "replicas", "concurrency_per_instance", "weight_dtype", "activation_dtype", "kv_dtype", "spec", "draft_len",
+          "accuracy_source", "accuracy_drop_pct", "accuracy")
+_DEP_FIELDS = FIELDS[6:15]
+
+
+def _accuracy_cells(p: dict) -> dict:
+    """A point's accuracy (explore.accuracy_model.point_accuracy) as CSV cells; a point without one says none."""
+    a = p.get("accuracy") or {}
+    drop = a.get("relative_drop_pct")
+    return {"accuracy_source": a.get("source", "none"), "accuracy_drop_pct": "" if drop is None else round(drop, 3),
+            "accuracy": a.get("short", "none")}
 
 
 def frontier_rows(results: list[dict]) -> list[dict]:
@@ -22,7 +32,7 @@ def frontier_rows(results: list[dict]) -> list[dict]:
         for p in r["frontier"]:
             d = p["deployment"]
             rows.append({"model": r["model"], "gpu": r["gpu"], **{k: p[k] for k in ("tok_s_per_user", "output_tok_s_per_gpu", "ttft_ms", "tpot_ms")},
-                         **{k: d[k] for k in FIELDS[6:]}})
+                         **{k: d[k] for k in _DEP_FIELDS}, **_accuracy_cells(p)})
     return rows
 
 
@@ -132,7 +142,8 @@ def write_html(results: list[dict], breakdowns: dict, path: str | Path, errors: 
         hover = [f"{p['deployment']['plan']} x{p['deployment']['replicas']}<br>batch {p['deployment']['concurrency_per_instance']}"
                  f"<br>{p['deployment']['weight_dtype']}/{p['deployment']['kv_dtype']}"
                  f"{'<br>' + str(p['deployment']['spec']) + ' k=' + str(p['deployment']['draft_len']) if p['deployment']['spec'] else ''}"
-                 f"<br>TTFT {p['ttft_ms']:.0f} ms, TPOT {p['tpot_ms']:.2f} ms" for p in r["frontier"]]
+                 f"<br>TTFT {p['ttft_ms']:.0f} ms, TPOT {p['tpot_ms']:.2f} ms"
+                 f"<br>accuracy {html.escape(_accuracy_cells(p)['accuracy'])} ({_accuracy_cells(p)['accuracy_source']})" for p in r["frontier"]]
         fig.add_trace(go.Scatter(x=[p["tok_s_per_user"] for p in r["frontier"]], y=[p["output_tok_s_per_gpu"] for p in r["frontier"]],
                                  mode="lines+markers", name=_label(r, many), text=hover, customdata=[[i, j] for j in range(len(r["frontier"]))],
                                  hovertemplate="%{text}<br>%{x:.1f} tok/s/user, %{y:.0f} tok/s/GPU<extra></extra>"))

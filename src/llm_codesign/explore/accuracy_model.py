@@ -1,0 +1,289 @@
+"""Accuracy, the third dimension: published scores of real checkpoints where they exist, a proxy elsewhere.
+
+Published rows (data/accuracy/published.toml) give benchmark scores per checkpoint and precision; a precision's
+drop against the model's own best precision is taken from them when both were measured on the same benchmark and
+setting. Otherwise the proxy answers: the cited scaling-law loss of explore/quality.py with architecture terms
+(GQA/MQA sharing, MLA, MoE granularity, hybrid recurrent mixers, sliding windows, head size) as multipliers on the
+effective parameter count, and per-format precision drops computed from the published pairs. Every constant lives
+in data/accuracy/proxy.toml (overridable) and every answer says whether it is `published`, `proxy` or `none`.
+"""
+from __future__ import annotations
+
+import math
+import tomllib
+from functools import lru_cache
+from importlib import resources
+
+import numpy as np
+
+from llm_codesign.errors import InputError, read_toml
+from llm_codesign.explore import quality
+
+
+def _read(name: str) -> dict:
+    return tomllib.loads(resources.files("llm_codesign").joinpath(f"data/accuracy/{name}").read_text())
+
+
+@lru_cache(maxsize=1)
+def published() -> dict:
+    return _read("published.toml")
+
+
+def proxy_constants(override: str | None = None) -> dict:
+    """Proxy terms, with a user's TOML of the same sections and keys laid over them."""
+    doc = _read("proxy.toml")
+    if override:
+        user = read_toml(override, "accuracy_proxy", "an accuracy-proxy constants")
+        for sec, vals in user.items():
+            if sec not in doc or not isinstance(vals, dict):
+                raise InputError(f"accuracy_proxy.{sec}", vals, "one of the sections " + ", ".join(doc))
+            for k, v in vals.items():
+                if k not in doc[sec]:
+                    raise InputError(f"accuracy_proxy.{sec}.{k}", v, "one of " + ", ".join(doc[sec]))
+                if not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v):
+                    raise InputError(f"accuracy_proxy.{sec}.{k}", v, "a finite number")
+                doc[sec][k] = float(v)
+    return doc
+
+
+def base_name(name: str) -> str:
+    """The model whose published rows a registry entry shares (its re-packagings map to the original)."""
+    key = str(name).lower()
+    return published()["aliases"].get(key, key)
+
+
+# ---------------------------------------------------------------------------------------------
+# Proxy: loss with architecture terms
+
+
+def ln_multiplier(*, kv_ratio=1.0, gqa_fraction=1.0, mla_fraction=0.0, granularity=None, recurrent_fraction=0.0,
+                  attention_fraction=1.0, window_fraction=0.0, head_dim=128, pc: dict | None = None):
+    """ln of the effective-parameter multiplier of the architecture terms and its 1-sigma spread (broadcasts)."""
+    pc = pc or proxy_constants()
+    kv, mla, gr, hy, win, hd = (pc[k] for k in ("kv_sharing", "mla", "granularity", "hybrid", "window", "head_dim"))
+    log2r = np.log2(np.maximum(np.asarray(kv_ratio, float), 1.0))
+    gqa = np.asarray(gqa_fraction, float)
+    ln_m = -kv["coeff"] * log2r * gqa
+    var = (kv["sigma"] * log2r * gqa) ** 2
+    mla_f = np.asarray(mla_fraction, float)
+    ln_m = ln_m + mla["ln_mult"] * mla_f
+    var = var + (mla["sigma"] * mla_f) ** 2
+    if granularity is not None:
+        G = np.maximum(np.asarray(granularity, float), gr["min_granularity"])
+        moe = np.asarray(granularity, float) > 0
+        ln_g = -np.log((gr["g"] / G ** gr["gamma"] + gr["a"]) / (gr["g"] + gr["a"])) / gr["alpha"]
+        ln_m = ln_m + np.where(moe, ln_g, 0.0)
+        var = var + np.where(moe, gr["sigma"] ** 2, 0.0)
+    rec = np.asarray(recurrent_fraction, float)
+    att = np.asarray(attention_fraction, float)
+    hybrid = (rec > 0) & (att > 0)
+    ln_m = ln_m + np.where(hybrid, hy["ln_mult"] * np.minimum(rec / hy["reference_fraction"], 1.0), 0.0)
+    var = var + np.where(hybrid, hy["sigma"] ** 2, np.where(rec > 0, hy["pure_recurrent_sigma"] ** 2, 0.0))
+    wf = np.asarray(window_fraction, float)
+    ln_m = ln_m + win["ln_mult_per_fraction"] * wf
+    var = var + (win["sigma"] * wf) ** 2
+    d = np.asarray(head_dim, float)
+    ln_m = ln_m + np.where((d < hd["low"]) | (d > hd["high"]), hd["ln_mult_outside"], 0.0)
+    return ln_m, np.sqrt(var)
+
+
+def loss(total_params, active_params, hidden, layers, weight_dtype: str = "bf16", *, tokens=None, c: dict | None = None,
+         pc: dict | None = None, with_sigma: bool = False, **arch):
+    """Proxy loss (nats/token, lower is better): quality.loss's Chinchilla + MoE + aspect + precision terms with the
+    architecture multiplier (ln_multiplier keywords) on the effective parameter count. Broadcasts."""
+    c = c or quality.constants()
+    s, m = c["scaling"], c["moe"]
+    ln_m, sig = ln_multiplier(pc=pc, **arch)
+    n_act, n_tot = np.asarray(active_params, float), np.asarray(total_params, float)
+    n_eff = n_act ** (1 - m["total_weight"]) * n_tot ** m["total_weight"] * np.exp(ln_m)
+    D = s["tokens"] if tokens is None else np.asarray(tokens, float)
+    param_term = s["A"] / n_eff ** s["alpha"]
+    # the aspect-ratio and precision terms of quality.loss, reused (it adds its own base, subtracted here)
+    rest = quality.loss(total_params, active_params, hidden, layers, weight_dtype, c)
+    base = s["E"] + s["A"] / (n_act ** (1 - m["total_weight"]) * n_tot ** m["total_weight"]) ** s["alpha"] + s["B"] / s["tokens"] ** s["beta"]
+    out = s["E"] + param_term + s["B"] / D ** s["beta"] + (rest - base)
+    if with_sigma:
+        return out, s["alpha"] * param_term * sig
+    return out
+
+
+def model_features(model) -> dict:
+    """The proxy's architecture keywords for a ModelSpec (layer-count weighted over its layer groups)."""
+    mixers = gqa = mla = rec = win = 0
+    log2r = 0.0
+    hd_sum = 0.0
+    gran = None
+    for layer, n in model.groups:
+        a, f = layer.attn, layer.ffn
+        if a.kind != "none":
+            mixers += n
+        if a.kind == "gqa":
+            gqa += n
+            log2r += n * math.log2(max(a.heads / max(a.kv_heads, 1), 1.0))
+            hd_sum += n * a.head_dim
+            win += n if a.window else 0
+        elif a.kind == "mla":
+            mla += n
+            hd_sum += n * a.head_dim
+        elif a.recurrent:
+            rec += n
+        if f.kind == "moe" and f.expert_inter:
+            pc = proxy_constants()["granularity"]
+            ratio = pc["ffn_ratio_gated"] if f.gated else pc["ffn_ratio"]
+            gran = ratio * model.hidden / f.expert_inter
+    mixers = max(mixers, 1)
+    attn = gqa + mla
+    return {"kv_ratio": 2.0 ** (log2r / gqa) if gqa else 1.0, "gqa_fraction": gqa / mixers, "mla_fraction": mla / mixers,
+            "granularity": gran, "recurrent_fraction": rec / mixers, "attention_fraction": attn / mixers,
+            "window_fraction": win / mixers, "head_dim": hd_sum / attn if attn else 128.0}
+
+
+def tokens_of(name: str) -> float | None:
+    t = published()["tokens"].get(base_name(name))
+    return float(t["tokens"]) if t else None
+
+
+def model_loss(model, weight_dtype: str | None = None, c: dict | None = None, pc: dict | None = None,
+               known_tokens: bool = False, with_sigma: bool = False):
+    """Proxy loss of a ModelSpec; known_tokens uses the developer's stated training tokens where published."""
+    f = model_features(model)
+    tok = tokens_of(model.name) if known_tokens else None
+    r = loss(model.total_params, model.active_params, model.hidden, model.num_layers,
+             weight_dtype or model.default_precision.weight.name, tokens=tok, c=c, pc=pc, with_sigma=with_sigma, **f)
+    return (float(r[0]), float(r[1])) if with_sigma else float(r)
+
+
+def shape_loss(cand: dict, weight_dtype: str, c: dict | None = None, pc: dict | None = None):
+    """Proxy loss of explore.design candidate arrays (GQA attention, gated FFN or experts)."""
+    pc = pc or proxy_constants()
+    moe = np.asarray(cand["experts"]) > 0
+    ei = np.maximum(np.asarray(cand["expert_inter"], float), 1.0)
+    gran = np.where(moe, pc["granularity"]["ffn_ratio_gated"] * np.asarray(cand["hidden"], float) / ei, 0.0)
+    return loss(cand["total_params"], cand["active_params"], cand["hidden"], cand["layers"], weight_dtype, c=c, pc=pc,
+                kv_ratio=np.asarray(cand["heads"], float) / np.asarray(cand["kv_heads"], float),
+                granularity=gran, head_dim=cand["head_dim"])
+
+
+# ---------------------------------------------------------------------------------------------
+# Published scores and precision drops
+
+
+def rows_of(name: str) -> list[dict]:
+    b = base_name(name)
+    return [r for r in published()["score"] if r["model"] == b]
+
+
+def _pair_drops(lo: list[dict], hi: list[dict]) -> list[float]:
+    """Per-benchmark relative drops (percent) of rows `lo` against rows `hi` on the same benchmark and setting."""
+    ref = {(r["setting"], k): v for r in hi for k, v in r["scores"].items()}
+    return [100.0 * (ref[(r["setting"], k)] - v) / ref[(r["setting"], k)]
+            for r in lo for k, v in r["scores"].items() if (r["setting"], k) in ref and ref[(r["setting"], k)] > 0]
+
+
+def _cls(fmt: str, pc: dict) -> str:
+    return pc["precision"]["same_as"].get(fmt, fmt)
+
+
+@lru_cache(maxsize=8)
+def _format_drops(override: str | None) -> dict:
+    pc = proxy_constants(override)
+    by_model: dict[str, dict[str, list[dict]]] = {}
+    for r in published()["score"]:
+        by_model.setdefault(r["model"], {}).setdefault(_cls(r["precision"], pc), []).append(r)
+    pairs: dict[tuple[str, str], list[tuple[str, float]]] = {}
+    for model, per in by_model.items():
+        for hi, lo in (("bf16", "fp8"), ("bf16", "nvfp4"), ("fp8", "nvfp4"), ("bf16", "mxfp4"), ("bf16", "int4")):
+            if hi in per and lo in per:
+                d = _pair_drops(per[lo], per[hi])
+                if d:
+                    pairs.setdefault((hi, lo), []).append((model, float(np.mean(d))))
+    out = {"bf16": {"drop_pct": 0.0, "sigma_pct": 0.0, "basis": ["reference"]}}
+    fp8 = [v for _, v in pairs.get(("bf16", "fp8"), [])]
+    if fp8:
+        out["fp8"] = {"drop_pct": float(np.mean(fp8)), "sigma_pct": float(np.std(fp8)),
+                      "basis": [f"{m}: {v:.2f}% vs bf16" for m, v in pairs[("bf16", "fp8")]]}
+    for lo in ("nvfp4", "mxfp4", "int4"):
+        est = [(m, v) for m, v in pairs.get(("bf16", lo), [])]
+        if "fp8" in out:
+            est += [(m, out["fp8"]["drop_pct"] + v) for m, v in pairs.get(("fp8", lo), [])]
+        if est:
+            vals = [v for _, v in est]
+            out[lo] = {"drop_pct": float(np.mean(vals)), "sigma_pct": float(np.std(vals)),
+                       "basis": [f"{m}: {v:.2f}% vs bf16" for m, v in est]}
+    return out
+
+
+def format_drops(override: str | None = None) -> dict:
+    """Relative accuracy drop (percent, vs BF16) per weight-format class, from the published pairs: per model the
+    mean over shared benchmarks, then the mean over models; sigma is the spread between models."""
+    return _format_drops(override)
+
+
+def reference_precision(model) -> str:
+    """The model's own best precision: its base checkpoint's native weight format."""
+    from llm_codesign.spec.registry import get_model
+
+    b = base_name(model.name)
+    if b != model.name.lower():
+        try:
+            return get_model(b).default_precision.weight.name
+        except InputError:
+            pass
+    return model.default_precision.weight.name
+
+
+def accuracy_of(model, precision=None, *, pc_override: str | None = None) -> dict:
+    """Accuracy of `model` at `precision` (a Precision or a weight-format name): published scores where they exist,
+    the drop against the model's best precision (published pairs, else the proxy's format drops), the proxy loss,
+    and `source` = published | proxy | none."""
+    pc = proxy_constants(pc_override)
+    fmt = precision.weight.name if hasattr(precision, "weight") else str(precision or model.default_precision.weight.name)
+    ref = reference_precision(model)
+    rows = rows_of(model.name)
+    here = [r for r in rows if r["precision"] == fmt]
+    drop = sigma = None
+    drop_source = None
+    basis = ""
+    if _cls(fmt, pc) == _cls(ref, pc) and (fmt == ref or not here):
+        drop, sigma, drop_source, basis = 0.0, 0.0, "reference", f"{fmt} is this model's reference precision"
+    else:
+        d = _pair_drops(here, [r for r in rows if r["precision"] == ref]) if here else []
+        if d:
+            drop, sigma, drop_source = float(np.mean(d)), float(np.std(d)), "published"
+            basis = f"mean over {len(d)} published benchmark(s) against {ref}"
+        else:
+            fd = format_drops(pc_override)
+            a, b = fd.get(_cls(fmt, pc)), fd.get(_cls(ref, pc))
+            if a is not None and b is not None:
+                drop = max(a["drop_pct"] - b["drop_pct"], 0.0)
+                sigma = math.hypot(a["sigma_pct"], b["sigma_pct"])
+                drop_source = "proxy"
+                basis = f"published format drops: {fmt} {a['drop_pct']:.2f}% and {ref} {b['drop_pct']:.2f}% vs bf16"
+    loss_v, loss_s = model_loss(model, fmt, pc=pc, known_tokens=True, with_sigma=True)
+    source = "published" if here else ("proxy" if drop is not None else "none")
+    scores = [{"benchmark": k, "score": v, "setting": r["setting"], "checkpoint": r["checkpoint"], "source": r["source"],
+               "url": r["url"]} for r in here for k, v in r["scores"].items()]
+    if source == "published":
+        s0 = scores[0]
+        short = f"{s0['benchmark']} {s0['score']:g}" + (f", -{drop:.1f}%" if drop else "")
+    elif source == "proxy" and drop_source == "reference":
+        short = "best precision (proxy)"
+    elif source == "proxy":
+        short = f"-{drop:.1f}±{sigma:.1f}% (proxy)"
+    else:
+        short = "none"
+    out = {"source": source, "precision": fmt, "reference_precision": ref, "scores": scores,
+           "relative_drop_pct": drop, "drop_uncertainty_pct": sigma, "drop_source": drop_source, "drop_basis": basis,
+           "proxy_loss": loss_v, "proxy_loss_uncertainty": loss_s, "short": short}
+    if source == "none":
+        out["note"] = (f"no accuracy source for {model.name} at {fmt}: no published score and no published precision "
+                       f"delta from {ref} to {fmt}; the proxy loss covers the architecture only")
+    elif source == "proxy" and not rows:
+        out["note"] = f"no published score for {model.name}; the drop is the proxy's (published format deltas)"
+    return out
+
+
+def point_accuracy(acc: dict) -> dict:
+    """The compact form a frontier point carries."""
+    return {k: acc[k] for k in ("source", "relative_drop_pct", "drop_uncertainty_pct", "reference_precision", "short")} | (
+        {"benchmark": acc["scores"][0]["benchmark"], "score": acc["scores"][0]["score"]} if acc["scores"] else {})
