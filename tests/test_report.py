@@ -16,7 +16,7 @@ def result():
     m, g = get_model("llama-3.1-8b"), get_gpu("h100")
     cal = calibration_for(g)
     r = search(m, g, cal, SearchSpace(4), 512, 256)
-    bd = {f"0:{j}": point_breakdown(m, g, cal, p["deployment"], 512, 256, "trtllm", None, 8192) for j, p in enumerate(r["frontier"])}
+    bd = {f"0:{j}": point_breakdown(m, cal, p["deployment"], 512, 256, gpu=g) for j, p in enumerate(r["frontier"])}
     return r, bd
 
 

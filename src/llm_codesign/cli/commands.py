@@ -10,6 +10,7 @@ from typing import Optional
 import typer
 
 from llm_codesign.cli.common import (
+    MAX_CONCURRENCY,
     O_A,
     O_ACC,
     O_ADP,
@@ -43,6 +44,7 @@ from llm_codesign.cli.common import (
     _spec,
     _table,
     app,
+    check_search_size,
 )
 from llm_codesign.errors import InputError
 
@@ -118,7 +120,9 @@ def roofline(
                "operator:t n:n FLOPs:n bytes:n FLOP/B:n bound:n us:n %pk:n",
                f"n: layers running the operator. FLOP/B: arithmetic intensity, against the ridge point (peak FLOP/s "
                f"over bandwidth at the operator's precision: {', '.join(map(str, ridges))} FLOP/B here). "
-               "us: time of all n per step. %pk: share of peak FLOP/s.")
+               "us: time of all n per step. %pk: share of peak FLOP/s."
+               + (" *: the kernel's own rates (tiles, waves, efficiency) bind the other side of the ridge "
+                  "(its ridge: kernel_ridge_point in --json)." if any(o.get("kernel_ridge_point") for o in r["ops"]) else ""))
     for o in r["ops"]:
         t.add_row(o["name"], f"{o['layers']:.0f}", _fmt(o["flops"]), _fmt(o["bytes"], "B"), f"{o['intensity']:.1f}",
                   o["bound"], f"{o['time_s'] * 1e6:.1f}", f"{o['pct_of_peak']:.1f}")
@@ -136,7 +140,8 @@ def estimate(
     attention_dp: Optional[int] = O_ADP, kvp: Optional[int] = O_KVP,
     weight_dtype: Optional[str] = O_W, activation_dtype: Optional[str] = O_A, kv_dtype: Optional[str] = O_KV,
     isl: int = O_ISL, osl: int = O_OSL,
-    concurrency: Optional[int] = typer.Option(None, "--concurrency", help="Requests in flight (omit: offline max throughput)."),
+    concurrency: Optional[int] = typer.Option(None, "--concurrency", min=1, max=MAX_CONCURRENCY,
+                                              help="Requests in flight (omit: offline max throughput)."),
     backend: str = O_BACKEND, spec: Optional[str] = O_SPEC, draft_len: Optional[int] = O_K,
     acceptance: Optional[float] = O_ACC, acceptance_rates: Optional[str] = O_RATES, draft_model: Optional[str] = O_DRAFT,
     max_num_tokens: Optional[int] = O_MNT, cpp: bool = typer.Option(False, "--cpp", help="Chunked pipeline parallelism for prefill."),
@@ -144,20 +149,17 @@ def estimate(
     as_json: bool = typer.Option(False, "--json"),
 ):
     """What one deployment delivers: TTFT, TPOT, tok/s/user, tok/s/GPU, memory, bottlenecks."""
-    from llm_codesign.cost.calibration import calibration_for
-    from llm_codesign.measure.accuracy import expected_error
-    from llm_codesign.serve.estimate import estimate as run
+    from llm_codesign.api import estimate as run
+    from llm_codesign.spec.plan import Workload
 
     m = _model(model)
     dep = _deployment(m, gpu, gpus_, tp, pp, ep, moe_tp, attention_dp, kvp, weight_dtype, activation_dtype, kv_dtype,
                       backend, spec, draft_len, acceptance, acceptance_rates, draft_model, max_num_tokens, cpp)
-    r = run(m, dep, calibration_for(dep.gpu, calibration), isl, osl, concurrency, breakdown)
+    r = run(m, dep, Workload(isl=isl, osl=osl, concurrency=concurrency), calibration=calibration, breakdown=breakdown)
     if "accuracy" not in r:  # the third dimension: published where known, else the proxy (explore.accuracy_model)
         from llm_codesign.explore.accuracy_model import accuracy_of
 
         r["accuracy"] = accuracy_of(m, dep.precision)
-    # the bundled profile's measured error on runs like this one; a custom profile's is the user's to measure
-    r["expected_error"] = None if calibration else expected_error(dep.gpu, dep.backend, concurrency, dep.spec is not None, model=m.name)
     if as_json:
         return _dump(r)
     from rich.table import Table
@@ -231,7 +233,7 @@ def pareto(
     attention_dp: Optional[int] = O_ADP, kvp: Optional[int] = O_KVP,
     weight_dtype: Optional[str] = O_W, activation_dtype: Optional[str] = O_A, kv_dtype: Optional[str] = O_KV,
     isl: int = O_ISL, osl: int = O_OSL, backend: str = O_BACKEND,
-    spec: Optional[str] = O_SPEC, draft_len: Optional[int] = typer.Option(None, "--draft-len", help="Fix k (default: sweep 1..5)."),
+    spec: Optional[str] = O_SPEC, draft_len: Optional[int] = typer.Option(None, "--draft-len", min=1, max=16, help="Fix k (default: sweep 1..5)."),
     acceptance: Optional[float] = O_ACC, acceptance_rates: Optional[str] = O_RATES, draft_model: Optional[str] = O_DRAFT,
     max_num_tokens: Optional[int] = O_MNT,
     min_tps_user: Optional[float] = typer.Option(None, "--min-tps-user", help="SLO: minimum tokens/s per user."),
@@ -250,7 +252,7 @@ def pareto(
 
     from llm_codesign.cost.calibration import calibration_for
     from llm_codesign.explore.search import SearchSpace, parse_precisions, point_breakdown, search
-    from llm_codesign.render.report import write_csv, write_html, write_plot
+    from llm_codesign.render.report import check_writable, write_all, write_csv, write_html, write_plot
 
     try:
         if "-" in gpus_:
@@ -264,24 +266,31 @@ def pareto(
         raise InputError("gpus", gpus_, "a positive integer or a range like 8-72") from None
     if max_num_tokens is not None and max_num_tokens < 1:
         raise InputError("max_num_tokens", max_num_tokens, "a positive integer")
+    # a comma separates models to compare, unless the whole argument is a path (a folder may hold a comma)
     if max_accuracy_drop is not None and not (max_accuracy_drop >= 0 and max_accuracy_drop < float("inf")):
         raise InputError("max_accuracy_drop", max_accuracy_drop, "a finite percentage >= 0")
-    model_refs = [m for m in model.split(",") if m]
-    gpu_refs = [g for g in gpu.split(",") if g]
+    model_refs = [model] if Path(model).exists() else [m for m in model.split(",") if m.strip()]
+    gpu_refs = [gpu] if Path(gpu).is_file() else [g for g in gpu.split(",") if g.strip()]
+    if not model_refs:
+        raise InputError("model", model, "a model, or models separated by commas")
+    if not gpu_refs:
+        raise InputError("gpu", gpu, "a GPU id (see `llm-codesign gpus`), or ids separated by commas")
     if isl < 1 or osl < 1:
         raise InputError("isl/osl", (isl, osl), "positive token counts")
-    sd = _spec(spec, draft_len or (len(acceptance_rates.split(",")) if acceptance_rates else 3), acceptance, acceptance_rates, draft_model)
+    sd = _spec(spec, draft_len, acceptance, acceptance_rates, draft_model)
     ks = (0,) if sd is None else ((0, draft_len) if draft_len else (0, 1, 2, 3, 4, 5))
     paths = {"csv": csv_path, "plot": plot_path, "html": html_path}
-    if out:
-        Path(out).mkdir(parents=True, exist_ok=True)
+    if out:  # created only when the results are written
+        check_writable("out", out, folder=True)
         paths = {"csv": csv_path or str(Path(out) / "frontier.csv"), "plot": plot_path or str(Path(out) / "frontier.png"),
                  "html": html_path or str(Path(out) / "report.html")}
-    for key, p in paths.items():
-        if p and not Path(p).resolve().parent.is_dir():
-            raise InputError(key, p, "a path in an existing folder")
     if paths["plot"] and not paths["plot"].endswith((".png", ".svg")):
         raise InputError("plot", paths["plot"], "a .png or .svg path")
+    for key, p in paths.items():  # every output checked before the search, not after
+        if p and not (out and Path(p).parent == Path(out) and not Path(out).exists()):
+            check_writable(key, p)
+    check_search_size(gpus_, inst or None, n_gpus, fixed=sum(x is not None for x in (tp, pp, attention_dp, kvp)),
+                      free_ep=ep is None and moe_tp is None)
     results, breakdowns = [], {}
     prog, cb = _progress()
     if prog:
@@ -299,7 +308,7 @@ def pareto(
                            max_accuracy_drop=max_accuracy_drop)
                 i = len(results)
                 for j, p in enumerate(r["frontier"]):
-                    breakdowns[f"{i}:{j}"] = point_breakdown(m, g, cal, p["deployment"], isl, osl, backend, sd, max_num_tokens)
+                    breakdowns[f"{i}:{j}"] = point_breakdown(m, cal, p["deployment"], isl, osl, gpu=g)
                 results.append(r)
                 if disagg:
                     from llm_codesign.explore.disagg_search import decode_breakdown, search_disagg
@@ -311,10 +320,11 @@ def pareto(
     finally:
         if prog:
             prog.stop()
+    jobs = []  # all of them written, or none
     if paths["csv"]:
-        write_csv(results, paths["csv"])
+        jobs.append((lambda p: write_csv(results, p), paths["csv"]))
     if paths["plot"]:
-        write_plot(results, paths["plot"])
+        jobs.append((lambda p: write_plot(results, p), paths["plot"]))
     if paths["html"]:
         from llm_codesign.measure.accuracy import describe
 
@@ -322,7 +332,10 @@ def pareto(
                   if calibration else describe(_gpu(g), backend, sd is not None, model=_model(model_refs[0]).name if len(model_refs) == 1 else None)
                   + (["the disaggregated frontier is not measured: these figures are aggregated serving's"] if disagg else [])
                   for g in gpu_refs}
-        write_html(results, breakdowns, paths["html"], errors)
+        jobs.append((lambda p: write_html(results, breakdowns, p, errors), paths["html"]))
+    if out:
+        Path(out).mkdir(parents=True, exist_ok=True)
+    write_all(jobs)
     if as_json:
         slim = [{k: v for k, v in r.items() if k not in ("cloud", "roofline_bound")} for r in results]
         return _dump(slim[0] if len(slim) == 1 else {"comparisons": slim, "evaluated": sum(r["evaluated"] for r in slim),
@@ -352,7 +365,7 @@ def pareto(
 
 
 # registered after the commands above, so `--help` lists them in workflow order
-from llm_codesign.cli import accuracy, compare, design, disagg  # noqa: E402, F401, I001
+from llm_codesign.cli import accuracy, compare, design, disagg, export  # noqa: E402, F401, I001
 
 
 def main() -> None:

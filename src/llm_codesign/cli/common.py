@@ -9,7 +9,49 @@ import typer
 
 from llm_codesign.errors import InputError
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+try:
+    from typer._click.exceptions import UsageError
+except ImportError:  # typer releases that use click itself
+    from click.exceptions import UsageError
+from typer.core import TyperGroup
+
+
+def os_error_line(e: OSError, path: str | None = None) -> str:
+    """One line for a file the system refused: the path (the one the user named, when the error has
+    none of its own) and the system's reason."""
+    return f"{e.filename or path or 'file'}: {e.strerror or e}"
+
+
+class _EdgeGroup(TyperGroup):
+    """The app's command group: whatever a command raises for bad input reaches the user as one line
+    and an exit code, the same in-process (CliRunner) as from the console script. InputError, a
+    usage error and an OS error are exit 2; Ctrl-C is exit 130; numpy's floating-point warnings stay
+    inside (the results they would flag are refused by the edge checks instead)."""
+
+    def invoke(self, ctx):
+        import warnings
+
+        import numpy as np
+
+        try:
+            with np.errstate(all="ignore"), warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)
+                return super().invoke(ctx)
+        except InputError as e:
+            typer.echo(f"error: {e}", err=True)
+            raise typer.Exit(2) from None
+        except UsageError as e:  # a value the option's type refuses, a missing option, an unknown command
+            typer.echo(f"error: {' '.join(e.format_message().split())}", err=True)
+            raise typer.Exit(2) from None
+        except KeyboardInterrupt:
+            typer.echo("error: interrupted; nothing was written", err=True)
+            raise typer.Exit(130) from None
+        except OSError as e:  # unreadable/unwritable files named on the command line
+            typer.echo(f"error: {os_error_line(e)}", err=True)
+            raise typer.Exit(2) from None
+
+
+app = typer.Typer(cls=_EdgeGroup, add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Hardware-aware co-design of LLMs: roofline, estimate, pareto, lint, validate.")
 
 
@@ -55,7 +97,11 @@ def _table(title: str, columns: str, caption: str | None = None, **kw):
 
 
 def _dump(obj) -> None:
-    typer.echo(json.dumps(obj, indent=2, default=float))
+    """Strict JSON (no NaN or Infinity tokens) of a result the edge checks found finite."""
+    from llm_codesign.spec.validation import check_result
+
+    check_result(obj)
+    typer.echo(json.dumps(obj, indent=2, default=float, allow_nan=False))
 
 
 def _gpu(name):
@@ -71,36 +117,15 @@ def _model(ref):
 
 
 def _precision(model, weight, activation, kv):
-    from dataclasses import replace
+    from llm_codesign.spec.plan import precision_for
 
-    from llm_codesign.spec.precision import Precision, get_dtype
-
-    p = model.default_precision
-    if weight:
-        p = Precision.of(weight, activation, kv or p.kv.name)
-    else:
-        if activation:
-            p = replace(p, activation=get_dtype(activation, "activation_dtype"))
-        if kv:
-            p = replace(p, kv=get_dtype(kv, "kv_dtype"))
-    return p
+    return precision_for(model, weight, activation, kv)
 
 
 def _spec(spec, draft_len, acceptance, acceptance_rates, draft_model):
-    from llm_codesign.spec.plan import SpecDecoding
+    from llm_codesign.spec.plan import spec_decoding
 
-    if spec is None or spec == "none":
-        if acceptance is not None or acceptance_rates:
-            raise InputError("spec", spec, "--spec mtp|eagle3|draft when --acceptance or --acceptance-rates is given")
-        return None
-    rates = ()
-    if acceptance_rates:
-        try:
-            rates = tuple(float(x) for x in acceptance_rates.split(","))
-        except ValueError:
-            raise InputError("acceptance_rates", acceptance_rates, "comma-separated probabilities, e.g. 0.8,0.6,0.5") from None
-    k = draft_len or (len(rates) if rates else 3)
-    return SpecDecoding(spec, k, acceptance, rates, draft_model)
+    return spec_decoding(spec, draft_len=draft_len, acceptance=acceptance, acceptance_rates=acceptance_rates, draft_model=draft_model)
 
 
 def _fmt(x: float, unit: str = "") -> str:
@@ -112,50 +137,39 @@ def _fmt(x: float, unit: str = "") -> str:
 
 def _deployment(m, gpu, gpus_, tp, pp, ep, moe_tp, attention_dp, kvp, weight_dtype, activation_dtype, kv_dtype,
                 backend, spec, draft_len, acceptance, acceptance_rates, draft_model, max_num_tokens, cpp):
-    from llm_codesign.spec.plan import Deployment, Plan
+    from llm_codesign.spec.plan import deployment
 
-    g = _gpu(gpu)
-    for name, v in (("tp", tp), ("pp", pp), ("ep", ep), ("attention_dp", attention_dp), ("kvp", kvp),
-                    ("max_num_tokens", max_num_tokens)):
-        if v is not None and v < 1:
-            raise InputError(name, v, "a positive integer")
-    tp_, pp_, ep_, adp_, kvp_ = tp or 1, pp or 1, ep or 1, attention_dp or 1, kvp or 1
-    n = gpus_ or tp_ * pp_ * adp_ * kvp_
-    if n < 1:
-        raise InputError("gpus", n, "a positive integer")
-    if tp is None and gpus_ and n % (pp_ * adp_ * kvp_) == 0:
-        tp_ = n // (pp_ * adp_ * kvp_)
-    if m.is_moe:
-        mtp = moe_tp if moe_tp is not None else max(n // (ep_ * pp_), 1)
-    else:
-        mtp = moe_tp or 1
-    return Deployment(gpu=g, num_gpus=n, plan=Plan(tp_, pp_, ep_, mtp, adp_, kvp_),
-                      precision=_precision(m, weight_dtype, activation_dtype, kv_dtype), backend=backend,
-                      spec=_spec(spec, draft_len, acceptance, acceptance_rates, draft_model),
+    return deployment(m, gpu=_gpu(gpu), num_gpus=gpus_, tp=tp, pp=pp, ep=ep, moe_tp=moe_tp, attention_dp=attention_dp, kvp=kvp,
+                      weight_dtype=weight_dtype, activation_dtype=activation_dtype, kv_dtype=kv_dtype, engine=backend, spec=spec,
+                      draft_len=draft_len, acceptance=acceptance, acceptance_rates=acceptance_rates, draft_model=draft_model,
                       max_num_tokens=max_num_tokens, cpp=cpp)
 
 
-# shared option declarations (vLLM / TensorRT-LLM vocabulary)
+# shared option declarations (vLLM / TensorRT-LLM vocabulary); the bounds make a bad value one line
+# naming the option (far beyond any real deployment, low enough that no product of them overflows)
+MAX_GPUS = 1 << 16
+MAX_TOKENS = 1 << 24  # tokens per request or per step
+MAX_CONCURRENCY = 1 << 20  # requests in flight
 O_GPU = typer.Option(..., "--gpu", help="GPU id (see `gpus`), comma list for pareto comparison, or a .toml.")
-O_GPUS = typer.Option(None, "--gpus", help="Total GPUs.")
-O_TP = typer.Option(None, "--tp", "--tensor-parallel-size", help="Attention tensor-parallel size.")
-O_PP = typer.Option(None, "--pp", "--pipeline-parallel-size")
-O_EP = typer.Option(None, "--ep", "--expert-parallel-size")
-O_MTP = typer.Option(None, "--moe-tp", help="MoE tensor parallel (default: what EP and PP leave).")
-O_ADP = typer.Option(None, "--attention-dp", help="Attention data-parallel ranks.")
-O_KVP = typer.Option(None, "--kvp", help="Helix KV-parallel ranks (sequence-sharded KV cache).")
+O_GPUS = typer.Option(None, "--gpus", min=1, max=MAX_GPUS, help="Total GPUs.")
+O_TP = typer.Option(None, "--tp", "--tensor-parallel-size", min=1, max=MAX_GPUS, help="Attention tensor-parallel size.")
+O_PP = typer.Option(None, "--pp", "--pipeline-parallel-size", min=1, max=MAX_GPUS)
+O_EP = typer.Option(None, "--ep", "--expert-parallel-size", min=1, max=MAX_GPUS)
+O_MTP = typer.Option(None, "--moe-tp", min=1, max=MAX_GPUS, help="MoE tensor parallel (default: what EP and PP leave).")
+O_ADP = typer.Option(None, "--attention-dp", min=1, max=MAX_GPUS, help="Attention data-parallel ranks.")
+O_KVP = typer.Option(None, "--kvp", min=1, max=MAX_GPUS, help="Helix KV-parallel ranks (sequence-sharded KV cache).")
 O_W = typer.Option(None, "--weight-dtype")
 O_A = typer.Option(None, "--activation-dtype")
 O_KV = typer.Option(None, "--kv-dtype")
-O_ISL = typer.Option(1024, "--isl", help="Input tokens per request.")
-O_OSL = typer.Option(1024, "--osl", help="Output tokens per request.")
+O_ISL = typer.Option(1024, "--isl", min=1, max=MAX_TOKENS, help="Input tokens per request.")
+O_OSL = typer.Option(1024, "--osl", min=1, max=MAX_TOKENS, help="Output tokens per request.")
 O_BACKEND = typer.Option("trtllm", "--backend", help="trtllm, vllm or sglang.")
 O_SPEC = typer.Option(None, "--spec", help="Speculative decoding: eagle3, mtp or draft.")
-O_K = typer.Option(None, "--draft-len", help="Draft tokens per step.")
+O_K = typer.Option(None, "--draft-len", min=1, max=16, help="Draft tokens per step.")
 O_ACC = typer.Option(None, "--acceptance", help="Mean accepted tokens per step (1..k+1).")
 O_RATES = typer.Option(None, "--acceptance-rates", help="Per-position acceptance rates r1,r2,...")
 O_DRAFT = typer.Option(None, "--draft-model", help="Draft model for --spec draft.")
-O_MNT = typer.Option(None, "--max-num-tokens",
+O_MNT = typer.Option(None, "--max-num-tokens", min=1, max=MAX_TOKENS,
                      help="Token budget per step (chunked prefill); default: the engine's own on the GPU.")
 O_CAL = typer.Option(None, "--calibration", help="Calibration profile .toml.")
 
@@ -178,15 +192,48 @@ def _progress():
     return prog, cb
 
 
-def _int_list(field: str, value: str) -> list[int]:
+def _int_list(field: str, value: str, hi: int = MAX_CONCURRENCY) -> list[int]:
     """'1,16,256' -> [1, 16, 256]; anything else is a one-line error naming the field."""
     try:
         out = [int(x) for x in value.split(",") if x.strip()]
     except ValueError:
         out = []
-    if not out or min(out) <= 0:
-        raise InputError(field, value, "a comma-separated list of positive integers, e.g. 1,16,256")
+    if not out or min(out) <= 0 or max(out) > hi:
+        raise InputError(field, value, f"a comma-separated list of integers from 1 to {hi:,}, e.g. 1,16,256")
     return out
+
+
+# The plan search visits every (TP, PP, attention DP, KV-parallel[, EP]) factorisation of each
+# instance size before pricing the valid ones: pareto --gpus 8-72 on a MoE model visits ~1.0e6 in
+# ~5 s; 8-4096 would visit ~7e9 (35 s and 1.5 GB before the bound existed).
+MAX_SEARCH_VISITS = 4_000_000
+
+
+def _n_divisors(n: int) -> int:
+    c, i = 0, 1
+    while i * i <= n:
+        if n % i == 0:
+            c += 1 if i * i == n else 2
+        i += 1
+    return c
+
+
+def check_search_size(value: str, inst, n_gpus: int, *, fixed: int, free_ep: bool) -> None:
+    """Refuses, before it starts, a pareto search too large to finish in seconds, naming the flag
+    that narrows it. `inst`: the instance sizes of a --gpus range (None: the divisors of n_gpus);
+    `fixed`: how many of --tp/--pp/--attention-dp/--kvp the user fixed."""
+    if not 1 <= n_gpus <= MAX_GPUS:
+        raise InputError("gpus", value, f"a GPU count from 1 to {MAX_GPUS:,}")
+    sizes = list(inst) if inst else [d for d in range(1, int(n_gpus ** 0.5) + 1) if n_gpus % d == 0]
+    if not inst:
+        sizes += [n_gpus // d for d in sizes]
+    free = 4 - fixed + free_ep
+    visits = 0
+    for n in sizes:
+        visits += _n_divisors(n) ** free
+        if visits > MAX_SEARCH_VISITS:
+            raise InputError("gpus", value, f"a search of at most {MAX_SEARCH_VISITS:,} plan candidates ({len(sizes):,} instance sizes "
+                             f"with {free} free parallel sizes exceed it): narrow the range (e.g. 8-72) or fix --tp/--pp/--ep")
 
 
 def _ints(v: Optional[int]):

@@ -13,7 +13,7 @@ from llm_codesign.errors import InputError
 from llm_codesign.serve.aggregated import evaluate
 from llm_codesign.spec.hardware import Gpu
 from llm_codesign.spec.model import ModelSpec
-from llm_codesign.spec.plan import Plan, SpecDecoding, validity
+from llm_codesign.spec.plan import Deployment, Plan, SpecDecoding, precision_for, validity
 from llm_codesign.spec.precision import Precision, get_dtype
 
 CHUNK = 1 << 17  # deployments per vectorised pass: bounds peak memory (~60 ops x a few arrays each)
@@ -167,16 +167,15 @@ def search(model: ModelSpec, gpu: Gpu, cal: Calibration, space: SearchSpace, isl
         ip, rest = divmod(int(c["idx"][j]), B * K)
         ib, ik = divmod(rest, K)
         sub = Plan(*(int(np.asarray(x)[ip]) for x in (plan.tp, plan.pp, plan.ep, plan.moe_tp, plan.adp, plan.kvp)))
-        prec = precs[int(c["prec"][j])]
         k = int(ks[ik]) if space.spec else 0
         n_inst = int(inst[ip])
-        dep = {"gpu": gpu.id, "instance_gpus": n_inst, "replicas": max(space.num_gpus // n_inst, 1) if space.num_gpus % n_inst == 0 else 1,
-               "tp": sub.tp, "pp": sub.pp, "ep": sub.ep, "moe_tp": sub.moe_tp, "attention_dp": sub.adp, "kvp": sub.kvp,
-               "plan": sub.label(), "concurrency_per_instance": int(batches[ib] * sub.adp),
-               "weight_dtype": prec.weight.name, "activation_dtype": prec.activation.name, "kv_dtype": prec.kv.name,
-               "spec": (space.spec.method if space.spec and k else None), "draft_len": k}
+        spec = space.spec.at(k) if space.spec and k else None
+        one = Deployment(gpu=gpu, num_gpus=n_inst, plan=sub, precision=precs[int(c["prec"][j])], backend=backend, spec=spec,
+                         max_num_tokens=max_num_tokens)
         return {"tok_s_per_user": float(c["tok_s_per_user"][j]), "output_tok_s_per_gpu": float(c["output_tok_s_per_gpu"][j]),
-                "ttft_ms": float(c["ttft_ms"][j]), "tpot_ms": float(c["tpot_ms"][j]), "deployment": dep,
+                "ttft_ms": float(c["ttft_ms"][j]), "tpot_ms": float(c["tpot_ms"][j]),
+                "deployment": point_record(one, replicas=max(space.num_gpus // n_inst, 1) if space.num_gpus % n_inst == 0 else 1,
+                                           concurrency=int(batches[ib] * sub.adp)),
                 "accuracy": point_accuracy(accs[int(c["prec"][j])])}
 
     return {
@@ -230,18 +229,26 @@ def parse_precisions(weight: str | None, activation: str | None, kv: str | None,
     else:
         ws = [get_dtype(weight, "weight_dtype").name]
     kvs = [kv] if kv else ["bf16", "fp8"] if gpu.supports("fp8") else ["bf16"]
-    return tuple(Precision.of(w, activation, k) for w in ws for k in kvs)
+    # precision_for keeps what the checkpoint keeps wider when its own weight format is named
+    return tuple(precision_for(model, w, activation, k) for w in ws for k in kvs)
 
 
-def point_breakdown(model: ModelSpec, gpu: Gpu, cal: Calibration, dep: dict, isl: int, osl: int, backend: str,
-                    spec: SpecDecoding | None, max_num_tokens: int | None) -> list[dict]:
-    """Per-operator time (ms per step, one GPU) of a frontier point's deployment."""
-    plan = Plan(dep["tp"], dep["pp"], dep["ep"], dep["moe_tp"], dep["attention_dp"], dep["kvp"])
-    prec = Precision.of(dep["weight_dtype"], dep["activation_dtype"], dep["kv_dtype"])
-    r = evaluate(model, gpu, cal, prec, plan, dep["concurrency_per_instance"], isl, osl, backend=backend,
-                 spec=spec if dep.get("spec") else None, spec_k=dep.get("draft_len") or None,
-                 max_num_tokens=max_num_tokens, with_ops=True)
-    return op_rows(r["ops"])
+def point_record(dep: Deployment, *, replicas: int, concurrency: int) -> dict:
+    """A frontier point's deployment in plain types: everything `Deployment.from_dict` needs to
+    rebuild it exactly (attention-weight precision and acceptance included), plus how the point runs
+    it (instances of the plan, requests in flight per instance) and its plan's label."""
+    d = dep.to_dict()
+    d.update(instance_gpus=d.pop("num_gpus"), replicas=replicas, plan=dep.plan.label(), concurrency_per_instance=concurrency)
+    return d
+
+
+def point_breakdown(model: ModelSpec, cal: Calibration, dep: dict, isl: int, osl: int, gpu: Gpu | None = None) -> list[dict]:
+    """Per-operator time (ms per step, one GPU) of a frontier point, priced from its own record."""
+    from llm_codesign.serve.metrics import decode_operators
+    from llm_codesign.spec.plan import Workload
+
+    one = Deployment.from_dict(dep, gpu)
+    return op_rows(decode_operators(model, one, Workload(isl=isl, osl=osl), dep["concurrency_per_instance"], calibration=cal))
 
 
 def op_rows(ops, prefix: str = "") -> list[dict]:

@@ -17,7 +17,7 @@ from llm_codesign.measure import audit
 from llm_codesign.measure import kernel_tables as kernels
 from llm_codesign.measure.stats import BAND_NAMES, concurrency_band, error_stats
 from llm_codesign.serve.aggregated import evaluate
-from llm_codesign.serve.estimate import BATCH_GRID
+from llm_codesign.serve.metrics import BATCH_GRID
 from llm_codesign.spec import engines
 from llm_codesign.spec.hardware import get_gpu
 from llm_codesign.spec.plan import REASONS, Plan, SpecDecoding, reason_text, validity

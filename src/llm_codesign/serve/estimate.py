@@ -6,12 +6,11 @@ import numpy as np
 from llm_codesign.cost.calibration import Calibration
 from llm_codesign.cost.ops import Batch, forward_ops
 from llm_codesign.errors import InputError
-from llm_codesign.serve.aggregated import _sharding, binding_resource, engine_budget, evaluate
+from llm_codesign.serve.aggregated import _sharding, binding_resource, engine_budget
+from llm_codesign.serve.metrics import BATCH_GRID, decode_operators, evaluate
 from llm_codesign.spec import engines
 from llm_codesign.spec.model import ModelSpec
-from llm_codesign.spec.plan import Deployment, reason_text, validity
-
-BATCH_GRID = np.unique(np.concatenate([np.arange(1, 17), np.round(np.geomspace(16, 65536, 120))])).astype(np.int64)
+from llm_codesign.spec.plan import Deployment, Workload, reason_text, validity
 
 
 def check(model: ModelSpec, dep: Deployment) -> None:
@@ -20,43 +19,51 @@ def check(model: ModelSpec, dep: Deployment) -> None:
         raise InputError("deployment", dep.plan.label() + f" on {dep.num_gpus} GPUs", reason_text(model, dep.gpu, code))
 
 
-def estimate(model: ModelSpec, dep: Deployment, cal: Calibration, isl: int, osl: int,
-             concurrency: int | None = None, breakdown: bool = False) -> dict:
-    for name, v in (("isl", isl), ("osl", osl)):
-        if v is None or v < 1:
-            raise InputError(name, v, "a positive integer number of tokens")
-    if concurrency is not None and concurrency < 1:
-        raise InputError("concurrency", concurrency, "a positive integer (or omit it for offline max throughput)")
+def _refuse_unfit(dep: Deployment, m) -> None:
+    """One line on why not even one sequence fits, with what it needs and what the engine leaves."""
+    gb = 1e9
+    mem = dep.gpu.memory_bytes
+    budget, frac, _ = engine_budget(dep.backend, dep.gpu, dep.max_num_tokens, dep.plan, dep.spec)[1]
+    # TensorRT-LLM's fraction is of what weights and activations leave; the others cap the whole
+    frac = 1.0 if budget == "free" else float(np.asarray(frac).reshape(-1)[0])
+    need = float(m.weights_bytes.reshape(-1)[0] + m.activation_bytes.reshape(-1)[0] + m.kv_bytes_per_seq.reshape(-1)[0])
+    raise InputError("deployment", dep.plan.label() + f" on {dep.num_gpus}x{dep.gpu.id}",
+                     f"needs {need / gb:.0f} GB per GPU for one sequence, {dep.gpu.name} reports {mem / gb:.0f} GB"
+                     + (f" ({frac * mem / gb:.0f} GB usable by {dep.backend})" if frac < 1 else "")
+                     + ": add GPUs, raise TP/EP/PP or lower the precision")
+
+
+def prefill_ops(model: ModelSpec, dep: Deployment, cal: Calibration, workload: Workload):
+    """The operators of one prefill chunk of one request, priced with the calibration the serving
+    metrics use inside a step (`Calibration.in_step`)."""
+    chunk = Batch(pf_tokens=min(workload.isl, dep.step_tokens), pf_seqs=1, pf_ctx=0)
+    return forward_ops(model, dep.gpu, cal.in_step(dep.backend), dep.precision, _sharding(dep.plan), chunk)
+
+
+def estimate(model: ModelSpec, dep: Deployment, workload: Workload, *, calibration: Calibration, breakdown: bool = False) -> dict:
+    """What `dep` delivers on `workload`: the metrics at its concurrency (or at the offline maximum
+    throughput), memory per GPU, the binding resource of each phase, speculation's break-even and,
+    with `breakdown`, per-operator times of the decode step."""
     check(model, dep)
-    kw = dict(backend=dep.backend, max_num_tokens=dep.max_num_tokens, cpp=dep.cpp)
+    cal, isl, osl = calibration, workload.isl, workload.osl
     adp = int(np.asarray(dep.plan.adp))
     grid = BATCH_GRID * adp
-    r = evaluate(model, dep.gpu, cal, dep.precision, dep.plan, grid, isl, osl, spec=dep.spec, **kw)
-    max_conc = int(r["max_concurrency"].reshape(-1)[0])
-    gb = 1e9
+    r = evaluate(model, dep, workload, calibration=cal, concurrency=grid)
+    max_conc = int(r.max_concurrency.reshape(-1)[0])
     if max_conc < 1:
-        mem = dep.gpu.memory_bytes
-        budget, frac, _ = engine_budget(dep.backend, dep.gpu, dep.max_num_tokens, dep.plan, dep.spec)[1]
-        # TensorRT-LLM's fraction is of what weights and activations leave; the others cap the whole
-        frac = 1.0 if budget == "free" else float(np.asarray(frac).reshape(-1)[0])
-        need = float(r["weights_bytes"].reshape(-1)[0] + r["activation_bytes"].reshape(-1)[0] + r["kv_bytes_per_seq"].reshape(-1)[0])
-        raise InputError("deployment", dep.plan.label() + f" on {dep.num_gpus}x{dep.gpu.id}",
-                         f"needs {need / gb:.0f} GB per GPU for one sequence, {dep.gpu.name} reports {mem / gb:.0f} GB"
-                         + (f" ({frac * mem / gb:.0f} GB usable by {dep.backend})" if frac < 1 else "")
-                         + ": add GPUs, raise TP/EP/PP or lower the precision")
+        _refuse_unfit(dep, r)
+    concurrency = workload.concurrency
     if concurrency is None:
-        ok = r["fits"]
-        i = int(np.argmax(np.where(ok, r["output_tok_s_per_gpu"], -1)))
-        concurrency = int(grid[i])
+        concurrency = int(grid[int(np.argmax(np.where(r.fits, r.output_tok_s_per_gpu, -1)))])
         mode = "offline-max-throughput"
     else:
         mode = "concurrency"
-    one = evaluate(model, dep.gpu, cal, dep.precision, dep.plan, concurrency, isl, osl, spec=dep.spec, with_ops=True, **kw)
-    s = lambda k: float(np.asarray(one[k]).reshape(-1)[0])  # noqa: E731
-    sh = _sharding(dep.plan)
-    c_rank = min(concurrency, max_conc) / adp / int(np.asarray(dep.plan.pp))  # the sequences that decode at once
-    dec_ops = forward_ops(model, dep.gpu, cal, dep.precision, sh, Batch(dec_seqs=c_rank, dec_ctx=isl + osl / 2))
-    pf_ops = forward_ops(model, dep.gpu, cal, dep.precision, sh, Batch(pf_tokens=min(isl, dep.step_tokens), pf_seqs=1, pf_ctx=0))
+    one = evaluate(model, dep, workload, calibration=cal, concurrency=concurrency)
+    s = lambda k: float(np.asarray(getattr(one, k)).reshape(-1)[0])  # noqa: E731
+    # the bottlenecks are read from the very steps the metrics time (decode: the step at this load)
+    dec_ops = decode_operators(model, dep, workload, concurrency, calibration=cal)
+    pf_ops = prefill_ops(model, dep, cal, workload)
+    gb = 1e9
     out = {
         "model": model.name, "gpu": dep.gpu.id, "num_gpus": dep.num_gpus, "plan": dep.plan.label(),
         "precision": dep.precision.label(), "backend": dep.backend, "mode": mode,
@@ -80,9 +87,11 @@ def estimate(model: ModelSpec, dep: Deployment, cal: Calibration, isl: int, osl:
         else:
             out["over_capacity"] = f"{held}; {dep.backend} reserves ISL+OSL per request, so the rest wait for whole requests to finish (longer TTFT)"
     if dep.spec is not None:
-        base = evaluate(model, dep.gpu, cal, dep.precision, dep.plan, grid, isl, osl, **kw)
-        speedup = base["tpot_s"] / r["tpot_s"]
-        fits = r["fits"]
+        from dataclasses import replace
+
+        base = evaluate(model, replace(dep, spec=None), workload, calibration=cal, concurrency=grid)
+        speedup = base.tpot_s / r.tpot_s
+        fits = r.fits
         loses = np.nonzero((speedup < 1.0) & fits)[0]
         out["spec"] = {"method": dep.spec.method, "draft_len": dep.spec.k,
                        "speedup_at_concurrency": float(np.interp(concurrency, grid, speedup)),
@@ -91,5 +100,5 @@ def estimate(model: ModelSpec, dep: Deployment, cal: Calibration, isl: int, osl:
     if breakdown:
         out["breakdown"] = [{"name": op.name, "kind": op.kind, "time_ms": float(np.sum(op.total_time)) * 1e3,
                              "flops": float(np.sum(op.flops * op.count)), "bytes": float(np.sum(op.bytes * op.count))}
-                            for op in one["ops"] if float(np.sum(op.total_time)) > 0]
+                            for op in dec_ops if float(np.sum(op.total_time)) > 0]
     return out

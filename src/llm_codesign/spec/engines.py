@@ -3,7 +3,11 @@ how each sizes its KV cache and how many tokens one step may carry. What the eng
 costs (step and request overheads, scheduling) is fitted and lives in the calibration profiles."""
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
+
+from llm_codesign.errors import InputError
 
 GIB = 2.0**30
 
@@ -86,3 +90,36 @@ def step_tokens(backend: str, gpu) -> int:
     if backend == "sglang":
         return 2048 if mem < 35 * GIB else 4096 if mem < 60 * GIB else 8192 if mem < 160 * GIB else 16384
     return 8192
+
+
+@dataclass(frozen=True)
+class Engine:
+    """A serving engine as the cost model sees it: its documented KV-cache sizing and admission
+    (KV_BUDGET, ADMISSION) and its default step token budget. Its fitted costs live in the
+    calibration profile, read through `Calibration.in_step(engine.name)`."""
+    name: str  # the key in calibration profiles and measurement files
+    title: str
+
+    @property
+    def kv_budget(self) -> tuple[str, float, float]:
+        return KV_BUDGET[self.name]
+
+    @property
+    def admission(self) -> tuple[float, float] | None:
+        return admission(self.name)
+
+    def step_tokens(self, gpu) -> int:
+        return step_tokens(self.name, gpu)
+
+
+ENGINES = {e.name: e for e in (Engine("trtllm", "TensorRT-LLM"), Engine("vllm", "vLLM"), Engine("sglang", "SGLang"))}
+ALIASES = {"tensorrt-llm": "trtllm", "tensorrt_llm": "trtllm", "trt-llm": "trtllm"}
+
+
+def get_engine(name: str) -> Engine:
+    """The engine named (case-insensitive; TensorRT-LLM's spellings accepted), or one line naming the known ones."""
+    key = str(name).strip().lower()
+    key = ALIASES.get(key, key)
+    if key not in ENGINES:
+        raise InputError("backend", name, "one of: " + ", ".join(ENGINES))
+    return ENGINES[key]

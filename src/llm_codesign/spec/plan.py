@@ -1,4 +1,7 @@
-"""Deployment plans: parallel sizes as arrays, and the one validity predicate with its reasons."""
+"""What is deployed: the parallel `Plan` (sizes as arrays, with the one validity predicate and its
+reasons), `SpecDecoding`, the whole `Deployment` (GPU, plan, precision, engine, speculation) and the
+`Workload` it serves, with the one builder from loose options (`deployment`) that the CLI, the web
+page and the Python API share."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -6,10 +9,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from llm_codesign.errors import InputError
-from llm_codesign.spec.engines import step_tokens
-from llm_codesign.spec.hardware import Gpu
+from llm_codesign.spec.engines import get_engine, step_tokens
+from llm_codesign.spec.hardware import Gpu, get_gpu
 from llm_codesign.spec.model import ModelSpec
-from llm_codesign.spec.precision import Precision
+from llm_codesign.spec.precision import Precision, get_dtype
 
 # reason codes, in the order they are checked; the first failing one is reported
 REASONS = (
@@ -167,6 +170,13 @@ class SpecDecoding:
             r = [lo]
         return np.asarray(r + [r[-1]] * 32, dtype=float)
 
+    def at(self, k: int) -> "SpecDecoding":
+        """The same drafter run at draft length k, its acceptance as the k per-position rates that
+        `accepted(k)` reads (so a search's point rebuilds exactly from its record)."""
+        if k == self.k and self.rates and len(self.rates) == k:
+            return self
+        return SpecDecoding(self.method, int(k), None, tuple(float(x) for x in self._rates()[:k]), self.draft_model)
+
     def accepted(self, k=None) -> np.ndarray:
         """Mean tokens per step at draft length k (array ok): 1 + sum_i prod_{j<=i} r_j."""
         k = np.asarray(self.k if k is None else k, dtype=np.int64)
@@ -176,12 +186,12 @@ class SpecDecoding:
 
 @dataclass(frozen=True)
 class Deployment:
-    """One deployment, validated at the edge."""
+    """One deployment, validated at the edge: it reaches the cost model unchanged."""
     gpu: Gpu
     num_gpus: int
     plan: Plan = field(default_factory=Plan)
     precision: Precision = field(default_factory=Precision.of)
-    backend: str = "trtllm"
+    backend: str = "trtllm"  # the serving engine (spec/engines.py)
     spec: SpecDecoding | None = None
     max_num_tokens: int | None = None  # step token budget; None: the engine's default on this GPU
     cpp: bool = False  # chunked pipeline parallelism for long-context prefill
@@ -189,3 +199,129 @@ class Deployment:
     @property
     def step_tokens(self) -> int:
         return step_tokens(self.backend, self.gpu) if self.max_num_tokens is None else self.max_num_tokens
+
+    @property
+    def engine(self):
+        return get_engine(self.backend)
+
+    def to_dict(self) -> dict:
+        """Everything needed to rebuild this deployment (`Deployment.from_dict`), in plain types."""
+        p, s = self.precision, self.spec
+        tp, pp, ep, mtp, adp, kvp = (int(np.asarray(x).reshape(-1)[0]) for x in
+                                     (self.plan.tp, self.plan.pp, self.plan.ep, self.plan.moe_tp, self.plan.adp, self.plan.kvp))
+        return {"gpu": self.gpu.id, "num_gpus": int(self.num_gpus), "tp": tp, "pp": pp, "ep": ep, "moe_tp": mtp,
+                "attention_dp": adp, "kvp": kvp, "weight_dtype": p.weight.name, "activation_dtype": p.activation.name,
+                "kv_dtype": p.kv.name, "attn_weight_dtype": p.attn.name, "backend": self.backend,
+                "spec": s.method if s else None, "draft_len": s.k if s else 0,
+                "acceptance": s.mean_accepted if s else None, "acceptance_rates": list(s.rates) if s else [],
+                "draft_model": s.draft_model if s else None, "max_num_tokens": self.step_tokens, "cpp": bool(self.cpp)}
+
+    @classmethod
+    def from_dict(cls, d: dict, gpu: Gpu | None = None) -> "Deployment":
+        """The deployment a `to_dict()` (or a frontier point's record) describes; `gpu` for a what-if GPU
+        that the catalog does not hold."""
+        w = get_dtype(d["weight_dtype"], "weight_dtype")
+        aw = d.get("attn_weight_dtype")
+        prec = Precision(weight=w, activation=get_dtype(d["activation_dtype"], "activation_dtype"), kv=get_dtype(d["kv_dtype"], "kv_dtype"),
+                         attn_weight=get_dtype(aw, "attn_weight_dtype") if aw and aw != w.name else None)
+        spec = None
+        if d.get("spec") and d.get("draft_len"):
+            spec = SpecDecoding(d["spec"], int(d["draft_len"]), d.get("acceptance"), tuple(d.get("acceptance_rates") or ()), d.get("draft_model"))
+        plan = Plan(d["tp"], d["pp"], d["ep"], d["moe_tp"], d["attention_dp"], d["kvp"])
+        n = d.get("num_gpus") or d.get("instance_gpus") or int(plan.gpus)
+        return cls(gpu=gpu or get_gpu(d["gpu"]), num_gpus=int(n), plan=plan, precision=prec, backend=d.get("backend", "trtllm"),
+                   spec=spec, max_num_tokens=d.get("max_num_tokens"), cpp=bool(d.get("cpp", False)))
+
+
+# a request count past which no engine runs one instance (TensorRT-LLM's max_batch_size default is 2048,
+# vLLM's max_num_seqs 256-1024): larger figures are typing errors, not loads
+MAX_CONCURRENCY = 10_000_000
+MAX_TOKENS = 100_000_000  # per request; the longest contexts of bundled models are 10M (Llama 4 Scout)
+
+
+@dataclass(frozen=True)
+class Workload:
+    """What a deployment serves: tokens in and out per request, and the load (`concurrency` requests
+    in flight across the deployment; None asks for the offline maximum throughput)."""
+    isl: int = 1024
+    osl: int = 1024
+    concurrency: int | None = None
+
+    def __post_init__(self):
+        for name in ("isl", "osl"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or not 1 <= v <= MAX_TOKENS:
+                raise InputError(name, v, f"a positive integer number of tokens (at most {MAX_TOKENS:,})")
+        c = self.concurrency
+        if c is not None and (isinstance(c, bool) or not isinstance(c, (int, np.integer)) or not 1 <= c <= MAX_CONCURRENCY):
+            raise InputError("concurrency", c, f"a positive integer up to {MAX_CONCURRENCY:,} (or omit it for offline max throughput)")
+
+
+def precision_for(model: ModelSpec, weight: str | None = None, activation: str | None = None, kv: str | None = None) -> Precision:
+    """The checkpoint's own precision with the formats given overridden. Naming the checkpoint's own
+    weight format keeps what the checkpoint keeps wider (gpt-oss: MXFP4 experts, BF16 attention)."""
+    from dataclasses import replace
+
+    p = model.default_precision
+    if weight:
+        q = Precision.of(weight, activation, kv or p.kv.name)
+        return replace(q, attn_weight=p.attn_weight) if q.weight == p.weight else q
+    if activation:
+        p = replace(p, activation=get_dtype(activation, "activation_dtype"))
+    if kv:
+        p = replace(p, kv=get_dtype(kv, "kv_dtype"))
+    return p
+
+
+def spec_decoding(method: str | None, *, draft_len: int | None = None, acceptance: float | None = None,
+                  acceptance_rates: str | tuple | None = None, draft_model: str | None = None) -> SpecDecoding | None:
+    """SpecDecoding from loose options (None when `method` is None or "none"); rates as "0.8,0.6" or a tuple."""
+    if method is None or method == "none":
+        if acceptance is not None or acceptance_rates:
+            raise InputError("spec", method, "--spec mtp|eagle3|draft when --acceptance or --acceptance-rates is given")
+        if draft_len is not None:
+            raise InputError("draft_len", draft_len, "used with --spec mtp|eagle3|draft (without it nothing is drafted)")
+        return None
+    rates = ()
+    if acceptance_rates:
+        if isinstance(acceptance_rates, str):
+            try:
+                rates = tuple(float(x) for x in acceptance_rates.split(","))
+            except ValueError:
+                raise InputError("acceptance_rates", acceptance_rates, "comma-separated probabilities, e.g. 0.8,0.6,0.5") from None
+        else:
+            rates = tuple(float(x) for x in acceptance_rates)
+    k = draft_len if draft_len is not None else (len(rates) if rates else 3)
+    if rates and len(rates) != k:  # neither padded nor cut: one rate per draft position
+        raise InputError("acceptance_rates", acceptance_rates, f"{k} rates, one per draft token (--draft-len {k})")
+    return SpecDecoding(method, k, acceptance, rates, draft_model)
+
+
+def deployment(model: ModelSpec, *, gpu: Gpu | str, num_gpus: int | None = None, tp: int | None = None, pp: int | None = None,
+               ep: int | None = None, moe_tp: int | None = None, attention_dp: int | None = None, kvp: int | None = None,
+               weight_dtype: str | None = None, activation_dtype: str | None = None, kv_dtype: str | None = None,
+               engine: str = "trtllm", spec: str | SpecDecoding | None = None, draft_len: int | None = None,
+               acceptance: float | None = None, acceptance_rates: str | tuple | None = None, draft_model: str | None = None,
+               max_num_tokens: int | None = None, cpp: bool = False) -> Deployment:
+    """A Deployment from loose options, filled in as the engines do: TP takes the GPUs the other sizes
+    leave, MoE TP what EP and PP leave; precision defaults to the checkpoint's own."""
+    g = get_gpu(gpu) if isinstance(gpu, str) else gpu
+    for name, v in (("tp", tp), ("pp", pp), ("ep", ep), ("moe_tp", moe_tp), ("attention_dp", attention_dp), ("kvp", kvp),
+                    ("max_num_tokens", max_num_tokens), ("gpus", num_gpus)):
+        if v is not None and v < 1:
+            raise InputError(name, v, "a positive integer")
+    tp_, pp_, ep_, adp_, kvp_ = tp or 1, pp or 1, ep or 1, attention_dp or 1, kvp or 1
+    n = num_gpus or tp_ * pp_ * adp_ * kvp_
+    if tp is None and num_gpus and n % (pp_ * adp_ * kvp_) == 0:
+        tp_ = n // (pp_ * adp_ * kvp_)
+    if model.is_moe:
+        mtp = moe_tp if moe_tp is not None else max(n // (ep_ * pp_), 1)
+    else:
+        mtp = moe_tp or 1
+    sd = spec if isinstance(spec, SpecDecoding) else spec_decoding(spec, draft_len=draft_len, acceptance=acceptance,
+                                                                   acceptance_rates=acceptance_rates, draft_model=draft_model)
+    return Deployment(gpu=g, num_gpus=n, plan=Plan(tp_, pp_, ep_, mtp, adp_, kvp_),
+                      precision=precision_for(model, weight_dtype, activation_dtype, kv_dtype), backend=get_engine(engine).name,
+                      spec=sd, max_num_tokens=max_num_tokens, cpp=cpp)
+
+

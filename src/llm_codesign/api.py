@@ -1,0 +1,158 @@
+"""The Python API: what the CLI, the web page and a notebook call, over the private modules.
+
+Every function takes a model as a registry name, a Hugging Face id, a config.json path or a
+`ModelSpec`, and a GPU as a catalog id, a TOML path or a `Gpu`. Results are plain data: `evaluate`
+returns typed SI metrics, `estimate` the dict `llm-codesign estimate --json` prints, `pareto` a
+`Frontier` whose points hold everything that rebuilds their `Deployment`.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from llm_codesign.cost.calibration import Calibration, calibration_for
+from llm_codesign.errors import InputError
+from llm_codesign.serve.metrics import Metrics
+from llm_codesign.serve.metrics import evaluate as _evaluate
+from llm_codesign.spec.hardware import Gpu
+from llm_codesign.spec.hardware import get_gpu as _get_gpu
+from llm_codesign.spec.model import ModelSpec
+from llm_codesign.spec.plan import Deployment, Plan, SpecDecoding, Workload, deployment, spec_decoding
+from llm_codesign.spec.precision import Precision
+from llm_codesign.spec.registry import get_model as _get_model
+
+__all__ = ["Deployment", "Frontier", "Gpu", "InputError", "Metrics", "ModelSpec", "Plan", "Precision", "SpecDecoding", "Workload",
+           "deployment", "design", "estimate", "evaluate", "get_gpu", "get_model", "lint", "pareto", "validate_serving"]
+
+
+def get_model(model: str | ModelSpec) -> ModelSpec:
+    """A model from a registry name, a Hugging Face id or a config.json path (a ModelSpec passes through)."""
+    return model if isinstance(model, ModelSpec) else _get_model(model)
+
+
+def get_gpu(gpu: str | Gpu) -> Gpu:
+    """A GPU from its catalog id (case-insensitive) or a TOML path (a Gpu passes through)."""
+    return gpu if isinstance(gpu, Gpu) else _get_gpu(gpu)
+
+
+def _calibration(gpu: Gpu, calibration: Calibration | str | None) -> Calibration:
+    return calibration if isinstance(calibration, Calibration) else calibration_for(gpu, calibration)
+
+
+def evaluate(model: str | ModelSpec, deployment: Deployment, workload: Workload | None = None, *,
+             calibration: Calibration | str | None = None, concurrency=None) -> Metrics:
+    """Typed, array-valued serving metrics (SI units) of one deployment; `concurrency` may be an array."""
+    return _evaluate(get_model(model), deployment, workload or Workload(), calibration=_calibration(deployment.gpu, calibration),
+                     concurrency=concurrency)
+
+
+def estimate(model: str | ModelSpec, deployment: Deployment, workload: Workload | None = None, *,
+             calibration: Calibration | str | None = None, breakdown: bool = False) -> dict:
+    """What `llm-codesign estimate --json` reports: metrics, memory, bottlenecks, speculation's
+    break-even, the measured error of runs like it (`expected_error`, None with a custom profile)."""
+    from llm_codesign.measure.accuracy import expected_error
+    from llm_codesign.serve.estimate import estimate as run
+
+    m, w = get_model(model), workload or Workload()
+    r = run(m, deployment, w, calibration=_calibration(deployment.gpu, calibration), breakdown=breakdown)
+    # the bundled profile's measured error on runs like this one; a custom profile's is the user's to measure
+    r["expected_error"] = None if calibration is not None else expected_error(
+        deployment.gpu, deployment.backend, w.concurrency, deployment.spec is not None, model=m.name)
+    return r
+
+
+@dataclass
+class Frontier:
+    """A Pareto frontier of output tok/s/GPU against tok/s/user: `points` sorted by tok/s/user, each
+    with its metrics (ms) and its deployment's record (`Deployment.from_dict` rebuilds it), and the
+    search's own figures (`evaluated` deployments in `seconds`, `cloud`, `roofline_bound`)."""
+    model: str
+    gpu: str
+    num_gpus: int
+    workload: Workload
+    points: list[dict]
+    result: dict = field(repr=False)  # the search's whole result, as the report and the CLI render it
+
+    def deployments(self, gpu: Gpu | None = None) -> list[Deployment]:
+        """Each point's Deployment (one instance of its plan); `gpu` for a what-if GPU."""
+        return [Deployment.from_dict(p["deployment"], gpu) for p in self.points]
+
+    def to_dict(self) -> dict:
+        return {k: v for k, v in self.result.items() if k not in ("cloud", "roofline_bound")}
+
+    def to_pandas(self):
+        """One row per point: metrics, then the deployment's fields (pandas is an optional dependency)."""
+        import pandas as pd
+
+        return pd.DataFrame([{**{k: v for k, v in p.items() if k != "deployment"}, **p["deployment"]} for p in self.points])
+
+
+def pareto(model: str | ModelSpec, gpu: str | Gpu, *, num_gpus: int = 8, workload: Workload | None = None, engine: str = "trtllm",
+           weight_dtype: str | None = None, activation_dtype: str | None = None, kv_dtype: str | None = None,
+           spec: SpecDecoding | str | None = None, draft_len: int | None = None, acceptance: float | None = None,
+           acceptance_rates: str | tuple | None = None, instance_gpus: tuple[int, ...] | None = None,
+           tp: int | None = None, pp: int | None = None, ep: int | None = None, moe_tp: int | None = None,
+           attention_dp: int | None = None, kvp: int | None = None, max_num_tokens: int | None = None,
+           min_tps_user: float | None = None, max_ttft_ms: float | None = None,
+           calibration: Calibration | str | None = None, progress=None) -> Frontier:
+    """The frontier over every valid plan x batch x precision (x draft length) on `num_gpus` GPUs;
+    fixed sizes (`tp=8`, ...) narrow the plans, precisions default to the checkpoint's own plus the
+    formats the GPU runs natively, and `min_tps_user`/`max_ttft_ms` filter by SLO."""
+    from llm_codesign.explore.search import SearchSpace, parse_precisions, search
+    from llm_codesign.spec.engines import get_engine
+
+    m, g, w = get_model(model), get_gpu(gpu), workload or Workload()
+    sd = spec if isinstance(spec, SpecDecoding) or spec is None else spec_decoding(
+        spec, draft_len=draft_len or (len(str(acceptance_rates).split(",")) if isinstance(acceptance_rates, str) else
+                                      len(acceptance_rates) if acceptance_rates else None),
+        acceptance=acceptance, acceptance_rates=acceptance_rates)
+    ks = (0,) if sd is None else ((0, draft_len) if draft_len else (0, 1, 2, 3, 4, 5))
+    one = (lambda v: None if v is None else (v,))  # noqa: E731
+    space = SearchSpace(num_gpus, one(tp), one(pp), one(ep), one(moe_tp), one(attention_dp), one(kvp), instance_gpus=instance_gpus,
+                        precisions=parse_precisions(weight_dtype, activation_dtype, kv_dtype, m, g), spec=sd, spec_ks=ks)
+    r = search(m, g, _calibration(g, calibration), space, w.isl, w.osl, get_engine(engine).name, max_num_tokens, min_tps_user,
+               max_ttft_ms, progress=progress)
+    return Frontier(model=m.name, gpu=g.id, num_gpus=num_gpus, workload=w, points=r["frontier"], result=r)
+
+
+def lint(model: str | ModelSpec, gpu: str | Gpu, *, regime: str = "throughput", weight_dtype: str | None = None,
+         activation_dtype: str | None = None, kv_dtype: str | None = None, calibration: Calibration | str | None = None) -> list[dict]:
+    """The guideline findings for a shape on a GPU, each with its predicted cost and fix, as dicts."""
+    from dataclasses import asdict
+
+    from llm_codesign.explore.lint import lint as run
+    from llm_codesign.spec.plan import precision_for
+
+    m, g = get_model(model), get_gpu(gpu)
+    return [asdict(f) for f in run(m, g, _calibration(g, calibration), regime, precision_for(m, weight_dtype, activation_dtype, kv_dtype))]
+
+
+def design(params: float, gpu: str | Gpu, *, num_gpus: int = 8, regime: str = "throughput", moe: bool = False,
+           baseline: str | ModelSpec | None = None, weight_dtype: str | None = None, activation_dtype: str | None = None,
+           kv_dtype: str | None = None, engine: str = "trtllm", isl: int | None = None, osl: int | None = None,
+           min_tps_user: float = 20.0, min_tps_gpu: float = 50.0, budget_tol: float = 0.1, quality_tol: float = 0.002,
+           max_candidates: int = 20000, top: int = 10, calibration: Calibration | str | None = None, progress=None) -> dict:
+    """Model shapes at a parameter budget and equal quality proxy, ranked by the frontier value they
+    reach at the regime's SLO (the dict `llm-codesign design --json` prints)."""
+    from llm_codesign.explore.design import Slo
+    from llm_codesign.explore.design import design as run
+    from llm_codesign.spec.engines import get_engine
+    from llm_codesign.spec.plan import precision_for
+    from llm_codesign.spec.precision import Precision as _P
+
+    g = get_gpu(gpu)
+    base = get_model(baseline) if baseline is not None else None
+    prec = precision_for(base, weight_dtype, activation_dtype, kv_dtype) if base else (
+        _P.of(weight_dtype or "bf16", activation_dtype, kv_dtype) if (weight_dtype or activation_dtype or kv_dtype) else None)
+    slo = Slo(regime, min_tps_user, min_tps_gpu, isl, osl)
+    return run(params, g, _calibration(g, calibration), num_gpus, slo, base, moe, prec, budget_tol, quality_tol, None,
+               get_engine(engine).name, max_candidates, top, progress)
+
+
+def validate_serving(path: str, *, calibration: str | None = None) -> dict:
+    """Predict each run of a serving CSV (the canonical columns) and report the errors, as
+    `llm-codesign validate --serving FILE --json` does."""
+    from llm_codesign.measure.validate import predict_serving, read_rows, serving_report
+
+    rows = read_rows(path)
+    preds, unmodeled = predict_serving(rows, calibration)
+    return serving_report(rows, preds, unmodeled)

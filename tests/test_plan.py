@@ -1,0 +1,70 @@
+"""spec/plan.py: the Deployment record round-trips, the builder fills sizes as engines do, and a
+checkpoint's own weight format keeps what the checkpoint keeps wider."""
+import pytest
+
+from llm_codesign.cost.calibration import calibration_for
+from llm_codesign.errors import InputError
+from llm_codesign.explore.search import SearchSpace, parse_precisions, point_breakdown, search
+from llm_codesign.serve.metrics import evaluate
+from llm_codesign.spec.hardware import get_gpu
+from llm_codesign.spec.plan import Deployment, SpecDecoding, Workload, deployment, precision_for
+from llm_codesign.spec.registry import get_model
+
+
+def test_checkpoint_format_keeps_bf16_attention():
+    # gpt-oss ships MXFP4 experts and BF16 attention (quantization_config modules_to_not_convert);
+    # naming its own format must not quantise the attention projections too
+    m = get_model("openai/gpt-oss-120b")
+    assert precision_for(m, "mxfp4").attn.name == "bf16"
+    assert all(p.attn.name == "bf16" for p in parse_precisions("mxfp4", None, None, m, get_gpu("b200")))
+    assert precision_for(m, "fp8").attn.name == "fp8"  # another format re-quantises everything
+
+
+def test_builder_fills_sizes_as_engines_do():
+    m = get_model("deepseek-r1")
+    d = deployment(m, gpu="b200", num_gpus=8, attention_dp=8, ep=8)
+    assert (d.plan.tp, d.plan.adp, d.plan.ep, d.plan.moe_tp) == (1, 8, 8, 1)
+    d = deployment(get_model("llama-3.1-70b"), gpu="h200", num_gpus=8, engine="VLLM")
+    assert (d.plan.tp, d.backend) == (8, "vllm")  # engine names are case-insensitive, like GPU ids
+    with pytest.raises(InputError, match="backend"):
+        deployment(m, gpu="b200", engine="tgi")
+    with pytest.raises(InputError, match="isl"):
+        Workload(isl=0)
+    with pytest.raises(InputError, match="concurrency"):
+        Workload(concurrency=10**23)
+
+
+def test_record_round_trips():
+    m = get_model("openai/gpt-oss-120b")
+    d = deployment(m, gpu="b200", num_gpus=8, ep=8, weight_dtype="mxfp4", kv_dtype="fp8", spec="eagle3",
+                   acceptance_rates="0.8,0.6,0.5")
+    assert Deployment.from_dict(d.to_dict()) == d.__class__(**{**d.__dict__, "max_num_tokens": d.step_tokens})
+    assert d.to_dict()["attn_weight_dtype"] == "bf16"
+
+
+def test_spec_at_a_draft_length_keeps_its_acceptance():
+    s = SpecDecoding("mtp", 3, mean_accepted=2.5)
+    for k in (1, 2, 3, 5):
+        assert s.at(k).accepted() == pytest.approx(float(s.accepted(k)), rel=1e-12)
+
+
+def test_every_frontier_point_reproduces_and_its_breakdown_is_its_own():
+    # gpt-oss-120b on 8xB200 with its own MXFP4 format: each point rebuilt from its record gives the
+    # point's figures, and its breakdown prices the BF16 attention projections the point was priced with
+    m, g = get_model("openai/gpt-oss-120b"), get_gpu("b200")
+    cal = calibration_for(g)
+    r = search(m, g, cal, SearchSpace(8, precisions=parse_precisions("mxfp4", None, None, m, g)), 1024, 1024)
+    assert len(r["frontier"]) > 10
+    for p in r["frontier"]:
+        d = p["deployment"]
+        assert d["attn_weight_dtype"] == "bf16"
+        one = evaluate(m, Deployment.from_dict(d), Workload(isl=1024, osl=1024, concurrency=d["concurrency_per_instance"]),
+                       calibration=cal)
+        assert one.tok_s_per_user.item() == pytest.approx(p["tok_s_per_user"], rel=1e-9)
+        assert one.output_tok_s_per_gpu.item() == pytest.approx(p["output_tok_s_per_gpu"], rel=1e-9)
+    p = r["frontier"][0]
+    rows = point_breakdown(m, cal, p["deployment"], 1024, 1024)
+    qkv = [x for x in rows if x["name"].endswith("/attn/qkv")]
+    assert qkv
+    # the breakdown's step is the point's step: the slowest point's decode step within its TPOT
+    assert sum(x["time_ms"] for x in rows) <= p["tpot_ms"] * 1.0000001
