@@ -1,0 +1,183 @@
+"""The `export` command (a deployment -> the engine's launch configuration) and `import` (an exported
+file -> the deployment it starts, priced again as `estimate` prices it)."""
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from llm_codesign.cli.common import (
+    O_A,
+    O_ACC,
+    O_ADP,
+    O_CAL,
+    O_DRAFT,
+    O_EP,
+    O_GPU,
+    O_GPUS,
+    O_ISL,
+    O_K,
+    O_KV,
+    O_KVP,
+    O_MNT,
+    O_MTP,
+    O_OSL,
+    O_PP,
+    O_RATES,
+    O_SPEC,
+    O_TP,
+    O_W,
+    _console,
+    _deployment,
+    _dump,
+    _model,
+    app,
+)
+from llm_codesign.errors import InputError
+
+
+def write_atomic(path: str, text: str) -> None:
+    """Write `text` to `path` whole or not at all (a temporary file in the same folder, then a rename)."""
+    p = Path(path)
+    if not p.resolve().parent.is_dir():
+        raise InputError("out", path, "a path in an existing folder")
+    fd, tmp = tempfile.mkstemp(dir=p.resolve().parent, prefix=f".{p.name}.")
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+        os.chmod(tmp, 0o755 if text.startswith("#!") else 0o644)
+        os.replace(tmp, p)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+@app.command()
+def export(
+    model: str = typer.Argument(..., help="Registry name, Hugging Face id or config.json path."),
+    gpu: str = O_GPU, gpus_: Optional[int] = O_GPUS,
+    engine: str = typer.Option(..., "--engine", help="vllm, sglang, trtllm, or dynamo (a disaggregated deployment)."),
+    out: str = typer.Option(..., "-o", "--out", help="The file to write (YAML; a shell script for SGLang)."),
+    tp: Optional[int] = O_TP, pp: Optional[int] = O_PP, ep: Optional[int] = O_EP, moe_tp: Optional[int] = O_MTP,
+    attention_dp: Optional[int] = O_ADP, kvp: Optional[int] = O_KVP,
+    weight_dtype: Optional[str] = O_W, activation_dtype: Optional[str] = O_A, kv_dtype: Optional[str] = O_KV,
+    isl: int = O_ISL, osl: int = O_OSL,
+    concurrency: Optional[int] = typer.Option(None, "--concurrency", min=1, max=1 << 20,
+                                              help="Requests in flight per instance, the engine's max batch (omit: the offline-max-throughput batch)."),
+    replicas: int = typer.Option(1, "--replicas", min=1, max=1 << 16, help="Instances of this configuration (stated in the file)."),
+    backend: Optional[str] = typer.Option(None, "--backend", help="Dynamo's worker engine (default trtllm); otherwise the exported engine."),
+    spec: Optional[str] = O_SPEC, draft_len: Optional[int] = O_K, acceptance: Optional[float] = O_ACC,
+    acceptance_rates: Optional[str] = O_RATES, draft_model: Optional[str] = O_DRAFT, max_num_tokens: Optional[int] = O_MNT,
+    cpp: bool = typer.Option(False, "--cpp", help="Chunked pipeline parallelism for prefill."),
+    prefill: Optional[str] = typer.Option(None, "--prefill", help="Dynamo: prefill instance plan, e.g. tp=8,ep=8."),
+    decode: Optional[str] = typer.Option(None, "--decode", help="Dynamo: decode instance plan, e.g. attention_dp=8,ep=8."),
+    prefill_instances: int = typer.Option(1, "--prefill-instances", min=1, max=1 << 16),
+    decode_instances: int = typer.Option(1, "--decode-instances", min=1, max=1 << 16),
+    calibration: Optional[str] = O_CAL, as_json: bool = typer.Option(False, "--json", help="Print the deployment and the predicted figures."),
+):
+    """The engine's launch configuration for a deployment (the same flags as `estimate`)."""
+    from llm_codesign.explore.export import ENGINES, engine_spec, export_config, export_dynamo
+
+    if engine not in ENGINES:
+        raise InputError("engine", engine, "one of: " + ", ".join(ENGINES))
+    m = _model(model)
+    if engine == "dynamo":
+        text, summary = _dynamo(m, gpu, prefill, decode, prefill_instances, decode_instances, concurrency or 64, isl, osl,
+                                backend or "trtllm", weight_dtype, activation_dtype, kv_dtype, spec, draft_len, acceptance,
+                                acceptance_rates, draft_model, max_num_tokens, calibration, export_dynamo)
+    else:
+        if backend and backend != engine:
+            raise InputError("backend", backend, f"the exported engine ({engine}), whose calibration prices the deployment")
+        from llm_codesign.api import estimate as run
+        from llm_codesign.spec.plan import Workload
+
+        dep = _deployment(m, gpu, gpus_, tp, pp, ep, moe_tp, attention_dp, kvp, weight_dtype, activation_dtype, kv_dtype,
+                          engine, spec, draft_len, acceptance, acceptance_rates, draft_model, max_num_tokens, cpp)
+        r = run(m, dep, Workload(isl=isl, osl=osl, concurrency=concurrency), calibration=calibration)
+        summary = {"deployment": dep.to_dict(), "concurrency": r["concurrency"], "replicas": replicas,
+                   "predicted": {k: r[k] for k in ("ttft_ms", "tpot_ms", "tok_s_per_user", "output_tok_s_per_gpu")}}
+        text = export_config(m, dep, engine=engine, concurrency=int(r["concurrency"]), replicas=replicas,
+                             file_name=Path(out).name, extra={"isl": isl, "osl": osl, "predicted": summary["predicted"]})
+    write_atomic(out, text)
+    es = engine_spec(engine)
+    launch = next((line[len("# launch: "):] for line in text.splitlines() if line.startswith("# launch: ")), f"sh {out}")
+    if as_json:
+        return _dump({"engine": engine, "version": es["version"], "file": out, "launch": launch, **summary})
+    p = summary["predicted"]
+    _console().print(f"wrote {engine} {es['version']} configuration: {out}\nlaunch: {launch}\n"
+                     f"predicted: TTFT {p['ttft_ms']:.0f} ms, TPOT {p['tpot_ms']:.2f} ms, {p['tok_s_per_user']:.1f} tok/s/user, "
+                     f"{p['output_tok_s_per_gpu']:.0f} tok/s/GPU at {summary['concurrency']} requests")
+
+
+def _dynamo(m, gpu, prefill, decode, n_pre, n_dec, concurrency, isl, osl, backend, weight_dtype, activation_dtype, kv_dtype,
+            spec, draft_len, acceptance, acceptance_rates, draft_model, max_num_tokens, calibration, export_dynamo):
+    from llm_codesign.cli.common import _gpu, _precision, _spec
+    from llm_codesign.cost.calibration import calibration_for
+    from llm_codesign.serve.disagg import estimate_disagg, parse_plan
+    from llm_codesign.spec.plan import Deployment
+
+    if not prefill or not decode:
+        raise InputError("engine", "dynamo", "a disaggregated deployment: --prefill PLAN and --decode PLAN (e.g. --prefill tp=8 --decode tp=8)")
+    if backend not in ("trtllm", "vllm", "sglang"):
+        raise InputError("backend", backend, "trtllm, vllm or sglang (Dynamo's worker engine)")
+    g = _gpu(gpu)
+    prec = _precision(m, weight_dtype, activation_dtype, kv_dtype)
+    sd = _spec(spec, draft_len, acceptance, acceptance_rates, draft_model)
+    pp_, dp_ = parse_plan("prefill", prefill, m), parse_plan("decode", decode, m)
+    r = estimate_disagg(m, g, calibration_for(g, calibration), prec, pp_, dp_, n_pre, n_dec, [concurrency], isl, osl, backend, sd,
+                        max_num_tokens)
+    row = r["rows"][0]
+    pre = Deployment(gpu=g, num_gpus=int(pp_.gpus), plan=pp_, precision=prec, backend=backend, spec=sd, max_num_tokens=max_num_tokens)
+    dec = Deployment(gpu=g, num_gpus=int(dp_.gpus), plan=dp_, precision=prec, backend=backend, spec=sd, max_num_tokens=max_num_tokens)
+    predicted = {k: row[k] for k in ("ttft_ms", "tpot_ms", "tok_s_per_user", "output_tok_s_per_gpu")}
+    text = export_dynamo(m, prefill=pre, decode=dec, prefill_instances=n_pre, decode_instances=n_dec, concurrency=concurrency,
+                         extra={"isl": isl, "osl": osl, "predicted": predicted})
+    return text, {"prefill": pre.to_dict() | {"instances": n_pre}, "decode": dec.to_dict() | {"instances": n_dec},
+                  "concurrency": concurrency, "predicted": predicted}
+
+
+@app.command("import")
+def import_(
+    path: str = typer.Argument(..., help="A file written by `llm-codesign export`."),
+    isl: Optional[int] = typer.Option(None, "--isl", min=1, help="Input tokens per request (default: the export's)."),
+    osl: Optional[int] = typer.Option(None, "--osl", min=1, help="Output tokens per request (default: the export's)."),
+    calibration: Optional[str] = O_CAL, as_json: bool = typer.Option(False, "--json"),
+):
+    """The deployment an exported engine configuration starts, priced again: the same JSON as `estimate`."""
+    from llm_codesign.explore.export import _meta, read_dynamo, read_export
+
+    text = Path(path).read_text()
+    meta = _meta(text)
+    isl, osl = isl or meta.get("isl", 1024), osl or meta.get("osl", 1024)
+    if "DynamoGraphDeployment" in text:
+        from llm_codesign.cost.calibration import calibration_for
+        from llm_codesign.serve.disagg import estimate_disagg
+
+        pools = read_dynamo(text)
+        p, d = pools["prefill"], pools["decode"]
+        dd = d["deployment"]
+        r = estimate_disagg(d["model"], dd.gpu, calibration_for(dd.gpu, calibration), dd.precision, p["deployment"].plan, dd.plan,
+                            p["instances"], d["instances"], [int(meta["concurrency"])], isl, osl, dd.backend, dd.spec, dd.max_num_tokens)
+        out = {"engine": "dynamo", "model": d["model"].name, "prefill": p["deployment"].to_dict() | {"instances": p["instances"]},
+               "decode": dd.to_dict() | {"instances": d["instances"]}, **r["rows"][0]}
+        if as_json:
+            return _dump(out)
+        _console().print(f"{out['model']}: prefill {p['instances']}x {p['deployment'].plan.label()}, decode {d['instances']}x "
+                         f"{dd.plan.label()} ({dd.backend}): TTFT {out['ttft_ms']:.0f} ms, TPOT {out['tpot_ms']:.2f} ms")
+        return
+    from llm_codesign.api import estimate as run
+    from llm_codesign.spec.plan import Workload
+
+    imp = read_export(text)
+    r = run(imp.model, imp.deployment, Workload(isl=isl, osl=osl, concurrency=imp.concurrency), calibration=calibration)
+    r["deployment"] = imp.deployment.to_dict()
+    r["engine"] = imp.engine
+    if as_json:
+        return _dump(r)
+    d = imp.deployment
+    _console().print(f"{imp.model.name} on {d.num_gpus}x {d.gpu.name}, {d.plan.label()}, {d.precision.label()}, {imp.engine}: "
+                     f"{imp.concurrency} requests, TTFT {r['ttft_ms']:.0f} ms, TPOT {r['tpot_ms']:.2f} ms, "
+                     f"{r['output_tok_s_per_gpu']:.0f} tok/s/GPU")

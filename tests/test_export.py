@@ -1,0 +1,201 @@
+"""Engine exports: every key a documented option of the stated engine version, and the way back gives the
+same deployment (explore/export.py, data/engines/*.toml)."""
+import json
+import shlex
+from dataclasses import replace
+
+import pytest
+import yaml  # PyYAML: an independent parser of what the exports write
+
+from llm_codesign.errors import InputError
+from llm_codesign.explore.export import engine_spec, export_config, export_dynamo, read_dynamo, read_export
+from llm_codesign.explore.search import SearchSpace, plans
+from llm_codesign.explore.yaml_subset import dump, load
+from llm_codesign.spec.hardware import get_gpu
+from llm_codesign.spec.plan import Deployment, Plan, SpecDecoding
+from llm_codesign.spec.precision import Precision
+from llm_codesign.spec.registry import get_model
+
+
+def documented(engine: str, opts: dict):
+    """Assert every key (and nested key) is one of the engine's documented options."""
+    es = engine_spec(engine)
+    allowed, nested = set(es["options"]), es.get("nested", {})
+    for k, v in opts.items():
+        assert k in allowed, f"{k} is not a documented {engine} {es['version']} option"
+        if isinstance(v, dict) and k in nested:
+            assert set(v) <= set(nested[k]), (k, set(v) - set(nested[k]))
+
+
+def parsed(engine: str, text: str) -> dict:
+    """The options of an export as the engine would read them: YAML for vLLM/TensorRT-LLM, argv for SGLang."""
+    if engine == "sglang":
+        words = shlex.split(" ".join(x for x in text.replace("\\\n", " ").splitlines() if not x.startswith("#")))
+        assert words[:3] == ["python", "-m", "sglang.launch_server"]
+        opts, key = {}, None
+        for w in words[3:]:
+            if w.startswith("--"):
+                key = w[2:]
+                opts[key] = True
+            else:
+                opts[key] = w
+        return opts
+    return yaml.safe_load(text)
+
+
+def deployments():
+    h200, b200 = get_gpu("h200"), get_gpu("b200")
+    llama, r1 = get_model("llama-3.1-70b"), get_model("deepseek-r1")
+    mtp = SpecDecoding("mtp", 3, 2.6)
+    yield llama, Deployment(gpu=h200, num_gpus=8, plan=Plan(8), precision=Precision.of("fp8", kv="fp8"), max_num_tokens=4096), 64
+    yield llama, Deployment(gpu=h200, num_gpus=4, plan=Plan(2, 2), precision=llama.default_precision), 16
+    yield r1, Deployment(gpu=b200, num_gpus=8, plan=Plan(1, 1, 8, 1, 8, 1), precision=r1.default_precision, spec=mtp), 512
+    yield r1, Deployment(gpu=b200, num_gpus=8, plan=Plan(8, 1, 1, 8, 1, 1), precision=r1.default_precision), 32
+
+
+@pytest.mark.parametrize("engine", ["vllm", "sglang", "trtllm"])
+def test_export_keys_are_documented_and_read_back(engine):
+    for model, dep, conc in deployments():
+        dep = replace(dep, backend=engine)
+        text = export_config(model, dep, engine=engine, concurrency=conc)
+        documented(engine, parsed(engine, text))
+        if engine == "trtllm":
+            launch = next(x for x in text.splitlines() if x.startswith("# launch: "))[len("# launch: "):]
+            flags = [w[2:] for w in shlex.split(launch) if w.startswith("--")]
+            assert set(flags) <= set(engine_spec("trtllm")["command_options"])
+        back = read_export(text)
+        # the export states the step budget the estimate assumed (the engine's default where none was set)
+        assert back.deployment == replace(dep, max_num_tokens=dep.step_tokens)
+        assert back.concurrency == conc and back.model.name == model.name
+
+
+def test_engine_options_state_the_plan():
+    """The figures in the files are the deployment's own: sizes, per-rank batch, step budget, KV format."""
+    r1, b200 = get_model("deepseek-r1"), get_gpu("b200")
+    dep = Deployment(gpu=b200, num_gpus=8, plan=Plan(1, 1, 8, 1, 8, 1), precision=Precision.of("fp8_block", kv="fp8"),
+                     backend="vllm", max_num_tokens=2048, spec=SpecDecoding("mtp", 2, 2.2))
+    o = yaml.safe_load(export_config(r1, dep, engine="vllm", concurrency=512))
+    assert (o["tensor-parallel-size"], o["data-parallel-size"], o["enable-expert-parallel"]) == (1, 8, True)
+    assert (o["max-num-seqs"], o["max-num-batched-tokens"], o["kv-cache-dtype"]) == (64, 2048, "fp8")
+    assert o["speculative-config"] == {"method": "mtp", "num_speculative_tokens": 2}
+    assert "quantization" not in o  # the checkpoint's own FP8 blocks
+    t = yaml.safe_load(export_config(r1, replace(dep, backend="trtllm"), engine="trtllm", concurrency=512))
+    assert (t["tensor_parallel_size"], t["enable_attention_dp"], t["moe_expert_parallel_size"], t["max_batch_size"]) == (8, True, 8, 64)
+    assert t["speculative_config"] == {"decoding_type": "MTP", "max_draft_len": 2}
+    s = parsed("sglang", export_config(r1, replace(dep, backend="sglang"), engine="sglang", concurrency=512))
+    assert (s["tp-size"], s["attn-dp-size"], s["ep-size"], s["max-running-requests"]) == ("8", "8", "8", "512")
+
+
+@pytest.mark.parametrize("engine", ["vllm", "sglang", "trtllm"])
+def test_every_searched_plan_round_trips_or_is_refused(engine):
+    """Each valid plan of the search space either exports and reads back unchanged, or is refused in one
+    line naming the engine (vLLM: EP x MoE-TP; TensorRT-LLM: attention DP x TP)."""
+    r1, b200 = get_model("deepseek-r1"), get_gpu("b200")
+    plan, inst = plans(r1, b200, SearchSpace(8))
+    ok = refused = 0
+    for i in range(len(inst)):
+        p = Plan(*(int(x[i]) for x in (plan.tp, plan.pp, plan.ep, plan.moe_tp, plan.adp, plan.kvp)))
+        dep = Deployment(gpu=b200, num_gpus=int(inst[i]), plan=p, precision=r1.default_precision, backend=engine)
+        try:
+            text = export_config(r1, dep, engine=engine, concurrency=40)
+        except InputError as e:
+            assert e.field == "engine" and engine in str(e)
+            refused += 1
+            continue
+        back = read_export(text)
+        assert back.deployment.plan == dep.plan and back.concurrency >= 40
+        ok += 1
+    assert ok >= 10
+    assert refused == 0 if engine == "sglang" else refused > 0
+
+
+@pytest.mark.parametrize("backend", ["trtllm", "vllm", "sglang"])
+def test_dynamo_manifest(backend):
+    r1, b200 = get_model("deepseek-r1"), get_gpu("b200")
+    pre = Deployment(gpu=b200, num_gpus=8, plan=Plan(8, 1, 8, 1, 1, 1), precision=r1.default_precision, backend=backend, max_num_tokens=8192)
+    dec = Deployment(gpu=b200, num_gpus=8, plan=Plan(1, 1, 8, 1, 8, 1), precision=r1.default_precision, backend=backend, max_num_tokens=8192)
+    text = export_dynamo(r1, prefill=pre, decode=dec, prefill_instances=3, decode_instances=2, concurrency=1024)
+    doc = yaml.safe_load(text)
+    ds = engine_spec("dynamo")
+    assert (doc["apiVersion"], doc["kind"]) == (ds["api_version"], ds["kind"])
+
+    def paths(obj, prefix=""):
+        if isinstance(obj, dict):
+            for k, v in obj.items():
+                yield prefix + k
+                yield from paths(v, prefix + k + ".")
+        elif isinstance(obj, list):
+            for v in obj:
+                yield from paths(v, prefix[:-1] + "[].")
+
+    assert set(paths(doc)) <= set(ds["manifest_keys"])
+    comps = {c["type"]: c for c in doc["spec"]["components"]}
+    assert set(comps) == {"frontend", "prefill", "decode"}
+    assert (comps["prefill"]["replicas"], comps["decode"]["replicas"]) == (3, 2)
+    for kind in ("prefill", "decode"):
+        box = comps[kind]["podTemplate"]["spec"]["containers"][0]
+        assert box["command"] == ["python3", "-m", f"dynamo.{backend}"]
+        assert box["resources"]["limits"]["nvidia.com/gpu"] == "8"
+        flags = {w[2:] for w in box["args"] if w.startswith("--")}
+        allowed = set(ds["options"][backend]) | (set(engine_spec(backend)["options"]) if backend != "trtllm" else set())
+        assert flags <= allowed, flags - allowed
+        if backend == "trtllm":
+            documented("trtllm", json.loads(box["args"][box["args"].index("--override-engine-args") + 1]))
+    fe = comps["frontend"]["podTemplate"]["spec"]["containers"][0]
+    assert {w[2:] for w in fe["args"] if w.startswith("--")} <= set(ds["options"]["frontend"])
+    back = read_dynamo(text)
+    assert back["prefill"]["deployment"] == pre and back["decode"]["deployment"] == dec
+    assert (back["prefill"]["instances"], back["decode"]["instances"]) == (3, 2)
+
+
+def test_refusals_are_one_line():
+    r1, h200 = get_model("deepseek-r1"), get_gpu("h200")
+    dep = Deployment(gpu=h200, num_gpus=8, plan=Plan(8, 1, 4, 2, 1, 1), precision=r1.default_precision, backend="vllm")
+    with pytest.raises(InputError, match="vLLM runs the experts"):
+        export_config(r1, dep, engine="vllm", concurrency=8)
+    with pytest.raises(InputError, match="exported engine"):
+        export_config(r1, dep, engine="sglang", concurrency=8)
+    with pytest.raises(InputError, match="one of: vllm, sglang, trtllm, dynamo"):
+        engine_spec("tgi")
+    with pytest.raises(InputError, match="llm-codesign export"):
+        read_export("model: x\n")
+
+
+def test_yaml_subset_reads_what_it_writes():
+    doc = {"a": 1, "b": "x: y", "c": {"d": [1, "two", {"e": None, "f": True}], "g": {}}, "h": ["--flag", "{\"k\": 1}"],
+           "nvidia.com/gpu": "8", "i": 0.92}
+    text = dump(doc)
+    assert load(text) == doc == yaml.safe_load(text)
+
+
+def test_engine_data_states_version_and_source():
+    for name in ("vllm", "sglang", "trtllm"):
+        es = engine_spec(name)
+        assert es["version"] and es["source"] and es["engine"] == name
+        assert len(es["options"]) == len(set(es["options"]))
+    assert engine_spec("dynamo")["version"] == "1.6.1"
+    # the documented flags of the stated versions, as extracted from their wheels
+    assert {"tensor-parallel-size", "max-num-batched-tokens", "max-num-seqs", "speculative-config"} <= set(engine_spec("vllm")["options"])
+    assert {"tp-size", "attn-dp-size", "chunked-prefill-size", "max-running-requests"} <= set(engine_spec("sglang")["options"])
+
+
+def test_cli_export_then_import_prices_the_same(tmp_path):
+    """`import` on an exported file reports what `estimate` reported for the flags that made it."""
+    from typer.testing import CliRunner
+
+    from llm_codesign.cli import app
+
+    runner = CliRunner()
+    args = ["llama-3.1-8b", "--gpu", "h100", "--tp", "2", "--concurrency", "32", "--isl", "2048", "--osl", "256",
+            "--weight-dtype", "fp8", "--kv-dtype", "fp8", "--max-num-tokens", "4096"]
+    for engine in ("vllm", "sglang", "trtllm"):
+        out = tmp_path / f"{engine}.cfg"
+        r = runner.invoke(app, ["export", *args, "--engine", engine, "-o", str(out)])
+        assert r.exit_code == 0, r.output
+        est = json.loads(runner.invoke(app, ["estimate", *args, "--backend", engine, "--json"]).output)
+        back = json.loads(runner.invoke(app, ["import", str(out), "--json"]).output)
+        for k in ("ttft_ms", "tpot_ms", "output_tok_s_per_gpu", "concurrency", "plan", "precision", "max_num_tokens"):
+            assert back[k] == est[k], (engine, k)
+    bad = runner.invoke(app, ["export", "deepseek-r1", "--gpu", "h200", "--tp", "8", "--ep", "4", "--engine", "vllm",
+                              "-o", str(tmp_path / "x.yaml")])
+    assert bad.exit_code == 2 and not (tmp_path / "x.yaml").exists()
