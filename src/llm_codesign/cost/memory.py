@@ -6,7 +6,7 @@ import numpy as np
 
 from llm_codesign.cost.ops import Sharding
 from llm_codesign.spec.model import ModelSpec
-from llm_codesign.spec.precision import Precision
+from llm_codesign.spec.precision import Precision, executable
 
 # Fraction of HBM an engine lets itself use, for engines not listed in engines.KV_BUDGET.
 USABLE_FRACTION = 0.90
@@ -97,6 +97,7 @@ def fit(model: ModelSpec, gpu, prec: Precision, sh: Sharding, isl, osl, max_num_
     `budget` "total": weights, activations and KV share usable_fraction of the GPU (vLLM);
     "free": the KV cache takes usable_fraction of what weights and activations leave (TensorRT-LLM);
     "static": weights and KV share usable_fraction, activations live outside it (SGLang)."""
+    prec = executable(prec, gpu)[0]  # e.g. NVFP4 re-quantised to MXFP4 on CDNA4 holds MXFP4's scale bytes
     w = weight_bytes_per_gpu(model, prec, sh)
     act = activation_bytes(model, sh, max_num_tokens)
     if budget == "free":

@@ -15,7 +15,7 @@ from llm_codesign.cost import kernels as cost
 from llm_codesign.cost.calibration import Calibration
 from llm_codesign.spec.hardware import Gpu
 from llm_codesign.spec.model import Attention, Ffn, Layer, ModelSpec
-from llm_codesign.spec.precision import Precision, gemm_math
+from llm_codesign.spec.precision import Precision, executable, gemm_math
 
 
 @dataclass(frozen=True)
@@ -45,10 +45,13 @@ class Op:
     parts, and `count`, the layers per stage that run it. FLOPs and bytes may be given as a
     function returning both: a search never reads them, so they are computed only when asked."""
 
-    __slots__ = ("name", "kind", "_flops", "_bytes", "_fb", "time", "t_compute", "t_memory", "count")
+    __slots__ = ("name", "kind", "_flops", "_bytes", "_fb", "time", "t_compute", "t_memory", "count", "part", "math", "weight")
 
-    def __init__(self, name, kind, flops, nbytes, time, t_compute, t_memory, count, fb=None):
+    def __init__(self, name, kind, flops, nbytes, time, t_compute, t_memory, count, fb=None, math=None, weight=None):
         self.name, self.kind = name, kind  # kind: gemm, attention, elementwise, comm
+        # part: attention, ffn, moe, lm_head, layer (norms, residuals) or pipeline; math: the tensor-core
+        # math a GEMM runs (bf16, fp8, fp4); weight: the number format of the weights it reads
+        self.part, self.math, self.weight = "layer", math, weight
         self._flops, self._bytes, self._fb = flops, nbytes, fb
         self.time, self.t_compute, self.t_memory, self.count = time, t_compute, t_memory, count
 
@@ -79,9 +82,21 @@ def distinct_experts(E, k, tokens):
 
 
 def _gemm(name, m, n, k, count, gpu, cal, math, a_b, w_b, groups=1.0, distinct=None, eff_scale=1.0, kernel=None, swap_ab=None,
-          overhead_s=None):
+          overhead_s=None, weight=None):
     t, tc, tm = cost.gemm_time(m, n, k, gpu, cal, math, a_b, w_b, 2.0, groups, distinct, eff_scale, kernel, swap_ab, overhead_s)
-    return Op(name, "gemm", None, None, t, tc, tm, count, fb=lambda: cost.gemm_flops_bytes(m, n, k, a_b, w_b, 2.0, groups, distinct))
+    return Op(name, "gemm", None, None, t, tc, tm, count, fb=lambda: cost.gemm_flops_bytes(m, n, k, a_b, w_b, 2.0, groups, distinct),
+              math=math, weight=weight)
+
+
+def _tag(ops, part: str, weight: str) -> list:
+    """Mark operators with the part of the layer they belong to, and the weight format of GEMMs that
+    read the layer's weights (those built on BF16 activations-by-activations or BF16 weights name
+    their own, `_gemm(weight=...)`)."""
+    for op in ops:
+        op.part = part
+        if op.kind == "gemm" and op.weight is None:
+            op.weight = weight
+    return ops
 
 
 def _comm(name, op, nbytes, n, count, gpu, cal):
@@ -181,6 +196,7 @@ def layer_ops(model: ModelSpec, layer: Layer, count, gpu: Gpu, cal: Calibration,
     dense_tp = tp * kvp  # Helix re-uses the KV-parallel GPUs as TP for everything after attention
     dec_tok = np.asarray(b.dec_seqs, float) * b.dec_tokens_per_seq
     T = dec_tok + np.asarray(b.pf_tokens, float)  # tokens in this rank's step
+    prec = executable(prec, gpu)[0]  # a format the GPU cannot run is priced as engines map it
     act_b = prec.activation.bytes_per_value()
     kv_b = prec.kv.bytes_per_value()
     math_attn = gemm_math(prec.attn, prec.activation, gpu)
@@ -210,8 +226,8 @@ def layer_ops(model: ModelSpec, layer: Layer, count, gpu: Gpu, cal: Calibration,
                 ops.append(_gemm(f"{P}/q", T, heads_l * qk, h, count, gpu, cal, math_attn, act_b, wa, kernel=k_attn))
             ops.append(_gemm(f"{P}/kv_a", T, a.kv_lora_rank + a.rope_dim, h, count, gpu, cal, math_attn, act_b, wa, kernel=k_attn))
             # decode: weight absorption, attention runs in the latent space (DeepSeek-V2 sec. 2.1.2)
-            ops.append(_gemm(f"{P}/mla_q_absorb", dec_tok, a.kv_lora_rank, a.nope_dim, count, gpu, cal, "bf16", 2.0, 2.0, heads_l))
-            ops.append(_gemm(f"{P}/mla_v_up", dec_tok, a.v_head_dim, a.kv_lora_rank, count, gpu, cal, "bf16", 2.0, 2.0, heads_l))
+            ops.append(_gemm(f"{P}/mla_q_absorb", dec_tok, a.kv_lora_rank, a.nope_dim, count, gpu, cal, "bf16", 2.0, 2.0, heads_l, weight="bf16"))
+            ops.append(_gemm(f"{P}/mla_v_up", dec_tok, a.v_head_dim, a.kv_lora_rank, count, gpu, cal, "bf16", 2.0, 2.0, heads_l, weight="bf16"))
             # prefill: latent up-projected to per-head K and V for the chunk and its cached context
             kv_rows = np.asarray(b.pf_tokens, float) + np.asarray(b.pf_seqs, float) * b.pf_ctx
             ops.append(_gemm(f"{P}/mla_kv_up", kv_rows, heads_l * (a.nope_dim + a.v_head_dim), a.kv_lora_rank, count, gpu, cal, math_attn, act_b, wa, kernel=k_attn))
@@ -264,6 +280,8 @@ def layer_ops(model: ModelSpec, layer: Layer, count, gpu: Gpu, cal: Calibration,
         ops.append(_gemm(f"{P}/linear", T, h / dense_tp, h, count, gpu, cal, math_attn, act_b, wa, kernel=k_attn))
         ops.append(_comm(f"{P}/all_reduce", "all_reduce", T * h * 2.0, dense_tp, count, gpu, cal))
 
+    _tag(ops, "attention", prec.attn.name)
+    n_attn = len(ops)
     F = f"{prefix}/ffn"
     if f.kind in ("dense", "linear"):
         width = f.inter if f.kind == "dense" else 0
@@ -277,7 +295,7 @@ def layer_ops(model: ModelSpec, layer: Layer, count, gpu: Gpu, cal: Calibration,
         width = f.expert_inter
         M = f"{prefix}/moe"
         T_all = T * adp  # the MoE group sees every attention-DP rank's tokens
-        ops.append(_gemm(f"{M}/router", T, f.experts, h, count, gpu, cal, "bf16", 2.0, 2.0))
+        ops.append(_gemm(f"{M}/router", T, f.experts, h, count, gpu, cal, "bf16", 2.0, 2.0, weight="bf16"))
         if np.any(f.shared_inter):
             ops.append(_gemm(f"{M}/shared_gate_up", T, (f.mats - 1) * f.shared_inter / dense_tp, h, count, gpu, cal, math_ffn, act_b, wf, kernel=k_ffn))
             ops.append(_gemm(f"{M}/shared_down", T, h, f.shared_inter / dense_tp, count, gpu, cal, math_ffn, act_b, wf, kernel=k_ffn))
@@ -308,6 +326,7 @@ def layer_ops(model: ModelSpec, layer: Layer, count, gpu: Gpu, cal: Calibration,
         ops.append(_comm(f"{M}/all_reduce", "all_reduce", np.where(a2a, 0.0, T * h * 2.0), stage_gpus, count, gpu, cal))
     else:
         width = 0
+    _tag(ops[n_attn:], "moe" if f.kind == "moe" else "ffn", prec.weight.name)
     if "ffn" not in parts:
         return ops
     # norms, residual adds, activation, RoPE: streamed once each
@@ -337,10 +356,10 @@ def forward_ops(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, s
     # LM head: the sampled positions only (every decode token, one per prefilled sequence)
     logits = np.asarray(b.dec_seqs, float) * b.dec_tokens_per_seq + np.asarray(b.pf_seqs, float)
     dense_tp = np.asarray(sh.tp, float) * np.asarray(sh.kvp, float)
-    ops.append(_gemm("lm_head", logits, model.vocab / dense_tp, model.hidden, np.ones_like(pp), gpu, cal, "bf16", 2.0, 2.0))
+    ops += _tag([_gemm("lm_head", logits, model.vocab / dense_tp, model.hidden, np.ones_like(pp), gpu, cal, "bf16", 2.0, 2.0, weight="bf16")], "lm_head", "bf16")
     if np.any(pp > 1):
         T = np.asarray(b.dec_seqs, float) * b.dec_tokens_per_seq + np.asarray(b.pf_tokens, float)
-        ops.append(_comm("pp/send_recv", "p2p", np.where(pp > 1, T * model.hidden * 2.0, 0.0), np.where(pp > 1, 2.0, 1.0), np.ones_like(pp), gpu, cal))
+        ops += _tag([_comm("pp/send_recv", "p2p", np.where(pp > 1, T * model.hidden * 2.0, 0.0), np.where(pp > 1, 2.0, 1.0), np.ones_like(pp), gpu, cal)], "pipeline", "bf16")
     return ops
 
 

@@ -8,7 +8,7 @@ from llm_codesign.cost.ops import Batch, Sharding, forward_ops
 from llm_codesign.errors import InputError
 from llm_codesign.spec.hardware import Gpu
 from llm_codesign.spec.model import ModelSpec
-from llm_codesign.spec.precision import Precision, gemm_math
+from llm_codesign.spec.precision import Precision, executable, gemm_math
 
 
 def roofline(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, phase: str = "decode",
@@ -26,6 +26,7 @@ def roofline(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, phas
     # MoE experts shard like the rest of the layer (MoE-TP = TP) on the same GPUs
     ops = forward_ops(model, gpu, cal, prec, Sharding(tp=tp, moe_tp=tp if model.is_moe else 1), b)
     bw = gpu.hbm_bandwidth_bytes_per_s
+    prec = executable(prec, gpu)[0]  # the math the GPU really runs (the operators are priced so too)
     rows = []
     for op in ops:
         n = float(np.asarray(op.count).reshape(-1)[0])
@@ -36,12 +37,22 @@ def roofline(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, phas
             continue
         math = gemm_math(prec.attn if "/attn/" in op.name else prec.weight, prec.activation, gpu) if op.kind == "gemm" else "bf16"
         peak = gpu.peak(math)
+        intensity = f / by if by else float("inf")
+        kernel_ridge = None
         if op.kind == "comm":
             bound = "comm"
         else:
-            bound = "compute" if float(np.sum(op.t_compute)) >= float(np.sum(op.t_memory)) else "memory"
+            # the label follows the roofline columns (intensity against the ridge); where the kernel's
+            # own rates (tile and wave quantisation, fitted efficiencies) bind the other way, it says so
+            # with the kernel's ridge: its attainable FLOP/s over its attainable bandwidth
+            tc, tm = float(np.sum(op.t_compute)) * n, float(np.sum(op.t_memory)) * n
+            bound = "compute" if intensity >= peak / bw else "memory"
+            modelled = "compute" if tc >= tm else "memory"
+            if modelled != bound and tc > 0 and tm > 0:
+                kernel_ridge = (f / tc) / (by / tm)
+                bound = f"{modelled}*"  # the CLI caption explains the star
         rows.append({"name": op.name, "kind": op.kind, "layers": n, "flops": f, "bytes": by,
-                     "intensity": f / by if by else float("inf"), "ridge_point": peak / bw, "math": math,
+                     "intensity": intensity, "ridge_point": peak / bw, "math": math, "kernel_ridge_point": kernel_ridge,
                      "bound": bound, "time_s": t, "pct_of_peak": 100.0 * f / t / peak if t and f else 0.0,
                      "pct_of_bandwidth": 100.0 * by / t / bw if t and op.kind != "comm" else 0.0})
     tf = sum(r["flops"] for r in rows)

@@ -8,6 +8,7 @@ DeepSeek-V3 config quantization_config.weight_block_size [128, 128].
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 from llm_codesign.errors import InputError
 
@@ -70,6 +71,42 @@ def gemm_math(weight: Dtype, activation: Dtype, gpu) -> str:
         if gpu.supports(math):
             return math
     return "bf16"
+
+
+def _executable(prec: "Precision", gpu) -> tuple["Precision", tuple[str, ...]]:
+    w, a, attn = prec.weight, prec.activation, prec.attn_weight
+    notes = []
+    has_fp4 = gpu.supports("fp4")
+    for d in {x.name: x for x in (w, a, attn) if x is not None and x.math == "fp4"}.values():
+        if has_fp4 and d.name not in gpu.fp4_formats and gpu.fp4_formats:
+            # FP4 tensor cores of another block format (CDNA4 runs MXFP4, no NVFP4: AMD CDNA4 ISA;
+            # AMD publishes MXFP4 re-quantisations, e.g. amd/DeepSeek-R1-MXFP4-Preview)
+            alt = DTYPES[gpu.fp4_formats[0]]
+            w, a = (alt if x.name == d.name else x for x in (w, a))
+            attn = alt if attn is not None and attn.name == d.name else attn
+            notes.append(f"{d.name} has no {gpu.name} kernel: priced as {alt.name} (the FP4 format its tensor cores run, "
+                         "a re-quantised checkpoint)")
+    if a.math == "fp4" and not (has_fp4 and a.name in gpu.fp4_formats):
+        # no FP4 math: FP4 weights run weight-only, dequantised to BF16 in the GEMM (vLLM's Marlin
+        # FP4 fallback, "Weight-only FP4 compression will be used leveraging the Marlin kernel")
+        a = DTYPES["bf16"]
+        notes.append(f"{gpu.name} has no FP4 math: W4A4 runs as W4A16 (4-bit weights dequantised to BF16, as vLLM's Marlin kernel does)")
+    if a.math == "fp8" and not gpu.supports("fp8"):
+        # no FP8 math (Ampere): FP8 checkpoints run weight-only FP8 (vLLM Marlin W8A16 fallback)
+        a = DTYPES["bf16"]
+        notes.append(f"{gpu.name} has no FP8 math: W8A8 runs as W8A16 (FP8 weights dequantised to BF16, as vLLM's Marlin kernel does)")
+    return Precision(w, a, prec.kv, attn), tuple(notes)
+
+
+def executable(prec: "Precision", gpu) -> tuple["Precision", tuple[str, ...]]:
+    """The precision `gpu` really runs for `prec`, as engines map a format the GPU cannot execute,
+    and one note per mapping (empty when it runs as given). Cached: the cost path calls it per layer."""
+    return _executable_cached(prec, gpu)
+
+
+@lru_cache(maxsize=256)
+def _executable_cached(prec, gpu):
+    return _executable(prec, gpu)
 
 
 @dataclass(frozen=True)
