@@ -154,3 +154,18 @@ def test_mamba2_decode_reads_and_writes_its_state_once_per_step(h100):
     assert float(short[core].bytes) == pytest.approx(8 * 2 * state + 8 * io)
     # the update itself: ~5 P N FLOPs per head and token (decay, x B^T, h C)
     assert float(short[core].flops) == pytest.approx(8 * 5 * 64 * 64 * 256)
+
+
+def test_operators_carry_their_part_and_precision(b200):
+    # gpt-oss keeps attention in BF16 and experts in MXFP4: each GEMM says so itself, no name parsing
+    from llm_codesign.cost.calibration import calibration_for
+    from llm_codesign.spec.plan import precision_for
+
+    m = get_model("openai/gpt-oss-120b")
+    ops = forward_ops(m, b200, calibration_for(b200), precision_for(m), Sharding(tp=8, ep=8), Batch(dec_seqs=16, dec_ctx=2048))
+    gemms = {(op.part, op.weight, op.math) for op in ops if op.kind == "gemm"}
+    # W4A16 experts: MXFP4 weights, BF16 activations, so BF16 math
+    assert ("attention", "bf16", "bf16") in gemms and ("moe", "mxfp4", "bf16") in gemms
+    assert ("moe", "bf16", "bf16") in gemms  # the router
+    assert ("lm_head", "bf16", "bf16") in gemms
+    assert {op.part for op in ops} >= {"attention", "moe", "lm_head", "layer"}

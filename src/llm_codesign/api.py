@@ -49,6 +49,7 @@ def estimate(model: str | ModelSpec, deployment: Deployment, workload: Workload 
              calibration: Calibration | str | None = None, breakdown: bool = False) -> dict:
     """What `llm-codesign estimate --json` reports: metrics, memory, bottlenecks, speculation's
     break-even, the measured error of runs like it (`expected_error`, None with a custom profile)."""
+    from llm_codesign.explore.accuracy_model import accuracy_of
     from llm_codesign.measure.accuracy import expected_error
     from llm_codesign.serve.estimate import estimate as run
 
@@ -57,6 +58,7 @@ def estimate(model: str | ModelSpec, deployment: Deployment, workload: Workload 
     # the bundled profile's measured error on runs like this one; a custom profile's is the user's to measure
     r["expected_error"] = None if calibration is not None else expected_error(
         deployment.gpu, deployment.backend, w.concurrency, deployment.spec is not None, model=m.name)
+    r["accuracy"] = accuracy_of(m, deployment.precision)  # the third dimension: published where known, else the proxy
     return r
 
 

@@ -156,10 +156,6 @@ def estimate(
     dep = _deployment(m, gpu, gpus_, tp, pp, ep, moe_tp, attention_dp, kvp, weight_dtype, activation_dtype, kv_dtype,
                       backend, spec, draft_len, acceptance, acceptance_rates, draft_model, max_num_tokens, cpp)
     r = run(m, dep, Workload(isl=isl, osl=osl, concurrency=concurrency), calibration=calibration, breakdown=breakdown)
-    if "accuracy" not in r:  # the third dimension: published where known, else the proxy (explore.accuracy_model)
-        from llm_codesign.explore.accuracy_model import accuracy_of
-
-        r["accuracy"] = accuracy_of(m, dep.precision)
     if as_json:
         return _dump(r)
     from rich.table import Table
@@ -358,7 +354,9 @@ def pareto(
                       f"{d['spec']} k={d['draft_len']}" if d["spec"] else "-", (p.get("accuracy") or {}).get("short", "none"))
         con.print(t)
         if not fr:
-            con.print("[yellow]no deployment meets the SLO filters[/yellow]")
+            con.print("[yellow]no deployment meets the SLO filters[/yellow]" if min_tps_user is not None or max_ttft_ms is not None else
+                      f"[yellow]no deployment of {r['model']} fits on {r['num_gpus']}x {r['gpu']}: weights and KV cache exceed the "
+                      "memory of every plan; give more GPUs (--gpus) or a smaller precision (--weight-dtype)[/yellow]")
     for key, p in paths.items():
         if p:
             con.print(f"wrote {key}: {p}")

@@ -35,7 +35,7 @@ def roofline(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, phas
         t = float(np.asarray(op.time).reshape(-1)[0]) * n
         if t == 0 and f == 0 and by == 0:
             continue
-        math = gemm_math(prec.attn if "/attn/" in op.name else prec.weight, prec.activation, gpu) if op.kind == "gemm" else "bf16"
+        math = op.math if op.kind == "gemm" else "bf16"  # the math the GEMM was priced with (router, LM head: BF16)
         peak = gpu.peak(math)
         intensity = f / by if by else float("inf")
         kernel_ridge = None

@@ -12,11 +12,11 @@ from llm_codesign.cost import kernels as cost
 from llm_codesign.cost.calibration import Calibration
 from llm_codesign.cost.ops import Batch, Sharding, distinct_experts, layer_ops, step_time
 from llm_codesign.errors import InputError
-from llm_codesign.serve.aggregated import evaluate
+from llm_codesign.serve.aggregated import _sharding, decode_step, evaluate
 from llm_codesign.spec.hardware import Gpu
 from llm_codesign.spec.model import Attention, Layer, ModelSpec
 from llm_codesign.spec.plan import Plan, validity
-from llm_codesign.spec.precision import Precision, gemm_math
+from llm_codesign.spec.precision import Precision
 
 RULES = {
     "R1": ("memory-bound-gemm", "A GEMM whose small reduction or output dimension (or tokens per expert) keeps it below the GPU's ridge point"),
@@ -122,9 +122,8 @@ def _r1(model, gpu, cal, prec, sh, b, regime):
             f, by = float(np.sum(op.flops)), float(np.sum(op.bytes))
             if f <= 0:
                 continue
-            w = prec.weight if "/attn/" not in op.name else prec.attn
-            math_ = gemm_math(w, prec.activation, gpu)
-            ridge = gpu.peak(math_) * cal.gemm_eff(cost.gemm_kernel(math_, w.name)) / (gpu.hbm_bandwidth_bytes_per_s * cal.bw_eff)
+            math_ = op.math  # the math and weight format the operator was priced with
+            ridge = gpu.peak(math_) * cal.gemm_eff(cost.gemm_kernel(math_, op.weight)) / (gpu.hbm_bandwidth_bytes_per_s * cal.bw_eff)
             inten = f / by
             if inten < 0.5 * ridge and float(np.sum(op.t_memory)) > float(np.sum(op.t_compute)):
                 seen.add(key)
@@ -211,7 +210,13 @@ def _r3(model, gpu, cal, prec, tp):
     t0, t1 = float(np.ravel(base["tpot_s"])[0]), float(np.ravel(w["tpot_s"])[0])
     # one all-reduce per attention or mixer half and per FFN half (Nemotron-H layers have only one)
     halves = sum(n * ((layer.attn.kind != "none") + (layer.ffn.kind != "none")) for layer, n in model.groups)
-    floor = halves * float(cost.collective_time("all_reduce", h * 2.0, tp, gpu, cal)) + L * 6 * cal.gemm_overhead("bf16")
+    # what depth costs, read off the very decode step TPOT times (same calibration, batch 1, the same
+    # context): each layer operator's fixed part (its time beyond the larger of its compute and memory
+    # times: launch and prologue costs) and its collectives whole (latency-bound at one token); the
+    # LM head and pipeline hand-offs do not grow with depth. A part of the step, so never above TPOT.
+    _, _, ops = decode_step(model, gpu, cal.in_step("trtllm"), prec, _sharding(plan), 1.0, 1024 + 256 / 2.0, 0.0, None, "trtllm")
+    floor = sum(float(np.sum((op.time if op.kind == "comm" else op.time - np.maximum(op.t_compute, op.t_memory)) * op.count))
+                for op in ops if op.name != "lm_head" and not op.name.startswith("pp/"))
     gain = 100.0 * (t0 / t1 - 1.0)
     # the same accuracy proxy as design: wider stops paying where the aspect-ratio (and head-count) cost to
     # accuracy exceeds design's default tolerance (0.2% of the proxy loss)
@@ -228,7 +233,7 @@ def _r3(model, gpu, cal, prec, tp):
                         "keep the depth: at this aspect ratio depth buys accuracy the speed-up does not repay")]
     sev = "warning" if gain > 10 else "info"
     return [Finding("R3", sev, "layers", f"{L} layers x hidden {h} (aspect {aspect:.0f}): depth alone costs ~{floor * 1e3:.2f} ms per token "
-                    f"(kernel launches + {halves} all-reduces at TP{tp}); TPOT at batch 1 {t0 * 1e3:.2f} ms",
+                    f"(fixed kernel costs + {halves} all-reduces at TP{tp}); TPOT at batch 1 {t0 * 1e3:.2f} ms",
                     gain, f"{sum(n for _, n in wide.groups)} layers x hidden {h2} ({wide.total_params / 1e9:.1f}B vs {model.total_params / 1e9:.1f}B params): "
                     f"TPOT {t1 * 1e3:.2f} ms ({gain:+.1f}%) on {gpu.name} TP{tp}{acc}")]
 
