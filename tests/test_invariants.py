@@ -87,3 +87,22 @@ def test_roofline_bound_agrees_with_its_columns_or_says_why(name, gid, w, batch)
             assert (o["intensity"] >= o["kernel_ridge_point"]) == (side == "memory")
     if name == "qwen3-235b-a22b":
         assert said_why >= 1  # its QKV GEMM (386 FLOP/B, ridge 500) runs compute-bound as modelled
+
+
+@pytest.mark.parametrize("name, gid", [("qwen3-235b-a22b", "b200"), ("llama-3.1-405b", "h100"), ("deepseek-r1", "b200"),
+                                       ("llama-3.1-70b", "h200")])
+def test_lint_depth_cost_never_exceeds_the_tpot_it_is_part_of(name, gid):
+    # issue 20: R3 said "depth alone costs ~6.18 ms per token" for Qwen3-235B on B200 with TPOT 5.62 ms
+    import re
+
+    from llm_codesign.explore.lint import lint
+
+    g = get_gpu(gid)
+    seen = 0
+    for f in lint(get_model(name), g, calibration_for(g)):
+        m = re.search(r"depth alone costs ~([\d.]+) ms per token.*TPOT at batch 1 ([\d.]+) ms", f.message)
+        if f.rule == "R3" and m:
+            seen += 1
+            depth, tpot = float(m[1]), float(m[2])
+            assert 0 < depth <= tpot, f.message
+    assert seen or name != "qwen3-235b-a22b"  # the issue's case must be checked, not skipped
