@@ -48,11 +48,17 @@ def _load_entry(name: str) -> ModelSpec:
 def get_model(ref: str) -> ModelSpec:
     """A registry name, a Hugging Face id, or a path to a config.json (or a folder holding one)."""
     key = str(ref).strip().lower()
+    if not key:
+        raise InputError("model", ref, "a registry name (see `llm-codesign models`), a Hugging Face id, or a config.json path")
     if key in _index():
         return _load_entry(key)
     p = Path(ref)
     if p.suffix == ".json" or p.is_dir() or p.exists():
         return load_config_file(p)
+    from llm_codesign.spec import hub
+
+    if hub.looks_like_repo(ref):  # not bundled: the local Hugging Face cache, then the Hub (extra `hub`)
+        return hub.get_hub_model(ref)
     raise InputError("model", ref, "a registry name (" + ", ".join(e["name"] for e in entries()) + "), one of their Hugging Face ids, or a config.json path")
 
 
