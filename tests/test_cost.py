@@ -102,10 +102,10 @@ def test_collective_protocol_switch_by_hand(h100, cal_h100):
 def test_decode_work_items_slice_query_groups():
     from dataclasses import replace
 
-    from llm_codesign.cost.calibration import Calibration
+    from llm_codesign.cost.calibration import documented
     from llm_codesign.cost.kernels import decode_work_items
 
-    cal = replace(Calibration(), attn_decode_group_bf16=4.0, attn_decode_group_fp8=128.0)
+    cal = replace(documented(), attn_decode_group_bf16=4.0, attn_decode_group_fp8=128.0)
     # 2 tokens x 8 KV heads x ceil((64 / 8) / 4) slices of the query group
     assert float(decode_work_items(2, 8, 64, cal, kv_fp8=False)) == 2 * 8 * 2
     # a group narrower than the slice is one item per KV head; FP8 (XQA) takes the whole group
@@ -130,10 +130,10 @@ def test_quantised_activation_pays_its_quantisation_pass(b200):
 def test_wide_query_groups_fall_back_to_per_head_kernels(h100):
     from dataclasses import replace
 
-    from llm_codesign.cost.calibration import Calibration
+    from llm_codesign.cost.calibration import documented
     from llm_codesign.cost.kernels import attention_decode_time, decode_work_items
 
-    cal = replace(Calibration(), attn_decode_group_bf16=8.0, attn_decode_max_group=32.0,
+    cal = replace(documented(), attn_decode_group_bf16=8.0, attn_decode_max_group=32.0,
                   attn_decode_flops_eff=0.05, attn_decode_wide_flops_eff=0.005)
     # group 16 fits the tensor-core kernel: 2 slices of 8 per KV head; group 128 falls back per head
     assert float(decode_work_items(1, 8, 128, cal, kv_fp8=False)) == 8 * 2

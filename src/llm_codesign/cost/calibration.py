@@ -2,13 +2,14 @@
 from __future__ import annotations
 
 import tomllib
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, fields, replace
 from functools import lru_cache
 from importlib import resources
 
 import numpy as np
 
 from llm_codesign.errors import InputError, read_toml
+from llm_codesign.spec.validation import check_param
 
 BACKEND_KEYED = ("step_overhead_s", "ttft_overhead_s", "comm_latency_scale", "prefill_queue_fraction", "eager_launch_s",
                  "prefill_spread_exponent", "ttft_wait_steps", "adp_wait_steps", "gemm_eff_scale", "attn_eff_scale", "seq_overhead_s")  # per serving engine
@@ -23,65 +24,68 @@ _ATTN_EFFS = ("attn_decode_bw_eff", "attn_decode_bw_eff_fp8", "attn_prefill_eff"
 
 @dataclass(frozen=True)
 class Calibration:
-    gemm_eff_bf16: float = 0.8
-    gemm_eff_fp8: float = 0.72
-    gemm_eff_fp8_block: float = 0.68
-    gemm_eff_fp4: float = 0.74
-    gemm_overhead_bf16_s: float = 3e-6
-    gemm_overhead_fp8_s: float = 4e-6
-    gemm_overhead_fp8_block_s: float = 5e-6
-    gemm_overhead_fp4_s: float = 5e-6
-    gemm_k_half_bf16: float = 64.0
-    gemm_k_half_fp8: float = 64.0
-    gemm_k_half_fp8_block: float = 64.0
-    gemm_k_half_fp4: float = 64.0
-    gemm_blend_p: float = 4.0
-    gemm_max_split_k: float = 64.0
-    bw_eff: float = 0.85
-    kernel_overhead_s: float = 3e-6
-    attn_decode_bw_eff: float = 0.7
-    attn_decode_bw_eff_fp8: float = 0.6
-    attn_prefill_eff: float = 0.55
-    attn_prefill_eff_fp8: float = 0.6
-    attn_prefill_score_s: float = 2.6e-13
-    attn_overhead_s: float = 5e-6
-    attn_prefill_overhead_s: float = 8e-6
-    attn_decode_head_s: float = 2e-9
-    attn_decode_flops_eff: float = 0.3
-    attn_decode_group_bf16: float = 1.0
-    attn_decode_group_fp8: float = 128.0
-    attn_decode_max_group: float = 1024.0
-    attn_decode_wide_flops_eff: float = 0.01
-    attn_prefill_head_s: float = 5e-9
-    attn_prefill_s_half: float = 256.0
-    comm_latency_s: float = 8e-6
-    comm_latency_slope_s: float = 1e-6
-    comm_gather_latency_s: float = 6e-6
-    comm_gather_latency_slope_s: float = 1e-6
-    comm_a2a_latency_s: float = 7e-6
-    comm_a2a_latency_slope_s: float = 0.2e-6
-    comm_bw_half_bytes: float = 256e3
-    comm_bw_eff: float = 0.75
-    comm_large_latency_s: float = 50e-6
-    comm_large_bw_eff: float = 0.8
-    scale_out_latency_s: float = 25e-6
-    moe_eff: float = 0.8
-    moe_imbalance: float = 1.15
-    moe_overhead_s: float = 10e-6
-    elementwise_kernels_per_layer: float = 4.0
-    prefill_queue_fraction: tuple[tuple[str, float], ...] = field(default=(("trtllm", 0.3), ("vllm", 0.3), ("sglang", 0.3)))
-    mla_decode_flops_eff: float = 0.6
-    step_kernel_overhead_scale: float = 1.0
-    prefill_spread_exponent: tuple[tuple[str, float], ...] = field(default=(("trtllm", 0.5), ("vllm", 0.5), ("sglang", 0.5)))
-    step_overhead_s: tuple[tuple[str, float], ...] = field(default=(("trtllm", 2e-3), ("vllm", 4e-3), ("sglang", 3e-3)))
-    ttft_overhead_s: tuple[tuple[str, float], ...] = field(default=(("trtllm", 20e-3), ("vllm", 20e-3), ("sglang", 20e-3)))
-    comm_latency_scale: tuple[tuple[str, float], ...] = field(default=(("trtllm", 1.0), ("vllm", 1.0), ("sglang", 1.0)))
-    eager_launch_s: tuple[tuple[str, float], ...] = field(default=(("trtllm", 5e-6), ("vllm", 5e-6), ("sglang", 5e-6)))
-    ttft_wait_steps: tuple[tuple[str, float], ...] = field(default=(("trtllm", 1.5), ("vllm", 0.5), ("sglang", 1.5)))
-    adp_wait_steps: tuple[tuple[str, float], ...] = field(default=(("trtllm", 0.0), ("vllm", 0.0), ("sglang", 0.0)))
-    gemm_eff_scale: tuple[tuple[str, float], ...] = field(default=(("trtllm", 1.0), ("vllm", 1.0), ("sglang", 1.0)))
-    attn_eff_scale: tuple[tuple[str, float], ...] = field(default=(("trtllm", 1.0), ("vllm", 1.0), ("sglang", 1.0)))
-    seq_overhead_s: tuple[tuple[str, float], ...] = field(default=(("trtllm", 0.0), ("vllm", 0.0), ("sglang", 0.0)))
+    """One GPU family's parameters. Every value comes from data/calibration/default.toml (cited there),
+    then the bundled fit and a user's profile (`calibration_for`); the class holds no defaults of its own."""
+
+    gemm_eff_bf16: float
+    gemm_eff_fp8: float
+    gemm_eff_fp8_block: float
+    gemm_eff_fp4: float
+    gemm_overhead_bf16_s: float
+    gemm_overhead_fp8_s: float
+    gemm_overhead_fp8_block_s: float
+    gemm_overhead_fp4_s: float
+    gemm_k_half_bf16: float
+    gemm_k_half_fp8: float
+    gemm_k_half_fp8_block: float
+    gemm_k_half_fp4: float
+    gemm_blend_p: float
+    gemm_max_split_k: float
+    bw_eff: float
+    kernel_overhead_s: float
+    attn_decode_bw_eff: float
+    attn_decode_bw_eff_fp8: float
+    attn_prefill_eff: float
+    attn_prefill_eff_fp8: float
+    attn_prefill_score_s: float
+    attn_overhead_s: float
+    attn_prefill_overhead_s: float
+    attn_decode_head_s: float
+    attn_decode_flops_eff: float
+    attn_decode_group_bf16: float
+    attn_decode_group_fp8: float
+    attn_decode_max_group: float
+    attn_decode_wide_flops_eff: float
+    attn_prefill_head_s: float
+    attn_prefill_s_half: float
+    comm_latency_s: float
+    comm_latency_slope_s: float
+    comm_gather_latency_s: float
+    comm_gather_latency_slope_s: float
+    comm_a2a_latency_s: float
+    comm_a2a_latency_slope_s: float
+    comm_bw_half_bytes: float
+    comm_bw_eff: float
+    comm_large_latency_s: float
+    comm_large_bw_eff: float
+    scale_out_latency_s: float
+    moe_eff: float
+    moe_imbalance: float
+    moe_overhead_s: float
+    elementwise_kernels_per_layer: float
+    prefill_queue_fraction: tuple[tuple[str, float], ...]
+    mla_decode_flops_eff: float
+    step_kernel_overhead_scale: float
+    prefill_spread_exponent: tuple[tuple[str, float], ...]
+    step_overhead_s: tuple[tuple[str, float], ...]
+    ttft_overhead_s: tuple[tuple[str, float], ...]
+    comm_latency_scale: tuple[tuple[str, float], ...]
+    eager_launch_s: tuple[tuple[str, float], ...]
+    ttft_wait_steps: tuple[tuple[str, float], ...]
+    adp_wait_steps: tuple[tuple[str, float], ...]
+    gemm_eff_scale: tuple[tuple[str, float], ...]
+    attn_eff_scale: tuple[tuple[str, float], ...]
+    seq_overhead_s: tuple[tuple[str, float], ...]
 
     def gemm_eff(self, kernel: str) -> float:
         """Achievable fraction of peak for a GEMM kernel family: bf16, fp8, fp8_block or fp4."""
@@ -99,29 +103,32 @@ class Calibration:
             raise InputError("backend", backend, "one of: " + ", ".join(d))
         return d[backend]
 
-    def engine(self, name: str, backend: str, fallback: float) -> float:
-        """A per-engine parameter (one of BACKEND_KEYED); `fallback` for an engine it does not list."""
-        return dict(getattr(self, name)).get(backend, fallback)
+    def engine(self, name: str, backend: str) -> float:
+        """A per-engine parameter (one of BACKEND_KEYED); default.toml lists every engine."""
+        d = dict(getattr(self, name))
+        if backend not in d:
+            raise InputError("backend", backend, "one of: " + ", ".join(d))
+        return d[backend]
 
     def ttft_overhead(self, backend: str) -> float:
-        return self.engine("ttft_overhead_s", backend, 0.0)
+        return self.engine("ttft_overhead_s", backend)
 
     def eager_launch(self, backend: str) -> float:
         """Host-side cost per kernel launch in steps that run outside CUDA graphs (prefill)."""
-        return self.engine("eager_launch_s", backend, 5e-6)
+        return self.engine("eager_launch_s", backend)
 
     def wait_steps(self, backend: str, adp):
         """Decode iterations a new request waits before its prefill step: the rest of the running step
         plus what the engine's scheduler adds (ttft_wait_steps), and under attention DP the
         iterations it may hold context requests to balance the ranks (adp_wait_steps)."""
-        return self.engine("ttft_wait_steps", backend, 0.5) + np.where(np.asarray(adp) > 1, self.engine("adp_wait_steps", backend, 0.0), 0.0)
+        return self.engine("ttft_wait_steps", backend) + np.where(np.asarray(adp) > 1, self.engine("adp_wait_steps", backend), 0.0)
 
     def spread_exponent(self, backend: str) -> float:
-        return self.engine("prefill_spread_exponent", backend, 0.5)
+        return self.engine("prefill_spread_exponent", backend)
 
     def queue_fraction(self, backend: str) -> float:
         """The engine's scheduling between lockstep prefill waves (1) and spread-out arrivals (0)."""
-        return self.engine("prefill_queue_fraction", backend, 0.3)
+        return self.engine("prefill_queue_fraction", backend)
 
     def in_step(self, backend: str | None = None) -> "Calibration":
         """Parameters for kernels inside a captured serving step of an engine: CUDA graphs and
@@ -132,9 +139,9 @@ class Calibration:
         FlashAttention, Triton/CUTLASS fused MoE; TensorRT-LLM: its own), seen as per-engine scales on
         the efficiencies fitted on TensorRT-LLM's kernels. A fraction of a peak stays at most 1."""
         f = self.step_kernel_overhead_scale
-        c = self.engine("comm_latency_scale", backend, 1.0) if backend else 1.0
-        g = self.engine("gemm_eff_scale", backend, 1.0) if backend else 1.0
-        a = self.engine("attn_eff_scale", backend, 1.0) if backend else 1.0
+        c = self.engine("comm_latency_scale", backend) if backend else 1.0
+        g = self.engine("gemm_eff_scale", backend) if backend else 1.0
+        a = self.engine("attn_eff_scale", backend) if backend else 1.0
         if f == 1.0 and c == 1.0 and g == 1.0 and a == 1.0:
             return self
         kw = {k: getattr(self, k) * f for k in (
@@ -160,16 +167,15 @@ def _apply(c: Calibration, section: dict, origin: str) -> Calibration:
             continue  # a nested family section
         if k not in _FIELDS:
             raise InputError(f"calibration.{k}", v, f"{origin}: known parameters are " + ", ".join(sorted(_FIELDS)))
+        # every value finite and in the parameter's physical range (spec.validation.param_range)
         if k in BACKEND_KEYED:
-            if not isinstance(v, dict) or not all(isinstance(x, (int, float)) and x >= 0 for x in v.values()):
+            if not isinstance(v, dict):
                 raise InputError(f"calibration.{k}", v, f"{origin}: a [default.{k}] table of engine = non-negative number")
             d = dict(getattr(c, k))
-            d.update({b: float(x) for b, x in v.items()})
+            d.update({b: check_param(f"calibration.{k}.{b}", k, x) for b, x in v.items()})
             kw[k] = tuple(sorted(d.items()))
         else:
-            if not isinstance(v, (int, float)) or v < 0:
-                raise InputError(f"calibration.{k}", v, "a non-negative number")
-            kw[k] = float(v)
+            kw[k] = check_param(f"calibration.{k}", k, v)
     return replace(c, **kw)
 
 
@@ -201,7 +207,12 @@ def _cached(family: str, profile: str | None) -> Calibration:
 
 def documented(family: str = "") -> Calibration:
     """default.toml alone: the cited starting values, before any fit."""
-    return _layers(_bundled()[0], family, "default.toml", Calibration())
+    doc = _bundled()[0]
+    base = {k: tuple(sorted(v.items())) if k in BACKEND_KEYED else v for k, v in doc["default"].items()}
+    missing = sorted(_FIELDS - set(base))
+    if missing:  # a packaging error, never user input
+        raise RuntimeError(f"default.toml [default] lacks {missing}")
+    return _layers({k: v for k, v in doc.items() if k != "default"}, family, "default.toml", _apply(Calibration(**base), doc["default"], "default.toml"))
 
 
 def calibration_for(gpu, profile: str | None = None) -> Calibration:

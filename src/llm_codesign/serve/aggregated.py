@@ -82,7 +82,7 @@ def decode_step(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, s
     (cal already in_step). Returns (stage time, draft time, operators)."""
     pp = np.asarray(sh.pp, float)
     ops = forward_ops(model, gpu, cal, prec, sh, Batch(dec_seqs=b, dec_ctx=ctx, dec_tokens_per_seq=1.0 + k))
-    t_stage = step_time(ops) + cal.step_overhead(backend) + cal.engine("seq_overhead_s", backend, 0.0) * b
+    t_stage = step_time(ops) + cal.step_overhead(backend) + cal.engine("seq_overhead_s", backend) * b
     t_draft = 0.0
     if spec is not None:
         dm = draft_model(model, spec)
@@ -104,7 +104,7 @@ def prefill_step(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, 
     seqs = np.maximum(tokens / isl, 1.0)
     ops = forward_ops(model, gpu, cal, prec, sh, Batch(pf_tokens=tokens, pf_seqs=seqs, pf_ctx=np.maximum(isl - chunk, 0.0) / 2.0,
                                                        dec_seqs=dec_seqs, dec_ctx=dec_ctx))
-    return (step_time(ops) + cal.step_overhead(backend) + cal.engine("seq_overhead_s", backend, 0.0) * (seqs + dec_seqs)
+    return (step_time(ops) + cal.step_overhead(backend) + cal.engine("seq_overhead_s", backend) * (seqs + dec_seqs)
             + cal.eager_launch(backend) * launches(ops, cal.elementwise_kernels_per_layer))
 
 
