@@ -11,6 +11,8 @@ import typer
 
 from llm_codesign.cli.common import (
     MAX_CONCURRENCY,
+    MAX_GPUS,
+    MAX_TOKENS,
     O_A,
     O_ACC,
     O_ADP,
@@ -47,6 +49,9 @@ from llm_codesign.cli.common import (
     check_search_size,
 )
 from llm_codesign.errors import InputError
+
+O_PRICE_HELP = ("Dollars per GPU-hour, `bundled` (the cited data/prices.toml) or a price file: adds $ per million output "
+                "tokens and per million tokens in+out.")
 
 
 @app.command()
@@ -92,9 +97,9 @@ def roofline(
     model: str = typer.Argument(..., help="Registry name, Hugging Face id or config.json path."),
     gpu: str = typer.Option(..., "--gpu", help="GPU id (see `gpus`) or a GPU .toml."),
     phase: str = typer.Option("decode", help="decode or prefill."),
-    batch: int = typer.Option(1, help="Sequences in the step."),
-    context: int = typer.Option(1024, help="Context per sequence (decode: cached tokens; prefill: prompt)."),
-    tp: int = typer.Option(1, "--tp", "--tensor-parallel-size", help="Tensor parallel size."),
+    batch: int = typer.Option(1, min=1, max=MAX_CONCURRENCY, help="Sequences in the step."),
+    context: int = typer.Option(1024, min=1, max=MAX_TOKENS, help="Context per sequence (decode: cached tokens; prefill: prompt)."),
+    tp: int = typer.Option(1, "--tp", "--tensor-parallel-size", min=1, max=MAX_GPUS, help="Tensor parallel size."),
     weight_dtype: Optional[str] = typer.Option(None, help="bf16, fp8, fp8_block, nvfp4, mxfp4, int4."),
     activation_dtype: Optional[str] = typer.Option(None),
     kv_dtype: Optional[str] = typer.Option(None),
@@ -146,6 +151,7 @@ def estimate(
     acceptance: Optional[float] = O_ACC, acceptance_rates: Optional[str] = O_RATES, draft_model: Optional[str] = O_DRAFT,
     max_num_tokens: Optional[int] = O_MNT, cpp: bool = typer.Option(False, "--cpp", help="Chunked pipeline parallelism for prefill."),
     calibration: Optional[str] = O_CAL, breakdown: bool = typer.Option(False, "--breakdown", help="Per-operator times."),
+    gpu_hour_price: Optional[str] = typer.Option(None, "--gpu-hour-price", help=O_PRICE_HELP),
     as_json: bool = typer.Option(False, "--json"),
 ):
     """What one deployment delivers: TTFT, TPOT, tok/s/user, tok/s/GPU, memory, bottlenecks."""
@@ -156,6 +162,10 @@ def estimate(
     dep = _deployment(m, gpu, gpus_, tp, pp, ep, moe_tp, attention_dp, kvp, weight_dtype, activation_dtype, kv_dtype,
                       backend, spec, draft_len, acceptance, acceptance_rates, draft_model, max_num_tokens, cpp)
     r = run(m, dep, Workload(isl=isl, osl=osl, concurrency=concurrency), calibration=calibration, breakdown=breakdown)
+    if gpu_hour_price is not None:  # explore/pricing.py: the GPU time of serving charged to the tokens
+        from llm_codesign.explore.pricing import cost_of
+
+        r["cost"] = cost_of(dep.gpu, gpu_hour_price, r["output_tok_s_per_gpu"], isl, osl)
     if as_json:
         return _dump(r)
     from rich.table import Table
@@ -180,6 +190,10 @@ def estimate(
         t.add_row("speculation", f"{s['method']} k={s['draft_len']}, {r['accepted_per_step']:.2f} tokens/step, "
                   f"speed-up {s['speedup_at_concurrency']:.2f}x here, {s['speedup_at_1']:.2f}x at batch 1")
         t.add_row("speculation stops paying at", str(s["stops_paying_at_concurrency"] or "never within the batch that fits"))
+    if "cost" in r:
+        c = r["cost"]
+        t.add_row("cost", f"${c['usd_per_m_output_tokens']:.3f} per M output tokens, ${c['usd_per_m_tokens']:.3f} per M tokens "
+                  f"in+out (${c['usd_per_gpu_hour']:.2f}/GPU-hour: {c['price_source']})")
     for k, v in _accuracy_rows(r["accuracy"]):
         t.add_row(k, v)
     for k, v in _error_rows(r["expected_error"], calibration):
@@ -190,6 +204,16 @@ def estimate(
         for o in sorted(r["breakdown"], key=lambda o: -o["time_ms"]):
             bt.add_row(o["name"], o["kind"], f"{o['time_ms']:.3f}")
         _console().print(bt)
+
+
+def _price_points(r: dict, gpu, price, isl: int, osl: int) -> None:
+    """Every frontier point's cost at `price` (explore/pricing.py), in place; nothing without a price."""
+    if price is None:
+        return
+    from llm_codesign.explore.pricing import cost_of
+
+    for p in r["frontier"]:
+        p["cost"] = cost_of(gpu, price, p["output_tok_s_per_gpu"], isl, osl)
 
 
 def _accuracy_rows(a: dict) -> list[tuple[str, str]]:
@@ -242,6 +266,7 @@ def pareto(
     html_path: Optional[str] = typer.Option(None, "--html"),
     disagg: bool = typer.Option(False, "--disagg", help="Also the disaggregated frontier (prefill and decode instances)."),
     calibration: Optional[str] = O_CAL, as_json: bool = typer.Option(False, "--json"),
+    gpu_hour_price: Optional[str] = typer.Option(None, "--gpu-hour-price", help=O_PRICE_HELP),
 ):
     """Throughput-vs-interactivity Pareto frontier over every valid deployment."""
     from pathlib import Path
@@ -305,6 +330,7 @@ def pareto(
                 i = len(results)
                 for j, p in enumerate(r["frontier"]):
                     breakdowns[f"{i}:{j}"] = point_breakdown(m, cal, p["deployment"], isl, osl, gpu=g)
+                _price_points(r, g, gpu_hour_price, isl, osl)
                 results.append(r)
                 if disagg:
                     from llm_codesign.explore.disagg_search import decode_breakdown, search_disagg
@@ -312,6 +338,7 @@ def pareto(
                     rd = search_disagg(m, g, cal, space, isl, osl, backend, max_num_tokens, min_tps_user, max_ttft_ms)
                     for j, p in enumerate(rd["frontier"]):
                         breakdowns[f"{len(results)}:{j}"] = decode_breakdown(m, g, cal, p["deployment"], isl, osl, backend, sd)
+                    _price_points(rd, g, gpu_hour_price, isl, osl)
                     results.append(rd)
     finally:
         if prog:
@@ -353,6 +380,11 @@ def pareto(
                       d["plan"], str(d["replicas"]), str(d["concurrency_per_instance"]), f"{d['weight_dtype']}/{d['kv_dtype']}",
                       f"{d['spec']} k={d['draft_len']}" if d["spec"] else "-", (p.get("accuracy") or {}).get("short", "none"))
         con.print(t)
+        if fr and "cost" in fr[0]:
+            usd = [p["cost"]["usd_per_m_output_tokens"] for p in fr]
+            c = fr[0]["cost"]
+            con.print(f"cost at ${c['usd_per_gpu_hour']:.2f}/GPU-hour ({c['price_source']}): ${min(usd):.3f} per M output tokens "
+                      f"at the throughput end to ${max(usd):.3f} at the interactive end (every point's in --json)")
         if not fr:
             con.print("[yellow]no deployment meets the SLO filters[/yellow]" if min_tps_user is not None or max_ttft_ms is not None else
                       f"[yellow]no deployment of {r['model']} fits on {r['num_gpus']}x {r['gpu']}: weights and KV cache exceed the "

@@ -1,0 +1,69 @@
+"""What tokens cost: a GPU-hour price (a figure, or a price file: data/prices.toml by default) turned
+into dollars per million output tokens and per million tokens in and out, at a deployment's throughput.
+
+Both figures charge the whole GPU time of serving to the tokens named: `usd_per_m_output_tokens` divides
+it over the output tokens alone (what an API's output price competes with when input is free),
+`usd_per_m_tokens` over every token read or written (the blended price)."""
+from __future__ import annotations
+
+import tomllib
+from importlib import resources
+from pathlib import Path
+
+import numpy as np
+
+from llm_codesign.errors import InputError
+
+
+def load_prices(path: str | None = None) -> dict:
+    """A price file: `[usd_per_gpu_hour]` gpu id -> dollars, and its `source`."""
+    try:
+        text = Path(path).read_text() if path else resources.files("llm_codesign").joinpath("data/prices.toml").read_text()
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise InputError("gpu_hour_price", path, f"a TOML price file ({e})") from None
+    table = data.get("usd_per_gpu_hour")
+    if not isinstance(table, dict) or not all(isinstance(v, (int, float)) and v > 0 for v in table.values()):
+        raise InputError("gpu_hour_price", path or "bundled", "a price file with [usd_per_gpu_hour] gpu = positive dollars")
+    return {"usd_per_gpu_hour": {k.lower(): float(v) for k, v in table.items()}, "source": data.get("source", str(path))}
+
+
+def gpu_hour_price(gpu, price: str | float | None) -> tuple[float, str] | None:
+    """(dollars per GPU-hour, where the figure comes from) for `gpu`: `price` is a number, `bundled`
+    (data/prices.toml) or a price file's path; None when no price was asked for."""
+    if price is None:
+        return None
+    try:
+        usd = float(price)
+    except (TypeError, ValueError):
+        usd = None
+    if usd is not None:
+        if not np.isfinite(usd) or usd <= 0:
+            raise InputError("gpu_hour_price", price, "a positive number of dollars per GPU-hour, `bundled`, or a price file")
+        return usd, "--gpu-hour-price"
+    prices = load_prices(None if str(price) == "bundled" else str(price))
+    table = prices["usd_per_gpu_hour"]
+    for key in (gpu.id.lower(), *(a.lower() for a in getattr(gpu, "aliases", ()))):
+        if key in table:
+            return table[key], prices["source"]
+    raise InputError("gpu_hour_price", gpu.id, f"a GPU the price file lists ({', '.join(sorted(table))}) or a number of dollars")
+
+
+def token_costs(usd_per_gpu_hour: float, output_tok_s_per_gpu, isl, osl) -> dict:
+    """Dollars per million output tokens and per million tokens in and out (arrays broadcast)."""
+    out = np.asarray(output_tok_s_per_gpu, float)
+    per_m = usd_per_gpu_hour / 3600.0 * 1e6
+    with np.errstate(divide="ignore"):
+        usd_out = np.where(out > 0, per_m / np.where(out > 0, out, 1.0), np.inf)
+    io = usd_out * np.asarray(osl, float) / (np.asarray(isl, float) + np.asarray(osl, float))
+    if usd_out.ndim == 0:
+        return {"usd_per_gpu_hour": usd_per_gpu_hour, "usd_per_m_output_tokens": float(usd_out), "usd_per_m_tokens": float(io)}
+    return {"usd_per_gpu_hour": usd_per_gpu_hour, "usd_per_m_output_tokens": usd_out, "usd_per_m_tokens": io}
+
+
+def cost_of(gpu, price: str | float | None, output_tok_s_per_gpu, isl, osl) -> dict | None:
+    """`token_costs` at the price `gpu_hour_price` finds for `gpu`, with its source; None without a price."""
+    found = gpu_hour_price(gpu, price)
+    if found is None:
+        return None
+    return token_costs(found[0], output_tok_s_per_gpu, isl, osl) | {"price_source": found[1]}

@@ -1,0 +1,56 @@
+"""Dollars per million tokens from a GPU-hour price (explore/pricing.py, data/prices.toml)."""
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from llm_codesign.cli import app
+from llm_codesign.errors import InputError
+from llm_codesign.explore.pricing import cost_of, gpu_hour_price, load_prices, token_costs
+from llm_codesign.spec.hardware import get_gpu
+
+
+def test_token_costs_by_hand():
+    # $3.60 per GPU-hour is $0.001 per GPU-second; 1000 output tok/s per GPU -> $1 per million output tokens;
+    # ISL 3000 / OSL 1000 puts 4000 tokens through for every 1000 written -> $0.25 per million tokens in+out
+    c = token_costs(3.6, 1000.0, 3000, 1000)
+    assert c["usd_per_m_output_tokens"] == pytest.approx(1.0)
+    assert c["usd_per_m_tokens"] == pytest.approx(0.25)
+
+
+def test_bundled_prices_are_cited_and_looked_up_by_gpu():
+    p = load_prices()
+    assert "Mercatus" in p["source"] and p["usd_per_gpu_hour"]["h100"] == 3.0
+    assert gpu_hour_price(get_gpu("h200"), "bundled") == (4.0, p["source"])
+    assert gpu_hour_price(get_gpu("h100"), "2.5") == (2.5, "--gpu-hour-price")
+    assert gpu_hour_price(get_gpu("h100"), None) is None
+    with pytest.raises(InputError, match="a GPU the price file lists"):
+        gpu_hour_price(get_gpu("b200"), "bundled")
+    for bad in ("-1", "0", "nan", "inf"):
+        with pytest.raises(InputError, match="positive number"):
+            gpu_hour_price(get_gpu("h100"), bad)
+
+
+def test_own_price_file(tmp_path):
+    f = tmp_path / "p.toml"
+    f.write_text('source = "our contract"\n[usd_per_gpu_hour]\nB200 = 5.5\n')
+    c = cost_of(get_gpu("b200"), str(f), 2000.0, 1024, 1024)
+    assert c["usd_per_gpu_hour"] == 5.5 and c["price_source"] == "our contract"
+    assert c["usd_per_m_output_tokens"] == pytest.approx(5.5 / 3600 / 2000 * 1e6)
+    f.write_text("[usd_per_gpu_hour]\nb200 = -1\n")
+    with pytest.raises(InputError, match="positive dollars"):
+        cost_of(get_gpu("b200"), str(f), 2000.0, 1024, 1024)
+
+
+def test_estimate_and_pareto_carry_the_cost():
+    runner = CliRunner()
+    r = json.loads(runner.invoke(app, ["estimate", "llama-3.1-8b", "--gpu", "h100", "--concurrency", "16", "--gpu-hour-price", "3",
+                                       "--json"]).output)
+    assert r["cost"]["usd_per_m_output_tokens"] == pytest.approx(3 / 3600 / r["output_tok_s_per_gpu"] * 1e6)
+    f = json.loads(runner.invoke(app, ["pareto", "llama-3.1-8b", "--gpu", "h100", "--gpus", "1", "--gpu-hour-price", "bundled",
+                                       "--json"]).output)
+    costs = [p["cost"]["usd_per_m_output_tokens"] for p in f["frontier"]]
+    thr = [p["output_tok_s_per_gpu"] for p in f["frontier"]]
+    assert len(costs) > 3 and all(c == pytest.approx(3.0 / 3600 / t * 1e6) for c, t in zip(costs, thr, strict=True))
+    bad = runner.invoke(app, ["estimate", "llama-3.1-8b", "--gpu", "b200", "--gpu-hour-price", "bundled"])
+    assert bad.exit_code == 2 and "gpu_hour_price" in bad.output
