@@ -106,3 +106,28 @@ def test_lint_depth_cost_never_exceeds_the_tpot_it_is_part_of(name, gid):
             depth, tpot = float(m[1]), float(m[2])
             assert 0 < depth <= tpot, f.message
     assert seen or name != "qwen3-235b-a22b"  # the issue's case must be checked, not skipped
+
+
+def test_a_context_beyond_the_model_is_refused_in_one_line():
+    # issue 20: a 1M-token context was accepted for DeepSeek-R1 (max_position_embeddings 163,840)
+    import subprocess
+    import sys
+
+    from llm_codesign.errors import InputError
+    from llm_codesign.spec.model import max_context_from_config
+
+    # vLLM's derivation: YaRN's factor times its original length (DeepSeek-V3: 40 x 4096); Llama 3's
+    # RoPE scaling is already in max_position_embeddings; no scaling: the field itself
+    assert max_context_from_config({"max_position_embeddings": 163840, "rope_scaling": {
+        "type": "yarn", "factor": 40, "original_max_position_embeddings": 4096}}) == 163840
+    assert max_context_from_config({"max_position_embeddings": 131072, "rope_scaling": {"rope_type": "llama3", "factor": 8.0}}) == 131072
+    assert max_context_from_config({"max_position_embeddings": 32768, "rope_scaling": {"type": "linear", "factor": 2.0}}) == 65536
+    assert max_context_from_config({}) == 0
+    r1 = get_model("deepseek-r1")
+    assert r1.max_context == 163840 and get_model("qwen3-235b-a22b").max_context == 40960
+    r1.check_context(163840 - 1024, 1024)  # exactly the context: accepted
+    with pytest.raises(InputError, match="163,840"):
+        r1.check_context(1_000_000, 1024)
+    p = subprocess.run([sys.executable, "-m", "llm_codesign.cli", "estimate", "deepseek-r1", "--gpu", "b200", "--gpus", "8",
+                        "--tp", "8", "--ep", "8", "--isl", "1000000", "--osl", "1024"], capture_output=True, text=True, timeout=300)
+    assert p.returncode == 2 and p.stdout == "" and len(p.stderr.strip().splitlines()) == 1 and "163,840" in p.stderr

@@ -121,6 +121,7 @@ def search(model: ModelSpec, gpu: Gpu, cal: Calibration, space: SearchSpace, isl
     max_accuracy_drop (percent, against the model's best precision) keeps only the precisions known to be within it."""
     from llm_codesign.explore.accuracy_model import accuracy_of, point_accuracy
 
+    model.check_context(isl, osl)
     t0 = time.perf_counter()
     plan, inst = plans(model, gpu, space)
     precs = space.precisions or default_precisions(model, gpu)

@@ -162,6 +162,7 @@ def estimate_disagg(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precisio
         code = int(np.asarray(validity(model, gpu, plan, plan.gpus)).reshape(-1)[0])
         if code >= 0:
             raise InputError(field, plan.label(), reason_text(model, gpu, code))
+    model.check_context(isl, osl)
     C = np.asarray(concurrencies, float)
     r = evaluate_disagg(model, gpu, cal, prec, prefill_plan, decode_plan, prefill_instances, decode_instances, C, isl, osl,
                         backend, spec, max_num_tokens=max_num_tokens)

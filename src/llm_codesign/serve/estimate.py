@@ -45,6 +45,7 @@ def estimate(model: ModelSpec, dep: Deployment, workload: Workload, *, calibrati
     throughput), memory per GPU, the binding resource of each phase, speculation's break-even and,
     with `breakdown`, per-operator times of the decode step."""
     check(model, dep)
+    model.check_context(workload.isl, workload.osl)
     cal, isl, osl = calibration, workload.isl, workload.osl
     adp = int(np.asarray(dep.plan.adp))
     grid = BATCH_GRID * adp

@@ -213,6 +213,15 @@ class ModelSpec:
     default_precision: Precision = field(default_factory=Precision.of)
     hf_ids: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
+    max_context: int = 0  # tokens of context the checkpoint supports (max_context_from_config); 0: unknown
+
+    def check_context(self, isl, osl) -> None:
+        """One line refusing a request longer than the model's context, as engines refuse it (vLLM
+        rejects max_model_len beyond the derived maximum unless VLLM_ALLOW_LONG_MAX_MODEL_LEN is set)."""
+        if self.max_context and int(isl) + int(osl) > self.max_context:
+            raise InputError("isl+osl", int(isl) + int(osl),
+                             f"at most {self.name}'s context of {self.max_context:,} tokens (max_position_embeddings"
+                             " with its RoPE scaling)")
 
     @property
     def num_layers(self) -> int:
@@ -368,6 +377,23 @@ def precision_from_quant(cfg: dict, quant: dict | None) -> Precision:
     return Precision.of("bf16")
 
 
+def max_context_from_config(cfg: dict) -> int:
+    """The longest context a config supports, derived as vLLM does (vllm/config/model.py,
+    _get_and_verify_max_len): max_position_embeddings, or for RoPE scaling other than su, longrope and
+    llama3 (whose max_position_embeddings already counts it) the factor times the base, YaRN's base
+    being original_max_position_embeddings. 0 when the config gives none."""
+    base = int(cfg.get("max_position_embeddings") or 0)
+    rs = cfg.get("rope_scaling") or {}
+    if not base or not isinstance(rs, dict) or not rs.get("factor"):
+        return base
+    kind = str(rs.get("rope_type") or rs.get("type") or "")
+    if kind in ("su", "longrope", "llama3"):
+        return base
+    if kind == "yarn" and rs.get("original_max_position_embeddings"):
+        base = int(rs["original_max_position_embeddings"])
+    return int(base * float(rs["factor"]))
+
+
 def from_hf_config(cfg: dict, name: str = "custom", quant: dict | None = None,
                    hf_ids: tuple[str, ...] = ()) -> ModelSpec:
     """Normalise a Hugging Face config.json dict (nested text_config allowed) to a ModelSpec."""
@@ -493,7 +519,8 @@ def from_hf_config(cfg: dict, name: str = "custom", quant: dict | None = None,
     tie = bool(outer.get("tie_word_embeddings", cfg.get("tie_word_embeddings", False)))
     prec = precision_from_quant(cfg, quant)
     return ModelSpec(name=name, hidden=h, vocab=vocab, groups=_group([Layer(a, f) for a, f in zip(attns, ffns, strict=True)]),
-                     tie_embeddings=tie, default_precision=prec, hf_ids=hf_ids, notes=tuple(notes))
+                     tie_embeddings=tie, default_precision=prec, hf_ids=hf_ids, notes=tuple(notes),
+                     max_context=max_context_from_config(cfg))
 
 
 def load_config_file(path: str | Path, name: str | None = None) -> ModelSpec:
