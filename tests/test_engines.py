@@ -1,0 +1,36 @@
+"""spec/engines.py: the engines' documented defaults (cited in the module) and their lookup."""
+import pytest
+
+from llm_codesign.errors import InputError
+from llm_codesign.spec.engines import admission, get_engine, sglang_static_fraction, step_tokens
+from llm_codesign.spec.hardware import get_gpu
+
+
+def test_step_token_budgets_follow_each_engines_source():
+    h100, a100, l40s, b200 = (get_gpu(g) for g in ("h100", "a100", "l40s", "b200"))
+    # vLLM EngineArgs.get_batch_defaults: 8192 on >= 70 GiB GPUs other than A100, else 2048
+    assert (step_tokens("vllm", h100), step_tokens("vllm", a100), step_tokens("vllm", l40s)) == (8192, 2048, 2048)
+    # SGLang: 4096 below 60 GiB (L40S 48 GB), 8192 below 160 GiB (H100), 16384 above (B200 180 GB)
+    assert (step_tokens("sglang", l40s), step_tokens("sglang", h100), step_tokens("sglang", b200)) == (4096, 8192, 16384)
+    assert step_tokens("trtllm", b200) == 8192  # TensorRT-LLM max_num_tokens default
+
+
+def test_admission_rules():
+    assert admission("trtllm") is None  # GUARANTEED_NO_EVICT reserves ISL + OSL: admits only what fits
+    assert admission("vllm") == (0.0, 0.0)  # admits on the prompt's blocks, preempts later
+    assert admission("sglang") == (0.098, 4096.0)  # new_token_ratio 0.7 x 0.14, clipped at 4096
+
+
+def test_sglang_static_fraction_hand_derived():
+    # H100 (81,559 MiB reported): cuda_graph_max_bs 256 at TP1; reserved = 512 + 1.5 x 8192 + 2 x 256 + 1024 x 1/8
+    # = 13,440 MiB (above the 10 GiB floor) -> (81,559 - 13,440) / 81,559 = 0.835
+    g = get_gpu("h100")
+    mem = g.memory_bytes / 2**20
+    assert float(sglang_static_fraction(g, 1)) == pytest.approx(round((mem - 13440) / mem, 3))
+
+
+def test_engine_lookup():
+    assert get_engine("TensorRT-LLM").name == "trtllm" and get_engine(" SGLang ").title == "SGLang"
+    assert get_engine("vllm").step_tokens(get_gpu("a100")) == 2048
+    with pytest.raises(InputError, match="backend.*one of: trtllm, vllm, sglang"):
+        get_engine("tgi")

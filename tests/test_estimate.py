@@ -1,0 +1,37 @@
+"""serve/estimate.py: one deployment's report — its figures are the metrics', its refusals one line."""
+import pytest
+
+from llm_codesign.cost.calibration import calibration_for
+from llm_codesign.errors import InputError
+from llm_codesign.serve.estimate import estimate
+from llm_codesign.serve.metrics import evaluate
+from llm_codesign.spec.plan import Workload, deployment
+from llm_codesign.spec.registry import get_model
+
+
+def test_report_units_are_the_metrics_in_ms_and_gb():
+    m = get_model("qwen3-32b")
+    dep = deployment(m, gpu="b200", tp=2)
+    w = Workload(isl=4096, osl=512, concurrency=32)
+    cal = calibration_for(dep.gpu)
+    r, e = estimate(m, dep, w, calibration=cal), evaluate(m, dep, w, calibration=cal)
+    assert r["ttft_ms"] == pytest.approx(e.ttft_s.item() * 1e3, rel=1e-12)
+    assert r["tpot_ms"] == pytest.approx(e.tpot_s.item() * 1e3, rel=1e-12)
+    assert r["memory"]["weights_gb"] == pytest.approx(e.weights_bytes.item() / 1e9, rel=1e-12)
+    assert r["mode"] == "concurrency" and r["fits"]
+
+
+def test_speculation_break_even_is_reported():
+    m = get_model("llama-3.1-70b")
+    dep = deployment(m, gpu="b200", tp=8, spec="eagle3", acceptance_rates="0.8,0.6,0.5")
+    r = estimate(m, dep, Workload(isl=1024, osl=1024, concurrency=1), calibration=calibration_for(dep.gpu))
+    s = r["spec"]
+    # memory-bound at one request: verifying 4 tokens costs about one step, so ~2.2 accepted tokens pay
+    assert r["accepted_per_step"] == pytest.approx(1 + 0.8 + 0.8 * 0.6 + 0.8 * 0.6 * 0.5)
+    assert s["speedup_at_1"] > 1.4 and s["draft_len"] == 3
+
+
+def test_a_plan_that_does_not_divide_is_refused():
+    m = get_model("llama-3.1-70b")
+    with pytest.raises(InputError, match="heads must be divisible by tp"):
+        estimate(m, deployment(m, gpu="b200", tp=3), Workload(), calibration=calibration_for(deployment(m, gpu="b200").gpu))
