@@ -308,9 +308,9 @@ def layer_ops(model: ModelSpec, layer: Layer, count, gpu: Gpu, cal: Calibration,
         eff = cal.moe_eff / cal.moe_imbalance
         # grouped GEMMs: their own fixed cost (moe_overhead_s, fitted on MoE kernels), not a dense GEMM's
         ops.append(_gemm(f"{M}/experts_gate_up", m_e, (f.mats - 1) * f.expert_inter / moe_tp, h, count, gpu, cal, math_ffn, act_b, wf,
-                         active, active, eff, k_ffn, True, cal.moe_overhead_s))
+                         groups=active, distinct=active, eff_scale=eff, kernel=k_ffn, swap_ab=True, overhead_s=cal.moe_overhead_s))
         ops.append(_gemm(f"{M}/experts_down", m_e, h, f.expert_inter / moe_tp, count, gpu, cal, math_ffn, act_b, wf,
-                         active, active, eff, k_ffn, True, cal.moe_overhead_s))
+                         groups=active, distinct=active, eff_scale=eff, kernel=k_ffn, swap_ab=True, overhead_s=cal.moe_overhead_s))
         # token permutation into expert order and back (gather/scatter), one launch each way
         perm = np.where(T_all > 0, T_all / ep * f.top_k * h * (act_b + 2.0), 0.0)
         t, tc, tm = cost.elementwise_time(perm, 2.0, gpu, cal)
