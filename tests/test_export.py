@@ -199,3 +199,47 @@ def test_cli_export_then_import_prices_the_same(tmp_path):
     bad = runner.invoke(app, ["export", "deepseek-r1", "--gpu", "h200", "--tp", "8", "--ep", "4", "--engine", "vllm",
                               "-o", str(tmp_path / "x.yaml")])
     assert bad.exit_code == 2 and not (tmp_path / "x.yaml").exists()
+
+
+def test_step_budget_is_searched_and_every_point_states_it():
+    """--max-num-tokens-grid joins the step token budget to the space: the evaluated count grows by the
+    grid's size, each point records its budget and batch, and the default search is unchanged."""
+    from llm_codesign.cost.calibration import calibration_for
+    from llm_codesign.explore.search import search
+
+    m, g = get_model("llama-3.1-8b"), get_gpu("h100")
+    cal = calibration_for(g)
+    base = search(m, g, cal, SearchSpace(2), 2048, 256, "vllm", max_ttft_ms=1500)
+    one = search(m, g, cal, SearchSpace(2, step_tokens=(2048,)), 2048, 256, "vllm", max_ttft_ms=1500)
+    grid = search(m, g, cal, SearchSpace(2, step_tokens=(1024, 2048, 8192)), 2048, 256, "vllm", max_ttft_ms=1500)
+    assert grid["evaluated"] == 3 * base["evaluated"]
+    # vLLM's default on an 80 GB H100 is 8192 tokens a step: naming 2048 alone is another search, the grid holds both
+    assert [p["output_tok_s_per_gpu"] for p in base["frontier"]] != [p["output_tok_s_per_gpu"] for p in one["frontier"]]
+    best = lambda r: max(p["output_tok_s_per_gpu"] for p in r["frontier"])  # noqa: E731
+    assert best(grid) >= max(best(base), best(one))
+    for p in grid["frontier"]:
+        assert p["deployment"]["max_num_tokens"] in (1024, 2048, 8192) and p["deployment"]["concurrency_per_instance"] >= 1
+
+
+def test_export_point_of_a_frontier(tmp_path):
+    from typer.testing import CliRunner
+
+    from llm_codesign.cli import app
+
+    runner = CliRunner()
+    f = tmp_path / "f.json"
+    r = runner.invoke(app, ["pareto", "qwen3-30b-a3b", "--gpu", "h100", "--gpus", "4", "--backend", "trtllm",
+                            "--max-num-tokens-grid", "2048,8192", "--json"])
+    assert r.exit_code == 0, r.output
+    f.write_text(r.output)
+    points = json.loads(r.output)["frontier"]
+    for i in (0, len(points) - 1):
+        out = tmp_path / f"p{i}.yaml"
+        assert runner.invoke(app, ["export-point", str(f), "--index", str(i), "-o", str(out)]).exit_code == 0
+        o = yaml.safe_load(out.read_text())
+        rec = points[i]["deployment"]
+        assert o["max_num_tokens"] == rec["max_num_tokens"]
+        back = json.loads(runner.invoke(app, ["import", str(out), "--json"]).output)
+        assert back["tpot_ms"] == pytest.approx(points[i]["tpot_ms"], rel=1e-9)
+        assert back["output_tok_s_per_gpu"] == pytest.approx(points[i]["output_tok_s_per_gpu"], rel=1e-9)
+    assert runner.invoke(app, ["export-point", str(f), "--index", "999", "-o", str(tmp_path / "x")]).exit_code == 2

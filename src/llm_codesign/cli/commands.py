@@ -206,6 +206,22 @@ def estimate(
         _console().print(bt)
 
 
+AUTO_BUDGETS = (1024, 2048, 4096, 8192, 16384)  # the chunk sizes engines default to across GPUs (spec/engines.py step_tokens)
+
+
+def _budget_grid(grid: str | None, fixed: int | None) -> tuple[int, ...]:
+    """The step token budgets pareto searches: none (the engine's default or --max-num-tokens), a list, or auto."""
+    if grid is None:
+        return ()
+    if fixed is not None:
+        raise InputError("max_num_tokens_grid", grid, "either --max-num-tokens or --max-num-tokens-grid, not both")
+    if grid.strip().lower() == "auto":
+        return AUTO_BUDGETS
+    from llm_codesign.cli.common import _int_list
+
+    return tuple(sorted(set(_int_list("max_num_tokens_grid", grid))))
+
+
 def _price_points(r: dict, gpu, price, isl: int, osl: int) -> None:
     """Every frontier point's cost at `price` (explore/pricing.py), in place; nothing without a price."""
     if price is None:
@@ -256,6 +272,8 @@ def pareto(
     spec: Optional[str] = O_SPEC, draft_len: Optional[int] = typer.Option(None, "--draft-len", min=1, max=16, help="Fix k (default: sweep 1..5)."),
     acceptance: Optional[float] = O_ACC, acceptance_rates: Optional[str] = O_RATES, draft_model: Optional[str] = O_DRAFT,
     max_num_tokens: Optional[int] = O_MNT,
+    max_num_tokens_grid: Optional[str] = typer.Option(None, "--max-num-tokens-grid",
+                                                      help="Search the step token budget too: comma-separated budgets, or auto (1024-16384)."),
     min_tps_user: Optional[float] = typer.Option(None, "--min-tps-user", help="SLO: minimum tokens/s per user."),
     max_ttft_ms: Optional[float] = typer.Option(None, "--max-ttft-ms", help="SLO: maximum TTFT in ms."),
     max_accuracy_drop: Optional[float] = typer.Option(None, "--max-accuracy-drop",
@@ -324,7 +342,7 @@ def pareto(
                 cal = calibration_for(g, calibration)
                 space = SearchSpace(n_gpus, _ints(tp), _ints(pp), _ints(ep), _ints(moe_tp), _ints(attention_dp), _ints(kvp),
                                     instance_gpus=inst, precisions=parse_precisions(weight_dtype, activation_dtype, kv_dtype, m, g),
-                                    spec=sd, spec_ks=ks)
+                                    spec=sd, spec_ks=ks, step_tokens=_budget_grid(max_num_tokens_grid, max_num_tokens))
                 r = search(m, g, cal, space, isl, osl, backend, max_num_tokens, min_tps_user, max_ttft_ms, progress=cb,
                            max_accuracy_drop=max_accuracy_drop)
                 i = len(results)

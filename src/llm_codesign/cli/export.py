@@ -181,3 +181,41 @@ def import_(
     _console().print(f"{imp.model.name} on {d.num_gpus}x {d.gpu.name}, {d.plan.label()}, {d.precision.label()}, {imp.engine}: "
                      f"{imp.concurrency} requests, TTFT {r['ttft_ms']:.0f} ms, TPOT {r['tpot_ms']:.2f} ms, "
                      f"{r['output_tok_s_per_gpu']:.0f} tok/s/GPU")
+
+
+@app.command("export-point")
+def export_point(
+    path: str = typer.Argument(..., help="A frontier as `pareto --json` writes it."),
+    index: int = typer.Option(..., "--index", min=0, help="The frontier point (0 = the most throughput per GPU... see the JSON order)."),
+    out: str = typer.Option(..., "-o", "--out", help="The file to write."),
+    engine: Optional[str] = typer.Option(None, "--engine", help="vllm, sglang or trtllm (default: the frontier's engine)."),
+):
+    """The engine's launch configuration of one frontier point: its plan, precision, step token budget and batch."""
+    import json
+
+    from llm_codesign.explore.export import engine_spec, export_config
+    from llm_codesign.spec.plan import Deployment
+
+    try:
+        doc = json.loads(Path(path).read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise InputError("path", path, f"the JSON of `llm-codesign pareto --json` ({type(e).__name__})") from None
+    results = doc.get("comparisons") or [doc] if isinstance(doc, dict) else []
+    points = [(r, p) for r in results for p in r.get("frontier", []) if r.get("mode") != "disaggregated"]
+    if not points:
+        raise InputError("path", path, "a pareto --json result with an aggregated frontier")
+    if index >= len(points):
+        raise InputError("index", index, f"a point of the frontier, 0 to {len(points) - 1}")
+    r, p = points[index]
+    rec = p["deployment"]
+    dep = Deployment.from_dict(rec)
+    if engine and engine != dep.backend:
+        raise InputError("engine", engine, f"the engine the frontier was priced for ({dep.backend}); search again with --backend {engine}")
+    m = _model(r["model"])
+    text = export_config(m, dep, engine=dep.backend, concurrency=int(rec["concurrency_per_instance"]), replicas=int(rec.get("replicas", 1)),
+                         file_name=Path(out).name, extra={"isl": r.get("isl"), "osl": r.get("osl"), "predicted": {
+                             k: p[k] for k in ("ttft_ms", "tpot_ms", "tok_s_per_user", "output_tok_s_per_gpu")}})
+    write_atomic(out, text)
+    es = engine_spec(dep.backend)
+    _console().print(f"wrote {dep.backend} {es['version']} configuration of point {index} ({rec['plan']}, {rec['concurrency_per_instance']} "
+                     f"requests, max_num_tokens {rec['max_num_tokens']}, x{rec.get('replicas', 1)}): {out}")

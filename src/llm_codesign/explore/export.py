@@ -28,6 +28,7 @@ from llm_codesign.spec.precision import Precision, get_dtype
 
 ENGINES = ("vllm", "sglang", "trtllm", "dynamo")
 HEADER = "# llm-codesign export: "
+ONLINE_QUANTIZATION = ("fp8", "fp8_per_block")  # methods that quantize a BF16 checkpoint as it loads (vLLM, SGLang)
 
 
 @lru_cache(maxsize=None)
@@ -195,6 +196,10 @@ def export_config(model: ModelSpec, dep: Deployment, *, engine: str, concurrency
     opts = BUILDERS[engine](model, dep, concurrency)
     head = [_header(model, dep, concurrency=concurrency, replicas=replicas, extra=extra),
             f"# {spec['engine']} {spec['version']} options ({spec['source']})"]
+    if dep.precision.weight != model.default_precision.weight and (engine == "trtllm" or _weight_option(model, dep.precision, engine)
+                                                                    not in ONLINE_QUANTIZATION):
+        head.append(f"# weights: {dep.precision.weight.name} is read from a checkpoint already quantized to it (the "
+                    f"{model.default_precision.weight.name} one named here is not): point the model at such a checkpoint")
     if replicas > 1:
         head.append(f"# run {replicas} instances of this configuration behind a load balancer ({dep.num_gpus} GPUs each)")
     if engine == "vllm":

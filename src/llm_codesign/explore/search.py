@@ -38,6 +38,8 @@ class SearchSpace:
     spec: SpecDecoding | None = None
     spec_ks: tuple[int, ...] = (0,)
     batches: tuple[int, ...] = field(default_factory=lambda: tuple(int(b) for b in BATCHES))
+    # step token budgets (max_num_tokens, the chunked-prefill size) searched; empty: the one search() is given
+    step_tokens: tuple[int, ...] = ()
 
 
 def plans(model: ModelSpec, gpu: Gpu, space: SearchSpace) -> tuple[Plan, np.ndarray]:
@@ -136,19 +138,20 @@ def search(model: ModelSpec, gpu: Gpu, cal: Calibration, space: SearchSpace, isl
     ks = np.asarray(space.spec_ks if space.spec is not None else (0,), dtype=np.int64)
     batches = np.asarray(space.batches, dtype=np.int64)
     P, B, K = len(inst), len(batches), len(ks)
-    total = P * B * K * len(precs)
-    cols = {k: [] for k in ("tok_s_per_user", "output_tok_s_per_gpu", "ttft_ms", "tpot_ms", "idx", "prec", "fits")}
+    budgets = tuple(space.step_tokens) or (max_num_tokens,)
+    total = P * B * K * len(precs) * len(budgets)
+    cols = {k: [] for k in ("tok_s_per_user", "output_tok_s_per_gpu", "ttft_ms", "tpot_ms", "idx", "prec", "fits", "budget")}
     done = 0
     # broadcast as (plans, batches, draft lengths): per-plan quantities (GEMM N and K, weights) are
     # computed once per plan, only token-dependent terms at full size
     step = max(1, CHUNK // (B * K))
-    for pi, prec in enumerate(precs):
+    for (bi, budget), (pi, prec) in itertools.product(enumerate(budgets), enumerate(precs)):
         for s in range(0, P, step):
             sl = slice(s, min(s + step, P))
             sub = Plan(*(np.asarray(x)[sl, None, None] for x in (plan.tp, plan.pp, plan.ep, plan.moe_tp, plan.adp, plan.kvp)))
             conc = batches[None, :, None] * np.asarray(sub.adp)
             r = evaluate(model, gpu, cal, prec, sub, conc, isl, osl, backend=backend, spec=space.spec if space.spec else None,
-                         spec_k=ks[None, None, :] if space.spec else None, max_num_tokens=max_num_tokens)
+                         spec_k=ks[None, None, :] if space.spec else None, max_num_tokens=budget)
             shape = (sl.stop - sl.start, B, K)
             n = shape[0] * B * K
             cols["tok_s_per_user"].append(np.broadcast_to(r["tok_s_per_user"], shape).reshape(-1))
@@ -158,6 +161,7 @@ def search(model: ModelSpec, gpu: Gpu, cal: Calibration, space: SearchSpace, isl
             cols["fits"].append(np.broadcast_to(r["fits"], shape).reshape(-1))
             cols["idx"].append(np.arange(sl.start * B * K, sl.start * B * K + n))
             cols["prec"].append(np.full(n, pi))
+            cols["budget"].append(np.full(n, bi))
             done += n
             if progress:
                 progress(done, total)
@@ -172,7 +176,7 @@ def search(model: ModelSpec, gpu: Gpu, cal: Calibration, space: SearchSpace, isl
         n_inst = int(inst[ip])
         spec = space.spec.at(k) if space.spec and k else None
         one = Deployment(gpu=gpu, num_gpus=n_inst, plan=sub, precision=precs[int(c["prec"][j])], backend=backend, spec=spec,
-                         max_num_tokens=max_num_tokens)
+                         max_num_tokens=budgets[int(c["budget"][j])])
         return {"tok_s_per_user": float(c["tok_s_per_user"][j]), "output_tok_s_per_gpu": float(c["output_tok_s_per_gpu"][j]),
                 "ttft_ms": float(c["ttft_ms"][j]), "tpot_ms": float(c["tpot_ms"][j]),
                 "deployment": point_record(one, replicas=max(space.num_gpus // n_inst, 1) if space.num_gpus % n_inst == 0 else 1,
