@@ -131,3 +131,20 @@ def test_a_context_beyond_the_model_is_refused_in_one_line():
     p = subprocess.run([sys.executable, "-m", "llm_codesign.cli", "estimate", "deepseek-r1", "--gpu", "b200", "--gpus", "8",
                         "--tp", "8", "--ep", "8", "--isl", "1000000", "--osl", "1024"], capture_output=True, text=True, timeout=300)
     assert p.returncode == 2 and p.stdout == "" and len(p.stderr.strip().splitlines()) == 1 and "163,840" in p.stderr
+
+
+@pytest.mark.parametrize("backend, cap", [("trtllm", 4096), ("vllm", 1024), ("sglang", 4096)])
+def test_offline_throughput_respects_the_engine_batch_cap(backend, cap):
+    # issue 20: Llama-3.1-405B at 128/128 ran ~17k sequences per instance (TPOT 3.2 s); engines cap
+    # the batch (trtllm-bench 4096, vLLM max_num_seqs 1024 on >= 70 GiB GPUs, SGLang's request pool <= 4096)
+    from llm_codesign.spec.engines import max_batch
+    from llm_codesign.spec.precision import Precision
+
+    m, g = get_model("llama-3.1-405b"), get_gpu("b200")
+    assert max_batch(backend, g) == cap
+    r = evaluate(m, g, calibration_for(g), Precision.of("fp8"), Plan(tp=8), np.array([1024, cap, 4 * cap, 16384]), 128, 128,
+                 backend=backend)
+    assert float(np.max(r["max_concurrency"])) <= cap
+    out = r["output_tok_s_per_gpu"]
+    assert out[2] == pytest.approx(out[1], rel=1e-6) and out[3] == pytest.approx(out[1], rel=1e-6)  # past the cap: queueing
+    assert np.all(r["tpot_s"][1:] == pytest.approx(r["tpot_s"][1], rel=1e-6))

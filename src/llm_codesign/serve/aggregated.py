@@ -133,8 +133,10 @@ def evaluate(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, plan
     k, acc = draft_lengths(spec, spec_k)
     fraction = default_fraction if usable_fraction is None else usable_fraction
     mem = memory.fit(model, gpu, prec, sh, isl, osl, mnt, fraction, osl_occupancy=occupancy, budget=budget)
-    # sequences that run at once per rank: what is in flight, capped by the KV cache
-    cap = mem["max_seqs_per_rank"]
+    # sequences that run at once per rank: what is in flight, capped by the KV cache and by the
+    # engine's own batch limit (engines.max_batch; requests beyond it wait, as beyond the cache)
+    bcap = engines.max_batch(backend, gpu, mem["free_for_kv"] / np.maximum(mem["kv_per_token"], 1e-9), model.max_context)
+    cap = np.where(mem["max_seqs_per_rank"] >= 1, np.minimum(mem["max_seqs_per_rank"], bcap), mem["max_seqs_per_rank"])
     running = np.where(cap >= 1, np.minimum(c_rank, cap), c_rank)
     # requests past their first token: engines that admit on less than a request's whole KV footprint
     # (engines.ADMISSION) take in up to what fits with that reservation, and the admitted requests then
@@ -145,7 +147,7 @@ def evaluate(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, plan
         share, clip = rule
         adm_occ = share * np.minimum(osl, clip) / np.maximum(osl, 1.0)
         adm = memory.fit(model, gpu, prec, sh, isl, osl, mnt, fraction, osl_occupancy=adm_occ, budget=budget)["max_seqs_per_rank"]
-        admitted = np.where(cap >= 1, np.minimum(c_rank, np.maximum(adm, cap)), c_rank)
+        admitted = np.where(cap >= 1, np.minimum(c_rank, np.minimum(np.maximum(adm, cap), bcap)), c_rank)
     time_share = admitted / np.maximum(running, 1.0)
     b = running / pp  # sequences per micro-batch
     chunk = np.minimum(isl, mnt)
@@ -195,7 +197,7 @@ def evaluate(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, plan
     # over-count when C is not a multiple of adp)
     served = np.minimum(C, admitted * adp)
     out_per_gpu = served * osl / life / gpus
-    max_conc = mem["max_seqs_per_rank"] * adp
+    max_conc = cap * adp  # what runs at once: the KV cache or the engine's batch limit, the smaller
     res = {
         "ttft_s": ttft, "tpot_s": tpot, "tok_s_per_user": 1.0 / tpot,
         "output_tok_s_per_gpu": out_per_gpu, "io_tok_s_per_gpu": served * (isl + osl) / life / gpus,
@@ -204,7 +206,7 @@ def evaluate(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, plan
         "weights_bytes": mem["weights"], "kv_bytes_per_seq": mem["kv_per_seq"],
         "kv_bytes": mem["kv_per_seq"] * running, "state_bytes": mem["state_per_seq"] * running, "activation_bytes": mem["activations"],
         "free_bytes": mem["free_for_kv"] - mem["kv_per_seq"] * running, "max_concurrency": max_conc,
-        "fits": (mem["free_for_kv"] > 0) & (c_rank <= mem["max_seqs_per_rank"]),
+        "fits": (mem["free_for_kv"] > 0) & (c_rank <= cap),
     }
     if with_ops:
         res["ops"] = ops

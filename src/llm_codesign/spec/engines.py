@@ -92,6 +92,26 @@ def step_tokens(backend: str, gpu) -> int:
     return 8192
 
 
+def max_batch(backend: str, gpu, kv_tokens=None, context_len: int = 0):
+    """The most sequences one engine rank (an attention-DP rank) runs at once by default, whatever
+    its KV cache could hold. TensorRT-LLM: trtllm-bench, which measured the shipped perf-overview
+    tables, caps the batch at 4096 over the pipeline stages (tensorrt_llm/bench/build/tuning.py,
+    finetune_setting: min(kv_cache_max_requests, 4096) / pp_size per micro-batch); trtllm-serve's own
+    default max_batch_size is 2048 (TorchLlmArgs), which this does not yet distinguish. vLLM V1 server: max_num_seqs = 1024 on GPUs with >= 70 GiB other than A100, else 256
+    (vllm/engine/arg_utils.py, EngineArgs.get_batch_defaults). SGLang: max_running_requests = the
+    request pool, int(KV tokens / context_len x 512) clipped to [2048, 4096], and at most half the
+    KV tokens (sglang/srt/model_executor/model_runner.py, max_num_reqs; scheduler.py); context_len is
+    the model's context (its max_position_embeddings), and 4096 where it is not known."""
+    if backend == "vllm":
+        return 1024.0 if gpu.memory_bytes >= 70 * GIB and "a100" not in gpu.name.lower() else 256.0
+    if backend == "sglang":
+        if kv_tokens is None or not context_len:
+            return 4096.0
+        tok = np.asarray(kv_tokens, float)
+        return np.minimum(np.clip(np.floor(tok / context_len * 512.0), 2048.0, 4096.0), np.maximum(np.floor(tok / 2.0), 1.0))
+    return 4096.0
+
+
 @dataclass(frozen=True)
 class Engine:
     """A serving engine as the cost model sees it: its documented KV-cache sizing and admission
