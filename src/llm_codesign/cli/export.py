@@ -186,7 +186,7 @@ def import_(
 @app.command("export-point")
 def export_point(
     path: str = typer.Argument(..., help="A frontier as `pareto --json` writes it."),
-    index: int = typer.Option(..., "--index", min=0, help="The frontier point (0 = the most throughput per GPU... see the JSON order)."),
+    index: int = typer.Option(..., "--index", min=0, help="The frontier point, in the JSON's order (0: the throughput end, the last: the interactive end)."),
     out: str = typer.Option(..., "-o", "--out", help="The file to write."),
     engine: Optional[str] = typer.Option(None, "--engine", help="vllm, sglang or trtllm (default: the frontier's engine)."),
 ):

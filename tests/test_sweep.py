@@ -1,0 +1,117 @@
+"""Sweeps (explore/sweep.py): tasks that Pareto-reduce their chunk lose no frontier point, and every
+scheduler gives the serial run's rows."""
+import json
+
+import numpy as np
+import pytest
+
+pd = pytest.importorskip("pandas")
+pytest.importorskip("pyarrow")
+
+from llm_codesign.cost.calibration import calibration_for  # noqa: E402
+from llm_codesign.errors import InputError  # noqa: E402
+from llm_codesign.explore.search import SearchSpace, search  # noqa: E402
+from llm_codesign.explore.sweep import execute, frontier, plan_tasks, run_task, write_parquet  # noqa: E402
+from llm_codesign.spec.hardware import get_gpu  # noqa: E402
+from llm_codesign.spec.registry import get_model  # noqa: E402
+
+
+def small_tasks(**kw):
+    return plan_tasks(["llama-3.1-8b", "qwen3-30b-a3b"], ["h100"], num_gpus=4, precisions=["fp8"], backends=["trtllm", "vllm"],
+                      workloads=[(1024, 1024), (4096, 256)], **kw)
+
+
+def test_tasks_cover_the_product():
+    tasks = small_tasks()
+    # 2 models x 1 GPU x fp8 with BF16 and FP8 KV x 2 engines x 2 workloads x instance sizes 1, 2, 4
+    assert len(tasks) == 2 * 2 * 2 * 2 * 3
+    assert [t.index for t in tasks] == list(range(len(tasks)))
+    with pytest.raises(InputError, match="backend"):
+        plan_tasks(["llama-3.1-8b"], ["h100"], num_gpus=4, backends=["tgi"])
+    with pytest.raises(InputError, match="model"):
+        plan_tasks(["nope"], ["h100"], num_gpus=4)
+
+
+def test_local_reduction_keeps_the_whole_frontier(tmp_path):
+    """The frontier of the tasks' frontiers is the frontier of one search over the whole space."""
+    tasks = plan_tasks(["qwen3-30b-a3b"], ["h100"], num_gpus=8, backends=["trtllm"], workloads=[(2048, 512)])
+    out = tmp_path / "s.parquet"
+    write_parquet(execute(tasks), str(out))
+    got = frontier(pd.read_parquet(out))
+    m, g = get_model("qwen3-30b-a3b"), get_gpu("h100")
+    ref = search(m, g, calibration_for(g), SearchSpace(8), 2048, 512, "trtllm")["frontier"]
+    pts = lambda xs: sorted((round(a, 9), round(b, 9)) for a, b in xs)  # noqa: E731
+    assert pts(zip(got["tok_s_per_user"], got["output_tok_s_per_gpu"], strict=True)) == \
+        pts((p["tok_s_per_user"], p["output_tok_s_per_gpu"]) for p in ref)
+    assert len(got) > 10
+
+
+def test_local_cluster_gives_the_serial_rows(tmp_path):
+    pytest.importorskip("distributed")
+    tasks = small_tasks(gpu_hour_price="3")
+    a, b = tmp_path / "serial.parquet", tmp_path / "dask.parquet"
+    ta = write_parquet(execute(tasks), str(a))
+    tb = write_parquet(execute(tasks, scheduler="local", workers=2, window=3), str(b))
+    da, db = pd.read_parquet(a), pd.read_parquet(b)
+    assert ta["rows"] == tb["rows"] == len(da) > 50 and ta["evaluated"] == tb["evaluated"]
+    pd.testing.assert_frame_equal(da, db)
+    assert np.all(np.isfinite(da["usd_per_m_output_tokens"]))
+    assert np.allclose(da["usd_per_m_output_tokens"], 3 / 3600 / da["output_tok_s_per_gpu"] * 1e6)
+
+
+def test_a_task_keeps_only_its_frontier():
+    t = small_tasks()[5]
+    r = run_task(t)
+    assert 0 < len(r["rows"]) < r["evaluated"]
+    x = np.array([row["tok_s_per_user"] for row in r["rows"]])
+    y = np.array([row["output_tok_s_per_gpu"] for row in r["rows"]])
+    order = np.argsort(x)
+    assert np.all(np.diff(y[order]) < 0)  # along the frontier, more tok/s/user costs tok/s/GPU
+
+
+def test_nothing_half_written(tmp_path):
+    tasks = small_tasks()
+
+    def results():
+        yield run_task(tasks[0])
+        raise RuntimeError("worker lost")
+
+    out = tmp_path / "x.parquet"
+    with pytest.raises(RuntimeError):
+        write_parquet(results(), str(out))
+    assert not out.exists() and not list(tmp_path.iterdir())
+
+
+def test_bad_scheduler_is_one_line():
+    pytest.importorskip("distributed")
+    with pytest.raises(InputError, match="scheduler"):
+        list(execute(small_tasks()[:1], scheduler="nonsense"))
+
+
+def test_cli_sweep(tmp_path):
+    from typer.testing import CliRunner
+
+    from llm_codesign.cli import app
+
+    out = tmp_path / "s.parquet"
+    r = CliRunner().invoke(app, ["sweep", "--models", "llama-3.1-8b", "--gpu", "h100,b200", "--gpus", "2", "--backend", "vllm",
+                                 "--isl", "1024,8192", "--osl", "512", "--out", str(out), "--json"])
+    assert r.exit_code == 0, r.output
+    totals = json.loads(r.output[r.output.index("{"):])
+    df = pd.read_parquet(out)
+    assert totals["rows"] == len(df) and set(df["gpu"]) == {"h100", "b200"} and set(df["isl"]) == {1024, 8192}
+    assert set(df["osl"]) == {512}
+    bad = CliRunner().invoke(app, ["sweep", "--models", "llama-3.1-8b", "--gpu", "h100", "--isl", "1,2,3", "--osl", "1,2",
+                                   "--out", str(tmp_path / "y.parquet")])
+    assert bad.exit_code == 2 and not (tmp_path / "y.parquet").exists()
+
+
+def test_existing_cluster_through_dask_scheduler_address(monkeypatch):
+    """An existing scheduler named by DASK_SCHEDULER_ADDRESS runs the tasks unchanged."""
+    distributed = pytest.importorskip("distributed")
+    tasks = small_tasks()[:6]
+    serial = list(execute(tasks))
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=False, dashboard_address=None) as cluster:
+        monkeypatch.setenv("DASK_SCHEDULER_ADDRESS", cluster.scheduler_address)
+        remote = list(execute(tasks))
+    assert [r["rows"] for r in remote] == [r["rows"] for r in serial]
