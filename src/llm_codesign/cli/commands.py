@@ -206,20 +206,10 @@ def estimate(
         _console().print(bt)
 
 
-AUTO_BUDGETS = (1024, 2048, 4096, 8192, 16384)  # the chunk sizes engines default to across GPUs (spec/engines.py step_tokens)
-
-
 def _budget_grid(grid: str | None, fixed: int | None) -> tuple[int, ...]:
-    """The step token budgets pareto searches: none (the engine's default or --max-num-tokens), a list, or auto."""
-    if grid is None:
-        return ()
-    if fixed is not None:
-        raise InputError("max_num_tokens_grid", grid, "either --max-num-tokens or --max-num-tokens-grid, not both")
-    if grid.strip().lower() == "auto":
-        return AUTO_BUDGETS
-    from llm_codesign.cli.common import _int_list
+    from llm_codesign.explore.search import budget_grid
 
-    return tuple(sorted(set(_int_list("max_num_tokens_grid", grid))))
+    return budget_grid(grid, fixed)
 
 
 def _price_points(r: dict, gpu, price, isl: int, osl: int) -> None:

@@ -31,7 +31,7 @@ def sweep(
     calibration: Optional[str] = O_CAL, as_json: bool = typer.Option(False, "--json", help="Print the totals as JSON."),
 ):
     """Search many combinations at once; every task Pareto-reduces its chunk, the rows stream to Parquet."""
-    from llm_codesign.cli.commands import _budget_grid
+    from llm_codesign.explore.search import budget_grid
     from llm_codesign.explore.sweep import execute, plan_tasks, stderr_progress, write_parquet
 
     isls, osls = _int_list("isl", isl), _int_list("osl", osl)
@@ -41,7 +41,7 @@ def sweep(
     workloads = list(zip(isls * n if len(isls) == 1 else isls, osls * n if len(osls) == 1 else osls, strict=True))
     names = lambda s: [x.strip() for x in s.split(",") if x.strip()]  # noqa: E731
     tasks = plan_tasks(names(models), names(gpu), num_gpus=gpus_, precisions=names(precisions) if precisions else None,
-                       backends=names(backend), workloads=workloads, step_tokens=_budget_grid(max_num_tokens_grid, None),
+                       backends=names(backend), workloads=workloads, step_tokens=budget_grid(max_num_tokens_grid),
                        max_ttft_ms=max_ttft_ms, min_tps_user=min_tps_user, calibration=calibration, gpu_hour_price=gpu_hour_price)
     if gpu_hour_price is not None:  # a GPU the price file does not list fails now, not in a worker
         from llm_codesign.explore.pricing import gpu_hour_price as price_of

@@ -191,6 +191,27 @@ def search(model: ModelSpec, gpu: Gpu, cal: Calibration, space: SearchSpace, isl
     }
 
 
+AUTO_BUDGETS = (1024, 2048, 4096, 8192, 16384)  # the chunk sizes engines default to across GPUs (spec/engines.py step_tokens)
+
+
+def budget_grid(grid: str | None, fixed: int | None = None) -> tuple[int, ...]:
+    """The step token budgets a search covers, from `--max-num-tokens-grid`: none (the engine's default
+    or the one fixed budget), a comma-separated list, or `auto`."""
+    if grid is None:
+        return ()
+    if fixed is not None:
+        raise InputError("max_num_tokens_grid", grid, "either --max-num-tokens or --max-num-tokens-grid, not both")
+    if grid.strip().lower() == "auto":
+        return AUTO_BUDGETS
+    try:
+        vals = sorted({int(x) for x in grid.split(",") if x.strip()})
+    except ValueError:
+        vals = []
+    if not vals or vals[0] < 1 or vals[-1] > 1 << 24:
+        raise InputError("max_num_tokens_grid", grid, "auto, or comma-separated token budgets from 1 to 16,777,216, e.g. 2048,8192")
+    return tuple(vals)
+
+
 def select_frontier(c: dict, min_tps_user: float | None, max_ttft_ms: float | None) -> tuple[np.ndarray, np.ndarray]:
     """Indices of the deployments that fit and meet the SLOs, and of their Pareto frontier sorted by
     tok/s/user (columns: fits, tok_s_per_user, output_tok_s_per_gpu, ttft_ms)."""
