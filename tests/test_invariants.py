@@ -148,3 +148,88 @@ def test_offline_throughput_respects_the_engine_batch_cap(backend, cap):
     out = r["output_tok_s_per_gpu"]
     assert out[2] == pytest.approx(out[1], rel=1e-6) and out[3] == pytest.approx(out[1], rel=1e-6)  # past the cap: queueing
     assert np.all(r["tpot_s"][1:] == pytest.approx(r["tpot_s"][1], rel=1e-6))
+
+
+# ---- properties over random bundled models, GPUs, plans and workloads ----
+from dataclasses import replace as _replace  # noqa: E402
+
+from hypothesis import HealthCheck, assume, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from llm_codesign.cost.memory import kv_bytes_per_token, weight_bytes_per_gpu  # noqa: E402
+from llm_codesign.serve.aggregated import _sharding  # noqa: E402
+from llm_codesign.spec.plan import validity  # noqa: E402
+
+_MODELS = ("llama-3.1-8b", "llama-3.1-70b", "qwen3-30b-a3b", "deepseek-r1", "gpt-oss-120b", "mixtral-8x7b")
+_GPUS = ("h100", "h200", "b200", "mi300x", "a100")
+_case = dict(name=st.sampled_from(_MODELS), gid=st.sampled_from(_GPUS), tp=st.sampled_from([1, 2, 4, 8]),
+             adp=st.sampled_from([1, 2, 4]), C=st.integers(1, 512), isl=st.sampled_from([128, 1024, 8192]),
+             osl=st.sampled_from([64, 1024]))
+
+
+def _deploy(name, gid, tp, adp):
+    m, g = get_model(name), get_gpu(gid)
+    n = tp * adp
+    plan = Plan(tp=tp, ep=n if m.is_moe else 1, moe_tp=1, adp=adp)
+    assume(int(validity(m, g, plan, n).reshape(-1)[0]) < 0)
+    return m, g, plan
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+@given(**_case)
+def test_metrics_are_finite_and_tpot_respects_the_busiest_gpus_bytes(name, gid, tp, adp, C, isl, osl):
+    m, g, plan = _deploy(name, gid, tp, adp)
+    r = evaluate(m, g, calibration_for(g), m.default_precision, plan, C, isl, osl)
+    assume(bool(np.all(r["fits"])))
+    for k in ("ttft_s", "tpot_s", "output_tok_s_per_gpu", "step_s"):
+        v = np.asarray(r[k], float)
+        assert np.all(np.isfinite(v)) and np.all(v > 0), (k, v)
+    # a decode step reads at least the busiest GPU's weights once (dense part; MoE experts partly)
+    # and its sequences' KV cache, at no more than the HBM bandwidth
+    sh = _sharding(plan)
+    kv = float(np.ravel(kv_bytes_per_token(m, m.default_precision, sh, isl + osl / 2))[0]) * np.ceil(C / adp) * isl
+    floor_bytes = (0.0 if m.is_moe else float(np.ravel(weight_bytes_per_gpu(m, m.default_precision, sh))[0])) + kv
+    assert float(np.ravel(r["tpot_s"])[0]) >= floor_bytes / g.hbm_bandwidth_bytes_per_s * (1 - 1e-9)
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=list(HealthCheck))
+@given(**_case, scale=st.sampled_from([1.25, 2.0, 4.0]), what=st.sampled_from(["bw", "flops"]))
+def test_more_bandwidth_or_flops_is_never_slower(name, gid, tp, adp, C, isl, osl, scale, what):
+    m, g, plan = _deploy(name, gid, tp, adp)
+    fast = (_replace(g, hbm_bandwidth_bytes_per_s=g.hbm_bandwidth_bytes_per_s * scale) if what == "bw" else
+            _replace(g, peak_flops=tuple((k, v * scale) for k, v in g.peak_flops)))
+    cal = calibration_for(g)
+    a = evaluate(m, g, cal, m.default_precision, plan, C, isl, osl)
+    b = evaluate(m, fast, cal, m.default_precision, plan, C, isl, osl)
+    assume(bool(np.all(a["fits"])))
+    for k in ("step_s", "prefill_step_s", "ttft_s"):
+        assert float(np.ravel(b[k])[0]) <= float(np.ravel(a[k])[0]) * (1 + 1e-6), k
+    # TPOT itself is not asserted yet: the arrival-spread blend (prefill_queue_fraction over the decode
+    # iterations a wave spans) lets faster decode steps admit more out-of-step prefill stalls, e.g.
+    # Llama-3.1-8B H100 TP2 C=98 8192/64: 2x bandwidth moves TPOT 169.78 -> 169.84 ms (issue 20, open)
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=list(HealthCheck))
+@given(name=st.sampled_from(("llama-3.1-8b", "llama-3.1-70b", "qwen3-32b")), gid=st.sampled_from(_GPUS),
+       tp=st.sampled_from([1, 2, 4]), adp=st.sampled_from([1, 2, 4]), C=st.integers(1, 4))
+def test_idle_attention_dp_ranks_never_lower_tpot(name, gid, tp, adp, C):
+    # dense models: a rank's FFN and attention weights do not shrink with attention DP, so adding
+    # ranks that get no request never makes a request faster
+    m, g = get_model(name), get_gpu(gid)
+    cal = calibration_for(g)
+    one, more = Plan(tp=tp, adp=adp), Plan(tp=tp, adp=2 * adp)
+    assume(int(validity(m, g, more, tp * 2 * adp).reshape(-1)[0]) < 0 and C <= adp)
+    a = evaluate(m, g, cal, m.default_precision, one, C, 1024, 256)
+    b = evaluate(m, g, cal, m.default_precision, more, C, 1024, 256)
+    assert float(np.ravel(b["tpot_s"])[0]) >= float(np.ravel(a["tpot_s"])[0]) * (1 - 1e-9)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
+@given(**_case)
+def test_no_operator_exceeds_the_step_it_is_part_of(name, gid, tp, adp, C, isl, osl):
+    m, g, plan = _deploy(name, gid, tp, adp)
+    r = evaluate(m, g, calibration_for(g), m.default_precision, plan, C, isl, osl, with_ops=True)
+    step = float(np.ravel(r["step_s"])[0])
+    for op in r["ops"]:
+        t = float(np.ravel(op.total_time)[0])
+        assert 0 <= t <= step * (1 + 1e-9), op.name
