@@ -35,3 +35,12 @@ def test_a_plan_that_does_not_divide_is_refused():
     m = get_model("llama-3.1-70b")
     with pytest.raises(InputError, match="heads must be divisible by tp"):
         estimate(m, deployment(m, gpu="b200", tp=3), Workload(), calibration=calibration_for(deployment(m, gpu="b200").gpu))
+
+
+def test_a_format_the_gpu_cannot_run_says_how_it_runs():
+    m = get_model("llama-3.1-70b")
+    dep = deployment(m, gpu="h100", tp=8, weight_dtype="nvfp4")
+    r = estimate(m, dep, Workload(concurrency=8), calibration=calibration_for(dep.gpu))
+    assert len(r["precision_notes"]) == 1 and "W4A16" in r["precision_notes"][0]
+    ok = deployment(m, gpu="b200", tp=8, weight_dtype="nvfp4")
+    assert estimate(m, ok, Workload(concurrency=8), calibration=calibration_for(ok.gpu))["precision_notes"] == []

@@ -152,6 +152,7 @@ def estimate(
     max_num_tokens: Optional[int] = O_MNT, cpp: bool = typer.Option(False, "--cpp", help="Chunked pipeline parallelism for prefill."),
     calibration: Optional[str] = O_CAL, breakdown: bool = typer.Option(False, "--breakdown", help="Per-operator times."),
     gpu_hour_price: Optional[str] = typer.Option(None, "--gpu-hour-price", help=O_PRICE_HELP),
+    prefix_hit: float = typer.Option(0.0, "--prefix-hit", help="Share of each prompt already in the prefix cache (0 to <1): not prefilled."),
     as_json: bool = typer.Option(False, "--json"),
 ):
     """What one deployment delivers: TTFT, TPOT, tok/s/user, tok/s/GPU, memory, bottlenecks."""
@@ -161,7 +162,10 @@ def estimate(
     m = _model(model)
     dep = _deployment(m, gpu, gpus_, tp, pp, ep, moe_tp, attention_dp, kvp, weight_dtype, activation_dtype, kv_dtype,
                       backend, spec, draft_len, acceptance, acceptance_rates, draft_model, max_num_tokens, cpp)
-    r = run(m, dep, Workload(isl=isl, osl=osl, concurrency=concurrency), calibration=calibration, breakdown=breakdown)
+    r = run(m, dep, Workload(isl=isl, osl=osl, concurrency=concurrency, prefix_hit=prefix_hit), calibration=calibration,
+            breakdown=breakdown)
+    if prefix_hit:
+        r["prefix_hit"] = prefix_hit
     if gpu_hour_price is not None:  # explore/pricing.py: the GPU time of serving charged to the tokens
         from llm_codesign.explore.pricing import cost_of
 
@@ -196,6 +200,8 @@ def estimate(
                   f"in+out (${c['usd_per_gpu_hour']:.2f}/GPU-hour: {c['price_source']})")
     for k, v in _accuracy_rows(r["accuracy"]):
         t.add_row(k, v)
+    for note in r["precision_notes"]:
+        t.add_row("precision as run", f"[yellow]{note}[/yellow]")
     for k, v in _error_rows(r["expected_error"], calibration):
         t.add_row(k, v)
     _console().print(t)
@@ -403,7 +409,7 @@ def pareto(
 
 
 # registered after the commands above, so `--help` lists them in workflow order
-from llm_codesign.cli import accuracy, compare, design, disagg, export, sweep  # noqa: E402, F401, I001
+from llm_codesign.cli import accuracy, compare, design, disagg, export, serve, sweep  # noqa: E402, F401, I001
 
 
 def main() -> None:

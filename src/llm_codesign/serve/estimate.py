@@ -11,6 +11,7 @@ from llm_codesign.serve.metrics import BATCH_GRID, decode_operators, evaluate
 from llm_codesign.spec import engines
 from llm_codesign.spec.model import ModelSpec
 from llm_codesign.spec.plan import Deployment, Workload, reason_text, validity
+from llm_codesign.spec.precision import executable
 
 
 def check(model: ModelSpec, dep: Deployment) -> None:
@@ -78,6 +79,8 @@ def estimate(model: ModelSpec, dep: Deployment, workload: Workload, *, calibrati
                    "capacity_gb": dep.gpu.memory_bytes / gb},
         "decode_bound": binding_resource(dec_ops), "prefill_bound": binding_resource(pf_ops),
         "accepted_per_step": s("accepted_per_step"), "fits": concurrency <= max_conc,
+        # a format this GPU cannot execute is priced as the engines map it, and the answer says so
+        "precision_notes": list(executable(dep.precision, dep.gpu)[1]),
     }
     if concurrency > max_conc:
         # priced, not refused: what the engine does with requests its KV cache cannot hold (engines.ADMISSION)
