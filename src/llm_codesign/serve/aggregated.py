@@ -94,15 +94,16 @@ def decode_step(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, s
 
 
 def prefill_step(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, sh: Sharding, tokens, isl, chunk, backend: str,
-                 dec_seqs=0.0, dec_ctx=0.0):
+                 dec_seqs=0.0, dec_ctx=0.0, cached=0.0):
     """One pipeline stage's step carrying `tokens` of prefill (whole prompts of `isl`, or chunks of
     `chunk` over the earlier ones) and `dec_seqs` decoding sequences at `dec_ctx`: kernels, the
     engine's host cost per step and per running sequence (scheduling, sampling, detokenising and
     streaming each request's token), and a host cost per kernel launch, as steps that carry prefill
     run eagerly (SGLang and TensorRT-LLM capture CUDA graphs for decode-only batches; vLLM's
-    piecewise graphs leave attention outside)."""
+    piecewise graphs leave attention outside). `isl` counts the prompt tokens computed; `cached` those
+    of its prefix found in the prefix cache, which the computed ones attend to but nothing recomputes."""
     seqs = np.maximum(tokens / isl, 1.0)
-    ops = forward_ops(model, gpu, cal, prec, sh, Batch(pf_tokens=tokens, pf_seqs=seqs, pf_ctx=np.maximum(isl - chunk, 0.0) / 2.0,
+    ops = forward_ops(model, gpu, cal, prec, sh, Batch(pf_tokens=tokens, pf_seqs=seqs, pf_ctx=cached + np.maximum(isl - chunk, 0.0) / 2.0,
                                                        dec_seqs=dec_seqs, dec_ctx=dec_ctx))
     return (step_time(ops) + cal.step_overhead(backend) + cal.engine("seq_overhead_s", backend) * (seqs + dec_seqs)
             + cal.eager_launch(backend) * launches(ops, cal.elementwise_kernels_per_layer))
@@ -111,11 +112,14 @@ def prefill_step(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, 
 def evaluate(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, plan: Plan, concurrency,
              isl, osl, backend: str = "trtllm", spec: SpecDecoding | None = None, spec_k=None,
              max_num_tokens=None, cpp=False, usable_fraction: float | None = None,
-             with_ops: bool = False) -> dict:
+             with_ops: bool = False, prefix_hit=0.0) -> dict:
     """Metrics for every deployment in the broadcast of plan arrays, concurrency, ISL/OSL and k.
 
     `concurrency` is the total number of requests in flight across all GPUs of the deployment;
     `max_num_tokens` the step token budget, by default the engine's own on this GPU (engines.step_tokens).
+    `prefix_hit` is the share of each prompt already in the engine's prefix cache: only the rest is
+    prefilled (it attends to the cached prefix); every sequence still holds its whole ISL of KV cache,
+    as a hit rate does not say how many requests share each cached block.
     """
     sh = _sharding(plan)
     cal = cal.in_step(backend)
@@ -124,6 +128,8 @@ def evaluate(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, plan
     C = np.asarray(concurrency, float)
     isl = np.asarray(isl, float)
     osl = np.asarray(osl, float)
+    cached = isl * np.asarray(prefix_hit, float)
+    new = isl - cached  # prompt tokens each request prefills
     mnt, (budget, default_fraction, occupancy) = engine_budget(backend, gpu, max_num_tokens, plan, spec)
     # the busiest attention-DP rank sets the step: requests spread over the ranks as evenly as they
     # go, so it holds ceil(C / adp), and a rank with none still runs the step on a dummy request to
@@ -150,13 +156,13 @@ def evaluate(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, plan
         admitted = np.where(cap >= 1, np.minimum(c_rank, np.minimum(np.maximum(adm, cap), bcap)), c_rank)
     time_share = admitted / np.maximum(running, 1.0)
     b = running / pp  # sequences per micro-batch
-    chunk = np.minimum(isl, mnt)
+    chunk = np.minimum(new, mnt)
     # chunks of different requests pipeline over PP stages; one request's chunks only with CPP
     pipelined = np.asarray(cpp) | (running >= pp)
     # a wave's prefill phase: every running sequence's ISL tokens in chunks of the step budget
-    wave_tok = np.minimum(mnt, running * isl)
-    n_wave = running * isl / np.maximum(wave_tok, 1.0)
-    t_wave_step = prefill_step(model, gpu, cal, prec, sh, wave_tok, isl, chunk, backend)
+    wave_tok = np.minimum(mnt, running * new)
+    n_wave = running * new / np.maximum(wave_tok, 1.0)
+    t_wave_step = prefill_step(model, gpu, cal, prec, sh, wave_tok, new, chunk, backend, cached=cached)
     pf_span = np.where(pipelined, n_wave + pp - 1.0, n_wave * pp) * t_wave_step
     # decode phase: every sequence of the micro-batch generates (k+1 verified tokens per step)
     t_stage, t_draft, ops = decode_step(model, gpu, cal, prec, sh, b, isl + osl / 2.0, k, spec, backend)
@@ -172,17 +178,17 @@ def evaluate(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, plan
     n_span = np.maximum(pf_span / t_iter, 1.0)
     f_q = np.minimum(cal.queue_fraction(backend) / n_span ** cal.spread_exponent(backend), 1.0)
     q = 1.0 + f_q * np.maximum(running - 1.0, 0.0)
-    pf_total = (q + 1.0) / 2.0 * isl
+    pf_total = (q + 1.0) / 2.0 * new
     pf_step_tok = np.minimum(mnt, pf_total)
     n_pf = pf_total / np.maximum(pf_step_tok, 1.0)
     # the running - q requests that arrived out of step decode inside those prefill steps
-    t_pf_stage = prefill_step(model, gpu, cal, prec, sh, pf_step_tok, isl, chunk, backend,
-                              np.maximum(running - q, 0.0) / pp, isl + osl / 2.0)
+    t_pf_stage = prefill_step(model, gpu, cal, prec, sh, pf_step_tok, new, chunk, backend,
+                              np.maximum(running - q, 0.0) / pp, isl + osl / 2.0, cached=cached)
     ttft = np.where(pipelined, n_pf + pp - 1.0, n_pf * pp) * t_pf_stage
     # the running - q requests that arrive out of step put their prefill chunks into this request's
     # decode steps, spread over its OSL - 1 steps. A step mixing a chunk into the decodes reads the
     # weights once, so each chunk step lengthens the decode step only by what it adds beyond it.
-    t_req_pf = isl / np.maximum(wave_tok, 1.0) * np.maximum(t_wave_step - t_stage, 0.0)
+    t_req_pf = new / np.maximum(wave_tok, 1.0) * np.maximum(t_wave_step - t_stage, 0.0)
     stall = np.maximum(running - q, 0.0) * t_req_pf / np.maximum(osl - 1.0, 1.0)
     tpot = (t_iter / acc + stall) * time_share
     life = pf_span + np.maximum(osl - 1.0, 0.0) * (t_iter / acc) * time_share

@@ -246,6 +246,7 @@ class Workload:
     isl: int = 1024
     osl: int = 1024
     concurrency: int | None = None
+    prefix_hit: float = 0.0  # share of each prompt already in the engine's prefix cache (not prefilled)
 
     def __post_init__(self):
         for name in ("isl", "osl"):
@@ -255,6 +256,9 @@ class Workload:
         c = self.concurrency
         if c is not None and (isinstance(c, bool) or not isinstance(c, (int, np.integer)) or not 1 <= c <= MAX_CONCURRENCY):
             raise InputError("concurrency", c, f"a positive integer up to {MAX_CONCURRENCY:,} (or omit it for offline max throughput)")
+        h = self.prefix_hit
+        if isinstance(h, bool) or not isinstance(h, (int, float, np.floating)) or not 0.0 <= h < 1.0:
+            raise InputError("prefix_hit", h, "a share of the prompt found in the prefix cache, from 0 up to (not including) 1")
 
 
 def precision_for(model: ModelSpec, weight: str | None = None, activation: str | None = None, kv: str | None = None) -> Precision:
