@@ -1,0 +1,81 @@
+"""The `mix` command: one deployment serving requests of many lengths (a CSV, or ISL/OSL distributions)."""
+from __future__ import annotations
+
+from typing import Optional
+
+import typer
+
+from llm_codesign.cli.common import (
+    O_A,
+    O_ACC,
+    O_ADP,
+    O_BACKEND,
+    O_CAL,
+    O_DRAFT,
+    O_EP,
+    O_GPU,
+    O_GPUS,
+    O_K,
+    O_KV,
+    O_KVP,
+    O_MNT,
+    O_MTP,
+    O_PP,
+    O_RATES,
+    O_SPEC,
+    O_TP,
+    O_W,
+    _console,
+    _deployment,
+    _dump,
+    _model,
+    _table,
+    app,
+)
+from llm_codesign.errors import InputError
+
+
+@app.command()
+def mix(
+    model: str = typer.Argument(..., help="Registry name, Hugging Face id or config.json path."),
+    gpu: str = O_GPU, gpus_: Optional[int] = O_GPUS,
+    tp: Optional[int] = O_TP, pp: Optional[int] = O_PP, ep: Optional[int] = O_EP, moe_tp: Optional[int] = O_MTP,
+    attention_dp: Optional[int] = O_ADP, kvp: Optional[int] = O_KVP,
+    weight_dtype: Optional[str] = O_W, activation_dtype: Optional[str] = O_A, kv_dtype: Optional[str] = O_KV,
+    lengths: Optional[str] = typer.Option(None, "--lengths", help="CSV of requests: columns isl, osl (and count or weight)."),
+    isl_dist: Optional[str] = typer.Option(None, "--isl-dist", help="fixed:N, uniform:LO,HI or lognormal:median=M,sigma=S."),
+    osl_dist: Optional[str] = typer.Option(None, "--osl-dist", help="Same forms as --isl-dist."),
+    concurrency: int = typer.Option(64, "--concurrency", min=1, max=1 << 20, help="Requests in flight."),
+    backend: str = O_BACKEND, spec: Optional[str] = O_SPEC, draft_len: Optional[int] = O_K,
+    acceptance: Optional[float] = O_ACC, acceptance_rates: Optional[str] = O_RATES, draft_model: Optional[str] = O_DRAFT,
+    max_num_tokens: Optional[int] = O_MNT, calibration: Optional[str] = O_CAL, as_json: bool = typer.Option(False, "--json"),
+):
+    """What one deployment delivers on a mix of request lengths: TTFT percentiles, TPOT, tok/s/GPU."""
+    from llm_codesign.cost.calibration import calibration_for
+    from llm_codesign.explore.lengths import from_csv, from_distributions, price_mix
+
+    if bool(lengths) == bool(isl_dist or osl_dist):
+        raise InputError("lengths", lengths or isl_dist or osl_dist, "either --lengths FILE.csv or --isl-dist and --osl-dist")
+    if not lengths and not (isl_dist and osl_dist):
+        raise InputError("osl_dist" if isl_dist else "isl_dist", None, "both --isl-dist and --osl-dist")
+    m = _model(model)
+    dep = _deployment(m, gpu, gpus_, tp, pp, ep, moe_tp, attention_dp, kvp, weight_dtype, activation_dtype, kv_dtype,
+                      backend, spec, draft_len, acceptance, acceptance_rates, draft_model, max_num_tokens, False)
+    mixture = from_csv(lengths) if lengths else from_distributions(isl_dist, osl_dist)
+    from llm_codesign.serve.estimate import check
+
+    check(m, dep)
+    r = price_mix(m, dep, mixture, concurrency, calibration=calibration_for(dep.gpu, calibration))
+    r |= {"model": m.name, "gpu": dep.gpu.id, "num_gpus": dep.num_gpus, "plan": dep.plan.label(), "backend": dep.backend}
+    if as_json:
+        return _dump(r)
+    t = _table(f"{m.name} on {dep.num_gpus}x {dep.gpu.name}, {r['plan']}, {dep.backend}: {r['lengths']} "
+               f"(mean ISL {r['mean_isl']:.0f}, OSL {r['mean_osl']:.0f}), {concurrency} requests",
+               "TTFT_mean:n TTFT_p50:n TTFT_p90:n TTFT_p99:n TPOT:n tok/s/user:n tok/s/GPU:n fits:k",
+               "Times in ms. Each length priced as if the batch held it alone, then mixed by request share "
+               "(explore/lengths.py); TPOT is per output token.")
+    tt = r["ttft_ms"]
+    t.add_row(f"{tt['mean']:.0f}", f"{tt['p50']:.0f}", f"{tt['p90']:.0f}", f"{tt['p99']:.0f}", f"{r['tpot_ms']:.2f}",
+              f"{r['tok_s_per_user']:.1f}", f"{r['output_tok_s_per_gpu']:.0f}",
+              "yes" if r["fits"] else f"{(1 - r['share_not_fitting']) * 100:.0f}%")
+    _console().print(t)

@@ -1,0 +1,161 @@
+"""Workloads of many request lengths: a CSV of (ISL, OSL) requests or a parametric distribution,
+priced through the array path at once and mixed by request share.
+
+Each length is priced as if the deployment's concurrency held requests of that length alone
+(serve/aggregated.evaluate broadcast over the samples), then mixed: a slot serves one request for its
+lifetime, so with C requests in flight the deployment completes C / E[life] requests a second and
+writes C E[OSL] / E[life] output tokens a second; TTFT is read per request (mean and percentiles over
+the requests), TPOT per output token. That a long request slows the short ones sharing its batch is
+left out: each length's step is its own, so a wide mix reads optimistic for the short requests."""
+from __future__ import annotations
+
+import csv
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from statistics import NormalDist
+
+import numpy as np
+
+from llm_codesign.errors import InputError
+
+MAX_TOKENS = 100_000_000
+
+
+@dataclass(frozen=True)
+class Lengths:
+    """Request lengths with their shares of requests (weights sum to 1)."""
+    isl: np.ndarray
+    osl: np.ndarray
+    weight: np.ndarray
+    source: str
+
+    @property
+    def mean_isl(self) -> float:
+        return float(np.sum(self.weight * self.isl))
+
+    @property
+    def mean_osl(self) -> float:
+        return float(np.sum(self.weight * self.osl))
+
+
+def _check(name: str, v, where: str) -> int:
+    try:
+        x = float(v)
+    except (TypeError, ValueError):
+        x = float("nan")
+    if not math.isfinite(x) or x < 1 or x > MAX_TOKENS or x != int(x):
+        raise InputError(name, v, f"a positive whole number of tokens up to {MAX_TOKENS:,} ({where})")
+    return int(x)
+
+
+def from_csv(path: str) -> Lengths:
+    """Requests from a CSV with columns isl and osl (one row a request), and optionally count or weight."""
+    p = Path(path)
+    try:
+        text = p.read_text()
+    except UnicodeDecodeError:
+        raise InputError("lengths", path, "a CSV text file with columns isl,osl") from None
+    rows = list(csv.DictReader(text.splitlines()))
+    if not rows or not {"isl", "osl"} <= set(rows[0]):
+        raise InputError("lengths", path, "a CSV with a header naming isl and osl and at least one request")
+    wcol = "count" if "count" in rows[0] else "weight" if "weight" in rows[0] else None
+    isl, osl, w = [], [], []
+    for i, r in enumerate(rows, start=2):
+        isl.append(_check("isl", r["isl"], f"{p.name} line {i}"))
+        osl.append(_check("osl", r["osl"], f"{p.name} line {i}"))
+        if wcol:
+            try:
+                x = float(r[wcol])
+            except (TypeError, ValueError):
+                x = float("nan")
+            if not math.isfinite(x) or x < 0:
+                raise InputError(wcol, r[wcol], f"a non-negative number ({p.name} line {i})")
+            w.append(x)
+        else:
+            w.append(1.0)
+    w = np.asarray(w, float)
+    if w.sum() <= 0:
+        raise InputError(wcol or "count", 0, f"a positive total ({p.name})")
+    return _grouped(np.asarray(isl, float), np.asarray(osl, float), w / w.sum(), f"{p.name}: {len(rows)} requests")
+
+
+def _grouped(isl, osl, w, source) -> Lengths:
+    """Identical (ISL, OSL) pairs merged: the array path prices each distinct pair once."""
+    pairs, inv = np.unique(np.stack([isl, osl], 1), axis=0, return_inverse=True)
+    weights = np.bincount(inv.reshape(-1), weights=w, minlength=len(pairs))
+    return Lengths(pairs[:, 0], pairs[:, 1], weights, source)
+
+
+def parametric(spec: str, field: str, bins: int = 24) -> tuple[np.ndarray, np.ndarray]:
+    """Token counts and their shares from `fixed:N`, `uniform:LO,HI` or `lognormal:median=M,sigma=S`,
+    cut into `bins` equal-probability bins (each bin's median, rounded to a token)."""
+    kind, _, args = spec.partition(":")
+    kind = kind.strip().lower()
+    q = (np.arange(bins) + 0.5) / bins
+    try:
+        if kind == "fixed":
+            return np.asarray([_check(field, args, spec)], float), np.ones(1)
+        if kind == "uniform":
+            lo, hi = (_check(field, x, spec) for x in args.split(","))
+            if hi < lo:
+                raise ValueError
+            vals = lo + q * (hi - lo)
+        elif kind == "lognormal":
+            kw = dict(kv.split("=") for kv in args.split(","))
+            median, sigma = float(kw["median"]), float(kw["sigma"])
+            if not (median >= 1 and 0 < sigma <= 4):
+                raise ValueError
+            vals = median * np.exp(sigma * np.asarray([NormalDist().inv_cdf(x) for x in q]))
+        else:
+            raise ValueError
+    except (ValueError, KeyError, TypeError):
+        raise InputError(field, spec, "fixed:N, uniform:LO,HI or lognormal:median=M,sigma=S (0 < S <= 4)") from None
+    vals = np.clip(np.round(vals), 1, MAX_TOKENS)
+    return vals, np.full(len(vals), 1.0 / len(vals))
+
+
+def from_distributions(isl_spec: str, osl_spec: str, bins: int = 24) -> Lengths:
+    """ISL and OSL drawn independently from two parametric distributions."""
+    i, wi = parametric(isl_spec, "isl_dist", bins)
+    o, wo = parametric(osl_spec, "osl_dist", bins)
+    grid_i, grid_o = np.meshgrid(i, o, indexing="ij")
+    return _grouped(grid_i.reshape(-1), grid_o.reshape(-1), np.outer(wi, wo).reshape(-1), f"ISL {isl_spec}, OSL {osl_spec}")
+
+
+def _weighted_quantile(x, w, qs):
+    order = np.argsort(x)
+    cw = np.cumsum(w[order])
+    return [float(x[order][min(np.searchsorted(cw, q * cw[-1]), len(x) - 1)]) for q in qs]
+
+
+def price_mix(model, dep, lengths: Lengths, concurrency: int, *, calibration) -> dict:
+    """The mix's metrics at `concurrency` requests in flight (see the module docstring), with each
+    length's own figures; refuses a mix whose longest request does not fit the deployment."""
+    from llm_codesign.serve.aggregated import evaluate
+
+    if concurrency < 1:
+        raise InputError("concurrency", concurrency, "a positive integer")
+    model.check_context(int(lengths.isl.max()), int(lengths.osl.max()))
+    r = evaluate(model, dep.gpu, calibration, dep.precision, dep.plan, concurrency, lengths.isl, lengths.osl, backend=dep.backend,
+                 spec=dep.spec, max_num_tokens=dep.max_num_tokens, cpp=dep.cpp)
+    fits = np.broadcast_to(r["fits"], lengths.isl.shape)
+    w = lengths.weight
+    ttft, tpot = np.broadcast_to(r["ttft_s"], w.shape), np.broadcast_to(r["tpot_s"], w.shape)
+    out = np.broadcast_to(r["output_tok_s_per_gpu"], w.shape)
+    gpus = float(np.asarray(dep.plan.gpus))
+    # a request of length i holds its slot for life_i = served_i x OSL_i / (output tok/s x GPUs)
+    life = concurrency * lengths.osl / np.maximum(out * gpus, 1e-300)
+    e_life = float(np.sum(w * life))
+    tok_w = w * lengths.osl / np.sum(w * lengths.osl)
+    p50, p90, p99 = _weighted_quantile(ttft, w, (0.5, 0.9, 0.99))
+    return {
+        "lengths": lengths.source, "distinct_lengths": int(len(w)), "mean_isl": lengths.mean_isl, "mean_osl": lengths.mean_osl,
+        "concurrency": concurrency, "fits": bool(fits.all()), "share_not_fitting": float(np.sum(w[~fits])),
+        "ttft_ms": {"mean": float(np.sum(w * ttft)) * 1e3, "p50": p50 * 1e3, "p90": p90 * 1e3, "p99": p99 * 1e3},
+        "tpot_ms": float(np.sum(tok_w * tpot)) * 1e3, "tok_s_per_user": float(1.0 / np.sum(tok_w * tpot)),
+        "output_tok_s_per_gpu": concurrency * lengths.mean_osl / e_life / gpus,
+        "io_tok_s_per_gpu": concurrency * (lengths.mean_isl + lengths.mean_osl) / e_life / gpus,
+        "per_length": [{"isl": int(a), "osl": int(b), "share": float(c), "ttft_ms": float(d) * 1e3, "tpot_ms": float(e) * 1e3,
+                        "fits": bool(f)} for a, b, c, d, e, f in zip(lengths.isl, lengths.osl, w, ttft, tpot, fits, strict=True)],
+    }

@@ -1,0 +1,90 @@
+"""Workloads of many lengths (explore/lengths.py): priced through the array path, mixed by request share."""
+import numpy as np
+import pytest
+
+from llm_codesign.cost.calibration import calibration_for
+from llm_codesign.errors import InputError
+from llm_codesign.explore.lengths import from_csv, from_distributions, parametric, price_mix
+from llm_codesign.serve.metrics import evaluate
+from llm_codesign.spec.hardware import get_gpu
+from llm_codesign.spec.plan import Deployment, Plan, Workload
+from llm_codesign.spec.registry import get_model
+
+M, G = get_model("llama-3.1-8b"), get_gpu("h100")
+DEP = Deployment(gpu=G, num_gpus=2, plan=Plan(2), precision=M.default_precision)
+CAL = calibration_for(G)
+
+
+class single:
+    """One length's metrics as plain floats."""
+
+    def __init__(self, isl, osl, c=32):
+        m = evaluate(M, DEP, Workload(isl=isl, osl=osl, concurrency=c), calibration=CAL)
+        for k in ("output_tok_s_per_gpu", "ttft_s", "tpot_s"):
+            setattr(self, k, float(np.asarray(getattr(m, k)).reshape(-1)[0]))
+
+
+def test_one_length_is_the_estimate(tmp_path):
+    f = tmp_path / "l.csv"
+    f.write_text("isl,osl\n2048,256\n2048,256\n")
+    r = price_mix(M, DEP, from_csv(str(f)), 32, calibration=CAL)
+    s = single(2048, 256)
+    assert r["output_tok_s_per_gpu"] == pytest.approx(float(s.output_tok_s_per_gpu), rel=1e-12)
+    assert r["ttft_ms"]["mean"] == pytest.approx(float(s.ttft_s) * 1e3, rel=1e-12)
+    assert r["tpot_ms"] == pytest.approx(float(s.tpot_s) * 1e3, rel=1e-12)
+
+
+def test_two_lengths_mix_by_request_share(tmp_path):
+    f = tmp_path / "l.csv"
+    f.write_text("isl,osl,count\n512,128,3\n8192,1024,1\n")
+    r = price_mix(M, DEP, from_csv(str(f)), 32, calibration=CAL)
+    a, b = single(512, 128), single(8192, 1024)
+    # a slot serves a request for its life: C x OSL / (output tok/s per GPU x GPUs)
+    life = [32 * o / (float(x.output_tok_s_per_gpu) * 2) for o, x in ((128, a), (1024, b))]
+    want = 32 * (0.75 * 128 + 0.25 * 1024) / (0.75 * life[0] + 0.25 * life[1]) / 2
+    assert r["output_tok_s_per_gpu"] == pytest.approx(want, rel=1e-12)
+    assert r["ttft_ms"]["mean"] == pytest.approx((0.75 * float(a.ttft_s) + 0.25 * float(b.ttft_s)) * 1e3, rel=1e-12)
+    assert r["ttft_ms"]["p50"] == pytest.approx(float(a.ttft_s) * 1e3) and r["ttft_ms"]["p90"] == pytest.approx(float(b.ttft_s) * 1e3)
+    tok = np.array([0.75 * 128, 0.25 * 1024])
+    assert r["tpot_ms"] == pytest.approx(float(np.dot(tok / tok.sum(), [float(a.tpot_s), float(b.tpot_s)])) * 1e3, rel=1e-12)
+    assert r["mean_isl"] == pytest.approx(0.75 * 512 + 0.25 * 8192)
+
+
+def test_parametric_bins():
+    v, w = parametric("lognormal:median=2048,sigma=1", "isl_dist", bins=24)
+    assert len(v) == 24 and w.sum() == pytest.approx(1.0) and np.all(np.diff(v) > 0)
+    assert v[11] < 2048 < v[12]  # the median sits between the two middle bins
+    v, w = parametric("uniform:100,300", "isl_dist", bins=4)
+    assert list(v) == [125, 175, 225, 275]
+    assert list(parametric("fixed:777", "osl_dist")[0]) == [777]
+    mix = from_distributions("fixed:1024", "uniform:100,300")
+    assert mix.mean_isl == 1024 and mix.mean_osl == pytest.approx(200, abs=1)
+    for bad in ("lognormal:median=0,sigma=1", "lognormal:sigma=1", "gamma:2", "uniform:300,100", "fixed:-4"):
+        with pytest.raises(InputError, match="isl_dist|isl"):
+            parametric(bad, "isl_dist")
+
+
+def test_bad_csv_is_one_line(tmp_path):
+    f = tmp_path / "l.csv"
+    for text, field in (("a,b\n1,2\n", "lengths"), ("isl,osl\n10,x\n", "osl"), ("isl,osl\n0,5\n", "isl"),
+                        ("isl,osl,count\n10,5,-1\n", "count"), ("isl,osl\n", "lengths")):
+        f.write_text(text)
+        with pytest.raises(InputError) as e:
+            from_csv(str(f))
+        assert e.value.field == field and "\n" not in str(e.value)
+
+
+def test_cli_mix():
+    from typer.testing import CliRunner
+
+    from llm_codesign.cli import app
+
+    r = CliRunner().invoke(app, ["mix", "llama-3.1-8b", "--gpu", "h100", "--tp", "2", "--isl-dist", "lognormal:median=1024,sigma=0.8",
+                                 "--osl-dist", "fixed:256", "--concurrency", "16", "--json"])
+    assert r.exit_code == 0, r.output
+    import json
+
+    out = json.loads(r.output)
+    assert out["distinct_lengths"] == 24 and out["ttft_ms"]["p99"] >= out["ttft_ms"]["p90"] >= out["ttft_ms"]["p50"] > 0
+    bad = CliRunner().invoke(app, ["mix", "llama-3.1-8b", "--gpu", "h100", "--isl-dist", "fixed:10"])
+    assert bad.exit_code == 2
