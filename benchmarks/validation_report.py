@@ -148,6 +148,14 @@ def main() -> None:
         rep, _, _ = kernel_report(KERNELS / f"{kind}.csv.gz")
         overall[f"{kind} ({rep['modeled']} of {rep['rows']})"] = rep["overall"]
     lines += _table("table", overall, ("latency_ms",))
+    amd = {}
+    for kind in ("gemm", "collectives"):
+        rep, _, _ = kernel_report(MEAS / "kernels_amd" / f"{kind}.csv")
+        amd[f"amd/{kind} ({rep['modeled']} of {rep['rows']})"] = rep["overall"]
+    lines += ["MI300X (`data/measurements/kernels_amd`): cdna3's all-reduce parameters are fitted on collectives.csv; "
+              "its GEMMs keep default.toml's values (`python benchmarks/fit_amd_kernels.py`: both, and a fit on half "
+              "the shapes judged on the other half).", ""]
+    lines += _table("table", amd, ("latency_ms",))
     clean_lines, clean_rows, clean_preds = serving_section("Serving, clean sample (fitted on; Qwen3.5 held out)",
                                                            MEAS / "serving_measured_blackwell_clean.csv")
     lines += clean_lines
