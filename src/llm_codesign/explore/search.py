@@ -11,6 +11,7 @@ import numpy as np
 from llm_codesign.cost.calibration import Calibration
 from llm_codesign.errors import InputError
 from llm_codesign.serve.aggregated import evaluate
+from llm_codesign.serve.invariants import check_values, weight_floor_s
 from llm_codesign.spec.hardware import Gpu
 from llm_codesign.spec.model import ModelSpec
 from llm_codesign.spec.plan import Deployment, Plan, SpecDecoding, precision_for, validity
@@ -177,8 +178,11 @@ def search(model: ModelSpec, gpu: Gpu, cal: Calibration, space: SearchSpace, isl
         spec = space.spec.at(k) if space.spec and k else None
         one = Deployment(gpu=gpu, num_gpus=n_inst, plan=sub, precision=precs[int(c["prec"][j])], backend=backend, spec=spec,
                          max_num_tokens=budgets[int(c["budget"][j])])
-        return {"tok_s_per_user": float(c["tok_s_per_user"][j]), "output_tok_s_per_gpu": float(c["output_tok_s_per_gpu"][j]),
-                "ttft_ms": float(c["ttft_ms"][j]), "tpot_ms": float(c["tpot_ms"][j]),
+        vals = {k: float(c[k][j]) for k in ("tok_s_per_user", "output_tok_s_per_gpu", "ttft_ms", "tpot_ms")}
+        # the frontier is what leaves the search: guarded here, not the whole space (issue 20)
+        check_values(f"pareto {model.name} {sub.label()} on {n_inst}x{gpu.id}", vals, floor_s=weight_floor_s(model, one),
+                     accepted=spec.accepted() if spec else 1.0)
+        return {**vals,
                 "deployment": point_record(one, replicas=max(space.num_gpus // n_inst, 1) if space.num_gpus % n_inst == 0 else 1,
                                            concurrency=int(batches[ib] * sub.adp)),
                 "accuracy": point_accuracy(accs[int(c["prec"][j])])}

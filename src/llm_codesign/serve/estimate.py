@@ -7,6 +7,7 @@ from llm_codesign.cost.calibration import Calibration
 from llm_codesign.cost.ops import Batch, forward_ops
 from llm_codesign.errors import InputError
 from llm_codesign.serve.aggregated import _sharding, binding_resource, engine_budget
+from llm_codesign.serve.invariants import check_estimate
 from llm_codesign.serve.metrics import BATCH_GRID, decode_operators, evaluate
 from llm_codesign.spec import engines
 from llm_codesign.spec.model import ModelSpec
@@ -105,4 +106,4 @@ def estimate(model: ModelSpec, dep: Deployment, workload: Workload, *, calibrati
         out["breakdown"] = [{"name": op.name, "kind": op.kind, "time_ms": float(np.sum(op.total_time)) * 1e3,
                              "flops": float(np.sum(op.flops * op.count)), "bytes": float(np.sum(op.bytes * op.count))}
                             for op in dec_ops if float(np.sum(op.total_time)) > 0]
-    return out
+    return check_estimate(model, dep, out)

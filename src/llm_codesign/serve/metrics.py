@@ -8,6 +8,7 @@ import numpy as np
 
 from llm_codesign.cost.calibration import Calibration, calibration_for
 from llm_codesign.serve.aggregated import evaluate as _evaluate
+from llm_codesign.serve.invariants import check_metrics
 from llm_codesign.spec.model import ModelSpec
 from llm_codesign.spec.plan import Deployment, Workload
 
@@ -67,7 +68,7 @@ def evaluate(model: ModelSpec, deployment: Deployment, workload: Workload, *, ca
     r = _evaluate(model, dep.gpu, cal, dep.precision, dep.plan, conc, workload.isl, workload.osl, **kw)
     shape = np.broadcast(conc, r["ttft_s"]).shape
     val = {f.name: np.broadcast_to(np.asarray(r[f.name] if f.name != "concurrency" else conc), shape) for f in fields(Metrics)}
-    return Metrics(**val)
+    return check_metrics(model, dep, Metrics(**val))  # no impossible answer leaves the core (issue 20)
 
 
 def decode_operators(model: ModelSpec, deployment: Deployment, workload: Workload, concurrency: int, *,

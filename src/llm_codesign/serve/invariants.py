@@ -1,0 +1,84 @@
+"""The physical invariants every answer leaving the serving core must keep (issue 20): no metric NaN,
+infinite or negative, and no TPOT faster than the busiest GPU can stream the weights every decode
+step reads. Breaking one is a defect of the model, not of the input: `InvariantError`, never an
+InputError, so it is never printed as a user's mistake."""
+from __future__ import annotations
+
+from dataclasses import fields, replace
+
+import numpy as np
+
+from llm_codesign.cost.memory import weight_bytes_per_gpu
+from llm_codesign.spec.model import ModelSpec
+from llm_codesign.spec.plan import Deployment
+
+# float32 kernels (cost.kernels f32) and summation order: a floor this close is the floor itself
+REL_TOL = 1e-5
+# Metrics fields that may legitimately be negative: the KV deficit of a load that does not fit
+SIGNED = {"free_bytes"}
+
+
+class InvariantError(RuntimeError):
+    """An answer the hardware cannot produce reached the edge of the core: an internal error."""
+
+
+def weight_floor_s(model: ModelSpec, dep: Deployment):
+    """Seconds one decode step takes at least on the busiest GPU: the weights it reads every step
+    (attention, dense FFNs, shared experts and the LM head of its pipeline stage; routed experts
+    left out, as a step reads only the experts its tokens pick) over its HBM bandwidth."""
+    from llm_codesign.serve.aggregated import _sharding
+
+    sh = _sharding(dep.plan)
+    dense = tuple((replace(layer, ffn=replace(layer.ffn, experts=0)) if layer.ffn.kind == "moe" else layer, n)
+                  for layer, n in model.groups)
+    # vocab 0 drops the embedding (a gather, not a read of the table) and the head, added back
+    # as the LM head GEMM reads it (tied or not: forward_ops prices vocab x hidden in BF16)
+    body = weight_bytes_per_gpu(replace(model, groups=dense, vocab=0), dep.precision, sh)
+    head = model.vocab * model.hidden * 2.0 / (np.asarray(sh.tp, float) * np.asarray(sh.kvp, float))
+    return (body + head) / dep.gpu.hbm_bandwidth_bytes_per_s
+
+
+def check_values(where: str, values: dict, *, floor_s=None, accepted=1.0, signed=SIGNED) -> None:
+    """Raise InvariantError when a value is NaN, infinite or negative (except `signed` ones), or when
+    `tpot_s` (or `tpot_ms`) beats `floor_s` per accepted token."""
+    for k, v in values.items():
+        a = np.asarray(v)
+        if a.dtype.kind not in "fiu":
+            continue
+        a = a.astype(float)
+        if not np.all(np.isfinite(a)):
+            raise InvariantError(f"{where}: {k} is not finite ({a.reshape(-1)[~np.isfinite(a.reshape(-1))][:3].tolist()})")
+        if k not in signed and np.any(a < 0):
+            raise InvariantError(f"{where}: {k} is negative ({float(np.min(a))!r})")
+    if floor_s is None:
+        return
+    tpot = values.get("tpot_s")
+    if tpot is None and "tpot_ms" in values:
+        tpot = np.asarray(values["tpot_ms"], float) / 1e3
+    if tpot is None:
+        return
+    floor = np.asarray(floor_s, float) / np.asarray(accepted, float)
+    bad = np.asarray(tpot, float) < floor * (1.0 - REL_TOL)
+    if np.any(bad):
+        t, f = np.broadcast_arrays(np.asarray(tpot, float), floor)
+        i = int(np.argmax(bad.reshape(-1)))
+        raise InvariantError(f"{where}: TPOT {t.reshape(-1)[i] * 1e3:.4g} ms beats the busiest GPU's weight read "
+                             f"{f.reshape(-1)[i] * 1e3:.4g} ms per accepted token")
+
+
+def check_metrics(model: ModelSpec, dep: Deployment, metrics, where: str = "evaluate"):
+    """`metrics` (serve.metrics.Metrics) unchanged, or InvariantError."""
+    check_values(f"{where} {model.name} {dep.plan.label()} on {dep.num_gpus}x{dep.gpu.id}",
+                 {f.name: getattr(metrics, f.name) for f in fields(metrics)},
+                 floor_s=weight_floor_s(model, dep), accepted=metrics.accepted_per_step)
+    return metrics
+
+
+def check_estimate(model: ModelSpec, dep: Deployment, out: dict) -> dict:
+    """estimate's result unchanged, or InvariantError (nested memory figures included)."""
+    flat = {k: v for k, v in out.items() if isinstance(v, (int, float, np.number)) and not isinstance(v, bool)}
+    flat.update({f"memory.{k}": v for k, v in out.get("memory", {}).items()})
+    flat.update({f"spec.{k}": v for k, v in (out.get("spec") or {}).items() if isinstance(v, (int, float)) and v is not None})
+    check_values(f"estimate {model.name} {dep.plan.label()} on {dep.num_gpus}x{dep.gpu.id}", flat,
+                 floor_s=weight_floor_s(model, dep), accepted=out.get("accepted_per_step", 1.0), signed=())
+    return out
