@@ -8,6 +8,7 @@ from importlib import resources
 from pathlib import Path
 
 from llm_codesign.errors import InputError
+from llm_codesign.spec.validation import check_gpu
 
 MATH_PRECISIONS = ("bf16", "fp8", "fp4")
 
@@ -78,6 +79,7 @@ def gpu_from_toml(text: str, origin: str) -> Gpu:
     for f in _REQUIRED:
         if f not in d:
             raise InputError(f"gpu.{f}", None, f"{origin} must define {', '.join(_REQUIRED)}")
+    check_gpu(d, origin)  # types, finite positive figures, tile shapes (spec.validation)
     peaks = {k: float(v) for k, v in d["peak_flops"].items() if k in MATH_PRECISIONS}
     if peaks.get("bf16", 0) <= 0:
         raise InputError("gpu.peak_flops.bf16", d["peak_flops"].get("bf16"), "a positive FLOP/s figure")
@@ -131,7 +133,11 @@ def get_gpu(name_or_path: str) -> Gpu:
         p = Path(name_or_path)
         if not p.is_file():
             raise InputError("gpu", name_or_path, "an existing .toml file or one of: " + ", ".join(catalog()))
-        return gpu_from_toml(p.read_text(), str(p))
+        try:
+            text = p.read_text()
+        except UnicodeDecodeError as e:
+            raise InputError("gpu", name_or_path, f"a UTF-8 TOML file ({e.reason} at byte {e.start})") from None
+        return gpu_from_toml(text, str(p))
     gid = _alias_table().get(_norm(name_or_path))
     if gid is None:
         raise InputError("gpu", name_or_path, "one of: " + ", ".join(catalog()) + " (or a path to a GPU .toml)")

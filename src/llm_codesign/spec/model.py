@@ -16,6 +16,7 @@ import numpy as np
 
 from llm_codesign.errors import InputError, UnsupportedModelError
 from llm_codesign.spec.precision import Precision, get_dtype
+from llm_codesign.spec.validation import check_config, check_hf_quant
 
 SUPPORTED_LAYERS = ("full attention (MHA/GQA/MQA, optionally output-gated)", "sliding-window attention", "MLA",
                     "Gated DeltaNet linear attention", "Mamba-2", "dense FFN (gated or not)", "MoE with shared experts",
@@ -402,6 +403,9 @@ def from_hf_config(cfg: dict, name: str = "custom", quant: dict | None = None,
     outer = cfg
     if isinstance(cfg.get("text_config"), dict):
         cfg = {**cfg["text_config"], "quantization_config": cfg["text_config"].get("quantization_config") or outer.get("quantization_config")}
+    check_config(cfg, outer)  # every field read below: type, range, relations (spec.validation)
+    if quant is not None:
+        check_hf_quant(quant)
     mtype = str(cfg.get("model_type") or outer.get("model_type") or "")
     origin = name
     lt = cfg.get("layer_types")
@@ -509,6 +513,8 @@ def from_hf_config(cfg: dict, name: str = "custom", quant: dict | None = None,
         if not e_inter:
             raise InputError("config.moe_intermediate_size", None, f"{name}: the expert width is required")
         moe = Ffn("moe", 0, int(E), int(topk), int(e_inter), int(shared))
+        if not dense_inter and not all(is_moe):
+            raise InputError("config.intermediate_size", None, f"{name}: the width of its {is_moe.count(False)} dense layers is required")
         ffns = [moe if m else Ffn("dense", int(dense_inter)) for m in is_moe]
     else:
         if not inter:
@@ -536,5 +542,8 @@ def load_config_file(path: str | Path, name: str | None = None) -> ModelSpec:
     quant = None
     qp = p.with_name(p.name.replace("config.json", "hf_quant_config.json"))
     if qp != p and qp.is_file():
-        quant = json.loads(qp.read_text())
+        try:
+            quant = json.loads(qp.read_text())
+        except (json.JSONDecodeError, UnicodeDecodeError) as e:
+            raise InputError("model", str(qp), f"a valid JSON quantization config ({e.__class__.__name__}: {e})") from None
     return from_hf_config(cfg, name or p.stem, quant)
