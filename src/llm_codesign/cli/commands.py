@@ -409,7 +409,7 @@ def pareto(
 
 
 # registered after the commands above, so `--help` lists them in workflow order
-from llm_codesign.cli import accuracy, compare, design, disagg, export, lengths, sweep  # noqa: E402, F401, I001
+from llm_codesign.cli import accuracy, compare, design, disagg, export, lengths, serve, sweep  # noqa: E402, F401, I001
 
 
 def main() -> None:

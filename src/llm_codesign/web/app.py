@@ -1,0 +1,375 @@
+"""The local web page's server: a FastAPI app over the public API (`llm_codesign.api`).
+
+The JSON API exists for the page (static/index.html, static/app.js) and nothing else; every response
+is what the CLI's `--json` prints for the same inputs, computed by the same functions. Bad input is a
+422 whose `error` is one line naming the field (pydantic's check, or the core's InputError).
+FastAPI, uvicorn and plotly are the optional extra `serve`; plotly.js is served from the installed
+plotly package, so the page needs no network.
+"""
+from __future__ import annotations
+
+import json
+from importlib import resources
+from typing import Any, Literal, Optional
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from llm_codesign.errors import InputError
+
+STATIC = resources.files("llm_codesign.web") / "static"
+# at most one NVL72 rack: any count up to 72 has at most 12 divisors, so a search visits < 0.4 M plans
+# (the CLI's bound is 4 M, cli/common.py check_search_size) and the page answers in seconds
+MAX_SERVE_GPUS = 72
+MAX_TOKENS = 1 << 24
+Engine = Literal["trtllm", "vllm", "sglang"]
+Regime = Literal["latency", "throughput", "long-context"]
+
+
+# ---- requests: unknown fields are refused, so a typo is a 422 naming it rather than a silent default
+class _Req(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ModelRef(_Req):
+    model: Optional[str] = Field(None, description="Registry name or Hugging Face id the registry knows.", max_length=300)
+    config: Optional[dict[str, Any]] = Field(None, description="A pasted Hugging Face config.json (instead of `model`).")
+
+
+class Precisions(_Req):
+    weight_dtype: Optional[str] = Field(None, max_length=40)
+    activation_dtype: Optional[str] = Field(None, max_length=40)
+    kv_dtype: Optional[str] = Field(None, max_length=40)
+
+
+class EstimateRequest(ModelRef, Precisions):
+    gpu: str = Field(..., max_length=100)
+    num_gpus: Optional[int] = Field(None, ge=1, le=MAX_SERVE_GPUS)
+    tp: Optional[int] = Field(None, ge=1, le=MAX_SERVE_GPUS)
+    pp: Optional[int] = Field(None, ge=1, le=MAX_SERVE_GPUS)
+    ep: Optional[int] = Field(None, ge=1, le=MAX_SERVE_GPUS)
+    moe_tp: Optional[int] = Field(None, ge=1, le=MAX_SERVE_GPUS)
+    attention_dp: Optional[int] = Field(None, ge=1, le=MAX_SERVE_GPUS)
+    kvp: Optional[int] = Field(None, ge=1, le=MAX_SERVE_GPUS)
+    engine: Engine = "trtllm"
+    isl: int = Field(1024, ge=1, le=MAX_TOKENS)
+    osl: int = Field(1024, ge=1, le=MAX_TOKENS)
+    concurrency: Optional[int] = Field(None, ge=1, le=1 << 20, description="Requests in flight; omit for offline max throughput.")
+    breakdown: bool = False
+    deployment: Optional[dict[str, Any]] = Field(
+        None, description="A frontier point's `deployment` record: priced at its batch, with the point's per-operator breakdown.")
+
+
+class ParetoRequest(ModelRef, Precisions):
+    gpus: list[str] = Field(..., min_length=1, max_length=8, description="One series per GPU id.")
+    num_gpus: int = Field(8, ge=1, le=MAX_SERVE_GPUS)
+    tp: Optional[int] = Field(None, ge=1, le=MAX_SERVE_GPUS)
+    pp: Optional[int] = Field(None, ge=1, le=MAX_SERVE_GPUS)
+    ep: Optional[int] = Field(None, ge=1, le=MAX_SERVE_GPUS)
+    engine: Engine = "trtllm"
+    isl: int = Field(1024, ge=1, le=MAX_TOKENS)
+    osl: int = Field(1024, ge=1, le=MAX_TOKENS)
+    min_tps_user: Optional[float] = Field(None, ge=0, le=1e7, allow_inf_nan=False)
+    max_ttft_ms: Optional[float] = Field(None, gt=0, le=1e9, allow_inf_nan=False)
+
+
+class LintRequest(ModelRef, Precisions):
+    gpu: str = Field(..., max_length=100)
+    regime: Regime = "throughput"
+
+
+class DesignRequest(Precisions):
+    params: float = Field(..., ge=1e6, le=1e14, allow_inf_nan=False, description="Total-parameter budget, e.g. 8e9.")
+    gpu: str = Field("h200", max_length=100)
+    num_gpus: int = Field(8, ge=1, le=MAX_SERVE_GPUS)
+    regime: Regime = "throughput"
+    moe: bool = False
+    baseline: Optional[str] = Field(None, max_length=300)
+    engine: Engine = "trtllm"
+    min_tps_user: float = Field(20.0, ge=0, le=1e7, allow_inf_nan=False)
+    max_candidates: int = Field(500, ge=1, le=5000, description="Kept small: the page waits for the answer.")
+    top: int = Field(5, ge=1, le=20)
+
+
+# ---- responses: the fields the page reads are typed; the rest of the CLI's record passes through
+class _Open(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+
+class Health(BaseModel):
+    status: str
+    version: str
+
+
+class ModelInfo(_Open):
+    name: str
+    hf_ids: list[str]
+    total_params: Optional[float]
+    active_params: Optional[float]
+
+
+class GpuInfo(_Open):
+    id: str
+    name: str
+    hbm_gb: float
+    hbm_tb_s: float
+    peak_tflops: dict[str, float]
+
+
+class Operator(_Open):
+    name: str
+    kind: str
+    time_ms: float
+
+
+class Estimate(_Open):
+    model: str
+    gpu: str
+    plan: str
+    precision: str
+    ttft_ms: float
+    tpot_ms: float
+    tok_s_per_user: float
+    output_tok_s_per_gpu: float
+    point_breakdown: Optional[list[Operator]] = Field(None, description="The frontier point's per-operator times (with `deployment`).")
+
+
+class Point(_Open):
+    tok_s_per_user: float
+    output_tok_s_per_gpu: float
+    ttft_ms: float
+    tpot_ms: float
+    deployment: dict[str, Any]
+
+
+class Series(_Open):
+    model: str
+    gpu: str
+    num_gpus: int
+    evaluated: int
+    seconds: float
+    frontier: list[Point]
+
+
+class ParetoResponse(BaseModel):
+    series: list[Series] = Field(..., description="One frontier per GPU, each what `pareto --json` prints.")
+
+
+class Finding(_Open):
+    rule: str
+    rule_name: str
+    severity: str
+    where: str
+    message: str
+    cost_pct: float
+    fix: str
+
+
+class LintResponse(BaseModel):
+    model: str
+    gpu: str
+    regime: str
+    findings: list[Finding]
+
+
+class DesignResponse(_Open):
+    regime: str
+    objective: str
+    candidates: int
+    evaluated: int
+    designs: list[dict[str, Any]]
+
+
+class ErrorResponse(BaseModel):
+    error: str = Field(..., description="One line: the field, the value and what is valid.")
+    field: Optional[str] = None
+
+
+# ---- the work: the same calls the CLI makes
+def _plain(obj):
+    """The result as strict JSON data: the edge check (no NaN, infinity or negative time), then numpy
+    numbers as floats, as the CLI's `--json` prints them."""
+    from llm_codesign.spec.validation import check_result
+
+    check_result(obj)
+    return json.loads(json.dumps(obj, default=float, allow_nan=False))
+
+
+def _gpu(ref: str, field: str = "gpu"):
+    """A catalog GPU only: the page never names a file on the server (the CLI takes a GPU .toml path)."""
+    import llm_codesign as lc
+    from llm_codesign.spec.hardware import catalog
+
+    if ref.strip().lower().endswith(".toml"):
+        raise InputError(field, ref, "a GPU id of the catalog: " + ", ".join(catalog()))
+    return lc.get_gpu(ref)
+
+
+def _model(req: ModelRef):
+    """A bundled model by name or Hugging Face id, or the pasted config.json; never a path on the server
+    nor a download."""
+    import llm_codesign as lc
+    from llm_codesign.spec.registry import _index, entries
+
+    if (req.model is None) == (req.config is None):
+        raise InputError("model", req.model, "either a model name or a pasted config.json, not both or neither")
+    if req.config is not None:
+        from llm_codesign.spec.model import from_hf_config
+
+        return from_hf_config(req.config, "custom")
+    if req.model.strip().lower() not in _index():
+        raise InputError("model", req.model, "a bundled model (" + ", ".join(e["name"] for e in entries())
+                         + ") or one of their Hugging Face ids, or a pasted config.json")
+    return lc.get_model(req.model)
+
+
+def _estimate(req: EstimateRequest) -> dict:
+    import llm_codesign as lc
+
+    m = _model(req)
+    if req.deployment is not None:  # a frontier point: one instance of its plan at its batch
+        from llm_codesign.cost.calibration import calibration_for
+        from llm_codesign.explore.search import point_breakdown
+
+        g = _gpu(req.gpu)
+        try:
+            dep = lc.Deployment.from_dict({**req.deployment, "gpu": g.id}, g)
+            conc = int(req.deployment.get("concurrency_per_instance") or 0) or None
+        except (KeyError, TypeError, ValueError) as e:
+            raise InputError("deployment", type(e).__name__, "a frontier point's deployment record") from None
+        r = lc.estimate(m, dep, lc.Workload(req.isl, req.osl, req.concurrency or conc), breakdown=req.breakdown)
+        r["point_breakdown"] = point_breakdown(m, calibration_for(g, None), req.deployment, req.isl, req.osl, gpu=g)
+        return _plain(r)
+    dep = lc.deployment(m, gpu=_gpu(req.gpu), num_gpus=req.num_gpus, tp=req.tp, pp=req.pp, ep=req.ep, moe_tp=req.moe_tp,
+                        attention_dp=req.attention_dp, kvp=req.kvp, weight_dtype=req.weight_dtype,
+                        activation_dtype=req.activation_dtype, kv_dtype=req.kv_dtype, engine=req.engine)
+    return _plain(lc.estimate(m, dep, lc.Workload(req.isl, req.osl, req.concurrency), breakdown=req.breakdown))
+
+
+def _pareto(req: ParetoRequest) -> dict:
+    import llm_codesign as lc
+
+    m = _model(req)
+    series = []
+    for gpu in req.gpus:
+        f = lc.pareto(m, _gpu(gpu, "gpus"), num_gpus=req.num_gpus, workload=lc.Workload(req.isl, req.osl), engine=req.engine,
+                      weight_dtype=req.weight_dtype, activation_dtype=req.activation_dtype, kv_dtype=req.kv_dtype,
+                      tp=req.tp, pp=req.pp, ep=req.ep, min_tps_user=req.min_tps_user, max_ttft_ms=req.max_ttft_ms)
+        series.append(f.to_dict())
+    return {"series": _plain(series)}
+
+
+def _lint(req: LintRequest) -> dict:
+    import llm_codesign as lc
+    from llm_codesign.explore.lint import RULES
+
+    m, g = _model(req), _gpu(req.gpu)
+    fs = lc.lint(m, g, regime=req.regime, weight_dtype=req.weight_dtype, activation_dtype=req.activation_dtype, kv_dtype=req.kv_dtype)
+    return _plain({"model": m.name, "gpu": g.id, "regime": req.regime, "findings": [{**f, "rule_name": RULES[f["rule"]][0]} for f in fs]})
+
+
+def _design(req: DesignRequest) -> dict:
+    import llm_codesign as lc
+
+    base = None
+    if req.baseline is not None:
+        try:
+            base = _model(ModelRef(model=req.baseline))
+        except InputError as e:
+            raise InputError("baseline", req.baseline, e.valid) from None
+    return _plain(lc.design(req.params, _gpu(req.gpu), num_gpus=req.num_gpus, regime=req.regime, moe=req.moe, baseline=base,
+                            weight_dtype=req.weight_dtype, activation_dtype=req.activation_dtype, kv_dtype=req.kv_dtype,
+                            engine=req.engine, min_tps_user=req.min_tps_user, max_candidates=req.max_candidates, top=req.top))
+
+
+def _field_line(err: dict) -> tuple[str, str]:
+    """pydantic's first complaint as (field, one line): `body.gpus.0` -> `gpus.0`."""
+    loc = [str(x) for x in err.get("loc", ()) if x != "body"]
+    name = ".".join(loc) or "body"
+    value = err.get("input")
+    shown = "" if value is None or isinstance(value, (dict, list)) else f": {value!r} is not valid"
+    return name, f"{name}{shown}; {err.get('msg', 'invalid')}".replace("\n", " ")
+
+
+def create_app(allowed_hosts: list[str] | None = None):
+    """The FastAPI application: the page at /, plotly.js at /static/plotly.min.js, the API under /api.
+    `allowed_hosts`: the Host headers answered (`serve` passes the loopback names when it binds
+    loopback, so another site's page cannot reach the API through DNS rebinding); None answers any."""
+    from fastapi import FastAPI, Request
+    from fastapi.exceptions import RequestValidationError
+    from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, Response
+    from fastapi.staticfiles import StaticFiles
+
+    from llm_codesign import __version__
+
+    # the CDN-hosted docs UIs are off: the page works offline, and /openapi.json is the schema
+    app = FastAPI(title="llm-codesign", version=__version__, docs_url=None, redoc_url=None,
+                  description="The JSON API of `llm-codesign serve`'s page: the CLI's --json results.")
+    if allowed_hosts:
+        from starlette.middleware.trustedhost import TrustedHostMiddleware
+
+        app.add_middleware(TrustedHostMiddleware, allowed_hosts=allowed_hosts)
+    err = {422: {"model": ErrorResponse, "description": "Bad input: one line naming the field."}}
+
+    @app.exception_handler(RequestValidationError)
+    async def _invalid(_: Request, e: RequestValidationError):
+        errs = e.errors()
+        field, line = _field_line(errs[0]) if errs else ("body", "body: not valid")
+        return JSONResponse({"error": line, "field": field}, status_code=422)
+
+    @app.exception_handler(InputError)
+    async def _input(_: Request, e: InputError):
+        return JSONResponse({"error": " ".join(str(e).split()), "field": e.field}, status_code=422)
+
+    @app.exception_handler(Exception)
+    async def _bug(_: Request, e: Exception):  # a bug: one line, never a traceback in the page
+        return JSONResponse({"error": f"internal error: {type(e).__name__}: {e}"}, status_code=500)
+
+    @app.get("/", response_class=HTMLResponse, include_in_schema=False)
+    def index():
+        return HTMLResponse(STATIC.joinpath("index.html").read_text())
+
+    @app.get("/static/plotly.min.js", include_in_schema=False)
+    def plotly_js():
+        try:
+            path = resources.files("plotly") / "package_data" / "plotly.min.js"
+        except ModuleNotFoundError:
+            return Response("// plotly is not installed: pip install 'llm-codesign[serve]'\n", status_code=404,
+                            media_type="text/javascript")
+        return FileResponse(str(path), media_type="text/javascript", headers={"Cache-Control": "max-age=86400"})
+
+    app.mount("/static", StaticFiles(directory=str(STATIC)), name="static")
+
+    @app.get("/healthz", response_model=Health)
+    def healthz():
+        return {"status": "ok", "version": __version__}
+
+    @app.get("/api/models", response_model=list[ModelInfo])
+    def models():
+        from llm_codesign.spec.registry import list_models
+
+        return _plain(list_models())
+
+    @app.get("/api/gpus", response_model=list[GpuInfo])
+    def gpus():
+        from llm_codesign.spec.hardware import catalog
+
+        return _plain([g.to_dict() for g in catalog().values()])
+
+    # plain `def` handlers: FastAPI runs them in its thread pool, so a search does not block the page's other calls
+    @app.post("/api/estimate", response_model=Estimate, responses=err)
+    def estimate(req: EstimateRequest):
+        return _estimate(req)
+
+    @app.post("/api/pareto", response_model=ParetoResponse, responses=err)
+    def pareto(req: ParetoRequest):
+        return _pareto(req)
+
+    @app.post("/api/lint", response_model=LintResponse, responses=err)
+    def lint(req: LintRequest):
+        return _lint(req)
+
+    @app.post("/api/design", response_model=DesignResponse, responses=err)
+    def design(req: DesignRequest):
+        return _design(req)
+
+    return app

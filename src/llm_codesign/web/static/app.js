@@ -1,0 +1,277 @@
+// The page of `llm-codesign serve`: a form, the JSON API (/api/*), a plotly frontier.
+// Every name from the data goes in through textContent (never innerHTML), and through esc() into plotly,
+// whose labels accept a few HTML tags. The form's state lives in the URL fragment: a link reproduces the view.
+"use strict";
+
+const $ = (id) => document.getElementById(id);
+const FIELDS = ["model", "config", "num_gpus", "weight_dtype", "kv_dtype", "engine", "isl", "osl", "min_tps_user",
+                "max_ttft_ms", "regime", "params", "max_candidates"];
+let last = null;  // the last frontier: {req, series}
+
+function esc(s) {
+  return String(s).replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
+}
+
+function el(tag, text, cls) {
+  const e = document.createElement(tag);
+  if (text !== undefined && text !== null) e.textContent = String(text);
+  if (cls) e.className = cls;
+  return e;
+}
+
+function table(id, columns, rows, onclick) {
+  // columns: [[header, kind]] with kind "t" for text (left) or "n" for numbers; rows: arrays of cells
+  const t = el("table");
+  t.id = id;
+  const head = t.createTHead().insertRow();
+  for (const [h, kind] of columns) head.appendChild(el("th", h, kind === "t" ? "t" : ""));
+  const body = t.createTBody();
+  rows.forEach((r, i) => {
+    const tr = body.insertRow();
+    r.forEach((c, j) => tr.appendChild(el("td", c, columns[j][1] === "t" ? "t" : "")));
+    if (onclick) tr.addEventListener("click", () => onclick(i));
+  });
+  return t;
+}
+
+function fix(x, d) { return x === null || x === undefined ? "-" : Number(x).toFixed(d); }
+
+function showError(msg) { $("error").textContent = msg ? String(msg).split("\n")[0] : ""; }
+
+function status(msg, busy) {
+  $("status").textContent = msg || "";
+  $("status").className = busy ? "busy" : "";
+}
+
+async function api(path, body) {
+  const r = await fetch(path, body === undefined ? {} : {
+    method: "POST", headers: {"Content-Type": "application/json"}, body: JSON.stringify(body)});
+  let data = null;
+  try { data = await r.json(); } catch (e) { data = null; }
+  if (!r.ok) throw new Error((data && data.error) || `${path}: HTTP ${r.status}`);
+  return data;
+}
+
+// ---- form state <-> URL fragment
+function readForm() {
+  const s = {};
+  for (const f of FIELDS) s[f] = $(f).value;
+  s.gpus = [...document.querySelectorAll("#gpus input:checked")].map((c) => c.value);
+  return s;
+}
+
+function writeForm(s) {
+  for (const f of FIELDS) if (s[f] !== undefined && s[f] !== null) $(f).value = s[f];
+  if (s.gpus) for (const c of document.querySelectorAll("#gpus input")) c.checked = s.gpus.includes(c.value);
+}
+
+function saveHash(s, sel) {
+  const p = new URLSearchParams();
+  for (const f of FIELDS) if (s[f] !== "" && s[f] !== undefined) p.set(f, s[f]);
+  p.set("gpus", s.gpus.join(","));
+  if (sel) p.set("sel", sel);
+  history.replaceState(null, "", "#" + p.toString());
+}
+
+function loadHash() {
+  if (location.hash.length < 2) return null;
+  const p = new URLSearchParams(location.hash.slice(1));
+  const s = {};
+  for (const f of FIELDS) if (p.has(f)) s[f] = p.get(f);
+  s.gpus = (p.get("gpus") || "").split(",").filter((g) => g);
+  s.sel = p.get("sel");
+  return s;
+}
+
+// a field's text as a number when it reads as one; otherwise as typed, for the server to name it in a 422
+function num(v) {
+  const t = String(v).trim();
+  if (t === "") return null;
+  const x = Number(t);
+  return Number.isFinite(x) ? x : t;
+}
+
+function modelRef(s) {
+  if (s.config.trim()) {
+    try { return {config: JSON.parse(s.config)}; } catch (e) { throw new Error(`config: not valid JSON (${e.message})`); }
+  }
+  return {model: s.model};
+}
+
+function dtypes(s) {
+  const o = {};
+  if (s.weight_dtype) o.weight_dtype = s.weight_dtype;
+  if (s.kv_dtype) o.kv_dtype = s.kv_dtype;
+  return o;
+}
+
+// ---- the frontier
+async function runFrontier(sel) {
+  const s = readForm();
+  showError("");
+  if (!s.gpus.length) { showError("gpus: choose at least one GPU"); return; }
+  let req;
+  try {
+    req = {...modelRef(s), ...dtypes(s), gpus: s.gpus, num_gpus: num(s.num_gpus), engine: s.engine, isl: num(s.isl),
+           osl: num(s.osl), min_tps_user: num(s.min_tps_user), max_ttft_ms: num(s.max_ttft_ms)};
+  } catch (e) { showError(e.message); return; }
+  saveHash(s, null);
+  status("searching deployments", true);
+  try {
+    const r = await api("/api/pareto", req);
+    last = {req, series: r.series};
+    plot(r.series);
+    frontierTable(r.series);
+    $("point").replaceChildren();
+    const n = r.series.reduce((a, x) => a + x.frontier.length, 0);
+    status(`${n} frontier points from ${r.series.reduce((a, x) => a + x.evaluated, 0).toLocaleString()} deployments`);
+    runLint(s, req).catch((e) => showError(e.message));
+    if (sel) {
+      const [si, pi] = sel.split(":").map(Number);
+      if (r.series[si] && r.series[si].frontier[pi]) await selectPoint(si, pi);
+    }
+  } catch (e) {
+    status("");
+    showError(e.message);
+  }
+}
+
+function describe(p) {
+  const d = p.deployment;
+  return [`${d.plan} x${d.replicas}, batch ${d.concurrency_per_instance}`,
+          `W ${d.weight_dtype} / A ${d.activation_dtype} / KV ${d.kv_dtype}` + (d.spec ? `, ${d.spec} k=${d.draft_len}` : ""),
+          `${fix(p.tok_s_per_user, 1)} tok/s/user, ${fix(p.output_tok_s_per_gpu, 0)} tok/s/GPU`,
+          `TTFT ${fix(p.ttft_ms, 0)} ms, TPOT ${fix(p.tpot_ms, 2)} ms`];
+}
+
+function plot(series) {
+  const traces = series.map((s, i) => ({
+    type: "scatter", mode: "lines+markers", name: esc(`${s.model} on ${s.num_gpus}x ${s.gpu}`),
+    x: s.frontier.map((p) => p.tok_s_per_user), y: s.frontier.map((p) => p.output_tok_s_per_gpu),
+    text: s.frontier.map((p) => describe(p).map(esc).join("<br>")), hoverinfo: "text+name",
+    customdata: s.frontier.map((_, j) => `${i}:${j}`), marker: {size: 8},
+  }));
+  const layout = {margin: {l: 70, r: 20, t: 20, b: 50}, hovermode: "closest", legend: {orientation: "h", y: 1.08},
+                  xaxis: {title: {text: "tokens/s per user"}}, yaxis: {title: {text: "output tokens/s per GPU"}}};
+  const gd = $("plot");
+  Plotly.react(gd, traces, layout, {displaylogo: false, responsive: true});
+  if (!gd._llmClick) {
+    gd.on("plotly_click", (ev) => { const pt = ev.points[0]; selectPoint(pt.curveNumber, pt.pointIndex); });
+    gd._llmClick = true;
+  }
+}
+
+function frontierTable(series) {
+  const rows = [], index = [];
+  series.forEach((s, i) => s.frontier.forEach((p, j) => {
+    const d = p.deployment;
+    rows.push([s.gpu, fix(p.tok_s_per_user, 1), fix(p.output_tok_s_per_gpu, 0), fix(p.ttft_ms, 0), fix(p.tpot_ms, 2), d.plan,
+               d.replicas, d.concurrency_per_instance, `${d.weight_dtype}/${d.kv_dtype}`, d.spec ? `${d.spec} k=${d.draft_len}` : "-",
+               (p.accuracy && p.accuracy.short) || "none"]);
+    index.push([i, j]);
+  }));
+  const box = $("frontier");
+  if (!rows.length) {
+    box.replaceChildren(el("div", "no deployment on the frontier: none fits these GPUs, or none meets the SLOs", "hint"));
+    return;
+  }
+  box.replaceChildren(el("div", "click a row for its operators and estimate", "hint"),
+    table("frontier-table", [["GPU", "t"], ["tok/s/user", "n"], ["tok/s/GPU", "n"], ["TTFT ms", "n"], ["TPOT ms", "n"], ["plan", "t"],
+                             ["x", "n"], ["batch", "n"], ["W/KV", "t"], ["spec", "t"], ["accuracy", "t"]],
+          rows, (k) => selectPoint(...index[k])));
+}
+
+async function selectPoint(si, pi) {
+  const s = last.series[si], p = s.frontier[pi];
+  const ref = last.req.config ? {config: last.req.config} : {model: last.req.model};
+  status("pricing the point", true);
+  try {
+    const e = await api("/api/estimate", {...ref, gpu: s.gpu, deployment: p.deployment, isl: last.req.isl, osl: last.req.osl});
+    saveHash(readForm(), `${si}:${pi}`);
+    const box = $("point");
+    const m = e.memory || {};
+    const summary = [["deployment", `${e.plan}, ${e.precision}, ${e.backend}, ${p.deployment.instance_gpus}x ${s.gpu} per instance`],
+      ["concurrency", e.concurrency], ["TTFT", `${fix(e.ttft_ms, 1)} ms`], ["TPOT", `${fix(e.tpot_ms, 2)} ms`],
+      ["tokens/s per user", fix(e.tok_s_per_user, 1)], ["output tokens/s per GPU", fix(e.output_tok_s_per_gpu, 1)],
+      ["memory per GPU", `weights ${fix(m.weights_gb, 1)} GB, KV ${fix(m.kv_gb, 1)} GB, free ${fix(m.free_gb, 1)} GB`],
+      ["decode bound by", e.decode_bound], ["prefill bound by", e.prefill_bound]];
+    const total = e.point_breakdown.reduce((a, o) => a + o.time_ms, 0);
+    box.replaceChildren(
+      el("h2", `Point ${pi + 1} of ${s.model} on ${s.gpu}: estimate`),
+      table("estimate-table", [["metric", "t"], ["value", "t"]], summary),
+      el("h2", "Per-operator time of its decode step"),
+      table("breakdown-table", [["operator", "t"], ["kind", "t"], ["ms", "n"], ["share", "n"]],
+            e.point_breakdown.map((o) => [o.name, o.kind, fix(o.time_ms, 3), `${fix(100 * o.time_ms / total, 1)}%`])));
+    status("");
+  } catch (err) {
+    status("");
+    showError(err.message);
+  }
+}
+
+async function runLint(s, req) {
+  const r = await api("/api/lint", {...modelRef(s), ...dtypes(s), gpu: req.gpus[0], regime: s.regime});
+  const box = $("lint");
+  box.className = "";
+  if (!r.findings.length) { box.replaceChildren(el("div", `no findings for ${r.model} on ${r.gpu}`, "hint")); return; }
+  box.replaceChildren(table("lint-table", [["rule", "t"], ["severity", "t"], ["where", "t"], ["cost %", "n"], ["finding", "t"], ["fix", "t"]],
+    r.findings.map((f) => [`${f.rule} ${f.rule_name}`, f.severity, f.where, fix(f.cost_pct, 1), f.message, f.fix])));
+}
+
+// ---- design
+async function runDesign() {
+  const s = readForm();
+  showError("");
+  const req = {params: num(s.params), gpu: s.gpus[0] || "h200", num_gpus: num(s.num_gpus), max_candidates: num(s.max_candidates),
+               regime: s.regime, engine: s.engine, ...(s.weight_dtype ? {weight_dtype: s.weight_dtype} : {})};
+  saveHash(s, null);
+  status("searching shapes (seconds to a minute)", true);
+  try {
+    const r = await api("/api/design", req);
+    const rows = r.designs.map((d, i) => {
+      const sh = d.shape;
+      const shape = `h${sh.hidden} L${sh.layers} H${sh.heads}/${sh.kv_heads} ` +
+        (sh.experts ? `E${sh.experts} k${sh.top_k} w${sh.expert_inter}` : `ffn${sh.inter}`);
+      return [i + 1, shape, `${fix(d.total_params / 1e9, 1)}B`, fix(d.quality_proxy, 4), fix(d.objective, 1),
+              `${d.deployment.plan} B=${d.deployment.concurrency_per_instance}`];
+    });
+    $("design").replaceChildren(el("h2", `Designs (${r.candidates.toLocaleString()} shapes, ${r.evaluated.toLocaleString()} deployments; ${r.objective})`),
+      table("design-table", [["#", "n"], ["shape", "t"], ["params", "n"], ["quality proxy", "n"], [r.objective, "n"], ["deployment", "t"]], rows));
+    status("");
+  } catch (e) {
+    status("");
+    showError(e.message);
+  }
+}
+
+async function init() {
+  try {
+    const [models, gpus] = await Promise.all([api("/api/models"), api("/api/gpus")]);
+    for (const m of models) {
+      if (m.error) continue;
+      const o = el("option", m.name);
+      o.value = m.name;
+      $("model").appendChild(o);
+    }
+    for (const g of gpus) {
+      const lab = el("label"), c = el("input");
+      c.type = "checkbox";
+      c.value = g.id;
+      c.name = "gpu";
+      c.checked = g.id === "h200";
+      lab.append(c, " " + g.id);
+      lab.title = g.name;
+      $("gpus").appendChild(lab);
+    }
+    $("model").value = "llama-3.1-8b";
+  } catch (e) { showError(e.message); return; }
+  $("form").addEventListener("submit", (ev) => { ev.preventDefault(); runFrontier(null); });
+  $("run-design").addEventListener("click", runDesign);
+  const s = loadHash();
+  if (s) { writeForm(s); await runFrontier(s.sel); }
+  document.body.dataset.ready = "1";
+}
+
+// a fragment typed or pasted into this tab (saveHash's replaceState fires no hashchange)
+window.addEventListener("hashchange", () => { const s = loadHash(); if (s) { writeForm(s); runFrontier(s.sel); } });
+init();

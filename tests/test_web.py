@@ -1,0 +1,193 @@
+"""`llm-codesign serve`'s page in a real browser: Playwright for Python driving Debian's `chromium`
+(headless, through executable_path; no `playwright install`) against uvicorn on a free loopback port.
+
+Skipped when chromium, playwright or the serve extra is missing; LLM_CODESIGN_BROWSER_TESTS=1 (set by
+.ci/run, which installs them) turns the skip into a failure."""
+import os
+import shutil
+import socket
+import threading
+import time
+from urllib.parse import parse_qs, urlparse
+
+import pytest
+
+REQUIRED = os.environ.get("LLM_CODESIGN_BROWSER_TESTS") == "1"
+CHROMIUM = os.environ.get("LLM_CODESIGN_CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+def _missing() -> str | None:
+    if not CHROMIUM:
+        return "no chromium on PATH (apt-get install -y chromium)"
+    for mod, what in (("playwright.sync_api", "pip install playwright"), ("fastapi", "pip install -e '.[serve]'"),
+                      ("uvicorn", "pip install -e '.[serve]'")):
+        try:
+            __import__(mod)
+        except ImportError:
+            return f"{mod.split('.')[0]} is not installed ({what})"
+    return None
+
+
+@pytest.fixture(scope="module")
+def server():
+    why = _missing()
+    if why:
+        (pytest.fail if REQUIRED else pytest.skip)(f"browser tests need chromium, playwright and the serve extra: {why}")
+    import uvicorn
+
+    from llm_codesign.web.app import create_app
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    srv = uvicorn.Server(uvicorn.Config(create_app(allowed_hosts=["127.0.0.1"]), host="127.0.0.1", port=port, log_level="warning"))
+    t = threading.Thread(target=srv.run, daemon=True)
+    t.start()
+    deadline = time.time() + 20
+    while not srv.started:
+        assert time.time() < deadline and t.is_alive(), "uvicorn did not start"
+        time.sleep(0.05)
+    yield f"http://127.0.0.1:{port}"
+    srv.should_exit = True
+    t.join(10)
+
+
+@pytest.fixture(scope="module")
+def browser(server):
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        # --no-sandbox: CI runs as root, where chromium's sandbox refuses to start
+        b = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=["--no-sandbox"])
+        yield b
+        b.close()
+
+
+@pytest.fixture
+def page(browser, server):
+    ctx = browser.new_context(viewport={"width": 1400, "height": 1000})
+    pg = ctx.new_page()
+    pg.set_default_timeout(30_000)
+    pg.errors, pg.hosts = [], set()
+    pg.on("pageerror", lambda e: pg.errors.append(str(e)))
+    pg.on("request", lambda r: pg.hosts.add(urlparse(r.url).netloc))
+    yield pg
+    ctx.close()
+
+
+def _ready(pg):
+    pg.wait_for_selector("body[data-ready='1']")
+
+
+def _run_frontier(pg, gpus=("h200",), num_gpus="1"):
+    pg.select_option("#model", "llama-3.1-8b")
+    for box in pg.query_selector_all("#gpus input"):
+        box.set_checked(box.get_attribute("value") in gpus)
+    pg.fill("#num_gpus", num_gpus)
+    pg.click("#run")
+    pg.wait_for_function(f"document.querySelectorAll('#plot .scatterlayer .trace').length === {len(gpus)}")
+    pg.wait_for_selector("#frontier-table")
+
+
+def _click_point(pg, trace: int, k: int):
+    """A real mouse click on a plotted point (plotly hit-tests the mouse position on its drag layer)."""
+    pts = pg.query_selector_all(f"#plot .scatterlayer .trace:nth-of-type({trace + 1}) path.point")
+    box = pts[k].bounding_box()
+    pg.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    pg.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    pg.wait_for_selector("#breakdown-table")
+
+
+def _fragment(pg) -> dict:
+    return {k: v[0] for k, v in parse_qs(urlparse(pg.url).fragment).items()}
+
+
+def test_page_loads_models_and_gpus_from_this_server_only(page, server):
+    page.goto(server + "/")
+    _ready(page)
+    names = page.eval_on_selector_all("#model option", "os => os.map(o => o.value)")
+    assert "llama-3.1-8b" in names and "deepseek-r1" in names and len(names) >= 30
+    gpus = page.eval_on_selector_all("#gpus input", "xs => xs.map(x => x.value)")
+    assert {"h100", "h200", "b200", "mi300x"} <= set(gpus)
+    assert page.evaluate("typeof Plotly") == "object"  # plotly.js from /static, not a CDN
+    assert page.hosts == {urlparse(server).netloc}
+    assert not page.errors
+
+
+def test_frontier_then_a_clicked_point_shows_its_breakdown(page, server):
+    import llm_codesign as lc
+    from llm_codesign.cost.calibration import calibration_for
+    from llm_codesign.explore.search import point_breakdown
+
+    page.goto(server + "/")
+    _ready(page)
+    _run_frontier(page, gpus=("h100", "h200"))
+    legend = page.eval_on_selector_all("#plot .legendtext", "xs => xs.map(x => x.textContent)")
+    assert legend == ["llama-3.1-8b on 1x h100", "llama-3.1-8b on 1x h200"]
+    colours = page.eval_on_selector_all("#plot .scatterlayer .trace path.js-line", "xs => xs.map(x => x.style.stroke)")
+    assert len(set(colours)) == 2  # one colour per series
+    want = lc.pareto("llama-3.1-8b", "h200", num_gpus=1)
+    n_rows = page.eval_on_selector_all("#frontier-table tbody tr", "rs => rs.length")
+    assert n_rows == len(want.points) + len(lc.pareto("llama-3.1-8b", "h100", num_gpus=1).points)
+    assert page.text_content("#lint-table")  # the findings for the first GPU
+    k = len(want.points) // 3
+    _click_point(page, 1, k)
+    assert _fragment(page)["sel"] == f"1:{k}"
+    p = want.points[k]
+    g = lc.get_gpu("h200")
+    ops = point_breakdown(lc.get_model("llama-3.1-8b"), calibration_for(g, None), p["deployment"], 1024, 1024, gpu=g)
+    rows = page.eval_on_selector_all("#breakdown-table tbody tr", "rs => rs.map(r => [...r.cells].map(c => c.textContent))")
+    assert [r[0] for r in rows] == [o["name"] for o in ops]
+    assert [r[2] for r in rows] == [f"{o['time_ms']:.3f}" for o in ops]
+    est = dict(page.eval_on_selector_all("#estimate-table tbody tr", "rs => rs.map(r => [...r.cells].map(c => c.textContent))"))
+    assert est["tokens/s per user"] == f"{p['tok_s_per_user']:.1f}"
+    assert est["output tokens/s per GPU"] == f"{p['output_tok_s_per_gpu']:.1f}"
+    assert not page.errors
+
+
+def test_a_bad_value_is_one_line_naming_the_field(page, server):
+    page.goto(server + "/")
+    _ready(page)
+    _run_frontier(page)
+    page.fill("#isl", "abc")
+    page.click("#run")
+    page.wait_for_function("document.getElementById('error').textContent !== ''")
+    msg = page.text_content("#error")
+    assert msg == "isl: 'abc' is not valid; Input should be a valid integer, unable to parse string as an integer"
+    page.fill("#isl", "1024")
+    page.fill("#config", '{"model_type": "llama", "hidden_size": -5}')
+    page.click("#run")
+    page.wait_for_function("document.getElementById('error').textContent.startsWith('config.hidden_size')")
+    assert "\n" not in page.text_content("#error")
+    # a name from the data is text, never markup: a crafted fragment shows, and runs nothing
+    page.fill("#config", "")
+    evil = "<img src=x onerror=window.__xss=1>"
+    page.evaluate(f"location.hash = 'model=llama-3.1-8b&gpus=h200&num_gpus=1&isl=' + encodeURIComponent('{evil}')")
+    page.wait_for_function("document.getElementById('error').textContent.startsWith('isl: \\'<img')")
+    assert page.text_content("#error").startswith(f"isl: '{evil}' is not valid")
+    assert page.evaluate("window.__xss") is None and not page.query_selector("img")
+    assert not page.errors
+
+
+def test_a_permalink_reproduces_the_view(page, browser, server):
+    page.goto(server + "/")
+    _ready(page)
+    page.select_option("#engine", "vllm")
+    page.fill("#osl", "256")
+    _run_frontier(page, gpus=("h200",))
+    _click_point(page, 0, 2)
+    link = page.url
+    assert _fragment(page)["engine"] == "vllm" and _fragment(page)["sel"] == "0:2"
+    table = page.text_content("#breakdown-table")
+    frontier = page.text_content("#frontier-table")
+    other = browser.new_page()
+    try:
+        other.goto(link)
+        _ready(other)
+        other.wait_for_selector("#breakdown-table")
+        assert other.input_value("#engine") == "vllm" and other.input_value("#osl") == "256" and other.input_value("#num_gpus") == "1"
+        assert other.eval_on_selector_all("#gpus input:checked", "xs => xs.map(x => x.value)") == ["h200"]
+        assert other.text_content("#frontier-table") == frontier
+        assert other.text_content("#breakdown-table") == table
+    finally:
+        other.close()

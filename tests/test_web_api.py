@@ -1,0 +1,179 @@
+"""The JSON API of `llm-codesign serve` (llm_codesign.web.app) through FastAPI's TestClient, no browser:
+every response equals the CLI's --json for the same inputs, and bad input is a 422 naming the field."""
+import json
+import re
+from importlib import resources
+
+import pytest
+
+pytest.importorskip("fastapi", reason="the serve extra (fastapi) is not installed: pip install -e '.[serve]'")
+pytest.importorskip("httpx", reason="FastAPI's TestClient needs httpx (in the dev extra)")
+
+from fastapi.testclient import TestClient  # noqa: E402
+from typer.testing import CliRunner  # noqa: E402
+
+import llm_codesign as lc  # noqa: E402
+from llm_codesign.cli import app as cli  # noqa: E402
+from llm_codesign.web.app import create_app  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def client():
+    return TestClient(create_app())
+
+
+def _cli_json(*args):
+    r = CliRunner().invoke(cli, [*args, "--json"])
+    assert r.exit_code == 0, r.output
+    return json.loads(r.output)
+
+
+def _cli_error(*args) -> str:
+    r = CliRunner().invoke(cli, list(args))
+    assert r.exit_code == 2, r.output
+    return r.output.strip().removeprefix("error: ")
+
+
+def test_health_models_gpus_are_the_clis(client):
+    assert client.get("/healthz").json() == {"status": "ok", "version": lc.__version__ if hasattr(lc, "__version__") else "0.1.0"}
+    assert client.get("/api/models").json() == _cli_json("models")
+    gpus = client.get("/api/gpus").json()
+    assert gpus == _cli_json("gpus")
+    assert {g["id"] for g in gpus} >= {"h100", "h200", "b200", "mi300x"}
+
+
+def test_pareto_is_the_clis_frontier(client):
+    r = client.post("/api/pareto", json={"model": "llama-3.1-8b", "gpus": ["h200", "h100"], "num_gpus": 1, "isl": 1024, "osl": 256})
+    assert r.status_code == 200, r.text
+    series = r.json()["series"]
+    assert [s["gpu"] for s in series] == ["h200", "h100"]
+    for s in series:
+        want = _cli_json("pareto", "llama-3.1-8b", "--gpu", s["gpu"], "--gpus", "1", "--isl", "1024", "--osl", "256")
+        drop = ("seconds",)  # wall time of the search, the one figure that differs run to run
+        assert {k: v for k, v in s.items() if k not in drop} == {k: v for k, v in want.items() if k not in drop}
+        assert len(s["frontier"]) >= 10
+    # the H200's 141 GB beat the H100's 80 GB at the throughput end of one GPU
+    assert max(p["output_tok_s_per_gpu"] for p in series[0]["frontier"]) > max(p["output_tok_s_per_gpu"] for p in series[1]["frontier"])
+
+
+def test_estimate_and_lint_are_the_clis(client):
+    r = client.post("/api/estimate", json={"model": "llama-3.1-70b", "gpu": "h200", "num_gpus": 8, "tp": 8, "weight_dtype": "fp8",
+                                           "kv_dtype": "fp8", "isl": 2048, "osl": 512, "concurrency": 64, "engine": "vllm"})
+    assert r.status_code == 200, r.text
+    want = _cli_json("estimate", "llama-3.1-70b", "--gpu", "h200", "--gpus", "8", "--tp", "8", "--weight-dtype", "fp8", "--kv-dtype", "fp8",
+                     "--isl", "2048", "--osl", "512", "--concurrency", "64", "--backend", "vllm")
+    got = r.json()
+    assert got.pop("point_breakdown") is None
+    assert got == want
+    assert got["plan"] == "TP8" and got["concurrency"] == 64
+    r = client.post("/api/lint", json={"model": "deepseek-r1", "gpu": "b200", "regime": "latency"})
+    assert r.status_code == 200, r.text
+    assert r.json() == _cli_json("lint", "deepseek-r1", "--gpu", "b200", "--regime", "latency")
+
+
+def test_a_clicked_point_is_priced_as_the_frontier_priced_it(client):
+    from llm_codesign.cost.calibration import calibration_for
+    from llm_codesign.explore.search import point_breakdown
+
+    f = lc.pareto("qwen3-30b-a3b", "h100", num_gpus=2, workload=lc.Workload(1024, 1024))
+    p = f.points[len(f.points) // 2]
+    r = client.post("/api/estimate", json={"model": "qwen3-30b-a3b", "gpu": "h100", "deployment": p["deployment"], "isl": 1024, "osl": 1024})
+    assert r.status_code == 200, r.text
+    e = r.json()
+    assert e["concurrency"] == p["deployment"]["concurrency_per_instance"]
+    for k in ("tok_s_per_user", "output_tok_s_per_gpu", "ttft_ms", "tpot_ms"):
+        assert e[k] == pytest.approx(p[k], rel=1e-9), k
+    g = lc.get_gpu("h100")
+    want = point_breakdown(lc.get_model("qwen3-30b-a3b"), calibration_for(g, None), p["deployment"], 1024, 1024, gpu=g)
+    assert [(o["name"], o["kind"]) for o in e["point_breakdown"]] == [(o["name"], o["kind"]) for o in want]
+    assert [o["time_ms"] for o in e["point_breakdown"]] == pytest.approx([o["time_ms"] for o in want], rel=1e-12)
+
+
+def test_a_pasted_config_prices_as_the_bundled_model(client):
+    cfg = json.loads(resources.files("llm_codesign").joinpath("data/models/meta-llama--Meta-Llama-3.1-8B_config.json").read_text())
+    a = client.post("/api/pareto", json={"config": cfg, "gpus": ["h200"], "num_gpus": 1}).json()["series"][0]
+    b = client.post("/api/pareto", json={"model": "llama-3.1-8b", "gpus": ["h200"], "num_gpus": 1}).json()["series"][0]
+    assert a["model"] == "custom" and b["model"] == "llama-3.1-8b"
+    assert [p["output_tok_s_per_gpu"] for p in a["frontier"]] == [p["output_tok_s_per_gpu"] for p in b["frontier"]]
+
+
+@pytest.mark.parametrize("body,field,text", [
+    ({"model": "llama-3.1-8b", "gpus": ["h200"], "num_gpus": 0}, "num_gpus", "num_gpus: 0 is not valid; Input should be greater than or equal to 1"),
+    ({"model": "llama-3.1-8b", "gpus": ["h200"], "isl": "abc"}, "isl", "isl: 'abc' is not valid; Input should be a valid integer"),
+    ({"model": "llama-3.1-8b", "gpus": ["h200"], "min_tps_user": "nan"}, "min_tps_user", "min_tps_user: 'nan' is not valid"),
+    ({"model": "llama-3.1-8b", "gpus": ["h200"], "engine": "tgi"}, "engine", "engine: 'tgi' is not valid; Input should be 'trtllm'"),
+    ({"model": "llama-3.1-8b", "gpus": ["h200"], "islx": 5}, "islx", "islx: 5 is not valid; Extra inputs are not permitted"),
+    ({"model": "llama-3.1-8b", "gpus": []}, "gpus", "gpus; List should have at least 1 item"),
+    ({"gpus": ["h200"]}, "model", "model: None is not valid; either a model name or a pasted config.json"),
+    # the page never reads a file on the server: paths are refused though the CLI takes them
+    ({"model": "/etc/passwd.json", "gpus": ["h200"]}, "model", "model: '/etc/passwd.json' is not valid; a bundled model"),
+    ({"model": "llama-3.1-8b", "gpus": ["/tmp/x.toml"]}, "gpus", "gpus: '/tmp/x.toml' is not valid; a GPU id of the catalog"),
+    ({"config": {"model_type": "llama", "hidden_size": -5}, "gpus": ["h200"]}, "config.hidden_size", "config.hidden_size: -5 is not valid"),
+])
+def test_bad_requests_are_422_naming_the_field(client, body, field, text):
+    r = client.post("/api/pareto", json=body)
+    assert r.status_code == 422, r.text
+    j = r.json()
+    assert j["field"] == field
+    assert j["error"].startswith(text), j["error"]
+    assert "\n" not in j["error"] and "Traceback" not in j["error"]
+
+
+def test_the_cores_error_is_the_clis_line(client):
+    r = client.post("/api/estimate", json={"model": "deepseek-r1", "gpu": "h200", "num_gpus": 8, "isl": 1_000_000, "osl": 1024})
+    assert r.status_code == 422
+    assert r.json()["error"] == _cli_error("estimate", "deepseek-r1", "--gpu", "h200", "--gpus", "8", "--isl", "1000000", "--osl", "1024")
+    r = client.post("/api/lint", json={"model": "llama-3.1-8b", "gpu": "h201"})
+    assert r.status_code == 422 and r.json()["field"] == "gpu"
+    assert r.json()["error"] == _cli_error("lint", "llama-3.1-8b", "--gpu", "h201")
+
+
+def test_design_small(client):
+    r = client.post("/api/design", json={"params": 8e9, "gpu": "h200", "num_gpus": 1, "max_candidates": 40, "top": 3})
+    assert r.status_code == 200, r.text
+    d = r.json()
+    assert 1 <= len(d["designs"]) <= 3
+    assert all(abs(x["total_params"] / 8e9 - 1) <= 0.1 for x in d["designs"])  # the budget, within --budget-tol
+    objs = [x["objective"] for x in d["designs"]]
+    assert objs == sorted(objs, reverse=True) and objs[0] > 0
+    r = client.post("/api/design", json={"params": 8e9, "max_candidates": 10**6})
+    assert r.status_code == 422 and r.json()["field"] == "max_candidates"
+    r = client.post("/api/design", json={"params": 8e9, "baseline": "nope"})
+    assert r.status_code == 422 and r.json()["field"] == "baseline"
+
+
+def test_schema_page_and_plotly_are_local(client):
+    schema = client.get("/openapi.json").json()
+    assert {"/api/models", "/api/gpus", "/api/estimate", "/api/pareto", "/api/lint", "/api/design", "/healthz"} <= set(schema["paths"])
+    assert "ParetoRequest" in schema["components"]["schemas"]
+    assert client.get("/docs").status_code == 404 and client.get("/redoc").status_code == 404  # the CDN-hosted UIs are off
+    page = client.get("/")
+    assert page.status_code == 200 and "<title>llm-codesign</title>" in page.text
+    js = client.get("/static/app.js").text
+    for text in (page.text, js):  # nothing fetched from another host: no CDN, works offline
+        assert not re.search(r"""(src|href)=["']?(https?:)?//""", text)
+        assert not re.search(r"\.(inner|outer)HTML\s*=|insertAdjacentHTML|document\.write", text)  # data goes in through textContent
+    plotly = client.get("/static/plotly.min.js")
+    assert plotly.status_code == 200 and plotly.headers["content-type"].startswith("text/javascript")
+    assert len(plotly.content) > 1_000_000 and b"plotly.js" in plotly.content[:500]
+
+
+def test_loopback_host_check():
+    c = TestClient(create_app(allowed_hosts=["127.0.0.1", "localhost"]), base_url="http://127.0.0.1")
+    assert c.get("/healthz").status_code == 200
+    assert TestClient(create_app(allowed_hosts=["127.0.0.1"]), base_url="http://evil.example").get("/healthz").status_code == 400
+
+
+def test_serve_refuses_a_busy_port_in_one_line():
+    import socket
+
+    pytest.importorskip("uvicorn")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        port = s.getsockname()[1]
+        r = CliRunner().invoke(cli, ["serve", "--port", str(port)])
+    assert r.exit_code == 2
+    assert r.output.strip().splitlines()[-1].startswith(f"error: port: {port} is not valid; a port free on 127.0.0.1")
+    r = CliRunner().invoke(cli, ["serve", "--port", "0"])
+    assert r.exit_code == 2 and "port" in r.output
