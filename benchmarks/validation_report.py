@@ -85,6 +85,38 @@ def serving_section(title: str, path: Path) -> tuple[list[str], list[dict], list
     return lines, rows, preds
 
 
+def disagg_section(path: Path) -> list[str]:
+    """The disaggregated runs priced with serve.disagg (validate detects the pool columns), and where
+    the first tokens' error lies: the request rate the runs sustained (Little's law over the measured
+    TTFT and TPOT) against the modelled prefill pool's capacity."""
+    from llm_codesign.cost.calibration import calibration_for
+    from llm_codesign.measure.validate import _plan, _precision
+    from llm_codesign.serve.disagg import evaluate_disagg
+    from llm_codesign.spec.hardware import get_gpu
+    from llm_codesign.spec.registry import get_model
+
+    lines, rows, preds = serving_section("Disaggregated serving, InferenceX Dynamo runs (held out; priced with `disagg`)", path)
+    load = {"1-32": [], "33+": []}
+    for r, p in zip(rows, preds, strict=True):
+        if not p:
+            continue
+        model, gpu = get_model(r["model"]), get_gpu(r["gpu"])
+        x = {k: float(r[k]) for k in ("prefill_instances", "decode_instances", "concurrency", "isl", "osl", "ttft_ms", "tpot_ms")}
+        res = evaluate_disagg(model, gpu, calibration_for(gpu), _precision(model, r), _plan([r], "prefill", model.is_moe),
+                              _plan([r], "decode", model.is_moe), x["prefill_instances"], x["decode_instances"],
+                              x["concurrency"], x["isl"], x["osl"], r["backend"])
+        cap = float(np.asarray(res["prefill_capacity_req_s"]).reshape(-1)[0])
+        rate = x["concurrency"] / ((x["ttft_ms"] + (x["osl"] - 1) * x["tpot_ms"]) / 1e3)
+        load["33+" if x["concurrency"] > 32 else "1-32"].append((rate / cap, x["ttft_ms"] / p["ttft_ms"]))
+    lines += ["Where the first tokens go wrong: the request rate each run sustained (concurrency over measured TTFT + "
+              "(OSL-1) x TPOT) as a share of the modelled prefill pool's capacity, and measured over predicted TTFT "
+              "(medians). Issue 22's target: TTFT <= 30%, TPOT <= 15% median.", "",
+              "| requests | rows | measured rate / modelled prefill capacity | measured / predicted TTFT |", "|---|---|---|---|"]
+    lines += [f"| {band} | {len(v)} | {np.median([a for a, _ in v]):.2f} | {np.median([b for _, b in v]):.2f} |"
+              for band, v in load.items() if v]
+    return lines + [""]
+
+
 def accuracy_section(table: dict) -> list[str]:
     """The figures `estimate` quotes (llm_codesign.measure.accuracy): TTFT and TPOT by engine and load."""
     lines = ["## What `estimate` quotes: error by engine and load (clean sample)", "",
@@ -175,6 +207,7 @@ def main() -> None:
     lines += _table("model", rep["by"]["model"], ("output_tok_s_per_gpu",))
     lines += moe_plan_section(rows)
     lines += published_section(MEAS / "published_runs.csv")
+    lines += disagg_section(MEAS / "serving_disagg_blackwell.csv")
     pub_rows = read_rows(MEAS / "published_runs.csv")
     table = accuracy.build((clean_rows, clean_preds), offline, (pub_rows, predict_serving(pub_rows)[0]))
     lines += accuracy_section(table)

@@ -24,8 +24,11 @@ from __future__ import annotations
 import re
 
 PLAN_FIELDS = ("num_gpus", "tp", "pp", "ep", "moe_tp", "attention_dp")
+# a disaggregated row's pools (measure.validate.predict_disagg); blank in aggregated files, so their settings are unchanged
+POOL_FIELDS = tuple(f"{pool}_{k}" for pool in ("prefill", "decode")
+                    for k in ("instances", "gpus_per_instance", "tp", "attention_dp", "ep"))
 SETTING_FIELDS = ("gpu", "backend", "weight_dtype", "kv_dtype", "isl", "osl", "concurrency", *PLAN_FIELDS,
-                  "spec_method", "spec_draft_len")
+                  "spec_method", "spec_draft_len", *POOL_FIELDS)
 _NAMED_PLAN = re.compile(r"_tp(\d+)(?:_0)?_ep(\d+)(?:_0)?_\d+$")
 _CONFIG = re.compile(r"_\d+x\d+_c\d+(_cfg\d+)$")
 _NAMED_CONC = re.compile(r"_\d+x\d+_c(\d+)_")

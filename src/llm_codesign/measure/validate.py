@@ -1,7 +1,8 @@
 """Predict published measurements and report errors: kernels (per call) and serving (per deployment).
 
 Serving rows use the canonical columns (see data/measurements/SOURCES.md). Rows the model cannot
-represent are listed with the reason, never dropped silently.
+represent are listed with the reason, never dropped silently. A file with both pools' columns
+(POOL_COLUMNS: data/measurements/serving_disagg_blackwell.csv) holds disaggregated runs, priced with serve.disagg.
 """
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from llm_codesign.measure import audit
 from llm_codesign.measure import kernel_tables as kernels
 from llm_codesign.measure.stats import BAND_NAMES, concurrency_band, error_stats
 from llm_codesign.serve.aggregated import evaluate
+from llm_codesign.serve.disagg import evaluate_disagg
 from llm_codesign.serve.metrics import BATCH_GRID
 from llm_codesign.spec import engines
 from llm_codesign.spec.hardware import get_gpu
@@ -102,7 +104,10 @@ def _spec(r):
 
 
 def predict_serving(rows: list[dict], profile: str | None = None, cal_override=None) -> tuple[list[dict], list[dict]]:
-    """Per row: predictions (same metric names) or an `unmodeled` reason."""
+    """Per row: predictions (same metric names) or an `unmodeled` reason. A file with both pools'
+    columns (POOL_COLUMNS) is disaggregated: predict_disagg prices it."""
+    if is_disagg(rows):
+        return predict_disagg(rows, profile, cal_override)
     preds: list[dict] = [{} for _ in rows]
     unmodeled = []
     groups: dict[tuple, list[int]] = {}
@@ -220,3 +225,107 @@ def kernel_report(path: str | Path, profile: str | None = None) -> tuple[dict, l
            "by": {g: {"latency_ms": error_stats(pred[s], y[s])} for g, s in sorted(groups.items())},
            "unmodeled": unmodeled}
     return rep, rows, pred
+
+
+# disaggregated runs: a prefill pool and a decode pool, each with its own plan
+POOL_COLUMNS = audit.POOL_FIELDS  # per pool: instances, GPUs per instance, attention TP, attention-DP ranks, EP
+POOLS = ("prefill", "decode")
+
+
+def is_disagg(rows: list[dict]) -> bool:
+    return bool(rows) and all(c in rows[0] for c in POOL_COLUMNS)
+
+
+def _pool_problem(r: dict, line: int) -> str | None:
+    """Why a row's pools cannot be priced as recorded (sizes that do not add up), or None."""
+    for c in POOL_COLUMNS:
+        v = (r.get(c) or "").strip()
+        if not v or not v.replace(".", "", 1).isdigit() or float(v) < 1 or not float(v).is_integer():
+            return f"line {line} {c}: {v!r} is not valid; a whole number of at least 1"
+    for pool in POOLS:
+        g = _int(r, f"{pool}_gpus_per_instance")
+        if _int(r, f"{pool}_tp") * _int(r, f"{pool}_attention_dp") != g:
+            return (f"{pool}_gpus_per_instance {g} is not {pool}_tp x {pool}_attention_dp "
+                    f"({_int(r, f'{pool}_tp')} x {_int(r, f'{pool}_attention_dp')}): the pool's plan is not recorded")
+    pools = sum(_int(r, f"{p}_instances") * _int(r, f"{p}_gpus_per_instance") for p in POOLS)
+    if pools != _int(r, "num_gpus"):
+        # one reason for every such row, so that a report counts them together
+        return "num_gpus is not the pools' GPUs (instances x GPUs per instance, both pools): the instances' plans are not recorded"
+    return None
+
+
+def _plan(rows: list[dict], pool: str, is_moe: bool) -> Plan:
+    tp = np.array([_int(r, f"{pool}_tp") for r in rows])
+    adp = np.array([_int(r, f"{pool}_attention_dp") for r in rows])
+    ep = np.array([_int(r, f"{pool}_ep") for r in rows]) if is_moe else np.ones(len(rows), dtype=np.int64)
+    # the experts' tensor split is what EP leaves of the instance's GPUs (serve.disagg.parse_plan)
+    mtp = np.maximum(tp * adp // ep, 1) if is_moe else np.ones(len(rows), dtype=np.int64)
+    return Plan(tp, np.ones(len(rows), dtype=np.int64), ep, mtp, adp, np.ones(len(rows), dtype=np.int64))
+
+
+def predict_disagg(rows: list[dict], profile: str | None = None, cal_override=None) -> tuple[list[dict], list[dict]]:
+    """Disaggregated rows (is_disagg): per row, predictions (METRICS, plus `fits`) or an `unmodeled`
+    reason, as predict_serving. Both pools' plans (attention TP or attention-DP ranks x TP, EP, MoE TP
+    what EP leaves), the instance counts, concurrency and ISL/OSL (as recorded) go to
+    serve.disagg.evaluate_disagg. A row whose num_gpus is not the two pools' GPUs, or whose GPUs per
+    instance are not its plan's, lists its reason instead of a guess."""
+    preds: list[dict] = [{} for _ in rows]
+    unmodeled = []
+    groups: dict[tuple, list[int]] = {}
+    for i, r in enumerate(rows):
+        why = _pool_problem(r, i + 2)
+        if not why and not (r.get("concurrency") or "").strip():
+            why = f"line {i + 2} concurrency: '' is not valid; disaggregated rows are priced at a stated concurrency"
+        if why:
+            unmodeled.append({"row": i, "source": r.get("source", ""), "reason": why})
+            continue
+        try:
+            model = get_model(r["model"])
+            gpu = get_gpu(r["gpu"])
+            prec = _precision(model, r)
+            spec = _spec(r)
+            backend = (r.get("backend") or "trtllm").strip().lower()
+            cal = cal_override(gpu) if cal_override else calibration_for(gpu, profile)
+            cal.step_overhead(backend)
+        except (InputError, KeyError, ValueError) as e:
+            unmodeled.append({"row": i, "source": r.get("source", ""), "reason": str(e)})
+            continue
+        groups.setdefault((model.name, gpu.id, prec, backend, spec, id(cal)), []).append(i)
+        preds[i] = {"_objs": (model, gpu, prec, backend, spec, cal)}
+    for idx in groups.values():
+        model, gpu, prec, backend, spec, cal = preds[idx[0]]["_objs"]
+        sub = [rows[i] for i in idx]
+        plans = {p: _plan(sub, p, model.is_moe) for p in POOLS}
+        codes = []
+        for p in POOLS:
+            c = np.asarray(validity(model, gpu, plans[p], plans[p].gpus)).reshape(-1)
+            # a pool spanning nodes over TP is unusual but priced over the network, as in aggregated rows
+            codes.append(np.where(c == REASONS.index("scale_up"), -1, c))
+        col = {k: np.array([float(_int(r, k)) for r in sub]) for k in ("isl", "osl", "concurrency", "prefill_instances", "decode_instances")}
+        mnt = np.array([float(_int(r, "max_num_tokens") if (r.get("max_num_tokens") or "").strip()
+                              else engines.step_tokens(backend, gpu)) for r in sub])
+        with np.errstate(divide="ignore", invalid="ignore"):
+            res = evaluate_disagg(model, gpu, cal, prec, plans["prefill"], plans["decode"], col["prefill_instances"],
+                                  col["decode_instances"], col["concurrency"], col["isl"], col["osl"], backend, spec,
+                                  max_num_tokens=mnt)
+        out = {"ttft_ms": res["ttft_s"] * 1e3, "tpot_ms": res["tpot_s"] * 1e3,
+               "output_tok_s_per_gpu": res["output_tok_s_per_gpu"], "output_tok_s_per_user": res["tok_s_per_user"]}
+        out = {k: np.broadcast_to(v, (len(idx),)).astype(float) for k, v in out.items()}
+        fits = np.broadcast_to(res["fits"], (len(idx),))
+        holds = np.broadcast_to(res["prefill_fits"], (len(idx),)) & (np.broadcast_to(res["max_concurrency"], (len(idx),)) >= 1)
+        for j, i in enumerate(idx):
+            bad = [(p, int(c[j])) for p, c in zip(POOLS, codes, strict=True) if c[j] >= 0]
+            if bad:
+                p, c = bad[0]
+                unmodeled.append({"row": i, "source": rows[i].get("source", ""), "reason": f"{p} pool: {reason_text(model, gpu, c)}"})
+                preds[i] = {}
+            elif not holds[j] or not all(np.isfinite(out[k][j]) and out[k][j] > 0 for k in METRICS):
+                unmodeled.append({"row": i, "source": rows[i].get("source", ""),
+                                  "reason": "the model does not fit in a pool's GPU memory (weights and one sequence)"})
+                preds[i] = {}
+            else:
+                preds[i] = {k: float(out[k][j]) for k in METRICS}
+                preds[i]["fits"] = bool(fits[j])
+    for p in preds:
+        p.pop("_objs", None)
+    return preds, unmodeled

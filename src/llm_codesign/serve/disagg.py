@@ -8,7 +8,8 @@ a closed loop, the request rate is concurrency / (TTFT + (OSL-1) x TPOT); the pr
 it with queueing (M/D/1 per instance), and when the rate would exceed what the prefill pool can
 serve, requests queue until it does not (TTFT = concurrency / capacity - (OSL-1) x TPOT).
 Throughput per GPU counts both pools. The engine parameters are those fitted on aggregated serving;
-the shipped disaggregated runs (data/measurements/serving_disagg_blackwell.csv) are not yet priced against it.
+`validate --serving` prices the shipped disaggregated runs (data/measurements/serving_disagg_blackwell.csv,
+measure.validate.predict_disagg) with evaluate_disagg: docs/validation_report.md has the errors.
 """
 from __future__ import annotations
 
