@@ -14,13 +14,13 @@ import pytest
 from llm_codesign.errors import InputError
 from llm_codesign.spec import model as normaliser
 from llm_codesign.spec.model import from_hf_config
-from llm_codesign.spec.validation import BLOCK_FIELDS, CONFIG_FIELDS, HF_QUANT_FIELDS, QUANT_FIELDS, check_result, param_range
+from llm_codesign.spec.validation import BLOCK_FIELDS, CONFIG_FIELDS, HF_QUANT_FIELDS, QUANT_FIELDS, ROPE_FIELDS, check_result, param_range
 
 DATA = Path(llm_codesign.__file__).parent / "data"
 LLAMA = json.loads((DATA / "models" / "meta-llama--Meta-Llama-3.1-8B_config.json").read_text())
 # the dicts the normaliser reads fields from: the config (and its outer form), a Nemotron-NAS block and
 # its attention/FFN objects, the quantization configs and their groups
-READERS = {"cfg", "outer", "b", "a", "f", "q", "qc", "g", "w", "quant"}
+READERS = {"cfg", "outer", "b", "a", "f", "q", "qc", "g", "w", "quant", "rs"}
 
 
 def fields_read() -> set[str]:
@@ -51,7 +51,7 @@ def fields_read() -> set[str]:
 def test_every_field_the_normaliser_reads_is_validated():
     read = fields_read()
     assert {"hidden_size", "num_key_value_heads", "n_heads_in_group", "ffn_mult", "linear_conv_kernel_dim", "mamba_head_dim"} <= read
-    nested = {x for v in BLOCK_FIELDS.values() for x in v} | set(BLOCK_FIELDS) | set(QUANT_FIELDS) | set(HF_QUANT_FIELDS)
+    nested = {x for v in BLOCK_FIELDS.values() for x in v} | set(BLOCK_FIELDS) | set(QUANT_FIELDS) | set(HF_QUANT_FIELDS) | set(ROPE_FIELDS)
     assert read - set(CONFIG_FIELDS) - nested == set()
 
 

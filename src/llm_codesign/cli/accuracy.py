@@ -81,6 +81,10 @@ def validate(
         raise InputError("validate", "--kernels/--serving", "exactly one of --kernels FILE or --serving FILE")
     if clean and kernels:
         raise InputError("clean", "--kernels", "used with --serving (it checks serving rows)")
+    if out:
+        from llm_codesign.render.report import check_writable
+
+        check_writable("out", out)
     if kernels:
         rep, rows, pred = kernel_report(kernels, calibration)
         if out:
@@ -93,6 +97,10 @@ def validate(
 
             rows = clean_rows(rows)[0]
         preds, unmodeled = predict_serving(rows, calibration)
+        if len(unmodeled) == len(rows):  # nothing to report on: an error, not an empty table
+            reasons = sorted({u["reason"] for u in unmodeled})
+            raise InputError("serving", serving, f"a file with at least one row the model can price; none of its {len(rows)} rows is "
+                             f"({'; '.join(r[:160] for r in reasons[:2])}{'; ...' if len(reasons) > 2 else ''})")
         rep = serving_report(rows, preds, unmodeled)
         if out:
             _write_predictions(out, rows, preds)
@@ -109,20 +117,20 @@ def calibrate(
     output: str = typer.Option(..., "-o", "--output", help="Profile .toml to write."),
     hold_out: Optional[list[str]] = typer.Option(None, "--hold-out", help="Leave this model's serving rows out of the fit, to judge it out of sample (repeat the option)."),
     clean: bool = typer.Option(False, "--clean", help="Fit the serving rows' clean form: plans re-derived from the run names that state them, each measurement once (llm_codesign.measure.audit)."),
+    force: bool = typer.Option(False, "--force", help="Write the profile even when a fit is worse than the starting profile on the same rows or lands an efficiency on its bound."),
     calibration: Optional[str] = O_CAL,
 ):
     """Re-fit the efficiency parameters from measurements; use the profile with --calibration."""
     from datetime import date
-    from pathlib import Path
 
-    from llm_codesign.measure.calibrate import fit_kernels, fit_serving, held_out, to_toml
+    from llm_codesign.measure.calibrate import doubtful, fit_kernels, fit_serving, held_out, to_toml
     from llm_codesign.measure.kernel_tables import read_csv
     from llm_codesign.measure.validate import read_rows
+    from llm_codesign.render.report import check_writable, write_text_atomic
 
     if not kernels and not serving:
         raise InputError("calibrate", None, "at least one --kernels FILE or --serving FILE")
-    if not Path(output).resolve().parent.is_dir():
-        raise InputError("output", output, "a path in an existing folder")
+    check_writable("output", output)  # before minutes of fitting, not after
     if hold_out and not serving:
         raise InputError("hold-out", hold_out[0], "used with --serving (it leaves serving rows out of the fit)")
     if clean and not serving:
@@ -140,6 +148,12 @@ def calibrate(
         kind, rows = read_csv(k)
         tables.setdefault(kind, []).extend(rows)
     fams, report = fit_kernels(tables, calibration)
+    if kernels and not report:
+        raise InputError("kernels", ", ".join(kernels), "tables with at least one row the model can price (`llm-codesign validate --kernels` lists why not)")
+    bad = doubtful(report)
+    if bad and not force:
+        raise InputError("calibrate", output, f"a fit no worse than the starting profile: {bad[0]}" + (f" (and {len(bad) - 1} more)" if len(bad) > 1 else "")
+                         + "; nothing written (--force writes it anyway)")
     srv = None
     if serving:
         if not fams:
@@ -153,7 +167,7 @@ def calibrate(
               f"kernels: {', '.join(kernels) or 'none'}\nserving: {serving or 'none'}{' (cleaned)' if serving and clean else ''}"
               + (f"\nheld out of the serving fit: {', '.join(hold_out)}" if hold_out else ""))
     text = to_toml(fams, report, header, srv)
-    Path(output).write_text(text)
+    write_text_atomic(output, text)
     con = _console()
     for r in report:
         con.print(f"{r['family']:10s} {r['kind']:18s} {r['rows']:6d} rows  median APE {r['median_ape']:.1f}%  p90 {r['p90_ape']:.1f}%")
@@ -200,15 +214,13 @@ def bench(
     repeat: int = typer.Option(10, "--repeat", min=1),
 ):
     """Measure GEMMs or decode attention on this machine; `validate`/`calibrate --kernels` read the CSV."""
-    from pathlib import Path
 
     from llm_codesign.measure.bench import DECODE_COLUMNS, GEMM_COLUMNS, bench_decode, bench_gemm, linear_shapes
-    from llm_codesign.render.report import write_rows_atomic
+    from llm_codesign.render.report import check_writable, write_rows_atomic
 
     if kind not in ("gemm", "decode"):
         raise InputError("kind", kind, "gemm or decode")
-    if not Path(out).resolve().parent.is_dir():  # before minutes of measuring, not after
-        raise InputError("out", out, "a path in an existing folder")
+    check_writable("out", out)  # before minutes of measuring, not after
     if tp <= 0:
         raise InputError("tp", tp, "a positive integer")
     spec = None

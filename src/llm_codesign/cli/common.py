@@ -41,7 +41,12 @@ class _EdgeGroup(TyperGroup):
             typer.echo(f"error: {e}", err=True)
             raise typer.Exit(2) from None
         except UsageError as e:  # a value the option's type refuses, a missing option, an unknown command
-            typer.echo(f"error: {' '.join(e.format_message().split())}", err=True)
+            param = getattr(e, "param", None)
+            msg = " ".join(e.format_message().split())
+            if param is not None and getattr(e, "message", ""):  # name the field as InputError does, then the flag
+                flags = " / ".join(getattr(param, "opts", ()) or ())
+                msg = f"{param.name.rstrip('_')}: {' '.join(e.message.split())}" + (f" ({flags})" if flags else "")
+            typer.echo(f"error: {msg}", err=True)
             raise typer.Exit(2) from None
         except KeyboardInterrupt:
             typer.echo("error: interrupted; nothing was written", err=True)

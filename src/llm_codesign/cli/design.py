@@ -7,6 +7,8 @@ from typing import Optional
 import typer
 
 from llm_codesign.cli.common import (
+    MAX_GPUS,
+    MAX_TOKENS,
     O_A,
     O_BACKEND,
     O_CAL,
@@ -65,39 +67,47 @@ def lint(
 @app.command()
 def design(
     params: float = typer.Option(..., "--params", help="Total-parameter budget, e.g. 70e9."),
-    gpu: str = typer.Option("b200", "--gpu"), gpus_: int = typer.Option(8, "--gpus"),
+    gpu: str = typer.Option("b200", "--gpu"), gpus_: int = typer.Option(8, "--gpus", min=1, max=MAX_GPUS),
     regime: str = typer.Option("throughput", "--regime", help="latency, throughput or long-context."),
     baseline: Optional[str] = typer.Option(None, "--baseline", help="Model to beat at equal quality proxy."),
     moe: bool = typer.Option(False, "--moe", help="Search MoE shapes (experts, top-k, expert width, shared expert)."),
     min_tps_user: float = typer.Option(20.0, "--min-tps-user", help="Throughput/long-context SLO: tokens/s per user."),
     min_tps_gpu: float = typer.Option(50.0, "--min-tps-gpu", help="Latency-regime floor: output tokens/s per GPU."),
-    isl: Optional[int] = typer.Option(None, "--isl"), osl: Optional[int] = typer.Option(None, "--osl"),
+    isl: Optional[int] = typer.Option(None, "--isl", min=1, max=MAX_TOKENS), osl: Optional[int] = typer.Option(None, "--osl", min=1, max=MAX_TOKENS),
     weight_dtype: Optional[str] = O_W, activation_dtype: Optional[str] = O_A, kv_dtype: Optional[str] = O_KV,
     budget_tol: float = typer.Option(0.1, "--budget-tol", help="Relative tolerance on total parameters."),
     quality_tol: float = typer.Option(0.002, "--quality-tol", help="Relative tolerance on the quality proxy vs the baseline."),
     quality_file: Optional[str] = typer.Option(None, "--quality", help="Quality-proxy constants .toml (overrides)."),
-    max_candidates: int = typer.Option(20000, "--max-candidates"), top: int = typer.Option(10, "--top"),
+    max_candidates: int = typer.Option(20000, "--max-candidates", min=1, max=1_000_000), top: int = typer.Option(10, "--top", min=1, max=1000),
     search_mode: str = typer.Option("grid", "--search", help="grid (enumerate every shape) or nsga2 (optuna, the dist extra)."),
-    trials: int = typer.Option(300, "--trials", help="NSGA-II trials."),
+    trials: int = typer.Option(300, "--trials", min=1, max=100_000, help="NSGA-II trials."),
     export: Optional[str] = typer.Option(None, "--export", help="Write the best design as a Hugging Face config.json."),
     plot_path: Optional[str] = typer.Option(None, "--plot", help="Frontiers of the top designs vs the baseline (.png/.svg)."),
     backend: str = O_BACKEND, calibration: Optional[str] = O_CAL, as_json: bool = typer.Option(False, "--json"),
 ):
     """Search model shapes that move the frontier out at equal quality proxy."""
-    from pathlib import Path
-
     from llm_codesign.cost.calibration import calibration_for
     from llm_codesign.explore.design import Slo, design_nsga2, hf_config, to_model
     from llm_codesign.explore.design import design as run
     from llm_codesign.explore.lint import lint as lint_run
     from llm_codesign.explore.accuracy_model import model_loss
+    from llm_codesign.render.report import check_writable
+    from llm_codesign.spec.validation import as_float
 
-    g = _gpu(gpu)
+    # every option before the shape grid (seconds) and the search (minutes)
+    as_float("params", params, lo=1e6, hi=1e14, what="a total-parameter budget from 1e6 to 1e14, e.g. 70e9")
+    as_float("budget_tol", budget_tol, lo=0.0, hi=1.0, lo_open=True, what="a relative tolerance in (0, 1], e.g. 0.1")
+    as_float("quality_tol", quality_tol, lo=0.0, hi=1.0, what="a relative tolerance in [0, 1], e.g. 0.002")
+    as_float("min_tps_user", min_tps_user, lo=0.0, hi=1e7)
+    as_float("min_tps_gpu", min_tps_gpu, lo=0.0, hi=1e9)
+    if search_mode not in ("grid", "nsga2"):
+        raise InputError("search", search_mode, "grid or nsga2")
+    if plot_path and not plot_path.endswith((".png", ".svg")):
+        raise InputError("plot", plot_path, "a .png or .svg path")
     for name, p in (("export", export), ("plot", plot_path)):
-        if p and not Path(p).resolve().parent.is_dir():
-            raise InputError(name, p, "a path in an existing folder")
-    if gpus_ < 1:
-        raise InputError("gpus", gpus_, "a positive integer")
+        if p:
+            check_writable(name, p)
+    g = _gpu(gpu)
     base = _model(baseline) if baseline else None
     if base:
         prec = _precision(base, weight_dtype, activation_dtype, kv_dtype)
@@ -129,10 +139,12 @@ def design(
         d["lint"] = {"errors": sum(f.severity == "error" for f in fs), "warnings": sum(f.severity == "warning" for f in fs),
                      "top": fs[0].message if fs else None}
     if export and r["designs"]:
-        Path(export).write_text(json.dumps(hf_config(r["designs"][0], vocab), indent=2) + "\n")
+        from llm_codesign.render.report import write_text_atomic
+
+        write_text_atomic(export, json.dumps(hf_config(r["designs"][0], vocab), indent=2) + "\n")
     if plot_path and r["designs"]:
         from llm_codesign.explore.search import SearchSpace, search
-        from llm_codesign.render.report import write_plot
+        from llm_codesign.render.report import write_all, write_plot
 
         runs = []
         for j, d in enumerate(r["designs"][:3]):
@@ -143,7 +155,7 @@ def design(
             res = search(base, g, cal, SearchSpace(gpus_, precisions=(prec,)), *r["isl_osl"], backend)
             res["model"] = f"baseline {base.name}"
             runs.append(res)
-        write_plot(runs, plot_path)
+        write_all([(lambda p: write_plot(runs, p), plot_path)])
     if as_json:
         return _dump(r)
     con = _console()

@@ -21,6 +21,7 @@ right). `clean` applies these rules and says, per row, what it changed, dropped 
 """
 from __future__ import annotations
 
+import math
 import re
 
 PLAN_FIELDS = ("num_gpus", "tp", "pp", "ep", "moe_tp", "attention_dp")
@@ -34,9 +35,17 @@ _CONFIG = re.compile(r"_\d+x\d+_c\d+(_cfg\d+)$")
 _NAMED_CONC = re.compile(r"_\d+x\d+_c(\d+)_")
 
 
+def _num(v: str) -> float:
+    """A cell as a number; NaN for one that is not (validate lists such rows; the checks here skip them)."""
+    try:
+        return float(v)
+    except ValueError:
+        return float("nan")
+
+
 def _int(r: dict, k: str) -> int:
-    v = (r.get(k) or "").strip()
-    return int(float(v)) if v else 1
+    x = _num((r.get(k) or "").strip() or "1")
+    return int(x) if math.isfinite(x) else 1
 
 
 def named_plan(source: str) -> tuple[int, int] | None:
@@ -50,7 +59,7 @@ def _measured(v) -> str:
     bits (the same mean summed in another order: 1610.3835293804875 and ...877); independent re-runs of
     a setting differ by 9e-4 or more."""
     v = (v or "").strip()
-    return f"{float(v):.9g}" if v else ""
+    return f"{_num(v):.9g}" if v else ""
 
 
 # a pair of means printed with 2 to 4 decimals is a rounded copy where a full-precision pair rounds to it:
@@ -136,9 +145,9 @@ def clean(rows: list[dict]) -> tuple[list[dict], list[dict]]:
         full = {}
         for i, r in enumerate(fixed):
             if i not in coarse and all((r.get(k) or "").strip() for k in ("ttft_ms", "tpot_ms")):
-                full.setdefault(tuple(round(float(r[k]), n) for k, n in zip(("ttft_ms", "tpot_ms"), d, strict=True)), i)
+                full.setdefault(tuple(round(_num(r[k]), n) for k, n in zip(("ttft_ms", "tpot_ms"), d, strict=True)), i)
         for i, di in coarse.items():
-            j = full.get(tuple(float(fixed[i][k]) for k in ("ttft_ms", "tpot_ms"))) if di == d else None
+            j = full.get(tuple(_num(fixed[i][k]) for k in ("ttft_ms", "tpot_ms"))) if di == d else None
             if j is not None:
                 groups[tuple(_measured(fixed[i].get(k)) for k in ("ttft_ms", "tpot_ms"))].remove(i)
                 groups[tuple(_measured(fixed[j].get(k)) for k in ("ttft_ms", "tpot_ms"))].append(i)
@@ -179,7 +188,7 @@ def clean(rows: list[dict]) -> tuple[list[dict], list[dict]]:
     for i, r in enumerate(fixed):
         m = _NAMED_CONC.search(r.get("source", "") or "")
         conc = (r.get("concurrency") or "").strip()
-        if i not in drop and m and conc and float(conc) != float(m[1]):
+        if i not in drop and m and conc and _num(conc) != float(m[1]):
             changes.append({"row": i, "source": r.get("source", ""), "action": "suspect",
                             "detail": f"concurrency {conc} where the run name says c{m[1]}; kept"})
     changes.sort(key=lambda c: (c["row"], c["action"]))
@@ -202,7 +211,7 @@ REPEAT_METRICS = ("ttft_ms", "tpot_ms", "output_tok_s_per_gpu")
 
 def _float(r: dict, k: str) -> float:
     v = (r.get(k) or "").strip()
-    return float(v) if v else float("nan")
+    return _num(v) if v else float("nan")
 
 
 def repeatability(rows: list[dict], preds: list[dict] | None = None, cleaned: tuple | None = None) -> dict:

@@ -109,6 +109,24 @@ def _median_ms(torch, dev: str, fn, warmup: int, repeat: int) -> float:
     return statistics.median(times)
 
 
+def free_bytes(torch, dev: str) -> float:
+    """Memory the device has free now: CUDA's own count, or the host's available pages."""
+    if dev == "cuda":
+        return float(torch.cuda.mem_get_info()[0])
+    import os
+
+    return float(os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
+
+
+def check_fits(field: str, what: str, need: float, torch, dev: str) -> None:
+    """Refuses, before allocating, a benchmark whose tensors would take over half the free memory
+    (the rest for the kernel's workspace and the allocator), instead of being killed mid-run."""
+    free = free_bytes(torch, dev)
+    if need > 0.5 * free:
+        raise InputError(field, what, f"sizes whose tensors fit on this {dev} device ({need / 1e9:.1f} GB needed, "
+                         f"half of {free / 1e9:.1f} GB free allowed)")
+
+
 def bench_gemm(ms, nks, dtype: str, device: str = "auto", system: str | None = None, warmup: int = 3, repeat: int = 10) -> list[dict]:
     if dtype not in GEMM_DTYPES:
         raise InputError("dtype", dtype, " or ".join(GEMM_DTYPES))
@@ -118,6 +136,9 @@ def bench_gemm(ms, nks, dtype: str, device: str = "auto", system: str | None = N
     fp8 = dtype == "fp8"
     if fp8 and (dev != "cuda" or torch.cuda.get_device_capability() < (8, 9)):
         raise InputError("dtype", dtype, "bfloat16 on this device: FP8 GEMMs need a CUDA GPU of compute capability 8.9 or newer")
+    # A, B and C in BF16 (FP8 adds byte copies of A and B) for the largest GEMM
+    m_, (n_, k_) = max(ms), max(nks, key=lambda t: t[0] * t[1])
+    check_fits("nk", f"{m_}x{n_}x{k_}", (2 + fp8) * (m_ * k_ + k_ * n_) + 2 * m_ * n_ + 2 * max(ms) * max(t[0] for t in nks), torch, dev)
     rows = []
     for n, k in nks:
         for m in ms:
@@ -145,6 +166,9 @@ def bench_decode(batches, contexts, heads: int, kv_heads: int, head_dim: int, de
     torch = _torch()
     dev = device_of(torch, device)
     label = system_for(torch.cuda.get_device_name() if dev == "cuda" else None, system)
+    # the query and the K and V caches of the largest batch and context, BF16
+    B_, c_ = max(batches), max(contexts)
+    check_fits("batch", f"batch {B_} x context {c_}", 2.0 * B_ * head_dim * (heads + 2 * kv_heads * c_), torch, dev)
     rows = []
     for ctx in contexts:
         for B in batches:

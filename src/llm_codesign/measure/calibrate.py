@@ -19,7 +19,7 @@ from llm_codesign.cost.calibration import (
     documented,
 )
 from llm_codesign.errors import InputError, UnsupportedModelError
-from llm_codesign.measure.kernel_tables import predict
+from llm_codesign.measure.kernel_tables import predict, row_problem
 from llm_codesign.measure.stats import error_stats, polish_bands
 from llm_codesign.spec.hardware import get_gpu
 
@@ -110,7 +110,33 @@ def fit_kind(kind: str, rows: list[dict], base: Calibration, family: str, rounds
                     best, cal, cur = val, c, v
         step /= 2
     pred = predict(kind, rows, lambda g: cal)[0]
-    return cal, {"kind": kind, "family": family, "rows": len(rows), **error_stats(pred, y)}
+    # what the fit is worth: the starting profile's error on the same rows, and the efficiencies the
+    # search pushed onto a bound (a physical fraction at its limit stands for a missing mechanism or
+    # unusable rows, not for the hardware)
+    start = error_stats(predict(kind, rows, lambda g: base)[0], y)
+    at_bounds = []
+    for p in names:
+        lo, hi = PARAMS[kind][p]
+        v = getattr(cal, p)
+        if "_eff" in p and not lo * (1 + 1e-6) < v < hi * (1 - 1e-6):
+            # only where the rows inform it: moved 10% inward, the error changes (compute-bound rows leave bw_eff free)
+            if abs(loss(replace(cal, **{p: v * (1.1 if v <= lo * (1 + 1e-6) else 1 / 1.1)})) - best) > 1e-6:
+                at_bounds.append(p)
+    return cal, {"kind": kind, "family": family, "rows": len(rows), **error_stats(pred, y),
+                 "start_median_ape": start.get("median_ape"), "at_bounds": at_bounds}
+
+
+def doubtful(report: list[dict]) -> list[str]:
+    """One phrase per fitted table whose fit is worse than its starting profile on the same rows, or
+    lands an efficiency on its bound; `calibrate` refuses to write such a profile without --force."""
+    out = []
+    for r in report:
+        med, start = r.get("median_ape"), r.get("start_median_ape")
+        if med is not None and start is not None and med > start + 1e-9:
+            out.append(f"{r['family']} {r['kind']}: median error {med:.1f}% against the starting profile's {start:.1f}% on the same rows")
+        if r.get("at_bounds"):
+            out.append(f"{r['family']} {r['kind']}: {', '.join(r['at_bounds'])} on the bound of its range (median error {med:.1f}%)")
+    return out
 
 
 def _kernel_of(param: str) -> str | None:
@@ -135,6 +161,8 @@ def fit_kernels(tables: dict[str, list[dict]], profile: str | None = None) -> tu
             continue
         by_family: dict[str, list[dict]] = {}
         for r in rows:
+            if row_problem(kind, r):  # listed by validate; the fit uses the rows it can price
+                continue
             try:
                 g = get_gpu(r.get("system", ""))
             except Exception:  # unknown systems are reported by validate, not fitted

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import csv
 import gzip
+import math
 from importlib import resources
 from pathlib import Path
 
@@ -79,12 +80,36 @@ def read_csv(path: str | Path) -> tuple[str, list[dict]]:
     rows = read_dicts(p, "kernels", "a readable CSV file, plain or gzipped")
     if not rows:
         raise InputError("kernels", str(path), "a CSV with at least one row")
-    return detect(rows[0].keys()), rows
+    kind = detect(rows[0].keys())
+    if "system" not in rows[0]:
+        raise InputError("kernels.system", str(path), "a system column naming each row's GPU (a catalog id, e.g. h100_sxm)")
+    return kind, rows
+
+
+# the text columns of the kernel tables; every other column a kind requires is a number
+TEXT_COLUMNS = {"gemm_dtype", "kv_cache_dtype", "attn_dtype", "op_name", "nccl_dtype", "moe_dtype"}
+
+
+def row_problem(kind: str, r: dict) -> str | None:
+    """Why a kernel-table row cannot be priced (a count that is not a whole number, a latency that is
+    not a positive finite figure), or None."""
+    for col in sorted(KINDS[kind] - TEXT_COLUMNS):
+        v = (r.get(col) or "").strip()
+        try:
+            x = float(v)
+        except ValueError:
+            x = math.nan
+        if col == "latency_ms":
+            if not (math.isfinite(x) and x > 0):
+                return f"latency_ms {v!r} is not a positive finite time"
+        elif not (math.isfinite(x) and x.is_integer() and x >= (0 if col == "step" else 1) and x <= 1 << 40):
+            return f"{col} {v!r} is not a whole number of at least {0 if col == 'step' else 1}"
+    return None
 
 
 def _col(rows, name, typ=float):
     try:
-        return np.array([typ(r[name]) for r in rows])
+        return np.array([typ(float(r[name])) for r in rows])  # "4096.0" is a whole 4096 (row_problem checked it)
     except (KeyError, ValueError) as e:
         raise InputError(f"kernels.{name}", str(e), "a numeric column") from None
 
@@ -96,6 +121,10 @@ def predict(kind: str, rows: list[dict], cal_for) -> tuple[np.ndarray, list[str]
     label = [""] * len(rows)
     by_sys: dict[str, list[int]] = {}
     for i, r in enumerate(rows):
+        why = row_problem(kind, r)
+        if why:  # skipped and listed, not the end of the run
+            label[i] = f"unmodeled: line {i + 2}: {why}"
+            continue
         by_sys.setdefault(r.get("system", ""), []).append(i)
     for system, idx in by_sys.items():
         try:

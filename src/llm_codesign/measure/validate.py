@@ -48,22 +48,26 @@ def read_rows(path: str | Path) -> list[dict]:
     if not rows or missing:
         raise InputError("serving", str(path), "a CSV with columns " + ", ".join(SERVING_COLUMNS) + " (optional: "
                          + ", ".join(OPTIONAL_COLUMNS) + ")" + (f" (missing {missing})" if missing else ""))
-    # malformed numbers fail here, naming the line, not halfway through a prediction or a fit
-    for line, r in enumerate(rows, start=2):
-        for col in (*_POSITIVE, "spec_draft_len", *_REAL):
-            v = (r.get(col) or "").strip()
-            if not v:
-                continue
-            try:
-                x = float(v)
-            except ValueError:
-                x = float("nan")
-            whole = col in _POSITIVE or col == "spec_draft_len"
-            low = 1.0 if col in _POSITIVE else 0.0
-            if not (math.isfinite(x) and x >= low and (not whole or x.is_integer())):
-                what = ("a whole number" if whole else "a finite number") + (" of at least 1" if low else ", 0 or more")
-                raise InputError(f"{p.name} line {line} {col}", v, what + " or empty")
     return rows
+
+
+def row_problem(r: dict, line: int) -> str | None:
+    """Why a serving row cannot be priced (a malformed number, named with its line and column), or
+    None; predict_serving skips such rows and lists them with this reason."""
+    for col in (*_POSITIVE, "spec_draft_len", *_REAL):
+        v = (r.get(col) or "").strip()
+        if not v:
+            continue
+        try:
+            x = float(v)
+        except ValueError:
+            x = float("nan")
+        whole = col in _POSITIVE or col == "spec_draft_len"
+        low = 1.0 if col in _POSITIVE else 0.0
+        if not (math.isfinite(x) and x >= low and (not whole or x.is_integer()) and x <= 1e15):
+            what = ("a whole number" if whole else "a finite number") + (" of at least 1" if low else ", 0 or more")
+            return f"line {line} {col}: {v!r} is not valid; {what} or empty"
+    return None
 
 
 def _int(r, k, default=1):
@@ -112,6 +116,10 @@ def predict_serving(rows: list[dict], profile: str | None = None, cal_override=N
     unmodeled = []
     groups: dict[tuple, list[int]] = {}
     for i, r in enumerate(rows):
+        why = row_problem(r, i + 2)
+        if why:  # skipped and listed, not the end of the run
+            unmodeled.append({"row": i, "source": r.get("source", ""), "reason": why})
+            continue
         try:
             model = get_model(r["model"])
             gpu = get_gpu(r["gpu"])
@@ -213,9 +221,13 @@ def serving_report(rows: list[dict], preds: list[dict], unmodeled: list[dict]) -
 def kernel_report(path: str | Path, profile: str | None = None) -> tuple[dict, list[dict], np.ndarray]:
     kind, rows = kernels.read_csv(path)
     pred, label = kernels.predict(kind, rows, lambda g: calibration_for(g, profile))
-    y = np.array([float(r["latency_ms"]) for r in rows])
+    y = np.array([float(r["latency_ms"]) if not lab.startswith("unmodeled: line") else np.nan for r, lab in zip(rows, label, strict=True)])
     unmodeled = [{"row": i, "reason": lab.removeprefix("unmodeled: ")} for i, lab in enumerate(label) if lab.startswith("unmodeled")]
     ok = np.isfinite(pred)
+    if not ok.any():  # nothing to report on: an error, not an empty table
+        reasons = sorted({u["reason"] for u in unmodeled})
+        raise InputError("kernels", str(path), f"a table with at least one row the model can price; none of its {len(rows)} rows is "
+                         f"({'; '.join(reasons[:2])}{'; ...' if len(reasons) > 2 else ''})")
     groups: dict[str, list[int]] = {}
     for i, lab in enumerate(label):
         if ok[i]:
@@ -273,7 +285,7 @@ def predict_disagg(rows: list[dict], profile: str | None = None, cal_override=No
     unmodeled = []
     groups: dict[tuple, list[int]] = {}
     for i, r in enumerate(rows):
-        why = _pool_problem(r, i + 2)
+        why = row_problem(r, i + 2) or _pool_problem(r, i + 2)
         if not why and not (r.get("concurrency") or "").strip():
             why = f"line {i + 2} concurrency: '' is not valid; disaggregated rows are priced at a stated concurrency"
         if why:

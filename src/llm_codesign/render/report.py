@@ -8,6 +8,8 @@ import csv
 import html
 import io
 import json
+import os
+import secrets
 from pathlib import Path
 
 from llm_codesign.errors import InputError
@@ -44,24 +46,65 @@ def write_csv(results: list[dict], path: str | Path) -> None:
     Path(path).write_text(buf.getvalue())
 
 
+def check_writable(field: str, path: str | Path, *, folder: bool = False) -> Path:
+    """Refuses, before any work, an output path this process cannot write: a folder where a file is
+    wanted, a path in a missing folder, or a folder that takes no new file (probed with an empty file
+    removed at once: permission bits say nothing to root, and /proc refuses even root). With
+    `folder`, `path` is a folder that may exist or will be created."""
+    p = Path(path)
+    if not folder and p.is_dir():
+        raise InputError(field, str(path), "a file path, not a folder")
+    if folder and p.exists() and not p.is_dir():
+        raise InputError(field, str(path), "a folder, not a file")
+    where = p if folder and p.is_dir() else p.resolve().parent
+    if not where.is_dir():
+        raise InputError(field, str(path), "a path in an existing folder")
+    probe = where / f".{p.name}.{secrets.token_hex(4)}.probe"
+    try:
+        probe.open("x").close()
+        probe.unlink()
+    except OSError as e:
+        raise InputError(field, str(path), f"a path in a folder this process may write ({e.strerror})") from None
+    return p
+
+
+def _tmp_beside(p: Path) -> Path:
+    # same suffix: writers that pick a format by it (matplotlib) keep it
+    return p.with_name(f".{p.stem}.{secrets.token_hex(4)}.tmp{p.suffix}")
+
+
+def write_all(jobs) -> None:
+    """[(writer, path), ...]: each writer writes a temporary file beside its path, then all are renamed
+    into place; a failure on any leaves none of them. The writers create the files themselves, so each
+    gets the mode a plain open() gives under the umask."""
+    tmps: list[tuple[Path, Path]] = []
+    try:
+        for write, path in jobs:
+            p = Path(path)
+            tmps.append((_tmp_beside(p), p))
+            write(tmps[-1][0])
+        for tmp, p in tmps:
+            os.replace(tmp, p)
+    finally:
+        for tmp, _ in tmps:
+            tmp.unlink(missing_ok=True)
+
+
+def write_text_atomic(path: str | Path, text: str) -> None:
+    write_all([(lambda t: t.write_text(text), path)])
+
+
 def write_rows_atomic(path: str | Path, fieldnames, rows) -> None:
     """Rows as CSV, written whole or not at all (a temporary file renamed into place)."""
-    import os
-    import tempfile
+    check_writable("out", path)
 
-    folder = Path(path).resolve().parent
-    if not folder.is_dir():
-        raise InputError("out", str(path), "a path in an existing folder")
-    fd, tmp = tempfile.mkstemp(dir=folder, suffix=".csv.tmp")
-    try:
-        with os.fdopen(fd, "w", newline="") as f:
+    def write(tmp: Path) -> None:
+        with tmp.open("w", newline="") as f:
             w = csv.DictWriter(f, fieldnames=list(fieldnames))
             w.writeheader()
             w.writerows(rows)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+
+    write_all([(write, path)])
 
 
 def _label(r: dict, many: bool) -> str:
@@ -138,14 +181,14 @@ def write_html(results: list[dict], breakdowns: dict, path: str | Path, errors: 
     many = len(results) > 1
     for i, r in enumerate(results):
         fig.add_trace(go.Scattergl(x=r["cloud"]["tok_s_per_user"], y=r["cloud"]["output_tok_s_per_gpu"], mode="markers",
-                                   marker={"size": 3, "opacity": 0.2}, name=f"evaluated ({_label(r, many)})", hoverinfo="skip"))
+                                   marker={"size": 3, "opacity": 0.2}, name=html.escape(f"evaluated ({_label(r, many)})"), hoverinfo="skip"))
         hover = [f"{p['deployment']['plan']} x{p['deployment']['replicas']}<br>batch {p['deployment']['concurrency_per_instance']}"
                  f"<br>{p['deployment']['weight_dtype']}/{p['deployment']['kv_dtype']}"
                  f"{'<br>' + str(p['deployment']['spec']) + ' k=' + str(p['deployment']['draft_len']) if p['deployment']['spec'] else ''}"
                  f"<br>TTFT {p['ttft_ms']:.0f} ms, TPOT {p['tpot_ms']:.2f} ms"
                  f"<br>accuracy {html.escape(_accuracy_cells(p)['accuracy'])} ({_accuracy_cells(p)['accuracy_source']})" for p in r["frontier"]]
         fig.add_trace(go.Scatter(x=[p["tok_s_per_user"] for p in r["frontier"]], y=[p["output_tok_s_per_gpu"] for p in r["frontier"]],
-                                 mode="lines+markers", name=_label(r, many), text=hover, customdata=[[i, j] for j in range(len(r["frontier"]))],
+                                 mode="lines+markers", name=html.escape(_label(r, many)), text=hover, customdata=[[i, j] for j in range(len(r["frontier"]))],
                                  hovertemplate="%{text}<br>%{x:.1f} tok/s/user, %{y:.0f} tok/s/GPU<extra></extra>"))
         rb = r["roofline_bound"]
         if r.get("mode") != "disaggregated":
@@ -154,8 +197,11 @@ def write_html(results: list[dict], breakdowns: dict, path: str | Path, errors: 
     fig.update_layout(xaxis={"type": "log", "title": "output tokens/s per user"}, yaxis={"type": "log", "title": "output tokens/s per GPU"},
                       title="Throughput vs interactivity (click a frontier point for its per-operator breakdown)", height=620)
     plot = fig.to_html(include_plotlyjs=True, full_html=False, div_id="frontier-plot")
-    data = json.dumps({"results": [{k: v for k, v in r.items() if k != "cloud"} for r in results], "breakdowns": breakdowns})
-    safe = data.replace("</", "<\\/")  # keep the JSON from closing the script element
+    data = json.dumps({"results": [{k: v for k, v in r.items() if k != "cloud"} for r in results], "breakdowns": breakdowns},
+                      allow_nan=False)
+    # no markup can start inside the JSON (a model named after a file like `<img ...>.json`); the page
+    # reads it with textContent and builds every cell with textContent, never innerHTML
+    safe = data.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
     page = f"""<!DOCTYPE html>
 <html><head><meta charset="utf-8"><title>llm-codesign Pareto report</title>
 <style>body{{font-family:sans-serif;margin:1.5em}} table{{border-collapse:collapse;font-size:12px}}
@@ -169,23 +215,28 @@ td,th{{border:1px solid #ccc;padding:2px 6px;text-align:right}} td:first-child{{
 <script type="application/json" id="frontier-data">{safe}</script>
 <script>
 const D = JSON.parse(document.getElementById('frontier-data').textContent);
+function cell(tr, tag, text) {{ const c = document.createElement(tag); c.textContent = String(text); tr.appendChild(c); }}
+function table(head) {{ const t = document.createElement('table'); const tr = t.insertRow(); head.forEach(h => cell(tr, 'th', h)); return t; }}
 function show(i, j) {{
   const p = D.results[i].frontier[j]; const b = D.breakdowns[i + ':' + j] || [];
-  let h = '<p>' + p.deployment.plan + ' x' + p.deployment.replicas + ', batch ' + p.deployment.concurrency_per_instance + '</p>';
-  h += '<table><tr><th>operator</th><th>kind</th><th>ms per step</th></tr>';
-  for (const o of b) h += '<tr><td>' + o.name + '</td><td>' + o.kind + '</td><td>' + o.time_ms.toFixed(4) + '</td></tr>';
-  document.getElementById('breakdown').innerHTML = h + '</table>';
+  const box = document.getElementById('breakdown'); box.replaceChildren();
+  const para = document.createElement('p');
+  para.textContent = p.deployment.plan + ' x' + p.deployment.replicas + ', batch ' + p.deployment.concurrency_per_instance;
+  const t = table(['operator', 'kind', 'ms per step']);
+  for (const o of b) {{ const tr = t.insertRow(); [o.name, o.kind, o.time_ms.toFixed(4)].forEach(x => cell(tr, 'td', x)); }}
+  box.append(para, t);
 }}
-let t = '<table><tr><th>model</th><th>gpu</th><th>tok/s/user</th><th>tok/s/GPU</th><th>TTFT ms</th><th>plan</th><th>batch</th><th>precision</th></tr>';
+const T = table(['model', 'gpu', 'tok/s/user', 'tok/s/GPU', 'TTFT ms', 'plan', 'batch', 'precision', 'accuracy']);
 D.results.forEach((r, i) => r.frontier.forEach((p, j) => {{
-  t += '<tr onclick="show(' + i + ',' + j + ')"><td>' + r.model + '</td><td>' + r.gpu + '</td><td>' + p.tok_s_per_user.toFixed(1) +
-       '</td><td>' + p.output_tok_s_per_gpu.toFixed(0) + '</td><td>' + p.ttft_ms.toFixed(0) + '</td><td>' + p.deployment.plan +
-       '</td><td>' + p.deployment.concurrency_per_instance + '</td><td>' + p.deployment.weight_dtype + '</td></tr>';
+  const tr = T.insertRow(); tr.onclick = () => show(i, j);
+  [r.model, r.gpu, p.tok_s_per_user.toFixed(1), p.output_tok_s_per_gpu.toFixed(0), p.ttft_ms.toFixed(0), p.deployment.plan,
+   p.deployment.concurrency_per_instance, p.deployment.weight_dtype,
+   p.accuracy ? p.accuracy.short + ' (' + p.accuracy.source + ')' : 'none'].forEach(x => cell(tr, 'td', x));
 }}));
-document.getElementById('table').innerHTML = t + '</table>';
+document.getElementById('table').appendChild(T);
 document.getElementById('frontier-plot').on('plotly_click', ev => {{
   const cd = ev.points[0].customdata; if (cd) show(cd[0], cd[1]);
 }});
 </script></body></html>
 """
-    Path(path).write_text(page)
+    Path(path).write_text(page)  # the caller's write_all makes it whole or nothing

@@ -73,6 +73,7 @@ CONFIG_FIELDS: dict[str, tuple] = {
     "n_shared_experts": (_I, 0, EXPERTS), "num_shared_experts": (_I, 0, EXPERTS),
     "first_k_dense_replace": (_I, 0, LAYERS), "moe_layer_freq": (_I, 1, LAYERS), "decoder_sparse_step": (_I, 1, LAYERS),
     "interleave_moe_layer_step": (_I, 1, LAYERS), "sliding_window": (_I, 0, TOKENS),
+    "attention_chunk_size": (_I, 0, TOKENS), "nope_layer_interval": (_I, 1, LAYERS), "no_rope_layers": ("int_list",),
     "kv_lora_rank": (_I, 0, WIDTH), "q_lora_rank": (_I, 0, WIDTH), "qk_rope_head_dim": (_I, 1, WIDTH),
     "qk_nope_head_dim": (_I, 1, WIDTH), "v_head_dim": (_I, 1, WIDTH),
     "index_n_heads": (_I, 0, HEADS), "index_head_dim": (_I, 0, WIDTH), "index_topk": (_I, 0, TOKENS),
@@ -87,12 +88,15 @@ CONFIG_FIELDS: dict[str, tuple] = {
     "dtype": ("str",), "mlp_hidden_act": ("str",), "qk_norm_type": ("str",),
     "layer_types": ("str_list",), "mlp_only_layers": ("int_list",), "text_config": ("dict",),
     "quantization_config": ("dict",), "block_configs": ("dict_list",),
+    "max_position_embeddings": (_I, 1, TOKENS), "attention_chunk_size": (_I, 0, TOKENS), "nope_layer_interval": (_I, 1, LAYERS),
+    "no_rope_layers": ("int_list",), "rope_scaling": ("dict",),
 }
 # fields inside the nested objects the normaliser reads
 BLOCK_FIELDS = {"attention": ("no_op", "replace_with_linear", "n_heads_in_group", "window_length"),
                 "ffn": ("no_op", "replace_with_linear", "ffn_mult")}
 QUANT_FIELDS = ("quant_method", "weight_block_size", "config_groups", "weights", "num_bits")
 HF_QUANT_FIELDS = ("quantization", "quant_algo", "kv_cache_quant_algo", "exclude_modules")
+ROPE_FIELDS = ("factor", "rope_type", "type", "original_max_position_embeddings")
 
 
 def _field(name: str, v, spec: tuple) -> None:
@@ -211,6 +215,15 @@ def check_config(cfg: dict, outer: dict | None = None) -> None:
         _blocks(cfg["block_configs"], H or 1)
     if isinstance(cfg.get("quantization_config"), dict):
         _quant(cfg["quantization_config"])
+    rs = cfg.get("rope_scaling")
+    if isinstance(rs, dict):
+        if rs.get("factor") is not None:
+            as_float("config.rope_scaling.factor", rs["factor"], lo=0.0, hi=1e4, lo_open=True)
+        for k in ("rope_type", "type"):
+            if rs.get(k) is not None:
+                as_str(f"config.rope_scaling.{k}", rs[k])
+        if rs.get("original_max_position_embeddings") is not None:
+            as_int("config.rope_scaling.original_max_position_embeddings", rs["original_max_position_embeddings"], lo=1, hi=TOKENS)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -242,7 +255,8 @@ def check_gpu(d: dict, origin: str) -> None:
     dom = as_int("gpu.scale_up_domain", d.get("scale_up_domain", 1), lo=1, hi=1 << 20)
     for k, (lo, hi, lo_open) in GPU_NUMBERS.items():
         if k in d:
-            as_float(f"gpu.{k}", d[k], lo=lo, hi=hi, lo_open=lo_open)
+            as_float(f"gpu.{k}", d[k], lo=lo, hi=hi, lo_open=lo_open,
+                     what=f"a {'positive' if lo > 0 else 'non-negative'} number from {lo:g} to {hi:g}")
     if dom > 1 and not d.get("scale_up_bandwidth_bytes_per_s", 1) > 0:
         raise InputError("gpu.scale_up_bandwidth_bytes_per_s", d["scale_up_bandwidth_bytes_per_s"],
                          f"a positive figure: {origin} has a scale-up domain of {dom} GPUs")

@@ -1,0 +1,329 @@
+"""Each bad input of issue 21 is one line naming the field, exit 2, and nothing half-written.
+
+Every case runs the command in-process (Typer's CliRunner over `llm_codesign.cli.app`) from a
+bundled config.json or GPU file with one field changed, or a small measurement CSV.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+import llm_codesign
+from llm_codesign.cli import app
+
+DATA = Path(llm_codesign.__file__).parent / "data"
+LLAMA = "meta-llama--Meta-Llama-3.1-8B_config.json"  # 32 heads, 8 KV heads, hidden 4096
+QWEN_MOE = "Qwen--Qwen3-30B-A3B_config.json"  # 128 experts, top-8
+NAS = "nvidia--Llama-3_3-Nemotron-Super-49B-v1_config.json"  # block_configs
+GPT_OSS = "openai--gpt-oss-20b_config.json"  # layer_types
+SERVING_HEADER = ("source,model,gpu,num_gpus,backend,weight_dtype,kv_dtype,isl,osl,concurrency,tp,pp,ep,moe_tp,attention_dp,"
+                  "spec_method,spec_draft_len,spec_acceptance,ttft_ms,tpot_ms,output_tok_s_per_gpu,output_tok_s_per_user")
+SERVING_ROW = "a,llama-3.1-8b,h100,1,vllm,bf16,bf16,1024,1024,8,1,1,1,1,1,,,,50,8,,"
+GEMM_HEADER = "system,trtllm_version,gemm_dtype,m,n,k,latency_ms"
+GEMM_ROW = "h100_sxm,x,bfloat16,4096,4096,4096,0.2"
+
+
+def cli(*args: str):
+    """(exit code, stdout, stderr) of one in-process run; an exception escaping the app fails here."""
+    r = CliRunner().invoke(app, list(args), env={"COLUMNS": "2000"})
+    if r.exception is not None and not isinstance(r.exception, SystemExit):
+        raise AssertionError(f"uncaught {type(r.exception).__name__}: {r.exception}") from r.exception
+    return r.exit_code, r.stdout, r.stderr
+
+
+def one_line_error(args, field: str):
+    code, out, err = cli(*args)
+    lines = [x for x in err.splitlines() if x.strip()]
+    assert code == 2, (code, out[-300:], err[-300:])
+    assert len(lines) == 1 and lines[0].startswith("error: "), err
+    assert field.lower() in lines[0].lower(), lines[0]
+    assert "Traceback" not in out + err
+    return lines[0]
+
+
+def config(tmp_path: Path, base: str, name: str = "config.json", text: bool = False, **changes) -> str:
+    """A bundled config.json with fields changed (NaN/Infinity written as JSON5-ish tokens, as json.dumps does)."""
+    cfg = json.loads((DATA / "models" / base).read_text())
+    d = cfg["text_config"] if text else cfg
+    d.update(changes)
+    p = tmp_path / name
+    p.write_text(json.dumps(cfg))
+    return str(p)
+
+
+def gpu_file(tmp_path: Path, key: str, value: str, base: str = "h100.toml") -> str:
+    text = (DATA / "gpus" / base).read_text()
+    new, n = re.subn(rf"(?m)^{key} = .*$", f"{key} = {value}", text)
+    assert n == 1, key
+    p = tmp_path / base
+    p.write_text(new)
+    return str(p)
+
+
+# ---- config.json fields: type, finiteness, range, relations
+
+CONFIG_CASES = [
+    (LLAMA, {"num_key_value_heads": "8"}, "num_key_value_heads"),
+    (LLAMA, {"head_dim": "128"}, "head_dim"),
+    (LLAMA, {"intermediate_size": math.nan}, "intermediate_size"),
+    (LLAMA, {"intermediate_size": math.inf}, "intermediate_size"),
+    (LLAMA, {"sliding_window": "abc"}, "sliding_window"),
+    (LLAMA, {"sliding_window": -100}, "sliding_window"),
+    (LLAMA, {"quantization_config": "fp8"}, "quantization_config"),
+    (GPT_OSS, {"layer_types": 65}, "layer_types"),
+    (QWEN_MOE, {"mlp_only_layers": True}, "mlp_only_layers"),
+    (LLAMA, {"num_key_value_heads": -8}, "num_key_value_heads"),
+    (LLAMA, {"num_key_value_heads": 64}, "num_key_value_heads"),  # above the 32 query heads
+    (LLAMA, {"num_key_value_heads": 3}, "num_key_value_heads"),  # 32 heads not divisible by 3
+    (LLAMA, {"head_dim": 127.5}, "head_dim"),
+    (LLAMA, {"hidden_size": True}, "hidden_size"),
+    (LLAMA, {"hidden_size": 16}, "hidden_size"),  # 32 heads of 0 channels
+    (LLAMA, {"intermediate_size": -14336}, "intermediate_size"),
+    (LLAMA, {"num_hidden_layers": 32.0}, "num_hidden_layers"),
+    (QWEN_MOE, {"num_experts_per_tok": 500}, "num_experts_per_tok"),
+    (QWEN_MOE, {"num_experts": -128}, "num_experts"),
+    (QWEN_MOE, {"moe_intermediate_size": -768}, "moe_intermediate_size"),
+    (QWEN_MOE, {"decoder_sparse_step": 0}, "decoder_sparse_step"),
+]
+
+
+@pytest.mark.parametrize("base,changes,field", CONFIG_CASES, ids=[f"{f}={list(c.values())[0]!r}" for _, c, f in CONFIG_CASES])
+@pytest.mark.parametrize("command", ["estimate", "lint"])
+def test_bad_config_field_is_one_line(tmp_path, base, changes, field, command):
+    cfg = config(tmp_path, base, **changes)
+    one_line_error([command, cfg, "--gpu", "h100", *(["--json"] if command == "estimate" else [])], field)
+
+
+def test_bad_nas_block_is_one_line(tmp_path):
+    cfg = json.loads((DATA / "models" / NAS).read_text())
+    blk = next(b for b in cfg["block_configs"] if b["attention"].get("n_heads_in_group"))
+    blk["attention"]["n_heads_in_group"] = 0
+    p = tmp_path / "config.json"
+    p.write_text(json.dumps(cfg))
+    one_line_error(["estimate", str(p), "--gpu", "h100"], "n_heads_in_group")
+
+
+def test_empty_model_name_shows_what_was_given():
+    msg = one_line_error(["estimate", "", "--gpu", "h100"], "model")
+    assert "'.'" not in msg and "''" in msg
+
+
+# ---- GPU files
+
+GPU_CASES = [
+    ("shapes", "[]"), ("shapes", "[[0, 0, 0]]"), ("bf16", '"lots"'), ("bf16", "nan"), ("bf16", "true"), ("sms", "[1, 2]"),
+    ("sms", "inf"), ("l2_bytes", "inf"), ("l2_bytes", "[1]"), ("scale_up_bandwidth_bytes_per_s", "-1"),
+    ("scale_up_bandwidth_bytes_per_s", "0"), ("scale_up_bandwidth_bytes_per_s", "inf"), ("scale_up_domain", "1.5"),
+    ("scale_out_bandwidth_bytes_per_s", "-5"), ("hbm_bandwidth_bytes_per_s", "nan"), ("tdp_w", "true"),
+]
+
+
+@pytest.mark.parametrize("key,value", GPU_CASES, ids=[f"{k}={v}" for k, v in GPU_CASES])
+def test_bad_gpu_field_is_one_line(tmp_path, key, value):
+    one_line_error(["estimate", "llama-3.1-8b", "--gpu", gpu_file(tmp_path, key, value), "--json"], key)
+
+
+def test_gpu_file_not_utf8(tmp_path):
+    p = tmp_path / "g.toml"
+    p.write_bytes((DATA / "gpus" / "h100.toml").read_bytes()[:100] + b"\xff\xfe\n")
+    one_line_error(["roofline", "llama-3.1-8b", "--gpu", str(p)], "gpu")
+
+
+# ---- calibration profiles
+
+@pytest.mark.parametrize("text,field", [("[default]\nbw_eff = 0\n", "bw_eff"), ("[default]\nbw_eff = 1.5\n", "bw_eff"),
+                                        ("[hopper]\ngemm_eff_bf16 = nan\n", "gemm_eff_bf16"), ("[default]\nbw_eff = true\n", "bw_eff"),
+                                        ("[default.step_overhead_s]\ntrtllm = inf\n", "step_overhead_s")])
+def test_bad_profile_value_is_one_line(tmp_path, text, field):
+    p = tmp_path / "p.toml"
+    p.write_text(text)
+    one_line_error(["estimate", "llama-3.1-8b", "--gpu", "h100", "--calibration", str(p)], field)
+
+
+# ---- command-line options
+
+OPTION_CASES = [
+    (["estimate", "llama-3.1-8b", "--gpu", "h100", "--gpus", "0"], "gpus"),
+    (["estimate", "llama-3.1-8b", "--gpu", "h100", "--gpus", "9223372036854775808"], "gpus"),
+    (["estimate", "llama-3.1-8b", "--gpu", "h100", "--concurrency", "100000000000000000000000"], "concurrency"),
+    (["estimate", "llama-3.1-8b", "--gpu", "h100", "--concurrency", "0"], "concurrency"),
+    (["estimate", "llama-3.1-8b", "--gpu", "h100", "--isl", "0"], "isl"),
+    (["estimate", "llama-3.1-8b", "--gpu", "h100", "--spec", "eagle3", "--draft-len", "0", "--acceptance", "2"], "draft_len"),
+    (["estimate", "llama-3.1-8b", "--gpu", "h100", "--draft-len", "3"], "draft_len"),  # without --spec
+    (["estimate", "llama-3.1-8b", "--gpu", "h100", "--spec", "eagle3", "--draft-len", "3", "--acceptance-rates", "0.8,0.6"],
+     "acceptance_rates"),  # two rates for three draft tokens
+    (["estimate", "llama-3.1-8b", "--gpu", "h100", "--spec", "eagle3", "--acceptance-rates", "0.8,nan"], "acceptance_rates"),
+    (["estimate", "llama-3.1-8b", "--gpu", "h100", "--backend", "nope"], "backend"),
+    (["pareto", "llama-3.1-8b", "--gpu", ",", "--gpus", "1"], "gpu"),
+    (["pareto", "llama-3.1-8b", "--gpu", "h100", "--gpus", "1", "--tp", "0"], "tp"),
+    (["pareto", "deepseek-r1", "--gpu", "gb200", "--gpus", "8-4096"], "gpus"),
+    (["disagg", "llama-3.1-8b", "--gpu", "h100", "--prefill", "tp=8,tp=4", "--decode", "tp=1"], "prefill"),
+    (["disagg", "llama-3.1-8b", "--gpu", "h100", "--prefill", "tp=1", "--decode", "tp=1", "--concurrency", "100000000000"], "concurrency"),
+    (["design", "--params", "1e9", "--max-candidates", "-5"], "max_candidates"),
+    (["design", "--params", "nan", "--search", "nsga2"], "params"),
+    (["design", "--params", "1e9", "--budget-tol", "-1"], "budget_tol"),
+    (["design", "--params", "1e9", "--quality-tol", "nan"], "quality_tol"),
+    (["bench", "gemm", "-o", "OUT/b.csv", "--device", "cpu", "--system", "h100", "--m", "100000", "--nk", "100000x100000"], "nk"),
+]
+
+
+@pytest.mark.parametrize("args,field", OPTION_CASES, ids=[" ".join(a[:1] + a[-2:]) for a, _ in OPTION_CASES])
+def test_bad_option_is_one_line(tmp_path, args, field):
+    one_line_error([a.replace("OUT", str(tmp_path)) for a in args], field)
+
+
+def test_backend_is_case_insensitive_like_gpu_names():
+    code, out, err = cli("estimate", "llama-3.1-8b", "--gpu", "H100", "--backend", "VLLM", "--json")
+    assert code == 0, err
+    assert json.loads(out)["backend"] == "vllm"
+
+
+def test_pareto_names_a_model_that_does_not_fit():
+    code, out, err = cli("pareto", "deepseek-r1", "--gpu", "h100", "--gpus", "1")
+    assert "SLO" not in out + err  # no SLO filter was given
+    assert re.search(r"fit", out + err) and "Traceback" not in out + err
+
+
+def test_config_path_with_a_comma_works_in_pareto(tmp_path):
+    d = tmp_path / "a,b"
+    d.mkdir()
+    cfg = config(d, LLAMA)
+    code, out, err = cli("pareto", cfg, "--gpu", "h100", "--gpus", "1", "--json")
+    assert code == 0, err
+    assert json.loads(out)["frontier"]
+
+
+# ---- measurement CSVs: bad rows are skipped and listed; a file with nothing to model is an error
+
+@pytest.mark.parametrize("bad", ["abc", "nan", "0", "-0.2"])
+def test_bad_kernel_latency_row_is_skipped_and_listed(tmp_path, bad):
+    k = tmp_path / "g.csv"
+    k.write_text(f"{GEMM_HEADER}\n{GEMM_ROW}\nh100_sxm,x,bfloat16,16,4096,4096,{bad}\n")
+    code, out, err = cli("validate", "--kernels", str(k), "--json")
+    assert code == 0, err
+    d = json.loads(out)
+    assert d["overall"]["latency_ms"]["n"] == 1 and "latency_ms" in json.dumps(d["unmodeled"])
+    k.write_text(f"{GEMM_HEADER}\nh100_sxm,x,bfloat16,16,4096,4096,{bad}\n")
+    one_line_error(["validate", "--kernels", str(k)], "latency_ms")
+
+
+def test_kernel_csv_without_system_column(tmp_path):
+    k = tmp_path / "g.csv"
+    k.write_text("trtllm_version,gemm_dtype,m,n,k,latency_ms\nx,bfloat16,4096,4096,4096,0.2\n")
+    one_line_error(["validate", "--kernels", str(k)], "system")
+
+
+def test_serving_csv_not_utf8(tmp_path):
+    s = tmp_path / "s.csv"
+    s.write_bytes(SERVING_HEADER.encode() + b"\n" + SERVING_ROW.encode()[:-4] + b"\xff\xfe,,\n")
+    one_line_error(["validate", "--serving", str(s)], "serving")
+
+
+def test_one_bad_serving_row_does_not_abort_the_run(tmp_path):
+    bad = SERVING_ROW.replace("llama-3.1-8b", str(config(tmp_path, LLAMA, num_key_value_heads="8"))).replace("a,", "b,", 1)
+    s = tmp_path / "s.csv"
+    s.write_text(f"{SERVING_HEADER}\n{SERVING_ROW}\n{bad}\n")
+    code, out, err = cli("validate", "--serving", str(s), "--json")
+    assert code == 0, err
+    d = json.loads(out)
+    assert d["modeled"] == 1 and "num_key_value_heads" in d["unmodeled"][0]["reason"]
+
+
+def test_serving_file_with_no_modelable_row_is_an_error(tmp_path):
+    s = tmp_path / "s.csv"
+    s.write_text(f"{SERVING_HEADER}\n{SERVING_ROW.replace('llama-3.1-8b', 'no-such-model')}\n")
+    one_line_error(["validate", "--serving", str(s)], "serving")
+
+
+def test_calibrate_refuses_a_fit_on_its_bounds_unless_forced(tmp_path):
+    # GEMMs 1000x slower than any GPU runs them: the efficiency fit can only land on its lower bound
+    k = tmp_path / "g.csv"
+    rows = [f"h100_sxm,x,bfloat16,{m},{n},4096,{2 * m * n * 4096 / 600e12 * 1e6:.6f}" for m in (256, 1024, 4096) for n in (4096, 14336)]
+    k.write_text("\n".join([GEMM_HEADER, *rows]) + "\n")
+    out = tmp_path / "p.toml"
+    one_line_error(["calibrate", "--kernels", str(k), "-o", str(out)], "--force")
+    assert not out.exists()
+    code, _, err = cli("calibrate", "--kernels", str(k), "-o", str(out), "--force")
+    assert code == 0 and out.exists(), err
+
+
+# ---- files: checked before computing, written whole, with the umask's mode, named as written
+
+def test_unwritable_html_leaves_nothing(tmp_path):
+    o = tmp_path / "o"
+    one_line_error(["pareto", "llama-3.1-8b", "--gpu", "h100", "--gpus", "1", "--out", str(o), "--html", "/proc/no/r.html"], "html")
+    assert not o.exists() or not any(o.iterdir())
+
+
+def test_design_export_checked_before_the_search(tmp_path):
+    one_line_error(["design", "--params", "1e9", "--gpus", "1", "--export", str(tmp_path)], "export")
+
+
+def test_validate_out_to_a_folder_names_the_folder(tmp_path):
+    s = tmp_path / "s.csv"
+    s.write_text(f"{SERVING_HEADER}\n{SERVING_ROW}\n")
+    msg = one_line_error(["validate", "--serving", str(s), "--out", str(tmp_path)], "out")
+    assert str(tmp_path) in msg and ".tmp" not in msg
+
+
+def test_written_files_follow_the_umask(tmp_path):
+    s = tmp_path / "s.csv"
+    s.write_text(f"{SERVING_HEADER}\n{SERVING_ROW}\n")
+    out = tmp_path / "pred.csv"
+    code, _, err = cli("validate", "--serving", str(s), "--out", str(out))
+    assert code == 0, err
+    umask = os.umask(0)
+    os.umask(umask)
+    assert out.stat().st_mode & 0o777 == 0o666 & ~umask
+
+
+def test_plot_without_suffix_reports_the_file_written(tmp_path):
+    pytest.importorskip("matplotlib")
+    p = tmp_path / "adir2"
+    code, out, err = cli("pareto", "llama-3.1-8b", "--gpu", "h100", "--gpus", "1", "--plot", str(p))
+    if code == 2:
+        assert "plot" in err and len(err.strip().splitlines()) == 1  # refused up front is fine too
+        assert not list(tmp_path.iterdir())
+    else:
+        assert code == 0, err
+        written = [x for x in tmp_path.iterdir()]
+        assert len(written) == 1 and written[0].name in out
+
+
+def test_html_report_escapes_model_names(tmp_path):
+    cfg = config(tmp_path, LLAMA, name="<img src=x onerror=alert(1)>.json")
+    html = tmp_path / "r.html"
+    code, _, err = cli("pareto", cfg, "--gpu", "h100", "--gpus", "1", "--html", str(html))
+    assert code == 0, err
+    text = html.read_text()
+    assert "<img src=x" not in text and "document.getElementById('table').innerHTML" not in text
+
+
+def test_ctrl_c_is_one_line_exit_130(monkeypatch):
+    import importlib
+
+    est = importlib.import_module(next(m for m in ("llm_codesign.serve.estimate", "llm_codesign.estimate")
+                                       if importlib.util.find_spec(m)))
+
+    def interrupted(*a, **k):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(est, "estimate", interrupted)
+    code, out, err = cli("estimate", "llama-3.1-8b", "--gpu", "h100")
+    assert code == 130 and len(err.strip().splitlines()) == 1 and "Traceback" not in out + err
+
+
+def test_json_is_strict_and_finite():
+    code, out, err = cli("estimate", "deepseek-r1", "--gpu", "b200", "--gpus", "8", "--concurrency", "64", "--json")
+    assert code == 0, err
+
+    def bad(c):
+        raise ValueError(c)
+
+    json.loads(out, parse_constant=bad)
