@@ -105,10 +105,11 @@ def test_acceptance_forms():
 
 def test_validity_reasons():
     m, g = get_model("llama-3.1-70b"), get_gpu("h100")
-    r = validity(m, g, Plan(tp=np.array([8, 3, 16, 4]), pp=np.array([1, 1, 1, 3])), np.array([8, 3, 16, 12]))
+    r = validity(m, g, Plan(tp=np.array([8, 3, 16, 4, 1]), pp=np.array([1, 1, 1, 3, 96])), np.array([8, 3, 16, 12, 96]))
     from llm_codesign.spec.plan import REASONS
 
-    assert [REASONS[i] if i >= 0 else None for i in r] == [None, "heads", "scale_up", "layers"]
+    # 80 layers over PP3 split 27/27/26 (priced, issue 20); 96 stages would leave stages without a layer
+    assert [REASONS[i] if i >= 0 else None for i in r] == [None, "heads", "scale_up", None, "layers"]
     ds = get_model("deepseek-r1")
     r = validity(ds, g, Plan(tp=8, ep=3, moe_tp=1), 8)
     assert REASONS[int(r)] == "gpus_mismatch"

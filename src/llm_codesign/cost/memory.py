@@ -20,8 +20,8 @@ def weight_bytes_per_gpu(model: ModelSpec, prec: Precision, sh: Sharding):
     tp, pp, ep, mtp, kvp = (np.asarray(x, float) for x in (sh.tp, sh.pp, sh.ep, sh.moe_tp, sh.kvp))
     h = model.hidden
     wa, wf = prec.attn.bytes_per_weight(), prec.weight.bytes_per_weight()
-    body = 0.0
-    for layer, n in model.groups:
+    per_layer = []
+    for layer, _ in model.groups:
         a, f = layer.attn, layer.ffn
         # QKV/O sharded by TP, replicated across attention-DP and Helix ranks; Helix GPUs act as TP
         # for recurrent mixers (no KV cache to shard along the sequence)
@@ -35,12 +35,33 @@ def weight_bytes_per_gpu(model: ModelSpec, prec: Precision, sh: Sharding):
             ffn = f.experts * expert * wf / (ep * mtp) + f.mats * h * f.shared_inter * wf / (tp * kvp) + h * f.experts * 2.0
         else:
             ffn = f.params(h)[0] * wf / (tp * kvp)
-        body = body + n * (attn + ffn)
+        per_layer.append(attn + ffn)
     # embedding on the first stage, LM head on the last (vocab-parallel over TP), kept in BF16
     emb = model.embedding_params * 2.0 / (tp * kvp)
     head = model.lm_head_params * 2.0 / (tp * kvp)
     ends = np.where(pp > 1, np.maximum(emb, head), emb + head)
-    return body / pp + ends
+    return busiest_stage(model, pp, per_layer) + ends
+
+
+def busiest_stage(model: ModelSpec, pp, per_layer: list):
+    """The most any pipeline stage holds of a per-layer quantity (one value or array per group), the
+    stages split as engines split them (ModelSpec.stage_counts): L / pp layers' worth when pp divides
+    a regular stack, the ceil(L / pp) stage otherwise."""
+    pp = np.asarray(pp, float)
+    if len(model.groups) == 1:  # a regular stack (its layer count may be an array in a shape sweep)
+        n = np.asarray(model.groups[0][1], float)
+        return np.where((n % pp == 0) | (n < pp), n / pp, np.ceil(n / pp)) * per_layer[0]
+    total = sum(n * v for v, (_, n) in zip(per_layer, model.groups, strict=True))
+    out = total / pp  # stages holding the same layers, and a one-layer draft spread over the stages
+    for v in np.unique(pp):
+        if int(v) > model.num_layers or int(v) <= 1:
+            continue
+        most = None
+        for st in model.stage_counts(int(v)):
+            s = sum(c * x for c, x in zip(st, per_layer, strict=True))
+            most = s if most is None else np.maximum(most, s)
+        out = np.where(pp == v, most, out)
+    return out
 
 
 def kv_bytes_per_token(model: ModelSpec, prec: Precision, sh: Sharding, context=None):
@@ -52,12 +73,12 @@ def kv_bytes_per_token(model: ModelSpec, prec: Precision, sh: Sharding, context=
     """
     tp, pp, kvp = (np.asarray(x, float) for x in (sh.tp, sh.pp, sh.kvp))
     kvb = prec.kv.bytes_per_value()
-    total = 0.0
-    index_bytes = 0.0
-    for layer, n in model.groups:
+    per_layer = []  # cache bytes per token of one layer of each group
+    for layer, _ in model.groups:
         a = layer.attn
+        per_layer.append(0.0)
         if a.index_topk:  # DSA index keys: FP8 with one FP32 scale per 128 values (DeepSeek-V3.2-Exp)
-            index_bytes += n * a.index_head_dim * (1.0 + 4.0 / 128.0)
+            per_layer[-1] = a.index_head_dim * (1.0 + 4.0 / 128.0)
         if a.kind == "gqa":
             per = np.ceil(a.kv_heads / tp) * (a.head_dim + (0 if a.k_eq_v else a.v_head_dim))
         elif a.kind == "mla":
@@ -66,8 +87,9 @@ def kv_bytes_per_token(model: ModelSpec, prec: Precision, sh: Sharding, context=
             continue
         if a.window and context is not None:
             per = per * np.minimum(1.0, a.window / np.maximum(np.asarray(context, float), 1.0))
-        total = total + n * per
-    return (total * kvb + index_bytes) / (pp * kvp)
+        per_layer[-1] = per_layer[-1] + per * kvb
+    # the stage holding the most cache per token bounds what fits (uneven stages: its ceil(L / pp) layers)
+    return busiest_stage(model, pp, per_layer) / kvp
 
 
 def state_bytes_per_seq(model: ModelSpec, sh: Sharding):

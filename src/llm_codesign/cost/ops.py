@@ -337,30 +337,78 @@ def layer_ops(model: ModelSpec, layer: Layer, count, gpu: Gpu, cal: Calibration,
 
 
 def forward_ops(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, sh: Sharding, b: Batch) -> list[Op]:
-    """All operators of one step on one GPU of one pipeline stage (the last: it holds the LM head)."""
+    """All operators of one step on one GPU of the slowest pipeline stage (the LM head counted where
+    that stage is the last, which holds it)."""
     pp = np.asarray(sh.pp, float)
-    ops: list[Op] = []
+    parts: list[tuple[list[Op], tuple[int, ...]]] = []  # operators priced per layer, and the groups they serve
     multi = len(model.groups) > 1
     if not multi:
         layer, n = model.groups[0]
-        ops += layer_ops(model, layer, np.asarray(n, float) / pp, gpu, cal, prec, sh, b, "layer")
+        parts.append((layer_ops(model, layer, 1.0, gpu, cal, prec, sh, b, "layer"), (0,)))
     else:
         # layers that share an attention (or FFN) half are priced once, with the summed layer count
         # (DeepSeek's dense and MoE layers share MLA; gpt-oss's sliding and full layers share experts)
         for part, key in (("attn", lambda layer: layer.attn), ("ffn", lambda layer: layer.ffn)):
             seen: dict = {}
             for i, (layer, n) in enumerate(model.groups):
-                seen.setdefault(key(layer), [i, layer, 0])[2] += n
-            for i, layer, n in seen.values():
-                ops += layer_ops(model, layer, np.asarray(n, float) / pp, gpu, cal, prec, sh, b, f"layer{i}", (part,))
+                seen.setdefault(key(layer), [i, layer, []])[2].append(i)
+            for i, layer, members in seen.values():
+                parts.append((layer_ops(model, layer, 1.0, gpu, cal, prec, sh, b, f"layer{i}", (part,)), tuple(members)))
     # LM head: the sampled positions only (every decode token, one per prefilled sequence)
     logits = np.asarray(b.dec_seqs, float) * b.dec_tokens_per_seq + np.asarray(b.pf_seqs, float)
     dense_tp = np.asarray(sh.tp, float) * np.asarray(sh.kvp, float)
-    ops += _tag([_gemm("lm_head", logits, model.vocab / dense_tp, model.hidden, np.ones_like(pp), gpu, cal, "bf16", 2.0, 2.0, weight="bf16")], "lm_head", "bf16")
+    head = _tag([_gemm("lm_head", logits, model.vocab / dense_tp, model.hidden, np.ones_like(pp), gpu, cal, "bf16", 2.0, 2.0, weight="bf16")], "lm_head", "bf16")
+    counts, head_on = _slowest_stage(model, pp, parts, head[0])
+    ops: list[Op] = []
+    for (p_ops, _), c in zip(parts, counts, strict=True):
+        for op in p_ops:
+            op.count = c
+        ops += p_ops
+    head[0].count = head_on
+    ops += head
     if np.any(pp > 1):
         T = np.asarray(b.dec_seqs, float) * b.dec_tokens_per_seq + np.asarray(b.pf_tokens, float)
         ops += _tag([_comm("pp/send_recv", "p2p", np.where(pp > 1, T * model.hidden * 2.0, 0.0), np.where(pp > 1, 2.0, 1.0), np.ones_like(pp), gpu, cal)], "pipeline", "bf16")
     return ops
+
+
+def _slowest_stage(model: ModelSpec, pp, parts, head: Op):
+    """Layers per part (and 0/1 for the LM head) of the stage that sets the pipeline's pace. Engines
+    split consecutive layers (ModelSpec.stage_counts); a stage is as slow as its layers plus, on the
+    last, the LM head, and every micro-batch waits for the slowest (GPipe-style 1F1B schedules run
+    at the slowest stage's rate). Where every stage holds the same layers (pp dividing a regular
+    stack) that is the last, with n / pp layers of each group, as before uneven stages were priced."""
+    if len(model.groups) == 1:  # a regular stack (layer counts may be arrays in a shape sweep)
+        n = np.asarray(model.groups[0][1], float)
+        # pp dividing L, and a one-layer draft (MTP, EAGLE) spread over the target's stages as before
+        even = (n % pp == 0) | (n < pp)
+        hi, lo = np.ceil(n / pp), np.floor(n / pp)
+        t = step_time(parts[0][0])
+        last = even | (lo * t + head.time > hi * t)  # the last stage: floor(L / pp) layers and the LM head
+        return [np.where(even, n / pp, np.where(last, lo, hi))], last.astype(float)
+    counts = [np.zeros_like(pp) for _ in parts]
+    head_on = np.ones_like(pp)
+    t_part = None
+    for v in np.unique(pp):
+        v = int(v)
+        mask = pp == v
+        if v > model.num_layers:  # a one-layer draft (MTP, EAGLE) spread over the target's stages
+            for j, (_, members) in enumerate(parts):
+                counts[j] = np.where(mask, sum(model.groups[g][1] for g in members) / v, counts[j])
+            continue
+        per = [[sum(st[g] for g in members) for _, members in parts] for st in model.stage_counts(v)]
+        if all(p == per[-1] for p in per):
+            for j in range(len(parts)):
+                counts[j] = np.where(mask, float(per[-1][j]), counts[j])
+            continue
+        if t_part is None:  # per-layer time of each part, at this step's batch
+            t_part = [step_time(p_ops) for p_ops, _ in parts]
+        ts = [sum(c * t for c, t in zip(per[s], t_part, strict=True)) + (head.time if s == v - 1 else 0.0) for s in range(v)]
+        idx = np.argmax(np.stack(np.broadcast_arrays(*ts)), axis=0)
+        for j in range(len(parts)):
+            counts[j] = np.where(mask, np.choose(idx, [float(per[s][j]) for s in range(v)]), counts[j])
+        head_on = np.where(mask, (idx == v - 1).astype(float), head_on)
+    return counts, head_on
 
 
 def step_time(ops: list[Op]):

@@ -10,7 +10,7 @@ import numpy as np
 
 from llm_codesign.cost import kernels as cost
 from llm_codesign.cost.calibration import Calibration
-from llm_codesign.cost.ops import Batch, Sharding, distinct_experts, layer_ops, step_time
+from llm_codesign.cost.ops import Batch, Sharding, distinct_experts, forward_ops, layer_ops, step_time
 from llm_codesign.errors import InputError
 from llm_codesign.serve.aggregated import _sharding, decode_step, evaluate
 from llm_codesign.spec.hardware import Gpu
@@ -292,11 +292,32 @@ def _r5(model, gpu, cal, prec, sh):
 def _r6(model, gpu, cal, prec, sh, b):
     out = []
     L = model.num_layers
-    bad = [pp for pp in (2, 4, 8) if L % pp]
-    if bad:
-        pp = bad[-1]
-        out.append(Finding("R6", "warning", "layers", f"{L} layers do not split evenly over PP {', '.join(map(str, bad))}",
-                           100.0 * (math.ceil(L / pp) * pp / L - 1), f"{int(math.ceil(L / 8) * 8)} or {L // 8 * 8} layers"))
+    # the slowest stage sets a pipeline's pace (cost.ops forward_ops splits layers as engines do):
+    # its step against the same layers spread evenly (L / pp of each kind, the LM head on the last)
+    one = forward_ops(model, gpu, cal, prec, sh, b)
+    head = float(sum(np.sum(op.total_time) for op in one if op.name == "lm_head"))
+    layers = float(step_time(one)) - head
+    costs = []
+    for pp in (2, 4, 8):
+        if pp > L:
+            continue
+        ops = forward_ops(model, gpu, cal, prec, replace(sh, pp=pp), b)
+        stage = float(sum(np.sum(op.total_time) for op in ops if not op.name.startswith("pp/")))
+        costs.append((100.0 * (stage / (layers / pp + head) - 1.0), pp, model.stage_counts(pp)))
+    if costs:
+        pct, pp, stages = max(costs)
+        sizes = "/".join(str(sum(st)) for st in stages)
+        uneven = [p for p in (2, 4, 8) if L % p]
+        what = (f"{L} layers do not split evenly over PP {', '.join(map(str, uneven))}" if uneven
+                else f"{L} layers split evenly over PP 2, 4, 8 but their kinds do not")
+        if round(pct, 1) > 0:
+            out.append(Finding("R6", "warning" if pct >= 1.0 else "info", "layers",
+                               f"{what}: at PP{pp} (stages of {sizes} layers) the slowest stage runs {pct:.1f}% longer than "
+                               "an even split, and sets every micro-batch's pace",
+                               pct, f"{int(math.ceil(L / 8) * 8)} or {L // 8 * 8} layers" if uneven else "keep the layer pattern regular per stage"))
+        elif uneven:
+            out.append(Finding("R6", "info", "layers", f"{what}; at PP{uneven[-1]} the slowest stage costs ~0% over an even split",
+                               0.0, "nothing to fix"))
     if len(model.groups) > 1:
         times = []
         for layer, n in model.groups:

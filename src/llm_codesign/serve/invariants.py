@@ -33,9 +33,14 @@ def weight_floor_s(model: ModelSpec, dep: Deployment):
                   for layer, n in model.groups)
     # vocab 0 drops the embedding (a gather, not a read of the table) and the head, added back
     # as the LM head GEMM reads it (tied or not: forward_ops prices vocab x hidden in BF16)
-    body = weight_bytes_per_gpu(replace(model, groups=dense, vocab=0), dep.precision, sh)
+    body = weight_bytes_per_gpu(replace(model, groups=dense, vocab=0), dep.precision, sh)  # the busiest stage's
     head = model.vocab * model.hidden * 2.0 / (np.asarray(sh.tp, float) * np.asarray(sh.kvp, float))
-    return (body + head) / dep.gpu.hbm_bandwidth_bytes_per_s
+    pp = int(np.asarray(dep.plan.pp).reshape(-1)[0])
+    stages = model.stage_counts(pp) if pp <= model.num_layers else ((),)
+    # stages alike: each, the last included, reads its layers and the LM head; uneven ones: the
+    # busiest stage's layers or the last stage's head, whichever is more (a floor, not the stage)
+    read = body + head if all(st == stages[-1] for st in stages) else np.maximum(body, head)
+    return read / dep.gpu.hbm_bandwidth_bytes_per_s
 
 
 def check_values(where: str, values: dict, *, floor_s=None, accepted=1.0, signed=SIGNED) -> None:

@@ -215,6 +215,9 @@ class ModelSpec:
     hf_ids: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
     max_context: int = 0  # tokens of context the checkpoint supports (max_context_from_config); 0: unknown
+    # the group (index into `groups`) of each layer in stack order; empty: the groups lie in blocks in
+    # their listed order. Pipeline stages take consecutive layers, so the order sets what each holds.
+    layout: tuple[int, ...] = ()
 
     def check_context(self, isl, osl) -> None:
         """One line refusing a request longer than the model's context, as engines refuse it (vLLM
@@ -227,6 +230,24 @@ class ModelSpec:
     @property
     def num_layers(self) -> int:
         return sum(n for _, n in self.groups)
+
+    def stage_counts(self, pp: int) -> tuple[tuple[int, ...], ...]:
+        """Layers of each group on each of `pp` pipeline stages, split as vLLM does (get_pp_indices:
+        L // pp layers per stage, the L % pp left over one each on the stages before the last, which
+        holds the LM head; TensorRT-LLM's split also gives the extra layers to non-last stages)."""
+        L, pp = self.num_layers, int(pp)
+        sizes = [L // pp] * pp
+        for i in range(2, L % pp + 2):
+            sizes[-i] += 1
+        order = self.layout if len(self.layout) == L else tuple(i for i, (_, n) in enumerate(self.groups) for _ in range(n))
+        out, start = [], 0
+        for size in sizes:
+            c = [0] * len(self.groups)
+            for g in order[start:start + size]:
+                c[g] += 1
+            out.append(tuple(c))
+            start += size
+        return tuple(out)
 
     @property
     def is_moe(self) -> bool:
@@ -524,9 +545,12 @@ def from_hf_config(cfg: dict, name: str = "custom", quant: dict | None = None,
         raise InputError("config.num_hidden_layers", L, f"match the per-layer lists ({len(attns)}, {len(ffns)})")
     tie = bool(outer.get("tie_word_embeddings", cfg.get("tie_word_embeddings", False)))
     prec = precision_from_quant(cfg, quant)
-    return ModelSpec(name=name, hidden=h, vocab=vocab, groups=_group([Layer(a, f) for a, f in zip(attns, ffns, strict=True)]),
+    layers = [Layer(a, f) for a, f in zip(attns, ffns, strict=True)]
+    groups = _group(layers)
+    index = {layer: i for i, (layer, _) in enumerate(groups)}
+    return ModelSpec(name=name, hidden=h, vocab=vocab, groups=groups,
                      tie_embeddings=tie, default_precision=prec, hf_ids=hf_ids, notes=tuple(notes),
-                     max_context=max_context_from_config(cfg))
+                     max_context=max_context_from_config(cfg), layout=tuple(index[layer] for layer in layers))
 
 
 def load_config_file(path: str | Path, name: str | None = None) -> ModelSpec:

@@ -21,7 +21,7 @@ REASONS = (
     "kv_heads",           # KV heads neither divisible by tp nor a divisor of it
     "experts",            # experts not divisible by ep
     "moe_width",          # expert width not divisible by moe_tp
-    "layers",             # layers not divisible by pp
+    "layers",             # more pipeline stages than layers
     "scale_up",           # a TP/Helix group larger than the scale-up domain
     "helix_needs_attention_tp",  # Helix with attention DP is not a supported combination
     "no_moe",             # ep/moe_tp > 1 on a dense model
@@ -33,7 +33,7 @@ MESSAGES = {
     "kv_heads": "KV heads must divide tp or be divisible by it (kv_heads {kv_heads})",
     "experts": "experts must be divisible by ep (experts {experts})",
     "moe_width": "the expert FFN width must be divisible by moe_tp (width {moe_width})",
-    "layers": "layers must be divisible by pp (layers {layers})",
+    "layers": "pp must not exceed the layer count (layers {layers})",
     "scale_up": "a tensor-parallel group must fit in one scale-up domain (NVLink; PCIe within a server for PCIe cards) of {domain} GPUs",
     "helix_needs_attention_tp": "Helix (kvp > 1) is modelled with attention TP, not with attention_dp > 1",
     "no_moe": "ep and moe_tp must be 1 for a dense model",
@@ -110,7 +110,9 @@ def validity(model: ModelSpec, gpu: Gpu, plan: Plan, num_gpus) -> np.ndarray:
         flag("moe_width", moe.expert_inter % mtp != 0)
     else:
         flag("no_moe", (ep > 1) | (mtp > 1))
-    flag("layers", np.asarray(model.num_layers) % pp != 0)
+    # uneven stages are priced (cost.ops forward_ops: the slowest stage sets the pace), as engines
+    # split L layers over any pp (vLLM get_pp_indices); a stage needs at least one layer
+    flag("layers", np.asarray(model.num_layers) < pp)
     # TP all-reduces every layer: keep TP (and Helix, which re-uses those GPUs as TP) inside the scale-up domain
     flag("scale_up", (tp * kvp > gpu.scale_up_domain) | ((ep * mtp > gpu.scale_up_domain) & (ep * mtp > 1) & (gpu.scale_up_domain < 8)))
     flag("helix_needs_attention_tp", (kvp > 1) & (adp > 1))

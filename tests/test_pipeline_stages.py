@@ -1,0 +1,80 @@
+"""Uneven and heterogeneous pipeline stages (issue 20, guideline 6): layers split as engines split
+them (vLLM get_pp_indices), the slowest stage sets the pace, and lint reports the imbalance."""
+import numpy as np
+import pytest
+from dataclasses import replace
+
+from llm_codesign.cost.calibration import calibration_for
+from llm_codesign.cost.memory import weight_bytes_per_gpu
+from llm_codesign.cost.ops import Batch, Sharding, forward_ops, step_time
+from llm_codesign.explore.lint import lint
+from llm_codesign.spec.hardware import get_gpu
+from llm_codesign.spec.plan import Plan, validity
+from llm_codesign.spec.registry import get_model
+
+
+def _t(ops, skip=("pp/",)):
+    return float(np.ravel(sum(op.total_time for op in ops if not op.name.startswith(skip)))[0])
+
+
+def test_layer_counts_pp_does_not_divide_are_priced_not_refused():
+    g = get_gpu("h100")
+    r1, big = get_model("deepseek-r1"), get_model("llama-3.1-405b")
+    assert int(validity(r1, g, Plan(tp=8, pp=2, ep=8, moe_tp=1), 16)) < 0  # 61 layers: refused before ('layers')
+    assert int(validity(big, g, Plan(tp=8, pp=4), 32)) < 0  # 126 layers
+    # vLLM get_pp_indices: L // pp each, the remainder one each on the stages before the last
+    assert big.stage_counts(4) == ((31,), (32,), (32,), (31,))
+    assert r1.stage_counts(4) == ((3, 12), (0, 15), (0, 16), (0, 15))  # DeepSeek's 3 dense layers lead
+    assert r1.stage_counts(2) == ((3, 28), (0, 30))
+
+
+def test_the_slowest_stage_sets_the_step():
+    # Llama-3.1-405B TP8 decode, 32 sequences at 2k: a layer takes t, the LM head h (from PP1's step);
+    # PP4 runs stages of 31/32/32/31 layers, the last with the head, so its step is max(32 t, 31 t + h)
+    m, g = get_model("llama-3.1-405b"), get_gpu("h100")
+    cal = calibration_for(g)
+    b = Batch(dec_seqs=32, dec_ctx=2048)
+    one = forward_ops(m, g, cal, m.default_precision, Sharding(tp=8), b)
+    h = _t([op for op in one if op.name == "lm_head"])
+    t = (_t(one) - h) / 126
+    four = forward_ops(m, g, cal, m.default_precision, Sharding(tp=8, pp=4), b)
+    assert _t(four) == pytest.approx(max(32 * t, 31 * t + h), rel=1e-9)
+    assert _t(four) > (_t(one) - h) / 4 + h * 0.999  # not the average stage (31.5 layers): 32 > 31.5 + h here
+    # pp dividing a regular stack: every stage L / pp layers with the head, as before
+    two = forward_ops(m, g, cal, m.default_precision, Sharding(tp=8, pp=2), b)
+    assert _t(two) == pytest.approx(63 * t + h, rel=1e-9)
+    # the weights of the busiest stage: 32 of 126 layers, and the embedding or head (BF16, vocab/TP)
+    w1 = float(np.ravel(weight_bytes_per_gpu(m, m.default_precision, Sharding(tp=8)))[0])
+    ends = 2 * 128256 * 16384 * 2.0 / 8
+    w4 = float(np.ravel(weight_bytes_per_gpu(m, m.default_precision, Sharding(tp=8, pp=4)))[0])
+    assert w4 == pytest.approx((w1 - ends) * 32 / 126 + ends / 2, rel=1e-12)
+
+
+def test_layer_order_sets_the_stages():
+    # gpt-oss-120b alternates sliding-window (128) and full attention over 36 layers; at PP4 the stages
+    # hold 5/4, 4/5, 5/4, 4/5 of them, so the last stage runs 5 full-attention layers (and the head).
+    # The same layers in blocks (18 sliding, then 18 full) put 9 full ones on each late stage: at a
+    # long context that stage is slower, and the two layouts no longer price alike
+    m, g = get_model("openai/gpt-oss-120b"), get_gpu("b200")
+    cal = calibration_for(g)
+    assert m.stage_counts(4) == ((5, 4), (4, 5), (5, 4), (4, 5))
+    blocks = replace(m, layout=())
+    assert blocks.stage_counts(4) == ((9, 0), (9, 0), (0, 9), (0, 9))
+    b = Batch(dec_seqs=64, dec_ctx=65536)
+    sh = Sharding(tp=2, pp=4, ep=2)
+    alt, blk = (_t(forward_ops(x, g, cal, x.default_precision, sh, b)) for x in (m, blocks))
+    full = [op for op in forward_ops(m, g, cal, m.default_precision, sh, b) if op.name == "layer1/attn/core_decode"]
+    assert float(np.ravel(full[0].count)[0]) == 5.0
+    assert blk > 1.2 * alt
+    one = _t(forward_ops(m, g, cal, m.default_precision, Sharding(tp=2, ep=2), b))
+    assert alt > one / 4  # the slowest stage is above the average
+
+
+def test_lint_prices_the_imbalance():
+    g = get_gpu("h100")
+    f = [x for x in lint(get_model("deepseek-r1"), g, calibration_for(g)) if x.rule == "R6" and x.where == "layers"]
+    assert len(f) == 1 and "15/15/16/15" in f[0].message and f[0].severity == "warning"
+    # its cost is the model's own: the PP4 slowest stage over an even split of the same layers
+    assert 1.0 < f[0].cost_pct < 10.0
+    f = [x for x in lint(get_model("llama-3.1-70b"), g, calibration_for(g)) if x.rule == "R6" and x.where == "layers"]
+    assert not f  # 80 identical layers split evenly: nothing to report
