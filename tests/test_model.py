@@ -134,7 +134,10 @@ def test_structure_of_hybrid_stacks():
     counts = {layer.ffn.kind: n for layer, n in ds.groups}
     assert counts == {"dense": 3, "moe": 58}
     mav = get_model("llama-4-maverick")
-    assert {layer.ffn.kind: n for layer, n in mav.groups} == {"dense": 24, "moe": 24}
+    kinds = {}
+    for layer, n in mav.groups:  # MoE layers split into chunked (RoPE) and global (NoPE) attention groups
+        kinds[layer.ffn.kind] = kinds.get(layer.ffn.kind, 0) + n
+    assert kinds == {"dense": 24, "moe": 24}
     gpt = get_model("gpt-oss-120b")
     assert sorted(layer.attn.window for layer, _ in gpt.groups) == [0, 128]
     nas = get_model("nemotron-super-49b")

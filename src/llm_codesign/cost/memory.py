@@ -87,6 +87,10 @@ def kv_bytes_per_token(model: ModelSpec, prec: Precision, sh: Sharding, context=
             continue
         if a.window and context is not None:
             per = per * np.minimum(1.0, a.window / np.maximum(np.asarray(context, float), 1.0))
+        # chunked local attention (Llama 4) keeps its whole context: vLLM turns the hybrid KV cache
+        # manager off for it by default ("latency regression when using chunked local attention with
+        # the hybrid KV cache manager"; VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE=1 would keep
+        # only the current chunk's blocks, docs/design/hybrid_kv_cache_manager.md)
         per_layer[-1] = per_layer[-1] + per * kvb
     # the stage holding the most cache per token bounds what fits (uneven stages: its ceil(L / pp) layers)
     return busiest_stage(model, pp, per_layer) / kvp

@@ -81,6 +81,24 @@ def distinct_experts(E, k, tokens):
     return E * (1.0 - np.power(1.0 - k / E, tokens))
 
 
+def _chunk_offsets(x, chunk):
+    """Sum over positions p < x of p mod chunk: the keys before each query within its chunk."""
+    x = np.asarray(x, float)
+    q = np.floor(x / chunk)
+    r = x - q * chunk
+    return q * chunk * (chunk - 1.0) / 2.0 + r * (r - 1.0) / 2.0
+
+
+def chunk_keys(ctx, chunk):
+    """Keys a decode token reads under chunked local attention (Llama 4 attention_chunk_size; vLLM
+    ChunkedLocalAttention splits each sequence into virtual batches of one chunk,
+    make_local_attention_virtual_batches): its whole context up to one chunk, then its offset in the
+    current chunk, which over a sequence longer than a chunk averages the mean of p mod chunk over
+    its positions (about chunk / 2)."""
+    ctx = np.asarray(ctx, float)
+    return np.where(ctx <= chunk, ctx, _chunk_offsets(ctx, chunk) / np.maximum(ctx, 1.0))
+
+
 def _gemm(name, m, n, k, count, gpu, cal, math, a_b, w_b, groups=1.0, distinct=None, eff_scale=1.0, kernel=None, swap_ab=None,
           overhead_s=None, weight=None):
     t, tc, tm = cost.gemm_time(m, n, k, gpu, cal, math, a_b, w_b, 2.0, groups, distinct, eff_scale, kernel, swap_ab, overhead_s)
@@ -241,6 +259,8 @@ def layer_ops(model: ModelSpec, layer: Layer, count, gpu: Gpu, cal: Calibration,
             ctx = np.minimum(ctx, a.index_topk)  # MLA then reads only the selected tokens
         if a.window:
             ctx = np.minimum(ctx, a.window)
+        if a.attn_chunk:
+            ctx = chunk_keys(ctx, a.attn_chunk)
         ctx_l = ctx / kvp
         if a.kind == "mla":
             dec_flops = 2.0 * dec_tok * heads_l * ctx_l * (2 * a.kv_lora_rank + a.rope_dim)
@@ -262,9 +282,15 @@ def layer_ops(model: ModelSpec, layer: Layer, count, gpu: Gpu, cal: Calibration,
             keys = np.minimum(keys, a.index_topk)
         if a.window:
             keys = np.minimum(keys, a.window)
+        held = np.asarray(b.pf_ctx, float)  # cached keys the chunk's queries read
+        if a.attn_chunk:
+            # the chunk's queries at positions [c, c + t) attend within their own attention chunk
+            c0, span = np.asarray(b.pf_ctx, float), tp_tok / seqs
+            keys = (_chunk_offsets(c0 + span, a.attn_chunk) - _chunk_offsets(c0, a.attn_chunk)) / np.maximum(span, 1.0) + 1.0
+            held = np.mod(c0, a.attn_chunk)
         keys = keys / kvp
         pf_flops = 2.0 * tp_tok * heads_l * keys * (qk_d + v_d)
-        pf_bytes = seqs * (np.asarray(b.pf_ctx, float) + tp_tok / seqs) / kvp * per_tok_kv + tp_tok * heads_l * (qk_d + v_d) * 2.0
+        pf_bytes = seqs * (held + tp_tok / seqs) / kvp * per_tok_kv + tp_tok * heads_l * (qk_d + v_d) * 2.0
         pmath = "fp8" if (prec.kv.math == "fp8" and gpu.supports("fp8")) else "bf16"
         t, tc, tm = cost.attention_prefill_time(np.where(tp_tok > 0, pf_flops, 0.0), pf_bytes, gpu, cal, pmath, seqs * heads_l, keys,
                                                 tp_tok * heads_l * keys)

@@ -67,6 +67,9 @@ class Attention:
     state_bytes: int = 2
     state_dim: int = 0
     chunk: int = 0
+    # chunked local attention (Llama 4 attention_chunk_size): a token attends only to the earlier
+    # tokens of its own chunk of `attn_chunk` positions (HF Llama4TextAttention, vLLM ChunkedLocalAttention)
+    attn_chunk: int = 0
 
     @property
     def recurrent(self) -> bool:
@@ -494,6 +497,16 @@ def from_hf_config(cfg: dict, name: str = "custom", quant: dict | None = None,
         if mtype in ("qwen3", "qwen3_moe", "qwen2", "qwen2_moe") and not cfg.get("use_sliding_window"):
             win = 0  # Qwen configs carry sliding_window but use_sliding_window is false
         attns = [gqa(win)] * L
+        chunk = int(cfg.get("attention_chunk_size") or 0)
+        if mtype.startswith("llama4") and chunk:
+            # Llama 4: RoPE layers attend within chunks, every nope_layer_interval-th layer (NoPE) attends
+            # globally (HF Llama4TextConfig no_rope_layers: 1 = RoPE, default (i + 1) % 4 != 0; vLLM
+            # llama4.py uses chunked local attention where the layer is not NoPE)
+            every = int(cfg.get("nope_layer_interval") or 4)
+            rope = cfg.get("no_rope_layers") or [int((i + 1) % every != 0) for i in range(L)]
+            if len(rope) != L:
+                raise InputError("config.no_rope_layers", len(rope), f"one entry per layer ({L})")
+            attns = [replace(a, attn_chunk=chunk) if r else a for a, r in zip(attns, rope, strict=True)]
 
     # ---- FFN per layer
     E = cfg.get("n_routed_experts") or cfg.get("num_local_experts") or cfg.get("num_experts") or 0

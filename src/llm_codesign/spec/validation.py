@@ -73,7 +73,6 @@ CONFIG_FIELDS: dict[str, tuple] = {
     "n_shared_experts": (_I, 0, EXPERTS), "num_shared_experts": (_I, 0, EXPERTS),
     "first_k_dense_replace": (_I, 0, LAYERS), "moe_layer_freq": (_I, 1, LAYERS), "decoder_sparse_step": (_I, 1, LAYERS),
     "interleave_moe_layer_step": (_I, 1, LAYERS), "sliding_window": (_I, 0, TOKENS),
-    "attention_chunk_size": (_I, 0, TOKENS), "nope_layer_interval": (_I, 1, LAYERS), "no_rope_layers": ("int_list",),
     "kv_lora_rank": (_I, 0, WIDTH), "q_lora_rank": (_I, 0, WIDTH), "qk_rope_head_dim": (_I, 1, WIDTH),
     "qk_nope_head_dim": (_I, 1, WIDTH), "v_head_dim": (_I, 1, WIDTH),
     "index_n_heads": (_I, 0, HEADS), "index_head_dim": (_I, 0, WIDTH), "index_topk": (_I, 0, TOKENS),
