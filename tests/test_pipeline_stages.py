@@ -78,3 +78,20 @@ def test_lint_prices_the_imbalance():
     assert 1.0 < f[0].cost_pct < 10.0
     f = [x for x in lint(get_model("llama-3.1-70b"), g, calibration_for(g)) if x.rule == "R6" and x.where == "layers"]
     assert not f  # 80 identical layers split evenly: nothing to report
+
+
+def test_lint_helix_covers_mla():
+    # issue 20: the Helix check only looked at GQA with < 8 KV heads and said nothing for MLA, whose
+    # one latent KV head (512 + 64 values per layer) every TP rank holds whole
+    from llm_codesign.cost.memory import kv_bytes_per_token
+
+    m, g = get_model("deepseek-r1"), get_gpu("b200")
+    kv8 = float(np.ravel(kv_bytes_per_token(m, m.default_precision, Sharding(tp=8, ep=8)))[0])
+    kvh = float(np.ravel(kv_bytes_per_token(m, m.default_precision, Sharding(tp=1, kvp=8, ep=8)))[0])
+    assert kv8 == pytest.approx(61 * 576 * m.default_precision.kv.bytes_per_value(), rel=1e-12)  # TP8 shards none of it
+    assert kvh == pytest.approx(kv8 / 8, rel=1e-12)
+    f = [x for x in lint(m, g, calibration_for(g)) if x.rule == "R7" and x.where == "long-context"]
+    assert len(f) == 1 and "MLA" in f[0].message and "TP1 x KVP8" in f[0].message
+    held = [int(x) for x in __import__("re").findall(r"holds (\d+) sequences to TP8's (\d+)", f[0].message)[0]]
+    assert held[0] > 4 * held[1]  # 1/8 of the cache per GPU, less the attention weights TP1 replicates
+    assert f[0].cost_pct > 50.0

@@ -350,17 +350,39 @@ def _r7(model, gpu, cal, prec):
                 out.append(Finding("R7", "info", f"kv_heads@TP{tp}", f"{k} KV heads under TP{tp}: each KV head is replicated {tp // k}x",
                                    100.0 * (tp / k - 1), f"{tp} KV heads, or Helix (KV parallel along the sequence) instead of TP beyond {k}"))
     # Helix for long-context decode: TP limited to the KV heads, the rest of the GPUs shard the sequence
-    if kvh and min(kvh) < 8 and gpu.scale_up_domain >= 8:
-        k = min(kvh)
-        base_plan = Plan(tp=8, ep=1, moe_tp=8 if model.is_moe else 1)
-        helix = Plan(tp=k, kvp=8 // k, ep=1, moe_tp=8 if model.is_moe else 1)
+    # MLA keeps one latent KV head that every TP rank holds whole (DeepSeek-V2 sec. 2.1; the Helix
+    # paper's own case, arXiv:2507.07120): TP shards none of its cache, so Helix runs it at TP1 x KVP8
+    mla = any(layer.attn.kind == "mla" for layer, _ in model.groups)
+    if (mla or (kvh and min(kvh) < 8)) and gpu.scale_up_domain >= 8:
+        k = 1 if mla else min(kvh)
+        moe = next((layer.ffn for layer, _ in model.groups if layer.ffn.kind == "moe"), None)
+        ep = 8 if moe and moe.experts % 8 == 0 else 1  # experts whole on one GPU where they split, as lint's plan
+        mtp = 8 // ep if moe else 1
+        base_plan = Plan(tp=8, ep=ep, moe_tp=mtp)
+        helix = Plan(tp=k, kvp=8 // k, ep=ep, moe_tp=mtp)
+        ctx = 131072 if not model.max_context else min(131072, model.max_context - 256)
         if int(validity(model, gpu, base_plan, 8)) < 0 and int(validity(model, gpu, helix, 8)) < 0:
-            a = float(evaluate(model, gpu, cal, prec, base_plan, 1, 131072, 256)["tpot_s"].ravel()[0])
-            h = float(evaluate(model, gpu, cal, prec, helix, 1, 131072, 256)["tpot_s"].ravel()[0])
-            if a > h:
-                out.append(Finding("R7", "info", "long-context", f"at 128k context on 8 GPUs, Helix (TP{k} x KVP{8 // k}) decodes in "
-                                   f"{h * 1e3:.2f} ms vs {a * 1e3:.2f} ms with TP8", 100.0 * (a / h - 1),
-                                   f"deploy long-context decode with --tp {k} --kvp {8 // k}"))
+            # Helix's gain is the cache: each GPU holds 1/KVP of every sequence, so 8 GPUs hold more long
+            # sequences and read less per step; its price, the attention weights TP no longer splits.
+            # Both priced: one request's TPOT, and decode tokens/s per GPU with each plan's KV cache full
+            icl = cal.in_step("trtllm")
+            res = []
+            for plan in (base_plan, helix):
+                r = evaluate(model, gpu, cal, prec, plan, 1, ctx, 256)
+                cap = int(np.ravel(r["max_concurrency"])[0])
+                step = float(np.ravel(decode_step(model, gpu, icl, prec, _sharding(plan), max(cap, 1), ctx + 128, 0.0, None, "trtllm")[0])[0])
+                res.append((float(np.ravel(r["tpot_s"])[0]), cap, cap / step / 8.0, bool(np.all(r["fits"]))))
+            (a, ca, xa, fa), (h, ch, xh, fh) = res
+            what = "MLA's latent cache (whole on every TP rank)" if mla else f"{k} KV heads"
+            if fa and fh:
+                gain = 100.0 * (xh / xa - 1.0)
+                msg = (f"at {ctx // 1024}k context on 8 GPUs with {what}, Helix (TP{k} x KVP{8 // k}) holds {ch} sequences "
+                       f"to TP8's {ca}: decode {xh:.0f} vs {xa:.0f} tok/s/GPU with the cache full; one request's TPOT "
+                       f"{h * 1e3:.2f} vs {a * 1e3:.2f} ms")
+                if round(gain, 1) > 0:
+                    out.append(Finding("R7", "info", "long-context", msg, gain, f"deploy long-context decode with --tp {k} --kvp {8 // k}"))
+                else:
+                    out.append(Finding("R7", "info", "long-context", msg + ": Helix does not pay here (~0%)", 0.0, "keep TP8"))
     return out
 
 
