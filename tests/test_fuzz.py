@@ -8,7 +8,7 @@ text, an exit code other than 0 (success), 1 (`lint --fail-on` findings) or 2 (b
 output, a file left behind by a failed run, a file written with a mode the umask would not give,
 an announced file that does not exist, or unescaped markup in an HTML report.
 
-LLM_CODESIGN_FUZZ_N sets the number of cases (default 400: ~1 min on 2 cores; `.ci/run` runs
+LLM_CODESIGN_FUZZ_N sets the number of cases (default 300: 30-60 s on 2 cores; `.ci/run` runs
 10,000), LLM_CODESIGN_FUZZ_SEED the seed. A failure lists each distinct cause once with the
 command that reproduces it (the files it names are kept under pytest's tmp_path).
 """
@@ -31,7 +31,7 @@ from typer.testing import CliRunner
 import llm_codesign
 from llm_codesign.cli import app
 
-N = int(os.environ.get("LLM_CODESIGN_FUZZ_N", "400"))
+N = int(os.environ.get("LLM_CODESIGN_FUZZ_N", "300"))
 SEED = int(os.environ.get("LLM_CODESIGN_FUZZ_SEED", "21"))
 DATA = Path(llm_codesign.__file__).parent / "data"
 # LLM_CODESIGN_FUZZ_AS_MAIN=1: judge InputError/OSError escaping the app as `main()` renders them

@@ -180,13 +180,24 @@ O_CAL = typer.Option(None, "--calibration", help="Calibration profile .toml.")
 
 
 def _progress():
-    """A rich progress bar on stderr for long searches (silent when stderr is not a terminal)."""
+    """A rich progress bar on stderr for long searches; when stderr is not a terminal (a log, CI), one
+    plain line every 5 s of a search that runs that long, so quick runs print nothing."""
     from rich.console import Console
     from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
     con = Console(stderr=True)
     if not con.is_terminal:
-        return None, None
+        import time
+
+        last = [time.monotonic()]
+
+        def plain(done, total):
+            now = time.monotonic()
+            if now - last[0] >= 5.0 and total:
+                last[0] = now
+                typer.echo(f"searching: {done:,} of {total:,} ({100 * done / total:.0f}%)", err=True)
+
+        return None, plain
     prog = Progress(TextColumn("searching"), BarColumn(), TextColumn("{task.completed:,}/{task.total:,}"), TimeRemainingColumn(),
                     console=con, transient=True)
     task = prog.add_task("search", total=1)
