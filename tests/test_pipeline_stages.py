@@ -95,3 +95,13 @@ def test_lint_helix_covers_mla():
     held = [int(x) for x in __import__("re").findall(r"holds (\d+) sequences to TP8's (\d+)", f[0].message)[0]]
     assert held[0] > 4 * held[1]  # 1/8 of the cache per GPU, less the attention weights TP1 replicates
     assert f[0].cost_pct > 50.0
+
+
+def test_a_stale_layout_reads_as_blocks():
+    # replace(groups=...) keeps the old layout: when it no longer matches the groups, stages read the
+    # groups as blocks instead of indexing past them
+    m = get_model("openai/gpt-oss-120b")
+    one = replace(m, groups=((m.groups[0][0], 36),))
+    assert one.stage_counts(4) == ((9,), (9,), (9,), (9,))
+    swapped = replace(m, groups=((m.groups[0][0], 30), (m.groups[1][0], 6)))
+    assert swapped.stage_counts(4) == ((9, 0), (9, 0), (9, 0), (3, 6))

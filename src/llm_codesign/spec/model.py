@@ -242,7 +242,10 @@ class ModelSpec:
         sizes = [L // pp] * pp
         for i in range(2, L % pp + 2):
             sizes[-i] += 1
-        order = self.layout if len(self.layout) == L else tuple(i for i, (_, n) in enumerate(self.groups) for _ in range(n))
+        # a layout left stale by replace(groups=...) (other counts or fewer groups) reads as blocks
+        ok = len(self.layout) == L and max(self.layout, default=0) < len(self.groups) and all(
+            self.layout.count(i) == n for i, (_, n) in enumerate(self.groups))
+        order = self.layout if ok else tuple(i for i, (_, n) in enumerate(self.groups) for _ in range(n))
         out, start = [], 0
         for size in sizes:
             c = [0] * len(self.groups)
