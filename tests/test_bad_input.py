@@ -327,3 +327,22 @@ def test_json_is_strict_and_finite():
         raise ValueError(c)
 
     json.loads(out, parse_constant=bad)
+
+
+def test_full_disk_names_the_output_path(tmp_path, monkeypatch):
+    import errno
+
+    from llm_codesign.render import report
+
+    s = tmp_path / "s.csv"
+    s.write_text(f"{SERVING_HEADER}\n{SERVING_ROW}\n")
+    out = tmp_path / "pred.csv"
+
+    def full(self, *a, **k):  # the temporary file cannot be written: no space left
+        raise OSError(errno.ENOSPC, "No space left on device", str(self))
+
+    monkeypatch.setattr(report.Path, "open", full)
+    code, _, err = cli("validate", "--serving", str(s), "--out", str(out))
+    # refused by the up-front probe or by the write itself: either way the user's path and the reason, one line
+    assert code == 2 and len(err.strip().splitlines()) == 1 and str(out) in err and "No space left on device" in err
+    assert not out.exists() and not list(tmp_path.glob(".*tmp*"))

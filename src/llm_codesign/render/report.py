@@ -85,6 +85,8 @@ def write_all(jobs) -> None:
             write(tmps[-1][0])
         for tmp, p in tmps:
             os.replace(tmp, p)
+    except OSError as e:  # a full disk, a quota: name the user's path, not the temporary one
+        raise OSError(e.errno, e.strerror, str(p)) from None
     finally:
         for tmp, _ in tmps:
             tmp.unlink(missing_ok=True)
