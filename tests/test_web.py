@@ -142,6 +142,9 @@ def test_frontier_then_a_clicked_point_shows_its_breakdown(page, server):
     est = dict(page.eval_on_selector_all("#estimate-table tbody tr", "rs => rs.map(r => [...r.cells].map(c => c.textContent))"))
     assert est["tokens/s per user"] == f"{p['tok_s_per_user']:.1f}"
     assert est["output tokens/s per GPU"] == f"{p['output_tok_s_per_gpu']:.1f}"
+    # its launch configuration, the file `export-point` writes (trtllm: the extra_llm_api_options YAML)
+    assert page.get_attribute("#export-download", "download") == "extra_llm_api_options.yaml"
+    assert f'"concurrency": {p["deployment"]["concurrency_per_instance"]}' in page.text_content("#export-text")
     assert not page.errors
 
 

@@ -63,7 +63,7 @@ def test_estimate_and_lint_are_the_clis(client):
     want = _cli_json("estimate", "llama-3.1-70b", "--gpu", "h200", "--gpus", "8", "--tp", "8", "--weight-dtype", "fp8", "--kv-dtype", "fp8",
                      "--isl", "2048", "--osl", "512", "--concurrency", "64", "--backend", "vllm")
     got = r.json()
-    assert got.pop("point_breakdown") is None
+    assert got.pop("point_breakdown") is None and got.pop("export") is None  # a frontier point's extras
     assert got == want
     assert got["plan"] == "TP8" and got["concurrency"] == 64
     r = client.post("/api/lint", json={"model": "deepseek-r1", "gpu": "b200", "regime": "latency"})
@@ -87,6 +87,28 @@ def test_a_clicked_point_is_priced_as_the_frontier_priced_it(client):
     want = point_breakdown(lc.get_model("qwen3-30b-a3b"), calibration_for(g, None), p["deployment"], 1024, 1024, gpu=g)
     assert [(o["name"], o["kind"]) for o in e["point_breakdown"]] == [(o["name"], o["kind"]) for o in want]
     assert [o["time_ms"] for o in e["point_breakdown"]] == pytest.approx([o["time_ms"] for o in want], rel=1e-12)
+
+
+def test_a_points_export_is_export_points_file(client, tmp_path):
+    from llm_codesign.explore.export import HEADER
+
+    front = tmp_path / "f.json"
+    front.write_text(json.dumps(_cli_json("pareto", "qwen3-30b-a3b", "--gpu", "h100", "--gpus", "2", "--backend", "vllm")))
+    points = json.loads(front.read_text())["frontier"]
+    k = len(points) // 2
+    out = tmp_path / "vllm_config.yaml"
+    r = CliRunner().invoke(cli, ["export-point", str(front), "--index", str(k), "-o", str(out)])
+    assert r.exit_code == 0, r.output
+    e = client.post("/api/estimate", json={"model": "qwen3-30b-a3b", "gpu": "h100", "deployment": points[k]["deployment"]}).json()["export"]
+    assert e["engine"] == "vllm" and e["file_name"] == out.name and e["error"] is None
+    got, want = e["text"].splitlines(), out.read_text().splitlines()
+    # the header's figures are priced again (equal to 1e-9); every other line is the same text
+    assert [x for x in got if not x.startswith(HEADER)] == [x for x in want if not x.startswith(HEADER)]
+    meta = [json.loads(x[len(HEADER):]) for x in (got + want) if x.startswith(HEADER)]
+    assert len(meta) == 2 and meta[0].keys() == meta[1].keys()
+    for key, v in meta[1]["predicted"].items():
+        assert meta[0]["predicted"][key] == pytest.approx(v, rel=1e-9)
+    assert meta[0]["concurrency"] == points[k]["deployment"]["concurrency_per_instance"] and meta[0]["num_gpus"] == 2
 
 
 def test_a_pasted_config_prices_as_the_bundled_model(client):

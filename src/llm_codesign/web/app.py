@@ -121,6 +121,13 @@ class Operator(_Open):
     time_ms: float
 
 
+class Export(BaseModel):
+    engine: str
+    file_name: str
+    text: Optional[str] = Field(None, description="The file `export-point` writes for this point.")
+    error: Optional[str] = Field(None, description="Why the engine cannot run this plan, when it cannot.")
+
+
 class Estimate(_Open):
     model: str
     gpu: str
@@ -131,6 +138,7 @@ class Estimate(_Open):
     tok_s_per_user: float
     output_tok_s_per_gpu: float
     point_breakdown: Optional[list[Operator]] = Field(None, description="The frontier point's per-operator times (with `deployment`).")
+    export: Optional[Export] = Field(None, description="The frontier point's engine launch configuration (with `deployment`).")
 
 
 class Point(_Open):
@@ -238,11 +246,29 @@ def _estimate(req: EstimateRequest) -> dict:
             raise InputError("deployment", type(e).__name__, "a frontier point's deployment record") from None
         r = lc.estimate(m, dep, lc.Workload(req.isl, req.osl, req.concurrency or conc), breakdown=req.breakdown)
         r["point_breakdown"] = point_breakdown(m, calibration_for(g, None), req.deployment, req.isl, req.osl, gpu=g)
+        r["export"] = _export(m, dep, req, conc, {k: r[k] for k in ("ttft_ms", "tpot_ms", "tok_s_per_user", "output_tok_s_per_gpu")})
         return _plain(r)
     dep = lc.deployment(m, gpu=_gpu(req.gpu), num_gpus=req.num_gpus, tp=req.tp, pp=req.pp, ep=req.ep, moe_tp=req.moe_tp,
                         attention_dp=req.attention_dp, kvp=req.kvp, weight_dtype=req.weight_dtype,
                         activation_dtype=req.activation_dtype, kv_dtype=req.kv_dtype, engine=req.engine)
     return _plain(lc.estimate(m, dep, lc.Workload(req.isl, req.osl, req.concurrency), breakdown=req.breakdown))
+
+
+EXPORT_NAMES = {"vllm": "vllm_config.yaml", "sglang": "launch_sglang.sh", "trtllm": "extra_llm_api_options.yaml"}
+
+
+def _export(m, dep, req: EstimateRequest, conc: int | None, predicted: dict) -> dict:
+    """The engine's launch configuration of a frontier point, as `export-point` writes it (`predicted`:
+    the point's metrics, priced again); a plan the engine cannot express is its one-line reason instead."""
+    from llm_codesign.explore.export import export_config
+
+    name = EXPORT_NAMES.get(dep.backend, "config.yaml")
+    try:
+        text = export_config(m, dep, engine=dep.backend, concurrency=conc or 1, replicas=int(req.deployment.get("replicas", 1)),
+                             file_name=name, extra={"isl": req.isl, "osl": req.osl, "predicted": predicted})
+    except InputError as e:
+        return {"engine": dep.backend, "file_name": name, "text": None, "error": " ".join(str(e).split())}
+    return {"engine": dep.backend, "file_name": name, "text": text, "error": None}
 
 
 def _pareto(req: ParetoRequest) -> dict:

@@ -141,7 +141,8 @@ function describe(p) {
   return [`${d.plan} x${d.replicas}, batch ${d.concurrency_per_instance}`,
           `W ${d.weight_dtype} / A ${d.activation_dtype} / KV ${d.kv_dtype}` + (d.spec ? `, ${d.spec} k=${d.draft_len}` : ""),
           `${fix(p.tok_s_per_user, 1)} tok/s/user, ${fix(p.output_tok_s_per_gpu, 0)} tok/s/GPU`,
-          `TTFT ${fix(p.ttft_ms, 0)} ms, TPOT ${fix(p.tpot_ms, 2)} ms`];
+          `TTFT ${fix(p.ttft_ms, 0)} ms, TPOT ${fix(p.tpot_ms, 2)} ms`,
+          `accuracy ${(p.accuracy && p.accuracy.short) || "none"}`];
 }
 
 function plot(series) {
@@ -188,6 +189,8 @@ async function selectPoint(si, pi) {
   try {
     const e = await api("/api/estimate", {...ref, gpu: s.gpu, deployment: p.deployment, isl: last.req.isl, osl: last.req.osl});
     saveHash(readForm(), `${si}:${pi}`);
+    // the chosen point stands out, the others dim (plotly's own selection state)
+    Plotly.restyle($("plot"), {selectedpoints: last.series.map((_, i) => (i === si ? [pi] : []))});
     const box = $("point");
     const m = e.memory || {};
     const summary = [["deployment", `${e.plan}, ${e.precision}, ${e.backend}, ${p.deployment.instance_gpus}x ${s.gpu} per instance`],
@@ -201,12 +204,28 @@ async function selectPoint(si, pi) {
       table("estimate-table", [["metric", "t"], ["value", "t"]], summary),
       el("h2", "Per-operator time of its decode step"),
       table("breakdown-table", [["operator", "t"], ["kind", "t"], ["ms", "n"], ["share", "n"]],
-            e.point_breakdown.map((o) => [o.name, o.kind, fix(o.time_ms, 3), `${fix(100 * o.time_ms / total, 1)}%`])));
+            e.point_breakdown.map((o) => [o.name, o.kind, fix(o.time_ms, 3), `${fix(100 * o.time_ms / total, 1)}%`])),
+      ...exportBox(e.export));
     status("");
   } catch (err) {
     status("");
     showError(err.message);
   }
+}
+
+function exportBox(x) {
+  // the engine's launch configuration, as `llm-codesign export-point` writes it, with a download link
+  if (!x) return [];
+  const head = el("h2", `Launch configuration (${x.engine})`);
+  if (x.error) return [head, el("div", x.error, "hint")];
+  const a = el("a", `download ${x.file_name}`);
+  a.id = "export-download";
+  a.download = x.file_name;
+  a.href = URL.createObjectURL(new Blob([x.text], {type: "text/plain"}));
+  const pre = el("pre", x.text);
+  pre.id = "export-text";
+  pre.style.cssText = "background:#f6f8fa;padding:6px;max-height:260px;overflow:auto;font-size:12px";
+  return [head, a, pre];
 }
 
 async function runLint(s, req) {
