@@ -199,3 +199,17 @@ def test_serve_refuses_a_busy_port_in_one_line():
     assert r.output.strip().splitlines()[-1].startswith(f"error: port: {port} is not valid; a port free on 127.0.0.1")
     r = CliRunner().invoke(cli, ["serve", "--port", "0"])
     assert r.exit_code == 2 and "port" in r.output
+
+
+@pytest.mark.parametrize("change,field,text", [
+    ({"tp": "x"}, "deployment.tp", "deployment.tp: 'x' is not valid; Input should be a valid integer"),
+    ({"tp": 2}, "deployment", "deployment: 'TP2 on 1 GPUs' is not valid; the parallel sizes must multiply to the GPU count"),
+    ({"max_num_tokens": -1}, "deployment.max_num_tokens", "deployment.max_num_tokens: -1 is not valid"),
+    ({"weight_dtype": "fp5"}, "weight_dtype", "weight_dtype: 'fp5' is not valid; one of: bf16"),
+])
+def test_a_bad_point_record_is_422_naming_its_field(client, change, field, text):
+    rec = lc.pareto("llama-3.1-8b", "h200", num_gpus=1).points[3]["deployment"]
+    assert rec["tp"] == 1
+    r = client.post("/api/estimate", json={"model": "llama-3.1-8b", "gpu": "h200", "deployment": {**rec, **change}})
+    assert r.status_code == 422 and r.json()["field"] == field
+    assert r.json()["error"].startswith(text), r.json()["error"]

@@ -41,6 +41,33 @@ class Precisions(_Req):
     kv_dtype: Optional[str] = Field(None, max_length=40)
 
 
+class PointDeployment(BaseModel):
+    """A frontier point's `deployment` record, as /api/pareto returns it (fields it does not name pass through)."""
+    model_config = ConfigDict(extra="allow")
+    gpu: Optional[str] = Field(None, max_length=100)
+    tp: int = Field(..., ge=1, le=MAX_SERVE_GPUS)
+    pp: int = Field(..., ge=1, le=MAX_SERVE_GPUS)
+    ep: int = Field(..., ge=1, le=MAX_SERVE_GPUS)
+    moe_tp: int = Field(..., ge=1, le=MAX_SERVE_GPUS)
+    attention_dp: int = Field(..., ge=1, le=MAX_SERVE_GPUS)
+    kvp: int = Field(..., ge=1, le=MAX_SERVE_GPUS)
+    weight_dtype: str = Field(..., max_length=40)
+    activation_dtype: str = Field(..., max_length=40)
+    kv_dtype: str = Field(..., max_length=40)
+    attn_weight_dtype: Optional[str] = Field(None, max_length=40)
+    backend: Engine = "trtllm"
+    spec: Optional[str] = Field(None, max_length=40)
+    draft_len: int = Field(0, ge=0, le=16)
+    acceptance: Optional[float] = Field(None, ge=1, le=17, allow_inf_nan=False)
+    acceptance_rates: list[float] = Field(default_factory=list, max_length=16)
+    draft_model: Optional[str] = Field(None, max_length=300)
+    max_num_tokens: Optional[int] = Field(None, ge=1, le=MAX_TOKENS)
+    cpp: bool = False
+    instance_gpus: Optional[int] = Field(None, ge=1, le=MAX_SERVE_GPUS)
+    replicas: int = Field(1, ge=1, le=MAX_SERVE_GPUS)
+    concurrency_per_instance: Optional[int] = Field(None, ge=1, le=1 << 20)
+
+
 class EstimateRequest(ModelRef, Precisions):
     gpu: str = Field(..., max_length=100)
     num_gpus: Optional[int] = Field(None, ge=1, le=MAX_SERVE_GPUS)
@@ -55,7 +82,7 @@ class EstimateRequest(ModelRef, Precisions):
     osl: int = Field(1024, ge=1, le=MAX_TOKENS)
     concurrency: Optional[int] = Field(None, ge=1, le=1 << 20, description="Requests in flight; omit for offline max throughput.")
     breakdown: bool = False
-    deployment: Optional[dict[str, Any]] = Field(
+    deployment: Optional[PointDeployment] = Field(
         None, description="A frontier point's `deployment` record: priced at its batch, with the point's per-operator breakdown.")
 
 
@@ -239,14 +266,12 @@ def _estimate(req: EstimateRequest) -> dict:
         from llm_codesign.explore.search import point_breakdown
 
         g = _gpu(req.gpu)
-        try:
-            dep = lc.Deployment.from_dict({**req.deployment, "gpu": g.id}, g)
-            conc = int(req.deployment.get("concurrency_per_instance") or 0) or None
-        except (KeyError, TypeError, ValueError) as e:
-            raise InputError("deployment", type(e).__name__, "a frontier point's deployment record") from None
+        rec = {**req.deployment.model_dump(), "gpu": g.id}  # typed by PointDeployment: a bad field is a 422 naming it
+        dep = lc.Deployment.from_dict(rec, g)
+        conc = rec["concurrency_per_instance"]
         r = lc.estimate(m, dep, lc.Workload(req.isl, req.osl, req.concurrency or conc), breakdown=req.breakdown)
-        r["point_breakdown"] = point_breakdown(m, calibration_for(g, None), req.deployment, req.isl, req.osl, gpu=g)
-        r["export"] = _export(m, dep, req, conc, {k: r[k] for k in ("ttft_ms", "tpot_ms", "tok_s_per_user", "output_tok_s_per_gpu")})
+        r["point_breakdown"] = point_breakdown(m, calibration_for(g, None), rec, req.isl, req.osl, gpu=g)
+        r["export"] = _export(m, dep, req, conc, rec["replicas"], {k: r[k] for k in ("ttft_ms", "tpot_ms", "tok_s_per_user", "output_tok_s_per_gpu")})
         return _plain(r)
     dep = lc.deployment(m, gpu=_gpu(req.gpu), num_gpus=req.num_gpus, tp=req.tp, pp=req.pp, ep=req.ep, moe_tp=req.moe_tp,
                         attention_dp=req.attention_dp, kvp=req.kvp, weight_dtype=req.weight_dtype,
@@ -257,14 +282,14 @@ def _estimate(req: EstimateRequest) -> dict:
 EXPORT_NAMES = {"vllm": "vllm_config.yaml", "sglang": "launch_sglang.sh", "trtllm": "extra_llm_api_options.yaml"}
 
 
-def _export(m, dep, req: EstimateRequest, conc: int | None, predicted: dict) -> dict:
+def _export(m, dep, req: EstimateRequest, conc: int | None, replicas: int, predicted: dict) -> dict:
     """The engine's launch configuration of a frontier point, as `export-point` writes it (`predicted`:
     the point's metrics, priced again); a plan the engine cannot express is its one-line reason instead."""
     from llm_codesign.explore.export import export_config
 
     name = EXPORT_NAMES.get(dep.backend, "config.yaml")
     try:
-        text = export_config(m, dep, engine=dep.backend, concurrency=conc or 1, replicas=int(req.deployment.get("replicas", 1)),
+        text = export_config(m, dep, engine=dep.backend, concurrency=conc or 1, replicas=replicas,
                              file_name=name, extra={"isl": req.isl, "osl": req.osl, "predicted": predicted})
     except InputError as e:
         return {"engine": dep.backend, "file_name": name, "text": None, "error": " ".join(str(e).split())}
