@@ -194,3 +194,25 @@ def test_a_permalink_reproduces_the_view(page, browser, server):
         assert other.text_content("#breakdown-table") == table
     finally:
         other.close()
+
+
+def test_design_reports_progress_then_its_table(page, server):
+    page.goto(server + "/")
+    _ready(page)
+    for box in page.query_selector_all("#gpus input"):
+        box.set_checked(box.get_attribute("value") == "h200")
+    page.fill("#num_gpus", "1")
+    page.fill("#max_candidates", "32")
+    page.evaluate("""() => { window.__status = [];
+        new MutationObserver(() => window.__status.push(document.getElementById('status').textContent))
+            .observe(document.getElementById('status'), {childList: true, characterData: true, subtree: true}); }""")
+    page.click("#run-design")
+    page.wait_for_selector("#design-table", timeout=120_000)
+    shown = page.evaluate("window.__status")
+    assert "searching shapes: 32 of 32 priced" in shown, shown  # the streamed progress reached the page
+    heading = page.text_content("#design h2")
+    assert heading.startswith("Designs (32 shapes,")
+    rows = page.eval_on_selector_all("#design-table tbody tr", "rs => rs.map(r => [...r.cells].map(c => c.textContent))")
+    assert 1 <= len(rows) <= 5 and all(r[1].startswith("h") and r[2].endswith("B") for r in rows)
+    assert all(7.2 <= float(r[2][:-1]) <= 8.8 for r in rows)  # the 8e9 budget within its 10% tolerance
+    assert page.text_content("#error") == "" and not page.errors

@@ -150,18 +150,25 @@ def test_the_cores_error_is_the_clis_line(client):
     assert r.json()["error"] == _cli_error("lint", "llama-3.1-8b", "--gpu", "h201")
 
 
-def test_design_small(client):
-    r = client.post("/api/design", json={"params": 8e9, "gpu": "h200", "num_gpus": 1, "max_candidates": 40, "top": 3})
-    assert r.status_code == 200, r.text
-    d = r.json()
+def test_design_small_with_progress(client):
+    # the page's way: NDJSON progress lines, then the result the plain POST returns (lc.design's dict)
+    r = client.post("/api/design", json={"params": 8e9, "gpu": "h200", "num_gpus": 1, "max_candidates": 40, "top": 3},
+                    headers={"Accept": "application/x-ndjson"})
+    assert r.status_code == 200 and r.headers["content-type"].startswith("application/x-ndjson"), r.text
+    lines = [json.loads(x) for x in r.text.splitlines()]
+    progress = [x["progress"] for x in lines[:-1]]
+    assert progress and progress[-1] == [40, 40] and [p[0] for p in progress] == sorted(p[0] for p in progress)
+    d = lines[-1]["result"]
+    assert d["candidates"] == 40
     assert 1 <= len(d["designs"]) <= 3
     assert all(abs(x["total_params"] / 8e9 - 1) <= 0.1 for x in d["designs"])  # the budget, within --budget-tol
     objs = [x["objective"] for x in d["designs"]]
     assert objs == sorted(objs, reverse=True) and objs[0] > 0
     r = client.post("/api/design", json={"params": 8e9, "max_candidates": 10**6})
     assert r.status_code == 422 and r.json()["field"] == "max_candidates"
-    r = client.post("/api/design", json={"params": 8e9, "baseline": "nope"})
-    assert r.status_code == 422 and r.json()["field"] == "baseline"
+    for headers in ({}, {"Accept": "application/x-ndjson"}):  # refused before a stream starts
+        r = client.post("/api/design", json={"params": 8e9, "baseline": "nope"}, headers=headers)
+        assert r.status_code == 422 and r.json()["field"] == "baseline"
 
 
 def test_schema_page_and_plotly_are_local(client):

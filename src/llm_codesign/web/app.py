@@ -318,18 +318,56 @@ def _lint(req: LintRequest) -> dict:
     return _plain({"model": m.name, "gpu": g.id, "regime": req.regime, "findings": [{**f, "rule_name": RULES[f["rule"]][0]} for f in fs]})
 
 
-def _design(req: DesignRequest) -> dict:
-    import llm_codesign as lc
-
+def _design_inputs(req: DesignRequest):
+    """The GPU and the baseline, resolved before a (streamed) search starts, so a bad one is a 422."""
     base = None
     if req.baseline is not None:
         try:
             base = _model(ModelRef(model=req.baseline))
         except InputError as e:
             raise InputError("baseline", req.baseline, e.valid) from None
-    return _plain(lc.design(req.params, _gpu(req.gpu), num_gpus=req.num_gpus, regime=req.regime, moe=req.moe, baseline=base,
+    return _gpu(req.gpu), base
+
+
+def _design(req: DesignRequest, progress=None, inputs=None) -> dict:
+    import llm_codesign as lc
+
+    g, base = inputs or _design_inputs(req)
+    return _plain(lc.design(req.params, g, num_gpus=req.num_gpus, regime=req.regime, moe=req.moe, baseline=base,
                             weight_dtype=req.weight_dtype, activation_dtype=req.activation_dtype, kv_dtype=req.kv_dtype,
-                            engine=req.engine, min_tps_user=req.min_tps_user, max_candidates=req.max_candidates, top=req.top))
+                            engine=req.engine, min_tps_user=req.min_tps_user, max_candidates=req.max_candidates, top=req.top,
+                            progress=progress))
+
+
+NDJSON = "application/x-ndjson"
+
+
+def _design_stream(req: DesignRequest):
+    """The design run as NDJSON lines: {"progress": [shapes done, shapes]} as the search goes, then
+    {"result": ...} (what the plain POST returns) or {"error": one line, "field": ...}."""
+    import queue
+    import threading
+
+    inputs = _design_inputs(req)  # raises here, before the response starts
+    q: queue.Queue = queue.Queue()
+
+    def work():
+        try:
+            q.put({"result": _design(req, lambda done, total: q.put({"progress": [int(done), int(total)]}), inputs)})
+        except InputError as e:
+            q.put({"error": " ".join(str(e).split()), "field": e.field})
+        except Exception as e:  # a bug: one line, as the plain POST answers it
+            q.put({"error": f"internal error: {type(e).__name__}: {e}"})
+
+    def lines():
+        while True:
+            item = q.get()
+            yield json.dumps(item, allow_nan=False) + "\n"
+            if "progress" not in item:
+                return
+
+    threading.Thread(target=work, daemon=True).start()
+    return lines()
 
 
 def _field_line(err: dict) -> tuple[str, str]:
@@ -345,7 +383,7 @@ def create_app(allowed_hosts: list[str] | None = None):
     """The FastAPI application: the page at /, plotly.js at /static/plotly.min.js, the API under /api.
     `allowed_hosts`: the Host headers answered (`serve` passes the loopback names when it binds
     loopback, so another site's page cannot reach the API through DNS rebinding); None answers any."""
-    from fastapi import FastAPI, Request
+    from fastapi import FastAPI, Header, Request
     from fastapi.exceptions import RequestValidationError
     from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, Response
     from fastapi.staticfiles import StaticFiles
@@ -419,8 +457,13 @@ def create_app(allowed_hosts: list[str] | None = None):
     def lint(req: LintRequest):
         return _lint(req)
 
-    @app.post("/api/design", response_model=DesignResponse, responses=err)
-    def design(req: DesignRequest):
+    @app.post("/api/design", response_model=DesignResponse, responses={
+        **err, 200: {"content": {NDJSON: {}}, "description": f"With `Accept: {NDJSON}`: progress lines, then the result line."}})
+    def design(req: DesignRequest, accept: str = Header("", include_in_schema=False)):
+        if NDJSON in accept:
+            from fastapi.responses import StreamingResponse
+
+            return StreamingResponse(_design_stream(req), media_type=NDJSON)
         return _design(req)
 
     return app

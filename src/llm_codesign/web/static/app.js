@@ -238,6 +238,32 @@ async function runLint(s, req) {
 }
 
 // ---- design
+// POST /api/design as NDJSON: progress lines, then the result (or one error line)
+async function designStream(req, onProgress) {
+  const r = await fetch("/api/design", {method: "POST", body: JSON.stringify(req),
+                                        headers: {"Content-Type": "application/json", "Accept": "application/x-ndjson"}});
+  if (!r.ok) {
+    let data = null;
+    try { data = await r.json(); } catch (e) { data = null; }
+    throw new Error((data && data.error) || `/api/design: HTTP ${r.status}`);
+  }
+  const reader = r.body.getReader(), dec = new TextDecoder();
+  let buf = "";
+  for (;;) {
+    const {done, value} = await reader.read();
+    if (value) buf += dec.decode(value, {stream: true});
+    let nl;
+    while ((nl = buf.indexOf("\n")) >= 0) {
+      const item = JSON.parse(buf.slice(0, nl));
+      buf = buf.slice(nl + 1);
+      if (item.progress) onProgress(...item.progress);
+      else if (item.error) throw new Error(item.error);
+      else return item.result;
+    }
+    if (done) throw new Error("/api/design: the answer ended early");
+  }
+}
+
 async function runDesign() {
   const s = readForm();
   showError("");
@@ -246,7 +272,7 @@ async function runDesign() {
   saveHash(s, null);
   status("searching shapes (seconds to a minute)", true);
   try {
-    const r = await api("/api/design", req);
+    const r = await designStream(req, (done, total) => status(`searching shapes: ${done} of ${total} priced`, true));
     const rows = r.designs.map((d, i) => {
       const sh = d.shape;
       const shape = `h${sh.hidden} L${sh.layers} H${sh.heads}/${sh.kv_heads} ` +
