@@ -35,7 +35,9 @@ def _cli_error(*args) -> str:
 
 
 def test_health_models_gpus_are_the_clis(client):
-    assert client.get("/healthz").json() == {"status": "ok", "version": lc.__version__ if hasattr(lc, "__version__") else "0.1.0"}
+    from llm_codesign import __version__
+
+    assert client.get("/healthz").json() == {"status": "ok", "version": __version__}
     assert client.get("/api/models").json() == _cli_json("models")
     gpus = client.get("/api/gpus").json()
     assert gpus == _cli_json("gpus")
