@@ -346,3 +346,14 @@ def test_full_disk_names_the_output_path(tmp_path, monkeypatch):
     # refused by the up-front probe or by the write itself: either way the user's path and the reason, one line
     assert code == 2 and len(err.strip().splitlines()) == 1 and str(out) in err and "No space left on device" in err
     assert not out.exists() and not list(tmp_path.glob(".*tmp*"))
+
+
+def test_calibrate_on_rows_it_cannot_price_is_refused(tmp_path):
+    # a known GPU, but an op the collective model does not know: nothing to fit (was a TypeError printing the report)
+    k = tmp_path / "c.csv"
+    k.write_text("system,nccl_version,op_name,nccl_dtype,num_gpus,message_size,latency_ms\nh100_sxm,2.2,1e30,half,8,1048576,0.03\n")
+    out = tmp_path / "p.toml"
+    one_line_error(["calibrate", "--kernels", str(k), "-o", str(out)], "priced")
+    assert not out.exists()
+    code, stdout, err = cli("calibrate", "--kernels", str(k), "-o", str(out), "--force")
+    assert code == 0 and "no row priced" in stdout, err

@@ -170,7 +170,8 @@ def calibrate(
     write_text_atomic(output, text)
     con = _console()
     for r in report:
-        con.print(f"{r['family']:10s} {r['kind']:18s} {r['rows']:6d} rows  median APE {r['median_ape']:.1f}%  p90 {r['p90_ape']:.1f}%")
+        err = f"median APE {r['median_ape']:.1f}%  p90 {r['p90_ape']:.1f}%" if r.get("median_ape") is not None else "no row priced"
+        con.print(f"{r['family']:10s} {r['kind']:18s} {r['rows']:6d} rows  {err}")
     if srv:
         attn = srv["attn_eff_scale"]
         scales = ", ".join(f"{b} {v:.2f} / {attn[b]:.2f}" for b, v in srv["gemm_eff_scale"].items())

@@ -132,6 +132,9 @@ def doubtful(report: list[dict]) -> list[str]:
     out = []
     for r in report:
         med, start = r.get("median_ape"), r.get("start_median_ape")
+        if med is None:  # rows of a known GPU, none of which the model could price (an unknown op or dtype)
+            out.append(f"{r['family']} {r['kind']}: none of its {r['rows']} rows could be priced")
+            continue
         if med is not None and start is not None and med > start + 1e-9:
             out.append(f"{r['family']} {r['kind']}: median error {med:.1f}% against the starting profile's {start:.1f}% on the same rows")
         if r.get("at_bounds"):
