@@ -94,11 +94,12 @@ def pareto(model: str | ModelSpec, gpu: str | Gpu, *, num_gpus: int = 8, workloa
            acceptance_rates: str | tuple | None = None, instance_gpus: tuple[int, ...] | None = None,
            tp: int | None = None, pp: int | None = None, ep: int | None = None, moe_tp: int | None = None,
            attention_dp: int | None = None, kvp: int | None = None, max_num_tokens: int | None = None,
-           min_tps_user: float | None = None, max_ttft_ms: float | None = None,
-           calibration: Calibration | str | None = None, progress=None) -> Frontier:
+           min_tps_user: float | None = None, max_ttft_ms: float | None = None, max_accuracy_drop: float | None = None,
+           step_tokens: tuple[int, ...] = (), calibration: Calibration | str | None = None, progress=None) -> Frontier:
     """The frontier over every valid plan x batch x precision (x draft length) on `num_gpus` GPUs;
     fixed sizes (`tp=8`, ...) narrow the plans, precisions default to the checkpoint's own plus the
-    formats the GPU runs natively, and `min_tps_user`/`max_ttft_ms` filter by SLO."""
+    formats the GPU runs natively, `min_tps_user`/`max_ttft_ms` filter by SLO, `max_accuracy_drop` (%)
+    keeps the precisions known to lose at most that much, and `step_tokens` searches step budgets too."""
     from llm_codesign.explore.search import SearchSpace, parse_precisions, search
     from llm_codesign.spec.engines import get_engine
 
@@ -110,9 +111,10 @@ def pareto(model: str | ModelSpec, gpu: str | Gpu, *, num_gpus: int = 8, workloa
     ks = (0,) if sd is None else ((0, draft_len) if draft_len else (0, 1, 2, 3, 4, 5))
     one = (lambda v: None if v is None else (v,))  # noqa: E731
     space = SearchSpace(num_gpus, one(tp), one(pp), one(ep), one(moe_tp), one(attention_dp), one(kvp), instance_gpus=instance_gpus,
-                        precisions=parse_precisions(weight_dtype, activation_dtype, kv_dtype, m, g), spec=sd, spec_ks=ks)
+                        precisions=parse_precisions(weight_dtype, activation_dtype, kv_dtype, m, g), spec=sd, spec_ks=ks,
+                        step_tokens=tuple(step_tokens))
     r = search(m, g, _calibration(g, calibration), space, w.isl, w.osl, get_engine(engine).name, max_num_tokens, min_tps_user,
-               max_ttft_ms, progress=progress)
+               max_ttft_ms, progress=progress, max_accuracy_drop=max_accuracy_drop)
     return Frontier(model=m.name, gpu=g.id, num_gpus=num_gpus, workload=w, points=r["frontier"], result=r)
 
 
