@@ -138,8 +138,10 @@ def parse_plan(field: str, text: str, model: ModelSpec) -> Plan:
     kw: dict[str, int] = {}
     for part in (p.strip() for p in text.split(",") if p.strip()):
         key, _, val = part.partition("=")
-        if key.strip().lower() not in PLAN_KEYS or not val.strip().isdigit() or int(val) < 1:
-            raise InputError(field, text, "comma-separated sizes such as tp=4,ep=4 (keys: tp, pp, ep, moe_tp, attention_dp, kvp)")
+        if key.strip().lower() not in PLAN_KEYS or not val.strip().isdigit() or not 1 <= int(val) <= 1 << 16:
+            raise InputError(field, text, "comma-separated sizes from 1 to 65,536 such as tp=4,ep=4 (keys: tp, pp, ep, moe_tp, attention_dp, kvp)")
+        if PLAN_KEYS[key.strip().lower()] in kw:  # tp=8,tp=4: which one was meant is not ours to guess
+            raise InputError(field, text, f"each size once ({key.strip()} is given twice)")
         kw[PLAN_KEYS[key.strip().lower()]] = int(val)
     if not kw:
         raise InputError(field, text, "at least one size, e.g. tp=8")
