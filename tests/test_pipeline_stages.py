@@ -1,12 +1,13 @@
 """Uneven and heterogeneous pipeline stages (issue 20, guideline 6): layers split as engines split
 them (vLLM get_pp_indices), the slowest stage sets the pace, and lint reports the imbalance."""
+from dataclasses import replace
+
 import numpy as np
 import pytest
-from dataclasses import replace
 
 from llm_codesign.cost.calibration import calibration_for
 from llm_codesign.cost.memory import weight_bytes_per_gpu
-from llm_codesign.cost.ops import Batch, Sharding, forward_ops, step_time
+from llm_codesign.cost.ops import Batch, Sharding, forward_ops
 from llm_codesign.explore.lint import lint
 from llm_codesign.spec.hardware import get_gpu
 from llm_codesign.spec.plan import Plan, validity

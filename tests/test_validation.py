@@ -8,13 +8,21 @@ import json
 import math
 from pathlib import Path
 
-import llm_codesign
 import pytest
 
+import llm_codesign
 from llm_codesign.errors import InputError
 from llm_codesign.spec import model as normaliser
 from llm_codesign.spec.model import from_hf_config
-from llm_codesign.spec.validation import BLOCK_FIELDS, CONFIG_FIELDS, HF_QUANT_FIELDS, QUANT_FIELDS, ROPE_FIELDS, check_result, param_range
+from llm_codesign.spec.validation import (
+    BLOCK_FIELDS,
+    CONFIG_FIELDS,
+    HF_QUANT_FIELDS,
+    QUANT_FIELDS,
+    ROPE_FIELDS,
+    check_result,
+    param_range,
+)
 
 DATA = Path(llm_codesign.__file__).parent / "data"
 LLAMA = json.loads((DATA / "models" / "meta-llama--Meta-Llama-3.1-8B_config.json").read_text())

@@ -87,10 +87,10 @@ def design(
 ):
     """Search model shapes that move the frontier out at equal quality proxy."""
     from llm_codesign.cost.calibration import calibration_for
+    from llm_codesign.explore.accuracy_model import model_loss
     from llm_codesign.explore.design import Slo, design_nsga2, hf_config, to_model
     from llm_codesign.explore.design import design as run
     from llm_codesign.explore.lint import lint as lint_run
-    from llm_codesign.explore.accuracy_model import model_loss
     from llm_codesign.render.report import check_writable
     from llm_codesign.spec.validation import as_float
 

@@ -376,7 +376,7 @@ def forward_ops(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, s
         # (DeepSeek's dense and MoE layers share MLA; gpt-oss's sliding and full layers share experts)
         for part, key in (("attn", lambda layer: layer.attn), ("ffn", lambda layer: layer.ffn)):
             seen: dict = {}
-            for i, (layer, n) in enumerate(model.groups):
+            for i, (layer, _) in enumerate(model.groups):
                 seen.setdefault(key(layer), [i, layer, []])[2].append(i)
             for i, layer, members in seen.values():
                 parts.append((layer_ops(model, layer, 1.0, gpu, cal, prec, sh, b, f"layer{i}", (part,)), tuple(members)))

@@ -191,10 +191,10 @@ def _prefill(rows, gpu, cal):
     nbytes = B * S * (KV * 2 * d * kvb + H * 2 * d * 2.0)
     out = np.empty(len(rows))
     fp8 = np.array([r["kv_cache_dtype"] == "fp8" and gpu.supports("fp8") for r in rows])
-    for flag, math in ((False, "bf16"), (True, "fp8")):
+    for flag, kind in ((False, "bf16"), (True, "fp8")):
         m = fp8 == flag
         if m.any():
-            t, _, _ = cost.attention_prefill_time(flops[m], nbytes[m], gpu, cal, math, (B * H)[m], ((S + 1) / 2)[m],
+            t, _, _ = cost.attention_prefill_time(flops[m], nbytes[m], gpu, cal, kind, (B * H)[m], ((S + 1) / 2)[m],
                                                   (B * H * S * (S + 1) / 2)[m])
             out[m] = t * 1e3
     return out, [f"kv {r['kv_cache_dtype']}" for r in rows]
