@@ -202,8 +202,11 @@ def test_more_bandwidth_or_flops_is_never_slower(name, gid, tp, adp, C, isl, osl
     a = evaluate(m, g, cal, m.default_precision, plan, C, isl, osl)
     b = evaluate(m, fast, cal, m.default_precision, plan, C, isl, osl)
     assume(bool(np.all(a["fits"])))
-    for k in ("step_s", "prefill_step_s", "ttft_s"):
+    for k in ("step_s", "ttft_s"):
         assert float(np.ravel(b[k])[0]) <= float(np.ravel(a[k])[0]) * (1 + 1e-6), k
+    # prefill_step_s is the mixed step a request's prefill shares with the out-of-step decodes: faster
+    # decode steps put more of those into it (gpt-oss-120b A100 TP1 C=82 128/64 at 1.25x FLOPs: 148.1 ->
+    # 151.9 ms, while TTFT 212.7 -> 211.7 ms and TPOT 64.4 -> 58.3 ms), so it is not a time that must fall
     # TPOT itself is not asserted yet: the arrival-spread blend (prefill_queue_fraction over the decode
     # iterations a wave spans) lets faster decode steps admit more out-of-step prefill stalls, e.g.
     # Llama-3.1-8B H100 TP2 C=98 8192/64: 2x bandwidth moves TPOT 169.78 -> 169.84 ms (issue 20, open)
