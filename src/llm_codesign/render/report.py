@@ -131,7 +131,14 @@ def write_plot(results: list[dict], path: str | Path) -> None:
                    label=None if many else "evaluated deployments", rasterized=True)
         xs = [p["tok_s_per_user"] for p in r["frontier"]]
         ys = [p["output_tok_s_per_gpu"] for p in r["frontier"]]
-        ax.plot(xs, ys, "-o", color=color, ms=3, lw=2, label=_label(r, many))
+        ax.plot(xs, ys, "-", color=color, lw=2, label=_label(r, many))
+        # the third dimension: one marker per precision on the frontier, its accuracy in the legend
+        precs = sorted({(q["deployment"]["weight_dtype"], q["deployment"]["kv_dtype"]) for q in r["frontier"]})
+        for mk, (w, kv) in zip("osD^vP*X", precs):
+            pts = [q for q in r["frontier"] if (q["deployment"]["weight_dtype"], q["deployment"]["kv_dtype"]) == (w, kv)]
+            acc = (pts[0].get("accuracy") or {}).get("short") or "accuracy: no source"
+            ax.scatter([q["tok_s_per_user"] for q in pts], [q["output_tok_s_per_gpu"] for q in pts], marker=mk, s=22, color=color,
+                       edgecolors="black", linewidths=0.4, zorder=3, label=f"{w}/{kv}: {acc}")
         rb = r["roofline_bound"]
         if r.get("mode") != "disaggregated":  # the same bound as its aggregated sibling's
             ax.plot(rb["tok_s_per_user"], rb["output_tok_s_per_gpu"], ":", color=color, lw=1,
