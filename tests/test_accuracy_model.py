@@ -133,3 +133,21 @@ def test_frontier_points_carry_accuracy_and_the_drop_filter_keeps_close_precisio
     with pytest.raises(InputError, match="max_accuracy_drop"):
         search(oss, g, calibration_for(g), SearchSpace(1, precisions=(Precision.of("nvfp4", kv="fp8"),), **small), 1024, 256,
                max_accuracy_drop=5.0)
+
+
+def test_design_and_lint_take_the_proxy_overrides(tmp_path):
+    # --accuracy-proxy: the same constants file for design and lint R3 (here GQA made 10x as costly)
+    from llm_codesign.cost.calibration import calibration_for
+    from llm_codesign.explore.accuracy_model import model_loss, proxy_constants
+    from llm_codesign.explore.lint import lint
+    from llm_codesign.spec.hardware import get_gpu
+
+    f = tmp_path / "proxy.toml"
+    f.write_text("[kv_sharing]\ncoeff = 2.2\n")
+    m = get_model("llama-3.1-70b")
+    assert proxy_constants(str(f))["kv_sharing"]["coeff"] == 2.2
+    assert model_loss(m, "bf16", pc=proxy_constants(str(f))) > model_loss(m, "bf16")
+    g = get_gpu("h100")
+    lint(m, g, calibration_for(g), proxy_file=str(f))  # runs with the override
+    with pytest.raises(InputError, match="accuracy_proxy"):
+        lint(m, g, calibration_for(g), proxy_file=str(tmp_path / "missing.toml"))

@@ -25,6 +25,8 @@ from llm_codesign.cli.common import (
 )
 from llm_codesign.errors import InputError
 
+O_PROXY = typer.Option(None, "--accuracy-proxy", help="Accuracy-proxy constants .toml (overrides data/accuracy/proxy.toml).")
+
 
 @app.command()
 def lint(
@@ -35,7 +37,7 @@ def lint(
     as_json: bool = typer.Option(False, "--json", help="Same as --format json."),
     fail_on: Optional[str] = typer.Option(None, "--fail-on", help="Exit 1 when a finding reaches this severity: warning or error."),
     weight_dtype: Optional[str] = O_W, activation_dtype: Optional[str] = O_A, kv_dtype: Optional[str] = O_KV,
-    calibration: Optional[str] = O_CAL,
+    calibration: Optional[str] = O_CAL, accuracy_proxy: Optional[str] = O_PROXY,
 ):
     """Check a model shape against the hardware guidelines, with the predicted cost of each finding."""
     from llm_codesign.cost.calibration import calibration_for
@@ -48,7 +50,8 @@ def lint(
     if fail_on is not None and fail_on not in ("warning", "error"):
         raise InputError("fail_on", fail_on, "warning or error")
     m, g = _model(model), _gpu(gpu)
-    findings = run(m, g, calibration_for(g, calibration), regime, _precision(m, weight_dtype, activation_dtype, kv_dtype))
+    findings = run(m, g, calibration_for(g, calibration), regime, _precision(m, weight_dtype, activation_dtype, kv_dtype),
+                   proxy_file=accuracy_proxy)
     if fmt == "json":
         _dump({"model": m.name, "gpu": g.id, "regime": regime, "findings": [f.to_dict() for f in findings]})
     elif fmt == "sarif":
@@ -78,6 +81,7 @@ def design(
     budget_tol: float = typer.Option(0.1, "--budget-tol", help="Relative tolerance on total parameters."),
     quality_tol: float = typer.Option(0.002, "--quality-tol", help="Relative tolerance on the quality proxy vs the baseline."),
     quality_file: Optional[str] = typer.Option(None, "--quality", help="Quality-proxy constants .toml (overrides)."),
+    accuracy_proxy: Optional[str] = O_PROXY,
     max_candidates: int = typer.Option(20000, "--max-candidates", min=1, max=1_000_000), top: int = typer.Option(10, "--top", min=1, max=1000),
     search_mode: str = typer.Option("grid", "--search", help="grid (enumerate every shape) or nsga2 (optuna, the dist extra)."),
     trials: int = typer.Option(300, "--trials", min=1, max=100_000, help="NSGA-II trials."),
@@ -127,15 +131,16 @@ def design(
     try:
         if search_mode == "nsga2":
             r = design_nsga2(params, g, cal, gpus_, slo, base, moe, prec, budget_tol, quality_tol, quality_file, backend, trials, top,
-                             progress=cb)
+                             progress=cb, proxy_file=accuracy_proxy)
         else:
-            r = run(params, g, cal, gpus_, slo, base, moe, prec, budget_tol, quality_tol, quality_file, backend, max_candidates, top, cb)
+            r = run(params, g, cal, gpus_, slo, base, moe, prec, budget_tol, quality_tol, quality_file, backend, max_candidates, top, cb,
+                    proxy_file=accuracy_proxy)
     finally:
         if prog:
             prog.stop()
     vocab = base.vocab if base else 128256
     for d in r["designs"]:
-        fs = lint_run(to_model(d, vocab), g, cal, regime if regime != "long-context" else "throughput", prec)
+        fs = lint_run(to_model(d, vocab), g, cal, regime if regime != "long-context" else "throughput", prec, proxy_file=accuracy_proxy)
         d["lint"] = {"errors": sum(f.severity == "error" for f in fs), "warnings": sum(f.severity == "warning" for f in fs),
                      "top": fs[0].message if fs else None}
     if export and r["designs"]:

@@ -139,18 +139,19 @@ def objective(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, pla
 def design(params: float, gpu: Gpu, cal: Calibration, num_gpus: int, slo: Slo, baseline: ModelSpec | None = None,
            moe: bool = False, prec: Precision | None = None, budget_tol: float = 0.1, quality_tol: float = 0.002,
            quality_file: str | None = None, backend: str = "trtllm", max_candidates: int = 20000, top: int = 10,
-           progress=None, chunk: int = 16) -> dict:
+           progress=None, chunk: int = 16, proxy_file: str | None = None) -> dict:
     t0 = time.perf_counter()
     if slo.regime not in REGIMES:
         raise InputError("regime", slo.regime, "one of: " + ", ".join(REGIMES))
     prec = prec or (baseline.default_precision if baseline else Precision.of("bf16"))
     qc = quality.constants(quality_file)
+    pc = accuracy_model.proxy_constants(proxy_file)  # the accuracy proxy's constants, a user's overrides on top
     vocab = baseline.vocab if baseline else 128256
     cand = candidates(params, moe, budget_tol, vocab, max_candidates)
     plan, inst = _plans(num_gpus, moe, gpu, slo.regime == "long-context")
-    bq = accuracy_model.model_loss(baseline, prec.weight.name, qc) if baseline is not None else None
+    bq = accuracy_model.model_loss(baseline, prec.weight.name, qc, pc) if baseline is not None else None
     cand, q, obj, bplan, bbatch, evaluated = evaluate_shapes(cand, gpu, cal, prec, plan, inst, slo, vocab, moe, backend, qc, bq,
-                                                             quality_tol, progress, chunk)
+                                                             quality_tol, progress, chunk, pc=pc)
     if not len(q):
         raise InputError("params", params, "a budget and tolerances that admit at least one shape at the baseline's quality "
                          "(raise --quality-tol or --budget-tol)")
@@ -158,10 +159,11 @@ def design(params: float, gpu: Gpu, cal: Calibration, num_gpus: int, slo: Slo, b
                    num_gpus, backend, top, t0)
 
 
-def evaluate_shapes(cand: dict, gpu, cal, prec, plan, inst, slo, vocab, moe, backend, qc, bq, quality_tol, progress=None, chunk=16):
+def evaluate_shapes(cand: dict, gpu, cal, prec, plan, inst, slo, vocab, moe, backend, qc, bq, quality_tol, progress=None, chunk=16,
+                    *, pc: dict | None = None):
     """Quality filter, then the SLO objective of every remaining shape over every deployment."""
     # the same accuracy proxy as estimate/pareto/lint: fewer KV heads and coarser experts cost accuracy here
-    q = accuracy_model.shape_loss(cand, prec.weight.name, qc)
+    q = accuracy_model.shape_loss(cand, prec.weight.name, qc, pc)
     keep = q <= bq * (1 + quality_tol) if bq is not None else np.ones(len(q), dtype=bool)
     cand = {k: v[keep] for k, v in cand.items()}
     q = q[keep]
@@ -218,7 +220,7 @@ def _result(cand, q, obj, bplan, bbatch, evaluated, plan, inst, gpu, cal, prec, 
 def design_nsga2(params: float, gpu: Gpu, cal: Calibration, num_gpus: int, slo: Slo, baseline: ModelSpec | None = None,
                  moe: bool = False, prec: Precision | None = None, budget_tol: float = 0.1, quality_tol: float = 0.002,
                  quality_file: str | None = None, backend: str = "trtllm", trials: int = 300, top: int = 10, seed: int = 0,
-                 progress=None) -> dict:
+                 progress=None, proxy_file: str | None = None) -> dict:
     """Optuna NSGA-II over a continuous shape space too large to enumerate: two objectives (the SLO
     objective up, the quality proxy down) with the budget and the quality tolerance as constraints.
     Each trial prices one shape over every deployment through the same vectorised `objective`."""
@@ -233,8 +235,9 @@ def design_nsga2(params: float, gpu: Gpu, cal: Calibration, num_gpus: int, slo: 
         raise InputError("params", params, "a positive parameter budget, e.g. 70e9")
     prec = prec or (baseline.default_precision if baseline else Precision.of("bf16"))
     qc = quality.constants(quality_file)
+    pc = accuracy_model.proxy_constants(proxy_file)  # the accuracy proxy's constants, a user's overrides on top
     vocab = baseline.vocab if baseline else 128256
-    bq = accuracy_model.model_loss(baseline, prec.weight.name, qc) if baseline is not None else None
+    bq = accuracy_model.model_loss(baseline, prec.weight.name, qc, pc) if baseline is not None else None
     plan, inst = _plans(num_gpus, moe, gpu, slo.regime == "long-context")
     seen: dict[tuple, tuple] = {}
 
@@ -255,7 +258,7 @@ def design_nsga2(params: float, gpu: Gpu, cal: Calibration, num_gpus: int, slo: 
         row[1] = int(np.clip(round((params - 2 * vocab * h) / max(per_layer, 1.0) / 2) * 2, 2, 400))
         row = tuple(row)
         c = shapes(np.asarray([row], dtype=np.int64), vocab)
-        ql = float(accuracy_model.shape_loss(c, prec.weight.name, qc)[0])
+        ql = float(accuracy_model.shape_loss(c, prec.weight.name, qc, pc)[0])
         # constraints <= 0 are feasible: budget, quality, a well-formed head layout
         cons = [abs(float(c["total_params"][0]) / params - 1) - budget_tol,
                 (ql / bq - 1 - quality_tol) if bq is not None else -1.0, 0.0 if _well_formed(c)[0] else 1.0]

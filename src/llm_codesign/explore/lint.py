@@ -86,7 +86,8 @@ def _with_dim(model: ModelSpec, what: str, value: int) -> ModelSpec:
     return replace(model, groups=tuple(groups))
 
 
-def lint(model: ModelSpec, gpu: Gpu, cal: Calibration, regime: str = "throughput", prec: Precision | None = None) -> list[Finding]:
+def lint(model: ModelSpec, gpu: Gpu, cal: Calibration, regime: str = "throughput", prec: Precision | None = None,
+         proxy_file: str | None = None) -> list[Finding]:
     if regime not in REGIMES:
         raise InputError("regime", regime, "one of: " + ", ".join(REGIMES))
     prec = prec or model.default_precision
@@ -99,7 +100,7 @@ def lint(model: ModelSpec, gpu: Gpu, cal: Calibration, regime: str = "throughput
     out: list[Finding] = []
     out += _r1(model, gpu, cal, prec, sh, b, regime)
     out += _r2(model, gpu, cal, prec, sh, b, tp)
-    out += _r3(model, gpu, cal, prec, tp)
+    out += _r3(model, gpu, cal, prec, tp, proxy_file)
     out += _r4(model)
     out += _r5(model, gpu, cal, prec, sh)
     out += _r6(model, gpu, cal, prec, sh, b)
@@ -177,7 +178,7 @@ def _r2(model, gpu, cal, prec, sh, b, tp):
 R3_ACCURACY_TOL_PCT = 0.2  # design's default --quality-tol (0.002), in percent of the proxy loss
 
 
-def _r3(model, gpu, cal, prec, tp):
+def _r3(model, gpu, cal, prec, tp, proxy_file=None):
     L, h = model.num_layers, model.hidden
     aspect = h / L
     if L < 16:
@@ -216,13 +217,14 @@ def _r3(model, gpu, cal, prec, tp):
     # LM head and pipeline hand-offs do not grow with depth. A part of the step, so never above TPOT.
     _, _, ops = decode_step(model, gpu, cal.in_step("trtllm"), prec, _sharding(plan), 1.0, 1024 + 256 / 2.0, 0.0, None, "trtllm")
     floor = sum(float(np.sum((op.time if op.kind == "comm" else op.time - np.maximum(op.t_compute, op.t_memory)) * op.count))
-                for op in ops if op.name != "lm_head" and not op.name.startswith("pp/"))
+                for op in ops if op.part not in ("lm_head", "pipeline"))
     gain = 100.0 * (t0 / t1 - 1.0)
     # the same accuracy proxy as design: wider stops paying where the aspect-ratio (and head-count) cost to
     # accuracy exceeds design's default tolerance (0.2% of the proxy loss)
-    from llm_codesign.explore.accuracy_model import model_loss
+    from llm_codesign.explore.accuracy_model import model_loss, proxy_constants
 
-    q0, q1 = model_loss(model, prec.weight.name), model_loss(wide, prec.weight.name)
+    pc = proxy_constants(proxy_file)
+    q0, q1 = model_loss(model, prec.weight.name, pc=pc), model_loss(wide, prec.weight.name, pc=pc)
     dq = 100.0 * (q1 / q0 - 1.0)
     acc = f"; accuracy proxy {dq:+.2f}% loss"
     if dq > R3_ACCURACY_TOL_PCT:

@@ -134,7 +134,7 @@ def write_plot(results: list[dict], path: str | Path) -> None:
         ax.plot(xs, ys, "-", color=color, lw=2, label=_label(r, many))
         # the third dimension: one marker per precision on the frontier, its accuracy in the legend
         precs = sorted({(q["deployment"]["weight_dtype"], q["deployment"]["kv_dtype"]) for q in r["frontier"]})
-        for mk, (w, kv) in zip("osD^vP*X", precs):
+        for mk, (w, kv) in zip("osD^vP*X" * 4, precs, strict=False):  # markers repeat past 8 precisions
             pts = [q for q in r["frontier"] if (q["deployment"]["weight_dtype"], q["deployment"]["kv_dtype"]) == (w, kv)]
             acc = (pts[0].get("accuracy") or {}).get("short") or "accuracy: no source"
             ax.scatter([q["tok_s_per_user"] for q in pts], [q["output_tok_s_per_gpu"] for q in pts], marker=mk, s=22, color=color,
