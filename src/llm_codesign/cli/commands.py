@@ -409,8 +409,9 @@ def pareto(
 
 
 # registered after the commands above, so `--help` lists them in workflow order
-from llm_codesign.cli import accuracy, compare, design, export, lengths, serve, sweep  # noqa: E402, F401, I001
+from llm_codesign.cli import accuracy, compare, design  # noqa: E402, F401, I001
 from llm_codesign.cli import disagg as disagg_command  # noqa: E402, F401, I001 (pareto has a --disagg flag)
+from llm_codesign.cli import export, lengths, serve, sweep  # noqa: E402, F401, I001
 
 
 def main() -> None:
