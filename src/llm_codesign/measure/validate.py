@@ -107,6 +107,19 @@ def _spec(r):
     return SpecDecoding(m, _int(r, "spec_draft_len"), float(r["spec_acceptance"]))
 
 
+def _resolve(r: dict, profile, cal_override):
+    """A serving row's model, GPU, precision, speculation, engine and calibration (InputError,
+    KeyError or ValueError when the row names something the model cannot price)."""
+    model = get_model(r["model"])
+    gpu = get_gpu(r["gpu"])
+    prec = _precision(model, r)
+    spec = _spec(r)
+    backend = (r.get("backend") or "trtllm").strip().lower()
+    cal = cal_override(gpu) if cal_override else calibration_for(gpu, profile)
+    cal.step_overhead(backend)
+    return model, gpu, prec, spec, backend, cal
+
+
 def predict_serving(rows: list[dict], profile: str | None = None, cal_override=None) -> tuple[list[dict], list[dict]]:
     """Per row: predictions (same metric names) or an `unmodeled` reason. A file with both pools'
     columns (POOL_COLUMNS) is disaggregated: predict_disagg prices it."""
@@ -121,13 +134,7 @@ def predict_serving(rows: list[dict], profile: str | None = None, cal_override=N
             unmodeled.append({"row": i, "source": r.get("source", ""), "reason": why})
             continue
         try:
-            model = get_model(r["model"])
-            gpu = get_gpu(r["gpu"])
-            prec = _precision(model, r)
-            spec = _spec(r)
-            backend = (r.get("backend") or "trtllm").strip().lower()
-            cal = cal_override(gpu) if cal_override else calibration_for(gpu, profile)
-            cal.step_overhead(backend)
+            model, gpu, prec, spec, backend, cal = _resolve(r, profile, cal_override)
         except (InputError, KeyError, ValueError) as e:
             unmodeled.append({"row": i, "source": r.get("source", ""), "reason": str(e)})
             continue
@@ -292,13 +299,7 @@ def predict_disagg(rows: list[dict], profile: str | None = None, cal_override=No
             unmodeled.append({"row": i, "source": r.get("source", ""), "reason": why})
             continue
         try:
-            model = get_model(r["model"])
-            gpu = get_gpu(r["gpu"])
-            prec = _precision(model, r)
-            spec = _spec(r)
-            backend = (r.get("backend") or "trtllm").strip().lower()
-            cal = cal_override(gpu) if cal_override else calibration_for(gpu, profile)
-            cal.step_overhead(backend)
+            model, gpu, prec, spec, backend, cal = _resolve(r, profile, cal_override)
         except (InputError, KeyError, ValueError) as e:
             unmodeled.append({"row": i, "source": r.get("source", ""), "reason": str(e)})
             continue
