@@ -119,7 +119,7 @@ def test_empty_model_name_shows_what_was_given():
 GPU_CASES = [
     ("shapes", "[]"), ("shapes", "[[0, 0, 0]]"), ("bf16", '"lots"'), ("bf16", "nan"), ("bf16", "true"), ("sms", "[1, 2]"),
     ("sms", "inf"), ("l2_bytes", "inf"), ("l2_bytes", "[1]"), ("scale_up_bandwidth_bytes_per_s", "-1"),
-    ("scale_up_bandwidth_bytes_per_s", "0"), ("scale_up_bandwidth_bytes_per_s", "inf"), ("scale_up_domain", "1.5"),
+    ("scale_up_bandwidth_bytes_per_s", "0"), ("scale_up_bandwidth_bytes_per_s", "inf"), ("scale_up_bandwidth_bytes_per_s", "1.5"), ("scale_up_domain", "1.5"),
     ("scale_out_bandwidth_bytes_per_s", "-5"), ("hbm_bandwidth_bytes_per_s", "nan"), ("tdp_w", "true"),
 ]
 
@@ -211,6 +211,18 @@ def test_bad_kernel_latency_row_is_skipped_and_listed(tmp_path, bad):
     assert d["overall"]["latency_ms"]["n"] == 1 and "latency_ms" in json.dumps(d["unmodeled"])
     k.write_text(f"{GEMM_HEADER}\nh100_sxm,x,bfloat16,16,4096,4096,{bad}\n")
     one_line_error(["validate", "--kernels", str(k)], "latency_ms")
+
+
+@pytest.mark.parametrize("kv", ["NaN", "int8", ""])
+def test_unknown_kv_cache_dtype_row_is_skipped_and_listed(tmp_path, kv):
+    # a KV dtype the table cannot price is a listed row, not a group labelled "kv NaN" priced as BF16
+    k = tmp_path / "p.csv"
+    head = "system,trtllm_version,batch_size,isl,num_heads,num_key_value_heads,head_dim,attn_dtype,kv_cache_dtype,latency_ms"
+    k.write_text(f"{head}\nh100_sxm,x,8,4096,32,8,128,bfloat16,bfloat16,5.0\nh100_sxm,x,8,4096,32,8,128,bfloat16,{kv},5.0\n")
+    code, out, err = cli("validate", "--kernels", str(k), "--json")
+    assert code == 0, err
+    d = json.loads(out)
+    assert d["overall"]["latency_ms"]["n"] == 1 and "kv_cache_dtype" in json.dumps(d["unmodeled"])
 
 
 def test_kernel_csv_without_system_column(tmp_path):

@@ -20,6 +20,7 @@ import os
 import random
 import re
 import shlex
+import shutil
 import signal
 import traceback
 import warnings
@@ -608,6 +609,7 @@ def run_fuzz(n: int, seed: int, root: Path) -> tuple[int, dict[str, list[tuple[s
     FAILED_CASES = 0
     env = {"COLUMNS": "2000", "LLM_CODESIGN_DEBUG": None}
     for _ in range(n):
+        first = g.n
         case = gen_case(g)
         before = set(root.rglob("*"))
         with warnings.catch_warnings(record=True) as caught:
@@ -622,6 +624,9 @@ def run_fuzz(n: int, seed: int, root: Path) -> tuple[int, dict[str, list[tuple[s
         caught = [w for w in caught if issubclass(w.category, (RuntimeWarning, UserWarning))]
         problems = judge(case, res, before, root, caught)
         FAILED_CASES += bool(problems)
+        if not problems:  # a passing case's files go: the scan of `root` stays the size of one case
+            for k in range(first + 1, g.n + 1):
+                shutil.rmtree(root / f"f{k}", ignore_errors=True)
         for problem in problems:
             cause = re.sub(r"\d+(\.\d+)?(e[+-]?\d+)?", "#", problem)[:140]  # one cause, whatever the figures
             causes.setdefault(cause, []).append((shlex.join(["llm-codesign", *case.args]), case.what))

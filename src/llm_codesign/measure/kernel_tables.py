@@ -104,6 +104,8 @@ def row_problem(kind: str, r: dict) -> str | None:
                 return f"latency_ms {v!r} is not a positive finite time"
         elif not (math.isfinite(x) and x.is_integer() and x >= (0 if col == "step" else 1) and x <= 1 << 40):
             return f"{col} {v!r} is not a whole number of at least {0 if col == 'step' else 1}"
+    if "kv_cache_dtype" in KINDS[kind] and r.get("kv_cache_dtype") not in _KV_BYTES:
+        return f"kv_cache_dtype {r.get('kv_cache_dtype')!r} is not one of {', '.join(_KV_BYTES)}"
     return None
 
 
@@ -163,8 +165,11 @@ def _gemm(rows, gpu, cal: Calibration):
     return out, lab
 
 
+_KV_BYTES = {"fp8": 1.0, "bfloat16": 2.0, "float16": 2.0, "nvfp4": DTYPES["nvfp4"].bytes_per_value()}
+
+
 def _kv_bytes(name: str) -> float:
-    return {"fp8": 1.0, "bfloat16": 2.0, "float16": 2.0, "nvfp4": DTYPES["nvfp4"].bytes_per_value()}.get(name, 2.0)
+    return _KV_BYTES[name]  # row_problem refused any other name
 
 
 def _decode(rows, gpu, cal):

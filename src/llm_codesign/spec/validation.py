@@ -256,6 +256,9 @@ def check_gpu(d: dict, origin: str) -> None:
         if k in d:
             as_float(f"gpu.{k}", d[k], lo=lo, hi=hi, lo_open=lo_open,
                      what=f"a {'positive' if lo > 0 else 'non-negative'} number from {lo:g} to {hi:g}")
+    if 0 < d.get("scale_up_bandwidth_bytes_per_s", 0) < GPU_NUMBERS["hbm_bandwidth_bytes_per_s"][0]:
+        raise InputError("gpu.scale_up_bandwidth_bytes_per_s", d["scale_up_bandwidth_bytes_per_s"],
+                         "0 (no scale-up link) or a number from 1e9 to 1e14 (bytes/s per GPU, one direction)")
     if dom > 1 and not d.get("scale_up_bandwidth_bytes_per_s", 1) > 0:
         raise InputError("gpu.scale_up_bandwidth_bytes_per_s", d["scale_up_bandwidth_bytes_per_s"],
                          f"a positive figure: {origin} has a scale-up domain of {dom} GPUs")
