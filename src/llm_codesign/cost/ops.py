@@ -427,13 +427,25 @@ def _slowest_stage(model: ModelSpec, pp, parts, head: Op):
             for j in range(len(parts)):
                 counts[j] = np.where(mask, float(per[-1][j]), counts[j])
             continue
-        if t_part is None:  # per-layer time of each part, at this step's batch
+        if t_part is None:  # per-layer time of each part, at this step's batch, on one flat grid
             t_part = [step_time(p_ops) for p_ops, _ in parts]
-        ts = [sum(c * t for c, t in zip(per[s], t_part, strict=True)) + (head.time if s == v - 1 else 0.0) for s in range(v)]
-        idx = np.argmax(np.stack(np.broadcast_arrays(*ts)), axis=0)
+            shape = np.broadcast_shapes(pp.shape, np.shape(head.time), *(np.shape(t) for t in t_part))
+            t_part = [np.broadcast_to(t, shape) for t in t_part]
+            head_t = np.broadcast_to(head.time, shape)
+            counts = [np.broadcast_to(c, shape).copy() for c in counts]
+            head_on = np.broadcast_to(head_on, shape).copy()
+        # the candidates: each distinct stage composition at its first stage (argmax takes the first
+        # of equal times, so later copies never win), then the last stage, which adds the LM head
+        cand = list(dict.fromkeys(tuple(p) for p in per[:-1])) + [tuple(per[-1])]
+        at = np.broadcast_to(mask, counts[0].shape)
+        tm = [t[at] for t in t_part]
+        ts = [sum(c * t for c, t in zip(comp, tm, strict=True)) for comp in cand]
+        ts[-1] = ts[-1] + head_t[at]
+        idx = np.argmax(np.stack(ts), axis=0)
+        table = np.array(cand, float)
         for j in range(len(parts)):
-            counts[j] = np.where(mask, np.choose(idx, [float(per[s][j]) for s in range(v)]), counts[j])
-        head_on = np.where(mask, (idx == v - 1).astype(float), head_on)
+            counts[j][at] = table[idx, j]
+        head_on[at] = idx == len(cand) - 1
     return counts, head_on
 
 
