@@ -191,7 +191,8 @@ def search(model: ModelSpec, gpu: Gpu, cal: Calibration, space: SearchSpace, isl
         "model": model.name, "gpu": gpu.id, "num_gpus": space.num_gpus, "isl": isl, "osl": osl, "backend": backend,
         "evaluated": int(total), "fitting": int(c["fits"].sum()), "seconds": time.perf_counter() - t0,
         "frontier": [point(j) for j in front],
-        "cloud": thinned_cloud(c, sel), "roofline_bound": roofline_bound(model, gpu, precs, space.num_gpus),
+        "cloud": thinned_cloud(c, sel), "roofline_bound": roofline_bound(model, gpu, precs, space.num_gpus, accepted=max(
+            [space.spec.at(int(k)).accepted() for k in ks if k] if space.spec else [], default=1.0)),
     }
 
 
@@ -235,20 +236,40 @@ def thinned_cloud(c: dict, sel: np.ndarray, most: int = 4000) -> dict:
     return {"tok_s_per_user": c["tok_s_per_user"][idx].tolist(), "output_tok_s_per_gpu": c["output_tok_s_per_gpu"][idx].tolist()}
 
 
-def roofline_bound(model: ModelSpec, gpu: Gpu, precs, num_gpus: int) -> dict:
-    """Ideal frontier: step >= max(weights / aggregate bandwidth, 2*active*B / aggregate peak)."""
+def weights_read(model: ModelSpec, tokens) -> np.ndarray:
+    """Parameters one step over `tokens` tokens reads at least: every weight but the input embedding (a
+    gather) and the routed experts none of them picks, E * (1 - (1 - k/E)^tokens) experts per MoE layer
+    (cost.ops.distinct_experts, the cost model's own count). Batches split over instances or
+    attention-DP ranks read no fewer (that count is concave in tokens), nor does a skewed routing the
+    model prices as the balanced one."""
+    from llm_codesign.cost.ops import distinct_experts
+
+    tokens = np.asarray(tokens, float)
+    read = np.full(tokens.shape, float(model.total_params - model.embedding_params + model.vocab * model.hidden * model.tie_embeddings))
+    for layer, n in model.groups:
+        f = layer.ffn
+        if f.kind == "moe" and f.experts:
+            one = f.mats * model.hidden * f.expert_inter
+            read -= n * one * (f.experts - distinct_experts(f.experts, f.top_k, tokens))
+    return read
+
+
+def roofline_bound(model: ModelSpec, gpu: Gpu, precs, num_gpus: int, accepted: float = 1.0) -> dict:
+    """Ideal frontier at B requests in flight: a step >= max(weights it reads / aggregate bandwidth,
+    2 * active params * tokens / aggregate peak), emitting up to `accepted` tokens per request (the
+    best speculation searched; 1 without). MoE layers read only the experts B tokens pick (weights_read),
+    so no deployment of the search lies above it. Over several precisions, the fastest at each B."""
     from llm_codesign.spec.precision import gemm_math
 
-    best = None
+    b = np.geomspace(1, 65536, 64)
+    read = weights_read(model, b)
+    t = None
     for p in precs:
-        wbytes = model.total_params * p.weight.bytes_per_weight()
         peak = gpu.peak(gemm_math(p.weight, p.activation, gpu))
-        b = np.geomspace(1, 65536, 64)
-        t = np.maximum(wbytes / (num_gpus * gpu.hbm_bandwidth_bytes_per_s), 2 * model.active_params * b / (num_gpus * peak))
-        pts = (1 / t, b / t / num_gpus)
-        if best is None or pts[1].max() > best[1].max():
-            best = pts
-    return {"tok_s_per_user": best[0].tolist(), "output_tok_s_per_gpu": best[1].tolist()}
+        tp = np.maximum(read * p.weight.bytes_per_weight() / (num_gpus * gpu.hbm_bandwidth_bytes_per_s),
+                        2 * model.active_params * b * accepted / (num_gpus * peak))
+        t = tp if t is None else np.minimum(t, tp)
+    return {"tok_s_per_user": (accepted / t).tolist(), "output_tok_s_per_gpu": (accepted * b / t / num_gpus).tolist()}
 
 
 def parse_precisions(weight: str | None, activation: str | None, kv: str | None, model: ModelSpec, gpu: Gpu):

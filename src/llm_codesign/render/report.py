@@ -114,8 +114,68 @@ def _label(r: dict, many: bool) -> str:
     return f"{r['model']} on {r['gpu']}{mode}" if many else "frontier" + mode
 
 
+def gpus_text(n: int) -> str:
+    """'1 GPU', '8 GPUs'."""
+    return f"{n:,} GPU" + ("" if n == 1 else "s")
+
+
+def _si(x: float) -> str:
+    """A rate in three figures: 1.6k, 64.2k, 877k, 1.2M."""
+    for div, unit in ((1e6, "M"), (1e3, "k")):
+        if x >= div:
+            v = x / div
+            return f"{v:.1f}{unit}" if v < 100 else f"{v:.0f}{unit}"
+    return f"{x:.0f}"
+
+
+BOUND_HEADROOM = 5.0  # the axes reach at most this factor past the best deployment towards the ideal bound
+
+
+def data_limits(results: list[dict]) -> tuple[tuple[float, float], tuple[float, float]]:
+    """Log-axis limits around what was evaluated (cloud and frontier), reaching towards the ideal bound
+    by at most BOUND_HEADROOM: at a batch of 65,536 the bound runs one to two decades above the best
+    deployment (Llama-3.1-70B on 8 B200: 64.7k against 6.6k tok/s/GPU) and would squash the data;
+    beyond the axes it is clipped, and its legend entry says where it peaks."""
+    def lim(key):
+        vs = [v for r in results for v in (*r["cloud"][key], *(p[key] for p in r["frontier"])) if v > 0] or [1.0]
+        bound = max((max(r["roofline_bound"][key]) for r in results if r.get("roofline_bound")), default=0.0)
+        top = max(vs) * min(BOUND_HEADROOM, max(bound / max(vs), 1.0))
+        return min(vs) / 1.5, top * 1.15
+
+    return lim("tok_s_per_user"), lim("output_tok_s_per_gpu")
+
+
+BOUND_DASHES = (":", "--", "-.", (0, (1, 4)), (0, (5, 2, 1, 2, 1, 2)))  # one dash per series' bound
+
+
+def _bound_label(r: dict, many: bool) -> str:
+    rb = r["roofline_bound"]
+    top = f"peaks at {_si(max(rb['tok_s_per_user']))} tok/s/user, {_si(max(rb['output_tok_s_per_gpu']))} tok/s/GPU"
+    return f"ideal bound ({r['gpu']}; {top})" if many else f"roofline-ideal bound ({top})"
+
+
+def _place_labels(ax, fig, items) -> None:
+    """Annotations that overlap none drawn before (nor each other): each tries a few offsets from its
+    point and is left out when none is free. items: [(text, (x, y), colour)]."""
+    renderer = fig.canvas.get_renderer()
+    taken = []
+    for text, xy, colour in items:
+        for off in ((6, 6), (6, -22), (-8, 8), (-8, -22), (14, 18), (14, -34)):
+            ha = "left" if off[0] > 0 else "right"
+            a = ax.annotate(text, xy, fontsize=7, xytext=off, textcoords="offset points", color=colour, ha=ha,
+                            bbox={"boxstyle": "round,pad=0.15", "fc": "white", "ec": "none", "alpha": 0.7})
+            box = a.get_window_extent(renderer).expanded(1.05, 1.1)
+            if not any(box.overlaps(t) for t in taken) and ax.get_window_extent(renderer).contains(box.x0, box.y0) \
+                    and ax.get_window_extent(renderer).contains(box.x1, box.y1):
+                taken.append(box)
+                break
+            a.remove()
+
+
 def write_plot(results: list[dict], path: str | Path) -> None:
-    """PNG or SVG: dominated cloud, frontier, configs at key points, roofline-ideal bound."""
+    """PNG or SVG: dominated cloud, frontier, configs at key points, roofline-ideal bound. Several series
+    (GPUs, models, designs): one colour and one bound dash each, the legend beside the axes, labels
+    placed where they overlap nothing."""
     try:
         import matplotlib
 
@@ -123,10 +183,11 @@ def write_plot(results: list[dict], path: str | Path) -> None:
         import matplotlib.pyplot as plt
     except ImportError:
         raise InputError("plot", str(path), "the plot extra: pip install 'llm-codesign[plot]'") from None
-    fig, ax = plt.subplots(figsize=(9, 6), dpi=110)
     many = len(results) > 1
+    fig, ax = plt.subplots(figsize=(12.5, 6.5) if many else (9, 6), dpi=110)
+    labels = []
     for i, r in enumerate(results):
-        color = f"C{i}"
+        color = f"C{i % 10}"
         ax.scatter(r["cloud"]["tok_s_per_user"], r["cloud"]["output_tok_s_per_gpu"], s=4, color=color, alpha=0.12,
                    label=None if many else "evaluated deployments", rasterized=True)
         xs = [p["tok_s_per_user"] for p in r["frontier"]]
@@ -141,30 +202,32 @@ def write_plot(results: list[dict], path: str | Path) -> None:
                        edgecolors="black", linewidths=0.4, zorder=3, label=f"{w}/{kv}: {acc}")
         rb = r["roofline_bound"]
         if r.get("mode") != "disaggregated":  # the same bound as its aggregated sibling's
-            ax.plot(rb["tok_s_per_user"], rb["output_tok_s_per_gpu"], ":", color=color, lw=1,
-                    label=("roofline-ideal bound" if not many else f"ideal bound ({r['gpu']})"))
+            ax.plot(rb["tok_s_per_user"], rb["output_tok_s_per_gpu"], linestyle=BOUND_DASHES[i % len(BOUND_DASHES)], color=color,
+                    lw=1.2, label=_bound_label(r, many))
         n = len(r["frontier"])
         for j in sorted({0, n // 3, 2 * n // 3, n - 1}) if n else []:
             p = r["frontier"][j]
             d = p["deployment"]
-            ax.annotate(f"{d['plan']} x{d['replicas']}\nB={d['concurrency_per_instance']} {d['weight_dtype']}"
-                        + (f" {d['spec']}{d['draft_len']}" if d["spec"] else ""),
-                        (p["tok_s_per_user"], p["output_tok_s_per_gpu"]), fontsize=7, xytext=(6, 6), textcoords="offset points")
+            labels.append((f"{d['plan']} x{d['replicas']}\nB={d['concurrency_per_instance']} {d['weight_dtype']}"
+                           + (f" {d['spec']}{d['draft_len']}" if d["spec"] else ""),
+                           (p["tok_s_per_user"], p["output_tok_s_per_gpu"]), color if many else "black"))
     ax.set_xscale("log")
     ax.set_yscale("log")
-    fx = [p["tok_s_per_user"] for r in results for p in r["frontier"]] or [1.0]
-    fy = [p["output_tok_s_per_gpu"] for r in results for p in r["frontier"]] or [1.0]
-    bx = max(max(r["roofline_bound"]["tok_s_per_user"]) for r in results)
-    by = max(max(r["roofline_bound"]["output_tok_s_per_gpu"]) for r in results)
-    ax.set_xlim(min(fx) / 3, max(max(fx), bx) * 1.5)
-    ax.set_ylim(min(fy) / 3, max(max(fy), by) * 1.5)
+    (x0, x1), (y0, y1) = data_limits(results)
+    ax.set_xlim(x0, x1)
+    ax.set_ylim(y0, y1)
     ax.set_xlabel("interactivity: output tokens/s per user")
     ax.set_ylabel("throughput: output tokens/s per GPU")
     r0 = results[0]
-    ax.set_title(f"Pareto frontier, ISL/OSL {r0['isl']}/{r0['osl']}, {r0['num_gpus']} GPUs" + ("" if many else f": {r0['model']} on {r0['gpu']}"))
+    ax.set_title(f"Pareto frontier, ISL/OSL {r0['isl']}/{r0['osl']}, {gpus_text(r0['num_gpus'])}"
+                 + ("" if many else f": {r0['model']} on {r0['gpu']}"))
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=8)
+    if many:
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
+    else:
+        ax.legend(fontsize=8, loc="lower left")
     fig.tight_layout()
+    _place_labels(ax, fig, labels)
     fig.savefig(path)
     plt.close(fig)
 
@@ -179,73 +242,189 @@ def _errors_html(errors: dict[str, list[str]] | None) -> str:
     return out
 
 
+def _compact(xs) -> list[float]:
+    """Plotted coordinates in four significant figures (a pixel is under a thousandth of a decade)."""
+    return [float(f"{float(x):.4g}") for x in xs]
+
+
+def _empty_reason(r: dict) -> str:
+    if r["frontier"]:
+        return ""
+    if not r.get("fitting", 1):
+        return (f"none of its {r['evaluated']:,} deployments fits in the memory of "
+                f"{gpus_text(r['num_gpus'])} {r['gpu']}")
+    return f"{r.get('fitting', 0):,} of its {r['evaluated']:,} deployments fit, but none meets the SLOs given"
+
+
+def report_data(results: list[dict], breakdowns: dict) -> dict:
+    """What the HTML report embeds, once: each result with its cloud and ideal bound in plotted
+    precision, the frontier whole, the breakdowns, and the axes' limits (data_limits, as the PNG's)."""
+    (x0, x1), (y0, y1) = data_limits(results)
+    out = []
+    for r in results:
+        rb = r.get("roofline_bound") if r.get("mode") != "disaggregated" else None  # the aggregated sibling's bound
+        out.append({**{k: v for k, v in r.items() if k not in ("cloud", "roofline_bound")},
+                    "label": _label(r, len(results) > 1), "empty": _empty_reason(r),
+                    "cloud": {k: _compact(r["cloud"][k]) for k in ("tok_s_per_user", "output_tok_s_per_gpu")},
+                    "bound": None if not rb else {"label": _bound_label(r, True),
+                                                  **{k: _compact(rb[k]) for k in ("tok_s_per_user", "output_tok_s_per_gpu")}}})
+    return {"results": out, "breakdowns": breakdowns, "limits": {"x": [x0, x1], "y": [y0, y1]}}
+
+
+# The report's script: a log-log SVG plot drawn from the embedded data (no plotting library: plotly.js
+# inlined made one frontier's report 4.9 MB), hover details, a click on a point or a row for its
+# per-operator breakdown. Every name from the data goes in through textContent, never innerHTML.
+_REPORT_JS = r"""
+const D = JSON.parse(document.getElementById('frontier-data').textContent);
+const NS = 'http://www.w3.org/2000/svg', W = 960, H = 560, M = {l: 72, r: 16, t: 14, b: 50};
+const COLOURS = ['#1f77b4', '#ff7f0e', '#2ca02c', '#d62728', '#9467bd', '#8c564b', '#e377c2', '#7f7f7f', '#bcbd22', '#17becf'];
+const DASHES = ['2,3', '8,4', '9,3,2,3', '1,5', '6,2,1,2,1,2'];
+const colour = (i) => COLOURS[i % COLOURS.length], dash = (i) => DASHES[i % DASHES.length];
+function S(tag, attrs, parent) {
+  const e = document.createElementNS(NS, tag);
+  for (const k in attrs) e.setAttribute(k, attrs[k]);
+  if (parent) parent.appendChild(e);
+  return e;
+}
+function E(tag, text, parent, cls) {
+  const e = document.createElement(tag);
+  if (text !== undefined && text !== null) e.textContent = String(text);
+  if (cls) e.className = cls;
+  if (parent) parent.appendChild(e);
+  return e;
+}
+const L = D.limits, lx = L.x.map(Math.log10), ly = L.y.map(Math.log10);
+const sx = (v) => M.l + (Math.log10(v) - lx[0]) / (lx[1] - lx[0]) * (W - M.l - M.r);
+const sy = (v) => H - M.b - (Math.log10(v) - ly[0]) / (ly[1] - ly[0]) * (H - M.t - M.b);
+const fmtTick = (v) => v >= 1e6 ? v / 1e6 + 'M' : v >= 1e3 ? v / 1e3 + 'k' : String(+v.toPrecision(3));
+function ticks(lo, hi) {  // decades, with 2 and 5 labelled when the axis spans under three decades
+  const out = [];
+  for (let k = Math.floor(lo) - 1; k <= Math.ceil(hi); k++)
+    for (const m of [1, 2, 3, 4, 5, 6, 7, 8, 9]) {
+      const v = m * Math.pow(10, k), l = Math.log10(v);
+      if (l >= lo && l <= hi) out.push({v, major: m === 1, label: m === 1 || (hi - lo < 3 && (m === 2 || m === 5))});
+    }
+  return out;
+}
+function describe(p) {
+  const d = p.deployment;
+  return [`${d.plan} x${d.replicas}, batch ${d.concurrency_per_instance}`,
+          `W ${d.weight_dtype} / A ${d.activation_dtype} / KV ${d.kv_dtype}` + (d.spec ? `, ${d.spec} k=${d.draft_len}` : ''),
+          `${p.tok_s_per_user.toFixed(1)} tok/s/user, ${p.output_tok_s_per_gpu.toFixed(0)} tok/s/GPU`,
+          `TTFT ${p.ttft_ms.toFixed(0)} ms, TPOT ${p.tpot_ms.toFixed(2)} ms`,
+          'accuracy ' + (p.accuracy ? p.accuracy.short : 'none')];
+}
+const svg = S('svg', {viewBox: `0 0 ${W} ${H}`, width: W, height: H, id: 'frontier-svg', role: 'img'});
+document.getElementById('plot').appendChild(svg);
+S('clipPath', {id: 'area'}, S('defs', {}, svg)).appendChild(S('rect', {x: M.l, y: M.t, width: W - M.l - M.r, height: H - M.t - M.b}));
+const grid = S('g', {class: 'grid'}, svg);
+for (const t of ticks(lx[0], lx[1])) {
+  const x = sx(t.v);
+  S('line', {x1: x, x2: x, y1: M.t, y2: H - M.b, stroke: t.major ? '#ccc' : '#eee'}, grid);
+  if (t.label) S('text', {x, y: H - M.b + 16, 'text-anchor': 'middle'}, grid).textContent = fmtTick(t.v);
+}
+for (const t of ticks(ly[0], ly[1])) {
+  const y = sy(t.v);
+  S('line', {x1: M.l, x2: W - M.r, y1: y, y2: y, stroke: t.major ? '#ccc' : '#eee'}, grid);
+  if (t.label) S('text', {x: M.l - 6, y: y + 4, 'text-anchor': 'end'}, grid).textContent = fmtTick(t.v);
+}
+S('rect', {x: M.l, y: M.t, width: W - M.l - M.r, height: H - M.t - M.b, fill: 'none', stroke: '#888'}, svg);
+S('text', {x: (M.l + W - M.r) / 2, y: H - 10, 'text-anchor': 'middle'}, svg).textContent = 'interactivity: output tokens/s per user';
+S('text', {x: 16, y: (M.t + H - M.b) / 2, 'text-anchor': 'middle', transform: `rotate(-90 16 ${(M.t + H - M.b) / 2})`}, svg)
+  .textContent = 'throughput: output tokens/s per GPU';
+const area = S('g', {'clip-path': 'url(#area)'}, svg);
+const tip = document.getElementById('tip'), legend = document.getElementById('legend');
+function swatch(item, attrs, text) {
+  const s = S('svg', {width: 28, height: 10}, item);
+  S('line', {x1: 1, x2: 27, y1: 5, y2: 5, 'stroke-width': 2, ...attrs}, s);
+  E('span', text, item);
+}
+let chosen = null;
+D.results.forEach((r, i) => {
+  const c = colour(i), xs = r.cloud.tok_s_per_user, ys = r.cloud.output_tok_s_per_gpu;
+  // the cloud: one path of zero-length round-capped segments, a dot each
+  S('path', {d: xs.map((x, k) => `M${sx(x).toFixed(1)},${sy(ys[k]).toFixed(1)}h0`).join(''), stroke: c, 'stroke-width': 3,
+             'stroke-linecap': 'round', opacity: 0.3, class: 'cloud'}, area);
+  if (r.bound) S('polyline', {points: r.bound.tok_s_per_user.map((x, k) => `${sx(x).toFixed(1)},${sy(r.bound.output_tok_s_per_gpu[k]).toFixed(1)}`).join(' '),
+                              fill: 'none', stroke: c, 'stroke-width': 1.5, 'stroke-dasharray': dash(i), class: 'bound'}, area);
+  S('polyline', {points: r.frontier.map((p) => `${sx(p.tok_s_per_user).toFixed(1)},${sy(p.output_tok_s_per_gpu).toFixed(1)}`).join(' '),
+                 fill: 'none', stroke: c, 'stroke-width': 2.5, class: 'frontier'}, area);
+  r.frontier.forEach((p, j) => {
+    const pt = S('circle', {cx: sx(p.tok_s_per_user), cy: sy(p.output_tok_s_per_gpu), r: 4, fill: c, stroke: '#222', 'stroke-width': 0.6,
+                            class: 'pt', 'data-i': i, 'data-j': j}, area);
+    pt.addEventListener('mouseenter', (ev) => {
+      tip.replaceChildren(E('b', r.label), ...describe(p).map((t) => E('div', t)));
+      tip.style.display = 'block';
+      tip.style.left = (ev.pageX + 12) + 'px';
+      tip.style.top = (ev.pageY + 12) + 'px';
+    });
+    pt.addEventListener('mouseleave', () => { tip.style.display = 'none'; });
+    pt.addEventListener('click', () => show(i, j));
+  });
+  const item = E('div', null, legend);
+  swatch(item, {stroke: c}, r.label);
+  E('span', ` (${r.frontier.length} frontier points; dots: ${xs.length.toLocaleString()} of ${r.evaluated.toLocaleString()} deployments evaluated)`, item, 'hint');
+  if (r.bound) swatch(E('div', null, legend), {stroke: c, 'stroke-dasharray': dash(i)}, r.bound.label);
+  if (r.empty) E('div', `${r.label}: no deployment on the frontier: ${r.empty}`, legend, 'empty');
+});
+function cell(tr, tag, text) { return E(tag, text, tr); }
+function table(head) { const t = E('table'); const tr = t.createTHead().insertRow(); head.forEach((h) => cell(tr, 'th', h)); t.createTBody(); return t; }
+const rows = {};
+function show(i, j) {
+  const r = D.results[i], p = r.frontier[j], b = D.breakdowns[i + ':' + j] || [];
+  if (chosen) { chosen.pt.setAttribute('r', 4); chosen.row.classList.remove('chosen'); }
+  chosen = {pt: document.querySelector(`circle.pt[data-i="${i}"][data-j="${j}"]`), row: rows[i + ':' + j]};
+  chosen.pt.setAttribute('r', 7);
+  chosen.row.classList.add('chosen');
+  const box = document.getElementById('breakdown');
+  box.replaceChildren(E('p', `${r.label}, point ${j + 1}: ` + describe(p).join('; ')));
+  if (!b.length) { E('p', 'no per-operator breakdown was written for this point', box, 'hint'); return; }
+  const t = table(['operator', 'kind', 'ms per step', 'share']), total = b.reduce((a, o) => a + o.time_ms, 0);
+  for (const o of b) { const tr = t.tBodies[0].insertRow(); [o.name, o.kind, o.time_ms.toFixed(4), (100 * o.time_ms / total).toFixed(1) + '%'].forEach((x) => cell(tr, 'td', x)); }
+  t.id = 'breakdown-table';
+  box.appendChild(t);
+}
+const T = table(['model', 'GPU', 'tok/s/user', 'tok/s/GPU', 'TTFT ms', 'TPOT ms', 'plan', 'instances', 'GPUs each', 'batch',
+                 'weights', 'activations', 'KV cache', 'speculation', 'accuracy']);
+T.id = 'frontier-table';
+D.results.forEach((r, i) => r.frontier.forEach((p, j) => {
+  const d = p.deployment, tr = T.tBodies[0].insertRow();
+  tr.onclick = () => show(i, j);
+  tr.title = 'click for its per-operator breakdown';
+  rows[i + ':' + j] = tr;
+  [r.model, r.gpu, p.tok_s_per_user.toFixed(1), p.output_tok_s_per_gpu.toFixed(0), p.ttft_ms.toFixed(0), p.tpot_ms.toFixed(2), d.plan,
+   d.replicas, d.instance_gpus, d.concurrency_per_instance, d.weight_dtype, d.activation_dtype, d.kv_dtype,
+   d.spec ? `${d.spec} k=${d.draft_len}` : 'none', p.accuracy ? p.accuracy.short : 'none']
+    .forEach((x) => cell(tr, 'td', x));
+}));
+document.getElementById('table').appendChild(T);
+"""
+
+
 def write_html(results: list[dict], breakdowns: dict, path: str | Path, errors: dict[str, list[str]] | None = None) -> None:
-    """Self-contained HTML (plotly.js inlined, no CDN) with hover details and per-operator breakdowns;
-    `errors` ({GPU: lines}, accuracy.describe) says how far such predictions lie from measured runs."""
-    try:
-        import plotly.graph_objects as go
-    except ImportError:
-        raise InputError("html", str(path), "the web extra: pip install 'llm-codesign[web]'") from None
-    fig = go.Figure()
-    many = len(results) > 1
-    for i, r in enumerate(results):
-        fig.add_trace(go.Scattergl(x=r["cloud"]["tok_s_per_user"], y=r["cloud"]["output_tok_s_per_gpu"], mode="markers",
-                                   marker={"size": 3, "opacity": 0.2}, name=html.escape(f"evaluated ({_label(r, many)})"), hoverinfo="skip"))
-        hover = [f"{p['deployment']['plan']} x{p['deployment']['replicas']}<br>batch {p['deployment']['concurrency_per_instance']}"
-                 f"<br>{p['deployment']['weight_dtype']}/{p['deployment']['kv_dtype']}"
-                 f"{'<br>' + str(p['deployment']['spec']) + ' k=' + str(p['deployment']['draft_len']) if p['deployment']['spec'] else ''}"
-                 f"<br>TTFT {p['ttft_ms']:.0f} ms, TPOT {p['tpot_ms']:.2f} ms"
-                 f"<br>accuracy {html.escape(_accuracy_cells(p)['accuracy'])} ({_accuracy_cells(p)['accuracy_source']})" for p in r["frontier"]]
-        fig.add_trace(go.Scatter(x=[p["tok_s_per_user"] for p in r["frontier"]], y=[p["output_tok_s_per_gpu"] for p in r["frontier"]],
-                                 mode="lines+markers", name=html.escape(_label(r, many)), text=hover, customdata=[[i, j] for j in range(len(r["frontier"]))],
-                                 hovertemplate="%{text}<br>%{x:.1f} tok/s/user, %{y:.0f} tok/s/GPU<extra></extra>"))
-        rb = r["roofline_bound"]
-        if r.get("mode") != "disaggregated":
-            fig.add_trace(go.Scatter(x=rb["tok_s_per_user"], y=rb["output_tok_s_per_gpu"], mode="lines", line={"dash": "dot"},
-                                     name=f"roofline-ideal bound ({r['gpu']})"))
-    fig.update_layout(xaxis={"type": "log", "title": "output tokens/s per user"}, yaxis={"type": "log", "title": "output tokens/s per GPU"},
-                      title="Throughput vs interactivity (click a frontier point for its per-operator breakdown)", height=620)
-    plot = fig.to_html(include_plotlyjs=True, full_html=False, div_id="frontier-plot")
-    data = json.dumps({"results": [{k: v for k, v in r.items() if k != "cloud"} for r in results], "breakdowns": breakdowns},
-                      allow_nan=False)
+    """Self-contained HTML with no library and nothing fetched: the data once as JSON, an SVG plot its
+    own script draws (report_data, _REPORT_JS), hover details and per-operator breakdowns; `errors`
+    ({GPU: lines}, accuracy.describe) says how far such predictions lie from measured runs."""
+    data = json.dumps(report_data(results, breakdowns), allow_nan=False, separators=(",", ":"))
     # no markup can start inside the JSON (a model named after a file like `<img ...>.json`); the page
     # reads it with textContent and builds every cell with textContent, never innerHTML
     safe = data.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+    r0 = results[0]
     page = f"""<!DOCTYPE html>
-<html><head><meta charset="utf-8"><title>llm-codesign Pareto report</title>
-<style>body{{font-family:sans-serif;margin:1.5em}} table{{border-collapse:collapse;font-size:12px}}
-td,th{{border:1px solid #ccc;padding:2px 6px;text-align:right}} td:first-child{{text-align:left}}</style></head>
+<html lang="en"><head><meta charset="utf-8"><title>llm-codesign Pareto report</title>
+<style>body{{font-family:sans-serif;margin:1.5em;color:#222}} table{{border-collapse:collapse;font-size:12px}}
+td,th{{border:1px solid #ccc;padding:2px 6px;text-align:right}} td:first-child,th:first-child{{text-align:left}}
+#frontier-table tbody tr{{cursor:pointer}} #frontier-table tbody tr:hover{{background:#eef4ff}} tr.chosen{{background:#dde8ff}}
+#plot svg{{max-width:100%;height:auto;font-size:12px}} circle.pt{{cursor:pointer}} .hint{{color:#666;font-size:12px}}
+#legend div{{margin:2px 0;font-size:13px}} #legend svg{{vertical-align:middle;margin-right:4px}} .empty{{color:#a00}}
+#tip{{position:absolute;display:none;background:#fff;border:1px solid #999;padding:4px 8px;font-size:12px;pointer-events:none}}</style></head>
 <body><h1>Pareto report: {html.escape(', '.join(_label(r, True) for r in results))}</h1>
-<p>ISL/OSL {results[0]['isl']}/{results[0]['osl']}, {results[0]['num_gpus']} GPUs, backend {html.escape(results[0]['backend'])};
-{sum(r['evaluated'] for r in results):,} deployments evaluated.</p>
-{plot}
-{_errors_html(errors)}<h2>Per-operator breakdown of the selected point</h2><div id="breakdown">Click a frontier point.</div>
-<h2>Frontier</h2><div id="table"></div>
+<p>ISL/OSL {r0['isl']}/{r0['osl']}, {gpus_text(r0['num_gpus'])}, backend {html.escape(str(r0['backend']))};
+{sum(r['evaluated'] for r in results):,} deployments evaluated. Hover a point for its deployment; click a point or a table row for its per-operator breakdown.</p>
+<div id="plot"></div><div id="legend"></div><div id="tip"></div>
+{_errors_html(errors)}<h2>Per-operator breakdown of the selected point</h2><div id="breakdown">Click a frontier point or a row below.</div>
+<h2>Frontier</h2><p class="hint">Click a row for its per-operator breakdown.</p><div id="table"></div>
 <script type="application/json" id="frontier-data">{safe}</script>
-<script>
-const D = JSON.parse(document.getElementById('frontier-data').textContent);
-function cell(tr, tag, text) {{ const c = document.createElement(tag); c.textContent = String(text); tr.appendChild(c); }}
-function table(head) {{ const t = document.createElement('table'); const tr = t.insertRow(); head.forEach(h => cell(tr, 'th', h)); return t; }}
-function show(i, j) {{
-  const p = D.results[i].frontier[j]; const b = D.breakdowns[i + ':' + j] || [];
-  const box = document.getElementById('breakdown'); box.replaceChildren();
-  const para = document.createElement('p');
-  para.textContent = p.deployment.plan + ' x' + p.deployment.replicas + ', batch ' + p.deployment.concurrency_per_instance;
-  const t = table(['operator', 'kind', 'ms per step']);
-  for (const o of b) {{ const tr = t.insertRow(); [o.name, o.kind, o.time_ms.toFixed(4)].forEach(x => cell(tr, 'td', x)); }}
-  box.append(para, t);
-}}
-const T = table(['model', 'gpu', 'tok/s/user', 'tok/s/GPU', 'TTFT ms', 'plan', 'batch', 'precision', 'accuracy']);
-D.results.forEach((r, i) => r.frontier.forEach((p, j) => {{
-  const tr = T.insertRow(); tr.onclick = () => show(i, j);
-  [r.model, r.gpu, p.tok_s_per_user.toFixed(1), p.output_tok_s_per_gpu.toFixed(0), p.ttft_ms.toFixed(0), p.deployment.plan,
-   p.deployment.concurrency_per_instance, p.deployment.weight_dtype,
-   p.accuracy ? p.accuracy.short + ' (' + p.accuracy.source + ')' : 'none'].forEach(x => cell(tr, 'td', x));
-}}));
-document.getElementById('table').appendChild(T);
-document.getElementById('frontier-plot').on('plotly_click', ev => {{
-  const cd = ev.points[0].customdata; if (cd) show(cd[0], cd[1]);
-}});
-</script></body></html>
+<script>{_REPORT_JS}</script></body></html>
 """
     Path(path).write_text(page)  # the caller's write_all makes it whole or nothing
