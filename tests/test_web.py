@@ -92,6 +92,7 @@ def _run_frontier(pg, gpus=("h200",), num_gpus="1"):
 def _click_point(pg, trace: int, k: int):
     """A real mouse click on a plotted point (plotly hit-tests the mouse position on its drag layer)."""
     pts = pg.query_selector_all(f"#plot .scatterlayer .trace:nth-of-type({trace + 1}) path.point")
+    pts[k].scroll_into_view_if_needed()
     box = pts[k].bounding_box()
     pg.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
     pg.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
@@ -216,3 +217,108 @@ def test_design_reports_progress_then_its_table(page, server):
     assert 1 <= len(rows) <= 5 and all(r[1].startswith("h") and r[2].endswith("B") for r in rows)
     assert all(7.2 <= float(r[2][:-1]) <= 8.8 for r in rows)  # the 8e9 budget within its 10% tolerance
     assert page.text_content("#error") == "" and not page.errors
+
+
+def test_the_static_report_draws_its_frontier_and_breakdowns_offline(page, tmp_path):
+    """The HTML report (render.report.write_html) in chromium from file://: its own SVG plot with one
+    point per frontier deployment of each series, a hover, and a clicked row's per-operator breakdown."""
+    import llm_codesign as lc
+    from llm_codesign.cost.calibration import calibration_for
+    from llm_codesign.explore.search import point_breakdown
+    from llm_codesign.render.report import write_html
+
+    m = lc.get_model("qwen3-30b-a3b")
+    results, bd = [], {}
+    for i, gid in enumerate(("h100", "h200")):
+        g = lc.get_gpu(gid)
+        res = lc.pareto(m, g, num_gpus=1).result
+        results.append(res)
+        bd.update({f"{i}:{j}": point_breakdown(m, calibration_for(g, None), p["deployment"], 1024, 1024, gpu=g)
+                   for j, p in enumerate(res["frontier"])})
+    path = tmp_path / "report.html"
+    write_html(results, bd, path)
+    page.goto(path.as_uri())
+    page.wait_for_selector("#frontier-table")
+    counts = [page.eval_on_selector_all(f"circle.pt[data-i='{i}']", "xs => xs.length") for i in range(2)]
+    assert counts == [len(r["frontier"]) for r in results]
+    fills = page.eval_on_selector_all("polyline.frontier", "xs => xs.map(x => x.getAttribute('stroke'))")
+    dashes = page.eval_on_selector_all("polyline.bound", "xs => xs.map(x => x.getAttribute('stroke-dasharray'))")
+    assert len(set(fills)) == 2 and len(set(dashes)) == 2  # one colour and one dash per series
+    legend = page.text_content("#legend")
+    assert "qwen3-30b-a3b on h100 (" in legend and "ideal bound (h200; peaks at" in legend
+    # hover: the point's deployment in the tooltip
+    p = results[1]["frontier"][5]
+    box = page.query_selector("circle.pt[data-i='1'][data-j='5']").bounding_box()
+    page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    assert page.is_visible("#tip")
+    assert f"TTFT {p['ttft_ms']:.0f} ms, TPOT {p['tpot_ms']:.2f} ms" in page.text_content("#tip")
+    # a clicked row: that point's operators, as point_breakdown prices them
+    n0 = len(results[0]["frontier"])
+    page.click(f"#frontier-table tbody tr:nth-child({n0 + 6})")
+    rows = page.eval_on_selector_all("#breakdown-table tbody tr", "rs => rs.map(r => [...r.cells].map(c => c.textContent))")
+    assert [r[0] for r in rows] == [o["name"] for o in bd["1:5"]]
+    assert [r[2] for r in rows] == [f"{o['time_ms']:.4f}" for o in bd["1:5"]]
+    assert page.get_attribute("circle.pt[data-i='1'][data-j='5']", "r") == "7"  # the chosen point stands out
+    cells = page.eval_on_selector_all(f"#frontier-table tbody tr:nth-child({n0 + 6}) td", "cs => cs.map(c => c.textContent)")
+    assert cells[:6] == ["qwen3-30b-a3b", "h200", f"{p['tok_s_per_user']:.1f}", f"{p['output_tok_s_per_gpu']:.0f}",
+                         f"{p['ttft_ms']:.0f}", f"{p['tpot_ms']:.2f}"]
+    assert page.hosts <= {""} and not page.errors  # nothing fetched from any host
+
+
+def test_a_what_if_gpu_joins_the_frontier_and_a_bad_figure_is_one_line(page, server):
+    import llm_codesign as lc
+
+    page.goto(server + "/")
+    _ready(page)
+    # the form starts from the base's catalog figures
+    h100 = lc.get_gpu("h100")
+    page.click("#what-if summary")
+    page.select_option("#wi_base", "h100")
+    assert float(page.input_value("#wi_hbm_tb_s")) == pytest.approx(h100.hbm_bandwidth_bytes_per_s / 1e12, rel=1e-3)
+    assert float(page.input_value("#wi_bf16_tflops")) == pytest.approx(h100.peak("bf16") / 1e12, rel=1e-3)
+    page.select_option("#wi_base", "h200")
+    page.check("#wi_on")
+    page.fill("#wi_id", "fast")
+    page.fill("#wi_hbm_tb_s", "9.6")
+    page.select_option("#model", "llama-3.1-8b")
+    for box in page.query_selector_all("#gpus input"):
+        box.set_checked(box.get_attribute("value") == "h200")
+    page.fill("#num_gpus", "1")
+    page.click("#run")
+    page.wait_for_function("document.querySelectorAll('#plot .scatterlayer .trace').length === 2")
+    page.wait_for_selector("#frontier-table")
+    legend = page.eval_on_selector_all("#plot .legendtext", "xs => xs.map(x => x.textContent)")
+    assert legend == ["llama-3.1-8b on 1x h200", "llama-3.1-8b on 1x fast"]
+    rows = page.eval_on_selector_all("#frontier-table tbody tr", "rs => rs.map(r => [...r.cells].map(c => c.textContent))")
+    fast = [float(r[1]) for r in rows if r[0] == "fast"]
+    base = [float(r[1]) for r in rows if r[0] == "h200"]
+    assert 1.3 < max(fast) / max(base) < 2.0  # twice the bandwidth: decode at one request speeds up, by under 2x
+    assert _fragment(page)["wi_hbm_tb_s"] == "9.6" and _fragment(page)["wi_on"] == "1"
+    # a point of the what-if series is priced on it
+    _click_point(page, 1, 2)
+    assert "x fast per instance" in page.text_content("#estimate-table")
+    page.fill("#wi_hbm_tb_s", "-1")
+    page.click("#run")
+    page.wait_for_function("document.getElementById('error').textContent !== ''")
+    assert page.text_content("#error") == "what_if.hbm_tb_s: -1.0 is not valid; a number from 0.001 to 1000 TB/s"
+    assert not page.errors
+
+
+def test_the_page_shows_the_validation_report(page, server):
+    from llm_codesign.measure.accuracy import bundled
+
+    page.goto(server + "/")
+    _ready(page)
+    page.wait_for_selector("#validation-serving")
+    t = bundled()
+    rows = page.eval_on_selector_all("#validation-serving tbody tr", "rs => rs.map(r => [...r.cells].map(c => c.textContent))")
+    assert len(rows) == sum(len(b) for b in t["serving"].values())
+    c = t["serving"]["vllm"]["5-32"]
+    sign = lambda v: f"+{v}" if v >= 0 else f"{v}"  # noqa: E731
+    want = ["vllm", "5-32", f"{c['ttft_ms']['median']}% / {c['ttft_ms']['p90']}% ({sign(c['ttft_ms']['signed'])})",
+            f"{c['tpot_ms']['median']}% / {c['tpot_ms']['p90']}% ({sign(c['tpot_ms']['signed'])})", str(c["ttft_ms"]["n"])]
+    assert want in rows
+    offline = dict(page.eval_on_selector_all("#validation-offline tbody tr", "rs => rs.map(r => [r.cells[0].textContent, r.cells[2].textContent])"))
+    assert offline["hopper"] == str(t["offline"]["hopper"]["output_tok_s_per_gpu"]["n"])
+    assert "models" in t and page.eval_on_selector_all("#validation-models tbody tr", "rs => rs.length") == len(t["models"])
+    assert not page.errors

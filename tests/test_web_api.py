@@ -222,3 +222,96 @@ def test_a_bad_point_record_is_422_naming_its_field(client, change, field, text)
     r = client.post("/api/estimate", json={"model": "llama-3.1-8b", "gpu": "h200", "deployment": {**rec, **change}})
     assert r.status_code == 422 and r.json()["field"] == field
     assert r.json()["error"].startswith(text), r.json()["error"]
+
+
+# ---- the what-if GPU: a catalog GPU with the form's figures, checked as a GPU TOML is
+def _what_if_gpu(**figures):
+    from dataclasses import replace
+
+    h = lc.get_gpu("h200")
+    return replace(h, id="fast", name="what-if GPU from H200 SXM", aliases=(), **figures)
+
+
+def test_a_what_if_gpu_moves_the_frontier_as_the_same_gpu_does_in_the_api(client):
+    wi = {"base": "h200", "id": "fast", "hbm_tb_s": 9.6}
+    r = client.post("/api/pareto", json={"model": "llama-3.1-8b", "gpus": ["h200", "fast"], "num_gpus": 1, "what_if": wi})
+    assert r.status_code == 200, r.text
+    base, fast = r.json()["series"]
+    assert (base["gpu"], fast["gpu"]) == ("h200", "fast")
+    want = lc.pareto("llama-3.1-8b", _what_if_gpu(hbm_bandwidth_bytes_per_s=9.6e12), num_gpus=1).to_dict()
+    assert [p["output_tok_s_per_gpu"] for p in fast["frontier"]] == [p["output_tok_s_per_gpu"] for p in want["frontier"]]
+    # twice the H200's 4.8 TB/s: single-request decode reads 16 GB of BF16 weights a step, so it speeds
+    # up by less than 2x (fixed launch and kernel costs remain) and by well over the 1.2x of compute alone
+    speedup = max(p["tok_s_per_user"] for p in fast["frontier"]) / max(p["tok_s_per_user"] for p in base["frontier"])
+    assert 1.3 < speedup < 2.0, speedup
+    # a clicked point of that series is priced on the same what-if GPU, and so is its lint
+    p = fast["frontier"][3]
+    e = client.post("/api/estimate", json={"model": "llama-3.1-8b", "gpu": "fast", "deployment": p["deployment"], "what_if": wi})
+    assert e.status_code == 200, e.text
+    assert e.json()["tpot_ms"] == pytest.approx(p["tpot_ms"], rel=1e-9) and e.json()["gpu"] == "fast"
+    plain = client.post("/api/estimate", json={"model": "llama-3.1-8b", "gpu": "fast", "num_gpus": 1, "concurrency": 1, "what_if": wi}).json()
+    h200 = client.post("/api/estimate", json={"model": "llama-3.1-8b", "gpu": "h200", "num_gpus": 1, "concurrency": 1}).json()
+    assert 0.5 < plain["tpot_ms"] / h200["tpot_ms"] < 0.77
+    assert client.post("/api/lint", json={"model": "llama-3.1-8b", "gpu": "fast", "what_if": wi}).json()["gpu"] == "fast"
+
+
+def test_what_if_memory_and_flops_reach_the_gpu():
+    from llm_codesign.web.app import WhatIfGpu, _what_if
+
+    g = _what_if(WhatIfGpu(base="h100", id="big", memory_gb=160.0, fp8_tflops=0, fp4_tflops=3000))
+    h = lc.get_gpu("h100")
+    assert g.memory_bytes == 160e9 and g.hbm_bytes == pytest.approx(h.hbm_bytes * 160e9 / h.memory_bytes)
+    assert dict(g.peak_flops) == {"bf16": h.peak("bf16"), "fp4": 3e15} and g.fp4_formats == ("nvfp4", "mxfp4")
+    assert (g.family, g.sms, g.tiles, g.hbm_bandwidth_bytes_per_s) == (h.family, h.sms, h.tiles, h.hbm_bandwidth_bytes_per_s)
+
+
+@pytest.mark.parametrize("figures,toml,line", [
+    ({"hbm_tb_s": -1}, ("hbm_bandwidth_bytes_per_s", -1e12), "what_if.hbm_tb_s: -1.0 is not valid; a number from 0.001 to 1000 TB/s"),
+    ({"bf16_tflops": 0}, ("peak_flops.bf16", 0), "what_if.bf16_tflops: 0.0 is not valid; dense TFLOP/s from 0.1 to 1e+06"),
+    ({"fp8_tflops": 5e9}, ("peak_flops.fp8", 5e21),
+     "what_if.fp8_tflops: 5000000000.0 is not valid; dense TFLOP/s from 0.1 to 1e+06 (0: the tensor cores lack it)"),
+    ({"memory_gb": 0.5}, ("memory_bytes", 5e8), "what_if.memory_gb: 0.5 is not valid; a number from 1 to 1e+06 GB"),
+    ({"scale_up_gb_s": 0.5}, ("scale_up_bandwidth_bytes_per_s", 5e8), "what_if.scale_up_gb_s: 0.5 is not valid; 0 (no scale-up link) or "
+     "from 1 to 100000 GB/s per GPU, one direction; positive where the domain holds more than one GPU"),
+    ({"scale_up_gb_s": 0}, ("scale_up_bandwidth_bytes_per_s", 0),
+     "what_if.scale_up_gb_s: 0.0 is not valid; a positive figure: its scale-up domain holds 8 GPUs (or make that 1)"),
+    ({"scale_up_domain": 0}, ("scale_up_domain", 0), "what_if.scale_up_domain: 0 is not valid; a whole number of GPUs from 1 to 1048576"),
+])
+def test_a_what_if_figure_a_gpu_toml_refuses_is_a_422_in_the_forms_unit(client, figures, toml, line):
+    """The same edge check as a GPU TOML: the H200's file with that figure changed is refused too."""
+    from llm_codesign.spec.hardware import gpu_from_toml
+
+    text = (resources.files("llm_codesign") / "data" / "gpus" / "h200.toml").read_text()
+    key, value = toml
+    if key.startswith("peak_flops."):
+        text = re.sub(rf"^{key.split('.')[1]} = .*$", f"{key.split('.')[1]} = {value!r}", text, flags=re.M)
+    else:
+        text = re.sub(rf"^{key} = [^#\n]*", f"{key} = {value!r} ", text, flags=re.M)
+    with pytest.raises(lc.InputError) as e:
+        gpu_from_toml(text, "h200.toml")
+    assert e.value.field == "gpu." + key
+    r = client.post("/api/pareto", json={"model": "llama-3.1-8b", "gpus": ["what-if"], "num_gpus": 1, "what_if": figures})
+    assert r.status_code == 422 and r.json() == {"error": line, "field": line.split(":")[0]}
+
+
+@pytest.mark.parametrize("what_if,line", [
+    ({"id": "H100"}, "what_if.id: 'H100' is not valid; a name that is none of the catalog's GPUs, e.g. what-if"),
+    ({"id": "x", "hbm_tb_s": "abc"}, "what_if.hbm_tb_s: 'abc' is not valid; Input should be a valid number, unable to parse string as a number"),
+    ({"id": "x", "base": "my.toml"}, "what_if.base: 'my.toml' is not valid; a GPU id of the catalog: "),
+    ({"id": "x", "tdp_w": 5}, "what_if.tdp_w: 5 is not valid; Extra inputs are not permitted"),
+])
+def test_a_bad_what_if_name_or_field_is_one_line(client, what_if, line):
+    r = client.post("/api/pareto", json={"model": "llama-3.1-8b", "gpus": [what_if["id"]], "num_gpus": 1, "what_if": what_if})
+    assert r.status_code == 422 and r.json()["error"].startswith(line), r.text
+
+
+def test_the_validation_report_is_the_bundled_accuracy_table(client):
+    from llm_codesign.measure.accuracy import bundled
+
+    r = client.get("/api/accuracy")
+    assert r.status_code == 200, r.text
+    d = r.json()
+    assert d["table"] == bundled()
+    assert d["table"]["serving"]["vllm"]["5-32"]["tpot_ms"]["n"] > 0
+    assert [n.split(":")[0] for n in d["notes"]] == ["serving", "offline", "speculative"]
+    assert "serving_measured_blackwell_clean.csv" in d["notes"][0]

@@ -68,7 +68,26 @@ class PointDeployment(BaseModel):
     concurrency_per_instance: Optional[int] = Field(None, ge=1, le=1 << 20)
 
 
-class EstimateRequest(ModelRef, Precisions):
+class WhatIfGpu(_Req):
+    """A what-if GPU: a catalog GPU with some of its figures changed, checked by the edge checks a GPU
+    TOML gets (spec.validation.check_gpu). Figures left out keep the base's; it keeps the base's
+    family (so its calibration), SMs, tiles, caches and NIC."""
+    base: str = Field("h200", max_length=100, description="The catalog GPU it starts from.")
+    id: str = Field("what-if", max_length=40, description="Its name in the results; none of the catalog's GPUs.")
+    hbm_tb_s: Optional[float] = Field(None, allow_inf_nan=False, description="HBM bandwidth, TB/s.")
+    memory_gb: Optional[float] = Field(None, allow_inf_nan=False, description="Memory the driver reports, GB (1e9 bytes).")
+    bf16_tflops: Optional[float] = Field(None, allow_inf_nan=False, description="Dense BF16 TFLOP/s.")
+    fp8_tflops: Optional[float] = Field(None, allow_inf_nan=False, description="Dense FP8 TFLOP/s (0: none).")
+    fp4_tflops: Optional[float] = Field(None, allow_inf_nan=False, description="Dense FP4 TFLOP/s (0: none).")
+    scale_up_gb_s: Optional[float] = Field(None, allow_inf_nan=False, description="Scale-up (NVLink) bandwidth per GPU, one direction, GB/s.")
+    scale_up_domain: Optional[int] = Field(None, description="GPUs in one scale-up domain.")
+
+
+class WhatIf(_Req):
+    what_if: Optional[WhatIfGpu] = Field(None, description="A what-if GPU, named by its `id` wherever a GPU is.")
+
+
+class EstimateRequest(ModelRef, Precisions, WhatIf):
     gpu: str = Field(..., max_length=100)
     num_gpus: Optional[int] = Field(None, ge=1, le=MAX_SERVE_GPUS)
     tp: Optional[int] = Field(None, ge=1, le=MAX_SERVE_GPUS)
@@ -86,7 +105,7 @@ class EstimateRequest(ModelRef, Precisions):
         None, description="A frontier point's `deployment` record: priced at its batch, with the point's per-operator breakdown.")
 
 
-class ParetoRequest(ModelRef, Precisions):
+class ParetoRequest(ModelRef, Precisions, WhatIf):
     gpus: list[str] = Field(..., min_length=1, max_length=8, description="One series per GPU id.")
     num_gpus: int = Field(8, ge=1, le=MAX_SERVE_GPUS)
     tp: Optional[int] = Field(None, ge=1, le=MAX_SERVE_GPUS)
@@ -99,12 +118,12 @@ class ParetoRequest(ModelRef, Precisions):
     max_ttft_ms: Optional[float] = Field(None, gt=0, le=1e9, allow_inf_nan=False)
 
 
-class LintRequest(ModelRef, Precisions):
+class LintRequest(ModelRef, Precisions, WhatIf):
     gpu: str = Field(..., max_length=100)
     regime: Regime = "throughput"
 
 
-class DesignRequest(Precisions):
+class DesignRequest(Precisions, WhatIf):
     params: float = Field(..., ge=1e6, le=1e14, allow_inf_nan=False, description="Total-parameter budget, e.g. 8e9.")
     gpu: str = Field("h200", max_length=100)
     num_gpus: int = Field(8, ge=1, le=MAX_SERVE_GPUS)
@@ -214,6 +233,11 @@ class DesignResponse(_Open):
     designs: list[dict[str, Any]]
 
 
+class AccuracyReport(BaseModel):
+    notes: list[str] = Field(..., description="Where each part's figures come from (the table's header).")
+    table: dict[str, Any] = Field(..., description="data/calibration/accuracy.toml: per cell median and p90 absolute % error, signed median, rows.")
+
+
 class ErrorResponse(BaseModel):
     error: str = Field(..., description="One line: the field, the value and what is valid.")
     field: Optional[str] = None
@@ -229,14 +253,91 @@ def _plain(obj):
     return json.loads(json.dumps(obj, default=float, allow_nan=False))
 
 
-def _gpu(ref: str, field: str = "gpu"):
-    """A catalog GPU only: the page never names a file on the server (the CLI takes a GPU .toml path)."""
+def _gpu(ref: str, field: str = "gpu", what_if: WhatIfGpu | None = None):
+    """A catalog GPU, or the request's what-if GPU by its id: the page never names a file on the
+    server (the CLI takes a GPU .toml path)."""
     import llm_codesign as lc
     from llm_codesign.spec.hardware import catalog
 
+    if what_if is not None and ref.strip().lower() == what_if.id.strip().lower():
+        return _what_if(what_if)
     if ref.strip().lower().endswith(".toml"):
         raise InputError(field, ref, "a GPU id of the catalog: " + ", ".join(catalog()))
     return lc.get_gpu(ref)
+
+
+# what-if form field -> (GPU TOML field, the form's unit in the TOML's, the unit's name)
+WHAT_IF_FIELDS = {
+    "hbm_tb_s": ("hbm_bandwidth_bytes_per_s", 1e12, "TB/s"), "memory_gb": ("memory_bytes", 1e9, "GB"),
+    "bf16_tflops": ("peak_flops.bf16", 1e12, "TFLOP/s"), "fp8_tflops": ("peak_flops.fp8", 1e12, "TFLOP/s"),
+    "fp4_tflops": ("peak_flops.fp4", 1e12, "TFLOP/s"), "scale_up_gb_s": ("scale_up_bandwidth_bytes_per_s", 1e9, "GB/s"),
+    "scale_up_domain": ("scale_up_domain", 1, "GPUs"),
+}
+
+
+def _what_if_valid(form: str) -> str:
+    """What check_gpu accepts for a form field, in the form's unit (its ranges: spec.validation)."""
+    from llm_codesign.spec.validation import GPU_NUMBERS, PEAK_FLOPS
+
+    toml, scale, unit = WHAT_IF_FIELDS[form]
+    if toml.startswith("peak_flops"):
+        lo, hi = PEAK_FLOPS[0] / scale, PEAK_FLOPS[1] / scale
+        return (f"dense {unit} from {lo:g} to {hi:g}" + ("" if form == "bf16_tflops" else " (0: the tensor cores lack it)"))
+    if form == "scale_up_domain":
+        return "a whole number of GPUs from 1 to 1048576"
+    if form == "scale_up_gb_s":
+        return (f"0 (no scale-up link) or from {GPU_NUMBERS['hbm_bandwidth_bytes_per_s'][0] / scale:g} to "
+                f"{GPU_NUMBERS[toml][1] / scale:g} {unit} per GPU, one direction; positive where the domain holds more than one GPU")
+    lo, hi, _ = GPU_NUMBERS[toml]
+    return f"a number from {lo / scale:g} to {hi / scale:g} {unit}"
+
+
+def _what_if(w: WhatIfGpu):
+    """The what-if GPU: its base's figures with the form's, checked as a GPU TOML is; a figure the
+    check refuses is named by its form field, in the form's unit."""
+    from dataclasses import replace
+
+    from llm_codesign.spec.hardware import _alias_table, _norm
+    from llm_codesign.spec.validation import check_gpu
+
+    base = _gpu(w.base, "what_if.base")
+    name = w.id.strip().lower()
+    if not name or _norm(name) in _alias_table():
+        raise InputError("what_if.id", w.id, "a name that is none of the catalog's GPUs, e.g. what-if")
+    d = {"id": name, "family": base.family, "sms": base.sms, "hbm_bytes": base.hbm_bytes, "memory_bytes": base.memory_bytes,
+         "hbm_bandwidth_bytes_per_s": base.hbm_bandwidth_bytes_per_s, "l2_bytes": base.l2_bytes,
+         "scale_up_bandwidth_bytes_per_s": base.scale_up_bandwidth_bytes_per_s, "scale_up_domain": base.scale_up_domain,
+         "scale_out_bandwidth_bytes_per_s": base.scale_out_bandwidth_bytes_per_s, "tdp_w": base.tdp_w,
+         "peak_flops": dict(base.peak_flops)}
+    given = {f: getattr(w, f) for f in WHAT_IF_FIELDS if getattr(w, f) is not None}
+    for f, v in given.items():
+        toml, scale, _ = WHAT_IF_FIELDS[f]
+        if toml.startswith("peak_flops."):
+            d["peak_flops"][toml.split(".", 1)[1]] = v * scale
+        else:
+            d[toml] = v * scale if f != "scale_up_domain" else v
+    if "memory_gb" in given and base.memory_bytes > 0:  # the headline capacity keeps its ratio to the driver's
+        d["hbm_bytes"] = base.hbm_bytes * d["memory_bytes"] / base.memory_bytes
+    try:
+        check_gpu(d, f"what-if GPU {name} (from {base.id})")
+    except InputError as e:
+        # hbm_bytes follows memory_gb; a domain without a link is the bandwidth's fault, as in a TOML
+        form = "memory_gb" if e.field == "gpu.hbm_bytes" else next(
+            (f for f, (t, _, _) in WHAT_IF_FIELDS.items() if e.field == f"gpu.{t}"), None)
+        if form is None:
+            raise
+        valid = _what_if_valid(form)
+        if form == "scale_up_gb_s" and not d["scale_up_bandwidth_bytes_per_s"]:
+            valid = f"a positive figure: its scale-up domain holds {d['scale_up_domain']} GPUs (or make that 1)"
+        raise InputError(f"what_if.{form}", given.get(form, e.value / WHAT_IF_FIELDS[form][1]), valid) from None
+    peaks = {k: float(v) for k, v in d["peak_flops"].items() if v > 0}
+    fp4 = base.fp4_formats or ("nvfp4", "mxfp4")  # gpu_from_toml's default where a TOML names none
+    changed = ", ".join(f"{f} = {v:g}" for f, v in given.items()) or "nothing"
+    return replace(base, id=name, name=f"what-if GPU from {base.name}", aliases=(), hbm_bytes=float(d["hbm_bytes"]),
+                   memory_bytes=float(d["memory_bytes"]), hbm_bandwidth_bytes_per_s=float(d["hbm_bandwidth_bytes_per_s"]),
+                   scale_up_bandwidth_bytes_per_s=float(d["scale_up_bandwidth_bytes_per_s"]),
+                   scale_up_domain=int(d["scale_up_domain"]), peak_flops=tuple(sorted(peaks.items())),
+                   fp4_formats=fp4 if "fp4" in peaks else (), sources=(("what_if", f"{base.id} with {changed} (the page's form)"),))
 
 
 def _model(req: ModelRef):
@@ -265,7 +366,7 @@ def _estimate(req: EstimateRequest) -> dict:
         from llm_codesign.cost.calibration import calibration_for
         from llm_codesign.explore.search import point_breakdown
 
-        g = _gpu(req.gpu)
+        g = _gpu(req.gpu, what_if=req.what_if)
         rec = {**req.deployment.model_dump(), "gpu": g.id}  # typed by PointDeployment: a bad field is a 422 naming it
         dep = lc.Deployment.from_dict(rec, g)
         conc = rec["concurrency_per_instance"]
@@ -273,7 +374,7 @@ def _estimate(req: EstimateRequest) -> dict:
         r["point_breakdown"] = point_breakdown(m, calibration_for(g, None), rec, req.isl, req.osl, gpu=g)
         r["export"] = _export(m, dep, req, conc, rec["replicas"], {k: r[k] for k in ("ttft_ms", "tpot_ms", "tok_s_per_user", "output_tok_s_per_gpu")})
         return _plain(r)
-    dep = lc.deployment(m, gpu=_gpu(req.gpu), num_gpus=req.num_gpus, tp=req.tp, pp=req.pp, ep=req.ep, moe_tp=req.moe_tp,
+    dep = lc.deployment(m, gpu=_gpu(req.gpu, what_if=req.what_if), num_gpus=req.num_gpus, tp=req.tp, pp=req.pp, ep=req.ep, moe_tp=req.moe_tp,
                         attention_dp=req.attention_dp, kvp=req.kvp, weight_dtype=req.weight_dtype,
                         activation_dtype=req.activation_dtype, kv_dtype=req.kv_dtype, engine=req.engine)
     return _plain(lc.estimate(m, dep, lc.Workload(req.isl, req.osl, req.concurrency), breakdown=req.breakdown))
@@ -302,7 +403,7 @@ def _pareto(req: ParetoRequest) -> dict:
     m = _model(req)
     series = []
     for gpu in req.gpus:
-        f = lc.pareto(m, _gpu(gpu, "gpus"), num_gpus=req.num_gpus, workload=lc.Workload(req.isl, req.osl), engine=req.engine,
+        f = lc.pareto(m, _gpu(gpu, "gpus", req.what_if), num_gpus=req.num_gpus, workload=lc.Workload(req.isl, req.osl), engine=req.engine,
                       weight_dtype=req.weight_dtype, activation_dtype=req.activation_dtype, kv_dtype=req.kv_dtype,
                       tp=req.tp, pp=req.pp, ep=req.ep, min_tps_user=req.min_tps_user, max_ttft_ms=req.max_ttft_ms)
         series.append(f.to_dict())
@@ -313,7 +414,7 @@ def _lint(req: LintRequest) -> dict:
     import llm_codesign as lc
     from llm_codesign.explore.lint import RULES
 
-    m, g = _model(req), _gpu(req.gpu)
+    m, g = _model(req), _gpu(req.gpu, what_if=req.what_if)
     fs = lc.lint(m, g, regime=req.regime, weight_dtype=req.weight_dtype, activation_dtype=req.activation_dtype, kv_dtype=req.kv_dtype)
     return _plain({"model": m.name, "gpu": g.id, "regime": req.regime, "findings": [{**f, "rule_name": RULES[f["rule"]][0]} for f in fs]})
 
@@ -326,7 +427,7 @@ def _design_inputs(req: DesignRequest):
             base = _model(ModelRef(model=req.baseline))
         except InputError as e:
             raise InputError("baseline", req.baseline, e.valid) from None
-    return _gpu(req.gpu), base
+    return _gpu(req.gpu, what_if=req.what_if), base
 
 
 def _design(req: DesignRequest, progress=None, inputs=None) -> dict:
@@ -368,6 +469,26 @@ def _design_stream(req: DesignRequest):
 
     threading.Thread(target=work, daemon=True).start()
     return lines()
+
+
+def _accuracy() -> dict:
+    """The validation report's figures the estimates quote (measure.accuracy.bundled: the shipped
+    data/calibration/accuracy.toml, what benchmarks/validation_report.py wrote) and its header's
+    account of where each part comes from."""
+    from llm_codesign.measure.accuracy import bundled
+
+    text = (resources.files("llm_codesign") / "data" / "calibration" / "accuracy.toml").read_text()
+    notes = []
+    for line in text.splitlines():
+        if not line.startswith("#"):
+            break
+        body = line[1:].strip()
+        if line.startswith("#   ") and notes:  # a wrapped line continues the section's
+            notes[-1] += " " + body
+        elif body.startswith(("serving:", "offline:", "speculative:")):
+            notes.append(body)
+    # not _plain: signed errors are negative by design (check_result refuses a negative time)
+    return json.loads(json.dumps({"notes": notes, "table": bundled()}, allow_nan=False))
 
 
 def _field_line(err: dict) -> tuple[str, str]:
@@ -443,6 +564,10 @@ def create_app(allowed_hosts: list[str] | None = None):
         from llm_codesign.spec.hardware import catalog
 
         return _plain([g.to_dict() for g in catalog().values()])
+
+    @app.get("/api/accuracy", response_model=AccuracyReport)
+    def accuracy():
+        return _accuracy()
 
     # plain `def` handlers: FastAPI runs them in its thread pool, so a search does not block the page's other calls
     @app.post("/api/estimate", response_model=Estimate, responses=err)

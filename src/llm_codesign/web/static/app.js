@@ -4,9 +4,11 @@
 "use strict";
 
 const $ = (id) => document.getElementById(id);
+const WHAT_IF = ["hbm_tb_s", "memory_gb", "bf16_tflops", "fp8_tflops", "fp4_tflops", "scale_up_gb_s", "scale_up_domain"];
 const FIELDS = ["model", "config", "num_gpus", "weight_dtype", "kv_dtype", "engine", "isl", "osl", "min_tps_user",
-                "max_ttft_ms", "regime", "params", "max_candidates"];
+                "max_ttft_ms", "regime", "params", "max_candidates", "wi_base", "wi_id", ...WHAT_IF.map((f) => "wi_" + f)];
 let last = null;  // the last frontier: {req, series}
+let GPUS = {};  // the catalog by id, for the what-if form's base figures
 
 function esc(s) {
   return String(s).replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
@@ -57,18 +59,22 @@ function readForm() {
   const s = {};
   for (const f of FIELDS) s[f] = $(f).value;
   s.gpus = [...document.querySelectorAll("#gpus input:checked")].map((c) => c.value);
+  s.wi_on = $("wi_on").checked ? "1" : "";
   return s;
 }
 
 function writeForm(s) {
   for (const f of FIELDS) if (s[f] !== undefined && s[f] !== null) $(f).value = s[f];
   if (s.gpus) for (const c of document.querySelectorAll("#gpus input")) c.checked = s.gpus.includes(c.value);
+  $("wi_on").checked = s.wi_on === "1";
+  if ($("wi_on").checked) $("what-if").open = true;
 }
 
 function saveHash(s, sel) {
   const p = new URLSearchParams();
   for (const f of FIELDS) if (s[f] !== "" && s[f] !== undefined) p.set(f, s[f]);
   p.set("gpus", s.gpus.join(","));
+  if (s.wi_on) p.set("wi_on", "1");
   if (sel) p.set("sel", sel);
   history.replaceState(null, "", "#" + p.toString());
 }
@@ -79,6 +85,7 @@ function loadHash() {
   const s = {};
   for (const f of FIELDS) if (p.has(f)) s[f] = p.get(f);
   s.gpus = (p.get("gpus") || "").split(",").filter((g) => g);
+  s.wi_on = p.get("wi_on") || "";
   s.sel = p.get("sel");
   return s;
 }
@@ -98,6 +105,24 @@ function modelRef(s) {
   return {model: s.model};
 }
 
+// the what-if GPU's request record (fields left empty keep the base's figures), or null when it is off
+function whatIf(s) {
+  if (!s.wi_on) return null;
+  const w = {base: s.wi_base, id: s.wi_id.trim()};
+  for (const f of WHAT_IF) { const v = num(s["wi_" + f]); if (v !== null) w[f] = v; }
+  return w;
+}
+
+// the base GPU's figures in the form's units
+function fillWhatIf(id) {
+  const g = GPUS[id];
+  if (!g) return;
+  const t = g.peak_tflops, r = (x) => String(+Number(x).toPrecision(4));
+  const v = {hbm_tb_s: g.hbm_tb_s, memory_gb: g.memory_gib * 2 ** 30 / 1e9, bf16_tflops: t.bf16 || 0, fp8_tflops: t.fp8 || 0,
+             fp4_tflops: t.fp4 || 0, scale_up_gb_s: g.scale_up_gb_s, scale_up_domain: g.scale_up_domain};
+  for (const f of WHAT_IF) $("wi_" + f).value = r(v[f]);
+}
+
 function dtypes(s) {
   const o = {};
   if (s.weight_dtype) o.weight_dtype = s.weight_dtype;
@@ -109,11 +134,12 @@ function dtypes(s) {
 async function runFrontier(sel) {
   const s = readForm();
   showError("");
-  if (!s.gpus.length) { showError("gpus: choose at least one GPU"); return; }
+  const wi = whatIf(s), gpus = wi ? [...s.gpus, wi.id] : s.gpus;
+  if (!gpus.length) { showError("gpus: choose at least one GPU"); return; }
   let req;
   try {
-    req = {...modelRef(s), ...dtypes(s), gpus: s.gpus, num_gpus: num(s.num_gpus), engine: s.engine, isl: num(s.isl),
-           osl: num(s.osl), min_tps_user: num(s.min_tps_user), max_ttft_ms: num(s.max_ttft_ms)};
+    req = {...modelRef(s), ...dtypes(s), gpus, num_gpus: num(s.num_gpus), engine: s.engine, isl: num(s.isl),
+           osl: num(s.osl), min_tps_user: num(s.min_tps_user), max_ttft_ms: num(s.max_ttft_ms), ...(wi ? {what_if: wi} : {})};
   } catch (e) { showError(e.message); return; }
   saveHash(s, null);
   status("searching deployments", true);
@@ -187,7 +213,8 @@ async function selectPoint(si, pi) {
   const ref = last.req.config ? {config: last.req.config} : {model: last.req.model};
   status("pricing the point", true);
   try {
-    const e = await api("/api/estimate", {...ref, gpu: s.gpu, deployment: p.deployment, isl: last.req.isl, osl: last.req.osl});
+    const e = await api("/api/estimate", {...ref, gpu: s.gpu, deployment: p.deployment, isl: last.req.isl, osl: last.req.osl,
+                                          ...(last.req.what_if ? {what_if: last.req.what_if} : {})});
     saveHash(readForm(), `${si}:${pi}`);
     // the chosen point stands out, the others dim (plotly's own selection state)
     Plotly.restyle($("plot"), {selectedpoints: last.series.map((_, i) => (i === si ? [pi] : []))});
@@ -229,7 +256,8 @@ function exportBox(x) {
 }
 
 async function runLint(s, req) {
-  const r = await api("/api/lint", {...modelRef(s), ...dtypes(s), gpu: req.gpus[0], regime: s.regime});
+  const r = await api("/api/lint", {...modelRef(s), ...dtypes(s), gpu: req.gpus[0], regime: s.regime,
+                                    ...(req.what_if ? {what_if: req.what_if} : {})});
   const box = $("lint");
   box.className = "";
   if (!r.findings.length) { box.replaceChildren(el("div", `no findings for ${r.model} on ${r.gpu}`, "hint")); return; }
@@ -267,8 +295,9 @@ async function designStream(req, onProgress) {
 async function runDesign() {
   const s = readForm();
   showError("");
-  const req = {params: num(s.params), gpu: s.gpus[0] || "h200", num_gpus: num(s.num_gpus), max_candidates: num(s.max_candidates),
-               regime: s.regime, engine: s.engine, ...(s.weight_dtype ? {weight_dtype: s.weight_dtype} : {})};
+  const wi = whatIf(s);
+  const req = {params: num(s.params), gpu: s.gpus[0] || (wi ? wi.id : "h200"), num_gpus: num(s.num_gpus), max_candidates: num(s.max_candidates),
+               regime: s.regime, engine: s.engine, ...(s.weight_dtype ? {weight_dtype: s.weight_dtype} : {}), ...(wi ? {what_if: wi} : {})};
   saveHash(s, null);
   status("searching shapes (seconds to a minute)", true);
   try {
@@ -287,6 +316,35 @@ async function runDesign() {
     status("");
     showError(e.message);
   }
+}
+
+// ---- the validation report (GET /api/accuracy: data/calibration/accuracy.toml)
+function errCell(c) {
+  if (!c) return "-";
+  const sg = c.signed >= 0 ? `+${c.signed}` : `${c.signed}`;
+  return `${c.median}% / ${c.p90}% (${sg})`;
+}
+
+async function showValidation() {
+  const r = await api("/api/accuracy");
+  const t = r.table, box = $("validation"), parts = [];
+  box.className = "";
+  for (const n of r.notes) parts.push(el("div", n, "hint"));
+  const serving = [];
+  for (const [engine, bands] of Object.entries(t.serving || {}))
+    for (const [band, c] of Object.entries(bands)) serving.push([engine, band, errCell(c.ttft_ms), errCell(c.tpot_ms), c.ttft_ms.n]);
+  parts.push(el("h2", `Serving (${(t.serving_gpus || []).join(", ")}): by engine and requests in flight`),
+             table("validation-serving", [["engine", "t"], ["requests", "t"], ["TTFT", "n"], ["TPOT", "n"], ["runs", "n"]], serving));
+  const models = Object.entries(t.models || {}).map(([m, c]) => [m, errCell(c.ttft_ms), errCell(c.tpot_ms), c.ttft_ms.n]);
+  parts.push(el("h2", "Serving: by model"),
+             table("validation-models", [["model", "t"], ["TTFT", "n"], ["TPOT", "n"], ["runs", "n"]], models));
+  const offline = Object.entries(t.offline || {}).map(([f, c]) => [f, errCell(c.output_tok_s_per_gpu), c.output_tok_s_per_gpu.n]);
+  parts.push(el("h2", "Offline throughput (held out): by GPU family"),
+             table("validation-offline", [["GPU family", "t"], ["tok/s/GPU", "n"], ["runs", "n"]], offline));
+  const sp = (t.speculative || {}).output_tok_s_per_user;
+  if (sp) parts.push(el("h2", "Speculative decoding (held out)"),
+                     table("validation-spec", [["metric", "t"], ["error", "n"], ["runs", "n"]], [["tok/s/user", errCell(sp), sp.n]]));
+  box.replaceChildren(...parts);
 }
 
 async function init() {
@@ -309,9 +367,19 @@ async function init() {
       $("gpus").appendChild(lab);
     }
     $("model").value = "llama-3.1-8b";
+    for (const g of gpus) {
+      GPUS[g.id] = g;
+      const o = el("option", g.id);
+      o.value = g.id;
+      $("wi_base").appendChild(o);
+    }
+    $("wi_base").value = "h200";
+    fillWhatIf("h200");
   } catch (e) { showError(e.message); return; }
   $("form").addEventListener("submit", (ev) => { ev.preventDefault(); runFrontier(null); });
   $("run-design").addEventListener("click", runDesign);
+  $("wi_base").addEventListener("change", () => fillWhatIf($("wi_base").value));
+  showValidation().catch((e) => { $("validation").textContent = `validation report: ${e.message}`; });
   const s = loadHash();
   if (s) { writeForm(s); await runFrontier(s.sel); }
   document.body.dataset.ready = "1";
