@@ -84,7 +84,7 @@ def compare(
         return _dump({"isl": isl, "osl": osl, "num_gpus": gpus_, "min_tps_user": min_tps_user, "max_ttft_ms": max_ttft_ms, "rows": rows})
     slo = ", ".join(x for x in (f">= {min_tps_user:g} tok/s/user" if min_tps_user else "",
                                 f"TTFT <= {max_ttft_ms:g} ms" if max_ttft_ms else "") if x) or "none"
-    t = _table(f"compare at ISL/OSL {isl}/{osl} on {gpus_} GPUs, SLO {slo}",
+    t = _table(f"compare at ISL/OSL {isl}/{osl} on {gpus_} GPU{'' if gpus_ == 1 else 's'}, SLO {slo}",
                "model:t gpu:k W:t accuracy:t source:k tok/s/GPU:n tok/s/user:n TTFT:n plan:t",
                "accuracy: a published score (and the drop against the model's best precision), or the proxy's drop ± 1 sigma, "
                "or none. tok/s/GPU: the best deployment meeting the SLO; TTFT in ms.")
