@@ -79,6 +79,18 @@ def test_empty_frontier_says_why(result, tmp_path):
     assert report_data([r], {})["results"][0]["empty"] == ""
 
 
+def test_each_bound_is_named_by_what_tells_the_series_apart(result):
+    from llm_codesign.render.report import _bound_label, _si
+
+    r, _ = result
+    other_gpu, other_model = {**r, "gpu": "h200"}, {**r, "model": "design 1"}
+    assert _bound_label(r, [r]).startswith("roofline-ideal bound (peaks at ")
+    assert _bound_label(other_gpu, [r, other_gpu]).startswith("ideal bound (h200; peaks at ")
+    assert _bound_label(other_model, [r, other_model]).startswith("ideal bound (design 1; peaks at ")
+    assert _bound_label(other_model, [other_gpu, other_model]).startswith("ideal bound (design 1 on h100; ")
+    assert [_si(x) for x in (553.4, 1578.0, 14236.0, 131845.0, 1.5e6)] == ["553", "1.6k", "14.2k", "132k", "1.5M"]
+
+
 def test_gpu_counts_are_pluralised():
     from llm_codesign.render.report import gpus_text
 

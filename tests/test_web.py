@@ -322,3 +322,23 @@ def test_the_page_shows_the_validation_report(page, server):
     assert offline["hopper"] == str(t["offline"]["hopper"]["output_tok_s_per_gpu"]["n"])
     assert "models" in t and page.eval_on_selector_all("#validation-models tbody tr", "rs => rs.length") == len(t["models"])
     assert not page.errors
+
+
+def test_a_crafted_name_in_the_static_report_is_text(page, tmp_path):
+    """A config named like `<img src=x onerror=...>.json` shows as text in the header, legend, table
+    and hover of the report, and runs nothing."""
+    import llm_codesign as lc
+    from llm_codesign.render.report import write_html
+
+    evil = "<img src=x onerror=window.__xss=1>"
+    res = {**lc.pareto("llama-3.1-8b", "h100", num_gpus=1).result, "model": evil, "gpu": evil + "</script>"}
+    path = tmp_path / "evil.html"
+    write_html([res, {**res, "gpu": "h200"}], {}, path, {evil: [evil]})
+    page.goto(path.as_uri())
+    page.wait_for_selector("#frontier-table")
+    assert page.text_content("h1") == f"Pareto report: {evil} on {evil}</script>, {evil} on h200"
+    assert page.text_content("#frontier-table tbody tr td") == evil
+    assert f"{evil} on h200 (" in page.text_content("#legend")
+    page.click("#frontier-table tbody tr")
+    assert page.text_content("#breakdown").startswith(f"{evil} on {evil}</script>, point 1: ")
+    assert page.evaluate("window.__xss") is None and not page.query_selector("img") and not page.errors

@@ -148,10 +148,16 @@ def data_limits(results: list[dict]) -> tuple[tuple[float, float], tuple[float, 
 BOUND_DASHES = (":", "--", "-.", (0, (1, 4)), (0, (5, 2, 1, 2, 1, 2)))  # one dash per series' bound
 
 
-def _bound_label(r: dict, many: bool) -> str:
+def _bound_label(r: dict, results: list[dict]) -> str:
+    """The bound's legend entry, named by what tells the series apart (GPU, model or both) and
+    saying where it peaks, which the clipped axes may not show."""
     rb = r["roofline_bound"]
     top = f"peaks at {_si(max(rb['tok_s_per_user']))} tok/s/user, {_si(max(rb['output_tok_s_per_gpu']))} tok/s/GPU"
-    return f"ideal bound ({r['gpu']}; {top})" if many else f"roofline-ideal bound ({top})"
+    if len(results) == 1:
+        return f"roofline-ideal bound ({top})"
+    gpus, models = {x["gpu"] for x in results}, {x["model"] for x in results}
+    who = r["gpu"] if len(models) == 1 else r["model"] if len(gpus) == 1 else f"{r['model']} on {r['gpu']}"
+    return f"ideal bound ({who}; {top})"
 
 
 def _place_labels(ax, fig, items) -> None:
@@ -203,7 +209,7 @@ def write_plot(results: list[dict], path: str | Path) -> None:
         rb = r["roofline_bound"]
         if r.get("mode") != "disaggregated":  # the same bound as its aggregated sibling's
             ax.plot(rb["tok_s_per_user"], rb["output_tok_s_per_gpu"], linestyle=BOUND_DASHES[i % len(BOUND_DASHES)], color=color,
-                    lw=1.2, label=_bound_label(r, many))
+                    lw=1.2, label=_bound_label(r, results))
         n = len(r["frontier"])
         for j in sorted({0, n // 3, 2 * n // 3, n - 1}) if n else []:
             p = r["frontier"][j]
@@ -266,7 +272,7 @@ def report_data(results: list[dict], breakdowns: dict) -> dict:
         out.append({**{k: v for k, v in r.items() if k not in ("cloud", "roofline_bound")},
                     "label": _label(r, len(results) > 1), "empty": _empty_reason(r),
                     "cloud": {k: _compact(r["cloud"][k]) for k in ("tok_s_per_user", "output_tok_s_per_gpu")},
-                    "bound": None if not rb else {"label": _bound_label(r, True),
+                    "bound": None if not rb else {"label": _bound_label(r, results),
                                                   **{k: _compact(rb[k]) for k in ("tok_s_per_user", "output_tok_s_per_gpu")}}})
     return {"results": out, "breakdowns": breakdowns, "limits": {"x": [x0, x1], "y": [y0, y1]}}
 
