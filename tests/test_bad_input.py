@@ -369,3 +369,36 @@ def test_calibrate_on_rows_it_cannot_price_is_refused(tmp_path):
     assert not out.exists()
     code, stdout, err = cli("calibrate", "--kernels", str(k), "-o", str(out), "--force")
     assert code == 0 and "no row priced" in stdout, err
+
+
+# ---- usage errors the option parser raises: the same one line, the value named, exit 2
+
+USAGE_CASES = [
+    (["pareto", "llama-3.1-8b", "--gpu", "h100", "--tp", "abc"], "error: tp: 'abc' is not valid; an integer from 1 to 65,536 (--tp / --tensor-parallel-size)"),
+    (["estimate", "llama-3.1-8b", "--gpu", "h100", "--gpus", "1.5"], "error: gpus: '1.5' is not valid; an integer from 1 to 65,536 (--gpus)"),
+    (["estimate", "llama-3.1-8b", "--gpu", "h100", "--gpus", "0"], "error: gpus: '0' is not valid; an integer from 1 to 65,536 (--gpus)"),
+    (["estimate", "llama-3.1-8b", "--gpu", "h100", "--isl", "1e3"], "error: isl: '1e3' is not valid; an integer from 1 to 16,777,216 (--isl)"),
+    (["estimate", "llama-3.1-8b", "--gpu", "h100", "--spec", "eagle3", "--acceptance", "x"], "error: acceptance: 'x' is not valid; a number (--acceptance)"),
+    (["design", "--params", "abc"], "error: params: 'abc' is not valid; a number (--params)"),
+    (["estimate", "llama-3.1-8b"], "error: gpu: no value is not valid; --gpu is required: GPU id"),
+    (["estimate", "--gpu", "h100"], "error: model: no value is not valid; the MODEL argument is required (see `llm-codesign estimate --help`)"),
+    (["estimate", "llama-3.1-8b", "--gpu", "h100", "--tp"], "error: tp: no value is not valid; --tp takes an integer from 1 to 65,536"),
+    (["estimate", "llama-3.1-8b", "--gpu", "h100", "--nope", "3"], "error: option: '--nope' is not valid; did you mean --pp, --spec, --tp?"),
+    (["nocmd"], "error: command: 'nocmd' is not valid; one of: gpus, models, roofline, estimate, pareto"),
+    (["--bogus"], "error: option: '--bogus' is not valid; the options are listed by `llm-codesign --help`"),
+    (["estimate", "llama-3.1-8b", "--gpu", "h100", "--cpp", "3"], "error: arguments: '3' is not valid; no more arguments"),
+]
+
+
+@pytest.mark.parametrize("args,line", USAGE_CASES, ids=[" ".join(a[-2:]) for a, _ in USAGE_CASES])
+def test_usage_error_is_one_line_naming_the_value(args, line):
+    code, out, err = cli(*args)
+    assert code == 2 and err.startswith(line), err
+    assert len(err.strip().splitlines()) == 1 and "Usage:" not in out + err and not out
+
+
+def test_help_still_shows_usage():
+    code, out, _ = cli("estimate", "--help")
+    assert code == 0 and "Usage:" in out and "--gpu" in out
+    code, out, err = cli()  # no command at all: the help, as before (exit 2, click's convention)
+    assert code == 2 and "Usage:" in out + err

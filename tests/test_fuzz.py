@@ -536,9 +536,10 @@ def judge(case: Case, res, before: set[Path], root: Path, caught: list) -> list[
     if code == 1 and "--fail-on" not in case.args and "internal error" not in stderr:
         out.append("exit 1 outside `lint --fail-on`")
     if code == 2:
-        lines = [x for x in stderr.splitlines() if x.strip()]
+        # progress lines of a search that ran for seconds (pareto/design every 5 s, sweep every second) are not the error
+        lines = [x for x in stderr.splitlines() if x.strip() and not x.startswith(("searching: ", "sweep: "))]
         ours = [x for x in lines if x.startswith("error: ")]
-        if not ours and "Usage:" not in stderr:
+        if not ours:  # usage errors too (a bad int, an unknown option): one line, not click's usage block
             out.append(f"exit 2 without an error line: {stderr[-200:]!r}")
         elif ours and len(lines) != 1:
             out.append(f"error is not one line: {stderr[:300]!r}")

@@ -30,6 +30,7 @@ from llm_codesign.cli.common import (
     O_MTP,
     O_OSL,
     O_PP,
+    O_PREFIX,
     O_RATES,
     O_SPEC,
     O_TP,
@@ -47,6 +48,7 @@ from llm_codesign.cli.common import (
     _table,
     app,
     check_search_size,
+    nothing_found,
 )
 from llm_codesign.errors import InputError
 
@@ -152,8 +154,7 @@ def estimate(
     max_num_tokens: Optional[int] = O_MNT, cpp: bool = typer.Option(False, "--cpp", help="Chunked pipeline parallelism for prefill."),
     calibration: Optional[str] = O_CAL, breakdown: bool = typer.Option(False, "--breakdown", help="Per-operator times."),
     gpu_hour_price: Optional[str] = typer.Option(None, "--gpu-hour-price", help=O_PRICE_HELP),
-    prefix_hit: float = typer.Option(0.0, "--prefix-hit", help="Share of each prompt already in the prefix cache (0 to <1): not prefilled."),
-    as_json: bool = typer.Option(False, "--json"),
+    prefix_hit: float = O_PREFIX, as_json: bool = typer.Option(False, "--json"),
 ):
     """What one deployment delivers: TTFT, TPOT, tok/s/user, tok/s/GPU, memory, bottlenecks."""
     from llm_codesign.api import estimate as run
@@ -281,6 +282,7 @@ def pareto(
     disagg: bool = typer.Option(False, "--disagg", help="Also the disaggregated frontier (prefill and decode instances)."),
     calibration: Optional[str] = O_CAL, as_json: bool = typer.Option(False, "--json"),
     gpu_hour_price: Optional[str] = typer.Option(None, "--gpu-hour-price", help=O_PRICE_HELP),
+    prefix_hit: float = O_PREFIX,
 ):
     """Throughput-vs-interactivity Pareto frontier over every valid deployment."""
     from pathlib import Path
@@ -288,6 +290,7 @@ def pareto(
     from llm_codesign.cost.calibration import calibration_for
     from llm_codesign.explore.search import SearchSpace, parse_precisions, point_breakdown, search
     from llm_codesign.render.report import check_writable, write_all, write_csv, write_html, write_plot
+    from llm_codesign.spec.plan import Workload
 
     try:
         if "-" in gpus_:
@@ -312,6 +315,9 @@ def pareto(
         raise InputError("gpu", gpu, "a GPU id (see `llm-codesign gpus`), or ids separated by commas")
     if isl < 1 or osl < 1:
         raise InputError("isl/osl", (isl, osl), "positive token counts")
+    Workload(isl=isl, osl=osl, prefix_hit=prefix_hit)  # the checks estimate's workload gets (prefix_hit in [0, 1))
+    if prefix_hit and disagg:
+        raise InputError("prefix_hit", prefix_hit, "0 with --disagg (the disaggregated search prices no prefix cache)")
     sd = _spec(spec, draft_len, acceptance, acceptance_rates, draft_model)
     ks = (0,) if sd is None else ((0, draft_len) if draft_len else (0, 1, 2, 3, 4, 5))
     paths = {"csv": csv_path, "plot": plot_path, "html": html_path}
@@ -340,7 +346,7 @@ def pareto(
                                     instance_gpus=inst, precisions=parse_precisions(weight_dtype, activation_dtype, kv_dtype, m, g),
                                     spec=sd, spec_ks=ks, step_tokens=_budget_grid(max_num_tokens_grid, max_num_tokens))
                 r = search(m, g, cal, space, isl, osl, backend, max_num_tokens, min_tps_user, max_ttft_ms, progress=cb,
-                           max_accuracy_drop=max_accuracy_drop)
+                           max_accuracy_drop=max_accuracy_drop, prefix_hit=prefix_hit)
                 i = len(results)
                 for j, p in enumerate(r["frontier"]):
                     breakdowns[f"{i}:{j}"] = point_breakdown(m, cal, p["deployment"], isl, osl, gpu=g)
@@ -357,6 +363,8 @@ def pareto(
     finally:
         if prog:
             prog.stop()
+    if not any(r["frontier"] for r in results):  # nothing to show: one line naming what to change, nothing written
+        raise nothing_found(results, gpus_, {"min_tps_user": min_tps_user, "max_ttft_ms": max_ttft_ms})
     jobs = []  # all of them written, or none
     if paths["csv"]:
         jobs.append((lambda p: write_csv(results, p), paths["csv"]))
@@ -380,7 +388,8 @@ def pareto(
     con = _console()
     for r in results:
         mode = " disaggregated" if r.get("mode") == "disaggregated" else ""
-        t = _table(f"Pareto frontier{mode}: {r['model']} on {r['num_gpus']}x {r['gpu']}, ISL/OSL {isl}/{osl} "
+        hit = f", {prefix_hit:.0%} prefix-cache hits" if r.get("prefix_hit") else ""
+        t = _table(f"Pareto frontier{mode}: {r['model']} on {r['num_gpus']}x {r['gpu']}, ISL/OSL {isl}/{osl}{hit} "
                    f"({r['evaluated']:,} deployments in {r['seconds']:.2f} s)",
                    "tok/s/user:n tok/s/GPU:n TTFT:n TPOT:n plan:t x:n batch:n W/KV:t spec:k accuracy:t",
                    "TTFT, TPOT: ms. x: instances of the plan. batch: requests per instance. W/KV: weight / KV-cache precision. "
@@ -399,8 +408,8 @@ def pareto(
             c = fr[0]["cost"]
             con.print(f"cost at ${c['usd_per_gpu_hour']:.2f}/GPU-hour ({c['price_source']}): ${min(usd):.3f} per M output tokens "
                       f"at the throughput end to ${max(usd):.3f} at the interactive end (every point's in --json)")
-        if not fr:
-            con.print("[yellow]no deployment meets the SLO filters[/yellow]" if min_tps_user is not None or max_ttft_ms is not None else
+        if not fr:  # one comparison of several is empty (all of them empty is refused above)
+            con.print("[yellow]no deployment meets the SLO filters[/yellow]" if r.get("fitting") else
                       f"[yellow]no deployment of {r['model']} fits on {r['num_gpus']}x {r['gpu']}: weights and KV cache exceed the "
                       "memory of every plan; give more GPUs (--gpus) or a smaller precision (--weight-dtype)[/yellow]")
     for key, p in paths.items():

@@ -10,9 +10,11 @@ import typer
 from llm_codesign.errors import InputError
 
 try:
-    from typer._click.exceptions import UsageError
+    from typer._click.exceptions import BadOptionUsage, MissingParameter, NoArgsIsHelpError, NoSuchOption, UsageError
 except ImportError:  # typer releases that use click itself
-    from click.exceptions import UsageError
+    from click.exceptions import BadOptionUsage, MissingParameter, NoSuchOption, UsageError
+
+    NoArgsIsHelpError = None
 from typer.core import TyperGroup
 
 
@@ -22,11 +24,120 @@ def os_error_line(e: OSError, path: str | None = None) -> str:
     return f"{e.filename or path or 'file'}: {e.strerror or e}"
 
 
+def _annotation(param):
+    """The Python type an option or argument converts to (int, float, str, ...), Optional unwrapped."""
+    import types
+    import typing
+
+    ann = getattr(getattr(param, "type_descriptor", None), "annotation", None)
+    if ann is None:  # click's own parameter types
+        ann = {"integer": int, "float": float, "boolean": bool}.get(getattr(getattr(param, "type", None), "name", ""), None)
+    args = [a for a in typing.get_args(ann) if a is not type(None)]
+    if typing.get_origin(ann) in (typing.Union, types.UnionType) and len(args) == 1:
+        ann = args[0]
+    return ann
+
+
+def _valid(param) -> str:
+    """What a parameter takes, in words: its type and range (`an integer from 1 to 65,536`), else its help."""
+    kind = {int: "an integer", float: "a number", bool: "true or false"}.get(_annotation(param))
+    lo = getattr(param, "min", None)
+    hi = getattr(param, "max", None)
+    if lo is None and hi is None and getattr(param, "type", None) is not None:  # click's IntRange / FloatRange
+        lo, hi = getattr(param.type, "min", None), getattr(param.type, "max", None)
+    if kind is None:
+        help_ = " ".join((getattr(param, "help", None) or "").split()).rstrip(".")
+        return help_ or "a value"
+    fmt = (lambda v: f"{v:,}") if kind == "an integer" else (lambda v: f"{v:g}")  # noqa: E731
+    if lo is not None and hi is not None:
+        return f"{kind} from {fmt(lo)} to {fmt(hi)}"
+    if lo is not None:
+        return f"{kind} of at least {fmt(lo)}"
+    if hi is not None:
+        return f"{kind} of at most {fmt(hi)}"
+    return kind
+
+
+def _given(e):
+    """The value the user typed for a refused parameter, where the error keeps it (pydantic's input under
+    typer's coercion, or click's quoted value); None where it does not."""
+    import re
+
+    cause = e.__cause__
+    errs = cause.errors() if hasattr(cause, "errors") else None
+    if errs and "input" in errs[0]:
+        return errs[0]["input"]
+    m = re.match(r"'(.*)' is not", getattr(e, "message", "") or "")
+    return m.group(1) if m else None
+
+
+def _param_of(ctx, opt: str):
+    for p in getattr(getattr(ctx, "command", None), "params", ()):
+        if opt in (getattr(p, "opts", ()) or ()):
+            return p
+    return None
+
+
+def usage_line(e: UsageError, group_ctx=None) -> str:
+    """A usage error (a value an option's type refuses, a missing or unknown option, argument or command)
+    as the one line every bad input gets: `field: value is not valid; what is valid`, the flag named.
+    `group_ctx`: the app's context, which names the command where the parser left the error none."""
+    import re
+
+    ctx = getattr(e, "ctx", None)
+    if ctx is None and group_ctx is not None:  # the parser's errors carry no context: the command being parsed
+        name = getattr(group_ctx, "invoked_subcommand", None)
+        sub = group_ctx.command.get_command(group_ctx, name) if name else None
+        ctx = group_ctx if sub is None else type(group_ctx)(sub, info_name=name, parent=group_ctx)
+    # the program as installed, whatever name the runner gave it (CliRunner calls it "root")
+    where = "`" + " ".join(["llm-codesign", *(ctx.command_path.split()[1:] if ctx is not None else []), "--help"]) + "`"
+    param = getattr(e, "param", None)
+    if isinstance(e, BadOptionUsage) and param is None:  # an option given without its value
+        param = _param_of(ctx, e.option_name)
+        if param is not None and "requires an argument" in (e.message or ""):
+            v = _valid(param)
+            return f"{param.name.rstrip('_')}: no value is not valid; {e.option_name} takes " + (v if v.startswith("a") else f"a value: {v}")
+    if param is not None:
+        name = param.name.rstrip("_")
+        flags = " / ".join(getattr(param, "opts", ()) or ()) or name
+        if isinstance(e, MissingParameter):
+            if getattr(param, "param_type_name", "") == "argument":
+                return f"{name}: no value is not valid; the {name.upper()} argument is required (see {where})"
+            return f"{name}: no value is not valid; {flags} is required: {_valid(param)}"
+        value = _given(e)
+        if value is not None:
+            return f"{name}: {value!r} is not valid; {_valid(param)} ({flags})"
+        return f"{name}: {' '.join((e.message or '').split())} ({flags})"
+    if isinstance(e, NoSuchOption):
+        near = sorted(e.possibilities or ())
+        return (f"option: {e.option_name!r} is not valid; " + (f"did you mean {', '.join(near)}? " if near else "")
+                + f"the options are listed by {where}")
+    msg = " ".join((e.message or "").split())
+    m = re.match(r"No such command '(.*)'\.?$", msg)
+    if m and ctx is not None:
+        names = ", ".join(ctx.command.list_commands(ctx))
+        return f"command: {m.group(1)!r} is not valid; one of: {names}"
+    m = re.match(r"Got unexpected extra arguments?(?:\(s\))? \((.*)\)$", msg)
+    if m:
+        return f"arguments: {m.group(1)!r} is not valid; no more arguments (a flag takes no value), see {where}"
+    return f"usage: {msg} (see {where})"
+
+
 class _EdgeGroup(TyperGroup):
     """The app's command group: whatever a command raises for bad input reaches the user as one line
     and an exit code, the same in-process (CliRunner) as from the console script. InputError, a
     usage error and an OS error are exit 2; Ctrl-C is exit 130; numpy's floating-point warnings stay
     inside (the results they would flag are refused by the edge checks instead)."""
+
+    def make_context(self, info_name, args, parent=None, **extra):
+        # the app's own options (`llm-codesign --bogus`): the same one line; no arguments at all show the help
+        try:
+            return super().make_context(info_name, args, parent=parent, **extra)
+        except UsageError as e:
+            if NoArgsIsHelpError is not None and isinstance(e, NoArgsIsHelpError):
+                raise
+            typer.echo(f"error: {usage_line(e)}", err=True)
+            raise typer.Exit(2) from None
 
     def invoke(self, ctx):
         import warnings
@@ -41,12 +152,7 @@ class _EdgeGroup(TyperGroup):
             typer.echo(f"error: {e}", err=True)
             raise typer.Exit(2) from None
         except UsageError as e:  # a value the option's type refuses, a missing option, an unknown command
-            param = getattr(e, "param", None)
-            msg = " ".join(e.format_message().split())
-            if param is not None and getattr(e, "message", ""):  # name the field as InputError does, then the flag
-                flags = " / ".join(getattr(param, "opts", ()) or ())
-                msg = f"{param.name.rstrip('_')}: {' '.join(e.message.split())}" + (f" ({flags})" if flags else "")
-            typer.echo(f"error: {msg}", err=True)
+            typer.echo(f"error: {usage_line(e, ctx)}", err=True)
             raise typer.Exit(2) from None
         except KeyboardInterrupt:
             typer.echo("error: interrupted; nothing was written", err=True)
@@ -177,6 +283,7 @@ O_DRAFT = typer.Option(None, "--draft-model", help="Draft model for --spec draft
 O_MNT = typer.Option(None, "--max-num-tokens", min=1, max=MAX_TOKENS,
                      help="Token budget per step (chunked prefill); default: the engine's own on the GPU.")
 O_CAL = typer.Option(None, "--calibration", help="Calibration profile .toml.")
+O_PREFIX = typer.Option(0.0, "--prefix-hit", help="Share of each prompt already in the prefix cache (0 to <1): not prefilled.")
 
 
 def _progress():
@@ -189,11 +296,13 @@ def _progress():
     if not con.is_terminal:
         import time
 
-        last = [time.monotonic()]
+        last = [None]  # the clock starts with the search (its first report), not with the set-up before it
 
         def plain(done, total):
             now = time.monotonic()
-            if now - last[0] >= 5.0 and total:
+            if last[0] is None:
+                last[0] = now
+            elif now - last[0] >= 5.0 and total:
                 last[0] = now
                 typer.echo(f"searching: {done:,} of {total:,} ({100 * done / total:.0f}%)", err=True)
 
@@ -250,6 +359,20 @@ def check_search_size(value: str, inst, n_gpus: int, *, fixed: int, free_ep: boo
         if visits > MAX_SEARCH_VISITS:
             raise InputError("gpus", value, f"a search of at most {MAX_SEARCH_VISITS:,} plan candidates ({len(sizes):,} instance sizes "
                              f"with {free} free parallel sizes exceed it): narrow the range (e.g. 8-72) or fix --tp/--pp/--ep")
+
+
+def nothing_found(results: list[dict], gpus_value, slo: dict) -> InputError:
+    """The one line for a search (pareto, sweep) with no deployment to show: the GPU count when no plan
+    fits the model in memory, else the SLO option that filtered every fitting deployment out."""
+    fitting = sum(int(r.get("fitting", 0)) for r in results)
+    what = ", ".join(sorted({f"{r['model']} on {r['num_gpus']}x {r['gpu']}" for r in results})) or "the combinations given"
+    given = {k: v for k, v in slo.items() if v is not None}
+    if fitting and given:
+        flags = " / ".join(f"--{k.replace('_', '-')}" for k in given)
+        k, v = next(iter(given.items()))
+        return InputError(k, v, f"an SLO that one of the {fitting:,} deployments of {what} that fit in memory meets (loosen {flags})")
+    return InputError("gpus", gpus_value, f"enough GPUs for {what} to fit: weights and KV cache exceed the memory of every plan "
+                      "(more --gpus, or a smaller --weight-dtype / --kv-dtype)")
 
 
 def _ints(v: Optional[int]):

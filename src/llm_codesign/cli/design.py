@@ -87,6 +87,9 @@ def design(
     trials: int = typer.Option(300, "--trials", min=1, max=100_000, help="NSGA-II trials."),
     export: Optional[str] = typer.Option(None, "--export", help="Write the best design as a Hugging Face config.json."),
     plot_path: Optional[str] = typer.Option(None, "--plot", help="Frontiers of the top designs vs the baseline (.png/.svg)."),
+    scheduler: Optional[str] = typer.Option(None, "--scheduler", help="Grid search: price the shape chunks on Dask, local (a "
+                                            "LocalCluster) or tcp://HOST:PORT (default: DASK_SCHEDULER_ADDRESS, else in-process)."),
+    workers: Optional[int] = typer.Option(None, "--workers", min=1, max=4096, help="Threads of the local cluster."),
     backend: str = O_BACKEND, calibration: Optional[str] = O_CAL, as_json: bool = typer.Option(False, "--json"),
 ):
     """Search model shapes that move the frontier out at equal quality proxy."""
@@ -134,7 +137,7 @@ def design(
                              progress=cb, proxy_file=accuracy_proxy)
         else:
             r = run(params, g, cal, gpus_, slo, base, moe, prec, budget_tol, quality_tol, quality_file, backend, max_candidates, top, cb,
-                    proxy_file=accuracy_proxy)
+                    proxy_file=accuracy_proxy, scheduler=scheduler, workers=workers)
     finally:
         if prog:
             prog.stop()

@@ -6,7 +6,7 @@ from typing import Optional
 
 import typer
 
-from llm_codesign.cli.common import O_CAL, _console, _dump, _int_list, app
+from llm_codesign.cli.common import O_CAL, O_PREFIX, _console, _dump, _int_list, app, nothing_found
 from llm_codesign.errors import InputError
 
 
@@ -28,6 +28,7 @@ def sweep(
     scheduler: Optional[str] = typer.Option(None, "--scheduler", help="local (a Dask LocalCluster) or tcp://HOST:PORT "
                                             "(default: DASK_SCHEDULER_ADDRESS, else in-process)."),
     workers: Optional[int] = typer.Option(None, "--workers", min=1, max=4096, help="Threads of the local cluster."),
+    prefix_hit: float = O_PREFIX,
     calibration: Optional[str] = O_CAL, as_json: bool = typer.Option(False, "--json", help="Print the totals as JSON."),
 ):
     """Search many combinations at once; every task Pareto-reduces its chunk, the rows stream to Parquet."""
@@ -42,14 +43,19 @@ def sweep(
     names = lambda s: [x.strip() for x in s.split(",") if x.strip()]  # noqa: E731
     tasks = plan_tasks(names(models), names(gpu), num_gpus=gpus_, precisions=names(precisions) if precisions else None,
                        backends=names(backend), workloads=workloads, step_tokens=budget_grid(max_num_tokens_grid),
-                       max_ttft_ms=max_ttft_ms, min_tps_user=min_tps_user, calibration=calibration, gpu_hour_price=gpu_hour_price)
+                       max_ttft_ms=max_ttft_ms, min_tps_user=min_tps_user, calibration=calibration, gpu_hour_price=gpu_hour_price,
+                       prefix_hit=prefix_hit)
     if gpu_hour_price is not None:  # a GPU the price file does not list fails now, not in a worker
         from llm_codesign.explore.pricing import gpu_hour_price as price_of
         from llm_codesign.spec.hardware import get_gpu
 
         for g in {t.gpu for t in tasks}:
             price_of(get_gpu(g), gpu_hour_price)
-    totals = write_parquet(execute(tasks, scheduler=scheduler, workers=workers), out, progress=stderr_progress(len(tasks)))
+    slo = {"min_tps_user": min_tps_user, "max_ttft_ms": max_ttft_ms}
+    models_of = lambda t: [{"model": m, "gpu": g, "num_gpus": gpus_, "fitting": t["fitting"]}  # noqa: E731
+                           for m in names(models) for g in names(gpu)]
+    totals = write_parquet(execute(tasks, scheduler=scheduler, workers=workers), out, progress=stderr_progress(len(tasks)),
+                           on_empty=lambda t: nothing_found(models_of(t), gpus_, slo))
     totals |= {"file": out, "scheduler": scheduler or "in-process"}
     if as_json:
         return _dump(totals)

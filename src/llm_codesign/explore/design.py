@@ -136,10 +136,31 @@ def objective(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, pla
     return flat.max(axis=1), bp, bb, P
 
 
+# A design search prices shapes x plans x batches, ~3.5 us per deployment on one core of the 2-core
+# development machine (1e12 MoE on 8 GPUs: 3,496 shapes x 50 plans x 55 batches = 9.6e6 in ~36 s; on 72
+# GB200s the same shapes meet 1,000 plans, 1.9e8 deployments, which had not finished after 580 s).
+# Past this bound a search is refused before it starts, naming the flag that narrows it.
+MAX_DEPLOYMENTS = 16_000_000
+
+
+def check_size(shapes: int, plans: int, num_gpus: int, *, field: str = "max_candidates", flag: str = "--max-candidates") -> None:
+    """Refuses a search of `shapes` shapes (or NSGA-II trials) over `plans` plans that would price more
+    than MAX_DEPLOYMENTS deployments: one line with the count that fits."""
+    total = shapes * plans * len(BATCHES)
+    if total > MAX_DEPLOYMENTS:
+        cap = max(1, MAX_DEPLOYMENTS // (plans * len(BATCHES)))
+        what = "shapes" if field == "max_candidates" else "trials"
+        raise InputError(field, f"{shapes:,} {what}" if what == "shapes" else shapes, f"at most {cap:,} {what} on {num_gpus} GPUs ({plans:,} plans x {len(BATCHES)} batches each; "
+                         f"a search of at most {MAX_DEPLOYMENTS:,} deployments, this one {total:,}): lower {flag} or --gpus")
+
+
 def design(params: float, gpu: Gpu, cal: Calibration, num_gpus: int, slo: Slo, baseline: ModelSpec | None = None,
            moe: bool = False, prec: Precision | None = None, budget_tol: float = 0.1, quality_tol: float = 0.002,
            quality_file: str | None = None, backend: str = "trtllm", max_candidates: int = 20000, top: int = 10,
-           progress=None, chunk: int = 16, proxy_file: str | None = None) -> dict:
+           progress=None, chunk: int = 16, proxy_file: str | None = None, scheduler: str | None = None,
+           workers: int | None = None) -> dict:
+    """The `top` shapes at the budget ranked by the regime's objective. The shape chunks run on the sweep
+    executor (explore.sweep.execute): in-process by default, on Dask with `scheduler` ("local" or an address)."""
     t0 = time.perf_counter()
     if slo.regime not in REGIMES:
         raise InputError("regime", slo.regime, "one of: " + ", ".join(REGIMES))
@@ -151,23 +172,68 @@ def design(params: float, gpu: Gpu, cal: Calibration, num_gpus: int, slo: Slo, b
     plan, inst = _plans(num_gpus, moe, gpu, slo.regime == "long-context")
     bq = accuracy_model.model_loss(baseline, prec.weight.name, qc, pc) if baseline is not None else None
     cand, q, obj, bplan, bbatch, evaluated = evaluate_shapes(cand, gpu, cal, prec, plan, inst, slo, vocab, moe, backend, qc, bq,
-                                                             quality_tol, progress, chunk, pc=pc)
+                                                             quality_tol, progress, chunk, pc=pc, num_gpus=num_gpus,
+                                                             scheduler=scheduler, workers=workers)
     if not len(q):
         raise InputError("params", params, "a budget and tolerances that admit at least one shape at the baseline's quality "
                          "(raise --quality-tol or --budget-tol)")
+    if not np.isfinite(obj).any():
+        raise _nothing_meets(slo, len(q), params, num_gpus, gpu)  # shapes fit (checked before the search), none meets the floor
     return _result(cand, q, obj, bplan, bbatch, evaluated, plan, inst, gpu, cal, prec, slo, baseline, bq, moe, params,
                    num_gpus, backend, top, t0)
 
 
+def _fits_any(cand, gpu, cal, prec, plan, inst, slo, vocab, moe, backend) -> bool:
+    """Whether any of the smallest shapes (by total parameters: the least weight memory at one precision,
+    and the KV cache of a few requests is megabytes against their gigabytes) has a deployment that fits in
+    memory, at no throughput floor. One chunk, under a second: where none does, no larger shape can."""
+    small = np.argsort(cand["total_params"], kind="stable")[:16]
+    if moe:  # one top-k per chunk, as in evaluate_shapes
+        small = small[cand["top_k"][small] == cand["top_k"][small[0]]]
+    sub = {k: v[small] for k, v in cand.items()}
+    v, *_ = objective(_model(sub, slice(None), vocab, moe), gpu, cal, prec, plan, inst,
+                      Slo(slo.regime, 0.0, 0.0, slo.isl, slo.osl), backend)
+    return bool(np.isfinite(v).any())
+
+
+def _nothing_fits(params, prec, num_gpus, gpu) -> InputError:
+    return InputError("gpus", num_gpus, f"enough GPUs for a {params / 1e9:,.4g}B-parameter shape to fit: at {prec.label()} no shape's "
+                      f"weights and KV cache fit any plan on {num_gpus}x {gpu.id} (more --gpus, or a smaller --weight-dtype)")
+
+
+def _nothing_meets(slo, n_shapes: int, params, num_gpus, gpu) -> InputError:
+    _, cons, _, _ = REGIMES[slo.regime]
+    floor = slo.min_tps_user if cons == "min_tps_user" else slo.min_tps_gpu
+    return InputError(cons, floor, f"a floor that a deployment of one of the {n_shapes:,} shapes at {params / 1e9:,.4g}B params on "
+                      f"{num_gpus}x {gpu.id} meets (lower --{cons.replace('_', '-')})")
+
+
+def _price_chunk(sel, *, cand, gpu, cal, prec, plan, inst, slo, vocab, moe, backend):
+    """One chunk of shapes priced over every deployment: (sel, objective, best plan, best batch, plans)."""
+    sub = {k: v[sel] for k, v in cand.items()}
+    v, bp, bb, P = objective(_model(sub, slice(None), vocab, moe), gpu, cal, prec, plan, inst, slo, backend)
+    return sel, v, bp, bb, P
+
+
 def evaluate_shapes(cand: dict, gpu, cal, prec, plan, inst, slo, vocab, moe, backend, qc, bq, quality_tol, progress=None, chunk=16,
-                    *, pc: dict | None = None):
-    """Quality filter, then the SLO objective of every remaining shape over every deployment."""
+                    *, pc: dict | None = None, num_gpus: int | None = None, scheduler: str | None = None,
+                    workers: int | None = None):
+    """Quality filter, then the SLO objective of every remaining shape over every deployment (refused up
+    front past MAX_DEPLOYMENTS), chunk by chunk on the sweep executor."""
+    from functools import partial
+
+    from llm_codesign.explore.sweep import execute
+
     # the same accuracy proxy as estimate/pareto/lint: fewer KV heads and coarser experts cost accuracy here
     q = accuracy_model.shape_loss(cand, prec.weight.name, qc, pc)
     keep = q <= bq * (1 + quality_tol) if bq is not None else np.ones(len(q), dtype=bool)
     cand = {k: v[keep] for k, v in cand.items()}
     q = q[keep]
     n = len(q)
+    num_gpus = num_gpus if num_gpus is not None else int(np.max(inst, initial=0))
+    check_size(n, len(inst), num_gpus)
+    if n and not _fits_any(cand, gpu, cal, prec, plan, inst, slo, vocab, moe, backend):  # before minutes of search, not after
+        raise _nothing_fits(float(np.median(cand["total_params"])), prec, num_gpus, gpu)
     obj = np.full(n, -np.inf)
     bplan = np.zeros(n, dtype=np.int64)
     bbatch = np.zeros(n, dtype=np.int64)
@@ -175,10 +241,9 @@ def evaluate_shapes(cand: dict, gpu, cal, prec, plan, inst, slo, vocab, moe, bac
     groups = [np.nonzero(cand["top_k"] == k)[0] for k in np.unique(cand["top_k"])] if moe else [np.arange(n)]
     chunks = [g[s:s + chunk] for g in groups for s in range(0, len(g), chunk)]
     evaluated = done = 0
-    for sel in chunks:
-        sub = {k: v[sel] for k, v in cand.items()}
-        m = _model(sub, slice(None), vocab, moe)
-        v, bp, bb, P = objective(m, gpu, cal, prec, plan, inst, slo, backend)
+    price = partial(_price_chunk, cand=cand, gpu=gpu, cal=cal, prec=prec, plan=plan, inst=inst, slo=slo, vocab=vocab, moe=moe,
+                    backend=backend)
+    for sel, v, bp, bb, P in execute(chunks, scheduler=scheduler, workers=workers, fn=price):
         obj[sel], bplan[sel], bbatch[sel] = v, bp, bb
         evaluated += len(sel) * P * len(BATCHES)
         done += len(sel)
@@ -239,6 +304,7 @@ def design_nsga2(params: float, gpu: Gpu, cal: Calibration, num_gpus: int, slo: 
     vocab = baseline.vocab if baseline else 128256
     bq = accuracy_model.model_loss(baseline, prec.weight.name, qc, pc) if baseline is not None else None
     plan, inst = _plans(num_gpus, moe, gpu, slo.regime == "long-context")
+    check_size(trials, len(inst), num_gpus, field="trials", flag="--trials")
     seen: dict[tuple, tuple] = {}
 
     def run(trial):
@@ -291,6 +357,9 @@ def design_nsga2(params: float, gpu: Gpu, cal: Calibration, num_gpus: int, slo: 
     obj = np.array([x[2] for x in vals])
     bplan = np.array([x[3] for x in vals])
     bbatch = np.array([x[4] for x in vals])
+    if not np.isfinite(obj).any():
+        fits = _fits_any(cand, gpu, cal, prec, plan, inst, slo, vocab, moe, backend)
+        raise _nothing_meets(slo, len(q), params, num_gpus, gpu) if fits else _nothing_fits(params, prec, num_gpus, gpu)
     r = _result(cand, q, obj, bplan, bbatch, len(vals) * len(inst) * len(BATCHES), plan, inst, gpu, cal, prec, slo, baseline, bq,
                 moe, params, num_gpus, backend, top, t0)
     r["trials"] = trials

@@ -119,9 +119,10 @@ def pareto_mask(x, y) -> np.ndarray:
 
 def search(model: ModelSpec, gpu: Gpu, cal: Calibration, space: SearchSpace, isl: int, osl: int,
            backend: str = "trtllm", max_num_tokens: int | None = None, min_tps_user: float | None = None,
-           max_ttft_ms: float | None = None, progress=None, max_accuracy_drop: float | None = None) -> dict:
+           max_ttft_ms: float | None = None, progress=None, max_accuracy_drop: float | None = None, prefix_hit: float = 0.0) -> dict:
     """Evaluate the whole space; return the frontier with each point's deployment, accuracy and the cloud.
-    max_accuracy_drop (percent, against the model's best precision) keeps only the precisions known to be within it."""
+    max_accuracy_drop (percent, against the model's best precision) keeps only the precisions known to be within it.
+    prefix_hit: the share of each prompt already in the prefix cache, not prefilled (as estimate's Workload)."""
     from llm_codesign.explore.accuracy_model import accuracy_of, point_accuracy
 
     model.check_context(isl, osl)
@@ -152,7 +153,7 @@ def search(model: ModelSpec, gpu: Gpu, cal: Calibration, space: SearchSpace, isl
             sub = Plan(*(np.asarray(x)[sl, None, None] for x in (plan.tp, plan.pp, plan.ep, plan.moe_tp, plan.adp, plan.kvp)))
             conc = batches[None, :, None] * np.asarray(sub.adp)
             r = evaluate(model, gpu, cal, prec, sub, conc, isl, osl, backend=backend, spec=space.spec if space.spec else None,
-                         spec_k=ks[None, None, :] if space.spec else None, max_num_tokens=budget)
+                         spec_k=ks[None, None, :] if space.spec else None, max_num_tokens=budget, prefix_hit=prefix_hit)
             shape = (sl.stop - sl.start, B, K)
             n = shape[0] * B * K
             cols["tok_s_per_user"].append(np.broadcast_to(r["tok_s_per_user"], shape).reshape(-1))
@@ -188,7 +189,7 @@ def search(model: ModelSpec, gpu: Gpu, cal: Calibration, space: SearchSpace, isl
                 "accuracy": point_accuracy(accs[int(c["prec"][j])])}
 
     return {
-        "model": model.name, "gpu": gpu.id, "num_gpus": space.num_gpus, "isl": isl, "osl": osl, "backend": backend,
+        "model": model.name, "gpu": gpu.id, "num_gpus": space.num_gpus, "isl": isl, "osl": osl, "prefix_hit": prefix_hit, "backend": backend,
         "evaluated": int(total), "fitting": int(c["fits"].sum()), "seconds": time.perf_counter() - t0,
         "frontier": [point(j) for j in front],
         "cloud": thinned_cloud(c, sel), "roofline_bound": roofline_bound(model, gpu, precs, space.num_gpus, accepted=max(

@@ -21,7 +21,7 @@ from llm_codesign.errors import InputError
 # the columns of a sweep's rows, in order (Parquet schema: see _schema)
 COLUMNS = (
     ("task", "int64"), ("model", "string"), ("gpu", "string"), ("num_gpus", "int64"), ("backend", "string"), ("isl", "int64"),
-    ("osl", "int64"), ("weight_dtype", "string"), ("activation_dtype", "string"), ("kv_dtype", "string"), ("plan", "string"),
+    ("osl", "int64"), ("prefix_hit", "float64"), ("weight_dtype", "string"), ("activation_dtype", "string"), ("kv_dtype", "string"), ("plan", "string"),
     ("tp", "int64"), ("pp", "int64"), ("ep", "int64"), ("moe_tp", "int64"), ("attention_dp", "int64"), ("kvp", "int64"),
     ("instance_gpus", "int64"), ("replicas", "int64"), ("concurrency_per_instance", "int64"), ("max_num_tokens", "int64"),
     ("spec", "string"), ("draft_len", "int64"), ("tok_s_per_user", "float64"), ("output_tok_s_per_gpu", "float64"),
@@ -49,16 +49,19 @@ class Task:
     min_tps_user: float | None = None
     calibration: str | None = None
     gpu_hour_price: str | None = None
+    prefix_hit: float = 0.0
 
 
 def plan_tasks(models: Iterable[str], gpus: Iterable[str], *, num_gpus: int, precisions: Iterable[str] | None = None,
                backends: Iterable[str] = ("trtllm",), workloads: Iterable[tuple[int, int]] = ((1024, 1024),),
                step_tokens: tuple[int, ...] = (), max_ttft_ms: float | None = None, min_tps_user: float | None = None,
-               calibration: str | None = None, gpu_hour_price: str | None = None) -> list[Task]:
-    """Every task of a sweep, checked before any runs (names resolve, lengths are positive)."""
+               calibration: str | None = None, gpu_hour_price: str | None = None, prefix_hit: float = 0.0) -> list[Task]:
+    """Every task of a sweep, checked before any runs (names resolve, lengths are positive, the prefix-cache
+    hit rate is a share in [0, 1))."""
     from llm_codesign.explore.search import default_precisions, divisors, parse_precisions
     from llm_codesign.spec.engines import get_engine
     from llm_codesign.spec.hardware import get_gpu
+    from llm_codesign.spec.plan import Workload
     from llm_codesign.spec.registry import get_model
 
     if num_gpus < 1:
@@ -67,6 +70,7 @@ def plan_tasks(models: Iterable[str], gpus: Iterable[str], *, num_gpus: int, pre
     for isl, osl in workloads:
         if isl < 1 or osl < 1:
             raise InputError("isl/osl", (isl, osl), "positive token counts")
+        Workload(isl=isl, osl=osl, prefix_hit=prefix_hit)
     backends = [get_engine(b).name for b in backends]
     tasks = []
     for mref, gref in itertools.product(models, gpus):
@@ -77,7 +81,7 @@ def plan_tasks(models: Iterable[str], gpus: Iterable[str], *, num_gpus: int, pre
             precs = list(default_precisions(m, g))
         for prec, backend, (isl, osl), n in itertools.product(precs, backends, workloads, divisors(num_gpus)):
             tasks.append(Task(len(tasks), mref, g.id, num_gpus, n, prec.weight.name, prec.activation.name, prec.kv.name, backend,
-                              isl, osl, tuple(step_tokens), max_ttft_ms, min_tps_user, calibration, gpu_hour_price))
+                              isl, osl, tuple(step_tokens), max_ttft_ms, min_tps_user, calibration, gpu_hour_price, prefix_hit))
     return tasks
 
 
@@ -97,16 +101,16 @@ def run_task(task: Task) -> dict:
     space = SearchSpace(task.num_gpus, instance_gpus=(task.instance_gpus,), precisions=(prec,), step_tokens=task.step_tokens)
     try:
         r = search(m, g, calibration_for(g, task.calibration), space, task.isl, task.osl, task.backend,
-                   max_ttft_ms=task.max_ttft_ms, min_tps_user=task.min_tps_user)
+                   max_ttft_ms=task.max_ttft_ms, min_tps_user=task.min_tps_user, prefix_hit=task.prefix_hit)
     except InputError as e:
         if e.field in ("gpus", "deployment"):  # no plan of this size: an empty chunk, not an error
-            return {"task": task.index, "rows": [], "evaluated": 0, "seconds": time.perf_counter() - t0}
+            return {"task": task.index, "rows": [], "evaluated": 0, "fitting": 0, "seconds": time.perf_counter() - t0}
         raise
     rows = []
     for p in r["frontier"]:
         d, a = p["deployment"], p.get("accuracy") or {}
         row = {"task": task.index, "model": m.name, "gpu": g.id, "num_gpus": task.num_gpus, "backend": task.backend,
-               "isl": task.isl, "osl": task.osl, **{k: d[k] for k in ("weight_dtype", "activation_dtype", "kv_dtype", "plan", "tp", "pp",
+               "isl": task.isl, "osl": task.osl, "prefix_hit": task.prefix_hit, **{k: d[k] for k in ("weight_dtype", "activation_dtype", "kv_dtype", "plan", "tp", "pp",
                                                                        "ep", "moe_tp", "attention_dp", "kvp", "instance_gpus", "replicas",
                                                                        "concurrency_per_instance", "max_num_tokens", "spec", "draft_len")},
                **{k: p[k] for k in ("tok_s_per_user", "output_tok_s_per_gpu", "ttft_ms", "tpot_ms")},
@@ -115,7 +119,8 @@ def run_task(task: Task) -> dict:
         row["usd_per_m_output_tokens"] = c["usd_per_m_output_tokens"] if c else None
         row["usd_per_m_tokens"] = c["usd_per_m_tokens"] if c else None
         rows.append(row)
-    return {"task": task.index, "rows": rows, "evaluated": r["evaluated"], "seconds": time.perf_counter() - t0}
+    return {"task": task.index, "rows": rows, "evaluated": r["evaluated"], "fitting": r.get("fitting", len(rows)),
+            "seconds": time.perf_counter() - t0}
 
 
 def _client(scheduler: str, workers: int | None):
@@ -176,9 +181,11 @@ def _schema():
     return pa.schema([(name, kinds[kind]) for name, kind in COLUMNS])
 
 
-def write_parquet(results: Iterable[dict], path: str, *, progress: Callable[[dict], None] | None = None) -> dict:
+def write_parquet(results: Iterable[dict], path: str, *, progress: Callable[[dict], None] | None = None,
+                  on_empty: Callable[[dict], BaseException] | None = None) -> dict:
     """Stream the rows of each task's result to one Parquet file as they come (a temporary file renamed
-    into place at the end: nothing half-written); returns the totals."""
+    into place at the end: nothing half-written); returns the totals. A sweep in which no task has a row
+    raises `on_empty(totals)` where given (the CLI's one line naming the GPU count or the SLO), writing nothing."""
     try:
         import pyarrow as pa
         import pyarrow.parquet as pq
@@ -191,7 +198,7 @@ def write_parquet(results: Iterable[dict], path: str, *, progress: Callable[[dic
         raise InputError("out", path, "a path in an existing folder")
     tmp = p.with_name(f".{p.name}.partial")
     schema = _schema()
-    totals = {"tasks": 0, "rows": 0, "evaluated": 0, "seconds": 0.0}
+    totals = {"tasks": 0, "rows": 0, "evaluated": 0, "fitting": 0, "seconds": 0.0}
     try:
         with pq.ParquetWriter(tmp, schema) as w:
             for r in results:
@@ -200,9 +207,12 @@ def write_parquet(results: Iterable[dict], path: str, *, progress: Callable[[dic
                 totals["tasks"] += 1
                 totals["rows"] += len(r["rows"])
                 totals["evaluated"] += r["evaluated"]
+                totals["fitting"] += r.get("fitting", len(r["rows"]))
                 totals["seconds"] += r["seconds"]
                 if progress:
                     progress(totals)
+        if on_empty is not None and not totals["rows"]:
+            raise on_empty(totals)
         os.replace(tmp, p)
     except BaseException:
         tmp.unlink(missing_ok=True)
@@ -222,14 +232,16 @@ def frontier(df, keys=("model", "gpu", "num_gpus", "backend", "isl", "osl")):
 
 
 def stderr_progress(total_tasks: int) -> Callable[[dict], None]:
-    """A progress line on stderr at most every second, and at the end."""
-    last = [0.0]
+    """A progress line on stderr every second of a sweep that runs that long, and then one at the end; a
+    sweep done within its first second prints nothing (as pareto's search), so its one error line stays one."""
     t0 = time.perf_counter()
+    last = [t0]
+    shown = [False]
 
     def show(t: dict) -> None:
         now = time.perf_counter()
-        if now - last[0] >= 1.0 or t["tasks"] == total_tasks:
-            last[0] = now
+        if now - last[0] >= 1.0 or (t["tasks"] == total_tasks and shown[0]):
+            last[0], shown[0] = now, True
             print(f"sweep: {t['tasks']}/{total_tasks} tasks, {t['evaluated']:,} deployments, {t['rows']:,} frontier rows, "
                   f"{now - t0:.1f} s", file=sys.stderr, flush=True)
 

@@ -1,0 +1,156 @@
+"""The searches on the command line (pareto, sweep, design): a prefix-cache hit rate on pareto and sweep
+priced as estimate prices it, a search with nothing to show refused in one line naming what to change
+(exit 2, nothing written), and design's size bound refusing before the search."""
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from llm_codesign.cli import app
+
+
+def cli(*args: str):
+    r = CliRunner().invoke(app, list(args), env={"COLUMNS": "2000"})
+    if r.exception is not None and not isinstance(r.exception, SystemExit):
+        raise AssertionError(f"uncaught {type(r.exception).__name__}: {r.exception}") from r.exception
+    return r.exit_code, r.stdout, r.stderr
+
+
+def one_line(args, start: str) -> str:
+    code, out, err = cli(*args)
+    # a search that ran for seconds reports its progress first (one plain line every 5 s off a terminal)
+    err = "".join(x for x in err.splitlines(keepends=True) if not x.startswith(("searching: ", "sweep: ")))
+    assert code == 2 and err.startswith(start) and len(err.strip().splitlines()) == 1, (code, out[-300:], err)
+    return err.strip()
+
+
+PARETO = ["pareto", "llama-3.1-8b", "--gpu", "h100", "--gpus", "1", "--isl", "8192", "--osl", "256"]
+
+
+def _front(*extra):
+    code, out, err = cli(*PARETO, *extra, "--json")
+    assert code == 0, err
+    return json.loads(out)
+
+
+def test_pareto_prefix_hit_is_estimates_prefix_hit():
+    cold, warm = _front(), _front("--prefix-hit", "0.75")
+    assert warm["prefix_hit"] == 0.75 and cold["prefix_hit"] == 0.0
+    # a quarter of each 8192-token prompt left to prefill: the fastest first token comes much sooner
+    # and the frontier's throughput end rises (fewer prefill tokens per request)
+    assert min(p["ttft_ms"] for p in warm["frontier"]) < 0.5 * min(p["ttft_ms"] for p in cold["frontier"])
+    assert max(p["output_tok_s_per_gpu"] for p in warm["frontier"]) > 1.2 * max(p["output_tok_s_per_gpu"] for p in cold["frontier"])
+    # every frontier point is the deployment estimate prices at the same hit rate, to the last digit
+    for p in (warm["frontier"][0], warm["frontier"][-1]):
+        d = p["deployment"]
+        code, out, err = cli("estimate", "llama-3.1-8b", "--gpu", "h100", "--gpus", str(d["instance_gpus"]), "--tp", str(d["tp"]),
+                             "--pp", str(d["pp"]), "--weight-dtype", d["weight_dtype"], "--kv-dtype", d["kv_dtype"], "--isl", "8192",
+                             "--osl", "256", "--concurrency", str(d["concurrency_per_instance"]), "--max-num-tokens",
+                             str(d["max_num_tokens"]), "--prefix-hit", "0.75", "--json")
+        assert code == 0, err
+        e = json.loads(out)
+        assert e["ttft_ms"] == pytest.approx(p["ttft_ms"], rel=1e-6) and e["tpot_ms"] == pytest.approx(p["tpot_ms"], rel=1e-6)
+
+
+@pytest.mark.parametrize("value", ["1", "-0.1", "nan"])
+def test_prefix_hit_out_of_range_is_one_line(value, tmp_path):
+    one_line([*PARETO, "--prefix-hit", value], "error: prefix_hit: ")
+    one_line(["sweep", "--models", "llama-3.1-8b", "--gpu", "h100", "--gpus", "1", "--prefix-hit", value, "--out",
+              str(tmp_path / "s.parquet")], "error: prefix_hit: ")
+    assert not list(tmp_path.iterdir())
+
+
+def test_sweep_rows_carry_the_prefix_hit_and_match_pareto(tmp_path):
+    pytest.importorskip("pyarrow")
+    pd = pytest.importorskip("pandas")
+    out = tmp_path / "s.parquet"
+    code, _, err = cli("sweep", "--models", "llama-3.1-8b", "--gpu", "h100", "--gpus", "1", "--isl", "8192", "--osl", "256",
+                       "--prefix-hit", "0.75", "--out", str(out), "--json")
+    assert code == 0, err
+    df = pd.read_parquet(out)
+    assert set(df["prefix_hit"]) == {0.75}
+    from llm_codesign.explore.sweep import frontier
+
+    # the sweep's frontier of its per-task frontiers is pareto's frontier at the same hit rate
+    warm = _front("--prefix-hit", "0.75")["frontier"]
+    got = sorted(round(x, 6) for x in frontier(df)["ttft_ms"])
+    assert got == sorted(round(p["ttft_ms"], 6) for p in warm)
+
+
+# ---- nothing to show: one line naming what to change, exit 2, nothing written
+
+def test_pareto_model_that_fits_nowhere_is_exit_2_naming_gpus(tmp_path):
+    o = tmp_path / "o"
+    line = one_line(["pareto", "deepseek-r1", "--gpu", "h100", "--gpus", "1", "--out", str(o)], "error: gpus: '1' is not valid; ")
+    assert "deepseek-r1 on 1x h100" in line and "SLO" not in line and not o.exists()
+
+
+def test_pareto_slo_nothing_meets_names_the_slo():
+    line = one_line([*PARETO, "--max-ttft-ms", "0.01"], "error: max_ttft_ms: 0.01 is not valid; ")
+    assert "--max-ttft-ms" in line
+
+
+def test_pareto_comparison_with_one_empty_side_still_shows_the_other():
+    code, out, err = cli("pareto", "llama-3.1-8b,deepseek-r1", "--gpu", "h100", "--gpus", "1")
+    assert code == 0, err
+    assert "no deployment of deepseek-r1 fits on 1x h100" in " ".join(out.split())
+
+
+def test_sweep_with_no_row_writes_nothing(tmp_path):
+    pytest.importorskip("pyarrow")
+    out = tmp_path / "s.parquet"
+    one_line(["sweep", "--models", "deepseek-r1", "--gpu", "h100", "--gpus", "1", "--out", str(out)], "error: gpus: 1 is not valid; ")
+    line = one_line(["sweep", "--models", "llama-3.1-8b", "--gpu", "h100", "--gpus", "1", "--max-ttft-ms", "0.01", "--out", str(out)],
+                    "error: max_ttft_ms: 0.01 is not valid; ")
+    assert "--max-ttft-ms" in line and not list(tmp_path.iterdir())
+
+
+def test_design_that_fits_nowhere_is_refused_before_the_search():
+    # 1e12 parameters in BF16 are 2 TB of weights; 8 B200 hold 1.4 TB: the smallest shapes fit no plan
+    line = one_line(["design", "--params", "1e12", "--moe"], "error: gpus: 8 is not valid; ")
+    assert "8x b200" in line
+
+
+def test_design_floor_nothing_meets_names_the_floor():
+    line = one_line(["design", "--params", "8e9", "--gpus", "1", "--gpu", "h100", "--max-candidates", "16", "--min-tps-user", "1e6"],
+                    "error: min_tps_user: 1000000.0 is not valid; ")
+    assert "--min-tps-user" in line
+
+
+# ---- design's size: refused before the search, with the count that fits
+
+def test_design_too_large_names_the_candidates_that_fit():
+    from llm_codesign.explore.design import MAX_DEPLOYMENTS
+    from llm_codesign.explore.search import BATCHES
+
+    # 72 GB200s: 1,000 (TP, PP, EP, MoE TP, attention DP) plans x 55 batches per shape
+    line = one_line(["design", "--params", "1e12", "--moe", "--gpu", "gb200", "--gpus", "72"], "error: max_candidates: ")
+    cap = MAX_DEPLOYMENTS // (1000 * len(BATCHES))
+    assert f"at most {cap:,} shapes on 72 GPUs" in line and "--max-candidates" in line and cap == 290
+
+
+def test_design_nsga2_trials_bounded_too():
+    pytest.importorskip("optuna")
+    line = one_line(["design", "--params", "1e12", "--moe", "--gpu", "gb200", "--gpus", "72", "--search", "nsga2"],
+                    "error: trials: 300 is not valid; at most 290 trials")
+    assert "--trials" in line
+
+
+def test_design_chunks_run_on_the_sweep_executor(monkeypatch):
+    from llm_codesign.explore import sweep
+
+    seen = []
+    real = sweep.execute
+
+    def spy(tasks, **kw):
+        seen.append((len(tasks), kw.get("scheduler")))
+        return real(tasks, **kw)
+
+    monkeypatch.setattr(sweep, "execute", spy)
+    code, out, err = cli("design", "--params", "8e9", "--gpus", "1", "--gpu", "h100", "--max-candidates", "40", "--json")
+    assert code == 0, err
+    d = json.loads(out)
+    # 40 shapes in chunks of 16: three tasks, in-process; every shape priced
+    assert seen == [(3, None)] and d["candidates"] == 40 and len(d["designs"]) == 10
