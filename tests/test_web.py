@@ -4,6 +4,7 @@
 Skipped when chromium, playwright or the serve extra is missing; LLM_CODESIGN_BROWSER_TESTS=1 (set by
 .ci/run, which installs them) turns the skip into a failure."""
 import os
+import re
 import shutil
 import socket
 import threading
@@ -314,10 +315,10 @@ def test_the_page_shows_the_validation_report(page, server):
     rows = page.eval_on_selector_all("#validation-serving tbody tr", "rs => rs.map(r => [...r.cells].map(c => c.textContent))")
     assert len(rows) == sum(len(b) for b in t["serving"].values())
     c = t["serving"]["vllm"]["5-32"]
-    sign = lambda v: f"+{v}" if v >= 0 else f"{v}"  # noqa: E731
-    want = ["vllm", "5-32", f"{c['ttft_ms']['median']}% / {c['ttft_ms']['p90']}% ({sign(c['ttft_ms']['signed'])})",
-            f"{c['tpot_ms']['median']}% / {c['tpot_ms']['p90']}% ({sign(c['tpot_ms']['signed'])})", str(c["ttft_ms"]["n"])]
+    cell = lambda m: f"{m['median']:.1f}% / {m['p90']:.1f}% ({m['signed']:+.1f})"  # noqa: E731
+    want = ["vllm", "5-32", cell(c["ttft_ms"]), cell(c["tpot_ms"]), str(c["ttft_ms"]["n"])]
     assert want in rows
+    assert all(len(r) == 5 and re.fullmatch(r"\d+\.\d% / \d+\.\d% \([+-]\d+\.\d\)", r[2]) for r in rows), rows
     offline = dict(page.eval_on_selector_all("#validation-offline tbody tr", "rs => rs.map(r => [r.cells[0].textContent, r.cells[2].textContent])"))
     assert offline["hopper"] == str(t["offline"]["hopper"]["output_tok_s_per_gpu"]["n"])
     assert "models" in t and page.eval_on_selector_all("#validation-models tbody tr", "rs => rs.length") == len(t["models"])

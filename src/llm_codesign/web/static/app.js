@@ -321,8 +321,8 @@ async function runDesign() {
 // ---- the validation report (GET /api/accuracy: data/calibration/accuracy.toml)
 function errCell(c) {
   if (!c) return "-";
-  const sg = c.signed >= 0 ? `+${c.signed}` : `${c.signed}`;
-  return `${c.median}% / ${c.p90}% (${sg})`;
+  const f = (x) => Number(x).toFixed(1), sg = c.signed >= 0 ? `+${f(c.signed)}` : f(c.signed);
+  return `${f(c.median)}% / ${f(c.p90)}% (${sg})`;
 }
 
 async function showValidation() {
