@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from llm_codesign.cost.ops import Batch, Sharding, distinct_experts, forward_ops, step_time
+from llm_codesign.cost.ops import Batch, Sharding, distinct_experts, forward_ops, routed_load, step_time
 from llm_codesign.spec.registry import get_model
 
 
@@ -52,6 +52,55 @@ def test_distinct_experts():
     assert distinct_experts(256, 8, 1) == pytest.approx(8)
     assert distinct_experts(256, 8, 10_000) == pytest.approx(256)
     assert 8 < distinct_experts(256, 8, 16) < 128
+
+
+def _collector_busiest_rank(E, k, T, ep, alpha, trials=300):
+    """The busiest EP rank's routed tokens as aiconfigurator's MoE collector draws them
+    (collector/helper.py _generate_power_law_distribution), median over draws."""
+    rng = np.random.default_rng(0)
+    S = T * k
+    a, b = (1.0, 0.8 * T) if S > E else (0.01, 2.0)
+    q = 1.0 - alpha
+    out = []
+    for _ in range(trials):
+        x = ((b ** q - a ** q) * rng.random(E) + a ** q) ** (1.0 / q)
+        counts = np.minimum(np.round(x / x.sum() * S), T)
+        out.append(counts.reshape(ep, -1).sum(1).max())
+    return float(np.median(out))
+
+
+@pytest.mark.parametrize("E,k,T,ep,alpha", [(256, 8, 1024, 8, 1.01), (256, 8, 16, 8, 1.01), (128, 8, 4096, 16, 1.2),
+                                            (64, 6, 64, 4, 1.01), (512, 22, 32, 16, 1.2), (256, 8, 8192, 4, 1.01)])
+def test_routed_load_follows_the_collectors_power_law(E, k, T, ep, alpha):
+    active, top, on_rank = routed_load(E, k, T, ep, alpha)
+    assert float(on_rank) == pytest.approx(_collector_busiest_rank(E, k, T, ep, alpha), rel=0.12)
+    assert T * k / ep < float(on_rank) <= T * min(k, E / ep)  # busier than the mean, never more than every token
+    assert 1.0 <= float(active) <= E / ep and float(top) <= T
+
+
+def test_routed_load_uniform_and_one_rank():
+    # alpha 0: the mean share over the experts a batch touches (distinct_experts), as before skew was priced
+    active, top, on_rank = routed_load(256, 8, 64, 8, 0.0)
+    assert float(active) == pytest.approx(distinct_experts(256, 8, 64) / 8)
+    assert float(on_rank) == pytest.approx(64 * 8 / 8)
+    # one rank holds every routed token whatever the skew
+    assert float(routed_load(256, 8, 1024, 1, 1.2)[2]) == pytest.approx(8192)
+    # more skew, busier rank
+    assert float(routed_load(256, 8, 1024, 8, 1.2)[2]) > float(routed_load(256, 8, 1024, 8, 1.01)[2]) > 1024
+
+
+def test_skewed_routing_slows_the_moe_step(b200):
+    from dataclasses import replace
+
+    from llm_codesign.cost.calibration import calibration_for
+
+    m = get_model("deepseek-r1")
+    cal = calibration_for(b200)
+    b = Batch(pf_tokens=4096, pf_seqs=4, pf_ctx=0)
+    sh = Sharding(tp=8, ep=8)
+    moe = [step_time([o for o in forward_ops(m, b200, replace(cal, moe_routing_alpha=a), m.default_precision, sh, b) if o.part == "moe"])
+           for a in (0.0, 1.01)]
+    assert float(moe[1]) > 1.05 * float(moe[0])
 
 
 def test_operator_names_are_slash_paths(h100, cal_h100):

@@ -13,8 +13,8 @@ MEAS = Path(__file__).resolve().parents[1] / "src" / "llm_codesign" / "data" / "
 KERNELS = MEAS / "kernels"  # the shipped kernel tables, gzipped
 
 # kind -> ceilings on the overall median and 90th-percentile APE (%), reached figures + margin
-KERNEL_CEILING = {"gemm": 9.0, "decode_attention": 15.0, "prefill_attention": 8.0, "collectives": 9.0, "moe": 17.0}
-KERNEL_P90_CEILING = {"gemm": 27.0, "decode_attention": 46.0, "prefill_attention": 23.0, "collectives": 25.0, "moe": 47.0}
+KERNEL_CEILING = {"gemm": 9.0, "decode_attention": 15.0, "prefill_attention": 8.0, "collectives": 9.0, "moe": 12.0}
+KERNEL_P90_CEILING = {"gemm": 27.0, "decode_attention": 46.0, "prefill_attention": 23.0, "collectives": 25.0, "moe": 43.0}
 
 
 @pytest.mark.parametrize("kind", sorted(KERNEL_CEILING))
@@ -23,6 +23,19 @@ def test_kernel_errors_do_not_regress(kind):
     assert rep["kind"] == kind and rep["modeled"] == rep["rows"]
     assert rep["overall"]["latency_ms"]["median_ape"] <= KERNEL_CEILING[kind]
     assert rep["overall"]["latency_ms"]["p90_ape"] <= KERNEL_P90_CEILING[kind]
+
+
+def test_moe_rows_are_priced_at_their_own_routing():
+    from llm_codesign.measure.kernel_tables import routing_alpha
+
+    assert [routing_alpha(d) for d in ("balanced", "power_law_1.01", "power_law_1.2", "")] == [0.0, 1.01, 1.2, 0.0]
+    assert routing_alpha("power_law_1.01_eplb") is None and routing_alpha("power_law_9") is None
+    # skew costs the power-law rows at wide EP what the balanced prices miss (before routing was priced,
+    # EP 64-256 rows were predicted 14-30% fast): now within 12% at the median
+    rep, rows, pred = kernel_report(KERNELS / "moe.csv.gz")
+    meas = np.array([float(r["latency_ms"]) for r in rows])
+    wide = np.array([r["distribution"].startswith("power_law") and int(r["moe_ep_size"]) >= 64 for r in rows])
+    assert abs(np.median(pred[wide] / meas[wide] - 1.0)) < 0.12
 
 
 def test_serving_errors_do_not_regress():

@@ -70,7 +70,7 @@ class Calibration:
     comm_large_bw_eff: float
     scale_out_latency_s: float
     moe_eff: float
-    moe_imbalance: float
+    moe_routing_alpha: float
     moe_overhead_s: float
     elementwise_kernels_per_layer: float
     prefill_queue_fraction: tuple[tuple[str, float], ...]

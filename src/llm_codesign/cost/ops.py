@@ -8,6 +8,8 @@ layer; `count` is how many layers of one pipeline stage run the op.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from functools import lru_cache
+from statistics import NormalDist
 
 import numpy as np
 
@@ -81,6 +83,56 @@ def distinct_experts(E, k, tokens):
     return E * (1.0 - np.power(1.0 - k / E, tokens))
 
 
+def routed_load(E, k, tokens, ep, alpha):
+    """Routing as the busiest EP rank sees it: (experts it reads, tokens of its busiest expert,
+    tokens routed to it). alpha = 0 is uniform random routing, every rank its mean share (the
+    experts read from `distinct_experts`). alpha > 0 draws per-expert loads from a power law x^-alpha,
+    as NVIDIA's aiconfigurator draws them for its MoE kernel tables and assumes in its serving
+    estimates (collector/helper.py `_generate_power_law_distribution`: E draws on [1, 0.8 T] when
+    T k > E, else on [0.01, 2], scaled to T k tokens, an expert capped at T; the busiest rank is the
+    one measured). Here at expected quantiles, not draws: the busiest expert at the median of the
+    largest of E draws; the busiest rank the larger of the one holding it (with average experts
+    besides) and the largest of `ep` normal rank sums (Blom's expected maximum). Both within ~12% of
+    the collector's own draws (tests/test_ops.py simulates them)."""
+    T = np.asarray(tokens, float)
+    S = T * k
+    n_loc = E / np.asarray(ep, float)
+    if alpha <= 0.0:
+        active = np.minimum(n_loc, np.maximum(distinct_experts(E, k, T) / ep, 1.0))
+        m_e = np.minimum(S / ep / active, T)
+        return active, m_e, m_e * active
+    q = 1.0 - (alpha if abs(alpha - 1.0) > 1e-6 else 1.0 + 1e-6)
+    dense = S > E
+    a = np.where(dense, 1.0, 0.01)
+    b = np.where(dense, np.maximum(0.8 * T, 1.001), 2.0)
+    A, B = a ** q, b ** q
+    mean = q / (q + 1.0) * (b ** (q + 1.0) - a ** (q + 1.0)) / (B - A) if abs(q + 1.0) > 1e-6 else q * np.log(b / a) / (B - A)
+    second = q / (q + 2.0) * (b ** (q + 2.0) - a ** (q + 2.0)) / (B - A) if abs(q + 2.0) > 1e-6 else q * np.log(b / a) / (B - A)
+    scale = S / (E * mean)
+    sd = np.sqrt(np.maximum(second - mean * mean, 0.0)) * scale  # of one expert's tokens
+    top = np.minimum(((B - A) * 0.5 ** (1.0 / E) + A) ** (1.0 / q) * scale, T)
+    rest = (S - top) / max(E - 1.0, 1.0)
+    # experts whose scaled draw rounds to at least one token (the collector rounds counts)
+    cut = np.maximum(0.5 / np.maximum(scale, 1e-30), a)
+    p_read = np.clip(1.0 - (cut ** q - A) / (B - A), 0.0, 1.0)
+    active = np.clip(1.0 + (n_loc - 1.0) * p_read, 1.0, n_loc)
+    spread = S / ep + np.sqrt(n_loc) * sd * _blom(ep)
+    rank = np.minimum(np.maximum(top + (n_loc - 1.0) * rest, spread), T * np.minimum(k, n_loc))
+    return active, top, np.maximum(rank, top)
+
+
+@lru_cache(maxsize=1)
+def _blom_table(n: int = 4096) -> np.ndarray:
+    nd = NormalDist()
+    return np.array([0.0, 0.0] + [nd.inv_cdf((i - 0.375) / (i + 0.25)) for i in range(2, n)])
+
+
+def _blom(n):
+    """Expected largest of n standard normal draws, Blom's approximation (0 for one draw)."""
+    t = _blom_table()
+    return t[np.clip(np.rint(np.asarray(n, float)).astype(int), 0, len(t) - 1)]
+
+
 def _chunk_offsets(x, chunk):
     """Sum over positions p < x of p mod chunk: the keys before each query within its chunk."""
     x = np.asarray(x, float)
@@ -104,6 +156,29 @@ def _gemm(name, m, n, k, count, gpu, cal, math, a_b, w_b, groups=1.0, distinct=N
     t, tc, tm = cost.gemm_time(m, n, k, gpu, cal, math, a_b, w_b, 2.0, groups, distinct, eff_scale, kernel, swap_ab, overhead_s)
     return Op(name, "gemm", None, None, t, tc, tm, count, fb=lambda: cost.gemm_flops_bytes(m, n, k, a_b, w_b, 2.0, groups, distinct),
               math=math, weight=weight)
+
+
+def _expert_gemm(name, n, k, active, top, on_rank, alpha, count, gpu, cal, math, a_b, w_b, kernel):
+    """The busiest rank's grouped expert GEMM. Grouped GEMMs have their own fixed cost
+    (moe_overhead_s, fitted on MoE kernels), not a dense GEMM's. Uniform routing: `active` groups of
+    equal rows. Skewed: the busiest expert's rows and the other active experts' mean rows, in one
+    launch (one fixed cost), their tiles quantised per expert as the grouped kernel tiles them."""
+    kw = dict(eff_scale=cal.moe_eff, kernel=kernel, swap_ab=True, overhead_s=cal.moe_overhead_s)
+    if alpha <= 0.0:
+        return _gemm(name, top, n, k, count, gpu, cal, math, a_b, w_b, groups=active, distinct=active, **kw)
+    rest_groups = active - 1.0
+    m_rest = np.where(rest_groups > 0, (on_rank - top) / np.maximum(rest_groups, 1e-30), 0.0)
+    th, ch, mh = cost.gemm_time(top, n, k, gpu, cal, math, a_b, w_b, 2.0, 1.0, 1.0, **kw)
+    tr, cr, mr = cost.gemm_time(m_rest, n, k, gpu, cal, math, a_b, w_b, 2.0, rest_groups, rest_groups, **kw)
+    # one launch: the second call's fixed costs (its own and an FP8/FP4 activation quantisation's) go
+    fixed = cal.moe_overhead_s + (cal.kernel_overhead_s if a_b < 2.0 else 0.0)
+    t = th + np.where(tr > 0, tr - fixed, 0.0)
+
+    def fb():
+        f1, b1 = cost.gemm_flops_bytes(top, n, k, a_b, w_b, 2.0, 1.0, 1.0)
+        f2, b2 = cost.gemm_flops_bytes(m_rest, n, k, a_b, w_b, 2.0, rest_groups, rest_groups)
+        return f1 + f2, b1 + b2
+    return Op(name, "gemm", None, None, t, ch + cr, mh + mr, count, fb=fb, math=math)
 
 
 def _tag(ops, part: str, weight: str) -> list:
@@ -325,26 +400,21 @@ def layer_ops(model: ModelSpec, layer: Layer, count, gpu: Gpu, cal: Calibration,
         if np.any(f.shared_inter):
             ops.append(_gemm(f"{M}/shared_gate_up", T, (f.mats - 1) * f.shared_inter / dense_tp, h, count, gpu, cal, math_ffn, act_b, wf, kernel=k_ffn))
             ops.append(_gemm(f"{M}/shared_down", T, h, f.shared_inter / dense_tp, count, gpu, cal, math_ffn, act_b, wf, kernel=k_ffn))
-        e_local = f.experts / ep
-        # experts this GPU's weights are read for, and the tokens each of them sees (balanced share);
-        # routing imbalance slows the busiest GPU, so it scales time, not FLOPs
-        dist = distinct_experts(f.experts, f.top_k, T_all) / ep
-        active = np.minimum(e_local, np.maximum(dist, 1.0))
-        m_e = np.minimum(T_all * f.top_k / ep / active, T_all)
-        eff = cal.moe_eff / cal.moe_imbalance
-        # grouped GEMMs: their own fixed cost (moe_overhead_s, fitted on MoE kernels), not a dense GEMM's
-        ops.append(_gemm(f"{M}/experts_gate_up", m_e, (f.mats - 1) * f.expert_inter / moe_tp, h, count, gpu, cal, math_ffn, act_b, wf,
-                         groups=active, distinct=active, eff_scale=eff, kernel=k_ffn, swap_ab=True, overhead_s=cal.moe_overhead_s))
-        ops.append(_gemm(f"{M}/experts_down", m_e, h, f.expert_inter / moe_tp, count, gpu, cal, math_ffn, act_b, wf,
-                         groups=active, distinct=active, eff_scale=eff, kernel=k_ffn, swap_ab=True, overhead_s=cal.moe_overhead_s))
+        # the busiest EP rank sets the step: the experts it reads, its busiest expert's tokens and its
+        # own (routed_load; cal.moe_routing_alpha is the routing skew, 0 uniform)
+        alpha = cal.moe_routing_alpha
+        active, top, on_rank = routed_load(f.experts, f.top_k, T_all, ep, alpha)
+        skew = 1.0 if alpha <= 0.0 else on_rank / np.maximum(T_all * f.top_k / ep, 1e-30)  # busiest rank over the mean
+        for name, n_dim, k_dim in (("experts_gate_up", (f.mats - 1) * f.expert_inter / moe_tp, h), ("experts_down", h, f.expert_inter / moe_tp)):
+            ops.append(_expert_gemm(f"{M}/{name}", n_dim, k_dim, active, top, on_rank, alpha, count, gpu, cal, math_ffn, act_b, wf, k_ffn))
         # token permutation into expert order and back (gather/scatter), one launch each way
-        perm = np.where(T_all > 0, T_all / ep * f.top_k * h * (act_b + 2.0), 0.0)
+        perm = np.where(T_all > 0, skew * (T_all / ep * f.top_k * h * (act_b + 2.0)), 0.0)
         t, tc, tm = cost.elementwise_time(perm, 2.0, gpu, cal)
         t = np.where(perm > 0, t, 0.0)
         ops.append(Op(f"{M}/permute", "elementwise", np.zeros_like(t), perm, t, tc, tm, count))
         # token exchange: all-to-all dispatch + combine under EP / attention-DP, else an all-reduce
         a2a = (ep > 1) | (adp > 1)
-        sent = T / dense_tp * f.top_k * h
+        sent = skew * (T / dense_tp * f.top_k * h)  # what the busiest rank receives
         disp = np.where(a2a, sent * act_b, 0.0)
         comb = np.where(a2a, sent * 2.0, 0.0)
         ops.append(_comm(f"{M}/dispatch", "all_to_all", disp, stage_gpus, count, gpu, cal))

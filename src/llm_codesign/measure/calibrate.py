@@ -82,8 +82,6 @@ def fit_kind(kind: str, rows: list[dict], base: Calibration, family: str, rounds
     """Fit one table's parameters for one family, starting from `base`."""
     y = np.array([float(r["latency_ms"]) for r in rows])
     cal = base
-    if kind == "moe":
-        cal = replace(cal, moe_imbalance=1.0)  # folded into moe_eff for the measured routing mixes
 
     def loss(c):
         return _loss(predict(kind, rows, lambda g: c)[0], y)

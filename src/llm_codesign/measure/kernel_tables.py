@@ -9,6 +9,8 @@ from __future__ import annotations
 import csv
 import gzip
 import math
+import re
+from dataclasses import replace
 from importlib import resources
 from pathlib import Path
 
@@ -219,6 +221,16 @@ def _coll(rows, gpu, cal):
     return out, lab
 
 
+def routing_alpha(distribution: str) -> float | None:
+    """The power-law exponent of a MoE table row's routing (`balanced`: 0, uniform; aiconfigurator's
+    `power_law_1.01`: 1.01), or None for one this model does not price (EPLB-rebalanced, sampled)."""
+    d = (distribution or "balanced").strip()
+    if d == "balanced":
+        return 0.0
+    m = re.fullmatch(r"power_law_(\d+(\.\d+)?)", d)
+    return float(m.group(1)) if m and 0.0 < float(m.group(1)) <= 3.0 else None
+
+
 def _moe(rows, gpu, cal):
     out = np.full(len(rows), np.nan)
     lab = [""] * len(rows)
@@ -227,15 +239,20 @@ def _moe(rows, gpu, cal):
         if r["moe_dtype"] not in MOE_PRECISION:
             lab[i] = f"unmodeled: moe dtype {r['moe_dtype']}"
             continue
+        alpha = routing_alpha(r.get("distribution", "balanced"))
+        if alpha is None:
+            lab[i] = f"unmodeled: routing distribution {r.get('distribution')!r} (balanced or power_law_<alpha>)"
+            continue
         key = (r["moe_dtype"], int(r["hidden_size"]), int(r["inter_size"]), int(r["num_experts"]), int(r["topk"]),
-               "nongated" not in r.get("kernel_source", ""))
+               "nongated" not in r.get("kernel_source", ""), alpha)
         groups.setdefault(key, []).append(i)
-    for (dt, h, inter, E, topk, gated), idx in groups.items():
+    for (dt, h, inter, E, topk, gated, alpha), idx in groups.items():
         sub = [rows[i] for i in idx]
+        cal_row = replace(cal, moe_routing_alpha=alpha)  # each row is priced at the routing it was measured with
         ffn = Ffn("moe", 0, E, topk, inter, 0, gated)
         m = ModelSpec("kernel", h, 1, ((Layer(Attention("none"), ffn), 1),))
         sh = Sharding(ep=_col(sub, "moe_ep_size"), moe_tp=_col(sub, "moe_tp_size"))
-        ops = layer_ops(m, m.groups[0][0], 1.0, gpu, cal, MOE_PRECISION[dt], sh, Batch(pf_tokens=_col(sub, "num_tokens"), pf_seqs=1.0), "moe")
+        ops = layer_ops(m, m.groups[0][0], 1.0, gpu, cal_row, MOE_PRECISION[dt], sh, Batch(pf_tokens=_col(sub, "num_tokens"), pf_seqs=1.0), "moe")
         # the measured block: the expert GEMMs and the activation between them (no router, no comms)
         t = sum(np.broadcast_to(o.time, (len(idx),)) for o in ops if "experts_" in o.name or "/permute" in o.name or o.kind == "elementwise")
         out[idx] = t * 1e3
