@@ -47,6 +47,14 @@ def test_costs_finite_and_signed():
             assert math.isfinite(f.cost_pct) and f.cost_pct >= 0, f
 
 
+def test_toy_width_has_no_width_vs_depth_finding():
+    # hidden 16 has no wider shape on the 256 grid: R3 used to propose hidden 0 with a NaN accuracy change
+    cfg = {**BASE, "hidden_size": 16, "num_hidden_layers": 48, "num_attention_heads": 8, "num_key_value_heads": 8, "head_dim": 2}
+    fs = run(from_hf_config(cfg, "toy-width"), "h100")
+    assert not [f for f in fs if f.rule == "R3"]
+    assert "nan" not in json.dumps([f.__dict__ for f in fs]).lower()
+
+
 def test_sarif_shape():
     fs = run(get_model("gpt-oss-120b"))
     s = to_sarif(fs, "openai/gpt-oss-120b")

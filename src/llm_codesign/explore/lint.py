@@ -190,6 +190,8 @@ def _r3(model, gpu, cal, prec, tp, proxy_file=None):
     scale = math.sqrt(L / L2)
     unit = 256
     h2 = int(round(h * scale / unit) * unit)
+    if h2 <= h:  # no wider shape on the 256 grid (a toy width): nothing to compare
+        return []
     groups = []
     for layer, n in model.groups:
         a, f = layer.attn, layer.ffn
@@ -201,8 +203,8 @@ def _r3(model, gpu, cal, prec, tp, proxy_file=None):
         elif a.kind == "gdn":  # key heads scale, each keeping its value heads
             nk = max(int(round(a.kv_heads * scale / tp)) * tp, tp)
             a = replace(a, kv_heads=nk, heads=nk * (a.heads // a.kv_heads))
-        f2 = replace(f, inter=int(round(f.inter * scale / unit) * unit)) if f.kind == "dense" else (
-            replace(f, expert_inter=int(round(f.expert_inter * scale / 128) * 128)) if f.kind == "moe" else f)
+        f2 = replace(f, inter=max(int(round(f.inter * scale / unit) * unit), unit)) if f.kind == "dense" else (
+            replace(f, expert_inter=max(int(round(f.expert_inter * scale / 128) * 128), 128)) if f.kind == "moe" else f)
         groups.append((Layer(a, f2), max(int(round(n * L2 / L)), 1)))
     wide = replace(model, hidden=h2, groups=tuple(groups))
     if int(validity(wide, gpu, plan, tp)) >= 0:
