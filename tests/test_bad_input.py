@@ -402,3 +402,63 @@ def test_help_still_shows_usage():
     assert code == 0 and "Usage:" in out and "--gpu" in out
     code, out, err = cli()  # no command at all: the help, as before (exit 2, click's convention)
     assert code == 2 and "Usage:" in out + err
+
+
+# ---- calibrate --serving: refused as a kernel fit is, where worse than its start or on a bound, unless --force
+
+def _quick_serving_fit(monkeypatch):
+    """The serving search cut to one round and one polish cycle (the refusal, not the optimum, is under test)."""
+    import functools
+
+    from llm_codesign.measure import calibrate
+
+    monkeypatch.setattr(calibrate, "fit_serving", functools.partial(calibrate.fit_serving, rounds=1))
+    monkeypatch.setattr(calibrate, "POLISH_CYCLES", 1)
+
+
+def _serving_rows_priced_by_the_bundled_profile() -> list[dict]:
+    from llm_codesign.measure.validate import predict_serving
+
+    head = SERVING_HEADER.split(",")
+    rows = [dict(zip(head, SERVING_ROW.replace(",8,1,1,1,1,1,", f",{c},1,1,1,1,1,").split(","), strict=True)) for c in (8, 64)]
+    preds, _ = predict_serving(rows)
+    for r, p in zip(rows, preds, strict=True):
+        r["ttft_ms"], r["tpot_ms"] = f"{p['ttft_ms']:.9g}", f"{p['tpot_ms']:.9g}"
+    return rows
+
+
+def test_serving_fit_worse_than_its_start_is_doubtful(monkeypatch):
+    from llm_codesign.cost.calibration import calibration_for
+    from llm_codesign.measure import calibrate
+    from llm_codesign.spec.hardware import get_gpu
+
+    _quick_serving_fit(monkeypatch)
+    rows = _serving_rows_priced_by_the_bundled_profile()  # the profile the fit starts from has no error on them
+    rep: dict = {}
+    calibrate.fit_serving(rows, {"hopper": calibration_for(get_gpu("h100"))}, report=rep)
+    assert rep["rows"] == 2 and rep["start_median_ape"] < 1e-4 < rep["median_ape"]
+    bad = calibrate.doubtful([rep])
+    assert bad[0].startswith("default serving: median error") and "against the starting profile's 0.0% on the same rows" in bad[0]
+
+
+def test_calibrate_serving_refuses_a_worse_fit_unless_forced(tmp_path, monkeypatch):
+    _quick_serving_fit(monkeypatch)
+    s = tmp_path / "s.csv"
+    rows = _serving_rows_priced_by_the_bundled_profile()
+    s.write_text(SERVING_HEADER + "\n" + "\n".join(",".join(r[k] for k in SERVING_HEADER.split(",")) for r in rows) + "\n")
+    out = tmp_path / "p.toml"
+    msg = one_line_error(["calibrate", "--serving", str(s), "-o", str(out)], "--force")
+    assert "starting profile's 0.0%" in msg and not out.exists()
+    code, stdout, err = cli("calibrate", "--serving", str(s), "-o", str(out), "--force")
+    assert code == 0 and out.exists() and "starting profile 0.0%" in " ".join(stdout.split()), err
+
+
+def test_calibrate_serving_refuses_a_fit_on_its_bounds(tmp_path, monkeypatch):
+    # first tokens after 100 and 200 s on an 8B model: no serving overhead within its range explains them
+    _quick_serving_fit(monkeypatch)
+    s = tmp_path / "s.csv"
+    slow = [SERVING_ROW.replace(",50,8,", ",100000,8,"), SERVING_ROW.replace(",8,1,1,1,1,1,", ",64,1,1,1,1,1,").replace(",50,8,", ",200000,12,")]
+    s.write_text("\n".join([SERVING_HEADER, *slow]) + "\n")
+    out = tmp_path / "p.toml"
+    msg = one_line_error(["calibrate", "--serving", str(s), "-o", str(out)], "calibrate")
+    assert "on the bound of its range" in msg and ":vllm = " in msg and not out.exists()

@@ -117,7 +117,7 @@ def calibrate(
     output: str = typer.Option(..., "-o", "--output", help="Profile .toml to write."),
     hold_out: Optional[list[str]] = typer.Option(None, "--hold-out", help="Leave this model's serving rows out of the fit, to judge it out of sample (repeat the option)."),
     clean: bool = typer.Option(False, "--clean", help="Fit the serving rows' clean form: plans re-derived from the run names that state them, each measurement once (llm_codesign.measure.audit)."),
-    force: bool = typer.Option(False, "--force", help="Write the profile even when a fit is worse than the starting profile on the same rows or lands an efficiency on its bound."),
+    force: bool = typer.Option(False, "--force", help="Write the profile even when a fit is worse than the starting profile on the same rows, or lands a kernel efficiency or a serving parameter on a bound of its range."),
     calibration: Optional[str] = O_CAL,
 ):
     """Re-fit the efficiency parameters from measurements; use the profile with --calibration."""
@@ -150,10 +150,7 @@ def calibrate(
     fams, report = fit_kernels(tables, calibration)
     if kernels and not report:
         raise InputError("kernels", ", ".join(kernels), "tables with at least one row the model can price (`llm-codesign validate --kernels` lists why not)")
-    bad = doubtful(report)
-    if bad and not force:
-        raise InputError("calibrate", output, f"a fit no worse than the starting profile: {bad[0]}" + (f" (and {len(bad) - 1} more)" if len(bad) > 1 else "")
-                         + "; nothing written (--force writes it anyway)")
+    _refuse(doubtful(report), output, force)  # before minutes of serving fit, not after
     srv = None
     if serving:
         if not fams:
@@ -162,15 +159,21 @@ def calibrate(
 
             fams = {g.family: calibration_for(g, calibration) for g in catalog().values()}
         # a given profile is where the serving search starts (its kernel values are the kernel fits' start)
-        fams, srv = fit_serving(srv_rows, fams, start=next(iter(fams.values())) if calibration else None)
+        srv_report: dict = {}
+        fams, srv = fit_serving(srv_rows, fams, start=next(iter(fams.values())) if calibration else None, report=srv_report)
+        # as a kernel fit: refused where worse than the profile it started from, or on a bound, unless --force
+        _refuse(doubtful([srv_report]), output, force)
     header = (f"llm-codesign calibration profile, fitted {date.today().isoformat()} by `llm-codesign calibrate`\n"
               f"kernels: {', '.join(kernels) or 'none'}\nserving: {serving or 'none'}{' (cleaned)' if serving and clean else ''}"
               + (f"\nheld out of the serving fit: {', '.join(hold_out)}" if hold_out else ""))
     text = to_toml(fams, report, header, srv)
     write_text_atomic(output, text)
     con = _console()
-    for r in report:
-        err = f"median APE {r['median_ape']:.1f}%  p90 {r['p90_ape']:.1f}%" if r.get("median_ape") is not None else "no row priced"
+    for r in report + ([srv_report] if srv else []):
+        if r["kind"] == "serving":  # the serving fit's own measure, against the profile it started from
+            err = f"error {r['median_ape']:.1f}% (banded median), starting profile {r['start_median_ape']:.1f}%"
+        else:
+            err = f"median APE {r['median_ape']:.1f}%  p90 {r['p90_ape']:.1f}%" if r.get("median_ape") is not None else "no row priced"
         con.print(f"{r['family']:10s} {r['kind']:18s} {r['rows']:6d} rows  {err}")
     if srv:
         attn = srv["attn_eff_scale"]
@@ -183,6 +186,13 @@ def calibrate(
                   f"host cost per running sequence {', '.join(f'{b} {v * 1e6:.1f} us' for b, v in srv['seq_overhead_s'].items())}; "
                   f"kernel efficiency vs TensorRT-LLM (GEMM / attention) {scales}")
     con.print(f"wrote {output}")
+
+
+def _refuse(bad: list[str], output: str, force: bool) -> None:
+    """calibrate's refusal of a doubtful fit (measure.calibrate.doubtful), one line, unless --force."""
+    if bad and not force:
+        raise InputError("calibrate", output, f"a fit no worse than the starting profile: {bad[0]}" + (f" (and {len(bad) - 1} more)" if len(bad) > 1 else "")
+                         + "; nothing written (--force writes it anyway)")
 
 
 def _nk_list(value: str) -> list[tuple[int, int]]:

@@ -218,13 +218,26 @@ def held_out(rows: list[dict], models: list[str]) -> list[dict]:
     return [r for r, k in zip(rows, keys, strict=True) if k not in drop]
 
 
+# bounds of SERVING_BOUNDS that are the quantity's own limit rather than the search's, where a fit may rest:
+# no attention-DP wait, an engine's GEMMs as fast as the reference engine's (calibration.REFERENCE_ENGINE),
+# every kernel overhead inside the captured step, the whole prefill queue ahead waited on, no host cost per
+# running sequence ("from none"). Any other bound a fit lands on stands for a missing mechanism or unusable
+# rows, and `calibrate` refuses it as it refuses a kernel efficiency on its bound.
+SERVING_NATURAL_LIMITS = {("adp_wait_steps", "lo"), ("gemm_eff_scale", "hi"), ("step_kernel_overhead_scale", "hi"),
+                          ("prefill_queue_fraction", "hi"), ("seq_overhead_s", "lo")}
+
+
 def fit_serving(rows: list[dict], fams: dict[str, Calibration], rounds: int = 8,
-                start: Calibration | None = None) -> tuple[dict[str, Calibration], dict]:
+                start: Calibration | None = None, *, report: dict | None = None) -> tuple[dict[str, Calibration], dict]:
     """Fit the serving-software parameters on measured serving runs: per-backend step overheads,
     the prefill queue fraction, the share of kernel overheads left inside a captured step, and the
     scale-out collective latency. One set across the families present, written to [default].
     With `start` (a profile's values), the search continues from there with the median cycles only:
-    a re-fit after a model change polishes the previous optimum instead of searching afresh."""
+    a re-fit after a model change polishes the previous optimum instead of searching afresh.
+    `report`, where given, is filled as fit_kind's report (for `doubtful`): the fit's error and the starting
+    profile's (`fams` as given, its own serving values) on the same rows, in the fit's own measure (the
+    banded median log error, as a percentage: exp(loss) - 1), and the parameters on a bound they are not
+    naturally at (SERVING_NATURAL_LIMITS) where the rows respond to them."""
     from llm_codesign.measure.validate import METRICS, predict_serving
 
     backends = sorted({(r.get("backend") or "trtllm").strip().lower() for r in rows})
@@ -288,6 +301,9 @@ def fit_serving(rows: list[dict], fams: dict[str, Calibration], rounds: int = 8,
     engine_of = np.array([(r.get("backend") or "trtllm").strip().lower() for r in rows])
     by_engine = {b: np.nonzero(engine_of == b)[0] for b in backends}
     accepted = predicted()
+    if report is not None:  # the profile the fit starts from, priced on the same rows
+        start_preds, _ = predict_serving(rows, cal_override=lambda g: fams.get(g.family) or calibration_for(g))
+        start_loss = loss(False, np.array([[pr.get(m, np.nan) if pr else np.nan for pr in start_preds] for m in metrics]))
     # coordinate search in log space, halving the step each round. The first cycles minimise a smooth
     # stand-in (mean log error, clipped at e-fold so that pathological runs cannot dominate); the median
     # the targets are stated in (taken per concurrency band, CONCURRENCY_BANDS) is flat in places and
@@ -330,4 +346,20 @@ def fit_serving(rows: list[dict], fams: dict[str, Calibration], rounds: int = 8,
             cur, v[0] = v[0], dict(getattr(cited, name))[b]
             if not np.array_equal(predicted(), ref, equal_nan=True):
                 v[0] = cur
+    if report is not None:
+        at_bounds = []
+        for key, v in state.items():
+            cur, lo, hi = v
+            side = "lo" if cur <= lo + 1e-6 * abs(lo) else "hi" if cur >= hi - 1e-6 * abs(hi) else None
+            if side is None or (key.partition(":")[0], side) in SERVING_NATURAL_LIMITS:
+                continue
+            # only where the rows inform it: moved 10% of the way inward, the error changes
+            v[0] = cur + 0.1 * (hi - lo) * (1 if side == "lo" else -1) if lo <= 0 else (lo * 1.1 if side == "lo" else hi / 1.1)
+            moved = loss(False, predicted())
+            v[0] = cur
+            if abs(moved - best) > 1e-6:
+                at_bounds.append(f"{key} = {cur:.3g}")
+        report.update({"kind": "serving", "family": "default", "rows": len(rows), "loss": best, "start_loss": start_loss,
+                       "median_ape": 100 * float(np.expm1(best)), "start_median_ape": 100 * float(np.expm1(start_loss)),
+                       "at_bounds": at_bounds})
     return {fam: apply(c) for fam, c in fams.items()}, {**fitted(), "loss": best}
