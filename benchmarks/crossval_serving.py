@@ -11,15 +11,21 @@ re-fit command of docs/accuracy.md): they judge the Gated DeltaNet layer, and `v
 
     python benchmarks/crossval_serving.py            # both folds, one after the other (~5 min each, 2 cores)
     python benchmarks/crossval_serving.py --fold 0   # one fold
+    python benchmarks/crossval_serving.py --scheduler local   # the folds side by side on a Dask LocalCluster
+
+The folds are tasks of the sweep executor (llm_codesign.explore.sweep.execute), as `sweep` and `design` run
+theirs: in-process by default, on Dask with --scheduler local or tcp://HOST:PORT (or DASK_SCHEDULER_ADDRESS).
 """
 from __future__ import annotations
 
 import argparse
 import json
 import zlib
+from functools import partial
 from pathlib import Path
 
 from llm_codesign.cost.calibration import calibration_for
+from llm_codesign.explore.sweep import execute
 from llm_codesign.measure.calibrate import fit_serving, held_out
 from llm_codesign.measure.validate import predict_serving, read_rows, serving_report
 from llm_codesign.spec.hardware import catalog
@@ -53,10 +59,13 @@ def run_fold(rows: list[dict], k: int) -> dict:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--fold", type=int, choices=(0, 1), help="run one fold only")
+    ap.add_argument("--scheduler", help="local (a Dask LocalCluster) or tcp://HOST:PORT; default: in-process")
+    ap.add_argument("--workers", type=int, help="threads of the local cluster")
     args = ap.parse_args()
     rows = held_out(read_rows(DATA), HELD_OUT)
-    for k in ((args.fold,) if args.fold is not None else (0, 1)):
-        print(json.dumps(run_fold(rows, k)))
+    folds = [args.fold] if args.fold is not None else [0, 1]
+    for out in execute(folds, scheduler=args.scheduler, workers=args.workers, fn=partial(run_fold, rows)):
+        print(json.dumps(out), flush=True)
 
 
 if __name__ == "__main__":
