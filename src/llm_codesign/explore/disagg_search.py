@@ -11,7 +11,7 @@ from llm_codesign.cost.calibration import Calibration
 from llm_codesign.errors import InputError
 from llm_codesign.explore.search import default_precisions, op_rows, plans, roofline_bound, select_frontier, thinned_cloud
 from llm_codesign.serve.aggregated import _sharding, decode_step
-from llm_codesign.serve.disagg import closed_loop, decode_pool, kv_hand_off, prefill_pool
+from llm_codesign.serve.disagg import decode_pool, first_token, kv_hand_off, prefill_pool
 from llm_codesign.spec.hardware import Gpu
 from llm_codesign.spec.model import ModelSpec
 from llm_codesign.spec.plan import Plan, SpecDecoding
@@ -52,9 +52,12 @@ def search_disagg(model: ModelSpec, gpu: Gpu, cal: Calibration, space, isl: int,
                           isl, osl, backend, spec, ks[None, None, :] if spec is not None else None, max_num_tokens)
         tpot = np.broadcast_to(dec["tpot"], (P, B, K))[id_]  # (M, B, K)
         C = batches[None, :, None] * adp[id_, None, None] * ndd[:, None, None]
-        base = (pf["t_alone"][ip] + kv_hand_off(model, gpu, cal, prec, isl, g[ip], U, Plan(*(a[id_] for a in plan.arrays()))) + cal.ttft_overhead(backend))[:, None, None]
+        base = (pf["t_alone"][ip] + cal.ttft_overhead(backend))[:, None, None]
+        t_kv = kv_hand_off(model, gpu, cal, prec, isl, g[ip], U, Plan(*(a[id_] for a in plan.arrays())))[:, None, None]
+        t_dec = np.broadcast_to(dec["t_stage"], (P, B, K))[id_] * sizes[id_, 1, None, None]  # one decode iteration
         decode_time = max(osl - 1, 0) * tpot
-        rate, ttft = closed_loop(C, base, decode_time, pf["per_instance"][ip, None, None], npp[:, None, None])
+        pre = {"per_instance": pf["per_instance"][ip, None, None], "t_step": pf["t_step"][ip, None, None]}
+        rate, ttft, _, _ = first_token(C, base, t_kv, t_dec, decode_time, pre, npp[:, None, None])
         fits = np.broadcast_to(dec["fits"], (P, B, K))[id_] & pf["fits"][ip, None, None]
         shape = (len(U), B, K)
         cols["tok_s_per_user"].append(np.broadcast_to(1.0 / tpot, shape).reshape(-1))

@@ -31,10 +31,11 @@ SERVING_COLUMNS = ("source", "model", "gpu", "num_gpus", "backend", "weight_dtyp
                    "ttft_ms", "tpot_ms", "output_tok_s_per_gpu", "output_tok_s_per_user")
 # optional: the step token budget the run set (trtllm-bench --max_num_tokens, vLLM --max-num-batched-tokens,
 # SGLang --chunked-prefill-size); blank: the engine's own default on that GPU (engines.step_tokens)
+# (disaggregated files: decode_max_batch, the decode worker's max batch per attention-DP rank)
 OPTIONAL_COLUMNS = ("max_num_tokens",)
 METRICS = ("ttft_ms", "tpot_ms", "output_tok_s_per_gpu", "output_tok_s_per_user")
 # whole, >= 1 (blank: 1 for the plan sizes; no concurrency: an offline max-throughput run)
-_POSITIVE = ("num_gpus", "isl", "osl", "tp", "pp", "ep", "moe_tp", "attention_dp", "concurrency", "max_num_tokens")
+_POSITIVE = ("num_gpus", "isl", "osl", "tp", "pp", "ep", "moe_tp", "attention_dp", "concurrency", "max_num_tokens", "decode_max_batch")
 _REAL = ("spec_acceptance", "ttft_ms", "tpot_ms", "output_tok_s_per_gpu", "output_tok_s_per_user")
 _DTYPE = {"int4_wo": "int4", "fp4": "nvfp4", "w4a16_mxfp4": "mxfp4"}
 
@@ -286,7 +287,8 @@ def predict_disagg(rows: list[dict], profile: str | None = None, cal_override=No
     """Disaggregated rows (is_disagg): per row, predictions (METRICS, plus `fits`) or an `unmodeled`
     reason, as predict_serving. Both pools' plans (attention TP or attention-DP ranks x TP, EP, MoE TP
     what EP leaves), the instance counts, concurrency and ISL/OSL (as recorded) go to
-    serve.disagg.evaluate_disagg. A row whose num_gpus is not the two pools' GPUs, or whose GPUs per
+    serve.disagg.evaluate_disagg, with the decode worker's max batch per attention-DP rank where the row
+    records it (decode_max_batch). A row whose num_gpus is not the two pools' GPUs, or whose GPUs per
     instance are not its plan's, lists its reason instead of a guess."""
     preds: list[dict] = [{} for _ in rows]
     unmodeled = []
@@ -317,10 +319,13 @@ def predict_disagg(rows: list[dict], profile: str | None = None, cal_override=No
         col = {k: np.array([float(_int(r, k)) for r in sub]) for k in ("isl", "osl", "concurrency", "prefill_instances", "decode_instances")}
         mnt = np.array([float(_int(r, "max_num_tokens") if (r.get("max_num_tokens") or "").strip()
                               else engines.step_tokens(backend, gpu)) for r in sub])
+        # the decode engine's batch limit per attention-DP rank (TensorRT-LLM max_batch_size, SGLang
+        # max-running-requests over its DP ranks) where the run recorded it; blank: only the KV cache limits it
+        dmb = np.array([float(_int(r, "decode_max_batch", 0)) or np.inf for r in sub])
         with np.errstate(divide="ignore", invalid="ignore"):
             res = evaluate_disagg(model, gpu, cal, prec, plans["prefill"], plans["decode"], col["prefill_instances"],
                                   col["decode_instances"], col["concurrency"], col["isl"], col["osl"], backend, spec,
-                                  max_num_tokens=mnt)
+                                  max_num_tokens=mnt, decode_max_batch=dmb)
         out = {"ttft_ms": res["ttft_s"] * 1e3, "tpot_ms": res["tpot_s"] * 1e3,
                "output_tok_s_per_gpu": res["output_tok_s_per_gpu"], "output_tok_s_per_user": res["tok_s_per_user"]}
         out = {k: np.broadcast_to(v, (len(idx),)).astype(float) for k, v in out.items()}

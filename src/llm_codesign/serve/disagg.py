@@ -1,12 +1,16 @@
 """Disaggregated serving: prefill instances and decode instances, array-valued.
 
-Prefill instances run prefill-only steps: a request waits in their queue, its prompt runs in steps
-of up to the step token budget (batched with other prompts under load), and its KV cache is sent to
-a decode instance (NVLink inside the scale-up domain, the NICs beyond it). Decode instances run
-decode-only steps, so no prefill chunk ever stalls a token. With `concurrency` requests in flight in
-a closed loop, the request rate is concurrency / (TTFT + (OSL-1) x TPOT); the prefill pool serves
-it with queueing (M/D/1 per instance), and when the rate would exceed what the prefill pool can
-serve, requests queue until it does not (TTFT = concurrency / capacity - (OSL-1) x TPOT).
+Prefill instances run prefill-only steps: a request waits in their queue and for the step running
+when it arrives (step_residual: engines admit between steps, and under attention DP a step lasts a
+whole prompt), its prompt runs in steps of up to the step token budget (batched with other prompts
+under load), and its KV cache is sent to a decode instance (NVLink inside the scale-up domain, the NICs
+beyond it), which takes it in at its own step boundaries and sends the first token when it schedules
+it (decode_admission). Decode instances run decode-only steps, so no prefill chunk ever stalls a token.
+With `concurrency` requests in flight in a closed loop, the request rate is concurrency / (TTFT +
+(OSL-1) x TPOT); the prefill pool serves it with queueing (M/D/1 per instance), and when the rate would
+exceed what the prefill pool can serve, requests queue until it does not (TTFT = concurrency / capacity
+- (OSL-1) x TPOT); likewise past the decode pool's slots (its KV cache, the engine's max batch), where a
+prefilled request waits for a decoding one to finish.
 Throughput per GPU counts both pools. The engine parameters are those fitted on aggregated serving;
 `validate --serving` prices the shipped disaggregated runs (data/measurements/serving_disagg_blackwell.csv,
 measure.validate.predict_disagg) with evaluate_disagg: docs/validation_report.md has the errors.
@@ -37,11 +41,12 @@ def prefill_pool(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, 
     mnt, (budget, fraction, _) = engine_budget(backend, gpu, max_num_tokens, plan)
     _, pp, _, _, adp, _ = (np.asarray(x, float) for x in plan.arrays())
     chunk = np.minimum(isl, mnt)
-    t_alone = isl / chunk * pp * prefill_step(model, gpu, cal, prec, sh, chunk, isl, chunk, backend)
+    t_step = prefill_step(model, gpu, cal, prec, sh, chunk, isl, chunk, backend)  # one stage's step of a lone chunk
+    t_alone = isl / chunk * pp * t_step
     full = np.maximum(mnt, chunk)  # a full step: the budget, or one whole chunk if larger
     per_inst = adp * full / isl / prefill_step(model, gpu, cal, prec, sh, full, isl, chunk, backend)
     mem = memory.fit(model, gpu, prec, sh, isl, 0.0, mnt, fraction, osl_occupancy=0.0, budget=budget)
-    return {"t_alone": t_alone, "per_instance": per_inst, "fits": mem["max_seqs_per_rank"] >= 1}
+    return {"t_alone": t_alone, "t_step": t_step, "per_instance": per_inst, "fits": mem["max_seqs_per_rank"] >= 1}
 
 
 def decode_pool(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, plan: Plan, per_instance, isl, osl,
@@ -84,6 +89,55 @@ def kv_hand_off(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, i
     return np.maximum(collective_time("p2p", send, n, gpu, cal), collective_time("p2p", recv, n, gpu, cal))
 
 
+def step_residual(rate, n_p, t_step, per_instance):
+    """Mean wait, beyond M/D/1's, of a request for the prefill step running when it arrives.
+
+    An engine admits new requests only between steps (TensorRT-LLM PyExecutor._executor_loop fetches
+    them at the top of each iteration, and the disaggregation recipes run context servers with
+    disable_overlap_scheduler; SGLang's event loop likewise), so an arrival during a step waits for
+    it to end: t_step / 2 on average. With arrivals at rate lam per instance and steps of t_step run
+    back to back while work arrived during the last one (a gated batch server), a busy period holds
+    e^x steps, x = lam t_step, and an idle one lasts 1 / lam, so the instance is busy a fraction
+    U = x e^x / (1 + x e^x) of the time. M/D/1 on the instance's per-request service s = 1 /
+    per_instance already counts a residual rho s / 2; under attention DP every rank joins the same
+    step (the MoE collectives), so a step lasts a whole prompt's t_step while s is its 1/adp share,
+    and the wait is U t_step / 2 - rho s / 2 more (0 for one prompt per step, where t_step = s)."""
+    lam = np.asarray(rate, float) / np.asarray(n_p, float)
+    t = np.asarray(t_step, float)
+    s = 1.0 / np.asarray(per_instance, float)
+    x = np.minimum(lam * t, 30.0)  # e^30: always busy
+    busy = x * np.exp(x) / (1.0 + x * np.exp(x))
+    rho = np.minimum(lam * s, 1.0)
+    return np.maximum(busy * t / 2.0 - rho * s / 2.0, 0.0)
+
+
+def decode_admission(t_decode_step, t_kv):
+    """From the prefill's end to the first token the client sees: the decode worker takes a new
+    request only at a step boundary (t / 2 on average), starts its KV transfer, sees the transfer
+    done at the first boundary after it completes (t_kv + t / 2 on average, one step at least),
+    and sends the first token when it schedules the request (TensorRT-LLM PyExecutor:
+    _check_disagg_gen_transfer_status then _handle_first_token_response at the top of an iteration;
+    SGLang's decode scheduler: the transfer queue polled each loop, the first token streamed by
+    process_batch_result_prebuilt). t = one decode iteration, t_kv = the hand-off's transfer."""
+    t = np.asarray(t_decode_step, float)
+    return 0.5 * t + np.maximum(t, np.asarray(t_kv, float) + 0.5 * t)
+
+
+def first_token(C, base, t_kv, t_decode_step, decode_time, prefill: dict, n_p, iterations: int = 6) -> tuple:
+    """Request rate, TTFT and the waits in it for C requests cycling through a prefill pool (prefill:
+    prefill_pool's dict; base: the lone prefill and the front end's overhead) and decode: the decode
+    worker's admission (decode_admission), the wait for the running prefill step (step_residual,
+    which grows with the rate: a fixed point, `iterations` passes from none) and closed_loop's
+    queueing. Returns (rate, ttft, admission, step wait)."""
+    admit = decode_admission(t_decode_step, t_kv)
+    extra = np.zeros(1)
+    for _ in range(iterations):
+        rate, ttft = closed_loop(C, base + admit + extra, decode_time, prefill["per_instance"], n_p)
+        extra = step_residual(rate, n_p, prefill["t_step"], prefill["per_instance"])
+    rate, ttft = closed_loop(C, base + admit + extra, decode_time, prefill["per_instance"], n_p)
+    return rate, ttft, admit, extra
+
+
 def closed_loop(C, base, decode_time, per_instance, n_p) -> tuple:
     """Request rate and TTFT of C requests cycling through prefill (base: alone + hand-off +
     overhead, plus an M/D/1 wait per instance) and decode. With service s = 1/per_instance and pool
@@ -105,11 +159,16 @@ def closed_loop(C, base, decode_time, per_instance, n_p) -> tuple:
 
 def evaluate_disagg(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, prefill_plan: Plan, decode_plan: Plan,
                     prefill_instances, decode_instances, concurrency, isl, osl, backend: str = "trtllm",
-                    spec: SpecDecoding | None = None, spec_k=None, max_num_tokens=None) -> dict:
+                    spec: SpecDecoding | None = None, spec_k=None, max_num_tokens=None, decode_max_batch=None) -> dict:
     """Metrics for every deployment in the broadcast of both plans, instance counts, concurrency,
     ISL/OSL and k; the same keys as serving.evaluate where they mean the same thing. Every request
     in flight is counted in the decode batch (those in prefill or hand-off too: a slight
-    overestimate of the decode batch)."""
+    overestimate of the decode batch), up to the decode pool's slots when the decode engine's
+    batch limit is given (decode_max_batch per attention-DP rank: TensorRT-LLM max_batch_size,
+    SGLang max-running-requests over its DP ranks). Past the slots, a request whose prefill is done
+    waits for a decoding one to finish (the decode engine admits a transfer only into a free slot),
+    the pool completes at most slots / decode time requests a second, and TTFT is what is left of
+    the cycle: C / rate - decode time."""
     cal = cal.in_step(backend)
     g_p, g_d = np.asarray(prefill_plan.gpus, float), np.asarray(decode_plan.gpus, float)
     n_p, n_d = np.asarray(prefill_instances, float), np.asarray(decode_instances, float)
@@ -117,15 +176,28 @@ def evaluate_disagg(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precisio
     gpus = n_p * g_p + n_d * g_d
     p = prefill_pool(model, gpu, cal, prec, prefill_plan, isl, backend, max_num_tokens)
     d = decode_pool(model, gpu, cal, prec, decode_plan, C / n_d, isl, osl, backend, spec, spec_k, max_num_tokens)
+    # the decode pool's slots: what its KV cache holds (as the engine reserves it, engines.KV_BUDGET) and
+    # the engine's batch limit where given; a pool that holds no sequence keeps C (and fits False)
+    per_rank = np.where(d["max_per_instance"] >= 1, d["max_per_instance"], np.inf) / np.asarray(decode_plan.arrays()[4], float)
+    if decode_max_batch is not None:
+        per_rank = np.minimum(per_rank, np.asarray(decode_max_batch, float))
+    slots = n_d * np.asarray(decode_plan.arrays()[4], float) * per_rank
+    if np.any(slots < C):
+        d = decode_pool(model, gpu, cal, prec, decode_plan, np.minimum(C, slots) / n_d, isl, osl, backend, spec, spec_k, max_num_tokens)
     t_kv = kv_hand_off(model, gpu, cal, prec, isl, g_p, gpus, decode_plan)
-    base = p["t_alone"] + t_kv + cal.ttft_overhead(backend)
+    base = p["t_alone"] + cal.ttft_overhead(backend)
     decode_time = np.maximum(osl - 1.0, 0.0) * d["tpot"]
-    rate, ttft = closed_loop(C, base, decode_time, p["per_instance"], n_p)
+    pp_d = np.asarray(decode_plan.arrays()[1], float)
+    rate, ttft, admit, step_wait = first_token(C, base, t_kv, pp_d * d["t_stage"], decode_time, p, n_p)
+    rate = np.minimum(rate, slots / np.maximum(decode_time, 1e-12))
+    ttft = np.maximum(C / rate - decode_time, ttft)
+    base = base + admit + step_wait
     return {
         "ttft_s": ttft, "tpot_s": d["tpot"], "tok_s_per_user": 1.0 / d["tpot"], "output_tok_s_per_gpu": rate * osl / gpus,
         "io_tok_s_per_gpu": rate * (np.asarray(isl, float) + osl) / gpus, "accepted_per_step": d["acc"] + 0.0 * d["tpot"],
         "step_s": d["t_stage"], "draft_s": d["t_draft"] + 0.0 * d["t_stage"], "prefill_alone_s": p["t_alone"], "kv_transfer_s": t_kv,
-        "prefill_wait_s": ttft - base, "prefill_capacity_req_s": n_p * p["per_instance"], "request_rate": rate, "gpus": gpus,
+        "decode_admission_s": admit + 0.0 * ttft, "prefill_step_wait_s": step_wait + 0.0 * ttft, "prefill_wait_s": ttft - base,
+        "prefill_capacity_req_s": n_p * p["per_instance"], "request_rate": rate, "gpus": gpus,
         "fits": d["fits"] & p["fits"], "prefill_fits": p["fits"], "max_concurrency": d["max_per_instance"] * n_d,
     }
 
