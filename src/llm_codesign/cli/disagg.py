@@ -65,10 +65,11 @@ def disagg(
     t = _table(f"{m.name} on {r['num_gpus']}x {g.name}, {r['precision']}, {backend}, ISL/OSL {isl}/{osl}: "
                f"prefill {p['instances']}x {p['plan']} ({p['capacity_req_s']:.2f} req/s), decode {d['instances']}x {d['plan']}",
                "requests:n TTFT:n prefill:n KV_move:n queue:n TPOT:n tok/s/user:n tok/s/GPU:n fits:k",
-               "Times in ms: TTFT = queue for a prefill instance + prefill + KV hand-off + the engine's request overhead. "
-               "fits: the decode instances' KV cache holds every request. Measured on the shipped disaggregated runs "
+               "Times in ms: TTFT = queue (for the running prefill step, a prefill instance, a decode slot) + prefill + "
+               "KV hand-off (the transfer and the decode worker's admission at its step boundaries) + the engine's request "
+               "overhead. fits: the decode instances' KV cache holds every request. Measured on the shipped disaggregated runs "
                "(data/measurements/serving_disagg_blackwell.csv, docs/validation_report.md): TPOT 12% median error, "
-               "TTFT 61% (first tokens predicted early: 4.3x at 33+ requests).")
+               "TTFT 38% (first tokens still early, signed -24%).")
     for row in r["rows"]:
         t.add_row(str(row["concurrency"]), f"{row['ttft_ms']:.1f}", f"{row['prefill_ms']:.1f}", f"{row['kv_transfer_ms']:.2f}",
                   f"{row['prefill_wait_ms']:.1f}", f"{row['tpot_ms']:.2f}", f"{row['tok_s_per_user']:.1f}",

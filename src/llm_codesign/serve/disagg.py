@@ -249,10 +249,14 @@ def estimate_disagg(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precisio
     def col(key, scale=1.0):
         return [float(x) * scale for x in np.broadcast_to(r[key], C.shape)]
 
+    # the parts of TTFT as the CLI lists them: the hand-off is the transfer and the decode worker's
+    # admission; the wait is for the running prefill step, a prefill instance and a decode slot
+    r = {**r, "hand_off_s": r["decode_admission_s"], "waits_s": r["prefill_step_wait_s"] + r["prefill_wait_s"]}
+
     rows = [dict(zip(("concurrency", "ttft_ms", "prefill_ms", "kv_transfer_ms", "prefill_wait_ms", "tpot_ms", "tok_s_per_user",
                       "output_tok_s_per_gpu", "fits"), vals, strict=True))
-            for vals in zip([int(c) for c in C], col("ttft_s", 1e3), col("prefill_alone_s", 1e3), col("kv_transfer_s", 1e3),
-                            col("prefill_wait_s", 1e3), col("tpot_s", 1e3), col("tok_s_per_user"), col("output_tok_s_per_gpu"),
+            for vals in zip([int(c) for c in C], col("ttft_s", 1e3), col("prefill_alone_s", 1e3), col("hand_off_s", 1e3),
+                            col("waits_s", 1e3), col("tpot_s", 1e3), col("tok_s_per_user"), col("output_tok_s_per_gpu"),
                             [bool(x) for x in np.broadcast_to(r["fits"], C.shape)], strict=True)]
     return {"model": model.name, "gpu": gpu.id, "precision": prec.label(), "backend": backend, "isl": isl, "osl": osl,
             "prefill": {"plan": prefill_plan.label(), "instances": prefill_instances, "gpus_each": int(prefill_plan.gpus),
