@@ -136,21 +136,3 @@ def test_design_nsga2_trials_bounded_too():
     line = one_line(["design", "--params", "1e12", "--moe", "--gpu", "gb200", "--gpus", "72", "--search", "nsga2"],
                     "error: trials: 300 is not valid; at most 290 trials")
     assert "--trials" in line
-
-
-def test_design_chunks_run_on_the_sweep_executor(monkeypatch):
-    from llm_codesign.explore import sweep
-
-    seen = []
-    real = sweep.execute
-
-    def spy(tasks, **kw):
-        seen.append((len(tasks), kw.get("scheduler")))
-        return real(tasks, **kw)
-
-    monkeypatch.setattr(sweep, "execute", spy)
-    code, out, err = cli("design", "--params", "8e9", "--gpus", "1", "--gpu", "h100", "--max-candidates", "40", "--json")
-    assert code == 0, err
-    d = json.loads(out)
-    # 40 shapes in chunks of 16: three tasks, in-process; every shape priced
-    assert seen == [(3, None)] and d["candidates"] == 40 and len(d["designs"]) == 10

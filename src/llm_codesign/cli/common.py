@@ -158,6 +158,10 @@ class _EdgeGroup(TyperGroup):
             typer.echo("error: interrupted; nothing was written", err=True)
             raise typer.Exit(130) from None
         except OSError as e:  # unreadable/unwritable files named on the command line
+            import errno
+
+            if e.errno == errno.EPIPE:  # stdout closed early (`| head`): Typer's quiet exit, not "error: file: Broken pipe"
+                raise
             typer.echo(f"error: {os_error_line(e)}", err=True)
             raise typer.Exit(2) from None
 
