@@ -462,3 +462,13 @@ def test_calibrate_serving_refuses_a_fit_on_its_bounds(tmp_path, monkeypatch):
     out = tmp_path / "p.toml"
     msg = one_line_error(["calibrate", "--serving", str(s), "-o", str(out)], "calibrate")
     assert "on the bound of its range" in msg and ":vllm = " in msg and not out.exists()
+
+
+def test_gpu_file_without_scale_up_bandwidth_is_one_line(tmp_path):
+    # a missing link bandwidth read as 0: TP8 over no link priced a 9.4e20 ms first token (fuzzer, seed 77)
+    p = tmp_path / "b300.toml"
+    p.write_text("".join(x for x in (DATA / "gpus" / "b300.toml").read_text().splitlines(keepends=True)
+                         if not x.startswith("scale_up_bandwidth_bytes_per_s")))
+    msg = one_line_error(["estimate", "mixtral-8x7b", "--gpu", str(p), "--tp", "8", "--concurrency", "1", "--json"],
+                         "scale_up_bandwidth_bytes_per_s")
+    assert "scale-up domain of 8 GPUs" in msg

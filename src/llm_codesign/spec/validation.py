@@ -259,8 +259,8 @@ def check_gpu(d: dict, origin: str) -> None:
     if 0 < d.get("scale_up_bandwidth_bytes_per_s", 0) < GPU_NUMBERS["hbm_bandwidth_bytes_per_s"][0]:
         raise InputError("gpu.scale_up_bandwidth_bytes_per_s", d["scale_up_bandwidth_bytes_per_s"],
                          "0 (no scale-up link) or a number from 1e9 to 1e14 (bytes/s per GPU, one direction)")
-    if dom > 1 and not d.get("scale_up_bandwidth_bytes_per_s", 1) > 0:
-        raise InputError("gpu.scale_up_bandwidth_bytes_per_s", d["scale_up_bandwidth_bytes_per_s"],
+    if dom > 1 and not d.get("scale_up_bandwidth_bytes_per_s", 0) > 0:  # missing is 0 in hardware.py: TP over no link
+        raise InputError("gpu.scale_up_bandwidth_bytes_per_s", d.get("scale_up_bandwidth_bytes_per_s"),
                          f"a positive figure: {origin} has a scale-up domain of {dom} GPUs")
     pf = d.get("peak_flops")
     if not isinstance(pf, dict):
