@@ -472,3 +472,19 @@ def test_gpu_file_without_scale_up_bandwidth_is_one_line(tmp_path):
     msg = one_line_error(["estimate", "mixtral-8x7b", "--gpu", str(p), "--tp", "8", "--concurrency", "1", "--json"],
                          "scale_up_bandwidth_bytes_per_s")
     assert "scale-up domain of 8 GPUs" in msg
+
+
+def test_ctrl_c_under_nsga2_prints_no_traceback(monkeypatch, capfd):
+    # optuna logs an interrupted trial as a warning with its traceback before re-raising: kept quiet
+    pytest.importorskip("optuna")
+    from llm_codesign.explore import design
+
+    def interrupted(*a, **k):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(design, "objective", interrupted)
+    code, out, err = cli("design", "--params", "8e9", "--gpu", "h100", "--gpus", "1", "--search", "nsga2", "--trials", "50",
+                         "--budget-tol", "0.5")
+    fd = capfd.readouterr()
+    assert code == 130 and err.strip() == "error: interrupted; nothing was written"
+    assert "Traceback" not in out + err + fd.out + fd.err

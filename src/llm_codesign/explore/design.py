@@ -342,7 +342,9 @@ def design_nsga2(params: float, gpu: Gpu, cal: Calibration, num_gpus: int, slo: 
             progress(trial.number + 1, trials)
         return (v if np.isfinite(v) else 0.0), ql
 
-    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    # ERROR, not WARNING: optuna logs a trial that Ctrl-C interrupts as a warning with its traceback before
+    # re-raising the KeyboardInterrupt, which the CLI turns into one line and exit 130
+    optuna.logging.set_verbosity(optuna.logging.ERROR)
     if hasattr(optuna.trial.Trial, "set_constraint"):
         sampler = optuna.samplers.NSGAIISampler(seed=seed)
     else:
