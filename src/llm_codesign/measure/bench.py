@@ -49,7 +49,7 @@ def system_for(device_name: str | None, system: str | None) -> str:
     if system:
         return get_gpu(system).id
     if device_name is None:
-        raise InputError("system", None, "a catalog GPU id to label CPU measurements with (" + ", ".join(catalog()) + ")")
+        raise InputError("system", "none given", "--system with the catalog GPU id that labels the CPU's rows (" + ", ".join(catalog()) + ")")
     upper = device_name.upper()
     if not re.search(r"PCIE|\bNVL\b", upper):
         for token in re.findall(r"[A-Z]+\d+[A-Z]*", upper):
