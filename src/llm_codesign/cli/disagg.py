@@ -38,6 +38,8 @@ from llm_codesign.errors import InputError
 def disagg(
     model: str = typer.Argument(..., help="Registry name, Hugging Face id or config.json path."),
     gpu: str = O_GPU,
+    decode_gpu: Optional[str] = typer.Option(None, "--decode-gpu", help="The decode instances' GPU where it differs from --gpu "
+                                             "(the prefill instances'); the KV cache then crosses the NICs."),
     prefill: str = typer.Option(..., "--prefill", help="Prefill instance plan, e.g. tp=4 or tp=8,ep=8."),
     decode: str = typer.Option(..., "--decode", help="Decode instance plan, e.g. tp=8 or attention_dp=8,ep=8."),
     prefill_instances: int = typer.Option(1, "--prefill-instances"),
@@ -53,16 +55,19 @@ def disagg(
     from llm_codesign.serve.disagg import estimate_disagg, parse_plan
 
     m, g = _model(model), _gpu(gpu)
+    dg = _gpu(decode_gpu) if decode_gpu else g
     conc = _int_list("concurrency", concurrency)
     if max_num_tokens is not None and max_num_tokens < 1:
         raise InputError("max_num_tokens", max_num_tokens, "a positive integer")
     r = estimate_disagg(m, g, calibration_for(g, calibration), _precision(m, weight_dtype, activation_dtype, kv_dtype),
                         parse_plan("prefill", prefill, m), parse_plan("decode", decode, m), prefill_instances, decode_instances,
-                        conc, isl, osl, backend, _spec(spec, draft_len, acceptance, acceptance_rates, draft_model), max_num_tokens)
+                        conc, isl, osl, backend, _spec(spec, draft_len, acceptance, acceptance_rates, draft_model), max_num_tokens,
+                        decode_gpu=dg, decode_cal=calibration_for(dg, calibration))
     if as_json:
         return _dump(r)
     p, d = r["prefill"], r["decode"]
-    t = _table(f"{m.name} on {r['num_gpus']}x {g.name}, {r['precision']}, {backend}, ISL/OSL {isl}/{osl}: "
+    where = f"{r['num_gpus']}x {g.name}" if dg.id == g.id else f"{r['num_gpus']} GPUs (prefill on {g.name}, decode on {dg.name})"
+    t = _table(f"{m.name} on {where}, {r['precision']}, {backend}, ISL/OSL {isl}/{osl}: "
                f"prefill {p['instances']}x {p['plan']} ({p['capacity_req_s']:.2f} req/s), decode {d['instances']}x {d['plan']}",
                "requests:n TTFT:n prefill:n KV_move:n queue:n TPOT:n tok/s/user:n tok/s/GPU:n fits:k",
                "Times in ms: TTFT = queue (for the running prefill step, a prefill instance, a decode slot) + prefill + "

@@ -66,14 +66,16 @@ def decode_pool(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, p
 
 
 def kv_hand_off(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, isl, prefill_gpus, total_gpus,
-                decode_plan: Plan | None = None):
+                decode_plan: Plan | None = None, *, decode_gpu: Gpu | None = None, decode_cal: Calibration | None = None):
     """The prompt's cache (and recurrent state) moves from the prefill instance to one decode rank;
     the slower end sets the time, bytes over min(sender aggregate, receiver aggregate). Senders: the
     prefill instance's GPUs in parallel, each its share of what must arrive. Receivers: the GPUs of
     the one attention-DP rank that will decode the request (its TP x Helix x PP GPUs), each taking
     what it holds of that sequence (GQA heads split by TP; the MLA latent replicated on every TP
     rank, so it arrives once per TP GPU), each on its own link. NVLink inside the scale-up domain,
-    the NICs beyond it. Without a decode plan, one copy arrives at as many GPUs as send it."""
+    the NICs beyond it. Without a decode plan, one copy arrives at as many GPUs as send it. Pools of
+    two GPU types sit in different servers: the cache leaves on the prefill GPUs' NICs and arrives on
+    the decode GPUs' NICs, each end priced on its own GPU."""
     one = Sharding()
     isl = np.asarray(isl, float)
     kv = memory.kv_bytes_per_token(model, prec, one, isl) * isl + memory.state_bytes_per_seq(model, one)
@@ -85,6 +87,9 @@ def kv_hand_off(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, i
         tp, pp, _, _, _, kvp = (np.asarray(x, float) for x in decode_plan.arrays())
         recv = memory.kv_bytes_per_token(model, prec, sh, isl) * isl + memory.state_bytes_per_seq(model, sh)
         send = recv * tp * pp * kvp / senders
+    if decode_gpu is not None and decode_gpu.id != gpu.id:  # beyond either scale-up domain: NIC to NIC
+        return np.maximum(collective_time("p2p", send, gpu.scale_up_domain + 1.0, gpu, cal),
+                          collective_time("p2p", recv, decode_gpu.scale_up_domain + 1.0, decode_gpu, decode_cal or cal))
     n = np.maximum(total_gpus, 2.0)
     return np.maximum(collective_time("p2p", send, n, gpu, cal), collective_time("p2p", recv, n, gpu, cal))
 
@@ -159,7 +164,8 @@ def closed_loop(C, base, decode_time, per_instance, n_p) -> tuple:
 
 def evaluate_disagg(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, prefill_plan: Plan, decode_plan: Plan,
                     prefill_instances, decode_instances, concurrency, isl, osl, backend: str = "trtllm",
-                    spec: SpecDecoding | None = None, spec_k=None, max_num_tokens=None, decode_max_batch=None) -> dict:
+                    spec: SpecDecoding | None = None, spec_k=None, max_num_tokens=None, decode_max_batch=None, *,
+                    decode_gpu: Gpu | None = None, decode_cal: Calibration | None = None) -> dict:
     """Metrics for every deployment in the broadcast of both plans, instance counts, concurrency,
     ISL/OSL and k; the same keys as serving.evaluate where they mean the same thing. Every request
     in flight is counted in the decode batch (those in prefill or hand-off too: a slight
@@ -168,14 +174,17 @@ def evaluate_disagg(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precisio
     SGLang max-running-requests over its DP ranks). Past the slots, a request whose prefill is done
     waits for a decoding one to finish (the decode engine admits a transfer only into a free slot),
     the pool completes at most slots / decode time requests a second, and TTFT is what is left of
-    the cycle: C / rate - decode time."""
+    the cycle: C / rate - decode time. `decode_gpu` (with its `decode_cal`) runs the decode pool on
+    another GPU type than the prefill pool's `gpu`."""
+    dg = decode_gpu or gpu
+    dcal = (decode_cal or cal).in_step(backend)
     cal = cal.in_step(backend)
     g_p, g_d = np.asarray(prefill_plan.gpus, float), np.asarray(decode_plan.gpus, float)
     n_p, n_d = np.asarray(prefill_instances, float), np.asarray(decode_instances, float)
     C, osl = np.asarray(concurrency, float), np.asarray(osl, float)
     gpus = n_p * g_p + n_d * g_d
     p = prefill_pool(model, gpu, cal, prec, prefill_plan, isl, backend, max_num_tokens)
-    d = decode_pool(model, gpu, cal, prec, decode_plan, C / n_d, isl, osl, backend, spec, spec_k, max_num_tokens)
+    d = decode_pool(model, dg, dcal, prec, decode_plan, C / n_d, isl, osl, backend, spec, spec_k, max_num_tokens)
     # the decode pool's slots: what its KV cache holds (as the engine reserves it, engines.KV_BUDGET) and
     # the engine's batch limit where given; a pool that holds no sequence keeps C (and fits False)
     per_rank = np.where(d["max_per_instance"] >= 1, d["max_per_instance"], np.inf) / np.asarray(decode_plan.arrays()[4], float)
@@ -183,8 +192,8 @@ def evaluate_disagg(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precisio
         per_rank = np.minimum(per_rank, np.asarray(decode_max_batch, float))
     slots = n_d * np.asarray(decode_plan.arrays()[4], float) * per_rank
     if np.any(slots < C):
-        d = decode_pool(model, gpu, cal, prec, decode_plan, np.minimum(C, slots) / n_d, isl, osl, backend, spec, spec_k, max_num_tokens)
-    t_kv = kv_hand_off(model, gpu, cal, prec, isl, g_p, gpus, decode_plan)
+        d = decode_pool(model, dg, dcal, prec, decode_plan, np.minimum(C, slots) / n_d, isl, osl, backend, spec, spec_k, max_num_tokens)
+    t_kv = kv_hand_off(model, gpu, cal, prec, isl, g_p, gpus, decode_plan, decode_gpu=dg, decode_cal=dcal)
     base = p["t_alone"] + cal.ttft_overhead(backend)
     decode_time = np.maximum(osl - 1.0, 0.0) * d["tpot"]
     pp_d = np.asarray(decode_plan.arrays()[1], float)
@@ -224,8 +233,11 @@ def parse_plan(field: str, text: str, model: ModelSpec) -> Plan:
 
 def estimate_disagg(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, prefill_plan: Plan, decode_plan: Plan,
                     prefill_instances: int, decode_instances: int, concurrencies, isl: int, osl: int, backend: str = "trtllm",
-                    spec: SpecDecoding | None = None, max_num_tokens=None) -> dict:
-    """One disaggregated deployment at each concurrency, after checking both plans."""
+                    spec: SpecDecoding | None = None, max_num_tokens=None, *, decode_gpu: Gpu | None = None,
+                    decode_cal: Calibration | None = None) -> dict:
+    """One disaggregated deployment at each concurrency, after checking both plans (the decode
+    pool's on `decode_gpu` where it runs on another GPU type)."""
+    dg = decode_gpu or gpu
     from llm_codesign.spec.plan import reason_text, validity
 
     for name, v in (("isl", isl), ("osl", osl), ("prefill_instances", prefill_instances), ("decode_instances", decode_instances)):
@@ -233,14 +245,14 @@ def estimate_disagg(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precisio
             raise InputError(name, v, "a positive integer")
     if not len(concurrencies) or min(concurrencies) < 1:
         raise InputError("concurrency", concurrencies, "positive integers")
-    for field, plan in (("prefill", prefill_plan), ("decode", decode_plan)):
-        code = int(np.asarray(validity(model, gpu, plan, plan.gpus)).reshape(-1)[0])
+    for field, plan, g in (("prefill", prefill_plan, gpu), ("decode", decode_plan, dg)):
+        code = int(np.asarray(validity(model, g, plan, plan.gpus)).reshape(-1)[0])
         if code >= 0:
-            raise InputError(field, plan.label(), reason_text(model, gpu, code))
+            raise InputError(field, plan.label(), reason_text(model, g, code))
     model.check_context(isl, osl)
     C = np.asarray(concurrencies, float)
     r = evaluate_disagg(model, gpu, cal, prec, prefill_plan, decode_plan, prefill_instances, decode_instances, C, isl, osl,
-                        backend, spec, max_num_tokens=max_num_tokens)
+                        backend, spec, max_num_tokens=max_num_tokens, decode_gpu=dg, decode_cal=decode_cal)
     if not bool(np.all(r["prefill_fits"])):
         raise InputError("prefill", prefill_plan.label(), f"a plan whose {int(prefill_plan.gpus)} GPUs hold the model and one {isl}-token prompt")
     if float(np.max(r["max_concurrency"])) < 1:
@@ -258,7 +270,7 @@ def estimate_disagg(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precisio
             for vals in zip([int(c) for c in C], col("ttft_s", 1e3), col("prefill_alone_s", 1e3), col("hand_off_s", 1e3),
                             col("waits_s", 1e3), col("tpot_s", 1e3), col("tok_s_per_user"), col("output_tok_s_per_gpu"),
                             [bool(x) for x in np.broadcast_to(r["fits"], C.shape)], strict=True)]
-    return {"model": model.name, "gpu": gpu.id, "precision": prec.label(), "backend": backend, "isl": isl, "osl": osl,
+    return {"model": model.name, "gpu": gpu.id, "decode_gpu": dg.id, "precision": prec.label(), "backend": backend, "isl": isl, "osl": osl,
             "prefill": {"plan": prefill_plan.label(), "instances": prefill_instances, "gpus_each": int(prefill_plan.gpus),
                         "capacity_req_s": float(np.asarray(r["prefill_capacity_req_s"]).reshape(-1)[0])},
             "decode": {"plan": decode_plan.label(), "instances": decode_instances, "gpus_each": int(decode_plan.gpus),
