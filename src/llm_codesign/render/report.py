@@ -1,4 +1,4 @@
-"""Render search results: CSV, a matplotlib PNG/SVG and a self-contained plotly HTML report.
+"""Render search results: CSV, a matplotlib PNG/SVG and a self-contained HTML report (its own SVG plot, no library).
 
 Plot libraries are optional extras imported lazily; the core results are plain dicts.
 """
