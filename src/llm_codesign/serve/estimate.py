@@ -18,7 +18,7 @@ from llm_codesign.spec.precision import executable
 def check(model: ModelSpec, dep: Deployment) -> None:
     code = int(validity(model, dep.gpu, dep.plan, dep.num_gpus).reshape(-1)[0])
     if code >= 0:
-        raise InputError("deployment", dep.plan.label() + f" on {dep.num_gpus} GPUs", reason_text(model, dep.gpu, code))
+        raise InputError("deployment", dep.plan.label() + f" on {dep.num_gpus} GPU{'s' if dep.num_gpus != 1 else ''}", reason_text(model, dep.gpu, code))
 
 
 def _refuse_unfit(dep: Deployment, m) -> None:
