@@ -355,6 +355,8 @@ def gen_case(g: Gen) -> Case:
             args += ["--draft-model", g.pick(["llama-3.1-8b", "qwen3-0.6b"], ["nope", ""])]
         if p(0.1):
             args += ["--max-num-tokens", g.num(["2048", "8192", "512"])]
+        if cmd != "disagg" and p(0.08):
+            args += ["--prefix-hit", g.num(["0", "0.5", "0.9"], BAD_FLOAT + ["1", "0.999999999"])]
     if cmd == "estimate":
         for flag, valid in (("--gpus", ["1", "2", "4", "8"]), ("--tp", ["1", "2", "4", "8"]), ("--pp", ["1", "2"]), ("--ep", ["1", "2", "8"]),
                             ("--moe-tp", ["1", "2"]), ("--attention-dp", ["1", "2", "8"]), ("--kvp", ["1", "2"])):
