@@ -136,3 +136,10 @@ def test_design_nsga2_trials_bounded_too():
     line = one_line(["design", "--params", "1e12", "--moe", "--gpu", "gb200", "--gpus", "72", "--search", "nsga2"],
                     "error: trials: 300 is not valid; at most 290 trials")
     assert "--trials" in line
+
+
+def test_sweep_output_checked_before_the_tasks(tmp_path):
+    # /proc takes no new file, even from root: refused up front, naming the user's path, not pyarrow's temporary one
+    line = one_line(["sweep", "--models", "llama-3.1-8b", "--gpu", "h100", "--gpus", "1", "--out", "/proc/s.parquet"],
+                    "error: out: '/proc/s.parquet' is not valid; ")
+    assert ".partial" not in line

@@ -315,8 +315,8 @@ def _opt(args, what, flag, value, note=None):
 
 def gen_case(g: Gen) -> Case:
     r = g.r
-    cmd = r.choices(["estimate", "roofline", "lint", "pareto", "disagg", "validate", "gpus", "models", "design", "calibrate", "bench"],
-                    weights=[34, 14, 12, 8, 7, 14, 2, 1, 1.2, 1.5, 1])[0]
+    cmd = r.choices(["estimate", "roofline", "lint", "pareto", "disagg", "validate", "gpus", "models", "design", "calibrate", "bench",
+                     "sweep"], weights=[34, 14, 12, 8, 7, 14, 2, 1, 1.2, 1.5, 1, 2])[0]
     what: list[str] = []
     args: list[str] = [cmd]
     case = Case(args, "")
@@ -470,6 +470,26 @@ def gen_case(g: Gen) -> Case:
         args += r.choice([["--m", r.choice(["0", "-1", "abc", "", "100000", "1"])], ["--nk", r.choice(["0x0", "abc", "100000x100000", "8x"])],
                           ["--batch", r.choice(["0", "", "abc", "1000000"])], ["--tp", r.choice(["0", "-1"])], ["--repeat", "0"],
                           ["--heads", r.choice(["0", "-32"])], ["--model", r.choice(["nope", ""])]])
+    elif cmd == "sweep":
+        m, w = g.model()
+        what.append(w)
+        args += ["--models", m if p(0.7) else f"{m},{g.model()[0]}", "--gpu", g.gpu()[0], "--gpus", g.num(["1", "2"], p_bad=0.2)]
+        for flag, valid in (("--isl", ["1024", "128,8192"]), ("--osl", ["256", "1024,512"])):
+            if p(0.25):
+                args += [flag, g.pick(valid, ["0", "", ",", "abc", "1,2,3", "1e23"])]
+        if p(0.15):
+            args += ["--precisions", g.pick(["fp8", "bf16,fp8", "nvfp4"], BAD_STR)]
+        if p(0.15):
+            args += ["--backend", g.pick(["trtllm", "vllm,sglang", "VLLM"], BAD_STR)]
+        if p(0.15):
+            args += ["--prefix-hit", g.num(["0.5", "0.9"], BAD_FLOAT + ["1"])]
+        if p(0.1):
+            args += ["--max-ttft-ms", g.num(["500", "2000"], BAD_FLOAT)]
+        out = Path("/proc/fuzz.parquet") if p(0.1) else g.path("sweep.parquet")
+        args += ["--out", str(out)]
+        case.outputs.append(out)
+        if p(0.5):
+            args.append("--json")
     case.what = "; ".join(w for w in what if w) or "options"
     return case
 

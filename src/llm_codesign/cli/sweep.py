@@ -34,7 +34,9 @@ def sweep(
     """Search many combinations at once; every task Pareto-reduces its chunk, the rows stream to Parquet."""
     from llm_codesign.explore.search import budget_grid
     from llm_codesign.explore.sweep import execute, plan_tasks, stderr_progress, write_parquet
+    from llm_codesign.render.report import check_writable
 
+    check_writable("out", out)  # before the tasks run, not after
     isls, osls = _int_list("isl", isl), _int_list("osl", osl)
     if len(isls) != len(osls) and 1 not in (len(isls), len(osls)):
         raise InputError("isl/osl", f"{isl} / {osl}", "lists of one length (pairs), or one of them a single value")

@@ -214,6 +214,9 @@ def write_parquet(results: Iterable[dict], path: str, *, progress: Callable[[dic
         if on_empty is not None and not totals["rows"]:
             raise on_empty(totals)
         os.replace(tmp, p)
+    except OSError as e:  # the folder refused the file (pyarrow names its temporary file): the user's path
+        tmp.unlink(missing_ok=True)
+        raise InputError("out", path, f"a path in a folder this process may write ({e.strerror or e})") from None
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
