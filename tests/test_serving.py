@@ -89,8 +89,11 @@ def test_speculation_pays_at_batch_one_and_less_at_large_batch():
     sp = evaluate(m, g, cal, prec, Plan(tp=8), B, 1024, 1024, spec=spec)
     speedup = base["tpot_s"] / sp["tpot_s"]
     assert speedup[0] > 1.5
-    assert np.all(np.diff(speedup) < 0)
-    assert speedup[-1] < speedup[0]
+    # falls with the batch while the all-reduce stays on one algorithm; at 1024 sequences both runs have
+    # left TensorRT-LLM's two-shot kernel for NCCL (16 and 64 MiB), while at 256 only the verifying one
+    # had (4 MiB two-shot against 16 MiB NCCL), so the last step may rise a little, below break-even
+    assert np.all(np.diff(speedup[:4]) < 0)
+    assert speedup[-1] < 1.0 < speedup[2]
 
 
 def test_acceptance_forms():

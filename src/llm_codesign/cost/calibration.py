@@ -86,6 +86,12 @@ class Calibration:
     gemm_eff_scale: tuple[tuple[str, float], ...]
     attn_eff_scale: tuple[tuple[str, float], ...]
     seq_overhead_s: tuple[tuple[str, float], ...]
+    custom_ar_latency_s: float
+    custom_ar_twoshot_latency_s: float
+    custom_ar_bw_eff: float
+    # not a parameter: the engine whose collectives a captured step runs, set by in_step ('' outside
+    # an engine: NCCL, as the kernel tables' nccl-tests measured); never read from a profile
+    allreduce_engine: str = ""
 
     def gemm_eff(self, kernel: str) -> float:
         """Achievable fraction of peak for a GEMM kernel family: bf16, fp8, fp8_block or fp4."""
@@ -133,8 +139,9 @@ class Calibration:
     def in_step(self, backend: str | None = None) -> "Calibration":
         """Parameters for kernels inside a captured serving step of an engine: CUDA graphs and
         programmatic dependent launch hide part of each kernel's fixed cost that isolated benchmarks
-        measure; engines replace NCCL's small-message collectives with their own (one-shot custom
-        all-reduce, fused all-reduce + norm), seen as a per-engine scale on collective latency; and
+        measure; engines replace NCCL's all-reduce with their own one-shot / two-shot kernels inside
+        an NVLink/xGMI domain where they pick them (allreduce_engine, kernels.collective_time), and
+        comm_latency_scale (1 unless a profile sets it) scales the NCCL collectives left; and
         engines ship their own GEMM, grouped-GEMM and attention kernels (vLLM and SGLang: FlashInfer,
         FlashAttention, Triton/CUTLASS fused MoE; TensorRT-LLM: its own), seen as per-engine scales on
         the efficiencies fitted on TensorRT-LLM's kernels. A fraction of a peak stays at most 1."""
@@ -142,11 +149,13 @@ class Calibration:
         c = self.engine("comm_latency_scale", backend) if backend else 1.0
         g = self.engine("gemm_eff_scale", backend) if backend else 1.0
         a = self.engine("attn_eff_scale", backend) if backend else 1.0
-        if f == 1.0 and c == 1.0 and g == 1.0 and a == 1.0:
+        e = backend or ""  # the engine's own all-reduce where it picks one (kernels.collective_time)
+        if f == 1.0 and c == 1.0 and g == 1.0 and a == 1.0 and e == self.allreduce_engine:
             return self
-        kw = {k: getattr(self, k) * f for k in (
+        kw = {"allreduce_engine": e}
+        kw.update({k: getattr(self, k) * f for k in (
             "gemm_overhead_bf16_s", "gemm_overhead_fp8_s", "gemm_overhead_fp8_block_s", "gemm_overhead_fp4_s",
-            "kernel_overhead_s", "attn_overhead_s", "attn_prefill_overhead_s", "moe_overhead_s")}
+            "kernel_overhead_s", "attn_overhead_s", "attn_prefill_overhead_s", "moe_overhead_s")})
         kw.update({k: getattr(self, k) * c for k in (
             "comm_latency_s", "comm_latency_slope_s", "comm_gather_latency_s", "comm_gather_latency_slope_s",
             "comm_a2a_latency_s", "comm_a2a_latency_slope_s", "comm_bw_half_bytes")})
@@ -157,7 +166,7 @@ class Calibration:
         return replace(self, **kw)
 
 
-_FIELDS = {f.name for f in fields(Calibration)}
+_FIELDS = {f.name for f in fields(Calibration)} - {"allreduce_engine"}
 
 
 def _apply(c: Calibration, section: dict, origin: str) -> Calibration:

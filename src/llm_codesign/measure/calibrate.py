@@ -59,8 +59,11 @@ GRID = {"attn_decode_max_group": (8, 16, 24, 32, 48, 64, 1024), "attn_decode_wid
 # differ in kind (FlashInfer, FlashAttention, FlashMLA against TensorRT-LLM's FMHA and XQA), within a
 # factor 1.5 either way.
 # Host cost per running sequence: from none up to 100 us (Python per-request work per step).
+# The engines' one-shot all-reduce fixed cost (one flag exchange over NVLink plus the kernel's floor under
+# CUDA graphs): 2-15 us, from 5 us (~5-7 us at TP8 on H100/B200). It replaces the per-engine
+# comm_latency_scale, which scaled NCCL's ring latency down to what the custom kernels take and stays 1.
 SERVING_BOUNDS = (("step_overhead_s", 2e-3, 1e-5, 0.05), ("ttft_overhead_s", 20e-3, 1e-4, 0.5),
-                  ("comm_latency_scale", 1.0, 0.05, 2.0), ("prefill_queue_fraction", 0.3, 0.01, 1.0),
+                  ("custom_ar_latency_s", 5e-6, 2e-6, 15e-6), ("prefill_queue_fraction", 0.3, 0.01, 1.0),
                   ("eager_launch_s", 1e-5, 1e-7, 3e-5), ("step_kernel_overhead_scale", 1.0, 0.05, 1.0),
                   ("scale_out_latency_s", 25e-6, 5e-6, 1e-4), ("prefill_spread_exponent", 0.5, 0.05, 2.0),
                   ("ttft_wait_steps", 1.0, 0.5, 3.0), ("adp_wait_steps", 10.0, 0.0, 60.0),
@@ -186,8 +189,8 @@ def to_toml(fams: dict[str, Calibration], report: list[dict], header: str, servi
         lines += ["", f"[{fam}]"]
         for f in fields(Calibration):
             v = getattr(cal, f.name)
-            if f.name in SERVING_FIELDS:
-                continue  # serving-software parameters live in [default]
+            if f.name in SERVING_FIELDS or f.name in BACKEND_KEYED or f.name == "allreduce_engine":
+                continue  # serving-software parameters live in [default]; the engine is no parameter
             lines.append(f"{f.name} = {v:.6g}")
         for r in report:
             if r["family"] == fam and r.get("median_ape") is not None:

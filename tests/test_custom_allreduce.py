@@ -1,0 +1,60 @@
+"""Issue 22, mechanism 2: the engines' own all-reduce inside an NVLink domain (flat in the GPU count,
+used where the engine's thresholds put it). Golden values derived by hand from default.toml's documented values."""
+import numpy as np
+import pytest
+
+from llm_codesign.cost.calibration import documented
+from llm_codesign.cost.kernels import collective_time
+from llm_codesign.spec import engines
+from llm_codesign.spec.hardware import get_gpu
+
+KIB, MIB = 1024.0, 2.0**20
+
+
+def test_custom_all_reduce_golden_and_flat_in_gpu_count():
+    g = get_gpu("b200")  # 900 GB/s NVLink per direction, 8 per domain
+    cal = documented("blackwell")
+    v = cal.in_step("vllm")
+    bw = 9e11 * 0.7  # custom_ar_bw_eff
+    # 16 KiB: one-shot at TP2 and TP8; 5 us plus (n - 1) x 16 KiB read from the peers
+    t2 = float(collective_time("all_reduce", 16 * KIB, 2, g, v))
+    t8 = float(collective_time("all_reduce", 16 * KIB, 8, g, v))
+    assert t2 == pytest.approx(5e-6 + 16384 / bw, rel=1e-9)  # 5.026 us
+    assert t8 == pytest.approx(5e-6 + 7 * 16384 / bw, rel=1e-9)  # 5.182 us
+    assert t8 / t2 < 1.04
+    # NCCL's ring (no engine: what the kernel tables measured) grows with the GPUs: 8 + 1 x 6 us base at TP8
+    n2 = float(collective_time("all_reduce", 16 * KIB, 2, g, cal))
+    n8 = float(collective_time("all_reduce", 16 * KIB, 8, g, cal))
+    assert n8 > n2 * 1.5 and n8 > 2.5 * t8
+
+
+def test_engine_thresholds_pick_the_algorithm():
+    g, cal = get_gpu("b200"), documented("blackwell")
+    bw = 9e11 * 0.7
+    v, t = cal.in_step("vllm"), cal.in_step("trtllm")
+    algo = engines.allreduce_algorithm
+    # vLLM custom_all_reduce.cuh: at 8 GPUs one-shot below 256 KiB only, at 4 below 512 KiB
+    assert (float(algo("vllm", 255 * KIB, 8, "blackwell")), float(algo("vllm", 256 * KIB, 8, "blackwell"))) == (engines.ONE_SHOT, engines.TWO_SHOT)
+    assert float(algo("vllm", 256 * KIB, 4, "blackwell")) == engines.ONE_SHOT
+    # TensorRT-LLM AUTO on SM100 keeps one-shot to 2 MiB at TP8, on SM90 to 256 KiB; vLLM two-shot there
+    assert float(algo("trtllm", 1 * MIB, 8, "blackwell")) == engines.ONE_SHOT
+    assert float(algo("trtllm", 1 * MIB, 8, "hopper")) == engines.TWO_SHOT
+    # a step pays the faster kernel: at 256 KiB over 4 GPUs one-shot 5 + 3 x 256 KiB / bw = 6.25 us (two-shot
+    # 8.62 us); at 1 MiB over 8 two-shot 8 + 1.75 x 1 MiB / bw = 10.91 us (one-shot 16.65 us), for both engines
+    assert float(collective_time("all_reduce", 256 * KIB, 4, g, v)) == pytest.approx(5e-6 + 3 * 262144 / bw, rel=1e-9)
+    for c in (v, t):
+        assert float(collective_time("all_reduce", 1 * MIB, 8, g, c)) == pytest.approx(8e-6 + 1.75 * MIB / bw, rel=1e-9)
+    # so the time never falls as the message grows inside the engines' buffers
+    sizes = np.linspace(1 * KIB, 8 * MIB - 16, 4000)
+    for c in (v, t):
+        for n in (2, 4, 8):
+            assert np.all(np.diff(collective_time("all_reduce", sizes, n, g, c)) >= 0)
+    # past the engines' buffers (8 MiB) and beyond the NVLink domain: NCCL, as without an engine
+    for n, size in ((8, 16 * MIB), (16, 16 * KIB)):
+        assert float(collective_time("all_reduce", size, n, g, v)) == float(collective_time("all_reduce", size, n, g, cal))
+    # PCIe cards: vLLM's custom kernel only between two GPUs, TensorRT-LLM's not at all
+    l40 = get_gpu("l40s")
+    assert (float(algo("vllm", 16 * KIB, 2, l40.family)), float(algo("vllm", 16 * KIB, 4, l40.family))) == (engines.ONE_SHOT, engines.NCCL)
+    assert float(algo("trtllm", 16 * KIB, 2, l40.family)) == engines.NCCL
+    # other collectives stay NCCL's
+    assert float(collective_time("all_gather", 16 * KIB, 8, g, v)) == float(collective_time("all_gather", 16 * KIB, 8, g, cal))
