@@ -212,7 +212,7 @@ def test_serve_refuses_a_busy_port_in_one_line():
 
 @pytest.mark.parametrize("change,field,text", [
     ({"tp": "x"}, "deployment.tp", "deployment.tp: 'x' is not valid; Input should be a valid integer"),
-    ({"tp": 2}, "deployment", "deployment: 'TP2 on 1 GPUs' is not valid; the parallel sizes must multiply to the GPU count"),
+    ({"tp": 2}, "deployment", "deployment: 'TP2 on 1 GPU' is not valid; the parallel sizes must multiply to the GPU count"),
     ({"max_num_tokens": -1}, "deployment.max_num_tokens", "deployment.max_num_tokens: -1 is not valid"),
     ({"weight_dtype": "fp5"}, "weight_dtype", "weight_dtype: 'fp5' is not valid; one of: bf16"),
 ])
