@@ -128,7 +128,9 @@ def evaluate(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, plan
     C = np.asarray(concurrency, float)
     isl = np.asarray(isl, float)
     osl = np.asarray(osl, float)
-    cached = isl * np.asarray(prefix_hit, float)
+    # whole tokens: an engine caches whole tokens (whole blocks), and a fraction of a token would
+    # quantise as a whole tile row (a hit rate of 1e-6 lengthened the MLA up-projection by a tile)
+    cached = np.floor(isl * np.asarray(prefix_hit, float) + 1e-9)
     new = isl - cached  # prompt tokens each request prefills
     mnt, (budget, default_fraction, occupancy) = engine_budget(backend, gpu, max_num_tokens, plan, spec)
     # the busiest attention-DP rank sets the step: requests spread over the ranks as evenly as they
