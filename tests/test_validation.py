@@ -84,7 +84,7 @@ def test_every_bundled_config_passes():
     assert all(not m.get("error") for m in list_models())
 
 
-@pytest.mark.parametrize("name,inside,outside", [("bw_eff", 0.85, 0.0), ("bw_eff", 1.0, 1.01), ("moe_eff", 1.5, 2.5),
+@pytest.mark.parametrize("name,inside,outside", [("bw_eff", 0.85, 0.0), ("bw_eff", 1.0, 1.01), ("bw_eff", 1e-4, 1e-30), ("moe_eff", 1.5, 2.5),
                                                   ("gemm_overhead_bf16_s", 0.0, -1e-9), ("moe_routing_alpha", 1.01, -0.1),
                                                   ("prefill_queue_fraction", 1.0, 1.1)])
 def test_calibration_ranges(name, inside, outside):

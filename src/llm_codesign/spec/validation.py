@@ -286,13 +286,14 @@ def check_gpu(d: dict, origin: str) -> None:
 # calibration profiles: each parameter's physical range (low, high, low excluded)
 
 def param_range(name: str) -> tuple[float, float, bool]:
-    """The range a calibration parameter may take: efficiencies are fractions of a peak in (0, 1]
-    (moe_eff and the per-engine kernel scales are relative to another kernel, up to 2); times are
-    seconds up to 1; the others as their meaning allows."""
+    """The range a calibration parameter may take: efficiencies are fractions of a peak in
+    [1e-4, 1] (moe_eff and the per-engine kernel scales are relative to another kernel, up to 2; the
+    smallest fitted, the per-head decode fallback's math rate, is 2e-3; below 1e-4 times overflow);
+    times are seconds up to 1; the others as their meaning allows."""
     if name in ("moe_eff", "gemm_eff_scale", "attn_eff_scale"):
-        return 0.0, 2.0, True
+        return 1e-4, 2.0, False
     if name.endswith("_eff") or "_eff_" in name:
-        return 0.0, 1.0, True
+        return 1e-4, 1.0, False
     if name == "prefill_queue_fraction":
         return 0.0, 1.0, False
     if name.endswith("_s"):
