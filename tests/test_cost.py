@@ -18,7 +18,7 @@ def test_gemm_intensity_golden():
 
 def test_gemm_never_beats_roofline(h100, cal_h100):
     m, n, k = np.meshgrid([1, 16, 128, 1000, 4096], [512, 4096, 28672], [256, 4096, 8192], indexing="ij")
-    t, tc, tm = cost.gemm_time(m, n, k, h100, cal_h100, "bf16", 2.0, 2.0)
+    t, tc, tm = cost.gemm_time(m, n, k, h100, cal_h100, math="bf16", a_bytes=2.0, w_bytes=2.0)
     f, b = cost.gemm_flops_bytes(m, n, k, 2.0, 2.0)
     floor = np.maximum(f / h100.peak("bf16"), b / h100.hbm_bandwidth_bytes_per_s)
     assert np.all(t >= floor)
@@ -28,24 +28,24 @@ def test_tile_and_wave_quantisation_show(h100, cal_h100):
     # M=128, N=132*128 fills exactly one wave of 128x128 tiles on 132 SMs; one more column needs
     # another (partial) wave whatever the tile shape
     n = 132 * 128
-    _, c0, _ = cost.gemm_time(128, n, 8192, h100, cal_h100, "bf16", 2.0, 2.0, swap_ab=False)
-    _, c1, _ = cost.gemm_time(128, n + 1, 8192, h100, cal_h100, "bf16", 2.0, 2.0, swap_ab=False)
+    _, c0, _ = cost.gemm_time(128, n, 8192, h100, cal_h100, math="bf16", a_bytes=2.0, w_bytes=2.0, swap_ab=False)
+    _, c1, _ = cost.gemm_time(128, n + 1, 8192, h100, cal_h100, math="bf16", a_bytes=2.0, w_bytes=2.0, swap_ab=False)
     assert c1 / c0 > 1.2
     # a few-token GEMM pads M to a whole tile, unless A and B swap and the tokens ride on narrow N tiles
-    _, pad, _ = cost.gemm_time(8, 8192, 8192, h100, cal_h100, "bf16", 2.0, 2.0, swap_ab=False)
-    _, swapped, _ = cost.gemm_time(8, 8192, 8192, h100, cal_h100, "bf16", 2.0, 2.0)
+    _, pad, _ = cost.gemm_time(8, 8192, 8192, h100, cal_h100, math="bf16", a_bytes=2.0, w_bytes=2.0, swap_ab=False)
+    _, swapped, _ = cost.gemm_time(8, 8192, 8192, h100, cal_h100, math="bf16", a_bytes=2.0, w_bytes=2.0)
     assert swapped < pad
     # small K is less efficient per FLOP than large K at the same M, N
-    ts, *_ = cost.gemm_time(4096, 4096, 128, h100, cal_h100, "bf16", 2.0, 2.0)
-    tl, *_ = cost.gemm_time(4096, 4096, 8192, h100, cal_h100, "bf16", 2.0, 2.0)
+    ts, *_ = cost.gemm_time(4096, 4096, 128, h100, cal_h100, math="bf16", a_bytes=2.0, w_bytes=2.0)
+    tl, *_ = cost.gemm_time(4096, 4096, 8192, h100, cal_h100, math="bf16", a_bytes=2.0, w_bytes=2.0)
     assert ts / 128 > tl / 8192
 
 
 def test_fp8_faster_than_bf16_when_compute_bound(h100, cal_h100):
     # kernels/gemm.csv (H100, TensorRT-LLM): for GEMMs of >= 4096^3/4 MACs the median BF16/FP8
     # latency ratio is 1.38 and the best FP8/BF16 throughput ratio 1.8
-    tb, *_ = cost.gemm_time(8192, 8192, 8192, h100, cal_h100, "bf16", 2.0, 2.0)
-    tf, *_ = cost.gemm_time(8192, 8192, 8192, h100, cal_h100, "fp8", 1.0, 1.0)
+    tb, *_ = cost.gemm_time(8192, 8192, 8192, h100, cal_h100, math="bf16", a_bytes=2.0, w_bytes=2.0)
+    tf, *_ = cost.gemm_time(8192, 8192, 8192, h100, cal_h100, math="fp8", a_bytes=1.0, w_bytes=1.0)
     assert 1.2 < tb / tf < 2.0
 
 
@@ -57,8 +57,8 @@ def test_more_bandwidth_never_slower(m, n, k, scale):
     g = get_gpu("h200")
     cal = calibration_for(g)
     fast = replace(g, hbm_bandwidth_bytes_per_s=g.hbm_bandwidth_bytes_per_s * scale)
-    t1, *_ = cost.gemm_time(m, n, k, g, cal, "bf16", 2.0, 2.0)
-    t2, *_ = cost.gemm_time(m, n, k, fast, cal, "bf16", 2.0, 2.0)
+    t1, *_ = cost.gemm_time(m, n, k, g, cal, math="bf16", a_bytes=2.0, w_bytes=2.0)
+    t2, *_ = cost.gemm_time(m, n, k, fast, cal, math="bf16", a_bytes=2.0, w_bytes=2.0)
     assert t2 <= t1 + 1e-15
 
 
@@ -118,12 +118,12 @@ def test_decode_work_items_slice_query_groups():
 def test_quantised_activation_pays_its_quantisation_pass(b200):
     cal = calibration_for(b200)
     m, n, k = 8192, 128, 8192
-    t8 = float(cost.gemm_time(m, n, k, b200, cal, "fp8", 1.0, 1.0)[0])
+    t8 = float(cost.gemm_time(m, n, k, b200, cal, math="fp8", a_bytes=1.0, w_bytes=1.0)[0])
     # the BF16 input is read once and written as FP8 before the GEMM: 3 bytes per input value
     quant = m * k * 3.0 / (b200.hbm_bandwidth_bytes_per_s * cal.bw_eff)
     assert t8 >= quant
     # without that pass, reading 1-byte activations would be cheaper than reading 2-byte ones
-    t_bf16_in = float(cost.gemm_time(m, n, k, b200, cal, "fp8", 2.0, 1.0)[0])
+    t_bf16_in = float(cost.gemm_time(m, n, k, b200, cal, math="fp8", a_bytes=2.0, w_bytes=1.0)[0])
     assert t8 > t_bf16_in
 
 

@@ -153,7 +153,8 @@ def chunk_keys(ctx, chunk):
 
 def _gemm(name, m, n, k, count, gpu, cal, math, a_b, w_b, groups=1.0, distinct=None, eff_scale=1.0, kernel=None, swap_ab=None,
           overhead_s=None, weight=None):
-    t, tc, tm = cost.gemm_time(m, n, k, gpu, cal, math, a_b, w_b, 2.0, groups, distinct, eff_scale, kernel, swap_ab, overhead_s)
+    t, tc, tm = cost.gemm_time(m, n, k, gpu, cal, math=math, a_bytes=a_b, w_bytes=w_b, groups=groups,
+                               distinct_groups=distinct, eff_scale=eff_scale, kernel=kernel, swap_ab=swap_ab, overhead_s=overhead_s)
     return Op(name, "gemm", None, None, t, tc, tm, count, fb=lambda: cost.gemm_flops_bytes(m, n, k, a_b, w_b, 2.0, groups, distinct),
               math=math, weight=weight)
 
@@ -168,8 +169,9 @@ def _expert_gemm(name, n, k, active, top, on_rank, alpha, count, gpu, cal, math,
         return _gemm(name, top, n, k, count, gpu, cal, math, a_b, w_b, groups=active, distinct=active, **kw)
     rest_groups = active - 1.0
     m_rest = np.where(rest_groups > 0, (on_rank - top) / np.maximum(rest_groups, 1e-30), 0.0)
-    th, ch, mh = cost.gemm_time(top, n, k, gpu, cal, math, a_b, w_b, 2.0, 1.0, 1.0, **kw)
-    tr, cr, mr = cost.gemm_time(m_rest, n, k, gpu, cal, math, a_b, w_b, 2.0, rest_groups, rest_groups, **kw)
+    th, ch, mh = cost.gemm_time(top, n, k, gpu, cal, math=math, a_bytes=a_b, w_bytes=w_b, **kw)
+    tr, cr, mr = cost.gemm_time(m_rest, n, k, gpu, cal, math=math, a_bytes=a_b, w_bytes=w_b, groups=rest_groups,
+                                distinct_groups=rest_groups, **kw)
     # one launch: the second call's fixed costs (its own and an FP8/FP4 activation quantisation's) go
     fixed = cal.moe_overhead_s + (cal.kernel_overhead_s if a_b < 2.0 else 0.0)
     t = th + np.where(tr > 0, tr - fixed, 0.0)

@@ -159,7 +159,7 @@ def _gemm(rows, gpu, cal: Calibration):
             continue
         math, ab, wb = GEMM_DTYPES[dt]
         sub = [rows[i] for i in idx]
-        t, _, _ = cost.gemm_time(_col(sub, "m"), _col(sub, "n"), _col(sub, "k"), gpu, cal, math, ab, wb, 2.0,
+        t, _, _ = cost.gemm_time(_col(sub, "m"), _col(sub, "n"), _col(sub, "k"), gpu, cal, math=math, a_bytes=ab, w_bytes=wb,
                                  kernel=cost.gemm_kernel(math, "fp8_block" if dt == "fp8_block" else ""))
         out[idx] = t * 1e3
         for i in idx:
