@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from llm_codesign.cost.calibration import Calibration
-from llm_codesign.spec.engines import NCCL, allreduce_algorithm
+from llm_codesign.spec.engines import engine_allreduce
 from llm_codesign.spec.hardware import Gpu
 
 
@@ -219,15 +219,15 @@ def collective_time(op: str, nbytes, n, gpu: Gpu, cal: Calibration):
 
 def _custom_all_reduce(nbytes, n, gpu: Gpu, cal: Calibration, t_nccl):
     """An engine's own all-reduce inside one scale-up domain, where it runs one instead of NCCL
-    (engines.allreduce_algorithm): one-shot, each GPU reading every peer's whole buffer and reducing
+    (engines.engine_allreduce): one-shot, each GPU reading every peer's whole buffer and reducing
     locally, (n - 1) x bytes over its link after one flag exchange; two-shot, a reduce-scatter then an
     all-gather through the peers' buffers, 2 (n - 1) / n x bytes after two. Both fixed costs are
     flat in the GPU count (the flags go to all peers at once), unlike NCCL's ring; NCCL elsewhere.
     The engines switch between their two kernels where they measured the crossover (vLLM's 256/512 KiB,
     TensorRT-LLM's tuned table), so a step pays the faster of the two: pricing the kernel the
     threshold names would let a larger message cost less wherever these two formulas cross elsewhere."""
-    algo = allreduce_algorithm(cal.allreduce_engine, nbytes, n, gpu.family)
+    own = engine_allreduce(cal.allreduce_engine, nbytes, n, gpu.family)
     bw = gpu.scale_up_bandwidth_bytes_per_s * cal.custom_ar_bw_eff
     one = cal.custom_ar_latency_s + np.maximum(n - 1.0, 0.0) * nbytes / np.maximum(bw, 1e-9)
     two = cal.custom_ar_twoshot_latency_s + 2.0 * np.maximum(n - 1.0, 0.0) / np.maximum(n, 1.0) * nbytes / np.maximum(bw, 1e-9)
-    return np.where(algo == NCCL, t_nccl, np.minimum(one, two))
+    return np.where(own, np.minimum(one, two), t_nccl)

@@ -112,51 +112,38 @@ def max_batch(backend: str, gpu, kv_tokens=None, context_len: int = 0):
     return 4096.0
 
 
-# All-reduce algorithm an engine picks inside one NVLink/xGMI domain (0: NCCL, 1: one-shot, 2: two-shot).
-ONE_SHOT, TWO_SHOT, NCCL = 1.0, 2.0, 0.0
+# Where an engine runs its own all-reduce inside one NVLink/xGMI domain instead of NCCL.
 # vLLM and SGLang: custom all-reduce for world sizes 2, 4, 6 and 8 with every GPU peer-to-peer reachable
 # (any two GPUs, NVLink or PCIe, or a fully connected NVLink/xGMI set), inputs below max_size = 8 MiB
 # (vllm/distributed/device_communicators/custom_all_reduce.py CustomAllreduce.__init__ max_size=8192*1024
 # and should_custom_ar: inp_size < max_size; SGLang's custom_all_reduce.py is the same code); NCCL beyond.
-# Inside it the kernel (csrc/custom_all_reduce.cuh, CustomAllreduce::allreduce; sgl-kernel's copy):
-# one-shot (cross_device_reduce_1stage) at world size 2, below 512 KiB up to 4 GPUs and below 256 KiB up
-# to 8, else two-shot (cross_device_reduce_2stage, a reduce-scatter then an all-gather through the
-# peers' buffers).
+# Inside it the kernel is one-shot or two-shot (csrc/custom_all_reduce.cuh: one-shot at world size 2,
+# below 512 KiB up to 4 GPUs and below 256 KiB up to 8), switched where the engines measured the
+# crossover, so the cost model prices the faster of the two (kernels._custom_all_reduce).
 CUSTOM_AR_SIZES = (2, 4, 6, 8)
 CUSTOM_AR_MAX_BYTES = 8.0 * 2.0**20
 # TensorRT-LLM AllReduceStrategy.AUTO (cpp/tensorrt_llm/common/customAllReduceUtils.h,
-# selectStrategyLookUpTable: the measured best strategy per SM, TP, fusion, hidden size and token count,
-# NCCL_SYMMETRIC outside the table): read off its RESIDUAL_RMS_NORM rows at hidden 4096-8192, one-shot
-# up to these bytes per TP size, two-shot beyond up to the workspace (8 MB for TP > 2, 16 MB at TP 2:
-# getMaxRequiredWorkspaceSize), NCCL past it. SM100 (Blackwell): one-shot to 8 MiB at TP2 and 2 MiB at
-# TP4 and TP8 (256 tokens of hidden 4096); SM90 and older, whose table is noisier: about 8 MiB at TP2,
-# 512 KiB at TP4 and 256 KiB at TP8 (its Fusion=NONE rows; the vLLM thresholds).
-TRTLLM_ONESHOT_BYTES = {"sm100": {2: 8.0 * 2.0**20, 4: 2.0 * 2.0**20, 8: 2.0 * 2.0**20},
-                        "sm90": {2: 8.0 * 2.0**20, 4: 512.0 * 1024, 8: 256.0 * 1024}}
+# selectStrategyLookUpTable, NCCL_SYMMETRIC outside the table): its one-shot / two-shot kernels at TP 2, 4
+# and 8 up to the workspace (getMaxRequiredWorkspaceSize: 8 MB for TP > 2, 16 MB at TP 2), NCCL past it.
 TRTLLM_AR_MAX_BYTES = {2: 16e6, 4: 8e6, 8: 8e6}
 # families whose GPUs sit on PCIe without a peer-to-peer fabric (custom all-reduce only at two GPUs in
 # vLLM/SGLang; TensorRT-LLM's custom kernels need NVLink and fall back to NCCL)
 PCIE_FAMILIES = ("ada", "blackwell_sm120")
 
 
-def allreduce_algorithm(backend: str, nbytes, n, family: str):
-    """The all-reduce algorithm (ONE_SHOT, TWO_SHOT or NCCL) an engine picks for `nbytes` per GPU over
-    `n` GPUs of one scale-up domain of a GPU family, as arrays; '' (no engine: the kernel tables'
-    nccl-tests) is always NCCL."""
+def engine_allreduce(backend: str, nbytes, n, family: str):
+    """Where an engine runs its own all-reduce rather than NCCL, for `nbytes` per GPU over `n` GPUs of one
+    scale-up domain of a GPU family, as a boolean array; '' (no engine: the kernel tables' nccl-tests)
+    is always NCCL."""
     nbytes = np.asarray(nbytes, float)
     n = np.asarray(n, float)
-    out = np.full(np.broadcast(nbytes, n).shape, NCCL)
     if backend in ("vllm", "sglang"):
         ok = np.isin(n, CUSTOM_AR_SIZES) & (nbytes < CUSTOM_AR_MAX_BYTES)
-        if family in PCIE_FAMILIES:
-            ok &= n == 2
-        one = (n == 2) | ((n <= 4) & (nbytes < 512 * 1024)) | ((n <= 8) & (nbytes < 256 * 1024))
-        return np.where(ok, np.where(one, ONE_SHOT, TWO_SHOT), out)
+        return ok & (n == 2) if family in PCIE_FAMILIES else ok
+    out = np.zeros(np.broadcast(nbytes, n).shape, dtype=bool)
     if backend == "trtllm" and family not in PCIE_FAMILIES:
-        sm = "sm100" if family == "blackwell" else "sm90"
-        for tp, lim in TRTLLM_ONESHOT_BYTES[sm].items():
-            here = n == tp
-            out = np.where(here & (nbytes <= lim), ONE_SHOT, np.where(here & (nbytes <= TRTLLM_AR_MAX_BYTES[tp]), TWO_SHOT, out))
+        for tp, lim in TRTLLM_AR_MAX_BYTES.items():
+            out |= (n == tp) & (nbytes <= lim)
     return out
 
 
