@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from statistics import NormalDist
+from typing import NamedTuple
 
 import numpy as np
 
@@ -49,7 +50,7 @@ class Op:
 
     __slots__ = ("name", "kind", "_flops", "_bytes", "_fb", "time", "t_compute", "t_memory", "count", "part", "math", "weight")
 
-    def __init__(self, name, kind, flops, nbytes, time, t_compute, t_memory, count, fb=None, math=None, weight=None):
+    def __init__(self, name, kind, flops, nbytes, *, time, t_compute, t_memory, count, fb=None, math=None, weight=None):
         self.name, self.kind = name, kind  # kind: gemm, attention, elementwise, comm
         # part: attention, ffn, moe, lm_head, layer (norms, residuals) or pipeline; math: the tensor-core
         # math a GEMM runs (bf16, fp8, fp4); weight: the number format of the weights it reads
@@ -151,36 +152,53 @@ def chunk_keys(ctx, chunk):
     return np.where(ctx <= chunk, ctx, _chunk_offsets(ctx, chunk) / np.maximum(ctx, 1.0))
 
 
-def _gemm(name, m, n, k, count, gpu, cal, math, a_b, w_b, groups=1.0, distinct=None, eff_scale=1.0, kernel=None, swap_ab=None,
+class _At(NamedTuple):
+    """Where one layer's operators are priced: the layers per stage that run them, the GPU and its
+    calibration."""
+    count: object
+    gpu: Gpu
+    cal: Calibration
+
+
+# a GEMM on BF16 activations and BF16 weights whatever the deployment's precision (MLA's absorbed
+# decode products, the MoE router, the LM head)
+_BF16 = {"math": "bf16", "a_b": 2.0, "w_b": 2.0, "weight": "bf16"}
+
+
+def _gemm(name, m, n, k, at: _At, *, math, a_b, w_b, groups=1.0, distinct=None, eff_scale=1.0, kernel=None, swap_ab=None,
           overhead_s=None, weight=None):
-    t, tc, tm = cost.gemm_time(m, n, k, gpu, cal, math=math, a_bytes=a_b, w_bytes=w_b, groups=groups,
+    t, tc, tm = cost.gemm_time(m, n, k, at.gpu, at.cal, math=math, a_bytes=a_b, w_bytes=w_b, groups=groups,
                                distinct_groups=distinct, eff_scale=eff_scale, kernel=kernel, swap_ab=swap_ab, overhead_s=overhead_s)
-    return Op(name, "gemm", None, None, t, tc, tm, count, fb=lambda: cost.gemm_flops_bytes(m, n, k, a_b, w_b, 2.0, groups, distinct),
+    return Op(name, "gemm", None, None, time=t, t_compute=tc, t_memory=tm, count=at.count,
+              fb=lambda: cost.gemm_flops_bytes(m, n, k, a_b, w_b, c_bytes=2.0, groups=groups, distinct_groups=distinct),
               math=math, weight=weight)
 
 
-def _expert_gemm(name, n, k, active, top, on_rank, alpha, count, gpu, cal, math, a_b, w_b, kernel):
-    """The busiest rank's grouped expert GEMM. Grouped GEMMs have their own fixed cost
-    (moe_overhead_s, fitted on MoE kernels), not a dense GEMM's. Uniform routing: `active` groups of
-    equal rows. Skewed: the busiest expert's rows and the other active experts' mean rows, in one
-    launch (one fixed cost), their tiles quantised per expert as the grouped kernel tiles them."""
+def _expert_gemm(name, n, k, at: _At, *, load, math, a_b, w_b, kernel):
+    """The busiest rank's grouped expert GEMM; `load` is routed_load's (experts read, busiest
+    expert's rows, the rank's rows) and the routing skew alpha. Grouped GEMMs have their own fixed
+    cost (moe_overhead_s, fitted on MoE kernels), not a dense GEMM's. Uniform routing: `active`
+    groups of equal rows. Skewed: the busiest expert's rows and the other active experts' mean rows,
+    in one launch (one fixed cost), their tiles quantised per expert as the grouped kernel tiles them."""
+    active, top, on_rank, alpha = load
+    cal = at.cal
     kw = dict(eff_scale=cal.moe_eff, kernel=kernel, swap_ab=True, overhead_s=cal.moe_overhead_s)
     if alpha <= 0.0:
-        return _gemm(name, top, n, k, count, gpu, cal, math, a_b, w_b, groups=active, distinct=active, **kw)
+        return _gemm(name, top, n, k, at, math=math, a_b=a_b, w_b=w_b, groups=active, distinct=active, **kw)
     rest_groups = active - 1.0
     m_rest = np.where(rest_groups > 0, (on_rank - top) / np.maximum(rest_groups, 1e-30), 0.0)
-    th, ch, mh = cost.gemm_time(top, n, k, gpu, cal, math=math, a_bytes=a_b, w_bytes=w_b, **kw)
-    tr, cr, mr = cost.gemm_time(m_rest, n, k, gpu, cal, math=math, a_bytes=a_b, w_bytes=w_b, groups=rest_groups,
+    th, ch, mh = cost.gemm_time(top, n, k, at.gpu, cal, math=math, a_bytes=a_b, w_bytes=w_b, **kw)
+    tr, cr, mr = cost.gemm_time(m_rest, n, k, at.gpu, cal, math=math, a_bytes=a_b, w_bytes=w_b, groups=rest_groups,
                                 distinct_groups=rest_groups, **kw)
     # one launch: the second call's fixed costs (its own and an FP8/FP4 activation quantisation's) go
     fixed = cal.moe_overhead_s + (cal.kernel_overhead_s if a_b < 2.0 else 0.0)
     t = th + np.where(tr > 0, tr - fixed, 0.0)
 
     def fb():
-        f1, b1 = cost.gemm_flops_bytes(top, n, k, a_b, w_b, 2.0, 1.0, 1.0)
-        f2, b2 = cost.gemm_flops_bytes(m_rest, n, k, a_b, w_b, 2.0, rest_groups, rest_groups)
+        f1, b1 = cost.gemm_flops_bytes(top, n, k, a_b, w_b, c_bytes=2.0, groups=1.0, distinct_groups=1.0)
+        f2, b2 = cost.gemm_flops_bytes(m_rest, n, k, a_b, w_b, c_bytes=2.0, groups=rest_groups, distinct_groups=rest_groups)
         return f1 + f2, b1 + b2
-    return Op(name, "gemm", None, None, t, ch + cr, mh + mr, count, fb=fb, math=math)
+    return Op(name, "gemm", None, None, time=t, t_compute=ch + cr, t_memory=mh + mr, count=at.count, fb=fb, math=math)
 
 
 def _tag(ops, part: str, weight: str) -> list:
@@ -194,255 +212,324 @@ def _tag(ops, part: str, weight: str) -> list:
     return ops
 
 
-def _comm(name, op, nbytes, n, count, gpu, cal):
-    t = cost.collective_time(op, nbytes, n, gpu, cal)
+def _comm(name, op, nbytes, n, at: _At):
+    t = cost.collective_time(op, nbytes, n, at.gpu, at.cal)
     z = np.zeros_like(t)
-    return Op(name, "comm", z, np.where(t > 0, np.asarray(nbytes, float), 0.0), t, z, z, count)
+    return Op(name, "comm", z, np.where(t > 0, np.asarray(nbytes, float), 0.0), time=t, t_compute=z, t_memory=z, count=at.count)
 
 
-def _dsa_indexer(a: Attention, h, ctx, dec_tok, b: Batch, T, count, gpu, cal, math, act_b, w_b, kernel, kvp, P) -> list[Op]:
+def _elementwise(name, nbytes, kernels, at: _At):
+    """A memory-bound pass of `nbytes` in `kernels` launches."""
+    t, tc, tm = cost.elementwise_time(nbytes, kernels, at.gpu, at.cal)
+    return Op(name, "elementwise", np.zeros_like(t), nbytes, time=t, t_compute=tc, t_memory=tm, count=at.count)
+
+
+def _attention(name, flops, nbytes, times, at: _At):
+    """An attention-core operator of the (time, compute, memory) an attention kernel model priced."""
+    t, tc, tm = times
+    return Op(name, "attention", flops, nbytes, time=t, t_compute=tc, t_memory=tm, count=at.count)
+
+
+def _dsa_indexer(a: Attention, b: Batch, at: _At, P: str, *, h, ctx, dec_tok, T, kvp, fa: dict) -> list[Op]:
     """DeepSeek Sparse Attention's lightning indexer (DeepSeek-V3.2-Exp report, sec. 2.1): its own
     projections (replicated on every TP rank, as vLLM and SGLang run them), FP8 scores of every
-    query token against every cached index key, and a top-k selection over those scores."""
+    query token against every cached index key, and a top-k selection over those scores. `fa`: the
+    attention GEMMs' math, byte widths and kernel."""
+    gpu, cal = at.gpu, at.cal
     hi, di = a.index_heads, a.index_head_dim
-    ops = [_gemm(f"{P}/dsa_q", T, hi * di, a.q_lora_rank or h, count, gpu, cal, math, act_b, w_b, kernel=kernel),
-           _gemm(f"{P}/dsa_k_weights", T, di + hi, h, count, gpu, cal, math, act_b, w_b, kernel=kernel)]
+    ops = [_gemm(f"{P}/dsa_q", T, hi * di, a.q_lora_rank or h, at, **fa),
+           _gemm(f"{P}/dsa_k_weights", T, di + hi, h, at, **fa)]
     # the elementwise chain between the projections and the scores, as the open engines run it
     # (SGLang nsa_indexer.py _get_q_k_bf16 and the FP8 quantisation after it): LayerNorm of K, RoPE
     # and its write-back into Q and K, a Hadamard rotation of Q and of K, FP8 quantisation of Q and
     # of K with the K-cache store: 8 kernels, each pass over Q (hi x di) or K (di) in BF16
     prep = T * (hi * di * (2.0 + 2.0 + 4.0 + 3.0) + di * (4.0 + 2.0 + 2.0 + 4.0 + 2.0))
-    t, tc, tm = cost.elementwise_time(prep, 8.0, gpu, cal)
-    ops.append(Op(f"{P}/dsa_prep", "elementwise", np.zeros_like(t), prep, t, tc, tm, count))
+    ops.append(_elementwise(f"{P}/dsa_prep", prep, 8.0, at))
     key_b = di * (1.0 + 4.0 / 128.0)
     ctx_l = ctx / kvp
     flops = 2.0 * dec_tok * hi * di * ctx_l
     nbytes = np.asarray(b.dec_seqs, float) * ctx_l * key_b + dec_tok * hi * di
-    t, tc, tm = cost.attention_decode_time(flops, nbytes, gpu, cal, dec_tok, True)
-    ops.append(Op(f"{P}/dsa_scores_decode", "attention", flops, nbytes, t, tc, tm, count))
+    ops.append(_attention(f"{P}/dsa_scores_decode", flops, nbytes,
+                          cost.attention_decode_time(flops, nbytes, gpu, cal, seq_heads=dec_tok, kv_fp8=True), at))
     tp_tok = np.asarray(b.pf_tokens, float)
     seqs = np.maximum(np.asarray(b.pf_seqs, float), 1.0)
     keys = (np.asarray(b.pf_ctx, float) + (tp_tok / seqs + 1.0) / 2.0) / kvp
     pf_flops = 2.0 * tp_tok * hi * di * keys
     pf_bytes = seqs * (np.asarray(b.pf_ctx, float) + tp_tok / seqs) / kvp * key_b + tp_tok * hi * di
     pmath = "fp8" if gpu.supports("fp8") else "bf16"
-    t, tc, tm = cost.attention_prefill_time(np.where(tp_tok > 0, pf_flops, 0.0), pf_bytes, gpu, cal, pmath, seqs * hi, keys)
-    ops.append(Op(f"{P}/dsa_scores_prefill", "attention", pf_flops, pf_bytes, t, tc, tm, count))
+    ops.append(_attention(f"{P}/dsa_scores_prefill", pf_flops, pf_bytes,
+                          cost.attention_prefill_time(np.where(tp_tok > 0, pf_flops, 0.0), pf_bytes, gpu, cal, math=pmath,
+                                                      seq_heads=seqs * hi, keys=keys), at))
     # top-k: FP32 scores written by the score kernel and read back by the selection
-    sel = (dec_tok * ctx_l + tp_tok * keys) * 8.0
-    t, tc, tm = cost.elementwise_time(sel, 1.0, gpu, cal)
-    ops.append(Op(f"{P}/dsa_topk", "elementwise", np.zeros_like(t), sel, t, tc, tm, count))
+    ops.append(_elementwise(f"{P}/dsa_topk", (dec_tok * ctx_l + tp_tok * keys) * 8.0, 1.0, at))
     return ops
 
 
-def _recurrent_mixer(a: Attention, h, T, dec_tok, b: Batch, tp, count, gpu, cal, math, act_b, w_b, kernel, P) -> list[Op]:
+def _recurrent_mixer(a: Attention, b: Batch, at: _At, P: str, *, h, T, dec_tok, tp, fa: dict) -> list[Op]:
     """A recurrent mixer (Gated DeltaNet, Mamba-2) as vLLM runs it (Qwen3NextGatedDeltaNet,
     MambaMixer2), heads split by TP: the input projection, a short causal conv, the recurrent core
     (a per-token update in decode, a chunked scan in prefill), the gated RMSNorm and the output
     projection. The state is a fixed matrix per head, so decode cost does not grow with context.
     There is no KV cache to shard along the sequence, so Helix's KV-parallel GPUs act as TP here
     (`tp` is tp x kvp)."""
+    gpu, cal = at.gpu, at.cal
     conv, width = a.conv_dim_per_gpu(tp), a.value_width / tp
     dec_seqs = np.asarray(b.dec_seqs, float)
     pf_tok = np.asarray(b.pf_tokens, float)
     pf_seqs = np.asarray(b.pf_seqs, float)
     state = a.state_values / tp * a.state_bytes
-    ops = [_gemm(f"{P}/in_proj", T, (a.in_proj_width - a.conv_dim) / tp + conv, h, count, gpu, cal, math, act_b, w_b, kernel=kernel)]
+    ops = [_gemm(f"{P}/in_proj", T, (a.in_proj_width - a.conv_dim) / tp + conv, h, at, **fa)]
     # causal conv (read, write) plus each sequence's (kernel-1)-row conv state
     conv_b = T * conv * 2.0 * 2.0 + (dec_seqs + pf_seqs) * (a.conv_kernel - 1) * conv * 2.0 * 2.0
-    t, tc, tm = cost.elementwise_time(conv_b, 1.0, gpu, cal)
-    ops.append(Op(f"{P}/conv", "elementwise", np.zeros_like(t), conv_b, t, tc, tm, count))
+    ops.append(_elementwise(f"{P}/conv", conv_b, 1.0, at))
     io = (conv + width) * 2.0  # the conv channels in and the output out, BF16, per token
     # decode: each sequence's state read once and written per token (vLLM keeps one state per
     # speculative position); the update runs on CUDA cores and is memory-bound at any batch
     d_flops = dec_tok * a.decode_flops_per_token / tp
     d_bytes = dec_seqs * state + dec_tok * state + dec_tok * io
-    t, tc, tm = cost.attention_decode_time(d_flops, d_bytes, gpu, cal, dec_tok * a.heads / tp)
-    ops.append(Op(f"{P}/core_decode", "attention", d_flops, d_bytes, t, tc, tm, count))
+    ops.append(_attention(f"{P}/core_decode", d_flops, d_bytes,
+                          cost.attention_decode_time(d_flops, d_bytes, gpu, cal, seq_heads=dec_tok * a.heads / tp), at))
     # prefill: chunk states written and read back in BF16, each sequence's initial and final state
     # in the state dtype; rows span one chunk, the short-row regime of the fitted prefill ramp
     p_flops = pf_tok * a.prefill_flops_per_token / tp
     p_bytes = pf_tok * io + pf_tok / a.chunk * a.state_values / tp * 2.0 * 2.0 + pf_seqs * state * 2.0
-    t, tc, tm = cost.attention_prefill_time(np.where(pf_tok > 0, p_flops, 0.0), p_bytes, gpu, cal, "bf16",
-                                            np.maximum(pf_seqs, 1.0) * a.heads / tp, a.chunk)
-    ops.append(Op(f"{P}/core_prefill", "attention", p_flops, p_bytes, t, tc, tm, count))
+    ops.append(_attention(f"{P}/core_prefill", p_flops, p_bytes,
+                          cost.attention_prefill_time(np.where(pf_tok > 0, p_flops, 0.0), p_bytes, gpu, cal, math="bf16",
+                                                      seq_heads=np.maximum(pf_seqs, 1.0) * a.heads / tp, keys=a.chunk), at))
     # gating (GDN's fused_gdn_gating) and the gated RMSNorm of the output: passes over its rows
-    g_b = T * width * 2.0 * 3.0
-    t, tc, tm = cost.elementwise_time(g_b, 2.0, gpu, cal)
-    ops.append(Op(f"{P}/gate_norm", "elementwise", np.zeros_like(t), g_b, t, tc, tm, count))
-    ops.append(_gemm(f"{P}/out_proj", T, h, width, count, gpu, cal, math, act_b, w_b, kernel=kernel))
-    ops.append(_comm(f"{P}/all_reduce", "all_reduce", T * h * 2.0, tp, count, gpu, cal))
+    ops.append(_elementwise(f"{P}/gate_norm", T * width * 2.0 * 3.0, 2.0, at))
+    ops.append(_gemm(f"{P}/out_proj", T, h, width, at, **fa))
+    ops.append(_comm(f"{P}/all_reduce", "all_reduce", T * h * 2.0, tp, at))
     return ops
+
+
+class _Step(NamedTuple):
+    """What one layer's operators share: tokens of the step on this rank, the parallel sizes as
+    arrays, and the GEMM formats of the attention and FFN halves (`_gemm` keywords)."""
+    h: int
+    dec_tok: object  # decode tokens (sequences x tokens per sequence)
+    T: object  # every token of this rank's step
+    tp: object
+    kvp: object
+    adp: object
+    ep: object
+    moe_tp: object
+    fa: dict  # attention GEMMs: math, activation and weight bytes, kernel
+    ff: dict  # FFN and expert GEMMs
+
+
+def _step(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Sharding, b: Batch) -> _Step:
+    dec_tok = np.asarray(b.dec_seqs, float) * b.dec_tokens_per_seq
+    act_b = prec.activation.bytes_per_value()
+    math_attn = gemm_math(prec.attn, prec.activation, gpu)
+    math_ffn = gemm_math(prec.weight, prec.activation, gpu)
+    fa = {"math": math_attn, "a_b": act_b, "w_b": prec.attn.bytes_per_weight(), "kernel": cost.gemm_kernel(math_attn, prec.attn.name)}
+    ff = {"math": math_ffn, "a_b": act_b, "w_b": prec.weight.bytes_per_weight(), "kernel": cost.gemm_kernel(math_ffn, prec.weight.name)}
+    return _Step(model.hidden, dec_tok, dec_tok + np.asarray(b.pf_tokens, float), *(np.asarray(x, float) for x in (sh.tp, sh.kvp, sh.adp, sh.ep, sh.moe_tp)),
+                 fa, ff)
 
 
 def layer_ops(model: ModelSpec, layer: Layer, count, gpu: Gpu, cal: Calibration, prec: Precision,
               sh: Sharding, b: Batch, prefix: str, parts: tuple[str, ...] = ("attn", "ffn")) -> list[Op]:
     """Operators of one layer; `parts` selects the attention half, the FFN half (with the layer's
     elementwise work) or both, so layers that share one half can be priced once."""
-    h = model.hidden
+    # positional past five: explore/lint.py calls it with nine positional arguments
     a = layer.attn if "attn" in parts else Attention("none")
     f = layer.ffn if "ffn" in parts else Ffn("none")
-    tp = np.asarray(sh.tp, float)
-    kvp = np.asarray(sh.kvp, float)
-    adp = np.asarray(sh.adp, float)
-    ep = np.asarray(sh.ep, float)
-    moe_tp = np.asarray(sh.moe_tp, float)
-    stage_gpus = tp * adp * kvp
-    dense_tp = tp * kvp  # Helix re-uses the KV-parallel GPUs as TP for everything after attention
-    dec_tok = np.asarray(b.dec_seqs, float) * b.dec_tokens_per_seq
-    T = dec_tok + np.asarray(b.pf_tokens, float)  # tokens in this rank's step
     prec = executable(prec, gpu)[0]  # a format the GPU cannot run is priced as engines map it
-    act_b = prec.activation.bytes_per_value()
-    kv_b = prec.kv.bytes_per_value()
-    math_attn = gemm_math(prec.attn, prec.activation, gpu)
-    math_ffn = gemm_math(prec.weight, prec.activation, gpu)
-    k_attn, k_ffn = cost.gemm_kernel(math_attn, prec.attn.name), cost.gemm_kernel(math_ffn, prec.weight.name)
-    wa, wf = prec.attn.bytes_per_weight(), prec.weight.bytes_per_weight()
-    ops: list[Op] = []
+    s, at = _step(model, gpu, prec, sh, b), _At(count, gpu, cal)
+    dense_tp = s.tp * s.kvp  # Helix re-uses the KV-parallel GPUs as TP for everything after attention
     P = f"{prefix}/attn"
-
+    ops: list[Op] = []
     if a.kind in ("gqa", "mla"):
-        heads_l = a.heads / tp
-        kv_l = np.ceil(a.kv_heads / tp)  # KV heads replicate when TP exceeds them
-        if a.kind == "gqa":
-            kv_out = kv_l * (a.head_dim + (0 if a.k_eq_v else a.v_head_dim))
-            q_out = heads_l * a.head_dim * (2 if a.out_gate else 1)  # plus the output gate
-            ops.append(_gemm(f"{P}/qkv", T, q_out + kv_out, h, count, gpu, cal, math_attn, act_b, wa, kernel=k_attn))
-            if a.qk_norm_across_heads:  # fp32 sums of squares of Q and K per token, reduced over TP
-                ops.append(_comm(f"{P}/qk_norm_all_reduce", "all_reduce", T * 2.0 * 4.0, tp, count, gpu, cal))
-            per_tok_kv = kv_l * (a.head_dim + (0 if a.k_eq_v else a.v_head_dim)) * kv_b
-            qk_d, v_d = a.head_dim, a.v_head_dim
-        else:
-            qk = a.nope_dim + a.rope_dim
-            if a.q_lora_rank:
-                ops.append(_gemm(f"{P}/q_a", T, a.q_lora_rank, h, count, gpu, cal, math_attn, act_b, wa, kernel=k_attn))
-                ops.append(_gemm(f"{P}/q_b", T, heads_l * qk, a.q_lora_rank, count, gpu, cal, math_attn, act_b, wa, kernel=k_attn))
-            else:
-                ops.append(_gemm(f"{P}/q", T, heads_l * qk, h, count, gpu, cal, math_attn, act_b, wa, kernel=k_attn))
-            ops.append(_gemm(f"{P}/kv_a", T, a.kv_lora_rank + a.rope_dim, h, count, gpu, cal, math_attn, act_b, wa, kernel=k_attn))
-            # decode: weight absorption, attention runs in the latent space (DeepSeek-V2 sec. 2.1.2)
-            ops.append(_gemm(f"{P}/mla_q_absorb", dec_tok, a.kv_lora_rank, a.nope_dim, count, gpu, cal, "bf16", 2.0, 2.0, heads_l, weight="bf16"))
-            ops.append(_gemm(f"{P}/mla_v_up", dec_tok, a.v_head_dim, a.kv_lora_rank, count, gpu, cal, "bf16", 2.0, 2.0, heads_l, weight="bf16"))
-            # prefill: latent up-projected to per-head K and V for the chunk and its cached context
-            kv_rows = np.asarray(b.pf_tokens, float) + np.asarray(b.pf_seqs, float) * b.pf_ctx
-            ops.append(_gemm(f"{P}/mla_kv_up", kv_rows, heads_l * (a.nope_dim + a.v_head_dim), a.kv_lora_rank, count, gpu, cal, math_attn, act_b, wa, kernel=k_attn))
-            per_tok_kv = (a.kv_lora_rank + a.rope_dim) * kv_b + 0 * tp  # latent is replicated across TP
-            qk_d, v_d = qk, a.v_head_dim
-
-        # attention core, decode part: every decode token reads its sequence's cache (sharded by Helix)
-        ctx = np.asarray(b.dec_ctx, float)
-        if a.index_topk:
-            ops.extend(_dsa_indexer(a, h, ctx, dec_tok, b, T, count, gpu, cal, math_attn, act_b, wa, k_attn, kvp, P))
-            ctx = np.minimum(ctx, a.index_topk)  # MLA then reads only the selected tokens
-        if a.window:
-            ctx = np.minimum(ctx, a.window)
-        if a.attn_chunk:
-            ctx = chunk_keys(ctx, a.attn_chunk)
-        ctx_l = ctx / kvp
-        if a.kind == "mla":
-            dec_flops = 2.0 * dec_tok * heads_l * ctx_l * (2 * a.kv_lora_rank + a.rope_dim)
-        else:
-            dec_flops = 2.0 * dec_tok * heads_l * ctx_l * (qk_d + v_d)
-        dec_bytes = np.asarray(b.dec_seqs, float) * ctx_l * per_tok_kv + dec_tok * heads_l * (qk_d + v_d) * 2.0
-        dcal = replace(cal, attn_decode_flops_eff=cal.mla_decode_flops_eff) if a.kind == "mla" else cal
-        kv_fp8 = prec.kv.math == "fp8"
-        items = (cost.decode_work_items(dec_tok, kv_l, heads_l, cal, kv_fp8 and gpu.supports("fp8")) if a.kind == "gqa"
-                 else dec_tok * heads_l)
-        t, tc, tm = cost.attention_decode_time(dec_flops, dec_bytes, gpu, dcal, items, kv_fp8, heads_l / kv_l if a.kind == "gqa" else 1.0)
-        ops.append(Op(f"{P}/core_decode", "attention", dec_flops, dec_bytes, t, tc, tm, count))
-
-        # prefill part: causal, chunk of T_p tokens from s sequences over c cached tokens each
-        tp_tok = np.asarray(b.pf_tokens, float)
-        seqs = np.maximum(np.asarray(b.pf_seqs, float), 1.0)
-        keys = np.asarray(b.pf_ctx, float) + (tp_tok / seqs + 1.0) / 2.0
-        if a.index_topk:
-            keys = np.minimum(keys, a.index_topk)
-        if a.window:
-            keys = np.minimum(keys, a.window)
-        held = np.asarray(b.pf_ctx, float)  # cached keys the chunk's queries read
-        if a.attn_chunk:
-            # the chunk's queries at positions [c, c + t) attend within their own attention chunk
-            c0, span = np.asarray(b.pf_ctx, float), tp_tok / seqs
-            keys = (_chunk_offsets(c0 + span, a.attn_chunk) - _chunk_offsets(c0, a.attn_chunk)) / np.maximum(span, 1.0) + 1.0
-            held = np.mod(c0, a.attn_chunk)
-        keys = keys / kvp
-        pf_flops = 2.0 * tp_tok * heads_l * keys * (qk_d + v_d)
-        pf_bytes = seqs * (held + tp_tok / seqs) / kvp * per_tok_kv + tp_tok * heads_l * (qk_d + v_d) * 2.0
-        pmath = "fp8" if (prec.kv.math == "fp8" and gpu.supports("fp8")) else "bf16"
-        t, tc, tm = cost.attention_prefill_time(np.where(tp_tok > 0, pf_flops, 0.0), pf_bytes, gpu, cal, pmath, seqs * heads_l, keys,
-                                                tp_tok * heads_l * keys)
-        ops.append(Op(f"{P}/core_prefill", "attention", pf_flops, pf_bytes, t, tc, tm, count))
-        if np.any(kvp > 1):
-            # Helix: partial outputs and softmax statistics exchanged across KV-parallel ranks
-            ops.append(_comm(f"{P}/helix_all_to_all", "all_to_all", T * heads_l * (v_d + 1) * 2.0, kvp, count, gpu, cal))
-        ops.append(_gemm(f"{P}/o", T, h, a.heads * v_d / dense_tp, count, gpu, cal, math_attn, act_b, wa, kernel=k_attn))
-        ops.append(_comm(f"{P}/all_reduce", "all_reduce", T * h * 2.0, dense_tp, count, gpu, cal))
+        ops = _softmax_attention(a, b, at, P, s=s, prec=prec)
     elif a.recurrent:
-        ops.extend(_recurrent_mixer(a, h, T, dec_tok, b, dense_tp, count, gpu, cal, math_attn, act_b, wa, k_attn, P))
+        ops = _recurrent_mixer(a, b, at, P, h=s.h, T=s.T, dec_tok=s.dec_tok, tp=dense_tp, fa=s.fa)
     elif a.kind == "linear":
-        ops.append(_gemm(f"{P}/linear", T, h / dense_tp, h, count, gpu, cal, math_attn, act_b, wa, kernel=k_attn))
-        ops.append(_comm(f"{P}/all_reduce", "all_reduce", T * h * 2.0, dense_tp, count, gpu, cal))
-
+        ops = [_gemm(f"{P}/linear", s.T, s.h / dense_tp, s.h, at, **s.fa),
+               _comm(f"{P}/all_reduce", "all_reduce", s.T * s.h * 2.0, dense_tp, at)]
     _tag(ops, "attention", prec.attn.name)
-    n_attn = len(ops)
     F = f"{prefix}/ffn"
+    width = 0
     if f.kind in ("dense", "linear"):
         width = f.inter if f.kind == "dense" else 0
-        if f.kind == "dense":
-            ops.append(_gemm(f"{F}/gate_up", T, (f.mats - 1) * f.inter / dense_tp, h, count, gpu, cal, math_ffn, act_b, wf, kernel=k_ffn))
-            ops.append(_gemm(f"{F}/down", T, h, f.inter / dense_tp, count, gpu, cal, math_ffn, act_b, wf, kernel=k_ffn))
-        else:
-            ops.append(_gemm(f"{F}/linear", T, h / dense_tp, h, count, gpu, cal, math_ffn, act_b, wf, kernel=k_ffn))
-        ops.append(_comm(f"{F}/all_reduce", "all_reduce", T * h * 2.0, dense_tp, count, gpu, cal))
+        ops += _tag(_dense_ffn(f, F, at, s), "ffn", prec.weight.name)
     elif f.kind == "moe":
         width = f.expert_inter
-        M = f"{prefix}/moe"
-        T_all = T * adp  # the MoE group sees every attention-DP rank's tokens
-        ops.append(_gemm(f"{M}/router", T, f.experts, h, count, gpu, cal, "bf16", 2.0, 2.0, weight="bf16"))
-        if np.any(f.shared_inter):
-            ops.append(_gemm(f"{M}/shared_gate_up", T, (f.mats - 1) * f.shared_inter / dense_tp, h, count, gpu, cal, math_ffn, act_b, wf, kernel=k_ffn))
-            ops.append(_gemm(f"{M}/shared_down", T, h, f.shared_inter / dense_tp, count, gpu, cal, math_ffn, act_b, wf, kernel=k_ffn))
-        # the busiest EP rank sets the step: the experts it reads, its busiest expert's tokens and its
-        # own (routed_load; cal.moe_routing_alpha is the routing skew, 0 uniform)
-        alpha = cal.moe_routing_alpha
-        active, top, on_rank = routed_load(f.experts, f.top_k, T_all, ep, alpha)
-        skew = 1.0 if alpha <= 0.0 else on_rank / np.maximum(T_all * f.top_k / ep, 1e-30)  # busiest rank over the mean
-        for name, n_dim, k_dim in (("experts_gate_up", (f.mats - 1) * f.expert_inter / moe_tp, h), ("experts_down", h, f.expert_inter / moe_tp)):
-            ops.append(_expert_gemm(f"{M}/{name}", n_dim, k_dim, active, top, on_rank, alpha, count, gpu, cal, math_ffn, act_b, wf, k_ffn))
-        # token permutation into expert order and back (gather/scatter), one launch each way
-        perm = np.where(T_all > 0, skew * (T_all / ep * f.top_k * h * (act_b + 2.0)), 0.0)
-        t, tc, tm = cost.elementwise_time(perm, 2.0, gpu, cal)
-        t = np.where(perm > 0, t, 0.0)
-        ops.append(Op(f"{M}/permute", "elementwise", np.zeros_like(t), perm, t, tc, tm, count))
-        # token exchange: all-to-all dispatch + combine under EP / attention-DP, else an all-reduce
-        a2a = (ep > 1) | (adp > 1)
-        sent = skew * (T / dense_tp * f.top_k * h)  # what the busiest rank receives
-        disp = np.where(a2a, sent * act_b, 0.0)
-        comb = np.where(a2a, sent * 2.0, 0.0)
-        ops.append(_comm(f"{M}/dispatch", "all_to_all", disp, stage_gpus, count, gpu, cal))
-        ops.append(_comm(f"{M}/combine", "all_to_all", comb, stage_gpus, count, gpu, cal))
-        ops.append(_comm(f"{M}/all_reduce", "all_reduce", np.where(a2a, 0.0, T * h * 2.0), stage_gpus, count, gpu, cal))
-    else:
-        width = 0
-    _tag(ops[n_attn:], "moe" if f.kind == "moe" else "ffn", prec.weight.name)
+        ops += _tag(_moe(f, f"{prefix}/moe", at, s), "moe", prec.weight.name)
     if "ffn" not in parts:
         return ops
     # norms, residual adds, activation, RoPE: streamed once each
-    ew_bytes = T * (6.0 * h + 3.0 * width / np.maximum(dense_tp, 1.0)) * 2.0
-    t, tc, tm = cost.elementwise_time(ew_bytes, cal.elementwise_kernels_per_layer, gpu, cal)
-    ops.append(Op(f"{prefix}/elementwise", "elementwise", np.zeros_like(t), ew_bytes, t, tc, tm, count))
+    ew_bytes = s.T * (6.0 * s.h + 3.0 * width / np.maximum(dense_tp, 1.0)) * 2.0
+    ops.append(_elementwise(f"{prefix}/elementwise", ew_bytes, cal.elementwise_kernels_per_layer, at))
+    return ops
+
+
+def _softmax_attention(a: Attention, b: Batch, at: _At, P: str, *, s: _Step, prec: Precision) -> list[Op]:
+    """GQA or MLA: the projections, the attention core over the cache (decode) and the chunk
+    (prefill), Helix's exchange, the output projection and its all-reduce."""
+    h, T, tp, kvp = s.h, s.T, s.tp, s.kvp
+    heads_l = a.heads / tp
+    kv_l = np.ceil(a.kv_heads / tp)  # KV heads replicate when TP exceeds them
+    kv_b = prec.kv.bytes_per_value()
+    ops, per_tok_kv, qk_d, v_d = (_gqa_proj if a.kind == "gqa" else _mla_proj)(a, b, at, P, s=s, kv_b=kv_b)
+    # attention core, decode part: every decode token reads its sequence's cache (sharded by Helix)
+    ctx = np.asarray(b.dec_ctx, float)
+    if a.index_topk:
+        ops.extend(_dsa_indexer(a, b, at, P, h=h, ctx=ctx, dec_tok=s.dec_tok, T=T, kvp=kvp, fa=s.fa))
+        ctx = np.minimum(ctx, a.index_topk)  # MLA then reads only the selected tokens
+    ops.append(_core_decode(a, b, at, P, s=s, ctx=ctx, prec=prec, kv=(kv_l, per_tok_kv, qk_d + v_d)))
+    ops.append(_core_prefill(a, b, at, P, s=s, prec=prec, kv=(per_tok_kv, qk_d + v_d)))
+    if np.any(kvp > 1):
+        # Helix: partial outputs and softmax statistics exchanged across KV-parallel ranks
+        ops.append(_comm(f"{P}/helix_all_to_all", "all_to_all", T * heads_l * (v_d + 1) * 2.0, kvp, at))
+    dense_tp = tp * kvp
+    ops.append(_gemm(f"{P}/o", T, h, a.heads * v_d / dense_tp, at, **s.fa))
+    ops.append(_comm(f"{P}/all_reduce", "all_reduce", T * h * 2.0, dense_tp, at))
+    return ops
+
+
+def _gqa_proj(a: Attention, b: Batch, at: _At, P: str, *, s: _Step, kv_b):
+    """GQA's fused QKV projection (and Qwen3.5's cross-head QK norm): the operators, KV bytes per
+    cached token on this GPU, and the query-key and value widths of a head."""
+    kv_l = np.ceil(a.kv_heads / s.tp)
+    kv_out = kv_l * (a.head_dim + (0 if a.k_eq_v else a.v_head_dim))
+    q_out = a.heads / s.tp * a.head_dim * (2 if a.out_gate else 1)  # plus the output gate
+    ops = [_gemm(f"{P}/qkv", s.T, q_out + kv_out, s.h, at, **s.fa)]
+    if a.qk_norm_across_heads:  # fp32 sums of squares of Q and K per token, reduced over TP
+        ops.append(_comm(f"{P}/qk_norm_all_reduce", "all_reduce", s.T * 2.0 * 4.0, s.tp, at))
+    return ops, kv_l * (a.head_dim + (0 if a.k_eq_v else a.v_head_dim)) * kv_b, a.head_dim, a.v_head_dim
+
+
+def _mla_proj(a: Attention, b: Batch, at: _At, P: str, *, s: _Step, kv_b):
+    """MLA's low-rank projections, the absorbed decode products and the prefill's up-projection of
+    the latent: the operators, latent bytes per cached token, and the query-key and value widths."""
+    T, h, fa, dec_tok = s.T, s.h, s.fa, s.dec_tok
+    heads_l = a.heads / s.tp
+    qk = a.nope_dim + a.rope_dim
+    ops = []
+    if a.q_lora_rank:
+        ops.append(_gemm(f"{P}/q_a", T, a.q_lora_rank, h, at, **fa))
+        ops.append(_gemm(f"{P}/q_b", T, heads_l * qk, a.q_lora_rank, at, **fa))
+    else:
+        ops.append(_gemm(f"{P}/q", T, heads_l * qk, h, at, **fa))
+    ops.append(_gemm(f"{P}/kv_a", T, a.kv_lora_rank + a.rope_dim, h, at, **fa))
+    # decode: weight absorption, attention runs in the latent space (DeepSeek-V2 sec. 2.1.2)
+    ops.append(_gemm(f"{P}/mla_q_absorb", dec_tok, a.kv_lora_rank, a.nope_dim, at, groups=heads_l, **_BF16))
+    ops.append(_gemm(f"{P}/mla_v_up", dec_tok, a.v_head_dim, a.kv_lora_rank, at, groups=heads_l, **_BF16))
+    # prefill: latent up-projected to per-head K and V for the chunk and its cached context
+    kv_rows = np.asarray(b.pf_tokens, float) + np.asarray(b.pf_seqs, float) * b.pf_ctx
+    ops.append(_gemm(f"{P}/mla_kv_up", kv_rows, heads_l * (a.nope_dim + a.v_head_dim), a.kv_lora_rank, at, **fa))
+    per_tok_kv = (a.kv_lora_rank + a.rope_dim) * kv_b + 0 * s.tp  # latent is replicated across TP
+    return ops, per_tok_kv, qk, a.v_head_dim
+
+
+def _core_decode(a: Attention, b: Batch, at: _At, P: str, *, s: _Step, ctx, prec: Precision, kv) -> Op:
+    """Decode attention: every decode token reads its sequence's cache, `ctx` keys (after a sparse
+    selection) cut to the window or attention chunk and sharded by Helix; `kv` is (KV heads per
+    GPU, cached bytes per token, query-key plus value width of a head)."""
+    gpu, cal = at.gpu, at.cal
+    kv_l, per_tok_kv, qkv_d = kv
+    dec_tok, heads_l = s.dec_tok, a.heads / s.tp
+    if a.window:
+        ctx = np.minimum(ctx, a.window)
+    if a.attn_chunk:
+        ctx = chunk_keys(ctx, a.attn_chunk)
+    ctx_l = ctx / s.kvp
+    if a.kind == "mla":
+        dec_flops = 2.0 * dec_tok * heads_l * ctx_l * (2 * a.kv_lora_rank + a.rope_dim)
+    else:
+        dec_flops = 2.0 * dec_tok * heads_l * ctx_l * qkv_d
+    dec_bytes = np.asarray(b.dec_seqs, float) * ctx_l * per_tok_kv + dec_tok * heads_l * qkv_d * 2.0
+    dcal = replace(cal, attn_decode_flops_eff=cal.mla_decode_flops_eff) if a.kind == "mla" else cal
+    kv_fp8 = prec.kv.math == "fp8"
+    items = (cost.decode_work_items(dec_tok, kv_l, heads_l, cal, kv_fp8 and gpu.supports("fp8")) if a.kind == "gqa"
+             else dec_tok * heads_l)
+    times = cost.attention_decode_time(dec_flops, dec_bytes, gpu, dcal, seq_heads=items, kv_fp8=kv_fp8,
+                                       group=heads_l / kv_l if a.kind == "gqa" else 1.0)
+    return _attention(f"{P}/core_decode", dec_flops, dec_bytes, times, at)
+
+
+def _core_prefill(a: Attention, b: Batch, at: _At, P: str, *, s: _Step, prec: Precision, kv) -> Op:
+    """Prefill attention, causal: a chunk of T_p tokens from s sequences over c cached tokens each;
+    `kv` is (cached bytes per token, query-key plus value width of a head)."""
+    per_tok_kv, qkv_d = kv
+    heads_l = a.heads / s.tp
+    tp_tok = np.asarray(b.pf_tokens, float)
+    seqs = np.maximum(np.asarray(b.pf_seqs, float), 1.0)
+    keys = np.asarray(b.pf_ctx, float) + (tp_tok / seqs + 1.0) / 2.0
+    if a.index_topk:
+        keys = np.minimum(keys, a.index_topk)
+    if a.window:
+        keys = np.minimum(keys, a.window)
+    held = np.asarray(b.pf_ctx, float)  # cached keys the chunk's queries read
+    if a.attn_chunk:
+        # the chunk's queries at positions [c, c + t) attend within their own attention chunk
+        c0, span = np.asarray(b.pf_ctx, float), tp_tok / seqs
+        keys = (_chunk_offsets(c0 + span, a.attn_chunk) - _chunk_offsets(c0, a.attn_chunk)) / np.maximum(span, 1.0) + 1.0
+        held = np.mod(c0, a.attn_chunk)
+    keys = keys / s.kvp
+    pf_flops = 2.0 * tp_tok * heads_l * keys * qkv_d
+    pf_bytes = seqs * (held + tp_tok / seqs) / s.kvp * per_tok_kv + tp_tok * heads_l * qkv_d * 2.0
+    pmath = "fp8" if (prec.kv.math == "fp8" and at.gpu.supports("fp8")) else "bf16"
+    times = cost.attention_prefill_time(np.where(tp_tok > 0, pf_flops, 0.0), pf_bytes, at.gpu, at.cal, math=pmath,
+                                        seq_heads=seqs * heads_l, keys=keys, scores=tp_tok * heads_l * keys)
+    return _attention(f"{P}/core_prefill", pf_flops, pf_bytes, times, at)
+
+
+def _dense_ffn(f: Ffn, F: str, at: _At, s: _Step) -> list[Op]:
+    """A dense (gated) MLP or a single linear map, sharded by TP (and Helix's KV-parallel GPUs)."""
+    dense_tp = s.tp * s.kvp
+    if f.kind == "dense":
+        ops = [_gemm(f"{F}/gate_up", s.T, (f.mats - 1) * f.inter / dense_tp, s.h, at, **s.ff),
+               _gemm(f"{F}/down", s.T, s.h, f.inter / dense_tp, at, **s.ff)]
+    else:
+        ops = [_gemm(f"{F}/linear", s.T, s.h / dense_tp, s.h, at, **s.ff)]
+    ops.append(_comm(f"{F}/all_reduce", "all_reduce", s.T * s.h * 2.0, dense_tp, at))
+    return ops
+
+
+def _moe(f: Ffn, M: str, at: _At, s: _Step) -> list[Op]:
+    """A mixture of experts: the router, shared experts, the busiest EP rank's grouped expert GEMMs,
+    token permutation and the token exchange (all-to-all under EP / attention-DP, else all-reduce)."""
+    T, h, ff, ep = s.T, s.h, s.ff, s.ep
+    dense_tp, stage_gpus = s.tp * s.kvp, s.tp * s.adp * s.kvp
+    T_all = T * s.adp  # the MoE group sees every attention-DP rank's tokens
+    ops = [_gemm(f"{M}/router", T, f.experts, h, at, **_BF16)]
+    if np.any(f.shared_inter):
+        ops.append(_gemm(f"{M}/shared_gate_up", T, (f.mats - 1) * f.shared_inter / dense_tp, h, at, **ff))
+        ops.append(_gemm(f"{M}/shared_down", T, h, f.shared_inter / dense_tp, at, **ff))
+    # the busiest EP rank sets the step: the experts it reads, its busiest expert's tokens and its
+    # own (routed_load; cal.moe_routing_alpha is the routing skew, 0 uniform)
+    alpha = at.cal.moe_routing_alpha
+    active, top, on_rank = routed_load(f.experts, f.top_k, T_all, ep, alpha)
+    skew = 1.0 if alpha <= 0.0 else on_rank / np.maximum(T_all * f.top_k / ep, 1e-30)  # busiest rank over the mean
+    for name, n_dim, k_dim in (("experts_gate_up", (f.mats - 1) * f.expert_inter / s.moe_tp, h), ("experts_down", h, f.expert_inter / s.moe_tp)):
+        ops.append(_expert_gemm(f"{M}/{name}", n_dim, k_dim, at, load=(active, top, on_rank, alpha), **ff))
+    # token permutation into expert order and back (gather/scatter), one launch each way
+    perm = np.where(T_all > 0, skew * (T_all / ep * f.top_k * h * (ff["a_b"] + 2.0)), 0.0)
+    t, tc, tm = cost.elementwise_time(perm, 2.0, at.gpu, at.cal)
+    t = np.where(perm > 0, t, 0.0)
+    ops.append(Op(f"{M}/permute", "elementwise", np.zeros_like(t), perm, time=t, t_compute=tc, t_memory=tm, count=at.count))
+    # token exchange: all-to-all dispatch + combine under EP / attention-DP, else an all-reduce
+    a2a = (ep > 1) | (s.adp > 1)
+    sent = skew * (T / dense_tp * f.top_k * h)  # what the busiest rank receives
+    ops.append(_comm(f"{M}/dispatch", "all_to_all", np.where(a2a, sent * ff["a_b"], 0.0), stage_gpus, at))
+    ops.append(_comm(f"{M}/combine", "all_to_all", np.where(a2a, sent * 2.0, 0.0), stage_gpus, at))
+    ops.append(_comm(f"{M}/all_reduce", "all_reduce", np.where(a2a, 0.0, T * h * 2.0), stage_gpus, at))
     return ops
 
 
 def forward_ops(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, sh: Sharding, b: Batch) -> list[Op]:
     """All operators of one step on one GPU of the slowest pipeline stage (the LM head counted where
     that stage is the last, which holds it)."""
+    # positional past five: explore/lint.py and the tests call it with six positional arguments
     pp = np.asarray(sh.pp, float)
     parts: list[tuple[list[Op], tuple[int, ...]]] = []  # operators priced per layer, and the groups they serve
     multi = len(model.groups) > 1
     if not multi:
         layer, n = model.groups[0]
-        parts.append((layer_ops(model, layer, 1.0, gpu, cal, prec, sh, b, "layer"), (0,)))
+        parts.append((layer_ops(model, layer, 1.0, gpu, cal, prec=prec, sh=sh, b=b, prefix="layer"), (0,)))
     else:
         # layers that share an attention (or FFN) half are priced once, with the summed layer count
         # (DeepSeek's dense and MoE layers share MLA; gpt-oss's sliding and full layers share experts)
@@ -451,11 +538,11 @@ def forward_ops(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, s
             for i, (layer, _) in enumerate(model.groups):
                 seen.setdefault(key(layer), [i, layer, []])[2].append(i)
             for i, layer, members in seen.values():
-                parts.append((layer_ops(model, layer, 1.0, gpu, cal, prec, sh, b, f"layer{i}", (part,)), tuple(members)))
+                parts.append((layer_ops(model, layer, 1.0, gpu, cal, prec=prec, sh=sh, b=b, prefix=f"layer{i}", parts=(part,)), tuple(members)))
     # LM head: the sampled positions only (every decode token, one per prefilled sequence)
     logits = np.asarray(b.dec_seqs, float) * b.dec_tokens_per_seq + np.asarray(b.pf_seqs, float)
     dense_tp = np.asarray(sh.tp, float) * np.asarray(sh.kvp, float)
-    head = _tag([_gemm("lm_head", logits, model.vocab / dense_tp, model.hidden, np.ones_like(pp), gpu, cal, "bf16", 2.0, 2.0, weight="bf16")], "lm_head", "bf16")
+    head = _tag([_gemm("lm_head", logits, model.vocab / dense_tp, model.hidden, _At(np.ones_like(pp), gpu, cal), **_BF16)], "lm_head", "bf16")
     counts, head_on = _slowest_stage(model, pp, parts, head[0])
     ops: list[Op] = []
     for (p_ops, _), c in zip(parts, counts, strict=True):
@@ -466,7 +553,8 @@ def forward_ops(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, s
     ops += head
     if np.any(pp > 1):
         T = np.asarray(b.dec_seqs, float) * b.dec_tokens_per_seq + np.asarray(b.pf_tokens, float)
-        ops += _tag([_comm("pp/send_recv", "p2p", np.where(pp > 1, T * model.hidden * 2.0, 0.0), np.where(pp > 1, 2.0, 1.0), np.ones_like(pp), gpu, cal)], "pipeline", "bf16")
+        ops += _tag([_comm("pp/send_recv", "p2p", np.where(pp > 1, T * model.hidden * 2.0, 0.0), np.where(pp > 1, 2.0, 1.0),
+                           _At(np.ones_like(pp), gpu, cal))], "pipeline", "bf16")
     return ops
 
 
