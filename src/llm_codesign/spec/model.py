@@ -434,58 +434,62 @@ def from_hf_config(cfg: dict, name: str = "custom", quant: dict | None = None,
     if quant is not None:
         check_hf_quant(quant)
     mtype = str(cfg.get("model_type") or outer.get("model_type") or "")
-    origin = name
     lt = cfg.get("layer_types")
     known = ("full_attention", "sliding_attention", "chunked_attention", "linear_attention")
     if lt and any(t not in known for t in lt):
         bad = sorted({t for t in lt if t not in known})
         raise UnsupportedModelError("config.layer_types", ",".join(bad),
                                     f"{name} has layer types the cost model cannot represent; supported layers: " + ", ".join(SUPPORTED_LAYERS))
-    h = _req(cfg, "hidden_size", origin)
-    L = _req(cfg, "num_hidden_layers", origin)
-    vocab = _req(cfg, "vocab_size", origin)
-    H = _req(cfg, "num_attention_heads", origin)
-    kv = cfg.get("num_key_value_heads") or H
-    head_dim = cfg.get("head_dim") or h // H
-    notes: list[str] = []
+    h = _req(cfg, "hidden_size", name)
+    L = _req(cfg, "num_hidden_layers", name)
+    vocab = _req(cfg, "vocab_size", name)
+    _req(cfg, "num_attention_heads", name)
+    attns, pattern_ffns = _attention_layers(cfg, mtype, L, name)
+    ffns = _ffn_layers(cfg, mtype, L, name, pattern_ffns=pattern_ffns)
+    if len(attns) != L or len(ffns) != L:
+        raise InputError("config.num_hidden_layers", L, f"match the per-layer lists ({len(attns)}, {len(ffns)})")
+    tie = bool(outer.get("tie_word_embeddings", cfg.get("tie_word_embeddings", False)))
+    prec = precision_from_quant(cfg, quant)
+    layers = [Layer(a, f) for a, f in zip(attns, ffns, strict=True)]
+    groups = _group(layers)
+    index = {layer: i for i, (layer, _) in enumerate(groups)}
+    return ModelSpec(name=name, hidden=h, vocab=vocab, groups=groups,
+                     tie_embeddings=tie, default_precision=prec, hf_ids=hf_ids, notes=(),
+                     max_context=max_context_from_config(cfg), layout=tuple(index[layer] for layer in layers))
 
-    # ---- attention per layer
+
+def _gqa_of(cfg: dict):
+    """GQA attention as one config builds it: (window, heads, KV heads, head dim, K = V) defaulting
+    to the config's heads, KV heads and head dim, with its cross-head QK norm and output gate."""
+    H = cfg["num_attention_heads"]
+    kv, head_dim = cfg.get("num_key_value_heads") or H, cfg.get("head_dim") or cfg["hidden_size"] // H
     qk_across = bool(cfg.get("use_qk_norm")) and cfg.get("qk_norm_type") == "per_layer"
-
     gate = bool(cfg.get("attn_output_gate"))
 
     def gqa(window=0, heads=H, kvh=kv, hd=head_dim, k_eq_v=False):
         return Attention("gqa", heads, kvh, hd, hd, window, k_eq_v=k_eq_v, qk_norm_across_heads=qk_across, out_gate=gate)
+    return gqa, kv, head_dim
 
-    def gdn():
-        need = ("linear_num_value_heads", "linear_num_key_heads", "linear_key_head_dim", "linear_value_head_dim", "linear_conv_kernel_dim")
-        nv, nk, dk, dv, ck = (_req(cfg, k, origin) for k in need)
-        default = str(cfg.get("torch_dtype") or cfg.get("dtype") or "bfloat16")
-        return Attention("gdn", nv, nk, dk, dv, conv_kernel=ck, state_bytes=_state_bytes(cfg, default), chunk=GDN_CHUNK)
 
+def _attention_layers(cfg: dict, mtype: str, L: int, origin: str) -> tuple[list, list | None]:
+    """Each layer's mixer, by how the family describes it: NemotronH's hybrid pattern (which sets
+    the FFNs too: the second item, else None), MLA (DeepSeek), per-layer types (gpt-oss, Gemma,
+    Qwen3.5), Nemotron-NAS blocks, or one GQA for every layer (Llama 4's chunked layers)."""
+    gqa, kv, head_dim = _gqa_of(cfg)
+    H = cfg["num_attention_heads"]
     pattern = str(cfg.get("hybrid_override_pattern") or "")
     if pattern:
-        attns, pattern_ffns = _hybrid_pattern_layers(cfg, pattern, L, origin, gqa(hd=int(cfg.get("attention_head_dim") or head_dim)))
-    elif cfg.get("kv_lora_rank"):
+        return _hybrid_pattern_layers(cfg, pattern, L, origin, gqa(hd=int(cfg.get("attention_head_dim") or head_dim)))
+    if cfg.get("kv_lora_rank"):
         rope, nope = int(cfg.get("qk_rope_head_dim") or 64), int(cfg.get("qk_nope_head_dim") or 128)
         mla = Attention("mla", H, H, nope + rope, int(cfg.get("v_head_dim") or nope), 0,
                         int(cfg.get("q_lora_rank") or 0), int(cfg["kv_lora_rank"]), rope, nope,
                         index_heads=int(cfg.get("index_n_heads") or 0), index_head_dim=int(cfg.get("index_head_dim") or 0),
                         index_topk=int(cfg.get("index_topk") or 0))
-        attns = [mla] * L
-    elif lt:
-        win = int(cfg.get("sliding_window") or 0)
-        if mtype.startswith("gemma4"):
-            # Gemma 4 full-attention layers use global_head_dim and num_global_key_value_heads with K=V
-            glob = gqa(0, H, int(cfg.get("num_global_key_value_heads") or kv), int(cfg.get("global_head_dim") or head_dim),
-                       bool(cfg.get("attention_k_eq_v")))
-        else:
-            glob = gqa(0)
-        lin = gdn() if "linear_attention" in lt else None
-        attns = [gqa(win) if t == "sliding_attention" else lin if t == "linear_attention" else glob for t in lt]
-        if len(attns) != L:
-            raise InputError("config.layer_types", len(attns), f"one entry per layer ({L})")
-    elif cfg.get("block_configs"):
+        return [mla] * L, None
+    if cfg.get("layer_types"):
+        return _typed_attention(cfg, mtype, L, origin), None
+    if cfg.get("block_configs"):
         attns = []
         for b in cfg["block_configs"]:
             a = b.get("attention", {})
@@ -495,31 +499,66 @@ def from_hf_config(cfg: dict, name: str = "custom", quant: dict | None = None,
                 attns.append(Attention("linear"))
             else:
                 attns.append(gqa(int(a.get("window_length") or 0), H, H // int(a["n_heads_in_group"])))
-    else:
-        win = int(cfg.get("sliding_window") or 0) if cfg.get("use_sliding_window", True) else 0
-        if mtype in ("qwen3", "qwen3_moe", "qwen2", "qwen2_moe") and not cfg.get("use_sliding_window"):
-            win = 0  # Qwen configs carry sliding_window but use_sliding_window is false
-        attns = [gqa(win)] * L
-        chunk = int(cfg.get("attention_chunk_size") or 0)
-        if mtype.startswith("llama4") and chunk:
-            # Llama 4: RoPE layers attend within chunks, every nope_layer_interval-th layer (NoPE) attends
-            # globally (HF Llama4TextConfig no_rope_layers: 1 = RoPE, default (i + 1) % 4 != 0; vLLM
-            # llama4.py uses chunked local attention where the layer is not NoPE)
-            every = int(cfg.get("nope_layer_interval") or 4)
-            rope = cfg.get("no_rope_layers") or [int((i + 1) % every != 0) for i in range(L)]
-            if len(rope) != L:
-                raise InputError("config.no_rope_layers", len(rope), f"one entry per layer ({L})")
-            attns = [replace(a, attn_chunk=chunk) if r else a for a, r in zip(attns, rope, strict=True)]
+        return attns, None
+    return _uniform_attention(cfg, mtype, L), None
 
-    # ---- FFN per layer
+
+def _typed_attention(cfg: dict, mtype: str, L: int, origin: str) -> list:
+    """Per-layer `layer_types`: sliding-window and full GQA (Gemma 4's full layers with their own
+    KV heads and head dim, K = V), Gated DeltaNet for linear attention."""
+    gqa, kv, head_dim = _gqa_of(cfg)
+    lt = cfg["layer_types"]
+    win = int(cfg.get("sliding_window") or 0)
+    if mtype.startswith("gemma4"):
+        # Gemma 4 full-attention layers use global_head_dim and num_global_key_value_heads with K=V
+        glob = gqa(0, cfg["num_attention_heads"], int(cfg.get("num_global_key_value_heads") or kv),
+                   int(cfg.get("global_head_dim") or head_dim), bool(cfg.get("attention_k_eq_v")))
+    else:
+        glob = gqa(0)
+    lin = None
+    if "linear_attention" in lt:
+        need = ("linear_num_value_heads", "linear_num_key_heads", "linear_key_head_dim", "linear_value_head_dim", "linear_conv_kernel_dim")
+        nv, nk, dk, dv, ck = (_req(cfg, k, origin) for k in need)
+        default = str(cfg.get("torch_dtype") or cfg.get("dtype") or "bfloat16")
+        lin = Attention("gdn", nv, nk, dk, dv, conv_kernel=ck, state_bytes=_state_bytes(cfg, default), chunk=GDN_CHUNK)
+    attns = [gqa(win) if t == "sliding_attention" else lin if t == "linear_attention" else glob for t in lt]
+    if len(attns) != L:
+        raise InputError("config.layer_types", len(attns), f"one entry per layer ({L})")
+    return attns
+
+
+def _uniform_attention(cfg: dict, mtype: str, L: int) -> list:
+    """One GQA for every layer (its sliding window where the config uses one); Llama 4's RoPE
+    layers attend within chunks."""
+    gqa = _gqa_of(cfg)[0]
+    win = int(cfg.get("sliding_window") or 0) if cfg.get("use_sliding_window", True) else 0
+    if mtype in ("qwen3", "qwen3_moe", "qwen2", "qwen2_moe") and not cfg.get("use_sliding_window"):
+        win = 0  # Qwen configs carry sliding_window but use_sliding_window is false
+    attns = [gqa(win)] * L
+    chunk = int(cfg.get("attention_chunk_size") or 0)
+    if mtype.startswith("llama4") and chunk:
+        # Llama 4: RoPE layers attend within chunks, every nope_layer_interval-th layer (NoPE) attends
+        # globally (HF Llama4TextConfig no_rope_layers: 1 = RoPE, default (i + 1) % 4 != 0; vLLM
+        # llama4.py uses chunked local attention where the layer is not NoPE)
+        every = int(cfg.get("nope_layer_interval") or 4)
+        rope = cfg.get("no_rope_layers") or [int((i + 1) % every != 0) for i in range(L)]
+        if len(rope) != L:
+            raise InputError("config.no_rope_layers", len(rope), f"one entry per layer ({L})")
+        attns = [replace(a, attn_chunk=chunk) if r else a for a, r in zip(attns, rope, strict=True)]
+    return attns
+
+
+def _ffn_layers(cfg: dict, mtype: str, L: int, name: str, *, pattern_ffns: list | None) -> list:
+    """Each layer's FFN: the hybrid pattern's, Nemotron-NAS blocks' (widths from ffn_mult), routed
+    experts where the config has them (_moe_layers), else one dense MLP for every layer."""
     E = cfg.get("n_routed_experts") or cfg.get("num_local_experts") or cfg.get("num_experts") or 0
     topk = cfg.get("num_experts_per_tok") or cfg.get("top_k_experts") or cfg.get("moe_topk") or 0
     inter = cfg.get("intermediate_size")
     if E and not topk:
         raise InputError("config.num_experts_per_tok", None, f"{name} has {E} experts; set the experts per token")
-    if pattern:
-        ffns = pattern_ffns
-    elif cfg.get("block_configs"):
+    if pattern_ffns is not None:
+        return pattern_ffns
+    if cfg.get("block_configs"):
         ffns = []
         for b in cfg["block_configs"]:
             f = b.get("ffn", {})
@@ -528,45 +567,43 @@ def from_hf_config(cfg: dict, name: str = "custom", quant: dict | None = None,
             elif f.get("replace_with_linear"):
                 ffns.append(Ffn("linear"))
             else:
-                ffns.append(Ffn("dense", _nas_inter(float(f["ffn_mult"]), h)))
-    elif E:
-        if mtype.startswith("llama4"):
-            e_inter, dense_inter, shared = inter, cfg.get("intermediate_size_mlp") or inter, inter
-            step = int(cfg.get("interleave_moe_layer_step") or 1)
-            is_moe = [(i + 1) % step == 0 for i in range(L)]
-        else:
-            e_inter = cfg.get("moe_intermediate_size") or inter
-            dense_inter = inter
-            n_shared = cfg.get("n_shared_experts") or cfg.get("num_shared_experts") or 0
-            shared = n_shared * e_inter if n_shared else int(cfg.get("shared_expert_intermediate_size") or 0)
-            if mtype.startswith("gemma4") and cfg.get("enable_moe_block"):
-                shared = inter  # Gemma 4: a dense MLP runs beside the routed experts in every layer
-            first_dense = int(cfg.get("first_k_dense_replace") or 0)
-            freq = int(cfg.get("moe_layer_freq") or cfg.get("decoder_sparse_step") or 1)
-            mlp_only = set(cfg.get("mlp_only_layers") or [])
-            is_moe = [i >= first_dense and i % freq == 0 and i not in mlp_only for i in range(L)]
-            if freq > 1 and "decoder_sparse_step" in cfg:  # Qwen: (i + 1) % step == 0
-                is_moe = [(i + 1) % freq == 0 and i not in mlp_only for i in range(L)]
-        if not e_inter:
-            raise InputError("config.moe_intermediate_size", None, f"{name}: the expert width is required")
-        moe = Ffn("moe", 0, int(E), int(topk), int(e_inter), int(shared))
-        if not dense_inter and not all(is_moe):
-            raise InputError("config.intermediate_size", None, f"{name}: the width of its {is_moe.count(False)} dense layers is required")
-        ffns = [moe if m else Ffn("dense", int(dense_inter)) for m in is_moe]
+                ffns.append(Ffn("dense", _nas_inter(float(f["ffn_mult"]), cfg["hidden_size"])))
+        return ffns
+    if E:
+        return _moe_layers(cfg, mtype, L, name, experts=(E, topk))
+    if not inter:
+        raise InputError("config.intermediate_size", inter, "a positive integer")
+    return [Ffn("dense", int(inter))] * L
+
+
+def _moe_layers(cfg: dict, mtype: str, L: int, name: str, *, experts: tuple[int, int]) -> list:
+    """Routed-expert FFNs (`experts`: routed, per token) and the dense layers among them: Llama 4's
+    interleave step, DeepSeek's first dense layers and layer frequency, Qwen's sparse step and
+    MLP-only layers; shared experts, or Gemma 4's dense MLP beside the experts."""
+    inter = cfg.get("intermediate_size")
+    if mtype.startswith("llama4"):
+        e_inter, dense_inter, shared = inter, cfg.get("intermediate_size_mlp") or inter, inter
+        step = int(cfg.get("interleave_moe_layer_step") or 1)
+        is_moe = [(i + 1) % step == 0 for i in range(L)]
     else:
-        if not inter:
-            raise InputError("config.intermediate_size", inter, "a positive integer")
-        ffns = [Ffn("dense", int(inter))] * L
-    if len(attns) != L or len(ffns) != L:
-        raise InputError("config.num_hidden_layers", L, f"match the per-layer lists ({len(attns)}, {len(ffns)})")
-    tie = bool(outer.get("tie_word_embeddings", cfg.get("tie_word_embeddings", False)))
-    prec = precision_from_quant(cfg, quant)
-    layers = [Layer(a, f) for a, f in zip(attns, ffns, strict=True)]
-    groups = _group(layers)
-    index = {layer: i for i, (layer, _) in enumerate(groups)}
-    return ModelSpec(name=name, hidden=h, vocab=vocab, groups=groups,
-                     tie_embeddings=tie, default_precision=prec, hf_ids=hf_ids, notes=tuple(notes),
-                     max_context=max_context_from_config(cfg), layout=tuple(index[layer] for layer in layers))
+        e_inter = cfg.get("moe_intermediate_size") or inter
+        dense_inter = inter
+        n_shared = cfg.get("n_shared_experts") or cfg.get("num_shared_experts") or 0
+        shared = n_shared * e_inter if n_shared else int(cfg.get("shared_expert_intermediate_size") or 0)
+        if mtype.startswith("gemma4") and cfg.get("enable_moe_block"):
+            shared = inter  # Gemma 4: a dense MLP runs beside the routed experts in every layer
+        first_dense = int(cfg.get("first_k_dense_replace") or 0)
+        freq = int(cfg.get("moe_layer_freq") or cfg.get("decoder_sparse_step") or 1)
+        mlp_only = set(cfg.get("mlp_only_layers") or [])
+        is_moe = [i >= first_dense and i % freq == 0 and i not in mlp_only for i in range(L)]
+        if freq > 1 and "decoder_sparse_step" in cfg:  # Qwen: (i + 1) % step == 0
+            is_moe = [(i + 1) % freq == 0 and i not in mlp_only for i in range(L)]
+    if not e_inter:
+        raise InputError("config.moe_intermediate_size", None, f"{name}: the expert width is required")
+    moe = Ffn("moe", 0, int(experts[0]), int(experts[1]), int(e_inter), int(shared))
+    if not dense_inter and not all(is_moe):
+        raise InputError("config.intermediate_size", None, f"{name}: the width of its {is_moe.count(False)} dense layers is required")
+    return [moe if m else Ffn("dense", int(dense_inter)) for m in is_moe]
 
 
 def load_config_file(path: str | Path, name: str | None = None) -> ModelSpec:
