@@ -13,6 +13,12 @@ does not contain has no fitted parameters: its test rows are reported apart, pri
     python benchmarks/crossval_campaigns.py --from-json a-b.json b-a.json --out docs/crossval.md
     python benchmarks/crossval_campaigns.py --direction AB-AB           # fitted on both, each campaign reported
     python benchmarks/crossval_campaigns.py --direction A-B --warm --rounds 2   # A's median cycles from the bundled values
+    python benchmarks/crossval_campaigns.py --scheduler local --out docs/crossval.md   # both directions side by side
+
+The directions are tasks of the sweep executor (llm_codesign.explore.sweep.execute), as `sweep`, `design` and
+crossval_serving.py run theirs: in-process by default, on Dask with --scheduler local or tcp://HOST:PORT (or
+DASK_SCHEDULER_ADDRESS); every scheduler gives the serial run's figures (only fit_seconds differs). The fits are
+mostly Python, so the local cluster runs one worker process per direction (--workers: how many).
 
 A fit on the 1,264 rows of A takes about 40 minutes on 2 shared cores (10 on B's 445; rounds=8, as the
 bundled fit); with the same rows, code and start the fit on A is the bundled fit and reproduces
@@ -24,11 +30,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 from dataclasses import fields, replace
+from functools import partial
 from pathlib import Path
 
 from llm_codesign.cost.calibration import BACKEND_KEYED, calibration_for, documented
+from llm_codesign.explore.sweep import execute
 from llm_codesign.measure.calibrate import SERVING_BOUNDS, SERVING_FIELDS, fit_serving, held_out
 from llm_codesign.measure.validate import predict_serving, read_rows, serving_report
 from llm_codesign.spec.hardware import catalog
@@ -42,11 +51,14 @@ HELD_OUT = {"A": ["qwen3.5-397b"], "B": []}  # as in the bundled fit
 METRICS = ("ttft_ms", "tpot_ms")
 
 
-def campaign_rows(key: str) -> list[dict]:
+def campaign_rows(key: str, rows: dict[str, list[dict]] | None = None) -> list[dict]:
+    """A campaign's rows (`rows`, where given, stands in for the files: {"A": [...], "B": [...]})."""
     if key == "AB":  # both campaigns together
-        return campaign_rows("A") + campaign_rows("B")
-    rows = read_rows(CAMPAIGNS[key][1])
-    return held_out(rows, HELD_OUT[key]) if HELD_OUT[key] else rows
+        return campaign_rows("A", rows) + campaign_rows("B", rows)
+    if rows is not None:
+        return rows[key]
+    out = read_rows(CAMPAIGNS[key][1])
+    return held_out(out, HELD_OUT[key]) if HELD_OUT[key] else out
 
 
 def start_families() -> dict:
@@ -66,9 +78,10 @@ def _cells(rep: dict) -> dict:
             for m in METRICS if m in rep}
 
 
-def run(direction: str, rounds: int, warm: bool = False) -> dict:
+def run(direction: str, rounds: int, warm: bool = False, *, rows: dict[str, list[dict]] | None = None) -> dict:
+    """One direction ("A-B": fit on A, predict B), a task of the sweep executor; `rows` as campaign_rows."""
     tr, te = direction.split("-")
-    train, test = campaign_rows(tr), campaign_rows(te)
+    train, test = campaign_rows(tr, rows), campaign_rows(te, rows)
     fams = start_families()
     t0 = time.time()
     # warm (A-B only): continue from the bundled profile's serving values, which were fitted on A itself,
@@ -82,7 +95,7 @@ def run(direction: str, rounds: int, warm: bool = False) -> dict:
            "fit_seconds": round(secs), "train_rows": len(train), "test_rows": len(test),
            "params": {k: (v if k in BACKEND_KEYED else round(v, 8)) for k, v in params.items()}}
     parts = ([("in_sample", "training campaign (in sample)", train), ("out_of_sample", "other campaign (out of sample)", test)]
-             if tr != te else [(f"campaign_{k}", f"{CAMPAIGNS[k][0]} (in sample)", campaign_rows(k)) for k in ("A", "B")])
+             if tr != te else [(f"campaign_{k}", f"{CAMPAIGNS[k][0]} (in sample)", campaign_rows(k, rows)) for k in ("A", "B")])
     out["parts"] = [(key, label) for key, label, _ in parts]
     for name, _, part in parts:
         rep = serving_report(part, *predict_serving(part, cal_override=cal))
@@ -149,11 +162,18 @@ def main() -> None:
     ap.add_argument("--out", help="write the markdown report here")
     ap.add_argument("--json", help="write the raw results here (JSON)")
     ap.add_argument("--from-json", nargs="+", help="build the markdown from saved JSON results instead of fitting")
+    ap.add_argument("--scheduler", help="local (a Dask LocalCluster) or tcp://HOST:PORT; default: in-process")
+    ap.add_argument("--workers", type=int, help="worker processes of the local cluster (default: one per core)")
     args = ap.parse_args()
     if args.from_json:
         results = [r for p in args.from_json for r in json.loads(Path(p).read_text())]
     else:
-        results = [run(d, args.rounds, args.warm) for d in ((args.direction,) if args.direction else ("A-B", "B-A"))]
+        directions = [args.direction] if args.direction else ["A-B", "B-A"]
+        results = []
+        for r in execute(directions, scheduler=args.scheduler, workers=args.workers, fn=partial(run, rounds=args.rounds, warm=args.warm),
+                         processes=True):  # the fits are mostly Python: a worker process each
+            print(f"{r['direction']}: fitted in {r['fit_seconds']} s", file=sys.stderr, flush=True)
+            results.append(r)
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=1))
     text = markdown(results)

@@ -123,17 +123,20 @@ def run_task(task: Task) -> dict:
             "seconds": time.perf_counter() - t0}
 
 
-def _client(scheduler: str, workers: int | None):
-    """A Dask client: a LocalCluster for "local", the scheduler at that address otherwise."""
+def _client(scheduler: str, workers: int | None, processes: bool = False):
+    """A Dask client: a LocalCluster for "local" (threads of one process, or with `processes` one
+    single-threaded worker process each), the scheduler at that address otherwise."""
     try:
         from distributed import Client, LocalCluster
     except ImportError:
         raise InputError("scheduler", scheduler, "in-process (omit it), or install the dist extra for Dask: "
                          "pip install 'llm-codesign[dist]'") from None
     if scheduler == "local":
-        # threads in one process by default: the numpy kernels release the GIL, and nothing is pickled
-        cluster = LocalCluster(n_workers=1, threads_per_worker=workers or os.cpu_count() or 1, processes=False,
-                               dashboard_address=None)
+        n = workers or os.cpu_count() or 1
+        if processes:  # tasks that are mostly Python (the calibration fits) hold the GIL: a process each
+            cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None)
+        else:  # threads in one process by default: the numpy kernels release the GIL, and nothing is pickled
+            cluster = LocalCluster(n_workers=1, threads_per_worker=n, processes=False, dashboard_address=None)
         return Client(cluster), cluster
     if not scheduler.startswith(("tcp://", "tls://", "inproc://", "ucx://")):
         raise InputError("scheduler", scheduler, "local, or a Dask scheduler address such as tcp://HOST:8786")
@@ -144,16 +147,17 @@ def _client(scheduler: str, workers: int | None):
 
 
 def execute(tasks: list[Task], *, scheduler: str | None = None, workers: int | None = None, window: int | None = None,
-            fn: Callable[[Task], dict] = run_task) -> Iterator[dict]:
+            fn: Callable[[Task], dict] = run_task, processes: bool = False) -> Iterator[dict]:
     """Run `fn` over the tasks and yield the results in task order, whatever the scheduler. At most
     `window` tasks are in flight (default 4 per worker thread), so results wait for their turn in a
-    bounded buffer."""
+    bounded buffer. `processes`: a local cluster of worker processes instead of threads (fn and the
+    tasks are then pickled; an existing cluster's workers are what it is)."""
     scheduler = scheduler or os.environ.get("DASK_SCHEDULER_ADDRESS") or None
     if scheduler in (None, "", "none", "serial"):
         for t in tasks:
             yield fn(t)
         return
-    client, cluster = _client(scheduler, workers)
+    client, cluster = _client(scheduler, workers, processes)
     try:
         n = max(1, sum(client.nthreads().values()))
         window = window or 4 * n
