@@ -18,13 +18,16 @@ from llm_codesign.spec.registry import get_model
 
 
 def documented(engine: str, opts: dict):
-    """Assert every key (and nested key) is one of the engine's documented options."""
+    """Assert every key is one of the engine's documented options, and every key of a mapping value one of
+    the fields the data documents for that option (an option with no [nested] entry takes no mapping)."""
     es = engine_spec(engine)
     allowed, nested = set(es["options"]), es.get("nested", {})
     for k, v in opts.items():
         assert k in allowed, f"{k} is not a documented {engine} {es['version']} option"
-        if isinstance(v, dict) and k in nested:
-            assert set(v) <= set(nested[k]), (k, set(v) - set(nested[k]))
+        if isinstance(v, dict):
+            assert k in nested, f"{k} takes a mapping that {engine}.toml does not document"
+            assert set(v) <= set(nested[k]["keys"]), (k, set(v) - set(nested[k]["keys"]))
+            assert not any(isinstance(x, dict) for x in v.values())  # one level deep, as documented
 
 
 def parsed(engine: str, text: str) -> dict:
@@ -51,6 +54,9 @@ def deployments():
     yield llama, Deployment(gpu=h200, num_gpus=4, plan=Plan(2, 2), precision=llama.default_precision), 16
     yield r1, Deployment(gpu=b200, num_gpus=8, plan=Plan(1, 1, 8, 1, 8, 1), precision=r1.default_precision, spec=mtp), 512
     yield r1, Deployment(gpu=b200, num_gpus=8, plan=Plan(8, 1, 1, 8, 1, 1), precision=r1.default_precision), 32
+    # Helix KV parallelism and an EAGLE-3 draft model: the nested cp_config and the draft's speculative keys
+    eagle = SpecDecoding("eagle3", 3, 2.4, draft_model="yuhuili/EAGLE3-LLaMA3.1-Instruct-8B")
+    yield llama, Deployment(gpu=h200, num_gpus=8, plan=Plan(4, 1, 1, 1, 1, 2), precision=llama.default_precision, spec=eagle), 32
 
 
 @pytest.mark.parametrize("engine", ["vllm", "sglang", "trtllm"])
@@ -166,6 +172,30 @@ def test_yaml_subset_reads_what_it_writes():
            "nvidia.com/gpu": "8", "i": 0.92}
     text = dump(doc)
     assert load(text) == doc == yaml.safe_load(text)
+
+
+def test_nested_keys_come_from_the_engine_data():
+    """Each mapping-valued option states its class, version and source; the exports write every nested key
+    through that list (TensorRT-LLM's kv_cache_config, cuda_graph_config, cp_config, speculative_config and
+    vLLM's speculative-config), and an import refuses a field the list does not hold."""
+    from llm_codesign.explore.export import _nested, trtllm_options
+
+    for name in ("vllm", "trtllm"):
+        for opt, n in engine_spec(name)["nested"].items():
+            assert opt in engine_spec(name)["options"] and n["class"] and n["version"] and n["source"] and n["keys"]
+    with pytest.raises(KeyError, match="kv_cache_config.free_memory is not a documented trtllm"):
+        _nested("trtllm", "kv_cache_config", free_memory=0.9)
+    llama, h200 = get_model("llama-3.1-70b"), get_gpu("h200")
+    dep = Deployment(gpu=h200, num_gpus=8, plan=Plan(4, 1, 1, 1, 1, 2), precision=Precision.of("fp8", kv="fp8"), backend="trtllm")
+    o = trtllm_options(llama, dep, 64)
+    assert o["cp_config"] == {"cp_type": "HELIX"} and o["kv_cache_config"] == {"dtype": "fp8", "free_gpu_memory_fraction": 0.9}
+    assert o["cuda_graph_config"] == {"enable_padding": True, "max_batch_size": 64}
+    text = export_config(llama, dep, engine="trtllm", concurrency=64)
+    assert read_export(text).deployment.plan == dep.plan
+    with pytest.raises(InputError, match="kv_cache_config.free_memory"):
+        read_export(text.replace("free_gpu_memory_fraction:", "free_memory:"))
+    with pytest.raises(InputError, match="max_batch_size.x"):  # a mapping where the option takes a number
+        read_export(text.replace("max_batch_size: 64\n", "max_batch_size:\n  x: 1\n", 1))
 
 
 def test_engine_data_states_version_and_source():

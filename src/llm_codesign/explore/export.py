@@ -39,6 +39,24 @@ def engine_spec(name: str) -> dict:
     return tomllib.loads(resources.files("llm_codesign").joinpath(f"data/engines/{name}.toml").read_text())
 
 
+def nested_keys(engine: str, option: str) -> tuple[str, ...]:
+    """The documented fields of an option that takes a mapping (data/engines/NAME.toml [nested.OPTION]);
+    empty where the option takes none."""
+    n = engine_spec(engine).get("nested", {}).get(option)
+    return tuple(n["keys"]) if n else ()
+
+
+def _nested(engine: str, option: str, **fields) -> dict:
+    """The mapping of a nested option, every key one of the fields the engine data documents for it (a
+    key missing there is this module's error, raised before anything is written)."""
+    keys = nested_keys(engine, option)
+    bad = [k for k in fields if k not in keys]
+    if bad:
+        raise KeyError(f"{option}.{bad[0]} is not a documented {engine} {engine_spec(engine)['version']} field "
+                       f"(data/engines/{engine}.toml [nested.{option}])")
+    return fields
+
+
 def _ints(plan: Plan) -> tuple[int, ...]:
     return tuple(int(np.asarray(x).reshape(-1)[0]) for x in (plan.tp, plan.pp, plan.ep, plan.moe_tp, plan.adp, plan.kvp))
 
@@ -93,10 +111,9 @@ def vllm_options(model: ModelSpec, dep: Deployment, concurrency: int) -> dict:
     o["enable-chunked-prefill"] = True
     o["gpu-memory-utilization"] = engines.KV_BUDGET["vllm"][1]
     if dep.spec is not None:
-        sc = {"method": engine_spec("vllm")["spec_method"][dep.spec.method], "num_speculative_tokens": dep.spec.k}
-        if dep.spec.method in ("eagle3", "draft") and dep.spec.draft_model:
-            sc["model"] = dep.spec.draft_model
-        o["speculative-config"] = sc
+        draft = {"model": dep.spec.draft_model} if dep.spec.method in ("eagle3", "draft") and dep.spec.draft_model else {}
+        o["speculative-config"] = _nested("vllm", "speculative-config", method=engine_spec("vllm")["spec_method"][dep.spec.method],
+                                          num_speculative_tokens=dep.spec.k, **draft)
     return o
 
 
@@ -142,17 +159,17 @@ def trtllm_options(model: ModelSpec, dep: Deployment, concurrency: int) -> dict:
         o["enable_attention_dp"] = True
     if kvp > 1:
         o["context_parallel_size"] = kvp
-        o["cp_config"] = {"cp_type": "HELIX"}
+        o["cp_config"] = _nested("trtllm", "cp_config", cp_type=engine_spec("trtllm")["context_parallel"]["kvp"])
     o["max_batch_size"] = _per_rank(concurrency, adp)
     o["max_num_tokens"] = dep.step_tokens
     o["enable_chunked_prefill"] = True
-    o["kv_cache_config"] = {"dtype": _kv_option(dep.precision, "trtllm"), "free_gpu_memory_fraction": engines.KV_BUDGET["trtllm"][1]}
-    o["cuda_graph_config"] = {"enable_padding": True, "max_batch_size": o["max_batch_size"]}
+    o["kv_cache_config"] = _nested("trtllm", "kv_cache_config", dtype=_kv_option(dep.precision, "trtllm"),
+                                   free_gpu_memory_fraction=engines.KV_BUDGET["trtllm"][1])
+    o["cuda_graph_config"] = _nested("trtllm", "cuda_graph_config", enable_padding=True, max_batch_size=o["max_batch_size"])
     if dep.spec is not None:
-        sc = {"decoding_type": engine_spec("trtllm")["spec_method"][dep.spec.method], "max_draft_len": dep.spec.k}
-        if dep.spec.method in ("eagle3", "draft") and dep.spec.draft_model:
-            sc["speculative_model"] = dep.spec.draft_model
-        o["speculative_config"] = sc
+        draft = {"speculative_model": dep.spec.draft_model} if dep.spec.method in ("eagle3", "draft") and dep.spec.draft_model else {}
+        o["speculative_config"] = _nested("trtllm", "speculative_config", decoding_type=engine_spec("trtllm")["spec_method"][dep.spec.method],
+                                          max_draft_len=dep.spec.k, **draft)
     return o
 
 
@@ -350,6 +367,11 @@ def read_export(text: str) -> Imported:
     unknown = sorted(set(o) - allowed)
     if unknown:
         raise InputError("export", unknown[0], f"a documented {engine} {engine_spec(engine)['version']} option")
+    for k, v in o.items():  # the fields of the options that take a mapping, as documented
+        bad = sorted(set(v) - set(nested_keys(engine, k))) if isinstance(v, dict) else []
+        if bad:
+            raise InputError("export", f"{k}.{bad[0]}", f"a documented {engine} {engine_spec(engine)['version']} field of {k}: "
+                             + (", ".join(nested_keys(engine, k)) or "none (it takes no mapping)"))
     model = get_model(model_ref)
     plan, conc = _plan_from(engine, o, model)
     gpu = get_gpu(meta["gpu"])
