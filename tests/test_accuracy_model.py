@@ -103,6 +103,57 @@ def test_granularity_and_kv_sharing_move_the_loss_the_cited_way():
     assert am.proxy_constants()["conversion"]["points_per_efold"] == pytest.approx(slope, abs=0.05)
 
 
+def test_granularity_constants_are_krajewski_table1_and_reproduce_its_predictions():
+    gr = am.proxy_constants()["granularity"]
+    assert (gr["g"], gr["a"], gr["gamma"], gr["alpha"]) == (2.1, 18.1, 0.58, 0.115)  # Table 1, MoE row
+    # golden, by hand: G = 8 -> (2.1 / 8^0.58 + 18.1) / 20.2 = 0.92732; ln m = -ln(0.92732) / 0.115 = 0.6576 (m = 1.930)
+    ln_m, sig = am.ln_multiplier(granularity=8.0)
+    assert float(ln_m) == pytest.approx(0.6576, abs=1e-4) and float(sig) == gr["sigma"]
+    assert float(am.ln_multiplier(granularity=1.0)[0]) == pytest.approx(0.0, abs=1e-12)
+    # the paper's compute-optimal losses (64 x 7B, 64 x 1T) need one total/active ratio under these constants
+    # (36.6x and 35.4x); an exponent off by 0.01 would need 447x vs 690x or 4.5x vs 2.9x
+    t = _ablation("krajewski2024_table1")
+    ratio = [((gr["g"] / r["granularity"] ** gr["gamma"] + gr["a"]) / (r["loss"] - t["c"] - t["b"] / r["tokens"] ** t["beta"]))
+             ** (1 / gr["alpha"]) / r["active"] for r in t["rows"]]
+    assert ratio == pytest.approx([36.6, 35.4], rel=0.01)
+
+
+def test_head_dim_term_is_vaswani_table3_and_moves_the_loss_by_its_hand_value():
+    hd = am.proxy_constants()["head_dim"]
+    t = _ablation("vaswani2017_table3")
+    ppl = {r["head_dim"]: r["ppl"] for r in t["rows"]}
+    w = t["width_rows"]
+    slope = np.log(w[0]["ppl"] / w[1]["ppl"]) / np.log(w[1]["params"] / w[0]["params"])  # 0.1417 nats per e-fold
+    assert hd["ln_mult_below"] == pytest.approx(-np.log(ppl[16] / ppl[64]) / slope, abs=1e-3)  # -0.128
+    assert hd["low"] == 32 and ppl[32] <= ppl[64] < ppl[16]  # d_k 32 ties 64, 16 is worse
+    ln_m, sig = am.ln_multiplier(head_dim=np.asarray([16.0, 32.0, 64.0, 128.0, 256.0, 512.0]))
+    assert np.allclose(ln_m, [-0.128, 0, 0, 0, 0, 0]) and np.allclose(sig, [0.128, 0, 0, 0, 0, 0.128])
+    # golden, by hand: at N = 65M, A / N^0.34 = 406.4 / 453.3 = 0.8966; x (e^(0.128 x 0.34) - 1) = 0.03988 nats
+    q = am.loss(65e6, 65e6, 512, 6, head_dim=np.asarray([16.0, 32.0, 64.0]))
+    assert float(q[0] - q[2]) == pytest.approx(0.03988, abs=2e-5) and float(q[1]) == float(q[2])
+    # the table's order where it separates the rows by more than its rounding (0.01): d_k 16 below 32 and 64
+    assert float(q[0]) > float(q[1]) and ppl[16] - max(ppl[32], ppl[64]) > 0.01
+
+
+def test_window_term_is_zero_with_the_gemma2_table10_spread():
+    win = am.proxy_constants()["window"]
+    t = _ablation("gemma2_table10")
+    ppl = {r["window"]: r["ppl"] for r in t["rows"]}
+    s = am.quality.constants()["scaling"]
+    slope = s["alpha"] * s["A"] / t["params"] ** s["alpha"]  # 0.0565 nats per e-fold at 9.24B
+    bound = np.log(ppl[1024] / ppl[4096]) / slope / t["window_fraction"]  # 0.216 per unit fraction
+    assert win["ln_mult_per_fraction"] == 0.0 and win["sigma"] == pytest.approx(bound, abs=0.02)
+    # golden, by hand: 9.24B dense, half its layers windowed: the loss does not move, its 1-sigma is
+    # alpha x A / N^alpha x (0.2 x 0.5) = 0.34 x 406.4 / 2443.6 x 0.1 = 0.005651 nats
+    plain = float(am.loss(9.24e9, 9.24e9, 3584, 42))
+    q, sig = am.loss(9.24e9, 9.24e9, 3584, 42, window_fraction=0.5, with_sigma=True)
+    assert float(q) == plain and float(sig) == pytest.approx(0.005651, abs=2e-6)
+    # the published models within their families keep their order (test_proxy_orders_published_models_as_their_tables_do):
+    # gpt-oss (half its layers windowed, head_dim 64) moves by neither term
+    f = am.model_features(get_model("gpt-oss-120b"))
+    assert f["window_fraction"] == 0.5 and f["head_dim"] == 64.0
+
+
 def test_proxy_override_file(tmp_path):
     p = tmp_path / "a.toml"
     p.write_text("[kv_sharing]\ncoeff = 0.0\n")

@@ -82,8 +82,11 @@ def ln_multiplier(*, kv_ratio=1.0, gqa_fraction=1.0, mla_fraction=0.0, granulari
     wf = np.asarray(window_fraction, float)
     ln_m = ln_m + win["ln_mult_per_fraction"] * wf
     var = var + (win["sigma"] * wf) ** 2
+    # head size: Vaswani et al. 2017 Table 3 (A) prices d_k below `low`; above `high` only the spread is known
     d = np.asarray(head_dim, float)
-    ln_m = ln_m + np.where((d < hd["low"]) | (d > hd["high"]), hd["ln_mult_outside"], 0.0)
+    below, above = d < hd["low"], d > hd["high"]
+    ln_m = ln_m + np.where(below, hd["ln_mult_below"], np.where(above, hd["ln_mult_above"], 0.0))
+    var = var + np.where(below | above, hd["sigma"] ** 2, 0.0)
     return ln_m, np.sqrt(var)
 
 
