@@ -241,7 +241,7 @@ def bench(
         spec = _model(model)
     if kind == "gemm":
         shapes = linear_shapes(spec, tp) if spec else _nk_list(nk)
-        rows = bench_gemm(_int_list("m", m), shapes, dtype, device, system, warmup, repeat)
+        rows = bench_gemm(_int_list("m", m), shapes, dtype, device, system, warmup=warmup, repeat=repeat)
         cols = GEMM_COLUMNS
     else:
         if spec:
@@ -251,7 +251,8 @@ def bench(
             if a.heads % tp:
                 raise InputError("tp", tp, f"a divisor of the model's {a.heads} attention heads")
             heads, kv_heads, head_dim = a.heads // tp, max(a.kv_heads // tp, 1), a.head_dim
-        rows = bench_decode(_int_list("batch", batch), _int_list("context", context), heads, kv_heads, head_dim, device, system, warmup, repeat)
+        rows = bench_decode(_int_list("batch", batch), _int_list("context", context), heads, kv_heads=kv_heads, head_dim=head_dim,
+                            device=device, system=system, warmup=warmup, repeat=repeat)
         cols = DECODE_COLUMNS
     write_rows_atomic(out, cols, rows)
     _console().print(f"wrote {len(rows)} {kind} measurements ({rows[0]['system']}, {rows[0]['trtllm_version']}) to {out}")

@@ -115,7 +115,7 @@ def bundled() -> dict:
     return tomllib.loads(f.read_text()) if f.is_file() else {}
 
 
-def expected_error(gpu, backend: str, concurrency: int | None, spec: bool = False, table: dict | None = None,
+def expected_error(gpu, backend: str, concurrency: int | None, spec: bool = False, *, table: dict | None = None,
                    model: str | None = None) -> dict | None:
     """What validation says about an estimate of this kind made with the bundled profile:
     {"metrics": {metric: cell}, "basis": text, "notes": [caveats]}, or None where no measured run is
@@ -169,7 +169,7 @@ def describe(gpu, backend: str, spec: bool = False, table: dict | None = None, m
     `gpu` with `backend`, then the caveats, each once: for reports that span many loads (a frontier)."""
     lines, notes = [], []
     for conc in (1, 5, 33, None):  # one concurrency per band, then offline
-        e = expected_error(gpu, backend, conc, spec, table, model)
+        e = expected_error(gpu, backend, conc, spec, table=table, model=model)
         if e is None:
             continue
         lines.append(f"{e['basis']}: {summary(e['metrics'], long=True)}")

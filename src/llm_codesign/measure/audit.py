@@ -128,18 +128,28 @@ def clean(rows: list[dict]) -> tuple[list[dict], list[dict]]:
             changes.append({"row": i, "source": r.get("source", ""), "action": "replanned",
                             "detail": f"run name states {named_plan(r['source'])[0]} GPUs: {detail}"})
         fixed.append(f if f is not None else r)
-    # rows whose run name states their plan, and agrees, speak for a shared measurement first
-    def rank(i: int) -> tuple:
-        r, named = fixed[i], named_plan(fixed[i].get("source", ""))
-        agrees = named is not None and _int(r, "num_gpus") == named[0] and _int(r, "ep") == named[1]
-        return (not agrees, _rounded(r) is not None, i)
+    groups, coarse = _measurements(fixed)
+    drop = _drop_repeats(rows, fixed, groups, coarse, changes)
+    _replan_configs(rows, fixed, drop, changes)
+    # a concurrency other than the run name's: nothing shows which is right, so it is kept and doubted
+    for i, r in enumerate(fixed):
+        m = _NAMED_CONC.search(r.get("source", "") or "")
+        conc = (r.get("concurrency") or "").strip()
+        if i not in drop and m and conc and _num(conc) != float(m[1]):
+            changes.append({"row": i, "source": r.get("source", ""), "action": "suspect",
+                            "detail": f"concurrency {conc} where the run name says c{m[1]}; kept"})
+    changes.sort(key=lambda c: (c["row"], c["action"]))
+    return [r for i, r in enumerate(fixed) if i not in drop], changes
 
+
+def _measurements(fixed: list[dict]) -> tuple[dict, dict]:
+    """The rows of each measured (TTFT, TPOT) pair, a rounded copy joining the measurement whose
+    full-precision pair rounds to it; and the rounded rows with their decimals."""
     groups: dict[tuple, list[int]] = {}
     for i, r in enumerate(fixed):
         key = tuple(_measured(r.get(k)) for k in ("ttft_ms", "tpot_ms"))
         if all(key):
             groups.setdefault(key, []).append(i)
-    # a rounded copy joins the measurement whose full-precision pair rounds to it
     coarse = {i: d for i, r in enumerate(fixed) if (d := _rounded(r)) is not None}
     for d in set(coarse.values()):
         full = {}
@@ -151,7 +161,19 @@ def clean(rows: list[dict]) -> tuple[list[dict], list[dict]]:
             if j is not None:
                 groups[tuple(_measured(fixed[i].get(k)) for k in ("ttft_ms", "tpot_ms"))].remove(i)
                 groups[tuple(_measured(fixed[j].get(k)) for k in ("ttft_ms", "tpot_ms"))].append(i)
-    drop: dict[int, int] = {}  # dropped row -> the row that speaks for its measurement
+    return groups, coarse
+
+
+def _drop_repeats(rows: list[dict], fixed: list[dict], groups: dict, coarse: dict, changes: list[dict]) -> dict[int, int]:
+    """Each measurement once: dropped row -> the row that speaks for it (a repeat, or a conflict where
+    their settings differ), each drop noted in `changes`."""
+    # rows whose run name states their plan, and agrees, speak for a shared measurement first
+    def rank(i: int) -> tuple:
+        r, named = fixed[i], named_plan(fixed[i].get("source", ""))
+        agrees = named is not None and _int(r, "num_gpus") == named[0] and _int(r, "ep") == named[1]
+        return (not agrees, _rounded(r) is not None, i)
+
+    drop: dict[int, int] = {}
     for idx in groups.values():
         if len(idx) < 2:
             continue
@@ -166,7 +188,12 @@ def clean(rows: list[dict]) -> tuple[list[dict], list[dict]]:
                             "detail": f"same TTFT and TPOT as row {keep} ({fixed[keep].get('source', '')})"
                             + (f", rounded to {min(coarse[j])} decimals" if j in coarse and keep not in coarse else "")
                             + ("" if same else "; differs in " + ", ".join(f"{k} {fixed[j].get(k) or 1} vs {fixed[keep].get(k) or 1}" for k in diff))})
-    # a configuration shown to carry the product takes the named run's plan on all its rows with that plan
+    return drop
+
+
+def _replan_configs(rows: list[dict], fixed: list[dict], drop: dict[int, int], changes: list[dict]) -> None:
+    """A configuration shown to carry the product takes the named run's plan on all its rows with that
+    plan (in `fixed`); rows with the product's mark and no such evidence are doubted, not changed."""
     fixes = {}
     for j, keep in drop.items():
         if _config(rows[j].get("source", "")) and _setting(fixed[j]) != _setting(fixed[keep]):
@@ -184,15 +211,6 @@ def clean(rows: list[dict]) -> tuple[list[dict], list[dict]]:
         elif _signature(r):
             changes.append({"row": i, "source": r.get("source", ""), "action": "suspect",
                             "detail": f"plan has the GPUs x EP mark (num_gpus {r.get('num_gpus')}, ep = moe_tp = {r.get('ep')}); kept"})
-    # a concurrency other than the run name's: nothing shows which is right, so it is kept and doubted
-    for i, r in enumerate(fixed):
-        m = _NAMED_CONC.search(r.get("source", "") or "")
-        conc = (r.get("concurrency") or "").strip()
-        if i not in drop and m and conc and _num(conc) != float(m[1]):
-            changes.append({"row": i, "source": r.get("source", ""), "action": "suspect",
-                            "detail": f"concurrency {conc} where the run name says c{m[1]}; kept"})
-    changes.sort(key=lambda c: (c["row"], c["action"]))
-    return [r for i, r in enumerate(fixed) if i not in drop], changes
 
 
 def summary(changes: list[dict]) -> dict:

@@ -79,7 +79,7 @@ def linear_shapes(model: ModelSpec, tp: int) -> list[tuple[int, int]]:
     return sorted(out)
 
 
-def _timer(torch, dev: str, make, warmup: int, repeat: int, what: str) -> float:
+def _timer(torch, dev: str, make, *, warmup: int, repeat: int, what: str) -> float:
     """Median latency in ms of the call `make()` sets up (allocating its inputs); a kernel or buffer
     the device refuses (out of memory, unsupported) is a one-line error naming the shape."""
     try:
@@ -127,7 +127,7 @@ def check_fits(field: str, what: str, need: float, torch, dev: str) -> None:
                          f"half of {free / 1e9:.1f} GB free allowed)")
 
 
-def bench_gemm(ms, nks, dtype: str, device: str = "auto", system: str | None = None, warmup: int = 3, repeat: int = 10) -> list[dict]:
+def bench_gemm(ms, nks, dtype: str, device: str = "auto", system: str | None = None, *, warmup: int = 3, repeat: int = 10) -> list[dict]:
     if dtype not in GEMM_DTYPES:
         raise InputError("dtype", dtype, " or ".join(GEMM_DTYPES))
     torch = _torch()
@@ -155,11 +155,11 @@ def bench_gemm(ms, nks, dtype: str, device: str = "auto", system: str | None = N
                 one = torch.ones((), device=dev, dtype=torch.float32)
                 return lambda: torch._scaled_mm(a8, b8, scale_a=one, scale_b=one, out_dtype=torch.bfloat16)
             rows.append({"system": label, "trtllm_version": f"torch-{torch.__version__}", "gemm_dtype": dtype,
-                         "m": m, "n": n, "k": k, "latency_ms": _timer(torch, dev, make, warmup, repeat, f"{m}x{n}x{k}")})
+                         "m": m, "n": n, "k": k, "latency_ms": _timer(torch, dev, make, warmup=warmup, repeat=repeat, what=f"{m}x{n}x{k}")})
     return rows
 
 
-def bench_decode(batches, contexts, heads: int, kv_heads: int, head_dim: int, device: str = "auto",
+def bench_decode(batches, contexts, heads: int, *, kv_heads: int, head_dim: int, device: str = "auto",
                  system: str | None = None, warmup: int = 3, repeat: int = 10) -> list[dict]:
     if heads <= 0 or kv_heads <= 0 or heads % kv_heads:
         raise InputError("kv_heads", kv_heads, f"a positive divisor of the query heads ({heads})")
@@ -179,5 +179,6 @@ def bench_decode(batches, contexts, heads: int, kv_heads: int, head_dim: int, de
                 return lambda: torch.nn.functional.scaled_dot_product_attention(q, kv, kv, enable_gqa=True)
             rows.append({"system": label, "trtllm_version": f"torch-{torch.__version__}", "batch_size": B, "isl": ctx, "step": 0,
                          "num_heads": heads, "num_key_value_heads": kv_heads, "head_dim": head_dim, "attn_dtype": "bfloat16",
-                         "kv_cache_dtype": "bfloat16", "latency_ms": _timer(torch, dev, make, warmup, repeat, f"batch {B} x context {ctx}")})
+                         "kv_cache_dtype": "bfloat16", "latency_ms": _timer(torch, dev, make, warmup=warmup, repeat=repeat,
+                                                                                what=f"batch {B} x context {ctx}")})
     return rows

@@ -230,6 +230,124 @@ SERVING_NATURAL_LIMITS = {("adp_wait_steps", "lo"), ("gemm_eff_scale", "hi"), ("
                           ("prefill_queue_fraction", "hi"), ("seq_overhead_s", "lo")}
 
 
+_SERVING_METRICS = ("ttft_ms", "tpot_ms", "output_tok_s_per_gpu")  # the metrics a serving fit's loss reads
+
+
+class _ServingFit:
+    """One serving fit's state: each parameter ("field" or "field:backend" -> [value, lower, upper], in
+    SERVING_BOUNDS order, the search order), the rows with their measured metrics, concurrency bands and
+    engines, and the predictions at the last accepted state."""
+
+    def __init__(self, rows: list[dict], fams: dict[str, Calibration], start: Calibration | None):
+        from llm_codesign.measure.validate import METRICS
+
+        self.rows, self.fams = rows, fams
+        backends = sorted({(r.get("backend") or "trtllm").strip().lower() for r in rows})
+        self.ys = {m: np.array([float(r[m]) if (r.get(m) or "").strip() else np.nan for r in rows]) for m in METRICS}
+        self.state = {}
+        for name, init, lo, hi in SERVING_BOUNDS:
+            engines = [b for b in backends if not (name in ENGINE_RELATIVE and b == REFERENCE_ENGINE)]
+            for key in ([f"{name}:{b}" for b in engines] if name in BACKEND_KEYED else [name]):
+                v = init
+                if start is not None:
+                    b = key.partition(":")[2]
+                    v = dict(getattr(start, name)).get(b, init) if b else getattr(start, name)
+                self.state[key] = [float(np.clip(v, lo, hi)), lo, hi]
+        self.band = polish_bands(rows)
+        engine_of = np.array([(r.get("backend") or "trtllm").strip().lower() for r in rows])
+        self.by_engine = {b: np.nonzero(engine_of == b)[0] for b in backends}
+        self.accepted = self.predicted()
+
+    def fitted(self) -> dict:
+        out = {n: {} for n in BACKEND_KEYED}
+        for key, v in self.state.items():
+            name, _, b = key.partition(":")
+            if b:
+                out[name][b] = v[0]
+            else:
+                out[name] = v[0]
+        return out
+
+    def apply(self, c: Calibration) -> Calibration:
+        kw = {}
+        for name, v in self.fitted().items():
+            kw[name] = tuple(sorted({**dict(getattr(c, name)), **v}.items())) if name in BACKEND_KEYED else v
+        return replace(c, **kw)
+
+    def predicted(self, only: str | None = None) -> np.ndarray:
+        """Predictions (metric x row) at the current state; with `only` an engine, re-price that engine's
+        rows and take the others from the last accepted state (its parameters touch no other row)."""
+        from llm_codesign.measure.validate import predict_serving
+
+        cals: dict[str, Calibration] = {}  # one object per family per pass, so rows group and vectorise
+
+        def cal_for(g):
+            if g.family not in cals:
+                cals[g.family] = self.apply(self.fams.get(g.family) or calibration_for(g))
+            return cals[g.family]
+
+        idx = self.by_engine[only] if only else np.arange(len(self.rows))
+        preds, _ = predict_serving([self.rows[i] for i in idx], cal_override=cal_for)
+        out = self.accepted.copy() if only else np.full((len(_SERVING_METRICS), len(self.rows)), np.nan)
+        out[:, idx] = [[pr.get(m, np.nan) if pr else np.nan for pr in preds] for m in _SERVING_METRICS]
+        return out
+
+    def loss(self, p: np.ndarray, *, smooth: bool) -> float:
+        tot = []
+        for m, pm in zip(_SERVING_METRICS, p, strict=True):
+            ok = np.isfinite(pm) & np.isfinite(self.ys[m]) & (self.ys[m] > 0) & (pm > 0)
+            if ok.any():
+                e = np.abs(np.log(pm[ok] / self.ys[m][ok]))
+                bb = self.band[ok]
+                tot.append(np.mean(np.minimum(e, 1.0)) if smooth else np.mean([np.median(e[bb == k]) for k in np.unique(bb)]))
+        return float(np.mean(tot)) if tot else np.inf
+
+    def cycle(self, step: float, *, smooth: bool, rounds: int) -> float:
+        """`rounds` passes over the parameters, each trying four log steps (halved every pass) and
+        keeping what lowers the loss; returns the loss reached."""
+        best = self.loss(self.accepted, smooth=smooth)
+        for _ in range(rounds):
+            for key, v in self.state.items():
+                engine = key.partition(":")[2] or None
+                cur = v[0]
+                for f in (np.exp(-step), np.exp(-step / 2), np.exp(step / 2), np.exp(step)):
+                    v[0] = float(np.clip(cur * f if cur > 0 else 0.05 * f, v[1], v[2]))
+                    p = self.predicted(engine)
+                    val = self.loss(p, smooth=smooth)
+                    if val < best - 1e-6:
+                        best, cur, self.accepted = val, v[0], p
+                v[0] = cur
+            step /= 2
+        return best
+
+    def keep_documented(self) -> None:
+        """A per-engine parameter that no row responds to (the attention-DP wait of an engine measured
+        without attention DP) keeps its documented default instead of wherever the search started."""
+        ref, cited = self.predicted(), documented()
+        for key, v in self.state.items():
+            name, _, b = key.partition(":")
+            if b and b in dict(getattr(cited, name)):
+                cur, v[0] = v[0], dict(getattr(cited, name))[b]
+                if not np.array_equal(self.predicted(), ref, equal_nan=True):
+                    v[0] = cur
+
+    def at_bounds(self, best: float) -> list[str]:
+        """The parameters on a bound they are not naturally at (SERVING_NATURAL_LIMITS), where the rows
+        respond to them: moved 10% of the way inward, the error changes."""
+        out = []
+        for key, v in self.state.items():
+            cur, lo, hi = v
+            side = "lo" if cur <= lo + 1e-6 * abs(lo) else "hi" if cur >= hi - 1e-6 * abs(hi) else None
+            if side is None or (key.partition(":")[0], side) in SERVING_NATURAL_LIMITS:
+                continue
+            v[0] = cur + 0.1 * (hi - lo) * (1 if side == "lo" else -1) if lo <= 0 else (lo * 1.1 if side == "lo" else hi / 1.1)
+            moved = self.loss(self.predicted(), smooth=False)
+            v[0] = cur
+            if abs(moved - best) > 1e-6:
+                out.append(f"{key} = {cur:.3g}")
+        return out
+
+
 def fit_serving(rows: list[dict], fams: dict[str, Calibration], rounds: int = 8,
                 start: Calibration | None = None, *, report: dict | None = None) -> tuple[dict[str, Calibration], dict]:
     """Fit the serving-software parameters on measured serving runs: per-backend step overheads,
@@ -241,128 +359,31 @@ def fit_serving(rows: list[dict], fams: dict[str, Calibration], rounds: int = 8,
     profile's (`fams` as given, its own serving values) on the same rows, in the fit's own measure (the
     banded median log error, as a percentage: exp(loss) - 1), and the parameters on a bound they are not
     naturally at (SERVING_NATURAL_LIMITS) where the rows respond to them."""
-    from llm_codesign.measure.validate import METRICS, predict_serving
+    from llm_codesign.measure.validate import predict_serving
 
-    backends = sorted({(r.get("backend") or "trtllm").strip().lower() for r in rows})
-    ys = {m: np.array([float(r[m]) if (r.get(m) or "").strip() else np.nan for r in rows]) for m in METRICS}
-    # "field" or "field:backend" -> [value, lower, upper], in SERVING_BOUNDS order (the search order)
-    state = {}
-    for name, init, lo, hi in SERVING_BOUNDS:
-        engines = [b for b in backends if not (name in ENGINE_RELATIVE and b == REFERENCE_ENGINE)]
-        for key in ([f"{name}:{b}" for b in engines] if name in BACKEND_KEYED else [name]):
-            v = init
-            if start is not None:
-                b = key.partition(":")[2]
-                v = dict(getattr(start, name)).get(b, init) if b else getattr(start, name)
-            state[key] = [float(np.clip(v, lo, hi)), lo, hi]
-
-    def fitted() -> dict:
-        out = {n: {} for n in BACKEND_KEYED}
-        for key, v in state.items():
-            name, _, b = key.partition(":")
-            if b:
-                out[name][b] = v[0]
-            else:
-                out[name] = v[0]
-        return out
-
-    def apply(c: Calibration) -> Calibration:
-        kw = {}
-        for name, v in fitted().items():
-            kw[name] = tuple(sorted({**dict(getattr(c, name)), **v}.items())) if name in BACKEND_KEYED else v
-        return replace(c, **kw)
-
-    metrics = ("ttft_ms", "tpot_ms", "output_tok_s_per_gpu")
-
-    def predicted(only: str | None = None) -> np.ndarray:
-        """Predictions (metric x row) at the current state; with `only` an engine, re-price that engine's
-        rows and take the others from the last accepted state (its parameters touch no other row)."""
-        cals: dict[str, Calibration] = {}  # one object per family per pass, so rows group and vectorise
-
-        def cal_for(g):
-            if g.family not in cals:
-                cals[g.family] = apply(fams.get(g.family) or calibration_for(g))
-            return cals[g.family]
-
-        idx = by_engine[only] if only else np.arange(len(rows))
-        preds, _ = predict_serving([rows[i] for i in idx], cal_override=cal_for)
-        out = accepted.copy() if only else np.full((len(metrics), len(rows)), np.nan)
-        out[:, idx] = [[pr.get(m, np.nan) if pr else np.nan for pr in preds] for m in metrics]
-        return out
-
-    def loss(smooth: bool, p: np.ndarray) -> float:
-        tot = []
-        for m, pm in zip(metrics, p, strict=True):
-            ok = np.isfinite(pm) & np.isfinite(ys[m]) & (ys[m] > 0) & (pm > 0)
-            if ok.any():
-                e = np.abs(np.log(pm[ok] / ys[m][ok]))
-                bb = band[ok]
-                tot.append(np.mean(np.minimum(e, 1.0)) if smooth else np.mean([np.median(e[bb == k]) for k in np.unique(bb)]))
-        return float(np.mean(tot)) if tot else np.inf
-
-    band = polish_bands(rows)
-    engine_of = np.array([(r.get("backend") or "trtllm").strip().lower() for r in rows])
-    by_engine = {b: np.nonzero(engine_of == b)[0] for b in backends}
-    accepted = predicted()
+    fit = _ServingFit(rows, fams, start)
     if report is not None:  # the profile the fit starts from, priced on the same rows
         start_preds, _ = predict_serving(rows, cal_override=lambda g: fams.get(g.family) or calibration_for(g))
-        start_loss = loss(False, np.array([[pr.get(m, np.nan) if pr else np.nan for pr in start_preds] for m in metrics]))
+        start_loss = fit.loss(np.array([[pr.get(m, np.nan) if pr else np.nan for pr in start_preds] for m in _SERVING_METRICS]), smooth=False)
     # coordinate search in log space, halving the step each round. The first cycles minimise a smooth
     # stand-in (mean log error, clipped at e-fold so that pathological runs cannot dominate); the median
     # the targets are stated in (taken per concurrency band, CONCURRENCY_BANDS) is flat in places and
     # traps a search started far off, so it only polishes, in cycles from where the previous one ended,
     # each restarting from a wider step, until a cycle stops paying. A given start skips the smooth cycles.
-    def cycle(step: float, smooth: bool) -> float:
-        nonlocal accepted
-        best = loss(smooth, accepted)
-        for _ in range(rounds):
-            for key, v in state.items():
-                engine = key.partition(":")[2] or None
-                cur = v[0]
-                for f in (np.exp(-step), np.exp(-step / 2), np.exp(step / 2), np.exp(step)):
-                    v[0] = float(np.clip(cur * f if cur > 0 else 0.05 * f, v[1], v[2]))
-                    p = predicted(engine)
-                    val = loss(smooth, p)
-                    if val < best - 1e-6:
-                        best, cur, accepted = val, v[0], p
-                v[0] = cur
-            step /= 2
-        return best
-
     if start is None:
         # a second smooth cycle from half the step: one cycle leaves early parameters where the later ones
         # have since moved the optimum (on the 1,513-row form of the serving sample, with the polish then
         # on one median over all rows: 0.1449 against 0.1516)
-        cycle(1.0, True)
-        cycle(0.5, True)
-    best = loss(False, accepted)
+        fit.cycle(1.0, smooth=True, rounds=rounds)
+        fit.cycle(0.5, smooth=True, rounds=rounds)
+    best = fit.loss(fit.accepted, smooth=False)
     for _ in range(POLISH_CYCLES):
-        prev, best = best, cycle(0.5, False)
+        prev, best = best, fit.cycle(0.5, smooth=False, rounds=rounds)
         if prev - best < POLISH_GAIN:
             break
-    # a per-engine parameter that no row responds to (the attention-DP wait of an engine measured without
-    # attention DP) keeps its documented default instead of wherever the search started
-    ref, cited = predicted(), documented()
-    for key, v in state.items():
-        name, _, b = key.partition(":")
-        if b and b in dict(getattr(cited, name)):
-            cur, v[0] = v[0], dict(getattr(cited, name))[b]
-            if not np.array_equal(predicted(), ref, equal_nan=True):
-                v[0] = cur
+    fit.keep_documented()
     if report is not None:
-        at_bounds = []
-        for key, v in state.items():
-            cur, lo, hi = v
-            side = "lo" if cur <= lo + 1e-6 * abs(lo) else "hi" if cur >= hi - 1e-6 * abs(hi) else None
-            if side is None or (key.partition(":")[0], side) in SERVING_NATURAL_LIMITS:
-                continue
-            # only where the rows inform it: moved 10% of the way inward, the error changes
-            v[0] = cur + 0.1 * (hi - lo) * (1 if side == "lo" else -1) if lo <= 0 else (lo * 1.1 if side == "lo" else hi / 1.1)
-            moved = loss(False, predicted())
-            v[0] = cur
-            if abs(moved - best) > 1e-6:
-                at_bounds.append(f"{key} = {cur:.3g}")
         report.update({"kind": "serving", "family": "default", "rows": len(rows), "loss": best, "start_loss": start_loss,
                        "median_ape": 100 * float(np.expm1(best)), "start_median_ape": 100 * float(np.expm1(start_loss)),
-                       "at_bounds": at_bounds})
-    return {fam: apply(c) for fam, c in fams.items()}, {**fitted(), "loss": best}
+                       "at_bounds": fit.at_bounds(best)})
+    return {fam: fit.apply(c) for fam, c in fams.items()}, {**fit.fitted(), "loss": best}

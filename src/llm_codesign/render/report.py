@@ -109,7 +109,7 @@ def write_rows_atomic(path: str | Path, fieldnames, rows) -> None:
     write_all([(write, path)])
 
 
-def _label(r: dict, many: bool) -> str:
+def _label(r: dict, *, many: bool) -> str:
     mode = " (disaggregated)" if r.get("mode") == "disaggregated" else ""
     return f"{r['model']} on {r['gpu']}{mode}" if many else "frontier" + mode
 
@@ -198,7 +198,7 @@ def write_plot(results: list[dict], path: str | Path) -> None:
                    label=None if many else "evaluated deployments", rasterized=True)
         xs = [p["tok_s_per_user"] for p in r["frontier"]]
         ys = [p["output_tok_s_per_gpu"] for p in r["frontier"]]
-        ax.plot(xs, ys, "-", color=color, lw=2, label=_label(r, many))
+        ax.plot(xs, ys, "-", color=color, lw=2, label=_label(r, many=many))
         # the third dimension: one marker per precision on the frontier, its accuracy in the legend
         precs = sorted({(q["deployment"]["weight_dtype"], q["deployment"]["kv_dtype"]) for q in r["frontier"]})
         for mk, (w, kv) in zip("osD^vP*X" * 4, precs, strict=False):  # markers repeat past 8 precisions
@@ -270,7 +270,7 @@ def report_data(results: list[dict], breakdowns: dict) -> dict:
     for r in results:
         rb = r.get("roofline_bound") if r.get("mode") != "disaggregated" else None  # the aggregated sibling's bound
         out.append({**{k: v for k, v in r.items() if k not in ("cloud", "roofline_bound")},
-                    "label": _label(r, len(results) > 1), "empty": _empty_reason(r),
+                    "label": _label(r, many=len(results) > 1), "empty": _empty_reason(r),
                     "cloud": {k: _compact(r["cloud"][k]) for k in ("tok_s_per_user", "output_tok_s_per_gpu")},
                     "bound": None if not rb else {"label": _bound_label(r, results),
                                                   **{k: _compact(rb[k]) for k in ("tok_s_per_user", "output_tok_s_per_gpu")}}})
@@ -424,7 +424,7 @@ td,th{{border:1px solid #ccc;padding:2px 6px;text-align:right}} td:first-child,t
 #plot svg{{max-width:100%;height:auto;font-size:12px}} circle.pt{{cursor:pointer}} .hint{{color:#666;font-size:12px}}
 #legend div{{margin:2px 0;font-size:13px}} #legend svg{{vertical-align:middle;margin-right:4px}} .empty{{color:#a00}}
 #tip{{position:absolute;display:none;background:#fff;border:1px solid #999;padding:4px 8px;font-size:12px;pointer-events:none}}</style></head>
-<body><h1>Pareto report: {html.escape(', '.join(_label(r, True) for r in results))}</h1>
+<body><h1>Pareto report: {html.escape(', '.join(_label(r, many=True) for r in results))}</h1>
 <p>ISL/OSL {r0['isl']}/{r0['osl']}, {gpus_text(r0['num_gpus'])}, backend {html.escape(str(r0['backend']))};
 {sum(r['evaluated'] for r in results):,} deployments evaluated. Hover a point for its deployment; click a point or a table row for its per-operator breakdown.</p>
 <div id="plot"></div><div id="legend"></div><div id="tip"></div>

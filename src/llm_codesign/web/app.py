@@ -372,7 +372,8 @@ def _estimate(req: EstimateRequest) -> dict:
         conc = rec["concurrency_per_instance"]
         r = lc.estimate(m, dep, lc.Workload(req.isl, req.osl, req.concurrency or conc), breakdown=req.breakdown)
         r["point_breakdown"] = point_breakdown(m, calibration_for(g, None), rec, req.isl, req.osl, gpu=g)
-        r["export"] = _export(m, dep, req, conc, rec["replicas"], {k: r[k] for k in ("ttft_ms", "tpot_ms", "tok_s_per_user", "output_tok_s_per_gpu")})
+        r["export"] = _export(m, dep, req, conc=conc, replicas=rec["replicas"],
+                              predicted={k: r[k] for k in ("ttft_ms", "tpot_ms", "tok_s_per_user", "output_tok_s_per_gpu")})
         return _plain(r)
     dep = lc.deployment(m, gpu=_gpu(req.gpu, what_if=req.what_if), num_gpus=req.num_gpus, tp=req.tp, pp=req.pp, ep=req.ep, moe_tp=req.moe_tp,
                         attention_dp=req.attention_dp, kvp=req.kvp, weight_dtype=req.weight_dtype,
@@ -383,7 +384,7 @@ def _estimate(req: EstimateRequest) -> dict:
 EXPORT_NAMES = {"vllm": "vllm_config.yaml", "sglang": "launch_sglang.sh", "trtllm": "extra_llm_api_options.yaml"}
 
 
-def _export(m, dep, req: EstimateRequest, conc: int | None, replicas: int, predicted: dict) -> dict:
+def _export(m, dep, req: EstimateRequest, *, conc: int | None, replicas: int, predicted: dict) -> dict:
     """The engine's launch configuration of a frontier point, as `export-point` writes it (`predicted`:
     the point's metrics, priced again); a plan the engine cannot express is its one-line reason instead."""
     from llm_codesign.explore.export import export_config
