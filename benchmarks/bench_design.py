@@ -14,7 +14,7 @@ from llm_codesign.spec.precision import Precision
 
 def main() -> None:
     g = get_gpu("b200")
-    n = len(candidates(70e9, False, tol=0.3, max_candidates=10**9)["hidden"])
+    n = len(candidates(70e9, moe=False, tol=0.3, max_candidates=10**9)["hidden"])
     print(f"dense candidates within +-30% of 70B: {n:,}")
     t = time.perf_counter()
     r = design(70e9, g, calibration_for(g), 8, Slo("throughput"), prec=Precision.of("fp8", kv="fp8"), budget_tol=0.3, max_candidates=12000)

@@ -104,7 +104,7 @@ def disagg_section(path: Path) -> list[str]:
         x = {k: float(r[k]) for k in ("prefill_instances", "decode_instances", "concurrency", "isl", "osl", "ttft_ms", "tpot_ms")}
         res = evaluate_disagg(model, gpu, calibration_for(gpu), _precision(model, r), _plan([r], "prefill", model.is_moe),
                               _plan([r], "decode", model.is_moe), x["prefill_instances"], x["decode_instances"],
-                              x["concurrency"], x["isl"], x["osl"], r["backend"])
+                              x["concurrency"], x["isl"], x["osl"], backend=r["backend"])
         cap = float(np.asarray(res["prefill_capacity_req_s"]).reshape(-1)[0])
         rate = x["concurrency"] / ((x["ttft_ms"] + (x["osl"] - 1) * x["tpot_ms"]) / 1e3)
         load["33+" if x["concurrency"] > 32 else "1-32"].append((rate / cap, x["ttft_ms"] / p["ttft_ms"]))

@@ -65,8 +65,8 @@ def test_baseline_reproduces_its_pareto_result():
     cal = calibration_for(g)
     m = get_model("llama-3.1-70b")
     slo = Slo("throughput", min_tps_user=30.0)
-    plan, inst = _plans(8, False, g, False)
-    v, *_ = objective(m, g, cal, FP8, plan, inst, slo)
+    plan, inst = _plans(8, g, moe=False, long_context=False)
+    v, *_ = objective(m, g, cal, FP8, plan, inst=inst, slo=slo)
     r = search(m, g, cal, SearchSpace(8, adp=(1,), kvp=(1,), precisions=(FP8,)), 1024, 1024, min_tps_user=30.0)
     best = max(p["output_tok_s_per_gpu"] for p in r["frontier"])
     assert float(v[0]) == pytest.approx(best, rel=1e-9)
@@ -94,7 +94,7 @@ def test_candidates_and_errors():
     from llm_codesign.errors import InputError
 
     with pytest.raises(InputError, match="params"):
-        candidates(-1, False)
+        candidates(-1, moe=False)
     json.dumps(hf_config({"shape": {k: int(c[k][0]) for k in ("hidden", "layers", "heads", "kv_heads", "head_dim", "experts", "top_k",
                                                                 "expert_inter", "shared_inter")}}, 1000))
 

@@ -146,7 +146,7 @@ def test_disaggregated_frontier_points_reprice_to_themselves(h200, llama70b):
         assert float(np.ravel(one["tpot_s"])[0]) * 1e3 == pytest.approx(p["tpot_ms"])
         assert float(np.ravel(one["output_tok_s_per_gpu"])[0]) == pytest.approx(p["output_tok_s_per_gpu"])
         # the decode instance's kernels: the step less the engine's host costs (no speculation here)
-        ops_ms = sum(x["time_ms"] for x in decode_breakdown(llama70b, h200, cal, d, 4096, 512, "trtllm", None))
+        ops_ms = sum(x["time_ms"] for x in decode_breakdown(llama70b, h200, cal, d, isl=4096, osl=512, backend="trtllm", spec=None))
         assert 0.8 * p["tpot_ms"] < ops_ms < p["tpot_ms"]
 
 

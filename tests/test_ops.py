@@ -180,7 +180,7 @@ def test_gated_deltanet_decode_is_flat_in_context_and_prices_its_state(b200):
     # memory: each sequence holds its state on top of the KV cache, split by TP
     per_seq = state_bytes_per_seq(m, Sharding(tp=4, moe_tp=4))
     assert float(per_seq) == pytest.approx(192_061_440 / 4)
-    mem = fit(m, b200, prec, Sharding(tp=4, moe_tp=4), 1000, 0)
+    mem = fit(m, b200, prec, Sharding(tp=4, moe_tp=4), 1000, osl=0)
     assert float(mem["kv_per_seq"]) == pytest.approx(float(mem["kv_per_token"]) * 1000 + 192_061_440 / 4)
 
 

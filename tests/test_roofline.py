@@ -10,7 +10,7 @@ from llm_codesign.spec.registry import get_model
 
 def test_llama_8b_decode_batch_1_on_h100():
     g, m = get_gpu("h100"), get_model("llama-3.1-8b")
-    r = roofline(m, g, calibration_for(g), Precision.of("bf16"), "decode", 1, 4096, 1)
+    r = roofline(m, g, calibration_for(g), Precision.of("bf16"), "decode", batch=1, context=4096, tp=1)
     qkv = next(o for o in r["ops"] if o["name"] == "layer/attn/qkv")
     # one token: 2 x (4096 + 2 x 1024) x 4096 FLOPs per layer, 32 layers; bytes = the weights + 1 token in and out
     assert qkv["flops"] == 2 * 6144 * 4096 * 32

@@ -170,8 +170,8 @@ def test_kv_budget_free_vs_total(h100):
     m = get_model("llama-3.1-70b")
     prec, sh = m.default_precision, Sharding(tp=2)
     w, act = weight_bytes_per_gpu(m, prec, sh), activation_bytes(m, sh, 8192)
-    total = fit(m, h100, prec, sh, 1024, 1024, budget="total", usable_fraction=0.9)
-    free = fit(m, h100, prec, sh, 1024, 1024, budget="free", usable_fraction=0.9)
+    total = fit(m, h100, prec, sh, 1024, osl=1024, budget="total", usable_fraction=0.9)
+    free = fit(m, h100, prec, sh, 1024, osl=1024, budget="free", usable_fraction=0.9)
     # vLLM-style: 90% of the GPU minus weights and activations; TensorRT-LLM-style: 90% of what is left
     assert float(total["free_for_kv"]) == pytest.approx(0.9 * h100.memory_bytes - w - act)
     assert float(free["free_for_kv"]) == pytest.approx(0.9 * (h100.memory_bytes - w - act))
@@ -220,7 +220,7 @@ def test_static_budget_leaves_activations_outside(h100):
 
     m = get_model("llama-3.1-70b")
     prec, sh = m.default_precision, Sharding(tp=4)
-    r = fit(m, h100, prec, sh, 1024, 1024, 8192, 0.824, budget="static")
+    r = fit(m, h100, prec, sh, 1024, osl=1024, max_num_tokens=8192, usable_fraction=0.824, budget="static")
     assert float(r["free_for_kv"]) == pytest.approx(0.824 * h100.memory_bytes - weight_bytes_per_gpu(m, prec, sh))
 
 

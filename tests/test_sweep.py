@@ -127,12 +127,12 @@ def test_design_on_a_local_cluster_gives_the_serial_designs():
     g = get_gpu("h100")
     cal, prec, slo = calibration_for(g), Precision.of("bf16"), Slo("throughput")
     # a small grid (two widths, depths 8-60) so the test prices ~50 shapes, not the default 20,000
-    cand = candidates(8e9, False, dense_hidden=[3072, 4096], layers=np.arange(8, 61, 2), max_candidates=50)
-    plan, inst = _plans(2, False, g, False)
-    args = (g, cal, prec, plan, inst, slo, 128256, False, "trtllm", quality.constants(None), None, 0.002)
-    kw = {"pc": accuracy_model.proxy_constants(None), "num_gpus": 2}
-    serial = evaluate_shapes(cand, *args, **kw)
-    local = evaluate_shapes(cand, *args, scheduler="local", workers=2, **kw)
+    cand = candidates(8e9, moe=False, dense_hidden=[3072, 4096], layers=np.arange(8, 61, 2), max_candidates=50)
+    plan, inst = _plans(2, g, moe=False, long_context=False)
+    kw = {"inst": inst, "slo": slo, "vocab": 128256, "moe": False, "backend": "trtllm", "qc": quality.constants(None), "bq": None,
+          "quality_tol": 0.002, "pc": accuracy_model.proxy_constants(None), "num_gpus": 2}
+    serial = evaluate_shapes(cand, g, cal, prec, plan, **kw)
+    local = evaluate_shapes(cand, g, cal, prec, plan, scheduler="local", workers=2, **kw)
     n = len(serial[1])
     assert n >= 20 and np.isfinite(serial[2]).sum() >= 20  # shapes that fit on two H100s and meet 20 tok/s/user
     for a, b in zip(serial[1:], local[1:], strict=True):

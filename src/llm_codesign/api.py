@@ -113,8 +113,8 @@ def pareto(model: str | ModelSpec, gpu: str | Gpu, *, num_gpus: int = 8, workloa
     space = SearchSpace(num_gpus, one(tp), one(pp), one(ep), one(moe_tp), one(attention_dp), one(kvp), instance_gpus=instance_gpus,
                         precisions=parse_precisions(weight_dtype, activation_dtype, kv_dtype, m, g), spec=sd, spec_ks=ks,
                         step_tokens=tuple(step_tokens))
-    r = search(m, g, _calibration(g, calibration), space, w.isl, w.osl, get_engine(engine).name, max_num_tokens, min_tps_user,
-               max_ttft_ms, progress=progress, max_accuracy_drop=max_accuracy_drop)
+    r = search(m, g, _calibration(g, calibration), space, w.isl, w.osl, get_engine(engine).name, max_num_tokens=max_num_tokens,
+               min_tps_user=min_tps_user, max_ttft_ms=max_ttft_ms, progress=progress, max_accuracy_drop=max_accuracy_drop)
     return Frontier(model=m.name, gpu=g.id, num_gpus=num_gpus, workload=w, points=r["frontier"], result=r)
 
 
@@ -148,8 +148,8 @@ def design(params: float, gpu: str | Gpu, *, num_gpus: int = 8, regime: str = "t
     prec = precision_for(base, weight_dtype, activation_dtype, kv_dtype) if base else (
         _P.of(weight_dtype or "bf16", activation_dtype, kv_dtype) if (weight_dtype or activation_dtype or kv_dtype) else None)
     slo = Slo(regime, min_tps_user, min_tps_gpu, isl, osl)
-    return run(params, g, _calibration(g, calibration), num_gpus, slo, base, moe, prec, budget_tol, quality_tol, None,
-               get_engine(engine).name, max_candidates, top, progress)
+    return run(params, g, _calibration(g, calibration), num_gpus, slo, baseline=base, moe=moe, prec=prec, budget_tol=budget_tol,
+               quality_tol=quality_tol, backend=get_engine(engine).name, max_candidates=max_candidates, top=top, progress=progress)
 
 
 def validate_serving(path: str, *, calibration: str | None = None) -> dict:

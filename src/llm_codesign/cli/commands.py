@@ -119,7 +119,8 @@ def roofline(
     code = int(validity(m, g, Plan(tp=tp, moe_tp=tp if m.is_moe else 1), tp)[()])
     if code >= 0:
         raise InputError("tp", tp, reason_text(m, g, code))
-    r = run(m, g, calibration_for(g, calibration), _precision(m, weight_dtype, activation_dtype, kv_dtype), phase, batch, context, tp)
+    r = run(m, g, calibration_for(g, calibration), _precision(m, weight_dtype, activation_dtype, kv_dtype), phase, batch=batch, context=context,
+            tp=tp)
     if as_json:
         return _dump(r)
     ridges = sorted({round(o["ridge_point"]) for o in r["ops"]}, reverse=True)
@@ -161,8 +162,9 @@ def estimate(
     from llm_codesign.spec.plan import Workload
 
     m = _model(model)
-    dep = _deployment(m, gpu, gpus_, tp, pp, ep, moe_tp, attention_dp, kvp, weight_dtype, activation_dtype, kv_dtype,
-                      backend, spec, draft_len, acceptance, acceptance_rates, draft_model, max_num_tokens, cpp)
+    dep = _deployment(m, gpu, gpus_, tp=tp, pp=pp, ep=ep, moe_tp=moe_tp, attention_dp=attention_dp, kvp=kvp, weight_dtype=weight_dtype,
+                      activation_dtype=activation_dtype, kv_dtype=kv_dtype, backend=backend, spec=spec, draft_len=draft_len, acceptance=acceptance,
+                      acceptance_rates=acceptance_rates, draft_model=draft_model, max_num_tokens=max_num_tokens, cpp=cpp)
     r = run(m, dep, Workload(isl=isl, osl=osl, concurrency=concurrency, prefix_hit=prefix_hit), calibration=calibration,
             breakdown=breakdown)
     if prefix_hit:
@@ -345,8 +347,8 @@ def pareto(
                 space = SearchSpace(n_gpus, _ints(tp), _ints(pp), _ints(ep), _ints(moe_tp), _ints(attention_dp), _ints(kvp),
                                     instance_gpus=inst, precisions=parse_precisions(weight_dtype, activation_dtype, kv_dtype, m, g),
                                     spec=sd, spec_ks=ks, step_tokens=_budget_grid(max_num_tokens_grid, max_num_tokens))
-                r = search(m, g, cal, space, isl, osl, backend, max_num_tokens, min_tps_user, max_ttft_ms, progress=cb,
-                           max_accuracy_drop=max_accuracy_drop, prefix_hit=prefix_hit)
+                r = search(m, g, cal, space, isl, osl, backend, max_num_tokens=max_num_tokens, min_tps_user=min_tps_user,
+                           max_ttft_ms=max_ttft_ms, progress=cb, max_accuracy_drop=max_accuracy_drop, prefix_hit=prefix_hit)
                 i = len(results)
                 for j, p in enumerate(r["frontier"]):
                     breakdowns[f"{i}:{j}"] = point_breakdown(m, cal, p["deployment"], isl, osl, gpu=g)
@@ -355,9 +357,10 @@ def pareto(
                 if disagg:
                     from llm_codesign.explore.disagg_search import decode_breakdown, search_disagg
 
-                    rd = search_disagg(m, g, cal, space, isl, osl, backend, max_num_tokens, min_tps_user, max_ttft_ms)
+                    rd = search_disagg(m, g, cal, space, isl, osl, backend, max_num_tokens=max_num_tokens, min_tps_user=min_tps_user,
+                                       max_ttft_ms=max_ttft_ms)
                     for j, p in enumerate(rd["frontier"]):
-                        breakdowns[f"{len(results)}:{j}"] = decode_breakdown(m, g, cal, p["deployment"], isl, osl, backend, sd)
+                        breakdowns[f"{len(results)}:{j}"] = decode_breakdown(m, g, cal, p["deployment"], isl=isl, osl=osl, backend=backend, spec=sd)
                     _price_points(rd, g, gpu_hour_price, isl, osl)
                     results.append(rd)
     finally:

@@ -250,7 +250,7 @@ def _fmt(x: float, unit: str = "") -> str:
     return f"{x:.2f}{unit}"
 
 
-def _deployment(m, gpu, gpus_, tp, pp, ep, moe_tp, attention_dp, kvp, weight_dtype, activation_dtype, kv_dtype,
+def _deployment(m, gpu, gpus_, *, tp, pp, ep, moe_tp, attention_dp, kvp, weight_dtype, activation_dtype, kv_dtype,
                 backend, spec, draft_len, acceptance, acceptance_rates, draft_model, max_num_tokens, cpp):
     from llm_codesign.spec.plan import deployment
 

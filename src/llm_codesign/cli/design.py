@@ -133,10 +133,11 @@ def design(
     slo = Slo(regime, min_tps_user, min_tps_gpu, isl, osl)
     try:
         if search_mode == "nsga2":
-            r = design_nsga2(params, g, cal, gpus_, slo, base, moe, prec, budget_tol, quality_tol, quality_file, backend, trials, top,
-                             progress=cb, proxy_file=accuracy_proxy)
+            r = design_nsga2(params, g, cal, gpus_, slo, baseline=base, moe=moe, prec=prec, budget_tol=budget_tol, quality_tol=quality_tol,
+                             quality_file=quality_file, backend=backend, trials=trials, top=top, progress=cb, proxy_file=accuracy_proxy)
         else:
-            r = run(params, g, cal, gpus_, slo, base, moe, prec, budget_tol, quality_tol, quality_file, backend, max_candidates, top, cb,
+            r = run(params, g, cal, gpus_, slo, baseline=base, moe=moe, prec=prec, budget_tol=budget_tol, quality_tol=quality_tol,
+                    quality_file=quality_file, backend=backend, max_candidates=max_candidates, top=top, progress=cb,
                     proxy_file=accuracy_proxy, scheduler=scheduler, workers=workers)
     finally:
         if prog:

@@ -61,8 +61,8 @@ def disagg(
         raise InputError("max_num_tokens", max_num_tokens, "a positive integer")
     r = estimate_disagg(m, g, calibration_for(g, calibration), _precision(m, weight_dtype, activation_dtype, kv_dtype),
                         parse_plan("prefill", prefill, m), parse_plan("decode", decode, m), prefill_instances, decode_instances,
-                        conc, isl, osl, backend, _spec(spec, draft_len, acceptance, acceptance_rates, draft_model), max_num_tokens,
-                        decode_gpu=dg, decode_cal=calibration_for(dg, calibration))
+                        conc, isl, osl, backend=backend, spec=_spec(spec, draft_len, acceptance, acceptance_rates, draft_model),
+                        max_num_tokens=max_num_tokens, decode_gpu=dg, decode_cal=calibration_for(dg, calibration))
     if as_json:
         return _dump(r)
     p, d = r["prefill"], r["decode"]

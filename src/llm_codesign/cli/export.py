@@ -85,17 +85,20 @@ def export(
         raise InputError("engine", engine, "one of: " + ", ".join(ENGINES))
     m = _model(model)
     if engine == "dynamo":
-        text, summary = _dynamo(m, gpu, prefill, decode, prefill_instances, decode_instances, concurrency or 64, isl, osl,
-                                backend or "trtllm", weight_dtype, activation_dtype, kv_dtype, spec, draft_len, acceptance,
-                                acceptance_rates, draft_model, max_num_tokens, calibration, export_dynamo)
+        text, summary = _dynamo(m, gpu, prefill=prefill, decode=decode, n_pre=prefill_instances, n_dec=decode_instances,
+                                concurrency=concurrency or 64, isl=isl, osl=osl, backend=backend or "trtllm", weight_dtype=weight_dtype,
+                                activation_dtype=activation_dtype, kv_dtype=kv_dtype, spec=spec, draft_len=draft_len, acceptance=acceptance,
+                                acceptance_rates=acceptance_rates, draft_model=draft_model, max_num_tokens=max_num_tokens,
+                                calibration=calibration, export_dynamo=export_dynamo)
     else:
         if backend and backend != engine:
             raise InputError("backend", backend, f"the exported engine ({engine}), whose calibration prices the deployment")
         from llm_codesign.api import estimate as run
         from llm_codesign.spec.plan import Workload
 
-        dep = _deployment(m, gpu, gpus_, tp, pp, ep, moe_tp, attention_dp, kvp, weight_dtype, activation_dtype, kv_dtype,
-                          engine, spec, draft_len, acceptance, acceptance_rates, draft_model, max_num_tokens, cpp)
+        dep = _deployment(m, gpu, gpus_, tp=tp, pp=pp, ep=ep, moe_tp=moe_tp, attention_dp=attention_dp, kvp=kvp, weight_dtype=weight_dtype,
+                          activation_dtype=activation_dtype, kv_dtype=kv_dtype, backend=engine, spec=spec, draft_len=draft_len, acceptance=acceptance,
+                          acceptance_rates=acceptance_rates, draft_model=draft_model, max_num_tokens=max_num_tokens, cpp=cpp)
         r = run(m, dep, Workload(isl=isl, osl=osl, concurrency=concurrency), calibration=calibration)
         summary = {"deployment": dep.to_dict(), "concurrency": r["concurrency"], "replicas": replicas,
                    "predicted": {k: r[k] for k in ("ttft_ms", "tpot_ms", "tok_s_per_user", "output_tok_s_per_gpu")}}
@@ -112,7 +115,7 @@ def export(
                      f"{p['output_tok_s_per_gpu']:.0f} tok/s/GPU at {summary['concurrency']} requests")
 
 
-def _dynamo(m, gpu, prefill, decode, n_pre, n_dec, concurrency, isl, osl, backend, weight_dtype, activation_dtype, kv_dtype,
+def _dynamo(m, gpu, *, prefill, decode, n_pre, n_dec, concurrency, isl, osl, backend, weight_dtype, activation_dtype, kv_dtype,
             spec, draft_len, acceptance, acceptance_rates, draft_model, max_num_tokens, calibration, export_dynamo):
     from llm_codesign.cli.common import _gpu, _precision, _spec
     from llm_codesign.cost.calibration import calibration_for
@@ -127,8 +130,8 @@ def _dynamo(m, gpu, prefill, decode, n_pre, n_dec, concurrency, isl, osl, backen
     prec = _precision(m, weight_dtype, activation_dtype, kv_dtype)
     sd = _spec(spec, draft_len, acceptance, acceptance_rates, draft_model)
     pp_, dp_ = parse_plan("prefill", prefill, m), parse_plan("decode", decode, m)
-    r = estimate_disagg(m, g, calibration_for(g, calibration), prec, pp_, dp_, n_pre, n_dec, [concurrency], isl, osl, backend, sd,
-                        max_num_tokens)
+    r = estimate_disagg(m, g, calibration_for(g, calibration), prec, pp_, dp_, n_pre, n_dec, [concurrency], isl, osl, backend=backend, spec=sd,
+                        max_num_tokens=max_num_tokens)
     row = r["rows"][0]
     pre = Deployment(gpu=g, num_gpus=int(pp_.gpus), plan=pp_, precision=prec, backend=backend, spec=sd, max_num_tokens=max_num_tokens)
     dec = Deployment(gpu=g, num_gpus=int(dp_.gpus), plan=dp_, precision=prec, backend=backend, spec=sd, max_num_tokens=max_num_tokens)
@@ -160,7 +163,8 @@ def import_(
         p, d = pools["prefill"], pools["decode"]
         dd = d["deployment"]
         r = estimate_disagg(d["model"], dd.gpu, calibration_for(dd.gpu, calibration), dd.precision, p["deployment"].plan, dd.plan,
-                            p["instances"], d["instances"], [int(meta["concurrency"])], isl, osl, dd.backend, dd.spec, dd.max_num_tokens)
+                            p["instances"], d["instances"], [int(meta["concurrency"])], isl, osl, backend=dd.backend, spec=dd.spec,
+                            max_num_tokens=dd.max_num_tokens)
         out = {"engine": "dynamo", "model": d["model"].name, "prefill": p["deployment"].to_dict() | {"instances": p["instances"]},
                "decode": dd.to_dict() | {"instances": d["instances"]}, **r["rows"][0]}
         if as_json:

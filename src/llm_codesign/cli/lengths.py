@@ -59,8 +59,9 @@ def mix(
     if not lengths and not (isl_dist and osl_dist):
         raise InputError("osl_dist" if isl_dist else "isl_dist", None, "both --isl-dist and --osl-dist")
     m = _model(model)
-    dep = _deployment(m, gpu, gpus_, tp, pp, ep, moe_tp, attention_dp, kvp, weight_dtype, activation_dtype, kv_dtype,
-                      backend, spec, draft_len, acceptance, acceptance_rates, draft_model, max_num_tokens, False)
+    dep = _deployment(m, gpu, gpus_, tp=tp, pp=pp, ep=ep, moe_tp=moe_tp, attention_dp=attention_dp, kvp=kvp, weight_dtype=weight_dtype,
+                      activation_dtype=activation_dtype, kv_dtype=kv_dtype, backend=backend, spec=spec, draft_len=draft_len, acceptance=acceptance,
+                      acceptance_rates=acceptance_rates, draft_model=draft_model, max_num_tokens=max_num_tokens, cpp=False)
     mixture = from_csv(lengths) if lengths else from_distributions(isl_dist, osl_dist)
     from llm_codesign.serve.estimate import check
 

@@ -113,7 +113,7 @@ def activation_bytes(model: ModelSpec, sh: Sharding, max_num_tokens, max_seqs=25
     return act + logits + WORKSPACE_BYTES
 
 
-def fit(model: ModelSpec, gpu, prec: Precision, sh: Sharding, isl, osl, max_num_tokens=8192,
+def fit(model: ModelSpec, gpu, prec: Precision, sh: Sharding, isl, *, osl, max_num_tokens=8192,
         usable_fraction=USABLE_FRACTION, osl_occupancy: float = 1.0, budget: str = "total") -> dict:
     """Per-GPU memory (bytes) and the most sequences each attention-DP rank can hold (`kv_per_seq`
     counts a sequence's KV cache and its recurrent state, `state_per_seq` the latter alone).

@@ -11,7 +11,7 @@ from llm_codesign.spec.model import ModelSpec
 from llm_codesign.spec.precision import Precision, executable, gemm_math
 
 
-def roofline(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, phase: str = "decode",
+def roofline(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, phase: str = "decode", *,
              batch: int = 1, context: int = 1024, tp: int = 1) -> dict:
     if phase not in ("decode", "prefill"):
         raise InputError("phase", phase, "decode or prefill")

@@ -40,7 +40,7 @@ class Slo:
         return self.isl or i, self.osl or o
 
 
-def candidates(params: float, moe: bool, tol: float = 0.1, vocab: int = 128256, max_candidates: int = 20000,
+def candidates(params: float, *, moe: bool, tol: float = 0.1, vocab: int = 128256, max_candidates: int = 20000,
                head_dims=(64, 128, 256), kv_heads=(4, 8, 16), dense_hidden=None, layers=None) -> dict[str, np.ndarray]:
     """Shape grid within params*(1 +- tol): hidden and widths in multiples of 128/256."""
     if params <= 0:
@@ -86,7 +86,7 @@ def _well_formed(c: dict) -> np.ndarray:
     return (h % hd == 0) & (heads % 8 == 0) & (heads >= kv) & (heads % kv == 0)
 
 
-def _model(c: dict, sl, vocab: int, moe: bool) -> ModelSpec:
+def _model(c: dict, sl, vocab: int, *, moe: bool) -> ModelSpec:
     col = lambda k: c[k][sl][:, None, None]  # noqa: E731  shape axis first
     attn = Attention("gqa", col("heads"), col("kv_heads"), col("head_dim"), col("head_dim"))
     if moe:
@@ -97,7 +97,7 @@ def _model(c: dict, sl, vocab: int, moe: bool) -> ModelSpec:
     return ModelSpec("candidate", col("hidden"), vocab, ((Layer(attn, ffn), col("layers")),))
 
 
-def _plans(num_gpus: int, moe: bool, gpu: Gpu, long_context: bool) -> tuple[Plan, np.ndarray]:
+def _plans(num_gpus: int, gpu: Gpu, *, moe: bool, long_context: bool) -> tuple[Plan, np.ndarray]:
     rows = []
     for n in divisors(num_gpus):
         ds = divisors(n)
@@ -114,7 +114,7 @@ def _plans(num_gpus: int, moe: bool, gpu: Gpu, long_context: bool) -> tuple[Plan
     return Plan(*(a[:, i] for i in range(6))), a[:, 6]
 
 
-def objective(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, plan: Plan, inst: np.ndarray, slo: Slo,
+def objective(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, plan: Plan, *, inst: np.ndarray, slo: Slo,
               backend: str = "trtllm", batches=BATCHES):
     """Best value of the regime's metric over every deployment meeting the SLO, per shape (axis 0)."""
     isl, osl = slo.lengths()
@@ -154,7 +154,7 @@ def check_size(shapes: int, plans: int, num_gpus: int, *, field: str = "max_cand
                          f"a search of at most {MAX_DEPLOYMENTS:,} deployments, this one {total:,}): lower {flag} or --gpus")
 
 
-def design(params: float, gpu: Gpu, cal: Calibration, num_gpus: int, slo: Slo, baseline: ModelSpec | None = None,
+def design(params: float, gpu: Gpu, cal: Calibration, num_gpus: int, slo: Slo, *, baseline: ModelSpec | None = None,
            moe: bool = False, prec: Precision | None = None, budget_tol: float = 0.1, quality_tol: float = 0.002,
            quality_file: str | None = None, backend: str = "trtllm", max_candidates: int = 20000, top: int = 10,
            progress=None, chunk: int = 16, proxy_file: str | None = None, scheduler: str | None = None,
@@ -168,22 +168,23 @@ def design(params: float, gpu: Gpu, cal: Calibration, num_gpus: int, slo: Slo, b
     qc = quality.constants(quality_file)
     pc = accuracy_model.proxy_constants(proxy_file)  # the accuracy proxy's constants, a user's overrides on top
     vocab = baseline.vocab if baseline else 128256
-    cand = candidates(params, moe, budget_tol, vocab, max_candidates)
-    plan, inst = _plans(num_gpus, moe, gpu, slo.regime == "long-context")
+    cand = candidates(params, moe=moe, tol=budget_tol, vocab=vocab, max_candidates=max_candidates)
+    plan, inst = _plans(num_gpus, gpu, moe=moe, long_context=slo.regime == "long-context")
     bq = accuracy_model.model_loss(baseline, prec.weight.name, qc, pc) if baseline is not None else None
-    cand, q, obj, bplan, bbatch, evaluated = evaluate_shapes(cand, gpu, cal, prec, plan, inst, slo, vocab, moe, backend, qc, bq,
-                                                             quality_tol, progress, chunk, pc=pc, num_gpus=num_gpus,
-                                                             scheduler=scheduler, workers=workers)
+    on = dict(gpu=gpu, cal=cal, prec=prec, plan=plan, inst=inst, slo=slo, backend=backend)  # what every shape is priced on
+    cand, q, obj, bplan, bbatch, evaluated = evaluate_shapes(cand, gpu, cal, prec, plan, inst=inst, slo=slo, vocab=vocab, moe=moe,
+                                                             backend=backend, qc=qc, bq=bq, quality_tol=quality_tol, progress=progress,
+                                                             chunk=chunk, pc=pc, num_gpus=num_gpus, scheduler=scheduler, workers=workers)
     if not len(q):
         raise InputError("params", params, "a budget and tolerances that admit at least one shape at the baseline's quality "
                          "(raise --quality-tol or --budget-tol)")
     if not np.isfinite(obj).any():
         raise _nothing_meets(slo, len(q), params, num_gpus, gpu)  # shapes fit (checked before the search), none meets the floor
-    return _result(cand, q, obj, bplan, bbatch, evaluated, plan, inst, gpu, cal, prec, slo, baseline, bq, moe, params,
-                   num_gpus, backend, top, t0)
+    return _result(cand, q, obj, best=(bplan, bbatch), evaluated=evaluated, baseline=baseline, bq=bq, moe=moe, params=params,
+                   num_gpus=num_gpus, top=top, t0=t0, **on)
 
 
-def _fits_any(cand, gpu, cal, prec, plan, inst, slo, vocab, moe, backend) -> bool:
+def _fits_any(cand, gpu, cal, prec, plan, *, inst, slo, vocab, moe, backend) -> bool:
     """Whether any of the smallest shapes (by total parameters: the least weight memory at one precision,
     and the KV cache of a few requests is megabytes against their gigabytes) has a deployment that fits in
     memory, at no throughput floor. One chunk, under a second: where none does, no larger shape can."""
@@ -191,8 +192,8 @@ def _fits_any(cand, gpu, cal, prec, plan, inst, slo, vocab, moe, backend) -> boo
     if moe:  # one top-k per chunk, as in evaluate_shapes
         small = small[cand["top_k"][small] == cand["top_k"][small[0]]]
     sub = {k: v[small] for k, v in cand.items()}
-    v, *_ = objective(_model(sub, slice(None), vocab, moe), gpu, cal, prec, plan, inst,
-                      Slo(slo.regime, 0.0, 0.0, slo.isl, slo.osl), backend)
+    v, *_ = objective(_model(sub, slice(None), vocab, moe=moe), gpu, cal, prec, plan, inst=inst,
+                      slo=Slo(slo.regime, 0.0, 0.0, slo.isl, slo.osl), backend=backend)
     return bool(np.isfinite(v).any())
 
 
@@ -211,12 +212,12 @@ def _nothing_meets(slo, n_shapes: int, params, num_gpus, gpu) -> InputError:
 def _price_chunk(sel, *, cand, gpu, cal, prec, plan, inst, slo, vocab, moe, backend):
     """One chunk of shapes priced over every deployment: (sel, objective, best plan, best batch, plans)."""
     sub = {k: v[sel] for k, v in cand.items()}
-    v, bp, bb, P = objective(_model(sub, slice(None), vocab, moe), gpu, cal, prec, plan, inst, slo, backend)
+    v, bp, bb, P = objective(_model(sub, slice(None), vocab, moe=moe), gpu, cal, prec, plan, inst=inst, slo=slo, backend=backend)
     return sel, v, bp, bb, P
 
 
-def evaluate_shapes(cand: dict, gpu, cal, prec, plan, inst, slo, vocab, moe, backend, qc, bq, quality_tol, progress=None, chunk=16,
-                    *, pc: dict | None = None, num_gpus: int | None = None, scheduler: str | None = None,
+def evaluate_shapes(cand: dict, gpu, cal, prec, plan, *, inst, slo, vocab, moe, backend, qc, bq, quality_tol, progress=None, chunk=16,
+                    pc: dict | None = None, num_gpus: int | None = None, scheduler: str | None = None,
                     workers: int | None = None):
     """Quality filter, then the SLO objective of every remaining shape over every deployment (refused up
     front past MAX_DEPLOYMENTS), chunk by chunk on the sweep executor."""
@@ -232,7 +233,7 @@ def evaluate_shapes(cand: dict, gpu, cal, prec, plan, inst, slo, vocab, moe, bac
     n = len(q)
     num_gpus = num_gpus if num_gpus is not None else int(np.max(inst, initial=0))
     check_size(n, len(inst), num_gpus)
-    if n and not _fits_any(cand, gpu, cal, prec, plan, inst, slo, vocab, moe, backend):  # before minutes of search, not after
+    if n and not _fits_any(cand, gpu, cal, prec, plan, inst=inst, slo=slo, vocab=vocab, moe=moe, backend=backend):  # before minutes of search, not after
         raise _nothing_fits(float(np.median(cand["total_params"])), prec, num_gpus, gpu)
     obj = np.full(n, -np.inf)
     bplan = np.zeros(n, dtype=np.int64)
@@ -252,11 +253,13 @@ def evaluate_shapes(cand: dict, gpu, cal, prec, plan, inst, slo, vocab, moe, bac
     return cand, q, obj, bplan, bbatch, evaluated
 
 
-def _result(cand, q, obj, bplan, bbatch, evaluated, plan, inst, gpu, cal, prec, slo, baseline, bq, moe, params, num_gpus,
+def _result(cand, q, obj, *, best, evaluated, plan, inst, gpu, cal, prec, slo, baseline, bq, moe, params, num_gpus,
             backend, top, t0) -> dict:
+    """The ranked designs (`best`: each shape's best plan and batch), with the baseline's own value."""
+    bplan, bbatch = best
     base = None
     if baseline is not None:
-        base_v, bp, bb, _ = objective(baseline, gpu, cal, prec, plan, inst, slo, backend)
+        base_v, bp, bb, _ = objective(baseline, gpu, cal, prec, plan, inst=inst, slo=slo, backend=backend)
         base = {"name": baseline.name, "total_params": int(baseline.total_params), "active_params": int(baseline.active_params),
                 "quality_proxy": bq, "objective": float(base_v[0]) if np.isfinite(base_v[0]) else None,
                 "deployment": _dep(plan, inst, int(bp[0]), int(bb[0]))}
@@ -282,7 +285,7 @@ def _result(cand, q, obj, bplan, bbatch, evaluated, plan, inst, gpu, cal, prec, 
             "baseline": base, "designs": designs}
 
 
-def design_nsga2(params: float, gpu: Gpu, cal: Calibration, num_gpus: int, slo: Slo, baseline: ModelSpec | None = None,
+def design_nsga2(params: float, gpu: Gpu, cal: Calibration, num_gpus: int, slo: Slo, *, baseline: ModelSpec | None = None,
                  moe: bool = False, prec: Precision | None = None, budget_tol: float = 0.1, quality_tol: float = 0.002,
                  quality_file: str | None = None, backend: str = "trtllm", trials: int = 300, top: int = 10, seed: int = 0,
                  progress=None, proxy_file: str | None = None) -> dict:
@@ -303,69 +306,79 @@ def design_nsga2(params: float, gpu: Gpu, cal: Calibration, num_gpus: int, slo: 
     pc = accuracy_model.proxy_constants(proxy_file)  # the accuracy proxy's constants, a user's overrides on top
     vocab = baseline.vocab if baseline else 128256
     bq = accuracy_model.model_loss(baseline, prec.weight.name, qc, pc) if baseline is not None else None
-    plan, inst = _plans(num_gpus, moe, gpu, slo.regime == "long-context")
+    plan, inst = _plans(num_gpus, gpu, moe=moe, long_context=slo.regime == "long-context")
     check_size(trials, len(inst), num_gpus, field="trials", flag="--trials")
+    on = dict(gpu=gpu, cal=cal, prec=prec, plan=plan, inst=inst, slo=slo, backend=backend)  # what every shape is priced on
     seen: dict[tuple, tuple] = {}
 
     def run(trial):
-        h = trial.suggest_int("hidden", 1024, 24576, step=128)
-        hd = trial.suggest_categorical("head_dim", [64, 128, 256])
-        kv = trial.suggest_categorical("kv_heads", [4, 8, 16])
-        if moe:
-            E = trial.suggest_categorical("experts", [32, 64, 128, 256, 512])
-            k = trial.suggest_categorical("top_k", [1, 2, 4, 8])
-            ei = max(int(round(trial.suggest_float("expert_ratio", 0.125, 1.0) * h / 128) * 128), 128)
-            row = [h, 2, 0, kv, E, k, ei, trial.suggest_categorical("shared", [0, 1]) * ei, hd]
-        else:
-            row = [h, 2, int(round(trial.suggest_float("ffn_ratio", 2.0, 5.0) * h / 256) * 256), kv, 0, 0, 0, 0, hd]
-        # depth follows from the budget (an even layer count), so the budget constraint mostly holds
-        per = shapes(np.asarray([row], dtype=np.int64), vocab)
-        per_layer = (float(per["total_params"][0]) - 2 * vocab * h) / 2
-        row[1] = int(np.clip(round((params - 2 * vocab * h) / max(per_layer, 1.0) / 2) * 2, 2, 400))
-        row = tuple(row)
+        row = _trial_shape(trial, moe=moe, params=params, vocab=vocab)
         c = shapes(np.asarray([row], dtype=np.int64), vocab)
         ql = float(accuracy_model.shape_loss(c, prec.weight.name, qc, pc)[0])
         # constraints <= 0 are feasible: budget, quality, a well-formed head layout
         cons = [abs(float(c["total_params"][0]) / params - 1) - budget_tol,
                 (ql / bq - 1 - quality_tol) if bq is not None else -1.0, 0.0 if _well_formed(c)[0] else 1.0]
-        if hasattr(trial, "set_constraint"):  # optuna >= 5: one named constraint each
-            for name, value in zip(("budget", "quality", "heads"), cons, strict=True):
-                trial.set_constraint(name, value)
-        else:
-            trial.set_user_attr("constraints", cons)
+        _constrain(trial, cons)
         v = -np.inf
         if max(cons) <= 0:
-            v, bp, bb, _ = objective(_model(c, slice(None), vocab, moe), gpu, cal, prec, plan, inst, slo, backend)
+            v, bp, bb, _ = objective(_model(c, slice(None), vocab, moe=moe), gpu, cal, prec, plan, inst=inst, slo=slo, backend=backend)
             v = float(v[0])
             seen[row] = (c, ql, v, int(bp[0]), int(bb[0]))
         if progress:
             progress(trial.number + 1, trials)
         return (v if np.isfinite(v) else 0.0), ql
 
-    # ERROR, not WARNING: optuna logs a trial that Ctrl-C interrupts as a warning with its traceback before
-    # re-raising the KeyboardInterrupt, which the CLI turns into one line and exit 130
-    optuna.logging.set_verbosity(optuna.logging.ERROR)
-    if hasattr(optuna.trial.Trial, "set_constraint"):
-        sampler = optuna.samplers.NSGAIISampler(seed=seed)
-    else:
-        sampler = optuna.samplers.NSGAIISampler(seed=seed, constraints_func=lambda t: t.user_attrs["constraints"])
-    study = optuna.create_study(directions=["maximize", "minimize"], sampler=sampler)
+    study = optuna.create_study(directions=["maximize", "minimize"], sampler=_nsga2_sampler(optuna, seed))
     study.optimize(run, n_trials=trials)
     if not seen:
         raise InputError("params", params, f"a budget and tolerances that admit a shape (no feasible one in {trials} trials)")
     vals = list(seen.values())
     cand = {k: np.concatenate([x[0][k] for x in vals]) for k in vals[0][0]}
-    q = np.array([x[1] for x in vals])
-    obj = np.array([x[2] for x in vals])
-    bplan = np.array([x[3] for x in vals])
-    bbatch = np.array([x[4] for x in vals])
+    q, obj, bplan, bbatch = (np.array([x[i] for x in vals]) for i in (1, 2, 3, 4))
     if not np.isfinite(obj).any():
-        fits = _fits_any(cand, gpu, cal, prec, plan, inst, slo, vocab, moe, backend)
+        fits = _fits_any(cand, gpu, cal, prec, plan, inst=inst, slo=slo, vocab=vocab, moe=moe, backend=backend)
         raise _nothing_meets(slo, len(q), params, num_gpus, gpu) if fits else _nothing_fits(params, prec, num_gpus, gpu)
-    r = _result(cand, q, obj, bplan, bbatch, len(vals) * len(inst) * len(BATCHES), plan, inst, gpu, cal, prec, slo, baseline, bq,
-                moe, params, num_gpus, backend, top, t0)
+    r = _result(cand, q, obj, best=(bplan, bbatch), evaluated=len(vals) * len(inst) * len(BATCHES), baseline=baseline, bq=bq,
+                moe=moe, params=params, num_gpus=num_gpus, top=top, t0=t0, **on)
     r["trials"] = trials
     return r
+
+
+def _trial_shape(trial, *, moe: bool, params: float, vocab: int) -> tuple:
+    """One NSGA-II trial's shape (a SHAPE_COLUMNS row): widths and heads suggested, the depth the
+    one (even) layer count that comes nearest the budget, so the budget constraint mostly holds."""
+    h = trial.suggest_int("hidden", 1024, 24576, step=128)
+    hd = trial.suggest_categorical("head_dim", [64, 128, 256])
+    kv = trial.suggest_categorical("kv_heads", [4, 8, 16])
+    if moe:
+        E = trial.suggest_categorical("experts", [32, 64, 128, 256, 512])
+        k = trial.suggest_categorical("top_k", [1, 2, 4, 8])
+        ei = max(int(round(trial.suggest_float("expert_ratio", 0.125, 1.0) * h / 128) * 128), 128)
+        row = [h, 2, 0, kv, E, k, ei, trial.suggest_categorical("shared", [0, 1]) * ei, hd]
+    else:
+        row = [h, 2, int(round(trial.suggest_float("ffn_ratio", 2.0, 5.0) * h / 256) * 256), kv, 0, 0, 0, 0, hd]
+    per = shapes(np.asarray([row], dtype=np.int64), vocab)
+    per_layer = (float(per["total_params"][0]) - 2 * vocab * h) / 2
+    row[1] = int(np.clip(round((params - 2 * vocab * h) / max(per_layer, 1.0) / 2) * 2, 2, 400))
+    return tuple(row)
+
+
+def _constrain(trial, cons: list) -> None:
+    """A trial's constraints as the installed optuna takes them."""
+    if hasattr(trial, "set_constraint"):  # optuna >= 5: one named constraint each
+        for name, value in zip(("budget", "quality", "heads"), cons, strict=True):
+            trial.set_constraint(name, value)
+    else:
+        trial.set_user_attr("constraints", cons)
+
+
+def _nsga2_sampler(optuna, seed: int):
+    # ERROR, not WARNING: optuna logs a trial that Ctrl-C interrupts as a warning with its traceback before
+    # re-raising the KeyboardInterrupt, which the CLI turns into one line and exit 130
+    optuna.logging.set_verbosity(optuna.logging.ERROR)
+    if hasattr(optuna.trial.Trial, "set_constraint"):
+        return optuna.samplers.NSGAIISampler(seed=seed)
+    return optuna.samplers.NSGAIISampler(seed=seed, constraints_func=lambda t: t.user_attrs["constraints"])
 
 
 def _dep(plan: Plan, inst, ip: int, ib: int) -> dict:

@@ -4,6 +4,7 @@ frontier of output tok/s/GPU versus tok/s/user."""
 from __future__ import annotations
 
 import time
+from typing import NamedTuple
 
 import numpy as np
 
@@ -18,86 +19,121 @@ from llm_codesign.spec.plan import Plan, SpecDecoding
 from llm_codesign.spec.precision import Precision
 
 
-def search_disagg(model: ModelSpec, gpu: Gpu, cal: Calibration, space, isl: int, osl: int, backend: str = "trtllm",
+class _Units(NamedTuple):
+    """Units of n_p prefill and n_d decode instances whose GPUs divide the total: each unit's prefill
+    and decode plan (indices into the plans), n_p, n_d and its GPUs."""
+    ip: np.ndarray
+    id_: np.ndarray
+    npp: np.ndarray
+    ndd: np.ndarray
+    U: np.ndarray
+
+
+def search_disagg(model: ModelSpec, gpu: Gpu, cal: Calibration, space, isl: int, osl: int, backend: str = "trtllm", *,
                   max_num_tokens: int | None = None, min_tps_user: float | None = None, max_ttft_ms: float | None = None,
                   max_instances: int = 4) -> dict:
     """The disaggregated frontier on space.num_gpus GPUs: units of n_p prefill and n_d decode
     instances (1..max_instances each, of any valid plans, the unit's GPUs dividing the total;
     replicas of the unit fill it) at every decode batch and draft length. Each pool is priced once
     per plan (and batch); the units combine them in closed form."""
+    # positional up to backend, as search's
     t0 = time.perf_counter()
     N = space.num_gpus
     plan, inst = plans(model, gpu, space)
     cal = cal.in_step(backend)
     precs = space.precisions or default_precisions(model, gpu)
-    spec = space.spec
-    ks = np.asarray(space.spec_ks if spec is not None else (0,), dtype=np.int64)
-    batches = np.asarray(space.batches, dtype=np.int64)
-    P, B, K = len(inst), len(batches), len(ks)
+    ks = np.asarray(space.spec_ks if space.spec is not None else (0,), dtype=np.int64)
+    B, K = len(space.batches), len(ks)
     g = inst.astype(float)
-    # units: (prefill plan, decode plan, n_p, n_d) whose GPUs divide the total
-    ip, id_, npp, ndd = (a.reshape(-1) for a in np.meshgrid(np.arange(P), np.arange(P), np.arange(1, max_instances + 1),
-                                                             np.arange(1, max_instances + 1), indexing="ij"))
-    U = npp * g[ip] + ndd * g[id_]
-    keep = (U <= N) & (N % np.maximum(U, 1) == 0)
-    ip, id_, npp, ndd, U = ip[keep], id_[keep], npp[keep], ndd[keep], U[keep]
-    if not len(U):
-        raise InputError("gpus", N, "a GPU count that holds at least one prefill and one decode instance")
-    sizes = np.stack(plan.arrays(), axis=1)  # (P, 6): tp, pp, ep, moe_tp, adp, kvp
-    adp = sizes[:, 4].astype(float)
+    units = _units(g, N, max_instances)
     cols = {k: [] for k in ("tok_s_per_user", "output_tok_s_per_gpu", "ttft_ms", "tpot_ms", "unit", "batch", "k", "prec", "fits")}
     for pi, prec in enumerate(precs):
-        pf = prefill_pool(model, gpu, cal, prec, plan, isl, backend, max_num_tokens)
-        dec = decode_pool(model, gpu, cal, prec, Plan(*(a[:, None, None] for a in plan.arrays())), batches[None, :, None] * adp[:, None, None],
-                          isl, osl, backend, spec, ks[None, None, :] if spec is not None else None, max_num_tokens)
-        tpot = np.broadcast_to(dec["tpot"], (P, B, K))[id_]  # (M, B, K)
-        C = batches[None, :, None] * adp[id_, None, None] * ndd[:, None, None]
-        base = (pf["t_alone"][ip] + cal.ttft_overhead(backend))[:, None, None]
-        t_kv = kv_hand_off(model, gpu, cal, prec, isl, g[ip], U, Plan(*(a[id_] for a in plan.arrays())))[:, None, None]
-        t_dec = np.broadcast_to(dec["t_stage"], (P, B, K))[id_] * sizes[id_, 1, None, None]  # one decode iteration
-        decode_time = max(osl - 1, 0) * tpot
-        pre = {"per_instance": pf["per_instance"][ip, None, None], "t_step": pf["t_step"][ip, None, None]}
-        rate, ttft, _, _ = first_token(C, base, t_kv, t_dec, decode_time, pre, npp[:, None, None])
-        fits = np.broadcast_to(dec["fits"], (P, B, K))[id_] & pf["fits"][ip, None, None]
-        shape = (len(U), B, K)
-        cols["tok_s_per_user"].append(np.broadcast_to(1.0 / tpot, shape).reshape(-1))
-        cols["output_tok_s_per_gpu"].append(np.broadcast_to(rate * osl / U[:, None, None], shape).reshape(-1))
-        cols["ttft_ms"].append(np.broadcast_to(ttft * 1e3, shape).reshape(-1))
-        cols["tpot_ms"].append(np.broadcast_to(tpot * 1e3, shape).reshape(-1))
-        cols["fits"].append(np.broadcast_to(fits, shape).reshape(-1))
-        m_i, b_i, k_i = np.meshgrid(np.arange(len(U)), np.arange(B), np.arange(K), indexing="ij")
+        priced = _price_units(model, gpu, cal, prec, plan, units=units, g=g, space=space, ks=ks, lengths=(isl, osl), backend=backend,
+                              max_num_tokens=max_num_tokens)
+        for key, v in priced.items():
+            cols[key].append(v)
+        m_i, b_i, k_i = np.meshgrid(np.arange(len(units.U)), np.arange(B), np.arange(K), indexing="ij")
         cols["unit"].append(m_i.reshape(-1))
         cols["batch"].append(b_i.reshape(-1))
         cols["k"].append(k_i.reshape(-1))
         cols["prec"].append(np.full(m_i.size, pi))
     c = {k: np.concatenate(v) for k, v in cols.items()}
     sel, front = select_frontier(c, min_tps_user, max_ttft_ms)
-
-    def point(j):
-        u, b, kk = int(c["unit"][j]), int(c["batch"][j]), int(c["k"][j])
-        prec = precs[int(c["prec"][j])]
-        k = int(ks[kk]) if spec is not None else 0
-
-        def pool(i, n):
-            one = Plan(*(int(v) for v in sizes[i]))
-            return {"plan": one.label(), "instances": int(n), "gpus_each": int(g[i]), "tp": one.tp, "pp": one.pp, "ep": one.ep,
-                    "moe_tp": one.moe_tp, "attention_dp": one.adp, "kvp": one.kvp}
-
-        pre, de = pool(ip[u], npp[u]), pool(id_[u], ndd[u])
-        dep = {"gpu": gpu.id, "instance_gpus": int(U[u]), "replicas": N // int(U[u]),
-               "plan": f"P {pre['instances']}x {pre['plan']} + D {de['instances']}x {de['plan']}", "prefill": pre, "decode": de,
-               "concurrency_per_instance": int(batches[b] * adp[id_[u]] * ndd[u]),
-               "weight_dtype": prec.weight.name, "activation_dtype": prec.activation.name, "kv_dtype": prec.kv.name,
-               "spec": (spec.method if spec is not None and k else None), "draft_len": k}
-        return {"tok_s_per_user": float(c["tok_s_per_user"][j]), "output_tok_s_per_gpu": float(c["output_tok_s_per_gpu"][j]),
-                "ttft_ms": float(c["ttft_ms"][j]), "tpot_ms": float(c["tpot_ms"][j]), "deployment": dep}
-
+    sizes = np.stack(plan.arrays(), axis=1)  # (P, 6): tp, pp, ep, moe_tp, adp, kvp
     return {"model": model.name, "gpu": gpu.id, "mode": "disaggregated", "num_gpus": N, "isl": isl, "osl": osl, "backend": backend,
             "evaluated": int(len(c["fits"])), "fitting": int(c["fits"].sum()), "seconds": time.perf_counter() - t0,
-            "frontier": [point(j) for j in front], "cloud": thinned_cloud(c, sel), "roofline_bound": roofline_bound(model, gpu, precs, N)}
+            "frontier": [_point(gpu, space, c, j, units=units, sizes=sizes, g=g, ks=ks, precs=precs) for j in front],
+            "cloud": thinned_cloud(c, sel), "roofline_bound": roofline_bound(model, gpu, precs, N)}
 
 
-def decode_breakdown(model: ModelSpec, gpu: Gpu, cal: Calibration, dep: dict, isl: int, osl: int, backend: str,
+def _units(g: np.ndarray, N: int, max_instances: int) -> _Units:
+    """Every (prefill plan, decode plan, n_p, n_d) whose GPUs (`g` per plan's instance) divide N."""
+    P = len(g)
+    ip, id_, npp, ndd = (a.reshape(-1) for a in np.meshgrid(np.arange(P), np.arange(P), np.arange(1, max_instances + 1),
+                                                             np.arange(1, max_instances + 1), indexing="ij"))
+    U = npp * g[ip] + ndd * g[id_]
+    keep = (U <= N) & (N % np.maximum(U, 1) == 0)
+    if not len(U[keep]):
+        raise InputError("gpus", N, "a GPU count that holds at least one prefill and one decode instance")
+    return _Units(ip[keep], id_[keep], npp[keep], ndd[keep], U[keep])
+
+
+def _price_units(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, plan: Plan, *, units: _Units, g, space, ks,
+                 lengths, backend: str, max_num_tokens) -> dict:
+    """One precision's columns over (units, batches, draft lengths), flat: each pool priced once per
+    plan (the decode pool per batch and draft length), the units combined in closed form."""
+    isl, osl = lengths
+    spec, batches = space.spec, np.asarray(space.batches, dtype=np.int64)
+    ip, id_, npp, ndd, U = units
+    P, B, K = len(g), len(batches), len(ks)
+    sizes = np.stack(plan.arrays(), axis=1)  # (P, 6): tp, pp, ep, moe_tp, adp, kvp
+    adp = sizes[:, 4].astype(float)
+    pf = prefill_pool(model, gpu, cal, prec, plan, isl=isl, backend=backend, max_num_tokens=max_num_tokens)
+    dec = decode_pool(model, gpu, cal, prec, Plan(*(a[:, None, None] for a in plan.arrays())),
+                      per_instance=batches[None, :, None] * adp[:, None, None], isl=isl, osl=osl, backend=backend, spec=spec,
+                      spec_k=ks[None, None, :] if spec is not None else None, max_num_tokens=max_num_tokens)
+    tpot = np.broadcast_to(dec["tpot"], (P, B, K))[id_]  # (M, B, K)
+    C = batches[None, :, None] * adp[id_, None, None] * ndd[:, None, None]
+    base = (pf["t_alone"][ip] + cal.ttft_overhead(backend))[:, None, None]
+    t_kv = kv_hand_off(model, gpu, cal, prec, isl, prefill_gpus=g[ip], total_gpus=U, decode_plan=Plan(*(a[id_] for a in plan.arrays())))[:, None, None]
+    t_dec = np.broadcast_to(dec["t_stage"], (P, B, K))[id_] * sizes[id_, 1, None, None]  # one decode iteration
+    decode_time = max(osl - 1, 0) * tpot
+    pre = {"per_instance": pf["per_instance"][ip, None, None], "t_step": pf["t_step"][ip, None, None]}
+    rate, ttft, _, _ = first_token(C, base, t_kv, t_decode_step=t_dec, decode_time=decode_time, prefill=pre, n_p=npp[:, None, None])
+    fits = np.broadcast_to(dec["fits"], (P, B, K))[id_] & pf["fits"][ip, None, None]
+    shape = (len(U), B, K)
+    return {"tok_s_per_user": np.broadcast_to(1.0 / tpot, shape).reshape(-1),
+            "output_tok_s_per_gpu": np.broadcast_to(rate * osl / U[:, None, None], shape).reshape(-1),
+            "ttft_ms": np.broadcast_to(ttft * 1e3, shape).reshape(-1), "tpot_ms": np.broadcast_to(tpot * 1e3, shape).reshape(-1),
+            "fits": np.broadcast_to(fits, shape).reshape(-1)}
+
+
+def _point(gpu: Gpu, space, c: dict, j: int, *, units: _Units, sizes, g, ks, precs) -> dict:
+    """Frontier point `j` of the columns `c`: its metrics and its unit's record (both pools' plans
+    and instances, the requests in flight per unit, precision and draft length)."""
+    spec, batches, N = space.spec, np.asarray(space.batches, dtype=np.int64), space.num_gpus
+    adp = sizes[:, 4].astype(float)
+    ip, id_, npp, ndd, U = units
+    u, b, kk = int(c["unit"][j]), int(c["batch"][j]), int(c["k"][j])
+    prec = precs[int(c["prec"][j])]
+    k = int(ks[kk]) if spec is not None else 0
+
+    def pool(i, n):
+        one = Plan(*(int(v) for v in sizes[i]))
+        return {"plan": one.label(), "instances": int(n), "gpus_each": int(g[i]), "tp": one.tp, "pp": one.pp, "ep": one.ep,
+                "moe_tp": one.moe_tp, "attention_dp": one.adp, "kvp": one.kvp}
+
+    pre, de = pool(ip[u], npp[u]), pool(id_[u], ndd[u])
+    dep = {"gpu": gpu.id, "instance_gpus": int(U[u]), "replicas": N // int(U[u]),
+           "plan": f"P {pre['instances']}x {pre['plan']} + D {de['instances']}x {de['plan']}", "prefill": pre, "decode": de,
+           "concurrency_per_instance": int(batches[b] * adp[id_[u]] * ndd[u]),
+           "weight_dtype": prec.weight.name, "activation_dtype": prec.activation.name, "kv_dtype": prec.kv.name,
+           "spec": (spec.method if spec is not None and k else None), "draft_len": k}
+    return {"tok_s_per_user": float(c["tok_s_per_user"][j]), "output_tok_s_per_gpu": float(c["output_tok_s_per_gpu"][j]),
+            "ttft_ms": float(c["ttft_ms"][j]), "tpot_ms": float(c["tpot_ms"][j]), "deployment": dep}
+
+
+def decode_breakdown(model: ModelSpec, gpu: Gpu, cal: Calibration, dep: dict, *, isl: int, osl: int, backend: str,
                      spec: SpecDecoding | None) -> list[dict]:
     """Per-operator time (ms per step, one GPU) of a disaggregated point's decode instance."""
     d = dep["decode"]

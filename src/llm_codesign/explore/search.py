@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import time
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 
@@ -117,17 +118,46 @@ def pareto_mask(x, y) -> np.ndarray:
     return keep
 
 
+class _Grid(NamedTuple):
+    """What a search spans: the plans (arrays) and the GPUs of each plan's instance, the batches per
+    attention-DP rank, the draft lengths, the precisions and the step token budgets."""
+    plan: Plan
+    inst: np.ndarray
+    batches: np.ndarray
+    ks: np.ndarray
+    precs: tuple
+    budgets: tuple
+
+
 def search(model: ModelSpec, gpu: Gpu, cal: Calibration, space: SearchSpace, isl: int, osl: int,
-           backend: str = "trtllm", max_num_tokens: int | None = None, min_tps_user: float | None = None,
+           backend: str = "trtllm", *, max_num_tokens: int | None = None, min_tps_user: float | None = None,
            max_ttft_ms: float | None = None, progress=None, max_accuracy_drop: float | None = None, prefix_hit: float = 0.0) -> dict:
     """Evaluate the whole space; return the frontier with each point's deployment, accuracy and the cloud.
     max_accuracy_drop (percent, against the model's best precision) keeps only the precisions known to be within it.
     prefix_hit: the share of each prompt already in the prefix cache, not prefilled (as estimate's Workload)."""
-    from llm_codesign.explore.accuracy_model import accuracy_of, point_accuracy
-
+    # positional up to backend: explore/sweep.py and the tests pass seven positional arguments
     model.check_context(isl, osl)
     t0 = time.perf_counter()
     plan, inst = plans(model, gpu, space)
+    precs, accs = _precisions(model, gpu, space, max_accuracy_drop)
+    ks = np.asarray(space.spec_ks if space.spec is not None else (0,), dtype=np.int64)
+    grid = _Grid(plan, inst, np.asarray(space.batches, dtype=np.int64), ks, precs, tuple(space.step_tokens) or (max_num_tokens,))
+    c, total = _evaluate_grid(model, gpu, cal, space, grid, isl=isl, osl=osl, backend=backend, prefix_hit=prefix_hit, progress=progress)
+    sel, front = select_frontier(c, min_tps_user, max_ttft_ms)
+    return {
+        "model": model.name, "gpu": gpu.id, "num_gpus": space.num_gpus, "isl": isl, "osl": osl, "prefix_hit": prefix_hit, "backend": backend,
+        "evaluated": int(total), "fitting": int(c["fits"].sum()), "seconds": time.perf_counter() - t0,
+        "frontier": [_point(model, gpu, space, grid, c=c, j=j, accs=accs, backend=backend) for j in front],
+        "cloud": thinned_cloud(c, sel), "roofline_bound": roofline_bound(model, gpu, precs, space.num_gpus, accepted=max(
+            [space.spec.at(int(k)).accepted() for k in ks if k] if space.spec else [], default=1.0)),
+    }
+
+
+def _precisions(model: ModelSpec, gpu: Gpu, space: SearchSpace, max_accuracy_drop: float | None) -> tuple:
+    """The precisions searched (the space's, else the defaults) and the accuracy known of each,
+    keeping only those within `max_accuracy_drop` percent where it is given."""
+    from llm_codesign.explore.accuracy_model import accuracy_of
+
     precs = space.precisions or default_precisions(model, gpu)
     accs = [accuracy_of(model, p) for p in precs]
     if max_accuracy_drop is not None:
@@ -137,17 +167,22 @@ def search(model: ModelSpec, gpu: Gpu, cal: Calibration, space: SearchSpace, isl
                               for p, a in zip(precs, accs, strict=True))
             raise InputError("max_accuracy_drop", max_accuracy_drop, f"a drop that admits one precision of {model.name} ({known})")
         precs, accs = tuple(precs[i] for i in keep), [accs[i] for i in keep]
-    ks = np.asarray(space.spec_ks if space.spec is not None else (0,), dtype=np.int64)
-    batches = np.asarray(space.batches, dtype=np.int64)
-    P, B, K = len(inst), len(batches), len(ks)
-    budgets = tuple(space.step_tokens) or (max_num_tokens,)
-    total = P * B * K * len(precs) * len(budgets)
+    return precs, accs
+
+
+def _evaluate_grid(model: ModelSpec, gpu: Gpu, cal: Calibration, space: SearchSpace, grid: _Grid, *, isl, osl, backend: str,
+                   prefix_hit, progress) -> tuple[dict, int]:
+    """Every deployment of the grid in vectorised chunks: the columns select_frontier reads (and each
+    deployment's flat index, precision and budget), and how many were evaluated."""
+    plan, batches, ks = grid.plan, grid.batches, grid.ks
+    P, B, K = len(grid.inst), len(batches), len(ks)
+    total = P * B * K * len(grid.precs) * len(grid.budgets)
     cols = {k: [] for k in ("tok_s_per_user", "output_tok_s_per_gpu", "ttft_ms", "tpot_ms", "idx", "prec", "fits", "budget")}
     done = 0
     # broadcast as (plans, batches, draft lengths): per-plan quantities (GEMM N and K, weights) are
     # computed once per plan, only token-dependent terms at full size
     step = max(1, CHUNK // (B * K))
-    for (bi, budget), (pi, prec) in itertools.product(enumerate(budgets), enumerate(precs)):
+    for (bi, budget), (pi, prec) in itertools.product(enumerate(grid.budgets), enumerate(grid.precs)):
         for s in range(0, P, step):
             sl = slice(s, min(s + step, P))
             sub = Plan(*(np.asarray(x)[sl, None, None] for x in (plan.tp, plan.pp, plan.ep, plan.moe_tp, plan.adp, plan.kvp)))
@@ -167,34 +202,31 @@ def search(model: ModelSpec, gpu: Gpu, cal: Calibration, space: SearchSpace, isl
             done += n
             if progress:
                 progress(done, total)
-    c = {k: np.concatenate(v) for k, v in cols.items()}
-    sel, front = select_frontier(c, min_tps_user, max_ttft_ms)
+    return {k: np.concatenate(v) for k, v in cols.items()}, total
 
-    def point(j):
-        ip, rest = divmod(int(c["idx"][j]), B * K)
-        ib, ik = divmod(rest, K)
-        sub = Plan(*(int(np.asarray(x)[ip]) for x in (plan.tp, plan.pp, plan.ep, plan.moe_tp, plan.adp, plan.kvp)))
-        k = int(ks[ik]) if space.spec else 0
-        n_inst = int(inst[ip])
-        spec = space.spec.at(k) if space.spec and k else None
-        one = Deployment(gpu=gpu, num_gpus=n_inst, plan=sub, precision=precs[int(c["prec"][j])], backend=backend, spec=spec,
-                         max_num_tokens=budgets[int(c["budget"][j])])
-        vals = {k: float(c[k][j]) for k in ("tok_s_per_user", "output_tok_s_per_gpu", "ttft_ms", "tpot_ms")}
-        # the frontier is what leaves the search: guarded here, not the whole space (issue 20)
-        check_values(f"pareto {model.name} {sub.label()} on {n_inst}x{gpu.id}", vals, floor_s=weight_floor_s(model, one),
-                     accepted=spec.accepted() if spec else 1.0)
-        return {**vals,
-                "deployment": point_record(one, replicas=max(space.num_gpus // n_inst, 1) if space.num_gpus % n_inst == 0 else 1,
-                                           concurrency=int(batches[ib] * sub.adp)),
-                "accuracy": point_accuracy(accs[int(c["prec"][j])])}
 
-    return {
-        "model": model.name, "gpu": gpu.id, "num_gpus": space.num_gpus, "isl": isl, "osl": osl, "prefix_hit": prefix_hit, "backend": backend,
-        "evaluated": int(total), "fitting": int(c["fits"].sum()), "seconds": time.perf_counter() - t0,
-        "frontier": [point(j) for j in front],
-        "cloud": thinned_cloud(c, sel), "roofline_bound": roofline_bound(model, gpu, precs, space.num_gpus, accepted=max(
-            [space.spec.at(int(k)).accepted() for k in ks if k] if space.spec else [], default=1.0)),
-    }
+def _point(model: ModelSpec, gpu: Gpu, space: SearchSpace, grid: _Grid, *, c: dict, j: int, accs: list, backend: str) -> dict:
+    """Frontier point `j` of the columns `c`: its metrics, its deployment's record (checked against
+    the serving invariants) and its precision's accuracy."""
+    from llm_codesign.explore.accuracy_model import point_accuracy
+
+    B, K, plan = len(grid.batches), len(grid.ks), grid.plan
+    ip, rest = divmod(int(c["idx"][j]), B * K)
+    ib, ik = divmod(rest, K)
+    sub = Plan(*(int(np.asarray(x)[ip]) for x in (plan.tp, plan.pp, plan.ep, plan.moe_tp, plan.adp, plan.kvp)))
+    k = int(grid.ks[ik]) if space.spec else 0
+    n_inst = int(grid.inst[ip])
+    spec = space.spec.at(k) if space.spec and k else None
+    one = Deployment(gpu=gpu, num_gpus=n_inst, plan=sub, precision=grid.precs[int(c["prec"][j])], backend=backend, spec=spec,
+                     max_num_tokens=grid.budgets[int(c["budget"][j])])
+    vals = {k: float(c[k][j]) for k in ("tok_s_per_user", "output_tok_s_per_gpu", "ttft_ms", "tpot_ms")}
+    # the frontier is what leaves the search: guarded here, not the whole space (issue 20)
+    check_values(f"pareto {model.name} {sub.label()} on {n_inst}x{gpu.id}", vals, floor_s=weight_floor_s(model, one),
+                 accepted=spec.accepted() if spec else 1.0)
+    return {**vals,
+            "deployment": point_record(one, replicas=max(space.num_gpus // n_inst, 1) if space.num_gpus % n_inst == 0 else 1,
+                                       concurrency=int(grid.batches[ib] * sub.adp)),
+            "accuracy": point_accuracy(accs[int(c["prec"][j])])}
 
 
 AUTO_BUDGETS = (1024, 2048, 4096, 8192, 16384)  # the chunk sizes engines default to across GPUs (spec/engines.py step_tokens)
@@ -295,7 +327,7 @@ def point_record(dep: Deployment, *, replicas: int, concurrency: int) -> dict:
     return d
 
 
-def point_breakdown(model: ModelSpec, cal: Calibration, dep: dict, isl: int, osl: int, gpu: Gpu | None = None) -> list[dict]:
+def point_breakdown(model: ModelSpec, cal: Calibration, dep: dict, isl: int, osl: int, *, gpu: Gpu | None = None) -> list[dict]:
     """Per-operator time (ms per step, one GPU) of a frontier point, priced from its own record."""
     from llm_codesign.serve.metrics import decode_operators
     from llm_codesign.spec.plan import Workload

@@ -121,16 +121,14 @@ def _resolve(r: dict, profile, cal_override):
     return model, gpu, prec, spec, backend, cal
 
 
-def predict_serving(rows: list[dict], profile: str | None = None, cal_override=None) -> tuple[list[dict], list[dict]]:
-    """Per row: predictions (same metric names) or an `unmodeled` reason. A file with both pools'
-    columns (POOL_COLUMNS) is disaggregated: predict_disagg prices it."""
-    if is_disagg(rows):
-        return predict_disagg(rows, profile, cal_override)
-    preds: list[dict] = [{} for _ in rows]
+def _grouped(rows: list[dict], profile, cal_override, problem) -> tuple[list[tuple], list[dict]]:
+    """The rows that can be priced, grouped by what they share (model, GPU, precision, engine,
+    speculation, calibration) so that a group prices in one vectorised pass, as [(those objects, row
+    indices)]; and the others with their reasons (`problem(row, line)` first, then what the row names)."""
     unmodeled = []
-    groups: dict[tuple, list[int]] = {}
+    groups: dict[tuple, tuple] = {}
     for i, r in enumerate(rows):
-        why = row_problem(r, i + 2)
+        why = problem(r, i + 2)
         if why:  # skipped and listed, not the end of the run
             unmodeled.append({"row": i, "source": r.get("source", ""), "reason": why})
             continue
@@ -139,11 +137,19 @@ def predict_serving(rows: list[dict], profile: str | None = None, cal_override=N
         except (InputError, KeyError, ValueError) as e:
             unmodeled.append({"row": i, "source": r.get("source", ""), "reason": str(e)})
             continue
-        key = (model.name, gpu.id, prec, backend, spec, id(cal))
-        groups.setdefault(key, []).append(i)
-        preds[i] = {"_objs": (model, gpu, prec, backend, spec, cal)}
-    for idx in groups.values():
-        model, gpu, prec, backend, spec, cal = preds[idx[0]]["_objs"]
+        groups.setdefault((model.name, gpu.id, prec, backend, spec, id(cal)), ((model, gpu, prec, backend, spec, cal), []))[1].append(i)
+    return list(groups.values()), unmodeled
+
+
+def predict_serving(rows: list[dict], profile: str | None = None, cal_override=None) -> tuple[list[dict], list[dict]]:
+    """Per row: predictions (same metric names) or an `unmodeled` reason. A file with both pools'
+    columns (POOL_COLUMNS) is disaggregated: predict_disagg prices it."""
+    if is_disagg(rows):
+        return predict_disagg(rows, profile, cal_override)
+    preds: list[dict] = [{} for _ in rows]
+    groups, unmodeled = _grouped(rows, profile, cal_override, row_problem)
+    for objs, idx in groups:
+        model, gpu, prec, backend, spec, cal = objs
         sub = [rows[i] for i in idx]
         a = {k: np.array([_int(r, k) for r in sub]) for k in ("tp", "pp", "ep", "moe_tp", "attention_dp", "num_gpus")}
         if not model.is_moe:
@@ -165,17 +171,7 @@ def predict_serving(rows: list[dict], profile: str | None = None, cal_override=N
                "output_tok_s_per_gpu": res["output_tok_s_per_gpu"], "output_tok_s_per_user": res["tok_s_per_user"]}
         out = {k: np.broadcast_to(v, (len(idx),)).copy() for k, v in out.items()}
         if offline.any():
-            oi = np.nonzero(offline)[0]
-            op = Plan(*(x[oi, None] for x in (a["tp"], a["pp"], a["ep"], a["moe_tp"], a["attention_dp"], np.ones(len(idx), dtype=np.int64))))
-            grid = BATCH_GRID[None, :] * a["attention_dp"][oi, None]
-            g = evaluate(model, gpu, cal, prec, op, grid, isl[oi, None], osl[oi, None], backend=backend, spec=spec,
-                         max_num_tokens=mnt[oi, None])
-            thr = np.where(g["fits"], g["output_tok_s_per_gpu"], -1.0)
-            best = np.argmax(thr, axis=1)[:, None]
-            out["ttft_ms"][oi] = np.take_along_axis(np.broadcast_to(g["ttft_s"], thr.shape), best, 1)[:, 0] * 1e3
-            out["tpot_ms"][oi] = np.take_along_axis(np.broadcast_to(g["tpot_s"], thr.shape), best, 1)[:, 0] * 1e3
-            out["output_tok_s_per_gpu"][oi] = np.where(thr.max(axis=1) > 0, thr.max(axis=1), np.nan)
-            out["output_tok_s_per_user"][oi] = 1e3 / out["tpot_ms"][oi]
+            _offline_best(objs, a, out=out, offline=offline, lengths=(isl, osl, mnt))
         fits = np.broadcast_to(res["fits"], (len(idx),)) | offline
         for j, i in enumerate(idx):
             if code[j] >= 0:
@@ -187,9 +183,25 @@ def predict_serving(rows: list[dict], profile: str | None = None, cal_override=N
             else:
                 preds[i] = {k: float(out[k][j]) for k in METRICS}
                 preds[i]["fits"] = bool(fits[j])
-    for p in preds:
-        p.pop("_objs", None)
     return preds, unmodeled
+
+
+def _offline_best(objs: tuple, a: dict, *, out: dict, offline, lengths) -> None:
+    """Offline rows (no concurrency) take, in `out`, the metrics of the batch that gives the most
+    output tok/s/GPU among those that fit, over the batch grid."""
+    model, gpu, prec, backend, spec, cal = objs
+    isl, osl, mnt = lengths
+    oi = np.nonzero(offline)[0]
+    op = Plan(*(x[oi, None] for x in (a["tp"], a["pp"], a["ep"], a["moe_tp"], a["attention_dp"], np.ones(len(offline), dtype=np.int64))))
+    grid = BATCH_GRID[None, :] * a["attention_dp"][oi, None]
+    g = evaluate(model, gpu, cal, prec, op, grid, isl[oi, None], osl[oi, None], backend=backend, spec=spec,
+                 max_num_tokens=mnt[oi, None])
+    thr = np.where(g["fits"], g["output_tok_s_per_gpu"], -1.0)
+    best = np.argmax(thr, axis=1)[:, None]
+    out["ttft_ms"][oi] = np.take_along_axis(np.broadcast_to(g["ttft_s"], thr.shape), best, 1)[:, 0] * 1e3
+    out["tpot_ms"][oi] = np.take_along_axis(np.broadcast_to(g["tpot_s"], thr.shape), best, 1)[:, 0] * 1e3
+    out["output_tok_s_per_gpu"][oi] = np.where(thr.max(axis=1) > 0, thr.max(axis=1), np.nan)
+    out["output_tok_s_per_user"][oi] = 1e3 / out["tpot_ms"][oi]
 
 
 def serving_report(rows: list[dict], preds: list[dict], unmodeled: list[dict]) -> dict:
@@ -283,6 +295,13 @@ def _plan(rows: list[dict], pool: str, is_moe: bool) -> Plan:
     return Plan(tp, np.ones(len(rows), dtype=np.int64), ep, mtp, adp, np.ones(len(rows), dtype=np.int64))
 
 
+def _disagg_problem(r: dict, line: int) -> str | None:
+    why = row_problem(r, line) or _pool_problem(r, line)
+    if not why and not (r.get("concurrency") or "").strip():
+        why = f"line {line} concurrency: '' is not valid; disaggregated rows are priced at a stated concurrency"
+    return why
+
+
 def predict_disagg(rows: list[dict], profile: str | None = None, cal_override=None) -> tuple[list[dict], list[dict]]:
     """Disaggregated rows (is_disagg): per row, predictions (METRICS, plus `fits`) or an `unmodeled`
     reason, as predict_serving. Both pools' plans (attention TP or attention-DP ranks x TP, EP, MoE TP
@@ -291,24 +310,8 @@ def predict_disagg(rows: list[dict], profile: str | None = None, cal_override=No
     records it (decode_max_batch). A row whose num_gpus is not the two pools' GPUs, or whose GPUs per
     instance are not its plan's, lists its reason instead of a guess."""
     preds: list[dict] = [{} for _ in rows]
-    unmodeled = []
-    groups: dict[tuple, list[int]] = {}
-    for i, r in enumerate(rows):
-        why = row_problem(r, i + 2) or _pool_problem(r, i + 2)
-        if not why and not (r.get("concurrency") or "").strip():
-            why = f"line {i + 2} concurrency: '' is not valid; disaggregated rows are priced at a stated concurrency"
-        if why:
-            unmodeled.append({"row": i, "source": r.get("source", ""), "reason": why})
-            continue
-        try:
-            model, gpu, prec, spec, backend, cal = _resolve(r, profile, cal_override)
-        except (InputError, KeyError, ValueError) as e:
-            unmodeled.append({"row": i, "source": r.get("source", ""), "reason": str(e)})
-            continue
-        groups.setdefault((model.name, gpu.id, prec, backend, spec, id(cal)), []).append(i)
-        preds[i] = {"_objs": (model, gpu, prec, backend, spec, cal)}
-    for idx in groups.values():
-        model, gpu, prec, backend, spec, cal = preds[idx[0]]["_objs"]
+    groups, unmodeled = _grouped(rows, profile, cal_override, _disagg_problem)
+    for (model, gpu, prec, backend, spec, cal), idx in groups:
         sub = [rows[i] for i in idx]
         plans = {p: _plan(sub, p, model.is_moe) for p in POOLS}
         codes = []
@@ -324,7 +327,7 @@ def predict_disagg(rows: list[dict], profile: str | None = None, cal_override=No
         dmb = np.array([float(_int(r, "decode_max_batch", 0)) or np.inf for r in sub])
         with np.errstate(divide="ignore", invalid="ignore"):
             res = evaluate_disagg(model, gpu, cal, prec, plans["prefill"], plans["decode"], col["prefill_instances"],
-                                  col["decode_instances"], col["concurrency"], col["isl"], col["osl"], backend, spec,
+                                  col["decode_instances"], col["concurrency"], col["isl"], col["osl"], backend=backend, spec=spec,
                                   max_num_tokens=mnt, decode_max_batch=dmb)
         out = {"ttft_ms": res["ttft_s"] * 1e3, "tpot_ms": res["tpot_s"] * 1e3,
                "output_tok_s_per_gpu": res["output_tok_s_per_gpu"], "output_tok_s_per_user": res["tok_s_per_user"]}
@@ -344,6 +347,4 @@ def predict_disagg(rows: list[dict], profile: str | None = None, cal_override=No
             else:
                 preds[i] = {k: float(out[k][j]) for k in METRICS}
                 preds[i]["fits"] = bool(fits[j])
-    for p in preds:
-        p.pop("_objs", None)
     return preds, unmodeled

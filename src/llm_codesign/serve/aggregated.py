@@ -14,6 +14,7 @@ stalls; throughput conserves work: the running requests' output over their prefi
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import NamedTuple
 
 import numpy as np
 
@@ -93,7 +94,7 @@ def decode_step(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, s
     return t_stage, t_draft, ops
 
 
-def prefill_step(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, sh: Sharding, tokens, isl, chunk, backend: str,
+def prefill_step(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, sh: Sharding, *, tokens, isl, chunk, backend: str,
                  dec_seqs=0.0, dec_ctx=0.0, cached=0.0):
     """One pipeline stage's step carrying `tokens` of prefill (whole prompts of `isl`, or chunks of
     `chunk` over the earlier ones) and `dec_seqs` decoding sequences at `dec_ctx`: kernels, the
@@ -109,8 +110,21 @@ def prefill_step(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, 
             + cal.eager_launch(backend) * launches(ops, cal.elementwise_kernels_per_layer))
 
 
+class _Rank(NamedTuple):
+    """One attention-DP rank's requests, arrays over the deployments."""
+    isl: object
+    osl: object
+    new: object  # prompt tokens each request prefills (its ISL less the cached prefix)
+    cached: object
+    mnt: object  # the step token budget
+    chunk: object  # a request's prefill chunk
+    running: object  # sequences running at once
+    pp: object
+    pipelined: object  # chunks of different requests pipeline over PP stages; one request's chunks only with CPP
+
+
 def evaluate(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, plan: Plan, concurrency,
-             isl, osl, backend: str = "trtllm", spec: SpecDecoding | None = None, spec_k=None,
+             isl, osl, *, backend: str = "trtllm", spec: SpecDecoding | None = None, spec_k=None,
              max_num_tokens=None, cpp=False, usable_fraction: float | None = None,
              with_ops: bool = False, prefix_hit=0.0) -> dict:
     """Metrics for every deployment in the broadcast of plan arrays, concurrency, ISL/OSL and k.
@@ -121,6 +135,7 @@ def evaluate(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, plan
     prefilled (it attends to the cached prefix); every sequence still holds its whole ISL of KV cache,
     as a hit rate does not say how many requests share each cached block.
     """
+    # positional up to osl: explore/lint.py and the tests pass eight positional arguments
     sh = _sharding(plan)
     cal = cal.in_step(backend)
     tp, pp, ep, mtp, adp, kvp = (np.asarray(x, float) for x in plan.arrays())
@@ -132,15 +147,57 @@ def evaluate(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, plan
     # quantise as a whole tile row (a hit rate of 1e-6 lengthened the MLA up-projection by a tile)
     cached = np.floor(isl * np.asarray(prefix_hit, float) + 1e-9)
     new = isl - cached  # prompt tokens each request prefills
-    mnt, (budget, default_fraction, occupancy) = engine_budget(backend, gpu, max_num_tokens, plan, spec)
+    mnt, kv_budget = engine_budget(backend, gpu, max_num_tokens, plan, spec)
+    k, acc = draft_lengths(spec, spec_k)
+    mem, cap, c_rank, running, admitted = _running(model, gpu, prec, sh, C, adp=adp, backend=backend, lengths=(isl, osl), mnt=mnt,
+                                                   kv_budget=kv_budget, usable_fraction=usable_fraction)
+    time_share = admitted / np.maximum(running, 1.0)
+    r = _Rank(isl, osl, new, cached, mnt, np.minimum(new, mnt), running, pp, np.asarray(cpp) | (running >= pp))
+    wave_tok, t_wave_step, pf_span = _prefill_wave(model, gpu, cal, prec, sh, r=r, backend=backend)
+    # decode phase: every sequence of the micro-batch generates (k+1 verified tokens per step)
+    t_stage, t_draft, ops = decode_step(model, gpu, cal, prec, sh, running / pp, isl + osl / 2.0, k, spec, backend)
+    t_iter = pp * t_stage
+    q, t_pf_stage, ttft = _own_prefill(model, gpu, cal, prec, sh, r=r, backend=backend, n_span=np.maximum(pf_span / t_iter, 1.0))
+    tpot, life = _decode_times(r, q=q, t_stage=t_stage, t_iter=t_iter / acc, time_share=time_share, wave=(wave_tok, t_wave_step, pf_span))
+    # requests beyond what the engine admits wait for whole waves
+    waves_ahead = np.maximum(c_rank / np.maximum(admitted, 1.0) - 1.0, 0.0)
+    # a new request first waits for decode iterations: the rest of the running one, one more where the
+    # engine schedules step n+1 while step n runs (TensorRT-LLM's and SGLang's overlap schedulers), and
+    # under attention DP the iterations TensorRT-LLM may hold context requests to balance the ranks
+    # (AttentionDpConfig batching_wait_iters / timeout_iters); fitted per engine (Calibration.wait_steps)
+    ttft = ttft + waves_ahead * life + cal.ttft_overhead(backend) + cal.wait_steps(backend, adp) * t_iter
+    # requests being served across the ranks: all C unless every rank is full (busiest-rank counts
+    # over-count when C is not a multiple of adp)
+    served = np.minimum(C, admitted * adp)
+    out_per_gpu = served * osl / life / gpus
+    res = {
+        "ttft_s": ttft, "tpot_s": tpot, "tok_s_per_user": 1.0 / tpot,
+        "output_tok_s_per_gpu": out_per_gpu, "io_tok_s_per_gpu": served * (isl + osl) / life / gpus,
+        "tokens_per_joule_bound": out_per_gpu / gpu.tdp_w, "accepted_per_step": acc + 0.0 * tpot,
+        "step_s": t_stage, "prefill_step_s": t_pf_stage, "draft_s": t_draft + 0.0 * t_stage, "gpus": gpus,
+        **_memory_metrics(mem, running),
+        "max_concurrency": cap * adp,  # what runs at once: the KV cache or the engine's batch limit, the smaller
+        "fits": (mem["free_for_kv"] > 0) & (c_rank <= cap),
+    }
+    if with_ops:
+        res["ops"] = ops
+    return res
+
+
+def _running(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Sharding, C, *, adp, backend: str, lengths, mnt, kv_budget,
+             usable_fraction):
+    """The KV cache's fit (memory.fit) and the sequences per rank: the most that run at once (the
+    cache or the engine's batch limit), those in flight on the busiest rank of the `C` requests,
+    those running, and those admitted past their first token."""
     # the busiest attention-DP rank sets the step: requests spread over the ranks as evenly as they
     # go, so it holds ceil(C / adp), and a rank with none still runs the step on a dummy request to
     # join the MoE collectives (TensorRT-LLM PyExecutor._pad_attention_dp_dummy_request; SGLang runs
     # an idle forward): idle ranks never make a request faster
     c_rank = np.ceil(C / adp - 1e-9)
-    k, acc = draft_lengths(spec, spec_k)
+    isl, osl = lengths
+    budget, default_fraction, occupancy = kv_budget
     fraction = default_fraction if usable_fraction is None else usable_fraction
-    mem = memory.fit(model, gpu, prec, sh, isl, osl, mnt, fraction, osl_occupancy=occupancy, budget=budget)
+    mem = memory.fit(model, gpu, prec, sh, isl, osl=osl, max_num_tokens=mnt, usable_fraction=fraction, osl_occupancy=occupancy, budget=budget)
     # sequences that run at once per rank: what is in flight, capped by the KV cache and by the
     # engine's own batch limit (engines.max_batch; requests beyond it wait, as beyond the cache)
     bcap = engines.max_batch(backend, gpu, mem["free_for_kv"] / np.maximum(mem["kv_per_token"], 1e-9), model.max_context)
@@ -154,71 +211,59 @@ def evaluate(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, plan
     if rule is not None:
         share, clip = rule
         adm_occ = share * np.minimum(osl, clip) / np.maximum(osl, 1.0)
-        adm = memory.fit(model, gpu, prec, sh, isl, osl, mnt, fraction, osl_occupancy=adm_occ, budget=budget)["max_seqs_per_rank"]
+        adm = memory.fit(model, gpu, prec, sh, isl, osl=osl, max_num_tokens=mnt, usable_fraction=fraction, osl_occupancy=adm_occ,
+                         budget=budget)["max_seqs_per_rank"]
         admitted = np.where(cap >= 1, np.minimum(c_rank, np.minimum(np.maximum(adm, cap), bcap)), c_rank)
-    time_share = admitted / np.maximum(running, 1.0)
-    b = running / pp  # sequences per micro-batch
-    chunk = np.minimum(new, mnt)
-    # chunks of different requests pipeline over PP stages; one request's chunks only with CPP
-    pipelined = np.asarray(cpp) | (running >= pp)
-    # a wave's prefill phase: every running sequence's ISL tokens in chunks of the step budget
-    wave_tok = np.minimum(mnt, running * new)
-    n_wave = running * new / np.maximum(wave_tok, 1.0)
-    t_wave_step = prefill_step(model, gpu, cal, prec, sh, wave_tok, new, chunk, backend, cached=cached)
-    pf_span = np.where(pipelined, n_wave + pp - 1.0, n_wave * pp) * t_wave_step
-    # decode phase: every sequence of the micro-batch generates (k+1 verified tokens per step)
-    t_stage, t_draft, ops = decode_step(model, gpu, cal, prec, sh, b, isl + osl / 2.0, k, spec, backend)
-    t_iter = pp * t_stage
-    # prefill: a request's chunks share steps with the prefills of q = 1 + f (running - 1) requests
-    # arriving with it (1: benchmark waves in lockstep, 0: arrivals spread out). Requests stay as far
-    # apart as their first wave's prefill spread them: over n decode iterations, n = the wave's prefill
-    # span / t_iter, so about running / n of them arrive within one iteration of each other. Drift
-    # (uneven lengths, queueing) spreads them further, hence f = prefill_queue_fraction / n ** exponent
-    # (both fitted per engine; 1 and 1 for the pure wave picture). Served first come first served, a
-    # request waits on average for (q + 1) / 2 of those prefills. Steps count fractionally: a partial
-    # chunk costs its share of a full one.
-    n_span = np.maximum(pf_span / t_iter, 1.0)
+    return mem, cap, c_rank, running, admitted
+
+
+def _prefill_wave(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, sh: Sharding, *, r: _Rank, backend: str):
+    """A wave's prefill phase: every running sequence's prompt in chunks of the step budget; returns
+    (tokens per step, the step's time, the phase's span over the pipeline)."""
+    wave_tok = np.minimum(r.mnt, r.running * r.new)
+    n_wave = r.running * r.new / np.maximum(wave_tok, 1.0)
+    t_wave_step = prefill_step(model, gpu, cal, prec, sh, tokens=wave_tok, isl=r.new, chunk=r.chunk, backend=backend, cached=r.cached)
+    return wave_tok, t_wave_step, np.where(r.pipelined, n_wave + r.pp - 1.0, n_wave * r.pp) * t_wave_step
+
+
+def _own_prefill(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, sh: Sharding, *, r: _Rank, backend: str, n_span):
+    """A request's prefill: (q, the step's time, the steps' span over the pipeline before its first
+    token). Its chunks share steps with the prefills of q = 1 + f (running - 1) requests arriving
+    with it (1: benchmark waves in lockstep, 0: arrivals spread out). Requests stay as far apart as
+    their first wave's prefill spread them: over n decode iterations (`n_span`, the wave's prefill
+    span / t_iter), so about running / n of them arrive within one iteration of each other. Drift
+    (uneven lengths, queueing) spreads them further, hence f = prefill_queue_fraction / n ** exponent
+    (both fitted per engine; 1 and 1 for the pure wave picture). Served first come first served, a
+    request waits on average for (q + 1) / 2 of those prefills. Steps count fractionally: a partial
+    chunk costs its share of a full one."""
     f_q = np.minimum(cal.queue_fraction(backend) / n_span ** cal.spread_exponent(backend), 1.0)
-    q = 1.0 + f_q * np.maximum(running - 1.0, 0.0)
-    pf_total = (q + 1.0) / 2.0 * new
-    pf_step_tok = np.minimum(mnt, pf_total)
+    q = 1.0 + f_q * np.maximum(r.running - 1.0, 0.0)
+    pf_total = (q + 1.0) / 2.0 * r.new
+    pf_step_tok = np.minimum(r.mnt, pf_total)
     n_pf = pf_total / np.maximum(pf_step_tok, 1.0)
     # the running - q requests that arrived out of step decode inside those prefill steps
-    t_pf_stage = prefill_step(model, gpu, cal, prec, sh, pf_step_tok, new, chunk, backend,
-                              np.maximum(running - q, 0.0) / pp, isl + osl / 2.0, cached=cached)
-    ttft = np.where(pipelined, n_pf + pp - 1.0, n_pf * pp) * t_pf_stage
-    # the running - q requests that arrive out of step put their prefill chunks into this request's
-    # decode steps, spread over its OSL - 1 steps. A step mixing a chunk into the decodes reads the
-    # weights once, so each chunk step lengthens the decode step only by what it adds beyond it.
-    t_req_pf = new / np.maximum(wave_tok, 1.0) * np.maximum(t_wave_step - t_stage, 0.0)
-    stall = np.maximum(running - q, 0.0) * t_req_pf / np.maximum(osl - 1.0, 1.0)
-    tpot = (t_iter / acc + stall) * time_share
-    life = pf_span + np.maximum(osl - 1.0, 0.0) * (t_iter / acc) * time_share
-    # requests beyond what the engine admits wait for whole waves
-    waves_ahead = np.maximum(c_rank / np.maximum(admitted, 1.0) - 1.0, 0.0)
-    # a new request first waits for decode iterations: the rest of the running one, one more where the
-    # engine schedules step n+1 while step n runs (TensorRT-LLM's and SGLang's overlap schedulers), and
-    # under attention DP the iterations TensorRT-LLM may hold context requests to balance the ranks
-    # (AttentionDpConfig batching_wait_iters / timeout_iters); fitted per engine (Calibration.wait_steps)
-    ttft = ttft + waves_ahead * life + cal.ttft_overhead(backend) + cal.wait_steps(backend, adp) * t_iter
-    # requests being served across the ranks: all C unless every rank is full (busiest-rank counts
-    # over-count when C is not a multiple of adp)
-    served = np.minimum(C, admitted * adp)
-    out_per_gpu = served * osl / life / gpus
-    max_conc = cap * adp  # what runs at once: the KV cache or the engine's batch limit, the smaller
-    res = {
-        "ttft_s": ttft, "tpot_s": tpot, "tok_s_per_user": 1.0 / tpot,
-        "output_tok_s_per_gpu": out_per_gpu, "io_tok_s_per_gpu": served * (isl + osl) / life / gpus,
-        "tokens_per_joule_bound": out_per_gpu / gpu.tdp_w, "accepted_per_step": acc + 0.0 * tpot,
-        "step_s": t_stage, "prefill_step_s": t_pf_stage, "draft_s": t_draft + 0.0 * t_stage, "gpus": gpus,
-        "weights_bytes": mem["weights"], "kv_bytes_per_seq": mem["kv_per_seq"],
-        "kv_bytes": mem["kv_per_seq"] * running, "state_bytes": mem["state_per_seq"] * running, "activation_bytes": mem["activations"],
-        "free_bytes": mem["free_for_kv"] - mem["kv_per_seq"] * running, "max_concurrency": max_conc,
-        "fits": (mem["free_for_kv"] > 0) & (c_rank <= cap),
-    }
-    if with_ops:
-        res["ops"] = ops
-    return res
+    t_pf_stage = prefill_step(model, gpu, cal, prec, sh, tokens=pf_step_tok, isl=r.new, chunk=r.chunk, backend=backend,
+                              dec_seqs=np.maximum(r.running - q, 0.0) / r.pp, dec_ctx=r.isl + r.osl / 2.0, cached=r.cached)
+    return q, t_pf_stage, np.where(r.pipelined, n_pf + r.pp - 1.0, n_pf * r.pp) * t_pf_stage
+
+
+def _decode_times(r: _Rank, *, q, t_stage, t_iter, time_share, wave) -> tuple:
+    """(TPOT, a request's life: its wave's prefill span and its decode), `t_iter` the decode
+    iteration per accepted token. The running - q requests that arrive out of step put their prefill
+    chunks into this request's decode steps, spread over its OSL - 1 steps. A step mixing a chunk
+    into the decodes reads the weights once, so each chunk step lengthens the decode step only by
+    what it adds beyond it."""
+    wave_tok, t_wave_step, pf_span = wave
+    t_req_pf = r.new / np.maximum(wave_tok, 1.0) * np.maximum(t_wave_step - t_stage, 0.0)
+    stall = np.maximum(r.running - q, 0.0) * t_req_pf / np.maximum(r.osl - 1.0, 1.0)
+    return (t_iter + stall) * time_share, pf_span + np.maximum(r.osl - 1.0, 0.0) * t_iter * time_share
+
+
+def _memory_metrics(mem: dict, running) -> dict:
+    """The memory a rank holds with `running` sequences (memory.fit's figures)."""
+    return {"weights_bytes": mem["weights"], "kv_bytes_per_seq": mem["kv_per_seq"],
+            "kv_bytes": mem["kv_per_seq"] * running, "state_bytes": mem["state_per_seq"] * running, "activation_bytes": mem["activations"],
+            "free_bytes": mem["free_for_kv"] - mem["kv_per_seq"] * running}
 
 
 def binding_resource(ops) -> str:

@@ -31,7 +31,7 @@ from llm_codesign.spec.plan import Plan, SpecDecoding
 from llm_codesign.spec.precision import Precision
 
 
-def prefill_pool(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, plan: Plan, isl, backend: str,
+def prefill_pool(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, plan: Plan, *, isl, backend: str,
                  max_num_tokens=None) -> dict:
     """One prefill instance (cal in_step): a lone prompt's time (chunks of the step budget), the
     requests per second it serves when loaded (whole steps; each attention-DP rank runs its own
@@ -41,15 +41,15 @@ def prefill_pool(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, 
     mnt, (budget, fraction, _) = engine_budget(backend, gpu, max_num_tokens, plan)
     _, pp, _, _, adp, _ = (np.asarray(x, float) for x in plan.arrays())
     chunk = np.minimum(isl, mnt)
-    t_step = prefill_step(model, gpu, cal, prec, sh, chunk, isl, chunk, backend)  # one stage's step of a lone chunk
+    t_step = prefill_step(model, gpu, cal, prec, sh, tokens=chunk, isl=isl, chunk=chunk, backend=backend)  # one stage's step of a lone chunk
     t_alone = isl / chunk * pp * t_step
     full = np.maximum(mnt, chunk)  # a full step: the budget, or one whole chunk if larger
-    per_inst = adp * full / isl / prefill_step(model, gpu, cal, prec, sh, full, isl, chunk, backend)
-    mem = memory.fit(model, gpu, prec, sh, isl, 0.0, mnt, fraction, osl_occupancy=0.0, budget=budget)
+    per_inst = adp * full / isl / prefill_step(model, gpu, cal, prec, sh, tokens=full, isl=isl, chunk=chunk, backend=backend)
+    mem = memory.fit(model, gpu, prec, sh, isl, osl=0.0, max_num_tokens=mnt, usable_fraction=fraction, osl_occupancy=0.0, budget=budget)
     return {"t_alone": t_alone, "t_step": t_step, "per_instance": per_inst, "fits": mem["max_seqs_per_rank"] >= 1}
 
 
-def decode_pool(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, plan: Plan, per_instance, isl, osl,
+def decode_pool(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, plan: Plan, *, per_instance, isl, osl,
                 backend: str, spec: SpecDecoding | None = None, spec_k=None, max_num_tokens=None) -> dict:
     """One decode instance (cal in_step) holding `per_instance` requests: decode-only steps, so no
     prefill chunk stalls a token; the KV cache bounds what it holds."""
@@ -60,13 +60,13 @@ def decode_pool(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, p
     _, pp, _, _, adp, _ = (np.asarray(x, float) for x in plan.arrays())
     c_rank = np.ceil(np.asarray(per_instance, float) / adp - 1e-9)  # the busiest rank (serve.aggregated.evaluate)
     t_stage, t_draft, _ = decode_step(model, gpu, cal, prec, sh, c_rank / pp, isl + osl / 2.0, k, spec, backend)
-    mem = memory.fit(model, gpu, prec, sh, isl, osl, mnt, fraction, osl_occupancy=occupancy, budget=budget)
+    mem = memory.fit(model, gpu, prec, sh, isl, osl=osl, max_num_tokens=mnt, usable_fraction=fraction, osl_occupancy=occupancy, budget=budget)
     return {"tpot": pp * t_stage / acc, "t_stage": t_stage, "t_draft": t_draft, "acc": acc,
             "fits": (mem["free_for_kv"] > 0) & (c_rank <= mem["max_seqs_per_rank"]), "max_per_instance": mem["max_seqs_per_rank"] * adp}
 
 
-def kv_hand_off(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, isl, prefill_gpus, total_gpus,
-                decode_plan: Plan | None = None, *, decode_gpu: Gpu | None = None, decode_cal: Calibration | None = None):
+def kv_hand_off(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, isl, *, prefill_gpus, total_gpus,
+                decode_plan: Plan | None = None, decode_gpu: Gpu | None = None, decode_cal: Calibration | None = None):
     """The prompt's cache (and recurrent state) moves from the prefill instance to one decode rank;
     the slower end sets the time, bytes over min(sender aggregate, receiver aggregate). Senders: the
     prefill instance's GPUs in parallel, each its share of what must arrive. Receivers: the GPUs of
@@ -128,7 +128,7 @@ def decode_admission(t_decode_step, t_kv):
     return 0.5 * t + np.maximum(t, np.asarray(t_kv, float) + 0.5 * t)
 
 
-def first_token(C, base, t_kv, t_decode_step, decode_time, prefill: dict, n_p, iterations: int = 6) -> tuple:
+def first_token(C, base, t_kv, *, t_decode_step, decode_time, prefill: dict, n_p, iterations: int = 6) -> tuple:
     """Request rate, TTFT and the waits in it for C requests cycling through a prefill pool (prefill:
     prefill_pool's dict; base: the lone prefill and the front end's overhead) and decode: the decode
     worker's admission (decode_admission), the wait for the running prefill step (step_residual,
@@ -163,8 +163,8 @@ def closed_loop(C, base, decode_time, per_instance, n_p) -> tuple:
 
 
 def evaluate_disagg(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, prefill_plan: Plan, decode_plan: Plan,
-                    prefill_instances, decode_instances, concurrency, isl, osl, backend: str = "trtllm",
-                    spec: SpecDecoding | None = None, spec_k=None, max_num_tokens=None, decode_max_batch=None, *,
+                    prefill_instances, decode_instances, concurrency, isl, osl, *, backend: str = "trtllm",
+                    spec: SpecDecoding | None = None, spec_k=None, max_num_tokens=None, decode_max_batch=None,
                     decode_gpu: Gpu | None = None, decode_cal: Calibration | None = None) -> dict:
     """Metrics for every deployment in the broadcast of both plans, instance counts, concurrency,
     ISL/OSL and k; the same keys as serving.evaluate where they mean the same thing. Every request
@@ -183,8 +183,9 @@ def evaluate_disagg(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precisio
     n_p, n_d = np.asarray(prefill_instances, float), np.asarray(decode_instances, float)
     C, osl = np.asarray(concurrency, float), np.asarray(osl, float)
     gpus = n_p * g_p + n_d * g_d
-    p = prefill_pool(model, gpu, cal, prec, prefill_plan, isl, backend, max_num_tokens)
-    d = decode_pool(model, dg, dcal, prec, decode_plan, C / n_d, isl, osl, backend, spec, spec_k, max_num_tokens)
+    p = prefill_pool(model, gpu, cal, prec, prefill_plan, isl=isl, backend=backend, max_num_tokens=max_num_tokens)
+    pool = dict(isl=isl, osl=osl, backend=backend, spec=spec, spec_k=spec_k, max_num_tokens=max_num_tokens)
+    d = decode_pool(model, dg, dcal, prec, decode_plan, per_instance=C / n_d, **pool)
     # the decode pool's slots: what its KV cache holds (as the engine reserves it, engines.KV_BUDGET) and
     # the engine's batch limit where given; a pool that holds no sequence keeps C (and fits False)
     per_rank = np.where(d["max_per_instance"] >= 1, d["max_per_instance"], np.inf) / np.asarray(decode_plan.arrays()[4], float)
@@ -192,12 +193,12 @@ def evaluate_disagg(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precisio
         per_rank = np.minimum(per_rank, np.asarray(decode_max_batch, float))
     slots = n_d * np.asarray(decode_plan.arrays()[4], float) * per_rank
     if np.any(slots < C):
-        d = decode_pool(model, dg, dcal, prec, decode_plan, np.minimum(C, slots) / n_d, isl, osl, backend, spec, spec_k, max_num_tokens)
-    t_kv = kv_hand_off(model, gpu, cal, prec, isl, g_p, gpus, decode_plan, decode_gpu=dg, decode_cal=dcal)
+        d = decode_pool(model, dg, dcal, prec, decode_plan, per_instance=np.minimum(C, slots) / n_d, **pool)
+    t_kv = kv_hand_off(model, gpu, cal, prec, isl, prefill_gpus=g_p, total_gpus=gpus, decode_plan=decode_plan, decode_gpu=dg, decode_cal=dcal)
     base = p["t_alone"] + cal.ttft_overhead(backend)
     decode_time = np.maximum(osl - 1.0, 0.0) * d["tpot"]
     pp_d = np.asarray(decode_plan.arrays()[1], float)
-    rate, ttft, admit, step_wait = first_token(C, base, t_kv, pp_d * d["t_stage"], decode_time, p, n_p)
+    rate, ttft, admit, step_wait = first_token(C, base, t_kv, t_decode_step=pp_d * d["t_stage"], decode_time=decode_time, prefill=p, n_p=n_p)
     rate = np.minimum(rate, slots / np.maximum(decode_time, 1e-12))
     ttft = np.maximum(C / rate - decode_time, ttft)
     base = base + admit + step_wait
@@ -232,8 +233,8 @@ def parse_plan(field: str, text: str, model: ModelSpec) -> Plan:
 
 
 def estimate_disagg(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, prefill_plan: Plan, decode_plan: Plan,
-                    prefill_instances: int, decode_instances: int, concurrencies, isl: int, osl: int, backend: str = "trtllm",
-                    spec: SpecDecoding | None = None, max_num_tokens=None, *, decode_gpu: Gpu | None = None,
+                    prefill_instances: int, decode_instances: int, concurrencies, isl: int, osl: int, *, backend: str = "trtllm",
+                    spec: SpecDecoding | None = None, max_num_tokens=None, decode_gpu: Gpu | None = None,
                     decode_cal: Calibration | None = None) -> dict:
     """One disaggregated deployment at each concurrency, after checking both plans (the decode
     pool's on `decode_gpu` where it runs on another GPU type)."""
@@ -252,7 +253,7 @@ def estimate_disagg(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precisio
     model.check_context(isl, osl)
     C = np.asarray(concurrencies, float)
     r = evaluate_disagg(model, gpu, cal, prec, prefill_plan, decode_plan, prefill_instances, decode_instances, C, isl, osl,
-                        backend, spec, max_num_tokens=max_num_tokens, decode_gpu=dg, decode_cal=decode_cal)
+                        backend=backend, spec=spec, max_num_tokens=max_num_tokens, decode_gpu=dg, decode_cal=decode_cal)
     if not bool(np.all(r["prefill_fits"])):
         raise InputError("prefill", prefill_plan.label(), f"a plan whose {int(prefill_plan.gpus)} GPUs hold the model and one {isl}-token prompt")
     if float(np.max(r["max_concurrency"])) < 1:

@@ -84,26 +84,35 @@ def estimate(model: ModelSpec, dep: Deployment, workload: Workload, *, calibrati
         "precision_notes": list(executable(dep.precision, dep.gpu)[1]),
     }
     if concurrency > max_conc:
-        # priced, not refused: what the engine does with requests its KV cache cannot hold (engines.ADMISSION)
-        held = f"the KV cache holds {max_conc} sequences of {isl}+{osl} tokens"
-        if engines.admission(dep.backend) is not None:
-            out["over_capacity"] = (f"{held}; {dep.backend} admits requests before their whole KV cache fits and preempts when "
-                                    "blocks run out, so the admitted requests share the decode slots (longer TPOT)")
-        else:
-            out["over_capacity"] = f"{held}; {dep.backend} reserves ISL+OSL per request, so the rest wait for whole requests to finish (longer TTFT)"
+        out["over_capacity"] = _over_capacity(dep, max_conc, isl, osl)
     if dep.spec is not None:
-        from dataclasses import replace
-
-        base = evaluate(model, replace(dep, spec=None), workload, calibration=cal, concurrency=grid)
-        speedup = base.tpot_s / r.tpot_s
-        fits = r.fits
-        loses = np.nonzero((speedup < 1.0) & fits)[0]
-        out["spec"] = {"method": dep.spec.method, "draft_len": dep.spec.k,
-                       "speedup_at_concurrency": float(np.interp(concurrency, grid, speedup)),
-                       "speedup_at_1": float(speedup[0]),
-                       "stops_paying_at_concurrency": int(grid[loses[0]]) if len(loses) else None}
+        out["spec"] = _spec_break_even(model, dep, workload, cal, r=r, grid=grid, concurrency=concurrency)
     if breakdown:
         out["breakdown"] = [{"name": op.name, "kind": op.kind, "time_ms": float(np.sum(op.total_time)) * 1e3,
                              "flops": float(np.sum(op.flops * op.count)), "bytes": float(np.sum(op.bytes * op.count))}
                             for op in dec_ops if float(np.sum(op.total_time)) > 0]
     return check_estimate(model, dep, out)
+
+
+def _over_capacity(dep: Deployment, max_conc: int, isl: int, osl: int) -> str:
+    """Priced, not refused: what the engine does with requests its KV cache cannot hold (engines.ADMISSION)."""
+    held = f"the KV cache holds {max_conc} sequences of {isl}+{osl} tokens"
+    if engines.admission(dep.backend) is not None:
+        return (f"{held}; {dep.backend} admits requests before their whole KV cache fits and preempts when "
+                "blocks run out, so the admitted requests share the decode slots (longer TPOT)")
+    return f"{held}; {dep.backend} reserves ISL+OSL per request, so the rest wait for whole requests to finish (longer TTFT)"
+
+
+def _spec_break_even(model: ModelSpec, dep: Deployment, workload: Workload, cal: Calibration, *, r, grid, concurrency) -> dict:
+    """Speculation's TPOT speedup over the same deployment without it (`r`: its metrics over `grid`),
+    at this concurrency, at one request, and the first concurrency at which it stops paying."""
+    from dataclasses import replace
+
+    base = evaluate(model, replace(dep, spec=None), workload, calibration=cal, concurrency=grid)
+    speedup = base.tpot_s / r.tpot_s
+    fits = r.fits
+    loses = np.nonzero((speedup < 1.0) & fits)[0]
+    return {"method": dep.spec.method, "draft_len": dep.spec.k,
+            "speedup_at_concurrency": float(np.interp(concurrency, grid, speedup)),
+            "speedup_at_1": float(speedup[0]),
+            "stops_paying_at_concurrency": int(grid[loses[0]]) if len(loses) else None}
