@@ -152,6 +152,9 @@ def test_dynamo_manifest(backend):
     back = read_dynamo(text)
     assert back["prefill"]["deployment"] == pre and back["decode"]["deployment"] == dec
     assert (back["prefill"]["instances"], back["decode"]["instances"]) == (3, 2)
+    if backend == "trtllm":  # the engine fields inside the worker's override mapping are checked too
+        with pytest.raises(InputError, match="cuda_graph_config.padding"):
+            read_dynamo(text.replace('\\"enable_padding\\"', '\\"padding\\"'))
 
 
 def test_refusals_are_one_line():

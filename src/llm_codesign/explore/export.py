@@ -367,11 +367,7 @@ def read_export(text: str) -> Imported:
     unknown = sorted(set(o) - allowed)
     if unknown:
         raise InputError("export", unknown[0], f"a documented {engine} {engine_spec(engine)['version']} option")
-    for k, v in o.items():  # the fields of the options that take a mapping, as documented
-        bad = sorted(set(v) - set(nested_keys(engine, k))) if isinstance(v, dict) else []
-        if bad:
-            raise InputError("export", f"{k}.{bad[0]}", f"a documented {engine} {engine_spec(engine)['version']} field of {k}: "
-                             + (", ".join(nested_keys(engine, k)) or "none (it takes no mapping)"))
+    _check_nested(engine, o)
     model = get_model(model_ref)
     plan, conc = _plan_from(engine, o, model)
     gpu = get_gpu(meta["gpu"])
@@ -390,6 +386,15 @@ def read_export(text: str) -> Imported:
     dep = Deployment(gpu=gpu, num_gpus=int(np.asarray(plan.gpus)), plan=plan, precision=_precision(model, engine, quant, kv, meta),
                      backend=engine, spec=spec, max_num_tokens=int(mnt) if mnt else None, cpp=bool(meta.get("cpp")))
     return Imported(engine, model, dep, conc, int(meta.get("replicas", 1)), o)
+
+
+def _check_nested(engine: str, o: dict) -> None:
+    """Refuse a field of a mapping-valued option that the engine data does not document for it."""
+    for k, v in o.items():
+        bad = sorted(set(v) - set(nested_keys(engine, k))) if isinstance(v, dict) else []
+        if bad:
+            raise InputError("export", f"{k}.{bad[0]}", f"a documented {engine} {engine_spec(engine)['version']} field of {k}: "
+                             + (", ".join(nested_keys(engine, k)) or "none (it takes no mapping)"))
 
 
 def _trtllm_model(text: str) -> str:
@@ -490,6 +495,7 @@ def read_dynamo(text: str) -> dict:
                 o["moe_expert_parallel_size"] = args["expert-parallel-size"]
             if args.get("enable-attention-dp"):
                 o["enable_attention_dp"] = True
+            _check_nested("trtllm", o)
             model = get_model(args["model"])
         else:
             o = args
