@@ -102,9 +102,10 @@ def disagg_section(path: Path) -> list[str]:
             continue
         model, gpu = get_model(r["model"]), get_gpu(r["gpu"])
         x = {k: float(r[k]) for k in ("prefill_instances", "decode_instances", "concurrency", "isl", "osl", "ttft_ms", "tpot_ms")}
-        res = evaluate_disagg(model, gpu, calibration_for(gpu), _precision(model, r), _plan([r], "prefill", model.is_moe),
-                              _plan([r], "decode", model.is_moe), x["prefill_instances"], x["decode_instances"],
-                              x["concurrency"], x["isl"], x["osl"], backend=r["backend"])
+        res = evaluate_disagg(model, gpu, calibration_for(gpu), _precision(model, r),
+                              prefill_plan=_plan([r], "prefill", model.is_moe), decode_plan=_plan([r], "decode", model.is_moe),
+                              prefill_instances=x["prefill_instances"], decode_instances=x["decode_instances"],
+                              concurrency=x["concurrency"], isl=x["isl"], osl=x["osl"], backend=r["backend"])
         cap = float(np.asarray(res["prefill_capacity_req_s"]).reshape(-1)[0])
         rate = x["concurrency"] / ((x["ttft_ms"] + (x["osl"] - 1) * x["tpot_ms"]) / 1e3)
         load["33+" if x["concurrency"] > 32 else "1-32"].append((rate / cap, x["ttft_ms"] / p["ttft_ms"]))

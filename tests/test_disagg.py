@@ -29,14 +29,16 @@ def test_decode_instances_never_stall_on_prefill(h200, llama70b):
     cal = calibration_for(h200)
     C = np.array([8, 32, 128])
     agg = evaluate(llama70b, h200, cal, FP8, Plan(tp=8), C, 8192, 1024)
-    dis = evaluate_disagg(llama70b, h200, cal, FP8, Plan(tp=8), Plan(tp=8), 1, 1, C, 8192, 1024)
+    dis = evaluate_disagg(llama70b, h200, cal, FP8, prefill_plan=Plan(tp=8), decode_plan=Plan(tp=8), prefill_instances=1,
+                          decode_instances=1, concurrency=C, isl=8192, osl=1024)
     assert np.all(dis["tpot_s"] < agg["tpot_s"])
 
 
 def test_closed_loop_conserves_requests_and_saturates_at_prefill_capacity(h200, llama70b):
     cal = calibration_for(h200)
     C = np.array([1, 4, 16, 64, 256, 1024])
-    r = evaluate_disagg(llama70b, h200, cal, FP8, Plan(tp=4), Plan(tp=4), 1, 1, C, 8192, 1024)
+    r = evaluate_disagg(llama70b, h200, cal, FP8, prefill_plan=Plan(tp=4), decode_plan=Plan(tp=4), prefill_instances=1,
+                        decode_instances=1, concurrency=C, isl=8192, osl=1024)
     # Little's law: every request in flight is either waiting for/in prefill or decoding
     assert np.allclose(r["request_rate"] * (r["ttft_s"] + 1023 * r["tpot_s"]), C)
     assert np.allclose(r["output_tok_s_per_gpu"], r["request_rate"] * 1024 / 8)
@@ -52,14 +54,17 @@ def test_kv_hand_off_fills_every_receiving_gpu(h200):
     # MLA: every decode TP rank holds the whole latent, 61 layers x (512 + 64) BF16 values per
     # token, so each of the 8 decode GPUs takes a whole copy on its own NIC and each of the 8
     # prefill GPUs sends one; 16 GPUs in all: over the NICs
-    r = evaluate_disagg(ds, h200, calibration_for(h200), ds.default_precision, Plan(tp=8, ep=8, moe_tp=1),
-                        Plan(tp=8, ep=8, moe_tp=1), 1, 1, 1, 4096, 256)
+    r = evaluate_disagg(ds, h200, calibration_for(h200), ds.default_precision, prefill_plan=Plan(tp=8, ep=8, moe_tp=1),
+                        decode_plan=Plan(tp=8, ep=8, moe_tp=1), prefill_instances=1, decode_instances=1, concurrency=1,
+                        isl=4096, osl=256)
     nbytes = 61 * 576 * 2 * 4096
     assert np.allclose(r["kv_transfer_s"], collective_time("p2p", nbytes, 16, h200, cal))
     # inside one NVLink domain (4 + 4 GPUs) the same cache moves faster
     llama = get_model("llama-3.1-70b")
-    near = evaluate_disagg(llama, h200, calibration_for(h200), FP8, Plan(tp=4), Plan(tp=4), 1, 1, 1, 4096, 256)
-    far = evaluate_disagg(llama, h200, calibration_for(h200), FP8, Plan(tp=4), Plan(tp=4), 1, 3, 1, 4096, 256)
+    near = evaluate_disagg(llama, h200, calibration_for(h200), FP8, prefill_plan=Plan(tp=4), decode_plan=Plan(tp=4),
+                           prefill_instances=1, decode_instances=1, concurrency=1, isl=4096, osl=256)
+    far = evaluate_disagg(llama, h200, calibration_for(h200), FP8, prefill_plan=Plan(tp=4), decode_plan=Plan(tp=4),
+                          prefill_instances=1, decode_instances=3, concurrency=1, isl=4096, osl=256)
     assert np.all(near["kv_transfer_s"] < far["kv_transfer_s"])
 
 
@@ -69,8 +74,9 @@ def test_kv_hand_off_counts_the_receiving_rank():
     # 8 prefill GPUs could send in parallel (it was priced 2.25 ms, the senders' share alone)
     b200 = get_gpu("b200")
     ds = get_model("deepseek-r1")
-    r = evaluate_disagg(ds, b200, calibration_for(b200), ds.default_precision, Plan(tp=8, ep=8, moe_tp=1),
-                        Plan(tp=1, ep=8, moe_tp=1, adp=8), 1, 1, 1, 8192, 1024)
+    r = evaluate_disagg(ds, b200, calibration_for(b200), ds.default_precision, prefill_plan=Plan(tp=8, ep=8, moe_tp=1),
+                        decode_plan=Plan(tp=1, ep=8, moe_tp=1, adp=8), prefill_instances=1, decode_instances=1, concurrency=1,
+                        isl=8192, osl=1024)
     floor = 61 * 576 * 2 * 8192 / 50e9
     assert floor == pytest.approx(11.51e-3, rel=1e-3)
     assert float(r["kv_transfer_s"]) >= floor
@@ -81,8 +87,10 @@ def test_kv_hand_off_counts_the_receiving_rank():
 def test_more_prefill_instances_never_lengthen_ttft(C, n_p):
     m, g = get_model("llama-3.1-8b"), get_gpu("h100")
     cal = calibration_for(g)
-    a = evaluate_disagg(m, g, cal, m.default_precision, Plan(tp=1), Plan(tp=1), n_p, 2, C, 2048, 256)
-    b = evaluate_disagg(m, g, cal, m.default_precision, Plan(tp=1), Plan(tp=1), n_p + 1, 2, C, 2048, 256)
+    a = evaluate_disagg(m, g, cal, m.default_precision, prefill_plan=Plan(tp=1), decode_plan=Plan(tp=1), prefill_instances=n_p,
+                        decode_instances=2, concurrency=C, isl=2048, osl=256)
+    b = evaluate_disagg(m, g, cal, m.default_precision, prefill_plan=Plan(tp=1), decode_plan=Plan(tp=1),
+                        prefill_instances=n_p + 1, decode_instances=2, concurrency=C, isl=2048, osl=256)
     assert np.all(b["ttft_s"] <= a["ttft_s"] * (1 + 1e-9))
     assert np.allclose(b["tpot_s"], a["tpot_s"])
 
@@ -140,8 +148,9 @@ def test_disaggregated_frontier_points_reprice_to_themselves(h200, llama70b):
         d = p["deployment"]
         assert d["instance_gpus"] * d["replicas"] == 8
         plans = [Plan(x["tp"], x["pp"], x["ep"], x["moe_tp"], x["attention_dp"], x["kvp"]) for x in (d["prefill"], d["decode"])]
-        one = evaluate_disagg(llama70b, h200, cal, FP8, *plans, d["prefill"]["instances"], d["decode"]["instances"],
-                              d["concurrency_per_instance"], 4096, 512)
+        one = evaluate_disagg(llama70b, h200, cal, FP8, prefill_plan=plans[0], decode_plan=plans[1],
+                              prefill_instances=d["prefill"]["instances"], decode_instances=d["decode"]["instances"],
+                              concurrency=d["concurrency_per_instance"], isl=4096, osl=512)
         assert float(np.ravel(one["ttft_s"])[0]) * 1e3 == pytest.approx(p["ttft_ms"])
         assert float(np.ravel(one["tpot_s"])[0]) * 1e3 == pytest.approx(p["tpot_ms"])
         assert float(np.ravel(one["output_tok_s_per_gpu"])[0]) == pytest.approx(p["output_tok_s_per_gpu"])
@@ -166,15 +175,19 @@ def test_speculation_and_decode_instances_in_disaggregated_serving():
     cal = calibration_for(g)
     pre, dec = Plan(tp=8, ep=8, moe_tp=1), Plan(tp=1, ep=8, moe_tp=1, adp=8)
     mtp = SpecDecoding("mtp", 3, rates=(0.85, 0.7, 0.6))
-    base = evaluate_disagg(m, g, cal, m.default_precision, pre, dec, 1, 1, 8, 4096, 1024)
-    spec = evaluate_disagg(m, g, cal, m.default_precision, pre, dec, 1, 1, 8, 4096, 1024, spec=mtp)
+    base = evaluate_disagg(m, g, cal, m.default_precision, prefill_plan=pre, decode_plan=dec, prefill_instances=1,
+                           decode_instances=1, concurrency=8, isl=4096, osl=1024)
+    spec = evaluate_disagg(m, g, cal, m.default_precision, prefill_plan=pre, decode_plan=dec, prefill_instances=1,
+                           decode_instances=1, concurrency=8, isl=4096, osl=1024, spec=mtp)
     # at a small batch the verify step costs about one step and accepts ~2.3 tokens: TPOT falls
     assert float(np.ravel(spec["tpot_s"])[0]) < 0.7 * float(np.ravel(base["tpot_s"])[0])
     assert float(np.ravel(spec["accepted_per_step"])[0]) == pytest.approx(1 + 0.85 + 0.85 * 0.7 + 0.85 * 0.7 * 0.6)
     # a second decode instance halves each one's batch: TPOT never rises
     C = np.array([16, 256, 1024])
-    one = evaluate_disagg(m, g, cal, m.default_precision, pre, dec, 1, 1, C, 4096, 1024)
-    two = evaluate_disagg(m, g, cal, m.default_precision, pre, dec, 1, 2, C, 4096, 1024)
+    one = evaluate_disagg(m, g, cal, m.default_precision, prefill_plan=pre, decode_plan=dec, prefill_instances=1,
+                          decode_instances=1, concurrency=C, isl=4096, osl=1024)
+    two = evaluate_disagg(m, g, cal, m.default_precision, prefill_plan=pre, decode_plan=dec, prefill_instances=1,
+                          decode_instances=2, concurrency=C, isl=4096, osl=1024)
     assert np.all(two["tpot_s"] <= one["tpot_s"])
 
 
@@ -202,12 +215,15 @@ def test_decode_slots_hold_the_excess_requests(h200, llama70b):
     # 8 decode slots (one instance, max batch 8) and 16 requests in flight: the pool completes
     # 8 / decode time requests a second, so TTFT = 16 / rate - decode time = one whole decode
     cal = calibration_for(h200)
-    capped = evaluate_disagg(llama70b, h200, cal, FP8, Plan(tp=8), Plan(tp=8), 1, 1, 16, 1024, 256, decode_max_batch=8)
-    at8 = evaluate_disagg(llama70b, h200, cal, FP8, Plan(tp=8), Plan(tp=8), 1, 1, 8, 1024, 256)
+    capped = evaluate_disagg(llama70b, h200, cal, FP8, prefill_plan=Plan(tp=8), decode_plan=Plan(tp=8), prefill_instances=1,
+                             decode_instances=1, concurrency=16, isl=1024, osl=256, decode_max_batch=8)
+    at8 = evaluate_disagg(llama70b, h200, cal, FP8, prefill_plan=Plan(tp=8), decode_plan=Plan(tp=8), prefill_instances=1,
+                          decode_instances=1, concurrency=8, isl=1024, osl=256)
     decode = 255 * _one(at8["tpot_s"])
     assert _one(capped["tpot_s"]) == pytest.approx(_one(at8["tpot_s"]))  # the batch is the 8 slots
     assert _one(capped["request_rate"]) == pytest.approx(8 / decode)
     assert _one(capped["ttft_s"]) == pytest.approx(decode)
     # below the slots nothing changes
-    free = evaluate_disagg(llama70b, h200, cal, FP8, Plan(tp=8), Plan(tp=8), 1, 1, 8, 1024, 256, decode_max_batch=8)
+    free = evaluate_disagg(llama70b, h200, cal, FP8, prefill_plan=Plan(tp=8), decode_plan=Plan(tp=8), prefill_instances=1,
+                           decode_instances=1, concurrency=8, isl=1024, osl=256, decode_max_batch=8)
     assert _one(free["ttft_s"]) == pytest.approx(_one(at8["ttft_s"]))

@@ -26,9 +26,6 @@ POSITIONAL_EXEMPT = {
     ("serve/aggregated.py", "evaluate"): LINT + " (eight: model, gpu, cal, prec, plan, concurrency, isl, osl), as the tests do",
     ("explore/search.py", "search"): "explore/sweep.py passes seven: model, gpu, cal, space, isl, osl, backend",
     ("explore/disagg_search.py", "search_disagg"): "takes search's seven positional parameters, so the two frontiers are called alike",
-    ("serve/disagg.py", "evaluate_disagg"): "eleven positional (both plans, both instance counts, concurrency, isl, osl) in ~25 calls "
-                                            "of the tests and the validation report; a Deployment pair replaces them (issue 19, step 2)",
-    ("serve/disagg.py", "estimate_disagg"): "as evaluate_disagg",
     ("spec/engines.py", "sglang_static_fraction"): "explore/export.py calls it positionally",
 }
 LENGTH_EXEMPT: dict[tuple[str, str], str] = {}

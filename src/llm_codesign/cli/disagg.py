@@ -60,8 +60,9 @@ def disagg(
     if max_num_tokens is not None and max_num_tokens < 1:
         raise InputError("max_num_tokens", max_num_tokens, "a positive integer")
     r = estimate_disagg(m, g, calibration_for(g, calibration), _precision(m, weight_dtype, activation_dtype, kv_dtype),
-                        parse_plan("prefill", prefill, m), parse_plan("decode", decode, m), prefill_instances, decode_instances,
-                        conc, isl, osl, backend=backend, spec=_spec(spec, draft_len, acceptance, acceptance_rates, draft_model),
+                        prefill_plan=parse_plan("prefill", prefill, m), decode_plan=parse_plan("decode", decode, m),
+                        prefill_instances=prefill_instances, decode_instances=decode_instances, concurrencies=conc, isl=isl,
+                        osl=osl, backend=backend, spec=_spec(spec, draft_len, acceptance, acceptance_rates, draft_model),
                         max_num_tokens=max_num_tokens, decode_gpu=dg, decode_cal=calibration_for(dg, calibration))
     if as_json:
         return _dump(r)

@@ -130,7 +130,8 @@ def _dynamo(m, gpu, *, prefill, decode, n_pre, n_dec, concurrency, isl, osl, bac
     prec = _precision(m, weight_dtype, activation_dtype, kv_dtype)
     sd = _spec(spec, draft_len, acceptance, acceptance_rates, draft_model)
     pp_, dp_ = parse_plan("prefill", prefill, m), parse_plan("decode", decode, m)
-    r = estimate_disagg(m, g, calibration_for(g, calibration), prec, pp_, dp_, n_pre, n_dec, [concurrency], isl, osl, backend=backend, spec=sd,
+    r = estimate_disagg(m, g, calibration_for(g, calibration), prec, prefill_plan=pp_, decode_plan=dp_, prefill_instances=n_pre,
+                        decode_instances=n_dec, concurrencies=[concurrency], isl=isl, osl=osl, backend=backend, spec=sd,
                         max_num_tokens=max_num_tokens)
     row = r["rows"][0]
     pre = Deployment(gpu=g, num_gpus=int(pp_.gpus), plan=pp_, precision=prec, backend=backend, spec=sd, max_num_tokens=max_num_tokens)
@@ -162,9 +163,10 @@ def import_(
         pools = read_dynamo(text)
         p, d = pools["prefill"], pools["decode"]
         dd = d["deployment"]
-        r = estimate_disagg(d["model"], dd.gpu, calibration_for(dd.gpu, calibration), dd.precision, p["deployment"].plan, dd.plan,
-                            p["instances"], d["instances"], [int(meta["concurrency"])], isl, osl, backend=dd.backend, spec=dd.spec,
-                            max_num_tokens=dd.max_num_tokens)
+        r = estimate_disagg(d["model"], dd.gpu, calibration_for(dd.gpu, calibration), dd.precision,
+                            prefill_plan=p["deployment"].plan, decode_plan=dd.plan, prefill_instances=p["instances"],
+                            decode_instances=d["instances"], concurrencies=[int(meta["concurrency"])], isl=isl, osl=osl,
+                            backend=dd.backend, spec=dd.spec, max_num_tokens=dd.max_num_tokens)
         out = {"engine": "dynamo", "model": d["model"].name, "prefill": p["deployment"].to_dict() | {"instances": p["instances"]},
                "decode": dd.to_dict() | {"instances": d["instances"]}, **r["rows"][0]}
         if as_json:

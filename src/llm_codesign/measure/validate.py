@@ -326,8 +326,9 @@ def predict_disagg(rows: list[dict], profile: str | None = None, cal_override=No
         # max-running-requests over its DP ranks) where the run recorded it; blank: only the KV cache limits it
         dmb = np.array([float(_int(r, "decode_max_batch", 0)) or np.inf for r in sub])
         with np.errstate(divide="ignore", invalid="ignore"):
-            res = evaluate_disagg(model, gpu, cal, prec, plans["prefill"], plans["decode"], col["prefill_instances"],
-                                  col["decode_instances"], col["concurrency"], col["isl"], col["osl"], backend=backend, spec=spec,
+            res = evaluate_disagg(model, gpu, cal, prec, prefill_plan=plans["prefill"], decode_plan=plans["decode"],
+                                  prefill_instances=col["prefill_instances"], decode_instances=col["decode_instances"],
+                                  concurrency=col["concurrency"], isl=col["isl"], osl=col["osl"], backend=backend, spec=spec,
                                   max_num_tokens=mnt, decode_max_batch=dmb)
         out = {"ttft_ms": res["ttft_s"] * 1e3, "tpot_ms": res["tpot_s"] * 1e3,
                "output_tok_s_per_gpu": res["output_tok_s_per_gpu"], "output_tok_s_per_user": res["tok_s_per_user"]}

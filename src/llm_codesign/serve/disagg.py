@@ -162,8 +162,8 @@ def closed_loop(C, base, decode_time, per_instance, n_p) -> tuple:
     return rate, np.maximum(ttft, base)
 
 
-def evaluate_disagg(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, prefill_plan: Plan, decode_plan: Plan,
-                    prefill_instances, decode_instances, concurrency, isl, osl, *, backend: str = "trtllm",
+def evaluate_disagg(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, *, prefill_plan: Plan, decode_plan: Plan,
+                    prefill_instances, decode_instances, concurrency, isl, osl, backend: str = "trtllm",
                     spec: SpecDecoding | None = None, spec_k=None, max_num_tokens=None, decode_max_batch=None,
                     decode_gpu: Gpu | None = None, decode_cal: Calibration | None = None) -> dict:
     """Metrics for every deployment in the broadcast of both plans, instance counts, concurrency,
@@ -232,8 +232,8 @@ def parse_plan(field: str, text: str, model: ModelSpec) -> Plan:
     return Plan(tp, pp, ep, mtp, adp, kvp)
 
 
-def estimate_disagg(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, prefill_plan: Plan, decode_plan: Plan,
-                    prefill_instances: int, decode_instances: int, concurrencies, isl: int, osl: int, *, backend: str = "trtllm",
+def estimate_disagg(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, *, prefill_plan: Plan, decode_plan: Plan,
+                    prefill_instances: int, decode_instances: int, concurrencies, isl: int, osl: int, backend: str = "trtllm",
                     spec: SpecDecoding | None = None, max_num_tokens=None, decode_gpu: Gpu | None = None,
                     decode_cal: Calibration | None = None) -> dict:
     """One disaggregated deployment at each concurrency, after checking both plans (the decode
@@ -252,7 +252,8 @@ def estimate_disagg(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precisio
             raise InputError(field, plan.label(), reason_text(model, g, code))
     model.check_context(isl, osl)
     C = np.asarray(concurrencies, float)
-    r = evaluate_disagg(model, gpu, cal, prec, prefill_plan, decode_plan, prefill_instances, decode_instances, C, isl, osl,
+    r = evaluate_disagg(model, gpu, cal, prec, prefill_plan=prefill_plan, decode_plan=decode_plan,
+                        prefill_instances=prefill_instances, decode_instances=decode_instances, concurrency=C, isl=isl, osl=osl,
                         backend=backend, spec=spec, max_num_tokens=max_num_tokens, decode_gpu=dg, decode_cal=decode_cal)
     if not bool(np.all(r["prefill_fits"])):
         raise InputError("prefill", prefill_plan.label(), f"a plan whose {int(prefill_plan.gpus)} GPUs hold the model and one {isl}-token prompt")
