@@ -10,7 +10,7 @@ from llm_codesign.spec.hardware import get_gpu
 
 def test_gemm_intensity_golden():
     # BF16 GEMM M=2048, N=8192, K=512: 2MNK / (2 (MK + KN + MN)) = 390.1 FLOP/byte (output counted)
-    f, b = cost.gemm_flops_bytes(2048, 8192, 512, 2.0, 2.0, 2.0)
+    f, b = cost.gemm_flops_bytes(2048, 8192, 512, a_bytes=2.0, w_bytes=2.0, c_bytes=2.0)
     assert f == 2 * 2048 * 8192 * 512
     assert b == 2 * (2048 * 512 + 512 * 8192 + 2048 * 8192)
     assert f / b == pytest.approx(390.1, abs=0.1)
@@ -19,7 +19,7 @@ def test_gemm_intensity_golden():
 def test_gemm_never_beats_roofline(h100, cal_h100):
     m, n, k = np.meshgrid([1, 16, 128, 1000, 4096], [512, 4096, 28672], [256, 4096, 8192], indexing="ij")
     t, tc, tm = cost.gemm_time(m, n, k, h100, cal_h100, math="bf16", a_bytes=2.0, w_bytes=2.0)
-    f, b = cost.gemm_flops_bytes(m, n, k, 2.0, 2.0)
+    f, b = cost.gemm_flops_bytes(m, n, k, a_bytes=2.0, w_bytes=2.0)
     floor = np.maximum(f / h100.peak("bf16"), b / h100.hbm_bandwidth_bytes_per_s)
     assert np.all(t >= floor)
 
@@ -140,8 +140,8 @@ def test_wide_query_groups_fall_back_to_per_head_kernels(h100):
     assert float(decode_work_items(1, 1, 128, cal, kv_fp8=False)) == 128
     # and its math runs 10x slower (compute-bound case: tiny KV, long context)
     flops = 2.0 * 128 * 100_000 * 256
-    narrow = float(attention_decode_time(flops, 1.0, h100, cal, 0.0, group=16.0)[1])
-    wide = float(attention_decode_time(flops, 1.0, h100, cal, 0.0, group=128.0)[1])
+    narrow = float(attention_decode_time(flops, 1.0, h100, cal, seq_heads=0.0, group=16.0)[1])
+    wide = float(attention_decode_time(flops, 1.0, h100, cal, seq_heads=0.0, group=128.0)[1])
     assert wide == pytest.approx(10 * narrow)
 
 
@@ -151,8 +151,8 @@ def test_fp8_prefill_attention_has_its_own_efficiency(h100, cal_h100):
     from dataclasses import replace
 
     c = replace(cal_h100, attn_prefill_eff=0.5, attn_prefill_eff_fp8=0.25, attn_prefill_overhead_s=0.0, attn_prefill_head_s=0.0)
-    t16, tc16, _ = cost.attention_prefill_time(1e15, 1.0, h100, c, "bf16")
-    t8, tc8, _ = cost.attention_prefill_time(1e15, 1.0, h100, c, "fp8")
+    t16, tc16, _ = cost.attention_prefill_time(1e15, 1.0, h100, c, math="bf16")
+    t8, tc8, _ = cost.attention_prefill_time(1e15, 1.0, h100, c, math="fp8")
     assert float(tc16) == pytest.approx(1e15 / (h100.peak("bf16") * 0.5)) and float(t16) == float(tc16)
     assert float(tc8) == pytest.approx(1e15 / (h100.peak("fp8") * 0.25))
     assert float(t8) == pytest.approx(float(t16), rel=1e-3)  # half the efficiency at twice the peak
@@ -181,8 +181,8 @@ def test_prefill_softmax_exponentials_by_hand(h100, cal_h100):
     from dataclasses import replace
 
     c = replace(cal_h100, attn_prefill_eff=0.5, attn_prefill_score_s=1e-13, attn_prefill_overhead_s=0.0, attn_prefill_head_s=0.0)
-    t, tc, _ = cost.attention_prefill_time(1e15, 1.0, h100, c, "bf16", scores=1e12)
+    t, tc, _ = cost.attention_prefill_time(1e15, 1.0, h100, c, math="bf16", scores=1e12)
     assert float(t) == pytest.approx(1e15 / (h100.peak("bf16") * 0.5) + 0.1, rel=1e-9) and float(tc) == float(t)
     # the same FLOPs in heads half as wide hold twice the pairs: narrow heads cost more per FLOP
-    t_narrow, _, _ = cost.attention_prefill_time(1e15, 1.0, h100, c, "bf16", scores=2e12)
+    t_narrow, _, _ = cost.attention_prefill_time(1e15, 1.0, h100, c, math="bf16", scores=2e12)
     assert float(t_narrow) - float(t) == pytest.approx(0.1, rel=1e-9)

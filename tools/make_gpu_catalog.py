@@ -72,6 +72,12 @@ TILES = {
     # AMD MFMA: hipBLASLt macro tiles 128x128/256x256 (rocm_gpu_specs)
     "cdna": [(64, 128, 1), (128, 128, 1), (256, 256, 1)],
 }
+# Shared-memory bytes the tensor cores can read per dense BF16 FLOP of an SM, where a measurement shows
+# it binds: 128 B/clk against tcgen05's 8,192 BF16 FLOP/clk/SM on B200 (SemiAnalysis, "Dissecting Nvidia
+# Blackwell", 2026-03-31: SS-mode UMMA with N < 128 is shared-memory bound at ~128 B/cycle). Other
+# families' tensor cores run at half the rate or less against the same 128 B/clk: no bound written.
+SMEM_FEED = {"blackwell": (128 / 8192, "SemiAnalysis, Dissecting Nvidia Blackwell (2026-03-31): SS-mode tcgen05 MMA with N < 128 is "
+                           "shared-memory bound at ~128 B/cycle per SM; 8,192 dense BF16 FLOP/clk/SM (2.25 PFLOPS over 148 SMs at ~1.86 GHz)")}
 TILE_SOURCE = {
     "hopper": "gemm_tile_facts.hopper_sm90 (PTX ISA wgmma m64nNk16, N = 8..256; typical CTA tiles 128x128, 128x256, 64xN; 64/128 x 64 for narrow N)",
     "blackwell": "gemm_tile_facts.blackwell_sm100 (PTX ISA tcgen05 cta_group::1 M=128, cta_group::2 M=256 over two SMs, N<=256)",
@@ -133,7 +139,10 @@ def main(ref_path: Path) -> int:
         if fp4:
             lines.append(f"fp4 = {float(fp4) * 1e12:.6g}")
         lines += ["", "[tiles]", f"shapes = [{', '.join(f'[{m}, {n}, {c}]' for m, n, c in TILES[tiles])}]  # [M, N, SMs per tile]",
-                  f"source = {q(TILE_SOURCE[tiles])}", "", "[sources]"]
+                  f"source = {q(TILE_SOURCE[tiles])}"]
+        if tiles in SMEM_FEED:
+            lines += [f"smem_bytes_per_bf16_flop = {SMEM_FEED[tiles][0]:.6g}", f"smem_source = {q(SMEM_FEED[tiles][1])}"]
+        lines += ["", "[sources]"]
         for s in g["sources"]:
             lines.append(f"{s} = {q(sources.get(s, MISSING))}")
         for note in ("nvfp4_note", "fp4_note", "tflops_note", "xgmi_note"):

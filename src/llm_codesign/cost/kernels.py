@@ -20,6 +20,30 @@ def _distinct_tiles(tiles):
     return tuple(t for t in tiles if t[2] == 1 or (t[0] // t[2], t[1]) not in per_sm)
 
 
+def tile_feed(tm: int, tn: int, gpu: Gpu, *, math: str, a_bytes: float, w_bytes: float) -> float:
+    """Share of the tensor cores' rate a tile's operands can be fed at. Each K step a tile reads tm rows
+    of A and tn rows of B from shared memory for 2*tm*tn FLOPs (a 2-CTA tile splits both operands and
+    its MMA over the pair, so the ratio holds per SM and its wider shape needs less per FLOP); where
+    that exceeds what shared memory delivers per FLOP (gpu.smem_bytes_per_bf16_flop at the BF16 rate,
+    less at the faster FP8/FP4 rates) the tile runs at the feed rate. On Blackwell this is what makes
+    tiles narrower than 128 slow (SS-mode MMA with N < 128 is shared-memory bound) and a dimension
+    that only divides by 64 cost more than one that divides by 128 or 256."""
+    supply = gpu.smem_bytes_per_bf16_flop
+    if supply <= 0.0:
+        return 1.0
+    need = (tm * a_bytes + tn * w_bytes) / (2.0 * tm * tn)
+    return min(1.0, supply * gpu.peak("bf16") / gpu.peak(math) / need)
+
+
+def tma_padded(k, a_bytes: float, w_bytes: float):
+    """K as a GEMM runs it: TMA moves rows whose byte length is a multiple of 16 (CUDA driver API,
+    cuTensorMapEncodeTiled: globalStrides multiples of 16), so a row of K elements of the narrower
+    operand that is not is padded to the next such multiple (8 BF16, 16 FP8, 32 FP4 values)."""
+    elt = min(2.0 ** np.floor(np.log2(x)) for x in (a_bytes, w_bytes))  # storage element, block scales aside
+    unit = 16.0 / elt
+    return np.ceil(np.asarray(k) * np.float32(1.0 / unit) - np.float32(1e-6)) * np.float32(unit)
+
+
 def gemm_kernel(math: str, weight_dtype: str = "") -> str:
     """Kernel family whose efficiency/overhead apply: block-scaled FP8 (DeepGEMM-style) differs from
     per-tensor FP8; FP4 covers NVFP4 and MXFP4."""
@@ -28,26 +52,10 @@ def gemm_kernel(math: str, weight_dtype: str = "") -> str:
     return math
 
 
-def gemm_time(m, n, k, gpu: Gpu, cal: Calibration, *, math: str, a_bytes, w_bytes, c_bytes=2.0,
-              groups=1.0, distinct_groups=None, eff_scale=1.0, kernel: str | None = None, swap_ab: bool | None = None,
-              overhead_s=None):
-    """C[m,n] = A[m,k] B[k,n], repeated over `groups` independent problems (grouped/batched GEMM).
-
-    Compute: FLOPs padded to whole CTA tiles (tile quantisation) and whole waves over the SMs (wave
-    quantisation), with split-K when there are too few tiles to fill the GPU; the best of the GPU's
-    tile shapes is taken, as cuBLAS/CUTLASS heuristics do. Memory: A, B and C are all counted
-    (the output too). `distinct_groups` is how many groups' weights are actually read (MoE decode).
-    """
-    # float32 inside: times need ~7 significant digits, and the tile loop is the cost model's hot path
+def _best_tile_time(m, n, k, gpu: Gpu, cal: Calibration, *, groups, peak, kernel, math, a_bytes, w_bytes, swap_ab):
+    """Compute time of the fastest of the GPU's tiles (float32 arrays), tile and wave quantised, with
+    split-K for dense BF16/FP8 kernels and each tile at its shared-memory feed rate."""
     f32 = np.float32
-    m = np.asarray(m, dtype=f32)
-    n = np.asarray(n, dtype=f32)
-    k = np.asarray(k, dtype=f32)
-    groups = np.asarray(groups, dtype=f32)
-    dg = groups if distinct_groups is None else np.asarray(distinct_groups, dtype=f32)
-    live = (m > 0) & (n > 0) & (k > 0) & (groups > 0)
-    kernel = kernel or math
-    peak = gpu.peak(math) * cal.gemm_eff(kernel) * eff_scale
     # split-K keeps >= 256 of K per split; block-scaled kernels (fp8_block, fp4) do not split K
     can_split = kernel in ("bf16", "fp8")
     # and at most the split factor the GEMM libraries pick (gemm_max_split_k, fitted per family)
@@ -66,18 +74,47 @@ def gemm_time(m, n, k, gpu: Gpu, cal: Calibration, *, math: str, a_bytes, w_byte
         tiles = tiles + tuple((tok, wide, 1) for tok in (16, 32, 64))
     for tm, tn, ctas in tiles:
         slots = gpu.sms // ctas
-        tiles = np.ceil(m * f32(1.0 / tm)) * (np.ceil(n * f32(1.0 / tn)) * groups)
-        per_wave = f32(2.0 * tm * tn * gpu.sms / (ctas * peak))
+        count = np.ceil(m * f32(1.0 / tm)) * (np.ceil(n * f32(1.0 / tn)) * groups)  # output tiles
+        per_wave = f32(2.0 * tm * tn * gpu.sms / (ctas * peak * tile_feed(tm, tn, gpu, math=math, a_bytes=a_bytes, w_bytes=w_bytes)))
         if can_split:
             # split-K / stream-K when there are too few output tiles to fill the GPU
-            split = np.minimum(np.maximum(np.floor(f32(slots) / np.maximum(tiles, f32(1.0))), f32(1.0)), k_split_max)
-            waves = np.ceil(tiles * split * f32(1.0 / slots))
+            split = np.minimum(np.maximum(np.floor(f32(slots) / np.maximum(count, f32(1.0))), f32(1.0)), k_split_max)
+            waves = np.ceil(count * split * f32(1.0 / slots))
             t = waves * (k / split + k_half) * per_wave
         else:
             # per wave: one tile's K main loop plus a fixed prologue/epilogue cost of k_half steps
-            t = np.ceil(tiles * f32(1.0 / slots)) * ((k + k_half) * per_wave)
+            t = np.ceil(count * f32(1.0 / slots)) * ((k + k_half) * per_wave)
         best = t if best is None else np.minimum(best, t)
-    t_mem = gemm_bytes(m, n, k, a_bytes, w_bytes, c_bytes, groups, dg) * f32(1.0 / (gpu.hbm_bandwidth_bytes_per_s * cal.bw_eff))
+    return best
+
+
+def gemm_time(m, n, k, gpu: Gpu, cal: Calibration, *, math: str, a_bytes, w_bytes, c_bytes=2.0,
+              groups=1.0, distinct_groups=None, eff_scale=1.0, kernel: str | None = None, swap_ab: bool | None = None,
+              overhead_s=None):
+    """C[m,n] = A[m,k] B[k,n], repeated over `groups` independent problems (grouped/batched GEMM).
+
+    Compute: FLOPs padded to whole CTA tiles (tile quantisation) and whole waves over the SMs (wave
+    quantisation), with split-K when there are too few tiles to fill the GPU; the best of the GPU's
+    tile shapes is taken, as cuBLAS/CUTLASS heuristics do, each at the rate shared memory feeds it
+    (tile_feed), over K padded to TMA's 16-byte rows (tma_padded). Memory: A, B and C are all counted
+    (the output too). `distinct_groups` is how many groups' weights are actually read (MoE decode).
+    """
+    # float32 inside: times need ~7 significant digits, and the tile loop is the cost model's hot path
+    f32 = np.float32
+    m = np.asarray(m, dtype=f32)
+    n = np.asarray(n, dtype=f32)
+    k_in = np.asarray(k, dtype=f32)
+    k = tma_padded(k_in, a_bytes, w_bytes).astype(f32)
+    padded = k > k_in  # the activation is copied into a padded buffer first (below)
+    groups = np.asarray(groups, dtype=f32)
+    dg = groups if distinct_groups is None else np.asarray(distinct_groups, dtype=f32)
+    live = (m > 0) & (n > 0) & (k > 0) & (groups > 0)
+    kernel = kernel or math
+    peak = gpu.peak(math) * cal.gemm_eff(kernel) * eff_scale
+    best = _best_tile_time(m, n, k, gpu, cal, groups=groups, peak=peak, kernel=kernel, math=math, a_bytes=a_bytes,
+                           w_bytes=w_bytes, swap_ab=swap_ab)
+    nbytes = gemm_bytes(m, n, k, a_bytes=a_bytes, w_bytes=w_bytes, c_bytes=c_bytes, groups=groups, distinct_groups=dg)
+    t_mem = nbytes * f32(1.0 / (gpu.hbm_bandwidth_bytes_per_s * cal.bw_eff))
     # compute and memory overlap imperfectly near the ridge point: a p-norm blend (p -> inf is max)
     p = f32(cal.gemm_blend_p)
     hi = np.maximum(np.maximum(best, t_mem), f32(1e-30))
@@ -89,22 +126,26 @@ def gemm_time(m, n, k, gpu: Gpu, cal: Calibration, *, math: str, a_bytes, w_byte
         # FP8/FP4 activations: the BF16 input is quantised by its own kernel first (TensorRT-LLM's
         # Linear runs fp8/fp4 quantize ops before the GEMM), one read of A in BF16 and one write
         t = t + (m * groups) * k * f32((2.0 + a_bytes) / (gpu.hbm_bandwidth_bytes_per_s * cal.bw_eff)) + f32(cal.kernel_overhead_s)
+    if np.any(padded):
+        # the padded copy of A: one read and one write, one more launch
+        copy = (m * groups) * k * f32(2.0 * a_bytes / (gpu.hbm_bandwidth_bytes_per_s * cal.bw_eff)) + f32(cal.kernel_overhead_s)
+        t = t + np.where(padded, copy, f32(0.0))
     zero = f32(0.0)
     return np.where(live, t, zero), np.where(live, best, zero), np.where(live, t_mem, zero)
 
 
-def gemm_bytes(m, n, k, a_bytes, w_bytes, c_bytes, groups, distinct_groups):
+def gemm_bytes(m, n, k, *, a_bytes, w_bytes, c_bytes, groups, distinct_groups):
     """Bytes moved: A and C for every group, B (weights) for the groups whose weights are read.
     Keeps the dtype of its array arguments (float32 in the hot path, float64 in reports)."""
     dt = np.result_type(m, np.float32)
     return (m * groups) * (k * dt.type(a_bytes) + n * dt.type(c_bytes)) + distinct_groups * (k * n * dt.type(w_bytes))
 
 
-def gemm_flops_bytes(m, n, k, a_bytes, w_bytes, c_bytes=2.0, groups=1.0, distinct_groups=None):
+def gemm_flops_bytes(m, n, k, *, a_bytes, w_bytes, c_bytes=2.0, groups=1.0, distinct_groups=None):
     m, n, k = (np.asarray(x, dtype=float) for x in (m, n, k))
     groups = np.asarray(groups, dtype=float)
     dg = groups if distinct_groups is None else np.asarray(distinct_groups, dtype=float)
-    return 2.0 * m * n * k * groups, gemm_bytes(m, n, k, a_bytes, w_bytes, c_bytes, groups, dg)
+    return 2.0 * m * n * k * groups, gemm_bytes(m, n, k, a_bytes=a_bytes, w_bytes=w_bytes, c_bytes=c_bytes, groups=groups, distinct_groups=dg)
 
 
 def decode_work_items(tokens, kv_heads, q_heads, cal: Calibration, kv_fp8: bool):
@@ -119,7 +160,7 @@ def decode_work_items(tokens, kv_heads, q_heads, cal: Calibration, kv_fp8: bool)
     return np.asarray(tokens, float) * kv * per_kv
 
 
-def attention_decode_time(flops, nbytes, gpu: Gpu, cal: Calibration, seq_heads=0.0, kv_fp8: bool = False, group=1.0):
+def attention_decode_time(flops, nbytes, gpu: Gpu, cal: Calibration, *, seq_heads=0.0, kv_fp8: bool = False, group=1.0):
     """Decode attention: KV-cache read at a fraction of HBM bandwidth, or its math, whichever binds,
     plus a cost per work item (softmax/reduction, CTA scheduling) that dominates at large batch
     with short contexts. Query groups wider than the tensor-core kernels take (`group` query heads
@@ -136,7 +177,7 @@ def attention_decode_time(flops, nbytes, gpu: Gpu, cal: Calibration, seq_heads=0
     return np.where(live, t, 0.0), np.where(live, t_c, 0.0), np.where(live, t_m, 0.0)
 
 
-def attention_prefill_time(flops, nbytes, gpu: Gpu, cal: Calibration, math: str = "bf16", seq_heads=0.0, keys=None, scores=None):
+def attention_prefill_time(flops, nbytes, gpu: Gpu, cal: Calibration, *, math: str = "bf16", seq_heads=0.0, keys=None, scores=None):
     """Prefill (context) attention: FlashAttention-style, compute-bound at a fraction of peak that
     ramps with the keys each query attends to (short rows leave the softmax pipeline idle), plus a
     cost per (sequence x query head) work item. FP8 has its own fraction of the FP8 peak. `scores`

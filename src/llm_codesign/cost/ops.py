@@ -170,7 +170,7 @@ def _gemm(name, m, n, k, at: _At, *, math, a_b, w_b, groups=1.0, distinct=None, 
     t, tc, tm = cost.gemm_time(m, n, k, at.gpu, at.cal, math=math, a_bytes=a_b, w_bytes=w_b, groups=groups,
                                distinct_groups=distinct, eff_scale=eff_scale, kernel=kernel, swap_ab=swap_ab, overhead_s=overhead_s)
     return Op(name, "gemm", None, None, time=t, t_compute=tc, t_memory=tm, count=at.count,
-              fb=lambda: cost.gemm_flops_bytes(m, n, k, a_b, w_b, c_bytes=2.0, groups=groups, distinct_groups=distinct),
+              fb=lambda: cost.gemm_flops_bytes(m, n, k, a_bytes=a_b, w_bytes=w_b, c_bytes=2.0, groups=groups, distinct_groups=distinct),
               math=math, weight=weight)
 
 
@@ -195,8 +195,8 @@ def _expert_gemm(name, n, k, at: _At, *, load, math, a_b, w_b, kernel):
     t = th + np.where(tr > 0, tr - fixed, 0.0)
 
     def fb():
-        f1, b1 = cost.gemm_flops_bytes(top, n, k, a_b, w_b, c_bytes=2.0, groups=1.0, distinct_groups=1.0)
-        f2, b2 = cost.gemm_flops_bytes(m_rest, n, k, a_b, w_b, c_bytes=2.0, groups=rest_groups, distinct_groups=rest_groups)
+        f1, b1 = cost.gemm_flops_bytes(top, n, k, a_bytes=a_b, w_bytes=w_b, c_bytes=2.0, groups=1.0, distinct_groups=1.0)
+        f2, b2 = cost.gemm_flops_bytes(m_rest, n, k, a_bytes=a_b, w_bytes=w_b, c_bytes=2.0, groups=rest_groups, distinct_groups=rest_groups)
         return f1 + f2, b1 + b2
     return Op(name, "gemm", None, None, time=t, t_compute=ch + cr, t_memory=mh + mr, count=at.count, fb=fb, math=math)
 
@@ -382,11 +382,23 @@ def _softmax_attention(a: Attention, b: Batch, at: _At, P: str, *, s: _Step, pre
     ops.append(_core_prefill(a, b, at, P, s=s, prec=prec, kv=(per_tok_kv, qk_d + v_d)))
     if np.any(kvp > 1):
         # Helix: partial outputs and softmax statistics exchanged across KV-parallel ranks
-        ops.append(_comm(f"{P}/helix_all_to_all", "all_to_all", T * heads_l * (v_d + 1) * 2.0, kvp, at))
+        ops.append(_helix_exchange(ops[-2:], b, at, P, nbytes=T * heads_l * (v_d + 1) * 2.0, kvp=kvp))
     dense_tp = tp * kvp
     ops.append(_gemm(f"{P}/o", T, h, a.heads * v_d / dense_tp, at, **s.fa))
     ops.append(_comm(f"{P}/all_reduce", "all_reduce", T * h * 2.0, dense_tp, at))
     return ops
+
+
+def _helix_exchange(core: list[Op], b: Batch, at: _At, P: str, *, nbytes, kvp) -> Op:
+    """Helix's all-to-all of partial attention outputs, overlapped as HOP-B runs it (Bhatia et al. 2025,
+    arXiv:2507.07120): request i's exchange is sent while request i+1's attention runs, a two-stage
+    pipeline over the step's B requests that exposes C/B + (B-1)/B * max(C - A, 0) of the exchange C
+    beyond the attention A (`core`: this layer's attention kernels); one request exposes all of it."""
+    op = _comm(f"{P}/helix_all_to_all", "all_to_all", nbytes, kvp, at)
+    A = sum(o.time for o in core)
+    B = np.maximum(np.asarray(b.dec_seqs, float) + np.asarray(b.pf_seqs, float), 1.0)
+    op.time = np.where(op.time > 0, op.time / B + (B - 1.0) / B * np.maximum(op.time - A, 0.0), 0.0)
+    return op
 
 
 def _gqa_proj(a: Attention, b: Batch, at: _At, P: str, *, s: _Step, kv_b):
@@ -511,8 +523,12 @@ def _moe(f: Ffn, M: str, at: _At, s: _Step) -> list[Op]:
     t, tc, tm = cost.elementwise_time(perm, 2.0, at.gpu, at.cal)
     t = np.where(perm > 0, t, 0.0)
     ops.append(Op(f"{M}/permute", "elementwise", np.zeros_like(t), perm, time=t, t_compute=tc, t_memory=tm, count=at.count))
-    # token exchange: all-to-all dispatch + combine under EP / attention-DP, else an all-reduce
-    a2a = (ep > 1) | (s.adp > 1)
+    # token exchange: all-to-all dispatch + combine under attention DP, else an all-reduce. Without
+    # attention DP every rank already holds every token (the attention all-reduce), so expert-parallel
+    # ranks run their experts on them and one all-reduce sums the outputs: TensorRT-LLM's MoE takes its
+    # all-to-all only with enable_attention_dp (fused_moe, enable_alltoall; else reducescatter_or_allreduce),
+    # vLLM only with data parallel (FusedMoEParallelConfig.use_all2all_kernels: dp_size > 1 and use_ep)
+    a2a = s.adp > 1
     sent = skew * (T / dense_tp * f.top_k * h)  # what the busiest rank receives
     ops.append(_comm(f"{M}/dispatch", "all_to_all", np.where(a2a, sent * ff["a_b"], 0.0), stage_gpus, at))
     ops.append(_comm(f"{M}/combine", "all_to_all", np.where(a2a, sent * 2.0, 0.0), stage_gpus, at))

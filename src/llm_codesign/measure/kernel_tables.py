@@ -186,7 +186,7 @@ def _decode(rows, gpu, cal):
         m = fp8 == flag
         if m.any():
             items = cost.decode_work_items(B[m], KV[m], H[m], cal, flag and gpu.supports("fp8"))
-            t[m] = cost.attention_decode_time(flops[m], nbytes[m], gpu, cal, items, kv_fp8=flag, group=(H / KV)[m])[0]
+            t[m] = cost.attention_decode_time(flops[m], nbytes[m], gpu, cal, seq_heads=items, kv_fp8=flag, group=(H / KV)[m])[0]
     return t * 1e3, [f"kv {r['kv_cache_dtype']}" for r in rows]
 
 
@@ -201,8 +201,8 @@ def _prefill(rows, gpu, cal):
     for flag, kind in ((False, "bf16"), (True, "fp8")):
         m = fp8 == flag
         if m.any():
-            t, _, _ = cost.attention_prefill_time(flops[m], nbytes[m], gpu, cal, kind, (B * H)[m], ((S + 1) / 2)[m],
-                                                  (B * H * S * (S + 1) / 2)[m])
+            t, _, _ = cost.attention_prefill_time(flops[m], nbytes[m], gpu, cal, math=kind, seq_heads=(B * H)[m],
+                                                  keys=((S + 1) / 2)[m], scores=(B * H * S * (S + 1) / 2)[m])
             out[m] = t * 1e3
     return out, [f"kv {r['kv_cache_dtype']}" for r in rows]
 

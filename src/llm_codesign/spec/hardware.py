@@ -32,6 +32,9 @@ class Gpu:
     fp4_formats: tuple[str, ...]
     tiles: tuple[tuple[int, int, int], ...]  # (tile M, tile N, SMs per tile)
     aliases: tuple[str, ...] = ()
+    # operand bytes shared memory feeds the tensor cores per dense BF16 FLOP of an SM (0: not a bound);
+    # a narrow GEMM tile needs more (kernels.tile_feed)
+    smem_bytes_per_bf16_flop: float = 0.0
     # Capacity the driver reports (nvidia-smi, rocm-smi, torch.cuda.mem_get_info): what serving engines
     # size their KV caches from, and what every fit in this package uses. 0 reads as hbm_bytes.
     memory_bytes: float = 0.0
@@ -98,6 +101,7 @@ def gpu_from_toml(text: str, origin: str) -> Gpu:
         tdp_w=float(d["tdp_w"]), peak_flops=tuple(sorted(peaks.items())),
         fp4_formats=tuple(d.get("fp4_formats", ["nvfp4", "mxfp4"] if "fp4" in peaks else [])),
         tiles=tuple(tuple(int(x) for x in t) for t in tiles),
+        smem_bytes_per_bf16_flop=float(d.get("tiles", {}).get("smem_bytes_per_bf16_flop", 0.0)),
         aliases=tuple(d.get("aliases", ())), memory_bytes=float(d.get("memory_bytes", 0.0)),
         sources=tuple((k, str(v)) for k, v in d.get("sources", {}).items())
         + ((("memory", str(d["memory_source"])),) if "memory_source" in d else ()),

@@ -23,7 +23,6 @@ REASONS = (
     "moe_width",          # expert width not divisible by moe_tp
     "layers",             # more pipeline stages than layers
     "scale_up",           # a TP/Helix group larger than the scale-up domain
-    "helix_needs_attention_tp",  # Helix with attention DP is not a supported combination
     "no_moe",             # ep/moe_tp > 1 on a dense model
     "dense_width",        # dense FFN width not divisible by tp*kvp
 )
@@ -35,7 +34,6 @@ MESSAGES = {
     "moe_width": "the expert FFN width must be divisible by moe_tp (width {moe_width})",
     "layers": "pp must not exceed the layer count (layers {layers})",
     "scale_up": "a tensor-parallel group must fit in one scale-up domain (NVLink; PCIe within a server for PCIe cards) of {domain} GPUs",
-    "helix_needs_attention_tp": "Helix (kvp > 1) is modelled with attention TP, not with attention_dp > 1",
     "no_moe": "ep and moe_tp must be 1 for a dense model",
     "dense_width": "the dense FFN width must be divisible by tp*kvp (width {dense_width})",
 }
@@ -115,7 +113,6 @@ def validity(model: ModelSpec, gpu: Gpu, plan: Plan, num_gpus) -> np.ndarray:
     flag("layers", np.asarray(model.num_layers) < pp)
     # TP all-reduces every layer: keep TP (and Helix, which re-uses those GPUs as TP) inside the scale-up domain
     flag("scale_up", (tp * kvp > gpu.scale_up_domain) | ((ep * mtp > gpu.scale_up_domain) & (ep * mtp > 1) & (gpu.scale_up_domain < 8)))
-    flag("helix_needs_attention_tp", (kvp > 1) & (adp > 1))
     for layer, _ in model.groups:
         if layer.ffn.kind == "dense":
             flag("dense_width", layer.ffn.inter % (tp * kvp) != 0)

@@ -280,6 +280,9 @@ def check_gpu(d: dict, origin: str) -> None:
             for t in sh)
         if not ok:
             raise InputError("gpu.tiles.shapes", sh, "a non-empty list of [tile M, tile N, SMs per tile], positive integers")
+    feed = tiles.get("smem_bytes_per_bf16_flop", 0.0)
+    if isinstance(feed, bool) or not isinstance(feed, int | float) or not 0.0 <= float(feed) <= 1.0:
+        raise InputError("gpu.tiles.smem_bytes_per_bf16_flop", feed, "a number from 0 (no bound) to 1 byte per FLOP")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -1,0 +1,61 @@
+"""How a plan moves tokens between GPUs: the MoE exchange by attention DP and Helix's overlapped
+all-to-all (HOP-B), by hand from cost.ops and cost.kernels."""
+import numpy as np
+import pytest
+
+from llm_codesign.cost import kernels as cost
+from llm_codesign.cost.ops import Batch, forward_ops
+from llm_codesign.serve.aggregated import _sharding
+from llm_codesign.spec.plan import Plan, validity
+from llm_codesign.spec.precision import Precision
+
+
+def _ops(model, gpu, cal, plan, **batch):
+    ops = forward_ops(model, gpu, cal, Precision.of("fp8"), _sharding(plan), Batch(**batch))
+    return {o.name: o for o in ops}
+
+
+def _sum(ops, suffix):
+    return sum(float(np.sum(o.time * o.count)) for name, o in ops.items() if name.endswith(suffix))
+
+
+def test_moe_exchange_all_to_all_only_under_attention_dp(b200):
+    from llm_codesign.cost.calibration import calibration_for
+    from llm_codesign.spec.registry import get_model
+
+    m, cal = get_model("deepseek-r1"), calibration_for(b200).in_step("trtllm")
+    # TP8 x EP8: every rank holds every token after the attention all-reduce; one all-reduce sums the experts
+    tp = _ops(m, b200, cal, Plan(tp=8, ep=8, moe_tp=1), dec_seqs=32, dec_ctx=2048)
+    assert _sum(tp, "moe/dispatch") == 0 and _sum(tp, "moe/combine") == 0
+    moe_layers = sum(n for layer, n in m.groups if layer.ffn.kind == "moe")
+    ar = float(cost.collective_time("all_reduce", 32 * m.hidden * 2.0, 8, b200, cal))
+    assert _sum(tp, "moe/all_reduce") == pytest.approx(moe_layers * ar, rel=1e-9)
+    # attention DP 8 x EP 8: tokens are dispatched to their experts' ranks and combined back
+    dp = _ops(m, b200, cal, Plan(tp=1, adp=8, ep=8, moe_tp=1), dec_seqs=4, dec_ctx=2048)
+    assert _sum(dp, "moe/dispatch") > 0 and _sum(dp, "moe/combine") > 0 and _sum(dp, "moe/all_reduce") == 0
+
+
+def test_helix_exchange_overlaps_over_the_batch(b200):
+    from llm_codesign.cost.calibration import calibration_for
+    from llm_codesign.spec.registry import get_model
+
+    m, cal = get_model("deepseek-r1"), calibration_for(b200).in_step("trtllm")
+    plan = Plan(tp=1, kvp=8, ep=8, moe_tp=1)
+    for seqs in (1.0, 4.0, 64.0):
+        ops = _ops(m, b200, cal, plan, dec_seqs=seqs, dec_ctx=65536)
+        name = next(n for n in ops if n.endswith("helix_all_to_all"))
+        layer = name.rsplit("/", 1)[0]
+        A = float(ops[f"{layer}/core_decode"].time + ops[f"{layer}/core_prefill"].time)
+        # the exchange: every token's partial output and its softmax statistic (128 heads x (128 + 1) values, BF16) over 8 ranks
+        C = float(cost.collective_time("all_to_all", seqs * 128 * (128 + 1) * 2.0, 8, b200, cal))
+        want = C if seqs == 1 else C / seqs + (seqs - 1) / seqs * max(C - A, 0.0)
+        assert float(ops[name].time) == pytest.approx(want, rel=1e-9)
+        assert float(ops[name].time) <= C
+
+
+def test_helix_with_attention_dp_is_a_plan(b200):
+    from llm_codesign.spec.registry import get_model
+
+    m = get_model("deepseek-r1")
+    # 2 attention-DP ranks, each a Helix group of 4 GPUs sharding its requests' cache along the sequence
+    assert int(validity(m, b200, Plan(tp=1, kvp=4, adp=2, ep=8, moe_tp=1), 8)) < 0
