@@ -20,7 +20,7 @@ def test_chinchilla_golden():
     c = constants()
     c["scaling"]["tokens"] = 1.4e12
     expect = 1.69 + 406.4 / 70e9 ** 0.34 + 410.7 / 1.4e12 ** 0.28
-    assert float(loss(70e9, 70e9, 8192, 80, "bf16", c)) == pytest.approx(expect, rel=1e-9)
+    assert float(loss(70e9, 70e9, 8192, 80, "bf16", c=c)) == pytest.approx(expect, rel=1e-9)
 
 
 def test_quality_orders_sizes_and_counts_moe_between_active_and_total():
@@ -67,7 +67,7 @@ def test_baseline_reproduces_its_pareto_result():
     slo = Slo("throughput", min_tps_user=30.0)
     plan, inst = _plans(8, g, moe=False, long_context=False)
     v, *_ = objective(m, g, cal, FP8, plan, inst=inst, slo=slo)
-    r = search(m, g, cal, SearchSpace(8, adp=(1,), kvp=(1,), precisions=(FP8,)), 1024, 1024, min_tps_user=30.0)
+    r = search(m, g, cal, SearchSpace(8, adp=(1,), kvp=(1,), precisions=(FP8,)), isl=1024, osl=1024, min_tps_user=30.0)
     best = max(p["output_tok_s_per_gpu"] for p in r["frontier"])
     assert float(v[0]) == pytest.approx(best, rel=1e-9)
 

@@ -28,7 +28,7 @@ def test_decode_instances_never_stall_on_prefill(h200, llama70b):
     # the same TP8 instance at the same batch: aggregated TPOT carries other requests' prefill chunks
     cal = calibration_for(h200)
     C = np.array([8, 32, 128])
-    agg = evaluate(llama70b, h200, cal, FP8, Plan(tp=8), C, 8192, 1024)
+    agg = evaluate(llama70b, h200, cal, FP8, Plan(tp=8), concurrency=C, isl=8192, osl=1024)
     dis = evaluate_disagg(llama70b, h200, cal, FP8, prefill_plan=Plan(tp=8), decode_plan=Plan(tp=8), prefill_instances=1,
                           decode_instances=1, concurrency=C, isl=8192, osl=1024)
     assert np.all(dis["tpot_s"] < agg["tpot_s"])
@@ -139,7 +139,7 @@ def test_disaggregated_frontier_points_reprice_to_themselves(h200, llama70b):
     from llm_codesign.explore.search import SearchSpace
 
     cal = calibration_for(h200)
-    r = search_disagg(llama70b, h200, cal, SearchSpace(8, precisions=(FP8,)), 4096, 512)
+    r = search_disagg(llama70b, h200, cal, SearchSpace(8, precisions=(FP8,)), isl=4096, osl=512)
     fr = r["frontier"]
     assert len(fr) > 5 and r["mode"] == "disaggregated"
     xs, ys = np.array([p["tok_s_per_user"] for p in fr]), np.array([p["output_tok_s_per_gpu"] for p in fr])

@@ -11,7 +11,7 @@ from llm_codesign.spec.precision import Precision
 
 
 def _ops(model, gpu, cal, plan, **batch):
-    ops = forward_ops(model, gpu, cal, Precision.of("fp8"), _sharding(plan), Batch(**batch))
+    ops = forward_ops(model, gpu, cal, Precision.of("fp8"), _sharding(plan), b=Batch(**batch))
     return {o.name: o for o in ops}
 
 

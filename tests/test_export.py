@@ -242,9 +242,9 @@ def test_step_budget_is_searched_and_every_point_states_it():
 
     m, g = get_model("llama-3.1-8b"), get_gpu("h100")
     cal = calibration_for(g)
-    base = search(m, g, cal, SearchSpace(2), 2048, 256, "vllm", max_ttft_ms=1500)
-    one = search(m, g, cal, SearchSpace(2, step_tokens=(2048,)), 2048, 256, "vllm", max_ttft_ms=1500)
-    grid = search(m, g, cal, SearchSpace(2, step_tokens=(1024, 2048, 8192)), 2048, 256, "vllm", max_ttft_ms=1500)
+    base = search(m, g, cal, SearchSpace(2), isl=2048, osl=256, backend="vllm", max_ttft_ms=1500)
+    one = search(m, g, cal, SearchSpace(2, step_tokens=(2048,)), isl=2048, osl=256, backend="vllm", max_ttft_ms=1500)
+    grid = search(m, g, cal, SearchSpace(2, step_tokens=(1024, 2048, 8192)), isl=2048, osl=256, backend="vllm", max_ttft_ms=1500)
     assert grid["evaluated"] == 3 * base["evaluated"]
     # vLLM's default on an 80 GB H100 is 8192 tokens a step: naming 2048 alone is another search, the grid holds both
     assert [p["output_tok_s_per_gpu"] for p in base["frontier"]] != [p["output_tok_s_per_gpu"] for p in one["frontier"]]

@@ -13,7 +13,7 @@ def _sum(ops, attr, kinds=("gemm",)):
 def test_linear_flops_are_two_times_active_params_per_token(name, h100, cal_h100):
     m = get_model(name)
     B = 32
-    ops = forward_ops(m, h100, cal_h100, m.default_precision, Sharding(), Batch(dec_seqs=B, dec_ctx=512))
+    ops = forward_ops(m, h100, cal_h100, m.default_precision, Sharding(), b=Batch(dec_seqs=B, dec_ctx=512))
     assert _sum(ops, "flops") == pytest.approx(2 * m.active_params * B, rel=1e-9)
 
 
@@ -23,7 +23,7 @@ def test_moe_flops_match_active_params_at_large_batch(b200):
     m = get_model("deepseek-v3")
     cal = calibration_for(b200)
     T = 4096
-    ops = forward_ops(m, b200, cal, m.default_precision, Sharding(), Batch(pf_tokens=T, pf_seqs=4, pf_ctx=0))
+    ops = forward_ops(m, b200, cal, m.default_precision, Sharding(), b=Batch(pf_tokens=T, pf_seqs=4, pf_ctx=0))
     lin = _sum([o for o in ops if o.name != "lm_head"], "flops")
     # LM head runs on 4 sampled positions only; everything else on all tokens
     expect = 2 * (m.active_params - m.vocab * m.hidden) * T
@@ -32,7 +32,7 @@ def test_moe_flops_match_active_params_at_large_batch(b200):
 
 def test_attention_decode_flops_golden(h100, cal_h100):
     m = get_model("llama-3.1-8b")
-    ops = forward_ops(m, h100, cal_h100, m.default_precision, Sharding(), Batch(dec_seqs=4, dec_ctx=1000))
+    ops = forward_ops(m, h100, cal_h100, m.default_precision, Sharding(), b=Batch(dec_seqs=4, dec_ctx=1000))
     core = next(o for o in ops if o.name == "layer/attn/core_decode")
     # QK^T and PV: 2 x B x heads x ctx x (128 + 128) per layer
     assert float(core.flops) == 2 * 4 * 32 * 1000 * 256
@@ -43,7 +43,7 @@ def test_attention_decode_flops_golden(h100, cal_h100):
 def test_flops_unchanged_by_tp(h100, cal_h100):
     m = get_model("llama-3.1-70b")
     b = Batch(dec_seqs=64, dec_ctx=2048)
-    per = [_sum(forward_ops(m, h100, cal_h100, m.default_precision, Sharding(tp=tp), b), "flops", ("gemm", "attention")) * tp
+    per = [_sum(forward_ops(m, h100, cal_h100, m.default_precision, Sharding(tp=tp), b=b), "flops", ("gemm", "attention")) * tp
            for tp in (1, 2, 4, 8)]
     assert per == pytest.approx([per[0]] * 4, rel=1e-9)
 
@@ -98,16 +98,16 @@ def test_skewed_routing_slows_the_moe_step(b200):
     cal = calibration_for(b200)
     b = Batch(pf_tokens=4096, pf_seqs=4, pf_ctx=0)
     sh = Sharding(tp=8, ep=8)
-    moe = [step_time([o for o in forward_ops(m, b200, replace(cal, moe_routing_alpha=a), m.default_precision, sh, b) if o.part == "moe"])
+    moe = [step_time([o for o in forward_ops(m, b200, replace(cal, moe_routing_alpha=a), m.default_precision, sh, b=b) if o.part == "moe"])
            for a in (0.0, 1.01)]
     assert float(moe[1]) > 1.05 * float(moe[0])
 
 
 def test_operator_names_are_slash_paths(h100, cal_h100):
     m = get_model("deepseek-r1")
-    names = [o.name for o in forward_ops(m, h100, cal_h100, m.default_precision, Sharding(tp=8, ep=8), Batch(dec_seqs=8, dec_ctx=100))]
+    names = [o.name for o in forward_ops(m, h100, cal_h100, m.default_precision, Sharding(tp=8, ep=8), b=Batch(dec_seqs=8, dec_ctx=100))]
     assert "layer1/moe/experts_gate_up" in names and "layer0/ffn/gate_up" in names and names[-1] == "lm_head"
-    assert float(step_time(forward_ops(m, h100, cal_h100, m.default_precision, Sharding(tp=8, ep=8), Batch(dec_seqs=8, dec_ctx=100)))) > 0
+    assert float(step_time(forward_ops(m, h100, cal_h100, m.default_precision, Sharding(tp=8, ep=8), b=Batch(dec_seqs=8, dec_ctx=100)))) > 0
 
 
 def test_dsa_indexer_caps_mla_context_and_prices_the_indexer(b200):
@@ -122,7 +122,7 @@ def test_dsa_indexer_caps_mla_context_and_prices_the_indexer(b200):
     prec = Precision.of("fp8", kv="fp8")
 
     def decode(ctx):
-        ops = forward_ops(m, b200, cal, prec, Sharding(tp=8), Batch(dec_seqs=2, dec_ctx=ctx))
+        ops = forward_ops(m, b200, cal, prec, Sharding(tp=8), b=Batch(dec_seqs=2, dec_ctx=ctx))
         return {o.name.split("/", 1)[1]: o for o in ops if o.name.endswith(("core_decode", "dsa_scores_decode", "dsa_prep"))}
 
     short, long = decode(2048), decode(10_000)
@@ -145,7 +145,7 @@ def test_qk_norm_across_heads_adds_a_tp_all_reduce(b200):
     cal = calibration_for(b200)
 
     def op(tp):
-        ops = forward_ops(m, b200, cal, m.default_precision, Sharding(tp=tp, moe_tp=tp), Batch(dec_seqs=16, dec_ctx=1000))
+        ops = forward_ops(m, b200, cal, m.default_precision, Sharding(tp=tp, moe_tp=tp), b=Batch(dec_seqs=16, dec_ctx=1000))
         return next(o for o in ops if o.name.endswith("qk_norm_all_reduce"))
 
     assert float(op(4).bytes) == 16 * 2 * 4  # FP32 sums of squares of Q and K per token
@@ -162,7 +162,7 @@ def test_gated_deltanet_decode_is_flat_in_context_and_prices_its_state(b200):
     prec = m.default_precision
 
     def decode(ctx):
-        ops = forward_ops(m, b200, cal, prec, Sharding(tp=4, moe_tp=4), Batch(dec_seqs=8, dec_ctx=ctx))
+        ops = forward_ops(m, b200, cal, prec, Sharding(tp=4, moe_tp=4), b=Batch(dec_seqs=8, dec_ctx=ctx))
         return {o.name: o for o in ops}
 
     short, long = decode(1_000), decode(100_000)
@@ -191,7 +191,7 @@ def test_mamba2_decode_reads_and_writes_its_state_once_per_step(h100):
     cal = calibration_for(h100)
 
     def decode(ctx, seqs=8):
-        ops = forward_ops(m, h100, cal, m.default_precision, Sharding(tp=4), Batch(dec_seqs=seqs, dec_ctx=ctx))
+        ops = forward_ops(m, h100, cal, m.default_precision, Sharding(tp=4), b=Batch(dec_seqs=seqs, dec_ctx=ctx))
         return {o.name: o for o in ops}
 
     short, long = decode(1_000), decode(50_000)
@@ -211,7 +211,7 @@ def test_operators_carry_their_part_and_precision(b200):
     from llm_codesign.spec.plan import precision_for
 
     m = get_model("openai/gpt-oss-120b")
-    ops = forward_ops(m, b200, calibration_for(b200), precision_for(m), Sharding(tp=8, ep=8), Batch(dec_seqs=16, dec_ctx=2048))
+    ops = forward_ops(m, b200, calibration_for(b200), precision_for(m), Sharding(tp=8, ep=8), b=Batch(dec_seqs=16, dec_ctx=2048))
     gemms = {(op.part, op.weight, op.math) for op in ops if op.kind == "gemm"}
     # W4A16 experts: MXFP4 weights, BF16 activations, so BF16 math
     assert ("attention", "bf16", "bf16") in gemms and ("moe", "mxfp4", "bf16") in gemms

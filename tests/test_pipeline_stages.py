@@ -35,14 +35,14 @@ def test_the_slowest_stage_sets_the_step():
     m, g = get_model("llama-3.1-405b"), get_gpu("h100")
     cal = calibration_for(g)
     b = Batch(dec_seqs=32, dec_ctx=2048)
-    one = forward_ops(m, g, cal, m.default_precision, Sharding(tp=8), b)
+    one = forward_ops(m, g, cal, m.default_precision, Sharding(tp=8), b=b)
     h = _t([op for op in one if op.name == "lm_head"])
     t = (_t(one) - h) / 126
-    four = forward_ops(m, g, cal, m.default_precision, Sharding(tp=8, pp=4), b)
+    four = forward_ops(m, g, cal, m.default_precision, Sharding(tp=8, pp=4), b=b)
     assert _t(four) == pytest.approx(max(32 * t, 31 * t + h), rel=1e-9)
     assert _t(four) > (_t(one) - h) / 4 + h * 0.999  # not the average stage (31.5 layers): 32 > 31.5 + h here
     # pp dividing a regular stack: every stage L / pp layers with the head, as before
-    two = forward_ops(m, g, cal, m.default_precision, Sharding(tp=8, pp=2), b)
+    two = forward_ops(m, g, cal, m.default_precision, Sharding(tp=8, pp=2), b=b)
     assert _t(two) == pytest.approx(63 * t + h, rel=1e-9)
     # the weights of the busiest stage: 32 of 126 layers, and the embedding or head (BF16, vocab/TP)
     w1 = float(np.ravel(weight_bytes_per_gpu(m, m.default_precision, Sharding(tp=8)))[0])
@@ -63,11 +63,11 @@ def test_layer_order_sets_the_stages():
     assert blocks.stage_counts(4) == ((9, 0), (9, 0), (0, 9), (0, 9))
     b = Batch(dec_seqs=64, dec_ctx=65536)
     sh = Sharding(tp=2, pp=4, ep=2)
-    alt, blk = (_t(forward_ops(x, g, cal, x.default_precision, sh, b)) for x in (m, blocks))
-    full = [op for op in forward_ops(m, g, cal, m.default_precision, sh, b) if op.name == "layer1/attn/core_decode"]
+    alt, blk = (_t(forward_ops(x, g, cal, x.default_precision, sh, b=b)) for x in (m, blocks))
+    full = [op for op in forward_ops(m, g, cal, m.default_precision, sh, b=b) if op.name == "layer1/attn/core_decode"]
     assert float(np.ravel(full[0].count)[0]) == 5.0
     assert blk > 1.2 * alt
-    one = _t(forward_ops(m, g, cal, m.default_precision, Sharding(tp=2, ep=2), b))
+    one = _t(forward_ops(m, g, cal, m.default_precision, Sharding(tp=2, ep=2), b=b))
     assert alt > one / 4  # the slowest stage is above the average
 
 

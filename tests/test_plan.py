@@ -53,7 +53,7 @@ def test_every_frontier_point_reproduces_and_its_breakdown_is_its_own():
     # point's figures, and its breakdown prices the BF16 attention projections the point was priced with
     m, g = get_model("openai/gpt-oss-120b"), get_gpu("b200")
     cal = calibration_for(g)
-    r = search(m, g, cal, SearchSpace(8, precisions=parse_precisions("mxfp4", None, None, m, g)), 1024, 1024)
+    r = search(m, g, cal, SearchSpace(8, precisions=parse_precisions("mxfp4", None, None, m, g)), isl=1024, osl=1024)
     assert len(r["frontier"]) > 10
     for p in r["frontier"]:
         d = p["deployment"]

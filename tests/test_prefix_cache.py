@@ -19,11 +19,11 @@ CONC = np.array([1, 8, 32, 128])
 
 
 def run(model, plan, isl, osl, h, backend="trtllm"):
-    return evaluate(model, H200, CAL, model.default_precision, plan, CONC, isl, osl, backend=backend, prefix_hit=h)
+    return evaluate(model, H200, CAL, model.default_precision, plan, concurrency=CONC, isl=isl, osl=osl, backend=backend, prefix_hit=h)
 
 
 def test_no_hit_is_the_model_without_a_cache():
-    a = evaluate(LLAMA, H200, CAL, LLAMA.default_precision, Plan(8), CONC, 8192, 512)
+    a = evaluate(LLAMA, H200, CAL, LLAMA.default_precision, Plan(8), concurrency=CONC, isl=8192, osl=512)
     b = run(LLAMA, Plan(8), 8192, 512, 0.0)
     for k in ("ttft_s", "tpot_s", "output_tok_s_per_gpu", "max_concurrency"):
         assert np.array_equal(a[k], b[k]), k

@@ -15,7 +15,7 @@ from llm_codesign.spec.registry import get_model
 def result():
     m, g = get_model("llama-3.1-8b"), get_gpu("h100")
     cal = calibration_for(g)
-    r = search(m, g, cal, SearchSpace(4), 512, 256)
+    r = search(m, g, cal, SearchSpace(4), isl=512, osl=256)
     bd = {f"0:{j}": point_breakdown(m, cal, p["deployment"], 512, 256, gpu=g) for j, p in enumerate(r["frontier"])}
     return r, bd
 

@@ -42,7 +42,7 @@ def test_superset_frontier_never_worse(p, extra):
 
 def test_llama70b_search_covers_tp_and_batch():
     m, g = get_model("llama-3.1-70b"), get_gpu("h200")
-    r = search(m, g, calibration_for(g), SearchSpace(8, precisions=(Precision.of("fp8", kv="fp8"),)), 1024, 1024)
+    r = search(m, g, calibration_for(g), SearchSpace(8, precisions=(Precision.of("fp8", kv="fp8"),)), isl=1024, osl=1024)
     fr = r["frontier"]
     assert r["evaluated"] > 500 and len(fr) > 10
     xs = [p["tok_s_per_user"] for p in fr]
@@ -59,19 +59,19 @@ def test_moe_plans_and_speculation():
     assert np.all(np.asarray(plan.tp) * np.asarray(plan.adp) * np.asarray(plan.kvp) * np.asarray(plan.pp) == inst)
     assert np.all(np.asarray(plan.ep) * np.asarray(plan.moe_tp) * np.asarray(plan.pp) == inst)
     spec = SpecDecoding("mtp", 3, rates=(0.8, 0.6, 0.5, 0.4, 0.3))
-    r = search(m, g, calibration_for(g), SearchSpace(8, spec=spec, spec_ks=(0, 1, 2, 3)), 1024, 1024)
+    r = search(m, g, calibration_for(g), SearchSpace(8, spec=spec, spec_ks=(0, 1, 2, 3)), isl=1024, osl=1024)
     assert any(p["deployment"]["draft_len"] > 0 for p in r["frontier"])
 
 
 def test_slo_filters():
     m, g = get_model("llama-3.1-8b"), get_gpu("h100")
-    r = search(m, g, calibration_for(g), SearchSpace(8), 1024, 256, min_tps_user=100, max_ttft_ms=200)
+    r = search(m, g, calibration_for(g), SearchSpace(8), isl=1024, osl=256, min_tps_user=100, max_ttft_ms=200)
     assert r["frontier"] and all(p["tok_s_per_user"] >= 100 and p["ttft_ms"] <= 200 for p in r["frontier"])
 
 
 def test_fixed_dimension_restricts_sweep():
     m, g = get_model("llama-3.1-70b"), get_gpu("h100")
-    r = search(m, g, calibration_for(g), SearchSpace(8, tp=(4,)), 1024, 1024)
+    r = search(m, g, calibration_for(g), SearchSpace(8, tp=(4,)), isl=1024, osl=1024)
     assert {p["deployment"]["tp"] for p in r["frontier"]} == {4}
 
 
@@ -79,4 +79,4 @@ def test_search_rejects_impossible_space():
     from llm_codesign.errors import InputError
 
     with pytest.raises(InputError):
-        search(get_model("llama-3.1-70b"), get_gpu("h100"), calibration_for(get_gpu("h100")), SearchSpace(8, tp=(3,)), 128, 128)
+        search(get_model("llama-3.1-70b"), get_gpu("h100"), calibration_for(get_gpu("h100")), SearchSpace(8, tp=(3,)), isl=128, osl=128)

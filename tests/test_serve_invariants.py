@@ -67,7 +67,7 @@ def test_evaluate_refuses_an_impossible_tpot(monkeypatch):
 def test_frontier_points_reproduce_through_evaluate(name, gid, n, wt):
     m, g = get_model(name), get_gpu(gid)
     cal = calibration_for(g)
-    r = search(m, g, cal, SearchSpace(n, precisions=parse_precisions(wt, None, None, m, g)), 2048, 256)
+    r = search(m, g, cal, SearchSpace(n, precisions=parse_precisions(wt, None, None, m, g)), isl=2048, osl=256)
     assert len(r["frontier"]) >= 3
     for p in r["frontier"]:
         d = p["deployment"]

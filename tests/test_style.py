@@ -11,23 +11,7 @@ from pathlib import Path
 SRC = Path(__file__).resolve().parents[1] / "src" / "llm_codesign"
 MAX_POSITIONAL, MAX_LINES = 5, 60
 
-# files other sessions are editing while this rule lands: held to it once they are done
-CONCURRENT = {
-    "cost/kernels.py": "the project lead's rework of gemm_time (issue 19)",
-    "explore/lint.py": "edited by another session", "explore/quality.py": "edited by another session",
-    "explore/accuracy_model.py": "edited by another session", "explore/export.py": "edited by another session",
-    "explore/sweep.py": "edited by another session",
-}
-LINT = "explore/lint.py calls it positionally"
-POSITIONAL_EXEMPT = {
-    ("cost/ops.py", "layer_ops"): LINT + " (nine arguments)",
-    ("cost/ops.py", "forward_ops"): LINT + " (six arguments), as the tests do",
-    ("serve/aggregated.py", "decode_step"): LINT + " (ten arguments)",
-    ("serve/aggregated.py", "evaluate"): LINT + " (eight: model, gpu, cal, prec, plan, concurrency, isl, osl), as the tests do",
-    ("explore/search.py", "search"): "explore/sweep.py passes seven: model, gpu, cal, space, isl, osl, backend",
-    ("explore/disagg_search.py", "search_disagg"): "takes search's seven positional parameters, so the two frontiers are called alike",
-    ("spec/engines.py", "sglang_static_fraction"): "explore/export.py calls it positionally",
-}
+POSITIONAL_EXEMPT: dict[tuple[str, str], str] = {}
 LENGTH_EXEMPT: dict[tuple[str, str], str] = {}
 # calls whose positional booleans are not flags of this project's functions (typer, dict, list, matplotlib)
 BOOL_OK = {"Option", "get", "pop", "count", "grid", "getattr"}
@@ -44,7 +28,7 @@ def _functions():
 def _exempt(rel: str, node) -> bool:
     typer_command = rel.startswith("cli/") and any(
         isinstance(d, ast.Call) and isinstance(d.func, ast.Attribute) and d.func.attr in ("command", "callback") for d in node.decorator_list)
-    return typer_command or rel in CONCURRENT or (rel, node.name) == ("web/app.py", "create_app")
+    return typer_command or (rel, node.name) == ("web/app.py", "create_app")
 
 
 def _positional(node) -> int:
@@ -74,8 +58,6 @@ def test_functions_are_at_most_sixty_lines():
 def test_no_bare_boolean_is_passed_positionally():
     bad = []
     for path in sorted(SRC.rglob("*.py")):
-        if path.relative_to(SRC).as_posix() in CONCURRENT:
-            continue
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.Call) and any(isinstance(a, ast.Constant) and isinstance(a.value, bool) for a in node.args):
                 f = node.func

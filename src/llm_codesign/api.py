@@ -113,7 +113,7 @@ def pareto(model: str | ModelSpec, gpu: str | Gpu, *, num_gpus: int = 8, workloa
     space = SearchSpace(num_gpus, one(tp), one(pp), one(ep), one(moe_tp), one(attention_dp), one(kvp), instance_gpus=instance_gpus,
                         precisions=parse_precisions(weight_dtype, activation_dtype, kv_dtype, m, g), spec=sd, spec_ks=ks,
                         step_tokens=tuple(step_tokens))
-    r = search(m, g, _calibration(g, calibration), space, w.isl, w.osl, get_engine(engine).name, max_num_tokens=max_num_tokens,
+    r = search(m, g, _calibration(g, calibration), space, isl=w.isl, osl=w.osl, backend=get_engine(engine).name, max_num_tokens=max_num_tokens,
                min_tps_user=min_tps_user, max_ttft_ms=max_ttft_ms, progress=progress, max_accuracy_drop=max_accuracy_drop)
     return Frontier(model=m.name, gpu=g.id, num_gpus=num_gpus, workload=w, points=r["frontier"], result=r)
 
@@ -127,7 +127,7 @@ def lint(model: str | ModelSpec, gpu: str | Gpu, *, regime: str = "throughput", 
     from llm_codesign.spec.plan import precision_for
 
     m, g = get_model(model), get_gpu(gpu)
-    return [asdict(f) for f in run(m, g, _calibration(g, calibration), regime, precision_for(m, weight_dtype, activation_dtype, kv_dtype))]
+    return [asdict(f) for f in run(m, g, _calibration(g, calibration), regime, prec=precision_for(m, weight_dtype, activation_dtype, kv_dtype))]
 
 
 def design(params: float, gpu: str | Gpu, *, num_gpus: int = 8, regime: str = "throughput", moe: bool = False,

@@ -347,7 +347,7 @@ def pareto(
                 space = SearchSpace(n_gpus, _ints(tp), _ints(pp), _ints(ep), _ints(moe_tp), _ints(attention_dp), _ints(kvp),
                                     instance_gpus=inst, precisions=parse_precisions(weight_dtype, activation_dtype, kv_dtype, m, g),
                                     spec=sd, spec_ks=ks, step_tokens=_budget_grid(max_num_tokens_grid, max_num_tokens))
-                r = search(m, g, cal, space, isl, osl, backend, max_num_tokens=max_num_tokens, min_tps_user=min_tps_user,
+                r = search(m, g, cal, space, isl=isl, osl=osl, backend=backend, max_num_tokens=max_num_tokens, min_tps_user=min_tps_user,
                            max_ttft_ms=max_ttft_ms, progress=cb, max_accuracy_drop=max_accuracy_drop, prefix_hit=prefix_hit)
                 i = len(results)
                 for j, p in enumerate(r["frontier"]):
@@ -357,7 +357,7 @@ def pareto(
                 if disagg:
                     from llm_codesign.explore.disagg_search import decode_breakdown, search_disagg
 
-                    rd = search_disagg(m, g, cal, space, isl, osl, backend, max_num_tokens=max_num_tokens, min_tps_user=min_tps_user,
+                    rd = search_disagg(m, g, cal, space, isl=isl, osl=osl, backend=backend, max_num_tokens=max_num_tokens, min_tps_user=min_tps_user,
                                        max_ttft_ms=max_ttft_ms)
                     for j, p in enumerate(rd["frontier"]):
                         breakdowns[f"{len(results)}:{j}"] = decode_breakdown(m, g, cal, p["deployment"], isl=isl, osl=osl, backend=backend, spec=sd)

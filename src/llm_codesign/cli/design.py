@@ -50,7 +50,7 @@ def lint(
     if fail_on is not None and fail_on not in ("warning", "error"):
         raise InputError("fail_on", fail_on, "warning or error")
     m, g = _model(model), _gpu(gpu)
-    findings = run(m, g, calibration_for(g, calibration), regime, _precision(m, weight_dtype, activation_dtype, kv_dtype),
+    findings = run(m, g, calibration_for(g, calibration), regime, prec=_precision(m, weight_dtype, activation_dtype, kv_dtype),
                    proxy_file=accuracy_proxy)
     if fmt == "json":
         _dump({"model": m.name, "gpu": g.id, "regime": regime, "findings": [f.to_dict() for f in findings]})
@@ -144,7 +144,7 @@ def design(
             prog.stop()
     vocab = base.vocab if base else 128256
     for d in r["designs"]:
-        fs = lint_run(to_model(d, vocab), g, cal, regime if regime != "long-context" else "throughput", prec, proxy_file=accuracy_proxy)
+        fs = lint_run(to_model(d, vocab), g, cal, regime if regime != "long-context" else "throughput", prec=prec, proxy_file=accuracy_proxy)
         d["lint"] = {"errors": sum(f.severity == "error" for f in fs), "warnings": sum(f.severity == "warning" for f in fs),
                      "top": fs[0].message if fs else None}
     if export and r["designs"]:

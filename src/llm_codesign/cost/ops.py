@@ -329,11 +329,10 @@ def _step(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Sharding, b: Batch) -
                  fa, ff)
 
 
-def layer_ops(model: ModelSpec, layer: Layer, count, gpu: Gpu, cal: Calibration, prec: Precision,
+def layer_ops(model: ModelSpec, layer: Layer, count, gpu: Gpu, cal: Calibration, *, prec: Precision,
               sh: Sharding, b: Batch, prefix: str, parts: tuple[str, ...] = ("attn", "ffn")) -> list[Op]:
     """Operators of one layer; `parts` selects the attention half, the FFN half (with the layer's
     elementwise work) or both, so layers that share one half can be priced once."""
-    # positional past five: explore/lint.py calls it with nine positional arguments
     a = layer.attn if "attn" in parts else Attention("none")
     f = layer.ffn if "ffn" in parts else Ffn("none")
     prec = executable(prec, gpu)[0]  # a format the GPU cannot run is priced as engines map it
@@ -536,10 +535,9 @@ def _moe(f: Ffn, M: str, at: _At, s: _Step) -> list[Op]:
     return ops
 
 
-def forward_ops(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, sh: Sharding, b: Batch) -> list[Op]:
+def forward_ops(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, sh: Sharding, *, b: Batch) -> list[Op]:
     """All operators of one step on one GPU of the slowest pipeline stage (the LM head counted where
     that stage is the last, which holds it)."""
-    # positional past five: explore/lint.py and the tests call it with six positional arguments
     pp = np.asarray(sh.pp, float)
     parts: list[tuple[list[Op], tuple[int, ...]]] = []  # operators priced per layer, and the groups they serve
     multi = len(model.groups) > 1

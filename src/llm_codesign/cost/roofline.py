@@ -24,7 +24,7 @@ def roofline(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, phas
     else:
         b = Batch(pf_tokens=batch * context, pf_seqs=batch, pf_ctx=0)
     # MoE experts shard like the rest of the layer (MoE-TP = TP) on the same GPUs
-    ops = forward_ops(model, gpu, cal, prec, Sharding(tp=tp, moe_tp=tp if model.is_moe else 1), b)
+    ops = forward_ops(model, gpu, cal, prec, Sharding(tp=tp, moe_tp=tp if model.is_moe else 1), b=b)
     bw = gpu.hbm_bandwidth_bytes_per_s
     prec = executable(prec, gpu)[0]  # the math the GPU really runs (the operators are priced so too)
     rows = []

@@ -102,7 +102,7 @@ def loss(total_params, active_params, hidden, layers, weight_dtype: str = "bf16"
     D = s["tokens"] if tokens is None else np.asarray(tokens, float)
     param_term = s["A"] / n_eff ** s["alpha"]
     # the aspect-ratio and precision terms of quality.loss, reused (it adds its own base, subtracted here)
-    rest = quality.loss(total_params, active_params, hidden, layers, weight_dtype, c)
+    rest = quality.loss(total_params, active_params, hidden, layers, weight_dtype, c=c)
     base = s["E"] + s["A"] / (n_act ** (1 - m["total_weight"]) * n_tot ** m["total_weight"]) ** s["alpha"] + s["B"] / s["tokens"] ** s["beta"]
     out = s["E"] + param_term + s["B"] / D ** s["beta"] + (rest - base)
     if with_sigma:
@@ -146,7 +146,7 @@ def tokens_of(name: str) -> float | None:
     return float(t["tokens"]) if t else None
 
 
-def model_loss(model, weight_dtype: str | None = None, c: dict | None = None, pc: dict | None = None,
+def model_loss(model, weight_dtype: str | None = None, *, c: dict | None = None, pc: dict | None = None,
                known_tokens: bool = False, with_sigma: bool = False):
     """Proxy loss of a ModelSpec; known_tokens uses the developer's stated training tokens where published."""
     f = model_features(model)

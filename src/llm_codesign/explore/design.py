@@ -102,7 +102,7 @@ def _plans(num_gpus: int, gpu: Gpu, *, moe: bool, long_context: bool) -> tuple[P
     for n in divisors(num_gpus):
         ds = divisors(n)
         for tp, pp, adp, kvp in itertools.product(ds, ds, ds if moe else (1,), ds if long_context else (1,)):
-            if tp * pp * adp * kvp != n or tp * kvp > gpu.scale_up_domain or (kvp > 1 and adp > 1):
+            if tp * pp * adp * kvp != n or tp * kvp > gpu.scale_up_domain:
                 continue
             if moe:
                 for ep in ds:
@@ -122,7 +122,7 @@ def objective(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, pla
     P = len(inst)
     pa = Plan(*(np.asarray(x)[None, :, None] for x in (plan.tp, plan.pp, plan.ep, plan.moe_tp, plan.adp, plan.kvp)))
     conc = np.asarray(batches)[None, None, :] * np.asarray(plan.adp)[None, :, None]
-    r = evaluate(model, gpu, cal, prec, pa, conc, isl, osl, backend=backend)
+    r = evaluate(model, gpu, cal, prec, pa, concurrency=conc, isl=isl, osl=osl, backend=backend)
     ok = (validity(model, gpu, pa, inst[None, :, None]) < 0) & r["fits"]
     if cons == "min_tps_user":
         ok = ok & (r["tok_s_per_user"] >= slo.min_tps_user)
@@ -170,7 +170,7 @@ def design(params: float, gpu: Gpu, cal: Calibration, num_gpus: int, slo: Slo, *
     vocab = baseline.vocab if baseline else 128256
     cand = candidates(params, moe=moe, tol=budget_tol, vocab=vocab, max_candidates=max_candidates)
     plan, inst = _plans(num_gpus, gpu, moe=moe, long_context=slo.regime == "long-context")
-    bq = accuracy_model.model_loss(baseline, prec.weight.name, qc, pc) if baseline is not None else None
+    bq = accuracy_model.model_loss(baseline, prec.weight.name, c=qc, pc=pc) if baseline is not None else None
     on = dict(gpu=gpu, cal=cal, prec=prec, plan=plan, inst=inst, slo=slo, backend=backend)  # what every shape is priced on
     cand, q, obj, bplan, bbatch, evaluated = evaluate_shapes(cand, gpu, cal, prec, plan, inst=inst, slo=slo, vocab=vocab, moe=moe,
                                                              backend=backend, qc=qc, bq=bq, quality_tol=quality_tol, progress=progress,
@@ -305,7 +305,7 @@ def design_nsga2(params: float, gpu: Gpu, cal: Calibration, num_gpus: int, slo: 
     qc = quality.constants(quality_file)
     pc = accuracy_model.proxy_constants(proxy_file)  # the accuracy proxy's constants, a user's overrides on top
     vocab = baseline.vocab if baseline else 128256
-    bq = accuracy_model.model_loss(baseline, prec.weight.name, qc, pc) if baseline is not None else None
+    bq = accuracy_model.model_loss(baseline, prec.weight.name, c=qc, pc=pc) if baseline is not None else None
     plan, inst = _plans(num_gpus, gpu, moe=moe, long_context=slo.regime == "long-context")
     check_size(trials, len(inst), num_gpus, field="trials", flag="--trials")
     on = dict(gpu=gpu, cal=cal, prec=prec, plan=plan, inst=inst, slo=slo, backend=backend)  # what every shape is priced on

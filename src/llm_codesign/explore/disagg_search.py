@@ -29,7 +29,7 @@ class _Units(NamedTuple):
     U: np.ndarray
 
 
-def search_disagg(model: ModelSpec, gpu: Gpu, cal: Calibration, space, isl: int, osl: int, backend: str = "trtllm", *,
+def search_disagg(model: ModelSpec, gpu: Gpu, cal: Calibration, space, *, isl: int, osl: int, backend: str = "trtllm",
                   max_num_tokens: int | None = None, min_tps_user: float | None = None, max_ttft_ms: float | None = None,
                   max_instances: int = 4) -> dict:
     """The disaggregated frontier on space.num_gpus GPUs: units of n_p prefill and n_d decode
@@ -141,6 +141,6 @@ def decode_breakdown(model: ModelSpec, gpu: Gpu, cal: Calibration, dep: dict, *,
     prec = Precision.of(dep["weight_dtype"], dep["activation_dtype"], dep["kv_dtype"])
     per_rank = dep["concurrency_per_instance"] / d["instances"] / d["attention_dp"] / d["pp"]
     k = np.asarray(float(dep.get("draft_len") or 0))
-    ops = decode_step(model, gpu, cal.in_step(backend), prec, _sharding(plan), per_rank, isl + osl / 2.0, k,
-                      spec if dep.get("spec") else None, backend)[2]
+    ops = decode_step(model, gpu, cal.in_step(backend), prec, _sharding(plan), b=per_rank, ctx=isl + osl / 2.0, k=k,
+                      spec=spec if dep.get("spec") else None, backend=backend)[2]
     return op_rows(ops, "decode/")

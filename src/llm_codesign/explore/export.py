@@ -133,7 +133,7 @@ def sglang_options(model: ModelSpec, dep: Deployment, concurrency: int) -> dict:
     o["kv-cache-dtype"] = _kv_option(dep.precision, "sglang")
     o["max-running-requests"] = concurrency
     o["chunked-prefill-size"] = dep.step_tokens
-    frac = engines.sglang_static_fraction(dep.gpu, tp, pp, adp, dep.spec.method if dep.spec else None, dep.step_tokens)
+    frac = engines.sglang_static_fraction(dep.gpu, tp, pp, adp, spec_method=dep.spec.method if dep.spec else None, chunk=dep.step_tokens)
     o["mem-fraction-static"] = float(np.asarray(frac).reshape(-1)[0])
     if dep.spec is not None:
         o["speculative-algorithm"] = engine_spec("sglang")["spec_method"][dep.spec.method]

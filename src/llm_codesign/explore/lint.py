@@ -58,11 +58,11 @@ def _batch(regime: str) -> Batch:
     return Batch(dec_seqs=seqs, dec_ctx=ctx, pf_tokens=pf, pf_seqs=pf / 2048 if pf else 0, pf_ctx=0)
 
 
-def _layer_cost(model: ModelSpec, gpu, cal, prec, sh, b) -> tuple[float, float]:
+def _layer_cost(model: ModelSpec, gpu, cal, prec, sh, *, b) -> tuple[float, float]:
     """(time, FLOPs) of the model's layers per step (LM head excluded), one GPU."""
     t = f = 0.0
     for layer, n in model.groups:
-        ops = layer_ops(model, layer, float(n), gpu, cal, prec, sh, b, "layer")
+        ops = layer_ops(model, layer, float(n), gpu, cal, prec=prec, sh=sh, b=b, prefix="layer")
         t += float(step_time(ops))
         f += float(sum(np.sum(o.flops * o.count) for o in ops))
     return t, f
@@ -86,7 +86,7 @@ def _with_dim(model: ModelSpec, what: str, value: int) -> ModelSpec:
     return replace(model, groups=tuple(groups))
 
 
-def lint(model: ModelSpec, gpu: Gpu, cal: Calibration, regime: str = "throughput", prec: Precision | None = None,
+def lint(model: ModelSpec, gpu: Gpu, cal: Calibration, regime: str = "throughput", *, prec: Precision | None = None,
          proxy_file: str | None = None) -> list[Finding]:
     if regime not in REGIMES:
         raise InputError("regime", regime, "one of: " + ", ".join(REGIMES))
@@ -98,23 +98,23 @@ def lint(model: ModelSpec, gpu: Gpu, cal: Calibration, regime: str = "throughput
     sh = Sharding(tp=tp, ep=ep, moe_tp=(tp // ep) if moe else 1)
     b = _batch(regime)
     out: list[Finding] = []
-    out += _r1(model, gpu, cal, prec, sh, b, regime)
-    out += _r2(model, gpu, cal, prec, sh, b, tp)
-    out += _r3(model, gpu, cal, prec, tp, proxy_file)
+    out += _r1(model, gpu, cal, prec, sh, b=b, regime=regime)
+    out += _r2(model, gpu, cal, prec, sh, b=b, tp=tp)
+    out += _r3(model, gpu, cal, prec, tp, proxy_file=proxy_file)
     out += _r4(model)
     out += _r5(model, gpu, cal, prec, sh)
-    out += _r6(model, gpu, cal, prec, sh, b)
+    out += _r6(model, gpu, cal, prec, sh, b=b)
     out += _r7(model, gpu, cal, prec)
     return sorted(out, key=lambda f: (-SEVERITY_ORDER[f.severity], -f.cost_pct))
 
 
-def _r1(model, gpu, cal, prec, sh, b, regime):
+def _r1(model, gpu, cal, prec, sh, *, b, regime):
     out = []
     if regime != "throughput":
         return out  # at latency batches every GEMM is memory-bound by design; the rule is about throughput
     seen = set()
     for layer, n in model.groups:
-        for op in layer_ops(model, layer, float(n), gpu, cal, prec, sh, b, "layer"):
+        for op in layer_ops(model, layer, float(n), gpu, cal, prec=prec, sh=sh, b=b, prefix="layer"):
             if op.kind != "gemm" or op.name.endswith(("router", "mla_q_absorb", "mla_v_up", "mla_kv_up")):
                 continue
             key = op.name.split("/", 1)[1]
@@ -139,14 +139,14 @@ def _r1(model, gpu, cal, prec, sh, b, regime):
     return out
 
 
-def _r2(model, gpu, cal, prec, sh, b, tp):
+def _r2(model, gpu, cal, prec, sh, *, b, tp):
     out = []
     unit = 256 if gpu.family == "blackwell" else 128
     dims = [("hidden", model.hidden, 1)]
     inter = sorted({layer.ffn.inter for layer, _ in model.groups if layer.ffn.kind == "dense"})
     eint = sorted({layer.ffn.expert_inter for layer, _ in model.groups if layer.ffn.kind == "moe"})
     dims += [("inter", d, tp) for d in inter[:1]] + [("expert_inter", d, int(np.asarray(sh.moe_tp))) for d in eint[:1]]
-    base_t, base_f = _layer_cost(model, gpu, cal, prec, sh, b)
+    base_t, base_f = _layer_cost(model, gpu, cal, prec, sh, b=b)
     for what, d, shard in dims:
         local = d // shard if d % shard == 0 else d / shard
         if isinstance(local, int) and local % unit == 0:
@@ -156,7 +156,7 @@ def _r2(model, gpu, cal, prec, sh, b, tp):
             if cand == d or cand <= 0:
                 continue
             m2 = _with_dim(model, what, cand)
-            t2, f2 = _layer_cost(m2, gpu, cal, prec, sh, b)
+            t2, f2 = _layer_cost(m2, gpu, cal, prec, sh, b=b)
             gain = 100.0 * ((base_t / base_f) / (t2 / f2) - 1.0)  # per-FLOP efficiency lost by the misaligned size
             if best is None or gain > best[0]:
                 best = (gain, cand, t2, m2.total_params - model.total_params)
@@ -178,20 +178,10 @@ def _r2(model, gpu, cal, prec, sh, b, tp):
 R3_ACCURACY_TOL_PCT = 0.2  # design's default --quality-tol (0.002), in percent of the proxy loss
 
 
-def _r3(model, gpu, cal, prec, tp, proxy_file=None):
-    L, h = model.num_layers, model.hidden
-    aspect = h / L
-    if L < 16:
-        return []
-    plan = Plan(tp=tp, ep=1, moe_tp=tp if model.is_moe else 1)
-    base = evaluate(model, gpu, cal, prec, plan, 1, 1024, 256)
-    # equal-parameter wider variant: 3/4 of the layers, width scaled by sqrt(4/3) and re-aligned
-    L2 = max(int(round(L * 0.75)), 1)
-    scale = math.sqrt(L / L2)
-    unit = 256
-    h2 = int(round(h * scale / unit) * unit)
-    if h2 <= h:  # no wider shape on the 256 grid (a toy width): nothing to compare
-        return []
+def _wider(model: ModelSpec, *, tp: int, hidden: int, layers: int, scale: float) -> ModelSpec:
+    """The equal-parameter wider variant R3 compares: `layers` layers at `hidden`, heads and FFN widths
+    scaled by `scale` and kept divisible by TP and the 256 (experts: 128) grid."""
+    unit, L = 256, model.num_layers
     groups = []
     for layer, n in model.groups:
         a, f = layer.attn, layer.ffn
@@ -205,11 +195,28 @@ def _r3(model, gpu, cal, prec, tp, proxy_file=None):
             a = replace(a, kv_heads=nk, heads=nk * (a.heads // a.kv_heads))
         f2 = replace(f, inter=max(int(round(f.inter * scale / unit) * unit), unit)) if f.kind == "dense" else (
             replace(f, expert_inter=max(int(round(f.expert_inter * scale / 128) * 128), 128)) if f.kind == "moe" else f)
-        groups.append((Layer(a, f2), max(int(round(n * L2 / L)), 1)))
-    wide = replace(model, hidden=h2, groups=tuple(groups))
+        groups.append((Layer(a, f2), max(int(round(n * layers / L)), 1)))
+    return replace(model, hidden=hidden, groups=tuple(groups))
+
+
+def _r3(model, gpu, cal, prec, tp, *, proxy_file=None):
+    L, h = model.num_layers, model.hidden
+    aspect = h / L
+    if L < 16:
+        return []
+    plan = Plan(tp=tp, ep=1, moe_tp=tp if model.is_moe else 1)
+    base = evaluate(model, gpu, cal, prec, plan, concurrency=1, isl=1024, osl=256)
+    # equal-parameter wider variant: 3/4 of the layers, width scaled by sqrt(4/3) and re-aligned
+    L2 = max(int(round(L * 0.75)), 1)
+    scale = math.sqrt(L / L2)
+    unit = 256
+    h2 = int(round(h * scale / unit) * unit)
+    if h2 <= h:  # no wider shape on the 256 grid (a toy width): nothing to compare
+        return []
+    wide = _wider(model, tp=tp, hidden=h2, layers=L2, scale=scale)
     if int(validity(wide, gpu, plan, tp)) >= 0:
         return []
-    w = evaluate(wide, gpu, cal, prec, plan, 1, 1024, 256)
+    w = evaluate(wide, gpu, cal, prec, plan, concurrency=1, isl=1024, osl=256)
     t0, t1 = float(np.ravel(base["tpot_s"])[0]), float(np.ravel(w["tpot_s"])[0])
     # one all-reduce per attention or mixer half and per FFN half (Nemotron-H layers have only one)
     halves = sum(n * ((layer.attn.kind != "none") + (layer.ffn.kind != "none")) for layer, n in model.groups)
@@ -217,7 +224,7 @@ def _r3(model, gpu, cal, prec, tp, proxy_file=None):
     # context): each layer operator's fixed part (its time beyond the larger of its compute and memory
     # times: launch and prologue costs) and its collectives whole (latency-bound at one token); the
     # LM head and pipeline hand-offs do not grow with depth. A part of the step, so never above TPOT.
-    _, _, ops = decode_step(model, gpu, cal.in_step("trtllm"), prec, _sharding(plan), 1.0, 1024 + 256 / 2.0, 0.0, None, "trtllm")
+    _, _, ops = decode_step(model, gpu, cal.in_step("trtllm"), prec, _sharding(plan), b=1.0, ctx=1024 + 256 / 2.0, k=0.0, spec=None, backend="trtllm")
     floor = sum(float(np.sum((op.time if op.kind == "comm" else op.time - np.maximum(op.t_compute, op.t_memory)) * op.count))
                 for op in ops if op.part not in ("lm_head", "pipeline"))
     gain = 100.0 * (t0 / t1 - 1.0)
@@ -283,8 +290,8 @@ def _r5(model, gpu, cal, prec, sh):
         dist = float(distinct_experts(f.experts, f.top_k, B))
         # decode at batch 8: weights of `dist` experts are read for B*top_k expert-token pairs
         lay = Layer(Attention("none"), f)
-        t8 = float(step_time(layer_ops(model, lay, 1.0, gpu, cal, prec, sh, Batch(dec_seqs=B, dec_ctx=1), "x")))
-        t1 = float(step_time(layer_ops(model, lay, 1.0, gpu, cal, prec, sh, Batch(dec_seqs=1, dec_ctx=1), "x")))
+        t8 = float(step_time(layer_ops(model, lay, 1.0, gpu, cal, prec=prec, sh=sh, b=Batch(dec_seqs=B, dec_ctx=1), prefix="x")))
+        t1 = float(step_time(layer_ops(model, lay, 1.0, gpu, cal, prec=prec, sh=sh, b=Batch(dec_seqs=1, dec_ctx=1), prefix="x")))
         pct = 100.0 * (t8 / t1 - 1.0) if t1 > 0 else 0.0  # extra MoE time per step of batch 8 over batch 1
         out.append(Finding("R5", "info", "moe", f"{f.experts} experts, top-{f.top_k}, width {f.expert_inter} ({ratio:.2f}x hidden): "
                            f"decode at batch {B} reads {dist:.0f} experts per layer; the MoE layer costs {t8 / t1:.1f}x batch 1",
@@ -293,19 +300,19 @@ def _r5(model, gpu, cal, prec, sh):
     return out
 
 
-def _r6(model, gpu, cal, prec, sh, b):
+def _r6(model, gpu, cal, prec, sh, *, b):
     out = []
     L = model.num_layers
     # the slowest stage sets a pipeline's pace (cost.ops forward_ops splits layers as engines do):
     # its step against the same layers spread evenly (L / pp of each kind, the LM head on the last)
-    one = forward_ops(model, gpu, cal, prec, sh, b)
+    one = forward_ops(model, gpu, cal, prec, sh, b=b)
     head = float(sum(np.sum(op.total_time) for op in one if op.name == "lm_head"))
     layers = float(step_time(one)) - head
     costs = []
     for pp in (2, 4, 8):
         if pp > L:
             continue
-        ops = forward_ops(model, gpu, cal, prec, replace(sh, pp=pp), b)
+        ops = forward_ops(model, gpu, cal, prec, replace(sh, pp=pp), b=b)
         stage = float(sum(np.sum(op.total_time) for op in ops if not op.name.startswith("pp/")))
         costs.append((100.0 * (stage / (layers / pp + head) - 1.0), pp, model.stage_counts(pp)))
     if costs:
@@ -325,7 +332,7 @@ def _r6(model, gpu, cal, prec, sh, b):
     if len(model.groups) > 1:
         times = []
         for layer, n in model.groups:
-            t = float(step_time(layer_ops(model, layer, 1.0, gpu, cal, prec, sh, b, "x")))
+            t = float(step_time(layer_ops(model, layer, 1.0, gpu, cal, prec=prec, sh=sh, b=b, prefix="x")))
             times.append((t, n))
         tot = sum(t * n for t, n in times)
         mean = tot / L
@@ -372,9 +379,9 @@ def _r7(model, gpu, cal, prec):
             icl = cal.in_step("trtllm")
             res = []
             for plan in (base_plan, helix):
-                r = evaluate(model, gpu, cal, prec, plan, 1, ctx, 256)
+                r = evaluate(model, gpu, cal, prec, plan, concurrency=1, isl=ctx, osl=256)
                 cap = int(np.ravel(r["max_concurrency"])[0])
-                step = float(np.ravel(decode_step(model, gpu, icl, prec, _sharding(plan), max(cap, 1), ctx + 128, 0.0, None, "trtllm")[0])[0])
+                step = float(np.ravel(decode_step(model, gpu, icl, prec, _sharding(plan), b=max(cap, 1), ctx=ctx + 128, k=0.0, spec=None, backend="trtllm")[0])[0])
                 res.append((float(np.ravel(r["tpot_s"])[0]), cap, cap / step / 8.0, bool(np.all(r["fits"]))))
             (a, ca, xa, fa), (h, ch, xh, fh) = res
             what = "MLA's latent cache (whole on every TP rank)" if mla else f"{k} KV heads"

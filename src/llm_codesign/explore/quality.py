@@ -28,7 +28,7 @@ def constants(override: str | None = None) -> dict:
     return doc
 
 
-def loss(total_params, active_params, hidden, layers, weight_dtype: str = "bf16", c: dict | None = None):
+def loss(total_params, active_params, hidden, layers, weight_dtype: str = "bf16", *, c: dict | None = None):
     """Proxy loss for arrays of shapes (broadcasts)."""
     c = c or constants()
     s, m, sh = c["scaling"], c["moe"], c["shape"]
@@ -45,4 +45,4 @@ def loss(total_params, active_params, hidden, layers, weight_dtype: str = "bf16"
 
 def model_loss(model, weight_dtype: str | None = None, c: dict | None = None) -> float:
     return float(loss(model.total_params, model.active_params, model.hidden, model.num_layers,
-                      weight_dtype or model.default_precision.weight.name, c))
+                      weight_dtype or model.default_precision.weight.name, c=c))

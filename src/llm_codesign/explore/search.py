@@ -129,8 +129,8 @@ class _Grid(NamedTuple):
     budgets: tuple
 
 
-def search(model: ModelSpec, gpu: Gpu, cal: Calibration, space: SearchSpace, isl: int, osl: int,
-           backend: str = "trtllm", *, max_num_tokens: int | None = None, min_tps_user: float | None = None,
+def search(model: ModelSpec, gpu: Gpu, cal: Calibration, space: SearchSpace, *, isl: int, osl: int,
+           backend: str = "trtllm", max_num_tokens: int | None = None, min_tps_user: float | None = None,
            max_ttft_ms: float | None = None, progress=None, max_accuracy_drop: float | None = None, prefix_hit: float = 0.0) -> dict:
     """Evaluate the whole space; return the frontier with each point's deployment, accuracy and the cloud.
     max_accuracy_drop (percent, against the model's best precision) keeps only the precisions known to be within it.
@@ -187,7 +187,7 @@ def _evaluate_grid(model: ModelSpec, gpu: Gpu, cal: Calibration, space: SearchSp
             sl = slice(s, min(s + step, P))
             sub = Plan(*(np.asarray(x)[sl, None, None] for x in (plan.tp, plan.pp, plan.ep, plan.moe_tp, plan.adp, plan.kvp)))
             conc = batches[None, :, None] * np.asarray(sub.adp)
-            r = evaluate(model, gpu, cal, prec, sub, conc, isl, osl, backend=backend, spec=space.spec if space.spec else None,
+            r = evaluate(model, gpu, cal, prec, sub, concurrency=conc, isl=isl, osl=osl, backend=backend, spec=space.spec if space.spec else None,
                          spec_k=ks[None, None, :] if space.spec else None, max_num_tokens=budget, prefix_hit=prefix_hit)
             shape = (sl.stop - sl.start, B, K)
             n = shape[0] * B * K

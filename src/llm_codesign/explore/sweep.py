@@ -100,7 +100,7 @@ def run_task(task: Task) -> dict:
     prec = precision_for(m, task.weight_dtype, task.activation_dtype, task.kv_dtype)
     space = SearchSpace(task.num_gpus, instance_gpus=(task.instance_gpus,), precisions=(prec,), step_tokens=task.step_tokens)
     try:
-        r = search(m, g, calibration_for(g, task.calibration), space, task.isl, task.osl, task.backend,
+        r = search(m, g, calibration_for(g, task.calibration), space, isl=task.isl, osl=task.osl, backend=task.backend,
                    max_ttft_ms=task.max_ttft_ms, min_tps_user=task.min_tps_user, prefix_hit=task.prefix_hit)
     except InputError as e:
         if e.field in ("gpus", "deployment"):  # no plan of this size: an empty chunk, not an error

@@ -252,7 +252,7 @@ def _moe(rows, gpu, cal):
         ffn = Ffn("moe", 0, E, topk, inter, 0, gated)
         m = ModelSpec("kernel", h, 1, ((Layer(Attention("none"), ffn), 1),))
         sh = Sharding(ep=_col(sub, "moe_ep_size"), moe_tp=_col(sub, "moe_tp_size"))
-        ops = layer_ops(m, m.groups[0][0], 1.0, gpu, cal_row, MOE_PRECISION[dt], sh, Batch(pf_tokens=_col(sub, "num_tokens"), pf_seqs=1.0), "moe")
+        ops = layer_ops(m, m.groups[0][0], 1.0, gpu, cal_row, prec=MOE_PRECISION[dt], sh=sh, b=Batch(pf_tokens=_col(sub, "num_tokens"), pf_seqs=1.0), prefix="moe")
         # the measured block: the expert GEMMs and the activation between them (no router, no comms)
         t = sum(np.broadcast_to(o.time, (len(idx),)) for o in ops if "experts_" in o.name or "/permute" in o.name or o.kind == "elementwise")
         out[idx] = t * 1e3

@@ -166,7 +166,7 @@ def predict_serving(rows: list[dict], profile: str | None = None, cal_override=N
         mnt = np.array([_int(r, "max_num_tokens", engines.step_tokens(backend, gpu)) for r in sub], float)
         # concurrency rows: one vectorised pass; offline rows: best fitting batch over the grid
         c1 = np.where(offline, 1.0, conc)
-        res = evaluate(model, gpu, cal, prec, plan, c1, isl, osl, backend=backend, spec=spec, max_num_tokens=mnt)
+        res = evaluate(model, gpu, cal, prec, plan, concurrency=c1, isl=isl, osl=osl, backend=backend, spec=spec, max_num_tokens=mnt)
         out = {"ttft_ms": res["ttft_s"] * 1e3, "tpot_ms": res["tpot_s"] * 1e3,
                "output_tok_s_per_gpu": res["output_tok_s_per_gpu"], "output_tok_s_per_user": res["tok_s_per_user"]}
         out = {k: np.broadcast_to(v, (len(idx),)).copy() for k, v in out.items()}
@@ -194,7 +194,7 @@ def _offline_best(objs: tuple, a: dict, *, out: dict, offline, lengths) -> None:
     oi = np.nonzero(offline)[0]
     op = Plan(*(x[oi, None] for x in (a["tp"], a["pp"], a["ep"], a["moe_tp"], a["attention_dp"], np.ones(len(offline), dtype=np.int64))))
     grid = BATCH_GRID[None, :] * a["attention_dp"][oi, None]
-    g = evaluate(model, gpu, cal, prec, op, grid, isl[oi, None], osl[oi, None], backend=backend, spec=spec,
+    g = evaluate(model, gpu, cal, prec, op, concurrency=grid, isl=isl[oi, None], osl=osl[oi, None], backend=backend, spec=spec,
                  max_num_tokens=mnt[oi, None])
     thr = np.where(g["fits"], g["output_tok_s_per_gpu"], -1.0)
     best = np.argmax(thr, axis=1)[:, None]

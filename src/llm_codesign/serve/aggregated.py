@@ -65,7 +65,7 @@ def engine_budget(backend: str, gpu: Gpu, max_num_tokens=None, plan: Plan | None
     budget, fraction, occupancy = engines.KV_BUDGET.get(backend, ("total", memory.USABLE_FRACTION, 0.5))
     if budget == "static" and plan is not None:
         tp, pp, _, _, adp, _ = plan.arrays()
-        fraction = engines.sglang_static_fraction(gpu, tp, pp, adp, spec.method if spec else None, mnt)
+        fraction = engines.sglang_static_fraction(gpu, tp, pp, adp, spec_method=spec.method if spec else None, chunk=mnt)
     return mnt, (budget, fraction, occupancy)
 
 
@@ -77,18 +77,18 @@ def draft_lengths(spec: SpecDecoding | None, spec_k=None):
     return k, spec.accepted(k.astype(np.int64))
 
 
-def decode_step(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, sh: Sharding, b, ctx, k, spec, backend: str):
+def decode_step(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, sh: Sharding, *, b, ctx, k, spec, backend: str):
     """One pipeline stage's decode-only step for `b` sequences at context `ctx` verifying k drafts:
     kernels, the engine's host cost per step and per running sequence, and the draft passes' share
     (cal already in_step). Returns (stage time, draft time, operators)."""
     pp = np.asarray(sh.pp, float)
-    ops = forward_ops(model, gpu, cal, prec, sh, Batch(dec_seqs=b, dec_ctx=ctx, dec_tokens_per_seq=1.0 + k))
+    ops = forward_ops(model, gpu, cal, prec, sh, b=Batch(dec_seqs=b, dec_ctx=ctx, dec_tokens_per_seq=1.0 + k))
     t_stage = step_time(ops) + cal.step_overhead(backend) + cal.engine("seq_overhead_s", backend) * b
     t_draft = 0.0
     if spec is not None:
         dm = draft_model(model, spec)
         dsh = sh if spec.method != "draft" else replace(sh, pp=np.ones_like(pp))
-        dops = forward_ops(dm, gpu, cal, prec, dsh, Batch(dec_seqs=b, dec_ctx=ctx))
+        dops = forward_ops(dm, gpu, cal, prec, dsh, b=Batch(dec_seqs=b, dec_ctx=ctx))
         t_draft = k * step_time(dops)
         t_stage = t_stage + t_draft / pp
     return t_stage, t_draft, ops
@@ -104,7 +104,7 @@ def prefill_step(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, 
     piecewise graphs leave attention outside). `isl` counts the prompt tokens computed; `cached` those
     of its prefix found in the prefix cache, which the computed ones attend to but nothing recomputes."""
     seqs = np.maximum(tokens / isl, 1.0)
-    ops = forward_ops(model, gpu, cal, prec, sh, Batch(pf_tokens=tokens, pf_seqs=seqs, pf_ctx=cached + np.maximum(isl - chunk, 0.0) / 2.0,
+    ops = forward_ops(model, gpu, cal, prec, sh, b=Batch(pf_tokens=tokens, pf_seqs=seqs, pf_ctx=cached + np.maximum(isl - chunk, 0.0) / 2.0,
                                                        dec_seqs=dec_seqs, dec_ctx=dec_ctx))
     return (step_time(ops) + cal.step_overhead(backend) + cal.engine("seq_overhead_s", backend) * (seqs + dec_seqs)
             + cal.eager_launch(backend) * launches(ops, cal.elementwise_kernels_per_layer))
@@ -123,8 +123,8 @@ class _Rank(NamedTuple):
     pipelined: object  # chunks of different requests pipeline over PP stages; one request's chunks only with CPP
 
 
-def evaluate(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, plan: Plan, concurrency,
-             isl, osl, *, backend: str = "trtllm", spec: SpecDecoding | None = None, spec_k=None,
+def evaluate(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, plan: Plan, *, concurrency,
+             isl, osl, backend: str = "trtllm", spec: SpecDecoding | None = None, spec_k=None,
              max_num_tokens=None, cpp=False, usable_fraction: float | None = None,
              with_ops: bool = False, prefix_hit=0.0) -> dict:
     """Metrics for every deployment in the broadcast of plan arrays, concurrency, ISL/OSL and k.
@@ -155,7 +155,7 @@ def evaluate(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, plan
     r = _Rank(isl, osl, new, cached, mnt, np.minimum(new, mnt), running, pp, np.asarray(cpp) | (running >= pp))
     wave_tok, t_wave_step, pf_span = _prefill_wave(model, gpu, cal, prec, sh, r=r, backend=backend)
     # decode phase: every sequence of the micro-batch generates (k+1 verified tokens per step)
-    t_stage, t_draft, ops = decode_step(model, gpu, cal, prec, sh, running / pp, isl + osl / 2.0, k, spec, backend)
+    t_stage, t_draft, ops = decode_step(model, gpu, cal, prec, sh, b=running / pp, ctx=isl + osl / 2.0, k=k, spec=spec, backend=backend)
     t_iter = pp * t_stage
     q, t_pf_stage, ttft = _own_prefill(model, gpu, cal, prec, sh, r=r, backend=backend, n_span=np.maximum(pf_span / t_iter, 1.0))
     tpot, life = _decode_times(r, q=q, t_stage=t_stage, t_iter=t_iter / acc, time_share=time_share, wave=(wave_tok, t_wave_step, pf_span))

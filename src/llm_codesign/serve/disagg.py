@@ -59,7 +59,7 @@ def decode_pool(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, p
     k, acc = draft_lengths(spec, spec_k)
     _, pp, _, _, adp, _ = (np.asarray(x, float) for x in plan.arrays())
     c_rank = np.ceil(np.asarray(per_instance, float) / adp - 1e-9)  # the busiest rank (serve.aggregated.evaluate)
-    t_stage, t_draft, _ = decode_step(model, gpu, cal, prec, sh, c_rank / pp, isl + osl / 2.0, k, spec, backend)
+    t_stage, t_draft, _ = decode_step(model, gpu, cal, prec, sh, b=c_rank / pp, ctx=isl + osl / 2.0, k=k, spec=spec, backend=backend)
     mem = memory.fit(model, gpu, prec, sh, isl, osl=osl, max_num_tokens=mnt, usable_fraction=fraction, osl_occupancy=occupancy, budget=budget)
     return {"tpot": pp * t_stage / acc, "t_stage": t_stage, "t_draft": t_draft, "acc": acc,
             "fits": (mem["free_for_kv"] > 0) & (c_rank <= mem["max_seqs_per_rank"]), "max_per_instance": mem["max_seqs_per_rank"] * adp}

@@ -39,7 +39,7 @@ def prefill_ops(model: ModelSpec, dep: Deployment, cal: Calibration, workload: W
     """The operators of one prefill chunk of one request, priced with the calibration the serving
     metrics use inside a step (`Calibration.in_step`)."""
     chunk = Batch(pf_tokens=min(workload.isl, dep.step_tokens), pf_seqs=1, pf_ctx=0)
-    return forward_ops(model, dep.gpu, cal.in_step(dep.backend), dep.precision, _sharding(dep.plan), chunk)
+    return forward_ops(model, dep.gpu, cal.in_step(dep.backend), dep.precision, _sharding(dep.plan), b=chunk)
 
 
 def estimate(model: ModelSpec, dep: Deployment, workload: Workload, *, calibration: Calibration, breakdown: bool = False) -> dict:

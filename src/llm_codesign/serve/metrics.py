@@ -62,10 +62,10 @@ def evaluate(model: ModelSpec, deployment: Deployment, workload: Workload, *, ca
     kw = dict(backend=dep.backend, spec=dep.spec, max_num_tokens=dep.max_num_tokens, cpp=dep.cpp, prefix_hit=workload.prefix_hit)
     if conc is None:
         grid = BATCH_GRID * int(np.asarray(dep.plan.adp))
-        r = _evaluate(model, dep.gpu, cal, dep.precision, dep.plan, grid, workload.isl, workload.osl, **kw)
+        r = _evaluate(model, dep.gpu, cal, dep.precision, dep.plan, concurrency=grid, isl=workload.isl, osl=workload.osl, **kw)
         conc = int(grid[int(np.argmax(np.where(r["fits"], r["output_tok_s_per_gpu"], -1)))])
     conc = np.asarray(conc, dtype=np.int64)
-    r = _evaluate(model, dep.gpu, cal, dep.precision, dep.plan, conc, workload.isl, workload.osl, **kw)
+    r = _evaluate(model, dep.gpu, cal, dep.precision, dep.plan, concurrency=conc, isl=workload.isl, osl=workload.osl, **kw)
     shape = np.broadcast(conc, r["ttft_s"]).shape
     val = {f.name: np.broadcast_to(np.asarray(r[f.name] if f.name != "concurrency" else conc), shape) for f in fields(Metrics)}
     return check_metrics(model, dep, Metrics(**val))  # no impossible answer leaves the core (issue 20)
@@ -76,6 +76,6 @@ def decode_operators(model: ModelSpec, deployment: Deployment, workload: Workloa
     """The operators of the decode step the metrics at `concurrency` time (per GPU, the in-step
     calibration, draft and verify included): what a breakdown or a bottleneck is read from."""
     dep = deployment
-    return _evaluate(model, dep.gpu, calibration, dep.precision, dep.plan, np.asarray(concurrency, dtype=np.int64), workload.isl,
-                     workload.osl, backend=dep.backend, spec=dep.spec, max_num_tokens=dep.max_num_tokens, cpp=dep.cpp,
+    return _evaluate(model, dep.gpu, calibration, dep.precision, dep.plan, concurrency=np.asarray(concurrency, dtype=np.int64),
+                     isl=workload.isl, osl=workload.osl, backend=dep.backend, spec=dep.spec, max_num_tokens=dep.max_num_tokens, cpp=dep.cpp,
                      with_ops=True, prefix_hit=workload.prefix_hit)["ops"]

@@ -23,7 +23,7 @@ KV_BUDGET = {"trtllm": ("free", 0.90, 1.0), "vllm": ("total", 0.92, 0.5), "sglan
 MIB = 2.0**20
 
 
-def sglang_static_fraction(gpu, tp, pp=1, adp=1, spec_method: str | None = None, chunk=None):
+def sglang_static_fraction(gpu, tp, pp=1, adp=1, *, spec_method: str | None = None, chunk=None):
     """SGLang's default mem_fraction_static: (weights + KV pool) / GPU memory, what is left once it has
     reserved room for activations and CUDA graphs (sglang/srt/server_args.py,
     ServerArgs._handle_gpu_memory_settings): reserved MiB = 512 + 1.5 x max(chunked_prefill_size, 2048)
