@@ -34,7 +34,7 @@ TTFT_CAPS = (None, 2000.0)
 
 def best(model, gpu, cal, n, isl, osl, backend, budgets, ttft):
     """The highest tok/s/GPU point of the frontier (None where no deployment meets the cap)."""
-    r = search(model, gpu, cal, SearchSpace(n, step_tokens=budgets), isl, osl, backend, max_ttft_ms=ttft)
+    r = search(model, gpu, cal, SearchSpace(n, step_tokens=budgets), isl=isl, osl=osl, backend=backend, max_ttft_ms=ttft)
     if not r["frontier"]:
         return None
     p = max(r["frontier"], key=lambda q: q["output_tok_s_per_gpu"])

@@ -35,19 +35,19 @@ def timed(label, fn, repeat=3):
 def main() -> None:
     g = get_gpu("h200")
     m = get_model("llama-3.1-70b")
-    timed("llama-3.1-70b 8xH200 FP8 search", lambda: search(m, g, calibration_for(g), SearchSpace(8, precisions=(Precision.of("fp8", kv="fp8"),)), 1024, 1024))
-    timed("llama-3.1-70b 64xH200 all precisions", lambda: search(m, g, calibration_for(g), SearchSpace(64), 1024, 1024))
+    timed("llama-3.1-70b 8xH200 FP8 search", lambda: search(m, g, calibration_for(g), SearchSpace(8, precisions=(Precision.of("fp8", kv="fp8"),)), isl=1024, osl=1024))
+    timed("llama-3.1-70b 64xH200 all precisions", lambda: search(m, g, calibration_for(g), SearchSpace(64), isl=1024, osl=1024))
     for backend in ("vllm", "sglang"):  # engines that admit past the KV cache price a second memory fit
         timed(f"llama-3.1-70b 64xH200 all precisions, {backend}", lambda backend=backend: search(
-            m, g, calibration_for(g), SearchSpace(64), 1024, 1024, backend=backend))
+            m, g, calibration_for(g), SearchSpace(64), isl=1024, osl=1024, backend=backend))
     gb = get_gpu("gb200")
     ds = get_model("deepseek-r1")
     spec = SpecDecoding("mtp", 3, rates=(0.85, 0.7, 0.6, 0.5, 0.45))
     timed("deepseek-r1 on GB200, every instance size 8..72, MTP k=0..5", lambda: search(
-        ds, gb, calibration_for(gb), SearchSpace(72, instance_gpus=tuple(range(8, 73)), spec=spec, spec_ks=(0, 1, 2, 3, 4, 5)), 1024, 1024))
+        ds, gb, calibration_for(gb), SearchSpace(72, instance_gpus=tuple(range(8, 73)), spec=spec, spec_ks=(0, 1, 2, 3, 4, 5)), isl=1024, osl=1024))
     for n in (8, 16, 32, 64):
         timed(f"deepseek-r1 on {n}xGB200, MTP k=0..5", lambda n=n: search(
-            ds, gb, calibration_for(gb), SearchSpace(n, spec=spec, spec_ks=(0, 1, 2, 3, 4, 5)), 1024, 1024))
+            ds, gb, calibration_for(gb), SearchSpace(n, spec=spec, spec_ks=(0, 1, 2, 3, 4, 5)), isl=1024, osl=1024))
     print(f"peak RSS of this process: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB")
     t = time.perf_counter()
     subprocess.run([sys.executable, "-m", "llm_codesign.cli", "pareto", "llama-3.1-70b", "--gpu", "h200", "--gpus", "8",
@@ -60,7 +60,7 @@ def main() -> None:
     b2 = get_gpu("b200")
     for n in (8, 16, 32):
         timed(f"deepseek-r1 on {n}xB200 disaggregated (prefill x decode units, FP8)", lambda n=n: search_disagg(
-            ds, b2, calibration_for(b2), SearchSpace(n, precisions=(Precision.of("fp8", kv="fp8"),)), 8192, 1024))
+            ds, b2, calibration_for(b2), SearchSpace(n, precisions=(Precision.of("fp8", kv="fp8"),)), isl=8192, osl=1024))
 
 
 if __name__ == "__main__":
