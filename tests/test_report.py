@@ -100,22 +100,20 @@ def test_gpu_counts_are_pluralised():
 def test_multi_series_png_labels_do_not_overlap(result, tmp_path, monkeypatch):
     """Two GPUs of nearly equal frontiers (the case `pareto --gpu b200,gb200` drew on top of itself):
     every label drawn overlaps no other, lies inside the axes, and the legend lies beside them."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from matplotlib.figure import Figure
 
     from llm_codesign.render import report
 
     r, _ = result
     twin = {**r, "gpu": "h100-twin"}
     seen = {}
-    real_close = plt.close
+    real_savefig = Figure.savefig
 
-    def keep(fig):
+    def keep(fig, *args, **kwargs):  # the figure write_plot draws, kept for measuring
         seen["fig"] = fig
+        return real_savefig(fig, *args, **kwargs)
 
-    monkeypatch.setattr(plt, "close", keep)
+    monkeypatch.setattr(Figure, "savefig", keep)
     report.write_plot([r, twin], tmp_path / "two.png")
     fig = seen["fig"]
     ax = fig.axes[0]
@@ -127,7 +125,6 @@ def test_multi_series_png_labels_do_not_overlap(result, tmp_path, monkeypatch):
     assert all(area.x0 <= b.x0 and b.x1 <= area.x1 and area.y0 <= b.y0 and b.y1 <= area.y1 for b in boxes)
     assert ax.get_legend().get_window_extent(rend).x0 >= area.x1  # beside the axes, over no data
     assert ax.get_title() == "Pareto frontier, ISL/OSL 512/256, 4 GPUs"
-    real_close(fig)
 
 
 def _above_bound(res: dict, cloud: bool = False) -> list[tuple[float, float, float]]:

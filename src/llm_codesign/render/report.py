@@ -183,14 +183,16 @@ def write_plot(results: list[dict], path: str | Path) -> None:
     (GPUs, models, designs): one colour and one bound dash each, the legend beside the axes, labels
     placed where they overlap nothing."""
     try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
+        # a Figure of its own, not pyplot: no GUI backend and no global state to set up (pyplot's import
+        # alone is most of the main job's second)
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+        from matplotlib.figure import Figure
     except ImportError:
         raise InputError("plot", str(path), "the plot extra: pip install 'llm-codesign[plot]'") from None
     many = len(results) > 1
-    fig, ax = plt.subplots(figsize=(12.5, 6.5) if many else (9, 6), dpi=110)
+    fig = Figure(figsize=(12.5, 6.5) if many else (9, 6), dpi=110)
+    FigureCanvasAgg(fig)  # the renderer label placement measures text with
+    ax = fig.subplots()
     labels = []
     for i, r in enumerate(results):
         color = f"C{i % 10}"
@@ -235,7 +237,6 @@ def write_plot(results: list[dict], path: str | Path) -> None:
     fig.tight_layout()
     _place_labels(ax, fig, labels)
     fig.savefig(path)
-    plt.close(fig)
 
 
 def _errors_html(errors: dict[str, list[str]] | None) -> str:
