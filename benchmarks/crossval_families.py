@@ -12,6 +12,7 @@ Ampere) keep default.toml's values; the GEMM table is also broken down by dtype.
 
     python benchmarks/crossval_families.py --out docs/crossval_families.md   # both directions
     python benchmarks/crossval_families.py --train-rows 2000                  # fewer training rows per table
+    python benchmarks/crossval_families.py --scheduler local --out docs/crossval_families.md   # both at once, on Dask
 
 Training rows: at most --train-rows per table and family (a fixed random subsample, seed 0); test rows: all.
 """
@@ -19,11 +20,13 @@ from __future__ import annotations
 
 import argparse
 import time
+from functools import partial
 from pathlib import Path
 
 import numpy as np
 
 from llm_codesign.cost.calibration import calibration_for, documented
+from llm_codesign.explore.sweep import execute
 from llm_codesign.measure.calibrate import fit_kind
 from llm_codesign.measure.kernel_tables import predict, read_csv
 from llm_codesign.measure.stats import error_stats
@@ -95,14 +98,24 @@ def markdown(results: list[list[dict]], train_rows: int, rounds: int) -> str:
     return "\n".join(lines) + "\n"
 
 
+def fold(direction: int, *, train_rows: int, rounds: int) -> list[dict]:
+    """One direction (an index into DIRECTIONS), reading the tables itself: a task of the sweep executor."""
+    train, test = DIRECTIONS[direction]
+    return run(train, test, family_rows(), train_rows, rounds)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--train-rows", type=int, default=4000, help="training rows per table and family at most")
     ap.add_argument("--rounds", type=int, default=6, help="fit_kind rounds (6: as calibrate)")
     ap.add_argument("--out", help="write the markdown here")
+    ap.add_argument("--scheduler", help="local (a Dask LocalCluster) or tcp://HOST:PORT; default: in-process")
+    ap.add_argument("--workers", type=int, help="worker processes of the local cluster (default: one per core)")
     args = ap.parse_args()
-    tables = family_rows()
-    results = [run(tr, te, tables, args.train_rows, args.rounds) for tr, te in DIRECTIONS]
+    # the two directions are tasks of the sweep executor, as crossval_campaigns.py runs its folds: the fits
+    # are mostly Python, so a local cluster runs a worker process per direction
+    results = list(execute(list(range(len(DIRECTIONS))), scheduler=args.scheduler, workers=args.workers,
+                           fn=partial(fold, train_rows=args.train_rows, rounds=args.rounds), processes=True))
     text = markdown(results, args.train_rows, args.rounds)
     if args.out:
         Path(args.out).write_text(text)

@@ -31,3 +31,23 @@ def test_folds_on_a_local_cluster_give_the_serial_results(monkeypatch):
     assert (serial[0]["train_rows"], serial[0]["test_rows"]) == (5, 5)
     # the out-of-sample errors are real figures, not empty reports
     assert serial[0]["out_of_sample"]["modeled"] >= 3 and serial[0]["out_of_sample"]["overall"]["tpot_ms"]["median_ape"] > 0
+
+
+def test_family_folds_on_a_local_cluster_give_the_serial_results(monkeypatch):
+    pytest.importorskip("distributed")
+    from llm_codesign.explore.sweep import execute
+
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    cf = importlib.import_module("crossval_families")
+    # 60 training rows per table and family and rounds=0: each direction fits, prices every held-out row
+    # and reports in a few seconds
+    fn = partial(cf.fold, train_rows=60, rounds=0)
+    serial = list(execute([0, 1], fn=fn))
+    local = list(execute([0, 1], scheduler="local", workers=2, fn=fn, processes=True))
+    for a, b in zip(serial, local, strict=True):
+        for x, y in zip(a, b, strict=True):
+            x.pop("fit_s"), y.pop("fit_s")
+            assert x == y
+    assert [(fold[0]["train"], fold[0]["test"]) for fold in serial] == [("hopper+ampere", "blackwell"), ("blackwell", "hopper+ampere")]
+    assert [r["kind"] for r in serial[0]] == ["gemm", "prefill_attention", "decode_attention", "moe"]
+    assert all(r["held_out"]["median_ape"] > 0 for fold in serial for r in fold)
