@@ -69,8 +69,26 @@ def test_gpu_file_smem_feed_is_checked(tmp_path):
     from llm_codesign.errors import InputError
     from llm_codesign.spec.hardware import gpu_from_toml
 
-    text = (get_gpu("b200").sources and None) or open(get_gpu.__globals__["resources"].files("llm_codesign").joinpath("data/gpus/b200.toml")).read()
+    from importlib import resources
+
+    text = resources.files("llm_codesign").joinpath("data/gpus/b200.toml").read_text()
     with pytest.raises(InputError, match="smem_bytes_per_bf16_flop"):
         gpu_from_toml(text.replace("smem_bytes_per_bf16_flop = 0.015625", "smem_bytes_per_bf16_flop = -1"), "x.toml")
     assert gpu_from_toml(text, "b200.toml").smem_bytes_per_bf16_flop == pytest.approx(1 / 64)
     assert np.isclose(gpu_from_toml(text.replace("smem_bytes_per_bf16_flop = 0.015625\n", ""), "b.toml").smem_bytes_per_bf16_flop, 0.0)
+
+
+def test_gemm_time_takes_the_2cta_tile_where_it_is_fed_faster():
+    # B300 NVFP4, a large GEMM: 1-CTA 128x256 is fed at 0.79 of the FP4 rate (0.5625 B per value with
+    # its scales), the 2-CTA 256x256 at 1, so the GEMM runs at the 2-CTA tile's rate; offered 1-CTA tiles
+    # only, it is slower by that feed
+    from dataclasses import replace
+
+    b300 = get_gpu("b300")
+    cal = calibration_for(b300)
+    kw = dict(math="fp4", a_bytes=0.5625, w_bytes=0.5625)
+    one = replace(b300, tiles=tuple(t for t in b300.tiles if t[2] == 1))
+    t2, t1 = (float(cost.gemm_time(16384, 16384, 16384, g, cal, **kw)[1]) for g in (b300, one))
+    f128x256 = cost.tile_feed(128, 256, b300, **kw)
+    assert f128x256 < 0.8 and cost.tile_feed(256, 256, b300, **kw) == 1.0
+    assert t1 / t2 == pytest.approx(1.0 / f128x256, rel=0.02)

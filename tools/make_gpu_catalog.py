@@ -77,7 +77,7 @@ TILES = {
 # Blackwell", 2026-03-31: SS-mode UMMA with N < 128 is shared-memory bound at ~128 B/cycle). Other
 # families' tensor cores run at half the rate or less against the same 128 B/clk: no bound written.
 SMEM_FEED = {"blackwell": (128 / 8192, "SemiAnalysis, Dissecting Nvidia Blackwell (2026-03-31): SS-mode tcgen05 MMA with N < 128 is "
-                           "shared-memory bound at ~128 B/cycle per SM; 8,192 dense BF16 FLOP/clk/SM (2.25 PFLOPS over 148 SMs at ~1.86 GHz)")}
+                           "shared-memory bound at ~128 B/cycle per SM; 8,192 dense BF16 FLOP/clk per SM (B200: 2.25 PFLOPS over 148 SMs at ~1.86 GHz)")}
 TILE_SOURCE = {
     "hopper": "gemm_tile_facts.hopper_sm90 (PTX ISA wgmma m64nNk16, N = 8..256; typical CTA tiles 128x128, 128x256, 64xN; 64/128 x 64 for narrow N)",
     "blackwell": "gemm_tile_facts.blackwell_sm100 (PTX ISA tcgen05 cta_group::1 M=128, cta_group::2 M=256 over two SMs, N<=256)",

@@ -6,6 +6,8 @@ deployment or a million. Times in seconds, sizes in bytes and FLOPs. Each return
 """
 from __future__ import annotations
 
+from functools import lru_cache
+
 import numpy as np
 
 from llm_codesign.cost.calibration import Calibration
@@ -13,11 +15,13 @@ from llm_codesign.spec.engines import engine_allreduce
 from llm_codesign.spec.hardware import Gpu
 
 
-def _distinct_tiles(tiles):
-    """Tiles that can win: a 2-CTA tile has the per-SM shape of a 1-CTA tile with coarser
-    quantisation, so in this model it never beats that tile when the tile is also listed."""
-    per_sm = {(tm // c, tn) for tm, tn, c in tiles if c == 1}
-    return tuple(t for t in tiles if t[2] == 1 or (t[0] // t[2], t[1]) not in per_sm)
+@lru_cache(maxsize=512)
+def _candidate_tiles(gpu: Gpu, math: str, a_bytes: float, w_bytes: float) -> tuple[tuple[int, int, int], ...]:
+    """Tiles that can win: a 2-CTA tile has the per-SM shape of its 1-CTA twin with coarser quantisation,
+    so it wins only where shared memory feeds it faster (tile_feed: it splits both operands over the pair)."""
+    feed = {t: tile_feed(t[0], t[1], gpu, math=math, a_bytes=a_bytes, w_bytes=w_bytes) for t in gpu.tiles}
+    twin = {(tm, tn): feed[(tm, tn, c)] for tm, tn, c in gpu.tiles if c == 1}
+    return tuple(t for t in gpu.tiles if t[2] == 1 or feed[t] > twin.get((t[0] // t[2], t[1]), -1.0))
 
 
 def tile_feed(tm: int, tn: int, gpu: Gpu, *, math: str, a_bytes: float, w_bytes: float) -> float:
@@ -62,7 +66,7 @@ def _best_tile_time(m, n, k, gpu: Gpu, cal: Calibration, *, groups, peak, kernel
     k_split_max = np.maximum(np.minimum(np.floor(k / f32(256.0)), f32(np.floor(cal.gemm_max_split_k))), f32(1.0))
     k_half = f32(cal.gemm_k_half(kernel))
     best = None
-    tiles = _distinct_tiles(gpu.tiles)
+    tiles = _candidate_tiles(gpu, math, float(a_bytes), float(w_bytes))
     if swap_ab is None:
         swap_ab = can_split  # dense BF16/FP8 libraries also swap A/B for few-token GEMMs; block-scaled kernels do not
     if swap_ab:

@@ -190,8 +190,10 @@ def _expert_gemm(name, n, k, at: _At, *, load, math, a_b, w_b, kernel):
     th, ch, mh = cost.gemm_time(top, n, k, at.gpu, cal, math=math, a_bytes=a_b, w_bytes=w_b, **kw)
     tr, cr, mr = cost.gemm_time(m_rest, n, k, at.gpu, cal, math=math, a_bytes=a_b, w_bytes=w_b, groups=rest_groups,
                                 distinct_groups=rest_groups, **kw)
-    # one launch: the second call's fixed costs (its own and an FP8/FP4 activation quantisation's) go
-    fixed = cal.moe_overhead_s + (cal.kernel_overhead_s if a_b < 2.0 else 0.0)
+    # one launch: the second call's fixed costs (its own, an FP8/FP4 activation quantisation's and a
+    # TMA-padded copy's) go
+    padded = np.asarray(cost.tma_padded(k, a_b, w_b)) > np.asarray(k)
+    fixed = cal.moe_overhead_s + (cal.kernel_overhead_s if a_b < 2.0 else 0.0) + np.where(padded, cal.kernel_overhead_s, 0.0)
     t = th + np.where(tr > 0, tr - fixed, 0.0)
 
     def fb():
@@ -389,14 +391,16 @@ def _softmax_attention(a: Attention, b: Batch, at: _At, P: str, *, s: _Step, pre
 
 
 def _helix_exchange(core: list[Op], b: Batch, at: _At, P: str, *, nbytes, kvp) -> Op:
-    """Helix's all-to-all of partial attention outputs, overlapped as HOP-B runs it (Bhatia et al. 2025,
-    arXiv:2507.07120): request i's exchange is sent while request i+1's attention runs, a two-stage
-    pipeline over the step's B requests that exposes C/B + (B-1)/B * max(C - A, 0) of the exchange C
-    beyond the attention A (`core`: this layer's attention kernels); one request exposes all of it."""
+    """Helix's all-to-all of partial attention outputs. HOP-B (Bhatia et al. 2025, arXiv:2507.07120)
+    sends each request's exchange while the next request's attention runs: over the step's B requests a
+    two-stage pipeline exposes c + (B-1) * max(c - a, 0), c one request's message (each pays the
+    collective's fixed latency) and a its attention (`core`: this layer's attention kernels over B). The
+    better of that and one exchange after all the attention (C) is what runs; one request exposes C."""
     op = _comm(f"{P}/helix_all_to_all", "all_to_all", nbytes, kvp, at)
-    A = sum(o.time for o in core)
     B = np.maximum(np.asarray(b.dec_seqs, float) + np.asarray(b.pf_seqs, float), 1.0)
-    op.time = np.where(op.time > 0, op.time / B + (B - 1.0) / B * np.maximum(op.time - A, 0.0), 0.0)
+    a = sum(o.time for o in core) / B
+    c = cost.collective_time("all_to_all", np.asarray(nbytes, float) / B, kvp, at.gpu, at.cal)
+    op.time = np.minimum(op.time, c + (B - 1.0) * np.maximum(c - a, 0.0))
     return op
 
 
@@ -522,16 +526,20 @@ def _moe(f: Ffn, M: str, at: _At, s: _Step) -> list[Op]:
     t, tc, tm = cost.elementwise_time(perm, 2.0, at.gpu, at.cal)
     t = np.where(perm > 0, t, 0.0)
     ops.append(Op(f"{M}/permute", "elementwise", np.zeros_like(t), perm, time=t, t_compute=tc, t_memory=tm, count=at.count))
-    # token exchange: all-to-all dispatch + combine under attention DP, else an all-reduce. Without
-    # attention DP every rank already holds every token (the attention all-reduce), so expert-parallel
-    # ranks run their experts on them and one all-reduce sums the outputs: TensorRT-LLM's MoE takes its
-    # all-to-all only with enable_attention_dp (fused_moe, enable_alltoall; else reducescatter_or_allreduce),
-    # vLLM only with data parallel (FusedMoEParallelConfig.use_all2all_kernels: dp_size > 1 and use_ep)
-    a2a = s.adp > 1
+    # token exchange. Without attention DP every rank already holds every token (the attention
+    # all-reduce): expert-parallel ranks run their experts on them and one all-reduce sums the outputs.
+    # Under attention DP with EP the tokens go to their experts' ranks and back (all-to-all dispatch and
+    # combine: vLLM's use_all2all_kernels, dp_size > 1 and use_ep; TensorRT-LLM's NVLink one-sided
+    # all-to-all); attention DP over a tensor-parallel MoE gathers every rank's tokens and reduce-scatters
+    # the outputs (TensorRT-LLM's allgather / reducescatter path)
+    a2a = (s.adp > 1) & (ep > 1)
+    gather = (s.adp > 1) & (ep <= 1)
     sent = skew * (T / dense_tp * f.top_k * h)  # what the busiest rank receives
     ops.append(_comm(f"{M}/dispatch", "all_to_all", np.where(a2a, sent * ff["a_b"], 0.0), stage_gpus, at))
     ops.append(_comm(f"{M}/combine", "all_to_all", np.where(a2a, sent * 2.0, 0.0), stage_gpus, at))
-    ops.append(_comm(f"{M}/all_reduce", "all_reduce", np.where(a2a, 0.0, T * h * 2.0), stage_gpus, at))
+    ops.append(_comm(f"{M}/all_gather", "all_gather", np.where(gather, T_all * h * ff["a_b"], 0.0), stage_gpus, at))
+    ops.append(_comm(f"{M}/reduce_scatter", "reduce_scatter", np.where(gather, T_all * h * 2.0, 0.0), stage_gpus, at))
+    ops.append(_comm(f"{M}/all_reduce", "all_reduce", np.where(s.adp > 1, 0.0, T * h * 2.0), stage_gpus, at))
     return ops
 
 

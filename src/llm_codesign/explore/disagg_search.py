@@ -36,7 +36,6 @@ def search_disagg(model: ModelSpec, gpu: Gpu, cal: Calibration, space, *, isl: i
     instances (1..max_instances each, of any valid plans, the unit's GPUs dividing the total;
     replicas of the unit fill it) at every decode batch and draft length. Each pool is priced once
     per plan (and batch); the units combine them in closed form."""
-    # positional up to backend, as search's
     t0 = time.perf_counter()
     N = space.num_gpus
     plan, inst = plans(model, gpu, space)

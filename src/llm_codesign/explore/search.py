@@ -135,7 +135,6 @@ def search(model: ModelSpec, gpu: Gpu, cal: Calibration, space: SearchSpace, *, 
     """Evaluate the whole space; return the frontier with each point's deployment, accuracy and the cloud.
     max_accuracy_drop (percent, against the model's best precision) keeps only the precisions known to be within it.
     prefix_hit: the share of each prompt already in the prefix cache, not prefilled (as estimate's Workload)."""
-    # positional up to backend: explore/sweep.py and the tests pass seven positional arguments
     model.check_context(isl, osl)
     t0 = time.perf_counter()
     plan, inst = plans(model, gpu, space)

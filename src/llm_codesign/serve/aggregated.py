@@ -135,7 +135,6 @@ def evaluate(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, plan
     prefilled (it attends to the cached prefix); every sequence still holds its whole ISL of KV cache,
     as a hit rate does not say how many requests share each cached block.
     """
-    # positional up to osl: explore/lint.py and the tests pass eight positional arguments
     sh = _sharding(plan)
     cal = cal.in_step(backend)
     tp, pp, ep, mtp, adp, kvp = (np.asarray(x, float) for x in plan.arrays())

@@ -104,7 +104,8 @@ def gpu_from_toml(text: str, origin: str) -> Gpu:
         smem_bytes_per_bf16_flop=float(d.get("tiles", {}).get("smem_bytes_per_bf16_flop", 0.0)),
         aliases=tuple(d.get("aliases", ())), memory_bytes=float(d.get("memory_bytes", 0.0)),
         sources=tuple((k, str(v)) for k, v in d.get("sources", {}).items())
-        + ((("memory", str(d["memory_source"])),) if "memory_source" in d else ()),
+        + ((("memory", str(d["memory_source"])),) if "memory_source" in d else ())
+        + ((("smem_feed", str(d["tiles"]["smem_source"])),) if "smem_source" in d.get("tiles", {}) else ()),
     )
 
 
