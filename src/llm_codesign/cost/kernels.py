@@ -74,7 +74,7 @@ def _best_tile_time(m, n, k, gpu: Gpu, cal: Calibration, *, groups, peak, kernel
         # M side (small-M cuBLAS/TensorRT-LLM kernels, CUTLASS MoE swap-AB kernels). They are
         # candidates for every M, as the kernel tables were fitted: whether other GEMMs in the same
         # array are narrow must not change this one's time (one estimate = the same in a sweep)
-        wide = max(t[0] for t in tiles)
+        wide = max(t[0] for t in tiles if t[2] == 1)  # a 1-CTA MMA: tcgen05 cta_group::1 takes M <= 128
         tiles = tiles + tuple((tok, wide, 1) for tok in (16, 32, 64))
     for tm, tn, ctas in tiles:
         slots = gpu.sms // ctas
