@@ -75,7 +75,7 @@ GPU_FIELDS = ["sms", "hbm_bytes", "memory_bytes", "hbm_bandwidth_bytes_per_s", "
 GPU_VALUES = ['"lots"', "nan", "inf", "-inf", "-1", "0", "true", "[1, 2]", "1e30", "1e-30", "[]", "[[0, 0, 0]]", "[[128, 128]]",
               '[["a", 1, 1]]', "1.5", "{}", '""', "9223372036854775808"]
 PROFILE_PARAMS = ["bw_eff", "gemm_eff_bf16", "gemm_eff_fp8", "attn_decode_bw_eff", "attn_prefill_eff", "gemm_overhead_bf16_s",
-                  "moe_routing_alpha", "comm_bw_eff", "gemm_blend_p", "kernel_overhead_s", "step_kernel_overhead_scale", "moe_eff",
+                  "moe_routing_alpha", "comm_bw_eff", "gemm_blend_p", "kernel_overhead_s", "moe_eff",
                   "attn_prefill_s_half", "comm_bw_half_bytes", "gemm_k_half_bf16", "gemm_max_split_k", "no_such_parameter"]
 PROFILE_VALUES = ["0", "-1", "nan", "inf", "1.5", "1e30", '"abc"', "true", "[1]", "0.5", "1e-30", "2"]
 SERVING_HEADER = ("source,model,gpu,num_gpus,backend,weight_dtype,kv_dtype,isl,osl,concurrency,tp,pp,ep,moe_tp,attention_dp,"

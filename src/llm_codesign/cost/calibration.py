@@ -75,7 +75,6 @@ class Calibration:
     elementwise_kernels_per_layer: float
     prefill_queue_fraction: tuple[tuple[str, float], ...]
     mla_decode_flops_eff: float
-    step_kernel_overhead_scale: float
     prefill_spread_exponent: tuple[tuple[str, float], ...]
     step_overhead_s: tuple[tuple[str, float], ...]
     ttft_overhead_s: tuple[tuple[str, float], ...]
@@ -137,25 +136,22 @@ class Calibration:
         return self.engine("prefill_queue_fraction", backend)
 
     def in_step(self, backend: str | None = None) -> "Calibration":
-        """Parameters for kernels inside a captured serving step of an engine: CUDA graphs and
-        programmatic dependent launch hide part of each kernel's fixed cost that isolated benchmarks
-        measure; engines replace NCCL's all-reduce with their own one-shot / two-shot kernels inside
-        an NVLink/xGMI domain where they pick them (allreduce_engine, kernels.collective_time), and
+        """Parameters for kernels inside a captured serving step of an engine. Each kernel pays the
+        fixed cost the kernel tables measured under CUDA graphs, no discount; what the tables' rows
+        launch and the step does not (quantisation and norms fused into other kernels) is priced by
+        the fusions the engine makes (spec.engines.STEP_FUSIONS, cost.kernels). Engines replace
+        NCCL's all-reduce with their own one-shot / two-shot kernels inside an NVLink/xGMI domain where they pick them (allreduce_engine, kernels.collective_time), and
         comm_latency_scale (1 unless a profile sets it) scales the NCCL collectives left; and
         engines ship their own GEMM, grouped-GEMM and attention kernels (vLLM and SGLang: FlashInfer,
         FlashAttention, Triton/CUTLASS fused MoE; TensorRT-LLM: its own), seen as per-engine scales on
         the efficiencies fitted on TensorRT-LLM's kernels. A fraction of a peak stays at most 1."""
-        f = self.step_kernel_overhead_scale
         c = self.engine("comm_latency_scale", backend) if backend else 1.0
         g = self.engine("gemm_eff_scale", backend) if backend else 1.0
         a = self.engine("attn_eff_scale", backend) if backend else 1.0
         e = backend or ""  # the engine's own all-reduce where it picks one (kernels.collective_time)
-        if f == 1.0 and c == 1.0 and g == 1.0 and a == 1.0 and e == self.allreduce_engine:
+        if c == 1.0 and g == 1.0 and a == 1.0 and e == self.allreduce_engine:
             return self
         kw = {"allreduce_engine": e}
-        kw.update({k: getattr(self, k) * f for k in (
-            "gemm_overhead_bf16_s", "gemm_overhead_fp8_s", "gemm_overhead_fp8_block_s", "gemm_overhead_fp4_s",
-            "kernel_overhead_s", "attn_overhead_s", "attn_prefill_overhead_s", "moe_overhead_s")})
         kw.update({k: getattr(self, k) * c for k in (
             "comm_latency_s", "comm_latency_slope_s", "comm_gather_latency_s", "comm_gather_latency_slope_s",
             "comm_a2a_latency_s", "comm_a2a_latency_slope_s", "comm_bw_half_bytes")})

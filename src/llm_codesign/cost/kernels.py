@@ -11,7 +11,7 @@ from functools import lru_cache
 import numpy as np
 
 from llm_codesign.cost.calibration import Calibration
-from llm_codesign.spec.engines import engine_allreduce
+from llm_codesign.spec.engines import engine_allreduce, fuses
 from llm_codesign.spec.hardware import Gpu
 
 
@@ -46,6 +46,12 @@ def tma_padded(k, a_bytes: float, w_bytes: float):
     elt = min(2.0 ** np.floor(np.log2(x)) for x in (a_bytes, w_bytes))  # storage element, block scales aside
     unit = 16.0 / elt
     return np.ceil(np.asarray(k) * np.float32(1.0 / unit) - np.float32(1e-6)) * np.float32(unit)
+
+
+def quantise_kernel(cal: Calibration, a_bytes: float) -> bool:
+    """Whether FP8/FP4 activations are quantised by a kernel of their own before a GEMM: in the kernel
+    tables' rows, and in the steps of engines that do not fuse it into the previous kernel."""
+    return a_bytes < 2.0 and not fuses(cal.allreduce_engine, "act_quant")
 
 
 def gemm_kernel(math: str, weight_dtype: str = "") -> str:
@@ -123,10 +129,14 @@ def gemm_time(m, n, k, gpu: Gpu, cal: Calibration, *, math: str, a_bytes, w_byte
     p = f32(cal.gemm_blend_p)
     hi = np.maximum(np.maximum(best, t_mem), f32(1e-30))
     fixed = cal.gemm_overhead(kernel) if overhead_s is None else overhead_s
+    if cal.allreduce_engine and overhead_s is None:
+        # in a serving step a quantised GEMM's own launch costs what a BF16 GEMM's does: the excess of
+        # its table rows is the dynamic scale and quantise launches those rows time (engines.STEP_FUSIONS)
+        fixed = min(fixed, cal.gemm_overhead("bf16"))
     # (best^p + t_mem^p)^(1/p) with the larger term's ratio exactly 1: two powers instead of three
     # (a power costs ~30 multiplies; this is the search's hottest line), the same float32 result
     t = hi * np.power(f32(1.0) + np.power(np.minimum(best, t_mem) / hi, p), f32(1.0) / p) + f32(fixed)
-    if a_bytes < 2.0:
+    if quantise_kernel(cal, a_bytes):
         # FP8/FP4 activations: the BF16 input is quantised by its own kernel first (TensorRT-LLM's
         # Linear runs fp8/fp4 quantize ops before the GEMM), one read of A in BF16 and one write
         t = t + (m * groups) * k * f32((2.0 + a_bytes) / (gpu.hbm_bandwidth_bytes_per_s * cal.bw_eff)) + f32(cal.kernel_overhead_s)

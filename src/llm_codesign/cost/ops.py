@@ -17,6 +17,7 @@ import numpy as np
 from llm_codesign.cost import kernels as cost
 from llm_codesign.cost.calibration import Calibration
 from llm_codesign.spec.hardware import Gpu
+from llm_codesign.spec.engines import AR_NORM_KERNELS, ar_norm_fused
 from llm_codesign.spec.model import Attention, Ffn, Layer, ModelSpec
 from llm_codesign.spec.precision import Precision, executable, gemm_math
 
@@ -193,7 +194,7 @@ def _expert_gemm(name, n, k, at: _At, *, load, math, a_b, w_b, kernel):
     # one launch: the second call's fixed costs (its own, an FP8/FP4 activation quantisation's and a
     # TMA-padded copy's) go
     padded = np.asarray(cost.tma_padded(k, a_b, w_b)) > np.asarray(k)
-    fixed = cal.moe_overhead_s + (cal.kernel_overhead_s if a_b < 2.0 else 0.0) + np.where(padded, cal.kernel_overhead_s, 0.0)
+    fixed = cal.moe_overhead_s + (cal.kernel_overhead_s if cost.quantise_kernel(cal, a_b) else 0.0) + np.where(padded, cal.kernel_overhead_s, 0.0)
     t = th + np.where(tr > 0, tr - fixed, 0.0)
 
     def fb():
@@ -362,7 +363,10 @@ def layer_ops(model: ModelSpec, layer: Layer, count, gpu: Gpu, cal: Calibration,
         return ops
     # norms, residual adds, activation, RoPE: streamed once each
     ew_bytes = s.T * (6.0 * s.h + 3.0 * width / np.maximum(dense_tp, 1.0)) * 2.0
-    ops.append(_elementwise(f"{prefix}/elementwise", ew_bytes, cal.elementwise_kernels_per_layer, at))
+    kernels = cal.elementwise_kernels_per_layer
+    fused = ar_norm_fused(cal.allreduce_engine, model.architecture, s.adp) & (np.asarray(dense_tp) > 1)
+    kernels = np.where(fused, np.maximum(kernels - AR_NORM_KERNELS, 0.0), kernels)  # the norms run in the all-reduces
+    ops.append(_elementwise(f"{prefix}/elementwise", ew_bytes, kernels, at))
     return ops
 
 

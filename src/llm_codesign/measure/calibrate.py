@@ -64,7 +64,7 @@ GRID = {"attn_decode_max_group": (8, 16, 24, 32, 48, 64, 1024), "attn_decode_wid
 # comm_latency_scale, which scaled NCCL's ring latency down to what the custom kernels take and stays 1.
 SERVING_BOUNDS = (("step_overhead_s", 2e-3, 1e-5, 0.05), ("ttft_overhead_s", 20e-3, 1e-4, 0.5),
                   ("custom_ar_latency_s", 5e-6, 2e-6, 15e-6), ("prefill_queue_fraction", 0.3, 0.01, 1.0),
-                  ("eager_launch_s", 1e-5, 1e-7, 3e-5), ("step_kernel_overhead_scale", 1.0, 0.05, 1.0),
+                  ("eager_launch_s", 1e-5, 1e-7, 3e-5),
                   ("scale_out_latency_s", 25e-6, 5e-6, 1e-4), ("prefill_spread_exponent", 0.5, 0.05, 2.0),
                   ("ttft_wait_steps", 1.0, 0.5, 3.0), ("adp_wait_steps", 10.0, 0.0, 60.0),
                   ("gemm_eff_scale", 1.0, 0.5, 1.0), ("attn_eff_scale", 1.0, 0.5, 1.5),
@@ -223,10 +223,9 @@ def held_out(rows: list[dict], models: list[str]) -> list[dict]:
 
 # bounds of SERVING_BOUNDS that are the quantity's own limit rather than the search's, where a fit may rest:
 # no attention-DP wait, an engine's GEMMs as fast as the reference engine's (calibration.REFERENCE_ENGINE),
-# every kernel overhead inside the captured step, the whole prefill queue ahead waited on, no host cost per
-# running sequence ("from none"). Any other bound a fit lands on stands for a missing mechanism or unusable
+# the whole prefill queue ahead waited on, no host cost per running sequence ("from none"). Any other bound a fit lands on stands for a missing mechanism or unusable
 # rows, and `calibrate` refuses it as it refuses a kernel efficiency on its bound.
-SERVING_NATURAL_LIMITS = {("adp_wait_steps", "lo"), ("gemm_eff_scale", "hi"), ("step_kernel_overhead_scale", "hi"),
+SERVING_NATURAL_LIMITS = {("adp_wait_steps", "lo"), ("gemm_eff_scale", "hi"),
                           ("prefill_queue_fraction", "hi"), ("seq_overhead_s", "lo")}
 
 

@@ -130,6 +130,43 @@ TRTLLM_AR_MAX_BYTES = {2: 16e6, 4: 8e6, 8: 8e6}
 # vLLM/SGLang; TensorRT-LLM's custom kernels need NVLink and fall back to NCCL)
 PCIE_FAMILIES = ("ada", "blackwell_sm120")
 
+# Fusions an engine's captured serving step makes by default on Hopper/Blackwell that the kernel tables'
+# isolated rows do not. The GEMM rows time Linear.forward on a BF16 input (ai-dynamo/aiconfigurator
+# collector/trtllm/collect_gemm.py): the FP8 per-tensor row computes its scale dynamically and
+# quantises, the NVFP4 row runs fp4_quantize, then the GEMM. In serving the scales are static and:
+# - act_quant: the activation is quantised inside the kernel before the GEMM. TensorRT-LLM:
+#   AllReduceFusionOp.RESIDUAL_RMS_NORM_QUANT_FP8 / _QUANT_NVFP4 (modeling_llama.py), swiglu(...,
+#   quant_scale=down_proj.input_scale) in GatedMLP, the attention op's FP8 out_scale; vLLM's default
+#   -O2: fuse_norm_quant and fuse_act_quant (vllm/config/vllm.py). SGLang runs a static-scale quantise
+#   kernel of its own.
+# - ar_norm: the residual add and RMSNorm after a tensor-parallel all-reduce run inside the all-reduce
+#   kernel (TensorRT-LLM AllReduceFusionOp.RESIDUAL_RMS_NORM where TP > 1; vLLM -O2 fuse_allreduce_rms,
+#   FlashInfer, Hopper/Blackwell, TP > 1). SGLang turns FlashInfer's fusion on for a few MoE families
+#   without attention DP only (server_args.py), not modelled; nor TensorRT-LLM's hidden_size > 4096 gate.
+STEP_FUSIONS = {"trtllm": ("act_quant", "ar_norm"), "vllm": ("act_quant", "ar_norm"), "sglang": ()}
+# SGLang turns FlashInfer's all-reduce + RMSNorm fusion on for these architectures on Hopper/Blackwell,
+# on one node without attention DP (server_args.py, _handle_model_specific_adjustments:
+# enable_flashinfer_allreduce_fusion); not with NCCL across nodes, which is not modelled apart
+SGLANG_AR_NORM_ARCHS = ("DeepseekV3ForCausalLM", "GptOssForCausalLM", "Glm4MoeForCausalLM", "Glm4MoeLiteForCausalLM",
+                        "Qwen3MoeForCausalLM", "Qwen3NextForCausalLM", "KimiK25ForConditionalGeneration",
+                        "Qwen3_5MoeForConditionalGeneration")
+# the two residual-add + RMSNorm kernels of a layer that ar_norm folds into its all-reduces
+AR_NORM_KERNELS = 2.0
+
+
+def fuses(backend: str, fusion: str) -> bool:
+    """Whether an engine's step makes one of STEP_FUSIONS ('' -- the kernel tables -- makes none)."""
+    return fusion in STEP_FUSIONS.get(backend, ())
+
+
+def ar_norm_fused(backend: str, architecture: str, adp):
+    """Where an engine runs a layer's residual add + RMSNorm inside its all-reduce kernel (STEP_FUSIONS,
+    SGLANG_AR_NORM_ARCHS), as a boolean array over the attention-DP sizes."""
+    adp = np.asarray(adp)
+    if fuses(backend, "ar_norm"):
+        return np.ones(adp.shape, dtype=bool)
+    return (adp <= 1) if backend == "sglang" and architecture in SGLANG_AR_NORM_ARCHS else np.zeros(adp.shape, dtype=bool)
+
 
 def engine_allreduce(backend: str, nbytes, n, family: str):
     """Where an engine runs its own all-reduce rather than NCCL, for `nbytes` per GPU over `n` GPUs of one

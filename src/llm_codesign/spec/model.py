@@ -221,6 +221,7 @@ class ModelSpec:
     # the group (index into `groups`) of each layer in stack order; empty: the groups lie in blocks in
     # their listed order. Pipeline stages take consecutive layers, so the order sets what each holds.
     layout: tuple[int, ...] = ()
+    architecture: str = ""  # the checkpoint's architectures[0] (engines pick some defaults by it); '' unknown
 
     def check_context(self, isl, osl) -> None:
         """One line refusing a request longer than the model's context, as engines refuse it (vLLM
@@ -455,7 +456,13 @@ def from_hf_config(cfg: dict, name: str = "custom", quant: dict | None = None,
     index = {layer: i for i, (layer, _) in enumerate(groups)}
     return ModelSpec(name=name, hidden=h, vocab=vocab, groups=groups,
                      tie_embeddings=tie, default_precision=prec, hf_ids=hf_ids, notes=(),
-                     max_context=max_context_from_config(cfg), layout=tuple(index[layer] for layer in layers))
+                     max_context=max_context_from_config(cfg), layout=tuple(index[layer] for layer in layers),
+                     architecture=_architecture(outer))
+
+
+def _architecture(cfg: dict) -> str:
+    arch = cfg.get("architectures") or []  # a list of strings (check_config)
+    return arch[0] if arch else ""
 
 
 def _gqa_of(cfg: dict):

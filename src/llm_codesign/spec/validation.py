@@ -85,7 +85,7 @@ CONFIG_FIELDS: dict[str, tuple] = {
     "attention_k_eq_v": ("bool",), "enable_moe_block": ("bool",),
     "model_type": ("str",), "hybrid_override_pattern": ("str",), "mamba_ssm_dtype": ("str",), "torch_dtype": ("str",),
     "dtype": ("str",), "mlp_hidden_act": ("str",), "qk_norm_type": ("str",),
-    "layer_types": ("str_list",), "mlp_only_layers": ("int_list",), "text_config": ("dict",),
+    "layer_types": ("str_list",), "architectures": ("str_list",), "mlp_only_layers": ("int_list",), "text_config": ("dict",),
     "quantization_config": ("dict",), "block_configs": ("dict_list",),
     "max_position_embeddings": (_I, 1, TOKENS), "attention_chunk_size": (_I, 0, TOKENS), "nope_layer_interval": (_I, 1, LAYERS),
     "no_rope_layers": ("int_list",), "rope_scaling": ("dict",),
@@ -305,7 +305,7 @@ def param_range(name: str) -> tuple[float, float, bool]:
             "attn_decode_group_bf16": (1.0, 1e6, False), "attn_decode_group_fp8": (1.0, 1e6, False),
             "attn_decode_max_group": (1.0, 1e6, False), "prefill_spread_exponent": (0.0, 10.0, False),
             "ttft_wait_steps": (0.0, 1e3, False), "adp_wait_steps": (0.0, 1e3, False),
-            "step_kernel_overhead_scale": (0.0, 100.0, False), "comm_latency_scale": (0.0, 100.0, False),
+            "comm_latency_scale": (0.0, 100.0, False),
             "elementwise_kernels_per_layer": (0.0, 1e3, False)}.get(name, (0.0, 1e12, False))
 
 

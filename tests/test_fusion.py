@@ -1,0 +1,68 @@
+"""What an engine's captured step fuses that the kernel tables' rows run apart (spec.engines.STEP_FUSIONS):
+the activation quantisation before an FP8/FP4 GEMM and the residual add + RMSNorm after an all-reduce,
+each priced by hand from cost.kernels and the calibration."""
+import numpy as np
+import pytest
+
+from llm_codesign.cost import kernels as cost
+from llm_codesign.cost.calibration import calibration_for
+from llm_codesign.cost.ops import Batch, forward_ops
+from llm_codesign.errors import InputError
+from llm_codesign.serve.aggregated import _sharding
+from llm_codesign.spec.engines import ar_norm_fused
+from llm_codesign.spec.model import from_hf_config
+from llm_codesign.spec.plan import Plan
+from llm_codesign.spec.precision import Precision
+from llm_codesign.spec.registry import get_model
+
+
+@pytest.fixture
+def cal(b200):
+    return calibration_for(b200)
+
+
+def _fp8(cal, gpu, m=64, n=8192, k=8192):
+    return float(cost.gemm_time(m, n, k, gpu, cal, math="fp8", a_bytes=1.0, w_bytes=1.0)[0])
+
+
+def test_quantised_gemm_in_a_step_pays_one_launch(b200, cal):
+    table, sglang, trtllm = _fp8(cal, b200), _fp8(cal.in_step("sglang"), b200), _fp8(cal.in_step("trtllm"), b200)
+    # the table row's dynamic scale launches go in every engine's step: its fixed cost becomes a BF16 GEMM's
+    assert cal.gemm_overhead_fp8_s > cal.gemm_overhead_bf16_s
+    assert table - sglang == pytest.approx(cal.gemm_overhead_fp8_s - cal.gemm_overhead_bf16_s, rel=1e-4)
+    # SGLang quantises in a kernel of its own (one BF16 read + one FP8 write of A, one launch); TensorRT-LLM fuses it
+    quant = 64 * 8192 * 3.0 / (b200.hbm_bandwidth_bytes_per_s * cal.bw_eff) + cal.kernel_overhead_s
+    assert sglang - trtllm == pytest.approx(quant, rel=1e-4)
+    # a BF16 GEMM is priced the same in and out of a step
+    bf16 = [float(cost.gemm_time(64, 8192, 8192, b200, c, math="bf16", a_bytes=2.0, w_bytes=2.0)[0]) for c in (cal, cal.in_step("vllm"))]
+    assert bf16[0] == pytest.approx(bf16[1], rel=1e-6)
+
+
+def _elementwise(model, gpu, cal, plan):
+    ops = forward_ops(model, gpu, cal, Precision.of("fp8"), _sharding(plan), b=Batch(dec_seqs=16, dec_ctx=1024))
+    return next(float(o.time) for o in ops if o.name.endswith("/elementwise"))
+
+
+def test_norms_fold_into_the_all_reduce_where_the_engine_fuses_them(b200, cal):
+    llama = get_model("llama-3.1-70b")
+    tp8, tp1 = Plan(tp=8), Plan(tp=1)
+    trt, sgl = cal.in_step("trtllm"), cal.in_step("sglang")
+    # TP8: TensorRT-LLM runs the two add + RMSNorm kernels inside its all-reduces; SGLang (Llama is not
+    # among the architectures it fuses for) launches them
+    assert _elementwise(llama, b200, sgl, tp8) - _elementwise(llama, b200, trt, tp8) == pytest.approx(2 * cal.kernel_overhead_s, rel=1e-6)
+    # one GPU: no all-reduce to fuse into
+    assert _elementwise(llama, b200, sgl, tp1) == pytest.approx(_elementwise(llama, b200, trt, tp1), rel=1e-9)
+    # SGLang fuses for DeepSeek-V3's architecture, without attention DP only
+    assert get_model("deepseek-r1").architecture == "DeepseekV3ForCausalLM"
+    assert ar_norm_fused("sglang", "DeepseekV3ForCausalLM", np.array([1, 8])).tolist() == [True, False]
+    assert ar_norm_fused("sglang", "LlamaForCausalLM", 1).tolist() is False
+    assert ar_norm_fused("", "DeepseekV3ForCausalLM", 1).tolist() is False  # the kernel tables fuse nothing
+
+
+def test_architecture_read_from_the_config():
+    cfg = {"architectures": ["Qwen3MoeForCausalLM"], "model_type": "llama", "hidden_size": 1024, "num_hidden_layers": 2,
+           "num_attention_heads": 8, "num_key_value_heads": 8, "intermediate_size": 2048, "vocab_size": 1000}
+    assert from_hf_config(cfg).architecture == "Qwen3MoeForCausalLM"
+    assert from_hf_config({**cfg, "architectures": []}).architecture == ""
+    with pytest.raises(InputError, match="config.architectures"):
+        from_hf_config({**cfg, "architectures": "oops"})
