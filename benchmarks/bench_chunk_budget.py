@@ -22,6 +22,7 @@ import time
 from llm_codesign.cost.calibration import calibration_for
 from llm_codesign.explore.search import AUTO_BUDGETS, SearchSpace, search
 from llm_codesign.spec import engines
+from llm_codesign.spec.engines import get_engine
 from llm_codesign.spec.hardware import get_gpu
 from llm_codesign.spec.registry import get_model
 
@@ -34,7 +35,7 @@ TTFT_CAPS = (None, 2000.0)
 
 def best(model, gpu, cal, n, isl, osl, backend, budgets, ttft):
     """The highest tok/s/GPU point of the frontier (None where no deployment meets the cap)."""
-    r = search(model, gpu, cal, SearchSpace(n, step_tokens=budgets), isl=isl, osl=osl, backend=backend, max_ttft_ms=ttft)
+    r = search(model, gpu, cal, SearchSpace(n, step_tokens=budgets), isl=isl, osl=osl, engine=get_engine(backend), max_ttft_ms=ttft)
     if not r["frontier"]:
         return None
     p = max(r["frontier"], key=lambda q: q["output_tok_s_per_gpu"])

@@ -15,6 +15,7 @@ import time
 from llm_codesign.cost.calibration import calibration_for
 from llm_codesign.explore.disagg_search import search_disagg
 from llm_codesign.explore.search import SearchSpace, search
+from llm_codesign.spec.engines import get_engine
 from llm_codesign.spec.hardware import get_gpu
 from llm_codesign.spec.plan import SpecDecoding
 from llm_codesign.spec.precision import Precision
@@ -39,7 +40,7 @@ def main() -> None:
     timed("llama-3.1-70b 64xH200 all precisions", lambda: search(m, g, calibration_for(g), SearchSpace(64), isl=1024, osl=1024))
     for backend in ("vllm", "sglang"):  # engines that admit past the KV cache price a second memory fit
         timed(f"llama-3.1-70b 64xH200 all precisions, {backend}", lambda backend=backend: search(
-            m, g, calibration_for(g), SearchSpace(64), isl=1024, osl=1024, backend=backend))
+            m, g, calibration_for(g), SearchSpace(64), isl=1024, osl=1024, engine=get_engine(backend)))
     gb = get_gpu("gb200")
     ds = get_model("deepseek-r1")
     spec = SpecDecoding("mtp", 3, rates=(0.85, 0.7, 0.6, 0.5, 0.45))

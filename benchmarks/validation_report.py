@@ -90,8 +90,9 @@ def disagg_section(path: Path) -> list[str]:
     the first tokens' error lies: the request rate the runs sustained (Little's law over the measured
     TTFT and TPOT) against the modelled prefill pool's capacity."""
     from llm_codesign.cost.calibration import calibration_for
-    from llm_codesign.measure.validate import _plan, _precision
+    from llm_codesign.measure.validate import _plan, _precision, pool_deployment
     from llm_codesign.serve.disagg import evaluate_disagg
+    from llm_codesign.spec.engines import get_engine
     from llm_codesign.spec.hardware import get_gpu
     from llm_codesign.spec.registry import get_model
 
@@ -102,10 +103,9 @@ def disagg_section(path: Path) -> list[str]:
             continue
         model, gpu = get_model(r["model"]), get_gpu(r["gpu"])
         x = {k: float(r[k]) for k in ("prefill_instances", "decode_instances", "concurrency", "isl", "osl", "ttft_ms", "tpot_ms")}
-        res = evaluate_disagg(model, gpu, calibration_for(gpu), _precision(model, r),
-                              prefill_plan=_plan([r], "prefill", model.is_moe), decode_plan=_plan([r], "decode", model.is_moe),
-                              prefill_instances=x["prefill_instances"], decode_instances=x["decode_instances"],
-                              concurrency=x["concurrency"], isl=x["isl"], osl=x["osl"], backend=r["backend"])
+        pools = [pool_deployment(gpu, _plan([r], p, model.is_moe), _precision(model, r), engine=get_engine(r["backend"])) for p in ("prefill", "decode")]
+        res = evaluate_disagg(model, *pools, calibration=calibration_for(gpu), prefill_instances=x["prefill_instances"],
+                              decode_instances=x["decode_instances"], concurrency=x["concurrency"], isl=x["isl"], osl=x["osl"])
         cap = float(np.asarray(res["prefill_capacity_req_s"]).reshape(-1)[0])
         rate = x["concurrency"] / ((x["ttft_ms"] + (x["osl"] - 1) * x["tpot_ms"]) / 1e3)
         load["33+" if x["concurrency"] > 32 else "1-32"].append((rate / cap, x["ttft_ms"] / p["ttft_ms"]))

@@ -47,3 +47,13 @@ ENV = {**os.environ, "COLUMNS": "160"}
 def run(*args):
     """The CLI as a user runs it, in a subprocess (exit code, stdout, stderr)."""
     return subprocess.run([sys.executable, "-m", "llm_codesign.cli", *args], capture_output=True, text=True, env=ENV, timeout=300)
+
+
+def disagg_pair(gpu, prec, prefill_plan, decode_plan, *, decode_gpu=None, backend="trtllm", spec=None, max_num_tokens=None):
+    """One prefill and one decode instance as serve.disagg.evaluate_disagg takes them (decode on
+    `decode_gpu` where given), both with the same precision, engine and step budget."""
+    from llm_codesign.spec.plan import Deployment
+
+    one = dict(precision=prec, backend=backend, spec=spec, max_num_tokens=max_num_tokens)
+    return (Deployment(gpu=gpu, num_gpus=int(prefill_plan.gpus), plan=prefill_plan, **one),
+            Deployment(gpu=decode_gpu or gpu, num_gpus=int(decode_plan.gpus), plan=decode_plan, **one))

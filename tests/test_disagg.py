@@ -2,7 +2,7 @@ import json
 
 import numpy as np
 import pytest
-from conftest import run
+from conftest import disagg_pair, run
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -11,8 +11,9 @@ from llm_codesign.cost.kernels import collective_time
 from llm_codesign.errors import InputError
 from llm_codesign.serve.aggregated import evaluate
 from llm_codesign.serve.disagg import decode_admission, evaluate_disagg, parse_plan, step_residual
+from llm_codesign.spec.engines import TRTLLM
 from llm_codesign.spec.hardware import get_gpu
-from llm_codesign.spec.plan import Plan, SpecDecoding
+from llm_codesign.spec.plan import Deployment, Plan, SpecDecoding, precision_for
 from llm_codesign.spec.precision import Precision
 from llm_codesign.spec.registry import get_model
 
@@ -29,7 +30,7 @@ def test_decode_instances_never_stall_on_prefill(h200, llama70b):
     cal = calibration_for(h200)
     C = np.array([8, 32, 128])
     agg = evaluate(llama70b, h200, cal, FP8, Plan(tp=8), concurrency=C, isl=8192, osl=1024)
-    dis = evaluate_disagg(llama70b, h200, cal, FP8, prefill_plan=Plan(tp=8), decode_plan=Plan(tp=8), prefill_instances=1,
+    dis = evaluate_disagg(llama70b, *disagg_pair(h200, FP8, Plan(tp=8), Plan(tp=8)), calibration=cal, prefill_instances=1,
                           decode_instances=1, concurrency=C, isl=8192, osl=1024)
     assert np.all(dis["tpot_s"] < agg["tpot_s"])
 
@@ -37,7 +38,7 @@ def test_decode_instances_never_stall_on_prefill(h200, llama70b):
 def test_closed_loop_conserves_requests_and_saturates_at_prefill_capacity(h200, llama70b):
     cal = calibration_for(h200)
     C = np.array([1, 4, 16, 64, 256, 1024])
-    r = evaluate_disagg(llama70b, h200, cal, FP8, prefill_plan=Plan(tp=4), decode_plan=Plan(tp=4), prefill_instances=1,
+    r = evaluate_disagg(llama70b, *disagg_pair(h200, FP8, Plan(tp=4), Plan(tp=4)), calibration=cal, prefill_instances=1,
                         decode_instances=1, concurrency=C, isl=8192, osl=1024)
     # Little's law: every request in flight is either waiting for/in prefill or decoding
     assert np.allclose(r["request_rate"] * (r["ttft_s"] + 1023 * r["tpot_s"]), C)
@@ -54,16 +55,16 @@ def test_kv_hand_off_fills_every_receiving_gpu(h200):
     # MLA: every decode TP rank holds the whole latent, 61 layers x (512 + 64) BF16 values per
     # token, so each of the 8 decode GPUs takes a whole copy on its own NIC and each of the 8
     # prefill GPUs sends one; 16 GPUs in all: over the NICs
-    r = evaluate_disagg(ds, h200, calibration_for(h200), ds.default_precision, prefill_plan=Plan(tp=8, ep=8, moe_tp=1),
-                        decode_plan=Plan(tp=8, ep=8, moe_tp=1), prefill_instances=1, decode_instances=1, concurrency=1,
-                        isl=4096, osl=256)
+    r = evaluate_disagg(ds, *disagg_pair(h200, ds.default_precision, Plan(tp=8, ep=8, moe_tp=1), Plan(tp=8, ep=8, moe_tp=1)),
+                        calibration=calibration_for(h200), prefill_instances=1, decode_instances=1, concurrency=1, isl=4096,
+                        osl=256)
     nbytes = 61 * 576 * 2 * 4096
     assert np.allclose(r["kv_transfer_s"], collective_time("p2p", nbytes, 16, h200, cal))
     # inside one NVLink domain (4 + 4 GPUs) the same cache moves faster
     llama = get_model("llama-3.1-70b")
-    near = evaluate_disagg(llama, h200, calibration_for(h200), FP8, prefill_plan=Plan(tp=4), decode_plan=Plan(tp=4),
+    near = evaluate_disagg(llama, *disagg_pair(h200, FP8, Plan(tp=4), Plan(tp=4)), calibration=calibration_for(h200),
                            prefill_instances=1, decode_instances=1, concurrency=1, isl=4096, osl=256)
-    far = evaluate_disagg(llama, h200, calibration_for(h200), FP8, prefill_plan=Plan(tp=4), decode_plan=Plan(tp=4),
+    far = evaluate_disagg(llama, *disagg_pair(h200, FP8, Plan(tp=4), Plan(tp=4)), calibration=calibration_for(h200),
                           prefill_instances=1, decode_instances=3, concurrency=1, isl=4096, osl=256)
     assert np.all(near["kv_transfer_s"] < far["kv_transfer_s"])
 
@@ -74,9 +75,10 @@ def test_kv_hand_off_counts_the_receiving_rank():
     # 8 prefill GPUs could send in parallel (it was priced 2.25 ms, the senders' share alone)
     b200 = get_gpu("b200")
     ds = get_model("deepseek-r1")
-    r = evaluate_disagg(ds, b200, calibration_for(b200), ds.default_precision, prefill_plan=Plan(tp=8, ep=8, moe_tp=1),
-                        decode_plan=Plan(tp=1, ep=8, moe_tp=1, adp=8), prefill_instances=1, decode_instances=1, concurrency=1,
-                        isl=8192, osl=1024)
+    r = evaluate_disagg(ds,
+                        *disagg_pair(b200, ds.default_precision, Plan(tp=8, ep=8, moe_tp=1), Plan(tp=1, ep=8, moe_tp=1, adp=8)),
+                        calibration=calibration_for(b200), prefill_instances=1, decode_instances=1, concurrency=1, isl=8192,
+                        osl=1024)
     floor = 61 * 576 * 2 * 8192 / 50e9
     assert floor == pytest.approx(11.51e-3, rel=1e-3)
     assert float(r["kv_transfer_s"]) >= floor
@@ -87,9 +89,9 @@ def test_kv_hand_off_counts_the_receiving_rank():
 def test_more_prefill_instances_never_lengthen_ttft(C, n_p):
     m, g = get_model("llama-3.1-8b"), get_gpu("h100")
     cal = calibration_for(g)
-    a = evaluate_disagg(m, g, cal, m.default_precision, prefill_plan=Plan(tp=1), decode_plan=Plan(tp=1), prefill_instances=n_p,
+    a = evaluate_disagg(m, *disagg_pair(g, m.default_precision, Plan(tp=1), Plan(tp=1)), calibration=cal, prefill_instances=n_p,
                         decode_instances=2, concurrency=C, isl=2048, osl=256)
-    b = evaluate_disagg(m, g, cal, m.default_precision, prefill_plan=Plan(tp=1), decode_plan=Plan(tp=1),
+    b = evaluate_disagg(m, *disagg_pair(g, m.default_precision, Plan(tp=1), Plan(tp=1)), calibration=cal,
                         prefill_instances=n_p + 1, decode_instances=2, concurrency=C, isl=2048, osl=256)
     assert np.all(b["ttft_s"] <= a["ttft_s"] * (1 + 1e-9))
     assert np.allclose(b["tpot_s"], a["tpot_s"])
@@ -148,14 +150,14 @@ def test_disaggregated_frontier_points_reprice_to_themselves(h200, llama70b):
         d = p["deployment"]
         assert d["instance_gpus"] * d["replicas"] == 8
         plans = [Plan(x["tp"], x["pp"], x["ep"], x["moe_tp"], x["attention_dp"], x["kvp"]) for x in (d["prefill"], d["decode"])]
-        one = evaluate_disagg(llama70b, h200, cal, FP8, prefill_plan=plans[0], decode_plan=plans[1],
+        one = evaluate_disagg(llama70b, *disagg_pair(h200, FP8, plans[0], plans[1]), calibration=cal,
                               prefill_instances=d["prefill"]["instances"], decode_instances=d["decode"]["instances"],
                               concurrency=d["concurrency_per_instance"], isl=4096, osl=512)
         assert float(np.ravel(one["ttft_s"])[0]) * 1e3 == pytest.approx(p["ttft_ms"])
         assert float(np.ravel(one["tpot_s"])[0]) * 1e3 == pytest.approx(p["tpot_ms"])
         assert float(np.ravel(one["output_tok_s_per_gpu"])[0]) == pytest.approx(p["output_tok_s_per_gpu"])
         # the decode instance's kernels: the step less the engine's host costs (no speculation here)
-        ops_ms = sum(x["time_ms"] for x in decode_breakdown(llama70b, h200, cal, d, isl=4096, osl=512, backend="trtllm", spec=None))
+        ops_ms = sum(x["time_ms"] for x in decode_breakdown(llama70b, h200, cal, d, isl=4096, osl=512, engine=TRTLLM, spec=None))
         assert 0.8 * p["tpot_ms"] < ops_ms < p["tpot_ms"]
 
 
@@ -175,18 +177,18 @@ def test_speculation_and_decode_instances_in_disaggregated_serving():
     cal = calibration_for(g)
     pre, dec = Plan(tp=8, ep=8, moe_tp=1), Plan(tp=1, ep=8, moe_tp=1, adp=8)
     mtp = SpecDecoding("mtp", 3, rates=(0.85, 0.7, 0.6))
-    base = evaluate_disagg(m, g, cal, m.default_precision, prefill_plan=pre, decode_plan=dec, prefill_instances=1,
+    base = evaluate_disagg(m, *disagg_pair(g, m.default_precision, pre, dec), calibration=cal, prefill_instances=1,
                            decode_instances=1, concurrency=8, isl=4096, osl=1024)
-    spec = evaluate_disagg(m, g, cal, m.default_precision, prefill_plan=pre, decode_plan=dec, prefill_instances=1,
-                           decode_instances=1, concurrency=8, isl=4096, osl=1024, spec=mtp)
+    spec = evaluate_disagg(m, *disagg_pair(g, m.default_precision, pre, dec, spec=mtp), calibration=cal, prefill_instances=1,
+                           decode_instances=1, concurrency=8, isl=4096, osl=1024)
     # at a small batch the verify step costs about one step and accepts ~2.3 tokens: TPOT falls
     assert float(np.ravel(spec["tpot_s"])[0]) < 0.7 * float(np.ravel(base["tpot_s"])[0])
     assert float(np.ravel(spec["accepted_per_step"])[0]) == pytest.approx(1 + 0.85 + 0.85 * 0.7 + 0.85 * 0.7 * 0.6)
     # a second decode instance halves each one's batch: TPOT never rises
     C = np.array([16, 256, 1024])
-    one = evaluate_disagg(m, g, cal, m.default_precision, prefill_plan=pre, decode_plan=dec, prefill_instances=1,
+    one = evaluate_disagg(m, *disagg_pair(g, m.default_precision, pre, dec), calibration=cal, prefill_instances=1,
                           decode_instances=1, concurrency=C, isl=4096, osl=1024)
-    two = evaluate_disagg(m, g, cal, m.default_precision, prefill_plan=pre, decode_plan=dec, prefill_instances=1,
+    two = evaluate_disagg(m, *disagg_pair(g, m.default_precision, pre, dec), calibration=cal, prefill_instances=1,
                           decode_instances=2, concurrency=C, isl=4096, osl=1024)
     assert np.all(two["tpot_s"] <= one["tpot_s"])
 
@@ -215,15 +217,56 @@ def test_decode_slots_hold_the_excess_requests(h200, llama70b):
     # 8 decode slots (one instance, max batch 8) and 16 requests in flight: the pool completes
     # 8 / decode time requests a second, so TTFT = 16 / rate - decode time = one whole decode
     cal = calibration_for(h200)
-    capped = evaluate_disagg(llama70b, h200, cal, FP8, prefill_plan=Plan(tp=8), decode_plan=Plan(tp=8), prefill_instances=1,
+    capped = evaluate_disagg(llama70b, *disagg_pair(h200, FP8, Plan(tp=8), Plan(tp=8)), calibration=cal, prefill_instances=1,
                              decode_instances=1, concurrency=16, isl=1024, osl=256, decode_max_batch=8)
-    at8 = evaluate_disagg(llama70b, h200, cal, FP8, prefill_plan=Plan(tp=8), decode_plan=Plan(tp=8), prefill_instances=1,
+    at8 = evaluate_disagg(llama70b, *disagg_pair(h200, FP8, Plan(tp=8), Plan(tp=8)), calibration=cal, prefill_instances=1,
                           decode_instances=1, concurrency=8, isl=1024, osl=256)
     decode = 255 * _one(at8["tpot_s"])
     assert _one(capped["tpot_s"]) == pytest.approx(_one(at8["tpot_s"]))  # the batch is the 8 slots
     assert _one(capped["request_rate"]) == pytest.approx(8 / decode)
     assert _one(capped["ttft_s"]) == pytest.approx(decode)
     # below the slots nothing changes
-    free = evaluate_disagg(llama70b, h200, cal, FP8, prefill_plan=Plan(tp=8), decode_plan=Plan(tp=8), prefill_instances=1,
+    free = evaluate_disagg(llama70b, *disagg_pair(h200, FP8, Plan(tp=8), Plan(tp=8)), calibration=cal, prefill_instances=1,
                            decode_instances=1, concurrency=8, isl=1024, osl=256, decode_max_batch=8)
     assert _one(free["ttft_s"]) == pytest.approx(_one(at8["ttft_s"]))
+
+
+def test_a_deployment_pair_prices_as_the_loose_arguments_did():
+    """evaluate_disagg takes one Deployment per pool; goldens from the call it replaced (HEAD 1cb627a:
+    evaluate_disagg(model, gpu, cal, prec, prefill_plan=..., decode_plan=..., backend=..., spec=...,
+    decode_gpu=..., decode_cal=...)), equal to 1e-12."""
+    m, g = get_model("llama-3.1-70b"), get_gpu("h200")
+    prec = precision_for(m, "fp8")
+    pre = Deployment(gpu=g, num_gpus=4, plan=parse_plan("prefill", "tp=4", m), precision=prec)
+    dec = Deployment(gpu=g, num_gpus=8, plan=parse_plan("decode", "tp=8", m), precision=prec)
+    r = evaluate_disagg(m, pre, dec, calibration=calibration_for(g), prefill_instances=1, decode_instances=1,
+                        concurrency=np.array([8.0, 64.0]), isl=1024, osl=256, decode_max_batch=8)
+    assert np.allclose(r["ttft_s"], [0.10253784517045195, 11.48693335396549], rtol=1e-12, atol=0)
+    assert np.allclose(r["tpot_s"], 0.006435256780933048, rtol=1e-12, atol=0)
+    # SGLang with MTP, prefill on B200 and decode on GB200, each on its own GPU's profile
+    ds, b200, gb200 = get_model("deepseek-r1"), get_gpu("b200"), get_gpu("gb200")
+    one = dict(precision=ds.default_precision, backend="sglang")
+    pre = Deployment(gpu=b200, num_gpus=8, plan=parse_plan("prefill", "tp=8", ds), **one)
+    dec = Deployment(gpu=gb200, num_gpus=8, plan=parse_plan("decode", "attention_dp=8,ep=8", ds), spec=SpecDecoding("mtp", 3, 2.5), **one)
+    r = evaluate_disagg(ds, pre, dec, calibration=calibration_for(b200), decode_calibration=calibration_for(gb200), prefill_instances=2,
+                        decode_instances=1, concurrency=np.array([16.0, 256.0]), isl=4096, osl=1024)
+    assert np.allclose(r["ttft_s"], [0.25686272664950494, 0.33682637658428405], rtol=1e-12, atol=0)
+    assert np.allclose(r["tpot_s"], [0.00998120404804771, 0.01947672806377725], rtol=1e-12, atol=0)
+    assert np.allclose(r["output_tok_s_per_gpu"], [65.21689965068039, 539.0842891142312], rtol=1e-12, atol=0)
+
+
+def test_cli_decode_max_batch_caps_the_decode_batch():
+    # 8 slots and 64 requests: the pool decodes 8 at a time (TPOT = the batch-8 step's), completes
+    # 8 / D requests a second (D = 255 TPOT, a request's decode), so TTFT = 64 D / 8 - D = 7 D
+    args = ("disagg", "llama-3.1-70b", "--gpu", "h200", "--prefill", "tp=4", "--decode", "tp=8", "--weight-dtype", "fp8",
+            "--concurrency", "8,64", "--isl", "1024", "--osl", "256", "--json")
+    capped = json.loads(run(*args, "--decode-max-batch", "8").stdout)["rows"]
+    free = json.loads(run(*args).stdout)["rows"]
+    assert capped[1]["tpot_ms"] == pytest.approx(capped[0]["tpot_ms"], rel=1e-12) == pytest.approx(free[0]["tpot_ms"], rel=1e-12)
+    assert capped[1]["ttft_ms"] == pytest.approx(7 * 255 * capped[0]["tpot_ms"], rel=1e-9)
+    assert free[1]["tpot_ms"] > 1.3 * free[0]["tpot_ms"] and free[1]["ttft_ms"] < capped[1]["ttft_ms"] / 5
+    assert capped[0] == free[0]  # below the slots nothing changes
+    for bad in ("0", "-3", "many"):
+        r = run(*args, "--decode-max-batch", bad)
+        lines = [x for x in r.stderr.splitlines() if x.strip()]
+        assert r.returncode == 2 and len(lines) == 1 and "decode" in lines[0] and "max" in lines[0] and not r.stdout, (bad, r.stderr)

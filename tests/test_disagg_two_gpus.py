@@ -2,6 +2,7 @@
 cache crosses both ends' NICs."""
 import numpy as np
 import pytest
+from conftest import disagg_pair
 from typer.testing import CliRunner
 
 from llm_codesign.cli import app
@@ -20,8 +21,9 @@ C, ISL, OSL = np.array([1.0, 16.0]), 4096, 512
 
 def _run(prefill_gpu, decode_gpu, decode=D):
     gp, gd = get_gpu(prefill_gpu), get_gpu(decode_gpu)
-    return evaluate_disagg(M, gp, calibration_for(gp), PREC, prefill_plan=P, decode_plan=decode, prefill_instances=1,
-                           decode_instances=1, concurrency=C, isl=ISL, osl=OSL, decode_gpu=gd, decode_cal=calibration_for(gd))
+    return evaluate_disagg(M, *disagg_pair(gp, PREC, P, decode, decode_gpu=gd), calibration=calibration_for(gp),
+                           decode_calibration=calibration_for(gd), prefill_instances=1, decode_instances=1, concurrency=C,
+                           isl=ISL, osl=OSL)
 
 
 def test_each_pool_is_priced_on_its_own_gpu():
@@ -62,9 +64,9 @@ def test_cli_decode_gpu():
 @pytest.mark.parametrize("decode_gpu", ["h100", None])
 def test_same_gpu_named_twice_is_the_one_gpu_deployment(decode_gpu):
     g = get_gpu("h100")
-    base = evaluate_disagg(M, g, calibration_for(g), PREC, prefill_plan=P, decode_plan=D, prefill_instances=1,
+    base = evaluate_disagg(M, *disagg_pair(g, PREC, P, D), calibration=calibration_for(g), prefill_instances=1,
                            decode_instances=1, concurrency=C, isl=ISL, osl=OSL)
-    r = evaluate_disagg(M, g, calibration_for(g), PREC, prefill_plan=P, decode_plan=D, prefill_instances=1, decode_instances=1,
-                        concurrency=C, isl=ISL, osl=OSL, decode_gpu=get_gpu(decode_gpu) if decode_gpu else None)
+    r = evaluate_disagg(M, *disagg_pair(g, PREC, P, D, decode_gpu=get_gpu(decode_gpu) if decode_gpu else None),
+                        calibration=calibration_for(g), prefill_instances=1, decode_instances=1, concurrency=C, isl=ISL, osl=OSL)
     for k in ("ttft_s", "tpot_s", "kv_transfer_s", "output_tok_s_per_gpu"):
         assert np.array_equal(np.asarray(base[k]), np.asarray(r[k])), k

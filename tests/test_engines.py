@@ -34,3 +34,42 @@ def test_engine_lookup():
     assert get_engine("vllm").step_tokens(get_gpu("a100")) == 2048
     with pytest.raises(InputError, match="backend.*one of: trtllm, vllm, sglang"):
         get_engine("tgi")
+
+
+def test_engine_wraps_its_documented_defaults():
+    b200 = get_gpu("b200")
+    vllm, sglang = get_engine("vllm"), get_engine("sglang")
+    assert vllm.kv_budget == ("total", 0.92, 0.5) and sglang.admission == (0.098, 4096.0)  # gpu_memory_utilization; new_token_ratio
+    assert vllm.max_batch(b200) == 1024.0  # max_num_seqs on a >= 70 GiB GPU
+    # SGLang's request pool: int(KV tokens / context x 512) clipped to [2048, 4096]: 1e6 / 131072 x 512 = 3906
+    assert float(sglang.max_batch(b200, 1e6, 131072)) == 3906.0
+    # custom all-reduce at 8 GPUs below 8 MiB (vLLM), NCCL past it; none at 3 GPUs
+    assert list(vllm.allreduce([1e6, 9e6, 1e6], [8, 8, 3], "blackwell")) == [True, False, False]
+
+
+def test_calibration_view_reads_the_fitted_profile():
+    """Engine.costs reads each engine's fitted values once: those fitted.toml ships (read here through
+    the file itself), and the in-step calibration for that engine."""
+    import tomllib
+    from dataclasses import replace
+    from importlib import resources
+
+    from llm_codesign.cost.calibration import calibration_for, documented
+
+    fit = tomllib.loads(resources.files("llm_codesign").joinpath("data/calibration/fitted.toml").read_text())["default"]
+    b200 = get_gpu("b200")
+    cal = calibration_for(b200)
+    for name in ("trtllm", "vllm", "sglang"):
+        c = get_engine(name).costs(cal)
+        got = (c.step_overhead, c.seq_overhead, c.ttft_overhead, c.eager_launch, c.spread_exponent, c.queue_fraction)
+        want = tuple(fit[k][name] for k in ("step_overhead_s", "seq_overhead_s", "ttft_overhead_s", "eager_launch_s",
+                                            "prefill_spread_exponent", "prefill_queue_fraction"))
+        assert got == want
+        # the fit, not default.toml's starting values
+        assert c.step_overhead != documented(b200.family).step_overhead(name)
+        # the scheduler's wait, and attention DP's on top where adp > 1
+        assert float(c.wait_steps(1)) == fit["ttft_wait_steps"][name]
+        assert float(c.wait_steps(8)) == fit["ttft_wait_steps"][name] + fit["adp_wait_steps"][name]
+        assert c.cal == cal.in_step(name) and c.cal.allreduce_engine == name
+    with pytest.raises(InputError, match="backend"):  # a profile that lacks the engine says so
+        get_engine("vllm").costs(replace(cal, step_overhead_s=(("trtllm", 1e-3),)))

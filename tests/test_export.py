@@ -11,6 +11,7 @@ from llm_codesign.errors import InputError
 from llm_codesign.explore.export import engine_spec, export_config, export_dynamo, read_dynamo, read_export
 from llm_codesign.explore.search import SearchSpace, plans
 from llm_codesign.explore.yaml_subset import dump, load
+from llm_codesign.spec.engines import get_engine
 from llm_codesign.spec.hardware import get_gpu
 from llm_codesign.spec.plan import Deployment, Plan, SpecDecoding
 from llm_codesign.spec.precision import Precision
@@ -242,9 +243,9 @@ def test_step_budget_is_searched_and_every_point_states_it():
 
     m, g = get_model("llama-3.1-8b"), get_gpu("h100")
     cal = calibration_for(g)
-    base = search(m, g, cal, SearchSpace(2), isl=2048, osl=256, backend="vllm", max_ttft_ms=1500)
-    one = search(m, g, cal, SearchSpace(2, step_tokens=(2048,)), isl=2048, osl=256, backend="vllm", max_ttft_ms=1500)
-    grid = search(m, g, cal, SearchSpace(2, step_tokens=(1024, 2048, 8192)), isl=2048, osl=256, backend="vllm", max_ttft_ms=1500)
+    base = search(m, g, cal, SearchSpace(2), isl=2048, osl=256, engine=get_engine("vllm"), max_ttft_ms=1500)
+    one = search(m, g, cal, SearchSpace(2, step_tokens=(2048,)), isl=2048, osl=256, engine=get_engine("vllm"), max_ttft_ms=1500)
+    grid = search(m, g, cal, SearchSpace(2, step_tokens=(1024, 2048, 8192)), isl=2048, osl=256, engine=get_engine("vllm"), max_ttft_ms=1500)
     assert grid["evaluated"] == 3 * base["evaluated"]
     # vLLM's default on an 80 GB H100 is 8192 tokens a step: naming 2048 alone is another search, the grid holds both
     assert [p["output_tok_s_per_gpu"] for p in base["frontier"]] != [p["output_tok_s_per_gpu"] for p in one["frontier"]]

@@ -143,7 +143,7 @@ def test_offline_throughput_respects_the_engine_batch_cap(backend, cap):
     m, g = get_model("llama-3.1-405b"), get_gpu("b200")
     assert max_batch(backend, g) == cap
     r = evaluate(m, g, calibration_for(g), Precision.of("fp8"), Plan(tp=8), concurrency=np.array([1024, cap, 4 * cap, 16384]), isl=128, osl=128,
-                 backend=backend)
+                 engine=get_engine(backend))
     assert float(np.max(r["max_concurrency"])) <= cap
     out = r["output_tok_s_per_gpu"]
     assert out[2] == pytest.approx(out[1], rel=1e-6) and out[3] == pytest.approx(out[1], rel=1e-6)  # past the cap: queueing
@@ -158,6 +158,7 @@ from hypothesis import strategies as st  # noqa: E402
 
 from llm_codesign.cost.memory import kv_bytes_per_token, weight_bytes_per_gpu  # noqa: E402
 from llm_codesign.serve.aggregated import _sharding  # noqa: E402
+from llm_codesign.spec.engines import get_engine  # noqa: E402
 from llm_codesign.spec.plan import validity  # noqa: E402
 
 _MODELS = ("llama-3.1-8b", "llama-3.1-70b", "qwen3-30b-a3b", "deepseek-r1", "gpt-oss-120b", "mixtral-8x7b")

@@ -7,6 +7,7 @@ from hypothesis import strategies as st
 from llm_codesign.cost.calibration import calibration_for
 from llm_codesign.errors import InputError
 from llm_codesign.serve.aggregated import evaluate
+from llm_codesign.spec.engines import get_engine
 from llm_codesign.spec.hardware import get_gpu
 from llm_codesign.spec.plan import Plan, Workload
 from llm_codesign.spec.registry import get_model
@@ -19,7 +20,7 @@ CONC = np.array([1, 8, 32, 128])
 
 
 def run(model, plan, isl, osl, h, backend="trtllm"):
-    return evaluate(model, H200, CAL, model.default_precision, plan, concurrency=CONC, isl=isl, osl=osl, backend=backend, prefix_hit=h)
+    return evaluate(model, H200, CAL, model.default_precision, plan, concurrency=CONC, isl=isl, osl=osl, engine=get_engine(backend), prefix_hit=h)
 
 
 def test_no_hit_is_the_model_without_a_cache():

@@ -11,6 +11,7 @@ from llm_codesign.cost.ops import Batch, Sharding, forward_ops, step_time
 from llm_codesign.errors import InputError
 from llm_codesign.serve.aggregated import evaluate
 from llm_codesign.serve.estimate import estimate
+from llm_codesign.spec.engines import get_engine
 from llm_codesign.spec.hardware import catalog, get_gpu
 from llm_codesign.spec.plan import Deployment, Plan, SpecDecoding, Workload, validity
 from llm_codesign.spec.precision import Precision, gemm_math
@@ -153,7 +154,7 @@ def test_eager_prefill_launch_cost_lengthens_ttft_only(h100):
 
     def run(eager):
         cal = replace(base, eager_launch_s=(("trtllm", eager),))
-        return evaluate(m, h100, cal, m.default_precision, plan, concurrency=1.0, isl=1024.0, osl=128.0, backend="trtllm")
+        return evaluate(m, h100, cal, m.default_precision, plan, concurrency=1.0, isl=1024.0, osl=128.0, engine=get_engine("trtllm"))
 
     a, b = run(0.0), run(50e-6)
     # one request alone, TP1: 32 layers x (qkv, prefill attention, o, gate_up, down + 4 elementwise
@@ -240,7 +241,7 @@ def test_lockstep_share_shrinks_with_the_decode_iterations_the_first_wave_spans(
     cal = replace(calibration_for(h100), prefill_queue_fraction=(("trtllm", 0.5),), prefill_spread_exponent=(("trtllm", 1.0),),
                   ttft_overhead_s=(("trtllm", 0.01),), ttft_wait_steps=(("trtllm", 0.0),), seq_overhead_s=(("trtllm", 0.0),))
     plan = Plan(*(np.array([v]) for v in (1, 1, 1, 1, 1, 1)))
-    r = evaluate(m, h100, cal, m.default_precision, plan, concurrency=16.0, isl=8192.0, osl=256.0, backend="trtllm", max_num_tokens=8192)
+    r = evaluate(m, h100, cal, m.default_precision, plan, concurrency=16.0, isl=8192.0, osl=256.0, engine=get_engine("trtllm"), max_num_tokens=8192)
     # a wave of 16 x 8192 tokens takes 16 prefill steps of 8192 tokens; over them fit n decode
     # iterations of the 16 requests: f = 0.5 / n, q = 1 + 15 f, and a request waits on average for
     # (q + 1) / 2 prefills of 8192 tokens
@@ -272,7 +273,7 @@ def test_default_step_budget_is_the_engines(h100):
     plan = Plan(*(np.array([v]) for v in (1, 1, 1, 1, 1, 1)))
     # a lone 16k-token prompt: SGLang on B200 prefills it in one 16384-token step, so the default
     # equals an explicit 16384 and differs from 8192 (two chunks)
-    run = lambda mnt: evaluate(m, b200, cal, m.default_precision, plan, concurrency=1.0, isl=16384.0, osl=64.0, backend="sglang",  # noqa: E731
+    run = lambda mnt: evaluate(m, b200, cal, m.default_precision, plan, concurrency=1.0, isl=16384.0, osl=64.0, engine=get_engine("sglang"),  # noqa: E731
                                max_num_tokens=mnt)["ttft_s"].item()
     assert run(None) == pytest.approx(run(16384)) and run(None) != pytest.approx(run(8192))
 
@@ -284,7 +285,7 @@ def test_scheduling_wait_adds_decode_iterations_to_ttft_only(h100):
     def run(wait, adp_wait, adp):
         cal = replace(calibration_for(b200), ttft_wait_steps=(("trtllm", wait),), adp_wait_steps=(("trtllm", adp_wait),))
         plan = Plan(*(np.array([v]) for v in (8 // adp, 1, 8, 1, adp, 1)))
-        return evaluate(m, b200, cal, Precision.of("fp8_block"), plan, concurrency=64.0, isl=1024.0, osl=1024.0, backend="trtllm")
+        return evaluate(m, b200, cal, Precision.of("fp8_block"), plan, concurrency=64.0, isl=1024.0, osl=1024.0, engine=get_engine("trtllm"))
 
     a, b = run(0.0, 0.0, 1), run(2.0, 10.0, 1)
     # TP8: 2 decode iterations more before the prefill step; the attention-DP hold does not apply
@@ -301,7 +302,7 @@ def test_out_of_step_prefills_stall_decode_by_what_they_add(h100):
     # request's 255 decode steps, each in one mixed step of the 8-request wave budget (8192 tokens)
     cal = replace(calibration_for(h100), prefill_queue_fraction=(("trtllm", 0.0),), seq_overhead_s=(("trtllm", 0.0),))
     plan = Plan(*(np.array([v]) for v in (1, 1, 1, 1, 1, 1)))
-    r = evaluate(m, h100, cal, m.default_precision, plan, concurrency=8.0, isl=1024.0, osl=256.0, backend="trtllm", max_num_tokens=8192)
+    r = evaluate(m, h100, cal, m.default_precision, plan, concurrency=8.0, isl=1024.0, osl=256.0, engine=get_engine("trtllm"), max_num_tokens=8192)
     t_wave = _eager_prefill_step_s(m, h100, cal, "trtllm", Batch(pf_tokens=8192.0, pf_seqs=8.0, pf_ctx=0.0))
     t_stage = r["step_s"].item()
     # the decode step is paid anyway; each prefill adds its 1/8 share of what the wave step costs beyond it
@@ -327,8 +328,8 @@ def test_engine_kernel_scales_relative_to_trtllm(h100):
     m = get_model("llama-3.1-8b")
     plan = Plan(*(np.array([v]) for v in (1, 1, 1, 1, 1, 1)))
     same = replace(cal, step_overhead_s=(("trtllm", 1e-3), ("vllm", 1e-3)), attn_eff_scale=(("trtllm", 1.0), ("vllm", 1.0)))
-    a = evaluate(m, h100, same, m.default_precision, plan, concurrency=8.0, isl=1024.0, osl=256.0, backend="trtllm", max_num_tokens=8192)
-    b = evaluate(m, h100, same, m.default_precision, plan, concurrency=8.0, isl=1024.0, osl=256.0, backend="vllm", max_num_tokens=8192)
+    a = evaluate(m, h100, same, m.default_precision, plan, concurrency=8.0, isl=1024.0, osl=256.0, engine=get_engine("trtllm"), max_num_tokens=8192)
+    b = evaluate(m, h100, same, m.default_precision, plan, concurrency=8.0, isl=1024.0, osl=256.0, engine=get_engine("vllm"), max_num_tokens=8192)
     assert b["step_s"].item() > 1.15 * (a["step_s"].item() - 1e-3) + 1e-3
 
 
@@ -407,7 +408,7 @@ def test_per_sequence_host_overhead_scales_the_decode_step_with_the_batch(h100):
 
     def run(seq_oh, c):
         cal = replace(calibration_for(h100), seq_overhead_s=(("vllm", seq_oh),))
-        return evaluate(m, h100, cal, m.default_precision, plan, concurrency=float(c), isl=1024.0, osl=256.0, backend="vllm", max_num_tokens=8192)
+        return evaluate(m, h100, cal, m.default_precision, plan, concurrency=float(c), isl=1024.0, osl=256.0, engine=get_engine("vllm"), max_num_tokens=8192)
 
     # 20 us per running sequence per step: 64 sequences add 1.28 ms to every decode step, 8 add 0.16 ms
     for c in (8, 64):
@@ -420,7 +421,7 @@ def test_per_sequence_host_overhead_scales_the_decode_step_with_the_batch(h100):
     # another engine's value never reaches TensorRT-LLM's steps
     def trt(vllm_oh):
         cal = replace(calibration_for(h100), seq_overhead_s=(("vllm", vllm_oh), ("trtllm", 0.0)))
-        return evaluate(m, h100, cal, m.default_precision, plan, concurrency=64.0, isl=1024.0, osl=256.0, backend="trtllm")["step_s"].item()
+        return evaluate(m, h100, cal, m.default_precision, plan, concurrency=64.0, isl=1024.0, osl=256.0, engine=get_engine("trtllm"))["step_s"].item()
 
     assert trt(1e-3) == trt(0.0)
 
@@ -448,7 +449,7 @@ def test_paged_engines_admit_past_the_kv_cache_and_share_the_decode_slots():
     cal = calibration_for(g)
 
     def run(backend, c):
-        return evaluate(m, g, cal, m.default_precision, plan, concurrency=float(c), isl=1024.0, osl=8192.0, backend=backend)
+        return evaluate(m, g, cal, m.default_precision, plan, concurrency=float(c), isl=1024.0, osl=8192.0, engine=get_engine(backend))
 
     for backend in ("vllm", "sglang"):
         cap = int(run(backend, 1)["max_concurrency"].item())
@@ -487,7 +488,7 @@ def test_more_requests_never_make_a_request_faster(name, gid, tp, backend, lengt
     m, g = get_model(name), get_gpu(gid)
     plan = Plan(*(np.array([v]) for v in (tp, 1, 1, tp, 1, 1)))
     C = np.arange(1, 1025, dtype=float)
-    r = evaluate(m, g, calibration_for(g), m.default_precision, plan, concurrency=C, isl=float(lengths[0]), osl=float(lengths[1]), backend=backend)
+    r = evaluate(m, g, calibration_for(g), m.default_precision, plan, concurrency=C, isl=float(lengths[0]), osl=float(lengths[1]), engine=get_engine(backend))
     if float(np.max(r["max_concurrency"])) < 1:
         return  # the weights alone do not fit
     for k in ("ttft_s", "tpot_s"):

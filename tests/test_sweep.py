@@ -12,6 +12,7 @@ from llm_codesign.cost.calibration import calibration_for  # noqa: E402
 from llm_codesign.errors import InputError  # noqa: E402
 from llm_codesign.explore.search import SearchSpace, search  # noqa: E402
 from llm_codesign.explore.sweep import execute, frontier, plan_tasks, run_task, write_parquet  # noqa: E402
+from llm_codesign.spec.engines import get_engine  # noqa: E402
 from llm_codesign.spec.hardware import get_gpu  # noqa: E402
 from llm_codesign.spec.registry import get_model  # noqa: E402
 
@@ -39,7 +40,7 @@ def test_local_reduction_keeps_the_whole_frontier(tmp_path):
     write_parquet(execute(tasks), str(out))
     got = frontier(pd.read_parquet(out))
     m, g = get_model("qwen3-30b-a3b"), get_gpu("h100")
-    ref = search(m, g, calibration_for(g), SearchSpace(8), isl=2048, osl=512, backend="trtllm")["frontier"]
+    ref = search(m, g, calibration_for(g), SearchSpace(8), isl=2048, osl=512, engine=get_engine("trtllm"))["frontier"]
     pts = lambda xs: sorted((round(a, 9), round(b, 9)) for a, b in xs)  # noqa: E731
     assert pts(zip(got["tok_s_per_user"], got["output_tok_s_per_gpu"], strict=True)) == \
         pts((p["tok_s_per_user"], p["output_tok_s_per_gpu"]) for p in ref)
@@ -129,7 +130,7 @@ def test_design_on_a_local_cluster_gives_the_serial_designs():
     # a small grid (two widths, depths 8-60) so the test prices ~50 shapes, not the default 20,000
     cand = candidates(8e9, moe=False, dense_hidden=[3072, 4096], layers=np.arange(8, 61, 2), max_candidates=50)
     plan, inst = _plans(2, g, moe=False, long_context=False)
-    kw = {"inst": inst, "slo": slo, "vocab": 128256, "moe": False, "backend": "trtllm", "qc": quality.constants(None), "bq": None,
+    kw = {"inst": inst, "slo": slo, "vocab": 128256, "moe": False, "engine": get_engine("trtllm"), "qc": quality.constants(None), "bq": None,
           "quality_tol": 0.002, "pc": accuracy_model.proxy_constants(None), "num_gpus": 2}
     serial = evaluate_shapes(cand, g, cal, prec, plan, **kw)
     local = evaluate_shapes(cand, g, cal, prec, plan, scheduler="local", workers=2, **kw)

@@ -5,6 +5,7 @@ import json
 from pathlib import Path
 
 import numpy as np
+from conftest import disagg_pair
 from typer.testing import CliRunner
 
 from llm_codesign.cli import app
@@ -61,9 +62,9 @@ def test_a_row_is_priced_as_estimate_disagg_prices_its_deployment():
     n = {k: int(r[k]) for k in ("prefill_tp", "prefill_attention_dp", "prefill_ep", "decode_tp", "decode_attention_dp", "decode_ep")}
     pplan = Plan(n["prefill_tp"], 1, n["prefill_ep"], n["prefill_tp"] * n["prefill_attention_dp"] // n["prefill_ep"], n["prefill_attention_dp"], 1)
     dplan = Plan(n["decode_tp"], 1, n["decode_ep"], n["decode_tp"] * n["decode_attention_dp"] // n["decode_ep"], n["decode_attention_dp"], 1)
-    est = estimate_disagg(model, gpu, calibration_for(gpu), _precision(model, r), prefill_plan=pplan, decode_plan=dplan,
+    est = estimate_disagg(model, *disagg_pair(gpu, _precision(model, r), pplan, dplan, backend=r["backend"]), calibration=calibration_for(gpu),
                           prefill_instances=int(r["prefill_instances"]), decode_instances=int(r["decode_instances"]),
-                          concurrencies=[int(r["concurrency"])], isl=int(r["isl"]), osl=int(r["osl"]), backend=r["backend"])
+                          concurrencies=[int(r["concurrency"])], isl=int(r["isl"]), osl=int(r["osl"]))
     assert est["num_gpus"] == int(r["num_gpus"])
     row = est["rows"][0]
     assert np.isclose(p["ttft_ms"], row["ttft_ms"], rtol=1e-9) and np.isclose(p["tpot_ms"], row["tpot_ms"], rtol=1e-9)

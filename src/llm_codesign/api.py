@@ -113,7 +113,7 @@ def pareto(model: str | ModelSpec, gpu: str | Gpu, *, num_gpus: int = 8, workloa
     space = SearchSpace(num_gpus, one(tp), one(pp), one(ep), one(moe_tp), one(attention_dp), one(kvp), instance_gpus=instance_gpus,
                         precisions=parse_precisions(weight_dtype, activation_dtype, kv_dtype, m, g), spec=sd, spec_ks=ks,
                         step_tokens=tuple(step_tokens))
-    r = search(m, g, _calibration(g, calibration), space, isl=w.isl, osl=w.osl, backend=get_engine(engine).name, max_num_tokens=max_num_tokens,
+    r = search(m, g, _calibration(g, calibration), space, isl=w.isl, osl=w.osl, engine=get_engine(engine), max_num_tokens=max_num_tokens,
                min_tps_user=min_tps_user, max_ttft_ms=max_ttft_ms, progress=progress, max_accuracy_drop=max_accuracy_drop)
     return Frontier(model=m.name, gpu=g.id, num_gpus=num_gpus, workload=w, points=r["frontier"], result=r)
 
@@ -149,7 +149,7 @@ def design(params: float, gpu: str | Gpu, *, num_gpus: int = 8, regime: str = "t
         _P.of(weight_dtype or "bf16", activation_dtype, kv_dtype) if (weight_dtype or activation_dtype or kv_dtype) else None)
     slo = Slo(regime, min_tps_user, min_tps_gpu, isl, osl)
     return run(params, g, _calibration(g, calibration), num_gpus, slo, baseline=base, moe=moe, prec=prec, budget_tol=budget_tol,
-               quality_tol=quality_tol, backend=get_engine(engine).name, max_candidates=max_candidates, top=top, progress=progress)
+               quality_tol=quality_tol, engine=get_engine(engine), max_candidates=max_candidates, top=top, progress=progress)
 
 
 def validate_serving(path: str, *, calibration: str | None = None) -> dict:

@@ -334,6 +334,9 @@ def pareto(
             check_writable(key, p)
     check_search_size(gpus_, inst or None, n_gpus, fixed=sum(x is not None for x in (tp, pp, attention_dp, kvp)),
                       free_ep=ep is None and moe_tp is None)
+    from llm_codesign.spec.engines import get_engine
+
+    eng = get_engine(backend)  # the engine resolved once, here at the edge
     results, breakdowns = [], {}
     prog, cb = _progress()
     if prog:
@@ -347,7 +350,7 @@ def pareto(
                 space = SearchSpace(n_gpus, _ints(tp), _ints(pp), _ints(ep), _ints(moe_tp), _ints(attention_dp), _ints(kvp),
                                     instance_gpus=inst, precisions=parse_precisions(weight_dtype, activation_dtype, kv_dtype, m, g),
                                     spec=sd, spec_ks=ks, step_tokens=_budget_grid(max_num_tokens_grid, max_num_tokens))
-                r = search(m, g, cal, space, isl=isl, osl=osl, backend=backend, max_num_tokens=max_num_tokens, min_tps_user=min_tps_user,
+                r = search(m, g, cal, space, isl=isl, osl=osl, engine=eng, max_num_tokens=max_num_tokens, min_tps_user=min_tps_user,
                            max_ttft_ms=max_ttft_ms, progress=cb, max_accuracy_drop=max_accuracy_drop, prefix_hit=prefix_hit)
                 i = len(results)
                 for j, p in enumerate(r["frontier"]):
@@ -357,10 +360,10 @@ def pareto(
                 if disagg:
                     from llm_codesign.explore.disagg_search import decode_breakdown, search_disagg
 
-                    rd = search_disagg(m, g, cal, space, isl=isl, osl=osl, backend=backend, max_num_tokens=max_num_tokens, min_tps_user=min_tps_user,
+                    rd = search_disagg(m, g, cal, space, isl=isl, osl=osl, engine=eng, max_num_tokens=max_num_tokens, min_tps_user=min_tps_user,
                                        max_ttft_ms=max_ttft_ms)
                     for j, p in enumerate(rd["frontier"]):
-                        breakdowns[f"{len(results)}:{j}"] = decode_breakdown(m, g, cal, p["deployment"], isl=isl, osl=osl, backend=backend, spec=sd)
+                        breakdowns[f"{len(results)}:{j}"] = decode_breakdown(m, g, cal, p["deployment"], isl=isl, osl=osl, engine=eng, spec=sd)
                     _price_points(rd, g, gpu_hour_price, isl, osl)
                     results.append(rd)
     finally:

@@ -19,6 +19,7 @@ def compare_rows(model_refs: list[str], gpu_refs: list[str], weight_formats: lis
     from llm_codesign.cost.calibration import calibration_for
     from llm_codesign.explore.accuracy_model import accuracy_of
     from llm_codesign.explore.search import SearchSpace, default_precisions, search
+    from llm_codesign.spec.engines import get_engine
     from llm_codesign.spec.precision import Precision
 
     rows = []
@@ -37,7 +38,7 @@ def compare_rows(model_refs: list[str], gpu_refs: list[str], weight_formats: lis
                 row = {"model": m.name, "gpu": g.id, "num_gpus": num_gpus, "precision": p.label(), "weight_dtype": p.weight.name,
                        "accuracy": acc, "best": None}
                 try:
-                    r = search(m, g, cal, SearchSpace(num_gpus, precisions=(p,)), isl=isl, osl=osl, backend=backend,
+                    r = search(m, g, cal, SearchSpace(num_gpus, precisions=(p,)), isl=isl, osl=osl, engine=get_engine(backend),
                                min_tps_user=min_tps_user, max_ttft_ms=max_ttft_ms)
                 except InputError as e:  # no valid plan for this model on these GPUs: say so in the row
                     row["why_none"] = str(e)

@@ -99,6 +99,7 @@ def design(
     from llm_codesign.explore.design import design as run
     from llm_codesign.explore.lint import lint as lint_run
     from llm_codesign.render.report import check_writable
+    from llm_codesign.spec.engines import get_engine
     from llm_codesign.spec.validation import as_float
 
     # every option before the shape grid (seconds) and the search (minutes)
@@ -131,13 +132,14 @@ def design(
     if trials < 1:
         raise InputError("trials", trials, "a positive integer")
     slo = Slo(regime, min_tps_user, min_tps_gpu, isl, osl)
+    eng = get_engine(backend)
     try:
         if search_mode == "nsga2":
             r = design_nsga2(params, g, cal, gpus_, slo, baseline=base, moe=moe, prec=prec, budget_tol=budget_tol, quality_tol=quality_tol,
-                             quality_file=quality_file, backend=backend, trials=trials, top=top, progress=cb, proxy_file=accuracy_proxy)
+                             quality_file=quality_file, engine=eng, trials=trials, top=top, progress=cb, proxy_file=accuracy_proxy)
         else:
             r = run(params, g, cal, gpus_, slo, baseline=base, moe=moe, prec=prec, budget_tol=budget_tol, quality_tol=quality_tol,
-                    quality_file=quality_file, backend=backend, max_candidates=max_candidates, top=top, progress=cb,
+                    quality_file=quality_file, engine=eng, max_candidates=max_candidates, top=top, progress=cb,
                     proxy_file=accuracy_proxy, scheduler=scheduler, workers=workers)
     finally:
         if prog:
@@ -157,11 +159,13 @@ def design(
 
         runs = []
         for j, d in enumerate(r["designs"][:3]):
-            res = search(to_model(d, vocab, f"design {j + 1}"), g, cal, SearchSpace(gpus_, precisions=(prec,)), *r["isl_osl"], backend)
+            res = search(to_model(d, vocab, f"design {j + 1}"), g, cal, SearchSpace(gpus_, precisions=(prec,)),
+                         isl=r["isl_osl"][0], osl=r["isl_osl"][1], engine=eng)
             res["model"] = f"design {j + 1} ({d['shape']['hidden']}x{d['shape']['layers']})"
             runs.append(res)
         if base:
-            res = search(base, g, cal, SearchSpace(gpus_, precisions=(prec,)), *r["isl_osl"], backend)
+            res = search(base, g, cal, SearchSpace(gpus_, precisions=(prec,)),
+                         isl=r["isl_osl"][0], osl=r["isl_osl"][1], engine=eng)
             res["model"] = f"baseline {base.name}"
             runs.append(res)
         write_all([(lambda p: write_plot(runs, p), plot_path)])

@@ -48,28 +48,39 @@ def disagg(
     isl: int = O_ISL, osl: int = O_OSL, weight_dtype: Optional[str] = O_W, activation_dtype: Optional[str] = O_A,
     kv_dtype: Optional[str] = O_KV, backend: str = O_BACKEND, spec: Optional[str] = O_SPEC, draft_len: Optional[int] = O_K,
     acceptance: Optional[float] = O_ACC, acceptance_rates: Optional[str] = O_RATES, draft_model: Optional[str] = O_DRAFT,
-    max_num_tokens: Optional[int] = O_MNT, calibration: Optional[str] = O_CAL, as_json: bool = typer.Option(False, "--json"),
+    max_num_tokens: Optional[int] = O_MNT,
+    decode_max_batch: Optional[int] = typer.Option(None, "--decode-max-batch", help="The decode instances' max batch per attention-DP "
+                                                   "rank (the engine's max_batch_size); requests past it wait for a decode slot. "
+                                                   "Default: only the KV cache limits it."),
+    calibration: Optional[str] = O_CAL, as_json: bool = typer.Option(False, "--json"),
 ):
     """Disaggregated serving: prefill instances hand each prompt's KV cache to decode instances."""
     from llm_codesign.cost.calibration import calibration_for
     from llm_codesign.serve.disagg import estimate_disagg, parse_plan
+    from llm_codesign.spec.engines import get_engine
+    from llm_codesign.spec.plan import Deployment
 
     m, g = _model(model), _gpu(gpu)
     dg = _gpu(decode_gpu) if decode_gpu else g
     conc = _int_list("concurrency", concurrency)
-    if max_num_tokens is not None and max_num_tokens < 1:
-        raise InputError("max_num_tokens", max_num_tokens, "a positive integer")
-    r = estimate_disagg(m, g, calibration_for(g, calibration), _precision(m, weight_dtype, activation_dtype, kv_dtype),
-                        prefill_plan=parse_plan("prefill", prefill, m), decode_plan=parse_plan("decode", decode, m),
-                        prefill_instances=prefill_instances, decode_instances=decode_instances, concurrencies=conc, isl=isl,
-                        osl=osl, backend=backend, spec=_spec(spec, draft_len, acceptance, acceptance_rates, draft_model),
-                        max_num_tokens=max_num_tokens, decode_gpu=dg, decode_cal=calibration_for(dg, calibration))
+    for name, v in (("max_num_tokens", max_num_tokens), ("decode_max_batch", decode_max_batch)):
+        if v is not None and v < 1:
+            raise InputError(name, v, "a positive integer")
+    # one instance of each pool, resolved here: its GPU, plan, precision, engine and step budget
+    one = dict(precision=_precision(m, weight_dtype, activation_dtype, kv_dtype), backend=get_engine(backend).name,
+               spec=_spec(spec, draft_len, acceptance, acceptance_rates, draft_model), max_num_tokens=max_num_tokens)
+    pp_, dp_ = parse_plan("prefill", prefill, m), parse_plan("decode", decode, m)
+    pools = Deployment(gpu=g, num_gpus=int(pp_.gpus), plan=pp_, **one), Deployment(gpu=dg, num_gpus=int(dp_.gpus), plan=dp_, **one)
+    r = estimate_disagg(m, *pools, calibration=calibration_for(g, calibration), decode_calibration=calibration_for(dg, calibration),
+                        prefill_instances=prefill_instances, decode_instances=decode_instances, concurrencies=conc, isl=isl, osl=osl,
+                        decode_max_batch=decode_max_batch)
     if as_json:
         return _dump(r)
     p, d = r["prefill"], r["decode"]
     where = f"{r['num_gpus']}x {g.name}" if dg.id == g.id else f"{r['num_gpus']} GPUs (prefill on {g.name}, decode on {dg.name})"
     t = _table(f"{m.name} on {where}, {r['precision']}, {backend}, ISL/OSL {isl}/{osl}: "
-               f"prefill {p['instances']}x {p['plan']} ({p['capacity_req_s']:.2f} req/s), decode {d['instances']}x {d['plan']}",
+               f"prefill {p['instances']}x {p['plan']} ({p['capacity_req_s']:.2f} req/s), decode {d['instances']}x {d['plan']}"
+               + (f" (max batch {d['max_batch']} per rank)" if "max_batch" in d else ""),
                "requests:n TTFT:n prefill:n KV_move:n queue:n TPOT:n tok/s/user:n tok/s/GPU:n fits:k",
                "Times in ms: TTFT = queue (for the running prefill step, a prefill instance, a decode slot) + prefill + "
                "KV hand-off (the transfer and the decode worker's admission at its step boundaries) + the engine's request "

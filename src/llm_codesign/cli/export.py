@@ -130,12 +130,11 @@ def _dynamo(m, gpu, *, prefill, decode, n_pre, n_dec, concurrency, isl, osl, bac
     prec = _precision(m, weight_dtype, activation_dtype, kv_dtype)
     sd = _spec(spec, draft_len, acceptance, acceptance_rates, draft_model)
     pp_, dp_ = parse_plan("prefill", prefill, m), parse_plan("decode", decode, m)
-    r = estimate_disagg(m, g, calibration_for(g, calibration), prec, prefill_plan=pp_, decode_plan=dp_, prefill_instances=n_pre,
-                        decode_instances=n_dec, concurrencies=[concurrency], isl=isl, osl=osl, backend=backend, spec=sd,
-                        max_num_tokens=max_num_tokens)
-    row = r["rows"][0]
     pre = Deployment(gpu=g, num_gpus=int(pp_.gpus), plan=pp_, precision=prec, backend=backend, spec=sd, max_num_tokens=max_num_tokens)
     dec = Deployment(gpu=g, num_gpus=int(dp_.gpus), plan=dp_, precision=prec, backend=backend, spec=sd, max_num_tokens=max_num_tokens)
+    r = estimate_disagg(m, pre, dec, calibration=calibration_for(g, calibration), prefill_instances=n_pre, decode_instances=n_dec,
+                        concurrencies=[concurrency], isl=isl, osl=osl)
+    row = r["rows"][0]
     predicted = {k: row[k] for k in ("ttft_ms", "tpot_ms", "tok_s_per_user", "output_tok_s_per_gpu")}
     text = export_dynamo(m, prefill=pre, decode=dec, prefill_instances=n_pre, decode_instances=n_dec, concurrency=concurrency,
                          extra={"isl": isl, "osl": osl, "predicted": predicted})
@@ -157,16 +156,18 @@ def import_(
     meta = _meta(text)
     isl, osl = isl or meta.get("isl", 1024), osl or meta.get("osl", 1024)
     if "DynamoGraphDeployment" in text:
+        from dataclasses import replace
+
         from llm_codesign.cost.calibration import calibration_for
         from llm_codesign.serve.disagg import estimate_disagg
 
         pools = read_dynamo(text)
         p, d = pools["prefill"], pools["decode"]
         dd = d["deployment"]
-        r = estimate_disagg(d["model"], dd.gpu, calibration_for(dd.gpu, calibration), dd.precision,
-                            prefill_plan=p["deployment"].plan, decode_plan=dd.plan, prefill_instances=p["instances"],
-                            decode_instances=d["instances"], concurrencies=[int(meta["concurrency"])], isl=isl, osl=osl,
-                            backend=dd.backend, spec=dd.spec, max_num_tokens=dd.max_num_tokens)
+        # priced as the export was: both pools on the decode pool's GPU, precision, engine and step budget
+        pre = replace(dd, plan=p["deployment"].plan, num_gpus=p["deployment"].num_gpus)
+        r = estimate_disagg(d["model"], pre, dd, calibration=calibration_for(dd.gpu, calibration), prefill_instances=p["instances"],
+                            decode_instances=d["instances"], concurrencies=[int(meta["concurrency"])], isl=isl, osl=osl)
         out = {"engine": "dynamo", "model": d["model"].name, "prefill": p["deployment"].to_dict() | {"instances": p["instances"]},
                "decode": dd.to_dict() | {"instances": d["instances"]}, **r["rows"][0]}
         if as_json:

@@ -14,6 +14,7 @@ from llm_codesign.errors import InputError
 from llm_codesign.explore import accuracy_model, quality
 from llm_codesign.explore.search import BATCHES, divisors
 from llm_codesign.serve.aggregated import evaluate
+from llm_codesign.spec.engines import TRTLLM, Engine
 from llm_codesign.spec.hardware import Gpu
 from llm_codesign.spec.model import Attention, Ffn, Layer, ModelSpec
 from llm_codesign.spec.plan import Plan, validity
@@ -115,14 +116,14 @@ def _plans(num_gpus: int, gpu: Gpu, *, moe: bool, long_context: bool) -> tuple[P
 
 
 def objective(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, plan: Plan, *, inst: np.ndarray, slo: Slo,
-              backend: str = "trtllm", batches=BATCHES):
+              engine: Engine = TRTLLM, batches=BATCHES):
     """Best value of the regime's metric over every deployment meeting the SLO, per shape (axis 0)."""
     isl, osl = slo.lengths()
     obj_name, cons, _, _ = REGIMES[slo.regime]
     P = len(inst)
     pa = Plan(*(np.asarray(x)[None, :, None] for x in (plan.tp, plan.pp, plan.ep, plan.moe_tp, plan.adp, plan.kvp)))
     conc = np.asarray(batches)[None, None, :] * np.asarray(plan.adp)[None, :, None]
-    r = evaluate(model, gpu, cal, prec, pa, concurrency=conc, isl=isl, osl=osl, backend=backend)
+    r = evaluate(model, gpu, cal, prec, pa, concurrency=conc, isl=isl, osl=osl, engine=engine)
     ok = (validity(model, gpu, pa, inst[None, :, None]) < 0) & r["fits"]
     if cons == "min_tps_user":
         ok = ok & (r["tok_s_per_user"] >= slo.min_tps_user)
@@ -156,7 +157,7 @@ def check_size(shapes: int, plans: int, num_gpus: int, *, field: str = "max_cand
 
 def design(params: float, gpu: Gpu, cal: Calibration, num_gpus: int, slo: Slo, *, baseline: ModelSpec | None = None,
            moe: bool = False, prec: Precision | None = None, budget_tol: float = 0.1, quality_tol: float = 0.002,
-           quality_file: str | None = None, backend: str = "trtllm", max_candidates: int = 20000, top: int = 10,
+           quality_file: str | None = None, engine: Engine = TRTLLM, max_candidates: int = 20000, top: int = 10,
            progress=None, chunk: int = 16, proxy_file: str | None = None, scheduler: str | None = None,
            workers: int | None = None) -> dict:
     """The `top` shapes at the budget ranked by the regime's objective. The shape chunks run on the sweep
@@ -171,9 +172,9 @@ def design(params: float, gpu: Gpu, cal: Calibration, num_gpus: int, slo: Slo, *
     cand = candidates(params, moe=moe, tol=budget_tol, vocab=vocab, max_candidates=max_candidates)
     plan, inst = _plans(num_gpus, gpu, moe=moe, long_context=slo.regime == "long-context")
     bq = accuracy_model.model_loss(baseline, prec.weight.name, c=qc, pc=pc) if baseline is not None else None
-    on = dict(gpu=gpu, cal=cal, prec=prec, plan=plan, inst=inst, slo=slo, backend=backend)  # what every shape is priced on
+    on = dict(gpu=gpu, cal=cal, prec=prec, plan=plan, inst=inst, slo=slo, engine=engine)  # what every shape is priced on
     cand, q, obj, bplan, bbatch, evaluated = evaluate_shapes(cand, gpu, cal, prec, plan, inst=inst, slo=slo, vocab=vocab, moe=moe,
-                                                             backend=backend, qc=qc, bq=bq, quality_tol=quality_tol, progress=progress,
+                                                             engine=engine, qc=qc, bq=bq, quality_tol=quality_tol, progress=progress,
                                                              chunk=chunk, pc=pc, num_gpus=num_gpus, scheduler=scheduler, workers=workers)
     if not len(q):
         raise InputError("params", params, "a budget and tolerances that admit at least one shape at the baseline's quality "
@@ -184,7 +185,7 @@ def design(params: float, gpu: Gpu, cal: Calibration, num_gpus: int, slo: Slo, *
                    num_gpus=num_gpus, top=top, t0=t0, **on)
 
 
-def _fits_any(cand, gpu, cal, prec, plan, *, inst, slo, vocab, moe, backend) -> bool:
+def _fits_any(cand, gpu, cal, prec, plan, *, inst, slo, vocab, moe, engine) -> bool:
     """Whether any of the smallest shapes (by total parameters: the least weight memory at one precision,
     and the KV cache of a few requests is megabytes against their gigabytes) has a deployment that fits in
     memory, at no throughput floor. One chunk, under a second: where none does, no larger shape can."""
@@ -193,7 +194,7 @@ def _fits_any(cand, gpu, cal, prec, plan, *, inst, slo, vocab, moe, backend) -> 
         small = small[cand["top_k"][small] == cand["top_k"][small[0]]]
     sub = {k: v[small] for k, v in cand.items()}
     v, *_ = objective(_model(sub, slice(None), vocab, moe=moe), gpu, cal, prec, plan, inst=inst,
-                      slo=Slo(slo.regime, 0.0, 0.0, slo.isl, slo.osl), backend=backend)
+                      slo=Slo(slo.regime, 0.0, 0.0, slo.isl, slo.osl), engine=engine)
     return bool(np.isfinite(v).any())
 
 
@@ -209,14 +210,14 @@ def _nothing_meets(slo, n_shapes: int, params, num_gpus, gpu) -> InputError:
                       f"{num_gpus}x {gpu.id} meets (lower --{cons.replace('_', '-')})")
 
 
-def _price_chunk(sel, *, cand, gpu, cal, prec, plan, inst, slo, vocab, moe, backend):
+def _price_chunk(sel, *, cand, gpu, cal, prec, plan, inst, slo, vocab, moe, engine):
     """One chunk of shapes priced over every deployment: (sel, objective, best plan, best batch, plans)."""
     sub = {k: v[sel] for k, v in cand.items()}
-    v, bp, bb, P = objective(_model(sub, slice(None), vocab, moe=moe), gpu, cal, prec, plan, inst=inst, slo=slo, backend=backend)
+    v, bp, bb, P = objective(_model(sub, slice(None), vocab, moe=moe), gpu, cal, prec, plan, inst=inst, slo=slo, engine=engine)
     return sel, v, bp, bb, P
 
 
-def evaluate_shapes(cand: dict, gpu, cal, prec, plan, *, inst, slo, vocab, moe, backend, qc, bq, quality_tol, progress=None, chunk=16,
+def evaluate_shapes(cand: dict, gpu, cal, prec, plan, *, inst, slo, vocab, moe, engine, qc, bq, quality_tol, progress=None, chunk=16,
                     pc: dict | None = None, num_gpus: int | None = None, scheduler: str | None = None,
                     workers: int | None = None):
     """Quality filter, then the SLO objective of every remaining shape over every deployment (refused up
@@ -233,7 +234,7 @@ def evaluate_shapes(cand: dict, gpu, cal, prec, plan, *, inst, slo, vocab, moe, 
     n = len(q)
     num_gpus = num_gpus if num_gpus is not None else int(np.max(inst, initial=0))
     check_size(n, len(inst), num_gpus)
-    if n and not _fits_any(cand, gpu, cal, prec, plan, inst=inst, slo=slo, vocab=vocab, moe=moe, backend=backend):  # before minutes of search, not after
+    if n and not _fits_any(cand, gpu, cal, prec, plan, inst=inst, slo=slo, vocab=vocab, moe=moe, engine=engine):  # before minutes of search, not after
         raise _nothing_fits(float(np.median(cand["total_params"])), prec, num_gpus, gpu)
     obj = np.full(n, -np.inf)
     bplan = np.zeros(n, dtype=np.int64)
@@ -243,7 +244,7 @@ def evaluate_shapes(cand: dict, gpu, cal, prec, plan, *, inst, slo, vocab, moe, 
     chunks = [g[s:s + chunk] for g in groups for s in range(0, len(g), chunk)]
     evaluated = done = 0
     price = partial(_price_chunk, cand=cand, gpu=gpu, cal=cal, prec=prec, plan=plan, inst=inst, slo=slo, vocab=vocab, moe=moe,
-                    backend=backend)
+                    engine=engine)
     for sel, v, bp, bb, P in execute(chunks, scheduler=scheduler, workers=workers, fn=price):
         obj[sel], bplan[sel], bbatch[sel] = v, bp, bb
         evaluated += len(sel) * P * len(BATCHES)
@@ -254,12 +255,12 @@ def evaluate_shapes(cand: dict, gpu, cal, prec, plan, *, inst, slo, vocab, moe, 
 
 
 def _result(cand, q, obj, *, best, evaluated, plan, inst, gpu, cal, prec, slo, baseline, bq, moe, params, num_gpus,
-            backend, top, t0) -> dict:
+            engine, top, t0) -> dict:
     """The ranked designs (`best`: each shape's best plan and batch), with the baseline's own value."""
     bplan, bbatch = best
     base = None
     if baseline is not None:
-        base_v, bp, bb, _ = objective(baseline, gpu, cal, prec, plan, inst=inst, slo=slo, backend=backend)
+        base_v, bp, bb, _ = objective(baseline, gpu, cal, prec, plan, inst=inst, slo=slo, engine=engine)
         base = {"name": baseline.name, "total_params": int(baseline.total_params), "active_params": int(baseline.active_params),
                 "quality_proxy": bq, "objective": float(base_v[0]) if np.isfinite(base_v[0]) else None,
                 "deployment": _dep(plan, inst, int(bp[0]), int(bb[0]))}
@@ -287,7 +288,7 @@ def _result(cand, q, obj, *, best, evaluated, plan, inst, gpu, cal, prec, slo, b
 
 def design_nsga2(params: float, gpu: Gpu, cal: Calibration, num_gpus: int, slo: Slo, *, baseline: ModelSpec | None = None,
                  moe: bool = False, prec: Precision | None = None, budget_tol: float = 0.1, quality_tol: float = 0.002,
-                 quality_file: str | None = None, backend: str = "trtllm", trials: int = 300, top: int = 10, seed: int = 0,
+                 quality_file: str | None = None, engine: Engine = TRTLLM, trials: int = 300, top: int = 10, seed: int = 0,
                  progress=None, proxy_file: str | None = None) -> dict:
     """Optuna NSGA-II over a continuous shape space too large to enumerate: two objectives (the SLO
     objective up, the quality proxy down) with the budget and the quality tolerance as constraints.
@@ -308,7 +309,7 @@ def design_nsga2(params: float, gpu: Gpu, cal: Calibration, num_gpus: int, slo: 
     bq = accuracy_model.model_loss(baseline, prec.weight.name, c=qc, pc=pc) if baseline is not None else None
     plan, inst = _plans(num_gpus, gpu, moe=moe, long_context=slo.regime == "long-context")
     check_size(trials, len(inst), num_gpus, field="trials", flag="--trials")
-    on = dict(gpu=gpu, cal=cal, prec=prec, plan=plan, inst=inst, slo=slo, backend=backend)  # what every shape is priced on
+    on = dict(gpu=gpu, cal=cal, prec=prec, plan=plan, inst=inst, slo=slo, engine=engine)  # what every shape is priced on
     seen: dict[tuple, tuple] = {}
 
     def run(trial):
@@ -321,7 +322,7 @@ def design_nsga2(params: float, gpu: Gpu, cal: Calibration, num_gpus: int, slo: 
         _constrain(trial, cons)
         v = -np.inf
         if max(cons) <= 0:
-            v, bp, bb, _ = objective(_model(c, slice(None), vocab, moe=moe), gpu, cal, prec, plan, inst=inst, slo=slo, backend=backend)
+            v, bp, bb, _ = objective(_model(c, slice(None), vocab, moe=moe), gpu, cal, prec, plan, inst=inst, slo=slo, engine=engine)
             v = float(v[0])
             seen[row] = (c, ql, v, int(bp[0]), int(bb[0]))
         if progress:
@@ -336,7 +337,7 @@ def design_nsga2(params: float, gpu: Gpu, cal: Calibration, num_gpus: int, slo: 
     cand = {k: np.concatenate([x[0][k] for x in vals]) for k in vals[0][0]}
     q, obj, bplan, bbatch = (np.array([x[i] for x in vals]) for i in (1, 2, 3, 4))
     if not np.isfinite(obj).any():
-        fits = _fits_any(cand, gpu, cal, prec, plan, inst=inst, slo=slo, vocab=vocab, moe=moe, backend=backend)
+        fits = _fits_any(cand, gpu, cal, prec, plan, inst=inst, slo=slo, vocab=vocab, moe=moe, engine=engine)
         raise _nothing_meets(slo, len(q), params, num_gpus, gpu) if fits else _nothing_fits(params, prec, num_gpus, gpu)
     r = _result(cand, q, obj, best=(bplan, bbatch), evaluated=len(vals) * len(inst) * len(BATCHES), baseline=baseline, bq=bq,
                 moe=moe, params=params, num_gpus=num_gpus, top=top, t0=t0, **on)

@@ -13,6 +13,7 @@ from llm_codesign.errors import InputError
 from llm_codesign.explore.search import default_precisions, op_rows, plans, roofline_bound, select_frontier, thinned_cloud
 from llm_codesign.serve.aggregated import _sharding, decode_step
 from llm_codesign.serve.disagg import decode_pool, first_token, kv_hand_off, prefill_pool
+from llm_codesign.spec.engines import TRTLLM, Engine, EngineCosts
 from llm_codesign.spec.hardware import Gpu
 from llm_codesign.spec.model import ModelSpec
 from llm_codesign.spec.plan import Plan, SpecDecoding
@@ -29,7 +30,7 @@ class _Units(NamedTuple):
     U: np.ndarray
 
 
-def search_disagg(model: ModelSpec, gpu: Gpu, cal: Calibration, space, *, isl: int, osl: int, backend: str = "trtllm",
+def search_disagg(model: ModelSpec, gpu: Gpu, cal: Calibration, space, *, isl: int, osl: int, engine: Engine = TRTLLM,
                   max_num_tokens: int | None = None, min_tps_user: float | None = None, max_ttft_ms: float | None = None,
                   max_instances: int = 4) -> dict:
     """The disaggregated frontier on space.num_gpus GPUs: units of n_p prefill and n_d decode
@@ -39,7 +40,7 @@ def search_disagg(model: ModelSpec, gpu: Gpu, cal: Calibration, space, *, isl: i
     t0 = time.perf_counter()
     N = space.num_gpus
     plan, inst = plans(model, gpu, space)
-    cal = cal.in_step(backend)
+    costs = engine.costs(cal)
     precs = space.precisions or default_precisions(model, gpu)
     ks = np.asarray(space.spec_ks if space.spec is not None else (0,), dtype=np.int64)
     B, K = len(space.batches), len(ks)
@@ -47,7 +48,7 @@ def search_disagg(model: ModelSpec, gpu: Gpu, cal: Calibration, space, *, isl: i
     units = _units(g, N, max_instances)
     cols = {k: [] for k in ("tok_s_per_user", "output_tok_s_per_gpu", "ttft_ms", "tpot_ms", "unit", "batch", "k", "prec", "fits")}
     for pi, prec in enumerate(precs):
-        priced = _price_units(model, gpu, cal, prec, plan, units=units, g=g, space=space, ks=ks, lengths=(isl, osl), backend=backend,
+        priced = _price_units(model, gpu, prec, plan, costs=costs, units=units, g=g, space=space, ks=ks, lengths=(isl, osl),
                               max_num_tokens=max_num_tokens)
         for key, v in priced.items():
             cols[key].append(v)
@@ -59,7 +60,7 @@ def search_disagg(model: ModelSpec, gpu: Gpu, cal: Calibration, space, *, isl: i
     c = {k: np.concatenate(v) for k, v in cols.items()}
     sel, front = select_frontier(c, min_tps_user, max_ttft_ms)
     sizes = np.stack(plan.arrays(), axis=1)  # (P, 6): tp, pp, ep, moe_tp, adp, kvp
-    return {"model": model.name, "gpu": gpu.id, "mode": "disaggregated", "num_gpus": N, "isl": isl, "osl": osl, "backend": backend,
+    return {"model": model.name, "gpu": gpu.id, "mode": "disaggregated", "num_gpus": N, "isl": isl, "osl": osl, "backend": engine.name,
             "evaluated": int(len(c["fits"])), "fitting": int(c["fits"].sum()), "seconds": time.perf_counter() - t0,
             "frontier": [_point(gpu, space, c, j, units=units, sizes=sizes, g=g, ks=ks, precs=precs) for j in front],
             "cloud": thinned_cloud(c, sel), "roofline_bound": roofline_bound(model, gpu, precs, N)}
@@ -77,8 +78,8 @@ def _units(g: np.ndarray, N: int, max_instances: int) -> _Units:
     return _Units(ip[keep], id_[keep], npp[keep], ndd[keep], U[keep])
 
 
-def _price_units(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, plan: Plan, *, units: _Units, g, space, ks,
-                 lengths, backend: str, max_num_tokens) -> dict:
+def _price_units(model: ModelSpec, gpu: Gpu, prec: Precision, plan: Plan, *, costs: EngineCosts, units: _Units, g, space, ks,
+                 lengths, max_num_tokens) -> dict:
     """One precision's columns over (units, batches, draft lengths), flat: each pool priced once per
     plan (the decode pool per batch and draft length), the units combined in closed form."""
     isl, osl = lengths
@@ -87,14 +88,14 @@ def _price_units(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, 
     P, B, K = len(g), len(batches), len(ks)
     sizes = np.stack(plan.arrays(), axis=1)  # (P, 6): tp, pp, ep, moe_tp, adp, kvp
     adp = sizes[:, 4].astype(float)
-    pf = prefill_pool(model, gpu, cal, prec, plan, isl=isl, backend=backend, max_num_tokens=max_num_tokens)
-    dec = decode_pool(model, gpu, cal, prec, Plan(*(a[:, None, None] for a in plan.arrays())),
-                      per_instance=batches[None, :, None] * adp[:, None, None], isl=isl, osl=osl, backend=backend, spec=spec,
+    pf = prefill_pool(model, gpu, prec, plan, costs=costs, isl=isl, max_num_tokens=max_num_tokens)
+    dec = decode_pool(model, gpu, prec, Plan(*(a[:, None, None] for a in plan.arrays())), costs=costs,
+                      per_instance=batches[None, :, None] * adp[:, None, None], isl=isl, osl=osl, spec=spec,
                       spec_k=ks[None, None, :] if spec is not None else None, max_num_tokens=max_num_tokens)
     tpot = np.broadcast_to(dec["tpot"], (P, B, K))[id_]  # (M, B, K)
     C = batches[None, :, None] * adp[id_, None, None] * ndd[:, None, None]
-    base = (pf["t_alone"][ip] + cal.ttft_overhead(backend))[:, None, None]
-    t_kv = kv_hand_off(model, gpu, cal, prec, isl, prefill_gpus=g[ip], total_gpus=U, decode_plan=Plan(*(a[id_] for a in plan.arrays())))[:, None, None]
+    base = (pf["t_alone"][ip] + costs.ttft_overhead)[:, None, None]
+    t_kv = kv_hand_off(model, gpu, costs.cal, prec, isl, prefill_gpus=g[ip], total_gpus=U, decode_plan=Plan(*(a[id_] for a in plan.arrays())))[:, None, None]
     t_dec = np.broadcast_to(dec["t_stage"], (P, B, K))[id_] * sizes[id_, 1, None, None]  # one decode iteration
     decode_time = max(osl - 1, 0) * tpot
     pre = {"per_instance": pf["per_instance"][ip, None, None], "t_step": pf["t_step"][ip, None, None]}
@@ -132,7 +133,7 @@ def _point(gpu: Gpu, space, c: dict, j: int, *, units: _Units, sizes, g, ks, pre
             "ttft_ms": float(c["ttft_ms"][j]), "tpot_ms": float(c["tpot_ms"][j]), "deployment": dep}
 
 
-def decode_breakdown(model: ModelSpec, gpu: Gpu, cal: Calibration, dep: dict, *, isl: int, osl: int, backend: str,
+def decode_breakdown(model: ModelSpec, gpu: Gpu, cal: Calibration, dep: dict, *, isl: int, osl: int, engine: Engine,
                      spec: SpecDecoding | None) -> list[dict]:
     """Per-operator time (ms per step, one GPU) of a disaggregated point's decode instance."""
     d = dep["decode"]
@@ -140,6 +141,6 @@ def decode_breakdown(model: ModelSpec, gpu: Gpu, cal: Calibration, dep: dict, *,
     prec = Precision.of(dep["weight_dtype"], dep["activation_dtype"], dep["kv_dtype"])
     per_rank = dep["concurrency_per_instance"] / d["instances"] / d["attention_dp"] / d["pp"]
     k = np.asarray(float(dep.get("draft_len") or 0))
-    ops = decode_step(model, gpu, cal.in_step(backend), prec, _sharding(plan), b=per_rank, ctx=isl + osl / 2.0, k=k,
-                      spec=spec if dep.get("spec") else None, backend=backend)[2]
+    ops = decode_step(model, gpu, prec, _sharding(plan), costs=engine.costs(cal), b=per_rank, ctx=isl + osl / 2.0, k=k,
+                      spec=spec if dep.get("spec") else None)[2]
     return op_rows(ops, "decode/")

@@ -137,7 +137,7 @@ def price_mix(model, dep, lengths: Lengths, concurrency: int, *, calibration) ->
     if concurrency < 1:
         raise InputError("concurrency", concurrency, "a positive integer")
     model.check_context(int(lengths.isl.max()), int(lengths.osl.max()))
-    r = evaluate(model, dep.gpu, calibration, dep.precision, dep.plan, concurrency=concurrency, isl=lengths.isl, osl=lengths.osl, backend=dep.backend,
+    r = evaluate(model, dep.gpu, calibration, dep.precision, dep.plan, concurrency=concurrency, isl=lengths.isl, osl=lengths.osl, engine=dep.engine,
                  spec=dep.spec, max_num_tokens=dep.max_num_tokens, cpp=dep.cpp)
     fits = np.broadcast_to(r["fits"], lengths.isl.shape)
     w = lengths.weight

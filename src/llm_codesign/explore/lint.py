@@ -13,6 +13,7 @@ from llm_codesign.cost.calibration import Calibration
 from llm_codesign.cost.ops import Batch, Sharding, distinct_experts, forward_ops, layer_ops, step_time
 from llm_codesign.errors import InputError
 from llm_codesign.serve.aggregated import _sharding, decode_step, evaluate
+from llm_codesign.spec.engines import TRTLLM
 from llm_codesign.spec.hardware import Gpu
 from llm_codesign.spec.model import Attention, Layer, ModelSpec
 from llm_codesign.spec.plan import Plan, validity
@@ -224,7 +225,7 @@ def _r3(model, gpu, cal, prec, tp, *, proxy_file=None):
     # context): each layer operator's fixed part (its time beyond the larger of its compute and memory
     # times: launch and prologue costs) and its collectives whole (latency-bound at one token); the
     # LM head and pipeline hand-offs do not grow with depth. A part of the step, so never above TPOT.
-    _, _, ops = decode_step(model, gpu, cal.in_step("trtllm"), prec, _sharding(plan), b=1.0, ctx=1024 + 256 / 2.0, k=0.0, spec=None, backend="trtllm")
+    _, _, ops = decode_step(model, gpu, prec, _sharding(plan), costs=TRTLLM.costs(cal), b=1.0, ctx=1024 + 256 / 2.0, k=0.0, spec=None)
     floor = sum(float(np.sum((op.time if op.kind == "comm" else op.time - np.maximum(op.t_compute, op.t_memory)) * op.count))
                 for op in ops if op.part not in ("lm_head", "pipeline"))
     gain = 100.0 * (t0 / t1 - 1.0)
@@ -376,12 +377,12 @@ def _r7(model, gpu, cal, prec):
             # Helix's gain is the cache: each GPU holds 1/KVP of every sequence, so 8 GPUs hold more long
             # sequences and read less per step; its price, the attention weights TP no longer splits.
             # Both priced: one request's TPOT, and decode tokens/s per GPU with each plan's KV cache full
-            icl = cal.in_step("trtllm")
+            icl = TRTLLM.costs(cal)
             res = []
             for plan in (base_plan, helix):
                 r = evaluate(model, gpu, cal, prec, plan, concurrency=1, isl=ctx, osl=256)
                 cap = int(np.ravel(r["max_concurrency"])[0])
-                step = float(np.ravel(decode_step(model, gpu, icl, prec, _sharding(plan), b=max(cap, 1), ctx=ctx + 128, k=0.0, spec=None, backend="trtllm")[0])[0])
+                step = float(np.ravel(decode_step(model, gpu, prec, _sharding(plan), costs=icl, b=max(cap, 1), ctx=ctx + 128, k=0.0, spec=None)[0])[0])
                 res.append((float(np.ravel(r["tpot_s"])[0]), cap, cap / step / 8.0, bool(np.all(r["fits"]))))
             (a, ca, xa, fa), (h, ch, xh, fh) = res
             what = "MLA's latent cache (whole on every TP rank)" if mla else f"{k} KV heads"

@@ -13,6 +13,7 @@ from llm_codesign.cost.calibration import Calibration
 from llm_codesign.errors import InputError
 from llm_codesign.serve.aggregated import evaluate
 from llm_codesign.serve.invariants import check_values, weight_floor_s
+from llm_codesign.spec.engines import TRTLLM, Engine
 from llm_codesign.spec.hardware import Gpu
 from llm_codesign.spec.model import ModelSpec
 from llm_codesign.spec.plan import Deployment, Plan, SpecDecoding, precision_for, validity
@@ -130,7 +131,7 @@ class _Grid(NamedTuple):
 
 
 def search(model: ModelSpec, gpu: Gpu, cal: Calibration, space: SearchSpace, *, isl: int, osl: int,
-           backend: str = "trtllm", max_num_tokens: int | None = None, min_tps_user: float | None = None,
+           engine: Engine = TRTLLM, max_num_tokens: int | None = None, min_tps_user: float | None = None,
            max_ttft_ms: float | None = None, progress=None, max_accuracy_drop: float | None = None, prefix_hit: float = 0.0) -> dict:
     """Evaluate the whole space; return the frontier with each point's deployment, accuracy and the cloud.
     max_accuracy_drop (percent, against the model's best precision) keeps only the precisions known to be within it.
@@ -141,12 +142,12 @@ def search(model: ModelSpec, gpu: Gpu, cal: Calibration, space: SearchSpace, *, 
     precs, accs = _precisions(model, gpu, space, max_accuracy_drop)
     ks = np.asarray(space.spec_ks if space.spec is not None else (0,), dtype=np.int64)
     grid = _Grid(plan, inst, np.asarray(space.batches, dtype=np.int64), ks, precs, tuple(space.step_tokens) or (max_num_tokens,))
-    c, total = _evaluate_grid(model, gpu, cal, space, grid, isl=isl, osl=osl, backend=backend, prefix_hit=prefix_hit, progress=progress)
+    c, total = _evaluate_grid(model, gpu, cal, space, grid, isl=isl, osl=osl, engine=engine, prefix_hit=prefix_hit, progress=progress)
     sel, front = select_frontier(c, min_tps_user, max_ttft_ms)
     return {
-        "model": model.name, "gpu": gpu.id, "num_gpus": space.num_gpus, "isl": isl, "osl": osl, "prefix_hit": prefix_hit, "backend": backend,
+        "model": model.name, "gpu": gpu.id, "num_gpus": space.num_gpus, "isl": isl, "osl": osl, "prefix_hit": prefix_hit, "backend": engine.name,
         "evaluated": int(total), "fitting": int(c["fits"].sum()), "seconds": time.perf_counter() - t0,
-        "frontier": [_point(model, gpu, space, grid, c=c, j=j, accs=accs, backend=backend) for j in front],
+        "frontier": [_point(model, gpu, space, grid, c=c, j=j, accs=accs, engine=engine) for j in front],
         "cloud": thinned_cloud(c, sel), "roofline_bound": roofline_bound(model, gpu, precs, space.num_gpus, accepted=max(
             [space.spec.at(int(k)).accepted() for k in ks if k] if space.spec else [], default=1.0)),
     }
@@ -169,7 +170,7 @@ def _precisions(model: ModelSpec, gpu: Gpu, space: SearchSpace, max_accuracy_dro
     return precs, accs
 
 
-def _evaluate_grid(model: ModelSpec, gpu: Gpu, cal: Calibration, space: SearchSpace, grid: _Grid, *, isl, osl, backend: str,
+def _evaluate_grid(model: ModelSpec, gpu: Gpu, cal: Calibration, space: SearchSpace, grid: _Grid, *, isl, osl, engine: Engine,
                    prefix_hit, progress) -> tuple[dict, int]:
     """Every deployment of the grid in vectorised chunks: the columns select_frontier reads (and each
     deployment's flat index, precision and budget), and how many were evaluated."""
@@ -186,7 +187,7 @@ def _evaluate_grid(model: ModelSpec, gpu: Gpu, cal: Calibration, space: SearchSp
             sl = slice(s, min(s + step, P))
             sub = Plan(*(np.asarray(x)[sl, None, None] for x in (plan.tp, plan.pp, plan.ep, plan.moe_tp, plan.adp, plan.kvp)))
             conc = batches[None, :, None] * np.asarray(sub.adp)
-            r = evaluate(model, gpu, cal, prec, sub, concurrency=conc, isl=isl, osl=osl, backend=backend, spec=space.spec if space.spec else None,
+            r = evaluate(model, gpu, cal, prec, sub, concurrency=conc, isl=isl, osl=osl, engine=engine, spec=space.spec if space.spec else None,
                          spec_k=ks[None, None, :] if space.spec else None, max_num_tokens=budget, prefix_hit=prefix_hit)
             shape = (sl.stop - sl.start, B, K)
             n = shape[0] * B * K
@@ -204,7 +205,7 @@ def _evaluate_grid(model: ModelSpec, gpu: Gpu, cal: Calibration, space: SearchSp
     return {k: np.concatenate(v) for k, v in cols.items()}, total
 
 
-def _point(model: ModelSpec, gpu: Gpu, space: SearchSpace, grid: _Grid, *, c: dict, j: int, accs: list, backend: str) -> dict:
+def _point(model: ModelSpec, gpu: Gpu, space: SearchSpace, grid: _Grid, *, c: dict, j: int, accs: list, engine: Engine) -> dict:
     """Frontier point `j` of the columns `c`: its metrics, its deployment's record (checked against
     the serving invariants) and its precision's accuracy."""
     from llm_codesign.explore.accuracy_model import point_accuracy
@@ -216,7 +217,7 @@ def _point(model: ModelSpec, gpu: Gpu, space: SearchSpace, grid: _Grid, *, c: di
     k = int(grid.ks[ik]) if space.spec else 0
     n_inst = int(grid.inst[ip])
     spec = space.spec.at(k) if space.spec and k else None
-    one = Deployment(gpu=gpu, num_gpus=n_inst, plan=sub, precision=grid.precs[int(c["prec"][j])], backend=backend, spec=spec,
+    one = Deployment(gpu=gpu, num_gpus=n_inst, plan=sub, precision=grid.precs[int(c["prec"][j])], backend=engine.name, spec=spec,
                      max_num_tokens=grid.budgets[int(c["budget"][j])])
     vals = {k: float(c[k][j]) for k in ("tok_s_per_user", "output_tok_s_per_gpu", "ttft_ms", "tpot_ms")}
     # the frontier is what leaves the search: guarded here, not the whole space (issue 20)

@@ -91,6 +91,7 @@ def run_task(task: Task) -> dict:
     from llm_codesign.cost.calibration import calibration_for
     from llm_codesign.explore.pricing import cost_of
     from llm_codesign.explore.search import SearchSpace, search
+    from llm_codesign.spec.engines import get_engine
     from llm_codesign.spec.hardware import get_gpu
     from llm_codesign.spec.plan import precision_for
     from llm_codesign.spec.registry import get_model
@@ -100,7 +101,7 @@ def run_task(task: Task) -> dict:
     prec = precision_for(m, task.weight_dtype, task.activation_dtype, task.kv_dtype)
     space = SearchSpace(task.num_gpus, instance_gpus=(task.instance_gpus,), precisions=(prec,), step_tokens=task.step_tokens)
     try:
-        r = search(m, g, calibration_for(g, task.calibration), space, isl=task.isl, osl=task.osl, backend=task.backend,
+        r = search(m, g, calibration_for(g, task.calibration), space, isl=task.isl, osl=task.osl, engine=get_engine(task.backend),
                    max_ttft_ms=task.max_ttft_ms, min_tps_user=task.min_tps_user, prefix_hit=task.prefix_hit)
     except InputError as e:
         if e.field in ("gpus", "deployment"):  # no plan of this size: an empty chunk, not an error

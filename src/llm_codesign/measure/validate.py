@@ -20,9 +20,9 @@ from llm_codesign.measure.stats import BAND_NAMES, concurrency_band, error_stats
 from llm_codesign.serve.aggregated import evaluate
 from llm_codesign.serve.disagg import evaluate_disagg
 from llm_codesign.serve.metrics import BATCH_GRID
-from llm_codesign.spec import engines
+from llm_codesign.spec.engines import get_engine
 from llm_codesign.spec.hardware import get_gpu
-from llm_codesign.spec.plan import REASONS, Plan, SpecDecoding, reason_text, validity
+from llm_codesign.spec.plan import REASONS, Deployment, Plan, SpecDecoding, reason_text, validity
 from llm_codesign.spec.precision import Precision, get_dtype
 from llm_codesign.spec.registry import get_model
 
@@ -115,10 +115,10 @@ def _resolve(r: dict, profile, cal_override):
     gpu = get_gpu(r["gpu"])
     prec = _precision(model, r)
     spec = _spec(r)
-    backend = (r.get("backend") or "trtllm").strip().lower()
+    engine = get_engine(r.get("backend") or "trtllm")  # resolved here, once per row
     cal = cal_override(gpu) if cal_override else calibration_for(gpu, profile)
-    cal.step_overhead(backend)
-    return model, gpu, prec, spec, backend, cal
+    cal.step_overhead(engine.name)
+    return model, gpu, prec, spec, engine, cal
 
 
 def _grouped(rows: list[dict], profile, cal_override, problem) -> tuple[list[tuple], list[dict]]:
@@ -133,11 +133,11 @@ def _grouped(rows: list[dict], profile, cal_override, problem) -> tuple[list[tup
             unmodeled.append({"row": i, "source": r.get("source", ""), "reason": why})
             continue
         try:
-            model, gpu, prec, spec, backend, cal = _resolve(r, profile, cal_override)
+            model, gpu, prec, spec, engine, cal = _resolve(r, profile, cal_override)
         except (InputError, KeyError, ValueError) as e:
             unmodeled.append({"row": i, "source": r.get("source", ""), "reason": str(e)})
             continue
-        groups.setdefault((model.name, gpu.id, prec, backend, spec, id(cal)), ((model, gpu, prec, backend, spec, cal), []))[1].append(i)
+        groups.setdefault((model.name, gpu.id, prec, engine, spec, id(cal)), ((model, gpu, prec, engine, spec, cal), []))[1].append(i)
     return list(groups.values()), unmodeled
 
 
@@ -149,7 +149,7 @@ def predict_serving(rows: list[dict], profile: str | None = None, cal_override=N
     preds: list[dict] = [{} for _ in rows]
     groups, unmodeled = _grouped(rows, profile, cal_override, row_problem)
     for objs, idx in groups:
-        model, gpu, prec, backend, spec, cal = objs
+        model, gpu, prec, engine, spec, cal = objs
         sub = [rows[i] for i in idx]
         a = {k: np.array([_int(r, k) for r in sub]) for k in ("tp", "pp", "ep", "moe_tp", "attention_dp", "num_gpus")}
         if not model.is_moe:
@@ -163,10 +163,10 @@ def predict_serving(rows: list[dict], profile: str | None = None, cal_override=N
         osl = np.array([_int(r, "osl") for r in sub], float)
         conc = np.array([float(r["concurrency"]) if (r.get("concurrency") or "").strip() else np.nan for r in sub])
         offline = np.isnan(conc)
-        mnt = np.array([_int(r, "max_num_tokens", engines.step_tokens(backend, gpu)) for r in sub], float)
+        mnt = np.array([_int(r, "max_num_tokens", engine.step_tokens(gpu)) for r in sub], float)
         # concurrency rows: one vectorised pass; offline rows: best fitting batch over the grid
         c1 = np.where(offline, 1.0, conc)
-        res = evaluate(model, gpu, cal, prec, plan, concurrency=c1, isl=isl, osl=osl, backend=backend, spec=spec, max_num_tokens=mnt)
+        res = evaluate(model, gpu, cal, prec, plan, concurrency=c1, isl=isl, osl=osl, engine=engine, spec=spec, max_num_tokens=mnt)
         out = {"ttft_ms": res["ttft_s"] * 1e3, "tpot_ms": res["tpot_s"] * 1e3,
                "output_tok_s_per_gpu": res["output_tok_s_per_gpu"], "output_tok_s_per_user": res["tok_s_per_user"]}
         out = {k: np.broadcast_to(v, (len(idx),)).copy() for k, v in out.items()}
@@ -189,12 +189,12 @@ def predict_serving(rows: list[dict], profile: str | None = None, cal_override=N
 def _offline_best(objs: tuple, a: dict, *, out: dict, offline, lengths) -> None:
     """Offline rows (no concurrency) take, in `out`, the metrics of the batch that gives the most
     output tok/s/GPU among those that fit, over the batch grid."""
-    model, gpu, prec, backend, spec, cal = objs
+    model, gpu, prec, engine, spec, cal = objs
     isl, osl, mnt = lengths
     oi = np.nonzero(offline)[0]
     op = Plan(*(x[oi, None] for x in (a["tp"], a["pp"], a["ep"], a["moe_tp"], a["attention_dp"], np.ones(len(offline), dtype=np.int64))))
     grid = BATCH_GRID[None, :] * a["attention_dp"][oi, None]
-    g = evaluate(model, gpu, cal, prec, op, concurrency=grid, isl=isl[oi, None], osl=osl[oi, None], backend=backend, spec=spec,
+    g = evaluate(model, gpu, cal, prec, op, concurrency=grid, isl=isl[oi, None], osl=osl[oi, None], engine=engine, spec=spec,
                  max_num_tokens=mnt[oi, None])
     thr = np.where(g["fits"], g["output_tok_s_per_gpu"], -1.0)
     best = np.argmax(thr, axis=1)[:, None]
@@ -295,6 +295,12 @@ def _plan(rows: list[dict], pool: str, is_moe: bool) -> Plan:
     return Plan(tp, np.ones(len(rows), dtype=np.int64), ep, mtp, adp, np.ones(len(rows), dtype=np.int64))
 
 
+def pool_deployment(gpu, plan: Plan, prec: Precision, *, engine, spec=None, max_num_tokens=None) -> Deployment:
+    """One instance of a disaggregated pool as serve.disagg.evaluate_disagg takes it; the plan's sizes
+    (and the step budget) may be arrays over rows, and so then is num_gpus."""
+    return Deployment(gpu=gpu, num_gpus=plan.gpus, plan=plan, precision=prec, backend=engine.name, spec=spec, max_num_tokens=max_num_tokens)
+
+
 def _disagg_problem(r: dict, line: int) -> str | None:
     why = row_problem(r, line) or _pool_problem(r, line)
     if not why and not (r.get("concurrency") or "").strip():
@@ -311,7 +317,7 @@ def predict_disagg(rows: list[dict], profile: str | None = None, cal_override=No
     instance are not its plan's, lists its reason instead of a guess."""
     preds: list[dict] = [{} for _ in rows]
     groups, unmodeled = _grouped(rows, profile, cal_override, _disagg_problem)
-    for (model, gpu, prec, backend, spec, cal), idx in groups:
+    for (model, gpu, prec, engine, spec, cal), idx in groups:
         sub = [rows[i] for i in idx]
         plans = {p: _plan(sub, p, model.is_moe) for p in POOLS}
         codes = []
@@ -321,15 +327,15 @@ def predict_disagg(rows: list[dict], profile: str | None = None, cal_override=No
             codes.append(np.where(c == REASONS.index("scale_up"), -1, c))
         col = {k: np.array([float(_int(r, k)) for r in sub]) for k in ("isl", "osl", "concurrency", "prefill_instances", "decode_instances")}
         mnt = np.array([float(_int(r, "max_num_tokens") if (r.get("max_num_tokens") or "").strip()
-                              else engines.step_tokens(backend, gpu)) for r in sub])
+                              else engine.step_tokens(gpu)) for r in sub])
         # the decode engine's batch limit per attention-DP rank (TensorRT-LLM max_batch_size, SGLang
         # max-running-requests over its DP ranks) where the run recorded it; blank: only the KV cache limits it
         dmb = np.array([float(_int(r, "decode_max_batch", 0)) or np.inf for r in sub])
+        pools = [pool_deployment(gpu, plans[p], prec, engine=engine, spec=spec, max_num_tokens=mnt) for p in POOLS]
         with np.errstate(divide="ignore", invalid="ignore"):
-            res = evaluate_disagg(model, gpu, cal, prec, prefill_plan=plans["prefill"], decode_plan=plans["decode"],
-                                  prefill_instances=col["prefill_instances"], decode_instances=col["decode_instances"],
-                                  concurrency=col["concurrency"], isl=col["isl"], osl=col["osl"], backend=backend, spec=spec,
-                                  max_num_tokens=mnt, decode_max_batch=dmb)
+            res = evaluate_disagg(model, *pools, calibration=cal, prefill_instances=col["prefill_instances"],
+                                  decode_instances=col["decode_instances"], concurrency=col["concurrency"], isl=col["isl"], osl=col["osl"],
+                                  decode_max_batch=dmb)
         out = {"ttft_ms": res["ttft_s"] * 1e3, "tpot_ms": res["tpot_s"] * 1e3,
                "output_tok_s_per_gpu": res["output_tok_s_per_gpu"], "output_tok_s_per_user": res["tok_s_per_user"]}
         out = {k: np.broadcast_to(v, (len(idx),)).astype(float) for k, v in out.items()}

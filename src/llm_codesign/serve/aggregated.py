@@ -22,7 +22,7 @@ from llm_codesign.cost import memory
 from llm_codesign.cost.calibration import Calibration
 from llm_codesign.cost.ops import Batch, Sharding, forward_ops, launches, step_time
 from llm_codesign.errors import InputError
-from llm_codesign.spec import engines
+from llm_codesign.spec.engines import TRTLLM, Engine, EngineCosts, sglang_static_fraction
 from llm_codesign.spec.hardware import Gpu
 from llm_codesign.spec.model import Attention, Ffn, Layer, ModelSpec
 from llm_codesign.spec.plan import Plan, SpecDecoding
@@ -56,16 +56,15 @@ def draft_model(model: ModelSpec, spec: SpecDecoding) -> ModelSpec:
     return get_model(spec.draft_model)
 
 
-def engine_budget(backend: str, gpu: Gpu, max_num_tokens=None, plan: Plan | None = None,
-                  spec: SpecDecoding | None = None):
+def engine_budget(gpu: Gpu, *, engine: Engine, max_num_tokens=None, plan: Plan | None = None, spec: SpecDecoding | None = None):
     """The step token budget (the engine's own on this GPU unless given) and how the engine sizes and
-    fills its KV cache: (budget, usable fraction, OSL share a running sequence holds), engines.KV_BUDGET;
+    fills its KV cache: (budget, usable fraction, OSL share a running sequence holds), Engine.kv_budget;
     SGLang's fraction follows the plan (engines.sglang_static_fraction)."""
-    mnt = np.asarray(engines.step_tokens(backend, gpu) if max_num_tokens is None else max_num_tokens, float)
-    budget, fraction, occupancy = engines.KV_BUDGET.get(backend, ("total", memory.USABLE_FRACTION, 0.5))
+    mnt = np.asarray(engine.step_tokens(gpu) if max_num_tokens is None else max_num_tokens, float)
+    budget, fraction, occupancy = engine.kv_budget
     if budget == "static" and plan is not None:
         tp, pp, _, _, adp, _ = plan.arrays()
-        fraction = engines.sglang_static_fraction(gpu, tp, pp, adp, spec_method=spec.method if spec else None, chunk=mnt)
+        fraction = sglang_static_fraction(gpu, tp, pp, adp, spec_method=spec.method if spec else None, chunk=mnt)
     return mnt, (budget, fraction, occupancy)
 
 
@@ -77,13 +76,14 @@ def draft_lengths(spec: SpecDecoding | None, spec_k=None):
     return k, spec.accepted(k.astype(np.int64))
 
 
-def decode_step(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, sh: Sharding, *, b, ctx, k, spec, backend: str):
+def decode_step(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Sharding, *, costs: EngineCosts, b, ctx, k, spec):
     """One pipeline stage's decode-only step for `b` sequences at context `ctx` verifying k drafts:
-    kernels, the engine's host cost per step and per running sequence, and the draft passes' share
-    (cal already in_step). Returns (stage time, draft time, operators)."""
+    kernels (priced with costs.cal, the engine's in-step calibration), the engine's host cost per step
+    and per running sequence, and the draft passes' share. Returns (stage time, draft time, operators)."""
     pp = np.asarray(sh.pp, float)
+    cal = costs.cal
     ops = forward_ops(model, gpu, cal, prec, sh, b=Batch(dec_seqs=b, dec_ctx=ctx, dec_tokens_per_seq=1.0 + k))
-    t_stage = step_time(ops) + cal.step_overhead(backend) + cal.engine("seq_overhead_s", backend) * b
+    t_stage = step_time(ops) + costs.step_overhead + costs.seq_overhead * b
     t_draft = 0.0
     if spec is not None:
         dm = draft_model(model, spec)
@@ -94,7 +94,7 @@ def decode_step(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, s
     return t_stage, t_draft, ops
 
 
-def prefill_step(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, sh: Sharding, *, tokens, isl, chunk, backend: str,
+def prefill_step(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Sharding, *, costs: EngineCosts, tokens, isl, chunk,
                  dec_seqs=0.0, dec_ctx=0.0, cached=0.0):
     """One pipeline stage's step carrying `tokens` of prefill (whole prompts of `isl`, or chunks of
     `chunk` over the earlier ones) and `dec_seqs` decoding sequences at `dec_ctx`: kernels, the
@@ -102,12 +102,14 @@ def prefill_step(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, 
     streaming each request's token), and a host cost per kernel launch, as steps that carry prefill
     run eagerly (SGLang and TensorRT-LLM capture CUDA graphs for decode-only batches; vLLM's
     piecewise graphs leave attention outside). `isl` counts the prompt tokens computed; `cached` those
-    of its prefix found in the prefix cache, which the computed ones attend to but nothing recomputes."""
+    of its prefix found in the prefix cache, which the computed ones attend to but nothing recomputes.
+    Kernels are priced with costs.cal, the engine's in-step calibration."""
     seqs = np.maximum(tokens / isl, 1.0)
+    cal = costs.cal
     ops = forward_ops(model, gpu, cal, prec, sh, b=Batch(pf_tokens=tokens, pf_seqs=seqs, pf_ctx=cached + np.maximum(isl - chunk, 0.0) / 2.0,
                                                        dec_seqs=dec_seqs, dec_ctx=dec_ctx))
-    return (step_time(ops) + cal.step_overhead(backend) + cal.engine("seq_overhead_s", backend) * (seqs + dec_seqs)
-            + cal.eager_launch(backend) * launches(ops, cal.elementwise_kernels_per_layer))
+    return (step_time(ops) + costs.step_overhead + costs.seq_overhead * (seqs + dec_seqs)
+            + costs.eager_launch * launches(ops, cal.elementwise_kernels_per_layer))
 
 
 class _Rank(NamedTuple):
@@ -124,19 +126,20 @@ class _Rank(NamedTuple):
 
 
 def evaluate(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, plan: Plan, *, concurrency,
-             isl, osl, backend: str = "trtllm", spec: SpecDecoding | None = None, spec_k=None,
+             isl, osl, engine: Engine = TRTLLM, spec: SpecDecoding | None = None, spec_k=None,
              max_num_tokens=None, cpp=False, usable_fraction: float | None = None,
              with_ops: bool = False, prefix_hit=0.0) -> dict:
     """Metrics for every deployment in the broadcast of plan arrays, concurrency, ISL/OSL and k.
 
     `concurrency` is the total number of requests in flight across all GPUs of the deployment;
-    `max_num_tokens` the step token budget, by default the engine's own on this GPU (engines.step_tokens).
+    `max_num_tokens` the step token budget, by default the engine's own on this GPU (Engine.step_tokens);
+    `engine`'s fitted costs are read from `cal` once (Engine.costs) and passed to every step.
     `prefix_hit` is the share of each prompt already in the engine's prefix cache: only the rest is
     prefilled (it attends to the cached prefix); every sequence still holds its whole ISL of KV cache,
     as a hit rate does not say how many requests share each cached block.
     """
     sh = _sharding(plan)
-    cal = cal.in_step(backend)
+    costs = engine.costs(cal)
     tp, pp, ep, mtp, adp, kvp = (np.asarray(x, float) for x in plan.arrays())
     gpus = tp * adp * kvp * pp
     C = np.asarray(concurrency, float)
@@ -146,25 +149,25 @@ def evaluate(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, plan
     # quantise as a whole tile row (a hit rate of 1e-6 lengthened the MLA up-projection by a tile)
     cached = np.floor(isl * np.asarray(prefix_hit, float) + 1e-9)
     new = isl - cached  # prompt tokens each request prefills
-    mnt, kv_budget = engine_budget(backend, gpu, max_num_tokens, plan, spec)
+    mnt, kv_budget = engine_budget(gpu, engine=engine, max_num_tokens=max_num_tokens, plan=plan, spec=spec)
     k, acc = draft_lengths(spec, spec_k)
-    mem, cap, c_rank, running, admitted = _running(model, gpu, prec, sh, C, adp=adp, backend=backend, lengths=(isl, osl), mnt=mnt,
+    mem, cap, c_rank, running, admitted = _running(model, gpu, prec, sh, C, adp=adp, engine=engine, lengths=(isl, osl), mnt=mnt,
                                                    kv_budget=kv_budget, usable_fraction=usable_fraction)
     time_share = admitted / np.maximum(running, 1.0)
     r = _Rank(isl, osl, new, cached, mnt, np.minimum(new, mnt), running, pp, np.asarray(cpp) | (running >= pp))
-    wave_tok, t_wave_step, pf_span = _prefill_wave(model, gpu, cal, prec, sh, r=r, backend=backend)
+    wave_tok, t_wave_step, pf_span = _prefill_wave(model, gpu, prec, sh, r=r, costs=costs)
     # decode phase: every sequence of the micro-batch generates (k+1 verified tokens per step)
-    t_stage, t_draft, ops = decode_step(model, gpu, cal, prec, sh, b=running / pp, ctx=isl + osl / 2.0, k=k, spec=spec, backend=backend)
+    t_stage, t_draft, ops = decode_step(model, gpu, prec, sh, costs=costs, b=running / pp, ctx=isl + osl / 2.0, k=k, spec=spec)
     t_iter = pp * t_stage
-    q, t_pf_stage, ttft = _own_prefill(model, gpu, cal, prec, sh, r=r, backend=backend, n_span=np.maximum(pf_span / t_iter, 1.0))
+    q, t_pf_stage, ttft = _own_prefill(model, gpu, prec, sh, r=r, costs=costs, n_span=np.maximum(pf_span / t_iter, 1.0))
     tpot, life = _decode_times(r, q=q, t_stage=t_stage, t_iter=t_iter / acc, time_share=time_share, wave=(wave_tok, t_wave_step, pf_span))
     # requests beyond what the engine admits wait for whole waves
     waves_ahead = np.maximum(c_rank / np.maximum(admitted, 1.0) - 1.0, 0.0)
     # a new request first waits for decode iterations: the rest of the running one, one more where the
     # engine schedules step n+1 while step n runs (TensorRT-LLM's and SGLang's overlap schedulers), and
     # under attention DP the iterations TensorRT-LLM may hold context requests to balance the ranks
-    # (AttentionDpConfig batching_wait_iters / timeout_iters); fitted per engine (Calibration.wait_steps)
-    ttft = ttft + waves_ahead * life + cal.ttft_overhead(backend) + cal.wait_steps(backend, adp) * t_iter
+    # (AttentionDpConfig batching_wait_iters / timeout_iters); fitted per engine (EngineCosts.wait_steps)
+    ttft = ttft + waves_ahead * life + costs.ttft_overhead + costs.wait_steps(adp) * t_iter
     # requests being served across the ranks: all C unless every rank is full (busiest-rank counts
     # over-count when C is not a multiple of adp)
     served = np.minimum(C, admitted * adp)
@@ -183,7 +186,7 @@ def evaluate(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, plan
     return res
 
 
-def _running(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Sharding, C, *, adp, backend: str, lengths, mnt, kv_budget,
+def _running(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Sharding, C, *, adp, engine: Engine, lengths, mnt, kv_budget,
              usable_fraction):
     """The KV cache's fit (memory.fit) and the sequences per rank: the most that run at once (the
     cache or the engine's batch limit), those in flight on the busiest rank of the `C` requests,
@@ -198,14 +201,14 @@ def _running(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Sharding, C, *, ad
     fraction = default_fraction if usable_fraction is None else usable_fraction
     mem = memory.fit(model, gpu, prec, sh, isl, osl=osl, max_num_tokens=mnt, usable_fraction=fraction, osl_occupancy=occupancy, budget=budget)
     # sequences that run at once per rank: what is in flight, capped by the KV cache and by the
-    # engine's own batch limit (engines.max_batch; requests beyond it wait, as beyond the cache)
-    bcap = engines.max_batch(backend, gpu, mem["free_for_kv"] / np.maximum(mem["kv_per_token"], 1e-9), model.max_context)
+    # engine's own batch limit (Engine.max_batch; requests beyond it wait, as beyond the cache)
+    bcap = engine.max_batch(gpu, mem["free_for_kv"] / np.maximum(mem["kv_per_token"], 1e-9), model.max_context)
     cap = np.where(mem["max_seqs_per_rank"] >= 1, np.minimum(mem["max_seqs_per_rank"], bcap), mem["max_seqs_per_rank"])
     running = np.where(cap >= 1, np.minimum(c_rank, cap), c_rank)
     # requests past their first token: engines that admit on less than a request's whole KV footprint
     # (engines.ADMISSION) take in up to what fits with that reservation, and the admitted requests then
     # share the decode slots (preempted and resumed); the rest queue for whole requests to finish
-    rule = engines.admission(backend)
+    rule = engine.admission
     admitted = running
     if rule is not None:
         share, clip = rule
@@ -216,16 +219,16 @@ def _running(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Sharding, C, *, ad
     return mem, cap, c_rank, running, admitted
 
 
-def _prefill_wave(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, sh: Sharding, *, r: _Rank, backend: str):
+def _prefill_wave(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Sharding, *, r: _Rank, costs: EngineCosts):
     """A wave's prefill phase: every running sequence's prompt in chunks of the step budget; returns
     (tokens per step, the step's time, the phase's span over the pipeline)."""
     wave_tok = np.minimum(r.mnt, r.running * r.new)
     n_wave = r.running * r.new / np.maximum(wave_tok, 1.0)
-    t_wave_step = prefill_step(model, gpu, cal, prec, sh, tokens=wave_tok, isl=r.new, chunk=r.chunk, backend=backend, cached=r.cached)
+    t_wave_step = prefill_step(model, gpu, prec, sh, costs=costs, tokens=wave_tok, isl=r.new, chunk=r.chunk, cached=r.cached)
     return wave_tok, t_wave_step, np.where(r.pipelined, n_wave + r.pp - 1.0, n_wave * r.pp) * t_wave_step
 
 
-def _own_prefill(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, sh: Sharding, *, r: _Rank, backend: str, n_span):
+def _own_prefill(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Sharding, *, r: _Rank, costs: EngineCosts, n_span):
     """A request's prefill: (q, the step's time, the steps' span over the pipeline before its first
     token). Its chunks share steps with the prefills of q = 1 + f (running - 1) requests arriving
     with it (1: benchmark waves in lockstep, 0: arrivals spread out). Requests stay as far apart as
@@ -235,13 +238,13 @@ def _own_prefill(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, 
     (both fitted per engine; 1 and 1 for the pure wave picture). Served first come first served, a
     request waits on average for (q + 1) / 2 of those prefills. Steps count fractionally: a partial
     chunk costs its share of a full one."""
-    f_q = np.minimum(cal.queue_fraction(backend) / n_span ** cal.spread_exponent(backend), 1.0)
+    f_q = np.minimum(costs.queue_fraction / n_span ** costs.spread_exponent, 1.0)
     q = 1.0 + f_q * np.maximum(r.running - 1.0, 0.0)
     pf_total = (q + 1.0) / 2.0 * r.new
     pf_step_tok = np.minimum(r.mnt, pf_total)
     n_pf = pf_total / np.maximum(pf_step_tok, 1.0)
     # the running - q requests that arrived out of step decode inside those prefill steps
-    t_pf_stage = prefill_step(model, gpu, cal, prec, sh, tokens=pf_step_tok, isl=r.new, chunk=r.chunk, backend=backend,
+    t_pf_stage = prefill_step(model, gpu, prec, sh, costs=costs, tokens=pf_step_tok, isl=r.new, chunk=r.chunk,
                               dec_seqs=np.maximum(r.running - q, 0.0) / r.pp, dec_ctx=r.isl + r.osl / 2.0, cached=r.cached)
     return q, t_pf_stage, np.where(r.pipelined, n_pf + r.pp - 1.0, n_pf * r.pp) * t_pf_stage
 

@@ -25,41 +25,41 @@ from llm_codesign.cost.kernels import collective_time
 from llm_codesign.cost.ops import Sharding
 from llm_codesign.errors import InputError
 from llm_codesign.serve.aggregated import _sharding, decode_step, draft_lengths, engine_budget, prefill_step
+from llm_codesign.spec.engines import EngineCosts
 from llm_codesign.spec.hardware import Gpu
 from llm_codesign.spec.model import ModelSpec
-from llm_codesign.spec.plan import Plan, SpecDecoding
+from llm_codesign.spec.plan import Deployment, Plan, SpecDecoding
 from llm_codesign.spec.precision import Precision
 
 
-def prefill_pool(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, plan: Plan, *, isl, backend: str,
-                 max_num_tokens=None) -> dict:
-    """One prefill instance (cal in_step): a lone prompt's time (chunks of the step budget), the
+def prefill_pool(model: ModelSpec, gpu: Gpu, prec: Precision, plan: Plan, *, costs: EngineCosts, isl, max_num_tokens=None) -> dict:
+    """One prefill instance (costs: its engine's fitted costs and in-step calibration): a lone prompt's time (chunks of the step budget), the
     requests per second it serves when loaded (whole steps; each attention-DP rank runs its own
     prompts, pipeline stages overlap different prompts' steps), and whether the weights fit."""
     sh = _sharding(plan)
     isl = np.asarray(isl, float)
-    mnt, (budget, fraction, _) = engine_budget(backend, gpu, max_num_tokens, plan)
+    mnt, (budget, fraction, _) = engine_budget(gpu, engine=costs.engine, max_num_tokens=max_num_tokens, plan=plan)
     _, pp, _, _, adp, _ = (np.asarray(x, float) for x in plan.arrays())
     chunk = np.minimum(isl, mnt)
-    t_step = prefill_step(model, gpu, cal, prec, sh, tokens=chunk, isl=isl, chunk=chunk, backend=backend)  # one stage's step of a lone chunk
+    t_step = prefill_step(model, gpu, prec, sh, costs=costs, tokens=chunk, isl=isl, chunk=chunk)  # one stage's step of a lone chunk
     t_alone = isl / chunk * pp * t_step
     full = np.maximum(mnt, chunk)  # a full step: the budget, or one whole chunk if larger
-    per_inst = adp * full / isl / prefill_step(model, gpu, cal, prec, sh, tokens=full, isl=isl, chunk=chunk, backend=backend)
+    per_inst = adp * full / isl / prefill_step(model, gpu, prec, sh, costs=costs, tokens=full, isl=isl, chunk=chunk)
     mem = memory.fit(model, gpu, prec, sh, isl, osl=0.0, max_num_tokens=mnt, usable_fraction=fraction, osl_occupancy=0.0, budget=budget)
     return {"t_alone": t_alone, "t_step": t_step, "per_instance": per_inst, "fits": mem["max_seqs_per_rank"] >= 1}
 
 
-def decode_pool(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, plan: Plan, *, per_instance, isl, osl,
-                backend: str, spec: SpecDecoding | None = None, spec_k=None, max_num_tokens=None) -> dict:
-    """One decode instance (cal in_step) holding `per_instance` requests: decode-only steps, so no
+def decode_pool(model: ModelSpec, gpu: Gpu, prec: Precision, plan: Plan, *, costs: EngineCosts, per_instance, isl, osl,
+                spec: SpecDecoding | None = None, spec_k=None, max_num_tokens=None) -> dict:
+    """One decode instance (costs: its engine's fitted costs and in-step calibration) holding `per_instance` requests: decode-only steps, so no
     prefill chunk stalls a token; the KV cache bounds what it holds."""
     sh = _sharding(plan)
     isl, osl = np.asarray(isl, float), np.asarray(osl, float)
-    mnt, (budget, fraction, occupancy) = engine_budget(backend, gpu, max_num_tokens, plan, spec)
+    mnt, (budget, fraction, occupancy) = engine_budget(gpu, engine=costs.engine, max_num_tokens=max_num_tokens, plan=plan, spec=spec)
     k, acc = draft_lengths(spec, spec_k)
     _, pp, _, _, adp, _ = (np.asarray(x, float) for x in plan.arrays())
     c_rank = np.ceil(np.asarray(per_instance, float) / adp - 1e-9)  # the busiest rank (serve.aggregated.evaluate)
-    t_stage, t_draft, _ = decode_step(model, gpu, cal, prec, sh, b=c_rank / pp, ctx=isl + osl / 2.0, k=k, spec=spec, backend=backend)
+    t_stage, t_draft, _ = decode_step(model, gpu, prec, sh, costs=costs, b=c_rank / pp, ctx=isl + osl / 2.0, k=k, spec=spec)
     mem = memory.fit(model, gpu, prec, sh, isl, osl=osl, max_num_tokens=mnt, usable_fraction=fraction, osl_occupancy=occupancy, budget=budget)
     return {"tpot": pp * t_stage / acc, "t_stage": t_stage, "t_draft": t_draft, "acc": acc,
             "fits": (mem["free_for_kv"] > 0) & (c_rank <= mem["max_seqs_per_rank"]), "max_per_instance": mem["max_seqs_per_rank"] * adp}
@@ -162,40 +162,45 @@ def closed_loop(C, base, decode_time, per_instance, n_p) -> tuple:
     return rate, np.maximum(ttft, base)
 
 
-def evaluate_disagg(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, *, prefill_plan: Plan, decode_plan: Plan,
-                    prefill_instances, decode_instances, concurrency, isl, osl, backend: str = "trtllm",
-                    spec: SpecDecoding | None = None, spec_k=None, max_num_tokens=None, decode_max_batch=None,
-                    decode_gpu: Gpu | None = None, decode_cal: Calibration | None = None) -> dict:
-    """Metrics for every deployment in the broadcast of both plans, instance counts, concurrency,
-    ISL/OSL and k; the same keys as serving.evaluate where they mean the same thing. Every request
-    in flight is counted in the decode batch (those in prefill or hand-off too: a slight
-    overestimate of the decode batch), up to the decode pool's slots when the decode engine's
-    batch limit is given (decode_max_batch per attention-DP rank: TensorRT-LLM max_batch_size,
-    SGLang max-running-requests over its DP ranks). Past the slots, a request whose prefill is done
-    waits for a decoding one to finish (the decode engine admits a transfer only into a free slot),
-    the pool completes at most slots / decode time requests a second, and TTFT is what is left of
-    the cycle: C / rate - decode time. `decode_gpu` (with its `decode_cal`) runs the decode pool on
-    another GPU type than the prefill pool's `gpu`."""
-    dg = decode_gpu or gpu
-    dcal = (decode_cal or cal).in_step(backend)
-    cal = cal.in_step(backend)
+def evaluate_disagg(model: ModelSpec, prefill: Deployment, decode: Deployment, *, calibration: Calibration,
+                    decode_calibration: Calibration | None = None, prefill_instances, decode_instances, concurrency, isl, osl,
+                    spec_k=None, decode_max_batch=None) -> dict:
+    """Metrics for every deployment in the broadcast of both pools' plans, instance counts,
+    concurrency, ISL/OSL and k; the same keys as serving.evaluate where they mean the same thing.
+    `prefill` and `decode` are one instance of each pool: its GPU, plan, precision, engine and step
+    token budget (the decode one's speculation; num_gpus is not read, the plans' sizes are), each
+    priced with its engine's costs (Engine.costs) in its calibration (`decode_calibration` where the
+    decode GPU's profile differs; by default `calibration`). The front end's request overhead is the
+    prefill engine's. Every request in flight is counted in the decode batch (those in prefill or
+    hand-off too: a slight overestimate of the decode batch), up to the decode pool's slots when the
+    decode engine's batch limit is given (decode_max_batch per attention-DP rank: TensorRT-LLM
+    max_batch_size, SGLang max-running-requests over its DP ranks). Past the slots, a request whose
+    prefill is done waits for a decoding one to finish (the decode engine admits a transfer only into
+    a free slot), the pool completes at most slots / decode time requests a second, and TTFT is what
+    is left of the cycle: C / rate - decode time. A decode GPU other than the prefill one puts the KV
+    hand-off on the NICs."""
+    gpu, dg, prefill_plan, decode_plan = prefill.gpu, decode.gpu, prefill.plan, decode.plan
+    dcost = decode.engine.costs(decode_calibration or calibration)
+    pcost = prefill.engine.costs(calibration)
     g_p, g_d = np.asarray(prefill_plan.gpus, float), np.asarray(decode_plan.gpus, float)
     n_p, n_d = np.asarray(prefill_instances, float), np.asarray(decode_instances, float)
     C, osl = np.asarray(concurrency, float), np.asarray(osl, float)
     gpus = n_p * g_p + n_d * g_d
-    p = prefill_pool(model, gpu, cal, prec, prefill_plan, isl=isl, backend=backend, max_num_tokens=max_num_tokens)
-    pool = dict(isl=isl, osl=osl, backend=backend, spec=spec, spec_k=spec_k, max_num_tokens=max_num_tokens)
-    d = decode_pool(model, dg, dcal, prec, decode_plan, per_instance=C / n_d, **pool)
-    # the decode pool's slots: what its KV cache holds (as the engine reserves it, engines.KV_BUDGET) and
+    p = prefill_pool(model, gpu, prefill.precision, prefill_plan, costs=pcost, isl=isl, max_num_tokens=prefill.max_num_tokens)
+    pool = dict(costs=dcost, isl=isl, osl=osl, spec=decode.spec, spec_k=spec_k, max_num_tokens=decode.max_num_tokens)
+    d = decode_pool(model, dg, decode.precision, decode_plan, per_instance=C / n_d, **pool)
+    # the decode pool's slots: what its KV cache holds (as the engine reserves it, Engine.kv_budget) and
     # the engine's batch limit where given; a pool that holds no sequence keeps C (and fits False)
     per_rank = np.where(d["max_per_instance"] >= 1, d["max_per_instance"], np.inf) / np.asarray(decode_plan.arrays()[4], float)
     if decode_max_batch is not None:
         per_rank = np.minimum(per_rank, np.asarray(decode_max_batch, float))
     slots = n_d * np.asarray(decode_plan.arrays()[4], float) * per_rank
     if np.any(slots < C):
-        d = decode_pool(model, dg, dcal, prec, decode_plan, per_instance=np.minimum(C, slots) / n_d, **pool)
-    t_kv = kv_hand_off(model, gpu, cal, prec, isl, prefill_gpus=g_p, total_gpus=gpus, decode_plan=decode_plan, decode_gpu=dg, decode_cal=dcal)
-    base = p["t_alone"] + cal.ttft_overhead(backend)
+        d = decode_pool(model, dg, decode.precision, decode_plan, per_instance=np.minimum(C, slots) / n_d, **pool)
+    # the cache leaves in the prefill pool's format (the engines hand over KV only between pools that agree on it)
+    t_kv = kv_hand_off(model, gpu, pcost.cal, prefill.precision, isl, prefill_gpus=g_p, total_gpus=gpus, decode_plan=decode_plan,
+                       decode_gpu=dg, decode_cal=dcost.cal)
+    base = p["t_alone"] + pcost.ttft_overhead
     decode_time = np.maximum(osl - 1.0, 0.0) * d["tpot"]
     pp_d = np.asarray(decode_plan.arrays()[1], float)
     rate, ttft, admit, step_wait = first_token(C, base, t_kv, t_decode_step=pp_d * d["t_stage"], decode_time=decode_time, prefill=p, n_p=n_p)
@@ -232,16 +237,17 @@ def parse_plan(field: str, text: str, model: ModelSpec) -> Plan:
     return Plan(tp, pp, ep, mtp, adp, kvp)
 
 
-def estimate_disagg(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, *, prefill_plan: Plan, decode_plan: Plan,
-                    prefill_instances: int, decode_instances: int, concurrencies, isl: int, osl: int, backend: str = "trtllm",
-                    spec: SpecDecoding | None = None, max_num_tokens=None, decode_gpu: Gpu | None = None,
-                    decode_cal: Calibration | None = None) -> dict:
-    """One disaggregated deployment at each concurrency, after checking both plans (the decode
-    pool's on `decode_gpu` where it runs on another GPU type)."""
-    dg = decode_gpu or gpu
+def estimate_disagg(model: ModelSpec, prefill: Deployment, decode: Deployment, *, calibration: Calibration,
+                    decode_calibration: Calibration | None = None, prefill_instances: int, decode_instances: int, concurrencies,
+                    isl: int, osl: int, decode_max_batch: int | None = None) -> dict:
+    """One disaggregated deployment (one instance of each pool, as evaluate_disagg takes them) at each
+    concurrency, after checking both plans on their GPUs; `decode_max_batch` caps the sequences each
+    decode attention-DP rank runs (the engine's max batch size), the rest waiting for a slot."""
+    gpu, dg, prefill_plan, decode_plan = prefill.gpu, decode.gpu, prefill.plan, decode.plan
     from llm_codesign.spec.plan import reason_text, validity
 
-    for name, v in (("isl", isl), ("osl", osl), ("prefill_instances", prefill_instances), ("decode_instances", decode_instances)):
+    for name, v in (("isl", isl), ("osl", osl), ("prefill_instances", prefill_instances), ("decode_instances", decode_instances),
+                    ("decode_max_batch", 1 if decode_max_batch is None else decode_max_batch)):
         if v is None or v < 1:
             raise InputError(name, v, "a positive integer")
     if not len(concurrencies) or min(concurrencies) < 1:
@@ -252,9 +258,9 @@ def estimate_disagg(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precisio
             raise InputError(field, plan.label(), reason_text(model, g, code))
     model.check_context(isl, osl)
     C = np.asarray(concurrencies, float)
-    r = evaluate_disagg(model, gpu, cal, prec, prefill_plan=prefill_plan, decode_plan=decode_plan,
+    r = evaluate_disagg(model, prefill, decode, calibration=calibration, decode_calibration=decode_calibration,
                         prefill_instances=prefill_instances, decode_instances=decode_instances, concurrency=C, isl=isl, osl=osl,
-                        backend=backend, spec=spec, max_num_tokens=max_num_tokens, decode_gpu=dg, decode_cal=decode_cal)
+                        decode_max_batch=decode_max_batch)
     if not bool(np.all(r["prefill_fits"])):
         raise InputError("prefill", prefill_plan.label(), f"a plan whose {int(prefill_plan.gpus)} GPUs hold the model and one {isl}-token prompt")
     if float(np.max(r["max_concurrency"])) < 1:
@@ -272,9 +278,11 @@ def estimate_disagg(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precisio
             for vals in zip([int(c) for c in C], col("ttft_s", 1e3), col("prefill_alone_s", 1e3), col("hand_off_s", 1e3),
                             col("waits_s", 1e3), col("tpot_s", 1e3), col("tok_s_per_user"), col("output_tok_s_per_gpu"),
                             [bool(x) for x in np.broadcast_to(r["fits"], C.shape)], strict=True)]
-    return {"model": model.name, "gpu": gpu.id, "decode_gpu": dg.id, "precision": prec.label(), "backend": backend, "isl": isl, "osl": osl,
+    return {"model": model.name, "gpu": gpu.id, "decode_gpu": dg.id, "precision": prefill.precision.label(), "backend": prefill.backend,
+            "isl": isl, "osl": osl,
             "prefill": {"plan": prefill_plan.label(), "instances": prefill_instances, "gpus_each": int(prefill_plan.gpus),
                         "capacity_req_s": float(np.asarray(r["prefill_capacity_req_s"]).reshape(-1)[0])},
             "decode": {"plan": decode_plan.label(), "instances": decode_instances, "gpus_each": int(decode_plan.gpus),
-                       "max_concurrency": int(np.asarray(r["max_concurrency"]).reshape(-1)[0])},
+                       "max_concurrency": int(np.asarray(r["max_concurrency"]).reshape(-1)[0]),
+                       **({"max_batch": int(decode_max_batch)} if decode_max_batch is not None else {})},
             "num_gpus": int(np.asarray(r["gpus"]).reshape(-1)[0]), "rows": rows}

@@ -9,7 +9,6 @@ from llm_codesign.errors import InputError
 from llm_codesign.serve.aggregated import _sharding, binding_resource, engine_budget
 from llm_codesign.serve.invariants import check_estimate
 from llm_codesign.serve.metrics import BATCH_GRID, decode_operators, evaluate
-from llm_codesign.spec import engines
 from llm_codesign.spec.model import ModelSpec
 from llm_codesign.spec.plan import Deployment, Workload, reason_text, validity
 from llm_codesign.spec.precision import executable
@@ -25,7 +24,7 @@ def _refuse_unfit(dep: Deployment, m) -> None:
     """One line on why not even one sequence fits, with what it needs and what the engine leaves."""
     gb = 1e9
     mem = dep.gpu.memory_bytes
-    budget, frac, _ = engine_budget(dep.backend, dep.gpu, dep.max_num_tokens, dep.plan, dep.spec)[1]
+    budget, frac, _ = engine_budget(dep.gpu, engine=dep.engine, max_num_tokens=dep.max_num_tokens, plan=dep.plan, spec=dep.spec)[1]
     # TensorRT-LLM's fraction is of what weights and activations leave; the others cap the whole
     frac = 1.0 if budget == "free" else float(np.asarray(frac).reshape(-1)[0])
     need = float(m.weights_bytes.reshape(-1)[0] + m.activation_bytes.reshape(-1)[0] + m.kv_bytes_per_seq.reshape(-1)[0])
@@ -37,9 +36,9 @@ def _refuse_unfit(dep: Deployment, m) -> None:
 
 def prefill_ops(model: ModelSpec, dep: Deployment, cal: Calibration, workload: Workload):
     """The operators of one prefill chunk of one request, priced with the calibration the serving
-    metrics use inside a step (`Calibration.in_step`)."""
+    metrics use inside a step (the engine's in-step calibration, Engine.costs)."""
     chunk = Batch(pf_tokens=min(workload.isl, dep.step_tokens), pf_seqs=1, pf_ctx=0)
-    return forward_ops(model, dep.gpu, cal.in_step(dep.backend), dep.precision, _sharding(dep.plan), b=chunk)
+    return forward_ops(model, dep.gpu, dep.engine.costs(cal).cal, dep.precision, _sharding(dep.plan), b=chunk)
 
 
 def estimate(model: ModelSpec, dep: Deployment, workload: Workload, *, calibration: Calibration, breakdown: bool = False) -> dict:
@@ -95,9 +94,9 @@ def estimate(model: ModelSpec, dep: Deployment, workload: Workload, *, calibrati
 
 
 def _over_capacity(dep: Deployment, max_conc: int, isl: int, osl: int) -> str:
-    """Priced, not refused: what the engine does with requests its KV cache cannot hold (engines.ADMISSION)."""
+    """Priced, not refused: what the engine does with requests its KV cache cannot hold (Engine.admission)."""
     held = f"the KV cache holds {max_conc} sequences of {isl}+{osl} tokens"
-    if engines.admission(dep.backend) is not None:
+    if dep.engine.admission is not None:
         return (f"{held}; {dep.backend} admits requests before their whole KV cache fits and preempts when "
                 "blocks run out, so the admitted requests share the decode slots (longer TPOT)")
     return f"{held}; {dep.backend} reserves ISL+OSL per request, so the rest wait for whole requests to finish (longer TTFT)"

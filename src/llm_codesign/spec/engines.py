@@ -1,6 +1,8 @@
 """Serving engines' documented defaults that shape a deployment before any fitted parameter does:
-how each sizes its KV cache and how many tokens one step may carry. What the engines' software
-costs (step and request overheads, scheduling) is fitted and lives in the calibration profiles."""
+how each sizes its KV cache, admits requests, batches and all-reduces, and how many tokens one step
+may carry. `Engine` is one engine, resolved once at the edge (get_engine) and passed down; what its
+software costs (step and request overheads, scheduling) is fitted, lives in the calibration profiles
+and is read once per evaluation into `EngineCosts` (Engine.costs)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -185,10 +187,33 @@ def engine_allreduce(backend: str, nbytes, n, family: str):
 
 
 @dataclass(frozen=True)
+class EngineCosts:
+    """One engine's fitted costs in one calibration profile, read once: the per-engine values the
+    serving model adds to the kernels (host cost per step and per running sequence, per eager kernel
+    launch, per request; the scheduler's waits and arrival spread) and `cal`, the profile as kernels
+    run inside this engine's captured step (`Calibration.in_step(name)`). `Engine.costs` builds it."""
+    engine: "Engine"
+    cal: object  # the in-step Calibration (cost/ sits above spec/, so it is not imported here)
+    step_overhead: float  # s per step
+    seq_overhead: float  # s per running sequence per step
+    ttft_overhead: float  # s per request, outside the GPU's steps
+    eager_launch: float  # s per kernel launch in steps that run outside CUDA graphs (prefill)
+    ttft_wait_steps: float  # decode iterations a new request waits before its prefill step
+    adp_wait_steps: float  # further iterations under attention DP
+    spread_exponent: float
+    queue_fraction: float  # scheduling between lockstep prefill waves (1) and spread-out arrivals (0)
+
+    def wait_steps(self, adp):
+        """As Calibration.wait_steps: the scheduler's wait, plus attention DP's where adp > 1."""
+        return self.ttft_wait_steps + np.where(np.asarray(adp) > 1, self.adp_wait_steps, 0.0)
+
+
+@dataclass(frozen=True)
 class Engine:
-    """A serving engine as the cost model sees it: its documented KV-cache sizing and admission
-    (KV_BUDGET, ADMISSION) and its default step token budget. Its fitted costs live in the
-    calibration profile, read through `Calibration.in_step(engine.name)`."""
+    """A serving engine as the cost model sees it, resolved once at the edge (get_engine) and passed
+    down: its documented KV-cache sizing and admission (KV_BUDGET, ADMISSION), step token budget, batch
+    limit and all-reduce choice, and its fitted costs in a calibration profile (`costs`). The module
+    functions it wraps stay for vectorised use."""
     name: str  # the key in calibration profiles and measurement files
     title: str
 
@@ -203,8 +228,23 @@ class Engine:
     def step_tokens(self, gpu) -> int:
         return step_tokens(self.name, gpu)
 
+    def max_batch(self, gpu, kv_tokens=None, context_len: int = 0):
+        return max_batch(self.name, gpu, kv_tokens, context_len)
+
+    def allreduce(self, nbytes, n, family: str):
+        return engine_allreduce(self.name, nbytes, n, family)
+
+    def costs(self, cal) -> EngineCosts:
+        """This engine's fitted values in `cal` (a Calibration; InputError where its profile lacks the
+        engine) and the in-step calibration, resolved once per evaluation."""
+        n = self.name
+        return EngineCosts(self, cal.in_step(n), cal.step_overhead(n), cal.engine("seq_overhead_s", n), cal.ttft_overhead(n),
+                           cal.eager_launch(n), cal.engine("ttft_wait_steps", n), cal.engine("adp_wait_steps", n),
+                           cal.spread_exponent(n), cal.queue_fraction(n))
+
 
 ENGINES = {e.name: e for e in (Engine("trtllm", "TensorRT-LLM"), Engine("vllm", "vLLM"), Engine("sglang", "SGLang"))}
+TRTLLM = ENGINES["trtllm"]  # the engine a call names none of: the one the kernel tables were measured in
 ALIASES = {"tensorrt-llm": "trtllm", "tensorrt_llm": "trtllm", "trt-llm": "trtllm"}
 
 
