@@ -242,6 +242,9 @@ def collective_time(op: str, nbytes, n, gpu: Gpu, cal: Calibration):
     """
     n = np.asarray(n, dtype=float)
     nbytes = np.asarray(nbytes, dtype=float)
+    live = (n > 1) & (nbytes > 0)
+    if not live.any():  # a search's arrays often carry no such collective at all (e.g. no EP exchange)
+        return np.zeros(live.shape)
     d = float(gpu.scale_up_domain)
     inside = n <= d
     fam = _LATENCY[op]
@@ -258,17 +261,19 @@ def collective_time(op: str, nbytes, n, gpu: Gpu, cal: Calibration):
     m_in = np.minimum(n, d)
     lat_in = getattr(cal, f"{fam}_s") + getattr(cal, f"{fam}_slope_s") * np.maximum(m_in - 2.0, 0.0)
     t_in = one_level(m_in, nbytes, gpu.scale_up_bandwidth_bytes_per_s, lat_in)
-    domains = np.maximum(n / d, 1.0)
-    lat_out = cal.scale_out_latency_s * np.log2(np.maximum(domains, 2.0))
-    if op in ("all_reduce", "all_gather", "reduce_scatter"):
-        t_out = t_in + one_level(domains, nbytes / d, gpu.scale_out_bandwidth_bytes_per_s, lat_out)
-    else:  # all-to-all / p2p: the off-domain share of each GPU's data crosses its NIC
-        off = nbytes if op == "p2p" else nbytes * (n - d) / np.maximum(n, 1.0)
-        t_out = stream(off, gpu.scale_out_bandwidth_bytes_per_s, lat_out)
-    t = np.where(inside, t_in, t_out)
+    if inside.all():  # one scale-up domain: the scale-out level is never priced
+        t = t_in
+    else:
+        domains = np.maximum(n / d, 1.0)
+        lat_out = cal.scale_out_latency_s * np.log2(np.maximum(domains, 2.0))
+        if op in ("all_reduce", "all_gather", "reduce_scatter"):
+            t_out = t_in + one_level(domains, nbytes / d, gpu.scale_out_bandwidth_bytes_per_s, lat_out)
+        else:  # all-to-all / p2p: the off-domain share of each GPU's data crosses its NIC
+            off = nbytes if op == "p2p" else nbytes * (n - d) / np.maximum(n, 1.0)
+            t_out = stream(off, gpu.scale_out_bandwidth_bytes_per_s, lat_out)
+        t = np.where(inside, t_in, t_out)
     if op == "all_reduce" and cal.allreduce_engine:
         t = np.where(inside, _custom_all_reduce(nbytes, n, gpu, cal, t_in), t)
-    live = (n > 1) & (nbytes > 0)
     return np.where(live, t, 0.0)
 
 
