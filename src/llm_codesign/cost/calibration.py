@@ -141,10 +141,11 @@ class Calibration:
         launch and the step does not (quantisation and norms fused into other kernels) is priced by
         the fusions the engine makes (spec.engines.STEP_FUSIONS, cost.kernels). Engines replace
         NCCL's all-reduce with their own one-shot / two-shot kernels inside an NVLink/xGMI domain
-        where they pick them (allreduce_engine, kernels.collective_time), and comm_latency_scale (1 unless a profile sets it) scales the NCCL collectives left; and
-        engines ship their own GEMM, grouped-GEMM and attention kernels (vLLM and SGLang: FlashInfer,
-        FlashAttention, Triton/CUTLASS fused MoE; TensorRT-LLM: its own), seen as per-engine scales on
-        the efficiencies fitted on TensorRT-LLM's kernels. A fraction of a peak stays at most 1."""
+        where they pick them (allreduce_engine, kernels.collective_time), and comm_latency_scale (1
+        unless a profile sets it) scales the NCCL collectives left; and engines ship their own GEMM,
+        grouped-GEMM and attention kernels (vLLM and SGLang: FlashInfer, FlashAttention,
+        Triton/CUTLASS fused MoE; TensorRT-LLM: its own), seen as per-engine scales on the
+        efficiencies fitted on TensorRT-LLM's kernels. A fraction of a peak stays at most 1."""
         c = self.engine("comm_latency_scale", backend) if backend else 1.0
         g = self.engine("gemm_eff_scale", backend) if backend else 1.0
         a = self.engine("attn_eff_scale", backend) if backend else 1.0
