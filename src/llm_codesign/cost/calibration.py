@@ -88,8 +88,9 @@ class Calibration:
     custom_ar_latency_s: float
     custom_ar_twoshot_latency_s: float
     custom_ar_bw_eff: float
-    # not a parameter: the engine whose collectives a captured step runs, set by in_step ('' outside
-    # an engine: NCCL, as the kernel tables' nccl-tests measured); never read from a profile
+    # not a parameter: the engine whose captured step this prices, set by in_step: its collectives
+    # (kernels.collective_time) and fusions (engines.STEP_FUSIONS; kernels.gemm_time, ops.layer_ops).
+    # '' outside an engine: NCCL and no fusion, as the kernel tables measured; never read from a profile
     allreduce_engine: str = ""
 
     def gemm_eff(self, kernel: str) -> float:
@@ -149,7 +150,7 @@ class Calibration:
         c = self.engine("comm_latency_scale", backend) if backend else 1.0
         g = self.engine("gemm_eff_scale", backend) if backend else 1.0
         a = self.engine("attn_eff_scale", backend) if backend else 1.0
-        e = backend or ""  # the engine's own all-reduce where it picks one (kernels.collective_time)
+        e = backend or ""  # the engine's own all-reduce where it picks one, and its fusions (allreduce_engine)
         if c == 1.0 and g == 1.0 and a == 1.0 and e == self.allreduce_engine:
             return self
         kw = {"allreduce_engine": e}
