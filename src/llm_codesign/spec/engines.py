@@ -1,8 +1,9 @@
 """Serving engines' documented defaults that shape a deployment before any fitted parameter does:
-how each sizes its KV cache, admits requests, batches and all-reduces, and how many tokens one step
-may carry. `Engine` is one engine, resolved once at the edge (get_engine) and passed down; what its
-software costs (step and request overheads, scheduling) is fitted, lives in the calibration profiles
-and is read once per evaluation into `EngineCosts` (Engine.costs)."""
+how each sizes its KV cache, admits requests, batches and all-reduces, which kernels its captured step
+fuses (STEP_FUSIONS), and how many tokens one step may carry. `Engine` is one engine, resolved once
+at the edge (get_engine) and passed down; what its software costs (step and request overheads,
+scheduling) is fitted, lives in the calibration profiles and is read once per evaluation into
+`EngineCosts` (Engine.costs)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
