@@ -54,9 +54,33 @@ def test_norms_fold_into_the_all_reduce_where_the_engine_fuses_them(b200, cal):
     assert _elementwise(llama, b200, sgl, tp1) == pytest.approx(_elementwise(llama, b200, trt, tp1), rel=1e-9)
     # SGLang fuses for DeepSeek-V3's architecture, without attention DP only
     assert get_model("deepseek-r1").architecture == "DeepseekV3ForCausalLM"
-    assert ar_norm_fused("sglang", "DeepseekV3ForCausalLM", np.array([1, 8])).tolist() == [True, False]
-    assert ar_norm_fused("sglang", "LlamaForCausalLM", 1).tolist() is False
-    assert ar_norm_fused("", "DeepseekV3ForCausalLM", 1).tolist() is False  # the kernel tables fuse nothing
+    small = dict(nbytes=64 * 7168 * 2.0, n=8, family="blackwell")
+    assert ar_norm_fused("sglang", "DeepseekV3ForCausalLM", adp=np.array([1, 8]), **small).tolist() == [True, False]
+    assert ar_norm_fused("sglang", "LlamaForCausalLM", adp=1, **small).tolist() is False
+    assert ar_norm_fused("", "DeepseekV3ForCausalLM", adp=1, **small).tolist() is False  # the kernel tables fuse nothing
+    # the fusion lives in the engine's own all-reduce kernel: not where NCCL runs it (past TensorRT-LLM's
+    # 8 MB workspace at TP8, vLLM's 8 MiB; PCIe cards) nor on GPUs without the SM90/SM100 kernels
+    assert ar_norm_fused("trtllm", "LlamaForCausalLM", adp=1, nbytes=np.array([1e6, 9e6]), n=8, family="blackwell").tolist() == [True, False]
+    assert ar_norm_fused("trtllm", "LlamaForCausalLM", adp=1, nbytes=1e6, n=4, family="ada").tolist() is False
+    assert ar_norm_fused("vllm", "LlamaForCausalLM", adp=1, nbytes=1e6, n=8, family="cdna3").tolist() is False
+    assert ar_norm_fused("vllm", "LlamaForCausalLM", adp=1, nbytes=1e6, n=8, family="hopper").tolist() is True
+
+
+def test_attention_output_and_block_scaled_quantisation(b200, cal):
+    # vLLM does not fuse the attention output's quantisation by default (fuse_attn_quant off): its output
+    # projection pays the quantise kernel TensorRT-LLM's attention op saves; both fuse the others
+    llama = get_model("llama-3.1-70b")
+    ops = {e: {o.name.split("/")[-1]: float(o.time) for o in forward_ops(llama, b200, cal.in_step(e), Precision.of("fp8"), _sharding(Plan(tp=8)),
+                                                                          b=Batch(dec_seqs=64, dec_ctx=1024))} for e in ("trtllm", "vllm")}
+    # o: 64 tokens x K = 64 heads x 128 / TP 8
+    quant = 64 * 1024 * 3.0 / (b200.hbm_bandwidth_bytes_per_s * cal.bw_eff) + cal.kernel_overhead_s
+    assert ops["vllm"]["o"] - ops["trtllm"]["o"] == pytest.approx(quant, rel=1e-4)
+    assert ops["vllm"]["qkv"] == pytest.approx(ops["trtllm"]["qkv"], rel=1e-9)
+    # block-scaled FP8 is quantised per 1x128 group by its own kernel in every engine
+    blk = [float(cost.gemm_time(64, 8192, 8192, b200, c, math="fp8", a_bytes=1.0, w_bytes=1.0, kernel="fp8_block")[0])
+           for c in (cal.in_step("trtllm"), cal.in_step("sglang"))]
+    assert blk[0] == pytest.approx(blk[1], rel=1e-9)
+    assert cost.quantise_kernel(cal.in_step("trtllm"), 1.0, kernel="fp8_block") and not cost.quantise_kernel(cal.in_step("trtllm"), 1.0)
 
 
 def test_architecture_read_from_the_config():

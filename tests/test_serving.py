@@ -232,7 +232,7 @@ def _eager_prefill_step_s(m, gpu, cal, backend, batch):
     c = cal.in_step(backend)
     ops = forward_ops(m, gpu, c, m.default_precision, Sharding(), b=batch)
     return float(np.ravel(step_time(ops))[0]) + c.step_overhead(backend) + c.eager_launch(backend) * float(
-        np.ravel(launches(ops, c.elementwise_kernels_per_layer))[0])
+        np.ravel(launches(ops))[0])
 
 
 def test_lockstep_share_shrinks_with_the_decode_iterations_the_first_wave_spans(h100):

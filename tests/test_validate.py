@@ -44,22 +44,22 @@ def test_serving_errors_do_not_regress():
     rows = read_rows(MEAS / "serving_measured_blackwell_clean.csv")
     rep = serving_report(rows, *predict_serving(rows))
     o = rep["overall"]
-    # reached: TPOT 11.1 / 36.6, TTFT 21.7 / 63.4 (median / p90), Qwen3.5's 156 rows included: 10.8 / 37.4
+    # reached: TPOT 11.3 / 36.2, TTFT 20.5 / 62.5 (median / p90), Qwen3.5's 156 rows included: 10.8 / 37.4
     # and 21.5 / 63.2 with step_kernel_overhead_scale = 0.28, which the engines' fusions replaced (modelling
     # notes, step-fusions; the held-out published runs moved most)
     assert o["tpot_ms"]["median_ape"] <= 12.0 and o["ttft_ms"]["median_ape"] <= 22.5
     assert o["tpot_ms"]["p90_ape"] <= 38.5 and o["ttft_ms"]["p90_ape"] <= 68.0
     assert o["tpot_ms"]["n"] == 1367
-    # per engine (reached TTFT / TPOT: vLLM 13.8 / 10.0, TensorRT-LLM 31.9 / 10.8, SGLang 34.8 / 14.1)
-    for backend, (ttft, tpot) in {"vllm": (15.0, 11.0), "trtllm": (33.5, 11.5), "sglang": (37.5, 15.5)}.items():
+    # per engine (reached TTFT / TPOT: vLLM 13.0 / 9.4, TensorRT-LLM 29.8 / 11.3, SGLang 34.5 / 14.2)
+    for backend, (ttft, tpot) in {"vllm": (14.5, 10.5), "trtllm": (32.0, 12.0), "sglang": (37.5, 15.5)}.items():
         b = rep["by"]["backend"][backend]
         assert b["ttft_ms"]["median_ape"] <= ttft and b["tpot_ms"]["median_ape"] <= tpot, backend
-    # the interactive end (1-4 requests, 236 rows) weighs as much in the fit as the bulk: reached 16.3 / 9.1
+    # the interactive end (1-4 requests, 236 rows) weighs as much in the fit as the bulk: reached 15.7 / 10.1
     lo = rep["by"]["concurrency"]["1-4"]
-    assert lo["ttft_ms"]["n"] == 236 and lo["ttft_ms"]["median_ape"] <= 20.5 and lo["tpot_ms"]["median_ape"] <= 12.0
-    # Qwen3.5 (Gated DeltaNet hybrid) is held out of the serving fit: reached TPOT 14.7, TTFT 30.8
+    assert lo["ttft_ms"]["n"] == 236 and lo["ttft_ms"]["median_ape"] <= 20.5 and lo["tpot_ms"]["median_ape"] <= 11.5
+    # Qwen3.5 (Gated DeltaNet hybrid) is held out of the serving fit: reached TPOT 15.0, TTFT 31.6
     q = rep["by"]["model"]["Qwen/Qwen3.5-397B-A17B"]
-    assert q["tpot_ms"]["n"] == 156 and q["tpot_ms"]["median_ape"] <= 15.5 and q["ttft_ms"]["median_ape"] <= 33.0
+    assert q["tpot_ms"]["n"] == 156 and q["tpot_ms"]["median_ape"] <= 16.0 and q["ttft_ms"]["median_ape"] <= 33.0
     reasons = {u["reason"] for u in rep["unmodeled"]}
     assert any("heads" in r for r in reasons)  # DeepSeek-R1 at TP 72 etc.: listed, not dropped
     # by workload shape, in ISL then OSL order, every modelled row in exactly one group
@@ -71,7 +71,7 @@ def test_serving_errors_on_the_sample_as_shipped():
     # the same runs with repeats weighed again and 139 rows priced on 16-64 GPUs where one node ran
     rows = read_rows(MEAS / "serving_measured_blackwell.csv")
     o = serving_report(rows, *predict_serving(rows))["overall"]
-    # reached: TPOT 13.0 / 38.1, TTFT 24.4 / 62.1 (12.4 / 24.6 with step_kernel_overhead_scale; 11.1 / 23.7 when
+    # reached: TPOT 12.8 / 38.2, TTFT 23.3 / 62.0 (12.4 / 24.6 with step_kernel_overhead_scale; 11.1 / 23.7 when
     # per-engine collective scales were fitted); TTFT holds the issue's 25, TPOT misses its 12 here
     assert o["tpot_ms"]["median_ape"] <= 13.5 and o["ttft_ms"]["median_ape"] <= 25.0
     assert o["tpot_ms"]["n"] == 1973
@@ -81,22 +81,22 @@ def test_offline_throughput_generalises():
     # TensorRT-LLM perf-overview tables are not used for fitting: a held-out check
     rows = read_rows(MEAS / "trtllm_perf_overview.csv")
     rep = serving_report(rows, *predict_serving(rows))
-    # reached 10.0 / 39.9 (median / p90)
+    # reached 10.1 / 41.0 (median / p90)
     assert rep["overall"]["output_tok_s_per_gpu"]["median_ape"] <= 12.5
-    assert rep["overall"]["output_tok_s_per_gpu"]["p90_ape"] <= 42.0
+    assert rep["overall"]["output_tok_s_per_gpu"]["p90_ape"] <= 43.0
     assert len(rep["unmodeled"]) + rep["modeled"] == rep["rows"]
 
 
 def test_published_single_runs_held_out():
     # published runs with their whole configuration (SOURCES.md), never fitted on; reached, signed error %:
-    # B200 max throughput +4.6 / -0.5; H200 max throughput +32.1; min latency B200 +44.7 per GPU and +46.1 per user
-    # (strict MTP), +19.9 (relaxed), H200 +72.7 per GPU; Maverick at c=1 -7.4 against a floor of 1,000 tok/s/user
+    # B200 max throughput +5.1 / +0.0; H200 max throughput +27.6; min latency B200 +45.2 per GPU and +46.5 per user
+    # (strict MTP), +20.2 (relaxed), H200 +50.7 per GPU; Maverick at c=1 -6.9 against a floor of 1,000 tok/s/user
     # (before the engines' fusions replaced step_kernel_overhead_scale: +55.2, +28.7, +100.2, -22.1)
     rows = read_rows(MEAS / "published_runs.csv")
     preds, unmodeled = predict_serving(rows)
     assert not unmodeled and len(rows) == 7
-    ceiling = {"b200-max-throughput-fp8-kv": 6, "b200-max-throughput-bf16-kv": 5, "h200-max-throughput": 35,
-               "b200-min-latency": 50, "b200-relaxed-mtp3": 23, "h200-min-latency": 78, "b200-eagle3": 15}
+    ceiling = {"b200-max-throughput-fp8-kv": 6, "b200-max-throughput-bf16-kv": 5, "h200-max-throughput": 30,
+               "b200-min-latency": 50, "b200-relaxed-mtp3": 23, "h200-min-latency": 55, "b200-eagle3": 15}
     for r, p in zip(rows, preds, strict=True):
         m = "output_tok_s_per_gpu" if r["output_tok_s_per_gpu"] else "output_tok_s_per_user"
         err = 100 * abs(p[m] / float(r[m]) - 1)

@@ -85,8 +85,8 @@ def disagg(
                "Times in ms: TTFT = queue (for the running prefill step, a prefill instance, a decode slot) + prefill + "
                "KV hand-off (the transfer and the decode worker's admission at its step boundaries) + the engine's request "
                "overhead. fits: the decode instances' KV cache holds every request. Measured on the shipped disaggregated runs "
-               "(data/measurements/serving_disagg_blackwell.csv, docs/validation_report.md): TPOT 10.5% median error, "
-               "TTFT 41.5% (first tokens still early, signed -35%).")
+               "(data/measurements/serving_disagg_blackwell.csv, docs/validation_report.md): TPOT 8.2% median error, "
+               "TTFT 42.2% (first tokens still early, signed -34%).")
     for row in r["rows"]:
         t.add_row(str(row["concurrency"]), f"{row['ttft_ms']:.1f}", f"{row['prefill_ms']:.1f}", f"{row['kv_transfer_ms']:.2f}",
                   f"{row['prefill_wait_ms']:.1f}", f"{row['tpot_ms']:.2f}", f"{row['tok_s_per_user']:.1f}",

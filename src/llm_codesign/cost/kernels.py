@@ -48,10 +48,14 @@ def tma_padded(k, a_bytes: float, w_bytes: float):
     return np.ceil(np.asarray(k) * np.float32(1.0 / unit) - np.float32(1e-6)) * np.float32(unit)
 
 
-def quantise_kernel(cal: Calibration, a_bytes: float) -> bool:
+def quantise_kernel(cal: Calibration, a_bytes: float, *, kernel: str = "", fused: bool | None = None) -> bool:
     """Whether FP8/FP4 activations are quantised by a kernel of their own before a GEMM: in the kernel
-    tables' rows, and in the steps of engines that do not fuse it into the previous kernel."""
-    return a_bytes < 2.0 and not fuses(cal.allreduce_engine, "act_quant")
+    tables' rows, for block-scaled FP8 (per 1x128 group at run time) everywhere, and in the steps of
+    engines that do not fuse it into the previous kernel (`fused`: the caller knows, else the engine's
+    act_quant, spec.engines.STEP_FUSIONS)."""
+    if a_bytes >= 2.0 or not cal.allreduce_engine or kernel == "fp8_block":
+        return a_bytes < 2.0
+    return not (fuses(cal.allreduce_engine, "act_quant") if fused is None else fused)
 
 
 def gemm_kernel(math: str, weight_dtype: str = "") -> str:
@@ -100,7 +104,7 @@ def _best_tile_time(m, n, k, gpu: Gpu, cal: Calibration, *, groups, peak, kernel
 
 def gemm_time(m, n, k, gpu: Gpu, cal: Calibration, *, math: str, a_bytes, w_bytes, c_bytes=2.0,
               groups=1.0, distinct_groups=None, eff_scale=1.0, kernel: str | None = None, swap_ab: bool | None = None,
-              overhead_s=None):
+              overhead_s=None, fused_quant: bool | None = None):
     """C[m,n] = A[m,k] B[k,n], repeated over `groups` independent problems (grouped/batched GEMM).
 
     Compute: FLOPs padded to whole CTA tiles (tile quantisation) and whole waves over the SMs (wave
@@ -136,7 +140,7 @@ def gemm_time(m, n, k, gpu: Gpu, cal: Calibration, *, math: str, a_bytes, w_byte
     # (best^p + t_mem^p)^(1/p) with the larger term's ratio exactly 1: two powers instead of three
     # (a power costs ~30 multiplies; this is the search's hottest line), the same float32 result
     t = hi * np.power(f32(1.0) + np.power(np.minimum(best, t_mem) / hi, p), f32(1.0) / p) + f32(fixed)
-    if quantise_kernel(cal, a_bytes):
+    if quantise_kernel(cal, a_bytes, kernel=kernel, fused=fused_quant):
         # FP8/FP4 activations: the BF16 input is quantised by its own kernel first (TensorRT-LLM's
         # Linear runs fp8/fp4 quantize ops before the GEMM), one read of A in BF16 and one write
         t = t + (m * groups) * k * f32((2.0 + a_bytes) / (gpu.hbm_bandwidth_bytes_per_s * cal.bw_eff)) + f32(cal.kernel_overhead_s)

@@ -17,7 +17,7 @@ import numpy as np
 from llm_codesign.cost import kernels as cost
 from llm_codesign.cost.calibration import Calibration
 from llm_codesign.spec.hardware import Gpu
-from llm_codesign.spec.engines import AR_NORM_KERNELS, ar_norm_fused
+from llm_codesign.spec.engines import AR_NORM_KERNELS, ar_norm_fused, fuses
 from llm_codesign.spec.model import Attention, Ffn, Layer, ModelSpec
 from llm_codesign.spec.precision import Precision, executable, gemm_math
 
@@ -49,13 +49,14 @@ class Op:
     parts, and `count`, the layers per stage that run it. FLOPs and bytes may be given as a
     function returning both: a search never reads them, so they are computed only when asked."""
 
-    __slots__ = ("name", "kind", "_flops", "_bytes", "_fb", "time", "t_compute", "t_memory", "count", "part", "math", "weight")
+    __slots__ = ("name", "kind", "_flops", "_bytes", "_fb", "time", "t_compute", "t_memory", "count", "part", "math", "weight", "kernels")
 
     def __init__(self, name, kind, flops, nbytes, *, time, t_compute, t_memory, count, fb=None, math=None, weight=None):
         self.name, self.kind = name, kind  # kind: gemm, attention, elementwise, comm
         # part: attention, ffn, moe, lm_head, layer (norms, residuals) or pipeline; math: the tensor-core
         # math a GEMM runs (bf16, fp8, fp4); weight: the number format of the weights it reads
         self.part, self.math, self.weight = "layer", math, weight
+        self.kernels = 1.0  # launches per layer (an elementwise operator may stand for several)
         self._flops, self._bytes, self._fb = flops, nbytes, fb
         self.time, self.t_compute, self.t_memory, self.count = time, t_compute, t_memory, count
 
@@ -167,9 +168,10 @@ _BF16 = {"math": "bf16", "a_b": 2.0, "w_b": 2.0, "weight": "bf16"}
 
 
 def _gemm(name, m, n, k, at: _At, *, math, a_b, w_b, groups=1.0, distinct=None, eff_scale=1.0, kernel=None, swap_ab=None,
-          overhead_s=None, weight=None):
+          overhead_s=None, weight=None, fused_quant=None):
     t, tc, tm = cost.gemm_time(m, n, k, at.gpu, at.cal, math=math, a_bytes=a_b, w_bytes=w_b, groups=groups,
-                               distinct_groups=distinct, eff_scale=eff_scale, kernel=kernel, swap_ab=swap_ab, overhead_s=overhead_s)
+                               distinct_groups=distinct, eff_scale=eff_scale, kernel=kernel, swap_ab=swap_ab, overhead_s=overhead_s,
+                               fused_quant=fused_quant)
     return Op(name, "gemm", None, None, time=t, t_compute=tc, t_memory=tm, count=at.count,
               fb=lambda: cost.gemm_flops_bytes(m, n, k, a_bytes=a_b, w_bytes=w_b, c_bytes=2.0, groups=groups, distinct_groups=distinct),
               math=math, weight=weight)
@@ -194,7 +196,7 @@ def _expert_gemm(name, n, k, at: _At, *, load, math, a_b, w_b, kernel):
     # one launch: the second call's fixed costs (its own, an FP8/FP4 activation quantisation's and a
     # TMA-padded copy's) go
     padded = np.asarray(cost.tma_padded(k, a_b, w_b)) > np.asarray(k)
-    fixed = cal.moe_overhead_s + (cal.kernel_overhead_s if cost.quantise_kernel(cal, a_b) else 0.0) + np.where(padded, cal.kernel_overhead_s, 0.0)
+    fixed = cal.moe_overhead_s + (cal.kernel_overhead_s if cost.quantise_kernel(cal, a_b, kernel=kernel) else 0.0) + np.where(padded, cal.kernel_overhead_s, 0.0)
     t = th + np.where(tr > 0, tr - fixed, 0.0)
 
     def fb():
@@ -224,7 +226,9 @@ def _comm(name, op, nbytes, n, at: _At):
 def _elementwise(name, nbytes, kernels, at: _At):
     """A memory-bound pass of `nbytes` in `kernels` launches."""
     t, tc, tm = cost.elementwise_time(nbytes, kernels, at.gpu, at.cal)
-    return Op(name, "elementwise", np.zeros_like(t), nbytes, time=t, t_compute=tc, t_memory=tm, count=at.count)
+    op = Op(name, "elementwise", np.zeros_like(t), nbytes, time=t, t_compute=tc, t_memory=tm, count=at.count)
+    op.kernels = kernels
+    return op
 
 
 def _attention(name, flops, nbytes, times, at: _At):
@@ -364,7 +368,7 @@ def layer_ops(model: ModelSpec, layer: Layer, count, gpu: Gpu, cal: Calibration,
     # norms, residual adds, activation, RoPE: streamed once each
     ew_bytes = s.T * (6.0 * s.h + 3.0 * width / np.maximum(dense_tp, 1.0)) * 2.0
     kernels = cal.elementwise_kernels_per_layer
-    fused = ar_norm_fused(cal.allreduce_engine, model.architecture, s.adp) & (np.asarray(dense_tp) > 1)
+    fused = ar_norm_fused(cal.allreduce_engine, model.architecture, adp=s.adp, nbytes=s.T * s.h * 2.0, n=dense_tp, family=gpu.family)
     kernels = np.where(fused, np.maximum(kernels - AR_NORM_KERNELS, 0.0), kernels)  # the norms run in the all-reduces
     ops.append(_elementwise(f"{prefix}/elementwise", ew_bytes, kernels, at))
     return ops
@@ -389,7 +393,8 @@ def _softmax_attention(a: Attention, b: Batch, at: _At, P: str, *, s: _Step, pre
         # Helix: partial outputs and softmax statistics exchanged across KV-parallel ranks
         ops.append(_helix_exchange(ops[-2:], b, at, P, nbytes=T * heads_l * (v_d + 1) * 2.0, kvp=kvp))
     dense_tp = tp * kvp
-    ops.append(_gemm(f"{P}/o", T, h, a.heads * v_d / dense_tp, at, **s.fa))
+    # the attention output is quantised inside the attention kernel only where the engine fuses it (attn_out)
+    ops.append(_gemm(f"{P}/o", T, h, a.heads * v_d / dense_tp, at, **s.fa, fused_quant=fuses(at.cal.allreduce_engine, "attn_out")))
     ops.append(_comm(f"{P}/all_reduce", "all_reduce", T * h * 2.0, dense_tp, at))
     return ops
 
@@ -530,6 +535,7 @@ def _moe(f: Ffn, M: str, at: _At, s: _Step) -> list[Op]:
     t, tc, tm = cost.elementwise_time(perm, 2.0, at.gpu, at.cal)
     t = np.where(perm > 0, t, 0.0)
     ops.append(Op(f"{M}/permute", "elementwise", np.zeros_like(t), perm, time=t, t_compute=tc, t_memory=tm, count=at.count))
+    ops[-1].kernels = 2.0
     # token exchange. Without attention DP every rank already holds every token (the attention
     # all-reduce): expert-parallel ranks run their experts on them and one all-reduce sums the outputs.
     # Under attention DP with EP the tokens go to their experts' ranks and back (all-to-all dispatch and
@@ -639,8 +645,7 @@ def step_time(ops: list[Op]):
     return sum(op.total_time for op in ops)
 
 
-def launches(ops: list[Op], kernels_per_elementwise: float):
-    """Kernel launches of one step: one per operator that runs, `kernels_per_elementwise` for the
-    fused elementwise work of a layer."""
-    return sum(np.where(np.asarray(op.time) > 0, op.count * (kernels_per_elementwise if op.kind == "elementwise" else 1.0), 0.0)
-               for op in ops)
+def launches(ops: list[Op]):
+    """Kernel launches of one step: each operator's own (one, or an elementwise operator's count, less
+    what the engine fused away) wherever it runs."""
+    return sum(np.where(np.asarray(op.time) > 0, op.count * op.kernels, 0.0) for op in ops)

@@ -109,7 +109,7 @@ def prefill_step(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Sharding, *, c
     ops = forward_ops(model, gpu, cal, prec, sh, b=Batch(pf_tokens=tokens, pf_seqs=seqs, pf_ctx=cached + np.maximum(isl - chunk, 0.0) / 2.0,
                                                        dec_seqs=dec_seqs, dec_ctx=dec_ctx))
     return (step_time(ops) + costs.step_overhead + costs.seq_overhead * (seqs + dec_seqs)
-            + costs.eager_launch * launches(ops, cal.elementwise_kernels_per_layer))
+            + costs.eager_launch * launches(ops))
 
 
 class _Rank(NamedTuple):

@@ -137,16 +137,20 @@ PCIE_FAMILIES = ("ada", "blackwell_sm120")
 # isolated rows do not. The GEMM rows time Linear.forward on a BF16 input (ai-dynamo/aiconfigurator
 # collector/trtllm/collect_gemm.py): the FP8 per-tensor row computes its scale dynamically and
 # quantises, the NVFP4 row runs fp4_quantize, then the GEMM. In serving the scales are static and:
-# - act_quant: the activation is quantised inside the kernel before the GEMM. TensorRT-LLM:
-#   AllReduceFusionOp.RESIDUAL_RMS_NORM_QUANT_FP8 / _QUANT_NVFP4 (modeling_llama.py), swiglu(...,
-#   quant_scale=down_proj.input_scale) in GatedMLP, the attention op's FP8 out_scale; vLLM's default
-#   -O2: fuse_norm_quant and fuse_act_quant (vllm/config/vllm.py). SGLang runs a static-scale quantise
-#   kernel of its own.
+# - act_quant: a per-tensor or NVFP4 activation is quantised inside the kernel before the GEMM.
+#   TensorRT-LLM: AllReduceFusionOp.RESIDUAL_RMS_NORM_QUANT_FP8 / _QUANT_NVFP4 (modeling_llama.py),
+#   swiglu(..., quant_scale=down_proj.input_scale) in GatedMLP, the attention op's FP8 out_scale (attn_out);
+#   vLLM's default -O2: fuse_norm_quant and fuse_act_quant (vllm/config/vllm.py), but not fuse_attn_quant,
+#   off by default, so its output projection keeps a quantise kernel. SGLang runs a static-scale quantise
+#   kernel of its own. Block-scaled FP8 activations are quantised per 1x128 group by a kernel of their
+#   own in every engine (per_token_group_quant_fp8, fp8_quantize_1x128).
 # - ar_norm: the residual add and RMSNorm after a tensor-parallel all-reduce run inside the all-reduce
 #   kernel (TensorRT-LLM AllReduceFusionOp.RESIDUAL_RMS_NORM where TP > 1; vLLM -O2 fuse_allreduce_rms,
-#   FlashInfer, Hopper/Blackwell, TP > 1). SGLang turns FlashInfer's fusion on for a few MoE families
-#   without attention DP only (server_args.py), not modelled; nor TensorRT-LLM's hidden_size > 4096 gate.
-STEP_FUSIONS = {"trtllm": ("act_quant", "ar_norm"), "vllm": ("act_quant", "ar_norm"), "sglang": ()}
+#   FlashInfer, TP > 1): the engine's own all-reduce kernels on Hopper and Blackwell (FUSION_FAMILIES),
+#   so not where NCCL runs the all-reduce (engine_allreduce). Not modelled: TensorRT-LLM's
+#   hidden_size > 4096 gate.
+STEP_FUSIONS = {"trtllm": ("act_quant", "attn_out", "ar_norm"), "vllm": ("act_quant", "ar_norm"), "sglang": ()}
+FUSION_FAMILIES = ("hopper", "blackwell")  # the SM90 / SM100 kernels TensorRT-LLM and FlashInfer ship
 # SGLang turns FlashInfer's all-reduce + RMSNorm fusion on for these architectures on Hopper/Blackwell,
 # on one node without attention DP (server_args.py, _handle_model_specific_adjustments:
 # enable_flashinfer_allreduce_fusion); not with NCCL across nodes, which is not modelled apart
@@ -162,13 +166,15 @@ def fuses(backend: str, fusion: str) -> bool:
     return fusion in STEP_FUSIONS.get(backend, ())
 
 
-def ar_norm_fused(backend: str, architecture: str, adp):
-    """Where an engine runs a layer's residual add + RMSNorm inside its all-reduce kernel (STEP_FUSIONS,
-    SGLANG_AR_NORM_ARCHS), as a boolean array over the attention-DP sizes."""
-    adp = np.asarray(adp)
+def ar_norm_fused(backend: str, architecture: str, *, adp, nbytes, n, family: str):
+    """Where an engine runs a layer's residual add + RMSNorm inside its own all-reduce kernel of
+    `nbytes` over `n` GPUs (STEP_FUSIONS, SGLANG_AR_NORM_ARCHS, engine_allreduce), as a boolean array."""
+    own = engine_allreduce(backend, nbytes, n, family) & (family in FUSION_FAMILIES)
     if fuses(backend, "ar_norm"):
-        return np.ones(adp.shape, dtype=bool)
-    return (adp <= 1) if backend == "sglang" and architecture in SGLANG_AR_NORM_ARCHS else np.zeros(adp.shape, dtype=bool)
+        return own
+    if backend == "sglang" and architecture in SGLANG_AR_NORM_ARCHS:
+        return own & (np.asarray(adp) <= 1)
+    return np.zeros(np.broadcast(own, np.asarray(adp)).shape, dtype=bool)
 
 
 def engine_allreduce(backend: str, nbytes, n, family: str):
