@@ -280,9 +280,12 @@ def estimate_disagg(model: ModelSpec, prefill: Deployment, decode: Deployment, *
                             [bool(x) for x in np.broadcast_to(r["fits"], C.shape)], strict=True)]
     return {"model": model.name, "gpu": gpu.id, "decode_gpu": dg.id, "precision": prefill.precision.label(), "backend": prefill.backend,
             "isl": isl, "osl": osl,
-            "prefill": {"plan": prefill_plan.label(), "instances": prefill_instances, "gpus_each": int(prefill_plan.gpus),
+            # each pool's own engine and precision (the top-level keys are the prefill pool's)
+            "prefill": {"plan": prefill_plan.label(), "backend": prefill.backend, "precision": prefill.precision.label(),
+                        "instances": prefill_instances, "gpus_each": int(prefill_plan.gpus),
                         "capacity_req_s": float(np.asarray(r["prefill_capacity_req_s"]).reshape(-1)[0])},
-            "decode": {"plan": decode_plan.label(), "instances": decode_instances, "gpus_each": int(decode_plan.gpus),
+            "decode": {"plan": decode_plan.label(), "backend": decode.backend, "precision": decode.precision.label(),
+                       "instances": decode_instances, "gpus_each": int(decode_plan.gpus),
                        "max_concurrency": int(np.asarray(r["max_concurrency"]).reshape(-1)[0]),
                        **({"max_batch": int(decode_max_batch)} if decode_max_batch is not None else {})},
             "num_gpus": int(np.asarray(r["gpus"]).reshape(-1)[0]), "rows": rows}
