@@ -6,8 +6,6 @@ from dataclasses import dataclass, fields, replace
 from functools import lru_cache
 from importlib import resources
 
-import numpy as np
-
 from llm_codesign.errors import InputError, read_toml
 from llm_codesign.spec.validation import check_param
 
@@ -122,12 +120,6 @@ class Calibration:
     def eager_launch(self, backend: str) -> float:
         """Host-side cost per kernel launch in steps that run outside CUDA graphs (prefill)."""
         return self.engine("eager_launch_s", backend)
-
-    def wait_steps(self, backend: str, adp):
-        """Decode iterations a new request waits before its prefill step: the rest of the running step
-        plus what the engine's scheduler adds (ttft_wait_steps), and under attention DP the
-        iterations it may hold context requests to balance the ranks (adp_wait_steps)."""
-        return self.engine("ttft_wait_steps", backend) + np.where(np.asarray(adp) > 1, self.engine("adp_wait_steps", backend), 0.0)
 
     def spread_exponent(self, backend: str) -> float:
         return self.engine("prefill_spread_exponent", backend)

@@ -16,8 +16,8 @@ import numpy as np
 
 from llm_codesign.cost import kernels as cost
 from llm_codesign.cost.calibration import Calibration
-from llm_codesign.spec.hardware import Gpu
 from llm_codesign.spec.engines import AR_NORM_KERNELS, ar_norm_fused, fuses
+from llm_codesign.spec.hardware import Gpu
 from llm_codesign.spec.model import Attention, Ffn, Layer, ModelSpec
 from llm_codesign.spec.precision import Precision, executable, gemm_math
 
@@ -532,10 +532,7 @@ def _moe(f: Ffn, M: str, at: _At, s: _Step) -> list[Op]:
         ops.append(_expert_gemm(f"{M}/{name}", n_dim, k_dim, at, load=(active, top, on_rank, alpha), **ff))
     # token permutation into expert order and back (gather/scatter), one launch each way
     perm = np.where(T_all > 0, skew * (T_all / ep * f.top_k * h * (ff["a_b"] + 2.0)), 0.0)
-    t, tc, tm = cost.elementwise_time(perm, 2.0, at.gpu, at.cal)
-    t = np.where(perm > 0, t, 0.0)
-    ops.append(Op(f"{M}/permute", "elementwise", np.zeros_like(t), perm, time=t, t_compute=tc, t_memory=tm, count=at.count))
-    ops[-1].kernels = 2.0
+    ops.append(_elementwise(f"{M}/permute", perm, 2.0, at))
     # token exchange. Without attention DP every rank already holds every token (the attention
     # all-reduce): expert-parallel ranks run their experts on them and one all-reduce sums the outputs.
     # Under attention DP with EP the tokens go to their experts' ranks and back (all-to-all dispatch and

@@ -33,9 +33,10 @@ from llm_codesign.spec.precision import Precision
 
 
 def prefill_pool(model: ModelSpec, gpu: Gpu, prec: Precision, plan: Plan, *, costs: EngineCosts, isl, max_num_tokens=None) -> dict:
-    """One prefill instance (costs: its engine's fitted costs and in-step calibration): a lone prompt's time (chunks of the step budget), the
-    requests per second it serves when loaded (whole steps; each attention-DP rank runs its own
-    prompts, pipeline stages overlap different prompts' steps), and whether the weights fit."""
+    """One prefill instance (`costs`: its engine's fitted costs and in-step calibration): a lone
+    prompt's time (chunks of the step budget), the requests per second it serves when loaded (whole
+    steps; each attention-DP rank runs its own prompts, pipeline stages overlap different prompts'
+    steps), and whether the weights fit."""
     sh = _sharding(plan)
     isl = np.asarray(isl, float)
     mnt, (budget, fraction, _) = engine_budget(gpu, engine=costs.engine, max_num_tokens=max_num_tokens, plan=plan)
@@ -51,8 +52,9 @@ def prefill_pool(model: ModelSpec, gpu: Gpu, prec: Precision, plan: Plan, *, cos
 
 def decode_pool(model: ModelSpec, gpu: Gpu, prec: Precision, plan: Plan, *, costs: EngineCosts, per_instance, isl, osl,
                 spec: SpecDecoding | None = None, spec_k=None, max_num_tokens=None) -> dict:
-    """One decode instance (costs: its engine's fitted costs and in-step calibration) holding `per_instance` requests: decode-only steps, so no
-    prefill chunk stalls a token; the KV cache bounds what it holds."""
+    """One decode instance (`costs`: its engine's fitted costs and in-step calibration) holding
+    `per_instance` requests: decode-only steps, so no prefill chunk stalls a token; the KV cache
+    bounds what it holds."""
     sh = _sharding(plan)
     isl, osl = np.asarray(isl, float), np.asarray(osl, float)
     mnt, (budget, fraction, occupancy) = engine_budget(gpu, engine=costs.engine, max_num_tokens=max_num_tokens, plan=plan, spec=spec)

@@ -211,7 +211,9 @@ class EngineCosts:
     queue_fraction: float  # scheduling between lockstep prefill waves (1) and spread-out arrivals (0)
 
     def wait_steps(self, adp):
-        """As Calibration.wait_steps: the scheduler's wait, plus attention DP's where adp > 1."""
+        """Decode iterations a new request waits before its prefill step: the rest of the running step
+        plus what the engine's scheduler adds (ttft_wait_steps), and under attention DP the iterations
+        it may hold context requests to balance the ranks (adp_wait_steps)."""
         return self.ttft_wait_steps + np.where(np.asarray(adp) > 1, self.adp_wait_steps, 0.0)
 
 
@@ -219,7 +221,7 @@ class EngineCosts:
 class Engine:
     """A serving engine as the cost model sees it, resolved once at the edge (get_engine) and passed
     down: its documented KV-cache sizing and admission (KV_BUDGET, ADMISSION), step token budget, batch
-    limit and all-reduce choice, and its fitted costs in a calibration profile (`costs`). The module
+    limit, and its fitted costs in a calibration profile (`costs`). The module
     functions it wraps stay for vectorised use."""
     name: str  # the key in calibration profiles and measurement files
     title: str
@@ -237,9 +239,6 @@ class Engine:
 
     def max_batch(self, gpu, kv_tokens=None, context_len: int = 0):
         return max_batch(self.name, gpu, kv_tokens, context_len)
-
-    def allreduce(self, nbytes, n, family: str):
-        return engine_allreduce(self.name, nbytes, n, family)
 
     def costs(self, cal) -> EngineCosts:
         """This engine's fitted values in `cal` (a Calibration; InputError where its profile lacks the
