@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import statistics
 import time
 
 from llm_codesign.cost.calibration import calibration_for
@@ -82,9 +83,11 @@ def markdown(rows: list[dict], secs: float) -> str:
     for cap in TTFT_CAPS:
         for k, label in (("auto", "1k-16k"), ("wide", "512-64k")):
             gs = [gain(r, k) for r in rows if r["max_ttft_ms"] == cap and gain(r, k) is not None]
+            if not gs:
+                continue
             lines.append("")
             lines.append(f"TTFT cap {'2 s' if cap else 'none'}, grid {label}: gain {min(gs):+.1f}% to {max(gs):+.1f}%, "
-                         f"median {sorted(gs)[len(gs) // 2]:+.1f}% over {len(gs)} cases")
+                         f"median {statistics.median(gs):+.1f}% over {len(gs)} cases")
     lines += ["", f"({len(rows) * 3} searches in {secs:.0f} s on this machine.)"]
     return "\n".join(lines)
 

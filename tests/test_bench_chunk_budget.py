@@ -23,4 +23,4 @@ def test_searched_budget_never_loses_and_states_its_budget(monkeypatch):
     assert pts["default"]["budget"] == 8192 and pts["auto"]["budget"] in AUTO_BUDGETS
     assert pts["auto"]["tok_s_gpu"] >= pts["default"]["tok_s_gpu"] and max(p["ttft_ms"] for p in pts.values()) <= 2000.0
     row = {"default": pts["default"], "auto": pts["auto"]}
-    assert cb.gain(row, "auto") == 100.0 * (pts["auto"]["tok_s_gpu"] / pts["default"]["tok_s_gpu"] - 1.0) >= 0.0
+    assert cb.gain(row, "auto") >= 0.0 and cb.gain(row, "default") == 0.0

@@ -143,3 +143,8 @@ def test_sweep_output_checked_before_the_tasks(tmp_path):
     line = one_line(["sweep", "--models", "llama-3.1-8b", "--gpu", "h100", "--gpus", "1", "--out", "/proc/s.parquet"],
                     "error: out: '/proc/s.parquet' is not valid; ")
     assert ".partial" not in line
+
+
+def test_step_budget_grid_with_disagg_is_one_line():
+    # the disaggregated search prices one step budget: a grid would be ignored there, so it is refused
+    one_line([*PARETO, "--disagg", "--max-num-tokens-grid", "1024,4096"], "error: max_num_tokens_grid: ")

@@ -200,6 +200,12 @@ def test_nested_keys_come_from_the_engine_data():
         read_export(text.replace("free_gpu_memory_fraction:", "free_memory:"))
     with pytest.raises(InputError, match="max_batch_size.x"):  # a mapping where the option takes a number
         read_export(text.replace("max_batch_size: 64\n", "max_batch_size:\n  x: 1\n", 1))
+    # a number where the option takes a mapping, and a context parallelism other than Helix: one line each
+    i, j = text.index("kv_cache_config:"), text.index("\n", text.index("free_gpu_memory_fraction:"))
+    with pytest.raises(InputError, match="kv_cache_config: 5.*a mapping of trtllm"):
+        read_export(text[:i] + "kv_cache_config: 5" + text[j:])
+    with pytest.raises(InputError, match="cp_config.cp_type: 'RING'"):
+        read_export(text.replace('cp_type: "HELIX"', 'cp_type: "RING"'))
 
 
 def test_engine_data_states_version_and_source():

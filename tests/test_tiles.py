@@ -18,7 +18,8 @@ def test_tile_feed_by_hand(b200, h100):
     assert cost.tile_feed(16, 256, b200, math="bf16", a_bytes=2.0, w_bytes=2.0) == pytest.approx((1 / 64) / (544 / 8192))
     # FP8 doubles the rate and halves the bytes: the same share
     assert cost.tile_feed(128, 64, b200, math="fp8", a_bytes=1.0, w_bytes=1.0) == pytest.approx(2 / 3)
-    # Hopper's tensor cores run at half Blackwell's rate per SM against the same 128 B/clk: no bound
+    # a GPU file that states no feed bound prices every tile at the full rate (H100: no measurement says
+    # its tiles are bound; its tensor cores run at half Blackwell's rate per SM)
     assert cost.tile_feed(128, 64, h100, math="bf16", a_bytes=2.0, w_bytes=2.0) == 1.0
 
 

@@ -320,6 +320,9 @@ def pareto(
     Workload(isl=isl, osl=osl, prefix_hit=prefix_hit)  # the checks estimate's workload gets (prefix_hit in [0, 1))
     if prefix_hit and disagg:
         raise InputError("prefix_hit", prefix_hit, "0 with --disagg (the disaggregated search prices no prefix cache)")
+    if max_num_tokens_grid and disagg:
+        raise InputError("max_num_tokens_grid", max_num_tokens_grid,
+                         "unset with --disagg (the disaggregated search prices one step budget: --max-num-tokens)")
     sd = _spec(spec, draft_len, acceptance, acceptance_rates, draft_model)
     ks = (0,) if sd is None else ((0, draft_len) if draft_len else (0, 1, 2, 3, 4, 5))
     paths = {"csv": csv_path, "plot": plot_path, "html": html_path}

@@ -45,6 +45,7 @@ def tma_padded(k, a_bytes: float, w_bytes: float):
     operand that is not is padded to the next such multiple (8 BF16, 16 FP8, 32 FP4 values)."""
     elt = min(2.0 ** np.floor(np.log2(x)) for x in (a_bytes, w_bytes))  # storage element, block scales aside
     unit = 16.0 / elt
+    # a hair below the quotient, so that a K a float32 rounding error above a whole number of rows is not padded a row more
     return np.ceil(np.asarray(k) * np.float32(1.0 / unit) - np.float32(1e-6)) * np.float32(unit)
 
 
@@ -53,8 +54,10 @@ def quantise_kernel(cal: Calibration, a_bytes: float, *, kernel: str = "", fused
     tables' rows, for block-scaled FP8 (per 1x128 group at run time) everywhere, and in the steps of
     engines that do not fuse it into the previous kernel (`fused`: the caller knows, else the engine's
     act_quant, spec.engines.STEP_FUSIONS)."""
-    if a_bytes >= 2.0 or not cal.allreduce_engine or kernel == "fp8_block":
-        return a_bytes < 2.0
+    if a_bytes >= 2.0:
+        return False
+    if not cal.allreduce_engine or kernel == "fp8_block":
+        return True
     return not (fuses(cal.allreduce_engine, "act_quant") if fused is None else fused)
 
 

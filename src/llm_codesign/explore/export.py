@@ -344,6 +344,11 @@ def _plan_from(engine: str, o: dict, model: ModelSpec) -> tuple[Plan, int]:
     t = int(o["tensor_parallel_size"])
     tp, adp = (1, t) if adp_on else (t, 1)
     kvp = int(o.get("context_parallel_size", 1))
+    helix = engine_spec("trtllm")["context_parallel"]["kvp"]
+    if kvp > 1 and (o.get("cp_config") or {}).get("cp_type") != helix:
+        # only Helix shards the KV cache along the sequence as the cost model prices context parallelism
+        raise InputError("export", f"cp_config.cp_type: {(o.get('cp_config') or {}).get('cp_type')!r}",
+                         f"{helix!r} with context_parallel_size > 1 (Helix is the context parallelism modelled)")
     ep, mtp = (int(o.get("moe_expert_parallel_size", 1)), int(o.get("moe_tensor_parallel_size", 1))) if model.is_moe else (1, 1)
     return Plan(tp, int(o.get("pipeline_parallel_size", 1)), ep, mtp, adp, kvp), int(o["max_batch_size"]) * adp
 
@@ -389,8 +394,12 @@ def read_export(text: str) -> Imported:
 
 
 def _check_nested(engine: str, o: dict) -> None:
-    """Refuse a field of a mapping-valued option that the engine data does not document for it."""
+    """Refuse a field of a mapping-valued option that the engine data does not document for it, and a
+    plain value where the option takes a mapping."""
     for k, v in o.items():
+        if nested_keys(engine, k) and v is not None and not isinstance(v, dict):
+            raise InputError("export", f"{k}: {v!r}", f"a mapping of {engine} {engine_spec(engine)['version']} fields: "
+                             + ", ".join(nested_keys(engine, k)))
         bad = sorted(set(v) - set(nested_keys(engine, k))) if isinstance(v, dict) else []
         if bad:
             raise InputError("export", f"{k}.{bad[0]}", f"a documented {engine} {engine_spec(engine)['version']} field of {k}: "

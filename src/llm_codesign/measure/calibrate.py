@@ -350,8 +350,8 @@ class _ServingFit:
 def fit_serving(rows: list[dict], fams: dict[str, Calibration], rounds: int = 8,
                 start: Calibration | None = None, *, report: dict | None = None) -> tuple[dict[str, Calibration], dict]:
     """Fit the serving-software parameters on measured serving runs: per-backend step overheads,
-    the prefill queue fraction, the share of kernel overheads left inside a captured step, and the
-    scale-out collective latency. One set across the families present, written to [default].
+    the prefill queue fraction, the engines' one-shot all-reduce and the scale-out collective
+    latency (SERVING_BOUNDS). One set across the families present, written to [default].
     With `start` (a profile's values), the search continues from there with the median cycles only:
     a re-fit after a model change polishes the previous optimum instead of searching afresh.
     `report`, where given, is filled as fit_kind's report (for `doubtful`): the fit's error and the starting
