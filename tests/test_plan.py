@@ -68,3 +68,23 @@ def test_every_frontier_point_reproduces_and_its_breakdown_is_its_own():
     assert qkv
     # the breakdown's step is the point's step: the slowest point's decode step within its TPOT
     assert sum(x["time_ms"] for x in rows) <= p["tpot_ms"] * 1.0000001
+
+
+def test_point_breakdowns_price_each_point_as_alone():
+    """The batched breakdowns (a frontier's points of one deployment priced as one concurrency array)
+    equal each point's own breakdown, row for row, on a frontier that mixes plans, precisions and
+    MTP draft lengths at many batch sizes."""
+    from llm_codesign.explore.search import point_breakdowns
+    from llm_codesign.spec.plan import SpecDecoding
+
+    m, g = get_model("deepseek-r1"), get_gpu("b200")
+    cal = calibration_for(g)
+    r = search(m, g, cal, SearchSpace(8, spec=SpecDecoding("mtp", 3, rates=(0.85, 0.7, 0.6)), spec_ks=(0, 1, 3)),
+               isl=1024, osl=1024)
+    deps = [p["deployment"] for p in r["frontier"]]
+    assert len({(d["tp"], d["ep"], d["attention_dp"], d["draft_len"], d["weight_dtype"]) for d in deps}) >= 3
+    batched = point_breakdowns(m, cal, deps, 1024, 1024, gpu=g)
+    for d, rows in zip(deps, batched, strict=True):
+        alone = point_breakdown(m, cal, d, 1024, 1024, gpu=g)
+        assert [x["name"] for x in rows] == [x["name"] for x in alone]
+        assert [x["time_ms"] for x in rows] == pytest.approx([x["time_ms"] for x in alone], rel=1e-12)

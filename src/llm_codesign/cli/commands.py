@@ -290,7 +290,7 @@ def pareto(
     from pathlib import Path
 
     from llm_codesign.cost.calibration import calibration_for
-    from llm_codesign.explore.search import SearchSpace, parse_precisions, point_breakdown, search
+    from llm_codesign.explore.search import SearchSpace, parse_precisions, point_breakdowns, search
     from llm_codesign.render.report import check_writable, write_all, write_csv, write_html, write_plot
     from llm_codesign.spec.plan import Workload
 
@@ -356,8 +356,8 @@ def pareto(
                 r = search(m, g, cal, space, isl=isl, osl=osl, engine=eng, max_num_tokens=max_num_tokens, min_tps_user=min_tps_user,
                            max_ttft_ms=max_ttft_ms, progress=cb, max_accuracy_drop=max_accuracy_drop, prefix_hit=prefix_hit)
                 i = len(results)
-                for j, p in enumerate(r["frontier"]):
-                    breakdowns[f"{i}:{j}"] = point_breakdown(m, cal, p["deployment"], isl, osl, gpu=g)
+                for j, rows in enumerate(point_breakdowns(m, cal, [p["deployment"] for p in r["frontier"]], isl, osl, gpu=g)):
+                    breakdowns[f"{i}:{j}"] = rows
                 _price_points(r, g, gpu_hour_price, isl, osl)
                 results.append(r)
                 if disagg:

@@ -329,14 +329,30 @@ def point_record(dep: Deployment, *, replicas: int, concurrency: int) -> dict:
 
 def point_breakdown(model: ModelSpec, cal: Calibration, dep: dict, isl: int, osl: int, *, gpu: Gpu | None = None) -> list[dict]:
     """Per-operator time (ms per step, one GPU) of a frontier point, priced from its own record."""
+    return point_breakdowns(model, cal, [dep], isl, osl, gpu=gpu)[0]
+
+
+def point_breakdowns(model: ModelSpec, cal: Calibration, deps: list[dict], isl: int, osl: int, *,
+                     gpu: Gpu | None = None) -> list[list[dict]]:
+    """`point_breakdown` of many points: the points of one deployment are priced together, their
+    concurrencies as one array (a frontier holds a few deployments at many batch sizes)."""
     from llm_codesign.serve.metrics import decode_operators
     from llm_codesign.spec.plan import Workload
 
-    one = Deployment.from_dict(dep, gpu)
-    return op_rows(decode_operators(model, one, Workload(isl=isl, osl=osl), dep["concurrency_per_instance"], calibration=cal))
+    groups: dict[Deployment, list[int]] = {}
+    for i, dep in enumerate(deps):
+        groups.setdefault(Deployment.from_dict(dep, gpu), []).append(i)
+    out: list[list[dict]] = [[] for _ in deps]
+    for one, idx in groups.items():
+        conc = np.array([deps[i]["concurrency_per_instance"] for i in idx])
+        ops = decode_operators(model, one, Workload(isl=isl, osl=osl), conc, calibration=cal)
+        for j, i in enumerate(idx):
+            out[i] = op_rows(ops, at=j, n=len(idx))
+    return out
 
 
-def op_rows(ops, prefix: str = "") -> list[dict]:
-    """Operators that take time, slowest first: name, kind and ms per step on one GPU."""
-    rows = [{"name": prefix + op.name, "kind": op.kind, "time_ms": float(np.sum(op.total_time)) * 1e3} for op in ops]
+def op_rows(ops, prefix: str = "", *, at: int = 0, n: int = 1) -> list[dict]:
+    """Operators that take time, slowest first: name, kind and ms per step on one GPU (of point `at`,
+    where the operators were priced for `n` points at once)."""
+    rows = [{"name": prefix + op.name, "kind": op.kind, "time_ms": float(np.broadcast_to(op.total_time, (n,))[at]) * 1e3} for op in ops]
     return sorted((x for x in rows if x["time_ms"] > 0), key=lambda x: -x["time_ms"])

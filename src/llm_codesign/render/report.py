@@ -8,6 +8,7 @@ import csv
 import html
 import io
 import json
+import math
 import os
 import secrets
 from pathlib import Path
@@ -178,6 +179,29 @@ def _place_labels(ax, fig, items) -> None:
             a.remove()
 
 
+def _decade(v: float) -> str:
+    """A decade tick's label: 0.1, 1, 10, 100, 1k, 10k, 1M."""
+    for div, unit in ((1e6, "M"), (1e3, "k")):
+        if v >= div:
+            return f"{v / div:g}{unit}"
+    return f"{v:g}"
+
+
+def _log_grid(ax, xlim, ylim) -> None:
+    """Major grid at the decades, minor grid at 2..9 times them as one line collection per axis, not
+    as minor ticks (matplotlib builds a Tick object per minor line: a third of the plot's drawing
+    time), and decade labels as plain numbers (10, 1k), which need no mathtext."""
+    from matplotlib.ticker import FuncFormatter, NullLocator
+
+    for axis, (lo, hi), lines in ((ax.xaxis, xlim, ax.vlines), (ax.yaxis, ylim, ax.hlines)):
+        axis.set_minor_locator(NullLocator())
+        axis.set_major_formatter(FuncFormatter(lambda v, _pos: _decade(v)))
+        minor = [d * 10.0 ** e for e in range(math.floor(math.log10(lo)), math.ceil(math.log10(hi)) + 1) for d in range(2, 10)]
+        other = ylim if axis is ax.xaxis else xlim
+        lines([v for v in minor if lo < v < hi], *other, colors="#b0b0b0", linewidth=0.6, alpha=0.3, zorder=0)
+    ax.grid(True, which="major", alpha=0.3)
+
+
 def write_plot(results: list[dict], path: str | Path) -> None:
     """PNG or SVG: dominated cloud, frontier, configs at key points, roofline-ideal bound. Several series
     (GPUs, models, designs): one colour and one bound dash each, the legend beside the axes, labels
@@ -229,12 +253,15 @@ def write_plot(results: list[dict], path: str | Path) -> None:
     r0 = results[0]
     ax.set_title(f"Pareto frontier, ISL/OSL {r0['isl']}/{r0['osl']}, {gpus_text(r0['num_gpus'])}"
                  + ("" if many else f": {r0['model']} on {r0['gpu']}"))
-    ax.grid(True, which="both", alpha=0.3)
+    _log_grid(ax, (x0, x1), (y0, y1))
     if many:
         ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
+        fig.tight_layout()  # the legend beside the axes is as wide as its longest label
     else:
         ax.legend(fontsize=8, loc="lower left")
-    fig.tight_layout()
+        # the margins tight_layout finds for this layout (log axes: tick labels 10^k), fixed: it costs a
+        # fifth of a second, a sixth of the main job
+        fig.subplots_adjust(left=0.077, right=0.983, bottom=0.102, top=0.94)
     _place_labels(ax, fig, labels)
     fig.savefig(path)
 
