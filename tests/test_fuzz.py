@@ -228,7 +228,7 @@ class Gen:
             p.write_text(f"[{sec}]\n{key} = {val}\n")
             what = f"profile [{sec}] {key} = {val}"
         elif kind < 0.8:
-            key, val = r.choice(["step_overhead_s", "ttft_overhead_s", "gemm_eff_scale", "prefill_queue_fraction"]), r.choice(PROFILE_VALUES)
+            key, val = r.choice(["step_overhead_s", "ttft_overhead_s", "seq_overhead_s", "prefill_queue_fraction"]), r.choice(PROFILE_VALUES)
             eng = r.choice(["trtllm", "vllm", "sglang", "other"])
             p.write_text(f"[{sec}.{key}]\n{eng} = {val}\n" if r.random() < 0.8 else f"[{sec}]\n{key} = {val}\n")
             what = f"profile [{sec}.{key}] {eng} = {val}"

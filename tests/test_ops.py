@@ -218,3 +218,39 @@ def test_operators_carry_their_part_and_precision(b200):
     assert ("moe", "bf16", "bf16") in gemms  # the router
     assert ("lm_head", "bf16", "bf16") in gemms
     assert {op.part for op in ops} >= {"attention", "moe", "lm_head", "layer"}
+
+
+def test_mtp_draft_passes_price_the_module_and_the_first_pass_over_every_checked_position():
+    """DeepSeek MTP as TensorRT-LLM runs it: pass 1 over the 1 + k positions the verify step checked,
+    passes 2..k over one token each, every pass with the module's norms, eh_proj and its all-reduce and
+    greedy sampling (ops.mtp_module_ops) on top of the decoder layer and the shared LM head."""
+    from llm_codesign.cost.calibration import calibration_for
+    from llm_codesign.cost.ops import mtp_module_ops
+    from llm_codesign.serve.aggregated import decode_step, draft_model
+    from llm_codesign.spec.hardware import get_gpu
+    from llm_codesign.spec.precision import Precision
+    from llm_codesign.spec.engines import get_engine
+    from llm_codesign.spec.plan import SpecDecoding
+
+    m, g = get_model("deepseek-r1"), get_gpu("b200")
+    costs = get_engine("trtllm").costs(calibration_for(g))
+    sh, prec, spec = Sharding(tp=8, ep=8), Precision.of("fp8_block"), SpecDecoding("mtp", 3, rates=(0.8, 0.6, 0.4))
+    dm = draft_model(m, spec)
+    extra = mtp_module_ops(dm, g, costs.cal, sh, tokens=4.0)
+    names = [o.name for o in extra]
+    assert names == ["mtp/norms", "mtp/eh_proj", "mtp/eh_proj_all_reduce", "mtp/logits_gather", "mtp/argmax"]
+    eh = extra[1]
+    assert eh.flops == pytest.approx(2.0 * 4 * 7168 * (2 * 7168 / 8))  # [4 tokens, 2h/TP] x [2h/TP, h]
+    assert all(o.time > 0 for o in extra)
+
+    def draft(k):
+        return float(decode_step(m, g, prec, sh, costs=costs, b=4.0, ctx=2048.0, k=np.asarray(float(k)), spec=spec)[1])
+
+    one_pass = float(step_time(forward_ops(dm, g, costs.cal, prec, sh, b=Batch(dec_seqs=4.0, dec_ctx=2048.0))))
+    rest = one_pass + float(step_time(mtp_module_ops(dm, g, costs.cal, sh, tokens=4.0)))
+    first = float(step_time(forward_ops(dm, g, costs.cal, prec, sh, b=Batch(dec_seqs=4.0, dec_ctx=2048.0, dec_tokens_per_seq=4.0)))
+                  + step_time(mtp_module_ops(dm, g, costs.cal, sh, tokens=16.0)))
+    assert draft(0) == 0.0
+    # k = 3: the first pass over 4 positions of each of the 4 sequences, then two passes of one token
+    assert draft(3) == pytest.approx(first + 2.0 * rest, rel=1e-9)
+    assert first > rest > one_pass

@@ -310,40 +310,35 @@ def test_out_of_step_prefills_stall_decode_by_what_they_add(h100):
     assert r["tpot_s"].item() == pytest.approx(t_stage + stall, rel=1e-6)
 
 
-def test_engine_kernel_scales_relative_to_trtllm(h100):
-    from llm_codesign.cost.calibration import documented
+def test_engine_attention_kernels_by_kind(h100):
+    """Engines run TensorRT-LLM's kernel efficiencies; where their default backend picks another
+    attention kernel, that kernel's cited time ratio applies (engines.ATTENTION_KERNELS), by kind and
+    phase, not one scale per engine: vLLM on Blackwell decodes GQA with a BF16 cache on trtllm-gen
+    kernels up to 256 decode tokens and on FlashInfer's own (1.3x) beyond; with an FP8 cache always on
+    trtllm-gen. GEMMs are the same in every engine, and a profile naming a removed scale is refused."""
+    from llm_codesign.cost.calibration import _apply
+    from llm_codesign.spec.engines import attention_time_factor
 
+    t = attention_time_factor("vllm", "blackwell", "gqa", "decode", kv_fp8=False, dec_tokens=np.array([64.0, 256.0, 257.0, 2048.0]))
+    assert t.tolist() == [1.0, 1.0, 1.3, 1.3]
+    assert attention_time_factor("vllm", "blackwell", "gqa", "decode", kv_fp8=True, dec_tokens=2048.0) == 1.0
+    assert attention_time_factor("vllm", "blackwell", "mla", "decode", kv_fp8=True) == 1.15
+    assert attention_time_factor("sglang", "blackwell", "mla", "decode", kv_fp8=True) == 1.0  # trtllm_mla
+    assert attention_time_factor("sglang", "hopper", "gqa", "prefill", kv_fp8=False) == 1.07  # FlashAttention-3
+    assert attention_time_factor("", "hopper", "gqa", "prefill", kv_fp8=False) == 1.0  # the kernel tables
     base = calibration_for(h100)
-    cal = replace(base, gemm_eff_scale=(("trtllm", 1.0), ("vllm", 0.8)), attn_eff_scale=(("trtllm", 1.0), ("vllm", 2.0)))
-    v, t = cal.in_step("vllm"), cal.in_step("trtllm")
-    # vLLM: GEMM, grouped-GEMM and streaming efficiencies x0.8; attention fractions x2 but never above 1
-    assert v.gemm_eff_fp8 == pytest.approx(0.8 * t.gemm_eff_fp8) and v.moe_eff == pytest.approx(0.8 * t.moe_eff)
-    assert v.bw_eff == pytest.approx(0.8 * t.bw_eff)
-    assert v.attn_prefill_eff == pytest.approx(min(2 * t.attn_prefill_eff, 1.0))
-    assert v.attn_decode_bw_eff == pytest.approx(min(2 * t.attn_decode_bw_eff, 1.0)) and v.attn_decode_bw_eff <= 1.0
-    # TensorRT-LLM (where the kernel tables were measured) keeps the fitted kernel efficiencies
-    assert (t.gemm_eff_fp8, t.attn_prefill_eff) == (base.in_step("trtllm").gemm_eff_fp8, base.in_step("trtllm").attn_prefill_eff)
-    assert dict(documented().gemm_eff_scale)["trtllm"] == 1.0
-    # slower GEMMs: a memory-bound decode step of Llama-3.1-8B at batch 8 costs more on the scaled engine
+    v, t = base.in_step("vllm"), base.in_step("trtllm")
+    assert (v.gemm_eff_fp8, v.moe_eff, v.bw_eff, v.attn_prefill_eff) == (t.gemm_eff_fp8, t.moe_eff, t.bw_eff, t.attn_prefill_eff)
+    for removed in ("gemm_eff_scale", "attn_eff_scale"):
+        with pytest.raises(InputError, match=removed):
+            _apply(base, {removed: {"vllm": 0.8}}, "profile.toml")
+    # the decode-attention operator of Llama-3.1-8B on H100 at batch 8: vLLM's FlashAttention-3 takes 1.15x TensorRT-LLM's
     m = get_model("llama-3.1-8b")
-    plan = Plan(*(np.array([v]) for v in (1, 1, 1, 1, 1, 1)))
-    same = replace(cal, step_overhead_s=(("trtllm", 1e-3), ("vllm", 1e-3)), attn_eff_scale=(("trtllm", 1.0), ("vllm", 1.0)))
-    a = evaluate(m, h100, same, m.default_precision, plan, concurrency=8.0, isl=1024.0, osl=256.0, engine=get_engine("trtllm"), max_num_tokens=8192)
-    b = evaluate(m, h100, same, m.default_precision, plan, concurrency=8.0, isl=1024.0, osl=256.0, engine=get_engine("vllm"), max_num_tokens=8192)
-    assert b["step_s"].item() > 1.15 * (a["step_s"].item() - 1e-3) + 1e-3
-
-
-def test_serving_fit_never_moves_the_reference_engine_kernels(monkeypatch):
-    from llm_codesign.measure import calibrate
-
-    monkeypatch.setattr(calibrate, "SERVING_BOUNDS", tuple(b for b in calibrate.SERVING_BOUNDS if b[0] in ("gemm_eff_scale", "attn_eff_scale")))
-    rows = [{"model": "meta-llama/Llama-3.1-8B", "gpu": "h100", "num_gpus": "1", "backend": be, "weight_dtype": "bf16",
-             "kv_dtype": "bf16", "isl": "1024", "osl": "256", "concurrency": "8", "tp": "1", "ttft_ms": "50",
-             "tpot_ms": "12"} for be in ("trtllm", "vllm")]
-    fams, out = calibrate.fit_serving(rows, {"hopper": calibration_for(get_gpu("h100"))}, rounds=1)
-    # only vLLM's scales are searched; TensorRT-LLM's stay at 1 (the kernel tables' own engine)
-    assert set(out["gemm_eff_scale"]) == {"vllm"} and set(out["attn_eff_scale"]) == {"vllm"}
-    assert dict(fams["hopper"].gemm_eff_scale)["trtllm"] == 1.0
+    plan = Plan(*(np.array([x]) for x in (1, 1, 1, 1, 1, 1)))
+    ops = {e: {o.name: o for o in evaluate(m, h100, base, m.default_precision, plan, concurrency=8.0, isl=1024.0, osl=256.0,
+                                             engine=get_engine(e), max_num_tokens=8192, with_ops=True)["ops"]} for e in ("trtllm", "vllm")}
+    name = next(n for n in ops["trtllm"] if n.endswith("core_decode"))
+    assert ops["vllm"][name].time.item() == pytest.approx(1.15 * ops["trtllm"][name].time.item(), rel=1e-9)
 
 
 def test_serving_fit_reprices_one_engine_at_a_time_without_changing_the_answer(monkeypatch):

@@ -176,15 +176,12 @@ def calibrate(
             err = f"median APE {r['median_ape']:.1f}%  p90 {r['p90_ape']:.1f}%" if r.get("median_ape") is not None else "no row priced"
         con.print(f"{r['family']:10s} {r['kind']:18s} {r['rows']:6d} rows  {err}")
     if srv:
-        attn = srv["attn_eff_scale"]
-        scales = ", ".join(f"{b} {v:.2f} / {attn[b]:.2f}" for b, v in srv["gemm_eff_scale"].items())
         con.print(f"serving: step overhead {', '.join(f'{b} {v * 1e3:.2f} ms' for b, v in srv['step_overhead_s'].items())}; "
                   f"request overhead {', '.join(f'{b} {v * 1e3:.1f} ms' for b, v in srv['ttft_overhead_s'].items())}; "
                   f"prefill queue fraction {', '.join(f'{b} {v:.2f}' for b, v in srv['prefill_queue_fraction'].items())}; "
                   f"eager launch {', '.join(f'{b} {v * 1e6:.1f} us' for b, v in srv['eager_launch_s'].items())}; "
                   f"wait steps {', '.join(f'{b} {v:.2f}' for b, v in srv['ttft_wait_steps'].items())}; "
-                  f"host cost per running sequence {', '.join(f'{b} {v * 1e6:.1f} us' for b, v in srv['seq_overhead_s'].items())}; "
-                  f"kernel efficiency vs TensorRT-LLM (GEMM / attention) {scales}")
+                  f"host cost per running sequence {', '.join(f'{b} {v * 1e6:.1f} us' for b, v in srv['seq_overhead_s'].items())}")
     con.print(f"wrote {output}")
 
 

@@ -10,14 +10,7 @@ from llm_codesign.errors import InputError, read_toml
 from llm_codesign.spec.validation import check_param
 
 BACKEND_KEYED = ("step_overhead_s", "ttft_overhead_s", "comm_latency_scale", "prefill_queue_fraction", "eager_launch_s",
-                 "prefill_spread_exponent", "ttft_wait_steps", "adp_wait_steps", "gemm_eff_scale", "attn_eff_scale", "seq_overhead_s")  # per serving engine
-# per-engine kernel efficiencies relative to the engine the kernel tables were measured in (TensorRT-LLM's
-# PyTorch flow, data/measurements/SOURCES.md): that engine's scale is 1 by definition and is never fitted
-REFERENCE_ENGINE = "trtllm"
-ENGINE_RELATIVE = ("gemm_eff_scale", "attn_eff_scale")
-_GEMM_EFFS = ("gemm_eff_bf16", "gemm_eff_fp8", "gemm_eff_fp8_block", "gemm_eff_fp4", "moe_eff", "bw_eff")
-_ATTN_EFFS = ("attn_decode_bw_eff", "attn_decode_bw_eff_fp8", "attn_prefill_eff", "attn_prefill_eff_fp8", "attn_decode_flops_eff",
-              "attn_decode_wide_flops_eff", "mla_decode_flops_eff")
+                 "prefill_spread_exponent", "ttft_wait_steps", "adp_wait_steps", "seq_overhead_s")  # per serving engine
 
 
 @dataclass(frozen=True)
@@ -80,8 +73,6 @@ class Calibration:
     eager_launch_s: tuple[tuple[str, float], ...]
     ttft_wait_steps: tuple[tuple[str, float], ...]
     adp_wait_steps: tuple[tuple[str, float], ...]
-    gemm_eff_scale: tuple[tuple[str, float], ...]
-    attn_eff_scale: tuple[tuple[str, float], ...]
     seq_overhead_s: tuple[tuple[str, float], ...]
     custom_ar_latency_s: float
     custom_ar_twoshot_latency_s: float
@@ -135,24 +126,18 @@ class Calibration:
         the fusions the engine makes (spec.engines.STEP_FUSIONS, cost.kernels). Engines replace
         NCCL's all-reduce with their own one-shot / two-shot kernels inside an NVLink/xGMI domain
         where they pick them (allreduce_engine, kernels.collective_time), and comm_latency_scale (1
-        unless a profile sets it) scales the NCCL collectives left; and engines ship their own GEMM,
-        grouped-GEMM and attention kernels (vLLM and SGLang: FlashInfer, FlashAttention,
-        Triton/CUTLASS fused MoE; TensorRT-LLM: its own), seen as per-engine scales on the
-        efficiencies fitted on TensorRT-LLM's kernels. A fraction of a peak stays at most 1."""
+        unless a profile sets it) scales the NCCL collectives left. Kernels run at the tables'
+        efficiencies in every engine: the attention kernels an engine picks instead of TensorRT-LLM's
+        are priced by kind (spec.engines.ATTENTION_KERNELS), and GEMMs call the same libraries (the
+        per-engine GEMM and attention scales once fitted here are removed)."""
         c = self.engine("comm_latency_scale", backend) if backend else 1.0
-        g = self.engine("gemm_eff_scale", backend) if backend else 1.0
-        a = self.engine("attn_eff_scale", backend) if backend else 1.0
-        e = backend or ""  # the engine's own all-reduce where it picks one, and its fusions (allreduce_engine)
-        if c == 1.0 and g == 1.0 and a == 1.0 and e == self.allreduce_engine:
+        e = backend or ""  # the engine's own all-reduce where it picks one, its fusions and kernels (allreduce_engine)
+        if c == 1.0 and e == self.allreduce_engine:
             return self
         kw = {"allreduce_engine": e}
         kw.update({k: getattr(self, k) * c for k in (
             "comm_latency_s", "comm_latency_slope_s", "comm_gather_latency_s", "comm_gather_latency_slope_s",
             "comm_a2a_latency_s", "comm_a2a_latency_slope_s", "comm_bw_half_bytes")})
-        # moe_eff is relative to a dense GEMM (it may exceed 1); the others are fractions of a peak
-        kw.update({k: getattr(self, k) * g if k == "moe_eff" else min(getattr(self, k) * g, 1.0) for k in _GEMM_EFFS})
-        kw.update({k: min(getattr(self, k) * a, 1.0) for k in _ATTN_EFFS})
-        kw["attn_prefill_score_s"] = self.attn_prefill_score_s / a  # a time per score, not a fraction
         return replace(self, **kw)
 
 
@@ -163,7 +148,9 @@ def _apply(c: Calibration, section: dict, origin: str) -> Calibration:
     kw = {}
     for k, v in section.items():
         if isinstance(v, dict) and k not in BACKEND_KEYED:
-            continue  # a nested family section
+            # a table of engines under a name that is not per engine (or no longer is: the removed
+            # gemm_eff_scale / attn_eff_scale) would otherwise be dropped in silence
+            raise InputError(f"calibration.{k}", "a table", f"{origin}: per-engine tables are " + ", ".join(BACKEND_KEYED))
         if k not in _FIELDS:
             raise InputError(f"calibration.{k}", v, f"{origin}: known parameters are " + ", ".join(sorted(_FIELDS)))
         # every value finite and in the parameter's physical range (spec.validation.param_range)

@@ -16,7 +16,7 @@ import numpy as np
 
 from llm_codesign.cost import kernels as cost
 from llm_codesign.cost.calibration import Calibration
-from llm_codesign.spec.engines import AR_NORM_KERNELS, ar_norm_fused, fuses
+from llm_codesign.spec.engines import AR_NORM_KERNELS, ar_norm_fused, attention_time_factor, fuses
 from llm_codesign.spec.hardware import Gpu
 from llm_codesign.spec.model import Attention, Ffn, Layer, ModelSpec
 from llm_codesign.spec.precision import Precision, executable, gemm_math
@@ -471,7 +471,8 @@ def _core_decode(a: Attention, b: Batch, at: _At, P: str, *, s: _Step, ctx, prec
              else dec_tok * heads_l)
     times = cost.attention_decode_time(dec_flops, dec_bytes, gpu, dcal, seq_heads=items, kv_fp8=kv_fp8,
                                        group=heads_l / kv_l if a.kind == "gqa" else 1.0)
-    return _attention(f"{P}/core_decode", dec_flops, dec_bytes, times, at)
+    f = attention_time_factor(cal.allreduce_engine, gpu.family, _attn_kind(a), "decode", kv_fp8=kv_fp8, dec_tokens=dec_tok)
+    return _attention(f"{P}/core_decode", dec_flops, dec_bytes, tuple(x * f for x in times), at)
 
 
 def _core_prefill(a: Attention, b: Batch, at: _At, P: str, *, s: _Step, prec: Precision, kv) -> Op:
@@ -498,7 +499,13 @@ def _core_prefill(a: Attention, b: Batch, at: _At, P: str, *, s: _Step, prec: Pr
     pmath = "fp8" if (prec.kv.math == "fp8" and at.gpu.supports("fp8")) else "bf16"
     times = cost.attention_prefill_time(np.where(tp_tok > 0, pf_flops, 0.0), pf_bytes, at.gpu, at.cal, math=pmath,
                                         seq_heads=seqs * heads_l, keys=keys, scores=tp_tok * heads_l * keys)
-    return _attention(f"{P}/core_prefill", pf_flops, pf_bytes, times, at)
+    f = attention_time_factor(at.cal.allreduce_engine, at.gpu.family, _attn_kind(a), "prefill", kv_fp8=prec.kv.math == "fp8")
+    return _attention(f"{P}/core_prefill", pf_flops, pf_bytes, tuple(x * f for x in times), at)
+
+
+def _attn_kind(a: Attention) -> str:
+    """The attention kernel kind engines pick a kernel for (engines.ATTENTION_KERNELS)."""
+    return "dsa" if a.index_topk else a.kind
 
 
 def _dense_ffn(f: Ffn, F: str, at: _At, s: _Step) -> list[Op]:
@@ -636,6 +643,22 @@ def _slowest_stage(model: ModelSpec, pp, parts, head: Op):
             counts[j][at] = table[idx, j]
         head_on[at] = idx == len(cand) - 1
     return counts, head_on
+
+
+def mtp_module_ops(model: ModelSpec, gpu: Gpu, cal: Calibration, sh: Sharding, *, tokens) -> list[Op]:
+    """What one DeepSeek MTP pass runs beside its decoder layer and the shared LM head (DeepSeek-V3
+    report, sec. 2.2; TensorRT-LLM _torch/models/modeling_deepseekv3.py, DeepseekV3MTP): RMSNorms of
+    the previous hidden state and of the token's embedding, their concatenation projected back to the
+    hidden size by eh_proj (BF16 [2h, h], row-parallel over TP, so one more all-reduce), and the pass's
+    greedy sampling (_torch/speculative/mtp.py): the vocab-parallel logits gathered and an argmax."""
+    at = _At(np.ones_like(np.asarray(sh.pp, float)), gpu, cal)
+    h, tp = model.hidden, np.asarray(sh.tp, float) * np.asarray(sh.kvp, float)
+    tokens = np.asarray(tokens, float)
+    return _tag([_elementwise("mtp/norms", tokens * h * 2.0 * 4.0, 2.0, at),  # two vectors read and written in BF16
+                 _gemm("mtp/eh_proj", tokens, h, 2.0 * h / tp, at, **_BF16),
+                 _comm("mtp/eh_proj_all_reduce", "all_reduce", tokens * h * 2.0, tp, at),
+                 _comm("mtp/logits_gather", "all_gather", tokens * model.vocab * 4.0, tp, at),  # FP32 logits
+                 _elementwise("mtp/argmax", tokens * model.vocab * 4.0, 1.0, at)], "lm_head", "bf16")
 
 
 def step_time(ops: list[Op]):

@@ -12,8 +12,6 @@ import numpy as np
 
 from llm_codesign.cost.calibration import (
     BACKEND_KEYED,
-    ENGINE_RELATIVE,
-    REFERENCE_ENGINE,
     Calibration,
     calibration_for,
     documented,
@@ -52,12 +50,7 @@ GRID = {"attn_decode_max_group": (8, 16, 24, 32, 48, 64, 1024), "attn_decode_wid
 # Wait steps: half the running step (what a random arrival waits on average) plus up to two more from
 # an overlapping scheduler and the step that returns the token. Attention-DP balancing holds context
 # requests for batching_wait_iters = 10, at most timeout_iters = 50 iterations (AttentionDpConfig
-# defaults when balancing is on); the search starts at the former. Engine kernel scales, relative to
-# TensorRT-LLM's kernels, whose own scale stays 1 (calibration.REFERENCE_ENGINE): the dense and grouped
-# GEMMs vLLM and SGLang call are the same libraries (cuBLASLt, CUTLASS, DeepGEMM, FlashInfer's copies of
-# TensorRT-LLM's FP4 kernels) or slower ones (Triton fused MoE), so at most 1; their attention kernels
-# differ in kind (FlashInfer, FlashAttention, FlashMLA against TensorRT-LLM's FMHA and XQA), within a
-# factor 1.5 either way.
+# defaults when balancing is on); the search starts at the former.
 # Host cost per running sequence: from none up to 100 us (Python per-request work per step).
 # The engines' one-shot all-reduce fixed cost (one flag exchange over NVLink plus the kernel's floor under
 # CUDA graphs): 2-15 us, from 5 us (~5-7 us at TP8 on H100/B200). It replaces the per-engine
@@ -67,7 +60,6 @@ SERVING_BOUNDS = (("step_overhead_s", 2e-3, 1e-5, 0.05), ("ttft_overhead_s", 20e
                   ("eager_launch_s", 1e-5, 1e-7, 3e-5),
                   ("scale_out_latency_s", 25e-6, 5e-6, 1e-4), ("prefill_spread_exponent", 0.5, 0.05, 2.0),
                   ("ttft_wait_steps", 1.0, 0.5, 3.0), ("adp_wait_steps", 10.0, 0.0, 60.0),
-                  ("gemm_eff_scale", 1.0, 0.5, 1.0), ("attn_eff_scale", 1.0, 0.5, 1.5),
                   ("seq_overhead_s", 5e-6, 1e-8, 1e-4))
 SERVING_FIELDS = {n for n, *_ in SERVING_BOUNDS}
 # serving search: two cycles on the smooth loss from log steps of 1 and 0.5, then median cycles from a step of
@@ -222,11 +214,9 @@ def held_out(rows: list[dict], models: list[str]) -> list[dict]:
 
 
 # bounds of SERVING_BOUNDS that are the quantity's own limit rather than the search's, where a fit may rest:
-# no attention-DP wait, an engine's GEMMs as fast as the reference engine's (calibration.REFERENCE_ENGINE),
-# the whole prefill queue ahead waited on, no host cost per running sequence ("from none"). Any other bound a fit lands on stands for a missing mechanism or unusable
+# no attention-DP wait, the whole prefill queue ahead waited on, no host cost per running sequence ("from none"). Any other bound a fit lands on stands for a missing mechanism or unusable
 # rows, and `calibrate` refuses it as it refuses a kernel efficiency on its bound.
-SERVING_NATURAL_LIMITS = {("adp_wait_steps", "lo"), ("gemm_eff_scale", "hi"),
-                          ("prefill_queue_fraction", "hi"), ("seq_overhead_s", "lo")}
+SERVING_NATURAL_LIMITS = {("adp_wait_steps", "lo"), ("prefill_queue_fraction", "hi"), ("seq_overhead_s", "lo")}
 
 
 _SERVING_METRICS = ("ttft_ms", "tpot_ms", "output_tok_s_per_gpu")  # the metrics a serving fit's loss reads
@@ -245,8 +235,7 @@ class _ServingFit:
         self.ys = {m: np.array([float(r[m]) if (r.get(m) or "").strip() else np.nan for r in rows]) for m in METRICS}
         self.state = {}
         for name, init, lo, hi in SERVING_BOUNDS:
-            engines = [b for b in backends if not (name in ENGINE_RELATIVE and b == REFERENCE_ENGINE)]
-            for key in ([f"{name}:{b}" for b in engines] if name in BACKEND_KEYED else [name]):
+            for key in ([f"{name}:{b}" for b in backends] if name in BACKEND_KEYED else [name]):
                 v = init
                 if start is not None:
                     b = key.partition(":")[2]

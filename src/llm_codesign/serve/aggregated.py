@@ -20,7 +20,7 @@ import numpy as np
 
 from llm_codesign.cost import memory
 from llm_codesign.cost.calibration import Calibration
-from llm_codesign.cost.ops import Batch, Sharding, forward_ops, launches, step_time
+from llm_codesign.cost.ops import Batch, Sharding, forward_ops, launches, mtp_module_ops, step_time
 from llm_codesign.errors import InputError
 from llm_codesign.spec.engines import TRTLLM, Engine, EngineCosts, sglang_static_fraction
 from llm_codesign.spec.hardware import Gpu
@@ -89,7 +89,17 @@ def decode_step(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Sharding, *, co
         dm = draft_model(model, spec)
         dsh = sh if spec.method != "draft" else replace(sh, pp=np.ones_like(pp))
         dops = forward_ops(dm, gpu, cal, prec, dsh, b=Batch(dec_seqs=b, dec_ctx=ctx))
-        t_draft = k * step_time(dops)
+        t_pass = step_time(dops)
+        if spec.method == "mtp":
+            # TensorRT-LLM's MTP (Eagle mode, its default for DeepSeek; _torch/speculative/mtp.py): the
+            # first pass runs on every position the verify step checked (1 + k tokens per sequence), and
+            # each pass adds the MTP module's input path and greedy sampling (ops.mtp_module_ops)
+            first = forward_ops(dm, gpu, cal, prec, dsh, b=Batch(dec_seqs=b, dec_ctx=ctx, dec_tokens_per_seq=1.0 + k))
+            t_first = step_time(first) + step_time(mtp_module_ops(dm, gpu, cal, dsh, tokens=b * (1.0 + k)))
+            t_rest = t_pass + step_time(mtp_module_ops(dm, gpu, cal, dsh, tokens=b))
+            t_draft = np.where(k > 0, t_first + (k - 1.0) * t_rest, 0.0)
+        else:
+            t_draft = k * t_pass
         t_stage = t_stage + t_draft / pp
     return t_stage, t_draft, ops
 

@@ -161,6 +161,48 @@ SGLANG_AR_NORM_ARCHS = ("DeepseekV3ForCausalLM", "GptOssForCausalLM", "Glm4MoeFo
 AR_NORM_KERNELS = 2.0
 
 
+# The attention kernels an engine's default backend picks, as time relative to TensorRT-LLM's own
+# kernels on the same shape (the kernel tables'; TensorRT-LLM runs trtllm-gen FMHA/MLA kernels on
+# Blackwell, FMHA-v2 and XQA on Hopper). Keyed (engine, GPU family) -> {(kind, phase): factor}; a cell
+# not listed runs TensorRT-LLM's kernels or the same code (1.0). Kinds: gqa, mla, dsa (the sparse MLA of
+# DeepSeek-V3.2 / GLM-5); recurrent mixers run the same Triton (fla, mamba_ssm) sources everywhere.
+# At the measurement campaigns' versions (vLLM 0.12-0.14, SGLang 0.5.7+):
+# - Blackwell, vLLM: GQA prefill and FP8-KV decode on FlashInfer's trtllm-gen kernels (1.0); BF16-KV
+#   decode on them only up to 256 decode tokens per step, FlashInfer's own kernels beyond, 1.3 (range
+#   1.1-1.6: 1.09-1.54x in vLLM PR #19825) (attention_time_factor); MLA prefill on FlashInfer's CUTLASS
+#   kernels, 1.1 (1.0-1.3, no public comparison), MLA decode on CUTLASS MLA, 1.15 (1.0-1.4) (vLLM
+#   platforms/cuda.py backend priority; TRT-LLM-gen MLA only from PR #32339, vLLM 0.15).
+# - Blackwell, SGLang: trtllm-gen kernels for GQA (0.5.7+) and MLA (trtllm_mla, 0.5.4+), 1.0; DSA decode
+#   on FlashMLA's FP8 decode kernel, 1.2 (1.0-1.6; FlashMLA README: sparse decode "not really optimized
+#   yet" on B200, 350 of H800's 410 TFLOPS) (server_args.py, attention_backend defaults).
+# - Hopper, vLLM and SGLang: FlashAttention-3 for GQA and MLA prefill, 1.07 (0.95-1.2; 1.05-1.13x against
+#   TensorRT-LLM's FMHA, flashinfer issue #521), and GQA decode, 1.15 (1.0-1.5; ~55% of HBM in paged decode,
+#   flash-attention issue #1572); vLLM's MLA decode on FlashAttention-3's MLA kernel / FlashMLA, 1.0
+#   (0.85-1.25); SGLang's MLA decode on FlashAttention-3, 1.15.
+# Sources read: vllm/platforms/cuda.py, vllm/v1/attention/backends/flashinfer.py, sglang/srt/server_args.py
+# (released wheels), FlashMLA README; cited ratios are public kernel benchmarks, not fitted.
+ATTENTION_KERNELS = {
+    ("vllm", "blackwell"): {("gqa", "decode"): 1.3, ("mla", "prefill"): 1.1, ("mla", "decode"): 1.15},
+    ("sglang", "blackwell"): {("dsa", "decode"): 1.2},
+    ("vllm", "hopper"): {("gqa", "prefill"): 1.07, ("gqa", "decode"): 1.15, ("mla", "prefill"): 1.07},
+    ("sglang", "hopper"): {("gqa", "prefill"): 1.07, ("gqa", "decode"): 1.15, ("mla", "prefill"): 1.07,
+                           ("mla", "decode"): 1.15},
+}
+VLLM_TRTLLM_DECODE_TOKENS = 256  # vLLM's FlashInfer backend takes trtllm-gen decode kernels up to this many decode tokens
+
+
+def attention_time_factor(backend: str, family: str, kind: str, phase: str, *, kv_fp8: bool, dec_tokens=None):
+    """Time of an engine's attention kernel relative to TensorRT-LLM's on the same shape
+    (ATTENTION_KERNELS); 1 for the kernel tables ('') and for what runs the same kernels."""
+    f = ATTENTION_KERNELS.get((backend, family), {}).get((kind, phase), 1.0)
+    if backend == "vllm" and family == "blackwell" and kind == "gqa" and phase == "decode":
+        if kv_fp8:
+            return 1.0  # FP8 KV: trtllm-gen decode kernels at every batch
+        # BF16 KV: trtllm-gen up to VLLM_TRTLLM_DECODE_TOKENS decode tokens, FlashInfer's own kernels beyond
+        return np.where(np.asarray(dec_tokens, float) <= VLLM_TRTLLM_DECODE_TOKENS, 1.0, f)
+    return f
+
+
 def fuses(backend: str, fusion: str) -> bool:
     """Whether an engine's step makes one of STEP_FUSIONS ('' -- the kernel tables -- makes none)."""
     return fusion in STEP_FUSIONS.get(backend, ())
