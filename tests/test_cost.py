@@ -186,3 +186,29 @@ def test_prefill_softmax_exponentials_by_hand(h100, cal_h100):
     # the same FLOPs in heads half as wide hold twice the pairs: narrow heads cost more per FLOP
     t_narrow, _, _ = cost.attention_prefill_time(1e15, 1.0, h100, c, math="bf16", scores=2e12)
     assert float(t_narrow) - float(t) == pytest.approx(0.1, rel=1e-9)
+
+
+def test_w4a16_is_its_own_kernel_family():
+    """4-bit weights on BF16 math run mixed-input kernels (Marlin): INT4 everywhere, MXFP4/NVFP4 where the
+    GPU has no FP4 math; on Blackwell MXFP4 x BF16 runs tcgen05 kernels, priced as BF16. A one-token
+    INT4 GEMM on H100 streams its weights at Marlin's measured share of HBM (0.73, documented, not
+    fitted) plus the family's fixed cost: by hand, [1, 8192] x [8192, 8192] with 0.5 + 2/32 bytes per
+    weight (one BF16 scale per 32) reads 8192 * 8192 * 0.5625 + 2 * 8192 * 2 bytes."""
+    from llm_codesign.cost.kernels import gemm_kernel, gemm_time
+
+    assert gemm_kernel("bf16", "int4", fp4_math=True) == "w4a16"
+    assert gemm_kernel("bf16", "mxfp4", fp4_math=False) == "w4a16"
+    assert gemm_kernel("bf16", "mxfp4", fp4_math=True) == "bf16"
+    assert gemm_kernel("bf16", "bf16") == "bf16" and gemm_kernel("fp8", "fp8_block") == "fp8_block"
+    g = get_gpu("h100")
+    cal = calibration_for(g)
+    assert (cal.gemm_eff_w4a16, cal.gemm_bw_eff_w4a16) == (0.30, 0.73)
+    nbytes = 8192 * 8192 * 0.5625 + 2 * 8192 * 2
+    t, tc, tm = gemm_time(1, 8192, 8192, g, cal, math="bf16", a_bytes=2.0, w_bytes=0.5625, kernel="w4a16")
+    assert float(tm) == pytest.approx(nbytes / (3.35e12 * 0.73), rel=1e-5)
+    # at one token the 16-row tiles' math at Marlin's 30% of peak nears the weight stream (tile
+    # quantisation): the kernel then reaches ~55% of HBM, where Marlin's MoE measured 57% at M = 1
+    share = nbytes / (float(t) - cal.gemm_overhead_w4a16_s) / 3.35e12
+    assert 0.5 < share < 0.65
+    # the same GEMM as a BF16 kernel reading 4-bit weights (what it was priced as before) is faster
+    assert float(gemm_time(1, 8192, 8192, g, cal, math="bf16", a_bytes=2.0, w_bytes=0.5625, kernel="bf16")[0]) < 0.9 * float(t)

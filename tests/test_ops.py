@@ -227,10 +227,10 @@ def test_mtp_draft_passes_price_the_module_and_the_first_pass_over_every_checked
     from llm_codesign.cost.calibration import calibration_for
     from llm_codesign.cost.ops import mtp_module_ops
     from llm_codesign.serve.aggregated import decode_step, draft_model
-    from llm_codesign.spec.hardware import get_gpu
-    from llm_codesign.spec.precision import Precision
     from llm_codesign.spec.engines import get_engine
+    from llm_codesign.spec.hardware import get_gpu
     from llm_codesign.spec.plan import SpecDecoding
+    from llm_codesign.spec.precision import Precision
 
     m, g = get_model("deepseek-r1"), get_gpu("b200")
     costs = get_engine("trtllm").costs(calibration_for(g))

@@ -22,14 +22,18 @@ class Calibration:
     gemm_eff_fp8: float
     gemm_eff_fp8_block: float
     gemm_eff_fp4: float
+    gemm_eff_w4a16: float
+    gemm_bw_eff_w4a16: float
     gemm_overhead_bf16_s: float
     gemm_overhead_fp8_s: float
     gemm_overhead_fp8_block_s: float
     gemm_overhead_fp4_s: float
+    gemm_overhead_w4a16_s: float
     gemm_k_half_bf16: float
     gemm_k_half_fp8: float
     gemm_k_half_fp8_block: float
     gemm_k_half_fp4: float
+    gemm_k_half_w4a16: float
     gemm_blend_p: float
     gemm_max_split_k: float
     bw_eff: float
@@ -83,8 +87,13 @@ class Calibration:
     allreduce_engine: str = ""
 
     def gemm_eff(self, kernel: str) -> float:
-        """Achievable fraction of peak for a GEMM kernel family: bf16, fp8, fp8_block or fp4."""
+        """Achievable fraction of peak for a GEMM kernel family: bf16, fp8, fp8_block, fp4 or w4a16."""
         return getattr(self, f"gemm_eff_{kernel}")
+
+    def gemm_bw(self, kernel: str) -> float:
+        """Share of HBM bandwidth a GEMM kernel family streams at: W4A16's dequantising main loop its
+        own, the others bw_eff."""
+        return self.gemm_bw_eff_w4a16 if kernel == "w4a16" else self.bw_eff
 
     def gemm_overhead(self, kernel: str) -> float:
         return getattr(self, f"gemm_overhead_{kernel}_s")

@@ -61,11 +61,17 @@ def quantise_kernel(cal: Calibration, a_bytes: float, *, kernel: str = "", fused
     return not (fuses(cal.allreduce_engine, "act_quant") if fused is None else fused)
 
 
-def gemm_kernel(math: str, weight_dtype: str = "") -> str:
+def gemm_kernel(math: str, weight_dtype: str = "", *, fp4_math: bool = False) -> str:
     """Kernel family whose efficiency/overhead apply: block-scaled FP8 (DeepGEMM-style) differs from
-    per-tensor FP8; FP4 covers NVFP4 and MXFP4."""
+    per-tensor FP8; FP4 covers NVFP4 and MXFP4. 4-bit weights on 16-bit math run mixed-input kernels
+    that dequantise in an mma.sync main loop (W4A16: Marlin, triton_kernels) where no FP4 tensor-core
+    path takes them: INT4 everywhere (vLLM oracle/int_wna16.py: Marlin on every CUDA GPU), MXFP4/NVFP4 on
+    GPUs without FP4 math (`fp4_math`); on Blackwell MXFP4 x BF16 runs trtllm-gen's tcgen05 kernels
+    (vLLM FLASHINFER_TRTLLM_MXFP4_BF16), priced as a BF16 GEMM reading 4-bit weights."""
     if math == "fp8" and weight_dtype == "fp8_block":
         return "fp8_block"
+    if math == "bf16" and (weight_dtype == "int4" or (weight_dtype in ("mxfp4", "nvfp4") and not fp4_math)):
+        return "w4a16"
     return math
 
 
@@ -73,8 +79,9 @@ def _best_tile_time(m, n, k, gpu: Gpu, cal: Calibration, *, groups, peak, kernel
     """Compute time of the fastest of the GPU's tiles (float32 arrays), tile and wave quantised, with
     split-K for dense BF16/FP8 kernels and each tile at its shared-memory feed rate."""
     f32 = np.float32
-    # split-K keeps >= 256 of K per split; block-scaled kernels (fp8_block, fp4) do not split K
-    can_split = kernel in ("bf16", "fp8")
+    # split-K keeps >= 256 of K per split; block-scaled kernels (fp8_block, fp4) do not split K; Marlin's
+    # striped partition (W4A16) spreads K over the SMs as stream-K does
+    can_split = kernel in ("bf16", "fp8", "w4a16")
     # and at most the split factor the GEMM libraries pick (gemm_max_split_k, fitted per family)
     k_split_max = np.maximum(np.minimum(np.floor(k / f32(256.0)), f32(np.floor(cal.gemm_max_split_k))), f32(1.0))
     k_half = f32(cal.gemm_k_half(kernel))
@@ -131,7 +138,7 @@ def gemm_time(m, n, k, gpu: Gpu, cal: Calibration, *, math: str, a_bytes, w_byte
     best = _best_tile_time(m, n, k, gpu, cal, groups=groups, peak=peak, kernel=kernel, math=math, a_bytes=a_bytes,
                            w_bytes=w_bytes, swap_ab=swap_ab)
     nbytes = gemm_bytes(m, n, k, a_bytes=a_bytes, w_bytes=w_bytes, c_bytes=c_bytes, groups=groups, distinct_groups=dg)
-    t_mem = nbytes * f32(1.0 / (gpu.hbm_bandwidth_bytes_per_s * cal.bw_eff))
+    t_mem = nbytes * f32(1.0 / (gpu.hbm_bandwidth_bytes_per_s * cal.gemm_bw(kernel)))
     # compute and memory overlap imperfectly near the ridge point: a p-norm blend (p -> inf is max)
     p = f32(cal.gemm_blend_p)
     hi = np.maximum(np.maximum(best, t_mem), f32(1e-30))

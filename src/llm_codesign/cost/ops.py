@@ -330,8 +330,9 @@ def _step(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Sharding, b: Batch) -
     act_b = prec.activation.bytes_per_value()
     math_attn = gemm_math(prec.attn, prec.activation, gpu)
     math_ffn = gemm_math(prec.weight, prec.activation, gpu)
-    fa = {"math": math_attn, "a_b": act_b, "w_b": prec.attn.bytes_per_weight(), "kernel": cost.gemm_kernel(math_attn, prec.attn.name)}
-    ff = {"math": math_ffn, "a_b": act_b, "w_b": prec.weight.bytes_per_weight(), "kernel": cost.gemm_kernel(math_ffn, prec.weight.name)}
+    fp4 = gpu.supports("fp4")
+    fa = {"math": math_attn, "a_b": act_b, "w_b": prec.attn.bytes_per_weight(), "kernel": cost.gemm_kernel(math_attn, prec.attn.name, fp4_math=fp4)}
+    ff = {"math": math_ffn, "a_b": act_b, "w_b": prec.weight.bytes_per_weight(), "kernel": cost.gemm_kernel(math_ffn, prec.weight.name, fp4_math=fp4)}
     return _Step(model.hidden, dec_tok, dec_tok + np.asarray(b.pf_tokens, float), *(np.asarray(x, float) for x in (sh.tp, sh.kvp, sh.adp, sh.ep, sh.moe_tp)),
                  fa, ff)
 

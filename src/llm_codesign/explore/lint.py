@@ -125,7 +125,8 @@ def _r1(model, gpu, cal, prec, sh, *, b, regime):
             if f <= 0:
                 continue
             math_ = op.math  # the math and weight format the operator was priced with
-            ridge = gpu.peak(math_) * cal.gemm_eff(cost.gemm_kernel(math_, op.weight)) / (gpu.hbm_bandwidth_bytes_per_s * cal.bw_eff)
+            kern = cost.gemm_kernel(math_, op.weight, fp4_math=gpu.supports("fp4"))
+            ridge = gpu.peak(math_) * cal.gemm_eff(kern) / (gpu.hbm_bandwidth_bytes_per_s * cal.gemm_bw(kern))
             inten = f / by
             if inten < 0.5 * ridge and float(np.sum(op.t_memory)) > float(np.sum(op.t_compute)):
                 seen.add(key)

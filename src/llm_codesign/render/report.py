@@ -202,6 +202,21 @@ def _log_grid(ax, xlim, ylim) -> None:
     ax.grid(True, which="major", alpha=0.3)
 
 
+def _axes(ax, results: list[dict], *, many: bool) -> None:
+    """Log axes around the data (data_limits), their labels, the title and the grid."""
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    (x0, x1), (y0, y1) = data_limits(results)
+    ax.set_xlim(x0, x1)
+    ax.set_ylim(y0, y1)
+    ax.set_xlabel("interactivity: output tokens/s per user")
+    ax.set_ylabel("throughput: output tokens/s per GPU")
+    r0 = results[0]
+    ax.set_title(f"Pareto frontier, ISL/OSL {r0['isl']}/{r0['osl']}, {gpus_text(r0['num_gpus'])}"
+                 + ("" if many else f": {r0['model']} on {r0['gpu']}"))
+    _log_grid(ax, (x0, x1), (y0, y1))
+
+
 def write_plot(results: list[dict], path: str | Path) -> None:
     """PNG or SVG: dominated cloud, frontier, configs at key points, roofline-ideal bound. Several series
     (GPUs, models, designs): one colour and one bound dash each, the legend beside the axes, labels
@@ -243,17 +258,7 @@ def write_plot(results: list[dict], path: str | Path) -> None:
             labels.append((f"{d['plan']} x{d['replicas']}\nB={d['concurrency_per_instance']} {d['weight_dtype']}"
                            + (f" {d['spec']}{d['draft_len']}" if d["spec"] else ""),
                            (p["tok_s_per_user"], p["output_tok_s_per_gpu"]), color if many else "black"))
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    (x0, x1), (y0, y1) = data_limits(results)
-    ax.set_xlim(x0, x1)
-    ax.set_ylim(y0, y1)
-    ax.set_xlabel("interactivity: output tokens/s per user")
-    ax.set_ylabel("throughput: output tokens/s per GPU")
-    r0 = results[0]
-    ax.set_title(f"Pareto frontier, ISL/OSL {r0['isl']}/{r0['osl']}, {gpus_text(r0['num_gpus'])}"
-                 + ("" if many else f": {r0['model']} on {r0['gpu']}"))
-    _log_grid(ax, (x0, x1), (y0, y1))
+    _axes(ax, results, many=many)
     if many:
         ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
         fig.tight_layout()  # the legend beside the axes is as wide as its longest label
