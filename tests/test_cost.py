@@ -212,3 +212,33 @@ def test_w4a16_is_its_own_kernel_family():
     assert 0.5 < share < 0.65
     # the same GEMM as a BF16 kernel reading 4-bit weights (what it was priced as before) is faster
     assert float(gemm_time(1, 8192, 8192, g, cal, math="bf16", a_bytes=2.0, w_bytes=0.5625, kernel="bf16")[0]) < 0.9 * float(t)
+
+
+def test_deepgemm_is_the_block_fp8_kernel_sglang_and_vllm_run_on_hopper():
+    """SGLang and vLLM run DeepGEMM for 128x128-scaled FP8 on Hopper, TensorRT-LLM its own (the kernel
+    tables' fp8_block); the DeepGEMM family's fit reproduces the README's H800 rows it was fitted on
+    and its grouped MoE GEMMs it was not (benchmarks/fit_deepgemm.py): one of each, within 15%."""
+    import csv
+
+    from llm_codesign.cost.kernels import gemm_time
+    from llm_codesign.spec.engines import block_fp8_kernel
+    from llm_codesign.spec.precision import DTYPES
+
+    assert block_fp8_kernel("sglang", "hopper", "fp8_block") == "fp8_deepgemm"
+    assert block_fp8_kernel("vllm", "hopper", "fp8_block") == "fp8_deepgemm"
+    assert block_fp8_kernel("trtllm", "hopper", "fp8_block") == "fp8_block"
+    assert block_fp8_kernel("sglang", "blackwell", "fp8_block") == "fp8_block"
+    assert block_fp8_kernel("sglang", "hopper", "fp8") == "fp8"
+    path = "src/llm_codesign/data/measurements/kernels_deepgemm/gemm.csv"
+    rows = {(r["library"].split(" ")[1], r["groups"], r["m"], r["n"], r["k"]): float(r["tflops"]) for r in csv.DictReader(open(path))}
+    g = get_gpu("h100")  # H800: H100 SXM's 132 SMs, FP8 peak and HBM
+    cal = calibration_for(g)
+    ab, wb = DTYPES["fp8_block"].bytes_per_value(), DTYPES["fp8_block"].bytes_per_weight()
+    quant = lambda m, k: m * k * (2.0 + ab) / (g.hbm_bandwidth_bytes_per_s * cal.bw_eff) + cal.kernel_overhead_s  # noqa: E731
+    m, n, k = 4096, 7168, 2048
+    t = float(gemm_time(m, n, k, g, cal, math="fp8", a_bytes=ab, w_bytes=wb, kernel="fp8_deepgemm")[0]) - quant(m, k)
+    assert 2 * m * n * k / t / 1e12 == pytest.approx(rows["fp8_gemm_nt", "1", "4096", "7168", "2048"], rel=0.15)  # 1168 TFLOPS
+    m, n, k, groups = 4096, 4096, 7168, 8.0  # contiguous layout, 8 experts of 4096 rows
+    t = float(gemm_time(m, n, k, g, cal, math="fp8", a_bytes=ab, w_bytes=wb, kernel="fp8_deepgemm", groups=groups,
+                        eff_scale=cal.moe_eff_of("fp8_deepgemm"), overhead_s=cal.moe_overhead_s, swap_ab=True)[0]) - quant(m * groups, k)
+    assert 2 * m * n * k * groups / t / 1e12 == pytest.approx(rows["grouped", "8", "4096", "4096", "7168"], rel=0.15)  # 1346 TFLOPS

@@ -23,17 +23,21 @@ class Calibration:
     gemm_eff_fp8_block: float
     gemm_eff_fp4: float
     gemm_eff_w4a16: float
+    gemm_eff_fp8_deepgemm: float
+    moe_eff_fp8_deepgemm: float
     gemm_bw_eff_w4a16: float
     gemm_overhead_bf16_s: float
     gemm_overhead_fp8_s: float
     gemm_overhead_fp8_block_s: float
     gemm_overhead_fp4_s: float
     gemm_overhead_w4a16_s: float
+    gemm_overhead_fp8_deepgemm_s: float
     gemm_k_half_bf16: float
     gemm_k_half_fp8: float
     gemm_k_half_fp8_block: float
     gemm_k_half_fp4: float
     gemm_k_half_w4a16: float
+    gemm_k_half_fp8_deepgemm: float
     gemm_blend_p: float
     gemm_max_split_k: float
     bw_eff: float
@@ -87,8 +91,14 @@ class Calibration:
     allreduce_engine: str = ""
 
     def gemm_eff(self, kernel: str) -> float:
-        """Achievable fraction of peak for a GEMM kernel family: bf16, fp8, fp8_block, fp4 or w4a16."""
+        """Achievable fraction of peak for a GEMM kernel family: bf16, fp8, fp8_block (the kernel
+        tables' block-scaled FP8), fp8_deepgemm (DeepGEMM's, on Hopper), fp4 or w4a16."""
         return getattr(self, f"gemm_eff_{kernel}")
+
+    def moe_eff_of(self, kernel: str) -> float:
+        """A grouped (MoE) GEMM's efficiency relative to a dense GEMM of its kernel family: DeepGEMM's
+        grouped kernels their own (moe_eff_fp8_deepgemm), the kernel tables' the fitted moe_eff."""
+        return self.moe_eff_fp8_deepgemm if kernel == "fp8_deepgemm" else self.moe_eff
 
     def gemm_bw(self, kernel: str) -> float:
         """Share of HBM bandwidth a GEMM kernel family streams at: W4A16's dequantising main loop its

@@ -56,7 +56,7 @@ def quantise_kernel(cal: Calibration, a_bytes: float, *, kernel: str = "", fused
     act_quant, spec.engines.STEP_FUSIONS)."""
     if a_bytes >= 2.0:
         return False
-    if not cal.allreduce_engine or kernel == "fp8_block":
+    if not cal.allreduce_engine or kernel in ("fp8_block", "fp8_deepgemm"):
         return True
     return not (fuses(cal.allreduce_engine, "act_quant") if fused is None else fused)
 

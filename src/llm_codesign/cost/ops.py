@@ -16,7 +16,7 @@ import numpy as np
 
 from llm_codesign.cost import kernels as cost
 from llm_codesign.cost.calibration import Calibration
-from llm_codesign.spec.engines import AR_NORM_KERNELS, ar_norm_fused, attention_time_factor, fuses
+from llm_codesign.spec.engines import AR_NORM_KERNELS, ar_norm_fused, attention_time_factor, block_fp8_kernel, fuses
 from llm_codesign.spec.hardware import Gpu
 from llm_codesign.spec.model import Attention, Ffn, Layer, ModelSpec
 from llm_codesign.spec.precision import Precision, executable, gemm_math
@@ -185,7 +185,7 @@ def _expert_gemm(name, n, k, at: _At, *, load, math, a_b, w_b, kernel):
     in one launch (one fixed cost), their tiles quantised per expert as the grouped kernel tiles them."""
     active, top, on_rank, alpha = load
     cal = at.cal
-    kw = dict(eff_scale=cal.moe_eff, kernel=kernel, swap_ab=True, overhead_s=cal.moe_overhead_s)
+    kw = dict(eff_scale=cal.moe_eff_of(kernel), kernel=kernel, swap_ab=True, overhead_s=cal.moe_overhead_s)
     if alpha <= 0.0:
         return _gemm(name, top, n, k, at, math=math, a_b=a_b, w_b=w_b, groups=active, distinct=active, **kw)
     rest_groups = active - 1.0
@@ -325,14 +325,16 @@ class _Step(NamedTuple):
     ff: dict  # FFN and expert GEMMs
 
 
-def _step(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Sharding, b: Batch) -> _Step:
+def _step(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Sharding, b: Batch, *, engine: str = "") -> _Step:
     dec_tok = np.asarray(b.dec_seqs, float) * b.dec_tokens_per_seq
     act_b = prec.activation.bytes_per_value()
     math_attn = gemm_math(prec.attn, prec.activation, gpu)
     math_ffn = gemm_math(prec.weight, prec.activation, gpu)
     fp4 = gpu.supports("fp4")
-    fa = {"math": math_attn, "a_b": act_b, "w_b": prec.attn.bytes_per_weight(), "kernel": cost.gemm_kernel(math_attn, prec.attn.name, fp4_math=fp4)}
-    ff = {"math": math_ffn, "a_b": act_b, "w_b": prec.weight.bytes_per_weight(), "kernel": cost.gemm_kernel(math_ffn, prec.weight.name, fp4_math=fp4)}
+    fa = {"math": math_attn, "a_b": act_b, "w_b": prec.attn.bytes_per_weight(),
+          "kernel": block_fp8_kernel(engine, gpu.family, cost.gemm_kernel(math_attn, prec.attn.name, fp4_math=fp4))}
+    ff = {"math": math_ffn, "a_b": act_b, "w_b": prec.weight.bytes_per_weight(),
+          "kernel": block_fp8_kernel(engine, gpu.family, cost.gemm_kernel(math_ffn, prec.weight.name, fp4_math=fp4))}
     return _Step(model.hidden, dec_tok, dec_tok + np.asarray(b.pf_tokens, float), *(np.asarray(x, float) for x in (sh.tp, sh.kvp, sh.adp, sh.ep, sh.moe_tp)),
                  fa, ff)
 
@@ -344,7 +346,7 @@ def layer_ops(model: ModelSpec, layer: Layer, count, gpu: Gpu, cal: Calibration,
     a = layer.attn if "attn" in parts else Attention("none")
     f = layer.ffn if "ffn" in parts else Ffn("none")
     prec = executable(prec, gpu)[0]  # a format the GPU cannot run is priced as engines map it
-    s, at = _step(model, gpu, prec, sh, b), _At(count, gpu, cal)
+    s, at = _step(model, gpu, prec, sh, b, engine=cal.allreduce_engine), _At(count, gpu, cal)
     dense_tp = s.tp * s.kvp  # Helix re-uses the KV-parallel GPUs as TP for everything after attention
     P = f"{prefix}/attn"
     ops: list[Op] = []

@@ -203,6 +203,20 @@ def attention_time_factor(backend: str, family: str, kind: str, phase: str, *, k
     return f
 
 
+# Engines that run DeepGEMM's block-scaled FP8 kernels on Hopper for 128x128-scaled checkpoints, where the
+# kernel tables time TensorRT-LLM's own: SGLang (SGL_ENABLE_JIT_DEEPGEMM, on by default on SM90,
+# server_args.py) and vLLM (VLLM_USE_DEEP_GEMM and VLLM_MOE_USE_DEEP_GEMM default "1", envs.py; its MoE
+# takes DeepGEMM from 128 tokens, Triton's block-FP8 kernel below, which is not told apart here).
+# TensorRT-LLM runs its own (linear layers, and the CUTLASS MoE's DeepGEMM-derived block-scale kernels).
+DEEPGEMM_ENGINES = ("sglang", "vllm")
+
+
+def block_fp8_kernel(backend: str, family: str, kernel: str) -> str:
+    """The GEMM kernel family an engine runs: DeepGEMM's (fp8_deepgemm) for block-scaled FP8 on Hopper in
+    DEEPGEMM_ENGINES, the kernel tables' otherwise."""
+    return "fp8_deepgemm" if kernel == "fp8_block" and family == "hopper" and backend in DEEPGEMM_ENGINES else kernel
+
+
 def fuses(backend: str, fusion: str) -> bool:
     """Whether an engine's step makes one of STEP_FUSIONS ('' -- the kernel tables -- makes none)."""
     return fusion in STEP_FUSIONS.get(backend, ())
