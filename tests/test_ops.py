@@ -254,3 +254,18 @@ def test_mtp_draft_passes_price_the_module_and_the_first_pass_over_every_checked
     # k = 3: the first pass over 4 positions of each of the 4 sequences, then two passes of one token
     assert draft(3) == pytest.approx(first + 2.0 * rest, rel=1e-9)
     assert first > rest > one_pass
+
+
+def test_moe_layers_launch_a_topk_kernel_over_the_router_scores():
+    """Every engine selects each token's experts in a kernel of its own: one launch reading the FP32 scores
+    of every expert and writing top_k ids and weights. DeepSeek-R1 (256 experts, top 8) at 64 decode
+    tokens: 64 * (256 + 16) * 4 = 69,632 bytes per MoE layer."""
+    from llm_codesign.cost.calibration import calibration_for
+    from llm_codesign.spec.hardware import get_gpu
+    from llm_codesign.spec.precision import Precision
+
+    m, g = get_model("deepseek-r1"), get_gpu("b200")
+    ops = forward_ops(m, g, calibration_for(g), Precision.of("fp8_block"), Sharding(tp=8, ep=8), b=Batch(dec_seqs=64.0, dec_ctx=1024.0))
+    topk = [o for o in ops if o.name.endswith("moe/topk")]
+    assert len(topk) == 1 and topk[0].kernels == 1.0 and float(topk[0].count) == 58.0  # DeepSeek-R1's 58 MoE layers
+    assert float(topk[0].bytes) == 64 * (256 + 16) * 4

@@ -530,6 +530,10 @@ def _moe(f: Ffn, M: str, at: _At, s: _Step) -> list[Op]:
     dense_tp, stage_gpus = s.tp * s.kvp, s.tp * s.adp * s.kvp
     T_all = T * s.adp  # the MoE group sees every attention-DP rank's tokens
     ops = [_gemm(f"{M}/router", T, f.experts, h, at, **_BF16)]
+    # the top-k selection over the router's logits, a kernel of its own in every engine (TensorRT-LLM's
+    # routing / noaux_tc kernels, vLLM's fused_topk and grouped_topk, SGLang's biased_grouped_topk): it
+    # reads each token's FP32 expert scores and writes top_k ids and weights
+    ops.append(_elementwise(f"{M}/topk", np.where(T > 0, T * (f.experts + 2.0 * f.top_k) * 4.0, 0.0), 1.0, at))
     if np.any(f.shared_inter):
         ops.append(_gemm(f"{M}/shared_gate_up", T, (f.mats - 1) * f.shared_inter / dense_tp, h, at, **ff))
         ops.append(_gemm(f"{M}/shared_down", T, h, f.shared_inter / dense_tp, at, **ff))
