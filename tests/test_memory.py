@@ -1,8 +1,12 @@
 """cost/memory.py: KV cache per token, weights per GPU and the batch that fits, against hand-derived figures."""
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from llm_codesign.cost.memory import kv_bytes_per_token, weight_bytes_per_gpu
 from llm_codesign.cost.ops import Sharding
+from llm_codesign.spec.hardware import get_gpu
+from llm_codesign.spec.plan import SpecDecoding
 from llm_codesign.spec.precision import Precision
 from llm_codesign.spec.registry import get_model
 
@@ -30,3 +34,112 @@ def test_weights_per_gpu_shard_by_tp():
     eight = float(weight_bytes_per_gpu(m, Precision.of("bf16"), Sharding(tp=8)))
     # everything shards over TP except the norms (replicated): within 0.01% of a clean eighth
     assert eight == pytest.approx(one / 8, rel=1e-4) and eight >= one / 8
+
+
+# --- what an engine leaves for KV: draft weights, sampler warm-up, CUDA-graph pool (issue 22, mechanism 7) ---
+
+def _fit(m, gpu, sh, budget, spec=None, **kw):
+    from llm_codesign.cost.memory import fit
+    from llm_codesign.serve.aggregated import draft_model
+    return fit(m, get_gpu(gpu), m.default_precision, sh, 1024, osl=1024, budget=budget, usable_fraction=0.9, spec=spec,
+               draft=draft_model(m, spec) if spec else None, **kw)
+
+
+def test_deepseek_mtp_layer_bytes_per_gpu_by_hand():
+    # DeepSeek-R1 FP8 (128x128 blocks: 1 + 4/16384 B per weight) on 8xH200, TP8 x EP8, MTP: one MoE layer
+    # sharded like a target layer, plus eh_proj replicated in BF16:
+    #   experts 256 x 3 x 7168 x 2048 / 8 = 1,409,286,144 weights -> 1,409,630,208 B
+    #   shared expert 3 x 7168 x 2048 / 8 = 5,505,024 -> 5,506,368 B; router 7168 x 256 x 2 B = 3,670,016 B
+    #   MLA: 187,105,280 weights, of which q_a/kv_a (7168 x 2112 = 15,138,816, replicated) -> 15,142,512 B
+    #        and the rest / 8 = 21,495,808 -> 21,501,056 B
+    #   eh_proj 2 x 7168 x 7168 x 2 B = 205,520,896 B            total 1,660,971,056 B
+    from llm_codesign.cost.memory import draft_weight_bytes_per_gpu
+    from llm_codesign.serve.aggregated import draft_model
+    m = get_model("deepseek-r1")
+    spec = SpecDecoding("mtp", 3, mean_accepted=2.5)
+    dm = draft_model(m, spec)
+    w = draft_weight_bytes_per_gpu(m, dm, "mtp", m.default_precision, Sharding(tp=8, ep=8))
+    assert float(w) == 1_660_971_056
+    # as SGLang holds it (eh_proj replicated), and as TensorRT-LLM does: eh_proj row-parallel over TP8,
+    # 205,520,896 / 8 = 25,690,112 B, so 1,481,140,272 B; replicated again under attention DP
+    r0, r1 = _fit(m, "h200", Sharding(tp=8, ep=8), "static"), _fit(m, "h200", Sharding(tp=8, ep=8), "static", spec)
+    assert float(r1["weights"] - r0["weights"]) == pytest.approx(1_660_971_056)
+    r0, r1 = _fit(m, "h200", Sharding(tp=8, ep=8), "free"), _fit(m, "h200", Sharding(tp=8, ep=8), "free", spec)
+    assert float(r1["weights"] - r0["weights"]) == pytest.approx(1_481_140_272)
+    adp = Sharding(tp=1, adp=8, ep=8)
+    assert float(_fit(m, "h200", adp, "free", spec)["draft_weights"]) > float(r1["draft_weights"])
+    # the MTP layer's latent cache: one more layer of 576 BF16 values per token on every rank
+    assert float(r1["kv_per_token"] - r0["kv_per_token"]) == 576 * 2
+
+
+def test_eagle3_head_bytes_by_hand():
+    # Llama-3.1-8B's EAGLE-3 head, BF16, TP1: QKV over the 2h input 2 x 4096 x (4096 + 2 x 8 x 128) = 50,331,648,
+    # o 16,777,216, FFN 3 x 4096 x 14336 = 176,160,768, fc 3 x 4096^2 = 50,331,648, draft LM head
+    # 32000 x 4096 = 131,072,000: 424,673,280 weights x 2 B = 849,346,560 B; TP2 halves all but fc
+    from llm_codesign.cost.memory import draft_weight_bytes_per_gpu
+    from llm_codesign.serve.aggregated import draft_model
+    m = get_model("llama-3.1-8b")
+    dm = draft_model(m, SpecDecoding("eagle3", 3, mean_accepted=2.5))
+    one = float(draft_weight_bytes_per_gpu(m, dm, "eagle3", m.default_precision, Sharding()))
+    assert one == 849_346_560
+    two = float(draft_weight_bytes_per_gpu(m, dm, "eagle3", m.default_precision, Sharding(tp=2)))
+    assert two == pytest.approx((849_346_560 - 100_663_296) / 2 + 100_663_296)
+
+
+def test_separate_draft_is_tp_sharded_and_not_pipelined():
+    from llm_codesign.cost.memory import draft_weight_bytes_per_gpu
+    from llm_codesign.serve.aggregated import draft_model
+    m = get_model("llama-3.1-70b")
+    spec = SpecDecoding("draft", 4, mean_accepted=3.0, draft_model="llama-3.1-8b")
+    dm = draft_model(m, spec)
+    w = draft_weight_bytes_per_gpu(m, dm, "draft", m.default_precision, Sharding(tp=4, pp=2))
+    assert float(w) == float(weight_bytes_per_gpu(dm, m.default_precision, Sharding(tp=4)))
+
+
+def test_vllm_sampler_warmup_by_hand():
+    # vLLM, Llama-3.1-70B TP8 at max_num_seqs 1024: the sampler's warm-up holds 1024 x 128256 logits x 18 B
+    # = 2,364,014,592 B, more than the 8192-token forward, 8192 x (12 x 8192 + 3 x 28672 / 8) x 2 B =
+    # 1,786,773,504 B; the profile peak is the larger, plus the CUDA context (0.75 GB)
+    from llm_codesign.cost.memory import CUDA_CONTEXT_BYTES, activation_bytes, forward_activation_bytes
+    m = get_model("llama-3.1-70b")
+    sh = Sharding(tp=8)
+    assert float(forward_activation_bytes(m, sh, 8192)) == 1_786_773_504
+    assert float(activation_bytes(m, sh, 8192, budget="total", max_seqs=1024)) == 2_364_014_592 + CUDA_CONTEXT_BYTES
+    # rows are min(max_num_seqs, max_num_batched_tokens): a 512-token budget samples 512 rows,
+    # 512 x 128256 x 18 = 1,182,007,296 B, against a 512-token forward of 111,673,344 B
+    assert float(activation_bytes(m, sh, 512, budget="total", max_seqs=1024)) == 1_182_007_296 + CUDA_CONTEXT_BYTES
+    # A100-class vLLM (max_num_seqs 256) at TP1: the 8192-token forward (8192 x (98304 + 86016) x 2 B) dominates
+    assert float(activation_bytes(m, Sharding(), 8192, budget="total", max_seqs=256)) == 8192 * 184_320 * 2 + CUDA_CONTEXT_BYTES
+
+
+def test_trtllm_graph_pool_grows_with_draft_length():
+    # TensorRT-LLM's decode graphs up to 128 sequences carry 1 + k tokens each: k = 3 holds a 512-token
+    # forward's activations in the pool instead of a 128-token one
+    from llm_codesign.cost.memory import activation_bytes, forward_activation_bytes
+    m = get_model("llama-3.1-70b")
+    sh = Sharding(tp=8)
+    d = float(activation_bytes(m, sh, 8192, budget="free", draft_len=3) - activation_bytes(m, sh, 8192, budget="free"))
+    assert d == float(forward_activation_bytes(m, sh, 512) - forward_activation_bytes(m, sh, 128)) == 384 * 109_056 * 2
+
+
+def test_sglang_draft_weights_come_out_of_the_static_share():
+    # SGLang's draft reserve (sglang_static_fraction) is activations and graphs: at the same fraction the
+    # KV pool shrinks by exactly the draft's weights
+    m = get_model("deepseek-r1")
+    spec = SpecDecoding("mtp", 3, mean_accepted=2.5)
+    r0, r1 = _fit(m, "b200", Sharding(tp=8, ep=8), "static"), _fit(m, "b200", Sharding(tp=8, ep=8), "static", spec)
+    assert float(r0["free_for_kv"] - r1["free_for_kv"]) == pytest.approx(float(r1["draft_weights"]))
+
+
+@settings(max_examples=40, deadline=None)
+@given(name=st.sampled_from(["llama-3.1-70b", "llama-3.1-8b", "deepseek-r1", "qwen3-235b-a22b", "gpt-oss-120b"]),
+       method=st.sampled_from(["mtp", "eagle3", "draft"]), budget=st.sampled_from(["free", "total", "static"]),
+       tp=st.sampled_from([1, 2, 4, 8]), pp=st.sampled_from([1, 2]), gpu=st.sampled_from(["h200", "b200", "h100"]))
+def test_draft_never_raises_max_batch(name, method, budget, tp, pp, gpu):
+    m = get_model(name)
+    spec = SpecDecoding(method, 3, mean_accepted=2.0, draft_model="qwen3-0.6b" if method == "draft" else None)
+    sh = Sharding(tp=tp, pp=pp, ep=tp if m.is_moe else 1)
+    r0, r1 = _fit(m, gpu, sh, budget), _fit(m, gpu, sh, budget, spec)
+    assert float(r1["draft_weights"]) > 0
+    assert float(r1["max_seqs_per_rank"]) <= float(r0["max_seqs_per_rank"])
+    assert float(r1["free_for_kv"]) <= float(r0["free_for_kv"])

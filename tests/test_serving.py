@@ -170,12 +170,13 @@ def test_kv_budget_free_vs_total(h100):
 
     m = get_model("llama-3.1-70b")
     prec, sh = m.default_precision, Sharding(tp=2)
-    w, act = weight_bytes_per_gpu(m, prec, sh), activation_bytes(m, sh, 8192)
+    w = weight_bytes_per_gpu(m, prec, sh)
+    act_total, act_free = (activation_bytes(m, sh, 8192, budget=b, max_seqs=1024) for b in ("total", "free"))
     total = fit(m, h100, prec, sh, 1024, osl=1024, budget="total", usable_fraction=0.9)
     free = fit(m, h100, prec, sh, 1024, osl=1024, budget="free", usable_fraction=0.9)
     # vLLM-style: 90% of the GPU minus weights and activations; TensorRT-LLM-style: 90% of what is left
-    assert float(total["free_for_kv"]) == pytest.approx(0.9 * h100.memory_bytes - w - act)
-    assert float(free["free_for_kv"]) == pytest.approx(0.9 * (h100.memory_bytes - w - act))
+    assert float(total["free_for_kv"]) == pytest.approx(0.9 * h100.memory_bytes - w - act_total)
+    assert float(free["free_for_kv"]) == pytest.approx(0.9 * (h100.memory_bytes - w - act_free))
     assert free["max_seqs_per_rank"] > total["max_seqs_per_rank"]
 
 

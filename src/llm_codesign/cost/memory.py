@@ -1,18 +1,37 @@
-"""Memory per GPU: sharded weights, KV cache per token, recurrent state per sequence,
-activations/workspace, and the batch that fits."""
+"""Memory per GPU: sharded weights (and a speculative draft's), KV cache per token, recurrent state
+per sequence, what each engine reserves beside them as it sizes it (activations, sampler warm-up,
+CUDA-graph pool, CUDA context), and the batch that fits."""
 from __future__ import annotations
+
+from dataclasses import replace
 
 import numpy as np
 
 from llm_codesign.cost.ops import Sharding
+from llm_codesign.spec.engines import max_batch
 from llm_codesign.spec.model import ModelSpec
+from llm_codesign.spec.plan import SpecDecoding
 from llm_codesign.spec.precision import Precision, executable
 
 # Fraction of HBM an engine lets itself use, for engines not listed in engines.KV_BUDGET.
 USABLE_FRACTION = 0.90
-# CUDA context, cuBLAS/NCCL workspaces and CUDA-graph pools held outside the KV cache (assumption,
-# typical 1-2 GB reported by vLLM's memory profiler).
-WORKSPACE_BYTES = 1.5e9
+# The CUDA context, cuBLAS/NCCL workspaces and other memory outside torch's allocator, which the
+# engines measure at start-up rather than size (TensorRT-LLM's KvCacheCreator: extra_cost, "memory
+# used outside torch (e.g., NCCL and CUDA graphs)", tensorrt_llm/_torch/pyexecutor/_util.py; vLLM's
+# memory profiler: non_torch_increase, vllm/v1/worker/gpu_worker.py determine_available_memory).
+# Assumption, no source sizes it: 0.5-1 GB per GPU, more with NCCL's buffers over many ranks.
+CUDA_CONTEXT_BYTES = 0.75e9
+# vLLM's profile run ends with the sampler on min(max_num_seqs, max_num_batched_tokens) rows of logits
+# (gpu_model_runner.profile_run -> _dummy_sampler_run, dummy top-k and top-p so it takes its largest
+# path): the whole vocabulary on every TP rank (LogitsProcessor gathers the shards) in the model's
+# dtype (2 B), its float32 copy (Sampler, "use float32 for the logits", 4 B) and top-k/top-p's sort
+# into float32 values and int64 indices (apply_top_k_top_p, 4 + 8 B): 18 B per logit.
+VLLM_SAMPLER_BYTES_PER_LOGIT = 18.0
+# TensorRT-LLM captures decode CUDA graphs up to cuda_graph_config.max_batch_size, 128 when unset
+# (CudaGraphConfig in tensorrt_llm/llmapi/llm_args.py: "max_batch_size or 128"), each padded batch
+# carrying 1 + draft-length tokens per sequence; the graphs share one memory pool, which holds the
+# largest one's activations.
+TRTLLM_GRAPH_MAX_BATCH = 128
 
 
 def weight_bytes_per_gpu(model: ModelSpec, prec: Precision, sh: Sharding):
@@ -20,27 +39,30 @@ def weight_bytes_per_gpu(model: ModelSpec, prec: Precision, sh: Sharding):
     tp, pp, ep, mtp, kvp = (np.asarray(x, float) for x in (sh.tp, sh.pp, sh.ep, sh.moe_tp, sh.kvp))
     h = model.hidden
     wa, wf = prec.attn.bytes_per_weight(), prec.weight.bytes_per_weight()
-    per_layer = []
-    for layer, _ in model.groups:
-        a, f = layer.attn, layer.ffn
-        # QKV/O sharded by TP, replicated across attention-DP and Helix ranks; Helix GPUs act as TP
-        # for recurrent mixers (no KV cache to shard along the sequence)
-        attn = a.params(h) * wa / (tp * kvp if a.recurrent else tp)
-        if a.kind == "mla":
-            # the low-rank down-projections (q_a, kv_a) are small and replicated on every TP rank
-            down = h * (a.q_lora_rank + a.kv_lora_rank + a.rope_dim)
-            attn = (a.params(h) - down) * wa / tp + down * wa
-        if f.kind == "moe":
-            expert = f.mats * h * f.expert_inter
-            ffn = f.experts * expert * wf / (ep * mtp) + f.mats * h * f.shared_inter * wf / (tp * kvp) + h * f.experts * 2.0
-        else:
-            ffn = f.params(h)[0] * wf / (tp * kvp)
-        per_layer.append(attn + ffn)
+    per_layer = [_layer_weight_bytes(layer, h, wa, wf, (tp, ep, mtp, kvp)) for layer, _ in model.groups]
     # embedding on the first stage, LM head on the last (vocab-parallel over TP), kept in BF16
     emb = model.embedding_params * 2.0 / (tp * kvp)
     head = model.lm_head_params * 2.0 / (tp * kvp)
     ends = np.where(pp > 1, np.maximum(emb, head), emb + head)
     return busiest_stage(model, pp, per_layer) + ends
+
+
+def _layer_weight_bytes(layer, h, wa, wf, shards):
+    """One layer's weights on one GPU (`wa`, `wf`: bytes per attention / FFN weight; `shards`: TP,
+    EP, MoE-TP and Helix degrees as arrays)."""
+    tp, ep, mtp, kvp = shards
+    a, f = layer.attn, layer.ffn
+    # QKV/O sharded by TP, replicated across attention-DP and Helix ranks; Helix GPUs act as TP
+    # for recurrent mixers (no KV cache to shard along the sequence)
+    attn = a.params(h) * wa / (tp * kvp if a.recurrent else tp)
+    if a.kind == "mla":
+        # the low-rank down-projections (q_a, kv_a) are small and replicated on every TP rank
+        down = h * (a.q_lora_rank + a.kv_lora_rank + a.rope_dim)
+        attn = (a.params(h) - down) * wa / tp + down * wa
+    if f.kind == "moe":
+        expert = f.mats * h * f.expert_inter
+        return attn + f.experts * expert * wf / (ep * mtp) + f.mats * h * f.shared_inter * wf / (tp * kvp) + h * f.experts * 2.0
+    return attn + f.params(h)[0] * wf / (tp * kvp)
 
 
 def busiest_stage(model: ModelSpec, pp, per_layer: list):
@@ -103,18 +125,72 @@ def state_bytes_per_seq(model: ModelSpec, sh: Sharding):
     return model.state_bytes_per_seq() / (tp * kvp * pp)
 
 
-def activation_bytes(model: ModelSpec, sh: Sharding, max_num_tokens, max_seqs=256):
-    """Transient activations of the largest step (chunk budget) plus logits for sampled tokens."""
+def forward_activation_bytes(model: ModelSpec, sh: Sharding, tokens):
+    """Transient activations of a forward over `tokens` (BF16): the residual stream and its
+    projections, and the widest FFN's intermediate sharded over TP."""
     tp, kvp = np.asarray(sh.tp, float), np.asarray(sh.kvp, float)
     widest = np.maximum.reduce([np.asarray(layer.ffn.inter if layer.ffn.kind == "dense" else layer.ffn.expert_inter * max(layer.ffn.top_k, 1), float)
                                 for layer, _ in model.groups] + [np.asarray(model.hidden, float)])
-    act = np.asarray(max_num_tokens, float) * (12.0 * model.hidden + 3.0 * widest / (tp * kvp)) * 2.0
-    logits = max_seqs * model.vocab / (tp * kvp) * 4.0
-    return act + logits + WORKSPACE_BYTES
+    return np.asarray(tokens, float) * (12.0 * model.hidden + 3.0 * widest / (tp * kvp)) * 2.0
+
+
+def activation_bytes(model: ModelSpec, sh: Sharding, max_num_tokens, *, budget: str = "free", max_seqs=1024.0, draft_len=0):
+    """What an engine holds beside weights and KV cache, as the engine sizes it, per budget (fit):
+
+    "total" (vLLM V1): its profile run's peak, the larger of a forward at max_num_batched_tokens and the
+    sampler's warm-up on min(max_num_seqs, max_num_batched_tokens) rows of logits
+    (VLLM_SAMPLER_BYTES_PER_LOGIT), plus the CUDA context. Its CUDA graphs are captured after the KV
+    cache is sized unless VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1 (off by default, vllm/envs.py), so
+    they come out of the 1 - gpu_memory_utilization margin, not out of the KV cache.
+    "free" (TensorRT-LLM PyTorch backend): the estimation forward over max_num_tokens of dummy context
+    requests (KvCacheCreator) plus what it measures outside torch: the CUDA context and the decode
+    graphs' pool, the activations of TRTLLM_GRAPH_MAX_BATCH x (1 + draft_len) tokens; its sampler's
+    decode buffers fall inside the 1 - free_gpu_memory_fraction margin.
+    "static" (SGLang): reserved outside mem_fraction_static (engines.sglang_static_fraction), reported
+    as a forward over the chunk plus the context."""
+    fwd = forward_activation_bytes(model, sh, max_num_tokens)
+    if budget == "total":
+        rows = np.minimum(np.asarray(max_seqs, float), np.asarray(max_num_tokens, float))
+        return np.maximum(fwd, rows * model.vocab * VLLM_SAMPLER_BYTES_PER_LOGIT) + CUDA_CONTEXT_BYTES
+    if budget == "free":
+        graphs = forward_activation_bytes(model, sh, TRTLLM_GRAPH_MAX_BATCH * (1.0 + np.asarray(draft_len, float)))
+        return fwd + graphs + CUDA_CONTEXT_BYTES
+    return fwd + CUDA_CONTEXT_BYTES
+
+
+def draft_weight_bytes_per_gpu(model: ModelSpec, draft: ModelSpec, method: str, prec: Precision, sh: Sharding, *,
+                               eh_row_parallel: bool = False):
+    """Weights of the speculative-decoding draft (serve.aggregated.draft_model's `draft`) one GPU holds,
+    sharded as the engines shard it. The draft shares the target's embedding (and, for MTP, its LM head).
+
+    "mtp" (DeepSeek MTP module): one decoder layer of the model's own last type, sharded like a target
+    layer on the last pipeline stage, and eh_proj (2h -> h) with its two RMSNorms, a BF16 Linear
+    replicated on every GPU (SGLang models/deepseek_nextn.py and vLLM models/deepseek_mtp.py: nn.Linear)
+    or, with `eh_row_parallel` (TensorRT-LLM, modeling_deepseekv3.py DeepseekV3MTP: TensorParallelMode.ROW
+    unless attention DP is on), split over TP. The checkpoint quantises the layer as the target's. "eagle3": one BF16 decoder layer whose QKV reads [embedding; hidden]
+    (2h in), fc fusing three target hidden states (3h -> h, replicated) and its own LM head over the
+    draft vocabulary, vocabulary-parallel over TP (vLLM models/llama_eagle3.py, TensorRT-LLM
+    models/modeling_speculative.py Eagle3DraftModel). "draft": a separate model, TP-sharded like the
+    target and not pipelined (vLLM, SGLang STANDALONE and TensorRT-LLM's two-model path run it on the
+    target's TP group), its own embedding and head. Broadcasts over plan arrays."""
+    tp, ep, mtp, kvp = (np.asarray(x, float) for x in (sh.tp, sh.ep, sh.moe_tp, sh.kvp))
+    h = model.hidden
+    if method == "draft":
+        return weight_bytes_per_gpu(draft, prec, replace(sh, pp=np.ones_like(np.asarray(sh.pp, float))))
+    layer = draft.groups[0][0]
+    if method == "mtp":
+        wa, wf = prec.attn.bytes_per_weight(), prec.weight.bytes_per_weight()
+        eh = 2.0 * h * h * 2.0 / np.where(eh_row_parallel & (np.asarray(sh.adp, float) <= 1), tp, 1.0)
+        return _layer_weight_bytes(layer, h, wa, wf, (tp, ep, mtp, kvp)) + eh
+    a = layer.attn
+    qkv_extra = h * (a.heads * a.head_dim + a.kv_heads * (a.head_dim + a.v_head_dim))  # the second h of the 2h input
+    return (_layer_weight_bytes(layer, h, 2.0, 2.0, (tp, ep, mtp, kvp)) + qkv_extra * 2.0 / tp + 3.0 * h * h * 2.0
+            + draft.vocab * h * 2.0 / (tp * kvp))
 
 
 def fit(model: ModelSpec, gpu, prec: Precision, sh: Sharding, isl, *, osl, max_num_tokens=8192,
-        usable_fraction=USABLE_FRACTION, osl_occupancy: float = 1.0, budget: str = "total") -> dict:
+        usable_fraction=USABLE_FRACTION, osl_occupancy: float = 1.0, budget: str = "total",
+        spec: SpecDecoding | None = None, draft: ModelSpec | None = None, max_seqs=None) -> dict:
     """Per-GPU memory (bytes) and the most sequences each attention-DP rank can hold (`kv_per_seq`
     counts a sequence's KV cache and its recurrent state, `state_per_seq` the latter alone).
 
@@ -122,10 +198,22 @@ def fit(model: ModelSpec, gpu, prec: Precision, sh: Sharding, isl, *, osl, max_n
     end; 0.5 is the steady-state average of a paged KV cache (sequences at every stage of decode).
     `budget` "total": weights, activations and KV share usable_fraction of the GPU (vLLM);
     "free": the KV cache takes usable_fraction of what weights and activations leave (TensorRT-LLM);
-    "static": weights and KV share usable_fraction, activations live outside it (SGLang)."""
+    "static": weights and KV share usable_fraction, activations live outside it (SGLang).
+    With `spec` and its `draft` (serve.aggregated.draft_model) the draft's weights count with the
+    target's (draft_weight_bytes_per_gpu; under SGLang they come out of the static share, its draft
+    reserve being activations and graphs) and its layers' KV cache with each token's (TensorRT-LLM
+    sizes the cache over the target's and the draft's layers, KvCacheCreator cal_max_tokens with
+    draft_model_config; vLLM and SGLang give the draft's attention layers their own pages).
+    `max_seqs`: the engine's batch limit sizing vLLM's sampler warm-up (engines.max_batch by default)."""
     prec = executable(prec, gpu)[0]  # e.g. NVFP4 re-quantised to MXFP4 on CDNA4 holds MXFP4's scale bytes
     w = weight_bytes_per_gpu(model, prec, sh)
-    act = activation_bytes(model, sh, max_num_tokens)
+    w_draft = 0.0
+    if spec is not None:
+        w_draft = draft_weight_bytes_per_gpu(model, draft, spec.method, prec, sh, eh_row_parallel=budget == "free")
+        w = w + w_draft
+    if max_seqs is None:
+        max_seqs = max_batch("vllm", gpu)
+    act = activation_bytes(model, sh, max_num_tokens, budget=budget, max_seqs=max_seqs, draft_len=spec.k if spec else 0)
     if budget == "free":
         usable = w + act + usable_fraction * (gpu.memory_bytes - w - act)
     else:
@@ -134,8 +222,10 @@ def fit(model: ModelSpec, gpu, prec: Precision, sh: Sharding, isl, *, osl, max_n
     free = usable - w - (0.0 if budget == "static" else act)
     seq_len = np.asarray(isl, float) + osl_occupancy * np.asarray(osl, float)
     per_token = kv_bytes_per_token(model, prec, sh, seq_len)
+    if spec is not None:  # the draft's layers, all on one stage (MTP on the last; a separate draft unpipelined)
+        per_token = per_token + kv_bytes_per_token(draft, prec, replace(sh, pp=np.ones_like(np.asarray(sh.pp, float))), seq_len)
     state = state_bytes_per_seq(model, sh)
     per_seq = per_token * seq_len + state
     max_seqs = np.where(free > 0, np.floor(np.maximum(free, 0) / np.maximum(per_seq, 1e-9)), 0.0)
-    return {"weights": w, "activations": act, "usable": usable + 0.0 * w, "free_for_kv": free,
+    return {"weights": w, "draft_weights": w_draft + 0.0 * w, "activations": act, "usable": usable + 0.0 * w, "free_for_kv": free,
             "kv_per_token": per_token, "kv_per_seq": per_seq, "state_per_seq": state + 0.0 * per_seq, "max_seqs_per_rank": max_seqs}

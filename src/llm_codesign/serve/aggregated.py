@@ -162,7 +162,7 @@ def evaluate(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, plan
     mnt, kv_budget = engine_budget(gpu, engine=engine, max_num_tokens=max_num_tokens, plan=plan, spec=spec)
     k, acc = draft_lengths(spec, spec_k)
     mem, cap, c_rank, running, admitted = _running(model, gpu, prec, sh, C, adp=adp, engine=engine, lengths=(isl, osl), mnt=mnt,
-                                                   kv_budget=kv_budget, usable_fraction=usable_fraction)
+                                                   kv_budget=kv_budget, usable_fraction=usable_fraction, spec=spec)
     time_share = admitted / np.maximum(running, 1.0)
     r = _Rank(isl, osl, new, cached, mnt, np.minimum(new, mnt), running, pp, np.asarray(cpp) | (running >= pp))
     wave_tok, t_wave_step, pf_span = _prefill_wave(model, gpu, prec, sh, r=r, costs=costs)
@@ -197,10 +197,11 @@ def evaluate(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, plan
 
 
 def _running(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Sharding, C, *, adp, engine: Engine, lengths, mnt, kv_budget,
-             usable_fraction):
-    """The KV cache's fit (memory.fit) and the sequences per rank: the most that run at once (the
-    cache or the engine's batch limit), those in flight on the busiest rank of the `C` requests,
-    those running, and those admitted past their first token."""
+             usable_fraction, spec: SpecDecoding | None = None):
+    """The KV cache's fit (memory.fit, with the draft's weights and cache under `spec`) and the
+    sequences per rank: the most that run at once (the cache or the engine's batch limit), those in
+    flight on the busiest rank of the `C` requests, those running, and those admitted past their
+    first token."""
     # the busiest attention-DP rank sets the step: requests spread over the ranks as evenly as they
     # go, so it holds ceil(C / adp), and a rank with none still runs the step on a dummy request to
     # join the MoE collectives (TensorRT-LLM PyExecutor._pad_attention_dp_dummy_request; SGLang runs
@@ -209,7 +210,9 @@ def _running(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Sharding, C, *, ad
     isl, osl = lengths
     budget, default_fraction, occupancy = kv_budget
     fraction = default_fraction if usable_fraction is None else usable_fraction
-    mem = memory.fit(model, gpu, prec, sh, isl, osl=osl, max_num_tokens=mnt, usable_fraction=fraction, osl_occupancy=occupancy, budget=budget)
+    draft = {"spec": spec, "draft": draft_model(model, spec) if spec is not None else None, "max_seqs": engine.max_batch(gpu)}
+    mem = memory.fit(model, gpu, prec, sh, isl, osl=osl, max_num_tokens=mnt, usable_fraction=fraction, osl_occupancy=occupancy, budget=budget,
+                     **draft)
     # sequences that run at once per rank: what is in flight, capped by the KV cache and by the
     # engine's own batch limit (Engine.max_batch; requests beyond it wait, as beyond the cache)
     bcap = engine.max_batch(gpu, mem["free_for_kv"] / np.maximum(mem["kv_per_token"], 1e-9), model.max_context)
@@ -224,7 +227,7 @@ def _running(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Sharding, C, *, ad
         share, clip = rule
         adm_occ = share * np.minimum(osl, clip) / np.maximum(osl, 1.0)
         adm = memory.fit(model, gpu, prec, sh, isl, osl=osl, max_num_tokens=mnt, usable_fraction=fraction, osl_occupancy=adm_occ,
-                         budget=budget)["max_seqs_per_rank"]
+                         budget=budget, **draft)["max_seqs_per_rank"]
         admitted = np.where(cap >= 1, np.minimum(c_rank, np.minimum(np.maximum(adm, cap), bcap)), c_rank)
     return mem, cap, c_rank, running, admitted
 

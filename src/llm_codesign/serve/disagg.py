@@ -24,7 +24,7 @@ from llm_codesign.cost.calibration import Calibration
 from llm_codesign.cost.kernels import collective_time
 from llm_codesign.cost.ops import Sharding
 from llm_codesign.errors import InputError
-from llm_codesign.serve.aggregated import _sharding, decode_step, draft_lengths, engine_budget, prefill_step
+from llm_codesign.serve.aggregated import _sharding, decode_step, draft_lengths, draft_model, engine_budget, prefill_step
 from llm_codesign.spec.engines import EngineCosts
 from llm_codesign.spec.hardware import Gpu
 from llm_codesign.spec.model import ModelSpec
@@ -62,7 +62,8 @@ def decode_pool(model: ModelSpec, gpu: Gpu, prec: Precision, plan: Plan, *, cost
     _, pp, _, _, adp, _ = (np.asarray(x, float) for x in plan.arrays())
     c_rank = np.ceil(np.asarray(per_instance, float) / adp - 1e-9)  # the busiest rank (serve.aggregated.evaluate)
     t_stage, t_draft, _ = decode_step(model, gpu, prec, sh, costs=costs, b=c_rank / pp, ctx=isl + osl / 2.0, k=k, spec=spec)
-    mem = memory.fit(model, gpu, prec, sh, isl, osl=osl, max_num_tokens=mnt, usable_fraction=fraction, osl_occupancy=occupancy, budget=budget)
+    mem = memory.fit(model, gpu, prec, sh, isl, osl=osl, max_num_tokens=mnt, usable_fraction=fraction, osl_occupancy=occupancy, budget=budget,
+                     spec=spec, draft=draft_model(model, spec) if spec is not None else None, max_seqs=costs.engine.max_batch(gpu))
     return {"tpot": pp * t_stage / acc, "t_stage": t_stage, "t_draft": t_draft, "acc": acc,
             "fits": (mem["free_for_kv"] > 0) & (c_rank <= mem["max_seqs_per_rank"]), "max_per_instance": mem["max_seqs_per_rank"] * adp}
 
