@@ -14,7 +14,8 @@ KERNELS = MEAS / "kernels"  # the shipped kernel tables, gzipped
 
 # kind -> ceilings on the overall median and 90th-percentile APE (%), reached figures + margin
 KERNEL_CEILING = {"gemm": 9.0, "decode_attention": 15.0, "prefill_attention": 8.0, "collectives": 9.0, "moe": 12.0}
-KERNEL_P90_CEILING = {"gemm": 27.0, "decode_attention": 46.0, "prefill_attention": 23.0, "collectives": 25.0, "moe": 43.0}
+# (moe: 11.3 / 42.7 since the MoE block prices its top-k kernel, which the tables' fused MoE op runs; 10.7 / 40.6 before)
+KERNEL_P90_CEILING = {"gemm": 27.0, "decode_attention": 46.0, "prefill_attention": 23.0, "collectives": 25.0, "moe": 45.0}
 
 
 @pytest.mark.parametrize("kind", sorted(KERNEL_CEILING))
@@ -44,20 +45,20 @@ def test_serving_errors_do_not_regress():
     rows = read_rows(MEAS / "serving_measured_blackwell_clean.csv")
     rep = serving_report(rows, *predict_serving(rows))
     o = rep["overall"]
-    # reached: TPOT 11.3 / 36.2, TTFT 20.5 / 62.5 (median / p90), Qwen3.5's 156 rows included: 10.8 / 37.4
-    # and 21.5 / 63.2 with step_kernel_overhead_scale = 0.28, which the engines' fusions replaced (modelling
-    # notes, step-fusions; the held-out published runs moved most)
+    # reached: TPOT 11.3 / 37.6, TTFT 20.2 / 64.1 (median / p90), Qwen3.5's 156 rows included (11.3 / 36.2,
+    # 20.5 / 62.5 before the attention kernels by kind, W4A16, the MTP passes, the MoE top-k and the engines'
+    # memory rules; 10.8 / 37.4 and 21.5 / 63.2 with step_kernel_overhead_scale = 0.28)
     assert o["tpot_ms"]["median_ape"] <= 12.0 and o["ttft_ms"]["median_ape"] <= 22.5
     assert o["tpot_ms"]["p90_ape"] <= 38.5 and o["ttft_ms"]["p90_ape"] <= 68.0
     assert o["tpot_ms"]["n"] == 1367
-    # per engine (reached TTFT / TPOT: vLLM 13.0 / 9.4, TensorRT-LLM 29.8 / 11.3, SGLang 34.5 / 14.2)
+    # per engine (reached TTFT / TPOT: vLLM 12.5 / 9.6, TensorRT-LLM 30.6 / 11.6, SGLang 34.5 / 14.1)
     for backend, (ttft, tpot) in {"vllm": (14.5, 10.5), "trtllm": (32.0, 12.0), "sglang": (37.5, 15.5)}.items():
         b = rep["by"]["backend"][backend]
         assert b["ttft_ms"]["median_ape"] <= ttft and b["tpot_ms"]["median_ape"] <= tpot, backend
-    # the interactive end (1-4 requests, 236 rows) weighs as much in the fit as the bulk: reached 15.7 / 10.1
+    # the interactive end (1-4 requests, 236 rows) weighs as much in the fit as the bulk: reached 14.4 / 9.3
     lo = rep["by"]["concurrency"]["1-4"]
-    assert lo["ttft_ms"]["n"] == 236 and lo["ttft_ms"]["median_ape"] <= 20.5 and lo["tpot_ms"]["median_ape"] <= 11.5
-    # Qwen3.5 (Gated DeltaNet hybrid) is held out of the serving fit: reached TPOT 15.0, TTFT 31.6
+    assert lo["ttft_ms"]["n"] == 236 and lo["ttft_ms"]["median_ape"] <= 18.0 and lo["tpot_ms"]["median_ape"] <= 11.0
+    # Qwen3.5 (Gated DeltaNet hybrid) is held out of the serving fit: reached TPOT 14.7, TTFT 31.8
     q = rep["by"]["model"]["Qwen/Qwen3.5-397B-A17B"]
     assert q["tpot_ms"]["n"] == 156 and q["tpot_ms"]["median_ape"] <= 16.0 and q["ttft_ms"]["median_ape"] <= 33.0
     reasons = {u["reason"] for u in rep["unmodeled"]}
@@ -71,7 +72,7 @@ def test_serving_errors_on_the_sample_as_shipped():
     # the same runs with repeats weighed again and 139 rows priced on 16-64 GPUs where one node ran
     rows = read_rows(MEAS / "serving_measured_blackwell.csv")
     o = serving_report(rows, *predict_serving(rows))["overall"]
-    # reached: TPOT 12.8 / 38.2, TTFT 23.3 / 62.0 (12.4 / 24.6 with step_kernel_overhead_scale; 11.1 / 23.7 when
+    # reached: TPOT 12.9 / 39.0, TTFT 22.3 / 62.6 (12.4 / 24.6 with step_kernel_overhead_scale; 11.1 / 23.7 when
     # per-engine collective scales were fitted); TTFT holds the issue's 25, TPOT misses its 12 here
     assert o["tpot_ms"]["median_ape"] <= 13.5 and o["ttft_ms"]["median_ape"] <= 25.0
     assert o["tpot_ms"]["n"] == 1973
@@ -81,7 +82,7 @@ def test_offline_throughput_generalises():
     # TensorRT-LLM perf-overview tables are not used for fitting: a held-out check
     rows = read_rows(MEAS / "trtllm_perf_overview.csv")
     rep = serving_report(rows, *predict_serving(rows))
-    # reached 10.1 / 41.0 (median / p90)
+    # reached 9.6 / 39.7 (median / p90)
     assert rep["overall"]["output_tok_s_per_gpu"]["median_ape"] <= 12.5
     assert rep["overall"]["output_tok_s_per_gpu"]["p90_ape"] <= 43.0
     assert len(rep["unmodeled"]) + rep["modeled"] == rep["rows"]
@@ -89,14 +90,15 @@ def test_offline_throughput_generalises():
 
 def test_published_single_runs_held_out():
     # published runs with their whole configuration (SOURCES.md), never fitted on; reached, signed error %:
-    # B200 max throughput +5.1 / +0.0; H200 max throughput +27.6; min latency B200 +45.2 per GPU and +46.5 per user
-    # (strict MTP), +20.2 (relaxed), H200 +50.7 per GPU; Maverick at c=1 -6.9 against a floor of 1,000 tok/s/user
-    # (before the engines' fusions replaced step_kernel_overhead_scale: +55.2, +28.7, +100.2, -22.1)
+    # B200 max throughput +4.8 / -0.3; H200 max throughput +27.3; min latency B200 +39.2 per GPU and +40.3 per user
+    # (strict MTP), +15.1 (relaxed), H200 +46.6 per GPU; Maverick at c=1 -8.6 against a floor of 1,000 tok/s/user
+    # (before the MTP passes and the MoE top-k: +45.2, +46.5, +20.2, +50.7, -6.9; before the engines' fusions
+    # replaced step_kernel_overhead_scale: +55.2, +28.7, +100.2, -22.1)
     rows = read_rows(MEAS / "published_runs.csv")
     preds, unmodeled = predict_serving(rows)
     assert not unmodeled and len(rows) == 7
     ceiling = {"b200-max-throughput-fp8-kv": 6, "b200-max-throughput-bf16-kv": 5, "h200-max-throughput": 30,
-               "b200-min-latency": 50, "b200-relaxed-mtp3": 23, "h200-min-latency": 55, "b200-eagle3": 15}
+               "b200-min-latency": 44, "b200-relaxed-mtp3": 18, "h200-min-latency": 51, "b200-eagle3": 15}
     for r, p in zip(rows, preds, strict=True):
         m = "output_tok_s_per_gpu" if r["output_tok_s_per_gpu"] else "output_tok_s_per_user"
         err = 100 * abs(p[m] / float(r[m]) - 1)
