@@ -85,6 +85,7 @@ def test_every_bundled_config_passes():
 
 
 @pytest.mark.parametrize("name,inside,outside", [("bw_eff", 0.85, 0.0), ("bw_eff", 1.0, 1.01), ("bw_eff", 1e-4, 1e-30), ("moe_eff", 1.5, 2.5),
+                                                  ("moe_eff_fp8_deepgemm", 1.05, 2.5), ("gemm_bw_eff_w4a16", 0.73, 1.01),
                                                   ("gemm_overhead_bf16_s", 0.0, -1e-9), ("moe_routing_alpha", 1.01, -0.1),
                                                   ("prefill_queue_fraction", 1.0, 1.1)])
 def test_calibration_ranges(name, inside, outside):

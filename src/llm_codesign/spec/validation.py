@@ -290,10 +290,10 @@ def check_gpu(d: dict, origin: str) -> None:
 
 def param_range(name: str) -> tuple[float, float, bool]:
     """The range a calibration parameter may take: efficiencies are fractions of a peak in
-    [1e-4, 1] (moe_eff is relative to another kernel, up to 2; the
+    [1e-4, 1] (moe_eff and moe_eff_fp8_deepgemm are relative to a dense kernel, up to 2; the
     smallest fitted, the per-head decode fallback's math rate, is 2e-3; below 1e-4 times overflow);
     times are seconds up to 1; the others as their meaning allows."""
-    if name == "moe_eff":
+    if name in ("moe_eff", "moe_eff_fp8_deepgemm"):
         return 1e-4, 2.0, False
     if name.endswith("_eff") or "_eff_" in name:
         return 1e-4, 1.0, False
