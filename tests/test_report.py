@@ -97,6 +97,31 @@ def test_gpu_counts_are_pluralised():
     assert [gpus_text(n) for n in (1, 2, 8, 1024)] == ["1 GPU", "2 GPUs", "8 GPUs", "1,024 GPUs"]
 
 
+def test_log_axes_within_a_decade_still_carry_labels():
+    """The plot's own log grid labels the decades; an axis spanning less than two (a narrow search) is
+    labelled at 1, 2 and 5 times them, so it never comes out without a number on it."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from llm_codesign.render.report import _decade, _log_grid
+
+    assert [_decade(v) for v in (0.5, 20.0, 1e3, 2e3, 1e6)] == ["0.5", "20", "1k", "2k", "1M"]
+    for (xl, yl), want in ((((13, 69), (133, 690)), (["20", "50"], ["200", "500"])),
+                           (((0.5, 300), (20, 9000)), (["1", "10", "100"], ["100", "1k"]))):
+        fig, ax = plt.subplots()
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlim(*xl)
+        ax.set_ylim(*yl)
+        _log_grid(ax, xl, yl)
+        fig.canvas.draw()
+        got = ([t.get_text() for t in ax.get_xticklabels() if xl[0] <= t.get_position()[0] <= xl[1]],
+               [t.get_text() for t in ax.get_yticklabels() if yl[0] <= t.get_position()[1] <= yl[1]])
+        plt.close(fig)
+        assert got == want
+
+
 def test_multi_series_png_labels_do_not_overlap(result, tmp_path, monkeypatch):
     """Two GPUs of nearly equal frontiers (the case `pareto --gpu b200,gb200` drew on top of itself):
     every label drawn overlaps no other, lies inside the axes, and the legend lies beside them."""

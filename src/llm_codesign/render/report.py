@@ -190,11 +190,14 @@ def _decade(v: float) -> str:
 def _log_grid(ax, xlim, ylim) -> None:
     """Major grid at the decades, minor grid at 2..9 times them as one line collection per axis, not
     as minor ticks (matplotlib builds a Tick object per minor line: a third of the plot's drawing
-    time), and decade labels as plain numbers (10, 1k), which need no mathtext."""
-    from matplotlib.ticker import FuncFormatter, NullLocator
+    time), and decade labels as plain numbers (10, 1k), which need no mathtext. An axis holding fewer
+    than two decades is labelled at 1, 2 and 5 times them too, as the minor ticks' labels did before."""
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullLocator
 
     for axis, (lo, hi), lines in ((ax.xaxis, xlim, ax.vlines), (ax.yaxis, ylim, ax.hlines)):
         axis.set_minor_locator(NullLocator())
+        if sum(lo <= 10.0 ** e <= hi for e in range(math.floor(math.log10(lo)), math.ceil(math.log10(hi)) + 1)) < 2:
+            axis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
         axis.set_major_formatter(FuncFormatter(lambda v, _pos: _decade(v)))
         minor = [d * 10.0 ** e for e in range(math.floor(math.log10(lo)), math.ceil(math.log10(hi)) + 1) for d in range(2, 10)]
         other = ylim if axis is ax.xaxis else xlim
