@@ -143,3 +143,24 @@ def test_draft_never_raises_max_batch(name, method, budget, tp, pp, gpu):
     assert float(r1["draft_weights"]) > 0
     assert float(r1["max_seqs_per_rank"]) <= float(r0["max_seqs_per_rank"])
     assert float(r1["free_for_kv"]) <= float(r0["free_for_kv"])
+
+
+def test_a_sweeps_zero_draft_length_loads_no_draft():
+    # a search sweeping draft lengths (0, 1, 3) prices k = 0 as speculation off: no draft weights or
+    # cache, the TensorRT-LLM graph pool at 1 token per sequence, exactly as without a spec; k = 1 sizes
+    # the pool at 2 tokens, not at the spec's own 3
+    import numpy as np
+
+    m = get_model("deepseek-r1")
+    spec = SpecDecoding("mtp", 3, mean_accepted=2.5)
+    sh = Sharding(tp=8, ep=8)
+    for budget in ("free", "total", "static"):
+        none = _fit(m, "b200", sh, budget)
+        swept = _fit(m, "b200", sh, budget, spec, draft_len=np.array([0.0, 1.0, 3.0]))
+        own = _fit(m, "b200", sh, budget, spec)
+        for key in ("weights", "activations", "free_for_kv", "kv_per_token", "max_seqs_per_rank"):
+            got = np.broadcast_to(swept[key], (3,))
+            assert float(got[0]) == float(none[key]) and float(got[2]) == float(own[key]), (budget, key)
+        assert float(swept["draft_weights"][0]) == 0.0 < float(swept["draft_weights"][1]) == float(own["draft_weights"])
+    none, one, own = (_fit(m, "b200", sh, "free", spec if k else None, draft_len=k) for k in (0.0, 1.0, 3.0))
+    assert float(none["activations"]) < float(one["activations"]) < float(own["activations"])

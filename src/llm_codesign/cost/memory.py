@@ -190,7 +190,7 @@ def draft_weight_bytes_per_gpu(model: ModelSpec, draft: ModelSpec, method: str, 
 
 def fit(model: ModelSpec, gpu, prec: Precision, sh: Sharding, isl, *, osl, max_num_tokens=8192,
         usable_fraction=USABLE_FRACTION, osl_occupancy: float = 1.0, budget: str = "total",
-        spec: SpecDecoding | None = None, draft: ModelSpec | None = None, max_seqs=None) -> dict:
+        spec: SpecDecoding | None = None, draft: ModelSpec | None = None, max_seqs=None, draft_len=None) -> dict:
     """Per-GPU memory (bytes) and the most sequences each attention-DP rank can hold (`kv_per_seq`
     counts a sequence's KV cache and its recurrent state, `state_per_seq` the latter alone).
 
@@ -204,16 +204,18 @@ def fit(model: ModelSpec, gpu, prec: Precision, sh: Sharding, isl, *, osl, max_n
     reserve being activations and graphs) and its layers' KV cache with each token's (TensorRT-LLM
     sizes the cache over the target's and the draft's layers, KvCacheCreator cal_max_tokens with
     draft_model_config; vLLM and SGLang give the draft's attention layers their own pages).
-    `max_seqs`: the engine's batch limit sizing vLLM's sampler warm-up (engines.max_batch by default)."""
+    `max_seqs`: the engine's batch limit sizing vLLM's sampler warm-up (engines.max_batch by default).
+    `draft_len`: the draft length each point runs (a search's sweep, broadcasting; spec.k by default):
+    where it is 0 speculation is off and no draft is loaded."""
     prec = executable(prec, gpu)[0]  # e.g. NVFP4 re-quantised to MXFP4 on CDNA4 holds MXFP4's scale bytes
     w = weight_bytes_per_gpu(model, prec, sh)
-    w_draft = 0.0
+    w_draft, k = 0.0, np.asarray(0.0 if spec is None else (spec.k if draft_len is None else draft_len), float)
     if spec is not None:
-        w_draft = draft_weight_bytes_per_gpu(model, draft, spec.method, prec, sh, eh_row_parallel=budget == "free")
+        w_draft = np.where(k > 0, draft_weight_bytes_per_gpu(model, draft, spec.method, prec, sh, eh_row_parallel=budget == "free"), 0.0)
         w = w + w_draft
     if max_seqs is None:
         max_seqs = max_batch("vllm", gpu)
-    act = activation_bytes(model, sh, max_num_tokens, budget=budget, max_seqs=max_seqs, draft_len=spec.k if spec else 0)
+    act = activation_bytes(model, sh, max_num_tokens, budget=budget, max_seqs=max_seqs, draft_len=k)
     if budget == "free":
         usable = w + act + usable_fraction * (gpu.memory_bytes - w - act)
     else:
@@ -223,7 +225,7 @@ def fit(model: ModelSpec, gpu, prec: Precision, sh: Sharding, isl, *, osl, max_n
     seq_len = np.asarray(isl, float) + osl_occupancy * np.asarray(osl, float)
     per_token = kv_bytes_per_token(model, prec, sh, seq_len)
     if spec is not None:  # the draft's layers, all on one stage (MTP on the last; a separate draft unpipelined)
-        per_token = per_token + kv_bytes_per_token(draft, prec, replace(sh, pp=np.ones_like(np.asarray(sh.pp, float))), seq_len)
+        per_token = per_token + np.where(k > 0, kv_bytes_per_token(draft, prec, replace(sh, pp=np.ones_like(np.asarray(sh.pp, float))), seq_len), 0.0)
     state = state_bytes_per_seq(model, sh)
     per_seq = per_token * seq_len + state
     max_seqs = np.where(free > 0, np.floor(np.maximum(free, 0) / np.maximum(per_seq, 1e-9)), 0.0)

@@ -162,7 +162,7 @@ def evaluate(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, plan
     mnt, kv_budget = engine_budget(gpu, engine=engine, max_num_tokens=max_num_tokens, plan=plan, spec=spec)
     k, acc = draft_lengths(spec, spec_k)
     mem, cap, c_rank, running, admitted = _running(model, gpu, prec, sh, C, adp=adp, engine=engine, lengths=(isl, osl), mnt=mnt,
-                                                   kv_budget=kv_budget, usable_fraction=usable_fraction, spec=spec)
+                                                   kv_budget=kv_budget, usable_fraction=usable_fraction, spec=spec, draft_len=k)
     time_share = admitted / np.maximum(running, 1.0)
     r = _Rank(isl, osl, new, cached, mnt, np.minimum(new, mnt), running, pp, np.asarray(cpp) | (running >= pp))
     wave_tok, t_wave_step, pf_span = _prefill_wave(model, gpu, prec, sh, r=r, costs=costs)
@@ -197,7 +197,7 @@ def evaluate(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, plan
 
 
 def _running(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Sharding, C, *, adp, engine: Engine, lengths, mnt, kv_budget,
-             usable_fraction, spec: SpecDecoding | None = None):
+             usable_fraction, spec: SpecDecoding | None = None, draft_len=None):
     """The KV cache's fit (memory.fit, with the draft's weights and cache under `spec`) and the
     sequences per rank: the most that run at once (the cache or the engine's batch limit), those in
     flight on the busiest rank of the `C` requests, those running, and those admitted past their
@@ -210,7 +210,8 @@ def _running(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Sharding, C, *, ad
     isl, osl = lengths
     budget, default_fraction, occupancy = kv_budget
     fraction = default_fraction if usable_fraction is None else usable_fraction
-    draft = {"spec": spec, "draft": draft_model(model, spec) if spec is not None else None, "max_seqs": engine.max_batch(gpu)}
+    draft = {"spec": spec, "draft": draft_model(model, spec) if spec is not None else None, "max_seqs": engine.max_batch(gpu),
+             "draft_len": draft_len}  # a sweep's k = 0 loads no draft
     mem = memory.fit(model, gpu, prec, sh, isl, osl=osl, max_num_tokens=mnt, usable_fraction=fraction, osl_occupancy=occupancy, budget=budget,
                      **draft)
     # sequences that run at once per rank: what is in flight, capped by the KV cache and by the
