@@ -221,9 +221,11 @@ def test_operators_carry_their_part_and_precision(b200):
 
 
 def test_mtp_draft_passes_price_the_module_and_the_first_pass_over_every_checked_position():
-    """DeepSeek MTP as TensorRT-LLM runs it: pass 1 over the 1 + k positions the verify step checked,
-    passes 2..k over one token each, every pass with the module's norms, eh_proj and its all-reduce and
-    greedy sampling (ops.mtp_module_ops) on top of the decoder layer and the shared LM head."""
+    """DeepSeek MTP as TensorRT-LLM runs it: pass 1 runs the MTP layer over the 1 + k positions the verify
+    step checked and its LM head over the one it samples, passes 2..k one token each; every pass adds the
+    module's norms, eh_proj (row-parallel with an all-reduce in TensorRT-LLM without attention DP, whole
+    in vLLM) and greedy sampling: an argmax over each rank's vocabulary slice and the (index, value)
+    pairs gathered (ops.mtp_module_ops)."""
     from llm_codesign.cost.calibration import calibration_for
     from llm_codesign.cost.ops import mtp_module_ops
     from llm_codesign.serve.aggregated import decode_step, draft_model
@@ -233,27 +235,32 @@ def test_mtp_draft_passes_price_the_module_and_the_first_pass_over_every_checked
     from llm_codesign.spec.precision import Precision
 
     m, g = get_model("deepseek-r1"), get_gpu("b200")
-    costs = get_engine("trtllm").costs(calibration_for(g))
+    cal = calibration_for(g)
+    costs = get_engine("trtllm").costs(cal)
     sh, prec, spec = Sharding(tp=8, ep=8), Precision.of("fp8_block"), SpecDecoding("mtp", 3, rates=(0.8, 0.6, 0.4))
     dm = draft_model(m, spec)
-    extra = mtp_module_ops(dm, g, costs.cal, sh, tokens=4.0)
-    names = [o.name for o in extra]
-    assert names == ["mtp/norms", "mtp/eh_proj", "mtp/eh_proj_all_reduce", "mtp/logits_gather", "mtp/argmax"]
-    eh = extra[1]
-    assert eh.flops == pytest.approx(2.0 * 4 * 7168 * (2 * 7168 / 8))  # [4 tokens, 2h/TP] x [2h/TP, h]
-    assert all(o.time > 0 for o in extra)
+    extra = {o.name: o for o in mtp_module_ops(dm, g, costs.cal, sh, tokens=16.0, seqs=4.0)}
+    assert list(extra) == ["mtp/norms", "mtp/eh_proj", "mtp/eh_proj_all_reduce", "mtp/argmax", "mtp/argmax_gather"]
+    # by hand: [16 tokens, 2h / TP] x [2h / TP, h] on TensorRT-LLM; 4 sequences x 129,280 / 8 FP32 logits per rank
+    assert extra["mtp/eh_proj"].flops == pytest.approx(2.0 * 16 * 7168 * (2 * 7168 / 8))
+    assert float(extra["mtp/argmax"].bytes) == 4 * 129280 / 8 * 4
+    assert all(float(o.time) > 0 for o in extra.values())
+    whole = {o.name: o for o in mtp_module_ops(dm, g, cal.in_step("vllm"), sh, tokens=16.0, seqs=4.0)}
+    assert whole["mtp/eh_proj"].flops == pytest.approx(2.0 * 16 * 7168 * 2 * 7168) and float(whole["mtp/eh_proj_all_reduce"].time) == 0.0
 
     def draft(k):
         return float(decode_step(m, g, prec, sh, costs=costs, b=4.0, ctx=2048.0, k=np.asarray(float(k)), spec=spec)[1])
 
-    one_pass = float(step_time(forward_ops(dm, g, costs.cal, prec, sh, b=Batch(dec_seqs=4.0, dec_ctx=2048.0))))
-    rest = one_pass + float(step_time(mtp_module_ops(dm, g, costs.cal, sh, tokens=4.0)))
-    first = float(step_time(forward_ops(dm, g, costs.cal, prec, sh, b=Batch(dec_seqs=4.0, dec_ctx=2048.0, dec_tokens_per_seq=4.0)))
-                  + step_time(mtp_module_ops(dm, g, costs.cal, sh, tokens=16.0)))
+    def layer(tokens_per_seq, *, head):
+        ops = forward_ops(dm, g, costs.cal, prec, sh, b=Batch(dec_seqs=4.0, dec_ctx=2048.0, dec_tokens_per_seq=tokens_per_seq))
+        return float(sum(o.total_time for o in ops if (o.name == "lm_head") == head))
+
+    module = lambda tokens: float(step_time(mtp_module_ops(dm, g, costs.cal, sh, tokens=tokens, seqs=4.0)))  # noqa: E731
+    head = layer(1.0, head=True)  # the LM head samples one position per sequence in every pass
     assert draft(0) == 0.0
-    # k = 3: the first pass over 4 positions of each of the 4 sequences, then two passes of one token
-    assert draft(3) == pytest.approx(first + 2.0 * rest, rel=1e-9)
-    assert first > rest > one_pass
+    # k = 3: the layer over 4 positions of each of the 4 sequences, then two passes of one token
+    assert draft(3) == pytest.approx(layer(4.0, head=False) + head + module(16.0) + 2.0 * (layer(1.0, head=False) + head + module(4.0)), rel=1e-9)
+    assert draft(1) > layer(1.0, head=False) + head + module(4.0)
 
 
 def test_moe_layers_launch_a_topk_kernel_over_the_router_scores():

@@ -97,7 +97,10 @@ class Calibration:
 
     def moe_eff_of(self, kernel: str) -> float:
         """A grouped (MoE) GEMM's efficiency relative to a dense GEMM of its kernel family: DeepGEMM's
-        grouped kernels their own (moe_eff_fp8_deepgemm), the kernel tables' the fitted moe_eff."""
+        grouped kernels their own (moe_eff_fp8_deepgemm); W4A16's rates are Marlin's MoE kernel's
+        already (default.toml), so 1; the kernel tables' the fitted moe_eff."""
+        if kernel == "w4a16":
+            return 1.0
         return self.moe_eff_fp8_deepgemm if kernel == "fp8_deepgemm" else self.moe_eff
 
     def gemm_bw(self, kernel: str) -> float:

@@ -652,20 +652,24 @@ def _slowest_stage(model: ModelSpec, pp, parts, head: Op):
     return counts, head_on
 
 
-def mtp_module_ops(model: ModelSpec, gpu: Gpu, cal: Calibration, sh: Sharding, *, tokens) -> list[Op]:
-    """What one DeepSeek MTP pass runs beside its decoder layer and the shared LM head (DeepSeek-V3
-    report, sec. 2.2; TensorRT-LLM _torch/models/modeling_deepseekv3.py, DeepseekV3MTP): RMSNorms of
-    the previous hidden state and of the token's embedding, their concatenation projected back to the
-    hidden size by eh_proj (BF16 [2h, h], row-parallel over TP, so one more all-reduce), and the pass's
-    greedy sampling (_torch/speculative/mtp.py): the vocab-parallel logits gathered and an argmax."""
+def mtp_module_ops(model: ModelSpec, gpu: Gpu, cal: Calibration, sh: Sharding, *, tokens, seqs) -> list[Op]:
+    """What one DeepSeek MTP pass over `tokens` of `seqs` sequences runs beside its decoder layer and
+    the shared LM head (DeepSeek-V3 report, sec. 2.2): RMSNorms of the previous hidden state and of the
+    token's embedding, their concatenation projected back to the hidden size by eh_proj (BF16 [2h, h]:
+    row-parallel over TP with one more all-reduce in TensorRT-LLM without attention DP,
+    modeling_deepseekv3.py DeepseekV3MTP; whole on every GPU in vLLM and SGLang, deepseek_mtp.py,
+    deepseek_nextn.py), and greedy sampling of one token per sequence (TensorRT-LLM
+    _torch/speculative/mtp.py draft_sampler: an argmax over each rank's vocabulary slice, then the
+    (index, value) pairs gathered)."""
     at = _At(np.ones_like(np.asarray(sh.pp, float)), gpu, cal)
     h, tp = model.hidden, np.asarray(sh.tp, float) * np.asarray(sh.kvp, float)
-    tokens = np.asarray(tokens, float)
+    tokens, seqs = np.asarray(tokens, float), np.asarray(seqs, float)
+    split = (cal.allreduce_engine == "trtllm") & (np.asarray(sh.adp, float) <= 1)
     return _tag([_elementwise("mtp/norms", tokens * h * 2.0 * 4.0, 2.0, at),  # two vectors read and written in BF16
-                 _gemm("mtp/eh_proj", tokens, h, 2.0 * h / tp, at, **_BF16),
-                 _comm("mtp/eh_proj_all_reduce", "all_reduce", tokens * h * 2.0, tp, at),
-                 _comm("mtp/logits_gather", "all_gather", tokens * model.vocab * 4.0, tp, at),  # FP32 logits
-                 _elementwise("mtp/argmax", tokens * model.vocab * 4.0, 1.0, at)], "lm_head", "bf16")
+                 _gemm("mtp/eh_proj", tokens, h, np.where(split, 2.0 * h / tp, 2.0 * h), at, **_BF16),
+                 _comm("mtp/eh_proj_all_reduce", "all_reduce", np.where(split, tokens * h * 2.0, 0.0), tp, at),
+                 _elementwise("mtp/argmax", seqs * model.vocab / tp * 4.0, 1.0, at),  # this rank's FP32 logits
+                 _comm("mtp/argmax_gather", "all_gather", seqs * 8.0 * tp, tp, at)], "lm_head", "bf16")
 
 
 def step_time(ops: list[Op]):

@@ -267,7 +267,7 @@ def write_plot(results: list[dict], path: str | Path) -> None:
         fig.tight_layout()  # the legend beside the axes is as wide as its longest label
     else:
         ax.legend(fontsize=8, loc="lower left")
-        # the margins tight_layout finds for this layout (log axes: tick labels 10^k), fixed: it costs a
+        # the margins tight_layout finds for this layout (log axes labelled 10 to 10k), fixed: it costs a
         # fifth of a second, a sixth of the main job
         fig.subplots_adjust(left=0.077, right=0.983, bottom=0.102, top=0.94)
     _place_labels(ax, fig, labels)

@@ -56,15 +56,19 @@ def draft_model(model: ModelSpec, spec: SpecDecoding) -> ModelSpec:
     return get_model(spec.draft_model)
 
 
-def engine_budget(gpu: Gpu, *, engine: Engine, max_num_tokens=None, plan: Plan | None = None, spec: SpecDecoding | None = None):
+def engine_budget(gpu: Gpu, *, engine: Engine, max_num_tokens=None, plan: Plan | None = None, spec: SpecDecoding | None = None,
+                  draft_len=None):
     """The step token budget (the engine's own on this GPU unless given) and how the engine sizes and
     fills its KV cache: (budget, usable fraction, OSL share a running sequence holds), Engine.kv_budget;
-    SGLang's fraction follows the plan (engines.sglang_static_fraction)."""
+    SGLang's fraction follows the plan and reserves a draft's room only where one runs (`draft_len`
+    > 0: a sweep's k = 0 points run none; engines.sglang_static_fraction)."""
     mnt = np.asarray(engine.step_tokens(gpu) if max_num_tokens is None else max_num_tokens, float)
     budget, fraction, occupancy = engine.kv_budget
     if budget == "static" and plan is not None:
         tp, pp, _, _, adp, _ = plan.arrays()
         fraction = sglang_static_fraction(gpu, tp, pp, adp, spec_method=spec.method if spec else None, chunk=mnt)
+        if spec is not None and draft_len is not None:
+            fraction = np.where(np.asarray(draft_len) > 0, fraction, sglang_static_fraction(gpu, tp, pp, adp, chunk=mnt))
     return mnt, (budget, fraction, occupancy)
 
 
@@ -90,13 +94,18 @@ def decode_step(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Sharding, *, co
         dsh = sh if spec.method != "draft" else replace(sh, pp=np.ones_like(pp))
         dops = forward_ops(dm, gpu, cal, prec, dsh, b=Batch(dec_seqs=b, dec_ctx=ctx))
         t_pass = step_time(dops)
-        if spec.method == "mtp":
-            # TensorRT-LLM's MTP (Eagle mode, its default for DeepSeek; _torch/speculative/mtp.py): the
-            # first pass runs on every position the verify step checked (1 + k tokens per sequence), and
-            # each pass adds the MTP module's input path and greedy sampling (ops.mtp_module_ops)
+        if spec.method in ("mtp", "eagle3"):
+            # EAGLE-style drafting (TensorRT-LLM's MTP in Eagle mode, its default for DeepSeek,
+            # _torch/speculative/mtp.py; EAGLE-3 in TensorRT-LLM and vLLM): the first pass runs the draft
+            # layer over every position the verify step checked (1 + k tokens per sequence), its LM head
+            # over the one it samples; an MTP pass adds the module's input path and greedy sampling
+            # (ops.mtp_module_ops)
             first = forward_ops(dm, gpu, cal, prec, dsh, b=Batch(dec_seqs=b, dec_ctx=ctx, dec_tokens_per_seq=1.0 + k))
-            t_first = step_time(first) + step_time(mtp_module_ops(dm, gpu, cal, dsh, tokens=b * (1.0 + k)))
-            t_rest = t_pass + step_time(mtp_module_ops(dm, gpu, cal, dsh, tokens=b))
+            t_first = sum(op.total_time for op in first if op.name != "lm_head") + sum(op.total_time for op in dops if op.name == "lm_head")
+            t_rest = t_pass
+            if spec.method == "mtp":
+                t_first = t_first + step_time(mtp_module_ops(dm, gpu, cal, dsh, tokens=b * (1.0 + k), seqs=b))
+                t_rest = t_rest + step_time(mtp_module_ops(dm, gpu, cal, dsh, tokens=b, seqs=b))
             t_draft = np.where(k > 0, t_first + (k - 1.0) * t_rest, 0.0)
         else:
             t_draft = k * t_pass
@@ -159,8 +168,8 @@ def evaluate(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, plan
     # quantise as a whole tile row (a hit rate of 1e-6 lengthened the MLA up-projection by a tile)
     cached = np.floor(isl * np.asarray(prefix_hit, float) + 1e-9)
     new = isl - cached  # prompt tokens each request prefills
-    mnt, kv_budget = engine_budget(gpu, engine=engine, max_num_tokens=max_num_tokens, plan=plan, spec=spec)
     k, acc = draft_lengths(spec, spec_k)
+    mnt, kv_budget = engine_budget(gpu, engine=engine, max_num_tokens=max_num_tokens, plan=plan, spec=spec, draft_len=k)
     mem, cap, c_rank, running, admitted = _running(model, gpu, prec, sh, C, adp=adp, engine=engine, lengths=(isl, osl), mnt=mnt,
                                                    kv_budget=kv_budget, usable_fraction=usable_fraction, spec=spec, draft_len=k)
     time_share = admitted / np.maximum(running, 1.0)
