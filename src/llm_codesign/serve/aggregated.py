@@ -100,8 +100,12 @@ def decode_step(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Sharding, *, co
             # layer over every position the verify step checked (1 + k tokens per sequence), its LM head
             # over the one it samples; an MTP pass adds the module's input path and greedy sampling
             # (ops.mtp_module_ops)
-            first = forward_ops(dm, gpu, cal, prec, dsh, b=Batch(dec_seqs=b, dec_ctx=ctx, dec_tokens_per_seq=1.0 + k))
-            t_first = sum(op.total_time for op in first if op.name != "lm_head") + sum(op.total_time for op in dops if op.name == "lm_head")
+            head = sum(op.total_time for op in dops if op.name == "lm_head")
+            if spec.method == "mtp":  # the MTP block is the target's last layer type, priced in `ops` at this very batch
+                t_first = _last_layer_time(model, ops) + head
+            else:
+                first = forward_ops(dm, gpu, cal, prec, dsh, b=Batch(dec_seqs=b, dec_ctx=ctx, dec_tokens_per_seq=1.0 + k))
+                t_first = sum(op.total_time for op in first if op.name != "lm_head") + head
             t_rest = t_pass
             if spec.method == "mtp":
                 t_first = t_first + step_time(mtp_module_ops(dm, gpu, cal, dsh, tokens=b * (1.0 + k), seqs=b))
@@ -111,6 +115,20 @@ def decode_step(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Sharding, *, co
             t_draft = k * t_pass
         t_stage = t_stage + t_draft / pp
     return t_stage, t_draft, ops
+
+
+def _last_layer_time(model: ModelSpec, ops) -> object:
+    """One layer of the model's last layer type in a step's operators (ops.forward_ops: per-layer times,
+    shared halves priced once under the first group that has them): what one more such layer costs at
+    that step's batch, as DeepSeek's MTP block does in the first draft pass."""
+    last = model.groups[-1][0]
+    if len(model.groups) == 1:
+        prefixes: tuple[str, ...] = ("layer/",)
+    else:
+        ia = next(i for i, (layer, _) in enumerate(model.groups) if layer.attn == last.attn)
+        jf = next(i for i, (layer, _) in enumerate(model.groups) if layer.ffn == last.ffn)
+        prefixes = (f"layer{ia}/attn/", f"layer{jf}/ffn/", f"layer{jf}/moe/", f"layer{jf}/elementwise")
+    return sum(op.time for op in ops if op.name.startswith(prefixes))
 
 
 def prefill_step(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Sharding, *, costs: EngineCosts, tokens, isl, chunk,
