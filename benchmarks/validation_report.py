@@ -85,7 +85,7 @@ def serving_section(title: str, path: Path) -> tuple[list[str], list[dict], list
     return lines, rows, preds
 
 
-def disagg_section(path: Path) -> list[str]:
+def disagg_section(path: Path) -> tuple[list[str], list, list]:
     """The disaggregated runs priced with serve.disagg (validate detects the pool columns), and where
     the first tokens' error lies: the request rate the runs sustained (Little's law over the measured
     TTFT and TPOT) against the modelled prefill pool's capacity."""
@@ -115,7 +115,7 @@ def disagg_section(path: Path) -> list[str]:
               "| requests | rows | measured rate / modelled prefill capacity | measured / predicted TTFT |", "|---|---|---|---|"]
     lines += [f"| {band} | {len(v)} | {np.median([a for a, _ in v]):.2f} | {np.median([b for _, b in v]):.2f} |"
               for band, v in load.items() if v]
-    return lines + [""]
+    return lines + [""], rows, preds
 
 
 def accuracy_section(table: dict) -> list[str]:
@@ -211,9 +211,10 @@ def main() -> None:
     lines += _table("model", rep["by"]["model"], ("output_tok_s_per_gpu",))
     lines += moe_plan_section(rows)
     lines += published_section(MEAS / "published_runs.csv")
-    lines += disagg_section(MEAS / "serving_disagg_blackwell.csv")
+    dis_lines, dis_rows, dis_preds = disagg_section(MEAS / "serving_disagg_blackwell.csv")
+    lines += dis_lines
     pub_rows = read_rows(MEAS / "published_runs.csv")
-    table = accuracy.build((clean_rows, clean_preds), offline, (pub_rows, predict_serving(pub_rows)[0]))
+    table = accuracy.build((clean_rows, clean_preds), offline, (pub_rows, predict_serving(pub_rows)[0]), (dis_rows, dis_preds))
     lines += accuracy_section(table)
     _, changes = clean(read_rows(MEAS / "serving_measured_blackwell.csv"))
     lines += [f"Data checks on the sample as shipped: {summary(changes)} "
@@ -227,7 +228,8 @@ def main() -> None:
                   "serving: TTFT / TPOT by engine and concurrency band, data/measurements/serving_measured_blackwell_clean.csv",
                   "  (fitted on; benchmarks/crossval_serving.py finds held-out halves within 1.2 points of in-sample).",
                   "offline: output tok/s per GPU by GPU family, data/measurements/trtllm_perf_overview.csv (held out).",
-                  "speculative: output tok/s per user of data/measurements/published_runs.csv rows with speculation (held out)."]
+                  "speculative: output tok/s per user of data/measurements/published_runs.csv rows with speculation (held out).",
+                  "disaggregated: TTFT / TPOT of data/measurements/serving_disagg_blackwell.csv priced with disagg (held out)."]
         Path(args.accuracy).write_text(accuracy.to_toml(table, header) + "\n")
     if args.out:
         Path(args.out).write_text(text)

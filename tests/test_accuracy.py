@@ -104,3 +104,14 @@ def test_describe_lists_each_band_then_each_caveat_once():
                      "the serving sample holds no H100 SXM run, nor any hopper GPU",
                      "speculative decoding is not in that sample; 3 published runs with it miss tok/s/user by -34% to +95%",
                      "those runs are TensorRT-LLM's; vLLM is not measured offline"]
+
+
+def test_build_holds_the_disaggregated_runs_error():
+    # two disaggregated runs, TTFT predicted 50% and 70% early, TPOT 10% long and exact: medians 60 / 5, signed -60 / +5
+    rows = [_row(conc="8"), _row(conc="64")]
+    preds = [{"ttft_ms": 50.0, "tpot_ms": 11.0}, {"ttft_ms": 30.0, "tpot_ms": 10.0}]
+    t = build(([], []), ([], []), ([], []), (rows, preds))
+    assert t["disaggregated"] == {"ttft_ms": {"median": 60.0, "p90": 68.0, "signed": -60.0, "n": 2},
+                                  "tpot_ms": {"median": 5.0, "p90": 9.0, "signed": 5.0, "n": 2}}
+    assert tomllib.loads(to_toml(t, []))["disaggregated"] == t["disaggregated"]
+    assert "disaggregated" not in build(([], []), ([], []), ([], []))  # no runs, no cell

@@ -34,6 +34,20 @@ from llm_codesign.cli.common import (
 from llm_codesign.errors import InputError
 
 
+def _measured() -> str:
+    """The bundled profile's error on the shipped disaggregated runs (data/calibration/accuracy.toml); a
+    profile of one's own has its own (`validate --calibration`)."""
+    from llm_codesign.measure.accuracy import bundled
+
+    cell = bundled().get("disaggregated")
+    if not cell:
+        return ""
+    t, d = cell["ttft_ms"], cell["tpot_ms"]
+    early = ", first tokens early" if t["signed"] < 0 else ""
+    return (f" Measured on the shipped disaggregated runs (data/measurements/serving_disagg_blackwell.csv, {t['n']} priced): "
+            f"TPOT {d['median']:.1f}% median error, TTFT {t['median']:.1f}% (signed {t['signed']:+.0f}%{early}).")
+
+
 @app.command()
 def disagg(
     model: str = typer.Argument(..., help="Registry name, Hugging Face id or config.json path."),
@@ -84,9 +98,7 @@ def disagg(
                "requests:n TTFT:n prefill:n KV_move:n queue:n TPOT:n tok/s/user:n tok/s/GPU:n fits:k",
                "Times in ms: TTFT = queue (for the running prefill step, a prefill instance, a decode slot) + prefill + "
                "KV hand-off (the transfer and the decode worker's admission at its step boundaries) + the engine's request "
-               "overhead. fits: the decode instances' KV cache holds every request. Measured on the shipped disaggregated runs "
-               "(data/measurements/serving_disagg_blackwell.csv, docs/validation_report.md): TPOT 8.2% median error, "
-               "TTFT 42.2% (first tokens still early, signed -34%).")
+               "overhead. fits: the decode instances' KV cache holds every request." + ("" if calibration else _measured()))
     for row in r["rows"]:
         t.add_row(str(row["concurrency"]), f"{row['ttft_ms']:.1f}", f"{row['prefill_ms']:.1f}", f"{row['kv_transfer_ms']:.2f}",
                   f"{row['prefill_wait_ms']:.1f}", f"{row['tpot_ms']:.2f}", f"{row['tok_s_per_user']:.1f}",

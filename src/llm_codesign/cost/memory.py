@@ -8,7 +8,7 @@ from dataclasses import replace
 import numpy as np
 
 from llm_codesign.cost.ops import Sharding
-from llm_codesign.spec.engines import max_batch
+from llm_codesign.spec.engines import max_batch, mtp_eh_proj_split
 from llm_codesign.spec.model import ModelSpec
 from llm_codesign.spec.plan import SpecDecoding
 from llm_codesign.spec.precision import Precision, executable
@@ -159,15 +159,13 @@ def activation_bytes(model: ModelSpec, sh: Sharding, max_num_tokens, *, budget: 
 
 
 def draft_weight_bytes_per_gpu(model: ModelSpec, draft: ModelSpec, method: str, prec: Precision, sh: Sharding, *,
-                               eh_row_parallel: bool = False):
+                               backend: str = ""):
     """Weights of the speculative-decoding draft (serve.aggregated.draft_model's `draft`) one GPU holds,
     sharded as the engines shard it. The draft shares the target's embedding (and, for MTP, its LM head).
 
     "mtp" (DeepSeek MTP module): one decoder layer of the model's own last type, sharded like a target
-    layer on the last pipeline stage, and eh_proj (2h -> h) with its two RMSNorms, a BF16 Linear
-    replicated on every GPU (SGLang models/deepseek_nextn.py and vLLM models/deepseek_mtp.py: nn.Linear)
-    or, with `eh_row_parallel` (TensorRT-LLM, modeling_deepseekv3.py DeepseekV3MTP: TensorParallelMode.ROW
-    unless attention DP is on), split over TP. The checkpoint quantises the layer as the target's. "eagle3": one BF16 decoder layer whose QKV reads [embedding; hidden]
+    layer on the last pipeline stage, and eh_proj (2h -> h, BF16) with its two RMSNorms, whole on every
+    GPU or split over TP where the engine (`backend`) splits it (engines.mtp_eh_proj_split). The checkpoint quantises the layer as the target's. "eagle3": one BF16 decoder layer whose QKV reads [embedding; hidden]
     (2h in), fc fusing three target hidden states (3h -> h, replicated) and its own LM head over the
     draft vocabulary, vocabulary-parallel over TP (vLLM models/llama_eagle3.py, TensorRT-LLM
     models/modeling_speculative.py Eagle3DraftModel). "draft": a separate model, TP-sharded like the
@@ -180,7 +178,7 @@ def draft_weight_bytes_per_gpu(model: ModelSpec, draft: ModelSpec, method: str, 
     layer = draft.groups[0][0]
     if method == "mtp":
         wa, wf = prec.attn.bytes_per_weight(), prec.weight.bytes_per_weight()
-        eh = 2.0 * h * h * 2.0 / np.where(eh_row_parallel & (np.asarray(sh.adp, float) <= 1), tp, 1.0)
+        eh = 2.0 * h * h * 2.0 / np.where(mtp_eh_proj_split(backend, sh.adp), tp, 1.0)
         return _layer_weight_bytes(layer, h, wa, wf, (tp, ep, mtp, kvp)) + eh
     a = layer.attn
     qkv_extra = h * (a.heads * a.head_dim + a.kv_heads * (a.head_dim + a.v_head_dim))  # the second h of the 2h input
@@ -190,7 +188,7 @@ def draft_weight_bytes_per_gpu(model: ModelSpec, draft: ModelSpec, method: str, 
 
 def fit(model: ModelSpec, gpu, prec: Precision, sh: Sharding, isl, *, osl, max_num_tokens=8192,
         usable_fraction=USABLE_FRACTION, osl_occupancy: float = 1.0, budget: str = "total",
-        spec: SpecDecoding | None = None, draft: ModelSpec | None = None, max_seqs=None, draft_len=None) -> dict:
+        spec: SpecDecoding | None = None, draft: ModelSpec | None = None, max_seqs=None, draft_len=None, backend: str = "") -> dict:
     """Per-GPU memory (bytes) and the most sequences each attention-DP rank can hold (`kv_per_seq`
     counts a sequence's KV cache and its recurrent state, `state_per_seq` the latter alone).
 
@@ -206,12 +204,13 @@ def fit(model: ModelSpec, gpu, prec: Precision, sh: Sharding, isl, *, osl, max_n
     draft_model_config; vLLM and SGLang give the draft's attention layers their own pages).
     `max_seqs`: the engine's batch limit sizing vLLM's sampler warm-up (engines.max_batch by default).
     `draft_len`: the draft length each point runs (a search's sweep, broadcasting; spec.k by default):
-    where it is 0 speculation is off and no draft is loaded."""
+    where it is 0 speculation is off and no draft is loaded. `backend`: the engine, which decides how it
+    shards the draft (draft_weight_bytes_per_gpu)."""
     prec = executable(prec, gpu)[0]  # e.g. NVFP4 re-quantised to MXFP4 on CDNA4 holds MXFP4's scale bytes
     w = weight_bytes_per_gpu(model, prec, sh)
     w_draft, k = 0.0, np.asarray(0.0 if spec is None else (spec.k if draft_len is None else draft_len), float)
     if spec is not None:
-        w_draft = np.where(k > 0, draft_weight_bytes_per_gpu(model, draft, spec.method, prec, sh, eh_row_parallel=budget == "free"), 0.0)
+        w_draft = np.where(k > 0, draft_weight_bytes_per_gpu(model, draft, spec.method, prec, sh, backend=backend), 0.0)
         w = w + w_draft
     if max_seqs is None:
         max_seqs = max_batch("vllm", gpu)
@@ -228,6 +227,6 @@ def fit(model: ModelSpec, gpu, prec: Precision, sh: Sharding, isl, *, osl, max_n
         per_token = per_token + np.where(k > 0, kv_bytes_per_token(draft, prec, replace(sh, pp=np.ones_like(np.asarray(sh.pp, float))), seq_len), 0.0)
     state = state_bytes_per_seq(model, sh)
     per_seq = per_token * seq_len + state
-    max_seqs = np.where(free > 0, np.floor(np.maximum(free, 0) / np.maximum(per_seq, 1e-9)), 0.0)
+    fits = np.where(free > 0, np.floor(np.maximum(free, 0) / np.maximum(per_seq, 1e-9)), 0.0)
     return {"weights": w, "draft_weights": w_draft + 0.0 * w, "activations": act, "usable": usable + 0.0 * w, "free_for_kv": free,
-            "kv_per_token": per_token, "kv_per_seq": per_seq, "state_per_seq": state + 0.0 * per_seq, "max_seqs_per_rank": max_seqs}
+            "kv_per_token": per_token, "kv_per_seq": per_seq, "state_per_seq": state + 0.0 * per_seq, "max_seqs_per_rank": fits}

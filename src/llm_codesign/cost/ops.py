@@ -16,7 +16,14 @@ import numpy as np
 
 from llm_codesign.cost import kernels as cost
 from llm_codesign.cost.calibration import Calibration
-from llm_codesign.spec.engines import AR_NORM_KERNELS, ar_norm_fused, attention_time_factor, block_fp8_kernel, fuses
+from llm_codesign.spec.engines import (
+    AR_NORM_KERNELS,
+    ar_norm_fused,
+    attention_time_factor,
+    block_fp8_kernel,
+    fuses,
+    mtp_eh_proj_split,
+)
 from llm_codesign.spec.hardware import Gpu
 from llm_codesign.spec.model import Attention, Ffn, Layer, ModelSpec
 from llm_codesign.spec.precision import Precision, executable, gemm_math
@@ -655,16 +662,14 @@ def _slowest_stage(model: ModelSpec, pp, parts, head: Op):
 def mtp_module_ops(model: ModelSpec, gpu: Gpu, cal: Calibration, sh: Sharding, *, tokens, seqs) -> list[Op]:
     """What one DeepSeek MTP pass over `tokens` of `seqs` sequences runs beside its decoder layer and
     the shared LM head (DeepSeek-V3 report, sec. 2.2): RMSNorms of the previous hidden state and of the
-    token's embedding, their concatenation projected back to the hidden size by eh_proj (BF16 [2h, h]:
-    row-parallel over TP with one more all-reduce in TensorRT-LLM without attention DP,
-    modeling_deepseekv3.py DeepseekV3MTP; whole on every GPU in vLLM and SGLang, deepseek_mtp.py,
-    deepseek_nextn.py), and greedy sampling of one token per sequence (TensorRT-LLM
+    token's embedding, their concatenation projected back to the hidden size by eh_proj (BF16 [2h, h],
+    split over TP with one more all-reduce where engines.mtp_eh_proj_split), and greedy sampling of one token per sequence (TensorRT-LLM
     _torch/speculative/mtp.py draft_sampler: an argmax over each rank's vocabulary slice, then the
     (index, value) pairs gathered)."""
     at = _At(np.ones_like(np.asarray(sh.pp, float)), gpu, cal)
     h, tp = model.hidden, np.asarray(sh.tp, float) * np.asarray(sh.kvp, float)
     tokens, seqs = np.asarray(tokens, float), np.asarray(seqs, float)
-    split = (cal.allreduce_engine == "trtllm") & (np.asarray(sh.adp, float) <= 1)
+    split = mtp_eh_proj_split(cal.allreduce_engine, sh.adp)
     return _tag([_elementwise("mtp/norms", tokens * h * 2.0 * 4.0, 2.0, at),  # two vectors read and written in BF16
                  _gemm("mtp/eh_proj", tokens, h, np.where(split, 2.0 * h / tp, 2.0 * h), at, **_BF16),
                  _comm("mtp/eh_proj_all_reduce", "all_reduce", np.where(split, tokens * h * 2.0, 0.0), tp, at),

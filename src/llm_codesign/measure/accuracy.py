@@ -9,7 +9,9 @@ error, the signed median and the number of measured runs behind it:
   held out of every fit;
 - per model with at least MIN_MODEL_ROWS runs in that sample, its own TTFT and TPOT errors over all
   engines, which `estimate` adds for that model (DeepSeek-R1's first tokens, for one, come early);
-- speculative decoding, from the published single runs (held out): the serving sample has none.
+- speculative decoding, from the published single runs (held out): the serving sample has none;
+- disaggregated serving (TTFT, TPOT) over the shipped Dynamo runs priced with `disagg` (held out),
+  which `disagg` quotes.
 `benchmarks/validation_report.py --accuracy PATH` writes it; a test fails when it is out of date.
 A custom calibration profile has its own error: `llm-codesign validate --calibration` measures it.
 """
@@ -46,9 +48,10 @@ def _pairs(rows, preds, metric, keep) -> list[tuple[float, float]]:
             if p and keep(r) and (r.get(metric) or "").strip() and float(r[metric]) > 0 and p.get(metric, 0) > 0]
 
 
-def build(serving: tuple[list, list], offline: tuple[list, list], published: tuple[list, list]) -> dict:
-    """The accuracy table from (rows, predictions) of the serving sample, the offline tables and the
-    published runs (validate.predict_serving's output for each)."""
+def build(serving: tuple[list, list], offline: tuple[list, list], published: tuple[list, list],
+          disagg: tuple[list, list] = ([], [])) -> dict:
+    """The accuracy table from (rows, predictions) of the serving sample, the offline tables, the
+    published runs and the disaggregated runs (validate.predict_serving's output for each)."""
     from llm_codesign.spec.hardware import get_gpu
     from llm_codesign.spec.registry import get_model
 
@@ -85,6 +88,9 @@ def build(serving: tuple[list, list], offline: tuple[list, list], published: tup
     if pairs:
         pe = [100 * (p / y - 1) for p, y in pairs]
         table["speculative"] = {SPEC_METRIC: {**_cell(pairs), "low": round(min(pe), 1), "high": round(max(pe), 1)}}
+    cell = {m: _cell(_pairs(*disagg, m, lambda r: True)) for m in SERVING_METRICS}
+    if all(cell.values()):
+        table["disaggregated"] = cell
     return table
 
 
@@ -105,6 +111,8 @@ def to_toml(table: dict, header: list[str]) -> str:
     for fam, cell in table["offline"].items():
         out += [f"[offline.{fam}]"] + [f"{m} = {_fmt(v)}" for m, v in cell.items()] + [""]
     out += ["[speculative]"] + [f"{m} = {_fmt(v)}" for m, v in table["speculative"].items()] + [""]
+    if table.get("disaggregated"):
+        out += ["[disaggregated]"] + [f"{m} = {_fmt(v)}" for m, v in table["disaggregated"].items()] + [""]
     return "\n".join(out)
 
 

@@ -238,7 +238,7 @@ def _running(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Sharding, C, *, ad
     budget, default_fraction, occupancy = kv_budget
     fraction = default_fraction if usable_fraction is None else usable_fraction
     draft = {"spec": spec, "draft": draft_model(model, spec) if spec is not None else None, "max_seqs": engine.max_batch(gpu),
-             "draft_len": draft_len}  # a sweep's k = 0 loads no draft
+             "draft_len": draft_len, "backend": engine.name}  # a sweep's k = 0 loads no draft
     mem = memory.fit(model, gpu, prec, sh, isl, osl=osl, max_num_tokens=mnt, usable_fraction=fraction, osl_occupancy=occupancy, budget=budget,
                      **draft)
     # sequences that run at once per rank: what is in flight, capped by the KV cache and by the

@@ -64,7 +64,8 @@ def decode_pool(model: ModelSpec, gpu: Gpu, prec: Precision, plan: Plan, *, cost
     c_rank = np.ceil(np.asarray(per_instance, float) / adp - 1e-9)  # the busiest rank (serve.aggregated.evaluate)
     t_stage, t_draft, _ = decode_step(model, gpu, prec, sh, costs=costs, b=c_rank / pp, ctx=isl + osl / 2.0, k=k, spec=spec)
     mem = memory.fit(model, gpu, prec, sh, isl, osl=osl, max_num_tokens=mnt, usable_fraction=fraction, osl_occupancy=occupancy, budget=budget,
-                     spec=spec, draft=draft_model(model, spec) if spec is not None else None, max_seqs=costs.engine.max_batch(gpu), draft_len=k)
+                     spec=spec, draft=draft_model(model, spec) if spec is not None else None, max_seqs=costs.engine.max_batch(gpu), draft_len=k,
+                     backend=costs.engine.name)
     return {"tpot": pp * t_stage / acc, "t_stage": t_stage, "t_draft": t_draft, "acc": acc,
             "fits": (mem["free_for_kv"] > 0) & (c_rank <= mem["max_seqs_per_rank"]), "max_per_instance": mem["max_seqs_per_rank"] * adp}
 

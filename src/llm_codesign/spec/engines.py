@@ -211,6 +211,14 @@ def attention_time_factor(backend: str, family: str, kind: str, phase: str, *, k
 DEEPGEMM_ENGINES = ("sglang", "vllm")
 
 
+def mtp_eh_proj_split(backend: str, adp):
+    """Where DeepSeek MTP's eh_proj ([2h, h], BF16) is split over TP (row-parallel, one more all-reduce):
+    TensorRT-LLM without attention DP (modeling_deepseekv3.py DeepseekV3MTP: TensorParallelMode.ROW
+    unless attention DP is on); vLLM and SGLang keep it whole on every GPU (models/deepseek_mtp.py,
+    models/deepseek_nextn.py: nn.Linear). A boolean array over the attention-DP sizes."""
+    return (backend == "trtllm") & (np.asarray(adp, float) <= 1)
+
+
 def block_fp8_kernel(backend: str, family: str, kernel: str) -> str:
     """The GEMM kernel family an engine runs: DeepGEMM's (fp8_deepgemm) for block-scaled FP8 on Hopper in
     DEEPGEMM_ENGINES, the kernel tables' otherwise."""
