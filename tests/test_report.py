@@ -59,7 +59,7 @@ def test_html_self_contained_lean_with_data_once(result, tmp_path):
     cloud = data["results"][0]["cloud"]["tok_s_per_user"]
     assert len(cloud) == len(r["cloud"]["tok_s_per_user"]) and cloud[0] == float(f"{r['cloud']['tok_s_per_user'][0]:.4g}")
     # the axes hold the data and reach towards the bound by at most BOUND_HEADROOM (x1.15 margin)
-    from llm_codesign.render.report import BOUND_HEADROOM
+    from llm_codesign.render.plot import BOUND_HEADROOM
 
     y0, y1 = data["limits"]["y"]
     ys = r["cloud"]["output_tok_s_per_gpu"] + [q["output_tok_s_per_gpu"] for q in r["frontier"]]
@@ -80,19 +80,19 @@ def test_empty_frontier_says_why(result, tmp_path):
 
 
 def test_each_bound_is_named_by_what_tells_the_series_apart(result):
-    from llm_codesign.render.report import _bound_label, _si
+    from llm_codesign.render.plot import _si, bound_label
 
     r, _ = result
     other_gpu, other_model = {**r, "gpu": "h200"}, {**r, "model": "design 1"}
-    assert _bound_label(r, [r]).startswith("roofline-ideal bound (peaks at ")
-    assert _bound_label(other_gpu, [r, other_gpu]).startswith("ideal bound (h200; peaks at ")
-    assert _bound_label(other_model, [r, other_model]).startswith("ideal bound (design 1; peaks at ")
-    assert _bound_label(other_model, [other_gpu, other_model]).startswith("ideal bound (design 1 on h100; ")
+    assert bound_label(r, [r]).startswith("roofline-ideal bound (peaks at ")
+    assert bound_label(other_gpu, [r, other_gpu]).startswith("ideal bound (h200; peaks at ")
+    assert bound_label(other_model, [r, other_model]).startswith("ideal bound (design 1; peaks at ")
+    assert bound_label(other_model, [other_gpu, other_model]).startswith("ideal bound (design 1 on h100; ")
     assert [_si(x) for x in (553.4, 1578.0, 14236.0, 131845.0, 1.5e6)] == ["553", "1.6k", "14.2k", "132k", "1.5M"]
 
 
 def test_gpu_counts_are_pluralised():
-    from llm_codesign.render.report import gpus_text
+    from llm_codesign.render.plot import gpus_text
 
     assert [gpus_text(n) for n in (1, 2, 8, 1024)] == ["1 GPU", "2 GPUs", "8 GPUs", "1,024 GPUs"]
 
@@ -104,7 +104,7 @@ def test_log_axes_within_a_decade_still_carry_labels():
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from llm_codesign.render.report import _decade, _log_grid
+    from llm_codesign.render.plot import _decade, _log_grid
 
     assert [_decade(v) for v in (0.5, 20.0, 1e3, 2e3, 1e6)] == ["0.5", "20", "1k", "2k", "1M"]
     for (xl, yl), want in ((((13, 69), (133, 690)), (["20", "50"], ["200", "500"])),

@@ -291,6 +291,7 @@ def pareto(
 
     from llm_codesign.cost.calibration import calibration_for
     from llm_codesign.explore.search import SearchSpace, parse_precisions, point_breakdowns, search
+    from llm_codesign.render.plot import PlotProcess
     from llm_codesign.render.report import check_writable, write_all, write_csv, write_html, write_plot
     from llm_codesign.spec.plan import Workload
 
@@ -340,56 +341,62 @@ def pareto(
     from llm_codesign.spec.engines import get_engine
 
     eng = get_engine(backend)  # the engine resolved once, here at the edge
-    results, breakdowns = [], {}
-    prog, cb = _progress()
-    if prog:
-        prog.start()
+    # the figure's own process imports matplotlib on another core while the search runs (render.plot)
+    plotter = PlotProcess().start() if paths["plot"] else None
     try:
-        for mref in model_refs:
-            m = _model(mref)
-            for gref in gpu_refs:
-                g = _gpu(gref)
-                cal = calibration_for(g, calibration)
-                space = SearchSpace(n_gpus, _ints(tp), _ints(pp), _ints(ep), _ints(moe_tp), _ints(attention_dp), _ints(kvp),
-                                    instance_gpus=inst, precisions=parse_precisions(weight_dtype, activation_dtype, kv_dtype, m, g),
-                                    spec=sd, spec_ks=ks, step_tokens=_budget_grid(max_num_tokens_grid, max_num_tokens))
-                r = search(m, g, cal, space, isl=isl, osl=osl, engine=eng, max_num_tokens=max_num_tokens, min_tps_user=min_tps_user,
-                           max_ttft_ms=max_ttft_ms, progress=cb, max_accuracy_drop=max_accuracy_drop, prefix_hit=prefix_hit)
-                i = len(results)
-                for j, rows in enumerate(point_breakdowns(m, cal, [p["deployment"] for p in r["frontier"]], isl, osl, gpu=g)):
-                    breakdowns[f"{i}:{j}"] = rows
-                _price_points(r, g, gpu_hour_price, isl, osl)
-                results.append(r)
-                if disagg:
-                    from llm_codesign.explore.disagg_search import decode_breakdown, search_disagg
-
-                    rd = search_disagg(m, g, cal, space, isl=isl, osl=osl, engine=eng, max_num_tokens=max_num_tokens, min_tps_user=min_tps_user,
-                                       max_ttft_ms=max_ttft_ms)
-                    for j, p in enumerate(rd["frontier"]):
-                        breakdowns[f"{len(results)}:{j}"] = decode_breakdown(m, g, cal, p["deployment"], isl=isl, osl=osl, engine=eng, spec=sd)
-                    _price_points(rd, g, gpu_hour_price, isl, osl)
-                    results.append(rd)
-    finally:
+        results, breakdowns = [], {}
+        prog, cb = _progress()
         if prog:
-            prog.stop()
-    if not any(r["frontier"] for r in results):  # nothing to show: one line naming what to change, nothing written
-        raise nothing_found(results, gpus_, {"min_tps_user": min_tps_user, "max_ttft_ms": max_ttft_ms})
-    jobs = []  # all of them written, or none
-    if paths["csv"]:
-        jobs.append((lambda p: write_csv(results, p), paths["csv"]))
-    if paths["plot"]:
-        jobs.append((lambda p: write_plot(results, p), paths["plot"]))
-    if paths["html"]:
-        from llm_codesign.measure.accuracy import describe
+            prog.start()
+        try:
+            for mref in model_refs:
+                m = _model(mref)
+                for gref in gpu_refs:
+                    g = _gpu(gref)
+                    cal = calibration_for(g, calibration)
+                    space = SearchSpace(n_gpus, _ints(tp), _ints(pp), _ints(ep), _ints(moe_tp), _ints(attention_dp), _ints(kvp),
+                                        instance_gpus=inst, precisions=parse_precisions(weight_dtype, activation_dtype, kv_dtype, m, g),
+                                        spec=sd, spec_ks=ks, step_tokens=_budget_grid(max_num_tokens_grid, max_num_tokens))
+                    r = search(m, g, cal, space, isl=isl, osl=osl, engine=eng, max_num_tokens=max_num_tokens, min_tps_user=min_tps_user,
+                               max_ttft_ms=max_ttft_ms, progress=cb, max_accuracy_drop=max_accuracy_drop, prefix_hit=prefix_hit)
+                    i = len(results)
+                    for j, rows in enumerate(point_breakdowns(m, cal, [p["deployment"] for p in r["frontier"]], isl, osl, gpu=g)):
+                        breakdowns[f"{i}:{j}"] = rows
+                    _price_points(r, g, gpu_hour_price, isl, osl)
+                    results.append(r)
+                    if disagg:
+                        from llm_codesign.explore.disagg_search import decode_breakdown, search_disagg
 
-        errors = {g: [f"not known for {calibration}: run `llm-codesign validate --calibration {calibration}` on measurements"]
-                  if calibration else describe(_gpu(g), backend, sd is not None, model=_model(model_refs[0]).name if len(model_refs) == 1 else None)
-                  + (["the disaggregated frontier is not measured: these figures are aggregated serving's"] if disagg else [])
-                  for g in gpu_refs}
-        jobs.append((lambda p: write_html(results, breakdowns, p, errors), paths["html"]))
-    if out:
-        Path(out).mkdir(parents=True, exist_ok=True)
-    write_all(jobs)
+                        rd = search_disagg(m, g, cal, space, isl=isl, osl=osl, engine=eng, max_num_tokens=max_num_tokens, min_tps_user=min_tps_user,
+                                           max_ttft_ms=max_ttft_ms)
+                        for j, p in enumerate(rd["frontier"]):
+                            breakdowns[f"{len(results)}:{j}"] = decode_breakdown(m, g, cal, p["deployment"], isl=isl, osl=osl, engine=eng, spec=sd)
+                        _price_points(rd, g, gpu_hour_price, isl, osl)
+                        results.append(rd)
+        finally:
+            if prog:
+                prog.stop()
+        if not any(r["frontier"] for r in results):  # nothing to show: one line naming what to change, nothing written
+            raise nothing_found(results, gpus_, {"min_tps_user": min_tps_user, "max_ttft_ms": max_ttft_ms})
+        jobs = []  # all of them written, or none
+        if paths["csv"]:
+            jobs.append((lambda p: write_csv(results, p), paths["csv"]))
+        if paths["plot"]:
+            jobs.append((lambda p: write_plot(results, p, process=plotter), paths["plot"]))
+        if paths["html"]:
+            from llm_codesign.measure.accuracy import describe
+
+            errors = {g: [f"not known for {calibration}: run `llm-codesign validate --calibration {calibration}` on measurements"]
+                      if calibration else describe(_gpu(g), backend, sd is not None, model=_model(model_refs[0]).name if len(model_refs) == 1 else None)
+                      + (["the disaggregated frontier is not measured: these figures are aggregated serving's"] if disagg else [])
+                      for g in gpu_refs}
+            jobs.append((lambda p: write_html(results, breakdowns, p, errors), paths["html"]))
+        if out:
+            Path(out).mkdir(parents=True, exist_ok=True)
+        write_all(jobs)
+    finally:
+        if plotter is not None:
+            plotter.close()
     if as_json:
         slim = [{k: v for k, v in r.items() if k not in ("cloud", "roofline_bound")} for r in results]
         return _dump(slim[0] if len(slim) == 1 else {"comparisons": slim, "evaluated": sum(r["evaluated"] for r in slim),

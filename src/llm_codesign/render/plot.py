@@ -1,0 +1,309 @@
+"""The frontier's matplotlib figure (PNG or SVG), and a process that draws it while the search runs.
+
+`PlotProcess` forks a child that imports matplotlib while the search runs and then draws what it is
+sent; the figure is the same either way (`draw`).
+"""
+from __future__ import annotations
+
+import math
+import os
+import pickle
+import select
+import signal
+import sys
+import warnings
+from pathlib import Path
+
+
+def series_label(r: dict, *, many: bool) -> str:
+    mode = " (disaggregated)" if r.get("mode") == "disaggregated" else ""
+    return f"{r['model']} on {r['gpu']}{mode}" if many else "frontier" + mode
+
+
+def gpus_text(n: int) -> str:
+    """'1 GPU', '8 GPUs'."""
+    return f"{n:,} GPU" + ("" if n == 1 else "s")
+
+
+def _si(x: float) -> str:
+    """A rate in three figures: 1.6k, 64.2k, 877k, 1.2M."""
+    for div, unit in ((1e6, "M"), (1e3, "k")):
+        if x >= div:
+            v = x / div
+            return f"{v:.1f}{unit}" if v < 100 else f"{v:.0f}{unit}"
+    return f"{x:.0f}"
+
+
+BOUND_HEADROOM = 5.0  # the axes reach at most this factor past the best deployment towards the ideal bound
+
+
+def data_limits(results: list[dict]) -> tuple[tuple[float, float], tuple[float, float]]:
+    """Log-axis limits around what was evaluated (cloud and frontier), reaching towards the ideal bound
+    by at most BOUND_HEADROOM: at a batch of 65,536 the bound runs one to two decades above the best
+    deployment (Llama-3.1-70B on 8 B200: 64.7k against 6.6k tok/s/GPU) and would squash the data;
+    beyond the axes it is clipped, and its legend entry says where it peaks."""
+    def lim(key):
+        vs = [v for r in results for v in (*r["cloud"][key], *(p[key] for p in r["frontier"])) if v > 0] or [1.0]
+        bound = max((max(r["roofline_bound"][key]) for r in results if r.get("roofline_bound")), default=0.0)
+        top = max(vs) * min(BOUND_HEADROOM, max(bound / max(vs), 1.0))
+        return min(vs) / 1.5, top * 1.15
+
+    return lim("tok_s_per_user"), lim("output_tok_s_per_gpu")
+
+
+BOUND_DASHES = (":", "--", "-.", (0, (1, 4)), (0, (5, 2, 1, 2, 1, 2)))  # one dash per series' bound
+
+
+def bound_label(r: dict, results: list[dict]) -> str:
+    """The bound's legend entry, named by what tells the series apart (GPU, model or both) and
+    saying where it peaks, which the clipped axes may not show."""
+    rb = r["roofline_bound"]
+    top = f"peaks at {_si(max(rb['tok_s_per_user']))} tok/s/user, {_si(max(rb['output_tok_s_per_gpu']))} tok/s/GPU"
+    if len(results) == 1:
+        return f"roofline-ideal bound ({top})"
+    gpus, models = {x["gpu"] for x in results}, {x["model"] for x in results}
+    who = r["gpu"] if len(models) == 1 else r["model"] if len(gpus) == 1 else f"{r['model']} on {r['gpu']}"
+    return f"ideal bound ({who}; {top})"
+
+
+def _place_labels(ax, fig, items) -> None:
+    """Annotations that overlap none drawn before (nor each other): each tries a few offsets from its
+    point and is left out when none is free. items: [(text, (x, y), colour)]."""
+    renderer = fig.canvas.get_renderer()
+    taken = []
+    for text, xy, colour in items:
+        for off in ((6, 6), (6, -22), (-8, 8), (-8, -22), (14, 18), (14, -34)):
+            ha = "left" if off[0] > 0 else "right"
+            a = ax.annotate(text, xy, fontsize=7, xytext=off, textcoords="offset points", color=colour, ha=ha,
+                            bbox={"boxstyle": "round,pad=0.15", "fc": "white", "ec": "none", "alpha": 0.7})
+            box = a.get_window_extent(renderer).expanded(1.05, 1.1)
+            if not any(box.overlaps(t) for t in taken) and ax.get_window_extent(renderer).contains(box.x0, box.y0) \
+                    and ax.get_window_extent(renderer).contains(box.x1, box.y1):
+                taken.append(box)
+                break
+            a.remove()
+
+
+def _decade(v: float) -> str:
+    """A decade tick's label: 0.1, 1, 10, 100, 1k, 10k, 1M."""
+    for div, unit in ((1e6, "M"), (1e3, "k")):
+        if v >= div:
+            return f"{v / div:g}{unit}"
+    return f"{v:g}"
+
+
+def _log_grid(ax, xlim, ylim) -> None:
+    """Major grid at the decades, minor grid at 2..9 times them as one line collection per axis, not
+    as minor ticks (matplotlib builds a Tick object per minor line: a third of the plot's drawing
+    time), and decade labels as plain numbers (10, 1k), which need no mathtext. An axis holding fewer
+    than two decades is labelled at 1, 2 and 5 times them too, as the minor ticks' labels did before."""
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullLocator
+
+    for axis, (lo, hi), lines in ((ax.xaxis, xlim, ax.vlines), (ax.yaxis, ylim, ax.hlines)):
+        axis.set_minor_locator(NullLocator())
+        if sum(lo <= 10.0 ** e <= hi for e in range(math.floor(math.log10(lo)), math.ceil(math.log10(hi)) + 1)) < 2:
+            axis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
+        axis.set_major_formatter(FuncFormatter(lambda v, _pos: _decade(v)))
+        minor = [d * 10.0 ** e for e in range(math.floor(math.log10(lo)), math.ceil(math.log10(hi)) + 1) for d in range(2, 10)]
+        other = ylim if axis is ax.xaxis else xlim
+        lines([v for v in minor if lo < v < hi], *other, colors="#b0b0b0", linewidth=0.6, alpha=0.3, zorder=0)
+    ax.grid(True, which="major", alpha=0.3)
+
+
+def _axes(ax, results: list[dict], *, many: bool) -> None:
+    """Log axes around the data (data_limits), their labels, the title and the grid."""
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    (x0, x1), (y0, y1) = data_limits(results)
+    ax.set_xlim(x0, x1)
+    ax.set_ylim(y0, y1)
+    ax.set_xlabel("interactivity: output tokens/s per user")
+    ax.set_ylabel("throughput: output tokens/s per GPU")
+    r0 = results[0]
+    ax.set_title(f"Pareto frontier, ISL/OSL {r0['isl']}/{r0['osl']}, {gpus_text(r0['num_gpus'])}"
+                 + ("" if many else f": {r0['model']} on {r0['gpu']}"))
+    _log_grid(ax, (x0, x1), (y0, y1))
+
+
+def draw(results: list[dict], path: str | Path) -> None:
+    """PNG or SVG: dominated cloud, frontier, configs at key points, roofline-ideal bound. Several series
+    (GPUs, models, designs): one colour and one bound dash each, the legend beside the axes, labels
+    placed where they overlap nothing."""
+    # a Figure of its own, not pyplot: no GUI backend and no global state to set up (pyplot's import
+    # alone is most of the main job's second)
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    many = len(results) > 1
+    fig = Figure(figsize=(12.5, 6.5) if many else (9, 6), dpi=110)
+    FigureCanvasAgg(fig)  # the renderer label placement measures text with
+    ax = fig.subplots()
+    labels = []
+    for i, r in enumerate(results):
+        color = f"C{i % 10}"
+        ax.scatter(r["cloud"]["tok_s_per_user"], r["cloud"]["output_tok_s_per_gpu"], s=4, color=color, alpha=0.12,
+                   label=None if many else "evaluated deployments", rasterized=True)
+        xs = [p["tok_s_per_user"] for p in r["frontier"]]
+        ys = [p["output_tok_s_per_gpu"] for p in r["frontier"]]
+        ax.plot(xs, ys, "-", color=color, lw=2, label=series_label(r, many=many))
+        # the third dimension: one marker per precision on the frontier, its accuracy in the legend
+        precs = sorted({(q["deployment"]["weight_dtype"], q["deployment"]["kv_dtype"]) for q in r["frontier"]})
+        for mk, (w, kv) in zip("osD^vP*X" * 4, precs, strict=False):  # markers repeat past 8 precisions
+            pts = [q for q in r["frontier"] if (q["deployment"]["weight_dtype"], q["deployment"]["kv_dtype"]) == (w, kv)]
+            acc = (pts[0].get("accuracy") or {}).get("short") or "accuracy: no source"
+            ax.scatter([q["tok_s_per_user"] for q in pts], [q["output_tok_s_per_gpu"] for q in pts], marker=mk, s=22, color=color,
+                       edgecolors="black", linewidths=0.4, zorder=3, label=f"{w}/{kv}: {acc}")
+        rb = r["roofline_bound"]
+        if r.get("mode") != "disaggregated":  # the same bound as its aggregated sibling's
+            ax.plot(rb["tok_s_per_user"], rb["output_tok_s_per_gpu"], linestyle=BOUND_DASHES[i % len(BOUND_DASHES)], color=color,
+                    lw=1.2, label=bound_label(r, results))
+        n = len(r["frontier"])
+        for j in sorted({0, n // 3, 2 * n // 3, n - 1}) if n else []:
+            p = r["frontier"][j]
+            d = p["deployment"]
+            labels.append((f"{d['plan']} x{d['replicas']}\nB={d['concurrency_per_instance']} {d['weight_dtype']}"
+                           + (f" {d['spec']}{d['draft_len']}" if d["spec"] else ""),
+                           (p["tok_s_per_user"], p["output_tok_s_per_gpu"]), color if many else "black"))
+    _axes(ax, results, many=many)
+    if many:
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
+        fig.tight_layout()  # the legend beside the axes is as wide as its longest label
+    else:
+        ax.legend(fontsize=8, loc="lower left")
+        # the margins tight_layout finds for this layout (log axes labelled 10 to 10k), fixed: it costs a
+        # fifth of a second, a sixth of the main job
+        fig.subplots_adjust(left=0.077, right=0.983, bottom=0.102, top=0.94)
+    _place_labels(ax, fig, labels)
+    fig.savefig(path)
+
+
+_POINT_KEYS = ("tok_s_per_user", "output_tok_s_per_gpu", "accuracy")
+_DEPLOYMENT_KEYS = ("plan", "replicas", "concurrency_per_instance", "weight_dtype", "kv_dtype", "spec", "draft_len")
+_RESULT_KEYS = ("model", "gpu", "num_gpus", "isl", "osl", "mode", "cloud", "roofline_bound")
+
+
+def plot_view(results: list[dict]) -> list[dict]:
+    """What `draw` reads of search results, in plain types: the whole of what a second process is sent."""
+    return [{**{k: r.get(k) for k in _RESULT_KEYS},
+             "frontier": [{**{k: p.get(k) for k in _POINT_KEYS}, "deployment": {k: p["deployment"][k] for k in _DEPLOYMENT_KEYS}}
+                          for p in r["frontier"]]} for r in results]
+
+
+class _Child:
+    """A forked child's process id and the parent's ends of its two pipes (-1 once closed)."""
+
+    def __init__(self, pid: int, job_w: int, answer_r: int) -> None:
+        self.pid, self.job_w, self.answer_r = pid, job_w, answer_r
+
+    def send(self, job: bytes) -> bool:
+        """Writes the whole job and closes its pipe; False if the child is gone."""
+        fd, self.job_w = self.job_w, -1
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(job)
+            return True
+        except OSError:
+            return False
+
+    def answer(self, timeout_s: float) -> bytes:
+        ready, _, _ = select.select([self.answer_r], [], [], timeout_s)
+        return os.read(self.answer_r, 2) if ready else b""
+
+    def end(self) -> None:
+        """Killed (a no-op once it has exited) and reaped: it writes nothing after this returns."""
+        for name in ("job_w", "answer_r"):
+            fd = getattr(self, name)
+            setattr(self, name, -1)
+            if fd >= 0:
+                os.close(fd)
+        try:
+            os.kill(self.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        os.waitpid(self.pid, 0)
+
+
+class PlotProcess:
+    """A figure drawn by a forked child started before the search, so that matplotlib's import (half a
+    second, most of it building the artists' docstrings) overlaps the search on another core: `start()`
+    early, `submit(results, path)` sends the figure and returns the Drawing that completes the file.
+    Forked, not spawned: the child has numpy and this module already, where a fresh interpreter spends
+    the time it would save importing them again. Linux only (fork is unsafe with macOS's system
+    libraries and absent on Windows) and with a second core; anywhere else, or if the child fails, the
+    figure is drawn in this process: the file is the same, only later."""
+
+    def __init__(self) -> None:
+        self._child: _Child | None = None
+
+    def start(self) -> PlotProcess:
+        if not sys.platform.startswith("linux") or len(os.sched_getaffinity(0)) < 2:
+            return self
+        job_r, job_w = os.pipe()
+        answer_r, answer_w = os.pipe()
+        with warnings.catch_warnings():  # Python >= 3.12 warns on fork with native threads (numpy's BLAS pool, idle)
+            warnings.simplefilter("ignore", DeprecationWarning)
+            pid = os.fork()
+        if pid == 0:  # the child: import, draw what is sent, answer, and leave without running the parent's exit handlers
+            try:
+                os.close(job_w)
+                os.close(answer_r)
+                _serve(job_r, answer_w)
+            finally:
+                os._exit(0)
+        os.close(job_r)
+        os.close(answer_w)
+        self._child = _Child(pid, job_w, answer_r)
+        return self
+
+    def submit(self, results: list[dict], path: str | Path) -> Drawing:
+        view = plot_view(results)
+        child, self._child = self._child, None
+        if child is not None and not child.send(pickle.dumps((view, str(path)))):  # it died before reading: draw here
+            child.end()
+            child = None
+        return Drawing(child, view, path)
+
+    def close(self) -> None:
+        """Ends a child that was never sent a figure (the command failed or drew none)."""
+        child, self._child = self._child, None
+        if child is not None:
+            child.end()
+
+    def __enter__(self) -> PlotProcess:
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def _serve(job_fd: int, answer_fd: int) -> None:
+    from matplotlib.backends.backend_agg import FigureCanvasAgg  # noqa: F401  the import this child exists to do early
+    from matplotlib.figure import Figure  # noqa: F401
+
+    with os.fdopen(job_fd, "rb") as f:
+        job = f.read()
+    if job:  # nothing: the parent drew none
+        view, path = pickle.loads(job)
+        draw(view, path)
+        os.write(answer_fd, b"ok")
+
+
+class Drawing:
+    """A figure PlotProcess's child is drawing: `wait()` completes the file (drawing it here if the
+    child failed), `cancel()` ends the child so that it writes nothing more."""
+
+    def __init__(self, child: _Child | None, view: list[dict], path: str | Path) -> None:
+        self._child, self._view, self._path = child, view, path
+
+    def wait(self) -> None:
+        ok = False
+        if self._child is not None:
+            ok = self._child.answer(120.0) == b"ok"
+            self.cancel()
+        if not ok:
+            draw(self._view, self._path)
+
+    def cancel(self) -> None:
+        child, self._child = self._child, None
+        if child is not None:
+            child.end()

@@ -1,0 +1,90 @@
+"""render/plot.py: the figure drawn by a forked child is the figure drawn in process; a child that
+fails is replaced by drawing here; a drawing cancelled by a failed write leaves no file behind."""
+import os
+import sys
+import time
+
+import pytest
+
+from llm_codesign.cost.calibration import calibration_for
+from llm_codesign.explore.search import SearchSpace, search
+from llm_codesign.render import plot
+from llm_codesign.render.report import write_all, write_plot
+from llm_codesign.spec.hardware import get_gpu
+from llm_codesign.spec.registry import get_model
+
+forks = pytest.mark.skipif(not sys.platform.startswith("linux") or len(os.sched_getaffinity(0)) < 2,
+                           reason="PlotProcess forks only on Linux with a second core")
+
+
+@pytest.fixture(scope="module")
+def result():
+    g = get_gpu("h100")
+    return search(get_model("llama-3.1-8b"), g, calibration_for(g), SearchSpace(4), isl=512, osl=256)
+
+
+@forks
+def test_forked_figure_is_the_in_process_figure(result, tmp_path):
+    here, there = tmp_path / "here.png", tmp_path / "there.png"
+    write_plot([result], here)
+    with plot.PlotProcess() as proc:
+        assert proc._child is not None  # it did fork
+        drawing = write_plot([result], there, process=proc)
+        drawing.wait()
+    assert there.read_bytes() == here.read_bytes()
+
+
+@forks
+def test_a_failed_child_is_drawn_here(result, tmp_path, monkeypatch):
+    def broken(job_fd, answer_fd):
+        raise RuntimeError("the child fails")
+
+    monkeypatch.setattr(plot, "_serve", broken)  # the fork copies the patched module
+    here, there = tmp_path / "here.png", tmp_path / "there.png"
+    plot.draw(plot.plot_view([result]), here)
+    proc = plot.PlotProcess().start()
+    pid = proc._child.pid
+    proc.submit([result], there).wait()
+    assert there.read_bytes() == here.read_bytes()
+    with pytest.raises(ChildProcessError):  # reaped: no zombie left
+        os.waitpid(pid, os.WNOHANG)
+
+
+@forks
+def test_a_failed_write_cancels_the_drawing_and_leaves_nothing(result, tmp_path):
+    def fails(_tmp):
+        raise OSError(28, "No space left on device")
+
+    with plot.PlotProcess() as proc:
+        with pytest.raises(OSError, match="No space left"):
+            write_all([(lambda p: write_plot([result], p, process=proc), tmp_path / "f.png"), (fails, tmp_path / "f.csv")])
+    time.sleep(1.0)  # long enough for a child left running to have written its figure
+    assert list(tmp_path.iterdir()) == []
+
+
+@forks
+def test_a_child_never_sent_a_figure_is_ended():
+    proc = plot.PlotProcess().start()
+    pid = proc._child.pid
+    proc.close()
+    with pytest.raises(ChildProcessError):
+        os.waitpid(pid, os.WNOHANG)
+
+
+def test_without_a_second_core_the_figure_is_drawn_here(result, tmp_path, monkeypatch):
+    monkeypatch.setattr(os, "sched_getaffinity", lambda _pid: {0}, raising=False)
+    proc = plot.PlotProcess().start()
+    assert proc._child is None
+    drawing = write_plot([result], tmp_path / "f.png", process=proc)
+    drawing.wait()
+    assert (tmp_path / "f.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_plot_view_is_plain_data(result):
+    """What the child is sent: the figure's inputs only, in types pickle takes without llm_codesign."""
+    import pickle
+
+    view = plot.plot_view([result])
+    assert set(view[0]) == {"model", "gpu", "num_gpus", "isl", "osl", "mode", "cloud", "roofline_bound", "frontier"}
+    assert set(view[0]["frontier"][0]["deployment"]) == set(plot._DEPLOYMENT_KEYS)
+    assert b"llm_codesign" not in pickle.dumps(view)
