@@ -490,3 +490,31 @@ def test_more_requests_never_make_a_request_faster(name, gid, tp, backend, lengt
     for k in ("ttft_s", "tpot_s"):
         v = np.broadcast_to(r[k], C.shape)
         assert np.all(np.diff(v) >= -1e-9 * v[1:]), k
+
+
+@pytest.mark.parametrize("isl", [128, 1024, 8192])
+def test_wave_prefill_priced_once_at_the_budget_equals_every_element(isl):
+    """_once_at_cap prices a search grid's wave prefill once per plan where it fills the step budget:
+    the same numbers, bit for bit, as pricing every element, with elements below the budget (short
+    prompts, few requests) and without (8k prompts fill an 8k budget alone)."""
+    from llm_codesign.serve import aggregated as agg
+
+    m, g = get_model("deepseek-r1"), get_gpu("b200")
+    costs = get_engine("trtllm").costs(calibration_for(g))
+    prec = Precision.of("nvfp4", kv="fp8")
+    tp = np.array([8, 4, 1, 2])[:, None, None]
+    sh = Sharding(tp=tp, pp=np.array([1, 2, 1, 1])[:, None, None], ep=np.array([8, 8, 8, 4])[:, None, None],
+                  moe_tp=np.array([1, 1, 1, 2])[:, None, None], adp=8 // tp // np.array([1, 2, 1, 1])[:, None, None],
+                  kvp=np.ones((4, 1, 1), int))
+    running = np.array([1, 3, 7, 8, 64, 2048], float)[None, :, None] * np.ones((4, 1, 3))
+    mnt, new = np.asarray(8192.0), np.asarray(float(isl))
+    tokens = np.minimum(mnt, running * new)
+    chunk = np.minimum(new, mnt)
+
+    def price(sh_, t, i, c, cached):
+        return agg.prefill_step(m, g, prec, sh_, costs=costs, tokens=t, isl=i, chunk=c, cached=cached)
+
+    direct = np.broadcast_to(price(sh, tokens, new, chunk, np.asarray(0.0)), tokens.shape)
+    once = agg._once_at_cap(price, sh, tokens, mnt, new, chunk, np.asarray(0.0))
+    assert once.shape == direct.shape and np.array_equal(once, direct)
+    assert (tokens < mnt).any() == (isl < 8192)

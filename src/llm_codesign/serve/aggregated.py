@@ -265,8 +265,37 @@ def _prefill_wave(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Sharding, *, 
     (tokens per step, the step's time, the phase's span over the pipeline)."""
     wave_tok = np.minimum(r.mnt, r.running * r.new)
     n_wave = r.running * r.new / np.maximum(wave_tok, 1.0)
-    t_wave_step = prefill_step(model, gpu, prec, sh, costs=costs, tokens=wave_tok, isl=r.new, chunk=r.chunk, cached=r.cached)
+
+    def price(sh_, tokens, isl, chunk, cached):
+        return prefill_step(model, gpu, prec, sh_, costs=costs, tokens=tokens, isl=isl, chunk=chunk, cached=cached)
+
+    t_wave_step = _once_at_cap(price, sh, wave_tok, r.mnt, r.new, r.chunk, r.cached)
     return wave_tok, t_wave_step, np.where(r.pipelined, n_wave + r.pp - 1.0, n_wave * r.pp) * t_wave_step
+
+
+def _once_at_cap(price, sh: Sharding, tokens, cap, *args):
+    """price(sh, tokens, *args) where tokens = min(cap, demand), the elements at the cap priced once per
+    deployment row: in a search's (plans, batches, k) grid a wave's prefill step fills the token budget
+    from a few requests on (41 of 42 elements repeat one on DeepSeek-R1 at 1k/1k). Applies where every
+    input but `tokens` varies along the first axis only; the same values as pricing every element."""
+    fields = [getattr(sh, f) for f in ("tp", "pp", "ep", "moe_tp", "adp", "kvp")]
+    full = np.broadcast_shapes(np.shape(tokens), *(np.shape(x) for x in (*fields, cap, *args)))
+    if len(full) < 2 or any(np.ndim(x) and (np.ndim(x) != len(full) or any(d != 1 for d in np.shape(x)[1:]))
+                            for x in (*fields, cap, *args)):
+        return price(sh, tokens, *args)
+    tokens = np.broadcast_to(tokens, full)
+    at_cap = price(sh, np.broadcast_to(cap, (full[0],) + (1,) * (len(full) - 1)), *args)
+    below = tokens < cap
+    if not below.any():
+        return np.broadcast_to(at_cap, full)
+    rows = np.nonzero(below)[0]
+
+    def pick(x):  # an input's value for each element below the cap (by its row)
+        return np.asarray(x).reshape(()) if np.size(x) == 1 else np.asarray(x).reshape(-1)[rows]
+
+    out = np.array(np.broadcast_to(at_cap, full))
+    out[below] = price(Sharding(*(pick(f) for f in fields)), tokens[below], *(pick(a) for a in args))
+    return out
 
 
 def _own_prefill(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Sharding, *, r: _Rank, costs: EngineCosts, n_span):
