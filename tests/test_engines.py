@@ -71,3 +71,36 @@ def test_calibration_view_reads_the_fitted_profile():
         assert c.cal == cal.in_step(name) and c.cal.allreduce_engine == name
     with pytest.raises(InputError, match="backend"):  # a profile that lacks the engine says so
         get_engine("vllm").costs(replace(cal, step_overhead_s=(("trtllm", 1e-3),)))
+
+
+def test_pdl_saves_its_share_of_a_boundary_per_launch_on_sm90_and_newer():
+    """Programmatic dependent launch: a decode step is shorter by share x pdl_credit_s per kernel launch
+    where the engine PDL-launches (TensorRT-LLM 0.7, SGLang 0.25, vLLM 0.15 on Blackwell and 0 on
+    Hopper, engines.PDL_SHARE); nothing before SM90 (A100)."""
+    from dataclasses import replace
+
+    import numpy as np
+
+    from llm_codesign.cost.calibration import calibration_for
+    from llm_codesign.cost.ops import Sharding, launches
+    from llm_codesign.serve.aggregated import decode_step
+    from llm_codesign.spec.engines import get_engine, pdl_share
+    from llm_codesign.spec.hardware import get_gpu
+    from llm_codesign.spec.precision import Precision
+    from llm_codesign.spec.registry import get_model
+
+    assert (pdl_share("trtllm", "blackwell"), pdl_share("sglang", "hopper"), pdl_share("vllm", "hopper"),
+            pdl_share("vllm", "blackwell"), pdl_share("trtllm", "ampere"), pdl_share("", "blackwell")) == (0.7, 0.25, 0.0, 0.15, 0.0, 0.0)
+    m = get_model("llama-3.1-70b")
+    for gid, backend, share in (("b200", "trtllm", 0.7), ("h100", "sglang", 0.25), ("h100", "vllm", 0.0), ("a100", "trtllm", 0.0)):
+        g = get_gpu(gid)
+        cal = calibration_for(g)
+        eng = get_engine(backend)
+        step = {}
+        for credit in (0.0, 0.25e-6):
+            costs = eng.costs(replace(cal, pdl_credit_s=credit))
+            step[credit], _, ops = decode_step(m, g, Precision.of("fp8" if gid != "a100" else "bf16"), Sharding(tp=8), costs=costs,
+                                               b=16.0, ctx=2048.0, k=np.zeros(1), spec=None)
+        n = float(np.ravel(launches(ops))[0])
+        assert n > 100  # the step's launches: 80 layers of several kernels
+        assert float(np.ravel(step[0.0] - step[0.25e-6])[0]) == pytest.approx(share * 0.25e-6 * n, rel=1e-9, abs=1e-15)

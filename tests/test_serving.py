@@ -229,11 +229,12 @@ def test_static_budget_leaves_activations_outside(h100):
 def _eager_prefill_step_s(m, gpu, cal, backend, batch):
     """A prefill step priced as serving.evaluate does: kernels + step overhead + eager launches."""
     from llm_codesign.cost.ops import launches
+    from llm_codesign.spec.engines import pdl_share
 
     c = cal.in_step(backend)
     ops = forward_ops(m, gpu, c, m.default_precision, Sharding(), b=batch)
-    return float(np.ravel(step_time(ops))[0]) + c.step_overhead(backend) + c.eager_launch(backend) * float(
-        np.ravel(launches(ops))[0])
+    n = float(np.ravel(launches(ops))[0])  # each launch pays the eager cost and saves PDL's share of a boundary
+    return float(np.ravel(step_time(ops))[0]) + c.step_overhead(backend) + (c.eager_launch(backend) - pdl_share(backend, gpu.family) * c.pdl_credit_s) * n
 
 
 def test_lockstep_share_shrinks_with_the_decode_iterations_the_first_wave_spans(h100):

@@ -22,7 +22,7 @@ from llm_codesign.cost import memory
 from llm_codesign.cost.calibration import Calibration
 from llm_codesign.cost.ops import Batch, Sharding, forward_ops, launches, mtp_module_ops, step_time
 from llm_codesign.errors import InputError
-from llm_codesign.spec.engines import TRTLLM, Engine, EngineCosts, sglang_static_fraction
+from llm_codesign.spec.engines import TRTLLM, Engine, EngineCosts, pdl_share, sglang_static_fraction
 from llm_codesign.spec.hardware import Gpu
 from llm_codesign.spec.model import Attention, Ffn, Layer, ModelSpec
 from llm_codesign.spec.plan import Plan, SpecDecoding
@@ -87,29 +87,29 @@ def decode_step(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Sharding, *, co
     pp = np.asarray(sh.pp, float)
     cal = costs.cal
     ops = forward_ops(model, gpu, cal, prec, sh, b=Batch(dec_seqs=b, dec_ctx=ctx, dec_tokens_per_seq=1.0 + k))
-    t_stage = step_time(ops) + costs.step_overhead + costs.seq_overhead * b
+    t_stage = kernels_time(ops, gpu, costs) + costs.step_overhead + costs.seq_overhead * b
     t_draft = 0.0
     if spec is not None:
         dm = draft_model(model, spec)
         dsh = sh if spec.method != "draft" else replace(sh, pp=np.ones_like(pp))
         dops = forward_ops(dm, gpu, cal, prec, dsh, b=Batch(dec_seqs=b, dec_ctx=ctx))
-        t_pass = step_time(dops)
+        t_pass = kernels_time(dops, gpu, costs)
         if spec.method in ("mtp", "eagle3"):
             # EAGLE-style drafting (TensorRT-LLM's MTP in Eagle mode, its default for DeepSeek,
             # _torch/speculative/mtp.py; EAGLE-3 in TensorRT-LLM and vLLM): the first pass runs the draft
             # layer over every position the verify step checked (1 + k tokens per sequence), its LM head
             # over the one it samples; an MTP pass adds the module's input path and greedy sampling
             # (ops.mtp_module_ops)
-            head = sum(op.total_time for op in dops if op.name == "lm_head")
+            head = kernels_time([op for op in dops if op.name == "lm_head"], gpu, costs)
             if spec.method == "mtp":  # the MTP block is the target's last layer type, priced in `ops` at this very batch
-                t_first = _last_layer_time(model, ops) + head
+                t_first = _last_layer_time(model, ops, gpu, costs) + head
             else:
                 first = forward_ops(dm, gpu, cal, prec, dsh, b=Batch(dec_seqs=b, dec_ctx=ctx, dec_tokens_per_seq=1.0 + k))
-                t_first = sum(op.total_time for op in first if op.name != "lm_head") + head
+                t_first = kernels_time([op for op in first if op.name != "lm_head"], gpu, costs) + head
             t_rest = t_pass
             if spec.method == "mtp":
-                t_first = t_first + step_time(mtp_module_ops(dm, gpu, cal, dsh, tokens=b * (1.0 + k), seqs=b))
-                t_rest = t_rest + step_time(mtp_module_ops(dm, gpu, cal, dsh, tokens=b, seqs=b))
+                t_first = t_first + kernels_time(mtp_module_ops(dm, gpu, cal, dsh, tokens=b * (1.0 + k), seqs=b), gpu, costs)
+                t_rest = t_rest + kernels_time(mtp_module_ops(dm, gpu, cal, dsh, tokens=b, seqs=b), gpu, costs)
             t_draft = np.where(k > 0, t_first + (k - 1.0) * t_rest, 0.0)
         else:
             t_draft = k * t_pass
@@ -117,10 +117,24 @@ def decode_step(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Sharding, *, co
     return t_stage, t_draft, ops
 
 
-def _last_layer_time(model: ModelSpec, ops) -> object:
+def kernels_time(ops, gpu: Gpu, costs: EngineCosts):
+    """A step's kernels (ops.step_time) less what programmatic dependent launch overlaps: pdl_credit at
+    each boundary the engine PDL-launches (engines.pdl_share), a few tenths of a microsecond against
+    kernels of microseconds each."""
+    return step_time(ops) - pdl_credit(gpu, costs) * launches(ops)
+
+
+def pdl_credit(gpu: Gpu, costs: EngineCosts) -> float:
+    """Seconds PDL saves per kernel launch of a step, on average over its boundaries (a breakdown takes
+    it off each operator's launches: search.op_rows)."""
+    return pdl_share(costs.engine.name, gpu.family) * costs.pdl_credit
+
+
+def _last_layer_time(model: ModelSpec, ops, gpu: Gpu, costs: EngineCosts) -> object:
     """One layer of the model's last layer type in a step's operators (ops.forward_ops: per-layer times,
-    shared halves priced once under the first group that has them): what one more such layer costs at
-    that step's batch, as DeepSeek's MTP block does in the first draft pass."""
+    shared halves priced once under the first group that has them), PDL's overlap off its launches:
+    what one more such layer costs at that step's batch, as DeepSeek's MTP block does in the first
+    draft pass."""
     last = model.groups[-1][0]
     if len(model.groups) == 1:
         prefixes: tuple[str, ...] = ("layer/",)
@@ -128,7 +142,9 @@ def _last_layer_time(model: ModelSpec, ops) -> object:
         ia = next(i for i, (layer, _) in enumerate(model.groups) if layer.attn == last.attn)
         jf = next(i for i, (layer, _) in enumerate(model.groups) if layer.ffn == last.ffn)
         prefixes = (f"layer{ia}/attn/", f"layer{jf}/ffn/", f"layer{jf}/moe/", f"layer{jf}/elementwise")
-    return sum(op.time for op in ops if op.name.startswith(prefixes))
+    layer = [op for op in ops if op.name.startswith(prefixes)]
+    credit = pdl_credit(gpu, costs)
+    return sum(op.time - (credit * np.where(np.asarray(op.time) > 0, op.kernels, 0.0) if credit else 0.0) for op in layer)
 
 
 def prefill_step(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Sharding, *, costs: EngineCosts, tokens, isl, chunk,
@@ -145,7 +161,7 @@ def prefill_step(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Sharding, *, c
     cal = costs.cal
     ops = forward_ops(model, gpu, cal, prec, sh, b=Batch(pf_tokens=tokens, pf_seqs=seqs, pf_ctx=cached + np.maximum(isl - chunk, 0.0) / 2.0,
                                                        dec_seqs=dec_seqs, dec_ctx=dec_ctx))
-    return (step_time(ops) + costs.step_overhead + costs.seq_overhead * (seqs + dec_seqs)
+    return (kernels_time(ops, gpu, costs) + costs.step_overhead + costs.seq_overhead * (seqs + dec_seqs)
             + costs.eager_launch * launches(ops))
 
 
@@ -269,7 +285,10 @@ def _prefill_wave(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Sharding, *, 
     def price(sh_, tokens, isl, chunk, cached):
         return prefill_step(model, gpu, prec, sh_, costs=costs, tokens=tokens, isl=isl, chunk=chunk, cached=cached)
 
-    t_wave_step = _once_at_cap(price, sh, wave_tok, r.mnt, r.new, r.chunk, r.cached)
+    if np.ndim(model.hidden):  # a design's array of shapes: the price varies along their axes too
+        t_wave_step = price(sh, wave_tok, r.new, r.chunk, r.cached)
+    else:
+        t_wave_step = _once_at_cap(price, sh, wave_tok, r.mnt, r.new, r.chunk, r.cached)
     return wave_tok, t_wave_step, np.where(r.pipelined, n_wave + r.pp - 1.0, n_wave * r.pp) * t_wave_step
 
 
@@ -277,14 +296,18 @@ def _once_at_cap(price, sh: Sharding, tokens, cap, *args):
     """price(sh, tokens, *args) where tokens = min(cap, demand), the elements at the cap priced once per
     deployment row: in a search's (plans, batches, k) grid a wave's prefill step fills the token budget
     from a few requests on (41 of 42 elements repeat one on DeepSeek-R1 at 1k/1k). Applies where every
-    input but `tokens` varies along the first axis only; the same values as pricing every element."""
+    input but `tokens` varies along the first axis only (and the price with them); the same values as
+    pricing every element."""
     fields = [getattr(sh, f) for f in ("tp", "pp", "ep", "moe_tp", "adp", "kvp")]
     full = np.broadcast_shapes(np.shape(tokens), *(np.shape(x) for x in (*fields, cap, *args)))
     if len(full) < 2 or any(np.ndim(x) and (np.ndim(x) != len(full) or any(d != 1 for d in np.shape(x)[1:]))
                             for x in (*fields, cap, *args)):
         return price(sh, tokens, *args)
+    lead = (full[0],) + (1,) * (len(full) - 1)
+    at_cap = price(sh, np.broadcast_to(cap, lead), *args)
+    if np.shape(at_cap) != lead:  # the price varies along other axes too
+        return price(sh, tokens, *args)
     tokens = np.broadcast_to(tokens, full)
-    at_cap = price(sh, np.broadcast_to(cap, (full[0],) + (1,) * (len(full) - 1)), *args)
     below = tokens < cap
     if not below.any():
         return np.broadcast_to(at_cap, full)
@@ -293,8 +316,11 @@ def _once_at_cap(price, sh: Sharding, tokens, cap, *args):
     def pick(x):  # an input's value for each element below the cap (by its row)
         return np.asarray(x).reshape(()) if np.size(x) == 1 else np.asarray(x).reshape(-1)[rows]
 
+    vals = price(Sharding(*(pick(f) for f in fields)), tokens[below], *(pick(a) for a in args))
+    if np.shape(vals) != rows.shape:  # the price varies along the first axis with what it is not given (a design's model shapes)
+        return price(sh, tokens, *args)
     out = np.array(np.broadcast_to(at_cap, full))
-    out[below] = price(Sharding(*(pick(f) for f in fields)), tokens[below], *(pick(a) for a in args))
+    out[below] = vals
     return out
 
 

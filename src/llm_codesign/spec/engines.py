@@ -211,6 +211,28 @@ def attention_time_factor(backend: str, family: str, kind: str, phase: str, *, k
 DEEPGEMM_ENGINES = ("sglang", "vllm")
 
 
+# Programmatic dependent launch (PDL, CUDA on SM90 and newer): a kernel launched with it starts its
+# prologue while the previous one drains, so a step saves about pdl_credit_s (calibration) at each
+# boundary whose next kernel is PDL-launched. The share of a step's boundaries that are, per engine and
+# GPU family, read off the engines' call sites (docs/accuracy.md#pdl): TensorRT-LLM
+# (TRTLLM_ENABLE_PDL on by default from 1.2; its norms, fused all-reduce+norm, quantisation, XQA /
+# trtllm-gen attention, MoE routing/finalize and CUTLASS GEMMs; not cuBLAS or NCCL) ~0.7; SGLang
+# (engine.py sets TRTLLM_ENABLE_PDL=1; sgl-kernel norms and FlashInfer attention/MoE; not cuBLAS,
+# silu_and_mul or its custom all-reduce) ~0.25; vLLM 0.11 (no switch of its own: FlashInfer's
+# attention and MoE only, which it runs on Blackwell; FlashAttention-3 and its own kernels on Hopper)
+# ~0.15 on Blackwell, 0 on Hopper. Estimates from the call sites, not measurements.
+PDL_FAMILIES = ("hopper", "blackwell", "blackwell_sm120")
+PDL_SHARE = {"trtllm": {"hopper": 0.7, "blackwell": 0.7, "blackwell_sm120": 0.7},
+             "sglang": {"hopper": 0.25, "blackwell": 0.25, "blackwell_sm120": 0.25},
+             "vllm": {"blackwell": 0.15, "blackwell_sm120": 0.15}}
+
+
+def pdl_share(backend: str, family: str) -> float:
+    """Share of a serving step's kernel boundaries whose next kernel the engine launches with PDL
+    (PDL_SHARE; 0 for the kernel tables '', and before SM90)."""
+    return PDL_SHARE.get(backend, {}).get(family, 0.0) if family in PDL_FAMILIES else 0.0
+
+
 def mtp_eh_proj_split(backend: str, adp):
     """Where DeepSeek MTP's eh_proj ([2h, h], BF16) is split over TP (row-parallel, one more all-reduce):
     TensorRT-LLM without attention DP (modeling_deepseekv3.py DeepseekV3MTP: TensorParallelMode.ROW
@@ -273,6 +295,7 @@ class EngineCosts:
     adp_wait_steps: float  # further iterations under attention DP
     spread_exponent: float
     queue_fraction: float  # scheduling between lockstep prefill waves (1) and spread-out arrivals (0)
+    pdl_credit: float = 0.0  # s saved per kernel boundary the engine PDL-launches (pdl_share applies it)
 
     def wait_steps(self, adp):
         """Decode iterations a new request waits before its prefill step: the rest of the running step
@@ -310,7 +333,7 @@ class Engine:
         n = self.name
         return EngineCosts(self, cal.in_step(n), cal.step_overhead(n), cal.engine("seq_overhead_s", n), cal.ttft_overhead(n),
                            cal.eager_launch(n), cal.engine("ttft_wait_steps", n), cal.engine("adp_wait_steps", n),
-                           cal.spread_exponent(n), cal.queue_fraction(n))
+                           cal.spread_exponent(n), cal.queue_fraction(n), cal.pdl_credit_s)
 
 
 ENGINES = {e.name: e for e in (Engine("trtllm", "TensorRT-LLM"), Engine("vllm", "vLLM"), Engine("sglang", "SGLang"))}
