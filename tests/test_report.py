@@ -197,3 +197,26 @@ def test_no_deployment_lies_above_the_roofline_ideal_bound(model, gpu, n, spec):
     res = lc.pareto(model, gpu, num_gpus=n, **kw).result
     assert len(res["frontier"]) >= 10
     assert _above_bound(res) == [] and _above_bound(res, cloud=True) == []
+
+
+def test_a_plot_without_matplotlib_is_refused_before_the_search(tmp_path, monkeypatch):
+    """No plot extra installed: `pareto --plot` says so in one line, exit 2, before any search runs and
+    with nothing written."""
+    import importlib.util
+
+    from typer.testing import CliRunner
+
+    import llm_codesign.explore.search as search_mod
+    from llm_codesign.cli.commands import app
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "matplotlib" else real(name, *a))
+
+    def no_search(*args, **kwargs):
+        raise AssertionError("the search ran")
+
+    monkeypatch.setattr(search_mod, "search", no_search)
+    res = CliRunner().invoke(app, ["pareto", "llama-3.1-8b", "--gpu", "h100", "--gpus", "1", "--plot", str(tmp_path / "f.png")])
+    assert res.exit_code == 2, res.output
+    assert "plot" in res.output and "pip install 'llm-codesign[plot]'" in res.output
+    assert list(tmp_path.iterdir()) == []

@@ -292,7 +292,7 @@ def pareto(
     from llm_codesign.cost.calibration import calibration_for
     from llm_codesign.explore.search import SearchSpace, parse_precisions, point_breakdowns, search
     from llm_codesign.render.plot import PlotProcess
-    from llm_codesign.render.report import check_writable, write_all, write_csv, write_html, write_plot
+    from llm_codesign.render.report import check_writable, plot_extra, write_all, write_csv, write_html, write_plot
     from llm_codesign.spec.plan import Workload
 
     try:
@@ -341,6 +341,8 @@ def pareto(
     from llm_codesign.spec.engines import get_engine
 
     eng = get_engine(backend)  # the engine resolved once, here at the edge
+    if paths["plot"]:
+        plot_extra(paths["plot"])  # refused before the search, not after it
     # the figure's own process imports matplotlib on another core while the search runs (render.plot)
     plotter = PlotProcess().start() if paths["plot"] else None
     try:

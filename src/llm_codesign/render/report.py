@@ -121,11 +121,17 @@ def write_rows_atomic(path: str | Path, fieldnames, rows) -> None:
     write_all([(write, path)])
 
 
+def plot_extra(path: str | Path) -> None:
+    """Refuses a plot path where matplotlib is not installed; finds the package without importing it
+    (a fifth of a second, which PlotProcess's child spends instead)."""
+    if importlib.util.find_spec("matplotlib") is None:
+        raise InputError("plot", str(path), "the plot extra: pip install 'llm-codesign[plot]'")
+
+
 def write_plot(results: list[dict], path: str | Path, *, process: PlotProcess | None = None) -> Drawing | None:
     """The frontier's PNG or SVG (plot.draw); with a started `process`, drawn there: returns the
     Drawing that completes the file (write_all waits on it before any rename)."""
-    if importlib.util.find_spec("matplotlib") is None:  # found, not imported: the child imports it (a fifth of a second)
-        raise InputError("plot", str(path), "the plot extra: pip install 'llm-codesign[plot]'")
+    plot_extra(path)
     if process is not None:
         return process.submit(results, path)
     draw(results, path)
