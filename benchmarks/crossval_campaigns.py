@@ -22,7 +22,7 @@ mostly Python, so the local cluster runs one worker process per direction (--wor
 
 A fit on the 1,264 rows of A takes about 40 minutes on 2 shared cores (10 on B's 445; rounds=8, as the
 bundled fit); with the same rows, code and start the fit on A is the bundled fit and reproduces
-fitted.toml's serving values. docs/crossval.md holds both directions and AB-AB (the fit on both, 15-20 minutes).
+fitted.toml's serving values. docs/crossval.md holds both directions and AB-AB (the fit on both, 12-20 minutes).
 
 The bundled profile (data/calibration/fitted.toml) is never touched.
 """

@@ -23,15 +23,52 @@ def result():
     return search(get_model("llama-3.1-8b"), g, calibration_for(g), SearchSpace(4), isl=512, osl=256)
 
 
+def _drawn_by_the_child_only(monkeypatch):
+    """After the fork: this process may not draw (the child has its own copy of `draw`)."""
+    def refuse(*args, **kwargs):
+        raise AssertionError("drawn in the parent, not by the child")
+
+    monkeypatch.setattr(plot, "draw", refuse)
+
+
 @forks
-def test_forked_figure_is_the_in_process_figure(result, tmp_path):
+def test_forked_figure_is_the_in_process_figure(result, tmp_path, monkeypatch):
     here, there = tmp_path / "here.png", tmp_path / "there.png"
     write_plot([result], here)
     with plot.PlotProcess() as proc:
         assert proc._child is not None  # it did fork
+        _drawn_by_the_child_only(monkeypatch)
         drawing = write_plot([result], there, process=proc)
         drawing.wait()
     assert there.read_bytes() == here.read_bytes()
+
+
+@forks
+def test_two_processes_do_not_hold_each_other_up(result, tmp_path, monkeypatch):
+    """The second fork inherits the first's job pipe; the first child still gets its whole job (sent
+    length first) and answers, with no end of file from the pipe."""
+    first, second = plot.PlotProcess().start(), plot.PlotProcess().start()
+    try:
+        _drawn_by_the_child_only(monkeypatch)
+        t = time.monotonic()
+        write_plot([result], tmp_path / "a.png", process=first).wait()
+        assert time.monotonic() - t < 60 and (tmp_path / "a.png").stat().st_size > 10_000
+    finally:
+        second.close()
+
+
+@forks
+def test_a_child_reaped_by_someone_else_is_no_error(result, tmp_path):
+    """A process that ignores SIGCHLD has its children reaped by the kernel: ending one is no error."""
+    import signal
+
+    old = signal.signal(signal.SIGCHLD, signal.SIG_IGN)
+    try:
+        with plot.PlotProcess() as proc:
+            write_plot([result], tmp_path / "f.png", process=proc).wait()
+        assert (tmp_path / "f.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    finally:
+        signal.signal(signal.SIGCHLD, old)
 
 
 @forks
@@ -56,9 +93,12 @@ def test_a_failed_write_cancels_the_drawing_and_leaves_nothing(result, tmp_path)
         raise OSError(28, "No space left on device")
 
     with plot.PlotProcess() as proc:
-        with pytest.raises(OSError, match="No space left"):
+        pid = proc._child.pid
+        with pytest.raises(OSError, match="No space left") as e:
             write_all([(lambda p: write_plot([result], p, process=proc), tmp_path / "f.png"), (fails, tmp_path / "f.csv")])
-    time.sleep(1.0)  # long enough for a child left running to have written its figure
+    assert e.value.filename == str(tmp_path / "f.csv")  # the file whose writer failed
+    with pytest.raises(ChildProcessError):  # the child is gone before its temporary file was removed
+        os.waitpid(pid, os.WNOHANG)
     assert list(tmp_path.iterdir()) == []
 
 

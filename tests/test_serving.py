@@ -519,3 +519,34 @@ def test_wave_prefill_priced_once_at_the_budget_equals_every_element(isl):
     once = agg._once_at_cap(price, sh, tokens, mnt, new, chunk, np.asarray(0.0))
     assert once.shape == direct.shape and np.array_equal(once, direct)
     assert (tokens < mnt).any() == (isl < 8192)
+
+
+def test_once_at_cap_falls_back_where_the_price_varies_along_other_axes():
+    """Inputs that vary along an axis but the first (a plan field over batches; the price itself over a
+    design's shapes) take the direct path: the same values as pricing each element, never a crash."""
+    from llm_codesign.serve.aggregated import _once_at_cap
+
+    tokens = np.minimum(8.0, np.arange(1.0, 13.0).reshape(2, 6))  # 2 rows, some at the cap of 8
+
+    def price(sh, t, extra):
+        return np.asarray(sh.tp, float) * 1e3 + np.asarray(t, float) * 10.0 + np.asarray(extra, float)
+
+    by_row = Sharding(tp=np.array([[1], [2]]))
+    direct = price(by_row, tokens, np.asarray(0.5))
+    assert np.array_equal(_once_at_cap(price, by_row, tokens, np.asarray(8.0), np.asarray(0.5)), direct)  # the fast path
+    across = Sharding(tp=np.array([[1, 2, 1, 2, 1, 2]]))  # varies along the second axis
+    assert np.array_equal(_once_at_cap(price, across, tokens, np.asarray(8.0), np.asarray(0.5)), price(across, tokens, 0.5))
+    hidden = np.array([[3.0], [4.0]])  # what the price varies by without being given it, as a design's model shapes
+
+    def shaped(sh, t, extra):
+        return price(sh, t, extra) * hidden
+
+    assert np.array_equal(_once_at_cap(shaped, by_row, tokens, np.asarray(8.0), np.asarray(0.5)), shaped(by_row, tokens, 0.5))
+
+
+def test_pdl_credit_beyond_a_launch_latency_is_refused():
+    from llm_codesign.spec.validation import check_param
+
+    assert check_param("pdl_credit_s", "pdl_credit_s", 0.6e-6) == 0.6e-6
+    with pytest.raises(InputError, match=r"pdl_credit_s's physical range"):
+        check_param("pdl_credit_s", "pdl_credit_s", 5e-6)

@@ -9,7 +9,7 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "llm_codesign"
 MAX_POSITIONAL, MAX_LINES = 5, 60
 
 # calls whose positional booleans are not flags of this project's functions (typer, dict, list, matplotlib)
-BOOL_OK = {"Option", "get", "pop", "count", "grid", "getattr"}
+BOOL_OK = {"Option", "get", "pop", "count", "grid", "getattr", "set_blocking"}  # set_blocking takes no keywords
 
 
 def _functions():

@@ -11,7 +11,7 @@ import numpy as np
 from llm_codesign.cost.calibration import Calibration
 from llm_codesign.errors import InputError
 from llm_codesign.explore.search import default_precisions, op_rows, plans, roofline_bound, select_frontier, thinned_cloud
-from llm_codesign.serve.aggregated import _sharding, decode_step, pdl_credit
+from llm_codesign.serve.aggregated import _sharding, decode_step, pdl_per_launch
 from llm_codesign.serve.disagg import decode_pool, first_token, kv_hand_off, prefill_pool
 from llm_codesign.spec.engines import TRTLLM, Engine, EngineCosts
 from llm_codesign.spec.hardware import Gpu
@@ -144,4 +144,4 @@ def decode_breakdown(model: ModelSpec, gpu: Gpu, cal: Calibration, dep: dict, *,
     costs = engine.costs(cal)
     ops = decode_step(model, gpu, prec, _sharding(plan), costs=costs, b=per_rank, ctx=isl + osl / 2.0, k=k,
                       spec=spec if dep.get("spec") else None)[2]
-    return op_rows(ops, "decode/", pdl_credit=pdl_credit(gpu, costs))
+    return op_rows(ops, "decode/", pdl_per_launch=pdl_per_launch(gpu, costs))

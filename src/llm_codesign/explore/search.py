@@ -11,7 +11,7 @@ import numpy as np
 
 from llm_codesign.cost.calibration import Calibration
 from llm_codesign.errors import InputError
-from llm_codesign.serve.aggregated import evaluate, pdl_credit
+from llm_codesign.serve.aggregated import evaluate, op_step_time, pdl_per_launch
 from llm_codesign.serve.invariants import check_values, weight_floor_s
 from llm_codesign.spec.engines import TRTLLM, Engine
 from llm_codesign.spec.hardware import Gpu
@@ -346,19 +346,16 @@ def point_breakdowns(model: ModelSpec, cal: Calibration, deps: list[dict], isl: 
     for one, idx in groups.items():
         conc = np.array([deps[i]["concurrency_per_instance"] for i in idx])
         ops = decode_operators(model, one, Workload(isl=isl, osl=osl), conc, calibration=cal)
-        credit = pdl_credit(one.gpu, one.engine.costs(cal))
+        per = pdl_per_launch(one.gpu, one.engine.costs(cal))
         for j, i in enumerate(idx):
-            out[i] = op_rows(ops, at=j, n=len(idx), pdl_credit=credit)
+            out[i] = op_rows(ops, at=j, n=len(idx), pdl_per_launch=per)
     return out
 
 
-def op_rows(ops, prefix: str = "", *, at: int = 0, n: int = 1, pdl_credit: float = 0.0) -> list[dict]:
+def op_rows(ops, prefix: str = "", *, at: int = 0, n: int = 1, pdl_per_launch: float = 0.0) -> list[dict]:
     """Operators that take time, slowest first: name, kind and ms per step on one GPU (of point `at`,
-    where the operators were priced for `n` points at once), less what programmatic dependent launch
-    saves on their launches (`pdl_credit` s per launch, serve.aggregated.pdl_credit), as the step is priced."""
-    def ms(op):
-        t = op.total_time - pdl_credit * np.where(np.asarray(op.time) > 0, op.count * op.kernels, 0.0) if pdl_credit else op.total_time
-        return float(np.broadcast_to(t, (n,))[at]) * 1e3
-
-    rows = [{"name": prefix + op.name, "kind": op.kind, "time_ms": ms(op)} for op in ops]
+    where the operators were priced for `n` points at once), as the step prices them (op_step_time:
+    less what programmatic dependent launch saves, `pdl_per_launch` s per launch)."""
+    rows = [{"name": prefix + op.name, "kind": op.kind,
+             "time_ms": float(np.broadcast_to(op_step_time(op, pdl_per_launch), (n,))[at]) * 1e3} for op in ops]
     return sorted((x for x in rows if x["time_ms"] > 0), key=lambda x: -x["time_ms"])

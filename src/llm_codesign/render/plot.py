@@ -11,6 +11,7 @@ import pickle
 import select
 import signal
 import sys
+import time
 import warnings
 from pathlib import Path
 
@@ -190,37 +191,54 @@ def plot_view(results: list[dict]) -> list[dict]:
 
 
 class _Child:
-    """A forked child's process id and the parent's ends of its two pipes (-1 once closed)."""
+    """A forked child's process id and the parent's ends of its two pipes (-1 once closed). The job
+    goes length-first: the child reads exactly that much, so a pipe end another fork inherited (a
+    second PlotProcess) cannot keep it waiting for an end of file."""
 
     def __init__(self, pid: int, job_w: int, answer_r: int) -> None:
         self.pid, self.job_w, self.answer_r = pid, job_w, answer_r
 
-    def send(self, job: bytes) -> bool:
-        """Writes the whole job and closes its pipe; False if the child is gone."""
-        fd, self.job_w = self.job_w, -1
+    def send(self, job: bytes, timeout_s: float) -> bool:
+        """Writes the job (its length, then it) within `timeout_s`; False if the child is gone or stalls."""
+        data = memoryview(len(job).to_bytes(8, "little") + job)
+        deadline = time.monotonic() + timeout_s
+        os.set_blocking(self.job_w, False)
+        poll = select.poll()
+        poll.register(self.job_w, select.POLLOUT)
         try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(job)
+            while data:
+                left = deadline - time.monotonic()
+                if left <= 0 or not poll.poll(left * 1e3):
+                    return False
+                data = data[os.write(self.job_w, data):]
             return True
-        except OSError:
+        except OSError:  # the child is gone (EPIPE)
             return False
 
     def answer(self, timeout_s: float) -> bytes:
-        ready, _, _ = select.select([self.answer_r], [], [], timeout_s)
-        return os.read(self.answer_r, 2) if ready else b""
+        poll = select.poll()
+        poll.register(self.answer_r, select.POLLIN)
+        return os.read(self.answer_r, 2) if poll.poll(timeout_s * 1e3) else b""
 
     def end(self) -> None:
-        """Killed (a no-op once it has exited) and reaped: it writes nothing after this returns."""
+        """Closes its pipes, so that a child still waiting for a job leaves by itself; one still at work
+        after a few seconds is killed. Reaped either way: it writes nothing after this returns, and it is
+        not killed in the middle of matplotlib's font-cache write unless it hangs."""
         for name in ("job_w", "answer_r"):
             fd = getattr(self, name)
             setattr(self, name, -1)
             if fd >= 0:
                 os.close(fd)
+        deadline = time.monotonic() + 5.0
         try:
-            os.kill(self.pid, signal.SIGKILL)
-        except ProcessLookupError:
+            while os.waitpid(self.pid, os.WNOHANG) == (0, 0):
+                if time.monotonic() > deadline:
+                    os.kill(self.pid, signal.SIGKILL)
+                    os.waitpid(self.pid, 0)
+                    return
+                time.sleep(0.01)
+        except ChildProcessError:  # already reaped (SIGCHLD ignored by the embedding process)
             pass
-        os.waitpid(self.pid, 0)
 
 
 class PlotProcess:
@@ -229,8 +247,8 @@ class PlotProcess:
     early, `submit(results, path)` sends the figure and returns the Drawing that completes the file.
     Forked, not spawned: the child has numpy and this module already, where a fresh interpreter spends
     the time it would save importing them again. Linux only (fork is unsafe with macOS's system
-    libraries and absent on Windows) and with a second core; anywhere else, or if the child fails, the
-    figure is drawn in this process: the file is the same, only later."""
+    libraries and absent on Windows) and with a second core; anywhere else, or if the child cannot be
+    started or fails, the figure is drawn in this process: the file is the same, only later."""
 
     def __init__(self) -> None:
         self._child: _Child | None = None
@@ -238,11 +256,19 @@ class PlotProcess:
     def start(self) -> PlotProcess:
         if not sys.platform.startswith("linux") or len(os.sched_getaffinity(0)) < 2:
             return self
-        job_r, job_w = os.pipe()
-        answer_r, answer_w = os.pipe()
-        with warnings.catch_warnings():  # Python >= 3.12 warns on fork with native threads (numpy's BLAS pool, idle)
-            warnings.simplefilter("ignore", DeprecationWarning)
-            pid = os.fork()
+        fds: list[int] = []
+        try:
+            job_r, job_w = os.pipe()
+            fds += [job_r, job_w]
+            answer_r, answer_w = os.pipe()
+            fds += [answer_r, answer_w]
+            with warnings.catch_warnings():  # Python >= 3.12 warns on fork with native threads (numpy's BLAS pool, idle)
+                warnings.simplefilter("ignore", DeprecationWarning)
+                pid = os.fork()
+        except OSError:  # no file descriptors or processes left: draw here
+            for fd in fds:
+                os.close(fd)
+            return self
         if pid == 0:  # the child: import, draw what is sent, answer, and leave without running the parent's exit handlers
             try:
                 os.close(job_w)
@@ -258,8 +284,9 @@ class PlotProcess:
     def submit(self, results: list[dict], path: str | Path) -> Drawing:
         view = plot_view(results)
         child, self._child = self._child, None
-        if child is not None and not child.send(pickle.dumps((view, str(path)))):  # it died before reading: draw here
-            child.end()
+        # an absolute path: the parent may change directory before the child writes
+        if child is not None and not child.send(pickle.dumps((view, os.path.abspath(path))), timeout_s=120.0):
+            child.end()  # gone or stalled before reading: draw here
             child = None
         return Drawing(child, view, path)
 
@@ -281,11 +308,12 @@ def _serve(job_fd: int, answer_fd: int) -> None:
     from matplotlib.figure import Figure  # noqa: F401
 
     with os.fdopen(job_fd, "rb") as f:
-        job = f.read()
-    if job:  # nothing: the parent drew none
-        view, path = pickle.loads(job)
-        draw(view, path)
-        os.write(answer_fd, b"ok")
+        head = f.read(8)
+        if len(head) < 8:  # no job: the parent drew none
+            return
+        view, path = pickle.loads(f.read(int.from_bytes(head, "little")))
+    draw(view, path)
+    os.write(answer_fd, b"ok")
 
 
 class Drawing:

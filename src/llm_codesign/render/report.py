@@ -82,24 +82,26 @@ def write_all(jobs) -> None:
     another process draws meanwhile): each is awaited before any rename, and ended on a failure before
     the temporary files go."""
     tmps: list[tuple[Path, Path]] = []
-    pending: list[Drawing] = []
+    pending: list[tuple[Drawing, Path]] = []
+    p = None  # the user's path of the file at hand, which an error names (not the temporary one)
     try:
         for write, path in jobs:
             p = Path(path)
             tmps.append((_tmp_beside(p), p))
             done = write(tmps[-1][0])
             if isinstance(done, Drawing):
-                pending.append(done)
+                pending.append((done, p))
         while pending:
-            pending[0].wait()
+            drawing, p = pending[0]
+            drawing.wait()
             pending.pop(0)
         for tmp, p in tmps:
             os.replace(tmp, p)
-    except OSError as e:  # a full disk, a quota: name the user's path, not the temporary one
+    except OSError as e:  # a full disk, a quota
         raise OSError(e.errno, e.strerror, str(p)) from None
     finally:
-        for d in pending:
-            d.cancel()
+        for drawing, _ in pending:
+            drawing.cancel()
         for tmp, _ in tmps:
             tmp.unlink(missing_ok=True)
 

@@ -13,6 +13,7 @@ stalls; throughput conserves work: the running requests' output over their prefi
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import replace
 from typing import NamedTuple
 
@@ -118,16 +119,27 @@ def decode_step(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Sharding, *, co
 
 
 def kernels_time(ops, gpu: Gpu, costs: EngineCosts):
-    """A step's kernels (ops.step_time) less what programmatic dependent launch overlaps: pdl_credit at
-    each boundary the engine PDL-launches (engines.pdl_share), a few tenths of a microsecond against
-    kernels of microseconds each."""
-    return step_time(ops) - pdl_credit(gpu, costs) * launches(ops)
+    """A step's kernels (ops.step_time) less what programmatic dependent launch overlaps at each
+    boundary the engine PDL-launches (op_step_time)."""
+    per = pdl_per_launch(gpu, costs)
+    return sum(op_step_time(op, per) for op in ops) if per else step_time(ops)
 
 
-def pdl_credit(gpu: Gpu, costs: EngineCosts) -> float:
-    """Seconds PDL saves per kernel launch of a step, on average over its boundaries (a breakdown takes
-    it off each operator's launches: search.op_rows)."""
+def pdl_per_launch(gpu: Gpu, costs: EngineCosts) -> float:
+    """Seconds programmatic dependent launch saves per kernel launch of this engine's steps on this GPU,
+    on average over its boundaries (engines.pdl_share x the profile's pdl_credit_s)."""
     return pdl_share(costs.engine.name, gpu.family) * costs.pdl_credit
+
+
+def op_step_time(op, pdl_per_launch: float = 0.0, *, one_layer: bool = False):
+    """An operator's time in a step (Op.total_time, over the layers of the stage that run it; with
+    `one_layer`, one of them) less what PDL saves on its launches, never below zero: what a step, a
+    breakdown and a bottleneck all read."""
+    t = op.time if one_layer else op.total_time
+    if not pdl_per_launch:
+        return t
+    launches_ = op.kernels if one_layer else op.count * op.kernels
+    return np.maximum(t - pdl_per_launch * np.where(np.asarray(op.time) > 0, launches_, 0.0), 0.0)
 
 
 def _last_layer_time(model: ModelSpec, ops, gpu: Gpu, costs: EngineCosts) -> object:
@@ -142,9 +154,8 @@ def _last_layer_time(model: ModelSpec, ops, gpu: Gpu, costs: EngineCosts) -> obj
         ia = next(i for i, (layer, _) in enumerate(model.groups) if layer.attn == last.attn)
         jf = next(i for i, (layer, _) in enumerate(model.groups) if layer.ffn == last.ffn)
         prefixes = (f"layer{ia}/attn/", f"layer{jf}/ffn/", f"layer{jf}/moe/", f"layer{jf}/elementwise")
-    layer = [op for op in ops if op.name.startswith(prefixes)]
-    credit = pdl_credit(gpu, costs)
-    return sum(op.time - (credit * np.where(np.asarray(op.time) > 0, op.kernels, 0.0) if credit else 0.0) for op in layer)
+    per = pdl_per_launch(gpu, costs)
+    return sum(op_step_time(op, per, one_layer=True) for op in ops if op.name.startswith(prefixes))
 
 
 def prefill_step(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Sharding, *, costs: EngineCosts, tokens, isl, chunk,
@@ -298,7 +309,7 @@ def _once_at_cap(price, sh: Sharding, tokens, cap, *args):
     from a few requests on (41 of 42 elements repeat one on DeepSeek-R1 at 1k/1k). Applies where every
     input but `tokens` varies along the first axis only (and the price with them); the same values as
     pricing every element."""
-    fields = [getattr(sh, f) for f in ("tp", "pp", "ep", "moe_tp", "adp", "kvp")]
+    fields = [getattr(sh, f.name) for f in dataclasses.fields(Sharding)]
     full = np.broadcast_shapes(np.shape(tokens), *(np.shape(x) for x in (*fields, cap, *args)))
     if len(full) < 2 or any(np.ndim(x) and (np.ndim(x) != len(full) or any(d != 1 for d in np.shape(x)[1:]))
                             for x in (*fields, cap, *args)):
@@ -310,7 +321,7 @@ def _once_at_cap(price, sh: Sharding, tokens, cap, *args):
     tokens = np.broadcast_to(tokens, full)
     below = tokens < cap
     if not below.any():
-        return np.broadcast_to(at_cap, full)
+        return np.array(np.broadcast_to(at_cap, full))  # writable, as every other path's
     rows = np.nonzero(below)[0]
 
     def pick(x):  # an input's value for each element below the cap (by its row)
@@ -364,11 +375,12 @@ def _memory_metrics(mem: dict, running) -> dict:
             "free_bytes": mem["free_for_kv"] - mem["kv_per_seq"] * running}
 
 
-def binding_resource(ops) -> str:
-    """Which resource the step spends most time on: compute, memory or communication."""
+def binding_resource(ops, pdl_per_launch: float = 0.0) -> str:
+    """Which resource the step spends most time on: compute, memory or communication (each operator's
+    time as the step prices it, op_step_time)."""
     tot = {"compute": 0.0, "memory": 0.0, "communication": 0.0}
     for op in ops:
-        t = float(np.sum(op.total_time))
+        t = float(np.sum(op_step_time(op, pdl_per_launch)))
         if op.kind == "comm":
             tot["communication"] += t
         elif float(np.sum(op.t_compute)) >= float(np.sum(op.t_memory)):

@@ -6,7 +6,7 @@ import numpy as np
 from llm_codesign.cost.calibration import Calibration
 from llm_codesign.cost.ops import Batch, forward_ops
 from llm_codesign.errors import InputError
-from llm_codesign.serve.aggregated import _sharding, binding_resource, engine_budget
+from llm_codesign.serve.aggregated import _sharding, binding_resource, engine_budget, op_step_time, pdl_per_launch
 from llm_codesign.serve.invariants import check_estimate
 from llm_codesign.serve.metrics import BATCH_GRID, decode_operators, evaluate
 from llm_codesign.spec.model import ModelSpec
@@ -65,6 +65,7 @@ def estimate(model: ModelSpec, dep: Deployment, workload: Workload, *, calibrati
     # the bottlenecks are read from the very steps the metrics time (decode: the step at this load)
     dec_ops = decode_operators(model, dep, workload, concurrency, calibration=cal)
     pf_ops = prefill_ops(model, dep, cal, workload)
+    per = pdl_per_launch(dep.gpu, dep.engine.costs(cal))  # each operator as the step prices it
     gb = 1e9
     out = {
         "model": model.name, "gpu": dep.gpu.id, "num_gpus": dep.num_gpus, "plan": dep.plan.label(),
@@ -77,7 +78,7 @@ def estimate(model: ModelSpec, dep: Deployment, workload: Workload, *, calibrati
                    "state_gb": s("state_bytes") / gb,
                    "activations_gb": s("activation_bytes") / gb, "free_gb": s("free_bytes") / gb,
                    "capacity_gb": dep.gpu.memory_bytes / gb},
-        "decode_bound": binding_resource(dec_ops), "prefill_bound": binding_resource(pf_ops),
+        "decode_bound": binding_resource(dec_ops, per), "prefill_bound": binding_resource(pf_ops, per),
         "accepted_per_step": s("accepted_per_step"), "fits": concurrency <= max_conc,
         # a format this GPU cannot execute is priced as the engines map it, and the answer says so
         "precision_notes": list(executable(dep.precision, dep.gpu)[1]),
@@ -87,9 +88,9 @@ def estimate(model: ModelSpec, dep: Deployment, workload: Workload, *, calibrati
     if dep.spec is not None:
         out["spec"] = _spec_break_even(model, dep, workload, cal, r=r, grid=grid, concurrency=concurrency)
     if breakdown:
-        out["breakdown"] = [{"name": op.name, "kind": op.kind, "time_ms": float(np.sum(op.total_time)) * 1e3,
+        out["breakdown"] = [{"name": op.name, "kind": op.kind, "time_ms": float(np.sum(op_step_time(op, per))) * 1e3,
                              "flops": float(np.sum(op.flops * op.count)), "bytes": float(np.sum(op.bytes * op.count))}
-                            for op in dec_ops if float(np.sum(op.total_time)) > 0]
+                            for op in dec_ops if float(np.sum(op_step_time(op, per))) > 0]
     return check_estimate(model, dep, out)
 
 

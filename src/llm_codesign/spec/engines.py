@@ -221,7 +221,6 @@ DEEPGEMM_ENGINES = ("sglang", "vllm")
 # silu_and_mul or its custom all-reduce) ~0.25; vLLM 0.11 (no switch of its own: FlashInfer's
 # attention and MoE only, which it runs on Blackwell; FlashAttention-3 and its own kernels on Hopper)
 # ~0.15 on Blackwell, 0 on Hopper. Estimates from the call sites, not measurements.
-PDL_FAMILIES = ("hopper", "blackwell", "blackwell_sm120")
 PDL_SHARE = {"trtllm": {"hopper": 0.7, "blackwell": 0.7, "blackwell_sm120": 0.7},
              "sglang": {"hopper": 0.25, "blackwell": 0.25, "blackwell_sm120": 0.25},
              "vllm": {"blackwell": 0.15, "blackwell_sm120": 0.15}}
@@ -229,8 +228,8 @@ PDL_SHARE = {"trtllm": {"hopper": 0.7, "blackwell": 0.7, "blackwell_sm120": 0.7}
 
 def pdl_share(backend: str, family: str) -> float:
     """Share of a serving step's kernel boundaries whose next kernel the engine launches with PDL
-    (PDL_SHARE; 0 for the kernel tables '', and before SM90)."""
-    return PDL_SHARE.get(backend, {}).get(family, 0.0) if family in PDL_FAMILIES else 0.0
+    (PDL_SHARE, which lists SM90+ families only; 0 for the kernel tables '' and before SM90)."""
+    return PDL_SHARE.get(backend, {}).get(family, 0.0)
 
 
 def mtp_eh_proj_split(backend: str, adp):
@@ -295,7 +294,7 @@ class EngineCosts:
     adp_wait_steps: float  # further iterations under attention DP
     spread_exponent: float
     queue_fraction: float  # scheduling between lockstep prefill waves (1) and spread-out arrivals (0)
-    pdl_credit: float = 0.0  # s saved per kernel boundary the engine PDL-launches (pdl_share applies it)
+    pdl_credit: float = 0.0  # s saved per kernel boundary the engine PDL-launches (pdl_credit_s; pdl_share weighs it)
 
     def wait_steps(self, adp):
         """Decode iterations a new request waits before its prefill step: the rest of the running step

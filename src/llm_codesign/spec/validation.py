@@ -292,13 +292,16 @@ def param_range(name: str) -> tuple[float, float, bool]:
     """The range a calibration parameter may take: efficiencies are fractions of a peak in
     [1e-4, 1] (moe_eff and moe_eff_fp8_deepgemm are relative to a dense kernel, up to 2; the
     smallest fitted, the per-head decode fallback's math rate, is 2e-3; below 1e-4 times overflow);
-    times are seconds up to 1; the others as their meaning allows."""
+    times are seconds up to 1 (what PDL hides of a kernel boundary up to 1 us); the others as their
+    meaning allows."""
     if name in ("moe_eff", "moe_eff_fp8_deepgemm"):
         return 1e-4, 2.0, False
     if name.endswith("_eff") or "_eff_" in name:
         return 1e-4, 1.0, False
     if name == "prefill_queue_fraction":
         return 0.0, 1.0, False
+    if name == "pdl_credit_s":  # what PDL hides of a kernel boundary: at most the launch latency, ~1 us
+        return 0.0, 1e-6, False
     if name.endswith("_s"):
         return 0.0, 1.0, False
     return {"gemm_blend_p": (1.0, 100.0, False), "gemm_max_split_k": (1.0, 1024.0, False), "moe_routing_alpha": (0.0, 3.0, False),
