@@ -166,6 +166,26 @@ def published_section(path: Path) -> list[str]:
     return lines + [""]
 
 
+def mtp_depth_section(path: Path) -> list[str]:
+    """A published scan of MTP depths at one request: each row's error, and the speedup over the row
+    without MTP, measured and predicted (the draft passes' cost against what they save, whatever the
+    target step's own error)."""
+    rows = read_rows(path)
+    preds, unmodeled = predict_serving(rows)
+    m = "output_tok_s_per_user"
+    base_y, base_p = float(rows[0][m]), preds[0][m]
+    lines = ["## MTP depth at one request, TensorRT-LLM blog 1 (held out)", "",
+             f"`{path.relative_to(ROOT)}`: {len(rows) - len(unmodeled)} of {len(rows)} rows modelled (8xb200 nvfp4, attention TP8, "
+             "MoE TP2 x EP4, 1024/2048, one request; the acceptance the blog prints per depth).", "",
+             "| draft length | acceptance | published tok/s/user | predicted | error % | published speedup | predicted speedup |",
+             "|---|---|---|---|---|---|---|"]
+    for r, p in zip(rows, preds, strict=True):
+        y = float(r[m])
+        lines.append(f"| {r['spec_draft_len'] or 0} | {r['spec_acceptance'] or '1.00'} | {y:,.0f} | {p[m]:,.1f} | {100 * (p[m] / y - 1):+.1f} "
+                     f"| {y / base_y:.2f} | {p[m] / base_p:.2f} |")
+    return lines + [""]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", help="write the report here (markdown); default: stdout")
@@ -211,6 +231,7 @@ def main() -> None:
     lines += _table("model", rep["by"]["model"], ("output_tok_s_per_gpu",))
     lines += moe_plan_section(rows)
     lines += published_section(MEAS / "published_runs.csv")
+    lines += mtp_depth_section(MEAS / "published_mtp_depth.csv")
     dis_lines, dis_rows, dis_preds = disagg_section(MEAS / "serving_disagg_blackwell.csv")
     lines += dis_lines
     pub_rows = read_rows(MEAS / "published_runs.csv")
