@@ -259,6 +259,57 @@ def _error_rows(err: dict | None, calibration: str | None) -> list[tuple[str, st
     return rows + [("note", f"[yellow]{n}[/yellow]") for n in err["notes"]]
 
 
+def _pareto_runs(model_refs, gpu_refs, *, space_for, calibration, engine, spec, disagg: bool, gpu_hour_price,
+                 search_kw: dict, aggregated_kw: dict) -> tuple[list[dict], dict]:
+    """Every model on every GPU: the aggregated search (and the disaggregated one with `disagg`), each
+    frontier point's per-operator breakdown keyed 'result:point', priced per GPU hour where asked."""
+    from llm_codesign.cost.calibration import calibration_for
+    from llm_codesign.explore.search import point_breakdowns, search
+
+    isl, osl = search_kw["isl"], search_kw["osl"]
+    results, breakdowns = [], {}
+    prog, cb = _progress()
+    if prog:
+        prog.start()
+    try:
+        for mref in model_refs:
+            m = _model(mref)
+            for gref in gpu_refs:
+                g = _gpu(gref)
+                cal = calibration_for(g, calibration)
+                space = space_for(m, g)
+                r = search(m, g, cal, space, engine=engine, progress=cb, **search_kw, **aggregated_kw)
+                i = len(results)
+                for j, rows in enumerate(point_breakdowns(m, cal, [p["deployment"] for p in r["frontier"]], isl, osl, gpu=g)):
+                    breakdowns[f"{i}:{j}"] = rows
+                _price_points(r, g, gpu_hour_price, isl, osl)
+                results.append(r)
+                if disagg:
+                    from llm_codesign.explore.disagg_search import decode_breakdown, search_disagg
+
+                    rd = search_disagg(m, g, cal, space, engine=engine, **search_kw)
+                    for j, p in enumerate(rd["frontier"]):
+                        breakdowns[f"{len(results)}:{j}"] = decode_breakdown(m, g, cal, p["deployment"], isl=isl, osl=osl, engine=engine, spec=spec)
+                    _price_points(rd, g, gpu_hour_price, isl, osl)
+                    results.append(rd)
+    finally:
+        if prog:
+            prog.stop()
+    return results, breakdowns
+
+
+def _measured_errors(model_refs, gpu_refs, *, calibration, backend: str, spec: bool, disagg: bool) -> dict[str, list[str]]:
+    """The report's 'measured error of such predictions', per GPU (measure.accuracy.describe); none is
+    known for a user's profile."""
+    from llm_codesign.measure.accuracy import describe
+
+    if calibration:
+        return {g: [f"not known for {calibration}: run `llm-codesign validate --calibration {calibration}` on measurements"] for g in gpu_refs}
+    model = _model(model_refs[0]).name if len(model_refs) == 1 else None
+    extra = ["the disaggregated frontier is not measured: these figures are aggregated serving's"] if disagg else []
+    return {g: describe(_gpu(g), backend, spec, model=model) + extra for g in gpu_refs}
+
+
 @app.command()
 def pareto(
     model: str = typer.Argument("llama-3.1-70b", help="Model(s), comma-separated to compare."),
@@ -289,8 +340,7 @@ def pareto(
     """Throughput-vs-interactivity Pareto frontier over every valid deployment."""
     from pathlib import Path
 
-    from llm_codesign.cost.calibration import calibration_for
-    from llm_codesign.explore.search import SearchSpace, parse_precisions, point_breakdowns, search
+    from llm_codesign.explore.search import SearchSpace, parse_precisions
     from llm_codesign.render.plot import PlotProcess
     from llm_codesign.render.report import check_writable, plot_extra, write_all, write_csv, write_html, write_plot
     from llm_codesign.spec.plan import Workload
@@ -346,38 +396,16 @@ def pareto(
     # the figure's own process imports matplotlib on another core while the search runs (render.plot)
     plotter = PlotProcess().start() if paths["plot"] else None
     try:
-        results, breakdowns = [], {}
-        prog, cb = _progress()
-        if prog:
-            prog.start()
-        try:
-            for mref in model_refs:
-                m = _model(mref)
-                for gref in gpu_refs:
-                    g = _gpu(gref)
-                    cal = calibration_for(g, calibration)
-                    space = SearchSpace(n_gpus, _ints(tp), _ints(pp), _ints(ep), _ints(moe_tp), _ints(attention_dp), _ints(kvp),
-                                        instance_gpus=inst, precisions=parse_precisions(weight_dtype, activation_dtype, kv_dtype, m, g),
-                                        spec=sd, spec_ks=ks, step_tokens=_budget_grid(max_num_tokens_grid, max_num_tokens))
-                    r = search(m, g, cal, space, isl=isl, osl=osl, engine=eng, max_num_tokens=max_num_tokens, min_tps_user=min_tps_user,
-                               max_ttft_ms=max_ttft_ms, progress=cb, max_accuracy_drop=max_accuracy_drop, prefix_hit=prefix_hit)
-                    i = len(results)
-                    for j, rows in enumerate(point_breakdowns(m, cal, [p["deployment"] for p in r["frontier"]], isl, osl, gpu=g)):
-                        breakdowns[f"{i}:{j}"] = rows
-                    _price_points(r, g, gpu_hour_price, isl, osl)
-                    results.append(r)
-                    if disagg:
-                        from llm_codesign.explore.disagg_search import decode_breakdown, search_disagg
+        def space_for(m, g):
+            return SearchSpace(n_gpus, _ints(tp), _ints(pp), _ints(ep), _ints(moe_tp), _ints(attention_dp), _ints(kvp),
+                               instance_gpus=inst, precisions=parse_precisions(weight_dtype, activation_dtype, kv_dtype, m, g),
+                               spec=sd, spec_ks=ks, step_tokens=_budget_grid(max_num_tokens_grid, max_num_tokens))
 
-                        rd = search_disagg(m, g, cal, space, isl=isl, osl=osl, engine=eng, max_num_tokens=max_num_tokens, min_tps_user=min_tps_user,
-                                           max_ttft_ms=max_ttft_ms)
-                        for j, p in enumerate(rd["frontier"]):
-                            breakdowns[f"{len(results)}:{j}"] = decode_breakdown(m, g, cal, p["deployment"], isl=isl, osl=osl, engine=eng, spec=sd)
-                        _price_points(rd, g, gpu_hour_price, isl, osl)
-                        results.append(rd)
-        finally:
-            if prog:
-                prog.stop()
+        results, breakdowns = _pareto_runs(model_refs, gpu_refs, space_for=space_for, calibration=calibration, engine=eng, spec=sd,
+                                           disagg=disagg, gpu_hour_price=gpu_hour_price,
+                                           search_kw=dict(isl=isl, osl=osl, max_num_tokens=max_num_tokens, min_tps_user=min_tps_user,
+                                                          max_ttft_ms=max_ttft_ms),
+                                           aggregated_kw=dict(max_accuracy_drop=max_accuracy_drop, prefix_hit=prefix_hit))
         if not any(r["frontier"] for r in results):  # nothing to show: one line naming what to change, nothing written
             raise nothing_found(results, gpus_, {"min_tps_user": min_tps_user, "max_ttft_ms": max_ttft_ms})
         jobs = []  # all of them written, or none
@@ -386,12 +414,7 @@ def pareto(
         if paths["plot"]:
             jobs.append((lambda p: write_plot(results, p, process=plotter), paths["plot"]))
         if paths["html"]:
-            from llm_codesign.measure.accuracy import describe
-
-            errors = {g: [f"not known for {calibration}: run `llm-codesign validate --calibration {calibration}` on measurements"]
-                      if calibration else describe(_gpu(g), backend, sd is not None, model=_model(model_refs[0]).name if len(model_refs) == 1 else None)
-                      + (["the disaggregated frontier is not measured: these figures are aggregated serving's"] if disagg else [])
-                      for g in gpu_refs}
+            errors = _measured_errors(model_refs, gpu_refs, calibration=calibration, backend=backend, spec=sd is not None, disagg=disagg)
             jobs.append((lambda p: write_html(results, breakdowns, p, errors), paths["html"]))
         if out:
             Path(out).mkdir(parents=True, exist_ok=True)
