@@ -118,11 +118,14 @@ def decode_step(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Sharding, *, co
     return t_stage, t_draft, ops
 
 
-def kernels_time(ops, gpu: Gpu, costs: EngineCosts):
+def kernels_time(ops, gpu: Gpu, costs: EngineCosts, *, n_launches=None):
     """A step's kernels (ops.step_time) less what programmatic dependent launch overlaps at each
-    boundary the engine PDL-launches: the sum of op_step_time's, taken whole (a search's hot path)."""
+    boundary the engine PDL-launches: the sum of op_step_time's, taken whole (a search's hot path).
+    `n_launches`: ops.launches(ops) where the caller has it already."""
     per = pdl_per_launch(gpu, costs)
-    return np.maximum(step_time(ops) - per * launches(ops), 0.0) if per else step_time(ops)
+    if not per:
+        return step_time(ops)
+    return np.maximum(step_time(ops) - per * (launches(ops) if n_launches is None else n_launches), 0.0)
 
 
 def pdl_per_launch(gpu: Gpu, costs: EngineCosts) -> float:
@@ -172,12 +175,9 @@ def prefill_step(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Sharding, *, c
     cal = costs.cal
     ops = forward_ops(model, gpu, cal, prec, sh, b=Batch(pf_tokens=tokens, pf_seqs=seqs, pf_ctx=cached + np.maximum(isl - chunk, 0.0) / 2.0,
                                                        dec_seqs=dec_seqs, dec_ctx=dec_ctx))
-    n = launches(ops)  # each pays its host launch, and PDL's share of a boundary comes off (kernels_time, counted once)
-    kernels = step_time(ops)
-    per = pdl_per_launch(gpu, costs)
-    if per:
-        kernels = np.maximum(kernels - per * n, 0.0)
-    return kernels + costs.step_overhead + costs.seq_overhead * (seqs + dec_seqs) + costs.eager_launch * n
+    n = launches(ops)  # counted once: each launch pays its host cost, and PDL's share of a boundary comes off
+    return (kernels_time(ops, gpu, costs, n_launches=n) + costs.step_overhead + costs.seq_overhead * (seqs + dec_seqs)
+            + costs.eager_launch * n)
 
 
 class _Rank(NamedTuple):

@@ -294,7 +294,7 @@ class EngineCosts:
     adp_wait_steps: float  # further iterations under attention DP
     spread_exponent: float
     queue_fraction: float  # scheduling between lockstep prefill waves (1) and spread-out arrivals (0)
-    pdl_credit: float = 0.0  # s saved per kernel boundary the engine PDL-launches (pdl_credit_s; pdl_share weighs it)
+    pdl_credit: float  # s saved per kernel boundary the engine PDL-launches (pdl_credit_s; pdl_share weighs it)
 
     def wait_steps(self, adp):
         """Decode iterations a new request waits before its prefill step: the rest of the running step
