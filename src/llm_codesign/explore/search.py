@@ -2,8 +2,12 @@
 vectorised chunks, and keep the Pareto frontier of output tok/s/GPU versus tok/s/user."""
 from __future__ import annotations
 
+import contextlib
 import itertools
+import os
 import time
+import types
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -20,6 +24,7 @@ from llm_codesign.spec.plan import Deployment, Plan, SpecDecoding, precision_for
 from llm_codesign.spec.precision import Precision, get_dtype
 
 CHUNK = 1 << 17  # deployments per vectorised pass: bounds peak memory (~60 ops x a few arrays each)
+THREADED_CHUNK = 1 << 16  # the least a chunk holds to be priced beside others on threads
 BATCHES = np.unique(np.concatenate([np.arange(1, 9), np.round(np.geomspace(8, 16384, 48))])).astype(np.int64)
 
 
@@ -177,32 +182,66 @@ def _evaluate_grid(model: ModelSpec, gpu: Gpu, cal: Calibration, space: SearchSp
     plan, batches, ks = grid.plan, grid.batches, grid.ks
     P, B, K = len(grid.inst), len(batches), len(ks)
     total = P * B * K * len(grid.precs) * len(grid.budgets)
-    cols = {k: [] for k in ("tok_s_per_user", "output_tok_s_per_gpu", "ttft_ms", "tpot_ms", "idx", "prec", "fits", "budget")}
-    done = 0
     # broadcast as (plans, batches, draft lengths): per-plan quantities (GEMM N and K, weights) are
-    # computed once per plan, only token-dependent terms at full size
+    # computed once per plan, only token-dependent terms at full size; chunks of up to CHUNK
+    # deployments, on several threads where each holds enough (below ~64k deployments a chunk's
+    # numpy calls are too short to overlap, and threads only contend for the GIL)
     step = max(1, CHUNK // (B * K))
-    for (bi, budget), (pi, prec) in itertools.product(enumerate(grid.budgets), enumerate(grid.precs)):
-        for s in range(0, P, step):
-            sl = slice(s, min(s + step, P))
-            sub = Plan(*(np.asarray(x)[sl, None, None] for x in (plan.tp, plan.pp, plan.ep, plan.moe_tp, plan.adp, plan.kvp)))
-            conc = batches[None, :, None] * np.asarray(sub.adp)
-            r = evaluate(model, gpu, cal, prec, sub, concurrency=conc, isl=isl, osl=osl, engine=engine, spec=space.spec if space.spec else None,
-                         spec_k=ks[None, None, :] if space.spec else None, max_num_tokens=budget, prefix_hit=prefix_hit)
-            shape = (sl.stop - sl.start, B, K)
-            n = shape[0] * B * K
-            cols["tok_s_per_user"].append(np.broadcast_to(r["tok_s_per_user"], shape).reshape(-1))
-            cols["output_tok_s_per_gpu"].append(np.broadcast_to(r["output_tok_s_per_gpu"], shape).reshape(-1))
-            cols["ttft_ms"].append(np.broadcast_to(r["ttft_s"] * 1e3, shape).reshape(-1))
-            cols["tpot_ms"].append(np.broadcast_to(r["tpot_s"] * 1e3, shape).reshape(-1))
-            cols["fits"].append(np.broadcast_to(r["fits"], shape).reshape(-1))
-            cols["idx"].append(np.arange(sl.start * B * K, sl.start * B * K + n))
-            cols["prec"].append(np.full(n, pi))
-            cols["budget"].append(np.full(n, bi))
-            done += n
+    workers = threads()
+    if workers > 1:
+        step = max(1, min(step, max(-(-P // workers), THREADED_CHUNK // (B * K))))
+    jobs = [(bi, budget, pi, prec, slice(s, min(s + step, P)))
+            for (bi, budget), (pi, prec) in itertools.product(enumerate(grid.budgets), enumerate(grid.precs)) for s in range(0, P, step)]
+
+    def run(job) -> dict:
+        bi, budget, pi, prec, sl = job
+        sub = Plan(*(np.asarray(x)[sl, None, None] for x in (plan.tp, plan.pp, plan.ep, plan.moe_tp, plan.adp, plan.kvp)))
+        conc = batches[None, :, None] * np.asarray(sub.adp)
+        r = evaluate(model, gpu, cal, prec, sub, concurrency=conc, isl=isl, osl=osl, engine=engine, spec=space.spec if space.spec else None,
+                     spec_k=ks[None, None, :] if space.spec else None, max_num_tokens=budget, prefix_hit=prefix_hit)
+        shape = (sl.stop - sl.start, B, K)
+        n = shape[0] * B * K
+        return {"tok_s_per_user": np.broadcast_to(r["tok_s_per_user"], shape).reshape(-1),
+                "output_tok_s_per_gpu": np.broadcast_to(r["output_tok_s_per_gpu"], shape).reshape(-1),
+                "ttft_ms": np.broadcast_to(r["ttft_s"] * 1e3, shape).reshape(-1), "tpot_ms": np.broadcast_to(r["tpot_s"] * 1e3, shape).reshape(-1),
+                "fits": np.broadcast_to(r["fits"], shape).reshape(-1), "idx": np.arange(sl.start * B * K, sl.start * B * K + n),
+                "prec": np.full(n, pi), "budget": np.full(n, bi)}
+
+    cols: dict[str, list] = {}
+    done = 0
+    with _pool(workers if len(jobs) > 1 and P * B * K >= THREADED_CHUNK * 2 else 1) as pool:
+        for part in pool.map(run, jobs):  # in order: the same columns, whatever the threads
+            for k, v in part.items():
+                cols.setdefault(k, []).append(v)
+            done += len(part["idx"])
             if progress:
                 progress(done, total)
     return {k: np.concatenate(v) for k, v in cols.items()}, total
+
+
+def threads() -> int:
+    """Threads a search prices its chunks on: LLM_CODESIGN_THREADS, else the CPUs this process may
+    run on (at most 8). numpy releases the GIL inside each array operation, so chunks overlap."""
+    raw = os.environ.get("LLM_CODESIGN_THREADS")
+    if raw is None or not raw.strip():
+        return max(1, min(len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1), 8))
+    try:
+        n = int(raw)
+    except ValueError:
+        n = 0
+    if not 1 <= n <= 256:
+        raise InputError("LLM_CODESIGN_THREADS", raw, "an integer from 1 to 256 (threads a search runs on)")
+    return n
+
+
+@contextlib.contextmanager
+def _pool(workers: int):
+    """A thread pool's map, or the builtin map on one thread (no pool to start or join)."""
+    if workers <= 1:
+        yield types.SimpleNamespace(map=map)
+        return
+    with ThreadPoolExecutor(workers, thread_name_prefix="llm-codesign-search") as ex:
+        yield ex
 
 
 def _point(model: ModelSpec, gpu: Gpu, space: SearchSpace, grid: _Grid, *, c: dict, j: int, accs: list, engine: Engine) -> dict:

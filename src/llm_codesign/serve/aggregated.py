@@ -93,27 +93,34 @@ def decode_step(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Sharding, *, co
     if spec is not None:
         dm = draft_model(model, spec)
         dsh = sh if spec.method != "draft" else replace(sh, pp=np.ones_like(pp))
-        dops = forward_ops(dm, gpu, cal, prec, dsh, b=Batch(dec_seqs=b, dec_ctx=ctx))
-        t_pass = kernels_time(dops, gpu, costs)
+
+        def draft_pass(sh_, b_, ctx_):
+            # one draft pass over one token per sequence (an MTP pass with the module's input path,
+            # ops.mtp_module_ops), and its LM head alone
+            dops = forward_ops(dm, gpu, cal, prec, sh_, b=Batch(dec_seqs=b_, dec_ctx=ctx_))
+            t_pass = kernels_time(dops, gpu, costs)
+            if spec.method == "mtp":
+                t_pass = t_pass + kernels_time(mtp_module_ops(dm, gpu, cal, sh_, tokens=b_, seqs=b_), gpu, costs)
+            return t_pass, kernels_time([op for op in dops if op.name == "lm_head"], gpu, costs)
+
+        # a draft pass has no k in it: over a search's (plans, batches, k) grid it is priced once per
+        # (plan, batch) wherever the sequences running are the same at every k (_once_along_last)
+        t_rest, head = draft_pass(dsh, b, ctx) if np.ndim(model.hidden) else _once_along_last(draft_pass, dsh, b, ctx)
         if spec.method in ("mtp", "eagle3"):
             # EAGLE-style drafting (TensorRT-LLM's MTP in Eagle mode, its default for DeepSeek,
             # _torch/speculative/mtp.py; EAGLE-3 in TensorRT-LLM and vLLM): the first pass runs the draft
             # layer over every position the verify step checked (1 + k tokens per sequence), its LM head
             # over the one it samples; an MTP pass adds the module's input path and greedy sampling
             # (ops.mtp_module_ops)
-            head = kernels_time([op for op in dops if op.name == "lm_head"], gpu, costs)
             if spec.method == "mtp":  # the MTP block is the target's last layer type, priced in `ops` at this very batch
                 t_first = _last_layer_time(model, ops, gpu, costs) + head
+                t_first = t_first + kernels_time(mtp_module_ops(dm, gpu, cal, dsh, tokens=b * (1.0 + k), seqs=b), gpu, costs)
             else:
                 first = forward_ops(dm, gpu, cal, prec, dsh, b=Batch(dec_seqs=b, dec_ctx=ctx, dec_tokens_per_seq=1.0 + k))
                 t_first = kernels_time([op for op in first if op.name != "lm_head"], gpu, costs) + head
-            t_rest = t_pass
-            if spec.method == "mtp":
-                t_first = t_first + kernels_time(mtp_module_ops(dm, gpu, cal, dsh, tokens=b * (1.0 + k), seqs=b), gpu, costs)
-                t_rest = t_rest + kernels_time(mtp_module_ops(dm, gpu, cal, dsh, tokens=b, seqs=b), gpu, costs)
             t_draft = np.where(k > 0, t_first + (k - 1.0) * t_rest, 0.0)
         else:
-            t_draft = k * t_pass
+            t_draft = k * t_rest
         t_stage = t_stage + t_draft / pp
     return t_stage, t_draft, ops
 
@@ -337,6 +344,35 @@ def _once_at_cap(price, sh: Sharding, tokens, cap, *args):
     out = np.array(np.broadcast_to(at_cap, full))
     out[below] = vals
     return out
+
+
+def _once_along_last(price, sh: Sharding, b, *args):
+    """price(sh, b, *args), a tuple of arrays, where only `b` varies along the last axis (a search's
+    draft lengths k): priced once at b[..., :1] and again only at the elements where b differs from
+    it (sequences the KV cache caps differently at each k). The same values as pricing every element."""
+    fields = [getattr(sh, f.name) for f in dataclasses.fields(Sharding)]
+    full = np.broadcast_shapes(np.shape(b), *(np.shape(x) for x in (*fields, *args)))
+    if (len(full) < 2 or full[-1] == 1 or np.ndim(b) != len(full)
+            or any(np.ndim(x) == len(full) and np.shape(x)[-1] != 1 for x in (*fields, *args))):
+        return price(sh, b, *args)
+    b = np.asarray(b)
+    col = b[..., :1]
+    once = price(sh, col, *args)
+    if any(np.ndim(o) == len(full) and np.shape(o)[-1] != 1 for o in once):  # it varies along k with what it is not given
+        return price(sh, b, *args)
+    out = [np.array(np.broadcast_to(o, full)) for o in once]  # writable
+    differ = b != col
+    if differ.any():
+        at = np.nonzero(differ)
+
+        def pick(x):  # an input's value at each element that differs (inputs broadcast right-aligned)
+            x = np.asarray(x)
+            lead = len(full) - x.ndim
+            return x if x.ndim == 0 else x[tuple(i if s > 1 else 0 for i, s in zip(at[lead:], x.shape, strict=True))]
+
+        for o, v in zip(out, price(Sharding(*(pick(f) for f in fields)), b[differ], *(pick(a) for a in args)), strict=True):
+            o[differ] = v
+    return tuple(out)
 
 
 def _own_prefill(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Sharding, *, r: _Rank, costs: EngineCosts, n_span):
