@@ -259,15 +259,23 @@ def collective_time(op: str, nbytes, n, gpu: Gpu, cal: Calibration):
     live = (n > 1) & (nbytes > 0)
     if not live.any():  # a search's arrays often carry no such collective at all (e.g. no EP exchange)
         return np.zeros(live.shape)
+    if live.size >= 4096 and np.count_nonzero(live) * 2 < live.size:
+        # a search's chunk where most plans run no such collective (an EP exchange beside attention
+        # DP, an all-reduce without it): priced at the live elements only, the same values
+        out = np.zeros(live.shape)
+        out[live] = collective_time(op, np.broadcast_to(nbytes, live.shape)[live], np.broadcast_to(n, live.shape)[live], gpu, cal)
+        return out
     d = float(gpu.scale_up_domain)
     inside = n <= d
     fam = _LATENCY[op]
 
     def stream(moved, link, lat):
-        # NCCL picks the fastest of its protocols per size: the low-latency ones saturate early, the
-        # Simple protocol costs more to start and streams closer to the link's rate
-        bw = link * cal.comm_bw_eff * moved / (moved + cal.comm_bw_half_bytes)
-        return np.minimum(lat + moved / np.maximum(bw, 1e-9), cal.comm_large_latency_s + moved / (link * cal.comm_large_bw_eff))
+        # NCCL picks the fastest of its protocols per size: the low-latency ones saturate early (at
+        # link x comm_bw_eff x moved / (moved + comm_bw_half_bytes): moved takes as long as moved +
+        # comm_bw_half_bytes at the saturated rate), the Simple protocol costs more to start and streams
+        # closer to the link's rate. Where nothing moves the caller's mask prices zero.
+        return np.minimum(lat + (moved + cal.comm_bw_half_bytes) * (1.0 / (link * cal.comm_bw_eff)),
+                          cal.comm_large_latency_s + moved * (1.0 / (link * cal.comm_large_bw_eff)))
 
     def one_level(m, nb, link, lat):
         return np.where(m > 1, stream(_BYTES[op](m) * nb, link, lat), 0.0)

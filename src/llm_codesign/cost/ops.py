@@ -225,9 +225,10 @@ def _tag(ops, part: str, weight: str) -> list:
 
 
 def _comm(name, op, nbytes, n, at: _At):
+    """A collective: no FLOPs, no HBM time of its own (its bytes, where it runs, computed when asked)."""
     t = cost.collective_time(op, nbytes, n, at.gpu, at.cal)
-    z = np.zeros_like(t)
-    return Op(name, "comm", z, np.where(t > 0, np.asarray(nbytes, float), 0.0), time=t, t_compute=z, t_memory=z, count=at.count)
+    return Op(name, "comm", None, None, time=t, t_compute=0.0, t_memory=0.0, count=at.count,
+              fb=lambda: (np.zeros_like(t), np.where(t > 0, np.asarray(nbytes, float), 0.0)))
 
 
 def _elementwise(name, nbytes, kernels, at: _At):

@@ -15,7 +15,7 @@ import numpy as np
 
 from llm_codesign.cost.calibration import Calibration
 from llm_codesign.errors import InputError
-from llm_codesign.serve.aggregated import evaluate, op_step_time, pdl_per_launch
+from llm_codesign.serve.aggregated import evaluate, max_running, op_step_time, pdl_per_launch
 from llm_codesign.serve.invariants import check_values, weight_floor_s
 from llm_codesign.spec.engines import TRTLLM, Engine
 from llm_codesign.spec.hardware import Gpu
@@ -178,7 +178,9 @@ def _precisions(model: ModelSpec, gpu: Gpu, space: SearchSpace, max_accuracy_dro
 def _evaluate_grid(model: ModelSpec, gpu: Gpu, cal: Calibration, space: SearchSpace, grid: _Grid, *, isl, osl, engine: Engine,
                    prefix_hit, progress) -> tuple[dict, int]:
     """Every deployment of the grid in vectorised chunks: the columns select_frontier reads (and each
-    deployment's flat index, precision and budget), and how many were evaluated."""
+    deployment's flat index, precision and budget), and how many were evaluated. Batches beyond what
+    any plan of a chunk runs at once are judged by the memory fit alone (they fit none) and left out
+    of the columns."""
     plan, batches, ks = grid.plan, grid.batches, grid.ks
     P, B, K = len(grid.inst), len(batches), len(ks)
     total = P * B * K * len(grid.precs) * len(grid.budgets)
@@ -196,24 +198,29 @@ def _evaluate_grid(model: ModelSpec, gpu: Gpu, cal: Calibration, space: SearchSp
     def run(job) -> dict:
         bi, budget, pi, prec, sl = job
         sub = Plan(*(np.asarray(x)[sl, None, None] for x in (plan.tp, plan.pp, plan.ep, plan.moe_tp, plan.adp, plan.kvp)))
-        conc = batches[None, :, None] * np.asarray(sub.adp)
-        r = evaluate(model, gpu, cal, prec, sub, concurrency=conc, isl=isl, osl=osl, engine=engine, spec=space.spec if space.spec else None,
-                     spec_k=ks[None, None, :] if space.spec else None, max_num_tokens=budget, prefix_hit=prefix_hit)
-        shape = (sl.stop - sl.start, B, K)
-        n = shape[0] * B * K
-        return {"tok_s_per_user": np.broadcast_to(r["tok_s_per_user"], shape).reshape(-1),
-                "output_tok_s_per_gpu": np.broadcast_to(r["output_tok_s_per_gpu"], shape).reshape(-1),
-                "ttft_ms": np.broadcast_to(r["ttft_s"] * 1e3, shape).reshape(-1), "tpot_ms": np.broadcast_to(r["tpot_s"] * 1e3, shape).reshape(-1),
-                "fits": np.broadcast_to(r["fits"], shape).reshape(-1), "idx": np.arange(sl.start * B * K, sl.start * B * K + n),
-                "prec": np.full(n, pi), "budget": np.full(n, bi)}
+        spec, spec_k = (space.spec, ks[None, None, :]) if space.spec else (None, None)
+        # batches past what the roomiest plan of the chunk runs at once fit none of them: not priced
+        most = max_running(model, gpu, prec, sub, isl=isl, osl=osl, engine=engine, spec=spec, spec_k=spec_k, max_num_tokens=budget)
+        nb = int(np.searchsorted(batches, np.max(most), side="right"))
+        shape = (sl.stop - sl.start, nb, K)
+        r = evaluate(model, gpu, cal, prec, sub, concurrency=batches[None, :nb, None] * np.asarray(sub.adp), isl=isl, osl=osl, engine=engine,
+                     spec=spec, spec_k=spec_k, max_num_tokens=budget, prefix_hit=prefix_hit) if nb else {}
+        # each column over the (plans, batches priced, k) block, its elements' flat indices in the whole grid
+        col = {name: np.broadcast_to(r[key] if scale == 1.0 else r[key] * scale, shape).reshape(-1) if nb else np.zeros(0)
+               for name, key, scale in (("tok_s_per_user", "tok_s_per_user", 1.0), ("output_tok_s_per_gpu", "output_tok_s_per_gpu", 1.0),
+                                        ("ttft_ms", "ttft_s", 1e3), ("tpot_ms", "tpot_s", 1e3))}
+        idx = ((np.arange(sl.start, sl.stop)[:, None, None] * B + np.arange(nb)[None, :, None]) * K + np.arange(K)[None, None, :]).reshape(-1)
+        n = len(idx)
+        return {**col, "fits": np.broadcast_to(r["fits"], shape).reshape(-1) if nb else np.zeros(0, bool), "idx": idx,
+                "prec": np.full(n, pi), "budget": np.full(n, bi), "grid": (sl.stop - sl.start) * B * K}
 
     cols: dict[str, list] = {}
     done = 0
     with _pool(workers if len(jobs) > 1 and P * B * K >= THREADED_CHUNK * 2 else 1) as pool:
         for part in pool.map(run, jobs):  # in order: the same columns, whatever the threads
+            done += part.pop("grid")
             for k, v in part.items():
                 cols.setdefault(k, []).append(v)
-            done += len(part["idx"])
             if progress:
                 progress(done, total)
     return {k: np.concatenate(v) for k, v in cols.items()}, total

@@ -261,6 +261,20 @@ def evaluate(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, plan
     return res
 
 
+def max_running(model: ModelSpec, gpu: Gpu, prec: Precision, plan: Plan, *, isl, osl, engine: Engine = TRTLLM,
+                spec: SpecDecoding | None = None, spec_k=None, max_num_tokens=None) -> np.ndarray:
+    """The most requests an attention-DP rank runs at once (the KV cache's or the engine's limit; 0
+    where the cache has no room), as `evaluate` sizes them: a deployment whose busiest rank is given
+    more does not fit (its `fits`). A search skips the batches no plan of a chunk holds."""
+    tp, pp, ep, mtp, adp, kvp = (np.asarray(x, float) for x in plan.arrays())
+    k, _ = draft_lengths(spec, spec_k)
+    mnt, kv_budget = engine_budget(gpu, engine=engine, max_num_tokens=max_num_tokens, plan=plan, spec=spec, draft_len=k)
+    mem, cap, *_ = _running(model, gpu, prec, _sharding(plan), np.ones(1), adp=adp, engine=engine,
+                            lengths=(np.asarray(isl, float), np.asarray(osl, float)), mnt=mnt, kv_budget=kv_budget, usable_fraction=None,
+                            spec=spec, draft_len=k)
+    return np.where(mem["free_for_kv"] > 0, cap, 0.0)
+
+
 def _running(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Sharding, C, *, adp, engine: Engine, lengths, mnt, kv_budget,
              usable_fraction, spec: SpecDecoding | None = None, draft_len=None):
     """The KV cache's fit (memory.fit, with the draft's weights and cache under `spec`) and the
