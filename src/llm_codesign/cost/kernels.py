@@ -158,8 +158,16 @@ def gemm_time(m, n, k, gpu: Gpu, cal: Calibration, *, math: str, a_bytes, w_byte
         # the padded copy of A: one read and one write, one more launch
         copy = (m * groups) * k * f32(2.0 * a_bytes / (gpu.hbm_bandwidth_bytes_per_s * cal.bw_eff)) + f32(cal.kernel_overhead_s)
         t = t + np.where(padded, copy, f32(0.0))
-    zero = f32(0.0)
-    return np.where(live, t, zero), np.where(live, best, zero), np.where(live, t_mem, zero)
+    return _masked(live, t, best, t_mem)
+
+
+def _masked(live, *times):
+    """Each time where `live`, else 0 (no work, no launch), in its own dtype; where everything is live,
+    as in most of a search's chunks, the times as they are (three passes fewer), broadcast to live's shape."""
+    if np.all(live):
+        shape = np.shape(live)
+        return tuple(t if np.shape(t) == shape else np.broadcast_to(t, np.broadcast_shapes(shape, np.shape(t))) for t in times)
+    return tuple(np.where(live, t, 0.0) for t in times)
 
 
 def gemm_bytes(m, n, k, *, a_bytes, w_bytes, c_bytes, groups, distinct_groups):
@@ -202,7 +210,7 @@ def attention_decode_time(flops, nbytes, gpu: Gpu, cal: Calibration, *, seq_head
     t_m = np.asarray(nbytes, float) / (gpu.hbm_bandwidth_bytes_per_s * (cal.attn_decode_bw_eff_fp8 if fp8 else cal.attn_decode_bw_eff))
     live = flops > 0
     t = np.maximum(t_c, t_m) + cal.attn_overhead_s + np.asarray(seq_heads, float) * cal.attn_decode_head_s
-    return np.where(live, t, 0.0), np.where(live, t_c, 0.0), np.where(live, t_m, 0.0)
+    return _masked(live, t, t_c, t_m)
 
 
 def attention_prefill_time(flops, nbytes, gpu: Gpu, cal: Calibration, *, math: str = "bf16", seq_heads=0.0, keys=None, scores=None):
@@ -220,7 +228,7 @@ def attention_prefill_time(flops, nbytes, gpu: Gpu, cal: Calibration, *, math: s
     t_m = np.asarray(nbytes, float) / (gpu.hbm_bandwidth_bytes_per_s * cal.bw_eff)
     live = flops > 0
     t = np.maximum(t_c, t_m) + cal.attn_prefill_overhead_s + np.asarray(seq_heads, float) * cal.attn_prefill_head_s
-    return np.where(live, t, 0.0), np.where(live, t_c, 0.0), np.where(live, t_m, 0.0)
+    return _masked(live, t, t_c, t_m)
 
 
 def elementwise_time(nbytes, kernels, gpu: Gpu, cal: Calibration):

@@ -679,7 +679,16 @@ def mtp_module_ops(model: ModelSpec, gpu: Gpu, cal: Calibration, sh: Sharding, *
 
 
 def step_time(ops: list[Op]):
-    return sum(op.total_time for op in ops)
+    """The operators' times over the layers that run them, summed in order (in place where the sum
+    already has the whole shape and dtype: a search's chunk per operator, the same sums)."""
+    total = 0
+    for op in ops:
+        t = op.time * op.count
+        if isinstance(total, np.ndarray) and total.shape == np.broadcast_shapes(total.shape, np.shape(t)) and np.result_type(total, t) == total.dtype:
+            np.add(total, t, out=total)
+        else:
+            total = total + t
+    return total
 
 
 def launches(ops: list[Op]):
@@ -687,6 +696,11 @@ def launches(ops: list[Op]):
     what the engine fused away) wherever it runs."""
     shape = np.broadcast_shapes(*(np.shape(op.time) for op in ops), *(np.shape(op.count) for op in ops))
     n = np.zeros(shape)
-    for op in ops:  # in place: a search's whole chunk per operator (the same sums as adding np.where's)
-        np.add(n, op.count * op.kernels, out=n, where=np.asarray(op.time) > 0)
-    return n
+    everywhere = 0.0  # the operators that run at every element, at their counts' own (per-plan) shape
+    for op in ops:  # in place: a search's whole chunk per operator
+        t = np.asarray(op.time)
+        if t.size and t.min() > 0:
+            everywhere = everywhere + op.count * op.kernels
+        elif t.size and t.max() > 0:
+            np.add(n, op.count * op.kernels, out=n, where=t > 0)
+    return n + everywhere
