@@ -232,10 +232,11 @@ def attention_prefill_time(flops, nbytes, gpu: Gpu, cal: Calibration, *, math: s
 
 
 def elementwise_time(nbytes, kernels, gpu: Gpu, cal: Calibration):
+    """Memory-bound passes over `nbytes` in `kernels` launches: no compute time (a scalar 0)."""
     nbytes = np.asarray(nbytes, float)
     t_m = nbytes / (gpu.hbm_bandwidth_bytes_per_s * cal.bw_eff)
-    live = nbytes > 0
-    return np.where(live, t_m + kernels * cal.kernel_overhead_s, 0.0), np.zeros_like(t_m), np.where(live, t_m, 0.0)
+    t, t_m = _masked(nbytes > 0, t_m + kernels * cal.kernel_overhead_s, t_m)
+    return t, 0.0, t_m
 
 
 # bytes moved per GPU relative to the buffer (ring/bandwidth-optimal algorithms), and the latency

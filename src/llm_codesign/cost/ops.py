@@ -234,7 +234,7 @@ def _comm(name, op, nbytes, n, at: _At):
 def _elementwise(name, nbytes, kernels, at: _At):
     """A memory-bound pass of `nbytes` in `kernels` launches."""
     t, tc, tm = cost.elementwise_time(nbytes, kernels, at.gpu, at.cal)
-    op = Op(name, "elementwise", np.zeros_like(t), nbytes, time=t, t_compute=tc, t_memory=tm, count=at.count)
+    op = Op(name, "elementwise", 0.0, nbytes, time=t, t_compute=tc, t_memory=tm, count=at.count)
     op.kernels = kernels
     return op
 
@@ -648,7 +648,10 @@ def _slowest_stage(model: ModelSpec, pp, parts, head: Op):
         # the candidates: each distinct stage composition at its first stage (argmax takes the first
         # of equal times, so later copies never win), then the last stage, which adds the LM head
         cand = list(dict.fromkeys(tuple(p) for p in per[:-1])) + [tuple(per[-1])]
-        at = np.broadcast_to(mask, counts[0].shape)
+        # the elements at this pp: whole rows where pp varies along the first axis only (a search's
+        # plans), a copy of those rows cheaper than a boolean gather of the flat grid
+        rows = 0 < pp.ndim == len(shape) and all(d == 1 for d in pp.shape[1:])
+        at = np.nonzero(mask.reshape(-1))[0] if rows else np.broadcast_to(mask, shape)
         tm = [t[at] for t in t_part]
         ts = [sum(c * t for c, t in zip(comp, tm, strict=True)) for comp in cand]
         ts[-1] = ts[-1] + head_t[at]
