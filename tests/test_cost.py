@@ -242,3 +242,26 @@ def test_deepgemm_is_the_block_fp8_kernel_sglang_and_vllm_run_on_hopper():
     t = float(gemm_time(m, n, k, g, cal, math="fp8", a_bytes=ab, w_bytes=wb, kernel="fp8_deepgemm", groups=groups,
                         eff_scale=cal.moe_eff_of("fp8_deepgemm"), overhead_s=cal.moe_overhead_s, swap_ab=True)[0]) - quant(m * groups, k)
     assert 2 * m * n * k * groups / t / 1e12 == pytest.approx(rows["grouped", "8", "4096", "4096", "7168"], rel=0.15)  # 1346 TFLOPS
+
+
+@pytest.mark.parametrize("op", ["all_reduce", "all_gather", "reduce_scatter", "all_to_all", "p2p"])
+def test_collectives_priced_at_their_live_elements_equal_each_one_alone(op, h100, cal_h100):
+    # a search's chunk where most plans run no such collective (no bytes, or one GPU) takes the path
+    # that prices the live elements only: each element as the scalar call prices it, 16 GPUs off-node too
+    rng = np.random.default_rng(3)
+    nbytes = np.where(rng.random(6000) < 0.3, rng.uniform(1e3, 1e9, 6000), 0.0)
+    n = rng.choice([1.0, 2.0, 8.0, 16.0], 6000)
+    t = cost.collective_time(op, nbytes, n, h100, cal_h100)
+    assert np.count_nonzero(t) < 3000
+    each = [float(cost.collective_time(op, x, g, h100, cal_h100)) for x, g in zip(nbytes[:400], n[:400], strict=True)]
+    np.testing.assert_array_equal(t[:400], each)
+
+
+def test_a_gemm_row_with_no_work_leaves_the_others_as_they_are(h100, cal_h100):
+    # the live mask is skipped where every element is live: a row of zero tokens among them changes nothing else
+    m = np.array([1.0, 16.0, 300.0, 4096.0])
+    alone = cost.gemm_time(m, 8192, 8192, h100, cal_h100, math="bf16", a_bytes=2.0, w_bytes=2.0)
+    mixed = cost.gemm_time(np.append(m, 0.0), 8192, 8192, h100, cal_h100, math="bf16", a_bytes=2.0, w_bytes=2.0)
+    for a, b in zip(alone, mixed, strict=True):
+        np.testing.assert_array_equal(b[:4], a)
+        assert b[4] == 0.0

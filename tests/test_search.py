@@ -4,6 +4,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from llm_codesign.cost.calibration import calibration_for
+from llm_codesign.errors import InputError
 from llm_codesign.explore.search import SearchSpace, pareto_mask, plans, search
 from llm_codesign.spec.hardware import get_gpu
 from llm_codesign.spec.plan import SpecDecoding
@@ -80,3 +81,53 @@ def test_search_rejects_impossible_space():
 
     with pytest.raises(InputError):
         search(get_model("llama-3.1-70b"), get_gpu("h100"), calibration_for(get_gpu("h100")), SearchSpace(8, tp=(3,)), isl=128, osl=128)
+
+
+def _snapshot(r):
+    return ([(p["tok_s_per_user"], p["output_tok_s_per_gpu"], p["ttft_ms"], p["tpot_ms"], str(p["deployment"])) for p in r["frontier"]],
+            r["cloud"], r["evaluated"], r["fitting"])
+
+
+def test_threads_and_chunk_sizes_change_no_answer(monkeypatch):
+    # the same DeepSeek-R1 MTP search in one chunk on one thread, and in chunks of a few plans on two
+    import llm_codesign.explore.search as S
+
+    ds, gb = get_model("deepseek-r1"), get_gpu("gb200")
+    space = SearchSpace(8, spec=SpecDecoding("mtp", 3, rates=(0.85, 0.7, 0.6)), spec_ks=(0, 1, 3))
+    monkeypatch.setenv("LLM_CODESIGN_THREADS", "1")
+    one = _snapshot(search(ds, gb, calibration_for(gb), space, isl=1024, osl=1024))
+    monkeypatch.setenv("LLM_CODESIGN_THREADS", "2")
+    monkeypatch.setattr(S, "CHUNK", 2000)
+    monkeypatch.setattr(S, "THREADED_CHUNK", 500)
+    assert _snapshot(search(ds, gb, calibration_for(gb), space, isl=1024, osl=1024)) == one
+
+
+def test_batches_no_plan_holds_are_judged_by_the_memory_fit_alone():
+    # the search leaves out the batches beyond every plan's KV cache: the same fitting count and
+    # frontier as pricing the whole grid (plans x batches) with evaluate
+    from llm_codesign.serve.aggregated import evaluate
+    from llm_codesign.spec.plan import Plan
+
+    m, g = get_model("llama-3.1-70b"), get_gpu("h100")
+    prec = Precision.of("fp8", kv="fp8")
+    space = SearchSpace(8, precisions=(prec,))
+    r = search(m, g, calibration_for(g), space, isl=8192, osl=2048)
+    pl, _ = plans(m, g, space)
+    b = np.asarray(space.batches)
+    full = evaluate(m, g, calibration_for(g), prec, Plan(*(np.asarray(x)[:, None] for x in pl.arrays())),
+                    concurrency=b[None, :] * np.asarray(pl.adp)[:, None], isl=8192, osl=2048)
+    fits = np.broadcast_to(full["fits"], (len(pl.tp), len(b)))
+    assert not fits[:, -1].any()  # the largest batches fit no plan: the search skipped them
+    assert r["fitting"] == int(fits.sum()) and r["evaluated"] == fits.size
+    x, y = (np.broadcast_to(full[k], fits.shape)[fits] for k in ("tok_s_per_user", "output_tok_s_per_gpu"))
+    keep = pareto_mask(x, y)
+    assert sorted(zip(x[keep], y[keep], strict=True)) == sorted((p["tok_s_per_user"], p["output_tok_s_per_gpu"]) for p in r["frontier"])
+
+
+@pytest.mark.parametrize("value", ["0", "many", "-2", "1000"])
+def test_thread_count_from_the_environment_is_checked(monkeypatch, value):
+    from llm_codesign.explore.search import threads
+
+    monkeypatch.setenv("LLM_CODESIGN_THREADS", value)
+    with pytest.raises(InputError, match="LLM_CODESIGN_THREADS.*an integer from 1 to 256"):
+        threads()

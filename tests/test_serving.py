@@ -550,3 +550,40 @@ def test_pdl_credit_beyond_a_launch_latency_is_refused():
     assert check_param("pdl_credit_s", "pdl_credit_s", 0.6e-6) == 0.6e-6
     with pytest.raises(InputError, match=r"pdl_credit_s's physical range"):
         check_param("pdl_credit_s", "pdl_credit_s", 5e-6)
+
+
+def test_a_draft_pass_priced_once_per_batch_equals_pricing_every_k():
+    # DeepSeek-R1 with MTP on GB200 over (plans, batches, k): the draft pass is priced once per (plan,
+    # batch) and again where the KV cache caps the running sequences differently at some k (the large
+    # batches); every k priced on its own gives the same values, bit for bit
+    from llm_codesign.serve.aggregated import max_running
+
+    ds, g = get_model("deepseek-r1"), get_gpu("gb200")
+    cal, spec = calibration_for(g), SpecDecoding("mtp", 3, rates=(0.85, 0.7, 0.6, 0.5, 0.45))
+    plan = Plan(tp=np.array([8, 1, 4])[:, None, None], pp=np.array([1, 1, 2])[:, None, None], ep=np.array([8, 8, 4])[:, None, None],
+                moe_tp=1, adp=np.array([1, 8, 1])[:, None, None])
+    b = np.array([1, 8, 64, 512, 4096, 16384])[None, :, None]
+    ks = np.arange(6)[None, None, :]
+    cap = np.broadcast_to(max_running(ds, g, ds.default_precision, plan, isl=1024, osl=1024, spec=spec, spec_k=ks), (3, 1, 6))
+    assert (np.ptp(cap, axis=-1) > 0).any() and (b.max() > cap).all()  # capped, and capped differently along k
+    whole = evaluate(ds, g, cal, ds.default_precision, plan, concurrency=b * plan.adp, isl=1024, osl=1024, spec=spec, spec_k=ks)
+    for k in range(6):
+        one = evaluate(ds, g, cal, ds.default_precision, plan, concurrency=b * plan.adp, isl=1024, osl=1024, spec=spec, spec_k=ks[..., k:k + 1])
+        for key in ("tpot_s", "ttft_s", "draft_s", "output_tok_s_per_gpu"):
+            np.testing.assert_array_equal(np.broadcast_to(whole[key], (3, 6, 6))[..., k], np.broadcast_to(one[key], (3, 6, 1))[..., 0], err_msg=key)
+
+
+@pytest.mark.parametrize("backend", ["trtllm", "vllm", "sglang"])
+def test_max_running_is_where_the_fit_ends(backend):
+    # a rank given more requests than max_running does not fit, and given up to it does (the cache
+    # has room): what lets a search skip the batches no plan holds
+    from llm_codesign.serve.aggregated import max_running
+
+    m, g = get_model("llama-3.1-70b"), get_gpu("h100")
+    plan = Plan(tp=np.array([2, 4, 8, 4])[:, None], pp=np.array([1, 1, 1, 2])[:, None])
+    b = np.unique(np.geomspace(1, 4096, 40).round())[None, :]
+    prec, eng = Precision.of("fp8", kv="fp8"), get_engine(backend)
+    r = evaluate(m, g, calibration_for(g), prec, plan, concurrency=b, isl=4096, osl=1024, engine=eng)
+    most = max_running(m, g, prec, plan, isl=4096, osl=1024, engine=eng)
+    np.testing.assert_array_equal(np.broadcast_to(r["fits"], (4, b.size)), b <= most)
+    assert (most[:, 0] > 0).all() and (b[0, -1] > most).all()
