@@ -22,6 +22,11 @@ def h100():
 
 
 @pytest.fixture(scope="session")
+def h200():
+    return get_gpu("h200")
+
+
+@pytest.fixture(scope="session")
 def b200():
     return get_gpu("b200")
 

@@ -1,18 +1,14 @@
 """The README and docs say what the code does: the CLI reference is generated from the app, the README's
 example output is the CLI's, its test command is the one CI runs, and nothing refers outside the repository."""
-import gzip
 import json
 import re
 import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 from conftest import run
 
 from llm_codesign import __version__
-from llm_codesign.errors import InputError
-from llm_codesign.measure.kernel_tables import BUNDLED, bundled_path, read_csv
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text()
@@ -71,22 +67,3 @@ def test_nothing_refers_outside_the_repository():
                            cwd=ROOT, check=True).stdout.split()
     hits = [f for f in files if (ROOT / f).is_file() and outside.search((ROOT / f).read_text(errors="replace"))]
     assert not hits
-
-
-def test_bundled_kernel_tables_read_by_name_and_gzipped(tmp_path):
-    kind, rows = read_csv("gemm")
-    assert (kind, len(rows)) == ("gemm", 32000)
-    assert read_csv(bundled_path("gemm"))[1] == rows
-    for name in BUNDLED:
-        assert bundled_path(name).is_file(), name
-    # a plain table and its gzipped copy read the same
-    plain = bundled_path("amd/gemm")
-    gz = tmp_path / "gemm.csv.gz"
-    gz.write_bytes(gzip.compress(plain.read_bytes()))
-    assert read_csv(gz) == read_csv(plain)
-    bad = tmp_path / "bad.csv.gz"
-    bad.write_bytes(b"not gzip")
-    with pytest.raises(InputError, match="gzipped"):
-        read_csv(bad)
-    with pytest.raises(InputError, match="bundled table: gemm"):
-        read_csv("no-such-table")

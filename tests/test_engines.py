@@ -1,9 +1,16 @@
 """spec/engines.py: the engines' documented defaults (cited in the module) and their lookup."""
+import numpy as np
 import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 
+from llm_codesign.cost.calibration import calibration_for
 from llm_codesign.errors import InputError
+from llm_codesign.serve.aggregated import evaluate
 from llm_codesign.spec.engines import admission, get_engine, sglang_static_fraction, step_tokens
-from llm_codesign.spec.hardware import get_gpu
+from llm_codesign.spec.hardware import catalog, get_gpu
+from llm_codesign.spec.plan import Plan
+from llm_codesign.spec.registry import get_model
 
 
 def test_step_token_budgets_follow_each_engines_source():
@@ -104,3 +111,82 @@ def test_pdl_saves_its_share_of_a_boundary_per_launch_on_sm90_and_newer():
         n = float(np.ravel(launches(ops))[0])
         assert n > 100  # the step's launches: 80 layers of several kernels
         assert float(np.ravel(step[0.0] - step[0.25e-6])[0]) == pytest.approx(share * 0.25e-6 * n, rel=1e-9, abs=1e-15)
+
+
+def test_sglang_static_fraction_golden():
+    # ServerArgs._handle_gpu_memory_settings by hand, in MiB. B200 reports 183359: chunk 16384, max graph
+    # batch 512, TP8: reserved 512 + 24576 + 1024 + 1024 = 27136 -> 156223 / 183359 = 0.852; attention DP 8
+    # (TP1 x 8 ranks, tp_size 8) adds 512 x 8 x 3 + 512 x 8 x 1.5 = 18432 -> 137791 / 183359 = 0.751
+    from llm_codesign.spec.engines import sglang_static_fraction
+    from llm_codesign.spec.hardware import get_gpu
+
+    b200 = get_gpu("b200")
+    assert float(sglang_static_fraction(b200, 8)) == 0.852
+    assert float(sglang_static_fraction(b200, 1, 1, 8)) == 0.751
+    # H200 (143771 MiB, under 160 GiB): chunk 8192, batch 512 at TP8: 14848 reserved -> 0.897
+    assert float(sglang_static_fraction(get_gpu("h200"), 8)) == 0.897
+    # a 2048 chunk at TP1 reserves 4736, under the 10 GiB floor of GPUs over 60 GiB -> 173119 / 183359
+    assert float(sglang_static_fraction(b200, 1, chunk=2048)) == 0.944
+    # an MTP draft adds 2 GiB: 29184 -> 0.841
+    assert float(sglang_static_fraction(b200, 8, spec_method="mtp")) == 0.841
+
+
+@settings(max_examples=60, deadline=None)
+@given(gid=st.sampled_from(sorted(catalog())), tp=st.sampled_from([1, 2, 4, 8]), adp=st.sampled_from([1, 2, 4, 8]),
+       spec=st.sampled_from([None, "mtp", "draft"]))
+def test_sglang_fraction_shrinks_with_what_it_reserves(gid, tp, adp, spec):
+    # SGLang reserves more for more GPUs per stage, attention DP and draft models, never the whole GPU
+    from llm_codesign.spec.engines import sglang_static_fraction
+
+    assume(tp * adp <= 8)  # one node: SGLang's own heuristics (beyond it a small GPU can go below zero)
+    g = get_gpu(gid)
+    f = float(sglang_static_fraction(g, tp, 1, adp, spec_method=spec))
+    assert 0.4 < f < 0.96
+    assert float(sglang_static_fraction(g, tp * 2, 1, adp, spec_method=spec)) <= f
+    assert float(sglang_static_fraction(g, tp, 1, adp * 2, spec_method=spec)) <= f
+    assert float(sglang_static_fraction(g, tp, 1, adp, spec_method="draft")) <= float(sglang_static_fraction(g, tp, 1, adp, spec_method=None))
+
+
+@pytest.mark.parametrize("backend, gid, tokens", [
+    ("trtllm", "b200", 8192), ("trtllm", "a100", 8192),
+    ("vllm", "h100", 8192), ("vllm", "b200", 8192), ("vllm", "a100", 2048), ("vllm", "l40s", 2048),
+    ("sglang", "b200", 16384), ("sglang", "gb200", 16384), ("sglang", "h200", 8192), ("sglang", "l40s", 4096),
+])
+def test_engine_step_token_budget_defaults(backend, gid, tokens):
+    from llm_codesign.spec.engines import step_tokens
+
+    # the engines' documented defaults (engines.step_tokens docstring): vLLM 8192 on >= 70 GiB but not
+    # A100, else 2048; SGLang by reported memory: < 35 GiB 2048, < 60 GiB 4096 (L40S 45 GiB), < 160 GiB
+    # 8192 (H200 140 GiB), else 16384 (B200 179 GiB); TensorRT-LLM 8192
+    assert step_tokens(backend, get_gpu(gid)) == tokens
+
+
+def test_engine_attention_kernels_by_kind(h100):
+    """Engines run TensorRT-LLM's kernel efficiencies; where their default backend picks another
+    attention kernel, that kernel's cited time ratio applies (engines.ATTENTION_KERNELS), by kind and
+    phase, not one scale per engine: vLLM on Blackwell decodes GQA with a BF16 cache on trtllm-gen
+    kernels up to 256 decode tokens and on FlashInfer's own (1.3x) beyond; with an FP8 cache always on
+    trtllm-gen. GEMMs are the same in every engine, and a profile naming a removed scale is refused."""
+    from llm_codesign.cost.calibration import _apply
+    from llm_codesign.spec.engines import attention_time_factor
+
+    t = attention_time_factor("vllm", "blackwell", "gqa", "decode", kv_fp8=False, dec_tokens=np.array([64.0, 256.0, 257.0, 2048.0]))
+    assert t.tolist() == [1.0, 1.0, 1.3, 1.3]
+    assert attention_time_factor("vllm", "blackwell", "gqa", "decode", kv_fp8=True, dec_tokens=2048.0) == 1.0
+    assert attention_time_factor("vllm", "blackwell", "mla", "decode", kv_fp8=True) == 1.15
+    assert attention_time_factor("sglang", "blackwell", "mla", "decode", kv_fp8=True) == 1.0  # trtllm_mla
+    assert attention_time_factor("sglang", "hopper", "gqa", "prefill", kv_fp8=False) == 1.07  # FlashAttention-3
+    assert attention_time_factor("", "hopper", "gqa", "prefill", kv_fp8=False) == 1.0  # the kernel tables
+    base = calibration_for(h100)
+    v, t = base.in_step("vllm"), base.in_step("trtllm")
+    assert (v.gemm_eff_fp8, v.moe_eff, v.bw_eff, v.attn_prefill_eff) == (t.gemm_eff_fp8, t.moe_eff, t.bw_eff, t.attn_prefill_eff)
+    for removed in ("gemm_eff_scale", "attn_eff_scale"):
+        with pytest.raises(InputError, match=removed):
+            _apply(base, {removed: {"vllm": 0.8}}, "profile.toml")
+    # the decode-attention operator of Llama-3.1-8B on H100 at batch 8: vLLM's FlashAttention-3 takes 1.15x TensorRT-LLM's
+    m = get_model("llama-3.1-8b")
+    plan = Plan(*(np.array([x]) for x in (1, 1, 1, 1, 1, 1)))
+    ops = {e: {o.name: o for o in evaluate(m, h100, base, m.default_precision, plan, concurrency=8.0, isl=1024.0, osl=256.0,
+                                             engine=get_engine(e), max_num_tokens=8192, with_ops=True)["ops"]} for e in ("trtllm", "vllm")}
+    name = next(n for n in ops["trtllm"] if n.endswith("core_decode"))
+    assert ops["vllm"][name].time.item() == pytest.approx(1.15 * ops["trtllm"][name].time.item(), rel=1e-9)

@@ -5,7 +5,9 @@ from llm_codesign.cost.calibration import calibration_for
 from llm_codesign.errors import InputError
 from llm_codesign.serve.estimate import estimate
 from llm_codesign.serve.metrics import evaluate
-from llm_codesign.spec.plan import Workload, deployment
+from llm_codesign.spec.hardware import get_gpu
+from llm_codesign.spec.plan import Deployment, Plan, Workload, deployment
+from llm_codesign.spec.precision import Precision
 from llm_codesign.spec.registry import get_model
 
 
@@ -44,3 +46,22 @@ def test_a_format_the_gpu_cannot_run_says_how_it_runs():
     assert len(r["precision_notes"]) == 1 and "W4A16" in r["precision_notes"][0]
     ok = deployment(m, gpu="b200", tp=8, weight_dtype="nvfp4")
     assert estimate(m, ok, Workload(concurrency=8), calibration=calibration_for(ok.gpu))["precision_notes"] == []
+
+
+def test_estimate_offline_and_errors():
+    m, g = get_model("llama-3.1-70b"), get_gpu("h200")
+    dep = Deployment(gpu=g, num_gpus=8, plan=Plan(tp=8), precision=Precision.of("fp8", kv="fp8"))
+    r = estimate(m, dep, Workload(isl=1024, osl=1024), calibration=calibration_for(g))
+    assert r["mode"] == "offline-max-throughput" and r["concurrency"] <= r["max_batch"]
+    r1 = estimate(m, dep, Workload(isl=1024, osl=1024, concurrency=1), calibration=calibration_for(g))
+    assert r1["tok_s_per_user"] > r["tok_s_per_user"] and r1["output_tok_s_per_gpu"] < r["output_tok_s_per_gpu"]
+    assert r1["tok_s_per_user"] == pytest.approx(1000 / r1["tpot_ms"])
+    big = Deployment(gpu=get_gpu("h100"), num_gpus=1, plan=Plan(tp=1))
+    with pytest.raises(InputError, match="needs .* GB per GPU"):
+        estimate(m, big, Workload(isl=1024, osl=1024), calibration=calibration_for(g))
+    with pytest.raises(InputError, match="concurrency"):
+        estimate(m, dep, Workload(isl=1024, osl=1024, concurrency=0), calibration=calibration_for(g))
+    # more requests than the KV cache holds are priced and flagged, not refused
+    over = estimate(m, dep, Workload(isl=1024, osl=1024, concurrency=10 * r["max_batch"]), calibration=calibration_for(g))
+    assert not over["fits"] and f"holds {r['max_batch']} sequences" in over["over_capacity"]
+    assert over["ttft_ms"] > 9 * 1024 * r1["tpot_ms"]  # nine whole requests' lives ahead of the average arrival

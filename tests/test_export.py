@@ -10,7 +10,6 @@ import yaml  # PyYAML: an independent parser of what the exports write
 from llm_codesign.errors import InputError
 from llm_codesign.explore.export import engine_spec, export_config, export_dynamo, read_dynamo, read_export
 from llm_codesign.explore.search import SearchSpace, plans
-from llm_codesign.explore.yaml_subset import dump, load
 from llm_codesign.spec.engines import get_engine
 from llm_codesign.spec.hardware import get_gpu
 from llm_codesign.spec.plan import Deployment, Plan, SpecDecoding
@@ -169,13 +168,6 @@ def test_refusals_are_one_line():
         engine_spec("tgi")
     with pytest.raises(InputError, match="llm-codesign export"):
         read_export("model: x\n")
-
-
-def test_yaml_subset_reads_what_it_writes():
-    doc = {"a": 1, "b": "x: y", "c": {"d": [1, "two", {"e": None, "f": True}], "g": {}}, "h": ["--flag", "{\"k\": 1}"],
-           "nvidia.com/gpu": "8", "i": 0.92}
-    text = dump(doc)
-    assert load(text) == doc == yaml.safe_load(text)
 
 
 def test_nested_keys_come_from_the_engine_data():

@@ -85,3 +85,14 @@ def test_the_checker_sees_upward_and_relative_imports(tmp_path):
     found = _imports(probe, tmp_path)
     assert {"llm_codesign.cli", "llm_codesign.cost.ops"} <= found
     assert all(_layer(i) > _layer("llm_codesign.spec.probe") for i in found)
+
+
+def test_every_module_has_its_own_test_file():
+    """Tests mirror the package: tests/test_<module>.py for every module (topic files such as
+    test_properties.py or test_fuzz.py come on top). The command-line modules are thin adapters
+    tested through the command line itself (test_cli*.py, test_bad_input.py, test_fuzz.py), and
+    the package __init__ files re-export (test_api.py holds the public API)."""
+    tests = {p.stem for p in (PKG.parents[1] / "tests").glob("test_*.py")}
+    missing = sorted(str(p.relative_to(PKG)) for p in PKG.rglob("*.py")
+                     if p.name not in ("__init__.py", "__main__.py") and p.parent.name != "cli" and f"test_{p.stem}" not in tests)
+    assert not missing, f"modules without a test file of their own: {missing}"

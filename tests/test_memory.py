@@ -1,4 +1,5 @@
 """cost/memory.py: KV cache per token, weights per GPU and the batch that fits, against hand-derived figures."""
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -9,6 +10,8 @@ from llm_codesign.spec.hardware import get_gpu
 from llm_codesign.spec.plan import SpecDecoding
 from llm_codesign.spec.precision import Precision
 from llm_codesign.spec.registry import get_model
+
+DENSE = ["llama-3.1-8b", "qwen3-32b", "llama-3.1-70b"]
 
 
 def test_gqa_kv_bytes_per_token():
@@ -164,3 +167,63 @@ def test_a_sweeps_zero_draft_length_loads_no_draft():
         assert float(swept["draft_weights"][0]) == 0.0 < float(swept["draft_weights"][1]) == float(own["draft_weights"])
     none, one, own = (_fit(m, "b200", sh, "free", spec if k else None, draft_len=k) for k in (0.0, 1.0, 3.0))
     assert float(none["activations"]) < float(one["activations"]) < float(own["activations"])
+
+
+@settings(max_examples=30, deadline=None)
+@given(name=st.sampled_from(DENSE + ["deepseek-v3", "mixtral-8x7b", "llama-4-maverick"]))
+def test_tp_never_increases_weight_memory(name):
+    m = get_model(name)
+    prev = np.inf
+    for tp in (1, 2, 4, 8):
+        w = float(weight_bytes_per_gpu(m, m.default_precision, Sharding(tp=tp, ep=tp if m.is_moe else 1)))
+        assert w <= prev
+        prev = w
+
+
+def test_weight_memory_golden():
+    # Llama-3.1-70B BF16, TP8: layers 80 x (8192 x 18432 attention + 3 x 8192 x 28672 FFN) x 2 B / 8
+    # + embedding and LM head 2 x 128256 x 8192 x 2 B / 8 = 17,638,096,896 B
+    m = get_model("llama-3.1-70b")
+    assert float(weight_bytes_per_gpu(m, Precision.of("bf16"), Sharding(tp=8))) == 17_638_096_896
+    # PP2 x TP4: half the layers, and the larger of embedding / LM head (they sit on different stages)
+    w = float(weight_bytes_per_gpu(m, Precision.of("bf16"), Sharding(tp=4, pp=2)))
+    assert w == 80 * 855_638_016 * 2 / 8 + 128256 * 8192 * 2 / 4
+
+
+def test_kv_per_gpu_golden():
+    m = get_model("llama-3.1-70b")
+    assert float(kv_bytes_per_token(m, Precision.of("bf16"), Sharding(tp=8))) == 327_680 / 8
+    # TP beyond the 8 KV heads replicates them: TP16 holds one head per GPU like TP8
+    assert float(kv_bytes_per_token(m, Precision.of("bf16", kv="fp8"), Sharding(tp=16))) == 327_680 / 2 / 8
+    ds = get_model("deepseek-v3")
+    # the MLA latent is replicated on every TP rank; attention-DP ranks hold their own sequences
+    assert float(kv_bytes_per_token(ds, Precision.of("bf16"), Sharding(tp=8))) == 576 * 61 * 2
+
+
+def test_kv_budget_free_vs_total(h100):
+    from llm_codesign.cost.memory import activation_bytes, fit, weight_bytes_per_gpu
+    from llm_codesign.cost.ops import Sharding
+    from llm_codesign.spec.registry import get_model
+
+    m = get_model("llama-3.1-70b")
+    prec, sh = m.default_precision, Sharding(tp=2)
+    w = weight_bytes_per_gpu(m, prec, sh)
+    act_total, act_free = (activation_bytes(m, sh, 8192, budget=b, max_seqs=1024) for b in ("total", "free"))
+    total = fit(m, h100, prec, sh, 1024, osl=1024, budget="total", usable_fraction=0.9)
+    free = fit(m, h100, prec, sh, 1024, osl=1024, budget="free", usable_fraction=0.9)
+    # vLLM-style: 90% of the GPU minus weights and activations; TensorRT-LLM-style: 90% of what is left
+    assert float(total["free_for_kv"]) == pytest.approx(0.9 * h100.memory_bytes - w - act_total)
+    assert float(free["free_for_kv"]) == pytest.approx(0.9 * (h100.memory_bytes - w - act_free))
+    assert free["max_seqs_per_rank"] > total["max_seqs_per_rank"]
+
+
+def test_static_budget_leaves_activations_outside(h100):
+    # SGLang's fraction covers weights and KV only: the KV pool is fraction x memory - weights
+    from llm_codesign.cost.memory import fit, weight_bytes_per_gpu
+    from llm_codesign.cost.ops import Sharding
+    from llm_codesign.spec.registry import get_model
+
+    m = get_model("llama-3.1-70b")
+    prec, sh = m.default_precision, Sharding(tp=4)
+    r = fit(m, h100, prec, sh, 1024, osl=1024, max_num_tokens=8192, usable_fraction=0.824, budget="static")
+    assert float(r["free_for_kv"]) == pytest.approx(0.824 * h100.memory_bytes - weight_bytes_per_gpu(m, prec, sh))

@@ -1,8 +1,16 @@
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from llm_codesign.cost.calibration import calibration_for
+from llm_codesign.cost.memory import kv_bytes_per_token
 from llm_codesign.cost.ops import Batch, Sharding, distinct_experts, forward_ops, launches, routed_load, step_time
+from llm_codesign.spec.hardware import catalog, get_gpu
+from llm_codesign.spec.precision import Precision, gemm_math
 from llm_codesign.spec.registry import get_model
+
+DENSE = ["llama-3.1-8b", "qwen3-32b", "llama-3.1-70b"]
 
 
 def _sum(ops, attr, kinds=("gemm",)):
@@ -284,3 +292,18 @@ def test_moe_layers_launch_a_topk_kernel_over_the_router_scores():
     topk = [o for o in ops if o.name.endswith("moe/topk")]
     assert len(topk) == 1 and topk[0].kernels == 1.0 and float(topk[0].count) == 58.0  # DeepSeek-R1's 58 MoE layers
     assert float(topk[0].bytes) == 64 * (256 + 16) * 4
+
+
+@settings(max_examples=80, deadline=None)
+@given(name=st.sampled_from(DENSE + ["nemotron-h-56b"]), gid=st.sampled_from(sorted(catalog())), B=st.integers(1, 512),
+       ctx=st.integers(1, 32768), tp=st.sampled_from([1, 2, 4, 8]), w=st.sampled_from(["bf16", "fp8"]))
+def test_decode_step_never_beats_the_roofline(name, gid, B, ctx, tp, w):
+    m, g = get_model(name), get_gpu(gid)
+    prec = Precision.of(w, kv=w)
+    t = float(step_time(forward_ops(m, g, calibration_for(g), prec, Sharding(tp=tp), b=Batch(dec_seqs=B, dec_ctx=ctx))))
+    wbytes = (m.total_params - m.embedding_params - m.lm_head_params) * prec.weight.bytes_per_weight() / tp + m.lm_head_params * 2 / tp
+    # the KV cache, and a recurrent mixer's state (Nemotron-H's Mamba-2 layers), read at least once
+    kv = B * ctx * float(kv_bytes_per_token(m, prec, Sharding(tp=tp))) + B * m.state_bytes_per_seq() / tp
+    flops = 2 * m.active_params * B / tp
+    floor = max((wbytes + kv) / g.hbm_bandwidth_bytes_per_s, flops / g.peak(gemm_math(prec.weight, prec.activation, g)))
+    assert t >= floor

@@ -1,5 +1,6 @@
 """spec/plan.py: the Deployment record round-trips, the builder fills sizes as engines do, and a
 checkpoint's own weight format keeps what the checkpoint keeps wider."""
+import numpy as np
 import pytest
 
 from llm_codesign.cost.calibration import calibration_for
@@ -7,7 +8,7 @@ from llm_codesign.errors import InputError
 from llm_codesign.explore.search import SearchSpace, parse_precisions, point_breakdown, search
 from llm_codesign.serve.metrics import evaluate
 from llm_codesign.spec.hardware import get_gpu
-from llm_codesign.spec.plan import Deployment, SpecDecoding, Workload, deployment, precision_for
+from llm_codesign.spec.plan import Deployment, Plan, SpecDecoding, Workload, deployment, precision_for, validity
 from llm_codesign.spec.registry import get_model
 
 
@@ -88,3 +89,25 @@ def test_point_breakdowns_price_each_point_as_alone():
         alone = point_breakdown(m, cal, d, 1024, 1024, gpu=g)
         assert [x["name"] for x in rows] == [x["name"] for x in alone]
         assert [x["time_ms"] for x in rows] == pytest.approx([x["time_ms"] for x in alone], rel=1e-12)
+
+
+def test_acceptance_forms():
+    s = SpecDecoding("mtp", 3, rates=(0.9, 0.8, 0.5))
+    assert float(s.accepted()) == pytest.approx(1 + 0.9 + 0.72 + 0.36)
+    s2 = SpecDecoding("eagle3", 3, mean_accepted=2.94)  # EAGLE-3 Maverick k=3 (speculative_acceptance.csv)
+    assert float(s2.accepted()) == pytest.approx(2.94, rel=1e-6)
+    assert float(s2.accepted(1)) < float(s2.accepted(3)) < float(s2.accepted(5)) < 6
+    with pytest.raises(InputError, match="acceptance"):
+        SpecDecoding("mtp", 3, mean_accepted=5.0)
+
+
+def test_validity_reasons():
+    m, g = get_model("llama-3.1-70b"), get_gpu("h100")
+    r = validity(m, g, Plan(tp=np.array([8, 3, 16, 4, 1]), pp=np.array([1, 1, 1, 3, 96])), np.array([8, 3, 16, 12, 96]))
+    from llm_codesign.spec.plan import REASONS
+
+    # 80 layers over PP3 split 27/27/26 (priced, issue 20); 96 stages would leave stages without a layer
+    assert [REASONS[i] if i >= 0 else None for i in r] == [None, "heads", "scale_up", None, "layers"]
+    ds = get_model("deepseek-r1")
+    r = validity(ds, g, Plan(tp=8, ep=3, moe_tp=1), 8)
+    assert REASONS[int(r)] == "gpus_mismatch"

@@ -18,3 +18,23 @@ def test_bands():
     rows = [{"concurrency": "1"}] * 3 + [{"concurrency": "8"}] * 30 + [{"concurrency": "64"}] * 30
     b = polish_bands(rows)
     assert len(np.unique(b)) == 2 and b[0] == b[3]  # a band of 3 rows joins its neighbour
+
+
+def test_concurrency_band_edges():
+    from llm_codesign.measure.stats import concurrency_band
+
+    got = [concurrency_band({"concurrency": c}) for c in ("1", "4", "5", "32", "33", "4096", "", " ")]
+    assert got == ["1-4", "1-4", "5-32", "5-32", "33+", "33+", "offline", "offline"]
+
+
+def test_polish_bands_merge_thin_bands():
+    from llm_codesign.measure.stats import polish_bands
+
+    rows = lambda *cs: [{"concurrency": c} for c in cs]  # noqa: E731
+    # 25 rows at 1-4, 30 at 5-32, 22 at 33+ or offline: three bands
+    assert list(np.bincount(polish_bands(rows(*["2"] * 25, *["16"] * 30, *["64"] * 12, *[""] * 10)))) == [25, 30, 22]
+    # 5 rows at 1-4 join 5-32; then 19 at 33+ join them too: one band
+    assert set(polish_bands(rows(*["4"] * 5, *["8"] * 30, *["33"] * 19))) == {1}
+    # a thin middle band joins the more populous neighbour
+    b = polish_bands(rows(*["1"] * 40, *["10"] * 3, *["100"] * 25))
+    assert list(np.bincount(b, minlength=3)) == [43, 0, 25]

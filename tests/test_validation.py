@@ -99,3 +99,11 @@ def test_results_must_be_finite_and_non_negative():
     for bad in ({"ttft_ms": math.nan}, {"x": [{"tpot_ms": -1.0}]}, {"ttft_ms": 1e12}, {"flops": math.inf}):
         with pytest.raises(InputError, match="non-finite result"):
             check_result(bad)
+
+
+def test_pdl_credit_beyond_a_launch_latency_is_refused():
+    from llm_codesign.spec.validation import check_param
+
+    assert check_param("pdl_credit_s", "pdl_credit_s", 0.6e-6) == 0.6e-6
+    with pytest.raises(InputError, match=r"pdl_credit_s's physical range"):
+        check_param("pdl_credit_s", "pdl_credit_s", 5e-6)

@@ -1,0 +1,50 @@
+"""explore/disagg_search.py: the disaggregated frontier (prefill x decode pools), each point repriced from its record."""
+import json
+
+import numpy as np
+import pytest
+from conftest import disagg_pair, run
+
+from llm_codesign.cost.calibration import calibration_for
+from llm_codesign.serve.disagg import evaluate_disagg
+from llm_codesign.spec.engines import TRTLLM
+from llm_codesign.spec.plan import Plan
+from llm_codesign.spec.precision import Precision
+
+FP8 = Precision.of("fp8", kv="fp8")
+
+
+def test_disaggregated_frontier_points_reprice_to_themselves(h200, llama70b):
+    from llm_codesign.explore.disagg_search import decode_breakdown, search_disagg
+    from llm_codesign.explore.search import SearchSpace
+
+    cal = calibration_for(h200)
+    r = search_disagg(llama70b, h200, cal, SearchSpace(8, precisions=(FP8,)), isl=4096, osl=512)
+    fr = r["frontier"]
+    assert len(fr) > 5 and r["mode"] == "disaggregated"
+    xs, ys = np.array([p["tok_s_per_user"] for p in fr]), np.array([p["output_tok_s_per_gpu"] for p in fr])
+    assert np.all(np.diff(xs) > 0) and np.all(np.diff(ys) < 0)  # sorted and none dominates another
+    for p in fr[:: max(1, len(fr) // 5)]:
+        d = p["deployment"]
+        assert d["instance_gpus"] * d["replicas"] == 8
+        plans = [Plan(x["tp"], x["pp"], x["ep"], x["moe_tp"], x["attention_dp"], x["kvp"]) for x in (d["prefill"], d["decode"])]
+        one = evaluate_disagg(llama70b, *disagg_pair(h200, FP8, plans[0], plans[1]), calibration=cal,
+                              prefill_instances=d["prefill"]["instances"], decode_instances=d["decode"]["instances"],
+                              concurrency=d["concurrency_per_instance"], isl=4096, osl=512)
+        assert float(np.ravel(one["ttft_s"])[0]) * 1e3 == pytest.approx(p["ttft_ms"])
+        assert float(np.ravel(one["tpot_s"])[0]) * 1e3 == pytest.approx(p["tpot_ms"])
+        assert float(np.ravel(one["output_tok_s_per_gpu"])[0]) == pytest.approx(p["output_tok_s_per_gpu"])
+        # the decode instance's kernels: the step less the engine's host costs (no speculation here)
+        ops_ms = sum(x["time_ms"] for x in decode_breakdown(llama70b, h200, cal, d, isl=4096, osl=512, engine=TRTLLM, spec=None))
+        assert 0.8 * p["tpot_ms"] < ops_ms < p["tpot_ms"]
+
+
+def test_pareto_disagg_cli(tmp_path):
+    r = run("pareto", "llama-3.1-8b", "--gpu", "h100", "--gpus", "4", "--isl", "2048", "--osl", "256", "--weight-dtype", "fp8",
+            "--kv-dtype", "fp8", "--disagg", "--json", "--csv", str(tmp_path / "f.csv"))
+    assert r.returncode == 0, r.stderr
+    d = json.loads(r.stdout)
+    modes = [c.get("mode", "aggregated") for c in d["comparisons"]]
+    assert modes == ["aggregated", "disaggregated"]
+    assert all(p["deployment"]["plan"].startswith("P ") for p in d["comparisons"][1]["frontier"])
+    assert "P 1x" in (tmp_path / "f.csv").read_text()
