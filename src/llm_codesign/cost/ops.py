@@ -53,24 +53,31 @@ class Batch:
 
 class Op:
     """One operator: FLOPs and bytes per GPU per layer, its time and the time's compute and memory
-    parts, and `count`, the layers per stage that run it. FLOPs and bytes may be given as a
-    function returning both: a search never reads them, so they are computed only when asked."""
+    parts, and `count`, the layers per stage that run it. FLOPs and bytes, and the time's parts, may
+    be given as functions returning both: a search reads neither, so they are computed (and held in
+    memory) only when asked."""
 
-    __slots__ = ("name", "kind", "_flops", "_bytes", "_fb", "time", "t_compute", "t_memory", "count", "part", "math", "weight", "kernels")
+    __slots__ = ("name", "kind", "_flops", "_bytes", "_fb", "time", "_t_compute", "_t_memory", "_parts", "count", "part", "math", "weight",
+                 "kernels")
 
-    def __init__(self, name, kind, flops, nbytes, *, time, t_compute, t_memory, count, fb=None, math=None, weight=None):
+    def __init__(self, name, kind, flops, nbytes, *, time, t_compute, t_memory, count, fb=None, parts=None, math=None, weight=None):
         self.name, self.kind = name, kind  # kind: gemm, attention, elementwise, comm
         # part: attention, ffn, moe, lm_head, layer (norms, residuals) or pipeline; math: the tensor-core
         # math a GEMM runs (bf16, fp8, fp4); weight: the number format of the weights it reads
         self.part, self.math, self.weight = "layer", math, weight
         self.kernels = 1.0  # launches per layer (an elementwise operator may stand for several)
         self._flops, self._bytes, self._fb = flops, nbytes, fb
-        self.time, self.t_compute, self.t_memory, self.count = time, t_compute, t_memory, count
+        self.time, self._t_compute, self._t_memory, self._parts, self.count = time, t_compute, t_memory, parts, count
 
     def _resolve(self):
         if self._fb is not None:
             self._flops, self._bytes = self._fb()
             self._fb = None
+
+    def _resolve_parts(self):
+        if self._parts is not None:
+            self._t_compute, self._t_memory = self._parts()
+            self._parts = None
 
     @property
     def flops(self):
@@ -81,6 +88,16 @@ class Op:
     def bytes(self):
         self._resolve()
         return self._bytes
+
+    @property
+    def t_compute(self):
+        self._resolve_parts()
+        return self._t_compute
+
+    @property
+    def t_memory(self):
+        self._resolve_parts()
+        return self._t_memory
 
     @property
     def total_time(self):
@@ -176,10 +193,13 @@ _BF16 = {"math": "bf16", "a_b": 2.0, "w_b": 2.0, "weight": "bf16"}
 
 def _gemm(name, m, n, k, at: _At, *, math, a_b, w_b, groups=1.0, distinct=None, eff_scale=1.0, kernel=None, swap_ab=None,
           overhead_s=None, weight=None, fused_quant=None):
-    t, tc, tm = cost.gemm_time(m, n, k, at.gpu, at.cal, math=math, a_bytes=a_b, w_bytes=w_b, groups=groups,
-                               distinct_groups=distinct, eff_scale=eff_scale, kernel=kernel, swap_ab=swap_ab, overhead_s=overhead_s,
-                               fused_quant=fused_quant)
-    return Op(name, "gemm", None, None, time=t, t_compute=tc, t_memory=tm, count=at.count,
+    def price():
+        return cost.gemm_time(m, n, k, at.gpu, at.cal, math=math, a_bytes=a_b, w_bytes=w_b, groups=groups, distinct_groups=distinct,
+                              eff_scale=eff_scale, kernel=kernel, swap_ab=swap_ab, overhead_s=overhead_s, fused_quant=fused_quant)
+
+    # the time's compute and memory parts are priced again where asked (a breakdown, the roofline), not
+    # held beside every GEMM of a search's chunk
+    return Op(name, "gemm", None, None, time=price()[0], t_compute=None, t_memory=None, count=at.count, parts=lambda: price()[1:],
               fb=lambda: cost.gemm_flops_bytes(m, n, k, a_bytes=a_b, w_bytes=w_b, c_bytes=2.0, groups=groups, distinct_groups=distinct),
               math=math, weight=weight)
 

@@ -212,7 +212,7 @@ def _evaluate_grid(model: ModelSpec, gpu: Gpu, cal: Calibration, space: SearchSp
         idx = ((np.arange(sl.start, sl.stop)[:, None, None] * B + np.arange(nb)[None, :, None]) * K + np.arange(K)[None, None, :]).reshape(-1)
         n = len(idx)
         return {**col, "fits": np.broadcast_to(r["fits"], shape).reshape(-1) if nb else np.zeros(0, bool), "idx": idx,
-                "prec": np.full(n, pi), "budget": np.full(n, bi), "grid": (sl.stop - sl.start) * B * K}
+                "prec": np.full(n, pi, dtype=np.int16), "budget": np.full(n, bi, dtype=np.int16), "grid": (sl.stop - sl.start) * B * K}
 
     cols: dict[str, list] = {}
     done = 0
@@ -228,10 +228,11 @@ def _evaluate_grid(model: ModelSpec, gpu: Gpu, cal: Calibration, space: SearchSp
 
 def threads() -> int:
     """Threads a search prices its chunks on: LLM_CODESIGN_THREADS, else the CPUs this process may
-    run on (at most 8). numpy releases the GIL inside each array operation, so chunks overlap."""
+    run on, at most 4 (each holds a chunk's operators, ~190 MB for DeepSeek-R1 with MTP). numpy
+    releases the GIL inside each array operation, so chunks overlap."""
     raw = os.environ.get("LLM_CODESIGN_THREADS")
     if raw is None or not raw.strip():
-        return max(1, min(len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1), 8))
+        return max(1, min(len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1), 4))
     try:
         n = int(raw)
     except ValueError:

@@ -233,6 +233,7 @@ def evaluate(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, plan
     wave_tok, t_wave_step, pf_span = _prefill_wave(model, gpu, prec, sh, r=r, costs=costs)
     # decode phase: every sequence of the micro-batch generates (k+1 verified tokens per step)
     t_stage, t_draft, ops = decode_step(model, gpu, prec, sh, costs=costs, b=running / pp, ctx=isl + osl / 2.0, k=k, spec=spec)
+    ops = ops if with_ops else None  # a search's chunk: the decode step's operators need not outlive their price
     t_iter = pp * t_stage
     q, t_pf_stage, ttft = _own_prefill(model, gpu, prec, sh, r=r, costs=costs, n_span=np.maximum(pf_span / t_iter, 1.0))
     tpot, life = _decode_times(r, q=q, t_stage=t_stage, t_iter=t_iter / acc, time_share=time_share, wave=(wave_tok, t_wave_step, pf_span))
