@@ -267,10 +267,9 @@ def max_running(model: ModelSpec, gpu: Gpu, prec: Precision, plan: Plan, *, isl,
     """The most requests an attention-DP rank runs at once (the KV cache's or the engine's limit; 0
     where the cache has no room), as `evaluate` sizes them: a deployment whose busiest rank is given
     more does not fit (its `fits`). A search skips the batches no plan of a chunk holds."""
-    tp, pp, ep, mtp, adp, kvp = (np.asarray(x, float) for x in plan.arrays())
     k, _ = draft_lengths(spec, spec_k)
     mnt, kv_budget = engine_budget(gpu, engine=engine, max_num_tokens=max_num_tokens, plan=plan, spec=spec, draft_len=k)
-    mem, cap, *_ = _running(model, gpu, prec, _sharding(plan), np.ones(1), adp=adp, engine=engine,
+    mem, cap, *_ = _running(model, gpu, prec, _sharding(plan), np.ones(1), adp=np.asarray(plan.adp, float), engine=engine,
                             lengths=(np.asarray(isl, float), np.asarray(osl, float)), mnt=mnt, kv_budget=kv_budget, usable_fraction=None,
                             spec=spec, draft_len=k)
     return np.where(mem["free_for_kv"] > 0, cap, 0.0)
