@@ -22,7 +22,7 @@ DENSE = ["llama-3.1-8b", "qwen3-32b", "llama-3.1-70b"]
 @settings(max_examples=40, deadline=None)
 @given(name=st.sampled_from(DENSE + ["deepseek-r1", "gpt-oss-120b", "qwen3.5-397b", "nemotron-h-56b"]), B=st.integers(1, 1024),
        scale=st.floats(1.0, 3.0))
-def test_more_bandwidth_never_slower(name, B, scale):
+def test_a_deployment_is_never_slower_with_more_bandwidth(name, B, scale):
     m, g = get_model(name), get_gpu("h200")
     fast = replace(g, hbm_bandwidth_bytes_per_s=g.hbm_bandwidth_bytes_per_s * scale)
     cal = calibration_for(g)
@@ -327,3 +327,29 @@ def test_max_running_is_where_the_fit_ends(backend):
     most = max_running(m, g, prec, plan, isl=4096, osl=1024, engine=eng)
     np.testing.assert_array_equal(np.broadcast_to(r["fits"], (4, b.size)), b <= most)
     assert (most[:, 0] > 0).all() and (b[0, -1] > most).all()
+
+
+def test_one_plan_as_arrays_prices_as_the_plan_given_as_numbers():
+    # DeepSeek-R1 at PP2 (61 layers: uneven stages, so the slowest stage is chosen per element) on
+    # plan arrays of one element against three concurrencies: each as the scalar plan prices it
+    ds, g = get_model("deepseek-r1"), get_gpu("h200")
+    cal, c = calibration_for(g), np.array([1.0, 64.0, 256.0])
+    arrays = evaluate(ds, g, cal, ds.default_precision, Plan(*(np.array([v]) for v in (8, 2, 8, 1, 1, 1))), concurrency=c, isl=1024, osl=1024)
+    for i, ci in enumerate(c):
+        one = evaluate(ds, g, cal, ds.default_precision, Plan(tp=8, pp=2, ep=8, moe_tp=1), concurrency=ci, isl=1024, osl=1024)
+        for key in ("tpot_s", "ttft_s", "output_tok_s_per_gpu"):
+            assert np.ravel(arrays[key])[i] == pytest.approx(np.ravel(one[key])[0], rel=1e-12), key
+
+
+def test_max_running_is_where_the_fit_ends_under_attention_dp_and_speculation():
+    # SGLang's KV fraction depends on the draft and on attention DP; DeepSeek-R1 with MTP on 8xB200
+    from llm_codesign.serve.aggregated import max_running
+
+    ds, g, eng = get_model("deepseek-r1"), get_gpu("b200"), get_engine("sglang")
+    spec, ks = SpecDecoding("mtp", 3, rates=(0.85, 0.7, 0.6)), np.array([0, 1, 3])[None, None, :]
+    plan = Plan(tp=np.array([8, 1, 2])[:, None, None], ep=8, moe_tp=np.array([1, 1, 1])[:, None, None], adp=np.array([1, 8, 4])[:, None, None])
+    b = np.unique(np.geomspace(1, 8192, 30).round())[None, :, None]
+    r = evaluate(ds, g, calibration_for(g), ds.default_precision, plan, concurrency=b * plan.adp, isl=2048, osl=1024, engine=eng, spec=spec, spec_k=ks)
+    most = max_running(ds, g, ds.default_precision, plan, isl=2048, osl=1024, engine=eng, spec=spec, spec_k=ks)
+    np.testing.assert_array_equal(np.broadcast_to(r["fits"], (3, b.size, 3)), b <= most)
+    assert (np.ptp(np.broadcast_to(most, (3, 1, 3)), axis=-1) > 0).any()  # the draft's room moves the limit

@@ -51,7 +51,7 @@ def test_fp8_faster_than_bf16_when_compute_bound(h100, cal_h100):
 
 @settings(max_examples=60, deadline=None)
 @given(m=st.integers(1, 8192), n=st.integers(1, 30000), k=st.integers(1, 30000), scale=st.floats(1.0, 4.0))
-def test_more_bandwidth_never_slower(m, n, k, scale):
+def test_a_gemm_is_never_slower_with_more_bandwidth(m, n, k, scale):
     from dataclasses import replace
 
     g = get_gpu("h200")

@@ -131,3 +131,16 @@ def test_thread_count_from_the_environment_is_checked(monkeypatch, value):
     monkeypatch.setenv("LLM_CODESIGN_THREADS", value)
     with pytest.raises(InputError, match="LLM_CODESIGN_THREADS.*an integer from 1 to 256"):
         threads()
+
+
+def test_batches_in_any_order_give_the_same_search():
+    # the batches past every plan's cache are left out by value, not by position
+    m, g = get_model("llama-3.1-70b"), get_gpu("h100")
+    prec = Precision.of("fp8", kv="fp8")
+    shuffled = (64, 1, 2, 4, 8, 16, 32, 128, 256, 3, 1024)
+
+    def run(batches):
+        r = search(m, g, calibration_for(g), SearchSpace(4, precisions=(prec,), batches=batches), isl=8192, osl=1024)
+        return r["fitting"], sorted((p["tok_s_per_user"], p["output_tok_s_per_gpu"]) for p in r["frontier"])
+
+    assert run(shuffled) == run(tuple(sorted(shuffled)))

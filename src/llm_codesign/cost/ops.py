@@ -670,7 +670,7 @@ def _slowest_stage(model: ModelSpec, pp, parts, head: Op):
         cand = list(dict.fromkeys(tuple(p) for p in per[:-1])) + [tuple(per[-1])]
         # the elements at this pp: whole rows where pp varies along the first axis only (a search's
         # plans), a copy of those rows cheaper than a boolean gather of the flat grid
-        rows = 0 < pp.ndim == len(shape) and all(d == 1 for d in pp.shape[1:])
+        rows = 0 < pp.ndim == len(shape) and pp.shape[0] == shape[0] and all(d == 1 for d in pp.shape[1:])
         at = np.nonzero(mask.reshape(-1))[0] if rows else np.broadcast_to(mask, shape)
         tm = [t[at] for t in t_part]
         ts = [sum(c * t for c, t in zip(comp, tm, strict=True)) for comp in cand]
@@ -724,6 +724,6 @@ def launches(ops: list[Op]):
         t = np.asarray(op.time)
         if t.size and t.min() > 0:
             everywhere = everywhere + op.count * op.kernels
-        elif t.size and t.max() > 0:
+        else:
             np.add(n, op.count * op.kernels, out=n, where=t > 0)
     return n + everywhere

@@ -201,15 +201,16 @@ def _evaluate_grid(model: ModelSpec, gpu: Gpu, cal: Calibration, space: SearchSp
         spec, spec_k = (space.spec, ks[None, None, :]) if space.spec else (None, None)
         # batches past what the roomiest plan of the chunk runs at once fit none of them: not priced
         most = max_running(model, gpu, prec, sub, isl=isl, osl=osl, engine=engine, spec=spec, spec_k=spec_k, max_num_tokens=budget)
-        nb = int(np.searchsorted(batches, np.max(most), side="right"))
+        held = np.nonzero(batches <= np.max(most))[0]
+        nb = len(held)
         shape = (sl.stop - sl.start, nb, K)
-        r = evaluate(model, gpu, cal, prec, sub, concurrency=batches[None, :nb, None] * np.asarray(sub.adp), isl=isl, osl=osl, engine=engine,
+        r = evaluate(model, gpu, cal, prec, sub, concurrency=batches[None, held, None] * np.asarray(sub.adp), isl=isl, osl=osl, engine=engine,
                      spec=spec, spec_k=spec_k, max_num_tokens=budget, prefix_hit=prefix_hit) if nb else {}
         # each column over the (plans, batches priced, k) block, its elements' flat indices in the whole grid
         col = {name: np.broadcast_to(r[key] if scale == 1.0 else r[key] * scale, shape).reshape(-1) if nb else np.zeros(0)
                for name, key, scale in (("tok_s_per_user", "tok_s_per_user", 1.0), ("output_tok_s_per_gpu", "output_tok_s_per_gpu", 1.0),
                                         ("ttft_ms", "ttft_s", 1e3), ("tpot_ms", "tpot_s", 1e3))}
-        idx = ((np.arange(sl.start, sl.stop)[:, None, None] * B + np.arange(nb)[None, :, None]) * K + np.arange(K)[None, None, :]).reshape(-1)
+        idx = ((np.arange(sl.start, sl.stop)[:, None, None] * B + held[None, :, None]) * K + np.arange(K)[None, None, :]).reshape(-1)
         n = len(idx)
         return {**col, "fits": np.broadcast_to(r["fits"], shape).reshape(-1) if nb else np.zeros(0, bool), "idx": idx,
                 "prec": np.full(n, pi, dtype=np.int16), "budget": np.full(n, bi, dtype=np.int16), "grid": (sl.stop - sl.start) * B * K}
