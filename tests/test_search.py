@@ -144,3 +144,23 @@ def test_batches_in_any_order_give_the_same_search():
         return r["fitting"], sorted((p["tok_s_per_user"], p["output_tok_s_per_gpu"]) for p in r["frontier"])
 
     assert run(shuffled) == run(tuple(sorted(shuffled)))
+
+
+def test_the_callers_floating_point_error_handling_reaches_every_thread(monkeypatch):
+    # numpy keeps np.errstate per thread: a search on threads runs its chunks under the caller's
+    import llm_codesign.explore.search as S
+
+    seen = []
+    real = S.evaluate
+
+    def spy(*args, **kwargs):
+        seen.append(np.geterr()["divide"])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(S, "evaluate", spy)
+    monkeypatch.setattr(S, "THREADED_CHUNK", 100)
+    monkeypatch.setenv("LLM_CODESIGN_THREADS", "2")
+    m, g = get_model("llama-3.1-8b"), get_gpu("h100")
+    with np.errstate(divide="ignore"):
+        search(m, g, calibration_for(g), SearchSpace(8, precisions=(Precision.of("fp8", kv="fp8"),)), isl=1024, osl=256)
+    assert len(seen) > 1 and set(seen) == {"ignore"}

@@ -195,7 +195,13 @@ def _evaluate_grid(model: ModelSpec, gpu: Gpu, cal: Calibration, space: SearchSp
     jobs = [(bi, budget, pi, prec, slice(s, min(s + step, P)))
             for (bi, budget), (pi, prec) in itertools.product(enumerate(grid.budgets), enumerate(grid.precs)) for s in range(0, P, step)]
 
+    err = np.geterr()  # numpy's floating-point error handling is per thread (a context variable): the caller's, on every thread
+
     def run(job) -> dict:
+        with np.errstate(**err):
+            return _chunk(job)
+
+    def _chunk(job) -> dict:
         bi, budget, pi, prec, sl = job
         sub = Plan(*(np.asarray(x)[sl, None, None] for x in (plan.tp, plan.pp, plan.ep, plan.moe_tp, plan.adp, plan.kvp)))
         spec, spec_k = (space.spec, ks[None, None, :]) if space.spec else (None, None)
