@@ -186,12 +186,10 @@ def _evaluate_grid(model: ModelSpec, gpu: Gpu, cal: Calibration, space: SearchSp
     total = P * B * K * len(grid.precs) * len(grid.budgets)
     # broadcast as (plans, batches, draft lengths): per-plan quantities (GEMM N and K, weights) are
     # computed once per plan, only token-dependent terms at full size; chunks of up to CHUNK
-    # deployments, on several threads where each holds enough (below ~64k deployments a chunk's
-    # numpy calls are too short to overlap, and threads only contend for the GIL)
-    step = max(1, CHUNK // (B * K))
-    workers = threads()
-    if workers > 1:
-        step = max(1, min(step, max(-(-P // workers), THREADED_CHUNK // (B * K))))
+    # deployments, or on several threads as many chunks as the threads share evenly
+    groups = len(grid.precs) * len(grid.budgets)
+    workers = _threaded(P * B * K, groups, threads())
+    step = max(1, CHUNK // (B * K)) if workers == 1 else -(-P // _chunks_per_group(P * B * K, groups, workers))
     jobs = [(bi, budget, pi, prec, slice(s, min(s + step, P)))
             for (bi, budget), (pi, prec) in itertools.product(enumerate(grid.budgets), enumerate(grid.precs)) for s in range(0, P, step)]
 
@@ -223,7 +221,7 @@ def _evaluate_grid(model: ModelSpec, gpu: Gpu, cal: Calibration, space: SearchSp
 
     cols: dict[str, list] = {}
     done = 0
-    with _pool(workers if len(jobs) > 1 and P * B * K >= THREADED_CHUNK * 2 else 1) as pool:
+    with _pool(workers) as pool:
         for part in pool.map(run, jobs):  # in order: the same columns, whatever the threads
             done += part.pop("grid")
             for k, v in part.items():
@@ -231,6 +229,23 @@ def _evaluate_grid(model: ModelSpec, gpu: Gpu, cal: Calibration, space: SearchSp
             if progress:
                 progress(done, total)
     return {k: np.concatenate(v) for k, v in cols.items()}, total
+
+
+def _chunks_per_group(size: int, groups: int, workers: int) -> int:
+    """Chunks each of `groups` (precision, step budget) groups of `size` deployments is cut into on
+    `workers` threads: the fewest of at most 1.5 CHUNK deployments each whose count over all groups
+    the threads share evenly (no thread left alone with a last chunk: 6-11% faster than chunks of
+    CHUNK on DeepSeek-R1 32-72 GPUs on two threads)."""
+    m = max(1, -(-size * 2 // (CHUNK * 3)))
+    while (groups * m) % workers:
+        m += 1
+    return m
+
+
+def _threaded(size: int, groups: int, workers: int) -> int:
+    """The threads worth starting: one where the even split leaves chunks under THREADED_CHUNK
+    deployments, whose numpy calls are too short to overlap (the threads would only contend for the GIL)."""
+    return workers if workers > 1 and size / _chunks_per_group(size, groups, workers) >= THREADED_CHUNK else 1
 
 
 def threads() -> int:
