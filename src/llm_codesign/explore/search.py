@@ -196,28 +196,22 @@ def _evaluate_grid(model: ModelSpec, gpu: Gpu, cal: Calibration, space: SearchSp
     err = np.geterr()  # numpy's floating-point error handling is per thread (a context variable): the caller's, on every thread
 
     def run(job) -> dict:
-        with np.errstate(**err):
-            return _chunk(job)
-
-    def _chunk(job) -> dict:
         bi, budget, pi, prec, sl = job
         sub = Plan(*(np.asarray(x)[sl, None, None] for x in (plan.tp, plan.pp, plan.ep, plan.moe_tp, plan.adp, plan.kvp)))
         spec, spec_k = (space.spec, ks[None, None, :]) if space.spec else (None, None)
-        # batches past what the roomiest plan of the chunk runs at once fit none of them: not priced
-        most = max_running(model, gpu, prec, sub, isl=isl, osl=osl, engine=engine, spec=spec, spec_k=spec_k, max_num_tokens=budget)
-        held = np.nonzero(batches <= np.max(most))[0]
-        nb = len(held)
-        shape = (sl.stop - sl.start, nb, K)
-        r = evaluate(model, gpu, cal, prec, sub, concurrency=batches[None, held, None] * np.asarray(sub.adp), isl=isl, osl=osl, engine=engine,
-                     spec=spec, spec_k=spec_k, max_num_tokens=budget, prefix_hit=prefix_hit) if nb else {}
+        with np.errstate(**err):
+            # batches past what the roomiest plan of the chunk runs at once fit none of them: not priced
+            most = max_running(model, gpu, prec, sub, isl=isl, osl=osl, engine=engine, spec=spec, spec_k=spec_k, max_num_tokens=budget)
+            held = np.nonzero(batches <= np.max(most))[0]
+            r = evaluate(model, gpu, cal, prec, sub, concurrency=batches[None, held, None] * np.asarray(sub.adp), isl=isl, osl=osl,
+                         engine=engine, spec=spec, spec_k=spec_k, max_num_tokens=budget, prefix_hit=prefix_hit)
         # each column over the (plans, batches priced, k) block, its elements' flat indices in the whole grid
-        col = {name: np.broadcast_to(r[key] if scale == 1.0 else r[key] * scale, shape).reshape(-1) if nb else np.zeros(0)
-               for name, key, scale in (("tok_s_per_user", "tok_s_per_user", 1.0), ("output_tok_s_per_gpu", "output_tok_s_per_gpu", 1.0),
-                                        ("ttft_ms", "ttft_s", 1e3), ("tpot_ms", "tpot_s", 1e3))}
+        shape = (sl.stop - sl.start, len(held), K)
+        col = {"tok_s_per_user": r["tok_s_per_user"], "output_tok_s_per_gpu": r["output_tok_s_per_gpu"], "ttft_ms": r["ttft_s"] * 1e3,
+               "tpot_ms": r["tpot_s"] * 1e3, "fits": r["fits"]}
         idx = ((np.arange(sl.start, sl.stop)[:, None, None] * B + held[None, :, None]) * K + np.arange(K)[None, None, :]).reshape(-1)
-        n = len(idx)
-        return {**col, "fits": np.broadcast_to(r["fits"], shape).reshape(-1) if nb else np.zeros(0, bool), "idx": idx,
-                "prec": np.full(n, pi, dtype=np.int16), "budget": np.full(n, bi, dtype=np.int16), "grid": (sl.stop - sl.start) * B * K}
+        return {**{k: np.broadcast_to(v, shape).reshape(-1) for k, v in col.items()}, "idx": idx,
+                "prec": np.full(idx.size, pi, dtype=np.int16), "budget": np.full(idx.size, bi, dtype=np.int16), "grid": (sl.stop - sl.start) * B * K}
 
     cols: dict[str, list] = {}
     done = 0
