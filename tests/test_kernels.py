@@ -265,3 +265,60 @@ def test_a_gemm_row_with_no_work_leaves_the_others_as_they_are(h100, cal_h100):
     for a, b in zip(alone, mixed, strict=True):
         np.testing.assert_array_equal(b[:4], a)
         assert b[4] == 0.0
+
+
+@pytest.mark.parametrize("gpu_name", ["gb200", "h100", "mi300x"])
+@pytest.mark.parametrize("kernel", ["bf16", "fp8_block", "fp4"])
+@pytest.mark.parametrize("varying", [1, 2, 3])
+def test_gemm_tiles_tabulated_over_a_grid_equal_each_element_priced_alone(gpu_name, kernel, varying):
+    """A search's GEMM (per-plan N, K and groups against plans x batches x k tokens) goes through the
+    table of distinct (N, K, groups) x whole-row counts; every element equals its GEMM priced alone,
+    bit for bit, dead rows and fractional, huge and repeated row counts included."""
+    gpu = get_gpu(gpu_name)
+    cal = calibration_for(gpu)
+    math = {"bf16": "bf16", "fp8_block": "fp8", "fp4": "fp4" if gpu.supports("fp4") else "fp8"}[kernel]
+    rng = np.random.default_rng(7)
+    plans = 60
+    # per plan: N alone, N and K, or N, K and the groups vary (one integer key, or distinct columns)
+    n = rng.choice([896.0, 7168.0], size=(plans, 1, 1))
+    k = rng.choice([7168.0, 1536.0], size=(plans, 1, 1)) if varying > 1 else 7168.0
+    groups = rng.choice([1.0, 16.0], size=(plans, 1, 1)) if varying > 2 else 1.0
+    m = np.round(rng.uniform(0.0, 3000.0, size=(plans, 46, 6)), 1)
+    m[::7] = 0.0  # plans that run nothing
+    m[1, :, :] = 1.0
+    kw = dict(math=math, a_bytes=1.0 if math != "bf16" else 2.0, w_bytes=0.5 if math == "fp4" else (1.0 if math == "fp8" else 2.0),
+              kernel=kernel)
+    grid = cost.gemm_time(m, n, k, gpu, cal, groups=groups, **kw)
+    idx = [(p, b, q) for p in (0, 1, 3, 22, 59) for b in (0, 7, 45) for q in (0, 5)]
+    n, k, groups = (np.broadcast_to(x, (plans, 1, 1)) for x in (n, k, groups))
+    for p, b, q in idx:
+        alone = cost.gemm_time(m[p, b, q], n[p, 0, 0], k[p, 0, 0], gpu, cal, groups=groups[p, 0, 0], **kw)
+        for g, a in zip(grid, alone, strict=True):
+            assert np.asarray(g)[p, b, q] == np.asarray(a), (p, b, q)
+    # the table path ran: fewer distinct (N, K, groups) x row counts than elements
+    rows = cost._Rows(np.ceil(np.asarray(m, np.float32) / np.float32(16.0)), 16)
+    calls = []
+    cost._tabulated(lambda r, *a: calls.append(np.shape(r.j)) or np.zeros(np.broadcast_shapes(np.shape(r.j), *(np.shape(x) for x in a)), np.float32),
+                    rows, n.astype(np.float32), k.astype(np.float32), groups.astype(np.float32))
+    assert calls and calls[0][0] == 1 and calls[0][1] < m.size // 4
+
+
+def test_gemm_tile_table_keeps_nan_rows_and_many_distinct_shapes(h100, cal_h100):
+    """Row counts the table cannot hold (NaN tokens) and (N, K, groups) that vary in all three are
+    priced as each element alone would be."""
+    rng = np.random.default_rng(3)
+    n = rng.choice([512.0, 1024.0], size=(40, 1, 1))
+    k = rng.choice([512.0, 4096.0], size=(40, 1, 1))
+    groups = rng.choice([1.0, 8.0], size=(40, 1, 1))
+    m = np.round(rng.uniform(1.0, 400.0, size=(40, 30, 6)))
+    kw = dict(math="bf16", a_bytes=2.0, w_bytes=2.0)
+    t = cost.gemm_time(m, n, k, h100, cal_h100, groups=groups, **kw)[0]
+    for p, b, q in ((0, 0, 0), (17, 29, 5), (39, 3, 2)):
+        assert t[p, b, q] == cost.gemm_time(m[p, b, q], n[p, 0, 0], k[p, 0, 0], h100, cal_h100, groups=groups[p, 0, 0], **kw)[0]
+    m[5, 5, 5] = np.nan
+    with np.errstate(invalid="ignore"):
+        t2 = cost.gemm_time(m, n, k, h100, cal_h100, groups=groups, **kw)[0]
+    assert np.isnan(t2[5, 5, 5]) or t2[5, 5, 5] == 0.0
+    keep = np.ones(m.shape, bool)
+    keep[5, 5, 5] = False
+    assert np.array_equal(t2[keep], t[keep])

@@ -7,6 +7,7 @@ deployment or a million. Times in seconds, sizes in bytes and FLOPs. Each return
 from __future__ import annotations
 
 from functools import lru_cache
+from typing import NamedTuple
 
 import numpy as np
 
@@ -77,16 +78,14 @@ def gemm_kernel(math: str, weight_dtype: str = "", *, fp4_math: bool = False) ->
 
 def _best_tile_time(m, n, k, gpu: Gpu, cal: Calibration, *, groups, peak, kernel, math, a_bytes, w_bytes, swap_ab):
     """Compute time of the fastest of the GPU's tiles (float32 arrays), tile and wave quantised, with
-    split-K for dense BF16/FP8 kernels and each tile at its shared-memory feed rate."""
-    f32 = np.float32
+    split-K for dense BF16/FP8 kernels and each tile at its shared-memory feed rate. M enters only as
+    whole tile rows, ceil(M / tile M), so where N, K and the groups vary along fewer elements than M
+    (a search's chunk: per plan against plans x batches x k) the tiles are priced once per distinct
+    (N, K, groups) and whole-row count and gathered (_tabulated): the same values."""
+    tiles = _candidate_tiles(gpu, math, float(a_bytes), float(w_bytes))
     # split-K keeps >= 256 of K per split; block-scaled kernels (fp8_block, fp4) do not split K; Marlin's
     # striped partition (W4A16) spreads K over the SMs as stream-K does
     can_split = kernel in ("bf16", "fp8", "w4a16")
-    # and at most the split factor the GEMM libraries pick (gemm_max_split_k, fitted per family)
-    k_split_max = np.maximum(np.minimum(np.floor(k / f32(256.0)), f32(np.floor(cal.gemm_max_split_k))), f32(1.0))
-    k_half = f32(cal.gemm_k_half(kernel))
-    best = None
-    tiles = _candidate_tiles(gpu, math, float(a_bytes), float(w_bytes))
     if swap_ab is None:
         swap_ab = can_split  # dense BF16/FP8 libraries also swap A/B for few-token GEMMs; block-scaled kernels do not
     if swap_ab:
@@ -96,9 +95,82 @@ def _best_tile_time(m, n, k, gpu: Gpu, cal: Calibration, *, groups, peak, kernel
         # array are narrow must not change this one's time (one estimate = the same in a sweep)
         wide = max(t[0] for t in tiles if t[2] == 1)  # a 1-CTA MMA: tcgen05 cta_group::1 takes M <= 128
         tiles = tiles + tuple((tok, wide, 1) for tok in (16, 32, 64))
+
+    def price(rows, n, k, groups):
+        return _tile_loop(rows, n, k, gpu, cal, tiles=tiles, groups=groups, peak=peak, kernel=kernel, math=math, a_bytes=a_bytes,
+                          w_bytes=w_bytes, can_split=can_split)
+
+    q = min(t[0] for t in tiles)
+    if any(t[0] & (t[0] - 1) or t[0] % q for t in tiles):  # tile M not a power of two (a GPU file's own): rows per tile
+        return price(_Rows(m, 0), n, k, groups)
+    return _tabulated(price, _Rows(np.ceil(m * np.float32(1.0 / q)), q), n, k, groups)
+
+
+class _Rows(NamedTuple):
+    """M as the tile loop reads it: `j` = ceil(M / q), whole rows of q, where every tile's M is a
+    power-of-two multiple of q (ceil(ceil(x) / r) = ceil(x / r), and exact in float32); M itself where
+    q = 0."""
+    j: object
+    q: int
+
+    def tiles(self, tm: int):
+        """Whole tiles of `tm` rows along M."""
+        return np.ceil(self.j * np.float32((self.q or 1) / tm))
+
+
+def _tabulated(price, rows: _Rows, n, k, groups):
+    """price(rows, n, k, groups) over their broadcast, priced on a table of the distinct (n, k, groups)
+    by the row counts between the least and the most, and gathered where that table is much smaller
+    than the elements (bit for bit the same: the tile loop reads M only through the row counts);
+    else priced directly."""
+    j = rows.j
+    full = np.broadcast_shapes(np.shape(j), np.shape(n), np.shape(k), np.shape(groups))
+    per = np.broadcast_shapes(np.shape(n), np.shape(k), np.shape(groups))
+    size = int(np.prod(full))
+    if size < 4096 or np.shape(j) != full or 16 * int(np.prod(per)) > size:
+        return price(rows, n, k, groups)
+    lo, hi = float(j.min()), float(j.max())
+    if not (0.0 <= lo and hi - lo < size / 4.0):  # NaN, negative or too many row counts: price them as they are
+        return price(rows, n, k, groups)
+    width = int(hi - lo) + 1
+    row, distinct = _distinct_rows((n, k, groups), per)
+    if len(distinct[0]) * width * 4 > size:
+        return price(rows, n, k, groups)
+    counts = np.arange(lo, hi + 1.0, dtype=np.float32)[None, :]
+    table = price(_Rows(counts, rows.q), *(d[:, None] for d in distinct))
+    # exact integers in float32 (the table has fewer than 2**24 cells) on to the gather
+    at = ((row * np.float32(width) + j) - np.float32(lo)).astype(np.intp) if np.ndim(row) else (j - np.float32(lo)).astype(np.intp)
+    return np.take(np.broadcast_to(table, (len(distinct[0]), width)).reshape(-1), at)
+
+
+def _distinct_rows(arrays, shape):
+    """The distinct combinations of `arrays` (broadcast to `shape`, float32): each element's index
+    into them (a float32 array of `shape`, 0 where there is one) and the combinations, one array each."""
+    flat = [np.broadcast_to(np.asarray(x, np.float32), shape).reshape(-1) for x in arrays]
+    varying = [i for i, x in enumerate(flat) if x.size > 1 and (x != x[0]).any()]
+    if not varying:
+        return 0, [x[:1] for x in flat]
+    if len(varying) <= 2:  # one integer key: the float32 bit patterns side by side
+        key = sum(flat[i].view(np.uint32).astype(np.uint64) << np.uint64(32 * s) for s, i in enumerate(varying))
+        _, first, inv = np.unique(key, return_index=True, return_inverse=True)
+    else:
+        _, first, inv = np.unique(np.stack(flat), axis=1, return_index=True, return_inverse=True)
+    return inv.reshape(shape).astype(np.float32), [x[first] for x in flat]
+
+
+def _tile_loop(rows: _Rows, n, k, gpu: Gpu, cal: Calibration, *, tiles, groups, peak, kernel, math, a_bytes, w_bytes, can_split):
+    """The fastest of `tiles` at each element (the loop of _best_tile_time)."""
+    f32 = np.float32
+    # split-K: at most the split factor the GEMM libraries pick (gemm_max_split_k, fitted per family)
+    k_split_max = np.maximum(np.minimum(np.floor(k / f32(256.0)), f32(np.floor(cal.gemm_max_split_k))), f32(1.0))
+    k_half = f32(cal.gemm_k_half(kernel))
+    best = None
+    m_tiles: dict[int, object] = {}  # whole tiles along M, once per tile M
     for tm, tn, ctas in tiles:
         slots = gpu.sms // ctas
-        count = np.ceil(m * f32(1.0 / tm)) * (np.ceil(n * f32(1.0 / tn)) * groups)  # output tiles
+        if tm not in m_tiles:
+            m_tiles[tm] = rows.tiles(tm)
+        count = m_tiles[tm] * (np.ceil(n * f32(1.0 / tn)) * groups)  # output tiles
         per_wave = f32(2.0 * tm * tn * gpu.sms / (ctas * peak * tile_feed(tm, tn, gpu, math=math, a_bytes=a_bytes, w_bytes=w_bytes)))
         if can_split:
             # split-K / stream-K when there are too few output tiles to fill the GPU
