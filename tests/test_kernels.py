@@ -322,3 +322,13 @@ def test_gemm_tile_table_keeps_nan_rows_and_many_distinct_shapes(h100, cal_h100)
     keep = np.ones(m.shape, bool)
     keep[5, 5, 5] = False
     assert np.array_equal(t2[keep], t[keep])
+
+
+def test_gemm_tile_table_leaves_row_counts_past_float32_integers_to_the_loop(h100, cal_h100):
+    """Row counts near 2**24 (M of 2**28 tokens) cannot index a float32 table exactly: each element is
+    priced as it would be alone."""
+    m = np.full((40, 30, 6), 2.0**28) + np.arange(6) * 16.0 * np.arange(40)[:, None, None]
+    n = np.where(np.arange(40)[:, None, None] % 2, 512.0, 1024.0)
+    t = cost.gemm_time(m, n, 4096.0, h100, cal_h100, math="bf16", a_bytes=2.0, w_bytes=2.0)[0]
+    for p, b, q in ((0, 0, 0), (39, 29, 5), (13, 2, 3)):
+        assert t[p, b, q] == cost.gemm_time(m[p, b, q], n[p, 0, 0], 4096.0, h100, cal_h100, math="bf16", a_bytes=2.0, w_bytes=2.0)[0]

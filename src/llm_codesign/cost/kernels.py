@@ -134,11 +134,11 @@ def _tabulated(price, rows: _Rows, n, k, groups):
         return price(rows, n, k, groups)
     width = int(hi - lo) + 1
     row, distinct = _distinct_rows((n, k, groups), per)
-    if len(distinct[0]) * width * 4 > size:
+    if len(distinct[0]) * width * 4 > size or hi + len(distinct[0]) * width >= 2.0**24:  # float32 indices stay exact integers
         return price(rows, n, k, groups)
     counts = np.arange(lo, hi + 1.0, dtype=np.float32)[None, :]
     table = price(_Rows(counts, rows.q), *(d[:, None] for d in distinct))
-    # exact integers in float32 (the table has fewer than 2**24 cells) on to the gather
+    # each element's cell, computed in float32 (exact integers below 2**24), for the gather
     at = ((row * np.float32(width) + j) - np.float32(lo)).astype(np.intp) if np.ndim(row) else (j - np.float32(lo)).astype(np.intp)
     return np.take(np.broadcast_to(table, (len(distinct[0]), width)).reshape(-1), at)
 
