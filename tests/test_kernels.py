@@ -332,3 +332,19 @@ def test_gemm_tile_table_leaves_row_counts_past_float32_integers_to_the_loop(h10
     t = cost.gemm_time(m, n, 4096.0, h100, cal_h100, math="bf16", a_bytes=2.0, w_bytes=2.0)[0]
     for p, b, q in ((0, 0, 0), (39, 29, 5), (13, 2, 3)):
         assert t[p, b, q] == cost.gemm_time(m[p, b, q], n[p, 0, 0], 4096.0, h100, cal_h100, math="bf16", a_bytes=2.0, w_bytes=2.0)[0]
+
+
+def test_gemm_tiles_of_a_height_not_a_power_of_two_are_priced_by_m_itself(h100, cal_h100):
+    """A GPU file's own tiles (96 rows here) leave the whole-row table: ceil(M / 96) from M, as before."""
+    from dataclasses import replace
+
+    gpu = replace(h100, tiles=((96, 128, 1), (128, 256, 1)))
+    m = np.arange(1.0, 40 * 30 * 6 + 1.0).reshape(40, 30, 6)
+    n = np.where(np.arange(40)[:, None, None] % 2, 4096.0, 16384.0)  # widths where either tile wins somewhere
+    kw = dict(math="bf16", a_bytes=2.0, w_bytes=2.0, swap_ab=False)
+    t = cost.gemm_time(m, n, 4096.0, gpu, cal_h100, **kw)[0]
+    for p, b, q in ((0, 0, 0), (0, 15, 5), (39, 29, 5)):
+        assert t[p, b, q] == cost.gemm_time(m[p, b, q], n[p, 0, 0], 4096.0, gpu, cal_h100, **kw)[0]
+    # the compute part is the faster of the two tiles, each priced on a GPU that has it alone
+    one = [cost.gemm_time(m, n, 4096.0, replace(h100, tiles=(tile,)), cal_h100, **kw)[1] for tile in gpu.tiles]
+    assert np.array_equal(cost.gemm_time(m, n, 4096.0, gpu, cal_h100, **kw)[1], np.minimum(*one))

@@ -101,7 +101,7 @@ def _best_tile_time(m, n, k, gpu: Gpu, cal: Calibration, *, groups, peak, kernel
                           w_bytes=w_bytes, can_split=can_split)
 
     q = min(t[0] for t in tiles)
-    if any(t[0] & (t[0] - 1) or t[0] % q for t in tiles):  # tile M not a power of two (a GPU file's own): rows per tile
+    if any(t[0] & (t[0] - 1) for t in tiles):  # a tile M not a power of two (a GPU file's own): M as it is
         return price(_Rows(m, 0), n, k, groups)
     return _tabulated(price, _Rows(np.ceil(m * np.float32(1.0 / q)), q), n, k, groups)
 
