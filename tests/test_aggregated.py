@@ -313,6 +313,28 @@ def test_a_draft_pass_priced_once_per_batch_equals_pricing_every_k():
             np.testing.assert_array_equal(np.broadcast_to(whole[key], (3, 6, 6))[..., k], np.broadcast_to(one[key], (3, 6, 1))[..., 0], err_msg=key)
 
 
+def test_a_wave_prefill_priced_once_per_batch_equals_pricing_every_k():
+    # a wave's prefill has no k in it: over (plans, batches, k) it is priced at k's first column and
+    # again where the KV cache caps the running sequences differently along k. With 16-token prompts
+    # and a 32k budget those capped waves stay under the budget (their own price, not the budget's);
+    # every k priced on its own gives the same values, bit for bit
+    from llm_codesign.serve.aggregated import max_running
+
+    ds, g = get_model("deepseek-r1"), get_gpu("gb200")
+    cal, spec = calibration_for(g), SpecDecoding("mtp", 3, rates=(0.85, 0.7, 0.6, 0.5, 0.45))
+    plan = Plan(tp=np.array([8, 1, 4])[:, None, None], pp=np.array([1, 1, 2])[:, None, None], ep=np.array([8, 8, 4])[:, None, None],
+                moe_tp=1, adp=np.array([1, 8, 1])[:, None, None])
+    b, ks, mnt = np.array([1, 64, 1024, 4096])[None, :, None], np.arange(6)[None, None, :], 32768
+    lengths = {"isl": 16, "osl": 1024, "max_num_tokens": mnt}
+    cap = max_running(ds, g, ds.default_precision, plan, spec=spec, spec_k=ks, **lengths)
+    assert ((np.ptp(cap, axis=-1) > 0) & (cap[..., 0] * 16 < mnt)).any()  # capped differently along k, under the budget
+    whole = evaluate(ds, g, cal, ds.default_precision, plan, concurrency=b * plan.adp, spec=spec, spec_k=ks, **lengths)
+    for k in range(6):
+        one = evaluate(ds, g, cal, ds.default_precision, plan, concurrency=b * plan.adp, spec=spec, spec_k=ks[..., k:k + 1], **lengths)
+        for key in ("tpot_s", "ttft_s", "output_tok_s_per_gpu"):
+            np.testing.assert_array_equal(np.broadcast_to(whole[key], (3, 4, 6))[..., k], np.broadcast_to(one[key], (3, 4, 1))[..., 0], err_msg=key)
+
+
 @pytest.mark.parametrize("backend", ["trtllm", "vllm", "sglang"])
 def test_max_running_is_where_the_fit_ends(backend):
     # a rank given more requests than max_running does not fit, and given up to it does (the cache

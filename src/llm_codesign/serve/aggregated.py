@@ -321,10 +321,16 @@ def _prefill_wave(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Sharding, *, 
     def price(sh_, tokens, isl, chunk, cached):
         return prefill_step(model, gpu, prec, sh_, costs=costs, tokens=tokens, isl=isl, chunk=chunk, cached=cached)
 
+    def below_cap(sh_, tokens, cap, *args):  # _once_at_cap as _once_along_last prices: a tuple
+        return (_once_at_cap(price, sh_, tokens, cap, *args),)
+
     if np.ndim(model.hidden):  # a design's array of shapes: the price varies along their axes too
         t_wave_step = price(sh, wave_tok, r.new, r.chunk, r.cached)
     else:
-        t_wave_step = _once_at_cap(price, sh, wave_tok, r.mnt, r.new, r.chunk, r.cached)
+        # a wave's prefill has no k in it: priced at k's first column and again only where the
+        # sequences running differ along k (_once_along_last), each column once per plan where it
+        # fills the budget (_once_at_cap)
+        t_wave_step, = _once_along_last(below_cap, sh, wave_tok, r.mnt, r.new, r.chunk, r.cached)
     return wave_tok, t_wave_step, np.where(r.pipelined, n_wave + r.pp - 1.0, n_wave * r.pp) * t_wave_step
 
 
