@@ -1,3 +1,5 @@
+import itertools
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -307,3 +309,20 @@ def test_decode_step_never_beats_the_roofline(name, gid, B, ctx, tp, w):
     flops = 2 * m.active_params * B / tp
     floor = max((wbytes + kv) / g.hbm_bandwidth_bytes_per_s, flops / g.peak(gemm_math(prec.weight, prec.activation, g)))
     assert t >= floor
+
+
+def test_step_time_sums_a_shared_count_once_in_float64():
+    # DeepSeek-R1 over a (plans, batches) grid: forward_ops gives each part's operators one count
+    # array, which step_time multiplies once per run of them. The float32 GEMM times are summed in
+    # float64 (a float32 partial sum would be ~1e-7 off), to 1e-14 of each operator multiplied alone
+    m, g = get_model("deepseek-r1"), get_gpu("gb200")
+    tp = np.array([8, 4, 2, 1])[:, None]
+    sh = Sharding(tp=tp, pp=np.array([1, 2, 4, 3])[:, None], ep=np.array([8, 8, 8, 4])[:, None], adp=8 // tp)
+    ops = forward_ops(m, g, calibration_for(g), m.default_precision, sh, b=Batch(dec_seqs=np.geomspace(1, 2048, 12)[None, :], dec_ctx=1536.0))
+    assert any(o.time.dtype == np.float32 for o in ops if o.kind == "gemm")
+    shared = sum(a.count is b.count for a, b in itertools.pairwise(ops))
+    assert shared > len(ops) // 2  # runs of operators share a count
+    one_by_one = sum(np.asarray(o.time, float) * o.count for o in ops)
+    t = step_time(ops)
+    assert t.dtype == np.float64 and t.shape == (4, 12)
+    np.testing.assert_allclose(t, one_by_one, rtol=1e-14, atol=0)

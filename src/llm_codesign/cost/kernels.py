@@ -204,7 +204,7 @@ def gemm_time(m, n, k, gpu: Gpu, cal: Calibration, *, math: str, a_bytes, w_byte
     padded = k > k_in  # the activation is copied into a padded buffer first (below)
     groups = np.asarray(groups, dtype=f32)
     dg = groups if distinct_groups is None else np.asarray(distinct_groups, dtype=f32)
-    live = (m > 0) & (n > 0) & (k > 0) & (groups > 0)
+    live = (m > 0) & ((n > 0) & (k > 0) & (groups > 0))  # N, K and groups first: per plan in a search, M per deployment
     kernel = kernel or math
     peak = gpu.peak(math) * cal.gemm_eff(kernel) * eff_scale
     best = _best_tile_time(m, n, k, gpu, cal, groups=groups, peak=peak, kernel=kernel, math=math, a_bytes=a_bytes,
