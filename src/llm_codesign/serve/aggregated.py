@@ -149,7 +149,10 @@ def op_step_time(op, pdl_per_launch: float = 0.0, *, one_layer: bool = False):
     if not pdl_per_launch:
         return t
     launches_ = op.kernels if one_layer else op.count * op.kernels
-    return np.maximum(t - pdl_per_launch * np.where(np.asarray(op.time) > 0, launches_, 0.0), 0.0)
+    time = np.asarray(op.time)
+    if time.size and time.min() > 0:  # it runs at every element (a search's chunk): no mask, the same values
+        return np.maximum(t - np.asarray(pdl_per_launch * launches_, float), 0.0)
+    return np.maximum(t - pdl_per_launch * np.where(time > 0, launches_, 0.0), 0.0)
 
 
 def _last_layer_time(model: ModelSpec, ops, gpu: Gpu, costs: EngineCosts) -> object:
