@@ -359,7 +359,9 @@ def collective_time(op: str, nbytes, n, gpu: Gpu, cal: Calibration):
                           cal.comm_large_latency_s + moved * (1.0 / (link * cal.comm_large_bw_eff)))
 
     def one_level(m, nb, link, lat):
-        return np.where(m > 1, stream(_BYTES[op](m) * nb, link, lat), 0.0)
+        # no mask of its own: m > 1 at every live element of the level it prices (the domain's GPUs
+        # inside, the domains beyond it), and the others are priced 0 below
+        return stream(_BYTES[op](m) * nb, link, lat)
 
     m_in = np.minimum(n, d)
     lat_in = getattr(cal, f"{fam}_s") + getattr(cal, f"{fam}_slope_s") * np.maximum(m_in - 2.0, 0.0)
