@@ -111,6 +111,47 @@ def test_a_child_never_sent_a_figure_is_ended():
         os.waitpid(pid, os.WNOHANG)
 
 
+@forks
+@pytest.mark.parametrize("argv, forked", [
+    (["pareto", "llama-3.1-8b", "--out", "x"], True), (["pareto", "--plot=f.png"], True),
+    (["pareto", "llama-3.1-8b", "--json"], False), (["estimate", "--out", "x"], False), ([], False)])
+def test_the_entry_point_forks_early_only_where_pareto_draws(argv, forked):
+    """cli.main forks the figure's process before the commands' imports where the arguments ask pareto
+    for a figure; the command takes it (PlotProcess.started), and one no command takes is released
+    and leaves by itself once its import is done."""
+    plot.start_early(argv)
+    try:
+        assert (plot._early is not None) == forked
+        if forked:
+            early = plot._early
+            assert plot.PlotProcess.started() is early and plot._early is None  # taken once
+            early.close()
+    finally:
+        plot.drop_early()
+    plot.start_early(["pareto", "--out", "x"])
+    pid = plot._early._child.pid
+    plot.drop_early()  # released, not waited for
+    assert plot._early is None
+    deadline = time.monotonic() + 60
+    while os.waitpid(pid, os.WNOHANG) == (0, 0):  # it finds no job and exits on its own
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+
+
+@forks
+def test_an_early_process_is_left_by_a_refused_command(tmp_path):
+    """A pareto refused after the early fork (a plot path it cannot write): one line, exit 2, nothing
+    written, and no process of it left drawing."""
+    import subprocess
+
+    out = tmp_path / "out"
+    r = subprocess.run([sys.executable, "-m", "llm_codesign.cli", "pareto", "llama-3.1-8b", "--gpu", "h100", "--gpus", "2",
+                        "--out", str(out), "--plot", str(tmp_path / "f.jpg")], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "plot" in r.stderr, r.stderr
+    time.sleep(2.0)  # a child would have had time to write
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_without_a_second_core_the_figure_is_drawn_here(result, tmp_path, monkeypatch):
     monkeypatch.setattr(os, "sched_getaffinity", lambda _pid: {0}, raising=False)
     proc = plot.PlotProcess().start()

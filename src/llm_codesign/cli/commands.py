@@ -394,7 +394,7 @@ def pareto(
     if paths["plot"]:
         plot_extra(paths["plot"])  # refused before the search, not after it
     # the figure's own process imports matplotlib on another core while the search runs (render.plot)
-    plotter = PlotProcess().start() if paths["plot"] else None
+    plotter = PlotProcess.started() if paths["plot"] else None
     try:
         def space_for(m, g):
             return SearchSpace(n_gpus, _ints(tp), _ints(pp), _ints(ep), _ints(moe_tp), _ints(attention_dp), _ints(kvp),
@@ -416,6 +416,13 @@ def pareto(
         if paths["html"]:
             errors = _measured_errors(model_refs, gpu_refs, calibration=calibration, backend=backend, spec=sd is not None, disagg=disagg)
             jobs.append((lambda p: write_html(results, breakdowns, p, errors), paths["html"]))
+        # the tables rendered while the figure's process draws (rich's import and layout are a tenth of a
+        # second each), printed once every file is in place: on an error nothing but its line is printed
+        con = None if as_json else _console()
+        tables = None
+        if con is not None:
+            with con.capture() as tables:
+                _print_frontiers(con, results, isl=isl, osl=osl, prefix_hit=prefix_hit)
         if out:
             Path(out).mkdir(parents=True, exist_ok=True)
         write_all(jobs)
@@ -426,7 +433,14 @@ def pareto(
         slim = [{k: v for k, v in r.items() if k not in ("cloud", "roofline_bound")} for r in results]
         return _dump(slim[0] if len(slim) == 1 else {"comparisons": slim, "evaluated": sum(r["evaluated"] for r in slim),
                                                       "seconds": sum(r["seconds"] for r in slim), "frontier": [p for r in slim for p in r["frontier"]]})
-    con = _console()
+    con.file.write(tables.get())
+    for key, p in paths.items():
+        if p:
+            con.print(f"wrote {key}: {p}")
+
+
+def _print_frontiers(con, results: list[dict], *, isl: int, osl: int, prefix_hit: float) -> None:
+    """Each search's frontier as a table (every point's in --json), its cost line, or why it is empty."""
     for r in results:
         mode = " disaggregated" if r.get("mode") == "disaggregated" else ""
         hit = f", {prefix_hit:.0%} prefix-cache hits" if r.get("prefix_hit") else ""
@@ -453,9 +467,6 @@ def pareto(
             con.print("[yellow]no deployment meets the SLO filters[/yellow]" if r.get("fitting") else
                       f"[yellow]no deployment of {r['model']} fits on {r['num_gpus']}x {r['gpu']}: weights and KV cache exceed the "
                       "memory of every plan; give more GPUs (--gpus) or a smaller precision (--weight-dtype)[/yellow]")
-    for key, p in paths.items():
-        if p:
-            con.print(f"wrote {key}: {p}")
 
 
 # registered after the commands above, so `--help` lists them in workflow order

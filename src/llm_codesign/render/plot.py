@@ -220,6 +220,15 @@ class _Child:
         poll.register(self.answer_r, select.POLLIN)
         return os.read(self.answer_r, 2) if poll.poll(timeout_s * 1e3) else b""
 
+    def release(self) -> None:
+        """Closes its pipes and leaves it: a child still importing goes on to its end, finds no job and
+        leaves (for a process that is exiting, which does not wait for it)."""
+        for name in ("job_w", "answer_r"):
+            fd = getattr(self, name)
+            setattr(self, name, -1)
+            if fd >= 0:
+                os.close(fd)
+
     def end(self) -> None:
         """Closes its pipes, so that a child still waiting for a job leaves by itself; one still at work
         after a few seconds is killed. Reaped either way: it writes nothing after this returns, and it is
@@ -281,6 +290,13 @@ class PlotProcess:
         self._child = _Child(pid, job_w, answer_r)
         return self
 
+    @staticmethod
+    def started() -> PlotProcess:
+        """The process start_early forked for this command, else one started now."""
+        global _early
+        p, _early = _early, None
+        return p if p is not None else PlotProcess().start()
+
     def submit(self, results: list[dict], path: str | Path) -> Drawing:
         view = plot_view(results)
         child, self._child = self._child, None
@@ -289,6 +305,12 @@ class PlotProcess:
             child.end()  # gone or stalled before reading: draw here
             child = None
         return Drawing(child, view, path)
+
+    def release(self) -> None:
+        """Leaves a child that was never sent a figure to end by itself (_Child.release)."""
+        child, self._child = self._child, None
+        if child is not None:
+            child.release()
 
     def close(self) -> None:
         """Ends a child that was never sent a figure (the command failed or drew none)."""
@@ -301,6 +323,28 @@ class PlotProcess:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+_early: PlotProcess | None = None  # forked by start_early, taken by the command (PlotProcess.started)
+
+
+def start_early(argv: list[str]) -> None:
+    """Forks the figure's process at the entry point (cli.main), before the commands' imports, where the
+    arguments ask `pareto` for a figure (--out or --plot): matplotlib's import then overlaps those
+    imports too (a third of the main job's critical path on two cores), not only the search. A guess
+    from the raw arguments: where no command takes the process, drop_early releases it, and it leaves
+    once its import is done, having written nothing."""
+    global _early
+    if argv[:1] == ["pareto"] and any(a in ("--out", "--plot") or a.startswith(("--out=", "--plot=")) for a in argv[1:]):
+        _early = PlotProcess().start()
+
+
+def drop_early() -> None:
+    """Releases the process start_early forked if no command took it (an error, or no figure asked)."""
+    global _early
+    p, _early = _early, None
+    if p is not None:
+        p.release()
 
 
 def _serve(job_fd: int, answer_fd: int) -> None:
