@@ -131,6 +131,30 @@ def test_malformed_config(tmp_path):
     assert r.returncode == 2 and "num_hidden_layers" in r.stderr and "Traceback" not in r.stderr
 
 
+def test_pareto_table_keeps_each_point_on_one_line_at_80_columns():
+    # the README's main job in an 80-column terminal: one line per frontier point, its accuracy drop a
+    # short cell, and each precision's source once beneath (the whole source text folded every row
+    # into six lines)
+    r = subprocess.run([sys.executable, "-m", "llm_codesign.cli", "pareto", "llama-3.1-70b", "--gpu", "h200", "--gpus", "8",
+                        "--weight-dtype", "fp8", "--kv-dtype", "fp8"], capture_output=True, text=True, env={**os.environ, "COLUMNS": "80"},
+                       timeout=300)
+    assert r.returncode == 0, r.stderr
+    rows = [line for line in r.stdout.splitlines() if " fp8/fp8 " in line]
+    assert len(rows) == 26 and all(line.rstrip().endswith("-0.2%") and len(line) <= 80 for line in rows)
+    assert "accuracy at fp8/fp8: OpenLLM v1 avg (instruct) 84.29, -0.2%" in r.stdout.splitlines()
+
+
+@pytest.mark.parametrize("acc, text", [
+    ({"source": "published", "relative_drop_pct": 0.1528, "drop_uncertainty_pct": 0.0225}, "-0.2%"),
+    ({"source": "proxy", "relative_drop_pct": 1.26, "drop_uncertainty_pct": 0.44}, "-1.3±0.4%"),
+    ({"source": "proxy", "relative_drop_pct": 0.0, "drop_uncertainty_pct": 0.0}, "best"),
+    ({"source": "none", "relative_drop_pct": None}, "none"), (None, "none")])
+def test_a_frontier_rows_accuracy_cell(acc, text):
+    from llm_codesign.cli.commands import _drop_text
+
+    assert _drop_text(acc) == text
+
+
 def test_pareto_json_and_files(tmp_path):
     r = run("pareto", "llama-3.1-8b", "--gpu", "h100", "--gpus", "2", "--isl", "512", "--osl", "128", "--json", "--out", str(tmp_path))
     assert r.returncode == 0, r.stderr

@@ -439,6 +439,18 @@ def pareto(
             con.print(f"wrote {key}: {p}")
 
 
+def _drop_text(acc: dict | None) -> str:
+    """A frontier row's accuracy in a few characters (explore.accuracy_model.point_accuracy): the drop
+    against the model's best precision, with the proxy's sigma; 'best' where there is none, 'none' unknown."""
+    drop = (acc or {}).get("relative_drop_pct")
+    if drop is None:
+        return "none"
+    sigma = acc.get("drop_uncertainty_pct") or 0.0
+    if not drop and not sigma:
+        return "best"
+    return f"-{drop:.1f}±{sigma:.1f}%" if acc.get("source") == "proxy" else f"-{drop:.1f}%"
+
+
 def _print_frontiers(con, results: list[dict], *, isl: int, osl: int, prefix_hit: float) -> None:
     """Each search's frontier as a table (every point's in --json), its cost line, or why it is empty."""
     for r in results:
@@ -446,18 +458,22 @@ def _print_frontiers(con, results: list[dict], *, isl: int, osl: int, prefix_hit
         hit = f", {prefix_hit:.0%} prefix-cache hits" if r.get("prefix_hit") else ""
         t = _table(f"Pareto frontier{mode}: {r['model']} on {r['num_gpus']}x {r['gpu']}, ISL/OSL {isl}/{osl}{hit} "
                    f"({r['evaluated']:,} deployments in {r['seconds']:.2f} s)",
-                   "tok/s/user:n tok/s/GPU:n TTFT:n TPOT:n plan:t x:n batch:n W/KV:t spec:k accuracy:t",
+                   "tok/s/user:n tok/s/GPU:n TTFT:n TPOT:n plan:t x:n batch:n W/KV:t spec:k drop:k",
                    "TTFT, TPOT: ms. x: instances of the plan. batch: requests per instance. W/KV: weight / KV-cache precision. "
-                   "accuracy: a published score and the drop against the model's best precision, or the proxy's drop (± 1 sigma), "
-                   "or none where no source knows it.")
+                   "drop: accuracy against the model's best precision, published or the proxy's (± 1 sigma); each "
+                   "precision's source below.")
         fr = r["frontier"]
         step = max(1, len(fr) // 24)
         for p in fr[::step]:
             d = p["deployment"]
             t.add_row(f"{p['tok_s_per_user']:.1f}", f"{p['output_tok_s_per_gpu']:.0f}", f"{p['ttft_ms']:.0f}", f"{p['tpot_ms']:.2f}",
                       d["plan"], str(d["replicas"]), str(d["concurrency_per_instance"]), f"{d['weight_dtype']}/{d['kv_dtype']}",
-                      f"{d['spec']} k={d['draft_len']}" if d["spec"] else "-", (p.get("accuracy") or {}).get("short", "none"))
+                      f"{d['spec']} k={d['draft_len']}" if d["spec"] else "-", _drop_text(p.get("accuracy")))
         con.print(t)
+        sources = {f"{p['deployment']['weight_dtype']}/{p['deployment']['kv_dtype']}": (p.get("accuracy") or {}).get("short", "none")
+                   for p in fr}
+        for prec, short in sources.items():
+            con.print(f"accuracy at {prec}: {short}", highlight=False)
         if fr and "cost" in fr[0]:
             usd = [p["cost"]["usd_per_m_output_tokens"] for p in fr]
             c = fr[0]["cost"]
