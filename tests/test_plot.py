@@ -152,6 +152,19 @@ def test_an_early_process_is_left_by_a_refused_command(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
+def test_the_childs_import_writes_nothing_to_the_terminal(capfd):
+    # what the import prints (matplotlib's first-run font-cache note) goes nowhere; both streams come back
+    def noisy():  # as the child's streams write: to file descriptors 1 and 2, buffered or not
+        print("to stdout", file=sys.__stdout__)
+        print("to stderr", file=sys.__stderr__)
+        os.write(2, b"raw\n")
+
+    plot._quietly(noisy)
+    os.write(1, b"after\n")
+    out, err = capfd.readouterr()
+    assert out == "after\n" and err == ""
+
+
 def test_without_a_second_core_the_figure_is_drawn_here(result, tmp_path, monkeypatch):
     monkeypatch.setattr(os, "sched_getaffinity", lambda _pid: {0}, raising=False)
     proc = plot.PlotProcess().start()

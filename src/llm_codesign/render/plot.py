@@ -347,9 +347,35 @@ def drop_early() -> None:
         p.release()
 
 
-def _serve(job_fd: int, answer_fd: int) -> None:
+def _quietly(fn) -> None:
+    """fn() with this process's stdout and stderr (file descriptors 1 and 2) sent to /dev/null, restored after."""
+    streams = [f for f in {sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__} if f is not None]
+    for f in streams:
+        f.flush()
+    quiet, saved = os.open(os.devnull, os.O_WRONLY), (os.dup(1), os.dup(2))
+    try:
+        os.dup2(quiet, 1)
+        os.dup2(quiet, 2)
+        fn()
+    finally:
+        for f in streams:  # what fn left buffered goes where it was written: nowhere
+            f.flush()
+        os.dup2(saved[0], 1)
+        os.dup2(saved[1], 2)
+        for fd in (quiet, *saved):
+            os.close(fd)
+
+
+def _import_matplotlib() -> None:
     from matplotlib.backends.backend_agg import FigureCanvasAgg  # noqa: F401  the import this child exists to do early
     from matplotlib.figure import Figure  # noqa: F401
+
+
+def _serve(job_fd: int, answer_fd: int) -> None:
+    # the import's own messages (matplotlib's first-run note that it builds its font cache) are not the
+    # command's: a child forked early may still be importing after a refused command printed its one
+    # line and exited. A failed import stays silent here and surfaces where the parent draws instead
+    _quietly(_import_matplotlib)
 
     with os.fdopen(job_fd, "rb") as f:
         head = f.read(8)
