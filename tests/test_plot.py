@@ -152,6 +152,29 @@ def test_an_early_process_is_left_by_a_refused_command(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
+def test_the_childs_lighter_import_draws_the_same_figure(result, tmp_path):
+    # the child's matplotlib import skips the set() docstrings (plot._import_matplotlib): in a fresh
+    # interpreter each way, the same PNG, byte for byte
+    import pickle
+    import subprocess
+
+    job = tmp_path / "view.pickle"
+    job.write_bytes(pickle.dumps(plot.plot_view([result])))
+    script = ("import pickle, sys\nfrom llm_codesign.render import plot\n{}\n"
+              "plot.draw(pickle.load(open(sys.argv[1], 'rb')), sys.argv[2])\n")
+    for name, first in (("light.png", "plot._import_matplotlib()"), ("plain.png", "")):
+        r = subprocess.run([sys.executable, "-c", script.format(first), str(job), str(tmp_path / name)], capture_output=True, text=True,
+                           timeout=120)
+        assert r.returncode == 0, r.stderr
+    assert (tmp_path / "light.png").read_bytes() == (tmp_path / "plain.png").read_bytes()
+    check = subprocess.run([sys.executable, "-c", "from matplotlib import artist\n"
+                            "known = hasattr(artist.Artist, '_update_set_signature_and_docstring')\n"
+                            "from llm_codesign.render import plot\nplot._import_matplotlib()\nimport matplotlib.lines as l\n"
+                            "assert not known or 'Supported properties' not in (l.Line2D.set.__doc__ or '')"],
+                           capture_output=True, text=True, timeout=120)
+    assert check.returncode == 0, check.stderr  # the import was the lighter one (where this matplotlib has the hook)
+
+
 def test_the_childs_import_writes_nothing_to_the_terminal(capfd):
     # what the import prints (matplotlib's first-run font-cache note) goes nowhere; both streams come back
     def noisy():  # as the child's streams write: to file descriptors 1 and 2, buffered or not
