@@ -220,3 +220,32 @@ def test_a_plot_without_matplotlib_is_refused_before_the_search(tmp_path, monkey
     assert res.exit_code == 2, res.output
     assert "plot" in res.output and "pip install 'llm-codesign[plot]'" in res.output
     assert list(tmp_path.iterdir()) == []
+
+
+def test_write_all_runs_meanwhile_after_the_writers_and_before_the_renames(tmp_path):
+    # pareto renders its tables there, while the figure's process draws: every writer has run, no file
+    # is in place yet; a writer that fails stops it from running at all
+    from llm_codesign.render.report import write_all
+
+    seen = []
+
+    def writer(name):
+        def write(tmp):
+            tmp.write_text(name)
+            seen.append(name)
+        return write
+
+    def meanwhile():
+        seen.append("meanwhile")
+        assert not (tmp_path / "a.txt").exists() and not (tmp_path / "b.txt").exists()
+
+    write_all([(writer("a"), tmp_path / "a.txt"), (writer("b"), tmp_path / "b.txt")], meanwhile=meanwhile)
+    assert seen == ["a", "b", "meanwhile"] and (tmp_path / "b.txt").read_text() == "b"
+
+    def fails(tmp):
+        raise OSError(28, "No space left on device")
+
+    seen.clear()
+    with pytest.raises(OSError):
+        write_all([(writer("c"), tmp_path / "c.txt"), (fails, tmp_path / "d.txt")], meanwhile=meanwhile)
+    assert seen == ["c"] and not (tmp_path / "c.txt").exists()

@@ -260,14 +260,15 @@ def _error_rows(err: dict | None, calibration: str | None) -> list[tuple[str, st
 
 
 def _pareto_runs(model_refs, gpu_refs, *, space_for, calibration, engine, spec, disagg: bool, gpu_hour_price,
-                 search_kw: dict, aggregated_kw: dict) -> tuple[list[dict], dict]:
-    """Every model on every GPU: the aggregated search (and the disaggregated one with `disagg`), each
-    frontier point's per-operator breakdown keyed 'result:point', priced per GPU hour where asked."""
+                 search_kw: dict, aggregated_kw: dict) -> tuple[list[dict], object]:
+    """Every model on every GPU: the aggregated search (and the disaggregated one with `disagg`), priced
+    per GPU hour where asked, and a function giving each frontier point's per-operator breakdown keyed
+    'result:point' (the report's: priced when it is written, after the figure's process has its job)."""
     from llm_codesign.cost.calibration import calibration_for
     from llm_codesign.explore.search import point_breakdowns, search
 
     isl, osl = search_kw["isl"], search_kw["osl"]
-    results, breakdowns = [], {}
+    results, pending = [], []  # pending: (result index, its breakdowns' pricing)
     prog, cb = _progress()
     if prog:
         prog.start()
@@ -279,22 +280,25 @@ def _pareto_runs(model_refs, gpu_refs, *, space_for, calibration, engine, spec, 
                 cal = calibration_for(g, calibration)
                 space = space_for(m, g)
                 r = search(m, g, cal, space, engine=engine, progress=cb, **search_kw, **aggregated_kw)
-                i = len(results)
-                for j, rows in enumerate(point_breakdowns(m, cal, [p["deployment"] for p in r["frontier"]], isl, osl, gpu=g)):
-                    breakdowns[f"{i}:{j}"] = rows
+                pending.append((len(results), lambda m=m, cal=cal, r=r, g=g: point_breakdowns(
+                    m, cal, [p["deployment"] for p in r["frontier"]], isl, osl, gpu=g)))
                 _price_points(r, g, gpu_hour_price, isl, osl)
                 results.append(r)
                 if disagg:
                     from llm_codesign.explore.disagg_search import decode_breakdown, search_disagg
 
                     rd = search_disagg(m, g, cal, space, engine=engine, **search_kw)
-                    for j, p in enumerate(rd["frontier"]):
-                        breakdowns[f"{len(results)}:{j}"] = decode_breakdown(m, g, cal, p["deployment"], isl=isl, osl=osl, engine=engine, spec=spec)
+                    pending.append((len(results), lambda m=m, g=g, cal=cal, rd=rd: [
+                        decode_breakdown(m, g, cal, p["deployment"], isl=isl, osl=osl, engine=engine, spec=spec) for p in rd["frontier"]]))
                     _price_points(rd, g, gpu_hour_price, isl, osl)
                     results.append(rd)
     finally:
         if prog:
             prog.stop()
+
+    def breakdowns() -> dict:
+        return {f"{i}:{j}": rows for i, price in pending for j, rows in enumerate(price())}
+
     return results, breakdowns
 
 
@@ -408,24 +412,27 @@ def pareto(
                                            aggregated_kw=dict(max_accuracy_drop=max_accuracy_drop, prefix_hit=prefix_hit))
         if not any(r["frontier"] for r in results):  # nothing to show: one line naming what to change, nothing written
             raise nothing_found(results, gpus_, {"min_tps_user": min_tps_user, "max_ttft_ms": max_ttft_ms})
-        jobs = []  # all of them written, or none
-        if paths["csv"]:
-            jobs.append((lambda p: write_csv(results, p), paths["csv"]))
+        jobs = []  # all of them written, or none; the figure first, so that its process draws while the rest is written
         if paths["plot"]:
             jobs.append((lambda p: write_plot(results, p, process=plotter), paths["plot"]))
+        if paths["csv"]:
+            jobs.append((lambda p: write_csv(results, p), paths["csv"]))
         if paths["html"]:
-            errors = _measured_errors(model_refs, gpu_refs, calibration=calibration, backend=backend, spec=sd is not None, disagg=disagg)
-            jobs.append((lambda p: write_html(results, breakdowns, p, errors), paths["html"]))
-        # the tables rendered while the figure's process draws (rich's import and layout are a tenth of a
-        # second each), printed once every file is in place: on an error nothing but its line is printed
-        con = None if as_json else _console()
-        tables = None
-        if con is not None:
-            with con.capture() as tables:
-                _print_frontiers(con, results, isl=isl, osl=osl, prefix_hit=prefix_hit)
+            jobs.append((lambda p: write_html(results, breakdowns(), p, _measured_errors(
+                model_refs, gpu_refs, calibration=calibration, backend=backend, spec=sd is not None, disagg=disagg)), paths["html"]))
+        con, tables = None if as_json else _console(), None
+
+        def render_tables():
+            # while the figure's process draws (rich's import and layout are a tenth of a second each),
+            # printed once every file is in place: on an error nothing but its line is printed
+            nonlocal tables
+            if con is not None:
+                with con.capture() as tables:
+                    _print_frontiers(con, results, isl=isl, osl=osl, prefix_hit=prefix_hit)
+
         if out:
             Path(out).mkdir(parents=True, exist_ok=True)
-        write_all(jobs)
+        write_all(jobs, meanwhile=render_tables)
     finally:
         if plotter is not None:
             plotter.close()

@@ -75,12 +75,12 @@ def _tmp_beside(p: Path) -> Path:
     return p.with_name(f".{p.stem}.{secrets.token_hex(4)}.tmp{p.suffix}")
 
 
-def write_all(jobs) -> None:
+def write_all(jobs, *, meanwhile=None) -> None:
     """[(writer, path), ...]: each writer writes a temporary file beside its path, then all are renamed
     into place; a failure on any leaves none of them. The writers create the files themselves, so each
     gets the mode a plain open() gives under the umask. A writer may return a plot.Drawing (a figure
     another process draws meanwhile): each is awaited before any rename, and ended on a failure before
-    the temporary files go."""
+    the temporary files go. `meanwhile()` runs after the writers, before the drawings are awaited."""
     tmps: list[tuple[Path, Path]] = []
     pending: list[tuple[Drawing, Path]] = []
     p = None  # the user's path of the file at hand, which an error names (not the temporary one)
@@ -91,6 +91,8 @@ def write_all(jobs) -> None:
             done = write(tmps[-1][0])
             if isinstance(done, Drawing):
                 pending.append((done, p))
+        if meanwhile is not None:
+            meanwhile()
         while pending:
             drawing, p = pending[0]
             drawing.wait()
