@@ -5,6 +5,7 @@ and cli_design (lint, design); importing those modules registers their commands 
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from typing import Optional
 
 import typer
@@ -260,7 +261,7 @@ def _error_rows(err: dict | None, calibration: str | None) -> list[tuple[str, st
 
 
 def _pareto_runs(model_refs, gpu_refs, *, space_for, calibration, engine, spec, disagg: bool, gpu_hour_price,
-                 search_kw: dict, aggregated_kw: dict) -> tuple[list[dict], object]:
+                 search_kw: dict, aggregated_kw: dict) -> tuple[list[dict], Callable[[], dict]]:
     """Every model on every GPU: the aggregated search (and the disaggregated one with `disagg`), priced
     per GPU hour where asked, and a function giving each frontier point's per-operator breakdown keyed
     'result:point' (the report's: priced when it is written, after the figure's process has its job)."""
