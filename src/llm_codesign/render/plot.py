@@ -233,11 +233,7 @@ class _Child:
         """Closes its pipes, so that a child still waiting for a job leaves by itself; one still at work
         after a few seconds is killed. Reaped either way: it writes nothing after this returns, and it is
         not killed in the middle of matplotlib's font-cache write unless it hangs."""
-        for name in ("job_w", "answer_r"):
-            fd = getattr(self, name)
-            setattr(self, name, -1)
-            if fd >= 0:
-                os.close(fd)
+        self.release()
         deadline = time.monotonic() + 5.0
         try:
             while os.waitpid(self.pid, os.WNOHANG) == (0, 0):

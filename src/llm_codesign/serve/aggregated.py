@@ -151,6 +151,7 @@ def op_step_time(op, pdl_per_launch: float = 0.0, *, one_layer: bool = False):
     launches_ = op.kernels if one_layer else op.count * op.kernels
     time = np.asarray(op.time)
     if time.size and time.min() > 0:  # it runs at every element (a search's chunk): no mask, the same values
+        # (a float64 array, not a Python float: a float32 time is promoted as the masked path's is)
         return np.maximum(t - np.asarray(pdl_per_launch * launches_, float), 0.0)
     return np.maximum(t - pdl_per_launch * np.where(time > 0, launches_, 0.0), 0.0)
 
