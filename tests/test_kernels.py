@@ -4,7 +4,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from llm_codesign.cost import kernels as cost
-from llm_codesign.cost.calibration import calibration_for
+from llm_codesign.cost.calibration import calibration_for, documented
+from llm_codesign.spec import engines
 from llm_codesign.spec.hardware import get_gpu
 
 
@@ -255,6 +256,48 @@ def test_collectives_priced_at_their_live_elements_equal_each_one_alone(op, h100
     assert np.count_nonzero(t) < 3000
     each = [float(cost.collective_time(op, x, g, h100, cal_h100)) for x, g in zip(nbytes[:400], n[:400], strict=True)]
     np.testing.assert_array_equal(t[:400], each)
+
+
+@pytest.mark.parametrize("engine", ["trtllm", "vllm"])
+def test_all_reduce_where_the_engine_runs_its_own_everywhere_equals_each_one_alone(engine):
+    # a decode step's all-reduces all fit the engine's own kernel (NCCL is then not priced), a prefill
+    # step's mix both: every element as the scalar call prices it, live or not, either way
+    g = get_gpu("b200")
+    cal = documented("blackwell").in_step(engine)
+    rng = np.random.default_rng(5)
+    n = rng.choice([2.0, 4.0, 8.0], 5000)
+    owns = []
+    for nbytes in (rng.uniform(1e3, 2e6, 5000), rng.uniform(1e3, 3e7, 5000), np.append(rng.uniform(1e3, 2e6, 4999), 0.0)):
+        owns.append(engines.engine_allreduce(engine, nbytes, n, g.family).mean())
+        t = cost.collective_time("all_reduce", nbytes, n, g, cal)
+        each = [float(cost.collective_time("all_reduce", x, y, g, cal)) for x, y in zip(nbytes[::25], n[::25], strict=True)]
+        np.testing.assert_array_equal(t[::25], each)
+        assert t[-1] == float(cost.collective_time("all_reduce", nbytes[-1], n[-1], g, cal))
+    assert owns[0] == 1.0 and 0.0 < owns[1] < 1.0  # the engine's own everywhere, then a mix
+
+
+def test_trtllm_all_reduce_limits_by_gpu_count():
+    # TensorRT-LLM's own all-reduce up to its workspace at 2, 4 and 8 GPUs (TRTLLM_AR_MAX_BYTES), NCCL at other counts
+    nbytes = np.array([1e3, 8e6, 8e6 + 1, 16e6, 16e6 + 1])
+    for n, most in ((2, 16e6), (4, 8e6), (8, 8e6), (3, -1.0), (16, -1.0)):
+        np.testing.assert_array_equal(engines.engine_allreduce("trtllm", nbytes, n, "hopper"), nbytes <= most)
+    grid = engines.engine_allreduce("trtllm", nbytes[None, :], np.array([[2.0], [3.0], [8.0]]), "hopper")
+    assert grid.shape == (3, 5) and grid.sum() == 4 + 0 + 2
+
+
+def test_gemms_sharing_one_tokens_object_equal_each_priced_from_its_array(h100, cal_h100):
+    # a step's GEMMs share its tokens (float32, their tile rows and extent once): the same times as
+    # each GEMM given the array, zero and NaN rows included
+    m = np.array([[0.0, 1.0, 17.0, 300.0, 4096.0]] * 3)
+    m[2, 4] = np.nan
+    tokens = cost.Tokens(m)
+    for n, k, groups, math in ((8192, 8192, 1.0, "bf16"), (1536, 7168, 1.0, "fp8"), (512, 128, 16.0, "bf16")):
+        kw = dict(math=math, a_bytes=1.0 if math == "fp8" else 2.0, w_bytes=1.0 if math == "fp8" else 2.0, groups=groups)
+        for shared, alone in zip(cost.gemm_time(tokens, n, k, h100, cal_h100, **kw), cost.gemm_time(m, n, k, h100, cal_h100, **kw), strict=True):
+            np.testing.assert_array_equal(shared, alone)
+    assert not tokens.positive and cost.Tokens(m[:2, 1:]).positive
+    q = min(t[0] for t in h100.tiles)
+    assert tokens.rows(q) is tokens.rows(q) and tokens.rows(q).j.dtype == np.float32
 
 
 def test_a_gemm_row_with_no_work_leaves_the_others_as_they_are(h100, cal_h100):

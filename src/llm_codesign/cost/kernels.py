@@ -76,7 +76,31 @@ def gemm_kernel(math: str, weight_dtype: str = "", *, fp4_math: bool = False) ->
     return math
 
 
-def _best_tile_time(m, n, k, gpu: Gpu, cal: Calibration, *, groups, peak, kernel, math, a_bytes, w_bytes, swap_ab):
+class Tokens:
+    """A GEMM's M as the GEMMs of one step share it (a search's chunk: every attention and dense GEMM
+    of a layer takes the step's tokens, at full size): float32 once, whether every element has rows,
+    and its whole tile rows per row quantum with their least and most once. gemm_time takes it
+    wherever it takes M."""
+
+    __slots__ = ("m", "positive", "_rows")
+
+    def __init__(self, m):
+        self.m = np.asarray(m, dtype=np.float32)
+        self.positive = self.m.size > 0 and bool(self.m.min() > 0)  # False on NaN
+        self._rows: dict[int, _Rows] = {}
+
+    def rows(self, q: int) -> "_Rows":
+        """M in whole rows of q (q = 0: M as it is), with their least and most where q > 0."""
+        if q not in self._rows:
+            if q:
+                j = np.ceil(self.m * np.float32(1.0 / q))
+                self._rows[q] = _Rows(j, q, (float(j.min()), float(j.max())) if j.size else None)
+            else:
+                self._rows[q] = _Rows(self.m, 0)
+        return self._rows[q]
+
+
+def _best_tile_time(m: Tokens, n, k, gpu: Gpu, cal: Calibration, *, groups, peak, kernel, math, a_bytes, w_bytes, swap_ab):
     """Compute time of the fastest of the GPU's tiles (float32 arrays), tile and wave quantised, with
     split-K for dense BF16/FP8 kernels and each tile at its shared-memory feed rate. M enters only as
     whole tile rows, ceil(M / tile M), so where N, K and the groups vary along fewer elements than M
@@ -102,8 +126,8 @@ def _best_tile_time(m, n, k, gpu: Gpu, cal: Calibration, *, groups, peak, kernel
 
     q = min(t[0] for t in tiles)
     if any(t[0] & (t[0] - 1) for t in tiles):  # a tile M not a power of two (a GPU file's own): M as it is
-        return price(_Rows(m, 0), n, k, groups)
-    return _tabulated(price, _Rows(np.ceil(m * np.float32(1.0 / q)), q), n, k, groups)
+        return price(m.rows(0), n, k, groups)
+    return _tabulated(price, m.rows(q), n, k, groups)
 
 
 class _Rows(NamedTuple):
@@ -112,6 +136,7 @@ class _Rows(NamedTuple):
     q = 0."""
     j: object
     q: int
+    span: tuple[float, float] | None = None  # j's least and most, where known
 
     def tiles(self, tm: int):
         """Whole tiles of `tm` rows along M."""
@@ -129,7 +154,7 @@ def _tabulated(price, rows: _Rows, n, k, groups):
     size = int(np.prod(full))
     if size < 4096 or np.shape(j) != full or 16 * int(np.prod(per)) > size:
         return price(rows, n, k, groups)
-    lo, hi = float(j.min()), float(j.max())
+    lo, hi = rows.span or (float(j.min()), float(j.max()))
     if not (0.0 <= lo and hi - lo < size / 4.0):  # NaN, negative or too many row counts: price them as they are
         return price(rows, n, k, groups)
     width = int(hi - lo) + 1
@@ -139,7 +164,8 @@ def _tabulated(price, rows: _Rows, n, k, groups):
     counts = np.arange(lo, hi + 1.0, dtype=np.float32)[None, :]
     table = price(_Rows(counts, rows.q), *(d[:, None] for d in distinct))
     # each element's cell, computed in float32 (exact integers below 2**24), for the gather
-    at = ((row * np.float32(width) + j) - np.float32(lo)).astype(np.intp) if np.ndim(row) else (j - np.float32(lo)).astype(np.intp)
+    # (exact integers in float32 either way: the per-row base first, one full-size add)
+    at = ((row * np.float32(width) - np.float32(lo)) + j).astype(np.intp) if np.ndim(row) else (j - np.float32(lo)).astype(np.intp)
     return np.take(np.broadcast_to(table, (len(distinct[0]), width)).reshape(-1), at)
 
 
@@ -197,19 +223,23 @@ def gemm_time(m, n, k, gpu: Gpu, cal: Calibration, *, math: str, a_bytes, w_byte
     """
     # float32 inside: times need ~7 significant digits, and the tile loop is the cost model's hot path
     f32 = np.float32
-    m = np.asarray(m, dtype=f32)
+    tokens = m if isinstance(m, Tokens) else Tokens(m)
+    m = tokens.m
     n = np.asarray(n, dtype=f32)
     k_in = np.asarray(k, dtype=f32)
     k = tma_padded(k_in, a_bytes, w_bytes).astype(f32)
     padded = k > k_in  # the activation is copied into a padded buffer first (below)
     groups = np.asarray(groups, dtype=f32)
     dg = groups if distinct_groups is None else np.asarray(distinct_groups, dtype=f32)
-    live = (m > 0) & ((n > 0) & (k > 0) & (groups > 0))  # N, K and groups first: per plan in a search, M per deployment
+    live = (n > 0) & (k > 0) & (groups > 0)  # per plan in a search; M per deployment, where some element has no rows
+    if not (tokens.positive and live.all()):
+        live = (m > 0) & live
     kernel = kernel or math
     peak = gpu.peak(math) * cal.gemm_eff(kernel) * eff_scale
-    best = _best_tile_time(m, n, k, gpu, cal, groups=groups, peak=peak, kernel=kernel, math=math, a_bytes=a_bytes,
+    best = _best_tile_time(tokens, n, k, gpu, cal, groups=groups, peak=peak, kernel=kernel, math=math, a_bytes=a_bytes,
                            w_bytes=w_bytes, swap_ab=swap_ab)
-    nbytes = gemm_bytes(m, n, k, a_bytes=a_bytes, w_bytes=w_bytes, c_bytes=c_bytes, groups=groups, distinct_groups=dg)
+    rows = m if groups.ndim == 0 and groups == 1.0 else m * groups  # A's rows over the groups (m * 1 is m)
+    nbytes = _gemm_bytes(rows, n, k, a_bytes=a_bytes, w_bytes=w_bytes, c_bytes=c_bytes, distinct_groups=dg)
     t_mem = nbytes * f32(1.0 / (gpu.hbm_bandwidth_bytes_per_s * cal.gemm_bw(kernel)))
     # compute and memory overlap imperfectly near the ridge point: a p-norm blend (p -> inf is max)
     p = f32(cal.gemm_blend_p)
@@ -225,19 +255,20 @@ def gemm_time(m, n, k, gpu: Gpu, cal: Calibration, *, math: str, a_bytes, w_byte
     if quantise_kernel(cal, a_bytes, kernel=kernel, fused=fused_quant):
         # FP8/FP4 activations: the BF16 input is quantised by its own kernel first (TensorRT-LLM's
         # Linear runs fp8/fp4 quantize ops before the GEMM), one read of A in BF16 and one write
-        t = t + (m * groups) * k * f32((2.0 + a_bytes) / (gpu.hbm_bandwidth_bytes_per_s * cal.bw_eff)) + f32(cal.kernel_overhead_s)
+        t = t + rows * k * f32((2.0 + a_bytes) / (gpu.hbm_bandwidth_bytes_per_s * cal.bw_eff)) + f32(cal.kernel_overhead_s)
     if np.any(padded):
         # the padded copy of A: one read and one write, one more launch
-        copy = (m * groups) * k * f32(2.0 * a_bytes / (gpu.hbm_bandwidth_bytes_per_s * cal.bw_eff)) + f32(cal.kernel_overhead_s)
+        copy = rows * k * f32(2.0 * a_bytes / (gpu.hbm_bandwidth_bytes_per_s * cal.bw_eff)) + f32(cal.kernel_overhead_s)
         t = t + np.where(padded, copy, f32(0.0))
-    return _masked(live, t, best, t_mem)
+    return _masked(live, t, best, t_mem, shape=np.broadcast_shapes(m.shape, live.shape))
 
 
-def _masked(live, *times):
+def _masked(live, *times, shape=None):
     """Each time where `live`, else 0 (no work, no launch), in its own dtype; where everything is live,
-    as in most of a search's chunks, the times as they are (three passes fewer), broadcast to live's shape."""
+    as in most of a search's chunks, the times as they are (three passes fewer), broadcast to `shape`
+    (live's own by default)."""
     if np.all(live):
-        shape = np.shape(live)
+        shape = np.shape(live) if shape is None else shape
         return tuple(t if np.shape(t) == shape else np.broadcast_to(t, np.broadcast_shapes(shape, np.shape(t))) for t in times)
     return tuple(np.where(live, t, 0.0) for t in times)
 
@@ -245,8 +276,13 @@ def _masked(live, *times):
 def gemm_bytes(m, n, k, *, a_bytes, w_bytes, c_bytes, groups, distinct_groups):
     """Bytes moved: A and C for every group, B (weights) for the groups whose weights are read.
     Keeps the dtype of its array arguments (float32 in the hot path, float64 in reports)."""
-    dt = np.result_type(m, np.float32)
-    return (m * groups) * (k * dt.type(a_bytes) + n * dt.type(c_bytes)) + distinct_groups * (k * n * dt.type(w_bytes))
+    return _gemm_bytes(m * groups, n, k, a_bytes=a_bytes, w_bytes=w_bytes, c_bytes=c_bytes, distinct_groups=distinct_groups)
+
+
+def _gemm_bytes(rows, n, k, *, a_bytes, w_bytes, c_bytes, distinct_groups):
+    """gemm_bytes of A's rows over the groups (m x groups)."""
+    dt = np.result_type(rows, np.float32)
+    return rows * (k * dt.type(a_bytes) + n * dt.type(c_bytes)) + distinct_groups * (k * n * dt.type(w_bytes))
 
 
 def gemm_flops_bytes(m, n, k, *, a_bytes, w_bytes, c_bytes=2.0, groups=1.0, distinct_groups=None):
@@ -338,16 +374,34 @@ def collective_time(op: str, nbytes, n, gpu: Gpu, cal: Calibration):
     n = np.asarray(n, dtype=float)
     nbytes = np.asarray(nbytes, dtype=float)
     live = (n > 1) & (nbytes > 0)
-    if not live.any():  # a search's arrays often carry no such collective at all (e.g. no EP exchange)
+    count = np.count_nonzero(live)
+    if not count:  # a search's arrays often carry no such collective at all (e.g. no EP exchange)
         return np.zeros(live.shape)
-    if live.size >= 4096 and np.count_nonzero(live) * 2 < live.size:
+    if live.size >= 4096 and count * 2 < live.size:
         # a search's chunk where most plans run no such collective (an EP exchange beside attention
         # DP, an all-reduce without it): priced at the live elements only, the same values
         out = np.zeros(live.shape)
         out[live] = collective_time(op, np.broadcast_to(nbytes, live.shape)[live], np.broadcast_to(n, live.shape)[live], gpu, cal)
         return out
+    inside = n <= float(gpu.scale_up_domain)
+    # an engine's own all-reduce inside one scale-up domain, NCCL elsewhere: where it runs at every
+    # element (a search's decode steps), NCCL is not priced
+    own = engine_allreduce(cal.allreduce_engine, nbytes, n, gpu.family) & inside if op == "all_reduce" and cal.allreduce_engine else None
+    if own is not None and own.all():
+        t = _custom_all_reduce(nbytes, n, gpu, cal)
+    else:
+        t = _nccl_time(op, nbytes, n, gpu, cal, inside=inside)
+        if own is not None and own.any():
+            t = np.where(own, _custom_all_reduce(nbytes, n, gpu, cal), t)
+    if count < live.size:
+        return np.where(live, t, 0.0)
+    return t if np.shape(t) == live.shape else np.broadcast_to(t, live.shape)
+
+
+def _nccl_time(op: str, nbytes, n, gpu: Gpu, cal: Calibration, *, inside):
+    """NCCL's time for collective_time at its live elements: inside the scale-up domain where `inside`,
+    hierarchically beyond it."""
     d = float(gpu.scale_up_domain)
-    inside = n <= d
     fam = _LATENCY[op]
 
     def stream(moved, link, lat):
@@ -360,39 +414,34 @@ def collective_time(op: str, nbytes, n, gpu: Gpu, cal: Calibration):
 
     def one_level(m, nb, link, lat):
         # no mask of its own: m > 1 at every live element of the level it prices (the domain's GPUs
-        # inside, the domains beyond it), and the others are priced 0 below
+        # inside, the domains beyond it), and the others are priced 0 by the caller
         return stream(_BYTES[op](m) * nb, link, lat)
 
     m_in = np.minimum(n, d)
     lat_in = getattr(cal, f"{fam}_s") + getattr(cal, f"{fam}_slope_s") * np.maximum(m_in - 2.0, 0.0)
-    t_in = one_level(m_in, nbytes, gpu.scale_up_bandwidth_bytes_per_s, lat_in)
+    t = one_level(m_in, nbytes, gpu.scale_up_bandwidth_bytes_per_s, lat_in)
     if inside.all():  # one scale-up domain: the scale-out level is never priced
-        t = t_in
-    else:
-        domains = np.maximum(n / d, 1.0)
-        lat_out = cal.scale_out_latency_s * np.log2(np.maximum(domains, 2.0))
-        if op in ("all_reduce", "all_gather", "reduce_scatter"):
-            t_out = t_in + one_level(domains, nbytes / d, gpu.scale_out_bandwidth_bytes_per_s, lat_out)
-        else:  # all-to-all / p2p: the off-domain share of each GPU's data crosses its NIC
-            off = nbytes if op == "p2p" else nbytes * (n - d) / np.maximum(n, 1.0)
-            t_out = stream(off, gpu.scale_out_bandwidth_bytes_per_s, lat_out)
-        t = np.where(inside, t_in, t_out)
-    if op == "all_reduce" and cal.allreduce_engine:
-        t = np.where(inside, _custom_all_reduce(nbytes, n, gpu, cal, t_in), t)
-    return np.where(live, t, 0.0)
+        return t
+    domains = np.maximum(n / d, 1.0)
+    lat_out = cal.scale_out_latency_s * np.log2(np.maximum(domains, 2.0))
+    if op in ("all_reduce", "all_gather", "reduce_scatter"):
+        t_out = t + one_level(domains, nbytes / d, gpu.scale_out_bandwidth_bytes_per_s, lat_out)
+    else:  # all-to-all / p2p: the off-domain share of each GPU's data crosses its NIC
+        off = nbytes if op == "p2p" else nbytes * (n - d) / np.maximum(n, 1.0)
+        t_out = stream(off, gpu.scale_out_bandwidth_bytes_per_s, lat_out)
+    return np.where(inside, t, t_out)
 
 
-def _custom_all_reduce(nbytes, n, gpu: Gpu, cal: Calibration, t_nccl):
+def _custom_all_reduce(nbytes, n, gpu: Gpu, cal: Calibration):
     """An engine's own all-reduce inside one scale-up domain, where it runs one instead of NCCL
     (engines.engine_allreduce): one-shot, each GPU reading every peer's whole buffer and reducing
     locally, (n - 1) x bytes over its link after one flag exchange; two-shot, a reduce-scatter then an
     all-gather through the peers' buffers, 2 (n - 1) / n x bytes after two. Both fixed costs are
-    flat in the GPU count (the flags go to all peers at once), unlike NCCL's ring; NCCL elsewhere.
-    The engines switch between their two kernels where they measured the crossover (vLLM's 256/512 KiB,
+    flat in the GPU count (the flags go to all peers at once), unlike NCCL's ring (collective_time
+    prices NCCL where the engine does not run its own). The engines switch between their two kernels where they measured the crossover (vLLM's 256/512 KiB,
     TensorRT-LLM's tuned table), so a step pays the faster of the two: pricing the kernel the
     threshold names would let a larger message cost less wherever these two formulas cross elsewhere."""
-    own = engine_allreduce(cal.allreduce_engine, nbytes, n, gpu.family)
     bw = gpu.scale_up_bandwidth_bytes_per_s * cal.custom_ar_bw_eff
     one = cal.custom_ar_latency_s + np.maximum(n - 1.0, 0.0) * nbytes / np.maximum(bw, 1e-9)
     two = cal.custom_ar_twoshot_latency_s + 2.0 * np.maximum(n - 1.0, 0.0) / np.maximum(n, 1.0) * nbytes / np.maximum(bw, 1e-9)
-    return np.where(own, np.minimum(one, two), t_nccl)
+    return np.minimum(one, two)

@@ -79,7 +79,7 @@ def busiest_stage(model: ModelSpec, pp, per_layer: list):
         if int(v) > model.num_layers or int(v) <= 1:
             continue
         most = None
-        for st in model.stage_counts(int(v)):
+        for st in dict.fromkeys(model.stage_counts(int(v))):  # each distinct stage once: the same most
             s = sum(c * x for c, x in zip(st, per_layer, strict=True))
             most = s if most is None else np.maximum(most, s)
         out = np.where(pp == v, most, out)

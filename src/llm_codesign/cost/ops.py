@@ -25,7 +25,7 @@ from llm_codesign.spec.engines import (
     mtp_eh_proj_split,
 )
 from llm_codesign.spec.hardware import Gpu
-from llm_codesign.spec.model import Attention, Ffn, Layer, ModelSpec
+from llm_codesign.spec.model import Attention, Ffn, Layer, ModelSpec, stage_split
 from llm_codesign.spec.precision import Precision, executable, gemm_math
 
 
@@ -199,8 +199,9 @@ def _gemm(name, m, n, k, at: _At, *, math, a_b, w_b, groups=1.0, distinct=None, 
 
     # the time's compute and memory parts are priced again where asked (a breakdown, the roofline), not
     # held beside every GEMM of a search's chunk
+    rows = m.m if isinstance(m, cost.Tokens) else m
     return Op(name, "gemm", None, None, time=price()[0], t_compute=None, t_memory=None, count=at.count, parts=lambda: price()[1:],
-              fb=lambda: cost.gemm_flops_bytes(m, n, k, a_bytes=a_b, w_bytes=w_b, c_bytes=2.0, groups=groups, distinct_groups=distinct),
+              fb=lambda: cost.gemm_flops_bytes(rows, n, k, a_bytes=a_b, w_bytes=w_b, c_bytes=2.0, groups=groups, distinct_groups=distinct),
               math=math, weight=weight)
 
 
@@ -265,15 +266,15 @@ def _attention(name, flops, nbytes, times, at: _At):
     return Op(name, "attention", flops, nbytes, time=t, t_compute=tc, t_memory=tm, count=at.count)
 
 
-def _dsa_indexer(a: Attention, b: Batch, at: _At, P: str, *, h, ctx, dec_tok, T, kvp, fa: dict) -> list[Op]:
+def _dsa_indexer(a: Attention, b: Batch, at: _At, P: str, *, h, ctx, dec_tok, T, M, kvp, fa: dict) -> list[Op]:
     """DeepSeek Sparse Attention's lightning indexer (DeepSeek-V3.2-Exp report, sec. 2.1): its own
     projections (replicated on every TP rank, as vLLM and SGLang run them), FP8 scores of every
     query token against every cached index key, and a top-k selection over those scores. `fa`: the
     attention GEMMs' math, byte widths and kernel."""
     gpu, cal = at.gpu, at.cal
     hi, di = a.index_heads, a.index_head_dim
-    ops = [_gemm(f"{P}/dsa_q", T, hi * di, a.q_lora_rank or h, at, **fa),
-           _gemm(f"{P}/dsa_k_weights", T, di + hi, h, at, **fa)]
+    ops = [_gemm(f"{P}/dsa_q", M, hi * di, a.q_lora_rank or h, at, **fa),
+           _gemm(f"{P}/dsa_k_weights", M, di + hi, h, at, **fa)]
     # the elementwise chain between the projections and the scores, as the open engines run it
     # (SGLang nsa_indexer.py _get_q_k_bf16 and the FP8 quantisation after it): LayerNorm of K, RoPE
     # and its write-back into Q and K, a Hadamard rotation of Q and of K, FP8 quantisation of Q and
@@ -300,7 +301,7 @@ def _dsa_indexer(a: Attention, b: Batch, at: _At, P: str, *, h, ctx, dec_tok, T,
     return ops
 
 
-def _recurrent_mixer(a: Attention, b: Batch, at: _At, P: str, *, h, T, dec_tok, tp, fa: dict) -> list[Op]:
+def _recurrent_mixer(a: Attention, b: Batch, at: _At, P: str, *, h, T, M, dec_tok, tp, fa: dict) -> list[Op]:
     """A recurrent mixer (Gated DeltaNet, Mamba-2) as vLLM runs it (Qwen3NextGatedDeltaNet,
     MambaMixer2), heads split by TP: the input projection, a short causal conv, the recurrent core
     (a per-token update in decode, a chunked scan in prefill), the gated RMSNorm and the output
@@ -313,7 +314,7 @@ def _recurrent_mixer(a: Attention, b: Batch, at: _At, P: str, *, h, T, dec_tok, 
     pf_tok = np.asarray(b.pf_tokens, float)
     pf_seqs = np.asarray(b.pf_seqs, float)
     state = a.state_values / tp * a.state_bytes
-    ops = [_gemm(f"{P}/in_proj", T, (a.in_proj_width - a.conv_dim) / tp + conv, h, at, **fa)]
+    ops = [_gemm(f"{P}/in_proj", M, (a.in_proj_width - a.conv_dim) / tp + conv, h, at, **fa)]
     # causal conv (read, write) plus each sequence's (kernel-1)-row conv state
     conv_b = T * conv * 2.0 * 2.0 + (dec_seqs + pf_seqs) * (a.conv_kernel - 1) * conv * 2.0 * 2.0
     ops.append(_elementwise(f"{P}/conv", conv_b, 1.0, at))
@@ -333,7 +334,7 @@ def _recurrent_mixer(a: Attention, b: Batch, at: _At, P: str, *, h, T, dec_tok, 
                                                       seq_heads=np.maximum(pf_seqs, 1.0) * a.heads / tp, keys=a.chunk), at))
     # gating (GDN's fused_gdn_gating) and the gated RMSNorm of the output: passes over its rows
     ops.append(_elementwise(f"{P}/gate_norm", T * width * 2.0 * 3.0, 2.0, at))
-    ops.append(_gemm(f"{P}/out_proj", T, h, width, at, **fa))
+    ops.append(_gemm(f"{P}/out_proj", M, h, width, at, **fa))
     ops.append(_comm(f"{P}/all_reduce", "all_reduce", T * h * 2.0, tp, at))
     return ops
 
@@ -344,6 +345,7 @@ class _Step(NamedTuple):
     h: int
     dec_tok: object  # decode tokens (sequences x tokens per sequence)
     T: object  # every token of this rank's step
+    M: cost.Tokens  # T as its GEMMs share it
     tp: object
     kvp: object
     adp: object
@@ -363,7 +365,8 @@ def _step(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Sharding, b: Batch, *
           "kernel": block_fp8_kernel(engine, gpu.family, cost.gemm_kernel(math_attn, prec.attn.name, fp4_math=fp4))}
     ff = {"math": math_ffn, "a_b": act_b, "w_b": prec.weight.bytes_per_weight(),
           "kernel": block_fp8_kernel(engine, gpu.family, cost.gemm_kernel(math_ffn, prec.weight.name, fp4_math=fp4))}
-    return _Step(model.hidden, dec_tok, dec_tok + np.asarray(b.pf_tokens, float), *(np.asarray(x, float) for x in (sh.tp, sh.kvp, sh.adp, sh.ep, sh.moe_tp)),
+    T = dec_tok + np.asarray(b.pf_tokens, float)
+    return _Step(model.hidden, dec_tok, T, cost.Tokens(T), *(np.asarray(x, float) for x in (sh.tp, sh.kvp, sh.adp, sh.ep, sh.moe_tp)),
                  fa, ff)
 
 
@@ -381,9 +384,9 @@ def layer_ops(model: ModelSpec, layer: Layer, count, gpu: Gpu, cal: Calibration,
     if a.kind in ("gqa", "mla"):
         ops = _softmax_attention(a, b, at, P, s=s, prec=prec)
     elif a.recurrent:
-        ops = _recurrent_mixer(a, b, at, P, h=s.h, T=s.T, dec_tok=s.dec_tok, tp=dense_tp, fa=s.fa)
+        ops = _recurrent_mixer(a, b, at, P, h=s.h, T=s.T, M=s.M, dec_tok=s.dec_tok, tp=dense_tp, fa=s.fa)
     elif a.kind == "linear":
-        ops = [_gemm(f"{P}/linear", s.T, s.h / dense_tp, s.h, at, **s.fa),
+        ops = [_gemm(f"{P}/linear", s.M, s.h / dense_tp, s.h, at, **s.fa),
                _comm(f"{P}/all_reduce", "all_reduce", s.T * s.h * 2.0, dense_tp, at)]
     _tag(ops, "attention", prec.attn.name)
     F = f"{prefix}/ffn"
@@ -416,7 +419,7 @@ def _softmax_attention(a: Attention, b: Batch, at: _At, P: str, *, s: _Step, pre
     # attention core, decode part: every decode token reads its sequence's cache (sharded by Helix)
     ctx = np.asarray(b.dec_ctx, float)
     if a.index_topk:
-        ops.extend(_dsa_indexer(a, b, at, P, h=h, ctx=ctx, dec_tok=s.dec_tok, T=T, kvp=kvp, fa=s.fa))
+        ops.extend(_dsa_indexer(a, b, at, P, h=h, ctx=ctx, dec_tok=s.dec_tok, T=T, M=s.M, kvp=kvp, fa=s.fa))
         ctx = np.minimum(ctx, a.index_topk)  # MLA then reads only the selected tokens
     ops.append(_core_decode(a, b, at, P, s=s, ctx=ctx, prec=prec, kv=(kv_l, per_tok_kv, qk_d + v_d)))
     ops.append(_core_prefill(a, b, at, P, s=s, prec=prec, kv=(per_tok_kv, qk_d + v_d)))
@@ -425,7 +428,7 @@ def _softmax_attention(a: Attention, b: Batch, at: _At, P: str, *, s: _Step, pre
         ops.append(_helix_exchange(ops[-2:], b, at, P, nbytes=T * heads_l * (v_d + 1) * 2.0, kvp=kvp))
     dense_tp = tp * kvp
     # the attention output is quantised inside the attention kernel only where the engine fuses it (attn_out)
-    ops.append(_gemm(f"{P}/o", T, h, a.heads * v_d / dense_tp, at, **s.fa, fused_quant=fuses(at.cal.allreduce_engine, "attn_out")))
+    ops.append(_gemm(f"{P}/o", s.M, h, a.heads * v_d / dense_tp, at, **s.fa, fused_quant=fuses(at.cal.allreduce_engine, "attn_out")))
     ops.append(_comm(f"{P}/all_reduce", "all_reduce", T * h * 2.0, dense_tp, at))
     return ops
 
@@ -450,7 +453,7 @@ def _gqa_proj(a: Attention, b: Batch, at: _At, P: str, *, s: _Step, kv_b):
     kv_l = np.ceil(a.kv_heads / s.tp)
     kv_out = kv_l * (a.head_dim + (0 if a.k_eq_v else a.v_head_dim))
     q_out = a.heads / s.tp * a.head_dim * (2 if a.out_gate else 1)  # plus the output gate
-    ops = [_gemm(f"{P}/qkv", s.T, q_out + kv_out, s.h, at, **s.fa)]
+    ops = [_gemm(f"{P}/qkv", s.M, q_out + kv_out, s.h, at, **s.fa)]
     if a.qk_norm_across_heads:  # fp32 sums of squares of Q and K per token, reduced over TP
         ops.append(_comm(f"{P}/qk_norm_all_reduce", "all_reduce", s.T * 2.0 * 4.0, s.tp, at))
     return ops, kv_l * (a.head_dim + (0 if a.k_eq_v else a.v_head_dim)) * kv_b, a.head_dim, a.v_head_dim
@@ -459,19 +462,20 @@ def _gqa_proj(a: Attention, b: Batch, at: _At, P: str, *, s: _Step, kv_b):
 def _mla_proj(a: Attention, b: Batch, at: _At, P: str, *, s: _Step, kv_b):
     """MLA's low-rank projections, the absorbed decode products and the prefill's up-projection of
     the latent: the operators, latent bytes per cached token, and the query-key and value widths."""
-    T, h, fa, dec_tok = s.T, s.h, s.fa, s.dec_tok
+    M, h, fa, dec_tok = s.M, s.h, s.fa, s.dec_tok
     heads_l = a.heads / s.tp
     qk = a.nope_dim + a.rope_dim
     ops = []
     if a.q_lora_rank:
-        ops.append(_gemm(f"{P}/q_a", T, a.q_lora_rank, h, at, **fa))
-        ops.append(_gemm(f"{P}/q_b", T, heads_l * qk, a.q_lora_rank, at, **fa))
+        ops.append(_gemm(f"{P}/q_a", M, a.q_lora_rank, h, at, **fa))
+        ops.append(_gemm(f"{P}/q_b", M, heads_l * qk, a.q_lora_rank, at, **fa))
     else:
-        ops.append(_gemm(f"{P}/q", T, heads_l * qk, h, at, **fa))
-    ops.append(_gemm(f"{P}/kv_a", T, a.kv_lora_rank + a.rope_dim, h, at, **fa))
+        ops.append(_gemm(f"{P}/q", M, heads_l * qk, h, at, **fa))
+    ops.append(_gemm(f"{P}/kv_a", M, a.kv_lora_rank + a.rope_dim, h, at, **fa))
     # decode: weight absorption, attention runs in the latent space (DeepSeek-V2 sec. 2.1.2)
-    ops.append(_gemm(f"{P}/mla_q_absorb", dec_tok, a.kv_lora_rank, a.nope_dim, at, groups=heads_l, **_BF16))
-    ops.append(_gemm(f"{P}/mla_v_up", dec_tok, a.v_head_dim, a.kv_lora_rank, at, groups=heads_l, **_BF16))
+    dec = cost.Tokens(dec_tok)
+    ops.append(_gemm(f"{P}/mla_q_absorb", dec, a.kv_lora_rank, a.nope_dim, at, groups=heads_l, **_BF16))
+    ops.append(_gemm(f"{P}/mla_v_up", dec, a.v_head_dim, a.kv_lora_rank, at, groups=heads_l, **_BF16))
     # prefill: latent up-projected to per-head K and V for the chunk and its cached context
     kv_rows = np.asarray(b.pf_tokens, float) + np.asarray(b.pf_seqs, float) * b.pf_ctx
     ops.append(_gemm(f"{P}/mla_kv_up", kv_rows, heads_l * (a.nope_dim + a.v_head_dim), a.kv_lora_rank, at, **fa))
@@ -543,10 +547,10 @@ def _dense_ffn(f: Ffn, F: str, at: _At, s: _Step) -> list[Op]:
     """A dense (gated) MLP or a single linear map, sharded by TP (and Helix's KV-parallel GPUs)."""
     dense_tp = s.tp * s.kvp
     if f.kind == "dense":
-        ops = [_gemm(f"{F}/gate_up", s.T, (f.mats - 1) * f.inter / dense_tp, s.h, at, **s.ff),
-               _gemm(f"{F}/down", s.T, s.h, f.inter / dense_tp, at, **s.ff)]
+        ops = [_gemm(f"{F}/gate_up", s.M, (f.mats - 1) * f.inter / dense_tp, s.h, at, **s.ff),
+               _gemm(f"{F}/down", s.M, s.h, f.inter / dense_tp, at, **s.ff)]
     else:
-        ops = [_gemm(f"{F}/linear", s.T, s.h / dense_tp, s.h, at, **s.ff)]
+        ops = [_gemm(f"{F}/linear", s.M, s.h / dense_tp, s.h, at, **s.ff)]
     ops.append(_comm(f"{F}/all_reduce", "all_reduce", s.T * s.h * 2.0, dense_tp, at))
     return ops
 
@@ -557,14 +561,14 @@ def _moe(f: Ffn, M: str, at: _At, s: _Step) -> list[Op]:
     T, h, ff, ep = s.T, s.h, s.ff, s.ep
     dense_tp, stage_gpus = s.tp * s.kvp, s.tp * s.adp * s.kvp
     T_all = T * s.adp  # the MoE group sees every attention-DP rank's tokens
-    ops = [_gemm(f"{M}/router", T, f.experts, h, at, **_BF16)]
+    ops = [_gemm(f"{M}/router", s.M, f.experts, h, at, **_BF16)]
     # the top-k selection over the router's logits, a kernel of its own in every engine (TensorRT-LLM's
     # routing / noaux_tc kernels, vLLM's fused_topk and grouped_topk, SGLang's biased_grouped_topk): it
     # reads each token's FP32 expert scores and writes top_k ids and weights
     ops.append(_elementwise(f"{M}/topk", np.where(T > 0, T * (f.experts + 2.0 * f.top_k) * 4.0, 0.0), 1.0, at))
     if np.any(f.shared_inter):
-        ops.append(_gemm(f"{M}/shared_gate_up", T, (f.mats - 1) * f.shared_inter / dense_tp, h, at, **ff))
-        ops.append(_gemm(f"{M}/shared_down", T, h, f.shared_inter / dense_tp, at, **ff))
+        ops.append(_gemm(f"{M}/shared_gate_up", s.M, (f.mats - 1) * f.shared_inter / dense_tp, h, at, **ff))
+        ops.append(_gemm(f"{M}/shared_down", s.M, h, f.shared_inter / dense_tp, at, **ff))
     # the busiest EP rank sets the step: the experts it reads, its busiest expert's tokens and its
     # own (routed_load; cal.moe_routing_alpha is the routing skew, 0 uniform)
     alpha = at.cal.moe_routing_alpha
@@ -643,44 +647,82 @@ def _slowest_stage(model: ModelSpec, pp, parts, head: Op):
         t = step_time(parts[0][0])
         last = even | (lo * t + head.time > hi * t)  # the last stage: floor(L / pp) layers and the LM head
         return [np.where(even, n / pp, np.where(last, lo, hi))], last.astype(float)
-    counts = [np.zeros_like(pp) for _ in parts]
+    values, inv = np.unique(pp, return_inverse=True)
+    inv = inv.reshape(pp.shape)
+    members = [m for _, m in parts]
+    cands = [_stage_candidates(model, int(v), members) for v in values]
+    # where one candidate stands (every stage alike, or a draft spread over the stages) it is the count
+    counts = [np.array([c[-1][j] for c in cands], float)[inv] for j in range(len(parts))]
     head_on = np.ones_like(pp)
-    t_part = None
-    for v in np.unique(pp):
-        v = int(v)
-        mask = pp == v
-        if v > model.num_layers:  # a one-layer draft (MTP, EAGLE) spread over the target's stages
-            for j, (_, members) in enumerate(parts):
-                counts[j] = np.where(mask, sum(model.groups[g][1] for g in members) / v, counts[j])
-            continue
-        per = [[sum(st[g] for g in members) for _, members in parts] for st in model.stage_counts(v)]
-        if all(p == per[-1] for p in per):
-            for j in range(len(parts)):
-                counts[j] = np.where(mask, float(per[-1][j]), counts[j])
-            continue
-        if t_part is None:  # per-layer time of each part, at this step's batch, on one flat grid
-            t_part = [step_time(p_ops) for p_ops, _ in parts]
-            shape = np.broadcast_shapes(pp.shape, np.shape(head.time), *(np.shape(t) for t in t_part))
-            t_part = [np.broadcast_to(t, shape) for t in t_part]
-            head_t = np.broadcast_to(head.time, shape)
-            counts = [np.broadcast_to(c, shape).copy() for c in counts]
-            head_on = np.broadcast_to(head_on, shape).copy()
-        # the candidates: each distinct stage composition at its first stage (argmax takes the first
-        # of equal times, so later copies never win), then the last stage, which adds the LM head
-        cand = list(dict.fromkeys(tuple(p) for p in per[:-1])) + [tuple(per[-1])]
-        # the elements at this pp: whole rows where pp varies along the first axis only (a search's
-        # plans), a copy of those rows cheaper than a boolean gather of the flat grid
-        rows = 0 < pp.ndim == len(shape) and pp.shape[0] == shape[0] and all(d == 1 for d in pp.shape[1:])
-        at = np.nonzero(mask.reshape(-1))[0] if rows else np.broadcast_to(mask, shape)
-        tm = [t[at] for t in t_part]
-        ts = [sum(c * t for c, t in zip(comp, tm, strict=True)) for comp in cand]
-        ts[-1] = ts[-1] + head_t[at]
-        idx = np.argmax(np.stack(ts), axis=0)
-        table = np.array(cand, float)
-        for j in range(len(parts)):
-            counts[j][at] = table[idx, j]
-        head_on[at] = idx == len(cand) - 1
+    uneven = [i for i, c in enumerate(cands) if len(c) > 1]
+    if not uneven:
+        return counts, head_on
+    return _slowest_of(pp, inv=inv, cands=cands, uneven=uneven, parts=parts, head=head, counts=counts)
+
+
+def _slowest_of(pp, *, inv, cands, uneven, parts, head: Op, counts):
+    """_slowest_stage where some pp (`uneven`, indices into `cands`, each pp's candidates; `inv`, each
+    element's pp among them) splits the layers unevenly: each of those elements' slowest candidate,
+    priced at this step's per-layer time of each part."""
+    # per-layer time of each part, at this step's batch, on one flat grid
+    t_part = [step_time(p_ops) for p_ops, _ in parts]
+    shape = np.broadcast_shapes(pp.shape, np.shape(head.time), *(np.shape(t) for t in t_part))
+    t_part = [np.broadcast_to(t, shape) for t in t_part]
+    counts = [np.broadcast_to(c, shape).copy() for c in counts]
+    head_on = np.ones(shape)
+    # each uneven pp's candidates in one table, padded to the most with copies of its first (the
+    # first of equal times wins below, so a copy never does) and its last stage, the one with the LM
+    # head, last
+    n_c = max(len(cands[i]) for i in uneven)
+    table = np.zeros((len(cands), n_c, len(parts)))
+    for i in uneven:
+        c = cands[i]
+        table[i] = [*c[:-1], *[c[0]] * (n_c - len(c)), c[-1]]
+    # the elements at those pp: whole rows where pp varies along the first axis only (a search's
+    # plans), a copy of those rows cheaper than a boolean gather of the flat grid
+    sel = np.isin(inv, uneven)
+    if 0 < pp.ndim == len(shape) and pp.shape[0] == shape[0] and all(d == 1 for d in pp.shape[1:]):
+        at = np.nonzero(sel.reshape(-1))[0]
+        row = inv.reshape(-1)[at].reshape((-1,) + (1,) * (len(shape) - 1))
+    else:
+        at = np.broadcast_to(sel, shape)
+        row = np.broadcast_to(inv, shape)[at]
+    tm = [t[at] for t in t_part]
+    # the slowest candidate, the first of equal times (a running maximum: cheaper than argmax across
+    # a stack of the candidates)
+    slowest, idx = None, None
+    for c in range(n_c):
+        t = sum(table[row, c, j] * t for j, t in enumerate(tm))
+        if c == n_c - 1:
+            t = t + np.broadcast_to(head.time, shape)[at]
+        if slowest is None:
+            slowest, idx = t, np.zeros(t.shape, np.intp)
+        else:
+            idx[t > slowest] = c
+            slowest = np.maximum(slowest, t)
+    for j in range(len(parts)):
+        counts[j][at] = table[row, idx, j]
+    head_on[at] = idx == n_c - 1
     return counts, head_on
+
+
+def _stage_candidates(model: ModelSpec, pp: int, members: list[tuple[int, ...]]) -> tuple[tuple, ...]:
+    """Layers per part of the stages that may set a pipeline of `pp` stages' pace: each distinct
+    composition at its first stage, then the last stage (which adds the LM head); one, the count
+    itself, where every stage holds the same layers or a one-layer draft (MTP, EAGLE) is spread over
+    the target's stages."""
+    return _candidates(tuple(int(n) for _, n in model.groups), model.layout, pp, tuple(members))
+
+
+@lru_cache(maxsize=1024)  # a search asks for every pp of every chunk
+def _candidates(counts: tuple[int, ...], layout: tuple[int, ...], pp: int, members: tuple[tuple[int, ...], ...]) -> tuple[tuple, ...]:
+    if pp > sum(counts):
+        return (tuple(sum(counts[g] for g in m) / pp for m in members),)
+    stages = stage_split(counts, layout, pp)
+    per = [tuple(sum(st[g] for g in m) for m in members) for st in (*dict.fromkeys(stages[:-1]), stages[-1])]
+    if all(p == per[-1] for p in per):
+        return (tuple(float(x) for x in per[-1]),)
+    return (*dict.fromkeys(per[:-1]), per[-1])
 
 
 def mtp_module_ops(model: ModelSpec, gpu: Gpu, cal: Calibration, sh: Sharding, *, tokens, seqs) -> list[Op]:

@@ -271,11 +271,14 @@ def engine_allreduce(backend: str, nbytes, n, family: str):
     if backend in ("vllm", "sglang"):
         ok = np.isin(n, CUSTOM_AR_SIZES) & (nbytes < CUSTOM_AR_MAX_BYTES)
         return ok & (n == 2) if family in PCIE_FAMILIES else ok
-    out = np.zeros(np.broadcast(nbytes, n).shape, dtype=bool)
     if backend == "trtllm" and family not in PCIE_FAMILIES:
-        for tp, lim in TRTLLM_AR_MAX_BYTES.items():
-            out |= (n == tp) & (nbytes <= lim)
-    return out
+        # the limit at each GPU count (per plan in a search; -inf where TensorRT-LLM has none), then
+        # one comparison at the messages' size
+        lim = np.full(n.shape, -np.inf)
+        for tp, most in TRTLLM_AR_MAX_BYTES.items():
+            lim[n == tp] = most
+        return nbytes <= lim
+    return np.zeros(np.broadcast_shapes(nbytes.shape, n.shape), dtype=bool)
 
 
 @dataclass(frozen=True)

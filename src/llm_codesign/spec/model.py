@@ -6,6 +6,7 @@ Nemotron-NAS per-block widths) are exact and the cost model visits each distinct
 """
 from __future__ import annotations
 
+import functools
 import json
 import math
 from collections import Counter
@@ -239,22 +240,7 @@ class ModelSpec:
         """Layers of each group on each of `pp` pipeline stages, split as vLLM does (get_pp_indices:
         L // pp layers per stage, the L % pp left over one each on the stages before the last, which
         holds the LM head; TensorRT-LLM's split also gives the extra layers to non-last stages)."""
-        L, pp = self.num_layers, int(pp)
-        sizes = [L // pp] * pp
-        for i in range(2, L % pp + 2):
-            sizes[-i] += 1
-        # a layout left stale by replace(groups=...) (other counts or fewer groups) reads as blocks
-        ok = len(self.layout) == L and max(self.layout, default=0) < len(self.groups) and all(
-            self.layout.count(i) == n for i, (_, n) in enumerate(self.groups))
-        order = self.layout if ok else tuple(i for i, (_, n) in enumerate(self.groups) for _ in range(n))
-        out, start = [], 0
-        for size in sizes:
-            c = [0] * len(self.groups)
-            for g in order[start:start + size]:
-                c[g] += 1
-            out.append(tuple(c))
-            start += size
-        return tuple(out)
+        return stage_split(tuple(int(n) for _, n in self.groups), self.layout, int(pp))
 
     @property
     def is_moe(self) -> bool:
@@ -311,6 +297,26 @@ class ModelSpec:
 
     def with_precision(self, p: Precision) -> "ModelSpec":
         return replace(self, default_precision=p)
+
+
+@functools.lru_cache(maxsize=1024)  # a search asks for every pp of every chunk: the same few splits
+def stage_split(counts: tuple[int, ...], layout: tuple[int, ...], pp: int) -> tuple[tuple[int, ...], ...]:
+    """ModelSpec.stage_counts of a model whose groups hold `counts` layers in `layout` order."""
+    L = sum(counts)
+    sizes = [L // pp] * pp
+    for i in range(2, L % pp + 2):
+        sizes[-i] += 1
+    # a layout left stale by replace(groups=...) (other counts or fewer groups) reads as blocks
+    ok = len(layout) == L and max(layout, default=0) < len(counts) and all(layout.count(i) == n for i, n in enumerate(counts))
+    order = layout if ok else tuple(i for i, n in enumerate(counts) for _ in range(n))
+    out, start = [], 0
+    for size in sizes:
+        c = [0] * len(counts)
+        for g in order[start:start + size]:
+            c[g] += 1
+        out.append(tuple(c))
+        start += size
+    return tuple(out)
 
 
 # ---------------------------------------------------------------------------------------------
