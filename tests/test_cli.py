@@ -1,5 +1,6 @@
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -131,17 +132,34 @@ def test_malformed_config(tmp_path):
     assert r.returncode == 2 and "num_hidden_layers" in r.stderr and "Traceback" not in r.stderr
 
 
-def test_pareto_table_keeps_each_point_on_one_line_at_80_columns():
-    # the README's main job in an 80-column terminal: one line per frontier point, its accuracy drop a
-    # short cell, and each precision's source once beneath (the whole source text folded every row
-    # into six lines)
-    r = subprocess.run([sys.executable, "-m", "llm_codesign.cli", "pareto", "llama-3.1-70b", "--gpu", "h200", "--gpus", "8",
-                        "--weight-dtype", "fp8", "--kv-dtype", "fp8"], capture_output=True, text=True, env={**os.environ, "COLUMNS": "80"},
-                       timeout=300)
+def _pareto_80(*args):
+    r = subprocess.run([sys.executable, "-m", "llm_codesign.cli", "pareto", *args], capture_output=True, text=True,
+                       env={**os.environ, "COLUMNS": "80"}, timeout=300)
     assert r.returncode == 0, r.stderr
-    rows = [line for line in r.stdout.splitlines() if " fp8/fp8 " in line]
-    assert len(rows) == 26 and all(line.rstrip().endswith("-0.2%") and len(line) <= 80 for line in rows)
-    assert "accuracy at fp8/fp8: OpenLLM v1 avg (instruct) 84.29, -0.2%" in r.stdout.splitlines()
+    return r.stdout.splitlines()
+
+
+def test_pareto_table_keeps_each_point_on_one_line_at_80_columns():
+    # the README's main job in an 80-column terminal: one line per frontier point; the precision,
+    # speculation and accuracy every point shares said once beneath, and each precision's source (the
+    # whole source text folded every row into six lines)
+    lines = _pareto_80("llama-3.1-70b", "--gpu", "h200", "--gpus", "8", "--weight-dtype", "fp8", "--kv-dtype", "fp8")
+    rows = [line for line in lines if re.search(r"\d  TP\d", line)]
+    assert len(rows) == 26 and all(len(line) <= 80 and line.split()[4].startswith("TP") for line in rows)
+    assert "every point: W/KV fp8/fp8, spec none, drop -0.2%" in lines
+    assert "accuracy at fp8/fp8: OpenLLM v1 avg (instruct) 84.29, -0.2%" in lines
+    assert not any("W/KV:" in line or "drop:" in line for line in lines)  # no key to columns not shown
+
+
+def test_pareto_table_at_80_columns_keeps_the_columns_that_differ_whole():
+    # DeepSeek-R1 on 16 GB200: NVFP4 and FP8 points, no speculation; the precision and drop cells whole
+    lines = _pareto_80("deepseek-r1", "--gpu", "gb200", "--gpus", "16")
+    assert all(len(line) <= 80 for line in lines)
+    header = next(line for line in lines if "tok/s/user" in line)
+    assert header.split()[-2:] == ["W/KV", "drop"] and "spec" not in header
+    cells = [line.split()[-2:] for line in lines if "/fp8 " in line]
+    assert cells and all(c[0] in ("nvfp4/fp8", "fp8/fp8") and re.fullmatch(r"-\d\.\d%|best", c[1]) for c in cells)
+    assert "every point: spec none" in lines
 
 
 @pytest.mark.parametrize("acc, text", [

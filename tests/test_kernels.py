@@ -285,6 +285,26 @@ def test_trtllm_all_reduce_limits_by_gpu_count():
     assert grid.shape == (3, 5) and grid.sum() == 4 + 0 + 2
 
 
+@pytest.mark.parametrize("gpu_name", ["gb200", "h100", "mi300x"])
+def test_tiles_at_once_equal_one_tile_at_a_time(gpu_name, monkeypatch):
+    # small arrays price every tile in one pass along a leading axis, large ones one tile at a time:
+    # the same float32 operations, so the same times bit for bit, split-K and swap-AB tiles included
+    gpu = get_gpu(gpu_name)
+    cal = calibration_for(gpu)
+    rng = np.random.default_rng(11)
+    m = np.round(rng.uniform(0.0, 5000.0, size=(30, 20)), 1)
+    n = rng.choice([128.0, 896.0, 7168.0], size=(30, 1))
+    k = rng.choice([256.0, 2048.0, 7168.0], size=(30, 1))
+    for kernel, math in (("bf16", "bf16"), ("fp8_block", "fp8")):
+        kw = dict(math=math, a_bytes=2.0 if math == "bf16" else 1.0, w_bytes=2.0 if math == "bf16" else 1.0, kernel=kernel)
+        monkeypatch.setattr(cost, "TILE_BATCH", 0)
+        loop = cost.gemm_time(m, n, k, gpu, cal, **kw)
+        monkeypatch.setattr(cost, "TILE_BATCH", 1 << 30)
+        batch = cost.gemm_time(m, n, k, gpu, cal, **kw)
+        for a, b in zip(loop, batch, strict=True):
+            np.testing.assert_array_equal(a, b)
+
+
 def test_gemms_sharing_one_tokens_object_equal_each_priced_from_its_array(h100, cal_h100):
     # a step's GEMMs share its tokens (float32, their tile rows and extent once): the same times as
     # each GEMM given the array, zero and NaN rows included

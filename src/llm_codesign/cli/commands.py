@@ -464,20 +464,28 @@ def _print_frontiers(con, results: list[dict], *, isl: int, osl: int, prefix_hit
     for r in results:
         mode = " disaggregated" if r.get("mode") == "disaggregated" else ""
         hit = f", {prefix_hit:.0%} prefix-cache hits" if r.get("prefix_hit") else ""
-        t = _table(f"Pareto frontier{mode}: {r['model']} on {r['num_gpus']}x {r['gpu']}, ISL/OSL {isl}/{osl}{hit} "
-                   f"({r['evaluated']:,} deployments in {r['seconds']:.2f} s)",
-                   "tok/s/user:n tok/s/GPU:n TTFT:n TPOT:n plan:t x:n batch:n W/KV:t spec:k drop:k",
-                   "TTFT, TPOT: ms. x: instances of the plan. batch: requests per instance. W/KV: weight / KV-cache precision. "
-                   "drop: accuracy against the model's best precision, published or the proxy's (± 1 sigma); each "
-                   "precision's source below.")
         fr = r["frontier"]
-        step = max(1, len(fr) // 24)
-        for p in fr[::step]:
-            d = p["deployment"]
-            t.add_row(f"{p['tok_s_per_user']:.1f}", f"{p['output_tok_s_per_gpu']:.0f}", f"{p['ttft_ms']:.0f}", f"{p['tpot_ms']:.2f}",
-                      d["plan"], str(d["replicas"]), str(d["concurrency_per_instance"]), f"{d['weight_dtype']}/{d['kv_dtype']}",
-                      f"{d['spec']} k={d['draft_len']}" if d["spec"] else "-", _drop_text(p.get("accuracy")))
+        rows = [(f"{p['tok_s_per_user']:.1f}", f"{p['output_tok_s_per_gpu']:.0f}", f"{p['ttft_ms']:.0f}", f"{p['tpot_ms']:.2f}",
+                 d["plan"], str(d["replicas"]), str(d["concurrency_per_instance"]), f"{d['weight_dtype']}/{d['kv_dtype']}",
+                 f"{d['spec']} k={d['draft_len']}" if d["spec"] else "-", _drop_text(p.get("accuracy")))
+                for p in fr[::max(1, len(fr) // 24)] for d in (p["deployment"],)]
+        columns = "tok/s/user:n tok/s/GPU:n TTFT:n TPOT:n plan:t x:n batch:n W/KV:k spec:k drop:k".split()
+        # the precision, speculation and accuracy columns where they differ between points; where every
+        # point shares one, it is said once beneath (a frontier of one precision fits 80 columns so)
+        shared = [i for i in (7, 8, 9) if len(rows) > 1 and len({row[i] for row in rows}) == 1]
+        keep = [i for i in range(len(columns)) if i not in shared]
+        notes = {7: "W/KV: weight / KV-cache precision.",
+                 9: "drop: accuracy against the model's best precision, published or the proxy's (± 1 sigma)."}
+        t = _table(f"Pareto frontier{mode}: {r['model']} on {r['num_gpus']}x {r['gpu']}, ISL/OSL {isl}/{osl}{hit} "
+                   f"({r['evaluated']:,} deployments in {r['seconds']:.2f} s)", " ".join(columns[i] for i in keep))
+        for row in rows:
+            t.add_row(*(row[i] for i in keep))
         con.print(t)
+        con.print(" ".join(["TTFT, TPOT: ms. x: instances of the plan. batch: requests per instance.", *(notes[i] for i in (7, 9) if i in keep)]),
+                  highlight=False)
+        if shared:
+            con.print("every point: " + ", ".join(f"{columns[i].split(':')[0]} {rows[0][i] if rows[0][i] != '-' else 'none'}" for i in shared),
+                      highlight=False)
         sources = {f"{p['deployment']['weight_dtype']}/{p['deployment']['kv_dtype']}": (p.get("accuracy") or {}).get("short", "none")
                    for p in fr}
         for prec, short in sources.items():

@@ -138,10 +138,6 @@ class _Rows(NamedTuple):
     q: int
     span: tuple[float, float] | None = None  # j's least and most, where known
 
-    def tiles(self, tm: int):
-        """Whole tiles of `tm` rows along M."""
-        return np.ceil(self.j * np.float32((self.q or 1) / tm))
-
 
 def _tabulated(price, rows: _Rows, n, k, groups):
     """price(rows, n, k, groups) over their broadcast, priced on a table of the distinct (n, k, groups)
@@ -184,30 +180,47 @@ def _distinct_rows(arrays, shape):
     return inv.reshape(shape).astype(np.float32), [x[first] for x in flat]
 
 
+TILE_BATCH = 1 << 16  # the most elements x tiles priced in one pass over every tile (above: one pass per tile)
+
+
 def _tile_loop(rows: _Rows, n, k, gpu: Gpu, cal: Calibration, *, tiles, groups, peak, kernel, math, a_bytes, w_bytes, can_split):
-    """The fastest of `tiles` at each element (the loop of _best_tile_time)."""
+    """The fastest of `tiles` at each element (the loop of _best_tile_time). Small arrays (a table of
+    distinct GEMMs, a chunk's per-plan shapes) take every tile at once along a leading axis, large
+    ones one tile at a time; the same float32 operations on the same values either way."""
     f32 = np.float32
     # split-K: at most the split factor the GEMM libraries pick (gemm_max_split_k, fitted per family)
     k_split_max = np.maximum(np.minimum(np.floor(k / f32(256.0)), f32(np.floor(cal.gemm_max_split_k))), f32(1.0))
     k_half = f32(cal.gemm_k_half(kernel))
+    # per tile: 1 / its M in row quanta, 1 / its N, its CTA slots and 1 / them, its time per K step and wave
+    per_tile = [(f32((rows.q or 1) / tm), f32(1.0 / tn), f32(gpu.sms // ctas), f32(1.0 / (gpu.sms // ctas)),
+                 f32(2.0 * tm * tn * gpu.sms / (ctas * peak * tile_feed(tm, tn, gpu, math=math, a_bytes=a_bytes, w_bytes=w_bytes))))
+                for tm, tn, ctas in tiles]
+    kw = dict(n=n, k=k, groups=groups, k_split_max=k_split_max, k_half=k_half, can_split=can_split)
+    if len(tiles) * np.broadcast(rows.j, n, k, groups).size <= TILE_BATCH:
+        ax = (slice(None),) + (None,) * max(np.ndim(rows.j), np.ndim(n), np.ndim(k), np.ndim(groups))
+        rq, inv_n, slots, inv_slots, per_wave = (np.array(col, f32)[ax] for col in zip(*per_tile, strict=True))
+        return _tile_times(np.ceil(rows.j * rq), inv_n, slots, inv_slots, per_wave, **kw).min(axis=0)
     best = None
-    m_tiles: dict[int, object] = {}  # whole tiles along M, once per tile M
-    for tm, tn, ctas in tiles:
-        slots = gpu.sms // ctas
-        if tm not in m_tiles:
-            m_tiles[tm] = rows.tiles(tm)
-        count = m_tiles[tm] * (np.ceil(n * f32(1.0 / tn)) * groups)  # output tiles
-        per_wave = f32(2.0 * tm * tn * gpu.sms / (ctas * peak * tile_feed(tm, tn, gpu, math=math, a_bytes=a_bytes, w_bytes=w_bytes)))
-        if can_split:
-            # split-K / stream-K when there are too few output tiles to fill the GPU
-            split = np.minimum(np.maximum(np.floor(f32(slots) / np.maximum(count, f32(1.0))), f32(1.0)), k_split_max)
-            waves = np.ceil(count * split * f32(1.0 / slots))
-            t = waves * (k / split + k_half) * per_wave
-        else:
-            # per wave: one tile's K main loop plus a fixed prologue/epilogue cost of k_half steps
-            t = np.ceil(count * f32(1.0 / slots)) * ((k + k_half) * per_wave)
+    m_tiles: dict = {}  # whole tiles along M, once per tile M
+    for rq, inv_n, slots, inv_slots, per_wave in per_tile:
+        if rq not in m_tiles:
+            m_tiles[rq] = np.ceil(rows.j * rq)
+        t = _tile_times(m_tiles[rq], inv_n, slots, inv_slots, per_wave, **kw)
         best = t if best is None else np.minimum(best, t)
     return best
+
+
+def _tile_times(m_tiles, inv_n, slots, inv_slots, per_wave, *, n, k, groups, k_split_max, k_half, can_split):
+    """One tile's time (or every tile's, along a leading axis), its whole tiles along M given."""
+    f32 = np.float32
+    count = m_tiles * (np.ceil(n * inv_n) * groups)  # output tiles
+    if can_split:
+        # split-K / stream-K when there are too few output tiles to fill the GPU
+        split = np.minimum(np.maximum(np.floor(slots / np.maximum(count, f32(1.0))), f32(1.0)), k_split_max)
+        waves = np.ceil(count * split * inv_slots)
+        return waves * (k / split + k_half) * per_wave
+    # per wave: one tile's K main loop plus a fixed prologue/epilogue cost of k_half steps
+    return np.ceil(count * inv_slots) * ((k + k_half) * per_wave)
 
 
 def gemm_time(m, n, k, gpu: Gpu, cal: Calibration, *, math: str, a_bytes, w_bytes, c_bytes=2.0,
