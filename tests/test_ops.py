@@ -64,6 +64,15 @@ def test_distinct_experts():
     assert 8 < distinct_experts(256, 8, 16) < 128
 
 
+@pytest.mark.parametrize("E, k", [(256.0, 8.0), (128.0, 4.0), (32.0, 4.0), (8.0, 2.0), (16.0, 16.0)])
+def test_distinct_experts_past_the_power_underflow_is_the_formula_bit_for_bit(E, k):
+    # tokens beyond 60 / log2(1 / (1 - k/E)) are priced at that count (1 - x^t rounds to 1 either way,
+    # and a power that underflows takes libm's slow path): the formula's values exactly, E past it
+    t = np.concatenate([np.arange(0.0, 5000.0, 0.5), np.geomspace(1e3, 1e7, 20000), [np.inf]])
+    np.testing.assert_array_equal(distinct_experts(E, k, t), E * (1.0 - np.power(1.0 - k / E, t)))
+    assert distinct_experts(E, k, 1e6) == E
+
+
 def _collector_busiest_rank(E, k, T, ep, alpha, trials=300):
     """The busiest EP rank's routed tokens as aiconfigurator's MoE collector draws them
     (collector/helper.py _generate_power_law_distribution), median over draws."""

@@ -191,14 +191,11 @@ def _tile_loop(rows: _Rows, n, k, gpu: Gpu, cal: Calibration, *, tiles, groups, 
     # split-K: at most the split factor the GEMM libraries pick (gemm_max_split_k, fitted per family)
     k_split_max = np.maximum(np.minimum(np.floor(k / f32(256.0)), f32(np.floor(cal.gemm_max_split_k))), f32(1.0))
     k_half = f32(cal.gemm_k_half(kernel))
-    # per tile: 1 / its M in row quanta, 1 / its N, its CTA slots and 1 / them, its time per K step and wave
-    per_tile = [(f32((rows.q or 1) / tm), f32(1.0 / tn), f32(gpu.sms // ctas), f32(1.0 / (gpu.sms // ctas)),
-                 f32(2.0 * tm * tn * gpu.sms / (ctas * peak * tile_feed(tm, tn, gpu, math=math, a_bytes=a_bytes, w_bytes=w_bytes))))
-                for tm, tn, ctas in tiles]
+    per_tile, columns = _per_tile(tiles, gpu, q=rows.q, peak=float(peak), math=math, a_bytes=float(a_bytes), w_bytes=float(w_bytes))
     kw = dict(n=n, k=k, groups=groups, k_split_max=k_split_max, k_half=k_half, can_split=can_split)
     if len(tiles) * np.broadcast(rows.j, n, k, groups).size <= TILE_BATCH:
         ax = (slice(None),) + (None,) * max(np.ndim(rows.j), np.ndim(n), np.ndim(k), np.ndim(groups))
-        rq, inv_n, slots, inv_slots, per_wave = (np.array(col, f32)[ax] for col in zip(*per_tile, strict=True))
+        rq, inv_n, slots, inv_slots, per_wave = (col[ax] for col in columns)
         return _tile_times(np.ceil(rows.j * rq), inv_n, slots, inv_slots, per_wave, **kw).min(axis=0)
     best = None
     m_tiles: dict = {}  # whole tiles along M, once per tile M
@@ -208,6 +205,20 @@ def _tile_loop(rows: _Rows, n, k, gpu: Gpu, cal: Calibration, *, tiles, groups, 
         t = _tile_times(m_tiles[rq], inv_n, slots, inv_slots, per_wave, **kw)
         best = t if best is None else np.minimum(best, t)
     return best
+
+
+@lru_cache(maxsize=512)  # a search prices each GEMM format's tiles in every chunk
+def _per_tile(tiles, gpu: Gpu, *, q, peak, math, a_bytes, w_bytes):
+    """Per tile: 1 / its M in row quanta of q, 1 / its N, its CTA slots and 1 / them, and its time per
+    K step and wave (float32 scalars); and each of those over the tiles, as a float32 array."""
+    f32 = np.float32
+    per_tile = tuple((f32((q or 1) / tm), f32(1.0 / tn), f32(gpu.sms // ctas), f32(1.0 / (gpu.sms // ctas)),
+                      f32(2.0 * tm * tn * gpu.sms / (ctas * peak * tile_feed(tm, tn, gpu, math=math, a_bytes=a_bytes, w_bytes=w_bytes))))
+                     for tm, tn, ctas in tiles)
+    columns = tuple(np.array(col, f32) for col in zip(*per_tile, strict=True))
+    for c in columns:
+        c.flags.writeable = False  # shared by every call with these tiles
+    return per_tile, columns
 
 
 def _tile_times(m_tiles, inv_n, slots, inv_slots, per_wave, *, n, k, groups, k_split_max, k_half, can_split):
