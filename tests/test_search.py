@@ -102,6 +102,28 @@ def test_threads_and_chunk_sizes_change_no_answer(monkeypatch):
     assert _snapshot(search(ds, gb, calibration_for(gb), space, isl=1024, osl=1024)) == one
 
 
+@pytest.mark.parametrize("groups", [1, 2, 3, 5])
+@pytest.mark.parametrize("workers", [2, 3, 4])
+def test_chunks_are_shared_evenly_by_the_threads_largest_first(groups, workers):
+    # each group cut into the fewest chunks of at most 1.5 CHUNK, one more in one group after another
+    # until the threads share them evenly: priced largest first, every thread ends within one chunk
+    import llm_codesign.explore.search as S
+
+    for size in (S.CHUNK, 3 * S.CHUNK, 10 * S.CHUNK + 7):
+        counts, threads = S._chunking(size, groups, workers)
+        assert len(counts) == groups and min(counts) >= -(-size * 2 // (S.CHUNK * 3))
+        assert sum(counts) % workers == 0 and max(counts) - min(counts) <= 1
+        assert threads == (workers if size / max(counts) >= S.THREADED_CHUNK else 1)
+        chunks = sorted((size / m for m in counts for _ in range(m)), reverse=True)
+        loads = [0.0] * workers
+        for c in chunks:  # as a pool's threads take them, each the next when it is free
+            loads[loads.index(min(loads))] += c
+        assert max(loads) - min(loads) <= min(chunks) + 1e-9
+    # DeepSeek-R1 on 32 GB200 GPUs: 3 precisions of 166k deployments on two threads, one split (4 chunks, not 6)
+    assert S._chunking(166_320, 3, 2) == ([2, 1, 1], 2)
+    assert S._chunking(40_000, 3, 2)[1] == 1  # chunks under THREADED_CHUNK: one thread
+
+
 def test_batches_no_plan_holds_are_judged_by_the_memory_fit_alone():
     # the search leaves out the batches beyond every plan's KV cache: the same fitting count and
     # frontier as pricing the whole grid (plans x batches) with evaluate

@@ -187,11 +187,14 @@ def _evaluate_grid(model: ModelSpec, gpu: Gpu, cal: Calibration, space: SearchSp
     # broadcast as (plans, batches, draft lengths): per-plan quantities (GEMM N and K, weights) are
     # computed once per plan, only token-dependent terms at full size; chunks of up to CHUNK
     # deployments, or on several threads as many chunks as the threads share evenly
-    groups = len(grid.precs) * len(grid.budgets)
-    workers = _threaded(P * B * K, groups, threads())
-    step = max(1, CHUNK // (B * K)) if workers == 1 else -(-P // _chunks_per_group(P * B * K, groups, workers))
-    jobs = [(bi, budget, pi, prec, slice(s, min(s + step, P)))
-            for (bi, budget), (pi, prec) in itertools.product(enumerate(grid.budgets), enumerate(grid.precs)) for s in range(0, P, step)]
+    groups = list(itertools.product(enumerate(grid.budgets), enumerate(grid.precs)))
+    counts, workers = _chunking(P * B * K, len(groups), threads())
+    jobs = []
+    for ((bi, budget), (pi, prec)), m in zip(groups, counts, strict=True):
+        step = max(1, CHUNK // (B * K)) if workers == 1 else -(-P // m)
+        jobs += [(bi, budget, pi, prec, slice(s, min(s + step, P))) for s in range(0, P, step)]
+    # on threads the largest chunks first, so that the last ones are the small ones the threads share
+    order = sorted(range(len(jobs)), key=lambda i: jobs[i][4].start - jobs[i][4].stop)
 
     err = np.geterr()  # numpy's floating-point error handling is per thread (a context variable): the caller's, on every thread
 
@@ -215,31 +218,35 @@ def _evaluate_grid(model: ModelSpec, gpu: Gpu, cal: Calibration, space: SearchSp
 
     cols: dict[str, list] = {}
     done = 0
+    parts: list = [None] * len(jobs)
     with _pool(workers) as pool:
-        for part in pool.map(run, jobs):  # in order: the same columns, whatever the threads
+        for i, part in zip(order, pool.map(run, [jobs[i] for i in order]), strict=True):
             done += part.pop("grid")
-            for k, v in part.items():
-                cols.setdefault(k, []).append(v)
+            parts[i] = part
             if progress:
                 progress(done, total)
+    for part in parts:  # in the jobs' order: the same columns, whatever the threads
+        for k, v in part.items():
+            cols.setdefault(k, []).append(v)
     return {k: np.concatenate(v) for k, v in cols.items()}, total
 
 
-def _chunks_per_group(size: int, groups: int, workers: int) -> int:
-    """Chunks each of `groups` (precision, step budget) groups of `size` deployments is cut into on
-    `workers` threads: the fewest of at most 1.5 CHUNK deployments each whose count over all groups
-    the threads share evenly (no thread left alone with a last chunk: 6-11% faster than chunks of
-    CHUNK on DeepSeek-R1 32-72 GPUs on two threads)."""
-    m = max(1, -(-size * 2 // (CHUNK * 3)))
-    while (groups * m) % workers:
-        m += 1
-    return m
-
-
-def _threaded(size: int, groups: int, workers: int) -> int:
-    """The threads worth starting: one where the even split leaves chunks under THREADED_CHUNK
-    deployments, whose numpy calls are too short to overlap (the threads would only contend for the GIL)."""
-    return workers if workers > 1 and size / _chunks_per_group(size, groups, workers) >= THREADED_CHUNK else 1
+def _chunking(size: int, groups: int, workers: int) -> tuple[list[int], int]:
+    """The chunks each of `groups` (precision, step budget) groups of `size` deployments is cut into
+    on `workers` threads, and the threads worth starting. The fewest chunks of at most 1.5 CHUNK
+    deployments each, then one more chunk in one group after another until the threads share them
+    evenly, largest first (no thread left alone with a last chunk: 6-11% faster than chunks of CHUNK
+    on DeepSeek-R1 32-72 GPUs on two threads; halving every group instead cost one chunk's fixed
+    Python per group). One thread where a chunk would hold under THREADED_CHUNK deployments, whose
+    numpy calls are too short to overlap (the threads would only contend for the GIL)."""
+    counts = [max(1, -(-size * 2 // (CHUNK * 3)))] * groups
+    i = 0
+    while workers > 1 and sum(counts) % workers:
+        counts[i] += 1
+        i = (i + 1) % groups
+    if workers > 1 and size / max(counts) >= THREADED_CHUNK:
+        return counts, workers
+    return counts, 1
 
 
 def threads() -> int:
