@@ -29,3 +29,17 @@ def test_quality_override(tmp_path):
     p.write_text("[precision]\nfp3 = 0.1\n")
     with pytest.raises(InputError, match="fp3"):
         constants(str(p))
+
+
+def test_bundled_constants_are_parsed_once_and_each_caller_gets_its_own_copy():
+    # a search asks for every precision's accuracy: the bundled TOML is parsed once, and a caller that
+    # changes what it got (an override laid over it) changes no one else's
+    from llm_codesign.explore import accuracy_model, quality
+
+    for read in (quality.constants, accuracy_model.proxy_constants):
+        first = read()
+        sec = next(k for k, v in first.items() if isinstance(v, dict) and v)
+        key = next(iter(first[sec]))
+        was = first[sec][key]
+        first[sec][key] = "changed"
+        assert read()[sec][key] == was

@@ -9,6 +9,7 @@ in data/accuracy/proxy.toml (overridable) and every answer says whether it is `p
 """
 from __future__ import annotations
 
+import copy
 import math
 import tomllib
 from functools import lru_cache
@@ -20,18 +21,19 @@ from llm_codesign.errors import InputError, read_toml
 from llm_codesign.explore import quality
 
 
+@lru_cache(maxsize=None)  # the bundled files, parsed once (a search asks for every precision's accuracy)
 def _read(name: str) -> dict:
     return tomllib.loads(resources.files("llm_codesign").joinpath(f"data/accuracy/{name}").read_text())
 
 
-@lru_cache(maxsize=1)
 def published() -> dict:
     return _read("published.toml")
 
 
 def proxy_constants(override: str | None = None) -> dict:
-    """Proxy terms, with a user's TOML of the same sections and keys laid over them."""
-    doc = _read("proxy.toml")
+    """Proxy terms, with a user's TOML of the same sections and keys laid over them (a copy of the
+    bundled terms: the caller's to change)."""
+    doc = copy.deepcopy(_read("proxy.toml"))
     if override:
         user = read_toml(override, "accuracy_proxy", "an accuracy-proxy constants")
         for sec, vals in user.items():

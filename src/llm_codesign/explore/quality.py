@@ -6,7 +6,9 @@ overridden from a user file.
 """
 from __future__ import annotations
 
+import copy
 import tomllib
+from functools import lru_cache
 from importlib import resources
 
 import numpy as np
@@ -14,8 +16,15 @@ import numpy as np
 from llm_codesign.errors import InputError, read_toml
 
 
+@lru_cache(maxsize=1)  # parsed once: a search asks for every precision's accuracy
+def _bundled() -> dict:
+    return tomllib.loads(resources.files("llm_codesign").joinpath("data/quality.toml").read_text())
+
+
 def constants(override: str | None = None) -> dict:
-    doc = tomllib.loads(resources.files("llm_codesign").joinpath("data/quality.toml").read_text())
+    """The quality proxy's constants (a copy of the bundled ones: the caller's to change), a user's
+    TOML of the same sections and keys laid over them."""
+    doc = copy.deepcopy(_bundled())
     if override:
         user = read_toml(override, "quality", "a quality-constants")
         for sec, vals in user.items():
