@@ -481,8 +481,9 @@ def _print_frontiers(con, results: list[dict], *, isl: int, osl: int, prefix_hit
         for row in rows:
             t.add_row(*(row[i] for i in keep))
         con.print(t)
-        con.print(" ".join(["TTFT, TPOT: ms. x: instances of the plan. batch: requests per instance.", *(notes[i] for i in (7, 9) if i in keep)]),
-                  highlight=False)
+        if rows:  # the key to the columns (an empty frontier says why below)
+            con.print(" ".join(["TTFT, TPOT: ms. x: instances of the plan. batch: requests per instance.", *(notes[i] for i in (7, 9) if i in keep)]),
+                      highlight=False)
         if shared:
             con.print("every point: " + ", ".join(f"{columns[i].split(':')[0]} {rows[0][i] if rows[0][i] != '-' else 'none'}" for i in shared),
                       highlight=False)

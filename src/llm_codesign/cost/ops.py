@@ -765,14 +765,10 @@ def step_time(ops: list[Op]):
     return total
 
 
-_SAME_SUM = (np.dtype(np.float32), np.dtype(np.float64))  # terms a float64 total adds in place at its own shape
-
-
 def _add(total, terms):
     """total + each term, in place where total already has the sum's shape and dtype."""
     for t in terms:
-        if isinstance(total, np.ndarray) and ((total.dtype == np.float64 and getattr(t, "dtype", None) in _SAME_SUM and t.shape == total.shape)
-                                              or (total.shape == np.broadcast_shapes(total.shape, np.shape(t)) and np.result_type(total, t) == total.dtype)):
+        if isinstance(total, np.ndarray) and total.shape == np.broadcast_shapes(total.shape, np.shape(t)) and np.result_type(total, t) == total.dtype:
             np.add(total, t, out=total)
         else:
             total = total + t

@@ -238,7 +238,8 @@ def _chunking(size: int, groups: int, workers: int) -> tuple[list[int], int]:
     evenly, largest first (no thread left alone with a last chunk: 6-11% faster than chunks of CHUNK
     on DeepSeek-R1 32-72 GPUs on two threads; halving every group instead cost one chunk's fixed
     Python per group). One thread where a chunk would hold under THREADED_CHUNK deployments, whose
-    numpy calls are too short to overlap (the threads would only contend for the GIL)."""
+    numpy calls are too short to overlap (the threads would only contend for the GIL); on one thread
+    the caller cuts chunks of CHUNK deployments and reads no counts."""
     counts = [max(1, -(-size * 2 // (CHUNK * 3)))] * groups
     i = 0
     while workers > 1 and sum(counts) % workers:
