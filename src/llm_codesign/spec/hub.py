@@ -12,7 +12,7 @@ import os
 import re
 from pathlib import Path
 
-from llm_codesign.errors import InputError
+from llm_codesign.errors import InputError, parse_nested
 from llm_codesign.spec.model import ModelSpec, from_hf_config
 
 REPO_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.-]*$")
@@ -60,6 +60,16 @@ def _download(repo: str, filename: str, revision: str | None, *, required: bool,
                          f"a Hugging Face repository and revision that exist and that you may read ({type(e).__name__})") from None
 
 
+def _json(path: Path, ref: str) -> dict:
+    try:
+        doc = parse_nested(json.loads, path.read_text(encoding="utf-8-sig"), "model", f"{ref}: {path.name}")
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise InputError("model", ref, f"a repository whose {path.name} is valid JSON ({type(e).__name__})") from None
+    if not isinstance(doc, dict):
+        raise InputError("model", ref, f"a repository whose {path.name} is a JSON object")
+    return doc
+
+
 def get_hub_model(ref: str) -> ModelSpec:
     """A model from its Hugging Face repository's config.json, at a pinned revision."""
     try:
@@ -72,13 +82,10 @@ def get_hub_model(ref: str) -> ModelSpec:
 
     cached = isinstance(try_to_load_from_cache(repo, "config.json", cache_dir=_cache_dir(), revision=revision or None), str)
     path = _download(repo, "config.json", revision or None, required=True)
-    try:
-        cfg = json.loads(path.read_text())
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise InputError("model", ref, f"a repository whose config.json is valid JSON ({type(e).__name__})") from None
+    cfg = _json(path, ref)
     # a config read from the cache takes its quantization file from the same snapshot, with no network call
     qpath = _download(repo, "hf_quant_config.json", revision or None, required=False, local=cached)
-    quant = json.loads(qpath.read_text()) if qpath else None
+    quant = _json(qpath, ref) if qpath else None
     # the cache lays files out as models--org--name/snapshots/<commit>/config.json: the commit pins what was read
     commit = path.parent.name if path.parent.parent.name == "snapshots" else (revision or "unknown")
     cfg = {k: v for k, v in cfg.items() if k != "auto_map"}  # remote code is never looked at, let alone run
