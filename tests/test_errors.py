@@ -27,3 +27,30 @@ def test_read_toml_refuses_a_missing_file_and_bad_toml_in_one_line(tmp_path):
     binary.write_bytes(b"\xff\xfe\x00")
     with pytest.raises(InputError, match="valid TOML"):
         read_toml(str(binary), "profile", "a calibration profile")
+
+
+def test_parse_nested_reads_the_limit_and_refuses_one_level_more():
+    import json
+
+    from llm_codesign.errors import MAX_NESTING, parse_nested
+
+    at, over = "[" * MAX_NESTING + "]" * MAX_NESTING, "[" * (MAX_NESTING + 1) + "]" * (MAX_NESTING + 1)
+    doc = parse_nested(json.loads, at, "f", "x.json")
+    for _ in range(MAX_NESTING - 1):
+        (doc,) = doc
+    assert doc == []
+    assert parse_nested(json.loads, '{"a": {"b": [1, {"c": 2}]}}', "f", "x.json") == {"a": {"b": [1, {"c": 2}]}}
+    msg = f"f: 'x.json' is not valid; a file whose arrays and tables nest at most {MAX_NESTING} levels deep"
+    for text in (over, "[" * 100_000 + "]" * 100_000):  # the walk; the parser's RecursionError
+        with pytest.raises(InputError) as e:
+            parse_nested(json.loads, text, "f", "x.json")
+        assert str(e.value) == msg
+
+
+def test_read_toml_reads_a_byte_order_mark_and_bounds_nesting(tmp_path):
+    p = tmp_path / "p.toml"
+    p.write_text("\ufeff[a]\nb = 1\n", encoding="utf-8")
+    assert read_toml(str(p), "profile", "a calibration profile") == {"a": {"b": 1}}
+    p.write_text("a = " + "[" * 100_000 + "]" * 100_000 + "\n")
+    with pytest.raises(InputError, match=r"^profile: '.*p.toml' is not valid; a file whose arrays and tables nest at most 64 levels deep$"):
+        read_toml(str(p), "profile", "a calibration profile")

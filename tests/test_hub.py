@@ -84,3 +84,150 @@ def test_without_the_extra_the_message_names_it(monkeypatch):
     monkeypatch.setitem(sys.modules, "huggingface_hub", None)
     with pytest.raises(InputError, match=r"llm-codesign\[hub\]"):
         get_model("someorg/anything")
+
+
+@pytest.fixture
+def online(tmp_path, monkeypatch):
+    """Network allowed, an empty cache in tmp_path."""
+    from huggingface_hub import constants
+
+    # read once, when huggingface_hub.constants is first imported: maybe under an earlier test's HF_HUB_OFFLINE=1
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    # huggingface_hub 2.x fetches a registry of agent harnesses for its user-agent once a process (one try,
+    # 3 s, utils/_detect_agent.py): its telemetry, on whichever request comes first, not the look-up's
+    monkeypatch.setattr(constants, "HF_HUB_DISABLE_TELEMETRY", True)
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path))
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.delenv("HF_HUB_ETAG_TIMEOUT", raising=False)
+
+
+@pytest.fixture
+def no_network(online, monkeypatch):
+    """A machine with no network: every socket connect fails at once (counted, with the timeout it was
+    given). The endpoint is a loopback address so that no name look-up comes first."""
+    import errno
+    import socket
+
+    tries = []
+
+    def connect(self, address):
+        tries.append((address, self.gettimeout()))
+        raise OSError(errno.ENETUNREACH, "Network is unreachable")
+
+    monkeypatch.setattr(socket.socket, "connect", connect)
+    monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")
+    return tries
+
+
+@pytest.fixture
+def fake_hub(online, monkeypatch):
+    """A Hub on a loopback port holding someorg/m at commit COMMIT2 with a config.json and no
+    hf_quant_config.json (a 404 with the Hub's EntryNotFound code); yields the requests it answers."""
+    import http.server
+    import threading
+
+    body = bundled("meta-llama--Meta-Llama-3.1-8B_config.json").encode()
+    seen = []
+
+    class Hub(http.server.BaseHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+        def do_HEAD(self, send=False):
+            seen.append((self.command, self.path))
+            found = self.path == "/someorg/m/resolve/main/config.json"
+            self.send_response(200 if found else 404)
+            self.send_header("X-Repo-Commit", COMMIT2)
+            if found:
+                self.send_header("ETag", '"config-etag"')
+            else:
+                self.send_header("X-Error-Code", "EntryNotFound")
+            self.send_header("Content-Length", str(len(body) if found else 0))
+            self.end_headers()
+            if found and send:
+                self.wfile.write(body)
+
+        def do_GET(self):
+            self.do_HEAD(send=True)
+
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Hub)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    monkeypatch.setenv("HF_ENDPOINT", f"http://127.0.0.1:{srv.server_port}")
+    yield seen
+    srv.shutdown()
+    srv.server_close()
+
+
+COMMIT2 = "ab" * 20
+
+
+def test_a_hub_that_answers_is_read_once_and_pinned(fake_hub):
+    m = get_model("someorg/m")
+    assert (m.num_layers, m.notes[-1]) == (32, f"config.json from the Hugging Face Hub: someorg/m@{COMMIT2}")
+    assert m.default_precision.weight.name == "bf16"  # no quantization file: the checkpoint's dtype
+    # our one HEAD, then hf_hub_download's HEAD and GET; the quantization file's HEAD answers that it has none
+    assert fake_hub == [("HEAD", "/someorg/m/resolve/main/config.json"), ("HEAD", "/someorg/m/resolve/main/config.json"),
+                        ("GET", "/someorg/m/resolve/main/config.json"), ("HEAD", "/someorg/m/resolve/main/hf_quant_config.json")]
+    assert get_model("someorg/m") is m and len(fake_hub) == 4  # kept for the process: the same revision, no request
+
+
+UNREACHABLE = ("model: 'someorg/not-cached' is not valid; a model in the local Hugging Face cache ({cache}) or on a Hub that "
+               "answers (http://127.0.0.1:9 did not: ConnectError); pass a config.json path instead, or fill the cache where the "
+               "Hub can be reached (hf download someorg/not-cached config.json) and set HF_HUB_OFFLINE=1 to read the cache only")
+
+
+def test_an_unreachable_hub_is_one_try_one_line_and_asked_once(no_network, tmp_path, caplog):
+    """Before: six connection attempts 1+2+4+8+8 s apart (24 s), each logged, then a message with no way out."""
+    from llm_codesign.spec.hub import TIMEOUT_S
+
+    caplog.set_level("DEBUG")
+    for _ in range(2):  # the second look-up (validate's next row) makes no attempt and says the same
+        with pytest.raises(InputError) as e:
+            get_model("someorg/not-cached")
+        assert str(e.value) == UNREACHABLE.format(cache=tmp_path)
+        assert no_network == [(("127.0.0.1", 9), TIMEOUT_S)]
+    assert [r.getMessage() for r in caplog.records if r.name.startswith("huggingface_hub")] == []
+
+
+def test_an_unreachable_hub_still_reads_the_cache(no_network, tmp_path):
+    cache_with(tmp_path, "someorg/tiny-llama", {"config.json": bundled("meta-llama--Meta-Llama-3.1-8B_config.json")})
+    assert get_model("someorg/tiny-llama").num_layers == 32
+    assert len(no_network) == 1  # one try for config.json; hf_quant_config.json then from the same cached snapshot
+
+
+def test_hf_hub_etag_timeout_sets_the_wait(no_network, tmp_path, monkeypatch):
+    monkeypatch.setenv("HF_HUB_ETAG_TIMEOUT", "2")
+    with pytest.raises(InputError):
+        get_model("someorg/other-repo")
+    assert no_network == [(("127.0.0.1", 9), 2.0)]
+
+
+def test_validate_asks_an_unreachable_hub_once_and_keeps_its_reason_whole(no_network, tmp_path):
+    """Five rows naming the model: one connection attempt (before: 5 x 24 s), and the reason whole
+    (before: cut at 160 characters, mid-word)."""
+    from typer.testing import CliRunner
+
+    from llm_codesign.cli import app
+
+    header = ("source,model,gpu,num_gpus,backend,weight_dtype,kv_dtype,isl,osl,concurrency,tp,pp,ep,moe_tp,attention_dp,"
+              "spec_method,spec_draft_len,spec_acceptance,ttft_ms,tpot_ms,output_tok_s_per_gpu,output_tok_s_per_user")
+    rows = [f"r{i},someorg/not-cached,h100,1,vllm,bf16,bf16,1024,1024,{2 ** i},1,1,1,1,1,,,,50,8,," for i in range(5)]
+    p = tmp_path / "serving.csv"
+    p.write_text("\n".join([header, *rows]) + "\n")
+    r = CliRunner().invoke(app, ["validate", "--serving", str(p)], env={"COLUMNS": "2000"})
+    assert r.exit_code == 2 and r.stdout == ""
+    assert r.stderr == (f"error: serving: {str(p)!r} is not valid; a file with at least one row the model can price; none of "
+                        f"its 5 rows is ({UNREACHABLE.format(cache=tmp_path)})\n")
+    assert len(no_network) == 1
+
+
+def test_cli_unreachable_hub_is_one_line_exit_2(tmp_path):
+    import os
+
+    # port 9 (discard) on loopback: nothing listens, the connection is refused at once
+    env = {**os.environ, "HF_ENDPOINT": "http://127.0.0.1:9", "HF_HUB_CACHE": str(tmp_path)}
+    env.pop("HF_HUB_OFFLINE", None)
+    r = subprocess.run([sys.executable, "-m", "llm_codesign.cli", "estimate", "someorg/not-cached", "--gpu", "h100"],
+                       capture_output=True, text=True, env=env, timeout=120)
+    assert (r.returncode, r.stdout) == (2, "")
+    assert r.stderr == "error: " + UNREACHABLE.format(cache=tmp_path) + "\n"

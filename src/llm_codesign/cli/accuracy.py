@@ -100,7 +100,7 @@ def validate(
         if len(unmodeled) == len(rows):  # nothing to report on: an error, not an empty table
             reasons = sorted({u["reason"] for u in unmodeled})
             raise InputError("serving", serving, f"a file with at least one row the model can price; none of its {len(rows)} rows is "
-                             f"({'; '.join(r[:160] for r in reasons[:2])}{'; ...' if len(reasons) > 2 else ''})")
+                             f"({'; '.join(reasons[:2])}{'; ...' if len(reasons) > 2 else ''})")
         rep = serving_report(rows, preds, unmodeled)
         if out:
             _write_predictions(out, rows, preds)

@@ -36,7 +36,7 @@ from llm_codesign.cli.common import (
     _model,
     app,
 )
-from llm_codesign.errors import InputError
+from llm_codesign.errors import InputError, parse_nested
 
 
 def write_atomic(path: str, text: str) -> None:
@@ -152,8 +152,8 @@ def import_(
     """The deployment an exported engine configuration starts, priced again: the same JSON as `estimate`."""
     from llm_codesign.explore.export import _meta, read_dynamo, read_export
 
-    text = Path(path).read_text()
-    meta = _meta(text)
+    text = Path(path).read_text(encoding="utf-8-sig")
+    meta = _meta(text, path)
     isl, osl = isl or meta.get("isl", 1024), osl or meta.get("osl", 1024)
     if "DynamoGraphDeployment" in text:
         from dataclasses import replace
@@ -161,7 +161,7 @@ def import_(
         from llm_codesign.cost.calibration import calibration_for
         from llm_codesign.serve.disagg import estimate_disagg
 
-        pools = read_dynamo(text)
+        pools = read_dynamo(text, path)
         p, d = pools["prefill"], pools["decode"]
         dd = d["deployment"]
         # priced as the export was: both pools on the decode pool's GPU, precision, engine and step budget
@@ -178,7 +178,7 @@ def import_(
     from llm_codesign.api import estimate as run
     from llm_codesign.spec.plan import Workload
 
-    imp = read_export(text)
+    imp = read_export(text, path)
     r = run(imp.model, imp.deployment, Workload(isl=isl, osl=osl, concurrency=imp.concurrency), calibration=calibration)
     r["deployment"] = imp.deployment.to_dict()
     r["engine"] = imp.engine
@@ -204,7 +204,7 @@ def export_point(
     from llm_codesign.spec.plan import Deployment
 
     try:
-        doc = json.loads(Path(path).read_text())
+        doc = parse_nested(json.loads, Path(path).read_text(encoding="utf-8-sig"), "path", path)
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
         raise InputError("path", path, f"the JSON of `llm-codesign pareto --json` ({type(e).__name__})") from None
     results = doc.get("comparisons") or [doc] if isinstance(doc, dict) else []

@@ -19,7 +19,7 @@ from importlib import resources
 
 import numpy as np
 
-from llm_codesign.errors import InputError
+from llm_codesign.errors import InputError, parse_nested
 from llm_codesign.explore import yaml_subset
 from llm_codesign.spec import engines
 from llm_codesign.spec.model import ModelSpec
@@ -244,10 +244,13 @@ class Imported:
     options: dict
 
 
-def _meta(text: str) -> dict:
+def _meta(text: str, origin: str = "export") -> dict:
     for line in text.splitlines():
         if line.startswith(HEADER):
-            return json.loads(line[len(HEADER):])
+            try:
+                return parse_nested(json.loads, line[len(HEADER):], "export", origin)
+            except json.JSONDecodeError:
+                raise InputError("export", origin, f"a file written by `llm-codesign export` (its '{HEADER.strip()}' line followed by JSON)") from None
     raise InputError("export", text.splitlines()[0] if text else "", f"a file written by `llm-codesign export` (its '{HEADER.strip()}' line)")
 
 
@@ -262,7 +265,7 @@ def _engine_of(text: str) -> str:
     raise InputError("export", "engine", "a file written by `llm-codesign export`")
 
 
-def _parse_flags(words: list[str]) -> dict:
+def _parse_flags(words: list[str], origin: str = "export") -> dict:
     out, i = {}, 0
     while i < len(words):
         w = words[i]
@@ -271,8 +274,8 @@ def _parse_flags(words: list[str]) -> dict:
         if i + 1 < len(words) and not words[i + 1].startswith("--"):
             v = words[i + 1]
             try:
-                v = json.loads(v)
-            except ValueError:
+                v = parse_nested(json.loads, v, "export", origin)
+            except json.JSONDecodeError:
                 pass
             out[w[2:]] = v
             i += 2
@@ -353,20 +356,21 @@ def _plan_from(engine: str, o: dict, model: ModelSpec) -> tuple[Plan, int]:
     return Plan(tp, int(o.get("pipeline_parallel_size", 1)), ep, mtp, adp, kvp), int(o["max_batch_size"]) * adp
 
 
-def read_export(text: str) -> Imported:
-    """Rebuild the model, deployment and concurrency of an exported vLLM, SGLang or TensorRT-LLM file."""
+def read_export(text: str, origin: str = "export") -> Imported:
+    """Rebuild the model, deployment and concurrency of an exported vLLM, SGLang or TensorRT-LLM file
+    (`origin`: its name, for errors)."""
     from llm_codesign.spec.hardware import get_gpu
     from llm_codesign.spec.registry import get_model
 
-    meta = _meta(text)
+    meta = _meta(text, origin)
     engine = _engine_of(text)
     if engine == "dynamo":
         raise InputError("export", "dynamo", "a vLLM, SGLang or TensorRT-LLM export (read a Dynamo one with read_dynamo)")
     if engine == "sglang":
-        o = _parse_flags(_sglang_words(text))
+        o = _parse_flags(_sglang_words(text), origin)
         model_ref = o["model-path"]
     else:
-        o = yaml_subset.load(text)
+        o = yaml_subset.load(text, origin)
         model_ref = o.get("model") or _trtllm_model(text)
     allowed = set(engine_spec(engine)["options"])
     unknown = sorted(set(o) - allowed)
@@ -480,20 +484,21 @@ def export_dynamo(model: ModelSpec, *, prefill: Deployment, decode: Deployment, 
     return "\n".join(head + [yaml_subset.dump(doc)]) + "\n"
 
 
-def read_dynamo(text: str) -> dict:
-    """The two pools of an exported Dynamo deployment: {"prefill"|"decode": Imported-like dict}."""
+def read_dynamo(text: str, origin: str = "export") -> dict:
+    """The two pools of an exported Dynamo deployment: {"prefill"|"decode": Imported-like dict}
+    (`origin`: its name, for errors)."""
     from llm_codesign.spec.hardware import get_gpu
     from llm_codesign.spec.registry import get_model
 
-    meta = _meta(text)
-    doc = yaml_subset.load(text)
+    meta = _meta(text, origin)
+    doc = yaml_subset.load(text, origin)
     backend = meta["backend"]
     gpu = get_gpu(meta["gpu"])
     out = {}
     for comp in doc["spec"]["components"]:
         if comp["type"] not in ("prefill", "decode"):
             continue
-        args = _parse_flags(comp["podTemplate"]["spec"]["containers"][0]["args"])
+        args = _parse_flags(comp["podTemplate"]["spec"]["containers"][0]["args"], origin)
         args.pop("disaggregation-mode")
         if backend == "trtllm":
             o = dict(args.pop("override-engine-args"))

@@ -53,7 +53,7 @@ def from_csv(path: str) -> Lengths:
     """Requests from a CSV with columns isl and osl (one row a request), and optionally count or weight."""
     p = Path(path)
     try:
-        text = p.read_text()
+        text = p.read_text(encoding="utf-8-sig")
     except UnicodeDecodeError:
         raise InputError("lengths", path, "a CSV text file with columns isl,osl") from None
     rows = list(csv.DictReader(text.splitlines()))

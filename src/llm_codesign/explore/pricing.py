@@ -12,15 +12,18 @@ from pathlib import Path
 
 import numpy as np
 
-from llm_codesign.errors import InputError
+from llm_codesign.errors import InputError, parse_nested
 
 
 def load_prices(path: str | None = None) -> dict:
     """A price file: `[usd_per_gpu_hour]` gpu id -> dollars, and its `source`."""
     try:
-        text = Path(path).read_text() if path else resources.files("llm_codesign").joinpath("data/prices.toml").read_text()
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as e:
+        if path:
+            text = Path(path).read_text(encoding="utf-8-sig")
+        else:
+            text = resources.files("llm_codesign").joinpath("data/prices.toml").read_text()
+        data = parse_nested(tomllib.loads, text, "gpu_hour_price", path)
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
         raise InputError("gpu_hour_price", path, f"a TOML price file ({e})") from None
     table = data.get("usd_per_gpu_hour")
     if not isinstance(table, dict) or not all(isinstance(v, (int, float)) and v > 0 for v in table.values()):

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from llm_codesign.errors import InputError
+from llm_codesign.errors import InputError, parse_nested
 
 
 def dump(obj, indent: int = 0) -> str:
@@ -44,8 +44,12 @@ def _scalar(v) -> str:
     return json.dumps(v)
 
 
-def load(text: str):
-    """Parse what `dump` writes (comments and blank lines ignored)."""
+def load(text: str, origin: str = "export"):
+    """Parse what `dump` writes (comments and blank lines ignored); `origin` names the file in errors."""
+    return parse_nested(_load, text, "export", origin)  # nesting by indentation or in flow values, bounded
+
+
+def _load(text: str):
     lines = []
     for raw in text.splitlines():
         s = raw.split(" #", 1)[0] if not raw.lstrip().startswith("#") else ""

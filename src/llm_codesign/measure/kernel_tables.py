@@ -64,9 +64,10 @@ def bundled_path(name: str) -> Path:
 
 
 def read_dicts(p: Path, field: str, what: str) -> list[dict]:
-    """Rows of a CSV file, gzipped or not (by its .gz suffix); an unreadable file is one InputError."""
+    """Rows of a CSV file, gzipped or not (by its .gz suffix); an unreadable file is one InputError. A
+    byte-order mark (Excel's "CSV UTF-8") is dropped, not read into the first column's name."""
     try:
-        with (gzip.open(p, "rt", newline="") if p.suffix == ".gz" else p.open(newline="")) as f:
+        with (gzip.open(p, "rt", encoding="utf-8-sig", newline="") if p.suffix == ".gz" else p.open(encoding="utf-8-sig", newline="")) as f:
             return list(csv.DictReader(f))
     except (OSError, EOFError, UnicodeDecodeError, csv.Error) as e:
         raise InputError(field, str(p), f"{what} ({type(e).__name__}: {e})") from None

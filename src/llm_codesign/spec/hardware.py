@@ -7,7 +7,7 @@ from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 
-from llm_codesign.errors import InputError
+from llm_codesign.errors import InputError, parse_nested
 from llm_codesign.spec.validation import check_gpu
 
 MATH_PRECISIONS = ("bf16", "fp8", "fp4")
@@ -76,7 +76,7 @@ _REQUIRED = ("id", "family", "sms", "hbm_bytes", "hbm_bandwidth_bytes_per_s", "p
 
 def gpu_from_toml(text: str, origin: str) -> Gpu:
     try:
-        d = tomllib.loads(text)
+        d = parse_nested(tomllib.loads, text, "gpu", origin)
     except tomllib.TOMLDecodeError as e:
         raise InputError("gpu", origin, f"a valid TOML file ({e})") from None
     for f in _REQUIRED:
@@ -139,7 +139,7 @@ def get_gpu(name_or_path: str) -> Gpu:
         if not p.is_file():
             raise InputError("gpu", name_or_path, "an existing .toml file or one of: " + ", ".join(catalog()))
         try:
-            text = p.read_text()
+            text = p.read_text(encoding="utf-8-sig")
         except UnicodeDecodeError as e:
             raise InputError("gpu", name_or_path, f"a UTF-8 TOML file ({e.reason} at byte {e.start})") from None
         return gpu_from_toml(text, str(p))

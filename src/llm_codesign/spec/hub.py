@@ -4,18 +4,32 @@
 hf_quant_config.json where it has one) through the local Hugging Face cache first, then the network,
 and pins the revision it read: the snapshot's commit hash is recorded on the model (`notes`). Only the
 JSON files are read, so no code from the repository ever runs (no trust_remote_code: a config's
-`auto_map` is ignored). HF_HUB_OFFLINE=1 reads the cache only; a miss is one line saying so."""
+`auto_map` is ignored). HF_HUB_OFFLINE=1 reads the cache only; a miss is one line saying so.
+
+Where the Hub cannot be reached (air-gapped clusters), one try with a short timeout decides it, with
+no retries and nothing logged, and the answer is kept for the process: `validate` asks once, however
+many rows name the model."""
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
+from contextlib import contextmanager
 from pathlib import Path
 
-from llm_codesign.errors import InputError
+from llm_codesign.errors import InputError, parse_nested
 from llm_codesign.spec.model import ModelSpec, from_hf_config
 
 REPO_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.-]*$")
+COMMIT = re.compile(r"^[0-9a-f]{40}$")
+# seconds to wait for the Hub's answer to one request (HF_HUB_ETAG_TIMEOUT overrides it). huggingface_hub
+# waits 10 s, and where no file is cached its hf_hub_download then tries 5 more times, 1+2+4+8+8 s apart,
+# logging each (file_download.py, utils/_http.py in 2.4): 24 s a look-up with no network. A config.json's
+# HEAD needs well under a second wherever the Hub can be reached at all.
+TIMEOUT_S = 5.0
+# what each look-up answered, a model or the InputError, by (ref, cache, offline, endpoint)
+_LOOKED_UP: dict[tuple, ModelSpec | InputError] = {}
 
 
 def looks_like_repo(ref: str) -> bool:
@@ -35,22 +49,81 @@ def _cache_dir() -> str:
     return os.environ.get("HF_HUB_CACHE") or constants.HF_HUB_CACHE
 
 
+def _endpoint() -> str:
+    """HF_ENDPOINT as it is now (huggingface_hub reads it once, at import)."""
+    from huggingface_hub import constants
+
+    return (os.environ.get("HF_ENDPOINT") or constants.ENDPOINT).rstrip("/")
+
+
+def _timeout() -> float:
+    try:
+        t = float(os.environ.get("HF_HUB_ETAG_TIMEOUT", ""))
+    except ValueError:
+        return TIMEOUT_S
+    return t if t > 0 else TIMEOUT_S
+
+
+def _request_errors() -> tuple[type[BaseException], ...]:
+    """What a request that gets no answer raises: requests' errors are OSErrors (huggingface_hub 0.x, as
+    is its HfHubHTTPError, e.g. for a 5xx); httpx's and httpx2's (1.x, 2.x) derive from an HTTPError that
+    HfHubHTTPError derives from too."""
+    from huggingface_hub.errors import HfHubHTTPError
+
+    return (OSError, *(c for c in HfHubHTTPError.__mro__[1:] if c.__name__ == "HTTPError"))
+
+
+@contextmanager
+def _quiet():
+    """huggingface_hub's log lines (retries, fallbacks) kept off stderr while we call it: the outcome
+    reaches the user as our one line."""
+    log = logging.getLogger("huggingface_hub")
+    level = log.level
+    log.setLevel(logging.ERROR + 1)
+    try:
+        yield
+    finally:
+        log.setLevel(level)
+
+
+def _fill_hint(repo: str, filename: str) -> str:
+    return (f"pass a config.json path instead, or fill the cache where the Hub can be reached (hf download {repo} {filename}) "
+            "and set HF_HUB_OFFLINE=1 to read the cache only")
+
+
 def _download(repo: str, filename: str, revision: str | None, *, required: bool, local: bool = False) -> Path | None:
-    from huggingface_hub import hf_hub_download
+    from huggingface_hub import get_hf_file_metadata, hf_hub_download, hf_hub_url, try_to_load_from_cache
     from huggingface_hub.errors import EntryNotFoundError, LocalEntryNotFoundError, RepositoryNotFoundError, RevisionNotFoundError
 
+    cached = try_to_load_from_cache(repo, filename, cache_dir=_cache_dir(), revision=revision)
+    # a commit found in the cache cannot have changed: no request
+    local = local or _offline() or bool(revision and COMMIT.match(revision) and isinstance(cached, str))
+    endpoint = _endpoint()
     # LocalEntryNotFoundError derives from EntryNotFoundError in huggingface_hub 1.x+: catch it first
     try:
+        if not local:
+            # one HEAD request, no retries (retry_on_errors is False by default): hf_hub_download would retry
+            # five times where it finds nothing cached, and cannot be told not to
+            try:
+                get_hf_file_metadata(hf_hub_url(repo, filename, revision=revision, endpoint=endpoint), timeout=_timeout())
+            except (EntryNotFoundError, RepositoryNotFoundError, RevisionNotFoundError):
+                raise
+            except _request_errors() as e:
+                if not isinstance(cached, str):
+                    raise InputError("model", repo, f"a model in the local Hugging Face cache ({_cache_dir()}) or on a Hub that answers "
+                                     f"({endpoint} did not: {type(e).__name__}); {_fill_hint(repo, filename)}") from None
+                local = True  # the Hub cannot be reached: the cached copy, as hf_hub_download would read
         # local_files_only under HF_HUB_OFFLINE as well, so a miss names the cache rather than the network
-        return Path(hf_hub_download(repo, filename, revision=revision, cache_dir=_cache_dir(), local_files_only=local or _offline()))
+        return Path(hf_hub_download(repo, filename, revision=revision, cache_dir=_cache_dir(), endpoint=endpoint,
+                                    etag_timeout=_timeout(), local_files_only=local))
     except LocalEntryNotFoundError:
         if not required:
             return None
         where = f"the local Hugging Face cache ({_cache_dir()})"
         if _offline():
             raise InputError("model", repo, f"a model in {where}: HF_HUB_OFFLINE=1 forbids downloading it, and the cache has no "
-                             f"{filename} for revision {revision or 'main'}") from None
-        raise InputError("model", repo, f"a repository the Hub can be reached for, or one in {where}: the download failed") from None
+                             f"{filename} for revision {revision or 'main'}; {_fill_hint(repo, filename)}") from None
+        raise InputError("model", repo, f"a model in {where} or on a Hub that answers; {_fill_hint(repo, filename)}") from None
     except EntryNotFoundError:
         if required:
             raise InputError("model", repo, f"a Hugging Face repository with a {filename}") from None
@@ -58,27 +131,31 @@ def _download(repo: str, filename: str, revision: str | None, *, required: bool,
     except (RepositoryNotFoundError, RevisionNotFoundError) as e:
         raise InputError("model", repo + (f"@{revision}" if revision else ""),
                          f"a Hugging Face repository and revision that exist and that you may read ({type(e).__name__})") from None
+    except _request_errors() as e:  # the Hub answered the HEAD, then not the download
+        raise InputError("model", repo, f"a model on a Hub that answers ({endpoint}: {type(e).__name__} downloading {filename}); "
+                         f"{_fill_hint(repo, filename)}") from None
 
 
-def get_hub_model(ref: str) -> ModelSpec:
-    """A model from its Hugging Face repository's config.json, at a pinned revision."""
+def _json(path: Path, ref: str) -> dict:
     try:
-        import huggingface_hub  # noqa: F401
-    except ImportError:
-        raise InputError("model", ref, "a bundled model, a config.json path, or a Hugging Face id with the hub extra installed "
-                         "(pip install 'llm-codesign[hub]')") from None
+        doc = parse_nested(json.loads, path.read_text(encoding="utf-8-sig"), "model", f"{ref}: {path.name}")
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise InputError("model", ref, f"a repository whose {path.name} is valid JSON ({type(e).__name__})") from None
+    if not isinstance(doc, dict):
+        raise InputError("model", ref, f"a repository whose {path.name} is a JSON object")
+    return doc
+
+
+def _read(ref: str) -> ModelSpec:
     repo, _, revision = str(ref).partition("@")
     from huggingface_hub import try_to_load_from_cache
 
     cached = isinstance(try_to_load_from_cache(repo, "config.json", cache_dir=_cache_dir(), revision=revision or None), str)
     path = _download(repo, "config.json", revision or None, required=True)
-    try:
-        cfg = json.loads(path.read_text())
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise InputError("model", ref, f"a repository whose config.json is valid JSON ({type(e).__name__})") from None
+    cfg = _json(path, ref)
     # a config read from the cache takes its quantization file from the same snapshot, with no network call
     qpath = _download(repo, "hf_quant_config.json", revision or None, required=False, local=cached)
-    quant = json.loads(qpath.read_text()) if qpath else None
+    quant = _json(qpath, ref) if qpath else None
     # the cache lays files out as models--org--name/snapshots/<commit>/config.json: the commit pins what was read
     commit = path.parent.name if path.parent.parent.name == "snapshots" else (revision or "unknown")
     cfg = {k: v for k, v in cfg.items() if k != "auto_map"}  # remote code is never looked at, let alone run
@@ -86,3 +163,25 @@ def get_hub_model(ref: str) -> ModelSpec:
     from dataclasses import replace
 
     return replace(spec, notes=spec.notes + (f"config.json from the Hugging Face Hub: {repo}@{commit}",))
+
+
+def get_hub_model(ref: str) -> ModelSpec:
+    """A model from its Hugging Face repository's config.json, at a pinned revision. What a look-up
+    answers (the model, or the InputError) is kept for the process, so a run prices one revision and
+    asks an unreachable Hub once."""
+    try:
+        import huggingface_hub  # noqa: F401
+    except ImportError:
+        raise InputError("model", ref, "a bundled model, a config.json path, or a Hugging Face id with the hub extra installed "
+                         "(pip install 'llm-codesign[hub]')") from None
+    key = (str(ref), _cache_dir(), _offline(), _endpoint())
+    if key not in _LOOKED_UP:
+        try:
+            with _quiet():
+                _LOOKED_UP[key] = _read(ref)
+        except InputError as e:
+            _LOOKED_UP[key] = e
+    got = _LOOKED_UP[key]
+    if isinstance(got, InputError):
+        raise type(got)(got.field, got.value, got.valid)  # a fresh one (UnsupportedModelError stays one)
+    return got

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from llm_codesign.errors import InputError, UnsupportedModelError
+from llm_codesign.errors import InputError, UnsupportedModelError, parse_nested
 from llm_codesign.spec.precision import Precision, get_dtype
 from llm_codesign.spec.validation import check_config, check_hf_quant
 
@@ -626,14 +626,14 @@ def load_config_file(path: str | Path, name: str | None = None) -> ModelSpec:
     if not p.is_file():
         raise InputError("model", str(path), "a registry name (see `llm-codesign models`), a Hugging Face id, or a config.json path")
     try:
-        cfg = json.loads(p.read_text())
+        cfg = parse_nested(json.loads, p.read_text(encoding="utf-8-sig"), "model", str(path))
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
         raise InputError("model", str(path), f"a valid JSON config ({e.__class__.__name__}: {e})") from None
     quant = None
     qp = p.with_name(p.name.replace("config.json", "hf_quant_config.json"))
     if qp != p and qp.is_file():
         try:
-            quant = json.loads(qp.read_text())
+            quant = parse_nested(json.loads, qp.read_text(encoding="utf-8-sig"), "model", str(qp))
         except (json.JSONDecodeError, UnicodeDecodeError) as e:
             raise InputError("model", str(qp), f"a valid JSON quantization config ({e.__class__.__name__}: {e})") from None
     return from_hf_config(cfg, name or p.stem, quant)
