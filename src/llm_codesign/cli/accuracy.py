@@ -71,7 +71,7 @@ def _print_report(rep: dict, title: str, *, stderr: bool = False) -> None:
 def validate(
     kernels: Optional[str] = typer.Option(None, "--kernels", help="Kernel CSV (gemm, attention, collectives or moe columns)."),
     serving: Optional[str] = typer.Option(None, "--serving", help="Serving-measurement CSV in the canonical columns."),
-    out: Optional[str] = typer.Option(None, "--out", help="Write the input rows plus predictions here."),
+    out: Optional[str] = typer.Option(None, "--out", help="Write the input rows plus predictions here (CSV; - for standard output)."),
     clean: bool = typer.Option(False, "--clean", help="Serving: re-derive plans from the run names that state them and keep each measurement once (llm_codesign.measure.audit)."),
     calibration: Optional[str] = O_CAL, as_json: bool = typer.Option(False, "--json"),
 ):
@@ -118,7 +118,7 @@ def validate(
 def calibrate(
     kernels: Optional[list[str]] = typer.Option(None, "--kernels", help="Kernel CSVs (repeat the option)."),
     serving: Optional[str] = typer.Option(None, "--serving", help="Serving measurements to fit step overheads on."),
-    output: str = typer.Option(..., "-o", "--output", help="Profile .toml to write."),
+    output: str = typer.Option(..., "-o", "--output", help="Profile .toml to write; - for standard output."),
     hold_out: Optional[list[str]] = typer.Option(None, "--hold-out", help="Leave this model's serving rows out of the fit, to judge it out of sample (repeat the option)."),
     clean: bool = typer.Option(False, "--clean", help="Fit the serving rows' clean form: plans re-derived from the run names that state them, each measurement once (llm_codesign.measure.audit)."),
     force: bool = typer.Option(False, "--force", help="Write the profile even when a fit is worse than the starting profile on the same rows, or lands a kernel efficiency or a serving parameter on a bound of its range."),
@@ -210,7 +210,7 @@ def _nk_list(value: str) -> list[tuple[int, int]]:
 @app.command()
 def bench(
     kind: str = typer.Argument(..., help="gemm or decode"),
-    out: str = typer.Option(..., "-o", "--out", help="CSV to write, in the kernel tables' columns."),
+    out: str = typer.Option(..., "-o", "--out", help="CSV to write, in the kernel tables' columns; - for standard output."),
     system: Optional[str] = typer.Option(None, "--system", help="Catalog GPU id for the rows (default: from the CUDA device name)."),
     device: str = typer.Option("auto", "--device", help="auto, cuda or cpu."),
     model: Optional[str] = typer.Option(None, "--model", help="Take the shapes from this model (its projections / attention heads at --tp)."),

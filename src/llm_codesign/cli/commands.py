@@ -335,7 +335,7 @@ def pareto(
     max_accuracy_drop: Optional[float] = typer.Option(None, "--max-accuracy-drop",
                                                       help="Keep precisions within this accuracy drop (percent) of the model's best precision "
                                                            "(published pairs, else the proxy; unknown drops are left out)."),
-    out: Optional[str] = typer.Option(None, "--out", help="Folder for frontier.csv, frontier.png and report.html."),
+    out: Optional[str] = typer.Option(None, "--out", help="Folder for frontier.csv, frontier.png and report.html (created if missing)."),
     csv_path: Optional[str] = typer.Option(None, "--csv"), plot_path: Optional[str] = typer.Option(None, "--plot", help=".png or .svg"),
     html_path: Optional[str] = typer.Option(None, "--html"),
     disagg: bool = typer.Option(False, "--disagg", help="Also the disaggregated frontier (prefill and decode instances)."),

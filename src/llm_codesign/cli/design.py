@@ -86,7 +86,7 @@ def design(
     max_candidates: int = typer.Option(20000, "--max-candidates", min=1, max=1_000_000), top: int = typer.Option(10, "--top", min=1, max=1000),
     search_mode: str = typer.Option("grid", "--search", help="grid (enumerate every shape) or nsga2 (optuna, the dist extra)."),
     trials: int = typer.Option(300, "--trials", min=1, max=100_000, help="NSGA-II trials."),
-    export: Optional[str] = typer.Option(None, "--export", help="Write the best design as a Hugging Face config.json."),
+    export: Optional[str] = typer.Option(None, "--export", help="Write the best design as a Hugging Face config.json; - for standard output."),
     plot_path: Optional[str] = typer.Option(None, "--plot", help="Frontiers of the top designs vs the baseline (.png/.svg)."),
     scheduler: Optional[str] = typer.Option(None, "--scheduler", help="Grid search: price the shape chunks on Dask, local (a "
                                             "LocalCluster) or tcp://HOST:PORT (default: DASK_SCHEDULER_ADDRESS, else in-process)."),

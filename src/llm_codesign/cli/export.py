@@ -38,7 +38,7 @@ from llm_codesign.cli.common import (
 from llm_codesign.errors import InputError
 
 
-def _check_out(out: str, as_json: bool, inputs: dict) -> None:
+def _check_out(out: str, inputs: dict, *, as_json: bool = False) -> None:
     """-o checked before any work: writable, no input's path, and standard output (`-`) not also the JSON's."""
     from llm_codesign.outputs import check_writable
 
@@ -58,7 +58,7 @@ def export(
     model: str = typer.Argument(..., help="Registry name, Hugging Face id or config.json path."),
     gpu: str = O_GPU, gpus_: Optional[int] = O_GPUS,
     engine: str = typer.Option(..., "--engine", help="vllm, sglang, trtllm, or dynamo (a disaggregated deployment)."),
-    out: str = typer.Option(..., "-o", "--out", help="The file to write (YAML; a shell script for SGLang)."),
+    out: str = typer.Option(..., "-o", "--out", help="The file to write (YAML; a shell script for SGLang); - for standard output."),
     tp: Optional[int] = O_TP, pp: Optional[int] = O_PP, ep: Optional[int] = O_EP, moe_tp: Optional[int] = O_MTP,
     attention_dp: Optional[int] = O_ADP, kvp: Optional[int] = O_KVP,
     weight_dtype: Optional[str] = O_W, activation_dtype: Optional[str] = O_A, kv_dtype: Optional[str] = O_KV,
@@ -82,7 +82,7 @@ def export(
 
     if engine not in ENGINES:
         raise InputError("engine", engine, "one of: " + ", ".join(ENGINES))
-    _check_out(out, as_json, {"MODEL": model, "--gpu": gpu, "--calibration": calibration})
+    _check_out(out, {"MODEL": model, "--gpu": gpu, "--calibration": calibration}, as_json=as_json)
     m = _model(model)
     if engine == "dynamo":
         text, summary = _dynamo(m, gpu, prefill=prefill, decode=decode, n_pre=prefill_instances, n_dec=decode_instances,
@@ -195,7 +195,7 @@ def import_(
 def export_point(
     path: str = typer.Argument(..., help="A frontier as `pareto --json` writes it."),
     index: int = typer.Option(..., "--index", min=0, help="The frontier point, in the JSON's order (0: the throughput end, the last: the interactive end)."),
-    out: str = typer.Option(..., "-o", "--out", help="The file to write."),
+    out: str = typer.Option(..., "-o", "--out", help="The file to write; - for standard output."),
     engine: Optional[str] = typer.Option(None, "--engine", help="vllm, sglang or trtllm (default: the frontier's engine)."),
 ):
     """The engine's launch configuration of one frontier point: its plan, precision, step token budget and batch."""
@@ -205,7 +205,7 @@ def export_point(
     from llm_codesign.outputs import write_text
     from llm_codesign.spec.plan import Deployment
 
-    _check_out(out, False, {"PATH": path})
+    _check_out(out, {"PATH": path})
     try:
         doc = json.loads(Path(path).read_text())
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
