@@ -195,6 +195,17 @@ def test_calibrate_and_validate_to_standard_output(tmp_path, monkeypatch):
     assert "serving validation" in err and sorted(p.name for p in tmp_path.iterdir()) == ["g.csv", "p.toml", "s.csv"]
 
 
+def test_design_exports_its_config_to_standard_output(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    args = ["design", "--params", "1e9", "--gpu", "h100", "--gpus", "1", "--max-candidates", "20", "--top", "1"]
+    one_line([*args, "--export", "d.png", "--plot", "./d.png"],
+             "error: plot: './d.png' is not valid; a path no other output takes (--export writes d.png too)")
+    code, out, err = cli(*args, "--export", "-")
+    cfg = json.loads(out)  # the config alone on stdout, the designs' table on stderr
+    assert code == 0 and cfg["model_type"] == "llama" and err.splitlines()[-1] == "wrote standard output", err
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_binary_and_many_file_outputs_refuse_standard_output():
     line = "is not valid; a file path ('-', standard output, is taken where a command writes one text file)"
     one_line([*PARETO, "--csv", "-"], f"error: csv: '-' {line}")

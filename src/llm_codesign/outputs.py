@@ -5,8 +5,6 @@ leaves no output half-written and no temporary file behind. A temporary file's n
 its folder once that process is gone. `-` is standard output, where a command writes one text file."""
 from __future__ import annotations
 
-import csv
-import io
 import os
 import re
 import signal
@@ -29,7 +27,7 @@ def tmp_path(path: str | Path, suffix: str | None = None) -> Path:
 
 
 def _alive(pid: int) -> bool:
-    if pid == os.getpid():
+    if pid == os.getpid() or os.name == "nt":  # Windows' os.kill(pid, 0) sends Ctrl-C, not a probe: kept there
         return True
     try:
         os.kill(pid, 0)
@@ -191,6 +189,9 @@ def write_text(path: str | Path, text: str, *, executable: bool = False) -> None
 
 def write_rows(path: str | Path, fieldnames, rows) -> None:
     """Rows as CSV, whole or not at all (or to standard output for `-`)."""
+    import csv
+    import io
+
     buf = io.StringIO(newline="")
     w = csv.DictWriter(buf, fieldnames=list(fieldnames))
     w.writeheader()

@@ -258,5 +258,5 @@ def bench(
                             device=device, system=system, warmup=warmup, repeat=repeat)
         cols = DECODE_COLUMNS
     write_rows(out, cols, rows)
-    _console(stderr=out == "-").print(f"wrote {len(rows)} {kind} measurements ({rows[0]['system']}, {rows[0]['trtllm_version']}) to "
-                            f"{'standard output' if out == '-' else out}")
+    where = "standard output" if out == "-" else out
+    _console(stderr=out == "-").print(f"wrote {len(rows)} {kind} measurements ({rows[0]['system']}, {rows[0]['trtllm_version']}) to {where}")

@@ -229,8 +229,11 @@ class _EdgeGroup(TyperGroup):
         except KeyboardInterrupt as e:  # Ctrl-C, or Terminated
             signum = getattr(e, "signum", signal.SIGINT)
             done = ", ".join("standard output" if p == "-" else p for p in outputs.WRITTEN)  # a signal after the renames
-            typer.echo(f"error: {_SIGNAL_WORDS.get(signum, 'interrupted')}" + (f" after writing {done}" if done else "; nothing was written"),
-                       err=True)
+            try:
+                typer.echo(f"error: {_SIGNAL_WORDS.get(signum, 'interrupted')}" + (f" after writing {done}" if done else "; nothing was written"),
+                           err=True)
+            except OSError:  # the terminal that hung up takes no line
+                pass
             raise typer.Exit(128 + signum) from None
         except OSError as e:  # unreadable/unwritable files named on the command line
             import errno

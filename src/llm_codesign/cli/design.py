@@ -99,7 +99,7 @@ def design(
     from llm_codesign.explore.design import Slo, design_nsga2, hf_config, to_model
     from llm_codesign.explore.design import design as run
     from llm_codesign.explore.lint import lint as lint_run
-    from llm_codesign.outputs import check_writable
+    from llm_codesign.outputs import check_writable, write_all, write_text
     from llm_codesign.spec.engines import get_engine
     from llm_codesign.spec.validation import as_float
 
@@ -175,8 +175,6 @@ def design(
     config = json.dumps(hf_config(r["designs"][0], vocab), indent=2) + "\n" if export and r["designs"] else None
     if config is not None and export != "-":
         jobs.append((lambda p: p.write_text(config), export))
-    from llm_codesign.outputs import write_all, write_text
-
     write_all(jobs)
     if config is not None and export == "-":
         write_text(export, config)
