@@ -102,7 +102,7 @@ def test_estimate_spec_flags():
     (("estimate", "llama-3.1-405b", "--gpu", "h100", "--tp", "1"), "GB per GPU"),
     (("roofline", "llama-3.1-8b", "--gpu", "h100", "--batch", "-4"), "batch"),
     (("estimate", "llama-3.1-8b", "--gpu", "h100", "--weight-dtype", "fp3"), "weight_dtype"),
-    (("pareto", "llama-3.1-8b", "--gpu", "h100", "--plot", "/nonexistent/dir/x.png"), "plot"),
+    (("pareto", "llama-3.1-8b", "--gpu", "h100", "--plot", "/proc/no/x.png"), "plot"),  # a folder no one may create
     (("estimate", "llama-3.1-8b", "--gpu", "h100", "--calibration", "/nonexistent.toml"), "calibration"),
     (("pareto", "llama-3.1-8b", "--gpu", "h100", "--gpus", "eight"), "gpus"),
     (("lint", "llama-3.1-8b", "--gpu", "h100", "--regime", "fast"), "regime"),

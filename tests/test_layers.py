@@ -9,7 +9,7 @@ import pytest
 
 PKG = Path(__file__).resolve().parents[1] / "src" / "llm_codesign"
 # lower number = lower layer (DESIGN.md, "Layers"); a module may import its own layer or below
-LAYER = {"errors": 0, "spec": 1, "cost": 2, "serve": 3, "explore": 4, "measure": 4, "api": 5, "render": 5, "web": 6, "cli": 6,
+LAYER = {"errors": 0, "outputs": 0, "spec": 1, "cost": 2, "serve": 3, "explore": 4, "measure": 4, "api": 5, "render": 5, "web": 6, "cli": 6,
          "__init__": 7, "__main__": 7}
 
 

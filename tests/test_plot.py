@@ -8,8 +8,9 @@ import pytest
 
 from llm_codesign.cost.calibration import calibration_for
 from llm_codesign.explore.search import SearchSpace, search
+from llm_codesign.outputs import write_all
 from llm_codesign.render import plot
-from llm_codesign.render.report import write_all, write_plot
+from llm_codesign.render.report import write_plot
 from llm_codesign.spec.hardware import get_gpu
 from llm_codesign.spec.registry import get_model
 

@@ -225,7 +225,7 @@ def test_a_plot_without_matplotlib_is_refused_before_the_search(tmp_path, monkey
 def test_write_all_runs_meanwhile_after_the_writers_and_before_the_renames(tmp_path):
     # pareto renders its tables there, while the figure's process draws: every writer has run, no file
     # is in place yet; a writer that fails stops it from running at all
-    from llm_codesign.render.report import write_all
+    from llm_codesign.outputs import write_all
 
     seen = []
 

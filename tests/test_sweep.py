@@ -83,6 +83,25 @@ def test_nothing_half_written(tmp_path):
     assert not out.exists() and not list(tmp_path.iterdir())
 
 
+def test_the_stream_goes_to_a_temporary_file_its_process_names(tmp_path):
+    # before: `.x.parquet.partial`, which a SIGKILL left for good; now outputs.write_all's name, which the
+    # next write to the folder removes once this process is gone, in a folder made for it
+    import os
+
+    tasks = small_tasks()
+    out = tmp_path / "new" / "x.parquet"
+    seen = []
+
+    def results():
+        yield run_task(tasks[0])
+        seen.extend(p.name for p in out.parent.iterdir())
+        yield run_task(tasks[1])
+
+    totals = write_parquet(results(), str(out))
+    assert seen == [f".x.{os.getpid()}.llmcs-tmp.parquet"] and [p.name for p in out.parent.iterdir()] == ["x.parquet"]
+    assert totals["tasks"] == 2 and len(pd.read_parquet(out)) == totals["rows"] > 0
+
+
 def test_bad_scheduler_is_one_line():
     pytest.importorskip("distributed")
     with pytest.raises(InputError, match="scheduler"):

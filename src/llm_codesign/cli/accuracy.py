@@ -6,29 +6,30 @@ from typing import Optional
 
 import typer
 
-from llm_codesign.cli.common import O_CAL, _console, _dump, _int_list, app
+from llm_codesign.cli.common import O_CAL, _console, _dump, _int_list, app, check_paths
 from llm_codesign.errors import InputError
 
 
 def _write_predictions(path: str, rows: list[dict], preds: list[dict]) -> None:
     """Input rows plus `predicted_<metric>` columns, written whole or not at all."""
-    from llm_codesign.render.report import write_rows_atomic
+    from llm_codesign.outputs import write_rows
 
     def name(k: str) -> str:
         return k if k.startswith("predicted") else f"predicted_{k}"
 
     keys = list(rows[0].keys())
     extra = sorted({name(k) for p in preds for k in p} - set(keys))
-    write_rows_atomic(path, keys + extra, ({**r, **{name(k): v for k, v in p.items()}} for r, p in zip(rows, preds, strict=True)))
+    write_rows(path, keys + extra, ({**r, **{name(k): v for k, v in p.items()}} for r, p in zip(rows, preds, strict=True)))
 
 
-def _print_report(rep: dict, title: str) -> None:
+def _print_report(rep: dict, title: str, *, stderr: bool = False) -> None:
+    """The report's tables, on stderr where the predictions went to standard output (--out -)."""
     from rich.table import Table
 
     from llm_codesign.measure.accuracy import LABELS
     from llm_codesign.measure.audit import DISCORDANT_RATIO, REPEAT_METRICS
 
-    con = _console()
+    con = _console(stderr=stderr)
     t = Table(title=f"{title}: {rep['modeled']} of {rep['rows']} rows modelled",
               caption="APE: absolute percentage error; signed: median of the signed error, positive where predicted above measured")
     t.add_column("group", overflow="fold")
@@ -70,7 +71,7 @@ def _print_report(rep: dict, title: str) -> None:
 def validate(
     kernels: Optional[str] = typer.Option(None, "--kernels", help="Kernel CSV (gemm, attention, collectives or moe columns)."),
     serving: Optional[str] = typer.Option(None, "--serving", help="Serving-measurement CSV in the canonical columns."),
-    out: Optional[str] = typer.Option(None, "--out", help="Write the input rows plus predictions here."),
+    out: Optional[str] = typer.Option(None, "--out", help="Write the input rows plus predictions here (CSV; - for standard output)."),
     clean: bool = typer.Option(False, "--clean", help="Serving: re-derive plans from the run names that state them and keep each measurement once (llm_codesign.measure.audit)."),
     calibration: Optional[str] = O_CAL, as_json: bool = typer.Option(False, "--json"),
 ):
@@ -82,9 +83,12 @@ def validate(
     if clean and kernels:
         raise InputError("clean", "--kernels", "used with --serving (it checks serving rows)")
     if out:
-        from llm_codesign.render.report import check_writable
+        from llm_codesign.outputs import check_writable
 
-        check_writable("out", out)
+        check_writable("out", out, stdout=True)
+        if out == "-" and as_json:
+            raise InputError("out", out, "a file path with --json (standard output carries the JSON)")
+        check_paths([("--out", out)], {"--kernels": kernels, "--serving": serving, "--calibration": calibration})
     if kernels:
         rep, rows, pred = kernel_report(kernels, calibration)
         if out:
@@ -107,14 +111,14 @@ def validate(
         title = "serving validation"
     if as_json:
         return _dump(rep)
-    _print_report(rep, title)
+    _print_report(rep, title, stderr=out == "-")
 
 
 @app.command()
 def calibrate(
     kernels: Optional[list[str]] = typer.Option(None, "--kernels", help="Kernel CSVs (repeat the option)."),
     serving: Optional[str] = typer.Option(None, "--serving", help="Serving measurements to fit step overheads on."),
-    output: str = typer.Option(..., "-o", "--output", help="Profile .toml to write."),
+    output: str = typer.Option(..., "-o", "--output", help="Profile .toml to write; - for standard output."),
     hold_out: Optional[list[str]] = typer.Option(None, "--hold-out", help="Leave this model's serving rows out of the fit, to judge it out of sample (repeat the option)."),
     clean: bool = typer.Option(False, "--clean", help="Fit the serving rows' clean form: plans re-derived from the run names that state them, each measurement once (llm_codesign.measure.audit)."),
     force: bool = typer.Option(False, "--force", help="Write the profile even when a fit is worse than the starting profile on the same rows, or lands a kernel efficiency or a serving parameter on a bound of its range."),
@@ -126,11 +130,12 @@ def calibrate(
     from llm_codesign.measure.calibrate import doubtful, fit_kernels, fit_serving, held_out, to_toml
     from llm_codesign.measure.kernel_tables import read_csv
     from llm_codesign.measure.validate import read_rows
-    from llm_codesign.render.report import check_writable, write_text_atomic
+    from llm_codesign.outputs import check_writable, write_text
 
     if not kernels and not serving:
         raise InputError("calibrate", None, "at least one --kernels FILE or --serving FILE")
-    check_writable("output", output)  # before minutes of fitting, not after
+    check_writable("output", output, stdout=True)  # before minutes of fitting, not after
+    check_paths([("--output", output)], {"--kernels": kernels, "--serving": serving, "--calibration": calibration})
     if hold_out and not serving:
         raise InputError("hold-out", hold_out[0], "used with --serving (it leaves serving rows out of the fit)")
     if clean and not serving:
@@ -167,8 +172,8 @@ def calibrate(
               f"kernels: {', '.join(kernels) or 'none'}\nserving: {serving or 'none'}{' (cleaned)' if serving and clean else ''}"
               + (f"\nheld out of the serving fit: {', '.join(hold_out)}" if hold_out else ""))
     text = to_toml(fams, report, header, srv)
-    write_text_atomic(output, text)
-    con = _console()
+    write_text(output, text)
+    con = _console(stderr=output == "-")
     for r in report + ([srv_report] if srv else []):
         if r["kind"] == "serving":  # the serving fit's own measure, against the profile it started from
             err = f"error {r['median_ape']:.1f}% (banded median), starting profile {r['start_median_ape']:.1f}%"
@@ -182,7 +187,7 @@ def calibrate(
                   f"eager launch {', '.join(f'{b} {v * 1e6:.1f} us' for b, v in srv['eager_launch_s'].items())}; "
                   f"wait steps {', '.join(f'{b} {v:.2f}' for b, v in srv['ttft_wait_steps'].items())}; "
                   f"host cost per running sequence {', '.join(f'{b} {v * 1e6:.1f} us' for b, v in srv['seq_overhead_s'].items())}")
-    con.print(f"wrote {output}")
+    con.print(f"wrote {'standard output' if output == '-' else output}")
 
 
 def _refuse(bad: list[str], output: str, force: bool) -> None:
@@ -205,7 +210,7 @@ def _nk_list(value: str) -> list[tuple[int, int]]:
 @app.command()
 def bench(
     kind: str = typer.Argument(..., help="gemm or decode"),
-    out: str = typer.Option(..., "-o", "--out", help="CSV to write, in the kernel tables' columns."),
+    out: str = typer.Option(..., "-o", "--out", help="CSV to write, in the kernel tables' columns; - for standard output."),
     system: Optional[str] = typer.Option(None, "--system", help="Catalog GPU id for the rows (default: from the CUDA device name)."),
     device: str = typer.Option("auto", "--device", help="auto, cuda or cpu."),
     model: Optional[str] = typer.Option(None, "--model", help="Take the shapes from this model (its projections / attention heads at --tp)."),
@@ -224,11 +229,12 @@ def bench(
     """Measure GEMMs or decode attention on this machine; `validate`/`calibrate --kernels` read the CSV."""
 
     from llm_codesign.measure.bench import DECODE_COLUMNS, GEMM_COLUMNS, bench_decode, bench_gemm, linear_shapes
-    from llm_codesign.render.report import check_writable, write_rows_atomic
+    from llm_codesign.outputs import check_writable, write_rows
 
     if kind not in ("gemm", "decode"):
         raise InputError("kind", kind, "gemm or decode")
-    check_writable("out", out)  # before minutes of measuring, not after
+    check_writable("out", out, stdout=True)  # before minutes of measuring, not after
+    check_paths([("--out", out)], {"--model": model})
     if tp <= 0:
         raise InputError("tp", tp, "a positive integer")
     spec = None
@@ -251,5 +257,6 @@ def bench(
         rows = bench_decode(_int_list("batch", batch), _int_list("context", context), heads, kv_heads=kv_heads, head_dim=head_dim,
                             device=device, system=system, warmup=warmup, repeat=repeat)
         cols = DECODE_COLUMNS
-    write_rows_atomic(out, cols, rows)
-    _console().print(f"wrote {len(rows)} {kind} measurements ({rows[0]['system']}, {rows[0]['trtllm_version']}) to {out}")
+    write_rows(out, cols, rows)
+    where = "standard output" if out == "-" else out
+    _console(stderr=out == "-").print(f"wrote {len(rows)} {kind} measurements ({rows[0]['system']}, {rows[0]['trtllm_version']}) to {where}")

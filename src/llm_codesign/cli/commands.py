@@ -48,6 +48,7 @@ from llm_codesign.cli.common import (
     _spec,
     _table,
     app,
+    check_paths,
     check_search_size,
     nothing_found,
 )
@@ -334,7 +335,7 @@ def pareto(
     max_accuracy_drop: Optional[float] = typer.Option(None, "--max-accuracy-drop",
                                                       help="Keep precisions within this accuracy drop (percent) of the model's best precision "
                                                            "(published pairs, else the proxy; unknown drops are left out)."),
-    out: Optional[str] = typer.Option(None, "--out", help="Folder for frontier.csv, frontier.png and report.html."),
+    out: Optional[str] = typer.Option(None, "--out", help="Folder for frontier.csv, frontier.png and report.html (created if missing)."),
     csv_path: Optional[str] = typer.Option(None, "--csv"), plot_path: Optional[str] = typer.Option(None, "--plot", help=".png or .svg"),
     html_path: Optional[str] = typer.Option(None, "--html"),
     disagg: bool = typer.Option(False, "--disagg", help="Also the disaggregated frontier (prefill and decode instances)."),
@@ -346,8 +347,9 @@ def pareto(
     from pathlib import Path
 
     from llm_codesign.explore.search import SearchSpace, parse_precisions
+    from llm_codesign.outputs import check_writable, write_all
     from llm_codesign.render.plot import PlotProcess
-    from llm_codesign.render.report import check_writable, plot_extra, write_all, write_csv, write_html, write_plot
+    from llm_codesign.render.report import plot_extra, write_csv, write_html, write_plot
     from llm_codesign.spec.plan import Workload
 
     try:
@@ -382,15 +384,18 @@ def pareto(
     sd = _spec(spec, draft_len, acceptance, acceptance_rates, draft_model)
     ks = (0,) if sd is None else ((0, draft_len) if draft_len else (0, 1, 2, 3, 4, 5))
     paths = {"csv": csv_path, "plot": plot_path, "html": html_path}
-    if out:  # created only when the results are written
+    if out:  # its folders are created only when the results are written (write_all)
         check_writable("out", out, folder=True)
         paths = {"csv": csv_path or str(Path(out) / "frontier.csv"), "plot": plot_path or str(Path(out) / "frontier.png"),
                  "html": html_path or str(Path(out) / "report.html")}
     if paths["plot"] and not paths["plot"].endswith((".png", ".svg")):
         raise InputError("plot", paths["plot"], "a .png or .svg path")
     for key, p in paths.items():  # every output checked before the search, not after
-        if p and not (out and Path(p).parent == Path(out) and not Path(out).exists()):
+        if p:
             check_writable(key, p)
+    given = {"csv": csv_path, "plot": plot_path, "html": html_path}  # a path --out chose is --out's
+    check_paths([(f"--{k}" if given[k] else "--out", p) for k, p in paths.items()],
+                {"MODEL": model_refs, "--gpu": gpu_refs, "--calibration": calibration, "--gpu-hour-price": gpu_hour_price})
     check_search_size(gpus_, inst or None, n_gpus, fixed=sum(x is not None for x in (tp, pp, attention_dp, kvp)),
                       free_ep=ep is None and moe_tp is None)
     from llm_codesign.spec.engines import get_engine
@@ -431,8 +436,6 @@ def pareto(
                 with con.capture() as tables:
                     _print_frontiers(con, results, isl=isl, osl=osl, prefix_hit=prefix_hit)
 
-        if out:
-            Path(out).mkdir(parents=True, exist_ok=True)
         write_all(jobs, meanwhile=render_tables)
     finally:
         if plotter is not None:

@@ -3,6 +3,7 @@ lookups every command uses."""
 from __future__ import annotations
 
 import json
+import signal
 from typing import Optional
 
 import typer
@@ -123,11 +124,78 @@ def usage_line(e: UsageError, group_ctx=None) -> str:
     return f"usage: {msg} (see {where})"
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM or SIGHUP, raised wherever the command is, so that they end it as Ctrl-C does: through
+    every clean-up on the way out (outputs.write_all removes its temporary files), with one line. A
+    KeyboardInterrupt, so that `except Exception` on the way does not swallow it."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+_SIGNAL_WORDS = {signal.SIGINT: "interrupted", signal.SIGTERM: "terminated", getattr(signal, "SIGHUP", None): "hung up"}
+
+
+def _raise_terminated(signum, frame):
+    for s in (signal.SIGTERM, signal.SIGHUP):  # a second signal does not cut the clean-up short (SIGKILL still ends it)
+        signal.signal(s, signal.SIG_IGN)
+    raise Terminated(signum)
+
+
+def _catch_signals() -> dict:
+    """SIGTERM and SIGHUP raise Terminated while a command runs; returns the handlers they replace. Only
+    the main thread may set handlers (a CliRunner in another thread keeps the defaults)."""
+    import threading
+
+    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "SIGHUP"):
+        return {}
+    return {s: signal.signal(s, _raise_terminated) for s in (signal.SIGTERM, signal.SIGHUP)}
+
+
+def _restore_signals(handlers: dict) -> None:
+    for s, h in handlers.items():
+        if h is not None:  # None: a handler set outside Python, which cannot be put back
+            signal.signal(s, h)
+
+
+def check_paths(outputs: list[tuple[str, str | None]], inputs: dict[str, str | list[str] | None] | None = None) -> None:
+    """Refuses, before any work, an output that is an input (it would be overwritten with what was read
+    from it) or another output (one would overwrite the other): outputs as (flag, path), inputs as
+    {flag: path or paths}. Resolved paths compare, and where both exist os.path.samefile, so that
+    `./a.csv` and `a.csv`, a symlink and its target, or hard links are one file; `-` (standard output)
+    and inputs that are not files (registry names) take no part."""
+    import os
+    from pathlib import Path
+
+    def same(a: str, b: str) -> bool:
+        if Path(a).resolve() == Path(b).resolve():
+            return True
+        try:
+            return os.path.samefile(a, b)
+        except OSError:  # one of them does not exist yet
+            return False
+
+    files = [(f, p) for f, ps in (inputs or {}).items() for p in ([ps] if isinstance(ps, str) else ps or []) if os.path.isfile(p)]
+    seen: list[tuple[str, str]] = []
+    for flag, p in outputs:
+        if not p or p == "-":
+            continue
+        for other, q in files:
+            if same(p, q):
+                raise InputError(flag.lstrip("-"), p, f"a path other than the {other} input ({q}), which {flag} would overwrite")
+        for other, q in seen:
+            if same(p, q):
+                raise InputError(flag.lstrip("-"), p, f"a path no other output takes ({other} writes {q} too)")
+        seen.append((flag, p))
+
+
 class _EdgeGroup(TyperGroup):
     """The app's command group: whatever a command raises for bad input reaches the user as one line
     and an exit code, the same in-process (CliRunner) as from the console script. InputError, a
-    usage error and an OS error are exit 2; Ctrl-C is exit 130; numpy's floating-point warnings stay
-    inside (the results they would flag are refused by the edge checks instead)."""
+    usage error and an OS error are exit 2; Ctrl-C, SIGTERM and SIGHUP are 128 + the signal's number
+    (130, 143, 129), after the same clean-up (outputs.write_all's); numpy's floating-point warnings
+    stay inside (the results they would flag are refused by the edge checks instead)."""
 
     def make_context(self, info_name, args, parent=None, **extra):
         # the app's own options (`llm-codesign --bogus`): the same one line; no arguments at all show the help
@@ -144,6 +212,10 @@ class _EdgeGroup(TyperGroup):
 
         import numpy as np
 
+        from llm_codesign import outputs
+
+        outputs.WRITTEN.clear()
+        handlers = _catch_signals()
         try:
             with np.errstate(all="ignore"), warnings.catch_warnings():
                 warnings.simplefilter("ignore", RuntimeWarning)
@@ -154,9 +226,15 @@ class _EdgeGroup(TyperGroup):
         except UsageError as e:  # a value the option's type refuses, a missing option, an unknown command
             typer.echo(f"error: {usage_line(e, ctx)}", err=True)
             raise typer.Exit(2) from None
-        except KeyboardInterrupt:
-            typer.echo("error: interrupted; nothing was written", err=True)
-            raise typer.Exit(130) from None
+        except KeyboardInterrupt as e:  # Ctrl-C, or Terminated
+            signum = getattr(e, "signum", signal.SIGINT)
+            done = ", ".join("standard output" if p == "-" else p for p in outputs.WRITTEN)  # a signal after the renames
+            try:
+                typer.echo(f"error: {_SIGNAL_WORDS.get(signum, 'interrupted')}" + (f" after writing {done}" if done else "; nothing was written"),
+                           err=True)
+            except OSError:  # the terminal that hung up takes no line
+                pass
+            raise typer.Exit(128 + signum) from None
         except OSError as e:  # unreadable/unwritable files named on the command line
             import errno
 
@@ -164,6 +242,8 @@ class _EdgeGroup(TyperGroup):
                 raise
             typer.echo(f"error: {os_error_line(e)}", err=True)
             raise typer.Exit(2) from None
+        finally:
+            _restore_signals(handlers)
 
 
 app = typer.Typer(cls=_EdgeGroup, add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
@@ -189,10 +269,11 @@ def _fail(msg: str) -> None:
     raise typer.Exit(2)
 
 
-def _console():
+def _console(*, stderr: bool = False):
+    """A rich console on stdout; on stderr where a command's file goes to standard output (`-o -`)."""
     from rich.console import Console
 
-    return Console()
+    return Console(stderr=stderr)
 
 
 def _table(title: str, columns: str, caption: str | None = None, **kw):

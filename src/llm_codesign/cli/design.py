@@ -22,6 +22,7 @@ from llm_codesign.cli.common import (
     _progress,
     _table,
     app,
+    check_paths,
 )
 from llm_codesign.errors import InputError
 
@@ -85,7 +86,7 @@ def design(
     max_candidates: int = typer.Option(20000, "--max-candidates", min=1, max=1_000_000), top: int = typer.Option(10, "--top", min=1, max=1000),
     search_mode: str = typer.Option("grid", "--search", help="grid (enumerate every shape) or nsga2 (optuna, the dist extra)."),
     trials: int = typer.Option(300, "--trials", min=1, max=100_000, help="NSGA-II trials."),
-    export: Optional[str] = typer.Option(None, "--export", help="Write the best design as a Hugging Face config.json."),
+    export: Optional[str] = typer.Option(None, "--export", help="Write the best design as a Hugging Face config.json; - for standard output."),
     plot_path: Optional[str] = typer.Option(None, "--plot", help="Frontiers of the top designs vs the baseline (.png/.svg)."),
     scheduler: Optional[str] = typer.Option(None, "--scheduler", help="Grid search: price the shape chunks on Dask, local (a "
                                             "LocalCluster) or tcp://HOST:PORT (default: DASK_SCHEDULER_ADDRESS, else in-process)."),
@@ -98,7 +99,7 @@ def design(
     from llm_codesign.explore.design import Slo, design_nsga2, hf_config, to_model
     from llm_codesign.explore.design import design as run
     from llm_codesign.explore.lint import lint as lint_run
-    from llm_codesign.render.report import check_writable
+    from llm_codesign.outputs import check_writable, write_all, write_text
     from llm_codesign.spec.engines import get_engine
     from llm_codesign.spec.validation import as_float
 
@@ -114,7 +115,12 @@ def design(
         raise InputError("plot", plot_path, "a .png or .svg path")
     for name, p in (("export", export), ("plot", plot_path)):
         if p:
-            check_writable(name, p)
+            check_writable(name, p, stdout=name == "export")
+    if export == "-" and as_json:
+        raise InputError("export", export, "a file path with --json (standard output carries the JSON)")
+    check_paths([("--export", export), ("--plot", plot_path)],
+                {"--baseline": baseline, "--gpu": gpu, "--quality": quality_file, "--accuracy-proxy": accuracy_proxy,
+                 "--calibration": calibration})
     g = _gpu(gpu)
     base = _model(baseline) if baseline else None
     if base:
@@ -149,13 +155,10 @@ def design(
         fs = lint_run(to_model(d, vocab), g, cal, regime if regime != "long-context" else "throughput", prec=prec, proxy_file=accuracy_proxy)
         d["lint"] = {"errors": sum(f.severity == "error" for f in fs), "warnings": sum(f.severity == "warning" for f in fs),
                      "top": fs[0].message if fs else None}
-    if export and r["designs"]:
-        from llm_codesign.render.report import write_text_atomic
-
-        write_text_atomic(export, json.dumps(hf_config(r["designs"][0], vocab), indent=2) + "\n")
+    jobs = []  # both files written, or neither
     if plot_path and r["designs"]:
         from llm_codesign.explore.search import SearchSpace, search
-        from llm_codesign.render.report import write_all, write_plot
+        from llm_codesign.render.report import write_plot
 
         runs = []
         for j, d in enumerate(r["designs"][:3]):
@@ -168,10 +171,16 @@ def design(
                          isl=r["isl_osl"][0], osl=r["isl_osl"][1], engine=eng)
             res["model"] = f"baseline {base.name}"
             runs.append(res)
-        write_all([(lambda p: write_plot(runs, p), plot_path)])
+        jobs.append((lambda p: write_plot(runs, p), plot_path))
+    config = json.dumps(hf_config(r["designs"][0], vocab), indent=2) + "\n" if export and r["designs"] else None
+    if config is not None and export != "-":
+        jobs.append((lambda p: p.write_text(config), export))
+    write_all(jobs)
+    if config is not None and export == "-":
+        write_text(export, config)
     if as_json:
         return _dump(r)
-    con = _console()
+    con = _console(stderr=export == "-")  # the table beside a config.json on standard output goes to stderr
     b = r["baseline"]
     if b:
         con.print(f"baseline {b['name']}: {b['total_params'] / 1e9:.1f}B params, quality proxy {b['quality_proxy']:.4f}, "
@@ -194,6 +203,6 @@ def design(
     if base:
         con.print(f"quality proxy of the baseline: {model_loss(base, prec.weight.name):.4f} (designs kept within {quality_tol:.1%})")
     if export and r["designs"]:
-        con.print(f"wrote {export}")
+        con.print(f"wrote {'standard output' if export == '-' else export}")
     if plot_path and r["designs"]:
         con.print(f"wrote plot: {plot_path}")

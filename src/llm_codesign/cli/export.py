@@ -2,8 +2,6 @@
 file -> the deployment it starts, priced again as `estimate` prices it)."""
 from __future__ import annotations
 
-import os
-import tempfile
 from pathlib import Path
 from typing import Optional
 
@@ -35,24 +33,24 @@ from llm_codesign.cli.common import (
     _dump,
     _model,
     app,
+    check_paths,
 )
 from llm_codesign.errors import InputError, parse_nested
 
 
-def write_atomic(path: str, text: str) -> None:
-    """Write `text` to `path` whole or not at all (a temporary file in the same folder, then a rename)."""
-    p = Path(path)
-    if not p.resolve().parent.is_dir():
-        raise InputError("out", path, "a path in an existing folder")
-    fd, tmp = tempfile.mkstemp(dir=p.resolve().parent, prefix=f".{p.name}.")
-    try:
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
-        os.chmod(tmp, 0o755 if text.startswith("#!") else 0o644)
-        os.replace(tmp, p)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+def _check_out(out: str, inputs: dict, *, as_json: bool = False) -> None:
+    """-o checked before any work: writable, no input's path, and standard output (`-`) not also the JSON's."""
+    from llm_codesign.outputs import check_writable
+
+    check_writable("out", out, stdout=True)
+    if out == "-" and as_json:
+        raise InputError("out", out, "a file path with --json (standard output carries the JSON)")
+    check_paths([("--out", out)], inputs)
+
+
+def _file_name(out: str) -> str:
+    """The name the file launches itself by (`vllm serve --config NAME`): config.yaml on standard output."""
+    return "config.yaml" if out == "-" else Path(out).name
 
 
 @app.command()
@@ -60,7 +58,7 @@ def export(
     model: str = typer.Argument(..., help="Registry name, Hugging Face id or config.json path."),
     gpu: str = O_GPU, gpus_: Optional[int] = O_GPUS,
     engine: str = typer.Option(..., "--engine", help="vllm, sglang, trtllm, or dynamo (a disaggregated deployment)."),
-    out: str = typer.Option(..., "-o", "--out", help="The file to write (YAML; a shell script for SGLang)."),
+    out: str = typer.Option(..., "-o", "--out", help="The file to write (YAML; a shell script for SGLang); - for standard output."),
     tp: Optional[int] = O_TP, pp: Optional[int] = O_PP, ep: Optional[int] = O_EP, moe_tp: Optional[int] = O_MTP,
     attention_dp: Optional[int] = O_ADP, kvp: Optional[int] = O_KVP,
     weight_dtype: Optional[str] = O_W, activation_dtype: Optional[str] = O_A, kv_dtype: Optional[str] = O_KV,
@@ -80,9 +78,11 @@ def export(
 ):
     """The engine's launch configuration for a deployment (the same flags as `estimate`)."""
     from llm_codesign.explore.export import ENGINES, engine_spec, export_config, export_dynamo
+    from llm_codesign.outputs import write_text
 
     if engine not in ENGINES:
         raise InputError("engine", engine, "one of: " + ", ".join(ENGINES))
+    _check_out(out, {"MODEL": model, "--gpu": gpu, "--calibration": calibration}, as_json=as_json)
     m = _model(model)
     if engine == "dynamo":
         text, summary = _dynamo(m, gpu, prefill=prefill, decode=decode, n_pre=prefill_instances, n_dec=decode_instances,
@@ -103,14 +103,15 @@ def export(
         summary = {"deployment": dep.to_dict(), "concurrency": r["concurrency"], "replicas": replicas,
                    "predicted": {k: r[k] for k in ("ttft_ms", "tpot_ms", "tok_s_per_user", "output_tok_s_per_gpu")}}
         text = export_config(m, dep, engine=engine, concurrency=int(r["concurrency"]), replicas=replicas,
-                             file_name=Path(out).name, extra={"isl": isl, "osl": osl, "predicted": summary["predicted"]})
-    write_atomic(out, text)
+                             file_name=_file_name(out), extra={"isl": isl, "osl": osl, "predicted": summary["predicted"]})
+    write_text(out, text, executable=text.startswith("#!"))
     es = engine_spec(engine)
-    launch = next((line[len("# launch: "):] for line in text.splitlines() if line.startswith("# launch: ")), f"sh {out}")
+    launch = next((line[len("# launch: "):] for line in text.splitlines() if line.startswith("# launch: ")),
+                  f"sh {'FILE' if out == '-' else out}")
     if as_json:
         return _dump({"engine": engine, "version": es["version"], "file": out, "launch": launch, **summary})
     p = summary["predicted"]
-    _console().print(f"wrote {engine} {es['version']} configuration: {out}\nlaunch: {launch}\n"
+    _console(stderr=out == "-").print(f"wrote {engine} {es['version']} configuration: {'standard output' if out == '-' else out}\nlaunch: {launch}\n"
                      f"predicted: TTFT {p['ttft_ms']:.0f} ms, TPOT {p['tpot_ms']:.2f} ms, {p['tok_s_per_user']:.1f} tok/s/user, "
                      f"{p['output_tok_s_per_gpu']:.0f} tok/s/GPU at {summary['concurrency']} requests")
 
@@ -194,15 +195,17 @@ def import_(
 def export_point(
     path: str = typer.Argument(..., help="A frontier as `pareto --json` writes it."),
     index: int = typer.Option(..., "--index", min=0, help="The frontier point, in the JSON's order (0: the throughput end, the last: the interactive end)."),
-    out: str = typer.Option(..., "-o", "--out", help="The file to write."),
+    out: str = typer.Option(..., "-o", "--out", help="The file to write; - for standard output."),
     engine: Optional[str] = typer.Option(None, "--engine", help="vllm, sglang or trtllm (default: the frontier's engine)."),
 ):
     """The engine's launch configuration of one frontier point: its plan, precision, step token budget and batch."""
     import json
 
     from llm_codesign.explore.export import engine_spec, export_config
+    from llm_codesign.outputs import write_text
     from llm_codesign.spec.plan import Deployment
 
+    _check_out(out, {"PATH": path})
     try:
         doc = parse_nested(json.loads, Path(path).read_text(encoding="utf-8-sig"), "path", path)
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
@@ -220,9 +223,9 @@ def export_point(
         raise InputError("engine", engine, f"the engine the frontier was priced for ({dep.backend}); search again with --backend {engine}")
     m = _model(r["model"])
     text = export_config(m, dep, engine=dep.backend, concurrency=int(rec["concurrency_per_instance"]), replicas=int(rec.get("replicas", 1)),
-                         file_name=Path(out).name, extra={"isl": r.get("isl"), "osl": r.get("osl"), "predicted": {
+                         file_name=_file_name(out), extra={"isl": r.get("isl"), "osl": r.get("osl"), "predicted": {
                              k: p[k] for k in ("ttft_ms", "tpot_ms", "tok_s_per_user", "output_tok_s_per_gpu")}})
-    write_atomic(out, text)
+    write_text(out, text, executable=text.startswith("#!"))
     es = engine_spec(dep.backend)
-    _console().print(f"wrote {dep.backend} {es['version']} configuration of point {index} ({rec['plan']}, {rec['concurrency_per_instance']} "
-                     f"requests, max_num_tokens {rec['max_num_tokens']}, x{rec.get('replicas', 1)}): {out}")
+    _console(stderr=out == "-").print(f"wrote {dep.backend} {es['version']} configuration of point {index} ({rec['plan']}, {rec['concurrency_per_instance']} "
+                     f"requests, max_num_tokens {rec['max_num_tokens']}, x{rec.get('replicas', 1)}): {'standard output' if out == '-' else out}")

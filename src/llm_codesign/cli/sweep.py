@@ -6,7 +6,7 @@ from typing import Optional
 
 import typer
 
-from llm_codesign.cli.common import O_CAL, O_PREFIX, _console, _dump, _int_list, app, nothing_found
+from llm_codesign.cli.common import O_CAL, O_PREFIX, _console, _dump, _int_list, app, check_paths, nothing_found
 from llm_codesign.errors import InputError
 
 
@@ -34,15 +34,17 @@ def sweep(
     """Search many combinations at once; every task Pareto-reduces its chunk, the rows stream to Parquet."""
     from llm_codesign.explore.search import budget_grid
     from llm_codesign.explore.sweep import execute, plan_tasks, stderr_progress, write_parquet
-    from llm_codesign.render.report import check_writable
+    from llm_codesign.outputs import check_writable
 
     check_writable("out", out)  # before the tasks run, not after
+    names = lambda s: [x.strip() for x in s.split(",") if x.strip()]  # noqa: E731
+    check_paths([("--out", out)], {"--models": names(models), "--gpu": names(gpu), "--calibration": calibration,
+                                   "--gpu-hour-price": gpu_hour_price})
     isls, osls = _int_list("isl", isl), _int_list("osl", osl)
     if len(isls) != len(osls) and 1 not in (len(isls), len(osls)):
         raise InputError("isl/osl", f"{isl} / {osl}", "lists of one length (pairs), or one of them a single value")
     n = max(len(isls), len(osls))
     workloads = list(zip(isls * n if len(isls) == 1 else isls, osls * n if len(osls) == 1 else osls, strict=True))
-    names = lambda s: [x.strip() for x in s.split(",") if x.strip()]  # noqa: E731
     tasks = plan_tasks(names(models), names(gpu), num_gpus=gpus_, precisions=names(precisions) if precisions else None,
                        backends=names(backend), workloads=workloads, step_tokens=budget_grid(max_num_tokens_grid),
                        max_ttft_ms=max_ttft_ms, min_tps_user=min_tps_user, calibration=calibration, gpu_hour_price=gpu_hour_price,

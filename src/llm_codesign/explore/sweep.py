@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass
 
 from llm_codesign.errors import InputError
+from llm_codesign.outputs import write_all
 
 # the columns of a sweep's rows, in order (Parquet schema: see _schema)
 COLUMNS = (
@@ -188,23 +189,19 @@ def _schema():
 
 def write_parquet(results: Iterable[dict], path: str, *, progress: Callable[[dict], None] | None = None,
                   on_empty: Callable[[dict], BaseException] | None = None) -> dict:
-    """Stream the rows of each task's result to one Parquet file as they come (a temporary file renamed
-    into place at the end: nothing half-written); returns the totals. A sweep in which no task has a row
-    raises `on_empty(totals)` where given (the CLI's one line naming the GPU count or the SLO), writing nothing."""
+    """Stream the rows of each task's result to one Parquet file as they come (outputs.write_all: a
+    temporary file renamed into place at the end, nothing half-written); returns the totals. A sweep in
+    which no task has a row raises `on_empty(totals)` where given (the CLI's one line naming the GPU
+    count or the SLO), writing nothing."""
     try:
         import pyarrow as pa
         import pyarrow.parquet as pq
     except ImportError:
         raise InputError("out", path, "a path once the dist extra is installed for Parquet: pip install 'llm-codesign[dist]'") from None
-    from pathlib import Path
-
-    p = Path(path)
-    if not p.resolve().parent.is_dir():
-        raise InputError("out", path, "a path in an existing folder")
-    tmp = p.with_name(f".{p.name}.partial")
     schema = _schema()
     totals = {"tasks": 0, "rows": 0, "evaluated": 0, "fitting": 0, "seconds": 0.0}
-    try:
+
+    def write(tmp) -> None:
         with pq.ParquetWriter(tmp, schema) as w:
             for r in results:
                 if r["rows"]:
@@ -218,13 +215,8 @@ def write_parquet(results: Iterable[dict], path: str, *, progress: Callable[[dic
                     progress(totals)
         if on_empty is not None and not totals["rows"]:
             raise on_empty(totals)
-        os.replace(tmp, p)
-    except OSError as e:  # the folder refused the file (pyarrow names its temporary file): the user's path
-        tmp.unlink(missing_ok=True)
-        raise InputError("out", path, f"a path in a folder this process may write ({e.strerror or e})") from None
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+
+    write_all([(write, path)])
     return totals
 
 

@@ -9,8 +9,6 @@ import html
 import importlib.util
 import io
 import json
-import os
-import secrets
 from pathlib import Path
 
 from llm_codesign.errors import InputError
@@ -46,83 +44,6 @@ def write_csv(results: list[dict], path: str | Path) -> None:
     w.writeheader()
     w.writerows(frontier_rows(results))
     Path(path).write_text(buf.getvalue())
-
-
-def check_writable(field: str, path: str | Path, *, folder: bool = False) -> Path:
-    """Refuses, before any work, an output path this process cannot write: a folder where a file is
-    wanted, a path in a missing folder, or a folder that takes no new file (probed with an empty file
-    removed at once: permission bits say nothing to root, and /proc refuses even root). With
-    `folder`, `path` is a folder that may exist or will be created."""
-    p = Path(path)
-    if not folder and p.is_dir():
-        raise InputError(field, str(path), "a file path, not a folder")
-    if folder and p.exists() and not p.is_dir():
-        raise InputError(field, str(path), "a folder, not a file")
-    where = p if folder and p.is_dir() else p.resolve().parent
-    if not where.is_dir():
-        raise InputError(field, str(path), "a path in an existing folder")
-    probe = where / f".{p.name}.{secrets.token_hex(4)}.probe"
-    try:
-        probe.open("x").close()
-        probe.unlink()
-    except OSError as e:
-        raise InputError(field, str(path), f"a path in a folder this process may write ({e.strerror})") from None
-    return p
-
-
-def _tmp_beside(p: Path) -> Path:
-    # same suffix: writers that pick a format by it (matplotlib) keep it
-    return p.with_name(f".{p.stem}.{secrets.token_hex(4)}.tmp{p.suffix}")
-
-
-def write_all(jobs, *, meanwhile=None) -> None:
-    """[(writer, path), ...]: each writer writes a temporary file beside its path, then all are renamed
-    into place; a failure on any leaves none of them. The writers create the files themselves, so each
-    gets the mode a plain open() gives under the umask. A writer may return a plot.Drawing (a figure
-    another process draws meanwhile): each is awaited before any rename, and ended on a failure before
-    the temporary files go. `meanwhile()` runs after the writers, before the drawings are awaited."""
-    tmps: list[tuple[Path, Path]] = []
-    pending: list[tuple[Drawing, Path]] = []
-    p = None  # the user's path of the file at hand, which an error names (not the temporary one)
-    try:
-        for write, path in jobs:
-            p = Path(path)
-            tmps.append((_tmp_beside(p), p))
-            done = write(tmps[-1][0])
-            if isinstance(done, Drawing):
-                pending.append((done, p))
-        if meanwhile is not None:
-            meanwhile()
-        while pending:
-            drawing, p = pending[0]
-            drawing.wait()
-            pending.pop(0)
-        for tmp, p in tmps:
-            os.replace(tmp, p)
-    except OSError as e:  # a full disk, a quota
-        raise OSError(e.errno, e.strerror, str(p)) from None
-    finally:
-        for drawing, _ in pending:
-            drawing.cancel()
-        for tmp, _ in tmps:
-            tmp.unlink(missing_ok=True)
-
-
-def write_text_atomic(path: str | Path, text: str) -> None:
-    write_all([(lambda t: t.write_text(text), path)])
-
-
-def write_rows_atomic(path: str | Path, fieldnames, rows) -> None:
-    """Rows as CSV, written whole or not at all (a temporary file renamed into place)."""
-    check_writable("out", path)
-
-    def write(tmp: Path) -> None:
-        with tmp.open("w", newline="") as f:
-            w = csv.DictWriter(f, fieldnames=list(fieldnames))
-            w.writeheader()
-            w.writerows(rows)
-
-    write_all([(write, path)])
 
 
 def plot_extra(path: str | Path) -> None:
