@@ -347,13 +347,14 @@ def weights_read(model: ModelSpec, tokens) -> np.ndarray:
     attention-DP ranks read no fewer (that count is concave in tokens). A profile with routing skew
     (moe_routing_alpha > 0; serving's default is 0) reads fewer distinct experts, and its points may lie
     above this bound."""
-    from llm_codesign.cost.ops import distinct_experts
+    from llm_codesign.cost.ffns import distinct_experts
+    from llm_codesign.spec.kinds import MoE
 
     tokens = np.asarray(tokens, float)
     read = np.full(tokens.shape, float(model.total_params - model.embedding_params + model.vocab * model.hidden * model.tie_embeddings))
     for layer, n in model.groups:
         f = layer.ffn
-        if f.kind == "moe" and f.experts:
+        if isinstance(f, MoE) and f.experts:
             one = f.mats * model.hidden * f.expert_inter
             read -= n * one * (f.experts - distinct_experts(f.experts, f.top_k, tokens))
     return read
