@@ -128,7 +128,7 @@ def routed_load(E, k, tokens, ep, alpha):
     one measured). Here at expected quantiles, not draws: the busiest expert at the median of the
     largest of E draws; the busiest rank the larger of the one holding it (with average experts
     besides) and the largest of `ep` normal rank sums (Blom's expected maximum). Both within ~12% of
-    the collector's own draws (tests/test_ops.py simulates them)."""
+    the collector's own draws (tests/test_ffns.py simulates them)."""
     T = np.asarray(tokens, float)
     S = T * k
     n_loc = E / np.asarray(ep, float)

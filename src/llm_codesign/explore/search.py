@@ -343,7 +343,7 @@ def thinned_cloud(c: dict, sel: np.ndarray, most: int = 4000) -> dict:
 def weights_read(model: ModelSpec, tokens) -> np.ndarray:
     """Parameters one step over `tokens` tokens reads at least: every weight but the input embedding (a
     gather) and the routed experts none of them picks, E * (1 - (1 - k/E)^tokens) experts per MoE layer
-    (cost.ops.distinct_experts, the cost model's own count). Batches split over instances or
+    (cost.ffns.distinct_experts, the cost model's own count). Batches split over instances or
     attention-DP ranks read no fewer (that count is concave in tokens). A profile with routing skew
     (moe_routing_alpha > 0; serving's default is 0) reads fewer distinct experts, and its points may lie
     above this bound."""
