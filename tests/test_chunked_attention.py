@@ -4,8 +4,9 @@ import numpy as np
 import pytest
 
 from llm_codesign.cost.calibration import calibration_for
-from llm_codesign.cost.ops import Batch, Sharding, chunk_keys, forward_ops
+from llm_codesign.cost.ops import Batch, Sharding, forward_ops
 from llm_codesign.spec.hardware import get_gpu
+from llm_codesign.spec.kinds import chunk_keys
 from llm_codesign.spec.model import from_hf_config
 from llm_codesign.spec.registry import get_model
 

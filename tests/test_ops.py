@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 
 from llm_codesign.cost.calibration import calibration_for
 from llm_codesign.cost.memory import kv_bytes_per_token
-from llm_codesign.cost.ops import Batch, Sharding, distinct_experts, forward_ops, launches, routed_load, step_time
+from llm_codesign.cost.ops import Batch, Sharding, forward_ops, launches, step_time
 from llm_codesign.spec.hardware import catalog, get_gpu
 from llm_codesign.spec.precision import Precision, gemm_math
 from llm_codesign.spec.registry import get_model
@@ -56,56 +56,6 @@ def test_flops_unchanged_by_tp(h100, cal_h100):
     per = [_sum(forward_ops(m, h100, cal_h100, m.default_precision, Sharding(tp=tp), b=b), "flops", ("gemm", "attention")) * tp
            for tp in (1, 2, 4, 8)]
     assert per == pytest.approx([per[0]] * 4, rel=1e-9)
-
-
-def test_distinct_experts():
-    assert distinct_experts(256, 8, 1) == pytest.approx(8)
-    assert distinct_experts(256, 8, 10_000) == pytest.approx(256)
-    assert 8 < distinct_experts(256, 8, 16) < 128
-
-
-@pytest.mark.parametrize("E, k", [(256.0, 8.0), (128.0, 4.0), (32.0, 4.0), (8.0, 2.0), (16.0, 16.0)])
-def test_distinct_experts_past_the_power_underflow_is_the_formula_bit_for_bit(E, k):
-    # tokens beyond 60 / log2(1 / (1 - k/E)) are priced at that count (1 - x^t rounds to 1 either way,
-    # and a power that underflows takes libm's slow path): the formula's values exactly, E past it
-    t = np.concatenate([np.arange(0.0, 5000.0, 0.5), np.geomspace(1e3, 1e7, 20000), [np.inf]])
-    np.testing.assert_array_equal(distinct_experts(E, k, t), E * (1.0 - np.power(1.0 - k / E, t)))
-    assert distinct_experts(E, k, 1e6) == E
-
-
-def _collector_busiest_rank(E, k, T, ep, alpha, trials=300):
-    """The busiest EP rank's routed tokens as aiconfigurator's MoE collector draws them
-    (collector/helper.py _generate_power_law_distribution), median over draws."""
-    rng = np.random.default_rng(0)
-    S = T * k
-    a, b = (1.0, 0.8 * T) if S > E else (0.01, 2.0)
-    q = 1.0 - alpha
-    out = []
-    for _ in range(trials):
-        x = ((b ** q - a ** q) * rng.random(E) + a ** q) ** (1.0 / q)
-        counts = np.minimum(np.round(x / x.sum() * S), T)
-        out.append(counts.reshape(ep, -1).sum(1).max())
-    return float(np.median(out))
-
-
-@pytest.mark.parametrize("E,k,T,ep,alpha", [(256, 8, 1024, 8, 1.01), (256, 8, 16, 8, 1.01), (128, 8, 4096, 16, 1.2),
-                                            (64, 6, 64, 4, 1.01), (512, 22, 32, 16, 1.2), (256, 8, 8192, 4, 1.01)])
-def test_routed_load_follows_the_collectors_power_law(E, k, T, ep, alpha):
-    active, top, on_rank = routed_load(E, k, T, ep, alpha)
-    assert float(on_rank) == pytest.approx(_collector_busiest_rank(E, k, T, ep, alpha), rel=0.12)
-    assert T * k / ep < float(on_rank) <= T * min(k, E / ep)  # busier than the mean, never more than every token
-    assert 1.0 <= float(active) <= E / ep and float(top) <= T
-
-
-def test_routed_load_uniform_and_one_rank():
-    # alpha 0: the mean share over the experts a batch touches (distinct_experts), as before skew was priced
-    active, top, on_rank = routed_load(256, 8, 64, 8, 0.0)
-    assert float(active) == pytest.approx(distinct_experts(256, 8, 64) / 8)
-    assert float(on_rank) == pytest.approx(64 * 8 / 8)
-    # one rank holds every routed token whatever the skew
-    assert float(routed_load(256, 8, 1024, 1, 1.2)[2]) == pytest.approx(8192)
-    # more skew, busier rank
-    assert float(routed_load(256, 8, 1024, 8, 1.2)[2]) > float(routed_load(256, 8, 1024, 8, 1.01)[2]) > 1024
 
 
 def test_skewed_routing_slows_the_moe_step(b200):

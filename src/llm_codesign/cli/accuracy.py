@@ -248,7 +248,9 @@ def bench(
         cols = GEMM_COLUMNS
     else:
         if spec:
-            a = next((layer.attn for layer, _ in spec.groups if layer.attn.kind == "gqa"), None)
+            from llm_codesign.spec.kinds import GQA
+
+            a = next((layer.attn for layer, _ in spec.groups if isinstance(layer.attn, GQA)), None)
             if a is None:
                 raise InputError("model", model, "a model with GQA/MHA attention layers for decode benchmarks")
             if a.heads % tp:

@@ -51,18 +51,10 @@ def _layer_weight_bytes(layer, h, wa, wf, shards):
     """One layer's weights on one GPU (`wa`, `wf`: bytes per attention / FFN weight; `shards`: TP,
     EP, MoE-TP and Helix degrees as arrays)."""
     tp, ep, mtp, kvp = shards
-    a, f = layer.attn, layer.ffn
-    # QKV/O sharded by TP, replicated across attention-DP and Helix ranks; Helix GPUs act as TP
-    # for recurrent mixers (no KV cache to shard along the sequence)
-    attn = a.params(h) * wa / (tp * kvp if a.recurrent else tp)
-    if a.kind == "mla":
-        # the low-rank down-projections (q_a, kv_a) are small and replicated on every TP rank
-        down = h * (a.q_lora_rank + a.kv_lora_rank + a.rope_dim)
-        attn = (a.params(h) - down) * wa / tp + down * wa
-    if f.kind == "moe":
-        expert = f.mats * h * f.expert_inter
-        return attn + f.experts * expert * wf / (ep * mtp) + f.mats * h * f.shared_inter * wf / (tp * kvp) + h * f.experts * 2.0
-    return attn + f.params(h)[0] * wf / (tp * kvp)
+    # the mixer sharded by TP, replicated across attention-DP and Helix ranks (as each kind holds it:
+    # spec.kinds weight_bytes_per_gpu); the FFN split by TP and Helix, experts by EP and MoE-TP
+    return (layer.attn.weight_bytes_per_gpu(h, wa, tp, kvp)
+            + layer.ffn.weight_bytes_per_gpu(h, wf, tp=tp, kvp=kvp, ep=ep, moe_tp=mtp))
 
 
 def busiest_stage(model: ModelSpec, pp, per_layer: list):
@@ -89,31 +81,14 @@ def busiest_stage(model: ModelSpec, pp, per_layer: list):
 def kv_bytes_per_token(model: ModelSpec, prec: Precision, sh: Sharding, context=None):
     """KV-cache bytes one GPU holds per token of a sequence its rank serves.
 
-    GQA: KV heads split by TP (replicated when TP exceeds them); MLA: the latent is replicated on
-    every TP rank; Helix divides the sequence over KV-parallel ranks; sliding-window layers keep at
-    most `window` tokens, so with `context` their share per token shrinks.
+    Each layer as its kind holds it (spec.kinds kv_bytes_per_gpu): GQA's KV heads split by TP
+    (replicated when TP exceeds them), MLA's latent replicated on every TP rank, sliding-window layers
+    keeping at most `window` tokens (so with `context` their share per token shrinks); Helix divides
+    the sequence over KV-parallel ranks.
     """
     tp, pp, kvp = (np.asarray(x, float) for x in (sh.tp, sh.pp, sh.kvp))
     kvb = prec.kv.bytes_per_value()
-    per_layer = []  # cache bytes per token of one layer of each group
-    for layer, _ in model.groups:
-        a = layer.attn
-        per_layer.append(0.0)
-        if a.index_topk:  # DSA index keys: FP8 with one FP32 scale per 128 values (DeepSeek-V3.2-Exp)
-            per_layer[-1] = a.index_head_dim * (1.0 + 4.0 / 128.0)
-        if a.kind == "gqa":
-            per = np.ceil(a.kv_heads / tp) * (a.head_dim + (0 if a.k_eq_v else a.v_head_dim))
-        elif a.kind == "mla":
-            per = (a.kv_lora_rank + a.rope_dim) + 0.0 * tp
-        else:
-            continue
-        if a.window and context is not None:
-            per = per * np.minimum(1.0, a.window / np.maximum(np.asarray(context, float), 1.0))
-        # chunked local attention (Llama 4) keeps its whole context: vLLM turns the hybrid KV cache
-        # manager off for it by default ("latency regression when using chunked local attention with
-        # the hybrid KV cache manager"; VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE=1 would keep
-        # only the current chunk's blocks, docs/design/hybrid_kv_cache_manager.md)
-        per_layer[-1] = per_layer[-1] + per * kvb
+    per_layer = [layer.attn.kv_bytes_per_gpu(tp, kvb, context) for layer, _ in model.groups]  # one layer of each group
     # the stage holding the most cache per token bounds what fits (uneven stages: its ceil(L / pp) layers)
     return busiest_stage(model, pp, per_layer) / kvp
 
@@ -129,8 +104,7 @@ def forward_activation_bytes(model: ModelSpec, sh: Sharding, tokens):
     """Transient activations of a forward over `tokens` (BF16): the residual stream and its
     projections, and the widest FFN's intermediate sharded over TP."""
     tp, kvp = np.asarray(sh.tp, float), np.asarray(sh.kvp, float)
-    widest = np.maximum.reduce([np.asarray(layer.ffn.inter if layer.ffn.kind == "dense" else layer.ffn.expert_inter * max(layer.ffn.top_k, 1), float)
-                                for layer, _ in model.groups] + [np.asarray(model.hidden, float)])
+    widest = np.maximum.reduce([np.asarray(layer.ffn.peak_width, float) for layer, _ in model.groups] + [np.asarray(model.hidden, float)])
     return np.asarray(tokens, float) * (12.0 * model.hidden + 3.0 * widest / (tp * kvp)) * 2.0
 
 

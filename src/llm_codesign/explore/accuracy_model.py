@@ -19,6 +19,7 @@ import numpy as np
 
 from llm_codesign.errors import InputError, read_toml
 from llm_codesign.explore import quality
+from llm_codesign.spec.kinds import GQA, MLA, MoE, NoMixer, Recurrent
 
 
 @lru_cache(maxsize=None)  # the bundled files, parsed once (a search asks for every precision's accuracy)
@@ -120,19 +121,19 @@ def model_features(model) -> dict:
     gran = None
     for layer, n in model.groups:
         a, f = layer.attn, layer.ffn
-        if a.kind != "none":
+        if not isinstance(a, NoMixer):
             mixers += n
-        if a.kind == "gqa":
+        if isinstance(a, GQA):
             gqa += n
             log2r += n * math.log2(max(a.heads / max(a.kv_heads, 1), 1.0))
             hd_sum += n * a.head_dim
             win += n if a.window else 0
-        elif a.kind == "mla":
+        elif isinstance(a, MLA):
             mla += n
             hd_sum += n * a.head_dim
-        elif a.recurrent:
+        elif isinstance(a, Recurrent):
             rec += n
-        if f.kind == "moe" and f.expert_inter:
+        if isinstance(f, MoE) and f.expert_inter:
             pc = proxy_constants()["granularity"]
             ratio = pc["ffn_ratio_gated"] if f.gated else pc["ffn_ratio"]
             gran = ratio * model.hidden / f.expert_inter

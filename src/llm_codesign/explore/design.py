@@ -16,7 +16,8 @@ from llm_codesign.explore.search import BATCHES, divisors
 from llm_codesign.serve.aggregated import evaluate
 from llm_codesign.spec.engines import TRTLLM, Engine
 from llm_codesign.spec.hardware import Gpu
-from llm_codesign.spec.model import Attention, Ffn, Layer, ModelSpec
+from llm_codesign.spec.kinds import GQA, DenseFfn, MoE
+from llm_codesign.spec.model import Layer, ModelSpec
 from llm_codesign.spec.plan import Plan, validity
 from llm_codesign.spec.precision import Precision
 
@@ -89,12 +90,12 @@ def _well_formed(c: dict) -> np.ndarray:
 
 def _model(c: dict, sl, vocab: int, *, moe: bool) -> ModelSpec:
     col = lambda k: c[k][sl][:, None, None]  # noqa: E731  shape axis first
-    attn = Attention("gqa", col("heads"), col("kv_heads"), col("head_dim"), col("head_dim"))
+    attn = GQA(heads=col("heads"), kv_heads=col("kv_heads"), head_dim=col("head_dim"), v_head_dim=col("head_dim"))
     if moe:
         # one top-k for the chunk (grouped by top-k by the caller)
-        ffn = Ffn("moe", 0, col("experts"), int(c["top_k"][sl][0]), col("expert_inter"), col("shared_inter"))
+        ffn = MoE(experts=col("experts"), top_k=int(c["top_k"][sl][0]), expert_inter=col("expert_inter"), shared_inter=col("shared_inter"))
     else:
-        ffn = Ffn("dense", col("inter"))
+        ffn = DenseFfn(inter=col("inter"))
     return ModelSpec("candidate", col("hidden"), vocab, ((Layer(attn, ffn), col("layers")),))
 
 
@@ -390,8 +391,9 @@ def _dep(plan: Plan, inst, ip: int, ib: int) -> dict:
 
 def to_model(d: dict, vocab: int, name: str = "design") -> ModelSpec:
     s = d["shape"]
-    attn = Attention("gqa", s["heads"], s["kv_heads"], s["head_dim"], s["head_dim"])
-    ffn = Ffn("moe", 0, s["experts"], s["top_k"], s["expert_inter"], s["shared_inter"]) if "experts" in s else Ffn("dense", s["inter"])
+    attn = GQA(heads=s["heads"], kv_heads=s["kv_heads"], head_dim=s["head_dim"], v_head_dim=s["head_dim"])
+    ffn = (MoE(experts=s["experts"], top_k=s["top_k"], expert_inter=s["expert_inter"], shared_inter=s["shared_inter"]) if "experts" in s
+           else DenseFfn(inter=s["inter"]))
     return ModelSpec(name, s["hidden"], vocab, ((Layer(attn, ffn), s["layers"]),))
 
 

@@ -10,12 +10,14 @@ import numpy as np
 
 from llm_codesign.cost import kernels as cost
 from llm_codesign.cost.calibration import Calibration
-from llm_codesign.cost.ops import Batch, Sharding, distinct_experts, forward_ops, layer_ops, step_time
+from llm_codesign.cost.ffns import distinct_experts
+from llm_codesign.cost.ops import Batch, Sharding, forward_ops, layer_ops, step_time
 from llm_codesign.errors import InputError
 from llm_codesign.serve.aggregated import _sharding, decode_step, evaluate
 from llm_codesign.spec.engines import TRTLLM
 from llm_codesign.spec.hardware import Gpu
-from llm_codesign.spec.model import Attention, Layer, ModelSpec
+from llm_codesign.spec.kinds import GQA, MLA, DenseFfn, GatedDeltaNet, Mamba2, MoE, NoFfn, NoMixer
+from llm_codesign.spec.model import Layer, ModelSpec
 from llm_codesign.spec.plan import Plan, validity
 from llm_codesign.spec.precision import Precision
 
@@ -77,9 +79,9 @@ def _with_dim(model: ModelSpec, what: str, value: int) -> ModelSpec:
     groups = []
     for layer, n in model.groups:
         a, f = layer.attn, layer.ffn
-        if what == "inter" and f.kind == "dense":
+        if what == "inter" and isinstance(f, DenseFfn):
             f = replace(f, inter=value)
-        elif what == "expert_inter" and f.kind == "moe":
+        elif what == "expert_inter" and isinstance(f, MoE):
             f = replace(f, expert_inter=value)
         groups.append((Layer(a, f), n))
     if what == "hidden":
@@ -93,7 +95,7 @@ def lint(model: ModelSpec, gpu: Gpu, cal: Calibration, regime: str = "throughput
         raise InputError("regime", regime, "one of: " + ", ".join(REGIMES))
     prec = prec or model.default_precision
     tp = _tp_for(model, gpu)
-    moe = next((layer.ffn for layer, _ in model.groups if layer.ffn.kind == "moe"), None)
+    moe = next((layer.ffn for layer, _ in model.groups if isinstance(layer.ffn, MoE)), None)
     # MoE models deploy experts with EP when the experts split (each expert whole on one GPU)
     ep = tp if moe and moe.experts % tp == 0 else 1
     sh = Sharding(tp=tp, ep=ep, moe_tp=(tp // ep) if moe else 1)
@@ -145,8 +147,8 @@ def _r2(model, gpu, cal, prec, sh, *, b, tp):
     out = []
     unit = 256 if gpu.family == "blackwell" else 128
     dims = [("hidden", model.hidden, 1)]
-    inter = sorted({layer.ffn.inter for layer, _ in model.groups if layer.ffn.kind == "dense"})
-    eint = sorted({layer.ffn.expert_inter for layer, _ in model.groups if layer.ffn.kind == "moe"})
+    inter = sorted({layer.ffn.inter for layer, _ in model.groups if isinstance(layer.ffn, DenseFfn)})
+    eint = sorted({layer.ffn.expert_inter for layer, _ in model.groups if isinstance(layer.ffn, MoE)})
     dims += [("inter", d, tp) for d in inter[:1]] + [("expert_inter", d, int(np.asarray(sh.moe_tp))) for d in eint[:1]]
     base_t, base_f = _layer_cost(model, gpu, cal, prec, sh, b=b)
     for what, d, shard in dims:
@@ -187,16 +189,16 @@ def _wider(model: ModelSpec, *, tp: int, hidden: int, layers: int, scale: float)
     groups = []
     for layer, n in model.groups:
         a, f = layer.attn, layer.ffn
-        if a.kind == "gqa":
+        if isinstance(a, GQA):
             heads = max(int(round(a.heads * scale / tp)) * tp, tp)
             a = replace(a, heads=heads)
-        elif a.kind == "mamba2":  # heads x head_dim tracks the width (Mamba-2 expand x hidden)
+        elif isinstance(a, Mamba2):  # heads x head_dim tracks the width (Mamba-2 expand x hidden)
             a = replace(a, heads=max(int(round(a.heads * scale / tp)) * tp, tp))
-        elif a.kind == "gdn":  # key heads scale, each keeping its value heads
+        elif isinstance(a, GatedDeltaNet):  # key heads scale, each keeping its value heads
             nk = max(int(round(a.kv_heads * scale / tp)) * tp, tp)
             a = replace(a, kv_heads=nk, heads=nk * (a.heads // a.kv_heads))
-        f2 = replace(f, inter=max(int(round(f.inter * scale / unit) * unit), unit)) if f.kind == "dense" else (
-            replace(f, expert_inter=max(int(round(f.expert_inter * scale / 128) * 128), 128)) if f.kind == "moe" else f)
+        f2 = replace(f, inter=max(int(round(f.inter * scale / unit) * unit), unit)) if isinstance(f, DenseFfn) else (
+            replace(f, expert_inter=max(int(round(f.expert_inter * scale / 128) * 128), 128)) if isinstance(f, MoE) else f)
         groups.append((Layer(a, f2), max(int(round(n * layers / L)), 1)))
     return replace(model, hidden=hidden, groups=tuple(groups))
 
@@ -221,7 +223,7 @@ def _r3(model, gpu, cal, prec, tp, *, proxy_file=None):
     w = evaluate(wide, gpu, cal, prec, plan, concurrency=1, isl=1024, osl=256)
     t0, t1 = float(np.ravel(base["tpot_s"])[0]), float(np.ravel(w["tpot_s"])[0])
     # one all-reduce per attention or mixer half and per FFN half (Nemotron-H layers have only one)
-    halves = sum(n * ((layer.attn.kind != "none") + (layer.ffn.kind != "none")) for layer, n in model.groups)
+    halves = sum(n * ((not isinstance(layer.attn, NoMixer)) + (not isinstance(layer.ffn, NoFfn))) for layer, n in model.groups)
     # what depth costs, read off the very decode step TPOT times (same calibration, batch 1, the same
     # context): each layer operator's fixed part (its time beyond the larger of its compute and memory
     # times: launch and prologue costs) and its collectives whole (latency-bound at one token); the
@@ -255,9 +257,9 @@ def _r4(model):
     out = []
     dims = {"hidden": model.hidden}
     for layer, _ in model.groups:
-        if layer.ffn.kind == "dense":
+        if isinstance(layer.ffn, DenseFfn):
             dims["inter"] = layer.ffn.inter
-        if layer.ffn.kind == "moe":
+        if isinstance(layer.ffn, MoE):
             dims["expert_inter"] = layer.ffn.expert_inter
             if layer.ffn.shared_inter:
                 dims["shared_inter"] = layer.ffn.shared_inter
@@ -268,7 +270,7 @@ def _r4(model):
                 out.append(Finding("R4", sev, name, f"{name} {d} is not divisible by {block} ({fmt} scale blocks)",
                                    100.0 * (pad / d - 1), f"{name} -> {pad} (or keep this tensor in a wider format)"))
                 break
-    hds = sorted({layer.attn.head_dim for layer, _ in model.groups if layer.attn.kind == "gqa"})
+    hds = sorted({layer.attn.head_dim for layer, _ in model.groups if isinstance(layer.attn, GQA)})
     for hd in hds:
         if hd not in FAST_HEAD_DIMS:
             up = min([x for x in FAST_HEAD_DIMS if x >= hd] or [hd])
@@ -281,7 +283,7 @@ def _r5(model, gpu, cal, prec, sh):
     out = []
     for layer, _ in model.groups:
         f = layer.ffn
-        if f.kind != "moe":
+        if not isinstance(f, MoE):
             continue
         bad_ep = [ep for ep in (8, 16, 32, 64) if f.experts % ep]
         if f.experts % 8:
@@ -291,7 +293,7 @@ def _r5(model, gpu, cal, prec, sh):
         B = 8
         dist = float(distinct_experts(f.experts, f.top_k, B))
         # decode at batch 8: weights of `dist` experts are read for B*top_k expert-token pairs
-        lay = Layer(Attention("none"), f)
+        lay = Layer(NoMixer(), f)
         t8 = float(step_time(layer_ops(model, lay, 1.0, gpu, cal, prec=prec, sh=sh, b=Batch(dec_seqs=B, dec_ctx=1), prefix="x")))
         t1 = float(step_time(layer_ops(model, lay, 1.0, gpu, cal, prec=prec, sh=sh, b=Batch(dec_seqs=1, dec_ctx=1), prefix="x")))
         pct = 100.0 * (t8 / t1 - 1.0) if t1 > 0 else 0.0  # extra MoE time per step of batch 8 over batch 1
@@ -348,8 +350,8 @@ def _r6(model, gpu, cal, prec, sh, *, b):
 
 def _r7(model, gpu, cal, prec):
     out = []
-    kvh = sorted({layer.attn.kv_heads for layer, _ in model.groups if layer.attn.kind == "gqa"})
-    heads = sorted({layer.attn.heads for layer, _ in model.groups if layer.attn.kind in ("gqa", "mla")})
+    kvh = sorted({layer.attn.kv_heads for layer, _ in model.groups if isinstance(layer.attn, GQA)})
+    heads = sorted({layer.attn.heads for layer, _ in model.groups if isinstance(layer.attn, (GQA, MLA))})
     for tp in (2, 4, 8):
         for h in heads:
             if h % tp:
@@ -365,10 +367,10 @@ def _r7(model, gpu, cal, prec):
     # Helix for long-context decode: TP limited to the KV heads, the rest of the GPUs shard the sequence
     # MLA keeps one latent KV head that every TP rank holds whole (DeepSeek-V2 sec. 2.1; the Helix
     # paper's own case, arXiv:2507.07120): TP shards none of its cache, so Helix runs it at TP1 x KVP8
-    mla = any(layer.attn.kind == "mla" for layer, _ in model.groups)
+    mla = any(isinstance(layer.attn, MLA) for layer, _ in model.groups)
     if (mla or (kvh and min(kvh) < 8)) and gpu.scale_up_domain >= 8:
         k = 1 if mla else min(kvh)
-        moe = next((layer.ffn for layer, _ in model.groups if layer.ffn.kind == "moe"), None)
+        moe = next((layer.ffn for layer, _ in model.groups if isinstance(layer.ffn, MoE)), None)
         ep = 8 if moe and moe.experts % 8 == 0 else 1  # experts whole on one GPU where they split, as lint's plan
         mtp = 8 // ep if moe else 1
         base_plan = Plan(tp=8, ep=ep, moe_tp=mtp)

@@ -343,17 +343,18 @@ def thinned_cloud(c: dict, sel: np.ndarray, most: int = 4000) -> dict:
 def weights_read(model: ModelSpec, tokens) -> np.ndarray:
     """Parameters one step over `tokens` tokens reads at least: every weight but the input embedding (a
     gather) and the routed experts none of them picks, E * (1 - (1 - k/E)^tokens) experts per MoE layer
-    (cost.ops.distinct_experts, the cost model's own count). Batches split over instances or
+    (cost.ffns.distinct_experts, the cost model's own count). Batches split over instances or
     attention-DP ranks read no fewer (that count is concave in tokens). A profile with routing skew
     (moe_routing_alpha > 0; serving's default is 0) reads fewer distinct experts, and its points may lie
     above this bound."""
-    from llm_codesign.cost.ops import distinct_experts
+    from llm_codesign.cost.ffns import distinct_experts
+    from llm_codesign.spec.kinds import MoE
 
     tokens = np.asarray(tokens, float)
     read = np.full(tokens.shape, float(model.total_params - model.embedding_params + model.vocab * model.hidden * model.tie_embeddings))
     for layer, n in model.groups:
         f = layer.ffn
-        if f.kind == "moe" and f.experts:
+        if isinstance(f, MoE) and f.experts:
             one = f.mats * model.hidden * f.expert_inter
             read -= n * one * (f.experts - distinct_experts(f.experts, f.top_k, tokens))
     return read

@@ -16,6 +16,7 @@ import time
 
 from llm_codesign.errors import InputError
 from llm_codesign.spec.hardware import catalog, get_gpu
+from llm_codesign.spec.kinds import GQA, DenseFfn, MoE, Recurrent
 from llm_codesign.spec.model import ModelSpec
 
 GEMM_COLUMNS = ("system", "trtllm_version", "gemm_dtype", "m", "n", "k", "latency_ms")
@@ -67,13 +68,14 @@ def linear_shapes(model: ModelSpec, tp: int) -> list[tuple[int, int]]:
     h, out = model.hidden, set()
     for layer, _ in model.groups:
         a, f = layer.attn, layer.ffn
-        if a.kind == "gqa":
+        if isinstance(a, GQA):
             q = a.heads * a.head_dim * (2 if a.out_gate else 1)
             out |= {((q + 2 * a.kv_heads * a.head_dim) // tp, h), (h, a.heads * a.v_head_dim // tp)}
-        elif a.recurrent:
+        elif isinstance(a, Recurrent):
             out |= {(a.in_proj_width // tp, h), (h, a.value_width // tp)}
-        for width, part in ((f.inter, tp), (f.shared_inter, tp), (f.expert_inter, 1)):
-            if width and f.kind in ("dense", "moe"):
+        widths = ((f.inter, tp),) if isinstance(f, DenseFfn) else ((f.shared_inter, tp), (f.expert_inter, 1)) if isinstance(f, MoE) else ()
+        for width, part in widths:
+            if width:
                 out |= {((f.mats - 1) * width // part, h), (h, width // part)}
     out.add((model.vocab // tp, h))
     return sorted(out)

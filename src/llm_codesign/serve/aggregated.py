@@ -25,7 +25,8 @@ from llm_codesign.cost.ops import Batch, Sharding, forward_ops, launches, mtp_mo
 from llm_codesign.errors import InputError
 from llm_codesign.spec.engines import TRTLLM, Engine, EngineCosts, pdl_share, sglang_static_fraction
 from llm_codesign.spec.hardware import Gpu
-from llm_codesign.spec.model import Attention, Ffn, Layer, ModelSpec
+from llm_codesign.spec.kinds import GQA, DenseFfn
+from llm_codesign.spec.model import Layer, ModelSpec
 from llm_codesign.spec.plan import Plan, SpecDecoding
 from llm_codesign.spec.precision import Precision
 
@@ -47,8 +48,8 @@ def draft_model(model: ModelSpec, spec: SpecDecoding) -> ModelSpec:
         # vocabulary; FFN width 3.5x hidden as in the published Llama drafts (14336 for hidden 4096)
         h = model.hidden
         heads = max(h // 128, 1)
-        attn = Attention("gqa", heads, min(8, heads), 128, 128)
-        ffn = Ffn("dense", int(np.ceil(3.5 * h / 256) * 256))
+        attn = GQA(heads=heads, kv_heads=min(8, heads), head_dim=128, v_head_dim=128)
+        ffn = DenseFfn(inter=int(np.ceil(3.5 * h / 256) * 256))
         return ModelSpec(name=f"{model.name}-eagle3", hidden=h, vocab=32000, groups=((Layer(attn, ffn), 1),))
     from llm_codesign.spec.registry import get_model  # a separate draft model
 

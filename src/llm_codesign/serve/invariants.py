@@ -9,6 +9,7 @@ from dataclasses import fields, replace
 import numpy as np
 
 from llm_codesign.cost.memory import weight_bytes_per_gpu
+from llm_codesign.spec.kinds import MoE
 from llm_codesign.spec.model import ModelSpec
 from llm_codesign.spec.plan import Deployment
 
@@ -29,7 +30,7 @@ def weight_floor_s(model: ModelSpec, dep: Deployment):
     from llm_codesign.serve.aggregated import _sharding
 
     sh = _sharding(dep.plan)
-    dense = tuple((replace(layer, ffn=replace(layer.ffn, experts=0)) if layer.ffn.kind == "moe" else layer, n)
+    dense = tuple((replace(layer, ffn=replace(layer.ffn, experts=0)) if isinstance(layer.ffn, MoE) else layer, n)
                   for layer, n in model.groups)
     # vocab 0 drops the embedding (a gather, not a read of the table) and the head, added back
     # as the LM head GEMM reads it (tied or not: forward_ops prices vocab x hidden in BF16)

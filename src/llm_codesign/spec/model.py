@@ -13,9 +13,22 @@ from collections import Counter
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-import numpy as np
-
 from llm_codesign.errors import InputError, UnsupportedModelError, parse_nested
+from llm_codesign.spec.kinds import (
+    DSA,
+    GQA,
+    MLA,
+    DenseFfn,
+    Ffn,
+    GatedDeltaNet,
+    LinearFfn,
+    LinearMixer,
+    Mamba2,
+    Mixer,
+    MoE,
+    NoFfn,
+    NoMixer,
+)
 from llm_codesign.spec.precision import Precision, get_dtype
 from llm_codesign.spec.validation import check_config, check_hf_quant
 
@@ -30,181 +43,8 @@ GDN_CHUNK = 64
 
 
 @dataclass(frozen=True)
-class Attention:
-    # "gqa", "mla", "gdn" (Gated DeltaNet), "mamba2", "linear" (replaced by one hidden x hidden GEMM)
-    # or "none"
-    kind: str
-    heads: int = 0
-    kv_heads: int = 0
-    head_dim: int = 0
-    v_head_dim: int = 0
-    window: int = 0  # 0: full causal attention
-    q_lora_rank: int = 0
-    kv_lora_rank: int = 0
-    rope_dim: int = 0
-    nope_dim: int = 0
-    k_eq_v: bool = False  # one tensor serves as K and V (Gemma 4 global layers)
-    # RMSNorm of Q and K over all heads at once (MiniMax-M2 qk_norm_type "per_layer"): under TP the
-    # engines all-reduce the sums of squares across ranks (vLLM/SGLang MiniMaxText01RMSNormTP)
-    qk_norm_across_heads: bool = False
-    # DeepSeek Sparse Attention (DeepSeek-V3.2-Exp report, sec. 2.1): a lightning indexer of
-    # index_heads x index_head_dim FP8 scores every cached token, and MLA attends to the top index_topk
-    index_heads: int = 0
-    index_head_dim: int = 0
-    index_topk: int = 0
-    # Gated attention (Qwen3-Next/Qwen3.5 attn_output_gate): q_proj also emits a per-channel sigmoid
-    # gate for the attention output, doubling the query projection's width
-    out_gate: bool = False
-    # Recurrent mixers with a fixed-size state per sequence instead of a KV cache:
-    # "gdn", Gated DeltaNet (Yang et al. 2024, arXiv:2412.06464; Qwen3-Next/Qwen3.5 linear_attention
-    #   layers): heads/kv_heads are the value/key heads, head_dim/v_head_dim their widths, and each
-    #   value head keeps a v_head_dim x head_dim delta-rule state;
-    # "mamba2", Mamba-2 SSD (Dao & Gu 2024, arXiv:2405.21060; Nemotron-H "M" layers): heads of
-    #   head_dim channels, kv_heads the B/C groups, and each head keeps a head_dim x state_dim state.
-    # Both run a causal depthwise conv of conv_kernel taps first, keep their state in state_bytes per
-    # value (config mamba_ssm_dtype) and their conv state in BF16, and run prefill in chunks of
-    # `chunk` tokens (FLA's chunk_gated_delta_rule: 64; Mamba-2 config chunk_size).
-    conv_kernel: int = 0
-    state_bytes: int = 2
-    state_dim: int = 0
-    chunk: int = 0
-    # chunked local attention (Llama 4 attention_chunk_size): a token attends only to the earlier
-    # tokens of its own chunk of `attn_chunk` positions (HF Llama4TextAttention, vLLM ChunkedLocalAttention)
-    attn_chunk: int = 0
-
-    @property
-    def recurrent(self) -> bool:
-        return self.kind in ("gdn", "mamba2")
-
-    @property
-    def conv_dim(self) -> int:
-        """Channels of the short convolution: GDN Q, K (key heads) and V; Mamba-2 x, B and C."""
-        if self.kind == "gdn":
-            return 2 * self.kv_heads * self.head_dim + self.heads * self.v_head_dim
-        if self.kind == "mamba2":
-            return self.heads * self.head_dim + 2 * self.kv_heads * self.state_dim
-        return 0
-
-    def conv_dim_per_gpu(self, tp):
-        """Conv channels one TP rank holds: all split by TP, except Mamba-2's B/C groups, which are
-        replicated up to one per rank when TP exceeds them (vLLM extra_groups_for_head_shards)."""
-        if self.kind == "mamba2":
-            tp = np.asarray(tp, float)
-            return self.heads * self.head_dim / tp + 2.0 * self.state_dim * np.maximum(self.kv_heads / tp, 1.0)
-        return self.conv_dim / np.asarray(tp, float)
-
-    @property
-    def value_width(self) -> int:
-        """Width of the mixer's output (gated norm and out_proj input)."""
-        return self.heads * (self.v_head_dim if self.kind == "gdn" else self.head_dim)
-
-    @property
-    def in_proj_width(self) -> int:
-        """Outputs of the input projection: the conv channels, the output gate z, and per head the
-        GDN beta and decay or the Mamba-2 dt (vLLM Qwen3NextGatedDeltaNet, MambaMixer2)."""
-        return self.conv_dim + self.value_width + (2 if self.kind == "gdn" else 1) * self.heads
-
-    @property
-    def state_values(self) -> int:
-        """Recurrent-state values per sequence (vLLM MambaStateShapeCalculator temporal state)."""
-        if self.kind == "gdn":
-            return self.heads * self.v_head_dim * self.head_dim
-        if self.kind == "mamba2":
-            return self.heads * self.head_dim * self.state_dim
-        return 0
-
-    def state_bytes_per_seq(self) -> float:
-        """State one sequence holds in this layer, all heads: the (conv_kernel-1)-row conv state in
-        BF16 and the recurrent state in state_bytes per value."""
-        if not self.recurrent:
-            return 0.0
-        return self.conv_dim * (self.conv_kernel - 1) * 2.0 + self.state_values * self.state_bytes
-
-    @property
-    def decode_flops_per_token(self) -> float:
-        """Recurrent update per token, all heads, on CUDA cores. GDN: decay, S^T k, rank-1 update,
-        S^T q (~7 dk dv per value head); Mamba-2: decay, x B^T update, h C (~5 P N per head)."""
-        return (7.0 if self.kind == "gdn" else 5.0) * self.state_values
-
-    @property
-    def prefill_flops_per_token(self) -> float:
-        """Chunked prefill per token, all heads, with chunk C. GDN (FLA chunk_gated_delta_rule), per
-        value head: the inter-chunk state terms (w S, K^T v_new, q S: 6 dk dv) and the intra-chunk
-        C x C products (K K^T, the WY representation, the masked attention: 6 C dk + 4 C dv).
-        Mamba-2 SSD (Dao & Gu 2024, sec. 6): C B^T per group (2 C N), the masked product per head
-        (2 C P), the chunk states and their output (4 P N per head)."""
-        C = self.chunk
-        if self.kind == "gdn":
-            dk, dv = self.head_dim, self.v_head_dim
-            return self.heads * (6.0 * dk * dv + 6.0 * C * dk + 4.0 * C * dv)
-        if self.kind == "mamba2":
-            P, N = self.head_dim, self.state_dim
-            return self.kv_heads * 2.0 * C * N + self.heads * (2.0 * C * P + 4.0 * P * N)
-        return 0.0
-
-    def kv_values_per_token(self) -> int:
-        """Values stored in the KV cache per token for this layer (all KV heads)."""
-        if self.kind == "mla":
-            return self.kv_lora_rank + self.rope_dim
-        if self.kind != "gqa":
-            return 0
-        return self.kv_heads * (self.head_dim + (0 if self.k_eq_v else self.v_head_dim))
-
-    def params(self, hidden: int) -> int:
-        h = hidden
-        if self.kind == "gqa":
-            kv_out = self.kv_heads * (self.head_dim + (0 if self.k_eq_v else self.v_head_dim))
-            q = self.heads * self.head_dim * (2 if self.out_gate else 1)
-            return h * q + h * kv_out + self.heads * self.v_head_dim * h
-        if self.recurrent:
-            # input projection, conv weights, out_proj; A_log, dt_bias, D and the norm are negligible
-            return h * self.in_proj_width + self.conv_dim * self.conv_kernel + self.value_width * h
-        if self.kind == "mla":
-            qk = self.nope_dim + self.rope_dim
-            q = (h * self.q_lora_rank + self.q_lora_rank * self.heads * qk) if self.q_lora_rank else h * self.heads * qk
-            kv = h * (self.kv_lora_rank + self.rope_dim) + self.kv_lora_rank * self.heads * (self.nope_dim + self.v_head_dim)
-            # indexer: wq_b from the compressed query, wk and the per-head weights from the hidden state
-            idx = ((self.q_lora_rank or h) * self.index_heads * self.index_head_dim + h * self.index_head_dim
-                   + h * self.index_heads) if self.index_topk else 0
-            return q + kv + self.heads * self.v_head_dim * h + idx
-        if self.kind == "linear":
-            return h * h
-        return 0
-
-
-@dataclass(frozen=True)
-class Ffn:
-    kind: str  # "dense", "moe", "linear" or "none"
-    inter: int = 0  # dense FFN width
-    experts: int = 0
-    top_k: int = 0
-    expert_inter: int = 0
-    shared_inter: int = 0  # total width of always-on shared experts (0: none)
-    gated: bool = True  # SwiGLU-style: 3 matrices instead of 2
-
-    @property
-    def mats(self) -> int:
-        return 3 if self.gated else 2
-
-    def params(self, hidden: int) -> tuple[int, int]:
-        """(total, active per token) parameters of this FFN."""
-        h = hidden
-        if self.kind == "dense":
-            p = self.mats * h * self.inter
-            return p, p
-        if self.kind == "moe":
-            one = self.mats * h * self.expert_inter
-            shared = self.mats * h * self.shared_inter
-            router = h * self.experts
-            return self.experts * one + shared + router, self.top_k * one + shared + router
-        if self.kind == "linear":
-            return h * h, h * h
-        return 0, 0
-
-
-@dataclass(frozen=True)
 class Layer:
-    attn: Attention
+    attn: Mixer  # the token mixer (attention, a recurrent mixer, ...), whatever its kind
     ffn: Ffn
 
 
@@ -244,7 +84,7 @@ class ModelSpec:
 
     @property
     def is_moe(self) -> bool:
-        return any(layer.ffn.kind == "moe" for layer, _ in self.groups)
+        return any(isinstance(layer.ffn, MoE) for layer, _ in self.groups)
 
     @property
     def embedding_params(self) -> int:
@@ -286,8 +126,8 @@ class ModelSpec:
         total = 0.0
         for layer, n in self.groups:
             v = layer.attn.kv_values_per_token()
-            if layer.attn.window and context is not None and context > 0:
-                v *= min(1.0, layer.attn.window / context)
+            if context is not None:
+                v *= layer.attn.held_fraction(context)
             total += n * v
         return total
 
@@ -357,7 +197,7 @@ def _state_bytes(cfg: dict, default: str) -> int:
 _UNGATED = ("relu2", "relu", "gelu", "gelu_new", "gelu_pytorch_tanh")
 
 
-def _hybrid_pattern_layers(cfg: dict, pattern: str, L: int, origin: str, attn: "Attention") -> tuple[list, list]:
+def _hybrid_pattern_layers(cfg: dict, pattern: str, L: int, origin: str, attn: GQA) -> tuple[list, list]:
     """Nemotron-H `hybrid_override_pattern`, one character per layer (NemotronHConfig): "M" a Mamba-2
     mixer, "*" self-attention, "-" an MLP, "E" a MoE block; each layer is one of them only."""
     bad = sorted(set(pattern) - set("M*-E"))
@@ -366,20 +206,20 @@ def _hybrid_pattern_layers(cfg: dict, pattern: str, L: int, origin: str, attn: "
                                     "characters M (Mamba-2), * (attention), - (MLP) and E (MoE); supported layers: " + ", ".join(SUPPORTED_LAYERS))
     if len(pattern) != L:
         raise InputError("config.hybrid_override_pattern", len(pattern), f"one character per layer ({L})")
-    none_a, none_f = Attention("none"), Ffn("none")
+    none_a, none_f = NoMixer(), NoFfn()
     gated = str(cfg.get("mlp_hidden_act") or "silu") not in _UNGATED
     mamba = None
     if "M" in pattern:
         P, heads, N = (_req(cfg, k, origin) for k in ("mamba_head_dim", "mamba_num_heads", "ssm_state_size"))
         # Mamba-2's default chunk is 256 (mamba_ssm Mamba2); Nemotron-H sets chunk_size 128
-        mamba = Attention("mamba2", heads, int(cfg.get("n_groups") or 1), P, P, conv_kernel=int(cfg.get("conv_kernel") or 4),
-                          state_bytes=_state_bytes(cfg, "bfloat16"), state_dim=N, chunk=int(cfg.get("chunk_size") or 256))
+        mamba = Mamba2(heads=heads, groups=int(cfg.get("n_groups") or 1), head_dim=P, state_dim=N, conv_kernel=int(cfg.get("conv_kernel") or 4),
+                       state_bytes=_state_bytes(cfg, "bfloat16"), chunk=int(cfg.get("chunk_size") or 256))
     moe = None
     if "E" in pattern:
         E, k, w = (_req(cfg, key, origin) for key in ("n_routed_experts", "num_experts_per_tok", "moe_intermediate_size"))
         shared = int(cfg.get("moe_shared_expert_intermediate_size") or 0) or int(cfg.get("n_shared_experts") or 0) * w
-        moe = Ffn("moe", 0, E, k, w, shared, gated)
-    mlp = Ffn("dense", _req(cfg, "intermediate_size", origin), gated=gated) if "-" in pattern else None
+        moe = MoE(experts=E, top_k=k, expert_inter=w, shared_inter=shared, gated=gated)
+    mlp = DenseFfn(inter=_req(cfg, "intermediate_size", origin), gated=gated) if "-" in pattern else None
     attns = [mamba if c == "M" else attn if c == "*" else none_a for c in pattern]
     ffns = [mlp if c == "-" else moe if c == "E" else none_f for c in pattern]
     return attns, ffns
@@ -480,7 +320,8 @@ def _gqa_of(cfg: dict):
     gate = bool(cfg.get("attn_output_gate"))
 
     def gqa(window=0, heads=H, kvh=kv, hd=head_dim, k_eq_v=False):
-        return Attention("gqa", heads, kvh, hd, hd, window, k_eq_v=k_eq_v, qk_norm_across_heads=qk_across, out_gate=gate)
+        return GQA(heads=heads, kv_heads=kvh, head_dim=hd, v_head_dim=hd, window=window, k_eq_v=k_eq_v, qk_norm_across_heads=qk_across,
+                   out_gate=gate)
     return gqa, kv, head_dim
 
 
@@ -495,11 +336,12 @@ def _attention_layers(cfg: dict, mtype: str, L: int, origin: str) -> tuple[list,
         return _hybrid_pattern_layers(cfg, pattern, L, origin, gqa(hd=int(cfg.get("attention_head_dim") or head_dim)))
     if cfg.get("kv_lora_rank"):
         rope, nope = int(cfg.get("qk_rope_head_dim") or 64), int(cfg.get("qk_nope_head_dim") or 128)
-        mla = Attention("mla", H, H, nope + rope, int(cfg.get("v_head_dim") or nope), 0,
-                        int(cfg.get("q_lora_rank") or 0), int(cfg["kv_lora_rank"]), rope, nope,
-                        index_heads=int(cfg.get("index_n_heads") or 0), index_head_dim=int(cfg.get("index_head_dim") or 0),
-                        index_topk=int(cfg.get("index_topk") or 0))
-        return [mla] * L, None
+        mla = dict(heads=H, v_head_dim=int(cfg.get("v_head_dim") or nope), q_lora_rank=int(cfg.get("q_lora_rank") or 0),
+                   kv_lora_rank=int(cfg["kv_lora_rank"]), rope_dim=rope, nope_dim=nope)
+        if cfg.get("index_topk"):  # DeepSeek-V3.2's sparse attention
+            return [DSA(**mla, index_heads=int(cfg.get("index_n_heads") or 0), index_head_dim=int(cfg.get("index_head_dim") or 0),
+                        index_topk=int(cfg["index_topk"]))] * L, None
+        return [MLA(**mla)] * L, None
     if cfg.get("layer_types"):
         return _typed_attention(cfg, mtype, L, origin), None
     if cfg.get("block_configs"):
@@ -507,9 +349,9 @@ def _attention_layers(cfg: dict, mtype: str, L: int, origin: str) -> tuple[list,
         for b in cfg["block_configs"]:
             a = b.get("attention", {})
             if a.get("no_op"):
-                attns.append(Attention("none"))
+                attns.append(NoMixer())
             elif a.get("replace_with_linear"):
-                attns.append(Attention("linear"))
+                attns.append(LinearMixer())
             else:
                 attns.append(gqa(int(a.get("window_length") or 0), H, H // int(a["n_heads_in_group"])))
         return attns, None
@@ -533,7 +375,8 @@ def _typed_attention(cfg: dict, mtype: str, L: int, origin: str) -> list:
         need = ("linear_num_value_heads", "linear_num_key_heads", "linear_key_head_dim", "linear_value_head_dim", "linear_conv_kernel_dim")
         nv, nk, dk, dv, ck = (_req(cfg, k, origin) for k in need)
         default = str(cfg.get("torch_dtype") or cfg.get("dtype") or "bfloat16")
-        lin = Attention("gdn", nv, nk, dk, dv, conv_kernel=ck, state_bytes=_state_bytes(cfg, default), chunk=GDN_CHUNK)
+        lin = GatedDeltaNet(heads=nv, kv_heads=nk, head_dim=dk, v_head_dim=dv, conv_kernel=ck, state_bytes=_state_bytes(cfg, default),
+                            chunk=GDN_CHUNK)
     attns = [gqa(win) if t == "sliding_attention" else lin if t == "linear_attention" else glob for t in lt]
     if len(attns) != L:
         raise InputError("config.layer_types", len(attns), f"one entry per layer ({L})")
@@ -576,17 +419,17 @@ def _ffn_layers(cfg: dict, mtype: str, L: int, name: str, *, pattern_ffns: list 
         for b in cfg["block_configs"]:
             f = b.get("ffn", {})
             if f.get("no_op"):
-                ffns.append(Ffn("none"))
+                ffns.append(NoFfn())
             elif f.get("replace_with_linear"):
-                ffns.append(Ffn("linear"))
+                ffns.append(LinearFfn())
             else:
-                ffns.append(Ffn("dense", _nas_inter(float(f["ffn_mult"]), cfg["hidden_size"])))
+                ffns.append(DenseFfn(inter=_nas_inter(float(f["ffn_mult"]), cfg["hidden_size"])))
         return ffns
     if E:
         return _moe_layers(cfg, mtype, L, name, experts=(E, topk))
     if not inter:
         raise InputError("config.intermediate_size", inter, "a positive integer")
-    return [Ffn("dense", int(inter))] * L
+    return [DenseFfn(inter=int(inter))] * L
 
 
 def _moe_layers(cfg: dict, mtype: str, L: int, name: str, *, experts: tuple[int, int]) -> list:
@@ -613,10 +456,10 @@ def _moe_layers(cfg: dict, mtype: str, L: int, name: str, *, experts: tuple[int,
             is_moe = [(i + 1) % freq == 0 and i not in mlp_only for i in range(L)]
     if not e_inter:
         raise InputError("config.moe_intermediate_size", None, f"{name}: the expert width is required")
-    moe = Ffn("moe", 0, int(experts[0]), int(experts[1]), int(e_inter), int(shared))
+    moe = MoE(experts=int(experts[0]), top_k=int(experts[1]), expert_inter=int(e_inter), shared_inter=int(shared))
     if not dense_inter and not all(is_moe):
         raise InputError("config.intermediate_size", None, f"{name}: the width of its {is_moe.count(False)} dense layers is required")
-    return [moe if m else Ffn("dense", int(dense_inter)) for m in is_moe]
+    return [moe if m else DenseFfn(inter=int(dense_inter)) for m in is_moe]
 
 
 def load_config_file(path: str | Path, name: str | None = None) -> ModelSpec:

@@ -11,6 +11,7 @@ import numpy as np
 from llm_codesign.errors import InputError
 from llm_codesign.spec.engines import get_engine, step_tokens
 from llm_codesign.spec.hardware import Gpu, get_gpu
+from llm_codesign.spec.kinds import DenseFfn, MoE
 from llm_codesign.spec.model import ModelSpec
 from llm_codesign.spec.precision import Precision, get_dtype
 
@@ -70,17 +71,16 @@ class Plan:
 
 
 def _attn_dims(model: ModelSpec):
-    heads = [layer.attn.heads for layer, _ in model.groups if layer.attn.kind in ("gqa", "mla") or layer.attn.recurrent]
-    # Gated DeltaNet splits its key heads by TP as well (vLLM divide(num_k_heads, tp)); Mamba-2's B/C
-    # groups are replicated up to TP instead (MambaStateShapeCalculator.extra_groups_for_head_shards)
-    heads += [layer.attn.kv_heads for layer, _ in model.groups if layer.attn.kind == "gdn"]
-    kvh = [layer.attn.kv_heads for layer, _ in model.groups if layer.attn.kind == "gqa"]
+    """Head counts TP must divide, and KV heads it must divide or be divided by, as each mixer splits
+    (spec.kinds tp_heads, tp_kv_heads)."""
+    heads = [h for layer, _ in model.groups for h in layer.attn.tp_heads]
+    kvh = [k for layer, _ in model.groups for k in layer.attn.tp_kv_heads]
     return heads, kvh
 
 
 def _moe(model: ModelSpec):
     for layer, _ in model.groups:
-        if layer.ffn.kind == "moe":
+        if isinstance(layer.ffn, MoE):
             return layer.ffn
     return None
 
@@ -114,7 +114,7 @@ def validity(model: ModelSpec, gpu: Gpu, plan: Plan, num_gpus) -> np.ndarray:
     # TP all-reduces every layer: keep TP (and Helix, which re-uses those GPUs as TP) inside the scale-up domain
     flag("scale_up", (tp * kvp > gpu.scale_up_domain) | ((ep * mtp > gpu.scale_up_domain) & (ep * mtp > 1) & (gpu.scale_up_domain < 8)))
     for layer, _ in model.groups:
-        if layer.ffn.kind == "dense":
+        if isinstance(layer.ffn, DenseFfn):
             flag("dense_width", layer.ffn.inter % (tp * kvp) != 0)
     return reason
 
@@ -122,7 +122,7 @@ def validity(model: ModelSpec, gpu: Gpu, plan: Plan, num_gpus) -> np.ndarray:
 def reason_text(model: ModelSpec, gpu: Gpu, code: int) -> str:
     heads, kvh = _attn_dims(model)
     moe = _moe(model)
-    dense = [layer.ffn.inter for layer, _ in model.groups if layer.ffn.kind == "dense"]
+    dense = [layer.ffn.inter for layer, _ in model.groups if isinstance(layer.ffn, DenseFfn)]
     return MESSAGES[REASONS[code]].format(
         heads=sorted({int(np.max(h)) for h in heads}), kv_heads=sorted({int(np.max(k)) for k in kvh}), experts=moe.experts if moe else 0,
         moe_width=moe.expert_inter if moe else 0, layers=model.num_layers, domain=gpu.scale_up_domain,

@@ -9,6 +9,7 @@ from importlib import resources
 from pathlib import Path
 
 from llm_codesign.errors import InputError
+from llm_codesign.spec.kinds import NoMixer
 from llm_codesign.spec.model import ModelSpec, from_hf_config, load_config_file
 from llm_codesign.spec.precision import Precision
 
@@ -66,7 +67,7 @@ def _mixers(m: ModelSpec) -> dict[str, int]:
     """Layers per token-mixer kind (gqa, mla, gdn, mamba2, ...), the layer pattern at a glance."""
     out: Counter[str] = Counter()
     for layer, n in m.groups:
-        if layer.attn.kind != "none":
+        if not isinstance(layer.attn, NoMixer):
             out[layer.attn.kind] += n
     return dict(out)
 

@@ -1,0 +1,168 @@
+"""Operator builders of the FFNs (spec.kinds), one registered per type (ops.op_builder): a dense
+MLP, a mixture of experts with the routing its busiest expert-parallel rank sees, a linear map and
+none."""
+from __future__ import annotations
+
+from functools import lru_cache
+from statistics import NormalDist
+
+import numpy as np
+
+from llm_codesign.cost import kernels as cost
+from llm_codesign.cost.ops import _BF16, Batch, Op, _At, _comm, _elementwise, _gemm, _Step, op_builder
+from llm_codesign.spec.kinds import DenseFfn, LinearFfn, MoE, NoFfn
+from llm_codesign.spec.precision import Precision
+
+
+@op_builder(DenseFfn, part="ffn")
+def dense_ops(f: DenseFfn, F: str, *, at: _At, s: _Step, b: Batch, prec: Precision) -> list[Op]:
+    """A dense (gated) MLP sharded by TP (and Helix's KV-parallel GPUs), and its all-reduce."""
+    dense_tp = s.tp * s.kvp
+    return [_gemm(f"{F}/gate_up", s.M, (f.mats - 1) * f.inter / dense_tp, s.h, at, **s.ff),
+            _gemm(f"{F}/down", s.M, s.h, f.inter / dense_tp, at, **s.ff),
+            _comm(f"{F}/all_reduce", "all_reduce", s.T * s.h * 2.0, dense_tp, at)]
+
+
+@op_builder(LinearFfn, part="ffn")
+def linear_ops(f: LinearFfn, F: str, *, at: _At, s: _Step, b: Batch, prec: Precision) -> list[Op]:
+    """One hidden x hidden GEMM sharded like a dense MLP, and its all-reduce."""
+    dense_tp = s.tp * s.kvp
+    return [_gemm(f"{F}/linear", s.M, s.h / dense_tp, s.h, at, **s.ff),
+            _comm(f"{F}/all_reduce", "all_reduce", s.T * s.h * 2.0, dense_tp, at)]
+
+
+@op_builder(NoFfn, part="ffn")
+def no_ops(f: NoFfn, F: str, *, at: _At, s: _Step, b: Batch, prec: Precision) -> list[Op]:
+    return []
+
+
+@op_builder(MoE, part="moe")
+def moe_ops(f: MoE, M: str, *, at: _At, s: _Step, b: Batch, prec: Precision) -> list[Op]:
+    """A mixture of experts: the router, shared experts, the busiest EP rank's grouped expert GEMMs,
+    token permutation and the token exchange (all-to-all under EP / attention-DP, else all-reduce)."""
+    T, h, ff, ep = s.T, s.h, s.ff, s.ep
+    dense_tp, stage_gpus = s.tp * s.kvp, s.tp * s.adp * s.kvp
+    T_all = T * s.adp  # the MoE group sees every attention-DP rank's tokens
+    ops = [_gemm(f"{M}/router", s.M, f.experts, h, at, **_BF16)]
+    # the top-k selection over the router's logits, a kernel of its own in every engine (TensorRT-LLM's
+    # routing / noaux_tc kernels, vLLM's fused_topk and grouped_topk, SGLang's biased_grouped_topk): it
+    # reads each token's FP32 expert scores and writes top_k ids and weights
+    ops.append(_elementwise(f"{M}/topk", np.where(T > 0, T * (f.experts + 2.0 * f.top_k) * 4.0, 0.0), 1.0, at))
+    if np.any(f.shared_inter):
+        ops.append(_gemm(f"{M}/shared_gate_up", s.M, (f.mats - 1) * f.shared_inter / dense_tp, h, at, **ff))
+        ops.append(_gemm(f"{M}/shared_down", s.M, h, f.shared_inter / dense_tp, at, **ff))
+    # the busiest EP rank sets the step: the experts it reads, its busiest expert's tokens and its
+    # own (routed_load; cal.moe_routing_alpha is the routing skew, 0 uniform)
+    alpha = at.cal.moe_routing_alpha
+    active, top, on_rank = routed_load(f.experts, f.top_k, T_all, ep, alpha)
+    skew = 1.0 if alpha <= 0.0 else on_rank / np.maximum(T_all * f.top_k / ep, 1e-30)  # busiest rank over the mean
+    for name, n_dim, k_dim in (("experts_gate_up", (f.mats - 1) * f.expert_inter / s.moe_tp, h), ("experts_down", h, f.expert_inter / s.moe_tp)):
+        ops.append(_expert_gemm(f"{M}/{name}", n_dim, k_dim, at, load=(active, top, on_rank, alpha), **ff))
+    # token permutation into expert order and back (gather/scatter), one launch each way
+    perm = np.where(T_all > 0, skew * (T_all / ep * f.top_k * h * (ff["a_b"] + 2.0)), 0.0)
+    ops.append(_elementwise(f"{M}/permute", perm, 2.0, at))
+    # token exchange. Without attention DP every rank already holds every token (the attention
+    # all-reduce): expert-parallel ranks run their experts on them and one all-reduce sums the outputs.
+    # Under attention DP with EP the tokens go to their experts' ranks and back (all-to-all dispatch and
+    # combine: vLLM's use_all2all_kernels, dp_size > 1 and use_ep; TensorRT-LLM's NVLink one-sided
+    # all-to-all); attention DP over a tensor-parallel MoE gathers every rank's tokens and reduce-scatters
+    # the outputs (TensorRT-LLM's allgather / reducescatter path)
+    a2a = (s.adp > 1) & (ep > 1)
+    gather = (s.adp > 1) & (ep <= 1)
+    sent = skew * (T / dense_tp * f.top_k * h)  # what the busiest rank receives
+    ops.append(_comm(f"{M}/dispatch", "all_to_all", np.where(a2a, sent * ff["a_b"], 0.0), stage_gpus, at))
+    ops.append(_comm(f"{M}/combine", "all_to_all", np.where(a2a, sent * 2.0, 0.0), stage_gpus, at))
+    ops.append(_comm(f"{M}/all_gather", "all_gather", np.where(gather, T_all * h * ff["a_b"], 0.0), stage_gpus, at))
+    ops.append(_comm(f"{M}/reduce_scatter", "reduce_scatter", np.where(gather, T_all * h * 2.0, 0.0), stage_gpus, at))
+    ops.append(_comm(f"{M}/all_reduce", "all_reduce", np.where(s.adp > 1, 0.0, T * h * 2.0), stage_gpus, at))
+    return ops
+
+
+def _expert_gemm(name, n, k, at: _At, *, load, math, a_b, w_b, kernel):
+    """The busiest rank's grouped expert GEMM; `load` is routed_load's (experts read, busiest
+    expert's rows, the rank's rows) and the routing skew alpha. Grouped GEMMs have their own fixed
+    cost (moe_overhead_s, fitted on MoE kernels), not a dense GEMM's. Uniform routing: `active`
+    groups of equal rows. Skewed: the busiest expert's rows and the other active experts' mean rows,
+    in one launch (one fixed cost), their tiles quantised per expert as the grouped kernel tiles them."""
+    active, top, on_rank, alpha = load
+    cal = at.cal
+    kw = dict(eff_scale=cal.moe_eff_of(kernel), kernel=kernel, swap_ab=True, overhead_s=cal.moe_overhead_s)
+    if alpha <= 0.0:
+        return _gemm(name, top, n, k, at, math=math, a_b=a_b, w_b=w_b, groups=active, distinct=active, **kw)
+    rest_groups = active - 1.0
+    m_rest = np.where(rest_groups > 0, (on_rank - top) / np.maximum(rest_groups, 1e-30), 0.0)
+    th, ch, mh = cost.gemm_time(top, n, k, at.gpu, cal, math=math, a_bytes=a_b, w_bytes=w_b, **kw)
+    tr, cr, mr = cost.gemm_time(m_rest, n, k, at.gpu, cal, math=math, a_bytes=a_b, w_bytes=w_b, groups=rest_groups,
+                                distinct_groups=rest_groups, **kw)
+    # one launch: the second call's fixed costs (its own, an FP8/FP4 activation quantisation's and a
+    # TMA-padded copy's) go
+    padded = np.asarray(cost.tma_padded(k, a_b, w_b)) > np.asarray(k)
+    fixed = cal.moe_overhead_s + (cal.kernel_overhead_s if cost.quantise_kernel(cal, a_b, kernel=kernel) else 0.0) + np.where(padded, cal.kernel_overhead_s, 0.0)
+    t = th + np.where(tr > 0, tr - fixed, 0.0)
+
+    def fb():
+        f1, b1 = cost.gemm_flops_bytes(top, n, k, a_bytes=a_b, w_bytes=w_b, c_bytes=2.0, groups=1.0, distinct_groups=1.0)
+        f2, b2 = cost.gemm_flops_bytes(m_rest, n, k, a_bytes=a_b, w_bytes=w_b, c_bytes=2.0, groups=rest_groups, distinct_groups=rest_groups)
+        return f1 + f2, b1 + b2
+    return Op(name, "gemm", None, None, time=t, t_compute=ch + cr, t_memory=mh + mr, count=at.count, fb=fb, math=math)
+
+
+def distinct_experts(E, k, tokens):
+    """E * (1 - (1 - k/E)^tokens): experts whose weights a batch of `tokens` actually reads."""
+    tokens = np.asarray(tokens, float)
+    x = 1.0 - k / E
+    if np.ndim(x) == 0 and 0.0 < x < 1.0:  # (a design sweep's array of expert counts: as it is)
+        # past 60 / log2(1 / x) tokens x^tokens < 2^-60 and 1 - x^tokens rounds to 1: the same value at
+        # that count, where a power that underflows takes libm's slow path (18x at a prefill's 1e5 tokens)
+        tokens = np.minimum(tokens, 60.0 / np.log2(1.0 / x))
+    return E * (1.0 - np.power(x, tokens))
+
+
+def routed_load(E, k, tokens, ep, alpha):
+    """Routing as the busiest EP rank sees it: (experts it reads, tokens of its busiest expert,
+    tokens routed to it). alpha = 0 is uniform random routing, every rank its mean share (the
+    experts read from `distinct_experts`). alpha > 0 draws per-expert loads from a power law x^-alpha,
+    as NVIDIA's aiconfigurator draws them for its MoE kernel tables and assumes in its serving
+    estimates (collector/helper.py `_generate_power_law_distribution`: E draws on [1, 0.8 T] when
+    T k > E, else on [0.01, 2], scaled to T k tokens, an expert capped at T; the busiest rank is the
+    one measured). Here at expected quantiles, not draws: the busiest expert at the median of the
+    largest of E draws; the busiest rank the larger of the one holding it (with average experts
+    besides) and the largest of `ep` normal rank sums (Blom's expected maximum). Both within ~12% of
+    the collector's own draws (tests/test_ffns.py simulates them)."""
+    T = np.asarray(tokens, float)
+    S = T * k
+    n_loc = E / np.asarray(ep, float)
+    if alpha <= 0.0:
+        active = np.minimum(n_loc, np.maximum(distinct_experts(E, k, T) / ep, 1.0))
+        m_e = np.minimum(S / ep / active, T)
+        return active, m_e, m_e * active
+    q = 1.0 - (alpha if abs(alpha - 1.0) > 1e-6 else 1.0 + 1e-6)
+    dense = S > E
+    a = np.where(dense, 1.0, 0.01)
+    b = np.where(dense, np.maximum(0.8 * T, 1.001), 2.0)
+    A, B = a ** q, b ** q
+    mean = q / (q + 1.0) * (b ** (q + 1.0) - a ** (q + 1.0)) / (B - A) if abs(q + 1.0) > 1e-6 else q * np.log(b / a) / (B - A)
+    second = q / (q + 2.0) * (b ** (q + 2.0) - a ** (q + 2.0)) / (B - A) if abs(q + 2.0) > 1e-6 else q * np.log(b / a) / (B - A)
+    scale = S / (E * mean)
+    sd = np.sqrt(np.maximum(second - mean * mean, 0.0)) * scale  # of one expert's tokens
+    top = np.minimum(((B - A) * 0.5 ** (1.0 / E) + A) ** (1.0 / q) * scale, T)
+    rest = (S - top) / max(E - 1.0, 1.0)
+    # experts whose scaled draw rounds to at least one token (the collector rounds counts)
+    cut = np.maximum(0.5 / np.maximum(scale, 1e-30), a)
+    p_read = np.clip(1.0 - (cut ** q - A) / (B - A), 0.0, 1.0)
+    active = np.clip(1.0 + (n_loc - 1.0) * p_read, 1.0, n_loc)
+    spread = S / ep + np.sqrt(n_loc) * sd * _blom(ep)
+    rank = np.minimum(np.maximum(top + (n_loc - 1.0) * rest, spread), T * np.minimum(k, n_loc))
+    return active, top, np.maximum(rank, top)
+
+
+@lru_cache(maxsize=1)
+def _blom_table(n: int = 4096) -> np.ndarray:
+    nd = NormalDist()
+    return np.array([0.0, 0.0] + [nd.inv_cdf((i - 0.375) / (i + 0.25)) for i in range(2, n)])
+
+
+def _blom(n):
+    """Expected largest of n standard normal draws, Blom's approximation (0 for one draw)."""
+    t = _blom_table()
+    return t[np.clip(np.rint(np.asarray(n, float)).astype(int), 0, len(t) - 1)]

@@ -1,0 +1,79 @@
+"""The FFNs' operator builders (cost.ffns): a dense MLP, a linear map, and a mixture of experts with
+the routing its busiest expert-parallel rank sees."""
+import numpy as np
+import pytest
+
+from llm_codesign.cost.ffns import distinct_experts, routed_load
+from llm_codesign.cost.ops import Batch, Sharding, layer_ops
+from llm_codesign.spec.kinds import DenseFfn, LinearFfn, NoMixer
+from llm_codesign.spec.model import Layer, ModelSpec
+
+
+def _ffn_ops(ffn, gpu, cal, *, tp):
+    m = ModelSpec("ffn", hidden=4096, vocab=32000, groups=((Layer(NoMixer(), ffn), 2),))
+    return layer_ops(m, m.groups[0][0], 2.0, gpu, cal, prec=m.default_precision, sh=Sharding(tp=tp), b=Batch(dec_seqs=16, dec_ctx=100),
+                     prefix="x", parts=("ffn",))
+
+
+def test_dense_and_linear_ffn_operators(h100, cal_h100):
+    got = _ffn_ops(DenseFfn(inter=14336), h100, cal_h100, tp=4)
+    assert [(o.name, o.part) for o in got] == [("x/ffn/gate_up", "ffn"), ("x/ffn/down", "ffn"), ("x/ffn/all_reduce", "ffn"),
+                                               ("x/elementwise", "layer")]
+    # 16 tokens: gate and up 2 x 3584 wide per GPU, down 3584 deep; the all-reduce of the BF16 output
+    assert [float(o.flops) for o in got[:2]] == [2.0 * 16 * 7168 * 4096, 2.0 * 16 * 4096 * 3584]
+    assert float(got[2].bytes) == 16 * 4096 * 2.0
+    # the layer's elementwise pass streams 6 hidden-wide vectors and 3 of the TP-split intermediate, BF16
+    assert float(got[3].bytes) == 16 * (6 * 4096 + 3 * 14336 / 4) * 2.0
+    lin = _ffn_ops(LinearFfn(), h100, cal_h100, tp=4)
+    assert [o.name for o in lin] == ["x/ffn/linear", "x/ffn/all_reduce", "x/elementwise"]
+    assert float(lin[0].flops) == 2.0 * 16 * 1024 * 4096 and float(lin[2].bytes) == 16 * 6 * 4096 * 2.0
+
+
+def test_distinct_experts():
+    assert distinct_experts(256, 8, 1) == pytest.approx(8)
+    assert distinct_experts(256, 8, 10_000) == pytest.approx(256)
+    assert 8 < distinct_experts(256, 8, 16) < 128
+
+
+@pytest.mark.parametrize("E, k", [(256.0, 8.0), (128.0, 4.0), (32.0, 4.0), (8.0, 2.0), (16.0, 16.0)])
+def test_distinct_experts_past_the_power_underflow_is_the_formula_bit_for_bit(E, k):
+    # tokens beyond 60 / log2(1 / (1 - k/E)) are priced at that count (1 - x^t rounds to 1 either way,
+    # and a power that underflows takes libm's slow path): the formula's values exactly, E past it
+    t = np.concatenate([np.arange(0.0, 5000.0, 0.5), np.geomspace(1e3, 1e7, 20000), [np.inf]])
+    np.testing.assert_array_equal(distinct_experts(E, k, t), E * (1.0 - np.power(1.0 - k / E, t)))
+    assert distinct_experts(E, k, 1e6) == E
+
+
+def _collector_busiest_rank(E, k, T, ep, alpha, trials=300):
+    """The busiest EP rank's routed tokens as aiconfigurator's MoE collector draws them
+    (collector/helper.py _generate_power_law_distribution), median over draws."""
+    rng = np.random.default_rng(0)
+    S = T * k
+    a, b = (1.0, 0.8 * T) if S > E else (0.01, 2.0)
+    q = 1.0 - alpha
+    out = []
+    for _ in range(trials):
+        x = ((b ** q - a ** q) * rng.random(E) + a ** q) ** (1.0 / q)
+        counts = np.minimum(np.round(x / x.sum() * S), T)
+        out.append(counts.reshape(ep, -1).sum(1).max())
+    return float(np.median(out))
+
+
+@pytest.mark.parametrize("E,k,T,ep,alpha", [(256, 8, 1024, 8, 1.01), (256, 8, 16, 8, 1.01), (128, 8, 4096, 16, 1.2),
+                                            (64, 6, 64, 4, 1.01), (512, 22, 32, 16, 1.2), (256, 8, 8192, 4, 1.01)])
+def test_routed_load_follows_the_collectors_power_law(E, k, T, ep, alpha):
+    active, top, on_rank = routed_load(E, k, T, ep, alpha)
+    assert float(on_rank) == pytest.approx(_collector_busiest_rank(E, k, T, ep, alpha), rel=0.12)
+    assert T * k / ep < float(on_rank) <= T * min(k, E / ep)  # busier than the mean, never more than every token
+    assert 1.0 <= float(active) <= E / ep and float(top) <= T
+
+
+def test_routed_load_uniform_and_one_rank():
+    # alpha 0: the mean share over the experts a batch touches (distinct_experts), as before skew was priced
+    active, top, on_rank = routed_load(256, 8, 64, 8, 0.0)
+    assert float(active) == pytest.approx(distinct_experts(256, 8, 64) / 8)
+    assert float(on_rank) == pytest.approx(64 * 8 / 8)
+    # one rank holds every routed token whatever the skew
+    assert float(routed_load(256, 8, 1024, 1, 1.2)[2]) == pytest.approx(8192)
+    # more skew, busier rank
+    assert float(routed_load(256, 8, 1024, 8, 1.2)[2]) > float(routed_load(256, 8, 1024, 8, 1.01)[2]) > 1024
