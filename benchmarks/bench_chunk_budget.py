@@ -5,7 +5,7 @@ Issue 25 quotes a peer that searches the chunk budget and finds up to 15-40% mor
 throughput end on Llama-3.1-70B 8xH200 and DeepSeek-R1 16xB200 under TTFT <= 2 s. This runs the same
 search as `pareto` (explore/search.py: every plan of every instance size, 55 batch sizes, the
 checkpoint's and the GPU's native lower precisions, the bundled calibration) three ways: the budget
-fixed at the engine's default on that GPU (spec/engines.py step_tokens), searched over `--max-num-tokens-grid
+fixed at the engine's default on that GPU (Engine.step_tokens, spec/engines/), searched over `--max-num-tokens-grid
 auto` (1,024-16,384, AUTO_BUDGETS), and over a wide grid (512-65,536) that shows how far the mechanism
 goes. Searching a grid that holds the default can only add points, so every gain is >= 0; the figure
 is the top of the frontier (its highest tok/s/GPU point), each budget's best batch and plan included.
@@ -22,7 +22,6 @@ import time
 
 from llm_codesign.cost.calibration import calibration_for
 from llm_codesign.explore.search import AUTO_BUDGETS, SearchSpace, search
-from llm_codesign.spec import engines
 from llm_codesign.spec.engines import get_engine
 from llm_codesign.spec.hardware import get_gpu
 from llm_codesign.spec.registry import get_model
@@ -52,7 +51,7 @@ def run() -> list[dict]:
         m, g = get_model(mname), get_gpu(gname)
         cal = calibration_for(g)
         for backend, (isl, osl), ttft in ((b, w, t) for b in BACKENDS for w in WORKLOADS for t in TTFT_CAPS):
-            default = engines.step_tokens(backend, g)
+            default = get_engine(backend).step_tokens(g)
             pts = {k: best(m, g, cal, n, isl, osl, backend, grid, ttft) for k, grid in (("default", ()), ("auto", AUTO_BUDGETS), ("wide", WIDE))}
             assert pts["default"] is None or pts["default"]["budget"] == default
             rows.append({"model": mname, "gpu": gname, "num_gpus": n, "backend": backend, "isl": isl, "osl": osl, "max_ttft_ms": ttft,

@@ -78,12 +78,10 @@ def test_eager_prefill_launch_cost_lengthens_ttft_only(h100):
 def _eager_prefill_step_s(m, gpu, cal, backend, batch):
     """A prefill step priced as serving.evaluate does: kernels + step overhead + eager launches."""
     from llm_codesign.cost.ops import launches
-    from llm_codesign.spec.engines import pdl_share
-
-    c = cal.in_step(backend)
-    ops = forward_ops(m, gpu, c, m.default_precision, Sharding(), b=batch)
+    c, e = cal.in_step(backend), get_engine(backend)
+    ops = forward_ops(m, gpu, c, m.default_precision, Sharding(), b=batch, engine=e)
     n = float(np.ravel(launches(ops))[0])  # each launch pays the eager cost and saves PDL's share of a boundary
-    return float(np.ravel(step_time(ops))[0]) + c.step_overhead(backend) + (c.eager_launch(backend) - pdl_share(backend, gpu.family) * c.pdl_credit_s) * n
+    return float(np.ravel(step_time(ops))[0]) + c.step_overhead(backend) + (c.eager_launch(backend) - e.pdl_share(gpu.family) * c.pdl_credit_s) * n
 
 
 def test_lockstep_share_shrinks_with_the_decode_iterations_the_first_wave_spans(h100):
@@ -214,9 +212,7 @@ def test_paged_engines_admit_past_the_kv_cache_and_share_the_decode_slots():
         beyond = run(backend, 2 * admit)
         assert beyond["ttft_s"].item() > 10 * base["ttft_s"].item()
     # TensorRT-LLM reserves ISL + OSL: whatever exceeds its capacity waits for whole requests
-    from llm_codesign.spec import engines
-
-    assert engines.admission("trtllm") is None and engines.admission("vllm") == (0.0, 0.0)
+    assert get_engine("trtllm").admission is None and get_engine("vllm").admission == (0.0, 0.0)
     cap = int(run("trtllm", 1)["max_concurrency"].item())
     base, over = run("trtllm", cap), run("trtllm", 2 * cap)
     life = cap * 8192.0 / base["output_tok_s_per_gpu"].item()

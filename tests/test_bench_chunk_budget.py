@@ -5,7 +5,7 @@ from pathlib import Path
 
 from llm_codesign.cost.calibration import calibration_for
 from llm_codesign.explore.search import AUTO_BUDGETS
-from llm_codesign.spec import engines
+from llm_codesign.spec.engines import TRTLLM
 from llm_codesign.spec.hardware import get_gpu
 from llm_codesign.spec.registry import get_model
 
@@ -17,7 +17,7 @@ def test_searched_budget_never_loses_and_states_its_budget(monkeypatch):
     cb = importlib.import_module("bench_chunk_budget")
     m, g = get_model("llama-3.1-70b"), get_gpu("h200")
     cal = calibration_for(g)
-    assert engines.step_tokens("trtllm", g) in AUTO_BUDGETS and set(AUTO_BUDGETS) <= set(cb.WIDE)
+    assert TRTLLM.step_tokens(g) in AUTO_BUDGETS and set(AUTO_BUDGETS) <= set(cb.WIDE)
     # 8,192-token prompts under TTFT <= 2 s on 8 H200s: the cap binds at the throughput end
     pts = {k: cb.best(m, g, cal, 8, 8192, 1024, "trtllm", grid, 2000.0) for k, grid in (("default", ()), ("auto", AUTO_BUDGETS))}
     assert pts["default"]["budget"] == 8192 and pts["auto"]["budget"] in AUTO_BUDGETS

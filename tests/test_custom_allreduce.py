@@ -5,7 +5,7 @@ import pytest
 
 from llm_codesign.cost.calibration import documented
 from llm_codesign.cost.kernels import collective_time
-from llm_codesign.spec import engines
+from llm_codesign.spec.engines import get_engine
 from llm_codesign.spec.hardware import get_gpu
 
 KIB, MIB = 1024.0, 2.0**20
@@ -14,11 +14,11 @@ KIB, MIB = 1024.0, 2.0**20
 def test_custom_all_reduce_golden_and_flat_in_gpu_count():
     g = get_gpu("b200")  # 900 GB/s NVLink per direction, 8 per domain
     cal = documented("blackwell")
-    v = cal.in_step("vllm")
+    v = get_engine("vllm")
     bw = 9e11 * 0.7  # custom_ar_bw_eff
     # 16 KiB: one-shot at TP2 and TP8; 5 us plus (n - 1) x 16 KiB read from the peers
-    t2 = float(collective_time("all_reduce", 16 * KIB, 2, g, v))
-    t8 = float(collective_time("all_reduce", 16 * KIB, 8, g, v))
+    t2 = float(collective_time("all_reduce", 16 * KIB, 2, g, cal, engine=v))
+    t8 = float(collective_time("all_reduce", 16 * KIB, 8, g, cal, engine=v))
     assert t2 == pytest.approx(5e-6 + 16384 / bw, rel=1e-9)  # 5.026 us
     assert t8 == pytest.approx(5e-6 + 7 * 16384 / bw, rel=1e-9)  # 5.182 us
     assert t8 / t2 < 1.04
@@ -31,28 +31,29 @@ def test_custom_all_reduce_golden_and_flat_in_gpu_count():
 def test_engine_limits_and_the_faster_kernel():
     g, cal = get_gpu("b200"), documented("blackwell")
     bw = 9e11 * 0.7
-    v, t = cal.in_step("vllm"), cal.in_step("trtllm")
-    own = engines.engine_allreduce
+    v, t = get_engine("vllm"), get_engine("trtllm")
+    own = {e.name: e.own_allreduce for e in (v, t)}
     # vLLM/SGLang below 8 MiB at 2, 4, 6 or 8 GPUs; TensorRT-LLM up to its 8 MB workspace at TP8 (16 MB at TP2)
-    assert bool(own("vllm", 8 * MIB - 1, 8, "blackwell")) and not own("vllm", 8 * MIB, 8, "blackwell") and not own("vllm", 16 * KIB, 3, "blackwell")
-    assert bool(own("trtllm", 8e6, 8, "hopper")) and not own("trtllm", 8e6 + 1, 8, "hopper") and bool(own("trtllm", 16e6, 2, "hopper"))
-    assert not own("", 16 * KIB, 8, "blackwell")  # no engine: NCCL, as the kernel tables measured
+    assert bool(own["vllm"](8 * MIB - 1, 8, "blackwell")) and not own["vllm"](8 * MIB, 8, "blackwell") and not own["vllm"](16 * KIB, 3, "blackwell")
+    assert bool(own["trtllm"](8e6, 8, "hopper")) and not own["trtllm"](8e6 + 1, 8, "hopper") and bool(own["trtllm"](16e6, 2, "hopper"))
+    # no engine: NCCL, as the kernel tables measured
+    assert float(collective_time("all_reduce", 16 * KIB, 8, g, cal)) > float(collective_time("all_reduce", 16 * KIB, 8, g, cal, engine=v))
     # a step pays the faster kernel: at 256 KiB over 4 GPUs one-shot 5 + 3 x 256 KiB / bw = 6.25 us (two-shot
     # 8.62 us); at 1 MiB over 8 two-shot 8 + 1.75 x 1 MiB / bw = 10.91 us (one-shot 16.65 us), for both engines
-    assert float(collective_time("all_reduce", 256 * KIB, 4, g, v)) == pytest.approx(5e-6 + 3 * 262144 / bw, rel=1e-9)
-    for c in (v, t):
-        assert float(collective_time("all_reduce", 1 * MIB, 8, g, c)) == pytest.approx(8e-6 + 1.75 * MIB / bw, rel=1e-9)
+    assert float(collective_time("all_reduce", 256 * KIB, 4, g, cal, engine=v)) == pytest.approx(5e-6 + 3 * 262144 / bw, rel=1e-9)
+    for e in (v, t):
+        assert float(collective_time("all_reduce", 1 * MIB, 8, g, cal, engine=e)) == pytest.approx(8e-6 + 1.75 * MIB / bw, rel=1e-9)
     # so the time never falls as the message grows inside the engines' buffers
     sizes = np.linspace(1 * KIB, 8 * MIB - 16, 4000)
-    for c in (v, t):
+    for e in (v, t):
         for n in (2, 4, 8):
-            assert np.all(np.diff(collective_time("all_reduce", sizes, n, g, c)) >= 0)
+            assert np.all(np.diff(collective_time("all_reduce", sizes, n, g, cal, engine=e)) >= 0)
     # past the engines' buffers (8 MiB) and beyond the NVLink domain: NCCL, as without an engine
     for n, size in ((8, 16 * MIB), (16, 16 * KIB)):
-        assert float(collective_time("all_reduce", size, n, g, v)) == float(collective_time("all_reduce", size, n, g, cal))
+        assert float(collective_time("all_reduce", size, n, g, cal, engine=v)) == float(collective_time("all_reduce", size, n, g, cal))
     # PCIe cards: vLLM's custom kernel only between two GPUs, TensorRT-LLM's not at all
     l40 = get_gpu("l40s")
-    assert bool(own("vllm", 16 * KIB, 2, l40.family)) and not own("vllm", 16 * KIB, 4, l40.family)
-    assert not own("trtllm", 16 * KIB, 2, l40.family)
+    assert bool(own["vllm"](16 * KIB, 2, l40.family)) and not own["vllm"](16 * KIB, 4, l40.family)
+    assert not own["trtllm"](16 * KIB, 2, l40.family)
     # other collectives stay NCCL's
-    assert float(collective_time("all_gather", 16 * KIB, 8, g, v)) == float(collective_time("all_gather", 16 * KIB, 8, g, cal))
+    assert float(collective_time("all_gather", 16 * KIB, 8, g, cal, engine=v)) == float(collective_time("all_gather", 16 * KIB, 8, g, cal))

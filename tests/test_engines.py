@@ -1,39 +1,28 @@
-"""spec/engines.py: the engines' documented defaults (cited in the module) and their lookup."""
+"""spec/engines/: the engines' documented defaults side by side (each cited in its engine's module), their
+lookup, and their fitted costs read from a calibration profile."""
 import numpy as np
 import pytest
-from hypothesis import assume, given, settings
-from hypothesis import strategies as st
 
-from llm_codesign.cost.calibration import calibration_for
 from llm_codesign.errors import InputError
-from llm_codesign.serve.aggregated import evaluate
-from llm_codesign.spec.engines import admission, get_engine, sglang_static_fraction, step_tokens
-from llm_codesign.spec.hardware import catalog, get_gpu
-from llm_codesign.spec.plan import Plan
+from llm_codesign.spec.engines import get_engine
+from llm_codesign.spec.hardware import get_gpu
 from llm_codesign.spec.registry import get_model
 
 
 def test_step_token_budgets_follow_each_engines_source():
     h100, a100, l40s, b200 = (get_gpu(g) for g in ("h100", "a100", "l40s", "b200"))
     # vLLM EngineArgs.get_batch_defaults: 8192 on >= 70 GiB GPUs other than A100, else 2048
-    assert (step_tokens("vllm", h100), step_tokens("vllm", a100), step_tokens("vllm", l40s)) == (8192, 2048, 2048)
+    vllm, sglang = get_engine("vllm"), get_engine("sglang")
+    assert (vllm.step_tokens(h100), vllm.step_tokens(a100), vllm.step_tokens(l40s)) == (8192, 2048, 2048)
     # SGLang: 4096 below 60 GiB (L40S 48 GB), 8192 below 160 GiB (H100), 16384 above (B200 180 GB)
-    assert (step_tokens("sglang", l40s), step_tokens("sglang", h100), step_tokens("sglang", b200)) == (4096, 8192, 16384)
-    assert step_tokens("trtllm", b200) == 8192  # TensorRT-LLM max_num_tokens default
+    assert (sglang.step_tokens(l40s), sglang.step_tokens(h100), sglang.step_tokens(b200)) == (4096, 8192, 16384)
+    assert get_engine("trtllm").step_tokens(b200) == 8192  # TensorRT-LLM max_num_tokens default
 
 
 def test_admission_rules():
-    assert admission("trtllm") is None  # GUARANTEED_NO_EVICT reserves ISL + OSL: admits only what fits
-    assert admission("vllm") == (0.0, 0.0)  # admits on the prompt's blocks, preempts later
-    assert admission("sglang") == (0.098, 4096.0)  # new_token_ratio 0.7 x 0.14, clipped at 4096
-
-
-def test_sglang_static_fraction_hand_derived():
-    # H100 (81,559 MiB reported): cuda_graph_max_bs 256 at TP1; reserved = 512 + 1.5 x 8192 + 2 x 256 + 1024 x 1/8
-    # = 13,440 MiB (above the 10 GiB floor) -> (81,559 - 13,440) / 81,559 = 0.835
-    g = get_gpu("h100")
-    mem = g.memory_bytes / 2**20
-    assert float(sglang_static_fraction(g, 1)) == pytest.approx(round((mem - 13440) / mem, 3))
+    assert get_engine("trtllm").admission is None  # GUARANTEED_NO_EVICT reserves ISL + OSL: admits only what fits
+    assert get_engine("vllm").admission == (0.0, 0.0)  # admits on the prompt's blocks, preempts later
+    assert get_engine("sglang").admission == (0.098, 4096.0)  # new_token_ratio 0.7 x 0.14, clipped at 4096
 
 
 def test_engine_lookup():
@@ -75,15 +64,16 @@ def test_calibration_view_reads_the_fitted_profile():
         # the scheduler's wait, and attention DP's on top where adp > 1
         assert float(c.wait_steps(1)) == fit["ttft_wait_steps"][name]
         assert float(c.wait_steps(8)) == fit["ttft_wait_steps"][name] + fit["adp_wait_steps"][name]
-        assert c.cal == cal.in_step(name) and c.cal.allreduce_engine == name
-    with pytest.raises(InputError, match="backend"):  # a profile that lacks the engine says so
+        assert c.cal == cal.in_step(name) and c.engine is get_engine(name)
+    # a profile that lacks the engine says so, naming the table
+    with pytest.raises(InputError, match=r"engine: 'vllm' is not valid; .*missing from \[default.step_overhead_s\] \("):
         get_engine("vllm").costs(replace(cal, step_overhead_s=(("trtllm", 1e-3),)))
 
 
 def test_pdl_saves_its_share_of_a_boundary_per_launch_on_sm90_and_newer():
     """Programmatic dependent launch: a decode step is shorter by share x pdl_credit_s per kernel launch
     where the engine PDL-launches (TensorRT-LLM 0.7, SGLang 0.25, vLLM 0.15 on Blackwell and 0 on
-    Hopper, engines.PDL_SHARE); nothing before SM90 (A100)."""
+    Hopper, Engine.pdl); nothing before SM90 (A100)."""
     from dataclasses import replace
 
     import numpy as np
@@ -91,13 +81,13 @@ def test_pdl_saves_its_share_of_a_boundary_per_launch_on_sm90_and_newer():
     from llm_codesign.cost.calibration import calibration_for
     from llm_codesign.cost.ops import Sharding, launches
     from llm_codesign.serve.aggregated import decode_step
-    from llm_codesign.spec.engines import get_engine, pdl_share
     from llm_codesign.spec.hardware import get_gpu
     from llm_codesign.spec.precision import Precision
     from llm_codesign.spec.registry import get_model
 
-    assert (pdl_share("trtllm", "blackwell"), pdl_share("sglang", "hopper"), pdl_share("vllm", "hopper"),
-            pdl_share("vllm", "blackwell"), pdl_share("trtllm", "ampere"), pdl_share("", "blackwell")) == (0.7, 0.25, 0.0, 0.15, 0.0, 0.0)
+    trt, sgl, vllm = (get_engine(e) for e in ("trtllm", "sglang", "vllm"))
+    assert (trt.pdl_share("blackwell"), sgl.pdl_share("hopper"), vllm.pdl_share("hopper"), vllm.pdl_share("blackwell"),
+            trt.pdl_share("ampere")) == (0.7, 0.25, 0.0, 0.15, 0.0)
     m = get_model("llama-3.1-70b")
     for gid, backend, share in (("b200", "trtllm", 0.7), ("h100", "sglang", 0.25), ("h100", "vllm", 0.0), ("a100", "trtllm", 0.0)):
         g = get_gpu(gid)
@@ -113,70 +103,36 @@ def test_pdl_saves_its_share_of_a_boundary_per_launch_on_sm90_and_newer():
         assert float(np.ravel(step[0.0] - step[0.25e-6])[0]) == pytest.approx(share * 0.25e-6 * n, rel=1e-9, abs=1e-15)
 
 
-def test_sglang_static_fraction_golden():
-    # ServerArgs._handle_gpu_memory_settings by hand, in MiB. B200 reports 183359: chunk 16384, max graph
-    # batch 512, TP8: reserved 512 + 24576 + 1024 + 1024 = 27136 -> 156223 / 183359 = 0.852; attention DP 8
-    # (TP1 x 8 ranks, tp_size 8) adds 512 x 8 x 3 + 512 x 8 x 1.5 = 18432 -> 137791 / 183359 = 0.751
-    from llm_codesign.spec.engines import sglang_static_fraction
-    from llm_codesign.spec.hardware import get_gpu
-
-    b200 = get_gpu("b200")
-    assert float(sglang_static_fraction(b200, 8)) == 0.852
-    assert float(sglang_static_fraction(b200, 1, 1, 8)) == 0.751
-    # H200 (143771 MiB, under 160 GiB): chunk 8192, batch 512 at TP8: 14848 reserved -> 0.897
-    assert float(sglang_static_fraction(get_gpu("h200"), 8)) == 0.897
-    # a 2048 chunk at TP1 reserves 4736, under the 10 GiB floor of GPUs over 60 GiB -> 173119 / 183359
-    assert float(sglang_static_fraction(b200, 1, chunk=2048)) == 0.944
-    # an MTP draft adds 2 GiB: 29184 -> 0.841
-    assert float(sglang_static_fraction(b200, 8, spec_method="mtp")) == 0.841
-
-
-@settings(max_examples=60, deadline=None)
-@given(gid=st.sampled_from(sorted(catalog())), tp=st.sampled_from([1, 2, 4, 8]), adp=st.sampled_from([1, 2, 4, 8]),
-       spec=st.sampled_from([None, "mtp", "draft"]))
-def test_sglang_fraction_shrinks_with_what_it_reserves(gid, tp, adp, spec):
-    # SGLang reserves more for more GPUs per stage, attention DP and draft models, never the whole GPU
-    from llm_codesign.spec.engines import sglang_static_fraction
-
-    assume(tp * adp <= 8)  # one node: SGLang's own heuristics (beyond it a small GPU can go below zero)
-    g = get_gpu(gid)
-    f = float(sglang_static_fraction(g, tp, 1, adp, spec_method=spec))
-    assert 0.4 < f < 0.96
-    assert float(sglang_static_fraction(g, tp * 2, 1, adp, spec_method=spec)) <= f
-    assert float(sglang_static_fraction(g, tp, 1, adp * 2, spec_method=spec)) <= f
-    assert float(sglang_static_fraction(g, tp, 1, adp, spec_method="draft")) <= float(sglang_static_fraction(g, tp, 1, adp, spec_method=None))
-
-
 @pytest.mark.parametrize("backend, gid, tokens", [
     ("trtllm", "b200", 8192), ("trtllm", "a100", 8192),
     ("vllm", "h100", 8192), ("vllm", "b200", 8192), ("vllm", "a100", 2048), ("vllm", "l40s", 2048),
     ("sglang", "b200", 16384), ("sglang", "gb200", 16384), ("sglang", "h200", 8192), ("sglang", "l40s", 4096),
 ])
 def test_engine_step_token_budget_defaults(backend, gid, tokens):
-    from llm_codesign.spec.engines import step_tokens
-
-    # the engines' documented defaults (engines.step_tokens docstring): vLLM 8192 on >= 70 GiB but not
+    # the engines' documented defaults (each engine's step_tokens): vLLM 8192 on >= 70 GiB but not
     # A100, else 2048; SGLang by reported memory: < 35 GiB 2048, < 60 GiB 4096 (L40S 45 GiB), < 160 GiB
     # 8192 (H200 140 GiB), else 16384 (B200 179 GiB); TensorRT-LLM 8192
-    assert step_tokens(backend, get_gpu(gid)) == tokens
+    assert get_engine(backend).step_tokens(get_gpu(gid)) == tokens
 
 
 def test_engine_attention_kernels_by_kind(h100):
     """Engines run TensorRT-LLM's kernel efficiencies; where their default backend picks another
-    attention kernel, that kernel's cited time ratio applies (engines.ATTENTION_KERNELS), by kind and
+    attention kernel, that kernel's cited time ratio applies (Engine.attention_kernels), by kind and
     phase, not one scale per engine: vLLM on Blackwell decodes GQA with a BF16 cache on trtllm-gen
     kernels up to 256 decode tokens and on FlashInfer's own (1.3x) beyond; with an FP8 cache always on
     trtllm-gen. GEMMs are the same in every engine, and a profile naming a removed scale is refused."""
-    from llm_codesign.cost.calibration import _apply
-    from llm_codesign.spec.engines import attention_time_factor
+    from llm_codesign.cost.calibration import _apply, calibration_for
+    from llm_codesign.serve.aggregated import evaluate
+    from llm_codesign.spec.plan import Plan
 
-    t = attention_time_factor("vllm", "blackwell", "gqa", "decode", kv_fp8=False, dec_tokens=np.array([64.0, 256.0, 257.0, 2048.0]))
+    vllm, sglang, trt = get_engine("vllm"), get_engine("sglang"), get_engine("trtllm")
+    t = vllm.attention_time_factor("blackwell", "gqa", "decode", kv_fp8=False, dec_tokens=np.array([64.0, 256.0, 257.0, 2048.0]))
     assert t.tolist() == [1.0, 1.0, 1.3, 1.3]
-    assert attention_time_factor("vllm", "blackwell", "gqa", "decode", kv_fp8=True, dec_tokens=2048.0) == 1.0
-    assert attention_time_factor("vllm", "blackwell", "mla", "decode", kv_fp8=True) == 1.15
-    assert attention_time_factor("sglang", "blackwell", "mla", "decode", kv_fp8=True) == 1.0  # trtllm_mla
-    assert attention_time_factor("sglang", "hopper", "gqa", "prefill", kv_fp8=False) == 1.07  # FlashAttention-3
-    assert attention_time_factor("", "hopper", "gqa", "prefill", kv_fp8=False) == 1.0  # the kernel tables
+    assert vllm.attention_time_factor("blackwell", "gqa", "decode", kv_fp8=True, dec_tokens=2048.0) == 1.0
+    assert vllm.attention_time_factor("blackwell", "mla", "decode", kv_fp8=True) == 1.15
+    assert sglang.attention_time_factor("blackwell", "mla", "decode", kv_fp8=True) == 1.0  # trtllm_mla
+    assert sglang.attention_time_factor("hopper", "gqa", "prefill", kv_fp8=False) == 1.07  # FlashAttention-3
+    assert trt.attention_time_factor("hopper", "gqa", "prefill", kv_fp8=False) == 1.0  # the kernel tables' own
     base = calibration_for(h100)
     v, t = base.in_step("vllm"), base.in_step("trtllm")
     assert (v.gemm_eff_fp8, v.moe_eff, v.bw_eff, v.attn_prefill_eff) == (t.gemm_eff_fp8, t.moe_eff, t.bw_eff, t.attn_prefill_eff)

@@ -6,12 +6,13 @@ import pytest
 from llm_codesign.cost import kernels as cost
 from llm_codesign.cost.ops import Batch, forward_ops
 from llm_codesign.serve.aggregated import _sharding
+from llm_codesign.spec.engines import TRTLLM
 from llm_codesign.spec.plan import Plan, validity
 from llm_codesign.spec.precision import Precision
 
 
 def _ops(model, gpu, cal, plan, **batch):
-    ops = forward_ops(model, gpu, cal, Precision.of("fp8"), _sharding(plan), b=Batch(**batch))
+    ops = forward_ops(model, gpu, cal, Precision.of("fp8"), _sharding(plan), b=Batch(**batch), engine=TRTLLM)
     return {o.name: o for o in ops}
 
 
@@ -28,7 +29,7 @@ def test_moe_exchange_all_to_all_only_under_attention_dp(b200):
     tp = _ops(m, b200, cal, Plan(tp=8, ep=8, moe_tp=1), dec_seqs=32, dec_ctx=2048)
     assert _sum(tp, "moe/dispatch") == 0 and _sum(tp, "moe/combine") == 0
     moe_layers = sum(n for layer, n in m.groups if layer.ffn.kind == "moe")
-    ar = float(cost.collective_time("all_reduce", 32 * m.hidden * 2.0, 8, b200, cal))
+    ar = float(cost.collective_time("all_reduce", 32 * m.hidden * 2.0, 8, b200, cal, engine=TRTLLM))
     assert _sum(tp, "moe/all_reduce") == pytest.approx(moe_layers * ar, rel=1e-9)
     # attention DP 8 x EP 8: tokens are dispatched to their experts' ranks and combined back
     dp = _ops(m, b200, cal, Plan(tp=1, adp=8, ep=8, moe_tp=1), dec_seqs=4, dec_ctx=2048)

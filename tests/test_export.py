@@ -1,5 +1,5 @@
 """Engine exports: every key a documented option of the stated engine version, and the way back gives the
-same deployment (explore/export.py, data/engines/*.toml)."""
+same deployment (explore/export.py, explore/export_engines/, data/engines/*.toml)."""
 import json
 import shlex
 from dataclasses import replace
@@ -164,7 +164,7 @@ def test_refusals_are_one_line():
         export_config(r1, dep, engine="vllm", concurrency=8)
     with pytest.raises(InputError, match="exported engine"):
         export_config(r1, dep, engine="sglang", concurrency=8)
-    with pytest.raises(InputError, match="one of: vllm, sglang, trtllm, dynamo"):
+    with pytest.raises(InputError, match="one of: trtllm, vllm, sglang, dynamo"):
         engine_spec("tgi")
     with pytest.raises(InputError, match="llm-codesign export"):
         read_export("model: x\n")
@@ -174,13 +174,14 @@ def test_nested_keys_come_from_the_engine_data():
     """Each mapping-valued option states its class, version and source; the exports write every nested key
     through that list (TensorRT-LLM's kv_cache_config, cuda_graph_config, cp_config, speculative_config and
     vLLM's speculative-config), and an import refuses a field the list does not hold."""
-    from llm_codesign.explore.export import _nested, trtllm_options
+    from llm_codesign.explore.export_engines.base import nested
+    from llm_codesign.explore.export_engines.trtllm import trtllm_options
 
     for name in ("vllm", "trtllm"):
         for opt, n in engine_spec(name)["nested"].items():
             assert opt in engine_spec(name)["options"] and n["class"] and n["version"] and n["source"] and n["keys"]
     with pytest.raises(KeyError, match="kv_cache_config.free_memory is not a documented trtllm"):
-        _nested("trtllm", "kv_cache_config", free_memory=0.9)
+        nested("trtllm", "kv_cache_config", free_memory=0.9)
     llama, h200 = get_model("llama-3.1-70b"), get_gpu("h200")
     dep = Deployment(gpu=h200, num_gpus=8, plan=Plan(4, 1, 1, 1, 1, 2), precision=Precision.of("fp8", kv="fp8"), backend="trtllm")
     o = trtllm_options(llama, dep, 64)

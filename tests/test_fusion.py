@@ -1,4 +1,4 @@
-"""What an engine's captured step fuses that the kernel tables' rows run apart (spec.engines.STEP_FUSIONS):
+"""What an engine's captured step fuses that the kernel tables' rows run apart (Engine.fusions, spec/engines/):
 the activation quantisation before an FP8/FP4 GEMM and the residual add + RMSNorm after an all-reduce,
 each priced by hand from cost.kernels and the calibration."""
 import numpy as np
@@ -9,7 +9,7 @@ from llm_codesign.cost.calibration import calibration_for
 from llm_codesign.cost.ops import Batch, forward_ops
 from llm_codesign.errors import InputError
 from llm_codesign.serve.aggregated import _sharding
-from llm_codesign.spec.engines import ar_norm_fused
+from llm_codesign.spec.engines import get_engine
 from llm_codesign.spec.model import from_hf_config
 from llm_codesign.spec.plan import Plan
 from llm_codesign.spec.precision import Precision
@@ -21,12 +21,12 @@ def cal(b200):
     return calibration_for(b200)
 
 
-def _fp8(cal, gpu, m=64, n=8192, k=8192):
-    return float(cost.gemm_time(m, n, k, gpu, cal, math="fp8", a_bytes=1.0, w_bytes=1.0)[0])
+def _fp8(cal, gpu, engine=None, m=64, n=8192, k=8192):
+    return float(cost.gemm_time(m, n, k, gpu, cal, math="fp8", a_bytes=1.0, w_bytes=1.0, engine=engine and get_engine(engine))[0])
 
 
 def test_quantised_gemm_in_a_step_pays_one_launch(b200, cal):
-    table, sglang, trtllm = _fp8(cal, b200), _fp8(cal.in_step("sglang"), b200), _fp8(cal.in_step("trtllm"), b200)
+    table, sglang, trtllm = _fp8(cal, b200), _fp8(cal, b200, "sglang"), _fp8(cal, b200, "trtllm")
     # the table row's dynamic scale launches go in every engine's step: its fixed cost becomes a BF16 GEMM's
     assert cal.gemm_overhead_fp8_s > cal.gemm_overhead_bf16_s
     assert table - sglang == pytest.approx(cal.gemm_overhead_fp8_s - cal.gemm_overhead_bf16_s, rel=1e-4)
@@ -34,53 +34,60 @@ def test_quantised_gemm_in_a_step_pays_one_launch(b200, cal):
     quant = 64 * 8192 * 3.0 / (b200.hbm_bandwidth_bytes_per_s * cal.bw_eff) + cal.kernel_overhead_s
     assert sglang - trtllm == pytest.approx(quant, rel=1e-4)
     # a BF16 GEMM is priced the same in and out of a step
-    bf16 = [float(cost.gemm_time(64, 8192, 8192, b200, c, math="bf16", a_bytes=2.0, w_bytes=2.0)[0]) for c in (cal, cal.in_step("vllm"))]
+    bf16 = [float(cost.gemm_time(64, 8192, 8192, b200, cal, math="bf16", a_bytes=2.0, w_bytes=2.0, engine=e)[0])
+            for e in (None, get_engine("vllm"))]
     assert bf16[0] == pytest.approx(bf16[1], rel=1e-6)
 
 
-def _elementwise(model, gpu, cal, plan):
-    ops = forward_ops(model, gpu, cal, Precision.of("fp8"), _sharding(plan), b=Batch(dec_seqs=16, dec_ctx=1024))
+def _elementwise(model, gpu, cal, plan, engine):
+    ops = forward_ops(model, gpu, cal, Precision.of("fp8"), _sharding(plan), b=Batch(dec_seqs=16, dec_ctx=1024), engine=get_engine(engine))
     return next(float(o.time) for o in ops if o.name.endswith("/elementwise"))
 
 
 def test_norms_fold_into_the_all_reduce_where_the_engine_fuses_them(b200, cal):
     llama = get_model("llama-3.1-70b")
     tp8, tp1 = Plan(tp=8), Plan(tp=1)
-    trt, sgl = cal.in_step("trtllm"), cal.in_step("sglang")
     # TP8: TensorRT-LLM runs the two add + RMSNorm kernels inside its all-reduces; SGLang (Llama is not
     # among the architectures it fuses for) launches them
-    assert _elementwise(llama, b200, sgl, tp8) - _elementwise(llama, b200, trt, tp8) == pytest.approx(2 * cal.kernel_overhead_s, rel=1e-6)
+    assert _elementwise(llama, b200, cal, tp8, "sglang") - _elementwise(llama, b200, cal, tp8, "trtllm") == pytest.approx(2 * cal.kernel_overhead_s,
+                                                                                                                    rel=1e-6)
     # one GPU: no all-reduce to fuse into
-    assert _elementwise(llama, b200, sgl, tp1) == pytest.approx(_elementwise(llama, b200, trt, tp1), rel=1e-9)
+    assert _elementwise(llama, b200, cal, tp1, "sglang") == pytest.approx(_elementwise(llama, b200, cal, tp1, "trtllm"), rel=1e-9)
     # SGLang fuses for DeepSeek-V3's architecture, without attention DP only
     assert get_model("deepseek-r1").architecture == "DeepseekV3ForCausalLM"
     small = dict(nbytes=64 * 7168 * 2.0, n=8, family="blackwell")
-    assert ar_norm_fused("sglang", "DeepseekV3ForCausalLM", adp=np.array([1, 8]), **small).tolist() == [True, False]
-    assert ar_norm_fused("sglang", "LlamaForCausalLM", adp=1, **small).tolist() is False
-    assert ar_norm_fused("", "DeepseekV3ForCausalLM", adp=1, **small).tolist() is False  # the kernel tables fuse nothing
+    trt, sgl, vllm = (get_engine(e) for e in ("trtllm", "sglang", "vllm"))
+    assert sgl.ar_norm_fused("DeepseekV3ForCausalLM", adp=np.array([1, 8]), **small).tolist() == [True, False]
+    assert sgl.ar_norm_fused("LlamaForCausalLM", adp=1, **small).tolist() is False
     # the fusion lives in the engine's own all-reduce kernel: not where NCCL runs it (past TensorRT-LLM's
     # 8 MB workspace at TP8, vLLM's 8 MiB; PCIe cards) nor on GPUs without the SM90/SM100 kernels
-    assert ar_norm_fused("trtllm", "LlamaForCausalLM", adp=1, nbytes=np.array([1e6, 9e6]), n=8, family="blackwell").tolist() == [True, False]
-    assert ar_norm_fused("trtllm", "LlamaForCausalLM", adp=1, nbytes=1e6, n=4, family="ada").tolist() is False
-    assert ar_norm_fused("vllm", "LlamaForCausalLM", adp=1, nbytes=1e6, n=8, family="cdna3").tolist() is False
-    assert ar_norm_fused("vllm", "LlamaForCausalLM", adp=1, nbytes=1e6, n=8, family="hopper").tolist() is True
+    assert trt.ar_norm_fused("LlamaForCausalLM", adp=1, nbytes=np.array([1e6, 9e6]), n=8, family="blackwell").tolist() == [True, False]
+    assert trt.ar_norm_fused("LlamaForCausalLM", adp=1, nbytes=1e6, n=4, family="ada").tolist() is False
+    assert vllm.ar_norm_fused("LlamaForCausalLM", adp=1, nbytes=1e6, n=8, family="cdna3").tolist() is False
+    assert vllm.ar_norm_fused("LlamaForCausalLM", adp=1, nbytes=1e6, n=8, family="hopper").tolist() is True
+    # the kernel tables (no engine) fuse nothing: TP8's two norm kernels launch outside the all-reduce
+    assert _elementwise(llama, b200, cal, tp8, "sglang") == pytest.approx(
+        next(float(o.time) for o in forward_ops(llama, b200, cal, Precision.of("fp8"), _sharding(tp8), b=Batch(dec_seqs=16, dec_ctx=1024))
+             if o.name.endswith("/elementwise")), rel=1e-9)
 
 
 def test_attention_output_and_block_scaled_quantisation(b200, cal):
     # vLLM does not fuse the attention output's quantisation by default (fuse_attn_quant off): its output
     # projection pays the quantise kernel TensorRT-LLM's attention op saves; both fuse the others
     llama = get_model("llama-3.1-70b")
-    ops = {e: {o.name.split("/")[-1]: float(o.time) for o in forward_ops(llama, b200, cal.in_step(e), Precision.of("fp8"), _sharding(Plan(tp=8)),
-                                                                          b=Batch(dec_seqs=64, dec_ctx=1024))} for e in ("trtllm", "vllm")}
+    ops = {e: {o.name.split("/")[-1]: float(o.time) for o in forward_ops(llama, b200, cal, Precision.of("fp8"), _sharding(Plan(tp=8)),
+                                                                          b=Batch(dec_seqs=64, dec_ctx=1024), engine=get_engine(e))}
+           for e in ("trtllm", "vllm")}
     # o: 64 tokens x K = 64 heads x 128 / TP 8
     quant = 64 * 1024 * 3.0 / (b200.hbm_bandwidth_bytes_per_s * cal.bw_eff) + cal.kernel_overhead_s
     assert ops["vllm"]["o"] - ops["trtllm"]["o"] == pytest.approx(quant, rel=1e-4)
     assert ops["vllm"]["qkv"] == pytest.approx(ops["trtllm"]["qkv"], rel=1e-9)
     # block-scaled FP8 is quantised per 1x128 group by its own kernel in every engine
-    blk = [float(cost.gemm_time(64, 8192, 8192, b200, c, math="fp8", a_bytes=1.0, w_bytes=1.0, kernel="fp8_block")[0])
-           for c in (cal.in_step("trtllm"), cal.in_step("sglang"))]
+    blk = [float(cost.gemm_time(64, 8192, 8192, b200, cal, math="fp8", a_bytes=1.0, w_bytes=1.0, kernel="fp8_block", engine=get_engine(e))[0])
+           for e in ("trtllm", "sglang")]
     assert blk[0] == pytest.approx(blk[1], rel=1e-9)
-    assert cost.quantise_kernel(cal.in_step("trtllm"), 1.0, kernel="fp8_block") and not cost.quantise_kernel(cal.in_step("trtllm"), 1.0)
+    trt = get_engine("trtllm")
+    assert cost.quantise_kernel(trt, 1.0, kernel="fp8_block") and not cost.quantise_kernel(trt, 1.0) and cost.quantise_kernel(None, 1.0)
 
 
 def test_architecture_read_from_the_config():

@@ -5,7 +5,7 @@ from hypothesis import strategies as st
 
 from llm_codesign.cost import kernels as cost
 from llm_codesign.cost.calibration import calibration_for, documented
-from llm_codesign.spec import engines
+from llm_codesign.spec.engines import get_engine
 from llm_codesign.spec.hardware import get_gpu
 
 
@@ -222,14 +222,14 @@ def test_deepgemm_is_the_block_fp8_kernel_sglang_and_vllm_run_on_hopper():
     import csv
 
     from llm_codesign.cost.kernels import gemm_time
-    from llm_codesign.spec.engines import block_fp8_kernel
     from llm_codesign.spec.precision import DTYPES
 
-    assert block_fp8_kernel("sglang", "hopper", "fp8_block") == "fp8_deepgemm"
-    assert block_fp8_kernel("vllm", "hopper", "fp8_block") == "fp8_deepgemm"
-    assert block_fp8_kernel("trtllm", "hopper", "fp8_block") == "fp8_block"
-    assert block_fp8_kernel("sglang", "blackwell", "fp8_block") == "fp8_block"
-    assert block_fp8_kernel("sglang", "hopper", "fp8") == "fp8"
+    sgl = get_engine("sglang")
+    assert sgl.gemm_kernel("hopper", "fp8_block") == "fp8_deepgemm"
+    assert get_engine("vllm").gemm_kernel("hopper", "fp8_block") == "fp8_deepgemm"
+    assert get_engine("trtllm").gemm_kernel("hopper", "fp8_block") == "fp8_block"
+    assert sgl.gemm_kernel("blackwell", "fp8_block") == "fp8_block"
+    assert sgl.gemm_kernel("hopper", "fp8") == "fp8"
     path = "src/llm_codesign/data/measurements/kernels_deepgemm/gemm.csv"
     rows = {(r["library"].split(" ")[1], r["groups"], r["m"], r["n"], r["k"]): float(r["tflops"]) for r in csv.DictReader(open(path))}
     g = get_gpu("h100")  # H800: H100 SXM's 132 SMs, FP8 peak and HBM
@@ -263,25 +263,26 @@ def test_all_reduce_where_the_engine_runs_its_own_everywhere_equals_each_one_alo
     # a decode step's all-reduces all fit the engine's own kernel (NCCL is then not priced), a prefill
     # step's mix both: every element as the scalar call prices it, live or not, either way
     g = get_gpu("b200")
-    cal = documented("blackwell").in_step(engine)
+    cal, e = documented("blackwell").in_step(engine), get_engine(engine)
     rng = np.random.default_rng(5)
     n = rng.choice([2.0, 4.0, 8.0], 5000)
     owns = []
     for nbytes in (rng.uniform(1e3, 2e6, 5000), rng.uniform(1e3, 3e7, 5000), np.append(rng.uniform(1e3, 2e6, 4999), 0.0)):
-        owns.append(engines.engine_allreduce(engine, nbytes, n, g.family).mean())
-        t = cost.collective_time("all_reduce", nbytes, n, g, cal)
-        each = [float(cost.collective_time("all_reduce", x, y, g, cal)) for x, y in zip(nbytes[::25], n[::25], strict=True)]
+        owns.append(e.own_allreduce(nbytes, n, g.family).mean())
+        t = cost.collective_time("all_reduce", nbytes, n, g, cal, engine=e)
+        each = [float(cost.collective_time("all_reduce", x, y, g, cal, engine=e)) for x, y in zip(nbytes[::25], n[::25], strict=True)]
         np.testing.assert_array_equal(t[::25], each)
-        assert t[-1] == float(cost.collective_time("all_reduce", nbytes[-1], n[-1], g, cal))
+        assert t[-1] == float(cost.collective_time("all_reduce", nbytes[-1], n[-1], g, cal, engine=e))
     assert owns[0] == 1.0 and 0.0 < owns[1] < 1.0  # the engine's own everywhere, then a mix
 
 
 def test_trtllm_all_reduce_limits_by_gpu_count():
-    # TensorRT-LLM's own all-reduce up to its workspace at 2, 4 and 8 GPUs (TRTLLM_AR_MAX_BYTES), NCCL at other counts
+    # TensorRT-LLM's own all-reduce up to its workspace at 2, 4 and 8 GPUs (trtllm.AR_MAX_BYTES), NCCL at other counts
+    own = get_engine("trtllm").own_allreduce
     nbytes = np.array([1e3, 8e6, 8e6 + 1, 16e6, 16e6 + 1])
     for n, most in ((2, 16e6), (4, 8e6), (8, 8e6), (3, -1.0), (16, -1.0)):
-        np.testing.assert_array_equal(engines.engine_allreduce("trtllm", nbytes, n, "hopper"), nbytes <= most)
-    grid = engines.engine_allreduce("trtllm", nbytes[None, :], np.array([[2.0], [3.0], [8.0]]), "hopper")
+        np.testing.assert_array_equal(own(nbytes, n, "hopper"), nbytes <= most)
+    grid = own(nbytes[None, :], np.array([[2.0], [3.0], [8.0]]), "hopper")
     assert grid.shape == (3, 5) and grid.sum() == 4 + 0 + 2
 
 

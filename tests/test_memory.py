@@ -6,6 +6,7 @@ from hypothesis import strategies as st
 
 from llm_codesign.cost.memory import kv_bytes_per_token, weight_bytes_per_gpu
 from llm_codesign.cost.ops import Sharding
+from llm_codesign.spec.engines import TRTLLM
 from llm_codesign.spec.hardware import get_gpu
 from llm_codesign.spec.plan import SpecDecoding
 from llm_codesign.spec.precision import Precision
@@ -67,10 +68,10 @@ def test_deepseek_mtp_layer_bytes_per_gpu_by_hand():
     # 205,520,896 / 8 = 25,690,112 B, so 1,481,140,272 B; replicated again under attention DP
     r0, r1 = _fit(m, "h200", Sharding(tp=8, ep=8), "static"), _fit(m, "h200", Sharding(tp=8, ep=8), "static", spec)
     assert float(r1["weights"] - r0["weights"]) == pytest.approx(1_660_971_056)
-    r0, r1 = _fit(m, "h200", Sharding(tp=8, ep=8), "free"), _fit(m, "h200", Sharding(tp=8, ep=8), "free", spec, backend="trtllm")
+    r0, r1 = _fit(m, "h200", Sharding(tp=8, ep=8), "free"), _fit(m, "h200", Sharding(tp=8, ep=8), "free", spec, engine=TRTLLM)
     assert float(r1["weights"] - r0["weights"]) == pytest.approx(1_481_140_272)
     adp = Sharding(tp=1, adp=8, ep=8)
-    assert float(_fit(m, "h200", adp, "free", spec, backend="trtllm")["draft_weights"]) > float(r1["draft_weights"])
+    assert float(_fit(m, "h200", adp, "free", spec, engine=TRTLLM)["draft_weights"]) > float(r1["draft_weights"])
     # the MTP layer's latent cache: one more layer of 576 BF16 values per token on every rank
     assert float(r1["kv_per_token"] - r0["kv_per_token"]) == 576 * 2
 
@@ -126,7 +127,7 @@ def test_trtllm_graph_pool_grows_with_draft_length():
 
 
 def test_sglang_draft_weights_come_out_of_the_static_share():
-    # SGLang's draft reserve (sglang_static_fraction) is activations and graphs: at the same fraction the
+    # SGLang's draft reserve (spec.engines.sglang static_fraction) is activations and graphs: at the same fraction the
     # KV pool shrinks by exactly the draft's weights
     m = get_model("deepseek-r1")
     spec = SpecDecoding("mtp", 3, mean_accepted=2.5)

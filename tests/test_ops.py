@@ -208,19 +208,19 @@ def test_mtp_draft_passes_price_the_module_and_the_first_pass_over_every_checked
     costs = get_engine("trtllm").costs(cal)
     sh, prec, spec = Sharding(tp=8, ep=8), Precision.of("fp8_block"), SpecDecoding("mtp", 3, rates=(0.8, 0.6, 0.4))
     dm = draft_model(m, spec)
-    extra = {o.name: o for o in mtp_module_ops(dm, g, costs.cal, sh, tokens=16.0, seqs=4.0)}
+    extra = {o.name: o for o in mtp_module_ops(dm, g, costs.cal, sh, tokens=16.0, seqs=4.0, engine=costs.engine)}
     assert list(extra) == ["mtp/norms", "mtp/eh_proj", "mtp/eh_proj_all_reduce", "mtp/argmax", "mtp/argmax_gather"]
     # by hand: [16 tokens, 2h / TP] x [2h / TP, h] on TensorRT-LLM; 4 sequences x 129,280 / 8 FP32 logits per rank
     assert extra["mtp/eh_proj"].flops == pytest.approx(2.0 * 16 * 7168 * (2 * 7168 / 8))
     assert float(extra["mtp/argmax"].bytes) == 4 * 129280 / 8 * 4
     assert all(float(o.time) > 0 for o in extra.values())
-    whole = {o.name: o for o in mtp_module_ops(dm, g, cal.in_step("vllm"), sh, tokens=16.0, seqs=4.0)}
+    whole = {o.name: o for o in mtp_module_ops(dm, g, cal.in_step("vllm"), sh, tokens=16.0, seqs=4.0, engine=get_engine("vllm"))}
     assert whole["mtp/eh_proj"].flops == pytest.approx(2.0 * 16 * 7168 * 2 * 7168) and float(whole["mtp/eh_proj_all_reduce"].time) == 0.0
 
     def draft(k):
         return float(decode_step(m, g, prec, sh, costs=costs, b=4.0, ctx=2048.0, k=np.asarray(float(k)), spec=spec)[1])
 
-    # TensorRT-LLM PDL-launches 0.7 of a step's kernels on Blackwell (engines.PDL_SHARE): each saves that
+    # TensorRT-LLM PDL-launches 0.7 of a step's kernels on Blackwell (its Engine.pdl): each saves that
     # share of pdl_credit_s
     credit = 0.7 * cal.pdl_credit_s
     assert credit > 0
@@ -229,10 +229,10 @@ def test_mtp_draft_passes_price_the_module_and_the_first_pass_over_every_checked
         return float(step_time(ops) - credit * launches(ops))
 
     def layer(tokens_per_seq, *, head):
-        ops = forward_ops(dm, g, costs.cal, prec, sh, b=Batch(dec_seqs=4.0, dec_ctx=2048.0, dec_tokens_per_seq=tokens_per_seq))
+        ops = forward_ops(dm, g, costs.cal, prec, sh, b=Batch(dec_seqs=4.0, dec_ctx=2048.0, dec_tokens_per_seq=tokens_per_seq), engine=costs.engine)
         return less_pdl([o for o in ops if (o.name == "lm_head") == head])
 
-    module = lambda tokens: less_pdl(mtp_module_ops(dm, g, costs.cal, sh, tokens=tokens, seqs=4.0))  # noqa: E731
+    module = lambda tokens: less_pdl(mtp_module_ops(dm, g, costs.cal, sh, tokens=tokens, seqs=4.0, engine=costs.engine))  # noqa: E731
     head = layer(1.0, head=True)  # the LM head samples one position per sequence in every pass
     assert draft(0) == 0.0
     # k = 3: the layer over 4 positions of each of the 4 sequences, then two passes of one token

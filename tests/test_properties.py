@@ -137,11 +137,10 @@ def test_a_context_beyond_the_model_is_refused_in_one_line():
 def test_offline_throughput_respects_the_engine_batch_cap(backend, cap):
     # issue 20: Llama-3.1-405B at 128/128 ran ~17k sequences per instance (TPOT 3.2 s); engines cap
     # the batch (trtllm-bench 4096, vLLM max_num_seqs 1024 on >= 70 GiB GPUs, SGLang's request pool <= 4096)
-    from llm_codesign.spec.engines import max_batch
     from llm_codesign.spec.precision import Precision
 
     m, g = get_model("llama-3.1-405b"), get_gpu("b200")
-    assert max_batch(backend, g) == cap
+    assert get_engine(backend).max_batch(g) == cap
     r = evaluate(m, g, calibration_for(g), Precision.of("fp8"), Plan(tp=8), concurrency=np.array([1024, cap, 4 * cap, 16384]), isl=128, osl=128,
                  engine=get_engine(backend))
     assert float(np.max(r["max_concurrency"])) <= cap

@@ -9,6 +9,7 @@ from typing import Optional
 import typer
 
 from llm_codesign.errors import InputError
+from llm_codesign.spec.engines import listed
 
 try:
     from typer._click.exceptions import BadOptionUsage, MissingParameter, NoArgsIsHelpError, NoSuchOption, UsageError
@@ -359,7 +360,7 @@ O_A = typer.Option(None, "--activation-dtype")
 O_KV = typer.Option(None, "--kv-dtype")
 O_ISL = typer.Option(1024, "--isl", min=1, max=MAX_TOKENS, help="Input tokens per request.")
 O_OSL = typer.Option(1024, "--osl", min=1, max=MAX_TOKENS, help="Output tokens per request.")
-O_BACKEND = typer.Option("trtllm", "--backend", help="trtllm, vllm or sglang.")
+O_BACKEND = typer.Option("trtllm", "--backend", help=f"{listed()}.")
 O_SPEC = typer.Option(None, "--spec", help="Speculative decoding: eagle3, mtp or draft.")
 O_K = typer.Option(None, "--draft-len", min=1, max=16, help="Draft tokens per step.")
 O_ACC = typer.Option(None, "--acceptance", help="Mean accepted tokens per step (1..k+1).")

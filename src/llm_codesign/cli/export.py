@@ -36,6 +36,7 @@ from llm_codesign.cli.common import (
     check_paths,
 )
 from llm_codesign.errors import InputError, parse_nested
+from llm_codesign.spec.engines import engine_names, listed
 
 
 def _check_out(out: str, inputs: dict, *, as_json: bool = False) -> None:
@@ -57,7 +58,7 @@ def _file_name(out: str) -> str:
 def export(
     model: str = typer.Argument(..., help="Registry name, Hugging Face id or config.json path."),
     gpu: str = O_GPU, gpus_: Optional[int] = O_GPUS,
-    engine: str = typer.Option(..., "--engine", help="vllm, sglang, trtllm, or dynamo (a disaggregated deployment)."),
+    engine: str = typer.Option(..., "--engine", help=", ".join(engine_names()) + ", or dynamo (a disaggregated deployment)."),
     out: str = typer.Option(..., "-o", "--out", help="The file to write (YAML; a shell script for SGLang); - for standard output."),
     tp: Optional[int] = O_TP, pp: Optional[int] = O_PP, ep: Optional[int] = O_EP, moe_tp: Optional[int] = O_MTP,
     attention_dp: Optional[int] = O_ADP, kvp: Optional[int] = O_KVP,
@@ -77,11 +78,11 @@ def export(
     calibration: Optional[str] = O_CAL, as_json: bool = typer.Option(False, "--json", help="Print the deployment and the predicted figures."),
 ):
     """The engine's launch configuration for a deployment (the same flags as `estimate`)."""
-    from llm_codesign.explore.export import ENGINES, engine_spec, export_config, export_dynamo
+    from llm_codesign.explore.export import engine_spec, export_config, export_dynamo, exportable
     from llm_codesign.outputs import write_text
 
-    if engine not in ENGINES:
-        raise InputError("engine", engine, "one of: " + ", ".join(ENGINES))
+    if engine not in exportable():
+        raise InputError("engine", engine, "one of: " + ", ".join(exportable()))
     _check_out(out, {"MODEL": model, "--gpu": gpu, "--calibration": calibration}, as_json=as_json)
     m = _model(model)
     if engine == "dynamo":
@@ -120,13 +121,15 @@ def _dynamo(m, gpu, *, prefill, decode, n_pre, n_dec, concurrency, isl, osl, bac
             spec, draft_len, acceptance, acceptance_rates, draft_model, max_num_tokens, calibration, export_dynamo):
     from llm_codesign.cli.common import _gpu, _precision, _spec
     from llm_codesign.cost.calibration import calibration_for
+    from llm_codesign.explore.export import dynamo_workers
     from llm_codesign.serve.disagg import estimate_disagg, parse_plan
     from llm_codesign.spec.plan import Deployment
 
     if not prefill or not decode:
         raise InputError("engine", "dynamo", "a disaggregated deployment: --prefill PLAN and --decode PLAN (e.g. --prefill tp=8 --decode tp=8)")
-    if backend not in ("trtllm", "vllm", "sglang"):
-        raise InputError("backend", backend, "trtllm, vllm or sglang (Dynamo's worker engine)")
+    if backend not in dynamo_workers():
+        *rest, last = dynamo_workers()
+        raise InputError("backend", backend, f"{', '.join(rest)} or {last} (Dynamo's worker engine)")
     g = _gpu(gpu)
     prec = _precision(m, weight_dtype, activation_dtype, kv_dtype)
     sd = _spec(spec, draft_len, acceptance, acceptance_rates, draft_model)
@@ -196,7 +199,7 @@ def export_point(
     path: str = typer.Argument(..., help="A frontier as `pareto --json` writes it."),
     index: int = typer.Option(..., "--index", min=0, help="The frontier point, in the JSON's order (0: the throughput end, the last: the interactive end)."),
     out: str = typer.Option(..., "-o", "--out", help="The file to write; - for standard output."),
-    engine: Optional[str] = typer.Option(None, "--engine", help="vllm, sglang or trtllm (default: the frontier's engine)."),
+    engine: Optional[str] = typer.Option(None, "--engine", help=listed() + " (default: the frontier's engine)."),
 ):
     """The engine's launch configuration of one frontier point: its plan, precision, step token budget and batch."""
     import json

@@ -86,10 +86,6 @@ class Calibration:
     custom_ar_latency_s: float
     custom_ar_twoshot_latency_s: float
     custom_ar_bw_eff: float
-    # not a parameter: the engine whose captured step this prices, set by in_step: its collectives
-    # (kernels.collective_time) and fusions (engines.STEP_FUSIONS; kernels.gemm_time, ops.layer_ops).
-    # '' outside an engine: NCCL and no fusion, as the kernel tables measured; never read from a profile
-    allreduce_engine: str = ""
 
     def gemm_eff(self, kernel: str) -> float:
         """Achievable fraction of peak for a GEMM kernel family: bf16, fp8, fp8_block (the kernel
@@ -116,17 +112,23 @@ class Calibration:
         return getattr(self, f"gemm_k_half_{kernel}")
 
     def step_overhead(self, backend: str) -> float:
-        d = dict(self.step_overhead_s)
-        if backend not in d:
-            raise InputError("backend", backend, "one of: " + ", ".join(d))
-        return d[backend]
+        return self.engine("step_overhead_s", backend)
 
     def engine(self, name: str, backend: str) -> float:
-        """A per-engine parameter (one of BACKEND_KEYED); default.toml lists every engine."""
+        """A per-engine parameter (one of BACKEND_KEYED) of a registered engine."""
         d = dict(getattr(self, name))
         if backend not in d:
-            raise InputError("backend", backend, "one of: " + ", ".join(d))
+            raise _missing(backend, [name])
         return d[backend]
+
+    def engine_values(self, backend: str) -> dict[str, float]:
+        """Every per-engine parameter (BACKEND_KEYED) of one engine, or one line naming each per-engine
+        table that lacks it: a registered engine takes no other engine's values."""
+        tables = {k: dict(getattr(self, k)) for k in BACKEND_KEYED}
+        missing = [k for k, d in tables.items() if backend not in d]
+        if missing:
+            raise _missing(backend, missing)
+        return {k: d[backend] for k, d in tables.items()}
 
     def ttft_overhead(self, backend: str) -> float:
         return self.engine("ttft_overhead_s", backend)
@@ -146,25 +148,28 @@ class Calibration:
         """Parameters for kernels inside a captured serving step of an engine. Each kernel pays the
         fixed cost the kernel tables measured under CUDA graphs, no discount; what the tables' rows
         launch and the step does not (quantisation and norms fused into other kernels) is priced by
-        the fusions the engine makes (spec.engines.STEP_FUSIONS, cost.kernels). Engines replace
-        NCCL's all-reduce with their own one-shot / two-shot kernels inside an NVLink/xGMI domain
-        where they pick them (allreduce_engine, kernels.collective_time), and comm_latency_scale (1
-        unless a profile sets it) scales the NCCL collectives left. Kernels run at the tables'
-        efficiencies in every engine: the attention kernels an engine picks instead of TensorRT-LLM's
-        are priced by kind (spec.engines.ATTENTION_KERNELS), and GEMMs call the same libraries (the
-        per-engine GEMM and attention scales once fitted here are removed)."""
+        the fusions the engine makes (spec.engines Engine.fusions, cost.kernels), and where the engine
+        runs its own all-reduce instead of NCCL (Engine.own_allreduce, kernels.collective_time): the
+        cost model is handed the engine beside this calibration. comm_latency_scale (1 unless a
+        profile sets it) scales the NCCL collectives left. Kernels run at the tables' efficiencies in
+        every engine: the attention kernels an engine picks instead of TensorRT-LLM's are priced by
+        kind (Engine.attention_kernels), and GEMMs call the same libraries (the per-engine GEMM and
+        attention scales once fitted here are removed)."""
         c = self.engine("comm_latency_scale", backend) if backend else 1.0
-        e = backend or ""  # the engine's own all-reduce where it picks one, its fusions and kernels (allreduce_engine)
-        if c == 1.0 and e == self.allreduce_engine:
+        if c == 1.0:
             return self
-        kw = {"allreduce_engine": e}
-        kw.update({k: getattr(self, k) * c for k in (
+        return replace(self, **{k: getattr(self, k) * c for k in (
             "comm_latency_s", "comm_latency_slope_s", "comm_gather_latency_s", "comm_gather_latency_slope_s",
             "comm_a2a_latency_s", "comm_a2a_latency_slope_s", "comm_bw_half_bytes")})
-        return replace(self, **kw)
 
 
-_FIELDS = {f.name for f in fields(Calibration)} - {"allreduce_engine"}
+def _missing(backend: str, tables: list[str]) -> InputError:
+    """A registered engine that per-engine tables of the calibration do not list (its section is missing)."""
+    return InputError("engine", backend, "a name every per-engine calibration table lists; missing from "
+                      + ", ".join(f"[default.{t}]" for t in tables) + " (data/calibration/default.toml, or a profile)")
+
+
+_FIELDS = {f.name for f in fields(Calibration)}
 
 
 def _apply(c: Calibration, section: dict, origin: str) -> Calibration:

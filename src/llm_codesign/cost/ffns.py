@@ -91,13 +91,13 @@ def _expert_gemm(name, n, k, at: _At, *, load, math, a_b, w_b, kernel):
         return _gemm(name, top, n, k, at, math=math, a_b=a_b, w_b=w_b, groups=active, distinct=active, **kw)
     rest_groups = active - 1.0
     m_rest = np.where(rest_groups > 0, (on_rank - top) / np.maximum(rest_groups, 1e-30), 0.0)
-    th, ch, mh = cost.gemm_time(top, n, k, at.gpu, cal, math=math, a_bytes=a_b, w_bytes=w_b, **kw)
+    th, ch, mh = cost.gemm_time(top, n, k, at.gpu, cal, math=math, a_bytes=a_b, w_bytes=w_b, engine=at.engine, **kw)
     tr, cr, mr = cost.gemm_time(m_rest, n, k, at.gpu, cal, math=math, a_bytes=a_b, w_bytes=w_b, groups=rest_groups,
-                                distinct_groups=rest_groups, **kw)
+                                distinct_groups=rest_groups, engine=at.engine, **kw)
     # one launch: the second call's fixed costs (its own, an FP8/FP4 activation quantisation's and a
     # TMA-padded copy's) go
     padded = np.asarray(cost.tma_padded(k, a_b, w_b)) > np.asarray(k)
-    fixed = cal.moe_overhead_s + (cal.kernel_overhead_s if cost.quantise_kernel(cal, a_b, kernel=kernel) else 0.0) + np.where(padded, cal.kernel_overhead_s, 0.0)
+    fixed = cal.moe_overhead_s + (cal.kernel_overhead_s if cost.quantise_kernel(at.engine, a_b, kernel=kernel) else 0.0) + np.where(padded, cal.kernel_overhead_s, 0.0)
     t = th + np.where(tr > 0, tr - fixed, 0.0)
 
     def fb():

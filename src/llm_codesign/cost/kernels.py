@@ -12,7 +12,7 @@ from typing import NamedTuple
 import numpy as np
 
 from llm_codesign.cost.calibration import Calibration
-from llm_codesign.spec.engines import engine_allreduce, fuses
+from llm_codesign.spec.engines import Engine
 from llm_codesign.spec.hardware import Gpu
 
 
@@ -50,16 +50,16 @@ def tma_padded(k, a_bytes: float, w_bytes: float):
     return np.ceil(np.asarray(k) * np.float32(1.0 / unit) - np.float32(1e-6)) * np.float32(unit)
 
 
-def quantise_kernel(cal: Calibration, a_bytes: float, *, kernel: str = "", fused: bool | None = None) -> bool:
+def quantise_kernel(engine: Engine | None, a_bytes: float, *, kernel: str = "", fused: bool | None = None) -> bool:
     """Whether FP8/FP4 activations are quantised by a kernel of their own before a GEMM: in the kernel
-    tables' rows, for block-scaled FP8 (per 1x128 group at run time) everywhere, and in the steps of
-    engines that do not fuse it into the previous kernel (`fused`: the caller knows, else the engine's
-    act_quant, spec.engines.STEP_FUSIONS)."""
+    tables' rows (`engine` None), for block-scaled FP8 (per 1x128 group at run time) everywhere, and in
+    the steps of engines that do not fuse it into the previous kernel (`fused`: the caller knows, else
+    the engine's act_quant, Engine.fusions)."""
     if a_bytes >= 2.0:
         return False
-    if not cal.allreduce_engine or kernel in ("fp8_block", "fp8_deepgemm"):
+    if engine is None or kernel in ("fp8_block", "fp8_deepgemm"):
         return True
-    return not (fuses(cal.allreduce_engine, "act_quant") if fused is None else fused)
+    return not (engine.fuses("act_quant") if fused is None else fused)
 
 
 def gemm_kernel(math: str, weight_dtype: str = "", *, fp4_math: bool = False) -> str:
@@ -236,7 +236,7 @@ def _tile_times(m_tiles, inv_n, slots, inv_slots, per_wave, *, n, k, groups, k_s
 
 def gemm_time(m, n, k, gpu: Gpu, cal: Calibration, *, math: str, a_bytes, w_bytes, c_bytes=2.0,
               groups=1.0, distinct_groups=None, eff_scale=1.0, kernel: str | None = None, swap_ab: bool | None = None,
-              overhead_s=None, fused_quant: bool | None = None):
+              overhead_s=None, fused_quant: bool | None = None, engine: Engine | None = None):
     """C[m,n] = A[m,k] B[k,n], repeated over `groups` independent problems (grouped/batched GEMM).
 
     Compute: FLOPs padded to whole CTA tiles (tile quantisation) and whole waves over the SMs (wave
@@ -269,14 +269,14 @@ def gemm_time(m, n, k, gpu: Gpu, cal: Calibration, *, math: str, a_bytes, w_byte
     p = f32(cal.gemm_blend_p)
     hi = np.maximum(np.maximum(best, t_mem), f32(1e-30))
     fixed = cal.gemm_overhead(kernel) if overhead_s is None else overhead_s
-    if cal.allreduce_engine and overhead_s is None:
+    if engine is not None and overhead_s is None:
         # in a serving step a quantised GEMM's own launch costs what a BF16 GEMM's does: the excess of
-        # its table rows is the dynamic scale and quantise launches those rows time (engines.STEP_FUSIONS)
+        # its table rows is the dynamic scale and quantise launches those rows time (Engine.fusions)
         fixed = min(fixed, cal.gemm_overhead("bf16"))
     # (best^p + t_mem^p)^(1/p) with the larger term's ratio exactly 1: two powers instead of three
     # (a power costs ~30 multiplies; this is the search's hottest line), the same float32 result
     t = hi * np.power(f32(1.0) + np.power(np.minimum(best, t_mem) / hi, p), f32(1.0) / p) + f32(fixed)
-    if quantise_kernel(cal, a_bytes, kernel=kernel, fused=fused_quant):
+    if quantise_kernel(engine, a_bytes, kernel=kernel, fused=fused_quant):
         # FP8/FP4 activations: the BF16 input is quantised by its own kernel first (TensorRT-LLM's
         # Linear runs fp8/fp4 quantize ops before the GEMM), one read of A in BF16 and one write
         t = t + rows * k * f32((2.0 + a_bytes) / (gpu.hbm_bandwidth_bytes_per_s * cal.bw_eff)) + f32(cal.kernel_overhead_s)
@@ -384,8 +384,9 @@ _LATENCY = {"all_reduce": "comm_latency", "p2p": "comm_latency", "all_gather": "
             "reduce_scatter": "comm_gather_latency", "all_to_all": "comm_a2a_latency"}
 
 
-def collective_time(op: str, nbytes, n, gpu: Gpu, cal: Calibration):
-    """Time of one collective on `nbytes` per GPU over `n` GPUs (0 when n == 1).
+def collective_time(op: str, nbytes, n, gpu: Gpu, cal: Calibration, *, engine: Engine | None = None):
+    """Time of one collective on `nbytes` per GPU over `n` GPUs (0 when n == 1), in `engine`'s step
+    (None: NCCL's, as the kernel tables measured).
 
     Fixed cost: a base plus a cost per extra participant, per collective family (NCCL's small-message
     latency grows with the ring for all-reduce, barely for all-to-all on NVSwitch); bandwidth: the
@@ -405,12 +406,13 @@ def collective_time(op: str, nbytes, n, gpu: Gpu, cal: Calibration):
         # a search's chunk where most plans run no such collective (an EP exchange beside attention
         # DP, an all-reduce without it): priced at the live elements only, the same values
         out = np.zeros(live.shape)
-        out[live] = collective_time(op, np.broadcast_to(nbytes, live.shape)[live], np.broadcast_to(n, live.shape)[live], gpu, cal)
+        out[live] = collective_time(op, np.broadcast_to(nbytes, live.shape)[live], np.broadcast_to(n, live.shape)[live], gpu, cal,
+                                    engine=engine)
         return out
     inside = n <= float(gpu.scale_up_domain)
     # an engine's own all-reduce inside one scale-up domain, NCCL elsewhere: where it runs at every
     # element (a search's decode steps), NCCL is not priced
-    own = engine_allreduce(cal.allreduce_engine, nbytes, n, gpu.family) & inside if op == "all_reduce" and cal.allreduce_engine else None
+    own = engine.own_allreduce(nbytes, n, gpu.family) & inside if op == "all_reduce" and engine is not None else None
     if own is not None and own.all():
         t = _custom_all_reduce(nbytes, n, gpu, cal)
     else:
@@ -458,7 +460,7 @@ def _nccl_time(op: str, nbytes, n, gpu: Gpu, cal: Calibration, *, inside):
 
 def _custom_all_reduce(nbytes, n, gpu: Gpu, cal: Calibration):
     """An engine's own all-reduce inside one scale-up domain, where it runs one instead of NCCL
-    (engines.engine_allreduce): one-shot, each GPU reading every peer's whole buffer and reducing
+    (Engine.own_allreduce): one-shot, each GPU reading every peer's whole buffer and reducing
     locally, (n - 1) x bytes over its link after one flag exchange; two-shot, a reduce-scatter then an
     all-gather through the peers' buffers, 2 (n - 1) / n x bytes after two. Both fixed costs are
     flat in the GPU count (the flags go to all peers at once), unlike NCCL's ring (collective_time

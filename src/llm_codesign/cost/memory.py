@@ -8,12 +8,12 @@ from dataclasses import replace
 import numpy as np
 
 from llm_codesign.cost.ops import Sharding
-from llm_codesign.spec.engines import max_batch, mtp_eh_proj_split
+from llm_codesign.spec.engines import Engine
 from llm_codesign.spec.model import ModelSpec
 from llm_codesign.spec.plan import SpecDecoding
 from llm_codesign.spec.precision import Precision, executable
 
-# Fraction of HBM an engine lets itself use, for engines not listed in engines.KV_BUDGET.
+# Fraction of HBM an engine lets itself use where the caller names none (Engine.kv_budget).
 USABLE_FRACTION = 0.90
 # The CUDA context, cuBLAS/NCCL workspaces and other memory outside torch's allocator, which the
 # engines measure at start-up rather than size (TensorRT-LLM's KvCacheCreator: extra_cost, "memory
@@ -120,7 +120,7 @@ def activation_bytes(model: ModelSpec, sh: Sharding, max_num_tokens, *, budget: 
     requests (KvCacheCreator) plus what it measures outside torch: the CUDA context and the decode
     graphs' pool, the activations of TRTLLM_GRAPH_MAX_BATCH x (1 + draft_len) tokens; its sampler's
     decode buffers fall inside the 1 - free_gpu_memory_fraction margin.
-    "static" (SGLang): reserved outside mem_fraction_static (engines.sglang_static_fraction), reported
+    "static" (SGLang): reserved outside mem_fraction_static (spec.engines.sglang static_fraction), reported
     as a forward over the chunk plus the context."""
     fwd = forward_activation_bytes(model, sh, max_num_tokens)
     if budget == "total":
@@ -133,13 +133,13 @@ def activation_bytes(model: ModelSpec, sh: Sharding, max_num_tokens, *, budget: 
 
 
 def draft_weight_bytes_per_gpu(model: ModelSpec, draft: ModelSpec, method: str, prec: Precision, sh: Sharding, *,
-                               backend: str = ""):
+                               engine: Engine | None = None):
     """Weights of the speculative-decoding draft (serve.aggregated.draft_model's `draft`) one GPU holds,
     sharded as the engines shard it. The draft shares the target's embedding (and, for MTP, its LM head).
 
     "mtp" (DeepSeek MTP module): one decoder layer of the model's own last type, sharded like a target
     layer on the last pipeline stage, and eh_proj (2h -> h, BF16) with its two RMSNorms, whole on every
-    GPU or split over TP where the engine (`backend`) splits it (engines.mtp_eh_proj_split). The checkpoint quantises the layer as the target's. "eagle3": one BF16 decoder layer whose QKV reads [embedding; hidden]
+    GPU or split over TP where `engine` splits it (Engine.mtp_eh_proj_split). The checkpoint quantises the layer as the target's. "eagle3": one BF16 decoder layer whose QKV reads [embedding; hidden]
     (2h in), fc fusing three target hidden states (3h -> h, replicated) and its own LM head over the
     draft vocabulary, vocabulary-parallel over TP (vLLM models/llama_eagle3.py, TensorRT-LLM
     models/modeling_speculative.py Eagle3DraftModel). "draft": a separate model, TP-sharded like the
@@ -152,7 +152,8 @@ def draft_weight_bytes_per_gpu(model: ModelSpec, draft: ModelSpec, method: str, 
     layer = draft.groups[0][0]
     if method == "mtp":
         wa, wf = prec.attn.bytes_per_weight(), prec.weight.bytes_per_weight()
-        eh = 2.0 * h * h * 2.0 / np.where(mtp_eh_proj_split(backend, sh.adp), tp, 1.0)
+        split = engine is not None and engine.mtp_eh_proj_split(sh.adp)
+        eh = 2.0 * h * h * 2.0 / np.where(split, tp, 1.0)
         return _layer_weight_bytes(layer, h, wa, wf, (tp, ep, mtp, kvp)) + eh
     a = layer.attn
     qkv_extra = h * (a.heads * a.head_dim + a.kv_heads * (a.head_dim + a.v_head_dim))  # the second h of the 2h input
@@ -162,7 +163,8 @@ def draft_weight_bytes_per_gpu(model: ModelSpec, draft: ModelSpec, method: str, 
 
 def fit(model: ModelSpec, gpu, prec: Precision, sh: Sharding, isl, *, osl, max_num_tokens=8192,
         usable_fraction=USABLE_FRACTION, osl_occupancy: float = 1.0, budget: str = "total",
-        spec: SpecDecoding | None = None, draft: ModelSpec | None = None, max_seqs=None, draft_len=None, backend: str = "") -> dict:
+        spec: SpecDecoding | None = None, draft: ModelSpec | None = None, max_seqs=1024.0, draft_len=None,
+        engine: Engine | None = None) -> dict:
     """Per-GPU memory (bytes) and the most sequences each attention-DP rank can hold (`kv_per_seq`
     counts a sequence's KV cache and its recurrent state, `state_per_seq` the latter alone).
 
@@ -176,18 +178,17 @@ def fit(model: ModelSpec, gpu, prec: Precision, sh: Sharding, isl, *, osl, max_n
     reserve being activations and graphs) and its layers' KV cache with each token's (TensorRT-LLM
     sizes the cache over the target's and the draft's layers, KvCacheCreator cal_max_tokens with
     draft_model_config; vLLM and SGLang give the draft's attention layers their own pages).
-    `max_seqs`: the engine's batch limit sizing vLLM's sampler warm-up (engines.max_batch by default).
+    `max_seqs`: the engine's batch limit sizing vLLM's sampler warm-up (Engine.max_batch; by default
+    vLLM's max_num_seqs on a GPU of >= 70 GiB).
     `draft_len`: the draft length each point runs (a search's sweep, broadcasting; spec.k by default):
-    where it is 0 speculation is off and no draft is loaded. `backend`: the engine, which decides how it
+    where it is 0 speculation is off and no draft is loaded. `engine`: the engine, which decides how it
     shards the draft (draft_weight_bytes_per_gpu)."""
     prec = executable(prec, gpu)[0]  # e.g. NVFP4 re-quantised to MXFP4 on CDNA4 holds MXFP4's scale bytes
     w = weight_bytes_per_gpu(model, prec, sh)
     w_draft, k = 0.0, np.asarray(0.0 if spec is None else (spec.k if draft_len is None else draft_len), float)
     if spec is not None:
-        w_draft = np.where(k > 0, draft_weight_bytes_per_gpu(model, draft, spec.method, prec, sh, backend=backend), 0.0)
+        w_draft = np.where(k > 0, draft_weight_bytes_per_gpu(model, draft, spec.method, prec, sh, engine=engine), 0.0)
         w = w + w_draft
-    if max_seqs is None:
-        max_seqs = max_batch("vllm", gpu)
     act = activation_bytes(model, sh, max_num_tokens, budget=budget, max_seqs=max_seqs, draft_len=k)
     if budget == "free":
         usable = w + act + usable_fraction * (gpu.memory_bytes - w - act)

@@ -9,7 +9,6 @@ import numpy as np
 
 from llm_codesign.cost import kernels as cost
 from llm_codesign.cost.ops import _BF16, Batch, Op, _At, _attention, _comm, _elementwise, _gemm, _Step, op_builder
-from llm_codesign.spec.engines import attention_time_factor, fuses
 from llm_codesign.spec.kinds import DSA, GQA, MLA, Attention, GatedDeltaNet, LinearMixer, Mamba2, NoMixer, Recurrent, causal_keys
 from llm_codesign.spec.precision import Precision
 
@@ -69,7 +68,7 @@ def _attend(a: Attention, ops: list[Op], P: str, *, at: _At, s: _Step, b: Batch,
         ops.append(_helix_exchange(ops[-2:], b, at, P, nbytes=T * heads_l * (v_d + 1) * 2.0, kvp=kvp))
     dense_tp = tp * kvp
     # the attention output is quantised inside the attention kernel only where the engine fuses it (attn_out)
-    ops.append(_gemm(f"{P}/o", s.M, h, a.heads * v_d / dense_tp, at, **s.fa, fused_quant=fuses(at.cal.allreduce_engine, "attn_out")))
+    ops.append(_gemm(f"{P}/o", s.M, h, a.heads * v_d / dense_tp, at, **s.fa, fused_quant=at.engine is not None and at.engine.fuses("attn_out")))
     ops.append(_comm(f"{P}/all_reduce", "all_reduce", T * h * 2.0, dense_tp, at))
     return ops
 
@@ -83,7 +82,7 @@ def _helix_exchange(core: list[Op], b: Batch, at: _At, P: str, *, nbytes, kvp) -
     op = _comm(f"{P}/helix_all_to_all", "all_to_all", nbytes, kvp, at)
     B = np.maximum(np.asarray(b.dec_seqs, float) + np.asarray(b.pf_seqs, float), 1.0)
     a = sum(o.time for o in core) / B
-    c = cost.collective_time("all_to_all", np.asarray(nbytes, float) / B, kvp, at.gpu, at.cal)
+    c = cost.collective_time("all_to_all", np.asarray(nbytes, float) / B, kvp, at.gpu, at.cal, engine=at.engine)
     op.time = np.minimum(op.time, c + (B - 1.0) * np.maximum(c - a, 0.0))
     return op
 
@@ -149,7 +148,7 @@ def _core_decode(a: Attention, b: Batch, at: _At, P: str, *, s: _Step, prec: Pre
     """Decode attention: every decode token reads its sequence's cache, the keys the mixer reads
     (Attention.decode_keys: a window, chunk or sparse selection) sharded by Helix. `per_tok_kv`: cached
     bytes per token; `qkv_d`: query-key plus value width of a head; `decode`: see _attend."""
-    gpu, cal = at.gpu, at.cal
+    gpu = at.gpu
     width, items, group, dcal = decode
     dec_tok, heads_l = s.dec_tok, a.heads / s.tp
     ctx_l = a.decode_keys(np.asarray(b.dec_ctx, float)) / s.kvp
@@ -157,7 +156,7 @@ def _core_decode(a: Attention, b: Batch, at: _At, P: str, *, s: _Step, prec: Pre
     dec_bytes = np.asarray(b.dec_seqs, float) * ctx_l * per_tok_kv + dec_tok * heads_l * qkv_d * 2.0
     kv_fp8 = prec.kv.math == "fp8"
     times = cost.attention_decode_time(dec_flops, dec_bytes, gpu, dcal, seq_heads=items, kv_fp8=kv_fp8, group=group)
-    f = attention_time_factor(cal.allreduce_engine, gpu.family, a.kernel, "decode", kv_fp8=kv_fp8, dec_tokens=dec_tok)
+    f = _attention_factor(at, a, "decode", kv_fp8=kv_fp8, dec_tokens=dec_tok)
     return _attention(f"{P}/core_decode", dec_flops, dec_bytes, tuple(x * f for x in times), at)
 
 
@@ -174,8 +173,16 @@ def _core_prefill(a: Attention, b: Batch, at: _At, P: str, *, s: _Step, prec: Pr
     pmath = "fp8" if (prec.kv.math == "fp8" and at.gpu.supports("fp8")) else "bf16"
     times = cost.attention_prefill_time(np.where(tp_tok > 0, pf_flops, 0.0), pf_bytes, at.gpu, at.cal, math=pmath,
                                         seq_heads=seqs * heads_l, keys=keys, scores=tp_tok * heads_l * keys)
-    f = attention_time_factor(at.cal.allreduce_engine, at.gpu.family, a.kernel, "prefill", kv_fp8=prec.kv.math == "fp8")
+    f = _attention_factor(at, a, "prefill", kv_fp8=prec.kv.math == "fp8")
     return _attention(f"{P}/core_prefill", pf_flops, pf_bytes, tuple(x * f for x in times), at)
+
+
+def _attention_factor(at: _At, a: Attention, phase: str, *, kv_fp8: bool, dec_tokens=None):
+    """Time of the attention kernel the engine picks relative to the kernel tables' on the same shape
+    (Engine.attention_kernels), by kernel kind (Attention.kernel: gqa, mla or dsa); 1 for the tables."""
+    if at.engine is None:
+        return 1.0
+    return at.engine.attention_time_factor(at.gpu.family, a.kernel, phase, kv_fp8=kv_fp8, dec_tokens=dec_tokens)
 
 
 @op_builder(GatedDeltaNet, part="attention")

@@ -18,7 +18,7 @@ import numpy as np
 
 from llm_codesign.cost import kernels as cost
 from llm_codesign.cost.calibration import Calibration
-from llm_codesign.spec.engines import AR_NORM_KERNELS, ar_norm_fused, block_fp8_kernel, mtp_eh_proj_split
+from llm_codesign.spec.engines import AR_NORM_KERNELS, Engine
 from llm_codesign.spec.hardware import Gpu
 from llm_codesign.spec.kinds import Ffn, Mixer, NoFfn, NoMixer
 from llm_codesign.spec.model import Layer, ModelSpec, stage_split
@@ -101,11 +101,13 @@ class Op:
 
 
 class _At(NamedTuple):
-    """Where one layer's operators are priced: the layers per stage that run them, the GPU and its
-    calibration."""
+    """Where one layer's operators are priced: the layers per stage that run them, the GPU, its
+    calibration and the engine whose step runs them (None: the kernel tables' isolated kernels, NCCL
+    collectives and nothing fused)."""
     count: object
     gpu: Gpu
     cal: Calibration
+    engine: Engine | None = None
 
 
 # a GEMM on BF16 activations and BF16 weights whatever the deployment's precision (MLA's absorbed
@@ -117,7 +119,8 @@ def _gemm(name, m, n, k, at: _At, *, math, a_b, w_b, groups=1.0, distinct=None, 
           overhead_s=None, weight=None, fused_quant=None):
     def price():
         return cost.gemm_time(m, n, k, at.gpu, at.cal, math=math, a_bytes=a_b, w_bytes=w_b, groups=groups, distinct_groups=distinct,
-                              eff_scale=eff_scale, kernel=kernel, swap_ab=swap_ab, overhead_s=overhead_s, fused_quant=fused_quant)
+                              eff_scale=eff_scale, kernel=kernel, swap_ab=swap_ab, overhead_s=overhead_s, fused_quant=fused_quant,
+                              engine=at.engine)
 
     # the time's compute and memory parts are priced again where asked (a breakdown, the roofline), not
     # held beside every GEMM of a search's chunk
@@ -140,7 +143,7 @@ def _tag(ops, part: str, weight: str) -> list:
 
 def _comm(name, op, nbytes, n, at: _At):
     """A collective: no FLOPs, no HBM time of its own (its bytes, where it runs, computed when asked)."""
-    t = cost.collective_time(op, nbytes, n, at.gpu, at.cal)
+    t = cost.collective_time(op, nbytes, n, at.gpu, at.cal, engine=at.engine)
     return Op(name, "comm", None, None, time=t, t_compute=0.0, t_memory=0.0, count=at.count,
               fb=lambda: (np.zeros_like(t), np.where(t > 0, np.asarray(nbytes, float), 0.0)))
 
@@ -175,16 +178,17 @@ class _Step(NamedTuple):
     ff: dict  # FFN and expert GEMMs
 
 
-def _step(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Sharding, b: Batch, *, engine: str = "") -> _Step:
+def _step(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Sharding, b: Batch, *, engine: Engine | None) -> _Step:
     dec_tok = np.asarray(b.dec_seqs, float) * b.dec_tokens_per_seq
     act_b = prec.activation.bytes_per_value()
     math_attn = gemm_math(prec.attn, prec.activation, gpu)
     math_ffn = gemm_math(prec.weight, prec.activation, gpu)
     fp4 = gpu.supports("fp4")
-    fa = {"math": math_attn, "a_b": act_b, "w_b": prec.attn.bytes_per_weight(),
-          "kernel": block_fp8_kernel(engine, gpu.family, cost.gemm_kernel(math_attn, prec.attn.name, fp4_math=fp4))}
-    ff = {"math": math_ffn, "a_b": act_b, "w_b": prec.weight.bytes_per_weight(),
-          "kernel": block_fp8_kernel(engine, gpu.family, cost.gemm_kernel(math_ffn, prec.weight.name, fp4_math=fp4))}
+    kernels = [cost.gemm_kernel(math_attn, prec.attn.name, fp4_math=fp4), cost.gemm_kernel(math_ffn, prec.weight.name, fp4_math=fp4)]
+    if engine is not None:  # the kernel the engine runs where it is not the kernel tables' (DeepGEMM's)
+        kernels = [engine.gemm_kernel(gpu.family, k) for k in kernels]
+    fa = {"math": math_attn, "a_b": act_b, "w_b": prec.attn.bytes_per_weight(), "kernel": kernels[0]}
+    ff = {"math": math_ffn, "a_b": act_b, "w_b": prec.weight.bytes_per_weight(), "kernel": kernels[1]}
     T = dec_tok + np.asarray(b.pf_tokens, float)
     return _Step(model.hidden, dec_tok, T, cost.Tokens(T), *(np.asarray(x, float) for x in (sh.tp, sh.kvp, sh.adp, sh.ep, sh.moe_tp)),
                  fa, ff)
@@ -224,13 +228,14 @@ def builder(x: Mixer | Ffn) -> _Builder:
 
 
 def layer_ops(model: ModelSpec, layer: Layer, count, gpu: Gpu, cal: Calibration, *, prec: Precision,
-              sh: Sharding, b: Batch, prefix: str, parts: tuple[str, ...] = ("attn", "ffn")) -> list[Op]:
-    """Operators of one layer; `parts` selects the attention half, the FFN half (with the layer's
-    elementwise work) or both, so layers that share one half can be priced once."""
+              sh: Sharding, b: Batch, prefix: str, parts: tuple[str, ...] = ("attn", "ffn"), engine: Engine | None = None) -> list[Op]:
+    """Operators of one layer in `engine`'s step (None: the kernel tables' kernels); `parts` selects the
+    attention half, the FFN half (with the layer's elementwise work) or both, so layers that share one
+    half can be priced once."""
     a = layer.attn if "attn" in parts else NoMixer()
     f = layer.ffn if "ffn" in parts else NoFfn()
     prec = executable(prec, gpu)[0]  # a format the GPU cannot run is priced as engines map it
-    s, at = _step(model, gpu, prec, sh, b, engine=cal.allreduce_engine), _At(count, gpu, cal)
+    s, at = _step(model, gpu, prec, sh, b, engine=engine), _At(count, gpu, cal, engine)
     dense_tp = s.tp * s.kvp  # Helix re-uses the KV-parallel GPUs as TP for everything after attention
     mixer, ffn = builder(a), builder(f)
     ops = _tag(mixer.build(a, f"{prefix}/attn", at=at, s=s, b=b, prec=prec), mixer.part, prec.attn.name)
@@ -240,21 +245,23 @@ def layer_ops(model: ModelSpec, layer: Layer, count, gpu: Gpu, cal: Calibration,
     # norms, residual adds, activation, RoPE: streamed once each
     ew_bytes = s.T * (6.0 * s.h + 3.0 * f.act_width / np.maximum(dense_tp, 1.0)) * 2.0
     kernels = cal.elementwise_kernels_per_layer
-    fused = ar_norm_fused(cal.allreduce_engine, model.architecture, adp=s.adp, nbytes=s.T * s.h * 2.0, n=dense_tp, family=gpu.family)
-    kernels = np.where(fused, np.maximum(kernels - AR_NORM_KERNELS, 0.0), kernels)  # the norms run in the all-reduces
+    if engine is not None:
+        fused = engine.ar_norm_fused(model.architecture, adp=s.adp, nbytes=s.T * s.h * 2.0, n=dense_tp, family=gpu.family)
+        kernels = np.where(fused, np.maximum(kernels - AR_NORM_KERNELS, 0.0), kernels)  # the norms run in the all-reduces
     ops.append(_elementwise(f"{prefix}/elementwise", ew_bytes, kernels, at))
     return ops
 
 
-def forward_ops(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, sh: Sharding, *, b: Batch) -> list[Op]:
+def forward_ops(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, sh: Sharding, *, b: Batch,
+                engine: Engine | None = None) -> list[Op]:
     """All operators of one step on one GPU of the slowest pipeline stage (the LM head counted where
-    that stage is the last, which holds it)."""
+    that stage is the last, which holds it), in `engine`'s step (None: the kernel tables' kernels)."""
     pp = np.asarray(sh.pp, float)
     parts: list[tuple[list[Op], tuple[int, ...]]] = []  # operators priced per layer, and the groups they serve
     multi = len(model.groups) > 1
     if not multi:
         layer, n = model.groups[0]
-        parts.append((layer_ops(model, layer, 1.0, gpu, cal, prec=prec, sh=sh, b=b, prefix="layer"), (0,)))
+        parts.append((layer_ops(model, layer, 1.0, gpu, cal, prec=prec, sh=sh, b=b, prefix="layer", engine=engine), (0,)))
     else:
         # layers that share an attention (or FFN) half are priced once, with the summed layer count
         # (DeepSeek's dense and MoE layers share MLA; gpt-oss's sliding and full layers share experts)
@@ -263,11 +270,13 @@ def forward_ops(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, s
             for i, (layer, _) in enumerate(model.groups):
                 seen.setdefault(key(layer), [i, layer, []])[2].append(i)
             for i, layer, members in seen.values():
-                parts.append((layer_ops(model, layer, 1.0, gpu, cal, prec=prec, sh=sh, b=b, prefix=f"layer{i}", parts=(part,)), tuple(members)))
+                parts.append((layer_ops(model, layer, 1.0, gpu, cal, prec=prec, sh=sh, b=b, prefix=f"layer{i}", parts=(part,), engine=engine),
+                              tuple(members)))
     # LM head: the sampled positions only (every decode token, one per prefilled sequence)
     logits = np.asarray(b.dec_seqs, float) * b.dec_tokens_per_seq + np.asarray(b.pf_seqs, float)
     dense_tp = np.asarray(sh.tp, float) * np.asarray(sh.kvp, float)
-    head = _tag([_gemm("lm_head", logits, model.vocab / dense_tp, model.hidden, _At(np.ones_like(pp), gpu, cal), **_BF16)], "lm_head", "bf16")
+    once = _At(np.ones_like(pp), gpu, cal, engine)  # priced once per step on the stage that runs it
+    head = _tag([_gemm("lm_head", logits, model.vocab / dense_tp, model.hidden, once, **_BF16)], "lm_head", "bf16")
     counts, head_on = _slowest_stage(model, pp, parts, head[0])
     ops: list[Op] = []
     for (p_ops, _), c in zip(parts, counts, strict=True):
@@ -279,7 +288,7 @@ def forward_ops(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, s
     if np.any(pp > 1):
         T = np.asarray(b.dec_seqs, float) * b.dec_tokens_per_seq + np.asarray(b.pf_tokens, float)
         ops += _tag([_comm("pp/send_recv", "p2p", np.where(pp > 1, T * model.hidden * 2.0, 0.0), np.where(pp > 1, 2.0, 1.0),
-                           _At(np.ones_like(pp), gpu, cal))], "pipeline", "bf16")
+                           once)], "pipeline", "bf16")
     return ops
 
 
@@ -375,17 +384,17 @@ def _candidates(counts: tuple[int, ...], layout: tuple[int, ...], pp: int, membe
     return (*dict.fromkeys(per[:-1]), per[-1])
 
 
-def mtp_module_ops(model: ModelSpec, gpu: Gpu, cal: Calibration, sh: Sharding, *, tokens, seqs) -> list[Op]:
+def mtp_module_ops(model: ModelSpec, gpu: Gpu, cal: Calibration, sh: Sharding, *, tokens, seqs, engine: Engine) -> list[Op]:
     """What one DeepSeek MTP pass over `tokens` of `seqs` sequences runs beside its decoder layer and
     the shared LM head (DeepSeek-V3 report, sec. 2.2): RMSNorms of the previous hidden state and of the
     token's embedding, their concatenation projected back to the hidden size by eh_proj (BF16 [2h, h],
-    split over TP with one more all-reduce where engines.mtp_eh_proj_split), and greedy sampling of one token per sequence (TensorRT-LLM
+    split over TP with one more all-reduce where `engine` splits it, Engine.mtp_eh_proj_split), and greedy sampling of one token per sequence (TensorRT-LLM
     _torch/speculative/mtp.py draft_sampler: an argmax over each rank's vocabulary slice, then the
     (index, value) pairs gathered)."""
-    at = _At(np.ones_like(np.asarray(sh.pp, float)), gpu, cal)
+    at = _At(np.ones_like(np.asarray(sh.pp, float)), gpu, cal, engine)
     h, tp = model.hidden, np.asarray(sh.tp, float) * np.asarray(sh.kvp, float)
     tokens, seqs = np.asarray(tokens, float), np.asarray(seqs, float)
-    split = mtp_eh_proj_split(cal.allreduce_engine, sh.adp)
+    split = engine.mtp_eh_proj_split(sh.adp)
     return _tag([_elementwise("mtp/norms", tokens * h * 2.0 * 4.0, 2.0, at),  # two vectors read and written in BF16
                  _gemm("mtp/eh_proj", tokens, h, np.where(split, 2.0 * h / tp, 2.0 * h), at, **_BF16),
                  _comm("mtp/eh_proj_all_reduce", "all_reduce", np.where(split, tokens * h * 2.0, 0.0), tp, at),

@@ -300,7 +300,7 @@ def _point(model: ModelSpec, gpu: Gpu, space: SearchSpace, grid: _Grid, *, c: di
             "accuracy": point_accuracy(accs[int(c["prec"][j])])}
 
 
-AUTO_BUDGETS = (1024, 2048, 4096, 8192, 16384)  # the chunk sizes engines default to across GPUs (spec/engines.py step_tokens)
+AUTO_BUDGETS = (1024, 2048, 4096, 8192, 16384)  # the chunk sizes engines default to across GPUs (Engine.step_tokens)
 
 
 def budget_grid(grid: str | None, fixed: int | None = None) -> tuple[int, ...]:

@@ -24,11 +24,11 @@ from importlib import resources
 import numpy as np
 
 from llm_codesign.measure.stats import BAND_NAMES, concurrency_band, error_stats
+from llm_codesign.spec.engines import TRTLLM, get_engine
 
 SERVING_METRICS = ("ttft_ms", "tpot_ms")
 OFFLINE_METRIC = "output_tok_s_per_gpu"
 SPEC_METRIC = "output_tok_s_per_user"
-ENGINE_NAMES = {"trtllm": "TensorRT-LLM", "vllm": "vLLM", "sglang": "SGLang"}
 # short metric labels for terminal tables and reports, narrow enough for an 80-column terminal
 LABELS = {"ttft_ms": "TTFT", "tpot_ms": "TPOT", OFFLINE_METRIC: "tok/s/GPU", SPEC_METRIC: "tok/s/user", "latency_ms": "latency"}
 MIN_MODEL_ROWS = 20  # a model's own median from fewer runs says little
@@ -141,8 +141,8 @@ def expected_error(gpu, backend: str, concurrency: int | None, spec: bool = Fals
             return None
         n = cell[OFFLINE_METRIC]["n"]
         basis = f"{n} held-out TensorRT-LLM offline runs on {gpu.family} GPUs"
-        if backend != "trtllm":
-            notes.append(f"those runs are TensorRT-LLM's; {ENGINE_NAMES.get(backend, backend)} is not measured offline")
+        if backend != TRTLLM.name:  # the offline sample is the perf-overview tables, measured in TensorRT-LLM
+            notes.append(f"those runs are {TRTLLM.title}'s; {get_engine(backend).title} is not measured offline")
         metrics = dict(cell)
     else:
         band = concurrency_band({"concurrency": str(concurrency)})
@@ -150,7 +150,7 @@ def expected_error(gpu, backend: str, concurrency: int | None, spec: bool = Fals
         if cell is None:
             return None
         gpus = t.get("serving_gpus", [])
-        basis = f"{cell['ttft_ms']['n']} {ENGINE_NAMES.get(backend, backend)} runs at {band} requests on {', '.join(g.upper() for g in gpus)}"
+        basis = f"{cell['ttft_ms']['n']} {get_engine(backend).title} runs at {band} requests on {', '.join(g.upper() for g in gpus)}"
         if gpu.id not in gpus:
             fams = {get_gpu(g).family for g in gpus}
             notes.append(f"the serving sample holds no {gpu.name} run" + ("" if gpu.family in fams else f", nor any {gpu.family} GPU"))

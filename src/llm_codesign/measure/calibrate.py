@@ -181,8 +181,8 @@ def to_toml(fams: dict[str, Calibration], report: list[dict], header: str, servi
         lines += ["", f"[{fam}]"]
         for f in fields(Calibration):
             v = getattr(cal, f.name)
-            if f.name in SERVING_FIELDS or f.name in BACKEND_KEYED or f.name == "allreduce_engine":
-                continue  # serving-software parameters live in [default]; the engine is no parameter
+            if f.name in SERVING_FIELDS or f.name in BACKEND_KEYED:
+                continue  # serving-software parameters live in [default]
             lines.append(f"{f.name} = {v:.6g}")
         for r in report:
             if r["family"] == fam and r.get("median_ape") is not None:

@@ -30,7 +30,7 @@ SERVING_COLUMNS = ("source", "model", "gpu", "num_gpus", "backend", "weight_dtyp
                    "tp", "pp", "ep", "moe_tp", "attention_dp", "spec_method", "spec_draft_len", "spec_acceptance",
                    "ttft_ms", "tpot_ms", "output_tok_s_per_gpu", "output_tok_s_per_user")
 # optional: the step token budget the run set (trtllm-bench --max_num_tokens, vLLM --max-num-batched-tokens,
-# SGLang --chunked-prefill-size); blank: the engine's own default on that GPU (engines.step_tokens)
+# SGLang --chunked-prefill-size); blank: the engine's own default on that GPU (Engine.step_tokens)
 # (disaggregated files: decode_max_batch, the decode worker's max batch per attention-DP rank)
 OPTIONAL_COLUMNS = ("max_num_tokens",)
 METRICS = ("ttft_ms", "tpot_ms", "output_tok_s_per_gpu", "output_tok_s_per_user")

@@ -23,7 +23,7 @@ from llm_codesign.cost import memory
 from llm_codesign.cost.calibration import Calibration
 from llm_codesign.cost.ops import Batch, Sharding, forward_ops, launches, mtp_module_ops, step_time
 from llm_codesign.errors import InputError
-from llm_codesign.spec.engines import TRTLLM, Engine, EngineCosts, pdl_share, sglang_static_fraction
+from llm_codesign.spec.engines import TRTLLM, Engine, EngineCosts
 from llm_codesign.spec.hardware import Gpu
 from llm_codesign.spec.kinds import GQA, DenseFfn
 from llm_codesign.spec.model import Layer, ModelSpec
@@ -61,16 +61,13 @@ def draft_model(model: ModelSpec, spec: SpecDecoding) -> ModelSpec:
 def engine_budget(gpu: Gpu, *, engine: Engine, max_num_tokens=None, plan: Plan | None = None, spec: SpecDecoding | None = None,
                   draft_len=None):
     """The step token budget (the engine's own on this GPU unless given) and how the engine sizes and
-    fills its KV cache: (budget, usable fraction, OSL share a running sequence holds), Engine.kv_budget;
-    SGLang's fraction follows the plan and reserves a draft's room only where one runs (`draft_len`
-    > 0: a sweep's k = 0 points run none; engines.sglang_static_fraction)."""
+    fills its KV cache: (budget, usable fraction, OSL share a running sequence holds), Engine.kv_budget,
+    the fraction the engine's for the plan where one is given (Engine.kv_fraction: SGLang's follows the
+    plan and reserves a draft's room only where one runs, `draft_len` > 0: a sweep's k = 0 points run none)."""
     mnt = np.asarray(engine.step_tokens(gpu) if max_num_tokens is None else max_num_tokens, float)
     budget, fraction, occupancy = engine.kv_budget
-    if budget == "static" and plan is not None:
-        tp, pp, _, _, adp, _ = plan.arrays()
-        fraction = sglang_static_fraction(gpu, tp, pp, adp, spec_method=spec.method if spec else None, chunk=mnt)
-        if spec is not None and draft_len is not None:
-            fraction = np.where(np.asarray(draft_len) > 0, fraction, sglang_static_fraction(gpu, tp, pp, adp, chunk=mnt))
+    if plan is not None:
+        fraction = engine.kv_fraction(gpu, plan, chunk=mnt, spec_method=spec.method if spec else None, draft_len=draft_len)
     return mnt, (budget, fraction, occupancy)
 
 
@@ -88,7 +85,7 @@ def decode_step(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Sharding, *, co
     and per running sequence, and the draft passes' share. Returns (stage time, draft time, operators)."""
     pp = np.asarray(sh.pp, float)
     cal = costs.cal
-    ops = forward_ops(model, gpu, cal, prec, sh, b=Batch(dec_seqs=b, dec_ctx=ctx, dec_tokens_per_seq=1.0 + k))
+    ops = forward_ops(model, gpu, cal, prec, sh, b=Batch(dec_seqs=b, dec_ctx=ctx, dec_tokens_per_seq=1.0 + k), engine=costs.engine)
     t_stage = kernels_time(ops, gpu, costs) + costs.step_overhead + costs.seq_overhead * b
     t_draft = 0.0
     if spec is not None:
@@ -98,10 +95,10 @@ def decode_step(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Sharding, *, co
         def draft_pass(sh_, b_, ctx_):
             # one draft pass over one token per sequence (an MTP pass with the module's input path,
             # ops.mtp_module_ops), and its LM head alone
-            dops = forward_ops(dm, gpu, cal, prec, sh_, b=Batch(dec_seqs=b_, dec_ctx=ctx_))
+            dops = forward_ops(dm, gpu, cal, prec, sh_, b=Batch(dec_seqs=b_, dec_ctx=ctx_), engine=costs.engine)
             t_pass = kernels_time(dops, gpu, costs)
             if spec.method == "mtp":
-                t_pass = t_pass + kernels_time(mtp_module_ops(dm, gpu, cal, sh_, tokens=b_, seqs=b_), gpu, costs)
+                t_pass = t_pass + kernels_time(mtp_module_ops(dm, gpu, cal, sh_, tokens=b_, seqs=b_, engine=costs.engine), gpu, costs)
             return t_pass, kernels_time([op for op in dops if op.name == "lm_head"], gpu, costs)
 
         # a draft pass has no k in it: over a search's (plans, batches, k) grid it is priced once per
@@ -115,9 +112,9 @@ def decode_step(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Sharding, *, co
             # (ops.mtp_module_ops)
             if spec.method == "mtp":  # the MTP block is the target's last layer type, priced in `ops` at this very batch
                 t_first = _last_layer_time(model, ops, gpu, costs) + head
-                t_first = t_first + kernels_time(mtp_module_ops(dm, gpu, cal, dsh, tokens=b * (1.0 + k), seqs=b), gpu, costs)
+                t_first = t_first + kernels_time(mtp_module_ops(dm, gpu, cal, dsh, tokens=b * (1.0 + k), seqs=b, engine=costs.engine), gpu, costs)
             else:
-                first = forward_ops(dm, gpu, cal, prec, dsh, b=Batch(dec_seqs=b, dec_ctx=ctx, dec_tokens_per_seq=1.0 + k))
+                first = forward_ops(dm, gpu, cal, prec, dsh, b=Batch(dec_seqs=b, dec_ctx=ctx, dec_tokens_per_seq=1.0 + k), engine=costs.engine)
                 t_first = kernels_time([op for op in first if op.name != "lm_head"], gpu, costs) + head
             t_draft = np.where(k > 0, t_first + (k - 1.0) * t_rest, 0.0)
         else:
@@ -138,8 +135,8 @@ def kernels_time(ops, gpu: Gpu, costs: EngineCosts, *, n_launches=None):
 
 def pdl_per_launch(gpu: Gpu, costs: EngineCosts) -> float:
     """Seconds programmatic dependent launch saves per kernel launch of this engine's steps on this GPU,
-    on average over its boundaries (engines.pdl_share x the profile's pdl_credit_s)."""
-    return pdl_share(costs.engine.name, gpu.family) * costs.pdl_credit
+    on average over its boundaries (Engine.pdl_share x the profile's pdl_credit_s)."""
+    return costs.engine.pdl_share(gpu.family) * costs.pdl_credit
 
 
 def op_step_time(op, pdl_per_launch: float = 0.0, *, one_layer: bool = False):
@@ -186,7 +183,7 @@ def prefill_step(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Sharding, *, c
     seqs = np.maximum(tokens / isl, 1.0)
     cal = costs.cal
     ops = forward_ops(model, gpu, cal, prec, sh, b=Batch(pf_tokens=tokens, pf_seqs=seqs, pf_ctx=cached + np.maximum(isl - chunk, 0.0) / 2.0,
-                                                       dec_seqs=dec_seqs, dec_ctx=dec_ctx))
+                                                       dec_seqs=dec_seqs, dec_ctx=dec_ctx), engine=costs.engine)
     n = launches(ops)  # counted once: each launch pays its host cost, and PDL's share of a boundary comes off
     return (kernels_time(ops, gpu, costs, n_launches=n) + costs.step_overhead + costs.seq_overhead * (seqs + dec_seqs)
             + costs.eager_launch * n)
@@ -295,7 +292,7 @@ def _running(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Sharding, C, *, ad
     budget, default_fraction, occupancy = kv_budget
     fraction = default_fraction if usable_fraction is None else usable_fraction
     draft = {"spec": spec, "draft": draft_model(model, spec) if spec is not None else None, "max_seqs": engine.max_batch(gpu),
-             "draft_len": draft_len, "backend": engine.name}  # a sweep's k = 0 loads no draft
+             "draft_len": draft_len, "engine": engine}  # a sweep's k = 0 loads no draft
     mem = memory.fit(model, gpu, prec, sh, isl, osl=osl, max_num_tokens=mnt, usable_fraction=fraction, osl_occupancy=occupancy, budget=budget,
                      **draft)
     # sequences that run at once per rank: what is in flight, capped by the KV cache and by the
@@ -304,7 +301,7 @@ def _running(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Sharding, C, *, ad
     cap = np.where(mem["max_seqs_per_rank"] >= 1, np.minimum(mem["max_seqs_per_rank"], bcap), mem["max_seqs_per_rank"])
     running = np.where(cap >= 1, np.minimum(c_rank, cap), c_rank)
     # requests past their first token: engines that admit on less than a request's whole KV footprint
-    # (engines.ADMISSION) take in up to what fits with that reservation, and the admitted requests then
+    # (Engine.admission) take in up to what fits with that reservation, and the admitted requests then
     # share the decode slots (preempted and resumed); the rest queue for whole requests to finish
     rule = engine.admission
     admitted = running

@@ -46,7 +46,8 @@ def prefill_pool(model: ModelSpec, gpu: Gpu, prec: Precision, plan: Plan, *, cos
     t_alone = isl / chunk * pp * t_step
     full = np.maximum(mnt, chunk)  # a full step: the budget, or one whole chunk if larger
     per_inst = adp * full / isl / prefill_step(model, gpu, prec, sh, costs=costs, tokens=full, isl=isl, chunk=chunk)
-    mem = memory.fit(model, gpu, prec, sh, isl, osl=0.0, max_num_tokens=mnt, usable_fraction=fraction, osl_occupancy=0.0, budget=budget)
+    mem = memory.fit(model, gpu, prec, sh, isl, osl=0.0, max_num_tokens=mnt, usable_fraction=fraction, osl_occupancy=0.0, budget=budget,
+                     max_seqs=costs.engine.max_batch(gpu))
     return {"t_alone": t_alone, "t_step": t_step, "per_instance": per_inst, "fits": mem["max_seqs_per_rank"] >= 1}
 
 
@@ -65,7 +66,7 @@ def decode_pool(model: ModelSpec, gpu: Gpu, prec: Precision, plan: Plan, *, cost
     t_stage, t_draft, _ = decode_step(model, gpu, prec, sh, costs=costs, b=c_rank / pp, ctx=isl + osl / 2.0, k=k, spec=spec)
     mem = memory.fit(model, gpu, prec, sh, isl, osl=osl, max_num_tokens=mnt, usable_fraction=fraction, osl_occupancy=occupancy, budget=budget,
                      spec=spec, draft=draft_model(model, spec) if spec is not None else None, max_seqs=costs.engine.max_batch(gpu), draft_len=k,
-                     backend=costs.engine.name)
+                     engine=costs.engine)
     return {"tpot": pp * t_stage / acc, "t_stage": t_stage, "t_draft": t_draft, "acc": acc,
             "fits": (mem["free_for_kv"] > 0) & (c_rank <= mem["max_seqs_per_rank"]), "max_per_instance": mem["max_seqs_per_rank"] * adp}
 

@@ -38,7 +38,7 @@ def prefill_ops(model: ModelSpec, dep: Deployment, cal: Calibration, workload: W
     """The operators of one prefill chunk of one request, priced with the calibration the serving
     metrics use inside a step (the engine's in-step calibration, Engine.costs)."""
     chunk = Batch(pf_tokens=min(workload.isl, dep.step_tokens), pf_seqs=1, pf_ctx=0)
-    return forward_ops(model, dep.gpu, dep.engine.costs(cal).cal, dep.precision, _sharding(dep.plan), b=chunk)
+    return forward_ops(model, dep.gpu, dep.engine.costs(cal).cal, dep.precision, _sharding(dep.plan), b=chunk, engine=dep.engine)
 
 
 def estimate(model: ModelSpec, dep: Deployment, workload: Workload, *, calibration: Calibration, breakdown: bool = False) -> dict:

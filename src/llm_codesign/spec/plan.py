@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from llm_codesign.errors import InputError
-from llm_codesign.spec.engines import get_engine, step_tokens
+from llm_codesign.spec.engines import get_engine
 from llm_codesign.spec.hardware import Gpu, get_gpu
 from llm_codesign.spec.kinds import DenseFfn, MoE
 from llm_codesign.spec.model import ModelSpec
@@ -190,14 +190,14 @@ class Deployment:
     num_gpus: int
     plan: Plan = field(default_factory=Plan)
     precision: Precision = field(default_factory=Precision.of)
-    backend: str = "trtllm"  # the serving engine (spec/engines.py)
+    backend: str = "trtllm"  # the serving engine (spec/engines/)
     spec: SpecDecoding | None = None
     max_num_tokens: int | None = None  # step token budget; None: the engine's default on this GPU
     cpp: bool = False  # chunked pipeline parallelism for long-context prefill
 
     @property
     def step_tokens(self) -> int:
-        return step_tokens(self.backend, self.gpu) if self.max_num_tokens is None else self.max_num_tokens
+        return self.engine.step_tokens(self.gpu) if self.max_num_tokens is None else self.max_num_tokens
 
     @property
     def engine(self):

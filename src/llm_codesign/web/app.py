@@ -15,13 +15,14 @@ from typing import Any, Literal, Optional
 from pydantic import BaseModel, ConfigDict, Field
 
 from llm_codesign.errors import InputError
+from llm_codesign.spec.engines import engine_names
 
 STATIC = resources.files("llm_codesign.web") / "static"
 # at most one NVL72 rack: any count up to 72 has at most 12 divisors, so a search visits < 0.4 M plans
 # (the CLI's bound is 4 M, cli/common.py check_search_size) and the page answers in seconds
 MAX_SERVE_GPUS = 72
 MAX_TOKENS = 1 << 24
-Engine = Literal["trtllm", "vllm", "sglang"]
+Engine = Literal[engine_names()]  # the registry's engines (spec/engines/)
 Regime = Literal["latency", "throughput", "long-context"]
 
 
@@ -381,15 +382,12 @@ def _estimate(req: EstimateRequest) -> dict:
     return _plain(lc.estimate(m, dep, lc.Workload(req.isl, req.osl, req.concurrency), breakdown=req.breakdown))
 
 
-EXPORT_NAMES = {"vllm": "vllm_config.yaml", "sglang": "launch_sglang.sh", "trtllm": "extra_llm_api_options.yaml"}
-
-
 def _export(m, dep, req: EstimateRequest, *, conc: int | None, replicas: int, predicted: dict) -> dict:
     """The engine's launch configuration of a frontier point, as `export-point` writes it (`predicted`:
     the point's metrics, priced again); a plan the engine cannot express is its one-line reason instead."""
-    from llm_codesign.explore.export import export_config
+    from llm_codesign.explore.export import EXPORTERS, export_config
 
-    name = EXPORT_NAMES.get(dep.backend, "config.yaml")
+    name = EXPORTERS[dep.backend].file_name if dep.backend in EXPORTERS else "config.yaml"
     try:
         text = export_config(m, dep, engine=dep.backend, concurrency=conc or 1, replicas=replicas,
                              file_name=name, extra={"isl": req.isl, "osl": req.osl, "predicted": predicted})

@@ -1,0 +1,83 @@
+"""SGLang's export: a shell script running `python -m sglang.launch_server` with its flags."""
+from __future__ import annotations
+
+import shlex
+
+import numpy as np
+
+from llm_codesign.explore.export_engines.base import (
+    Exporter,
+    engine_spec,
+    flags,
+    hf_id,
+    kv_option,
+    parse_flags,
+    plan_ints,
+    read_spec,
+    register_exporter,
+    weight_option,
+)
+from llm_codesign.spec.engines import SGLANG
+from llm_codesign.spec.model import ModelSpec
+from llm_codesign.spec.plan import Deployment, Plan
+
+
+def sglang_options(model: ModelSpec, dep: Deployment, concurrency: int) -> dict:
+    """`sglang.launch_server` flags (without dashes) for one instance; --tp-size counts a stage's GPUs."""
+    tp, pp, ep, mtp, adp, kvp = plan_ints(dep.plan)
+    stage = tp * adp * kvp
+    o = {"model-path": hf_id(model), "tp-size": stage, "pp-size": pp}
+    if adp > 1:
+        o["attn-dp-size"] = adp
+    if kvp > 1:
+        o["dcp-size"] = kvp
+    if model.is_moe and ep > 1:
+        o["ep-size"] = ep  # the MoE TP width is what tp-size leaves after EP (fields/parallel.py moe_tp_size)
+    if q := weight_option(model, dep.precision, "sglang"):
+        o["quantization"] = q
+    o["kv-cache-dtype"] = kv_option(dep.precision, "sglang")
+    o["max-running-requests"] = concurrency
+    o["chunked-prefill-size"] = dep.step_tokens
+    frac = SGLANG.kv_fraction(dep.gpu, dep.plan, chunk=dep.step_tokens, spec_method=dep.spec.method if dep.spec else None)
+    o["mem-fraction-static"] = float(np.asarray(frac).reshape(-1)[0])
+    if dep.spec is not None:
+        o["speculative-algorithm"] = engine_spec("sglang")["spec_method"][dep.spec.method]
+        o["speculative-num-steps"] = dep.spec.k
+        o["speculative-eagle-topk"] = 1
+        o["speculative-num-draft-tokens"] = dep.spec.k + 1
+        if dep.spec.method in ("eagle3", "draft") and dep.spec.draft_model:
+            o["speculative-draft-model-path"] = dep.spec.draft_model
+    return o
+
+
+class SGLangExporter(Exporter):
+    name, file_name, dynamo_image = SGLANG.name, "launch_sglang.sh", "sglang"
+    marker = "sglang.launch_server"
+
+    def options(self, model: ModelSpec, dep: Deployment, concurrency: int) -> dict:
+        return sglang_options(model, dep, concurrency)
+
+    def render(self, opts: dict, *, head: list[str], model: ModelSpec, file_name: str) -> str:
+        words = flags(opts)
+        starts = [i for i, w in enumerate(words) if w.startswith("--")] + [len(words)]
+        lines = ["python -m sglang.launch_server"] + [shlex.join(words[a:b]) for a, b in zip(starts[:-1], starts[1:], strict=True)]
+        return "\n".join(["#!/bin/sh"] + head + [" \\\n  ".join(lines)]) + "\n"
+
+    def parse(self, text: str, origin: str = "export") -> tuple[dict, str]:
+        body = " ".join(line for line in text.replace("\\\n", " ").splitlines() if not line.startswith("#"))
+        words = shlex.split(body)
+        o = parse_flags(words[words.index("sglang.launch_server") + 1:], origin)
+        return o, o["model-path"]
+
+    def plan_from(self, o: dict, model: ModelSpec) -> tuple[Plan, int]:
+        stage, pp = int(o["tp-size"]), int(o.get("pp-size", 1))
+        adp, kvp = int(o.get("attn-dp-size", 1)), int(o.get("dcp-size", 1))
+        ep = int(o.get("ep-size", 1)) if model.is_moe else 1
+        return Plan(stage // (adp * kvp), pp, ep, stage // ep if model.is_moe else 1, adp, kvp), int(o["max-running-requests"])
+
+    def settings(self, o: dict, meta: dict) -> tuple:
+        spec = read_spec(meta, o.get("speculative-algorithm"), o.get("speculative-num-steps"), "sglang", o.get("speculative-draft-model-path"))
+        return o.get("quantization"), o.get("kv-cache-dtype", "auto"), spec, o.get("chunked-prefill-size")
+
+
+register_exporter(SGLangExporter())

@@ -1,0 +1,123 @@
+"""TensorRT-LLM's export: a `trtllm-serve` command and its `extra_llm_api_options` YAML (TorchLlmArgs
+fields). Its options name no weight format: the weights are the checkpoint's, stated in the header."""
+from __future__ import annotations
+
+import shlex
+
+from llm_codesign.errors import InputError
+from llm_codesign.explore import yaml_subset
+from llm_codesign.explore.export_engines.base import (
+    Exporter,
+    check_nested,
+    engine_spec,
+    flags,
+    hf_id,
+    kv_option,
+    nested,
+    per_rank,
+    plan_ints,
+    read_spec,
+    refuse,
+    register_exporter,
+)
+from llm_codesign.spec.engines import TRTLLM
+from llm_codesign.spec.model import ModelSpec
+from llm_codesign.spec.plan import Deployment, Plan
+
+
+def trtllm_options(model: ModelSpec, dep: Deployment, concurrency: int) -> dict:
+    """TorchLlmArgs fields (the extra_llm_api_options YAML) for one instance. TensorRT-LLM's attention DP
+    gives every rank its own attention (TP1), its Helix is context parallelism of type HELIX."""
+    tp, pp, ep, mtp, adp, kvp = plan_ints(dep.plan)
+    if adp > 1 and tp > 1:
+        refuse("trtllm", dep.plan, "TensorRT-LLM's attention DP runs attention TP1 on every rank, not DP x TP")
+    o = {"tensor_parallel_size": tp * adp, "pipeline_parallel_size": pp}
+    if model.is_moe:
+        o["moe_expert_parallel_size"] = ep
+        o["moe_tensor_parallel_size"] = mtp
+    if adp > 1:
+        o["enable_attention_dp"] = True
+    if kvp > 1:
+        o["context_parallel_size"] = kvp
+        o["cp_config"] = nested("trtllm", "cp_config", cp_type=engine_spec("trtllm")["context_parallel"]["kvp"])
+    o["max_batch_size"] = per_rank(concurrency, adp)
+    o["max_num_tokens"] = dep.step_tokens
+    o["enable_chunked_prefill"] = True
+    o["kv_cache_config"] = nested("trtllm", "kv_cache_config", dtype=kv_option(dep.precision, "trtllm"),
+                                  free_gpu_memory_fraction=TRTLLM.kv_budget[1])
+    o["cuda_graph_config"] = nested("trtllm", "cuda_graph_config", enable_padding=True, max_batch_size=o["max_batch_size"])
+    if dep.spec is not None:
+        draft = {"speculative_model": dep.spec.draft_model} if dep.spec.method in ("eagle3", "draft") and dep.spec.draft_model else {}
+        o["speculative_config"] = nested("trtllm", "speculative_config", decoding_type=engine_spec("trtllm")["spec_method"][dep.spec.method],
+                                         max_draft_len=dep.spec.k, **draft)
+    return o
+
+
+class TRTLLMExporter(Exporter):
+    name, file_name, dynamo_image = TRTLLM.name, "extra_llm_api_options.yaml", "tensorrtllm"
+    quantization_option = False
+
+    def options(self, model: ModelSpec, dep: Deployment, concurrency: int) -> dict:
+        return trtllm_options(model, dep, concurrency)
+
+    def render(self, opts: dict, *, head: list[str], model: ModelSpec, file_name: str) -> str:
+        cmd = shlex.join(["trtllm-serve", hf_id(model), "--backend", "pytorch", "--extra_llm_api_options", file_name])
+        return "\n".join(head + [f"# launch: {cmd}", yaml_subset.dump(opts)]) + "\n"
+
+    def parse(self, text: str, origin: str = "export") -> tuple[dict, str]:
+        o = yaml_subset.load(text, origin)
+        if o.get("model"):
+            return o, o["model"]
+        for line in text.splitlines():
+            if line.startswith("# launch: trtllm-serve "):
+                return o, shlex.split(line[len("# launch: "):])[1]
+        raise InputError("export", "model", "a TensorRT-LLM export with its '# launch: trtllm-serve MODEL' line")
+
+    def plan_from(self, o: dict, model: ModelSpec) -> tuple[Plan, int]:
+        adp_on = bool(o.get("enable_attention_dp"))
+        t = int(o["tensor_parallel_size"])
+        tp, adp = (1, t) if adp_on else (t, 1)
+        kvp = int(o.get("context_parallel_size", 1))
+        helix = engine_spec("trtllm")["context_parallel"]["kvp"]
+        if kvp > 1 and (o.get("cp_config") or {}).get("cp_type") != helix:
+            # only Helix shards the KV cache along the sequence as the cost model prices context parallelism
+            raise InputError("export", f"cp_config.cp_type: {(o.get('cp_config') or {}).get('cp_type')!r}",
+                             f"{helix!r} with context_parallel_size > 1 (Helix is the context parallelism modelled)")
+        ep, mtp = (int(o.get("moe_expert_parallel_size", 1)), int(o.get("moe_tensor_parallel_size", 1))) if model.is_moe else (1, 1)
+        return Plan(tp, int(o.get("pipeline_parallel_size", 1)), ep, mtp, adp, kvp), int(o["max_batch_size"]) * adp
+
+    def settings(self, o: dict, meta: dict) -> tuple:
+        sc = o.get("speculative_config") or {}
+        spec = read_spec(meta, sc.get("decoding_type"), sc.get("max_draft_len"), "trtllm", sc.get("speculative_model"))
+        return None, (o.get("kv_cache_config") or {}).get("dtype", "auto"), spec, o.get("max_num_tokens")
+
+    def worker_args(self, model: ModelSpec, dep: Deployment, concurrency: int, mode: str) -> list[str]:
+        """Dynamo's TensorRT-LLM worker takes the sizes, batch, step budget and KV fraction as its own
+        flags and the remaining TorchLlmArgs fields as one inline mapping (override-engine-args)."""
+        o = trtllm_options(model, dep, concurrency)
+        args = {"model": hf_id(model), "served-model-name": hf_id(model), "disaggregation-mode": mode,
+                "tensor-parallel-size": o.pop("tensor_parallel_size"), "pipeline-parallel-size": o.pop("pipeline_parallel_size")}
+        if "moe_expert_parallel_size" in o:
+            args["expert-parallel-size"] = o.pop("moe_expert_parallel_size")
+        if o.pop("enable_attention_dp", False):
+            args["enable-attention-dp"] = True
+        args["max-batch-size"] = o.pop("max_batch_size")
+        args["max-num-tokens"] = o.pop("max_num_tokens")
+        args["free-gpu-memory-fraction"] = o["kv_cache_config"].pop("free_gpu_memory_fraction")
+        args["override-engine-args"] = o  # the remaining TorchLlmArgs fields, an inline mapping
+        return flags(args)
+
+    def worker_options(self, args: dict) -> tuple[dict, str]:
+        o = dict(args.pop("override-engine-args"))
+        o["kv_cache_config"] = dict(o["kv_cache_config"], free_gpu_memory_fraction=args.pop("free-gpu-memory-fraction"))
+        o.update({"tensor_parallel_size": args["tensor-parallel-size"], "pipeline_parallel_size": args["pipeline-parallel-size"],
+                  "max_batch_size": args["max-batch-size"], "max_num_tokens": args["max-num-tokens"]})
+        if "expert-parallel-size" in args:
+            o["moe_expert_parallel_size"] = args["expert-parallel-size"]
+        if args.get("enable-attention-dp"):
+            o["enable_attention_dp"] = True
+        check_nested("trtllm", o)
+        return o, args["model"]
+
+
+register_exporter(TRTLLMExporter())

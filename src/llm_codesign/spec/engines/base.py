@@ -1,0 +1,217 @@
+"""What a serving engine is to the cost model, and the one registry of them.
+
+An `Engine` holds an engine's documented defaults, the ones that shape a deployment before any fitted
+parameter does: how it sizes its KV cache and admits requests, how many tokens a step carries and how
+many sequences it runs, where it runs its own all-reduce instead of NCCL, what its captured step fuses
+that the kernel tables' rows run apart, which attention and GEMM kernels its default backends pick, how
+many of its kernel boundaries it PDL-launches and how it shards DeepSeek MTP's eh_proj. Each engine is
+one module of this package (trtllm.py, vllm.py, sglang.py) holding one `Engine` object, every value with
+its source, registered here by `register_engine`; everything that names engines (the CLI's options,
+the web form, exports, validation) reads `ENGINES`, and an unknown name is an error, never a default.
+What an engine's software costs (step and request overheads, scheduling) is fitted, lives in the
+calibration profiles under the engine's name and is read once per evaluation into `EngineCosts`
+(Engine.costs).
+
+numpy is imported inside the methods: the CLI lists the registry in its help without loading it."""
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+
+from llm_codesign.errors import InputError
+
+GIB = 2.0**30
+MIB = 2.0**20
+# the SM90 / SM100 kernels TensorRT-LLM and FlashInfer ship with all-reduce + RMSNorm fusion (ar_norm)
+FUSION_FAMILIES = ("hopper", "blackwell")
+# families whose GPUs sit on PCIe without a peer-to-peer fabric (custom all-reduce only at two GPUs in
+# vLLM/SGLang; TensorRT-LLM's custom kernels need NVLink and fall back to NCCL)
+PCIE_FAMILIES = ("ada", "blackwell_sm120")
+# the two residual-add + RMSNorm kernels of a layer that ar_norm folds into its all-reduces
+AR_NORM_KERNELS = 2.0
+
+
+@dataclass(frozen=True, eq=False)
+class Engine(ABC):
+    """A serving engine as the cost model sees it, resolved once at the edge (get_engine) and passed
+    down. The fields are its documented defaults; what depends on the GPU or the plan (step tokens,
+    batch limit, own all-reduce) each engine's module implements, and a base behaviour that reads the
+    fields serves the rest. One object per engine, compared by identity."""
+    name: str  # the key in calibration profiles, measurement files and the registry
+    title: str
+    # How it sizes and fills its KV cache by default: (budget, fraction, OSL share a running sequence
+    # holds). Budgets: "free" (the KV cache takes the fraction of what weights and activations leave),
+    # "total" (weights, activations and KV cache share the fraction of the GPU), "static" (weights and
+    # KV cache share it, activations outside); cost.memory.fit sizes each.
+    kv_budget: tuple[str, float, float]
+    # What it reserves to admit a request: (share of its OSL, at most this many output tokens). Where
+    # that is less than a running sequence holds, it admits past what the KV cache holds and the admitted
+    # requests reach their first token, then share the decode slots (admission).
+    reserve: tuple[float, float]
+    # Fusions its captured serving step makes by default on Hopper/Blackwell that the kernel tables'
+    # isolated rows do not. The GEMM rows time Linear.forward on a BF16 input (ai-dynamo/aiconfigurator
+    # collector/trtllm/collect_gemm.py): the FP8 per-tensor row computes its scale dynamically and
+    # quantises, the NVFP4 row runs fp4_quantize, then the GEMM. In serving the scales are static and:
+    # - act_quant: a per-tensor or NVFP4 activation is quantised inside the kernel before the GEMM;
+    #   block-scaled FP8 activations are quantised per 1x128 group by a kernel of their own in every
+    #   engine (per_token_group_quant_fp8, fp8_quantize_1x128);
+    # - attn_out: the attention op quantises its output for the output projection;
+    # - ar_norm: the residual add and RMSNorm after a tensor-parallel all-reduce run inside the engine's
+    #   own all-reduce kernels on Hopper and Blackwell (FUSION_FAMILIES), so not where NCCL runs it.
+    fusions: tuple[str, ...]
+    # The attention kernels its default backend picks, as time relative to TensorRT-LLM's own kernels on
+    # the same shape (the kernel tables'): GPU family -> {(kind, phase): factor}; a cell not listed runs
+    # TensorRT-LLM's kernels or the same code (1.0). Kinds: gqa, mla, dsa (the sparse MLA of DeepSeek-V3.2 /
+    # GLM-5); recurrent mixers run the same Triton (fla, mamba_ssm) sources everywhere.
+    attention_kernels: dict
+    # Programmatic dependent launch (PDL, CUDA on SM90 and newer): a kernel launched with it starts its
+    # prologue while the previous one drains, so a step saves about pdl_credit_s (calibration) at each
+    # boundary whose next kernel is PDL-launched. The share of a step's boundaries that are, per GPU
+    # family (SM90+ families only), read off the engine's call sites (docs/accuracy.md#pdl): estimates,
+    # not measurements.
+    pdl: dict
+    # whether it runs DeepGEMM's block-scaled FP8 kernels on Hopper for 128x128-scaled checkpoints, where
+    # the kernel tables time TensorRT-LLM's own
+    deepgemm: bool
+    # whether DeepSeek MTP's eh_proj ([2h, h], BF16) is split over TP (row-parallel, one more all-reduce)
+    # without attention DP, rather than kept whole on every GPU
+    eh_proj_tp: bool
+    aliases: tuple[str, ...] = ()  # other spellings get_engine accepts (lower case)
+
+    @abstractmethod
+    def step_tokens(self, gpu) -> int:
+        """Default token budget of one step (the chunk size of chunked prefill) on `gpu`."""
+
+    @abstractmethod
+    def max_batch(self, gpu, kv_tokens=None, context_len: int = 0):
+        """The most sequences one engine rank (an attention-DP rank) runs at once by default, whatever
+        its KV cache could hold (`kv_tokens`: the tokens it holds; `context_len`: the model's context)."""
+
+    @abstractmethod
+    def own_allreduce(self, nbytes, n, family: str):
+        """Where it runs its own all-reduce rather than NCCL, for `nbytes` per GPU over `n` GPUs of one
+        scale-up domain of a GPU family, as a boolean array."""
+
+    @property
+    def admission(self) -> tuple[float, float] | None:
+        """(OSL share, output-token clip) it reserves to admit a request where that is less than a
+        running sequence holds (it then admits past what the KV cache holds and time-shares the decode
+        slots); None where it admits only what the cache holds."""
+        share, clip = self.reserve
+        return (share, clip) if share < self.kv_budget[2] else None
+
+    def kv_fraction(self, gpu, plan, *, chunk, spec_method: str | None = None, draft_len=None):
+        """The fraction of its KV budget (kv_budget) for a plan: fixed unless the engine derives it."""
+        return self.kv_budget[1]
+
+    def fuses(self, fusion: str) -> bool:
+        """Whether its step makes one of the fusions (`fusions`)."""
+        return fusion in self.fusions
+
+    def _fusable_allreduce(self, nbytes, n, family: str):
+        """Where its own all-reduce kernel can carry the residual add + RMSNorm (FUSION_FAMILIES)."""
+        return self.own_allreduce(nbytes, n, family) & (family in FUSION_FAMILIES)
+
+    def ar_norm_fused(self, architecture: str, *, adp, nbytes, n, family: str):
+        """Where it runs a layer's residual add + RMSNorm inside its own all-reduce kernel of `nbytes`
+        over `n` GPUs (ar_norm), as a boolean array."""
+        import numpy as np
+
+        own = self._fusable_allreduce(nbytes, n, family)
+        if self.fuses("ar_norm"):
+            return own
+        return np.zeros(np.broadcast(own, np.asarray(adp)).shape, dtype=bool)
+
+    def attention_time_factor(self, family: str, kind: str, phase: str, *, kv_fp8: bool, dec_tokens=None):
+        """Time of its attention kernel relative to TensorRT-LLM's on the same shape (attention_kernels)."""
+        return self.attention_kernels.get(family, {}).get((kind, phase), 1.0)
+
+    def pdl_share(self, family: str) -> float:
+        """Share of a serving step's kernel boundaries whose next kernel it launches with PDL (0 before SM90)."""
+        return self.pdl.get(family, 0.0)
+
+    def gemm_kernel(self, family: str, kernel: str) -> str:
+        """The GEMM kernel family it runs: DeepGEMM's (fp8_deepgemm) for block-scaled FP8 on Hopper where
+        it runs DeepGEMM, the kernel tables' otherwise."""
+        return "fp8_deepgemm" if self.deepgemm and kernel == "fp8_block" and family == "hopper" else kernel
+
+    def mtp_eh_proj_split(self, adp):
+        """Where DeepSeek MTP's eh_proj is split over TP (eh_proj_tp, without attention DP): a boolean
+        array over the attention-DP sizes."""
+        import numpy as np
+
+        return self.eh_proj_tp & (np.asarray(adp, float) <= 1)
+
+    def costs(self, cal) -> EngineCosts:
+        """Its fitted values in `cal` (a Calibration; one line naming the per-engine tables that lack
+        it) and the in-step calibration, resolved once per evaluation."""
+        v = cal.engine_values(self.name)
+        return EngineCosts(self, cal.in_step(self.name), v["step_overhead_s"], v["seq_overhead_s"], v["ttft_overhead_s"],
+                           v["eager_launch_s"], v["ttft_wait_steps"], v["adp_wait_steps"], v["prefill_spread_exponent"],
+                           v["prefill_queue_fraction"], cal.pdl_credit_s)
+
+
+@dataclass(frozen=True)
+class EngineCosts:
+    """One engine's fitted costs in one calibration profile, read once: the per-engine values the
+    serving model adds to the kernels (host cost per step and per running sequence, per eager kernel
+    launch, per request; the scheduler's waits and arrival spread) and `cal`, the profile as kernels
+    run inside this engine's captured step (`Calibration.in_step(name)`). `Engine.costs` builds it."""
+    engine: Engine
+    cal: object  # the in-step Calibration (cost/ sits above spec/, so it is not imported here)
+    step_overhead: float  # s per step
+    seq_overhead: float  # s per running sequence per step
+    ttft_overhead: float  # s per request, outside the GPU's steps
+    eager_launch: float  # s per kernel launch in steps that run outside CUDA graphs (prefill)
+    ttft_wait_steps: float  # decode iterations a new request waits before its prefill step
+    adp_wait_steps: float  # further iterations under attention DP
+    spread_exponent: float
+    queue_fraction: float  # scheduling between lockstep prefill waves (1) and spread-out arrivals (0)
+    pdl_credit: float  # s saved per kernel boundary the engine PDL-launches (pdl_credit_s; pdl_share weighs it)
+
+    def wait_steps(self, adp):
+        """Decode iterations a new request waits before its prefill step: the rest of the running step
+        plus what the engine's scheduler adds (ttft_wait_steps), and under attention DP the iterations
+        it may hold context requests to balance the ranks (adp_wait_steps)."""
+        import numpy as np
+
+        return self.ttft_wait_steps + np.where(np.asarray(adp) > 1, self.adp_wait_steps, 0.0)
+
+
+ENGINES: dict[str, Engine] = {}  # name -> engine, in the order registered
+_ALIASES: dict[str, str] = {}
+
+
+def register_engine(engine: Engine) -> Engine:
+    """Add an engine (its name and aliases) to the registry that the CLI, the web form, exports and
+    validation read; a name taken already is refused. Returns the engine, for a module-level
+    `NAME = register_engine(...)`. Its fitted values come from the per-engine tables of the calibration
+    profiles, which must hold its name (Engine.costs says which do not)."""
+    for key in (engine.name, *engine.aliases):
+        if key != key.strip().lower():
+            raise ValueError(f"engine name {key!r}: lower case without spaces, as get_engine looks names up")
+        if key in ENGINES or key in _ALIASES:
+            raise ValueError(f"engine name {key!r}: taken already")
+    ENGINES[engine.name] = engine
+    _ALIASES.update(dict.fromkeys(engine.aliases, engine.name))
+    return engine
+
+
+def engine_names() -> tuple[str, ...]:
+    """The registered engines' names, in registration order (the CLI's and the web form's choices)."""
+    return tuple(ENGINES)
+
+
+def listed() -> str:
+    """The registered engines as help text lists them: "trtllm, vllm or sglang"."""
+    *rest, last = ENGINES
+    return f"{', '.join(rest)} or {last}" if rest else last
+
+
+def get_engine(name: str) -> Engine:
+    """The engine named (case-insensitive; its aliases accepted), or one line naming the known ones."""
+    key = str(name).strip().lower()
+    key = _ALIASES.get(key, key)
+    if key not in ENGINES:
+        raise InputError("backend", name, "one of: " + ", ".join(ENGINES))
+    return ENGINES[key]

@@ -1,0 +1,120 @@
+"""SGLang: its documented defaults, read in sglang/srt/server_args.py (ServerArgs) and environ.py of the
+released wheels of the measurement campaigns' versions (0.5.7+) unless a comment says otherwise."""
+from __future__ import annotations
+
+from llm_codesign.spec.engines.base import GIB, MIB, Engine, register_engine
+from llm_codesign.spec.engines.vllm import custom_allreduce
+
+# It turns FlashInfer's all-reduce + RMSNorm fusion on for these architectures on Hopper/Blackwell, on one
+# node without attention DP (server_args.py, _handle_model_specific_adjustments:
+# enable_flashinfer_allreduce_fusion); not with NCCL across nodes, which is not modelled apart
+AR_NORM_ARCHS = ("DeepseekV3ForCausalLM", "GptOssForCausalLM", "Glm4MoeForCausalLM", "Glm4MoeLiteForCausalLM",
+                 "Qwen3MoeForCausalLM", "Qwen3NextForCausalLM", "KimiK25ForConditionalGeneration",
+                 "Qwen3_5MoeForConditionalGeneration")
+
+
+def static_fraction(gpu, tp, pp=1, adp=1, *, spec_method: str | None = None, chunk=None):
+    """SGLang's default mem_fraction_static: (weights + KV pool) / GPU memory, what is left once it has
+    reserved room for activations and CUDA graphs (ServerArgs._handle_gpu_memory_settings): reserved MiB
+    = 512 + 1.5 x max(chunked_prefill_size, 2048) + 2 x cuda_graph_max_bs + 1024 x tp_size x pp / 8,
+    with attention DP a further 3 x (and above a max batch of 300, 4.5 x) cuda_graph_max_bs x dp_size,
+    at least 10 GiB on GPUs over 60 GiB, plus 2 GiB for EAGLE/MTP drafts (6 GiB for a separate draft
+    model). SGLang's tp_size counts every GPU of a pipeline stage (attention TP x attention-DP ranks).
+    Broadcasts over plan arrays."""
+    import numpy as np
+
+    mem = gpu.memory_bytes / MIB
+    tp_size = np.asarray(tp, float) * np.asarray(adp, float)
+    adp = np.asarray(adp, float)
+    chunk = SGLANG.step_tokens(gpu) if chunk is None else np.asarray(chunk, float)
+    if mem < 20 * 1024:
+        bs = np.full_like(tp_size, 8.0)
+    elif mem < 35 * 1024:
+        bs = np.where(tp_size < 4, 24.0, 80.0)
+    elif mem < 60 * 1024:
+        bs = np.where(tp_size < 4, 32.0, 160.0)
+    elif mem < 160 * 1024:
+        bs = np.where(tp_size < 4, 256.0, 512.0)
+    else:
+        bs = np.full_like(tp_size, 512.0)
+    reserved = 512.0 + np.maximum(chunk, 2048.0) * 1.5 + bs * 2.0 + tp_size * np.asarray(pp, float) / 8.0 * 1024.0
+    reserved = reserved + np.where(adp > 1, bs * adp * 3.0 + np.where(bs > 300, bs * adp * 1.5, 0.0), 0.0)
+    if mem > 60 * 1024:
+        reserved = np.maximum(reserved, 10 * 1024.0)
+    if spec_method:
+        reserved = reserved + (6 * 1024.0 if spec_method == "draft" else 2 * 1024.0)
+    return np.round((mem - reserved) / mem, 3)
+
+
+class SGLangEngine(Engine):
+    def step_tokens(self, gpu) -> int:
+        """chunked_prefill_size = 2048 below 35 GiB, 4096 below 60 GiB, 8192 below 160 GiB, else 16384
+        (_handle_gpu_memory_settings: "A100 (40GB), L40", "H20, H200", "B200, MI300"), of the memory the
+        device reports."""
+        mem = gpu.memory_bytes
+        return 2048 if mem < 35 * GIB else 4096 if mem < 60 * GIB else 8192 if mem < 160 * GIB else 16384
+
+    def max_batch(self, gpu, kv_tokens=None, context_len: int = 0):
+        """max_running_requests = the request pool, int(KV tokens / context_len x 512) clipped to
+        [2048, 4096], and at most half the KV tokens (sglang/srt/model_executor/model_runner.py,
+        max_num_reqs; scheduler.py); context_len is the model's context (its max_position_embeddings),
+        and 4096 where it is not known."""
+        import numpy as np
+
+        if kv_tokens is None or not context_len:
+            return 4096.0
+        tok = np.asarray(kv_tokens, float)
+        return np.minimum(np.clip(np.floor(tok / context_len * 512.0), 2048.0, 4096.0), np.maximum(np.floor(tok / 2.0), 1.0))
+
+    def own_allreduce(self, nbytes, n, family: str):
+        return custom_allreduce(nbytes, n, family)
+
+    def kv_fraction(self, gpu, plan, *, chunk, spec_method: str | None = None, draft_len=None):
+        """mem_fraction_static for the plan (static_fraction), reserving a draft's room only where one
+        runs (`draft_len` > 0: a sweep's k = 0 points run none)."""
+        import numpy as np
+
+        tp, pp, _, _, adp, _ = plan.arrays()
+        f = static_fraction(gpu, tp, pp, adp, spec_method=spec_method, chunk=chunk)
+        if spec_method is not None and draft_len is not None:
+            f = np.where(np.asarray(draft_len) > 0, f, static_fraction(gpu, tp, pp, adp, chunk=chunk))
+        return f
+
+    def ar_norm_fused(self, architecture: str, *, adp, nbytes, n, family: str):
+        """FlashInfer's all-reduce + RMSNorm for AR_NORM_ARCHS without attention DP; none otherwise."""
+        import numpy as np
+
+        if architecture in AR_NORM_ARCHS:
+            return self._fusable_allreduce(nbytes, n, family) & (np.asarray(adp) <= 1)
+        return super().ar_norm_fused(architecture, adp=adp, nbytes=nbytes, n=n, family=family)
+
+
+SGLANG = register_engine(SGLangEngine(
+    name="sglang", title="SGLang",
+    # weights and KV cache share mem_fraction_static of the GPU, which it derives from the GPU and the plan
+    # (static_fraction, kv_fraction; 0.88 is the fraction where no plan is given); pages are allocated as
+    # tokens arrive, so a sequence holds ISL + OSL/2 on average in steady state
+    kv_budget=("static", 0.88, 0.5),
+    # reserves new_token_ratio of each request's remaining output, clipped at 4096 tokens; the ratio starts
+    # at 0.7 and decays within 600 steps to 0.7 x 0.14 = 0.098, where it stays while nothing is retracted
+    # (SGLANG_INIT_NEW_TOKEN_RATIO, SGLANG_MIN_NEW_TOKEN_RATIO_FACTOR, SGLANG_NEW_TOKEN_RATIO_DECAY_STEPS,
+    # SGLANG_CLIP_MAX_NEW_TOKENS_ESTIMATION in sglang/srt/environ.py)
+    reserve=(0.098, 4096.0),
+    # a static-scale quantise kernel of its own before each FP8/FP4 GEMM; its all-reduce + RMSNorm fusion
+    # is per architecture (AR_NORM_ARCHS, ar_norm_fused)
+    fusions=(),
+    # Blackwell: trtllm-gen kernels for GQA (0.5.7+) and MLA (trtllm_mla, 0.5.4+), 1.0; DSA decode on
+    # FlashMLA's FP8 decode kernel, 1.2 (1.0-1.6; FlashMLA README: sparse decode "not really optimized yet"
+    # on B200, 350 of H800's 410 TFLOPS). Hopper: FlashAttention-3 for GQA and MLA prefill, 1.07, GQA decode,
+    # 1.15 (the sources vllm.py cites), and MLA decode, 1.15 (attention_backend defaults in server_args.py)
+    attention_kernels={"blackwell": {("dsa", "decode"): 1.2},
+                       "hopper": {("gqa", "prefill"): 1.07, ("gqa", "decode"): 1.15, ("mla", "prefill"): 1.07,
+                                  ("mla", "decode"): 1.15}},
+    # engine.py sets TRTLLM_ENABLE_PDL=1; sgl-kernel norms and FlashInfer attention/MoE launch with PDL,
+    # not cuBLAS, silu_and_mul or its custom all-reduce: ~0.25
+    pdl={"hopper": 0.25, "blackwell": 0.25, "blackwell_sm120": 0.25},
+    # SGL_ENABLE_JIT_DEEPGEMM, on by default on SM90 (server_args.py)
+    deepgemm=True,
+    # models/deepseek_nextn.py: eh_proj an nn.Linear, whole on every GPU
+    eh_proj_tp=False,
+))

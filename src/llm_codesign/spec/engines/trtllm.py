@@ -1,0 +1,67 @@
+"""TensorRT-LLM (PyTorch backend): its documented defaults. The kernel tables were measured in it, so its
+attention kernels are the reference the other engines' are priced against, and it is the engine a call
+names none of (TRTLLM)."""
+from __future__ import annotations
+
+from llm_codesign.spec.engines.base import PCIE_FAMILIES, Engine, register_engine
+
+# AllReduceStrategy.AUTO (cpp/tensorrt_llm/common/customAllReduceUtils.h, selectStrategyLookUpTable,
+# NCCL_SYMMETRIC outside the table): its one-shot / two-shot kernels at TP 2, 4 and 8 up to the workspace
+# (getMaxRequiredWorkspaceSize: 8 MB for TP > 2, 16 MB at TP 2), NCCL past it. Inside it the kernel is
+# one-shot or two-shot, switched where TensorRT-LLM tuned the crossover, so the cost model prices the
+# faster of the two (kernels._custom_all_reduce).
+AR_MAX_BYTES = {2: 16e6, 4: 8e6, 8: 8e6}
+
+
+class TensorRTLLMEngine(Engine):
+    def step_tokens(self, gpu) -> int:
+        """max_num_tokens = 8192 (LlmArgs / BuildConfig default), on every GPU."""
+        return 8192
+
+    def max_batch(self, gpu, kv_tokens=None, context_len: int = 0):
+        """trtllm-bench, which measured the shipped perf-overview tables, caps the batch at 4096 over the
+        pipeline stages (tensorrt_llm/bench/build/tuning.py, finetune_setting: min(kv_cache_max_requests,
+        4096) / pp_size per micro-batch); trtllm-serve's own default max_batch_size is 2048
+        (TorchLlmArgs), which this does not yet distinguish."""
+        return 4096.0
+
+    def own_allreduce(self, nbytes, n, family: str):
+        """Its custom kernels up to the workspace at each TP size (AR_MAX_BYTES), over NVLink only (its
+        custom kernels need it: NCCL on PCIe families)."""
+        import numpy as np
+
+        nbytes = np.asarray(nbytes, float)
+        n = np.asarray(n, float)
+        if family in PCIE_FAMILIES:
+            return np.zeros(np.broadcast_shapes(nbytes.shape, n.shape), dtype=bool)
+        # the limit at each GPU count (per plan in a search; -inf where TensorRT-LLM has none), then
+        # one comparison at the messages' size
+        lim = np.full(n.shape, -np.inf)
+        for tp, most in AR_MAX_BYTES.items():
+            lim[n == tp] = most
+        return nbytes <= lim
+
+
+TRTLLM = register_engine(TensorRTLLMEngine(
+    name="trtllm", title="TensorRT-LLM", aliases=("tensorrt-llm", "tensorrt_llm", "trt-llm"),
+    # free_gpu_memory_fraction = 0.9 of the memory left after weights and activations (KvCacheConfig
+    # docs); its GUARANTEED_NO_EVICT scheduler admits a request only with ISL + OSL reserved
+    # (SchedulerConfig docs), so a running sequence holds its whole OSL
+    kv_budget=("free", 0.90, 1.0),
+    # GUARANTEED_NO_EVICT reserves ISL + OSL, so it admits no more than it can finish
+    reserve=(1.0, float("inf")),
+    # act_quant: AllReduceFusionOp.RESIDUAL_RMS_NORM_QUANT_FP8 / _QUANT_NVFP4 (modeling_llama.py) and
+    # swiglu(..., quant_scale=down_proj.input_scale) in GatedMLP; attn_out: the attention op's FP8
+    # out_scale; ar_norm: AllReduceFusionOp.RESIDUAL_RMS_NORM where TP > 1 (not modelled: its
+    # hidden_size > 4096 gate)
+    fusions=("act_quant", "attn_out", "ar_norm"),
+    # the kernel tables' own: trtllm-gen FMHA/MLA kernels on Blackwell, FMHA-v2 and XQA on Hopper
+    attention_kernels={},
+    # TRTLLM_ENABLE_PDL, on by default from 1.2: its norms, fused all-reduce+norm, quantisation, XQA /
+    # trtllm-gen attention, MoE routing/finalize and CUTLASS GEMMs; not cuBLAS or NCCL: ~0.7
+    pdl={"hopper": 0.7, "blackwell": 0.7, "blackwell_sm120": 0.7},
+    # its own block-scale kernels (linear layers, and the CUTLASS MoE's DeepGEMM-derived ones): the tables'
+    deepgemm=False,
+    # modeling_deepseekv3.py DeepseekV3MTP: eh_proj TensorParallelMode.ROW unless attention DP is on
+    eh_proj_tp=True,
+))

@@ -1,0 +1,95 @@
+"""vLLM (V1 engine, OpenAI server): its documented defaults, read in the released wheels of the
+measurement campaigns' versions (0.11-0.14) unless a comment says otherwise."""
+from __future__ import annotations
+
+from llm_codesign.spec.engines.base import GIB, PCIE_FAMILIES, Engine, register_engine
+
+# Custom all-reduce for world sizes 2, 4, 6 and 8 with every GPU peer-to-peer reachable (any two GPUs,
+# NVLink or PCIe, or a fully connected NVLink/xGMI set), inputs below max_size = 8 MiB
+# (vllm/distributed/device_communicators/custom_all_reduce.py CustomAllreduce.__init__ max_size=8192*1024
+# and should_custom_ar: inp_size < max_size); NCCL beyond. Inside it the kernel is one-shot or two-shot
+# (csrc/custom_all_reduce.cuh: one-shot at world size 2, below 512 KiB up to 4 GPUs and below 256 KiB up
+# to 8), switched where vLLM measured the crossover, so the cost model prices the faster of the two
+# (kernels._custom_all_reduce). SGLang's custom_all_reduce.py is the same code.
+CUSTOM_AR_SIZES = (2, 4, 6, 8)
+CUSTOM_AR_MAX_BYTES = 8.0 * 2.0**20
+TRTLLM_DECODE_TOKENS = 256  # its FlashInfer backend takes trtllm-gen decode kernels up to this many decode tokens
+
+
+def custom_allreduce(nbytes, n, family: str):
+    """Where vLLM's custom all-reduce (and SGLang's copy of it) runs instead of NCCL, as a boolean array:
+    CUSTOM_AR_SIZES GPUs under CUSTOM_AR_MAX_BYTES, at two GPUs only where they sit on PCIe."""
+    import numpy as np
+
+    nbytes = np.asarray(nbytes, float)
+    n = np.asarray(n, float)
+    ok = np.isin(n, CUSTOM_AR_SIZES) & (nbytes < CUSTOM_AR_MAX_BYTES)
+    return ok & (n == 2) if family in PCIE_FAMILIES else ok
+
+
+def _large_gpu(gpu) -> bool:
+    """vllm/engine/arg_utils.py EngineArgs.get_batch_defaults: GPUs with >= 70 GiB other than A100."""
+    return gpu.memory_bytes >= 70 * GIB and "a100" not in gpu.name.lower()
+
+
+class VLLMEngine(Engine):
+    def step_tokens(self, gpu) -> int:
+        """max_num_batched_tokens = 8192 on GPUs with >= 70 GiB other than A100, else 2048
+        (EngineArgs.get_batch_defaults)."""
+        return 8192 if _large_gpu(gpu) else 2048
+
+    def max_batch(self, gpu, kv_tokens=None, context_len: int = 0):
+        """max_num_seqs = 1024 on GPUs with >= 70 GiB other than A100, else 256 (EngineArgs.get_batch_defaults)."""
+        return 1024.0 if _large_gpu(gpu) else 256.0
+
+    def own_allreduce(self, nbytes, n, family: str):
+        return custom_allreduce(nbytes, n, family)
+
+    def attention_time_factor(self, family: str, kind: str, phase: str, *, kv_fp8: bool, dec_tokens=None):
+        """As listed (attention_kernels), but GQA decode on Blackwell with a BF16 KV cache runs trtllm-gen
+        kernels up to TRTLLM_DECODE_TOKENS decode tokens, FlashInfer's own beyond; with an FP8 cache
+        trtllm-gen at every batch."""
+        import numpy as np
+
+        f = super().attention_time_factor(family, kind, phase, kv_fp8=kv_fp8)
+        if family == "blackwell" and kind == "gqa" and phase == "decode":
+            if kv_fp8:
+                return 1.0
+            return np.where(np.asarray(dec_tokens, float) <= TRTLLM_DECODE_TOKENS, 1.0, f)
+        return f
+
+
+VLLM = register_engine(VLLMEngine(
+    name="vllm", title="vLLM",
+    # weights, activations and KV cache together use gpu_memory_utilization = 0.92 of the GPU
+    # (vllm.config.cache.CacheConfig); pages are allocated as tokens arrive, so a sequence holds
+    # ISL + OSL/2 on average in steady state
+    kv_budget=("total", 0.92, 0.5),
+    # admits a request once its prompt's KV blocks fit and, when blocks run out, preempts running
+    # requests and recomputes them later (docs, "Optimization and Tuning: Preemption")
+    reserve=(0.0, 0.0),
+    # its default -O2: fuse_norm_quant and fuse_act_quant (vllm/config/vllm.py), but not fuse_attn_quant,
+    # off by default, so its output projection keeps a quantise kernel; fuse_allreduce_rms (FlashInfer,
+    # TP > 1)
+    fusions=("act_quant", "ar_norm"),
+    # Blackwell: GQA prefill and FP8-KV decode on FlashInfer's trtllm-gen kernels (1.0); BF16-KV decode on
+    # them only up to TRTLLM_DECODE_TOKENS decode tokens, FlashInfer's own kernels beyond, 1.3 (range
+    # 1.1-1.6: 1.09-1.54x in vLLM PR #19825) (attention_time_factor); MLA prefill on FlashInfer's CUTLASS
+    # kernels, 1.1 (1.0-1.3, no public comparison), MLA decode on CUTLASS MLA, 1.15 (1.0-1.4)
+    # (platforms/cuda.py backend priority; TRT-LLM-gen MLA only from PR #32339, vLLM 0.15).
+    # Hopper: FlashAttention-3 for GQA and MLA prefill, 1.07 (0.95-1.2; 1.05-1.13x against TensorRT-LLM's
+    # FMHA, flashinfer issue #521), and GQA decode, 1.15 (1.0-1.5; ~55% of HBM in paged decode,
+    # flash-attention issue #1572); MLA decode on FlashAttention-3's MLA kernel / FlashMLA, 1.0 (0.85-1.25).
+    # Sources read: vllm/platforms/cuda.py, vllm/v1/attention/backends/flashinfer.py; cited ratios are
+    # public kernel benchmarks, not fitted.
+    attention_kernels={"blackwell": {("gqa", "decode"): 1.3, ("mla", "prefill"): 1.1, ("mla", "decode"): 1.15},
+                       "hopper": {("gqa", "prefill"): 1.07, ("gqa", "decode"): 1.15, ("mla", "prefill"): 1.07}},
+    # 0.11 has no PDL switch of its own: FlashInfer's attention and MoE only, which it runs on Blackwell;
+    # FlashAttention-3 and its own kernels on Hopper: ~0.15 on Blackwell, 0 on Hopper
+    pdl={"blackwell": 0.15, "blackwell_sm120": 0.15},
+    # VLLM_USE_DEEP_GEMM and VLLM_MOE_USE_DEEP_GEMM default "1" (envs.py); its MoE takes DeepGEMM from 128
+    # tokens, Triton's block-FP8 kernel below, which is not told apart here
+    deepgemm=True,
+    # models/deepseek_mtp.py: eh_proj an nn.Linear, whole on every GPU
+    eh_proj_tp=False,
+))

@@ -1,0 +1,80 @@
+"""spec/engines/sglang.py: SGLang's defaults as its server_args.py derives them (hand-derived values), and
+its exporter (explore/export_engines/sglang.py)."""
+import numpy as np
+import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+
+from llm_codesign.spec.engines import SGLANG
+from llm_codesign.spec.engines.sglang import static_fraction
+from llm_codesign.spec.hardware import catalog, get_gpu
+from llm_codesign.spec.plan import Plan
+
+
+def test_static_fraction_hand_derived():
+    # H100 (81,559 MiB reported): cuda_graph_max_bs 256 at TP1; reserved = 512 + 1.5 x 8192 + 2 x 256 + 1024 x 1/8
+    # = 13,440 MiB (above the 10 GiB floor) -> (81,559 - 13,440) / 81,559 = 0.835
+    g = get_gpu("h100")
+    mem = g.memory_bytes / 2**20
+    assert float(static_fraction(g, 1)) == pytest.approx(round((mem - 13440) / mem, 3))
+
+
+def test_static_fraction_golden():
+    # ServerArgs._handle_gpu_memory_settings by hand, in MiB. B200 reports 183359: chunk 16384, max graph
+    # batch 512, TP8: reserved 512 + 24576 + 1024 + 1024 = 27136 -> 156223 / 183359 = 0.852; attention DP 8
+    # (TP1 x 8 ranks, tp_size 8) adds 512 x 8 x 3 + 512 x 8 x 1.5 = 18432 -> 137791 / 183359 = 0.751
+    b200 = get_gpu("b200")
+    assert float(static_fraction(b200, 8)) == 0.852
+    assert float(static_fraction(b200, 1, 1, 8)) == 0.751
+    # H200 (143771 MiB, under 160 GiB): chunk 8192, batch 512 at TP8: 14848 reserved -> 0.897
+    assert float(static_fraction(get_gpu("h200"), 8)) == 0.897
+    # a 2048 chunk at TP1 reserves 4736, under the 10 GiB floor of GPUs over 60 GiB -> 173119 / 183359
+    assert float(static_fraction(b200, 1, chunk=2048)) == 0.944
+    # an MTP draft adds 2 GiB: 29184 -> 0.841
+    assert float(static_fraction(b200, 8, spec_method="mtp")) == 0.841
+
+
+@settings(max_examples=60, deadline=None)
+@given(gid=st.sampled_from(sorted(catalog())), tp=st.sampled_from([1, 2, 4, 8]), adp=st.sampled_from([1, 2, 4, 8]),
+       spec=st.sampled_from([None, "mtp", "draft"]))
+def test_sglang_fraction_shrinks_with_what_it_reserves(gid, tp, adp, spec):
+    # SGLang reserves more for more GPUs per stage, attention DP and draft models, never the whole GPU
+    assume(tp * adp <= 8)  # one node: SGLang's own heuristics (beyond it a small GPU can go below zero)
+    g = get_gpu(gid)
+    f = float(static_fraction(g, tp, 1, adp, spec_method=spec))
+    assert 0.4 < f < 0.96
+    assert float(static_fraction(g, tp * 2, 1, adp, spec_method=spec)) <= f
+    assert float(static_fraction(g, tp, 1, adp * 2, spec_method=spec)) <= f
+    assert float(static_fraction(g, tp, 1, adp, spec_method="draft")) <= float(static_fraction(g, tp, 1, adp, spec_method=None))
+
+
+def test_kv_fraction_follows_the_plan_and_the_draft():
+    """Its KV budget's fraction is mem_fraction_static for the plan (kv_fraction), the draft's reserve
+    only where a draft runs (a sweep's k = 0); without a plan, the fallback 0.88 of kv_budget."""
+    b200 = get_gpu("b200")
+    plan = Plan(8)
+    assert SGLANG.kv_fraction(b200, plan, chunk=16384.0).tolist() == 0.852  # test_static_fraction_golden's TP8
+    f = SGLANG.kv_fraction(b200, plan, chunk=16384.0, spec_method="mtp", draft_len=np.array([0.0, 3.0]))
+    assert f.tolist() == [0.852, 0.841]
+    assert SGLANG.kv_budget == ("static", 0.88, 0.5)
+
+
+def test_request_pool_and_admission():
+    b200 = get_gpu("b200")
+    # int(KV tokens / context x 512) clipped to [2048, 4096], at most half the KV tokens: 1e6 / 131072 x 512 = 3906
+    assert float(SGLANG.max_batch(b200, 1e6, 131072)) == 3906.0
+    assert float(SGLANG.max_batch(b200, 3000.0, 131072)) == 1500.0  # half of 3,000 KV tokens
+    assert SGLANG.max_batch(b200) == 4096.0  # no KV size known
+    assert SGLANG.admission == (0.098, 4096.0)  # new_token_ratio 0.7 x 0.14, clipped at 4096
+
+
+def test_export_states_its_static_fraction():
+    """The exported --mem-fraction-static is the fraction the estimate priced (kv_fraction)."""
+    from llm_codesign.explore.export_engines.sglang import sglang_options
+    from llm_codesign.spec.plan import Deployment
+    from llm_codesign.spec.registry import get_model
+
+    llama = get_model("llama-3.1-70b")
+    dep = Deployment(gpu=get_gpu("b200"), num_gpus=8, plan=Plan(8), precision=llama.default_precision, backend="sglang")
+    o = sglang_options(llama, dep, 64)
+    assert (o["tp-size"], o["chunked-prefill-size"], o["mem-fraction-static"]) == (8, 16384, 0.852)
