@@ -119,8 +119,8 @@ def _dynamo(m, gpu, *, prefill, decode, n_pre, n_dec, concurrency, isl, osl, bac
             spec, draft_len, acceptance, acceptance_rates, draft_model, max_num_tokens, calibration, export_dynamo):
     from llm_codesign.cli.common import _gpu, _precision, _spec
     from llm_codesign.cost.calibration import calibration_for
-    from llm_codesign.serve.disagg import estimate_disagg, parse_plan
-    from llm_codesign.spec.plan import Deployment
+    from llm_codesign.serve.disagg import estimate_disagg
+    from llm_codesign.spec.plan import Deployment, Plan
 
     if not prefill or not decode:
         raise InputError("engine", "dynamo", "a disaggregated deployment: --prefill PLAN and --decode PLAN (e.g. --prefill tp=8 --decode tp=8)")
@@ -129,7 +129,7 @@ def _dynamo(m, gpu, *, prefill, decode, n_pre, n_dec, concurrency, isl, osl, bac
     g = _gpu(gpu)
     prec = _precision(m, weight_dtype, activation_dtype, kv_dtype)
     sd = _spec(spec, draft_len, acceptance, acceptance_rates, draft_model)
-    pp_, dp_ = parse_plan("prefill", prefill, m), parse_plan("decode", decode, m)
+    pp_, dp_ = Plan.parse(prefill, m, "prefill"), Plan.parse(decode, m, "decode")
     pre = Deployment(gpu=g, num_gpus=int(pp_.gpus), plan=pp_, precision=prec, backend=backend, spec=sd, max_num_tokens=max_num_tokens)
     dec = Deployment(gpu=g, num_gpus=int(dp_.gpus), plan=dp_, precision=prec, backend=backend, spec=sd, max_num_tokens=max_num_tokens)
     r = estimate_disagg(m, pre, dec, calibration=calibration_for(g, calibration), prefill_instances=n_pre, decode_instances=n_dec,

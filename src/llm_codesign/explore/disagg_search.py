@@ -11,7 +11,7 @@ import numpy as np
 from llm_codesign.cost.calibration import Calibration
 from llm_codesign.errors import InputError
 from llm_codesign.explore.search import default_precisions, op_rows, plans, roofline_bound, select_frontier, thinned_cloud
-from llm_codesign.serve.aggregated import _sharding, decode_step, pdl_per_launch
+from llm_codesign.serve.aggregated import decode_step, pdl_per_launch
 from llm_codesign.serve.disagg import decode_pool, first_token, kv_hand_off, prefill_pool
 from llm_codesign.spec.engines import TRTLLM, Engine, EngineCosts
 from llm_codesign.spec.hardware import Gpu
@@ -89,13 +89,13 @@ def _price_units(model: ModelSpec, gpu: Gpu, prec: Precision, plan: Plan, *, cos
     sizes = np.stack(plan.arrays(), axis=1)  # (P, 6): tp, pp, ep, moe_tp, adp, kvp
     adp = sizes[:, 4].astype(float)
     pf = prefill_pool(model, gpu, prec, plan, costs=costs, isl=isl, max_num_tokens=max_num_tokens)
-    dec = decode_pool(model, gpu, prec, Plan(*(a[:, None, None] for a in plan.arrays())), costs=costs,
+    dec = decode_pool(model, gpu, prec, plan.take(np.s_[:, None, None]), costs=costs,
                       per_instance=batches[None, :, None] * adp[:, None, None], isl=isl, osl=osl, spec=spec,
                       spec_k=ks[None, None, :] if spec is not None else None, max_num_tokens=max_num_tokens)
     tpot = np.broadcast_to(dec["tpot"], (P, B, K))[id_]  # (M, B, K)
     C = batches[None, :, None] * adp[id_, None, None] * ndd[:, None, None]
     base = (pf["t_alone"][ip] + costs.ttft_overhead)[:, None, None]
-    t_kv = kv_hand_off(model, gpu, costs.cal, prec, isl, prefill_gpus=g[ip], total_gpus=U, decode_plan=Plan(*(a[id_] for a in plan.arrays())))[:, None, None]
+    t_kv = kv_hand_off(model, gpu, costs.cal, prec, isl, prefill_gpus=g[ip], total_gpus=U, decode_plan=plan.take(id_))[:, None, None]
     t_dec = np.broadcast_to(dec["t_stage"], (P, B, K))[id_] * sizes[id_, 1, None, None]  # one decode iteration
     decode_time = max(osl - 1, 0) * tpot
     pre = {"per_instance": pf["per_instance"][ip, None, None], "t_step": pf["t_step"][ip, None, None]}
@@ -120,8 +120,7 @@ def _point(gpu: Gpu, space, c: dict, j: int, *, units: _Units, sizes, g, ks, pre
 
     def pool(i, n):
         one = Plan(*(int(v) for v in sizes[i]))
-        return {"plan": one.label(), "instances": int(n), "gpus_each": int(g[i]), "tp": one.tp, "pp": one.pp, "ep": one.ep,
-                "moe_tp": one.moe_tp, "attention_dp": one.adp, "kvp": one.kvp}
+        return {"plan": one.label(), "instances": int(n), "gpus_each": int(g[i]), **one.to_dict()}
 
     pre, de = pool(ip[u], npp[u]), pool(id_[u], ndd[u])
     dep = {"gpu": gpu.id, "instance_gpus": int(U[u]), "replicas": N // int(U[u]),
@@ -137,11 +136,11 @@ def decode_breakdown(model: ModelSpec, gpu: Gpu, cal: Calibration, dep: dict, *,
                      spec: SpecDecoding | None) -> list[dict]:
     """Per-operator time (ms per step, one GPU) of a disaggregated point's decode instance."""
     d = dep["decode"]
-    plan = Plan(d["tp"], d["pp"], d["ep"], d["moe_tp"], d["attention_dp"], d["kvp"])
+    plan = Plan.from_dict(d)
     prec = Precision.of(dep["weight_dtype"], dep["activation_dtype"], dep["kv_dtype"])
     per_rank = dep["concurrency_per_instance"] / d["instances"] / d["attention_dp"] / d["pp"]
     k = np.asarray(float(dep.get("draft_len") or 0))
     costs = engine.costs(cal)
-    ops = decode_step(model, gpu, prec, _sharding(plan), costs=costs, b=per_rank, ctx=isl + osl / 2.0, k=k,
+    ops = decode_step(model, gpu, prec, plan.broadcast(), costs=costs, b=per_rank, ctx=isl + osl / 2.0, k=k,
                       spec=spec if dep.get("spec") else None)[2]
     return op_rows(ops, "decode/", pdl_per_launch=pdl_per_launch(gpu, costs))

@@ -200,7 +200,7 @@ def _evaluate_grid(model: ModelSpec, gpu: Gpu, cal: Calibration, space: SearchSp
 
     def run(job) -> dict:
         bi, budget, pi, prec, sl = job
-        sub = Plan(*(np.asarray(x)[sl, None, None] for x in (plan.tp, plan.pp, plan.ep, plan.moe_tp, plan.adp, plan.kvp)))
+        sub = plan.take(np.s_[sl, None, None])
         spec, spec_k = (space.spec, ks[None, None, :]) if space.spec else (None, None)
         with np.errstate(**err):
             # batches past what the roomiest plan of the chunk runs at once fit none of them: not priced
@@ -284,7 +284,7 @@ def _point(model: ModelSpec, gpu: Gpu, space: SearchSpace, grid: _Grid, *, c: di
     B, K, plan = len(grid.batches), len(grid.ks), grid.plan
     ip, rest = divmod(int(c["idx"][j]), B * K)
     ib, ik = divmod(rest, K)
-    sub = Plan(*(int(np.asarray(x)[ip]) for x in (plan.tp, plan.pp, plan.ep, plan.moe_tp, plan.adp, plan.kvp)))
+    sub = plan.at(ip)
     k = int(grid.ks[ik]) if space.spec else 0
     n_inst = int(grid.inst[ip])
     spec = space.spec.at(k) if space.spec and k else None

@@ -6,7 +6,7 @@ import numpy as np
 from llm_codesign.cost.calibration import Calibration
 from llm_codesign.cost.ops import Batch, forward_ops
 from llm_codesign.errors import InputError
-from llm_codesign.serve.aggregated import _sharding, binding_resource, engine_budget, op_step_time, pdl_per_launch
+from llm_codesign.serve.aggregated import binding_resource, engine_budget, op_step_time, pdl_per_launch
 from llm_codesign.serve.invariants import check_estimate
 from llm_codesign.serve.metrics import BATCH_GRID, decode_operators, evaluate
 from llm_codesign.spec.model import ModelSpec
@@ -38,7 +38,7 @@ def prefill_ops(model: ModelSpec, dep: Deployment, cal: Calibration, workload: W
     """The operators of one prefill chunk of one request, priced with the calibration the serving
     metrics use inside a step (the engine's in-step calibration, Engine.costs)."""
     chunk = Batch(pf_tokens=min(workload.isl, dep.step_tokens), pf_seqs=1, pf_ctx=0)
-    return forward_ops(model, dep.gpu, dep.engine.costs(cal).cal, dep.precision, _sharding(dep.plan), b=chunk)
+    return forward_ops(model, dep.gpu, dep.engine.costs(cal).cal, dep.precision, dep.plan.broadcast(), b=chunk)
 
 
 def estimate(model: ModelSpec, dep: Deployment, workload: Workload, *, calibration: Calibration, breakdown: bool = False) -> dict:

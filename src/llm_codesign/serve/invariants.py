@@ -26,9 +26,7 @@ def weight_floor_s(model: ModelSpec, dep: Deployment):
     """Seconds one decode step takes at least on the busiest GPU: the weights it reads every step
     (attention, dense FFNs, shared experts and the LM head of its pipeline stage; routed experts
     left out, as a step reads only the experts its tokens pick) over its HBM bandwidth."""
-    from llm_codesign.serve.aggregated import _sharding
-
-    sh = _sharding(dep.plan)
+    sh = dep.plan.broadcast()
     dense = tuple((replace(layer, ffn=replace(layer.ffn, experts=0)) if layer.ffn.kind == "moe" else layer, n)
                   for layer, n in model.groups)
     # vocab 0 drops the embedding (a gather, not a read of the table) and the head, added back
