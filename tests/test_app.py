@@ -78,7 +78,8 @@ def test_a_clicked_point_is_priced_as_the_frontier_priced_it(client):
     from llm_codesign.explore.search import point_breakdown
 
     f = lc.pareto("qwen3-30b-a3b", "h100", num_gpus=2, workload=lc.Workload(1024, 1024))
-    p = f.points[len(f.points) // 2]
+    point = f.points[len(f.points) // 2]
+    p = point.to_dict()  # what /api/pareto and pareto --json give the page
     r = client.post("/api/estimate", json={"model": "qwen3-30b-a3b", "gpu": "h100", "deployment": p["deployment"], "isl": 1024, "osl": 1024})
     assert r.status_code == 200, r.text
     e = r.json()
@@ -86,7 +87,8 @@ def test_a_clicked_point_is_priced_as_the_frontier_priced_it(client):
     for k in ("tok_s_per_user", "output_tok_s_per_gpu", "ttft_ms", "tpot_ms"):
         assert e[k] == pytest.approx(p[k], rel=1e-9), k
     g = lc.get_gpu("h100")
-    want = point_breakdown(lc.get_model("qwen3-30b-a3b"), calibration_for(g, None), p["deployment"], 1024, 1024, gpu=g)
+    want = point_breakdown(lc.get_model("qwen3-30b-a3b"), calibration_for(g, None), point.deployment, point.concurrency, isl=1024, osl=1024)
+    assert point.deployment.gpu == g
     assert [(o["name"], o["kind"]) for o in e["point_breakdown"]] == [(o["name"], o["kind"]) for o in want]
     assert [o["time_ms"] for o in e["point_breakdown"]] == pytest.approx([o["time_ms"] for o in want], rel=1e-12)
 
@@ -217,7 +219,7 @@ def test_serve_refuses_a_busy_port_in_one_line():
     ({"weight_dtype": "fp5"}, "weight_dtype", "weight_dtype: 'fp5' is not valid; one of: bf16"),
 ])
 def test_a_bad_point_record_is_422_naming_its_field(client, change, field, text):
-    rec = lc.pareto("llama-3.1-8b", "h200", num_gpus=1).points[3]["deployment"]
+    rec = lc.pareto("llama-3.1-8b", "h200", num_gpus=1).points[3].to_dict()["deployment"]
     assert rec["tp"] == 1
     r = client.post("/api/estimate", json={"model": "llama-3.1-8b", "gpu": "h200", "deployment": {**rec, **change}})
     assert r.status_code == 422 and r.json()["field"] == field

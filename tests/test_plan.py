@@ -55,20 +55,19 @@ def test_every_frontier_point_reproduces_and_its_breakdown_is_its_own():
     m, g = get_model("openai/gpt-oss-120b"), get_gpu("b200")
     cal = calibration_for(g)
     r = search(m, g, cal, SearchSpace(8, precisions=parse_precisions("mxfp4", None, None, m, g)), isl=1024, osl=1024)
-    assert len(r["frontier"]) > 10
-    for p in r["frontier"]:
-        d = p["deployment"]
-        assert d["attn_weight_dtype"] == "bf16"
-        one = evaluate(m, Deployment.from_dict(d), Workload(isl=1024, osl=1024, concurrency=d["concurrency_per_instance"]),
-                       calibration=cal)
-        assert one.tok_s_per_user.item() == pytest.approx(p["tok_s_per_user"], rel=1e-9)
-        assert one.output_tok_s_per_gpu.item() == pytest.approx(p["output_tok_s_per_gpu"], rel=1e-9)
-    p = r["frontier"][0]
-    rows = point_breakdown(m, cal, p["deployment"], 1024, 1024)
+    assert len(r.points) > 10
+    for p in r.points:
+        d = p.to_dict()["deployment"]
+        assert d["attn_weight_dtype"] == "bf16" and Deployment.from_dict(d) == p.deployment  # the record rebuilds the point's own
+        one = evaluate(m, p.deployment, Workload(isl=1024, osl=1024, concurrency=p.concurrency), calibration=cal)
+        assert one.tok_s_per_user.item() == pytest.approx(p.tok_s_per_user, rel=1e-9)
+        assert one.output_tok_s_per_gpu.item() == pytest.approx(p.output_tok_s_per_gpu, rel=1e-9)
+    p = r.points[0]
+    rows = point_breakdown(m, cal, p.deployment, p.concurrency, isl=1024, osl=1024)
     qkv = [x for x in rows if x["name"].endswith("/attn/qkv")]
     assert qkv
     # the breakdown's step is the point's step: the slowest point's decode step within its TPOT
-    assert sum(x["time_ms"] for x in rows) <= p["tpot_ms"] * 1.0000001
+    assert sum(x["time_ms"] for x in rows) <= p.tpot_s * 1e3 * 1.0000001
 
 
 def test_point_breakdowns_price_each_point_as_alone():
@@ -82,11 +81,11 @@ def test_point_breakdowns_price_each_point_as_alone():
     cal = calibration_for(g)
     r = search(m, g, cal, SearchSpace(8, spec=SpecDecoding("mtp", 3, rates=(0.85, 0.7, 0.6)), spec_ks=(0, 1, 3)),
                isl=1024, osl=1024)
-    deps = [p["deployment"] for p in r["frontier"]]
-    assert len({(d["tp"], d["ep"], d["attention_dp"], d["draft_len"], d["weight_dtype"]) for d in deps}) >= 3
-    batched = point_breakdowns(m, cal, deps, 1024, 1024, gpu=g)
-    for d, rows in zip(deps, batched, strict=True):
-        alone = point_breakdown(m, cal, d, 1024, 1024, gpu=g)
+    points = [(p.deployment, p.concurrency) for p in r.points]
+    assert len({(d.plan, d.spec, d.precision) for d, _ in points}) >= 3
+    batched = point_breakdowns(m, cal, points, 1024, 1024)
+    for (d, c), rows in zip(points, batched, strict=True):
+        alone = point_breakdown(m, cal, d, c, isl=1024, osl=1024)
         assert [x["name"] for x in rows] == [x["name"] for x in alone]
         assert [x["time_ms"] for x in rows] == pytest.approx([x["time_ms"] for x in alone], rel=1e-12)
 

@@ -166,14 +166,15 @@ def estimate(
     dep = _deployment(m, gpu, gpus_, tp=tp, pp=pp, ep=ep, moe_tp=moe_tp, attention_dp=attention_dp, kvp=kvp, weight_dtype=weight_dtype,
                       activation_dtype=activation_dtype, kv_dtype=kv_dtype, backend=backend, spec=spec, draft_len=draft_len, acceptance=acceptance,
                       acceptance_rates=acceptance_rates, draft_model=draft_model, max_num_tokens=max_num_tokens, cpp=cpp)
-    r = run(m, dep, Workload(isl=isl, osl=osl, concurrency=concurrency, prefix_hit=prefix_hit), calibration=calibration,
-            breakdown=breakdown)
-    if prefix_hit:
-        r["prefix_hit"] = prefix_hit
+    est = run(m, dep, Workload(isl=isl, osl=osl, concurrency=concurrency, prefix_hit=prefix_hit), calibration=calibration,
+              breakdown=breakdown)
     if gpu_hour_price is not None:  # explore/pricing.py: the GPU time of serving charged to the tokens
+        from dataclasses import replace
+
         from llm_codesign.explore.pricing import cost_of
 
-        r["cost"] = cost_of(dep.gpu, gpu_hour_price, r["output_tok_s_per_gpu"], isl, osl)
+        est = replace(est, cost=cost_of(dep.gpu, gpu_hour_price, est.output_tok_s_per_gpu, isl, osl))
+    r = est.to_dict()  # the table shows what --json prints
     if as_json:
         return _dump(r)
     from rich.table import Table
@@ -222,16 +223,6 @@ def _budget_grid(grid: str | None, fixed: int | None) -> tuple[int, ...]:
     return budget_grid(grid, fixed)
 
 
-def _price_points(r: dict, gpu, price, isl: int, osl: int) -> None:
-    """Every frontier point's cost at `price` (explore/pricing.py), in place; nothing without a price."""
-    if price is None:
-        return
-    from llm_codesign.explore.pricing import cost_of
-
-    for p in r["frontier"]:
-        p["cost"] = cost_of(gpu, price, p["output_tok_s_per_gpu"], isl, osl)
-
-
 def _accuracy_rows(a: dict) -> list[tuple[str, str]]:
     """estimate's rows on the model's accuracy at this precision (llm_codesign.explore.accuracy_model)."""
     rows = []
@@ -260,8 +251,8 @@ def _error_rows(err: dict | None, calibration: str | None) -> list[tuple[str, st
     return rows + [("note", f"[yellow]{n}[/yellow]") for n in err["notes"]]
 
 
-def _pareto_runs(model_refs, gpu_refs, *, space_for, calibration, engine, spec, disagg: bool, gpu_hour_price,
-                 search_kw: dict, aggregated_kw: dict) -> tuple[list[dict], Callable[[], dict]]:
+def _pareto_runs(model_refs, gpu_refs, *, space_for, calibration, engine, disagg: bool, gpu_hour_price,
+                 search_kw: dict, aggregated_kw: dict) -> tuple[list, Callable[[], dict]]:
     """Every model on every GPU: the aggregated search (and the disaggregated one with `disagg`), priced
     per GPU hour where asked, and a function giving each frontier point's per-operator breakdown keyed
     'result:point' (the report's: priced when it is written, after the figure's process has its job)."""
@@ -280,18 +271,16 @@ def _pareto_runs(model_refs, gpu_refs, *, space_for, calibration, engine, spec, 
                 g = _gpu(gref)
                 cal = calibration_for(g, calibration)
                 space = space_for(m, g)
-                r = search(m, g, cal, space, engine=engine, progress=cb, **search_kw, **aggregated_kw)
-                pending.append((len(results), lambda m=m, cal=cal, r=r, g=g: point_breakdowns(
-                    m, cal, [p["deployment"] for p in r["frontier"]], isl, osl, gpu=g)))
-                _price_points(r, g, gpu_hour_price, isl, osl)
+                r = search(m, g, cal, space, engine=engine, progress=cb, **search_kw, **aggregated_kw).priced(gpu_hour_price)
+                pending.append((len(results), lambda m=m, cal=cal, r=r: point_breakdowns(
+                    m, cal, [(p.deployment, p.concurrency) for p in r.points], isl, osl)))
                 results.append(r)
                 if disagg:
                     from llm_codesign.explore.disagg_search import decode_breakdown, search_disagg
 
-                    rd = search_disagg(m, g, cal, space, engine=engine, **search_kw)
-                    pending.append((len(results), lambda m=m, g=g, cal=cal, rd=rd: [
-                        decode_breakdown(m, g, cal, p["deployment"], isl=isl, osl=osl, engine=engine, spec=spec) for p in rd["frontier"]]))
-                    _price_points(rd, g, gpu_hour_price, isl, osl)
+                    rd = search_disagg(m, g, cal, space, engine=engine, **search_kw).priced(gpu_hour_price)
+                    pending.append((len(results), lambda m=m, cal=cal, rd=rd: [
+                        decode_breakdown(m, cal, p, isl=isl, osl=osl) for p in rd.points]))
                     results.append(rd)
     finally:
         if prog:
@@ -406,13 +395,14 @@ def pareto(
                                instance_gpus=inst, precisions=parse_precisions(weight_dtype, activation_dtype, kv_dtype, m, g),
                                spec=sd, spec_ks=ks, step_tokens=_budget_grid(max_num_tokens_grid, max_num_tokens))
 
-        results, breakdowns = _pareto_runs(model_refs, gpu_refs, space_for=space_for, calibration=calibration, engine=eng, spec=sd,
-                                           disagg=disagg, gpu_hour_price=gpu_hour_price,
+        results, breakdowns = _pareto_runs(model_refs, gpu_refs, space_for=space_for, calibration=calibration, engine=eng, disagg=disagg,
+                                           gpu_hour_price=gpu_hour_price,
                                            search_kw=dict(isl=isl, osl=osl, max_num_tokens=max_num_tokens, min_tps_user=min_tps_user,
                                                           max_ttft_ms=max_ttft_ms),
                                            aggregated_kw=dict(max_accuracy_drop=max_accuracy_drop, prefix_hit=prefix_hit))
-        if not any(r["frontier"] for r in results):  # nothing to show: one line naming what to change, nothing written
-            raise nothing_found(results, gpus_, {"min_tps_user": min_tps_user, "max_ttft_ms": max_ttft_ms})
+        slim = [r.to_dict() for r in results]  # what --json prints and the tables show
+        if not any(r.points for r in results):  # nothing to show: one line naming what to change, nothing written
+            raise nothing_found(slim, gpus_, {"min_tps_user": min_tps_user, "max_ttft_ms": max_ttft_ms})
         jobs = []  # all of them written, or none; the figure first, so that its process draws while the rest is written
         if paths["plot"]:
             jobs.append((lambda p: write_plot(results, p, process=plotter), paths["plot"]))
@@ -429,7 +419,7 @@ def pareto(
             nonlocal tables
             if con is not None:
                 with con.capture() as tables:
-                    _print_frontiers(con, results, isl=isl, osl=osl, prefix_hit=prefix_hit)
+                    _print_frontiers(con, slim, isl=isl, osl=osl, prefix_hit=prefix_hit)
 
         if out:
             Path(out).mkdir(parents=True, exist_ok=True)
@@ -438,7 +428,6 @@ def pareto(
         if plotter is not None:
             plotter.close()
     if as_json:
-        slim = [{k: v for k, v in r.items() if k not in ("cloud", "roofline_bound")} for r in results]
         return _dump(slim[0] if len(slim) == 1 else {"comparisons": slim, "evaluated": sum(r["evaluated"] for r in slim),
                                                       "seconds": sum(r["seconds"] for r in slim), "frontier": [p for r in slim for p in r["frontier"]]})
     con.file.write(tables.get())

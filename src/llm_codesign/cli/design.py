@@ -154,6 +154,8 @@ def design(
 
         write_text_atomic(export, json.dumps(hf_config(r["designs"][0], vocab), indent=2) + "\n")
     if plot_path and r["designs"]:
+        from dataclasses import replace
+
         from llm_codesign.explore.search import SearchSpace, search
         from llm_codesign.render.report import write_all, write_plot
 
@@ -161,13 +163,11 @@ def design(
         for j, d in enumerate(r["designs"][:3]):
             res = search(to_model(d, vocab, f"design {j + 1}"), g, cal, SearchSpace(gpus_, precisions=(prec,)),
                          isl=r["isl_osl"][0], osl=r["isl_osl"][1], engine=eng)
-            res["model"] = f"design {j + 1} ({d['shape']['hidden']}x{d['shape']['layers']})"
-            runs.append(res)
+            runs.append(replace(res, model=f"design {j + 1} ({d['shape']['hidden']}x{d['shape']['layers']})"))
         if base:
             res = search(base, g, cal, SearchSpace(gpus_, precisions=(prec,)),
                          isl=r["isl_osl"][0], osl=r["isl_osl"][1], engine=eng)
-            res["model"] = f"baseline {base.name}"
-            runs.append(res)
+            runs.append(replace(res, model=f"baseline {base.name}"))
         write_all([(lambda p: write_plot(runs, p), plot_path)])
     if as_json:
         return _dump(r)

@@ -99,7 +99,7 @@ def export(
         dep = _deployment(m, gpu, gpus_, tp=tp, pp=pp, ep=ep, moe_tp=moe_tp, attention_dp=attention_dp, kvp=kvp, weight_dtype=weight_dtype,
                           activation_dtype=activation_dtype, kv_dtype=kv_dtype, backend=engine, spec=spec, draft_len=draft_len, acceptance=acceptance,
                           acceptance_rates=acceptance_rates, draft_model=draft_model, max_num_tokens=max_num_tokens, cpp=cpp)
-        r = run(m, dep, Workload(isl=isl, osl=osl, concurrency=concurrency), calibration=calibration)
+        r = run(m, dep, Workload(isl=isl, osl=osl, concurrency=concurrency), calibration=calibration).to_dict()
         summary = {"deployment": dep.to_dict(), "concurrency": r["concurrency"], "replicas": replicas,
                    "predicted": {k: r[k] for k in ("ttft_ms", "tpot_ms", "tok_s_per_user", "output_tok_s_per_gpu")}}
         text = export_config(m, dep, engine=engine, concurrency=int(r["concurrency"]), replicas=replicas,
@@ -179,7 +179,7 @@ def import_(
     from llm_codesign.spec.plan import Workload
 
     imp = read_export(text)
-    r = run(imp.model, imp.deployment, Workload(isl=isl, osl=osl, concurrency=imp.concurrency), calibration=calibration)
+    r = run(imp.model, imp.deployment, Workload(isl=isl, osl=osl, concurrency=imp.concurrency), calibration=calibration).to_dict()
     r["deployment"] = imp.deployment.to_dict()
     r["engine"] = imp.engine
     if as_json:

@@ -77,11 +77,13 @@ def check_metrics(model: ModelSpec, dep: Deployment, metrics, where: str = "eval
     return metrics
 
 
-def check_estimate(model: ModelSpec, dep: Deployment, out: dict) -> dict:
-    """estimate's result unchanged, or InvariantError (nested memory figures included)."""
+def check_estimate(model: ModelSpec, est):
+    """`est` (serve.estimate.Estimate) unchanged, or InvariantError: every figure it reports, the
+    nested memory and speculation ones included."""
+    dep, out = est.deployment, est.to_dict()
     flat = {k: v for k, v in out.items() if isinstance(v, (int, float, np.number)) and not isinstance(v, bool)}
     flat.update({f"memory.{k}": v for k, v in out.get("memory", {}).items()})
     flat.update({f"spec.{k}": v for k, v in (out.get("spec") or {}).items() if isinstance(v, (int, float)) and v is not None})
     check_values(f"estimate {model.name} {dep.plan.label()} on {dep.num_gpus}x{dep.gpu.id}", flat,
                  floor_s=weight_floor_s(model, dep), accepted=out.get("accepted_per_step", 1.0), signed=())
-    return out
+    return est

@@ -370,15 +370,15 @@ def _estimate(req: EstimateRequest) -> dict:
         rec = {**req.deployment.model_dump(), "gpu": g.id}  # typed by PointDeployment: a bad field is a 422 naming it
         dep = lc.Deployment.from_dict(rec, g)
         conc = rec["concurrency_per_instance"]
-        r = lc.estimate(m, dep, lc.Workload(req.isl, req.osl, req.concurrency or conc), breakdown=req.breakdown)
-        r["point_breakdown"] = point_breakdown(m, calibration_for(g, None), rec, req.isl, req.osl, gpu=g)
+        r = lc.estimate(m, dep, lc.Workload(req.isl, req.osl, req.concurrency or conc), breakdown=req.breakdown).to_dict()
+        r["point_breakdown"] = point_breakdown(m, calibration_for(g, None), dep, conc, isl=req.isl, osl=req.osl)
         r["export"] = _export(m, dep, req, conc=conc, replicas=rec["replicas"],
                               predicted={k: r[k] for k in ("ttft_ms", "tpot_ms", "tok_s_per_user", "output_tok_s_per_gpu")})
         return _plain(r)
     dep = lc.deployment(m, gpu=_gpu(req.gpu, what_if=req.what_if), num_gpus=req.num_gpus, tp=req.tp, pp=req.pp, ep=req.ep, moe_tp=req.moe_tp,
                         attention_dp=req.attention_dp, kvp=req.kvp, weight_dtype=req.weight_dtype,
                         activation_dtype=req.activation_dtype, kv_dtype=req.kv_dtype, engine=req.engine)
-    return _plain(lc.estimate(m, dep, lc.Workload(req.isl, req.osl, req.concurrency), breakdown=req.breakdown))
+    return _plain(lc.estimate(m, dep, lc.Workload(req.isl, req.osl, req.concurrency), breakdown=req.breakdown).to_dict())
 
 
 EXPORT_NAMES = {"vllm": "vllm_config.yaml", "sglang": "launch_sglang.sh", "trtllm": "extra_llm_api_options.yaml"}
