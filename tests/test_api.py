@@ -111,3 +111,34 @@ def test_frontier_points_hold_their_deployment_and_print_what_the_cli_prints():
         assert lc.Deployment.from_dict(rec) == p.deployment
         assert (rec["instance_gpus"], rec["concurrency_per_instance"], rec["replicas"]) == (p.deployment.num_gpus, p.concurrency, p.replicas)
         assert p.deployment.max_num_tokens == 8192 and p.deployment.backend == "vllm"  # vLLM's budget on H100, resolved
+
+
+def test_cli_pareto_and_api_pareto_search_one_space():
+    # `pareto` and llm_codesign.pareto build their space with SearchSpace.build: fixed sizes, speculation's
+    # draft lengths, a step-budget grid and the prefix cache give one frontier (the API ignored the
+    # workload's prefix_hit before)
+    f = lc.pareto("deepseek-r1", "b200", num_gpus=8, workload=lc.Workload(isl=2048, osl=256, prefix_hit=0.5), ep=8, attention_dp=8,
+                  spec="mtp", acceptance_rates="0.8,0.6", step_tokens=(2048, 8192), kv_dtype="fp8")
+    want = _cli_json("pareto", "deepseek-r1", "--gpu", "b200", "--gpus", "8", "--isl", "2048", "--osl", "256", "--prefix-hit", "0.5",
+                     "--ep", "8", "--attention-dp", "8", "--spec", "mtp", "--acceptance-rates", "0.8,0.6", "--max-num-tokens-grid",
+                     "2048,8192", "--kv-dtype", "fp8")
+    got = f.to_dict()
+    assert {k: v for k, v in got.items() if k != "seconds"} == {k: v for k, v in want.items() if k != "seconds"}
+    assert got["prefix_hit"] == 0.5 and len(f.points) > 5
+    assert {(p.deployment.plan.adp, p.deployment.plan.ep, p.deployment.plan.moe_tp) for p in f.points} == {(8, 8, 1)}
+    assert {p.deployment.max_num_tokens for p in f.points} <= {2048, 8192}
+    assert {p.deployment.spec.k if p.deployment.spec else 0 for p in f.points} <= {0, 1, 2, 3, 4, 5}
+
+
+def test_search_space_build_golden():
+    from llm_codesign.explore.search import SearchSpace
+
+    m, g = lc.get_model("llama-3.1-70b"), lc.get_gpu("h200")
+    s = SearchSpace.build(m, g, num_gpus=16, instance_gpus=(8, 16), tp=8, kvp=1, kv_dtype="fp8", spec=lc.SpecDecoding("eagle3", 3, 2.5),
+                          draft_len=2, step_tokens=[4096])
+    assert (s.num_gpus, s.tp, s.pp, s.ep, s.moe_tp, s.adp, s.kvp, s.instance_gpus) == (16, (8,), None, None, None, None, (1,), (8, 16))
+    assert s.spec_ks == (0, 2) and s.step_tokens == (4096,)
+    # the KV format fixed, the weights the checkpoint's (BF16) and the FP8 the H200 runs natively
+    assert [p.label() for p in s.precisions] == [lc.Precision.of("bf16", kv="fp8").label(), lc.Precision.of("fp8", kv="fp8").label()]
+    plain = SearchSpace.build(m, g, num_gpus=8)
+    assert plain == SearchSpace(8) and SearchSpace.build(m, g, num_gpus=8, spec=lc.SpecDecoding("mtp", 3, 2.0)).spec_ks == (0, 1, 2, 3, 4, 5)

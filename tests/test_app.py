@@ -58,6 +58,22 @@ def test_pareto_is_the_clis_frontier(client):
     assert max(p["output_tok_s_per_gpu"] for p in series[0]["frontier"]) > max(p["output_tok_s_per_gpu"] for p in series[1]["frontier"])
 
 
+def test_pareto_takes_every_plan_size_the_cli_takes(client):
+    # moe_tp, attention_dp and kvp narrow the page's search as --moe-tp/--attention-dp/--kvp narrow the CLI's
+    body = {"model": "deepseek-r1", "gpus": ["b200"], "num_gpus": 8, "isl": 1024, "osl": 256, "ep": 4, "moe_tp": 2, "attention_dp": 8}
+    r = client.post("/api/pareto", json=body)
+    assert r.status_code == 200, r.text
+    s = r.json()["series"][0]
+    want = _cli_json("pareto", "deepseek-r1", "--gpu", "b200", "--gpus", "8", "--isl", "1024", "--osl", "256", "--ep", "4", "--moe-tp", "2",
+                     "--attention-dp", "8")
+    assert {k: v for k, v in s.items() if k != "seconds"} == {k: v for k, v in want.items() if k != "seconds"}
+    assert {(p["deployment"]["ep"], p["deployment"]["moe_tp"], p["deployment"]["attention_dp"]) for p in s["frontier"]} == {(4, 2, 8)}
+    helix = client.post("/api/pareto", json={"model": "llama-3.1-8b", "gpus": ["h200"], "num_gpus": 2, "kvp": 2}).json()["series"][0]
+    assert helix["frontier"] and {p["deployment"]["kvp"] for p in helix["frontier"]} == {2}
+    bad = client.post("/api/pareto", json={"model": "llama-3.1-8b", "gpus": ["h200"], "num_gpus": 2, "kvp": 0})
+    assert bad.status_code == 422 and bad.json() == {"error": "kvp: 0 is not valid; Input should be greater than or equal to 1", "field": "kvp"}
+
+
 def test_estimate_and_lint_are_the_clis(client):
     r = client.post("/api/estimate", json={"model": "llama-3.1-70b", "gpu": "h200", "num_gpus": 8, "tp": 8, "weight_dtype": "fp8",
                                            "kv_dtype": "fp8", "isl": 2048, "osl": 512, "concurrency": 64, "engine": "vllm"})

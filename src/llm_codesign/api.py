@@ -66,33 +66,32 @@ def estimate(model: str | ModelSpec, deployment: Deployment, workload: Workload 
     return replace(r, expected_error=err, accuracy=accuracy_of(m, deployment.precision))
 
 
-def pareto(model: str | ModelSpec, gpu: str | Gpu, *, num_gpus: int = 8, workload: Workload | None = None, engine: str = "trtllm",
-           weight_dtype: str | None = None, activation_dtype: str | None = None, kv_dtype: str | None = None,
-           spec: SpecDecoding | str | None = None, draft_len: int | None = None, acceptance: float | None = None,
-           acceptance_rates: str | tuple | None = None, instance_gpus: tuple[int, ...] | None = None,
-           tp: int | None = None, pp: int | None = None, ep: int | None = None, moe_tp: int | None = None,
-           attention_dp: int | None = None, kvp: int | None = None, max_num_tokens: int | None = None,
-           min_tps_user: float | None = None, max_ttft_ms: float | None = None, max_accuracy_drop: float | None = None,
-           step_tokens: tuple[int, ...] = (), calibration: Calibration | str | None = None, progress=None) -> Frontier:
-    """The frontier over every valid plan x batch x precision (x draft length) on `num_gpus` GPUs;
-    fixed sizes (`tp=8`, ...) narrow the plans, precisions default to the checkpoint's own plus the
-    formats the GPU runs natively, `min_tps_user`/`max_ttft_ms` filter by SLO, `max_accuracy_drop` (%)
-    keeps the precisions known to lose at most that much, and `step_tokens` searches step budgets too."""
-    from llm_codesign.explore.search import SearchSpace, parse_precisions, search
+def pareto(model: str | ModelSpec, gpu: str | Gpu, *, num_gpus: int = 8, instance_gpus: tuple[int, ...] | None = None,
+           workload: Workload | None = None, engine: str = "trtllm", tp: int | None = None, pp: int | None = None, ep: int | None = None,
+           moe_tp: int | None = None, attention_dp: int | None = None, kvp: int | None = None, weight_dtype: str | None = None,
+           activation_dtype: str | None = None, kv_dtype: str | None = None, spec: SpecDecoding | str | None = None,
+           draft_len: int | None = None, acceptance: float | None = None, acceptance_rates: str | tuple | None = None,
+           max_num_tokens: int | None = None, step_tokens: tuple[int, ...] = (), min_tps_user: float | None = None,
+           max_ttft_ms: float | None = None, max_accuracy_drop: float | None = None, calibration: Calibration | str | None = None,
+           progress=None) -> Frontier:
+    """The frontier over every valid plan x batch x precision (x draft length) on `num_gpus` GPUs, as
+    `llm-codesign pareto` searches it (the same SearchSpace.build): fixed sizes (`tp=8`, ...) narrow the
+    plans, precisions default to the checkpoint's own plus the formats the GPU runs natively, with
+    `spec` draft lengths 1..5 (or `draft_len`) beside none, `step_tokens` searches step budgets too;
+    `workload` gives the lengths and the prefix cache's hit share, `min_tps_user`/`max_ttft_ms` filter
+    by SLO and `max_accuracy_drop` (%) keeps the precisions known to lose at most that much."""
+    from llm_codesign.explore.search import SearchSpace, search
     from llm_codesign.spec.engines import get_engine
 
     m, g, w = get_model(model), get_gpu(gpu), workload or Workload()
     sd = spec if isinstance(spec, SpecDecoding) or spec is None else spec_decoding(
-        spec, draft_len=draft_len or (len(str(acceptance_rates).split(",")) if isinstance(acceptance_rates, str) else
-                                      len(acceptance_rates) if acceptance_rates else None),
-        acceptance=acceptance, acceptance_rates=acceptance_rates)
-    ks = (0,) if sd is None else ((0, draft_len) if draft_len else (0, 1, 2, 3, 4, 5))
-    one = (lambda v: None if v is None else (v,))  # noqa: E731
-    space = SearchSpace(num_gpus, one(tp), one(pp), one(ep), one(moe_tp), one(attention_dp), one(kvp), instance_gpus=instance_gpus,
-                        precisions=parse_precisions(weight_dtype, activation_dtype, kv_dtype, m, g), spec=sd, spec_ks=ks,
-                        step_tokens=tuple(step_tokens))
-    return search(m, g, _calibration(g, calibration), space, isl=w.isl, osl=w.osl, engine=get_engine(engine), max_num_tokens=max_num_tokens,
-                  min_tps_user=min_tps_user, max_ttft_ms=max_ttft_ms, progress=progress, max_accuracy_drop=max_accuracy_drop)
+        spec, draft_len=draft_len, acceptance=acceptance, acceptance_rates=acceptance_rates)
+    space = SearchSpace.build(m, g, num_gpus=num_gpus, instance_gpus=instance_gpus, tp=tp, pp=pp, ep=ep, moe_tp=moe_tp,
+                              attention_dp=attention_dp, kvp=kvp, weight_dtype=weight_dtype, activation_dtype=activation_dtype,
+                              kv_dtype=kv_dtype, spec=sd, draft_len=draft_len, step_tokens=step_tokens)
+    return search(m, g, _calibration(g, calibration), space, isl=w.isl, osl=w.osl, prefix_hit=w.prefix_hit, engine=get_engine(engine),
+                  max_num_tokens=max_num_tokens, min_tps_user=min_tps_user, max_ttft_ms=max_ttft_ms, max_accuracy_drop=max_accuracy_drop,
+                  progress=progress)
 
 
 def lint(model: str | ModelSpec, gpu: str | Gpu, *, regime: str = "throughput", weight_dtype: str | None = None,

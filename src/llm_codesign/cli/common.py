@@ -3,7 +3,6 @@ lookups every command uses."""
 from __future__ import annotations
 
 import json
-from typing import Optional
 
 import typer
 
@@ -377,7 +376,3 @@ def nothing_found(results: list[dict], gpus_value, slo: dict) -> InputError:
         return InputError(k, v, f"an SLO that one of the {fitting:,} deployments of {what} that fit in memory meets (loosen {flags})")
     return InputError("gpus", gpus_value, f"enough GPUs for {what} to fit: weights and KV cache exceed the memory of every plan "
                       "(more --gpus, or a smaller --weight-dtype / --kv-dtype)")
-
-
-def _ints(v: Optional[int]):
-    return None if v is None else (v,)

@@ -33,8 +33,14 @@ def divisors(n: int) -> list[int]:
     return [d for d in range(1, n + 1) if n % d == 0]
 
 
+DRAFT_LENGTHS = (1, 2, 3, 4, 5)  # the draft lengths a search with speculation tries, beside none
+
+
 @dataclass(frozen=True)
 class SearchSpace:
+    """What a search spans: plans on `num_gpus` GPUs (sizes None: every divisor), precisions,
+    speculation's draft lengths, batches and step token budgets. `build` makes it from a pareto
+    search's options, as the CLI, the Python API and the page give them."""
     num_gpus: int
     tp: tuple[int, ...] | None = None  # None: every divisor
     pp: tuple[int, ...] | None = None
@@ -49,6 +55,21 @@ class SearchSpace:
     batches: tuple[int, ...] = field(default_factory=lambda: tuple(int(b) for b in BATCHES))
     # step token budgets (max_num_tokens, the chunked-prefill size) searched; empty: the one search() is given
     step_tokens: tuple[int, ...] = ()
+
+    @classmethod
+    def build(cls, model: ModelSpec, gpu: Gpu, *, num_gpus: int, instance_gpus: tuple[int, ...] | None = None, tp: int | None = None,
+              pp: int | None = None, ep: int | None = None, moe_tp: int | None = None, attention_dp: int | None = None,
+              kvp: int | None = None, weight_dtype: str | None = None, activation_dtype: str | None = None, kv_dtype: str | None = None,
+              spec: SpecDecoding | None = None, draft_len: int | None = None, step_tokens: tuple[int, ...] = ()) -> "SearchSpace":
+        """The space of `pareto` (the command, llm_codesign.pareto and the page's /api/pareto): a size
+        given fixes it; a precision given fixes that part (parse_precisions: otherwise the
+        checkpoint's own and the formats the GPU runs natively); with `spec`, no speculation and
+        `draft_len` drafts, or every length of DRAFT_LENGTHS; `step_tokens` the budgets searched."""
+        one = (lambda v: None if v is None else (v,))  # noqa: E731
+        ks = (0,) if spec is None else (0, draft_len) if draft_len else (0, *DRAFT_LENGTHS)
+        return cls(num_gpus, one(tp), one(pp), one(ep), one(moe_tp), one(attention_dp), one(kvp), instance_gpus=instance_gpus,
+                   precisions=parse_precisions(weight_dtype, activation_dtype, kv_dtype, model, gpu), spec=spec, spec_ks=ks,
+                   step_tokens=tuple(step_tokens))
 
 
 def plans(model: ModelSpec, gpu: Gpu, space: SearchSpace) -> tuple[Plan, np.ndarray]:

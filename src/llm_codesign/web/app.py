@@ -108,9 +108,13 @@ class EstimateRequest(ModelRef, Precisions, WhatIf):
 class ParetoRequest(ModelRef, Precisions, WhatIf):
     gpus: list[str] = Field(..., min_length=1, max_length=8, description="One series per GPU id.")
     num_gpus: int = Field(8, ge=1, le=MAX_SERVE_GPUS)
+    # a size given fixes it, as `pareto --tp ...` does (SearchSpace.build)
     tp: Optional[int] = Field(None, ge=1, le=MAX_SERVE_GPUS)
     pp: Optional[int] = Field(None, ge=1, le=MAX_SERVE_GPUS)
     ep: Optional[int] = Field(None, ge=1, le=MAX_SERVE_GPUS)
+    moe_tp: Optional[int] = Field(None, ge=1, le=MAX_SERVE_GPUS)
+    attention_dp: Optional[int] = Field(None, ge=1, le=MAX_SERVE_GPUS)
+    kvp: Optional[int] = Field(None, ge=1, le=MAX_SERVE_GPUS)
     engine: Engine = "trtllm"
     isl: int = Field(1024, ge=1, le=MAX_TOKENS)
     osl: int = Field(1024, ge=1, le=MAX_TOKENS)
@@ -406,7 +410,8 @@ def _pareto(req: ParetoRequest) -> dict:
     for gpu in req.gpus:
         f = lc.pareto(m, _gpu(gpu, "gpus", req.what_if), num_gpus=req.num_gpus, workload=lc.Workload(req.isl, req.osl), engine=req.engine,
                       weight_dtype=req.weight_dtype, activation_dtype=req.activation_dtype, kv_dtype=req.kv_dtype,
-                      tp=req.tp, pp=req.pp, ep=req.ep, min_tps_user=req.min_tps_user, max_ttft_ms=req.max_ttft_ms)
+                      tp=req.tp, pp=req.pp, ep=req.ep, moe_tp=req.moe_tp, attention_dp=req.attention_dp, kvp=req.kvp,
+                      min_tps_user=req.min_tps_user, max_ttft_ms=req.max_ttft_ms)
         series.append(f.to_dict())
     return {"series": _plain(series)}
 
