@@ -36,9 +36,9 @@ TTFT_CAPS = (None, 2000.0)
 def best(model, gpu, cal, n, isl, osl, backend, budgets, ttft):
     """The highest tok/s/GPU point of the frontier (None where no deployment meets the cap)."""
     r = search(model, gpu, cal, SearchSpace(n, step_tokens=budgets), isl=isl, osl=osl, engine=get_engine(backend), max_ttft_ms=ttft)
-    if not r["frontier"]:
+    if not r.points:
         return None
-    p = max(r["frontier"], key=lambda q: q["output_tok_s_per_gpu"])
+    p = max(r.points, key=lambda q: q.output_tok_s_per_gpu).to_dict()
     d = p["deployment"]
     return {"tok_s_gpu": p["output_tok_s_per_gpu"], "tok_s_user": p["tok_s_per_user"], "ttft_ms": p["ttft_ms"], "tpot_ms": p["tpot_ms"],
             "budget": d["max_num_tokens"], "plan": d["plan"], "instance_gpus": d["instance_gpus"],

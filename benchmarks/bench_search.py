@@ -32,7 +32,7 @@ def timed(label, fn, repeat=3):
         r = fn()
         dt = time.perf_counter() - t
         best = dt if best is None else min(best, dt)
-    print(f"{label}: {best:.3f} s, {r['evaluated']:,} deployments, {r['evaluated'] / best:,.0f} evaluations/s, {len(r['frontier'])} frontier points")
+    print(f"{label}: {best:.3f} s, {r.evaluated:,} deployments, {r.evaluated / best:,.0f} evaluations/s, {len(r.points)} frontier points")
     return r
 
 

@@ -175,11 +175,11 @@ def test_frontier_points_carry_accuracy_and_the_drop_filter_keeps_close_precisio
     m = get_model("llama-3.1-8b")
     small = dict(batches=(1, 8, 64, 256))
     r = search(m, g, calibration_for(g), SearchSpace(1, **small), isl=1024, osl=256)
-    assert {p["deployment"]["weight_dtype"] for p in r["frontier"]} >= {"nvfp4"}  # unfiltered, FP4 wins throughput
-    assert all(p["accuracy"]["source"] in ("published", "proxy") for p in r["frontier"])
+    assert {p.deployment.precision.weight.name for p in r.points} >= {"nvfp4"}  # unfiltered, FP4 wins throughput
+    assert all(p.accuracy["source"] in ("published", "proxy") for p in r.points)
     f = search(m, g, calibration_for(g), SearchSpace(1, **small), isl=1024, osl=256, max_accuracy_drop=0.5)
-    assert f["frontier"] and {p["deployment"]["weight_dtype"] for p in f["frontier"]} <= {"bf16", "fp8"}
-    assert all(p["accuracy"]["relative_drop_pct"] <= 0.5 for p in f["frontier"])
+    assert f.points and {p.deployment.precision.weight.name for p in f.points} <= {"bf16", "fp8"}
+    assert all(p.accuracy["relative_drop_pct"] <= 0.5 for p in f.points)
     oss = get_model("gpt-oss-20b")
     with pytest.raises(InputError, match="max_accuracy_drop"):
         search(oss, g, calibration_for(g), SearchSpace(1, precisions=(Precision.of("nvfp4", kv="fp8"),), **small), isl=1024, osl=256,

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from llm_codesign.cost.calibration import calibration_for
-from llm_codesign.cost.ops import Batch, Sharding, forward_ops, step_time
+from llm_codesign.cost.ops import Batch, forward_ops, step_time
 from llm_codesign.serve.aggregated import evaluate
 from llm_codesign.spec.engines import get_engine
 from llm_codesign.spec.hardware import get_gpu
@@ -79,7 +79,7 @@ def _eager_prefill_step_s(m, gpu, cal, backend, batch):
     """A prefill step priced as serving.evaluate does: kernels + step overhead + eager launches."""
     from llm_codesign.cost.ops import launches
     c, e = cal.in_step(backend), get_engine(backend)
-    ops = forward_ops(m, gpu, c, m.default_precision, Sharding(), b=batch, engine=e)
+    ops = forward_ops(m, gpu, c, m.default_precision, Plan(), b=batch, engine=e)
     n = float(np.ravel(launches(ops))[0])  # each launch pays the eager cost and saves PDL's share of a boundary
     return float(np.ravel(step_time(ops))[0]) + c.step_overhead(backend) + (c.eager_launch(backend) - e.pdl_share(gpu.family) * c.pdl_credit_s) * n
 
@@ -248,7 +248,7 @@ def test_wave_prefill_priced_once_at_the_budget_equals_every_element(isl):
     costs = get_engine("trtllm").costs(calibration_for(g))
     prec = Precision.of("nvfp4", kv="fp8")
     tp = np.array([8, 4, 1, 2])[:, None, None]
-    sh = Sharding(tp=tp, pp=np.array([1, 2, 1, 1])[:, None, None], ep=np.array([8, 8, 8, 4])[:, None, None],
+    sh = Plan(tp=tp, pp=np.array([1, 2, 1, 1])[:, None, None], ep=np.array([8, 8, 8, 4])[:, None, None],
                   moe_tp=np.array([1, 1, 1, 2])[:, None, None], adp=8 // tp // np.array([1, 2, 1, 1])[:, None, None],
                   kvp=np.ones((4, 1, 1), int))
     running = np.array([1, 3, 7, 8, 64, 2048], float)[None, :, None] * np.ones((4, 1, 3))
@@ -275,10 +275,10 @@ def test_once_at_cap_falls_back_where_the_price_varies_along_other_axes():
     def price(sh, t, extra):
         return np.asarray(sh.tp, float) * 1e3 + np.asarray(t, float) * 10.0 + np.asarray(extra, float)
 
-    by_row = Sharding(tp=np.array([[1], [2]]))
+    by_row = Plan(tp=np.array([[1], [2]]))
     direct = price(by_row, tokens, np.asarray(0.5))
     assert np.array_equal(_once_at_cap(price, by_row, tokens, np.asarray(8.0), np.asarray(0.5)), direct)  # the fast path
-    across = Sharding(tp=np.array([[1, 2, 1, 2, 1, 2]]))  # varies along the second axis
+    across = Plan(tp=np.array([[1, 2, 1, 2, 1, 2]]))  # varies along the second axis
     assert np.array_equal(_once_at_cap(price, across, tokens, np.asarray(8.0), np.asarray(0.5)), price(across, tokens, 0.5))
     hidden = np.array([[3.0], [4.0]])  # what the price varies by without being given it, as a design's model shapes
 

@@ -1,5 +1,6 @@
 """The public API: what `import llm_codesign` exports, and the README's first Python block, run as it stands."""
 import re
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -31,7 +32,7 @@ def test_evaluate_is_array_valued_and_matches_estimate():
     many = lc.evaluate(m, dep, lc.Workload(isl=1024, osl=1024), concurrency=np.array([1, 8, 64]))
     assert many.tpot_s.shape == (3,) and np.all(np.diff(many.tpot_s) > 0)  # more requests share each step
     one = lc.estimate(m, dep, lc.Workload(isl=1024, osl=1024, concurrency=64))
-    assert one["tpot_ms"] == pytest.approx(many.tpot_s[2] * 1e3, rel=1e-12)
+    assert one.tpot_s == pytest.approx(many.tpot_s[2], rel=1e-12)
     assert many.to_dict()["concurrency"] == [1, 8, 64]
 
 
@@ -49,12 +50,95 @@ def test_bottleneck_is_read_from_the_step_the_metrics_time(monkeypatch):
     ops, per = seen[0]
     assert per == pytest.approx(0.7 * 0.25e-6)  # TensorRT-LLM's PDL on Blackwell, taken off the bottleneck's operators too
     step_ms = sum(float(np.sum(op_step_time(o, per))) for o in ops) * 1e3
-    assert step_ms == pytest.approx(sum(o["time_ms"] for o in r["breakdown"]), rel=1e-9)
-    assert step_ms <= r["tpot_ms"]
+    assert step_ms == pytest.approx(sum(o.time_s for o in r.breakdown) * 1e3, rel=1e-9)
+    assert step_ms <= r.tpot_s * 1e3
 
 
 def test_frontier_to_pandas_holds_each_deployment():
     f = lc.pareto("llama-3.1-8b", "h100", num_gpus=2, workload=lc.Workload(isl=512, osl=128))
     df = f.to_pandas()
     assert len(df) == len(f.points) > 0 and {"tp", "weight_dtype", "attn_weight_dtype", "backend"} <= set(df.columns)
-    assert all(isinstance(d, lc.Deployment) for d in f.deployments())
+    assert all(isinstance(p, lc.FrontierPoint) and isinstance(p.deployment, lc.Deployment) for p in f.points)
+    assert df["tp"].tolist() == [p.deployment.plan.tp for p in f.points]
+    assert df["ttft_ms"].tolist() == [p.ttft_s * 1e3 for p in f.points]
+
+
+def _cli_json(*args):
+    import json
+
+    from typer.testing import CliRunner
+
+    from llm_codesign.cli import app
+
+    r = CliRunner().invoke(app, [*args, "--json"])
+    assert r.exit_code == 0, r.output
+    return json.loads(r.stdout)
+
+
+def test_estimate_to_dict_is_what_the_cli_prints():
+    # the typed Estimate's to_dict(), key for key and in order, is `estimate --json` (speculation,
+    # breakdown, prefix cache and cost included); the typed figures are its SI units
+    import json
+
+    from llm_codesign.explore.pricing import cost_of
+
+    m = lc.get_model("deepseek-r1")
+    dep = lc.deployment(m, gpu="b200", num_gpus=8, attention_dp=8, ep=8, spec="mtp", draft_len=3, acceptance_rates="0.85,0.7,0.6")
+    e = lc.estimate(m, dep, lc.Workload(isl=2048, osl=512, concurrency=256, prefix_hit=0.25), breakdown=True)
+    e = replace(e, cost=cost_of(dep.gpu, 4.0, e.output_tok_s_per_gpu, 2048, 512))
+    want = _cli_json("estimate", "deepseek-r1", "--gpu", "b200", "--gpus", "8", "--attention-dp", "8", "--ep", "8", "--spec", "mtp",
+                     "--draft-len", "3", "--acceptance-rates", "0.85,0.7,0.6", "--isl", "2048", "--osl", "512", "--concurrency", "256",
+                     "--prefix-hit", "0.25", "--breakdown", "--gpu-hour-price", "4")
+    got = json.loads(json.dumps(e.to_dict()))
+    assert list(got) == list(want) and got == want
+    assert got["ttft_ms"] == e.ttft_s * 1e3 and got["memory"]["weights_gb"] == e.memory.weights / 1e9
+    assert got["spec"]["draft_len"] == e.spec.draft_len == 3 and len(got["breakdown"]) == len(e.breakdown) > 10
+    assert e.deployment is dep and e.fits == (e.concurrency <= e.max_batch) and e.to_pandas()["tpot_ms"].tolist() == [got["tpot_ms"]]
+
+
+def test_frontier_points_hold_their_deployment_and_print_what_the_cli_prints():
+    # api.pareto and `pareto --json` give the same frontier; each point's record rebuilds the very
+    # Deployment it holds (step budget resolved), and its to_dict() is the CLI's point
+    f = lc.pareto("qwen3-30b-a3b", "h100", num_gpus=2, workload=lc.Workload(isl=1024, osl=512), engine="vllm", kv_dtype="fp8")
+    want = _cli_json("pareto", "qwen3-30b-a3b", "--gpu", "h100", "--gpus", "2", "--isl", "1024", "--osl", "512", "--backend", "vllm",
+                     "--kv-dtype", "fp8")
+    got = f.to_dict()
+    assert [k for k in got if k != "seconds"] == [k for k in want if k != "seconds"]
+    assert {k: v for k, v in got.items() if k != "seconds"} == {k: v for k, v in want.items() if k != "seconds"}
+    assert len(f.points) > 5
+    for p in f.points:
+        rec = p.to_dict()["deployment"]
+        assert lc.Deployment.from_dict(rec) == p.deployment
+        assert (rec["instance_gpus"], rec["concurrency_per_instance"], rec["replicas"]) == (p.deployment.num_gpus, p.concurrency, p.replicas)
+        assert p.deployment.max_num_tokens == 8192 and p.deployment.backend == "vllm"  # vLLM's budget on H100, resolved
+
+
+def test_cli_pareto_and_api_pareto_search_one_space():
+    # `pareto` and llm_codesign.pareto build their space with SearchSpace.build: fixed sizes, speculation's
+    # draft lengths, a step-budget grid and the prefix cache give one frontier (the API ignored the
+    # workload's prefix_hit before)
+    f = lc.pareto("deepseek-r1", "b200", num_gpus=8, workload=lc.Workload(isl=2048, osl=256, prefix_hit=0.5), ep=8, attention_dp=8,
+                  spec="mtp", acceptance_rates="0.8,0.6", step_tokens=(2048, 8192), kv_dtype="fp8")
+    want = _cli_json("pareto", "deepseek-r1", "--gpu", "b200", "--gpus", "8", "--isl", "2048", "--osl", "256", "--prefix-hit", "0.5",
+                     "--ep", "8", "--attention-dp", "8", "--spec", "mtp", "--acceptance-rates", "0.8,0.6", "--max-num-tokens-grid",
+                     "2048,8192", "--kv-dtype", "fp8")
+    got = f.to_dict()
+    assert {k: v for k, v in got.items() if k != "seconds"} == {k: v for k, v in want.items() if k != "seconds"}
+    assert got["prefix_hit"] == 0.5 and len(f.points) > 5
+    assert {(p.deployment.plan.adp, p.deployment.plan.ep, p.deployment.plan.moe_tp) for p in f.points} == {(8, 8, 1)}
+    assert {p.deployment.max_num_tokens for p in f.points} <= {2048, 8192}
+    assert {p.deployment.spec.k if p.deployment.spec else 0 for p in f.points} <= {0, 1, 2, 3, 4, 5}
+
+
+def test_search_space_build_golden():
+    from llm_codesign.explore.search import SearchSpace
+
+    m, g = lc.get_model("llama-3.1-70b"), lc.get_gpu("h200")
+    s = SearchSpace.build(m, g, num_gpus=16, instance_gpus=(8, 16), tp=8, kvp=1, kv_dtype="fp8", spec=lc.SpecDecoding("eagle3", 3, 2.5),
+                          draft_len=2, step_tokens=[4096])
+    assert (s.num_gpus, s.tp, s.pp, s.ep, s.moe_tp, s.adp, s.kvp, s.instance_gpus) == (16, (8,), None, None, None, None, (1,), (8, 16))
+    assert s.spec_ks == (0, 2) and s.step_tokens == (4096,)
+    # the KV format fixed, the weights the checkpoint's (BF16) and the FP8 the H200 runs natively
+    assert [p.label() for p in s.precisions] == [lc.Precision.of("bf16", kv="fp8").label(), lc.Precision.of("fp8", kv="fp8").label()]
+    plain = SearchSpace.build(m, g, num_gpus=8)
+    assert plain == SearchSpace(8) and SearchSpace.build(m, g, num_gpus=8, spec=lc.SpecDecoding("mtp", 3, 2.0)).spec_ks == (0, 1, 2, 3, 4, 5)

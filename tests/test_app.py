@@ -58,6 +58,22 @@ def test_pareto_is_the_clis_frontier(client):
     assert max(p["output_tok_s_per_gpu"] for p in series[0]["frontier"]) > max(p["output_tok_s_per_gpu"] for p in series[1]["frontier"])
 
 
+def test_pareto_takes_every_plan_size_the_cli_takes(client):
+    # moe_tp, attention_dp and kvp narrow the page's search as --moe-tp/--attention-dp/--kvp narrow the CLI's
+    body = {"model": "deepseek-r1", "gpus": ["b200"], "num_gpus": 8, "isl": 1024, "osl": 256, "ep": 4, "moe_tp": 2, "attention_dp": 8}
+    r = client.post("/api/pareto", json=body)
+    assert r.status_code == 200, r.text
+    s = r.json()["series"][0]
+    want = _cli_json("pareto", "deepseek-r1", "--gpu", "b200", "--gpus", "8", "--isl", "1024", "--osl", "256", "--ep", "4", "--moe-tp", "2",
+                     "--attention-dp", "8")
+    assert {k: v for k, v in s.items() if k != "seconds"} == {k: v for k, v in want.items() if k != "seconds"}
+    assert {(p["deployment"]["ep"], p["deployment"]["moe_tp"], p["deployment"]["attention_dp"]) for p in s["frontier"]} == {(4, 2, 8)}
+    helix = client.post("/api/pareto", json={"model": "llama-3.1-8b", "gpus": ["h200"], "num_gpus": 2, "kvp": 2}).json()["series"][0]
+    assert helix["frontier"] and {p["deployment"]["kvp"] for p in helix["frontier"]} == {2}
+    bad = client.post("/api/pareto", json={"model": "llama-3.1-8b", "gpus": ["h200"], "num_gpus": 2, "kvp": 0})
+    assert bad.status_code == 422 and bad.json() == {"error": "kvp: 0 is not valid; Input should be greater than or equal to 1", "field": "kvp"}
+
+
 def test_estimate_and_lint_are_the_clis(client):
     r = client.post("/api/estimate", json={"model": "llama-3.1-70b", "gpu": "h200", "num_gpus": 8, "tp": 8, "weight_dtype": "fp8",
                                            "kv_dtype": "fp8", "isl": 2048, "osl": 512, "concurrency": 64, "engine": "vllm"})
@@ -78,7 +94,8 @@ def test_a_clicked_point_is_priced_as_the_frontier_priced_it(client):
     from llm_codesign.explore.search import point_breakdown
 
     f = lc.pareto("qwen3-30b-a3b", "h100", num_gpus=2, workload=lc.Workload(1024, 1024))
-    p = f.points[len(f.points) // 2]
+    point = f.points[len(f.points) // 2]
+    p = point.to_dict()  # what /api/pareto and pareto --json give the page
     r = client.post("/api/estimate", json={"model": "qwen3-30b-a3b", "gpu": "h100", "deployment": p["deployment"], "isl": 1024, "osl": 1024})
     assert r.status_code == 200, r.text
     e = r.json()
@@ -86,7 +103,8 @@ def test_a_clicked_point_is_priced_as_the_frontier_priced_it(client):
     for k in ("tok_s_per_user", "output_tok_s_per_gpu", "ttft_ms", "tpot_ms"):
         assert e[k] == pytest.approx(p[k], rel=1e-9), k
     g = lc.get_gpu("h100")
-    want = point_breakdown(lc.get_model("qwen3-30b-a3b"), calibration_for(g, None), p["deployment"], 1024, 1024, gpu=g)
+    want = point_breakdown(lc.get_model("qwen3-30b-a3b"), calibration_for(g, None), point.deployment, point.concurrency, isl=1024, osl=1024)
+    assert point.deployment.gpu == g
     assert [(o["name"], o["kind"]) for o in e["point_breakdown"]] == [(o["name"], o["kind"]) for o in want]
     assert [o["time_ms"] for o in e["point_breakdown"]] == pytest.approx([o["time_ms"] for o in want], rel=1e-12)
 
@@ -217,7 +235,7 @@ def test_serve_refuses_a_busy_port_in_one_line():
     ({"weight_dtype": "fp5"}, "weight_dtype", "weight_dtype: 'fp5' is not valid; one of: bf16"),
 ])
 def test_a_bad_point_record_is_422_naming_its_field(client, change, field, text):
-    rec = lc.pareto("llama-3.1-8b", "h200", num_gpus=1).points[3]["deployment"]
+    rec = lc.pareto("llama-3.1-8b", "h200", num_gpus=1).points[3].to_dict()["deployment"]
     assert rec["tp"] == 1
     r = client.post("/api/estimate", json={"model": "llama-3.1-8b", "gpu": "h200", "deployment": {**rec, **change}})
     assert r.status_code == 422 and r.json()["field"] == field

@@ -41,7 +41,7 @@ def test_baseline_reproduces_its_pareto_result():
     plan, inst = _plans(8, g, moe=False, long_context=False)
     v, *_ = objective(m, g, cal, FP8, plan, inst=inst, slo=slo)
     r = search(m, g, cal, SearchSpace(8, adp=(1,), kvp=(1,), precisions=(FP8,)), isl=1024, osl=1024, min_tps_user=30.0)
-    best = max(p["output_tok_s_per_gpu"] for p in r["frontier"])
+    best = max(p.output_tok_s_per_gpu for p in r.points)
     assert float(v[0]) == pytest.approx(best, rel=1e-9)
 
 

@@ -10,7 +10,7 @@ from llm_codesign.cost.calibration import calibration_for
 from llm_codesign.cost.kernels import collective_time
 from llm_codesign.errors import InputError
 from llm_codesign.serve.aggregated import evaluate
-from llm_codesign.serve.disagg import decode_admission, evaluate_disagg, parse_plan, step_residual
+from llm_codesign.serve.disagg import decode_admission, evaluate_disagg, step_residual
 from llm_codesign.spec.hardware import get_gpu
 from llm_codesign.spec.plan import Deployment, Plan, SpecDecoding, precision_for
 from llm_codesign.spec.precision import Precision
@@ -106,12 +106,12 @@ def test_closed_loop_root_solves_the_queueing_fixed_point():
 
 def test_parse_plan(llama70b):
     ds = get_model("deepseek-r1")
-    p = parse_plan("decode", "attention_dp=8, ep=8", ds)
+    p = Plan.parse("attention_dp=8, ep=8", ds, "decode")
     assert (p.tp, p.adp, p.ep, p.moe_tp, p.gpus) == (1, 8, 8, 1, 8)
-    assert parse_plan("prefill", "tp=8", ds).moe_tp == 8  # MoE TP takes what EP leaves
+    assert Plan.parse("tp=8", ds, "prefill").moe_tp == 8  # MoE TP takes what EP leaves
     for bad in ("", "tp=0", "tq=2", "tp=x"):
         with pytest.raises(InputError, match="prefill"):
-            parse_plan("prefill", bad, llama70b)
+            Plan.parse(bad, llama70b, "prefill")
 
 
 def test_disagg_cli(tmp_path):
@@ -202,8 +202,8 @@ def test_a_deployment_pair_prices_as_the_loose_arguments_did():
     that differ in the last bit, 1.6e-8 relative on the DeepSeek pair between two CI CPUs."""
     m, g = get_model("llama-3.1-70b"), get_gpu("h200")
     prec = precision_for(m, "fp8")
-    pre = Deployment(gpu=g, num_gpus=4, plan=parse_plan("prefill", "tp=4", m), precision=prec)
-    dec = Deployment(gpu=g, num_gpus=8, plan=parse_plan("decode", "tp=8", m), precision=prec)
+    pre = Deployment(gpu=g, num_gpus=4, plan=Plan.parse("tp=4", m, "prefill"), precision=prec)
+    dec = Deployment(gpu=g, num_gpus=8, plan=Plan.parse("tp=8", m, "decode"), precision=prec)
     r = evaluate_disagg(m, pre, dec, calibration=calibration_for(g), prefill_instances=1, decode_instances=1,
                         concurrency=np.array([8.0, 64.0]), isl=1024, osl=256, decode_max_batch=8)
     assert np.allclose(r["ttft_s"], [0.10371891053579607, 10.646741492899103], rtol=RTOL_ACROSS_CPUS, atol=0)
@@ -211,8 +211,8 @@ def test_a_deployment_pair_prices_as_the_loose_arguments_did():
     # SGLang with MTP, prefill on B200 and decode on GB200, each on its own GPU's profile
     ds, b200, gb200 = get_model("deepseek-r1"), get_gpu("b200"), get_gpu("gb200")
     one = dict(precision=ds.default_precision, backend="sglang")
-    pre = Deployment(gpu=b200, num_gpus=8, plan=parse_plan("prefill", "tp=8", ds), **one)
-    dec = Deployment(gpu=gb200, num_gpus=8, plan=parse_plan("decode", "attention_dp=8,ep=8", ds), spec=SpecDecoding("mtp", 3, 2.5), **one)
+    pre = Deployment(gpu=b200, num_gpus=8, plan=Plan.parse("tp=8", ds, "prefill"), **one)
+    dec = Deployment(gpu=gb200, num_gpus=8, plan=Plan.parse("attention_dp=8,ep=8", ds, "decode"), spec=SpecDecoding("mtp", 3, 2.5), **one)
     r = evaluate_disagg(ds, pre, dec, calibration=calibration_for(b200), decode_calibration=calibration_for(gb200), prefill_instances=2,
                         decode_instances=1, concurrency=np.array([16.0, 256.0]), isl=4096, osl=1024)
     assert np.allclose(r["ttft_s"], [0.2588307800576466, 0.3358989940487369], rtol=RTOL_ACROSS_CPUS, atol=0)

@@ -7,7 +7,6 @@ from conftest import disagg_pair, run
 
 from llm_codesign.cost.calibration import calibration_for
 from llm_codesign.serve.disagg import evaluate_disagg
-from llm_codesign.spec.engines import TRTLLM
 from llm_codesign.spec.plan import Plan
 from llm_codesign.spec.precision import Precision
 
@@ -20,23 +19,23 @@ def test_disaggregated_frontier_points_reprice_to_themselves(h200, llama70b):
 
     cal = calibration_for(h200)
     r = search_disagg(llama70b, h200, cal, SearchSpace(8, precisions=(FP8,)), isl=4096, osl=512)
-    fr = r["frontier"]
-    assert len(fr) > 5 and r["mode"] == "disaggregated"
-    xs, ys = np.array([p["tok_s_per_user"] for p in fr]), np.array([p["output_tok_s_per_gpu"] for p in fr])
+    fr = r.points
+    assert len(fr) > 5 and r.mode == "disaggregated" and r.to_dict()["mode"] == "disaggregated"
+    xs, ys = np.array([p.tok_s_per_user for p in fr]), np.array([p.output_tok_s_per_gpu for p in fr])
     assert np.all(np.diff(xs) > 0) and np.all(np.diff(ys) < 0)  # sorted and none dominates another
     for p in fr[:: max(1, len(fr) // 5)]:
-        d = p["deployment"]
-        assert d["instance_gpus"] * d["replicas"] == 8
-        plans = [Plan(x["tp"], x["pp"], x["ep"], x["moe_tp"], x["attention_dp"], x["kvp"]) for x in (d["prefill"], d["decode"])]
-        one = evaluate_disagg(llama70b, *disagg_pair(h200, FP8, plans[0], plans[1]), calibration=cal,
-                              prefill_instances=d["prefill"]["instances"], decode_instances=d["decode"]["instances"],
-                              concurrency=d["concurrency_per_instance"], isl=4096, osl=512)
-        assert float(np.ravel(one["ttft_s"])[0]) * 1e3 == pytest.approx(p["ttft_ms"])
-        assert float(np.ravel(one["tpot_s"])[0]) * 1e3 == pytest.approx(p["tpot_ms"])
-        assert float(np.ravel(one["output_tok_s_per_gpu"])[0]) == pytest.approx(p["output_tok_s_per_gpu"])
+        d = p.to_dict()["deployment"]  # the record --json prints: both pools' plans, rebuilt into the point's own
+        assert d["instance_gpus"] * d["replicas"] == 8 and d["concurrency_per_instance"] == p.concurrency
+        plans = [Plan.from_dict(d["prefill"]), Plan.from_dict(d["decode"])]
+        assert plans == [p.prefill.plan, p.decode.plan] and disagg_pair(h200, FP8, *plans) == (p.prefill, p.decode)
+        one = evaluate_disagg(llama70b, p.prefill, p.decode, calibration=cal, prefill_instances=d["prefill"]["instances"],
+                              decode_instances=d["decode"]["instances"], concurrency=p.concurrency, isl=4096, osl=512)
+        assert float(np.ravel(one["ttft_s"])[0]) == pytest.approx(p.ttft_s)
+        assert float(np.ravel(one["tpot_s"])[0]) == pytest.approx(p.tpot_s)
+        assert float(np.ravel(one["output_tok_s_per_gpu"])[0]) == pytest.approx(p.output_tok_s_per_gpu)
         # the decode instance's kernels: the step less the engine's host costs (no speculation here)
-        ops_ms = sum(x["time_ms"] for x in decode_breakdown(llama70b, h200, cal, d, isl=4096, osl=512, engine=TRTLLM, spec=None))
-        assert 0.8 * p["tpot_ms"] < ops_ms < p["tpot_ms"]
+        ops_ms = sum(x["time_ms"] for x in decode_breakdown(llama70b, cal, p, isl=4096, osl=512))
+        assert 0.8 * p.tpot_s * 1e3 < ops_ms < p.tpot_s * 1e3
 
 
 def test_pareto_disagg_cli(tmp_path):

@@ -8,14 +8,14 @@ from typer.testing import CliRunner
 from llm_codesign.cli import app
 from llm_codesign.cost.calibration import calibration_for
 from llm_codesign.cost.memory import kv_bytes_per_token
-from llm_codesign.cost.ops import Sharding
-from llm_codesign.serve.disagg import evaluate_disagg, parse_plan
+from llm_codesign.serve.disagg import evaluate_disagg
 from llm_codesign.spec.hardware import get_gpu
+from llm_codesign.spec.plan import Plan
 from llm_codesign.spec.registry import get_model
 
 M = get_model("llama-3.1-70b")
 PREC = M.default_precision
-P, D = parse_plan("prefill", "tp=4", M), parse_plan("decode", "tp=8", M)
+P, D = Plan.parse("tp=4", M, "prefill"), Plan.parse("tp=8", M, "decode")
 C, ISL, OSL = np.array([1.0, 16.0]), 4096, 512
 
 
@@ -40,11 +40,11 @@ def test_kv_cache_crosses_both_nics():
     r = _run("h100", "b200")
     # the one decode rank (TP8) receives the whole prompt's cache, 1/8 per GPU, each on its own NIC:
     # no faster than those bytes at the slower NIC's line rate
-    per_gpu = float(kv_bytes_per_token(M, PREC, Sharding(tp=8), ISL)) * ISL
+    per_gpu = float(kv_bytes_per_token(M, PREC, Plan(tp=8), ISL)) * ISL
     floor = per_gpu / min(gp.scale_out_bandwidth_bytes_per_s, gd.scale_out_bandwidth_bytes_per_s)
     assert float(np.min(r["kv_transfer_s"])) >= floor
     # TP4 + TP4 on one GPU type fit one 8-GPU NVLink domain; on two types the cache crosses NICs, 9x slower links
-    d4 = parse_plan("decode", "tp=4", M)
+    d4 = Plan.parse("tp=4", M, "decode")
     assert float(np.min(_run("h100", "b200", d4)["kv_transfer_s"])) > 3.0 * float(np.max(_run("h100", "h100", d4)["kv_transfer_s"]))
 
 

@@ -6,6 +6,7 @@ import pytest
 from llm_codesign.errors import InputError
 from llm_codesign.spec.engines import get_engine
 from llm_codesign.spec.hardware import get_gpu
+from llm_codesign.spec.plan import Plan
 from llm_codesign.spec.registry import get_model
 
 
@@ -79,7 +80,7 @@ def test_pdl_saves_its_share_of_a_boundary_per_launch_on_sm90_and_newer():
     import numpy as np
 
     from llm_codesign.cost.calibration import calibration_for
-    from llm_codesign.cost.ops import Sharding, launches
+    from llm_codesign.cost.ops import launches
     from llm_codesign.serve.aggregated import decode_step
     from llm_codesign.spec.hardware import get_gpu
     from llm_codesign.spec.precision import Precision
@@ -96,7 +97,7 @@ def test_pdl_saves_its_share_of_a_boundary_per_launch_on_sm90_and_newer():
         step = {}
         for credit in (0.0, 0.25e-6):
             costs = eng.costs(replace(cal, pdl_credit_s=credit))
-            step[credit], _, ops = decode_step(m, g, Precision.of("fp8" if gid != "a100" else "bf16"), Sharding(tp=8), costs=costs,
+            step[credit], _, ops = decode_step(m, g, Precision.of("fp8" if gid != "a100" else "bf16"), Plan(tp=8), costs=costs,
                                                b=16.0, ctx=2048.0, k=np.zeros(1), spec=None)
         n = float(np.ravel(launches(ops))[0])
         assert n > 100  # the step's launches: 80 layers of several kernels

@@ -17,20 +17,21 @@ def test_report_units_are_the_metrics_in_ms_and_gb():
     w = Workload(isl=4096, osl=512, concurrency=32)
     cal = calibration_for(dep.gpu)
     r, e = estimate(m, dep, w, calibration=cal), evaluate(m, dep, w, calibration=cal)
-    assert r["ttft_ms"] == pytest.approx(e.ttft_s.item() * 1e3, rel=1e-12)
-    assert r["tpot_ms"] == pytest.approx(e.tpot_s.item() * 1e3, rel=1e-12)
-    assert r["memory"]["weights_gb"] == pytest.approx(e.weights_bytes.item() / 1e9, rel=1e-12)
-    assert r["mode"] == "concurrency" and r["fits"]
+    assert r.ttft_s == pytest.approx(e.ttft_s.item(), rel=1e-12) and r.tpot_s == pytest.approx(e.tpot_s.item(), rel=1e-12)
+    assert r.memory.weights == pytest.approx(e.weights_bytes.item(), rel=1e-12)
+    d = r.to_dict()  # what --json prints: ms and GB
+    assert (d["ttft_ms"], d["tpot_ms"], d["memory"]["weights_gb"]) == (r.ttft_s * 1e3, r.tpot_s * 1e3, r.memory.weights / 1e9)
+    assert r.mode == "concurrency" and r.fits
 
 
 def test_speculation_break_even_is_reported():
     m = get_model("llama-3.1-70b")
     dep = deployment(m, gpu="b200", tp=8, spec="eagle3", acceptance_rates="0.8,0.6,0.5")
     r = estimate(m, dep, Workload(isl=1024, osl=1024, concurrency=1), calibration=calibration_for(dep.gpu))
-    s = r["spec"]
+    s = r.spec
     # memory-bound at one request: verifying 4 tokens costs about one step, so ~2.2 accepted tokens pay
-    assert r["accepted_per_step"] == pytest.approx(1 + 0.8 + 0.8 * 0.6 + 0.8 * 0.6 * 0.5)
-    assert s["speedup_at_1"] > 1.4 and s["draft_len"] == 3
+    assert r.accepted_per_step == pytest.approx(1 + 0.8 + 0.8 * 0.6 + 0.8 * 0.6 * 0.5)
+    assert s.speedup_at_1 > 1.4 and s.draft_len == 3
 
 
 def test_a_plan_that_does_not_divide_is_refused():
@@ -43,25 +44,25 @@ def test_a_format_the_gpu_cannot_run_says_how_it_runs():
     m = get_model("llama-3.1-70b")
     dep = deployment(m, gpu="h100", tp=8, weight_dtype="nvfp4")
     r = estimate(m, dep, Workload(concurrency=8), calibration=calibration_for(dep.gpu))
-    assert len(r["precision_notes"]) == 1 and "W4A16" in r["precision_notes"][0]
+    assert len(r.precision_notes) == 1 and "W4A16" in r.precision_notes[0]
     ok = deployment(m, gpu="b200", tp=8, weight_dtype="nvfp4")
-    assert estimate(m, ok, Workload(concurrency=8), calibration=calibration_for(ok.gpu))["precision_notes"] == []
+    assert estimate(m, ok, Workload(concurrency=8), calibration=calibration_for(ok.gpu)).precision_notes == ()
 
 
 def test_estimate_offline_and_errors():
     m, g = get_model("llama-3.1-70b"), get_gpu("h200")
     dep = Deployment(gpu=g, num_gpus=8, plan=Plan(tp=8), precision=Precision.of("fp8", kv="fp8"))
     r = estimate(m, dep, Workload(isl=1024, osl=1024), calibration=calibration_for(g))
-    assert r["mode"] == "offline-max-throughput" and r["concurrency"] <= r["max_batch"]
+    assert r.mode == "offline-max-throughput" and r.concurrency <= r.max_batch
     r1 = estimate(m, dep, Workload(isl=1024, osl=1024, concurrency=1), calibration=calibration_for(g))
-    assert r1["tok_s_per_user"] > r["tok_s_per_user"] and r1["output_tok_s_per_gpu"] < r["output_tok_s_per_gpu"]
-    assert r1["tok_s_per_user"] == pytest.approx(1000 / r1["tpot_ms"])
+    assert r1.tok_s_per_user > r.tok_s_per_user and r1.output_tok_s_per_gpu < r.output_tok_s_per_gpu
+    assert r1.tok_s_per_user == pytest.approx(1 / r1.tpot_s)
     big = Deployment(gpu=get_gpu("h100"), num_gpus=1, plan=Plan(tp=1))
     with pytest.raises(InputError, match="needs .* GB per GPU"):
         estimate(m, big, Workload(isl=1024, osl=1024), calibration=calibration_for(g))
     with pytest.raises(InputError, match="concurrency"):
         estimate(m, dep, Workload(isl=1024, osl=1024, concurrency=0), calibration=calibration_for(g))
     # more requests than the KV cache holds are priced and flagged, not refused
-    over = estimate(m, dep, Workload(isl=1024, osl=1024, concurrency=10 * r["max_batch"]), calibration=calibration_for(g))
-    assert not over["fits"] and f"holds {r['max_batch']} sequences" in over["over_capacity"]
-    assert over["ttft_ms"] > 9 * 1024 * r1["tpot_ms"]  # nine whole requests' lives ahead of the average arrival
+    over = estimate(m, dep, Workload(isl=1024, osl=1024, concurrency=10 * r.max_batch), calibration=calibration_for(g))
+    assert not over.fits and f"holds {r.max_batch} sequences" in over.over_capacity
+    assert over.ttft_s > 9 * 1024 * r1.tpot_s  # nine whole requests' lives ahead of the average arrival

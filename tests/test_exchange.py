@@ -5,14 +5,13 @@ import pytest
 
 from llm_codesign.cost import kernels as cost
 from llm_codesign.cost.ops import Batch, forward_ops
-from llm_codesign.serve.aggregated import _sharding
 from llm_codesign.spec.engines import TRTLLM
 from llm_codesign.spec.plan import Plan, validity
 from llm_codesign.spec.precision import Precision
 
 
 def _ops(model, gpu, cal, plan, **batch):
-    ops = forward_ops(model, gpu, cal, Precision.of("fp8"), _sharding(plan), b=Batch(**batch), engine=TRTLLM)
+    ops = forward_ops(model, gpu, cal, Precision.of("fp8"), plan.broadcast(), b=Batch(**batch), engine=TRTLLM)
     return {o.name: o for o in ops}
 
 

@@ -245,13 +245,13 @@ def test_step_budget_is_searched_and_every_point_states_it():
     base = search(m, g, cal, SearchSpace(2), isl=2048, osl=256, engine=get_engine("vllm"), max_ttft_ms=1500)
     one = search(m, g, cal, SearchSpace(2, step_tokens=(2048,)), isl=2048, osl=256, engine=get_engine("vllm"), max_ttft_ms=1500)
     grid = search(m, g, cal, SearchSpace(2, step_tokens=(1024, 2048, 8192)), isl=2048, osl=256, engine=get_engine("vllm"), max_ttft_ms=1500)
-    assert grid["evaluated"] == 3 * base["evaluated"]
+    assert grid.evaluated == 3 * base.evaluated
     # vLLM's default on an 80 GB H100 is 8192 tokens a step: naming 2048 alone is another search, the grid holds both
-    assert [p["output_tok_s_per_gpu"] for p in base["frontier"]] != [p["output_tok_s_per_gpu"] for p in one["frontier"]]
-    best = lambda r: max(p["output_tok_s_per_gpu"] for p in r["frontier"])  # noqa: E731
+    assert [p.output_tok_s_per_gpu for p in base.points] != [p.output_tok_s_per_gpu for p in one.points]
+    best = lambda r: max(p.output_tok_s_per_gpu for p in r.points)  # noqa: E731
     assert best(grid) >= max(best(base), best(one))
-    for p in grid["frontier"]:
-        assert p["deployment"]["max_num_tokens"] in (1024, 2048, 8192) and p["deployment"]["concurrency_per_instance"] >= 1
+    for p in grid.points:
+        assert p.deployment.max_num_tokens in (1024, 2048, 8192) and p.concurrency >= 1
 
 
 def test_export_point_of_a_frontier(tmp_path):

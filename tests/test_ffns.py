@@ -4,14 +4,15 @@ import numpy as np
 import pytest
 
 from llm_codesign.cost.ffns import distinct_experts, routed_load
-from llm_codesign.cost.ops import Batch, Sharding, layer_ops
+from llm_codesign.cost.ops import Batch, layer_ops
 from llm_codesign.spec.kinds import DenseFfn, LinearFfn, NoMixer
 from llm_codesign.spec.model import Layer, ModelSpec
+from llm_codesign.spec.plan import Plan
 
 
 def _ffn_ops(ffn, gpu, cal, *, tp):
     m = ModelSpec("ffn", hidden=4096, vocab=32000, groups=((Layer(NoMixer(), ffn), 2),))
-    return layer_ops(m, m.groups[0][0], 2.0, gpu, cal, prec=m.default_precision, sh=Sharding(tp=tp), b=Batch(dec_seqs=16, dec_ctx=100),
+    return layer_ops(m, m.groups[0][0], 2.0, gpu, cal, prec=m.default_precision, sh=Plan(tp=tp), b=Batch(dec_seqs=16, dec_ctx=100),
                      prefix="x", parts=("ffn",))
 
 

@@ -68,11 +68,11 @@ def test_frontier_points_reproduce_through_evaluate(name, gid, n, wt):
     m, g = get_model(name), get_gpu(gid)
     cal = calibration_for(g)
     r = search(m, g, cal, SearchSpace(n, precisions=parse_precisions(wt, None, None, m, g)), isl=2048, osl=256)
-    assert len(r["frontier"]) >= 3
-    for p in r["frontier"]:
-        d = p["deployment"]
+    assert len(r.points) >= 3
+    for p in r.points:
+        d = p.to_dict()["deployment"]  # the record --json prints rebuilds the point's deployment
         one = evaluate(m, Deployment.from_dict(d), Workload(isl=2048, osl=256, concurrency=d["concurrency_per_instance"]),
                        calibration=cal)
-        assert one.tpot_s.item() * 1e3 == pytest.approx(p["tpot_ms"], rel=1e-9)
-        assert one.ttft_s.item() * 1e3 == pytest.approx(p["ttft_ms"], rel=1e-9)
-        assert one.output_tok_s_per_gpu.item() == pytest.approx(p["output_tok_s_per_gpu"], rel=1e-9)
+        assert one.tpot_s.item() == pytest.approx(p.tpot_s, rel=1e-9)
+        assert one.ttft_s.item() == pytest.approx(p.ttft_s, rel=1e-9)
+        assert one.output_tok_s_per_gpu.item() == pytest.approx(p.output_tok_s_per_gpu, rel=1e-9)

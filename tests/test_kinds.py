@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 
 from llm_codesign.cost.memory import kv_bytes_per_token, weight_bytes_per_gpu
-from llm_codesign.cost.ops import Sharding
 from llm_codesign.spec.kinds import DSA, GQA, MLA, DenseFfn, Mixer, MoE, NoFfn, chunk_keys
 from llm_codesign.spec.model import Layer, ModelSpec
+from llm_codesign.spec.plan import Plan
 from llm_codesign.spec.precision import Precision
 
 
@@ -85,9 +85,9 @@ class KvToy(Mixer):
 def test_memory_reads_a_new_kinds_cache_and_weights_from_its_type():
     # before the kinds were types, a kind the memory model did not name held no KV cache (`else: continue`)
     m = ModelSpec("toy", hidden=1024, vocab=1000, groups=((Layer(KvToy(), NoFfn()), 6),))
-    assert float(kv_bytes_per_token(m, Precision.of("bf16", kv="fp8"), Sharding(), 4096)) == 6 * 100 * 1.0
+    assert float(kv_bytes_per_token(m, Precision.of("bf16", kv="fp8"), Plan(), 4096)) == 6 * 100 * 1.0
     assert m.kv_values_per_token() == 600
-    assert float(weight_bytes_per_gpu(m, Precision.of("bf16"), Sharding(tp=2))) == 6 * 1024 * 1024 * 2.0 / 2 + 2 * 1000 * 1024 * 2.0 / 2
+    assert float(weight_bytes_per_gpu(m, Precision.of("bf16"), Plan(tp=2))) == 6 * 1024 * 1024 * 2.0 / 2 + 2 * 1000 * 1024 * 2.0 / 2
 
 
 def test_a_kind_missing_part_of_its_contract_cannot_be_built():

@@ -5,10 +5,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from llm_codesign.cost.memory import kv_bytes_per_token, weight_bytes_per_gpu
-from llm_codesign.cost.ops import Sharding
 from llm_codesign.spec.engines import TRTLLM
 from llm_codesign.spec.hardware import get_gpu
-from llm_codesign.spec.plan import SpecDecoding
+from llm_codesign.spec.plan import Plan, SpecDecoding
 from llm_codesign.spec.precision import Precision
 from llm_codesign.spec.registry import get_model
 
@@ -18,24 +17,24 @@ DENSE = ["llama-3.1-8b", "qwen3-32b", "llama-3.1-70b"]
 def test_gqa_kv_bytes_per_token():
     # Llama-3.1-70B: 80 layers x 8 KV heads x 128 x (K + V) x 2 bytes = 327,680 B per token (BF16)
     m = get_model("llama-3.1-70b")
-    assert float(kv_bytes_per_token(m, Precision.of("bf16"), Sharding())) == 327_680
+    assert float(kv_bytes_per_token(m, Precision.of("bf16"), Plan())) == 327_680
     # TP8 leaves one KV head per GPU; FP8 halves the bytes
-    assert float(kv_bytes_per_token(m, Precision.of("bf16"), Sharding(tp=8))) == 327_680 / 8
-    assert float(kv_bytes_per_token(m, Precision.of("bf16", kv="fp8"), Sharding(tp=8))) == 327_680 / 16
+    assert float(kv_bytes_per_token(m, Precision.of("bf16"), Plan(tp=8))) == 327_680 / 8
+    assert float(kv_bytes_per_token(m, Precision.of("bf16", kv="fp8"), Plan(tp=8))) == 327_680 / 16
 
 
 def test_mla_latent_is_replicated_over_tp():
     # DeepSeek-R1: 61 layers x (kv_lora_rank 512 + rope 64) x 2 bytes = 70,272 B per token, on every TP rank
     m = get_model("deepseek-r1")
     for tp in (1, 8):
-        assert float(kv_bytes_per_token(m, Precision.of("bf16"), Sharding(tp=tp))) == 61 * 576 * 2
+        assert float(kv_bytes_per_token(m, Precision.of("bf16"), Plan(tp=tp))) == 61 * 576 * 2
 
 
 def test_weights_per_gpu_shard_by_tp():
     m = get_model("llama-3.1-70b")
-    one = float(weight_bytes_per_gpu(m, Precision.of("bf16"), Sharding()))
+    one = float(weight_bytes_per_gpu(m, Precision.of("bf16"), Plan()))
     assert one == pytest.approx(2 * m.total_params, rel=1e-9)  # every parameter once, 2 bytes
-    eight = float(weight_bytes_per_gpu(m, Precision.of("bf16"), Sharding(tp=8)))
+    eight = float(weight_bytes_per_gpu(m, Precision.of("bf16"), Plan(tp=8)))
     # everything shards over TP except the norms (replicated): within 0.01% of a clean eighth
     assert eight == pytest.approx(one / 8, rel=1e-4) and eight >= one / 8
 
@@ -62,15 +61,15 @@ def test_deepseek_mtp_layer_bytes_per_gpu_by_hand():
     m = get_model("deepseek-r1")
     spec = SpecDecoding("mtp", 3, mean_accepted=2.5)
     dm = draft_model(m, spec)
-    w = draft_weight_bytes_per_gpu(m, dm, "mtp", m.default_precision, Sharding(tp=8, ep=8))
+    w = draft_weight_bytes_per_gpu(m, dm, "mtp", m.default_precision, Plan(tp=8, ep=8))
     assert float(w) == 1_660_971_056
     # as SGLang holds it (eh_proj replicated), and as TensorRT-LLM does: eh_proj row-parallel over TP8,
     # 205,520,896 / 8 = 25,690,112 B, so 1,481,140,272 B; replicated again under attention DP
-    r0, r1 = _fit(m, "h200", Sharding(tp=8, ep=8), "static"), _fit(m, "h200", Sharding(tp=8, ep=8), "static", spec)
+    r0, r1 = _fit(m, "h200", Plan(tp=8, ep=8), "static"), _fit(m, "h200", Plan(tp=8, ep=8), "static", spec)
     assert float(r1["weights"] - r0["weights"]) == pytest.approx(1_660_971_056)
-    r0, r1 = _fit(m, "h200", Sharding(tp=8, ep=8), "free"), _fit(m, "h200", Sharding(tp=8, ep=8), "free", spec, engine=TRTLLM)
+    r0, r1 = _fit(m, "h200", Plan(tp=8, ep=8), "free"), _fit(m, "h200", Plan(tp=8, ep=8), "free", spec, engine=TRTLLM)
     assert float(r1["weights"] - r0["weights"]) == pytest.approx(1_481_140_272)
-    adp = Sharding(tp=1, adp=8, ep=8)
+    adp = Plan(tp=1, adp=8, ep=8)
     assert float(_fit(m, "h200", adp, "free", spec, engine=TRTLLM)["draft_weights"]) > float(r1["draft_weights"])
     # the MTP layer's latent cache: one more layer of 576 BF16 values per token on every rank
     assert float(r1["kv_per_token"] - r0["kv_per_token"]) == 576 * 2
@@ -84,9 +83,9 @@ def test_eagle3_head_bytes_by_hand():
     from llm_codesign.serve.aggregated import draft_model
     m = get_model("llama-3.1-8b")
     dm = draft_model(m, SpecDecoding("eagle3", 3, mean_accepted=2.5))
-    one = float(draft_weight_bytes_per_gpu(m, dm, "eagle3", m.default_precision, Sharding()))
+    one = float(draft_weight_bytes_per_gpu(m, dm, "eagle3", m.default_precision, Plan()))
     assert one == 849_346_560
-    two = float(draft_weight_bytes_per_gpu(m, dm, "eagle3", m.default_precision, Sharding(tp=2)))
+    two = float(draft_weight_bytes_per_gpu(m, dm, "eagle3", m.default_precision, Plan(tp=2)))
     assert two == pytest.approx((849_346_560 - 100_663_296) / 2 + 100_663_296)
 
 
@@ -96,8 +95,8 @@ def test_separate_draft_is_tp_sharded_and_not_pipelined():
     m = get_model("llama-3.1-70b")
     spec = SpecDecoding("draft", 4, mean_accepted=3.0, draft_model="llama-3.1-8b")
     dm = draft_model(m, spec)
-    w = draft_weight_bytes_per_gpu(m, dm, "draft", m.default_precision, Sharding(tp=4, pp=2))
-    assert float(w) == float(weight_bytes_per_gpu(dm, m.default_precision, Sharding(tp=4)))
+    w = draft_weight_bytes_per_gpu(m, dm, "draft", m.default_precision, Plan(tp=4, pp=2))
+    assert float(w) == float(weight_bytes_per_gpu(dm, m.default_precision, Plan(tp=4)))
 
 
 def test_vllm_sampler_warmup_by_hand():
@@ -106,14 +105,14 @@ def test_vllm_sampler_warmup_by_hand():
     # 1,786,773,504 B; the profile peak is the larger, plus the CUDA context (0.75 GB)
     from llm_codesign.cost.memory import CUDA_CONTEXT_BYTES, activation_bytes, forward_activation_bytes
     m = get_model("llama-3.1-70b")
-    sh = Sharding(tp=8)
+    sh = Plan(tp=8)
     assert float(forward_activation_bytes(m, sh, 8192)) == 1_786_773_504
     assert float(activation_bytes(m, sh, 8192, budget="total", max_seqs=1024)) == 2_364_014_592 + CUDA_CONTEXT_BYTES
     # rows are min(max_num_seqs, max_num_batched_tokens): a 512-token budget samples 512 rows,
     # 512 x 128256 x 18 = 1,182,007,296 B, against a 512-token forward of 111,673,344 B
     assert float(activation_bytes(m, sh, 512, budget="total", max_seqs=1024)) == 1_182_007_296 + CUDA_CONTEXT_BYTES
     # A100-class vLLM (max_num_seqs 256) at TP1: the 8192-token forward (8192 x (98304 + 86016) x 2 B) dominates
-    assert float(activation_bytes(m, Sharding(), 8192, budget="total", max_seqs=256)) == 8192 * 184_320 * 2 + CUDA_CONTEXT_BYTES
+    assert float(activation_bytes(m, Plan(), 8192, budget="total", max_seqs=256)) == 8192 * 184_320 * 2 + CUDA_CONTEXT_BYTES
 
 
 def test_trtllm_graph_pool_grows_with_draft_length():
@@ -121,7 +120,7 @@ def test_trtllm_graph_pool_grows_with_draft_length():
     # forward's activations in the pool instead of a 128-token one
     from llm_codesign.cost.memory import activation_bytes, forward_activation_bytes
     m = get_model("llama-3.1-70b")
-    sh = Sharding(tp=8)
+    sh = Plan(tp=8)
     d = float(activation_bytes(m, sh, 8192, budget="free", draft_len=3) - activation_bytes(m, sh, 8192, budget="free"))
     assert d == float(forward_activation_bytes(m, sh, 512) - forward_activation_bytes(m, sh, 128)) == 384 * 109_056 * 2
 
@@ -131,7 +130,7 @@ def test_sglang_draft_weights_come_out_of_the_static_share():
     # KV pool shrinks by exactly the draft's weights
     m = get_model("deepseek-r1")
     spec = SpecDecoding("mtp", 3, mean_accepted=2.5)
-    r0, r1 = _fit(m, "b200", Sharding(tp=8, ep=8), "static"), _fit(m, "b200", Sharding(tp=8, ep=8), "static", spec)
+    r0, r1 = _fit(m, "b200", Plan(tp=8, ep=8), "static"), _fit(m, "b200", Plan(tp=8, ep=8), "static", spec)
     assert float(r0["free_for_kv"] - r1["free_for_kv"]) == pytest.approx(float(r1["draft_weights"]))
 
 
@@ -142,7 +141,7 @@ def test_sglang_draft_weights_come_out_of_the_static_share():
 def test_draft_never_raises_max_batch(name, method, budget, tp, pp, gpu):
     m = get_model(name)
     spec = SpecDecoding(method, 3, mean_accepted=2.0, draft_model="qwen3-0.6b" if method == "draft" else None)
-    sh = Sharding(tp=tp, pp=pp, ep=tp if m.is_moe else 1)
+    sh = Plan(tp=tp, pp=pp, ep=tp if m.is_moe else 1)
     r0, r1 = _fit(m, gpu, sh, budget), _fit(m, gpu, sh, budget, spec)
     assert float(r1["draft_weights"]) > 0
     assert float(r1["max_seqs_per_rank"]) <= float(r0["max_seqs_per_rank"])
@@ -157,7 +156,7 @@ def test_a_sweeps_zero_draft_length_loads_no_draft():
 
     m = get_model("deepseek-r1")
     spec = SpecDecoding("mtp", 3, mean_accepted=2.5)
-    sh = Sharding(tp=8, ep=8)
+    sh = Plan(tp=8, ep=8)
     for budget in ("free", "total", "static"):
         none = _fit(m, "b200", sh, budget)
         swept = _fit(m, "b200", sh, budget, spec, draft_len=np.array([0.0, 1.0, 3.0]))
@@ -176,7 +175,7 @@ def test_tp_never_increases_weight_memory(name):
     m = get_model(name)
     prev = np.inf
     for tp in (1, 2, 4, 8):
-        w = float(weight_bytes_per_gpu(m, m.default_precision, Sharding(tp=tp, ep=tp if m.is_moe else 1)))
+        w = float(weight_bytes_per_gpu(m, m.default_precision, Plan(tp=tp, ep=tp if m.is_moe else 1)))
         assert w <= prev
         prev = w
 
@@ -185,29 +184,28 @@ def test_weight_memory_golden():
     # Llama-3.1-70B BF16, TP8: layers 80 x (8192 x 18432 attention + 3 x 8192 x 28672 FFN) x 2 B / 8
     # + embedding and LM head 2 x 128256 x 8192 x 2 B / 8 = 17,638,096,896 B
     m = get_model("llama-3.1-70b")
-    assert float(weight_bytes_per_gpu(m, Precision.of("bf16"), Sharding(tp=8))) == 17_638_096_896
+    assert float(weight_bytes_per_gpu(m, Precision.of("bf16"), Plan(tp=8))) == 17_638_096_896
     # PP2 x TP4: half the layers, and the larger of embedding / LM head (they sit on different stages)
-    w = float(weight_bytes_per_gpu(m, Precision.of("bf16"), Sharding(tp=4, pp=2)))
+    w = float(weight_bytes_per_gpu(m, Precision.of("bf16"), Plan(tp=4, pp=2)))
     assert w == 80 * 855_638_016 * 2 / 8 + 128256 * 8192 * 2 / 4
 
 
 def test_kv_per_gpu_golden():
     m = get_model("llama-3.1-70b")
-    assert float(kv_bytes_per_token(m, Precision.of("bf16"), Sharding(tp=8))) == 327_680 / 8
+    assert float(kv_bytes_per_token(m, Precision.of("bf16"), Plan(tp=8))) == 327_680 / 8
     # TP beyond the 8 KV heads replicates them: TP16 holds one head per GPU like TP8
-    assert float(kv_bytes_per_token(m, Precision.of("bf16", kv="fp8"), Sharding(tp=16))) == 327_680 / 2 / 8
+    assert float(kv_bytes_per_token(m, Precision.of("bf16", kv="fp8"), Plan(tp=16))) == 327_680 / 2 / 8
     ds = get_model("deepseek-v3")
     # the MLA latent is replicated on every TP rank; attention-DP ranks hold their own sequences
-    assert float(kv_bytes_per_token(ds, Precision.of("bf16"), Sharding(tp=8))) == 576 * 61 * 2
+    assert float(kv_bytes_per_token(ds, Precision.of("bf16"), Plan(tp=8))) == 576 * 61 * 2
 
 
 def test_kv_budget_free_vs_total(h100):
     from llm_codesign.cost.memory import activation_bytes, fit, weight_bytes_per_gpu
-    from llm_codesign.cost.ops import Sharding
     from llm_codesign.spec.registry import get_model
 
     m = get_model("llama-3.1-70b")
-    prec, sh = m.default_precision, Sharding(tp=2)
+    prec, sh = m.default_precision, Plan(tp=2)
     w = weight_bytes_per_gpu(m, prec, sh)
     act_total, act_free = (activation_bytes(m, sh, 8192, budget=b, max_seqs=1024) for b in ("total", "free"))
     total = fit(m, h100, prec, sh, 1024, osl=1024, budget="total", usable_fraction=0.9)
@@ -221,10 +219,9 @@ def test_kv_budget_free_vs_total(h100):
 def test_static_budget_leaves_activations_outside(h100):
     # SGLang's fraction covers weights and KV only: the KV pool is fraction x memory - weights
     from llm_codesign.cost.memory import fit, weight_bytes_per_gpu
-    from llm_codesign.cost.ops import Sharding
     from llm_codesign.spec.registry import get_model
 
     m = get_model("llama-3.1-70b")
-    prec, sh = m.default_precision, Sharding(tp=4)
+    prec, sh = m.default_precision, Plan(tp=4)
     r = fit(m, h100, prec, sh, 1024, osl=1024, max_num_tokens=8192, usable_fraction=0.824, budget="static")
     assert float(r["free_for_kv"]) == pytest.approx(0.824 * h100.memory_bytes - weight_bytes_per_gpu(m, prec, sh))

@@ -12,7 +12,7 @@ from llm_codesign.cost import kernels, ops
 from llm_codesign.spec import kinds
 from llm_codesign.spec.kinds import DenseFfn, Ffn, Mixer
 from llm_codesign.spec.model import Layer, ModelSpec
-from llm_codesign.spec.plan import Workload
+from llm_codesign.spec.plan import Plan, Workload
 
 
 def _concrete(base):
@@ -81,7 +81,7 @@ def test_a_new_mixer_prices_an_estimate_through_the_registries(registry):
     ops.op_builder(StateMixer, part="attention")(_state_ops)
     m = _toy_model(StateMixer(heads=32, head_dim=128))
     dep = api.deployment(m, gpu="h100", num_gpus=1)
-    r = api.estimate(m, dep, Workload(isl=1024, osl=128, concurrency=8), breakdown=True)
+    r = api.estimate(m, dep, Workload(isl=1024, osl=128, concurrency=8), breakdown=True).to_dict()
     by = {o["name"]: o for o in r["breakdown"]}
     # the decode step of 8 sequences, 8 layers: QKV 2 x 8 tokens x (3 x 4096) x 4096 FLOPs a layer
     assert by["layer/attn/qkv"]["flops"] == 8 * 2.0 * 8 * 3 * 4096 * 4096
@@ -117,7 +117,7 @@ def test_registering_checks_the_type_and_refuses_a_second_builder(registry):
 
 def test_linear_mixer_is_one_square_gemm_and_its_all_reduce(h100, cal_h100):
     m = ModelSpec("lin", hidden=4096, vocab=32000, groups=((Layer(kinds.LinearMixer(), kinds.NoFfn()), 4),))
-    got = ops.layer_ops(m, m.groups[0][0], 4.0, h100, cal_h100, prec=m.default_precision, sh=ops.Sharding(tp=2),
+    got = ops.layer_ops(m, m.groups[0][0], 4.0, h100, cal_h100, prec=m.default_precision, sh=Plan(tp=2),
                         b=ops.Batch(dec_seqs=16, dec_ctx=100), prefix="x", parts=("attn",))
     assert [(o.name, o.part) for o in got] == [("x/attn/linear", "attention"), ("x/attn/all_reduce", "attention")]
     assert float(got[0].flops) == 2.0 * 16 * 2048 * 4096

@@ -7,8 +7,9 @@ from hypothesis import strategies as st
 
 from llm_codesign.cost.calibration import calibration_for
 from llm_codesign.cost.memory import kv_bytes_per_token
-from llm_codesign.cost.ops import Batch, Sharding, forward_ops, launches, step_time
+from llm_codesign.cost.ops import Batch, forward_ops, launches, step_time
 from llm_codesign.spec.hardware import catalog, get_gpu
+from llm_codesign.spec.plan import Plan
 from llm_codesign.spec.precision import Precision, gemm_math
 from llm_codesign.spec.registry import get_model
 
@@ -23,7 +24,7 @@ def _sum(ops, attr, kinds=("gemm",)):
 def test_linear_flops_are_two_times_active_params_per_token(name, h100, cal_h100):
     m = get_model(name)
     B = 32
-    ops = forward_ops(m, h100, cal_h100, m.default_precision, Sharding(), b=Batch(dec_seqs=B, dec_ctx=512))
+    ops = forward_ops(m, h100, cal_h100, m.default_precision, Plan(), b=Batch(dec_seqs=B, dec_ctx=512))
     assert _sum(ops, "flops") == pytest.approx(2 * m.active_params * B, rel=1e-9)
 
 
@@ -33,7 +34,7 @@ def test_moe_flops_match_active_params_at_large_batch(b200):
     m = get_model("deepseek-v3")
     cal = calibration_for(b200)
     T = 4096
-    ops = forward_ops(m, b200, cal, m.default_precision, Sharding(), b=Batch(pf_tokens=T, pf_seqs=4, pf_ctx=0))
+    ops = forward_ops(m, b200, cal, m.default_precision, Plan(), b=Batch(pf_tokens=T, pf_seqs=4, pf_ctx=0))
     lin = _sum([o for o in ops if o.name != "lm_head"], "flops")
     # LM head runs on 4 sampled positions only; everything else on all tokens
     expect = 2 * (m.active_params - m.vocab * m.hidden) * T
@@ -42,7 +43,7 @@ def test_moe_flops_match_active_params_at_large_batch(b200):
 
 def test_attention_decode_flops_golden(h100, cal_h100):
     m = get_model("llama-3.1-8b")
-    ops = forward_ops(m, h100, cal_h100, m.default_precision, Sharding(), b=Batch(dec_seqs=4, dec_ctx=1000))
+    ops = forward_ops(m, h100, cal_h100, m.default_precision, Plan(), b=Batch(dec_seqs=4, dec_ctx=1000))
     core = next(o for o in ops if o.name == "layer/attn/core_decode")
     # QK^T and PV: 2 x B x heads x ctx x (128 + 128) per layer
     assert float(core.flops) == 2 * 4 * 32 * 1000 * 256
@@ -53,7 +54,7 @@ def test_attention_decode_flops_golden(h100, cal_h100):
 def test_flops_unchanged_by_tp(h100, cal_h100):
     m = get_model("llama-3.1-70b")
     b = Batch(dec_seqs=64, dec_ctx=2048)
-    per = [_sum(forward_ops(m, h100, cal_h100, m.default_precision, Sharding(tp=tp), b=b), "flops", ("gemm", "attention")) * tp
+    per = [_sum(forward_ops(m, h100, cal_h100, m.default_precision, Plan(tp=tp), b=b), "flops", ("gemm", "attention")) * tp
            for tp in (1, 2, 4, 8)]
     assert per == pytest.approx([per[0]] * 4, rel=1e-9)
 
@@ -66,7 +67,7 @@ def test_skewed_routing_slows_the_moe_step(b200):
     m = get_model("deepseek-r1")
     cal = calibration_for(b200)
     b = Batch(pf_tokens=4096, pf_seqs=4, pf_ctx=0)
-    sh = Sharding(tp=8, ep=8)
+    sh = Plan(tp=8, ep=8)
     moe = [step_time([o for o in forward_ops(m, b200, replace(cal, moe_routing_alpha=a), m.default_precision, sh, b=b) if o.part == "moe"])
            for a in (0.0, 1.01)]
     assert float(moe[1]) > 1.05 * float(moe[0])
@@ -74,9 +75,9 @@ def test_skewed_routing_slows_the_moe_step(b200):
 
 def test_operator_names_are_slash_paths(h100, cal_h100):
     m = get_model("deepseek-r1")
-    names = [o.name for o in forward_ops(m, h100, cal_h100, m.default_precision, Sharding(tp=8, ep=8), b=Batch(dec_seqs=8, dec_ctx=100))]
+    names = [o.name for o in forward_ops(m, h100, cal_h100, m.default_precision, Plan(tp=8, ep=8), b=Batch(dec_seqs=8, dec_ctx=100))]
     assert "layer1/moe/experts_gate_up" in names and "layer0/ffn/gate_up" in names and names[-1] == "lm_head"
-    assert float(step_time(forward_ops(m, h100, cal_h100, m.default_precision, Sharding(tp=8, ep=8), b=Batch(dec_seqs=8, dec_ctx=100)))) > 0
+    assert float(step_time(forward_ops(m, h100, cal_h100, m.default_precision, Plan(tp=8, ep=8), b=Batch(dec_seqs=8, dec_ctx=100)))) > 0
 
 
 def test_dsa_indexer_caps_mla_context_and_prices_the_indexer(b200):
@@ -91,7 +92,7 @@ def test_dsa_indexer_caps_mla_context_and_prices_the_indexer(b200):
     prec = Precision.of("fp8", kv="fp8")
 
     def decode(ctx):
-        ops = forward_ops(m, b200, cal, prec, Sharding(tp=8), b=Batch(dec_seqs=2, dec_ctx=ctx))
+        ops = forward_ops(m, b200, cal, prec, Plan(tp=8), b=Batch(dec_seqs=2, dec_ctx=ctx))
         return {o.name.split("/", 1)[1]: o for o in ops if o.name.endswith(("core_decode", "dsa_scores_decode", "dsa_prep"))}
 
     short, long = decode(2048), decode(10_000)
@@ -103,7 +104,7 @@ def test_dsa_indexer_caps_mla_context_and_prices_the_indexer(b200):
     # Hadamard 4, quantise-and-store 2) over 128; 8 kernels
     assert float(short["attn/dsa_prep"].bytes) == 2 * (32 * 128 * 11 + 128 * 14)
     # KV cache per token: 78 layers x (512 + 64 latent values in FP8 + 128 FP8 index keys + 4 B scale)
-    assert float(kv_bytes_per_token(m, prec, Sharding())) == pytest.approx(78 * (576 + 132))
+    assert float(kv_bytes_per_token(m, prec, Plan())) == pytest.approx(78 * (576 + 132))
 
 
 def test_qk_norm_across_heads_adds_a_tp_all_reduce(b200):
@@ -114,7 +115,7 @@ def test_qk_norm_across_heads_adds_a_tp_all_reduce(b200):
     cal = calibration_for(b200)
 
     def op(tp):
-        ops = forward_ops(m, b200, cal, m.default_precision, Sharding(tp=tp, moe_tp=tp), b=Batch(dec_seqs=16, dec_ctx=1000))
+        ops = forward_ops(m, b200, cal, m.default_precision, Plan(tp=tp, moe_tp=tp), b=Batch(dec_seqs=16, dec_ctx=1000))
         return next(o for o in ops if o.name.endswith("qk_norm_all_reduce"))
 
     assert float(op(4).bytes) == 16 * 2 * 4  # FP32 sums of squares of Q and K per token
@@ -131,7 +132,7 @@ def test_gated_deltanet_decode_is_flat_in_context_and_prices_its_state(b200):
     prec = m.default_precision
 
     def decode(ctx):
-        ops = forward_ops(m, b200, cal, prec, Sharding(tp=4, moe_tp=4), b=Batch(dec_seqs=8, dec_ctx=ctx))
+        ops = forward_ops(m, b200, cal, prec, Plan(tp=4, moe_tp=4), b=Batch(dec_seqs=8, dec_ctx=ctx))
         return {o.name: o for o in ops}
 
     short, long = decode(1_000), decode(100_000)
@@ -147,9 +148,9 @@ def test_gated_deltanet_decode_is_flat_in_context_and_prices_its_state(b200):
     full = next(k for k in short if k.endswith("attn/core_decode") and k != gdn)
     assert float(long[full].time) > 10 * float(short[full].time)
     # memory: each sequence holds its state on top of the KV cache, split by TP
-    per_seq = state_bytes_per_seq(m, Sharding(tp=4, moe_tp=4))
+    per_seq = state_bytes_per_seq(m, Plan(tp=4, moe_tp=4))
     assert float(per_seq) == pytest.approx(192_061_440 / 4)
-    mem = fit(m, b200, prec, Sharding(tp=4, moe_tp=4), 1000, osl=0)
+    mem = fit(m, b200, prec, Plan(tp=4, moe_tp=4), 1000, osl=0)
     assert float(mem["kv_per_seq"]) == pytest.approx(float(mem["kv_per_token"]) * 1000 + 192_061_440 / 4)
 
 
@@ -160,7 +161,7 @@ def test_mamba2_decode_reads_and_writes_its_state_once_per_step(h100):
     cal = calibration_for(h100)
 
     def decode(ctx, seqs=8):
-        ops = forward_ops(m, h100, cal, m.default_precision, Sharding(tp=4), b=Batch(dec_seqs=seqs, dec_ctx=ctx))
+        ops = forward_ops(m, h100, cal, m.default_precision, Plan(tp=4), b=Batch(dec_seqs=seqs, dec_ctx=ctx))
         return {o.name: o for o in ops}
 
     short, long = decode(1_000), decode(50_000)
@@ -180,7 +181,7 @@ def test_operators_carry_their_part_and_precision(b200):
     from llm_codesign.spec.plan import precision_for
 
     m = get_model("openai/gpt-oss-120b")
-    ops = forward_ops(m, b200, calibration_for(b200), precision_for(m), Sharding(tp=8, ep=8), b=Batch(dec_seqs=16, dec_ctx=2048))
+    ops = forward_ops(m, b200, calibration_for(b200), precision_for(m), Plan(tp=8, ep=8), b=Batch(dec_seqs=16, dec_ctx=2048))
     gemms = {(op.part, op.weight, op.math) for op in ops if op.kind == "gemm"}
     # W4A16 experts: MXFP4 weights, BF16 activations, so BF16 math
     assert ("attention", "bf16", "bf16") in gemms and ("moe", "mxfp4", "bf16") in gemms
@@ -206,7 +207,7 @@ def test_mtp_draft_passes_price_the_module_and_the_first_pass_over_every_checked
     m, g = get_model("deepseek-r1"), get_gpu("b200")
     cal = calibration_for(g)
     costs = get_engine("trtllm").costs(cal)
-    sh, prec, spec = Sharding(tp=8, ep=8), Precision.of("fp8_block"), SpecDecoding("mtp", 3, rates=(0.8, 0.6, 0.4))
+    sh, prec, spec = Plan(tp=8, ep=8), Precision.of("fp8_block"), SpecDecoding("mtp", 3, rates=(0.8, 0.6, 0.4))
     dm = draft_model(m, spec)
     extra = {o.name: o for o in mtp_module_ops(dm, g, costs.cal, sh, tokens=16.0, seqs=4.0, engine=costs.engine)}
     assert list(extra) == ["mtp/norms", "mtp/eh_proj", "mtp/eh_proj_all_reduce", "mtp/argmax", "mtp/argmax_gather"]
@@ -249,7 +250,7 @@ def test_moe_layers_launch_a_topk_kernel_over_the_router_scores():
     from llm_codesign.spec.precision import Precision
 
     m, g = get_model("deepseek-r1"), get_gpu("b200")
-    ops = forward_ops(m, g, calibration_for(g), Precision.of("fp8_block"), Sharding(tp=8, ep=8), b=Batch(dec_seqs=64.0, dec_ctx=1024.0))
+    ops = forward_ops(m, g, calibration_for(g), Precision.of("fp8_block"), Plan(tp=8, ep=8), b=Batch(dec_seqs=64.0, dec_ctx=1024.0))
     topk = [o for o in ops if o.name.endswith("moe/topk")]
     assert len(topk) == 1 and topk[0].kernels == 1.0 and float(topk[0].count) == 58.0  # DeepSeek-R1's 58 MoE layers
     assert float(topk[0].bytes) == 64 * (256 + 16) * 4
@@ -261,10 +262,10 @@ def test_moe_layers_launch_a_topk_kernel_over_the_router_scores():
 def test_decode_step_never_beats_the_roofline(name, gid, B, ctx, tp, w):
     m, g = get_model(name), get_gpu(gid)
     prec = Precision.of(w, kv=w)
-    t = float(step_time(forward_ops(m, g, calibration_for(g), prec, Sharding(tp=tp), b=Batch(dec_seqs=B, dec_ctx=ctx))))
+    t = float(step_time(forward_ops(m, g, calibration_for(g), prec, Plan(tp=tp), b=Batch(dec_seqs=B, dec_ctx=ctx))))
     wbytes = (m.total_params - m.embedding_params - m.lm_head_params) * prec.weight.bytes_per_weight() / tp + m.lm_head_params * 2 / tp
     # the KV cache, and a recurrent mixer's state (Nemotron-H's Mamba-2 layers), read at least once
-    kv = B * ctx * float(kv_bytes_per_token(m, prec, Sharding(tp=tp))) + B * m.state_bytes_per_seq() / tp
+    kv = B * ctx * float(kv_bytes_per_token(m, prec, Plan(tp=tp))) + B * m.state_bytes_per_seq() / tp
     flops = 2 * m.active_params * B / tp
     floor = max((wbytes + kv) / g.hbm_bandwidth_bytes_per_s, flops / g.peak(gemm_math(prec.weight, prec.activation, g)))
     assert t >= floor
@@ -276,7 +277,7 @@ def test_step_time_sums_a_shared_count_once_in_float64():
     # float64 (a float32 partial sum would be ~1e-7 off), to 1e-14 of each operator multiplied alone
     m, g = get_model("deepseek-r1"), get_gpu("gb200")
     tp = np.array([8, 4, 2, 1])[:, None]
-    sh = Sharding(tp=tp, pp=np.array([1, 2, 4, 3])[:, None], ep=np.array([8, 8, 8, 4])[:, None], adp=8 // tp)
+    sh = Plan(tp=tp, pp=np.array([1, 2, 4, 3])[:, None], ep=np.array([8, 8, 8, 4])[:, None], adp=8 // tp)
     ops = forward_ops(m, g, calibration_for(g), m.default_precision, sh, b=Batch(dec_seqs=np.geomspace(1, 2048, 12)[None, :], dec_ctx=1536.0))
     assert any(o.time.dtype == np.float32 for o in ops if o.kind == "gemm")
     shared = sum(a.count is b.count for a, b in itertools.pairwise(ops))

@@ -7,7 +7,7 @@ import pytest
 
 from llm_codesign.cost.calibration import calibration_for
 from llm_codesign.cost.memory import weight_bytes_per_gpu
-from llm_codesign.cost.ops import Batch, Sharding, forward_ops
+from llm_codesign.cost.ops import Batch, forward_ops
 from llm_codesign.explore.lint import lint
 from llm_codesign.spec.hardware import get_gpu
 from llm_codesign.spec.plan import Plan, validity
@@ -35,19 +35,19 @@ def test_the_slowest_stage_sets_the_step():
     m, g = get_model("llama-3.1-405b"), get_gpu("h100")
     cal = calibration_for(g)
     b = Batch(dec_seqs=32, dec_ctx=2048)
-    one = forward_ops(m, g, cal, m.default_precision, Sharding(tp=8), b=b)
+    one = forward_ops(m, g, cal, m.default_precision, Plan(tp=8), b=b)
     h = _t([op for op in one if op.name == "lm_head"])
     t = (_t(one) - h) / 126
-    four = forward_ops(m, g, cal, m.default_precision, Sharding(tp=8, pp=4), b=b)
+    four = forward_ops(m, g, cal, m.default_precision, Plan(tp=8, pp=4), b=b)
     assert _t(four) == pytest.approx(max(32 * t, 31 * t + h), rel=1e-9)
     assert _t(four) > (_t(one) - h) / 4 + h * 0.999  # not the average stage (31.5 layers): 32 > 31.5 + h here
     # pp dividing a regular stack: every stage L / pp layers with the head, as before
-    two = forward_ops(m, g, cal, m.default_precision, Sharding(tp=8, pp=2), b=b)
+    two = forward_ops(m, g, cal, m.default_precision, Plan(tp=8, pp=2), b=b)
     assert _t(two) == pytest.approx(63 * t + h, rel=1e-9)
     # the weights of the busiest stage: 32 of 126 layers, and the embedding or head (BF16, vocab/TP)
-    w1 = float(np.ravel(weight_bytes_per_gpu(m, m.default_precision, Sharding(tp=8)))[0])
+    w1 = float(np.ravel(weight_bytes_per_gpu(m, m.default_precision, Plan(tp=8)))[0])
     ends = 2 * 128256 * 16384 * 2.0 / 8
-    w4 = float(np.ravel(weight_bytes_per_gpu(m, m.default_precision, Sharding(tp=8, pp=4)))[0])
+    w4 = float(np.ravel(weight_bytes_per_gpu(m, m.default_precision, Plan(tp=8, pp=4)))[0])
     assert w4 == pytest.approx((w1 - ends) * 32 / 126 + ends / 2, rel=1e-12)
 
 
@@ -61,11 +61,11 @@ def test_many_pipeline_depths_at_once_equal_each_priced_alone(along):
     pps = np.array([1.0, 2.0, 3.0, 4.0, 5.0, 7.0, 8.0, 16.0, 4.0, 61.0])
     seqs = np.array([1.0, 16.0, 256.0])
     pp, dec = (pps[:, None], seqs[None, :]) if along == "plans" else (pps[None, :], seqs[:, None])
-    ops = forward_ops(m, g, cal, m.default_precision, Sharding(tp=4, pp=pp, ep=4), b=Batch(dec_seqs=dec, dec_ctx=2048, pf_tokens=dec * 8))
+    ops = forward_ops(m, g, cal, m.default_precision, Plan(tp=4, pp=pp, ep=4), b=Batch(dec_seqs=dec, dec_ctx=2048, pf_tokens=dec * 8))
     total = np.broadcast_to(sum(op.total_time for op in ops), np.broadcast_shapes(pp.shape, dec.shape))
     for i, v in enumerate(pps):
         for j, d in enumerate(seqs):
-            alone = forward_ops(m, g, cal, m.default_precision, Sharding(tp=4, pp=v, ep=4), b=Batch(dec_seqs=d, dec_ctx=2048, pf_tokens=d * 8))
+            alone = forward_ops(m, g, cal, m.default_precision, Plan(tp=4, pp=v, ep=4), b=Batch(dec_seqs=d, dec_ctx=2048, pf_tokens=d * 8))
             at = (i, j) if along == "plans" else (j, i)
             assert total[at] == pytest.approx(float(sum(op.total_time for op in alone)), rel=1e-12), (v, d)
 
@@ -81,12 +81,12 @@ def test_layer_order_sets_the_stages():
     blocks = replace(m, layout=())
     assert blocks.stage_counts(4) == ((9, 0), (9, 0), (0, 9), (0, 9))
     b = Batch(dec_seqs=64, dec_ctx=65536)
-    sh = Sharding(tp=2, pp=4, ep=2)
+    sh = Plan(tp=2, pp=4, ep=2)
     alt, blk = (_t(forward_ops(x, g, cal, x.default_precision, sh, b=b)) for x in (m, blocks))
     full = [op for op in forward_ops(m, g, cal, m.default_precision, sh, b=b) if op.name == "layer1/attn/core_decode"]
     assert float(np.ravel(full[0].count)[0]) == 5.0
     assert blk > 1.2 * alt
-    one = _t(forward_ops(m, g, cal, m.default_precision, Sharding(tp=2, ep=2), b=b))
+    one = _t(forward_ops(m, g, cal, m.default_precision, Plan(tp=2, ep=2), b=b))
     assert alt > one / 4  # the slowest stage is above the average
 
 
@@ -106,8 +106,8 @@ def test_lint_helix_covers_mla():
     from llm_codesign.cost.memory import kv_bytes_per_token
 
     m, g = get_model("deepseek-r1"), get_gpu("b200")
-    kv8 = float(np.ravel(kv_bytes_per_token(m, m.default_precision, Sharding(tp=8, ep=8)))[0])
-    kvh = float(np.ravel(kv_bytes_per_token(m, m.default_precision, Sharding(tp=1, kvp=8, ep=8)))[0])
+    kv8 = float(np.ravel(kv_bytes_per_token(m, m.default_precision, Plan(tp=8, ep=8)))[0])
+    kvh = float(np.ravel(kv_bytes_per_token(m, m.default_precision, Plan(tp=1, kvp=8, ep=8)))[0])
     assert kv8 == pytest.approx(61 * 576 * m.default_precision.kv.bytes_per_value(), rel=1e-12)  # TP8 shards none of it
     assert kvh == pytest.approx(kv8 / 8, rel=1e-12)
     f = [x for x in lint(m, g, calibration_for(g)) if x.rule == "R7" and x.where == "long-context"]

@@ -55,20 +55,19 @@ def test_every_frontier_point_reproduces_and_its_breakdown_is_its_own():
     m, g = get_model("openai/gpt-oss-120b"), get_gpu("b200")
     cal = calibration_for(g)
     r = search(m, g, cal, SearchSpace(8, precisions=parse_precisions("mxfp4", None, None, m, g)), isl=1024, osl=1024)
-    assert len(r["frontier"]) > 10
-    for p in r["frontier"]:
-        d = p["deployment"]
-        assert d["attn_weight_dtype"] == "bf16"
-        one = evaluate(m, Deployment.from_dict(d), Workload(isl=1024, osl=1024, concurrency=d["concurrency_per_instance"]),
-                       calibration=cal)
-        assert one.tok_s_per_user.item() == pytest.approx(p["tok_s_per_user"], rel=1e-9)
-        assert one.output_tok_s_per_gpu.item() == pytest.approx(p["output_tok_s_per_gpu"], rel=1e-9)
-    p = r["frontier"][0]
-    rows = point_breakdown(m, cal, p["deployment"], 1024, 1024)
+    assert len(r.points) > 10
+    for p in r.points:
+        d = p.to_dict()["deployment"]
+        assert d["attn_weight_dtype"] == "bf16" and Deployment.from_dict(d) == p.deployment  # the record rebuilds the point's own
+        one = evaluate(m, p.deployment, Workload(isl=1024, osl=1024, concurrency=p.concurrency), calibration=cal)
+        assert one.tok_s_per_user.item() == pytest.approx(p.tok_s_per_user, rel=1e-9)
+        assert one.output_tok_s_per_gpu.item() == pytest.approx(p.output_tok_s_per_gpu, rel=1e-9)
+    p = r.points[0]
+    rows = point_breakdown(m, cal, p.deployment, p.concurrency, isl=1024, osl=1024)
     qkv = [x for x in rows if x["name"].endswith("/attn/qkv")]
     assert qkv
     # the breakdown's step is the point's step: the slowest point's decode step within its TPOT
-    assert sum(x["time_ms"] for x in rows) <= p["tpot_ms"] * 1.0000001
+    assert sum(x["time_ms"] for x in rows) <= p.tpot_s * 1e3 * 1.0000001
 
 
 def test_point_breakdowns_price_each_point_as_alone():
@@ -82,11 +81,11 @@ def test_point_breakdowns_price_each_point_as_alone():
     cal = calibration_for(g)
     r = search(m, g, cal, SearchSpace(8, spec=SpecDecoding("mtp", 3, rates=(0.85, 0.7, 0.6)), spec_ks=(0, 1, 3)),
                isl=1024, osl=1024)
-    deps = [p["deployment"] for p in r["frontier"]]
-    assert len({(d["tp"], d["ep"], d["attention_dp"], d["draft_len"], d["weight_dtype"]) for d in deps}) >= 3
-    batched = point_breakdowns(m, cal, deps, 1024, 1024, gpu=g)
-    for d, rows in zip(deps, batched, strict=True):
-        alone = point_breakdown(m, cal, d, 1024, 1024, gpu=g)
+    points = [(p.deployment, p.concurrency) for p in r.points]
+    assert len({(d.plan, d.spec, d.precision) for d, _ in points}) >= 3
+    batched = point_breakdowns(m, cal, points, 1024, 1024)
+    for (d, c), rows in zip(points, batched, strict=True):
+        alone = point_breakdown(m, cal, d, c, isl=1024, osl=1024)
         assert [x["name"] for x in rows] == [x["name"] for x in alone]
         assert [x["time_ms"] for x in rows] == pytest.approx([x["time_ms"] for x in alone], rel=1e-12)
 
@@ -111,3 +110,35 @@ def test_validity_reasons():
     ds = get_model("deepseek-r1")
     r = validity(ds, g, Plan(tp=8, ep=3, moe_tp=1), 8)
     assert REASONS[int(r)] == "gpus_mismatch"
+
+
+def test_plan_parse_golden():
+    # the one parser of a plan's text (disagg --prefill/--decode, export --engine dynamo): named sizes,
+    # the rest 1, a MoE model's moe_tp what EP leaves of a stage's tp*attention_dp*kvp GPUs
+    ds, llama = get_model("deepseek-r1"), get_model("llama-3.1-70b")
+    assert Plan.parse("tp=8,ep=8", ds).sizes == (8, 1, 8, 1, 1, 1)
+    assert Plan.parse("tp=8", ds).sizes == (8, 1, 1, 8, 1, 1)
+    assert Plan.parse(" attention_dp=8 , EP=4 ", ds).sizes == (1, 1, 4, 2, 8, 1)
+    assert Plan.parse("adp=2,tp=2,kvp=2,pp=3,ep=2", ds).sizes == (2, 3, 2, 4, 2, 2)
+    assert Plan.parse("tp=4,pp=2", llama).sizes == (4, 2, 1, 1, 1, 1)  # dense: moe_tp stays 1
+    assert Plan.parse("tp=8,moe_tp=2,ep=4", ds).sizes == (8, 1, 4, 2, 1, 1)  # given, not filled
+    p = Plan.parse("tp=4,kvp=4,ep=16", ds)
+    assert (int(p.gpus), p.label(), p.to_dict()) == (16, "TP4 Helix4 EP16", {"tp": 4, "pp": 1, "ep": 16, "moe_tp": 1, "attention_dp": 1, "kvp": 4})
+    assert Plan.from_dict(p.to_dict()) == p
+    sizes = "comma-separated sizes from 1 to 65,536 such as tp=4,ep=4 (keys: tp, pp, ep, moe_tp, attention_dp, kvp)"
+    for text, valid in (("tp=0", sizes), ("tq=2", sizes), ("tp=x", sizes), ("tp=65537", sizes), ("", "at least one size, e.g. tp=8"),
+                        ("tp=8,tp=4", "each size once (tp is given twice)"), ("adp=2,attention_dp=2", "each size once (attention_dp is given twice)")):
+        with pytest.raises(InputError) as e:
+            Plan.parse(text, ds, "decode")
+        assert str(e.value) == f"decode: {text!r} is not valid; {valid}"
+
+
+def test_plan_sweeps_index_and_broadcast():
+    # a sweep's plans as arrays: take() indexes every size, at() is one plan of ints, broadcast() the
+    # int64 arrays of one shape the serving model prices
+    sweep = Plan(tp=np.array([8, 4, 2]), pp=np.array([1, 2, 4]), ep=8, moe_tp=np.array([1, 1, 1]))
+    assert sweep.at(1) == Plan(4, 2, 8, 1, 1, 1) and type(sweep.at(1).tp) is int
+    assert [x.tolist() for x in sweep.take(np.s_[1:, None]).sizes[:2]] == [[[4], [2]], [[2], [4]]]
+    b = sweep.broadcast()
+    assert all(x.dtype == np.int64 and x.shape == (3,) for x in b.sizes) and b.ep.tolist() == [8, 8, 8]
+    assert sweep.label(2) == "TP2 PP4 EP8" and sweep.gpus.tolist() == [8, 8, 8]

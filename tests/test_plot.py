@@ -79,10 +79,10 @@ def test_a_failed_child_is_drawn_here(result, tmp_path, monkeypatch):
 
     monkeypatch.setattr(plot, "_serve", broken)  # the fork copies the patched module
     here, there = tmp_path / "here.png", tmp_path / "there.png"
-    plot.draw(plot.plot_view([result]), here)
+    plot.draw(plot.plot_view([result.to_dict(plot=True)]), here)
     proc = plot.PlotProcess().start()
     pid = proc._child.pid
-    proc.submit([result], there).wait()
+    proc.submit([result.to_dict(plot=True)], there).wait()
     assert there.read_bytes() == here.read_bytes()
     with pytest.raises(ChildProcessError):  # reaped: no zombie left
         os.waitpid(pid, os.WNOHANG)
@@ -160,7 +160,7 @@ def test_the_childs_lighter_import_draws_the_same_figure(result, tmp_path):
     import subprocess
 
     job = tmp_path / "view.pickle"
-    job.write_bytes(pickle.dumps(plot.plot_view([result])))
+    job.write_bytes(pickle.dumps(plot.plot_view([result.to_dict(plot=True)])))
     script = ("import pickle, sys\nfrom llm_codesign.render import plot\n{}\n"
               "plot.draw(pickle.load(open(sys.argv[1], 'rb')), sys.argv[2])\n")
     for name, first in (("light.png", "plot._import_matplotlib()"), ("plain.png", "")):
@@ -202,7 +202,7 @@ def test_plot_view_is_plain_data(result):
     """What the child is sent: the figure's inputs only, in types pickle takes without llm_codesign."""
     import pickle
 
-    view = plot.plot_view([result])
+    view = plot.plot_view([result.to_dict(plot=True)])
     assert set(view[0]) == {"model", "gpu", "num_gpus", "isl", "osl", "mode", "cloud", "roofline_bound", "frontier"}
     assert set(view[0]["frontier"][0]["deployment"]) == set(plot._DEPLOYMENT_KEYS)
     assert b"llm_codesign" not in pickle.dumps(view)

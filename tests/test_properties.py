@@ -35,7 +35,7 @@ def test_attention_dp_with_fewer_requests_than_ranks_is_as_slow_as_one_full_rank
     ("a100", ("fp8", "fp8"), ("fp8", "bf16"), "W8A16"),  # no FP8 math on Ampere
 ])
 def test_a_format_the_gpu_cannot_execute_is_priced_as_engines_map_it(gid, asked, runs, word):
-    from llm_codesign.cost.ops import Batch, Sharding, forward_ops, step_time
+    from llm_codesign.cost.ops import Batch, forward_ops, step_time
     from llm_codesign.spec.precision import Precision, executable
 
     m, g = get_model("llama-3.1-70b"), get_gpu(gid)
@@ -46,21 +46,21 @@ def test_a_format_the_gpu_cannot_execute_is_priced_as_engines_map_it(gid, asked,
     assert len(notes) == 1 and word in notes[0]
     assert executable(ran, g) == (ran, ())  # what it runs needs no mapping
     for b in (Batch(dec_seqs=64, dec_ctx=2048), Batch(pf_tokens=8192, pf_seqs=1)):
-        t = step_time(forward_ops(m, g, cal, want, Sharding(tp=8), b=b))
-        assert float(t) == pytest.approx(float(step_time(forward_ops(m, g, cal, ran, Sharding(tp=8), b=b))), rel=1e-12)
+        t = step_time(forward_ops(m, g, cal, want, Plan(tp=8), b=b))
+        assert float(t) == pytest.approx(float(step_time(forward_ops(m, g, cal, ran, Plan(tp=8), b=b))), rel=1e-12)
 
 
 def test_w4a4_on_hopper_no_longer_beats_fp8_where_compute_binds():
     # issue 20: NVFP4 W4A4 on H100 ran as FP8 math with 4.5-bit activations and beat FP8 offline
     # (1,176 against 1,160 tok/s/GPU, Llama-3.1-70B TP8 1024/1024); as W4A16 it runs at the BF16 rate
-    from llm_codesign.cost.ops import Batch, Sharding, forward_ops, step_time
+    from llm_codesign.cost.ops import Batch, forward_ops, step_time
     from llm_codesign.spec.precision import Precision
 
     m, g = get_model("llama-3.1-70b"), get_gpu("h100")
     cal = calibration_for(g)
     pf = Batch(pf_tokens=8192, pf_seqs=1)
-    t4 = float(step_time(forward_ops(m, g, cal, Precision.of("nvfp4"), Sharding(tp=8), b=pf)))
-    t8 = float(step_time(forward_ops(m, g, cal, Precision.of("fp8"), Sharding(tp=8), b=pf)))
+    t4 = float(step_time(forward_ops(m, g, cal, Precision.of("nvfp4"), Plan(tp=8), b=pf)))
+    t8 = float(step_time(forward_ops(m, g, cal, Precision.of("fp8"), Plan(tp=8), b=pf)))
     assert t4 > 1.1 * t8  # BF16 GEMMs against FP8 ones (attention, the same in both, dilutes it)
 
 
@@ -156,7 +156,6 @@ from hypothesis import HealthCheck, assume, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 from llm_codesign.cost.memory import kv_bytes_per_token, weight_bytes_per_gpu  # noqa: E402
-from llm_codesign.serve.aggregated import _sharding  # noqa: E402
 from llm_codesign.spec.engines import get_engine  # noqa: E402
 from llm_codesign.spec.plan import validity  # noqa: E402
 
@@ -186,7 +185,7 @@ def test_metrics_are_finite_and_tpot_respects_the_busiest_gpus_bytes(name, gid, 
         assert np.all(np.isfinite(v)) and np.all(v > 0), (k, v)
     # a decode step reads at least the busiest GPU's weights once (dense part; MoE experts partly)
     # and its sequences' KV cache, at no more than the HBM bandwidth
-    sh = _sharding(plan)
+    sh = plan.broadcast()
     kv = float(np.ravel(kv_bytes_per_token(m, m.default_precision, sh, isl + osl / 2))[0]) * np.ceil(C / adp) * isl
     floor_bytes = (0.0 if m.is_moe else float(np.ravel(weight_bytes_per_gpu(m, m.default_precision, sh))[0])) + kv
     assert float(np.ravel(r["tpot_s"])[0]) >= floor_bytes / g.hbm_bandwidth_bytes_per_s * (1 - 1e-9)

@@ -59,7 +59,7 @@ def test_a_twin_of_vllm_prices_as_vllm(registered, tmp_path, model, args):
     m = lc.get_model(model)
     cal = profile(tmp_path / "p.toml", args["gpu"])
     w = lc.Workload(isl=2048, osl=512, concurrency=64)
-    got = {e: lc.estimate(m, lc.deployment(m, engine=e, **args), w, calibration=cal, breakdown=True) for e in ("vllm", "twin")}
+    got = {e: lc.estimate(m, lc.deployment(m, engine=e, **args), w, calibration=cal, breakdown=True).to_dict() for e in ("vllm", "twin")}
     assert got["twin"].pop("backend") == "twin" and got["vllm"].pop("backend") == "vllm"
     assert json.dumps(got["twin"], sort_keys=True, default=str) == json.dumps(got["vllm"], sort_keys=True, default=str)
 
@@ -68,12 +68,12 @@ def test_a_toy_engine_is_priced_with_its_own_defaults(registered, tmp_path):
     m = lc.get_model("llama-3.1-8b")
     cal = profile(tmp_path / "p.toml", "h100")
     dep = lc.deployment(m, gpu="h100", engine="toy")
-    r = lc.estimate(m, dep, lc.Workload(isl=1024, osl=256, concurrency=64), calibration=cal)
+    r = lc.estimate(m, dep, lc.Workload(isl=1024, osl=256, concurrency=64), calibration=cal).to_dict()
     # its step budget and batch limit: 48 of the 64 requests run at once, the rest wait for whole requests
     # (it reserves ISL + OSL: reserve 0.5 of the OSL is no less than the 0.5 a running sequence holds)
     assert (r["backend"], r["max_num_tokens"], r["max_batch"], r["fits"]) == ("toy", 4096, 48, False)
     assert r["output_tok_s_per_gpu"] < 48 / (r["tpot_ms"] / 1e3)  # no more than 48 sequences' tokens, less the prefill
-    vllm = lc.estimate(m, lc.deployment(m, gpu="h100", engine="vllm"), lc.Workload(isl=1024, osl=256, concurrency=64), calibration=cal)
+    vllm = lc.estimate(m, lc.deployment(m, gpu="h100", engine="vllm"), lc.Workload(isl=1024, osl=256, concurrency=64), calibration=cal).to_dict()
     assert (vllm["max_num_tokens"], vllm["fits"]) == (8192, True) and vllm["max_batch"] > 64 and r["ttft_ms"] > vllm["ttft_ms"]
 
 

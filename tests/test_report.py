@@ -16,7 +16,7 @@ def result():
     m, g = get_model("llama-3.1-8b"), get_gpu("h100")
     cal = calibration_for(g)
     r = search(m, g, cal, SearchSpace(4), isl=512, osl=256)
-    bd = {f"0:{j}": point_breakdown(m, cal, p["deployment"], 512, 256, gpu=g) for j, p in enumerate(r["frontier"])}
+    bd = {f"0:{j}": point_breakdown(m, cal, p.deployment, p.concurrency, isl=512, osl=256) for j, p in enumerate(r.points)}
     return r, bd
 
 
@@ -25,8 +25,9 @@ def test_csv_round_trip(result, tmp_path):
     p = tmp_path / "f.csv"
     write_csv([r], p)
     rows = list(csv.DictReader(p.open()))
-    assert len(rows) == len(r["frontier"])
-    assert float(rows[0]["tok_s_per_user"]) == pytest.approx(r["frontier"][0]["tok_s_per_user"])
+    assert len(rows) == len(r.points)
+    assert float(rows[0]["tok_s_per_user"]) == pytest.approx(r.points[0].tok_s_per_user)
+    assert (rows[0]["plan"], int(rows[0]["concurrency_per_instance"])) == (r.points[0].deployment.plan.label(), r.points[0].concurrency)
 
 
 def test_png_and_svg(result, tmp_path):
@@ -40,9 +41,10 @@ def test_png_and_svg(result, tmp_path):
 
 
 def test_html_self_contained_lean_with_data_once(result, tmp_path):
-    r, bd = result
+    typed, bd = result
+    r = typed.to_dict(plot=True)
     p = tmp_path / "r.html"
-    write_html([r], bd, p, {"h100": ["3 vLLM runs at 5-32 requests on B200: TTFT 10% median / 18% p90 <x>"]})
+    write_html([typed], bd, p, {"h100": ["3 vLLM runs at 5-32 requests on B200: TTFT 10% median / 18% p90 <x>"]})
     text = p.read_text()
     assert "<li>3 vLLM runs at 5-32 requests on B200: TTFT 10% median / 18% p90 &lt;x&gt;</li>" in text  # escaped
     assert not re.search(r"<(script|link|img)[^>]+(src|href)=", text)  # nothing fetched: no CDN, no file beside it
@@ -70,7 +72,7 @@ def test_html_self_contained_lean_with_data_once(result, tmp_path):
 def test_empty_frontier_says_why(result, tmp_path):
     from llm_codesign.render.report import report_data
 
-    r, _ = result
+    r = result[0].to_dict(plot=True)
     none_fit = {**r, "frontier": [], "fitting": 0}
     slo = {**r, "frontier": []}
     got = [x["empty"] for x in report_data([none_fit, slo], {})["results"]]
@@ -82,7 +84,7 @@ def test_empty_frontier_says_why(result, tmp_path):
 def test_each_bound_is_named_by_what_tells_the_series_apart(result):
     from llm_codesign.render.plot import _si, bound_label
 
-    r, _ = result
+    r = result[0].to_dict(plot=True)
     other_gpu, other_model = {**r, "gpu": "h200"}, {**r, "model": "design 1"}
     assert bound_label(r, [r]).startswith("roofline-ideal bound (peaks at ")
     assert bound_label(other_gpu, [r, other_gpu]).startswith("ideal bound (h200; peaks at ")
@@ -125,12 +127,14 @@ def test_log_axes_within_a_decade_still_carry_labels():
 def test_multi_series_png_labels_do_not_overlap(result, tmp_path, monkeypatch):
     """Two GPUs of nearly equal frontiers (the case `pareto --gpu b200,gb200` drew on top of itself):
     every label drawn overlaps no other, lies inside the axes, and the legend lies beside them."""
+    from dataclasses import replace
+
     from matplotlib.figure import Figure
 
     from llm_codesign.render import report
 
     r, _ = result
-    twin = {**r, "gpu": "h100-twin"}
+    twin = replace(r, gpu=replace(r.gpu, id="h100-twin"))
     seen = {}
     real_savefig = Figure.savefig
 
@@ -194,7 +198,7 @@ def test_no_deployment_lies_above_the_roofline_ideal_bound(model, gpu, n, spec):
     import llm_codesign as lc
 
     kw = {"spec": spec, "acceptance": 2.5, "draft_len": 3} if spec else {}
-    res = lc.pareto(model, gpu, num_gpus=n, **kw).result
+    res = lc.pareto(model, gpu, num_gpus=n, **kw).to_dict(plot=True)
     assert len(res["frontier"]) >= 10
     assert _above_bound(res) == [] and _above_bound(res, cloud=True) == []
 

@@ -44,14 +44,14 @@ def test_superset_frontier_never_worse(p, extra):
 def test_llama70b_search_covers_tp_and_batch():
     m, g = get_model("llama-3.1-70b"), get_gpu("h200")
     r = search(m, g, calibration_for(g), SearchSpace(8, precisions=(Precision.of("fp8", kv="fp8"),)), isl=1024, osl=1024)
-    fr = r["frontier"]
-    assert r["evaluated"] > 500 and len(fr) > 10
-    xs = [p["tok_s_per_user"] for p in fr]
-    ys = [p["output_tok_s_per_gpu"] for p in fr]
+    fr = r.points
+    assert r.evaluated > 500 and len(fr) > 10
+    xs = [p.tok_s_per_user for p in fr]
+    ys = [p.output_tok_s_per_gpu for p in fr]
     assert xs == sorted(xs) and ys == sorted(ys, reverse=True)
     # the most interactive point is the widest TP at batch 1; the highest throughput uses big batches
-    assert fr[-1]["deployment"]["tp"] == 8 and fr[-1]["deployment"]["concurrency_per_instance"] == 1
-    assert fr[0]["deployment"]["concurrency_per_instance"] > 32
+    assert fr[-1].deployment.plan.tp == 8 and fr[-1].concurrency == 1
+    assert fr[0].concurrency > 32
 
 
 def test_moe_plans_and_speculation():
@@ -61,19 +61,19 @@ def test_moe_plans_and_speculation():
     assert np.all(np.asarray(plan.ep) * np.asarray(plan.moe_tp) * np.asarray(plan.pp) == inst)
     spec = SpecDecoding("mtp", 3, rates=(0.8, 0.6, 0.5, 0.4, 0.3))
     r = search(m, g, calibration_for(g), SearchSpace(8, spec=spec, spec_ks=(0, 1, 2, 3)), isl=1024, osl=1024)
-    assert any(p["deployment"]["draft_len"] > 0 for p in r["frontier"])
+    assert any(p.deployment.spec is not None and p.deployment.spec.k > 0 for p in r.points)
 
 
 def test_slo_filters():
     m, g = get_model("llama-3.1-8b"), get_gpu("h100")
     r = search(m, g, calibration_for(g), SearchSpace(8), isl=1024, osl=256, min_tps_user=100, max_ttft_ms=200)
-    assert r["frontier"] and all(p["tok_s_per_user"] >= 100 and p["ttft_ms"] <= 200 for p in r["frontier"])
+    assert r.points and all(p.tok_s_per_user >= 100 and p.ttft_s <= 0.2 for p in r.points)
 
 
 def test_fixed_dimension_restricts_sweep():
     m, g = get_model("llama-3.1-70b"), get_gpu("h100")
     r = search(m, g, calibration_for(g), SearchSpace(8, tp=(4,)), isl=1024, osl=1024)
-    assert {p["deployment"]["tp"] for p in r["frontier"]} == {4}
+    assert {p.deployment.plan.tp for p in r.points} == {4}
 
 
 def test_search_rejects_impossible_space():
@@ -84,8 +84,7 @@ def test_search_rejects_impossible_space():
 
 
 def _snapshot(r):
-    return ([(p["tok_s_per_user"], p["output_tok_s_per_gpu"], p["ttft_ms"], p["tpot_ms"], str(p["deployment"])) for p in r["frontier"]],
-            r["cloud"], r["evaluated"], r["fitting"])
+    return [p.to_dict() for p in r.points], r.cloud, r.evaluated, r.fitting
 
 
 def test_threads_and_chunk_sizes_change_no_answer(monkeypatch):
@@ -140,10 +139,10 @@ def test_batches_no_plan_holds_are_judged_by_the_memory_fit_alone():
                     concurrency=b[None, :] * np.asarray(pl.adp)[:, None], isl=8192, osl=2048)
     fits = np.broadcast_to(full["fits"], (len(pl.tp), len(b)))
     assert not fits[:, -1].any()  # the largest batches fit no plan: the search skipped them
-    assert r["fitting"] == int(fits.sum()) and r["evaluated"] == fits.size
+    assert r.fitting == int(fits.sum()) and r.evaluated == fits.size
     x, y = (np.broadcast_to(full[k], fits.shape)[fits] for k in ("tok_s_per_user", "output_tok_s_per_gpu"))
     keep = pareto_mask(x, y)
-    assert sorted(zip(x[keep], y[keep], strict=True)) == sorted((p["tok_s_per_user"], p["output_tok_s_per_gpu"]) for p in r["frontier"])
+    assert sorted(zip(x[keep], y[keep], strict=True)) == sorted((p.tok_s_per_user, p.output_tok_s_per_gpu) for p in r.points)
 
 
 @pytest.mark.parametrize("value", ["0", "many", "-2", "1000"])
@@ -163,7 +162,7 @@ def test_batches_in_any_order_give_the_same_search():
 
     def run(batches):
         r = search(m, g, calibration_for(g), SearchSpace(4, precisions=(prec,), batches=batches), isl=8192, osl=1024)
-        return r["fitting"], sorted((p["tok_s_per_user"], p["output_tok_s_per_gpu"]) for p in r["frontier"])
+        return r.fitting, sorted((p.tok_s_per_user, p.output_tok_s_per_gpu) for p in r.points)
 
     assert run(shuffled) == run(tuple(sorted(shuffled)))
 

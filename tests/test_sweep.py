@@ -40,10 +40,10 @@ def test_local_reduction_keeps_the_whole_frontier(tmp_path):
     write_parquet(execute(tasks), str(out))
     got = frontier(pd.read_parquet(out))
     m, g = get_model("qwen3-30b-a3b"), get_gpu("h100")
-    ref = search(m, g, calibration_for(g), SearchSpace(8), isl=2048, osl=512, engine=get_engine("trtllm"))["frontier"]
+    ref = search(m, g, calibration_for(g), SearchSpace(8), isl=2048, osl=512, engine=get_engine("trtllm")).points
     pts = lambda xs: sorted((round(a, 9), round(b, 9)) for a, b in xs)  # noqa: E731
     assert pts(zip(got["tok_s_per_user"], got["output_tok_s_per_gpu"], strict=True)) == \
-        pts((p["tok_s_per_user"], p["output_tok_s_per_gpu"]) for p in ref)
+        pts((p.tok_s_per_user, p.output_tok_s_per_gpu) for p in ref)
     assert len(got) > 10
 
 

@@ -135,9 +135,10 @@ def test_frontier_then_a_clicked_point_shows_its_breakdown(page, server):
     k = len(want.points) // 3
     _click_point(page, 1, k)
     assert _fragment(page)["sel"] == f"1:{k}"
-    p = want.points[k]
+    point = want.points[k]
+    p = point.to_dict()
     g = lc.get_gpu("h200")
-    ops = point_breakdown(lc.get_model("llama-3.1-8b"), calibration_for(g, None), p["deployment"], 1024, 1024, gpu=g)
+    ops = point_breakdown(lc.get_model("llama-3.1-8b"), calibration_for(g, None), point.deployment, point.concurrency, isl=1024, osl=1024)
     rows = page.eval_on_selector_all("#breakdown-table tbody tr", "rs => rs.map(r => [...r.cells].map(c => c.textContent))")
     assert [r[0] for r in rows] == [o["name"] for o in ops]
     assert [r[2] for r in rows] == [f"{o['time_ms']:.3f}" for o in ops]
@@ -232,29 +233,29 @@ def test_the_static_report_draws_its_frontier_and_breakdowns_offline(page, tmp_p
     results, bd = [], {}
     for i, gid in enumerate(("h100", "h200")):
         g = lc.get_gpu(gid)
-        res = lc.pareto(m, g, num_gpus=1).result
+        res = lc.pareto(m, g, num_gpus=1)
         results.append(res)
-        bd.update({f"{i}:{j}": point_breakdown(m, calibration_for(g, None), p["deployment"], 1024, 1024, gpu=g)
-                   for j, p in enumerate(res["frontier"])})
+        bd.update({f"{i}:{j}": point_breakdown(m, calibration_for(g, None), p.deployment, p.concurrency, isl=1024, osl=1024)
+                   for j, p in enumerate(res.points)})
     path = tmp_path / "report.html"
     write_html(results, bd, path)
     page.goto(path.as_uri())
     page.wait_for_selector("#frontier-table")
     counts = [page.eval_on_selector_all(f"circle.pt[data-i='{i}']", "xs => xs.length") for i in range(2)]
-    assert counts == [len(r["frontier"]) for r in results]
+    assert counts == [len(r.points) for r in results]
     fills = page.eval_on_selector_all("polyline.frontier", "xs => xs.map(x => x.getAttribute('stroke'))")
     dashes = page.eval_on_selector_all("polyline.bound", "xs => xs.map(x => x.getAttribute('stroke-dasharray'))")
     assert len(set(fills)) == 2 and len(set(dashes)) == 2  # one colour and one dash per series
     legend = page.text_content("#legend")
     assert "qwen3-30b-a3b on h100 (" in legend and "ideal bound (h200; peaks at" in legend
     # hover: the point's deployment in the tooltip
-    p = results[1]["frontier"][5]
+    p = results[1].points[5].to_dict()
     box = page.query_selector("circle.pt[data-i='1'][data-j='5']").bounding_box()
     page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
     assert page.is_visible("#tip")
     assert f"TTFT {p['ttft_ms']:.0f} ms, TPOT {p['tpot_ms']:.2f} ms" in page.text_content("#tip")
     # a clicked row: that point's operators, as point_breakdown prices them
-    n0 = len(results[0]["frontier"])
+    n0 = len(results[0].points)
     page.click(f"#frontier-table tbody tr:nth-child({n0 + 6})")
     rows = page.eval_on_selector_all("#breakdown-table tbody tr", "rs => rs.map(r => [...r.cells].map(c => c.textContent))")
     assert [r[0] for r in rows] == [o["name"] for o in bd["1:5"]]
@@ -332,9 +333,12 @@ def test_a_crafted_name_in_the_static_report_is_text(page, tmp_path):
     from llm_codesign.render.report import write_html
 
     evil = "<img src=x onerror=window.__xss=1>"
-    res = {**lc.pareto("llama-3.1-8b", "h100", num_gpus=1).result, "model": evil, "gpu": evil + "</script>"}
+    from dataclasses import replace
+
+    res = lc.pareto("llama-3.1-8b", "h100", num_gpus=1)
+    res = replace(res, model=evil, gpu=replace(res.gpu, id=evil + "</script>"))
     path = tmp_path / "evil.html"
-    write_html([res, {**res, "gpu": "h200"}], {}, path, {evil: [evil]})
+    write_html([res, replace(res, gpu=replace(res.gpu, id="h200"))], {}, path, {evil: [evil]})
     page.goto(path.as_uri())
     page.wait_for_selector("#frontier-table")
     assert page.text_content("h1") == f"Pareto report: {evil} on {evil}</script>, {evil} on h200"

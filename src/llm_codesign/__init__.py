@@ -6,7 +6,7 @@ Predicts accuracy (a quality proxy), throughput (output tokens/s per GPU) and in
     import llm_codesign as lc
     model = lc.get_model("llama-3.1-70b")
     dep = lc.deployment(model, gpu="h200", num_gpus=8, weight_dtype="fp8", kv_dtype="fp8")
-    lc.estimate(model, dep, lc.Workload(isl=1024, osl=1024, concurrency=64))["tpot_ms"]
+    lc.estimate(model, dep, lc.Workload(isl=1024, osl=1024, concurrency=64)).tpot_s
 
 The public API (`__all__`) lives in `llm_codesign.api` and is imported on first use (PEP 562), so
 that the command line's entry point starts without it (cli.main forks the figure's process first).
@@ -17,13 +17,16 @@ from typing import TYPE_CHECKING
 
 __version__ = "0.1.0"
 
-__all__ = ["Deployment", "Frontier", "Gpu", "InputError", "Metrics", "ModelSpec", "Plan", "Precision", "SpecDecoding", "Workload",
-           "__version__", "deployment", "design", "estimate", "evaluate", "get_gpu", "get_model", "lint", "pareto", "validate_serving"]
+__all__ = ["Deployment", "Estimate", "Frontier", "FrontierPoint", "Gpu", "InputError", "Metrics", "ModelSpec", "Plan", "Precision",
+           "SpecDecoding", "Workload", "__version__", "deployment", "design", "estimate", "evaluate", "get_gpu", "get_model", "lint", "pareto",
+           "validate_serving"]
 
 if TYPE_CHECKING:
     from llm_codesign.api import (
         Deployment,
+        Estimate,
         Frontier,
+        FrontierPoint,
         Gpu,
         InputError,
         Metrics,

@@ -1,16 +1,19 @@
 """The Python API: what the CLI, the web page and a notebook call, over the private modules.
 
 Every function takes a model as a registry name, a Hugging Face id, a config.json path or a
-`ModelSpec`, and a GPU as a catalog id, a TOML path or a `Gpu`. Results are plain data: `evaluate`
-returns typed SI metrics, `estimate` the dict `llm-codesign estimate --json` prints, `pareto` a
-`Frontier` whose points hold everything that rebuilds their `Deployment`.
+`ModelSpec`, and a GPU as a catalog id, a TOML path or a `Gpu`. Results are typed data in SI units:
+`evaluate` returns array-valued `Metrics`, `estimate` an `Estimate`, `pareto` a `Frontier` whose
+points (`FrontierPoint`) hold their `Deployment`; each result's `to_dict()` is what the matching
+command's `--json` prints, and `to_pandas()` a table.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import replace
 
 from llm_codesign.cost.calibration import Calibration, calibration_for
 from llm_codesign.errors import InputError
+from llm_codesign.explore.frontier import Frontier, FrontierPoint
+from llm_codesign.serve.estimate import Estimate
 from llm_codesign.serve.metrics import Metrics
 from llm_codesign.serve.metrics import evaluate as _evaluate
 from llm_codesign.spec.hardware import Gpu
@@ -20,8 +23,8 @@ from llm_codesign.spec.plan import Deployment, Plan, SpecDecoding, Workload, dep
 from llm_codesign.spec.precision import Precision
 from llm_codesign.spec.registry import get_model as _get_model
 
-__all__ = ["Deployment", "Frontier", "Gpu", "InputError", "Metrics", "ModelSpec", "Plan", "Precision", "SpecDecoding", "Workload",
-           "deployment", "design", "estimate", "evaluate", "get_gpu", "get_model", "lint", "pareto", "validate_serving"]
+__all__ = ["Deployment", "Estimate", "Frontier", "FrontierPoint", "Gpu", "InputError", "Metrics", "ModelSpec", "Plan", "Precision",
+           "SpecDecoding", "Workload", "deployment", "design", "estimate", "evaluate", "get_gpu", "get_model", "lint", "pareto", "validate_serving"]
 
 
 def get_model(model: str | ModelSpec) -> ModelSpec:
@@ -46,9 +49,10 @@ def evaluate(model: str | ModelSpec, deployment: Deployment, workload: Workload 
 
 
 def estimate(model: str | ModelSpec, deployment: Deployment, workload: Workload | None = None, *,
-             calibration: Calibration | str | None = None, breakdown: bool = False) -> dict:
-    """What `llm-codesign estimate --json` reports: metrics, memory, bottlenecks, speculation's
-    break-even, the measured error of runs like it (`expected_error`, None with a custom profile)."""
+             calibration: Calibration | str | None = None, breakdown: bool = False) -> Estimate:
+    """What one deployment delivers (`to_dict()`: what `llm-codesign estimate --json` prints): metrics,
+    memory, bottlenecks, speculation's break-even, the accuracy of its precision and the measured error
+    of runs like it (`expected_error`, None with a custom profile)."""
     from llm_codesign.explore.accuracy_model import accuracy_of
     from llm_codesign.measure.accuracy import expected_error
     from llm_codesign.serve.estimate import estimate as run
@@ -56,66 +60,38 @@ def estimate(model: str | ModelSpec, deployment: Deployment, workload: Workload 
     m, w = get_model(model), workload or Workload()
     r = run(m, deployment, w, calibration=_calibration(deployment.gpu, calibration), breakdown=breakdown)
     # the bundled profile's measured error on runs like this one; a custom profile's is the user's to measure
-    r["expected_error"] = None if calibration is not None else expected_error(
-        deployment.gpu, deployment.backend, w.concurrency, deployment.spec is not None, model=m.name)
-    r["accuracy"] = accuracy_of(m, deployment.precision)  # the third dimension: published where known, else the proxy
-    return r
+    err = None if calibration is not None else expected_error(deployment.gpu, deployment.backend, w.concurrency, deployment.spec is not None,
+                                                              model=m.name)
+    # the third dimension: published where known, else the proxy
+    return replace(r, expected_error=err, accuracy=accuracy_of(m, deployment.precision))
 
 
-@dataclass
-class Frontier:
-    """A Pareto frontier of output tok/s/GPU against tok/s/user: `points` sorted by tok/s/user, each
-    with its metrics (ms) and its deployment's record (`Deployment.from_dict` rebuilds it), and the
-    search's own figures (`evaluated` deployments in `seconds`, `cloud`, `roofline_bound`)."""
-    model: str
-    gpu: str
-    num_gpus: int
-    workload: Workload
-    points: list[dict]
-    result: dict = field(repr=False)  # the search's whole result, as the report and the CLI render it
-
-    def deployments(self, gpu: Gpu | None = None) -> list[Deployment]:
-        """Each point's Deployment (one instance of its plan); `gpu` for a what-if GPU."""
-        return [Deployment.from_dict(p["deployment"], gpu) for p in self.points]
-
-    def to_dict(self) -> dict:
-        return {k: v for k, v in self.result.items() if k not in ("cloud", "roofline_bound")}
-
-    def to_pandas(self):
-        """One row per point: metrics, then the deployment's fields (pandas is an optional dependency)."""
-        import pandas as pd
-
-        return pd.DataFrame([{**{k: v for k, v in p.items() if k != "deployment"}, **p["deployment"]} for p in self.points])
-
-
-def pareto(model: str | ModelSpec, gpu: str | Gpu, *, num_gpus: int = 8, workload: Workload | None = None, engine: str = "trtllm",
-           weight_dtype: str | None = None, activation_dtype: str | None = None, kv_dtype: str | None = None,
-           spec: SpecDecoding | str | None = None, draft_len: int | None = None, acceptance: float | None = None,
-           acceptance_rates: str | tuple | None = None, instance_gpus: tuple[int, ...] | None = None,
-           tp: int | None = None, pp: int | None = None, ep: int | None = None, moe_tp: int | None = None,
-           attention_dp: int | None = None, kvp: int | None = None, max_num_tokens: int | None = None,
-           min_tps_user: float | None = None, max_ttft_ms: float | None = None, max_accuracy_drop: float | None = None,
-           step_tokens: tuple[int, ...] = (), calibration: Calibration | str | None = None, progress=None) -> Frontier:
-    """The frontier over every valid plan x batch x precision (x draft length) on `num_gpus` GPUs;
-    fixed sizes (`tp=8`, ...) narrow the plans, precisions default to the checkpoint's own plus the
-    formats the GPU runs natively, `min_tps_user`/`max_ttft_ms` filter by SLO, `max_accuracy_drop` (%)
-    keeps the precisions known to lose at most that much, and `step_tokens` searches step budgets too."""
-    from llm_codesign.explore.search import SearchSpace, parse_precisions, search
+def pareto(model: str | ModelSpec, gpu: str | Gpu, *, num_gpus: int = 8, instance_gpus: tuple[int, ...] | None = None,
+           workload: Workload | None = None, engine: str = "trtllm", tp: int | None = None, pp: int | None = None, ep: int | None = None,
+           moe_tp: int | None = None, attention_dp: int | None = None, kvp: int | None = None, weight_dtype: str | None = None,
+           activation_dtype: str | None = None, kv_dtype: str | None = None, spec: SpecDecoding | str | None = None,
+           draft_len: int | None = None, acceptance: float | None = None, acceptance_rates: str | tuple | None = None,
+           max_num_tokens: int | None = None, step_tokens: tuple[int, ...] = (), min_tps_user: float | None = None,
+           max_ttft_ms: float | None = None, max_accuracy_drop: float | None = None, calibration: Calibration | str | None = None,
+           progress=None) -> Frontier:
+    """The frontier over every valid plan x batch x precision (x draft length) on `num_gpus` GPUs, as
+    `llm-codesign pareto` searches it (the same SearchSpace.build): fixed sizes (`tp=8`, ...) narrow the
+    plans, precisions default to the checkpoint's own plus the formats the GPU runs natively, with
+    `spec` draft lengths 1..5 (or `draft_len`) beside none, `step_tokens` searches step budgets too;
+    `workload` gives the lengths and the prefix cache's hit share, `min_tps_user`/`max_ttft_ms` filter
+    by SLO and `max_accuracy_drop` (%) keeps the precisions known to lose at most that much."""
+    from llm_codesign.explore.search import SearchSpace, search
     from llm_codesign.spec.engines import get_engine
 
     m, g, w = get_model(model), get_gpu(gpu), workload or Workload()
     sd = spec if isinstance(spec, SpecDecoding) or spec is None else spec_decoding(
-        spec, draft_len=draft_len or (len(str(acceptance_rates).split(",")) if isinstance(acceptance_rates, str) else
-                                      len(acceptance_rates) if acceptance_rates else None),
-        acceptance=acceptance, acceptance_rates=acceptance_rates)
-    ks = (0,) if sd is None else ((0, draft_len) if draft_len else (0, 1, 2, 3, 4, 5))
-    one = (lambda v: None if v is None else (v,))  # noqa: E731
-    space = SearchSpace(num_gpus, one(tp), one(pp), one(ep), one(moe_tp), one(attention_dp), one(kvp), instance_gpus=instance_gpus,
-                        precisions=parse_precisions(weight_dtype, activation_dtype, kv_dtype, m, g), spec=sd, spec_ks=ks,
-                        step_tokens=tuple(step_tokens))
-    r = search(m, g, _calibration(g, calibration), space, isl=w.isl, osl=w.osl, engine=get_engine(engine), max_num_tokens=max_num_tokens,
-               min_tps_user=min_tps_user, max_ttft_ms=max_ttft_ms, progress=progress, max_accuracy_drop=max_accuracy_drop)
-    return Frontier(model=m.name, gpu=g.id, num_gpus=num_gpus, workload=w, points=r["frontier"], result=r)
+        spec, draft_len=draft_len, acceptance=acceptance, acceptance_rates=acceptance_rates)
+    space = SearchSpace.build(m, g, num_gpus=num_gpus, instance_gpus=instance_gpus, tp=tp, pp=pp, ep=ep, moe_tp=moe_tp,
+                              attention_dp=attention_dp, kvp=kvp, weight_dtype=weight_dtype, activation_dtype=activation_dtype,
+                              kv_dtype=kv_dtype, spec=sd, draft_len=draft_len, step_tokens=step_tokens)
+    return search(m, g, _calibration(g, calibration), space, isl=w.isl, osl=w.osl, prefix_hit=w.prefix_hit, engine=get_engine(engine),
+                  max_num_tokens=max_num_tokens, min_tps_user=min_tps_user, max_ttft_ms=max_ttft_ms, max_accuracy_drop=max_accuracy_drop,
+                  progress=progress)
 
 
 def lint(model: str | ModelSpec, gpu: str | Gpu, *, regime: str = "throughput", weight_dtype: str | None = None,

@@ -41,7 +41,6 @@ from llm_codesign.cli.common import (
     _dump,
     _fmt,
     _gpu,
-    _ints,
     _model,
     _precision,
     _progress,
@@ -167,14 +166,15 @@ def estimate(
     dep = _deployment(m, gpu, gpus_, tp=tp, pp=pp, ep=ep, moe_tp=moe_tp, attention_dp=attention_dp, kvp=kvp, weight_dtype=weight_dtype,
                       activation_dtype=activation_dtype, kv_dtype=kv_dtype, backend=backend, spec=spec, draft_len=draft_len, acceptance=acceptance,
                       acceptance_rates=acceptance_rates, draft_model=draft_model, max_num_tokens=max_num_tokens, cpp=cpp)
-    r = run(m, dep, Workload(isl=isl, osl=osl, concurrency=concurrency, prefix_hit=prefix_hit), calibration=calibration,
-            breakdown=breakdown)
-    if prefix_hit:
-        r["prefix_hit"] = prefix_hit
+    est = run(m, dep, Workload(isl=isl, osl=osl, concurrency=concurrency, prefix_hit=prefix_hit), calibration=calibration,
+              breakdown=breakdown)
     if gpu_hour_price is not None:  # explore/pricing.py: the GPU time of serving charged to the tokens
+        from dataclasses import replace
+
         from llm_codesign.explore.pricing import cost_of
 
-        r["cost"] = cost_of(dep.gpu, gpu_hour_price, r["output_tok_s_per_gpu"], isl, osl)
+        est = replace(est, cost=cost_of(dep.gpu, gpu_hour_price, est.output_tok_s_per_gpu, isl, osl))
+    r = est.to_dict()  # the table shows what --json prints
     if as_json:
         return _dump(r)
     from rich.table import Table
@@ -217,22 +217,6 @@ def estimate(
         _console().print(bt)
 
 
-def _budget_grid(grid: str | None, fixed: int | None) -> tuple[int, ...]:
-    from llm_codesign.explore.search import budget_grid
-
-    return budget_grid(grid, fixed)
-
-
-def _price_points(r: dict, gpu, price, isl: int, osl: int) -> None:
-    """Every frontier point's cost at `price` (explore/pricing.py), in place; nothing without a price."""
-    if price is None:
-        return
-    from llm_codesign.explore.pricing import cost_of
-
-    for p in r["frontier"]:
-        p["cost"] = cost_of(gpu, price, p["output_tok_s_per_gpu"], isl, osl)
-
-
 def _accuracy_rows(a: dict) -> list[tuple[str, str]]:
     """estimate's rows on the model's accuracy at this precision (llm_codesign.explore.accuracy_model)."""
     rows = []
@@ -261,15 +245,18 @@ def _error_rows(err: dict | None, calibration: str | None) -> list[tuple[str, st
     return rows + [("note", f"[yellow]{n}[/yellow]") for n in err["notes"]]
 
 
-def _pareto_runs(model_refs, gpu_refs, *, space_for, calibration, engine, spec, disagg: bool, gpu_hour_price,
-                 search_kw: dict, aggregated_kw: dict) -> tuple[list[dict], Callable[[], dict]]:
-    """Every model on every GPU: the aggregated search (and the disaggregated one with `disagg`), priced
-    per GPU hour where asked, and a function giving each frontier point's per-operator breakdown keyed
-    'result:point' (the report's: priced when it is written, after the figure's process has its job)."""
+def _pareto_runs(model_refs, gpu_refs, *, space: dict, limits: dict, workload, engine, calibration, disagg: bool,
+                 gpu_hour_price) -> tuple[list, Callable[[], dict]]:
+    """Every model on every GPU: llm_codesign.pareto over SearchSpace.build(**space) (and the
+    disaggregated search over the same space with `disagg`), priced per GPU hour where asked, and a
+    function giving each frontier point's per-operator breakdown keyed 'result:point' (the report's:
+    priced when it is written, after the figure's process has its job). `limits`: max_num_tokens and
+    the SLO filters (and max_accuracy_drop, the aggregated search's alone)."""
+    from llm_codesign.api import pareto as run
     from llm_codesign.cost.calibration import calibration_for
-    from llm_codesign.explore.search import point_breakdowns, search
+    from llm_codesign.explore.search import SearchSpace, point_breakdowns
 
-    isl, osl = search_kw["isl"], search_kw["osl"]
+    isl, osl = workload.isl, workload.osl
     results, pending = [], []  # pending: (result index, its breakdowns' pricing)
     prog, cb = _progress()
     if prog:
@@ -280,19 +267,17 @@ def _pareto_runs(model_refs, gpu_refs, *, space_for, calibration, engine, spec, 
             for gref in gpu_refs:
                 g = _gpu(gref)
                 cal = calibration_for(g, calibration)
-                space = space_for(m, g)
-                r = search(m, g, cal, space, engine=engine, progress=cb, **search_kw, **aggregated_kw)
-                pending.append((len(results), lambda m=m, cal=cal, r=r, g=g: point_breakdowns(
-                    m, cal, [p["deployment"] for p in r["frontier"]], isl, osl, gpu=g)))
-                _price_points(r, g, gpu_hour_price, isl, osl)
+                r = run(m, g, workload=workload, engine=engine.name, calibration=cal, progress=cb, **space, **limits).priced(gpu_hour_price)
+                pending.append((len(results), lambda m=m, cal=cal, r=r: point_breakdowns(
+                    m, cal, [(p.deployment, p.concurrency) for p in r.points], isl, osl)))
                 results.append(r)
                 if disagg:
                     from llm_codesign.explore.disagg_search import decode_breakdown, search_disagg
 
-                    rd = search_disagg(m, g, cal, space, engine=engine, **search_kw)
-                    pending.append((len(results), lambda m=m, g=g, cal=cal, rd=rd: [
-                        decode_breakdown(m, g, cal, p["deployment"], isl=isl, osl=osl, engine=engine, spec=spec) for p in rd["frontier"]]))
-                    _price_points(rd, g, gpu_hour_price, isl, osl)
+                    rd = search_disagg(m, g, cal, SearchSpace.build(m, g, **space), isl=isl, osl=osl, engine=engine,
+                                       **{k: v for k, v in limits.items() if k != "max_accuracy_drop"}).priced(gpu_hour_price)
+                    pending.append((len(results), lambda m=m, cal=cal, rd=rd: [
+                        decode_breakdown(m, cal, p, isl=isl, osl=osl) for p in rd.points]))
                     results.append(rd)
     finally:
         if prog:
@@ -346,7 +331,7 @@ def pareto(
     """Throughput-vs-interactivity Pareto frontier over every valid deployment."""
     from pathlib import Path
 
-    from llm_codesign.explore.search import SearchSpace, parse_precisions
+    from llm_codesign.explore.search import budget_grid
     from llm_codesign.outputs import check_writable, write_all
     from llm_codesign.render.plot import PlotProcess
     from llm_codesign.render.report import plot_extra, write_csv, write_html, write_plot
@@ -375,14 +360,17 @@ def pareto(
         raise InputError("gpu", gpu, "a GPU id (see `llm-codesign gpus`), or ids separated by commas")
     if isl < 1 or osl < 1:
         raise InputError("isl/osl", (isl, osl), "positive token counts")
-    Workload(isl=isl, osl=osl, prefix_hit=prefix_hit)  # the checks estimate's workload gets (prefix_hit in [0, 1))
+    workload = Workload(isl=isl, osl=osl, prefix_hit=prefix_hit)  # the checks estimate's workload gets (prefix_hit in [0, 1))
     if prefix_hit and disagg:
         raise InputError("prefix_hit", prefix_hit, "0 with --disagg (the disaggregated search prices no prefix cache)")
     if max_num_tokens_grid and disagg:
         raise InputError("max_num_tokens_grid", max_num_tokens_grid,
                          "unset with --disagg (the disaggregated search prices one step budget: --max-num-tokens)")
     sd = _spec(spec, draft_len, acceptance, acceptance_rates, draft_model)
-    ks = (0,) if sd is None else ((0, draft_len) if draft_len else (0, 1, 2, 3, 4, 5))
+    # the search space's options, as llm_codesign.pareto and the page give them (SearchSpace.build)
+    space = dict(num_gpus=n_gpus, instance_gpus=inst, tp=tp, pp=pp, ep=ep, moe_tp=moe_tp, attention_dp=attention_dp, kvp=kvp,
+                 weight_dtype=weight_dtype, activation_dtype=activation_dtype, kv_dtype=kv_dtype, spec=sd, draft_len=draft_len,
+                 step_tokens=budget_grid(max_num_tokens_grid, max_num_tokens))
     paths = {"csv": csv_path, "plot": plot_path, "html": html_path}
     if out:  # its folders are created only when the results are written (write_all)
         check_writable("out", out, folder=True)
@@ -406,18 +394,12 @@ def pareto(
     # the figure's own process imports matplotlib on another core while the search runs (render.plot)
     plotter = PlotProcess.started() if paths["plot"] else None
     try:
-        def space_for(m, g):
-            return SearchSpace(n_gpus, _ints(tp), _ints(pp), _ints(ep), _ints(moe_tp), _ints(attention_dp), _ints(kvp),
-                               instance_gpus=inst, precisions=parse_precisions(weight_dtype, activation_dtype, kv_dtype, m, g),
-                               spec=sd, spec_ks=ks, step_tokens=_budget_grid(max_num_tokens_grid, max_num_tokens))
-
-        results, breakdowns = _pareto_runs(model_refs, gpu_refs, space_for=space_for, calibration=calibration, engine=eng, spec=sd,
-                                           disagg=disagg, gpu_hour_price=gpu_hour_price,
-                                           search_kw=dict(isl=isl, osl=osl, max_num_tokens=max_num_tokens, min_tps_user=min_tps_user,
-                                                          max_ttft_ms=max_ttft_ms),
-                                           aggregated_kw=dict(max_accuracy_drop=max_accuracy_drop, prefix_hit=prefix_hit))
-        if not any(r["frontier"] for r in results):  # nothing to show: one line naming what to change, nothing written
-            raise nothing_found(results, gpus_, {"min_tps_user": min_tps_user, "max_ttft_ms": max_ttft_ms})
+        limits = dict(max_num_tokens=max_num_tokens, min_tps_user=min_tps_user, max_ttft_ms=max_ttft_ms, max_accuracy_drop=max_accuracy_drop)
+        results, breakdowns = _pareto_runs(model_refs, gpu_refs, space=space, limits=limits, workload=workload, engine=eng,
+                                           calibration=calibration, disagg=disagg, gpu_hour_price=gpu_hour_price)
+        slim = [r.to_dict() for r in results]  # what --json prints and the tables show
+        if not any(r.points for r in results):  # nothing to show: one line naming what to change, nothing written
+            raise nothing_found(slim, gpus_, {"min_tps_user": min_tps_user, "max_ttft_ms": max_ttft_ms})
         jobs = []  # all of them written, or none; the figure first, so that its process draws while the rest is written
         if paths["plot"]:
             jobs.append((lambda p: write_plot(results, p, process=plotter), paths["plot"]))
@@ -434,14 +416,13 @@ def pareto(
             nonlocal tables
             if con is not None:
                 with con.capture() as tables:
-                    _print_frontiers(con, results, isl=isl, osl=osl, prefix_hit=prefix_hit)
+                    _print_frontiers(con, slim, isl=isl, osl=osl, prefix_hit=prefix_hit)
 
         write_all(jobs, meanwhile=render_tables)
     finally:
         if plotter is not None:
             plotter.close()
     if as_json:
-        slim = [{k: v for k, v in r.items() if k not in ("cloud", "roofline_bound")} for r in results]
         return _dump(slim[0] if len(slim) == 1 else {"comparisons": slim, "evaluated": sum(r["evaluated"] for r in slim),
                                                       "seconds": sum(r["seconds"] for r in slim), "frontier": [p for r in slim for p in r["frontier"]]})
     con.file.write(tables.get())

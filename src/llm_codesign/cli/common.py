@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import signal
-from typing import Optional
 
 import typer
 
@@ -459,7 +458,3 @@ def nothing_found(results: list[dict], gpus_value, slo: dict) -> InputError:
         return InputError(k, v, f"an SLO that one of the {fitting:,} deployments of {what} that fit in memory meets (loosen {flags})")
     return InputError("gpus", gpus_value, f"enough GPUs for {what} to fit: weights and KV cache exceed the memory of every plan "
                       "(more --gpus, or a smaller --weight-dtype / --kv-dtype)")
-
-
-def _ints(v: Optional[int]):
-    return None if v is None else (v,)

@@ -44,8 +44,8 @@ def compare_rows(model_refs: list[str], gpu_refs: list[str], weight_formats: lis
                     row["why_none"] = str(e)
                     rows.append(row)
                     continue
-                if r["frontier"]:
-                    best = max(r["frontier"], key=lambda q: q["output_tok_s_per_gpu"])
+                if r.points:
+                    best = max(r.points, key=lambda q: q.output_tok_s_per_gpu).to_dict()
                     row["best"] = {k: best[k] for k in ("output_tok_s_per_gpu", "tok_s_per_user", "ttft_ms", "tpot_ms", "deployment")}
                 else:
                     row["why_none"] = "no deployment meets the SLO"

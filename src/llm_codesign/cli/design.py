@@ -157,6 +157,8 @@ def design(
                      "top": fs[0].message if fs else None}
     jobs = []  # both files written, or neither
     if plot_path and r["designs"]:
+        from dataclasses import replace
+
         from llm_codesign.explore.search import SearchSpace, search
         from llm_codesign.render.report import write_plot
 
@@ -164,13 +166,11 @@ def design(
         for j, d in enumerate(r["designs"][:3]):
             res = search(to_model(d, vocab, f"design {j + 1}"), g, cal, SearchSpace(gpus_, precisions=(prec,)),
                          isl=r["isl_osl"][0], osl=r["isl_osl"][1], engine=eng)
-            res["model"] = f"design {j + 1} ({d['shape']['hidden']}x{d['shape']['layers']})"
-            runs.append(res)
+            runs.append(replace(res, model=f"design {j + 1} ({d['shape']['hidden']}x{d['shape']['layers']})"))
         if base:
             res = search(base, g, cal, SearchSpace(gpus_, precisions=(prec,)),
                          isl=r["isl_osl"][0], osl=r["isl_osl"][1], engine=eng)
-            res["model"] = f"baseline {base.name}"
-            runs.append(res)
+            runs.append(replace(res, model=f"baseline {base.name}"))
         jobs.append((lambda p: write_plot(runs, p), plot_path))
     config = json.dumps(hf_config(r["designs"][0], vocab), indent=2) + "\n" if export and r["designs"] else None
     if config is not None and export != "-":

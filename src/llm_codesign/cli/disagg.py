@@ -70,9 +70,9 @@ def disagg(
 ):
     """Disaggregated serving: prefill instances hand each prompt's KV cache to decode instances."""
     from llm_codesign.cost.calibration import calibration_for
-    from llm_codesign.serve.disagg import estimate_disagg, parse_plan
+    from llm_codesign.serve.disagg import estimate_disagg
     from llm_codesign.spec.engines import get_engine
-    from llm_codesign.spec.plan import Deployment
+    from llm_codesign.spec.plan import Deployment, Plan
 
     m, g = _model(model), _gpu(gpu)
     dg = _gpu(decode_gpu) if decode_gpu else g
@@ -83,7 +83,7 @@ def disagg(
     # one instance of each pool, resolved here: its GPU, plan, precision, engine and step budget
     one = dict(precision=_precision(m, weight_dtype, activation_dtype, kv_dtype), backend=get_engine(backend).name,
                spec=_spec(spec, draft_len, acceptance, acceptance_rates, draft_model), max_num_tokens=max_num_tokens)
-    pp_, dp_ = parse_plan("prefill", prefill, m), parse_plan("decode", decode, m)
+    pp_, dp_ = Plan.parse(prefill, m, "prefill"), Plan.parse(decode, m, "decode")
     pools = Deployment(gpu=g, num_gpus=int(pp_.gpus), plan=pp_, **one), Deployment(gpu=dg, num_gpus=int(dp_.gpus), plan=dp_, **one)
     r = estimate_disagg(m, *pools, calibration=calibration_for(g, calibration), decode_calibration=calibration_for(dg, calibration),
                         prefill_instances=prefill_instances, decode_instances=decode_instances, concurrencies=conc, isl=isl, osl=osl,

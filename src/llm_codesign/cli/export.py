@@ -100,7 +100,7 @@ def export(
         dep = _deployment(m, gpu, gpus_, tp=tp, pp=pp, ep=ep, moe_tp=moe_tp, attention_dp=attention_dp, kvp=kvp, weight_dtype=weight_dtype,
                           activation_dtype=activation_dtype, kv_dtype=kv_dtype, backend=engine, spec=spec, draft_len=draft_len, acceptance=acceptance,
                           acceptance_rates=acceptance_rates, draft_model=draft_model, max_num_tokens=max_num_tokens, cpp=cpp)
-        r = run(m, dep, Workload(isl=isl, osl=osl, concurrency=concurrency), calibration=calibration)
+        r = run(m, dep, Workload(isl=isl, osl=osl, concurrency=concurrency), calibration=calibration).to_dict()
         summary = {"deployment": dep.to_dict(), "concurrency": r["concurrency"], "replicas": replicas,
                    "predicted": {k: r[k] for k in ("ttft_ms", "tpot_ms", "tok_s_per_user", "output_tok_s_per_gpu")}}
         text = export_config(m, dep, engine=engine, concurrency=int(r["concurrency"]), replicas=replicas,
@@ -122,8 +122,8 @@ def _dynamo(m, gpu, *, prefill, decode, n_pre, n_dec, concurrency, isl, osl, bac
     from llm_codesign.cli.common import _gpu, _precision, _spec
     from llm_codesign.cost.calibration import calibration_for
     from llm_codesign.explore.export import dynamo_workers
-    from llm_codesign.serve.disagg import estimate_disagg, parse_plan
-    from llm_codesign.spec.plan import Deployment
+    from llm_codesign.serve.disagg import estimate_disagg
+    from llm_codesign.spec.plan import Deployment, Plan
 
     if not prefill or not decode:
         raise InputError("engine", "dynamo", "a disaggregated deployment: --prefill PLAN and --decode PLAN (e.g. --prefill tp=8 --decode tp=8)")
@@ -133,7 +133,7 @@ def _dynamo(m, gpu, *, prefill, decode, n_pre, n_dec, concurrency, isl, osl, bac
     g = _gpu(gpu)
     prec = _precision(m, weight_dtype, activation_dtype, kv_dtype)
     sd = _spec(spec, draft_len, acceptance, acceptance_rates, draft_model)
-    pp_, dp_ = parse_plan("prefill", prefill, m), parse_plan("decode", decode, m)
+    pp_, dp_ = Plan.parse(prefill, m, "prefill"), Plan.parse(decode, m, "decode")
     pre = Deployment(gpu=g, num_gpus=int(pp_.gpus), plan=pp_, precision=prec, backend=backend, spec=sd, max_num_tokens=max_num_tokens)
     dec = Deployment(gpu=g, num_gpus=int(dp_.gpus), plan=dp_, precision=prec, backend=backend, spec=sd, max_num_tokens=max_num_tokens)
     r = estimate_disagg(m, pre, dec, calibration=calibration_for(g, calibration), prefill_instances=n_pre, decode_instances=n_dec,
@@ -183,7 +183,7 @@ def import_(
     from llm_codesign.spec.plan import Workload
 
     imp = read_export(text, path)
-    r = run(imp.model, imp.deployment, Workload(isl=isl, osl=osl, concurrency=imp.concurrency), calibration=calibration)
+    r = run(imp.model, imp.deployment, Workload(isl=isl, osl=osl, concurrency=imp.concurrency), calibration=calibration).to_dict()
     r["deployment"] = imp.deployment.to_dict()
     r["engine"] = imp.engine
     if as_json:

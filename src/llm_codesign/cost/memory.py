@@ -7,10 +7,9 @@ from dataclasses import replace
 
 import numpy as np
 
-from llm_codesign.cost.ops import Sharding
 from llm_codesign.spec.engines import Engine
 from llm_codesign.spec.model import ModelSpec
-from llm_codesign.spec.plan import SpecDecoding
+from llm_codesign.spec.plan import Plan, SpecDecoding
 from llm_codesign.spec.precision import Precision, executable
 
 # Fraction of HBM an engine lets itself use where the caller names none (Engine.kv_budget).
@@ -34,7 +33,7 @@ VLLM_SAMPLER_BYTES_PER_LOGIT = 18.0
 TRTLLM_GRAPH_MAX_BATCH = 128
 
 
-def weight_bytes_per_gpu(model: ModelSpec, prec: Precision, sh: Sharding):
+def weight_bytes_per_gpu(model: ModelSpec, prec: Precision, sh: Plan):
     """Weights held by one GPU of the largest pipeline stage (replicated where the plan replicates)."""
     tp, pp, ep, mtp, kvp = (np.asarray(x, float) for x in (sh.tp, sh.pp, sh.ep, sh.moe_tp, sh.kvp))
     h = model.hidden
@@ -78,7 +77,7 @@ def busiest_stage(model: ModelSpec, pp, per_layer: list):
     return out
 
 
-def kv_bytes_per_token(model: ModelSpec, prec: Precision, sh: Sharding, context=None):
+def kv_bytes_per_token(model: ModelSpec, prec: Precision, sh: Plan, context=None):
     """KV-cache bytes one GPU holds per token of a sequence its rank serves.
 
     Each layer as its kind holds it (spec.kinds kv_bytes_per_gpu): GQA's KV heads split by TP
@@ -93,14 +92,14 @@ def kv_bytes_per_token(model: ModelSpec, prec: Precision, sh: Sharding, context=
     return busiest_stage(model, pp, per_layer) / kvp
 
 
-def state_bytes_per_seq(model: ModelSpec, sh: Sharding):
+def state_bytes_per_seq(model: ModelSpec, sh: Plan):
     """Fixed recurrent state (Gated DeltaNet, Mamba-2) one GPU holds per sequence its rank serves: heads split
     over TP (and Helix, which acts as TP for these layers), layers over pipeline stages."""
     tp, pp, kvp = (np.asarray(x, float) for x in (sh.tp, sh.pp, sh.kvp))
     return model.state_bytes_per_seq() / (tp * kvp * pp)
 
 
-def forward_activation_bytes(model: ModelSpec, sh: Sharding, tokens):
+def forward_activation_bytes(model: ModelSpec, sh: Plan, tokens):
     """Transient activations of a forward over `tokens` (BF16): the residual stream and its
     projections, and the widest FFN's intermediate sharded over TP."""
     tp, kvp = np.asarray(sh.tp, float), np.asarray(sh.kvp, float)
@@ -108,7 +107,7 @@ def forward_activation_bytes(model: ModelSpec, sh: Sharding, tokens):
     return np.asarray(tokens, float) * (12.0 * model.hidden + 3.0 * widest / (tp * kvp)) * 2.0
 
 
-def activation_bytes(model: ModelSpec, sh: Sharding, max_num_tokens, *, budget: str = "free", max_seqs=1024.0, draft_len=0):
+def activation_bytes(model: ModelSpec, sh: Plan, max_num_tokens, *, budget: str = "free", max_seqs=1024.0, draft_len=0):
     """What an engine holds beside weights and KV cache, as the engine sizes it, per budget (fit):
 
     "total" (vLLM V1): its profile run's peak, the larger of a forward at max_num_batched_tokens and the
@@ -132,7 +131,7 @@ def activation_bytes(model: ModelSpec, sh: Sharding, max_num_tokens, *, budget: 
     return fwd + CUDA_CONTEXT_BYTES
 
 
-def draft_weight_bytes_per_gpu(model: ModelSpec, draft: ModelSpec, method: str, prec: Precision, sh: Sharding, *,
+def draft_weight_bytes_per_gpu(model: ModelSpec, draft: ModelSpec, method: str, prec: Precision, sh: Plan, *,
                                engine: Engine | None = None):
     """Weights of the speculative-decoding draft (serve.aggregated.draft_model's `draft`) one GPU holds,
     sharded as the engines shard it. The draft shares the target's embedding (and, for MTP, its LM head).
@@ -161,7 +160,7 @@ def draft_weight_bytes_per_gpu(model: ModelSpec, draft: ModelSpec, method: str, 
             + draft.vocab * h * 2.0 / (tp * kvp))
 
 
-def fit(model: ModelSpec, gpu, prec: Precision, sh: Sharding, isl, *, osl, max_num_tokens=8192,
+def fit(model: ModelSpec, gpu, prec: Precision, sh: Plan, isl, *, osl, max_num_tokens=8192,
         usable_fraction=USABLE_FRACTION, osl_occupancy: float = 1.0, budget: str = "total",
         spec: SpecDecoding | None = None, draft: ModelSpec | None = None, max_seqs=1024.0, draft_len=None,
         engine: Engine | None = None) -> dict:

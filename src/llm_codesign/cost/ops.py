@@ -22,18 +22,8 @@ from llm_codesign.spec.engines import AR_NORM_KERNELS, Engine
 from llm_codesign.spec.hardware import Gpu
 from llm_codesign.spec.kinds import Ffn, Mixer, NoFfn, NoMixer
 from llm_codesign.spec.model import Layer, ModelSpec, stage_split
+from llm_codesign.spec.plan import Plan
 from llm_codesign.spec.precision import Precision, executable, gemm_math
-
-
-@dataclass(frozen=True)
-class Sharding:
-    """Per-deployment parallel sizes (arrays or ints). GPUs of one stage = tp*adp*kvp = ep*moe_tp."""
-    tp: object = 1
-    pp: object = 1
-    ep: object = 1
-    moe_tp: object = 1
-    adp: object = 1  # attention data-parallel ranks
-    kvp: object = 1  # Helix KV-parallel ranks (sequence-sharded KV cache)
 
 
 @dataclass(frozen=True)
@@ -178,7 +168,7 @@ class _Step(NamedTuple):
     ff: dict  # FFN and expert GEMMs
 
 
-def _step(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Sharding, b: Batch, *, engine: Engine | None) -> _Step:
+def _step(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, b: Batch, *, engine: Engine | None) -> _Step:
     dec_tok = np.asarray(b.dec_seqs, float) * b.dec_tokens_per_seq
     act_b = prec.activation.bytes_per_value()
     math_attn = gemm_math(prec.attn, prec.activation, gpu)
@@ -228,7 +218,7 @@ def builder(x: Mixer | Ffn) -> _Builder:
 
 
 def layer_ops(model: ModelSpec, layer: Layer, count, gpu: Gpu, cal: Calibration, *, prec: Precision,
-              sh: Sharding, b: Batch, prefix: str, parts: tuple[str, ...] = ("attn", "ffn"), engine: Engine | None = None) -> list[Op]:
+              sh: Plan, b: Batch, prefix: str, parts: tuple[str, ...] = ("attn", "ffn"), engine: Engine | None = None) -> list[Op]:
     """Operators of one layer in `engine`'s step (None: the kernel tables' kernels); `parts` selects the
     attention half, the FFN half (with the layer's elementwise work) or both, so layers that share one
     half can be priced once."""
@@ -252,7 +242,7 @@ def layer_ops(model: ModelSpec, layer: Layer, count, gpu: Gpu, cal: Calibration,
     return ops
 
 
-def forward_ops(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, sh: Sharding, *, b: Batch,
+def forward_ops(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, sh: Plan, *, b: Batch,
                 engine: Engine | None = None) -> list[Op]:
     """All operators of one step on one GPU of the slowest pipeline stage (the LM head counted where
     that stage is the last, which holds it), in `engine`'s step (None: the kernel tables' kernels)."""
@@ -384,7 +374,7 @@ def _candidates(counts: tuple[int, ...], layout: tuple[int, ...], pp: int, membe
     return (*dict.fromkeys(per[:-1]), per[-1])
 
 
-def mtp_module_ops(model: ModelSpec, gpu: Gpu, cal: Calibration, sh: Sharding, *, tokens, seqs, engine: Engine) -> list[Op]:
+def mtp_module_ops(model: ModelSpec, gpu: Gpu, cal: Calibration, sh: Plan, *, tokens, seqs, engine: Engine) -> list[Op]:
     """What one DeepSeek MTP pass over `tokens` of `seqs` sequences runs beside its decoder layer and
     the shared LM head (DeepSeek-V3 report, sec. 2.2): RMSNorms of the previous hidden state and of the
     token's embedding, their concatenation projected back to the hidden size by eh_proj (BF16 [2h, h],

@@ -4,10 +4,11 @@ from __future__ import annotations
 import numpy as np
 
 from llm_codesign.cost.calibration import Calibration
-from llm_codesign.cost.ops import Batch, Sharding, forward_ops
+from llm_codesign.cost.ops import Batch, forward_ops
 from llm_codesign.errors import InputError
 from llm_codesign.spec.hardware import Gpu
 from llm_codesign.spec.model import ModelSpec
+from llm_codesign.spec.plan import Plan
 from llm_codesign.spec.precision import Precision, executable, gemm_math
 
 
@@ -24,7 +25,7 @@ def roofline(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, phas
     else:
         b = Batch(pf_tokens=batch * context, pf_seqs=batch, pf_ctx=0)
     # MoE experts shard like the rest of the layer (MoE-TP = TP) on the same GPUs
-    ops = forward_ops(model, gpu, cal, prec, Sharding(tp=tp, moe_tp=tp if model.is_moe else 1), b=b)
+    ops = forward_ops(model, gpu, cal, prec, Plan(tp=tp, moe_tp=tp if model.is_moe else 1), b=b)
     bw = gpu.hbm_bandwidth_bytes_per_s
     prec = executable(prec, gpu)[0]  # the math the GPU really runs (the operators are priced so too)
     rows = []

@@ -122,7 +122,7 @@ def objective(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, pla
     isl, osl = slo.lengths()
     obj_name, cons, _, _ = REGIMES[slo.regime]
     P = len(inst)
-    pa = Plan(*(np.asarray(x)[None, :, None] for x in (plan.tp, plan.pp, plan.ep, plan.moe_tp, plan.adp, plan.kvp)))
+    pa = plan.take(np.s_[None, :, None])
     conc = np.asarray(batches)[None, None, :] * np.asarray(plan.adp)[None, :, None]
     r = evaluate(model, gpu, cal, prec, pa, concurrency=conc, isl=isl, osl=osl, engine=engine)
     ok = (validity(model, gpu, pa, inst[None, :, None]) < 0) & r["fits"]
@@ -384,7 +384,7 @@ def _nsga2_sampler(optuna, seed: int):
 
 
 def _dep(plan: Plan, inst, ip: int, ib: int) -> dict:
-    p = Plan(*(int(np.asarray(x)[ip]) for x in (plan.tp, plan.pp, plan.ep, plan.moe_tp, plan.adp, plan.kvp)))
+    p = plan.at(ip)
     return {"plan": p.label(), "instance_gpus": int(inst[ip]), "tp": p.tp, "pp": p.pp, "ep": p.ep, "moe_tp": p.moe_tp,
             "attention_dp": p.adp, "kvp": p.kvp, "concurrency_per_instance": int(BATCHES[ib] * p.adp)}
 

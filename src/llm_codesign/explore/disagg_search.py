@@ -10,13 +10,14 @@ import numpy as np
 
 from llm_codesign.cost.calibration import Calibration
 from llm_codesign.errors import InputError
+from llm_codesign.explore.frontier import DisaggPoint, Frontier
 from llm_codesign.explore.search import default_precisions, op_rows, plans, roofline_bound, select_frontier, thinned_cloud
-from llm_codesign.serve.aggregated import _sharding, decode_step, pdl_per_launch
+from llm_codesign.serve.aggregated import decode_step, pdl_per_launch
 from llm_codesign.serve.disagg import decode_pool, first_token, kv_hand_off, prefill_pool
 from llm_codesign.spec.engines import TRTLLM, Engine, EngineCosts
 from llm_codesign.spec.hardware import Gpu
 from llm_codesign.spec.model import ModelSpec
-from llm_codesign.spec.plan import Plan, SpecDecoding
+from llm_codesign.spec.plan import Deployment, Plan, Workload
 from llm_codesign.spec.precision import Precision
 
 
@@ -32,7 +33,7 @@ class _Units(NamedTuple):
 
 def search_disagg(model: ModelSpec, gpu: Gpu, cal: Calibration, space, *, isl: int, osl: int, engine: Engine = TRTLLM,
                   max_num_tokens: int | None = None, min_tps_user: float | None = None, max_ttft_ms: float | None = None,
-                  max_instances: int = 4) -> dict:
+                  max_instances: int = 4) -> Frontier:
     """The disaggregated frontier on space.num_gpus GPUs: units of n_p prefill and n_d decode
     instances (1..max_instances each, of any valid plans, the unit's GPUs dividing the total;
     replicas of the unit fill it) at every decode batch and draft length. Each pool is priced once
@@ -46,7 +47,7 @@ def search_disagg(model: ModelSpec, gpu: Gpu, cal: Calibration, space, *, isl: i
     B, K = len(space.batches), len(ks)
     g = inst.astype(float)
     units = _units(g, N, max_instances)
-    cols = {k: [] for k in ("tok_s_per_user", "output_tok_s_per_gpu", "ttft_ms", "tpot_ms", "unit", "batch", "k", "prec", "fits")}
+    cols = {k: [] for k in ("tok_s_per_user", "output_tok_s_per_gpu", "ttft_s", "tpot_s", "unit", "batch", "k", "prec", "fits")}
     for pi, prec in enumerate(precs):
         priced = _price_units(model, gpu, prec, plan, costs=costs, units=units, g=g, space=space, ks=ks, lengths=(isl, osl),
                               max_num_tokens=max_num_tokens)
@@ -59,11 +60,11 @@ def search_disagg(model: ModelSpec, gpu: Gpu, cal: Calibration, space, *, isl: i
         cols["prec"].append(np.full(m_i.size, pi))
     c = {k: np.concatenate(v) for k, v in cols.items()}
     sel, front = select_frontier(c, min_tps_user, max_ttft_ms)
-    sizes = np.stack(plan.arrays(), axis=1)  # (P, 6): tp, pp, ep, moe_tp, adp, kvp
-    return {"model": model.name, "gpu": gpu.id, "mode": "disaggregated", "num_gpus": N, "isl": isl, "osl": osl, "backend": engine.name,
-            "evaluated": int(len(c["fits"])), "fitting": int(c["fits"].sum()), "seconds": time.perf_counter() - t0,
-            "frontier": [_point(gpu, space, c, j, units=units, sizes=sizes, g=g, ks=ks, precs=precs) for j in front],
-            "cloud": thinned_cloud(c, sel), "roofline_bound": roofline_bound(model, gpu, precs, N)}
+    pool = dict(gpu=gpu, backend=engine.name, max_num_tokens=max_num_tokens)
+    points = tuple(_point(space, c, j, plan=plan, units=units, g=g, ks=ks, precs=precs, pool=pool) for j in front)
+    return Frontier(model=model.name, gpu=gpu, num_gpus=N, workload=Workload(isl=isl, osl=osl), backend=engine.name, points=points,
+                    evaluated=int(len(c["fits"])), fitting=int(c["fits"].sum()), seconds=time.perf_counter() - t0,
+                    cloud=thinned_cloud(c, sel), roofline_bound=roofline_bound(model, gpu, precs, N), mode="disaggregated")
 
 
 def _units(g: np.ndarray, N: int, max_instances: int) -> _Units:
@@ -89,13 +90,13 @@ def _price_units(model: ModelSpec, gpu: Gpu, prec: Precision, plan: Plan, *, cos
     sizes = np.stack(plan.arrays(), axis=1)  # (P, 6): tp, pp, ep, moe_tp, adp, kvp
     adp = sizes[:, 4].astype(float)
     pf = prefill_pool(model, gpu, prec, plan, costs=costs, isl=isl, max_num_tokens=max_num_tokens)
-    dec = decode_pool(model, gpu, prec, Plan(*(a[:, None, None] for a in plan.arrays())), costs=costs,
+    dec = decode_pool(model, gpu, prec, plan.take(np.s_[:, None, None]), costs=costs,
                       per_instance=batches[None, :, None] * adp[:, None, None], isl=isl, osl=osl, spec=spec,
                       spec_k=ks[None, None, :] if spec is not None else None, max_num_tokens=max_num_tokens)
     tpot = np.broadcast_to(dec["tpot"], (P, B, K))[id_]  # (M, B, K)
     C = batches[None, :, None] * adp[id_, None, None] * ndd[:, None, None]
     base = (pf["t_alone"][ip] + costs.ttft_overhead)[:, None, None]
-    t_kv = kv_hand_off(model, gpu, costs.cal, prec, isl, prefill_gpus=g[ip], total_gpus=U, decode_plan=Plan(*(a[id_] for a in plan.arrays())))[:, None, None]
+    t_kv = kv_hand_off(model, gpu, costs.cal, prec, isl, prefill_gpus=g[ip], total_gpus=U, decode_plan=plan.take(id_))[:, None, None]
     t_dec = np.broadcast_to(dec["t_stage"], (P, B, K))[id_] * sizes[id_, 1, None, None]  # one decode iteration
     decode_time = max(osl - 1, 0) * tpot
     pre = {"per_instance": pf["per_instance"][ip, None, None], "t_step": pf["t_step"][ip, None, None]}
@@ -104,44 +105,34 @@ def _price_units(model: ModelSpec, gpu: Gpu, prec: Precision, plan: Plan, *, cos
     shape = (len(U), B, K)
     return {"tok_s_per_user": np.broadcast_to(1.0 / tpot, shape).reshape(-1),
             "output_tok_s_per_gpu": np.broadcast_to(rate * osl / U[:, None, None], shape).reshape(-1),
-            "ttft_ms": np.broadcast_to(ttft * 1e3, shape).reshape(-1), "tpot_ms": np.broadcast_to(tpot * 1e3, shape).reshape(-1),
+            "ttft_s": np.broadcast_to(ttft, shape).reshape(-1), "tpot_s": np.broadcast_to(tpot, shape).reshape(-1),
             "fits": np.broadcast_to(fits, shape).reshape(-1)}
 
 
-def _point(gpu: Gpu, space, c: dict, j: int, *, units: _Units, sizes, g, ks, precs) -> dict:
-    """Frontier point `j` of the columns `c`: its metrics and its unit's record (both pools' plans
-    and instances, the requests in flight per unit, precision and draft length)."""
-    spec, batches, N = space.spec, np.asarray(space.batches, dtype=np.int64), space.num_gpus
-    adp = sizes[:, 4].astype(float)
+def _point(space, c: dict, j: int, *, plan: Plan, units: _Units, g, ks, precs, pool: dict) -> DisaggPoint:
+    """Frontier point `j` of the columns `c`: its metrics and its unit: one instance of each pool (its
+    GPU, plan, precision, engine and step budget; the decode pool's speculation at the point's draft
+    length), the instances of each and the requests in flight per unit."""
+    spec, batches = space.spec, np.asarray(space.batches, dtype=np.int64)
+    adp = np.asarray(plan.adp, float)
     ip, id_, npp, ndd, U = units
     u, b, kk = int(c["unit"][j]), int(c["batch"][j]), int(c["k"][j])
     prec = precs[int(c["prec"][j])]
     k = int(ks[kk]) if spec is not None else 0
-
-    def pool(i, n):
-        one = Plan(*(int(v) for v in sizes[i]))
-        return {"plan": one.label(), "instances": int(n), "gpus_each": int(g[i]), "tp": one.tp, "pp": one.pp, "ep": one.ep,
-                "moe_tp": one.moe_tp, "attention_dp": one.adp, "kvp": one.kvp}
-
-    pre, de = pool(ip[u], npp[u]), pool(id_[u], ndd[u])
-    dep = {"gpu": gpu.id, "instance_gpus": int(U[u]), "replicas": N // int(U[u]),
-           "plan": f"P {pre['instances']}x {pre['plan']} + D {de['instances']}x {de['plan']}", "prefill": pre, "decode": de,
-           "concurrency_per_instance": int(batches[b] * adp[id_[u]] * ndd[u]),
-           "weight_dtype": prec.weight.name, "activation_dtype": prec.activation.name, "kv_dtype": prec.kv.name,
-           "spec": (spec.method if spec is not None and k else None), "draft_len": k}
-    return {"tok_s_per_user": float(c["tok_s_per_user"][j]), "output_tok_s_per_gpu": float(c["output_tok_s_per_gpu"][j]),
-            "ttft_ms": float(c["ttft_ms"][j]), "tpot_ms": float(c["tpot_ms"][j]), "deployment": dep}
+    pre = Deployment(num_gpus=int(g[ip[u]]), plan=plan.at(ip[u]), precision=prec, **pool)
+    de = Deployment(num_gpus=int(g[id_[u]]), plan=plan.at(id_[u]), precision=prec, spec=spec.at(k) if spec is not None and k else None, **pool)
+    return DisaggPoint(pre, de, prefill_instances=int(npp[u]), decode_instances=int(ndd[u]), replicas=space.num_gpus // int(U[u]),
+                       concurrency=int(batches[b] * adp[id_[u]] * ndd[u]),
+                       **{m: float(c[m][j]) for m in ("tok_s_per_user", "output_tok_s_per_gpu", "ttft_s", "tpot_s")})
 
 
-def decode_breakdown(model: ModelSpec, gpu: Gpu, cal: Calibration, dep: dict, *, isl: int, osl: int, engine: Engine,
-                     spec: SpecDecoding | None) -> list[dict]:
-    """Per-operator time (ms per step, one GPU) of a disaggregated point's decode instance."""
-    d = dep["decode"]
-    plan = Plan(d["tp"], d["pp"], d["ep"], d["moe_tp"], d["attention_dp"], d["kvp"])
-    prec = Precision.of(dep["weight_dtype"], dep["activation_dtype"], dep["kv_dtype"])
-    per_rank = dep["concurrency_per_instance"] / d["instances"] / d["attention_dp"] / d["pp"]
-    k = np.asarray(float(dep.get("draft_len") or 0))
-    costs = engine.costs(cal)
-    ops = decode_step(model, gpu, prec, _sharding(plan), costs=costs, b=per_rank, ctx=isl + osl / 2.0, k=k,
-                      spec=spec if dep.get("spec") else None)[2]
-    return op_rows(ops, "decode/", pdl_per_launch=pdl_per_launch(gpu, costs))
+def decode_breakdown(model: ModelSpec, cal: Calibration, point: DisaggPoint, *, isl: int, osl: int) -> list[dict]:
+    """Per-operator time (ms per step, one GPU) of a disaggregated point's decode instance, priced
+    from its Deployment."""
+    dep = point.decode
+    _, pp, _, _, adp, _ = dep.plan.sizes
+    per_rank = point.concurrency / point.decode_instances / adp / pp
+    k = np.asarray(float(dep.spec.k if dep.spec else 0))
+    costs = dep.engine.costs(cal)
+    ops = decode_step(model, dep.gpu, dep.precision, dep.plan.broadcast(), costs=costs, b=per_rank, ctx=isl + osl / 2.0, k=k, spec=dep.spec)[2]
+    return op_rows(ops, "decode/", pdl_per_launch=pdl_per_launch(dep.gpu, costs))

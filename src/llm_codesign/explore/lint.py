@@ -11,9 +11,9 @@ import numpy as np
 from llm_codesign.cost import kernels as cost
 from llm_codesign.cost.calibration import Calibration
 from llm_codesign.cost.ffns import distinct_experts
-from llm_codesign.cost.ops import Batch, Sharding, forward_ops, layer_ops, step_time
+from llm_codesign.cost.ops import Batch, forward_ops, layer_ops, step_time
 from llm_codesign.errors import InputError
-from llm_codesign.serve.aggregated import _sharding, decode_step, evaluate
+from llm_codesign.serve.aggregated import decode_step, evaluate
 from llm_codesign.spec.engines import TRTLLM
 from llm_codesign.spec.hardware import Gpu
 from llm_codesign.spec.kinds import GQA, MLA, DenseFfn, GatedDeltaNet, Mamba2, MoE, NoFfn, NoMixer
@@ -98,7 +98,7 @@ def lint(model: ModelSpec, gpu: Gpu, cal: Calibration, regime: str = "throughput
     moe = next((layer.ffn for layer, _ in model.groups if isinstance(layer.ffn, MoE)), None)
     # MoE models deploy experts with EP when the experts split (each expert whole on one GPU)
     ep = tp if moe and moe.experts % tp == 0 else 1
-    sh = Sharding(tp=tp, ep=ep, moe_tp=(tp // ep) if moe else 1)
+    sh = Plan(tp=tp, ep=ep, moe_tp=(tp // ep) if moe else 1)
     b = _batch(regime)
     out: list[Finding] = []
     out += _r1(model, gpu, cal, prec, sh, b=b, regime=regime)
@@ -228,7 +228,7 @@ def _r3(model, gpu, cal, prec, tp, *, proxy_file=None):
     # context): each layer operator's fixed part (its time beyond the larger of its compute and memory
     # times: launch and prologue costs) and its collectives whole (latency-bound at one token); the
     # LM head and pipeline hand-offs do not grow with depth. A part of the step, so never above TPOT.
-    _, _, ops = decode_step(model, gpu, prec, _sharding(plan), costs=TRTLLM.costs(cal), b=1.0, ctx=1024 + 256 / 2.0, k=0.0, spec=None)
+    _, _, ops = decode_step(model, gpu, prec, plan.broadcast(), costs=TRTLLM.costs(cal), b=1.0, ctx=1024 + 256 / 2.0, k=0.0, spec=None)
     floor = sum(float(np.sum((op.time if op.kind == "comm" else op.time - np.maximum(op.t_compute, op.t_memory)) * op.count))
                 for op in ops if op.part not in ("lm_head", "pipeline"))
     gain = 100.0 * (t0 / t1 - 1.0)
@@ -385,7 +385,7 @@ def _r7(model, gpu, cal, prec):
             for plan in (base_plan, helix):
                 r = evaluate(model, gpu, cal, prec, plan, concurrency=1, isl=ctx, osl=256)
                 cap = int(np.ravel(r["max_concurrency"])[0])
-                step = float(np.ravel(decode_step(model, gpu, prec, _sharding(plan), costs=icl, b=max(cap, 1), ctx=ctx + 128, k=0.0, spec=None)[0])[0])
+                step = float(np.ravel(decode_step(model, gpu, prec, plan.broadcast(), costs=icl, b=max(cap, 1), ctx=ctx + 128, k=0.0, spec=None)[0])[0])
                 res.append((float(np.ravel(r["tpot_s"])[0]), cap, cap / step / 8.0, bool(np.all(r["fits"]))))
             (a, ca, xa, fa), (h, ch, xh, fh) = res
             what = "MLA's latent cache (whole on every TP rank)" if mla else f"{k} KV heads"

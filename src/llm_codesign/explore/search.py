@@ -15,12 +15,13 @@ import numpy as np
 
 from llm_codesign.cost.calibration import Calibration
 from llm_codesign.errors import InputError
+from llm_codesign.explore.frontier import Frontier, FrontierPoint
 from llm_codesign.serve.aggregated import evaluate, max_running, op_step_time, pdl_per_launch
 from llm_codesign.serve.invariants import check_values, weight_floor_s
 from llm_codesign.spec.engines import TRTLLM, Engine
 from llm_codesign.spec.hardware import Gpu
 from llm_codesign.spec.model import ModelSpec
-from llm_codesign.spec.plan import Deployment, Plan, SpecDecoding, precision_for, validity
+from llm_codesign.spec.plan import Deployment, Plan, SpecDecoding, Workload, precision_for, validity
 from llm_codesign.spec.precision import Precision, get_dtype
 
 CHUNK = 1 << 17  # deployments per vectorised pass: bounds peak memory (~60 ops x a few arrays each)
@@ -32,8 +33,14 @@ def divisors(n: int) -> list[int]:
     return [d for d in range(1, n + 1) if n % d == 0]
 
 
+DRAFT_LENGTHS = (1, 2, 3, 4, 5)  # the draft lengths a search with speculation tries, beside none
+
+
 @dataclass(frozen=True)
 class SearchSpace:
+    """What a search spans: plans on `num_gpus` GPUs (sizes None: every divisor), precisions,
+    speculation's draft lengths, batches and step token budgets. `build` makes it from a pareto
+    search's options, as the CLI, the Python API and the page give them."""
     num_gpus: int
     tp: tuple[int, ...] | None = None  # None: every divisor
     pp: tuple[int, ...] | None = None
@@ -48,6 +55,21 @@ class SearchSpace:
     batches: tuple[int, ...] = field(default_factory=lambda: tuple(int(b) for b in BATCHES))
     # step token budgets (max_num_tokens, the chunked-prefill size) searched; empty: the one search() is given
     step_tokens: tuple[int, ...] = ()
+
+    @classmethod
+    def build(cls, model: ModelSpec, gpu: Gpu, *, num_gpus: int, instance_gpus: tuple[int, ...] | None = None, tp: int | None = None,
+              pp: int | None = None, ep: int | None = None, moe_tp: int | None = None, attention_dp: int | None = None,
+              kvp: int | None = None, weight_dtype: str | None = None, activation_dtype: str | None = None, kv_dtype: str | None = None,
+              spec: SpecDecoding | None = None, draft_len: int | None = None, step_tokens: tuple[int, ...] = ()) -> "SearchSpace":
+        """The space of `pareto` (the command, llm_codesign.pareto and the page's /api/pareto): a size
+        given fixes it; a precision given fixes that part (parse_precisions: otherwise the
+        checkpoint's own and the formats the GPU runs natively); with `spec`, no speculation and
+        `draft_len` drafts, or every length of DRAFT_LENGTHS; `step_tokens` the budgets searched."""
+        one = (lambda v: None if v is None else (v,))  # noqa: E731
+        ks = (0,) if spec is None else (0, draft_len) if draft_len else (0, *DRAFT_LENGTHS)
+        return cls(num_gpus, one(tp), one(pp), one(ep), one(moe_tp), one(attention_dp), one(kvp), instance_gpus=instance_gpus,
+                   precisions=parse_precisions(weight_dtype, activation_dtype, kv_dtype, model, gpu), spec=spec, spec_ks=ks,
+                   step_tokens=tuple(step_tokens))
 
 
 def plans(model: ModelSpec, gpu: Gpu, space: SearchSpace) -> tuple[Plan, np.ndarray]:
@@ -137,8 +159,8 @@ class _Grid(NamedTuple):
 
 def search(model: ModelSpec, gpu: Gpu, cal: Calibration, space: SearchSpace, *, isl: int, osl: int,
            engine: Engine = TRTLLM, max_num_tokens: int | None = None, min_tps_user: float | None = None,
-           max_ttft_ms: float | None = None, progress=None, max_accuracy_drop: float | None = None, prefix_hit: float = 0.0) -> dict:
-    """Evaluate the whole space; return the frontier with each point's deployment, accuracy and the cloud.
+           max_ttft_ms: float | None = None, progress=None, max_accuracy_drop: float | None = None, prefix_hit: float = 0.0) -> Frontier:
+    """Evaluate the whole space; return the frontier, each point with its deployment and accuracy, and the cloud.
     max_accuracy_drop (percent, against the model's best precision) keeps only the precisions known to be within it.
     prefix_hit: the share of each prompt already in the prefix cache, not prefilled (as estimate's Workload)."""
     model.check_context(isl, osl)
@@ -149,13 +171,11 @@ def search(model: ModelSpec, gpu: Gpu, cal: Calibration, space: SearchSpace, *, 
     grid = _Grid(plan, inst, np.asarray(space.batches, dtype=np.int64), ks, precs, tuple(space.step_tokens) or (max_num_tokens,))
     c, total = _evaluate_grid(model, gpu, cal, space, grid, isl=isl, osl=osl, engine=engine, prefix_hit=prefix_hit, progress=progress)
     sel, front = select_frontier(c, min_tps_user, max_ttft_ms)
-    return {
-        "model": model.name, "gpu": gpu.id, "num_gpus": space.num_gpus, "isl": isl, "osl": osl, "prefix_hit": prefix_hit, "backend": engine.name,
-        "evaluated": int(total), "fitting": int(c["fits"].sum()), "seconds": time.perf_counter() - t0,
-        "frontier": [_point(model, gpu, space, grid, c=c, j=j, accs=accs, engine=engine) for j in front],
-        "cloud": thinned_cloud(c, sel), "roofline_bound": roofline_bound(model, gpu, precs, space.num_gpus, accepted=max(
-            [space.spec.at(int(k)).accepted() for k in ks if k] if space.spec else [], default=1.0)),
-    }
+    points = tuple(_point(model, gpu, space, grid, c=c, j=j, accs=accs, engine=engine) for j in front)
+    return Frontier(model=model.name, gpu=gpu, num_gpus=space.num_gpus, workload=Workload(isl=isl, osl=osl, prefix_hit=prefix_hit),
+                    backend=engine.name, points=points, evaluated=int(total), fitting=int(c["fits"].sum()), seconds=time.perf_counter() - t0,
+                    cloud=thinned_cloud(c, sel), roofline_bound=roofline_bound(model, gpu, precs, space.num_gpus, accepted=max(
+                        [space.spec.at(int(k)).accepted() for k in ks if k] if space.spec else [], default=1.0)))
 
 
 def _precisions(model: ModelSpec, gpu: Gpu, space: SearchSpace, max_accuracy_drop: float | None) -> tuple:
@@ -200,7 +220,7 @@ def _evaluate_grid(model: ModelSpec, gpu: Gpu, cal: Calibration, space: SearchSp
 
     def run(job) -> dict:
         bi, budget, pi, prec, sl = job
-        sub = Plan(*(np.asarray(x)[sl, None, None] for x in (plan.tp, plan.pp, plan.ep, plan.moe_tp, plan.adp, plan.kvp)))
+        sub = plan.take(np.s_[sl, None, None])
         spec, spec_k = (space.spec, ks[None, None, :]) if space.spec else (None, None)
         with np.errstate(**err):
             # batches past what the roomiest plan of the chunk runs at once fit none of them: not priced
@@ -210,8 +230,8 @@ def _evaluate_grid(model: ModelSpec, gpu: Gpu, cal: Calibration, space: SearchSp
                          engine=engine, spec=spec, spec_k=spec_k, max_num_tokens=budget, prefix_hit=prefix_hit)
         # each column over the (plans, batches priced, k) block, its elements' flat indices in the whole grid
         shape = (sl.stop - sl.start, len(held), K)
-        col = {"tok_s_per_user": r["tok_s_per_user"], "output_tok_s_per_gpu": r["output_tok_s_per_gpu"], "ttft_ms": r["ttft_s"] * 1e3,
-               "tpot_ms": r["tpot_s"] * 1e3, "fits": r["fits"]}
+        col = {"tok_s_per_user": r["tok_s_per_user"], "output_tok_s_per_gpu": r["output_tok_s_per_gpu"], "ttft_s": r["ttft_s"],
+               "tpot_s": r["tpot_s"], "fits": r["fits"]}
         idx = ((np.arange(sl.start, sl.stop)[:, None, None] * B + held[None, :, None]) * K + np.arange(K)[None, None, :]).reshape(-1)
         return {**{k: np.broadcast_to(v, shape).reshape(-1) for k, v in col.items()}, "idx": idx,
                 "prec": np.full(idx.size, pi, dtype=np.int16), "budget": np.full(idx.size, bi, dtype=np.int16), "grid": (sl.stop - sl.start) * B * K}
@@ -276,28 +296,27 @@ def _pool(workers: int):
         yield ex
 
 
-def _point(model: ModelSpec, gpu: Gpu, space: SearchSpace, grid: _Grid, *, c: dict, j: int, accs: list, engine: Engine) -> dict:
-    """Frontier point `j` of the columns `c`: its metrics, its deployment's record (checked against
-    the serving invariants) and its precision's accuracy."""
+def _point(model: ModelSpec, gpu: Gpu, space: SearchSpace, grid: _Grid, *, c: dict, j: int, accs: list, engine: Engine) -> FrontierPoint:
+    """Frontier point `j` of the columns `c`: its deployment (its step token budget resolved, as a
+    record rebuilds it), its metrics (checked against the serving invariants) and its precision's accuracy."""
     from llm_codesign.explore.accuracy_model import point_accuracy
 
     B, K, plan = len(grid.batches), len(grid.ks), grid.plan
     ip, rest = divmod(int(c["idx"][j]), B * K)
     ib, ik = divmod(rest, K)
-    sub = Plan(*(int(np.asarray(x)[ip]) for x in (plan.tp, plan.pp, plan.ep, plan.moe_tp, plan.adp, plan.kvp)))
+    sub = plan.at(ip)
     k = int(grid.ks[ik]) if space.spec else 0
     n_inst = int(grid.inst[ip])
     spec = space.spec.at(k) if space.spec and k else None
+    budget = grid.budgets[int(c["budget"][j])]
     one = Deployment(gpu=gpu, num_gpus=n_inst, plan=sub, precision=grid.precs[int(c["prec"][j])], backend=engine.name, spec=spec,
-                     max_num_tokens=grid.budgets[int(c["budget"][j])])
-    vals = {k: float(c[k][j]) for k in ("tok_s_per_user", "output_tok_s_per_gpu", "ttft_ms", "tpot_ms")}
+                     max_num_tokens=engine.step_tokens(gpu) if budget is None else budget)
+    vals = {k: float(c[k][j]) for k in ("tok_s_per_user", "output_tok_s_per_gpu", "ttft_s", "tpot_s")}
     # the frontier is what leaves the search: guarded here, not the whole space (issue 20)
     check_values(f"pareto {model.name} {sub.label()} on {n_inst}x{gpu.id}", vals, floor_s=weight_floor_s(model, one),
                  accepted=spec.accepted() if spec else 1.0)
-    return {**vals,
-            "deployment": point_record(one, replicas=max(space.num_gpus // n_inst, 1) if space.num_gpus % n_inst == 0 else 1,
-                                       concurrency=int(grid.batches[ib] * sub.adp)),
-            "accuracy": point_accuracy(accs[int(c["prec"][j])])}
+    return FrontierPoint(one, replicas=max(space.num_gpus // n_inst, 1) if space.num_gpus % n_inst == 0 else 1,
+                         concurrency=int(grid.batches[ib] * sub.adp), **vals, accuracy=point_accuracy(accs[int(c["prec"][j])]))
 
 
 AUTO_BUDGETS = (1024, 2048, 4096, 8192, 16384)  # the chunk sizes engines default to across GPUs (Engine.step_tokens)
@@ -323,12 +342,12 @@ def budget_grid(grid: str | None, fixed: int | None = None) -> tuple[int, ...]:
 
 def select_frontier(c: dict, min_tps_user: float | None, max_ttft_ms: float | None) -> tuple[np.ndarray, np.ndarray]:
     """Indices of the deployments that fit and meet the SLOs, and of their Pareto frontier sorted by
-    tok/s/user (columns: fits, tok_s_per_user, output_tok_s_per_gpu, ttft_ms)."""
+    tok/s/user (columns: fits, tok_s_per_user, output_tok_s_per_gpu, ttft_s)."""
     ok = c["fits"].copy()
     if min_tps_user is not None:
         ok &= c["tok_s_per_user"] >= min_tps_user
     if max_ttft_ms is not None:
-        ok &= c["ttft_ms"] <= max_ttft_ms
+        ok &= c["ttft_s"] * 1e3 <= max_ttft_ms
     sel = np.nonzero(ok)[0]
     front = sel[pareto_mask(c["tok_s_per_user"][sel], c["output_tok_s_per_gpu"][sel])] if len(sel) else sel
     return sel, front[np.argsort(c["tok_s_per_user"][front])]
@@ -390,33 +409,24 @@ def parse_precisions(weight: str | None, activation: str | None, kv: str | None,
     return tuple(precision_for(model, w, activation, k) for w in ws for k in kvs)
 
 
-def point_record(dep: Deployment, *, replicas: int, concurrency: int) -> dict:
-    """A frontier point's deployment in plain types: everything `Deployment.from_dict` needs to
-    rebuild it exactly (attention-weight precision and acceptance included), plus how the point runs
-    it (instances of the plan, requests in flight per instance) and its plan's label."""
-    d = dep.to_dict()
-    d.update(instance_gpus=d.pop("num_gpus"), replicas=replicas, plan=dep.plan.label(), concurrency_per_instance=concurrency)
-    return d
+def point_breakdown(model: ModelSpec, cal: Calibration, dep: Deployment, concurrency: int, *, isl: int, osl: int) -> list[dict]:
+    """Per-operator time (ms per step, one GPU) of a frontier point: one instance of `dep` with
+    `concurrency` requests in flight."""
+    return point_breakdowns(model, cal, [(dep, concurrency)], isl, osl)[0]
 
 
-def point_breakdown(model: ModelSpec, cal: Calibration, dep: dict, isl: int, osl: int, *, gpu: Gpu | None = None) -> list[dict]:
-    """Per-operator time (ms per step, one GPU) of a frontier point, priced from its own record."""
-    return point_breakdowns(model, cal, [dep], isl, osl, gpu=gpu)[0]
-
-
-def point_breakdowns(model: ModelSpec, cal: Calibration, deps: list[dict], isl: int, osl: int, *,
-                     gpu: Gpu | None = None) -> list[list[dict]]:
-    """`point_breakdown` of many points: the points of one deployment are priced together, their
-    concurrencies as one array (a frontier holds a few deployments at many batch sizes)."""
+def point_breakdowns(model: ModelSpec, cal: Calibration, points: list[tuple[Deployment, int]], isl: int, osl: int) -> list[list[dict]]:
+    """`point_breakdown` of many (deployment, concurrency) points: the points of one deployment are
+    priced together, their concurrencies as one array (a frontier holds a few deployments at many
+    batch sizes)."""
     from llm_codesign.serve.metrics import decode_operators
-    from llm_codesign.spec.plan import Workload
 
     groups: dict[Deployment, list[int]] = {}
-    for i, dep in enumerate(deps):
-        groups.setdefault(Deployment.from_dict(dep, gpu), []).append(i)
-    out: list[list[dict]] = [[] for _ in deps]
+    for i, (dep, _) in enumerate(points):
+        groups.setdefault(dep, []).append(i)
+    out: list[list[dict]] = [[] for _ in points]
     for one, idx in groups.items():
-        conc = np.array([deps[i]["concurrency_per_instance"] for i in idx])
+        conc = np.array([points[i][1] for i in idx])
         ops = decode_operators(model, one, Workload(isl=isl, osl=osl), conc, calibration=cal)
         per = pdl_per_launch(one.gpu, one.engine.costs(cal))
         for j, i in enumerate(idx):

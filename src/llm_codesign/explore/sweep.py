@@ -109,7 +109,7 @@ def run_task(task: Task) -> dict:
             return {"task": task.index, "rows": [], "evaluated": 0, "fitting": 0, "seconds": time.perf_counter() - t0}
         raise
     rows = []
-    for p in r["frontier"]:
+    for p in (q.to_dict() for q in r.points):  # the rows hold what --json prints
         d, a = p["deployment"], p.get("accuracy") or {}
         row = {"task": task.index, "model": m.name, "gpu": g.id, "num_gpus": task.num_gpus, "backend": task.backend,
                "isl": task.isl, "osl": task.osl, "prefix_hit": task.prefix_hit, **{k: d[k] for k in ("weight_dtype", "activation_dtype", "kv_dtype", "plan", "tp", "pp",
@@ -121,7 +121,7 @@ def run_task(task: Task) -> dict:
         row["usd_per_m_output_tokens"] = c["usd_per_m_output_tokens"] if c else None
         row["usd_per_m_tokens"] = c["usd_per_m_tokens"] if c else None
         rows.append(row)
-    return {"task": task.index, "rows": rows, "evaluated": r["evaluated"], "fitting": r.get("fitting", len(rows)),
+    return {"task": task.index, "rows": rows, "evaluated": r.evaluated, "fitting": r.fitting,
             "seconds": time.perf_counter() - t0}
 
 

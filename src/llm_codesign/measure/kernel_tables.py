@@ -18,11 +18,12 @@ import numpy as np
 
 from llm_codesign.cost import kernels as cost
 from llm_codesign.cost.calibration import Calibration
-from llm_codesign.cost.ops import Batch, Sharding, layer_ops
+from llm_codesign.cost.ops import Batch, layer_ops
 from llm_codesign.errors import InputError
 from llm_codesign.spec.hardware import get_gpu
 from llm_codesign.spec.kinds import MoE, NoMixer
 from llm_codesign.spec.model import Layer, ModelSpec
+from llm_codesign.spec.plan import Plan
 from llm_codesign.spec.precision import DTYPES, Precision
 
 KINDS = {
@@ -253,7 +254,7 @@ def _moe(rows, gpu, cal):
         cal_row = replace(cal, moe_routing_alpha=alpha)  # each row is priced at the routing it was measured with
         ffn = MoE(experts=E, top_k=topk, expert_inter=inter, gated=gated)
         m = ModelSpec("kernel", h, 1, ((Layer(NoMixer(), ffn), 1),))
-        sh = Sharding(ep=_col(sub, "moe_ep_size"), moe_tp=_col(sub, "moe_tp_size"))
+        sh = Plan(ep=_col(sub, "moe_ep_size"), moe_tp=_col(sub, "moe_tp_size"))
         ops = layer_ops(m, m.groups[0][0], 1.0, gpu, cal_row, prec=MOE_PRECISION[dt], sh=sh, b=Batch(pf_tokens=_col(sub, "num_tokens"), pf_seqs=1.0), prefix="moe")
         # the measured block: the expert GEMMs and the activation between them (no router, no comms)
         t = sum(np.broadcast_to(o.time, (len(idx),)) for o in ops if "experts_" in o.name or "/permute" in o.name or o.kind == "elementwise")

@@ -290,7 +290,7 @@ def _plan(rows: list[dict], pool: str, is_moe: bool) -> Plan:
     tp = np.array([_int(r, f"{pool}_tp") for r in rows])
     adp = np.array([_int(r, f"{pool}_attention_dp") for r in rows])
     ep = np.array([_int(r, f"{pool}_ep") for r in rows]) if is_moe else np.ones(len(rows), dtype=np.int64)
-    # the experts' tensor split is what EP leaves of the instance's GPUs (serve.disagg.parse_plan)
+    # the experts' tensor split is what EP leaves of the instance's GPUs (Plan.parse)
     mtp = np.maximum(tp * adp // ep, 1) if is_moe else np.ones(len(rows), dtype=np.int64)
     return Plan(tp, np.ones(len(rows), dtype=np.int64), ep, mtp, adp, np.ones(len(rows), dtype=np.int64))
 

@@ -1,6 +1,7 @@
 """Render search results: CSV, a matplotlib PNG/SVG and a self-contained HTML report (its own SVG plot, no library).
 
-Plot libraries are optional extras imported lazily; the core results are plain dicts.
+Plot libraries are optional extras imported lazily. The writers take the search's typed results
+(explore.frontier.Frontier) and write what their `to_dict(plot=True)` holds.
 """
 from __future__ import annotations
 
@@ -38,11 +39,16 @@ def frontier_rows(results: list[dict]) -> list[dict]:
     return rows
 
 
-def write_csv(results: list[dict], path: str | Path) -> None:
+def _files_view(results) -> list[dict]:
+    """The search results (Frontier) as the files hold them: the --json record with the cloud and the ideal bound."""
+    return [r.to_dict(plot=True) for r in results]
+
+
+def write_csv(results: list, path: str | Path) -> None:
     buf = io.StringIO()
     w = csv.DictWriter(buf, fieldnames=FIELDS)
     w.writeheader()
-    w.writerows(frontier_rows(results))
+    w.writerows(frontier_rows(_files_view(results)))
     Path(path).write_text(buf.getvalue())
 
 
@@ -53,10 +59,11 @@ def plot_extra(path: str | Path) -> None:
         raise InputError("plot", str(path), "the plot extra: pip install 'llm-codesign[plot]'")
 
 
-def write_plot(results: list[dict], path: str | Path, *, process: PlotProcess | None = None) -> Drawing | None:
+def write_plot(results: list, path: str | Path, *, process: PlotProcess | None = None) -> Drawing | None:
     """The frontier's PNG or SVG (plot.draw); with a started `process`, drawn there: returns the
     Drawing that completes the file (write_all waits on it before any rename)."""
     plot_extra(path)
+    results = _files_view(results)
     if process is not None:
         return process.submit(results, path)
     draw(results, path)
@@ -232,10 +239,11 @@ document.getElementById('table').appendChild(T);
 """
 
 
-def write_html(results: list[dict], breakdowns: dict, path: str | Path, errors: dict[str, list[str]] | None = None) -> None:
+def write_html(results: list, breakdowns: dict, path: str | Path, errors: dict[str, list[str]] | None = None) -> None:
     """Self-contained HTML with no library and nothing fetched: the data once as JSON, an SVG plot its
     own script draws (report_data, _REPORT_JS), hover details and per-operator breakdowns; `errors`
     ({GPU: lines}, accuracy.describe) says how far such predictions lie from measured runs."""
+    results = _files_view(results)
     data = json.dumps(report_data(results, breakdowns), allow_nan=False, separators=(",", ":"))
     # no markup can start inside the JSON (a model named after a file like `<img ...>.json`); the page
     # reads it with textContent and builds every cell with textContent, never innerHTML

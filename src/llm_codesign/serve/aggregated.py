@@ -13,7 +13,6 @@ stalls; throughput conserves work: the running requests' output over their prefi
 """
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import replace
 from typing import NamedTuple
 
@@ -21,7 +20,7 @@ import numpy as np
 
 from llm_codesign.cost import memory
 from llm_codesign.cost.calibration import Calibration
-from llm_codesign.cost.ops import Batch, Sharding, forward_ops, launches, mtp_module_ops, step_time
+from llm_codesign.cost.ops import Batch, forward_ops, launches, mtp_module_ops, step_time
 from llm_codesign.errors import InputError
 from llm_codesign.spec.engines import TRTLLM, Engine, EngineCosts
 from llm_codesign.spec.hardware import Gpu
@@ -29,11 +28,6 @@ from llm_codesign.spec.kinds import GQA, DenseFfn
 from llm_codesign.spec.model import Layer, ModelSpec
 from llm_codesign.spec.plan import Plan, SpecDecoding
 from llm_codesign.spec.precision import Precision
-
-
-def _sharding(plan: Plan) -> Sharding:
-    tp, pp, ep, mtp, adp, kvp = plan.arrays()
-    return Sharding(tp=tp, pp=pp, ep=ep, moe_tp=mtp, adp=adp, kvp=kvp)
 
 
 def draft_model(model: ModelSpec, spec: SpecDecoding) -> ModelSpec:
@@ -79,7 +73,7 @@ def draft_lengths(spec: SpecDecoding | None, spec_k=None):
     return k, spec.accepted(k.astype(np.int64))
 
 
-def decode_step(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Sharding, *, costs: EngineCosts, b, ctx, k, spec):
+def decode_step(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, costs: EngineCosts, b, ctx, k, spec):
     """One pipeline stage's decode-only step for `b` sequences at context `ctx` verifying k drafts:
     kernels (priced with costs.cal, the engine's in-step calibration), the engine's host cost per step
     and per running sequence, and the draft passes' share. Returns (stage time, draft time, operators)."""
@@ -170,7 +164,7 @@ def _last_layer_time(model: ModelSpec, ops, gpu: Gpu, costs: EngineCosts) -> obj
     return sum(op_step_time(op, per, one_layer=True) for op in ops if op.name.startswith(prefixes))
 
 
-def prefill_step(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Sharding, *, costs: EngineCosts, tokens, isl, chunk,
+def prefill_step(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, costs: EngineCosts, tokens, isl, chunk,
                  dec_seqs=0.0, dec_ctx=0.0, cached=0.0):
     """One pipeline stage's step carrying `tokens` of prefill (whole prompts of `isl`, or chunks of
     `chunk` over the earlier ones) and `dec_seqs` decoding sequences at `dec_ctx`: kernels, the
@@ -215,7 +209,7 @@ def evaluate(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, plan
     prefilled (it attends to the cached prefix); every sequence still holds its whole ISL of KV cache,
     as a hit rate does not say how many requests share each cached block.
     """
-    sh = _sharding(plan)
+    sh = plan.broadcast()
     costs = engine.costs(cal)
     tp, pp, ep, mtp, adp, kvp = (np.asarray(x, float) for x in plan.arrays())
     gpus = tp * adp * kvp * pp
@@ -271,13 +265,13 @@ def max_running(model: ModelSpec, gpu: Gpu, prec: Precision, plan: Plan, *, isl,
     more does not fit (its `fits`). A search skips the batches no plan of a chunk holds."""
     k, _ = draft_lengths(spec, spec_k)
     mnt, kv_budget = engine_budget(gpu, engine=engine, max_num_tokens=max_num_tokens, plan=plan, spec=spec, draft_len=k)
-    mem, cap, *_ = _running(model, gpu, prec, _sharding(plan), np.ones(1), adp=np.asarray(plan.adp, float), engine=engine,
+    mem, cap, *_ = _running(model, gpu, prec, plan.broadcast(), np.ones(1), adp=np.asarray(plan.adp, float), engine=engine,
                             lengths=(np.asarray(isl, float), np.asarray(osl, float)), mnt=mnt, kv_budget=kv_budget, usable_fraction=None,
                             spec=spec, draft_len=k)
     return np.where(mem["free_for_kv"] > 0, cap, 0.0)
 
 
-def _running(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Sharding, C, *, adp, engine: Engine, lengths, mnt, kv_budget,
+def _running(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, C, *, adp, engine: Engine, lengths, mnt, kv_budget,
              usable_fraction, spec: SpecDecoding | None = None, draft_len=None):
     """The KV cache's fit (memory.fit, with the draft's weights and cache under `spec`) and the
     sequences per rank: the most that run at once (the cache or the engine's batch limit), those in
@@ -314,7 +308,7 @@ def _running(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Sharding, C, *, ad
     return mem, cap, c_rank, running, admitted
 
 
-def _prefill_wave(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Sharding, *, r: _Rank, costs: EngineCosts):
+def _prefill_wave(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, r: _Rank, costs: EngineCosts):
     """A wave's prefill phase: every running sequence's prompt in chunks of the step budget; returns
     (tokens per step, the step's time, the phase's span over the pipeline)."""
     wave_tok = np.minimum(r.mnt, r.running * r.new)
@@ -336,13 +330,13 @@ def _prefill_wave(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Sharding, *, 
     return wave_tok, t_wave_step, np.where(r.pipelined, n_wave + r.pp - 1.0, n_wave * r.pp) * t_wave_step
 
 
-def _once_at_cap(price, sh: Sharding, tokens, cap, *args):
+def _once_at_cap(price, sh: Plan, tokens, cap, *args):
     """price(sh, tokens, *args) where tokens = min(cap, demand), the elements at the cap priced once per
     deployment row: in a search's (plans, batches, k) grid a wave's prefill step fills the token budget
     from a few requests on (41 of 42 elements repeat one on DeepSeek-R1 at 1k/1k). Applies where every
     input but `tokens` varies along the first axis only (and the price with them); the same values as
     pricing every element."""
-    fields = [getattr(sh, f.name) for f in dataclasses.fields(Sharding)]
+    fields = sh.sizes
     full = np.broadcast_shapes(np.shape(tokens), *(np.shape(x) for x in (*fields, cap, *args)))
     if len(full) < 2 or any(np.ndim(x) and (np.ndim(x) != len(full) or any(d != 1 for d in np.shape(x)[1:]))
                             for x in (*fields, cap, *args)):
@@ -360,7 +354,7 @@ def _once_at_cap(price, sh: Sharding, tokens, cap, *args):
     def pick(x):  # an input's value for each element below the cap (by its row)
         return np.asarray(x).reshape(()) if np.size(x) == 1 else np.asarray(x).reshape(-1)[rows]
 
-    vals = price(Sharding(*(pick(f) for f in fields)), tokens[below], *(pick(a) for a in args))
+    vals = price(Plan(*(pick(f) for f in fields)), tokens[below], *(pick(a) for a in args))
     if np.shape(vals) != rows.shape:  # the price varies along the first axis with what it is not given (a design's model shapes)
         return price(sh, tokens, *args)
     out = np.array(np.broadcast_to(at_cap, full))
@@ -368,11 +362,11 @@ def _once_at_cap(price, sh: Sharding, tokens, cap, *args):
     return out
 
 
-def _once_along_last(price, sh: Sharding, b, *args):
+def _once_along_last(price, sh: Plan, b, *args):
     """price(sh, b, *args), a tuple of arrays, where only `b` varies along the last axis (a search's
     draft lengths k): priced once at b[..., :1] and again only at the elements where b differs from
     it (sequences the KV cache caps differently at each k). The same values as pricing every element."""
-    fields = [getattr(sh, f.name) for f in dataclasses.fields(Sharding)]
+    fields = sh.sizes
     full = np.broadcast_shapes(np.shape(b), *(np.shape(x) for x in (*fields, *args)))
     if (len(full) < 2 or full[-1] == 1 or np.ndim(b) != len(full)
             or any(np.ndim(x) == len(full) and np.shape(x)[-1] != 1 for x in (*fields, *args))):
@@ -392,12 +386,12 @@ def _once_along_last(price, sh: Sharding, b, *args):
             lead = len(full) - x.ndim
             return x if x.ndim == 0 else x[tuple(i if s > 1 else 0 for i, s in zip(at[lead:], x.shape, strict=True))]
 
-        for o, v in zip(out, price(Sharding(*(pick(f) for f in fields)), b[differ], *(pick(a) for a in args)), strict=True):
+        for o, v in zip(out, price(Plan(*(pick(f) for f in fields)), b[differ], *(pick(a) for a in args)), strict=True):
             o[differ] = v
     return tuple(out)
 
 
-def _own_prefill(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Sharding, *, r: _Rank, costs: EngineCosts, n_span):
+def _own_prefill(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, r: _Rank, costs: EngineCosts, n_span):
     """A request's prefill: (q, the step's time, the steps' span over the pipeline before its first
     token). Its chunks share steps with the prefills of q = 1 + f (running - 1) requests arriving
     with it (1: benchmark waves in lockstep, 0: arrivals spread out). Requests stay as far apart as

@@ -22,9 +22,8 @@ import numpy as np
 from llm_codesign.cost import memory
 from llm_codesign.cost.calibration import Calibration
 from llm_codesign.cost.kernels import collective_time
-from llm_codesign.cost.ops import Sharding
 from llm_codesign.errors import InputError
-from llm_codesign.serve.aggregated import _sharding, decode_step, draft_lengths, draft_model, engine_budget, prefill_step
+from llm_codesign.serve.aggregated import decode_step, draft_lengths, draft_model, engine_budget, prefill_step
 from llm_codesign.spec.engines import EngineCosts
 from llm_codesign.spec.hardware import Gpu
 from llm_codesign.spec.model import ModelSpec
@@ -37,7 +36,7 @@ def prefill_pool(model: ModelSpec, gpu: Gpu, prec: Precision, plan: Plan, *, cos
     prompt's time (chunks of the step budget), the requests per second it serves when loaded (whole
     steps; each attention-DP rank runs its own prompts, pipeline stages overlap different prompts'
     steps), and whether the weights fit."""
-    sh = _sharding(plan)
+    sh = plan.broadcast()
     isl = np.asarray(isl, float)
     mnt, (budget, fraction, _) = engine_budget(gpu, engine=costs.engine, max_num_tokens=max_num_tokens, plan=plan)
     _, pp, _, _, adp, _ = (np.asarray(x, float) for x in plan.arrays())
@@ -56,7 +55,7 @@ def decode_pool(model: ModelSpec, gpu: Gpu, prec: Precision, plan: Plan, *, cost
     """One decode instance (`costs`: its engine's fitted costs and in-step calibration) holding
     `per_instance` requests: decode-only steps, so no prefill chunk stalls a token; the KV cache
     bounds what it holds."""
-    sh = _sharding(plan)
+    sh = plan.broadcast()
     isl, osl = np.asarray(isl, float), np.asarray(osl, float)
     k, acc = draft_lengths(spec, spec_k)
     mnt, (budget, fraction, occupancy) = engine_budget(gpu, engine=costs.engine, max_num_tokens=max_num_tokens, plan=plan, spec=spec,
@@ -82,14 +81,14 @@ def kv_hand_off(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, i
     the NICs beyond it. Without a decode plan, one copy arrives at as many GPUs as send it. Pools of
     two GPU types sit in different servers: the cache leaves on the prefill GPUs' NICs and arrives on
     the decode GPUs' NICs, each end priced on its own GPU."""
-    one = Sharding()
+    one = Plan()
     isl = np.asarray(isl, float)
     kv = memory.kv_bytes_per_token(model, prec, one, isl) * isl + memory.state_bytes_per_seq(model, one)
     senders = np.asarray(prefill_gpus, float)
     if decode_plan is None:
         send, recv = kv / senders, kv / senders
     else:
-        sh = _sharding(decode_plan)
+        sh = decode_plan.broadcast()
         tp, pp, _, _, _, kvp = (np.asarray(x, float) for x in decode_plan.arrays())
         recv = memory.kv_bytes_per_token(model, prec, sh, isl) * isl + memory.state_bytes_per_seq(model, sh)
         send = recv * tp * pp * kvp / senders
@@ -221,26 +220,6 @@ def evaluate_disagg(model: ModelSpec, prefill: Deployment, decode: Deployment, *
         "prefill_capacity_req_s": n_p * p["per_instance"], "request_rate": rate, "gpus": gpus,
         "fits": d["fits"] & p["fits"], "prefill_fits": p["fits"], "max_concurrency": d["max_per_instance"] * n_d,
     }
-
-
-PLAN_KEYS = {"tp": "tp", "pp": "pp", "ep": "ep", "moe_tp": "moe_tp", "adp": "adp", "attention_dp": "adp", "kvp": "kvp"}
-
-
-def parse_plan(field: str, text: str, model: ModelSpec) -> Plan:
-    """'tp=4,ep=4' -> Plan; unnamed sizes are 1, and a MoE model's moe_tp defaults to what EP leaves."""
-    kw: dict[str, int] = {}
-    for part in (p.strip() for p in text.split(",") if p.strip()):
-        key, _, val = part.partition("=")
-        if key.strip().lower() not in PLAN_KEYS or not val.strip().isdigit() or not 1 <= int(val) <= 1 << 16:
-            raise InputError(field, text, "comma-separated sizes from 1 to 65,536 such as tp=4,ep=4 (keys: tp, pp, ep, moe_tp, attention_dp, kvp)")
-        if PLAN_KEYS[key.strip().lower()] in kw:  # tp=8,tp=4: which one was meant is not ours to guess
-            raise InputError(field, text, f"each size once ({key.strip()} is given twice)")
-        kw[PLAN_KEYS[key.strip().lower()]] = int(val)
-    if not kw:
-        raise InputError(field, text, "at least one size, e.g. tp=8")
-    tp, pp, adp, kvp, ep = (kw.get(k, 1) for k in ("tp", "pp", "adp", "kvp", "ep"))
-    mtp = kw.get("moe_tp", max(tp * adp * kvp // ep, 1) if model.is_moe else 1)
-    return Plan(tp, pp, ep, mtp, adp, kvp)
 
 
 def estimate_disagg(model: ModelSpec, prefill: Deployment, decode: Deployment, *, calibration: Calibration,

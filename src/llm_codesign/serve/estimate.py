@@ -1,17 +1,133 @@
-"""One deployment end to end: metrics, memory, bottlenecks, breakdown, speculation break-even."""
+"""One deployment end to end: metrics, memory, bottlenecks, breakdown, speculation break-even, as
+a typed `Estimate` in SI units whose `to_dict()` is what `estimate --json` prints."""
 from __future__ import annotations
+
+from dataclasses import asdict, dataclass, replace
 
 import numpy as np
 
 from llm_codesign.cost.calibration import Calibration
 from llm_codesign.cost.ops import Batch, forward_ops
 from llm_codesign.errors import InputError
-from llm_codesign.serve.aggregated import _sharding, binding_resource, engine_budget, op_step_time, pdl_per_launch
+from llm_codesign.serve.aggregated import binding_resource, engine_budget, op_step_time, pdl_per_launch
 from llm_codesign.serve.invariants import check_estimate
 from llm_codesign.serve.metrics import BATCH_GRID, decode_operators, evaluate
 from llm_codesign.spec.model import ModelSpec
 from llm_codesign.spec.plan import Deployment, Workload, reason_text, validity
 from llm_codesign.spec.precision import executable
+
+GB = 1e9  # memory as the reports state it
+
+
+@dataclass(frozen=True)
+class Memory:
+    """Bytes per GPU at the estimate's load: weights, the running sequences' KV cache (less the
+    recurrent state) and recurrent state, activations, what is left free, and the GPU's capacity."""
+    weights: float
+    kv: float
+    state: float
+    activations: float
+    free: float
+    capacity: float
+
+    def to_dict(self) -> dict:
+        return {"weights_gb": self.weights / GB, "kv_gb": self.kv / GB, "state_gb": self.state / GB, "activations_gb": self.activations / GB,
+                "free_gb": self.free / GB, "capacity_gb": self.capacity / GB}
+
+
+@dataclass(frozen=True)
+class OperatorTime:
+    """One operator of the decode step on one GPU: seconds per step (its layers of the stage, less
+    what PDL saves), FLOPs and bytes."""
+    name: str
+    kind: str
+    time_s: float
+    flops: float
+    bytes: float
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "kind": self.kind, "time_ms": self.time_s * 1e3, "flops": self.flops, "bytes": self.bytes}
+
+
+@dataclass(frozen=True)
+class SpecPayoff:
+    """Speculation's TPOT speed-up over the same deployment without it: at the estimate's load, at one
+    request, and the first load at which it stops paying (None: never within what fits)."""
+    method: str
+    draft_len: int
+    speedup_at_concurrency: float
+    speedup_at_1: float
+    stops_paying_at_concurrency: int | None
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """What one deployment delivers on a workload, in SI units: the metrics at `concurrency` requests
+    in flight (the workload's, or the offline maximum throughput's: `mode`), memory per GPU, the
+    binding resource of each phase, speculation's payoff and, where asked, the decode step's
+    operators. `expected_error` and `accuracy` are filled by the public API (llm_codesign.estimate);
+    `cost` where a GPU-hour price is given."""
+    model: str
+    deployment: Deployment
+    workload: Workload
+    mode: str  # "concurrency" or "offline-max-throughput"
+    concurrency: int
+    ttft_s: float
+    tpot_s: float
+    tok_s_per_user: float
+    output_tok_s_per_gpu: float
+    io_tok_s_per_gpu: float
+    tokens_per_joule_bound: float
+    max_batch: int  # the most requests that run at once
+    memory: Memory
+    decode_bound: str
+    prefill_bound: str
+    accepted_per_step: float
+    precision_notes: tuple[str, ...]  # a format this GPU cannot execute, priced as the engines map it
+    over_capacity: str | None = None  # what the engine does with the requests its KV cache cannot hold
+    spec: SpecPayoff | None = None
+    breakdown: tuple[OperatorTime, ...] | None = None
+    expected_error: dict | None = None
+    accuracy: dict | None = None
+    cost: dict | None = None
+
+    @property
+    def fits(self) -> bool:
+        return self.concurrency <= self.max_batch
+
+    def to_dict(self) -> dict:
+        """What `llm-codesign estimate --json` prints (times in ms, memory in GB)."""
+        dep, w = self.deployment, self.workload
+        out = {
+            "model": self.model, "gpu": dep.gpu.id, "num_gpus": dep.num_gpus, "plan": dep.plan.label(),
+            "precision": dep.precision.label(), "backend": dep.backend, "mode": self.mode,
+            "isl": w.isl, "osl": w.osl, "concurrency": self.concurrency, "max_num_tokens": dep.step_tokens,
+            "ttft_ms": self.ttft_s * 1e3, "tpot_ms": self.tpot_s * 1e3, "tok_s_per_user": self.tok_s_per_user,
+            "output_tok_s_per_gpu": self.output_tok_s_per_gpu, "io_tok_s_per_gpu": self.io_tok_s_per_gpu,
+            "tokens_per_joule_bound": self.tokens_per_joule_bound, "max_batch": self.max_batch, "memory": self.memory.to_dict(),
+            "decode_bound": self.decode_bound, "prefill_bound": self.prefill_bound, "accepted_per_step": self.accepted_per_step,
+            "fits": self.fits, "precision_notes": list(self.precision_notes),
+        }
+        if self.over_capacity is not None:
+            out["over_capacity"] = self.over_capacity
+        if self.spec is not None:
+            out["spec"] = asdict(self.spec)
+        if self.breakdown is not None:
+            out["breakdown"] = [o.to_dict() for o in self.breakdown]
+        out |= {"expected_error": self.expected_error, "accuracy": self.accuracy}
+        if w.prefix_hit:
+            out["prefix_hit"] = w.prefix_hit
+        if self.cost is not None:
+            out["cost"] = self.cost
+        return out
+
+    def to_pandas(self):
+        """One row: the scalar figures of `to_dict()` and the memory's (pandas is an optional dependency)."""
+        import pandas as pd
+
+        d = self.to_dict()
+        return pd.DataFrame([{**{k: v for k, v in d.items() if not isinstance(v, (dict, list))},
+                              **{f"memory_{k}": v for k, v in d["memory"].items()}}])
 
 
 def check(model: ModelSpec, dep: Deployment) -> None:
@@ -22,15 +138,14 @@ def check(model: ModelSpec, dep: Deployment) -> None:
 
 def _refuse_unfit(dep: Deployment, m) -> None:
     """One line on why not even one sequence fits, with what it needs and what the engine leaves."""
-    gb = 1e9
     mem = dep.gpu.memory_bytes
     budget, frac, _ = engine_budget(dep.gpu, engine=dep.engine, max_num_tokens=dep.max_num_tokens, plan=dep.plan, spec=dep.spec)[1]
     # TensorRT-LLM's fraction is of what weights and activations leave; the others cap the whole
     frac = 1.0 if budget == "free" else float(np.asarray(frac).reshape(-1)[0])
     need = float(m.weights_bytes.reshape(-1)[0] + m.activation_bytes.reshape(-1)[0] + m.kv_bytes_per_seq.reshape(-1)[0])
     raise InputError("deployment", dep.plan.label() + f" on {dep.num_gpus}x{dep.gpu.id}",
-                     f"needs {need / gb:.0f} GB per GPU for one sequence, {dep.gpu.name} reports {mem / gb:.0f} GB"
-                     + (f" ({frac * mem / gb:.0f} GB usable by {dep.backend})" if frac < 1 else "")
+                     f"needs {need / GB:.0f} GB per GPU for one sequence, {dep.gpu.name} reports {mem / GB:.0f} GB"
+                     + (f" ({frac * mem / GB:.0f} GB usable by {dep.backend})" if frac < 1 else "")
                      + ": add GPUs, raise TP/EP/PP or lower the precision")
 
 
@@ -38,10 +153,10 @@ def prefill_ops(model: ModelSpec, dep: Deployment, cal: Calibration, workload: W
     """The operators of one prefill chunk of one request, priced with the calibration the serving
     metrics use inside a step (the engine's in-step calibration, Engine.costs)."""
     chunk = Batch(pf_tokens=min(workload.isl, dep.step_tokens), pf_seqs=1, pf_ctx=0)
-    return forward_ops(model, dep.gpu, dep.engine.costs(cal).cal, dep.precision, _sharding(dep.plan), b=chunk, engine=dep.engine)
+    return forward_ops(model, dep.gpu, dep.engine.costs(cal).cal, dep.precision, dep.plan.broadcast(), b=chunk, engine=dep.engine)
 
 
-def estimate(model: ModelSpec, dep: Deployment, workload: Workload, *, calibration: Calibration, breakdown: bool = False) -> dict:
+def estimate(model: ModelSpec, dep: Deployment, workload: Workload, *, calibration: Calibration, breakdown: bool = False) -> Estimate:
     """What `dep` delivers on `workload`: the metrics at its concurrency (or at the offline maximum
     throughput), memory per GPU, the binding resource of each phase, speculation's break-even and,
     with `breakdown`, per-operator times of the decode step."""
@@ -66,32 +181,29 @@ def estimate(model: ModelSpec, dep: Deployment, workload: Workload, *, calibrati
     dec_ops = decode_operators(model, dep, workload, concurrency, calibration=cal)
     pf_ops = prefill_ops(model, dep, cal, workload)
     per = pdl_per_launch(dep.gpu, dep.engine.costs(cal))  # each operator as the step prices it
-    gb = 1e9
-    out = {
-        "model": model.name, "gpu": dep.gpu.id, "num_gpus": dep.num_gpus, "plan": dep.plan.label(),
-        "precision": dep.precision.label(), "backend": dep.backend, "mode": mode,
-        "isl": isl, "osl": osl, "concurrency": concurrency, "max_num_tokens": dep.step_tokens,
-        "ttft_ms": s("ttft_s") * 1e3, "tpot_ms": s("tpot_s") * 1e3, "tok_s_per_user": s("tok_s_per_user"),
-        "output_tok_s_per_gpu": s("output_tok_s_per_gpu"), "io_tok_s_per_gpu": s("io_tok_s_per_gpu"),
-        "tokens_per_joule_bound": s("tokens_per_joule_bound"), "max_batch": max_conc,
-        "memory": {"weights_gb": s("weights_bytes") / gb, "kv_gb": (s("kv_bytes") - s("state_bytes")) / gb,
-                   "state_gb": s("state_bytes") / gb,
-                   "activations_gb": s("activation_bytes") / gb, "free_gb": s("free_bytes") / gb,
-                   "capacity_gb": dep.gpu.memory_bytes / gb},
-        "decode_bound": binding_resource(dec_ops, per), "prefill_bound": binding_resource(pf_ops, per),
-        "accepted_per_step": s("accepted_per_step"), "fits": concurrency <= max_conc,
+    est = Estimate(
+        model=model.name, deployment=dep, workload=workload, mode=mode, concurrency=concurrency,
+        ttft_s=s("ttft_s"), tpot_s=s("tpot_s"), tok_s_per_user=s("tok_s_per_user"), output_tok_s_per_gpu=s("output_tok_s_per_gpu"),
+        io_tok_s_per_gpu=s("io_tok_s_per_gpu"), tokens_per_joule_bound=s("tokens_per_joule_bound"), max_batch=max_conc,
+        memory=Memory(weights=s("weights_bytes"), kv=s("kv_bytes") - s("state_bytes"), state=s("state_bytes"), activations=s("activation_bytes"),
+                      free=s("free_bytes"), capacity=dep.gpu.memory_bytes),
+        decode_bound=binding_resource(dec_ops, per), prefill_bound=binding_resource(pf_ops, per), accepted_per_step=s("accepted_per_step"),
         # a format this GPU cannot execute is priced as the engines map it, and the answer says so
-        "precision_notes": list(executable(dep.precision, dep.gpu)[1]),
-    }
-    if concurrency > max_conc:
-        out["over_capacity"] = _over_capacity(dep, max_conc, isl, osl)
-    if dep.spec is not None:
-        out["spec"] = _spec_break_even(model, dep, workload, cal, r=r, grid=grid, concurrency=concurrency)
-    if breakdown:
-        out["breakdown"] = [{"name": op.name, "kind": op.kind, "time_ms": float(np.sum(op_step_time(op, per))) * 1e3,
-                             "flops": float(np.sum(op.flops * op.count)), "bytes": float(np.sum(op.bytes * op.count))}
-                            for op in dec_ops if float(np.sum(op_step_time(op, per))) > 0]
-    return check_estimate(model, dep, out)
+        precision_notes=tuple(executable(dep.precision, dep.gpu)[1]),
+        over_capacity=_over_capacity(dep, max_conc, isl, osl) if concurrency > max_conc else None,
+        spec=_spec_break_even(model, dep, workload, cal, r=r, grid=grid, concurrency=concurrency) if dep.spec is not None else None,
+        breakdown=_breakdown(dec_ops, per) if breakdown else None)
+    return check_estimate(model, est)
+
+
+def _breakdown(ops, per: float) -> tuple[OperatorTime, ...]:
+    """The operators that take time in a step, each as the step prices it (PDL's `per` launch off)."""
+    out = []
+    for op in ops:
+        t = float(np.sum(op_step_time(op, per)))
+        if t > 0:
+            out.append(OperatorTime(op.name, op.kind, t, float(np.sum(op.flops * op.count)), float(np.sum(op.bytes * op.count))))
+    return tuple(out)
 
 
 def _over_capacity(dep: Deployment, max_conc: int, isl: int, osl: int) -> str:
@@ -103,16 +215,12 @@ def _over_capacity(dep: Deployment, max_conc: int, isl: int, osl: int) -> str:
     return f"{held}; {dep.backend} reserves ISL+OSL per request, so the rest wait for whole requests to finish (longer TTFT)"
 
 
-def _spec_break_even(model: ModelSpec, dep: Deployment, workload: Workload, cal: Calibration, *, r, grid, concurrency) -> dict:
+def _spec_break_even(model: ModelSpec, dep: Deployment, workload: Workload, cal: Calibration, *, r, grid, concurrency) -> SpecPayoff:
     """Speculation's TPOT speedup over the same deployment without it (`r`: its metrics over `grid`),
     at this concurrency, at one request, and the first concurrency at which it stops paying."""
-    from dataclasses import replace
-
     base = evaluate(model, replace(dep, spec=None), workload, calibration=cal, concurrency=grid)
     speedup = base.tpot_s / r.tpot_s
     fits = r.fits
     loses = np.nonzero((speedup < 1.0) & fits)[0]
-    return {"method": dep.spec.method, "draft_len": dep.spec.k,
-            "speedup_at_concurrency": float(np.interp(concurrency, grid, speedup)),
-            "speedup_at_1": float(speedup[0]),
-            "stops_paying_at_concurrency": int(grid[loses[0]]) if len(loses) else None}
+    return SpecPayoff(dep.spec.method, dep.spec.k, speedup_at_concurrency=float(np.interp(concurrency, grid, speedup)),
+                      speedup_at_1=float(speedup[0]), stops_paying_at_concurrency=int(grid[loses[0]]) if len(loses) else None)

@@ -27,9 +27,7 @@ def weight_floor_s(model: ModelSpec, dep: Deployment):
     """Seconds one decode step takes at least on the busiest GPU: the weights it reads every step
     (attention, dense FFNs, shared experts and the LM head of its pipeline stage; routed experts
     left out, as a step reads only the experts its tokens pick) over its HBM bandwidth."""
-    from llm_codesign.serve.aggregated import _sharding
-
-    sh = _sharding(dep.plan)
+    sh = dep.plan.broadcast()
     dense = tuple((replace(layer, ffn=replace(layer.ffn, experts=0)) if isinstance(layer.ffn, MoE) else layer, n)
                   for layer, n in model.groups)
     # vocab 0 drops the embedding (a gather, not a read of the table) and the head, added back
@@ -80,11 +78,13 @@ def check_metrics(model: ModelSpec, dep: Deployment, metrics, where: str = "eval
     return metrics
 
 
-def check_estimate(model: ModelSpec, dep: Deployment, out: dict) -> dict:
-    """estimate's result unchanged, or InvariantError (nested memory figures included)."""
+def check_estimate(model: ModelSpec, est):
+    """`est` (serve.estimate.Estimate) unchanged, or InvariantError: every figure it reports, the
+    nested memory and speculation ones included."""
+    dep, out = est.deployment, est.to_dict()
     flat = {k: v for k, v in out.items() if isinstance(v, (int, float, np.number)) and not isinstance(v, bool)}
     flat.update({f"memory.{k}": v for k, v in out.get("memory", {}).items()})
     flat.update({f"spec.{k}": v for k, v in (out.get("spec") or {}).items() if isinstance(v, (int, float)) and v is not None})
     check_values(f"estimate {model.name} {dep.plan.label()} on {dep.num_gpus}x{dep.gpu.id}", flat,
                  floor_s=weight_floor_s(model, dep), accepted=out.get("accepted_per_step", 1.0), signed=())
-    return out
+    return est

@@ -40,26 +40,76 @@ MESSAGES = {
 }
 
 
+# the names a plan's sizes go by in `Plan.parse` (vLLM / TensorRT-LLM vocabulary) -> Plan's fields
+PLAN_KEYS = {"tp": "tp", "pp": "pp", "ep": "ep", "moe_tp": "moe_tp", "adp": "adp", "attention_dp": "adp", "kvp": "kvp"}
+
+
 @dataclass(frozen=True)
 class Plan:
-    """Parallel sizes (ints, or equal-length int arrays for a sweep). GPUs = tp*adp*kvp*pp."""
+    """Parallel sizes: ints for one deployment, or int arrays that broadcast for a sweep (what the cost
+    model prices, every formula broadcasting over them). GPUs = tp*adp*kvp*pp = ep*moe_tp*pp."""
     tp: object = 1
     pp: object = 1
     ep: object = 1
     moe_tp: object = 1
-    adp: object = 1
-    kvp: object = 1
+    adp: object = 1  # attention data-parallel ranks
+    kvp: object = 1  # Helix KV-parallel ranks (sequence-sharded KV cache)
+
+    @classmethod
+    def parse(cls, text: str, model: ModelSpec, field: str = "plan") -> "Plan":
+        """'tp=4,ep=4' -> Plan; unnamed sizes are 1, and a MoE model's moe_tp defaults to what EP leaves
+        of a stage's GPUs. A bad text is one InputError naming `field`."""
+        kw: dict[str, int] = {}
+        for part in (p.strip() for p in text.split(",") if p.strip()):
+            key, _, val = part.partition("=")
+            if key.strip().lower() not in PLAN_KEYS or not val.strip().isdigit() or not 1 <= int(val) <= 1 << 16:
+                raise InputError(field, text, "comma-separated sizes from 1 to 65,536 such as tp=4,ep=4 (keys: tp, pp, ep, moe_tp, attention_dp, kvp)")
+            if PLAN_KEYS[key.strip().lower()] in kw:  # tp=8,tp=4: which one was meant is not ours to guess
+                raise InputError(field, text, f"each size once ({key.strip()} is given twice)")
+            kw[PLAN_KEYS[key.strip().lower()]] = int(val)
+        if not kw:
+            raise InputError(field, text, "at least one size, e.g. tp=8")
+        tp, pp, adp, kvp, ep = (kw.get(k, 1) for k in ("tp", "pp", "adp", "kvp", "ep"))
+        mtp = kw.get("moe_tp", max(tp * adp * kvp // ep, 1) if model.is_moe else 1)
+        return cls(tp, pp, ep, mtp, adp, kvp)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "Plan":
+        """The plan of a record holding tp, pp, ep, moe_tp, attention_dp and kvp (`to_dict`, a frontier point's)."""
+        return cls(d["tp"], d["pp"], d["ep"], d["moe_tp"], d["attention_dp"], d["kvp"])
+
+    def to_dict(self) -> dict:
+        """The sizes as ints (a sweep's first plan), under the names the CLI's options use."""
+        tp, pp, ep, mtp, adp, kvp = (int(np.asarray(x).reshape(-1)[0]) for x in self.sizes)
+        return {"tp": tp, "pp": pp, "ep": ep, "moe_tp": mtp, "attention_dp": adp, "kvp": kvp}
+
+    @property
+    def sizes(self) -> tuple:
+        """(tp, pp, ep, moe_tp, adp, kvp) as given."""
+        return self.tp, self.pp, self.ep, self.moe_tp, self.adp, self.kvp
 
     def arrays(self):
-        return np.broadcast_arrays(*(np.asarray(x, dtype=np.int64) for x in (self.tp, self.pp, self.ep, self.moe_tp, self.adp, self.kvp)))
+        """The six sizes as int64 arrays of one shape."""
+        return np.broadcast_arrays(*(np.asarray(x, dtype=np.int64) for x in self.sizes))
+
+    def broadcast(self) -> "Plan":
+        """This plan with its sizes as int64 arrays of one shape, as the serving model prices it."""
+        return Plan(*self.arrays())
+
+    def take(self, index) -> "Plan":
+        """The plans of a sweep at `index` (numpy indexing of every size, broadcast: a slice, an index array, new axes)."""
+        return Plan(*(x[index] for x in self.arrays()))
+
+    def at(self, i: int) -> "Plan":
+        """The one plan at flat position `i` of a sweep (a size given as one number is every plan's), its sizes as ints."""
+        return Plan(*(int(np.asarray(x).reshape(-1)[i] if np.ndim(x) else x) for x in self.sizes))
 
     @property
     def gpus(self):
         return np.asarray(self.tp) * np.asarray(self.adp) * np.asarray(self.kvp) * np.asarray(self.pp)
 
     def label(self, i: int | None = None) -> str:
-        vals = [np.asarray(x).reshape(-1)[i or 0] if np.ndim(x) else x for x in (self.tp, self.pp, self.ep, self.moe_tp, self.adp, self.kvp)]
-        tp, pp, ep, mtp, adp, kvp = (int(v) for v in vals)
+        tp, pp, ep, mtp, adp, kvp = self.at(i or 0).sizes
         parts = [f"TP{tp}"] if adp == 1 else [f"DP{adp}xTP{tp}"]
         if kvp > 1:
             parts.append(f"Helix{kvp}")
@@ -206,10 +256,7 @@ class Deployment:
     def to_dict(self) -> dict:
         """Everything needed to rebuild this deployment (`Deployment.from_dict`), in plain types."""
         p, s = self.precision, self.spec
-        tp, pp, ep, mtp, adp, kvp = (int(np.asarray(x).reshape(-1)[0]) for x in
-                                     (self.plan.tp, self.plan.pp, self.plan.ep, self.plan.moe_tp, self.plan.adp, self.plan.kvp))
-        return {"gpu": self.gpu.id, "num_gpus": int(self.num_gpus), "tp": tp, "pp": pp, "ep": ep, "moe_tp": mtp,
-                "attention_dp": adp, "kvp": kvp, "weight_dtype": p.weight.name, "activation_dtype": p.activation.name,
+        return {"gpu": self.gpu.id, "num_gpus": int(self.num_gpus), **self.plan.to_dict(), "weight_dtype": p.weight.name, "activation_dtype": p.activation.name,
                 "kv_dtype": p.kv.name, "attn_weight_dtype": p.attn.name, "backend": self.backend,
                 "spec": s.method if s else None, "draft_len": s.k if s else 0,
                 "acceptance": s.mean_accepted if s else None, "acceptance_rates": list(s.rates) if s else [],
@@ -226,7 +273,7 @@ class Deployment:
         spec = None
         if d.get("spec") and d.get("draft_len"):
             spec = SpecDecoding(d["spec"], int(d["draft_len"]), d.get("acceptance"), tuple(d.get("acceptance_rates") or ()), d.get("draft_model"))
-        plan = Plan(d["tp"], d["pp"], d["ep"], d["moe_tp"], d["attention_dp"], d["kvp"])
+        plan = Plan.from_dict(d)
         n = d.get("num_gpus") or d.get("instance_gpus") or int(plan.gpus)
         return cls(gpu=gpu or get_gpu(d["gpu"]), num_gpus=int(n), plan=plan, precision=prec, backend=d.get("backend", "trtllm"),
                    spec=spec, max_num_tokens=d.get("max_num_tokens"), cpp=bool(d.get("cpp", False)))

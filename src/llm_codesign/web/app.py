@@ -109,9 +109,13 @@ class EstimateRequest(ModelRef, Precisions, WhatIf):
 class ParetoRequest(ModelRef, Precisions, WhatIf):
     gpus: list[str] = Field(..., min_length=1, max_length=8, description="One series per GPU id.")
     num_gpus: int = Field(8, ge=1, le=MAX_SERVE_GPUS)
+    # a size given fixes it, as `pareto --tp ...` does (SearchSpace.build)
     tp: Optional[int] = Field(None, ge=1, le=MAX_SERVE_GPUS)
     pp: Optional[int] = Field(None, ge=1, le=MAX_SERVE_GPUS)
     ep: Optional[int] = Field(None, ge=1, le=MAX_SERVE_GPUS)
+    moe_tp: Optional[int] = Field(None, ge=1, le=MAX_SERVE_GPUS)
+    attention_dp: Optional[int] = Field(None, ge=1, le=MAX_SERVE_GPUS)
+    kvp: Optional[int] = Field(None, ge=1, le=MAX_SERVE_GPUS)
     engine: Engine = "trtllm"
     isl: int = Field(1024, ge=1, le=MAX_TOKENS)
     osl: int = Field(1024, ge=1, le=MAX_TOKENS)
@@ -371,15 +375,15 @@ def _estimate(req: EstimateRequest) -> dict:
         rec = {**req.deployment.model_dump(), "gpu": g.id}  # typed by PointDeployment: a bad field is a 422 naming it
         dep = lc.Deployment.from_dict(rec, g)
         conc = rec["concurrency_per_instance"]
-        r = lc.estimate(m, dep, lc.Workload(req.isl, req.osl, req.concurrency or conc), breakdown=req.breakdown)
-        r["point_breakdown"] = point_breakdown(m, calibration_for(g, None), rec, req.isl, req.osl, gpu=g)
+        r = lc.estimate(m, dep, lc.Workload(req.isl, req.osl, req.concurrency or conc), breakdown=req.breakdown).to_dict()
+        r["point_breakdown"] = point_breakdown(m, calibration_for(g, None), dep, conc, isl=req.isl, osl=req.osl)
         r["export"] = _export(m, dep, req, conc=conc, replicas=rec["replicas"],
                               predicted={k: r[k] for k in ("ttft_ms", "tpot_ms", "tok_s_per_user", "output_tok_s_per_gpu")})
         return _plain(r)
     dep = lc.deployment(m, gpu=_gpu(req.gpu, what_if=req.what_if), num_gpus=req.num_gpus, tp=req.tp, pp=req.pp, ep=req.ep, moe_tp=req.moe_tp,
                         attention_dp=req.attention_dp, kvp=req.kvp, weight_dtype=req.weight_dtype,
                         activation_dtype=req.activation_dtype, kv_dtype=req.kv_dtype, engine=req.engine)
-    return _plain(lc.estimate(m, dep, lc.Workload(req.isl, req.osl, req.concurrency), breakdown=req.breakdown))
+    return _plain(lc.estimate(m, dep, lc.Workload(req.isl, req.osl, req.concurrency), breakdown=req.breakdown).to_dict())
 
 
 def _export(m, dep, req: EstimateRequest, *, conc: int | None, replicas: int, predicted: dict) -> dict:
@@ -404,7 +408,8 @@ def _pareto(req: ParetoRequest) -> dict:
     for gpu in req.gpus:
         f = lc.pareto(m, _gpu(gpu, "gpus", req.what_if), num_gpus=req.num_gpus, workload=lc.Workload(req.isl, req.osl), engine=req.engine,
                       weight_dtype=req.weight_dtype, activation_dtype=req.activation_dtype, kv_dtype=req.kv_dtype,
-                      tp=req.tp, pp=req.pp, ep=req.ep, min_tps_user=req.min_tps_user, max_ttft_ms=req.max_ttft_ms)
+                      tp=req.tp, pp=req.pp, ep=req.ep, moe_tp=req.moe_tp, attention_dp=req.attention_dp, kvp=req.kvp,
+                      min_tps_user=req.min_tps_user, max_ttft_ms=req.max_ttft_ms)
         series.append(f.to_dict())
     return {"series": _plain(series)}
 

@@ -1,0 +1,129 @@
+"""What a search answers, as typed data: each frontier point holds the `Deployment` that delivers it
+and its metrics in SI units; `to_dict()` is what `pareto --json`, the page's API and the files show
+(times in ms), `to_pandas()` one row per point."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+from llm_codesign.spec.hardware import Gpu
+from llm_codesign.spec.plan import Deployment, Workload
+
+
+@dataclass(frozen=True)
+class FrontierPoint:
+    """One point of an aggregated frontier: `deployment` is one instance of its plan (num_gpus = the
+    instance's GPUs), run as `replicas` instances with `concurrency` requests in flight each."""
+    deployment: Deployment
+    replicas: int
+    concurrency: int
+    tok_s_per_user: float
+    output_tok_s_per_gpu: float
+    ttft_s: float
+    tpot_s: float
+    accuracy: dict | None = None  # explore.accuracy_model.point_accuracy of its precision
+    cost: dict | None = None  # explore.pricing.cost_of, where a GPU-hour price was given
+
+    def record(self) -> dict:
+        """The deployment in plain types: everything `Deployment.from_dict` needs to rebuild it exactly
+        (attention-weight precision and acceptance included), plus how the point runs it (instances of
+        the plan, requests in flight per instance) and its plan's label."""
+        d = self.deployment.to_dict()
+        d.update(instance_gpus=d.pop("num_gpus"), replicas=self.replicas, plan=self.deployment.plan.label(),
+                 concurrency_per_instance=self.concurrency)
+        return d
+
+    def to_dict(self) -> dict:
+        return {**_metrics(self), "deployment": self.record(), "accuracy": self.accuracy,
+                **({"cost": self.cost} if self.cost is not None else {})}
+
+
+@dataclass(frozen=True)
+class DisaggPoint:
+    """One point of a disaggregated frontier: a unit of `prefill_instances` instances of `prefill` and
+    `decode_instances` of `decode` (each Deployment one instance of its pool), `replicas` units, with
+    `concurrency` requests in flight per unit."""
+    prefill: Deployment
+    decode: Deployment
+    prefill_instances: int
+    decode_instances: int
+    replicas: int
+    concurrency: int
+    tok_s_per_user: float
+    output_tok_s_per_gpu: float
+    ttft_s: float
+    tpot_s: float
+    cost: dict | None = None
+
+    def record(self) -> dict:
+        """Both pools' plans and instances, the unit's GPUs, precision and draft length, in plain types."""
+        pools = {}
+        for name, dep, n in (("prefill", self.prefill, self.prefill_instances), ("decode", self.decode, self.decode_instances)):
+            pools[name] = {"plan": dep.plan.label(), "instances": n, "gpus_each": dep.num_gpus, **dep.plan.to_dict()}
+        pre, de, p, s = pools["prefill"], pools["decode"], self.decode.precision, self.decode.spec
+        return {"gpu": self.prefill.gpu.id, "instance_gpus": self.prefill_instances * self.prefill.num_gpus + self.decode_instances * self.decode.num_gpus,
+                "replicas": self.replicas, "plan": f"P {pre['instances']}x {pre['plan']} + D {de['instances']}x {de['plan']}",
+                "prefill": pre, "decode": de, "concurrency_per_instance": self.concurrency,
+                "weight_dtype": p.weight.name, "activation_dtype": p.activation.name, "kv_dtype": p.kv.name,
+                "spec": s.method if s else None, "draft_len": s.k if s else 0}
+
+    def to_dict(self) -> dict:
+        return {**_metrics(self), "deployment": self.record(), **({"cost": self.cost} if self.cost is not None else {})}
+
+
+def _metrics(p) -> dict:
+    return {"tok_s_per_user": p.tok_s_per_user, "output_tok_s_per_gpu": p.output_tok_s_per_gpu, "ttft_ms": p.ttft_s * 1e3,
+            "tpot_ms": p.tpot_s * 1e3}
+
+
+@dataclass(frozen=True)
+class Frontier:
+    """A search's answer: the Pareto frontier of output tok/s/GPU against tok/s/user on `num_gpus`
+    GPUs, `points` sorted by tok/s/user, and the search's own figures (`evaluated` deployments, of
+    which `fitting` fit, in `seconds`); `cloud` (a sample of the fitting deployments) and
+    `roofline_bound` (the ideal frontier) are what a plot draws. `mode` is "disaggregated" for
+    prefill/decode pools (DisaggPoint), else "aggregated" (FrontierPoint)."""
+    model: str
+    gpu: Gpu
+    num_gpus: int
+    workload: Workload
+    backend: str
+    points: tuple
+    evaluated: int
+    fitting: int
+    seconds: float
+    cloud: dict = field(repr=False)
+    roofline_bound: dict = field(repr=False)
+    mode: str = "aggregated"
+
+    def to_dict(self, *, plot: bool = False) -> dict:
+        """What `pareto --json` prints; with `plot`, the cloud and the ideal bound as well (what the
+        figure and the HTML report draw)."""
+        w = self.workload
+        out = {"model": self.model, "gpu": self.gpu.id}
+        if self.mode == "disaggregated":  # no prefix cache is priced there
+            out |= {"mode": self.mode, "num_gpus": self.num_gpus, "isl": w.isl, "osl": w.osl}
+        else:
+            out |= {"num_gpus": self.num_gpus, "isl": w.isl, "osl": w.osl, "prefix_hit": w.prefix_hit}
+        out |= {"backend": self.backend, "evaluated": self.evaluated, "fitting": self.fitting, "seconds": self.seconds,
+                "frontier": [p.to_dict() for p in self.points]}
+        return (out | {"cloud": self.cloud, "roofline_bound": self.roofline_bound}) if plot else out
+
+    def to_pandas(self):
+        """One row per point: metrics (ms), then its deployment's record (pandas is an optional dependency)."""
+        import pandas as pd
+
+        rows = []
+        for p in self.points:
+            d = p.to_dict()
+            rows.append({**{k: v for k, v in d.items() if k != "deployment"}, **d["deployment"]})
+        return pd.DataFrame(rows)
+
+    def priced(self, price: str | float | None) -> "Frontier":
+        """Every point with its cost at a GPU-hour `price` (explore.pricing.cost_of); unchanged without one."""
+        if price is None:
+            return self
+        from llm_codesign.explore.pricing import cost_of
+
+        w = self.workload
+        return replace(self, points=tuple(replace(p, cost=cost_of(self.gpu, price, p.output_tok_s_per_gpu, w.isl, w.osl))
+                                          for p in self.points))

@@ -1,0 +1,55 @@
+"""explore/frontier.py: the typed search results, built by hand here (no search), so each dict field is
+checked against the figure it comes from."""
+from dataclasses import replace
+
+import pytest
+
+import llm_codesign as lc
+from llm_codesign.explore.frontier import DisaggPoint, Frontier, FrontierPoint
+
+
+@pytest.fixture(scope="module")
+def dep():
+    m = lc.get_model("llama-3.1-8b")
+    return lc.deployment(m, gpu="h100", num_gpus=2, tp=2, weight_dtype="fp8", kv_dtype="fp8")
+
+
+def _point(dep, **kw):
+    return FrontierPoint(deployment=dep, replicas=4, concurrency=32, tok_s_per_user=80.0, output_tok_s_per_gpu=1200.0,
+                         ttft_s=0.25, tpot_s=0.0125, **kw)
+
+
+def test_a_point_prints_milliseconds_and_a_record_that_rebuilds_its_deployment(dep):
+    d = _point(dep).to_dict()
+    assert (d["ttft_ms"], d["tpot_ms"], d["tok_s_per_user"], d["output_tok_s_per_gpu"]) == (250.0, 12.5, 80.0, 1200.0)
+    rec = d["deployment"]
+    assert (rec["instance_gpus"], rec["replicas"], rec["concurrency_per_instance"], rec["plan"]) == (2, 4, 32, "TP2")
+    assert "num_gpus" not in rec and "cost" not in d and d["accuracy"] is None
+    # the record states the step budget the engine would use (TensorRT-LLM's max_num_tokens 8192), so it rebuilds resolved
+    assert rec["max_num_tokens"] == 8192 and lc.Deployment.from_dict(rec) == replace(dep, max_num_tokens=8192)
+    assert _point(dep, cost={"usd_per_mtok": 1.5}).to_dict()["cost"] == {"usd_per_mtok": 1.5}
+
+
+def test_a_disaggregated_point_names_both_pools(dep):
+    p = DisaggPoint(prefill=dep, decode=dep, prefill_instances=1, decode_instances=3, replicas=2, concurrency=64,
+                    tok_s_per_user=50.0, output_tok_s_per_gpu=900.0, ttft_s=0.5, tpot_s=0.02)
+    rec = p.to_dict()["deployment"]
+    assert rec["plan"] == "P 1x TP2 + D 3x TP2" and rec["instance_gpus"] == 1 * 2 + 3 * 2
+    assert (rec["prefill"]["instances"], rec["decode"]["instances"], rec["decode"]["gpus_each"]) == (1, 3, 2)
+    assert (rec["weight_dtype"], rec["kv_dtype"], rec["spec"], rec["draft_len"]) == ("fp8", "fp8", None, 0)
+
+
+def test_a_frontier_prints_its_points_and_draws_only_when_asked(dep):
+    f = Frontier(model="llama-3.1-8b", gpu=dep.gpu, num_gpus=8, workload=lc.Workload(isl=1024, osl=256), backend="trtllm",
+                 points=(_point(dep),), evaluated=100, fitting=40, seconds=0.1, cloud={"x": [1.0]}, roofline_bound={"x": [2.0]})
+    d = f.to_dict()
+    assert list(d) == ["model", "gpu", "num_gpus", "isl", "osl", "prefix_hit", "backend", "evaluated", "fitting", "seconds", "frontier"]
+    assert d["gpu"] == "h100" and d["frontier"][0]["ttft_ms"] == 250.0
+    assert f.to_dict(plot=True)["cloud"] == {"x": [1.0]}
+    df = f.to_pandas()
+    assert df["tpot_ms"].tolist() == [12.5] and df["tp"].tolist() == [2]
+    assert f.priced(None) is f
+    # $2 a GPU-hour at 1,200 tok/s/GPU: 2 / 3600 * 1e6 / 1200 = $0.463 per million output tokens, 256 of 1,280 tokens out
+    cost = f.priced(2.0).points[0].cost
+    assert cost["usd_per_m_output_tokens"] == pytest.approx(2.0 / 3600.0 * 1e6 / 1200.0)
+    assert cost["usd_per_m_tokens"] == pytest.approx(2.0 / 3600.0 * 1e6 / 1200.0 * 256 / 1280)
