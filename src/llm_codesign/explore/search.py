@@ -273,7 +273,11 @@ def _pool(workers: int):
         yield types.SimpleNamespace(map=map)
         return
     with ThreadPoolExecutor(workers, thread_name_prefix="llm-codesign-search") as ex:
-        yield ex
+        try:
+            yield ex
+        except BaseException:  # a progress callback that stops the search: the chunks not started are dropped, not priced
+            ex.shutdown(cancel_futures=True)
+            raise
 
 
 def _point(model: ModelSpec, gpu: Gpu, space: SearchSpace, grid: _Grid, *, c: dict, j: int, accs: list, engine: Engine) -> dict:

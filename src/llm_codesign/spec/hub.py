@@ -47,8 +47,9 @@ def _download(repo: str, filename: str, revision: str | None, *, required: bool,
         if not required:
             return None
         where = f"the local Hugging Face cache ({_cache_dir()})"
-        if _offline():
-            raise InputError("model", repo, f"a model in {where}: HF_HUB_OFFLINE=1 forbids downloading it, and the cache has no "
+        if local or _offline():
+            why = "HF_HUB_OFFLINE=1 forbids downloading it" if _offline() else "only the cache is read here"
+            raise InputError("model", repo, f"a model in {where}: {why}, and the cache has no "
                              f"{filename} for revision {revision or 'main'}") from None
         raise InputError("model", repo, f"a repository the Hub can be reached for, or one in {where}: the download failed") from None
     except EntryNotFoundError:
@@ -60,8 +61,9 @@ def _download(repo: str, filename: str, revision: str | None, *, required: bool,
                          f"a Hugging Face repository and revision that exist and that you may read ({type(e).__name__})") from None
 
 
-def get_hub_model(ref: str) -> ModelSpec:
-    """A model from its Hugging Face repository's config.json, at a pinned revision."""
+def get_hub_model(ref: str, *, local_only: bool = False) -> ModelSpec:
+    """A model from its Hugging Face repository's config.json, at a pinned revision; `local_only`:
+    from the local cache alone, never the network (the web page's `serve --hub-cache`)."""
     try:
         import huggingface_hub  # noqa: F401
     except ImportError:
@@ -71,13 +73,13 @@ def get_hub_model(ref: str) -> ModelSpec:
     from huggingface_hub import try_to_load_from_cache
 
     cached = isinstance(try_to_load_from_cache(repo, "config.json", cache_dir=_cache_dir(), revision=revision or None), str)
-    path = _download(repo, "config.json", revision or None, required=True)
+    path = _download(repo, "config.json", revision or None, required=True, local=local_only)
     try:
         cfg = json.loads(path.read_text())
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
         raise InputError("model", ref, f"a repository whose config.json is valid JSON ({type(e).__name__})") from None
     # a config read from the cache takes its quantization file from the same snapshot, with no network call
-    qpath = _download(repo, "hf_quant_config.json", revision or None, required=False, local=cached)
+    qpath = _download(repo, "hf_quant_config.json", revision or None, required=False, local=cached or local_only)
     quant = json.loads(qpath.read_text()) if qpath else None
     # the cache lays files out as models--org--name/snapshots/<commit>/config.json: the commit pins what was read
     commit = path.parent.name if path.parent.parent.name == "snapshots" else (revision or "unknown")
