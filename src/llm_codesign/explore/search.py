@@ -273,11 +273,7 @@ def _pool(workers: int):
         yield types.SimpleNamespace(map=map)
         return
     with ThreadPoolExecutor(workers, thread_name_prefix="llm-codesign-search") as ex:
-        try:
-            yield ex
-        except BaseException:  # a progress callback that stops the search: the chunks not started are dropped, not priced
-            ex.shutdown(cancel_futures=True)
-            raise
+        yield ex
 
 
 def _point(model: ModelSpec, gpu: Gpu, space: SearchSpace, grid: _Grid, *, c: dict, j: int, accs: list, engine: Engine) -> dict:

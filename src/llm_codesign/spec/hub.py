@@ -47,9 +47,8 @@ def _download(repo: str, filename: str, revision: str | None, *, required: bool,
         if not required:
             return None
         where = f"the local Hugging Face cache ({_cache_dir()})"
-        if local or _offline():
-            why = "HF_HUB_OFFLINE=1 forbids downloading it" if _offline() else "only the cache is read here"
-            raise InputError("model", repo, f"a model in {where}: {why}, and the cache has no "
+        if _offline():
+            raise InputError("model", repo, f"a model in {where}: HF_HUB_OFFLINE=1 forbids downloading it, and the cache has no "
                              f"{filename} for revision {revision or 'main'}") from None
         raise InputError("model", repo, f"a repository the Hub can be reached for, or one in {where}: the download failed") from None
     except EntryNotFoundError:
@@ -62,8 +61,10 @@ def _download(repo: str, filename: str, revision: str | None, *, required: bool,
 
 
 def get_hub_model(ref: str, *, local_only: bool = False) -> ModelSpec:
-    """A model from its Hugging Face repository's config.json, at a pinned revision; `local_only`:
-    from the local cache alone, never the network (the web page's `serve --hub-cache`)."""
+    """A model from its Hugging Face repository's config.json, at a pinned revision. `local_only`: from
+    the local cache's files alone, through no Hub client call (the web page's `serve --hub-cache`):
+    huggingface_hub 1.x+ fetches an agent registry from the Hub to build its headers, even for
+    hf_hub_download(local_files_only=True)."""
     try:
         import huggingface_hub  # noqa: F401
     except ImportError:
@@ -72,14 +73,23 @@ def get_hub_model(ref: str, *, local_only: bool = False) -> ModelSpec:
     repo, _, revision = str(ref).partition("@")
     from huggingface_hub import try_to_load_from_cache
 
-    cached = isinstance(try_to_load_from_cache(repo, "config.json", cache_dir=_cache_dir(), revision=revision or None), str)
-    path = _download(repo, "config.json", revision or None, required=True, local=local_only)
+    def in_cache(filename: str) -> Path | None:
+        found = try_to_load_from_cache(repo, filename, cache_dir=_cache_dir(), revision=revision or None)
+        return Path(found) if isinstance(found, str) else None
+
+    found = in_cache("config.json")
+    cached = found is not None
+    if local_only and not cached:
+        raise InputError("model", repo, f"a model in the local Hugging Face cache ({_cache_dir()}): only the cache is read here, "
+                         f"and it has no config.json for revision {revision or 'main'}")
+    path = found if local_only else _download(repo, "config.json", revision or None, required=True)
     try:
         cfg = json.loads(path.read_text())
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
         raise InputError("model", ref, f"a repository whose config.json is valid JSON ({type(e).__name__})") from None
     # a config read from the cache takes its quantization file from the same snapshot, with no network call
-    qpath = _download(repo, "hf_quant_config.json", revision or None, required=False, local=cached or local_only)
+    qpath = in_cache("hf_quant_config.json") if local_only else _download(repo, "hf_quant_config.json", revision or None,
+                                                                            required=False, local=cached)
     quant = json.loads(qpath.read_text()) if qpath else None
     # the cache lays files out as models--org--name/snapshots/<commit>/config.json: the commit pins what was read
     commit = path.parent.name if path.parent.parent.name == "snapshots" else (revision or "unknown")

@@ -48,7 +48,8 @@ STATIC = resources.files("llm_codesign.web") / "static"
 # (the CLI's bound is 4 M, cli/common.py check_search_size) and the page answers in seconds
 MAX_SERVE_GPUS = 72
 MAX_TOKENS = 1 << 24
-# a pasted config.json is a few kB (DeepSeek-R1's 1.7 kB, Llama 4's 5 kB): a body past 1 MiB is no request of the page's
+# a pasted config.json is kilobytes (DeepSeek-R1's 1.7 kB; the largest bundled, Nemotron Super 49B's, 37 kB):
+# past 1 MiB a body is no request of the page's
 MAX_BODY = 1 << 20
 # searches at once, and the seconds one may run (`serve --max-busy`, `--time-budget`): a 5,000-candidate
 # design takes 10-20 s alone on two vCPUs, and four at once ran 69 s each in 1.38 GB (issue 36)
@@ -67,7 +68,7 @@ def _not_bool(v):
 
 
 Int = Annotated[int, BeforeValidator(_not_bool)]
-Float = Annotated[float, AllowInfNan(False), BeforeValidator(_not_bool)]  # json.loads reads NaN and Infinity
+Float = Annotated[float, AllowInfNan(allow_inf_nan=False), BeforeValidator(_not_bool)]  # json.loads reads NaN and Infinity
 
 
 # ---- requests: unknown fields are refused, so a typo is a 422 naming it rather than a silent default
@@ -90,7 +91,8 @@ class PointDeployment(BaseModel):
     """A frontier point's `deployment` record, as /api/pareto returns it (fields it does not name pass through)."""
     model_config = ConfigDict(extra="allow")
     gpu: Optional[str] = Field(None, max_length=100, description="Replaced by the request's `gpu`.")
-    num_gpus: Optional[Int] = Field(None, ge=1, le=MAX_SERVE_GPUS, description="GPUs of one instance (else `instance_gpus`, else the plan's).")
+    num_gpus: Optional[Int] = Field(None, ge=1, le=MAX_SERVE_GPUS,
+                                    description="GPUs of one instance (else `instance_gpus`, else the plan's).")
     plan: Optional[str] = Field(None, max_length=100, description="The plan's label (not read: the sizes are).")
     tp: Int = Field(..., ge=1, le=MAX_SERVE_GPUS)
     pp: Int = Field(..., ge=1, le=MAX_SERVE_GPUS)
@@ -112,7 +114,8 @@ class PointDeployment(BaseModel):
     cpp: StrictBool = False
     instance_gpus: Optional[Int] = Field(None, ge=1, le=MAX_SERVE_GPUS)
     replicas: Int = Field(1, ge=1, le=MAX_SERVE_GPUS)
-    concurrency_per_instance: Optional[Int] = Field(None, ge=1, le=1 << 20, description="The point's batch (else the request's `concurrency`).")
+    concurrency_per_instance: Optional[Int] = Field(None, ge=1, le=1 << 20,
+                                                    description="The point's batch (else the request's `concurrency`).")
 
 
 class WhatIfGpu(_Req):
@@ -455,8 +458,8 @@ def _estimate(req: EstimateRequest, *, hub_cache: bool = False) -> dict:
             raise InputError("deployment.draft_model", d.draft_model, _registry_valid())
         conc = d.concurrency_per_instance or req.concurrency
         if conc is None:
-            raise InputError("deployment.concurrency_per_instance", None,
-                             "the point's requests in flight per instance, as a frontier point's record carries (or `concurrency`)")
+            raise InputError("deployment.concurrency_per_instance", None, "the point's requests in flight per instance, "
+                             "as a frontier point's record carries (or `concurrency`)")
         g = _gpu(req.gpu, what_if=req.what_if)
         # typed by PointDeployment: a bad field is a 422 naming it
         rec = {**d.model_dump(), "gpu": g.id, "concurrency_per_instance": conc}
@@ -498,7 +501,8 @@ def _pareto(req: ParetoRequest, job: "_Job", *, hub_cache: bool = False) -> dict
         job.check()
         f = lc.pareto(m, _gpu(gpu, "gpus", req.what_if), num_gpus=req.num_gpus, workload=lc.Workload(req.isl, req.osl), engine=req.engine,
                       weight_dtype=req.weight_dtype, activation_dtype=req.activation_dtype, kv_dtype=req.kv_dtype,
-                      tp=req.tp, pp=req.pp, ep=req.ep, min_tps_user=req.min_tps_user, max_ttft_ms=req.max_ttft_ms, progress=job.check)
+                      tp=req.tp, pp=req.pp, ep=req.ep, min_tps_user=req.min_tps_user, max_ttft_ms=req.max_ttft_ms,
+                      progress=job.check)
         series.append(f.to_dict())
     return {"series": _plain(series)}
 
@@ -637,8 +641,8 @@ class _Job:
         if self.gone.is_set():
             raise _Stopped(None, "the client went away: the search was stopped")
         if time.monotonic() > self.deadline:
-            raise _Stopped(self.field, f"{self.field}: a search this large ran past this server's time budget of {self.budget_s:g} s "
-                           f"and was stopped; a smaller {self.field} (or serve --time-budget)")
+            raise _Stopped(self.field, f"{self.field}: a search this large ran past this server's time budget of "
+                           f"{self.budget_s:g} s and was stopped; a smaller {self.field} (or serve --time-budget)")
 
 
 class _Slots:
@@ -709,7 +713,8 @@ def _edge(app, *, allowed_hosts: list[str] | None):
             message = await receive()
             seen += len(message.get("body", b""))
             if seen > MAX_BODY:  # raised inside FastAPI's body read, which passes an HTTPException on
-                raise HTTPException(413, f"body: over {MAX_BODY:,} bytes is not valid; a request of the page's (a pasted config.json is a few kB)")
+                raise HTTPException(413, f"body: over {MAX_BODY:,} bytes is not valid; a request of the page's "
+                                         "(a pasted config.json is kilobytes)")
             return message
 
         async def sending(message):
@@ -752,7 +757,8 @@ def create_app(allowed_hosts: list[str] | None = None, *, hub_cache: bool = Fals
     shape = {"model": ErrorResponse}
     err = {422: {**shape, "description": "Bad input: one line naming the field."},
            413: {**shape, "description": f"A body over {MAX_BODY:,} bytes."}}
-    searched = {**err, 429: {**shape, "description": f"{max_busy} searches under way; the Retry-After header says when to ask again."},
+    searched = {**err,
+                429: {**shape, "description": f"{max_busy} searches under way; the Retry-After header says when to ask again."},
                 503: {**shape, "description": f"The search ran past the server's time budget ({time_budget_s:g} s) and was stopped."}}
     slots = _Slots(max_busy)
 
@@ -790,14 +796,17 @@ def create_app(allowed_hosts: list[str] | None = None, *, hub_cache: bool = Fals
 
     @app.exception_handler(HTTPException)
     async def _http(request: Request, e: HTTPException):
-        if e.status_code == 400 and isinstance(e.__cause__, RecursionError):  # json.loads past its nesting depth
-            return JSONResponse({"error": "body: not valid JSON: nested deeper than the parser reads", "field": "body"}, status_code=422)
-        if e.status_code == 400:  # FastAPI's "There was an error parsing the body"
-            body = {"error": f"body: could not be read ({type(e.__cause__).__name__ if e.__cause__ else e.detail})", "field": "body"}
-        elif e.status_code == 413:
+        cause = e.__cause__
+        if e.status_code == 400 and cause is not None:  # FastAPI's "There was an error parsing the body": json.loads raised
+            why = ("nested deeper than the parser reads" if isinstance(cause, RecursionError) else
+                   f"not UTF-8 text (byte {cause.object[cause.start:cause.start + 1]!r} at {cause.start})"
+                   if isinstance(cause, UnicodeDecodeError) else type(cause).__name__)
+            return JSONResponse({"error": f"body: not valid JSON: {why}", "field": "body"}, status_code=422)
+        if e.status_code == 413:
             body = {"error": e.detail, "field": "body"}
         elif e.status_code == 404:
-            body = {"error": f"path: {request.url.path[:100]!r} is not valid; one of the API's (GET /openapi.json lists them)", "field": None}
+            body = {"error": f"path: {request.url.path[:100]!r} is not valid; one of the API's (GET /openapi.json lists them)",
+                    "field": None}
         elif e.status_code == 405:
             allow = {k.lower(): v for k, v in (e.headers or {}).items()}.get("allow", "")
             body = {"error": f"method: {request.method!r} is not valid for {request.url.path}; {allow}", "field": None}
@@ -865,13 +874,15 @@ def create_app(allowed_hosts: list[str] | None = None, *, hub_cache: bool = Fals
     @app.post("/api/design", response_model=DesignResponse, responses={
         **searched, 200: {"content": {NDJSON: {}}, "description": f"With `Accept: {NDJSON}`: progress lines, then the result line."}})
     async def design(req: DesignRequest, request: Request, accept: str = Header("", include_in_schema=False)):
-        inputs = await run_in_threadpool(lambda: _design_inputs(req, hub_cache=hub_cache))  # a bad one is a 422, before a stream starts
+        # a bad GPU or baseline is a 422, before a stream starts
+        inputs = await run_in_threadpool(lambda: _design_inputs(req, hub_cache=hub_cache))
         if NDJSON not in accept:
             return await guarded(request, "max_candidates", lambda job: _design(req, job, inputs=inputs))
         if not slots.take():
             return busy()
         job = _Job(time_budget_s, "max_candidates")
         # the stream's end sets job.gone; the background task too, for a client gone before the stream started
-        return StreamingResponse(_design_stream(req, job, inputs, slots.give), media_type=NDJSON, background=BackgroundTask(job.gone.set))
+        return StreamingResponse(_design_stream(req, job, inputs, slots.give), media_type=NDJSON,
+                                 background=BackgroundTask(job.gone.set))
 
     return app
