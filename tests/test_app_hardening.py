@@ -312,4 +312,4 @@ def test_a_search_stops_when_its_client_leaves(chunks, stream):
             assert b'{"progress": [16, 500]}' in got
         s.close()
         assert ended.wait(60)
-    assert count[0] <= 3, count[0]  # of 32: the chunk in hand when the client left, and at most one more
+    assert count[0] <= 5, count[0]  # of 32: the chunks in hand when the client left (1-2 here), stopped at the next progress call
