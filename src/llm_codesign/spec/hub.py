@@ -146,15 +146,24 @@ def _json(path: Path, ref: str) -> dict:
     return doc
 
 
-def _read(ref: str) -> ModelSpec:
+def _read(ref: str, local_only: bool) -> ModelSpec:
     repo, _, revision = str(ref).partition("@")
     from huggingface_hub import try_to_load_from_cache
 
-    cached = isinstance(try_to_load_from_cache(repo, "config.json", cache_dir=_cache_dir(), revision=revision or None), str)
-    path = _download(repo, "config.json", revision or None, required=True)
+    def in_cache(filename: str) -> Path | None:
+        found = try_to_load_from_cache(repo, filename, cache_dir=_cache_dir(), revision=revision or None)
+        return Path(found) if isinstance(found, str) else None
+
+    found = in_cache("config.json")
+    cached = found is not None
+    if local_only and not cached:
+        raise InputError("model", repo, f"a model in the local Hugging Face cache ({_cache_dir()}): only the cache is read here, "
+                         f"and it has no config.json for revision {revision or 'main'}")
+    path = found if local_only else _download(repo, "config.json", revision or None, required=True)
     cfg = _json(path, ref)
     # a config read from the cache takes its quantization file from the same snapshot, with no network call
-    qpath = _download(repo, "hf_quant_config.json", revision or None, required=False, local=cached)
+    qpath = in_cache("hf_quant_config.json") if local_only else _download(repo, "hf_quant_config.json", revision or None,
+                                                                            required=False, local=cached)
     quant = _json(qpath, ref) if qpath else None
     # the cache lays files out as models--org--name/snapshots/<commit>/config.json: the commit pins what was read
     commit = path.parent.name if path.parent.parent.name == "snapshots" else (revision or "unknown")
@@ -165,20 +174,22 @@ def _read(ref: str) -> ModelSpec:
     return replace(spec, notes=spec.notes + (f"config.json from the Hugging Face Hub: {repo}@{commit}",))
 
 
-def get_hub_model(ref: str) -> ModelSpec:
+def get_hub_model(ref: str, *, local_only: bool = False) -> ModelSpec:
     """A model from its Hugging Face repository's config.json, at a pinned revision. What a look-up
     answers (the model, or the InputError) is kept for the process, so a run prices one revision and
-    asks an unreachable Hub once."""
+    asks an unreachable Hub once. `local_only`: from the local cache's files alone, through no Hub
+    client call (the web page's `serve --hub-cache`): huggingface_hub 1.x+ fetches an agent registry
+    from the Hub to build its headers, even for hf_hub_download(local_files_only=True)."""
     try:
         import huggingface_hub  # noqa: F401
     except ImportError:
         raise InputError("model", ref, "a bundled model, a config.json path, or a Hugging Face id with the hub extra installed "
                          "(pip install 'llm-codesign[hub]')") from None
-    key = (str(ref), _cache_dir(), _offline(), _endpoint())
+    key = (str(ref), _cache_dir(), _offline(), _endpoint(), local_only)
     if key not in _LOOKED_UP:
         try:
             with _quiet():
-                _LOOKED_UP[key] = _read(ref)
+                _LOOKED_UP[key] = _read(ref, local_only)
         except InputError as e:
             _LOOKED_UP[key] = e
     got = _LOOKED_UP[key]

@@ -1,18 +1,45 @@
 """The local web page's server: a FastAPI app over the public API (`llm_codesign.api`).
 
 The JSON API exists for the page (static/index.html, static/app.js) and nothing else; every response
-is what the CLI's `--json` prints for the same inputs, computed by the same functions. Bad input is a
-422 whose `error` is one line naming the field (pydantic's check, or the core's InputError).
+is what the CLI's `--json` prints for the same inputs, computed by the same functions. Every error is
+`{"error": one line naming the field, "field": its JSON path}` (`body` for the body itself; null where
+no field is at fault): bad input is a 422 (pydantic's check, or the core's InputError), a body that is
+not JSON a 422 naming its line and column, one over MAX_BODY bytes a 413, a search while `max_busy`
+run a 429 with Retry-After, a search past its time budget a 503; a bug is a 500 in the same shape,
+answered rather than raised, so the connection stays open.
 FastAPI, uvicorn and plotly are the optional extra `serve`; plotly.js is served from the installed
 plotly package, so the page needs no network.
+
+What a request can reach, audited field by field (issue 36): no request opens a file outside the
+package or a socket.
+
+- `model`, `baseline`: the registry's index (spec.registry._index) or a pasted `config`; with
+  `serve --hub-cache`, also an `org/name[@revision]` already in the local Hugging Face cache
+  (spec.hub.get_hub_model local_only: no download). Never registry.get_model's path branch, nor
+  hub.looks_like_repo (it stats the path).
+- `config`: a dict checked by spec.model.from_hf_config; nothing in it is a path that is read.
+- `deployment.draft_model`: the registry only: the cost model resolves the draft again by its name
+  (serve.aggregated.draft_model -> registry.get_model), which reads a path or fetches from the Hub.
+- `gpu`, `gpus[]`, `what_if.base`: catalog ids; a `.toml` name (hardware.get_gpu reads a file for one)
+  is refused first. `deployment.gpu` is replaced by the request's `gpu`.
+- `engine`, `deployment.backend`: one of three names (their bundled TOMLs); dtypes, `regime`,
+  `deployment.spec`: names looked up in fixed tables.
+- nothing else reaches a reader: the calibration is the GPU family's bundled profile, the quality and
+  accuracy-proxy constants the bundled ones. DASK_SCHEDULER_ADDRESS, the operator's environment and
+  no request's, is the one thing that sends a design's chunks over a socket.
 """
-from __future__ import annotations
 
+import asyncio
 import json
+import logging
+import re
+import threading
+import time
 from importlib import resources
-from typing import Any, Literal, Optional
+from typing import Annotated, Any, Literal, Optional
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AllowInfNan, BaseModel, BeforeValidator, ConfigDict, Field, StrictBool
+from pydantic_core import PydanticCustomError
 
 from llm_codesign.errors import InputError
 from llm_codesign.spec.engines import engine_names
@@ -22,8 +49,27 @@ STATIC = resources.files("llm_codesign.web") / "static"
 # (the CLI's bound is 4 M, cli/common.py check_search_size) and the page answers in seconds
 MAX_SERVE_GPUS = 72
 MAX_TOKENS = 1 << 24
+# a pasted config.json is kilobytes (DeepSeek-R1's 1.7 kB; the largest bundled, Nemotron Super 49B's, 37 kB):
+# past 1 MiB a body is no request of the page's
+MAX_BODY = 1 << 20
+# searches at once, and the seconds one may run (`serve --max-busy`, `--time-budget`): a 5,000-candidate
+# design takes 10-20 s alone on two vCPUs, and four at once ran 69 s each in 1.38 GB (issue 36)
+MAX_BUSY = 3
+TIME_BUDGET_S = 60.0
+RETRY_AFTER_S = 5
 Engine = Literal[engine_names()]  # the registry's engines (spec/engines/)
 Regime = Literal["latency", "throughput", "long-context"]
+
+
+def _not_bool(v):
+    """JSON's true and false are no numbers: pydantic's lax mode reads true as 1 (issue 36)."""
+    if isinstance(v, bool):
+        raise PydanticCustomError("bool_not_number", "Input should be a number, not true or false")
+    return v
+
+
+Int = Annotated[int, BeforeValidator(_not_bool)]
+Float = Annotated[float, AllowInfNan(allow_inf_nan=False), BeforeValidator(_not_bool)]  # json.loads reads NaN and Infinity
 
 
 # ---- requests: unknown fields are refused, so a typo is a 422 naming it rather than a silent default
@@ -45,28 +91,32 @@ class Precisions(_Req):
 class PointDeployment(BaseModel):
     """A frontier point's `deployment` record, as /api/pareto returns it (fields it does not name pass through)."""
     model_config = ConfigDict(extra="allow")
-    gpu: Optional[str] = Field(None, max_length=100)
-    tp: int = Field(..., ge=1, le=MAX_SERVE_GPUS)
-    pp: int = Field(..., ge=1, le=MAX_SERVE_GPUS)
-    ep: int = Field(..., ge=1, le=MAX_SERVE_GPUS)
-    moe_tp: int = Field(..., ge=1, le=MAX_SERVE_GPUS)
-    attention_dp: int = Field(..., ge=1, le=MAX_SERVE_GPUS)
-    kvp: int = Field(..., ge=1, le=MAX_SERVE_GPUS)
+    gpu: Optional[str] = Field(None, max_length=100, description="Replaced by the request's `gpu`.")
+    num_gpus: Optional[Int] = Field(None, ge=1, le=MAX_SERVE_GPUS,
+                                    description="GPUs of one instance (else `instance_gpus`, else the plan's).")
+    plan: Optional[str] = Field(None, max_length=100, description="The plan's label (not read: the sizes are).")
+    tp: Int = Field(..., ge=1, le=MAX_SERVE_GPUS)
+    pp: Int = Field(..., ge=1, le=MAX_SERVE_GPUS)
+    ep: Int = Field(..., ge=1, le=MAX_SERVE_GPUS)
+    moe_tp: Int = Field(..., ge=1, le=MAX_SERVE_GPUS)
+    attention_dp: Int = Field(..., ge=1, le=MAX_SERVE_GPUS)
+    kvp: Int = Field(..., ge=1, le=MAX_SERVE_GPUS)
     weight_dtype: str = Field(..., max_length=40)
     activation_dtype: str = Field(..., max_length=40)
     kv_dtype: str = Field(..., max_length=40)
     attn_weight_dtype: Optional[str] = Field(None, max_length=40)
     backend: Engine = "trtllm"
     spec: Optional[str] = Field(None, max_length=40)
-    draft_len: int = Field(0, ge=0, le=16)
-    acceptance: Optional[float] = Field(None, ge=1, le=17, allow_inf_nan=False)
-    acceptance_rates: list[float] = Field(default_factory=list, max_length=16)
-    draft_model: Optional[str] = Field(None, max_length=300)
-    max_num_tokens: Optional[int] = Field(None, ge=1, le=MAX_TOKENS)
-    cpp: bool = False
-    instance_gpus: Optional[int] = Field(None, ge=1, le=MAX_SERVE_GPUS)
-    replicas: int = Field(1, ge=1, le=MAX_SERVE_GPUS)
-    concurrency_per_instance: Optional[int] = Field(None, ge=1, le=1 << 20)
+    draft_len: Int = Field(0, ge=0, le=16)
+    acceptance: Optional[Float] = Field(None, ge=1, le=17)
+    acceptance_rates: list[Float] = Field(default_factory=list, max_length=16)
+    draft_model: Optional[str] = Field(None, max_length=300, description="A bundled model (or one of its Hugging Face ids).")
+    max_num_tokens: Optional[Int] = Field(None, ge=1, le=MAX_TOKENS)
+    cpp: StrictBool = False
+    instance_gpus: Optional[Int] = Field(None, ge=1, le=MAX_SERVE_GPUS)
+    replicas: Int = Field(1, ge=1, le=MAX_SERVE_GPUS)
+    concurrency_per_instance: Optional[Int] = Field(None, ge=1, le=1 << 20,
+                                                    description="The point's batch (else the request's `concurrency`).")
 
 
 class WhatIfGpu(_Req):
@@ -75,13 +125,13 @@ class WhatIfGpu(_Req):
     family (so its calibration), SMs, tiles, caches and NIC."""
     base: str = Field("h200", max_length=100, description="The catalog GPU it starts from.")
     id: str = Field("what-if", max_length=40, description="Its name in the results; none of the catalog's GPUs.")
-    hbm_tb_s: Optional[float] = Field(None, allow_inf_nan=False, description="HBM bandwidth, TB/s.")
-    memory_gb: Optional[float] = Field(None, allow_inf_nan=False, description="Memory the driver reports, GB (1e9 bytes).")
-    bf16_tflops: Optional[float] = Field(None, allow_inf_nan=False, description="Dense BF16 TFLOP/s.")
-    fp8_tflops: Optional[float] = Field(None, allow_inf_nan=False, description="Dense FP8 TFLOP/s (0: none).")
-    fp4_tflops: Optional[float] = Field(None, allow_inf_nan=False, description="Dense FP4 TFLOP/s (0: none).")
-    scale_up_gb_s: Optional[float] = Field(None, allow_inf_nan=False, description="Scale-up (NVLink) bandwidth per GPU, one direction, GB/s.")
-    scale_up_domain: Optional[int] = Field(None, description="GPUs in one scale-up domain.")
+    hbm_tb_s: Optional[Float] = Field(None, description="HBM bandwidth, TB/s.")
+    memory_gb: Optional[Float] = Field(None, description="Memory the driver reports, GB (1e9 bytes).")
+    bf16_tflops: Optional[Float] = Field(None, description="Dense BF16 TFLOP/s.")
+    fp8_tflops: Optional[Float] = Field(None, description="Dense FP8 TFLOP/s (0: none).")
+    fp4_tflops: Optional[Float] = Field(None, description="Dense FP4 TFLOP/s (0: none).")
+    scale_up_gb_s: Optional[Float] = Field(None, description="Scale-up (NVLink) bandwidth per GPU, one direction, GB/s.")
+    scale_up_domain: Optional[Int] = Field(None, description="GPUs in one scale-up domain.")
 
 
 class WhatIf(_Req):
@@ -90,37 +140,37 @@ class WhatIf(_Req):
 
 class EstimateRequest(ModelRef, Precisions, WhatIf):
     gpu: str = Field(..., max_length=100)
-    num_gpus: Optional[int] = Field(None, ge=1, le=MAX_SERVE_GPUS)
-    tp: Optional[int] = Field(None, ge=1, le=MAX_SERVE_GPUS)
-    pp: Optional[int] = Field(None, ge=1, le=MAX_SERVE_GPUS)
-    ep: Optional[int] = Field(None, ge=1, le=MAX_SERVE_GPUS)
-    moe_tp: Optional[int] = Field(None, ge=1, le=MAX_SERVE_GPUS)
-    attention_dp: Optional[int] = Field(None, ge=1, le=MAX_SERVE_GPUS)
-    kvp: Optional[int] = Field(None, ge=1, le=MAX_SERVE_GPUS)
+    num_gpus: Optional[Int] = Field(None, ge=1, le=MAX_SERVE_GPUS)
+    tp: Optional[Int] = Field(None, ge=1, le=MAX_SERVE_GPUS)
+    pp: Optional[Int] = Field(None, ge=1, le=MAX_SERVE_GPUS)
+    ep: Optional[Int] = Field(None, ge=1, le=MAX_SERVE_GPUS)
+    moe_tp: Optional[Int] = Field(None, ge=1, le=MAX_SERVE_GPUS)
+    attention_dp: Optional[Int] = Field(None, ge=1, le=MAX_SERVE_GPUS)
+    kvp: Optional[Int] = Field(None, ge=1, le=MAX_SERVE_GPUS)
     engine: Engine = "trtllm"
-    isl: int = Field(1024, ge=1, le=MAX_TOKENS)
-    osl: int = Field(1024, ge=1, le=MAX_TOKENS)
-    concurrency: Optional[int] = Field(None, ge=1, le=1 << 20, description="Requests in flight; omit for offline max throughput.")
-    breakdown: bool = False
+    isl: Int = Field(1024, ge=1, le=MAX_TOKENS)
+    osl: Int = Field(1024, ge=1, le=MAX_TOKENS)
+    concurrency: Optional[Int] = Field(None, ge=1, le=1 << 20, description="Requests in flight; omit for offline max throughput.")
+    breakdown: StrictBool = False
     deployment: Optional[PointDeployment] = Field(
         None, description="A frontier point's `deployment` record: priced at its batch, with the point's per-operator breakdown.")
 
 
 class ParetoRequest(ModelRef, Precisions, WhatIf):
     gpus: list[str] = Field(..., min_length=1, max_length=8, description="One series per GPU id.")
-    num_gpus: int = Field(8, ge=1, le=MAX_SERVE_GPUS)
+    num_gpus: Int = Field(8, ge=1, le=MAX_SERVE_GPUS)
     # a size given fixes it, as `pareto --tp ...` does (SearchSpace.build)
-    tp: Optional[int] = Field(None, ge=1, le=MAX_SERVE_GPUS)
-    pp: Optional[int] = Field(None, ge=1, le=MAX_SERVE_GPUS)
-    ep: Optional[int] = Field(None, ge=1, le=MAX_SERVE_GPUS)
-    moe_tp: Optional[int] = Field(None, ge=1, le=MAX_SERVE_GPUS)
-    attention_dp: Optional[int] = Field(None, ge=1, le=MAX_SERVE_GPUS)
-    kvp: Optional[int] = Field(None, ge=1, le=MAX_SERVE_GPUS)
+    tp: Optional[Int] = Field(None, ge=1, le=MAX_SERVE_GPUS)
+    pp: Optional[Int] = Field(None, ge=1, le=MAX_SERVE_GPUS)
+    ep: Optional[Int] = Field(None, ge=1, le=MAX_SERVE_GPUS)
+    moe_tp: Optional[Int] = Field(None, ge=1, le=MAX_SERVE_GPUS)
+    attention_dp: Optional[Int] = Field(None, ge=1, le=MAX_SERVE_GPUS)
+    kvp: Optional[Int] = Field(None, ge=1, le=MAX_SERVE_GPUS)
     engine: Engine = "trtllm"
-    isl: int = Field(1024, ge=1, le=MAX_TOKENS)
-    osl: int = Field(1024, ge=1, le=MAX_TOKENS)
-    min_tps_user: Optional[float] = Field(None, ge=0, le=1e7, allow_inf_nan=False)
-    max_ttft_ms: Optional[float] = Field(None, gt=0, le=1e9, allow_inf_nan=False)
+    isl: Int = Field(1024, ge=1, le=MAX_TOKENS)
+    osl: Int = Field(1024, ge=1, le=MAX_TOKENS)
+    min_tps_user: Optional[Float] = Field(None, ge=0, le=1e7)
+    max_ttft_ms: Optional[Float] = Field(None, gt=0, le=1e9)
 
 
 class LintRequest(ModelRef, Precisions, WhatIf):
@@ -129,16 +179,16 @@ class LintRequest(ModelRef, Precisions, WhatIf):
 
 
 class DesignRequest(Precisions, WhatIf):
-    params: float = Field(..., ge=1e6, le=1e14, allow_inf_nan=False, description="Total-parameter budget, e.g. 8e9.")
+    params: Float = Field(..., ge=1e6, le=1e14, description="Total-parameter budget, e.g. 8e9.")
     gpu: str = Field("h200", max_length=100)
-    num_gpus: int = Field(8, ge=1, le=MAX_SERVE_GPUS)
+    num_gpus: Int = Field(8, ge=1, le=MAX_SERVE_GPUS)
     regime: Regime = "throughput"
-    moe: bool = False
+    moe: StrictBool = False
     baseline: Optional[str] = Field(None, max_length=300)
     engine: Engine = "trtllm"
-    min_tps_user: float = Field(20.0, ge=0, le=1e7, allow_inf_nan=False)
-    max_candidates: int = Field(500, ge=1, le=5000, description="Kept small: the page waits for the answer.")
-    top: int = Field(5, ge=1, le=20)
+    min_tps_user: Float = Field(20.0, ge=0, le=1e7)
+    max_candidates: Int = Field(500, ge=1, le=5000, description="Kept small: the page waits for the answer.")
+    top: Int = Field(5, ge=1, le=20)
 
 
 # ---- responses: the fields the page reads are typed; the rest of the CLI's record passes through
@@ -266,9 +316,15 @@ def _gpu(ref: str, field: str = "gpu", what_if: WhatIfGpu | None = None):
 
     if what_if is not None and ref.strip().lower() == what_if.id.strip().lower():
         return _what_if(what_if)
+    valid = "a GPU id of the catalog: " + ", ".join(catalog())
     if ref.strip().lower().endswith(".toml"):
-        raise InputError(field, ref, "a GPU id of the catalog: " + ", ".join(catalog()))
-    return lc.get_gpu(ref)
+        raise InputError(field, ref, valid)
+    try:
+        return lc.get_gpu(ref)
+    except InputError:
+        if field == "gpu":  # the CLI's own line
+            raise
+        raise InputError(field, ref, valid) from None
 
 
 # what-if form field -> (GPU TOML field, the form's unit in the TOML's, the unit's name)
@@ -345,36 +401,74 @@ def _what_if(w: WhatIfGpu):
                    fp4_formats=fp4 if "fp4" in peaks else (), sources=(("what_if", f"{base.id} with {changed} (the page's form)"),))
 
 
-def _model(req: ModelRef):
-    """A bundled model by name or Hugging Face id, or the pasted config.json; never a path on the server
-    nor a download."""
+def _registry_valid() -> str:
+    from llm_codesign.spec.registry import entries
+
+    return "a bundled model (" + ", ".join(e["name"] for e in entries()) + ") or one of their Hugging Face ids"
+
+
+# a revision as the Hub names one (a branch, a tag or a commit): one path component, so the cache's
+# refs/<revision> file it names is under the cache
+REVISION = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
+
+
+def _model(req: ModelRef, *, field: str = "model", hub_cache: bool = False):
+    """A bundled model by name or Hugging Face id, or the pasted config.json; with `hub_cache`, also a
+    repository already in the local Hugging Face cache. Never a path on the server nor a download."""
     import llm_codesign as lc
-    from llm_codesign.spec.registry import _index, entries
+    from llm_codesign.spec.registry import _index
 
     if (req.model is None) == (req.config is None):
-        raise InputError("model", req.model, "either a model name or a pasted config.json, not both or neither")
+        raise InputError(field, req.model, "either a model name or a pasted config.json, not both or neither")
     if req.config is not None:
         from llm_codesign.spec.model import from_hf_config
 
         return from_hf_config(req.config, "custom")
-    if req.model.strip().lower() not in _index():
-        raise InputError("model", req.model, "a bundled model (" + ", ".join(e["name"] for e in entries())
-                         + ") or one of their Hugging Face ids, or a pasted config.json")
-    return lc.get_model(req.model)
+    if req.model.strip().lower() in _index():
+        return lc.get_model(req.model)
+    if hub_cache:
+        from llm_codesign.spec.hub import REPO_ID
+
+        repo, at, revision = req.model.strip().partition("@")
+        if REPO_ID.match(repo) and ".." not in repo and (not at or (REVISION.match(revision) and ".." not in revision)):
+            return _hub_model(req.model.strip(), field)
+    raise InputError(field, req.model, _registry_valid() + (", a Hugging Face id in this machine's cache" if hub_cache else "")
+                     + ", or a pasted config.json")
 
 
-def _estimate(req: EstimateRequest) -> dict:
+def _hub_model(ref: str, field: str):
+    """A repository's config.json from the local Hugging Face cache only (serve --hub-cache)."""
+    from llm_codesign.spec.hub import get_hub_model
+
+    try:
+        return get_hub_model(ref, local_only=True)
+    except InputError as e:
+        raise InputError(field, ref, e.valid) from None
+    except ValueError as e:  # huggingface_hub's HFValidationError: an id its own check refuses
+        raise InputError(field, ref, f"a Hugging Face repository id ({' '.join(str(e).split())})") from None
+
+
+def _estimate(req: EstimateRequest, *, hub_cache: bool = False) -> dict:
     import llm_codesign as lc
 
-    m = _model(req)
+    m = _model(req, hub_cache=hub_cache)
     if req.deployment is not None:  # a frontier point: one instance of its plan at its batch
         from llm_codesign.cost.calibration import calibration_for
         from llm_codesign.explore.search import point_breakdown
+        from llm_codesign.spec.registry import _index
 
+        d = req.deployment
+        # the cost model resolves a draft again by its name (serve.aggregated.draft_model): the registry's only
+        if d.draft_model is not None and d.draft_model.strip().lower() not in _index():
+            raise InputError("deployment.draft_model", d.draft_model, _registry_valid())
+        conc = d.concurrency_per_instance or req.concurrency
+        if conc is None:
+            raise InputError("deployment.concurrency_per_instance", None, "the point's requests in flight per instance, "
+                             "as a frontier point's record carries (or `concurrency`)")
         g = _gpu(req.gpu, what_if=req.what_if)
-        rec = {**req.deployment.model_dump(), "gpu": g.id}  # typed by PointDeployment: a bad field is a 422 naming it
+        # typed by PointDeployment: a bad field is a 422 naming it
+        rec = {**d.model_dump(), "gpu": g.id, "concurrency_per_instance": conc}
         dep = lc.Deployment.from_dict(rec, g)
-        conc = rec["concurrency_per_instance"]
         r = lc.estimate(m, dep, lc.Workload(req.isl, req.osl, req.concurrency or conc), breakdown=req.breakdown).to_dict()
         r["point_breakdown"] = point_breakdown(m, calibration_for(g, None), dep, conc, isl=req.isl, osl=req.osl)
         r["export"] = _export(m, dep, req, conc=conc, replicas=rec["replicas"],
@@ -400,78 +494,88 @@ def _export(m, dep, req: EstimateRequest, *, conc: int | None, replicas: int, pr
     return {"engine": dep.backend, "file_name": name, "text": text, "error": None}
 
 
-def _pareto(req: ParetoRequest) -> dict:
+def _pareto(req: ParetoRequest, job: "_Job", *, hub_cache: bool = False) -> dict:
     import llm_codesign as lc
 
-    m = _model(req)
+    m = _model(req, hub_cache=hub_cache)
     series = []
     for gpu in req.gpus:
+        job.check()
         f = lc.pareto(m, _gpu(gpu, "gpus", req.what_if), num_gpus=req.num_gpus, workload=lc.Workload(req.isl, req.osl), engine=req.engine,
                       weight_dtype=req.weight_dtype, activation_dtype=req.activation_dtype, kv_dtype=req.kv_dtype,
                       tp=req.tp, pp=req.pp, ep=req.ep, moe_tp=req.moe_tp, attention_dp=req.attention_dp, kvp=req.kvp,
-                      min_tps_user=req.min_tps_user, max_ttft_ms=req.max_ttft_ms)
+                      min_tps_user=req.min_tps_user, max_ttft_ms=req.max_ttft_ms,
+                      progress=job.check)
         series.append(f.to_dict())
     return {"series": _plain(series)}
 
 
-def _lint(req: LintRequest) -> dict:
+def _lint(req: LintRequest, *, hub_cache: bool = False) -> dict:
     import llm_codesign as lc
     from llm_codesign.explore.lint import RULES
 
-    m, g = _model(req), _gpu(req.gpu, what_if=req.what_if)
+    m, g = _model(req, hub_cache=hub_cache), _gpu(req.gpu, what_if=req.what_if)
     fs = lc.lint(m, g, regime=req.regime, weight_dtype=req.weight_dtype, activation_dtype=req.activation_dtype, kv_dtype=req.kv_dtype)
     return _plain({"model": m.name, "gpu": g.id, "regime": req.regime, "findings": [{**f, "rule_name": RULES[f["rule"]][0]} for f in fs]})
 
 
-def _design_inputs(req: DesignRequest):
+def _design_inputs(req: DesignRequest, *, hub_cache: bool = False):
     """The GPU and the baseline, resolved before a (streamed) search starts, so a bad one is a 422."""
-    base = None
-    if req.baseline is not None:
-        try:
-            base = _model(ModelRef(model=req.baseline))
-        except InputError as e:
-            raise InputError("baseline", req.baseline, e.valid) from None
+    base = None if req.baseline is None else _model(ModelRef(model=req.baseline), field="baseline", hub_cache=hub_cache)
     return _gpu(req.gpu, what_if=req.what_if), base
 
 
-def _design(req: DesignRequest, progress=None, inputs=None) -> dict:
+def _design(req: DesignRequest, job: "_Job", *, inputs, progress=None) -> dict:
     import llm_codesign as lc
 
-    g, base = inputs or _design_inputs(req)
+    def step(done, total):
+        job.check()
+        if progress:
+            progress(done, total)
+
+    g, base = inputs
     return _plain(lc.design(req.params, g, num_gpus=req.num_gpus, regime=req.regime, moe=req.moe, baseline=base,
                             weight_dtype=req.weight_dtype, activation_dtype=req.activation_dtype, kv_dtype=req.kv_dtype,
                             engine=req.engine, min_tps_user=req.min_tps_user, max_candidates=req.max_candidates, top=req.top,
-                            progress=progress))
+                            progress=step))
 
 
 NDJSON = "application/x-ndjson"
 
 
-def _design_stream(req: DesignRequest):
+def _design_stream(req: DesignRequest, job: "_Job", inputs, done):
     """The design run as NDJSON lines: {"progress": [shapes done, shapes]} as the search goes, then
-    {"result": ...} (what the plain POST returns) or {"error": one line, "field": ...}."""
-    import queue
-    import threading
+    {"result": ...} (what the plain POST returns) or {"error": one line, "field": ...}. The search
+    runs on its own thread, which calls `done` when it ends; the stream's end (the client gone
+    included) stops it at its next progress call."""
+    loop = asyncio.get_running_loop()
+    q: asyncio.Queue = asyncio.Queue()
 
-    inputs = _design_inputs(req)  # raises here, before the response starts
-    q: queue.Queue = queue.Queue()
+    def put(item):
+        try:
+            loop.call_soon_threadsafe(q.put_nowait, item)
+        except RuntimeError:  # the loop is closed: no one reads the stream any more
+            pass
 
     def work():
         try:
-            q.put({"result": _design(req, lambda done, total: q.put({"progress": [int(done), int(total)]}), inputs)})
-        except InputError as e:
-            q.put({"error": " ".join(str(e).split()), "field": e.field})
-        except Exception as e:  # a bug: one line, as the plain POST answers it
-            q.put({"error": f"internal error: {type(e).__name__}: {e}"})
+            put({"result": _design(req, job, inputs=inputs, progress=lambda d, t: put({"progress": [int(d), int(t)]}))})
+        except Exception as e:
+            put(_error_body(e)[1])
+        finally:
+            done()
 
-    def lines():
-        while True:
-            item = q.get()
-            yield json.dumps(item, allow_nan=False) + "\n"
-            if "progress" not in item:
-                return
+    async def lines():
+        try:
+            while True:
+                item = await q.get()
+                yield json.dumps(item, allow_nan=False) + "\n"
+                if "progress" not in item:
+                    return
+        finally:
+            job.gone.set()
 
-    threading.Thread(target=work, daemon=True).start()
+    threading.Thread(target=work, daemon=True, name="llm-codesign-design").start()
     return lines()
 
 
@@ -500,43 +604,226 @@ def _field_line(err: dict) -> tuple[str, str]:
     loc = [str(x) for x in err.get("loc", ()) if x != "body"]
     name = ".".join(loc) or "body"
     value = err.get("input")
-    shown = "" if value is None or isinstance(value, (dict, list)) else f": {value!r} is not valid"
-    return name, f"{name}{shown}; {err.get('msg', 'invalid')}".replace("\n", " ")
+    if not loc and isinstance(value, bytes):  # FastAPI passes a body of another content type on as bytes
+        return name, "body: not valid; a JSON object sent as Content-Type: application/json"
+    shown = "" if value is None or isinstance(value, (dict, list)) else repr(value)
+    shown = f": {shown[:80] + '...' if len(shown) > 80 else shown} is not valid" if shown else ""  # a 1 MB string is no line
+    return name, " ".join(f"{name}{shown}; {err.get('msg', 'invalid')}".split())
 
 
-def create_app(allowed_hosts: list[str] | None = None):
+def _json_line(err: dict, doc) -> str:
+    """A body json.loads refused, in words: what is wrong and where (line and column, from 1)."""
+    pos = err["loc"][-1] if isinstance(err["loc"][-1], int) else None
+    where = ""
+    if isinstance(doc, str) and pos is not None:
+        where = f" at line {doc.count(chr(10), 0, pos) + 1}, column {pos - doc.rfind(chr(10), 0, pos)}"
+    elif pos is not None:
+        where = f" at character {pos}"
+    return f"body: not valid JSON: {(err.get('ctx') or {}).get('error', 'JSON decode error')}{where}"
+
+
+class _Stopped(Exception):
+    """Raised from a search's progress callback to stop the search (a client gone, a budget spent)."""
+
+    def __init__(self, field: str | None, line: str):
+        super().__init__(line)
+        self.field, self.line = field, line
+
+
+class _Job:
+    """One search's stop conditions, checked from its progress callbacks (explore.search and
+    explore.design call `progress` after each chunk of deployments or shapes): `gone` is set when its
+    client leaves, and it may run `budget_s` seconds."""
+
+    def __init__(self, budget_s: float, field: str):
+        self.budget_s, self.field = budget_s, field
+        self.deadline = time.monotonic() + budget_s
+        self.gone = threading.Event()
+
+    def check(self, *_) -> None:
+        if self.gone.is_set():
+            raise _Stopped(None, "the client went away: the search was stopped")
+        if time.monotonic() > self.deadline:
+            raise _Stopped(self.field, f"{self.field}: a search this large ran past this server's time budget of "
+                           f"{self.budget_s:g} s and was stopped; a smaller {self.field} (or serve --time-budget)")
+
+
+class _Slots:
+    """At most `n` searches under way at once."""
+
+    def __init__(self, n: int):
+        self.n, self.busy = n, 0
+        self._lock = threading.Lock()
+
+    def take(self) -> bool:
+        with self._lock:
+            if self.busy >= self.n:
+                return False
+            self.busy += 1
+            return True
+
+    def give(self) -> None:
+        with self._lock:
+            self.busy -= 1
+
+
+log = logging.getLogger(__name__)
+
+
+def _error_body(e: Exception) -> tuple[int, dict]:
+    """An exception the work raised as (HTTP status, the {error, field} body)."""
+    if isinstance(e, InputError):
+        return 422, {"error": " ".join(str(e).split()), "field": e.field}
+    if isinstance(e, _Stopped):
+        return 503, {"error": e.line, "field": e.field}
+    log.error("internal error: %s: %s", type(e).__name__, " ".join(str(e).split()))  # a bug: one line in the log
+    return 500, {"error": " ".join(f"internal error: {type(e).__name__}: {e}".split()), "field": None}
+
+
+def _host_name(host: str) -> str:
+    """A Host header's name without its port: `localhost:8000` -> `localhost`, `[::1]:8000` -> `[::1]`."""
+    host = host.strip().lower()
+    if host.startswith("["):
+        return host[:host.find("]") + 1] if "]" in host else host
+    return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
+
+
+def _edge(app, *, allowed_hosts: list[str] | None):
+    """The ASGI app behind the edge checks: the Host header (DNS rebinding: another site's page
+    reaching the API through a name it controls), the body's size, and an exception no handler
+    answered (a bug) as a 500 in the {error, field} shape, answered rather than raised so that the
+    server keeps the connection."""
+    from fastapi.responses import JSONResponse
+    from starlette.exceptions import HTTPException
+
+    allowed = None if not allowed_hosts or "*" in allowed_hosts else {
+        _host_name(f"[{h}]" if ":" in h and not h.startswith("[") else h) for h in allowed_hosts}
+
+    async def edge(scope, receive, send):
+        if scope["type"] != "http":
+            return await app(scope, receive, send)
+        if allowed is not None:
+            host = next((v.decode("latin-1") for k, v in scope["headers"] if k == b"host"), "")
+            if _host_name(host) not in allowed:
+                body = {"error": f"host: {host[:100]!r} is not valid; one of: {', '.join(sorted(allowed))} "
+                                 "(serve --allowed-host adds a name)", "field": "host"}
+                return await JSONResponse(body, status_code=400)(scope, receive, send)
+        seen = 0
+        started = False
+
+        async def bounded():
+            nonlocal seen
+            message = await receive()
+            seen += len(message.get("body", b""))
+            if seen > MAX_BODY:  # raised inside FastAPI's body read, which passes an HTTPException on
+                raise HTTPException(413, f"body: over {MAX_BODY:,} bytes is not valid; a request of the page's "
+                                         "(a pasted config.json is kilobytes)")
+            return message
+
+        async def sending(message):
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await app(scope, bounded, sending)
+        except Exception as e:
+            status, body = _error_body(e)
+            if not started:
+                await JSONResponse(body, status_code=status)(scope, receive, send)
+
+    return edge
+
+
+def create_app(allowed_hosts: list[str] | None = None, *, hub_cache: bool = False, max_busy: int = MAX_BUSY,
+               time_budget_s: float = TIME_BUDGET_S):
     """The FastAPI application: the page at /, plotly.js at /static/plotly.min.js, the API under /api.
-    `allowed_hosts`: the Host headers answered (`serve` passes the loopback names when it binds
-    loopback, so another site's page cannot reach the API through DNS rebinding); None answers any."""
+    `allowed_hosts`: the Host headers answered (`serve` passes the names it binds, the loopback ones
+    for loopback, so another site's page cannot reach the API through DNS rebinding; `*` answers
+    any); None answers any. `hub_cache`: models the registry lacks are read from the local Hugging
+    Face cache (never downloaded). At most `max_busy` searches (pareto, design, estimate) run at
+    once, a further one a 429; each is stopped past `time_budget_s` seconds, or when its client leaves."""
     from fastapi import FastAPI, Header, Request
     from fastapi.exceptions import RequestValidationError
-    from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, Response
+    from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, Response, StreamingResponse
     from fastapi.staticfiles import StaticFiles
+    from starlette.background import BackgroundTask
+    from starlette.concurrency import run_in_threadpool
+    from starlette.exceptions import HTTPException
 
     from llm_codesign import __version__
 
     # the CDN-hosted docs UIs are off: the page works offline, and /openapi.json is the schema
     app = FastAPI(title="llm-codesign", version=__version__, docs_url=None, redoc_url=None,
                   description="The JSON API of `llm-codesign serve`'s page: the CLI's --json results.")
-    if allowed_hosts:
-        from starlette.middleware.trustedhost import TrustedHostMiddleware
+    app.add_middleware(_edge, allowed_hosts=allowed_hosts)
+    shape = {"model": ErrorResponse}
+    err = {422: {**shape, "description": "Bad input: one line naming the field."},
+           413: {**shape, "description": f"A body over {MAX_BODY:,} bytes."}}
+    searched = {**err,
+                429: {**shape, "description": f"{max_busy} searches under way; the Retry-After header says when to ask again."},
+                503: {**shape, "description": f"The search ran past the server's time budget ({time_budget_s:g} s) and was stopped."}}
+    slots = _Slots(max_busy)
 
-        app.add_middleware(TrustedHostMiddleware, allowed_hosts=allowed_hosts)
-    err = {422: {"model": ErrorResponse, "description": "Bad input: one line naming the field."}}
+    def busy() -> JSONResponse:
+        return JSONResponse({"error": f"busy: this server runs {max_busy} searches at once, all under way (serve --max-busy); "
+                                      f"retry in {RETRY_AFTER_S} s", "field": None},
+                            status_code=429, headers={"Retry-After": str(RETRY_AFTER_S)})
+
+    async def guarded(request: Request, field: str, work):
+        """`work(job)` on a worker thread, counted against max_busy, stopped (at its next progress
+        call) when its client leaves or past the time budget."""
+        if not slots.take():
+            return busy()
+        job = _Job(time_budget_s, field)
+
+        async def watch():  # the request's channel carries http.disconnect once the client is gone
+            while (await request.receive())["type"] != "http.disconnect":
+                pass
+            job.gone.set()
+
+        watcher = asyncio.ensure_future(watch())
+        try:
+            return await run_in_threadpool(work, job)
+        finally:
+            watcher.cancel()
+            slots.give()
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(_: Request, e: RequestValidationError):
         errs = e.errors()
+        if errs and errs[0].get("type") == "json_invalid":
+            return JSONResponse({"error": _json_line(errs[0], getattr(e, "body", None)), "field": "body"}, status_code=422)
         field, line = _field_line(errs[0]) if errs else ("body", "body: not valid")
         return JSONResponse({"error": line, "field": field}, status_code=422)
 
+    @app.exception_handler(HTTPException)
+    async def _http(request: Request, e: HTTPException):
+        cause = e.__cause__
+        if e.status_code == 400 and cause is not None:  # FastAPI's "There was an error parsing the body": json.loads raised
+            why = ("nested deeper than the parser reads" if isinstance(cause, RecursionError) else
+                   f"not UTF-8 text (byte {cause.object[cause.start:cause.start + 1]!r} at {cause.start})"
+                   if isinstance(cause, UnicodeDecodeError) else type(cause).__name__)
+            return JSONResponse({"error": f"body: not valid JSON: {why}", "field": "body"}, status_code=422)
+        if e.status_code == 413:
+            body = {"error": e.detail, "field": "body"}
+        elif e.status_code == 404:
+            body = {"error": f"path: {request.url.path[:100]!r} is not valid; one of the API's (GET /openapi.json lists them)",
+                    "field": None}
+        elif e.status_code == 405:
+            allow = {k.lower(): v for k, v in (e.headers or {}).items()}.get("allow", "")
+            body = {"error": f"method: {request.method!r} is not valid for {request.url.path}; {allow}", "field": None}
+        else:
+            body = {"error": " ".join(str(e.detail).split()), "field": None}
+        return JSONResponse(body, status_code=e.status_code, headers=e.headers)
+
     @app.exception_handler(InputError)
     async def _input(_: Request, e: InputError):
-        return JSONResponse({"error": " ".join(str(e).split()), "field": e.field}, status_code=422)
+        return JSONResponse(_error_body(e)[1], status_code=422)
 
-    @app.exception_handler(Exception)
-    async def _bug(_: Request, e: Exception):  # a bug: one line, never a traceback in the page
-        return JSONResponse({"error": f"internal error: {type(e).__name__}: {e}"}, status_code=500)
+    @app.exception_handler(_Stopped)
+    async def _stopped(_: Request, e: _Stopped):
+        return JSONResponse(_error_body(e)[1], status_code=503)
 
     @app.get("/", response_class=HTMLResponse, include_in_schema=False)
     def index():
@@ -573,26 +860,32 @@ def create_app(allowed_hosts: list[str] | None = None):
     def accuracy():
         return _accuracy()
 
-    # plain `def` handlers: FastAPI runs them in its thread pool, so a search does not block the page's other calls
-    @app.post("/api/estimate", response_model=Estimate, responses=err)
-    def estimate(req: EstimateRequest):
-        return _estimate(req)
+    # the searches are `async` only to count and watch them: their work runs in the thread pool, so a
+    # search does not block the page's other calls
+    @app.post("/api/estimate", response_model=Estimate, responses=searched)
+    async def estimate(req: EstimateRequest, request: Request):
+        return await guarded(request, "body", lambda job: _estimate(req, hub_cache=hub_cache))
 
-    @app.post("/api/pareto", response_model=ParetoResponse, responses=err)
-    def pareto(req: ParetoRequest):
-        return _pareto(req)
+    @app.post("/api/pareto", response_model=ParetoResponse, responses=searched)
+    async def pareto(req: ParetoRequest, request: Request):
+        return await guarded(request, "num_gpus", lambda job: _pareto(req, job, hub_cache=hub_cache))
 
     @app.post("/api/lint", response_model=LintResponse, responses=err)
     def lint(req: LintRequest):
-        return _lint(req)
+        return _lint(req, hub_cache=hub_cache)
 
     @app.post("/api/design", response_model=DesignResponse, responses={
-        **err, 200: {"content": {NDJSON: {}}, "description": f"With `Accept: {NDJSON}`: progress lines, then the result line."}})
-    def design(req: DesignRequest, accept: str = Header("", include_in_schema=False)):
-        if NDJSON in accept:
-            from fastapi.responses import StreamingResponse
-
-            return StreamingResponse(_design_stream(req), media_type=NDJSON)
-        return _design(req)
+        **searched, 200: {"content": {NDJSON: {}}, "description": f"With `Accept: {NDJSON}`: progress lines, then the result line."}})
+    async def design(req: DesignRequest, request: Request, accept: str = Header("", include_in_schema=False)):
+        # a bad GPU or baseline is a 422, before a stream starts
+        inputs = await run_in_threadpool(lambda: _design_inputs(req, hub_cache=hub_cache))
+        if NDJSON not in accept:
+            return await guarded(request, "max_candidates", lambda job: _design(req, job, inputs=inputs))
+        if not slots.take():
+            return busy()
+        job = _Job(time_budget_s, "max_candidates")
+        # the stream's end sets job.gone; the background task too, for a client gone before the stream started
+        return StreamingResponse(_design_stream(req, job, inputs, slots.give), media_type=NDJSON,
+                                 background=BackgroundTask(job.gone.set))
 
     return app
