@@ -98,9 +98,11 @@ def ln_terms(*, kv_ratio=1.0, gqa_fraction=1.0, mla_fraction=0.0, granularity=No
     att = np.asarray(attention_fraction, float)
     hybrid = (rec > 0) & (att > 0)
     s = np.where(hybrid, hy["sigma"], np.where(rec > 0, hy["pure_recurrent_sigma"], 0.0))
-    out["hybrid"] = (np.where(hybrid, hy["ln_mult"] * np.minimum(rec / hy["reference_fraction"], 1.0), 0.0), s, s, np.zeros_like(s))
+    d = np.where(hybrid, np.maximum(np.log(np.maximum(rec, 1e-12) / hy["studied_max"]), 0.0), 0.0)
+    out["hybrid"] = (np.where(hybrid, hy["ln_mult"] * np.minimum(rec / hy["reference_fraction"], 1.0), 0.0), s * (1.0 + growth * d), s, d)
     wf = np.asarray(window_fraction, float)
-    out["window"] = (win["ln_mult_per_fraction"] * wf, win["sigma"] * wf, win["sigma"] * wf, np.zeros_like(wf))
+    d = np.maximum(np.log(np.maximum(wf, 1e-12) / win["studied_max"]), 0.0)
+    out["window"] = (win["ln_mult_per_fraction"] * wf, win["sigma"] * wf * (1.0 + growth * d), win["sigma"] * wf, d)
     # head size: Vaswani et al. 2017 Table 3 (A) prices d_k below `low`; above `high` only the spread is known
     dk = np.asarray(head_dim, float)
     below, above = dk < hd["low"], dk > hd["high"]
@@ -168,7 +170,9 @@ def loss_terms(total_params, active_params, hidden, layers, weight_dtype: str = 
     pen = sh["coeff"] * np.maximum(np.abs(np.log(A / sh["optimum"])) - np.log(sh["flat_band"]), 0.0) ** 2
     d, _ = _extrapolated(A, sh["studied_min"], sh["studied_max"], growth)
     d = np.maximum(d, np.maximum(np.log(np.log(h) / np.log(sh["depth_log_base"]) / nl), 0.0))
-    out["nats"] = {"aspect": (pen, sh["sigma_rel"] * pen * (1.0 + growth * d), sh["sigma_rel"] * pen, d)}
+    # beyond the studied range the spread grows with the distance, from the penalty's own spread and, where the
+    # penalty is nil (a shallow stack in the flat band), from the term's coefficient: never flat there
+    out["nats"] = {"aspect": (pen, sh["sigma_rel"] * pen * (1.0 + growth * d) + sh["coeff"] * growth * d, sh["sigma_rel"] * pen, d)}
     return out
 
 
@@ -258,6 +262,12 @@ def shape_loss(cand: dict, weight_dtype: str, c: dict | None = None, pc: dict | 
     pc = pc or proxy_constants()
     return loss(cand["total_params"], cand["active_params"], cand["hidden"], cand["layers"], weight_dtype, c=c, pc=pc,
                 **_shape_arch(cand, pc))
+
+
+def extrapolated(terms: dict, i: int | None = None) -> list[str]:
+    """The loss_terms outside their studied ranges (of row `i` for arrays)."""
+    pick = (lambda v: float(np.asarray(v).reshape(-1)[i if i is not None else 0]))  # noqa: E731
+    return sorted(name for unit in ("ln", "nats") for name, t in terms[unit].items() if pick(t[3]) > 0)
 
 
 def model_terms(model, weight_dtype: str | None = None, *, c: dict | None = None, pc: dict | None = None) -> dict:
@@ -392,6 +402,9 @@ def accuracy_of(model, precision=None, *, pc_override: str | None = None) -> dic
     out = {"source": source, "precision": fmt, "reference_precision": ref, "scores": scores,
            "relative_drop_pct": drop, "drop_uncertainty_pct": sigma, "drop_source": drop_source, "drop_basis": basis,
            "proxy_loss": loss_v, "proxy_loss_uncertainty": loss_s, "short": short}
+    ex = extrapolated(model_terms(model, fmt, pc=pc))
+    if ex:  # terms outside their studied ranges: the loss and its spread are extrapolations there
+        out["extrapolated"] = ex
     if source == "none":
         out["note"] = (f"no accuracy source for {model.name} at {fmt}: no published score and no published precision "
                        f"delta from {ref} to {fmt}; the proxy loss covers the architecture only")
