@@ -289,7 +289,7 @@ def reference(params: float, *, baseline: ModelSpec | None, moe: bool, weight_dt
     return Reference(name, basis, m, accuracy_model.model_terms(m, weight_dtype, c=qc, pc=pc), k, tol)
 
 
-def judge(cand: dict, ref: Reference, env, *, weight_dtype: str, qc: dict, pc: dict, outside_envelope: bool) -> dict:
+def judge(cand: dict, ref: Reference, *, weight_dtype: str, qc: dict, pc: dict, outside_envelope: bool) -> dict:
     """Quality against the reference and place in the envelope, per shape, merged into the shape arrays
     ("q_*", "env_*" keys) with "admit": passes the quality test and lies inside (or the envelope is open)."""
     from llm_codesign.explore import envelope
@@ -297,7 +297,7 @@ def judge(cand: dict, ref: Reference, env, *, weight_dtype: str, qc: dict, pc: d
     t = accuracy_model.shape_terms(cand, weight_dtype, qc, pc)
     qd = accuracy_model.quality_delta(t, ref.terms, k=ref.k, tol=ref.tol)
     n = len(cand["hidden"])
-    viol = envelope.violations(env, envelope.shape_arrays(cand))
+    viol = envelope.violations_at(envelope.shape_arrays(cand), cand["total_params"])  # each at its own scale, as lint judges it
     out = dict(cand)
     out["q_loss"] = np.broadcast_to(t["loss"], (n,)).astype(float)
     for key in ("delta", "sigma", "sigma_test", "passes"):
@@ -332,7 +332,7 @@ def _setup(params, baseline, moe, prec, *, budget_tol, quality_tol, quality_sigm
     ref = reference(params, baseline=baseline, moe=moe, weight_dtype=prec.weight.name, budget_tol=budget_tol, qc=qc, pc=pc,
                     k=quality_sigmas, tol=quality_tol)
     env = envelope_at(params)
-    jk = dict(ref=ref, env=env, weight_dtype=prec.weight.name, qc=qc, pc=pc, outside_envelope=outside_envelope)
+    jk = dict(ref=ref, weight_dtype=prec.weight.name, qc=qc, pc=pc, outside_envelope=outside_envelope)
     return prec, (baseline.vocab if baseline else 128256), ref, env, jk
 
 
@@ -464,7 +464,7 @@ def _binds(cand, obj, *, axes, params, budget_tol, judge_kw, price_kw, limits) -
     """Which constraints hold the winner back: its neighbours one grid step along each axis that lie in the
     budget but were not admitted (outside the envelope, or below the reference's quality), priced; those that
     would beat the winner name the bound. Grid edges that are real limits come first."""
-    from llm_codesign.explore.envelope import describe, position, shape_arrays
+    from llm_codesign.explore.envelope import describe, envelope_at, position, shape_arrays
 
     moe, vocab = price_kw["moe"], price_kw["vocab"]
     w = int(np.argmax(obj))
@@ -485,14 +485,13 @@ def _binds(cand, obj, *, axes, params, budget_tol, judge_kw, price_kw, limits) -
         return out, 0
     c = {k: np.concatenate([s[k] for _, s in keep]) for k in keep[0][1]}
     o, _, _, ev = evaluate_shapes(c, **price_kw)
-    env = judge_kw["env"]
     for i, (axis, _) in enumerate(keep):
         if not (np.isfinite(o[i]) and o[i] > obj[w]):
             continue
         gain = 100.0 * (o[i] / obj[w] - 1.0)
         what = {"axis": axis, "to": _num(c[f"ax_{axis}"][i]), "gain_pct": float(gain)}
         if not c["inside"][i]:
-            pos = position(env, shape_arrays(c), i)
+            pos = position(envelope_at(float(c["total_params"][i])), shape_arrays(c), i)
             out.append({"kind": "envelope", **what, "bounds": [v["bound"] for v in pos["outside"]],
                         "why": "; ".join(describe(v) for v in pos["outside"])})
         if not c["q_passes"][i]:
@@ -581,7 +580,6 @@ def _result(cand, obj, *, best, evaluated, plan, inst, gpu, cal, prec, slo, base
                 "deployment": _dep(plan, inst, int(bp[0]), int(bb[0]))}
     rank = np.argsort(-obj, kind="stable")[:top]
     bo = base["objective"] if base and base["objective"] else None
-    env = envelope_at(params)
     f = shape_arrays(cand)
     designs = []
     for i in rank:
@@ -598,7 +596,8 @@ def _result(cand, obj, *, best, evaluated, plan, inst, gpu, cal, prec, slo, base
                        "sigma_test": float(cand["q_sigma_test"][i]), "k": ref.k, "passes": bool(cand["q_passes"][i]),
                        "extrapolated": ex}
         designs.append({"shape": shape, "total_params": int(cand["total_params"][i]), "active_params": int(cand["active_params"][i]),
-                        "quality_proxy": float(cand["q_loss"][i]), "quality": quality_row, "envelope": position(env, f, int(i)),
+                        "quality_proxy": float(cand["q_loss"][i]), "quality": quality_row,
+                        "envelope": position(envelope_at(float(cand["total_params"][i])), f, int(i)),
                         "objective": float(obj[i]), "gain_pct": (100.0 * (obj[i] / bo - 1.0)) if bo else None,
                         "deployment": _dep(plan, inst, int(bplan[i]), int(bbatch[i]))})
     obj_name, cons, _, _ = REGIMES[slo.regime]

@@ -107,22 +107,29 @@ class Envelope:
                                "min_set_by": list(b.lo_models), "max_set_by": list(b.hi_models)} for k, b in self.bounds.items()}}
 
 
-def _window(rows: list[dict], scale: float, pol: dict) -> list[dict]:
-    x = math.log10(scale)
-    dist = sorted(rows, key=lambda r: abs(math.log10(r["total_params"]) - x))
-    near = [r for r in dist if abs(math.log10(r["total_params"]) - x) <= pol["window_decades"]]
-    return near if len(near) >= pol["min_models"] else dist[:int(pol["min_models"])]
+def _pools() -> dict[str, list[dict]]:
+    rows = data()["model"]
+    return {"all": rows, "moe": [r for r in rows if r.get("experts")], "gqa": [r for r in rows if r.get("kv_heads")]}
 
 
-@lru_cache(maxsize=64)
-def envelope_at(scale: float) -> Envelope:
-    """The envelope at `scale` total parameters: every variable's published range over the models of the
-    window (MoE variables over its MoE models, KV-head variables over its GQA models), widened by the margin."""
-    doc = data()
-    pol = doc["policy"]
-    rows = doc["model"]
-    pools = {"all": _window(rows, scale, pol), "moe": _window([r for r in rows if r.get("experts")], scale, pol),
-             "gqa": _window([r for r in rows if r.get("kv_heads")], scale, pol)}
+def _members(x: np.ndarray, rows: list[dict]) -> np.ndarray:
+    """Which of `rows` lie in the window of each log10 scale `x`: within window_decades, or the min_models nearest
+    (ties included) where fewer lie there. (len(x), len(rows)) booleans."""
+    pol = data()["policy"]
+    d = np.abs(np.asarray(x, float)[:, None] - np.log10([r["total_params"] for r in rows])[None, :])
+    near = d <= pol["window_decades"]
+    k = int(pol["min_models"])
+    nearest = d <= np.partition(d, k - 1, axis=1)[:, k - 1:k] if d.shape[1] > k else np.ones_like(near)
+    return np.where((near.sum(axis=1) < k)[:, None], nearest, near)
+
+
+@lru_cache(maxsize=256)
+def _bounds(key: tuple[tuple[str, ...], ...]) -> tuple[tuple[str, ...], dict]:
+    """Each variable's published range over the window's models (`key`: the names in the all, MoE and GQA pools),
+    widened by the margin."""
+    pol = data()["policy"]
+    by_name = {r["name"]: r for r in data()["model"]}
+    pools = dict(zip(("all", "moe", "gqa"), ([by_name[n] for n in names] for names in key), strict=True))
     bounds = {}
     for var, (kind, _) in VARIABLES.items():
         pool = pools["moe" if var in MOE_VARIABLES else "gqa" if var in GQA_VARIABLES else "all"]
@@ -133,9 +140,23 @@ def envelope_at(scale: float) -> Envelope:
         else:
             lo, hi = lo_v * (1 - pol["count_margin"]), hi_v * (1 + pol["count_margin"])
         bounds[var] = Bound(var, lo, hi, lo_v, hi_v, tuple(n for v, n in vals if v == lo_v), tuple(n for v, n in vals if v == hi_v))
-    models = tuple(dict.fromkeys(r["name"] for p in pools.values() for r in p))
+    return tuple(dict.fromkeys(n for names in key for n in names)), bounds
+
+
+def _keys(scales) -> list[tuple[tuple[str, ...], ...]]:
+    x = np.log10(np.asarray(scales, float).reshape(-1))
+    masks = {name: _members(x, rows) for name, rows in _pools().items()}
+    names = {name: [r["name"] for r in rows] for name, rows in _pools().items()}
+    return [tuple(tuple(n for n, m in zip(names[p], masks[p][i], strict=True) if m) for p in ("all", "moe", "gqa"))
+            for i in range(len(x))]
+
+
+def envelope_at(scale: float) -> Envelope:
+    """The envelope at `scale` total parameters: every variable's published range over the models of the
+    window (MoE variables over its MoE models, KV-head variables over its GQA models), widened by the margin."""
     from llm_codesign.explore.quality import constants
 
+    models, bounds = _bounds(_keys([scale])[0])
     return Envelope(float(scale), models, bounds, float(constants()["shape"]["depth_log_base"]))
 
 
@@ -173,9 +194,20 @@ def depth_threshold(hidden, base: float = 3.0):
     return np.log(np.asarray(hidden, float)) / math.log(base)
 
 
-def inside(env: Envelope, f: dict) -> np.ndarray:
-    v = violations(env, f)
-    return ~np.any(np.stack([x > 0 for x in v.values()]), axis=0)
+def violations_at(f: dict, scales) -> dict[str, np.ndarray]:
+    """`violations` with each shape judged against the envelope at its own scale (array `scales`, total params)."""
+    keys = _keys(scales)
+    n = len(keys)
+    out: dict[str, np.ndarray] = {}
+    groups: dict[tuple, list[int]] = {}
+    for i, key in enumerate(keys):
+        groups.setdefault(key, []).append(i)
+    for idx in groups.values():
+        env = envelope_at(float(np.asarray(scales, float).reshape(-1)[idx[0]]))
+        sub = {k: np.asarray(v)[idx] if np.ndim(v) else v for k, v in f.items()}
+        for k, v in violations(env, sub).items():
+            out.setdefault(k, np.zeros(n))[idx] = v
+    return out
 
 
 def position(env: Envelope, f: dict, i: int | None = None) -> dict:
