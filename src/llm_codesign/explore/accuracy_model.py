@@ -311,6 +311,11 @@ def _cls(fmt: str, pc: dict) -> str:
     return pc["precision"]["same_as"].get(fmt, fmt)
 
 
+# what each weight-format class's published pairs quantise: a W4A16 drop (weights only) is not a W4A4 one
+SCHEMES = {"bf16": "W16A16", "fp8": "W8A8 (FP8 weights and activations)", "nvfp4": "W4A4 (NVFP4 weights and activations)",
+           "mxfp4": "W4A16 (MXFP4 weights, BF16 activations)", "int4": "W4A16 (INT4 weights, BF16 activations)"}
+
+
 @lru_cache(maxsize=8)
 def _format_drops(override: str | None) -> dict:
     pc = proxy_constants(override)
@@ -324,10 +329,10 @@ def _format_drops(override: str | None) -> dict:
                 d = _pair_drops(per[lo], per[hi])
                 if d:
                     pairs.setdefault((hi, lo), []).append((model, float(np.mean(d))))
-    out = {"bf16": {"drop_pct": 0.0, "sigma_pct": 0.0, "basis": ["reference"]}}
+    out = {"bf16": {"drop_pct": 0.0, "sigma_pct": 0.0, "scheme": SCHEMES["bf16"], "basis": ["reference"]}}
     fp8 = [v for _, v in pairs.get(("bf16", "fp8"), [])]
     if fp8:
-        out["fp8"] = {"drop_pct": float(np.mean(fp8)), "sigma_pct": float(np.std(fp8)),
+        out["fp8"] = {"drop_pct": float(np.mean(fp8)), "sigma_pct": float(np.std(fp8)), "scheme": SCHEMES["fp8"],
                       "basis": [f"{m}: {v:.2f}% vs bf16" for m, v in pairs[("bf16", "fp8")]]}
     for lo in ("nvfp4", "mxfp4", "int4"):
         est = [(m, v) for m, v in pairs.get(("bf16", lo), [])]
@@ -335,14 +340,15 @@ def _format_drops(override: str | None) -> dict:
             est += [(m, out["fp8"]["drop_pct"] + v) for m, v in pairs.get(("fp8", lo), [])]
         if est:
             vals = [v for _, v in est]
-            out[lo] = {"drop_pct": float(np.mean(vals)), "sigma_pct": float(np.std(vals)),
+            out[lo] = {"drop_pct": float(np.mean(vals)), "sigma_pct": float(np.std(vals)), "scheme": SCHEMES[lo],
                        "basis": [f"{m}: {v:.2f}% vs bf16" for m, v in est]}
     return out
 
 
 def format_drops(override: str | None = None) -> dict:
     """Relative accuracy drop (percent, vs BF16) per weight-format class, from the published pairs: per model the
-    mean over shared benchmarks, then the mean over models; sigma is the spread between models."""
+    mean over shared benchmarks, then the mean over models; sigma is the spread between models; `scheme` what
+    the class quantises (NVFP4's pairs are W4A4, INT4's W4A16)."""
     return _format_drops(override)
 
 
