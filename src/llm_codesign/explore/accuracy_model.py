@@ -270,11 +270,11 @@ def extrapolated(terms: dict, i: int | None = None) -> list[str]:
     return sorted(name for unit in ("ln", "nats") for name, t in terms[unit].items() if pick(t[3]) > 0)
 
 
-def model_terms(model, weight_dtype: str | None = None, *, c: dict | None = None, pc: dict | None = None) -> dict:
-    """loss_terms of a ModelSpec (its own weight format unless given)."""
+def model_terms(model, weight_dtype: str | None = None, *, c: dict | None = None, pc: dict | None = None, tokens=None) -> dict:
+    """loss_terms of a ModelSpec (its own weight format unless given; `tokens`: its training tokens, else the default)."""
     f = model_features(model)
     return loss_terms(model.total_params, model.active_params, model.hidden, model.num_layers,
-                      weight_dtype or model.default_precision.weight.name, c=c, pc=pc, **f)
+                      weight_dtype or model.default_precision.weight.name, tokens=tokens, c=c, pc=pc, **f)
 
 
 def shape_terms(cand: dict, weight_dtype: str, c: dict | None = None, pc: dict | None = None) -> dict:
