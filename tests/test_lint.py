@@ -91,7 +91,7 @@ def test_the_8_layer_70b_gets_a_trust_region_finding_with_its_accuracy_cost():
         # KV head against 8 (0.22 x log2 3 = 0.349 in ln N_eff x the loss slope 0.0367 = 0.0128 nats), over 1.8820: +4.74%;
         # its band 4.82% (the aspect term extrapolated: 0.0904 nats, the KV term 0.0064, in quadrature)
         assert fs[0].cost_pct == pytest.approx(4.74, abs=0.01)
-        assert "Proxy loss +4.74% +- 4.82% against llama-3.1-70b scaled to 64B (extrapolated: aspect)" in msg
+        assert "Proxy loss +4.74% +- 4.82% against llama-3.1-70b scaled to 63.98B (extrapolated: aspect)" in msg
     assert not [f for f in run(get_model("llama-3.1-70b")) if f.rule == "R8"]  # published models lie inside
 
 

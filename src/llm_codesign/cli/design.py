@@ -59,7 +59,8 @@ def lint(
         _dump(to_sarif(findings, model))
     else:
         t = _table(f"lint: {m.name} on {g.name}, {regime} regime ({len(findings)} findings)", "rule:t severity:k where:t cost_%:n finding:t fix:t",
-                   "cost %: what the violation costs in the regime's objective, measured by re-pricing the fixed shape.")
+                   "cost %: what the violation costs in the regime's objective, measured by re-pricing the fixed shape "
+                   "(R8: the proxy loss against the nearest published model, in percent).")
         color = {"error": "red", "warning": "yellow", "info": "cyan"}
         for f in findings:
             t.add_row(f"{f.rule} {RULES[f.rule][0]}", f"[{color[f.severity]}]{f.severity}[/]", f.where, f"{f.cost_pct:.1f}", f.message, f.fix)

@@ -54,6 +54,7 @@ MOE_AXES = {"hidden": tuple(range(1024, 24577, 256)), "layers": tuple(range(8, 1
 EXTEND = {"hidden": ("step", 256), "layers": ("step", 2), "ffn_ratio": ("step", 1.0), "expert_ratio": ("step", 0.125),
           "kv_heads": ("x2", 1), "experts": ("x2", 2), "top_k": ("x2", 1), "head_dim": None, "shared": None}
 EXTEND_ROUNDS = 12  # extensions of one search at most (each prices a slice of new shapes)
+EXTEND_SLICE = 128  # admitted shapes priced per extension slice at most (an even spread): bounds an open grid's extensions
 
 
 def grid_axes(*, moe: bool, head_dims=None, kv_heads=None, dense_hidden=None, layers=None) -> dict[str, tuple]:
@@ -283,7 +284,7 @@ def reference(params: float, *, baseline: ModelSpec | None, moe: bool, weight_dt
             m, name, basis = near, near.name, f"no baseline: the nearest published {'MoE' if moe else 'dense'} model"
         else:
             m = _scaled(near, params)
-            name = f"{near.name} scaled to {m.total_params / 1e9:.3g}B"
+            name = f"{near.name} scaled to {m.total_params / 1e9:,.4g}B"
             basis = (f"no baseline: the nearest published {'MoE' if moe else 'dense'} model ({near.name}, "
                      f"{near.total_params / 1e9:.3g}B), its shape scaled to the budget")
     return Reference(name, basis, m, accuracy_model.model_terms(m, weight_dtype, c=qc, pc=pc), k, tol)
@@ -435,7 +436,7 @@ def _extend_grid(cand, obj, bplan, bbatch, *, axes, params, budget_tol, judge_kw
                                                             else "the least value" if EXTEND.get(axis) else "on or off")}
                 continue
             sl = judge(in_budget(grid_rows({**axes, axis: (nxt,)}, moe=moe), params, budget_tol, vocab), **judge_kw)
-            adm = _take(sl, sl["admit"])
+            adm = thin(_take(sl, sl["admit"]), EXTEND_SLICE)
             step = {"axis": axis, "side": side, "to": _num(nxt), "admitted": int(len(adm["hidden"])), **_why_not(sl)}
             if not len(adm["hidden"]):
                 limits[(axis, side)] = step | {"value": _num(axes[axis][-1 if side == "max" else 0]),
