@@ -177,9 +177,10 @@ def test_design_small_with_progress(client):
     assert r.status_code == 200 and r.headers["content-type"].startswith("application/x-ndjson"), r.text
     lines = [json.loads(x) for x in r.text.splitlines()]
     progress = [x["progress"] for x in lines[:-1]]
-    assert progress and progress[-1] == [40, 40] and [p[0] for p in progress] == sorted(p[0] for p in progress)
     d = lines[-1]["result"]
-    assert d["candidates"] == 40
+    # the 34 shapes inside the published envelope and as good as Llama-3.1-8B (issue 38), all priced
+    assert progress and progress[-1] == [34, 34] and [p[0] for p in progress] == sorted(p[0] for p in progress)
+    assert d["candidates"] == 34 and d["screened"]["admitted"] == 34
     assert 1 <= len(d["designs"]) <= 3
     assert all(abs(x["total_params"] / 8e9 - 1) <= 0.1 for x in d["designs"])  # the budget, within --budget-tol
     objs = [x["objective"] for x in d["designs"]]

@@ -169,6 +169,7 @@ OPTION_CASES = [
     (["design", "--params", "nan", "--search", "nsga2"], "params"),
     (["design", "--params", "1e9", "--budget-tol", "-1"], "budget_tol"),
     (["design", "--params", "1e9", "--quality-tol", "nan"], "quality_tol"),
+    (["design", "--params", "1e9", "--quality-sigmas", "inf"], "quality_sigmas"),
     (["bench", "gemm", "-o", "OUT/b.csv", "--device", "cpu", "--system", "h100", "--m", "100000", "--nk", "100000x100000"], "nk"),
 ]
 

@@ -197,7 +197,7 @@ def test_calibrate_and_validate_to_standard_output(tmp_path, monkeypatch):
 
 def test_design_exports_its_config_to_standard_output(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    args = ["design", "--params", "1e9", "--gpu", "h100", "--gpus", "1", "--max-candidates", "20", "--top", "1"]
+    args = ["design", "--params", "8e9", "--gpu", "h100", "--gpus", "1", "--max-candidates", "20", "--top", "1"]
     one_line([*args, "--export", "d.png", "--plot", "./d.png"],
              "error: plot: './d.png' is not valid; a path no other output takes (--export writes d.png too)")
     code, out, err = cli(*args, "--export", "-")

@@ -109,10 +109,13 @@ def lint(model: str | ModelSpec, gpu: str | Gpu, *, regime: str = "throughput", 
 def design(params: float, gpu: str | Gpu, *, num_gpus: int = 8, regime: str = "throughput", moe: bool = False,
            baseline: str | ModelSpec | None = None, weight_dtype: str | None = None, activation_dtype: str | None = None,
            kv_dtype: str | None = None, engine: str = "trtllm", isl: int | None = None, osl: int | None = None,
-           min_tps_user: float = 20.0, min_tps_gpu: float = 50.0, budget_tol: float = 0.1, quality_tol: float = 0.002,
-           max_candidates: int = 20000, top: int = 10, calibration: Calibration | str | None = None, progress=None) -> dict:
-    """Model shapes at a parameter budget and equal quality proxy, ranked by the frontier value they
-    reach at the regime's SLO (the dict `llm-codesign design --json` prints)."""
+           min_tps_user: float = 20.0, min_tps_gpu: float = 50.0, budget_tol: float = 0.1, quality_tol: float = 0.0,
+           quality_sigmas: float = 1.0, outside_envelope: bool = False, max_candidates: int = 20000, top: int = 10,
+           calibration: Calibration | str | None = None, progress=None) -> dict:
+    """Model shapes at a parameter budget, inside the published models' envelope (unless `outside_envelope`)
+    and no worse in proxy loss than the baseline (without one, the nearest published model of the kind) beyond
+    `quality_sigmas` of the difference's uncertainty, ranked by the frontier value they reach at the regime's
+    SLO (the dict `llm-codesign design --json` prints)."""
     from llm_codesign.explore.design import Slo
     from llm_codesign.explore.design import design as run
     from llm_codesign.spec.engines import get_engine
@@ -125,7 +128,8 @@ def design(params: float, gpu: str | Gpu, *, num_gpus: int = 8, regime: str = "t
         _P.of(weight_dtype or "bf16", activation_dtype, kv_dtype) if (weight_dtype or activation_dtype or kv_dtype) else None)
     slo = Slo(regime, min_tps_user, min_tps_gpu, isl, osl)
     return run(params, g, _calibration(g, calibration), num_gpus, slo, baseline=base, moe=moe, prec=prec, budget_tol=budget_tol,
-               quality_tol=quality_tol, engine=get_engine(engine), max_candidates=max_candidates, top=top, progress=progress)
+               quality_tol=quality_tol, quality_sigmas=quality_sigmas, outside_envelope=outside_envelope, engine=get_engine(engine),
+               max_candidates=max_candidates, top=top, progress=progress)
 
 
 def validate_serving(path: str, *, calibration: str | None = None) -> dict:

@@ -59,7 +59,8 @@ def lint(
         _dump(to_sarif(findings, model))
     else:
         t = _table(f"lint: {m.name} on {g.name}, {regime} regime ({len(findings)} findings)", "rule:t severity:k where:t cost_%:n finding:t fix:t",
-                   "cost %: what the violation costs in the regime's objective, measured by re-pricing the fixed shape.")
+                   "cost %: what the violation costs in the regime's objective, measured by re-pricing the fixed shape "
+                   "(R8: the proxy loss against the nearest published model, in percent).")
         color = {"error": "red", "warning": "yellow", "info": "cyan"}
         for f in findings:
             t.add_row(f"{f.rule} {RULES[f.rule][0]}", f"[{color[f.severity]}]{f.severity}[/]", f.where, f"{f.cost_pct:.1f}", f.message, f.fix)
@@ -73,14 +74,20 @@ def design(
     params: float = typer.Option(..., "--params", help="Total-parameter budget, e.g. 70e9."),
     gpu: str = typer.Option("b200", "--gpu"), gpus_: int = typer.Option(8, "--gpus", min=1, max=MAX_GPUS),
     regime: str = typer.Option("throughput", "--regime", help="latency, throughput or long-context."),
-    baseline: Optional[str] = typer.Option(None, "--baseline", help="Model to beat at equal quality proxy."),
+    baseline: Optional[str] = typer.Option(None, "--baseline", help="Model to beat at equal quality proxy (default reference: the "
+                                           "published model of the search's kind nearest the budget, scaled to it when outside --budget-tol)."),
     moe: bool = typer.Option(False, "--moe", help="Search MoE shapes (experts, top-k, expert width, shared expert)."),
     min_tps_user: float = typer.Option(20.0, "--min-tps-user", help="Throughput/long-context SLO: tokens/s per user."),
     min_tps_gpu: float = typer.Option(50.0, "--min-tps-gpu", help="Latency-regime floor: output tokens/s per GPU."),
     isl: Optional[int] = typer.Option(None, "--isl", min=1, max=MAX_TOKENS), osl: Optional[int] = typer.Option(None, "--osl", min=1, max=MAX_TOKENS),
     weight_dtype: Optional[str] = O_W, activation_dtype: Optional[str] = O_A, kv_dtype: Optional[str] = O_KV,
     budget_tol: float = typer.Option(0.1, "--budget-tol", help="Relative tolerance on total parameters."),
-    quality_tol: float = typer.Option(0.002, "--quality-tol", help="Relative tolerance on the quality proxy vs the baseline."),
+    quality_sigmas: float = typer.Option(1.0, "--quality-sigmas", help="Equal quality: a shape's proxy loss at most this many "
+                                         "sigma of the difference above the reference's (the sigma of the terms the two shapes differ in)."),
+    quality_tol: float = typer.Option(0.0, "--quality-tol", help="An extra tolerance on the proxy loss, relative to the reference's, "
+                                      "on top of --quality-sigmas."),
+    outside_envelope: bool = typer.Option(False, "--outside-envelope", help="Search shapes outside the published models' "
+                                          "envelope too (their accuracy is extrapolated)."),
     quality_file: Optional[str] = typer.Option(None, "--quality", help="Quality-proxy constants .toml (overrides)."),
     accuracy_proxy: Optional[str] = O_PROXY,
     max_candidates: int = typer.Option(20000, "--max-candidates", min=1, max=1_000_000), top: int = typer.Option(10, "--top", min=1, max=1000),
@@ -95,7 +102,6 @@ def design(
 ):
     """Search model shapes that move the frontier out at equal quality proxy."""
     from llm_codesign.cost.calibration import calibration_for
-    from llm_codesign.explore.accuracy_model import model_loss
     from llm_codesign.explore.design import Slo, design_nsga2, hf_config, to_model
     from llm_codesign.explore.design import design as run
     from llm_codesign.explore.lint import lint as lint_run
@@ -107,6 +113,7 @@ def design(
     as_float("params", params, lo=1e6, hi=1e14, what="a total-parameter budget from 1e6 to 1e14, e.g. 70e9")
     as_float("budget_tol", budget_tol, lo=0.0, hi=1.0, lo_open=True, what="a relative tolerance in (0, 1], e.g. 0.1")
     as_float("quality_tol", quality_tol, lo=0.0, hi=1.0, what="a relative tolerance in [0, 1], e.g. 0.002")
+    as_float("quality_sigmas", quality_sigmas, lo=0.0, hi=10.0, what="a number of standard deviations in [0, 10], e.g. 1")
     as_float("min_tps_user", min_tps_user, lo=0.0, hi=1e7)
     as_float("min_tps_gpu", min_tps_gpu, lo=0.0, hi=1e9)
     if search_mode not in ("grid", "nsga2"):
@@ -142,10 +149,10 @@ def design(
     try:
         if search_mode == "nsga2":
             r = design_nsga2(params, g, cal, gpus_, slo, baseline=base, moe=moe, prec=prec, budget_tol=budget_tol, quality_tol=quality_tol,
-                             quality_file=quality_file, engine=eng, trials=trials, top=top, progress=cb, proxy_file=accuracy_proxy)
+                             quality_sigmas=quality_sigmas, outside_envelope=outside_envelope, quality_file=quality_file, engine=eng, trials=trials, top=top, progress=cb, proxy_file=accuracy_proxy)
         else:
             r = run(params, g, cal, gpus_, slo, baseline=base, moe=moe, prec=prec, budget_tol=budget_tol, quality_tol=quality_tol,
-                    quality_file=quality_file, engine=eng, max_candidates=max_candidates, top=top, progress=cb,
+                    quality_sigmas=quality_sigmas, outside_envelope=outside_envelope, quality_file=quality_file, engine=eng, max_candidates=max_candidates, top=top, progress=cb,
                     proxy_file=accuracy_proxy, scheduler=scheduler, workers=workers)
     finally:
         if prog:
@@ -181,27 +188,41 @@ def design(
     if as_json:
         return _dump(r)
     con = _console(stderr=export == "-")  # the table beside a config.json on standard output goes to stderr
-    b = r["baseline"]
+    b, ref = r["baseline"], r["reference"]
     if b:
         con.print(f"baseline {b['name']}: {b['total_params'] / 1e9:.1f}B params, quality proxy {b['quality_proxy']:.4f}, "
                   f"{r['objective']} {b['objective'] or 0:.1f} ({b['deployment']['plan']}, batch {b['deployment']['concurrency_per_instance']})")
+    else:
+        con.print(f"reference {ref['name']} ({ref['basis']}): {ref['total_params'] / 1e9:.1f}B params, quality proxy {ref['quality_proxy']:.4f}")
     short = {"output_tok_s_per_gpu": "tok/s/GPU", "tok_s_per_user": "tok/s/user"}.get(r["objective"], r["objective"])
+    env = r["envelope"]
     t = _table(f"designs at {params / 1e9:.0f}B params on {gpus_}x {g.name}, {regime} regime ({r['candidates']:,} shapes, "
                f"{r['evaluated']:,} deployments in {r['seconds']:.1f} s)",
-               f"#:n shape:t params:n active:n quality:n {short}:n gain_%:n deployment:t lint:k",
-               f"shape: hidden h, layers L, query/KV heads H, FFN width (experts E, top-k, expert width w, shared sh). quality: "
-               f"proxy loss, lower is better. {short}: the regime's objective at its best deployment; gain % over the baseline. "
-               "lint: errors and warnings.")
+               f"#:n shape:t params:n active:n loss_%:n envelope:t {short}:n gain_%:n deployment:t lint:k",
+               f"shape: hidden h, layers L, query/KV heads H, FFN width (experts E, top-k, expert width w, shared sh). loss %: the "
+               f"proxy loss against {ref['name']}'s, +- its 1-sigma band (the terms the two differ in); x: a term extrapolated "
+               f"beyond its studied range. envelope: in, or the bound it breaks most and by what factor ("
+               + ("searched inside it" if env["applied"] else "--outside-envelope") + f"). {short}: the regime's objective at its best "
+               "deployment; gain % over the baseline. lint: errors and warnings.")
     for j, d in enumerate(r["designs"], 1):
         s = d["shape"]
         shape = f"h{s['hidden']} L{s['layers']} H{s['heads']}/{s['kv_heads']} " + (
             f"E{s['experts']} k{s['top_k']} w{s['expert_inter']}" + (f" +sh{s['shared_inter']}" if s["shared_inter"] else "") if "experts" in s else f"ffn{s['inter']}")
-        t.add_row(str(j), shape, f"{d['total_params'] / 1e9:.1f}B", f"{d['active_params'] / 1e9:.1f}B", f"{d['quality_proxy']:.4f}",
+        q, e = d["quality"], d["envelope"]
+        where = "in" if e["inside"] else f"out: {e['outside'][0]['bound']} x{e['outside'][0]['by']:.2g}"
+        t.add_row(str(j), shape, f"{d['total_params'] / 1e9:.1f}B", f"{d['active_params'] / 1e9:.1f}B",
+                  f"{q['delta_pct']:+.2f}±{q['sigma_pct']:.2f}" + (" x" if q["extrapolated"] else ""), where,
                   f"{d['objective']:.1f}", f"{d['gain_pct']:+.1f}" if d["gain_pct"] is not None else "-",
                   f"{d['deployment']['plan']} B={d['deployment']['concurrency_per_instance']}", f"{d['lint']['errors']}E {d['lint']['warnings']}W")
     con.print(t)
-    if base:
-        con.print(f"quality proxy of the baseline: {model_loss(base, prec.weight.name):.4f} (designs kept within {quality_tol:.1%})")
+    con.print(f"equal quality: {ref['rule']} (--quality-sigmas, --quality-tol)")
+    for x in r.get("grid", {}).get("extended", []):
+        con.print(f"grid extended: {x['axis']} to {x['to']} (the winner sat on its {x['side']} edge; {x['admitted']} shapes admitted)")
+    for x in r.get("binds", []):
+        if x["kind"] == "grid edge":
+            con.print(f"binds: {x['axis']} {x['side']} {x['value']} is a real limit, {x['why']}" + (f" ({', '.join(x['bounds'])})" if x.get("bounds") else ""))
+        else:
+            con.print(f"binds: {x['kind']}: {x['axis']} -> {x['to']} would gain {x['gain_pct']:+.1f}% but {x['why']}")
     if export and r["designs"]:
         con.print(f"wrote {'standard output' if export == '-' else export}")
     if plot_path and r["designs"]:

@@ -59,38 +59,63 @@ def base_name(name: str) -> str:
 # Proxy: loss with architecture terms
 
 
-def ln_multiplier(*, kv_ratio=1.0, gqa_fraction=1.0, mla_fraction=0.0, granularity=None, recurrent_fraction=0.0,
-                  attention_fraction=1.0, window_fraction=0.0, head_dim=128, pc: dict | None = None):
-    """ln of the effective-parameter multiplier of the architecture terms and its 1-sigma spread (broadcasts)."""
+def _extrapolated(x, lo, hi, growth):
+    """Log-distance of `x` beyond the studied range [lo, hi] (0 inside) and the sigma factor it earns there:
+    1 + growth x distance (proxy.toml [extrapolation]: never flat outside a term's evidence)."""
+    x = np.maximum(np.asarray(x, float), 1e-12)
+    d = np.maximum(np.maximum(np.log(lo / x), np.log(x / hi)), 0.0)
+    return d, 1.0 + growth * d
+
+
+def ln_terms(*, kv_ratio=1.0, gqa_fraction=1.0, mla_fraction=0.0, granularity=None, recurrent_fraction=0.0,
+             attention_fraction=1.0, window_fraction=0.0, head_dim=128, pc: dict | None = None) -> dict:
+    """The architecture terms, each as (ln m, its 1-sigma, the 1-sigma at its studied edge, log-distance beyond
+    its studied range: 0 inside). Broadcasts."""
     pc = pc or proxy_constants()
     kv, mla, gr, hy, win, hd = (pc[k] for k in ("kv_sharing", "mla", "granularity", "hybrid", "window", "head_dim"))
-    log2r = np.log2(np.maximum(np.asarray(kv_ratio, float), 1.0))
+    growth = pc["extrapolation"]["growth_per_efold"]
+    out = {}
+    # GQA/MQA: the credit is capped at the studied ratios (Ainslie et al. 2023 Table 1 reach r = 64, MQA on T5-XXL);
+    # beyond, the value stays at the edge's and the spread grows
+    r = np.maximum(np.asarray(kv_ratio, float), 1.0)
+    d, f = _extrapolated(r, kv["studied_min"], kv["studied_max"], growth)
+    log2r = np.log2(np.minimum(r, kv["studied_max"]))
     gqa = np.asarray(gqa_fraction, float)
-    ln_m = -kv["coeff"] * log2r * gqa
-    var = (kv["sigma"] * log2r * gqa) ** 2
+    s = kv["sigma"] * log2r * gqa
+    out["kv_sharing"] = (-kv["coeff"] * log2r * gqa, s * f, s, d * (gqa > 0))
     mla_f = np.asarray(mla_fraction, float)
-    ln_m = ln_m + mla["ln_mult"] * mla_f
-    var = var + (mla["sigma"] * mla_f) ** 2
+    z = np.zeros_like(mla_f)
+    out["mla"] = (mla["ln_mult"] * mla_f, mla["sigma"] * mla_f, mla["sigma"] * mla_f, z)
     if granularity is not None:
-        G = np.maximum(np.asarray(granularity, float), gr["min_granularity"])
-        moe = np.asarray(granularity, float) > 0
+        G0 = np.asarray(granularity, float)
+        G = np.maximum(G0, gr["min_granularity"])
+        moe = G0 > 0
         ln_g = -np.log((gr["g"] / G ** gr["gamma"] + gr["a"]) / (gr["g"] + gr["a"])) / gr["alpha"]
-        ln_m = ln_m + np.where(moe, ln_g, 0.0)
-        var = var + np.where(moe, gr["sigma"] ** 2, 0.0)
+        d, f = _extrapolated(G, gr["studied_min"], gr["studied_max"], growth)
+        s = np.where(moe, gr["sigma"], 0.0)
+        out["granularity"] = (np.where(moe, ln_g, 0.0), s * f, s, np.where(moe, d, 0.0))
     rec = np.asarray(recurrent_fraction, float)
     att = np.asarray(attention_fraction, float)
     hybrid = (rec > 0) & (att > 0)
-    ln_m = ln_m + np.where(hybrid, hy["ln_mult"] * np.minimum(rec / hy["reference_fraction"], 1.0), 0.0)
-    var = var + np.where(hybrid, hy["sigma"] ** 2, np.where(rec > 0, hy["pure_recurrent_sigma"] ** 2, 0.0))
+    s = np.where(hybrid, hy["sigma"], np.where(rec > 0, hy["pure_recurrent_sigma"], 0.0))
+    d = np.where(hybrid, np.maximum(np.log(np.maximum(rec, 1e-12) / hy["studied_max"]), 0.0), 0.0)
+    out["hybrid"] = (np.where(hybrid, hy["ln_mult"] * np.minimum(rec / hy["reference_fraction"], 1.0), 0.0), s * (1.0 + growth * d), s, d)
     wf = np.asarray(window_fraction, float)
-    ln_m = ln_m + win["ln_mult_per_fraction"] * wf
-    var = var + (win["sigma"] * wf) ** 2
+    d = np.maximum(np.log(np.maximum(wf, 1e-12) / win["studied_max"]), 0.0)
+    out["window"] = (win["ln_mult_per_fraction"] * wf, win["sigma"] * wf * (1.0 + growth * d), win["sigma"] * wf, d)
     # head size: Vaswani et al. 2017 Table 3 (A) prices d_k below `low`; above `high` only the spread is known
-    d = np.asarray(head_dim, float)
-    below, above = d < hd["low"], d > hd["high"]
-    ln_m = ln_m + np.where(below, hd["ln_mult_below"], np.where(above, hd["ln_mult_above"], 0.0))
-    var = var + np.where(below | above, hd["sigma"] ** 2, 0.0)
-    return ln_m, np.sqrt(var)
+    dk = np.asarray(head_dim, float)
+    below, above = dk < hd["low"], dk > hd["high"]
+    d, f = _extrapolated(dk, hd["studied_min"], hd["studied_max"], growth)
+    s = np.where(below | above, hd["sigma"], 0.0)
+    out["head_dim"] = (np.where(below, hd["ln_mult_below"], np.where(above, hd["ln_mult_above"], 0.0)), s * f, s, d)
+    return out
+
+
+def ln_multiplier(*, pc: dict | None = None, **arch):
+    """ln of the effective-parameter multiplier of the architecture terms and its 1-sigma spread (broadcasts)."""
+    t = ln_terms(pc=pc, **arch)
+    return sum(v[0] for v in t.values()), np.sqrt(sum(v[1] ** 2 for v in t.values()))
 
 
 def loss(total_params, active_params, hidden, layers, weight_dtype: str = "bf16", *, tokens=None, c: dict | None = None,
@@ -111,6 +136,79 @@ def loss(total_params, active_params, hidden, layers, weight_dtype: str = "bf16"
     if with_sigma:
         return out, s["alpha"] * param_term * sig
     return out
+
+
+def loss_terms(total_params, active_params, hidden, layers, weight_dtype: str = "bf16", *, tokens=None, c: dict | None = None,
+               pc: dict | None = None, **arch) -> dict:
+    """The proxy loss (`loss`) with its uncertain terms apart, for comparing two shapes (quality_delta):
+    {"loss", "slope" (nats per unit ln N_eff), "ln": {term: (value, sigma, sigma at the studied edge, distance
+    beyond it)} in ln N_eff, "nats": the same for the terms added to the loss}. Besides the architecture terms:
+    `moe_rule` (the MoE exponent w's share of ln N_eff, w ln(N_total / N_active), with its assumed spread) and
+    `aspect` (the aspect-ratio penalty, extrapolated outside Kaplan's plotted range and below Levine's depth
+    threshold). Broadcasts."""
+    c = c or quality.constants()
+    pc = pc or proxy_constants()
+    s, m, sh = c["scaling"], c["moe"], c["shape"]
+    growth = pc["extrapolation"]["growth_per_efold"]
+    L = loss(total_params, active_params, hidden, layers, weight_dtype, tokens=tokens, c=c, pc=pc, **arch)
+    ln_m = ln_multiplier(pc=pc, **arch)[0]
+    n_act, n_tot = np.asarray(active_params, float), np.asarray(total_params, float)
+    n_eff = n_act ** (1 - m["total_weight"]) * n_tot ** m["total_weight"] * np.exp(ln_m)
+    out = {"loss": L, "slope": s["alpha"] * s["A"] / n_eff ** s["alpha"], "ln": ln_terms(pc=pc, **arch)}
+    # the MoE rule: only MoE shapes are judged against the published active fractions
+    spread = np.log(n_tot / n_act)
+    af = n_act / n_tot
+    lo, hi = _active_fraction_range()
+    moe = np.asarray(arch.get("granularity") if arch.get("granularity") is not None else 0.0, float) > 0
+    d, f = _extrapolated(af, lo, hi, growth)
+    d = np.where(moe, d, 0.0)
+    s_w = np.where(moe, m["total_weight_sigma"] * spread, 0.0)  # a dense shape's spread is its input embedding: no rule in it
+    out["ln"]["moe_rule"] = (m["total_weight"] * spread, s_w * f, s_w, d)
+    # aspect ratio and depth (quality.toml [shape])
+    h, nl = np.asarray(hidden, float), np.asarray(layers, float)
+    A = h / nl
+    pen = sh["coeff"] * np.maximum(np.abs(np.log(A / sh["optimum"])) - np.log(sh["flat_band"]), 0.0) ** 2
+    d, _ = _extrapolated(A, sh["studied_min"], sh["studied_max"], growth)
+    d = np.maximum(d, np.maximum(np.log(np.log(h) / np.log(sh["depth_log_base"]) / nl), 0.0))
+    # beyond the studied range the spread grows with the distance, from the penalty's own spread and, where the
+    # penalty is nil (a shallow stack in the flat band), from the term's coefficient: never flat there
+    out["nats"] = {"aspect": (pen, sh["sigma_rel"] * pen * (1.0 + growth * d) + sh["coeff"] * growth * d, sh["sigma_rel"] * pen, d)}
+    return out
+
+
+@lru_cache(maxsize=1)
+def _active_fraction_range() -> tuple[float, float]:
+    """The active fractions published MoE models use (data/accuracy/envelope.toml, every scale)."""
+    from llm_codesign.explore.envelope import data
+
+    af = [r["active_params"] / r["total_params"] for r in data()["model"] if r.get("experts")]
+    return min(af), max(af)
+
+
+def quality_delta(cand: dict, ref: dict, *, k: float = 1.0, tol: float = 0.0) -> dict:
+    """A shape's loss against a reference's (loss_terms of each) with the delta's own uncertainty: per term, the
+    error is shared by both shapes (a term they share at one value cancels), so its part of the delta's sigma is
+    what the term's sigma changes between them, at least its sigma times the term's relative change; different
+    terms add in quadrature. The constraint: delta <= k x sigma_test + tol x reference loss, sigma_test taking
+    each term's sigma at its studied edge (extrapolation widens the band, never loosens the test).
+    Returns arrays: delta, sigma, sigma_test, passes, and per term the distance beyond its studied range."""
+    def part(a, b, i):
+        va, vb, sa, sb = a[0], b[0], a[i], b[i]
+        rel = np.abs(va - vb) / np.maximum(np.maximum(np.abs(va), np.abs(vb)), 1e-300)
+        return np.maximum(np.abs(sa - sb), np.maximum(sa, sb) * np.where(np.abs(va - vb) > 0, rel, 0.0))
+
+    slope = ref["slope"]
+    var = var_test = 0.0
+    for unit, scale in (("ln", slope), ("nats", 1.0)):
+        for name, t in cand[unit].items():
+            r = ref[unit].get(name, (0.0, 0.0, 0.0, 0.0))
+            var = var + (part(t, r, 1) * scale) ** 2
+            var_test = var_test + (part(t, r, 2) * scale) ** 2
+    delta = np.asarray(cand["loss"], float) - np.asarray(ref["loss"], float)
+    sigma, sigma_test = np.sqrt(var), np.sqrt(var_test)
+    passes = delta <= k * sigma_test + tol * np.asarray(ref["loss"], float)
+    beyond = {name: np.broadcast_to(t[3], delta.shape) for unit in ("ln", "nats") for name, t in cand[unit].items()}
+    return {"delta": delta, "sigma": sigma, "sigma_test": sigma_test, "passes": passes, "beyond": beyond}
 
 
 def model_features(model) -> dict:
@@ -162,12 +260,35 @@ def model_loss(model, weight_dtype: str | None = None, *, c: dict | None = None,
 def shape_loss(cand: dict, weight_dtype: str, c: dict | None = None, pc: dict | None = None):
     """Proxy loss of explore.design candidate arrays (GQA attention, gated FFN or experts)."""
     pc = pc or proxy_constants()
+    return loss(cand["total_params"], cand["active_params"], cand["hidden"], cand["layers"], weight_dtype, c=c, pc=pc,
+                **_shape_arch(cand, pc))
+
+
+def extrapolated(terms: dict, i: int | None = None) -> list[str]:
+    """The loss_terms outside their studied ranges (of row `i` for arrays)."""
+    pick = (lambda v: float(np.asarray(v).reshape(-1)[i if i is not None else 0]))  # noqa: E731
+    return sorted(name for unit in ("ln", "nats") for name, t in terms[unit].items() if pick(t[3]) > 0)
+
+
+def model_terms(model, weight_dtype: str | None = None, *, c: dict | None = None, pc: dict | None = None, tokens=None) -> dict:
+    """loss_terms of a ModelSpec (its own weight format unless given; `tokens`: its training tokens, else the default)."""
+    f = model_features(model)
+    return loss_terms(model.total_params, model.active_params, model.hidden, model.num_layers,
+                      weight_dtype or model.default_precision.weight.name, tokens=tokens, c=c, pc=pc, **f)
+
+
+def shape_terms(cand: dict, weight_dtype: str, c: dict | None = None, pc: dict | None = None) -> dict:
+    """loss_terms of explore.design candidate arrays (GQA attention, gated FFN or experts)."""
+    return loss_terms(cand["total_params"], cand["active_params"], cand["hidden"], cand["layers"], weight_dtype, c=c, pc=pc,
+                      **_shape_arch(cand, pc or proxy_constants()))
+
+
+def _shape_arch(cand: dict, pc: dict) -> dict:
     moe = np.asarray(cand["experts"]) > 0
     ei = np.maximum(np.asarray(cand["expert_inter"], float), 1.0)
     gran = np.where(moe, pc["granularity"]["ffn_ratio_gated"] * np.asarray(cand["hidden"], float) / ei, 0.0)
-    return loss(cand["total_params"], cand["active_params"], cand["hidden"], cand["layers"], weight_dtype, c=c, pc=pc,
-                kv_ratio=np.asarray(cand["heads"], float) / np.asarray(cand["kv_heads"], float),
-                granularity=gran, head_dim=cand["head_dim"])
+    return {"kv_ratio": np.asarray(cand["heads"], float) / np.asarray(cand["kv_heads"], float), "granularity": gran,
+            "head_dim": cand["head_dim"]}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -190,6 +311,11 @@ def _cls(fmt: str, pc: dict) -> str:
     return pc["precision"]["same_as"].get(fmt, fmt)
 
 
+# what each weight-format class's published pairs quantise: a W4A16 drop (weights only) is not a W4A4 one
+SCHEMES = {"bf16": "W16A16", "fp8": "W8A8 (FP8 weights and activations)", "nvfp4": "W4A4 (NVFP4 weights and activations)",
+           "mxfp4": "W4A16 (MXFP4 weights, BF16 activations)", "int4": "W4A16 (INT4 weights, BF16 activations)"}
+
+
 @lru_cache(maxsize=8)
 def _format_drops(override: str | None) -> dict:
     pc = proxy_constants(override)
@@ -203,10 +329,10 @@ def _format_drops(override: str | None) -> dict:
                 d = _pair_drops(per[lo], per[hi])
                 if d:
                     pairs.setdefault((hi, lo), []).append((model, float(np.mean(d))))
-    out = {"bf16": {"drop_pct": 0.0, "sigma_pct": 0.0, "basis": ["reference"]}}
+    out = {"bf16": {"drop_pct": 0.0, "sigma_pct": 0.0, "scheme": SCHEMES["bf16"], "basis": ["reference"]}}
     fp8 = [v for _, v in pairs.get(("bf16", "fp8"), [])]
     if fp8:
-        out["fp8"] = {"drop_pct": float(np.mean(fp8)), "sigma_pct": float(np.std(fp8)),
+        out["fp8"] = {"drop_pct": float(np.mean(fp8)), "sigma_pct": float(np.std(fp8)), "scheme": SCHEMES["fp8"],
                       "basis": [f"{m}: {v:.2f}% vs bf16" for m, v in pairs[("bf16", "fp8")]]}
     for lo in ("nvfp4", "mxfp4", "int4"):
         est = [(m, v) for m, v in pairs.get(("bf16", lo), [])]
@@ -214,14 +340,15 @@ def _format_drops(override: str | None) -> dict:
             est += [(m, out["fp8"]["drop_pct"] + v) for m, v in pairs.get(("fp8", lo), [])]
         if est:
             vals = [v for _, v in est]
-            out[lo] = {"drop_pct": float(np.mean(vals)), "sigma_pct": float(np.std(vals)),
+            out[lo] = {"drop_pct": float(np.mean(vals)), "sigma_pct": float(np.std(vals)), "scheme": SCHEMES[lo],
                        "basis": [f"{m}: {v:.2f}% vs bf16" for m, v in est]}
     return out
 
 
 def format_drops(override: str | None = None) -> dict:
     """Relative accuracy drop (percent, vs BF16) per weight-format class, from the published pairs: per model the
-    mean over shared benchmarks, then the mean over models; sigma is the spread between models."""
+    mean over shared benchmarks, then the mean over models; sigma is the spread between models; `scheme` what
+    the class quantises (NVFP4's pairs are W4A4, INT4's W4A16)."""
     return _format_drops(override)
 
 
@@ -281,6 +408,9 @@ def accuracy_of(model, precision=None, *, pc_override: str | None = None) -> dic
     out = {"source": source, "precision": fmt, "reference_precision": ref, "scores": scores,
            "relative_drop_pct": drop, "drop_uncertainty_pct": sigma, "drop_source": drop_source, "drop_basis": basis,
            "proxy_loss": loss_v, "proxy_loss_uncertainty": loss_s, "short": short}
+    ex = extrapolated(model_terms(model, fmt, pc=pc))
+    if ex:  # terms outside their studied ranges: the loss and its spread are extrapolations there
+        out["extrapolated"] = ex
     if source == "none":
         out["note"] = (f"no accuracy source for {model.name} at {fmt}: no published score and no published precision "
                        f"delta from {ref} to {fmt}; the proxy loss covers the architecture only")

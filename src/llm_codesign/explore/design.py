@@ -6,6 +6,7 @@ from __future__ import annotations
 import itertools
 import time
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -42,27 +43,75 @@ class Slo:
         return self.isl or i, self.osl or o
 
 
+# The shape grid's axes. Numeric axes extend by their step past an edge, geometric ones (x2); head sizes stay on
+# the fast attention kernels' sizes (lint R4: FlashAttention-3 / TensorRT-LLM FMHA/XQA) and the shared expert is
+# on or off: those two edges are real limits.
+DENSE_AXES = {"hidden": tuple(range(1024, 24577, 128)), "layers": tuple(range(8, 161, 2)),
+              "ffn_ratio": tuple(2.5 + 0.25 * i for i in range(9)), "kv_heads": (4, 8, 16), "head_dim": (64, 128, 256)}
+MOE_AXES = {"hidden": tuple(range(1024, 24577, 256)), "layers": tuple(range(8, 161, 4)), "experts": (64, 128, 256), "top_k": (4, 8),
+            "expert_ratio": (0.25, 0.375, 0.5), "shared": (0, 1), "kv_heads": (4, 8, 16)}
+# axis -> (how it extends, its least value): "step" adds the grid's own step, "x2" doubles or halves; None: fixed
+EXTEND = {"hidden": ("step", 256), "layers": ("step", 2), "ffn_ratio": ("step", 1.0), "expert_ratio": ("step", 0.125),
+          "kv_heads": ("x2", 1), "experts": ("x2", 2), "top_k": ("x2", 1), "head_dim": None, "shared": None}
+EXTEND_ROUNDS = 12  # extensions of one search at most (each prices a slice of new shapes)
+EXTEND_SLICE = 128  # admitted shapes priced per extension slice at most (an even spread): bounds an open grid's extensions
+
+
+def grid_axes(*, moe: bool, head_dims=None, kv_heads=None, dense_hidden=None, layers=None) -> dict[str, tuple]:
+    axes = dict(MOE_AXES if moe else DENSE_AXES)
+    if kv_heads is not None:
+        axes["kv_heads"] = tuple(kv_heads)
+    if head_dims is not None and not moe:
+        axes["head_dim"] = tuple(head_dims)
+    if dense_hidden is not None:
+        axes["hidden"] = tuple(int(h) for h in dense_hidden)
+    if layers is not None:
+        axes["layers"] = tuple(int(n) for n in layers)
+    return axes
+
+
+def grid_rows(axes: dict[str, tuple], *, moe: bool) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """Every combination of the axes' values as SHAPE_COLUMNS rows (FFN widths in multiples of 256, expert
+    widths of 128; one numpy product: the dense grid holds ~1.1 million combinations), and each row's axis values."""
+    names = list(axes)
+    mesh = np.meshgrid(*(np.asarray(axes[k], float) for k in names), indexing="ij")
+    g = {k: m.ravel() for k, m in zip(names, mesh, strict=True)}
+    h = g["hidden"]
+    z = np.zeros_like(h)
+    if not moe:
+        inter = np.round(g["ffn_ratio"] * h / 256) * 256
+        cols = (h, g["layers"], inter, g["kv_heads"], z, z, z, z, g["head_dim"])
+    else:
+        ei = np.round(g["expert_ratio"] * h / 128) * 128
+        cols = (h, g["layers"], z, g["kv_heads"], g["experts"], g["top_k"], ei, g["shared"] * ei, z + 128)
+    return np.stack(cols, axis=1).astype(np.int64), g
+
+
+def in_budget(grid: tuple[np.ndarray, dict], params: float, tol: float, vocab: int) -> dict[str, np.ndarray]:
+    """The grid rows within params*(1 +- tol) with a well-formed head layout, as shape arrays (with each
+    shape's axis values under "ax_<axis>")."""
+    rows, ax = grid
+    c = shapes(rows, vocab) | {f"ax_{k}": v for k, v in ax.items()}
+    ok = (np.abs(c["total_params"] / params - 1) <= tol) & _well_formed(c)
+    return {k: v[ok] for k, v in c.items()}
+
+
+def thin(c: dict, max_candidates: int) -> dict:
+    """At most max_candidates shapes, an even spread over the grid's order."""
+    n = len(c["hidden"])
+    if n <= max_candidates:
+        return c
+    idx = np.linspace(0, n - 1, max_candidates).astype(int)
+    return {k: v[idx] for k, v in c.items()}
+
+
 def candidates(params: float, *, moe: bool, tol: float = 0.1, vocab: int = 128256, max_candidates: int = 20000,
-               head_dims=(64, 128, 256), kv_heads=(4, 8, 16), dense_hidden=None, layers=None) -> dict[str, np.ndarray]:
+               head_dims=None, kv_heads=None, dense_hidden=None, layers=None) -> dict[str, np.ndarray]:
     """Shape grid within params*(1 +- tol): hidden and widths in multiples of 128/256."""
     if params <= 0:
         raise InputError("params", params, "a positive parameter budget, e.g. 70e9")
-    H = np.asarray(dense_hidden if dense_hidden is not None else np.arange(1024, 24577, 128))
-    L = np.asarray(layers if layers is not None else np.arange(8, 161, 2))
-    rows = []
-    if not moe:
-        for h, nl, r, kv, hd in itertools.product(H, L, np.arange(2.5, 4.51, 0.25), kv_heads, head_dims):
-            rows.append((h, nl, int(round(r * h / 256) * 256), kv, 0, 0, 0, 0, hd))
-    else:
-        for h, nl, E, k, er, sh, kv in itertools.product(H[::2], L[::2], (64, 128, 256), (4, 8), (0.25, 0.375, 0.5), (0, 1), kv_heads):
-            ei = int(round(er * h / 128) * 128)
-            rows.append((h, nl, 0, kv, E, k, ei, sh * ei, 128))
-    c = shapes(np.asarray(rows, dtype=np.int64), vocab)
-    ok = (np.abs(c["total_params"] / params - 1) <= tol) & _well_formed(c)
-    idx = np.nonzero(ok)[0]
-    if len(idx) > max_candidates:  # keep an even spread over the grid
-        idx = idx[np.linspace(0, len(idx) - 1, max_candidates).astype(int)]
-    return {k: v[idx] for k, v in c.items()}
+    axes = grid_axes(moe=moe, head_dims=head_dims, kv_heads=kv_heads, dense_hidden=dense_hidden, layers=layers)
+    return thin(in_budget(grid_rows(axes, moe=moe), params, tol, vocab), max_candidates)
 
 
 SHAPE_COLUMNS = ("hidden", "layers", "inter", "kv_heads", "experts", "top_k", "expert_inter", "shared_inter", "head_dim")
@@ -156,34 +205,301 @@ def check_size(shapes: int, plans: int, num_gpus: int, *, field: str = "max_cand
                          f"a search of at most {MAX_DEPLOYMENTS:,} deployments, this one {total:,}): lower {flag} or --gpus")
 
 
-def design(params: float, gpu: Gpu, cal: Calibration, num_gpus: int, slo: Slo, *, baseline: ModelSpec | None = None,
-           moe: bool = False, prec: Precision | None = None, budget_tol: float = 0.1, quality_tol: float = 0.002,
-           quality_file: str | None = None, engine: Engine = TRTLLM, max_candidates: int = 20000, top: int = 10,
-           progress=None, chunk: int = 16, proxy_file: str | None = None, scheduler: str | None = None,
-           workers: int | None = None) -> dict:
-    """The `top` shapes at the budget ranked by the regime's objective. The shape chunks run on the sweep
-    executor (explore.sweep.execute): in-process by default, on Dask with `scheduler` ("local" or an address)."""
-    t0 = time.perf_counter()
-    if slo.regime not in REGIMES:
-        raise InputError("regime", slo.regime, "one of: " + ", ".join(REGIMES))
+@dataclass(frozen=True)
+class Reference:
+    """What "equal quality" is judged against: a shape's proxy terms, and the rule (quality_delta)."""
+    name: str
+    basis: str
+    model: ModelSpec
+    terms: dict
+    k: float  # a shape passes when its loss is at most k sigma_test (+ tol x the reference's loss) above this one's
+    tol: float
+
+    def to_dict(self) -> dict:
+        m = self.model
+        return {"name": self.name, "basis": self.basis, "shape": _spec_shape(m), "total_params": int(m.total_params),
+                "active_params": int(m.active_params), "quality_proxy": float(self.terms["loss"]),
+                "rule": f"loss delta <= {self.k:g} x sigma_delta" + (f" + {self.tol:g} x the reference's loss" if self.tol else "")}
+
+
+def _spec_shape(m: ModelSpec) -> dict:
+    from llm_codesign.explore.envelope import row_of
+
+    r = row_of(m)
+    return {k: r[k] for k in ("hidden", "layers", "heads", "kv_heads", "head_dim", "experts", "top_k", "expert_inter") if k in r}
+
+
+def _representable(m: ModelSpec) -> bool:
+    """A published shape the design rows can state: full GQA attention in every layer, one FFN kind."""
+    return all(isinstance(layer.attn, GQA) and not layer.attn.window and not layer.attn.attn_chunk for layer, _ in m.groups) and (
+        all(isinstance(layer.ffn, MoE) for layer, _ in m.groups) or all(isinstance(layer.ffn, DenseFfn) for layer, _ in m.groups))
+
+
+def _scaled(m: ModelSpec, params: float) -> ModelSpec:
+    """`m`'s recipe at `params` total parameters: hidden and every layer count scaled together (its aspect
+    ratio), head size, KV heads, experts and top-k kept, query heads and FFN/expert widths following the width."""
+    from dataclasses import replace
+
+    s = (params / m.total_params) ** (1 / 3)
+    out = m
+    for _ in range(4):  # parameters go as layers x hidden^2: a few fixed-point steps land within ~1%
+        h = max(int(round(m.hidden * s / 128)) * 128, 128)
+        w = h / m.hidden
+        groups = []
+        for layer, n in m.groups:
+            a, f = layer.attn, layer.ffn
+            heads = max(int(round(a.heads * w / a.kv_heads)) * a.kv_heads, a.kv_heads)
+            a = replace(a, heads=heads)
+            f = (replace(f, inter=max(int(round(f.inter * w / 256)) * 256, 256)) if isinstance(f, DenseFfn) else
+                 replace(f, expert_inter=max(int(round(f.expert_inter * w / 128)) * 128, 128),
+                         shared_inter=int(round(f.shared_inter * w / 128)) * 128))
+            groups.append((Layer(a, f), max(int(round(n * s)), 1)))
+        out = replace(m, name=f"{m.name} scaled", hidden=h, groups=tuple(groups), layout=())
+        s *= (params / out.total_params) ** (1 / 3)
+    return out
+
+
+@lru_cache(maxsize=2)
+def _reference_pool(moe: bool) -> tuple[str, ...]:
+    from llm_codesign.explore.envelope import data
+    from llm_codesign.spec.registry import get_model
+
+    return tuple(r["name"] for r in data()["model"] if bool(r.get("experts")) == moe and _representable(get_model(r["name"])))
+
+
+def reference(params: float, *, baseline: ModelSpec | None, moe: bool, weight_dtype: str, budget_tol: float, qc: dict, pc: dict,
+              k: float = 1.0, tol: float = 0.0) -> Reference:
+    """The baseline, or without one the published model of the search's kind (dense or MoE, full GQA attention)
+    nearest the budget: as it is when within the budget tolerance, else its shape scaled to the budget."""
+    import math
+
+    from llm_codesign.spec.registry import get_model
+
+    if baseline is not None:
+        m, name, basis = baseline, baseline.name, "baseline"
+    else:
+        pool = [get_model(n) for n in _reference_pool(moe)]
+        near = min(pool, key=lambda x: abs(math.log(x.total_params / params)))
+        if abs(near.total_params / params - 1) <= budget_tol:
+            m, name, basis = near, near.name, f"no baseline: the nearest published {'MoE' if moe else 'dense'} model"
+        else:
+            m = _scaled(near, params)
+            name = f"{near.name} scaled to {m.total_params / 1e9:,.4g}B"
+            basis = (f"no baseline: the nearest published {'MoE' if moe else 'dense'} model ({near.name}, "
+                     f"{near.total_params / 1e9:.3g}B), its shape scaled to the budget")
+    return Reference(name, basis, m, accuracy_model.model_terms(m, weight_dtype, c=qc, pc=pc), k, tol)
+
+
+def judge(cand: dict, ref: Reference, *, weight_dtype: str, qc: dict, pc: dict, outside_envelope: bool) -> dict:
+    """Quality against the reference and place in the envelope, per shape, merged into the shape arrays
+    ("q_*", "env_*" keys) with "admit": passes the quality test and lies inside (or the envelope is open)."""
+    from llm_codesign.explore import envelope
+
+    t = accuracy_model.shape_terms(cand, weight_dtype, qc, pc)
+    qd = accuracy_model.quality_delta(t, ref.terms, k=ref.k, tol=ref.tol)
+    n = len(cand["hidden"])
+    viol = envelope.violations_at(envelope.shape_arrays(cand), cand["total_params"])  # each at its own scale, as lint judges it
+    out = dict(cand)
+    out["q_loss"] = np.broadcast_to(t["loss"], (n,)).astype(float)
+    for key in ("delta", "sigma", "sigma_test", "passes"):
+        out[f"q_{key}"] = np.broadcast_to(qd[key], (n,))
+    for key, v in qd["beyond"].items():
+        out[f"qx_{key}"] = np.broadcast_to(v, (n,))
+    for key, v in viol.items():
+        out[f"env_{key}"] = np.broadcast_to(v, (n,))
+    out["inside"] = ~np.any(np.stack([v > 0 for v in viol.values()]), axis=0) if viol else np.ones(n, dtype=bool)
+    out["admit"] = out["q_passes"] & (out["inside"] | outside_envelope)
+    return out
+
+
+def _take(c: dict, idx) -> dict:
+    return {k: v[idx] for k, v in c.items()}
+
+
+def _cat(a: dict, b: dict) -> dict:
+    return {k: np.concatenate([a[k], b[k]]) for k in a}
+
+
+def _setup(params, baseline, moe, prec, *, budget_tol, quality_tol, quality_sigmas, outside_envelope, quality_file, proxy_file):
+    """What both searches judge shapes by: the precision, the vocabulary, the reference, the envelope at the budget
+    and judge()'s keywords."""
+    from llm_codesign.explore.envelope import envelope_at
+
+    if params <= 0:
+        raise InputError("params", params, "a positive parameter budget, e.g. 70e9")
     prec = prec or (baseline.default_precision if baseline else Precision.of("bf16"))
     qc = quality.constants(quality_file)
     pc = accuracy_model.proxy_constants(proxy_file)  # the accuracy proxy's constants, a user's overrides on top
-    vocab = baseline.vocab if baseline else 128256
-    cand = candidates(params, moe=moe, tol=budget_tol, vocab=vocab, max_candidates=max_candidates)
+    ref = reference(params, baseline=baseline, moe=moe, weight_dtype=prec.weight.name, budget_tol=budget_tol, qc=qc, pc=pc,
+                    k=quality_sigmas, tol=quality_tol)
+    env = envelope_at(params)
+    jk = dict(ref=ref, weight_dtype=prec.weight.name, qc=qc, pc=pc, outside_envelope=outside_envelope)
+    return prec, (baseline.vocab if baseline else 128256), ref, env, jk
+
+
+def design(params: float, gpu: Gpu, cal: Calibration, num_gpus: int, slo: Slo, *, baseline: ModelSpec | None = None,
+           moe: bool = False, prec: Precision | None = None, budget_tol: float = 0.1, quality_tol: float = 0.0,
+           quality_sigmas: float = 1.0, outside_envelope: bool = False,
+           quality_file: str | None = None, engine: Engine = TRTLLM, max_candidates: int = 20000, top: int = 10,
+           progress=None, chunk: int = 16, proxy_file: str | None = None, scheduler: str | None = None,
+           workers: int | None = None) -> dict:
+    """The `top` shapes at the budget ranked by the regime's objective, among those inside the published
+    envelope (explore.envelope; `outside_envelope` opens it) whose proxy loss is no worse than the reference's
+    beyond `quality_sigmas` of the difference's own uncertainty. A winner on an edge of the grid extends the
+    grid past it, one step at a time, until it is interior or the edge is a real limit. The shape chunks run
+    on the sweep executor (explore.sweep.execute): in-process by default, on Dask with `scheduler`."""
+    t0 = time.perf_counter()
+    if slo.regime not in REGIMES:
+        raise InputError("regime", slo.regime, "one of: " + ", ".join(REGIMES))
+    prec, vocab, ref, env, jk = _setup(params, baseline, moe, prec, budget_tol=budget_tol, quality_tol=quality_tol,
+                                       quality_sigmas=quality_sigmas, outside_envelope=outside_envelope, quality_file=quality_file,
+                                       proxy_file=proxy_file)
+    axes = grid_axes(moe=moe)
+    allc = judge(in_budget(grid_rows(axes, moe=moe), params, budget_tol, vocab), **jk)
+    screened = {"in_budget": int(len(allc["hidden"])), "inside_envelope": int(allc["inside"].sum()),
+                "pass_quality": int(allc["q_passes"].sum()), "admitted": int(allc["admit"].sum())}
+    cand = thin(_take(allc, allc["admit"]), max_candidates)
     plan, inst = _plans(num_gpus, gpu, moe=moe, long_context=slo.regime == "long-context")
-    bq = accuracy_model.model_loss(baseline, prec.weight.name, c=qc, pc=pc) if baseline is not None else None
+    if not len(cand["hidden"]):
+        raise InputError("params", params, f"a budget and tolerances that admit at least one shape ({screened['in_budget']:,} in the "
+                         f"budget, {screened['inside_envelope']:,} inside the published envelope, {screened['pass_quality']:,} as good as "
+                         f"{ref.name}): raise --budget-tol or --quality-sigmas, or add --outside-envelope")
     on = dict(gpu=gpu, cal=cal, prec=prec, plan=plan, inst=inst, slo=slo, engine=engine)  # what every shape is priced on
-    cand, q, obj, bplan, bbatch, evaluated = evaluate_shapes(cand, gpu, cal, prec, plan, inst=inst, slo=slo, vocab=vocab, moe=moe,
-                                                             engine=engine, qc=qc, bq=bq, quality_tol=quality_tol, progress=progress,
-                                                             chunk=chunk, pc=pc, num_gpus=num_gpus, scheduler=scheduler, workers=workers)
-    if not len(q):
-        raise InputError("params", params, "a budget and tolerances that admit at least one shape at the baseline's quality "
-                         "(raise --quality-tol or --budget-tol)")
+    pk = dict(on, vocab=vocab, moe=moe, chunk=chunk, num_gpus=num_gpus, scheduler=scheduler, workers=workers)
+    obj, bplan, bbatch, evaluated = evaluate_shapes(cand, progress=progress, **pk)
     if not np.isfinite(obj).any():
-        raise _nothing_meets(slo, len(q), params, num_gpus, gpu)  # shapes fit (checked before the search), none meets the floor
-    return _result(cand, q, obj, best=(bplan, bbatch), evaluated=evaluated, baseline=baseline, bq=bq, moe=moe, params=params,
-                   num_gpus=num_gpus, top=top, t0=t0, **on)
+        raise _nothing_meets(slo, len(obj), params, num_gpus, gpu)  # shapes fit (checked before the search), none meets the floor
+    searched = len(obj)
+    cand, obj, bplan, bbatch, grid, more = _extend_grid(cand, obj, bplan, bbatch, axes=axes, params=params, budget_tol=budget_tol,
+                                                        judge_kw=jk, price_kw=pk)
+    evaluated += more
+    binds, more = _binds(cand, obj, axes=axes, params=params, budget_tol=budget_tol, judge_kw=jk, price_kw=pk, limits=grid["limits"])
+    evaluated += more
+    r = _result(cand, obj, best=(bplan, bbatch), evaluated=evaluated, baseline=baseline, ref=ref, moe=moe, params=params,
+                num_gpus=num_gpus, top=top, t0=t0, **on)
+    r["candidates"] = searched  # the grid's shapes; the extensions' are counted under "grid"
+    r |= {"screened": screened, "envelope": env.to_dict() | {"applied": not outside_envelope}, "grid": grid, "binds": binds}
+    return r
+
+
+def _next_value(axes: dict, axis: str, side: str):
+    """The value one step past the grid's `side` edge on `axis`, or None where that edge is fixed or the least."""
+    rule = EXTEND.get(axis)
+    if rule is None:
+        return None
+    vals = axes[axis]
+    kind, arg = rule
+    if side == "max":
+        return vals[-1] * 2 if kind == "x2" else vals[-1] + (vals[-1] - vals[-2] if len(vals) > 1 else vals[-1])
+    nxt = vals[0] // 2 if kind == "x2" else vals[0] - (vals[1] - vals[0] if len(vals) > 1 else arg)
+    return nxt if nxt >= arg else None
+
+
+def _edges(c: dict, i: int, axes: dict) -> list[tuple[str, str]]:
+    out = []
+    for axis, vals in axes.items():
+        v = c[f"ax_{axis}"][i]
+        if len(vals) and np.isclose(v, vals[-1]):
+            out.append((axis, "max"))
+        if len(vals) and np.isclose(v, vals[0]):
+            out.append((axis, "min"))
+    return out
+
+
+def _why_not(sl: dict) -> dict:
+    """Why a slice of shapes in the budget was not admitted: counts and the envelope bounds they break most."""
+    n = len(sl["hidden"])
+    out = {"in_budget": int(n), "outside_envelope": int((~sl["inside"]).sum()), "below_quality": int((~sl["q_passes"]).sum())}
+    keys = [k for k in sl if k.startswith("env_")]
+    hits = sorted(((int((sl[k] > 0).sum()), k[4:]) for k in keys), reverse=True)
+    out["bounds"] = [b for cnt, b in hits if cnt == n and n] or [b for cnt, b in hits[:2] if cnt]
+    return out
+
+
+def _extend_grid(cand, obj, bplan, bbatch, *, axes, params, budget_tol, judge_kw, price_kw):
+    """Extends the grid past every edge the winner sits on, one step per round, pricing each new slice's
+    admitted shapes, until the winner is interior or each edge it sits on is a real limit (no admitted shape
+    one step past it: the budget, the envelope or quality; or a fixed axis)."""
+    moe, vocab = price_kw["moe"], price_kw["vocab"]
+    extended, limits, evaluated = [], {}, 0
+    for _ in range(EXTEND_ROUNDS):
+        w = int(np.argmax(obj))
+        todo = [e for e in _edges(cand, w, axes) if e not in limits]
+        if not todo:
+            break
+        added = 0
+        for axis, side in todo:
+            nxt = _next_value(axes, axis, side)
+            if nxt is None:
+                limits[(axis, side)] = {"axis": axis, "side": side, "value": _num(axes[axis][-1 if side == "max" else 0]),
+                                        "why": "fixed: " + ("the fast attention kernels' head sizes (lint R4)" if axis == "head_dim"
+                                                            else "the least value" if EXTEND.get(axis) else "on or off")}
+                continue
+            sl = judge(in_budget(grid_rows({**axes, axis: (nxt,)}, moe=moe), params, budget_tol, vocab), **judge_kw)
+            adm = thin(_take(sl, sl["admit"]), EXTEND_SLICE)
+            step = {"axis": axis, "side": side, "to": _num(nxt), "admitted": int(len(adm["hidden"])), **_why_not(sl)}
+            if not len(adm["hidden"]):
+                limits[(axis, side)] = step | {"value": _num(axes[axis][-1 if side == "max" else 0]),
+                                               "why": "no shape in the budget" if not step["in_budget"] else
+                                               "every shape one step past it is outside the envelope or below the reference's quality"}
+                continue
+            axes[axis] = tuple(sorted((*axes[axis], nxt)))
+            extended.append(step)
+            o, bp, bb, ev = evaluate_shapes(adm, **price_kw)
+            cand, obj, bplan, bbatch = _cat(cand, adm), np.concatenate([obj, o]), np.concatenate([bplan, bp]), np.concatenate([bbatch, bb])
+            evaluated += ev
+            added += len(o)
+        if not added:
+            break
+    w = int(np.argmax(obj))
+    edges = [limits[e] for e in _edges(cand, w, axes) if e in limits]
+    return cand, obj, bplan, bbatch, {"extended": extended, "limits": edges, "axes": {k: [_num(x) for x in (v[0], v[-1])] for k, v in axes.items()}}, evaluated
+
+
+def _num(x):
+    x = float(x)
+    return int(x) if x.is_integer() else x
+
+
+def _binds(cand, obj, *, axes, params, budget_tol, judge_kw, price_kw, limits) -> tuple[list[dict], int]:
+    """Which constraints hold the winner back: its neighbours one grid step along each axis that lie in the
+    budget but were not admitted (outside the envelope, or below the reference's quality), priced; those that
+    would beat the winner name the bound. Grid edges that are real limits come first."""
+    from llm_codesign.explore.envelope import describe, envelope_at, position, shape_arrays
+
+    moe, vocab = price_kw["moe"], price_kw["vocab"]
+    w = int(np.argmax(obj))
+    out = [{"kind": "grid edge", "axis": e["axis"], "side": e["side"], "value": e["value"], "why": e["why"],
+            **({"bounds": e["bounds"]} if e.get("bounds") else {})} for e in limits]
+    base = {a: cand[f"ax_{a}"][w] for a in axes}
+    nb = []
+    for axis, vals in axes.items():
+        j = int(np.argmin(np.abs(np.asarray(vals, float) - base[axis])))
+        for jj in (j - 1, j + 1):
+            if 0 <= jj < len(vals):
+                nb.append((axis, {**{a: (v,) for a, v in base.items()}, axis: (vals[jj],)}))
+    if not nb:
+        return out, 0
+    sl = [judge(in_budget(grid_rows(g, moe=moe), params, budget_tol, vocab), **judge_kw) for _, g in nb]
+    keep = [(axis, s) for (axis, _), s in zip(nb, sl, strict=True) if len(s["hidden"]) and not s["admit"][0]]
+    if not keep:
+        return out, 0
+    c = {k: np.concatenate([s[k] for _, s in keep]) for k in keep[0][1]}
+    o, _, _, ev = evaluate_shapes(c, **price_kw)
+    for i, (axis, _) in enumerate(keep):
+        if not (np.isfinite(o[i]) and o[i] > obj[w]):
+            continue
+        gain = 100.0 * (o[i] / obj[w] - 1.0)
+        what = {"axis": axis, "to": _num(c[f"ax_{axis}"][i]), "gain_pct": float(gain)}
+        if not c["inside"][i]:
+            pos = position(envelope_at(float(c["total_params"][i])), shape_arrays(c), i)
+            out.append({"kind": "envelope", **what, "bounds": [v["bound"] for v in pos["outside"]],
+                        "why": "; ".join(describe(v) for v in pos["outside"])})
+        if not c["q_passes"][i]:
+            out.append({"kind": "quality", **what, "delta": float(c["q_delta"][i]), "sigma": float(c["q_sigma_test"][i]),
+                        "why": f"proxy loss {c['q_delta'][i]:+.4f} against the reference's, beyond {judge_kw['ref'].k:g} x its sigma "
+                               f"{c['q_sigma_test'][i]:.2g}"})
+    return out, ev
 
 
 def _fits_any(cand, gpu, cal, prec, plan, *, inst, slo, vocab, moe, engine) -> bool:
@@ -218,25 +534,19 @@ def _price_chunk(sel, *, cand, gpu, cal, prec, plan, inst, slo, vocab, moe, engi
     return sel, v, bp, bb, P
 
 
-def evaluate_shapes(cand: dict, gpu, cal, prec, plan, *, inst, slo, vocab, moe, engine, qc, bq, quality_tol, progress=None, chunk=16,
-                    pc: dict | None = None, num_gpus: int | None = None, scheduler: str | None = None,
-                    workers: int | None = None):
-    """Quality filter, then the SLO objective of every remaining shape over every deployment (refused up
-    front past MAX_DEPLOYMENTS), chunk by chunk on the sweep executor."""
+def evaluate_shapes(cand: dict, gpu, cal, prec, plan, *, inst, slo, vocab, moe, engine, progress=None, chunk=16,
+                    num_gpus: int | None = None, scheduler: str | None = None, workers: int | None = None, check_fits: bool = True):
+    """The SLO objective of every shape over every deployment (refused up front past MAX_DEPLOYMENTS), chunk by
+    chunk on the sweep executor: (objective, best plan, best batch, deployments priced) per shape."""
     from functools import partial
 
     from llm_codesign.explore.sweep import execute
 
-    # the same accuracy proxy as estimate/pareto/lint: fewer KV heads and coarser experts cost accuracy here
-    q = accuracy_model.shape_loss(cand, prec.weight.name, qc, pc)
-    keep = q <= bq * (1 + quality_tol) if bq is not None else np.ones(len(q), dtype=bool)
-    cand = {k: v[keep] for k, v in cand.items()}
-    q = q[keep]
-    n = len(q)
+    n = len(cand["hidden"])
     num_gpus = num_gpus if num_gpus is not None else int(np.max(inst, initial=0))
     check_size(n, len(inst), num_gpus)
-    if n and not _fits_any(cand, gpu, cal, prec, plan, inst=inst, slo=slo, vocab=vocab, moe=moe, engine=engine):  # before minutes of search, not after
-        raise _nothing_fits(float(np.median(cand["total_params"])), prec, num_gpus, gpu)
+    if check_fits and n and not _fits_any(cand, gpu, cal, prec, plan, inst=inst, slo=slo, vocab=vocab, moe=moe, engine=engine):
+        raise _nothing_fits(float(np.median(cand["total_params"])), prec, num_gpus, gpu)  # before minutes of search, not after
     obj = np.full(n, -np.inf)
     bplan = np.zeros(n, dtype=np.int64)
     bbatch = np.zeros(n, dtype=np.int64)
@@ -252,21 +562,26 @@ def evaluate_shapes(cand: dict, gpu, cal, prec, plan, *, inst, slo, vocab, moe, 
         done += len(sel)
         if progress:
             progress(done, n)
-    return cand, q, obj, bplan, bbatch, evaluated
+    return obj, bplan, bbatch, evaluated
 
 
-def _result(cand, q, obj, *, best, evaluated, plan, inst, gpu, cal, prec, slo, baseline, bq, moe, params, num_gpus,
+def _result(cand, obj, *, best, evaluated, plan, inst, gpu, cal, prec, slo, baseline, ref, moe, params, num_gpus,
             engine, top, t0) -> dict:
-    """The ranked designs (`best`: each shape's best plan and batch), with the baseline's own value."""
+    """The ranked designs (`best`: each shape's best plan and batch), each with its quality against the
+    reference and its place in the envelope, with the baseline's own value."""
+    from llm_codesign.explore.envelope import envelope_at, position, shape_arrays
+
     bplan, bbatch = best
     base = None
+    bq = float(ref.terms["loss"])
     if baseline is not None:
         base_v, bp, bb, _ = objective(baseline, gpu, cal, prec, plan, inst=inst, slo=slo, engine=engine)
         base = {"name": baseline.name, "total_params": int(baseline.total_params), "active_params": int(baseline.active_params),
                 "quality_proxy": bq, "objective": float(base_v[0]) if np.isfinite(base_v[0]) else None,
                 "deployment": _dep(plan, inst, int(bp[0]), int(bb[0]))}
-    rank = np.argsort(-obj)[:top]
+    rank = np.argsort(-obj, kind="stable")[:top]
     bo = base["objective"] if base and base["objective"] else None
+    f = shape_arrays(cand)
     designs = []
     for i in rank:
         if not np.isfinite(obj[i]):
@@ -276,24 +591,32 @@ def _result(cand, q, obj, *, best, evaluated, plan, inst, gpu, cal, prec, slo, b
             shape.update({k: int(cand[k][i]) for k in ("experts", "top_k", "expert_inter", "shared_inter")})
         else:
             shape["inter"] = int(cand["inter"][i])
+        ex = sorted(k[3:] for k in cand if k.startswith("qx_") and cand[k][i] > 0)
+        quality_row = {"loss": float(cand["q_loss"][i]), "delta": float(cand["q_delta"][i]), "delta_pct": 100.0 * float(cand["q_delta"][i]) / bq,
+                       "sigma": float(cand["q_sigma"][i]), "sigma_pct": 100.0 * float(cand["q_sigma"][i]) / bq,
+                       "sigma_test": float(cand["q_sigma_test"][i]), "k": ref.k, "passes": bool(cand["q_passes"][i]),
+                       "extrapolated": ex}
         designs.append({"shape": shape, "total_params": int(cand["total_params"][i]), "active_params": int(cand["active_params"][i]),
-                        "quality_proxy": float(q[i]), "objective": float(obj[i]),
-                        "gain_pct": (100.0 * (obj[i] / bo - 1.0)) if bo else None,
+                        "quality_proxy": float(cand["q_loss"][i]), "quality": quality_row,
+                        "envelope": position(envelope_at(float(cand["total_params"][i])), f, int(i)),
+                        "objective": float(obj[i]), "gain_pct": (100.0 * (obj[i] / bo - 1.0)) if bo else None,
                         "deployment": _dep(plan, inst, int(bplan[i]), int(bbatch[i]))})
     obj_name, cons, _, _ = REGIMES[slo.regime]
     return {"regime": slo.regime, "objective": obj_name, "constraint": {cons: slo.min_tps_user if cons == "min_tps_user" else slo.min_tps_gpu},
             "isl_osl": slo.lengths(), "gpu": gpu.id, "num_gpus": num_gpus, "precision": prec.label(), "params": params,
-            "candidates": int(len(q)), "evaluated": int(evaluated), "seconds": time.perf_counter() - t0,
-            "baseline": base, "designs": designs}
+            "candidates": int(len(obj)), "evaluated": int(evaluated), "seconds": time.perf_counter() - t0,
+            "baseline": base, "reference": ref.to_dict(), "designs": designs}
 
 
 def design_nsga2(params: float, gpu: Gpu, cal: Calibration, num_gpus: int, slo: Slo, *, baseline: ModelSpec | None = None,
-                 moe: bool = False, prec: Precision | None = None, budget_tol: float = 0.1, quality_tol: float = 0.002,
+                 moe: bool = False, prec: Precision | None = None, budget_tol: float = 0.1, quality_tol: float = 0.0,
+                 quality_sigmas: float = 1.0, outside_envelope: bool = False,
                  quality_file: str | None = None, engine: Engine = TRTLLM, trials: int = 300, top: int = 10, seed: int = 0,
                  progress=None, proxy_file: str | None = None) -> dict:
     """Optuna NSGA-II over a continuous shape space too large to enumerate: two objectives (the SLO
-    objective up, the quality proxy down) with the budget and the quality tolerance as constraints.
-    Each trial prices one shape over every deployment through the same vectorised `objective`."""
+    objective up, the quality proxy down) with the budget, the quality test against the reference (as `design`)
+    and the envelope as constraints. Each trial prices one shape over every deployment through the same
+    vectorised `objective`."""
     try:
         import optuna
     except ImportError:
@@ -301,31 +624,31 @@ def design_nsga2(params: float, gpu: Gpu, cal: Calibration, num_gpus: int, slo: 
     t0 = time.perf_counter()
     if slo.regime not in REGIMES:
         raise InputError("regime", slo.regime, "one of: " + ", ".join(REGIMES))
-    if params <= 0:
-        raise InputError("params", params, "a positive parameter budget, e.g. 70e9")
-    prec = prec or (baseline.default_precision if baseline else Precision.of("bf16"))
-    qc = quality.constants(quality_file)
-    pc = accuracy_model.proxy_constants(proxy_file)  # the accuracy proxy's constants, a user's overrides on top
-    vocab = baseline.vocab if baseline else 128256
-    bq = accuracy_model.model_loss(baseline, prec.weight.name, c=qc, pc=pc) if baseline is not None else None
+    prec, vocab, ref, env, jk = _setup(params, baseline, moe, prec, budget_tol=budget_tol, quality_tol=quality_tol,
+                                       quality_sigmas=quality_sigmas, outside_envelope=outside_envelope, quality_file=quality_file,
+                                       proxy_file=proxy_file)
     plan, inst = _plans(num_gpus, gpu, moe=moe, long_context=slo.regime == "long-context")
     check_size(trials, len(inst), num_gpus, field="trials", flag="--trials")
     on = dict(gpu=gpu, cal=cal, prec=prec, plan=plan, inst=inst, slo=slo, engine=engine)  # what every shape is priced on
     seen: dict[tuple, tuple] = {}
+    bq = float(ref.terms["loss"])
+    hidden = _trial_widths(params, moe=moe, budget_tol=budget_tol, vocab=vocab, judge_kw=jk)
 
     def run(trial):
-        row = _trial_shape(trial, moe=moe, params=params, vocab=vocab)
-        c = shapes(np.asarray([row], dtype=np.int64), vocab)
-        ql = float(accuracy_model.shape_loss(c, prec.weight.name, qc, pc)[0])
-        # constraints <= 0 are feasible: budget, quality, a well-formed head layout
+        row = _trial_shape(trial, moe=moe, params=params, vocab=vocab, hidden=hidden)
+        c = judge(shapes(np.asarray([row], dtype=np.int64), vocab), **jk)
+        ql = float(c["q_loss"][0])
+        out = sum(float(c[k][0]) for k in c if k.startswith("env_"))
+        # constraints <= 0 are feasible: budget, quality (as design's test), a well-formed head layout, the envelope
         cons = [abs(float(c["total_params"][0]) / params - 1) - budget_tol,
-                (ql / bq - 1 - quality_tol) if bq is not None else -1.0, 0.0 if _well_formed(c)[0] else 1.0]
+                float(c["q_delta"][0] - ref.k * c["q_sigma_test"][0]) / bq - ref.tol, 0.0 if _well_formed(c)[0] else 1.0,
+                0.0 if outside_envelope else out]
         _constrain(trial, cons)
         v = -np.inf
         if max(cons) <= 0:
             v, bp, bb, _ = objective(_model(c, slice(None), vocab, moe=moe), gpu, cal, prec, plan, inst=inst, slo=slo, engine=engine)
             v = float(v[0])
-            seen[row] = (c, ql, v, int(bp[0]), int(bb[0]))
+            seen[row] = (c, v, int(bp[0]), int(bb[0]))
         if progress:
             progress(trial.number + 1, trials)
         return (v if np.isfinite(v) else 0.0), ql
@@ -336,22 +659,32 @@ def design_nsga2(params: float, gpu: Gpu, cal: Calibration, num_gpus: int, slo: 
         raise InputError("params", params, f"a budget and tolerances that admit a shape (no feasible one in {trials} trials)")
     vals = list(seen.values())
     cand = {k: np.concatenate([x[0][k] for x in vals]) for k in vals[0][0]}
-    q, obj, bplan, bbatch = (np.array([x[i] for x in vals]) for i in (1, 2, 3, 4))
+    obj, bplan, bbatch = (np.array([x[i] for x in vals]) for i in (1, 2, 3))
     if not np.isfinite(obj).any():
         fits = _fits_any(cand, gpu, cal, prec, plan, inst=inst, slo=slo, vocab=vocab, moe=moe, engine=engine)
-        raise _nothing_meets(slo, len(q), params, num_gpus, gpu) if fits else _nothing_fits(params, prec, num_gpus, gpu)
-    r = _result(cand, q, obj, best=(bplan, bbatch), evaluated=len(vals) * len(inst) * len(BATCHES), baseline=baseline, bq=bq,
+        raise _nothing_meets(slo, len(obj), params, num_gpus, gpu) if fits else _nothing_fits(params, prec, num_gpus, gpu)
+    r = _result(cand, obj, best=(bplan, bbatch), evaluated=len(vals) * len(inst) * len(BATCHES), baseline=baseline, ref=ref,
                 moe=moe, params=params, num_gpus=num_gpus, top=top, t0=t0, **on)
-    r["trials"] = trials
+    r |= {"trials": trials, "envelope": env.to_dict() | {"applied": not outside_envelope}}
     return r
 
 
-def _trial_shape(trial, *, moe: bool, params: float, vocab: int) -> tuple:
-    """One NSGA-II trial's shape (a SHAPE_COLUMNS row): widths and heads suggested, the depth the
-    one (even) layer count that comes nearest the budget, so the budget constraint mostly holds."""
-    h = trial.suggest_int("hidden", 1024, 24576, step=128)
+def _trial_widths(params, *, moe, budget_tol, vocab, judge_kw) -> tuple[int, int]:
+    """The widths the grid's admitted shapes span (inside the envelope, as good as the reference): most random
+    widths outside them leave a depth for the budget outside the envelope."""
+    grid = judge(in_budget(grid_rows(grid_axes(moe=moe), moe=moe), params, budget_tol, vocab), **judge_kw)
+    ok = grid["hidden"][grid["admit"]]
+    return (int(ok.min()) // 128 * 128, -(-int(ok.max()) // 128) * 128) if len(ok) else (1024, 24576)
+
+
+def _trial_shape(trial, *, moe: bool, params: float, vocab: int, hidden: tuple[int, int] = (1024, 24576)) -> tuple:
+    """One NSGA-II trial's shape (a SHAPE_COLUMNS row): widths and heads suggested (the width within `hidden`),
+    the depth the one (even) layer count that comes nearest the budget, so the budget constraint mostly holds."""
+    h = trial.suggest_int("hidden", hidden[0], hidden[1], step=128)
     hd = trial.suggest_categorical("head_dim", [64, 128, 256])
     kv = trial.suggest_categorical("kv_heads", [4, 8, 16])
+    unit = hd * max(8, kv)  # a well-formed head layout: heads a multiple of 8 and of the KV heads
+    h = max(int(round(h / unit)) * unit, unit)
     if moe:
         E = trial.suggest_categorical("experts", [32, 64, 128, 256, 512])
         k = trial.suggest_categorical("top_k", [1, 2, 4, 8])
@@ -368,7 +701,7 @@ def _trial_shape(trial, *, moe: bool, params: float, vocab: int) -> tuple:
 def _constrain(trial, cons: list) -> None:
     """A trial's constraints as the installed optuna takes them."""
     if hasattr(trial, "set_constraint"):  # optuna >= 5: one named constraint each
-        for name, value in zip(("budget", "quality", "heads"), cons, strict=True):
+        for name, value in zip(("budget", "quality", "heads", "envelope"), cons, strict=True):
             trial.set_constraint(name, value)
     else:
         trial.set_user_attr("constraints", cons)

@@ -6,7 +6,7 @@
 const $ = (id) => document.getElementById(id);
 const WHAT_IF = ["hbm_tb_s", "memory_gb", "bf16_tflops", "fp8_tflops", "fp4_tflops", "scale_up_gb_s", "scale_up_domain"];
 const FIELDS = ["model", "config", "num_gpus", "weight_dtype", "kv_dtype", "engine", "isl", "osl", "min_tps_user",
-                "max_ttft_ms", "regime", "params", "max_candidates", "wi_base", "wi_id", ...WHAT_IF.map((f) => "wi_" + f)];
+                "max_ttft_ms", "regime", "params", "baseline", "max_candidates", "wi_base", "wi_id", ...WHAT_IF.map((f) => "wi_" + f)];
 let last = null;  // the last frontier: {req, series}
 let GPUS = {};  // the catalog by id, for the what-if form's base figures
 
@@ -297,7 +297,8 @@ async function runDesign() {
   showError("");
   const wi = whatIf(s);
   const req = {params: num(s.params), gpu: s.gpus[0] || (wi ? wi.id : "h200"), num_gpus: num(s.num_gpus), max_candidates: num(s.max_candidates),
-               regime: s.regime, engine: s.engine, ...(s.weight_dtype ? {weight_dtype: s.weight_dtype} : {}), ...(wi ? {what_if: wi} : {})};
+               regime: s.regime, engine: s.engine, ...(s.weight_dtype ? {weight_dtype: s.weight_dtype} : {}), ...(wi ? {what_if: wi} : {}),
+               ...(s.baseline ? {baseline: s.baseline} : {})};
   saveHash(s, null);
   status("searching shapes (seconds to a minute)", true);
   try {
@@ -306,11 +307,16 @@ async function runDesign() {
       const sh = d.shape;
       const shape = `h${sh.hidden} L${sh.layers} H${sh.heads}/${sh.kv_heads} ` +
         (sh.experts ? `E${sh.experts} k${sh.top_k} w${sh.expert_inter}` : `ffn${sh.inter}`);
-      return [i + 1, shape, `${fix(d.total_params / 1e9, 1)}B`, fix(d.quality_proxy, 4), fix(d.objective, 1),
+      const q = d.quality, e = d.envelope;
+      return [i + 1, shape, `${fix(d.total_params / 1e9, 1)}B`, fix(d.quality_proxy, 4),
+              `${q.delta_pct >= 0 ? "+" : ""}${fix(q.delta_pct, 2)}±${fix(q.sigma_pct, 2)}${q.extrapolated.length ? " x" : ""}`,
+              e.inside ? "in" : `out: ${e.outside[0].bound}`, fix(d.objective, 1),
               `${d.deployment.plan} B=${d.deployment.concurrency_per_instance}`];
     });
     $("design").replaceChildren(el("h2", `Designs (${r.candidates.toLocaleString()} shapes, ${r.evaluated.toLocaleString()} deployments; ${r.objective})`),
-      table("design-table", [["#", "n"], ["shape", "t"], ["params", "n"], ["quality proxy", "n"], [r.objective, "n"], ["deployment", "t"]], rows));
+      el("div", `loss % against ${r.reference.name} (${r.reference.basis}), with its 1-sigma band; x: extrapolated`, "hint"),
+      table("design-table", [["#", "n"], ["shape", "t"], ["params", "n"], ["quality proxy", "n"], ["loss %", "n"], ["envelope", "t"],
+                             [r.objective, "n"], ["deployment", "t"]], rows));
     status("");
   } catch (e) {
     status("");
