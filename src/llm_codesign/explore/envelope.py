@@ -38,15 +38,19 @@ GQA_VARIABLES = ("q_per_kv", "kv_heads")
 
 @lru_cache(maxsize=1)
 def data() -> dict:
-    return tomllib.loads(resources.files("llm_codesign").joinpath("data/accuracy/envelope.toml").read_text())
+    return _bundled("envelope.toml")
+
+
+@lru_cache(maxsize=None)
+def _bundled(name: str) -> dict:
+    """A bundled data/accuracy file, parsed once (read here, not through accuracy_model, which imports this module)."""
+    return tomllib.loads(resources.files("llm_codesign").joinpath(f"data/accuracy/{name}").read_text())
 
 
 def granularity(hidden, expert_inter, gated=True):
     """Krajewski et al.'s G = d_ff / d_expert with the dense-equivalent width of a gated FFN (8/3 d_model),
     the accuracy proxy's convention (data/accuracy/proxy.toml [granularity])."""
-    from llm_codesign.explore.accuracy_model import _read
-
-    g = _read("proxy.toml")["granularity"]
+    g = _bundled("proxy.toml")["granularity"]
     ratio = g["ffn_ratio_gated"] if gated else g["ffn_ratio"]
     return ratio * np.asarray(hidden, float) / np.maximum(np.asarray(expert_inter, float), 1.0)
 
