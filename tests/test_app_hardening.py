@@ -256,7 +256,7 @@ def test_a_search_past_max_busy_is_a_429_with_retry_after(monkeypatch):
         assert _post(conn, "/api/estimate", {"model": "llama-3.1-8b", "gpu": "h200"})[0] == 200  # the slot is free again
 
 
-DESIGN = {"params": 8e9, "gpu": "h200", "num_gpus": 1, "max_candidates": 500, "top": 3}  # 32 chunks of 16 shapes
+DESIGN = {"params": 70e9, "gpu": "h200", "num_gpus": 8, "max_candidates": 500, "top": 3}  # 32 chunks of 16 shapes, every one inside the trust region
 
 
 @pytest.fixture
