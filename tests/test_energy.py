@@ -129,3 +129,16 @@ def test_compare_reports_tokens_per_joule_and_cost():
     bad = CliRunner().invoke(app, ["compare", "llama-3.1-8b", "--gpu", "h100,mi300x", "--gpu-hour-price", "bundled"])
     assert bad.exit_code == 2 and bad.output == ("error: gpu_hour_price: 'mi300x' is not valid; a GPU the bundled prices cite "
                                                  "(a100, b200, gb200, h100, h200), a number of dollars per GPU-hour, or a price file\n")
+
+
+def test_every_disaggregated_point_carries_its_units_energy():
+    from llm_codesign.explore.disagg_search import search_disagg
+    from llm_codesign.explore.search import SearchSpace
+
+    m, g = lc.get_model("llama-3.1-8b"), get_gpu("h100")
+    f = search_disagg(m, g, calibration_for(g, None), SearchSpace.build(m, g, num_gpus=2), isl=2048, osl=256)
+    assert len(f.points) > 3
+    for p in f.points:
+        e = p.to_dict()["energy"]
+        assert 132.0 <= e["gpu_w"] <= 700.0 and e["tokens_per_joule"] == pytest.approx(p.output_tok_s_per_gpu / e["gpu_w"])
+        assert e["tokens_per_joule_at_tdp"] <= e["tokens_per_joule"] and e["tokens_per_joule_node"] < e["tokens_per_joule"]

@@ -54,6 +54,7 @@ class DisaggPoint:
     ttft_s: float
     tpot_s: float
     cost: dict | None = None
+    energy: dict | None = None  # serve.energy.disagg_energy: the unit's GPUs on average
 
     def record(self) -> dict:
         """Both pools' plans and instances, the unit's GPUs, precision and draft length, in plain types."""
@@ -68,7 +69,8 @@ class DisaggPoint:
                 "spec": s.method if s else None, "draft_len": s.k if s else 0}
 
     def to_dict(self) -> dict:
-        return {**_metrics(self), "deployment": self.record(), **({"cost": self.cost} if self.cost is not None else {})}
+        return {**_metrics(self), "deployment": self.record(), **({"cost": self.cost} if self.cost is not None else {}),
+                **({"energy": self.energy} if self.energy is not None else {})}
 
 
 def _metrics(p) -> dict:

@@ -21,8 +21,8 @@ from importlib import resources
 import numpy as np
 
 from llm_codesign.cost.calibration import Calibration
-from llm_codesign.serve.aggregated import evaluate as _evaluate
-from llm_codesign.serve.aggregated import op_step_time, pdl_per_launch
+from llm_codesign.cost.ops import forward_ops
+from llm_codesign.serve import aggregated as agg
 from llm_codesign.spec.hardware import Gpu
 from llm_codesign.spec.model import ModelSpec
 from llm_codesign.spec.plan import Deployment, Workload
@@ -83,7 +83,7 @@ def kernel_activity(ops, gpu: Gpu, pdl: float = 0.0):
     w = _table()["activity"]
     num = den = 0.0
     for op in ops:
-        t = op_step_time(op, pdl)
+        t = agg.op_step_time(op, pdl)
         if not np.any(t):
             continue
         time = np.asarray(op.time, float)
@@ -145,8 +145,45 @@ def energy(model: ModelSpec, dep: Deployment, workload: Workload, concurrency, *
     """Energy of `dep` serving `workload` at `concurrency` requests in flight (an int or an array),
     charged to the output tok/s per GPU the same evaluation gives, or to `output_tok_s_per_gpu` where
     the caller holds them already (a search's frontier: the very figures it prints)."""
-    r = _evaluate(model, dep.gpu, calibration, dep.precision, dep.plan, concurrency=np.asarray(concurrency, dtype=np.int64),
+    r = agg.evaluate(model, dep.gpu, calibration, dep.precision, dep.plan, concurrency=np.asarray(concurrency, dtype=np.int64),
                   isl=workload.isl, osl=workload.osl, engine=dep.engine, spec=dep.spec, max_num_tokens=dep.max_num_tokens, cpp=dep.cpp,
                   with_ops=True, prefix_hit=workload.prefix_hit)
     out = r["output_tok_s_per_gpu"] if output_tok_s_per_gpu is None else output_tok_s_per_gpu
-    return energy_of(r, dep.gpu, pdl_per_launch(dep.gpu, dep.engine.costs(calibration)), out)
+    return energy_of(r, dep.gpu, agg.pdl_per_launch(dep.gpu, dep.engine.costs(calibration)), out)
+
+
+def disagg_energy(model: ModelSpec, prefill: Deployment, decode: Deployment, *, calibration: Calibration, prefill_instances: int,
+                  decode_instances: int, concurrency: int, isl: int, osl: int, output_tok_s_per_gpu: float) -> dict:
+    """Energy of a disaggregated unit (serve.disagg) at `concurrency` requests in flight, charged to
+    its output tok/s per GPU: each prefill instance runs full prefill steps for the share of the time
+    its pool is busy (the request rate over the pool's capacity) and idles for the rest; each decode
+    instance runs decode steps all the time. The figures of Energy.at, for the unit's GPUs on average
+    (the activities are each pool's; the prefill time share is the prefill GPUs' busy share)."""
+    gpu, sh_p, sh_d = prefill.gpu, prefill.plan.broadcast(), decode.plan.broadcast()
+    pc, dc = prefill.engine.costs(calibration), decode.engine.costs(calibration)
+    # the prefill pool's loaded step (serve.disagg.prefill_pool): a full step budget of prompts
+    mnt = float(np.asarray(agg.engine_budget(gpu, engine=prefill.engine, max_num_tokens=prefill.max_num_tokens, plan=prefill.plan)[0]))
+    chunk = min(float(isl), mnt)
+    full = max(mnt, chunk)
+    pf_ops = forward_ops(model, gpu, pc.cal, prefill.precision, sh_p, b=agg.prefill_batch(tokens=full, isl=isl, chunk=chunk), engine=pc.engine)
+    t_full = agg.prefill_step(model, gpu, prefill.precision, sh_p, costs=pc, tokens=full, isl=isl, chunk=chunk)
+    t_full = float(np.asarray(t_full).reshape(-1)[0])
+    capacity = prefill_instances * float(np.asarray(prefill.plan.adp).reshape(-1)[0]) * full / isl / t_full
+    gpus_p, gpus_d = prefill_instances * prefill.num_gpus, decode_instances * decode.num_gpus
+    busy = min(output_tok_s_per_gpu * (gpus_p + gpus_d) / osl / capacity, 1.0)
+    # the decode pool's step at its busiest rank's batch (serve.disagg.decode_pool)
+    pp_d, adp_d = (float(np.asarray(x).reshape(-1)[0]) for x in (decode.plan.pp, decode.plan.adp))
+    k = decode.spec.k if decode.spec is not None else 0
+    per_rank = np.ceil(concurrency / decode_instances / adp_d - 1e-9)
+    t_stage, t_draft, ops = agg.decode_step(model, gpu, decode.precision, sh_d, costs=dc, b=per_rank / pp_d, ctx=isl + osl / 2.0,
+                                            k=np.asarray(float(k)), spec=decode.spec)
+    bp = board_power(gpu)
+    a_pf = kernel_activity(pf_ops, gpu, agg.pdl_per_launch(gpu, pc)) * np.clip(agg.kernels_time(pf_ops, gpu, pc) / t_full, 0.0, 1.0)
+    kernels_dec = agg.kernels_time(ops, gpu, dc) + t_draft / pp_d
+    a_dec = kernel_activity(ops, gpu, agg.pdl_per_launch(gpu, dc)) * np.clip(kernels_dec / t_stage, 0.0, 1.0)
+    watts = (gpus_p * bp.at(busy * a_pf) + gpus_d * bp.at(a_dec)) / (gpus_p + gpus_d)
+    e = Energy(bp, gpu_w=watts, tokens_per_joule=output_tok_s_per_gpu / watts,
+               tokens_per_joule_node=None if bp.node_w is None else output_tok_s_per_gpu / (watts + bp.node_w),
+               tokens_per_joule_at_tdp=np.asarray(output_tok_s_per_gpu / bp.tdp_w), prefill_activity=a_pf, decode_activity=a_dec,
+               prefill_time_share=np.asarray(busy))
+    return e.at()
