@@ -3,10 +3,11 @@ TDP (data/power.toml, every constant cited there), and the output tokens per jou
 GPU alone and with the node's share (CPUs, NICs, switches, fans: the rest of its DGX system's rating).
 
 A board draws P = idle + (TDP - idle) * activity. An operator's activity is min(1, compute * u_c +
-memory * u_m), its compute and memory parts (Op.t_compute, Op.t_memory) over its time; a step's is
-its operators' averaged by time, times the share of the step its kernels fill (the host's share, its
-scheduling and launches, idles at P0). A request's life mixes its wave's prefill steps and its decode
-steps (serve.aggregated._phase_parts): the power is their time-weighted mean.
+memory * u_m): u_c its useful FLOP rate against the GPU's dense peak, u_m the share of its time its
+memory traffic takes (Op.t_memory); a step's is its operators' averaged by time, times the share of
+the step its kernels fill (the host's share, its scheduling and launches, idles at P0). A request's
+life mixes its wave's prefill steps and its decode steps (serve.aggregated._phase_parts): the power
+is their time-weighted mean. docs/energy.md states the sources and the error.
 
 Bounds: P never exceeds TDP, so tokens per joule is never below the TDP figure
 (`tokens_per_joule_at_tdp`, the least a GPU at its limit delivers), and P never falls under idle,
