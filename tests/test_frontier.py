@@ -28,6 +28,7 @@ def test_a_point_prints_milliseconds_and_a_record_that_rebuilds_its_deployment(d
     # the record states the step budget the engine would use (TensorRT-LLM's max_num_tokens 8192), so it rebuilds resolved
     assert rec["max_num_tokens"] == 8192 and lc.Deployment.from_dict(rec) == replace(dep, max_num_tokens=8192)
     assert _point(dep, cost={"usd_per_mtok": 1.5}).to_dict()["cost"] == {"usd_per_mtok": 1.5}
+    assert "energy" not in d and _point(dep, energy={"tokens_per_joule": 3.0}).to_dict()["energy"] == {"tokens_per_joule": 3.0}
 
 
 def test_a_disaggregated_point_names_both_pools(dep):

@@ -18,14 +18,29 @@ def test_token_costs_by_hand():
     assert c["usd_per_m_tokens"] == pytest.approx(0.25)
 
 
-def test_bundled_prices_are_cited_and_looked_up_by_gpu():
+# every bundled price: (dollars per GPU-hour, the words its source must hold: who, when, how the figure was taken)
+BUNDLED = {"a100": (1.30, ("Mercatus", "May 2026", "$1.10-1.50", "midpoint")), "h100": (3.00, ("Mercatus", "May 2026", "$2.50-3.50")),
+           "h200": (4.00, ("Mercatus", "May 2026", "$3.50-4.50")), "b200": (5.25, ("Lyceum", "11 Mar 2026", "$4.50-6.00", "midpoint")),
+           "gb200": (4.54, ("Spheron", "17 Mar 2026", "$9.08 per GB200 Superchip of 2 B200 GPUs"))}
+
+
+@pytest.mark.parametrize("gpu", sorted(BUNDLED))
+def test_each_bundled_price_is_dated_and_cited(gpu):
+    usd, words = BUNDLED[gpu]
+    found, source = gpu_hour_price(get_gpu(gpu), "bundled")
+    assert found == usd and all(w in source for w in words), source
+    assert load_prices()["usd_per_gpu_hour"][gpu] == usd
+
+
+def test_bundled_prices_list_only_cited_gpus_and_refuse_the_rest_in_one_line():
     p = load_prices()
-    assert "Mercatus" in p["source"] and p["usd_per_gpu_hour"]["h100"] == 3.0
-    assert gpu_hour_price(get_gpu("h200"), "bundled") == (4.0, p["source"])
+    assert sorted(p["usd_per_gpu_hour"]) == sorted(p["sources"]) == sorted(BUNDLED)
     assert gpu_hour_price(get_gpu("h100"), "2.5") == (2.5, "--gpu-hour-price")
     assert gpu_hour_price(get_gpu("h100"), None) is None
-    with pytest.raises(InputError, match="a GPU the price file lists"):
-        gpu_hour_price(get_gpu("b200"), "bundled")
+    with pytest.raises(InputError) as e:
+        gpu_hour_price(get_gpu("mi300x"), "bundled")
+    assert str(e.value) == ("gpu_hour_price: 'mi300x' is not valid; a GPU the bundled prices cite (a100, b200, gb200, h100, h200), "
+                            "a number of dollars per GPU-hour, or a price file")
     for bad in ("-1", "0", "nan", "inf"):
         with pytest.raises(InputError, match="positive number"):
             gpu_hour_price(get_gpu("h100"), bad)
@@ -37,6 +52,10 @@ def test_own_price_file(tmp_path):
     c = cost_of(get_gpu("b200"), str(f), 2000.0, 1024, 1024)
     assert c["usd_per_gpu_hour"] == 5.5 and c["price_source"] == "our contract"
     assert c["usd_per_m_output_tokens"] == pytest.approx(5.5 / 3600 / 2000 * 1e6)
+    f.write_text('[usd_per_gpu_hour]\nb200 = 5.5\n[sources]\nb200 = "rack quote, June 2026"\n')
+    assert gpu_hour_price(get_gpu("b200"), str(f)) == (5.5, "rack quote, June 2026")
+    with pytest.raises(InputError, match=f"a GPU the price file {f} lists \\(b200\\), a number of dollars per GPU-hour"):
+        gpu_hour_price(get_gpu("h100"), str(f))
     f.write_text("[usd_per_gpu_hour]\nb200 = -1\n")
     with pytest.raises(InputError, match="positive dollars"):
         cost_of(get_gpu("b200"), str(f), 2000.0, 1024, 1024)
@@ -52,5 +71,5 @@ def test_estimate_and_pareto_carry_the_cost():
     costs = [p["cost"]["usd_per_m_output_tokens"] for p in f["frontier"]]
     thr = [p["output_tok_s_per_gpu"] for p in f["frontier"]]
     assert len(costs) > 3 and all(c == pytest.approx(3.0 / 3600 / t * 1e6) for c, t in zip(costs, thr, strict=True))
-    bad = runner.invoke(app, ["estimate", "llama-3.1-8b", "--gpu", "b200", "--gpu-hour-price", "bundled"])
-    assert bad.exit_code == 2 and "gpu_hour_price" in bad.output
+    bad = runner.invoke(app, ["estimate", "llama-3.1-8b", "--gpu", "l40s", "--gpu-hour-price", "bundled"])
+    assert bad.exit_code == 2 and bad.output.startswith("error: gpu_hour_price: 'l40s' is not valid; a GPU the bundled prices cite (a100,")

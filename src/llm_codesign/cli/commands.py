@@ -187,7 +187,7 @@ def estimate(
                  ("step token budget", f"{r['max_num_tokens']} ({r['backend']})"), ("TTFT", f"{r['ttft_ms']:.1f} ms"), ("TPOT", f"{r['tpot_ms']:.2f} ms"),
                  ("tokens/s per user", f"{r['tok_s_per_user']:.1f}"), ("output tokens/s per GPU", f"{r['output_tok_s_per_gpu']:.1f}"),
                  ("input+output tokens/s per GPU", f"{r['io_tok_s_per_gpu']:.1f}"),
-                 ("tokens per joule (TDP bound)", f"{r['tokens_per_joule_bound']:.2f}"),
+                 *_energy_rows(r),
                  ("largest batch that fits", r["max_batch"] if r["fits"] else f"[yellow]{r['max_batch']}: {r['over_capacity']}[/yellow]"),
                  ("memory per GPU", f"weights {mem['weights_gb']:.1f} GB, KV {mem['kv_gb']:.1f} GB"
                   + (f", recurrent state {mem['state_gb']:.1f} GB" if mem["state_gb"] else "")
@@ -215,6 +215,16 @@ def estimate(
         for o in sorted(r["breakdown"], key=lambda o: -o["time_ms"]):
             bt.add_row(o["name"], o["kind"], f"{o['time_ms']:.3f}")
         _console().print(bt)
+
+
+def _energy_rows(r: dict) -> list[tuple[str, str]]:
+    """estimate's row on output tokens per joule (serve.energy): the GPU alone at the power it is
+    modelled to draw, with the node's share where its DGX rating is bundled, and at TDP."""
+    p, node = r["power"], r["tokens_per_joule_node"]
+    if node is None:
+        return [("output tokens/J: GPU, @TDP", f"{r['tokens_per_joule']:.2f} at {p['gpu_w']:.0f} W, {r['tokens_per_joule_at_tdp']:.2f}")]
+    return [("output tokens/J: GPU, +node, @TDP",
+             f"{r['tokens_per_joule']:.2f} at {p['gpu_w']:.0f} W, {node:.2f}, {r['tokens_per_joule_at_tdp']:.2f}")]
 
 
 def _accuracy_rows(a: dict) -> list[tuple[str, str]]:
@@ -480,6 +490,12 @@ def _print_frontiers(con, results: list[dict], *, isl: int, osl: int, prefix_hit
             c = fr[0]["cost"]
             con.print(f"cost at ${c['usd_per_gpu_hour']:.2f}/GPU-hour ({c['price_source']}): ${min(usd):.3f} per M output tokens "
                       f"at the throughput end to ${max(usd):.3f} at the interactive end (every point's in --json)")
+        if fr and "energy" in fr[0]:  # serve.energy: the power each point's GPUs are modelled to draw
+            e = [p["energy"] for p in fr]
+            node = f"; with the node's share {e[0]['tokens_per_joule_node']:.2f} to {e[-1]['tokens_per_joule_node']:.2f}" \
+                if e[0]["tokens_per_joule_node"] is not None else ""
+            con.print(f"output tokens per joule, GPU alone: {e[0]['tokens_per_joule']:.2f} at the throughput end to "
+                      f"{e[-1]['tokens_per_joule']:.2f} at the interactive end{node} (every point's in --json)", highlight=False)
         if not fr:  # one comparison of several is empty (all of them empty is refused above)
             con.print("[yellow]no deployment meets the SLO filters[/yellow]" if r.get("fitting") else
                       f"[yellow]no deployment of {r['model']} fits on {r['num_gpus']}x {r['gpu']}: weights and KV cache exceed the "

@@ -13,9 +13,10 @@ MAX_COMBINATIONS = 48  # each combination is one whole deployment search
 
 def compare_rows(model_refs: list[str], gpu_refs: list[str], weight_formats: list[str] | None, *, num_gpus: int, isl: int,
                  osl: int, backend: str = "trtllm", min_tps_user: float | None = None, max_ttft_ms: float | None = None,
-                 calibration: str | None = None) -> list[dict]:
+                 calibration: str | None = None, gpu_hour_price: str | None = None) -> list[dict]:
     """For each model x precision x GPU, the deployment with the most output tok/s/GPU that meets the SLO
-    (None where none does), with its tok/s/user, TTFT and the model's accuracy at that precision."""
+    (None where none does), with its tok/s/user, TTFT, output tokens per joule (serve.energy), its cost
+    at `gpu_hour_price` where given, and the model's accuracy at that precision."""
     from llm_codesign.cost.calibration import calibration_for
     from llm_codesign.explore.accuracy_model import accuracy_of
     from llm_codesign.explore.search import SearchSpace, default_precisions, search
@@ -45,8 +46,9 @@ def compare_rows(model_refs: list[str], gpu_refs: list[str], weight_formats: lis
                     rows.append(row)
                     continue
                 if r.points:
-                    best = max(r.points, key=lambda q: q.output_tok_s_per_gpu).to_dict()
-                    row["best"] = {k: best[k] for k in ("output_tok_s_per_gpu", "tok_s_per_user", "ttft_ms", "tpot_ms", "deployment")}
+                    best = max(r.priced(gpu_hour_price).points, key=lambda q: q.output_tok_s_per_gpu).to_dict()
+                    row["best"] = {k: best[k] for k in ("output_tok_s_per_gpu", "tok_s_per_user", "ttft_ms", "tpot_ms", "energy", "cost",
+                                                        "deployment") if k in best}
                 else:
                     row["why_none"] = "no deployment meets the SLO"
                 rows.append(row)
@@ -64,8 +66,12 @@ def compare(
     min_tps_user: Optional[float] = typer.Option(None, "--min-tps-user", help="SLO: minimum tokens/s per user."),
     max_ttft_ms: Optional[float] = typer.Option(None, "--max-ttft-ms", help="SLO: maximum TTFT in ms."),
     calibration: Optional[str] = O_CAL, as_json: bool = typer.Option(False, "--json"),
+    gpu_hour_price: Optional[str] = typer.Option(None, "--gpu-hour-price",
+                                                 help="Dollars per GPU-hour, `bundled` (the cited data/prices.toml) or a price file: "
+                                                      "adds $ per million output tokens of each best deployment."),
 ):
     """Models x precisions x GPUs at one SLO, side by side: accuracy, tok/s/GPU, tok/s/user."""
+    from llm_codesign.explore.pricing import gpu_hour_price as price_of
     from llm_codesign.spec.precision import get_dtype
 
     for name, v in (("min_tps_user", min_tps_user), ("max_ttft_ms", max_ttft_ms)):
@@ -79,19 +85,27 @@ def compare(
     n = len(models) * len(gpus) * (len(formats) if formats else 3)
     if n > MAX_COMBINATIONS:
         raise InputError("model", model, f"at most {MAX_COMBINATIONS} model x GPU x precision combinations ({n} asked)")
+    for g in gpus if gpu_hour_price is not None else ():  # a GPU without a price fails before any search
+        price_of(_gpu(g), gpu_hour_price)
     rows = compare_rows(models, gpus, formats, num_gpus=gpus_, isl=isl, osl=osl, backend=backend, min_tps_user=min_tps_user,
-                        max_ttft_ms=max_ttft_ms, calibration=calibration)
+                        max_ttft_ms=max_ttft_ms, calibration=calibration, gpu_hour_price=gpu_hour_price)
     if as_json:
-        return _dump({"isl": isl, "osl": osl, "num_gpus": gpus_, "min_tps_user": min_tps_user, "max_ttft_ms": max_ttft_ms, "rows": rows})
+        return _dump({"isl": isl, "osl": osl, "num_gpus": gpus_, "min_tps_user": min_tps_user, "max_ttft_ms": max_ttft_ms,
+                      "gpu_hour_price": gpu_hour_price, "rows": rows})
     slo = ", ".join(x for x in (f">= {min_tps_user:g} tok/s/user" if min_tps_user else "",
                                 f"TTFT <= {max_ttft_ms:g} ms" if max_ttft_ms else "") if x) or "none"
     t = _table(f"compare at ISL/OSL {isl}/{osl} on {gpus_} GPU{'' if gpus_ == 1 else 's'}, SLO {slo}",
-               "model:t gpu:k W:t accuracy:t source:k tok/s/GPU:n tok/s/user:n TTFT:n plan:t",
+               "model:t gpu:k W:t accuracy:t source:k tok/s/GPU:n tok/s/user:n TTFT:n tok/J:n"
+               + (" $/Mtok:n" if gpu_hour_price is not None else "") + " plan:t",
                "accuracy: a published score (and the drop against the model's best precision), or the proxy's drop ± 1 sigma, "
-               "or none. tok/s/GPU: the best deployment meeting the SLO; TTFT in ms.")
+               "or none. tok/s/GPU: the best deployment meeting the SLO; TTFT in ms. tok/J: output tokens per joule of the GPU "
+               "at its modelled power" + (f"; $/Mtok: per million output tokens at {gpu_hour_price} GPU-hour prices." if gpu_hour_price
+                                          is not None else "."))
     for r in rows:
         a, b = r["accuracy"], r["best"]
+        priced = ((f"{b['cost']['usd_per_m_output_tokens']:.3f}",) if b else ("-",)) if gpu_hour_price is not None else ()
         t.add_row(r["model"], r["gpu"], r["weight_dtype"], a["short"], a["source"],
-                  *((f"{b['output_tok_s_per_gpu']:.0f}", f"{b['tok_s_per_user']:.1f}", f"{b['ttft_ms']:.0f}", b["deployment"]["plan"])
-                    if b else ("-", "-", "-", r.get("why_none", "-"))))
+                  *((f"{b['output_tok_s_per_gpu']:.0f}", f"{b['tok_s_per_user']:.1f}", f"{b['ttft_ms']:.0f}",
+                     f"{b['energy']['tokens_per_joule']:.2f}", *priced, b["deployment"]["plan"])
+                    if b else ("-", "-", "-", "-", *priced, r.get("why_none", "-"))))
     _console().print(t)

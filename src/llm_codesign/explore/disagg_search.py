@@ -4,6 +4,7 @@ frontier of output tok/s/GPU versus tok/s/user."""
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from typing import NamedTuple
 
 import numpy as np
@@ -61,7 +62,8 @@ def search_disagg(model: ModelSpec, gpu: Gpu, cal: Calibration, space, *, isl: i
     c = {k: np.concatenate(v) for k, v in cols.items()}
     sel, front = select_frontier(c, min_tps_user, max_ttft_ms)
     pool = dict(gpu=gpu, backend=engine.name, max_num_tokens=max_num_tokens)
-    points = tuple(_point(space, c, j, plan=plan, units=units, g=g, ks=ks, precs=precs, pool=pool) for j in front)
+    points = tuple(_with_energy(model, cal, _point(space, c, j, plan=plan, units=units, g=g, ks=ks, precs=precs, pool=pool), isl=isl, osl=osl)
+                   for j in front)
     return Frontier(model=model.name, gpu=gpu, num_gpus=N, workload=Workload(isl=isl, osl=osl), backend=engine.name, points=points,
                     evaluated=int(len(c["fits"])), fitting=int(c["fits"].sum()), seconds=time.perf_counter() - t0,
                     cloud=thinned_cloud(c, sel), roofline_bound=roofline_bound(model, gpu, precs, N), mode="disaggregated")
@@ -124,6 +126,15 @@ def _point(space, c: dict, j: int, *, plan: Plan, units: _Units, g, ks, precs, p
     return DisaggPoint(pre, de, prefill_instances=int(npp[u]), decode_instances=int(ndd[u]), replicas=space.num_gpus // int(U[u]),
                        concurrency=int(batches[b] * adp[id_[u]] * ndd[u]),
                        **{m: float(c[m][j]) for m in ("tok_s_per_user", "output_tok_s_per_gpu", "ttft_s", "tpot_s")})
+
+
+def _with_energy(model: ModelSpec, cal: Calibration, p: DisaggPoint, *, isl: int, osl: int) -> DisaggPoint:
+    """The point with its unit's energy (serve.energy.disagg_energy) charged to its output tok/s per GPU."""
+    from llm_codesign.serve.energy import disagg_energy
+
+    e = disagg_energy(model, p.prefill, p.decode, calibration=cal, prefill_instances=p.prefill_instances, decode_instances=p.decode_instances,
+                      concurrency=p.concurrency, isl=isl, osl=osl, output_tok_s_per_gpu=p.output_tok_s_per_gpu)
+    return replace(p, energy={k: e[k] for k in ("tokens_per_joule", "tokens_per_joule_node", "tokens_per_joule_at_tdp", "gpu_w")})
 
 
 def decode_breakdown(model: ModelSpec, cal: Calibration, point: DisaggPoint, *, isl: int, osl: int) -> list[dict]:

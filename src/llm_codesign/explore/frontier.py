@@ -22,6 +22,7 @@ class FrontierPoint:
     tpot_s: float
     accuracy: dict | None = None  # explore.accuracy_model.point_accuracy of its precision
     cost: dict | None = None  # explore.pricing.cost_of, where a GPU-hour price was given
+    energy: dict | None = None  # serve.energy: tokens per joule (GPU alone, with the node's share, at TDP) and the GPU's watts
 
     def record(self) -> dict:
         """The deployment in plain types: everything `Deployment.from_dict` needs to rebuild it exactly
@@ -34,7 +35,7 @@ class FrontierPoint:
 
     def to_dict(self) -> dict:
         return {**_metrics(self), "deployment": self.record(), "accuracy": self.accuracy,
-                **({"cost": self.cost} if self.cost is not None else {})}
+                **({"cost": self.cost} if self.cost is not None else {}), **({"energy": self.energy} if self.energy is not None else {})}
 
 
 @dataclass(frozen=True)
@@ -53,6 +54,7 @@ class DisaggPoint:
     ttft_s: float
     tpot_s: float
     cost: dict | None = None
+    energy: dict | None = None  # serve.energy.disagg_energy: the unit's GPUs on average
 
     def record(self) -> dict:
         """Both pools' plans and instances, the unit's GPUs, precision and draft length, in plain types."""
@@ -67,7 +69,8 @@ class DisaggPoint:
                 "spec": s.method if s else None, "draft_len": s.k if s else 0}
 
     def to_dict(self) -> dict:
-        return {**_metrics(self), "deployment": self.record(), **({"cost": self.cost} if self.cost is not None else {})}
+        return {**_metrics(self), "deployment": self.record(), **({"cost": self.cost} if self.cost is not None else {}),
+                **({"energy": self.energy} if self.energy is not None else {})}
 
 
 def _metrics(p) -> dict:

@@ -16,7 +16,8 @@ from llm_codesign.errors import InputError, parse_nested
 
 
 def load_prices(path: str | None = None) -> dict:
-    """A price file: `[usd_per_gpu_hour]` gpu id -> dollars, and its `source`."""
+    """A price file: `[usd_per_gpu_hour]` gpu id -> dollars, its `source`, and optionally `[sources]`
+    gpu id -> where that GPU's figure comes from (the bundled file cites each)."""
     try:
         if path:
             text = Path(path).read_text(encoding="utf-8-sig")
@@ -28,7 +29,11 @@ def load_prices(path: str | None = None) -> dict:
     table = data.get("usd_per_gpu_hour")
     if not isinstance(table, dict) or not all(isinstance(v, (int, float)) and v > 0 for v in table.values()):
         raise InputError("gpu_hour_price", path or "bundled", "a price file with [usd_per_gpu_hour] gpu = positive dollars")
-    return {"usd_per_gpu_hour": {k.lower(): float(v) for k, v in table.items()}, "source": data.get("source", str(path))}
+    sources = data.get("sources", {})
+    if not isinstance(sources, dict) or not all(isinstance(v, str) for v in sources.values()):
+        raise InputError("gpu_hour_price", path or "bundled", "a price file whose [sources] maps gpu = \"where the price comes from\"")
+    return {"usd_per_gpu_hour": {k.lower(): float(v) for k, v in table.items()}, "source": data.get("source", str(path)),
+            "sources": {k.lower(): v for k, v in sources.items()}}
 
 
 def gpu_hour_price(gpu, price: str | float | None) -> tuple[float, str] | None:
@@ -44,12 +49,15 @@ def gpu_hour_price(gpu, price: str | float | None) -> tuple[float, str] | None:
         if not np.isfinite(usd) or usd <= 0:
             raise InputError("gpu_hour_price", price, "a positive number of dollars per GPU-hour, `bundled`, or a price file")
         return usd, "--gpu-hour-price"
-    prices = load_prices(None if str(price) == "bundled" else str(price))
+    bundled = str(price) == "bundled"
+    prices = load_prices(None if bundled else str(price))
     table = prices["usd_per_gpu_hour"]
     for key in (gpu.id.lower(), *(a.lower() for a in getattr(gpu, "aliases", ()))):
         if key in table:
-            return table[key], prices["source"]
-    raise InputError("gpu_hour_price", gpu.id, f"a GPU the price file lists ({', '.join(sorted(table))}) or a number of dollars")
+            return table[key], prices["sources"].get(key, prices["source"])
+    listed = "the bundled prices cite" if bundled else f"the price file {price} lists"
+    raise InputError("gpu_hour_price", gpu.id, f"a GPU {listed} ({', '.join(sorted(table))}), a number of dollars per GPU-hour"
+                     + (", or a price file" if bundled else ""))
 
 
 def token_costs(usd_per_gpu_hour: float, output_tok_s_per_gpu, isl, osl) -> dict:

@@ -8,7 +8,7 @@ import os
 import time
 import types
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import NamedTuple
 
 import numpy as np
@@ -172,6 +172,7 @@ def search(model: ModelSpec, gpu: Gpu, cal: Calibration, space: SearchSpace, *, 
     c, total = _evaluate_grid(model, gpu, cal, space, grid, isl=isl, osl=osl, engine=engine, prefix_hit=prefix_hit, progress=progress)
     sel, front = select_frontier(c, min_tps_user, max_ttft_ms)
     points = tuple(_point(model, gpu, space, grid, c=c, j=j, accs=accs, engine=engine) for j in front)
+    points = with_energy(model, cal, points, Workload(isl=isl, osl=osl, prefix_hit=prefix_hit))
     return Frontier(model=model.name, gpu=gpu, num_gpus=space.num_gpus, workload=Workload(isl=isl, osl=osl, prefix_hit=prefix_hit),
                     backend=engine.name, points=points, evaluated=int(total), fitting=int(c["fits"].sum()), seconds=time.perf_counter() - t0,
                     cloud=thinned_cloud(c, sel), roofline_bound=roofline_bound(model, gpu, precs, space.num_gpus, accepted=max(
@@ -407,6 +408,24 @@ def parse_precisions(weight: str | None, activation: str | None, kv: str | None,
     kvs = [kv] if kv else ["bf16", "fp8"] if gpu.supports("fp8") else ["bf16"]
     # precision_for keeps what the checkpoint keeps wider when its own weight format is named
     return tuple(precision_for(model, w, activation, k) for w in ws for k in kvs)
+
+
+def with_energy(model: ModelSpec, cal: Calibration, points: tuple, workload: Workload) -> tuple:
+    """Each frontier point with its energy (serve.energy) charged to its own output tok/s per GPU: the
+    points of one deployment priced together, their concurrencies as one array."""
+    from llm_codesign.serve.energy import energy
+
+    groups: dict[Deployment, list[int]] = {}
+    for i, p in enumerate(points):
+        groups.setdefault(p.deployment, []).append(i)
+    out = list(points)
+    for dep, idx in groups.items():
+        e = energy(model, dep, workload, np.array([points[i].concurrency for i in idx]), calibration=cal,
+                   output_tok_s_per_gpu=np.array([points[i].output_tok_s_per_gpu for i in idx]))
+        for j, i in enumerate(idx):
+            d = e.at(j)
+            out[i] = replace(points[i], energy={k: d[k] for k in ("tokens_per_joule", "tokens_per_joule_node", "tokens_per_joule_at_tdp", "gpu_w")})
+    return tuple(out)
 
 
 def point_breakdown(model: ModelSpec, cal: Calibration, dep: Deployment, concurrency: int, *, isl: int, osl: int) -> list[dict]:

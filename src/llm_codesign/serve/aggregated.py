@@ -174,13 +174,19 @@ def prefill_step(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, costs
     piecewise graphs leave attention outside). `isl` counts the prompt tokens computed; `cached` those
     of its prefix found in the prefix cache, which the computed ones attend to but nothing recomputes.
     Kernels are priced with costs.cal, the engine's in-step calibration."""
-    seqs = np.maximum(tokens / isl, 1.0)
-    cal = costs.cal
-    ops = forward_ops(model, gpu, cal, prec, sh, b=Batch(pf_tokens=tokens, pf_seqs=seqs, pf_ctx=cached + np.maximum(isl - chunk, 0.0) / 2.0,
-                                                       dec_seqs=dec_seqs, dec_ctx=dec_ctx), engine=costs.engine)
+    b = prefill_batch(tokens=tokens, isl=isl, chunk=chunk, dec_seqs=dec_seqs, dec_ctx=dec_ctx, cached=cached)
+    ops = forward_ops(model, gpu, costs.cal, prec, sh, b=b, engine=costs.engine)
+    seqs = b.pf_seqs
     n = launches(ops)  # counted once: each launch pays its host cost, and PDL's share of a boundary comes off
     return (kernels_time(ops, gpu, costs, n_launches=n) + costs.step_overhead + costs.seq_overhead * (seqs + dec_seqs)
             + costs.eager_launch * n)
+
+
+def prefill_batch(*, tokens, isl, chunk, dec_seqs=0.0, dec_ctx=0.0, cached=0.0) -> Batch:
+    """The batch of prefill_step's step: `tokens` of prompts of `isl` (whole, or chunks of `chunk`
+    over the earlier ones, half of them on average) after `cached` tokens, beside `dec_seqs` decodes."""
+    return Batch(pf_tokens=tokens, pf_seqs=np.maximum(tokens / isl, 1.0), pf_ctx=cached + np.maximum(isl - chunk, 0.0) / 2.0,
+                 dec_seqs=dec_seqs, dec_ctx=dec_ctx)
 
 
 class _Rank(NamedTuple):
@@ -247,15 +253,28 @@ def evaluate(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, plan
     res = {
         "ttft_s": ttft, "tpot_s": tpot, "tok_s_per_user": 1.0 / tpot,
         "output_tok_s_per_gpu": out_per_gpu, "io_tok_s_per_gpu": served * (isl + osl) / life / gpus,
-        "tokens_per_joule_bound": out_per_gpu / gpu.tdp_w, "accepted_per_step": acc + 0.0 * tpot,
+        "tokens_per_joule_at_tdp": out_per_gpu / gpu.tdp_w, "accepted_per_step": acc + 0.0 * tpot,
         "step_s": t_stage, "prefill_step_s": t_pf_stage, "draft_s": t_draft + 0.0 * t_stage, "gpus": gpus,
         **_memory_metrics(mem, running),
         "max_concurrency": cap * adp,  # what runs at once: the KV cache or the engine's batch limit, the smaller
         "fits": (mem["free_for_kv"] > 0) & (c_rank <= cap),
     }
     if with_ops:
-        res["ops"] = ops
+        res |= _phase_parts(model, gpu, prec, sh, costs=costs, r=r, steps=(wave_tok, t_wave_step, t_stage, t_draft, ops), share=pf_span / life)
     return res
+
+
+def _phase_parts(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, costs: EngineCosts, r: _Rank, steps, share) -> dict:
+    """The decode step's operators (`ops`) and what the energy model (serve.energy) reads of a
+    request's life: the operators of its wave's prefill step too, the share of each step its kernels
+    fill (the rest is the host's: scheduling, launches), and the share of the life in prefill steps."""
+    wave_tok, t_wave_step, t_stage, t_draft, ops = steps
+    pf_ops = forward_ops(model, gpu, costs.cal, prec, sh, engine=costs.engine,
+                         b=prefill_batch(tokens=wave_tok, isl=r.new, chunk=r.chunk, cached=r.cached))
+    kernels_pf = kernels_time(pf_ops, gpu, costs)
+    kernels_dec = kernels_time(ops, gpu, costs) + t_draft / r.pp  # draft passes: kernels too
+    return {"ops": ops, "prefill_ops": pf_ops, "prefill_kernel_share": kernels_pf / np.maximum(t_wave_step, 1e-30),
+            "decode_kernel_share": kernels_dec / np.maximum(t_stage, 1e-30), "prefill_time_share": share}
 
 
 def max_running(model: ModelSpec, gpu: Gpu, prec: Precision, plan: Plan, *, isl, osl, engine: Engine = TRTLLM,

@@ -10,6 +10,7 @@ from llm_codesign.cost.calibration import Calibration
 from llm_codesign.cost.ops import Batch, forward_ops
 from llm_codesign.errors import InputError
 from llm_codesign.serve.aggregated import binding_resource, engine_budget, op_step_time, pdl_per_launch
+from llm_codesign.serve.energy import energy
 from llm_codesign.serve.invariants import check_estimate
 from llm_codesign.serve.metrics import BATCH_GRID, decode_operators, evaluate
 from llm_codesign.spec.model import ModelSpec
@@ -77,9 +78,10 @@ class Estimate:
     tok_s_per_user: float
     output_tok_s_per_gpu: float
     io_tok_s_per_gpu: float
-    tokens_per_joule_bound: float
+    tokens_per_joule_at_tdp: float
     max_batch: int  # the most requests that run at once
     memory: Memory
+    energy: dict  # serve.energy.Energy.at: tokens per joule (GPU alone, with the node's share) and the power model's figures
     decode_bound: str
     prefill_bound: str
     accepted_per_step: float
@@ -104,7 +106,8 @@ class Estimate:
             "isl": w.isl, "osl": w.osl, "concurrency": self.concurrency, "max_num_tokens": dep.step_tokens,
             "ttft_ms": self.ttft_s * 1e3, "tpot_ms": self.tpot_s * 1e3, "tok_s_per_user": self.tok_s_per_user,
             "output_tok_s_per_gpu": self.output_tok_s_per_gpu, "io_tok_s_per_gpu": self.io_tok_s_per_gpu,
-            "tokens_per_joule_bound": self.tokens_per_joule_bound, "max_batch": self.max_batch, "memory": self.memory.to_dict(),
+            **_per_joule(self.energy), "tokens_per_joule_at_tdp": self.tokens_per_joule_at_tdp, "max_batch": self.max_batch,
+            "memory": self.memory.to_dict(), "power": _power(self.energy),
             "decode_bound": self.decode_bound, "prefill_bound": self.prefill_bound, "accepted_per_step": self.accepted_per_step,
             "fits": self.fits, "precision_notes": list(self.precision_notes),
         }
@@ -128,6 +131,17 @@ class Estimate:
         d = self.to_dict()
         return pd.DataFrame([{**{k: v for k, v in d.items() if not isinstance(v, (dict, list))},
                               **{f"memory_{k}": v for k, v in d["memory"].items()}}])
+
+
+def _per_joule(e: dict) -> dict:
+    """Output tokens per joule: of the GPU alone at the power it draws, and with the node's share
+    (None where no system rating is bundled for the GPU)."""
+    return {"tokens_per_joule": e["tokens_per_joule"], "tokens_per_joule_node": e["tokens_per_joule_node"]}
+
+
+def _power(e: dict) -> dict:
+    """The power model's figures behind them (watts per GPU, activities, sources)."""
+    return {k: v for k, v in e.items() if not k.startswith("tokens_per_joule")}
 
 
 def check(model: ModelSpec, dep: Deployment) -> None:
@@ -184,9 +198,10 @@ def estimate(model: ModelSpec, dep: Deployment, workload: Workload, *, calibrati
     est = Estimate(
         model=model.name, deployment=dep, workload=workload, mode=mode, concurrency=concurrency,
         ttft_s=s("ttft_s"), tpot_s=s("tpot_s"), tok_s_per_user=s("tok_s_per_user"), output_tok_s_per_gpu=s("output_tok_s_per_gpu"),
-        io_tok_s_per_gpu=s("io_tok_s_per_gpu"), tokens_per_joule_bound=s("tokens_per_joule_bound"), max_batch=max_conc,
+        io_tok_s_per_gpu=s("io_tok_s_per_gpu"), tokens_per_joule_at_tdp=s("tokens_per_joule_at_tdp"), max_batch=max_conc,
         memory=Memory(weights=s("weights_bytes"), kv=s("kv_bytes") - s("state_bytes"), state=s("state_bytes"), activations=s("activation_bytes"),
                       free=s("free_bytes"), capacity=dep.gpu.memory_bytes),
+        energy=energy(model, dep, workload, concurrency, calibration=cal).at(),
         decode_bound=binding_resource(dec_ops, per), prefill_bound=binding_resource(pf_ops, per), accepted_per_step=s("accepted_per_step"),
         # a format this GPU cannot execute is priced as the engines map it, and the answer says so
         precision_notes=tuple(executable(dep.precision, dep.gpu)[1]),

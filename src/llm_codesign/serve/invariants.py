@@ -85,6 +85,9 @@ def check_estimate(model: ModelSpec, est):
     flat = {k: v for k, v in out.items() if isinstance(v, (int, float, np.number)) and not isinstance(v, bool)}
     flat.update({f"memory.{k}": v for k, v in out.get("memory", {}).items()})
     flat.update({f"spec.{k}": v for k, v in (out.get("spec") or {}).items() if isinstance(v, (int, float)) and v is not None})
-    check_values(f"estimate {model.name} {dep.plan.label()} on {dep.num_gpus}x{dep.gpu.id}", flat,
-                 floor_s=weight_floor_s(model, dep), accepted=out.get("accepted_per_step", 1.0), signed=())
+    where = f"estimate {model.name} {dep.plan.label()} on {dep.num_gpus}x{dep.gpu.id}"
+    check_values(where, flat, floor_s=weight_floor_s(model, dep), accepted=out.get("accepted_per_step", 1.0), signed=())
+    p = out["power"]  # a board draws between its idle power and its TDP (serve.energy)
+    if not p["idle_w"] * (1.0 - REL_TOL) <= p["gpu_w"] <= p["tdp_w"] * (1.0 + REL_TOL):
+        raise InvariantError(f"{where}: gpu_w {p['gpu_w']!r} outside idle {p['idle_w']!r} .. TDP {p['tdp_w']!r}")
     return est

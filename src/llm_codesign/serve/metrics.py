@@ -26,7 +26,9 @@ class Metrics:
     tok_s_per_user: np.ndarray
     output_tok_s_per_gpu: np.ndarray
     io_tok_s_per_gpu: np.ndarray
-    tokens_per_joule_bound: np.ndarray  # output tokens per joule at the GPUs' TDP: an upper bound
+    # output tokens per joule of a GPU drawing its TDP: a lower bound on the GPU's own tokens per joule
+    # (serve.energy prices the power a deployment draws; estimate and every frontier point report it)
+    tokens_per_joule_at_tdp: np.ndarray
     accepted_per_step: np.ndarray  # tokens a decode step emits (1 without speculation)
     weights_bytes: np.ndarray
     kv_bytes: np.ndarray  # KV cache and recurrent state of the running sequences
