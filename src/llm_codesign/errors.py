@@ -18,6 +18,14 @@ class InputError(ValueError):
         super().__init__(f"{field}: {value!r} is not valid; {valid}")
 
 
+class MissingInput(InputError):
+    """A value the input lacks, worded as a missing option is: `field: no value is not valid; ...`."""
+
+    def __init__(self, field: str, valid: str):
+        self.field, self.value, self.valid = field, None, valid
+        ValueError.__init__(self, f"{field}: no value is not valid; {valid}")
+
+
 class UnsupportedModelError(InputError):
     """A model feature the cost model cannot represent (e.g. Mamba blocks)."""
 

@@ -303,7 +303,7 @@ def _console(*, stderr: bool = False):
 
 def _table(title: str, columns: str, caption: str | None = None, **kw):
     """A terminal table that keeps its figures whole at 80 columns: no column rules, and per column in
-    `columns` (space-separated `name:kind`, `_` for a space in a name) a kind: `n` a number, right-aligned
+    `columns` (space-separated `name:kind`, `_` for a space and `|` for a line break in a name) a kind: `n` a number, right-aligned
     and never wrapped; `t` text that folds rather than being cut; `k` a short key kept on one line."""
     from rich import box
     from rich.table import Table
@@ -312,7 +312,7 @@ def _table(title: str, columns: str, caption: str | None = None, **kw):
     for spec in columns.split():
         name, kind = spec.rsplit(":", 1)
         assert kind in ("n", "t", "k"), spec  # a programming error, never user input
-        t.add_column(name.replace("_", " "), justify="right" if kind == "n" else "left", no_wrap=kind in ("n", "k"),
+        t.add_column(name.replace("_", " ").replace("|", "\n"), justify="right" if kind == "n" else "left", no_wrap=kind in ("n", "k"),
                      overflow="fold" if kind == "t" else "ellipsis", min_width=8 if kind == "t" else None)
     return t
 

@@ -16,7 +16,8 @@ def compare_rows(model_refs: list[str], gpu_refs: list[str], weight_formats: lis
                  calibration: str | None = None, gpu_hour_price: str | None = None) -> list[dict]:
     """For each model x precision x GPU, the deployment with the most output tok/s/GPU that meets the SLO
     (None where none does), with its tok/s/user, TTFT, output tokens per joule (serve.energy), its cost
-    at `gpu_hour_price` where given, and the model's accuracy at that precision."""
+    at `gpu_hour_price` where given, and the model's accuracy at that precision (and the one measure the
+    model's rows are compared on: accuracy_compared)."""
     from llm_codesign.cost.calibration import calibration_for
     from llm_codesign.explore.accuracy_model import accuracy_of
     from llm_codesign.explore.search import SearchSpace, default_precisions, search
@@ -52,7 +53,57 @@ def compare_rows(model_refs: list[str], gpu_refs: list[str], weight_formats: lis
                 else:
                     row["why_none"] = "no deployment meets the SLO"
                 rows.append(row)
+    accuracy_compared(rows)
     return rows
+
+
+def accuracy_compared(rows: list[dict]) -> None:
+    """Sets each row's `accuracy_compared`: the one measure its model's rows are compared on. A score
+    on the benchmark (and setting) every row of the model was published with; else each precision's
+    drop against the model's reference precision (published pairs on shared benchmarks, or the proxy's);
+    else n/a. A model's rows never mix benchmarks: BF16's MMLU beside FP8's OpenLLM average would
+    make FP8 look the more accurate."""
+    by_model: dict[str, list[dict]] = {}
+    for r in rows:
+        by_model.setdefault(r["model"], []).append(r)
+    for group in by_model.values():
+        keys = [[(s["benchmark"], s["setting"]) for s in r["accuracy"]["scores"]] for r in group]
+        common = [k for k in keys[0] if all(k in ks for ks in keys[1:])]
+        for r, ks in zip(group, keys, strict=True):
+            a = r["accuracy"]
+            if common:
+                b, setting = common[0]
+                r["accuracy_compared"] = {"kind": "score", "benchmark": b, "setting": setting,
+                                          "value": a["scores"][ks.index(common[0])]["score"], "source": "published"}
+            elif a["relative_drop_pct"] is not None:
+                r["accuracy_compared"] = {"kind": "drop", "precision": a["precision"], "against": a["reference_precision"],
+                                          "value": a["relative_drop_pct"],
+                                          "sigma": a["drop_uncertainty_pct"], "source": a["drop_source"]}
+            else:
+                r["accuracy_compared"] = {"kind": "n/a", "source": "none"}
+
+
+def _accuracy_cell(c: dict) -> str:
+    if c["kind"] == "score":
+        return f"{c['value']:g}"
+    if c["kind"] == "n/a":
+        return "n/a"
+    if c["source"] == "reference":
+        return "ref" if c["precision"] == c["against"] else "0.0%"  # the reference, or a format of its class
+    return f"-{c['value']:.1f}" + (f"±{c['sigma']:.1f}%" if c["source"] == "proxy" else "%")
+
+
+def _accuracy_notes(rows: list[dict]) -> dict[str, str]:
+    """What each model's accuracy cells are, by model."""
+    out: dict[str, str] = {}
+    for r in rows:
+        c = r["accuracy_compared"]
+        if c["kind"] == "score":
+            out[r["model"]] = f"accuracy: {c['benchmark']}, published for every precision shown ({c['setting']})"
+        elif c["kind"] == "drop" and r["model"] not in out:
+            out[r["model"]] = (f"accuracy: the change against {c['against']} (ref), from published pairs or the proxy's (± 1 "
+                               "sigma); no benchmark was published for every precision shown")
+    return out
 
 
 @app.command()
@@ -92,20 +143,35 @@ def compare(
     if as_json:
         return _dump({"isl": isl, "osl": osl, "num_gpus": gpus_, "min_tps_user": min_tps_user, "max_ttft_ms": max_ttft_ms,
                       "gpu_hour_price": gpu_hour_price, "rows": rows})
+    # one table per model, its name the title and what its accuracy cells are beneath: a long name
+    # (qwen3-235b-a22b-nvfp4) takes no column's width, so 80 columns hold every figure whole; the
+    # columns take one width in every table, so the models still line up
+    one_gpu = len({r["gpu"] for r in rows}) == 1
+    priced = gpu_hour_price is not None
+    columns = (("" if one_gpu else "gpu:k ") + "W:k accuracy:k tok/s|/GPU:n tok/s|/user:n TTFT|ms:n tok/J:n"
+               + (" $/Mtok:n" if priced else "") + " plan:k")
+    cells = [[*(() if one_gpu else (r["gpu"],)), r["weight_dtype"], _accuracy_cell(r["accuracy_compared"]),
+              *((f"{b['output_tok_s_per_gpu']:.0f}", f"{b['tok_s_per_user']:.1f}", f"{b['ttft_ms']:.0f}", f"{b['energy']['tokens_per_joule']:.2f}",
+                 *((f"{b['cost']['usd_per_m_output_tokens']:.3f}",) if priced else ()), b["deployment"]["plan"])
+                if b else ("-", "-", "-", "-", *(("-",) if priced else ()), r.get("why_none", "-")))] for r in rows for b in (r["best"],)]
+    heads = [max(len(x) for x in spec.rsplit(":", 1)[0].split("|")) for spec in columns.split()]
+    widths = [max([h] + [len(c[i]) for c in cells]) for i, h in enumerate(heads)]
+    con = _console()
     slo = ", ".join(x for x in (f">= {min_tps_user:g} tok/s/user" if min_tps_user else "",
                                 f"TTFT <= {max_ttft_ms:g} ms" if max_ttft_ms else "") if x) or "none"
-    t = _table(f"compare at ISL/OSL {isl}/{osl} on {gpus_} GPU{'' if gpus_ == 1 else 's'}, SLO {slo}",
-               "model:t gpu:k W:t accuracy:t source:k tok/s/GPU:n tok/s/user:n TTFT:n tok/J:n"
-               + (" $/Mtok:n" if gpu_hour_price is not None else "") + " plan:t",
-               "accuracy: a published score (and the drop against the model's best precision), or the proxy's drop ± 1 sigma, "
-               "or none. tok/s/GPU: the best deployment meeting the SLO; TTFT in ms. tok/J: output tokens per joule of the GPU "
-               "at its modelled power" + (f"; $/Mtok: per million output tokens at {gpu_hour_price} GPU-hour prices." if gpu_hour_price
-                                          is not None else "."))
-    for r in rows:
-        a, b = r["accuracy"], r["best"]
-        priced = ((f"{b['cost']['usd_per_m_output_tokens']:.3f}",) if b else ("-",)) if gpu_hour_price is not None else ()
-        t.add_row(r["model"], r["gpu"], r["weight_dtype"], a["short"], a["source"],
-                  *((f"{b['output_tok_s_per_gpu']:.0f}", f"{b['tok_s_per_user']:.1f}", f"{b['ttft_ms']:.0f}",
-                     f"{b['energy']['tokens_per_joule']:.2f}", *priced, b["deployment"]["plan"])
-                    if b else ("-", "-", "-", "-", *priced, r.get("why_none", "-"))))
-    _console().print(t)
+    con.print(f"compare at ISL/OSL {isl}/{osl} on {gpus_}x {rows[0]['gpu'] if one_gpu else 'each GPU'}, SLO {slo}", highlight=False)
+    notes = _accuracy_notes(rows)
+    for name in dict.fromkeys(r["model"] for r in rows):
+        t = _table(f"[b]{name}[/b]", columns, title_justify="left")
+        for col, w in zip(t.columns, widths, strict=True):
+            col.min_width = w
+        for r, c in zip(rows, cells, strict=True):
+            if r["model"] == name:
+                t.add_row(*c)
+        con.print(t)
+        if name in notes:
+            con.print(notes[name], highlight=False)
+    con.print("W: weight format. tok/s/GPU: the deployment that meets the SLO with the most output tokens/s per GPU; "
+              "tok/s/user, TTFT, tok/J (output tokens per joule of the GPU at its modelled power)"
+              + (f", $/Mtok (per million output tokens at {gpu_hour_price} GPU-hour prices)" if priced else "")
+              + " and plan are that deployment's.", highlight=False)

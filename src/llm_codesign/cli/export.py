@@ -31,11 +31,12 @@ from llm_codesign.cli.common import (
     _console,
     _deployment,
     _dump,
+    _gpu,
     _model,
     app,
     check_paths,
 )
-from llm_codesign.errors import InputError, parse_nested
+from llm_codesign.errors import InputError, MissingInput, parse_nested
 from llm_codesign.spec.engines import listed
 
 
@@ -230,50 +231,82 @@ def _dynamo(m, gpu, *, prefill, decode, n_pre, n_dec, concurrency, isl, osl, bac
 
 @app.command("import")
 def import_(
-    path: str = typer.Argument(..., help="A file written by `llm-codesign export`."),
-    isl: Optional[int] = typer.Option(None, "--isl", min=1, help="Input tokens per request (default: the export's)."),
-    osl: Optional[int] = typer.Option(None, "--osl", min=1, help="Output tokens per request (default: the export's)."),
+    path: str = typer.Argument(..., help="A file `llm-codesign export` wrote, or an engine's own configuration: a `vllm serve MODEL ...` "
+                               "command line or its --config YAML, a `python -m sglang.launch_server ...` command line, a TensorRT-LLM "
+                               "extra_llm_api_options YAML or `trtllm-serve` command."),
+    gpu: Optional[str] = typer.Option(None, "--gpu", help="The GPU an engine's configuration runs on (it names none); an export states its own."),
+    model: Optional[str] = typer.Option(None, "--model", help="The model served, where the configuration names none (a TensorRT-LLM YAML) "
+                                        "or one the registry does not know (a local checkpoint path)."),
+    backend: Optional[str] = typer.Option(None, "--backend", "--engine", help="The engine of a YAML whose keys do not tell (default: "
+                                          "found from the file)."),
+    concurrency: Optional[int] = typer.Option(None, "--concurrency", min=1, max=1 << 20,
+                                              help="Requests in flight per instance (default: the configuration's max batch)."),
+    isl: Optional[int] = typer.Option(None, "--isl", min=1, help="Input tokens per request (default: the export's, else 1024)."),
+    osl: Optional[int] = typer.Option(None, "--osl", min=1, help="Output tokens per request (default: the export's, else 1024)."),
+    acceptance: Optional[float] = typer.Option(None, "--acceptance", help="Mean accepted tokens per step of the configuration's "
+                                               "speculative decoding (an engine's configuration states none)."),
+    acceptance_rates: Optional[str] = O_RATES,
     calibration: Optional[str] = O_CAL, as_json: bool = typer.Option(False, "--json"),
 ):
-    """The deployment an exported engine configuration starts, priced again: the same JSON as `estimate`."""
-    from llm_codesign.explore.export import _meta, read_dynamo, read_export
+    """The deployment a configuration starts, priced as `estimate` prices it (the same JSON): an export, or the
+    engine's own configuration, its plan, precision and batch read from the options; the options the model does
+    not hold are listed as ignored."""
+    from llm_codesign.explore.export import HEADER, _meta, read_config
 
     text = Path(path).read_text(encoding="utf-8-sig")
-    meta = _meta(text, path)
+    meta = _meta(text, path) if any(line.startswith(HEADER) for line in text.splitlines()) else {}
     isl, osl = isl or meta.get("isl", 1024), osl or meta.get("osl", 1024)
-    if "DynamoGraphDeployment" in text:
-        from dataclasses import replace
-
-        from llm_codesign.cost.calibration import calibration_for
-        from llm_codesign.serve.disagg import estimate_disagg
-
-        pools = read_dynamo(text, path)
-        p, d = pools["prefill"], pools["decode"]
-        dd = d["deployment"]
-        # priced as the export was: both pools on the decode pool's GPU, precision, engine and step budget
-        pre = replace(dd, plan=p["deployment"].plan, num_gpus=p["deployment"].num_gpus)
-        r = estimate_disagg(d["model"], pre, dd, calibration=calibration_for(dd.gpu, calibration), prefill_instances=p["instances"],
-                            decode_instances=d["instances"], concurrencies=[int(meta["concurrency"])], isl=isl, osl=osl)
-        out = {"engine": "dynamo", "model": d["model"].name, "prefill": p["deployment"].to_dict() | {"instances": p["instances"]},
-               "decode": dd.to_dict() | {"instances": d["instances"]}, **r["rows"][0]}
-        if as_json:
-            return _dump(out)
-        _console().print(f"{out['model']}: prefill {p['instances']}x {p['deployment'].plan.label()}, decode {d['instances']}x "
-                         f"{dd.plan.label()} ({dd.backend}): TTFT {out['ttft_ms']:.0f} ms, TPOT {out['tpot_ms']:.2f} ms")
+    if meta and "DynamoGraphDeployment" in text:
+        _import_dynamo(text, path, meta, isl=isl, osl=osl, calibration=calibration, as_json=as_json)
         return
+    if not meta and gpu is None:
+        raise MissingInput("gpu", f"{Path(path).name} names no GPU (an engine's configuration does not): give --gpu, the one it runs on "
+                           "(e.g. --gpu h200)")
+    try:
+        rates = tuple(float(x) for x in acceptance_rates.split(",")) if acceptance_rates else ()
+    except ValueError:
+        raise InputError("acceptance_rates", acceptance_rates, "comma-separated probabilities, e.g. 0.8,0.6,0.5") from None
     from llm_codesign.api import estimate as run
     from llm_codesign.spec.plan import Workload
 
-    imp = read_export(text, path)
-    r = run(imp.model, imp.deployment, Workload(isl=isl, osl=osl, concurrency=imp.concurrency), calibration=calibration).to_dict()
+    imp = read_config(text, path, engine=backend, model=model, gpu=_gpu(gpu) if gpu else None, acceptance=acceptance, acceptance_rates=rates)
+    conc = concurrency or imp.concurrency
+    r = run(imp.model, imp.deployment, Workload(isl=isl, osl=osl, concurrency=conc), calibration=calibration).to_dict()
     r["deployment"] = imp.deployment.to_dict()
-    r["engine"] = imp.engine
+    r |= {"engine": imp.engine, "replicas": imp.replicas, "ignored": list(imp.ignored)}
     if as_json:
         return _dump(r)
     d = imp.deployment
-    _console().print(f"{imp.model.name} on {d.num_gpus}x {d.gpu.name}, {d.plan.label()}, {d.precision.label()}, {imp.engine}: "
-                     f"{imp.concurrency} requests, TTFT {r['ttft_ms']:.0f} ms, TPOT {r['tpot_ms']:.2f} ms, "
-                     f"{r['output_tok_s_per_gpu']:.0f} tok/s/GPU")
+    batch = ("--concurrency" if concurrency else "the configuration's max batch") if conc else "no max batch given: the engine's own and the KV cache's"
+    con = _console()
+    con.print(f"{imp.model.name} on {d.num_gpus}x {d.gpu.name}" + (f" (x{imp.replicas} replicas)" if imp.replicas > 1 else "")
+              + f", {d.plan.label()}, {d.precision.label()}, {imp.engine}: {r['concurrency']} requests ({batch}), "
+              f"TTFT {r['ttft_ms']:.0f} ms, TPOT {r['tpot_ms']:.2f} ms, {r['output_tok_s_per_gpu']:.0f} tok/s/GPU", highlight=False)
+    if imp.ignored:
+        con.print(f"ignored (not modelled): {', '.join(imp.ignored)}", highlight=False)
+
+
+def _import_dynamo(text: str, path: str, meta: dict, *, isl: int, osl: int, calibration, as_json: bool) -> None:
+    """`import` of an exported Dynamo deployment: both pools priced as the export priced them."""
+    from dataclasses import replace
+
+    from llm_codesign.cost.calibration import calibration_for
+    from llm_codesign.explore.export import read_dynamo
+    from llm_codesign.serve.disagg import estimate_disagg
+
+    pools = read_dynamo(text, path)
+    p, d = pools["prefill"], pools["decode"]
+    dd = d["deployment"]
+    # priced as the export was: both pools on the decode pool's GPU, precision, engine and step budget
+    pre = replace(dd, plan=p["deployment"].plan, num_gpus=p["deployment"].num_gpus)
+    r = estimate_disagg(d["model"], pre, dd, calibration=calibration_for(dd.gpu, calibration), prefill_instances=p["instances"],
+                        decode_instances=d["instances"], concurrencies=[int(meta["concurrency"])], isl=isl, osl=osl)
+    out = {"engine": "dynamo", "model": d["model"].name, "prefill": p["deployment"].to_dict() | {"instances": p["instances"]},
+           "decode": dd.to_dict() | {"instances": d["instances"]}, **r["rows"][0]}
+    if as_json:
+        return _dump(out)
+    _console().print(f"{out['model']}: prefill {p['instances']}x {p['deployment'].plan.label()}, decode {d['instances']}x "
+                     f"{dd.plan.label()} ({dd.backend}): TTFT {out['ttft_ms']:.0f} ms, TPOT {out['tpot_ms']:.2f} ms")
 
 
 @app.command("export-point")
