@@ -5,7 +5,7 @@ from typing import Optional
 
 import typer
 
-from llm_codesign.cli.common import O_BACKEND, O_CAL, O_ISL, O_OSL, _console, _dump, _gpu, _model, _table, app
+from llm_codesign.cli.common import O_BACKEND, O_CAL, O_ISL, O_OSL, _console, _dump, _gpu, _model, _table, app, check_paths
 from llm_codesign.errors import InputError
 
 MAX_COMBINATIONS = 48  # each combination is one whole deployment search
@@ -116,6 +116,8 @@ def compare(
     isl: int = O_ISL, osl: int = O_OSL, backend: str = O_BACKEND,
     min_tps_user: Optional[float] = typer.Option(None, "--min-tps-user", help="SLO: minimum tokens/s per user."),
     max_ttft_ms: Optional[float] = typer.Option(None, "--max-ttft-ms", help="SLO: maximum TTFT in ms."),
+    plot_path: Optional[str] = typer.Option(None, "--plot", help="A chart of the rows (.png or .svg): tok/s/GPU against tok/s/user, "
+                                            "each point with its accuracy."),
     calibration: Optional[str] = O_CAL, as_json: bool = typer.Option(False, "--json"),
     gpu_hour_price: Optional[str] = typer.Option(None, "--gpu-hour-price",
                                                  help="Dollars per GPU-hour, `bundled` (the cited data/prices.toml) or a price file: "
@@ -138,8 +140,25 @@ def compare(
         raise InputError("model", model, f"at most {MAX_COMBINATIONS} model x GPU x precision combinations ({n} asked)")
     for g in gpus if gpu_hour_price is not None else ():  # a GPU without a price fails before any search
         price_of(_gpu(g), gpu_hour_price)
+    if plot_path:  # refused before the searches, not after
+        from llm_codesign.outputs import check_writable
+        from llm_codesign.render.report import plot_extra
+
+        if not plot_path.endswith((".png", ".svg")):
+            raise InputError("plot", plot_path, "a .png or .svg path")
+        check_writable("plot", plot_path)
+        plot_extra(plot_path)
+        check_paths([("--plot", plot_path)], {"MODEL": models, "--gpu": gpus, "--calibration": calibration, "--gpu-hour-price": gpu_hour_price})
     rows = compare_rows(models, gpus, formats, num_gpus=gpus_, isl=isl, osl=osl, backend=backend, min_tps_user=min_tps_user,
                         max_ttft_ms=max_ttft_ms, calibration=calibration, gpu_hour_price=gpu_hour_price)
+    slo = ", ".join(x for x in (f">= {min_tps_user:g} tok/s/user" if min_tps_user else "",
+                                f"TTFT <= {max_ttft_ms:g} ms" if max_ttft_ms else "") if x) or "none"
+    if plot_path:
+        from llm_codesign.outputs import write_all
+        from llm_codesign.render.compare_plot import draw_compare
+
+        title = f"compare at ISL/OSL {isl}/{osl} on {gpus_} GPUs, SLO {slo}"
+        write_all([(lambda p: draw_compare(rows, [_accuracy_cell(r["accuracy_compared"]) for r in rows], p, title=title), plot_path)])
     if as_json:
         return _dump({"isl": isl, "osl": osl, "num_gpus": gpus_, "min_tps_user": min_tps_user, "max_ttft_ms": max_ttft_ms,
                       "gpu_hour_price": gpu_hour_price, "rows": rows})
@@ -157,8 +176,6 @@ def compare(
     heads = [max(len(x) for x in spec.rsplit(":", 1)[0].split("|")) for spec in columns.split()]
     widths = [max([h] + [len(c[i]) for c in cells]) for i, h in enumerate(heads)]
     con = _console()
-    slo = ", ".join(x for x in (f">= {min_tps_user:g} tok/s/user" if min_tps_user else "",
-                                f"TTFT <= {max_ttft_ms:g} ms" if max_ttft_ms else "") if x) or "none"
     con.print(f"compare at ISL/OSL {isl}/{osl} on {gpus_}x {rows[0]['gpu'] if one_gpu else 'each GPU'}, SLO {slo}", highlight=False)
     notes = _accuracy_notes(rows)
     for name in dict.fromkeys(r["model"] for r in rows):
@@ -175,3 +192,5 @@ def compare(
               "tok/s/user, TTFT, tok/J (output tokens per joule of the GPU at its modelled power)"
               + (f", $/Mtok (per million output tokens at {gpu_hour_price} GPU-hour prices)" if priced else "")
               + " and plan are that deployment's.", highlight=False)
+    if plot_path:
+        con.print(f"wrote plot: {plot_path}", highlight=False)
