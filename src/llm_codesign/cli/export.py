@@ -74,8 +74,9 @@ def export(
     weight_dtype: Optional[str] = O_W, activation_dtype: Optional[str] = O_A, kv_dtype: Optional[str] = O_KV,
     isl: int = O_ISL, osl: int = O_OSL,
     concurrency: Optional[int] = typer.Option(None, "--concurrency", min=1, max=1 << 20,
-                                              help="Requests in flight per instance, the engine's max batch (omit: the frontier point "
-                                                   "the SLO chooses)."),
+                                              help="Requests in flight per instance, the engine's max batch (omit: the plans the "
+                                                   "flags leave open and every batch are searched, and the point with the most "
+                                                   "tok/s/GPU that meets the SLO is exported)."),
     min_tps_user: Optional[float] = typer.Option(None, "--min-tps-user", help="SLO: minimum tokens/s per user (with --max-ttft-ms "
                                                  "omitted too: 20 tok/s/user and TTFT <= 2000 ms)."),
     max_ttft_ms: Optional[float] = typer.Option(None, "--max-ttft-ms", help="SLO: maximum TTFT in ms."),
@@ -90,10 +91,9 @@ def export(
     decode_instances: int = typer.Option(1, "--decode-instances", min=1, max=1 << 16),
     calibration: Optional[str] = O_CAL, as_json: bool = typer.Option(False, "--json", help="Print the deployment and the predicted figures."),
 ):
-    """The engine's launch configuration for a deployment (the same flags as `estimate`). Without --concurrency,
-    the plans the flags leave open and the batch are searched, and the point with the most tok/s/GPU that meets
-    the SLO is exported: --min-tps-user/--max-ttft-ms, else 20 tok/s/user and a TTFT within 2 s; the precision
-    is the checkpoint's unless --weight-dtype/--kv-dtype name another."""
+    """The engine's launch configuration for a deployment (the same flags as `estimate`); without --concurrency,
+    the frontier point with the most tok/s/GPU that meets the SLO, at the checkpoint's precision unless
+    --weight-dtype/--kv-dtype name another."""
     from llm_codesign.explore.export import dynamo_workers, engine_spec, export_config, export_dynamo, exportable
 
     if backend not in exportable():
@@ -248,9 +248,8 @@ def import_(
     acceptance_rates: Optional[str] = O_RATES,
     calibration: Optional[str] = O_CAL, as_json: bool = typer.Option(False, "--json"),
 ):
-    """The deployment a configuration starts, priced as `estimate` prices it (the same JSON): an export, or the
-    engine's own configuration, its plan, precision and batch read from the options; the options the model does
-    not hold are listed as ignored."""
+    """The deployment an engine configuration starts (an export, or the engine's own command line or YAML),
+    priced as `estimate` prices it; options the model does not hold are listed as ignored."""
     from llm_codesign.explore.export import HEADER, _meta, read_config
 
     text = Path(path).read_text(encoding="utf-8-sig")
