@@ -133,6 +133,13 @@ def test_trtllm_serve_command_with_its_yaml(tmp_path):
     ("vllm serve meta-llama/Llama-3.1-8B --speculative-config '{\"method\": \"eagle3\", \"num_speculative_tokens\": 2}'", {},
      "acceptance: no value is not valid; the configuration drafts tokens"),
     ("vllm serve meta-llama/Llama-3.1-8B", {"gpu": None}, "gpu: no value is not valid; an engine's configuration names no GPU"),
+    # values the engines would refuse: the option named, never a traceback or a TP0 plan
+    ("vllm serve meta-llama/Llama-3.1-8B --tensor-parallel-size eight", {}, "tensor-parallel-size: 'eight' is not valid; a whole number"),
+    ("vllm serve meta-llama/Llama-3.1-8B -tp -2", {}, "tensor-parallel-size: -2 is not valid; a whole number from 1 to 65,536"),
+    ("vllm serve meta-llama/Llama-3.1-8B --max-num-seqs 1.5", {}, "max-num-seqs: 1.5 is not valid; a whole number from 1 to 1,048,576"),
+    ("python -m sglang.launch_server --model-path Qwen/Qwen3-30B-A3B --tp 2 --attn-dp-size 4", {},
+     "tp-size: 2 is not valid; a multiple of attn-dp-size x dcp-size (4)"),
+    ("vllm serve meta-llama/Llama-3.1-8B --speculative-config '{bad'", {}, "speculative-config: '{bad' is not valid; a JSON mapping"),
 ])
 def test_what_cannot_be_read_is_one_line(text, kw, line):
     with pytest.raises(InputError) as e:

@@ -252,7 +252,10 @@ def import_(
     priced as `estimate` prices it; options the model does not hold are listed as ignored."""
     from llm_codesign.explore.export import HEADER, _meta, read_config
 
-    text = Path(path).read_text(encoding="utf-8-sig")
+    try:
+        text = Path(path).read_text(encoding="utf-8-sig")
+    except UnicodeDecodeError as e:
+        raise InputError("path", path, f"a UTF-8 text file ({e.reason} at byte {e.start})") from None
     meta = _meta(text, path) if any(line.startswith(HEADER) for line in text.splitlines()) else {}
     isl, osl = isl or meta.get("isl", 1024), osl or meta.get("osl", 1024)
     if meta and "DynamoGraphDeployment" in text:

@@ -19,7 +19,7 @@ import numpy as np
 from llm_codesign.errors import InputError, MissingInput, parse_nested
 from llm_codesign.explore import yaml_subset
 from llm_codesign.explore.export_engines import DYNAMO, EXPORTERS, engine_spec, exportable, exporter
-from llm_codesign.explore.export_engines.base import check_nested, parse_flags, read_value, resolve_option, weight_option
+from llm_codesign.explore.export_engines.base import check_nested, parse_flags, read_value, resolve_option, weight_option, whole
 from llm_codesign.spec.model import ModelSpec
 from llm_codesign.spec.plan import Deployment
 from llm_codesign.spec.precision import Precision, get_dtype
@@ -162,7 +162,7 @@ def _deployment(engine: str, o: dict, model: ModelSpec, *, gpu, meta: dict, cpp:
     quant, kv, spec, mnt = x.settings(o, meta)
     prec = _real_precision(model, engine, quant, kv) if real else _precision(model, engine, quant, kv, meta)
     dep = Deployment(gpu=gpu, num_gpus=int(np.asarray(plan.gpus)), plan=plan, precision=prec,
-                     backend=engine, spec=spec, max_num_tokens=int(mnt) if mnt else None, cpp=cpp)
+                     backend=engine, spec=spec, max_num_tokens=whole("max_num_tokens", mnt, None, hi=1 << 24) if mnt else None, cpp=cpp)
     return dep, conc
 
 

@@ -205,6 +205,21 @@ def parse_flags(words: list[str], origin: str = "export") -> dict:
     return out
 
 
+def whole(field: str, value, default: int | None = 1, *, hi: int = 1 << 16) -> int | None:
+    """A configuration's whole number (a parallel size, a batch, a token budget) from 1 to `hi`, or
+    `default` where it is absent; anything else (`eight`, 1.5, 0, -2) one line naming the option."""
+    if value is None:
+        return default
+    n = value if isinstance(value, int) and not isinstance(value, bool) else None
+    if isinstance(value, float) and value.is_integer():
+        n = int(value)
+    if isinstance(value, str) and value.strip().isdigit():
+        n = int(value)
+    if n is None or not 1 <= n <= hi:
+        raise InputError(field, value, f"a whole number from 1 to {hi:,}")
+    return n
+
+
 def read_spec(meta: dict, method_value: str | None, k: int | None, engine: str, draft: str | None) -> SpecDecoding | None:
     """The speculative decoding an engine's options name (its method's value, draft length and draft
     model), with the acceptance the header states."""
@@ -217,7 +232,7 @@ def read_spec(meta: dict, method_value: str | None, k: int | None, engine: str, 
     if k is None:
         raise InputError("speculative method", method_value, "with its draft length stated (the tokens drafted a step)")
     s = meta.get("spec") or {}
-    return SpecDecoding(method, int(k), s.get("mean_accepted"), tuple(s.get("rates") or ()), draft or s.get("draft_model"))
+    return SpecDecoding(method, whole("draft length", k, hi=16), s.get("mean_accepted"), tuple(s.get("rates") or ()), draft or s.get("draft_model"))
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -296,8 +311,8 @@ def read_flags(words: list[str], engine: str, origin: str = "config", *, dashes:
             value = given
         elif negated:
             value = False
-        elif i + 1 < len(words) and not words[i + 1].startswith("-") and (
-                not _boolean(key) or words[i + 1].lower() in ("true", "false")):
+        elif i + 1 < len(words) and (not words[i + 1].startswith("-") or words[i + 1][1:2].isdigit()) and (
+                not _boolean(key) or words[i + 1].lower() in ("true", "false")):  # argparse: -2 is a value
             value = words[i + 1]
             i += 1
         else:

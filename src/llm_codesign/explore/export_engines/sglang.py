@@ -18,6 +18,7 @@ from llm_codesign.explore.export_engines.base import (
     read_spec,
     register_exporter,
     weight_option,
+    whole,
 )
 from llm_codesign.spec.engines import SGLANG
 from llm_codesign.spec.model import ModelSpec
@@ -83,15 +84,18 @@ class SGLangExporter(Exporter):
         return o, o.get("model-path") or (pos[0] if pos else None)
 
     def plan_from(self, o: dict, model: ModelSpec) -> tuple[Plan, int | None]:
-        stage, pp = int(o.get("tp-size", 1)), int(o.get("pp-size", 1))
-        adp, kvp = int(o.get("attn-dp-size", 1)), int(o.get("dcp-size", 1))
-        ep = int(o.get("ep-size", 1)) if model.is_moe else 1
-        conc = int(o["max-running-requests"]) if "max-running-requests" in o else None
+        stage, pp, adp, kvp, ep = (whole(k, o.get(k)) for k in ("tp-size", "pp-size", "attn-dp-size", "dcp-size", "ep-size"))
+        if stage % (adp * kvp):  # --tp-size counts every GPU of a stage: attention TP = tp-size / (attn-dp-size x dcp-size)
+            raise InputError("tp-size", stage, f"a multiple of attn-dp-size x dcp-size ({adp * kvp})")
+        ep = ep if model.is_moe else 1
+        if stage % ep:
+            raise InputError("ep-size", ep, f"a divisor of tp-size ({stage})")
+        conc = whole("max-running-requests", o.get("max-running-requests"), None, hi=1 << 20)
         return Plan(stage // (adp * kvp), pp, ep, stage // ep if model.is_moe else 1, adp, kvp), conc
 
     def replicas(self, o: dict, model: ModelSpec) -> tuple[dict, int]:
         """--dp-size: data-parallel copies of the model behind SGLang's router."""
-        dp = int(o.get("dp-size", 1))
+        dp = whole("dp-size", o.get("dp-size"))
         return ({k: v for k, v in o.items() if k != "dp-size"}, dp) if dp > 1 else (o, 1)
 
     def settings(self, o: dict, meta: dict) -> tuple:

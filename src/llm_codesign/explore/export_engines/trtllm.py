@@ -23,6 +23,7 @@ from llm_codesign.explore.export_engines.base import (
     read_spec,
     refuse,
     register_exporter,
+    whole,
 )
 from llm_codesign.spec.engines import TRTLLM
 from llm_codesign.spec.model import ModelSpec
@@ -102,9 +103,9 @@ class TRTLLMExporter(Exporter):
 
     def plan_from(self, o: dict, model: ModelSpec) -> tuple[Plan, int | None]:
         adp_on = bool(o.get("enable_attention_dp"))
-        t = int(o.get("tensor_parallel_size", 1))
+        t = whole("tensor_parallel_size", o.get("tensor_parallel_size"))
         tp, adp = (1, t) if adp_on else (t, 1)
-        kvp = int(o.get("context_parallel_size", 1))
+        kvp = whole("context_parallel_size", o.get("context_parallel_size"))
         helix = engine_spec("trtllm")["context_parallel"]["kvp"]
         if kvp > 1 and (o.get("cp_config") or {}).get("cp_type") != helix:
             # only Helix shards the KV cache along the sequence as the cost model prices context parallelism
@@ -113,10 +114,11 @@ class TRTLLMExporter(Exporter):
         ep, mtp = 1, 1
         if model.is_moe:  # a size not given is what the other leaves of the stage's GPUs
             stage = tp * adp * kvp
-            ep = int(o.get("moe_expert_parallel_size") or stage // int(o.get("moe_tensor_parallel_size") or stage))
-            mtp = int(o.get("moe_tensor_parallel_size") or stage // ep)
-        conc = int(o["max_batch_size"]) * adp if "max_batch_size" in o else None
-        return Plan(tp, int(o.get("pipeline_parallel_size", 1)), ep, mtp, adp, kvp), conc
+            mtp_given = whole("moe_tensor_parallel_size", o.get("moe_tensor_parallel_size"), None)
+            ep = whole("moe_expert_parallel_size", o.get("moe_expert_parallel_size"), max(stage // (mtp_given or stage), 1))
+            mtp = mtp_given or max(stage // ep, 1)
+        batch = whole("max_batch_size", o.get("max_batch_size"), None, hi=1 << 20)
+        return Plan(tp, whole("pipeline_parallel_size", o.get("pipeline_parallel_size")), ep, mtp, adp, kvp), batch * adp if batch else None
 
     def settings(self, o: dict, meta: dict) -> tuple:
         sc = o.get("speculative_config") or {}

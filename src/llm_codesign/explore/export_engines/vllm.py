@@ -20,6 +20,7 @@ from llm_codesign.explore.export_engines.base import (
     register_exporter,
     resolve_option,
     weight_option,
+    whole,
 )
 from llm_codesign.spec.engines import VLLM
 from llm_codesign.spec.model import ModelSpec
@@ -81,15 +82,20 @@ class VLLMExporter(Exporter):
         return o, o.get("model") or (pos[0] if pos else None)
 
     def plan_from(self, o: dict, model: ModelSpec) -> tuple[Plan, int | None]:
-        kvp = int(o.get("decode-context-parallel-size", 1))
-        tp, pp, adp = int(o.get("tensor-parallel-size", 1)) // kvp, int(o.get("pipeline-parallel-size", 1)), int(o.get("data-parallel-size", 1))
+        sizes = {k: whole(k, o.get(k)) for k in ("tensor-parallel-size", "pipeline-parallel-size", "data-parallel-size",
+                                                 "decode-context-parallel-size")}
+        kvp, tps = sizes["decode-context-parallel-size"], sizes["tensor-parallel-size"]
+        if tps % kvp:  # DCP shards the KV cache over ranks of the TP group
+            raise InputError("tensor-parallel-size", tps, f"a multiple of decode-context-parallel-size ({kvp})")
+        tp, pp, adp = tps // kvp, sizes["pipeline-parallel-size"], sizes["data-parallel-size"]
         stage = tp * adp * kvp
         ep, mtp = (stage, 1) if o.get("enable-expert-parallel") else (1, stage if model.is_moe else 1)
-        return Plan(tp, pp, ep, mtp, adp, kvp), int(o["max-num-seqs"]) * adp if "max-num-seqs" in o else None
+        seqs = whole("max-num-seqs", o.get("max-num-seqs"), None, hi=1 << 20)
+        return Plan(tp, pp, ep, mtp, adp, kvp), seqs * adp if seqs else None
 
     def replicas(self, o: dict, model: ModelSpec) -> tuple[dict, int]:
         """A dense model's data-parallel ranks are copies of it (the experts are what DP shares)."""
-        dp = int(o.get("data-parallel-size", 1))
+        dp = whole("data-parallel-size", o.get("data-parallel-size"))
         if model.is_moe or dp == 1:
             return o, 1
         return {k: v for k, v in o.items() if k != "data-parallel-size"}, dp
@@ -97,6 +103,8 @@ class VLLMExporter(Exporter):
     def settings(self, o: dict, meta: dict) -> tuple:
         sc = o.get("speculative-config") or {"method": o.get("spec-method"), "num_speculative_tokens": o.get("spec-tokens"),
                                              "model": o.get("spec-model")}
+        if not isinstance(sc, dict):
+            raise InputError("speculative-config", sc, 'a JSON mapping, e.g. {"method": "eagle3", "num_speculative_tokens": 3}')
         spec = read_spec(meta, sc.get("method"), sc.get("num_speculative_tokens"), "vllm", sc.get("model"))
         return o.get("quantization"), o.get("kv-cache-dtype", "auto"), spec, o.get("max-num-batched-tokens")
 
