@@ -168,7 +168,7 @@ def compare(
     one_gpu = len({r["gpu"] for r in rows}) == 1
     priced = gpu_hour_price is not None
     columns = (("" if one_gpu else "gpu:k ") + "W:k accuracy:k tok/s|/GPU:n tok/s|/user:n TTFT|ms:n tok/J:n"
-               + (" $/Mtok:n" if priced else "") + " plan:k")
+               + (" $/Mtok:n" if priced else "") + " plan:t")
     cells = [[*(() if one_gpu else (r["gpu"],)), r["weight_dtype"], _accuracy_cell(r["accuracy_compared"]),
               *((f"{b['output_tok_s_per_gpu']:.0f}", f"{b['tok_s_per_user']:.1f}", f"{b['ttft_ms']:.0f}", f"{b['energy']['tokens_per_joule']:.2f}",
                  *((f"{b['cost']['usd_per_m_output_tokens']:.3f}",) if priced else ()), b["deployment"]["plan"])
@@ -176,11 +176,12 @@ def compare(
     heads = [max(len(x) for x in spec.rsplit(":", 1)[0].split("|")) for spec in columns.split()]
     widths = [max([h] + [len(c[i]) for c in cells]) for i, h in enumerate(heads)]
     con = _console()
-    con.print(f"compare at ISL/OSL {isl}/{osl} on {gpus_}x {rows[0]['gpu'] if one_gpu else 'each GPU'}, SLO {slo}", highlight=False)
+    on = " / ".join(f"{gpus_}x {g}" for g in dict.fromkeys(r["gpu"] for r in rows))
+    con.print(f"compare at ISL/OSL {isl}/{osl} on {on}, SLO {slo}", highlight=False)
     notes = _accuracy_notes(rows)
     for name in dict.fromkeys(r["model"] for r in rows):
         t = _table(f"[b]{name}[/b]", columns, title_justify="left")
-        for col, w in zip(t.columns, widths, strict=True):
+        for col, w in zip(t.columns[:-1], widths, strict=False):  # the plan, last, wraps between its words where it must
             col.min_width = w
         for r, c in zip(rows, cells, strict=True):
             if r["model"] == name:
