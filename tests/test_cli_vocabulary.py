@@ -191,18 +191,3 @@ def test_the_png_legend_names_the_bound_only_in_view(monkeypatch, tmp_path):
     ys = [p["output_tok_s_per_gpu"] for p in r["frontier"]] + list(r["cloud"]["output_tok_s_per_gpu"])
     assert seen[0].axes[0].get_ylim()[1] == pytest.approx(max(ys) * 1.15)  # the frontier fills the axes
 
-
-def test_compare_plot(tmp_path, monkeypatch):
-    pytest.importorskip("matplotlib")
-    from llm_codesign.render import compare_plot
-
-    drawn = {}
-    real = compare_plot.draw_compare
-    monkeypatch.setattr(compare_plot, "draw_compare", lambda rows, cells, path, **kw: (drawn.update(cells=cells), real(rows, cells, path, **kw)))
-    out = tmp_path / "c.png"
-    code, stdout, err = cli("compare", "llama-3.1-70b", "--gpu", "h200", "--plot", str(out))
-    assert code == 0, err
-    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and stdout.splitlines()[-1] == f"wrote plot: {out}"
-    assert drawn["cells"] == ["84.4", "84.29"]  # each point labelled with the model's one benchmark
-    code, _, err = cli("compare", "llama-3.1-70b", "--plot", str(tmp_path / "c.jpg"))
-    assert code == 2 and err.strip() == f"error: plot: '{tmp_path / 'c.jpg'}' is not valid; a .png or .svg path"
