@@ -145,8 +145,11 @@ def test_pareto_table_keeps_each_point_on_one_line_at_80_columns():
     # whole source text folded every row into six lines)
     lines = _pareto_80("llama-3.1-70b", "--gpu", "h200", "--gpus", "8", "--weight-dtype", "fp8", "--kv-dtype", "fp8")
     rows = [line for line in lines if re.search(r"\d  TP\d", line)]
-    assert len(rows) == 26 and all(len(line) <= 80 and line.split()[4].startswith("TP") for line in rows)
-    assert "every point: W/KV fp8/fp8, spec none, drop -0.2%" in lines
+    # 52 points thinned to every second one and the interactive end, and said so
+    assert len(rows) == 27 and all(len(line) <= 80 and line.split()[4].startswith("TP") for line in rows)
+    assert "27 of 52 frontier points shown; --json or --csv for all" in lines
+    assert rows[-1].split()[:3] == ["181.4", "22", "72"]  # the interactive end (batch 1), which every second point skipped
+    assert "every point: W/KV fp8/fp8, spec none, drop 0.2%" in lines
     assert "accuracy at fp8/fp8: OpenLLM v1 avg (instruct) 84.29, -0.2%" in lines
     assert not any("W/KV:" in line or "drop:" in line for line in lines)  # no key to columns not shown
 
@@ -158,13 +161,13 @@ def test_pareto_table_at_80_columns_keeps_the_columns_that_differ_whole():
     header = next(line for line in lines if "tok/s/user" in line)
     assert header.split()[-2:] == ["W/KV", "drop"] and "spec" not in header
     cells = [line.split()[-2:] for line in lines if "/fp8 " in line]
-    assert cells and all(c[0] in ("nvfp4/fp8", "fp8/fp8") and re.fullmatch(r"-\d\.\d%|best", c[1]) for c in cells)
+    assert cells and all(c[0] in ("nvfp4/fp8", "fp8/fp8") and re.fullmatch(r"\d\.\d%|best", c[1]) for c in cells)
     assert "every point: spec none" in lines
 
 
 @pytest.mark.parametrize("acc, text", [
-    ({"source": "published", "relative_drop_pct": 0.1528, "drop_uncertainty_pct": 0.0225}, "-0.2%"),
-    ({"source": "proxy", "relative_drop_pct": 1.26, "drop_uncertainty_pct": 0.44}, "-1.3±0.4%"),
+    ({"source": "published", "relative_drop_pct": 0.1528, "drop_uncertainty_pct": 0.0225}, "0.2%"),
+    ({"source": "proxy", "relative_drop_pct": 1.26, "drop_uncertainty_pct": 0.44}, "1.3±0.4%"),
     ({"source": "proxy", "relative_drop_pct": 0.0, "drop_uncertainty_pct": 0.0}, "best"),
     ({"source": "none", "relative_drop_pct": None}, "none"), (None, "none")])
 def test_a_frontier_rows_accuracy_cell(acc, text):

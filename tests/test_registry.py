@@ -20,6 +20,9 @@ def test_listing_matches_the_specs():
     assert 660e9 < m.total_params < 690e9 and 35e9 < m.active_params < 40e9  # DeepSeek-V3 report: 671B total, 37B active
 
 
-def test_unknown_name_lists_the_known_ones():
-    with pytest.raises(InputError, match="llama-3.1-70b"):
+def test_unknown_name_names_the_close_ones_and_where_the_rest_are_listed():
+    # the close names, not all 32 (issue 41: `llama3-70b` got the whole list and no "did you mean")
+    with pytest.raises(InputError, match=r"did you mean llama-3.3-70b, llama-3.1-70b or llama-2-70b\? a bundled name \(`llm-codesign models`"):
+        get_model("llama3-70b")
+    with pytest.raises(InputError, match=r"is not valid; a bundled name \(`llm-codesign models` lists all \d+\)"):
         get_model("no-such-model")

@@ -113,4 +113,4 @@ print(json.dumps([O_BACKEND.help, typing.get_args(Engine), r.exit_code, json.loa
     assert help_ == "trtllm, vllm, sglang or toy." and choices == ["trtllm", "vllm", "sglang", "toy"]
     assert (code_, backend) == (0, "toy")
     # no exporter is registered for it: export refuses in one line naming those that are
-    assert x_code == 2 and " ".join(x_out.split()) == "error: engine: 'toy' is not valid; one of: trtllm, vllm, sglang, dynamo"
+    assert x_code == 2 and " ".join(x_out.split()) == "error: backend: 'toy' is not valid; one of: trtllm, vllm, sglang, dynamo"

@@ -18,6 +18,14 @@ class InputError(ValueError):
         super().__init__(f"{field}: {value!r} is not valid; {valid}")
 
 
+class MissingInput(InputError):
+    """A value the input lacks, worded as a missing option is: `field: no value is not valid; ...`."""
+
+    def __init__(self, field: str, valid: str):
+        self.field, self.value, self.valid = field, None, valid
+        ValueError.__init__(self, f"{field}: no value is not valid; {valid}")
+
+
 class UnsupportedModelError(InputError):
     """A model feature the cost model cannot represent (e.g. Mamba blocks)."""
 
@@ -61,3 +69,36 @@ def read_toml(path: str, field: str, what: str) -> dict:
         return parse_nested(tomllib.loads, p.read_text(encoding="utf-8-sig"), field, path)
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
         raise InputError(field, path, f"valid TOML ({e})") from None
+
+
+def close_matches(word: str, names, *, n: int = 3, cutoff: float = 0.6) -> list[str]:
+    """The names most like `word` for a "did you mean", best first, case-insensitive: those that begin
+    with it or that it begins with (`max-ttft` -> `max-ttft-ms`, `h100-80gb` -> `h100`), then difflib's closest at a ratio of at least `cutoff` (below it a
+    suggestion is noise: `batch` and `backend` share 0.5). Empty where nothing is close."""
+    import difflib
+
+    w = str(word).strip().lower()
+    by_key = {}
+    for name in names:
+        by_key.setdefault(str(name).lower(), str(name))
+    if not w:
+        return []
+    prefixed = sorted((k for k in by_key if min(len(w), len(k)) >= 3 and k != w and (k.startswith(w) or w.startswith(k))),
+                      key=lambda k: abs(len(k) - len(w)))
+    close = difflib.get_close_matches(w, list(by_key), n=n, cutoff=cutoff)
+    return [by_key[k] for k in dict.fromkeys(prefixed + close)][:n]
+
+
+def did_you_mean(near: list[str]) -> str:
+    """'did you mean A, B or C? ' for the close names `near` (close_matches), '' for none."""
+    if not near:
+        return ""
+    return "did you mean " + (near[0] if len(near) == 1 else ", ".join(near[:-1]) + " or " + near[-1]) + "? "
+
+
+class MissingExtra(InputError):
+    """A command whose optional dependencies are not installed: names the extra and the pip line."""
+
+    def __init__(self, extra: str, module: str, what: str):
+        self.field, self.value, self.valid = extra, module, f"pip install 'llm-codesign[{extra}]'"
+        ValueError.__init__(self, f"{what} needs the {extra} extra ({module} is not installed): pip install 'llm-codesign[{extra}]'")

@@ -6,7 +6,7 @@ from typing import Optional
 
 import typer
 
-from llm_codesign.cli.common import O_CAL, _console, _dump, _int_list, app, check_paths
+from llm_codesign.cli.common import O_CAL, _console, _dump, _int_list, _table, app, check_paths
 from llm_codesign.errors import InputError
 
 
@@ -24,18 +24,13 @@ def _write_predictions(path: str, rows: list[dict], preds: list[dict]) -> None:
 
 def _print_report(rep: dict, title: str, *, stderr: bool = False) -> None:
     """The report's tables, on stderr where the predictions went to standard output (--out -)."""
-    from rich.table import Table
-
     from llm_codesign.measure.accuracy import LABELS
     from llm_codesign.measure.audit import DISCORDANT_RATIO, REPEAT_METRICS
 
     con = _console(stderr=stderr)
-    t = Table(title=f"{title}: {rep['modeled']} of {rep['rows']} rows modelled",
-              caption="APE: absolute percentage error; signed: median of the signed error, positive where predicted above measured")
-    t.add_column("group", overflow="fold")
-    t.add_column("metric", no_wrap=True)
-    for c in ("n", "median APE %", "p90 APE %", "signed %"):
-        t.add_column(c, justify="right")
+    # group names kept whole (`model qwen3-235b-a22b` folded mid-name in a boxed table at 80 columns)
+    t = _table(f"{title}: {rep['modeled']} of {rep['rows']} rows modelled", "group:k metric:k n:n median|APE_%:n p90|APE_%:n signed|%:n",
+               "APE: absolute percentage error; signed: median of the signed error, positive where predicted above measured")
     for metric, st in rep["overall"].items():
         t.add_row("[b]overall[/b]", LABELS.get(metric, metric), str(st["n"]), f"{st['median_ape']:.1f}", f"{st['p90_ape']:.1f}",
                   f"{st['signed_median_pe']:+.1f}")

@@ -191,7 +191,9 @@ def estimate(
                  ("largest batch that fits", r["max_batch"] if r["fits"] else f"[yellow]{r['max_batch']}: {r['over_capacity']}[/yellow]"),
                  ("memory per GPU", f"weights {mem['weights_gb']:.1f} GB, KV {mem['kv_gb']:.1f} GB"
                   + (f", recurrent state {mem['state_gb']:.1f} GB" if mem["state_gb"] else "")
-                  + f", free {mem['free_gb']:.1f} GB of {mem['capacity_gb']:.0f} GB"),
+                  # the driver's capacity, which the fit uses, beside the data sheet's (H200: 150.8 GB usable, sold as 141 GB)
+                  + f", free {mem['free_gb']:.1f} GB of {mem['capacity_gb']:.1f} GB usable ({dep.gpu.hbm_bytes / 1e9:.0f} GB HBM "
+                    "on the data sheet)"),
                  ("decode step bound by", r["decode_bound"]), ("prefill bound by", r["prefill_bound"])):
         t.add_row(k, str(v))
     if "spec" in r:
@@ -443,14 +445,15 @@ def pareto(
 
 def _drop_text(acc: dict | None) -> str:
     """A frontier row's accuracy in a few characters (explore.accuracy_model.point_accuracy): the drop
-    against the model's best precision, with the proxy's sigma; 'best' where there is none, 'none' unknown."""
+    against the model's best precision, with the proxy's sigma; 'best' where there is none, 'none' unknown.
+    Unsigned: the column and the line beneath say "drop" ("drop -0.2%" would read as a gain)."""
     drop = (acc or {}).get("relative_drop_pct")
     if drop is None:
         return "none"
     sigma = acc.get("drop_uncertainty_pct") or 0.0
     if not drop and not sigma:
         return "best"
-    return f"-{drop:.1f}±{sigma:.1f}%" if acc.get("source") == "proxy" else f"-{drop:.1f}%"
+    return f"{drop:.1f}±{sigma:.1f}%" if acc.get("source") == "proxy" else f"{drop:.1f}%"
 
 
 def _print_frontiers(con, results: list[dict], *, isl: int, osl: int, prefix_hit: float) -> None:
@@ -459,10 +462,13 @@ def _print_frontiers(con, results: list[dict], *, isl: int, osl: int, prefix_hit
         mode = " disaggregated" if r.get("mode") == "disaggregated" else ""
         hit = f", {prefix_hit:.0%} prefix-cache hits" if r.get("prefix_hit") else ""
         fr = r["frontier"]
+        # about 24 rows, evenly spaced, and always both ends (the throughput end and the interactive end)
+        shown = fr[::max(1, len(fr) // 24)]
+        shown += fr[len(fr) - 1:] if fr and shown[-1] is not fr[-1] else []
         rows = [(f"{p['tok_s_per_user']:.1f}", f"{p['output_tok_s_per_gpu']:.0f}", f"{p['ttft_ms']:.0f}", f"{p['tpot_ms']:.2f}",
                  d["plan"], str(d["replicas"]), str(d["concurrency_per_instance"]), f"{d['weight_dtype']}/{d['kv_dtype']}",
                  f"{d['spec']} k={d['draft_len']}" if d["spec"] else "-", _drop_text(p.get("accuracy")))
-                for p in fr[::max(1, len(fr) // 24)] for d in (p["deployment"],)]
+                for p in shown for d in (p["deployment"],)]
         columns = "tok/s/user:n tok/s/GPU:n TTFT:n TPOT:n plan:t x:n batch:n W/KV:k spec:k drop:k".split()
         # the precision, speculation and accuracy columns where they differ between points; where every
         # point shares one, it is said once beneath (a frontier of one precision fits 80 columns so)
@@ -475,6 +481,8 @@ def _print_frontiers(con, results: list[dict], *, isl: int, osl: int, prefix_hit
         for row in rows:
             t.add_row(*(row[i] for i in keep))
         con.print(t)
+        if len(rows) < len(fr):
+            con.print(f"{len(rows)} of {len(fr)} frontier points shown; --json or --csv for all", highlight=False)
         if rows:  # the key to the columns (an empty frontier says why below)
             con.print(" ".join(["TTFT, TPOT: ms. x: instances of the plan. batch: requests per instance.", *(notes[i] for i in (7, 9) if i in keep)]),
                       highlight=False)

@@ -7,7 +7,7 @@ import signal
 
 import typer
 
-from llm_codesign.errors import InputError
+from llm_codesign.errors import InputError, close_matches, did_you_mean
 from llm_codesign.spec.engines import listed
 
 try:
@@ -79,6 +79,29 @@ def _param_of(ctx, opt: str):
     return None
 
 
+# other tools' words for an option of ours (vLLM's --max-num-seqs, a benchmark's --batch-size), suggested
+# where the command has the option
+OPTION_SYNONYMS = {"batch": "concurrency", "batch-size": "concurrency", "max-batch-size": "concurrency", "max-num-seqs": "concurrency",
+                   "max-running-requests": "concurrency", "num-gpus": "gpus", "tp-size": "tp", "pp-size": "pp", "ep-size": "ep",
+                   "quantization": "weight-dtype", "kv-cache-dtype": "kv-dtype", "model": "MODEL"}
+
+
+def near_options(typed: str, ctx) -> list[str]:
+    """The command's options close to a flag it does not take, best first (errors.close_matches on the
+    names without their dashes, which otherwise make `--batch` and `--backend` look alike), and the
+    option another tool's word for it names (`--batch` -> `--concurrency`)."""
+    params = getattr(getattr(ctx, "command", None), "params", ()) or ()
+    longs = {o[2:]: o for p in params for o in (getattr(p, "opts", ()) or ()) if o.startswith("--")}
+    word = typed.lstrip("-").split("=", 1)[0].replace("_", "-")
+    near = [longs[k] for k in close_matches(word, longs)]
+    syn = OPTION_SYNONYMS.get(word)
+    if syn == "MODEL" and any(getattr(p, "name", "") == "model" and getattr(p, "param_type_name", "") == "argument" for p in params):
+        near.insert(0, "the MODEL argument (no flag)")
+    elif syn in longs and longs[syn] not in near:
+        near.insert(0, longs[syn])
+    return near[:3]
+
+
 def usage_line(e: UsageError, group_ctx=None) -> str:
     """A usage error (a value an option's type refuses, a missing or unknown option, argument or command)
     as the one line every bad input gets: `field: value is not valid; what is valid`, the flag named.
@@ -91,7 +114,11 @@ def usage_line(e: UsageError, group_ctx=None) -> str:
         sub = group_ctx.command.get_command(group_ctx, name) if name else None
         ctx = group_ctx if sub is None else type(group_ctx)(sub, info_name=name, parent=group_ctx)
     # the program as installed, whatever name the runner gave it (CliRunner calls it "root")
-    where = "`" + " ".join(["llm-codesign", *(ctx.command_path.split()[1:] if ctx is not None else []), "--help"]) + "`"
+    names, c = [], ctx
+    while c is not None and c.parent is not None:  # the root's name is the runner's (`python -m llm_codesign.cli`)
+        names.insert(0, c.info_name)
+        c = c.parent
+    where = "`" + " ".join(["llm-codesign", *names, "--help"]) + "`"
     param = getattr(e, "param", None)
     if isinstance(e, BadOptionUsage) and param is None:  # an option given without its value
         param = _param_of(ctx, e.option_name)
@@ -110,14 +137,12 @@ def usage_line(e: UsageError, group_ctx=None) -> str:
             return f"{name}: {value!r} is not valid; {_valid(param)} ({flags})"
         return f"{name}: {' '.join((e.message or '').split())} ({flags})"
     if isinstance(e, NoSuchOption):
-        near = sorted(e.possibilities or ())
-        return (f"option: {e.option_name!r} is not valid; " + (f"did you mean {', '.join(near)}? " if near else "")
-                + f"the options are listed by {where}")
+        return f"option: {e.option_name!r} is not valid; " + did_you_mean(near_options(e.option_name, ctx)) + f"the options are listed by {where}"
     msg = " ".join((e.message or "").split())
-    m = re.match(r"No such command '(.*)'\.?$", msg)
+    m = re.match(r"No such command '(.*?)'\.?( Did you mean .*)?$", msg)
     if m and ctx is not None:
-        names = ", ".join(ctx.command.list_commands(ctx))
-        return f"command: {m.group(1)!r} is not valid; one of: {names}"
+        names = ctx.command.list_commands(ctx)
+        return f"command: {m.group(1)!r} is not valid; " + did_you_mean(close_matches(m.group(1), names)) + "one of: " + ", ".join(names)
     m = re.match(r"Got unexpected extra arguments?(?:\(s\))? \((.*)\)$", msg)
     if m:
         return f"arguments: {m.group(1)!r} is not valid; no more arguments (a flag takes no value), see {where}"
@@ -278,7 +303,7 @@ def _console(*, stderr: bool = False):
 
 def _table(title: str, columns: str, caption: str | None = None, **kw):
     """A terminal table that keeps its figures whole at 80 columns: no column rules, and per column in
-    `columns` (space-separated `name:kind`, `_` for a space in a name) a kind: `n` a number, right-aligned
+    `columns` (space-separated `name:kind`, `_` for a space and `|` for a line break in a name) a kind: `n` a number, right-aligned
     and never wrapped; `t` text that folds rather than being cut; `k` a short key kept on one line."""
     from rich import box
     from rich.table import Table
@@ -287,7 +312,7 @@ def _table(title: str, columns: str, caption: str | None = None, **kw):
     for spec in columns.split():
         name, kind = spec.rsplit(":", 1)
         assert kind in ("n", "t", "k"), spec  # a programming error, never user input
-        t.add_column(name.replace("_", " "), justify="right" if kind == "n" else "left", no_wrap=kind in ("n", "k"),
+        t.add_column(name.replace("_", " ").replace("|", "\n"), justify="right" if kind == "n" else "left", no_wrap=kind in ("n", "k"),
                      overflow="fold" if kind == "t" else "ellipsis", min_width=8 if kind == "t" else None)
     return t
 
@@ -359,7 +384,7 @@ O_A = typer.Option(None, "--activation-dtype")
 O_KV = typer.Option(None, "--kv-dtype")
 O_ISL = typer.Option(1024, "--isl", min=1, max=MAX_TOKENS, help="Input tokens per request.")
 O_OSL = typer.Option(1024, "--osl", min=1, max=MAX_TOKENS, help="Output tokens per request.")
-O_BACKEND = typer.Option("trtllm", "--backend", help=f"{listed()}.")
+O_BACKEND = typer.Option("trtllm", "--backend", "--engine", help=f"{listed()}.")
 O_SPEC = typer.Option(None, "--spec", help="Speculative decoding: eagle3, mtp or draft.")
 O_K = typer.Option(None, "--draft-len", min=1, max=16, help="Draft tokens per step.")
 O_ACC = typer.Option(None, "--acceptance", help="Mean accepted tokens per step (1..k+1).")

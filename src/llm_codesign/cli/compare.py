@@ -5,7 +5,7 @@ from typing import Optional
 
 import typer
 
-from llm_codesign.cli.common import O_BACKEND, O_CAL, O_ISL, O_OSL, _console, _dump, _gpu, _model, _table, app
+from llm_codesign.cli.common import O_BACKEND, O_CAL, O_ISL, O_OSL, _console, _dump, _gpu, _model, _table, app, check_paths
 from llm_codesign.errors import InputError
 
 MAX_COMBINATIONS = 48  # each combination is one whole deployment search
@@ -16,7 +16,8 @@ def compare_rows(model_refs: list[str], gpu_refs: list[str], weight_formats: lis
                  calibration: str | None = None, gpu_hour_price: str | None = None) -> list[dict]:
     """For each model x precision x GPU, the deployment with the most output tok/s/GPU that meets the SLO
     (None where none does), with its tok/s/user, TTFT, output tokens per joule (serve.energy), its cost
-    at `gpu_hour_price` where given, and the model's accuracy at that precision."""
+    at `gpu_hour_price` where given, and the model's accuracy at that precision (and the one measure the
+    model's rows are compared on: accuracy_compared)."""
     from llm_codesign.cost.calibration import calibration_for
     from llm_codesign.explore.accuracy_model import accuracy_of
     from llm_codesign.explore.search import SearchSpace, default_precisions, search
@@ -52,7 +53,57 @@ def compare_rows(model_refs: list[str], gpu_refs: list[str], weight_formats: lis
                 else:
                     row["why_none"] = "no deployment meets the SLO"
                 rows.append(row)
+    accuracy_compared(rows)
     return rows
+
+
+def accuracy_compared(rows: list[dict]) -> None:
+    """Sets each row's `accuracy_compared`: the one measure its model's rows are compared on. A score
+    on the benchmark (and setting) every row of the model was published with; else each precision's
+    drop against the model's reference precision (published pairs on shared benchmarks, or the proxy's);
+    else n/a. A model's rows never mix benchmarks: BF16's MMLU beside FP8's OpenLLM average would
+    make FP8 look the more accurate."""
+    by_model: dict[str, list[dict]] = {}
+    for r in rows:
+        by_model.setdefault(r["model"], []).append(r)
+    for group in by_model.values():
+        keys = [[(s["benchmark"], s["setting"]) for s in r["accuracy"]["scores"]] for r in group]
+        common = [k for k in keys[0] if all(k in ks for ks in keys[1:])]
+        for r, ks in zip(group, keys, strict=True):
+            a = r["accuracy"]
+            if common:
+                b, setting = common[0]
+                r["accuracy_compared"] = {"kind": "score", "benchmark": b, "setting": setting,
+                                          "value": a["scores"][ks.index(common[0])]["score"], "source": "published"}
+            elif a["relative_drop_pct"] is not None:
+                r["accuracy_compared"] = {"kind": "drop", "precision": a["precision"], "against": a["reference_precision"],
+                                          "value": a["relative_drop_pct"],
+                                          "sigma": a["drop_uncertainty_pct"], "source": a["drop_source"]}
+            else:
+                r["accuracy_compared"] = {"kind": "n/a", "source": "none"}
+
+
+def _accuracy_cell(c: dict) -> str:
+    if c["kind"] == "score":
+        return f"{c['value']:g}"
+    if c["kind"] == "n/a":
+        return "n/a"
+    if c["source"] == "reference":
+        return "ref" if c["precision"] == c["against"] else "0.0%"  # the reference, or a format of its class
+    return f"-{c['value']:.1f}" + (f"±{c['sigma']:.1f}%" if c["source"] == "proxy" else "%")
+
+
+def _accuracy_notes(rows: list[dict]) -> dict[str, str]:
+    """What each model's accuracy cells are, by model."""
+    out: dict[str, str] = {}
+    for r in rows:
+        c = r["accuracy_compared"]
+        if c["kind"] == "score":
+            out[r["model"]] = f"accuracy: {c['benchmark']}, published for every precision shown ({c['setting']})"
+        elif c["kind"] == "drop" and r["model"] not in out:
+            out[r["model"]] = (f"accuracy: the change against {c['against']} (ref), from published pairs or the proxy's (± 1 "
+                               "sigma); no benchmark was published for every precision shown")
+    return out
 
 
 @app.command()
@@ -65,6 +116,8 @@ def compare(
     isl: int = O_ISL, osl: int = O_OSL, backend: str = O_BACKEND,
     min_tps_user: Optional[float] = typer.Option(None, "--min-tps-user", help="SLO: minimum tokens/s per user."),
     max_ttft_ms: Optional[float] = typer.Option(None, "--max-ttft-ms", help="SLO: maximum TTFT in ms."),
+    plot_path: Optional[str] = typer.Option(None, "--plot", help="A chart of the rows (.png or .svg): tok/s/GPU against tok/s/user, "
+                                            "each point with its accuracy."),
     calibration: Optional[str] = O_CAL, as_json: bool = typer.Option(False, "--json"),
     gpu_hour_price: Optional[str] = typer.Option(None, "--gpu-hour-price",
                                                  help="Dollars per GPU-hour, `bundled` (the cited data/prices.toml) or a price file: "
@@ -87,25 +140,58 @@ def compare(
         raise InputError("model", model, f"at most {MAX_COMBINATIONS} model x GPU x precision combinations ({n} asked)")
     for g in gpus if gpu_hour_price is not None else ():  # a GPU without a price fails before any search
         price_of(_gpu(g), gpu_hour_price)
+    if plot_path:  # refused before the searches, not after
+        from llm_codesign.outputs import check_writable
+        from llm_codesign.render.report import plot_extra
+
+        if not plot_path.endswith((".png", ".svg")):
+            raise InputError("plot", plot_path, "a .png or .svg path")
+        check_writable("plot", plot_path)
+        plot_extra(plot_path)
+        check_paths([("--plot", plot_path)], {"MODEL": models, "--gpu": gpus, "--calibration": calibration, "--gpu-hour-price": gpu_hour_price})
     rows = compare_rows(models, gpus, formats, num_gpus=gpus_, isl=isl, osl=osl, backend=backend, min_tps_user=min_tps_user,
                         max_ttft_ms=max_ttft_ms, calibration=calibration, gpu_hour_price=gpu_hour_price)
+    slo = ", ".join(x for x in (f">= {min_tps_user:g} tok/s/user" if min_tps_user else "",
+                                f"TTFT <= {max_ttft_ms:g} ms" if max_ttft_ms else "") if x) or "none"
+    if plot_path:
+        from llm_codesign.outputs import write_all
+        from llm_codesign.render.compare_plot import draw_compare
+
+        title = f"compare at ISL/OSL {isl}/{osl} on {gpus_} GPUs, SLO {slo}"
+        write_all([(lambda p: draw_compare(rows, [_accuracy_cell(r["accuracy_compared"]) for r in rows], p, title=title), plot_path)])
     if as_json:
         return _dump({"isl": isl, "osl": osl, "num_gpus": gpus_, "min_tps_user": min_tps_user, "max_ttft_ms": max_ttft_ms,
                       "gpu_hour_price": gpu_hour_price, "rows": rows})
-    slo = ", ".join(x for x in (f">= {min_tps_user:g} tok/s/user" if min_tps_user else "",
-                                f"TTFT <= {max_ttft_ms:g} ms" if max_ttft_ms else "") if x) or "none"
-    t = _table(f"compare at ISL/OSL {isl}/{osl} on {gpus_} GPU{'' if gpus_ == 1 else 's'}, SLO {slo}",
-               "model:t gpu:k W:t accuracy:t source:k tok/s/GPU:n tok/s/user:n TTFT:n tok/J:n"
-               + (" $/Mtok:n" if gpu_hour_price is not None else "") + " plan:t",
-               "accuracy: a published score (and the drop against the model's best precision), or the proxy's drop ± 1 sigma, "
-               "or none. tok/s/GPU: the best deployment meeting the SLO; TTFT in ms. tok/J: output tokens per joule of the GPU "
-               "at its modelled power" + (f"; $/Mtok: per million output tokens at {gpu_hour_price} GPU-hour prices." if gpu_hour_price
-                                          is not None else "."))
-    for r in rows:
-        a, b = r["accuracy"], r["best"]
-        priced = ((f"{b['cost']['usd_per_m_output_tokens']:.3f}",) if b else ("-",)) if gpu_hour_price is not None else ()
-        t.add_row(r["model"], r["gpu"], r["weight_dtype"], a["short"], a["source"],
-                  *((f"{b['output_tok_s_per_gpu']:.0f}", f"{b['tok_s_per_user']:.1f}", f"{b['ttft_ms']:.0f}",
-                     f"{b['energy']['tokens_per_joule']:.2f}", *priced, b["deployment"]["plan"])
-                    if b else ("-", "-", "-", "-", *priced, r.get("why_none", "-"))))
-    _console().print(t)
+    # one table per model, its name the title and what its accuracy cells are beneath: a long name
+    # (qwen3-235b-a22b-nvfp4) takes no column's width, so 80 columns hold every figure whole; the
+    # columns take one width in every table, so the models still line up
+    one_gpu = len({r["gpu"] for r in rows}) == 1
+    priced = gpu_hour_price is not None
+    columns = (("" if one_gpu else "gpu:k ") + "W:k accuracy:k tok/s|/GPU:n tok/s|/user:n TTFT|ms:n tok/J:n"
+               + (" $/Mtok:n" if priced else "") + " plan:t")
+    cells = [[*(() if one_gpu else (r["gpu"],)), r["weight_dtype"], _accuracy_cell(r["accuracy_compared"]),
+              *((f"{b['output_tok_s_per_gpu']:.0f}", f"{b['tok_s_per_user']:.1f}", f"{b['ttft_ms']:.0f}", f"{b['energy']['tokens_per_joule']:.2f}",
+                 *((f"{b['cost']['usd_per_m_output_tokens']:.3f}",) if priced else ()), b["deployment"]["plan"])
+                if b else ("-", "-", "-", "-", *(("-",) if priced else ()), r.get("why_none", "-")))] for r in rows for b in (r["best"],)]
+    heads = [max(len(x) for x in spec.rsplit(":", 1)[0].split("|")) for spec in columns.split()]
+    widths = [max([h] + [len(c[i]) for c in cells]) for i, h in enumerate(heads)]
+    con = _console()
+    on = " / ".join(f"{gpus_}x {g}" for g in dict.fromkeys(r["gpu"] for r in rows))
+    con.print(f"compare at ISL/OSL {isl}/{osl} on {on}, SLO {slo}", highlight=False)
+    notes = _accuracy_notes(rows)
+    for name in dict.fromkeys(r["model"] for r in rows):
+        t = _table(f"[b]{name}[/b]", columns, title_justify="left")
+        for col, w in zip(t.columns[:-1], widths, strict=False):  # the plan, last, wraps between its words where it must
+            col.min_width = w
+        for r, c in zip(rows, cells, strict=True):
+            if r["model"] == name:
+                t.add_row(*c)
+        con.print(t)
+        if name in notes:
+            con.print(notes[name], highlight=False)
+    con.print("W: weight format. tok/s/GPU: the deployment that meets the SLO with the most output tokens/s per GPU; "
+              "tok/s/user, TTFT, tok/J (output tokens per joule of the GPU at its modelled power)"
+              + (f", $/Mtok (per million output tokens at {gpu_hour_price} GPU-hour prices)" if priced else "")
+              + " and plan are that deployment's.", highlight=False)
+    if plot_path:
+        con.print(f"wrote plot: {plot_path}", highlight=False)

@@ -31,12 +31,13 @@ from llm_codesign.cli.common import (
     _console,
     _deployment,
     _dump,
+    _gpu,
     _model,
     app,
     check_paths,
 )
-from llm_codesign.errors import InputError, parse_nested
-from llm_codesign.spec.engines import engine_names, listed
+from llm_codesign.errors import InputError, MissingInput, parse_nested
+from llm_codesign.spec.engines import listed
 
 
 def _check_out(out: str, inputs: dict, *, as_json: bool = False) -> None:
@@ -54,57 +55,104 @@ def _file_name(out: str) -> str:
     return "config.yaml" if out == "-" else Path(out).name
 
 
+# export's default SLO where neither a batch nor an SLO is given: a reader's pace (a person reads 4-5
+# words, about 6 tokens, a second; 20 tok/s/user streams well ahead of them) and a first token within
+# 2 s. Not the offline max-throughput batch, which on 8x H200 runs Llama-3.1-70B at ~10 tok/s/user and
+# ~3 s to the first token: a batch job's settings, not a server's.
+INTERACTIVE_SLO = {"min_tps_user": 20.0, "max_ttft_ms": 2000.0}
+
+
 @app.command()
 def export(
     model: str = typer.Argument(..., help="Registry name, Hugging Face id or config.json path."),
     gpu: str = O_GPU, gpus_: Optional[int] = O_GPUS,
-    engine: str = typer.Option(..., "--engine", help=", ".join(engine_names()) + ", or dynamo (a disaggregated deployment)."),
+    backend: str = typer.Option("trtllm", "--backend", "--engine", help=f"{listed()}: the engine the file starts (with --prefill/"
+                                "--decode, the engine of Dynamo's workers); dynamo: Dynamo with trtllm workers."),
     out: str = typer.Option(..., "-o", "--out", help="The file to write (YAML; a shell script for SGLang); - for standard output."),
     tp: Optional[int] = O_TP, pp: Optional[int] = O_PP, ep: Optional[int] = O_EP, moe_tp: Optional[int] = O_MTP,
     attention_dp: Optional[int] = O_ADP, kvp: Optional[int] = O_KVP,
     weight_dtype: Optional[str] = O_W, activation_dtype: Optional[str] = O_A, kv_dtype: Optional[str] = O_KV,
     isl: int = O_ISL, osl: int = O_OSL,
     concurrency: Optional[int] = typer.Option(None, "--concurrency", min=1, max=1 << 20,
-                                              help="Requests in flight per instance, the engine's max batch (omit: the offline-max-throughput batch)."),
-    replicas: int = typer.Option(1, "--replicas", min=1, max=1 << 16, help="Instances of this configuration (stated in the file)."),
-    backend: Optional[str] = typer.Option(None, "--backend", help="Dynamo's worker engine (default trtllm); otherwise the exported engine."),
+                                              help="Requests in flight per instance, the engine's max batch (omit: the plans the "
+                                                   "flags leave open and every batch are searched, and the point with the most "
+                                                   "tok/s/GPU that meets the SLO is exported)."),
+    min_tps_user: Optional[float] = typer.Option(None, "--min-tps-user", help="SLO: minimum tokens/s per user (with --max-ttft-ms "
+                                                 "omitted too: 20 tok/s/user and TTFT <= 2000 ms)."),
+    max_ttft_ms: Optional[float] = typer.Option(None, "--max-ttft-ms", help="SLO: maximum TTFT in ms."),
+    replicas: Optional[int] = typer.Option(None, "--replicas", min=1, max=1 << 16,
+                                           help="With --concurrency: instances of this configuration (stated in the file); default 1."),
     spec: Optional[str] = O_SPEC, draft_len: Optional[int] = O_K, acceptance: Optional[float] = O_ACC,
     acceptance_rates: Optional[str] = O_RATES, draft_model: Optional[str] = O_DRAFT, max_num_tokens: Optional[int] = O_MNT,
-    cpp: bool = typer.Option(False, "--cpp", help="Chunked pipeline parallelism for prefill."),
+    cpp: bool = typer.Option(False, "--cpp", help="Chunked pipeline parallelism for prefill (with --concurrency)."),
     prefill: Optional[str] = typer.Option(None, "--prefill", help="Dynamo: prefill instance plan, e.g. tp=8,ep=8."),
     decode: Optional[str] = typer.Option(None, "--decode", help="Dynamo: decode instance plan, e.g. attention_dp=8,ep=8."),
     prefill_instances: int = typer.Option(1, "--prefill-instances", min=1, max=1 << 16),
     decode_instances: int = typer.Option(1, "--decode-instances", min=1, max=1 << 16),
     calibration: Optional[str] = O_CAL, as_json: bool = typer.Option(False, "--json", help="Print the deployment and the predicted figures."),
 ):
-    """The engine's launch configuration for a deployment (the same flags as `estimate`)."""
-    from llm_codesign.explore.export import engine_spec, export_config, export_dynamo, exportable
-    from llm_codesign.outputs import write_text
+    """The engine's launch configuration for a deployment (the same flags as `estimate`); without --concurrency,
+    the frontier point with the most tok/s/GPU that meets the SLO, at the checkpoint's precision unless
+    --weight-dtype/--kv-dtype name another."""
+    from llm_codesign.explore.export import dynamo_workers, engine_spec, export_config, export_dynamo, exportable
 
-    if engine not in exportable():
-        raise InputError("engine", engine, "one of: " + ", ".join(exportable()))
+    if backend not in exportable():
+        raise InputError("backend", backend, "one of: " + ", ".join(exportable()))
+    for name, v in (("min_tps_user", min_tps_user), ("max_ttft_ms", max_ttft_ms)):
+        if v is not None and not (0 < v < float("inf")):
+            raise InputError(name, v, "a positive finite number")
+    disagg = backend == "dynamo" or prefill is not None or decode is not None
+    slo_given = min_tps_user is not None or max_ttft_ms is not None
+    if slo_given and (disagg or concurrency is not None):
+        raise InputError("min_tps_user" if min_tps_user is not None else "max_ttft_ms", min_tps_user if min_tps_user is not None else max_ttft_ms,
+                         "unset with " + ("a Dynamo deployment (it exports the --concurrency given)" if disagg else
+                                          "--concurrency (the SLO chooses the batch; give one or the other)"))
+    if concurrency is None and not disagg:
+        if replicas is not None:
+            raise InputError("replicas", replicas, "set with --concurrency only (without it, the frontier point chosen states its instances)")
+        if cpp:
+            raise InputError("cpp", cpp, "set with --concurrency only (the frontier search prices no chunked pipeline parallelism)")
     _check_out(out, {"MODEL": model, "--gpu": gpu, "--calibration": calibration}, as_json=as_json)
     m = _model(model)
-    if engine == "dynamo":
+    chosen = None
+    if disagg:
+        worker = "trtllm" if backend == "dynamo" else backend
+        if worker not in dynamo_workers():
+            *rest, last = dynamo_workers()
+            raise InputError("backend", worker, f"{', '.join(rest)} or {last} (Dynamo's worker engine)")
+        engine = "dynamo"
         text, summary = _dynamo(m, gpu, prefill=prefill, decode=decode, n_pre=prefill_instances, n_dec=decode_instances,
-                                concurrency=concurrency or 64, isl=isl, osl=osl, backend=backend or "trtllm", weight_dtype=weight_dtype,
+                                concurrency=concurrency or 64, isl=isl, osl=osl, backend=worker, weight_dtype=weight_dtype,
                                 activation_dtype=activation_dtype, kv_dtype=kv_dtype, spec=spec, draft_len=draft_len, acceptance=acceptance,
                                 acceptance_rates=acceptance_rates, draft_model=draft_model, max_num_tokens=max_num_tokens,
                                 calibration=calibration, export_dynamo=export_dynamo)
     else:
-        if backend and backend != engine:
-            raise InputError("backend", backend, f"the exported engine ({engine}), whose calibration prices the deployment")
-        from llm_codesign.api import estimate as run
-        from llm_codesign.spec.plan import Workload
-
+        engine = backend
         dep = _deployment(m, gpu, gpus_, tp=tp, pp=pp, ep=ep, moe_tp=moe_tp, attention_dp=attention_dp, kvp=kvp, weight_dtype=weight_dtype,
                           activation_dtype=activation_dtype, kv_dtype=kv_dtype, backend=engine, spec=spec, draft_len=draft_len, acceptance=acceptance,
                           acceptance_rates=acceptance_rates, draft_model=draft_model, max_num_tokens=max_num_tokens, cpp=cpp)
-        r = run(m, dep, Workload(isl=isl, osl=osl, concurrency=concurrency), calibration=calibration).to_dict()
-        summary = {"deployment": dep.to_dict(), "concurrency": r["concurrency"], "replicas": replicas,
-                   "predicted": {k: r[k] for k in ("ttft_ms", "tpot_ms", "tok_s_per_user", "output_tok_s_per_gpu")}}
-        text = export_config(m, dep, engine=engine, concurrency=int(r["concurrency"]), replicas=replicas,
-                             file_name=_file_name(out), extra={"isl": isl, "osl": osl, "predicted": summary["predicted"]})
+        if concurrency is None:
+            slo = {"min_tps_user": min_tps_user, "max_ttft_ms": max_ttft_ms} if slo_given else dict(INTERACTIVE_SLO)
+            point = _slo_point(m, dep, fixed=dict(tp=tp, pp=pp, ep=ep, moe_tp=moe_tp, attention_dp=attention_dp, kvp=kvp),
+                               isl=isl, osl=osl, slo=slo, calibration=calibration, gpus_value=gpus_)
+            dep, conc, n_rep = point.deployment, point.concurrency, point.replicas
+            predicted = {"ttft_ms": point.ttft_s * 1e3, "tpot_ms": point.tpot_s * 1e3, "tok_s_per_user": point.tok_s_per_user,
+                         "output_tok_s_per_gpu": point.output_tok_s_per_gpu}
+            chosen = {"slo": slo, "default": not slo_given, "plan": dep.plan.label(), "replicas": n_rep, "concurrency": conc}
+        else:
+            from llm_codesign.api import estimate as run
+            from llm_codesign.spec.plan import Workload
+
+            r = run(m, dep, Workload(isl=isl, osl=osl, concurrency=concurrency), calibration=calibration).to_dict()
+            conc, n_rep = int(r["concurrency"]), replicas or 1
+            predicted = {k: r[k] for k in ("ttft_ms", "tpot_ms", "tok_s_per_user", "output_tok_s_per_gpu")}
+        summary = {"deployment": dep.to_dict(), "concurrency": conc, "replicas": n_rep, "predicted": predicted}
+        if chosen:
+            summary["chosen_by"] = chosen
+        text = export_config(m, dep, engine=engine, concurrency=conc, replicas=n_rep, file_name=_file_name(out),
+                             extra={"isl": isl, "osl": osl, "predicted": predicted})
+    from llm_codesign.outputs import write_text
+
     write_text(out, text, executable=text.startswith("#!"))
     es = engine_spec(engine)
     launch = next((line[len("# launch: "):] for line in text.splitlines() if line.startswith("# launch: ")),
@@ -112,24 +160,59 @@ def export(
     if as_json:
         return _dump({"engine": engine, "version": es["version"], "file": out, "launch": launch, **summary})
     p = summary["predicted"]
-    _console(stderr=out == "-").print(f"wrote {engine} {es['version']} configuration: {'standard output' if out == '-' else out}\nlaunch: {launch}\n"
-                     f"predicted: TTFT {p['ttft_ms']:.0f} ms, TPOT {p['tpot_ms']:.2f} ms, {p['tok_s_per_user']:.1f} tok/s/user, "
-                     f"{p['output_tok_s_per_gpu']:.0f} tok/s/GPU at {summary['concurrency']} requests")
+    con = _console(stderr=out == "-")
+    if chosen:
+        con.print(_chosen_line(chosen), highlight=False)
+    con.print(f"wrote {engine} {es['version']} configuration: {'standard output' if out == '-' else out}\nlaunch: {launch}\n"
+              f"predicted: TTFT {p['ttft_ms']:.0f} ms, TPOT {p['tpot_ms']:.2f} ms, {p['tok_s_per_user']:.1f} tok/s/user, "
+              f"{p['output_tok_s_per_gpu']:.0f} tok/s/GPU at {summary['concurrency']} requests", highlight=False)
+
+
+def _slo_text(slo: dict) -> str:
+    parts = [f">= {slo['min_tps_user']:g} tok/s/user" if slo.get("min_tps_user") is not None else "",
+             f"TTFT <= {slo['max_ttft_ms']:g} ms" if slo.get("max_ttft_ms") is not None else ""]
+    return " and ".join(x for x in parts if x)
+
+
+def _chosen_line(chosen: dict) -> str:
+    """Which frontier point export chose and why (the SLO, and whether it was the default)."""
+    why = (f"{_slo_text(chosen['slo'])}, the interactive default (--min-tps-user/--max-ttft-ms set another, --concurrency a batch)"
+           if chosen["default"] else _slo_text(chosen["slo"]))
+    x = f" x{chosen['replicas']}" if chosen["replicas"] > 1 else ""
+    return (f"chose {chosen['plan']}{x} at {chosen['concurrency']} requests per instance: the frontier point with the most "
+            f"tok/s/GPU that meets {why}")
+
+
+def _slo_point(m, dep, *, fixed: dict, isl: int, osl: int, slo: dict, calibration, gpus_value):
+    """The frontier point with the most output tok/s/GPU that meets `slo`: the plans the fixed sizes
+    leave open on dep.num_gpus GPUs (replicas of smaller instances fill them) x every batch, at dep's
+    precision, speculation (its draft length) and step token budget."""
+    from dataclasses import replace
+
+    from llm_codesign.cli.common import nothing_found
+    from llm_codesign.cost.calibration import calibration_for
+    from llm_codesign.explore.search import SearchSpace, search
+    from llm_codesign.spec.engines import get_engine
+
+    space = SearchSpace.build(m, dep.gpu, num_gpus=dep.num_gpus, spec=dep.spec, draft_len=dep.spec.k if dep.spec else None, **fixed)
+    space = replace(space, precisions=(dep.precision,), spec_ks=(dep.spec.k,) if dep.spec else space.spec_ks)
+    r = search(m, dep.gpu, calibration_for(dep.gpu, calibration), space, isl=isl, osl=osl, engine=get_engine(dep.backend),
+               max_num_tokens=dep.max_num_tokens, **slo)
+    if not r.points:
+        raise nothing_found([r.to_dict()], gpus_value or dep.num_gpus, slo)
+    return max(r.points, key=lambda q: q.output_tok_s_per_gpu)
 
 
 def _dynamo(m, gpu, *, prefill, decode, n_pre, n_dec, concurrency, isl, osl, backend, weight_dtype, activation_dtype, kv_dtype,
             spec, draft_len, acceptance, acceptance_rates, draft_model, max_num_tokens, calibration, export_dynamo):
     from llm_codesign.cli.common import _gpu, _precision, _spec
     from llm_codesign.cost.calibration import calibration_for
-    from llm_codesign.explore.export import dynamo_workers
     from llm_codesign.serve.disagg import estimate_disagg
     from llm_codesign.spec.plan import Deployment, Plan
 
     if not prefill or not decode:
-        raise InputError("engine", "dynamo", "a disaggregated deployment: --prefill PLAN and --decode PLAN (e.g. --prefill tp=8 --decode tp=8)")
-    if backend not in dynamo_workers():
-        *rest, last = dynamo_workers()
-        raise InputError("backend", backend, f"{', '.join(rest)} or {last} (Dynamo's worker engine)")
+        raise InputError("prefill/decode", f"{prefill or '(none)'} / {decode or '(none)'}", "both plans of a Dynamo disaggregated "
+                         "deployment, e.g. --prefill tp=8 --decode tp=8")
     g = _gpu(gpu)
     prec = _precision(m, weight_dtype, activation_dtype, kv_dtype)
     sd = _spec(spec, draft_len, acceptance, acceptance_rates, draft_model)
@@ -148,50 +231,84 @@ def _dynamo(m, gpu, *, prefill, decode, n_pre, n_dec, concurrency, isl, osl, bac
 
 @app.command("import")
 def import_(
-    path: str = typer.Argument(..., help="A file written by `llm-codesign export`."),
-    isl: Optional[int] = typer.Option(None, "--isl", min=1, help="Input tokens per request (default: the export's)."),
-    osl: Optional[int] = typer.Option(None, "--osl", min=1, help="Output tokens per request (default: the export's)."),
+    path: str = typer.Argument(..., help="A file `llm-codesign export` wrote, or an engine's own configuration: a `vllm serve MODEL ...` "
+                               "command line or its --config YAML, a `python -m sglang.launch_server ...` command line, a TensorRT-LLM "
+                               "extra_llm_api_options YAML or `trtllm-serve` command."),
+    gpu: Optional[str] = typer.Option(None, "--gpu", help="The GPU an engine's configuration runs on (it names none); an export states its own."),
+    model: Optional[str] = typer.Option(None, "--model", help="The model served, where the configuration names none (a TensorRT-LLM YAML) "
+                                        "or one the registry does not know (a local checkpoint path)."),
+    backend: Optional[str] = typer.Option(None, "--backend", "--engine", help="The engine of a YAML whose keys do not tell (default: "
+                                          "found from the file)."),
+    concurrency: Optional[int] = typer.Option(None, "--concurrency", min=1, max=1 << 20,
+                                              help="Requests in flight per instance (default: the configuration's max batch)."),
+    isl: Optional[int] = typer.Option(None, "--isl", min=1, help="Input tokens per request (default: the export's, else 1024)."),
+    osl: Optional[int] = typer.Option(None, "--osl", min=1, help="Output tokens per request (default: the export's, else 1024)."),
+    acceptance: Optional[float] = typer.Option(None, "--acceptance", help="Mean accepted tokens per step of the configuration's "
+                                               "speculative decoding (an engine's configuration states none)."),
+    acceptance_rates: Optional[str] = O_RATES,
     calibration: Optional[str] = O_CAL, as_json: bool = typer.Option(False, "--json"),
 ):
-    """The deployment an exported engine configuration starts, priced again: the same JSON as `estimate`."""
-    from llm_codesign.explore.export import _meta, read_dynamo, read_export
+    """The deployment an engine configuration starts (an export, or the engine's own command line or YAML),
+    priced as `estimate` prices it; options the model does not hold are listed as ignored."""
+    from llm_codesign.explore.export import HEADER, _meta, read_config
 
-    text = Path(path).read_text(encoding="utf-8-sig")
-    meta = _meta(text, path)
+    try:
+        text = Path(path).read_text(encoding="utf-8-sig")
+    except UnicodeDecodeError as e:
+        raise InputError("path", path, f"a UTF-8 text file ({e.reason} at byte {e.start})") from None
+    meta = _meta(text, path) if any(line.startswith(HEADER) for line in text.splitlines()) else {}
     isl, osl = isl or meta.get("isl", 1024), osl or meta.get("osl", 1024)
-    if "DynamoGraphDeployment" in text:
-        from dataclasses import replace
-
-        from llm_codesign.cost.calibration import calibration_for
-        from llm_codesign.serve.disagg import estimate_disagg
-
-        pools = read_dynamo(text, path)
-        p, d = pools["prefill"], pools["decode"]
-        dd = d["deployment"]
-        # priced as the export was: both pools on the decode pool's GPU, precision, engine and step budget
-        pre = replace(dd, plan=p["deployment"].plan, num_gpus=p["deployment"].num_gpus)
-        r = estimate_disagg(d["model"], pre, dd, calibration=calibration_for(dd.gpu, calibration), prefill_instances=p["instances"],
-                            decode_instances=d["instances"], concurrencies=[int(meta["concurrency"])], isl=isl, osl=osl)
-        out = {"engine": "dynamo", "model": d["model"].name, "prefill": p["deployment"].to_dict() | {"instances": p["instances"]},
-               "decode": dd.to_dict() | {"instances": d["instances"]}, **r["rows"][0]}
-        if as_json:
-            return _dump(out)
-        _console().print(f"{out['model']}: prefill {p['instances']}x {p['deployment'].plan.label()}, decode {d['instances']}x "
-                         f"{dd.plan.label()} ({dd.backend}): TTFT {out['ttft_ms']:.0f} ms, TPOT {out['tpot_ms']:.2f} ms")
+    if meta and "DynamoGraphDeployment" in text:
+        _import_dynamo(text, path, meta, isl=isl, osl=osl, calibration=calibration, as_json=as_json)
         return
+    if not meta and gpu is None:
+        raise MissingInput("gpu", f"{Path(path).name} names no GPU (an engine's configuration does not): give --gpu, the one it runs on "
+                           "(e.g. --gpu h200)")
+    try:
+        rates = tuple(float(x) for x in acceptance_rates.split(",")) if acceptance_rates else ()
+    except ValueError:
+        raise InputError("acceptance_rates", acceptance_rates, "comma-separated probabilities, e.g. 0.8,0.6,0.5") from None
     from llm_codesign.api import estimate as run
     from llm_codesign.spec.plan import Workload
 
-    imp = read_export(text, path)
-    r = run(imp.model, imp.deployment, Workload(isl=isl, osl=osl, concurrency=imp.concurrency), calibration=calibration).to_dict()
+    imp = read_config(text, path, engine=backend, model=model, gpu=_gpu(gpu) if gpu else None, acceptance=acceptance, acceptance_rates=rates)
+    conc = concurrency or imp.concurrency
+    r = run(imp.model, imp.deployment, Workload(isl=isl, osl=osl, concurrency=conc), calibration=calibration).to_dict()
     r["deployment"] = imp.deployment.to_dict()
-    r["engine"] = imp.engine
+    r |= {"engine": imp.engine, "replicas": imp.replicas, "ignored": list(imp.ignored)}
     if as_json:
         return _dump(r)
     d = imp.deployment
-    _console().print(f"{imp.model.name} on {d.num_gpus}x {d.gpu.name}, {d.plan.label()}, {d.precision.label()}, {imp.engine}: "
-                     f"{imp.concurrency} requests, TTFT {r['ttft_ms']:.0f} ms, TPOT {r['tpot_ms']:.2f} ms, "
-                     f"{r['output_tok_s_per_gpu']:.0f} tok/s/GPU")
+    batch = ("--concurrency" if concurrency else "the configuration's max batch") if conc else "no max batch given: the engine's own and the KV cache's"
+    con = _console()
+    con.print(f"{imp.model.name} on {d.num_gpus}x {d.gpu.name}" + (f" (x{imp.replicas} replicas)" if imp.replicas > 1 else "")
+              + f", {d.plan.label()}, {d.precision.label()}, {imp.engine}: {r['concurrency']} requests ({batch}), "
+              f"TTFT {r['ttft_ms']:.0f} ms, TPOT {r['tpot_ms']:.2f} ms, {r['output_tok_s_per_gpu']:.0f} tok/s/GPU", highlight=False)
+    if imp.ignored:
+        con.print(f"ignored (not modelled): {', '.join(imp.ignored)}", highlight=False)
+
+
+def _import_dynamo(text: str, path: str, meta: dict, *, isl: int, osl: int, calibration, as_json: bool) -> None:
+    """`import` of an exported Dynamo deployment: both pools priced as the export priced them."""
+    from dataclasses import replace
+
+    from llm_codesign.cost.calibration import calibration_for
+    from llm_codesign.explore.export import read_dynamo
+    from llm_codesign.serve.disagg import estimate_disagg
+
+    pools = read_dynamo(text, path)
+    p, d = pools["prefill"], pools["decode"]
+    dd = d["deployment"]
+    # priced as the export was: both pools on the decode pool's GPU, precision, engine and step budget
+    pre = replace(dd, plan=p["deployment"].plan, num_gpus=p["deployment"].num_gpus)
+    r = estimate_disagg(d["model"], pre, dd, calibration=calibration_for(dd.gpu, calibration), prefill_instances=p["instances"],
+                        decode_instances=d["instances"], concurrencies=[int(meta["concurrency"])], isl=isl, osl=osl)
+    out = {"engine": "dynamo", "model": d["model"].name, "prefill": p["deployment"].to_dict() | {"instances": p["instances"]},
+           "decode": dd.to_dict() | {"instances": d["instances"]}, **r["rows"][0]}
+    if as_json:
+        return _dump(out)
+    _console().print(f"{out['model']}: prefill {p['instances']}x {p['deployment'].plan.label()}, decode {d['instances']}x "
+                     f"{dd.plan.label()} ({dd.backend}): TTFT {out['ttft_ms']:.0f} ms, TPOT {out['tpot_ms']:.2f} ms")
 
 
 @app.command("export-point")
@@ -199,7 +316,7 @@ def export_point(
     path: str = typer.Argument(..., help="A frontier as `pareto --json` writes it."),
     index: int = typer.Option(..., "--index", min=0, help="The frontier point, in the JSON's order (0: the throughput end, the last: the interactive end)."),
     out: str = typer.Option(..., "-o", "--out", help="The file to write; - for standard output."),
-    engine: Optional[str] = typer.Option(None, "--engine", help=listed() + " (default: the frontier's engine)."),
+    engine: Optional[str] = typer.Option(None, "--backend", "--engine", help=listed() + " (default: the frontier's engine)."),
 ):
     """The engine's launch configuration of one frontier point: its plan, precision, step token budget and batch."""
     import json
@@ -223,7 +340,7 @@ def export_point(
     rec = p["deployment"]
     dep = Deployment.from_dict(rec)
     if engine and engine != dep.backend:
-        raise InputError("engine", engine, f"the engine the frontier was priced for ({dep.backend}); search again with --backend {engine}")
+        raise InputError("backend", engine, f"the engine the frontier was priced for ({dep.backend}); search again with --backend {engine}")
     m = _model(r["model"])
     text = export_config(m, dep, engine=dep.backend, concurrency=int(rec["concurrency_per_instance"]), replicas=int(rec.get("replicas", 1)),
                          file_name=_file_name(out), extra={"isl": r.get("isl"), "osl": r.get("osl"), "predicted": {

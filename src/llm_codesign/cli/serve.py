@@ -4,7 +4,7 @@ from __future__ import annotations
 import typer
 
 from llm_codesign.cli.common import app
-from llm_codesign.errors import InputError
+from llm_codesign.errors import InputError, MissingExtra
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
@@ -54,7 +54,7 @@ def serve(
 
         from llm_codesign.web.app import create_app
     except ImportError as e:
-        raise InputError("serve", getattr(e, "name", None) or "fastapi", "the serve extra: pip install 'llm-codesign[serve]'") from None
+        raise MissingExtra("serve", getattr(e, "name", None) or "fastapi", "`llm-codesign serve`") from None
     _check_bind(host, port)
     hosts = allowed_hosts(host, allowed_host)
     typer.echo(f"llm-codesign: http://{'[' + host + ']' if ':' in host else host}:{port}/  (Ctrl-C stops it)", err=True)

@@ -18,7 +18,7 @@ def sweep(
     gpus_: int = typer.Option(8, "--gpus", min=1, max=1 << 16, help="GPUs per deployment (replicas of smaller instances fill them)."),
     precisions: Optional[str] = typer.Option(None, "--precisions", help="Weight formats, comma-separated (default: the checkpoint's "
                                              "and what each GPU runs natively; each with BF16 and FP8 KV cache)."),
-    backend: str = typer.Option("trtllm", "--backend", help="Engines, comma-separated: " + ", ".join(engine_names()) + "."),
+    backend: str = typer.Option("trtllm", "--backend", "--engine", help="Engines, comma-separated: " + ", ".join(engine_names()) + "."),
     isl: str = typer.Option("1024", "--isl", help="Input tokens per request, comma-separated (paired with --osl)."),
     osl: str = typer.Option("1024", "--osl", help="Output tokens per request, comma-separated (paired with --isl)."),
     max_num_tokens_grid: Optional[str] = typer.Option(None, "--max-num-tokens-grid", help="Step token budgets searched: a list or auto."),

@@ -16,10 +16,10 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from llm_codesign.errors import InputError, parse_nested
+from llm_codesign.errors import InputError, MissingInput, parse_nested
 from llm_codesign.explore import yaml_subset
 from llm_codesign.explore.export_engines import DYNAMO, EXPORTERS, engine_spec, exportable, exporter
-from llm_codesign.explore.export_engines.base import check_nested, parse_flags, weight_option
+from llm_codesign.explore.export_engines.base import check_nested, parse_flags, read_value, resolve_option, weight_option, whole
 from llm_codesign.spec.model import ModelSpec
 from llm_codesign.spec.plan import Deployment
 from llm_codesign.spec.precision import Precision, get_dtype
@@ -70,12 +70,17 @@ def export_config(model: ModelSpec, dep: Deployment, *, engine: str, concurrency
 
 @dataclass(frozen=True)
 class Imported:
+    """What a configuration starts: one instance of `deployment` run as `replicas` copies with
+    `concurrency` requests in flight each (None: the configuration caps none, so the engine's own
+    default and the KV cache do), and the options read from it; `ignored`, a real configuration's
+    options the deployment does not hold (an export has none)."""
     engine: str
     model: ModelSpec
     deployment: Deployment
-    concurrency: int
+    concurrency: int | None
     replicas: int
     options: dict
+    ignored: tuple[str, ...] = ()
 
 
 def _meta(text: str, origin: str = "export") -> dict:
@@ -98,6 +103,28 @@ def _engine_of(text: str) -> str:
         if x.marker and x.marker in text:
             return name
     raise InputError("export", "engine", "a file written by `llm-codesign export`")
+
+
+def _real_precision(model: ModelSpec, engine: str, quant: str | None, kv: str) -> Precision:
+    """The precision a configuration not written by export states, read through the engine's reading
+    tables (data/engines/NAME.toml [read.*]: fp8_e4m3, modelopt, ...): a method that reads the
+    checkpoint's own format, and no method, keep the model's."""
+    base = model.default_precision
+    w = base.weight
+    if quant is not None and EXPORTERS[engine].quantization_option:
+        ours = read_value(engine, "quantization", quant)
+        if ours is None:
+            known = sorted({*engine_spec(engine)["quantization"].values(), *engine_spec(engine).get("read", {}).get("quantization", {})})
+            raise InputError("quantization", quant, "a method llm-codesign models: " + ", ".join(known))
+        w = w if ours == "checkpoint" else get_dtype(ours, "weight_dtype")
+    kvd = base.kv
+    if kv not in (None, "auto"):
+        ours = read_value(engine, "kv_cache_dtype", kv)
+        if ours is None:
+            known = sorted({"auto", *engine_spec(engine)["kv_cache_dtype"].values(), *engine_spec(engine).get("read", {}).get("kv_cache_dtype", {})})
+            raise InputError("kv_cache_dtype", kv, "one of: " + ", ".join(known))
+        kvd = get_dtype(ours, "kv_dtype")
+    return replace(base, kv=kvd) if w == base.weight else Precision.of(w.name, None, kvd.name)
 
 
 def _precision(model: ModelSpec, engine: str, quant: str | None, kv: str, meta: dict) -> Precision:
@@ -128,13 +155,14 @@ def _precision(model: ModelSpec, engine: str, quant: str | None, kv: str, meta: 
     return p
 
 
-def _deployment(engine: str, o: dict, model: ModelSpec, *, gpu, meta: dict, cpp: bool = False) -> tuple[Deployment, int]:
+def _deployment(engine: str, o: dict, model: ModelSpec, *, gpu, meta: dict, cpp: bool = False, real: bool = False) -> tuple[Deployment, int | None]:
     """The deployment an engine's options state (with the header's `meta`), and its concurrency per instance."""
     x = EXPORTERS[engine]
     plan, conc = x.plan_from(o, model)
     quant, kv, spec, mnt = x.settings(o, meta)
-    dep = Deployment(gpu=gpu, num_gpus=int(np.asarray(plan.gpus)), plan=plan, precision=_precision(model, engine, quant, kv, meta),
-                     backend=engine, spec=spec, max_num_tokens=int(mnt) if mnt else None, cpp=cpp)
+    prec = _real_precision(model, engine, quant, kv) if real else _precision(model, engine, quant, kv, meta)
+    dep = Deployment(gpu=gpu, num_gpus=int(np.asarray(plan.gpus)), plan=plan, precision=prec,
+                     backend=engine, spec=spec, max_num_tokens=whole("max_num_tokens", mnt, None, hi=1 << 24) if mnt else None, cpp=cpp)
     return dep, conc
 
 
@@ -157,6 +185,95 @@ def read_export(text: str, origin: str = "export") -> Imported:
     model = get_model(model_ref)
     dep, conc = _deployment(engine, o, model, gpu=get_gpu(meta["gpu"]), meta=meta, cpp=bool(meta.get("cpp")))
     return Imported(engine, model, dep, conc, int(meta.get("replicas", 1)), o)
+
+
+def config_engine(text: str, origin: str = "config") -> str:
+    """The engine a real configuration is for: its launcher on a command line (`vllm serve`, `python -m
+    sglang.launch_server`, `trtllm-serve`), else the engine whose documented options its YAML keys are
+    (vLLM's --config keys against TensorRT-LLM's LLM API fields, counting the keys only one documents)."""
+    from llm_codesign.explore.export_engines.base import code_lines
+    from llm_codesign.explore.export_engines.vllm import COMMAND_MARKERS
+
+    code = code_lines(text)
+    if "sglang.launch_server" in code or "sglang serve" in code:
+        return "sglang"
+    if "trtllm-serve" in code:
+        return "trtllm"
+    if any(m in code for m in COMMAND_MARKERS):
+        return "vllm"
+    try:
+        keys = list(yaml_subset.load(text, origin))
+    except (InputError, TypeError):
+        keys = []
+    vllm = {k for k in keys if resolve_option("vllm", k, abbrev=False)}
+    trt = {k for k in keys if resolve_option("trtllm", k, dashes=False, abbrev=False)}
+    if len(vllm - trt) != len(trt - vllm):
+        return "vllm" if len(vllm - trt) > len(trt - vllm) else "trtllm"
+    raise InputError("config", origin, "a vLLM or SGLang command line, a `vllm serve --config` YAML or a TensorRT-LLM "
+                     "extra_llm_api_options YAML (or a file `llm-codesign export` wrote); name the engine with --backend")
+
+
+def _option_names(engine: str, o: dict) -> list[str]:
+    """The options a configuration sets, TensorRT-LLM's mapping-valued fields as `field.key` (each key
+    read or ignored on its own; a speculative or context-parallel config is read whole)."""
+    out = []
+    for k, v in o.items():
+        if engine == "trtllm" and isinstance(v, dict) and k not in ("speculative_config", "cp_config"):
+            out += [f"{k}.{f}" for f in v]
+        else:
+            out.append(k)
+    return out
+
+
+def read_config(text: str, origin: str = "config", *, engine: str | None = None, model: str | None = None, gpu=None,
+                acceptance: float | None = None, acceptance_rates: tuple[float, ...] = ()) -> Imported:
+    """The deployment a configuration starts: a file `export` wrote (read_export), or the engine's own
+    configuration as people run it: a `vllm serve MODEL ...` command line or `--config` YAML, a `python -m
+    sglang.launch_server ...` command line, a TensorRT-LLM extra_llm_api_options YAML (it names no model:
+    `model`) or `trtllm-serve` command. A real configuration names no GPU (`gpu`, a Gpu) and no acceptance
+    of its speculation (`acceptance`/`acceptance_rates`); `model` overrides the one it names. Options the
+    deployment does not hold are returned as `ignored`, not refused; a model the registry lacks is one line."""
+    from llm_codesign.spec.registry import get_model
+
+    if any(line.startswith(HEADER) for line in text.splitlines()):
+        return read_export(text, origin)
+    name = engine or config_engine(text, origin)
+    if name not in EXPORTERS:
+        raise InputError("backend", name, "one of: " + ", ".join(EXPORTERS))
+    x = EXPORTERS[name]
+    o, model_ref = x.parse(text, origin)
+    if model is None and not model_ref:
+        raise MissingInput("model", f"this {name} configuration names no model: give --model (a bundled name or Hugging Face id)")
+    try:
+        m = get_model(model or model_ref)
+    except InputError as e:
+        if model is not None:
+            raise
+        raise InputError("model", model_ref, f"{e.valid}; or --model NAME for the model this configuration serves") from None
+    if gpu is None:
+        raise MissingInput("gpu", "an engine's configuration names no GPU: give --gpu, the one it runs on (e.g. --gpu h200)")
+    o, copies = x.replicas(o, m)
+    meta = {"spec": {"mean_accepted": acceptance, "rates": list(acceptance_rates)}}
+    try:
+        dep, conc = _deployment(name, o, m, gpu=gpu, meta=meta, real=True)
+    except InputError as e:  # speculation with no acceptance: the configuration cannot say it, the user must
+        if e.field != "acceptance" or e.value is not None:
+            raise
+        raise MissingInput("acceptance", "the configuration drafts tokens but no configuration states how many are accepted: give "
+                           "--acceptance (mean accepted tokens per step) or --acceptance-rates") from None
+    from llm_codesign.spec.plan import validity
+
+    code = int(validity(m, gpu, dep.plan, dep.num_gpus)[()])
+    if code >= 0:
+        from llm_codesign.spec.plan import reason_text
+
+        raise InputError("config", dep.plan.label(), reason_text(m, gpu, code))
+    es = engine_spec(name)
+    documented = set(es["options"]) | set(es.get("command_options", ()))
+    # chunked prefill is always priced: turned off, it is one more option the deployment does not hold
+    ignored = sorted(k for k in _option_names(name, o) if k not in x.reads or (k == "enable-chunked-prefill" and o[k] is False))
+    ignored = [k if k.split(".")[0] in documented else f"{k} (not a {name} {es['version']} option)" for k in ignored]
+    return Imported(name, m, dep, conc, copies, o, tuple(ignored))
 
 
 # ---------------------------------------------------------------------------------------------------------

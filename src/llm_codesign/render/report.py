@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 
 from llm_codesign.errors import InputError
-from llm_codesign.render.plot import Drawing, PlotProcess, bound_label, data_limits, draw, gpus_text, series_label
+from llm_codesign.render.plot import Drawing, PlotProcess, bound_in_view, bound_label, data_limits, draw, gpus_text, series_label
 
 FIELDS = ("model", "gpu", "tok_s_per_user", "output_tok_s_per_gpu", "ttft_ms", "tpot_ms", "plan", "instance_gpus",
           "replicas", "concurrency_per_instance", "weight_dtype", "activation_dtype", "kv_dtype", "spec", "draft_len",
@@ -101,6 +101,7 @@ def report_data(results: list[dict], breakdowns: dict) -> dict:
     out = []
     for r in results:
         rb = r.get("roofline_bound") if r.get("mode") != "disaggregated" else None  # the aggregated sibling's bound
+        rb = rb if bound_in_view(rb, ((x0, x1), (y0, y1))) else None  # one that misses the axes is not named
         out.append({**{k: v for k, v in r.items() if k not in ("cloud", "roofline_bound")},
                     "label": series_label(r, many=len(results) > 1), "empty": _empty_reason(r),
                     "cloud": {k: _compact(r["cloud"][k]) for k in ("tok_s_per_user", "output_tok_s_per_gpu")},

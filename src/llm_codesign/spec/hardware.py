@@ -7,7 +7,7 @@ from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 
-from llm_codesign.errors import InputError, parse_nested
+from llm_codesign.errors import InputError, close_matches, did_you_mean, parse_nested
 from llm_codesign.spec.validation import check_gpu
 
 MATH_PRECISIONS = ("bf16", "fp8", "fp4")
@@ -145,5 +145,7 @@ def get_gpu(name_or_path: str) -> Gpu:
         return gpu_from_toml(text, str(p))
     gid = _alias_table().get(_norm(name_or_path))
     if gid is None:
-        raise InputError("gpu", name_or_path, "one of: " + ", ".join(catalog()) + " (or a path to a GPU .toml)")
+        near = list(dict.fromkeys(_alias_table()[a] for a in close_matches(_norm(name_or_path), _alias_table(), n=6)))[:2]
+        raise InputError("gpu", name_or_path, did_you_mean(near) + "one of: " + ", ".join(catalog())
+                         + " (or a path to a GPU .toml)")
     return catalog()[gid]

@@ -8,7 +8,7 @@ from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 
-from llm_codesign.errors import InputError
+from llm_codesign.errors import InputError, close_matches, did_you_mean
 from llm_codesign.spec.kinds import NoMixer
 from llm_codesign.spec.model import ModelSpec, from_hf_config, load_config_file
 from llm_codesign.spec.precision import Precision
@@ -59,8 +59,22 @@ def get_model(ref: str) -> ModelSpec:
     from llm_codesign.spec import hub
 
     if hub.looks_like_repo(ref):  # not bundled: the local Hugging Face cache, then the Hub (extra `hub`)
-        return hub.get_hub_model(ref)
-    raise InputError("model", ref, "a registry name (" + ", ".join(e["name"] for e in entries()) + "), one of their Hugging Face ids, or a config.json path")
+        try:
+            return hub.get_hub_model(ref)
+        except InputError as err:  # a misspelt bundled id is named before the Hub's reason
+            near = close_matches(ref, [h for e in entries() for h in e.get("hf_ids", [])], cutoff=0.85)
+            if not near or type(err) is not InputError:
+                raise
+            raise InputError(err.field, err.value, did_you_mean(near) + err.valid) from None
+    raise InputError("model", ref, unknown_model_hint(ref))
+
+
+def unknown_model_hint(ref: str) -> str:
+    """What a model reference may be, led by the bundled names close to `ref` (a misspelt `llama3-70b`
+    gets `llama-3.1-70b` rather than the list of every name)."""
+    names = [e["name"] for e in entries()] + [h for e in entries() for h in e.get("hf_ids", [])]
+    return (did_you_mean(close_matches(ref, names)) + f"a bundled name (`llm-codesign models` lists all {len(entries())}), "
+            "a Hugging Face id, or a config.json path")
 
 
 def _mixers(m: ModelSpec) -> dict[str, int]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import shlex
 import tomllib
 from abc import ABC, abstractmethod
 from functools import lru_cache
@@ -35,6 +36,8 @@ class Exporter(ABC):
     # [quantization]); where not, the weights are the checkpoint's and the export's header states them
     quantization_option: bool = True
     marker: str | None = None  # text that marks its file where the options line is missing
+    # the options a real configuration's reading turns into the deployment (import lists the others as ignored)
+    reads: frozenset[str] = frozenset()
 
     @abstractmethod
     def options(self, model: ModelSpec, dep: Deployment, concurrency: int) -> dict:
@@ -56,6 +59,11 @@ class Exporter(ABC):
     def settings(self, o: dict, meta: dict) -> tuple:
         """(quantization method, KV-cache dtype, speculative decoding, step token budget) its options
         state, speculation's acceptance from the header's `meta` (read_spec)."""
+
+    def replicas(self, o: dict, model: ModelSpec) -> tuple[dict, int]:
+        """A real configuration's copies of the model (data parallelism the plan does not hold): (the
+        options less that, the copies)."""
+        return o, 1
 
     def worker_args(self, model: ModelSpec, dep: Deployment, concurrency: int, mode: str) -> list[str]:
         """The command-line words of its Dynamo worker in `mode` (prefill or decode): its own options
@@ -197,13 +205,135 @@ def parse_flags(words: list[str], origin: str = "export") -> dict:
     return out
 
 
+def whole(field: str, value, default: int | None = 1, *, hi: int = 1 << 16) -> int | None:
+    """A configuration's whole number (a parallel size, a batch, a token budget) from 1 to `hi`, or
+    `default` where it is absent; anything else (`eight`, 1.5, 0, -2) one line naming the option."""
+    if value is None:
+        return default
+    n = value if isinstance(value, int) and not isinstance(value, bool) else None
+    if isinstance(value, float) and value.is_integer():
+        n = int(value)
+    if isinstance(value, str) and value.strip().isdigit():
+        n = int(value)
+    if n is None or not 1 <= n <= hi:
+        raise InputError(field, value, f"a whole number from 1 to {hi:,}")
+    return n
+
+
 def read_spec(meta: dict, method_value: str | None, k: int | None, engine: str, draft: str | None) -> SpecDecoding | None:
     """The speculative decoding an engine's options name (its method's value, draft length and draft
     model), with the acceptance the header states."""
     if method_value is None:
         return None
-    rev = {v: m for m, v in engine_spec(engine)["spec_method"].items()}
-    if method_value not in rev:
-        raise InputError("speculative method", method_value, "one of: " + ", ".join(rev))
+    method = read_value(engine, "spec_method", method_value)
+    if method is None:
+        known = [*engine_spec(engine)["spec_method"].values(), *engine_spec(engine).get("read", {}).get("spec_method", {})]
+        raise InputError("speculative method", method_value, "one of: " + ", ".join(known))
+    if k is None:
+        raise InputError("speculative method", method_value, "with its draft length stated (the tokens drafted a step)")
     s = meta.get("spec") or {}
-    return SpecDecoding(rev[method_value], int(k), s.get("mean_accepted"), tuple(s.get("rates") or ()), draft or s.get("draft_model"))
+    return SpecDecoding(method, whole("draft length", k, hi=16), s.get("mean_accepted"), tuple(s.get("rates") or ()), draft or s.get("draft_model"))
+
+
+# ---------------------------------------------------------------------------------------------------------
+# reading a real engine configuration (`llm-codesign import`): the engine's own command lines and files
+
+
+def code_lines(text: str) -> str:
+    """The text less its comment lines (an export's header and `# launch:` line)."""
+    return "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("#"))
+
+
+def file_beside(path: str, origin: str) -> str:
+    """The text of a file a configuration names (`--config`, `--extra_llm_api_options`), relative to the
+    configuration's own folder."""
+    from pathlib import Path
+
+    p = Path(path) if Path(path).is_absolute() or origin == "export" else Path(origin).parent / path
+    if not p.is_file():
+        raise InputError("config", path, f"a file beside {origin} (the configuration names it)")
+    return p.read_text(encoding="utf-8-sig")
+
+
+def command_words(text: str, origin: str = "config") -> list[str]:
+    """A shell command's words: continued lines joined, comment lines dropped, quotes as the shell reads them."""
+    body = " ".join(line for line in text.replace("\\\n", " ").splitlines() if not line.lstrip().startswith("#"))
+    try:
+        return shlex.split(body, comments=True)
+    except ValueError as e:
+        raise InputError("config", origin, f"a shell command line ({e})") from None
+
+
+def resolve_option(engine: str, name: str, *, dashes: bool = True, abbrev: bool = True) -> str | None:
+    """The documented option a flag names in `engine` (data/engines/NAME.toml options, command_options
+    and [aliases]): underscores read as dashes where the engine's parser takes both (`dashes`), an
+    alias as what it stands for, and a unique prefix as its option where the parser is argparse's
+    (`abbrev`); None where it names none."""
+    es = engine_spec(engine)
+    aliases = es.get("aliases", {})
+    known = set(es["options"]) | set(es.get("command_options", ()))
+    n = name.replace("_", "-") if dashes else name
+    if n in aliases:
+        return aliases[n]
+    if n in known:
+        return n
+    if abbrev and len(n) >= 2:
+        hits = {aliases.get(o, o) for o in (*known, *aliases) if o.startswith(n)}
+        if len(hits) == 1:
+            return hits.pop()
+    return None
+
+
+def _boolean(flag: str) -> bool:
+    """Flags that take no value (argparse store_true / BooleanOptionalAction), by their names."""
+    return flag.startswith(("enable-", "disable-", "no-", "enable_", "disable_", "skip-", "trust-remote-code", "trust_remote_code",
+                            "enforce-eager", "async-scheduling"))
+
+
+def read_flags(words: list[str], engine: str, origin: str = "config", *, dashes: bool = True, abbrev: bool = True) -> tuple[dict, list[str]]:
+    """An engine's command-line words as its parser reads them: ({option: value}, positional words).
+    `--flag value`, `--flag=value`, `-tp 8` (short aliases), a bare flag as true and `--no-flag` as false;
+    each flag resolved to its documented option (resolve_option), one it does not document kept under
+    its own name (the caller lists it as ignored). Values are JSON where they parse as JSON (8, 0.9,
+    true, a speculative config's mapping), else the word."""
+    out, pos, i = {}, [], 0
+    while i < len(words):
+        w = words[i]
+        if not w.startswith("-") or w == "-":
+            pos.append(w)
+            i += 1
+            continue
+        flag, eq, given = w.lstrip("-").partition("=")
+        name = resolve_option(engine, flag, dashes=dashes, abbrev=abbrev)
+        negated = name is None and flag.startswith(("no-", "no_")) and resolve_option(engine, flag[3:], dashes=dashes, abbrev=False)
+        key = negated or name or (flag.replace("_", "-") if dashes else flag)
+        if eq:
+            value = given
+        elif negated:
+            value = False
+        elif i + 1 < len(words) and (not words[i + 1].startswith("-") or words[i + 1][1:2].isdigit()) and (
+                not _boolean(key) or words[i + 1].lower() in ("true", "false")):  # argparse: -2 is a value
+            value = words[i + 1]
+            i += 1
+        else:
+            value = True
+        if isinstance(value, str):
+            try:
+                value = parse_nested(json.loads, value, "config", origin)
+            except json.JSONDecodeError:  # a plain word
+                value = {"true": True, "false": False}.get(value.lower(), value)
+        out[key] = value
+        i += 1
+    return out, pos
+
+
+def read_value(engine: str, table: str, value) -> str | None:
+    """Our name for an engine's value in `table` (quantization, kv_cache_dtype, spec_method): the
+    reading table [read.TABLE] first, then the inverse of the export's [TABLE]; None where neither has it."""
+    es = engine_spec(engine)
+    if value in es.get("read", {}).get(table, {}):
+        return es["read"][table][value]
+    for ours, theirs in es.get(table, {}).items():
+        if theirs == value:
+            return ours
+    return None

@@ -5,17 +5,20 @@ import shlex
 
 import numpy as np
 
+from llm_codesign.errors import InputError
 from llm_codesign.explore.export_engines.base import (
     Exporter,
+    command_words,
     engine_spec,
     flags,
     hf_id,
     kv_option,
-    parse_flags,
     plan_ints,
+    read_flags,
     read_spec,
     register_exporter,
     weight_option,
+    whole,
 )
 from llm_codesign.spec.engines import SGLANG
 from llm_codesign.spec.model import ModelSpec
@@ -53,6 +56,9 @@ def sglang_options(model: ModelSpec, dep: Deployment, concurrency: int) -> dict:
 class SGLangExporter(Exporter):
     name, file_name, dynamo_image = SGLANG.name, "launch_sglang.sh", "sglang"
     marker = "sglang.launch_server"
+    reads = frozenset({"model-path", "tp-size", "pp-size", "dp-size", "attn-dp-size", "dcp-size", "ep-size", "quantization", "kv-cache-dtype",
+                       "max-running-requests", "chunked-prefill-size", "speculative-algorithm", "speculative-num-steps",
+                       "speculative-draft-model-path", "speculative-eagle-topk", "speculative-num-draft-tokens"})
 
     def options(self, model: ModelSpec, dep: Deployment, concurrency: int) -> dict:
         return sglang_options(model, dep, concurrency)
@@ -63,17 +69,34 @@ class SGLangExporter(Exporter):
         lines = ["python -m sglang.launch_server"] + [shlex.join(words[a:b]) for a, b in zip(starts[:-1], starts[1:], strict=True)]
         return "\n".join(["#!/bin/sh"] + head + [" \\\n  ".join(lines)]) + "\n"
 
-    def parse(self, text: str, origin: str = "export") -> tuple[dict, str]:
-        body = " ".join(line for line in text.replace("\\\n", " ").splitlines() if not line.startswith("#"))
-        words = shlex.split(body)
-        o = parse_flags(words[words.index("sglang.launch_server") + 1:], origin)
-        return o, o["model-path"]
+    def parse(self, text: str, origin: str = "export") -> tuple[dict, str | None]:
+        """Its export, or a `python -m sglang.launch_server ...` (`sglang serve ...`) command line: the
+        flags by their documented names (aliases and argparse's unique prefixes resolved: `--tp 8`),
+        and the model they name."""
+        words = command_words(text, origin)
+        start = next((i + 1 for i, w in enumerate(words) if w.endswith("sglang.launch_server")
+                      or (w == "serve" and i and words[i - 1].endswith("sglang"))), None)
+        if start is None:
+            raise InputError("config", origin, "an SGLang command line: python -m sglang.launch_server --model-path MODEL ...")
+        o, pos = read_flags(words[start:], "sglang", origin)
+        if o.pop("enable-dp-attention", False) and "dp-size" in o:  # the deprecated spelling of --attn-dp-size
+            o["attn-dp-size"] = o.pop("dp-size")
+        return o, o.get("model-path") or (pos[0] if pos else None)
 
-    def plan_from(self, o: dict, model: ModelSpec) -> tuple[Plan, int]:
-        stage, pp = int(o["tp-size"]), int(o.get("pp-size", 1))
-        adp, kvp = int(o.get("attn-dp-size", 1)), int(o.get("dcp-size", 1))
-        ep = int(o.get("ep-size", 1)) if model.is_moe else 1
-        return Plan(stage // (adp * kvp), pp, ep, stage // ep if model.is_moe else 1, adp, kvp), int(o["max-running-requests"])
+    def plan_from(self, o: dict, model: ModelSpec) -> tuple[Plan, int | None]:
+        stage, pp, adp, kvp, ep = (whole(k, o.get(k)) for k in ("tp-size", "pp-size", "attn-dp-size", "dcp-size", "ep-size"))
+        if stage % (adp * kvp):  # --tp-size counts every GPU of a stage: attention TP = tp-size / (attn-dp-size x dcp-size)
+            raise InputError("tp-size", stage, f"a multiple of attn-dp-size x dcp-size ({adp * kvp})")
+        ep = ep if model.is_moe else 1
+        if stage % ep:
+            raise InputError("ep-size", ep, f"a divisor of tp-size ({stage})")
+        conc = whole("max-running-requests", o.get("max-running-requests"), None, hi=1 << 20)
+        return Plan(stage // (adp * kvp), pp, ep, stage // ep if model.is_moe else 1, adp, kvp), conc
+
+    def replicas(self, o: dict, model: ModelSpec) -> tuple[dict, int]:
+        """--dp-size: data-parallel copies of the model behind SGLang's router."""
+        dp = whole("dp-size", o.get("dp-size"))
+        return ({k: v for k, v in o.items() if k != "dp-size"}, dp) if dp > 1 else (o, 1)
 
     def settings(self, o: dict, meta: dict) -> tuple:
         spec = read_spec(meta, o.get("speculative-algorithm"), o.get("speculative-num-steps"), "sglang", o.get("speculative-draft-model-path"))

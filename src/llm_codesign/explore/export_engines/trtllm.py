@@ -9,16 +9,21 @@ from llm_codesign.explore import yaml_subset
 from llm_codesign.explore.export_engines.base import (
     Exporter,
     check_nested,
+    code_lines,
+    command_words,
     engine_spec,
+    file_beside,
     flags,
     hf_id,
     kv_option,
     nested,
     per_rank,
     plan_ints,
+    read_flags,
     read_spec,
     refuse,
     register_exporter,
+    whole,
 )
 from llm_codesign.spec.engines import TRTLLM
 from llm_codesign.spec.model import ModelSpec
@@ -56,6 +61,9 @@ def trtllm_options(model: ModelSpec, dep: Deployment, concurrency: int) -> dict:
 class TRTLLMExporter(Exporter):
     name, file_name, dynamo_image = TRTLLM.name, "extra_llm_api_options.yaml", "tensorrtllm"
     quantization_option = False
+    reads = frozenset({"model", "tensor_parallel_size", "pipeline_parallel_size", "context_parallel_size", "cp_config", "moe_expert_parallel_size",
+                       "moe_tensor_parallel_size", "enable_attention_dp", "max_batch_size", "max_num_tokens", "enable_chunked_prefill",
+                       "kv_cache_config.dtype", "speculative_config", "backend"})
 
     def options(self, model: ModelSpec, dep: Deployment, concurrency: int) -> dict:
         return trtllm_options(model, dep, concurrency)
@@ -64,27 +72,53 @@ class TRTLLMExporter(Exporter):
         cmd = shlex.join(["trtllm-serve", hf_id(model), "--backend", "pytorch", "--extra_llm_api_options", file_name])
         return "\n".join(head + [f"# launch: {cmd}", yaml_subset.dump(opts)]) + "\n"
 
-    def parse(self, text: str, origin: str = "export") -> tuple[dict, str]:
-        o = yaml_subset.load(text, origin)
-        if o.get("model"):
-            return o, o["model"]
-        for line in text.splitlines():
-            if line.startswith("# launch: trtllm-serve "):
-                return o, shlex.split(line[len("# launch: "):])[1]
-        raise InputError("export", "model", "a TensorRT-LLM export with its '# launch: trtllm-serve MODEL' line")
+    def parse(self, text: str, origin: str = "export") -> tuple[dict, str | None]:
+        """Its export; an `extra_llm_api_options` YAML of TorchLlmArgs fields (it names no model); or a
+        `trtllm-serve MODEL --tp_size 8 ... --extra_llm_api_options FILE` command line, its flags as the
+        fields they set and the YAML it names laid over them (as trtllm-serve does)."""
+        if "trtllm-serve" not in code_lines(text):
+            o = yaml_subset.load(text, origin)
+            if not isinstance(o, dict):
+                raise InputError("config", origin, "a YAML mapping of TensorRT-LLM LLM API options (extra_llm_api_options)")
+            for line in text.splitlines():
+                if line.startswith("# launch: trtllm-serve ") and not o.get("model"):
+                    return o, shlex.split(line[len("# launch: "):])[1]
+            return o, o.get("model")
+        words = command_words(text, origin)
+        start = words.index("trtllm-serve") + 1 if "trtllm-serve" in words else len(words)
+        flags_, pos = read_flags(words[start:], "trtllm", origin, dashes=False, abbrev=False)  # click: no prefixes
+        o = {}
+        for k, v in flags_.items():  # kv_cache_free_gpu_memory_fraction sets a nested field
+            head, _, field = k.partition(".")
+            if field:
+                o.setdefault(head, {})[field] = v
+            else:
+                o[head] = v
+        extra = o.pop("extra_llm_api_options", None)
+        if isinstance(extra, str):
+            for k, v in yaml_subset.load(file_beside(extra, origin), extra).items():
+                o[k] = {**o[k], **v} if isinstance(v, dict) and isinstance(o.get(k), dict) else v
+        pos = [w for w in pos if w != "serve"]
+        return o, o.pop("model", None) or (pos[0] if pos else None)
 
-    def plan_from(self, o: dict, model: ModelSpec) -> tuple[Plan, int]:
+    def plan_from(self, o: dict, model: ModelSpec) -> tuple[Plan, int | None]:
         adp_on = bool(o.get("enable_attention_dp"))
-        t = int(o["tensor_parallel_size"])
+        t = whole("tensor_parallel_size", o.get("tensor_parallel_size"))
         tp, adp = (1, t) if adp_on else (t, 1)
-        kvp = int(o.get("context_parallel_size", 1))
+        kvp = whole("context_parallel_size", o.get("context_parallel_size"))
         helix = engine_spec("trtllm")["context_parallel"]["kvp"]
         if kvp > 1 and (o.get("cp_config") or {}).get("cp_type") != helix:
             # only Helix shards the KV cache along the sequence as the cost model prices context parallelism
             raise InputError("export", f"cp_config.cp_type: {(o.get('cp_config') or {}).get('cp_type')!r}",
                              f"{helix!r} with context_parallel_size > 1 (Helix is the context parallelism modelled)")
-        ep, mtp = (int(o.get("moe_expert_parallel_size", 1)), int(o.get("moe_tensor_parallel_size", 1))) if model.is_moe else (1, 1)
-        return Plan(tp, int(o.get("pipeline_parallel_size", 1)), ep, mtp, adp, kvp), int(o["max_batch_size"]) * adp
+        ep, mtp = 1, 1
+        if model.is_moe:  # a size not given is what the other leaves of the stage's GPUs
+            stage = tp * adp * kvp
+            mtp_given = whole("moe_tensor_parallel_size", o.get("moe_tensor_parallel_size"), None)
+            ep = whole("moe_expert_parallel_size", o.get("moe_expert_parallel_size"), max(stage // (mtp_given or stage), 1))
+            mtp = mtp_given or max(stage // ep, 1)
+        batch = whole("max_batch_size", o.get("max_batch_size"), None, hi=1 << 20)
+        return Plan(tp, whole("pipeline_parallel_size", o.get("pipeline_parallel_size")), ep, mtp, adp, kvp), batch * adp if batch else None
 
     def settings(self, o: dict, meta: dict) -> tuple:
         sc = o.get("speculative_config") or {}

@@ -5,16 +5,22 @@ from llm_codesign.errors import InputError
 from llm_codesign.explore import yaml_subset
 from llm_codesign.explore.export_engines.base import (
     Exporter,
+    code_lines,
+    command_words,
     engine_spec,
+    file_beside,
     hf_id,
     kv_option,
     nested,
     per_rank,
     plan_ints,
+    read_flags,
     read_spec,
     refuse,
     register_exporter,
+    resolve_option,
     weight_option,
+    whole,
 )
 from llm_codesign.spec.engines import VLLM
 from llm_codesign.spec.model import ModelSpec
@@ -50,6 +56,9 @@ def vllm_options(model: ModelSpec, dep: Deployment, concurrency: int) -> dict:
 
 class VLLMExporter(Exporter):
     name, file_name, dynamo_image = VLLM.name, "vllm_config.yaml", "vllm"
+    reads = frozenset({"model", "tensor-parallel-size", "pipeline-parallel-size", "data-parallel-size", "decode-context-parallel-size",
+                       "enable-expert-parallel", "quantization", "kv-cache-dtype", "max-num-seqs", "max-num-batched-tokens",
+                       "enable-chunked-prefill", "speculative-config", "spec-method", "spec-tokens", "spec-model"})
 
     def options(self, model: ModelSpec, dep: Deployment, concurrency: int) -> dict:
         return vllm_options(model, dep, concurrency)
@@ -57,23 +66,58 @@ class VLLMExporter(Exporter):
     def render(self, opts: dict, *, head: list[str], model: ModelSpec, file_name: str) -> str:
         return "\n".join(head + [f"# launch: vllm serve --config {file_name}", yaml_subset.dump(opts)]) + "\n"
 
-    def parse(self, text: str, origin: str = "export") -> tuple[dict, str]:
-        o = yaml_subset.load(text, origin)
-        if not o.get("model"):
-            raise InputError("export", "model", "a vLLM export with its model: key")
-        return o, o["model"]
+    def parse(self, text: str, origin: str = "export") -> tuple[dict, str | None]:
+        """Its export or a `vllm serve --config` YAML (keys as flags, underscores or dashes), or a `vllm
+        serve MODEL ...` command line (`python -m vllm.entrypoints.openai.api_server`, the vllm-openai
+        image's arguments): its options by their documented names, and the model they name."""
+        words = command_words(text, origin) if any(m in code_lines(text) for m in COMMAND_MARKERS) else None
+        if words is None:
+            o = _yaml_options(text, origin)
+            return o, o.get("model")
+        start = next((i + 1 for i, w in enumerate(words) if (w == "serve" and i and words[i - 1].endswith("vllm"))
+                      or w.endswith(("vllm.entrypoints.openai.api_server", "vllm-openai")) or "vllm-openai:" in w), len(words))
+        o, pos = read_flags(words[start:], "vllm", origin)
+        if isinstance(o.get("config"), str):  # `--config FILE`: its keys beneath the command line's (vLLM's precedence)
+            o = {**_yaml_options(file_beside(o.pop("config"), origin), origin), **o}
+        return o, o.get("model") or (pos[0] if pos else None)
 
-    def plan_from(self, o: dict, model: ModelSpec) -> tuple[Plan, int]:
-        kvp = int(o.get("decode-context-parallel-size", 1))
-        tp, pp, adp = int(o["tensor-parallel-size"]) // kvp, int(o.get("pipeline-parallel-size", 1)), int(o.get("data-parallel-size", 1))
+    def plan_from(self, o: dict, model: ModelSpec) -> tuple[Plan, int | None]:
+        sizes = {k: whole(k, o.get(k)) for k in ("tensor-parallel-size", "pipeline-parallel-size", "data-parallel-size",
+                                                 "decode-context-parallel-size")}
+        kvp, tps = sizes["decode-context-parallel-size"], sizes["tensor-parallel-size"]
+        if tps % kvp:  # DCP shards the KV cache over ranks of the TP group
+            raise InputError("tensor-parallel-size", tps, f"a multiple of decode-context-parallel-size ({kvp})")
+        tp, pp, adp = tps // kvp, sizes["pipeline-parallel-size"], sizes["data-parallel-size"]
         stage = tp * adp * kvp
         ep, mtp = (stage, 1) if o.get("enable-expert-parallel") else (1, stage if model.is_moe else 1)
-        return Plan(tp, pp, ep, mtp, adp, kvp), int(o["max-num-seqs"]) * adp
+        seqs = whole("max-num-seqs", o.get("max-num-seqs"), None, hi=1 << 20)
+        return Plan(tp, pp, ep, mtp, adp, kvp), seqs * adp if seqs else None
+
+    def replicas(self, o: dict, model: ModelSpec) -> tuple[dict, int]:
+        """A dense model's data-parallel ranks are copies of it (the experts are what DP shares)."""
+        dp = whole("data-parallel-size", o.get("data-parallel-size"))
+        if model.is_moe or dp == 1:
+            return o, 1
+        return {k: v for k, v in o.items() if k != "data-parallel-size"}, dp
 
     def settings(self, o: dict, meta: dict) -> tuple:
-        sc = o.get("speculative-config") or {}
+        sc = o.get("speculative-config") or {"method": o.get("spec-method"), "num_speculative_tokens": o.get("spec-tokens"),
+                                             "model": o.get("spec-model")}
+        if not isinstance(sc, dict):
+            raise InputError("speculative-config", sc, 'a JSON mapping, e.g. {"method": "eagle3", "num_speculative_tokens": 3}')
         spec = read_spec(meta, sc.get("method"), sc.get("num_speculative_tokens"), "vllm", sc.get("model"))
         return o.get("quantization"), o.get("kv-cache-dtype", "auto"), spec, o.get("max-num-batched-tokens")
+
+
+COMMAND_MARKERS = ("vllm serve", "vllm.entrypoints", "vllm-openai")  # a command line rather than a YAML config
+
+
+def _yaml_options(text: str, origin: str) -> dict:
+    """A `vllm serve --config` YAML's options by their documented names (it takes underscores too)."""
+    o = yaml_subset.load(text, origin)
+    if not isinstance(o, dict):
+        raise InputError("config", origin, "a YAML mapping of vLLM options")
+    return {resolve_option("vllm", k, abbrev=False) or k: v for k, v in o.items()}
 
 
 register_exporter(VLLMExporter())

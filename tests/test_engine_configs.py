@@ -1,0 +1,167 @@
+"""`import` of the engines' own configurations, as people run them: the plan, precision and batch read
+from a vLLM command line or --config YAML, an SGLang launch_server command, a TensorRT-LLM
+extra_llm_api_options YAML or trtllm-serve command; the options not modelled listed, not refused."""
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from llm_codesign.cli import app
+from llm_codesign.errors import InputError
+from llm_codesign.explore.export import read_config
+from llm_codesign.spec.hardware import get_gpu
+from llm_codesign.spec.plan import Plan
+
+VLLM_CMD = """#!/bin/sh
+# Llama 3.1 70B with FP8 weights and KV cache on one 8xH200 node
+VLLM_USE_V1=1 vllm serve meta-llama/Llama-3.1-70B-Instruct \\
+  --tensor-parallel-size 8 \\
+  --quantization fp8 --kv-cache-dtype fp8_e4m3 \\
+  --max-num-seqs 256 --max-num-batched-tokens 8192 \\
+  --gpu-memory-utilization 0.95 --max-model-len 16384 \\
+  --host 0.0.0.0 --port 8000 --served-model-name llama --enable-prefix-caching
+"""
+
+SGLANG_CMD = """python3 -m sglang.launch_server --model-path deepseek-ai/DeepSeek-R1 --tp 8 --ep 8 --enable-dp-attention --dp 8 \\
+  --trust-remote-code --mem-fraction-static 0.85 --max-running-requests 512 --chunked-prefill-size 16384 \\
+  --kv-cache-dtype fp8_e4m3 --speculative-algorithm EAGLE --speculative-num-steps 3 --speculative-eagle-topk 1 \\
+  --speculative-num-draft-tokens 4 --host 0.0.0.0 --port 30000
+"""
+
+TRTLLM_YAML = """# DeepSeek-R1 FP4 on 8 B200, max throughput
+enable_attention_dp: true
+cuda_graph_config:
+  enable_padding: true
+  max_batch_size: 256
+kv_cache_config:
+  dtype: fp8
+  free_gpu_memory_fraction: 0.85
+moe_config:
+  backend: CUTLASS
+print_iter_log: true
+tensor_parallel_size: 8
+moe_expert_parallel_size: 8
+max_batch_size: 256
+max_num_tokens: 8192
+"""
+
+
+def _golden(imp, *, model, plan, precision, concurrency, replicas=1, step_tokens=None):
+    d = imp.deployment
+    assert (imp.model.name, d.plan, d.precision.label(), imp.concurrency, imp.replicas) == (model, plan, precision, concurrency, replicas)
+    if step_tokens is not None:
+        assert d.max_num_tokens == step_tokens
+
+
+def test_vllm_command_line():
+    imp = read_config(VLLM_CMD, "serve.sh", gpu=get_gpu("h200"))
+    _golden(imp, model="llama-3.1-70b", plan=Plan(8, 1, 1, 1, 1, 1), precision="W:fp8 A:fp8 KV:fp8", concurrency=256, step_tokens=8192)
+    assert imp.engine == "vllm" and imp.deployment.num_gpus == 8
+    # the server's and the cache's options the deployment does not hold: listed, not refused
+    assert imp.ignored == ("enable-prefix-caching", "gpu-memory-utilization", "host", "max-model-len", "port", "served-model-name")
+
+
+def test_vllm_short_flags_equals_and_underscores_on_a_moe_model():
+    # -tp/-dp/-ep are vLLM's short flags (arg_utils.py), --max_num_seqs=64 its underscore and = forms;
+    # each of the 2 DP ranks schedules 64, the experts run EP over all 8 GPUs
+    cmd = ("vllm serve Qwen/Qwen3-30B-A3B -tp 4 -dp 2 -ep --max_num_seqs=64 --kv-cache-dtype fp8 "
+           """--speculative-config '{"method": "eagle3", "model": "x/eagle3-head", "num_speculative_tokens": 3}'""")
+    imp = read_config(cmd, "cmd.txt", gpu=get_gpu("h100"), acceptance=2.2)
+    _golden(imp, model="qwen3-30b-a3b", plan=Plan(4, 1, 8, 1, 2, 1), precision="W:bf16 A:bf16 KV:fp8", concurrency=128)
+    s = imp.deployment.spec
+    assert (s.method, s.k, s.mean_accepted, s.draft_model) == ("eagle3", 3, 2.2, "x/eagle3-head") and imp.ignored == ()
+
+
+def test_vllm_dense_data_parallel_ranks_are_replicas():
+    imp = read_config("vllm serve meta-llama/Llama-3.1-8B -dp 4 -tp 2 --max-num-seqs 32", "x", gpu=get_gpu("h100"))
+    _golden(imp, model="llama-3.1-8b", plan=Plan(2, 1, 1, 1, 1, 1), precision="W:bf16 A:bf16 KV:bf16", concurrency=32, replicas=4)
+
+
+def test_vllm_config_yaml_and_the_command_line_over_it(tmp_path):
+    # a `vllm serve --config` YAML takes underscores for dashes; the command line's flags win over it
+    (tmp_path / "cfg.yaml").write_text("model: meta-llama/Llama-3.1-8B-Instruct\ntensor_parallel_size: 2\nmax-num-seqs: 128\n"
+                                       "kv-cache-dtype: auto\nport: 8000\n")
+    imp = read_config((tmp_path / "cfg.yaml").read_text(), str(tmp_path / "cfg.yaml"), gpu=get_gpu("h100"))
+    _golden(imp, model="llama-3.1-8b", plan=Plan(2, 1, 1, 1, 1, 1), precision="W:bf16 A:bf16 KV:bf16", concurrency=128)
+    assert imp.ignored == ("port",)
+    cmd = tmp_path / "serve.sh"
+    cmd.write_text("vllm serve --config cfg.yaml --max-num-seqs 32 -q fp8\n")
+    imp = read_config(cmd.read_text(), str(cmd), gpu=get_gpu("h100"))
+    _golden(imp, model="llama-3.1-8b", plan=Plan(2, 1, 1, 1, 1, 1), precision="W:fp8 A:fp8 KV:bf16", concurrency=32)
+
+
+def test_sglang_command_line():
+    # --tp is argparse's prefix of --tp-size, --ep SGLang's alias of --ep-size; --dp 8 with the deprecated
+    # --enable-dp-attention is attention DP 8; EAGLE is the MTP drafter on DeepSeek; the checkpoint's FP8 blocks kept
+    imp = read_config(SGLANG_CMD, "launch.sh", gpu=get_gpu("b200"), acceptance=2.5)
+    _golden(imp, model="deepseek-r1", plan=Plan(1, 1, 8, 1, 8, 1), precision="W:fp8_block A:fp8_block KV:fp8", concurrency=512,
+            step_tokens=16384)
+    assert (imp.deployment.spec.method, imp.deployment.spec.k) == ("mtp", 3)
+    assert imp.ignored == ("host", "mem-fraction-static", "port", "trust-remote-code")
+    dense = read_config("python -m sglang.launch_server --model-path Qwen/Qwen3-32B --tp 4 --dp 2", "x", gpu=get_gpu("h100"))
+    _golden(dense, model="qwen3-32b", plan=Plan(4, 1, 1, 1, 1, 1), precision="W:bf16 A:bf16 KV:bf16", concurrency=None, replicas=2)
+
+
+def test_trtllm_extra_llm_api_options_yaml_with_the_model_given():
+    imp = read_config(TRTLLM_YAML, "extra_llm_api_options.yaml", model="nvidia/DeepSeek-R1-0528-FP4", gpu=get_gpu("b200"))
+    # attention DP: every rank attention TP1 and its own batch of 256; the NVFP4 checkpoint's weights
+    _golden(imp, model="deepseek-r1-nvfp4", plan=Plan(1, 1, 8, 1, 8, 1), precision="W:nvfp4 attn-W:bf16 A:nvfp4 KV:fp8",
+            concurrency=2048, step_tokens=8192)
+    assert imp.engine == "trtllm" and imp.ignored == (
+        "cuda_graph_config.enable_padding", "cuda_graph_config.max_batch_size", "kv_cache_config.free_gpu_memory_fraction",
+        "moe_config.backend", "print_iter_log")
+    with pytest.raises(InputError, match=r"^model: no value is not valid; this trtllm configuration names no model: give --model"):
+        read_config(TRTLLM_YAML, "x.yaml", gpu=get_gpu("b200"))
+
+
+def test_trtllm_serve_command_with_its_yaml(tmp_path):
+    (tmp_path / "extra.yaml").write_text("enable_attention_dp: true\nkv_cache_config:\n  dtype: fp8\n")
+    cmd = tmp_path / "run.sh"
+    cmd.write_text("trtllm-serve nvidia/DeepSeek-R1-FP4 --backend pytorch --tp_size 8 --ep_size 8 --max_batch_size 128 "
+                   "--max_num_tokens 4096 --kv_cache_free_gpu_memory_fraction 0.9 --extra_llm_api_options extra.yaml\n")
+    imp = read_config(cmd.read_text(), str(cmd), gpu=get_gpu("b200"))
+    _golden(imp, model="deepseek-r1-nvfp4", plan=Plan(1, 1, 8, 1, 8, 1), precision="W:nvfp4 attn-W:bf16 A:nvfp4 KV:fp8",
+            concurrency=1024, step_tokens=4096)
+    assert imp.ignored == ("kv_cache_config.free_gpu_memory_fraction",)
+
+
+@pytest.mark.parametrize("text, kw, line", [
+    # a model the registry lacks: one line, and the way round it
+    ("vllm serve /models/my-llama -tp 8", {}, "model: '/models/my-llama' is not valid; "),
+    ("port: 8000\n", {}, "config: 'c' is not valid; a vLLM or SGLang command line"),
+    ("vllm serve meta-llama/Llama-3.1-8B -q awq_4bit", {}, "quantization: 'awq_4bit' is not valid; a method llm-codesign models: "),
+    ("vllm serve meta-llama/Llama-3.1-8B --speculative-config '{\"method\": \"eagle3\", \"num_speculative_tokens\": 2}'", {},
+     "acceptance: no value is not valid; the configuration drafts tokens"),
+    ("vllm serve meta-llama/Llama-3.1-8B", {"gpu": None}, "gpu: no value is not valid; an engine's configuration names no GPU"),
+    # values the engines would refuse: the option named, never a traceback or a TP0 plan
+    ("vllm serve meta-llama/Llama-3.1-8B --tensor-parallel-size eight", {}, "tensor-parallel-size: 'eight' is not valid; a whole number"),
+    ("vllm serve meta-llama/Llama-3.1-8B -tp -2", {}, "tensor-parallel-size: -2 is not valid; a whole number from 1 to 65,536"),
+    ("vllm serve meta-llama/Llama-3.1-8B --max-num-seqs 1.5", {}, "max-num-seqs: 1.5 is not valid; a whole number from 1 to 1,048,576"),
+    ("python -m sglang.launch_server --model-path Qwen/Qwen3-30B-A3B --tp 2 --attn-dp-size 4", {},
+     "tp-size: 2 is not valid; a multiple of attn-dp-size x dcp-size (4)"),
+    ("vllm serve meta-llama/Llama-3.1-8B --speculative-config '{bad'", {}, "speculative-config: '{bad' is not valid; a JSON mapping"),
+])
+def test_what_cannot_be_read_is_one_line(text, kw, line):
+    with pytest.raises(InputError) as e:
+        read_config(text, "c", **({"gpu": get_gpu("h100")} | kw))
+    assert str(e.value).startswith(line) and "\n" not in str(e.value)
+    if "my-llama" in line:
+        assert str(e.value).endswith("or --model NAME for the model this configuration serves")
+
+
+def test_cli_import_of_a_vllm_command_prices_as_estimate(tmp_path):
+    """The same figures as `estimate` with the flags the command states, and the ignored options in one line."""
+    f = tmp_path / "serve.sh"
+    f.write_text(VLLM_CMD)
+    runner = CliRunner()
+    got = json.loads(runner.invoke(app, ["import", str(f), "--gpu", "h200", "--json"]).stdout)
+    est = json.loads(runner.invoke(app, ["estimate", "llama-3.1-70b", "--gpu", "h200", "--tp", "8", "--weight-dtype", "fp8", "--kv-dtype",
+                                         "fp8", "--concurrency", "256", "--max-num-tokens", "8192", "--engine", "vllm", "--json"]).stdout)
+    for k in ("ttft_ms", "tpot_ms", "output_tok_s_per_gpu", "concurrency", "plan", "precision", "max_num_tokens"):
+        assert got[k] == est[k], k
+    r = runner.invoke(app, ["import", str(f), "--gpu", "h200"], env={"COLUMNS": "2000"})
+    assert r.exit_code == 0 and r.stdout.splitlines()[-1] == (
+        "ignored (not modelled): enable-prefix-caching, gpu-memory-utilization, host, max-model-len, port, served-model-name")
+    r = runner.invoke(app, ["import", str(f)])
+    assert r.exit_code == 2 and r.stderr.strip() == ("error: gpu: no value is not valid; serve.sh names no GPU (an engine's configuration "
+                                                     "does not): give --gpu, the one it runs on (e.g. --gpu h200)")
