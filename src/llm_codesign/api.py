@@ -51,19 +51,27 @@ def evaluate(model: str | ModelSpec, deployment: Deployment, workload: Workload 
 def estimate(model: str | ModelSpec, deployment: Deployment, workload: Workload | None = None, *,
              calibration: Calibration | str | None = None, breakdown: bool = False) -> Estimate:
     """What one deployment delivers (`to_dict()`: what `llm-codesign estimate --json` prints): metrics,
-    memory, bottlenecks, speculation's break-even, the accuracy of its precision and the measured error
-    of runs like it (`expected_error`, None with a custom profile)."""
+    memory, bottlenecks, speculation's break-even, the accuracy of its precision, the measured error
+    of runs like it (`expected_error`, None with a custom profile) and each metric's 80% and 95%
+    intervals (`intervals`: measure.intervals, from the residuals of runs like it; a profile written
+    by `calibrate --serving` narrows them where its own runs cover the question)."""
     from llm_codesign.explore.accuracy_model import accuracy_of
+    from llm_codesign.measure import intervals
     from llm_codesign.measure.accuracy import expected_error
     from llm_codesign.serve.estimate import estimate as run
 
-    m, w = get_model(model), workload or Workload()
-    r = run(m, deployment, w, calibration=_calibration(deployment.gpu, calibration), breakdown=breakdown)
+    m, w, dep = get_model(model), workload or Workload(), deployment
+    r = run(m, dep, w, calibration=_calibration(dep.gpu, calibration), breakdown=breakdown)
+    ctx = intervals.context(m, dep.gpu, dep.precision, engine=dep.backend, concurrency=w.concurrency, isl=w.isl, osl=w.osl,
+                            spec=dep.spec is not None)
+    values = {"ttft_ms": r.ttft_s * 1e3, "tpot_ms": r.tpot_s * 1e3, "tok_s_per_user": r.tok_s_per_user,
+              "output_tok_s_per_gpu": r.output_tok_s_per_gpu}
+    bands = intervals.bands(values, ctx, table=intervals.table_for(calibration, gpu=dep.gpu))
     # the bundled profile's measured error on runs like this one; a custom profile's is the user's to measure
     err = None if calibration is not None else expected_error(deployment.gpu, deployment.backend, w.concurrency, deployment.spec is not None,
                                                               model=m.name)
     # the third dimension: published where known, else the proxy
-    return replace(r, expected_error=err, accuracy=accuracy_of(m, deployment.precision))
+    return replace(r, expected_error=err, accuracy=accuracy_of(m, dep.precision), intervals=bands)
 
 
 def pareto(model: str | ModelSpec, gpu: str | Gpu, *, num_gpus: int = 8, instance_gpus: tuple[int, ...] | None = None,
@@ -79,8 +87,10 @@ def pareto(model: str | ModelSpec, gpu: str | Gpu, *, num_gpus: int = 8, instanc
     plans, precisions default to the checkpoint's own plus the formats the GPU runs natively, with
     `spec` draft lengths 1..5 (or `draft_len`) beside none, `step_tokens` searches step budgets too;
     `workload` gives the lengths and the prefix cache's hit share, `min_tps_user`/`max_ttft_ms` filter
-    by SLO and `max_accuracy_drop` (%) keeps the precisions known to lose at most that much."""
+    by SLO and `max_accuracy_drop` (%) keeps the precisions known to lose at most that much. Each point
+    carries its metrics' 80% and 95% intervals (`intervals`, as `estimate`'s)."""
     from llm_codesign.explore.search import SearchSpace, search
+    from llm_codesign.measure.intervals import table_for
     from llm_codesign.spec.engines import get_engine
 
     m, g, w = get_model(model), get_gpu(gpu), workload or Workload()
@@ -89,9 +99,11 @@ def pareto(model: str | ModelSpec, gpu: str | Gpu, *, num_gpus: int = 8, instanc
     space = SearchSpace.build(m, g, num_gpus=num_gpus, instance_gpus=instance_gpus, tp=tp, pp=pp, ep=ep, moe_tp=moe_tp,
                               attention_dp=attention_dp, kvp=kvp, weight_dtype=weight_dtype, activation_dtype=activation_dtype,
                               kv_dtype=kv_dtype, spec=sd, draft_len=draft_len, step_tokens=step_tokens)
-    return search(m, g, _calibration(g, calibration), space, isl=w.isl, osl=w.osl, prefix_hit=w.prefix_hit, engine=get_engine(engine),
-                  max_num_tokens=max_num_tokens, min_tps_user=min_tps_user, max_ttft_ms=max_ttft_ms, max_accuracy_drop=max_accuracy_drop,
-                  progress=progress)
+    f = search(m, g, _calibration(g, calibration), space, isl=w.isl, osl=w.osl, prefix_hit=w.prefix_hit, engine=get_engine(engine),
+               max_num_tokens=max_num_tokens, min_tps_user=min_tps_user, max_ttft_ms=max_ttft_ms, max_accuracy_drop=max_accuracy_drop,
+               progress=progress)
+    # each point's intervals, once per point after the search (not per evaluated deployment)
+    return f.banded(m, table=table_for(calibration, gpu=g))
 
 
 def lint(model: str | ModelSpec, gpu: str | Gpu, *, regime: str = "throughput", weight_dtype: str | None = None,

@@ -207,7 +207,7 @@ def estimate(
         t.add_row(k, v)
     for note in r["precision_notes"]:
         t.add_row("precision as run", f"[yellow]{note}[/yellow]")
-    for k, v in _error_rows(r["expected_error"], calibration):
+    for k, v in interval_rows(r["intervals"]):
         t.add_row(k, v)
     _console().print(t)
     if breakdown:
@@ -233,16 +233,28 @@ def _accuracy_rows(a: dict) -> list[tuple[str, str]]:
     return rows
 
 
-def _error_rows(err: dict | None, calibration: str | None) -> list[tuple[str, str]]:
-    """estimate's table rows on how far such predictions lie from measurement (llm_codesign.measure.accuracy)."""
-    if calibration:
-        return [("measured error", f"not known for {calibration}: `llm-codesign validate --serving FILE --calibration {calibration}`")]
-    if err is None:
-        return [("measured error", "[yellow]no measured run like this one[/yellow]")]
-    from llm_codesign.measure.accuracy import summary
+UNITS = {"ttft_ms": " ms", "tpot_ms": " ms", "tok_s_per_user": "", "output_tok_s_per_gpu": ""}
 
-    rows = [("measured error (median / p90)", summary(err["metrics"])), ("measured on", err["basis"])]
-    return rows + [("note", f"[yellow]{n}[/yellow]") for n in err["notes"]]
+
+def interval_text(b: dict, metric: str) -> str:
+    """'80%: 95-160 ms, 95%: 80-210 ms': a metric's intervals (measure.intervals.band) at a precision that reads."""
+    f = (lambda x: f"{x:.2f}") if metric == "tpot_ms" else (lambda x: f"{x:.1f}" if x < 100 else f"{x:.0f}")
+    return f"80%: {f(b['lo80'])}-{f(b['hi80'])}{UNITS[metric]}, 95%: {f(b['lo95'])}-{f(b['hi95'])}{UNITS[metric]}"
+
+
+def interval_rows(bands: dict) -> list[tuple[str, str]]:
+    """estimate's rows on how far to trust each metric: its intervals, the runs they come from and
+    each reason they were widened, each said once."""
+    from llm_codesign.measure.intervals import LABELS
+
+    rows = [(f"{LABELS[m]} interval", interval_text(b, m)) for m, b in bands.items()]
+    said: list[str] = []
+    for b in bands.values():
+        for line in [f"from {b['source']}", *b["widened"]]:
+            if line not in said:
+                said.append(line)
+    return rows + [("interval " + ("basis" if x.startswith("from ") else "beyond the runs"), x if x.startswith("from ") else f"[yellow]{x}[/yellow]")
+                   for x in said]
 
 
 def _pareto_runs(model_refs, gpu_refs, *, space: dict, limits: dict, workload, engine, calibration, disagg: bool,
@@ -267,15 +279,18 @@ def _pareto_runs(model_refs, gpu_refs, *, space: dict, limits: dict, workload, e
             for gref in gpu_refs:
                 g = _gpu(gref)
                 cal = calibration_for(g, calibration)
-                r = run(m, g, workload=workload, engine=engine.name, calibration=cal, progress=cb, **space, **limits).priced(gpu_hour_price)
+                # the profile by name, so that its points' intervals are the profile's own (measure.intervals.table_for)
+                r = run(m, g, workload=workload, engine=engine.name, calibration=calibration, progress=cb, **space, **limits).priced(gpu_hour_price)
                 pending.append((len(results), lambda m=m, cal=cal, r=r: point_breakdowns(
                     m, cal, [(p.deployment, p.concurrency) for p in r.points], isl, osl)))
                 results.append(r)
                 if disagg:
                     from llm_codesign.explore.disagg_search import decode_breakdown, search_disagg
+                    from llm_codesign.measure.intervals import table_for
 
                     rd = search_disagg(m, g, cal, SearchSpace.build(m, g, **space), isl=isl, osl=osl, engine=engine,
-                                       **{k: v for k, v in limits.items() if k != "max_accuracy_drop"}).priced(gpu_hour_price)
+                                       **{k: v for k, v in limits.items() if k != "max_accuracy_drop"}).priced(gpu_hour_price).banded(
+                                           m, table=table_for(calibration))
                     pending.append((len(results), lambda m=m, cal=cal, rd=rd: [
                         decode_breakdown(m, cal, p, isl=isl, osl=osl) for p in rd.points]))
                     results.append(rd)

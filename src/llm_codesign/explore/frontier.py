@@ -22,6 +22,7 @@ class FrontierPoint:
     tpot_s: float
     accuracy: dict | None = None  # explore.accuracy_model.point_accuracy of its precision
     cost: dict | None = None  # explore.pricing.cost_of, where a GPU-hour price was given
+    intervals: dict | None = None  # per metric of to_dict(), its 80% and 95% intervals (Frontier.banded)
 
     def record(self) -> dict:
         """The deployment in plain types: everything `Deployment.from_dict` needs to rebuild it exactly
@@ -34,7 +35,8 @@ class FrontierPoint:
 
     def to_dict(self) -> dict:
         return {**_metrics(self), "deployment": self.record(), "accuracy": self.accuracy,
-                **({"cost": self.cost} if self.cost is not None else {})}
+                **({"cost": self.cost} if self.cost is not None else {}),
+                **({"intervals": self.intervals} if self.intervals is not None else {})}
 
 
 @dataclass(frozen=True)
@@ -53,6 +55,7 @@ class DisaggPoint:
     ttft_s: float
     tpot_s: float
     cost: dict | None = None
+    intervals: dict | None = None  # as FrontierPoint's
 
     def record(self) -> dict:
         """Both pools' plans and instances, the unit's GPUs, precision and draft length, in plain types."""
@@ -67,7 +70,8 @@ class DisaggPoint:
                 "spec": s.method if s else None, "draft_len": s.k if s else 0}
 
     def to_dict(self) -> dict:
-        return {**_metrics(self), "deployment": self.record(), **({"cost": self.cost} if self.cost is not None else {})}
+        return {**_metrics(self), "deployment": self.record(), **({"cost": self.cost} if self.cost is not None else {}),
+                **({"intervals": self.intervals} if self.intervals is not None else {})}
 
 
 def _metrics(p) -> dict:
@@ -117,6 +121,27 @@ class Frontier:
             d = p.to_dict()
             rows.append({**{k: v for k, v in d.items() if k != "deployment"}, **d["deployment"]})
         return pd.DataFrame(rows)
+
+    def banded(self, model, *, table: dict | None = None) -> "Frontier":
+        """Every point with its metrics' 80% and 95% intervals (measure.intervals: `table`, the bundled one
+        by default), computed once per point after the search: points sharing a slice in one pass."""
+        from llm_codesign.measure import intervals as iv
+
+        w = self.workload
+        groups: dict = {}
+        for i, p in enumerate(self.points):
+            dep = p.decode if self.mode == "disaggregated" else p.deployment
+            ctx = iv.context(model, self.gpu, dep.precision, engine=self.backend, concurrency=p.concurrency, isl=w.isl, osl=w.osl,
+                             spec=dep.spec is not None, disaggregated=self.mode == "disaggregated")
+            groups.setdefault(ctx, []).append(i)
+        out = list(self.points)
+        for ctx, idx in groups.items():
+            values = {k: [_metrics(self.points[i])[k] for i in idx] for k in iv.METRICS}
+            b = iv.bands(values, ctx, table=table)
+            for j, i in enumerate(idx):
+                out[i] = replace(out[i], intervals={m: {k: (float(v[j]) if k[:2] in ("lo", "hi") else v) for k, v in d.items()}
+                                                    for m, d in b.items()})
+        return replace(self, points=tuple(out))
 
     def priced(self, price: str | float | None) -> "Frontier":
         """Every point with its cost at a GPU-hour `price` (explore.pricing.cost_of); unchanged without one."""
