@@ -124,9 +124,11 @@ def design(params: float, gpu: str | Gpu, *, num_gpus: int = 8, regime: str = "t
            min_tps_user: float = 20.0, min_tps_gpu: float = 50.0, budget_tol: float = 0.1, quality_tol: float = 0.002,
            max_candidates: int = 20000, top: int = 10, calibration: Calibration | str | None = None, progress=None) -> dict:
     """Model shapes at a parameter budget and equal quality proxy, ranked by the frontier value they
-    reach at the regime's SLO (the dict `llm-codesign design --json` prints)."""
+    reach at the regime's SLO (the dict `llm-codesign design --json` prints), each objective with its
+    80% and 95% intervals (`intervals`)."""
     from llm_codesign.explore.design import Slo
     from llm_codesign.explore.design import design as run
+    from llm_codesign.measure.intervals import design_rows, table_for
     from llm_codesign.spec.engines import get_engine
     from llm_codesign.spec.plan import precision_for
     from llm_codesign.spec.precision import Precision as _P
@@ -136,8 +138,11 @@ def design(params: float, gpu: str | Gpu, *, num_gpus: int = 8, regime: str = "t
     prec = precision_for(base, weight_dtype, activation_dtype, kv_dtype) if base else (
         _P.of(weight_dtype or "bf16", activation_dtype, kv_dtype) if (weight_dtype or activation_dtype or kv_dtype) else None)
     slo = Slo(regime, min_tps_user, min_tps_gpu, isl, osl)
-    return run(params, g, _calibration(g, calibration), num_gpus, slo, baseline=base, moe=moe, prec=prec, budget_tol=budget_tol,
-               quality_tol=quality_tol, engine=get_engine(engine), max_candidates=max_candidates, top=top, progress=progress)
+    r = run(params, g, _calibration(g, calibration), num_gpus, slo, baseline=base, moe=moe, prec=prec, budget_tol=budget_tol,
+            quality_tol=quality_tol, engine=get_engine(engine), max_candidates=max_candidates, top=top, progress=progress)
+    # each row's objective with its intervals (the precision design priced: the baseline's, else BF16)
+    return design_rows(r, gpu=g, prec=prec or (base.default_precision if base else _P.of("bf16")), engine=engine, baseline=base,
+                       table=table_for(calibration, gpu=g))
 
 
 def validate_serving(path: str, *, calibration: str | None = None) -> dict:

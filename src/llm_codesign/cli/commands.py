@@ -207,6 +207,8 @@ def estimate(
         t.add_row(k, v)
     for note in r["precision_notes"]:
         t.add_row("precision as run", f"[yellow]{note}[/yellow]")
+    from llm_codesign.render.intervals import interval_rows
+
     for k, v in interval_rows(r["intervals"]):
         t.add_row(k, v)
     _console().print(t)
@@ -231,30 +233,6 @@ def _accuracy_rows(a: dict) -> list[tuple[str, str]]:
     if a.get("note"):
         rows.append(("accuracy note", f"[yellow]{a['note']}[/yellow]"))
     return rows
-
-
-UNITS = {"ttft_ms": " ms", "tpot_ms": " ms", "tok_s_per_user": "", "output_tok_s_per_gpu": ""}
-
-
-def interval_text(b: dict, metric: str) -> str:
-    """'80%: 95-160 ms, 95%: 80-210 ms': a metric's intervals (measure.intervals.band) at a precision that reads."""
-    f = (lambda x: f"{x:.2f}") if metric == "tpot_ms" else (lambda x: f"{x:.1f}" if x < 100 else f"{x:.0f}")
-    return f"80%: {f(b['lo80'])}-{f(b['hi80'])}{UNITS[metric]}, 95%: {f(b['lo95'])}-{f(b['hi95'])}{UNITS[metric]}"
-
-
-def interval_rows(bands: dict) -> list[tuple[str, str]]:
-    """estimate's rows on how far to trust each metric: its intervals, the runs they come from and
-    each reason they were widened, each said once."""
-    from llm_codesign.measure.intervals import LABELS
-
-    rows = [(f"{LABELS[m]} interval", interval_text(b, m)) for m, b in bands.items()]
-    said: list[str] = []
-    for b in bands.values():
-        for line in [f"from {b['source']}", *b["widened"]]:
-            if line not in said:
-                said.append(line)
-    return rows + [("interval " + ("basis" if x.startswith("from ") else "beyond the runs"), x if x.startswith("from ") else f"[yellow]{x}[/yellow]")
-                   for x in said]
 
 
 def _pareto_runs(model_refs, gpu_refs, *, space: dict, limits: dict, workload, engine, calibration, disagg: bool,

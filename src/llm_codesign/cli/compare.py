@@ -1,6 +1,7 @@
 """`compare`: a few models x precisions x GPUs at one SLO, side by side on accuracy, throughput and interactivity."""
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Optional
 
 import typer
@@ -15,10 +16,11 @@ def compare_rows(model_refs: list[str], gpu_refs: list[str], weight_formats: lis
                  osl: int, backend: str = "trtllm", min_tps_user: float | None = None, max_ttft_ms: float | None = None,
                  calibration: str | None = None) -> list[dict]:
     """For each model x precision x GPU, the deployment with the most output tok/s/GPU that meets the SLO
-    (None where none does), with its tok/s/user, TTFT and the model's accuracy at that precision."""
+    (None where none does), with its tok/s/user, TTFT, their intervals and the model's accuracy at that precision."""
     from llm_codesign.cost.calibration import calibration_for
     from llm_codesign.explore.accuracy_model import accuracy_of
     from llm_codesign.explore.search import SearchSpace, default_precisions, search
+    from llm_codesign.measure.intervals import table_for
     from llm_codesign.spec.engines import get_engine
     from llm_codesign.spec.precision import Precision
 
@@ -27,7 +29,7 @@ def compare_rows(model_refs: list[str], gpu_refs: list[str], weight_formats: lis
         m = _model(mref)
         for gref in gpu_refs:
             g = _gpu(gref)
-            cal = calibration_for(g, calibration)
+            cal, table = calibration_for(g, calibration), table_for(calibration, gpu=g)
             if weight_formats:
                 precs = [m.default_precision if w == m.default_precision.weight.name
                          else Precision.of(w, kv="fp8" if g.supports("fp8") else None) for w in weight_formats]
@@ -44,13 +46,18 @@ def compare_rows(model_refs: list[str], gpu_refs: list[str], weight_formats: lis
                     row["why_none"] = str(e)
                     rows.append(row)
                     continue
-                if r.points:
-                    best = max(r.points, key=lambda q: q.output_tok_s_per_gpu).to_dict()
-                    row["best"] = {k: best[k] for k in ("output_tok_s_per_gpu", "tok_s_per_user", "ttft_ms", "tpot_ms", "deployment")}
+                if r.points:  # the best point, with its metrics' intervals
+                    top = replace(r, points=(max(r.points, key=lambda q: q.output_tok_s_per_gpu),)).banded(m, table=table)
+                    best = top.points[0].to_dict()
+                    row["best"] = {k: best[k] for k in ("output_tok_s_per_gpu", "tok_s_per_user", "ttft_ms", "tpot_ms", "deployment", "intervals")}
                 else:
                     row["why_none"] = "no deployment meets the SLO"
                 rows.append(row)
     return rows
+
+
+def _lo_hi(b: dict) -> str:
+    return f"{b['lo80']:.0f}-{b['hi80']:.0f}"
 
 
 @app.command()
@@ -88,10 +95,11 @@ def compare(
     t = _table(f"compare at ISL/OSL {isl}/{osl} on {gpus_} GPU{'' if gpus_ == 1 else 's'}, SLO {slo}",
                "model:t gpu:k W:t accuracy:t source:k tok/s/GPU:n tok/s/user:n TTFT:n plan:t",
                "accuracy: a published score (and the drop against the model's best precision), or the proxy's drop ± 1 sigma, "
-               "or none. tok/s/GPU: the best deployment meeting the SLO; TTFT in ms.")
+               "or none. tok/s/GPU: the best deployment meeting the SLO, its 80% interval beneath; TTFT in ms.")
     for r in rows:
         a, b = r["accuracy"], r["best"]
         t.add_row(r["model"], r["gpu"], r["weight_dtype"], a["short"], a["source"],
-                  *((f"{b['output_tok_s_per_gpu']:.0f}", f"{b['tok_s_per_user']:.1f}", f"{b['ttft_ms']:.0f}", b["deployment"]["plan"])
+                  *((f"{b['output_tok_s_per_gpu']:.0f}\n{_lo_hi(b['intervals']['output_tok_s_per_gpu'])}", f"{b['tok_s_per_user']:.1f}",
+                     f"{b['ttft_ms']:.0f}", b["deployment"]["plan"])
                     if b else ("-", "-", "-", r.get("why_none", "-"))))
     _console().print(t)

@@ -155,6 +155,9 @@ def design(
         fs = lint_run(to_model(d, vocab), g, cal, regime if regime != "long-context" else "throughput", prec=prec, proxy_file=accuracy_proxy)
         d["lint"] = {"errors": sum(f.severity == "error" for f in fs), "warnings": sum(f.severity == "warning" for f in fs),
                      "top": fs[0].message if fs else None}
+    from llm_codesign.measure.intervals import design_rows, table_for
+
+    r = design_rows(r, gpu=g, prec=prec, engine=eng.name, baseline=base, table=table_for(calibration, gpu=g))  # each objective's intervals
     jobs = []  # both files written, or neither
     if plot_path and r["designs"]:
         from dataclasses import replace
@@ -200,6 +203,10 @@ def design(
                   f"{d['objective']:.1f}", f"{d['gain_pct']:+.1f}" if d["gain_pct"] is not None else "-",
                   f"{d['deployment']['plan']} B={d['deployment']['concurrency_per_instance']}", f"{d['lint']['errors']}E {d['lint']['warnings']}W")
     con.print(t)
+    if r["designs"]:  # how far to trust the objective (every row's in --json)
+        b1 = r["designs"][0]["intervals"][r["objective"]]
+        con.print(f"{short} of design 1: 80% interval {b1['lo80']:.1f}-{b1['hi80']:.1f}, 95% {b1['lo95']:.1f}-{b1['hi95']:.1f} "
+                  f"(from {b1['source']}{'; ' + '; '.join(b1['widened']) if b1['widened'] else ''})", highlight=False)
     if base:
         con.print(f"quality proxy of the baseline: {model_loss(base, prec.weight.name):.4f} (designs kept within {quality_tol:.1%})")
     if export and r["designs"]:

@@ -99,6 +99,32 @@ def context(model, gpu, prec, *, engine: str, concurrency, isl: float, osl: floa
                    format_label(run), spec)
 
 
+def design_rows(result: dict, *, gpu, prec, engine: str, baseline=None, table: dict | None = None) -> dict:
+    """A `design` result (explore.design) with each row's objective given its intervals (`intervals`:
+    {objective: band}) at the row's deployment; a designed shape has GQA layers with a dense or MoE FFN."""
+    obj, (isl, osl) = result["objective"], result["isl_osl"]
+    fmt = format_label(_executable(prec, gpu))
+    rows = [(d, None) for d in result["designs"]] + ([(result["baseline"], baseline)] if result.get("baseline") else [])
+    for d, model in rows:
+        if d.get("objective") is None:
+            continue
+        conc = d["deployment"]["concurrency_per_instance"]
+        if model is not None:
+            ctx = context(model, gpu, prec, engine=engine, concurrency=conc, isl=isl, osl=osl)
+        else:
+            cls = "moe" if "experts" in d["shape"] else "dense"
+            ctx = Context("serving", engine, gpu.family, cls, concurrency_band({"concurrency": str(conc)}), lengths_class(isl, osl),
+                          ("gqa", cls), fmt)
+        d["intervals"] = {obj: band(obj, d["objective"], ctx, table=table)}
+    return result
+
+
+def _executable(prec, gpu):
+    from llm_codesign.spec.precision import executable
+
+    return executable(prec, gpu)[0]
+
+
 def conformal(r: np.ndarray, q: float) -> float:
     """The split-conformal bound at tail quantile `q` of residuals `r`: the floor((n+1) q)-th smallest
     below the median, the ceil((n+1) q)-th above (NaN where the sample is too small for it)."""
@@ -147,9 +173,8 @@ def _measured(row: dict, metric: str, mode: str) -> float:
     return y
 
 
-def residuals(rows: list[dict], preds: list[dict]) -> list[tuple[Context, dict[str, float]]]:
-    """Per priced row (validate.predict_serving's predictions): its Context and r = log(measured /
-    predicted) per metric it measures (derived as _measured says where it states TTFT and TPOT only)."""
+def row_contexts(rows: list[dict], preds: list[dict]) -> list[Context | None]:
+    """The Context of each priced serving row (validate.predict_serving's predictions; None where not priced)."""
     from llm_codesign.measure.validate import _precision, is_disagg
     from llm_codesign.spec.hardware import get_gpu
     from llm_codesign.spec.registry import get_model
@@ -158,12 +183,23 @@ def residuals(rows: list[dict], preds: list[dict]) -> list[tuple[Context, dict[s
     out = []
     for r, p in zip(rows, preds, strict=True):
         if not p:
+            out.append(None)
             continue
         model, gpu = get_model(r["model"]), get_gpu(r["gpu"])
         conc = (r.get("concurrency") or "").strip()
-        ctx = context(model, gpu, _precision(model, r), engine=(r.get("backend") or "trtllm").strip().lower(),
-                      concurrency=float(conc) if conc else None, isl=float(r["isl"]), osl=float(r["osl"]),
-                      spec=bool((r.get("spec_method") or "").strip()), disaggregated=disagg)
+        out.append(context(model, gpu, _precision(model, r), engine=(r.get("backend") or "trtllm").strip().lower(),
+                           concurrency=float(conc) if conc else None, isl=float(r["isl"]), osl=float(r["osl"]),
+                           spec=bool((r.get("spec_method") or "").strip()), disaggregated=disagg))
+    return out
+
+
+def residuals(rows: list[dict], preds: list[dict]) -> list[tuple[Context, dict[str, float]]]:
+    """Per priced row (validate.predict_serving's predictions): its Context and r = log(measured /
+    predicted) per metric it measures (derived as _measured says where it states TTFT and TPOT only)."""
+    out = []
+    for r, p, ctx in zip(rows, preds, row_contexts(rows, preds), strict=True):
+        if ctx is None:
+            continue
         res = {}
         for m in METRICS:
             y, x = _measured(r, m, ctx.mode), p.get(COLUMNS[m], float("nan"))
@@ -172,6 +208,29 @@ def residuals(rows: list[dict], preds: list[dict]) -> list[tuple[Context, dict[s
         if res:
             out.append((ctx, res))
     return out
+
+
+def row_intervals(rows: list[dict], preds: list[dict], *, table: dict | None = None) -> tuple[list[dict], dict]:
+    """`validate --out`'s interval columns and the coverage they found: per row, predicted_<column>_lo and
+    _hi (the 80% interval) for each predicted metric; per metric the runs that measure it (as stated in
+    the file, nothing derived) and the share inside the 80% and the 95% interval."""
+    cols, found = [], {}
+    for r, p, ctx in zip(rows, preds, row_contexts(rows, preds), strict=True):
+        out = {}
+        for m in METRICS if ctx is not None else ():
+            x = p.get(COLUMNS[m], float("nan"))
+            if not (math.isfinite(x) and x > 0):
+                continue
+            b = band(m, x, ctx, table=table)
+            out |= {f"predicted_{COLUMNS[m]}_lo": b["lo80"], f"predicted_{COLUMNS[m]}_hi": b["hi80"]}
+            y = (r.get(COLUMNS[m]) or "").strip()
+            if y and float(y) > 0:
+                f = found.setdefault(m, {"n": 0, "inside80": 0, "inside95": 0})
+                f["n"] += 1
+                f["inside80"] += b["lo80"] <= float(y) <= b["hi80"]
+                f["inside95"] += b["lo95"] <= float(y) <= b["hi95"]
+        cols.append(out)
+    return cols, found
 
 
 def build(records: list[tuple[Context, dict[str, float]]], *, min_rows: int = MIN_ROWS, levels=LEVELS) -> dict:
@@ -209,7 +268,7 @@ def family_name(family: str) -> str:
     return FAMILY_NAMES.get(family, family.title())
 
 
-def _engine_title(name: str) -> str:
+def engine_title(name: str) -> str:
     from llm_codesign.spec.engines import ENGINES
 
     return ENGINES[name].title if name in ENGINES else name
@@ -230,7 +289,7 @@ def reasons(ctx: Context, table: dict) -> list[tuple[str, str]]:
     if ctx.family not in env.get("families", ()):
         out.append(("family", f"no {run} on any {fam} GPU"))
     if ctx.engine not in env.get("engines", ()):
-        out.append(("engine", f"no {run} with {_engine_title(ctx.engine)}"))
+        out.append(("engine", f"no {run} with {engine_title(ctx.engine)}"))
     new = [k for k in ctx.kinds if k not in every.get("kinds", ())]
     if new:
         out.append(("shape", f"no measured run of a model with {', '.join(KIND_NAMES.get(k, k) for k in new)} layers"))
@@ -249,7 +308,7 @@ def reasons(ctx: Context, table: dict) -> list[tuple[str, str]]:
 
 
 def _describe(level: tuple[str, ...], ctx: Context, n: int) -> str:
-    parts = {"engine": _engine_title(ctx.engine), "family": f"on {family_name(ctx.family)} GPUs", "model_class":
+    parts = {"engine": engine_title(ctx.engine), "family": f"on {family_name(ctx.family)} GPUs", "model_class":
              f"{'MoE' if ctx.model_class == 'moe' else 'dense'} models", "load": "offline" if ctx.load == "offline"
              else f"{ctx.load} requests", "lengths": f"{ctx.lengths} ISL/OSL"}
     return f"{n} {RUNS[ctx.mode]}s" + "".join(f", {parts[k]}" if k != "engine" else f" with {parts[k]}" for k in level[1:])
