@@ -63,7 +63,7 @@ def test_a_question_outside_the_runs_widens_with_its_reason():
     # 100 x (4/20)^2 = 4 and 100 x (36/20)^2 = 324; at 95% x1.5, held to contain the 80% interval
     assert (b["lo80"], b["hi80"]) == pytest.approx((4.0, 324.0), rel=1e-3)
     assert b["lo95"] == pytest.approx(min(4.0, 100 * (1 / 20) ** 1.5), rel=1e-3) and b["hi95"] == pytest.approx(324.0, rel=1e-3)
-    assert b["widened"] == ["no serving run on any Hopper GPU (x2.00 at 80%, x1.50 at 95%)"]
+    assert b["widened"] == ["no serving run on any Hopper GPU (x2.00/x1.50 at 80/95%)"]
     assert b["source"] == "39 serving runs with vLLM, dense models, 5-32 requests, balanced ISL/OSL"  # across families
 
 
@@ -128,12 +128,12 @@ def test_estimate_json_keeps_its_fields_and_adds_the_intervals():
     assert set(d["intervals"]) == set(iv.METRICS)
     for m, b in d["intervals"].items():
         assert 0 < b["lo95"] <= b["lo80"] < b["hi80"] <= b["hi95"], m
-        assert b["widened"] == ["no serving run on any Hopper GPU (x1.00 at 80%, x1.00 at 95%)"]
+        assert b["widened"] == ["no serving run on any Hopper GPU (x1.00/x1.00 at 80/95%)"]
     want = iv.band("ttft_ms", d["ttft_ms"], iv.context(lc.get_model("llama-3.1-70b"), lc.get_gpu("h200"), lc.Precision.of("bf16"),
                                                       engine="trtllm", concurrency=64, isl=1024, osl=1024))
     assert _same(d["intervals"]["ttft_ms"], want)
     text = " ".join(run("estimate", "llama-3.1-70b", "--gpu", "h200", "--gpus", "8", "--tp", "8", "--concurrency", "64").stdout.split())
-    assert "TTFT interval" in text and interval_text(d["intervals"]["ttft_ms"], "ttft_ms") in text
+    assert f"{d['ttft_ms']:.1f} ms; " + interval_text(d["intervals"]["ttft_ms"], "ttft_ms") in text
     assert "no serving run on any Hopper GPU" in text
 
 

@@ -179,13 +179,17 @@ def estimate(
         return _dump(r)
     from rich.table import Table
 
+    from llm_codesign.render.intervals import basis_rows, inline
+
     t = Table(title=f"{m.name} on {dep.num_gpus}x {dep.gpu.name}, {r['plan']}, {r['precision']}, {backend}", show_header=False)
     t.add_column("metric")
     t.add_column("value", justify="right")
     mem = r["memory"]
     for k, v in (("mode", r["mode"]), ("concurrency", r["concurrency"]), ("ISL / OSL", f"{isl} / {osl}"),
-                 ("step token budget", f"{r['max_num_tokens']} ({r['backend']})"), ("TTFT", f"{r['ttft_ms']:.1f} ms"), ("TPOT", f"{r['tpot_ms']:.2f} ms"),
-                 ("tokens/s per user", f"{r['tok_s_per_user']:.1f}"), ("output tokens/s per GPU", f"{r['output_tok_s_per_gpu']:.1f}"),
+                 # each metric with its 80% and 95% intervals (measure.intervals)
+                 ("step token budget", f"{r['max_num_tokens']} ({r['backend']})"), ("TTFT", f"{r['ttft_ms']:.1f} ms" + inline(r, "ttft_ms")),
+                 ("TPOT", f"{r['tpot_ms']:.2f} ms" + inline(r, "tpot_ms")), ("tokens/s per user", f"{r['tok_s_per_user']:.1f}" + inline(r, "tok_s_per_user")),
+                 ("output tokens/s per GPU", f"{r['output_tok_s_per_gpu']:.1f}" + inline(r, "output_tok_s_per_gpu")),
                  ("input+output tokens/s per GPU", f"{r['io_tok_s_per_gpu']:.1f}"),
                  ("tokens per joule (TDP bound)", f"{r['tokens_per_joule_bound']:.2f}"),
                  ("largest batch that fits", r["max_batch"] if r["fits"] else f"[yellow]{r['max_batch']}: {r['over_capacity']}[/yellow]"),
@@ -207,9 +211,7 @@ def estimate(
         t.add_row(k, v)
     for note in r["precision_notes"]:
         t.add_row("precision as run", f"[yellow]{note}[/yellow]")
-    from llm_codesign.render.intervals import interval_rows
-
-    for k, v in interval_rows(r["intervals"]):
+    for k, v in basis_rows(r["intervals"]):
         t.add_row(k, v)
     _console().print(t)
     if breakdown:

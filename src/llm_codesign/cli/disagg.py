@@ -117,11 +117,11 @@ def disagg(
                   f"{row['prefill_wait_ms']:.1f}", f"{row['tpot_ms']:.2f}", f"{row['tok_s_per_user']:.1f}",
                   f"{row['output_tok_s_per_gpu']:.1f}", "yes" if row["fits"] else "no")
     _console().print(t)
-    from llm_codesign.render.intervals import interval_rows, interval_text
+    from llm_codesign.render.intervals import basis_rows, interval_text
 
     for row in r["rows"]:
         b = row["intervals"]
         _console().print(f"{row['concurrency']} requests: TTFT {interval_text(b['ttft_ms'], 'ttft_ms')}; TPOT "
                          f"{interval_text(b['tpot_ms'], 'tpot_ms')}", highlight=False)
-    for k, v in interval_rows(r["rows"][0]["intervals"])[4:]:  # the basis and each reason, once
+    for k, v in basis_rows(r["rows"][0]["intervals"]):  # the basis and each reason, once
         _console().print(f"{k}: {v}", highlight=False)

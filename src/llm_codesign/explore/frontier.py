@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
+import numpy as np
+
 from llm_codesign.spec.hardware import Gpu
 from llm_codesign.spec.plan import Deployment, Workload
 
@@ -127,20 +129,24 @@ class Frontier:
         by default), computed once per point after the search: points sharing a slice in one pass."""
         from llm_codesign.measure import intervals as iv
 
-        w = self.workload
+        w, disagg = self.workload, self.mode == "disaggregated"
+        contexts: dict = {}  # one Context per precision, speculation and load band
         groups: dict = {}
         for i, p in enumerate(self.points):
-            dep = p.decode if self.mode == "disaggregated" else p.deployment
-            ctx = iv.context(model, self.gpu, dep.precision, engine=self.backend, concurrency=p.concurrency, isl=w.isl, osl=w.osl,
-                             spec=dep.spec is not None, disaggregated=self.mode == "disaggregated")
-            groups.setdefault(ctx, []).append(i)
+            dep = p.decode if disagg else p.deployment
+            key = (dep.precision, dep.spec is not None, iv.load_of(p.concurrency))
+            if key not in contexts:
+                contexts[key] = iv.context(model, self.gpu, dep.precision, engine=self.backend, concurrency=p.concurrency, isl=w.isl,
+                                           osl=w.osl, spec=dep.spec is not None, disaggregated=disagg)
+            groups.setdefault(contexts[key], []).append(i)
         out = list(self.points)
         for ctx, idx in groups.items():
-            values = {k: [_metrics(self.points[i])[k] for i in idx] for k in iv.METRICS}
+            values = {k: np.array([_metrics(self.points[i])[k] for i in idx]) for k in iv.METRICS}
             b = iv.bands(values, ctx, table=table)
+            bounds = {m: {k: v.tolist() for k, v in d.items() if k[:2] in ("lo", "hi")} for m, d in b.items()}
+            rest = {m: {k: v for k, v in d.items() if k[:2] not in ("lo", "hi")} for m, d in b.items()}
             for j, i in enumerate(idx):
-                out[i] = replace(out[i], intervals={m: {k: (float(v[j]) if k[:2] in ("lo", "hi") else v) for k, v in d.items()}
-                                                    for m, d in b.items()})
+                out[i] = replace(out[i], intervals={m: {**{k: v[j] for k, v in bounds[m].items()}, **rest[m]} for m in b})
         return replace(self, points=tuple(out))
 
     def priced(self, price: str | float | None) -> "Frontier":

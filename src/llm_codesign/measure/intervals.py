@@ -32,7 +32,7 @@ from importlib import resources
 
 import numpy as np
 
-from llm_codesign.measure.stats import concurrency_band
+from llm_codesign.measure.stats import BAND_NAMES, CONCURRENCY_BANDS
 
 METRICS = ("ttft_ms", "tpot_ms", "tok_s_per_user", "output_tok_s_per_gpu")
 # the column a serving CSV measures each metric in (validate's names)
@@ -71,6 +71,13 @@ class Context:
         return "|".join(getattr(self, k) for k in level)
 
 
+def load_of(concurrency) -> str:
+    """The concurrency band of a number of requests in flight (stats.concurrency_band), "offline" for None."""
+    if concurrency is None:
+        return "offline"
+    return BAND_NAMES[sum(float(concurrency) > b for b in CONCURRENCY_BANDS)]
+
+
 def lengths_class(isl: float, osl: float) -> str:
     """prefill-heavy (ISL >= 4 OSL), decode-heavy (OSL >= 4 ISL) or balanced."""
     return "prefill-heavy" if isl >= 4 * osl else "decode-heavy" if osl >= 4 * isl else "balanced"
@@ -94,7 +101,7 @@ def context(model, gpu, prec, *, engine: str, concurrency, isl: float, osl: floa
     run = executable(prec, gpu)[0]
     mode = "disaggregated" if disaggregated else "offline" if concurrency is None else "serving"
     kinds = sorted(({layer.attn.kind for layer, _ in model.groups} | {layer.ffn.kind for layer, _ in model.groups}) - {"none"})
-    load = concurrency_band({"concurrency": "" if concurrency is None else str(int(concurrency))})
+    load = load_of(concurrency)
     return Context(mode, engine, gpu.family, "moe" if model.is_moe else "dense", load, lengths_class(isl, osl), tuple(kinds),
                    format_label(run), spec)
 
@@ -113,7 +120,7 @@ def design_rows(result: dict, *, gpu, prec, engine: str, baseline=None, table: d
             ctx = context(model, gpu, prec, engine=engine, concurrency=conc, isl=isl, osl=osl)
         else:
             cls = "moe" if "experts" in d["shape"] else "dense"
-            ctx = Context("serving", engine, gpu.family, cls, concurrency_band({"concurrency": str(conc)}), lengths_class(isl, osl),
+            ctx = Context("serving", engine, gpu.family, cls, load_of(conc), lengths_class(isl, osl),
                           ("gqa", cls), fmt)
         d["intervals"] = {obj: band(obj, d["objective"], ctx, table=table)}
     return result
@@ -363,8 +370,8 @@ def band(metric: str, value, ctx: Context, *, table: dict | None = None, levels=
         for name, q in ((f"lo{lvl}", lo), (f"hi{lvl}", hi)):
             x = v * np.exp(q)
             out[name] = float(x) if x.ndim == 0 else x
-    widened = [text + " (" + ", ".join(f"x{factors([(kind, text)], t, metric=metric, levels=levels)[lvl]:.2f} at {lvl}%"
-                                       for lvl in levels) + ")" for kind, text in why]
+    widened = [text + " (x" + "/x".join(f"{factors([(kind, text)], t, metric=metric, levels=levels)[lvl]:.2f}" for lvl in levels)
+               + " at " + "/".join(map(str, levels)) + "%)" for kind, text in why]
     return out | {"n": c["n"], "source": source, "widened": widened}
 
 

@@ -10,16 +10,18 @@ def interval_text(b: dict, metric: str) -> str:
     return f"80%: {f(b['lo80'])}-{f(b['hi80'])}{UNITS[metric]}, 95%: {f(b['lo95'])}-{f(b['hi95'])}{UNITS[metric]}"
 
 
-def interval_rows(bands: dict) -> list[tuple[str, str]]:
-    """estimate's rows on how far to trust each metric: its intervals, the runs they come from and
-    each reason they were widened, each said once."""
-    from llm_codesign.measure.intervals import LABELS
+def inline(result: dict, metric: str) -> str:
+    """'; 80%: 95-160 ms, 95%: 80-210 ms' after a metric's value, where the result carries its intervals."""
+    b = (result.get("intervals") or {}).get(metric)
+    return f"; {interval_text(b, metric)}" if b else ""
 
-    rows = [(f"{LABELS[m]} interval", interval_text(b, m)) for m, b in bands.items()]
+
+def basis_rows(bands: dict) -> list[tuple[str, str]]:
+    """The runs the intervals come from and each reason they were widened, each said once."""
     said: list[str] = []
     for b in bands.values():
         for line in [f"from {b['source']}", *b["widened"]]:
             if line not in said:
                 said.append(line)
-    return rows + [("interval basis" if x.startswith("from ") else "beyond the runs", x if x.startswith("from ") else f"[yellow]{x}[/yellow]")
-                   for x in said]
+    return [("interval basis" if x.startswith("from ") else "beyond the runs", x if x.startswith("from ") else f"[yellow]{x}[/yellow]")
+            for x in said]
