@@ -71,11 +71,12 @@ def _print_report(rep: dict, title: str, *, stderr: bool = False) -> None:
 def validate(
     kernels: Optional[str] = typer.Option(None, "--kernels", help="Kernel CSV (gemm, attention, collectives or moe columns)."),
     serving: Optional[str] = typer.Option(None, "--serving", help="Serving-measurement CSV in the canonical columns."),
-    out: Optional[str] = typer.Option(None, "--out", help="Write the input rows plus predictions here (CSV; - for standard output)."),
+    out: Optional[str] = typer.Option(None, "--out", help="Write the input rows plus predictions and their 80% intervals "
+                                      "(predicted_<metric>_lo, _hi) here (CSV; - for standard output)."),
     clean: bool = typer.Option(False, "--clean", help="Serving: re-derive plans from the run names that state them and keep each measurement once (llm_codesign.measure.audit)."),
     calibration: Optional[str] = O_CAL, as_json: bool = typer.Option(False, "--json"),
 ):
-    """Predict published measurements and report the errors."""
+    """Predict published measurements and report the errors, and how many runs fall inside the stated intervals."""
     from llm_codesign.measure.validate import kernel_report, predict_serving, read_rows, serving_report
 
     if (kernels is None) == (serving is None):

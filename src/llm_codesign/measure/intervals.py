@@ -341,7 +341,7 @@ def lookup(metric: str, ctx: Context, table: dict) -> tuple[dict, str, Context]:
     only) takes the serving runs at 33+ requests, and says so."""
     note = ""
     if ctx.mode == "offline" and metric not in table["envelope"].get("offline", {}).get("metrics", ()):
-        ctx, note = replace(ctx, mode="serving", load="33+"), f" (offline runs measure tok/s/GPU only: {LABELS[metric]} of serving runs)"
+        ctx, note = replace(ctx, mode="serving", load="33+"), " (offline runs measure tok/s/GPU only)"
     found = _slice(metric, ctx, table)
     if found is None:
         raise KeyError(f"no {metric} residuals for {ctx.mode}")

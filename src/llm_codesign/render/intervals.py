@@ -17,11 +17,15 @@ def inline(result: dict, metric: str) -> str:
 
 
 def basis_rows(bands: dict) -> list[tuple[str, str]]:
-    """The runs the intervals come from and each reason they were widened, each said once."""
-    said: list[str] = []
-    for b in bands.values():
-        for line in [f"from {b['source']}", *b["widened"]]:
-            if line not in said:
-                said.append(line)
-    return [("interval basis" if x.startswith("from ") else "beyond the runs", x if x.startswith("from ") else f"[yellow]{x}[/yellow]")
-            for x in said]
+    """The runs the intervals come from (named per metric where the metrics' differ) and each reason
+    they were widened, each said once."""
+    from llm_codesign.measure.intervals import LABELS
+
+    sources: dict[str, list[str]] = {}
+    reasons: list[str] = []
+    for m, b in bands.items():
+        sources.setdefault(f"from {b['source']}", []).append(LABELS[m])
+        reasons += [x for x in b["widened"] if x not in reasons]
+    one = len(sources) == 1
+    return ([("interval basis" if one else f"basis: {', '.join(ms)}", src) for src, ms in sources.items()]
+            + [("beyond the runs", f"[yellow]{x}[/yellow]") for x in reasons])
