@@ -242,9 +242,16 @@ def test_the_plot_and_the_report_draw_the_band(tmp_path):
     svg = tmp_path / "f.svg"
     write_plot([f], svg)
     assert '<g id="interval-band-0">' in svg.read_text()  # fill_between's gid: the shaded band, one per series
-    png = tmp_path / "f.png"
+    # the PNG: the same frontier without its intervals draws other pixels (the band), with them a valid PNG
+    from dataclasses import replace
+
+    unbanded = replace(f, points=tuple(replace(p, intervals=None) for p in f.points))
+    png, bare = tmp_path / "f.png", tmp_path / "bare.png"
     write_plot([f], png)
-    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    write_plot([unbanded], bare)
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.read_bytes() != bare.read_bytes()
+    write_plot([unbanded], svg)
+    assert "interval-band" not in svg.read_text()
     page = tmp_path / "r.html"
     write_html([f], {}, page)
     text = page.read_text()
