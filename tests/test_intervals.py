@@ -258,3 +258,15 @@ def test_the_plot_and_the_report_draw_the_band(tmp_path):
     assert BAND_TEXT in text.replace("&#x27;", "'") and "class: 'band'" in text
     data = json.loads(text.split('id="frontier-data">')[1].split("</script>")[0])
     assert data["results"][0]["frontier"][0]["intervals"]["output_tok_s_per_gpu"]["lo80"] > 0
+
+
+def test_a_malformed_intervals_section_in_a_profile_is_one_line(tmp_path):
+    prof = tmp_path / "p.toml"
+    prof.write_text("[intervals]\nslices = 3\n")
+    r = run("estimate", "llama-3.1-8b", "--gpu", "h100", "--concurrency", "8", "--calibration", str(prof))
+    assert r.returncode == 2 and r.stdout == ""
+    assert r.stderr == (f"error: calibration.intervals: {str(prof)!r} is not valid; the [intervals] section `calibrate --serving` "
+                        "writes (slices and envelope)\n")
+    # and validate_serving reports the coverage as `validate --json` does
+    rep = lc.validate_serving("src/llm_codesign/data/measurements/published_runs.csv")
+    assert rep["interval_coverage"]["output_tok_s_per_gpu"]["n"] == 5
