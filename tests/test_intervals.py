@@ -2,6 +2,7 @@
 the validation residuals, backed off up the hierarchy where a slice is thin, widened with a stated
 reason outside the measured runs, and carried by estimate, frontier points, disagg, design, compare,
 validate --out, a profile of one's own and the pictures."""
+import csv
 import json
 import math
 import tomllib
@@ -170,8 +171,6 @@ def test_disagg_compare_and_design_rows_carry_intervals():
 
 
 def test_validate_out_writes_the_bounds_and_prints_the_coverage(tmp_path):
-    import csv
-
     from llm_codesign.measure.validate import predict_serving, read_rows
 
     src = tmp_path / "s.csv"
@@ -252,6 +251,13 @@ def test_the_plot_and_the_report_draw_the_band(tmp_path):
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.read_bytes() != bare.read_bytes()
     write_plot([unbanded], svg)
     assert "interval-band" not in svg.read_text()
+    # the CSV: each point's 80% interval per metric beside it
+    from llm_codesign.render.report import write_csv
+
+    write_csv([f], tmp_path / "f.csv")
+    row = next(csv.DictReader((tmp_path / "f.csv").open()))
+    b = f.points[0].intervals
+    assert float(row["ttft_ms_lo80"]) == pytest.approx(b["ttft_ms"]["lo80"]) and float(row["tpot_ms_hi80"]) == pytest.approx(b["tpot_ms"]["hi80"])
     page = tmp_path / "r.html"
     write_html([f], {}, page)
     text = page.read_text()

@@ -15,9 +15,12 @@ from pathlib import Path
 from llm_codesign.errors import InputError
 from llm_codesign.render.plot import Drawing, PlotProcess, bound_label, data_limits, draw, gpus_text, series_label
 
-FIELDS = ("model", "gpu", "tok_s_per_user", "output_tok_s_per_gpu", "ttft_ms", "tpot_ms", "plan", "instance_gpus",
+_METRICS = ("tok_s_per_user", "output_tok_s_per_gpu", "ttft_ms", "tpot_ms")
+# each point's 80% interval per metric (measure.intervals), blank where the search gave none
+_BANDS = tuple(f"{m}_{end}80" for m in _METRICS for end in ("lo", "hi"))
+FIELDS = ("model", "gpu", *_METRICS, "plan", "instance_gpus",
           "replicas", "concurrency_per_instance", "weight_dtype", "activation_dtype", "kv_dtype", "spec", "draft_len",
-          "accuracy_source", "accuracy_drop_pct", "accuracy")
+          "accuracy_source", "accuracy_drop_pct", "accuracy", *_BANDS)
 _DEP_FIELDS = FIELDS[6:15]
 
 
@@ -34,8 +37,10 @@ def frontier_rows(results: list[dict]) -> list[dict]:
     for r in results:
         for p in r["frontier"]:
             d = p["deployment"]
-            rows.append({"model": r["model"], "gpu": r["gpu"], **{k: p[k] for k in ("tok_s_per_user", "output_tok_s_per_gpu", "ttft_ms", "tpot_ms")},
-                         **{k: d[k] for k in _DEP_FIELDS}, **_accuracy_cells(p)})
+            b = p.get("intervals") or {}
+            rows.append({"model": r["model"], "gpu": r["gpu"], **{k: p[k] for k in _METRICS},
+                         **{k: d[k] for k in _DEP_FIELDS}, **_accuracy_cells(p),
+                         **{f"{m}_{end}80": b[m][f"{end}80"] if m in b else "" for m in _METRICS for end in ("lo", "hi")}})
     return rows
 
 
