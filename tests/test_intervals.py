@@ -276,3 +276,11 @@ def test_a_malformed_intervals_section_in_a_profile_is_one_line(tmp_path):
     # and validate_serving reports the coverage as `validate --json` does
     rep = lc.validate_serving("src/llm_codesign/data/measurements/published_runs.csv")
     assert rep["interval_coverage"]["output_tok_s_per_gpu"]["n"] == 5
+
+
+def test_pareto_text_quotes_the_band_at_both_ends():
+    d = json.loads(run("pareto", "llama-3.1-8b", "--gpu", "h100", "--gpus", "1", "--json").stdout)
+    lo, hi = (p["intervals"]["output_tok_s_per_gpu"] for p in (d["frontier"][-1], d["frontier"][0]))
+    text = " ".join(run("pareto", "llama-3.1-8b", "--gpu", "h100", "--gpus", "1").stdout.split())
+    assert (f"80% interval of tok/s/GPU: {lo['lo80']:.0f}-{lo['hi80']:.0f} at the interactive end, {hi['lo80']:.0f}-{hi['hi80']:.0f} "
+            "at the throughput end (every point's, on every metric, in --json); no serving run on any Hopper GPU") in text

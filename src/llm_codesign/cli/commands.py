@@ -475,6 +475,12 @@ def _print_frontiers(con, results: list[dict], *, isl: int, osl: int, prefix_hit
             c = fr[0]["cost"]
             con.print(f"cost at ${c['usd_per_gpu_hour']:.2f}/GPU-hour ({c['price_source']}): ${min(usd):.3f} per M output tokens "
                       f"at the throughput end to ${max(usd):.3f} at the interactive end (every point's in --json)")
+        if fr and "intervals" in fr[0]:  # how far to trust the frontier (measure.intervals), its two ends
+            lo, hi = (p["intervals"]["output_tok_s_per_gpu"] for p in (fr[-1], fr[0]))
+            why = list(dict.fromkeys(x for p in fr for b in p["intervals"].values() for x in b["widened"]))
+            con.print(f"80% interval of tok/s/GPU: {lo['lo80']:.0f}-{lo['hi80']:.0f} at the interactive end, {hi['lo80']:.0f}-"
+                      f"{hi['hi80']:.0f} at the throughput end (every point's, on every metric, in --json)"
+                      + "".join(f"; {x}" for x in why), highlight=False)
         if not fr:  # one comparison of several is empty (all of them empty is refused above)
             con.print("[yellow]no deployment meets the SLO filters[/yellow]" if r.get("fitting") else
                       f"[yellow]no deployment of {r['model']} fits on {r['num_gpus']}x {r['gpu']}: weights and KV cache exceed the "
