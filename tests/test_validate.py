@@ -139,11 +139,17 @@ def test_committed_validation_report_is_current(tmp_path):
 
     root = Path(__file__).resolve().parents[1]
     shipped = root / "src" / "llm_codesign" / "data" / "calibration" / "accuracy.toml"
-    out = subprocess.run([sys.executable, str(root / "benchmarks" / "validation_report.py"), "--accuracy", str(tmp_path / "a.toml")],
-                         capture_output=True, text=True, check=True, cwd=root).stdout
-    regen = f"regenerate: python benchmarks/validation_report.py --out docs/validation_report.md --accuracy {shipped.relative_to(root)}"
-    assert out.strip() == (root / "docs" / "validation_report.md").read_text().strip(), regen
+    intervals = shipped.with_name("intervals.toml")
+    subprocess.run([sys.executable, str(root / "benchmarks" / "validation_report.py"), "--accuracy", str(tmp_path / "a.toml"),
+                    "--intervals", str(tmp_path / "i.toml"), "--out", str(tmp_path / "report.md")],
+                   capture_output=True, text=True, check=True, cwd=root)
+    regen = (f"regenerate: python benchmarks/validation_report.py --out docs/validation_report.md --accuracy {shipped.relative_to(root)} "
+             f"--intervals {intervals.relative_to(root)}")
+    assert (tmp_path / "report.md").read_text().strip() == (root / "docs" / "validation_report.md").read_text().strip(), regen
     assert (tmp_path / "a.toml").read_text() == shipped.read_text(), regen
+    # the intervals every prediction quotes and their reliability diagram, from the same command (issue 40)
+    assert (tmp_path / "i.toml").read_text() == intervals.read_text(), regen
+    assert (tmp_path / "reliability.svg").read_text() == (root / "docs" / "reliability.svg").read_text(), regen
 
 
 def test_blank_kv_dtype_reads_fp8_with_fp8_or_nvfp4_weights():

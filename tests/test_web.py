@@ -145,6 +145,13 @@ def test_frontier_then_a_clicked_point_shows_its_breakdown(page, server):
     est = dict(page.eval_on_selector_all("#estimate-table tbody tr", "rs => rs.map(r => [...r.cells].map(c => c.textContent))"))
     assert est["tokens/s per user"] == f"{p['tok_s_per_user']:.1f}"
     assert est["output tokens/s per GPU"] == f"{p['output_tok_s_per_gpu']:.1f}"
+    # its intervals (issue 40): the point priced again at its batch, so the frontier point's own band
+    g_ = p["intervals"]["output_tok_s_per_gpu"]
+    assert est["output tokens/s per GPU: 80% / 95% interval"] == f"{g_['lo80']:.0f}-{g_['hi80']:.0f} / {g_['lo95']:.0f}-{g_['hi95']:.0f}"
+    assert est["beyond the runs"].startswith("no serving run on any Hopper GPU")
+    # the frontier's band: one shaded path per series, beneath the traces
+    assert page.eval_on_selector_all("#plot .shapelayer path", "xs => xs.length") == 2
+    assert "80% interval on tok/s/GPU" in page.text_content("#band-note")
     # its launch configuration, the file `export-point` writes (trtllm: the extra_llm_api_options YAML)
     assert page.get_attribute("#export-download", "download") == "extra_llm_api_options.yaml"
     assert f'"concurrency": {p["deployment"]["concurrency_per_instance"]}' in page.text_content("#export-text")
@@ -248,12 +255,17 @@ def test_the_static_report_draws_its_frontier_and_breakdowns_offline(page, tmp_p
     assert len(set(fills)) == 2 and len(set(dashes)) == 2  # one colour and one dash per series
     legend = page.text_content("#legend")
     assert "qwen3-30b-a3b on h100 (" in legend and "ideal bound (h200; peaks at" in legend
+    # the band about each frontier (issue 40): one shaded polygon per series, with the sentence that says what it is
+    assert page.eval_on_selector_all("polygon.band", "xs => xs.length") == 2
+    assert "qwen3-30b-a3b on h200: 80% interval of tok/s/GPU" in legend and page.is_visible("#band-note")
     # hover: the point's deployment in the tooltip
     p = results[1].points[5].to_dict()
     box = page.query_selector("circle.pt[data-i='1'][data-j='5']").bounding_box()
     page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
     assert page.is_visible("#tip")
     assert f"TTFT {p['ttft_ms']:.0f} ms, TPOT {p['tpot_ms']:.2f} ms" in page.text_content("#tip")
+    b = p["intervals"]["output_tok_s_per_gpu"]
+    assert f"tok/s/GPU {b['lo80']:.0f}-{b['hi80']:.0f} ({b['lo95']:.0f}-{b['hi95']:.0f})" in page.text_content("#tip")
     # a clicked row: that point's operators, as point_breakdown prices them
     n0 = len(results[0].points)
     page.click(f"#frontier-table tbody tr:nth-child({n0 + 6})")

@@ -51,19 +51,27 @@ def evaluate(model: str | ModelSpec, deployment: Deployment, workload: Workload 
 def estimate(model: str | ModelSpec, deployment: Deployment, workload: Workload | None = None, *,
              calibration: Calibration | str | None = None, breakdown: bool = False) -> Estimate:
     """What one deployment delivers (`to_dict()`: what `llm-codesign estimate --json` prints): metrics,
-    memory, bottlenecks, speculation's break-even, the accuracy of its precision and the measured error
-    of runs like it (`expected_error`, None with a custom profile)."""
+    memory, bottlenecks, speculation's break-even, the accuracy of its precision, the measured error
+    of runs like it (`expected_error`, None with a custom profile) and each metric's 80% and 95%
+    intervals (`intervals`: measure.intervals, from the residuals of runs like it; a profile written
+    by `calibrate --serving` narrows them where its own runs cover the question)."""
     from llm_codesign.explore.accuracy_model import accuracy_of
+    from llm_codesign.measure import intervals
     from llm_codesign.measure.accuracy import expected_error
     from llm_codesign.serve.estimate import estimate as run
 
-    m, w = get_model(model), workload or Workload()
-    r = run(m, deployment, w, calibration=_calibration(deployment.gpu, calibration), breakdown=breakdown)
+    m, w, dep = get_model(model), workload or Workload(), deployment
+    r = run(m, dep, w, calibration=_calibration(dep.gpu, calibration), breakdown=breakdown)
+    ctx = intervals.context(m, dep.gpu, dep.precision, engine=dep.backend, concurrency=w.concurrency, isl=w.isl, osl=w.osl,
+                            spec=dep.spec is not None)
+    values = {"ttft_ms": r.ttft_s * 1e3, "tpot_ms": r.tpot_s * 1e3, "tok_s_per_user": r.tok_s_per_user,
+              "output_tok_s_per_gpu": r.output_tok_s_per_gpu}
+    bands = intervals.bands(values, ctx, table=intervals.table_for(calibration, gpu=dep.gpu))
     # the bundled profile's measured error on runs like this one; a custom profile's is the user's to measure
     err = None if calibration is not None else expected_error(deployment.gpu, deployment.backend, w.concurrency, deployment.spec is not None,
                                                               model=m.name)
     # the third dimension: published where known, else the proxy
-    return replace(r, expected_error=err, accuracy=accuracy_of(m, deployment.precision))
+    return replace(r, expected_error=err, accuracy=accuracy_of(m, dep.precision), intervals=bands)
 
 
 def pareto(model: str | ModelSpec, gpu: str | Gpu, *, num_gpus: int = 8, instance_gpus: tuple[int, ...] | None = None,
@@ -79,8 +87,10 @@ def pareto(model: str | ModelSpec, gpu: str | Gpu, *, num_gpus: int = 8, instanc
     plans, precisions default to the checkpoint's own plus the formats the GPU runs natively, with
     `spec` draft lengths 1..5 (or `draft_len`) beside none, `step_tokens` searches step budgets too;
     `workload` gives the lengths and the prefix cache's hit share, `min_tps_user`/`max_ttft_ms` filter
-    by SLO and `max_accuracy_drop` (%) keeps the precisions known to lose at most that much."""
+    by SLO and `max_accuracy_drop` (%) keeps the precisions known to lose at most that much. Each point
+    carries its metrics' 80% and 95% intervals (`intervals`, as `estimate`'s)."""
     from llm_codesign.explore.search import SearchSpace, search
+    from llm_codesign.measure.intervals import table_for
     from llm_codesign.spec.engines import get_engine
 
     m, g, w = get_model(model), get_gpu(gpu), workload or Workload()
@@ -89,9 +99,11 @@ def pareto(model: str | ModelSpec, gpu: str | Gpu, *, num_gpus: int = 8, instanc
     space = SearchSpace.build(m, g, num_gpus=num_gpus, instance_gpus=instance_gpus, tp=tp, pp=pp, ep=ep, moe_tp=moe_tp,
                               attention_dp=attention_dp, kvp=kvp, weight_dtype=weight_dtype, activation_dtype=activation_dtype,
                               kv_dtype=kv_dtype, spec=sd, draft_len=draft_len, step_tokens=step_tokens)
-    return search(m, g, _calibration(g, calibration), space, isl=w.isl, osl=w.osl, prefix_hit=w.prefix_hit, engine=get_engine(engine),
-                  max_num_tokens=max_num_tokens, min_tps_user=min_tps_user, max_ttft_ms=max_ttft_ms, max_accuracy_drop=max_accuracy_drop,
-                  progress=progress)
+    f = search(m, g, _calibration(g, calibration), space, isl=w.isl, osl=w.osl, prefix_hit=w.prefix_hit, engine=get_engine(engine),
+               max_num_tokens=max_num_tokens, min_tps_user=min_tps_user, max_ttft_ms=max_ttft_ms, max_accuracy_drop=max_accuracy_drop,
+               progress=progress)
+    # each point's intervals, once per point after the search (not per evaluated deployment)
+    return f.banded(m, table=table_for(calibration, gpu=g))
 
 
 def lint(model: str | ModelSpec, gpu: str | Gpu, *, regime: str = "throughput", weight_dtype: str | None = None,
@@ -115,9 +127,11 @@ def design(params: float, gpu: str | Gpu, *, num_gpus: int = 8, regime: str = "t
     """Model shapes at a parameter budget, inside the published models' envelope (unless `outside_envelope`)
     and no worse in proxy loss than the baseline (without one, the nearest published model of the kind) beyond
     `quality_sigmas` of the difference's uncertainty, ranked by the frontier value they reach at the regime's
-    SLO (the dict `llm-codesign design --json` prints)."""
+    SLO (the dict `llm-codesign design --json` prints), each objective with its 80% and 95% intervals
+    (`intervals`)."""
     from llm_codesign.explore.design import Slo
     from llm_codesign.explore.design import design as run
+    from llm_codesign.measure.intervals import design_rows, table_for
     from llm_codesign.spec.engines import get_engine
     from llm_codesign.spec.plan import precision_for
     from llm_codesign.spec.precision import Precision as _P
@@ -127,16 +141,21 @@ def design(params: float, gpu: str | Gpu, *, num_gpus: int = 8, regime: str = "t
     prec = precision_for(base, weight_dtype, activation_dtype, kv_dtype) if base else (
         _P.of(weight_dtype or "bf16", activation_dtype, kv_dtype) if (weight_dtype or activation_dtype or kv_dtype) else None)
     slo = Slo(regime, min_tps_user, min_tps_gpu, isl, osl)
-    return run(params, g, _calibration(g, calibration), num_gpus, slo, baseline=base, moe=moe, prec=prec, budget_tol=budget_tol,
-               quality_tol=quality_tol, quality_sigmas=quality_sigmas, outside_envelope=outside_envelope, engine=get_engine(engine),
-               max_candidates=max_candidates, top=top, progress=progress)
+    r = run(params, g, _calibration(g, calibration), num_gpus, slo, baseline=base, moe=moe, prec=prec, budget_tol=budget_tol,
+            quality_tol=quality_tol, quality_sigmas=quality_sigmas, outside_envelope=outside_envelope, engine=get_engine(engine),
+            max_candidates=max_candidates, top=top, progress=progress)
+    # each row's objective with its intervals (the precision design priced: the baseline's, else BF16)
+    return design_rows(r, gpu=g, prec=prec or (base.default_precision if base else _P.of("bf16")), engine=engine, baseline=base,
+                       table=table_for(calibration, gpu=g))
 
 
 def validate_serving(path: str, *, calibration: str | None = None) -> dict:
-    """Predict each run of a serving CSV (the canonical columns) and report the errors, as
-    `llm-codesign validate --serving FILE --json` does."""
+    """Predict each run of a serving CSV (the canonical columns) and report the errors and the share of
+    runs inside the stated intervals, as `llm-codesign validate --serving FILE --json` does."""
+    from llm_codesign.measure.intervals import row_intervals, table_for
     from llm_codesign.measure.validate import predict_serving, read_rows, serving_report
 
     rows = read_rows(path)
     preds, unmodeled = predict_serving(rows, calibration)
-    return serving_report(rows, preds, unmodeled)
+    # and how many of the runs lie inside the intervals the predictions state (measure.intervals)
+    return serving_report(rows, preds, unmodeled) | {"interval_coverage": row_intervals(rows, preds, table=table_for(calibration))[1]}

@@ -66,11 +66,12 @@ def _print_report(rep: dict, title: str, *, stderr: bool = False) -> None:
 def validate(
     kernels: Optional[str] = typer.Option(None, "--kernels", help="Kernel CSV (gemm, attention, collectives or moe columns)."),
     serving: Optional[str] = typer.Option(None, "--serving", help="Serving-measurement CSV in the canonical columns."),
-    out: Optional[str] = typer.Option(None, "--out", help="Write the input rows plus predictions here (CSV; - for standard output)."),
+    out: Optional[str] = typer.Option(None, "--out", help="Write the input rows plus predictions and their 80% intervals "
+                                      "(predicted_<metric>_lo, _hi) here (CSV; - for standard output)."),
     clean: bool = typer.Option(False, "--clean", help="Serving: re-derive plans from the run names that state them and keep each measurement once (llm_codesign.measure.audit)."),
     calibration: Optional[str] = O_CAL, as_json: bool = typer.Option(False, "--json"),
 ):
-    """Predict published measurements and report the errors."""
+    """Predict published measurements and report the errors, and how many runs fall inside the stated intervals."""
     from llm_codesign.measure.validate import kernel_report, predict_serving, read_rows, serving_report
 
     if (kernels is None) == (serving is None):
@@ -101,12 +102,27 @@ def validate(
             raise InputError("serving", serving, f"a file with at least one row the model can price; none of its {len(rows)} rows is "
                              f"({'; '.join(reasons[:2])}{'; ...' if len(reasons) > 2 else ''})")
         rep = serving_report(rows, preds, unmodeled)
-        if out:
-            _write_predictions(out, rows, preds)
+        from llm_codesign.measure.intervals import row_intervals, table_for
+
+        bounds, rep["interval_coverage"] = row_intervals(rows, preds, table=table_for(calibration))
+        if out:  # each prediction with its 80% interval beside it
+            _write_predictions(out, rows, [{**p, **b} for p, b in zip(preds, bounds, strict=True)])
         title = "serving validation"
     if as_json:
         return _dump(rep)
     _print_report(rep, title, stderr=out == "-")
+    if "interval_coverage" in rep:
+        _print_coverage(rep["interval_coverage"], stderr=out == "-")
+
+
+def _print_coverage(found: dict, *, stderr: bool) -> None:
+    """The share of measured runs inside the intervals the predictions state (measure.intervals)."""
+    from llm_codesign.measure.intervals import LABELS
+
+    if found:
+        _console(stderr=stderr).print("interval coverage (stated 80% / 95%): " + "; ".join(
+            f"{LABELS[m]} {100 * f['inside80'] / f['n']:.1f}% / {100 * f['inside95'] / f['n']:.1f}% of {f['n']} measured runs"
+            for m, f in found.items()), highlight=False)
 
 
 @app.command()
@@ -167,6 +183,13 @@ def calibrate(
               f"kernels: {', '.join(kernels) or 'none'}\nserving: {serving or 'none'}{' (cleaned)' if serving and clean else ''}"
               + (f"\nheld out of the serving fit: {', '.join(hold_out)}" if hold_out else ""))
     text = to_toml(fams, report, header, srv)
+    if srv:  # the intervals of the profile's own runs, priced with it: they narrow its answers' bands where they cover them
+        from llm_codesign.cost.calibration import calibration_for
+        from llm_codesign.measure.intervals import profile_section
+        from llm_codesign.measure.validate import predict_serving
+
+        own = predict_serving(srv_rows, cal_override=lambda g: fams.get(g.family) or calibration_for(g, calibration))[0]
+        text += "\n" + profile_section(srv_rows, own) + "\n"
     write_text(output, text)
     con = _console(stderr=output == "-")
     for r in report + ([srv_report] if srv else []):
@@ -182,7 +205,22 @@ def calibrate(
                   f"eager launch {', '.join(f'{b} {v * 1e6:.1f} us' for b, v in srv['eager_launch_s'].items())}; "
                   f"wait steps {', '.join(f'{b} {v:.2f}' for b, v in srv['ttft_wait_steps'].items())}; "
                   f"host cost per running sequence {', '.join(f'{b} {v * 1e6:.1f} us' for b, v in srv['seq_overhead_s'].items())}")
+    if srv:
+        _print_own_intervals(text, con)
     con.print(f"wrote {'standard output' if output == '-' else output}")
+
+
+def _print_own_intervals(text: str, con) -> None:
+    """What the profile's own intervals cover: its answers there take them instead of the bundled ones."""
+    import tomllib
+
+    from llm_codesign.measure.intervals import engine_title, family_name
+
+    own = tomllib.loads(text)["intervals"]
+    cover = sorted({f"{engine_title(k.split('|')[1])} on {family_name(k.split('|')[2])} GPUs" for cells in own["slices"].values()
+                    for k in cells if k.count("|") == 2})
+    con.print("intervals: answers with this profile on " + (", ".join(cover) or "none of its engines and GPU families (too few runs)")
+              + " take the bands of its own runs instead of the bundled ones, and say so")
 
 
 def _refuse(bad: list[str], output: str, force: bool) -> None:

@@ -179,13 +179,17 @@ def estimate(
         return _dump(r)
     from rich.table import Table
 
+    from llm_codesign.render.intervals import basis_rows, inline
+
     t = Table(title=f"{m.name} on {dep.num_gpus}x {dep.gpu.name}, {r['plan']}, {r['precision']}, {backend}", show_header=False)
     t.add_column("metric")
     t.add_column("value", justify="right")
     mem = r["memory"]
     for k, v in (("mode", r["mode"]), ("concurrency", r["concurrency"]), ("ISL / OSL", f"{isl} / {osl}"),
-                 ("step token budget", f"{r['max_num_tokens']} ({r['backend']})"), ("TTFT", f"{r['ttft_ms']:.1f} ms"), ("TPOT", f"{r['tpot_ms']:.2f} ms"),
-                 ("tokens/s per user", f"{r['tok_s_per_user']:.1f}"), ("output tokens/s per GPU", f"{r['output_tok_s_per_gpu']:.1f}"),
+                 # each metric with its 80% and 95% intervals (measure.intervals)
+                 ("step token budget", f"{r['max_num_tokens']} ({r['backend']})"), ("TTFT", f"{r['ttft_ms']:.1f} ms" + inline(r, "ttft_ms")),
+                 ("TPOT", f"{r['tpot_ms']:.2f} ms" + inline(r, "tpot_ms")), ("tokens/s per user", f"{r['tok_s_per_user']:.1f}" + inline(r, "tok_s_per_user")),
+                 ("output tokens/s per GPU", f"{r['output_tok_s_per_gpu']:.1f}" + inline(r, "output_tok_s_per_gpu")),
                  ("input+output tokens/s per GPU", f"{r['io_tok_s_per_gpu']:.1f}"),
                  *_energy_rows(r),
                  ("largest batch that fits", r["max_batch"] if r["fits"] else f"[yellow]{r['max_batch']}: {r['over_capacity']}[/yellow]"),
@@ -209,7 +213,7 @@ def estimate(
         t.add_row(k, v)
     for note in r["precision_notes"]:
         t.add_row("precision as run", f"[yellow]{note}[/yellow]")
-    for k, v in _error_rows(r["expected_error"], calibration):
+    for k, v in basis_rows(r["intervals"]):
         t.add_row(k, v)
     _console().print(t)
     if breakdown:
@@ -245,18 +249,6 @@ def _accuracy_rows(a: dict) -> list[tuple[str, str]]:
     return rows
 
 
-def _error_rows(err: dict | None, calibration: str | None) -> list[tuple[str, str]]:
-    """estimate's table rows on how far such predictions lie from measurement (llm_codesign.measure.accuracy)."""
-    if calibration:
-        return [("measured error", f"not known for {calibration}: `llm-codesign validate --serving FILE --calibration {calibration}`")]
-    if err is None:
-        return [("measured error", "[yellow]no measured run like this one[/yellow]")]
-    from llm_codesign.measure.accuracy import summary
-
-    rows = [("measured error (median / p90)", summary(err["metrics"])), ("measured on", err["basis"])]
-    return rows + [("note", f"[yellow]{n}[/yellow]") for n in err["notes"]]
-
-
 def _pareto_runs(model_refs, gpu_refs, *, space: dict, limits: dict, workload, engine, calibration, disagg: bool,
                  gpu_hour_price) -> tuple[list, Callable[[], dict]]:
     """Every model on every GPU: llm_codesign.pareto over SearchSpace.build(**space) (and the
@@ -279,15 +271,18 @@ def _pareto_runs(model_refs, gpu_refs, *, space: dict, limits: dict, workload, e
             for gref in gpu_refs:
                 g = _gpu(gref)
                 cal = calibration_for(g, calibration)
-                r = run(m, g, workload=workload, engine=engine.name, calibration=cal, progress=cb, **space, **limits).priced(gpu_hour_price)
+                # the profile by name, so that its points' intervals are the profile's own (measure.intervals.table_for)
+                r = run(m, g, workload=workload, engine=engine.name, calibration=calibration, progress=cb, **space, **limits).priced(gpu_hour_price)
                 pending.append((len(results), lambda m=m, cal=cal, r=r: point_breakdowns(
                     m, cal, [(p.deployment, p.concurrency) for p in r.points], isl, osl)))
                 results.append(r)
                 if disagg:
                     from llm_codesign.explore.disagg_search import decode_breakdown, search_disagg
+                    from llm_codesign.measure.intervals import table_for
 
                     rd = search_disagg(m, g, cal, SearchSpace.build(m, g, **space), isl=isl, osl=osl, engine=engine,
-                                       **{k: v for k, v in limits.items() if k != "max_accuracy_drop"}).priced(gpu_hour_price)
+                                       **{k: v for k, v in limits.items() if k != "max_accuracy_drop"}).priced(gpu_hour_price).banded(
+                                           m, table=table_for(calibration))
                     pending.append((len(results), lambda m=m, cal=cal, rd=rd: [
                         decode_breakdown(m, cal, p, isl=isl, osl=osl) for p in rd.points]))
                     results.append(rd)
@@ -504,6 +499,12 @@ def _print_frontiers(con, results: list[dict], *, isl: int, osl: int, prefix_hit
                 if e[0]["tokens_per_joule_node"] is not None else ""
             con.print(f"output tokens per joule, GPU alone: {e[0]['tokens_per_joule']:.2f} at the throughput end to "
                       f"{e[-1]['tokens_per_joule']:.2f} at the interactive end{node} (every point's in --json)", highlight=False)
+        if fr and "intervals" in fr[0]:  # how far to trust the frontier (measure.intervals), its two ends
+            lo, hi = (p["intervals"]["output_tok_s_per_gpu"] for p in (fr[-1], fr[0]))
+            why = list(dict.fromkeys(x for p in fr for b in p["intervals"].values() for x in b["widened"]))
+            con.print(f"80% interval of tok/s/GPU: {lo['lo80']:.0f}-{lo['hi80']:.0f} at the interactive end, {hi['lo80']:.0f}-"
+                      f"{hi['hi80']:.0f} at the throughput end (every point's, on every metric, in --json)"
+                      + "".join(f"; {x}" for x in why), highlight=False)
         if not fr:  # one comparison of several is empty (all of them empty is refused above)
             con.print("[yellow]no deployment meets the SLO filters[/yellow]" if r.get("fitting") else
                       f"[yellow]no deployment of {r['model']} fits on {r['num_gpus']}x {r['gpu']}: weights and KV cache exceed the "

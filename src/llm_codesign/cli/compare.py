@@ -1,6 +1,7 @@
 """`compare`: a few models x precisions x GPUs at one SLO, side by side on accuracy, throughput and interactivity."""
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Optional
 
 import typer
@@ -16,11 +17,12 @@ def compare_rows(model_refs: list[str], gpu_refs: list[str], weight_formats: lis
                  calibration: str | None = None, gpu_hour_price: str | None = None) -> list[dict]:
     """For each model x precision x GPU, the deployment with the most output tok/s/GPU that meets the SLO
     (None where none does), with its tok/s/user, TTFT, output tokens per joule (serve.energy), its cost
-    at `gpu_hour_price` where given, and the model's accuracy at that precision (and the one measure the
-    model's rows are compared on: accuracy_compared)."""
+    at `gpu_hour_price` where given, the intervals of its metrics, and the model's accuracy at that precision (and the one
+    measure the model's rows are compared on: accuracy_compared)."""
     from llm_codesign.cost.calibration import calibration_for
     from llm_codesign.explore.accuracy_model import accuracy_of
     from llm_codesign.explore.search import SearchSpace, default_precisions, search
+    from llm_codesign.measure.intervals import table_for
     from llm_codesign.spec.engines import get_engine
     from llm_codesign.spec.precision import Precision
 
@@ -29,7 +31,7 @@ def compare_rows(model_refs: list[str], gpu_refs: list[str], weight_formats: lis
         m = _model(mref)
         for gref in gpu_refs:
             g = _gpu(gref)
-            cal = calibration_for(g, calibration)
+            cal, table = calibration_for(g, calibration), table_for(calibration, gpu=g)
             if weight_formats:
                 precs = [m.default_precision if w == m.default_precision.weight.name
                          else Precision.of(w, kv="fp8" if g.supports("fp8") else None) for w in weight_formats]
@@ -46,10 +48,11 @@ def compare_rows(model_refs: list[str], gpu_refs: list[str], weight_formats: lis
                     row["why_none"] = str(e)
                     rows.append(row)
                     continue
-                if r.points:
-                    best = max(r.priced(gpu_hour_price).points, key=lambda q: q.output_tok_s_per_gpu).to_dict()
+                if r.points:  # the best point, with its metrics' intervals
+                    top = replace(r, points=(max(r.priced(gpu_hour_price).points, key=lambda q: q.output_tok_s_per_gpu),)).banded(m, table=table)
+                    best = top.points[0].to_dict()
                     row["best"] = {k: best[k] for k in ("output_tok_s_per_gpu", "tok_s_per_user", "ttft_ms", "tpot_ms", "energy", "cost",
-                                                        "deployment") if k in best}
+                                                        "deployment", "intervals") if k in best}
                 else:
                     row["why_none"] = "no deployment meets the SLO"
                 rows.append(row)
@@ -104,6 +107,10 @@ def _accuracy_notes(rows: list[dict]) -> dict[str, str]:
             out[r["model"]] = (f"accuracy: the change against {c['against']} (ref), from published pairs or the proxy's (± 1 "
                                "sigma); no benchmark was published for every precision shown")
     return out
+
+
+def _lo_hi(b: dict) -> str:
+    return f"{b['lo80']:.0f}-{b['hi80']:.0f}"
 
 
 @app.command()
@@ -170,11 +177,11 @@ def compare(
     columns = (("" if one_gpu else "gpu:k ") + "W:k accuracy:k tok/s|/GPU:n tok/s|/user:n TTFT|ms:n tok/J:n"
                + (" $/Mtok:n" if priced else "") + " plan:t")
     cells = [[*(() if one_gpu else (r["gpu"],)), r["weight_dtype"], _accuracy_cell(r["accuracy_compared"]),
-              *((f"{b['output_tok_s_per_gpu']:.0f}", f"{b['tok_s_per_user']:.1f}", f"{b['ttft_ms']:.0f}", f"{b['energy']['tokens_per_joule']:.2f}",
+              *((f"{b['output_tok_s_per_gpu']:.0f}\n{_lo_hi(b['intervals']['output_tok_s_per_gpu'])}", f"{b['tok_s_per_user']:.1f}", f"{b['ttft_ms']:.0f}", f"{b['energy']['tokens_per_joule']:.2f}",
                  *((f"{b['cost']['usd_per_m_output_tokens']:.3f}",) if priced else ()), b["deployment"]["plan"])
                 if b else ("-", "-", "-", "-", *(("-",) if priced else ()), r.get("why_none", "-")))] for r in rows for b in (r["best"],)]
     heads = [max(len(x) for x in spec.rsplit(":", 1)[0].split("|")) for spec in columns.split()]
-    widths = [max([h] + [len(c[i]) for c in cells]) for i, h in enumerate(heads)]
+    widths = [max([h] + [len(line) for c in cells for line in c[i].split("\n")]) for i, h in enumerate(heads)]
     con = _console()
     on = " / ".join(f"{gpus_}x {g}" for g in dict.fromkeys(r["gpu"] for r in rows))
     con.print(f"compare at ISL/OSL {isl}/{osl} on {on}, SLO {slo}", highlight=False)
@@ -189,7 +196,8 @@ def compare(
         con.print(t)
         if name in notes:
             con.print(notes[name], highlight=False)
-    con.print("W: weight format. tok/s/GPU: the deployment that meets the SLO with the most output tokens/s per GPU; "
+    con.print("W: weight format. tok/s/GPU: the deployment that meets the SLO with the most output tokens/s per GPU, its 80% "
+              "interval beneath; "
               "tok/s/user, TTFT, tok/J (output tokens per joule of the GPU at its modelled power)"
               + (f", $/Mtok (per million output tokens at {gpu_hour_price} GPU-hour prices)" if priced else "")
               + " and plan are that deployment's.", highlight=False)

@@ -162,6 +162,9 @@ def design(
         fs = lint_run(to_model(d, vocab), g, cal, regime if regime != "long-context" else "throughput", prec=prec, proxy_file=accuracy_proxy)
         d["lint"] = {"errors": sum(f.severity == "error" for f in fs), "warnings": sum(f.severity == "warning" for f in fs),
                      "top": fs[0].message if fs else None}
+    from llm_codesign.measure.intervals import design_rows, table_for
+
+    r = design_rows(r, gpu=g, prec=prec, engine=eng.name, baseline=base, table=table_for(calibration, gpu=g))  # each objective's intervals
     jobs = []  # both files written, or neither
     if plot_path and r["designs"]:
         from dataclasses import replace
@@ -223,6 +226,10 @@ def design(
             con.print(f"binds: {x['axis']} {x['side']} {x['value']} is a real limit, {x['why']}" + (f" ({', '.join(x['bounds'])})" if x.get("bounds") else ""))
         else:
             con.print(f"binds: {x['kind']}: {x['axis']} -> {x['to']} would gain {x['gain_pct']:+.1f}% but {x['why']}")
+    if r["designs"]:  # how far to trust the objective (every row's in --json)
+        b1 = r["designs"][0]["intervals"][r["objective"]]
+        con.print(f"{short} of design 1: 80% interval {b1['lo80']:.1f}-{b1['hi80']:.1f}, 95% {b1['lo95']:.1f}-{b1['hi95']:.1f} "
+                  f"(from {b1['source']}{'; ' + '; '.join(b1['widened']) if b1['widened'] else ''})", highlight=False)
     if export and r["designs"]:
         con.print(f"wrote {'standard output' if export == '-' else export}")
     if plot_path and r["designs"]:

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
+import numpy as np
+
 from llm_codesign.spec.hardware import Gpu
 from llm_codesign.spec.plan import Deployment, Workload
 
@@ -23,6 +25,7 @@ class FrontierPoint:
     accuracy: dict | None = None  # explore.accuracy_model.point_accuracy of its precision
     cost: dict | None = None  # explore.pricing.cost_of, where a GPU-hour price was given
     energy: dict | None = None  # serve.energy: tokens per joule (GPU alone, with the node's share, at TDP) and the GPU's watts
+    intervals: dict | None = None  # per metric of to_dict(), its 80% and 95% intervals (Frontier.banded)
 
     def record(self) -> dict:
         """The deployment in plain types: everything `Deployment.from_dict` needs to rebuild it exactly
@@ -35,7 +38,8 @@ class FrontierPoint:
 
     def to_dict(self) -> dict:
         return {**_metrics(self), "deployment": self.record(), "accuracy": self.accuracy,
-                **({"cost": self.cost} if self.cost is not None else {}), **({"energy": self.energy} if self.energy is not None else {})}
+                **({"cost": self.cost} if self.cost is not None else {}), **({"energy": self.energy} if self.energy is not None else {}),
+                **({"intervals": self.intervals} if self.intervals is not None else {})}
 
 
 @dataclass(frozen=True)
@@ -55,6 +59,7 @@ class DisaggPoint:
     tpot_s: float
     cost: dict | None = None
     energy: dict | None = None  # serve.energy.disagg_energy: the unit's GPUs on average
+    intervals: dict | None = None  # as FrontierPoint's
 
     def record(self) -> dict:
         """Both pools' plans and instances, the unit's GPUs, precision and draft length, in plain types."""
@@ -70,7 +75,8 @@ class DisaggPoint:
 
     def to_dict(self) -> dict:
         return {**_metrics(self), "deployment": self.record(), **({"cost": self.cost} if self.cost is not None else {}),
-                **({"energy": self.energy} if self.energy is not None else {})}
+                **({"energy": self.energy} if self.energy is not None else {}),
+                **({"intervals": self.intervals} if self.intervals is not None else {})}
 
 
 def _metrics(p) -> dict:
@@ -120,6 +126,31 @@ class Frontier:
             d = p.to_dict()
             rows.append({**{k: v for k, v in d.items() if k != "deployment"}, **d["deployment"]})
         return pd.DataFrame(rows)
+
+    def banded(self, model, *, table: dict | None = None) -> "Frontier":
+        """Every point with its metrics' 80% and 95% intervals (measure.intervals: `table`, the bundled one
+        by default), computed once per point after the search: points sharing a slice in one pass."""
+        from llm_codesign.measure import intervals as iv
+
+        w, disagg = self.workload, self.mode == "disaggregated"
+        contexts: dict = {}  # one Context per precision, speculation and load band
+        groups: dict = {}
+        for i, p in enumerate(self.points):
+            dep = p.decode if disagg else p.deployment
+            key = (dep.precision, dep.spec is not None, iv.load_of(p.concurrency))
+            if key not in contexts:
+                contexts[key] = iv.context(model, self.gpu, dep.precision, engine=self.backend, concurrency=p.concurrency, isl=w.isl,
+                                           osl=w.osl, spec=dep.spec is not None, disaggregated=disagg)
+            groups.setdefault(contexts[key], []).append(i)
+        out = list(self.points)
+        for ctx, idx in groups.items():
+            values = {k: np.array([_metrics(self.points[i])[k] for i in idx]) for k in iv.METRICS}
+            b = iv.bands(values, ctx, table=table)
+            bounds = {m: {k: v.tolist() for k, v in d.items() if k[:2] in ("lo", "hi")} for m, d in b.items()}
+            rest = {m: {k: v for k, v in d.items() if k[:2] not in ("lo", "hi")} for m, d in b.items()}
+            for j, i in enumerate(idx):
+                out[i] = replace(out[i], intervals={m: {**{k: v[j] for k, v in bounds[m].items()}, **rest[m]} for m in b})
+        return replace(self, points=tuple(out))
 
     def priced(self, price: str | float | None) -> "Frontier":
         """Every point with its cost at a GPU-hour `price` (explore.pricing.cost_of); unchanged without one."""

@@ -156,6 +156,10 @@ def draw(results: list[dict], path: str | Path) -> None:
         xs = [p["tok_s_per_user"] for p in r["frontier"]]
         ys = [p["output_tok_s_per_gpu"] for p in r["frontier"]]
         ax.plot(xs, ys, "-", color=color, lw=2, label=series_label(r, many=many))
+        band = [(x, q.get("band") or _band(q)) for x, q in zip(xs, r["frontier"], strict=True) if q.get("band") or _band(q)]
+        if band:  # each point's 80% interval on tok/s/GPU (measure.intervals), shaded along the frontier
+            ax.fill_between([x for x, _ in band], [b[0] for _, b in band], [b[1] for _, b in band], color=color, alpha=0.15, lw=0,
+                            gid=f"interval-band-{i}", label=f"{series_label(r, many=many)}: 80% interval of tok/s/GPU")
         # the third dimension: one marker per precision on the frontier, its accuracy in the legend
         precs = sorted({(q["deployment"]["weight_dtype"], q["deployment"]["kv_dtype"]) for q in r["frontier"]})
         for mk, (w, kv) in zip("osD^vP*X" * 4, precs, strict=False):  # markers repeat past 8 precisions
@@ -196,8 +200,14 @@ _RESULT_KEYS = ("model", "gpu", "num_gpus", "isl", "osl", "mode", "cloud", "roof
 def plot_view(results: list[dict]) -> list[dict]:
     """What `draw` reads of search results, in plain types: the whole of what a second process is sent."""
     return [{**{k: r.get(k) for k in _RESULT_KEYS},
-             "frontier": [{**{k: p.get(k) for k in _POINT_KEYS}, "deployment": {k: p["deployment"][k] for k in _DEPLOYMENT_KEYS}}
-                          for p in r["frontier"]]} for r in results]
+             "frontier": [{**{k: p.get(k) for k in _POINT_KEYS}, "deployment": {k: p["deployment"][k] for k in _DEPLOYMENT_KEYS},
+                           "band": _band(p)} for p in r["frontier"]]} for r in results]
+
+
+def _band(p: dict) -> tuple[float, float] | None:
+    """A point's 80% interval on tok/s/GPU, where it has intervals."""
+    b = (p.get("intervals") or {}).get("output_tok_s_per_gpu")
+    return (b["lo80"], b["hi80"]) if b else None
 
 
 class _Child:

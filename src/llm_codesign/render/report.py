@@ -15,9 +15,12 @@ from pathlib import Path
 from llm_codesign.errors import InputError
 from llm_codesign.render.plot import Drawing, PlotProcess, bound_in_view, bound_label, data_limits, draw, gpus_text, series_label
 
-FIELDS = ("model", "gpu", "tok_s_per_user", "output_tok_s_per_gpu", "ttft_ms", "tpot_ms", "plan", "instance_gpus",
+_METRICS = ("tok_s_per_user", "output_tok_s_per_gpu", "ttft_ms", "tpot_ms")
+# each point's 80% interval per metric (measure.intervals), blank where the search gave none
+_BANDS = tuple(f"{m}_{end}80" for m in _METRICS for end in ("lo", "hi"))
+FIELDS = ("model", "gpu", *_METRICS, "plan", "instance_gpus",
           "replicas", "concurrency_per_instance", "weight_dtype", "activation_dtype", "kv_dtype", "spec", "draft_len",
-          "accuracy_source", "accuracy_drop_pct", "accuracy")
+          "accuracy_source", "accuracy_drop_pct", "accuracy", *_BANDS)
 _DEP_FIELDS = FIELDS[6:15]
 
 
@@ -34,8 +37,10 @@ def frontier_rows(results: list[dict]) -> list[dict]:
     for r in results:
         for p in r["frontier"]:
             d = p["deployment"]
-            rows.append({"model": r["model"], "gpu": r["gpu"], **{k: p[k] for k in ("tok_s_per_user", "output_tok_s_per_gpu", "ttft_ms", "tpot_ms")},
-                         **{k: d[k] for k in _DEP_FIELDS}, **_accuracy_cells(p)})
+            b = p.get("intervals") or {}
+            rows.append({"model": r["model"], "gpu": r["gpu"], **{k: p[k] for k in _METRICS},
+                         **{k: d[k] for k in _DEP_FIELDS}, **_accuracy_cells(p),
+                         **{f"{m}_{end}80": b[m][f"{end}80"] if m in b else "" for m in _METRICS for end in ("lo", "hi")}})
     return rows
 
 
@@ -151,7 +156,15 @@ function describe(p) {
           `W ${d.weight_dtype} / A ${d.activation_dtype} / KV ${d.kv_dtype}` + (d.spec ? `, ${d.spec} k=${d.draft_len}` : ''),
           `${p.tok_s_per_user.toFixed(1)} tok/s/user, ${p.output_tok_s_per_gpu.toFixed(0)} tok/s/GPU`,
           `TTFT ${p.ttft_ms.toFixed(0)} ms, TPOT ${p.tpot_ms.toFixed(2)} ms`,
-          'accuracy ' + (p.accuracy ? p.accuracy.short : 'none')];
+          'accuracy ' + (p.accuracy ? p.accuracy.short : 'none'), ...intervals(p)];
+}
+function intervals(p) {  // the point's 80% and 95% intervals (measure.intervals), where the search gave them
+  const b = p.intervals;
+  if (!b) return [];
+  const f = (v, k) => k === 'tpot_ms' ? v.toFixed(2) : v.toFixed(v < 100 ? 1 : 0);
+  const names = {tok_s_per_user: 'tok/s/user', output_tok_s_per_gpu: 'tok/s/GPU', ttft_ms: 'TTFT ms', tpot_ms: 'TPOT ms'};
+  return ['80% (95%) interval: ' + Object.keys(names).filter((k) => b[k]).map((k) =>
+    `${names[k]} ${f(b[k].lo80, k)}-${f(b[k].hi80, k)} (${f(b[k].lo95, k)}-${f(b[k].hi95, k)})`).join(', ')];
 }
 const svg = S('svg', {viewBox: `0 0 ${W} ${H}`, width: W, height: H, id: 'frontier-svg', role: 'img'});
 document.getElementById('plot').appendChild(svg);
@@ -186,6 +199,12 @@ D.results.forEach((r, i) => {
              'stroke-linecap': 'round', opacity: 0.3, class: 'cloud'}, area);
   if (r.bound) S('polyline', {points: r.bound.tok_s_per_user.map((x, k) => `${sx(x).toFixed(1)},${sy(r.bound.output_tok_s_per_gpu[k]).toFixed(1)}`).join(' '),
                               fill: 'none', stroke: c, 'stroke-width': 1.5, 'stroke-dasharray': dash(i), class: 'bound'}, area);
+  const banded = r.frontier.filter((p) => p.intervals);
+  if (banded.length) {  // the frontier's band: each point's 80% interval on tok/s/GPU, upper edge then lower
+    const edge = (k) => (p) => `${sx(p.tok_s_per_user).toFixed(1)},${sy(p.intervals.output_tok_s_per_gpu[k]).toFixed(1)}`;
+    S('polygon', {points: [...banded.map(edge('hi80')), ...banded.slice().reverse().map(edge('lo80'))].join(' '), fill: c,
+                  opacity: 0.15, stroke: 'none', class: 'band'}, area);
+  }
   S('polyline', {points: r.frontier.map((p) => `${sx(p.tok_s_per_user).toFixed(1)},${sy(p.output_tok_s_per_gpu).toFixed(1)}`).join(' '),
                  fill: 'none', stroke: c, 'stroke-width': 2.5, class: 'frontier'}, area);
   r.frontier.forEach((p, j) => {
@@ -203,6 +222,7 @@ D.results.forEach((r, i) => {
   const item = E('div', null, legend);
   swatch(item, {stroke: c}, r.label);
   E('span', ` (${r.frontier.length} frontier points; dots: ${xs.length.toLocaleString()} of ${r.evaluated.toLocaleString()} deployments evaluated)`, item, 'hint');
+  if (banded.length) swatch(E('div', null, legend), {stroke: c, 'stroke-width': 8, opacity: 0.15}, `${r.label}: 80% interval of tok/s/GPU`);
   if (r.bound) swatch(E('div', null, legend), {stroke: c, 'stroke-dasharray': dash(i)}, r.bound.label);
   if (r.empty) E('div', `${r.label}: no deployment on the frontier: ${r.empty}`, legend, 'empty');
 });
@@ -224,20 +244,28 @@ function show(i, j) {
   box.appendChild(t);
 }
 const T = table(['model', 'GPU', 'tok/s/user', 'tok/s/GPU', 'TTFT ms', 'TPOT ms', 'plan', 'instances', 'GPUs each', 'batch',
-                 'weights', 'activations', 'KV cache', 'speculation', 'accuracy']);
+                 'weights', 'activations', 'KV cache', 'speculation', 'accuracy', 'tok/s/GPU 80%']);
 T.id = 'frontier-table';
 D.results.forEach((r, i) => r.frontier.forEach((p, j) => {
   const d = p.deployment, tr = T.tBodies[0].insertRow();
   tr.onclick = () => show(i, j);
   tr.title = 'click for its per-operator breakdown';
   rows[i + ':' + j] = tr;
+  const g = p.intervals && p.intervals.output_tok_s_per_gpu;
   [r.model, r.gpu, p.tok_s_per_user.toFixed(1), p.output_tok_s_per_gpu.toFixed(0), p.ttft_ms.toFixed(0), p.tpot_ms.toFixed(2), d.plan,
    d.replicas, d.instance_gpus, d.concurrency_per_instance, d.weight_dtype, d.activation_dtype, d.kv_dtype,
-   d.spec ? `${d.spec} k=${d.draft_len}` : 'none', p.accuracy ? p.accuracy.short : 'none']
+   d.spec ? `${d.spec} k=${d.draft_len}` : 'none', p.accuracy ? p.accuracy.short : 'none', g ? `${g.lo80.toFixed(0)}-${g.hi80.toFixed(0)}` : '-']
     .forEach((x) => cell(tr, 'td', x));
 }));
 document.getElementById('table').appendChild(T);
 """
+
+
+# what the shaded band means, in one sentence (measure.intervals; its coverage: docs/validation_report.md)
+BAND_TEXT = ("The shaded band is each frontier point's 80% interval on tok/s/GPU: the range around the prediction that held "
+             "80% of measured runs like it (wider, and saying why, where no run covers the question); hover a point for its "
+             "80% and 95% intervals on every metric.")
+_BAND_SENTENCE = f'<p id="band-note">{html.escape(BAND_TEXT)}</p>'
 
 
 def write_html(results: list, breakdowns: dict, path: str | Path, errors: dict[str, list[str]] | None = None) -> None:
@@ -261,6 +289,7 @@ td,th{{border:1px solid #ccc;padding:2px 6px;text-align:right}} td:first-child,t
 <body><h1>Pareto report: {html.escape(', '.join(series_label(r, many=True) for r in results))}</h1>
 <p>ISL/OSL {r0['isl']}/{r0['osl']}, {gpus_text(r0['num_gpus'])}, backend {html.escape(str(r0['backend']))};
 {sum(r['evaluated'] for r in results):,} deployments evaluated. Hover a point for its deployment; click a point or a table row for its per-operator breakdown.</p>
+{_BAND_SENTENCE if any(p.get("intervals") for r in results for p in r["frontier"]) else ""}
 <div id="plot"></div><div id="legend"></div><div id="tip"></div>
 {_errors_html(errors)}<h2>Per-operator breakdown of the selected point</h2><div id="breakdown">Click a frontier point or a row below.</div>
 <h2>Frontier</h2><p class="hint">Click a row for its per-operator breakdown.</p><div id="table"></div>

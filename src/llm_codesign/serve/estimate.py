@@ -66,8 +66,9 @@ class Estimate:
     """What one deployment delivers on a workload, in SI units: the metrics at `concurrency` requests
     in flight (the workload's, or the offline maximum throughput's: `mode`), memory per GPU, the
     binding resource of each phase, speculation's payoff and, where asked, the decode step's
-    operators. `expected_error` and `accuracy` are filled by the public API (llm_codesign.estimate);
-    `cost` where a GPU-hour price is given."""
+    operators. `expected_error`, `intervals` and `accuracy` are filled by the public API
+    (llm_codesign.estimate); `cost` where a GPU-hour price is given. `intervals` holds, per metric of
+    `to_dict()` (ms for times), its 80% and 95% intervals (measure.intervals.band)."""
     model: str
     deployment: Deployment
     workload: Workload
@@ -92,6 +93,7 @@ class Estimate:
     expected_error: dict | None = None
     accuracy: dict | None = None
     cost: dict | None = None
+    intervals: dict | None = None
 
     @property
     def fits(self) -> bool:
@@ -118,6 +120,8 @@ class Estimate:
         if self.breakdown is not None:
             out["breakdown"] = [o.to_dict() for o in self.breakdown]
         out |= {"expected_error": self.expected_error, "accuracy": self.accuracy}
+        if self.intervals is not None:
+            out["intervals"] = self.intervals
         if w.prefix_hit:
             out["prefix_hit"] = w.prefix_hit
         if self.cost is not None:

@@ -171,14 +171,29 @@ function describe(p) {
           `accuracy ${(p.accuracy && p.accuracy.short) || "none"}`];
 }
 
+const COLOURS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f"];
+
+function band(s, i) {
+  // the frontier's band: each point's 80% interval on tok/s/GPU, a filled path (a layout shape, not a trace:
+  // a click's curve number stays its series, and the legend its series alone)
+  const pts = s.frontier.filter((p) => p.intervals && p.intervals.output_tok_s_per_gpu);
+  if (!pts.length) return [];
+  const edge = (k) => (p) => `${p.tok_s_per_user},${p.intervals.output_tok_s_per_gpu[k]}`;
+  const path = "M" + pts.map(edge("hi80")).join("L") + "L" + pts.slice().reverse().map(edge("lo80")).join("L") + "Z";
+  return [{type: "path", path, xref: "x", yref: "y", fillcolor: COLOURS[i % COLOURS.length], opacity: 0.18, line: {width: 0},
+           layer: "below", name: "band"}];
+}
+
 function plot(series) {
   const traces = series.map((s, i) => ({
     type: "scatter", mode: "lines+markers", name: esc(`${s.model} on ${s.num_gpus}x ${s.gpu}`),
     x: s.frontier.map((p) => p.tok_s_per_user), y: s.frontier.map((p) => p.output_tok_s_per_gpu),
     text: s.frontier.map((p) => describe(p).map(esc).join("<br>")), hoverinfo: "text+name",
-    customdata: s.frontier.map((_, j) => `${i}:${j}`), marker: {size: 8},
+    customdata: s.frontier.map((_, j) => `${i}:${j}`), marker: {size: 8, color: COLOURS[i % COLOURS.length]},
+    line: {color: COLOURS[i % COLOURS.length]},
   }));
   const layout = {margin: {l: 70, r: 20, t: 20, b: 50}, hovermode: "closest", legend: {orientation: "h", y: 1.08},
+                  shapes: [].concat(...series.map(band)),
                   xaxis: {title: {text: "tokens/s per user"}}, yaxis: {title: {text: "output tokens/s per GPU"}}};
   const gd = $("plot");
   Plotly.react(gd, traces, layout, {displaylogo: false, responsive: true});
@@ -188,13 +203,25 @@ function plot(series) {
   }
 }
 
+function intervalRows(b) {
+  // a point's 80% and 95% intervals per metric, the runs they come from and why they were widened
+  if (!b) return [];
+  const names = [["ttft_ms", "TTFT", " ms", 1], ["tpot_ms", "TPOT", " ms", 2], ["tok_s_per_user", "tokens/s per user", "", 1],
+                 ["output_tok_s_per_gpu", "output tokens/s per GPU", "", 0]];
+  const rows = names.filter(([k]) => b[k]).map(([k, name, unit, d]) =>
+    [`${name}: 80% / 95% interval`, `${fix(b[k].lo80, d)}-${fix(b[k].hi80, d)}${unit} / ${fix(b[k].lo95, d)}-${fix(b[k].hi95, d)}${unit}`]);
+  const said = [...new Set(Object.values(b).flatMap((x) => [`from ${x.source}`, ...x.widened]))];
+  return rows.concat(said.map((t) => [t.startsWith("from ") ? "interval basis" : "beyond the runs", t]));
+}
+
 function frontierTable(series) {
   const rows = [], index = [];
   series.forEach((s, i) => s.frontier.forEach((p, j) => {
     const d = p.deployment;
+    const g = p.intervals && p.intervals.output_tok_s_per_gpu;
     rows.push([s.gpu, fix(p.tok_s_per_user, 1), fix(p.output_tok_s_per_gpu, 0), fix(p.ttft_ms, 0), fix(p.tpot_ms, 2), d.plan,
                d.replicas, d.concurrency_per_instance, `${d.weight_dtype}/${d.kv_dtype}`, d.spec ? `${d.spec} k=${d.draft_len}` : "-",
-               (p.accuracy && p.accuracy.short) || "none"]);
+               (p.accuracy && p.accuracy.short) || "none", g ? `${fix(g.lo80, 0)}-${fix(g.hi80, 0)}` : "-"]);
     index.push([i, j]);
   }));
   const box = $("frontier");
@@ -204,7 +231,7 @@ function frontierTable(series) {
   }
   box.replaceChildren(el("div", "click a row for its operators and estimate", "hint"),
     table("frontier-table", [["GPU", "t"], ["tok/s/user", "n"], ["tok/s/GPU", "n"], ["TTFT ms", "n"], ["TPOT ms", "n"], ["plan", "t"],
-                             ["x", "n"], ["batch", "n"], ["W/KV", "t"], ["spec", "t"], ["accuracy", "t"]],
+                             ["x", "n"], ["batch", "n"], ["W/KV", "t"], ["spec", "t"], ["accuracy", "t"], ["tok/s/GPU 80%", "n"]],
           rows, (k) => selectPoint(...index[k])));
 }
 
@@ -224,7 +251,7 @@ async function selectPoint(si, pi) {
       ["concurrency", e.concurrency], ["TTFT", `${fix(e.ttft_ms, 1)} ms`], ["TPOT", `${fix(e.tpot_ms, 2)} ms`],
       ["tokens/s per user", fix(e.tok_s_per_user, 1)], ["output tokens/s per GPU", fix(e.output_tok_s_per_gpu, 1)],
       ["memory per GPU", `weights ${fix(m.weights_gb, 1)} GB, KV ${fix(m.kv_gb, 1)} GB, free ${fix(m.free_gb, 1)} GB`],
-      ["decode bound by", e.decode_bound], ["prefill bound by", e.prefill_bound]];
+      ["decode bound by", e.decode_bound], ["prefill bound by", e.prefill_bound], ...intervalRows(e.intervals)];
     const total = e.point_breakdown.reduce((a, o) => a + o.time_ms, 0);
     box.replaceChildren(
       el("h2", `Point ${pi + 1} of ${s.model} on ${s.gpu}: estimate`),

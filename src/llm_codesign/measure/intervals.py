@@ -1,0 +1,518 @@
+"""How far to trust each predicted number: 80% and 95% intervals built from validation residuals.
+
+For every predicted metric (TTFT, TPOT, tok/s/user, tok/s/GPU) `data/calibration/intervals.toml` holds,
+per slice of the measured runs (mode x engine x GPU family x model class x load x lengths), the
+split-conformal quantiles of r = log(measured / predicted): with the n residuals of a slice, the 80%
+interval runs from the floor((n+1) 0.1)-th smallest to the ceil((n+1) 0.9)-th, the 95% from the
+floor((n+1) 0.025)-th to the ceil((n+1) 0.975)-th (equal-tailed split conformal prediction: Lei, G'Sell,
+Rinaldo, Tibshirani and Wasserman 2018, "Distribution-free predictive inference for regression", JASA
+113:1094; per category, "Mondrian" conformal prediction: Vovk, Gammerman and Shafer 2005, ch. 4.5). The
+bounds are not symmetric where the residuals are biased: a slice whose first tokens come early has its
+whole interval above the prediction. A slice with fewer than MIN_ROWS runs is not stored; a question
+takes the most specific stored slice along HIERARCHY (slice -> engine x family x load -> engine x family,
+then across GPU families: engine x class x load x lengths -> engine x load -> engine -> mode), and the answer
+names it.
+
+Outside the calibrated envelope (a GPU family, engine, shape class or precision with no measured run,
+a kernel without a table, speculative decoding) the interval widens about its median by a factor
+measured on held-out folds (`widen` in the file: the factor that brings the held-out runs to the stated
+coverage), and the answer names what is missing. `benchmarks/validation_report.py --intervals PATH` writes
+the file and reports each fold's coverage in docs/validation_report.md; a test fails when it is stale.
+A profile written by `calibrate --serving` carries the slices of its own runs ([intervals]); they replace
+the bundled ones where they cover a question, and the answer says so.
+"""
+from __future__ import annotations
+
+import json
+import math
+import tomllib
+from dataclasses import dataclass, replace
+from functools import lru_cache
+from importlib import resources
+
+import numpy as np
+
+from llm_codesign.measure.stats import BAND_NAMES, CONCURRENCY_BANDS
+
+METRICS = ("ttft_ms", "tpot_ms", "tok_s_per_user", "output_tok_s_per_gpu")
+# the column a serving CSV measures each metric in (validate's names)
+COLUMNS = {"ttft_ms": "ttft_ms", "tpot_ms": "tpot_ms", "tok_s_per_user": "output_tok_s_per_user",
+           "output_tok_s_per_gpu": "output_tok_s_per_gpu"}
+LABELS = {"ttft_ms": "TTFT", "tpot_ms": "TPOT", "tok_s_per_user": "tok/s/user", "output_tok_s_per_gpu": "tok/s/GPU"}
+LEVELS = (80, 95)  # the stated coverages, %
+KEYS = ("mode", "engine", "family", "model_class", "load", "lengths")
+# from the slice to the whole mode; a question on a family no run covers skips to the levels across
+# families (same engine, class, load and lengths first)
+HIERARCHY = (KEYS, ("mode", "engine", "family", "load"), ("mode", "engine", "family"), ("mode", "engine", "model_class", "load", "lengths"),
+             ("mode", "engine", "load"), ("mode", "engine"), ("mode",))
+MIN_ROWS = 39  # the fewest residuals whose 97.5th percentile is an order statistic: ceil((n+1) 0.975) <= n
+MODES = ("serving", "offline", "disaggregated")
+# what each widening factor stands for (the reasons a question lies outside the calibrated envelope)
+WIDEN = ("family", "kernel", "engine", "shape", "spec")
+
+
+@dataclass(frozen=True)
+class Context:
+    """What a question is, as the residual slices see it: serving at a concurrency, offline max
+    throughput or disaggregated; the engine; the GPU's family; dense or MoE; the concurrency band
+    (stats.concurrency_band); the ISL/OSL class; and, for the envelope, the model's layer kinds, the
+    weight/activation format the GPU runs and whether it speculates."""
+    mode: str
+    engine: str
+    family: str
+    model_class: str
+    load: str
+    lengths: str
+    kinds: tuple[str, ...] = ()
+    fmt: str = ""
+    spec: bool = False
+
+    def key(self, level: tuple[str, ...]) -> str:
+        return "|".join(getattr(self, k) for k in level)
+
+
+def load_of(concurrency) -> str:
+    """The concurrency band of a number of requests in flight (stats.concurrency_band), "offline" for None."""
+    if concurrency is None:
+        return "offline"
+    return BAND_NAMES[sum(float(concurrency) > b for b in CONCURRENCY_BANDS)]
+
+
+def lengths_class(isl: float, osl: float) -> str:
+    """prefill-heavy (ISL >= 4 OSL), decode-heavy (OSL >= 4 ISL) or balanced."""
+    return "prefill-heavy" if isl >= 4 * osl else "decode-heavy" if osl >= 4 * isl else "balanced"
+
+
+def format_label(prec) -> str:
+    """The GEMM format a (GPU-executable) precision runs: its own name where weights and activations
+    share it (bf16, fp8, fp8_block, nvfp4), else W<bits>A<bits> (W4A16: 4-bit weights, BF16 math)."""
+    w, a = prec.weight, prec.activation
+    if w.name == a.name or (w.math == a.math == "bf16" and w.bits == a.bits):
+        return w.name
+    return f"W{w.bits}A{16 if a.math == 'bf16' else a.bits}"
+
+
+def context(model, gpu, prec, *, engine: str, concurrency, isl: float, osl: float, spec: bool = False,
+            disaggregated: bool = False) -> Context:
+    """The Context of a question: `prec` as asked (mapped here to what `gpu` executes), `concurrency`
+    None for offline max throughput."""
+    from llm_codesign.spec.precision import executable
+
+    run = executable(prec, gpu)[0]
+    mode = "disaggregated" if disaggregated else "offline" if concurrency is None else "serving"
+    kinds = sorted(({layer.attn.kind for layer, _ in model.groups} | {layer.ffn.kind for layer, _ in model.groups}) - {"none"})
+    load = load_of(concurrency)
+    return Context(mode, engine, gpu.family, "moe" if model.is_moe else "dense", load, lengths_class(isl, osl), tuple(kinds),
+                   format_label(run), spec)
+
+
+def design_rows(result: dict, *, gpu, prec, engine: str, baseline=None, table: dict | None = None) -> dict:
+    """A `design` result (explore.design) with each row's objective given its intervals (`intervals`:
+    {objective: band}) at the row's deployment; a designed shape has GQA layers with a dense or MoE FFN."""
+    obj, (isl, osl) = result["objective"], result["isl_osl"]
+    fmt = format_label(_executable(prec, gpu))
+    rows = [(d, None) for d in result["designs"]] + ([(result["baseline"], baseline)] if result.get("baseline") else [])
+    for d, model in rows:
+        if d.get("objective") is None:
+            continue
+        conc = d["deployment"]["concurrency_per_instance"]
+        if model is not None:
+            ctx = context(model, gpu, prec, engine=engine, concurrency=conc, isl=isl, osl=osl)
+        else:
+            cls = "moe" if "experts" in d["shape"] else "dense"
+            ctx = Context("serving", engine, gpu.family, cls, load_of(conc), lengths_class(isl, osl),
+                          ("gqa", cls), fmt)
+        d["intervals"] = {obj: band(obj, d["objective"], ctx, table=table)}
+    return result
+
+
+def _executable(prec, gpu):
+    from llm_codesign.spec.precision import executable
+
+    return executable(prec, gpu)[0]
+
+
+def conformal(r: np.ndarray, q: float) -> float:
+    """The split-conformal bound at tail quantile `q` of residuals `r`: the floor((n+1) q)-th smallest
+    below the median, the ceil((n+1) q)-th above (NaN where the sample is too small for it)."""
+    s = np.sort(np.asarray(r, float))
+    n = len(s)
+    k = math.floor((n + 1) * q) if q < 0.5 else math.ceil((n + 1) * q)
+    return float(s[k - 1]) if 1 <= k <= n else float("nan")
+
+
+def tails(level: float) -> tuple[float, float]:
+    """The lower and upper tail quantiles of an equal-tailed `level`% interval."""
+    return (100 - level) / 200, (100 + level) / 200
+
+
+def qname(q: float) -> str:
+    """A quantile's key in a slice, in permille: q025 (2.5%), q100, q500 (the median), q900, q975."""
+    return f"q{round(q * 1000):03d}"
+
+
+def cell(r, *, levels=LEVELS) -> dict:
+    """One slice: n, the median and the conformal bounds of each of `levels` of its residuals."""
+    r = np.asarray(r, float)
+    out = {"n": len(r), "q500": round(float(np.median(r)), 4)}
+    for q in sorted(q for lvl in levels for q in tails(lvl)):
+        out[qname(q)] = round(conformal(r, q), 4)
+    return out
+
+
+def _measured(row: dict, metric: str, mode: str) -> float:
+    """A row's measured value of `metric`; where the run states TTFT and TPOT but not the throughputs,
+    tok/s/user is 1/TPOT (as the model defines it) and tok/s/GPU follows by Little's law: concurrency
+    x OSL over a request's life, TTFT + (OSL-1) x TPOT, per GPU (a closed-loop benchmark's throughput)."""
+    def num(col):
+        v = (row.get(col) or "").strip()
+        return float(v) if v else float("nan")
+
+    y = num(COLUMNS[metric])
+    if math.isfinite(y) or mode == "offline":
+        return y
+    ttft, tpot = num("ttft_ms"), num("tpot_ms")
+    if metric == "tok_s_per_user":
+        return 1e3 / tpot
+    if metric == "output_tok_s_per_gpu":
+        conc, osl, gpus = num("concurrency"), num("osl"), num("num_gpus")
+        return conc * osl / ((ttft + (osl - 1) * tpot) / 1e3) / gpus
+    return y
+
+
+def row_contexts(rows: list[dict], preds: list[dict]) -> list[Context | None]:
+    """The Context of each priced serving row (validate.predict_serving's predictions; None where not priced)."""
+    from llm_codesign.measure.validate import _precision, is_disagg
+    from llm_codesign.spec.hardware import get_gpu
+    from llm_codesign.spec.registry import get_model
+
+    disagg = is_disagg(rows)
+    out = []
+    for r, p in zip(rows, preds, strict=True):
+        if not p:
+            out.append(None)
+            continue
+        model, gpu = get_model(r["model"]), get_gpu(r["gpu"])
+        conc = (r.get("concurrency") or "").strip()
+        out.append(context(model, gpu, _precision(model, r), engine=(r.get("backend") or "trtllm").strip().lower(),
+                           concurrency=float(conc) if conc else None, isl=float(r["isl"]), osl=float(r["osl"]),
+                           spec=bool((r.get("spec_method") or "").strip()), disaggregated=disagg))
+    return out
+
+
+def residuals(rows: list[dict], preds: list[dict]) -> list[tuple[Context, dict[str, float]]]:
+    """Per priced row (validate.predict_serving's predictions): its Context and r = log(measured /
+    predicted) per metric it measures (derived as _measured says where it states TTFT and TPOT only)."""
+    out = []
+    for r, p, ctx in zip(rows, preds, row_contexts(rows, preds), strict=True):
+        if ctx is None:
+            continue
+        res = {}
+        for m in METRICS:
+            y, x = _measured(r, m, ctx.mode), p.get(COLUMNS[m], float("nan"))
+            if math.isfinite(y) and y > 0 and math.isfinite(x) and x > 0:
+                res[m] = math.log(y / x)
+        if res:
+            out.append((ctx, res))
+    return out
+
+
+def row_intervals(rows: list[dict], preds: list[dict], *, table: dict | None = None) -> tuple[list[dict], dict]:
+    """`validate --out`'s interval columns and the coverage they found: per row, predicted_<column>_lo and
+    _hi (the 80% interval) for each predicted metric; per metric the runs that measure it (as stated in
+    the file, nothing derived) and the share inside the 80% and the 95% interval."""
+    cols, found = [], {}
+    for r, p, ctx in zip(rows, preds, row_contexts(rows, preds), strict=True):
+        out = {}
+        for m in METRICS if ctx is not None else ():
+            x = p.get(COLUMNS[m], float("nan"))
+            if not (math.isfinite(x) and x > 0):
+                continue
+            b = band(m, x, ctx, table=table)
+            out |= {f"predicted_{COLUMNS[m]}_lo": b["lo80"], f"predicted_{COLUMNS[m]}_hi": b["hi80"]}
+            y = (r.get(COLUMNS[m]) or "").strip()
+            if y and float(y) > 0:
+                f = found.setdefault(m, {"n": 0, "inside80": 0, "inside95": 0})
+                f["n"] += 1
+                f["inside80"] += b["lo80"] <= float(y) <= b["hi80"]
+                f["inside95"] += b["lo95"] <= float(y) <= b["hi95"]
+        cols.append(out)
+    return cols, found
+
+
+def build(records: list[tuple[Context, dict[str, float]]], *, min_rows: int = MIN_ROWS, levels=LEVELS) -> dict:
+    """The slices (per metric, every HIERARCHY level holding at least `min_rows` residuals) and the
+    envelope of residual records (`residuals`): per mode, the metrics, GPU families and engines its
+    runs cover; over all modes, the layer kinds and the family|format|class triples (what the kernels
+    a run prices have been measured on)."""
+    groups: dict[tuple[str, str], list[float]] = {}
+    env: dict[str, dict[str, set]] = {}
+    kinds, formats = set(), set()
+    for ctx, res in records:
+        e = env.setdefault(ctx.mode, {k: set() for k in ("metrics", "families", "engines")})
+        e["metrics"] |= set(res)
+        e["families"].add(ctx.family)
+        e["engines"].add(ctx.engine)
+        kinds |= set(ctx.kinds)
+        formats.add(f"{ctx.family}|{ctx.fmt}|{ctx.model_class}")
+        for m, r in res.items():
+            for level in HIERARCHY:
+                groups.setdefault((m, ctx.key(level)), []).append(r)
+    slices: dict[str, dict] = {m: {} for m in METRICS}
+    for (m, key), rs in sorted(groups.items()):
+        if len(rs) >= min_rows:
+            slices[m][key] = cell(rs, levels=levels)
+    envelope = {mode: {k: sorted(v) for k, v in e.items()} for mode, e in sorted(env.items())}
+    return {"envelope": envelope | {"kinds": sorted(kinds), "formats": sorted(formats)}, "slices": slices}
+
+
+KIND_NAMES = {"gqa": "GQA attention", "mla": "MLA", "gdn": "Gated DeltaNet", "mamba2": "Mamba-2", "dense": "dense FFN", "moe": "MoE"}
+FAMILY_NAMES = {"blackwell_sm120": "Blackwell SM120 (RTX Pro)", "cdna3": "CDNA3", "cdna4": "CDNA4"}
+RUNS = {"serving": "serving run", "offline": "offline run", "disaggregated": "disaggregated run"}
+
+
+def family_name(family: str) -> str:
+    return FAMILY_NAMES.get(family, family.title())
+
+
+def engine_title(name: str) -> str:
+    from llm_codesign.spec.engines import ENGINES
+
+    return ENGINES[name].title if name in ENGINES else name
+
+
+def needed_tables(ctx: Context) -> list[str]:
+    """The kernel tables pricing a question needs (their labels in the file's kernel_tables): the
+    GEMMs at its format, the MoE's where it has experts, attention and collectives."""
+    out = [f"GEMM {ctx.fmt}", "attention", "collectives"]
+    return out + ([f"MoE {ctx.fmt}"] if ctx.model_class == "moe" else [])
+
+
+def reasons(ctx: Context, table: dict) -> list[tuple[str, str]]:
+    """(kind, text) per way the question lies outside what its mode's runs cover (kind: one of WIDEN)."""
+    env, every = table["envelope"].get(ctx.mode, {}), table["envelope"]
+    run, fam = RUNS[ctx.mode], family_name(ctx.family)
+    out = []
+    if ctx.family not in env.get("families", ()):
+        out.append(("family", f"no {run} on any {fam} GPU"))
+    if ctx.engine not in env.get("engines", ()):
+        out.append(("engine", f"no {run} with {engine_title(ctx.engine)}"))
+    new = [k for k in ctx.kinds if k not in every.get("kinds", ())]
+    if new:
+        out.append(("shape", f"no measured run of a model with {', '.join(KIND_NAMES.get(k, k) for k in new)} layers"))
+    if f"{ctx.family}|{ctx.fmt}|{ctx.model_class}" not in every.get("formats", ()):
+        have = set(table.get("kernel_tables", {}).get(ctx.family, ()))
+        missing = [t for t in needed_tables(ctx) if t not in have]
+        what = f"no measured run of {'MoE' if ctx.model_class == 'moe' else 'dense'} {ctx.fmt} weights on {fam} GPUs"
+        if missing:
+            out.append(("kernel", "; ".join(([] if out and out[0][0] == "family" else [what])
+                                            + [f"no {t} kernel table on {fam}" for t in missing])))
+        elif not out or out[0][0] != "family":
+            out.append(("family", what))
+    if ctx.spec:
+        out.append(("spec", f"speculative decoding: no {run} with it"))
+    return out
+
+
+def _describe(level: tuple[str, ...], ctx: Context, n: int) -> str:
+    parts = {"engine": engine_title(ctx.engine), "family": f"on {family_name(ctx.family)} GPUs", "model_class":
+             f"{'MoE' if ctx.model_class == 'moe' else 'dense'} models", "load": "offline" if ctx.load == "offline"
+             else f"{ctx.load} requests", "lengths": f"{ctx.lengths} ISL/OSL"}
+    return f"{n} {RUNS[ctx.mode]}s" + "".join(f", {parts[k]}" if k != "engine" else f" with {parts[k]}" for k in level[1:])
+
+
+def _slice(metric: str, ctx: Context, table: dict) -> tuple[dict, tuple[str, ...], bool] | None:
+    """The most specific slice of `metric` for `ctx` along HIERARCHY: the profile's own first, down to its
+    engine x family (a profile's runs answer for its engines and GPUs only), then the bundled ones."""
+    slices = table["slices"].get(metric, {})
+    own = table.get("own", {}).get(metric, {})
+    for level in HIERARCHY[:3]:
+        if ctx.key(level) in own:
+            return own[ctx.key(level)], level, True
+    for level in HIERARCHY:
+        if ctx.key(level) in slices:
+            return slices[ctx.key(level)], level, False
+    return None
+
+
+def lookup(metric: str, ctx: Context, table: dict) -> tuple[dict, str, Context]:
+    """The slice of `metric` a question `ctx` takes (_slice), its description and the context it was
+    found for: an offline question about a metric no offline run measures (offline runs state tok/s/GPU
+    only) takes the serving runs at 33+ requests, and says so."""
+    note = ""
+    if ctx.mode == "offline" and metric not in table["envelope"].get("offline", {}).get("metrics", ()):
+        ctx, note = replace(ctx, mode="serving", load="33+"), " (offline runs measure tok/s/GPU only)"
+    found = _slice(metric, ctx, table)
+    if found is None:
+        raise KeyError(f"no {metric} residuals for {ctx.mode}")
+    c, level, mine = found
+    if table.get("profile"):  # whose residuals: the profile's own runs, or the bundled profile's
+        who = f"{table['profile']}'s own " if mine else (
+            f"the bundled profile's (not {table['profile']}'s: {table['why_bundled']}) ")
+    else:
+        who = ""
+    return c, who + _describe(level, ctx, c["n"]) + note, ctx
+
+
+def band(metric: str, value, ctx: Context, *, table: dict | None = None, levels=LEVELS) -> dict:
+    """The intervals of a predicted `metric` (`value`: a number or an array of them, in the metric's
+    units) for a question `ctx`, at each of `levels` (%): {"lo80", "hi80", "lo95", "hi95" (shaped as
+    `value`), "n", "source" (the slice), "widened" (each reason with its factors; empty inside the envelope)}."""
+    t = bundled() if table is None else table
+    c, source, found = lookup(metric, ctx, t)
+    why = reasons(found, t)
+    k = factors(why, t, metric=metric, levels=levels)
+    v = np.asarray(value, float)
+    out, lo, hi = {}, math.inf, -math.inf
+    for lvl in sorted(levels):  # each interval holds the narrower ones (their factors may differ)
+        q_lo, q_hi = (c["q500"] + k[lvl] * (c[qname(q)] - c["q500"]) for q in tails(lvl))
+        lo, hi = min(lo, q_lo), max(hi, q_hi)
+        for name, q in ((f"lo{lvl}", lo), (f"hi{lvl}", hi)):
+            x = v * np.exp(q)
+            out[name] = float(x) if x.ndim == 0 else x
+    widened = [text + " (x" + "/x".join(f"{factors([(kind, text)], t, metric=metric, levels=levels)[lvl]:.2f}" for lvl in levels)
+               + " at " + "/".join(map(str, levels)) + "%)" for kind, text in why]
+    return out | {"n": c["n"], "source": source, "widened": widened}
+
+
+def factors(why: list[tuple[str, str]], table: dict, *, metric: str, levels=LEVELS) -> dict[int, float]:
+    """The widening of each level: the largest factor among the reasons (1 inside the envelope), each
+    the factor measured for this metric where its folds measure it, else over all their metrics."""
+    widen = table.get("widen", {})
+    out = {}
+    for lvl in levels:
+        ks = [(widen[kind].get(metric) or widen[kind]).get(f"k{lvl}", 1.0) for kind, _ in why if kind in widen]
+        out[lvl] = max([1.0, *ks])
+    return out
+
+
+def bands(values: dict, ctx: Context, *, table: dict | None = None) -> dict[str, dict]:
+    """`band` of each metric in `values` ({metric: value}, METRICS' names)."""
+    return {m: band(m, v, ctx, table=table) for m, v in values.items() if m in METRICS}
+
+
+def table_for(profile=None, *, gpu=None) -> dict:
+    """The table a question answered with `profile` (a calibration profile's path; None: the bundled
+    one) takes: the bundled slices, and the profile's own ([intervals], written by `calibrate --serving`)
+    before them where they cover the question. A Calibration object (the API's) is the bundled profile's
+    where it equals it on `gpu`; another one has no runs of its own, and its answers say so."""
+    if profile is None:
+        return bundled()
+    if not isinstance(profile, str):
+        from llm_codesign.cost.calibration import calibration_for
+
+        if gpu is not None and profile == calibration_for(gpu):
+            return bundled()
+        return bundled() | {"profile": "this Calibration", "why_bundled": "an object carries no runs of its own"}
+    return _profile_table(profile)
+
+
+@lru_cache(maxsize=16)
+def _profile_table(profile: str) -> dict:
+    from pathlib import Path
+
+    from llm_codesign.errors import InputError, read_toml
+
+    own = read_toml(profile, "calibration", "a calibration profile").get("intervals")
+    t, name = bundled(), Path(profile).name
+    if own is None:
+        return t | {"profile": name, "why_bundled": "it holds no serving runs of its own; `calibrate --serving` writes them"}
+    try:
+        slices = {m: {k: {"n": int(c["n"]), **{q: float(c[q]) for q in c if q.startswith("q")}} for k, c in own["slices"].get(m, {}).items()}
+                  for m in METRICS}
+        env = own["envelope"]
+        envelope = {mode: {k: sorted(set(t["envelope"].get(mode, {}).get(k, ())) | set(env.get(mode, {}).get(k, ())))
+                           for k in ("metrics", "families", "engines")} for mode in MODES}
+        envelope |= {k: sorted(set(t["envelope"][k]) | set(env.get(k, ()))) for k in ("kinds", "formats")}
+    except (KeyError, TypeError, ValueError, AttributeError):
+        raise InputError("calibration.intervals", profile, "the [intervals] section `calibrate --serving` writes (slices and envelope)") from None
+    return t | {"own": slices, "envelope": envelope, "profile": name, "why_bundled": "none of its runs is like this one"}
+
+
+def profile_section(rows: list[dict], preds: list[dict]) -> str:
+    """The [intervals] section `calibrate --serving` appends to the profile it writes: the slices and the
+    envelope of its own runs, priced with the profile it fitted (`preds`)."""
+    table = build(residuals(rows, preds))
+    return to_toml(table, ["the prediction intervals of this profile's own runs (llm_codesign.measure.intervals): they",
+                           "replace the bundled ones for questions like them (same engine and GPU family)"], prefix="intervals")
+
+
+@lru_cache(maxsize=1)
+def bundled() -> dict:
+    """The shipped table (data/calibration/intervals.toml)."""
+    return tomllib.loads(resources.files("llm_codesign").joinpath("data/calibration/intervals.toml").read_text())
+
+
+def scores(records: list[tuple[Context, dict[str, float]]], table: dict, *, levels=LEVELS) -> dict[str, dict[str, np.ndarray]]:
+    """Per metric, over the records' residuals: `inside<level>` (the measurement lies in the stated
+    interval), `width<level>` (its width over the prediction) and `need<level>`: the factor about the
+    slice's median that would just cover it before any widening (0 on the median)."""
+    cols: dict[str, dict[str, list]] = {}
+    for ctx, res in records:
+        for m, r in res.items():
+            b = band(m, 1.0, ctx, table=table, levels=levels)
+            c = lookup(m, ctx, table)[0]
+            d = cols.setdefault(m, {})
+            for lvl in levels:
+                lo, hi = (c[qname(q)] for q in tails(lvl))
+                d.setdefault(f"inside{lvl}", []).append(math.log(b[f"lo{lvl}"]) <= r <= math.log(b[f"hi{lvl}"]))
+                d.setdefault(f"width{lvl}", []).append(b[f"hi{lvl}"] - b[f"lo{lvl}"])
+                side = hi - c["q500"] if r >= c["q500"] else c["q500"] - lo
+                d.setdefault(f"need{lvl}", []).append(abs(r - c["q500"]) / side if side > 0 else math.inf)
+    return {m: {k: np.array(v, float) for k, v in d.items()} for m, d in cols.items()}
+
+
+_GEMM = {"bfloat16": "bf16", "float16": "bf16"}
+_MOE = {"bfloat16": "bf16", "w4a8_mxfp4_mxfp8": "W4A8"}
+
+
+def kernel_tables() -> dict[str, list[str]]:
+    """Per GPU family, the kernel tables shipped for it (measure.kernel_tables.BUNDLED), labelled as
+    needed_tables asks: "GEMM <format>", "MoE <format>", "attention", "collectives"."""
+    from llm_codesign.measure.kernel_tables import BUNDLED, read_csv
+    from llm_codesign.spec.hardware import get_gpu
+
+    out: dict[str, set] = {}
+    for name in BUNDLED:
+        kind, rows = read_csv(name)
+        for r in rows:
+            label = (f"GEMM {_GEMM.get(r['gemm_dtype'], r['gemm_dtype'])}" if kind == "gemm" else
+                     f"MoE {_MOE.get(r['moe_dtype'], r['moe_dtype'])}" if kind == "moe" else
+                     "collectives" if kind == "collectives" else "attention")
+            out.setdefault(get_gpu(r["system"]).family, set()).add(label)
+    return {f: sorted(v) for f, v in sorted(out.items())}
+
+
+def _toml_value(v) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (int, float)):
+        return repr(v)
+    if isinstance(v, str):
+        return json.dumps(v)
+    if isinstance(v, (list, tuple)):
+        return "[" + ", ".join(_toml_value(x) for x in v) + "]"
+    return "{" + ", ".join(f"{_toml_key(k)} = {_toml_value(x)}" for k, x in v.items()) + "}"
+
+
+def _toml_key(k: str) -> str:
+    return k if k.replace("_", "").replace("-", "").isalnum() else json.dumps(k)
+
+
+def _toml_tables(d: dict, path: list[str]) -> list[str]:
+    """A table's own keys (dicts of plain values inline), then its sub-tables, each under [path]."""
+    flat = [k for k, v in d.items() if not (isinstance(v, dict) and any(isinstance(x, dict) for x in v.values()))]
+    out = ["[" + ".".join(map(_toml_key, path)) + "]"] + [f"{_toml_key(k)} = {_toml_value(d[k])}" for k in flat] + [""]
+    for k, v in d.items():
+        if k not in flat:
+            out += _toml_tables(v, [*path, k])
+    return out
+
+
+def to_toml(table: dict, header: list[str], *, prefix: str = "") -> str:
+    """The table as TOML after `header` comment lines; under [`prefix`.*] where given (a profile's section)."""
+    out = [f"# {h}" if h else "#" for h in header]
+    out += [""] if out else []
+    for k, v in table.items():
+        out += _toml_tables(v, [prefix, k] if prefix else [k])
+    return "\n".join(out)
