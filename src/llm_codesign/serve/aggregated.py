@@ -14,13 +14,16 @@ stalls; throughput conserves work: the running requests' output over their prefi
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 from typing import NamedTuple
 
 import numpy as np
 
 from llm_codesign.cost import memory
-from llm_codesign.cost.calibration import Calibration
+from llm_codesign.cost.calibration import BACKEND_KEYED, Calibration
+from llm_codesign.cost.kernels import reuse_gemm_prices
 from llm_codesign.cost.ops import Batch, Sharding, forward_ops, launches, mtp_module_ops, step_time
 from llm_codesign.errors import InputError
 from llm_codesign.spec.engines import TRTLLM, Engine, EngineCosts, pdl_share, sglang_static_fraction
@@ -81,18 +84,78 @@ def draft_lengths(spec: SpecDecoding | None, spec_k=None):
     return k, spec.accepted(k.astype(np.int64))
 
 
+# Within reuse_step_kernels(): the steps' kernel prices by their inputs, oldest first; None elsewhere.
+# The fields of a profile the kernels read: all but the per-engine ones (BACKEND_KEYED), which only
+# Engine.costs reads, for the host costs the steps add to their kernels.
+_STEP_KERNELS: dict | None = None
+_KERNEL_FIELDS = tuple(f.name for f in dataclasses.fields(Calibration) if f.name not in BACKEND_KEYED)
+STEP_KERNELS_KEPT = 4096  # a serving fit's steps at the accepted parameters, several times over (each entry a step's operators)
+_kernel_key: list = [None, None]  # the last in-step calibration and its _KERNEL_FIELDS: an evaluation's steps share one
+
+
+@contextmanager
+def reuse_step_kernels() -> Iterator[None]:
+    """Within the block a step's kernels (decode_step's and prefill_step's: operators, their time and
+    launches, the draft passes) are priced once per distinct input and reused. A serving fit
+    (measure.calibrate) re-prices its rows ~1,300 times, most of them changing only an engine's host
+    costs, which no kernel reads. Off elsewhere: a search prices each input once."""
+    global _STEP_KERNELS
+    outer, _STEP_KERNELS = _STEP_KERNELS, {}
+    try:
+        with reuse_gemm_prices():  # steps the collectives' latencies change re-price no GEMM
+            yield
+    finally:
+        _STEP_KERNELS = outer
+        _kernel_key[:] = [None, None]
+
+
+def _array_key(x) -> tuple:
+    a = np.asarray(x)
+    return a.dtype.str, a.shape, a.tobytes()
+
+
+def _reused(price, *, what: tuple, model: ModelSpec, gpu: Gpu, prec: Precision, sh: Sharding, costs: EngineCosts, arrays: tuple):
+    """price() within reuse_step_kernels() where the same inputs were priced before (the profile
+    compared on _KERNEL_FIELDS, the engine by name); price() elsewhere."""
+    memo = _STEP_KERNELS
+    if memo is None:
+        return price()
+    if _kernel_key[0] is not costs.cal:
+        _kernel_key[:] = [costs.cal, tuple(getattr(costs.cal, f) for f in _KERNEL_FIELDS)]
+    key = (*what, model, gpu, prec, costs.engine.name, _kernel_key[1],
+           *(_array_key(getattr(sh, f.name)) for f in dataclasses.fields(Sharding)), *(_array_key(x) for x in arrays))
+    try:
+        out = memo.get(key)
+    except TypeError:  # a design's array of model shapes: not worth a key
+        return price()
+    if out is None:
+        out = memo[key] = price()
+        if len(memo) > STEP_KERNELS_KEPT:  # the oldest goes (priced again if asked again)
+            del memo[next(iter(memo))]
+    return out
+
+
 def decode_step(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Sharding, *, costs: EngineCosts, b, ctx, k, spec):
     """One pipeline stage's decode-only step for `b` sequences at context `ctx` verifying k drafts:
     kernels (priced with costs.cal, the engine's in-step calibration), the engine's host cost per step
     and per running sequence, and the draft passes' share. Returns (stage time, draft time, operators)."""
-    pp = np.asarray(sh.pp, float)
+    t_kernels, t_draft, ops = _reused(lambda: _decode_kernels(model, gpu, prec, sh, costs=costs, b=b, ctx=ctx, k=k, spec=spec),
+                                      what=("decode", spec), model=model, gpu=gpu, prec=prec, sh=sh, costs=costs, arrays=(b, ctx, k))
+    t_stage = t_kernels + costs.step_overhead + costs.seq_overhead * b
+    if spec is not None:
+        t_stage = t_stage + t_draft / np.asarray(sh.pp, float)
+    return t_stage, t_draft, ops
+
+
+def _decode_kernels(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Sharding, *, costs: EngineCosts, b, ctx, k, spec):
+    """decode_step's kernels: (the target's kernels' time, the draft passes' time, the target's operators)."""
     cal = costs.cal
     ops = forward_ops(model, gpu, cal, prec, sh, b=Batch(dec_seqs=b, dec_ctx=ctx, dec_tokens_per_seq=1.0 + k))
-    t_stage = kernels_time(ops, gpu, costs) + costs.step_overhead + costs.seq_overhead * b
+    t_kernels = kernels_time(ops, gpu, costs)
     t_draft = 0.0
     if spec is not None:
         dm = draft_model(model, spec)
-        dsh = sh if spec.method != "draft" else replace(sh, pp=np.ones_like(pp))
+        dsh = sh if spec.method != "draft" else replace(sh, pp=np.ones_like(np.asarray(sh.pp, float)))
 
         def draft_pass(sh_, b_, ctx_):
             # one draft pass over one token per sequence (an MTP pass with the module's input path,
@@ -121,8 +184,7 @@ def decode_step(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Sharding, *, co
             t_draft = np.where(k > 0, t_first + (k - 1.0) * t_rest, 0.0)
         else:
             t_draft = k * t_rest
-        t_stage = t_stage + t_draft / pp
-    return t_stage, t_draft, ops
+    return t_kernels, t_draft, ops
 
 
 def kernels_time(ops, gpu: Gpu, costs: EngineCosts, *, n_launches=None):
@@ -183,12 +245,16 @@ def prefill_step(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Sharding, *, c
     of its prefix found in the prefix cache, which the computed ones attend to but nothing recomputes.
     Kernels are priced with costs.cal, the engine's in-step calibration."""
     seqs = np.maximum(tokens / isl, 1.0)
-    cal = costs.cal
-    ops = forward_ops(model, gpu, cal, prec, sh, b=Batch(pf_tokens=tokens, pf_seqs=seqs, pf_ctx=cached + np.maximum(isl - chunk, 0.0) / 2.0,
-                                                       dec_seqs=dec_seqs, dec_ctx=dec_ctx))
-    n = launches(ops)  # counted once: each launch pays its host cost, and PDL's share of a boundary comes off
-    return (kernels_time(ops, gpu, costs, n_launches=n) + costs.step_overhead + costs.seq_overhead * (seqs + dec_seqs)
-            + costs.eager_launch * n)
+    pf_ctx = cached + np.maximum(isl - chunk, 0.0) / 2.0
+
+    def kernels():
+        ops = forward_ops(model, gpu, costs.cal, prec, sh, b=Batch(pf_tokens=tokens, pf_seqs=seqs, pf_ctx=pf_ctx, dec_seqs=dec_seqs, dec_ctx=dec_ctx))
+        n = launches(ops)  # counted once: each launch pays its host cost, and PDL's share of a boundary comes off
+        return kernels_time(ops, gpu, costs, n_launches=n), n
+
+    t_kernels, n = _reused(kernels, what=("prefill",), model=model, gpu=gpu, prec=prec, sh=sh, costs=costs,
+                           arrays=(tokens, seqs, pf_ctx, dec_seqs, dec_ctx))
+    return t_kernels + costs.step_overhead + costs.seq_overhead * (seqs + dec_seqs) + costs.eager_launch * n
 
 
 class _Rank(NamedTuple):
