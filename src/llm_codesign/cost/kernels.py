@@ -6,8 +6,7 @@ deployment or a million. Times in seconds, sizes in bytes and FLOPs. Each return
 """
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import fields
 from functools import lru_cache
 from typing import NamedTuple
@@ -15,6 +14,7 @@ from typing import NamedTuple
 import numpy as np
 
 from llm_codesign.cost.calibration import BACKEND_KEYED, Calibration
+from llm_codesign.cost.reuse import PriceMemo, array_key, reusing
 from llm_codesign.spec.engines import engine_allreduce, fuses
 from llm_codesign.spec.hardware import Gpu
 
@@ -237,33 +237,18 @@ def _tile_times(m_tiles, inv_n, slots, inv_slots, per_wave, *, n, k, groups, k_s
     return np.ceil(count * inv_slots) * ((k + k_half) * per_wave)
 
 
-# Within reuse_gemm_prices(): GEMM prices by their inputs, oldest first; None elsewhere. What a GEMM
-# reads of a profile: all but the collectives' fields (collective_time's) and the per-engine host costs.
-_GEMMS: dict | None = None
+# What a GEMM reads of a profile: all but the collectives' fields (collective_time's) and the per-engine
+# host costs; the GEMM prices kept within reuse_gemm_prices() (cost.reuse), None elsewhere.
 _GEMM_FIELDS = tuple(f.name for f in fields(Calibration)
                      if f.name not in BACKEND_KEYED and not f.name.startswith(("comm_", "custom_ar_", "scale_out_")))
-GEMMS_KEPT = 1 << 16  # entries of a few small arrays each
-_gemm_key: list = [None, None]  # the last profile and its _GEMM_FIELDS: a step's GEMMs share one
+_GEMMS: ContextVar[PriceMemo | None] = ContextVar("gemm_prices", default=None)
 
 
-@contextmanager
-def reuse_gemm_prices() -> Iterator[None]:
-    """Within the block gemm_time prices each distinct input once and returns the same arrays again:
-    a serving fit (measure.calibrate) varies the collectives' latencies, which re-prices every step
-    but none of its GEMMs. Off elsewhere: a search prices each input once. The arrays returned are
-    shared: callers read them, as every caller does."""
-    global _GEMMS
-    outer, _GEMMS = _GEMMS, {}
-    try:
-        yield
-    finally:
-        _GEMMS = outer
-        _gemm_key[:] = [None, None]
-
-
-def _array_key(x) -> tuple:
-    a = np.asarray(x.m if isinstance(x, Tokens) else x)
-    return a.dtype.str, a.shape, a.tobytes()
+def reuse_gemm_prices():
+    """Within the block gemm_time prices each distinct input once and returns the same arrays again
+    (shared: callers read them, as every caller does): a serving fit (measure.calibrate) varies the
+    collectives' latencies, which re-prices every step but none of its GEMMs. Off elsewhere."""
+    return reusing(_GEMMS, _GEMM_FIELDS, 1 << 16)  # entries of a few small arrays each
 
 
 def gemm_time(m, n, k, gpu: Gpu, cal: Calibration, *, math: str, a_bytes, w_bytes, c_bytes=2.0,
@@ -271,23 +256,18 @@ def gemm_time(m, n, k, gpu: Gpu, cal: Calibration, *, math: str, a_bytes, w_byte
               overhead_s=None, fused_quant: bool | None = None):
     """C[m,n] = A[m,k] B[k,n], repeated over `groups` independent problems (grouped/batched GEMM):
     _gemm_time's (time, compute time, memory time), reused within reuse_gemm_prices()."""
-    memo = _GEMMS
-    if memo is not None:
-        if _gemm_key[0] is not cal:
-            _gemm_key[:] = [cal, tuple(getattr(cal, f) for f in _GEMM_FIELDS)]
-        key = (gpu, _gemm_key[1], math, kernel, swap_ab, fused_quant, overhead_s is None,
-               *(_array_key(x) for x in (m, n, k, a_bytes, w_bytes, c_bytes, groups, -1.0 if distinct_groups is None else distinct_groups,
-                                         eff_scale, 0.0 if overhead_s is None else overhead_s)))
-        if key in memo:
-            return memo[key]
-    out = _gemm_time(m, n, k, gpu, cal, math=math, a_bytes=a_bytes, w_bytes=w_bytes, c_bytes=c_bytes, groups=groups,
-                     distinct_groups=distinct_groups, eff_scale=eff_scale, kernel=kernel, swap_ab=swap_ab, overhead_s=overhead_s,
-                     fused_quant=fused_quant)
-    if memo is not None:
-        memo[key] = out
-        if len(memo) > GEMMS_KEPT:  # the oldest goes (priced again if asked again)
-            del memo[next(iter(memo))]
-    return out
+    def price():
+        return _gemm_time(m, n, k, gpu, cal, math=math, a_bytes=a_bytes, w_bytes=w_bytes, c_bytes=c_bytes, groups=groups,
+                          distinct_groups=distinct_groups, eff_scale=eff_scale, kernel=kernel, swap_ab=swap_ab, overhead_s=overhead_s,
+                          fused_quant=fused_quant)
+
+    memo = _GEMMS.get()
+    if memo is None:
+        return price()
+    key = (gpu, memo.cal_key(cal), math, kernel, swap_ab, fused_quant, overhead_s is None,
+           *(array_key(x.m if isinstance(x, Tokens) else x) for x in (m, n, k, a_bytes, w_bytes, c_bytes, groups, eff_scale)),
+           array_key(-1.0 if distinct_groups is None else distinct_groups), array_key(0.0 if overhead_s is None else overhead_s))
+    return memo.get(key, price)
 
 
 def _gemm_time(m, n, k, gpu: Gpu, cal: Calibration, *, math: str, a_bytes, w_bytes, c_bytes=2.0,

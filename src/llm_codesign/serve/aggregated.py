@@ -16,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import replace
 from typing import NamedTuple
 
@@ -25,6 +26,7 @@ from llm_codesign.cost import memory
 from llm_codesign.cost.calibration import BACKEND_KEYED, Calibration
 from llm_codesign.cost.kernels import reuse_gemm_prices
 from llm_codesign.cost.ops import Batch, Sharding, forward_ops, launches, mtp_module_ops, step_time
+from llm_codesign.cost.reuse import PriceMemo, array_key, reusing
 from llm_codesign.errors import InputError
 from llm_codesign.spec.engines import TRTLLM, Engine, EngineCosts, pdl_share, sglang_static_fraction
 from llm_codesign.spec.hardware import Gpu
@@ -84,55 +86,34 @@ def draft_lengths(spec: SpecDecoding | None, spec_k=None):
     return k, spec.accepted(k.astype(np.int64))
 
 
-# Within reuse_step_kernels(): the steps' kernel prices by their inputs, oldest first; None elsewhere.
-# The fields of a profile the kernels read: all but the per-engine ones (BACKEND_KEYED), which only
-# Engine.costs reads, for the host costs the steps add to their kernels.
-_STEP_KERNELS: dict | None = None
+# The fields of a profile a step's kernels read: all but the per-engine ones (BACKEND_KEYED), which only
+# Engine.costs reads, for the host costs the step adds to its kernels; the steps' kernel prices kept
+# within reuse_step_kernels() (cost.reuse), None elsewhere.
 _KERNEL_FIELDS = tuple(f.name for f in dataclasses.fields(Calibration) if f.name not in BACKEND_KEYED)
-STEP_KERNELS_KEPT = 4096  # a serving fit's steps at the accepted parameters, several times over (each entry a step's operators)
-_kernel_key: list = [None, None]  # the last in-step calibration and its _KERNEL_FIELDS: an evaluation's steps share one
+_STEP_KERNELS: ContextVar[PriceMemo | None] = ContextVar("step_kernels", default=None)
 
 
 @contextmanager
 def reuse_step_kernels() -> Iterator[None]:
     """Within the block a step's kernels (decode_step's and prefill_step's: operators, their time and
-    launches, the draft passes) are priced once per distinct input and reused. A serving fit
-    (measure.calibrate) re-prices its rows ~1,300 times, most of them changing only an engine's host
-    costs, which no kernel reads. Off elsewhere: a search prices each input once."""
-    global _STEP_KERNELS
-    outer, _STEP_KERNELS = _STEP_KERNELS, {}
-    try:
-        with reuse_gemm_prices():  # steps the collectives' latencies change re-price no GEMM
-            yield
-    finally:
-        _STEP_KERNELS = outer
-        _kernel_key[:] = [None, None]
-
-
-def _array_key(x) -> tuple:
-    a = np.asarray(x)
-    return a.dtype.str, a.shape, a.tobytes()
+    launches, the draft passes) are priced once per distinct input and reused, and GEMMs too
+    (cost.kernels.reuse_gemm_prices). A serving fit (measure.calibrate) re-prices its rows ~1,300 times,
+    most of them changing only an engine's host costs, which no kernel reads, and some the collectives'
+    latencies, which no GEMM reads. Off elsewhere: a search prices each input once."""
+    # up to 4,096 steps, each with its operators: a fit's steps at the accepted parameters, several times over
+    with reusing(_STEP_KERNELS, _KERNEL_FIELDS, 4096), reuse_gemm_prices():
+        yield
 
 
 def _reused(price, *, what: tuple, model: ModelSpec, gpu: Gpu, prec: Precision, sh: Sharding, costs: EngineCosts, arrays: tuple):
     """price() within reuse_step_kernels() where the same inputs were priced before (the profile
     compared on _KERNEL_FIELDS, the engine by name); price() elsewhere."""
-    memo = _STEP_KERNELS
+    memo = _STEP_KERNELS.get()
     if memo is None:
         return price()
-    if _kernel_key[0] is not costs.cal:
-        _kernel_key[:] = [costs.cal, tuple(getattr(costs.cal, f) for f in _KERNEL_FIELDS)]
-    key = (*what, model, gpu, prec, costs.engine.name, _kernel_key[1],
-           *(_array_key(getattr(sh, f.name)) for f in dataclasses.fields(Sharding)), *(_array_key(x) for x in arrays))
-    try:
-        out = memo.get(key)
-    except TypeError:  # a design's array of model shapes: not worth a key
-        return price()
-    if out is None:
-        out = memo[key] = price()
-        if len(memo) > STEP_KERNELS_KEPT:  # the oldest goes (priced again if asked again)
-            del memo[next(iter(memo))]
-    return out
+    key = (*what, model, gpu, prec, costs.engine.name, memo.cal_key(costs.cal),
+           *(array_key(getattr(sh, f.name)) for f in dataclasses.fields(Sharding)), *(array_key(x) for x in arrays))
+    return memo.get(key, price)
 
 
 def decode_step(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Sharding, *, costs: EngineCosts, b, ctx, k, spec):
