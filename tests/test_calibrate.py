@@ -42,3 +42,150 @@ def test_serving_fit_warm_starts_from_a_profile():
     assert out["step_overhead_s"]["vllm"] == pytest.approx(3.3e-3) and out["seq_overhead_s"]["vllm"] == pytest.approx(7e-6)
     _, cold = calibrate.fit_serving(rows, {"hopper": start}, rounds=0)
     assert cold["step_overhead_s"]["vllm"] == pytest.approx(2e-3)  # the documented starting value
+
+
+# ---- issue 36: calibrate writes no profile from a fit with nothing to fit, shows its progress, fits fast
+
+SERVING_HEADER = ("source,model,gpu,num_gpus,backend,weight_dtype,kv_dtype,isl,osl,concurrency,tp,pp,ep,moe_tp,attention_dp,"
+                  "spec_method,spec_draft_len,spec_acceptance,ttft_ms,tpot_ms,output_tok_s_per_gpu,output_tok_s_per_user")
+LLAMA_ROW = "a,llama-3.1-8b,h100,1,vllm,bf16,bf16,1024,1024,8,1,1,1,1,1,,,,{ttft},{tpot},{gpu_tps},{user_tps}"
+LLAMA_ROWS = [{"model": "meta-llama/Llama-3.1-8B", "gpu": "h100", "num_gpus": "1", "backend": be, "weight_dtype": "bf16", "kv_dtype": "bf16",
+               "isl": "1024", "osl": "256", "concurrency": str(c), "tp": "1", "ttft_ms": str(t), "tpot_ms": str(d)}
+              for be, c, t, d in (("trtllm", 8, 60, 9), ("trtllm", 64, 250, 16), ("vllm", 8, 45, 11), ("vllm", 64, 300, 21))]
+
+
+def _cli(*args):
+    from typer.testing import CliRunner
+
+    from llm_codesign.cli import app
+
+    r = CliRunner().invoke(app, list(args), env={"COLUMNS": "2000"})
+    if r.exception is not None and not isinstance(r.exception, SystemExit):
+        raise AssertionError(f"uncaught {type(r.exception).__name__}: {r.exception}") from r.exception
+    return r.exit_code, r.stdout, r.stderr
+
+
+@pytest.mark.parametrize("lines,said", [
+    # every row names a model the registry lacks (the fit printed "error inf%" and wrote its starting values)
+    ([LLAMA_ROW.replace("llama-3.1-8b", "no-such-model").format(ttft=50, tpot=8, gpu_tps="", user_tps="")],
+     "none of its 1 rows is (model: 'no-such-model' is not valid"),
+    # a measurement beyond the range a row may hold
+    ([LLAMA_ROW.format(ttft="1e308", tpot="1e308", gpu_tps="", user_tps="")], "none of its 1 rows is (line 2 ttft_ms: '1e308' is not valid"),
+    # a ragged line: four fields under a header of 22 (was an AttributeError)
+    (["a,llama-3.1-8b,h100,1"], "none of its 1 rows is (line 2: 4 fields where the header has 22 (no backend))"),
+    # priced, but measuring only what the fit's loss does not read
+    ([LLAMA_ROW.format(ttft="", tpot="", gpu_tps="", user_tps=80)], "measures ttft_ms, tpot_ms, output_tok_s_per_gpu (what the serving fit "
+     "reads); none of its 1 rows does (1 priced rows measure none of them)"),
+    # a throughput no prediction can be compared with: their ratio overflows (the fit's error was inf%)
+    ([LLAMA_ROW.format(ttft=50, tpot=8, gpu_tps="1e-306", user_tps="")], "row 1 (a) measures output_tok_s_per_gpu = 1e-306 against"),
+], ids=["unmodelled-models", "1e308", "ragged", "no-metric-the-fit-reads", "ratio-overflows"])
+def test_calibrate_serving_refuses_rows_it_cannot_fit(tmp_path, lines, said):
+    s, out = tmp_path / "s.csv", tmp_path / "p.toml"
+    s.write_text("\n".join([SERVING_HEADER, *lines]) + "\n")
+    for force in ((), ("--force",)):
+        code, stdout, err = _cli("calibrate", "--serving", str(s), "-o", str(out), *force)
+        assert code == 2 and len(err.strip().splitlines()) == 1 and err.startswith(f"error: serving: '{s}' is not valid; "), (code, stdout, err)
+        assert said in err and not out.exists()
+
+
+def test_serving_fit_with_nothing_to_fit_is_an_error():
+    from llm_codesign.errors import InputError
+    from llm_codesign.measure import calibrate
+
+    rows = [{**r, "model": "no-such-model"} for r in LLAMA_ROWS]
+    with pytest.raises(InputError, match=r"^serving: '4 rows' is not valid; rows the model can price that measure ttft_ms, tpot_ms"):
+        calibrate.fit_serving(rows, {"hopper": calibration_for(get_gpu("h100"))}, rounds=1)
+
+
+def test_an_unconverged_serving_search_is_refused_unless_forced(tmp_path, monkeypatch):
+    from llm_codesign.measure import calibrate
+
+    # one polish cycle, and a gain no cycle can fall under: the search stops still gaining
+    monkeypatch.setattr(calibrate, "POLISH_CYCLES", 1)
+    monkeypatch.setattr(calibrate, "POLISH_GAIN", -1.0)
+    rep: dict = {}
+    calibrate.fit_serving(LLAMA_ROWS, {"hopper": calibration_for(get_gpu("h100"))}, rounds=1, report=rep)
+    assert rep["converged"] is False
+    assert calibrate.doubtful([rep])[-1].startswith("default serving: the search had not converged after 1 polish cycles (the last gained ")
+    assert calibrate.doubtful([{**rep, "converged": True, "at_bounds": []}]) == []
+    s, out = tmp_path / "s.csv", tmp_path / "p.toml"
+    # about 10% slower than the bundled profile prices them: the overheads move inward of their bounds
+    s.write_text("\n".join([SERVING_HEADER, LLAMA_ROW.format(ttft=80, tpot=9, gpu_tps="", user_tps=""),
+                            LLAMA_ROW.replace(",8,1,1,", ",64,1,1,").format(ttft=230, tpot=17, gpu_tps="", user_tps="")]) + "\n")
+    monkeypatch.setattr(calibrate, "SERVING_BOUNDS", tuple(b for b in calibrate.SERVING_BOUNDS if b[0] in ("step_overhead_s", "ttft_overhead_s")))
+    code, _, err = _cli("calibrate", "--serving", str(s), "-o", str(out))
+    assert code == 2 and len(err.splitlines()) == 1, err
+    assert "a fit no worse than the starting profile: default serving: the search had not converged after 1 polish cycles" in err
+    assert err.rstrip().endswith("; nothing written (--force writes it anyway)")
+    assert not out.exists()
+    code, _, err = _cli("calibrate", "--serving", str(s), "-o", str(out), "--force")
+    assert code == 0 and out.exists(), err
+
+
+def test_serving_fit_reuses_kernel_prices_without_changing_the_fit(monkeypatch):
+    import contextlib
+
+    from llm_codesign.measure import calibrate
+    from llm_codesign.serve import aggregated
+
+    priced = []
+    forward_ops = aggregated.forward_ops
+    monkeypatch.setattr(aggregated, "forward_ops", lambda *a, **k: priced.append(1) or forward_ops(*a, **k))
+    fams = {"hopper": calibration_for(get_gpu("h100"))}
+    _, reused = calibrate.fit_serving(LLAMA_ROWS, fams, rounds=2)
+    n_reused = len(priced)
+    # every step priced afresh, as before: the same fit to the last bit
+    monkeypatch.setattr(aggregated, "reuse_step_kernels", contextlib.nullcontext)
+    priced.clear()
+    _, fresh = calibrate.fit_serving(LLAMA_ROWS, fams, rounds=2)
+    assert reused == fresh
+    # host costs change no kernel: of the ten parameters, the two collective latencies (and the steps the prefill
+    # queue moves) re-price operators; the 4 rows x 3 steps of the others are priced once
+    assert n_reused * 4 < len(priced)
+
+
+def test_kernel_fit_reads_its_rows_once(monkeypatch):
+    from llm_codesign.measure import calibrate, kernel_tables
+
+    rows = [{"system": "h100_sxm", "gemm_dtype": "bfloat16", "m": str(m), "n": "4096", "k": "4096", "latency_ms": f"{2 * m * 4096 * 4096 / 6e14 * 1e3 + 0.005:.6f}"}
+            for m in (16, 256, 1024, 4096)]
+    parsed = []
+    col = kernel_tables._col
+    monkeypatch.setattr(kernel_tables, "_col", lambda *a, **k: parsed.append(a[1]) or col(*a, **k))
+    trials = []
+    cal, rep = calibrate.fit_kind("gemm", rows, calibration_for(get_gpu("h100")), "hopper", progress=trials.append)
+    # m, n and k parsed once for the whole fit, not once for each of its calibrations
+    assert sorted(parsed) == ["k", "m", "n"]
+    assert trials == list(range(1, calibrate.kind_trials("gemm", rows) + 1)) and len(trials) == 2 * 6 + 4 * 6 * 6
+    assert rep["rows"] == 4 and rep["median_ape"] < rep["start_median_ape"]
+
+
+def test_fits_report_their_progress():
+    from llm_codesign.measure import calibrate
+
+    seen = []
+    calibrate.fit_serving(LLAMA_ROWS, {"hopper": calibration_for(get_gpu("h100"))}, rounds=1, progress=lambda d, t: seen.append((d, t)))
+    # (2 smooth + 4 polish cycles) x 1 round x (1 + 2 x 8 per-engine + 1) parameters x 4 steps; the polish
+    # cycles it did not need are counted done at the end
+    total = 6 * 1 * 18 * 4
+    assert calibrate.serving_trials(LLAMA_ROWS, 1) == total
+    assert seen[:3] == [(1, total), (2, total), (3, total)] and seen[-1] == (total, total)
+    assert [d for d, _ in seen] == sorted(d for d, _ in seen)
+
+
+def test_calibrate_prints_a_progress_line_every_five_seconds_off_a_terminal(tmp_path, monkeypatch):
+    import itertools
+    import time
+
+    clock = itertools.count(0.0, 2.0)  # two seconds pass between reports
+    monkeypatch.setattr(time, "monotonic", lambda: next(clock))
+    k, out = tmp_path / "g.csv", tmp_path / "p.toml"
+    k.write_text("system,trtllm_version,gemm_dtype,m,n,k,latency_ms\n" + "".join(
+        f"h100_sxm,x,bfloat16,{m},4096,4096,{2 * m * 4096 * 4096 / 6e14 * 1e3 + 0.005:.6f}\n" for m in (16, 256, 1024, 4096)))
+    code, stdout, err = _cli("calibrate", "--kernels", str(k), "-o", str(out), "--force")
+    lines = err.splitlines()
+    total = 2 * 6 + 4 * 6 * 6  # gemm_max_split_k's grid twice, then six rounds of four steps over the six BF16 parameters
+    assert code == 0 and "wrote" in stdout, err
+    # the clock starts at the first report; then a line at every third (6 s on, past 5 s): 4, 7, ..., 154
+    assert lines == [f"searching: {d} of {total} ({100 * d / total:.0f}%)" for d in range(4, total + 1, 3)]
+    assert lines[0] == "searching: 4 of 156 (3%)"

@@ -42,3 +42,37 @@ def test_bad_profiles_are_one_line(tmp_path):
         calibration_for(get_gpu("h100"), str(p))
     with pytest.raises(InputError, match=r"engine: 'tgi' is not valid; .*missing from \[default.ttft_overhead_s\] "):
         documented().engine("ttft_overhead_s", "tgi")
+
+
+@pytest.mark.parametrize("text,line", [
+    ("[hopper]\ngemm_eff_bf16 = inf\n", "calibration.gemm_eff_bf16: inf is not valid; a number in [0.0001, 1] (gemm_eff_bf16's physical range)"),
+    ("[hopper]\ngemm_eff_bf16 = nan\n", "calibration.gemm_eff_bf16: nan is not valid; a number in [0.0001, 1] (gemm_eff_bf16's physical range)"),
+    ("[default]\ngemm_blend_p = 1e308\n", "calibration.gemm_blend_p: 1e+308 is not valid; a number in [1, 100] (gemm_blend_p's physical range)"),
+    ("[default]\nattn_decode_group_bf16 = 0.5\n",
+     "calibration.attn_decode_group_bf16: 0.5 is not valid; a number in [1, 1e+06] (attn_decode_group_bf16's physical range)"),
+    ("[default.step_overhead_s]\nvllm = -inf\n",
+     "calibration.step_overhead_s.vllm: -inf is not valid; a number in [0, 1] (step_overhead_s's physical range)"),
+    ("[default]\ncustom_ar_latency_s = 2.0\n",
+     "calibration.custom_ar_latency_s: 2.0 is not valid; a number in [0, 1] (custom_ar_latency_s's physical range)"),
+])
+def test_a_profile_value_outside_its_range_is_one_line(tmp_path, text, line):
+    # what --calibration refuses: every value finite and in its parameter's physical range
+    # (spec.validation.param_range), the parameter, the value and the range named
+    p = tmp_path / "p.toml"
+    p.write_text(text)
+    with pytest.raises(InputError) as e:
+        calibration_for(get_gpu("h100"), str(p))
+    assert str(e.value) == line
+
+
+def test_every_fitted_range_lies_inside_the_loaders():
+    # a profile calibrate writes is one --calibration reads: each search range (measure.calibrate PARAMS and
+    # SERVING_BOUNDS) within the parameter's physical range (spec.validation.param_range)
+    from llm_codesign.measure.calibrate import PARAMS, SERVING_BOUNDS
+    from llm_codesign.spec.validation import param_range
+
+    ranges = [(n, lo, hi) for table in PARAMS.values() for n, (lo, hi) in table.items()] + [(n, lo, hi) for n, _, lo, hi in SERVING_BOUNDS]
+    assert len(ranges) == 52
+    for name, lo, hi in ranges:
+        plo, phi, _ = param_range(name)
+        assert plo <= lo < hi <= phi, (name, (lo, hi), (plo, phi))

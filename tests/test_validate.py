@@ -163,3 +163,39 @@ def test_blank_kv_dtype_reads_fp8_with_fp8_or_nvfp4_weights():
         # other weights keep the checkpoint's own KV format; a recorded kv_dtype always wins
         assert _precision(m, {"weight_dtype": "bf16", "kv_dtype": "", "backend": backend}).kv.name == "bf16"
         assert _precision(m, {"weight_dtype": "fp8", "kv_dtype": "bf16", "backend": backend}).kv.name == "bf16"
+
+
+def _cli(*args):
+    from typer.testing import CliRunner
+
+    from llm_codesign.cli import app
+
+    r = CliRunner().invoke(app, list(args), env={"COLUMNS": "2000"})
+    if r.exception is not None and not isinstance(r.exception, SystemExit):
+        raise AssertionError(f"uncaught {type(r.exception).__name__}: {r.exception}") from r.exception
+    return r.exit_code, r.stdout, r.stderr
+
+
+SERVING_HEAD = "source,model,gpu,num_gpus,backend,isl,osl,concurrency,tp,ttft_ms,tpot_ms,output_tok_s_per_gpu,output_tok_s_per_user\n"
+
+
+def test_validate_table_shows_only_finite_figures_as_json_does(tmp_path):
+    # a throughput of 1e-306 measured: the model's ~950 tok/s against it is an error of inf% (the table printed
+    # inf and nan, --json refused it); both refuse it in the same one line, and --out writes nothing
+    s, out = tmp_path / "s.csv", tmp_path / "pred.csv"
+    s.write_text(SERVING_HEAD + "a,llama-3.1-8b,h100,1,vllm,1024,1024,8,1,50,8,1e-306,\nb,llama-3.1-8b,h100,1,vllm,1024,1024,64,1,80,9,1e-306,1e-306\n")
+    line = ("error: result.overall.output_tok_s_per_gpu.median_ape: inf is not valid; a finite, non-negative figure: these inputs "
+            "lie outside what the model can price (non-finite result)")
+    for extra in ((), ("--json",), ("--out", str(out))):
+        code, stdout, err = _cli("validate", "--serving", str(s), *extra)
+        assert (code, err.strip(), stdout) == (2, line, ""), (code, err, stdout[-300:])
+    assert not out.exists()
+
+
+def test_a_ragged_serving_line_is_listed_not_a_crash(tmp_path):
+    # a line with 4 of the header's 13 fields (csv fills the rest with None: was an AttributeError)
+    s = tmp_path / "s.csv"
+    s.write_text(SERVING_HEAD + "a,llama-3.1-8b,h100,1\nb,llama-3.1-8b,h100,1,vllm,1024,1024,8,1,50,8,,\n")
+    preds, unmodeled = predict_serving(read_rows(s))
+    assert unmodeled == [{"row": 0, "source": "a", "reason": "line 2: 4 fields where the header has 13 (no backend)"}]
+    assert preds[1]["ttft_ms"] > 0

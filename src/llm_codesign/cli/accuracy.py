@@ -6,7 +6,7 @@ from typing import Optional
 
 import typer
 
-from llm_codesign.cli.common import O_CAL, _console, _dump, _int_list, _table, app, check_paths
+from llm_codesign.cli.common import O_CAL, _console, _dump, _int_list, _progress, _table, app, check_paths
 from llm_codesign.errors import InputError
 
 
@@ -72,7 +72,8 @@ def validate(
     calibration: Optional[str] = O_CAL, as_json: bool = typer.Option(False, "--json"),
 ):
     """Predict published measurements and report the errors, and how many runs fall inside the stated intervals."""
-    from llm_codesign.measure.validate import kernel_report, predict_serving, read_rows, serving_report
+    from llm_codesign.measure.validate import kernel_report, predict_serving, read_rows, serving_report, unpriced
+    from llm_codesign.spec.validation import check_result
 
     if (kernels is None) == (serving is None):
         raise InputError("validate", "--kernels/--serving", "exactly one of --kernels FILE or --serving FILE")
@@ -87,8 +88,7 @@ def validate(
         check_paths([("--out", out)], {"--kernels": kernels, "--serving": serving, "--calibration": calibration})
     if kernels:
         rep, rows, pred = kernel_report(kernels, calibration)
-        if out:
-            _write_predictions(out, rows, [{"predicted_ms": (float(p) if p == p else "")} for p in pred])
+        preds = [{"predicted_ms": (float(p) if p == p else "")} for p in pred]
         title = f"kernel validation ({rep['kind']})"
     else:
         rows = read_rows(serving)
@@ -98,16 +98,18 @@ def validate(
             rows = clean_rows(rows)[0]
         preds, unmodeled = predict_serving(rows, calibration)
         if len(unmodeled) == len(rows):  # nothing to report on: an error, not an empty table
-            reasons = sorted({u["reason"] for u in unmodeled})
-            raise InputError("serving", serving, f"a file with at least one row the model can price; none of its {len(rows)} rows is "
-                             f"({'; '.join(reasons[:2])}{'; ...' if len(reasons) > 2 else ''})")
+            raise InputError("serving", serving, unpriced(rows, unmodeled))
         rep = serving_report(rows, preds, unmodeled)
         from llm_codesign.measure.intervals import row_intervals, table_for
 
         bounds, rep["interval_coverage"] = row_intervals(rows, preds, table=table_for(calibration))
-        if out:  # each prediction with its 80% interval beside it
-            _write_predictions(out, rows, [{**p, **b} for p, b in zip(preds, bounds, strict=True)])
+        preds = [{**p, **b} for p, b in zip(preds, bounds, strict=True)]  # each prediction with its 80% interval beside it
         title = "serving validation"
+    # the table, as --json, shows only finite figures (a throughput of 1e-306 measured makes an error of inf%):
+    # one line naming the figure otherwise, before anything is written
+    check_result(rep)
+    if out:
+        _write_predictions(out, rows, preds)
     if as_json:
         return _dump(rep)
     _print_report(rep, title, stderr=out == "-")
@@ -132,15 +134,24 @@ def calibrate(
     output: str = typer.Option(..., "-o", "--output", help="Profile .toml to write; - for standard output."),
     hold_out: Optional[list[str]] = typer.Option(None, "--hold-out", help="Leave this model's serving rows out of the fit, to judge it out of sample (repeat the option)."),
     clean: bool = typer.Option(False, "--clean", help="Fit the serving rows' clean form: plans re-derived from the run names that state them, each measurement once (llm_codesign.measure.audit)."),
-    force: bool = typer.Option(False, "--force", help="Write the profile even when a fit is worse than the starting profile on the same rows, or lands a kernel efficiency or a serving parameter on a bound of its range."),
+    force: bool = typer.Option(False, "--force", help="Write the profile even when a fit is worse than the starting profile on the same rows, lands a kernel efficiency or a serving parameter on a bound of its range, or ends its serving search still gaining (never one whose error is not a finite figure)."),
     calibration: Optional[str] = O_CAL,
 ):
     """Re-fit the efficiency parameters from measurements; use the profile with --calibration."""
     from datetime import date
 
-    from llm_codesign.measure.calibrate import doubtful, fit_kernels, fit_serving, held_out, to_toml
+    from llm_codesign.measure.calibrate import (
+        doubtful,
+        fit_kernels,
+        fit_serving,
+        held_out,
+        serving_trials,
+        to_toml,
+        unfit,
+        unfittable,
+    )
     from llm_codesign.measure.kernel_tables import read_csv
-    from llm_codesign.measure.validate import read_rows
+    from llm_codesign.measure.validate import predict_serving, read_rows
     from llm_codesign.outputs import check_writable, write_text
 
     if not kernels and not serving:
@@ -158,27 +169,46 @@ def calibrate(
 
         srv_rows = clean_rows(srv_rows)[0]
     srv_rows = held_out(srv_rows, hold_out or []) if serving else None
+    if serving:  # rows the fit can use: priced, with a measured metric its loss reads
+        why = unfittable(srv_rows, *predict_serving(srv_rows, calibration))
+        if why:
+            raise InputError("serving", serving, why)
     kernels = kernels or []
     tables: dict[str, list[dict]] = {}
     for k in kernels:
         kind, rows = read_csv(k)
         tables.setdefault(kind, []).extend(rows)
-    fams, report = fit_kernels(tables, calibration)
-    if kernels and not report:
-        raise InputError("kernels", ", ".join(kernels), "tables with at least one row the model can price (`llm-codesign validate --kernels` lists why not)")
-    _refuse(doubtful(report), output, force)  # before minutes of serving fit, not after
-    srv = None
-    if serving:
-        if not fams:
-            from llm_codesign.cost.calibration import calibration_for
-            from llm_codesign.spec.hardware import catalog
+    # one progress display for both fits (stderr: a bar on a terminal, a line every 5 s otherwise)
+    warm = calibration is not None
+    srv_total, k_total = serving_trials(srv_rows, warm=warm) if serving else 0, [0]
+    prog, cb = _progress()
+    if prog:
+        prog.start()
+    try:
+        def kernel_progress(done, total):
+            k_total[0] = total
+            cb(done, total + srv_total)
 
-            fams = {g.family: calibration_for(g, calibration) for g in catalog().values()}
-        # a given profile is where the serving search starts (its kernel values are the kernel fits' start)
-        srv_report: dict = {}
-        fams, srv = fit_serving(srv_rows, fams, start=next(iter(fams.values())) if calibration else None, report=srv_report)
-        # as a kernel fit: refused where worse than the profile it started from, or on a bound, unless --force
-        _refuse(doubtful([srv_report]), output, force)
+        fams, report = fit_kernels(tables, calibration, progress=kernel_progress)
+        if kernels and not report:
+            raise InputError("kernels", ", ".join(kernels), "tables with at least one row the model can price (`llm-codesign validate --kernels` lists why not)")
+        _refuse(unfit(report), doubtful(report), output, force)  # before minutes of serving fit, not after
+        srv = None
+        if serving:
+            if not fams:
+                from llm_codesign.cost.calibration import calibration_for
+                from llm_codesign.spec.hardware import catalog
+
+                fams = {g.family: calibration_for(g, calibration) for g in catalog().values()}
+            # a given profile is where the serving search starts (its kernel values are the kernel fits' start)
+            srv_report: dict = {}
+            fams, srv = fit_serving(srv_rows, fams, start=next(iter(fams.values())) if warm else None, report=srv_report,
+                                    progress=lambda done, total: cb(k_total[0] + done, k_total[0] + total))
+            # as a kernel fit: refused where worse than the profile it started from, on a bound or unconverged, unless --force
+            _refuse(unfit([srv_report]), doubtful([srv_report]), output, force)
+    finally:
+        if prog:
+            prog.stop()
     header = (f"llm-codesign calibration profile, fitted {date.today().isoformat()} by `llm-codesign calibrate`\n"
               f"kernels: {', '.join(kernels) or 'none'}\nserving: {serving or 'none'}{' (cleaned)' if serving and clean else ''}"
               + (f"\nheld out of the serving fit: {', '.join(hold_out)}" if hold_out else ""))
@@ -196,7 +226,7 @@ def calibrate(
         if r["kind"] == "serving":  # the serving fit's own measure, against the profile it started from
             err = f"error {r['median_ape']:.1f}% (banded median), starting profile {r['start_median_ape']:.1f}%"
         else:
-            err = f"median APE {r['median_ape']:.1f}%  p90 {r['p90_ape']:.1f}%" if r.get("median_ape") is not None else "no row priced"
+            err = f"median APE {r['median_ape']:.1f}%  p90 {r['p90_ape']:.1f}%"
         con.print(f"{r['family']:10s} {r['kind']:18s} {r['rows']:6d} rows  {err}")
     if srv:
         con.print(f"serving: step overhead {', '.join(f'{b} {v * 1e3:.2f} ms' for b, v in srv['step_overhead_s'].items())}; "
@@ -223,8 +253,12 @@ def _print_own_intervals(text: str, con) -> None:
               + " take the bands of its own runs instead of the bundled ones, and say so")
 
 
-def _refuse(bad: list[str], output: str, force: bool) -> None:
-    """calibrate's refusal of a doubtful fit (measure.calibrate.doubtful), one line, unless --force."""
+def _refuse(broken: list[str], bad: list[str], output: str, force: bool) -> None:
+    """calibrate's refusal, one line, nothing written: of a fit whose error is not a finite figure
+    (measure.calibrate.unfit), always; of a doubtful fit (measure.calibrate.doubtful), unless --force."""
+    if broken:
+        raise InputError("calibrate", output, f"a fit whose error is a finite figure: {broken[0]}"
+                         + (f" (and {len(broken) - 1} more)" if len(broken) > 1 else "") + "; nothing written")
     if bad and not force:
         raise InputError("calibrate", output, f"a fit no worse than the starting profile: {bad[0]}" + (f" (and {len(bad) - 1} more)" if len(bad) > 1 else "")
                          + "; nothing written (--force writes it anyway)")

@@ -6,12 +6,15 @@ deployment or a million. Times in seconds, sizes in bytes and FLOPs. Each return
 """
 from __future__ import annotations
 
+from contextvars import ContextVar
+from dataclasses import fields
 from functools import lru_cache
 from typing import NamedTuple
 
 import numpy as np
 
-from llm_codesign.cost.calibration import Calibration
+from llm_codesign.cost.calibration import BACKEND_KEYED, Calibration
+from llm_codesign.cost.reuse import PriceMemo, array_key, reusing
 from llm_codesign.spec.engines import Engine
 from llm_codesign.spec.hardware import Gpu
 
@@ -234,7 +237,40 @@ def _tile_times(m_tiles, inv_n, slots, inv_slots, per_wave, *, n, k, groups, k_s
     return np.ceil(count * inv_slots) * ((k + k_half) * per_wave)
 
 
+# What a GEMM reads of a profile: all but the collectives' fields (collective_time's) and the per-engine
+# host costs; the GEMM prices kept within reuse_gemm_prices() (cost.reuse), None elsewhere.
+_GEMM_FIELDS = tuple(f.name for f in fields(Calibration)
+                     if f.name not in BACKEND_KEYED and not f.name.startswith(("comm_", "custom_ar_", "scale_out_")))
+_GEMMS: ContextVar[PriceMemo | None] = ContextVar("gemm_prices", default=None)
+
+
+def reuse_gemm_prices():
+    """Within the block gemm_time prices each distinct input once and returns the same arrays again
+    (shared: callers read them, as every caller does): a serving fit (measure.calibrate) varies the
+    collectives' latencies, which re-prices every step but none of its GEMMs. Off elsewhere."""
+    return reusing(_GEMMS, _GEMM_FIELDS, 1 << 16)  # entries of a few small arrays each
+
+
 def gemm_time(m, n, k, gpu: Gpu, cal: Calibration, *, math: str, a_bytes, w_bytes, c_bytes=2.0,
+              groups=1.0, distinct_groups=None, eff_scale=1.0, kernel: str | None = None, swap_ab: bool | None = None,
+              overhead_s=None, fused_quant: bool | None = None, engine: Engine | None = None):
+    """C[m,n] = A[m,k] B[k,n], repeated over `groups` independent problems (grouped/batched GEMM):
+    _gemm_time's (time, compute time, memory time), reused within reuse_gemm_prices()."""
+    def price():
+        return _gemm_time(m, n, k, gpu, cal, math=math, a_bytes=a_bytes, w_bytes=w_bytes, c_bytes=c_bytes, groups=groups,
+                          distinct_groups=distinct_groups, eff_scale=eff_scale, kernel=kernel, swap_ab=swap_ab, overhead_s=overhead_s,
+                          fused_quant=fused_quant, engine=engine)
+
+    memo = _GEMMS.get()
+    if memo is None:
+        return price()
+    key = (gpu, memo.cal_key(cal), None if engine is None else engine.name, math, kernel, swap_ab, fused_quant, overhead_s is None,
+           *(array_key(x.m if isinstance(x, Tokens) else x) for x in (m, n, k, a_bytes, w_bytes, c_bytes, groups, eff_scale)),
+           array_key(-1.0 if distinct_groups is None else distinct_groups), array_key(0.0 if overhead_s is None else overhead_s))
+    return memo.get(key, price)
+
+
+def _gemm_time(m, n, k, gpu: Gpu, cal: Calibration, *, math: str, a_bytes, w_bytes, c_bytes=2.0,
               groups=1.0, distinct_groups=None, eff_scale=1.0, kernel: str | None = None, swap_ab: bool | None = None,
               overhead_s=None, fused_quant: bool | None = None, engine: Engine | None = None):
     """C[m,n] = A[m,k] B[k,n], repeated over `groups` independent problems (grouped/batched GEMM).

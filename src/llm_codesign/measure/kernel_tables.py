@@ -124,37 +124,50 @@ def _col(rows, name, typ=float):
 def predict(kind: str, rows: list[dict], cal_for) -> tuple[np.ndarray, list[str]]:
     """Predicted latency (ms) per row, and per row the group label (system x dtype/op) or the reason
     it could not be modelled (prefixed 'unmodeled:'). `cal_for(gpu)` gives a Calibration."""
-    pred = np.full(len(rows), np.nan)
-    label = [""] * len(rows)
-    by_sys: dict[str, list[int]] = {}
-    for i, r in enumerate(rows):
-        why = row_problem(kind, r)
-        if why:  # skipped and listed, not the end of the run
-            label[i] = f"unmodeled: line {i + 2}: {why}"
-            continue
-        by_sys.setdefault(r.get("system", ""), []).append(i)
-    for system, idx in by_sys.items():
-        try:
-            gpu = get_gpu(system)
-        except InputError:
-            for i in idx:
-                label[i] = f"unmodeled: unknown system {system!r}"
-            continue
-        cal = cal_for(gpu)
-        sub = [rows[i] for i in idx]
-        p, lab = _PRED[kind](sub, gpu, cal)
-        for j, i in enumerate(idx):
-            pred[i] = p[j]
-            label[i] = f"{gpu.id} {lab[j]}" if not lab[j].startswith("unmodeled") else lab[j]
-    return pred, label
+    return Table(kind, rows).predict(cal_for)
 
 
-def _gemm(rows, gpu, cal: Calibration):
-    out, lab = np.full(len(rows), np.nan), []
+class Table:
+    """A kernel table's rows read once (checked, grouped by system, their columns as arrays, labelled),
+    to be priced under any calibration: a fit prices the same rows hundreds of times. `checked`: the
+    caller has already dropped every row row_problem refuses."""
+
+    def __init__(self, kind: str, rows: list[dict], *, checked: bool = False):
+        self.label = [""] * len(rows)
+        by_sys: dict[str, list[int]] = {}
+        for i, r in enumerate(rows):
+            why = None if checked else row_problem(kind, r)
+            if why:  # skipped and listed, not the end of the run
+                self.label[i] = f"unmodeled: line {i + 2}: {why}"
+                continue
+            by_sys.setdefault(r.get("system", ""), []).append(i)
+        self.groups = []  # (GPU, row indices, price(cal) -> ms per row)
+        for system, idx in by_sys.items():
+            try:
+                gpu = get_gpu(system)
+            except InputError:
+                for i in idx:
+                    self.label[i] = f"unmodeled: unknown system {system!r}"
+                continue
+            price, lab = _PRED[kind]([rows[i] for i in idx], gpu)
+            self.groups.append((gpu, np.array(idx), price))
+            for j, i in enumerate(idx):
+                self.label[i] = f"{gpu.id} {lab[j]}" if not lab[j].startswith("unmodeled") else lab[j]
+
+    def predict(self, cal_for) -> tuple[np.ndarray, list[str]]:
+        """predict's (latency per row, label per row) under `cal_for(gpu)`'s calibration."""
+        pred = np.full(len(self.label), np.nan)
+        for gpu, idx, price in self.groups:
+            pred[idx] = price(cal_for(gpu))
+        return pred, self.label
+
+
+def _gemm(rows, gpu):
     groups: dict[str, list[int]] = {}
     for i, r in enumerate(rows):
         groups.setdefault(r["gemm_dtype"], []).append(i)
     lab = [""] * len(rows)
+    parts = []
     for dt, idx in groups.items():
         if dt not in GEMM_DTYPES or not gpu.supports(GEMM_DTYPES[dt][0]):
             for i in idx:
@@ -162,12 +175,17 @@ def _gemm(rows, gpu, cal: Calibration):
             continue
         math, ab, wb = GEMM_DTYPES[dt]
         sub = [rows[i] for i in idx]
-        t, _, _ = cost.gemm_time(_col(sub, "m"), _col(sub, "n"), _col(sub, "k"), gpu, cal, math=math, a_bytes=ab, w_bytes=wb,
-                                 kernel=cost.gemm_kernel(math, "fp8_block" if dt == "fp8_block" else ""))
-        out[idx] = t * 1e3
+        parts.append((np.array(idx), _col(sub, "m"), _col(sub, "n"), _col(sub, "k"), math, ab, wb,
+                      cost.gemm_kernel(math, "fp8_block" if dt == "fp8_block" else "")))
         for i in idx:
             lab[i] = dt
-    return out, lab
+
+    def price(cal: Calibration):
+        out = np.full(len(rows), np.nan)
+        for idx, m, n, k, math, ab, wb, kernel in parts:
+            out[idx] = cost.gemm_time(m, n, k, gpu, cal, math=math, a_bytes=ab, w_bytes=wb, kernel=kernel)[0] * 1e3
+        return out
+    return price, lab
 
 
 _KV_BYTES = {"fp8": 1.0, "bfloat16": 2.0, "float16": 2.0, "nvfp4": DTYPES["nvfp4"].bytes_per_value()}
@@ -177,51 +195,65 @@ def _kv_bytes(name: str) -> float:
     return _KV_BYTES[name]  # row_problem refused any other name
 
 
-def _decode(rows, gpu, cal):
+def _decode(rows, gpu):
     B, ctx = _col(rows, "batch_size"), _col(rows, "isl") + _col(rows, "step")
     H, KV, d = _col(rows, "num_heads"), _col(rows, "num_key_value_heads"), _col(rows, "head_dim")
     kvb = np.array([_kv_bytes(r["kv_cache_dtype"]) for r in rows])
     flops = 2.0 * B * H * ctx * 2 * d
     nbytes = B * ctx * KV * 2 * d * kvb + B * H * 2 * d * 2.0
     fp8 = np.array([r["kv_cache_dtype"] == "fp8" for r in rows])
-    t = np.empty(len(rows))
-    for flag in (False, True):
-        m = fp8 == flag
-        if m.any():
-            items = cost.decode_work_items(B[m], KV[m], H[m], cal, flag and gpu.supports("fp8"))
-            t[m] = cost.attention_decode_time(flops[m], nbytes[m], gpu, cal, seq_heads=items, kv_fp8=flag, group=(H / KV)[m])[0]
-    return t * 1e3, [f"kv {r['kv_cache_dtype']}" for r in rows]
+
+    def price(cal: Calibration):
+        t = np.empty(len(rows))
+        for flag in (False, True):
+            m = fp8 == flag
+            if m.any():
+                items = cost.decode_work_items(B[m], KV[m], H[m], cal, flag and gpu.supports("fp8"))
+                t[m] = cost.attention_decode_time(flops[m], nbytes[m], gpu, cal, seq_heads=items, kv_fp8=flag, group=(H / KV)[m])[0]
+        return t * 1e3
+    return price, [f"kv {r['kv_cache_dtype']}" for r in rows]
 
 
-def _prefill(rows, gpu, cal):
+def _prefill(rows, gpu):
     B, S = _col(rows, "batch_size"), _col(rows, "isl")
     H, KV, d = _col(rows, "num_heads"), _col(rows, "num_key_value_heads"), _col(rows, "head_dim")
     kvb = np.array([_kv_bytes(r["kv_cache_dtype"]) for r in rows])
     flops = 2.0 * B * H * S * (S + 1) / 2 * 2 * d  # causal
     nbytes = B * S * (KV * 2 * d * kvb + H * 2 * d * 2.0)
-    out = np.empty(len(rows))
     fp8 = np.array([r["kv_cache_dtype"] == "fp8" and gpu.supports("fp8") for r in rows])
-    for flag, kind in ((False, "bf16"), (True, "fp8")):
-        m = fp8 == flag
-        if m.any():
-            t, _, _ = cost.attention_prefill_time(flops[m], nbytes[m], gpu, cal, math=kind, seq_heads=(B * H)[m],
-                                                  keys=((S + 1) / 2)[m], scores=(B * H * S * (S + 1) / 2)[m])
-            out[m] = t * 1e3
-    return out, [f"kv {r['kv_cache_dtype']}" for r in rows]
+
+    def price(cal: Calibration):
+        out = np.empty(len(rows))
+        for flag, kind in ((False, "bf16"), (True, "fp8")):
+            m = fp8 == flag
+            if m.any():
+                t, _, _ = cost.attention_prefill_time(flops[m], nbytes[m], gpu, cal, math=kind, seq_heads=(B * H)[m],
+                                                      keys=((S + 1) / 2)[m], scores=(B * H * S * (S + 1) / 2)[m])
+                out[m] = t * 1e3
+        return out
+    return price, [f"kv {r['kv_cache_dtype']}" for r in rows]
 
 
-def _coll(rows, gpu, cal):
-    out = np.full(len(rows), np.nan)
+def _coll(rows, gpu):
     lab = [""] * len(rows)
+    by_op: dict[str, list[int]] = {}
     for i, r in enumerate(rows):
         op = NCCL_OPS.get(r["op_name"])
         if op is None:
             lab[i] = f"unmodeled: collective {r['op_name']}"
             continue
-        nbytes = float(r["message_size"]) * NCCL_BYTES.get(r["nccl_dtype"], 2)
-        out[i] = float(cost.collective_time(op, nbytes, float(r["num_gpus"]), gpu, cal)) * 1e3
+        by_op.setdefault(op, []).append(i)
         lab[i] = op
-    return out, lab
+    # each op's rows in one call: the same values as one call a row (the formulas are per element)
+    parts = [(op, np.array(idx), np.array([float(rows[i]["message_size"]) * NCCL_BYTES.get(rows[i]["nccl_dtype"], 2) for i in idx]),
+              _col([rows[i] for i in idx], "num_gpus")) for op, idx in by_op.items()]
+
+    def price(cal: Calibration):
+        out = np.full(len(rows), np.nan)
+        for op, idx, nbytes, n in parts:
+            out[idx] = cost.collective_time(op, nbytes, n, gpu, cal) * 1e3
+        return out
+    return price, lab
 
 
 def routing_alpha(distribution: str) -> float | None:
@@ -234,8 +266,7 @@ def routing_alpha(distribution: str) -> float | None:
     return float(m.group(1)) if m and 0.0 < float(m.group(1)) <= 3.0 else None
 
 
-def _moe(rows, gpu, cal):
-    out = np.full(len(rows), np.nan)
+def _moe(rows, gpu):
     lab = [""] * len(rows)
     groups: dict[tuple, list[int]] = {}
     for i, r in enumerate(rows):
@@ -249,19 +280,24 @@ def _moe(rows, gpu, cal):
         key = (r["moe_dtype"], int(r["hidden_size"]), int(r["inter_size"]), int(r["num_experts"]), int(r["topk"]),
                "nongated" not in r.get("kernel_source", ""), alpha)
         groups.setdefault(key, []).append(i)
+    parts = []
     for (dt, h, inter, E, topk, gated, alpha), idx in groups.items():
         sub = [rows[i] for i in idx]
-        cal_row = replace(cal, moe_routing_alpha=alpha)  # each row is priced at the routing it was measured with
-        ffn = MoE(experts=E, top_k=topk, expert_inter=inter, gated=gated)
-        m = ModelSpec("kernel", h, 1, ((Layer(NoMixer(), ffn), 1),))
-        sh = Plan(ep=_col(sub, "moe_ep_size"), moe_tp=_col(sub, "moe_tp_size"))
-        ops = layer_ops(m, m.groups[0][0], 1.0, gpu, cal_row, prec=MOE_PRECISION[dt], sh=sh, b=Batch(pf_tokens=_col(sub, "num_tokens"), pf_seqs=1.0), prefix="moe")
-        # the measured block: the expert GEMMs and the activation between them (no router, no comms)
-        t = sum(np.broadcast_to(o.time, (len(idx),)) for o in ops if "experts_" in o.name or "/permute" in o.name or o.kind == "elementwise")
-        out[idx] = t * 1e3
+        m = ModelSpec("kernel", h, 1, ((Layer(NoMixer(), MoE(experts=E, top_k=topk, expert_inter=inter, gated=gated)), 1),))
+        parts.append((np.array(idx), m, MOE_PRECISION[dt], alpha, Plan(ep=_col(sub, "moe_ep_size"), moe_tp=_col(sub, "moe_tp_size")),
+                      Batch(pf_tokens=_col(sub, "num_tokens"), pf_seqs=1.0)))
         for i in idx:
             lab[i] = dt
-    return out, lab
+
+    def price(cal: Calibration):
+        out = np.full(len(rows), np.nan)
+        for idx, m, prec, alpha, sh, b in parts:
+            cal_row = replace(cal, moe_routing_alpha=alpha)  # each row is priced at the routing it was measured with
+            ops = layer_ops(m, m.groups[0][0], 1.0, gpu, cal_row, prec=prec, sh=sh, b=b, prefix="moe")
+            # the measured block: the expert GEMMs and the activation between them (no router, no comms)
+            out[idx] = sum(np.broadcast_to(o.time, (len(idx),)) for o in ops if "experts_" in o.name or "/permute" in o.name or o.kind == "elementwise") * 1e3
+        return out
+    return price, lab
 
 
 _PRED = {"gemm": _gemm, "decode_attention": _decode, "prefill_attention": _prefill, "collectives": _coll, "moe": _moe}

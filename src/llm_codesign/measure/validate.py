@@ -55,6 +55,9 @@ def read_rows(path: str | Path) -> list[dict]:
 def row_problem(r: dict, line: int) -> str | None:
     """Why a serving row cannot be priced (a malformed number, named with its line and column), or
     None; predict_serving skips such rows and lists them with this reason."""
+    short = [k for k, v in r.items() if v is None]  # csv.DictReader fills a line shorter than the header with None
+    if short:
+        return f"line {line}: {len(r) - len(short)} fields where the header has {len(r)} (no {short[0]})"
     for col in (*_POSITIVE, "spec_draft_len", *_REAL):
         v = (r.get(col) or "").strip()
         if not v:
@@ -139,6 +142,14 @@ def _grouped(rows: list[dict], profile, cal_override, problem) -> tuple[list[tup
             continue
         groups.setdefault((model.name, gpu.id, prec, engine, spec, id(cal)), ((model, gpu, prec, engine, spec, cal), []))[1].append(i)
     return list(groups.values()), unmodeled
+
+
+def unpriced(rows: list[dict], unmodeled: list[dict]) -> str:
+    """What a serving file none of whose rows the model prices should be (an InputError's `valid`),
+    with the first reasons predict_serving gave."""
+    reasons = sorted({u["reason"] for u in unmodeled})
+    return (f"a file with at least one row the model can price; none of its {len(rows)} rows is "
+            f"({'; '.join(r[:160] for r in reasons[:2])}{'; ...' if len(reasons) > 2 else ''})")
 
 
 def predict_serving(rows: list[dict], profile: str | None = None, cal_override=None) -> tuple[list[dict], list[dict]]:

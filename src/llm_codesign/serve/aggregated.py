@@ -13,14 +13,20 @@ stalls; throughput conserves work: the running requests' output over their prefi
 """
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import replace
 from typing import NamedTuple
 
 import numpy as np
 
 from llm_codesign.cost import memory
-from llm_codesign.cost.calibration import Calibration
+from llm_codesign.cost.calibration import BACKEND_KEYED, Calibration
+from llm_codesign.cost.kernels import reuse_gemm_prices
 from llm_codesign.cost.ops import Batch, forward_ops, launches, mtp_module_ops, step_time
+from llm_codesign.cost.reuse import PriceMemo, array_key, reusing
 from llm_codesign.errors import InputError
 from llm_codesign.spec.engines import TRTLLM, Engine, EngineCosts
 from llm_codesign.spec.hardware import Gpu
@@ -73,18 +79,57 @@ def draft_lengths(spec: SpecDecoding | None, spec_k=None):
     return k, spec.accepted(k.astype(np.int64))
 
 
+# The fields of a profile a step's kernels read: all but the per-engine ones (BACKEND_KEYED), which only
+# Engine.costs reads, for the host costs the step adds to its kernels; the steps' kernel prices kept
+# within reuse_step_kernels() (cost.reuse), None elsewhere.
+_KERNEL_FIELDS = tuple(f.name for f in dataclasses.fields(Calibration) if f.name not in BACKEND_KEYED)
+_STEP_KERNELS: ContextVar[PriceMemo | None] = ContextVar("step_kernels", default=None)
+
+
+@contextmanager
+def reuse_step_kernels() -> Iterator[None]:
+    """Within the block a step's kernels (decode_step's and prefill_step's: operators, their time and
+    launches, the draft passes) are priced once per distinct input and reused, and GEMMs too
+    (cost.kernels.reuse_gemm_prices). A serving fit (measure.calibrate) re-prices its rows ~1,300 times,
+    most of them changing only an engine's host costs, which no kernel reads, and some the collectives'
+    latencies, which no GEMM reads. Off elsewhere: a search prices each input once."""
+    # up to 4,096 steps, each with its operators: a fit's steps at the accepted parameters, several times over
+    with reusing(_STEP_KERNELS, _KERNEL_FIELDS, 4096), reuse_gemm_prices():
+        yield
+
+
+def _reused(price, *, what: tuple, model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, costs: EngineCosts, arrays: tuple):
+    """price() within reuse_step_kernels() where the same inputs were priced before (the profile
+    compared on _KERNEL_FIELDS, the engine by name); price() elsewhere."""
+    memo = _STEP_KERNELS.get()
+    if memo is None:
+        return price()
+    key = (*what, model, gpu, prec, costs.engine.name, memo.cal_key(costs.cal),
+           *(array_key(getattr(sh, f.name)) for f in dataclasses.fields(Plan)), *(array_key(x) for x in arrays))
+    return memo.get(key, price)
+
+
 def decode_step(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, costs: EngineCosts, b, ctx, k, spec):
     """One pipeline stage's decode-only step for `b` sequences at context `ctx` verifying k drafts:
     kernels (priced with costs.cal, the engine's in-step calibration), the engine's host cost per step
     and per running sequence, and the draft passes' share. Returns (stage time, draft time, operators)."""
-    pp = np.asarray(sh.pp, float)
+    t_kernels, t_draft, ops = _reused(lambda: _decode_kernels(model, gpu, prec, sh, costs=costs, b=b, ctx=ctx, k=k, spec=spec),
+                                      what=("decode", spec), model=model, gpu=gpu, prec=prec, sh=sh, costs=costs, arrays=(b, ctx, k))
+    t_stage = t_kernels + costs.step_overhead + costs.seq_overhead * b
+    if spec is not None:
+        t_stage = t_stage + t_draft / np.asarray(sh.pp, float)
+    return t_stage, t_draft, ops
+
+
+def _decode_kernels(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, costs: EngineCosts, b, ctx, k, spec):
+    """decode_step's kernels: (the target's kernels' time, the draft passes' time, the target's operators)."""
     cal = costs.cal
     ops = forward_ops(model, gpu, cal, prec, sh, b=Batch(dec_seqs=b, dec_ctx=ctx, dec_tokens_per_seq=1.0 + k), engine=costs.engine)
-    t_stage = kernels_time(ops, gpu, costs) + costs.step_overhead + costs.seq_overhead * b
+    t_kernels = kernels_time(ops, gpu, costs)
     t_draft = 0.0
     if spec is not None:
         dm = draft_model(model, spec)
-        dsh = sh if spec.method != "draft" else replace(sh, pp=np.ones_like(pp))
+        dsh = sh if spec.method != "draft" else replace(sh, pp=np.ones_like(np.asarray(sh.pp, float)))
 
         def draft_pass(sh_, b_, ctx_):
             # one draft pass over one token per sequence (an MTP pass with the module's input path,
@@ -113,8 +158,7 @@ def decode_step(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, costs:
             t_draft = np.where(k > 0, t_first + (k - 1.0) * t_rest, 0.0)
         else:
             t_draft = k * t_rest
-        t_stage = t_stage + t_draft / pp
-    return t_stage, t_draft, ops
+    return t_kernels, t_draft, ops
 
 
 def kernels_time(ops, gpu: Gpu, costs: EngineCosts, *, n_launches=None):
@@ -175,11 +219,15 @@ def prefill_step(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, costs
     of its prefix found in the prefix cache, which the computed ones attend to but nothing recomputes.
     Kernels are priced with costs.cal, the engine's in-step calibration."""
     b = prefill_batch(tokens=tokens, isl=isl, chunk=chunk, dec_seqs=dec_seqs, dec_ctx=dec_ctx, cached=cached)
-    ops = forward_ops(model, gpu, costs.cal, prec, sh, b=b, engine=costs.engine)
-    seqs = b.pf_seqs
-    n = launches(ops)  # counted once: each launch pays its host cost, and PDL's share of a boundary comes off
-    return (kernels_time(ops, gpu, costs, n_launches=n) + costs.step_overhead + costs.seq_overhead * (seqs + dec_seqs)
-            + costs.eager_launch * n)
+
+    def kernels():
+        ops = forward_ops(model, gpu, costs.cal, prec, sh, b=b, engine=costs.engine)
+        n = launches(ops)  # counted once: each launch pays its host cost, and PDL's share of a boundary comes off
+        return kernels_time(ops, gpu, costs, n_launches=n), n
+
+    t_kernels, n = _reused(kernels, what=("prefill",), model=model, gpu=gpu, prec=prec, sh=sh, costs=costs,
+                           arrays=(b.pf_tokens, b.pf_seqs, b.pf_ctx, b.dec_seqs, b.dec_ctx))
+    return t_kernels + costs.step_overhead + costs.seq_overhead * (b.pf_seqs + dec_seqs) + costs.eager_launch * n
 
 
 def prefill_batch(*, tokens, isl, chunk, dec_seqs=0.0, dec_ctx=0.0, cached=0.0) -> Batch:
