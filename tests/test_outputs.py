@@ -190,8 +190,10 @@ def test_calibrate_and_validate_to_standard_output(tmp_path, monkeypatch):
     Path("s.csv").write_text(SERVING)
     code, out, err = cli("validate", "--serving", "s.csv", "--out", "-")
     lines = out.splitlines()
-    assert code == 0 and lines[0] == SERVING.splitlines()[0] + ",predicted_fits,predicted_output_tok_s_per_gpu," \
-        "predicted_output_tok_s_per_user,predicted_tpot_ms,predicted_ttft_ms" and len(lines) == 2, err
+    # each prediction with its 80% interval beside it (measure.intervals)
+    bounded = ",".join(f"predicted_{m},predicted_{m}_hi,predicted_{m}_lo" for m in ("output_tok_s_per_gpu", "output_tok_s_per_user", "tpot_ms"))
+    assert code == 0 and lines[0] == SERVING.splitlines()[0] + ",predicted_fits," + bounded + \
+        ",predicted_ttft_ms,predicted_ttft_ms_hi,predicted_ttft_ms_lo" and len(lines) == 2, err
     assert "serving validation" in err and sorted(p.name for p in tmp_path.iterdir()) == ["g.csv", "p.toml", "s.csv"]
 
 

@@ -149,7 +149,7 @@ def unpriced(rows: list[dict], unmodeled: list[dict]) -> str:
     with the first reasons predict_serving gave."""
     reasons = sorted({u["reason"] for u in unmodeled})
     return (f"a file with at least one row the model can price; none of its {len(rows)} rows is "
-            f"({'; '.join(r[:160] for r in reasons[:2])}{'; ...' if len(reasons) > 2 else ''})")
+            f"({'; '.join(reasons[:2])}{'; ...' if len(reasons) > 2 else ''})")
 
 
 def predict_serving(rows: list[dict], profile: str | None = None, cal_override=None) -> tuple[list[dict], list[dict]]:
