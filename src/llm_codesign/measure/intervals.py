@@ -160,13 +160,20 @@ def cell(r, *, levels=LEVELS) -> dict:
     return out
 
 
+def _number(cell) -> float:
+    """A measured cell as a number; blank or not a number (a file's stray text) is NaN: not measured."""
+    try:
+        return float((cell or "").strip() or "nan")
+    except ValueError:
+        return float("nan")
+
+
 def _measured(row: dict, metric: str, mode: str) -> float:
     """A row's measured value of `metric`; where the run states TTFT and TPOT but not the throughputs,
     tok/s/user is 1/TPOT (as the model defines it) and tok/s/GPU follows by Little's law: concurrency
     x OSL over a request's life, TTFT + (OSL-1) x TPOT, per GPU (a closed-loop benchmark's throughput)."""
     def num(col):
-        v = (row.get(col) or "").strip()
-        return float(v) if v else float("nan")
+        return _number(row.get(col))
 
     y = num(COLUMNS[metric])
     if math.isfinite(y) or mode == "offline":
@@ -182,7 +189,7 @@ def _measured(row: dict, metric: str, mode: str) -> float:
 
 def row_contexts(rows: list[dict], preds: list[dict]) -> list[Context | None]:
     """The Context of each priced serving row (validate.predict_serving's predictions; None where not priced)."""
-    from llm_codesign.measure.validate import _precision, is_disagg
+    from llm_codesign.measure.validate import _int, _precision, is_disagg
     from llm_codesign.spec.hardware import get_gpu
     from llm_codesign.spec.registry import get_model
 
@@ -195,7 +202,7 @@ def row_contexts(rows: list[dict], preds: list[dict]) -> list[Context | None]:
         model, gpu = get_model(r["model"]), get_gpu(r["gpu"])
         conc = (r.get("concurrency") or "").strip()
         out.append(context(model, gpu, _precision(model, r), engine=(r.get("backend") or "trtllm").strip().lower(),
-                           concurrency=float(conc) if conc else None, isl=float(r["isl"]), osl=float(r["osl"]),
+                           concurrency=float(conc) if conc else None, isl=float(_int(r, "isl")), osl=float(_int(r, "osl")),
                            spec=bool((r.get("spec_method") or "").strip()), disaggregated=disagg))
     return out
 
@@ -230,12 +237,12 @@ def row_intervals(rows: list[dict], preds: list[dict], *, table: dict | None = N
                 continue
             b = band(m, x, ctx, table=table)
             out |= {f"predicted_{COLUMNS[m]}_lo": b["lo80"], f"predicted_{COLUMNS[m]}_hi": b["hi80"]}
-            y = (r.get(COLUMNS[m]) or "").strip()
-            if y and float(y) > 0:
+            y = _number(r.get(COLUMNS[m]))
+            if math.isfinite(y) and y > 0:
                 f = found.setdefault(m, {"n": 0, "inside80": 0, "inside95": 0})
                 f["n"] += 1
-                f["inside80"] += b["lo80"] <= float(y) <= b["hi80"]
-                f["inside95"] += b["lo95"] <= float(y) <= b["hi95"]
+                f["inside80"] += b["lo80"] <= y <= b["hi80"]
+                f["inside95"] += b["lo95"] <= y <= b["hi95"]
         cols.append(out)
     return cols, found
 
