@@ -584,19 +584,52 @@ def test_price_any_plan_with_speculation_or_disaggregated(page, server):
     assert not page.errors
 
 
-def test_a_clicked_point_fills_the_pricing_form(page, server):
+def test_a_clicked_point_fills_the_pricing_form_and_a_link_keeps_both(page, browser, server):
     page.goto(server + "/")
     _ready(page)
     _run_frontier(page)
     _click_point(page, 0, 3)
     est = dict(_rows(page, "#estimate-table"))
+    page.fill("#p_concurrency", "")  # offline: the batch of the most tok/s/GPU the plan holds
     page.click("#run-price")
     page.wait_for_selector("#priced-table")
+    assert dict(_rows(page, "#priced-table"))["requests in flight"].endswith(" (offline: the batch of the most tok/s/GPU)")
+    page.fill("#p_concurrency", est["concurrency"])
+    page.click("#run-price")
+    page.wait_for_function("document.querySelector('#priced-table') && "
+                           "!document.querySelector('#priced-table').textContent.includes('offline')")
     got = dict(_rows(page, "#priced-table"))
     # the same plan at the same batch and precision: the same figures
     for k in ("TTFT", "TPOT", "tokens/s per user", "output tokens/s per GPU"):
         assert got[k] == est[k], k
     assert got["requests in flight"] == est["concurrency"]
+    other = browser.new_page()
+    try:
+        other.goto(page.url)
+        _ready(other)
+        other.wait_for_selector("#priced-table")
+        assert other.text_content("#priced-table") == page.text_content("#priced-table")
+        assert other.text_content("#breakdown-table") == page.text_content("#breakdown-table")
+        assert other.get_attribute("#plot circle.pt[data-i='0'][data-j='3']", "r") == "7"  # the chosen point stands out
+    finally:
+        other.close()
+
+
+def test_a_frontier_no_deployment_meets_says_why(page, server):
+    import llm_codesign as lc
+
+    f = lc.pareto("llama-3.1-8b", "h200", num_gpus=8, min_tps_user=100000)
+    page.goto(server + "/")
+    _ready(page)
+    page.fill("#min_tps_user", "100000")
+    page.click("#run")
+    page.wait_for_selector("#frontier .hint")
+    assert page.text_content("#frontier") == "no deployment on the frontier: none fits these GPUs, or none meets the SLOs"
+    empty = page.text_content("#plot g.legend text.empty")
+    assert empty == (f"frontier: no deployment on the frontier: {f.fitting:,} of its {f.evaluated:,} deployments fit, "
+                     "but none meets the SLOs given")
+    assert page.eval_on_selector_all("#plot circle.pt", "xs => xs.length") == 0 and _overflow(page) == 0
+    assert not page.errors
 
 
 def test_design_against_a_chosen_baseline(page, server):

@@ -414,7 +414,7 @@ async function runPrice() {
 function showPriced(e) {
   const m = e.memory || {}, sp = e.spec;
   const rows = [["deployment", `${e.plan} on ${e.num_gpus}x ${e.gpu}, ${e.precision}, ${e.backend}`],
-    ["requests in flight", `${e.concurrency}` + (e.mode === "offline" ? " (offline: the largest batch that fits)" : "")],
+    ["requests in flight", `${e.concurrency}` + (e.mode === "offline-max-throughput" ? " (offline: the batch of the most tok/s/GPU)" : "")],
     ["TTFT", `${fix(e.ttft_ms, 1)} ms`], ["TPOT", `${fix(e.tpot_ms, 2)} ms`], ["tokens/s per user", fix(e.tok_s_per_user, 1)],
     ["output tokens/s per GPU", fix(e.output_tok_s_per_gpu, 1)], ["output tokens/J (GPU)", fix(e.tokens_per_joule, 2)],
     ["largest batch that fits", e.fits ? e.max_batch : `${e.max_batch}: ${e.over_capacity}`],
