@@ -430,3 +430,21 @@ def test_a_points_record_names_its_own_speculation(client):
     r = client.post("/api/estimate", json={"model": "llama-3.1-8b", "gpu": "h200", "deployment": rec, "spec": "mtp", "acceptance": 2})
     assert r.status_code == 422 and r.json() == {
         "error": "spec: 'mtp' is not valid; left out with `deployment` (a frontier point's record names its speculation)", "field": "spec"}
+
+
+def test_pareto_searches_speculation_as_the_cli(client):
+    body = {"model": "llama-3.1-8b", "gpus": ["h200"], "num_gpus": 1, "spec": "eagle3", "acceptance": 2.5}
+    r = client.post("/api/pareto", json=body)
+    assert r.status_code == 200, r.text
+    s = r.json()["series"][0]
+    want = _cli_json("pareto", "llama-3.1-8b", "--gpu", "h200", "--gpus", "1", "--spec", "eagle3", "--acceptance", "2.5")
+    assert {k: v for k, v in s.items() if k != "seconds"} == {k: v for k, v in want.items() if k != "seconds"}
+    # draft lengths 1..5 searched beside none: 6x the plain search's deployments
+    plain = client.post("/api/pareto", json={k: v for k, v in body.items() if k not in ("spec", "acceptance")}).json()["series"][0]
+    assert s["evaluated"] == 6 * plain["evaluated"]
+    assert {p["deployment"]["spec"] for p in s["frontier"]} == {"eagle3"}
+    fixed = client.post("/api/pareto", json={**body, "draft_len": 2}).json()["series"][0]
+    assert {p["deployment"]["draft_len"] for p in fixed["frontier"]} <= {0, 2} and fixed["evaluated"] == 2 * plain["evaluated"]
+    bad = client.post("/api/pareto", json={**body, "acceptance": 9})
+    assert bad.status_code == 422 and bad.json() == {
+        "error": "acceptance: 9.0 is not valid; a mean accepted length between 1 and k+1 = 4", "field": "acceptance"}

@@ -682,3 +682,31 @@ def test_the_plot_draws_an_interval_band_where_the_points_carry_one(page, server
     assert [p[0] for p in got["band"]] == pytest.approx([x0, x1, x1, x0], abs=0.06)
     assert up == pytest.approx(down, abs=0.1) and up[0] == pytest.approx(up[1], abs=0.1) and up[0] > 10
     assert got["legend"][1] == "s: 80% interval of tok/s/GPU" and got["without"] == 0
+
+
+def test_a_speculative_frontier_and_its_point_priced_again(page, server):
+    """The search with EAGLE-3 at 2.5 tokens a step (draft lengths 1-5 searched); a clicked point fills the
+    pricing form with its draft length and per-position rates, and Price gives the point's figures."""
+    import llm_codesign as lc
+
+    page.goto(server + "/")
+    _ready(page)
+    page.select_option("#s_spec", "eagle3")
+    page.fill("#s_acceptance", "2.5")
+    _run_frontier(page)
+    f = lc.pareto("llama-3.1-8b", "h200", num_gpus=1, spec="eagle3", acceptance=2.5)
+    rows = _rows(page, "#frontier-table")
+    assert [r[9] for r in rows] == [f"eagle3 k={p.deployment.spec.k}" for p in f.points]
+    assert page.text_content("#what").endswith("eagle3 drafting 1-5 tokens")
+    _click_point(page, 0, 5)
+    d = f.points[5].record()
+    assert page.input_value("#p_spec") == "eagle3" and page.input_value("#p_draft_len") == str(d["draft_len"])
+    assert [float(x) for x in page.input_value("#p_acceptance_rates").split(",")] == d["acceptance_rates"]
+    est = dict(_rows(page, "#estimate-table"))
+    page.click("#run-price")
+    page.wait_for_selector("#priced-table")
+    got = dict(_rows(page, "#priced-table"))
+    for k in ("TTFT", "TPOT", "tokens/s per user", "output tokens/s per GPU"):
+        assert got[k] == est[k], k
+    assert got["speculation"].startswith(f"eagle3 k={d['draft_len']}, ")
+    assert not page.errors

@@ -197,7 +197,8 @@ class DisaggRequest(ModelRef, Precisions, WhatIf, Speculation):
     decode_max_batch: Optional[Int] = Field(None, ge=1, le=1 << 20, description="The decode instances' max batch per attention-DP rank.")
 
 
-class ParetoRequest(ModelRef, Precisions, WhatIf):
+class ParetoRequest(ModelRef, Precisions, WhatIf, Speculation):
+    """What `pareto` takes; with `spec`, draft lengths 1..5 are searched beside none (`draft_len` fixes one)."""
     gpus: list[str] = Field(..., min_length=1, max_length=8, description="One series per GPU id.")
     num_gpus: Int = Field(8, ge=1, le=MAX_SERVE_GPUS)
     # a size given fixes it, as `pareto --tp ...` does (SearchSpace.build)
@@ -635,13 +636,14 @@ def _pareto(req: ParetoRequest, job: "_Job", *, hub_cache: bool = False) -> dict
     import llm_codesign as lc
 
     m = _model(req, hub_cache=hub_cache)
+    spec = _speculation(req)
     series = []
     for gpu in req.gpus:
         job.check()
         f = lc.pareto(m, _gpu(gpu, "gpus", req.what_if), num_gpus=req.num_gpus, workload=lc.Workload(req.isl, req.osl), engine=req.engine,
                       weight_dtype=req.weight_dtype, activation_dtype=req.activation_dtype, kv_dtype=req.kv_dtype,
                       tp=req.tp, pp=req.pp, ep=req.ep, moe_tp=req.moe_tp, attention_dp=req.attention_dp, kvp=req.kvp,
-                      min_tps_user=req.min_tps_user, max_ttft_ms=req.max_ttft_ms,
+                      min_tps_user=req.min_tps_user, max_ttft_ms=req.max_ttft_ms, spec=spec, draft_len=req.draft_len,
                       progress=job.check)
         series.append(f)
     out = {"series": _plain([f.to_dict() for f in series])}

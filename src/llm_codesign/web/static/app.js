@@ -9,9 +9,9 @@ const PLAN = ["tp", "pp", "ep", "attention_dp", "kvp"];
 const POOL = ["tp", "ep", "attention_dp", "instances"];
 const PRICE = ["p_mode", "p_weight_dtype", "p_kv_dtype", "p_num_gpus", ...PLAN.map((f) => "p_" + f), "p_concurrency",
                ...POOL.map((f) => "pf_" + f), ...POOL.map((f) => "dc_" + f), "p_concurrencies", "p_spec", "p_draft_len", "p_acceptance",
-               "p_draft_model"];
-const FIELDS = ["model", "config", "num_gpus", "weight_dtype", "kv_dtype", "engine", "isl", "osl", "min_tps_user",
-                "max_ttft_ms", "regime", "params", "baseline", "max_candidates", "wi_base", "wi_id", ...WHAT_IF.map((f) => "wi_" + f), ...PRICE];
+               "p_acceptance_rates", "p_draft_model"];
+const FIELDS = ["model", "config", "num_gpus", "weight_dtype", "kv_dtype", "engine", "s_spec", "s_acceptance", "s_draft_len", "isl", "osl",
+                "min_tps_user", "max_ttft_ms", "regime", "params", "baseline", "max_candidates", "wi_base", "wi_id", ...WHAT_IF.map((f) => "wi_" + f), ...PRICE];
 // what a result depends on: changing one of these clears every result shown (a frontier of another model stays no longer)
 const IDENTITY = ["model", "config", "num_gpus", "wi_on", "wi_base", "wi_id", ...WHAT_IF.map((f) => "wi_" + f)];
 const CUSTOM = "custom config (pasted)";
@@ -208,7 +208,7 @@ async function runFrontier(sel) {
   let req;
   try {
     req = {...modelRef(s), ...dtypes(s), gpus, num_gpus: num(s.num_gpus), engine: s.engine, isl: num(s.isl), osl: num(s.osl),
-           min_tps_user: num(s.min_tps_user), max_ttft_ms: num(s.max_ttft_ms), plot: true, ...(wi ? {what_if: wi} : {})};
+           min_tps_user: num(s.min_tps_user), max_ttft_ms: num(s.max_ttft_ms), plot: true, ...speculation(s, "s_"), ...(wi ? {what_if: wi} : {})};
   } catch (e) { showError(e.message); return; }
   // what is shown is what the form last ran: the previous run's results go (a design, a search of its own, stays)
   for (const id of ["what", "plot", "downloads", "point", "priced", "frontier"]) $(id).replaceChildren();
@@ -221,7 +221,8 @@ async function runFrontier(sel) {
     last = {req, series: r.series, plot: r.plot, csv: r.csv, handle: null, sel: null};
     const s0 = r.series[0];
     $("what").textContent = `${modelName(s0.model)} on ${s0.num_gpus}x ${r.series.map((x) => x.gpu).join(", ")}: ISL/OSL ${s0.isl}/${s0.osl}, `
-      + `${s0.backend}, weights ${req.weight_dtype || "searched"}, KV ${req.kv_dtype || "default"}`;
+      + `${s0.backend}, weights ${req.weight_dtype || "searched"}, KV ${req.kv_dtype || "default"}`
+      + (req.spec ? `, ${req.spec} drafting ${req.draft_len || "1-5"} tokens` : "");
     drawPlot();
     downloads();
     frontierTable(r.series);
@@ -311,6 +312,7 @@ function fillPrice(d) {
   $("p_spec").value = d.spec || "";
   $("p_draft_len").value = d.spec ? d.draft_len : "";
   $("p_acceptance").value = d.spec && d.acceptance ? d.acceptance : "";
+  $("p_acceptance_rates").value = d.spec && d.acceptance_rates ? d.acceptance_rates.join(",") : "";
   syncMode();
 }
 
@@ -370,13 +372,15 @@ async function runLint(s, req) {
 }
 
 // ---- one deployment priced: a plan x requests in flight x speculation, aggregated or disaggregated
-function speculation(s) {
-  const o = {};
-  if (s.p_spec) o.spec = s.p_spec;
-  const k = num(s.p_draft_len), a = num(s.p_acceptance);
+// the speculation fields of the search (prefix "s_") or of the pricing form ("p_")
+function speculation(s, prefix) {
+  const o = {}, v = (f) => s[prefix + f] || "";
+  if (v("spec")) o.spec = v("spec");
+  const k = num(v("draft_len")), a = num(v("acceptance"));
   if (k !== null) o.draft_len = k;
   if (a !== null) o.acceptance = a;
-  if (s.p_draft_model.trim()) o.draft_model = s.p_draft_model.trim();
+  if (v("acceptance_rates").trim()) o.acceptance_rates = v("acceptance_rates").split(",").map(num);
+  if (v("draft_model").trim()) o.draft_model = v("draft_model").trim();
   return o;
 }
 
@@ -388,7 +392,7 @@ async function runPrice() {
   let ref;
   try { ref = modelRef(s); } catch (e) { showError(e.message); return; }
   const prec = {...dtypes(s), ...(s.p_weight_dtype ? {weight_dtype: s.p_weight_dtype} : {}), ...(s.p_kv_dtype ? {kv_dtype: s.p_kv_dtype} : {})};
-  const common = {...ref, ...prec, gpu, engine: s.engine, isl: num(s.isl), osl: num(s.osl), ...speculation(s), ...(wi ? {what_if: wi} : {})};
+  const common = {...ref, ...prec, gpu, engine: s.engine, isl: num(s.isl), osl: num(s.osl), ...speculation(s, "p_"), ...(wi ? {what_if: wi} : {})};
   const disagg = s.p_mode === "disaggregated";
   $("priced").replaceChildren();
   status("pricing the deployment", true);
