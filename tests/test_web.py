@@ -419,6 +419,8 @@ def test_the_page_reflows_without_horizontal_scroll(browser, server, tmp_path, w
     ctx = browser.new_context(viewport={"width": width, "height": 900})
     pg = ctx.new_page()
     pg.set_default_timeout(60_000)
+    errors = []
+    pg.on("pageerror", lambda e: errors.append(str(e)))
     try:
         pg.goto(server + "/")
         _ready(pg)
@@ -451,7 +453,7 @@ def test_the_page_reflows_without_horizontal_scroll(browser, server, tmp_path, w
         # the window narrowed: the plot follows it
         pg.set_viewport_size({"width": 600, "height": 900})
         pg.wait_for_function("document.getElementById('frontier-svg').getBoundingClientRect().right <= 600")
-        assert _overflow(pg) == 0
+        assert _overflow(pg) == 0 and not errors
     finally:
         ctx.close()
 

@@ -142,8 +142,8 @@ SpecMethod = Literal["none", "mtp", "eagle3", "draft"]
 
 
 class Speculation(_Req):
-    """Speculative decoding, as estimate's and disagg's --spec, --draft-len, --acceptance, --acceptance-rates
-    and --draft-model take it."""
+    """Speculative decoding, as estimate's, disagg's and pareto's --spec, --draft-len, --acceptance,
+    --acceptance-rates and --draft-model take it."""
     spec: Optional[SpecMethod] = Field(None, description="The drafter: mtp, eagle3 or draft (a separate draft model); none or omitted: none.")
     draft_len: Optional[Int] = Field(None, ge=1, le=16, description="Draft tokens per step (default 3, or one per acceptance rate).")
     acceptance: Optional[Float] = Field(None, ge=1, le=17, description="Mean tokens a step emits, 1 to draft_len + 1.")
