@@ -570,7 +570,7 @@ def _estimate(req: EstimateRequest, *, hub_cache: bool = False) -> dict:
                         attention_dp=req.attention_dp, kvp=req.kvp, weight_dtype=req.weight_dtype,
                         activation_dtype=req.activation_dtype, kv_dtype=req.kv_dtype, engine=req.engine, spec=_speculation(req))
     r = lc.estimate(m, dep, lc.Workload(req.isl, req.osl, req.concurrency), breakdown=req.breakdown).to_dict()
-    if req.export:  # the plan at the batch priced (the largest that fits, offline)
+    if req.export:  # the plan at the batch priced (offline: the batch of the most tok/s/GPU)
         r["export"] = _export(m, dep, req, conc=r["concurrency"], replicas=1,
                               predicted={k: r[k] for k in ("ttft_ms", "tpot_ms", "tok_s_per_user", "output_tok_s_per_gpu")})
     return _plain(r)
@@ -883,7 +883,7 @@ def _edge(app, *, allowed_hosts: list[str] | None):
 
 def create_app(allowed_hosts: list[str] | None = None, *, hub_cache: bool = False, max_busy: int = MAX_BUSY,
                time_budget_s: float = TIME_BUDGET_S):
-    """The FastAPI application: the page at / (its script and styles under /static), the API under /api.
+    """The FastAPI application: the page at / (its scripts under /static), the API under /api.
     `allowed_hosts`: the Host headers answered (`serve` passes the names it binds, the loopback ones
     for loopback, so another site's page cannot reach the API through DNS rebinding; `*` answers
     any); None answers any. `hub_cache`: models the registry lacks are read from the local Hugging
