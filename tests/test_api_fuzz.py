@@ -33,6 +33,7 @@ from llm_codesign.spec.hardware import catalog  # noqa: E402
 from llm_codesign.spec.registry import entries  # noqa: E402
 from llm_codesign.web.app import (  # noqa: E402
     DesignRequest,
+    DisaggRequest,
     EstimateRequest,
     LintRequest,
     ParetoRequest,
@@ -109,16 +110,17 @@ GPUS = list(catalog())
 RECORDS = [p.record() for p in lc.pareto("qwen3-30b-a3b", "h100", num_gpus=2).points[::5]]
 
 
-REQUESTS = {"/api/estimate": EstimateRequest, "/api/pareto": ParetoRequest, "/api/lint": LintRequest, "/api/design": DesignRequest}
+REQUESTS = {"/api/estimate": EstimateRequest, "/api/pareto": ParetoRequest, "/api/lint": LintRequest, "/api/design": DesignRequest,
+            "/api/disagg": DisaggRequest}
 
 
 def _named(body: dict, names: dict, fields) -> dict:
     out = dict(body)
     if "model" in fields and "model" not in out and "config" not in out:  # optional: naming one keeps a case's validity
         out["model"] = names["model"]
-    for key, limit in (("model", 300), ("baseline", 300), ("gpu", 100)):
+    for key, limit in (("model", 300), ("baseline", 300), ("draft_model", 300), ("gpu", 100), ("decode_gpu", 100)):
         if isinstance(out.get(key), str) and len(out[key]) <= limit:
-            out[key] = names["gpu" if key == "gpu" else "model"]
+            out[key] = names["gpu" if key.endswith("gpu") else "model"]
     if isinstance(out.get("gpus"), list) and 1 <= len(out["gpus"]) <= 8 and all(isinstance(g, str) and len(g) <= 100 for g in out["gpus"]):
         out["gpus"] = names["gpus"][:len(out["gpus"])]
     if isinstance(out.get("deployment"), dict):

@@ -192,20 +192,25 @@ def test_design_small_with_progress(client):
         assert r.status_code == 422 and r.json()["field"] == "baseline"
 
 
-def test_schema_page_and_plotly_are_local(client):
+def test_schema_and_page_are_local_and_small(client):
     schema = client.get("/openapi.json").json()
-    assert {"/api/models", "/api/gpus", "/api/estimate", "/api/pareto", "/api/lint", "/api/design", "/healthz"} <= set(schema["paths"])
-    assert "ParetoRequest" in schema["components"]["schemas"]
+    assert {"/api/models", "/api/gpus", "/api/estimate", "/api/pareto", "/api/disagg", "/api/lint", "/api/design",
+            "/healthz"} <= set(schema["paths"])
+    assert {"ParetoRequest", "DisaggRequest", "PlotData"} <= set(schema["components"]["schemas"])
     assert client.get("/docs").status_code == 404 and client.get("/redoc").status_code == 404  # the CDN-hosted UIs are off
     page = client.get("/")
     assert page.status_code == 200 and "<title>llm-codesign</title>" in page.text
-    js = client.get("/static/app.js").text
-    for text in (page.text, js):  # nothing fetched from another host: no CDN, works offline
+    scripts = re.findall(r'<script src="([^"]+)"', page.text)
+    assert scripts == ["/static/plot.js", "/static/app.js"]  # the plot is the page's own SVG: no plotting library
+    js = [client.get(s) for s in scripts]
+    assert all(r.status_code == 200 for r in js)
+    # what loads before the first paint: 38 kB of script where plotly.js was 4.8 MB (2.1 s)
+    assert sum(len(r.content) for r in js) < 100_000
+    for text in (page.text, *(r.text for r in js)):  # nothing fetched from another host: no CDN, works offline
         assert not re.search(r"""(src|href)=["']?(https?:)?//""", text)
         assert not re.search(r"\.(inner|outer)HTML\s*=|insertAdjacentHTML|document\.write", text)  # data goes in through textContent
-    plotly = client.get("/static/plotly.min.js")
-    assert plotly.status_code == 200 and plotly.headers["content-type"].startswith("text/javascript")
-    assert len(plotly.content) > 1_000_000 and b"plotly.js" in plotly.content[:500]
+    gone = client.get("/static/plotly.min.js")
+    assert gone.status_code == 404 and set(gone.json()) == {"error", "field"}
 
 
 def test_loopback_host_check():
@@ -334,3 +339,112 @@ def test_the_validation_report_is_the_bundled_accuracy_table(client):
     assert d["table"]["serving"]["vllm"]["5-32"]["tpot_ms"]["n"] > 0
     assert [n.split(":")[0] for n in d["notes"]] == ["serving", "offline", "speculative"]
     assert "serving_measured_blackwell_clean.csv" in d["notes"][0]
+
+
+# ---- issue 41: the page's plot data and CSV, any plan priced with speculation, disaggregated serving
+def test_pareto_plot_is_the_reports_drawing_data_and_csv(client):
+    from llm_codesign.render.report import csv_text, report_data
+
+    body = {"model": "qwen3-30b-a3b", "gpus": ["h100", "h200"], "num_gpus": 1, "isl": 1024, "osl": 1024}
+    plain = client.post("/api/pareto", json=body).json()
+    assert plain["plot"] is None and plain["csv"] is None  # asked for only: the answer stays `pareto --json`'s
+    r = client.post("/api/pareto", json={**body, "plot": True})
+    assert r.status_code == 200, r.text
+    got = r.json()
+    fronts = [lc.pareto("qwen3-30b-a3b", g, num_gpus=1) for g in ("h100", "h200")]
+    want = report_data([f.to_dict(plot=True) for f in fronts], {})
+    assert got["plot"]["limits"] == want["limits"]
+    assert [s["label"] for s in got["plot"]["series"]] == ["qwen3-30b-a3b on h100", "qwen3-30b-a3b on h200"]
+    for s, w in zip(got["plot"]["series"], want["results"], strict=True):
+        assert s == {k: w[k] for k in ("label", "empty", "cloud", "bound")}
+        # the cloud: every fitting deployment (fewer than the 4,000 sampled), in four figures; the bound in view
+        assert len(s["cloud"]["tok_s_per_user"]) == w["fitting"] and s["bound"]["label"].startswith("ideal bound (")
+    assert [s["frontier"] for s in got["series"]] == [f.to_dict()["frontier"] for f in fronts]
+    assert got["csv"] == csv_text(fronts)
+    assert got["csv"].count("\r\n") == 1 + sum(len(f.points) for f in fronts)
+
+
+def test_estimate_prices_speculation_as_the_cli_and_exports_the_plan(client):
+    body = {"model": "llama-3.1-8b", "gpu": "h200", "num_gpus": 1, "concurrency": 8, "spec": "eagle3", "draft_len": 3, "acceptance": 2.5}
+    r = client.post("/api/estimate", json=body)
+    assert r.status_code == 200, r.text
+    got = r.json()
+    assert got.pop("point_breakdown") is None and got.pop("export") is None
+    want = _cli_json("estimate", "llama-3.1-8b", "--gpu", "h200", "--gpus", "1", "--concurrency", "8", "--spec", "eagle3", "--draft-len", "3",
+                     "--acceptance", "2.5")
+    assert got == want
+    assert got["spec"]["method"] == "eagle3" and got["accepted_per_step"] == pytest.approx(2.5)
+    plain = client.post("/api/estimate", json={k: v for k, v in body.items() if k not in ("spec", "draft_len", "acceptance")}).json()
+    assert got["tpot_ms"] < plain["tpot_ms"]  # 2.5 tokens a step at batch 8 outrun the draft's cost
+    # `export`: the plan's launch configuration at the batch priced, the file export-point writes for it
+    e = client.post("/api/estimate", json={**body, "export": True}).json()["export"]
+    assert e["engine"] == "trtllm" and e["file_name"] == "extra_llm_api_options.yaml" and e["error"] is None
+    assert '"concurrency": 8' in e["text"] and "max_draft_len: 3" in e["text"]
+
+
+def test_disagg_is_the_clis(client):
+    body = {"model": "llama-3.1-70b", "gpu": "h200", "prefill": {"tp": 4}, "decode": {"tp": 4, "instances": 2}, "concurrency": [1, 64],
+            "isl": 2048, "osl": 256}
+    r = client.post("/api/disagg", json=body)
+    assert r.status_code == 200, r.text
+    want = _cli_json("disagg", "llama-3.1-70b", "--gpu", "h200", "--prefill", "tp=4", "--decode", "tp=4", "--decode-instances", "2",
+                     "--concurrency", "1,64", "--isl", "2048", "--osl", "256")
+    assert r.json() == want
+    assert want["num_gpus"] == 12 and [x["concurrency"] for x in want["rows"]] == [1, 64]
+    # speculation and a MoE pool's sizes reach it as disagg's options do
+    body = {"model": "qwen3-30b-a3b", "gpu": "h200", "prefill": {"tp": 2}, "decode": {"attention_dp": 2, "ep": 2}, "concurrency": [8],
+            "spec": "eagle3", "draft_len": 2, "acceptance": 2.0}
+    r = client.post("/api/disagg", json=body)
+    assert r.status_code == 200, r.text
+    assert r.json() == _cli_json("disagg", "qwen3-30b-a3b", "--gpu", "h200", "--prefill", "tp=2", "--decode", "attention_dp=2,ep=2",
+                                 "--concurrency", "8", "--spec", "eagle3", "--draft-len", "2", "--acceptance", "2")
+
+
+@pytest.mark.parametrize("path,body,field,text", [
+    ("/api/disagg", {"prefill": {"tp": 3}, "decode": {"tp": 4}}, "prefill",
+     "prefill: 'TP3' is not valid; attention heads must be divisible by tp"),
+    ("/api/disagg", {"prefill": {"tp": 4}, "decode": {"tp": 4, "dp": 2}}, "decode.dp", "decode.dp: 2 is not valid; Extra inputs are not permitted"),
+    ("/api/disagg", {"prefill": {"tp": 4}, "decode": {"tp": 4}, "concurrency": []}, "concurrency", "concurrency; List should have at least 1 item"),
+    ("/api/disagg", {"prefill": {"tp": 4}, "decode": {"tp": 4}, "decode_gpu": "/tmp/g.toml"}, "decode_gpu",
+     "decode_gpu: '/tmp/g.toml' is not valid; a GPU id of the catalog"),
+    ("/api/disagg", {"prefill": {"tp": True}, "decode": {"tp": 4}}, "prefill.tp", "prefill.tp: True is not valid; Input should be a number"),
+    ("/api/estimate", {"spec": "eagle3"}, "acceptance", "acceptance: None is not valid; a mean accepted length"),
+    ("/api/estimate", {"spec": "medusa", "acceptance": 2}, "spec", "spec: 'medusa' is not valid; Input should be 'none', 'mtp', 'eagle3' or 'draft'"),
+    ("/api/estimate", {"spec": "mtp", "draft_len": 2, "acceptance": 3.5}, "acceptance",
+     "acceptance: 3.5 is not valid; a mean accepted length between 1 and k+1 = 3"),
+    ("/api/estimate", {"spec": "draft", "acceptance": 2, "draft_model": "/etc/passwd.json"}, "draft_model",
+     "draft_model: '/etc/passwd.json' is not valid; a bundled model"),
+    ("/api/estimate", {"spec": "eagle3", "acceptance": 2, "draft_model": "llama-3.1-8b"}, "draft_model",
+     "draft_model: 'llama-3.1-8b' is not valid; used with spec draft"),
+    ("/api/estimate", {"acceptance_rates": [0.5, 1.5]}, "acceptance_rates.1", "acceptance_rates.1: 1.5 is not valid; Input should be less than"),
+])
+def test_a_bad_plan_or_speculation_is_422_naming_the_field(client, path, body, field, text):
+    base = {"model": "llama-3.1-70b", "gpu": "h200"} if path == "/api/disagg" else {"model": "llama-3.1-8b", "gpu": "h200", "num_gpus": 1}
+    r = client.post(path, json={**base, **body})
+    assert r.status_code == 422, r.text
+    assert r.json()["field"] == field and r.json()["error"].startswith(text), r.json()
+
+
+def test_a_points_record_names_its_own_speculation(client):
+    rec = lc.pareto("llama-3.1-8b", "h200", num_gpus=1).points[3].to_dict()["deployment"]
+    r = client.post("/api/estimate", json={"model": "llama-3.1-8b", "gpu": "h200", "deployment": rec, "spec": "mtp", "acceptance": 2})
+    assert r.status_code == 422 and r.json() == {
+        "error": "spec: 'mtp' is not valid; left out with `deployment` (a frontier point's record names its speculation)", "field": "spec"}
+
+
+def test_pareto_searches_speculation_as_the_cli(client):
+    body = {"model": "llama-3.1-8b", "gpus": ["h200"], "num_gpus": 1, "spec": "eagle3", "acceptance": 2.5}
+    r = client.post("/api/pareto", json=body)
+    assert r.status_code == 200, r.text
+    s = r.json()["series"][0]
+    want = _cli_json("pareto", "llama-3.1-8b", "--gpu", "h200", "--gpus", "1", "--spec", "eagle3", "--acceptance", "2.5")
+    assert {k: v for k, v in s.items() if k != "seconds"} == {k: v for k, v in want.items() if k != "seconds"}
+    # draft lengths 1..5 searched beside none: 6x the plain search's deployments
+    plain = client.post("/api/pareto", json={k: v for k, v in body.items() if k not in ("spec", "acceptance")}).json()["series"][0]
+    assert s["evaluated"] == 6 * plain["evaluated"]
+    assert {p["deployment"]["spec"] for p in s["frontier"]} == {"eagle3"}
+    fixed = client.post("/api/pareto", json={**body, "draft_len": 2}).json()["series"][0]
+    assert {p["deployment"]["draft_len"] for p in fixed["frontier"]} <= {0, 2} and fixed["evaluated"] == 2 * plain["evaluated"]
+    bad = client.post("/api/pareto", json={**body, "acceptance": 9})
+    assert bad.status_code == 422 and bad.json() == {
+        "error": "acceptance: 9.0 is not valid; a mean accepted length between 1 and k+1 = 4", "field": "acceptance"}

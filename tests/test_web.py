@@ -80,24 +80,37 @@ def _ready(pg):
     pg.wait_for_selector("body[data-ready='1']")
 
 
-def _run_frontier(pg, gpus=("h200",), num_gpus="1"):
-    pg.select_option("#model", "llama-3.1-8b")
+def _run_frontier(pg, gpus=("h200",), num_gpus="1", model="llama-3.1-8b"):
+    pg.select_option("#model", model)
     for box in pg.query_selector_all("#gpus input"):
         box.set_checked(box.get_attribute("value") in gpus)
     pg.fill("#num_gpus", num_gpus)
     pg.click("#run")
-    pg.wait_for_function(f"document.querySelectorAll('#plot .scatterlayer .trace').length === {len(gpus)}")
+    pg.wait_for_function(f"document.querySelectorAll('#plot polyline.frontier').length === {len(gpus)}")
     pg.wait_for_selector("#frontier-table")
 
 
 def _click_point(pg, trace: int, k: int):
-    """A real mouse click on a plotted point (plotly hit-tests the mouse position on its drag layer)."""
-    pts = pg.query_selector_all(f"#plot .scatterlayer .trace:nth-of-type({trace + 1}) path.point")
-    pts[k].scroll_into_view_if_needed()
-    box = pts[k].bounding_box()
+    """A real mouse click on a plotted point."""
+    pt = pg.query_selector(f"#plot circle.pt[data-i='{trace}'][data-j='{k}']")
+    pt.scroll_into_view_if_needed()
+    box = pt.bounding_box()
     pg.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
     pg.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
     pg.wait_for_selector("#breakdown-table")
+
+
+def _legend(pg) -> list[str]:
+    return pg.eval_on_selector_all("#plot g.legend text", "xs => xs.map(x => x.textContent)")
+
+
+def _rows(pg, sel: str) -> list[list[str]]:
+    return pg.eval_on_selector_all(f"{sel} tbody tr", "rs => rs.map(r => [...r.cells].map(c => c.textContent))")
+
+
+def _overflow(pg) -> int:
+    """How far the page runs past the window's width (0: no horizontal scroll)."""
+    return pg.evaluate("document.scrollingElement.scrollWidth - innerWidth")
 
 
 def _fragment(pg) -> dict:
@@ -111,7 +124,7 @@ def test_page_loads_models_and_gpus_from_this_server_only(page, server):
     assert "llama-3.1-8b" in names and "deepseek-r1" in names and len(names) >= 30
     gpus = page.eval_on_selector_all("#gpus input", "xs => xs.map(x => x.value)")
     assert {"h100", "h200", "b200", "mi300x"} <= set(gpus)
-    assert page.evaluate("typeof Plotly") == "object"  # plotly.js from /static, not a CDN
+    assert page.evaluate("typeof Plotly") == "undefined" and page.evaluate("typeof drawFrontier") == "function"  # its own SVG plot
     assert page.hosts == {urlparse(server).netloc}
     assert not page.errors
 
@@ -124,9 +137,9 @@ def test_frontier_then_a_clicked_point_shows_its_breakdown(page, server):
     page.goto(server + "/")
     _ready(page)
     _run_frontier(page, gpus=("h100", "h200"))
-    legend = page.eval_on_selector_all("#plot .legendtext", "xs => xs.map(x => x.textContent)")
-    assert legend == ["llama-3.1-8b on 1x h100", "llama-3.1-8b on 1x h200"]
-    colours = page.eval_on_selector_all("#plot .scatterlayer .trace path.js-line", "xs => xs.map(x => x.style.stroke)")
+    legend = page.eval_on_selector_all("#plot g.legend text.series", "xs => xs.map(x => x.textContent)")
+    assert [x.split(" (")[0] for x in legend] == ["llama-3.1-8b on h100", "llama-3.1-8b on h200"]
+    colours = page.eval_on_selector_all("#plot polyline.frontier", "xs => xs.map(x => x.getAttribute('stroke'))")
     assert len(set(colours)) == 2  # one colour per series
     want = lc.pareto("llama-3.1-8b", "h200", num_gpus=1)
     n_rows = page.eval_on_selector_all("#frontier-table tbody tr", "rs => rs.length")
@@ -150,7 +163,7 @@ def test_frontier_then_a_clicked_point_shows_its_breakdown(page, server):
     assert est["output tokens/s per GPU: 80% / 95% interval"] == f"{g_['lo80']:.0f}-{g_['hi80']:.0f} / {g_['lo95']:.0f}-{g_['hi95']:.0f}"
     assert est["beyond the runs"].startswith("no serving run on any Hopper GPU")
     # the frontier's band: one shaded path per series, beneath the traces
-    assert page.eval_on_selector_all("#plot .shapelayer path", "xs => xs.length") == 2
+    assert page.eval_on_selector_all("#plot polygon.band", "xs => xs.length") == 2
     assert "80% interval on tok/s/GPU" in page.text_content("#band-note")
     # its launch configuration, the file `export-point` writes (trtllm: the extra_llm_api_options YAML)
     assert page.get_attribute("#export-download", "download") == "extra_llm_api_options.yaml"
@@ -299,10 +312,10 @@ def test_a_what_if_gpu_joins_the_frontier_and_a_bad_figure_is_one_line(page, ser
         box.set_checked(box.get_attribute("value") == "h200")
     page.fill("#num_gpus", "1")
     page.click("#run")
-    page.wait_for_function("document.querySelectorAll('#plot .scatterlayer .trace').length === 2")
+    page.wait_for_function("document.querySelectorAll('#plot polyline.frontier').length === 2")
     page.wait_for_selector("#frontier-table")
-    legend = page.eval_on_selector_all("#plot .legendtext", "xs => xs.map(x => x.textContent)")
-    assert legend == ["llama-3.1-8b on 1x h200", "llama-3.1-8b on 1x fast"]
+    legend = page.eval_on_selector_all("#plot g.legend text.series", "xs => xs.map(x => x.textContent)")
+    assert [x.split(" (")[0] for x in legend] == ["llama-3.1-8b on h200", "llama-3.1-8b on fast"]
     rows = page.eval_on_selector_all("#frontier-table tbody tr", "rs => rs.map(r => [...r.cells].map(c => c.textContent))")
     fast = [float(r[1]) for r in rows if r[0] == "fast"]
     base = [float(r[1]) for r in rows if r[0] == "h200"]
@@ -359,3 +372,355 @@ def test_a_crafted_name_in_the_static_report_is_text(page, tmp_path):
     page.click("#frontier-table tbody tr")
     assert page.text_content("#breakdown").startswith(f"{evil} on {evil}</script>, point 1: ")
     assert page.evaluate("window.__xss") is None and not page.query_selector("img") and not page.errors
+
+
+# ---- issue 41: the page as the front door
+def test_the_plot_is_the_reports_log_log_plot_with_cloud_and_bound(page, server):
+    """The report's drawing data (render.report.report_data) on log axes: every point's x is affine in
+    log10(tok/s/user), the cloud has a dot per evaluated deployment sampled, the bound is drawn and named."""
+    import math
+
+    import llm_codesign as lc
+    from llm_codesign.render.report import report_data
+
+    page.goto(server + "/")
+    _ready(page)
+    _run_frontier(page, gpus=("h100", "h200"), model="qwen3-30b-a3b")
+    want = report_data([lc.pareto("qwen3-30b-a3b", g, num_gpus=1).to_dict(plot=True) for g in ("h100", "h200")], {})
+    assert page.get_attribute("#frontier-svg", "data-scale") == "log"
+    for i, r in enumerate(want["results"]):
+        # the cloud: one zero-length segment per deployment of the sample
+        d = page.get_attribute(f"#plot path.cloud[data-i='{i}']", "d")
+        assert d.count("M") == len(r["cloud"]["tok_s_per_user"]) == r["fitting"]
+        cx = page.eval_on_selector_all(f"#plot circle.pt[data-i='{i}']", "xs => xs.map(x => +x.getAttribute('cx'))")
+        cy = page.eval_on_selector_all(f"#plot circle.pt[data-i='{i}']", "xs => xs.map(x => +x.getAttribute('cy'))")
+        assert len(cx) == len(r["frontier"])
+        for pos, key in ((cx, "tok_s_per_user"), (cy, "output_tok_s_per_gpu")):
+            logs = [math.log10(p[key]) for p in r["frontier"]]
+            a, b = logs.index(min(logs)), logs.index(max(logs))
+            slope = (pos[b] - pos[a]) / (logs[b] - logs[a])
+            # log axes: each point where log10 of its value puts it (a linear axis misses by tens of pixels)
+            assert all(abs(pos[a] + slope * (lv - logs[a]) - p) < 0.02 for lv, p in zip(logs, pos, strict=True))
+        assert page.get_attribute(f"#plot polyline.bound[data-i='{i}']", "stroke-dasharray")
+    # the grid: lines at 1..9 times the decades, each where log10 of its value puts it, inside the axes' limits
+    for axis, lim in (("xtick", want["limits"]["x"]), ("ytick", want["limits"]["y"])):
+        at = "x1" if axis == "xtick" else "y1"
+        ticks = page.eval_on_selector_all(f"#plot line.{axis}", f"xs => xs.map(x => [+x.getAttribute('data-v'), +x.getAttribute('{at}')])")
+        (v0, p0), (v1, p1) = ticks[0], ticks[-1]
+        assert lim[0] <= v0 < v1 <= lim[1] and len(ticks) >= 9
+        slope = (p1 - p0) / (math.log10(v1) - math.log10(v0))
+        assert all(abs(p0 + slope * (math.log10(v) - math.log10(v0)) - p) < 1e-6 for v, p in ticks)
+    legend = _legend(page)
+    assert [x for x in legend if x.startswith("ideal bound")] == [r["bound"]["label"] for r in want["results"]]
+    assert legend[0] == (f"qwen3-30b-a3b on h100 ({len(want['results'][0]['frontier'])} frontier points; dots: "
+                         f"{want['results'][0]['fitting']} of {want['results'][0]['evaluated']} deployments evaluated)")
+    # a hovered point: its deployment in a tooltip kept inside the window
+    p = want["results"][1]["frontier"][-1]
+    box = page.query_selector("#plot circle.pt[data-i='1'][data-j='%d']" % (len(want["results"][1]["frontier"]) - 1)).bounding_box()
+    page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    assert page.is_visible("#tip") and f"TTFT {p['ttft_ms']:.0f} ms, TPOT {p['tpot_ms']:.2f} ms" in page.text_content("#tip")
+    tip = page.query_selector("#tip").bounding_box()
+    assert tip["x"] + tip["width"] <= 1400 and _overflow(page) == 0
+    assert not page.errors
+
+
+@pytest.mark.parametrize("width", [1400, 800])
+def test_the_page_reflows_without_horizontal_scroll(browser, server, tmp_path, width):
+    """At 1,400 and 800 px nothing runs past the window: after a frontier, a clicked row (whose launch
+    configuration has a 400-character header line: it scrolls inside its own box) and a priced plan."""
+    ctx = browser.new_context(viewport={"width": width, "height": 900})
+    pg = ctx.new_page()
+    pg.set_default_timeout(60_000)
+    errors = []
+    pg.on("pageerror", lambda e: errors.append(str(e)))
+    try:
+        pg.goto(server + "/")
+        _ready(pg)
+        assert _overflow(pg) == 0
+        _run_frontier(pg, gpus=("h200", "b200"), num_gpus="8", model="llama-3.1-70b")
+        assert _overflow(pg) == 0
+        svg = pg.query_selector("#frontier-svg").bounding_box()
+        assert svg["x"] >= 0 and svg["x"] + svg["width"] <= width
+        pg.screenshot(path=tmp_path / f"frontier_{width}.png", full_page=True)
+        pg.click("#frontier-table tbody tr:nth-child(5)")
+        pg.wait_for_selector("#breakdown-table")
+        assert _overflow(pg) == 0
+        # the export's long lines scroll inside the pre, whose box stays in the column
+        pre = pg.evaluate("(() => { const p = document.getElementById('export-text'); const r = p.getBoundingClientRect();"
+                          " return [p.scrollWidth, p.clientWidth, r.right]; })()")
+        assert pre[0] > pre[1] and pre[2] <= width
+        pg.click("#run-price")
+        pg.wait_for_selector("#priced-table")
+        assert _overflow(pg) == 0
+        pg.screenshot(path=tmp_path / f"clicked_{width}.png", full_page=True)
+        # another run after the click: the plot is drawn at the column's width again
+        pg.click("#run")
+        pg.wait_for_function("document.querySelectorAll('#plot polyline.frontier').length === 2")
+        assert _overflow(pg) == 0
+        form, results = pg.query_selector("#form").bounding_box(), pg.query_selector("#results").bounding_box()
+        if width == 800:  # one column: the results below the form
+            assert results["y"] >= form["y"] + form["height"] and results["width"] > 700
+        else:
+            assert results["x"] >= form["x"] + form["width"] and results["y"] == form["y"]
+        # the window narrowed: the plot follows it
+        pg.set_viewport_size({"width": 600, "height": 900})
+        pg.wait_for_function("document.getElementById('frontier-svg').getBoundingClientRect().right <= 600")
+        assert _overflow(pg) == 0 and not errors
+    finally:
+        ctx.close()
+
+
+def _downloaded(pg, selector: str) -> bytes:
+    with pg.expect_download() as d:
+        pg.click(selector)
+    return open(d.value.path(), "rb").read()
+
+
+def test_downloads_csv_json_svg_png_and_the_launch_configuration(page, server):
+    import json
+    import xml.etree.ElementTree as ET
+
+    import llm_codesign as lc
+    from llm_codesign.render.report import csv_text
+
+    page.goto(server + "/")
+    _ready(page)
+    _run_frontier(page, gpus=("h100", "h200"), model="qwen3-30b-a3b")
+    fronts = [lc.pareto("qwen3-30b-a3b", g, num_gpus=1) for g in ("h100", "h200")]
+    # the CSV `pareto --csv` writes, byte for byte
+    assert _downloaded(page, "#dl-csv").decode() == csv_text(fronts)
+    series = json.loads(_downloaded(page, "#dl-json"))["series"]
+    assert [{k: v for k, v in s.items() if k != "seconds"} for s in series] == [
+        {k: v for k, v in f.to_dict().items() if k != "seconds"} for f in fronts]
+    # the figure as drawn, legend included, as SVG and as a PNG at twice its size
+    svg = ET.fromstring(_downloaded(page, "#dl-svg"))
+    ns = {"s": "http://www.w3.org/2000/svg"}
+    assert len(svg.findall(".//s:circle[@class='pt']", ns)) == sum(len(f.points) for f in fronts)
+    assert len(svg.findall(".//s:path[@class='cloud']", ns)) == 2 and len(svg.findall(".//s:polyline[@class='bound']", ns)) == 2
+    assert [t.text.split(" (")[0] for t in svg.findall(".//s:text[@class='series']", ns)] == ["qwen3-30b-a3b on h100", "qwen3-30b-a3b on h200"]
+    png = _downloaded(page, "#dl-png")
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
+    w, h = int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big")
+    assert (w, h) == (2 * int(svg.get("width")), 2 * int(svg.get("height")))
+    # a clicked point's launch configuration: the file shown
+    _click_point(page, 1, 4)
+    text = _downloaded(page, "#export-download").decode()
+    assert text == page.text_content("#export-text")
+    assert f'"concurrency": {fronts[1].points[4].concurrency}' in text
+    assert not page.errors
+
+
+def test_the_dropdown_names_a_pasted_config_and_stale_results_go(page, server):
+    cfg = '{"model_type": "llama", "hidden_size": 2048, "intermediate_size": 8192, "num_hidden_layers": 16, ' \
+          '"num_attention_heads": 32, "num_key_value_heads": 8, "vocab_size": 128256}'
+    page.goto(server + "/")
+    _ready(page)
+    _run_frontier(page)
+    assert page.text_content("#what").startswith("llama-3.1-8b on 1x h200: ISL/OSL 1024/1024")
+    page.fill("#config", cfg)
+    assert page.eval_on_selector("#model", "s => s.options[s.selectedIndex].textContent") == "custom config (pasted)"
+    # the old model's results go with it
+    assert page.inner_html("#plot") == "" and page.inner_html("#frontier") == "" and page.text_content("#what") == ""
+    page.click("#run")
+    page.wait_for_selector("#frontier-table")
+    assert page.text_content("#what").startswith("custom config (pasted) on 1x h200")
+    # a bundled model chosen: the pasted config goes, and so do its results
+    page.select_option("#model", "qwen3-8b")
+    assert page.input_value("#config") == "" and page.input_value("#model") == "qwen3-8b"
+    assert page.eval_on_selector_all("#model option", "os => os.filter(o => o.textContent === 'custom config (pasted)').length") == 0
+    assert page.inner_html("#plot") == "" and page.inner_html("#frontier") == ""
+    page.click("#run")
+    page.wait_for_selector("#frontier-table")
+    _click_point(page, 0, 1)
+    page.click("#run-price")
+    page.wait_for_selector("#priced-table")
+    # another GPU: every result goes (the frontier, the point, the priced plan, the lint)
+    page.check("#gpus input[value='b200']")
+    for box in ("#plot", "#frontier", "#point", "#priced", "#downloads"):
+        assert page.inner_html(box) == "", box
+    assert page.text_content("#lint") == "run a frontier to see them"
+    assert not page.errors
+
+
+def test_price_any_plan_with_speculation_or_disaggregated(page, server):
+    import llm_codesign as lc
+
+    page.goto(server + "/")
+    _ready(page)
+    for box in page.query_selector_all("#gpus input"):
+        box.set_checked(box.get_attribute("value") == "h200")
+    page.select_option("#model", "llama-3.1-70b")
+    for f, v in (("#p_num_gpus", "4"), ("#p_tp", "4"), ("#p_concurrency", "16"), ("#p_acceptance", "2.6"), ("#p_draft_len", "3")):
+        page.fill(f, v)
+    page.select_option("#p_spec", "eagle3")
+    page.select_option("#p_weight_dtype", "fp8")
+    page.click("#run-price")
+    page.wait_for_selector("#priced-table")
+    m = lc.get_model("llama-3.1-70b")
+    dep = lc.deployment(m, gpu="h200", num_gpus=4, tp=4, weight_dtype="fp8", spec="eagle3", draft_len=3, acceptance=2.6)
+    e = lc.estimate(m, dep, lc.Workload(1024, 1024, 16)).to_dict()
+    got = dict(_rows(page, "#priced-table"))
+    assert got["deployment"] == f"TP4 on 4x h200, {e['precision']}, trtllm"
+    assert (got["TTFT"], got["TPOT"]) == (f"{e['ttft_ms']:.1f} ms", f"{e['tpot_ms']:.2f} ms")
+    assert got["output tokens/s per GPU"] == f"{e['output_tok_s_per_gpu']:.1f}"
+    assert got["speculation"].startswith(f"eagle3 k=3, {e['accepted_per_step']:.2f} tokens/step, speed-up {e['spec']['speedup_at_concurrency']:.2f}x")
+    assert "max_draft_len: 3" in page.text_content("#priced-export-text")  # its launch configuration, speculation included
+    assert _fragment(page)["priced"] == "1" and _fragment(page)["p_spec"] == "eagle3"
+    # disaggregated: the rows `disagg` prints
+    page.select_option("#p_mode", "disaggregated")
+    assert page.is_hidden("#p_agg") and page.is_visible("#p_disagg")
+    page.select_option("#p_spec", "")
+    page.fill("#p_draft_len", "")
+    page.fill("#p_acceptance", "")
+    page.fill("#dc_instances", "2")
+    page.fill("#p_concurrencies", "1,64")
+    page.click("#run-price")
+    page.wait_for_selector("#disagg-table")
+    from llm_codesign.cost.calibration import calibration_for
+    from llm_codesign.serve.disagg import estimate_disagg
+    from llm_codesign.spec.plan import Deployment, Plan, precision_for
+
+    g = lc.get_gpu("h200")
+    plan = Plan.parse("tp=4", m)
+    pool = Deployment(gpu=g, num_gpus=4, plan=plan, precision=precision_for(m, "fp8", None, None))
+    want = estimate_disagg(m, pool, pool, calibration=calibration_for(g, None), prefill_instances=1, decode_instances=2, concurrencies=[1, 64],
+                           isl=1024, osl=1024)
+    rows = _rows(page, "#disagg-table")
+    assert [r[0] for r in rows] == ["1", "64"]
+    assert [(r[1], r[5], r[7]) for r in rows] == [(f"{x['ttft_ms']:.1f}", f"{x['tpot_ms']:.2f}", f"{x['output_tok_s_per_gpu']:.1f}")
+                                                  for x in want["rows"]]
+    assert page.text_content("#priced h2").startswith("Priced, disaggregated: llama-3.1-70b on 12x h200")
+    # a bad size is the server's one line naming the field
+    page.fill("#pf_tp", "3")
+    page.click("#run-price")
+    page.wait_for_function("document.getElementById('error').textContent !== ''")
+    assert page.text_content("#error").startswith("prefill: 'TP3' is not valid; attention heads must be divisible by tp")
+    assert not page.errors
+
+
+def test_a_clicked_point_fills_the_pricing_form_and_a_link_keeps_both(page, browser, server):
+    page.goto(server + "/")
+    _ready(page)
+    _run_frontier(page)
+    _click_point(page, 0, 3)
+    est = dict(_rows(page, "#estimate-table"))
+    page.fill("#p_concurrency", "")  # offline: the batch of the most tok/s/GPU the plan holds
+    page.click("#run-price")
+    page.wait_for_selector("#priced-table")
+    assert dict(_rows(page, "#priced-table"))["requests in flight"].endswith(" (offline: the batch of the most tok/s/GPU)")
+    page.fill("#p_concurrency", est["concurrency"])
+    page.click("#run-price")
+    page.wait_for_function("document.querySelector('#priced-table') && "
+                           "!document.querySelector('#priced-table').textContent.includes('offline')")
+    got = dict(_rows(page, "#priced-table"))
+    # the same plan at the same batch and precision: the same figures
+    for k in ("TTFT", "TPOT", "tokens/s per user", "output tokens/s per GPU"):
+        assert got[k] == est[k], k
+    assert got["requests in flight"] == est["concurrency"]
+    other = browser.new_page()
+    try:
+        other.goto(page.url)
+        _ready(other)
+        other.wait_for_selector("#priced-table")
+        assert other.text_content("#priced-table") == page.text_content("#priced-table")
+        assert other.text_content("#breakdown-table") == page.text_content("#breakdown-table")
+        assert other.get_attribute("#plot circle.pt[data-i='0'][data-j='3']", "r") == "7"  # the chosen point stands out
+    finally:
+        other.close()
+
+
+def test_a_frontier_no_deployment_meets_says_why(page, server):
+    import llm_codesign as lc
+
+    f = lc.pareto("llama-3.1-8b", "h200", num_gpus=8, min_tps_user=100000)
+    page.goto(server + "/")
+    _ready(page)
+    page.fill("#min_tps_user", "100000")
+    page.click("#run")
+    page.wait_for_selector("#frontier .hint")
+    assert page.text_content("#frontier") == "no deployment on the frontier: none fits these GPUs, or none meets the SLOs"
+    empty = page.text_content("#plot g.legend text.empty")
+    assert empty == (f"frontier: no deployment on the frontier: {f.fitting:,} of its {f.evaluated:,} deployments fit, "
+                     "but none meets the SLOs given")
+    assert page.eval_on_selector_all("#plot circle.pt", "xs => xs.length") == 0 and _overflow(page) == 0
+    assert not page.errors
+
+
+def test_design_against_a_chosen_baseline(page, server):
+    page.goto(server + "/")
+    _ready(page)
+    assert page.eval_on_selector_all("#models option", "os => os.length") >= 30  # the baseline field offers the bundled models
+    for box in page.query_selector_all("#gpus input"):
+        box.set_checked(box.get_attribute("value") == "h200")
+    page.fill("#num_gpus", "1")
+    page.fill("#max_candidates", "40")
+    page.fill("#baseline", "qwen3-8b")
+    page.click("#run-design")
+    page.wait_for_selector("#design-table", timeout=120_000)
+    assert page.text_content("#design .hint").startswith("loss % against qwen3-8b (baseline), with its 1-sigma band")
+    assert page.text_content("#design h2").startswith("Designs (31 shapes,")  # as good as Qwen3-8B: 31 of the 34 inside the envelope
+    page.fill("#baseline", "nope")
+    page.click("#run-design")
+    page.wait_for_function("document.getElementById('error').textContent.startsWith('baseline:')")
+    assert not page.errors
+
+
+def test_the_plot_draws_an_interval_band_where_the_points_carry_one(page, server):
+    """drawFrontier with frontier points carrying 80% intervals (measure.intervals' fields): a shaded
+    polygon from the upper edge to the lower, and its legend entry; none without them."""
+    page.goto(server + "/")
+    _ready(page)
+    got = page.evaluate("""() => {
+        const pt = (x, y) => ({tok_s_per_user: x, output_tok_s_per_gpu: y, deployment: {},
+                               intervals: {output_tok_s_per_gpu: {lo80: y / 2, hi80: y * 2, lo95: y / 3, hi95: y * 3}}});
+        const series = (frontier) => ({label: 's', empty: '', evaluated: 3, frontier, bound: null,
+                                       cloud: {tok_s_per_user: [10], output_tok_s_per_gpu: [100]}});
+        const box = document.createElement('div');
+        box.style.width = '600px';
+        document.body.appendChild(box);
+        const data = {limits: {x: [1, 1000], y: [10, 10000]}, series: [series([pt(10, 1000), pt(100, 100)])]};
+        drawFrontier(box, data, {});
+        const band = box.querySelector('polygon.band').getAttribute('points').split(' ').map((p) => p.split(',').map(Number));
+        const dots = [...box.querySelectorAll('circle.pt')].map((c) => [+c.getAttribute('cx'), +c.getAttribute('cy')]);
+        const legend = [...box.querySelectorAll('g.legend text')].map((t) => t.textContent);
+        data.series[0].frontier.forEach((p) => delete p.intervals);
+        drawFrontier(box, data, {});
+        const without = box.querySelectorAll('polygon.band').length;
+        box.remove();
+        return {band, dots, legend, without};
+    }""")
+    (x0, y0), (x1, y1) = got["dots"]
+    # log axes: a factor of 2 is the same height everywhere, above and below each point
+    up = [y0 - got["band"][0][1], y1 - got["band"][1][1]]
+    down = [got["band"][3][1] - y0, got["band"][2][1] - y1]
+    assert [p[0] for p in got["band"]] == pytest.approx([x0, x1, x1, x0], abs=0.06)
+    assert up == pytest.approx(down, abs=0.1) and up[0] == pytest.approx(up[1], abs=0.1) and up[0] > 10
+    assert got["legend"][1] == "s: 80% interval of tok/s/GPU" and got["without"] == 0
+
+
+def test_a_speculative_frontier_and_its_point_priced_again(page, server):
+    """The search with EAGLE-3 at 2.5 tokens a step (draft lengths 1-5 searched); a clicked point fills the
+    pricing form with its draft length and per-position rates, and Price gives the point's figures."""
+    import llm_codesign as lc
+
+    page.goto(server + "/")
+    _ready(page)
+    page.select_option("#s_spec", "eagle3")
+    page.fill("#s_acceptance", "2.5")
+    _run_frontier(page)
+    f = lc.pareto("llama-3.1-8b", "h200", num_gpus=1, spec="eagle3", acceptance=2.5)
+    rows = _rows(page, "#frontier-table")
+    assert [r[9] for r in rows] == [f"eagle3 k={p.deployment.spec.k}" for p in f.points]
+    assert page.text_content("#what").endswith("eagle3 drafting 1-5 tokens")
+    _click_point(page, 0, 5)
+    d = f.points[5].record()
+    assert page.input_value("#p_spec") == "eagle3" and page.input_value("#p_draft_len") == str(d["draft_len"])
+    assert [float(x) for x in page.input_value("#p_acceptance_rates").split(",")] == d["acceptance_rates"]
+    est = dict(_rows(page, "#estimate-table"))
+    page.click("#run-price")
+    page.wait_for_selector("#priced-table")
+    got = dict(_rows(page, "#priced-table"))
+    for k in ("TTFT", "TPOT", "tokens/s per user", "output tokens/s per GPU"):
+        assert got[k] == est[k], k
+    assert got["speculation"].startswith(f"eagle3 k={d['draft_len']}, ")
+    assert not page.errors

@@ -48,18 +48,6 @@ def _measured() -> str:
             f"TPOT {d['median']:.1f}% median error, TTFT {t['median']:.1f}% (signed {t['signed']:+.0f}%{early}).")
 
 
-def _band_rows(rows: list[dict], m, decode, *, isl: int, osl: int, calibration: str | None) -> None:
-    """Each row's metrics with their 80% and 95% intervals (measure.intervals: disaggregated runs, the
-    decode pool's GPU and precision), in place."""
-    from llm_codesign.measure import intervals
-
-    table = intervals.table_for(calibration, gpu=decode.gpu)
-    for row in rows:
-        ctx = intervals.context(m, decode.gpu, decode.precision, engine=decode.backend, concurrency=row["concurrency"], isl=isl, osl=osl,
-                                spec=decode.spec is not None, disaggregated=True)
-        row["intervals"] = intervals.bands({k: row[k] for k in intervals.METRICS}, ctx, table=table)
-
-
 @app.command()
 def disagg(
     model: str = typer.Argument(..., help="Registry name, Hugging Face id or config.json path."),
@@ -100,7 +88,9 @@ def disagg(
     r = estimate_disagg(m, *pools, calibration=calibration_for(g, calibration), decode_calibration=calibration_for(dg, calibration),
                         prefill_instances=prefill_instances, decode_instances=decode_instances, concurrencies=conc, isl=isl, osl=osl,
                         decode_max_batch=decode_max_batch)
-    _band_rows(r["rows"], m, pools[1], isl=isl, osl=osl, calibration=calibration)
+    from llm_codesign.measure.intervals import band_disagg_rows
+
+    band_disagg_rows(r["rows"], m, pools[1], isl=isl, osl=osl, calibration=calibration)
     if as_json:
         return _dump(r)
     p, d = r["prefill"], r["decode"]

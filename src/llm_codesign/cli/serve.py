@@ -43,12 +43,12 @@ def serve(
     hub_cache: bool = typer.Option(False, "--hub-cache", help="Models the registry lacks may be Hugging Face ids already in "
                                    "the local Hugging Face cache (read from it alone, never downloaded)."),
     # web.app's MAX_BUSY and TIME_BUDGET_S (not imported here: the CLI starts without the web module)
-    max_busy: int = typer.Option(3, "--max-busy", min=1, max=64, help="Searches (frontier, design, estimate) at once; "
+    max_busy: int = typer.Option(3, "--max-busy", min=1, max=64, help="Searches (frontier, design, estimate, disagg) at once; "
                                  "one more is answered 429 with Retry-After."),
     time_budget: float = typer.Option(60.0, "--time-budget", min=1, max=3600,
                                       help="Seconds a search may run before it is stopped (503)."),
 ):
-    """The whole tool on one local page: the frontier, a point's operators, lint, design (extra `serve`)."""
+    """The whole tool on one local page: the frontier, a point's operators, any plan priced, lint, design (extra `serve`)."""
     try:
         import uvicorn
 

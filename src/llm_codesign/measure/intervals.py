@@ -523,3 +523,13 @@ def to_toml(table: dict, header: list[str], *, prefix: str = "") -> str:
     for k, v in table.items():
         out += _toml_tables(v, [prefix, k] if prefix else [k])
     return "\n".join(out)
+
+
+def band_disagg_rows(rows: list[dict], model, decode, *, isl: int, osl: int, calibration: str | None) -> None:
+    """Each row of a disaggregated estimate (serve.disagg.estimate_disagg) with its metrics' 80% and 95%
+    intervals (disaggregated runs, the decode pool's GPU and precision), in place: `disagg` and the page alike."""
+    table = table_for(calibration, gpu=decode.gpu)
+    for row in rows:
+        ctx = context(model, decode.gpu, decode.precision, engine=decode.backend, concurrency=row["concurrency"], isl=isl, osl=osl,
+                      spec=decode.spec is not None, disaggregated=True)
+        row["intervals"] = bands({k: row[k] for k in METRICS}, ctx, table=table)

@@ -49,12 +49,17 @@ def _files_view(results) -> list[dict]:
     return [r.to_dict(plot=True) for r in results]
 
 
-def write_csv(results: list, path: str | Path) -> None:
+def csv_text(results: list) -> str:
+    """The frontier points of the search results, one CSV row each (FIELDS)."""
     buf = io.StringIO()
     w = csv.DictWriter(buf, fieldnames=FIELDS)
     w.writeheader()
     w.writerows(frontier_rows(_files_view(results)))
-    Path(path).write_text(buf.getvalue())
+    return buf.getvalue()
+
+
+def write_csv(results: list, path: str | Path) -> None:
+    Path(path).write_text(csv_text(results))
 
 
 def plot_extra(path: str | Path) -> None:

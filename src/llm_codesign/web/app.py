@@ -7,8 +7,8 @@ no field is at fault): bad input is a 422 (pydantic's check, or the core's Input
 not JSON a 422 naming its line and column, one over MAX_BODY bytes a 413, a search while `max_busy`
 run a 429 with Retry-After, a search past its time budget a 503; a bug is a 500 in the same shape,
 answered rather than raised, so the connection stays open.
-FastAPI, uvicorn and plotly are the optional extra `serve`; plotly.js is served from the installed
-plotly package, so the page needs no network.
+FastAPI and uvicorn are the optional extra `serve`; the page draws its plot itself (SVG, as the HTML
+report does), so it loads no library and needs no network.
 
 What a request can reach, audited field by field (issue 36): no request opens a file outside the
 package or a socket.
@@ -18,12 +18,12 @@ package or a socket.
   (spec.hub.get_hub_model local_only: no download). Never registry.get_model's path branch, nor
   hub.looks_like_repo (it stats the path).
 - `config`: a dict checked by spec.model.from_hf_config; nothing in it is a path that is read.
-- `deployment.draft_model`: the registry only: the cost model resolves the draft again by its name
+- `draft_model`, `deployment.draft_model`: the registry only: the cost model resolves the draft again by its name
   (serve.aggregated.draft_model -> registry.get_model), which reads a path or fetches from the Hub.
-- `gpu`, `gpus[]`, `what_if.base`: catalog ids; a `.toml` name (hardware.get_gpu reads a file for one)
+- `gpu`, `gpus[]`, `decode_gpu`, `what_if.base`: catalog ids; a `.toml` name (hardware.get_gpu reads a file for one)
   is refused first. `deployment.gpu` is replaced by the request's `gpu`.
 - `engine`, `deployment.backend`: one of three names (their bundled TOMLs); dtypes, `regime`,
-  `deployment.spec`: names looked up in fixed tables.
+  `spec`, `deployment.spec`: names looked up in fixed tables.
 - nothing else reaches a reader: the calibration is the GPU family's bundled profile, the quality and
   accuracy-proxy constants the bundled ones. DASK_SCHEDULER_ADDRESS, the operator's environment and
   no request's, is the one thing that sends a design's chunks over a socket.
@@ -138,7 +138,21 @@ class WhatIf(_Req):
     what_if: Optional[WhatIfGpu] = Field(None, description="A what-if GPU, named by its `id` wherever a GPU is.")
 
 
-class EstimateRequest(ModelRef, Precisions, WhatIf):
+SpecMethod = Literal["none", "mtp", "eagle3", "draft"]
+
+
+class Speculation(_Req):
+    """Speculative decoding, as estimate's, disagg's and pareto's --spec, --draft-len, --acceptance,
+    --acceptance-rates and --draft-model take it."""
+    spec: Optional[SpecMethod] = Field(None, description="The drafter: mtp, eagle3 or draft (a separate draft model); none or omitted: none.")
+    draft_len: Optional[Int] = Field(None, ge=1, le=16, description="Draft tokens per step (default 3, or one per acceptance rate).")
+    acceptance: Optional[Float] = Field(None, ge=1, le=17, description="Mean tokens a step emits, 1 to draft_len + 1.")
+    acceptance_rates: Optional[list[Annotated[Float, Field(ge=0, le=1)]]] = Field(
+        None, min_length=1, max_length=16, description="Per-position acceptance probabilities, one per draft token (instead of `acceptance`).")
+    draft_model: Optional[str] = Field(None, max_length=300, description="With spec draft: a bundled model (or one of its Hugging Face ids).")
+
+
+class EstimateRequest(ModelRef, Precisions, WhatIf, Speculation):
     gpu: str = Field(..., max_length=100)
     num_gpus: Optional[Int] = Field(None, ge=1, le=MAX_SERVE_GPUS)
     tp: Optional[Int] = Field(None, ge=1, le=MAX_SERVE_GPUS)
@@ -154,9 +168,37 @@ class EstimateRequest(ModelRef, Precisions, WhatIf):
     breakdown: StrictBool = False
     deployment: Optional[PointDeployment] = Field(
         None, description="A frontier point's `deployment` record: priced at its batch, with the point's per-operator breakdown.")
+    export: StrictBool = Field(default=False, description="Also the engine's launch configuration (`export`), as a frontier point's has it.")
 
 
-class ParetoRequest(ModelRef, Precisions, WhatIf):
+class PoolPlan(_Req):
+    """One pool's instance plan (disagg's --prefill/--decode sizes) and how many instances run it."""
+    tp: Int = Field(1, ge=1, le=MAX_SERVE_GPUS)
+    pp: Int = Field(1, ge=1, le=MAX_SERVE_GPUS)
+    ep: Int = Field(1, ge=1, le=MAX_SERVE_GPUS)
+    moe_tp: Optional[Int] = Field(None, ge=1, le=MAX_SERVE_GPUS, description="Default: what EP leaves of a stage's GPUs (MoE models).")
+    attention_dp: Int = Field(1, ge=1, le=MAX_SERVE_GPUS)
+    kvp: Int = Field(1, ge=1, le=MAX_SERVE_GPUS)
+    instances: Int = Field(1, ge=1, le=MAX_SERVE_GPUS)
+
+
+class DisaggRequest(ModelRef, Precisions, WhatIf, Speculation):
+    """What `disagg` takes: prefill instances hand each prompt's KV cache to decode instances."""
+    gpu: str = Field(..., max_length=100, description="The prefill instances' GPU (and the decode ones' unless `decode_gpu`).")
+    decode_gpu: Optional[str] = Field(None, max_length=100, description="The decode instances' GPU where it differs.")
+    prefill: PoolPlan
+    decode: PoolPlan
+    concurrency: list[Annotated[Int, Field(ge=1, le=1 << 20)]] = Field(
+        [1, 8, 32, 128, 512], min_length=1, max_length=32, description="Requests in flight, one row each.")
+    engine: Engine = "trtllm"
+    isl: Int = Field(1024, ge=1, le=MAX_TOKENS)
+    osl: Int = Field(1024, ge=1, le=MAX_TOKENS)
+    max_num_tokens: Optional[Int] = Field(None, ge=1, le=MAX_TOKENS)
+    decode_max_batch: Optional[Int] = Field(None, ge=1, le=1 << 20, description="The decode instances' max batch per attention-DP rank.")
+
+
+class ParetoRequest(ModelRef, Precisions, WhatIf, Speculation):
+    """What `pareto` takes; with `spec`, draft lengths 1..5 are searched beside none (`draft_len` fixes one)."""
     gpus: list[str] = Field(..., min_length=1, max_length=8, description="One series per GPU id.")
     num_gpus: Int = Field(8, ge=1, le=MAX_SERVE_GPUS)
     # a size given fixes it, as `pareto --tp ...` does (SearchSpace.build)
@@ -171,6 +213,7 @@ class ParetoRequest(ModelRef, Precisions, WhatIf):
     osl: Int = Field(1024, ge=1, le=MAX_TOKENS)
     min_tps_user: Optional[Float] = Field(None, ge=0, le=1e7)
     max_ttft_ms: Optional[Float] = Field(None, gt=0, le=1e9)
+    plot: StrictBool = Field(default=False, description="Also what the HTML report draws (`plot`) and the CSV `pareto --csv` writes (`csv`).")
 
 
 class LintRequest(ModelRef, Precisions, WhatIf):
@@ -259,8 +302,56 @@ class Series(_Open):
     frontier: list[Point]
 
 
+class Curve(BaseModel):
+    tok_s_per_user: list[float]
+    output_tok_s_per_gpu: list[float]
+
+
+class Bound(Curve):
+    label: str = Field(..., description="Its legend entry, saying where it peaks.")
+
+
+class PlotSeries(BaseModel):
+    label: str
+    empty: str = Field(..., description="Why the series has no frontier point; empty where it has.")
+    cloud: Curve = Field(..., description="The evaluated deployments that fit (a fixed-seed sample of at most 4,000), in four figures.")
+    bound: Optional[Bound] = Field(..., description="The roofline-ideal bound; null where it misses the axes (or the series is disaggregated).")
+
+
+class Limits(BaseModel):
+    x: list[float] = Field(..., min_length=2, max_length=2, description="tok/s/user, low and high (log axis).")
+    y: list[float] = Field(..., min_length=2, max_length=2, description="Output tok/s/GPU, low and high (log axis).")
+
+
+class PlotData(BaseModel):
+    limits: Limits
+    series: list[PlotSeries]
+
+
 class ParetoResponse(BaseModel):
     series: list[Series] = Field(..., description="One frontier per GPU, each what `pareto --json` prints.")
+    plot: Optional[PlotData] = Field(None, description="With `plot`: what the HTML report draws for these series (render.report.report_data).")
+    csv: Optional[str] = Field(None, description="With `plot`: the file `pareto --csv` writes for these series.")
+
+
+class DisaggRow(_Open):
+    concurrency: int
+    ttft_ms: float
+    tpot_ms: float
+    tok_s_per_user: float
+    output_tok_s_per_gpu: float
+    fits: bool
+
+
+class DisaggResponse(_Open):
+    model: str
+    gpu: str
+    decode_gpu: str
+    precision: str
+    num_gpus: int
+    prefill: dict[str, Any]
+    decode: dict[str, Any]
+    rows: list[DisaggRow]
 
 
 class Finding(_Open):
@@ -455,12 +546,13 @@ def _estimate(req: EstimateRequest, *, hub_cache: bool = False) -> dict:
     if req.deployment is not None:  # a frontier point: one instance of its plan at its batch
         from llm_codesign.cost.calibration import calibration_for
         from llm_codesign.explore.search import point_breakdown
-        from llm_codesign.spec.registry import _index
 
+        given = next((f for f in Speculation.model_fields if getattr(req, f) is not None), None)
+        if given is not None:
+            raise InputError(given, getattr(req, given), "left out with `deployment` (a frontier point's record names its speculation)")
         d = req.deployment
-        # the cost model resolves a draft again by its name (serve.aggregated.draft_model): the registry's only
-        if d.draft_model is not None and d.draft_model.strip().lower() not in _index():
-            raise InputError("deployment.draft_model", d.draft_model, _registry_valid())
+        if d.draft_model is not None:
+            _registry_model(d.draft_model, "deployment.draft_model")
         conc = d.concurrency_per_instance or req.concurrency
         if conc is None:
             raise InputError("deployment.concurrency_per_instance", None, "the point's requests in flight per instance, "
@@ -476,8 +568,58 @@ def _estimate(req: EstimateRequest, *, hub_cache: bool = False) -> dict:
         return _plain(r)
     dep = lc.deployment(m, gpu=_gpu(req.gpu, what_if=req.what_if), num_gpus=req.num_gpus, tp=req.tp, pp=req.pp, ep=req.ep, moe_tp=req.moe_tp,
                         attention_dp=req.attention_dp, kvp=req.kvp, weight_dtype=req.weight_dtype,
-                        activation_dtype=req.activation_dtype, kv_dtype=req.kv_dtype, engine=req.engine)
-    return _plain(lc.estimate(m, dep, lc.Workload(req.isl, req.osl, req.concurrency), breakdown=req.breakdown).to_dict())
+                        activation_dtype=req.activation_dtype, kv_dtype=req.kv_dtype, engine=req.engine, spec=_speculation(req))
+    r = lc.estimate(m, dep, lc.Workload(req.isl, req.osl, req.concurrency), breakdown=req.breakdown).to_dict()
+    if req.export:  # the plan at the batch priced (offline: the batch of the most tok/s/GPU)
+        r["export"] = _export(m, dep, req, conc=r["concurrency"], replicas=1,
+                              predicted={k: r[k] for k in ("ttft_ms", "tpot_ms", "tok_s_per_user", "output_tok_s_per_gpu")})
+    return _plain(r)
+
+
+def _speculation(req: Speculation):
+    """The request's speculative decoding (spec.plan.spec_decoding: its checks name these fields), or None."""
+    from llm_codesign.spec.plan import spec_decoding
+
+    if req.draft_model is not None:  # resolved again by name in the cost model: the registry's only
+        _registry_model(req.draft_model, "draft_model")
+        if req.spec != "draft":
+            raise InputError("draft_model", req.draft_model, "used with spec draft (mtp and eagle3 draft with the model's own head)")
+    return spec_decoding(req.spec, draft_len=req.draft_len, acceptance=req.acceptance,
+                         acceptance_rates=tuple(req.acceptance_rates) if req.acceptance_rates else None, draft_model=req.draft_model)
+
+
+def _registry_model(name: str, field: str) -> None:
+    """Refuses a name the registry lacks: the cost model resolves a draft by its name
+    (serve.aggregated.draft_model -> registry.get_model), which reads a path or fetches from the Hub."""
+    from llm_codesign.spec.registry import _index
+
+    if name.strip().lower() not in _index():
+        raise InputError(field, name, _registry_valid())
+
+
+def _disagg(req: DisaggRequest, *, hub_cache: bool = False) -> dict:
+    """What `disagg --json` prints: one instance of each pool, built as the CLI builds them."""
+    from llm_codesign.cost.calibration import calibration_for
+    from llm_codesign.serve.disagg import estimate_disagg
+    from llm_codesign.spec.plan import Deployment, Plan, precision_for
+
+    m = _model(req, hub_cache=hub_cache)
+    g = _gpu(req.gpu, what_if=req.what_if)
+    dg = _gpu(req.decode_gpu, "decode_gpu", req.what_if) if req.decode_gpu else g
+    one = dict(precision=precision_for(m, req.weight_dtype, req.activation_dtype, req.kv_dtype), backend=req.engine,
+               spec=_speculation(req), max_num_tokens=req.max_num_tokens)
+    pools = []
+    for name, pool, gpu in (("prefill", req.prefill, g), ("decode", req.decode, dg)):
+        sizes = {k: getattr(pool, k) for k in ("tp", "pp", "ep", "moe_tp", "attention_dp", "kvp") if getattr(pool, k) is not None}
+        plan = Plan.parse(",".join(f"{k}={v}" for k, v in sizes.items()), m, name)  # disagg's --prefill/--decode text
+        pools.append(Deployment(gpu=gpu, num_gpus=int(plan.gpus), plan=plan, **one))
+    from llm_codesign.measure.intervals import band_disagg_rows
+
+    r = estimate_disagg(m, *pools, calibration=calibration_for(g, None), decode_calibration=calibration_for(dg, None),
+                        prefill_instances=req.prefill.instances, decode_instances=req.decode.instances,
+                        concurrencies=list(req.concurrency), isl=req.isl, osl=req.osl, decode_max_batch=req.decode_max_batch)
+    band_disagg_rows(r["rows"], m, pools[1], isl=req.isl, osl=req.osl, calibration=None)  # as `disagg` bands them
+    return _plain(r)
 
 
 def _export(m, dep, req: EstimateRequest, *, conc: int | None, replicas: int, predicted: dict) -> dict:
@@ -498,16 +640,24 @@ def _pareto(req: ParetoRequest, job: "_Job", *, hub_cache: bool = False) -> dict
     import llm_codesign as lc
 
     m = _model(req, hub_cache=hub_cache)
+    spec = _speculation(req)
     series = []
     for gpu in req.gpus:
         job.check()
         f = lc.pareto(m, _gpu(gpu, "gpus", req.what_if), num_gpus=req.num_gpus, workload=lc.Workload(req.isl, req.osl), engine=req.engine,
                       weight_dtype=req.weight_dtype, activation_dtype=req.activation_dtype, kv_dtype=req.kv_dtype,
                       tp=req.tp, pp=req.pp, ep=req.ep, moe_tp=req.moe_tp, attention_dp=req.attention_dp, kvp=req.kvp,
-                      min_tps_user=req.min_tps_user, max_ttft_ms=req.max_ttft_ms,
+                      min_tps_user=req.min_tps_user, max_ttft_ms=req.max_ttft_ms, spec=spec, draft_len=req.draft_len,
                       progress=job.check)
-        series.append(f.to_dict())
-    return {"series": _plain(series)}
+        series.append(f)
+    out = {"series": _plain([f.to_dict() for f in series])}
+    if req.plot:  # the report's drawing data and CSV: the same functions as `pareto --html/--csv`
+        from llm_codesign.render.report import csv_text, report_data
+
+        d = report_data([f.to_dict(plot=True) for f in series], {})
+        out["plot"] = _plain({"limits": d["limits"], "series": [{k: r[k] for k in ("label", "empty", "cloud", "bound")} for r in d["results"]]})
+        out["csv"] = csv_text(series)
+    return out
 
 
 def _lint(req: LintRequest, *, hub_cache: bool = False) -> dict:
@@ -737,15 +887,15 @@ def _edge(app, *, allowed_hosts: list[str] | None):
 
 def create_app(allowed_hosts: list[str] | None = None, *, hub_cache: bool = False, max_busy: int = MAX_BUSY,
                time_budget_s: float = TIME_BUDGET_S):
-    """The FastAPI application: the page at /, plotly.js at /static/plotly.min.js, the API under /api.
+    """The FastAPI application: the page at / (its scripts under /static), the API under /api.
     `allowed_hosts`: the Host headers answered (`serve` passes the names it binds, the loopback ones
     for loopback, so another site's page cannot reach the API through DNS rebinding; `*` answers
     any); None answers any. `hub_cache`: models the registry lacks are read from the local Hugging
-    Face cache (never downloaded). At most `max_busy` searches (pareto, design, estimate) run at
+    Face cache (never downloaded). At most `max_busy` searches (pareto, design, estimate, disagg) run at
     once, a further one a 429; each is stopped past `time_budget_s` seconds, or when its client leaves."""
     from fastapi import FastAPI, Header, Request
     from fastapi.exceptions import RequestValidationError
-    from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, Response, StreamingResponse
+    from fastapi.responses import HTMLResponse, JSONResponse, StreamingResponse
     from fastapi.staticfiles import StaticFiles
     from starlette.background import BackgroundTask
     from starlette.concurrency import run_in_threadpool
@@ -829,15 +979,6 @@ def create_app(allowed_hosts: list[str] | None = None, *, hub_cache: bool = Fals
     def index():
         return HTMLResponse(STATIC.joinpath("index.html").read_text())
 
-    @app.get("/static/plotly.min.js", include_in_schema=False)
-    def plotly_js():
-        try:
-            path = resources.files("plotly") / "package_data" / "plotly.min.js"
-        except ModuleNotFoundError:
-            return Response("// plotly is not installed: pip install 'llm-codesign[serve]'\n", status_code=404,
-                            media_type="text/javascript")
-        return FileResponse(str(path), media_type="text/javascript", headers={"Cache-Control": "max-age=86400"})
-
     app.mount("/static", StaticFiles(directory=str(STATIC)), name="static")
 
     @app.get("/healthz", response_model=Health)
@@ -865,6 +1006,10 @@ def create_app(allowed_hosts: list[str] | None = None, *, hub_cache: bool = Fals
     @app.post("/api/estimate", response_model=Estimate, responses=searched)
     async def estimate(req: EstimateRequest, request: Request):
         return await guarded(request, "body", lambda job: _estimate(req, hub_cache=hub_cache))
+
+    @app.post("/api/disagg", response_model=DisaggResponse, responses=searched)
+    async def disagg(req: DisaggRequest, request: Request):
+        return await guarded(request, "body", lambda job: _disagg(req, hub_cache=hub_cache))
 
     @app.post("/api/pareto", response_model=ParetoResponse, responses=searched)
     async def pareto(req: ParetoRequest, request: Request):

@@ -1,18 +1,24 @@
-// The page of `llm-codesign serve`: a form, the JSON API (/api/*), a plotly frontier.
-// Every name from the data goes in through textContent (never innerHTML), and through esc() into plotly,
-// whose labels accept a few HTML tags. The form's state lives in the URL fragment: a link reproduces the view.
+// The page of `llm-codesign serve`: a form, the JSON API (/api/*), the frontier drawn by plot.js (drawFrontier).
+// Every name from the data goes in through textContent (never innerHTML). The form's state lives in the URL fragment:
+// a link reproduces the view.
 "use strict";
 
 const $ = (id) => document.getElementById(id);
 const WHAT_IF = ["hbm_tb_s", "memory_gb", "bf16_tflops", "fp8_tflops", "fp4_tflops", "scale_up_gb_s", "scale_up_domain"];
-const FIELDS = ["model", "config", "num_gpus", "weight_dtype", "kv_dtype", "engine", "isl", "osl", "min_tps_user",
-                "max_ttft_ms", "regime", "params", "baseline", "max_candidates", "wi_base", "wi_id", ...WHAT_IF.map((f) => "wi_" + f)];
-let last = null;  // the last frontier: {req, series}
+const PLAN = ["tp", "pp", "ep", "attention_dp", "kvp"];
+const POOL = ["tp", "ep", "attention_dp", "instances"];
+const PRICE = ["p_mode", "p_weight_dtype", "p_kv_dtype", "p_num_gpus", ...PLAN.map((f) => "p_" + f), "p_concurrency",
+               ...POOL.map((f) => "pf_" + f), ...POOL.map((f) => "dc_" + f), "p_concurrencies", "p_spec", "p_draft_len", "p_acceptance",
+               "p_acceptance_rates", "p_draft_model"];
+const FIELDS = ["model", "config", "num_gpus", "weight_dtype", "kv_dtype", "engine", "s_spec", "s_acceptance", "s_draft_len", "isl", "osl",
+                "min_tps_user", "max_ttft_ms", "regime", "params", "baseline", "max_candidates", "wi_base", "wi_id", ...WHAT_IF.map((f) => "wi_" + f), ...PRICE];
+// what a result depends on: changing one of these clears every result shown (a frontier of another model stays no longer)
+const IDENTITY = ["model", "config", "num_gpus", "wi_on", "wi_base", "wi_id", ...WHAT_IF.map((f) => "wi_" + f)];
+const CUSTOM = "custom config (pasted)";
+let last = null;  // the last frontier: {req, series, plot, handle, sel}
+let view = {sel: null, priced: false};  // the chosen point and whether a plan was priced, for the permalink
 let GPUS = {};  // the catalog by id, for the what-if form's base figures
-
-function esc(s) {
-  return String(s).replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
-}
+let bundledModel = "llama-3.1-8b";  // the dropdown's model while a pasted config stands in for it
 
 function el(tag, text, cls) {
   const e = document.createElement(tag);
@@ -22,7 +28,8 @@ function el(tag, text, cls) {
 }
 
 function table(id, columns, rows, onclick) {
-  // columns: [[header, kind]] with kind "t" for text (left) or "n" for numbers; rows: arrays of cells
+  // columns: [[header, kind]] with kind "t" for text (left) or "n" for numbers; rows: arrays of cells.
+  // The table scrolls inside its own box where it is wider than the column.
   const t = el("table");
   t.id = id;
   const head = t.createTHead().insertRow();
@@ -33,7 +40,9 @@ function table(id, columns, rows, onclick) {
     r.forEach((c, j) => tr.appendChild(el("td", c, columns[j][1] === "t" ? "t" : "")));
     if (onclick) tr.addEventListener("click", () => onclick(i));
   });
-  return t;
+  const box = el("div", null, "scroll");
+  box.appendChild(t);
+  return box;
 }
 
 function fix(x, d) { return x === null || x === undefined ? "-" : Number(x).toFixed(d); }
@@ -54,6 +63,19 @@ async function api(path, body) {
   return data;
 }
 
+// a download link over a blob: `make()` gives the file's content when the link is clicked (the figure as drawn then)
+function download(id, text, name, type, make) {
+  const a = el("a", text);
+  a.id = id;
+  a.download = name;
+  a.href = "#";
+  a.addEventListener("click", () => {
+    if (a.dataset.url) URL.revokeObjectURL(a.dataset.url);
+    a.dataset.url = a.href = URL.createObjectURL(new Blob([make()], {type}));
+  });
+  return a;
+}
+
 // ---- form state <-> URL fragment
 function readForm() {
   const s = {};
@@ -64,18 +86,22 @@ function readForm() {
 }
 
 function writeForm(s) {
-  for (const f of FIELDS) if (s[f] !== undefined && s[f] !== null) $(f).value = s[f];
+  for (const f of FIELDS) if (s[f] !== undefined && s[f] !== null && f !== "model") $(f).value = s[f];
+  if (s.model) bundledModel = s.model;
   if (s.gpus) for (const c of document.querySelectorAll("#gpus input")) c.checked = s.gpus.includes(c.value);
   $("wi_on").checked = s.wi_on === "1";
   if ($("wi_on").checked) $("what-if").open = true;
+  syncModel();
+  syncMode();
 }
 
-function saveHash(s, sel) {
-  const p = new URLSearchParams();
+function saveHash() {
+  const s = readForm(), p = new URLSearchParams();
   for (const f of FIELDS) if (s[f] !== "" && s[f] !== undefined) p.set(f, s[f]);
   p.set("gpus", s.gpus.join(","));
   if (s.wi_on) p.set("wi_on", "1");
-  if (sel) p.set("sel", sel);
+  if (view.sel) p.set("sel", view.sel);
+  if (view.priced) p.set("priced", "1");
   history.replaceState(null, "", "#" + p.toString());
 }
 
@@ -87,6 +113,7 @@ function loadHash() {
   s.gpus = (p.get("gpus") || "").split(",").filter((g) => g);
   s.wi_on = p.get("wi_on") || "";
   s.sel = p.get("sel");
+  s.priced = p.get("priced") === "1";
   return s;
 }
 
@@ -98,11 +125,51 @@ function num(v) {
   return Number.isFinite(x) ? x : t;
 }
 
+// the fields of `names` given a value, as numbers: {tp: 4, ...}
+function sizes(s, prefix, names) {
+  const o = {};
+  for (const f of names) { const v = num(s[prefix + f]); if (v !== null) o[f] = v; }
+  return o;
+}
+
 function modelRef(s) {
   if (s.config.trim()) {
     try { return {config: JSON.parse(s.config)}; } catch (e) { throw new Error(`config: not valid JSON (${e.message})`); }
   }
   return {model: s.model};
+}
+
+// the dropdown names what is priced: "custom config (pasted)" while a config is pasted, the bundled model otherwise
+function syncModel() {
+  const sel = $("model"), pasted = $("config").value.trim() !== "";
+  let custom = sel.querySelector("option.custom");
+  if (pasted && !custom) {
+    custom = el("option", CUSTOM, "custom");
+    custom.value = "";
+    sel.prepend(custom);
+  }
+  if (pasted) sel.value = "";
+  else {
+    if (custom) custom.remove();
+    sel.value = bundledModel;
+  }
+}
+
+function syncMode() {
+  const disagg = $("p_mode").value === "disaggregated";
+  $("p_agg").hidden = disagg;
+  $("p_disagg").hidden = !disagg;
+}
+
+// every result shown: the inputs they came from changed
+function clearResults() {
+  last = null;
+  view = {sel: null, priced: false};
+  for (const id of ["what", "plot", "downloads", "point", "priced", "design", "frontier"]) $(id).replaceChildren();
+  $("lint").className = "hint";
+  $("lint").textContent = "run a frontier to see them";
+  $("tip").style.display = "none";
+  status("");
 }
 
 // the what-if GPU's request record (fields left empty keep the base's figures), or null when it is off
@@ -130,6 +197,8 @@ function dtypes(s) {
   return o;
 }
 
+function modelName(name) { return name === "custom" && $("config").value.trim() ? CUSTOM : name; }
+
 // ---- the frontier
 async function runFrontier(sel) {
   const s = readForm();
@@ -138,17 +207,25 @@ async function runFrontier(sel) {
   if (!gpus.length) { showError("gpus: choose at least one GPU"); return; }
   let req;
   try {
-    req = {...modelRef(s), ...dtypes(s), gpus, num_gpus: num(s.num_gpus), engine: s.engine, isl: num(s.isl),
-           osl: num(s.osl), min_tps_user: num(s.min_tps_user), max_ttft_ms: num(s.max_ttft_ms), ...(wi ? {what_if: wi} : {})};
+    req = {...modelRef(s), ...dtypes(s), gpus, num_gpus: num(s.num_gpus), engine: s.engine, isl: num(s.isl), osl: num(s.osl),
+           min_tps_user: num(s.min_tps_user), max_ttft_ms: num(s.max_ttft_ms), plot: true, ...speculation(s, "s_"), ...(wi ? {what_if: wi} : {})};
   } catch (e) { showError(e.message); return; }
-  saveHash(s, null);
+  // what is shown is what the form last ran: the previous run's results go (a design, a search of its own, stays)
+  for (const id of ["what", "plot", "downloads", "point", "priced", "frontier"]) $(id).replaceChildren();
+  last = null;
+  view = {sel: null, priced: false};
+  saveHash();
   status("searching deployments", true);
   try {
     const r = await api("/api/pareto", req);
-    last = {req, series: r.series};
-    plot(r.series);
+    last = {req, series: r.series, plot: r.plot, csv: r.csv, handle: null, sel: null};
+    const s0 = r.series[0];
+    $("what").textContent = `${modelName(s0.model)} on ${s0.num_gpus}x ${r.series.map((x) => x.gpu).join(", ")}: ISL/OSL ${s0.isl}/${s0.osl}, `
+      + `${s0.backend}, weights ${req.weight_dtype || "searched"}, KV ${req.kv_dtype || "default"}`
+      + (req.spec ? `, ${req.spec} drafting ${req.draft_len || "1-5"} tokens` : "");
+    drawPlot();
+    downloads();
     frontierTable(r.series);
-    $("point").replaceChildren();
     const n = r.series.reduce((a, x) => a + x.frontier.length, 0);
     status(`${n} frontier points from ${r.series.reduce((a, x) => a + x.evaluated, 0).toLocaleString()} deployments`);
     runLint(s, req).catch((e) => showError(e.message));
@@ -171,36 +248,35 @@ function describe(p) {
           `accuracy ${(p.accuracy && p.accuracy.short) || "none"}`];
 }
 
-const COLOURS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f"];
-
-function band(s, i) {
-  // the frontier's band: each point's 80% interval on tok/s/GPU, a filled path (a layout shape, not a trace:
-  // a click's curve number stays its series, and the legend its series alone)
-  const pts = s.frontier.filter((p) => p.intervals && p.intervals.output_tok_s_per_gpu);
-  if (!pts.length) return [];
-  const edge = (k) => (p) => `${p.tok_s_per_user},${p.intervals.output_tok_s_per_gpu[k]}`;
-  const path = "M" + pts.map(edge("hi80")).join("L") + "L" + pts.slice().reverse().map(edge("lo80")).join("L") + "Z";
-  return [{type: "path", path, xref: "x", yref: "y", fillcolor: COLOURS[i % COLOURS.length], opacity: 0.18, line: {width: 0},
-           layer: "below", name: "band"}];
+// the plot at the column's width (drawn again when the column's width changes)
+function drawPlot() {
+  if (!last) return;
+  const data = {limits: last.plot.limits, series: last.series.map((s, i) => ({...last.plot.series[i], frontier: s.frontier, evaluated: s.evaluated}))};
+  last.handle = drawFrontier($("plot"), data, {onClick: selectPoint, tip: $("tip"), describe});
+  last.width = $("plot").clientWidth;
+  if (last.sel) last.handle.select(...last.sel);
 }
 
-function plot(series) {
-  const traces = series.map((s, i) => ({
-    type: "scatter", mode: "lines+markers", name: esc(`${s.model} on ${s.num_gpus}x ${s.gpu}`),
-    x: s.frontier.map((p) => p.tok_s_per_user), y: s.frontier.map((p) => p.output_tok_s_per_gpu),
-    text: s.frontier.map((p) => describe(p).map(esc).join("<br>")), hoverinfo: "text+name",
-    customdata: s.frontier.map((_, j) => `${i}:${j}`), marker: {size: 8, color: COLOURS[i % COLOURS.length]},
-    line: {color: COLOURS[i % COLOURS.length]},
-  }));
-  const layout = {margin: {l: 70, r: 20, t: 20, b: 50}, hovermode: "closest", legend: {orientation: "h", y: 1.08},
-                  shapes: [].concat(...series.map(band)),
-                  xaxis: {title: {text: "tokens/s per user"}}, yaxis: {title: {text: "output tokens/s per GPU"}}};
-  const gd = $("plot");
-  Plotly.react(gd, traces, layout, {displaylogo: false, responsive: true});
-  if (!gd._llmClick) {
-    gd.on("plotly_click", (ev) => { const pt = ev.points[0]; selectPoint(pt.curveNumber, pt.pointIndex); });
-    gd._llmClick = true;
-  }
+function downloads() {
+  const png = el("button", "PNG");
+  png.type = "button";
+  png.id = "dl-png";
+  png.addEventListener("click", async () => {
+    try {
+      const a = el("a");
+      a.download = "frontier.png";
+      a.href = URL.createObjectURL(await pngBlob(last.handle.svg, 2));
+      document.body.appendChild(a);
+      a.click();
+      a.remove();
+      setTimeout(() => URL.revokeObjectURL(a.href), 10_000);
+    } catch (e) { showError(e.message); }
+  });
+  const series = last.series;
+  $("downloads").replaceChildren(el("span", "download: ", "hint"),
+    download("dl-csv", "CSV", "frontier.csv", "text/csv", () => last.csv),
+    download("dl-json", "JSON", "frontier.json", "application/json", () => JSON.stringify({series}, null, 1)),
+    download("dl-svg", "SVG", "frontier.svg", "image/svg+xml", () => svgText(last.handle.svg)), png);
 }
 
 function intervalRows(b) {
@@ -233,19 +309,39 @@ function frontierTable(series) {
     table("frontier-table", [["GPU", "t"], ["tok/s/user", "n"], ["tok/s/GPU", "n"], ["TTFT ms", "n"], ["TPOT ms", "n"], ["plan", "t"],
                              ["x", "n"], ["batch", "n"], ["W/KV", "t"], ["spec", "t"], ["accuracy", "t"], ["tok/s/GPU 80%", "n"]],
           rows, (k) => selectPoint(...index[k])));
+  const trs = box.querySelectorAll("tbody tr");
+  index.forEach(([i, j], k) => { trs[k].dataset.sel = `${i}:${j}`; });
+}
+
+// a frontier point's deployment in the pricing form: Price then prices that plan at any other batch or speculation
+function fillPrice(d) {
+  $("p_mode").value = "aggregated";
+  $("p_num_gpus").value = d.instance_gpus;
+  for (const f of PLAN) $("p_" + f).value = d[f];
+  $("p_concurrency").value = d.concurrency_per_instance;
+  $("p_weight_dtype").value = d.weight_dtype;
+  $("p_kv_dtype").value = d.kv_dtype;
+  $("p_spec").value = d.spec || "";
+  $("p_draft_len").value = d.spec ? d.draft_len : "";
+  $("p_acceptance").value = d.spec && d.acceptance ? d.acceptance : "";
+  $("p_acceptance_rates").value = d.spec && d.acceptance_rates ? d.acceptance_rates.join(",") : "";
+  syncMode();
 }
 
 async function selectPoint(si, pi) {
+  if (!last) return;
   const s = last.series[si], p = s.frontier[pi];
   const ref = last.req.config ? {config: last.req.config} : {model: last.req.model};
   status("pricing the point", true);
   try {
     const e = await api("/api/estimate", {...ref, gpu: s.gpu, deployment: p.deployment, isl: last.req.isl, osl: last.req.osl,
                                           ...(last.req.what_if ? {what_if: last.req.what_if} : {})});
-    saveHash(readForm(), `${si}:${pi}`);
-    // the chosen point stands out, the others dim (plotly's own selection state)
-    Plotly.restyle($("plot"), {selectedpoints: last.series.map((_, i) => (i === si ? [pi] : []))});
-    const box = $("point");
+    last.sel = [si, pi];
+    view.sel = `${si}:${pi}`;
+    last.handle.select(si, pi);
+    for (const tr of document.querySelectorAll("#frontier-table tbody tr")) tr.classList.toggle("chosen", tr.dataset.sel === view.sel);
+    fillPrice(p.deployment);
+    saveHash();
     const m = e.memory || {};
     const summary = [["deployment", `${e.plan}, ${e.precision}, ${e.backend}, ${p.deployment.instance_gpus}x ${s.gpu} per instance`],
       ["concurrency", e.concurrency], ["TTFT", `${fix(e.ttft_ms, 1)} ms`], ["TPOT", `${fix(e.tpot_ms, 2)} ms`],
@@ -253,13 +349,13 @@ async function selectPoint(si, pi) {
       ["memory per GPU", `weights ${fix(m.weights_gb, 1)} GB, KV ${fix(m.kv_gb, 1)} GB, free ${fix(m.free_gb, 1)} GB`],
       ["decode bound by", e.decode_bound], ["prefill bound by", e.prefill_bound], ...intervalRows(e.intervals)];
     const total = e.point_breakdown.reduce((a, o) => a + o.time_ms, 0);
-    box.replaceChildren(
-      el("h2", `Point ${pi + 1} of ${s.model} on ${s.gpu}: estimate`),
+    $("point").replaceChildren(
+      el("h2", `Point ${pi + 1} of ${modelName(s.model)} on ${s.gpu}: estimate`),
       table("estimate-table", [["metric", "t"], ["value", "t"]], summary),
       el("h2", "Per-operator time of its decode step"),
       table("breakdown-table", [["operator", "t"], ["kind", "t"], ["ms", "n"], ["share", "n"]],
             e.point_breakdown.map((o) => [o.name, o.kind, fix(o.time_ms, 3), `${fix(100 * o.time_ms / total, 1)}%`])),
-      ...exportBox(e.export));
+      ...exportBox(e.export, "export"));
     status("");
   } catch (err) {
     status("");
@@ -267,19 +363,14 @@ async function selectPoint(si, pi) {
   }
 }
 
-function exportBox(x) {
+function exportBox(x, id) {
   // the engine's launch configuration, as `llm-codesign export-point` writes it, with a download link
   if (!x) return [];
   const head = el("h2", `Launch configuration (${x.engine})`);
   if (x.error) return [head, el("div", x.error, "hint")];
-  const a = el("a", `download ${x.file_name}`);
-  a.id = "export-download";
-  a.download = x.file_name;
-  a.href = URL.createObjectURL(new Blob([x.text], {type: "text/plain"}));
   const pre = el("pre", x.text);
-  pre.id = "export-text";
-  pre.style.cssText = "background:#f6f8fa;padding:6px;max-height:260px;overflow:auto;font-size:12px";
-  return [head, a, pre];
+  pre.id = `${id}-text`;
+  return [head, download(`${id}-download`, `download ${x.file_name}`, x.file_name, "text/plain", () => x.text), pre];
 }
 
 async function runLint(s, req) {
@@ -290,6 +381,81 @@ async function runLint(s, req) {
   if (!r.findings.length) { box.replaceChildren(el("div", `no findings for ${r.model} on ${r.gpu}`, "hint")); return; }
   box.replaceChildren(table("lint-table", [["rule", "t"], ["severity", "t"], ["where", "t"], ["cost %", "n"], ["finding", "t"], ["fix", "t"]],
     r.findings.map((f) => [`${f.rule} ${f.rule_name}`, f.severity, f.where, fix(f.cost_pct, 1), f.message, f.fix])));
+}
+
+// ---- one deployment priced: a plan x requests in flight x speculation, aggregated or disaggregated
+// the speculation fields of the search (prefix "s_") or of the pricing form ("p_")
+function speculation(s, prefix) {
+  const o = {}, v = (f) => s[prefix + f] || "";
+  if (v("spec")) o.spec = v("spec");
+  const k = num(v("draft_len")), a = num(v("acceptance"));
+  if (k !== null) o.draft_len = k;
+  if (a !== null) o.acceptance = a;
+  if (v("acceptance_rates").trim()) o.acceptance_rates = v("acceptance_rates").split(",").map(num);
+  if (v("draft_model").trim()) o.draft_model = v("draft_model").trim();
+  return o;
+}
+
+async function runPrice() {
+  const s = readForm();
+  showError("");
+  const wi = whatIf(s), gpu = s.gpus[0] || (wi ? wi.id : null);
+  if (!gpu) { showError("gpus: choose at least one GPU"); return; }
+  let ref;
+  try { ref = modelRef(s); } catch (e) { showError(e.message); return; }
+  const prec = {...dtypes(s), ...(s.p_weight_dtype ? {weight_dtype: s.p_weight_dtype} : {}), ...(s.p_kv_dtype ? {kv_dtype: s.p_kv_dtype} : {})};
+  const common = {...ref, ...prec, gpu, engine: s.engine, isl: num(s.isl), osl: num(s.osl), ...speculation(s, "p_"), ...(wi ? {what_if: wi} : {})};
+  const disagg = s.p_mode === "disaggregated";
+  $("priced").replaceChildren();
+  status("pricing the deployment", true);
+  try {
+    if (disagg) {
+      const conc = s.p_concurrencies.split(",").filter((x) => x.trim()).map(num);
+      const r = await api("/api/disagg", {...common, prefill: sizes(s, "pf_", POOL), decode: sizes(s, "dc_", POOL), concurrency: conc});
+      showDisagg(r);
+    } else {
+      const e = await api("/api/estimate", {...common, num_gpus: num(s.p_num_gpus), ...sizes(s, "p_", PLAN), concurrency: num(s.p_concurrency),
+                                            export: true});
+      showPriced(e);
+    }
+    view.priced = true;
+    saveHash();
+    status("");
+  } catch (e) {
+    status("");
+    showError(e.message);
+  }
+}
+
+function showPriced(e) {
+  const m = e.memory || {}, sp = e.spec;
+  const rows = [["deployment", `${e.plan} on ${e.num_gpus}x ${e.gpu}, ${e.precision}, ${e.backend}`],
+    ["requests in flight", `${e.concurrency}` + (e.mode === "offline-max-throughput" ? " (offline: the batch of the most tok/s/GPU)" : "")],
+    ["TTFT", `${fix(e.ttft_ms, 1)} ms`], ["TPOT", `${fix(e.tpot_ms, 2)} ms`], ["tokens/s per user", fix(e.tok_s_per_user, 1)],
+    ["output tokens/s per GPU", fix(e.output_tok_s_per_gpu, 1)], ["output tokens/J (GPU)", fix(e.tokens_per_joule, 2)],
+    ["largest batch that fits", e.fits ? e.max_batch : `${e.max_batch}: ${e.over_capacity}`],
+    ["memory per GPU", `weights ${fix(m.weights_gb, 1)} GB, KV ${fix(m.kv_gb, 1)} GB, free ${fix(m.free_gb, 1)} GB`],
+    ["decode bound by", e.decode_bound], ["prefill bound by", e.prefill_bound]];
+  if (sp) {
+    rows.push(["speculation", `${sp.method} k=${sp.draft_len}, ${fix(e.accepted_per_step, 2)} tokens/step, speed-up ${fix(sp.speedup_at_concurrency, 2)}x `
+               + `here, ${fix(sp.speedup_at_1, 2)}x at batch 1`],
+              ["speculation stops paying at", sp.stops_paying_at_concurrency || "never within the batch that fits"]);
+  }
+  $("priced").replaceChildren(el("h2", `Priced: ${modelName(e.model)}, ${e.plan} on ${e.gpu}`),
+    table("priced-table", [["metric", "t"], ["value", "t"]], rows), ...exportBox(e.export, "priced-export"));
+}
+
+function showDisagg(r) {
+  const p = r.prefill, d = r.decode;
+  const where = r.decode_gpu === r.gpu ? `${r.num_gpus}x ${r.gpu}` : `${r.num_gpus} GPUs (prefill on ${r.gpu}, decode on ${r.decode_gpu})`;
+  $("priced").replaceChildren(
+    el("h2", `Priced, disaggregated: ${modelName(r.model)} on ${where}, ${r.precision}`),
+    el("div", `prefill ${p.instances}x ${p.plan} (${fix(p.capacity_req_s, 2)} req/s), decode ${d.instances}x ${d.plan} `
+       + `(holds ${d.max_concurrency.toLocaleString()} requests). Times in ms: TTFT = queue + prefill + KV hand-off + the engine's overhead.`, "hint"),
+    table("disagg-table", [["requests", "n"], ["TTFT", "n"], ["prefill", "n"], ["KV move", "n"], ["queue", "n"], ["TPOT", "n"],
+                           ["tok/s/user", "n"], ["tok/s/GPU", "n"], ["fits", "t"]],
+          r.rows.map((x) => [x.concurrency, fix(x.ttft_ms, 1), fix(x.prefill_ms, 1), fix(x.kv_transfer_ms, 2), fix(x.prefill_wait_ms, 1),
+                             fix(x.tpot_ms, 2), fix(x.tok_s_per_user, 1), fix(x.output_tok_s_per_gpu, 1), x.fits ? "yes" : "no"])));
 }
 
 // ---- design
@@ -325,8 +491,9 @@ async function runDesign() {
   const wi = whatIf(s);
   const req = {params: num(s.params), gpu: s.gpus[0] || (wi ? wi.id : "h200"), num_gpus: num(s.num_gpus), max_candidates: num(s.max_candidates),
                regime: s.regime, engine: s.engine, ...(s.weight_dtype ? {weight_dtype: s.weight_dtype} : {}), ...(wi ? {what_if: wi} : {}),
-               ...(s.baseline ? {baseline: s.baseline} : {})};
-  saveHash(s, null);
+               ...(s.baseline.trim() ? {baseline: s.baseline.trim()} : {})};
+  saveHash();
+  $("design").replaceChildren();
   status("searching shapes (seconds to a minute)", true);
   try {
     const r = await designStream(req, (done, total) => status(`searching shapes: ${done} of ${total} priced`, true));
@@ -388,6 +555,9 @@ async function init() {
       const o = el("option", m.name);
       o.value = m.name;
       $("model").appendChild(o);
+      const d = el("option");
+      d.value = m.name;
+      $("models").appendChild(d);
     }
     for (const g of gpus) {
       const lab = el("label"), c = el("input");
@@ -399,7 +569,7 @@ async function init() {
       lab.title = g.name;
       $("gpus").appendChild(lab);
     }
-    $("model").value = "llama-3.1-8b";
+    $("model").value = bundledModel;
     for (const g of gpus) {
       GPUS[g.id] = g;
       const o = el("option", g.id);
@@ -411,13 +581,30 @@ async function init() {
   } catch (e) { showError(e.message); return; }
   $("form").addEventListener("submit", (ev) => { ev.preventDefault(); runFrontier(null); });
   $("run-design").addEventListener("click", runDesign);
+  $("run-price").addEventListener("click", runPrice);
+  $("p_mode").addEventListener("change", syncMode);
   $("wi_base").addEventListener("change", () => fillWhatIf($("wi_base").value));
+  $("model").addEventListener("change", () => {
+    if ($("model").value) { bundledModel = $("model").value; $("config").value = ""; }  // a bundled model chosen: the pasted config goes
+    syncModel();
+  });
+  $("config").addEventListener("input", syncModel);
+  // a result of another model or GPU is no result of this one
+  $("form").addEventListener("input", (ev) => { if (IDENTITY.includes(ev.target.id) || ev.target.name === "gpu") clearResults(); });
+  $("form").addEventListener("change", (ev) => { if (IDENTITY.includes(ev.target.id) || ev.target.name === "gpu") clearResults(); });
+  new ResizeObserver(() => { if (last && last.handle && $("plot").clientWidth !== last.width) drawPlot(); }).observe($("results"));
   showValidation().catch((e) => { $("validation").textContent = `validation report: ${e.message}`; });
   const s = loadHash();
-  if (s) { writeForm(s); await runFrontier(s.sel); }
+  if (s) await fromHash(s);
   document.body.dataset.ready = "1";
 }
 
+async function fromHash(s) {
+  writeForm(s);
+  await runFrontier(s.sel);
+  if (s.priced) await runPrice();
+}
+
 // a fragment typed or pasted into this tab (saveHash's replaceState fires no hashchange)
-window.addEventListener("hashchange", () => { const s = loadHash(); if (s) { writeForm(s); runFrontier(s.sel); } });
+window.addEventListener("hashchange", () => { const s = loadHash(); if (s) fromHash(s); });
 init();
