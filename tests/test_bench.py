@@ -1,13 +1,15 @@
-"""`bench` measures kernels in the kernel tables' columns; here on the CPU (torch's CPU build is the
-dev extra), which checks the whole path: shapes, timing, the CSV, and `validate --kernels` on it."""
+"""`bench` measures kernels in the kernel tables' columns; here on the CPU, which checks the whole path:
+shapes, timing, the CSV, and `validate --kernels` on it. The tests that measure are marked `torch`: they
+need the measure extra and skip without it (.ci/run installs it and runs them with `pytest -m torch`)."""
 import csv
 import json
+import sys
 
 import pytest
 from conftest import run
 
 from llm_codesign.errors import InputError
-from llm_codesign.measure.bench import DECODE_COLUMNS, GEMM_COLUMNS, linear_shapes, system_for
+from llm_codesign.measure.bench import DECODE_COLUMNS, GEMM_COLUMNS, bench_decode, bench_gemm, linear_shapes, system_for
 from llm_codesign.measure.kernel_tables import detect
 from llm_codesign.spec.registry import get_model
 
@@ -33,6 +35,7 @@ def test_linear_shapes_of_a_model_at_tp():
         {(3072, 4096), (4096, 2048), (14336, 4096), (4096, 7168), (64128, 4096)})
 
 
+@pytest.mark.torch
 def test_bench_gemm_round_trips_through_validate(tmp_path):
     out = tmp_path / "gemm.csv"
     r = run("bench", "gemm", "-o", str(out), "--system", "h100", "--device", "cpu", "--m", "1,16", "--nk", "128x256", "--repeat", "2")
@@ -45,6 +48,7 @@ def test_bench_gemm_round_trips_through_validate(tmp_path):
     assert v["kind"] == "gemm" and v["modeled"] == 2
 
 
+@pytest.mark.torch
 def test_bench_decode_from_a_model(tmp_path):
     out = tmp_path / "decode.csv"
     r = run("bench", "decode", "-o", str(out), "--system", "b200", "--device", "cpu", "--model", "llama-3.1-8b", "--tp", "4",
@@ -79,3 +83,18 @@ def test_bench_checks_the_output_folder_before_measuring():
     r = run("bench", "gemm", "--device", "cpu", "--system", "h100", "--m", "1", "--nk", "64x64", "-o", "/proc/no/x.csv")
     assert r.returncode == 2 and r.stderr.strip() == ("error: out: '/proc/no/x.csv' is not valid; a path in a folder this process may "
                                                       "write (No such file or directory)")
+
+
+@pytest.mark.parametrize("call,field", [
+    (lambda: bench_gemm([1], [(64, 64)], "bfloat16", "cpu", None), "system"),
+    (lambda: bench_gemm([16], [(64, 64)], "fp8", "cpu", "h100"), "dtype"),
+    (lambda: bench_gemm([1], [(64, 64)], "bfloat16", "tpu", "h100"), "device"),
+    (lambda: bench_gemm([10**6], [(10**6, 10**6)], "bfloat16", "cpu", "h100"), "nk"),  # 4 TB
+    (lambda: bench_decode([10**6], [10**6], 32, kv_heads=8, head_dim=128, device="cpu", system="h100"), "batch"),
+], ids=["cpu without --system", "fp8 on the cpu", "no such device", "gemm too large", "decode too large"])
+def test_bad_input_on_the_cpu_is_refused_without_torch(monkeypatch, call, field):
+    # the measure extra absent (None in sys.modules makes `import torch` fail): the input's own error, not "install torch"
+    monkeypatch.setitem(sys.modules, "torch", None)
+    with pytest.raises(InputError) as e:
+        call()
+    assert e.value.field == field

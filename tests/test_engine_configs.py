@@ -90,6 +90,17 @@ def test_vllm_config_yaml_and_the_command_line_over_it(tmp_path):
     _golden(imp, model="llama-3.1-8b", plan=Plan(2, 1, 1, 1, 1, 1), precision="W:fp8 A:fp8 KV:bf16", concurrency=32)
 
 
+@pytest.mark.parametrize("word,ep", [("yes", 4), ("on", 4), ("no", 1), ("off", 1)])
+def test_yaml_1_1_booleans_read_as_the_engines_read_them(word, ep):
+    # vLLM's --config and TensorRT-LLM's extra_llm_api_options are read with yaml.safe_load (YAML 1.1): `no` and
+    # `off` are false (the experts then TP-sharded over the 4 ranks, attention TP8)
+    imp = read_config(f"model: Qwen/Qwen3-30B-A3B\ntensor-parallel-size: 2\ndata-parallel-size: 2\nenable-expert-parallel: {word}\n",
+                      "v.yaml", gpu=get_gpu("h100"))
+    assert imp.deployment.plan == Plan(2, 1, ep, 4 // ep, 2, 1)
+    trt = read_config(f"tensor_parallel_size: 8\nenable_attention_dp: {word}\n", "t.yaml", model="deepseek-r1", gpu=get_gpu("b200"))
+    assert (trt.deployment.plan.tp, trt.deployment.plan.adp) == ((1, 8) if ep == 4 else (8, 1))
+
+
 def test_sglang_command_line():
     # --tp is argparse's prefix of --tp-size, --ep SGLang's alias of --ep-size; --dp 8 with the deprecated
     # --enable-dp-attention is attention DP 8; EAGLE is the MTP drafter on DeepSeek; the checkpoint's FP8 blocks kept
@@ -140,6 +151,10 @@ def test_trtllm_serve_command_with_its_yaml(tmp_path):
     ("python -m sglang.launch_server --model-path Qwen/Qwen3-30B-A3B --tp 2 --attn-dp-size 4", {},
      "tp-size: 2 is not valid; a multiple of attn-dp-size x dcp-size (4)"),
     ("vllm serve meta-llama/Llama-3.1-8B --speculative-config '{bad'", {}, "speculative-config: '{bad' is not valid; a JSON mapping"),
+    # YAML that is no mapping of options, a model that is no name, a date where a number goes (read as written)
+    ("- {a: 1}\n", {}, "config: 'c' is not valid; a vLLM or SGLang command line"),
+    ("model: [a]\ntensor-parallel-size: 2\n", {}, "model: ['a'] is not valid; a model's name: a bundled name or Hugging Face id"),
+    ("model: meta-llama/Llama-3.1-8B\nmax-num-seqs: 2024-01-01\n", {}, "max-num-seqs: '2024-01-01' is not valid; a whole number"),
 ])
 def test_what_cannot_be_read_is_one_line(text, kw, line):
     with pytest.raises(InputError) as e:

@@ -116,10 +116,8 @@ def _run(tmp_path: Path, reader: str, text: str, sub: str):
     return cli(*(a.format(p=p, d=d) for a in args), env=env), p
 
 
-@pytest.mark.parametrize("reader", READERS)
+@pytest.mark.parametrize("reader", [r for r in READERS if r != "export header"])  # the same file as the vLLM export
 def test_a_byte_order_mark_reads_as_the_same_file(tmp_path, reader):
-    if reader == "export header":
-        pytest.skip("the same file as the vLLM export")
     text = READERS[reader][1](tmp_path)
     (code, plain, err), _ = _run(tmp_path, reader, text, "plain")
     assert code == 0, err

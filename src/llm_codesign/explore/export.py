@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from llm_codesign.errors import InputError, MissingInput, parse_nested
-from llm_codesign.explore import yaml_subset
+from llm_codesign.explore import yaml_io
 from llm_codesign.explore.export_engines import DYNAMO, EXPORTERS, engine_spec, exportable, exporter
 from llm_codesign.explore.export_engines.base import check_nested, parse_flags, read_value, resolve_option, weight_option, whole
 from llm_codesign.spec.model import ModelSpec
@@ -202,9 +202,10 @@ def config_engine(text: str, origin: str = "config") -> str:
     if any(m in code for m in COMMAND_MARKERS):
         return "vllm"
     try:
-        keys = list(yaml_subset.load(text, origin))
-    except (InputError, TypeError):
-        keys = []
+        doc = yaml_io.load(text, origin)
+    except InputError:
+        doc = None
+    keys = list(doc) if isinstance(doc, dict) else []  # a YAML config is a mapping; plain words or a list name no option
     vllm = {k for k in keys if resolve_option("vllm", k, abbrev=False)}
     trt = {k for k in keys if resolve_option("trtllm", k, dashes=False, abbrev=False)}
     if len(vllm - trt) != len(trt - vllm):
@@ -242,6 +243,8 @@ def read_config(text: str, origin: str = "config", *, engine: str | None = None,
         raise InputError("backend", name, "one of: " + ", ".join(EXPORTERS))
     x = EXPORTERS[name]
     o, model_ref = x.parse(text, origin)
+    if model is None and model_ref is not None and not isinstance(model_ref, str):  # `model: [a]` in a YAML config
+        raise InputError("model", model_ref, "a model's name: a bundled name or Hugging Face id")
     if model is None and not model_ref:
         raise MissingInput("model", f"this {name} configuration names no model: give --model (a bundled name or Hugging Face id)")
     try:
@@ -327,7 +330,7 @@ def export_dynamo(model: ModelSpec, *, prefill: Deployment, decode: Deployment, 
             f"# dynamo {spec['version']} DynamoGraphDeployment ({spec['source']})",
             f"# workers: {backend} {engine_spec(backend)['version']} options ({engine_spec(backend)['source']})",
             f"# launch: {spec['launch'].format(file='FILE')}  (set the images first)"]
-    return "\n".join(head + [yaml_subset.dump(doc)]) + "\n"
+    return "\n".join(head + [yaml_io.dump(doc)]) + "\n"
 
 
 def read_dynamo(text: str, origin: str = "export") -> dict:
@@ -337,7 +340,7 @@ def read_dynamo(text: str, origin: str = "export") -> dict:
     from llm_codesign.spec.registry import get_model
 
     meta = _meta(text, origin)
-    doc = yaml_subset.load(text, origin)
+    doc = yaml_io.load(text, origin)
     backend = meta["backend"]
     gpu = get_gpu(meta["gpu"])
     out = {}

@@ -34,8 +34,6 @@ def _torch():
 
 
 def device_of(torch, device: str) -> str:
-    if device not in ("auto", "cuda", "cpu"):
-        raise InputError("device", device, "auto, cuda or cpu")
     if device == "auto":
         return "cuda" if torch.cuda.is_available() else "cpu"
     if device == "cuda" and not torch.cuda.is_available():
@@ -120,6 +118,20 @@ def free_bytes(torch, dev: str) -> float:
     return float(os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
 
 
+def _prepare(device: str, system: str | None, field: str, what: str, need: float, *, fp8: bool = False):
+    """torch, the device and the rows' label, after every check of the input. On an explicit CPU the
+    checks run before torch is imported: bad input reads the same with or without the measure extra."""
+    if device not in ("auto", "cuda", "cpu"):
+        raise InputError("device", device, "auto, cuda or cpu")
+    torch = None if device == "cpu" else _torch()
+    dev = device_of(torch, device) if torch else "cpu"
+    label = system_for(torch.cuda.get_device_name() if dev == "cuda" else None, system)
+    if fp8 and (dev != "cuda" or torch.cuda.get_device_capability() < (8, 9)):
+        raise InputError("dtype", "fp8", "bfloat16 on this device: FP8 GEMMs need a CUDA GPU of compute capability 8.9 or newer")
+    check_fits(field, what, need, torch, dev)
+    return torch or _torch(), dev, label
+
+
 def check_fits(field: str, what: str, need: float, torch, dev: str) -> None:
     """Refuses, before allocating, a benchmark whose tensors would take over half the free memory
     (the rest for the kernel's workspace and the allocator), instead of being killed mid-run."""
@@ -132,15 +144,11 @@ def check_fits(field: str, what: str, need: float, torch, dev: str) -> None:
 def bench_gemm(ms, nks, dtype: str, device: str = "auto", system: str | None = None, *, warmup: int = 3, repeat: int = 10) -> list[dict]:
     if dtype not in GEMM_DTYPES:
         raise InputError("dtype", dtype, " or ".join(GEMM_DTYPES))
-    torch = _torch()
-    dev = device_of(torch, device)
-    label = system_for(torch.cuda.get_device_name() if dev == "cuda" else None, system)
     fp8 = dtype == "fp8"
-    if fp8 and (dev != "cuda" or torch.cuda.get_device_capability() < (8, 9)):
-        raise InputError("dtype", dtype, "bfloat16 on this device: FP8 GEMMs need a CUDA GPU of compute capability 8.9 or newer")
     # A, B and C in BF16 (FP8 adds byte copies of A and B) for the largest GEMM
     m_, (n_, k_) = max(ms), max(nks, key=lambda t: t[0] * t[1])
-    check_fits("nk", f"{m_}x{n_}x{k_}", (2 + fp8) * (m_ * k_ + k_ * n_) + 2 * m_ * n_ + 2 * max(ms) * max(t[0] for t in nks), torch, dev)
+    torch, dev, label = _prepare(device, system, "nk", f"{m_}x{n_}x{k_}",
+                                 (2 + fp8) * (m_ * k_ + k_ * n_) + 2 * m_ * n_ + 2 * max(ms) * max(t[0] for t in nks), fp8=fp8)
     rows = []
     for n, k in nks:
         for m in ms:
@@ -165,12 +173,9 @@ def bench_decode(batches, contexts, heads: int, *, kv_heads: int, head_dim: int,
                  system: str | None = None, warmup: int = 3, repeat: int = 10) -> list[dict]:
     if heads <= 0 or kv_heads <= 0 or heads % kv_heads:
         raise InputError("kv_heads", kv_heads, f"a positive divisor of the query heads ({heads})")
-    torch = _torch()
-    dev = device_of(torch, device)
-    label = system_for(torch.cuda.get_device_name() if dev == "cuda" else None, system)
     # the query and the K and V caches of the largest batch and context, BF16
     B_, c_ = max(batches), max(contexts)
-    check_fits("batch", f"batch {B_} x context {c_}", 2.0 * B_ * head_dim * (heads + 2 * kv_heads * c_), torch, dev)
+    torch, dev, label = _prepare(device, system, "batch", f"batch {B_} x context {c_}", 2.0 * B_ * head_dim * (heads + 2 * kv_heads * c_))
     rows = []
     for ctx in contexts:
         for B in batches:

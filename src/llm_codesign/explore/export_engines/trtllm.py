@@ -5,7 +5,7 @@ from __future__ import annotations
 import shlex
 
 from llm_codesign.errors import InputError
-from llm_codesign.explore import yaml_subset
+from llm_codesign.explore import yaml_io
 from llm_codesign.explore.export_engines.base import (
     Exporter,
     check_nested,
@@ -70,14 +70,14 @@ class TRTLLMExporter(Exporter):
 
     def render(self, opts: dict, *, head: list[str], model: ModelSpec, file_name: str) -> str:
         cmd = shlex.join(["trtllm-serve", hf_id(model), "--backend", "pytorch", "--extra_llm_api_options", file_name])
-        return "\n".join(head + [f"# launch: {cmd}", yaml_subset.dump(opts)]) + "\n"
+        return "\n".join(head + [f"# launch: {cmd}", yaml_io.dump(opts)]) + "\n"
 
     def parse(self, text: str, origin: str = "export") -> tuple[dict, str | None]:
         """Its export; an `extra_llm_api_options` YAML of TorchLlmArgs fields (it names no model); or a
         `trtllm-serve MODEL --tp_size 8 ... --extra_llm_api_options FILE` command line, its flags as the
         fields they set and the YAML it names laid over them (as trtllm-serve does)."""
         if "trtllm-serve" not in code_lines(text):
-            o = yaml_subset.load(text, origin)
+            o = yaml_io.load(text, origin)
             if not isinstance(o, dict):
                 raise InputError("config", origin, "a YAML mapping of TensorRT-LLM LLM API options (extra_llm_api_options)")
             for line in text.splitlines():
@@ -96,7 +96,7 @@ class TRTLLMExporter(Exporter):
                 o[head] = v
         extra = o.pop("extra_llm_api_options", None)
         if isinstance(extra, str):
-            for k, v in yaml_subset.load(file_beside(extra, origin), extra).items():
+            for k, v in yaml_io.load(file_beside(extra, origin), extra).items():
                 o[k] = {**o[k], **v} if isinstance(v, dict) and isinstance(o.get(k), dict) else v
         pos = [w for w in pos if w != "serve"]
         return o, o.pop("model", None) or (pos[0] if pos else None)

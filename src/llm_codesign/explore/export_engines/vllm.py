@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from llm_codesign.errors import InputError
-from llm_codesign.explore import yaml_subset
+from llm_codesign.explore import yaml_io
 from llm_codesign.explore.export_engines.base import (
     Exporter,
     code_lines,
@@ -64,7 +64,7 @@ class VLLMExporter(Exporter):
         return vllm_options(model, dep, concurrency)
 
     def render(self, opts: dict, *, head: list[str], model: ModelSpec, file_name: str) -> str:
-        return "\n".join(head + [f"# launch: vllm serve --config {file_name}", yaml_subset.dump(opts)]) + "\n"
+        return "\n".join(head + [f"# launch: vllm serve --config {file_name}", yaml_io.dump(opts)]) + "\n"
 
     def parse(self, text: str, origin: str = "export") -> tuple[dict, str | None]:
         """Its export or a `vllm serve --config` YAML (keys as flags, underscores or dashes), or a `vllm
@@ -114,7 +114,7 @@ COMMAND_MARKERS = ("vllm serve", "vllm.entrypoints", "vllm-openai")  # a command
 
 def _yaml_options(text: str, origin: str) -> dict:
     """A `vllm serve --config` YAML's options by their documented names (it takes underscores too)."""
-    o = yaml_subset.load(text, origin)
+    o = yaml_io.load(text, origin)
     if not isinstance(o, dict):
         raise InputError("config", origin, "a YAML mapping of vLLM options")
     return {resolve_option("vllm", k, abbrev=False) or k: v for k, v in o.items()}
