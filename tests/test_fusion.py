@@ -4,7 +4,7 @@ each priced by hand from cost.kernels and the calibration."""
 import numpy as np
 import pytest
 
-from llm_codesign.cost import kernels as cost
+from llm_codesign.cost import gemm
 from llm_codesign.cost.calibration import calibration_for
 from llm_codesign.cost.ops import Batch, forward_ops
 from llm_codesign.errors import InputError
@@ -21,7 +21,7 @@ def cal(b200):
 
 
 def _fp8(cal, gpu, engine=None, m=64, n=8192, k=8192):
-    return float(cost.gemm_time(m, n, k, gpu, cal, math="fp8", a_bytes=1.0, w_bytes=1.0, engine=engine and get_engine(engine))[0])
+    return float(gemm.gemm_time(m, n, k, gpu, cal, math="fp8", a_bytes=1.0, w_bytes=1.0, engine=engine and get_engine(engine))[0])
 
 
 def test_quantised_gemm_in_a_step_pays_one_launch(b200, cal):
@@ -33,7 +33,7 @@ def test_quantised_gemm_in_a_step_pays_one_launch(b200, cal):
     quant = 64 * 8192 * 3.0 / (b200.hbm_bandwidth_bytes_per_s * cal.bw_eff) + cal.kernel_overhead_s
     assert sglang - trtllm == pytest.approx(quant, rel=1e-4)
     # a BF16 GEMM is priced the same in and out of a step
-    bf16 = [float(cost.gemm_time(64, 8192, 8192, b200, cal, math="bf16", a_bytes=2.0, w_bytes=2.0, engine=e)[0])
+    bf16 = [float(gemm.gemm_time(64, 8192, 8192, b200, cal, math="bf16", a_bytes=2.0, w_bytes=2.0, engine=e)[0])
             for e in (None, get_engine("vllm"))]
     assert bf16[0] == pytest.approx(bf16[1], rel=1e-6)
 
@@ -82,11 +82,11 @@ def test_attention_output_and_block_scaled_quantisation(b200, cal):
     assert ops["vllm"]["o"] - ops["trtllm"]["o"] == pytest.approx(quant, rel=1e-4)
     assert ops["vllm"]["qkv"] == pytest.approx(ops["trtllm"]["qkv"], rel=1e-9)
     # block-scaled FP8 is quantised per 1x128 group by its own kernel in every engine
-    blk = [float(cost.gemm_time(64, 8192, 8192, b200, cal, math="fp8", a_bytes=1.0, w_bytes=1.0, kernel="fp8_block", engine=get_engine(e))[0])
+    blk = [float(gemm.gemm_time(64, 8192, 8192, b200, cal, math="fp8", a_bytes=1.0, w_bytes=1.0, kernel="fp8_block", engine=get_engine(e))[0])
            for e in ("trtllm", "sglang")]
     assert blk[0] == pytest.approx(blk[1], rel=1e-9)
     trt = get_engine("trtllm")
-    assert cost.quantise_kernel(trt, 1.0, kernel="fp8_block") and not cost.quantise_kernel(trt, 1.0) and cost.quantise_kernel(None, 1.0)
+    assert gemm.quantise_kernel(trt, 1.0, kernel="fp8_block") and not gemm.quantise_kernel(trt, 1.0) and gemm.quantise_kernel(None, 1.0)
 
 
 def test_architecture_read_from_the_config():

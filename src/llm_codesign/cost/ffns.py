@@ -8,7 +8,7 @@ from statistics import NormalDist
 
 import numpy as np
 
-from llm_codesign.cost import kernels as cost
+from llm_codesign.cost import gemm
 from llm_codesign.cost.ops import _BF16, Batch, Op, _At, _comm, _elementwise, _gemm, _Step, op_builder
 from llm_codesign.spec.kinds import DenseFfn, LinearFfn, MoE, NoFfn
 from llm_codesign.spec.precision import Precision
@@ -91,18 +91,18 @@ def _expert_gemm(name, n, k, at: _At, *, load, math, a_b, w_b, kernel):
         return _gemm(name, top, n, k, at, math=math, a_b=a_b, w_b=w_b, groups=active, distinct=active, **kw)
     rest_groups = active - 1.0
     m_rest = np.where(rest_groups > 0, (on_rank - top) / np.maximum(rest_groups, 1e-30), 0.0)
-    th, ch, mh = cost.gemm_time(top, n, k, at.gpu, cal, math=math, a_bytes=a_b, w_bytes=w_b, engine=at.engine, **kw)
-    tr, cr, mr = cost.gemm_time(m_rest, n, k, at.gpu, cal, math=math, a_bytes=a_b, w_bytes=w_b, groups=rest_groups,
+    th, ch, mh = gemm.gemm_time(top, n, k, at.gpu, cal, math=math, a_bytes=a_b, w_bytes=w_b, engine=at.engine, **kw)
+    tr, cr, mr = gemm.gemm_time(m_rest, n, k, at.gpu, cal, math=math, a_bytes=a_b, w_bytes=w_b, groups=rest_groups,
                                 distinct_groups=rest_groups, engine=at.engine, **kw)
     # one launch: the second call's fixed costs (its own, an FP8/FP4 activation quantisation's and a
     # TMA-padded copy's) go
-    padded = np.asarray(cost.tma_padded(k, a_b, w_b)) > np.asarray(k)
-    fixed = cal.moe_overhead_s + (cal.kernel_overhead_s if cost.quantise_kernel(at.engine, a_b, kernel=kernel) else 0.0) + np.where(padded, cal.kernel_overhead_s, 0.0)
+    padded = np.asarray(gemm.tma_padded(k, a_b, w_b)) > np.asarray(k)
+    fixed = cal.moe_overhead_s + (cal.kernel_overhead_s if gemm.quantise_kernel(at.engine, a_b, kernel=kernel) else 0.0) + np.where(padded, cal.kernel_overhead_s, 0.0)
     t = th + np.where(tr > 0, tr - fixed, 0.0)
 
     def fb():
-        f1, b1 = cost.gemm_flops_bytes(top, n, k, a_bytes=a_b, w_bytes=w_b, c_bytes=2.0, groups=1.0, distinct_groups=1.0)
-        f2, b2 = cost.gemm_flops_bytes(m_rest, n, k, a_bytes=a_b, w_bytes=w_b, c_bytes=2.0, groups=rest_groups, distinct_groups=rest_groups)
+        f1, b1 = gemm.gemm_flops_bytes(top, n, k, a_bytes=a_b, w_bytes=w_b, c_bytes=2.0, groups=1.0, distinct_groups=1.0)
+        f2, b2 = gemm.gemm_flops_bytes(m_rest, n, k, a_bytes=a_b, w_bytes=w_b, c_bytes=2.0, groups=rest_groups, distinct_groups=rest_groups)
         return f1 + f2, b1 + b2
     return Op(name, "gemm", None, None, time=t, t_compute=ch + cr, t_memory=mh + mr, count=at.count, fb=fb, math=math)
 

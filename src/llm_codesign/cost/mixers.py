@@ -8,6 +8,7 @@ from dataclasses import replace
 import numpy as np
 
 from llm_codesign.cost import kernels as cost
+from llm_codesign.cost.arrays import Tokens
 from llm_codesign.cost.ops import _BF16, Batch, Op, _At, _attention, _comm, _elementwise, _gemm, _Step, op_builder
 from llm_codesign.spec.kinds import DSA, GQA, MLA, Attention, GatedDeltaNet, LinearMixer, Mamba2, NoMixer, Recurrent, causal_keys
 from llm_codesign.spec.precision import Precision
@@ -100,7 +101,7 @@ def _mla_proj(a: MLA, b: Batch, at: _At, P: str, *, s: _Step) -> list[Op]:
         ops.append(_gemm(f"{P}/q", M, heads_l * a.head_dim, h, at, **fa))
     ops.append(_gemm(f"{P}/kv_a", M, a.kv_lora_rank + a.rope_dim, h, at, **fa))
     # decode: weight absorption, attention runs in the latent space (DeepSeek-V2 sec. 2.1.2)
-    dec = cost.Tokens(dec_tok)
+    dec = Tokens(dec_tok)
     ops.append(_gemm(f"{P}/mla_q_absorb", dec, a.kv_lora_rank, a.nope_dim, at, groups=heads_l, **_BF16))
     ops.append(_gemm(f"{P}/mla_v_up", dec, a.v_head_dim, a.kv_lora_rank, at, groups=heads_l, **_BF16))
     # prefill: latent up-projected to per-head K and V for the chunk and its cached context

@@ -16,7 +16,9 @@ from typing import Callable, NamedTuple
 
 import numpy as np
 
+from llm_codesign.cost import gemm
 from llm_codesign.cost import kernels as cost
+from llm_codesign.cost.arrays import Tokens
 from llm_codesign.cost.calibration import Calibration
 from llm_codesign.spec.engines import AR_NORM_KERNELS, Engine
 from llm_codesign.spec.hardware import Gpu
@@ -108,15 +110,15 @@ _BF16 = {"math": "bf16", "a_b": 2.0, "w_b": 2.0, "weight": "bf16"}
 def _gemm(name, m, n, k, at: _At, *, math, a_b, w_b, groups=1.0, distinct=None, eff_scale=1.0, kernel=None, swap_ab=None,
           overhead_s=None, weight=None, fused_quant=None):
     def price():
-        return cost.gemm_time(m, n, k, at.gpu, at.cal, math=math, a_bytes=a_b, w_bytes=w_b, groups=groups, distinct_groups=distinct,
+        return gemm.gemm_time(m, n, k, at.gpu, at.cal, math=math, a_bytes=a_b, w_bytes=w_b, groups=groups, distinct_groups=distinct,
                               eff_scale=eff_scale, kernel=kernel, swap_ab=swap_ab, overhead_s=overhead_s, fused_quant=fused_quant,
                               engine=at.engine)
 
     # the time's compute and memory parts are priced again where asked (a breakdown, the roofline), not
     # held beside every GEMM of a search's chunk
-    rows = m.m if isinstance(m, cost.Tokens) else m
+    rows = m.m if isinstance(m, Tokens) else m
     return Op(name, "gemm", None, None, time=price()[0], t_compute=None, t_memory=None, count=at.count, parts=lambda: price()[1:],
-              fb=lambda: cost.gemm_flops_bytes(rows, n, k, a_bytes=a_b, w_bytes=w_b, c_bytes=2.0, groups=groups, distinct_groups=distinct),
+              fb=lambda: gemm.gemm_flops_bytes(rows, n, k, a_bytes=a_b, w_bytes=w_b, c_bytes=2.0, groups=groups, distinct_groups=distinct),
               math=math, weight=weight)
 
 
@@ -158,7 +160,7 @@ class _Step(NamedTuple):
     h: int
     dec_tok: object  # decode tokens (sequences x tokens per sequence)
     T: object  # every token of this rank's step
-    M: cost.Tokens  # T as its GEMMs share it
+    M: Tokens  # T as its GEMMs share it
     tp: object
     kvp: object
     adp: object
@@ -174,13 +176,13 @@ def _step(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, b: Batch, *, en
     math_attn = gemm_math(prec.attn, prec.activation, gpu)
     math_ffn = gemm_math(prec.weight, prec.activation, gpu)
     fp4 = gpu.supports("fp4")
-    kernels = [cost.gemm_kernel(math_attn, prec.attn.name, fp4_math=fp4), cost.gemm_kernel(math_ffn, prec.weight.name, fp4_math=fp4)]
+    kernels = [gemm.gemm_kernel(math_attn, prec.attn.name, fp4_math=fp4), gemm.gemm_kernel(math_ffn, prec.weight.name, fp4_math=fp4)]
     if engine is not None:  # the kernel the engine runs where it is not the kernel tables' (DeepGEMM's)
         kernels = [engine.gemm_kernel(gpu.family, k) for k in kernels]
     fa = {"math": math_attn, "a_b": act_b, "w_b": prec.attn.bytes_per_weight(), "kernel": kernels[0]}
     ff = {"math": math_ffn, "a_b": act_b, "w_b": prec.weight.bytes_per_weight(), "kernel": kernels[1]}
     T = dec_tok + np.asarray(b.pf_tokens, float)
-    return _Step(model.hidden, dec_tok, T, cost.Tokens(T), *(np.asarray(x, float) for x in (sh.tp, sh.kvp, sh.adp, sh.ep, sh.moe_tp)),
+    return _Step(model.hidden, dec_tok, T, Tokens(T), *(np.asarray(x, float) for x in (sh.tp, sh.kvp, sh.adp, sh.ep, sh.moe_tp)),
                  fa, ff)
 
 

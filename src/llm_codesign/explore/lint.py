@@ -8,7 +8,7 @@ from dataclasses import asdict, dataclass, replace
 
 import numpy as np
 
-from llm_codesign.cost import kernels as cost
+from llm_codesign.cost import gemm
 from llm_codesign.cost.calibration import Calibration
 from llm_codesign.cost.ffns import distinct_experts
 from llm_codesign.cost.ops import Batch, forward_ops, layer_ops, step_time
@@ -129,7 +129,7 @@ def _r1(model, gpu, cal, prec, sh, *, b, regime):
             if f <= 0:
                 continue
             math_ = op.math  # the math and weight format the operator was priced with
-            kern = cost.gemm_kernel(math_, op.weight, fp4_math=gpu.supports("fp4"))
+            kern = gemm.gemm_kernel(math_, op.weight, fp4_math=gpu.supports("fp4"))
             ridge = gpu.peak(math_) * cal.gemm_eff(kern) / (gpu.hbm_bandwidth_bytes_per_s * cal.gemm_bw(kern))
             inten = f / by
             if inten < 0.5 * ridge and float(np.sum(op.t_memory)) > float(np.sum(op.t_compute)):

@@ -24,7 +24,7 @@ import numpy as np
 
 from llm_codesign.cost import memory
 from llm_codesign.cost.calibration import BACKEND_KEYED, Calibration
-from llm_codesign.cost.kernels import reuse_gemm_prices
+from llm_codesign.cost.gemm import reuse_gemm_prices
 from llm_codesign.cost.ops import Batch, forward_ops, launches, mtp_module_ops, step_time
 from llm_codesign.cost.reuse import PriceMemo, array_key, reusing
 from llm_codesign.errors import InputError
@@ -90,7 +90,7 @@ _STEP_KERNELS: ContextVar[PriceMemo | None] = ContextVar("step_kernels", default
 def reuse_step_kernels() -> Iterator[None]:
     """Within the block a step's kernels (decode_step's and prefill_step's: operators, their time and
     launches, the draft passes) are priced once per distinct input and reused, and GEMMs too
-    (cost.kernels.reuse_gemm_prices). A serving fit (measure.calibrate) re-prices its rows ~1,300 times,
+    (cost.gemm.reuse_gemm_prices). A serving fit (measure.calibrate) re-prices its rows ~1,300 times,
     most of them changing only an engine's host costs, which no kernel reads, and some the collectives'
     latencies, which no GEMM reads. Off elsewhere: a search prices each input once."""
     # up to 4,096 steps, each with its operators: a fit's steps at the accepted parameters, several times over
