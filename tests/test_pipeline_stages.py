@@ -51,25 +51,6 @@ def test_the_slowest_stage_sets_the_step():
     assert w4 == pytest.approx((w1 - ends) * 32 / 126 + ends / 2, rel=1e-12)
 
 
-@pytest.mark.parametrize("along", ["plans", "other"])
-def test_many_pipeline_depths_at_once_equal_each_priced_alone(along):
-    # a search prices every plan's pp in one pass (uneven splits' candidate stages in one table, the
-    # slowest taken per element): each element's counts and step time as its pp priced alone, with
-    # pp along the plans' axis (rows) or along another one
-    m, g = get_model("deepseek-r1"), get_gpu("gb200")
-    cal = calibration_for(g)
-    pps = np.array([1.0, 2.0, 3.0, 4.0, 5.0, 7.0, 8.0, 16.0, 4.0, 61.0])
-    seqs = np.array([1.0, 16.0, 256.0])
-    pp, dec = (pps[:, None], seqs[None, :]) if along == "plans" else (pps[None, :], seqs[:, None])
-    ops = forward_ops(m, g, cal, m.default_precision, Plan(tp=4, pp=pp, ep=4), b=Batch(dec_seqs=dec, dec_ctx=2048, pf_tokens=dec * 8))
-    total = np.broadcast_to(sum(op.total_time for op in ops), np.broadcast_shapes(pp.shape, dec.shape))
-    for i, v in enumerate(pps):
-        for j, d in enumerate(seqs):
-            alone = forward_ops(m, g, cal, m.default_precision, Plan(tp=4, pp=v, ep=4), b=Batch(dec_seqs=d, dec_ctx=2048, pf_tokens=d * 8))
-            at = (i, j) if along == "plans" else (j, i)
-            assert total[at] == pytest.approx(float(sum(op.total_time for op in alone)), rel=1e-12), (v, d)
-
-
 def test_layer_order_sets_the_stages():
     # gpt-oss-120b alternates sliding-window (128) and full attention over 36 layers; at PP4 the stages
     # hold 5/4, 4/5, 5/4, 4/5 of them, so the last stage runs 5 full-attention layers (and the head).

@@ -11,19 +11,19 @@ type with `op_builder` (cost.mixers, cost.ffns); a kind without one refuses to b
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Callable, NamedTuple
 
 import numpy as np
 
 from llm_codesign.cost import gemm
 from llm_codesign.cost import kernels as cost
-from llm_codesign.cost.arrays import Tokens
+from llm_codesign.cost.arrays import Tokens, add
 from llm_codesign.cost.calibration import Calibration
+from llm_codesign.cost.pipeline import slowest_stage
 from llm_codesign.spec.engines import AR_NORM_KERNELS, Engine
 from llm_codesign.spec.hardware import Gpu
 from llm_codesign.spec.kinds import Ffn, Mixer, NoFfn, NoMixer
-from llm_codesign.spec.model import Layer, ModelSpec, stage_split
+from llm_codesign.spec.model import Layer, ModelSpec
 from llm_codesign.spec.plan import Plan
 from llm_codesign.spec.precision import Precision, executable, gemm_math
 
@@ -269,7 +269,8 @@ def forward_ops(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, s
     dense_tp = np.asarray(sh.tp, float) * np.asarray(sh.kvp, float)
     once = _At(np.ones_like(pp), gpu, cal, engine)  # priced once per step on the stage that runs it
     head = _tag([_gemm("lm_head", logits, model.vocab / dense_tp, model.hidden, once, **_BF16)], "lm_head", "bf16")
-    counts, head_on = _slowest_stage(model, pp, parts, head[0])
+    counts, head_on = slowest_stage(model, pp, [m for _, m in parts], part_time=lambda j: step_time(parts[j][0]),
+                                    head_time=head[0].time)
     ops: list[Op] = []
     for (p_ops, _), c in zip(parts, counts, strict=True):
         for op in p_ops:
@@ -282,98 +283,6 @@ def forward_ops(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, s
         ops += _tag([_comm("pp/send_recv", "p2p", np.where(pp > 1, T * model.hidden * 2.0, 0.0), np.where(pp > 1, 2.0, 1.0),
                            once)], "pipeline", "bf16")
     return ops
-
-
-def _slowest_stage(model: ModelSpec, pp, parts, head: Op):
-    """Layers per part (and 0/1 for the LM head) of the stage that sets the pipeline's pace. Engines
-    split consecutive layers (ModelSpec.stage_counts); a stage is as slow as its layers plus, on the
-    last, the LM head, and every micro-batch waits for the slowest (GPipe-style 1F1B schedules run
-    at the slowest stage's rate). Where every stage holds the same layers (pp dividing a regular
-    stack) that is the last, with n / pp layers of each group, as before uneven stages were priced."""
-    if len(model.groups) == 1:  # a regular stack (layer counts may be arrays in a shape sweep)
-        n = np.asarray(model.groups[0][1], float)
-        # pp dividing L, and a one-layer draft (MTP, EAGLE) spread over the target's stages as before
-        even = (n % pp == 0) | (n < pp)
-        hi, lo = np.ceil(n / pp), np.floor(n / pp)
-        t = step_time(parts[0][0])
-        last = even | (lo * t + head.time > hi * t)  # the last stage: floor(L / pp) layers and the LM head
-        return [np.where(even, n / pp, np.where(last, lo, hi))], last.astype(float)
-    values, inv = np.unique(pp, return_inverse=True)
-    inv = inv.reshape(pp.shape)
-    members = [m for _, m in parts]
-    cands = [_stage_candidates(model, int(v), members) for v in values]
-    # where one candidate stands (every stage alike, or a draft spread over the stages) it is the count
-    counts = [np.array([c[-1][j] for c in cands], float)[inv] for j in range(len(parts))]
-    head_on = np.ones_like(pp)
-    uneven = [i for i, c in enumerate(cands) if len(c) > 1]
-    if not uneven:
-        return counts, head_on
-    return _slowest_of(pp, inv=inv, cands=cands, uneven=uneven, parts=parts, head=head, counts=counts)
-
-
-def _slowest_of(pp, *, inv, cands, uneven, parts, head: Op, counts):
-    """_slowest_stage where some pp (`uneven`, indices into `cands`, each pp's candidates; `inv`, each
-    element's pp among them) splits the layers unevenly: each of those elements' slowest candidate,
-    priced at this step's per-layer time of each part."""
-    # per-layer time of each part, at this step's batch, on one flat grid
-    t_part = [step_time(p_ops) for p_ops, _ in parts]
-    shape = np.broadcast_shapes(pp.shape, np.shape(head.time), *(np.shape(t) for t in t_part))
-    t_part = [np.broadcast_to(t, shape) for t in t_part]
-    counts = [np.broadcast_to(c, shape).copy() for c in counts]
-    head_on = np.ones(shape)
-    # each uneven pp's candidates in one table, padded to the most with copies of its first (the
-    # first of equal times wins below, so a copy never does) and its last stage, the one with the LM
-    # head, last
-    n_c = max(len(cands[i]) for i in uneven)
-    table = np.zeros((len(cands), n_c, len(parts)))
-    for i in uneven:
-        c = cands[i]
-        table[i] = [*c[:-1], *[c[0]] * (n_c - len(c)), c[-1]]
-    # the elements at those pp: whole rows where pp varies along the first axis only (a search's
-    # plans), a copy of those rows cheaper than a boolean gather of the flat grid
-    sel = np.isin(inv, uneven)
-    if 0 < pp.ndim == len(shape) and pp.shape[0] == shape[0] and all(d == 1 for d in pp.shape[1:]):
-        at = np.nonzero(sel.reshape(-1))[0]
-        row = inv.reshape(-1)[at].reshape((-1,) + (1,) * (len(shape) - 1))
-    else:
-        at = np.broadcast_to(sel, shape)
-        row = np.broadcast_to(inv, shape)[at]
-    tm = [t[at] for t in t_part]
-    # the slowest candidate, the first of equal times (a running maximum: cheaper than argmax across
-    # a stack of the candidates)
-    slowest, idx = None, None
-    for c in range(n_c):
-        t = sum(table[row, c, j] * t for j, t in enumerate(tm))
-        if c == n_c - 1:
-            t = t + np.broadcast_to(head.time, shape)[at]
-        if slowest is None:
-            slowest, idx = t, np.zeros(t.shape, np.intp)
-        else:
-            idx[t > slowest] = c
-            slowest = np.maximum(slowest, t)
-    for j in range(len(parts)):
-        counts[j][at] = table[row, idx, j]
-    head_on[at] = idx == n_c - 1
-    return counts, head_on
-
-
-def _stage_candidates(model: ModelSpec, pp: int, members: list[tuple[int, ...]]) -> tuple[tuple, ...]:
-    """Layers per part of the stages that may set a pipeline of `pp` stages' pace: each distinct
-    composition at its first stage, then the last stage (which adds the LM head); one, the count
-    itself, where every stage holds the same layers or a one-layer draft (MTP, EAGLE) is spread over
-    the target's stages."""
-    return _candidates(tuple(int(n) for _, n in model.groups), model.layout, pp, tuple(members))
-
-
-@lru_cache(maxsize=1024)  # a search asks for every pp of every chunk
-def _candidates(counts: tuple[int, ...], layout: tuple[int, ...], pp: int, members: tuple[tuple[int, ...], ...]) -> tuple[tuple, ...]:
-    if pp > sum(counts):
-        return (tuple(sum(counts[g] for g in m) / pp for m in members),)
-    stages = stage_split(counts, layout, pp)
-    per = [tuple(sum(st[g] for g in m) for m in members) for st in (*dict.fromkeys(stages[:-1]), stages[-1])]
-    if all(p == per[-1] for p in per):
-        return (tuple(float(x) for x in per[-1]),)
-    return (*dict.fromkeys(per[:-1]), per[-1])
 
 
 def mtp_module_ops(model: ModelSpec, gpu: Gpu, cal: Calibration, sh: Plan, *, tokens, seqs, engine: Engine) -> list[Op]:
@@ -405,19 +314,9 @@ def step_time(ops: list[Op]):
         c, j = ops[i].count, i + 1
         while j < len(ops) and ops[j].count is c:
             j += 1
-        t = _add(np.float64(0.0), (op.time for op in ops[i:j])) * c if j - i > 1 else ops[i].time * c
-        total = _add(total, (t,))
+        t = add(np.float64(0.0), (op.time for op in ops[i:j])) * c if j - i > 1 else ops[i].time * c
+        total = add(total, (t,))
         i = j
-    return total
-
-
-def _add(total, terms):
-    """total + each term, in place where total already has the sum's shape and dtype."""
-    for t in terms:
-        if isinstance(total, np.ndarray) and total.shape == np.broadcast_shapes(total.shape, np.shape(t)) and np.result_type(total, t) == total.dtype:
-            np.add(total, t, out=total)
-        else:
-            total = total + t
     return total
 
 
