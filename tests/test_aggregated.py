@@ -237,57 +237,6 @@ def test_more_requests_never_make_a_request_faster(name, gid, tp, backend, lengt
         assert np.all(np.diff(v) >= -1e-9 * v[1:]), k
 
 
-@pytest.mark.parametrize("isl", [128, 1024, 8192])
-def test_wave_prefill_priced_once_at_the_budget_equals_every_element(isl):
-    """_once_at_cap prices a search grid's wave prefill once per plan where it fills the step budget:
-    the same numbers, bit for bit, as pricing every element, with elements below the budget (short
-    prompts, few requests) and without (8k prompts fill an 8k budget alone)."""
-    from llm_codesign.serve import aggregated as agg
-
-    m, g = get_model("deepseek-r1"), get_gpu("b200")
-    costs = get_engine("trtllm").costs(calibration_for(g))
-    prec = Precision.of("nvfp4", kv="fp8")
-    tp = np.array([8, 4, 1, 2])[:, None, None]
-    sh = Plan(tp=tp, pp=np.array([1, 2, 1, 1])[:, None, None], ep=np.array([8, 8, 8, 4])[:, None, None],
-                  moe_tp=np.array([1, 1, 1, 2])[:, None, None], adp=8 // tp // np.array([1, 2, 1, 1])[:, None, None],
-                  kvp=np.ones((4, 1, 1), int))
-    running = np.array([1, 3, 7, 8, 64, 2048], float)[None, :, None] * np.ones((4, 1, 3))
-    mnt, new = np.asarray(8192.0), np.asarray(float(isl))
-    tokens = np.minimum(mnt, running * new)
-    chunk = np.minimum(new, mnt)
-
-    def price(sh_, t, i, c, cached):
-        return agg.prefill_step(m, g, prec, sh_, costs=costs, tokens=t, isl=i, chunk=c, cached=cached)
-
-    direct = np.broadcast_to(price(sh, tokens, new, chunk, np.asarray(0.0)), tokens.shape)
-    once = agg._once_at_cap(price, sh, tokens, mnt, new, chunk, np.asarray(0.0))
-    assert once.shape == direct.shape and np.array_equal(once, direct)
-    assert (tokens < mnt).any() == (isl < 8192)
-
-
-def test_once_at_cap_falls_back_where_the_price_varies_along_other_axes():
-    """Inputs that vary along an axis but the first (a plan field over batches; the price itself over a
-    design's shapes) take the direct path: the same values as pricing each element, never a crash."""
-    from llm_codesign.serve.aggregated import _once_at_cap
-
-    tokens = np.minimum(8.0, np.arange(1.0, 13.0).reshape(2, 6))  # 2 rows, some at the cap of 8
-
-    def price(sh, t, extra):
-        return np.asarray(sh.tp, float) * 1e3 + np.asarray(t, float) * 10.0 + np.asarray(extra, float)
-
-    by_row = Plan(tp=np.array([[1], [2]]))
-    direct = price(by_row, tokens, np.asarray(0.5))
-    assert np.array_equal(_once_at_cap(price, by_row, tokens, np.asarray(8.0), np.asarray(0.5)), direct)  # the fast path
-    across = Plan(tp=np.array([[1, 2, 1, 2, 1, 2]]))  # varies along the second axis
-    assert np.array_equal(_once_at_cap(price, across, tokens, np.asarray(8.0), np.asarray(0.5)), price(across, tokens, 0.5))
-    hidden = np.array([[3.0], [4.0]])  # what the price varies by without being given it, as a design's model shapes
-
-    def shaped(sh, t, extra):
-        return price(sh, t, extra) * hidden
-
-    assert np.array_equal(_once_at_cap(shaped, by_row, tokens, np.asarray(8.0), np.asarray(0.5)), shaped(by_row, tokens, 0.5))
-
-
 def test_a_draft_pass_priced_once_per_batch_equals_pricing_every_k():
     # DeepSeek-R1 with MTP on GB200 over (plans, batches, k): the draft pass is priced once per (plan,
     # batch) and again where the KV cache caps the running sequences differently at some k (the large

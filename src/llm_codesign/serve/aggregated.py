@@ -28,6 +28,7 @@ from llm_codesign.cost.gemm import reuse_gemm_prices
 from llm_codesign.cost.ops import Batch, forward_ops, launches, mtp_module_ops, step_time
 from llm_codesign.cost.reuse import PriceMemo, array_key, reusing
 from llm_codesign.errors import InputError
+from llm_codesign.serve.broadcast import once_along_last, once_at_cap
 from llm_codesign.spec.engines import TRTLLM, Engine, EngineCosts
 from llm_codesign.spec.hardware import Gpu
 from llm_codesign.spec.kinds import GQA, DenseFfn
@@ -141,8 +142,8 @@ def _decode_kernels(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, co
             return t_pass, kernels_time([op for op in dops if op.name == "lm_head"], gpu, costs)
 
         # a draft pass has no k in it: over a search's (plans, batches, k) grid it is priced once per
-        # (plan, batch) wherever the sequences running are the same at every k (_once_along_last)
-        t_rest, head = draft_pass(dsh, b, ctx) if np.ndim(model.hidden) else _once_along_last(draft_pass, dsh, b, ctx)
+        # (plan, batch) wherever the sequences running are the same at every k (once_along_last)
+        t_rest, head = draft_pass(dsh, b, ctx) if np.ndim(model.hidden) else once_along_last(draft_pass, dsh, b, ctx)
         if spec.method in ("mtp", "eagle3"):
             # EAGLE-style drafting (TensorRT-LLM's MTP in Eagle mode, its default for DeepSeek,
             # _torch/speculative/mtp.py; EAGLE-3 in TensorRT-LLM and vLLM): the first pass runs the draft
@@ -384,78 +385,18 @@ def _prefill_wave(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, r: _
     def price(sh_, tokens, isl, chunk, cached):
         return prefill_step(model, gpu, prec, sh_, costs=costs, tokens=tokens, isl=isl, chunk=chunk, cached=cached)
 
-    def below_cap(sh_, tokens, cap, *args):  # _once_at_cap as _once_along_last prices: a tuple
-        return (_once_at_cap(price, sh_, tokens, cap, *args),)
+    def below_cap(sh_, tokens, cap, *args):  # once_at_cap as once_along_last prices: a tuple
+        return (once_at_cap(price, sh_, tokens, cap, *args),)
 
     if np.ndim(model.hidden):  # a design's array of shapes: the price varies along their axes too
         t_wave_step = price(sh, wave_tok, r.new, r.chunk, r.cached)
     else:
         # a wave's prefill has no k in it: priced at k's first column and again only where the
-        # sequences running differ along k (_once_along_last), each column once per plan where it
-        # fills the budget (_once_at_cap)
-        t_wave_step, = _once_along_last(below_cap, sh, wave_tok, r.mnt, r.new, r.chunk, r.cached)
+        # sequences running differ along k (once_along_last), each column once per plan where it
+        # fills the budget (once_at_cap)
+        t_wave_step, = once_along_last(below_cap, sh, wave_tok, r.mnt, r.new, r.chunk, r.cached)
     return wave_tok, t_wave_step, np.where(r.pipelined, n_wave + r.pp - 1.0, n_wave * r.pp) * t_wave_step
 
-
-def _once_at_cap(price, sh: Plan, tokens, cap, *args):
-    """price(sh, tokens, *args) where tokens = min(cap, demand), the elements at the cap priced once per
-    deployment row: in a search's (plans, batches, k) grid a wave's prefill step fills the token budget
-    from a few requests on (41 of 42 elements repeat one on DeepSeek-R1 at 1k/1k). Applies where every
-    input but `tokens` varies along the first axis only (and the price with them); the same values as
-    pricing every element."""
-    fields = sh.sizes
-    full = np.broadcast_shapes(np.shape(tokens), *(np.shape(x) for x in (*fields, cap, *args)))
-    if len(full) < 2 or any(np.ndim(x) and (np.ndim(x) != len(full) or any(d != 1 for d in np.shape(x)[1:]))
-                            for x in (*fields, cap, *args)):
-        return price(sh, tokens, *args)
-    lead = (full[0],) + (1,) * (len(full) - 1)
-    at_cap = price(sh, np.broadcast_to(cap, lead), *args)
-    if np.shape(at_cap) != lead:  # the price varies along other axes too
-        return price(sh, tokens, *args)
-    tokens = np.broadcast_to(tokens, full)
-    below = tokens < cap
-    if not below.any():
-        return np.array(np.broadcast_to(at_cap, full))  # writable, as every other path's
-    rows = np.nonzero(below)[0]
-
-    def pick(x):  # an input's value for each element below the cap (by its row)
-        return np.asarray(x).reshape(()) if np.size(x) == 1 else np.asarray(x).reshape(-1)[rows]
-
-    vals = price(Plan(*(pick(f) for f in fields)), tokens[below], *(pick(a) for a in args))
-    if np.shape(vals) != rows.shape:  # the price varies along the first axis with what it is not given (a design's model shapes)
-        return price(sh, tokens, *args)
-    out = np.array(np.broadcast_to(at_cap, full))
-    out[below] = vals
-    return out
-
-
-def _once_along_last(price, sh: Plan, b, *args):
-    """price(sh, b, *args), a tuple of arrays, where only `b` varies along the last axis (a search's
-    draft lengths k): priced once at b[..., :1] and again only at the elements where b differs from
-    it (sequences the KV cache caps differently at each k). The same values as pricing every element."""
-    fields = sh.sizes
-    full = np.broadcast_shapes(np.shape(b), *(np.shape(x) for x in (*fields, *args)))
-    if (len(full) < 2 or full[-1] == 1 or np.ndim(b) != len(full)
-            or any(np.ndim(x) == len(full) and np.shape(x)[-1] != 1 for x in (*fields, *args))):
-        return price(sh, b, *args)
-    b = np.asarray(b)
-    col = b[..., :1]
-    once = price(sh, col, *args)
-    if any(np.ndim(o) == len(full) and np.shape(o)[-1] != 1 for o in once):  # it varies along k with what it is not given
-        return price(sh, b, *args)
-    out = [np.array(np.broadcast_to(o, full)) for o in once]  # writable
-    differ = b != col
-    if differ.any():
-        at = np.nonzero(differ)
-
-        def pick(x):  # an input's value at each element that differs (inputs broadcast right-aligned)
-            x = np.asarray(x)
-            lead = len(full) - x.ndim
-            return x if x.ndim == 0 else x[tuple(i if s > 1 else 0 for i, s in zip(at[lead:], x.shape, strict=True))]
-
-        for o, v in zip(out, price(Plan(*(pick(f) for f in fields)), b[differ], *(pick(a) for a in args)), strict=True):
-            o[differ] = v
-    return tuple(out)
 
 
 def _own_prefill(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, r: _Rank, costs: EngineCosts, n_span):
