@@ -40,7 +40,7 @@ def test_quantised_gemm_in_a_step_pays_one_launch(b200, cal):
 
 def _elementwise(model, gpu, cal, plan, engine):
     ops = forward_ops(model, gpu, cal, Precision.of("fp8"), plan.broadcast(), b=Batch(dec_seqs=16, dec_ctx=1024), engine=get_engine(engine))
-    return next(float(o.time) for o in ops if o.name.endswith("/elementwise"))
+    return next(float(o.time) for o in ops if o.role == "elementwise")
 
 
 def test_norms_fold_into_the_all_reduce_where_the_engine_fuses_them(b200, cal):
@@ -67,14 +67,14 @@ def test_norms_fold_into_the_all_reduce_where_the_engine_fuses_them(b200, cal):
     # the kernel tables (no engine) fuse nothing: TP8's two norm kernels launch outside the all-reduce
     assert _elementwise(llama, b200, cal, tp8, "sglang") == pytest.approx(
         next(float(o.time) for o in forward_ops(llama, b200, cal, Precision.of("fp8"), tp8.broadcast(), b=Batch(dec_seqs=16, dec_ctx=1024))
-             if o.name.endswith("/elementwise")), rel=1e-9)
+             if o.role == "elementwise"), rel=1e-9)
 
 
 def test_attention_output_and_block_scaled_quantisation(b200, cal):
     # vLLM does not fuse the attention output's quantisation by default (fuse_attn_quant off): its output
     # projection pays the quantise kernel TensorRT-LLM's attention op saves; both fuse the others
     llama = get_model("llama-3.1-70b")
-    ops = {e: {o.name.split("/")[-1]: float(o.time) for o in forward_ops(llama, b200, cal, Precision.of("fp8"), Plan(tp=8).broadcast(),
+    ops = {e: {o.role: float(o.time) for o in forward_ops(llama, b200, cal, Precision.of("fp8"), Plan(tp=8).broadcast(),
                                                                           b=Batch(dec_seqs=64, dec_ctx=1024), engine=get_engine(e))}
            for e in ("trtllm", "vllm")}
     # o: 64 tokens x K = 64 heads x 128 / TP 8

@@ -10,7 +10,7 @@ import numpy as np
 
 from llm_codesign.cost import gemm
 from llm_codesign.cost.calibration import Calibration
-from llm_codesign.cost.ffns import distinct_experts
+from llm_codesign.cost.ffns import EXPERT_GEMMS, distinct_experts
 from llm_codesign.cost.ops import Batch, forward_ops, layer_ops, step_time
 from llm_codesign.errors import InputError
 from llm_codesign.serve.aggregated import decode_step, evaluate
@@ -119,10 +119,11 @@ def _r1(model, gpu, cal, prec, sh, *, b, regime):
         return out  # at latency batches every GEMM is memory-bound by design; the rule is about throughput
     seen = set()
     for layer, n in model.groups:
-        for op in layer_ops(model, layer, float(n), gpu, cal, prec=prec, sh=sh, b=b, prefix="layer"):
-            if op.kind != "gemm" or op.name.endswith(("router", "mla_q_absorb", "mla_v_up", "mla_kv_up")):
+        # unprefixed: the operators' names (attn/qkv, moe/experts_down) are where the findings point
+        for op in layer_ops(model, layer, float(n), gpu, cal, prec=prec, sh=sh, b=b, prefix=""):
+            if op.kind != "gemm" or op.role in ("router", "mla_q_absorb", "mla_v_up", "mla_kv_up"):
                 continue
-            key = op.name.split("/", 1)[1]
+            key = op.name
             if key in seen:
                 continue
             f, by = float(np.sum(op.flops)), float(np.sum(op.bytes))
@@ -136,8 +137,8 @@ def _r1(model, gpu, cal, prec, sh, *, b, regime):
                 seen.add(key)
                 t, tc = float(np.sum(op.time)), float(np.sum(op.t_compute))
                 pct = 100.0 * (t / max(tc, 1e-15) - 1.0)
-                thin = "expert" in op.name
-                out.append(Finding("R1", "warning", op.name.replace("layer/", ""),
+                thin = op.role in EXPERT_GEMMS
+                out.append(Finding("R1", "warning", op.name,
                                    f"{inten:.0f} FLOP/B at {REGIMES['throughput'][0]} decode + {REGIMES['throughput'][2]} prefill tokens, "
                                    f"ridge point {ridge:.0f} FLOP/B on {gpu.name}: memory-bound, {pct:.0f}% slower than at its compute roofline",
                                    pct, "fewer, wider experts (more tokens per expert) or larger expert-parallel batches" if thin
@@ -352,14 +353,14 @@ def _r6(model, gpu, cal, prec, sh, *, b):
     # the slowest stage sets a pipeline's pace (cost.ops forward_ops splits layers as engines do):
     # its step against the same layers spread evenly (L / pp of each kind, the LM head on the last)
     one = forward_ops(model, gpu, cal, prec, sh, b=b)
-    head = float(sum(np.sum(op.total_time) for op in one if op.name == "lm_head"))
+    head = float(sum(np.sum(op.total_time) for op in one if op.part == "lm_head"))
     layers = float(step_time(one)) - head
     costs = []
     for pp in (2, 4, 8):
         if pp > L:
             continue
         ops = forward_ops(model, gpu, cal, prec, replace(sh, pp=pp), b=b)
-        stage = float(sum(np.sum(op.total_time) for op in ops if not op.name.startswith("pp/")))
+        stage = float(sum(np.sum(op.total_time) for op in ops if op.part != "pipeline"))
         costs.append((100.0 * (stage / (layers / pp + head) - 1.0), pp, model.stage_counts(pp)))
     if costs:
         pct, pp, stages = max(costs)

@@ -19,6 +19,7 @@ import numpy as np
 from llm_codesign.cost import gemm
 from llm_codesign.cost import kernels as cost
 from llm_codesign.cost.calibration import Calibration
+from llm_codesign.cost.ffns import EXPERT_GEMMS
 from llm_codesign.cost.ops import Batch, layer_ops
 from llm_codesign.errors import InputError
 from llm_codesign.spec.hardware import get_gpu
@@ -296,7 +297,7 @@ def _moe(rows, gpu):
             cal_row = replace(cal, moe_routing_alpha=alpha)  # each row is priced at the routing it was measured with
             ops = layer_ops(m, m.groups[0][0], 1.0, gpu, cal_row, prec=prec, sh=sh, b=b, prefix="moe")
             # the measured block: the expert GEMMs and the activation between them (no router, no comms)
-            out[idx] = sum(np.broadcast_to(o.time, (len(idx),)) for o in ops if "experts_" in o.name or "/permute" in o.name or o.kind == "elementwise") * 1e3
+            out[idx] = sum(np.broadcast_to(o.time, (len(idx),)) for o in ops if o.role in EXPERT_GEMMS or o.kind == "elementwise") * 1e3
         return out
     return price, lab
 

@@ -139,7 +139,7 @@ def _decode_kernels(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, co
             t_pass = kernels_time(dops, gpu, costs)
             if spec.method == "mtp":
                 t_pass = t_pass + kernels_time(mtp_module_ops(dm, gpu, cal, sh_, tokens=b_, seqs=b_, engine=costs.engine), gpu, costs)
-            return t_pass, kernels_time([op for op in dops if op.name == "lm_head"], gpu, costs)
+            return t_pass, kernels_time([op for op in dops if op.part == "lm_head"], gpu, costs)
 
         # a draft pass has no k in it: over a search's (plans, batches, k) grid it is priced once per
         # (plan, batch) wherever the sequences running are the same at every k (once_along_last)
@@ -155,7 +155,7 @@ def _decode_kernels(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, co
                 t_first = t_first + kernels_time(mtp_module_ops(dm, gpu, cal, dsh, tokens=b * (1.0 + k), seqs=b, engine=costs.engine), gpu, costs)
             else:
                 first = forward_ops(dm, gpu, cal, prec, dsh, b=Batch(dec_seqs=b, dec_ctx=ctx, dec_tokens_per_seq=1.0 + k), engine=costs.engine)
-                t_first = kernels_time([op for op in first if op.name != "lm_head"], gpu, costs) + head
+                t_first = kernels_time([op for op in first if op.part != "lm_head"], gpu, costs) + head
             t_draft = np.where(k > 0, t_first + (k - 1.0) * t_rest, 0.0)
         else:
             t_draft = k * t_rest
@@ -199,14 +199,11 @@ def _last_layer_time(model: ModelSpec, ops, gpu: Gpu, costs: EngineCosts) -> obj
     what one more such layer costs at that step's batch, as DeepSeek's MTP block does in the first
     draft pass."""
     last = model.groups[-1][0]
-    if len(model.groups) == 1:
-        prefixes: tuple[str, ...] = ("layer/",)
-    else:
-        ia = next(i for i, (layer, _) in enumerate(model.groups) if layer.attn == last.attn)
-        jf = next(i for i, (layer, _) in enumerate(model.groups) if layer.ffn == last.ffn)
-        prefixes = (f"layer{ia}/attn/", f"layer{jf}/ffn/", f"layer{jf}/moe/", f"layer{jf}/elementwise")
+    ia = next(i for i, (layer, _) in enumerate(model.groups) if layer.attn == last.attn)
+    jf = next(i for i, (layer, _) in enumerate(model.groups) if layer.ffn == last.ffn)
     per = pdl_per_launch(gpu, costs)
-    return sum(op_step_time(op, per, one_layer=True) for op in ops if op.name.startswith(prefixes))
+    # its attention half's operators, priced under group ia, and its FFN half's and elementwise work, under jf
+    return sum(op_step_time(op, per, one_layer=True) for op in ops if op.group == (ia if op.part == "attention" else jf))
 
 
 def prefill_step(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, costs: EngineCosts, tokens, isl, chunk,
