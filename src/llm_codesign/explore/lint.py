@@ -415,9 +415,9 @@ def _r7(model, gpu, cal, prec):
         k = 1 if mla else min(kvh)
         moe = next((layer.ffn for layer, _ in model.groups if isinstance(layer.ffn, MoE)), None)
         ep = 8 if moe and moe.experts % 8 == 0 else 1  # experts whole on one GPU where they split, as lint's plan
-        mtp = 8 // ep if moe else 1
-        base_plan = Plan(tp=8, ep=ep, moe_tp=mtp)
-        helix = Plan(tp=k, kvp=8 // k, ep=ep, moe_tp=mtp)
+        moe_tp = 8 // ep if moe else 1
+        base_plan = Plan(tp=8, ep=ep, moe_tp=moe_tp)
+        helix = Plan(tp=k, kvp=8 // k, ep=ep, moe_tp=moe_tp)
         ctx = 131072 if not model.max_context else min(131072, model.max_context - 256)
         if int(validity(model, gpu, base_plan, 8)) < 0 and int(validity(model, gpu, helix, 8)) < 0:
             # Helix's gain is the cache: each GPU holds 1/KVP of every sequence, so 8 GPUs hold more long

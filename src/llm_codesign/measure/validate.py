@@ -302,8 +302,8 @@ def _plan(rows: list[dict], pool: str, is_moe: bool) -> Plan:
     adp = np.array([_int(r, f"{pool}_attention_dp") for r in rows])
     ep = np.array([_int(r, f"{pool}_ep") for r in rows]) if is_moe else np.ones(len(rows), dtype=np.int64)
     # the experts' tensor split is what EP leaves of the instance's GPUs (Plan.parse)
-    mtp = np.maximum(tp * adp // ep, 1) if is_moe else np.ones(len(rows), dtype=np.int64)
-    return Plan(tp, np.ones(len(rows), dtype=np.int64), ep, mtp, adp, np.ones(len(rows), dtype=np.int64))
+    moe_tp = np.maximum(tp * adp // ep, 1) if is_moe else np.ones(len(rows), dtype=np.int64)
+    return Plan(tp, np.ones(len(rows), dtype=np.int64), ep, moe_tp, adp, np.ones(len(rows), dtype=np.int64))
 
 
 def pool_deployment(gpu, plan: Plan, prec: Precision, *, engine, spec=None, max_num_tokens=None) -> Deployment:

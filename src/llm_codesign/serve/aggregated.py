@@ -263,7 +263,7 @@ def evaluate(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, plan
     """
     sh = plan.broadcast()
     costs = engine.costs(cal)
-    tp, pp, ep, mtp, adp, kvp = (np.asarray(x, float) for x in plan.arrays())
+    tp, pp, ep, moe_tp, adp, kvp = (np.asarray(x, float) for x in plan.arrays())
     gpus = tp * adp * kvp * pp
     C = np.asarray(concurrency, float)
     isl = np.asarray(isl, float)
