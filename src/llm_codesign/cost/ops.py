@@ -143,7 +143,8 @@ def _gemm(label: _Label, m, n, k, at: _At, *, math, a_b, w_b, groups=1.0, distin
     # held beside every GEMM of a search's chunk
     rows = m.m if isinstance(m, Tokens) else m
     return _op(label, "gemm", at, time=price()[0], split=lambda: price()[1:],
-               work=lambda: gemm.gemm_flops_bytes(rows, n, k, a_bytes=a_b, w_bytes=w_b, c_bytes=2.0, groups=groups, distinct_groups=distinct),
+               work=lambda: gemm.gemm_flops_bytes(rows, n, k, a_bytes=a_b, w_bytes=w_b, c_bytes=2.0, groups=groups,
+                                                  distinct_groups=distinct),
                math=math, weight=weight)
 
 
@@ -154,7 +155,8 @@ def _comm(label: _Label, op, nbytes, n, at: _At):
 
 def _comm_of(label: _Label, t, nbytes, at: _At):
     """A collective of `nbytes` that takes `t` (a caller's own pricing of it: Helix's overlapped exchange)."""
-    return _op(label, "comm", at, time=t, split=(0.0, 0.0), work=lambda: (np.zeros_like(t), np.where(t > 0, np.asarray(nbytes, float), 0.0)))
+    return _op(label, "comm", at, time=t, split=(0.0, 0.0),
+               work=lambda: (np.zeros_like(t), np.where(t > 0, np.asarray(nbytes, float), 0.0)))
 
 
 def _elementwise(label: _Label, nbytes, kernels, at: _At):
@@ -271,7 +273,7 @@ def forward_ops(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, s
     multi = len(model.groups) > 1
     if not multi:
         layer, n = model.groups[0]
-        parts.append((layer_ops(model, layer, 1.0, gpu, cal, prec=prec, sh=sh, b=b, prefix="layer", engine=engine, group=0), (0,)))
+        parts.append((layer_ops(model, layer, 1.0, gpu, cal, prec=prec, sh=sh, b=b, prefix="layer", engine=engine), (0,)))
     else:
         # layers that share an attention (or FFN) half are priced once, with the summed layer count
         # (DeepSeek's dense and MoE layers share MLA; gpt-oss's sliding and full layers share experts)
@@ -280,22 +282,24 @@ def forward_ops(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, s
             for i, (layer, _) in enumerate(model.groups):
                 seen.setdefault(key(layer), [i, layer, []])[2].append(i)
             for i, layer, members in seen.values():
-                parts.append((layer_ops(model, layer, 1.0, gpu, cal, prec=prec, sh=sh, b=b, prefix=f"layer{i}", parts=(part,), engine=engine,
-                                        group=i), tuple(members)))
+                half = layer_ops(model, layer, 1.0, gpu, cal, prec=prec, sh=sh, b=b, prefix=f"layer{i}", parts=(part,), engine=engine,
+                                 group=i)
+                parts.append((half, tuple(members)))
     # LM head: the sampled positions only (every decode token, one per prefilled sequence)
     logits = np.asarray(b.dec_seqs, float) * b.dec_tokens_per_seq + np.asarray(b.pf_seqs, float)
     dense_tp = np.asarray(sh.tp, float) * np.asarray(sh.kvp, float)
     once = _At(np.ones_like(pp), gpu, cal, engine)  # priced once per step on the stage that runs it
     head = _gemm(Site("", "lm_head") / "lm_head", logits, model.vocab / dense_tp, model.hidden, once, **_BF16)
-    counts, head_on = slowest_stage(model, pp, [m for _, m in parts], part_time=lambda j: step_time(parts[j][0]), head_time=head.time)
+    counts, head_on = slowest_stage(model, pp, [m for _, m in parts], part_time=lambda j: step_time(parts[j][0]),
+                                    head_time=head.time)
     # each part's operators counted by the layers of the slowest stage that run them (one count object
     # per part, as step_time sums them)
     ops = [op.replace(count=c) for (p_ops, _), c in zip(parts, counts, strict=True) for op in p_ops]
     ops.append(head.replace(count=head_on))
     if np.any(pp > 1):
         T = np.asarray(b.dec_seqs, float) * b.dec_tokens_per_seq + np.asarray(b.pf_tokens, float)
-        ops.append(_comm(Site("pp", "pipeline") / "send_recv", "p2p", np.where(pp > 1, T * model.hidden * 2.0, 0.0), np.where(pp > 1, 2.0, 1.0),
-                         once))
+        ops.append(_comm(Site("pp", "pipeline") / "send_recv", "p2p", np.where(pp > 1, T * model.hidden * 2.0, 0.0),
+                         np.where(pp > 1, 2.0, 1.0), once))
     return ops
 
 

@@ -102,18 +102,19 @@ def lint(model: ModelSpec, gpu: Gpu, cal: Calibration, regime: str = "throughput
     sh = Plan(tp=tp, ep=ep, moe_tp=(tp // ep) if moe else 1)
     b = _batch(regime)
     out: list[Finding] = []
-    out += _r1(model, gpu, cal, prec, sh, b=b, regime=regime)
-    out += _r2(model, gpu, cal, prec, sh, b=b, tp=tp)
-    out += _r3(model, gpu, cal, prec, tp, proxy_file=proxy_file)
-    out += _r4(model)
-    out += _r5(model, gpu, cal, prec, sh)
-    out += _r6(model, gpu, cal, prec, sh, b=b)
-    out += _r7(model, gpu, cal, prec)
-    out += _r8(model, prec, proxy_file=proxy_file)
+    out += _memory_bound_gemm(model, gpu, cal, prec, sh, b=b, regime=regime)
+    out += _tile_alignment(model, gpu, cal, prec, sh, b=b, tp=tp)
+    out += _width_vs_depth(model, gpu, cal, prec, tp, proxy_file=proxy_file)
+    out += _quantization_readiness(model)
+    out += _moe_shape(model, gpu, cal, prec, sh)
+    out += _pipeline_regularity(model, gpu, cal, prec, sh, b=b)
+    out += _parallel_readiness(model, gpu, cal, prec)
+    out += _trust_region(model, prec, proxy_file=proxy_file)
     return sorted(out, key=lambda f: (-SEVERITY_ORDER[f.severity], -f.cost_pct))
 
 
-def _r1(model, gpu, cal, prec, sh, *, b, regime):
+def _memory_bound_gemm(model, gpu, cal, prec, sh, *, b, regime):
+    """R1: the layer GEMMs below half the ridge point at the throughput regime's batch, with what their memory time costs."""
     out = []
     if regime != "throughput":
         return out  # at latency batches every GEMM is memory-bound by design; the rule is about throughput
@@ -146,7 +147,9 @@ def _r1(model, gpu, cal, prec, sh, *, b, regime):
     return out
 
 
-def _r2(model, gpu, cal, prec, sh, *, b, tp):
+def _tile_alignment(model, gpu, cal, prec, sh, *, b, tp):
+    """R2: widths per GPU off the tile grid (256 on Blackwell, else 128), each priced against its aligned
+    neighbours; the vocabulary."""
     out = []
     unit = 256 if gpu.family == "blackwell" else 128
     dims = [("hidden", model.hidden, 1)]
@@ -203,7 +206,8 @@ def _wider(model: ModelSpec, *, tp: int, hidden: int, layers: int, scale: float)
     return replace(model, hidden=hidden, groups=tuple(groups))
 
 
-def _r3(model, gpu, cal, prec, tp, *, proxy_file=None):
+def _width_vs_depth(model, gpu, cal, prec, tp, *, proxy_file=None):
+    """R3: what depth costs at batch 1 and an equal-parameter wider variant, judged as design would."""
     L, h = model.num_layers, model.hidden
     aspect = h / L
     if L < 16:
@@ -269,8 +273,8 @@ def _judge_wider(model, wide, prec, *, proxy_file) -> tuple[str, str]:
     return "", acc
 
 
-def _r8(model, prec, *, proxy_file=None):
-    """The shape outside the envelope at its scale (explore.envelope), with its accuracy cost against the published
+def _trust_region(model, prec, *, proxy_file=None):
+    """R8: the shape outside the envelope at its scale (explore.envelope), with its accuracy cost against the published
     model of its kind nearest its size (as design's reference without a baseline) and that cost's band."""
     from llm_codesign.explore import accuracy_model, quality
     from llm_codesign.explore.design import reference
@@ -296,7 +300,8 @@ def _r8(model, prec, *, proxy_file=None):
                     "accept an accuracy no published model vouches for")]
 
 
-def _r4(model):
+def _quantization_readiness(model):
+    """R4: widths the FP4 and FP8-block scale blocks do not divide; head dims outside the fast attention kernels."""
     out = []
     dims = {"hidden": model.hidden}
     for layer, _ in model.groups:
@@ -322,7 +327,8 @@ def _r4(model):
     return out
 
 
-def _r5(model, gpu, cal, prec, sh):
+def _moe_shape(model, gpu, cal, prec, sh):
+    """R5: experts that do not split over EP, and the experts a decode batch reads."""
     out = []
     for layer, _ in model.groups:
         f = layer.ffn
@@ -347,7 +353,8 @@ def _r5(model, gpu, cal, prec, sh):
     return out
 
 
-def _r6(model, gpu, cal, prec, sh, *, b):
+def _pipeline_regularity(model, gpu, cal, prec, sh, *, b):
+    """R6: the slowest pipeline stage against an even split, and layer kinds of unequal time."""
     out = []
     L = model.num_layers
     # the slowest stage sets a pipeline's pace (cost.ops forward_ops splits layers as engines do):
@@ -391,7 +398,8 @@ def _r6(model, gpu, cal, prec, sh, *, b):
     return out
 
 
-def _r7(model, gpu, cal, prec):
+def _parallel_readiness(model, gpu, cal, prec):
+    """R7: heads and KV heads TP does not split, and Helix against TP8 for long-context decode."""
     out = []
     kvh = sorted({layer.attn.kv_heads for layer, _ in model.groups if isinstance(layer.attn, GQA)})
     heads = sorted({layer.attn.heads for layer, _ in model.groups if isinstance(layer.attn, (GQA, MLA))})
