@@ -13,7 +13,7 @@ from llm_codesign.cost.calibration import Calibration
 from llm_codesign.cost.ffns import EXPERT_GEMMS, distinct_experts
 from llm_codesign.cost.ops import Batch, forward_ops, layer_ops, step_time
 from llm_codesign.errors import InputError
-from llm_codesign.serve.aggregated import decode_step, evaluate
+from llm_codesign.serve.aggregated import Serving, decode_step, evaluate
 from llm_codesign.spec.engines import TRTLLM
 from llm_codesign.spec.hardware import Gpu
 from llm_codesign.spec.kinds import GQA, MLA, DenseFfn, GatedDeltaNet, Mamba2, MoE, NoFfn, NoMixer
@@ -213,7 +213,7 @@ def _width_vs_depth(model, gpu, cal, prec, tp, *, proxy_file=None):
     if L < 16:
         return []
     plan = Plan(tp=tp, ep=1, moe_tp=tp if model.is_moe else 1)
-    base = evaluate(model, gpu, cal, prec, plan, concurrency=1, isl=1024, osl=256)
+    base = evaluate(model, Serving(gpu=gpu, prec=prec, plan=plan), cal=cal, concurrency=1, isl=1024, osl=256)
     # equal-parameter wider variant: 3/4 of the layers, width scaled by sqrt(4/3) and re-aligned
     L2 = max(int(round(L * 0.75)), 1)
     scale = math.sqrt(L / L2)
@@ -224,7 +224,7 @@ def _width_vs_depth(model, gpu, cal, prec, tp, *, proxy_file=None):
     wide = _wider(model, tp=tp, hidden=h2, layers=L2, scale=scale)
     if int(validity(wide, gpu, plan, tp)) >= 0:
         return []
-    w = evaluate(wide, gpu, cal, prec, plan, concurrency=1, isl=1024, osl=256)
+    w = evaluate(wide, Serving(gpu=gpu, prec=prec, plan=plan), cal=cal, concurrency=1, isl=1024, osl=256)
     t0, t1 = float(np.ravel(base["tpot_s"])[0]), float(np.ravel(w["tpot_s"])[0])
     # one all-reduce per attention or mixer half and per FFN half (Nemotron-H layers have only one)
     halves = sum(n * ((not isinstance(layer.attn, NoMixer)) + (not isinstance(layer.ffn, NoFfn))) for layer, n in model.groups)
@@ -434,7 +434,7 @@ def _parallel_readiness(model, gpu, cal, prec):
             icl = TRTLLM.costs(cal)
             res = []
             for plan in (base_plan, helix):
-                r = evaluate(model, gpu, cal, prec, plan, concurrency=1, isl=ctx, osl=256)
+                r = evaluate(model, Serving(gpu=gpu, prec=prec, plan=plan), cal=cal, concurrency=1, isl=ctx, osl=256)
                 cap = int(np.ravel(r["max_concurrency"])[0])
                 step = float(np.ravel(decode_step(model, gpu, prec, plan.broadcast(), costs=icl, b=max(cap, 1), ctx=ctx + 128, k=0.0, spec=None)[0])[0])
                 res.append((float(np.ravel(r["tpot_s"])[0]), cap, cap / step / 8.0, bool(np.all(r["fits"]))))

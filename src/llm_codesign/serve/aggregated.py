@@ -17,7 +17,7 @@ import dataclasses
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import NamedTuple
 
 import numpy as np
@@ -33,7 +33,7 @@ from llm_codesign.spec.engines import TRTLLM, Engine, EngineCosts
 from llm_codesign.spec.hardware import Gpu
 from llm_codesign.spec.kinds import GQA, DenseFfn
 from llm_codesign.spec.model import Layer, ModelSpec
-from llm_codesign.spec.plan import Plan, SpecDecoding
+from llm_codesign.spec.plan import Deployment, Plan, SpecDecoding
 from llm_codesign.spec.precision import Precision
 
 
@@ -248,19 +248,39 @@ class _Rank(NamedTuple):
     pipelined: object  # chunks of different requests pipeline over PP stages; one request's chunks only with CPP
 
 
-def evaluate(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, plan: Plan, *, concurrency,
-             isl, osl, engine: Engine = TRTLLM, spec: SpecDecoding | None = None, spec_k=None,
-             max_num_tokens=None, cpp=False, usable_fraction: float | None = None,
-             with_ops: bool = False, prefix_hit=0.0) -> dict:
-    """Metrics for every deployment in the broadcast of plan arrays, concurrency, ISL/OSL and k.
+@dataclass(frozen=True, kw_only=True)
+class Serving:
+    """What `evaluate` prices, as the serving model reads a deployment: one, or a search's many whose
+    plan sizes, step budgets and draft lengths are arrays that broadcast. The engine is the object
+    (its fitted costs read from the calibration evaluate is given); `max_num_tokens` is the step token
+    budget (None: the engine's own on this GPU, Engine.step_tokens); `spec_k` the draft lengths to
+    price (None: spec.k). `Serving.of` reads a Deployment."""
+    gpu: Gpu
+    prec: Precision
+    plan: Plan
+    engine: Engine = TRTLLM
+    spec: SpecDecoding | None = None
+    spec_k: object = None
+    max_num_tokens: object = None
+    cpp: object = False  # chunked pipeline parallelism for long-context prefill
 
-    `concurrency` is the total number of requests in flight across all GPUs of the deployment;
-    `max_num_tokens` the step token budget, by default the engine's own on this GPU (Engine.step_tokens);
-    `engine`'s fitted costs are read from `cal` once (Engine.costs) and passed to every step.
+    @classmethod
+    def of(cls, dep: Deployment) -> Serving:
+        return cls(gpu=dep.gpu, prec=dep.precision, plan=dep.plan, engine=dep.engine, spec=dep.spec, max_num_tokens=dep.max_num_tokens,
+                   cpp=dep.cpp)
+
+
+def evaluate(model: ModelSpec, at: Serving, *, cal: Calibration, concurrency, isl, osl, usable_fraction: float | None = None,
+             with_ops: bool = False, prefix_hit=0.0) -> dict:
+    """Metrics for every deployment in the broadcast of `at`'s arrays, concurrency, ISL/OSL and k.
+
+    `concurrency` is the total number of requests in flight across all GPUs of the deployment; the
+    engine's fitted costs are read from `cal` once (Engine.costs) and passed to every step.
     `prefix_hit` is the share of each prompt already in the engine's prefix cache: only the rest is
     prefilled (it attends to the cached prefix); every sequence still holds its whole ISL of KV cache,
     as a hit rate does not say how many requests share each cached block.
     """
+    gpu, prec, plan, engine, spec = at.gpu, at.prec, at.plan, at.engine, at.spec
     sh = plan.broadcast()
     costs = engine.costs(cal)
     tp, pp, ep, moe_tp, adp, kvp = (np.asarray(x, float) for x in plan.arrays())
@@ -272,12 +292,12 @@ def evaluate(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, plan
     # quantise as a whole tile row (a hit rate of 1e-6 lengthened the MLA up-projection by a tile)
     cached = np.floor(isl * np.asarray(prefix_hit, float) + 1e-9)
     new = isl - cached  # prompt tokens each request prefills
-    k, acc = draft_lengths(spec, spec_k)
-    mnt, kv_budget = engine_budget(gpu, engine=engine, max_num_tokens=max_num_tokens, plan=plan, spec=spec, draft_len=k)
+    k, acc = draft_lengths(spec, at.spec_k)
+    mnt, kv_budget = engine_budget(gpu, engine=engine, max_num_tokens=at.max_num_tokens, plan=plan, spec=spec, draft_len=k)
     mem, cap, c_rank, running, admitted = _running(model, gpu, prec, sh, C, adp=adp, engine=engine, lengths=(isl, osl), mnt=mnt,
                                                    kv_budget=kv_budget, usable_fraction=usable_fraction, spec=spec, draft_len=k)
     time_share = admitted / np.maximum(running, 1.0)
-    r = _Rank(isl, osl, new, cached, mnt, np.minimum(new, mnt), running, pp, np.asarray(cpp) | (running >= pp))
+    r = _Rank(isl, osl, new, cached, mnt, np.minimum(new, mnt), running, pp, np.asarray(at.cpp) | (running >= pp))
     wave_tok, t_wave_step, pf_span = _prefill_wave(model, gpu, prec, sh, r=r, costs=costs)
     # decode phase: every sequence of the micro-batch generates (k+1 verified tokens per step)
     t_stage, t_draft, ops = decode_step(model, gpu, prec, sh, costs=costs, b=running / pp, ctx=isl + osl / 2.0, k=k, spec=spec)
@@ -323,14 +343,14 @@ def _phase_parts(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, costs
             "decode_kernel_share": kernels_dec / np.maximum(t_stage, 1e-30), "prefill_time_share": share}
 
 
-def max_running(model: ModelSpec, gpu: Gpu, prec: Precision, plan: Plan, *, isl, osl, engine: Engine = TRTLLM,
-                spec: SpecDecoding | None = None, spec_k=None, max_num_tokens=None) -> np.ndarray:
+def max_running(model: ModelSpec, at: Serving, *, isl, osl) -> np.ndarray:
     """The most requests an attention-DP rank runs at once (the KV cache's or the engine's limit; 0
     where the cache has no room), as `evaluate` sizes them: a deployment whose busiest rank is given
     more does not fit (its `fits`). A search skips the batches no plan of a chunk holds."""
-    k, _ = draft_lengths(spec, spec_k)
-    mnt, kv_budget = engine_budget(gpu, engine=engine, max_num_tokens=max_num_tokens, plan=plan, spec=spec, draft_len=k)
-    mem, cap, *_ = _running(model, gpu, prec, plan.broadcast(), np.ones(1), adp=np.asarray(plan.adp, float), engine=engine,
+    plan, spec = at.plan, at.spec
+    k, _ = draft_lengths(spec, at.spec_k)
+    mnt, kv_budget = engine_budget(at.gpu, engine=at.engine, max_num_tokens=at.max_num_tokens, plan=plan, spec=spec, draft_len=k)
+    mem, cap, *_ = _running(model, at.gpu, at.prec, plan.broadcast(), np.ones(1), adp=np.asarray(plan.adp, float), engine=at.engine,
                             lengths=(np.asarray(isl, float), np.asarray(osl, float)), mnt=mnt, kv_budget=kv_budget, usable_fraction=None,
                             spec=spec, draft_len=k)
     return np.where(mem["free_for_kv"] > 0, cap, 0.0)
