@@ -5,7 +5,7 @@ Rows: data/measurements/kernels_deepgemm/gemm.csv, the 28 FP8 GEMMs of deepseek-
 (@327ec92) on H800 SXM5 (132 SMs, 1979 TFLOPS FP8, 3.35 TB/s: H100 SXM's compute and HBM, so priced on
 the h100 spec): 18 dense GEMMs at M = 64, 128 and 4096 on DeepSeek-V3's shapes, and 10 grouped ones
 (contiguous layout, prefill; masked layout, decode). The README times the GEMM alone, its FP8 inputs
-already quantised, so the activation's quantise kernel a serving step pays (cost.kernels.quantise_kernel)
+already quantised, so the activation's quantise kernel a serving step pays (cost.gemm.quantise_kernel)
 is left out. Fitted: gemm_eff_fp8_deepgemm, gemm_k_half_fp8_deepgemm and gemm_overhead_fp8_deepgemm_s on
 a grid, by the mean absolute log error of the dense rows' time; out of sample first: the dense shapes
 split by M (two of 64, 128 and 4096 fitted, the third priced). The grouped rows are priced with
@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from llm_codesign.cost.calibration import calibration_for
-from llm_codesign.cost.kernels import gemm_time
+from llm_codesign.cost.gemm import gemm_time
 from llm_codesign.spec.hardware import get_gpu
 from llm_codesign.spec.precision import DTYPES
 

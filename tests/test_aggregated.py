@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from llm_codesign.cost.calibration import calibration_for
 from llm_codesign.cost.ops import Batch, forward_ops, step_time
-from llm_codesign.serve.aggregated import evaluate
+from llm_codesign.serve.aggregated import Serving, evaluate
 from llm_codesign.spec.engines import get_engine
 from llm_codesign.spec.hardware import get_gpu
 from llm_codesign.spec.plan import Plan, SpecDecoding
@@ -27,8 +27,8 @@ def test_a_deployment_is_never_slower_with_more_bandwidth(name, B, scale):
     fast = replace(g, hbm_bandwidth_bytes_per_s=g.hbm_bandwidth_bytes_per_s * scale)
     cal = calibration_for(g)
     plan = Plan(tp=8, ep=8 if m.is_moe else 1, moe_tp=1)
-    r1 = evaluate(m, g, cal, m.default_precision, plan, concurrency=B, isl=1024, osl=512)
-    r2 = evaluate(m, fast, cal, m.default_precision, plan, concurrency=B, isl=1024, osl=512)
+    r1 = evaluate(m, Serving(gpu=g, prec=m.default_precision, plan=plan), cal=cal, concurrency=B, isl=1024, osl=512)
+    r2 = evaluate(m, Serving(gpu=fast, prec=m.default_precision, plan=plan), cal=cal, concurrency=B, isl=1024, osl=512)
     assert r2["tpot_s"] <= r1["tpot_s"] * (1 + 1e-12)
     assert r2["ttft_s"] <= r1["ttft_s"] * (1 + 1e-12)
 
@@ -39,8 +39,8 @@ def test_speculation_pays_at_batch_one_and_less_at_large_batch():
     prec = Precision.of("fp8", kv="fp8")
     spec = SpecDecoding("eagle3", 3, mean_accepted=2.5)
     B = np.array([1, 8, 64, 256, 1024])
-    base = evaluate(m, g, cal, prec, Plan(tp=8), concurrency=B, isl=1024, osl=1024)
-    sp = evaluate(m, g, cal, prec, Plan(tp=8), concurrency=B, isl=1024, osl=1024, spec=spec)
+    base = evaluate(m, Serving(gpu=g, prec=prec, plan=Plan(tp=8)), cal=cal, concurrency=B, isl=1024, osl=1024)
+    sp = evaluate(m, Serving(gpu=g, prec=prec, plan=Plan(tp=8), spec=spec), cal=cal, concurrency=B, isl=1024, osl=1024)
     speedup = base["tpot_s"] / sp["tpot_s"]
     assert speedup[0] > 1.5
     # falls with the batch while the all-reduce stays on one algorithm; at 1024 sequences both runs have
@@ -56,7 +56,6 @@ def test_eager_prefill_launch_cost_lengthens_ttft_only(h100):
     import numpy as np
 
     from llm_codesign.cost.calibration import calibration_for
-    from llm_codesign.serve.aggregated import evaluate
     from llm_codesign.spec.plan import Plan
     from llm_codesign.spec.registry import get_model
 
@@ -66,7 +65,8 @@ def test_eager_prefill_launch_cost_lengthens_ttft_only(h100):
 
     def run(eager):
         cal = replace(base, eager_launch_s=(("trtllm", eager),))
-        return evaluate(m, h100, cal, m.default_precision, plan, concurrency=1.0, isl=1024.0, osl=128.0, engine=get_engine("trtllm"))
+        return evaluate(m, Serving(gpu=h100, prec=m.default_precision, plan=plan, engine=get_engine("trtllm")), cal=cal,
+                        concurrency=1.0, isl=1024.0, osl=128.0)
 
     a, b = run(0.0), run(50e-6)
     # one request alone, TP1: 32 layers x (qkv, prefill attention, o, gate_up, down + 4 elementwise
@@ -90,7 +90,8 @@ def test_lockstep_share_shrinks_with_the_decode_iterations_the_first_wave_spans(
     cal = replace(calibration_for(h100), prefill_queue_fraction=(("trtllm", 0.5),), prefill_spread_exponent=(("trtllm", 1.0),),
                   ttft_overhead_s=(("trtllm", 0.01),), ttft_wait_steps=(("trtllm", 0.0),), seq_overhead_s=(("trtllm", 0.0),))
     plan = Plan(*(np.array([v]) for v in (1, 1, 1, 1, 1, 1)))
-    r = evaluate(m, h100, cal, m.default_precision, plan, concurrency=16.0, isl=8192.0, osl=256.0, engine=get_engine("trtllm"), max_num_tokens=8192)
+    r = evaluate(m, Serving(gpu=h100, prec=m.default_precision, plan=plan, engine=get_engine("trtllm"), max_num_tokens=8192),
+                 cal=cal, concurrency=16.0, isl=8192.0, osl=256.0)
     # a wave of 16 x 8192 tokens takes 16 prefill steps of 8192 tokens; over them fit n decode
     # iterations of the 16 requests: f = 0.5 / n, q = 1 + 15 f, and a request waits on average for
     # (q + 1) / 2 prefills of 8192 tokens
@@ -108,8 +109,8 @@ def test_default_step_budget_is_the_engines(h100):
     plan = Plan(*(np.array([v]) for v in (1, 1, 1, 1, 1, 1)))
     # a lone 16k-token prompt: SGLang on B200 prefills it in one 16384-token step, so the default
     # equals an explicit 16384 and differs from 8192 (two chunks)
-    run = lambda mnt: evaluate(m, b200, cal, m.default_precision, plan, concurrency=1.0, isl=16384.0, osl=64.0, engine=get_engine("sglang"),  # noqa: E731
-                               max_num_tokens=mnt)["ttft_s"].item()
+    run = lambda mnt: evaluate(m, Serving(gpu=b200, prec=m.default_precision, plan=plan, engine=get_engine("sglang"), max_num_tokens=mnt),  # noqa: E731
+                               cal=cal, concurrency=1.0, isl=16384.0, osl=64.0)["ttft_s"].item()
     assert run(None) == pytest.approx(run(16384)) and run(None) != pytest.approx(run(8192))
 
 
@@ -120,7 +121,8 @@ def test_scheduling_wait_adds_decode_iterations_to_ttft_only(h100):
     def run(wait, adp_wait, adp):
         cal = replace(calibration_for(b200), ttft_wait_steps=(("trtllm", wait),), adp_wait_steps=(("trtllm", adp_wait),))
         plan = Plan(*(np.array([v]) for v in (8 // adp, 1, 8, 1, adp, 1)))
-        return evaluate(m, b200, cal, Precision.of("fp8_block"), plan, concurrency=64.0, isl=1024.0, osl=1024.0, engine=get_engine("trtllm"))
+        return evaluate(m, Serving(gpu=b200, prec=Precision.of("fp8_block"), plan=plan, engine=get_engine("trtllm")), cal=cal,
+                        concurrency=64.0, isl=1024.0, osl=1024.0)
 
     a, b = run(0.0, 0.0, 1), run(2.0, 10.0, 1)
     # TP8: 2 decode iterations more before the prefill step; the attention-DP hold does not apply
@@ -137,7 +139,8 @@ def test_out_of_step_prefills_stall_decode_by_what_they_add(h100):
     # request's 255 decode steps, each in one mixed step of the 8-request wave budget (8192 tokens)
     cal = replace(calibration_for(h100), prefill_queue_fraction=(("trtllm", 0.0),), seq_overhead_s=(("trtllm", 0.0),))
     plan = Plan(*(np.array([v]) for v in (1, 1, 1, 1, 1, 1)))
-    r = evaluate(m, h100, cal, m.default_precision, plan, concurrency=8.0, isl=1024.0, osl=256.0, engine=get_engine("trtllm"), max_num_tokens=8192)
+    r = evaluate(m, Serving(gpu=h100, prec=m.default_precision, plan=plan, engine=get_engine("trtllm"), max_num_tokens=8192),
+                 cal=cal, concurrency=8.0, isl=1024.0, osl=256.0)
     t_wave = _eager_prefill_step_s(m, h100, cal, "trtllm", Batch(pf_tokens=8192.0, pf_seqs=8.0, pf_ctx=0.0))
     t_stage = r["step_s"].item()
     # the decode step is paid anyway; each prefill adds its 1/8 share of what the wave step costs beyond it
@@ -151,7 +154,9 @@ def test_per_sequence_host_overhead_scales_the_decode_step_with_the_batch(h100):
 
     def run(seq_oh, c):
         cal = replace(calibration_for(h100), seq_overhead_s=(("vllm", seq_oh),))
-        return evaluate(m, h100, cal, m.default_precision, plan, concurrency=float(c), isl=1024.0, osl=256.0, engine=get_engine("vllm"), max_num_tokens=8192)
+        return evaluate(m,
+                        Serving(gpu=h100, prec=m.default_precision, plan=plan, engine=get_engine("vllm"), max_num_tokens=8192),
+                        cal=cal, concurrency=float(c), isl=1024.0, osl=256.0)
 
     # 20 us per running sequence per step: 64 sequences add 1.28 ms to every decode step, 8 add 0.16 ms
     for c in (8, 64):
@@ -164,7 +169,8 @@ def test_per_sequence_host_overhead_scales_the_decode_step_with_the_batch(h100):
     # another engine's value never reaches TensorRT-LLM's steps
     def trt(vllm_oh):
         cal = replace(calibration_for(h100), seq_overhead_s=(("vllm", vllm_oh), ("trtllm", 0.0)))
-        return evaluate(m, h100, cal, m.default_precision, plan, concurrency=64.0, isl=1024.0, osl=256.0, engine=get_engine("trtllm"))["step_s"].item()
+        return evaluate(m, Serving(gpu=h100, prec=m.default_precision, plan=plan, engine=get_engine("trtllm")), cal=cal,
+                        concurrency=64.0, isl=1024.0, osl=256.0)["step_s"].item()
 
     assert trt(1e-3) == trt(0.0)
 
@@ -177,9 +183,9 @@ def test_one_estimate_equals_the_same_deployment_inside_a_sweep(name, cs, isl):
     m, g = get_model(name), get_gpu("b200")
     cal = calibration_for(g)
     plan = Plan(tp=8, ep=8 if m.is_moe else 1, moe_tp=1)
-    swept = evaluate(m, g, cal, m.default_precision, plan, concurrency=np.array(cs), isl=isl, osl=512)
+    swept = evaluate(m, Serving(gpu=g, prec=m.default_precision, plan=plan), cal=cal, concurrency=np.array(cs), isl=isl, osl=512)
     for i, c in enumerate(cs):
-        one = evaluate(m, g, cal, m.default_precision, plan, concurrency=c, isl=isl, osl=512)
+        one = evaluate(m, Serving(gpu=g, prec=m.default_precision, plan=plan), cal=cal, concurrency=c, isl=isl, osl=512)
         assert float(np.ravel(one["tpot_s"])[0]) == pytest.approx(float(swept["tpot_s"][i]), rel=1e-6)
         assert float(np.ravel(one["ttft_s"])[0]) == pytest.approx(float(swept["ttft_s"][i]), rel=1e-6)
 
@@ -192,7 +198,8 @@ def test_paged_engines_admit_past_the_kv_cache_and_share_the_decode_slots():
     cal = calibration_for(g)
 
     def run(backend, c):
-        return evaluate(m, g, cal, m.default_precision, plan, concurrency=float(c), isl=1024.0, osl=8192.0, engine=get_engine(backend))
+        return evaluate(m, Serving(gpu=g, prec=m.default_precision, plan=plan, engine=get_engine(backend)), cal=cal,
+                        concurrency=float(c), isl=1024.0, osl=8192.0)
 
     for backend in ("vllm", "sglang"):
         cap = int(run(backend, 1)["max_concurrency"].item())
@@ -229,63 +236,13 @@ def test_more_requests_never_make_a_request_faster(name, gid, tp, backend, lengt
     m, g = get_model(name), get_gpu(gid)
     plan = Plan(*(np.array([v]) for v in (tp, 1, 1, tp, 1, 1)))
     C = np.arange(1, 1025, dtype=float)
-    r = evaluate(m, g, calibration_for(g), m.default_precision, plan, concurrency=C, isl=float(lengths[0]), osl=float(lengths[1]), engine=get_engine(backend))
+    r = evaluate(m, Serving(gpu=g, prec=m.default_precision, plan=plan, engine=get_engine(backend)), cal=calibration_for(g),
+                 concurrency=C, isl=float(lengths[0]), osl=float(lengths[1]))
     if float(np.max(r["max_concurrency"])) < 1:
         return  # the weights alone do not fit
     for k in ("ttft_s", "tpot_s"):
         v = np.broadcast_to(r[k], C.shape)
         assert np.all(np.diff(v) >= -1e-9 * v[1:]), k
-
-
-@pytest.mark.parametrize("isl", [128, 1024, 8192])
-def test_wave_prefill_priced_once_at_the_budget_equals_every_element(isl):
-    """_once_at_cap prices a search grid's wave prefill once per plan where it fills the step budget:
-    the same numbers, bit for bit, as pricing every element, with elements below the budget (short
-    prompts, few requests) and without (8k prompts fill an 8k budget alone)."""
-    from llm_codesign.serve import aggregated as agg
-
-    m, g = get_model("deepseek-r1"), get_gpu("b200")
-    costs = get_engine("trtllm").costs(calibration_for(g))
-    prec = Precision.of("nvfp4", kv="fp8")
-    tp = np.array([8, 4, 1, 2])[:, None, None]
-    sh = Plan(tp=tp, pp=np.array([1, 2, 1, 1])[:, None, None], ep=np.array([8, 8, 8, 4])[:, None, None],
-                  moe_tp=np.array([1, 1, 1, 2])[:, None, None], adp=8 // tp // np.array([1, 2, 1, 1])[:, None, None],
-                  kvp=np.ones((4, 1, 1), int))
-    running = np.array([1, 3, 7, 8, 64, 2048], float)[None, :, None] * np.ones((4, 1, 3))
-    mnt, new = np.asarray(8192.0), np.asarray(float(isl))
-    tokens = np.minimum(mnt, running * new)
-    chunk = np.minimum(new, mnt)
-
-    def price(sh_, t, i, c, cached):
-        return agg.prefill_step(m, g, prec, sh_, costs=costs, tokens=t, isl=i, chunk=c, cached=cached)
-
-    direct = np.broadcast_to(price(sh, tokens, new, chunk, np.asarray(0.0)), tokens.shape)
-    once = agg._once_at_cap(price, sh, tokens, mnt, new, chunk, np.asarray(0.0))
-    assert once.shape == direct.shape and np.array_equal(once, direct)
-    assert (tokens < mnt).any() == (isl < 8192)
-
-
-def test_once_at_cap_falls_back_where_the_price_varies_along_other_axes():
-    """Inputs that vary along an axis but the first (a plan field over batches; the price itself over a
-    design's shapes) take the direct path: the same values as pricing each element, never a crash."""
-    from llm_codesign.serve.aggregated import _once_at_cap
-
-    tokens = np.minimum(8.0, np.arange(1.0, 13.0).reshape(2, 6))  # 2 rows, some at the cap of 8
-
-    def price(sh, t, extra):
-        return np.asarray(sh.tp, float) * 1e3 + np.asarray(t, float) * 10.0 + np.asarray(extra, float)
-
-    by_row = Plan(tp=np.array([[1], [2]]))
-    direct = price(by_row, tokens, np.asarray(0.5))
-    assert np.array_equal(_once_at_cap(price, by_row, tokens, np.asarray(8.0), np.asarray(0.5)), direct)  # the fast path
-    across = Plan(tp=np.array([[1, 2, 1, 2, 1, 2]]))  # varies along the second axis
-    assert np.array_equal(_once_at_cap(price, across, tokens, np.asarray(8.0), np.asarray(0.5)), price(across, tokens, 0.5))
-    hidden = np.array([[3.0], [4.0]])  # what the price varies by without being given it, as a design's model shapes
-
-    def shaped(sh, t, extra):
-        return price(sh, t, extra) * hidden
-
-    assert np.array_equal(_once_at_cap(shaped, by_row, tokens, np.asarray(8.0), np.asarray(0.5)), shaped(by_row, tokens, 0.5))
 
 
 def test_a_draft_pass_priced_once_per_batch_equals_pricing_every_k():
@@ -300,11 +257,14 @@ def test_a_draft_pass_priced_once_per_batch_equals_pricing_every_k():
                 moe_tp=1, adp=np.array([1, 8, 1])[:, None, None])
     b = np.array([1, 8, 64, 512, 4096, 16384])[None, :, None]
     ks = np.arange(6)[None, None, :]
-    cap = np.broadcast_to(max_running(ds, g, ds.default_precision, plan, isl=1024, osl=1024, spec=spec, spec_k=ks), (3, 1, 6))
+    cap = np.broadcast_to(max_running(ds, Serving(gpu=g, prec=ds.default_precision, plan=plan, spec=spec, spec_k=ks), isl=1024,
+                                      osl=1024), (3, 1, 6))
     assert (np.ptp(cap, axis=-1) > 0).any() and (b.max() > cap).all()  # capped, and capped differently along k
-    whole = evaluate(ds, g, cal, ds.default_precision, plan, concurrency=b * plan.adp, isl=1024, osl=1024, spec=spec, spec_k=ks)
+    whole = evaluate(ds, Serving(gpu=g, prec=ds.default_precision, plan=plan, spec=spec, spec_k=ks), cal=cal,
+                     concurrency=b * plan.adp, isl=1024, osl=1024)
     for k in range(6):
-        one = evaluate(ds, g, cal, ds.default_precision, plan, concurrency=b * plan.adp, isl=1024, osl=1024, spec=spec, spec_k=ks[..., k:k + 1])
+        one = evaluate(ds, Serving(gpu=g, prec=ds.default_precision, plan=plan, spec=spec, spec_k=ks[..., k:k + 1]), cal=cal,
+                       concurrency=b * plan.adp, isl=1024, osl=1024)
         for key in ("tpot_s", "ttft_s", "draft_s", "output_tok_s_per_gpu"):
             np.testing.assert_array_equal(np.broadcast_to(whole[key], (3, 6, 6))[..., k], np.broadcast_to(one[key], (3, 6, 1))[..., 0], err_msg=key)
 
@@ -321,12 +281,13 @@ def test_a_wave_prefill_priced_once_per_batch_equals_pricing_every_k():
     plan = Plan(tp=np.array([8, 1, 4])[:, None, None], pp=np.array([1, 1, 2])[:, None, None], ep=np.array([8, 8, 4])[:, None, None],
                 moe_tp=1, adp=np.array([1, 8, 1])[:, None, None])
     b, ks, mnt = np.array([1, 64, 1024, 4096])[None, :, None], np.arange(6)[None, None, :], 32768
-    lengths = {"isl": 16, "osl": 1024, "max_num_tokens": mnt}
-    cap = max_running(ds, g, ds.default_precision, plan, spec=spec, spec_k=ks, **lengths)
+    lengths = {"isl": 16, "osl": 1024}
+    at = Serving(gpu=g, prec=ds.default_precision, plan=plan, spec=spec, spec_k=ks, max_num_tokens=mnt)
+    cap = max_running(ds, at, **lengths)
     assert ((np.ptp(cap, axis=-1) > 0) & (cap[..., 0] * 16 < mnt)).any()  # capped differently along k, under the budget
-    whole = evaluate(ds, g, cal, ds.default_precision, plan, concurrency=b * plan.adp, spec=spec, spec_k=ks, **lengths)
+    whole = evaluate(ds, at, cal=cal, concurrency=b * plan.adp, **lengths)
     for k in range(6):
-        one = evaluate(ds, g, cal, ds.default_precision, plan, concurrency=b * plan.adp, spec=spec, spec_k=ks[..., k:k + 1], **lengths)
+        one = evaluate(ds, replace(at, spec_k=ks[..., k:k + 1]), cal=cal, concurrency=b * plan.adp, **lengths)
         for key in ("tpot_s", "ttft_s", "output_tok_s_per_gpu"):
             np.testing.assert_array_equal(np.broadcast_to(whole[key], (3, 4, 6))[..., k], np.broadcast_to(one[key], (3, 4, 1))[..., 0], err_msg=key)
 
@@ -341,8 +302,8 @@ def test_max_running_is_where_the_fit_ends(backend):
     plan = Plan(tp=np.array([2, 4, 8, 4])[:, None], pp=np.array([1, 1, 1, 2])[:, None])
     b = np.unique(np.geomspace(1, 4096, 40).round())[None, :]
     prec, eng = Precision.of("fp8", kv="fp8"), get_engine(backend)
-    r = evaluate(m, g, calibration_for(g), prec, plan, concurrency=b, isl=4096, osl=1024, engine=eng)
-    most = max_running(m, g, prec, plan, isl=4096, osl=1024, engine=eng)
+    r = evaluate(m, Serving(gpu=g, prec=prec, plan=plan, engine=eng), cal=calibration_for(g), concurrency=b, isl=4096, osl=1024)
+    most = max_running(m, Serving(gpu=g, prec=prec, plan=plan, engine=eng), isl=4096, osl=1024)
     np.testing.assert_array_equal(np.broadcast_to(r["fits"], (4, b.size)), b <= most)
     assert (most[:, 0] > 0).all() and (b[0, -1] > most).all()
 
@@ -352,9 +313,11 @@ def test_one_plan_as_arrays_prices_as_the_plan_given_as_numbers():
     # plan arrays of one element against three concurrencies: each as the scalar plan prices it
     ds, g = get_model("deepseek-r1"), get_gpu("h200")
     cal, c = calibration_for(g), np.array([1.0, 64.0, 256.0])
-    arrays = evaluate(ds, g, cal, ds.default_precision, Plan(*(np.array([v]) for v in (8, 2, 8, 1, 1, 1))), concurrency=c, isl=1024, osl=1024)
+    arrays = evaluate(ds, Serving(gpu=g, prec=ds.default_precision, plan=Plan(*(np.array([v]) for v in (8, 2, 8, 1, 1, 1)))),
+                      cal=cal, concurrency=c, isl=1024, osl=1024)
     for i, ci in enumerate(c):
-        one = evaluate(ds, g, cal, ds.default_precision, Plan(tp=8, pp=2, ep=8, moe_tp=1), concurrency=ci, isl=1024, osl=1024)
+        one = evaluate(ds, Serving(gpu=g, prec=ds.default_precision, plan=Plan(tp=8, pp=2, ep=8, moe_tp=1)), cal=cal,
+                       concurrency=ci, isl=1024, osl=1024)
         for key in ("tpot_s", "ttft_s", "output_tok_s_per_gpu"):
             assert np.ravel(arrays[key])[i] == pytest.approx(np.ravel(one[key])[0], rel=1e-12), key
 
@@ -367,7 +330,29 @@ def test_max_running_is_where_the_fit_ends_under_attention_dp_and_speculation():
     spec, ks = SpecDecoding("mtp", 3, rates=(0.85, 0.7, 0.6)), np.array([0, 1, 3])[None, None, :]
     plan = Plan(tp=np.array([8, 1, 2])[:, None, None], ep=8, moe_tp=np.array([1, 1, 1])[:, None, None], adp=np.array([1, 8, 4])[:, None, None])
     b = np.unique(np.geomspace(1, 8192, 30).round())[None, :, None]
-    r = evaluate(ds, g, calibration_for(g), ds.default_precision, plan, concurrency=b * plan.adp, isl=2048, osl=1024, engine=eng, spec=spec, spec_k=ks)
-    most = max_running(ds, g, ds.default_precision, plan, isl=2048, osl=1024, engine=eng, spec=spec, spec_k=ks)
+    r = evaluate(ds, Serving(gpu=g, prec=ds.default_precision, plan=plan, engine=eng, spec=spec, spec_k=ks),
+                 cal=calibration_for(g), concurrency=b * plan.adp, isl=2048, osl=1024)
+    most = max_running(ds, Serving(gpu=g, prec=ds.default_precision, plan=plan, engine=eng, spec=spec, spec_k=ks), isl=2048,
+                       osl=1024)
     np.testing.assert_array_equal(np.broadcast_to(r["fits"], (3, b.size, 3)), b <= most)
     assert (np.ptp(np.broadcast_to(most, (3, 1, 3)), axis=-1) > 0).any()  # the draft's room moves the limit
+
+
+def test_serving_carries_a_deployment_whole():
+    # evaluate took a deployment apart into nine arguments; Serving holds them (keywords only) and
+    # Serving.of reads a Deployment: the same numbers as the public evaluate of that deployment
+    from llm_codesign.serve.metrics import evaluate as public
+    from llm_codesign.spec.plan import Workload, deployment
+
+    m, g = get_model("deepseek-r1"), get_gpu("b200")
+    dep = deployment(m, gpu=g, num_gpus=8, attention_dp=8, ep=8, engine="sglang", spec="mtp", draft_len=2,
+                     acceptance_rates="0.8,0.6", max_num_tokens=4096, cpp=True)
+    at = Serving.of(dep)
+    assert (at.gpu, at.prec, at.plan, at.engine.name, at.spec, at.spec_k, at.max_num_tokens, at.cpp) == (
+        g, dep.precision, dep.plan, "sglang", dep.spec, None, 4096, True)
+    r = evaluate(m, at, cal=calibration_for(g), concurrency=64, isl=1024, osl=1024)
+    want = public(m, dep, Workload(isl=1024, osl=1024, concurrency=64), calibration=calibration_for(g))
+    for key in ("tpot_s", "ttft_s", "output_tok_s_per_gpu"):
+        assert float(np.ravel(r[key])[0]) == float(np.ravel(getattr(want, key))[0]), key
+    with pytest.raises(TypeError):
+        Serving(g, dep.precision, dep.plan)  # the GPU, formats and sizes are named

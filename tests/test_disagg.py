@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from llm_codesign.cost.calibration import calibration_for
 from llm_codesign.cost.kernels import collective_time
 from llm_codesign.errors import InputError
-from llm_codesign.serve.aggregated import evaluate
+from llm_codesign.serve.aggregated import Serving, evaluate
 from llm_codesign.serve.disagg import decode_admission, evaluate_disagg, step_residual
 from llm_codesign.spec.hardware import get_gpu
 from llm_codesign.spec.plan import Deployment, Plan, SpecDecoding, precision_for
@@ -24,7 +24,7 @@ def test_decode_instances_never_stall_on_prefill(h200, llama70b):
     # the same TP8 instance at the same batch: aggregated TPOT carries other requests' prefill chunks
     cal = calibration_for(h200)
     C = np.array([8, 32, 128])
-    agg = evaluate(llama70b, h200, cal, FP8, Plan(tp=8), concurrency=C, isl=8192, osl=1024)
+    agg = evaluate(llama70b, Serving(gpu=h200, prec=FP8, plan=Plan(tp=8)), cal=cal, concurrency=C, isl=8192, osl=1024)
     dis = evaluate_disagg(llama70b, *disagg_pair(h200, FP8, Plan(tp=8), Plan(tp=8)), calibration=cal, prefill_instances=1,
                           decode_instances=1, concurrency=C, isl=8192, osl=1024)
     assert np.all(dis["tpot_s"] < agg["tpot_s"])

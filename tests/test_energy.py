@@ -20,7 +20,7 @@ PEAK = 989.4e12  # H100 SXM dense BF16 (data/gpus/h100.toml)
 
 
 def _op(flops, t_memory, *, time=1e-3, kind="gemm"):
-    return Op("x", kind, flops, 0.0, time=time, t_compute=0.0, t_memory=t_memory, count=1, math="bf16")
+    return Op(name="x", kind=kind, time=time, count=1, work=(flops, 0.0), split=(0.0, t_memory), math="bf16")
 
 
 def test_board_figures_are_the_cited_ones():

@@ -123,7 +123,7 @@ def test_engine_attention_kernels_by_kind(h100):
     kernels up to 256 decode tokens and on FlashInfer's own (1.3x) beyond; with an FP8 cache always on
     trtllm-gen. GEMMs are the same in every engine, and a profile naming a removed scale is refused."""
     from llm_codesign.cost.calibration import _apply, calibration_for
-    from llm_codesign.serve.aggregated import evaluate
+    from llm_codesign.serve.aggregated import Serving, evaluate
     from llm_codesign.spec.plan import Plan
 
     vllm, sglang, trt = get_engine("vllm"), get_engine("sglang"), get_engine("trtllm")
@@ -143,7 +143,9 @@ def test_engine_attention_kernels_by_kind(h100):
     # the decode-attention operator of Llama-3.1-8B on H100 at batch 8: vLLM's FlashAttention-3 takes 1.15x TensorRT-LLM's
     m = get_model("llama-3.1-8b")
     plan = Plan(*(np.array([x]) for x in (1, 1, 1, 1, 1, 1)))
-    ops = {e: {o.name: o for o in evaluate(m, h100, base, m.default_precision, plan, concurrency=8.0, isl=1024.0, osl=256.0,
-                                             engine=get_engine(e), max_num_tokens=8192, with_ops=True)["ops"]} for e in ("trtllm", "vllm")}
-    name = next(n for n in ops["trtllm"] if n.endswith("core_decode"))
+    ops = {}
+    for e in ("trtllm", "vllm"):
+        at = Serving(gpu=h100, prec=m.default_precision, plan=plan, engine=get_engine(e), max_num_tokens=8192)
+        ops[e] = {o.name: o for o in evaluate(m, at, cal=base, concurrency=8.0, isl=1024.0, osl=256.0, with_ops=True)["ops"]}
+    name = next(n for n, o in ops["trtllm"].items() if o.role == "core_decode")
     assert ops["vllm"][name].time.item() == pytest.approx(1.15 * ops["trtllm"][name].time.item(), rel=1e-9)

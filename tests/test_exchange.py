@@ -11,12 +11,11 @@ from llm_codesign.spec.precision import Precision
 
 
 def _ops(model, gpu, cal, plan, **batch):
-    ops = forward_ops(model, gpu, cal, Precision.of("fp8"), plan.broadcast(), b=Batch(**batch), engine=TRTLLM)
-    return {o.name: o for o in ops}
+    return forward_ops(model, gpu, cal, Precision.of("fp8"), plan.broadcast(), b=Batch(**batch), engine=TRTLLM)
 
 
-def _sum(ops, suffix):
-    return sum(float(np.sum(o.time * o.count)) for name, o in ops.items() if name.endswith(suffix))
+def _sum(ops, part, role):
+    return sum(float(np.sum(o.time * o.count)) for o in ops if (o.part, o.role) == (part, role))
 
 
 def test_moe_exchange_all_to_all_only_under_attention_dp(b200):
@@ -26,19 +25,19 @@ def test_moe_exchange_all_to_all_only_under_attention_dp(b200):
     m, cal = get_model("deepseek-r1"), calibration_for(b200).in_step("trtllm")
     # TP8 x EP8: every rank holds every token after the attention all-reduce; one all-reduce sums the experts
     tp = _ops(m, b200, cal, Plan(tp=8, ep=8, moe_tp=1), dec_seqs=32, dec_ctx=2048)
-    assert _sum(tp, "moe/dispatch") == 0 and _sum(tp, "moe/combine") == 0
+    assert _sum(tp, "moe", "dispatch") == 0 and _sum(tp, "moe", "combine") == 0
     moe_layers = sum(n for layer, n in m.groups if layer.ffn.kind == "moe")
     ar = float(cost.collective_time("all_reduce", 32 * m.hidden * 2.0, 8, b200, cal, engine=TRTLLM))
-    assert _sum(tp, "moe/all_reduce") == pytest.approx(moe_layers * ar, rel=1e-9)
+    assert _sum(tp, "moe", "all_reduce") == pytest.approx(moe_layers * ar, rel=1e-9)
     # attention DP 8 x EP 8: tokens are dispatched to their experts' ranks and combined back
     dp = _ops(m, b200, cal, Plan(tp=1, adp=8, ep=8, moe_tp=1), dec_seqs=4, dec_ctx=2048)
-    assert _sum(dp, "moe/dispatch") > 0 and _sum(dp, "moe/combine") > 0 and _sum(dp, "moe/all_reduce") == 0
-    assert _sum(dp, "moe/all_gather") == 0 and _sum(dp, "moe/reduce_scatter") == 0
+    assert _sum(dp, "moe", "dispatch") > 0 and _sum(dp, "moe", "combine") > 0 and _sum(dp, "moe", "all_reduce") == 0
+    assert _sum(dp, "moe", "all_gather") == 0 and _sum(dp, "moe", "reduce_scatter") == 0
     # attention DP 8 over a tensor-parallel MoE (EP 1): every rank's tokens gathered, the outputs reduce-scattered
     tpm = _ops(m, b200, cal, Plan(tp=1, adp=8, ep=1, moe_tp=8), dec_seqs=4, dec_ctx=2048)
     gathered = float(cost.collective_time("all_gather", 4 * 8 * m.hidden * 1.0, 8, b200, cal))  # FP8 activations
-    assert _sum(tpm, "moe/all_gather") == pytest.approx(moe_layers * gathered, rel=1e-9)
-    assert _sum(tpm, "moe/reduce_scatter") > 0 and _sum(tpm, "moe/dispatch") == 0 and _sum(tpm, "moe/all_reduce") == 0
+    assert _sum(tpm, "moe", "all_gather") == pytest.approx(moe_layers * gathered, rel=1e-9)
+    assert _sum(tpm, "moe", "reduce_scatter") > 0 and _sum(tpm, "moe", "dispatch") == 0 and _sum(tpm, "moe", "all_reduce") == 0
 
 
 def test_helix_exchange_overlaps_over_the_batch(b200):
@@ -49,24 +48,24 @@ def test_helix_exchange_overlaps_over_the_batch(b200):
     plan = Plan(tp=1, kvp=8, ep=8, moe_tp=1)
     for seqs in (1.0, 4.0, 64.0):
         ops = _ops(m, b200, cal, plan, dec_seqs=seqs, dec_ctx=65536)
-        name = next(n for n in ops if n.endswith("helix_all_to_all"))
-        layer = name.rsplit("/", 1)[0]
-        a = float(ops[f"{layer}/core_decode"].time + ops[f"{layer}/core_prefill"].time) / seqs  # one request's attention
+        ex = next(o for o in ops if o.role == "helix_all_to_all")
+        core = {o.role: o for o in ops if o.part == "attention" and o.group == ex.group}
+        a = float(core["core_decode"].time + core["core_prefill"].time) / seqs  # one request's attention
         # the exchange: every token's partial output and its softmax statistic (128 heads x (128 + 1) values,
         # BF16) over 8 ranks, in one message (C) or one per request (c), each paying the collective's latency
         nbytes = seqs * 128 * (128 + 1) * 2.0
         C = float(cost.collective_time("all_to_all", nbytes, 8, b200, cal))
         c = float(cost.collective_time("all_to_all", nbytes / seqs, 8, b200, cal))
         want = min(C, c + (seqs - 1) * max(c - a, 0.0))
-        assert float(ops[name].time) == pytest.approx(want, rel=1e-9)
-        assert float(ops[name].time) <= C
+        assert float(ex.time) == pytest.approx(want, rel=1e-9)
+        assert float(ex.time) <= C
         if seqs == 1:
-            assert float(ops[name].time) == pytest.approx(C, rel=1e-12)  # one request hides nothing
+            assert float(ex.time) == pytest.approx(C, rel=1e-12)  # one request hides nothing
     # long contexts: a request's attention outlasts its message, so the pipeline hides all but one message
     ops = _ops(m, b200, cal, plan, dec_seqs=64.0, dec_ctx=1_048_576)
-    name = next(n for n in ops if n.endswith("helix_all_to_all"))
+    ex = next(o for o in ops if o.role == "helix_all_to_all")
     c = float(cost.collective_time("all_to_all", 128 * 129 * 2.0, 8, b200, cal))
-    assert float(ops[name].time) == pytest.approx(c, rel=1e-9)
+    assert float(ex.time) == pytest.approx(c, rel=1e-9)
 
 
 def test_helix_with_attention_dp_is_a_plan(b200):

@@ -4,7 +4,7 @@ each priced by hand from cost.kernels and the calibration."""
 import numpy as np
 import pytest
 
-from llm_codesign.cost import kernels as cost
+from llm_codesign.cost import gemm
 from llm_codesign.cost.calibration import calibration_for
 from llm_codesign.cost.ops import Batch, forward_ops
 from llm_codesign.errors import InputError
@@ -21,7 +21,7 @@ def cal(b200):
 
 
 def _fp8(cal, gpu, engine=None, m=64, n=8192, k=8192):
-    return float(cost.gemm_time(m, n, k, gpu, cal, math="fp8", a_bytes=1.0, w_bytes=1.0, engine=engine and get_engine(engine))[0])
+    return float(gemm.gemm_time(m, n, k, gpu, cal, math="fp8", a_bytes=1.0, w_bytes=1.0, engine=engine and get_engine(engine))[0])
 
 
 def test_quantised_gemm_in_a_step_pays_one_launch(b200, cal):
@@ -33,14 +33,14 @@ def test_quantised_gemm_in_a_step_pays_one_launch(b200, cal):
     quant = 64 * 8192 * 3.0 / (b200.hbm_bandwidth_bytes_per_s * cal.bw_eff) + cal.kernel_overhead_s
     assert sglang - trtllm == pytest.approx(quant, rel=1e-4)
     # a BF16 GEMM is priced the same in and out of a step
-    bf16 = [float(cost.gemm_time(64, 8192, 8192, b200, cal, math="bf16", a_bytes=2.0, w_bytes=2.0, engine=e)[0])
+    bf16 = [float(gemm.gemm_time(64, 8192, 8192, b200, cal, math="bf16", a_bytes=2.0, w_bytes=2.0, engine=e)[0])
             for e in (None, get_engine("vllm"))]
     assert bf16[0] == pytest.approx(bf16[1], rel=1e-6)
 
 
 def _elementwise(model, gpu, cal, plan, engine):
     ops = forward_ops(model, gpu, cal, Precision.of("fp8"), plan.broadcast(), b=Batch(dec_seqs=16, dec_ctx=1024), engine=get_engine(engine))
-    return next(float(o.time) for o in ops if o.name.endswith("/elementwise"))
+    return next(float(o.time) for o in ops if o.role == "elementwise")
 
 
 def test_norms_fold_into_the_all_reduce_where_the_engine_fuses_them(b200, cal):
@@ -67,14 +67,14 @@ def test_norms_fold_into_the_all_reduce_where_the_engine_fuses_them(b200, cal):
     # the kernel tables (no engine) fuse nothing: TP8's two norm kernels launch outside the all-reduce
     assert _elementwise(llama, b200, cal, tp8, "sglang") == pytest.approx(
         next(float(o.time) for o in forward_ops(llama, b200, cal, Precision.of("fp8"), tp8.broadcast(), b=Batch(dec_seqs=16, dec_ctx=1024))
-             if o.name.endswith("/elementwise")), rel=1e-9)
+             if o.role == "elementwise"), rel=1e-9)
 
 
 def test_attention_output_and_block_scaled_quantisation(b200, cal):
     # vLLM does not fuse the attention output's quantisation by default (fuse_attn_quant off): its output
     # projection pays the quantise kernel TensorRT-LLM's attention op saves; both fuse the others
     llama = get_model("llama-3.1-70b")
-    ops = {e: {o.name.split("/")[-1]: float(o.time) for o in forward_ops(llama, b200, cal, Precision.of("fp8"), Plan(tp=8).broadcast(),
+    ops = {e: {o.role: float(o.time) for o in forward_ops(llama, b200, cal, Precision.of("fp8"), Plan(tp=8).broadcast(),
                                                                           b=Batch(dec_seqs=64, dec_ctx=1024), engine=get_engine(e))}
            for e in ("trtllm", "vllm")}
     # o: 64 tokens x K = 64 heads x 128 / TP 8
@@ -82,11 +82,11 @@ def test_attention_output_and_block_scaled_quantisation(b200, cal):
     assert ops["vllm"]["o"] - ops["trtllm"]["o"] == pytest.approx(quant, rel=1e-4)
     assert ops["vllm"]["qkv"] == pytest.approx(ops["trtllm"]["qkv"], rel=1e-9)
     # block-scaled FP8 is quantised per 1x128 group by its own kernel in every engine
-    blk = [float(cost.gemm_time(64, 8192, 8192, b200, cal, math="fp8", a_bytes=1.0, w_bytes=1.0, kernel="fp8_block", engine=get_engine(e))[0])
+    blk = [float(gemm.gemm_time(64, 8192, 8192, b200, cal, math="fp8", a_bytes=1.0, w_bytes=1.0, kernel="fp8_block", engine=get_engine(e))[0])
            for e in ("trtllm", "sglang")]
     assert blk[0] == pytest.approx(blk[1], rel=1e-9)
     trt = get_engine("trtllm")
-    assert cost.quantise_kernel(trt, 1.0, kernel="fp8_block") and not cost.quantise_kernel(trt, 1.0) and cost.quantise_kernel(None, 1.0)
+    assert gemm.quantise_kernel(trt, 1.0, kernel="fp8_block") and not gemm.quantise_kernel(trt, 1.0) and gemm.quantise_kernel(None, 1.0)
 
 
 def test_architecture_read_from_the_config():

@@ -104,3 +104,14 @@ def test_r3_follows_designs_judgement_of_width():
     r3 = [f for f in run(from_hf_config(cfg, "at-edge"), regime="latency") if f.rule == "R3"]
     assert r3 and r3[0].severity == "info" and r3[0].cost_pct == 0.0
     assert "it leaves the published envelope (aspect_ratio.max)" in r3[0].message
+
+
+def test_each_rule_is_checked_by_a_function_named_after_it():
+    # issue 37: the checks were _r1 ... _r8; each is now named as its rule (RULES' names, the SARIF rule
+    # names), the ids R1..R8 staying in every finding
+    from llm_codesign.explore import lint as lint_module
+
+    for rule, (name, _) in lint_module.RULES.items():
+        check = getattr(lint_module, "_" + name.replace("-", "_"))
+        assert check.__doc__.startswith(f"{rule}: "), rule
+    assert not [n for n in vars(lint_module) if n[:2] == "_r" and n[2:].isdigit()]

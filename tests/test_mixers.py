@@ -56,15 +56,15 @@ class StateMixer(Mixer):
         return (self.heads,)
 
 
-def _state_ops(a: StateMixer, P, *, at, s, b, prec):
+def _state_ops(a: StateMixer, P: ops.Site, *, at, s, b, prec):
     width = a.heads * a.head_dim / s.tp
     flops = s.dec_tok * 4.0 * width * a.head_dim  # decay, update and read-out of each state
     nbytes = np.asarray(b.dec_seqs, float) * width * a.head_dim * 2.0 * 2.0  # each state read and written, BF16
-    return [ops._gemm(f"{P}/qkv", s.M, 3 * width, s.h, at, **s.fa),
-            ops._attention(f"{P}/state", flops, nbytes,
+    return [ops._gemm(P / "qkv", s.M, 3 * width, s.h, at, **s.fa),
+            ops._attention(P / "state", flops, nbytes,
                            kernels.attention_decode_time(flops, nbytes, at.gpu, at.cal, seq_heads=s.dec_tok * a.heads / s.tp), at),
-            ops._gemm(f"{P}/o", s.M, s.h, width, at, **s.fa),
-            ops._comm(f"{P}/all_reduce", "all_reduce", s.T * s.h * 2.0, s.tp, at)]
+            ops._gemm(P / "o", s.M, s.h, width, at, **s.fa),
+            ops._comm(P / "all_reduce", "all_reduce", s.T * s.h * 2.0, s.tp, at)]
 
 
 def _toy_model(mixer):

@@ -35,7 +35,7 @@ def test_moe_flops_match_active_params_at_large_batch(b200):
     cal = calibration_for(b200)
     T = 4096
     ops = forward_ops(m, b200, cal, m.default_precision, Plan(), b=Batch(pf_tokens=T, pf_seqs=4, pf_ctx=0))
-    lin = _sum([o for o in ops if o.name != "lm_head"], "flops")
+    lin = _sum([o for o in ops if o.part != "lm_head"], "flops")
     # LM head runs on 4 sampled positions only; everything else on all tokens
     expect = 2 * (m.active_params - m.vocab * m.hidden) * T
     assert lin == pytest.approx(expect, rel=1e-6)
@@ -93,16 +93,16 @@ def test_dsa_indexer_caps_mla_context_and_prices_the_indexer(b200):
 
     def decode(ctx):
         ops = forward_ops(m, b200, cal, prec, Plan(tp=8), b=Batch(dec_seqs=2, dec_ctx=ctx))
-        return {o.name.split("/", 1)[1]: o for o in ops if o.name.endswith(("core_decode", "dsa_scores_decode", "dsa_prep"))}
+        return {o.role: o for o in ops if o.role in ("core_decode", "dsa_scores_decode", "dsa_prep")}
 
     short, long = decode(2048), decode(10_000)
     # MLA attends to the top 2048 tokens only; the indexer scores all of them: 2 x B x 32 x 128 x ctx
-    assert float(long["attn/core_decode"].flops) == pytest.approx(float(short["attn/core_decode"].flops))
-    assert float(long["attn/dsa_scores_decode"].flops) == pytest.approx(2 * 2 * 32 * 128 * 10_000)
+    assert float(long["core_decode"].flops) == pytest.approx(float(short["core_decode"].flops))
+    assert float(long["dsa_scores_decode"].flops) == pytest.approx(2 * 2 * 32 * 128 * 10_000)
     # the chain between projections and scores: per token, 11 B per Q value (RoPE write-back 2 + 2,
     # Hadamard 4, FP8 quantisation 3) over 32 x 128, and 14 B per K value (LayerNorm 4, RoPE 2 + 2,
     # Hadamard 4, quantise-and-store 2) over 128; 8 kernels
-    assert float(short["attn/dsa_prep"].bytes) == 2 * (32 * 128 * 11 + 128 * 14)
+    assert float(short["dsa_prep"].bytes) == 2 * (32 * 128 * 11 + 128 * 14)
     # KV cache per token: 78 layers x (512 + 64 latent values in FP8 + 128 FP8 index keys + 4 B scale)
     assert float(kv_bytes_per_token(m, prec, Plan())) == pytest.approx(78 * (576 + 132))
 
@@ -116,7 +116,7 @@ def test_qk_norm_across_heads_adds_a_tp_all_reduce(b200):
 
     def op(tp):
         ops = forward_ops(m, b200, cal, m.default_precision, Plan(tp=tp, moe_tp=tp), b=Batch(dec_seqs=16, dec_ctx=1000))
-        return next(o for o in ops if o.name.endswith("qk_norm_all_reduce"))
+        return next(o for o in ops if o.role == "qk_norm_all_reduce")
 
     assert float(op(4).bytes) == 16 * 2 * 4  # FP32 sums of squares of Q and K per token
     assert float(op(4).time) > 0 and float(op(1).time) == 0
@@ -133,11 +133,11 @@ def test_gated_deltanet_decode_is_flat_in_context_and_prices_its_state(b200):
 
     def decode(ctx):
         ops = forward_ops(m, b200, cal, prec, Plan(tp=4, moe_tp=4), b=Batch(dec_seqs=8, dec_ctx=ctx))
-        return {o.name: o for o in ops}
+        return {(o.group, o.role): o for o in ops if o.part == "attention"}
 
     short, long = decode(1_000), decode(100_000)
     # the GDN layers are those with an in_proj
-    gdn = next(k for k in short if k.endswith("attn/core_decode") and k.replace("core_decode", "in_proj") in short)
+    gdn = next(k for k in short if k[1] == "core_decode" and (k[0], "in_proj") in short)
     # the delta-rule state replaces the KV cache: same cost at any context ...
     assert float(long[gdn].time) == pytest.approx(float(short[gdn].time))
     # ... and it is read once and written once per sequence and step: 16 value heads per GPU at TP4,
@@ -145,7 +145,7 @@ def test_gated_deltanet_decode_is_flat_in_context_and_prices_its_state(b200):
     state = 16 * 128 * 128 * 4
     assert float(short[gdn].bytes) == pytest.approx(8 * 2 * state + 8 * (2 * 4 * 128 + 2 * 16 * 128) * 2)
     # while the 15 full-attention layers' cost does grow with context
-    full = next(k for k in short if k.endswith("attn/core_decode") and k != gdn)
+    full = next(k for k in short if k[1] == "core_decode" and k != gdn)
     assert float(long[full].time) > 10 * float(short[full].time)
     # memory: each sequence holds its state on top of the KV cache, split by TP
     per_seq = state_bytes_per_seq(m, Plan(tp=4, moe_tp=4))
@@ -162,10 +162,10 @@ def test_mamba2_decode_reads_and_writes_its_state_once_per_step(h100):
 
     def decode(ctx, seqs=8):
         ops = forward_ops(m, h100, cal, m.default_precision, Plan(tp=4), b=Batch(dec_seqs=seqs, dec_ctx=ctx))
-        return {o.name: o for o in ops}
+        return {(o.group, o.role): o for o in ops if o.part == "attention"}
 
     short, long = decode(1_000), decode(50_000)
-    core = next(k for k in short if k.endswith("attn/core_decode") and k.replace("core_decode", "in_proj") in short)
+    core = next(k for k in short if k[1] == "core_decode" and (k[0], "in_proj") in short)
     assert float(long[core].time) == pytest.approx(float(short[core].time))
     # TP4: 64 heads x 64 x 256 BF16 state per sequence, read and written; x, B, C in and y out per token
     state = 64 * 64 * 256 * 2
@@ -231,7 +231,7 @@ def test_mtp_draft_passes_price_the_module_and_the_first_pass_over_every_checked
 
     def layer(tokens_per_seq, *, head):
         ops = forward_ops(dm, g, costs.cal, prec, sh, b=Batch(dec_seqs=4.0, dec_ctx=2048.0, dec_tokens_per_seq=tokens_per_seq), engine=costs.engine)
-        return less_pdl([o for o in ops if (o.name == "lm_head") == head])
+        return less_pdl([o for o in ops if (o.part == "lm_head") == head])
 
     module = lambda tokens: less_pdl(mtp_module_ops(dm, g, costs.cal, sh, tokens=tokens, seqs=4.0, engine=costs.engine))  # noqa: E731
     head = layer(1.0, head=True)  # the LM head samples one position per sequence in every pass
@@ -251,7 +251,7 @@ def test_moe_layers_launch_a_topk_kernel_over_the_router_scores():
 
     m, g = get_model("deepseek-r1"), get_gpu("b200")
     ops = forward_ops(m, g, calibration_for(g), Precision.of("fp8_block"), Plan(tp=8, ep=8), b=Batch(dec_seqs=64.0, dec_ctx=1024.0))
-    topk = [o for o in ops if o.name.endswith("moe/topk")]
+    topk = [o for o in ops if o.part == "moe" and o.role == "topk"]
     assert len(topk) == 1 and topk[0].kernels == 1.0 and float(topk[0].count) == 58.0  # DeepSeek-R1's 58 MoE layers
     assert float(topk[0].bytes) == 64 * (256 + 16) * 4
 
@@ -286,3 +286,46 @@ def test_step_time_sums_a_shared_count_once_in_float64():
     t = step_time(ops)
     assert t.dtype == np.float64 and t.shape == (4, 12)
     np.testing.assert_allclose(t, one_by_one, rtol=1e-14, atol=0)
+
+
+def test_operators_carry_their_part_group_and_role():
+    # DeepSeek-R1 with Helix and PP: its MLA and dense FFN priced under group 0, its MoE under group 1;
+    # what callers select by is typed, the name only displays it
+    from llm_codesign.cost.ops import layer_ops
+
+    m, g = get_model("deepseek-r1"), get_gpu("gb200")
+    cal = calibration_for(g)
+    ops = forward_ops(m, g, cal, m.default_precision, Plan(tp=4, kvp=4, pp=2, ep=16), b=Batch(dec_seqs=8, dec_ctx=4096))
+    got = {o.name: (o.part, o.group, o.role) for o in ops}
+    assert got["layer0/attn/core_decode"] == ("attention", 0, "core_decode")
+    assert got["layer0/attn/helix_all_to_all"] == ("attention", 0, "helix_all_to_all")
+    assert got["layer0/ffn/gate_up"] == ("ffn", 0, "gate_up") and got["layer0/elementwise"] == ("layer", 0, "elementwise")
+    assert got["layer1/moe/experts_down"] == ("moe", 1, "experts_down") and got["layer1/elementwise"] == ("layer", 1, "elementwise")
+    assert got["lm_head"] == ("lm_head", None, "lm_head") and got["pp/send_recv"] == ("pipeline", None, "send_recv")
+    # the weight format each GEMM reads: the layer's (R1: FP8 block-scaled), BF16 for the router and the head
+    weights = {o.role: o.weight for o in ops if o.kind == "gemm"}
+    assert weights["experts_down"] == weights["kv_a"] == "fp8_block" and weights["router"] == weights["lm_head"] == "bf16"
+    # without a prefix the names are the layer's own (what lint points at)
+    names = [o.name for o in layer_ops(m, m.groups[1][0], 1.0, g, cal, prec=m.default_precision, sh=Plan(tp=8, ep=8), b=Batch(dec_seqs=8),
+                                       prefix="")]
+    assert names[0] == "attn/q_a" and "moe/experts_gate_up" in names and names[-1] == "elementwise"
+
+
+def test_an_operator_is_built_with_its_final_values():
+    # forward_ops counts each part's operators by copies, never by changing the ones priced per layer;
+    # Helix's exchange is built with its overlapped time (the smaller of the whole exchange and HOP-B's)
+    import dataclasses
+
+    m, g = get_model("deepseek-r1"), get_gpu("gb200")
+    ops = forward_ops(m, g, calibration_for(g), m.default_precision, Plan(tp=1, kvp=8, ep=8), b=Batch(dec_seqs=64, dec_ctx=1_048_576))
+    for field, value in (("count", 2.0), ("time", 0.0), ("part", "moe"), ("weight", "bf16"), ("kernels", 3.0)):
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            setattr(ops[0], field, value)
+    head = next(o for o in ops if o.part == "lm_head")
+    one = head.replace(count=5.0)
+    assert (one.count, head.count, one.name, float(one.flops)) == (5.0, 1.0, "lm_head", float(head.flops))
+    helix = next(o for o in ops if o.role == "helix_all_to_all")
+    from llm_codesign.cost import kernels
+
+    whole = kernels.collective_time("all_to_all", float(helix.bytes), 8.0, g, calibration_for(g))
+    assert 0.0 < float(helix.time) < float(whole)  # 64 requests hide all but one message behind their attention

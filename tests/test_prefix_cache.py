@@ -6,7 +6,7 @@ from hypothesis import strategies as st
 
 from llm_codesign.cost.calibration import calibration_for
 from llm_codesign.errors import InputError
-from llm_codesign.serve.aggregated import evaluate
+from llm_codesign.serve.aggregated import Serving, evaluate
 from llm_codesign.spec.engines import get_engine
 from llm_codesign.spec.hardware import get_gpu
 from llm_codesign.spec.plan import Plan, Workload
@@ -20,11 +20,13 @@ CONC = np.array([1, 8, 32, 128])
 
 
 def run(model, plan, isl, osl, h, backend="trtllm"):
-    return evaluate(model, H200, CAL, model.default_precision, plan, concurrency=CONC, isl=isl, osl=osl, engine=get_engine(backend), prefix_hit=h)
+    return evaluate(model, Serving(gpu=H200, prec=model.default_precision, plan=plan, engine=get_engine(backend)), cal=CAL,
+                    concurrency=CONC, isl=isl, osl=osl, prefix_hit=h)
 
 
 def test_no_hit_is_the_model_without_a_cache():
-    a = evaluate(LLAMA, H200, CAL, LLAMA.default_precision, Plan(8), concurrency=CONC, isl=8192, osl=512)
+    a = evaluate(LLAMA, Serving(gpu=H200, prec=LLAMA.default_precision, plan=Plan(8)), cal=CAL, concurrency=CONC, isl=8192,
+                 osl=512)
     b = run(LLAMA, Plan(8), 8192, 512, 0.0)
     for k in ("ttft_s", "tpot_s", "output_tok_s_per_gpu", "max_concurrency"):
         assert np.array_equal(a[k], b[k]), k

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from llm_codesign.cost.calibration import calibration_for
-from llm_codesign.serve.aggregated import evaluate
+from llm_codesign.serve.aggregated import Serving, evaluate
 from llm_codesign.spec.hardware import get_gpu
 from llm_codesign.spec.plan import Plan
 from llm_codesign.spec.registry import get_model
@@ -16,7 +16,8 @@ def test_attention_dp_with_fewer_requests_than_ranks_is_as_slow_as_one_full_rank
     m, g = get_model("deepseek-r1"), get_gpu("b200")
     cal = calibration_for(g)
     plan = Plan(tp=1, ep=8, moe_tp=1, adp=8)
-    r = evaluate(m, g, cal, m.default_precision, plan, concurrency=np.array([1, 4, 8, 9, 16]), isl=1024, osl=1024)
+    r = evaluate(m, Serving(gpu=g, prec=m.default_precision, plan=plan), cal=cal, concurrency=np.array([1, 4, 8, 9, 16]),
+                 isl=1024, osl=1024)
     tpot = r["tpot_s"]
     # 1, 4 and 8 requests: each rank runs one sequence (or a dummy), the same step
     assert tpot[0] == pytest.approx(tpot[2], rel=1e-9) and tpot[1] == pytest.approx(tpot[2], rel=1e-9)
@@ -141,8 +142,8 @@ def test_offline_throughput_respects_the_engine_batch_cap(backend, cap):
 
     m, g = get_model("llama-3.1-405b"), get_gpu("b200")
     assert get_engine(backend).max_batch(g) == cap
-    r = evaluate(m, g, calibration_for(g), Precision.of("fp8"), Plan(tp=8), concurrency=np.array([1024, cap, 4 * cap, 16384]), isl=128, osl=128,
-                 engine=get_engine(backend))
+    r = evaluate(m, Serving(gpu=g, prec=Precision.of("fp8"), plan=Plan(tp=8), engine=get_engine(backend)),
+                 cal=calibration_for(g), concurrency=np.array([1024, cap, 4 * cap, 16384]), isl=128, osl=128)
     assert float(np.max(r["max_concurrency"])) <= cap
     out = r["output_tok_s_per_gpu"]
     assert out[2] == pytest.approx(out[1], rel=1e-6) and out[3] == pytest.approx(out[1], rel=1e-6)  # past the cap: queueing
@@ -178,7 +179,7 @@ def _deploy(name, gid, tp, adp):
 @given(**_case)
 def test_metrics_are_finite_and_tpot_respects_the_busiest_gpus_bytes(name, gid, tp, adp, C, isl, osl):
     m, g, plan = _deploy(name, gid, tp, adp)
-    r = evaluate(m, g, calibration_for(g), m.default_precision, plan, concurrency=C, isl=isl, osl=osl)
+    r = evaluate(m, Serving(gpu=g, prec=m.default_precision, plan=plan), cal=calibration_for(g), concurrency=C, isl=isl, osl=osl)
     assume(bool(np.all(r["fits"])))
     for k in ("ttft_s", "tpot_s", "output_tok_s_per_gpu", "step_s"):
         v = np.asarray(r[k], float)
@@ -198,8 +199,8 @@ def test_more_bandwidth_or_flops_is_never_slower(name, gid, tp, adp, C, isl, osl
     fast = (_replace(g, hbm_bandwidth_bytes_per_s=g.hbm_bandwidth_bytes_per_s * scale) if what == "bw" else
             _replace(g, peak_flops=tuple((k, v * scale) for k, v in g.peak_flops)))
     cal = calibration_for(g)
-    a = evaluate(m, g, cal, m.default_precision, plan, concurrency=C, isl=isl, osl=osl)
-    b = evaluate(m, fast, cal, m.default_precision, plan, concurrency=C, isl=isl, osl=osl)
+    a = evaluate(m, Serving(gpu=g, prec=m.default_precision, plan=plan), cal=cal, concurrency=C, isl=isl, osl=osl)
+    b = evaluate(m, Serving(gpu=fast, prec=m.default_precision, plan=plan), cal=cal, concurrency=C, isl=isl, osl=osl)
     assume(bool(np.all(a["fits"])))
     assert float(np.ravel(b["step_s"])[0]) <= float(np.ravel(a["step_s"])[0]) * (1 + 1e-6)
     # TTFT may rise by parts in 1e5 through the arrival-spread blend below (llama-3.1-8b on MI300X TP4 x
@@ -223,8 +224,8 @@ def test_idle_attention_dp_ranks_never_lower_tpot(name, gid, tp, adp, C):
     cal = calibration_for(g)
     one, more = Plan(tp=tp, adp=adp), Plan(tp=tp, adp=2 * adp)
     assume(int(validity(m, g, more, tp * 2 * adp).reshape(-1)[0]) < 0 and C <= adp)
-    a = evaluate(m, g, cal, m.default_precision, one, concurrency=C, isl=1024, osl=256)
-    b = evaluate(m, g, cal, m.default_precision, more, concurrency=C, isl=1024, osl=256)
+    a = evaluate(m, Serving(gpu=g, prec=m.default_precision, plan=one), cal=cal, concurrency=C, isl=1024, osl=256)
+    b = evaluate(m, Serving(gpu=g, prec=m.default_precision, plan=more), cal=cal, concurrency=C, isl=1024, osl=256)
     assert float(np.ravel(b["tpot_s"])[0]) >= float(np.ravel(a["tpot_s"])[0]) * (1 - 1e-9)
 
 
@@ -232,7 +233,8 @@ def test_idle_attention_dp_ranks_never_lower_tpot(name, gid, tp, adp, C):
 @given(**_case)
 def test_no_operator_exceeds_the_step_it_is_part_of(name, gid, tp, adp, C, isl, osl):
     m, g, plan = _deploy(name, gid, tp, adp)
-    r = evaluate(m, g, calibration_for(g), m.default_precision, plan, concurrency=C, isl=isl, osl=osl, with_ops=True)
+    r = evaluate(m, Serving(gpu=g, prec=m.default_precision, plan=plan), cal=calibration_for(g), concurrency=C, isl=isl, osl=osl,
+                 with_ops=True)
     step = float(np.ravel(r["step_s"])[0])
     for op in r["ops"]:
         t = float(np.ravel(op.total_time)[0])

@@ -5,7 +5,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from llm_codesign.cost import kernels
+from llm_codesign.cost import gemm
 from llm_codesign.cost.calibration import calibration_for
 from llm_codesign.cost.reuse import PriceMemo, array_key, reusing
 from llm_codesign.spec.hardware import get_gpu
@@ -53,11 +53,11 @@ def test_the_memo_is_the_blocks_own_and_no_other_threads():
 def test_gemm_prices_are_the_same_reused_or_not():
     gpu, cal = get_gpu("b200"), calibration_for(get_gpu("b200"))
     m = np.array([1.0, 64.0, 4096.0])
-    fresh = kernels.gemm_time(m, 4096, 4096, gpu, cal, math="fp8", a_bytes=1.0, w_bytes=1.0)
-    with kernels.reuse_gemm_prices():
-        first = kernels.gemm_time(m, 4096, 4096, gpu, cal, math="fp8", a_bytes=1.0, w_bytes=1.0)
+    fresh = gemm.gemm_time(m, 4096, 4096, gpu, cal, math="fp8", a_bytes=1.0, w_bytes=1.0)
+    with gemm.reuse_gemm_prices():
+        first = gemm.gemm_time(m, 4096, 4096, gpu, cal, math="fp8", a_bytes=1.0, w_bytes=1.0)
         # the collectives' latencies are no GEMM's: the same arrays come back
-        again = kernels.gemm_time(m, 4096, 4096, gpu, replace(cal, custom_ar_latency_s=9e-6), math="fp8", a_bytes=1.0, w_bytes=1.0)
-        slower = kernels.gemm_time(m, 4096, 4096, gpu, replace(cal, gemm_eff_fp8=0.3), math="fp8", a_bytes=1.0, w_bytes=1.0)
+        again = gemm.gemm_time(m, 4096, 4096, gpu, replace(cal, custom_ar_latency_s=9e-6), math="fp8", a_bytes=1.0, w_bytes=1.0)
+        slower = gemm.gemm_time(m, 4096, 4096, gpu, replace(cal, gemm_eff_fp8=0.3), math="fp8", a_bytes=1.0, w_bytes=1.0)
     assert all(np.array_equal(a, b) for a, b in zip(fresh, first, strict=True)) and again is first
     assert slower[0][-1] > first[0][-1]

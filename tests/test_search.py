@@ -126,7 +126,7 @@ def test_chunks_are_shared_evenly_by_the_threads_largest_first(groups, workers):
 def test_batches_no_plan_holds_are_judged_by_the_memory_fit_alone():
     # the search leaves out the batches beyond every plan's KV cache: the same fitting count and
     # frontier as pricing the whole grid (plans x batches) with evaluate
-    from llm_codesign.serve.aggregated import evaluate
+    from llm_codesign.serve.aggregated import Serving, evaluate
     from llm_codesign.spec.plan import Plan
 
     m, g = get_model("llama-3.1-70b"), get_gpu("h100")
@@ -135,8 +135,8 @@ def test_batches_no_plan_holds_are_judged_by_the_memory_fit_alone():
     r = search(m, g, calibration_for(g), space, isl=8192, osl=2048)
     pl, _ = plans(m, g, space)
     b = np.asarray(space.batches)
-    full = evaluate(m, g, calibration_for(g), prec, Plan(*(np.asarray(x)[:, None] for x in pl.arrays())),
-                    concurrency=b[None, :] * np.asarray(pl.adp)[:, None], isl=8192, osl=2048)
+    full = evaluate(m, Serving(gpu=g, prec=prec, plan=Plan(*(np.asarray(x)[:, None] for x in pl.arrays()))),
+                    cal=calibration_for(g), concurrency=b[None, :] * np.asarray(pl.adp)[:, None], isl=8192, osl=2048)
     fits = np.broadcast_to(full["fits"], (len(pl.tp), len(b)))
     assert not fits[:, -1].any()  # the largest batches fit no plan: the search skipped them
     assert r.fitting == int(fits.sum()) and r.evaluated == fits.size

@@ -69,3 +69,26 @@ def test_the_rules_catch_what_they_are_for():
     assert _positional(kw) == 5
     call = ast.parse("f(x, True)").body[0].value
     assert any(isinstance(a, ast.Constant) and a.value is True for a in call.args)
+
+
+def _names(tree) -> set[str]:
+    """Every variable, parameter, function and attribute name bound or read in `tree`."""
+    out = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            out.add(node.id)
+        elif isinstance(node, ast.arg):
+            out.add(node.arg)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            out.add(node.name)
+        elif isinstance(node, ast.Attribute):
+            out.add(node.attr)
+    return out
+
+
+def test_mtp_means_multi_token_prediction_only():
+    # issue 37: `mtp` named MoE tensor parallelism in ~30 lines and DeepSeek's multi-token prediction in
+    # others; MoE-TP is `moe_tp` everywhere (the speculative method keeps "mtp", a string, and mtp_*)
+    bad = sorted(str(p.relative_to(SRC)) for p in SRC.rglob("*.py") if "mtp" in _names(ast.parse(p.read_text())))
+    assert not bad, "call MoE tensor parallelism moe_tp: " + ", ".join(bad)
+    assert "mtp" in _names(ast.parse("tp, pp, ep, mtp = sizes"))  # the check sees an unpacked name

@@ -8,59 +8,62 @@ from statistics import NormalDist
 
 import numpy as np
 
-from llm_codesign.cost import kernels as cost
-from llm_codesign.cost.ops import _BF16, Batch, Op, _At, _comm, _elementwise, _gemm, _Step, op_builder
+from llm_codesign.cost import gemm
+from llm_codesign.cost.ops import _BF16, Batch, Op, Site, _At, _comm, _elementwise, _gemm, _Label, _op, _Step, op_builder
 from llm_codesign.spec.kinds import DenseFfn, LinearFfn, MoE, NoFfn
 from llm_codesign.spec.precision import Precision
 
 
 @op_builder(DenseFfn, part="ffn")
-def dense_ops(f: DenseFfn, F: str, *, at: _At, s: _Step, b: Batch, prec: Precision) -> list[Op]:
+def dense_ops(f: DenseFfn, F: Site, *, at: _At, s: _Step, b: Batch, prec: Precision) -> list[Op]:
     """A dense (gated) MLP sharded by TP (and Helix's KV-parallel GPUs), and its all-reduce."""
     dense_tp = s.tp * s.kvp
-    return [_gemm(f"{F}/gate_up", s.M, (f.mats - 1) * f.inter / dense_tp, s.h, at, **s.ff),
-            _gemm(f"{F}/down", s.M, s.h, f.inter / dense_tp, at, **s.ff),
-            _comm(f"{F}/all_reduce", "all_reduce", s.T * s.h * 2.0, dense_tp, at)]
+    return [_gemm(F / "gate_up", s.M, (f.mats - 1) * f.inter / dense_tp, s.h, at, **s.ff),
+            _gemm(F / "down", s.M, s.h, f.inter / dense_tp, at, **s.ff),
+            _comm(F / "all_reduce", "all_reduce", s.T * s.h * 2.0, dense_tp, at)]
 
 
 @op_builder(LinearFfn, part="ffn")
-def linear_ops(f: LinearFfn, F: str, *, at: _At, s: _Step, b: Batch, prec: Precision) -> list[Op]:
+def linear_ops(f: LinearFfn, F: Site, *, at: _At, s: _Step, b: Batch, prec: Precision) -> list[Op]:
     """One hidden x hidden GEMM sharded like a dense MLP, and its all-reduce."""
     dense_tp = s.tp * s.kvp
-    return [_gemm(f"{F}/linear", s.M, s.h / dense_tp, s.h, at, **s.ff),
-            _comm(f"{F}/all_reduce", "all_reduce", s.T * s.h * 2.0, dense_tp, at)]
+    return [_gemm(F / "linear", s.M, s.h / dense_tp, s.h, at, **s.ff),
+            _comm(F / "all_reduce", "all_reduce", s.T * s.h * 2.0, dense_tp, at)]
 
 
 @op_builder(NoFfn, part="ffn")
-def no_ops(f: NoFfn, F: str, *, at: _At, s: _Step, b: Batch, prec: Precision) -> list[Op]:
+def no_ops(f: NoFfn, F: Site, *, at: _At, s: _Step, b: Batch, prec: Precision) -> list[Op]:
     return []
 
 
+EXPERT_GEMMS = ("experts_gate_up", "experts_down")  # the roles moe_ops gives its grouped expert GEMMs (Op.role)
+
+
 @op_builder(MoE, part="moe")
-def moe_ops(f: MoE, M: str, *, at: _At, s: _Step, b: Batch, prec: Precision) -> list[Op]:
+def moe_ops(f: MoE, M: Site, *, at: _At, s: _Step, b: Batch, prec: Precision) -> list[Op]:
     """A mixture of experts: the router, shared experts, the busiest EP rank's grouped expert GEMMs,
     token permutation and the token exchange (all-to-all under EP / attention-DP, else all-reduce)."""
     T, h, ff, ep = s.T, s.h, s.ff, s.ep
     dense_tp, stage_gpus = s.tp * s.kvp, s.tp * s.adp * s.kvp
     T_all = T * s.adp  # the MoE group sees every attention-DP rank's tokens
-    ops = [_gemm(f"{M}/router", s.M, f.experts, h, at, **_BF16)]
+    ops = [_gemm(M / "router", s.M, f.experts, h, at, **_BF16)]
     # the top-k selection over the router's logits, a kernel of its own in every engine (TensorRT-LLM's
     # routing / noaux_tc kernels, vLLM's fused_topk and grouped_topk, SGLang's biased_grouped_topk): it
     # reads each token's FP32 expert scores and writes top_k ids and weights
-    ops.append(_elementwise(f"{M}/topk", np.where(T > 0, T * (f.experts + 2.0 * f.top_k) * 4.0, 0.0), 1.0, at))
+    ops.append(_elementwise(M / "topk", np.where(T > 0, T * (f.experts + 2.0 * f.top_k) * 4.0, 0.0), 1.0, at))
     if np.any(f.shared_inter):
-        ops.append(_gemm(f"{M}/shared_gate_up", s.M, (f.mats - 1) * f.shared_inter / dense_tp, h, at, **ff))
-        ops.append(_gemm(f"{M}/shared_down", s.M, h, f.shared_inter / dense_tp, at, **ff))
+        ops.append(_gemm(M / "shared_gate_up", s.M, (f.mats - 1) * f.shared_inter / dense_tp, h, at, **ff))
+        ops.append(_gemm(M / "shared_down", s.M, h, f.shared_inter / dense_tp, at, **ff))
     # the busiest EP rank sets the step: the experts it reads, its busiest expert's tokens and its
     # own (routed_load; cal.moe_routing_alpha is the routing skew, 0 uniform)
     alpha = at.cal.moe_routing_alpha
     active, top, on_rank = routed_load(f.experts, f.top_k, T_all, ep, alpha)
     skew = 1.0 if alpha <= 0.0 else on_rank / np.maximum(T_all * f.top_k / ep, 1e-30)  # busiest rank over the mean
     for name, n_dim, k_dim in (("experts_gate_up", (f.mats - 1) * f.expert_inter / s.moe_tp, h), ("experts_down", h, f.expert_inter / s.moe_tp)):
-        ops.append(_expert_gemm(f"{M}/{name}", n_dim, k_dim, at, load=(active, top, on_rank, alpha), **ff))
+        ops.append(_expert_gemm(M / name, n_dim, k_dim, at, load=(active, top, on_rank, alpha), **ff))
     # token permutation into expert order and back (gather/scatter), one launch each way
     perm = np.where(T_all > 0, skew * (T_all / ep * f.top_k * h * (ff["a_b"] + 2.0)), 0.0)
-    ops.append(_elementwise(f"{M}/permute", perm, 2.0, at))
+    ops.append(_elementwise(M / "permute", perm, 2.0, at))
     # token exchange. Without attention DP every rank already holds every token (the attention
     # all-reduce): expert-parallel ranks run their experts on them and one all-reduce sums the outputs.
     # Under attention DP with EP the tokens go to their experts' ranks and back (all-to-all dispatch and
@@ -70,15 +73,15 @@ def moe_ops(f: MoE, M: str, *, at: _At, s: _Step, b: Batch, prec: Precision) -> 
     a2a = (s.adp > 1) & (ep > 1)
     gather = (s.adp > 1) & (ep <= 1)
     sent = skew * (T / dense_tp * f.top_k * h)  # what the busiest rank receives
-    ops.append(_comm(f"{M}/dispatch", "all_to_all", np.where(a2a, sent * ff["a_b"], 0.0), stage_gpus, at))
-    ops.append(_comm(f"{M}/combine", "all_to_all", np.where(a2a, sent * 2.0, 0.0), stage_gpus, at))
-    ops.append(_comm(f"{M}/all_gather", "all_gather", np.where(gather, T_all * h * ff["a_b"], 0.0), stage_gpus, at))
-    ops.append(_comm(f"{M}/reduce_scatter", "reduce_scatter", np.where(gather, T_all * h * 2.0, 0.0), stage_gpus, at))
-    ops.append(_comm(f"{M}/all_reduce", "all_reduce", np.where(s.adp > 1, 0.0, T * h * 2.0), stage_gpus, at))
+    ops.append(_comm(M / "dispatch", "all_to_all", np.where(a2a, sent * ff["a_b"], 0.0), stage_gpus, at))
+    ops.append(_comm(M / "combine", "all_to_all", np.where(a2a, sent * 2.0, 0.0), stage_gpus, at))
+    ops.append(_comm(M / "all_gather", "all_gather", np.where(gather, T_all * h * ff["a_b"], 0.0), stage_gpus, at))
+    ops.append(_comm(M / "reduce_scatter", "reduce_scatter", np.where(gather, T_all * h * 2.0, 0.0), stage_gpus, at))
+    ops.append(_comm(M / "all_reduce", "all_reduce", np.where(s.adp > 1, 0.0, T * h * 2.0), stage_gpus, at))
     return ops
 
 
-def _expert_gemm(name, n, k, at: _At, *, load, math, a_b, w_b, kernel):
+def _expert_gemm(label: _Label, n, k, at: _At, *, load, math, a_b, w_b, kernel, weight):
     """The busiest rank's grouped expert GEMM; `load` is routed_load's (experts read, busiest
     expert's rows, the rank's rows) and the routing skew alpha. Grouped GEMMs have their own fixed
     cost (moe_overhead_s, fitted on MoE kernels), not a dense GEMM's. Uniform routing: `active`
@@ -88,23 +91,23 @@ def _expert_gemm(name, n, k, at: _At, *, load, math, a_b, w_b, kernel):
     cal = at.cal
     kw = dict(eff_scale=cal.moe_eff_of(kernel), kernel=kernel, swap_ab=True, overhead_s=cal.moe_overhead_s)
     if alpha <= 0.0:
-        return _gemm(name, top, n, k, at, math=math, a_b=a_b, w_b=w_b, groups=active, distinct=active, **kw)
+        return _gemm(label, top, n, k, at, math=math, a_b=a_b, w_b=w_b, groups=active, distinct=active, weight=weight, **kw)
     rest_groups = active - 1.0
     m_rest = np.where(rest_groups > 0, (on_rank - top) / np.maximum(rest_groups, 1e-30), 0.0)
-    th, ch, mh = cost.gemm_time(top, n, k, at.gpu, cal, math=math, a_bytes=a_b, w_bytes=w_b, engine=at.engine, **kw)
-    tr, cr, mr = cost.gemm_time(m_rest, n, k, at.gpu, cal, math=math, a_bytes=a_b, w_bytes=w_b, groups=rest_groups,
+    th, ch, mh = gemm.gemm_time(top, n, k, at.gpu, cal, math=math, a_bytes=a_b, w_bytes=w_b, engine=at.engine, **kw)
+    tr, cr, mr = gemm.gemm_time(m_rest, n, k, at.gpu, cal, math=math, a_bytes=a_b, w_bytes=w_b, groups=rest_groups,
                                 distinct_groups=rest_groups, engine=at.engine, **kw)
     # one launch: the second call's fixed costs (its own, an FP8/FP4 activation quantisation's and a
     # TMA-padded copy's) go
-    padded = np.asarray(cost.tma_padded(k, a_b, w_b)) > np.asarray(k)
-    fixed = cal.moe_overhead_s + (cal.kernel_overhead_s if cost.quantise_kernel(at.engine, a_b, kernel=kernel) else 0.0) + np.where(padded, cal.kernel_overhead_s, 0.0)
+    padded = np.asarray(gemm.tma_padded(k, a_b, w_b)) > np.asarray(k)
+    fixed = cal.moe_overhead_s + (cal.kernel_overhead_s if gemm.quantise_kernel(at.engine, a_b, kernel=kernel) else 0.0) + np.where(padded, cal.kernel_overhead_s, 0.0)
     t = th + np.where(tr > 0, tr - fixed, 0.0)
 
     def fb():
-        f1, b1 = cost.gemm_flops_bytes(top, n, k, a_bytes=a_b, w_bytes=w_b, c_bytes=2.0, groups=1.0, distinct_groups=1.0)
-        f2, b2 = cost.gemm_flops_bytes(m_rest, n, k, a_bytes=a_b, w_bytes=w_b, c_bytes=2.0, groups=rest_groups, distinct_groups=rest_groups)
+        f1, b1 = gemm.gemm_flops_bytes(top, n, k, a_bytes=a_b, w_bytes=w_b, c_bytes=2.0, groups=1.0, distinct_groups=1.0)
+        f2, b2 = gemm.gemm_flops_bytes(m_rest, n, k, a_bytes=a_b, w_bytes=w_b, c_bytes=2.0, groups=rest_groups, distinct_groups=rest_groups)
         return f1 + f2, b1 + b2
-    return Op(name, "gemm", None, None, time=t, t_compute=ch + cr, t_memory=mh + mr, count=at.count, fb=fb, math=math)
+    return _op(label, "gemm", at, time=t, split=(ch + cr, mh + mr), work=fb, math=math, weight=weight)
 
 
 def distinct_experts(E, k, tokens):

@@ -35,10 +35,10 @@ TRTLLM_GRAPH_MAX_BATCH = 128
 
 def weight_bytes_per_gpu(model: ModelSpec, prec: Precision, sh: Plan):
     """Weights held by one GPU of the largest pipeline stage (replicated where the plan replicates)."""
-    tp, pp, ep, mtp, kvp = (np.asarray(x, float) for x in (sh.tp, sh.pp, sh.ep, sh.moe_tp, sh.kvp))
+    tp, pp, ep, moe_tp, kvp = (np.asarray(x, float) for x in (sh.tp, sh.pp, sh.ep, sh.moe_tp, sh.kvp))
     h = model.hidden
     wa, wf = prec.attn.bytes_per_weight(), prec.weight.bytes_per_weight()
-    per_layer = [_layer_weight_bytes(layer, h, wa, wf, (tp, ep, mtp, kvp)) for layer, _ in model.groups]
+    per_layer = [_layer_weight_bytes(layer, h, wa, wf, (tp, ep, moe_tp, kvp)) for layer, _ in model.groups]
     # embedding on the first stage, LM head on the last (vocab-parallel over TP), kept in BF16
     emb = model.embedding_params * 2.0 / (tp * kvp)
     head = model.lm_head_params * 2.0 / (tp * kvp)
@@ -49,11 +49,11 @@ def weight_bytes_per_gpu(model: ModelSpec, prec: Precision, sh: Plan):
 def _layer_weight_bytes(layer, h, wa, wf, shards):
     """One layer's weights on one GPU (`wa`, `wf`: bytes per attention / FFN weight; `shards`: TP,
     EP, MoE-TP and Helix degrees as arrays)."""
-    tp, ep, mtp, kvp = shards
+    tp, ep, moe_tp, kvp = shards
     # the mixer sharded by TP, replicated across attention-DP and Helix ranks (as each kind holds it:
     # spec.kinds weight_bytes_per_gpu); the FFN split by TP and Helix, experts by EP and MoE-TP
     return (layer.attn.weight_bytes_per_gpu(h, wa, tp, kvp)
-            + layer.ffn.weight_bytes_per_gpu(h, wf, tp=tp, kvp=kvp, ep=ep, moe_tp=mtp))
+            + layer.ffn.weight_bytes_per_gpu(h, wf, tp=tp, kvp=kvp, ep=ep, moe_tp=moe_tp))
 
 
 def busiest_stage(model: ModelSpec, pp, per_layer: list):
@@ -144,7 +144,7 @@ def draft_weight_bytes_per_gpu(model: ModelSpec, draft: ModelSpec, method: str, 
     models/modeling_speculative.py Eagle3DraftModel). "draft": a separate model, TP-sharded like the
     target and not pipelined (vLLM, SGLang STANDALONE and TensorRT-LLM's two-model path run it on the
     target's TP group), its own embedding and head. Broadcasts over plan arrays."""
-    tp, ep, mtp, kvp = (np.asarray(x, float) for x in (sh.tp, sh.ep, sh.moe_tp, sh.kvp))
+    tp, ep, moe_tp, kvp = (np.asarray(x, float) for x in (sh.tp, sh.ep, sh.moe_tp, sh.kvp))
     h = model.hidden
     if method == "draft":
         return weight_bytes_per_gpu(draft, prec, replace(sh, pp=np.ones_like(np.asarray(sh.pp, float))))
@@ -153,10 +153,10 @@ def draft_weight_bytes_per_gpu(model: ModelSpec, draft: ModelSpec, method: str, 
         wa, wf = prec.attn.bytes_per_weight(), prec.weight.bytes_per_weight()
         split = engine is not None and engine.mtp_eh_proj_split(sh.adp)
         eh = 2.0 * h * h * 2.0 / np.where(split, tp, 1.0)
-        return _layer_weight_bytes(layer, h, wa, wf, (tp, ep, mtp, kvp)) + eh
+        return _layer_weight_bytes(layer, h, wa, wf, (tp, ep, moe_tp, kvp)) + eh
     a = layer.attn
     qkv_extra = h * (a.heads * a.head_dim + a.kv_heads * (a.head_dim + a.v_head_dim))  # the second h of the 2h input
-    return (_layer_weight_bytes(layer, h, 2.0, 2.0, (tp, ep, mtp, kvp)) + qkv_extra * 2.0 / tp + 3.0 * h * h * 2.0
+    return (_layer_weight_bytes(layer, h, 2.0, 2.0, (tp, ep, moe_tp, kvp)) + qkv_extra * 2.0 / tp + 3.0 * h * h * 2.0
             + draft.vocab * h * 2.0 / (tp * kvp))
 
 

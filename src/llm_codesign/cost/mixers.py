@@ -8,19 +8,20 @@ from dataclasses import replace
 import numpy as np
 
 from llm_codesign.cost import kernels as cost
-from llm_codesign.cost.ops import _BF16, Batch, Op, _At, _attention, _comm, _elementwise, _gemm, _Step, op_builder
+from llm_codesign.cost.arrays import Tokens
+from llm_codesign.cost.ops import _BF16, Batch, Op, Site, _At, _attention, _comm, _comm_of, _elementwise, _gemm, _Step, op_builder
 from llm_codesign.spec.kinds import DSA, GQA, MLA, Attention, GatedDeltaNet, LinearMixer, Mamba2, NoMixer, Recurrent, causal_keys
 from llm_codesign.spec.precision import Precision
 
 
 @op_builder(GQA, part="attention")
-def gqa_ops(a: GQA, P: str, *, at: _At, s: _Step, b: Batch, prec: Precision) -> list[Op]:
+def gqa_ops(a: GQA, P: Site, *, at: _At, s: _Step, b: Batch, prec: Precision) -> list[Op]:
     """GQA's fused QKV projection (and Qwen3.5's cross-head QK norm), then the attention (_attend)."""
     kv_l = np.ceil(a.kv_heads / s.tp)  # KV heads replicate when TP exceeds them
     q_out = a.heads / s.tp * a.head_dim * (2 if a.out_gate else 1)  # plus the output gate
-    ops = [_gemm(f"{P}/qkv", s.M, q_out + kv_l * a.kv_width, s.h, at, **s.fa)]
+    ops = [_gemm(P / "qkv", s.M, q_out + kv_l * a.kv_width, s.h, at, **s.fa)]
     if a.qk_norm_across_heads:  # fp32 sums of squares of Q and K per token, reduced over TP
-        ops.append(_comm(f"{P}/qk_norm_all_reduce", "all_reduce", s.T * 2.0 * 4.0, s.tp, at))
+        ops.append(_comm(P / "qk_norm_all_reduce", "all_reduce", s.T * 2.0 * 4.0, s.tp, at))
     heads_l = a.heads / s.tp
     kv_fp8 = prec.kv.math == "fp8"
     # decode: FLOPs per key of the query-key and value widths; work items and query heads per KV head
@@ -31,13 +32,13 @@ def gqa_ops(a: GQA, P: str, *, at: _At, s: _Step, b: Batch, prec: Precision) -> 
 
 
 @op_builder(MLA, part="attention")
-def mla_ops(a: MLA, P: str, *, at: _At, s: _Step, b: Batch, prec: Precision) -> list[Op]:
+def mla_ops(a: MLA, P: Site, *, at: _At, s: _Step, b: Batch, prec: Precision) -> list[Op]:
     """MLA: its projections (_mla_proj), then the attention over the latent cache (_attend)."""
     return _mla(a, _mla_proj(a, b, at, P, s=s), P, at=at, s=s, b=b, prec=prec)
 
 
 @op_builder(DSA, part="attention")
-def dsa_ops(a: DSA, P: str, *, at: _At, s: _Step, b: Batch, prec: Precision) -> list[Op]:
+def dsa_ops(a: DSA, P: Site, *, at: _At, s: _Step, b: Batch, prec: Precision) -> list[Op]:
     """DeepSeek Sparse Attention: MLA's projections, the lightning indexer over the whole context
     (_dsa_indexer), then MLA over the selected tokens."""
     ops = _mla_proj(a, b, at, P, s=s)
@@ -45,7 +46,7 @@ def dsa_ops(a: DSA, P: str, *, at: _At, s: _Step, b: Batch, prec: Precision) -> 
     return _mla(a, ops, P, at=at, s=s, b=b, prec=prec)
 
 
-def _mla(a: MLA, ops: list[Op], P: str, *, at: _At, s: _Step, b: Batch, prec: Precision) -> list[Op]:
+def _mla(a: MLA, ops: list[Op], P: Site, *, at: _At, s: _Step, b: Batch, prec: Precision) -> list[Op]:
     """MLA's attention after its projections: decode in the latent space, every head reading the one
     replicated latent (2 x kv_lora_rank + rope_dim FLOPs per key, its own decode efficiency)."""
     heads_l = a.heads / s.tp
@@ -54,7 +55,7 @@ def _mla(a: MLA, ops: list[Op], P: str, *, at: _At, s: _Step, b: Batch, prec: Pr
                    qk_d=a.head_dim, v_d=a.v_head_dim, decode=(2 * a.kv_lora_rank + a.rope_dim, s.dec_tok * heads_l, 1.0, dcal))
 
 
-def _attend(a: Attention, ops: list[Op], P: str, *, at: _At, s: _Step, b: Batch, prec: Precision, per_tok_kv, qk_d, v_d, decode) -> list[Op]:
+def _attend(a: Attention, ops: list[Op], P: Site, *, at: _At, s: _Step, b: Batch, prec: Precision, per_tok_kv, qk_d, v_d, decode) -> list[Op]:
     """After a softmax attention's projections (`ops`): the attention core over the cache (decode)
     and the chunk (prefill), Helix's exchange, the output projection and its all-reduce. `per_tok_kv`:
     cached bytes per token on this GPU; `qk_d`, `v_d`: a head's query-key and value widths; `decode`:
@@ -68,67 +69,66 @@ def _attend(a: Attention, ops: list[Op], P: str, *, at: _At, s: _Step, b: Batch,
         ops.append(_helix_exchange(ops[-2:], b, at, P, nbytes=T * heads_l * (v_d + 1) * 2.0, kvp=kvp))
     dense_tp = tp * kvp
     # the attention output is quantised inside the attention kernel only where the engine fuses it (attn_out)
-    ops.append(_gemm(f"{P}/o", s.M, h, a.heads * v_d / dense_tp, at, **s.fa, fused_quant=at.engine is not None and at.engine.fuses("attn_out")))
-    ops.append(_comm(f"{P}/all_reduce", "all_reduce", T * h * 2.0, dense_tp, at))
+    ops.append(_gemm(P / "o", s.M, h, a.heads * v_d / dense_tp, at, **s.fa, fused_quant=at.engine is not None and at.engine.fuses("attn_out")))
+    ops.append(_comm(P / "all_reduce", "all_reduce", T * h * 2.0, dense_tp, at))
     return ops
 
 
-def _helix_exchange(core: list[Op], b: Batch, at: _At, P: str, *, nbytes, kvp) -> Op:
+def _helix_exchange(core: list[Op], b: Batch, at: _At, P: Site, *, nbytes, kvp) -> Op:
     """Helix's all-to-all of partial attention outputs. HOP-B (Bhatia et al. 2025, arXiv:2507.07120)
     sends each request's exchange while the next request's attention runs: over the step's B requests a
     two-stage pipeline exposes c + (B-1) * max(c - a, 0), c one request's message (each pays the
     collective's fixed latency) and a its attention (`core`: this layer's attention kernels over B). The
     better of that and one exchange after all the attention (C) is what runs; one request exposes C."""
-    op = _comm(f"{P}/helix_all_to_all", "all_to_all", nbytes, kvp, at)
+    whole = cost.collective_time("all_to_all", nbytes, kvp, at.gpu, at.cal, engine=at.engine)
     B = np.maximum(np.asarray(b.dec_seqs, float) + np.asarray(b.pf_seqs, float), 1.0)
     a = sum(o.time for o in core) / B
     c = cost.collective_time("all_to_all", np.asarray(nbytes, float) / B, kvp, at.gpu, at.cal, engine=at.engine)
-    op.time = np.minimum(op.time, c + (B - 1.0) * np.maximum(c - a, 0.0))
-    return op
+    return _comm_of(P / "helix_all_to_all", np.minimum(whole, c + (B - 1.0) * np.maximum(c - a, 0.0)), nbytes, at)
 
 
-def _mla_proj(a: MLA, b: Batch, at: _At, P: str, *, s: _Step) -> list[Op]:
+def _mla_proj(a: MLA, b: Batch, at: _At, P: Site, *, s: _Step) -> list[Op]:
     """MLA's low-rank projections, the absorbed decode products and the prefill's up-projection of
     the latent."""
     M, h, fa, dec_tok = s.M, s.h, s.fa, s.dec_tok
     heads_l = a.heads / s.tp
     ops = []
     if a.q_lora_rank:
-        ops.append(_gemm(f"{P}/q_a", M, a.q_lora_rank, h, at, **fa))
-        ops.append(_gemm(f"{P}/q_b", M, heads_l * a.head_dim, a.q_lora_rank, at, **fa))
+        ops.append(_gemm(P / "q_a", M, a.q_lora_rank, h, at, **fa))
+        ops.append(_gemm(P / "q_b", M, heads_l * a.head_dim, a.q_lora_rank, at, **fa))
     else:
-        ops.append(_gemm(f"{P}/q", M, heads_l * a.head_dim, h, at, **fa))
-    ops.append(_gemm(f"{P}/kv_a", M, a.kv_lora_rank + a.rope_dim, h, at, **fa))
+        ops.append(_gemm(P / "q", M, heads_l * a.head_dim, h, at, **fa))
+    ops.append(_gemm(P / "kv_a", M, a.kv_lora_rank + a.rope_dim, h, at, **fa))
     # decode: weight absorption, attention runs in the latent space (DeepSeek-V2 sec. 2.1.2)
-    dec = cost.Tokens(dec_tok)
-    ops.append(_gemm(f"{P}/mla_q_absorb", dec, a.kv_lora_rank, a.nope_dim, at, groups=heads_l, **_BF16))
-    ops.append(_gemm(f"{P}/mla_v_up", dec, a.v_head_dim, a.kv_lora_rank, at, groups=heads_l, **_BF16))
+    dec = Tokens(dec_tok)
+    ops.append(_gemm(P / "mla_q_absorb", dec, a.kv_lora_rank, a.nope_dim, at, groups=heads_l, **_BF16))
+    ops.append(_gemm(P / "mla_v_up", dec, a.v_head_dim, a.kv_lora_rank, at, groups=heads_l, **_BF16))
     # prefill: latent up-projected to per-head K and V for the chunk and its cached context
     kv_rows = np.asarray(b.pf_tokens, float) + np.asarray(b.pf_seqs, float) * b.pf_ctx
-    ops.append(_gemm(f"{P}/mla_kv_up", kv_rows, heads_l * (a.nope_dim + a.v_head_dim), a.kv_lora_rank, at, **fa))
+    ops.append(_gemm(P / "mla_kv_up", kv_rows, heads_l * (a.nope_dim + a.v_head_dim), a.kv_lora_rank, at, **fa))
     return ops
 
 
-def _dsa_indexer(a: DSA, b: Batch, at: _At, P: str, *, s: _Step) -> list[Op]:
+def _dsa_indexer(a: DSA, b: Batch, at: _At, P: Site, *, s: _Step) -> list[Op]:
     """DeepSeek Sparse Attention's lightning indexer (DeepSeek-V3.2-Exp report, sec. 2.1): its own
     projections (replicated on every TP rank, as vLLM and SGLang run them), FP8 scores of every
     query token against every cached index key, and a top-k selection over those scores."""
     gpu, cal = at.gpu, at.cal
     h, T, M, dec_tok, kvp, fa = s.h, s.T, s.M, s.dec_tok, s.kvp, s.fa
     hi, di = a.index_heads, a.index_head_dim
-    ops = [_gemm(f"{P}/dsa_q", M, hi * di, a.q_lora_rank or h, at, **fa),
-           _gemm(f"{P}/dsa_k_weights", M, di + hi, h, at, **fa)]
+    ops = [_gemm(P / "dsa_q", M, hi * di, a.q_lora_rank or h, at, **fa),
+           _gemm(P / "dsa_k_weights", M, di + hi, h, at, **fa)]
     # the elementwise chain between the projections and the scores, as the open engines run it
     # (SGLang nsa_indexer.py _get_q_k_bf16 and the FP8 quantisation after it): LayerNorm of K, RoPE
     # and its write-back into Q and K, a Hadamard rotation of Q and of K, FP8 quantisation of Q and
     # of K with the K-cache store: 8 kernels, each pass over Q (hi x di) or K (di) in BF16
     prep = T * (hi * di * (2.0 + 2.0 + 4.0 + 3.0) + di * (4.0 + 2.0 + 2.0 + 4.0 + 2.0))
-    ops.append(_elementwise(f"{P}/dsa_prep", prep, 8.0, at))
+    ops.append(_elementwise(P / "dsa_prep", prep, 8.0, at))
     key_b = a.index_key_bytes
     ctx_l = np.asarray(b.dec_ctx, float) / kvp  # every cached key is scored
     flops = 2.0 * dec_tok * hi * di * ctx_l
     nbytes = np.asarray(b.dec_seqs, float) * ctx_l * key_b + dec_tok * hi * di
-    ops.append(_attention(f"{P}/dsa_scores_decode", flops, nbytes,
+    ops.append(_attention(P / "dsa_scores_decode", flops, nbytes,
                           cost.attention_decode_time(flops, nbytes, gpu, cal, seq_heads=dec_tok, kv_fp8=True), at))
     tp_tok = np.asarray(b.pf_tokens, float)
     seqs = np.maximum(np.asarray(b.pf_seqs, float), 1.0)
@@ -136,15 +136,15 @@ def _dsa_indexer(a: DSA, b: Batch, at: _At, P: str, *, s: _Step) -> list[Op]:
     pf_flops = 2.0 * tp_tok * hi * di * keys
     pf_bytes = seqs * (np.asarray(b.pf_ctx, float) + tp_tok / seqs) / kvp * key_b + tp_tok * hi * di
     pmath = "fp8" if gpu.supports("fp8") else "bf16"
-    ops.append(_attention(f"{P}/dsa_scores_prefill", pf_flops, pf_bytes,
+    ops.append(_attention(P / "dsa_scores_prefill", pf_flops, pf_bytes,
                           cost.attention_prefill_time(np.where(tp_tok > 0, pf_flops, 0.0), pf_bytes, gpu, cal, math=pmath,
                                                       seq_heads=seqs * hi, keys=keys), at))
     # top-k: FP32 scores written by the score kernel and read back by the selection
-    ops.append(_elementwise(f"{P}/dsa_topk", (dec_tok * ctx_l + tp_tok * keys) * 8.0, 1.0, at))
+    ops.append(_elementwise(P / "dsa_topk", (dec_tok * ctx_l + tp_tok * keys) * 8.0, 1.0, at))
     return ops
 
 
-def _core_decode(a: Attention, b: Batch, at: _At, P: str, *, s: _Step, prec: Precision, per_tok_kv, qkv_d, decode) -> Op:
+def _core_decode(a: Attention, b: Batch, at: _At, P: Site, *, s: _Step, prec: Precision, per_tok_kv, qkv_d, decode) -> Op:
     """Decode attention: every decode token reads its sequence's cache, the keys the mixer reads
     (Attention.decode_keys: a window, chunk or sparse selection) sharded by Helix. `per_tok_kv`: cached
     bytes per token; `qkv_d`: query-key plus value width of a head; `decode`: see _attend."""
@@ -157,10 +157,10 @@ def _core_decode(a: Attention, b: Batch, at: _At, P: str, *, s: _Step, prec: Pre
     kv_fp8 = prec.kv.math == "fp8"
     times = cost.attention_decode_time(dec_flops, dec_bytes, gpu, dcal, seq_heads=items, kv_fp8=kv_fp8, group=group)
     f = _attention_factor(at, a, "decode", kv_fp8=kv_fp8, dec_tokens=dec_tok)
-    return _attention(f"{P}/core_decode", dec_flops, dec_bytes, tuple(x * f for x in times), at)
+    return _attention(P / "core_decode", dec_flops, dec_bytes, tuple(x * f for x in times), at)
 
 
-def _core_prefill(a: Attention, b: Batch, at: _At, P: str, *, s: _Step, prec: Precision, per_tok_kv, qkv_d) -> Op:
+def _core_prefill(a: Attention, b: Batch, at: _At, P: Site, *, s: _Step, prec: Precision, per_tok_kv, qkv_d) -> Op:
     """Prefill attention, causal: a chunk of T_p tokens from s sequences over c cached tokens each,
     reading the keys the mixer reads (Attention.prefill_keys); `per_tok_kv`, `qkv_d` as _core_decode's."""
     heads_l = a.heads / s.tp
@@ -174,7 +174,7 @@ def _core_prefill(a: Attention, b: Batch, at: _At, P: str, *, s: _Step, prec: Pr
     times = cost.attention_prefill_time(np.where(tp_tok > 0, pf_flops, 0.0), pf_bytes, at.gpu, at.cal, math=pmath,
                                         seq_heads=seqs * heads_l, keys=keys, scores=tp_tok * heads_l * keys)
     f = _attention_factor(at, a, "prefill", kv_fp8=prec.kv.math == "fp8")
-    return _attention(f"{P}/core_prefill", pf_flops, pf_bytes, tuple(x * f for x in times), at)
+    return _attention(P / "core_prefill", pf_flops, pf_bytes, tuple(x * f for x in times), at)
 
 
 def _attention_factor(at: _At, a: Attention, phase: str, *, kv_fp8: bool, dec_tokens=None):
@@ -187,7 +187,7 @@ def _attention_factor(at: _At, a: Attention, phase: str, *, kv_fp8: bool, dec_to
 
 @op_builder(GatedDeltaNet, part="attention")
 @op_builder(Mamba2, part="attention")
-def recurrent_ops(a: Recurrent, P: str, *, at: _At, s: _Step, b: Batch, prec: Precision) -> list[Op]:
+def recurrent_ops(a: Recurrent, P: Site, *, at: _At, s: _Step, b: Batch, prec: Precision) -> list[Op]:
     """A recurrent mixer (Gated DeltaNet, Mamba-2) as vLLM runs it (Qwen3NextGatedDeltaNet,
     MambaMixer2), heads split by TP: the input projection, a short causal conv, the recurrent core
     (a per-token update in decode, a chunked scan in prefill), the gated RMSNorm and the output
@@ -201,39 +201,39 @@ def recurrent_ops(a: Recurrent, P: str, *, at: _At, s: _Step, b: Batch, prec: Pr
     pf_tok = np.asarray(b.pf_tokens, float)
     pf_seqs = np.asarray(b.pf_seqs, float)
     state = a.state_values / tp * a.state_bytes
-    ops = [_gemm(f"{P}/in_proj", M, (a.in_proj_width - a.conv_dim) / tp + conv, h, at, **fa)]
+    ops = [_gemm(P / "in_proj", M, (a.in_proj_width - a.conv_dim) / tp + conv, h, at, **fa)]
     # causal conv (read, write) plus each sequence's (kernel-1)-row conv state
     conv_b = T * conv * 2.0 * 2.0 + (dec_seqs + pf_seqs) * (a.conv_kernel - 1) * conv * 2.0 * 2.0
-    ops.append(_elementwise(f"{P}/conv", conv_b, 1.0, at))
+    ops.append(_elementwise(P / "conv", conv_b, 1.0, at))
     io = (conv + width) * 2.0  # the conv channels in and the output out, BF16, per token
     # decode: each sequence's state read once and written per token (vLLM keeps one state per
     # speculative position); the update runs on CUDA cores and is memory-bound at any batch
     d_flops = dec_tok * a.decode_flops_per_token / tp
     d_bytes = dec_seqs * state + dec_tok * state + dec_tok * io
-    ops.append(_attention(f"{P}/core_decode", d_flops, d_bytes,
+    ops.append(_attention(P / "core_decode", d_flops, d_bytes,
                           cost.attention_decode_time(d_flops, d_bytes, gpu, cal, seq_heads=dec_tok * a.heads / tp), at))
     # prefill: chunk states written and read back in BF16, each sequence's initial and final state
     # in the state dtype; rows span one chunk, the short-row regime of the fitted prefill ramp
     p_flops = pf_tok * a.prefill_flops_per_token / tp
     p_bytes = pf_tok * io + pf_tok / a.chunk * a.state_values / tp * 2.0 * 2.0 + pf_seqs * state * 2.0
-    ops.append(_attention(f"{P}/core_prefill", p_flops, p_bytes,
+    ops.append(_attention(P / "core_prefill", p_flops, p_bytes,
                           cost.attention_prefill_time(np.where(pf_tok > 0, p_flops, 0.0), p_bytes, gpu, cal, math="bf16",
                                                       seq_heads=np.maximum(pf_seqs, 1.0) * a.heads / tp, keys=a.chunk), at))
     # gating (GDN's fused_gdn_gating) and the gated RMSNorm of the output: passes over its rows
-    ops.append(_elementwise(f"{P}/gate_norm", T * width * 2.0 * 3.0, 2.0, at))
-    ops.append(_gemm(f"{P}/out_proj", M, h, width, at, **fa))
-    ops.append(_comm(f"{P}/all_reduce", "all_reduce", T * h * 2.0, tp, at))
+    ops.append(_elementwise(P / "gate_norm", T * width * 2.0 * 3.0, 2.0, at))
+    ops.append(_gemm(P / "out_proj", M, h, width, at, **fa))
+    ops.append(_comm(P / "all_reduce", "all_reduce", T * h * 2.0, tp, at))
     return ops
 
 
 @op_builder(LinearMixer, part="attention")
-def linear_ops(a: LinearMixer, P: str, *, at: _At, s: _Step, b: Batch, prec: Precision) -> list[Op]:
+def linear_ops(a: LinearMixer, P: Site, *, at: _At, s: _Step, b: Batch, prec: Precision) -> list[Op]:
     """One hidden x hidden GEMM, sharded by TP (and Helix's KV-parallel GPUs), and its all-reduce."""
     dense_tp = s.tp * s.kvp
-    return [_gemm(f"{P}/linear", s.M, s.h / dense_tp, s.h, at, **s.fa),
-            _comm(f"{P}/all_reduce", "all_reduce", s.T * s.h * 2.0, dense_tp, at)]
+    return [_gemm(P / "linear", s.M, s.h / dense_tp, s.h, at, **s.fa),
+            _comm(P / "all_reduce", "all_reduce", s.T * s.h * 2.0, dense_tp, at)]
 
 
 @op_builder(NoMixer, part="attention")
-def no_ops(a: NoMixer, P: str, *, at: _At, s: _Step, b: Batch, prec: Precision) -> list[Op]:
+def no_ops(a: NoMixer, P: Site, *, at: _At, s: _Step, b: Batch, prec: Precision) -> list[Op]:
     return []

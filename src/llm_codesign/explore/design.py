@@ -14,7 +14,7 @@ from llm_codesign.cost.calibration import Calibration
 from llm_codesign.errors import InputError
 from llm_codesign.explore import accuracy_model, quality
 from llm_codesign.explore.search import BATCHES, divisors
-from llm_codesign.serve.aggregated import evaluate
+from llm_codesign.serve.aggregated import Serving, evaluate
 from llm_codesign.spec.engines import TRTLLM, Engine
 from llm_codesign.spec.hardware import Gpu
 from llm_codesign.spec.kinds import GQA, DenseFfn, MoE
@@ -173,7 +173,7 @@ def objective(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, pla
     P = len(inst)
     pa = plan.take(np.s_[None, :, None])
     conc = np.asarray(batches)[None, None, :] * np.asarray(plan.adp)[None, :, None]
-    r = evaluate(model, gpu, cal, prec, pa, concurrency=conc, isl=isl, osl=osl, engine=engine)
+    r = evaluate(model, Serving(gpu=gpu, prec=prec, plan=pa, engine=engine), cal=cal, concurrency=conc, isl=isl, osl=osl)
     ok = (validity(model, gpu, pa, inst[None, :, None]) < 0) & r["fits"]
     if cons == "min_tps_user":
         ok = ok & (r["tok_s_per_user"] >= slo.min_tps_user)

@@ -132,13 +132,12 @@ def _weighted_quantile(x, w, qs):
 def price_mix(model, dep, lengths: Lengths, concurrency: int, *, calibration) -> dict:
     """The mix's metrics at `concurrency` requests in flight (see the module docstring), with each
     length's own figures; refuses a mix whose longest request does not fit the deployment."""
-    from llm_codesign.serve.aggregated import evaluate
+    from llm_codesign.serve.aggregated import Serving, evaluate
 
     if concurrency < 1:
         raise InputError("concurrency", concurrency, "a positive integer")
     model.check_context(int(lengths.isl.max()), int(lengths.osl.max()))
-    r = evaluate(model, dep.gpu, calibration, dep.precision, dep.plan, concurrency=concurrency, isl=lengths.isl, osl=lengths.osl, engine=dep.engine,
-                 spec=dep.spec, max_num_tokens=dep.max_num_tokens, cpp=dep.cpp)
+    r = evaluate(model, Serving.of(dep), cal=calibration, concurrency=concurrency, isl=lengths.isl, osl=lengths.osl)
     fits = np.broadcast_to(r["fits"], lengths.isl.shape)
     w = lengths.weight
     ttft, tpot = np.broadcast_to(r["ttft_s"], w.shape), np.broadcast_to(r["tpot_s"], w.shape)

@@ -8,12 +8,12 @@ from dataclasses import asdict, dataclass, replace
 
 import numpy as np
 
-from llm_codesign.cost import kernels as cost
+from llm_codesign.cost import gemm
 from llm_codesign.cost.calibration import Calibration
-from llm_codesign.cost.ffns import distinct_experts
+from llm_codesign.cost.ffns import EXPERT_GEMMS, distinct_experts
 from llm_codesign.cost.ops import Batch, forward_ops, layer_ops, step_time
 from llm_codesign.errors import InputError
-from llm_codesign.serve.aggregated import decode_step, evaluate
+from llm_codesign.serve.aggregated import Serving, decode_step, evaluate
 from llm_codesign.spec.engines import TRTLLM
 from llm_codesign.spec.hardware import Gpu
 from llm_codesign.spec.kinds import GQA, MLA, DenseFfn, GatedDeltaNet, Mamba2, MoE, NoFfn, NoMixer
@@ -102,42 +102,44 @@ def lint(model: ModelSpec, gpu: Gpu, cal: Calibration, regime: str = "throughput
     sh = Plan(tp=tp, ep=ep, moe_tp=(tp // ep) if moe else 1)
     b = _batch(regime)
     out: list[Finding] = []
-    out += _r1(model, gpu, cal, prec, sh, b=b, regime=regime)
-    out += _r2(model, gpu, cal, prec, sh, b=b, tp=tp)
-    out += _r3(model, gpu, cal, prec, tp, proxy_file=proxy_file)
-    out += _r4(model)
-    out += _r5(model, gpu, cal, prec, sh)
-    out += _r6(model, gpu, cal, prec, sh, b=b)
-    out += _r7(model, gpu, cal, prec)
-    out += _r8(model, prec, proxy_file=proxy_file)
+    out += _memory_bound_gemm(model, gpu, cal, prec, sh, b=b, regime=regime)
+    out += _tile_alignment(model, gpu, cal, prec, sh, b=b, tp=tp)
+    out += _width_vs_depth(model, gpu, cal, prec, tp, proxy_file=proxy_file)
+    out += _quantization_readiness(model)
+    out += _moe_shape(model, gpu, cal, prec, sh)
+    out += _pipeline_regularity(model, gpu, cal, prec, sh, b=b)
+    out += _parallel_readiness(model, gpu, cal, prec)
+    out += _trust_region(model, prec, proxy_file=proxy_file)
     return sorted(out, key=lambda f: (-SEVERITY_ORDER[f.severity], -f.cost_pct))
 
 
-def _r1(model, gpu, cal, prec, sh, *, b, regime):
+def _memory_bound_gemm(model, gpu, cal, prec, sh, *, b, regime):
+    """R1: the layer GEMMs below half the ridge point at the throughput regime's batch, with what their memory time costs."""
     out = []
     if regime != "throughput":
         return out  # at latency batches every GEMM is memory-bound by design; the rule is about throughput
     seen = set()
     for layer, n in model.groups:
-        for op in layer_ops(model, layer, float(n), gpu, cal, prec=prec, sh=sh, b=b, prefix="layer"):
-            if op.kind != "gemm" or op.name.endswith(("router", "mla_q_absorb", "mla_v_up", "mla_kv_up")):
+        # unprefixed: the operators' names (attn/qkv, moe/experts_down) are where the findings point
+        for op in layer_ops(model, layer, float(n), gpu, cal, prec=prec, sh=sh, b=b, prefix=""):
+            if op.kind != "gemm" or op.role in ("router", "mla_q_absorb", "mla_v_up", "mla_kv_up"):
                 continue
-            key = op.name.split("/", 1)[1]
+            key = op.name
             if key in seen:
                 continue
             f, by = float(np.sum(op.flops)), float(np.sum(op.bytes))
             if f <= 0:
                 continue
             math_ = op.math  # the math and weight format the operator was priced with
-            kern = cost.gemm_kernel(math_, op.weight, fp4_math=gpu.supports("fp4"))
+            kern = gemm.gemm_kernel(math_, op.weight, fp4_math=gpu.supports("fp4"))
             ridge = gpu.peak(math_) * cal.gemm_eff(kern) / (gpu.hbm_bandwidth_bytes_per_s * cal.gemm_bw(kern))
             inten = f / by
             if inten < 0.5 * ridge and float(np.sum(op.t_memory)) > float(np.sum(op.t_compute)):
                 seen.add(key)
                 t, tc = float(np.sum(op.time)), float(np.sum(op.t_compute))
                 pct = 100.0 * (t / max(tc, 1e-15) - 1.0)
-                thin = "expert" in op.name
-                out.append(Finding("R1", "warning", op.name.replace("layer/", ""),
+                thin = op.role in EXPERT_GEMMS
+                out.append(Finding("R1", "warning", op.name,
                                    f"{inten:.0f} FLOP/B at {REGIMES['throughput'][0]} decode + {REGIMES['throughput'][2]} prefill tokens, "
                                    f"ridge point {ridge:.0f} FLOP/B on {gpu.name}: memory-bound, {pct:.0f}% slower than at its compute roofline",
                                    pct, "fewer, wider experts (more tokens per expert) or larger expert-parallel batches" if thin
@@ -145,7 +147,9 @@ def _r1(model, gpu, cal, prec, sh, *, b, regime):
     return out
 
 
-def _r2(model, gpu, cal, prec, sh, *, b, tp):
+def _tile_alignment(model, gpu, cal, prec, sh, *, b, tp):
+    """R2: widths per GPU off the tile grid (256 on Blackwell, else 128), each priced against its aligned
+    neighbours; the vocabulary."""
     out = []
     unit = 256 if gpu.family == "blackwell" else 128
     dims = [("hidden", model.hidden, 1)]
@@ -202,13 +206,14 @@ def _wider(model: ModelSpec, *, tp: int, hidden: int, layers: int, scale: float)
     return replace(model, hidden=hidden, groups=tuple(groups))
 
 
-def _r3(model, gpu, cal, prec, tp, *, proxy_file=None):
+def _width_vs_depth(model, gpu, cal, prec, tp, *, proxy_file=None):
+    """R3: what depth costs at batch 1 and an equal-parameter wider variant, judged as design would."""
     L, h = model.num_layers, model.hidden
     aspect = h / L
     if L < 16:
         return []
     plan = Plan(tp=tp, ep=1, moe_tp=tp if model.is_moe else 1)
-    base = evaluate(model, gpu, cal, prec, plan, concurrency=1, isl=1024, osl=256)
+    base = evaluate(model, Serving(gpu=gpu, prec=prec, plan=plan), cal=cal, concurrency=1, isl=1024, osl=256)
     # equal-parameter wider variant: 3/4 of the layers, width scaled by sqrt(4/3) and re-aligned
     L2 = max(int(round(L * 0.75)), 1)
     scale = math.sqrt(L / L2)
@@ -219,7 +224,7 @@ def _r3(model, gpu, cal, prec, tp, *, proxy_file=None):
     wide = _wider(model, tp=tp, hidden=h2, layers=L2, scale=scale)
     if int(validity(wide, gpu, plan, tp)) >= 0:
         return []
-    w = evaluate(wide, gpu, cal, prec, plan, concurrency=1, isl=1024, osl=256)
+    w = evaluate(wide, Serving(gpu=gpu, prec=prec, plan=plan), cal=cal, concurrency=1, isl=1024, osl=256)
     t0, t1 = float(np.ravel(base["tpot_s"])[0]), float(np.ravel(w["tpot_s"])[0])
     # one all-reduce per attention or mixer half and per FFN half (Nemotron-H layers have only one)
     halves = sum(n * ((not isinstance(layer.attn, NoMixer)) + (not isinstance(layer.ffn, NoFfn))) for layer, n in model.groups)
@@ -268,8 +273,8 @@ def _judge_wider(model, wide, prec, *, proxy_file) -> tuple[str, str]:
     return "", acc
 
 
-def _r8(model, prec, *, proxy_file=None):
-    """The shape outside the envelope at its scale (explore.envelope), with its accuracy cost against the published
+def _trust_region(model, prec, *, proxy_file=None):
+    """R8: the shape outside the envelope at its scale (explore.envelope), with its accuracy cost against the published
     model of its kind nearest its size (as design's reference without a baseline) and that cost's band."""
     from llm_codesign.explore import accuracy_model, quality
     from llm_codesign.explore.design import reference
@@ -295,7 +300,8 @@ def _r8(model, prec, *, proxy_file=None):
                     "accept an accuracy no published model vouches for")]
 
 
-def _r4(model):
+def _quantization_readiness(model):
+    """R4: widths the FP4 and FP8-block scale blocks do not divide; head dims outside the fast attention kernels."""
     out = []
     dims = {"hidden": model.hidden}
     for layer, _ in model.groups:
@@ -321,7 +327,8 @@ def _r4(model):
     return out
 
 
-def _r5(model, gpu, cal, prec, sh):
+def _moe_shape(model, gpu, cal, prec, sh):
+    """R5: experts that do not split over EP, and the experts a decode batch reads."""
     out = []
     for layer, _ in model.groups:
         f = layer.ffn
@@ -346,20 +353,21 @@ def _r5(model, gpu, cal, prec, sh):
     return out
 
 
-def _r6(model, gpu, cal, prec, sh, *, b):
+def _pipeline_regularity(model, gpu, cal, prec, sh, *, b):
+    """R6: the slowest pipeline stage against an even split, and layer kinds of unequal time."""
     out = []
     L = model.num_layers
     # the slowest stage sets a pipeline's pace (cost.ops forward_ops splits layers as engines do):
     # its step against the same layers spread evenly (L / pp of each kind, the LM head on the last)
     one = forward_ops(model, gpu, cal, prec, sh, b=b)
-    head = float(sum(np.sum(op.total_time) for op in one if op.name == "lm_head"))
+    head = float(sum(np.sum(op.total_time) for op in one if op.part == "lm_head"))
     layers = float(step_time(one)) - head
     costs = []
     for pp in (2, 4, 8):
         if pp > L:
             continue
         ops = forward_ops(model, gpu, cal, prec, replace(sh, pp=pp), b=b)
-        stage = float(sum(np.sum(op.total_time) for op in ops if not op.name.startswith("pp/")))
+        stage = float(sum(np.sum(op.total_time) for op in ops if op.part != "pipeline"))
         costs.append((100.0 * (stage / (layers / pp + head) - 1.0), pp, model.stage_counts(pp)))
     if costs:
         pct, pp, stages = max(costs)
@@ -390,7 +398,8 @@ def _r6(model, gpu, cal, prec, sh, *, b):
     return out
 
 
-def _r7(model, gpu, cal, prec):
+def _parallel_readiness(model, gpu, cal, prec):
+    """R7: heads and KV heads TP does not split, and Helix against TP8 for long-context decode."""
     out = []
     kvh = sorted({layer.attn.kv_heads for layer, _ in model.groups if isinstance(layer.attn, GQA)})
     heads = sorted({layer.attn.heads for layer, _ in model.groups if isinstance(layer.attn, (GQA, MLA))})
@@ -414,9 +423,9 @@ def _r7(model, gpu, cal, prec):
         k = 1 if mla else min(kvh)
         moe = next((layer.ffn for layer, _ in model.groups if isinstance(layer.ffn, MoE)), None)
         ep = 8 if moe and moe.experts % 8 == 0 else 1  # experts whole on one GPU where they split, as lint's plan
-        mtp = 8 // ep if moe else 1
-        base_plan = Plan(tp=8, ep=ep, moe_tp=mtp)
-        helix = Plan(tp=k, kvp=8 // k, ep=ep, moe_tp=mtp)
+        moe_tp = 8 // ep if moe else 1
+        base_plan = Plan(tp=8, ep=ep, moe_tp=moe_tp)
+        helix = Plan(tp=k, kvp=8 // k, ep=ep, moe_tp=moe_tp)
         ctx = 131072 if not model.max_context else min(131072, model.max_context - 256)
         if int(validity(model, gpu, base_plan, 8)) < 0 and int(validity(model, gpu, helix, 8)) < 0:
             # Helix's gain is the cache: each GPU holds 1/KVP of every sequence, so 8 GPUs hold more long
@@ -425,7 +434,7 @@ def _r7(model, gpu, cal, prec):
             icl = TRTLLM.costs(cal)
             res = []
             for plan in (base_plan, helix):
-                r = evaluate(model, gpu, cal, prec, plan, concurrency=1, isl=ctx, osl=256)
+                r = evaluate(model, Serving(gpu=gpu, prec=prec, plan=plan), cal=cal, concurrency=1, isl=ctx, osl=256)
                 cap = int(np.ravel(r["max_concurrency"])[0])
                 step = float(np.ravel(decode_step(model, gpu, prec, plan.broadcast(), costs=icl, b=max(cap, 1), ctx=ctx + 128, k=0.0, spec=None)[0])[0])
                 res.append((float(np.ravel(r["tpot_s"])[0]), cap, cap / step / 8.0, bool(np.all(r["fits"]))))

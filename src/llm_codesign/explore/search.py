@@ -16,7 +16,7 @@ import numpy as np
 from llm_codesign.cost.calibration import Calibration
 from llm_codesign.errors import InputError
 from llm_codesign.explore.frontier import Frontier, FrontierPoint
-from llm_codesign.serve.aggregated import evaluate, max_running, op_step_time, pdl_per_launch
+from llm_codesign.serve.aggregated import Serving, evaluate, max_running, op_step_time, pdl_per_launch
 from llm_codesign.serve.invariants import check_values, weight_floor_s
 from llm_codesign.spec.engines import TRTLLM, Engine
 from llm_codesign.spec.hardware import Gpu
@@ -225,10 +225,11 @@ def _evaluate_grid(model: ModelSpec, gpu: Gpu, cal: Calibration, space: SearchSp
         spec, spec_k = (space.spec, ks[None, None, :]) if space.spec else (None, None)
         with np.errstate(**err):
             # batches past what the roomiest plan of the chunk runs at once fit none of them: not priced
-            most = max_running(model, gpu, prec, sub, isl=isl, osl=osl, engine=engine, spec=spec, spec_k=spec_k, max_num_tokens=budget)
+            at = Serving(gpu=gpu, prec=prec, plan=sub, engine=engine, spec=spec, spec_k=spec_k, max_num_tokens=budget)
+            most = max_running(model, at, isl=isl, osl=osl)
             held = np.nonzero(batches <= np.max(most))[0]
-            r = evaluate(model, gpu, cal, prec, sub, concurrency=batches[None, held, None] * np.asarray(sub.adp), isl=isl, osl=osl,
-                         engine=engine, spec=spec, spec_k=spec_k, max_num_tokens=budget, prefix_hit=prefix_hit)
+            r = evaluate(model, at, cal=cal, concurrency=batches[None, held, None] * np.asarray(sub.adp), isl=isl, osl=osl,
+                         prefix_hit=prefix_hit)
         # each column over the (plans, batches priced, k) block, its elements' flat indices in the whole grid
         shape = (sl.stop - sl.start, len(held), K)
         col = {"tok_s_per_user": r["tok_s_per_user"], "output_tok_s_per_gpu": r["output_tok_s_per_gpu"], "ttft_s": r["ttft_s"],

@@ -1,7 +1,7 @@
 """Predict measured kernel latencies (the kernel tables in data/measurements/kernels/*.csv.gz) with the cost model.
 
 Each kind of kernel table is recognised by its columns; rows are grouped by system and priced with
-the same array formulas the operator graph uses (cost.gemm_time, attention, collectives, the MoE
+the same array formulas the operator graph uses (cost.gemm.gemm_time, attention, collectives, the MoE
 expert block of ops.layer_ops), so a fit here is a fit of the whole model.
 """
 from __future__ import annotations
@@ -16,8 +16,10 @@ from pathlib import Path
 
 import numpy as np
 
+from llm_codesign.cost import gemm
 from llm_codesign.cost import kernels as cost
 from llm_codesign.cost.calibration import Calibration
+from llm_codesign.cost.ffns import EXPERT_GEMMS
 from llm_codesign.cost.ops import Batch, layer_ops
 from llm_codesign.errors import InputError
 from llm_codesign.spec.hardware import get_gpu
@@ -176,14 +178,14 @@ def _gemm(rows, gpu):
         math, ab, wb = GEMM_DTYPES[dt]
         sub = [rows[i] for i in idx]
         parts.append((np.array(idx), _col(sub, "m"), _col(sub, "n"), _col(sub, "k"), math, ab, wb,
-                      cost.gemm_kernel(math, "fp8_block" if dt == "fp8_block" else "")))
+                      gemm.gemm_kernel(math, "fp8_block" if dt == "fp8_block" else "")))
         for i in idx:
             lab[i] = dt
 
     def price(cal: Calibration):
         out = np.full(len(rows), np.nan)
         for idx, m, n, k, math, ab, wb, kernel in parts:
-            out[idx] = cost.gemm_time(m, n, k, gpu, cal, math=math, a_bytes=ab, w_bytes=wb, kernel=kernel)[0] * 1e3
+            out[idx] = gemm.gemm_time(m, n, k, gpu, cal, math=math, a_bytes=ab, w_bytes=wb, kernel=kernel)[0] * 1e3
         return out
     return price, lab
 
@@ -295,7 +297,7 @@ def _moe(rows, gpu):
             cal_row = replace(cal, moe_routing_alpha=alpha)  # each row is priced at the routing it was measured with
             ops = layer_ops(m, m.groups[0][0], 1.0, gpu, cal_row, prec=prec, sh=sh, b=b, prefix="moe")
             # the measured block: the expert GEMMs and the activation between them (no router, no comms)
-            out[idx] = sum(np.broadcast_to(o.time, (len(idx),)) for o in ops if "experts_" in o.name or "/permute" in o.name or o.kind == "elementwise") * 1e3
+            out[idx] = sum(np.broadcast_to(o.time, (len(idx),)) for o in ops if o.role in EXPERT_GEMMS or o.kind == "elementwise") * 1e3
         return out
     return price, lab
 

@@ -17,7 +17,7 @@ from llm_codesign.errors import InputError
 from llm_codesign.measure import audit
 from llm_codesign.measure import kernel_tables as kernels
 from llm_codesign.measure.stats import BAND_NAMES, concurrency_band, error_stats
-from llm_codesign.serve.aggregated import evaluate
+from llm_codesign.serve.aggregated import Serving, evaluate
 from llm_codesign.serve.disagg import evaluate_disagg
 from llm_codesign.serve.metrics import BATCH_GRID
 from llm_codesign.spec.engines import get_engine
@@ -177,7 +177,8 @@ def predict_serving(rows: list[dict], profile: str | None = None, cal_override=N
         mnt = np.array([_int(r, "max_num_tokens", engine.step_tokens(gpu)) for r in sub], float)
         # concurrency rows: one vectorised pass; offline rows: best fitting batch over the grid
         c1 = np.where(offline, 1.0, conc)
-        res = evaluate(model, gpu, cal, prec, plan, concurrency=c1, isl=isl, osl=osl, engine=engine, spec=spec, max_num_tokens=mnt)
+        res = evaluate(model, Serving(gpu=gpu, prec=prec, plan=plan, engine=engine, spec=spec, max_num_tokens=mnt), cal=cal, concurrency=c1,
+                       isl=isl, osl=osl)
         out = {"ttft_ms": res["ttft_s"] * 1e3, "tpot_ms": res["tpot_s"] * 1e3,
                "output_tok_s_per_gpu": res["output_tok_s_per_gpu"], "output_tok_s_per_user": res["tok_s_per_user"]}
         out = {k: np.broadcast_to(v, (len(idx),)).copy() for k, v in out.items()}
@@ -205,8 +206,8 @@ def _offline_best(objs: tuple, a: dict, *, out: dict, offline, lengths) -> None:
     oi = np.nonzero(offline)[0]
     op = Plan(*(x[oi, None] for x in (a["tp"], a["pp"], a["ep"], a["moe_tp"], a["attention_dp"], np.ones(len(offline), dtype=np.int64))))
     grid = BATCH_GRID[None, :] * a["attention_dp"][oi, None]
-    g = evaluate(model, gpu, cal, prec, op, concurrency=grid, isl=isl[oi, None], osl=osl[oi, None], engine=engine, spec=spec,
-                 max_num_tokens=mnt[oi, None])
+    g = evaluate(model, Serving(gpu=gpu, prec=prec, plan=op, engine=engine, spec=spec, max_num_tokens=mnt[oi, None]), cal=cal,
+                 concurrency=grid, isl=isl[oi, None], osl=osl[oi, None])
     thr = np.where(g["fits"], g["output_tok_s_per_gpu"], -1.0)
     best = np.argmax(thr, axis=1)[:, None]
     out["ttft_ms"][oi] = np.take_along_axis(np.broadcast_to(g["ttft_s"], thr.shape), best, 1)[:, 0] * 1e3
@@ -302,8 +303,8 @@ def _plan(rows: list[dict], pool: str, is_moe: bool) -> Plan:
     adp = np.array([_int(r, f"{pool}_attention_dp") for r in rows])
     ep = np.array([_int(r, f"{pool}_ep") for r in rows]) if is_moe else np.ones(len(rows), dtype=np.int64)
     # the experts' tensor split is what EP leaves of the instance's GPUs (Plan.parse)
-    mtp = np.maximum(tp * adp // ep, 1) if is_moe else np.ones(len(rows), dtype=np.int64)
-    return Plan(tp, np.ones(len(rows), dtype=np.int64), ep, mtp, adp, np.ones(len(rows), dtype=np.int64))
+    moe_tp = np.maximum(tp * adp // ep, 1) if is_moe else np.ones(len(rows), dtype=np.int64)
+    return Plan(tp, np.ones(len(rows), dtype=np.int64), ep, moe_tp, adp, np.ones(len(rows), dtype=np.int64))
 
 
 def pool_deployment(gpu, plan: Plan, prec: Precision, *, engine, spec=None, max_num_tokens=None) -> Deployment:

@@ -17,22 +17,23 @@ import dataclasses
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import NamedTuple
 
 import numpy as np
 
 from llm_codesign.cost import memory
 from llm_codesign.cost.calibration import BACKEND_KEYED, Calibration
-from llm_codesign.cost.kernels import reuse_gemm_prices
+from llm_codesign.cost.gemm import reuse_gemm_prices
 from llm_codesign.cost.ops import Batch, forward_ops, launches, mtp_module_ops, step_time
 from llm_codesign.cost.reuse import PriceMemo, array_key, reusing
 from llm_codesign.errors import InputError
+from llm_codesign.serve.broadcast import once_along_last, once_at_cap
 from llm_codesign.spec.engines import TRTLLM, Engine, EngineCosts
 from llm_codesign.spec.hardware import Gpu
 from llm_codesign.spec.kinds import GQA, DenseFfn
 from llm_codesign.spec.model import Layer, ModelSpec
-from llm_codesign.spec.plan import Plan, SpecDecoding
+from llm_codesign.spec.plan import Deployment, Plan, SpecDecoding
 from llm_codesign.spec.precision import Precision
 
 
@@ -90,7 +91,7 @@ _STEP_KERNELS: ContextVar[PriceMemo | None] = ContextVar("step_kernels", default
 def reuse_step_kernels() -> Iterator[None]:
     """Within the block a step's kernels (decode_step's and prefill_step's: operators, their time and
     launches, the draft passes) are priced once per distinct input and reused, and GEMMs too
-    (cost.kernels.reuse_gemm_prices). A serving fit (measure.calibrate) re-prices its rows ~1,300 times,
+    (cost.gemm.reuse_gemm_prices). A serving fit (measure.calibrate) re-prices its rows ~1,300 times,
     most of them changing only an engine's host costs, which no kernel reads, and some the collectives'
     latencies, which no GEMM reads. Off elsewhere: a search prices each input once."""
     # up to 4,096 steps, each with its operators: a fit's steps at the accepted parameters, several times over
@@ -138,11 +139,11 @@ def _decode_kernels(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, co
             t_pass = kernels_time(dops, gpu, costs)
             if spec.method == "mtp":
                 t_pass = t_pass + kernels_time(mtp_module_ops(dm, gpu, cal, sh_, tokens=b_, seqs=b_, engine=costs.engine), gpu, costs)
-            return t_pass, kernels_time([op for op in dops if op.name == "lm_head"], gpu, costs)
+            return t_pass, kernels_time([op for op in dops if op.part == "lm_head"], gpu, costs)
 
         # a draft pass has no k in it: over a search's (plans, batches, k) grid it is priced once per
-        # (plan, batch) wherever the sequences running are the same at every k (_once_along_last)
-        t_rest, head = draft_pass(dsh, b, ctx) if np.ndim(model.hidden) else _once_along_last(draft_pass, dsh, b, ctx)
+        # (plan, batch) wherever the sequences running are the same at every k (once_along_last)
+        t_rest, head = draft_pass(dsh, b, ctx) if np.ndim(model.hidden) else once_along_last(draft_pass, dsh, b, ctx)
         if spec.method in ("mtp", "eagle3"):
             # EAGLE-style drafting (TensorRT-LLM's MTP in Eagle mode, its default for DeepSeek,
             # _torch/speculative/mtp.py; EAGLE-3 in TensorRT-LLM and vLLM): the first pass runs the draft
@@ -154,7 +155,7 @@ def _decode_kernels(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, co
                 t_first = t_first + kernels_time(mtp_module_ops(dm, gpu, cal, dsh, tokens=b * (1.0 + k), seqs=b, engine=costs.engine), gpu, costs)
             else:
                 first = forward_ops(dm, gpu, cal, prec, dsh, b=Batch(dec_seqs=b, dec_ctx=ctx, dec_tokens_per_seq=1.0 + k), engine=costs.engine)
-                t_first = kernels_time([op for op in first if op.name != "lm_head"], gpu, costs) + head
+                t_first = kernels_time([op for op in first if op.part != "lm_head"], gpu, costs) + head
             t_draft = np.where(k > 0, t_first + (k - 1.0) * t_rest, 0.0)
         else:
             t_draft = k * t_rest
@@ -198,14 +199,11 @@ def _last_layer_time(model: ModelSpec, ops, gpu: Gpu, costs: EngineCosts) -> obj
     what one more such layer costs at that step's batch, as DeepSeek's MTP block does in the first
     draft pass."""
     last = model.groups[-1][0]
-    if len(model.groups) == 1:
-        prefixes: tuple[str, ...] = ("layer/",)
-    else:
-        ia = next(i for i, (layer, _) in enumerate(model.groups) if layer.attn == last.attn)
-        jf = next(i for i, (layer, _) in enumerate(model.groups) if layer.ffn == last.ffn)
-        prefixes = (f"layer{ia}/attn/", f"layer{jf}/ffn/", f"layer{jf}/moe/", f"layer{jf}/elementwise")
+    ia = next(i for i, (layer, _) in enumerate(model.groups) if layer.attn == last.attn)
+    jf = next(i for i, (layer, _) in enumerate(model.groups) if layer.ffn == last.ffn)
     per = pdl_per_launch(gpu, costs)
-    return sum(op_step_time(op, per, one_layer=True) for op in ops if op.name.startswith(prefixes))
+    # its attention half's operators, priced under group ia, and its FFN half's and elementwise work, under jf
+    return sum(op_step_time(op, per, one_layer=True) for op in ops if op.group == (ia if op.part == "attention" else jf))
 
 
 def prefill_step(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, costs: EngineCosts, tokens, isl, chunk,
@@ -250,22 +248,42 @@ class _Rank(NamedTuple):
     pipelined: object  # chunks of different requests pipeline over PP stages; one request's chunks only with CPP
 
 
-def evaluate(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, plan: Plan, *, concurrency,
-             isl, osl, engine: Engine = TRTLLM, spec: SpecDecoding | None = None, spec_k=None,
-             max_num_tokens=None, cpp=False, usable_fraction: float | None = None,
-             with_ops: bool = False, prefix_hit=0.0) -> dict:
-    """Metrics for every deployment in the broadcast of plan arrays, concurrency, ISL/OSL and k.
+@dataclass(frozen=True, kw_only=True)
+class Serving:
+    """What `evaluate` prices, as the serving model reads a deployment: one, or a search's many whose
+    plan sizes, step budgets and draft lengths are arrays that broadcast. The engine is the object
+    (its fitted costs read from the calibration evaluate is given); `max_num_tokens` is the step token
+    budget (None: the engine's own on this GPU, Engine.step_tokens); `spec_k` the draft lengths to
+    price (None: spec.k). `Serving.of` reads a Deployment."""
+    gpu: Gpu
+    prec: Precision
+    plan: Plan
+    engine: Engine = TRTLLM
+    spec: SpecDecoding | None = None
+    spec_k: object = None
+    max_num_tokens: object = None
+    cpp: object = False  # chunked pipeline parallelism for long-context prefill
 
-    `concurrency` is the total number of requests in flight across all GPUs of the deployment;
-    `max_num_tokens` the step token budget, by default the engine's own on this GPU (Engine.step_tokens);
-    `engine`'s fitted costs are read from `cal` once (Engine.costs) and passed to every step.
+    @classmethod
+    def of(cls, dep: Deployment) -> Serving:
+        return cls(gpu=dep.gpu, prec=dep.precision, plan=dep.plan, engine=dep.engine, spec=dep.spec, max_num_tokens=dep.max_num_tokens,
+                   cpp=dep.cpp)
+
+
+def evaluate(model: ModelSpec, at: Serving, *, cal: Calibration, concurrency, isl, osl, usable_fraction: float | None = None,
+             with_ops: bool = False, prefix_hit=0.0) -> dict:
+    """Metrics for every deployment in the broadcast of `at`'s arrays, concurrency, ISL/OSL and k.
+
+    `concurrency` is the total number of requests in flight across all GPUs of the deployment; the
+    engine's fitted costs are read from `cal` once (Engine.costs) and passed to every step.
     `prefix_hit` is the share of each prompt already in the engine's prefix cache: only the rest is
     prefilled (it attends to the cached prefix); every sequence still holds its whole ISL of KV cache,
     as a hit rate does not say how many requests share each cached block.
     """
+    gpu, prec, plan, engine, spec = at.gpu, at.prec, at.plan, at.engine, at.spec
     sh = plan.broadcast()
     costs = engine.costs(cal)
-    tp, pp, ep, mtp, adp, kvp = (np.asarray(x, float) for x in plan.arrays())
+    tp, pp, ep, moe_tp, adp, kvp = (np.asarray(x, float) for x in plan.arrays())
     gpus = tp * adp * kvp * pp
     C = np.asarray(concurrency, float)
     isl = np.asarray(isl, float)
@@ -274,12 +292,12 @@ def evaluate(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, plan
     # quantise as a whole tile row (a hit rate of 1e-6 lengthened the MLA up-projection by a tile)
     cached = np.floor(isl * np.asarray(prefix_hit, float) + 1e-9)
     new = isl - cached  # prompt tokens each request prefills
-    k, acc = draft_lengths(spec, spec_k)
-    mnt, kv_budget = engine_budget(gpu, engine=engine, max_num_tokens=max_num_tokens, plan=plan, spec=spec, draft_len=k)
+    k, acc = draft_lengths(spec, at.spec_k)
+    mnt, kv_budget = engine_budget(gpu, engine=engine, max_num_tokens=at.max_num_tokens, plan=plan, spec=spec, draft_len=k)
     mem, cap, c_rank, running, admitted = _running(model, gpu, prec, sh, C, adp=adp, engine=engine, lengths=(isl, osl), mnt=mnt,
                                                    kv_budget=kv_budget, usable_fraction=usable_fraction, spec=spec, draft_len=k)
     time_share = admitted / np.maximum(running, 1.0)
-    r = _Rank(isl, osl, new, cached, mnt, np.minimum(new, mnt), running, pp, np.asarray(cpp) | (running >= pp))
+    r = _Rank(isl, osl, new, cached, mnt, np.minimum(new, mnt), running, pp, np.asarray(at.cpp) | (running >= pp))
     wave_tok, t_wave_step, pf_span = _prefill_wave(model, gpu, prec, sh, r=r, costs=costs)
     # decode phase: every sequence of the micro-batch generates (k+1 verified tokens per step)
     t_stage, t_draft, ops = decode_step(model, gpu, prec, sh, costs=costs, b=running / pp, ctx=isl + osl / 2.0, k=k, spec=spec)
@@ -325,14 +343,14 @@ def _phase_parts(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, costs
             "decode_kernel_share": kernels_dec / np.maximum(t_stage, 1e-30), "prefill_time_share": share}
 
 
-def max_running(model: ModelSpec, gpu: Gpu, prec: Precision, plan: Plan, *, isl, osl, engine: Engine = TRTLLM,
-                spec: SpecDecoding | None = None, spec_k=None, max_num_tokens=None) -> np.ndarray:
+def max_running(model: ModelSpec, at: Serving, *, isl, osl) -> np.ndarray:
     """The most requests an attention-DP rank runs at once (the KV cache's or the engine's limit; 0
     where the cache has no room), as `evaluate` sizes them: a deployment whose busiest rank is given
     more does not fit (its `fits`). A search skips the batches no plan of a chunk holds."""
-    k, _ = draft_lengths(spec, spec_k)
-    mnt, kv_budget = engine_budget(gpu, engine=engine, max_num_tokens=max_num_tokens, plan=plan, spec=spec, draft_len=k)
-    mem, cap, *_ = _running(model, gpu, prec, plan.broadcast(), np.ones(1), adp=np.asarray(plan.adp, float), engine=engine,
+    plan, spec = at.plan, at.spec
+    k, _ = draft_lengths(spec, at.spec_k)
+    mnt, kv_budget = engine_budget(at.gpu, engine=at.engine, max_num_tokens=at.max_num_tokens, plan=plan, spec=spec, draft_len=k)
+    mem, cap, *_ = _running(model, at.gpu, at.prec, plan.broadcast(), np.ones(1), adp=np.asarray(plan.adp, float), engine=at.engine,
                             lengths=(np.asarray(isl, float), np.asarray(osl, float)), mnt=mnt, kv_budget=kv_budget, usable_fraction=None,
                             spec=spec, draft_len=k)
     return np.where(mem["free_for_kv"] > 0, cap, 0.0)
@@ -384,78 +402,18 @@ def _prefill_wave(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, r: _
     def price(sh_, tokens, isl, chunk, cached):
         return prefill_step(model, gpu, prec, sh_, costs=costs, tokens=tokens, isl=isl, chunk=chunk, cached=cached)
 
-    def below_cap(sh_, tokens, cap, *args):  # _once_at_cap as _once_along_last prices: a tuple
-        return (_once_at_cap(price, sh_, tokens, cap, *args),)
+    def below_cap(sh_, tokens, cap, *args):  # once_at_cap as once_along_last prices: a tuple
+        return (once_at_cap(price, sh_, tokens, cap, *args),)
 
     if np.ndim(model.hidden):  # a design's array of shapes: the price varies along their axes too
         t_wave_step = price(sh, wave_tok, r.new, r.chunk, r.cached)
     else:
         # a wave's prefill has no k in it: priced at k's first column and again only where the
-        # sequences running differ along k (_once_along_last), each column once per plan where it
-        # fills the budget (_once_at_cap)
-        t_wave_step, = _once_along_last(below_cap, sh, wave_tok, r.mnt, r.new, r.chunk, r.cached)
+        # sequences running differ along k (once_along_last), each column once per plan where it
+        # fills the budget (once_at_cap)
+        t_wave_step, = once_along_last(below_cap, sh, wave_tok, r.mnt, r.new, r.chunk, r.cached)
     return wave_tok, t_wave_step, np.where(r.pipelined, n_wave + r.pp - 1.0, n_wave * r.pp) * t_wave_step
 
-
-def _once_at_cap(price, sh: Plan, tokens, cap, *args):
-    """price(sh, tokens, *args) where tokens = min(cap, demand), the elements at the cap priced once per
-    deployment row: in a search's (plans, batches, k) grid a wave's prefill step fills the token budget
-    from a few requests on (41 of 42 elements repeat one on DeepSeek-R1 at 1k/1k). Applies where every
-    input but `tokens` varies along the first axis only (and the price with them); the same values as
-    pricing every element."""
-    fields = sh.sizes
-    full = np.broadcast_shapes(np.shape(tokens), *(np.shape(x) for x in (*fields, cap, *args)))
-    if len(full) < 2 or any(np.ndim(x) and (np.ndim(x) != len(full) or any(d != 1 for d in np.shape(x)[1:]))
-                            for x in (*fields, cap, *args)):
-        return price(sh, tokens, *args)
-    lead = (full[0],) + (1,) * (len(full) - 1)
-    at_cap = price(sh, np.broadcast_to(cap, lead), *args)
-    if np.shape(at_cap) != lead:  # the price varies along other axes too
-        return price(sh, tokens, *args)
-    tokens = np.broadcast_to(tokens, full)
-    below = tokens < cap
-    if not below.any():
-        return np.array(np.broadcast_to(at_cap, full))  # writable, as every other path's
-    rows = np.nonzero(below)[0]
-
-    def pick(x):  # an input's value for each element below the cap (by its row)
-        return np.asarray(x).reshape(()) if np.size(x) == 1 else np.asarray(x).reshape(-1)[rows]
-
-    vals = price(Plan(*(pick(f) for f in fields)), tokens[below], *(pick(a) for a in args))
-    if np.shape(vals) != rows.shape:  # the price varies along the first axis with what it is not given (a design's model shapes)
-        return price(sh, tokens, *args)
-    out = np.array(np.broadcast_to(at_cap, full))
-    out[below] = vals
-    return out
-
-
-def _once_along_last(price, sh: Plan, b, *args):
-    """price(sh, b, *args), a tuple of arrays, where only `b` varies along the last axis (a search's
-    draft lengths k): priced once at b[..., :1] and again only at the elements where b differs from
-    it (sequences the KV cache caps differently at each k). The same values as pricing every element."""
-    fields = sh.sizes
-    full = np.broadcast_shapes(np.shape(b), *(np.shape(x) for x in (*fields, *args)))
-    if (len(full) < 2 or full[-1] == 1 or np.ndim(b) != len(full)
-            or any(np.ndim(x) == len(full) and np.shape(x)[-1] != 1 for x in (*fields, *args))):
-        return price(sh, b, *args)
-    b = np.asarray(b)
-    col = b[..., :1]
-    once = price(sh, col, *args)
-    if any(np.ndim(o) == len(full) and np.shape(o)[-1] != 1 for o in once):  # it varies along k with what it is not given
-        return price(sh, b, *args)
-    out = [np.array(np.broadcast_to(o, full)) for o in once]  # writable
-    differ = b != col
-    if differ.any():
-        at = np.nonzero(differ)
-
-        def pick(x):  # an input's value at each element that differs (inputs broadcast right-aligned)
-            x = np.asarray(x)
-            lead = len(full) - x.ndim
-            return x if x.ndim == 0 else x[tuple(i if s > 1 else 0 for i, s in zip(at[lead:], x.shape, strict=True))]
-
-        for o, v in zip(out, price(Plan(*(pick(f) for f in fields)), b[differ], *(pick(a) for a in args)), strict=True):
-            o[differ] = v
-    return tuple(out)
 
 
 def _own_prefill(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, r: _Rank, costs: EngineCosts, n_span):

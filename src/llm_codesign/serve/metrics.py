@@ -7,6 +7,7 @@ from dataclasses import dataclass, fields
 import numpy as np
 
 from llm_codesign.cost.calibration import Calibration, calibration_for
+from llm_codesign.serve.aggregated import Serving
 from llm_codesign.serve.aggregated import evaluate as _evaluate
 from llm_codesign.serve.invariants import check_metrics
 from llm_codesign.spec.model import ModelSpec
@@ -61,13 +62,13 @@ def evaluate(model: ModelSpec, deployment: Deployment, workload: Workload, *, ca
     dep = deployment
     cal = calibration if isinstance(calibration, Calibration) else calibration_for(dep.gpu, calibration)
     conc = workload.concurrency if concurrency is None else concurrency
-    kw = dict(engine=dep.engine, spec=dep.spec, max_num_tokens=dep.max_num_tokens, cpp=dep.cpp, prefix_hit=workload.prefix_hit)
+    kw = dict(cal=cal, isl=workload.isl, osl=workload.osl, prefix_hit=workload.prefix_hit)
     if conc is None:
         grid = BATCH_GRID * int(np.asarray(dep.plan.adp))
-        r = _evaluate(model, dep.gpu, cal, dep.precision, dep.plan, concurrency=grid, isl=workload.isl, osl=workload.osl, **kw)
+        r = _evaluate(model, Serving.of(dep), concurrency=grid, **kw)
         conc = int(grid[int(np.argmax(np.where(r["fits"], r["output_tok_s_per_gpu"], -1)))])
     conc = np.asarray(conc, dtype=np.int64)
-    r = _evaluate(model, dep.gpu, cal, dep.precision, dep.plan, concurrency=conc, isl=workload.isl, osl=workload.osl, **kw)
+    r = _evaluate(model, Serving.of(dep), concurrency=conc, **kw)
     shape = np.broadcast(conc, r["ttft_s"]).shape
     val = {f.name: np.broadcast_to(np.asarray(r[f.name] if f.name != "concurrency" else conc), shape) for f in fields(Metrics)}
     return check_metrics(model, dep, Metrics(**val))  # no impossible answer leaves the core (issue 20)
@@ -77,7 +78,5 @@ def decode_operators(model: ModelSpec, deployment: Deployment, workload: Workloa
                      calibration: Calibration) -> list:
     """The operators of the decode step the metrics at `concurrency` time (per GPU, the in-step
     calibration, draft and verify included): what a breakdown or a bottleneck is read from."""
-    dep = deployment
-    return _evaluate(model, dep.gpu, calibration, dep.precision, dep.plan, concurrency=np.asarray(concurrency, dtype=np.int64),
-                     isl=workload.isl, osl=workload.osl, engine=dep.engine, spec=dep.spec, max_num_tokens=dep.max_num_tokens, cpp=dep.cpp,
-                     with_ops=True, prefix_hit=workload.prefix_hit)["ops"]
+    return _evaluate(model, Serving.of(deployment), cal=calibration, concurrency=np.asarray(concurrency, dtype=np.int64), isl=workload.isl,
+                     osl=workload.osl, with_ops=True, prefix_hit=workload.prefix_hit)["ops"]

@@ -33,7 +33,7 @@ class Gpu:
     tiles: tuple[tuple[int, int, int], ...]  # (tile M, tile N, SMs per tile)
     aliases: tuple[str, ...] = ()
     # operand bytes shared memory feeds the tensor cores per dense BF16 FLOP of an SM (0: not a bound);
-    # a narrow GEMM tile needs more (kernels.tile_feed)
+    # a narrow GEMM tile needs more (cost.gemm.tile_feed)
     smem_bytes_per_bf16_flop: float = 0.0
     # Capacity the driver reports (nvidia-smi, rocm-smi, torch.cuda.mem_get_info): what serving engines
     # size their KV caches from, and what every fit in this package uses. 0 reads as hbm_bytes.

@@ -70,8 +70,8 @@ class Plan:
         if not kw:
             raise InputError(field, text, "at least one size, e.g. tp=8")
         tp, pp, adp, kvp, ep = (kw.get(k, 1) for k in ("tp", "pp", "adp", "kvp", "ep"))
-        mtp = kw.get("moe_tp", max(tp * adp * kvp // ep, 1) if model.is_moe else 1)
-        return cls(tp, pp, ep, mtp, adp, kvp)
+        moe_tp = kw.get("moe_tp", max(tp * adp * kvp // ep, 1) if model.is_moe else 1)
+        return cls(tp, pp, ep, moe_tp, adp, kvp)
 
     @classmethod
     def from_dict(cls, d: dict) -> "Plan":
@@ -80,8 +80,8 @@ class Plan:
 
     def to_dict(self) -> dict:
         """The sizes as ints (a sweep's first plan), under the names the CLI's options use."""
-        tp, pp, ep, mtp, adp, kvp = (int(np.asarray(x).reshape(-1)[0]) for x in self.sizes)
-        return {"tp": tp, "pp": pp, "ep": ep, "moe_tp": mtp, "attention_dp": adp, "kvp": kvp}
+        tp, pp, ep, moe_tp, adp, kvp = (int(np.asarray(x).reshape(-1)[0]) for x in self.sizes)
+        return {"tp": tp, "pp": pp, "ep": ep, "moe_tp": moe_tp, "attention_dp": adp, "kvp": kvp}
 
     @property
     def sizes(self) -> tuple:
@@ -109,14 +109,14 @@ class Plan:
         return np.asarray(self.tp) * np.asarray(self.adp) * np.asarray(self.kvp) * np.asarray(self.pp)
 
     def label(self, i: int | None = None) -> str:
-        tp, pp, ep, mtp, adp, kvp = self.at(i or 0).sizes
+        tp, pp, ep, moe_tp, adp, kvp = self.at(i or 0).sizes
         parts = [f"TP{tp}"] if adp == 1 else [f"DP{adp}xTP{tp}"]
         if kvp > 1:
             parts.append(f"Helix{kvp}")
         if pp > 1:
             parts.append(f"PP{pp}")
-        if ep > 1 or mtp > 1:
-            parts.append(f"EP{ep}" + (f"/MoE-TP{mtp}" if mtp > 1 else ""))
+        if ep > 1 or moe_tp > 1:
+            parts.append(f"EP{ep}" + (f"/MoE-TP{moe_tp}" if moe_tp > 1 else ""))
         return " ".join(parts)
 
 
@@ -137,7 +137,7 @@ def _moe(model: ModelSpec):
 
 def validity(model: ModelSpec, gpu: Gpu, plan: Plan, num_gpus) -> np.ndarray:
     """Reason code index per deployment (-1 when valid): one vectorised predicate for every plan."""
-    tp, pp, ep, mtp, adp, kvp = plan.arrays()
+    tp, pp, ep, moe_tp, adp, kvp = plan.arrays()
     reason = np.full(tp.shape, -1, dtype=np.int64)
 
     def flag(code, bad):
@@ -145,7 +145,7 @@ def validity(model: ModelSpec, gpu: Gpu, plan: Plan, num_gpus) -> np.ndarray:
         reason = np.where((reason < 0) & bad, REASONS.index(code), reason)
 
     n = np.asarray(num_gpus)
-    moe_bad = (ep * mtp * pp != n) if model.is_moe else False
+    moe_bad = (ep * moe_tp * pp != n) if model.is_moe else False
     flag("gpus_mismatch", (tp * adp * kvp * pp != n) | moe_bad)
     heads, kvh = _attn_dims(model)
     for h in heads:  # ints, or arrays when shapes are swept
@@ -155,14 +155,14 @@ def validity(model: ModelSpec, gpu: Gpu, plan: Plan, num_gpus) -> np.ndarray:
     moe = _moe(model)
     if moe:
         flag("experts", moe.experts % ep != 0)
-        flag("moe_width", moe.expert_inter % mtp != 0)
+        flag("moe_width", moe.expert_inter % moe_tp != 0)
     else:
-        flag("no_moe", (ep > 1) | (mtp > 1))
+        flag("no_moe", (ep > 1) | (moe_tp > 1))
     # uneven stages are priced (cost.ops forward_ops: the slowest stage sets the pace), as engines
     # split L layers over any pp (vLLM get_pp_indices); a stage needs at least one layer
     flag("layers", np.asarray(model.num_layers) < pp)
     # TP all-reduces every layer: keep TP (and Helix, which re-uses those GPUs as TP) inside the scale-up domain
-    flag("scale_up", (tp * kvp > gpu.scale_up_domain) | ((ep * mtp > gpu.scale_up_domain) & (ep * mtp > 1) & (gpu.scale_up_domain < 8)))
+    flag("scale_up", (tp * kvp > gpu.scale_up_domain) | ((ep * moe_tp > gpu.scale_up_domain) & (ep * moe_tp > 1) & (gpu.scale_up_domain < 8)))
     for layer, _ in model.groups:
         if isinstance(layer.ffn, DenseFfn):
             flag("dense_width", layer.ffn.inter % (tp * kvp) != 0)
@@ -365,12 +365,12 @@ def deployment(model: ModelSpec, *, gpu: Gpu | str, num_gpus: int | None = None,
     if tp is None and num_gpus and n % (pp_ * adp_ * kvp_) == 0:
         tp_ = n // (pp_ * adp_ * kvp_)
     if model.is_moe:
-        mtp = moe_tp if moe_tp is not None else max(n // (ep_ * pp_), 1)
+        moe_tp_ = moe_tp if moe_tp is not None else max(n // (ep_ * pp_), 1)
     else:
-        mtp = moe_tp or 1
+        moe_tp_ = moe_tp or 1
     sd = spec if isinstance(spec, SpecDecoding) else spec_decoding(spec, draft_len=draft_len, acceptance=acceptance,
                                                                    acceptance_rates=acceptance_rates, draft_model=draft_model)
-    return Deployment(gpu=g, num_gpus=n, plan=Plan(tp_, pp_, ep_, mtp, adp_, kvp_),
+    return Deployment(gpu=g, num_gpus=n, plan=Plan(tp_, pp_, ep_, moe_tp_, adp_, kvp_),
                       precision=precision_for(model, weight_dtype, activation_dtype, kv_dtype), backend=get_engine(engine).name,
                       spec=sd, max_num_tokens=max_num_tokens, cpp=cpp)
 

@@ -27,7 +27,7 @@ from llm_codesign.spec.plan import Deployment, Plan
 
 def sglang_options(model: ModelSpec, dep: Deployment, concurrency: int) -> dict:
     """`sglang.launch_server` flags (without dashes) for one instance; --tp-size counts a stage's GPUs."""
-    tp, pp, ep, mtp, adp, kvp = plan_ints(dep.plan)
+    tp, pp, ep, moe_tp, adp, kvp = plan_ints(dep.plan)
     stage = tp * adp * kvp
     o = {"model-path": hf_id(model), "tp-size": stage, "pp-size": pp}
     if adp > 1:

@@ -33,13 +33,13 @@ from llm_codesign.spec.plan import Deployment, Plan
 def trtllm_options(model: ModelSpec, dep: Deployment, concurrency: int) -> dict:
     """TorchLlmArgs fields (the extra_llm_api_options YAML) for one instance. TensorRT-LLM's attention DP
     gives every rank its own attention (TP1), its Helix is context parallelism of type HELIX."""
-    tp, pp, ep, mtp, adp, kvp = plan_ints(dep.plan)
+    tp, pp, ep, moe_tp, adp, kvp = plan_ints(dep.plan)
     if adp > 1 and tp > 1:
         refuse("trtllm", dep.plan, "TensorRT-LLM's attention DP runs attention TP1 on every rank, not DP x TP")
     o = {"tensor_parallel_size": tp * adp, "pipeline_parallel_size": pp}
     if model.is_moe:
         o["moe_expert_parallel_size"] = ep
-        o["moe_tensor_parallel_size"] = mtp
+        o["moe_tensor_parallel_size"] = moe_tp
     if adp > 1:
         o["enable_attention_dp"] = True
     if kvp > 1:
@@ -111,14 +111,14 @@ class TRTLLMExporter(Exporter):
             # only Helix shards the KV cache along the sequence as the cost model prices context parallelism
             raise InputError("export", f"cp_config.cp_type: {(o.get('cp_config') or {}).get('cp_type')!r}",
                              f"{helix!r} with context_parallel_size > 1 (Helix is the context parallelism modelled)")
-        ep, mtp = 1, 1
+        ep, moe_tp = 1, 1
         if model.is_moe:  # a size not given is what the other leaves of the stage's GPUs
             stage = tp * adp * kvp
-            mtp_given = whole("moe_tensor_parallel_size", o.get("moe_tensor_parallel_size"), None)
-            ep = whole("moe_expert_parallel_size", o.get("moe_expert_parallel_size"), max(stage // (mtp_given or stage), 1))
-            mtp = mtp_given or max(stage // ep, 1)
+            moe_tp_given = whole("moe_tensor_parallel_size", o.get("moe_tensor_parallel_size"), None)
+            ep = whole("moe_expert_parallel_size", o.get("moe_expert_parallel_size"), max(stage // (moe_tp_given or stage), 1))
+            moe_tp = moe_tp_given or max(stage // ep, 1)
         batch = whole("max_batch_size", o.get("max_batch_size"), None, hi=1 << 20)
-        return Plan(tp, whole("pipeline_parallel_size", o.get("pipeline_parallel_size")), ep, mtp, adp, kvp), batch * adp if batch else None
+        return Plan(tp, whole("pipeline_parallel_size", o.get("pipeline_parallel_size")), ep, moe_tp, adp, kvp), batch * adp if batch else None
 
     def settings(self, o: dict, meta: dict) -> tuple:
         sc = o.get("speculative_config") or {}

@@ -29,10 +29,10 @@ from llm_codesign.spec.plan import Deployment, Plan
 
 def vllm_options(model: ModelSpec, dep: Deployment, concurrency: int) -> dict:
     """`vllm serve --config` keys for one instance (vLLM runs experts all-EP or all-TP, attention DP as DP ranks)."""
-    tp, pp, ep, mtp, adp, kvp = plan_ints(dep.plan)
+    tp, pp, ep, moe_tp, adp, kvp = plan_ints(dep.plan)
     stage = tp * adp * kvp
     if model.is_moe and ep > 1 and ep != stage:
-        refuse("vllm", dep.plan, f"vLLM runs the experts expert-parallel over all {stage} GPUs of a stage or tensor-parallel, not EP{ep} x MoE-TP{mtp}")
+        refuse("vllm", dep.plan, f"vLLM runs the experts expert-parallel over all {stage} GPUs of a stage or tensor-parallel, not EP{ep} x MoE-TP{moe_tp}")
     o = {"model": hf_id(model), "tensor-parallel-size": tp * kvp, "pipeline-parallel-size": pp}
     if adp > 1:
         o["data-parallel-size"] = adp
@@ -89,9 +89,9 @@ class VLLMExporter(Exporter):
             raise InputError("tensor-parallel-size", tps, f"a multiple of decode-context-parallel-size ({kvp})")
         tp, pp, adp = tps // kvp, sizes["pipeline-parallel-size"], sizes["data-parallel-size"]
         stage = tp * adp * kvp
-        ep, mtp = (stage, 1) if o.get("enable-expert-parallel") else (1, stage if model.is_moe else 1)
+        ep, moe_tp = (stage, 1) if o.get("enable-expert-parallel") else (1, stage if model.is_moe else 1)
         seqs = whole("max-num-seqs", o.get("max-num-seqs"), None, hi=1 << 20)
-        return Plan(tp, pp, ep, mtp, adp, kvp), seqs * adp if seqs else None
+        return Plan(tp, pp, ep, moe_tp, adp, kvp), seqs * adp if seqs else None
 
     def replicas(self, o: dict, model: ModelSpec) -> tuple[dict, int]:
         """A dense model's data-parallel ranks are copies of it (the experts are what DP shares)."""
