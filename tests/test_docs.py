@@ -1,13 +1,19 @@
 """The README and docs say what the code does: the CLI reference is generated from the app, the README's
 example output is the CLI's, its test command is the one CI runs, and nothing refers outside the repository."""
+import ast
+import importlib
 import json
+import os
 import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from conftest import run
 
+import llm_codesign
 from llm_codesign import __version__
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -46,6 +52,61 @@ def test_readme_estimate_output_is_the_clis():
     assert shown_value("output tokens/s per GPU") == f"{d['output_tok_s_per_gpu']:.1f}"
 
 
+README_COLUMNS = 100  # the width the README's console examples are printed at
+
+
+def test_readme_console_examples_are_the_clis_output(tmp_path):
+    # every ```console block, command by command in one folder (an import reads what an export wrote), equals what
+    # the CLI prints now at README_COLUMNS, line for line (trailing blanks aside)
+    blocks = re.findall(r"^```console\n(.*?)^```", README, re.M | re.S)
+    assert len(blocks) >= 2
+    env = {**os.environ, "COLUMNS": str(README_COLUMNS)}
+    for block in blocks:
+        steps = re.split(r"^\$ ", block, flags=re.M)[1:]
+        for step in steps:
+            cmd, shown = step.split("\n", 1)
+            args = shlex.split(cmd)
+            assert args[0] == "llm-codesign", cmd
+            r = subprocess.run([sys.executable, "-m", "llm_codesign.cli", *args[1:]], capture_output=True, text=True, env=env,
+                               cwd=tmp_path, timeout=300)
+            assert r.returncode == 0, (cmd, r.stderr)
+            printed = [line.rstrip() for line in r.stdout.rstrip("\n").splitlines()]
+            assert printed == [line.rstrip() for line in shown.rstrip("\n").splitlines()], (
+                f"README.md shows other output for `{cmd}`; at COLUMNS={README_COLUMNS} it prints:\n" + "\n".join(printed))
+
+
+def _doc_pages():
+    return [ROOT / "docs" / "tutorial.md", *sorted((ROOT / "docs" / "howto").glob("*.md"))]
+
+
+def test_every_howto_is_in_the_nav_and_routed_from_the_index():
+    nav = (ROOT / "mkdocs.yml").read_text()
+    index = (ROOT / "docs" / "index.md").read_text()
+    pages = [p.relative_to(ROOT / "docs").as_posix() for p in _doc_pages()]
+    assert len(pages) == 7
+    assert [p for p in pages if p not in nav] == [] and [p for p in pages if f"({p}" not in index] == []
+
+
+@pytest.mark.parametrize("page", [p.name for p in _doc_pages()])
+def test_doc_commands_run(page, tmp_path):
+    # each page's ```bash blocks, in order, as one script in a fresh folder: every command exits 0 on the bundled data
+    # (blocks that need a GPU, a server or the network are fenced ```sh and shown only)
+    path = next(p for p in _doc_pages() if p.name == page)
+    blocks = re.findall(r"^```bash\n(.*?)^```", path.read_text(), re.M | re.S)
+    assert blocks, f"{page} shows no command to run"
+    shims = tmp_path / "bin"
+    shims.mkdir()
+    for name, argv in (("llm-codesign", f'"{sys.executable}" -m llm_codesign.cli'), ("python3", f'"{sys.executable}"')):
+        (shims / name).write_text(f'#!/bin/sh\nexec {argv} "$@"\n')
+        (shims / name).chmod(0o755)
+    work = tmp_path / "work"
+    work.mkdir()
+    env = {**os.environ, "PATH": f"{shims}{os.pathsep}{os.environ['PATH']}", "COLUMNS": "100", "MPLBACKEND": "Agg"}
+    script = "set -e\nset -o pipefail\nset -x\n" + "\n".join(blocks)
+    r = subprocess.run(["bash", "-c", script], capture_output=True, text=True, env=env, cwd=work, timeout=600)
+    assert r.returncode == 0, f"{page}: a command failed (exit {r.returncode}):\n{r.stderr[-3000:]}"
+
+
 def test_api_reference_lists_every_module():
     # docs/api.md renders each module's docstrings (mkdocstrings); the CLI has its own reference
     tracked = subprocess.run(["git", "ls-files", "src/llm_codesign/*.py"], capture_output=True, text=True, cwd=ROOT, check=True).stdout.split()
@@ -53,6 +114,49 @@ def test_api_reference_lists_every_module():
     listed = set(re.findall(r"^::: (\S+)", (ROOT / "docs" / "api.md").read_text(), re.M))
     missing = sorted(m for m in modules if m not in listed and not m.startswith("llm_codesign.cli."))
     assert not missing, f"add to docs/api.md: {missing}"
+
+
+def _api_entries() -> list[tuple[str, str]]:
+    """docs/api.md's `::: module` entries, each with its `members:` option ('' where none is given)."""
+    entries = []
+    for line in (ROOT / "docs" / "api.md").read_text().splitlines():
+        if line.startswith("::: "):
+            entries.append([line[4:].strip(), ""])
+        elif entries and line.strip().startswith("members:") and line.startswith("    "):
+            entries[-1][1] = line.split(":", 1)[1].strip()
+    return [(m, members) for m, members in entries]
+
+
+def _bound_by_import(module: str) -> set[str]:
+    """The names a module's source binds by importing them (what mkdocstrings renders again where __all__ lists them)."""
+    path = ROOT / "src" / Path(*module.split("."))
+    source = (path / "__init__.py" if path.is_dir() else path.with_suffix(".py")).read_text()
+    return {(a.asname or a.name).split(".")[0] for node in ast.walk(ast.parse(source)) if isinstance(node, (ast.Import, ast.ImportFrom))
+            for a in node.names}
+
+
+def test_api_reference_lists_each_object_once():
+    # mkdocstrings renders what a module's __all__ re-exports as well as what it defines: a module that re-exports
+    # is listed with `members: false` or with the members it defines, so each object appears once, where it is defined
+    entries = _api_entries()
+    names = [m for m, _ in entries]
+    assert sorted({m for m in names if names.count(m) > 1}) == []
+    for module, members in entries:
+        imported = _bound_by_import(module)
+        if members == "false":
+            continue
+        if members:
+            listed = [s.strip() for s in members.strip("[]").split(",")]
+            assert [n for n in listed if n in imported] == [], f"{module}: a listed member is defined elsewhere"
+            mod = importlib.import_module(module)
+            assert [n for n in listed if not hasattr(mod, n)] == [], module
+        else:
+            exported = set(getattr(importlib.import_module(module), "__all__", ()))
+            assert sorted(exported & imported) == [], f"{module} re-exports these: give it `members:` in docs/api.md"
+    # every public name is routed to its one entry from the public API's table
+    api = (ROOT / "docs" / "api.md").read_text()
+    linked = set(re.findall(r"\[`(\w+)`\]\[llm_codesign[.\w]*\]", api))
+    assert sorted(set(llm_codesign.__all__) - {"__version__"} - linked) == []
 
 
 def test_version():
