@@ -148,7 +148,7 @@ def energy(model: ModelSpec, dep: Deployment, workload: Workload, concurrency, *
     the caller holds them already (a search's frontier: the very figures it prints)."""
     r = agg.evaluate(model, dep.gpu, calibration, dep.precision, dep.plan, concurrency=np.asarray(concurrency, dtype=np.int64),
                   isl=workload.isl, osl=workload.osl, engine=dep.engine, spec=dep.spec, max_num_tokens=dep.max_num_tokens, cpp=dep.cpp,
-                  with_ops=True, prefix_hit=workload.prefix_hit)
+                  with_ops=True, prefix_hit=workload.prefix_hit, arrival=workload.arrival)
     out = r["output_tok_s_per_gpu"] if output_tok_s_per_gpu is None else output_tok_s_per_gpu
     return energy_of(r, dep.gpu, agg.pdl_per_launch(dep.gpu, dep.engine.costs(calibration)), out)
 

@@ -61,7 +61,7 @@ def evaluate(model: ModelSpec, deployment: Deployment, workload: Workload, *, ca
     dep = deployment
     cal = calibration if isinstance(calibration, Calibration) else calibration_for(dep.gpu, calibration)
     conc = workload.concurrency if concurrency is None else concurrency
-    kw = dict(engine=dep.engine, spec=dep.spec, max_num_tokens=dep.max_num_tokens, cpp=dep.cpp, prefix_hit=workload.prefix_hit)
+    kw = dict(engine=dep.engine, spec=dep.spec, max_num_tokens=dep.max_num_tokens, cpp=dep.cpp, prefix_hit=workload.prefix_hit, arrival=workload.arrival)
     if conc is None:
         grid = BATCH_GRID * int(np.asarray(dep.plan.adp))
         r = _evaluate(model, dep.gpu, cal, dep.precision, dep.plan, concurrency=grid, isl=workload.isl, osl=workload.osl, **kw)
@@ -80,4 +80,4 @@ def decode_operators(model: ModelSpec, deployment: Deployment, workload: Workloa
     dep = deployment
     return _evaluate(model, dep.gpu, calibration, dep.precision, dep.plan, concurrency=np.asarray(concurrency, dtype=np.int64),
                      isl=workload.isl, osl=workload.osl, engine=dep.engine, spec=dep.spec, max_num_tokens=dep.max_num_tokens, cpp=dep.cpp,
-                     with_ops=True, prefix_hit=workload.prefix_hit)["ops"]
+                     with_ops=True, prefix_hit=workload.prefix_hit, arrival=workload.arrival)["ops"]

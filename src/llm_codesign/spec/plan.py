@@ -10,6 +10,7 @@ import numpy as np
 
 from llm_codesign.errors import InputError
 from llm_codesign.spec.engines import get_engine
+from llm_codesign.spec.harness import check_arrival
 from llm_codesign.spec.hardware import Gpu, get_gpu
 from llm_codesign.spec.kinds import DenseFfn, MoE
 from llm_codesign.spec.model import ModelSpec
@@ -293,8 +294,12 @@ class Workload:
     osl: int = 1024
     concurrency: int | None = None
     prefix_hit: float = 0.0  # share of each prompt already in the engine's prefix cache (not prefilled)
+    # how the requests arrive (spec.harness.ARRIVALS): "waves" (identical requests started together),
+    # "closed_loop" (slots refilled as requests finish, lengths spread) or "burst" (lockstep waves)
+    arrival: str = "waves"
 
     def __post_init__(self):
+        check_arrival(self.arrival)
         for name in ("isl", "osl"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or not 1 <= v <= MAX_TOKENS:
