@@ -46,18 +46,24 @@ ROOT = Path(__file__).resolve().parents[1]
 MEAS = ROOT / "src" / "llm_codesign" / "data" / "measurements"
 CAMPAIGNS = {"A": ("aiconfigurator silicon sample (clean)", MEAS / "serving_measured_blackwell_clean.csv"),
              "B": ("InferenceX DeepSeek-R1-0528", MEAS / "serving_inferencex_blackwell.csv"),
-             "AB": ("both campaigns", None)}
-HELD_OUT = {"A": ["qwen3.5-397b"], "B": []}  # as in the bundled fit
+             "C": ("InferenceX DeepSeek-R1-0528 on MI355X (newer builds)", MEAS / "serving_inferencex_mi355x.csv"),
+             "AB": ("both Blackwell campaigns", None), "ABC": ("all three campaigns", None)}
+HELD_OUT = {"A": ["qwen3.5-397b"], "B": [], "C": []}  # as in the bundled fit
+# C: the runs from SGLang's newer ROCm builds on (GitHub Actions run ids from 2.1e10; every ATOM run): the
+# earlier builds take ~2x as long per token at the same settings (benchmarks/fit_amd_serving.py)
+NEW_BUILDS = 2.1e10
 METRICS = ("ttft_ms", "tpot_ms")
 
 
 def campaign_rows(key: str, rows: dict[str, list[dict]] | None = None) -> list[dict]:
     """A campaign's rows (`rows`, where given, stands in for the files: {"A": [...], "B": [...]})."""
-    if key == "AB":  # both campaigns together
-        return campaign_rows("A", rows) + campaign_rows("B", rows)
+    if len(key) > 1:  # campaigns together
+        return [r for k in key for r in campaign_rows(k, rows)]
     if rows is not None:
         return rows[key]
     out = read_rows(CAMPAIGNS[key][1])
+    if key == "C":
+        out = [r for r in out if int(r["source"].split("runs/")[1].split("/")[0]) >= NEW_BUILDS]
     return held_out(out, HELD_OUT[key]) if HELD_OUT[key] else out
 
 
@@ -86,7 +92,7 @@ def run(direction: str, rounds: int, warm: bool = False, *, rows: dict[str, list
     t0 = time.time()
     # warm (A-B only): continue from the bundled profile's serving values, which were fitted on A itself,
     # with the median cycles only (fit_serving's start), a re-fit after a model change
-    start = calibration_for(catalog()["b200"]) if warm and tr == "A" else None
+    start = calibration_for(catalog()["b200"]) if warm and "A" in tr else None
     fitted, params = fit_serving(train, fams, rounds=rounds, start=start)
     secs = time.time() - t0
     cal = lambda g: fitted.get(g.family) or calibration_for(g)  # noqa: E731
@@ -95,7 +101,7 @@ def run(direction: str, rounds: int, warm: bool = False, *, rows: dict[str, list
            "fit_seconds": round(secs), "train_rows": len(train), "test_rows": len(test),
            "params": {k: (v if k in BACKEND_KEYED else round(v, 8)) for k, v in params.items()}}
     parts = ([("in_sample", "training campaign (in sample)", train), ("out_of_sample", "other campaign (out of sample)", test)]
-             if tr != te else [(f"campaign_{k}", f"{CAMPAIGNS[k][0]} (in sample)", campaign_rows(k, rows)) for k in ("A", "B")])
+             if tr != te else [(f"campaign_{k}", f"{CAMPAIGNS[k][0]} (in sample)", campaign_rows(k, rows)) for k in tr])
     out["parts"] = [(key, label) for key, label, _ in parts]
     for name, _, part in parts:
         rep = serving_report(part, *predict_serving(part, cal_override=cal))
@@ -155,8 +161,9 @@ def markdown(results: list[dict]) -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--direction", choices=("A-B", "B-A", "AB-AB"),
-                    help="one fold only (A: the clean sample, B: InferenceX; AB-AB: fitted on both, each reported)")
+    ap.add_argument("--direction", choices=("A-B", "B-A", "AB-AB", "AB-C", "ABC-ABC"),
+                    help="one fold only (A: the clean sample, B: InferenceX on Blackwell, C: InferenceX on MI355X; AB-AB: fitted on "
+                         "both Blackwell campaigns, ABC-ABC on all three, each reported; AB-C: the Blackwell fit priced on MI355X)")
     ap.add_argument("--rounds", type=int, default=8, help="fit_serving rounds per cycle (8: as the bundled fit)")
     ap.add_argument("--warm", action="store_true", help="A-B: start from the bundled profile's serving values (fitted on A)")
     ap.add_argument("--out", help="write the markdown report here")
