@@ -207,17 +207,12 @@ def evaluate(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, plan
              isl, osl, engine: Engine = TRTLLM, spec: SpecDecoding | None = None, spec_k=None,
              max_num_tokens=None, cpp=False, usable_fraction: float | None = None,
              with_ops: bool = False, prefix_hit=0.0, arrival: str = "waves", flags: SchedulerFlags | None = None) -> dict:
-    """Metrics for every deployment in the broadcast of plan arrays, concurrency, ISL/OSL and k.
-
-    `concurrency` is the total number of requests in flight across all GPUs of the deployment;
-    `max_num_tokens` the step token budget, by default the engine's own on this GPU (Engine.step_tokens);
-    `engine`'s fitted costs are read from `cal` once (Engine.costs) and passed to every step.
-    `prefix_hit` is the share of each prompt already in the engine's prefix cache: only the rest is
-    prefilled (it attends to the cached prefix); every sequence still holds its whole ISL of KV cache,
-    as a hit rate does not say how many requests share each cached block.
-    `arrival` is how the requests reach the engine (spec.harness.ARRIVALS); `flags` the scheduler flags a
-    run set beyond the engine's defaults (spec.harness.SchedulerFlags; None: none).
-    """
+    """Metrics for every deployment in the broadcast of plan arrays, concurrency, ISL/OSL and k. `concurrency`:
+    the requests in flight across all GPUs of the deployment; `max_num_tokens`: the step token budget (the
+    engine's own on this GPU by default, Engine.step_tokens); `engine`'s fitted costs are read from `cal` once
+    (Engine.costs). `prefix_hit`: the share of each prompt already in the prefix cache, not prefilled (it is
+    attended to; every sequence still holds its whole ISL of KV cache). `arrival`: how the requests reach the
+    engine (spec.harness.ARRIVALS); `flags`: the scheduler flags a run set (SchedulerFlags)."""
     sh = plan.broadcast()
     fl = DEFAULT_FLAGS if flags is None else flags
     costs = engine.costs(cal)
@@ -226,41 +221,31 @@ def evaluate(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, plan
     C = np.asarray(concurrency, float)
     isl = np.asarray(isl, float)
     osl = np.asarray(osl, float)
-    # whole tokens: an engine caches whole tokens (whole blocks), and a fraction of a token would
-    # quantise as a whole tile row (a hit rate of 1e-6 lengthened the MLA up-projection by a tile)
+    # whole tokens: an engine caches whole blocks, and a fraction of a token would quantise as a whole tile row
     cached = np.floor(isl * np.asarray(prefix_hit, float) + 1e-9)
     new = isl - cached  # prompt tokens each request prefills
     k, acc = draft_lengths(spec, spec_k)
     mnt, kv_budget = engine_budget(gpu, engine=engine, max_num_tokens=max_num_tokens, plan=plan, spec=spec, draft_len=k)
-    if flags is not None:  # a prompt budget below the chunk bounds the step (SGLang's PrefillAdder: the smaller)
-        mnt = np.minimum(mnt, fl.max_prefill_tokens)
-    mem, cap, c_rank, running, admitted = _running(model, gpu, prec, sh, C, adp=adp, engine=engine, lengths=(isl, osl), mnt=mnt,
-                                                   kv_budget=kv_budget, usable_fraction=usable_fraction, spec=spec, draft_len=k,
-                                                   flags=flags)
+    mnt = mnt if flags is None else np.minimum(mnt, fl.max_prefill_tokens)  # SGLang's PrefillAdder: the smaller budget
+    mem, cap, c_rank, running, admitted = _running(model, gpu, prec, sh, C, adp=adp, engine=engine, lengths=(isl, osl), mnt=mnt, flags=flags,
+                                                   kv_budget=kv_budget, usable_fraction=usable_fraction, spec=spec, draft_len=k)
     time_share = admitted / np.maximum(running, 1.0)
     r = _Rank(isl, osl, new, cached, mnt, np.minimum(new, mnt), running, pp, np.asarray(cpp) | (running >= pp))
     wave_tok, t_wave_step, pf_span = _prefill_wave(model, gpu, prec, sh, r=r, costs=costs)
     # decode phase: every sequence of the micro-batch generates (k+1 verified tokens per step)
     t_stage, t_draft, ops = decode_step(model, gpu, prec, sh, costs=costs, b=running / pp, ctx=isl + osl / 2.0, k=k, spec=spec)
-    if flags is not None and np.any(np.isfinite(fl.cuda_graph_max_bs)):
-        # a decode batch above the largest captured graph runs eagerly: every kernel pays its host launch
-        t_stage = t_stage + np.where(running / pp > fl.cuda_graph_max_bs, costs.eager_launch * launches(ops), 0.0)
+    t_stage = t_stage + _eager_decode(ops, running / pp, fl, costs)
     ops = ops if with_ops else None  # a search's chunk: the decode step's operators need not outlive their price
     t_iter = pp * t_stage
-    mixes = engine.mixes_prefill if fl.mixed_chunk is None else np.asarray(fl.mixed_chunk, bool)
-    q, t_pf_stage, ttft, t_req_pf = _own_prefill(model, gpu, prec, sh, r=r, costs=costs, n_span=np.maximum(pf_span / t_iter, 1.0),
-                                                 arrival=arrival, window=np.maximum(fl.recv_interval, 1.0), acc=acc, mixes=mixes,
-                                                 t_stage=t_stage)
-    tpot, life = _decode_times(r, q=q, t_stage=t_stage, t_iter=t_iter / acc, time_share=time_share, wave=(wave_tok, t_wave_step, pf_span),
-                               t_req_pf=t_req_pf, mixes=mixes)
+    t_pf_stage, ttft, tpot, life = _request_times(model, gpu, prec, sh, r=r, costs=costs, harness=(arrival, fl, engine),
+                                                  steps=(t_stage, acc, time_share), wave=(wave_tok, t_wave_step, pf_span))
     # requests beyond what the engine admits wait for whole waves
     waves_ahead = np.maximum(c_rank / np.maximum(admitted, 1.0) - 1.0, 0.0)
     # a new request first waits for decode iterations: the rest of the running one, one more where the
     # engine schedules step n+1 while step n runs (TensorRT-LLM's and SGLang's overlap schedulers), and
     # under attention DP the iterations TensorRT-LLM may hold context requests to balance the ranks
-    # (AttentionDpConfig batching_wait_iters / timeout_iters); fitted per engine (EngineCosts.wait_steps)
-    # (a scheduler that polls for new requests every recv_interval decode iterations adds half the interval
-    # beyond the one a poll each iteration waits)
+    # (AttentionDpConfig batching_wait_iters / timeout_iters), fitted per engine (EngineCosts.wait_steps), and
+    # half the interval less one where the scheduler polls for requests every recv_interval iterations
     ttft = ttft + waves_ahead * life + costs.ttft_overhead + (costs.wait_steps(adp) + (np.maximum(fl.recv_interval, 1.0) - 1.0) / 2.0) * t_iter
     # requests being served across the ranks: all C unless every rank is full (busiest-rank counts
     # over-count when C is not a multiple of adp)
@@ -278,6 +263,29 @@ def evaluate(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, plan
     if with_ops:
         res |= _phase_parts(model, gpu, prec, sh, costs=costs, r=r, steps=(wave_tok, t_wave_step, t_stage, t_draft, ops), share=pf_span / life)
     return res
+
+
+def _eager_decode(ops, batch, fl: SchedulerFlags, costs: EngineCosts):
+    """What a decode batch above the largest captured CUDA graph (cuda_graph_max_bs) adds: every kernel's
+    host launch, as in an eager step."""
+    if not np.any(np.isfinite(fl.cuda_graph_max_bs)):
+        return 0.0
+    return np.where(batch > fl.cuda_graph_max_bs, costs.eager_launch * launches(ops), 0.0)
+
+
+def _request_times(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, r: _Rank, costs: EngineCosts, harness, steps, wave):
+    """A request's prefill (its step, and the steps' span before its first token, _own_prefill) and decode
+    (TPOT and life, _decode_times) as the harness delivers it: (arrival pattern, SchedulerFlags, engine),
+    whether the engine mixes prefill chunks into decodes (Engine.mixes_prefill, or --enable-mixed-chunk)."""
+    arrival, fl, engine = harness
+    t_stage, acc, time_share = steps
+    t_iter = r.pp * t_stage
+    mixes = engine.mixes_prefill if fl.mixed_chunk is None else np.asarray(fl.mixed_chunk, bool)
+    q, t_pf_stage, span, t_req_pf = _own_prefill(model, gpu, prec, sh, r=r, costs=costs, n_span=np.maximum(wave[2] / t_iter, 1.0),
+                                                 arrival=arrival, window=np.maximum(fl.recv_interval, 1.0), acc=acc, mixes=mixes,
+                                                 t_stage=t_stage)
+    tpot, life = _decode_times(r, q=q, t_stage=t_stage, t_iter=t_iter / acc, time_share=time_share, wave=wave, t_req_pf=t_req_pf, mixes=mixes)
+    return t_pf_stage, span, tpot, life
 
 
 def _phase_parts(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, costs: EngineCosts, r: _Rank, steps, share) -> dict:
@@ -430,6 +438,14 @@ def _once_along_last(price, sh: Plan, b, *args):
     return tuple(out)
 
 
+def closed_loop_batch(running, *, life, window=1.0):
+    """The requests one prefill batch carries in a closed loop's steady state: the request and those
+    arriving in the same receive window. Each of the `running` slots is refilled once per request life
+    (`life` decode iterations), so running / life arrive per iteration, window x running / life beside
+    it (Poisson-like arrivals: the expected others in the window); never more than are running."""
+    return np.minimum(1.0 + window * np.asarray(running, float) / np.maximum(life, 1.0), np.maximum(running, 1.0))
+
+
 def _own_prefill(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, r: _Rank, costs: EngineCosts, n_span, arrival="waves",
                  window=1.0, acc=1.0, mixes=True, t_stage=0.0):
     """A request's prefill: (q, the step's time, the steps' span over the pipeline before its first
@@ -452,8 +468,7 @@ def _own_prefill(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, r: _R
     in those steps; one that runs prefill batches on their own (SGLang, ATOM) does not."""
     closed = arrival == "closed_loop"
     if closed:
-        life = n_span + np.maximum(r.osl - 1.0, 0.0) / acc
-        q = np.minimum(1.0 + window * r.running / np.maximum(life, 1.0), np.maximum(r.running, 1.0))
+        q = closed_loop_batch(r.running, life=n_span + np.maximum(r.osl - 1.0, 0.0) / acc, window=window)
         pf_step_tok = np.minimum(r.mnt, q * r.new)
         n_pf = np.maximum((q + 1.0) / 2.0 * r.new / np.maximum(pf_step_tok, 1.0), 1.0)
     else:

@@ -10,8 +10,8 @@ import numpy as np
 
 from llm_codesign.errors import InputError
 from llm_codesign.spec.engines import get_engine
-from llm_codesign.spec.harness import check_arrival
 from llm_codesign.spec.hardware import Gpu, get_gpu
+from llm_codesign.spec.harness import check_arrival
 from llm_codesign.spec.kinds import DenseFfn, MoE
 from llm_codesign.spec.model import ModelSpec
 from llm_codesign.spec.precision import Precision, get_dtype

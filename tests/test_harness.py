@@ -1,0 +1,149 @@
+"""spec/harness.py, measure/campaigns.py and their mechanisms in serve/aggregated.py: how requests arrive
+(waves, closed loop, burst), the scheduler flags a run sets (SGLang's receive interval, ignore-EOS admission,
+the running and CUDA-graph limits), the campaigns' settings table, and the MI355X runs they are checked on."""
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from llm_codesign.cost.calibration import calibration_for
+from llm_codesign.errors import InputError
+from llm_codesign.measure import campaigns
+from llm_codesign.measure.stats import error_stats
+from llm_codesign.measure.validate import predict_serving, read_rows, row_problem
+from llm_codesign.serve.aggregated import closed_loop_batch, evaluate
+from llm_codesign.spec.engines import SGLANG, get_engine
+from llm_codesign.spec.hardware import get_gpu
+from llm_codesign.spec.harness import SchedulerFlags
+from llm_codesign.spec.plan import Plan, Workload
+from llm_codesign.spec.registry import get_model
+
+
+def _plan(tp=8):
+    return Plan(*(np.array([v]) for v in (tp, 1, 1, tp, 1, 1)))
+
+
+def test_closed_loop_co_arrivals_hand_derived():
+    # 32 slots refilled once per life of 1 + 1023 decode iterations: 32 / 1024 = 1/32 arrive per iteration, so a
+    # request polled each iteration shares its prefill batch with 1/32 of another on average: q = 1.03125;
+    # SGLang polling every 30 iterations collects 30 / 32 more: q = 1.9375
+    assert closed_loop_batch(32.0, life=1024.0) == pytest.approx(1.03125)
+    assert closed_loop_batch(32.0, life=1024.0, window=30.0) == pytest.approx(1.9375)
+    # 512 slots with 8 x 127 + 1 = 1017-iteration lives polled every 30: 1 + 30 x 512 / 1017 = 16.10
+    assert closed_loop_batch(512.0, life=1017.0, window=30.0) == pytest.approx(1.0 + 30.0 * 512.0 / 1017.0)
+    # never more than are running (one request alone is its own batch)
+    assert closed_loop_batch(1.0, life=10.0, window=30.0) == 1.0
+    assert closed_loop_batch(4.0, life=2.0, window=30.0) == 4.0
+
+
+def _deepseek(arrival, concurrency, flags=None, gpu="mi355x", backend="sglang"):
+    m, g = get_model("deepseek-r1"), get_gpu(gpu)
+    return evaluate(m, g, calibration_for(g), m.default_precision, _plan(), concurrency=float(concurrency), isl=1024.0, osl=1024.0,
+                    engine=get_engine(backend), arrival=arrival, flags=flags)
+
+
+def test_closed_loop_first_tokens_stay_flat_where_waves_queue():
+    # the MI355X runs' shape: SGLang's TTFT 97-115 ms from 4 to 64 requests (data/measurements/serving_inferencex_mi355x.csv)
+    flat = [_deepseek("closed_loop", c)["ttft_s"].item() for c in (4, 64)]
+    waves = [_deepseek("burst", c)["ttft_s"].item() for c in (4, 64)]
+    assert flat[1] / flat[0] < 1.5
+    assert waves[1] / waves[0] > 2.0
+    assert flat[1] < waves[1]
+
+
+def test_receive_interval_waits_half_the_interval_more():
+    # one request in flight: its batch is itself whatever the window, so polling every 30 decode iterations
+    # instead of every one adds (30 - 1) / 2 = 14.5 iterations to its first token and nothing to its TPOT
+    a = _deepseek("closed_loop", 1, gpu="b200")
+    b = _deepseek("closed_loop", 1, SchedulerFlags(recv_interval=30.0), gpu="b200")
+    assert b["ttft_s"].item() - a["ttft_s"].item() == pytest.approx(14.5 * a["step_s"].item(), rel=1e-9)
+    assert b["tpot_s"].item() == pytest.approx(a["tpot_s"].item(), rel=1e-12)
+
+
+def test_sglang_admits_requests_that_ignore_eos_with_their_whole_output_reserved():
+    # Llama-3.1-8B on one L40S, 1k in / 8k out, at twice what the KV cache holds: SGLang's decayed
+    # new_token_ratio (0.098) admits them all and time-shares the decode slots (TPOT doubles, no queue);
+    # with ignore_eos (add_one_req_ignore_eos) it admits only what it can finish and the rest wait for
+    # whole requests, as TensorRT-LLM's GUARANTEED_NO_EVICT
+    m, g = get_model("llama-3.1-8b"), get_gpu("l40s")
+    plan = Plan(*(np.array([v]) for v in (1, 1, 1, 1, 1, 1)))
+
+    def run(c, flags=None):
+        return evaluate(m, g, calibration_for(g), m.default_precision, plan, concurrency=float(c), isl=1024.0, osl=8192.0,
+                        engine=SGLANG, flags=flags)
+
+    cap = int(run(1)["max_concurrency"].item())
+    base, shared, held = run(cap), run(2 * cap), run(2 * cap, SchedulerFlags(ignore_eos=True))
+    assert shared["tpot_s"].item() == pytest.approx(2 * base["tpot_s"].item(), rel=1e-12)
+    assert held["tpot_s"].item() == pytest.approx(base["tpot_s"].item(), rel=1e-12)
+    life = cap * 8192.0 / base["output_tok_s_per_gpu"].item()
+    assert held["ttft_s"].item() == pytest.approx(base["ttft_s"].item() + life, rel=1e-9)
+    # an engine without that rule ignores the flag (vLLM admits on the prompt either way)
+    vllm = [evaluate(m, g, calibration_for(g), m.default_precision, plan, concurrency=2.0 * cap, isl=1024.0, osl=8192.0,
+                     engine=get_engine("vllm"), flags=f)["tpot_s"].item() for f in (None, SchedulerFlags(ignore_eos=True))]
+    assert vllm[0] == vllm[1]
+
+
+def test_running_cap_and_eager_decode_above_the_graphs():
+    # --max-running-requests 16 at 64 requests: 16 run, the rest wait for whole requests
+    capped = _deepseek("closed_loop", 64, SchedulerFlags(max_running_requests=16.0))
+    assert capped["ttft_s"].item() > 2 * _deepseek("closed_loop", 64)["ttft_s"].item()
+    # a decode batch of 64 above --cuda-graph-max-bs 32 pays every kernel's host launch (SGLang's fitted eager_launch_s)
+    g = get_gpu("mi355x")
+    cal = replace(calibration_for(g), eager_launch_s=(("sglang", 10e-6),))
+    m = get_model("deepseek-r1")
+
+    def step(flags):
+        return evaluate(m, g, cal, m.default_precision, _plan(), concurrency=64.0, isl=1024.0, osl=1024.0, engine=SGLANG,
+                        arrival="closed_loop", flags=flags)["step_s"].item()
+
+    assert step(SchedulerFlags(cuda_graph_max_bs=32.0)) - step(SchedulerFlags(cuda_graph_max_bs=64.0)) > 61 * 10 * 10e-6
+
+
+def test_sglang_and_atom_run_prefill_on_its_own():
+    assert not SGLANG.mixes_prefill and not get_engine("atom").mixes_prefill and get_engine("trtllm").mixes_prefill
+    # forcing --enable-mixed-chunk puts the other requests' decodes into its prefill step, which lengthens it
+    on = _deepseek("closed_loop", 64, SchedulerFlags(mixed_chunk=True))
+    off = _deepseek("closed_loop", 64)
+    assert on["prefill_step_s"].item() > off["prefill_step_s"].item()
+
+
+def test_arrival_is_validated_at_the_edge():
+    with pytest.raises(InputError, match="arrival"):
+        Workload(arrival="poisson")
+    assert Workload(arrival="closed_loop").arrival == "closed_loop"
+
+
+def test_campaign_settings_follow_the_scripts_and_rows_override_them():
+    row = {"source": "inferencex https://github.com/x/actions/runs/1", "backend": "sglang", "gpu": "b200", "weight_dtype": "fp8_block",
+           "tp": "8", "isl": "1024", "osl": "1024", "concurrency": "32"}
+    s = campaigns.settings(row)
+    # dsr1_fp8_b200.sh at TP8: chunk and prompt budget 32768, 128 running and graphed, a poll every 30 iterations from 16 requests
+    assert (s["arrival"], s["max_num_tokens"], s["max_prefill_tokens"], s["max_running_requests"], s["cuda_graph_max_bs"],
+            s["recv_interval"], s["ignore_eos"]) == ("closed_loop", 32768, 32768, 128, 128, 30, True)
+    assert campaigns.settings({**row, "concurrency": "8"})["recv_interval"] == 10
+    assert campaigns.settings({**row, "recv_interval": "5", "arrival": "burst"})["recv_interval"] == 5.0
+    assert campaigns.settings({**row, "arrival": "burst"})["arrival"] == "burst"
+    assert campaigns.settings({"source": "aiconfigurator-core-0.12.0-silicon-sample:x"})["arrival"] == "waves"
+    assert campaigns.settings({"source": "someone else's runs"}) == {"arrival": "waves", "max_num_tokens": None}
+
+
+def test_a_row_with_a_bad_harness_column_says_which():
+    assert row_problem({"arrival": "poisson"}, 7) == "line 7 arrival: 'poisson' is not valid; one of waves, closed_loop, burst or empty"
+    assert row_problem({"recv_interval": "0.5"}, 3) == "line 3 recv_interval: '0.5' is not valid; a whole number of at least 1 or empty"
+    assert row_problem({"ignore_eos": "maybe"}, 2) == "line 2 ignore_eos: 'maybe' is not valid; true or false or empty"
+
+
+MI355X_NEW_BUILDS_TPOT = 12.0  # % median APE the bundled profile must stay under (benchmarks/fit_amd_serving.py)
+
+
+def test_mi355x_runs_of_the_newer_builds_within_the_stated_error():
+    rows = [r for r in read_rows("src/llm_codesign/data/measurements/serving_inferencex_mi355x.csv")
+            if int(r["source"].split("runs/")[1].split("/")[0]) >= 2.1e10]
+    preds, unmodeled = predict_serving(rows)
+    ok = [(p, r) for p, r in zip(preds, rows, strict=True) if p]
+    # every ATOM and SGLang row without MTP is priced (MTP rows record no acceptance)
+    assert all("spec_acceptance" in u["reason"] for u in unmodeled)
+    assert {r["backend"] for _, r in ok} == {"sglang", "atom"}
+    st = error_stats(np.array([p["tpot_ms"] for p, _ in ok]), np.array([float(r["tpot_ms"]) for _, r in ok]))
+    assert st["median_ape"] < MI355X_NEW_BUILDS_TPOT
