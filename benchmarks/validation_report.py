@@ -3,7 +3,8 @@
 Run: python benchmarks/validation_report.py [--out docs/validation_report.md]   (no GPU; a few seconds)
 Kernel tables and serving rows from the shipped measurements (data/measurements): the clean sample
 the profile is fitted on (Qwen3.5 held out), the sample as shipped, and, never fitted on, the
-TensorRT-LLM perf-overview tables, the published single runs and the disaggregated runs.
+TensorRT-LLM perf-overview tables, the InferenceX campaigns on B200/B300 and MI355X, the published single runs and
+the disaggregated runs.
 
 With --folds it first re-fits and writes the folds beside --out (about 25 minutes on 2 cores): the
 leave-one-campaign-out serving fits, both directions and both campaigns together, as
@@ -91,6 +92,34 @@ def serving_section(title: str, path: Path) -> tuple[list[str], list[dict], list
             reasons[u["reason"]] = reasons.get(u["reason"], 0) + 1
         lines += ["Not modelled: " + "; ".join(f"{n} rows: {r}" for r, n in reasons.items()), ""]
     return lines, rows, preds
+
+
+NEW_BUILDS = 2.1e10  # MI355X: the GitHub Actions run id from which SGLang's runs take half the time per token (SOURCES.md)
+
+
+def inferencex_sections() -> list[str]:
+    """The InferenceX campaigns (a closed loop of C slots, lengths spread, SGLang's flags from the scripts:
+    data/measurements/campaigns.toml) on Blackwell and on MI355X, the latter also by build and engine, and the
+    same runs priced as lockstep waves (the arrival the model assumed before issue 39) for comparison."""
+    lines = serving_section("Serving, InferenceX on B200/B300 (closed loop, scripts' flags)", MEAS / "serving_inferencex_blackwell.csv")[0]
+    amd_lines, rows, preds = serving_section("Serving, InferenceX on MI355X (SGLang and ATOM; closed loop, scripts' flags)",
+                                             MEAS / "serving_inferencex_mi355x.csv")
+    lines += amd_lines
+    new = lambda r: int(r["source"].split("runs/")[1].split("/")[0]) >= NEW_BUILDS  # noqa: E731
+    groups = {f"{b}, {'newer' if n else 'earlier'} builds": _subset(rows, preds, lambda r, b=b, n=n: r["backend"] == b and new(r) == n)
+              for b in ("sglang", "atom") for n in (True, False)}
+    groups["all newer builds (the fit's, `benchmarks/fit_amd_serving.py`)"] = _subset(rows, preds, new)
+    lines += ["By software build: the SGLang runs before GitHub Actions run id 2.1e10 take ~2x as long per token at the same "
+              "settings (an older ROCm build; `data/measurements/SOURCES.md`); every ATOM run is newer.", ""]
+    lines += _table("build", {k: v for k, v in groups.items() if v}, SERVING_METRICS)
+    waves = []
+    for path in (MEAS / "serving_inferencex_blackwell.csv", MEAS / "serving_inferencex_mi355x.csv"):
+        rs = [{**r, "arrival": "waves"} for r in read_rows(path)]
+        waves.append((path.name, _subset(rs, predict_serving(rs)[0], lambda r: True)))
+    lines += ["The same runs priced as waves of identical requests (the arrival every run was priced with before issue 39; "
+              "the scripts' flags kept):", ""]
+    lines += _table("file, as waves", dict(waves), SERVING_METRICS)
+    return lines
 
 
 def disagg_section(path: Path) -> tuple[list[str], list, list]:
@@ -260,6 +289,7 @@ def main() -> None:
     lines += _table("lengths", rep["by"]["lengths"], ("output_tok_s_per_gpu",))
     lines += _table("model", rep["by"]["model"], ("output_tok_s_per_gpu",))
     lines += moe_plan_section(rows)
+    lines += inferencex_sections()
     lines += published_section(MEAS / "published_runs.csv")
     lines += mtp_depth_section(MEAS / "published_mtp_depth.csv")
     dis_lines, dis_rows, dis_preds = disagg_section(MEAS / "serving_disagg_blackwell.csv")

@@ -147,3 +147,17 @@ def test_mi355x_runs_of_the_newer_builds_within_the_stated_error():
     assert {r["backend"] for _, r in ok} == {"sglang", "atom"}
     st = error_stats(np.array([p["tpot_ms"] for p, _ in ok]), np.array([float(r["tpot_ms"]) for _, r in ok]))
     assert st["median_ape"] < MI355X_NEW_BUILDS_TPOT
+
+
+def test_a_runs_own_memory_fraction_replaces_the_derived_one():
+    # SGLang derives mem_fraction_static from the chunk: 1.5 MiB per token of a 196608-token chunk is 288 GiB,
+    # more than an MI355X holds (static_fraction -0.009), while the scripts pass --mem-fraction-static 0.8
+    m, g = get_model("deepseek-r1"), get_gpu("mi355x")
+
+    def run(flags):
+        return evaluate(m, g, calibration_for(g), m.default_precision, _plan(), concurrency=64.0, isl=1024.0, osl=1024.0, engine=SGLANG,
+                        max_num_tokens=196608.0, arrival="closed_loop", flags=flags)
+
+    assert not run(SchedulerFlags(max_prefill_tokens=196608.0))["fits"].item()
+    assert run(SchedulerFlags(max_prefill_tokens=196608.0, kv_fraction=0.8))["fits"].item()
+    assert row_problem({"kv_fraction": "1.5"}, 4) == "line 4 kv_fraction: '1.5' is not valid; a fraction in (0, 1] or empty"

@@ -74,7 +74,10 @@ def problem(r: dict, line: int) -> str | None:
                 x = float(v)
             except ValueError:
                 x = float("nan")
-            ok, what = math.isfinite(x) and x >= 1 and x.is_integer(), "a whole number of at least 1"
+            if col == "kv_fraction":
+                ok, what = math.isfinite(x) and 0 < x <= 1, "a fraction in (0, 1]"
+            else:
+                ok, what = math.isfinite(x) and x >= 1 and x.is_integer(), "a whole number of at least 1"
         if not ok:
             return f"line {line} {col}: {v!r} is not valid; {what} or empty"
     return None

@@ -328,6 +328,8 @@ def _running(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, C, *, adp, e
     isl, osl = lengths
     budget, default_fraction, occupancy = kv_budget
     fraction = default_fraction if usable_fraction is None else usable_fraction
+    if flags is not None and not np.all(np.isnan(flags.kv_fraction)):  # the run's own fraction where it set one
+        fraction = np.where(np.isnan(flags.kv_fraction), fraction, flags.kv_fraction)
     draft = {"spec": spec, "draft": draft_model(model, spec) if spec is not None else None, "max_seqs": engine.max_batch(gpu),
              "draft_len": draft_len, "engine": engine}  # a sweep's k = 0 loads no draft
     mem = memory.fit(model, gpu, prec, sh, isl, osl=osl, max_num_tokens=mnt, usable_fraction=fraction, osl_occupancy=occupancy, budget=budget,

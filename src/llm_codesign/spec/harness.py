@@ -50,6 +50,8 @@ class SchedulerFlags:
       SGLang's admission (Engine.admits_past_cache).
     - mixed_chunk: whether prefill chunks share steps with decodes (SGLang --enable-mixed-chunk);
       None: the engine's default (Engine.mixes_prefill).
+    - kv_fraction: the fraction of the engine's KV budget (Engine.kv_budget: SGLang --mem-fraction-static,
+      vLLM --gpu-memory-utilization, TensorRT-LLM free_gpu_memory_fraction); NaN: the engine's own.
     """
     max_prefill_tokens: object = float("inf")
     max_running_requests: object = float("inf")
@@ -57,6 +59,7 @@ class SchedulerFlags:
     recv_interval: object = 1.0
     ignore_eos: object = False
     mixed_chunk: object = None
+    kv_fraction: object = float("nan")
 
 
 FLAG_NAMES = tuple(f.name for f in fields(SchedulerFlags))
