@@ -4,7 +4,7 @@
     python benchmarks/fit_floors.py --extract SHARED_DIR   # first rewrite floors.csv from the shared tables
 
 floors.csv holds the one-token rows of two tables of the H100 kernel database in aiconfigurator-core 0.12.0
-(Apache-2.0; ../shared/data/validation/kernels_hopper, its README gives the sources): TensorRT-LLM
+(Apache-2.0; the shared validation data's kernels_hopper/ tables, whose README gives the sources): TensorRT-LLM
 1.3.0rc20's MLA generation module (mla_generation_module_perf: projections, RoPE and KV append, the MLA
 kernel, the absorbed BMMs, the output projection; DeepSeek-V3's shape at 1-128 heads per GPU, contexts up to
 8k) and its MoE block (moe_perf, balanced routing, gated CUTLASS kernels, BF16 / FP8 / block-FP8). Each row is

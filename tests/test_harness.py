@@ -161,3 +161,20 @@ def test_a_runs_own_memory_fraction_replaces_the_derived_one():
     assert not run(SchedulerFlags(max_prefill_tokens=196608.0))["fits"].item()
     assert run(SchedulerFlags(max_prefill_tokens=196608.0, kv_fraction=0.8))["fits"].item()
     assert row_problem({"kv_fraction": "1.5"}, 4) == "line 4 kv_fraction: '1.5' is not valid; a fraction in (0, 1] or empty"
+
+
+def test_estimate_takes_the_arrival_and_refuses_an_unknown_one():
+    import json
+
+    from typer.testing import CliRunner
+
+    from llm_codesign.cli import app
+
+    args = ["estimate", "deepseek-r1", "--gpu", "mi355x", "--gpus", "8", "--tp", "8", "--backend", "sglang", "--concurrency", "64"]
+    r = CliRunner().invoke(app, [*args, "--arrival", "closed_loop", "--json"])
+    d = json.loads(r.stdout)
+    assert r.exit_code == 0 and d["arrival"] == "closed_loop"
+    assert d["ttft_ms"] == pytest.approx(_deepseek("closed_loop", 64)["ttft_s"].item() * 1e3, rel=1e-6)
+    assert "arrival" not in json.loads(CliRunner().invoke(app, [*args, "--json"]).stdout)  # waves, the default
+    bad = CliRunner().invoke(app, [*args, "--arrival", "poisson"])
+    assert bad.exit_code == 2 and bad.stderr.strip() == "error: arrival: 'poisson' is not valid; one of: waves, closed_loop, burst"

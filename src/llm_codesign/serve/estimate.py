@@ -120,6 +120,8 @@ class Estimate:
         out |= {"expected_error": self.expected_error, "accuracy": self.accuracy}
         if w.prefix_hit:
             out["prefix_hit"] = w.prefix_hit
+        if w.arrival != "waves":
+            out["arrival"] = w.arrival
         if self.cost is not None:
             out["cost"] = self.cost
         return out
