@@ -86,11 +86,12 @@ def decode_step(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, costs:
     if spec is not None:
         dm = draft_model(model, spec)
         dsh = sh if spec.method != "draft" else replace(sh, pp=np.ones_like(pp))
+        dprec = spec.draft_precision(prec)
 
         def draft_pass(sh_, b_, ctx_):
             # one draft pass over one token per sequence (an MTP pass with the module's input path,
             # ops.mtp_module_ops), and its LM head alone
-            dops = forward_ops(dm, gpu, cal, prec, sh_, b=Batch(dec_seqs=b_, dec_ctx=ctx_), engine=costs.engine)
+            dops = forward_ops(dm, gpu, cal, dprec, sh_, b=Batch(dec_seqs=b_, dec_ctx=ctx_), engine=costs.engine)
             t_pass = kernels_time(dops, gpu, costs)
             if spec.method == "mtp":
                 t_pass = t_pass + kernels_time(mtp_module_ops(dm, gpu, cal, sh_, tokens=b_, seqs=b_, engine=costs.engine), gpu, costs)
@@ -105,11 +106,14 @@ def decode_step(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, costs:
             # layer over every position the verify step checked (1 + k tokens per sequence), its LM head
             # over the one it samples; an MTP pass adds the module's input path and greedy sampling
             # (ops.mtp_module_ops)
-            if spec.method == "mtp":  # the MTP block is the target's last layer type, priced in `ops` at this very batch
+            if spec.method == "mtp" and dprec is prec:  # the MTP block is the target's last layer type, priced in `ops` at this very batch
                 t_first = _last_layer_time(model, ops, gpu, costs) + head
+            elif spec.method == "mtp":  # in a precision of its own: priced apart at this batch
+                first = forward_ops(dm, gpu, cal, dprec, dsh, b=Batch(dec_seqs=b, dec_ctx=ctx, dec_tokens_per_seq=1.0 + k), engine=costs.engine)
+                t_first = kernels_time([op for op in first if op.name != "lm_head"], gpu, costs) + head
                 t_first = t_first + kernels_time(mtp_module_ops(dm, gpu, cal, dsh, tokens=b * (1.0 + k), seqs=b, engine=costs.engine), gpu, costs)
             else:
-                first = forward_ops(dm, gpu, cal, prec, dsh, b=Batch(dec_seqs=b, dec_ctx=ctx, dec_tokens_per_seq=1.0 + k), engine=costs.engine)
+                first = forward_ops(dm, gpu, cal, dprec, dsh, b=Batch(dec_seqs=b, dec_ctx=ctx, dec_tokens_per_seq=1.0 + k), engine=costs.engine)
                 t_first = kernels_time([op for op in first if op.name != "lm_head"], gpu, costs) + head
             t_draft = np.where(k > 0, t_first + (k - 1.0) * t_rest, 0.0)
         else:

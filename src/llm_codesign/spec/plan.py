@@ -227,6 +227,15 @@ class SpecDecoding:
             return self
         return SpecDecoding(self.method, int(k), None, tuple(float(x) for x in self._rates()[:k]), self.draft_model)
 
+    def draft_precision(self, prec: Precision) -> Precision:
+        """The precision its draft runs in: the target's, but NVIDIA's NVFP4 checkpoints of DeepSeek-V3/R1 keep
+        the MTP layer in BF16 (ModelOpt's hf_quant_config exclude_modules "model.layers.61*",
+        data/models/nvidia--DeepSeek-V3.1-NVFP4_hf_quant_config.json; TensorRT-LLM's min-latency recipe,
+        blog 1: "3x MTP Layers: bf16"), on the target's KV-cache format."""
+        if self.method == "mtp" and prec.weight.name == "nvfp4":
+            return Precision.of("bf16", kv=prec.kv.name)
+        return prec
+
     def accepted(self, k=None) -> np.ndarray:
         """Mean tokens per step at draft length k (array ok): 1 + sum_i prod_{j<=i} r_j."""
         k = np.asarray(self.k if k is None else k, dtype=np.int64)
