@@ -84,7 +84,7 @@ def _cells(rep: dict) -> dict:
             for m in METRICS if m in rep}
 
 
-def run(direction: str, rounds: int, warm: bool = False, *, rows: dict[str, list[dict]] | None = None) -> dict:
+def run(direction: str, rounds: int, warm: bool = False, *, rows: dict[str, list[dict]] | None = None, start: str | None = None) -> dict:
     """One direction ("A-B": fit on A, predict B), a task of the sweep executor; `rows` as campaign_rows."""
     tr, te = direction.split("-")
     train, test = campaign_rows(tr, rows), campaign_rows(te, rows)
@@ -92,7 +92,8 @@ def run(direction: str, rounds: int, warm: bool = False, *, rows: dict[str, list
     t0 = time.time()
     # warm (A-B only): continue from the bundled profile's serving values, which were fitted on A itself,
     # with the median cycles only (fit_serving's start), a re-fit after a model change
-    start = calibration_for(catalog()["b200"]) if warm and "A" in tr else None
+    # (`start`: a profile to continue from instead, e.g. one fitted on the training campaigns alone)
+    start = calibration_for(catalog()["b200"], start) if warm and "A" in tr else None
     fitted, params = fit_serving(train, fams, rounds=rounds, start=start)
     secs = time.time() - t0
     cal = lambda g: fitted.get(g.family) or calibration_for(g)  # noqa: E731
@@ -166,6 +167,8 @@ def main() -> None:
                          "both Blackwell campaigns, ABC-ABC on all three, each reported; AB-C: the Blackwell fit priced on MI355X)")
     ap.add_argument("--rounds", type=int, default=8, help="fit_serving rounds per cycle (8: as the bundled fit)")
     ap.add_argument("--warm", action="store_true", help="A-B: start from the bundled profile's serving values (fitted on A)")
+    ap.add_argument("--start", help="with --warm: a calibration profile whose serving values the fit continues from instead "
+                                     "of the bundled ones (which a fold must not have fitted on its test campaign)")
     ap.add_argument("--out", help="write the markdown report here")
     ap.add_argument("--json", help="write the raw results here (JSON)")
     ap.add_argument("--from-json", nargs="+", help="build the markdown from saved JSON results instead of fitting")
@@ -177,7 +180,7 @@ def main() -> None:
     else:
         directions = [args.direction] if args.direction else ["A-B", "B-A"]
         results = []
-        for r in execute(directions, scheduler=args.scheduler, workers=args.workers, fn=partial(run, rounds=args.rounds, warm=args.warm),
+        for r in execute(directions, scheduler=args.scheduler, workers=args.workers, fn=partial(run, rounds=args.rounds, warm=args.warm, start=args.start),
                          processes=True):  # the fits are mostly Python: a worker process each
             print(f"{r['direction']}: fitted in {r['fit_seconds']} s", file=sys.stderr, flush=True)
             results.append(r)

@@ -178,3 +178,17 @@ def test_estimate_takes_the_arrival_and_refuses_an_unknown_one():
     assert "arrival" not in json.loads(CliRunner().invoke(app, [*args, "--json"]).stdout)  # waves, the default
     bad = CliRunner().invoke(app, [*args, "--arrival", "poisson"])
     assert bad.exit_code == 2 and bad.stderr.strip() == "error: arrival: 'poisson' is not valid; one of: waves, closed_loop, burst"
+
+
+def test_the_front_end_serves_co_arriving_requests_one_at_a_time():
+    # 8 requests in one lockstep wave (burst, q = 8): each waits for the front end's per-request work of those ahead
+    # of it, (8 + 1) / 2 = 4.5 requests' worth on average; one request alone pays its own
+    m, g = get_model("deepseek-r1"), get_gpu("b200")
+
+    def ttft(arrival, c, overhead):
+        cal = replace(calibration_for(g), ttft_overhead_s=(("sglang", overhead),))
+        return evaluate(m, g, cal, m.default_precision, _plan(), concurrency=float(c), isl=1024.0, osl=1024.0, engine=SGLANG,
+                        arrival=arrival)["ttft_s"].item()
+
+    assert ttft("burst", 8, 0.1) - ttft("burst", 8, 0.0) == pytest.approx(0.45, rel=1e-9)
+    assert ttft("closed_loop", 1, 0.1) - ttft("closed_loop", 1, 0.0) == pytest.approx(0.1, rel=1e-9)

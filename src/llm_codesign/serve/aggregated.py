@@ -241,16 +241,16 @@ def evaluate(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, plan
     t_stage = t_stage + _eager_decode(ops, running / pp, fl, costs)
     ops = ops if with_ops else None  # a search's chunk: the decode step's operators need not outlive their price
     t_iter = pp * t_stage
-    t_pf_stage, ttft, tpot, life = _request_times(model, gpu, prec, sh, r=r, costs=costs, harness=(arrival, fl, engine),
+    q, t_pf_stage, ttft, tpot, life = _request_times(model, gpu, prec, sh, r=r, costs=costs, harness=(arrival, fl, engine),
                                                   steps=(t_stage, acc, time_share), wave=(wave_tok, t_wave_step, pf_span))
     # requests beyond what the engine admits wait for whole waves
     waves_ahead = np.maximum(c_rank / np.maximum(admitted, 1.0) - 1.0, 0.0)
-    # a new request first waits for decode iterations: the rest of the running one, one more where the
-    # engine schedules step n+1 while step n runs (TensorRT-LLM's and SGLang's overlap schedulers), and
-    # under attention DP the iterations TensorRT-LLM may hold context requests to balance the ranks
-    # (AttentionDpConfig batching_wait_iters / timeout_iters), fitted per engine (EngineCosts.wait_steps), and
-    # half the interval less one where the scheduler polls for requests every recv_interval iterations
-    ttft = ttft + waves_ahead * life + costs.ttft_overhead + (costs.wait_steps(adp) + (np.maximum(fl.recv_interval, 1.0) - 1.0) / 2.0) * t_iter
+    # a new request first waits for decode iterations: the rest of the running one, one more under an overlap scheduler
+    # (TensorRT-LLM's, SGLang's), the iterations attention DP may hold context requests (AttentionDpConfig), fitted per
+    # engine (EngineCosts.wait_steps), and half the interval less one where the scheduler polls every recv_interval; the
+    # per-request front-end work (HTTP, tokenising in one process: SGLang's TokenizerManager, tokenizer_worker_num 1,
+    # sglang 0.5.12 server_args.py:372, tokenizer_manager.py:708) serves the q requests arriving together one at a time
+    ttft = ttft + waves_ahead * life + costs.ttft_overhead * (q + 1.0) / 2.0 + (costs.wait_steps(adp) + (np.maximum(fl.recv_interval, 1.0) - 1.0) / 2.0) * t_iter
     # requests being served across the ranks: all C unless every rank is full (busiest-rank counts
     # over-count when C is not a multiple of adp)
     served = np.minimum(C, admitted * adp)
@@ -289,7 +289,7 @@ def _request_times(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, r: 
                                                  arrival=arrival, window=np.maximum(fl.recv_interval, 1.0), acc=acc, mixes=mixes,
                                                  t_stage=t_stage)
     tpot, life = _decode_times(r, q=q, t_stage=t_stage, t_iter=t_iter / acc, time_share=time_share, wave=wave, t_req_pf=t_req_pf, mixes=mixes)
-    return t_pf_stage, span, tpot, life
+    return q, t_pf_stage, span, tpot, life
 
 
 def _phase_parts(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, costs: EngineCosts, r: _Rank, steps, share) -> dict:
