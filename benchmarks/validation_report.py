@@ -238,7 +238,8 @@ def run_folds(docs: Path) -> None:
         run("crossval_campaigns.py", "--direction", "A-B", "--warm", "--start", start, "--rounds", "2", "--json", fits["A-B"])
         run("crossval_campaigns.py", "--direction", "B-A", "--json", fits["B-A"])
         run("crossval_campaigns.py", "--direction", "AB-C", "--warm", "--start", start, "--rounds", "2", "--json", fits["AB-C"])
-        run("crossval_campaigns.py", "--direction", "ABC-ABC", "--warm", "--start", start, "--rounds", "2", "--json", fits["ABC-ABC"])
+        # in sample: the bundled values' own polish, which reproduces them (their fixed point)
+        run("crossval_campaigns.py", "--direction", "ABC-ABC", "--warm", "--rounds", "2", "--json", fits["ABC-ABC"])
         run("crossval_campaigns.py", "--from-json", *fits.values(), "--out", str(docs / "crossval.md"))
     run("crossval_families.py", "--out", str(docs / "crossval_families.md"))
 
