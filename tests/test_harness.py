@@ -192,3 +192,25 @@ def test_the_front_end_serves_co_arriving_requests_one_at_a_time():
 
     assert ttft("burst", 8, 0.1) - ttft("burst", 8, 0.0) == pytest.approx(0.45, rel=1e-9)
     assert ttft("closed_loop", 1, 0.1) - ttft("closed_loop", 1, 0.0) == pytest.approx(0.1, rel=1e-9)
+
+
+def test_deepseek_mtp_layer_runs_in_bf16_under_nvfp4_checkpoints(monkeypatch):
+    # ModelOpt's NVFP4 exports keep model.layers.61* (the MTP layer) in BF16 (data/models/
+    # nvidia--DeepSeek-V3.1-NVFP4_hf_quant_config.json): the draft passes read BF16 weights, on the target's KV format
+    from llm_codesign.serve.aggregated import decode_step
+    from llm_codesign.spec.plan import SpecDecoding
+
+    m, g = get_model("nvidia/DeepSeek-R1-FP4"), get_gpu("b200")
+    spec = SpecDecoding("mtp", 3, 2.82)
+    d = spec.draft_precision(m.default_precision)
+    assert (d.weight.name, d.activation.name, d.kv.name) == ("bf16", "bf16", m.default_precision.kv.name)
+    fp8 = get_model("deepseek-r1").default_precision
+    assert spec.draft_precision(fp8) is fp8 and SpecDecoding("eagle3", 3, 2.0).draft_precision(m.default_precision) is m.default_precision
+    costs = get_engine("trtllm").costs(calibration_for(g))
+
+    def draft():
+        return float(np.ravel(decode_step(m, g, m.default_precision, _plan(), costs=costs, b=1.0, ctx=2048.0, k=np.asarray(3.0), spec=spec)[1])[0])
+
+    bf16 = draft()
+    monkeypatch.setattr(SpecDecoding, "draft_precision", lambda self, prec: prec)
+    assert bf16 > 1.05 * draft()  # one token's MTP MoE and dense GEMMs stream 3.6x the bytes in BF16

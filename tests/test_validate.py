@@ -78,8 +78,8 @@ def test_offline_throughput_generalises():
 
 def test_published_single_runs_held_out():
     # published runs with their whole configuration (SOURCES.md), never fitted on; reached, signed error %:
-    # B200 max throughput +5.0 / +0.1; H200 max throughput +27.8; min latency B200 +45.6 per GPU and +46.8 per user
-    # (strict MTP), +20.5 (relaxed), H200 +51.6 per GPU; Maverick at c=1 -1.6 against a floor of 1,000 tok/s/user, with the
+    # B200 max throughput +3.9 / -1.2; H200 max throughput +26.9; min latency B200 +45.3 per GPU and +46.8 per user
+    # (strict MTP), +20.5 (relaxed), H200 +51.2 per GPU; Maverick at c=1 -1.5 against a floor of 1,000 tok/s/user, with the
     # serving values fitted on all three campaigns and DeepSeek's MTP layer in BF16 under NVFP4 (issue 39; +43.5, +44.7,
     # +18.8, +49.5, -5.5 before: the fit lowered TensorRT-LLM's host step and the one-shot all-reduce)
     # (before PDL's credit per kernel boundary: +39.4, +40.5, +15.3, +46.9, -8.6; before the MTP passes and the

@@ -106,11 +106,12 @@ def decode_step(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, costs:
             # layer over every position the verify step checked (1 + k tokens per sequence), its LM head
             # over the one it samples; an MTP pass adds the module's input path and greedy sampling
             # (ops.mtp_module_ops)
-            if spec.method == "mtp" and dprec is prec:  # the MTP block is the target's last layer type, priced in `ops` at this very batch
-                t_first = _last_layer_time(model, ops, gpu, costs) + head
-            elif spec.method == "mtp":  # in a precision of its own: priced apart at this batch
-                first = forward_ops(dm, gpu, cal, dprec, dsh, b=Batch(dec_seqs=b, dec_ctx=ctx, dec_tokens_per_seq=1.0 + k), engine=costs.engine)
-                t_first = kernels_time([op for op in first if op.name != "lm_head"], gpu, costs) + head
+            if spec.method == "mtp":
+                if dprec is prec:  # the MTP block is the target's last layer type, priced in `ops` at this very batch
+                    t_first = _last_layer_time(model, ops, gpu, costs) + head
+                else:  # in a precision of its own (SpecDecoding.draft_precision): priced apart at this batch
+                    first = forward_ops(dm, gpu, cal, dprec, dsh, b=Batch(dec_seqs=b, dec_ctx=ctx, dec_tokens_per_seq=1.0 + k), engine=costs.engine)
+                    t_first = kernels_time([op for op in first if op.name != "lm_head"], gpu, costs) + head
                 t_first = t_first + kernels_time(mtp_module_ops(dm, gpu, cal, dsh, tokens=b * (1.0 + k), seqs=b, engine=costs.engine), gpu, costs)
             else:
                 first = forward_ops(dm, gpu, cal, dprec, dsh, b=Batch(dec_seqs=b, dec_ctx=ctx, dec_tokens_per_seq=1.0 + k), engine=costs.engine)
