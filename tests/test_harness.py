@@ -8,7 +8,6 @@ import pytest
 
 from llm_codesign.cost.calibration import calibration_for
 from llm_codesign.errors import InputError
-from llm_codesign.measure import campaigns
 from llm_codesign.measure.stats import error_stats
 from llm_codesign.measure.validate import predict_serving, read_rows, row_problem
 from llm_codesign.serve.aggregated import closed_loop_batch, evaluate
@@ -112,26 +111,6 @@ def test_arrival_is_validated_at_the_edge():
     with pytest.raises(InputError, match="arrival"):
         Workload(arrival="poisson")
     assert Workload(arrival="closed_loop").arrival == "closed_loop"
-
-
-def test_campaign_settings_follow_the_scripts_and_rows_override_them():
-    row = {"source": "inferencex https://github.com/x/actions/runs/1", "backend": "sglang", "gpu": "b200", "weight_dtype": "fp8_block",
-           "tp": "8", "isl": "1024", "osl": "1024", "concurrency": "32"}
-    s = campaigns.settings(row)
-    # dsr1_fp8_b200.sh at TP8: chunk and prompt budget 32768, 128 running and graphed, a poll every 30 iterations from 16 requests
-    assert (s["arrival"], s["max_num_tokens"], s["max_prefill_tokens"], s["max_running_requests"], s["cuda_graph_max_bs"],
-            s["recv_interval"], s["ignore_eos"]) == ("closed_loop", 32768, 32768, 128, 128, 30, True)
-    assert campaigns.settings({**row, "concurrency": "8"})["recv_interval"] == 10
-    assert campaigns.settings({**row, "recv_interval": "5", "arrival": "burst"})["recv_interval"] == 5.0
-    assert campaigns.settings({**row, "arrival": "burst"})["arrival"] == "burst"
-    assert campaigns.settings({"source": "aiconfigurator-core-0.12.0-silicon-sample:x"})["arrival"] == "waves"
-    assert campaigns.settings({"source": "someone else's runs"}) == {"arrival": "waves", "max_num_tokens": None}
-
-
-def test_a_row_with_a_bad_harness_column_says_which():
-    assert row_problem({"arrival": "poisson"}, 7) == "line 7 arrival: 'poisson' is not valid; one of waves, closed_loop, burst or empty"
-    assert row_problem({"recv_interval": "0.5"}, 3) == "line 3 recv_interval: '0.5' is not valid; a whole number of at least 1 or empty"
-    assert row_problem({"ignore_eos": "maybe"}, 2) == "line 2 ignore_eos: 'maybe' is not valid; true or false or empty"
 
 
 MI355X_NEW_BUILDS_TPOT = 12.0  # % median APE the bundled profile must stay under (benchmarks/fit_amd_serving.py)
