@@ -1,6 +1,6 @@
-"""spec/harness.py, measure/campaigns.py and their mechanisms in serve/aggregated.py: how requests arrive
-(waves, closed loop, burst), the scheduler flags a run sets (SGLang's receive interval, ignore-EOS admission,
-the running and CUDA-graph limits), the campaigns' settings table, and the MI355X runs they are checked on."""
+"""spec/harness.py and its mechanisms in serve/aggregated.py: how requests arrive (waves, closed loop, burst), the
+scheduler flags a run sets (SGLang's receive interval, ignore-EOS admission, the running and CUDA-graph limits, the
+memory fraction), the front end's queue, DeepSeek's MTP layer in BF16, and the MI355X runs they are checked on."""
 from dataclasses import replace
 
 import numpy as np
