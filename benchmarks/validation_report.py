@@ -5,10 +5,11 @@ With --out it also writes the intervals' reliability diagram beside it (reliabil
 the interval table every prediction quotes (interval_folds.py builds it and measures its coverage).
 Kernel tables and serving rows from the shipped measurements (data/measurements): the clean sample
 the profile is fitted on (Qwen3.5 held out), the sample as shipped, and, never fitted on, the
-TensorRT-LLM perf-overview tables, the published single runs and the disaggregated runs.
+TensorRT-LLM perf-overview tables, the published single runs and the disaggregated runs; the InferenceX campaigns on
+B200/B300 and MI355X, which the serving values are fitted on since issue 39.
 
 With --folds it first re-fits and writes the folds beside --out (about 25 minutes on 2 cores): the
-leave-one-campaign-out serving fits, both directions and both campaigns together, as
+leave-one-campaign-out serving fits (A-B, B-A, the two Blackwell campaigns priced on MI355X, all three together), as
 `crossval_campaigns.py` documents them (crossval.md), and the leave-one-GPU-family-out kernel fits
 (`crossval_families.py`, crossval_families.md).
 """
@@ -95,6 +96,34 @@ def serving_section(title: str, path: Path) -> tuple[list[str], list[dict], list
             reasons[u["reason"]] = reasons.get(u["reason"], 0) + 1
         lines += ["Not modelled: " + "; ".join(f"{n} rows: {r}" for r, n in reasons.items()), ""]
     return lines, rows, preds
+
+
+NEW_BUILDS = 2.1e10  # MI355X: the GitHub Actions run id from which SGLang's runs take half the time per token (SOURCES.md)
+
+
+def inferencex_sections() -> list[str]:
+    """The InferenceX campaigns (a closed loop of C slots, lengths spread, SGLang's flags from the scripts:
+    data/measurements/campaigns.toml) on Blackwell and on MI355X, the latter also by build and engine, and the
+    same runs priced as lockstep waves (the arrival the model assumed before issue 39) for comparison."""
+    lines = serving_section("Serving, InferenceX on B200/B300 (closed loop, scripts' flags)", MEAS / "serving_inferencex_blackwell.csv")[0]
+    amd_lines, rows, preds = serving_section("Serving, InferenceX on MI355X (SGLang and ATOM; closed loop, scripts' flags)",
+                                             MEAS / "serving_inferencex_mi355x.csv")
+    lines += amd_lines
+    new = lambda r: int(r["source"].split("runs/")[1].split("/")[0]) >= NEW_BUILDS  # noqa: E731
+    groups = {f"{b}, {'newer' if n else 'earlier'} builds": _subset(rows, preds, lambda r, b=b, n=n: r["backend"] == b and new(r) == n)
+              for b in ("sglang", "atom") for n in (True, False)}
+    groups["all newer builds (the fit's, `benchmarks/fit_amd_serving.py`)"] = _subset(rows, preds, new)
+    lines += ["By software build: the SGLang runs before GitHub Actions run id 2.1e10 take ~2x as long per token at the same "
+              "settings (an older ROCm build; `data/measurements/SOURCES.md`); every ATOM run is newer.", ""]
+    lines += _table("build", {k: v for k, v in groups.items() if v}, SERVING_METRICS)
+    waves = []
+    for path in (MEAS / "serving_inferencex_blackwell.csv", MEAS / "serving_inferencex_mi355x.csv"):
+        rs = [{**r, "arrival": "waves"} for r in read_rows(path)]
+        waves.append((path.name, _subset(rs, predict_serving(rs)[0], lambda r: True)))
+    lines += ["The same runs priced as waves of identical requests (the arrival every run was priced with before issue 39; "
+              "the scripts' flags kept):", ""]
+    lines += _table("file, as waves", dict(waves), SERVING_METRICS)
+    return lines
 
 
 def disagg_section(path: Path) -> tuple[list[str], list, list]:
@@ -207,11 +236,14 @@ def run_folds(docs: Path) -> None:
     def run(script: str, *args: str) -> None:
         subprocess.run([sys.executable, str(bench / script), *args], check=True)
 
+    start = str(bench / "start_clean_fit.toml")  # the clean sample's own fit: no fold starts from values fitted on its test campaign
     with tempfile.TemporaryDirectory() as tmp:
-        fits = {d: str(Path(tmp) / f"{d.lower()}.json") for d in ("A-B", "B-A", "AB-AB")}
-        run("crossval_campaigns.py", "--direction", "A-B", "--warm", "--rounds", "2", "--json", fits["A-B"])
+        fits = {d: str(Path(tmp) / f"{d.lower()}.json") for d in ("A-B", "B-A", "AB-C", "ABC-ABC")}
+        run("crossval_campaigns.py", "--direction", "A-B", "--warm", "--start", start, "--rounds", "2", "--json", fits["A-B"])
         run("crossval_campaigns.py", "--direction", "B-A", "--json", fits["B-A"])
-        run("crossval_campaigns.py", "--direction", "AB-AB", "--json", fits["AB-AB"])
+        run("crossval_campaigns.py", "--direction", "AB-C", "--warm", "--start", start, "--rounds", "2", "--json", fits["AB-C"])
+        # in sample: the bundled values' own polish, which reproduces them (their fixed point)
+        run("crossval_campaigns.py", "--direction", "ABC-ABC", "--warm", "--rounds", "2", "--json", fits["ABC-ABC"])
         run("crossval_campaigns.py", "--from-json", *fits.values(), "--out", str(docs / "crossval.md"))
     run("crossval_families.py", "--out", str(docs / "crossval_families.md"))
 
@@ -266,6 +298,7 @@ def main() -> None:
     lines += _table("lengths", rep["by"]["lengths"], ("output_tok_s_per_gpu",))
     lines += _table("model", rep["by"]["model"], ("output_tok_s_per_gpu",))
     lines += moe_plan_section(rows)
+    lines += inferencex_sections()
     lines += published_section(MEAS / "published_runs.csv")
     lines += mtp_depth_section(MEAS / "published_mtp_depth.csv")
     dis_lines, dis_rows, dis_preds = disagg_section(MEAS / "serving_disagg_blackwell.csv")

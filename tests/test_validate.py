@@ -30,20 +30,23 @@ def test_serving_errors_do_not_regress():
     rows = read_rows(MEAS / "serving_measured_blackwell_clean.csv")
     rep = serving_report(rows, *predict_serving(rows))
     o = rep["overall"]
-    # reached: TPOT 11.3 / 37.0, TTFT 20.6 / 64.0 (median / p90), Qwen3.5's 156 rows included (11.4 / 37.6,
+    # reached: TPOT 11.5 / 36.2, TTFT 20.3 / 66.7 (median / p90), Qwen3.5's 156 rows included, with the serving values fitted on
+    # all three campaigns (issue 39; 11.3 / 37.0, 20.6 / 64.0 fitted on this sample alone; 11.4 / 37.6,
     # 20.7 / 64.1 before PDL's credit per kernel boundary; 11.3 / 36.2, 20.5 / 62.5 before the attention kernels by kind, W4A16, the MTP passes, the MoE top-k and the engines'
     # memory rules; 10.8 / 37.4 and 21.5 / 63.2 with step_kernel_overhead_scale = 0.28)
     assert o["tpot_ms"]["median_ape"] <= 12.0 and o["ttft_ms"]["median_ape"] <= 22.5
     assert o["tpot_ms"]["p90_ape"] <= 38.5 and o["ttft_ms"]["p90_ape"] <= 68.0
     assert o["tpot_ms"]["n"] == 1367
-    # per engine (reached TTFT / TPOT: vLLM 12.7 / 9.8, TensorRT-LLM 30.5 / 11.7, SGLang 34.5 / 14.3)
+    # per engine (reached TTFT / TPOT: vLLM 13.3 / 9.5, TensorRT-LLM 30.5 / 11.9, SGLang 31.1 / 13.9; fitted on this sample
+    # alone 12.7 / 9.8, 30.5 / 11.7, 34.5 / 14.3)
     for backend, (ttft, tpot) in {"vllm": (14.5, 10.5), "trtllm": (32.0, 12.0), "sglang": (37.5, 15.5)}.items():
         b = rep["by"]["backend"][backend]
         assert b["ttft_ms"]["median_ape"] <= ttft and b["tpot_ms"]["median_ape"] <= tpot, backend
-    # the interactive end (1-4 requests, 236 rows) weighs as much in the fit as the bulk: reached 14.4 / 10.0
+    # the interactive end (1-4 requests, 236 rows) weighs as much in the fit as the bulk: reached 18.4 / 10.9 (14.4 / 10.0
+    # fitted on this sample alone: InferenceX's first tokens at a few requests want a smaller per-request cost)
     lo = rep["by"]["concurrency"]["1-4"]
-    assert lo["ttft_ms"]["n"] == 236 and lo["ttft_ms"]["median_ape"] <= 18.0 and lo["tpot_ms"]["median_ape"] <= 11.0
-    # Qwen3.5 (Gated DeltaNet hybrid) is held out of the serving fit: reached TPOT 14.5, TTFT 31.9
+    assert lo["ttft_ms"]["n"] == 236 and lo["ttft_ms"]["median_ape"] <= 19.0 and lo["tpot_ms"]["median_ape"] <= 11.0
+    # Qwen3.5 (Gated DeltaNet hybrid) is held out of the serving fit: reached TPOT 14.4, TTFT 29.4 (14.5, 31.9 before issue 39)
     q = rep["by"]["model"]["Qwen/Qwen3.5-397B-A17B"]
     assert q["tpot_ms"]["n"] == 156 and q["tpot_ms"]["median_ape"] <= 16.0 and q["ttft_ms"]["median_ape"] <= 33.0
     reasons = {u["reason"] for u in rep["unmodeled"]}
@@ -57,7 +60,7 @@ def test_serving_errors_on_the_sample_as_shipped():
     # the same runs with repeats weighed again and 139 rows priced on 16-64 GPUs where one node ran
     rows = read_rows(MEAS / "serving_measured_blackwell.csv")
     o = serving_report(rows, *predict_serving(rows))["overall"]
-    # reached: TPOT 13.0 / 38.5, TTFT 23.0 / 62.7 (12.4 / 24.6 with step_kernel_overhead_scale; 11.1 / 23.7 when
+    # reached: TPOT 12.8 / 37.5, TTFT 22.0 / 64.3 (13.0 / 38.5, 23.0 / 62.7 before issue 39; 12.4 / 24.6 with step_kernel_overhead_scale; 11.1 / 23.7 when
     # per-engine collective scales were fitted); TTFT holds the issue's 25, TPOT misses its 12 here
     assert o["tpot_ms"]["median_ape"] <= 13.5 and o["ttft_ms"]["median_ape"] <= 25.0
     assert o["tpot_ms"]["n"] == 1973
@@ -75,8 +78,10 @@ def test_offline_throughput_generalises():
 
 def test_published_single_runs_held_out():
     # published runs with their whole configuration (SOURCES.md), never fitted on; reached, signed error %:
-    # B200 max throughput +5.0 / -0.0; H200 max throughput +27.7; min latency B200 +43.5 per GPU and +44.7 per user
-    # (strict MTP), +18.8 (relaxed), H200 +49.5 per GPU; Maverick at c=1 -5.5 against a floor of 1,000 tok/s/user
+    # B200 max throughput +3.9 / -1.2; H200 max throughput +26.9; min latency B200 +45.3 per GPU and +46.8 per user
+    # (strict MTP), +20.5 (relaxed), H200 +51.2 per GPU; Maverick at c=1 -1.5 against a floor of 1,000 tok/s/user, with the
+    # serving values fitted on all three campaigns and DeepSeek's MTP layer in BF16 under NVFP4 (issue 39; +43.5, +44.7,
+    # +18.8, +49.5, -5.5 before: the fit lowered TensorRT-LLM's host step and the one-shot all-reduce)
     # (before PDL's credit per kernel boundary: +39.4, +40.5, +15.3, +46.9, -8.6; before the MTP passes and the
     # MoE top-k: +45.2, +46.5, +20.2, +50.7, -6.9; before the engines' fusions
     # replaced step_kernel_overhead_scale: +55.2, +28.7, +100.2, -22.1)
@@ -84,7 +89,7 @@ def test_published_single_runs_held_out():
     preds, unmodeled = predict_serving(rows)
     assert not unmodeled and len(rows) == 7
     ceiling = {"b200-max-throughput-fp8-kv": 6, "b200-max-throughput-bf16-kv": 5, "h200-max-throughput": 30,
-               "b200-min-latency": 46, "b200-relaxed-mtp3": 20, "h200-min-latency": 51, "b200-eagle3": 15}
+               "b200-min-latency": 47, "b200-relaxed-mtp3": 21, "h200-min-latency": 52, "b200-eagle3": 15}
     for r, p in zip(rows, preds, strict=True):
         m = "output_tok_s_per_gpu" if r["output_tok_s_per_gpu"] else "output_tok_s_per_user"
         err = 100 * abs(p[m] / float(r[m]) - 1)

@@ -394,6 +394,8 @@ O_MNT = typer.Option(None, "--max-num-tokens", min=1, max=MAX_TOKENS,
                      help="Token budget per step (chunked prefill); default: the engine's own on the GPU.")
 O_CAL = typer.Option(None, "--calibration", help="Calibration profile .toml.")
 O_PREFIX = typer.Option(0.0, "--prefix-hit", help="Share of each prompt already in the prefix cache (0 to <1): not prefilled.")
+O_ARRIVAL = typer.Option("waves", "--arrival", help="How requests arrive: waves (identical requests started together), closed_loop "
+                         "(each slot refilled as its request ends, lengths spread: bench_serving --max-concurrency), burst (lockstep).")
 
 
 def _progress():

@@ -186,7 +186,8 @@ def fit(model: ModelSpec, gpu, prec: Precision, sh: Plan, isl, *, osl, max_num_t
     w = weight_bytes_per_gpu(model, prec, sh)
     w_draft, k = 0.0, np.asarray(0.0 if spec is None else (spec.k if draft_len is None else draft_len), float)
     if spec is not None:
-        w_draft = np.where(k > 0, draft_weight_bytes_per_gpu(model, draft, spec.method, prec, sh, engine=engine), 0.0)
+        w_draft = np.where(k > 0, draft_weight_bytes_per_gpu(model, draft, spec.method, executable(spec.draft_precision(prec), gpu)[0], sh,
+                                                             engine=engine), 0.0)
         w = w + w_draft
     act = activation_bytes(model, sh, max_num_tokens, budget=budget, max_seqs=max_seqs, draft_len=k)
     if budget == "free":

@@ -257,7 +257,9 @@ def held_out(rows: list[dict], models: list[str]) -> list[dict]:
 # bounds of SERVING_BOUNDS that are the quantity's own limit rather than the search's, where a fit may rest:
 # no attention-DP wait, the whole prefill queue ahead waited on, no host cost per running sequence ("from none"). Any other bound a fit lands on stands for a missing mechanism or unusable
 # rows, and `calibrate` refuses it as it refuses a kernel efficiency on its bound.
-SERVING_NATURAL_LIMITS = {("adp_wait_steps", "lo"), ("prefill_queue_fraction", "hi"), ("seq_overhead_s", "lo")}
+# The host step's lower end too: an engine whose overlap scheduler hides its host work (SGLang's) leaves the GPU none
+# to wait for, and the search's 10 us stands for that.
+SERVING_NATURAL_LIMITS = {("adp_wait_steps", "lo"), ("prefill_queue_fraction", "hi"), ("seq_overhead_s", "lo"), ("step_overhead_s", "lo")}
 
 
 _SERVING_METRICS = ("ttft_ms", "tpot_ms", "output_tok_s_per_gpu")  # the metrics a serving fit's loss reads

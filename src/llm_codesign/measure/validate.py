@@ -14,7 +14,7 @@ import numpy as np
 
 from llm_codesign.cost.calibration import calibration_for
 from llm_codesign.errors import InputError
-from llm_codesign.measure import audit
+from llm_codesign.measure import audit, campaigns
 from llm_codesign.measure import kernel_tables as kernels
 from llm_codesign.measure.stats import BAND_NAMES, concurrency_band, error_stats
 from llm_codesign.serve.aggregated import Serving, evaluate
@@ -32,7 +32,9 @@ SERVING_COLUMNS = ("source", "model", "gpu", "num_gpus", "backend", "weight_dtyp
 # optional: the step token budget the run set (trtllm-bench --max_num_tokens, vLLM --max-num-batched-tokens,
 # SGLang --chunked-prefill-size); blank: the engine's own default on that GPU (Engine.step_tokens)
 # (disaggregated files: decode_max_batch, the decode worker's max batch per attention-DP rank)
-OPTIONAL_COLUMNS = ("max_num_tokens",)
+# and the harness's arrival pattern and scheduler flags (measure.campaigns.FLAG_COLUMNS; blank: the campaign's,
+# data/measurements/campaigns.toml, else the engine's defaults)
+OPTIONAL_COLUMNS = ("max_num_tokens", *campaigns.FLAG_COLUMNS)
 METRICS = ("ttft_ms", "tpot_ms", "output_tok_s_per_gpu", "output_tok_s_per_user")
 # whole, >= 1 (blank: 1 for the plan sizes; no concurrency: an offline max-throughput run)
 _POSITIVE = ("num_gpus", "isl", "osl", "tp", "pp", "ep", "moe_tp", "attention_dp", "concurrency", "max_num_tokens", "decode_max_batch")
@@ -71,7 +73,7 @@ def row_problem(r: dict, line: int) -> str | None:
         if not (math.isfinite(x) and x >= low and (not whole or x.is_integer()) and x <= 1e15):
             what = ("a whole number" if whole else "a finite number") + (" of at least 1" if low else ", 0 or more")
             return f"line {line} {col}: {v!r} is not valid; {what} or empty"
-    return None
+    return campaigns.problem(r, line)
 
 
 def _int(r, k, default=1):
@@ -140,7 +142,9 @@ def _grouped(rows: list[dict], profile, cal_override, problem) -> tuple[list[tup
         except (InputError, KeyError, ValueError) as e:
             unmodeled.append({"row": i, "source": r.get("source", ""), "reason": str(e)})
             continue
-        groups.setdefault((model.name, gpu.id, prec, engine, spec, id(cal)), ((model, gpu, prec, engine, spec, cal), []))[1].append(i)
+        arrival = campaigns.settings(r)["arrival"]  # rows priced together share their arrival pattern
+        groups.setdefault((model.name, gpu.id, prec, engine, spec, id(cal), arrival),
+                          ((model, gpu, prec, engine, spec, cal), []))[1].append(i)
     return list(groups.values()), unmodeled
 
 
@@ -174,11 +178,13 @@ def predict_serving(rows: list[dict], profile: str | None = None, cal_override=N
         osl = np.array([_int(r, "osl") for r in sub], float)
         conc = np.array([float(r["concurrency"]) if (r.get("concurrency") or "").strip() else np.nan for r in sub])
         offline = np.isnan(conc)
-        mnt = np.array([_int(r, "max_num_tokens", engine.step_tokens(gpu)) for r in sub], float)
+        sets = [campaigns.settings(r) for r in sub]
+        mnt = np.array([s["max_num_tokens"] or engine.step_tokens(gpu) for s in sets], float)
+        harness = {"arrival": sets[0]["arrival"], "flags": campaigns.group_flags(sets, engine)}
         # concurrency rows: one vectorised pass; offline rows: best fitting batch over the grid
         c1 = np.where(offline, 1.0, conc)
         res = evaluate(model, Serving(gpu=gpu, prec=prec, plan=plan, engine=engine, spec=spec, max_num_tokens=mnt), cal=cal, concurrency=c1,
-                       isl=isl, osl=osl)
+                       isl=isl, osl=osl, **harness)
         out = {"ttft_ms": res["ttft_s"] * 1e3, "tpot_ms": res["tpot_s"] * 1e3,
                "output_tok_s_per_gpu": res["output_tok_s_per_gpu"], "output_tok_s_per_user": res["tok_s_per_user"]}
         out = {k: np.broadcast_to(v, (len(idx),)).copy() for k, v in out.items()}

@@ -31,6 +31,7 @@ from llm_codesign.errors import InputError
 from llm_codesign.serve.broadcast import once_along_last, once_at_cap
 from llm_codesign.spec.engines import TRTLLM, Engine, EngineCosts
 from llm_codesign.spec.hardware import Gpu
+from llm_codesign.spec.harness import DEFAULT_FLAGS, SchedulerFlags
 from llm_codesign.spec.kinds import GQA, DenseFfn
 from llm_codesign.spec.model import Layer, ModelSpec
 from llm_codesign.spec.plan import Deployment, Plan, SpecDecoding
@@ -131,11 +132,12 @@ def _decode_kernels(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, co
     if spec is not None:
         dm = draft_model(model, spec)
         dsh = sh if spec.method != "draft" else replace(sh, pp=np.ones_like(np.asarray(sh.pp, float)))
+        dprec = spec.draft_precision(prec)
 
         def draft_pass(sh_, b_, ctx_):
             # one draft pass over one token per sequence (an MTP pass with the module's input path,
             # ops.mtp_module_ops), and its LM head alone
-            dops = forward_ops(dm, gpu, cal, prec, sh_, b=Batch(dec_seqs=b_, dec_ctx=ctx_), engine=costs.engine)
+            dops = forward_ops(dm, gpu, cal, dprec, sh_, b=Batch(dec_seqs=b_, dec_ctx=ctx_), engine=costs.engine)
             t_pass = kernels_time(dops, gpu, costs)
             if spec.method == "mtp":
                 t_pass = t_pass + kernels_time(mtp_module_ops(dm, gpu, cal, sh_, tokens=b_, seqs=b_, engine=costs.engine), gpu, costs)
@@ -150,11 +152,15 @@ def _decode_kernels(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, co
             # layer over every position the verify step checked (1 + k tokens per sequence), its LM head
             # over the one it samples; an MTP pass adds the module's input path and greedy sampling
             # (ops.mtp_module_ops)
-            if spec.method == "mtp":  # the MTP block is the target's last layer type, priced in `ops` at this very batch
-                t_first = _last_layer_time(model, ops, gpu, costs) + head
+            if spec.method == "mtp":
+                if dprec is prec:  # the MTP block is the target's last layer type, priced in `ops` at this very batch
+                    t_first = _last_layer_time(model, ops, gpu, costs) + head
+                else:  # in a precision of its own (SpecDecoding.draft_precision): priced apart at this batch
+                    first = forward_ops(dm, gpu, cal, dprec, dsh, b=Batch(dec_seqs=b, dec_ctx=ctx, dec_tokens_per_seq=1.0 + k), engine=costs.engine)
+                    t_first = kernels_time([op for op in first if op.name != "lm_head"], gpu, costs) + head
                 t_first = t_first + kernels_time(mtp_module_ops(dm, gpu, cal, dsh, tokens=b * (1.0 + k), seqs=b, engine=costs.engine), gpu, costs)
             else:
-                first = forward_ops(dm, gpu, cal, prec, dsh, b=Batch(dec_seqs=b, dec_ctx=ctx, dec_tokens_per_seq=1.0 + k), engine=costs.engine)
+                first = forward_ops(dm, gpu, cal, dprec, dsh, b=Batch(dec_seqs=b, dec_ctx=ctx, dec_tokens_per_seq=1.0 + k), engine=costs.engine)
                 t_first = kernels_time([op for op in first if op.part != "lm_head"], gpu, costs) + head
             t_draft = np.where(k > 0, t_first + (k - 1.0) * t_rest, 0.0)
         else:
@@ -271,47 +277,51 @@ class Serving:
 
 
 def evaluate(model: ModelSpec, at: Serving, *, cal: Calibration, concurrency, isl, osl, usable_fraction: float | None = None,
-             with_ops: bool = False, prefix_hit=0.0) -> dict:
+             with_ops: bool = False, prefix_hit=0.0, arrival: str = "waves", flags: SchedulerFlags | None = None) -> dict:
     """Metrics for every deployment in the broadcast of `at`'s arrays, concurrency, ISL/OSL and k.
 
     `concurrency` is the total number of requests in flight across all GPUs of the deployment; the
     engine's fitted costs are read from `cal` once (Engine.costs) and passed to every step.
     `prefix_hit` is the share of each prompt already in the engine's prefix cache: only the rest is
     prefilled (it attends to the cached prefix); every sequence still holds its whole ISL of KV cache,
-    as a hit rate does not say how many requests share each cached block.
+    as a hit rate does not say how many requests share each cached block. `arrival`: how the requests
+    reach the engine (spec.harness.ARRIVALS); `flags`: the scheduler flags a run set (SchedulerFlags).
     """
     gpu, prec, plan, engine, spec = at.gpu, at.prec, at.plan, at.engine, at.spec
     sh = plan.broadcast()
+    fl = DEFAULT_FLAGS if flags is None else flags
     costs = engine.costs(cal)
     tp, pp, ep, moe_tp, adp, kvp = (np.asarray(x, float) for x in plan.arrays())
     gpus = tp * adp * kvp * pp
     C = np.asarray(concurrency, float)
     isl = np.asarray(isl, float)
     osl = np.asarray(osl, float)
-    # whole tokens: an engine caches whole tokens (whole blocks), and a fraction of a token would
-    # quantise as a whole tile row (a hit rate of 1e-6 lengthened the MLA up-projection by a tile)
+    # whole tokens: an engine caches whole blocks, and a fraction of a token would quantise as a whole tile row
     cached = np.floor(isl * np.asarray(prefix_hit, float) + 1e-9)
     new = isl - cached  # prompt tokens each request prefills
     k, acc = draft_lengths(spec, at.spec_k)
     mnt, kv_budget = engine_budget(gpu, engine=engine, max_num_tokens=at.max_num_tokens, plan=plan, spec=spec, draft_len=k)
-    mem, cap, c_rank, running, admitted = _running(model, gpu, prec, sh, C, adp=adp, engine=engine, lengths=(isl, osl), mnt=mnt,
+    mnt = mnt if flags is None else np.minimum(mnt, fl.max_prefill_tokens)  # SGLang's PrefillAdder: the smaller budget
+    mem, cap, c_rank, running, admitted = _running(model, gpu, prec, sh, C, adp=adp, engine=engine, lengths=(isl, osl), mnt=mnt, flags=flags,
                                                    kv_budget=kv_budget, usable_fraction=usable_fraction, spec=spec, draft_len=k)
     time_share = admitted / np.maximum(running, 1.0)
     r = _Rank(isl, osl, new, cached, mnt, np.minimum(new, mnt), running, pp, np.asarray(at.cpp) | (running >= pp))
     wave_tok, t_wave_step, pf_span = _prefill_wave(model, gpu, prec, sh, r=r, costs=costs)
     # decode phase: every sequence of the micro-batch generates (k+1 verified tokens per step)
     t_stage, t_draft, ops = decode_step(model, gpu, prec, sh, costs=costs, b=running / pp, ctx=isl + osl / 2.0, k=k, spec=spec)
+    t_stage = t_stage + _eager_decode(ops, running / pp, fl, costs)
     ops = ops if with_ops else None  # a search's chunk: the decode step's operators need not outlive their price
     t_iter = pp * t_stage
-    q, t_pf_stage, ttft = _own_prefill(model, gpu, prec, sh, r=r, costs=costs, n_span=np.maximum(pf_span / t_iter, 1.0))
-    tpot, life = _decode_times(r, q=q, t_stage=t_stage, t_iter=t_iter / acc, time_share=time_share, wave=(wave_tok, t_wave_step, pf_span))
+    q, t_pf_stage, ttft, tpot, life = _request_times(model, gpu, prec, sh, r=r, costs=costs, harness=(arrival, fl, engine),
+                                                  steps=(t_stage, acc, time_share), wave=(wave_tok, t_wave_step, pf_span))
     # requests beyond what the engine admits wait for whole waves
     waves_ahead = np.maximum(c_rank / np.maximum(admitted, 1.0) - 1.0, 0.0)
-    # a new request first waits for decode iterations: the rest of the running one, one more where the
-    # engine schedules step n+1 while step n runs (TensorRT-LLM's and SGLang's overlap schedulers), and
-    # under attention DP the iterations TensorRT-LLM may hold context requests to balance the ranks
-    # (AttentionDpConfig batching_wait_iters / timeout_iters); fitted per engine (EngineCosts.wait_steps)
-    ttft = ttft + waves_ahead * life + costs.ttft_overhead + costs.wait_steps(adp) * t_iter
+    # a new request first waits for decode iterations: the rest of the running one, one more under an overlap scheduler
+    # (TensorRT-LLM's, SGLang's), the iterations attention DP may hold context requests (AttentionDpConfig), fitted per
+    # engine (EngineCosts.wait_steps), and half the interval less one where the scheduler polls every recv_interval; the
+    # per-request front-end work (HTTP, tokenising in one process: SGLang's TokenizerManager, tokenizer_worker_num 1,
+    # sglang 0.5.12 server_args.py:372, tokenizer_manager.py:708) serves the q requests arriving together one at a time
+    ttft = ttft + waves_ahead * life + costs.ttft_overhead * (q + 1.0) / 2.0 + (costs.wait_steps(adp) + (np.maximum(fl.recv_interval, 1.0) - 1.0) / 2.0) * t_iter
     # requests being served across the ranks: all C unless every rank is full (busiest-rank counts
     # over-count when C is not a multiple of adp)
     served = np.minimum(C, admitted * adp)
@@ -328,6 +338,29 @@ def evaluate(model: ModelSpec, at: Serving, *, cal: Calibration, concurrency, is
     if with_ops:
         res |= _phase_parts(model, gpu, prec, sh, costs=costs, r=r, steps=(wave_tok, t_wave_step, t_stage, t_draft, ops), share=pf_span / life)
     return res
+
+
+def _eager_decode(ops, batch, fl: SchedulerFlags, costs: EngineCosts):
+    """What a decode batch above the largest captured CUDA graph (cuda_graph_max_bs) adds: every kernel's
+    host launch, as in an eager step."""
+    if not np.any(np.isfinite(fl.cuda_graph_max_bs)):
+        return 0.0
+    return np.where(batch > fl.cuda_graph_max_bs, costs.eager_launch * launches(ops), 0.0)
+
+
+def _request_times(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, r: _Rank, costs: EngineCosts, harness, steps, wave):
+    """A request's prefill (its step, and the steps' span before its first token, _own_prefill) and decode
+    (TPOT and life, _decode_times) as the harness delivers it: (arrival pattern, SchedulerFlags, engine),
+    whether the engine mixes prefill chunks into decodes (Engine.mixes_prefill, or --enable-mixed-chunk)."""
+    arrival, fl, engine = harness
+    t_stage, acc, time_share = steps
+    t_iter = r.pp * t_stage
+    mixes = engine.mixes_prefill if fl.mixed_chunk is None else np.asarray(fl.mixed_chunk, bool)
+    q, t_pf_stage, span, t_req_pf = _own_prefill(model, gpu, prec, sh, r=r, costs=costs, n_span=np.maximum(wave[2] / t_iter, 1.0),
+                                                 arrival=arrival, window=np.maximum(fl.recv_interval, 1.0), acc=acc, mixes=mixes,
+                                                 t_stage=t_stage)
+    tpot, life = _decode_times(r, q=q, t_stage=t_stage, t_iter=t_iter / acc, time_share=time_share, wave=wave, t_req_pf=t_req_pf, mixes=mixes)
+    return q, t_pf_stage, span, tpot, life
 
 
 def _phase_parts(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, costs: EngineCosts, r: _Rank, steps, share) -> dict:
@@ -357,7 +390,7 @@ def max_running(model: ModelSpec, at: Serving, *, isl, osl) -> np.ndarray:
 
 
 def _running(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, C, *, adp, engine: Engine, lengths, mnt, kv_budget,
-             usable_fraction, spec: SpecDecoding | None = None, draft_len=None):
+             usable_fraction, spec: SpecDecoding | None = None, draft_len=None, flags: SchedulerFlags | None = None):
     """The KV cache's fit (memory.fit, with the draft's weights and cache under `spec`) and the
     sequences per rank: the most that run at once (the cache or the engine's batch limit), those in
     flight on the busiest rank of the `C` requests, those running, and those admitted past their
@@ -370,6 +403,8 @@ def _running(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, C, *, adp, e
     isl, osl = lengths
     budget, default_fraction, occupancy = kv_budget
     fraction = default_fraction if usable_fraction is None else usable_fraction
+    if flags is not None and not np.all(np.isnan(flags.kv_fraction)):  # the run's own fraction where it set one
+        fraction = np.where(np.isnan(flags.kv_fraction), fraction, flags.kv_fraction)
     draft = {"spec": spec, "draft": draft_model(model, spec) if spec is not None else None, "max_seqs": engine.max_batch(gpu),
              "draft_len": draft_len, "engine": engine}  # a sweep's k = 0 loads no draft
     mem = memory.fit(model, gpu, prec, sh, isl, osl=osl, max_num_tokens=mnt, usable_fraction=fraction, osl_occupancy=occupancy, budget=budget,
@@ -377,6 +412,8 @@ def _running(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, C, *, adp, e
     # sequences that run at once per rank: what is in flight, capped by the KV cache and by the
     # engine's own batch limit (Engine.max_batch; requests beyond it wait, as beyond the cache)
     bcap = engine.max_batch(gpu, mem["free_for_kv"] / np.maximum(mem["kv_per_token"], 1e-9), model.max_context)
+    if flags is not None:
+        bcap = np.minimum(bcap, flags.max_running_requests)
     cap = np.where(mem["max_seqs_per_rank"] >= 1, np.minimum(mem["max_seqs_per_rank"], bcap), mem["max_seqs_per_rank"])
     running = np.where(cap >= 1, np.minimum(c_rank, cap), c_rank)
     # requests past their first token: engines that admit on less than a request's whole KV footprint
@@ -390,6 +427,8 @@ def _running(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, C, *, adp, e
         adm = memory.fit(model, gpu, prec, sh, isl, osl=osl, max_num_tokens=mnt, usable_fraction=fraction, osl_occupancy=adm_occ,
                          budget=budget, **draft)["max_seqs_per_rank"]
         admitted = np.where(cap >= 1, np.minimum(c_rank, np.minimum(np.maximum(adm, cap), bcap)), c_rank)
+        if flags is not None:  # requests that ignore EOS are admitted with their whole output reserved
+            admitted = np.where(np.asarray(flags.ignore_eos, bool) & engine.reserves_all_ignoring_eos, running, admitted)
     return mem, cap, c_rank, running, admitted
 
 
@@ -416,35 +455,65 @@ def _prefill_wave(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, r: _
 
 
 
-def _own_prefill(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, r: _Rank, costs: EngineCosts, n_span):
+def closed_loop_batch(running, *, life, window=1.0):
+    """The requests one prefill batch carries in a closed loop's steady state: the request and those
+    arriving in the same receive window. Each of the `running` slots is refilled once per request life
+    (`life` decode iterations), so running / life arrive per iteration, window x running / life beside
+    it (Poisson-like arrivals: the expected others in the window); never more than are running."""
+    return np.minimum(1.0 + window * np.asarray(running, float) / np.maximum(life, 1.0), np.maximum(running, 1.0))
+
+
+def _own_prefill(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, r: _Rank, costs: EngineCosts, n_span, arrival="waves",
+                 window=1.0, acc=1.0, mixes=True, t_stage=0.0):
     """A request's prefill: (q, the step's time, the steps' span over the pipeline before its first
-    token). Its chunks share steps with the prefills of q = 1 + f (running - 1) requests arriving
-    with it (1: benchmark waves in lockstep, 0: arrivals spread out). Requests stay as far apart as
-    their first wave's prefill spread them: over n decode iterations (`n_span`, the wave's prefill
-    span / t_iter), so about running / n of them arrive within one iteration of each other. Drift
-    (uneven lengths, queueing) spreads them further, hence f = prefill_queue_fraction / n ** exponent
-    (both fitted per engine; 1 and 1 for the pure wave picture). Served first come first served, a
-    request waits on average for (q + 1) / 2 of those prefills. Steps count fractionally: a partial
-    chunk costs its share of a full one."""
-    f_q = np.minimum(costs.queue_fraction / n_span ** costs.spread_exponent, 1.0)
-    q = 1.0 + f_q * np.maximum(r.running - 1.0, 0.0)
-    pf_total = (q + 1.0) / 2.0 * r.new
-    pf_step_tok = np.minimum(r.mnt, pf_total)
-    n_pf = pf_total / np.maximum(pf_step_tok, 1.0)
-    # the running - q requests that arrived out of step decode inside those prefill steps
+    token, the time one request's prefill adds to the steps of the requests decoding). Its chunks share
+    steps with the prefills of q - 1 requests arriving with it, by the arrival pattern
+    (spec.harness.ARRIVALS):
+    - "waves": q = 1 + f (running - 1). Requests stay as far apart as their first wave's prefill
+      spread them: over n decode iterations (`n_span`, the wave's prefill span / t_iter), so about
+      running / n of them arrive within one iteration of each other. Drift (queueing) spreads them
+      further, hence f = prefill_queue_fraction / n ** exponent (both fitted per engine). Served first
+      come first served, a request waits on average for (q + 1) / 2 of those prefills.
+    - "burst": q = running (f = 1), as waves in lockstep.
+    - "closed_loop": arrivals spread out in steady state, running / life per decode iteration (life: the
+      prefill span and the decode iterations of a request, (OSL - 1) / accepted), and those arriving
+      within the scheduler's receive window (`window` iterations: 1, or SGLang's recv_interval) share
+      one prefill batch: q = 1 + window x running / life. A batch's requests reach their first token
+      together, at the end of the step carrying its last token (one step where the batch fits the budget).
+    Steps count fractionally: a partial chunk costs its share of a full one. An engine that mixes prefill
+    chunks into decode steps (`mixes`, Engine.mixes_prefill) runs the running - q other requests' decodes
+    in those steps; one that runs prefill batches on their own (SGLang, ATOM) does not."""
+    closed = arrival == "closed_loop"
+    if closed:
+        q = closed_loop_batch(r.running, life=n_span + np.maximum(r.osl - 1.0, 0.0) / acc, window=window)
+        pf_step_tok = np.minimum(r.mnt, q * r.new)
+        n_pf = np.maximum((q + 1.0) / 2.0 * r.new / np.maximum(pf_step_tok, 1.0), 1.0)
+    else:
+        f_q = 1.0 if arrival == "burst" else np.minimum(costs.queue_fraction / n_span ** costs.spread_exponent, 1.0)
+        q = 1.0 + f_q * np.maximum(r.running - 1.0, 0.0)
+        pf_total = (q + 1.0) / 2.0 * r.new
+        pf_step_tok = np.minimum(r.mnt, pf_total)
+        n_pf = pf_total / np.maximum(pf_step_tok, 1.0)
+    # the running - q requests that arrived out of step decode inside those prefill steps where the engine mixes them
+    dec = np.where(mixes, np.maximum(r.running - q, 0.0) / r.pp, 0.0)
     t_pf_stage = prefill_step(model, gpu, prec, sh, costs=costs, tokens=pf_step_tok, isl=r.new, chunk=r.chunk,
-                              dec_seqs=np.maximum(r.running - q, 0.0) / r.pp, dec_ctx=r.isl + r.osl / 2.0, cached=r.cached)
-    return q, t_pf_stage, np.where(r.pipelined, n_pf + r.pp - 1.0, n_pf * r.pp) * t_pf_stage
+                              dec_seqs=dec, dec_ctx=r.isl + r.osl / 2.0, cached=r.cached)
+    # what one request's prefill adds to the others' decode (closed loop: its own batch's step, less the decode
+    # step it stands in for where the engine mixes; otherwise the wave's step, _decode_times)
+    t_req_pf = (np.maximum(t_pf_stage - np.where(mixes, t_stage, 0.0), 0.0) * r.new / np.maximum(pf_step_tok, 1.0)) if closed else None
+    return q, t_pf_stage, np.where(r.pipelined, n_pf + r.pp - 1.0, n_pf * r.pp) * t_pf_stage, t_req_pf
 
 
-def _decode_times(r: _Rank, *, q, t_stage, t_iter, time_share, wave) -> tuple:
+def _decode_times(r: _Rank, *, q, t_stage, t_iter, time_share, wave, t_req_pf=None, mixes=True) -> tuple:
     """(TPOT, a request's life: its wave's prefill span and its decode), `t_iter` the decode
     iteration per accepted token. The running - q requests that arrive out of step put their prefill
     chunks into this request's decode steps, spread over its OSL - 1 steps. A step mixing a chunk
     into the decodes reads the weights once, so each chunk step lengthens the decode step only by
-    what it adds beyond it."""
+    what it adds beyond it; an engine that runs prefill on its own (`mixes` false) stalls the decodes
+    for the whole step. `t_req_pf`: one request's share where the caller priced it (closed loop)."""
     wave_tok, t_wave_step, pf_span = wave
-    t_req_pf = r.new / np.maximum(wave_tok, 1.0) * np.maximum(t_wave_step - t_stage, 0.0)
+    if t_req_pf is None:
+        t_req_pf = r.new / np.maximum(wave_tok, 1.0) * np.maximum(t_wave_step - np.where(mixes, t_stage, 0.0), 0.0)
     stall = np.maximum(r.running - q, 0.0) * t_req_pf / np.maximum(r.osl - 1.0, 1.0)
     return (t_iter + stall) * time_share, pf_span + np.maximum(r.osl - 1.0, 0.0) * t_iter * time_share
 

@@ -124,6 +124,8 @@ class Estimate:
             out["intervals"] = self.intervals
         if w.prefix_hit:
             out["prefix_hit"] = w.prefix_hit
+        if w.arrival != "waves":
+            out["arrival"] = w.arrival
         if self.cost is not None:
             out["cost"] = self.cost
         return out

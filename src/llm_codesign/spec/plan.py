@@ -11,6 +11,7 @@ import numpy as np
 from llm_codesign.errors import InputError
 from llm_codesign.spec.engines import get_engine
 from llm_codesign.spec.hardware import Gpu, get_gpu
+from llm_codesign.spec.harness import check_arrival
 from llm_codesign.spec.kinds import DenseFfn, MoE
 from llm_codesign.spec.model import ModelSpec
 from llm_codesign.spec.precision import Precision, get_dtype
@@ -226,6 +227,15 @@ class SpecDecoding:
             return self
         return SpecDecoding(self.method, int(k), None, tuple(float(x) for x in self._rates()[:k]), self.draft_model)
 
+    def draft_precision(self, prec: Precision) -> Precision:
+        """The precision its draft runs in: the target's, but NVIDIA's NVFP4 checkpoints of DeepSeek-V3/R1 keep
+        the MTP layer in BF16 (ModelOpt's hf_quant_config exclude_modules "model.layers.61*",
+        data/models/nvidia--DeepSeek-V3.1-NVFP4_hf_quant_config.json; TensorRT-LLM's min-latency recipe,
+        blog 1: "3x MTP Layers: bf16"), on the target's KV-cache format."""
+        if self.method == "mtp" and prec.weight.name == "nvfp4":
+            return Precision.of("bf16", kv=prec.kv.name)
+        return prec
+
     def accepted(self, k=None) -> np.ndarray:
         """Mean tokens per step at draft length k (array ok): 1 + sum_i prod_{j<=i} r_j."""
         k = np.asarray(self.k if k is None else k, dtype=np.int64)
@@ -293,8 +303,12 @@ class Workload:
     osl: int = 1024
     concurrency: int | None = None
     prefix_hit: float = 0.0  # share of each prompt already in the engine's prefix cache (not prefilled)
+    # how the requests arrive (spec.harness.ARRIVALS): "waves" (identical requests started together),
+    # "closed_loop" (slots refilled as requests finish, lengths spread) or "burst" (lockstep waves)
+    arrival: str = "waves"
 
     def __post_init__(self):
+        check_arrival(self.arrival)
         for name in ("isl", "osl"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or not 1 <= v <= MAX_TOKENS:

@@ -1,4 +1,4 @@
-"""Serving engines: one module each (trtllm.py, vllm.py, sglang.py), each one `Engine` object holding the
+"""Serving engines: one module each (trtllm.py, vllm.py, sglang.py, atom.py), each one `Engine` object holding the
 engine's documented defaults with their sources, registered in `ENGINES` (base.py). Adding an engine is
 one module here, its import below, and its name in each per-engine table of data/calibration/default.toml;
 an export builder (explore/export_engines/) and its options file (data/engines/) make it exportable."""
@@ -18,7 +18,8 @@ from llm_codesign.spec.engines.base import (
 from llm_codesign.spec.engines.trtllm import TRTLLM
 from llm_codesign.spec.engines.vllm import VLLM
 from llm_codesign.spec.engines.sglang import SGLANG
+from llm_codesign.spec.engines.atom import ATOM
 # isort: on
 
-__all__ = ["AR_NORM_KERNELS", "ENGINES", "SGLANG", "TRTLLM", "VLLM", "Engine", "EngineCosts", "engine_names", "get_engine",
+__all__ = ["AR_NORM_KERNELS", "ATOM", "ENGINES", "SGLANG", "TRTLLM", "VLLM", "Engine", "EngineCosts", "engine_names", "get_engine",
            "listed", "register_engine"]

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
+from typing import ClassVar
 
 from llm_codesign.errors import InputError
 
@@ -77,6 +78,12 @@ class Engine(ABC):
     # without attention DP, rather than kept whole on every GPU
     eh_proj_tp: bool
     aliases: tuple[str, ...] = ()  # other spellings get_engine accepts (lower case)
+    # whether its steps mix prefill chunks into the running decodes (TensorRT-LLM's in-flight batching and
+    # vLLM's chunked prefill do); an engine that runs prefill batches on their own says so in its module
+    mixes_prefill: ClassVar[bool] = True
+    # whether it admits a request that ignores EOS only with its whole remaining output reserved, whatever
+    # its usual admission reservation (SGLang's add_one_req_ignore_eos)
+    reserves_all_ignoring_eos: ClassVar[bool] = False
 
     @abstractmethod
     def step_tokens(self, gpu) -> int:

@@ -47,6 +47,13 @@ def static_fraction(gpu, tp, pp=1, adp=1, *, spec_method: str | None = None, chu
 
 
 class SGLangEngine(Engine):
+    # prefill batches run on their own: "Run prefill first if possible", no decodes mixed in unless
+    # --enable-mixed-chunk (off by default, server_args.py:729; sglang 0.5.12 managers/scheduler.py:2578-2592)
+    mixes_prefill = False
+    # with ignore_eos and the radix cache off, PrefillAdder.add_one_req_ignore_eos reserves every running and
+    # new request's whole remaining output (new_token_ratio 1.0; sglang 0.5.12 managers/schedule_policy.py:720-813, 839-840)
+    reserves_all_ignoring_eos = True
+
     def step_tokens(self, gpu) -> int:
         """chunked_prefill_size = 2048 below 35 GiB, 4096 below 60 GiB, 8192 below 160 GiB, else 16384
         (_handle_gpu_memory_settings: "A100 (40GB), L40", "H20, H200", "B200, MI300"), of the memory the

@@ -1,0 +1,97 @@
+"""Each serving campaign's harness and scheduler flags, per measurement row: data/measurements/campaigns.toml
+(matched by the start of the row's source), then the row's own optional columns (FLAG_COLUMNS), which
+override it. validate prices every row with them (spec.harness)."""
+from __future__ import annotations
+
+import math
+import tomllib
+from functools import lru_cache
+from importlib import resources
+
+import numpy as np
+
+from llm_codesign.spec.harness import ARRIVALS, FLAG_NAMES, SchedulerFlags
+
+# optional serving columns beside max_num_tokens: the arrival pattern and SchedulerFlags' fields
+FLAG_COLUMNS = ("arrival", *FLAG_NAMES)
+_BOOL = ("ignore_eos", "mixed_chunk")
+_TRUE, _FALSE = ("true", "1", "yes"), ("false", "0", "no")
+
+
+@lru_cache(maxsize=1)
+def campaigns() -> tuple[dict, ...]:
+    """The bundled table's campaigns, as read."""
+    text = resources.files("llm_codesign").joinpath("data/measurements/campaigns.toml").read_text()
+    return tuple(tomllib.loads(text)["campaign"])
+
+
+def _matches(when: dict, r: dict) -> bool:
+    for key, want in when.items():
+        if key in ("min_concurrency", "max_concurrency"):
+            c = (r.get("concurrency") or "").strip()
+            if not c or (float(c) < want if key == "min_concurrency" else float(c) > want):
+                return False
+            continue
+        have = (r.get(key) or "").strip().lower()
+        wants = want if isinstance(want, list) else [want]
+        if not any(have == str(w).lower() or (isinstance(w, int) and have and float(have) == w) for w in wants):
+            return False
+    return True
+
+
+def settings(r: dict) -> dict:
+    """The row's arrival pattern, step chunk (max_num_tokens, None: the engine's default) and scheduler
+    flags (SchedulerFlags field -> value), the campaign's where the row gives none. Values as read:
+    `problem` says which of the row's own are not valid."""
+    out: dict = {"arrival": "waves", "max_num_tokens": None}
+    source = (r.get("source") or "").strip().lower()
+    for c in campaigns():
+        if source.startswith(c["source"]):
+            out |= {k: v for k, v in c.items() if k in FLAG_COLUMNS}
+            for entry in c.get("flags", ()):
+                if _matches(entry["when"], r):
+                    out |= entry["set"]
+            break
+    for col in ("max_num_tokens", *FLAG_COLUMNS):
+        v = (r.get(col) or "").strip()
+        if v:
+            out[col] = v.lower() in _TRUE if col in _BOOL else v if col == "arrival" else float(v)
+    return out
+
+
+def problem(r: dict, line: int) -> str | None:
+    """Why the row's own harness columns cannot be read (one line naming the column and what is valid), or None."""
+    for col in FLAG_COLUMNS:
+        v = (r.get(col) or "").strip()
+        if not v:
+            continue
+        if col == "arrival":
+            ok, what = v in ARRIVALS, "one of " + ", ".join(ARRIVALS)
+        elif col in _BOOL:
+            ok, what = v.lower() in _TRUE + _FALSE, "true or false"
+        else:
+            try:
+                x = float(v)
+            except ValueError:
+                x = float("nan")
+            if col == "kv_fraction":
+                ok, what = math.isfinite(x) and 0 < x <= 1, "a fraction in (0, 1]"
+            else:
+                ok, what = math.isfinite(x) and x >= 1 and x.is_integer(), "a whole number of at least 1"
+        if not ok:
+            return f"line {line} {col}: {v!r} is not valid; {what} or empty"
+    return None
+
+
+def group_flags(sets: list[dict], engine) -> SchedulerFlags | None:
+    """SchedulerFlags over a group's rows of one engine (arrays, one value per row; a flag no row sets
+    keeps its default, mixed_chunk the engine's own), or None where no row sets any."""
+    kw = {}
+    default = SchedulerFlags()
+    for name in FLAG_NAMES:
+        vals = [s.get(name) for s in sets]
+        if all(v is None for v in vals):
+            continue
+        d = engine.mixes_prefill if name == "mixed_chunk" else getattr(default, name)
+        kw[name] = np.array([d if v is None else v for v in vals], bool if name in _BOOL else float)
+    return SchedulerFlags(**kw) if kw else None

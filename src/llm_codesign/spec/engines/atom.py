@@ -1,0 +1,60 @@
+"""ATOM, AMD's inference engine on its AITER kernels for Instinct GPUs: its documented defaults, read in
+ROCm/ATOM@ffdf3bb5 (atom/config.py, atom/model_engine/, atom/models/deepseek_v2.py, atom/utils/envs.py)
+unless a comment says otherwise. A nano-vLLM-style engine: paged KV blocks allocated as tokens arrive,
+prefill-first scheduling, CUDA (HIP) graphs for decode batches. No export builder: it is priced, not
+exported."""
+from __future__ import annotations
+
+from llm_codesign.spec.engines.base import Engine, register_engine
+from llm_codesign.spec.engines.vllm import custom_allreduce
+
+# the Instinct families whose xGMI all-reduce it runs through AITER's custom kernel
+CDNA_FAMILIES = ("cdna3", "cdna4")
+
+
+class AtomEngine(Engine):
+    # Scheduler.schedule "tries prefill first; if no new prefills are ready, falls back to decoding already-
+    # running sequences" (atom/model_engine/scheduler.py:1099-1104): prefill batches run on their own
+    mixes_prefill = False
+
+    def step_tokens(self, gpu) -> int:
+        """max_num_batched_tokens = 16384 (Config, atom/config.py:1428) on every GPU."""
+        return 16384
+
+    def max_batch(self, gpu, kv_tokens=None, context_len: int = 0):
+        """max_num_seqs = 512 (Config, atom/config.py:1434)."""
+        return 512.0
+
+    def own_allreduce(self, nbytes, n, family: str):
+        """AITER's custom all-reduce (aiter.dist.communication_op, atom/model_ops/communication_op.py:42-56),
+        vLLM's kernel ported to xGMI, at vLLM's sizes and limit (vllm.custom_allreduce)."""
+        return custom_allreduce(nbytes, n, family)
+
+    def _fusable_allreduce(self, nbytes, n, family: str):
+        """AITER's all-reduce carries the residual add + RMSNorm on the Instinct families
+        (ATOM_ENABLE_ALLREDUCE_RMSNORM_FUSION, on by default: atom/utils/envs.py:156-157,
+        atom/models/deepseek_v2.py:153, 2902)."""
+        return self.own_allreduce(nbytes, n, family) & (family in CDNA_FAMILIES)
+
+
+ATOM = register_engine(AtomEngine(
+    name="atom", title="ATOM",
+    # weights, peak activations, graphs and KV cache share gpu_memory_utilization = 0.9 of the GPU (Config,
+    # atom/config.py:1436; ModelRunner budget = utilization x total memory, model_runner.py:1603-1604);
+    # KV blocks are appended as tokens arrive (BlockManager.may_append), so a sequence holds ISL + OSL/2
+    kv_budget=("total", 0.90, 0.5),
+    # admits a request once its prompt's blocks fit (BlockManager.can_allocate) and preempts running ones
+    # when blocks run out (scheduler.py preempt), as vLLM
+    reserve=(0.0, 0.0),
+    # act_quant: DeepSeek's input RMSNorm + FP8 group quantisation fused (ATOM_ENABLE_DS_INPUT_RMSNORM_QUANT_FUSION,
+    # on by default, envs.py:97-98); ar_norm: the all-reduce + residual + RMSNorm above (_fusable_allreduce)
+    fusions=("act_quant", "ar_norm"),
+    # AITER's attention kernels; no kernel table times them against another engine's
+    attention_kernels={},
+    # PDL is a CUDA feature (SM90+): none on Instinct GPUs
+    pdl={},
+    # DeepGEMM is a CUDA library
+    deepgemm=False,
+    # models/deepseek_mtp.py:72: eh_proj a ReplicatedLinear, whole on every GPU
+    eh_proj_tp=False,
+))

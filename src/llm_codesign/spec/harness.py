@@ -1,0 +1,66 @@
+"""How requests reach the engine (the benchmark harness's arrival pattern) and the scheduler flags a run
+sets, where they shape the serving model beyond the engine's own defaults.
+
+Arrival patterns (`Workload.arrival`, serve.aggregated prices each):
+- "waves": a closed loop of identical requests that start together: the first wave's prefill spreads
+  them over a few decode iterations and they drift apart slowly from there, so a new request shares its
+  prefill steps with a share f of the others (prefill_queue_fraction over the spread, fitted per engine).
+  What the model has priced since issue 20; the aiconfigurator silicon sample's runs are read this way
+  (its run names record one ISL and OSL each, no spread).
+- "closed_loop": C slots, each refilled the moment its request finishes, lengths drawn with a spread
+  (vLLM's benchmark_serving `--max-concurrency C --request-rate inf --random-range-ratio 0.8`, as
+  InferenceX runs it: SemiAnalysisAI/InferenceX@843c6254 benchmarks/benchmark_lib.sh:680-700): after a
+  lifetime the completions, hence the arrivals, are spread out, C / (life in iterations) per iteration,
+  and a request shares its prefill step only with those arriving within the scheduler's receive window.
+- "burst": all C requests sent at once and kept in lockstep waves (f = 1): each waits for the prefills
+  of those ahead of it in its wave.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+from llm_codesign.errors import InputError
+
+ARRIVALS = ("waves", "closed_loop", "burst")
+
+
+def check_arrival(value) -> str:
+    """The arrival pattern named, or one line naming the known ones."""
+    if value not in ARRIVALS:
+        raise InputError("arrival", value, "one of: " + ", ".join(ARRIVALS))
+    return value
+
+
+@dataclass(frozen=True)
+class SchedulerFlags:
+    """Scheduler flags a run sets beyond the engine's defaults, each a number or an array over
+    deployments (validate reads them per measurement row: data/measurements/campaigns.toml and the
+    serving files' optional columns). The defaults change nothing: the engine's own behaviour.
+
+    - max_prefill_tokens: prompt tokens one step admits (SGLang --max-prefill-tokens; the step's
+      budget is the smaller of it and the chunk, max_num_tokens).
+    - max_running_requests: sequences a rank runs at once (SGLang --max-running-requests, TensorRT-LLM
+      max_batch_size, vLLM --max-num-seqs), below the engine's own limit.
+    - cuda_graph_max_bs: the largest decode batch per rank replayed from a CUDA graph (SGLang
+      --cuda-graph-max-bs); a larger one runs eagerly and pays the host launch of every kernel.
+    - recv_interval: decode iterations between the scheduler's polls for new requests (SGLang
+      --scheduler-recv-interval; a prefill step polls at once: SchedulerRecvSkipper weighs a decode
+      step 1 and an extend step 1000, sglang 0.5.12 managers/scheduler_recv_skipper.py, environ.py:229-232).
+    - ignore_eos: every request generates its whole OSL (bench_serving --ignore-eos), which changes
+      SGLang's admission (Engine.admits_past_cache).
+    - mixed_chunk: whether prefill chunks share steps with decodes (SGLang --enable-mixed-chunk);
+      None: the engine's default (Engine.mixes_prefill).
+    - kv_fraction: the fraction of the engine's KV budget (Engine.kv_budget: SGLang --mem-fraction-static,
+      vLLM --gpu-memory-utilization, TensorRT-LLM free_gpu_memory_fraction); NaN: the engine's own.
+    """
+    max_prefill_tokens: object = float("inf")
+    max_running_requests: object = float("inf")
+    cuda_graph_max_bs: object = float("inf")
+    recv_interval: object = 1.0
+    ignore_eos: object = False
+    mixed_chunk: object = None
+    kv_fraction: object = float("nan")
+
+
+FLAG_NAMES = tuple(f.name for f in fields(SchedulerFlags))
+DEFAULT_FLAGS = SchedulerFlags()

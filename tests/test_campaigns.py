@@ -1,0 +1,39 @@
+"""measure/campaigns.py: each serving campaign's arrival pattern and scheduler flags (data/measurements/campaigns.toml),
+the rows' own columns over them, their validation, and the flags over a group of rows."""
+import numpy as np
+
+from llm_codesign.measure import campaigns
+from llm_codesign.measure.validate import row_problem
+from llm_codesign.spec.engines import SGLANG, get_engine
+
+
+def test_campaign_settings_follow_the_scripts_and_rows_override_them():
+    row = {"source": "inferencex https://github.com/x/actions/runs/1", "backend": "sglang", "gpu": "b200", "weight_dtype": "fp8_block",
+           "tp": "8", "isl": "1024", "osl": "1024", "concurrency": "32"}
+    s = campaigns.settings(row)
+    # dsr1_fp8_b200.sh at TP8: chunk and prompt budget 32768, 128 running and graphed, a poll every 30 iterations from 16 requests
+    assert (s["arrival"], s["max_num_tokens"], s["max_prefill_tokens"], s["max_running_requests"], s["cuda_graph_max_bs"],
+            s["recv_interval"], s["ignore_eos"]) == ("closed_loop", 32768, 32768, 128, 128, 30, True)
+    assert campaigns.settings({**row, "concurrency": "8"})["recv_interval"] == 10
+    assert campaigns.settings({**row, "recv_interval": "5", "arrival": "burst"})["recv_interval"] == 5.0
+    assert campaigns.settings({**row, "arrival": "burst"})["arrival"] == "burst"
+    assert campaigns.settings({"source": "aiconfigurator-core-0.12.0-silicon-sample:x"})["arrival"] == "waves"
+    assert campaigns.settings({"source": "someone else's runs"}) == {"arrival": "waves", "max_num_tokens": None}
+
+
+def test_a_row_with_a_bad_harness_column_says_which():
+    assert row_problem({"arrival": "poisson"}, 7) == "line 7 arrival: 'poisson' is not valid; one of waves, closed_loop, burst or empty"
+    assert row_problem({"recv_interval": "0.5"}, 3) == "line 3 recv_interval: '0.5' is not valid; a whole number of at least 1 or empty"
+    assert row_problem({"ignore_eos": "maybe"}, 2) == "line 2 ignore_eos: 'maybe' is not valid; true or false or empty"
+
+
+def test_group_flags_keep_each_rows_value_and_the_engines_defaults():
+    b200 = {"source": "inferencex https://github.com/x/actions/runs/1", "backend": "sglang", "gpu": "b200", "weight_dtype": "nvfp4",
+            "tp": "8", "isl": "1024", "osl": "1024"}
+    sets = [campaigns.settings({**b200, "concurrency": c}) for c in ("4", "64")]
+    f = campaigns.group_flags(sets, SGLANG)
+    assert f.recv_interval.tolist() == [10.0, 30.0] and f.cuda_graph_max_bs.tolist() == [256.0, 256.0]
+    assert f.ignore_eos.tolist() == [True, True] and np.isinf(f.max_prefill_tokens).all()  # the fp4 script sets no prompt budget
+    # mixed_chunk: the engine's own where no row states it, but a stated value per row where one does
+    assert campaigns.group_flags([{}, {"mixed_chunk": True}], SGLANG).mixed_chunk.tolist() == [False, True]
+    assert campaigns.group_flags([{"arrival": "waves", "max_num_tokens": None}], get_engine("trtllm")) is None

@@ -1,0 +1,201 @@
+"""spec/harness.py and its mechanisms in serve/aggregated.py: how requests arrive (waves, closed loop, burst), the
+scheduler flags a run sets (SGLang's receive interval, ignore-EOS admission, the running and CUDA-graph limits, the
+memory fraction), the front end's queue, DeepSeek's MTP layer in BF16, and the MI355X runs they are checked on."""
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from llm_codesign.cost.calibration import calibration_for
+from llm_codesign.errors import InputError
+from llm_codesign.measure.stats import error_stats
+from llm_codesign.measure.validate import predict_serving, read_rows, row_problem
+from llm_codesign.serve.aggregated import Serving, closed_loop_batch, evaluate
+from llm_codesign.spec.engines import SGLANG, get_engine
+from llm_codesign.spec.hardware import get_gpu
+from llm_codesign.spec.harness import SchedulerFlags
+from llm_codesign.spec.plan import Plan, Workload
+from llm_codesign.spec.registry import get_model
+
+
+def _plan(tp=8):
+    return Plan(*(np.array([v]) for v in (tp, 1, 1, tp, 1, 1)))
+
+
+def test_closed_loop_co_arrivals_hand_derived():
+    # 32 slots refilled once per life of 1 + 1023 decode iterations: 32 / 1024 = 1/32 arrive per iteration, so a
+    # request polled each iteration shares its prefill batch with 1/32 of another on average: q = 1.03125;
+    # SGLang polling every 30 iterations collects 30 / 32 more: q = 1.9375
+    assert closed_loop_batch(32.0, life=1024.0) == pytest.approx(1.03125)
+    assert closed_loop_batch(32.0, life=1024.0, window=30.0) == pytest.approx(1.9375)
+    # 512 slots with 8 x 127 + 1 = 1017-iteration lives polled every 30: 1 + 30 x 512 / 1017 = 16.10
+    assert closed_loop_batch(512.0, life=1017.0, window=30.0) == pytest.approx(1.0 + 30.0 * 512.0 / 1017.0)
+    # never more than are running (one request alone is its own batch)
+    assert closed_loop_batch(1.0, life=10.0, window=30.0) == 1.0
+    assert closed_loop_batch(4.0, life=2.0, window=30.0) == 4.0
+
+
+def _evaluate(model, gpu, cal, prec, plan, *, engine=None, max_num_tokens=None, **kw):
+    """serve.aggregated.evaluate of one deployment's parts (its Serving built here)."""
+    at = Serving(gpu=gpu, prec=prec, plan=plan, max_num_tokens=max_num_tokens, **({"engine": engine} if engine is not None else {}))
+    return evaluate(model, at, cal=cal, **kw)
+
+
+def _deepseek(arrival, concurrency, flags=None, gpu="mi355x", backend="sglang"):
+    m, g = get_model("deepseek-r1"), get_gpu(gpu)
+    return _evaluate(m, g, calibration_for(g), m.default_precision, _plan(), concurrency=float(concurrency), isl=1024.0, osl=1024.0,
+                    engine=get_engine(backend), arrival=arrival, flags=flags)
+
+
+def test_closed_loop_first_tokens_stay_flat_where_waves_queue():
+    # the MI355X runs' shape: SGLang's TTFT 97-115 ms from 4 to 64 requests (data/measurements/serving_inferencex_mi355x.csv)
+    flat = [_deepseek("closed_loop", c)["ttft_s"].item() for c in (4, 64)]
+    waves = [_deepseek("burst", c)["ttft_s"].item() for c in (4, 64)]
+    assert flat[1] / flat[0] < 1.5
+    assert waves[1] / waves[0] > 2.0
+    assert flat[1] < waves[1]
+
+
+def test_receive_interval_waits_half_the_interval_more():
+    # one request in flight: its batch is itself whatever the window, so polling every 30 decode iterations
+    # instead of every one adds (30 - 1) / 2 = 14.5 iterations to its first token and nothing to its TPOT
+    a = _deepseek("closed_loop", 1, gpu="b200")
+    b = _deepseek("closed_loop", 1, SchedulerFlags(recv_interval=30.0), gpu="b200")
+    assert b["ttft_s"].item() - a["ttft_s"].item() == pytest.approx(14.5 * a["step_s"].item(), rel=1e-9)
+    assert b["tpot_s"].item() == pytest.approx(a["tpot_s"].item(), rel=1e-12)
+
+
+def test_sglang_admits_requests_that_ignore_eos_with_their_whole_output_reserved():
+    # Llama-3.1-8B on one L40S, 1k in / 8k out, at twice what the KV cache holds: SGLang's decayed
+    # new_token_ratio (0.098) admits them all and time-shares the decode slots (TPOT doubles, no queue);
+    # with ignore_eos (add_one_req_ignore_eos) it admits only what it can finish and the rest wait for
+    # whole requests, as TensorRT-LLM's GUARANTEED_NO_EVICT
+    m, g = get_model("llama-3.1-8b"), get_gpu("l40s")
+    plan = Plan(*(np.array([v]) for v in (1, 1, 1, 1, 1, 1)))
+
+    def run(c, flags=None):
+        return _evaluate(m, g, calibration_for(g), m.default_precision, plan, concurrency=float(c), isl=1024.0, osl=8192.0,
+                        engine=SGLANG, flags=flags)
+
+    cap = int(run(1)["max_concurrency"].item())
+    base, shared, held = run(cap), run(2 * cap), run(2 * cap, SchedulerFlags(ignore_eos=True))
+    assert shared["tpot_s"].item() == pytest.approx(2 * base["tpot_s"].item(), rel=1e-12)
+    assert held["tpot_s"].item() == pytest.approx(base["tpot_s"].item(), rel=1e-12)
+    life = cap * 8192.0 / base["output_tok_s_per_gpu"].item()
+    assert held["ttft_s"].item() == pytest.approx(base["ttft_s"].item() + life, rel=1e-9)
+    # an engine without that rule ignores the flag (vLLM admits on the prompt either way)
+    vllm = [_evaluate(m, g, calibration_for(g), m.default_precision, plan, concurrency=2.0 * cap, isl=1024.0, osl=8192.0,
+                     engine=get_engine("vllm"), flags=f)["tpot_s"].item() for f in (None, SchedulerFlags(ignore_eos=True))]
+    assert vllm[0] == vllm[1]
+
+
+def test_running_cap_and_eager_decode_above_the_graphs():
+    # --max-running-requests 16 at 64 requests: 16 run, the rest wait for whole requests
+    capped = _deepseek("closed_loop", 64, SchedulerFlags(max_running_requests=16.0))
+    assert capped["ttft_s"].item() > 2 * _deepseek("closed_loop", 64)["ttft_s"].item()
+    # a decode batch of 64 above --cuda-graph-max-bs 32 pays every kernel's host launch (SGLang's fitted eager_launch_s)
+    g = get_gpu("mi355x")
+    cal = replace(calibration_for(g), eager_launch_s=(("sglang", 10e-6),))
+    m = get_model("deepseek-r1")
+
+    def step(flags):
+        return _evaluate(m, g, cal, m.default_precision, _plan(), concurrency=64.0, isl=1024.0, osl=1024.0, engine=SGLANG,
+                        arrival="closed_loop", flags=flags)["step_s"].item()
+
+    assert step(SchedulerFlags(cuda_graph_max_bs=32.0)) - step(SchedulerFlags(cuda_graph_max_bs=64.0)) > 61 * 10 * 10e-6
+
+
+def test_sglang_and_atom_run_prefill_on_its_own():
+    assert not SGLANG.mixes_prefill and not get_engine("atom").mixes_prefill and get_engine("trtllm").mixes_prefill
+    # forcing --enable-mixed-chunk puts the other requests' decodes into its prefill step, which lengthens it
+    on = _deepseek("closed_loop", 64, SchedulerFlags(mixed_chunk=True))
+    off = _deepseek("closed_loop", 64)
+    assert on["prefill_step_s"].item() > off["prefill_step_s"].item()
+
+
+def test_arrival_is_validated_at_the_edge():
+    with pytest.raises(InputError, match="arrival"):
+        Workload(arrival="poisson")
+    assert Workload(arrival="closed_loop").arrival == "closed_loop"
+
+
+MI355X_NEW_BUILDS_TPOT = 12.0  # % median APE the bundled profile must stay under (benchmarks/fit_amd_serving.py)
+
+
+def test_mi355x_runs_of_the_newer_builds_within_the_stated_error():
+    rows = [r for r in read_rows("src/llm_codesign/data/measurements/serving_inferencex_mi355x.csv")
+            if int(r["source"].split("runs/")[1].split("/")[0]) >= 2.1e10]
+    preds, unmodeled = predict_serving(rows)
+    ok = [(p, r) for p, r in zip(preds, rows, strict=True) if p]
+    # every ATOM and SGLang row without MTP is priced (MTP rows record no acceptance)
+    assert all("spec_acceptance" in u["reason"] for u in unmodeled)
+    assert {r["backend"] for _, r in ok} == {"sglang", "atom"}
+    st = error_stats(np.array([p["tpot_ms"] for p, _ in ok]), np.array([float(r["tpot_ms"]) for _, r in ok]))
+    assert st["median_ape"] < MI355X_NEW_BUILDS_TPOT
+
+
+def test_a_runs_own_memory_fraction_replaces_the_derived_one():
+    # SGLang derives mem_fraction_static from the chunk: 1.5 MiB per token of a 196608-token chunk is 288 GiB,
+    # more than an MI355X holds (static_fraction -0.009), while the scripts pass --mem-fraction-static 0.8
+    m, g = get_model("deepseek-r1"), get_gpu("mi355x")
+
+    def run(flags):
+        return _evaluate(m, g, calibration_for(g), m.default_precision, _plan(), concurrency=64.0, isl=1024.0, osl=1024.0, engine=SGLANG,
+                        max_num_tokens=196608.0, arrival="closed_loop", flags=flags)
+
+    assert not run(SchedulerFlags(max_prefill_tokens=196608.0))["fits"].item()
+    assert run(SchedulerFlags(max_prefill_tokens=196608.0, kv_fraction=0.8))["fits"].item()
+    assert row_problem({"kv_fraction": "1.5"}, 4) == "line 4 kv_fraction: '1.5' is not valid; a fraction in (0, 1] or empty"
+
+
+def test_estimate_takes_the_arrival_and_refuses_an_unknown_one():
+    import json
+
+    from typer.testing import CliRunner
+
+    from llm_codesign.cli import app
+
+    args = ["estimate", "deepseek-r1", "--gpu", "mi355x", "--gpus", "8", "--tp", "8", "--backend", "sglang", "--concurrency", "64"]
+    r = CliRunner().invoke(app, [*args, "--arrival", "closed_loop", "--json"])
+    d = json.loads(r.stdout)
+    assert r.exit_code == 0 and d["arrival"] == "closed_loop"
+    assert d["ttft_ms"] == pytest.approx(_deepseek("closed_loop", 64)["ttft_s"].item() * 1e3, rel=1e-6)
+    assert "arrival" not in json.loads(CliRunner().invoke(app, [*args, "--json"]).stdout)  # waves, the default
+    bad = CliRunner().invoke(app, [*args, "--arrival", "poisson"])
+    assert bad.exit_code == 2 and bad.stderr.strip() == "error: arrival: 'poisson' is not valid; one of: waves, closed_loop, burst"
+
+
+def test_the_front_end_serves_co_arriving_requests_one_at_a_time():
+    # 8 requests in one lockstep wave (burst, q = 8): each waits for the front end's per-request work of those ahead
+    # of it, (8 + 1) / 2 = 4.5 requests' worth on average; one request alone pays its own
+    m, g = get_model("deepseek-r1"), get_gpu("b200")
+
+    def ttft(arrival, c, overhead):
+        cal = replace(calibration_for(g), ttft_overhead_s=(("sglang", overhead),))
+        return _evaluate(m, g, cal, m.default_precision, _plan(), concurrency=float(c), isl=1024.0, osl=1024.0, engine=SGLANG,
+                        arrival=arrival)["ttft_s"].item()
+
+    assert ttft("burst", 8, 0.1) - ttft("burst", 8, 0.0) == pytest.approx(0.45, rel=1e-9)
+    assert ttft("closed_loop", 1, 0.1) - ttft("closed_loop", 1, 0.0) == pytest.approx(0.1, rel=1e-9)
+
+
+def test_deepseek_mtp_layer_runs_in_bf16_under_nvfp4_checkpoints(monkeypatch):
+    # ModelOpt's NVFP4 exports keep model.layers.61* (the MTP layer) in BF16 (data/models/
+    # nvidia--DeepSeek-V3.1-NVFP4_hf_quant_config.json): the draft passes read BF16 weights, on the target's KV format
+    from llm_codesign.serve.aggregated import decode_step
+    from llm_codesign.spec.plan import SpecDecoding
+
+    m, g = get_model("nvidia/DeepSeek-R1-FP4"), get_gpu("b200")
+    spec = SpecDecoding("mtp", 3, 2.82)
+    d = spec.draft_precision(m.default_precision)
+    assert (d.weight.name, d.activation.name, d.kv.name) == ("bf16", "bf16", m.default_precision.kv.name)
+    fp8 = get_model("deepseek-r1").default_precision
+    assert spec.draft_precision(fp8) is fp8 and SpecDecoding("eagle3", 3, 2.0).draft_precision(m.default_precision) is m.default_precision
+    costs = get_engine("trtllm").costs(calibration_for(g))
+
+    def draft():
+        return float(np.ravel(decode_step(m, g, m.default_precision, _plan(), costs=costs, b=1.0, ctx=2048.0, k=np.asarray(3.0), spec=spec)[1])[0])
+
+    bf16 = draft()
+    monkeypatch.setattr(SpecDecoding, "draft_precision", lambda self, prec: prec)
+    assert bf16 > 1.05 * draft()  # one token's MTP MoE and dense GEMMs stream 3.6x the bytes in BF16
