@@ -12,9 +12,9 @@ from llm_codesign.spec.hardware import get_gpu
 
 
 def test_lookup_and_the_registry_order():
-    assert engine_names() == ("trtllm", "vllm", "sglang") and listed() == "trtllm, vllm or sglang"
+    assert engine_names() == ("trtllm", "vllm", "sglang", "atom") and listed() == "trtllm, vllm, sglang or atom"
     assert get_engine("TensorRT-LLM") is TRTLLM and get_engine(" SGLang ").title == "SGLang"
-    with pytest.raises(InputError, match=r"^backend: 'tgi' is not valid; one of: trtllm, vllm, sglang$"):
+    with pytest.raises(InputError, match=r"^backend: 'tgi' is not valid; one of: trtllm, vllm, sglang, atom$"):
         get_engine("tgi")
 
 
@@ -40,7 +40,7 @@ def test_a_name_is_registered_once():
         register_engine(replace(VLLM, name="x", aliases=("trt-llm",)))
     with pytest.raises(ValueError, match="'Twin': lower case"):
         register_engine(replace(VLLM, name="Twin"))
-    assert list(ENGINES) == ["trtllm", "vllm", "sglang"]
+    assert list(ENGINES) == ["trtllm", "vllm", "sglang", "atom"]
 
 
 def test_a_calibration_without_the_engine_names_every_missing_table():

@@ -86,7 +86,7 @@ def test_a_missing_section_or_name_is_one_line(registered, tmp_path):
     with pytest.raises(InputError, match=r"^engine: 'toy' is not valid; a name every per-engine calibration table lists; missing from "
                                          r"\[default.step_overhead_s\], .*\[default.seq_overhead_s\] \(data/calibration/default.toml"):
         lc.estimate(m, dep, lc.Workload(isl=1024, osl=256, concurrency=8))  # the bundled profile has no toy
-    with pytest.raises(InputError, match=r"^backend: 'nope' is not valid; one of: trtllm, vllm, sglang, toy, twin$"):
+    with pytest.raises(InputError, match=r"^backend: 'nope' is not valid; one of: trtllm, vllm, sglang, atom, toy, twin$"):
         lc.deployment(m, gpu="h100", engine="nope")
 
 
@@ -113,7 +113,7 @@ print(json.dumps([O_BACKEND.help, typing.get_args(Engine), r.exit_code, json.loa
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     help_, choices, code_, backend, x_code, x_out = json.loads(out.stdout.strip().splitlines()[-1])
-    assert help_ == "trtllm, vllm, sglang or toy." and choices == ["trtllm", "vllm", "sglang", "toy"]
+    assert help_ == "trtllm, vllm, sglang, atom or toy." and choices == ["trtllm", "vllm", "sglang", "atom", "toy"]
     assert (code_, backend) == (0, "toy")
     # no exporter is registered for it: export refuses in one line naming those that are
     assert x_code == 2 and " ".join(x_out.split()) == "error: backend: 'toy' is not valid; one of: trtllm, vllm, sglang, dynamo"

@@ -157,7 +157,7 @@ def _decode_kernels(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, co
                     t_first = _last_layer_time(model, ops, gpu, costs) + head
                 else:  # in a precision of its own (SpecDecoding.draft_precision): priced apart at this batch
                     first = forward_ops(dm, gpu, cal, dprec, dsh, b=Batch(dec_seqs=b, dec_ctx=ctx, dec_tokens_per_seq=1.0 + k), engine=costs.engine)
-                    t_first = kernels_time([op for op in first if op.name != "lm_head"], gpu, costs) + head
+                    t_first = kernels_time([op for op in first if op.part != "lm_head"], gpu, costs) + head
                 t_first = t_first + kernels_time(mtp_module_ops(dm, gpu, cal, dsh, tokens=b * (1.0 + k), seqs=b, engine=costs.engine), gpu, costs)
             else:
                 first = forward_ops(dm, gpu, cal, dprec, dsh, b=Batch(dec_seqs=b, dec_ctx=ctx, dec_tokens_per_seq=1.0 + k), engine=costs.engine)
@@ -278,15 +278,10 @@ class Serving:
 
 def evaluate(model: ModelSpec, at: Serving, *, cal: Calibration, concurrency, isl, osl, usable_fraction: float | None = None,
              with_ops: bool = False, prefix_hit=0.0, arrival: str = "waves", flags: SchedulerFlags | None = None) -> dict:
-    """Metrics for every deployment in the broadcast of `at`'s arrays, concurrency, ISL/OSL and k.
-
-    `concurrency` is the total number of requests in flight across all GPUs of the deployment; the
-    engine's fitted costs are read from `cal` once (Engine.costs) and passed to every step.
-    `prefix_hit` is the share of each prompt already in the engine's prefix cache: only the rest is
-    prefilled (it attends to the cached prefix); every sequence still holds its whole ISL of KV cache,
-    as a hit rate does not say how many requests share each cached block. `arrival`: how the requests
-    reach the engine (spec.harness.ARRIVALS); `flags`: the scheduler flags a run set (SchedulerFlags).
-    """
+    """Metrics for every deployment in the broadcast of `at`'s arrays, concurrency (requests in flight over
+    all its GPUs), ISL/OSL and k; the engine's fitted costs read from `cal` once (Engine.costs). `prefix_hit`:
+    the share of each prompt in the prefix cache, not prefilled (each sequence still holds its whole ISL of KV
+    cache). `arrival`: how requests reach the engine (spec.harness.ARRIVALS); `flags`: a run's scheduler flags."""
     gpu, prec, plan, engine, spec = at.gpu, at.prec, at.plan, at.engine, at.spec
     sh = plan.broadcast()
     fl = DEFAULT_FLAGS if flags is None else flags
