@@ -21,7 +21,10 @@ spec.loader.exec_module(fak)
 
 def test_cdna3_section_is_what_the_script_fits():
     kept = fak.kept()
-    assert sorted(kept) == sorted(FITTED["cdna3"])
+    # beside the kernel fit: AITER's fused MoE, fitted on the MI355X serving runs (benchmarks/fit_amd_serving.py)
+    # and assumed for CDNA3, which has no serving run of its own
+    assert sorted(kept) == sorted(set(FITTED["cdna3"]) - {"moe_eff", "moe_overhead_s"})
+    assert (FITTED["cdna3"]["moe_eff"], FITTED["cdna3"]["moe_overhead_s"]) == (FITTED["cdna4"]["moe_eff"], FITTED["cdna4"]["moe_overhead_s"])
     for name, v in kept.items():
         assert FITTED["cdna3"][name] == pytest.approx(v, rel=1e-5), name
     # MI325X shares the family (same dies, same xGMI); MI355X is cdna4 and keeps default.toml's values
