@@ -179,8 +179,8 @@ def test_alignment_prices_the_padded_tail_only():
     f = [f for f in run(shape(11264)) if f.rule == "R2" and f.where == "inter"]
     assert len(f) == 1 and f[0].severity == "info" and f[0].cost_pct == 0.0
     assert f[0].figures["aligned_time_ms"] == pytest.approx((x[10240] + x[12288]) / 2, rel=1e-9)
-    assert ("is not a multiple of 256 per GPU" in f[0].message and "on B200 alignment beyond 128 does not matter: "
-            "B200's BF16 tiles run at their full rate from 128 wide (128x128)" in f[0].message)
+    assert f[0].message.startswith("inter 11264 (1408 per GPU at TP8) is not a multiple of 256: at TP8, 256 requests, 1536/1024 tokens")
+    assert f[0].message.endswith("on B200 alignment beyond 128 does not matter: B200's BF16 tiles run at their full rate from 128 wide (128x128)")
     # 10,752 (1,344 per GPU, 10.5 x 128) pads its last tile: its time over the midpoint of 10,240's and 11,264's
     f = [f for f in run(shape(10752)) if f.rule == "R2" and f.where == "inter"]
     tail = 100 * (x[10752] / ((x[10240] + x[11264]) / 2) - 1)

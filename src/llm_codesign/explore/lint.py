@@ -76,7 +76,7 @@ def _load(model: ModelSpec, regime: str) -> tuple[int, int, int]:
     return seqs, isl, osl
 
 
-def _time(model: ModelSpec, gpu, cal, prec, plan: Plan, regime: str) -> float:
+def _time(model: ModelSpec, gpu, cal, prec, plan: Plan, *, regime: str) -> float:
     """The regime's objective as a time, in seconds, of `model` at `plan` under the regime's load (_load), from
     the figures `estimate` prints: GPU time per output token (1 / output tokens/s per GPU) in the throughput
     regime, TPOT in the others."""
@@ -173,14 +173,15 @@ def full_rate_width(gpu: Gpu, prec: Precision) -> tuple[int, tuple[int, int, int
     feeds any of the GPU's tiles (cost.gemm.tile_feed) in the GEMM math `prec` runs, that tile and the math: widths
     aligned beyond it gain nothing but wave quantisation. B200 at every precision and B300 at BF16/FP8: 128
     (the 128x128 1-CTA UMMA is fed at the full rate, and at FP4 on B200 so is the 2-CTA 256x128); B300/GB300
-    at FP4: 256 (only the 2-CTA 256x256 tile is fed at 15 PFLOPS); Hopper, Ada, Ampere: 64; CDNA: 128."""
+    at FP4: 256 (at 13.5 PFLOPS only the 2-CTA 256x256 tile is fed); CDNA: 128 (64x128); Hopper, Ada, Ampere:
+    64 (their GPU files write no shared-memory bound, so every tile, 64x64 included, runs at the full rate)."""
     run, _ = executable(prec, gpu)
-    math = gemm_math(run.weight, run.activation, gpu)
+    mm = gemm_math(run.weight, run.activation, gpu)
     a, w = run.activation.bytes_per_value(), run.weight.bytes_per_weight()
-    feed = {t: gemm.tile_feed(t[0], t[1], gpu, math=math, a_bytes=a, w_bytes=w) for t in gpu.tiles}
+    feed = {t: gemm.tile_feed(t[0], t[1], gpu, math=mm, a_bytes=a, w_bytes=w) for t in gpu.tiles}
     best = max(feed.values())
     tile = min((t for t in gpu.tiles if feed[t] >= best - 1e-9), key=lambda t: (t[1], t[0]))
-    return tile[1], tile, math
+    return tile[1], tile, mm
 
 
 def _tile_alignment(model, gpu, cal, prec, sh, *, tp, regime):
@@ -193,7 +194,7 @@ def _tile_alignment(model, gpu, cal, prec, sh, *, tp, regime):
     inter = sorted({layer.ffn.inter for layer, _ in model.groups if isinstance(layer.ffn, DenseFfn)})
     eint = sorted({layer.ffn.expert_inter for layer, _ in model.groups if isinstance(layer.ffn, MoE)})
     dims += [("inter", d, tp) for d in inter[:1]] + [("expert_inter", d, int(np.asarray(sh.moe_tp))) for d in eint[:1]]
-    t0 = _time(model, gpu, cal, prec, sh, regime)
+    t0 = _time(model, gpu, cal, prec, sh, regime=regime)
     width, tile, mm = full_rate_width(gpu, prec)
     rate = f"{gpu.name}'s {mm.upper()} tiles run at their full rate from {width} wide ({tile[0]}x{tile[1]}" + (", 2-CTA)" if tile[2] > 1 else ")")
     for what, d, shard in dims:
@@ -204,11 +205,11 @@ def _tile_alignment(model, gpu, cal, prec, sh, *, tp, regime):
             continue
         step = unit * shard
         lo, hi = d // step * step, (d // step + 1) * step
-        t_lo, t_hi = (_time(_with_dim(model, what, x), gpu, cal, prec, sh, regime) for x in (lo, hi))
+        t_lo, t_hi = (_time(_with_dim(model, what, x), gpu, cal, prec, sh, regime=regime) for x in (lo, hi))
         t_eq = t_lo + (t_hi - t_lo) * (d - lo) / (hi - lo)  # an aligned width of d's FLOPs
         pct = 100.0 * (t0 / t_eq - 1.0)
         local = f" ({d / shard:g} per GPU at TP{shard})" if shard > 1 else ""
-        head = (f"{what} {d}{local} is not a multiple of {unit}{' per GPU' if shard > 1 else ''}: at {_at(model, sh, regime)} on "
+        head = (f"{what} {d}{local} is not a multiple of {unit}: at {_at(model, sh, regime)} on "
                 f"{gpu.name}, {_objective(regime)} {t0 * 1e3:.4f} ms against {t_eq * 1e3:.4f} ms for the aligned {lo} and {hi} "
                 f"({t_lo * 1e3:.4f}, {t_hi * 1e3:.4f} ms) interpolated to its FLOPs")
         nearer = lo if d - lo <= hi - d else hi
@@ -301,7 +302,7 @@ def _width_vs_depth(model, gpu, cal, prec, tp, *, proxy_file=None):
     return [Finding("R3", sev, "layers", f"{L} layers x hidden {h} (aspect {aspect:.0f}): depth alone costs ~{floor * 1e3:.2f} ms per token "
                     f"(fixed kernel costs + {halves} all-reduces at TP{tp}); TPOT at batch 1 {t0 * 1e3:.2f} ms",
                     gain, f"{n2} layers x hidden {h2} ({params / 1e9:.1f}B vs {model.total_params / 1e9:.1f}B params): "
-                    f"TPOT {t1 * 1e3:.2f} ms ({gain:+.1f}%) on {gpu.name} TP{tp}; accuracy: {quality} (the {acc} alone)", figures)]
+                    f"TPOT {t1 * 1e3:.2f} ms ({gain:+.1f}%) on {gpu.name} TP{tp}; accuracy: {quality}; {acc}", figures)]
 
 
 def _judge_wider(model, wide, prec, *, proxy_file) -> tuple[str, str, dict]:
@@ -447,15 +448,15 @@ def _pipeline_regularity(model, gpu, cal, prec, sh, *, b, regime):
         if pp > L:
             continue
         plan = replace(sh, pp=pp)
-        t = _time(model, gpu, cal, prec, plan, regime)
+        t = _time(model, gpu, cal, prec, plan, regime=regime)
         if L % pp:
             # the nearest count PP divides (the cheaper per layer of two as near), compared per layer: the shapes differ in depth
             near = [n for n in (L // pp * pp, (L // pp + 1) * pp) if n >= pp]
-            priced = [(n, _time(_with_layers(model, n), gpu, cal, prec, plan, regime)) for n in near]
+            priced = [(n, _time(_with_layers(model, n), gpu, cal, prec, plan, regime=regime)) for n in near]
             n, tn = min(priced, key=lambda x: (abs(x[0] - L), (t / L) / (x[1] / x[0])))
             costs.append((100.0 * ((t / L) / (tn / n) - 1.0), pp, t, n, tn, priced))
         elif (even := _balanced(model, pp)) is not None:
-            tn = _time(even, gpu, cal, prec, plan, regime)
+            tn = _time(even, gpu, cal, prec, plan, regime=regime)
             costs.append((100.0 * (t / tn - 1.0), pp, t, L, tn, [(L, tn)]))
     uneven = [p for p in (2, 4, 8) if L % p and p <= L]
     if costs:
