@@ -79,10 +79,11 @@ def _load(model: ModelSpec, regime: str) -> tuple[int, int, int]:
 def _time(model: ModelSpec, gpu, cal, prec, plan: Plan, *, regime: str) -> float:
     """The regime's objective as a time, in seconds, of `model` at `plan` under the regime's load (_load), from
     the figures `estimate` prints: GPU time per output token (1 / output tokens/s per GPU) in the throughput
-    regime, TPOT in the others."""
+    regime, TPOT in the others; inf where the deployment serves nothing (R2 and R6 then say nothing)."""
     seqs, isl, osl = _load(model, regime)
     r = evaluate(model, Serving(gpu=gpu, prec=prec, plan=plan), cal=cal, concurrency=seqs, isl=isl, osl=osl)
-    return 1.0 / float(np.ravel(r["output_tok_s_per_gpu"])[0]) if regime == "throughput" else float(np.ravel(r["tpot_s"])[0])
+    x = float(np.ravel(r["output_tok_s_per_gpu"])[0]) if regime == "throughput" else 1.0 / float(np.ravel(r["tpot_s"])[0])
+    return 1.0 / x if math.isfinite(x) and x > 0 else math.inf
 
 
 def _objective(regime: str) -> str:
@@ -206,6 +207,8 @@ def _tile_alignment(model, gpu, cal, prec, sh, *, tp, regime):
         step = unit * shard
         lo, hi = d // step * step, (d // step + 1) * step
         t_lo, t_hi = (_time(_with_dim(model, what, x), gpu, cal, prec, sh, regime=regime) for x in (lo, hi))
+        if not math.isfinite(t0 + t_lo + t_hi):
+            continue
         t_eq = t_lo + (t_hi - t_lo) * (d - lo) / (hi - lo)  # an aligned width of d's FLOPs
         pct = 100.0 * (t0 / t_eq - 1.0)
         local = f" ({d / shard:g} per GPU at TP{shard})" if shard > 1 else ""
@@ -453,10 +456,15 @@ def _pipeline_regularity(model, gpu, cal, prec, sh, *, b, regime):
             # the nearest count PP divides (the cheaper per layer of two as near), compared per layer: the shapes differ in depth
             near = [n for n in (L // pp * pp, (L // pp + 1) * pp) if n >= pp]
             priced = [(n, _time(_with_layers(model, n), gpu, cal, prec, plan, regime=regime)) for n in near]
+            priced = [(n, x) for n, x in priced if math.isfinite(x)]
+            if not (priced and math.isfinite(t)):
+                continue
             n, tn = min(priced, key=lambda x: (abs(x[0] - L), (t / L) / (x[1] / x[0])))
             costs.append((100.0 * ((t / L) / (tn / n) - 1.0), pp, t, n, tn, priced))
         elif (even := _balanced(model, pp)) is not None:
             tn = _time(even, gpu, cal, prec, plan, regime=regime)
+            if not math.isfinite(t + tn):
+                continue
             costs.append((100.0 * (t / tn - 1.0), pp, t, L, tn, [(L, tn)]))
     uneven = [p for p in (2, 4, 8) if L % p and p <= L]
     if costs:
