@@ -101,6 +101,9 @@ def test_the_8_layer_70b_gets_a_trust_region_finding_with_its_accuracy_cost():
         # its band 4.82% (the aspect term extrapolated: 0.0904 nats, the KV term 0.0064, in quadrature)
         assert fs[0].cost_pct == pytest.approx(4.74, abs=0.01)
         assert "Proxy loss +4.74% +- 4.82% against llama-3.1-70b scaled to 63.98B (extrapolated: aspect)" in msg
+        q = fs[0].figures  # the JSON's figures: the same delta with its band
+        assert q["quality_delta_pct"] == fs[0].cost_pct and q["quality_band_pct"] == pytest.approx(4.82, abs=0.005)
+        assert q["extrapolated"] == ["aspect"] and q["outside"][0] == "aspect_ratio.max"
     assert not [f for f in run(get_model("llama-3.1-70b")) if f.rule == "R8"]  # published models lie inside
 
 

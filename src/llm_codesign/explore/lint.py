@@ -151,7 +151,8 @@ def _memory_bound_gemm(model, gpu, cal, prec, sh, *, b, regime):
                                    f"{inten:.0f} FLOP/B at {REGIMES['throughput'][0]} decode + {REGIMES['throughput'][2]} prefill tokens, "
                                    f"ridge point {ridge:.0f} FLOP/B on {gpu.name}: memory-bound, {pct:.0f}% slower than at its compute roofline",
                                    pct, "fewer, wider experts (more tokens per expert) or larger expert-parallel batches" if thin
-                                   else "widen the narrow dimension or batch more tokens per step"))
+                                   else "widen the narrow dimension or batch more tokens per step",
+                                   {"flop_per_byte": inten, "ridge_flop_per_byte": ridge, "time_s": t, "compute_time_s": tc}))
     return out
 
 
@@ -358,7 +359,9 @@ def _trust_region(model, prec, *, proxy_file=None):
                     + "; ".join(describe(v) for v in pos["outside"])
                     + f". Proxy loss {d:+.2f}% +- {sd:.2f}% against {ref.name}" + (f" (extrapolated: {', '.join(ex)})" if ex else ""),
                     max(d, 0.0), f"a shape inside the envelope at {N / 1e9:.3g}B (llm-codesign design --params {N:.3g}), or "
-                    "accept an accuracy no published model vouches for")]
+                    "accept an accuracy no published model vouches for",
+                    {"quality_delta_pct": d, "quality_band_pct": sd, "extrapolated": ex, "reference": ref.name,
+                     "outside": [v["bound"] for v in pos["outside"]]})]
 
 
 def _quantization_readiness(model):
@@ -543,15 +546,18 @@ def _parallel_readiness(model, gpu, cal, prec):
                 res.append((float(np.ravel(r["tpot_s"])[0]), cap, cap / step / 8.0, bool(np.all(r["fits"]))))
             (a, ca, xa, fa), (h, ch, xh, fh) = res
             what = "MLA's latent cache (whole on every TP rank)" if mla else f"{k} KV heads"
+            figures = {"context": ctx, "tp8_sequences": ca, "helix_sequences": ch, "tp8_tok_s_per_gpu": xa, "helix_tok_s_per_gpu": xh,
+                       "tp8_tpot_ms": a * 1e3, "helix_tpot_ms": h * 1e3}
             if fa and fh:
                 gain = 100.0 * (xh / xa - 1.0)
                 msg = (f"at {ctx // 1024}k context on 8 GPUs with {what}, Helix (TP{k} x KVP{8 // k}) holds {ch} sequences "
                        f"to TP8's {ca}: decode {xh:.0f} vs {xa:.0f} tok/s/GPU with the cache full; one request's TPOT "
                        f"{h * 1e3:.2f} vs {a * 1e3:.2f} ms")
                 if round(gain, 1) > 0:
-                    out.append(Finding("R7", "info", "long-context", msg, gain, f"deploy long-context decode with --tp {k} --kvp {8 // k}"))
+                    out.append(Finding("R7", "info", "long-context", msg, gain, f"deploy long-context decode with --tp {k} --kvp {8 // k}",
+                                       figures))
                 else:
-                    out.append(Finding("R7", "info", "long-context", msg + ": Helix does not pay here (~0%)", 0.0, "keep TP8"))
+                    out.append(Finding("R7", "info", "long-context", msg + ": Helix does not pay here (~0%)", 0.0, "keep TP8", figures))
     return out
 
 
