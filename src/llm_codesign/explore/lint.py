@@ -445,8 +445,7 @@ def _balanced(model: ModelSpec, pp: int) -> ModelSpec | None:
 def _pipeline_regularity(model, gpu, cal, prec, sh, *, b, regime):
     """R6: a layer count PP does not divide, and kinds of layer stages do not share evenly, priced as `estimate`
     prices the deployment (the stage split, the slowest stage, the micro-batches): the regime's objective (_time)
-    per layer against the
-    nearest layer count PP divides, or against the same layers balanced per stage."""
+    per layer against the nearest layer count PP divides, or against the same layers balanced per stage."""
     out = []
     L = model.num_layers
     costs = []
@@ -454,6 +453,9 @@ def _pipeline_regularity(model, gpu, cal, prec, sh, *, b, regime):
         if pp > L:
             continue
         plan = replace(sh, pp=pp)
+        even = None if L % pp else _balanced(model, pp)
+        if L % pp == 0 and even is None:
+            continue  # every stage holds the same layers: nothing to compare
         t = _time(model, gpu, cal, prec, plan, regime=regime)
         if L % pp:
             # the nearest count PP divides (the cheaper per layer of two as near), compared per layer: the shapes differ in depth
@@ -464,7 +466,7 @@ def _pipeline_regularity(model, gpu, cal, prec, sh, *, b, regime):
                 continue
             n, tn = min(priced, key=lambda x: (abs(x[0] - L), (t / L) / (x[1] / x[0])))
             costs.append((100.0 * ((t / L) / (tn / n) - 1.0), pp, t, n, tn, priced))
-        elif (even := _balanced(model, pp)) is not None:
+        else:
             tn = _time(even, gpu, cal, prec, plan, regime=regime)
             if not math.isfinite(t + tn):
                 continue
