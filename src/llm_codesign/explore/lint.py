@@ -23,7 +23,7 @@ from llm_codesign.spec.precision import Precision, executable, gemm_math
 
 RULES = {
     "R1": ("memory-bound-gemm", "A GEMM whose small reduction or output dimension (or tokens per expert) keeps it below the GPU's ridge point"),
-    "R2": ("tile-alignment", "Dimensions should be multiples of 128, better 256 (2-CTA MMA) or 512, per GPU"),
+    "R2": ("tile-alignment", "Dimensions in multiples of 128, or of 256 where the GPU's tiles need it (B300 FP4), the padded tail priced at equal FLOPs"),
     "R3": ("width-vs-depth", "Depth sets a sequential latency floor; at equal parameters wider is faster"),
     "R4": ("quantization-readiness", "Dimensions divisible by NVFP4 (16), MXFP4 (32) and FP8-block (128) scales; fast head_dim"),
     "R5": ("moe-shape", "Experts divisible by EP sizes; expert width vs hidden; distinct experts read in decode"),
