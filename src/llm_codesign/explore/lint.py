@@ -442,11 +442,9 @@ def _balanced(model: ModelSpec, pp: int) -> ModelSpec | None:
     return replace(model, layout=stage * pp)
 
 
-def _pipeline_regularity(model, gpu, cal, prec, sh, *, b, regime):
-    """R6: a layer count PP does not divide, and kinds of layer stages do not share evenly, priced as `estimate`
-    prices the deployment (the stage split, the slowest stage, the micro-batches): the regime's objective (_time)
-    per layer against the nearest layer count PP divides, or against the same layers balanced per stage."""
-    out = []
+def _stage_costs(model, gpu, cal, prec, sh, *, regime) -> list[tuple]:
+    """R6's comparisons, one per PP of 2, 4 and 8 that has one: (cost %, pp, the shape's time, the neighbour's layers,
+    its time, every neighbour priced as (layers, time))."""
     L = model.num_layers
     costs = []
     for pp in (2, 4, 8):
@@ -471,6 +469,16 @@ def _pipeline_regularity(model, gpu, cal, prec, sh, *, b, regime):
             if not math.isfinite(t + tn):
                 continue
             costs.append((100.0 * (t / tn - 1.0), pp, t, L, tn, [(L, tn)]))
+    return costs
+
+
+def _pipeline_regularity(model, gpu, cal, prec, sh, *, b, regime):
+    """R6: a layer count PP does not divide, and kinds of layer stages do not share evenly, priced as `estimate`
+    prices the deployment (the stage split, the slowest stage, the micro-batches): the regime's objective (_time)
+    per layer against the nearest layer count PP divides, or against the same layers balanced per stage."""
+    out = []
+    L = model.num_layers
+    costs = _stage_costs(model, gpu, cal, prec, sh, regime=regime)
     uneven = [p for p in (2, 4, 8) if L % p and p <= L]
     if costs:
         pct, pp, t, n, tn, priced = max(costs, key=lambda c: c[0])
