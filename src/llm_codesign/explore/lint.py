@@ -4,14 +4,14 @@ prediction."""
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 
 import numpy as np
 
 from llm_codesign.cost import gemm
 from llm_codesign.cost.calibration import Calibration
 from llm_codesign.cost.ffns import EXPERT_GEMMS, distinct_experts
-from llm_codesign.cost.ops import Batch, forward_ops, layer_ops, step_time
+from llm_codesign.cost.ops import Batch, layer_ops, step_time
 from llm_codesign.errors import InputError
 from llm_codesign.serve.aggregated import Serving, decode_step, evaluate
 from llm_codesign.spec.engines import TRTLLM
@@ -19,11 +19,11 @@ from llm_codesign.spec.hardware import Gpu
 from llm_codesign.spec.kinds import GQA, MLA, DenseFfn, GatedDeltaNet, Mamba2, MoE, NoFfn, NoMixer
 from llm_codesign.spec.model import Layer, ModelSpec
 from llm_codesign.spec.plan import Plan, validity
-from llm_codesign.spec.precision import Precision
+from llm_codesign.spec.precision import Precision, executable, gemm_math
 
 RULES = {
     "R1": ("memory-bound-gemm", "A GEMM whose small reduction or output dimension (or tokens per expert) keeps it below the GPU's ridge point"),
-    "R2": ("tile-alignment", "Dimensions should be multiples of 128, better 256 (2-CTA MMA) or 512, per GPU"),
+    "R2": ("tile-alignment", "Dimensions in multiples of 128, or of 256 where the GPU's tiles need it (B300 FP4), the padded tail priced at equal FLOPs"),
     "R3": ("width-vs-depth", "Depth sets a sequential latency floor; at equal parameters wider is faster"),
     "R4": ("quantization-readiness", "Dimensions divisible by NVFP4 (16), MXFP4 (32) and FP8-block (128) scales; fast head_dim"),
     "R5": ("moe-shape", "Experts divisible by EP sizes; expert width vs hidden; distinct experts read in decode"),
@@ -45,6 +45,8 @@ class Finding:
     message: str
     cost_pct: float
     fix: str
+    # the figures the message prints, unrounded (JSON and SARIF carry them): what the cost was computed from
+    figures: dict = field(default_factory=dict)
 
     def to_dict(self) -> dict:
         return {**asdict(self), "rule_name": RULES[self.rule][0]}
@@ -62,32 +64,38 @@ def _batch(regime: str) -> Batch:
     return Batch(dec_seqs=seqs, dec_ctx=ctx, pf_tokens=pf, pf_seqs=pf / 2048 if pf else 0, pf_ctx=0)
 
 
-def _layer_cost(model: ModelSpec, gpu, cal, prec, sh, *, b) -> tuple[float, float]:
-    """(time, FLOPs) of the model's layers per step (LM head excluded), one GPU."""
-    t = f = 0.0
-    for layer, n in model.groups:
-        ops = layer_ops(model, layer, float(n), gpu, cal, prec=prec, sh=sh, b=b, prefix="layer")
-        t += float(step_time(ops))
-        f += float(sum(np.sum(o.flops * o.count) for o in ops))
-    return t, f
+def _load(model: ModelSpec, regime: str) -> tuple[int, int, int]:
+    """(requests in flight, ISL, OSL) of the deployment R2 and R6 price with `evaluate`, as `estimate --concurrency
+    --isl --osl` would: the regime's decode sequences at its decode context (ISL + OSL/2, OSL 1,024), within the
+    model's context."""
+    seqs, ctx, _ = REGIMES[regime]
+    osl = 1024
+    isl = ctx - osl // 2
+    if model.max_context:
+        isl = max(min(isl, model.max_context - osl), 1)
+    return seqs, isl, osl
 
 
-def _align(d: int, unit: int) -> tuple[int, int]:
-    return max(unit, d // unit * unit), int(math.ceil(d / unit) * unit)
+def _time(model: ModelSpec, gpu, cal, prec, plan: Plan, *, regime: str) -> float:
+    """The regime's objective as a time, in seconds, of `model` at `plan` under the regime's load (_load), from
+    the figures `estimate` prints: GPU time per output token (1 / output tokens/s per GPU) in the throughput
+    regime, TPOT in the others; inf where the deployment serves nothing (R2 and R6 then say nothing)."""
+    seqs, isl, osl = _load(model, regime)
+    r = evaluate(model, Serving(gpu=gpu, prec=prec, plan=plan), cal=cal, concurrency=seqs, isl=isl, osl=osl)
+    x = float(np.ravel(r["output_tok_s_per_gpu"])[0]) if regime == "throughput" else 1.0 / float(np.ravel(r["tpot_s"])[0])
+    return 1.0 / x if math.isfinite(x) and x > 0 else math.inf
 
 
-def _with_dim(model: ModelSpec, what: str, value: int) -> ModelSpec:
-    groups = []
-    for layer, n in model.groups:
-        a, f = layer.attn, layer.ffn
-        if what == "inter" and isinstance(f, DenseFfn):
-            f = replace(f, inter=value)
-        elif what == "expert_inter" and isinstance(f, MoE):
-            f = replace(f, expert_inter=value)
-        groups.append((Layer(a, f), n))
-    if what == "hidden":
-        return replace(model, hidden=value, groups=tuple(groups))
-    return replace(model, groups=tuple(groups))
+def _objective(regime: str) -> str:
+    return "GPU time per output token" if regime == "throughput" else "TPOT"
+
+
+def _at(model: ModelSpec, plan: Plan, regime: str) -> str:
+    """The deployment in `estimate`'s terms, for a finding's message."""
+    seqs, isl, osl = _load(model, regime)
+    p = plan.to_dict()
+    sizes = " ".join(f"{k.upper()}{p[k]}" for k in ("tp", "pp", "ep") if p[k] > 1 or k == "tp")
+    return f"{sizes}, {seqs} request{'s' if seqs > 1 else ''}, {isl}/{osl} tokens"
 
 
 def lint(model: ModelSpec, gpu: Gpu, cal: Calibration, regime: str = "throughput", *, prec: Precision | None = None,
@@ -103,11 +111,11 @@ def lint(model: ModelSpec, gpu: Gpu, cal: Calibration, regime: str = "throughput
     b = _batch(regime)
     out: list[Finding] = []
     out += _memory_bound_gemm(model, gpu, cal, prec, sh, b=b, regime=regime)
-    out += _tile_alignment(model, gpu, cal, prec, sh, b=b, tp=tp)
+    out += _tile_alignment(model, gpu, cal, prec, sh, tp=tp, regime=regime)
     out += _width_vs_depth(model, gpu, cal, prec, tp, proxy_file=proxy_file)
     out += _quantization_readiness(model)
     out += _moe_shape(model, gpu, cal, prec, sh)
-    out += _pipeline_regularity(model, gpu, cal, prec, sh, b=b)
+    out += _pipeline_regularity(model, gpu, cal, prec, sh, b=b, regime=regime)
     out += _parallel_readiness(model, gpu, cal, prec)
     out += _trust_region(model, prec, proxy_file=proxy_file)
     return sorted(out, key=lambda f: (-SEVERITY_ORDER[f.severity], -f.cost_pct))
@@ -143,40 +151,83 @@ def _memory_bound_gemm(model, gpu, cal, prec, sh, *, b, regime):
                                    f"{inten:.0f} FLOP/B at {REGIMES['throughput'][0]} decode + {REGIMES['throughput'][2]} prefill tokens, "
                                    f"ridge point {ridge:.0f} FLOP/B on {gpu.name}: memory-bound, {pct:.0f}% slower than at its compute roofline",
                                    pct, "fewer, wider experts (more tokens per expert) or larger expert-parallel batches" if thin
-                                   else "widen the narrow dimension or batch more tokens per step"))
+                                   else "widen the narrow dimension or batch more tokens per step",
+                                   {"flop_per_byte": inten, "ridge_flop_per_byte": ridge, "time_s": t, "compute_time_s": tc}))
     return out
 
 
-def _tile_alignment(model, gpu, cal, prec, sh, *, b, tp):
-    """R2: widths per GPU off the tile grid (256 on Blackwell, else 128), each priced against its aligned
-    neighbours; the vocabulary."""
+def _with_dim(model: ModelSpec, what: str, value: int) -> ModelSpec:
+    groups = []
+    for layer, n in model.groups:
+        a, f = layer.attn, layer.ffn
+        if what == "inter" and isinstance(f, DenseFfn):
+            f = replace(f, inter=value)
+        elif what == "expert_inter" and isinstance(f, MoE):
+            f = replace(f, expert_inter=value)
+        groups.append((Layer(a, f), n))
+    if what == "hidden":
+        return replace(model, hidden=value, groups=tuple(groups))
+    return replace(model, groups=tuple(groups))
+
+
+def full_rate_width(gpu: Gpu, prec: Precision) -> tuple[int, tuple[int, int, int], str]:
+    """The narrowest tile N (a weight width's side of the output) that runs at the best rate shared memory
+    feeds any of the GPU's tiles (cost.gemm.tile_feed) in the GEMM math `prec` runs, that tile and the math: widths
+    aligned beyond it gain nothing but wave quantisation. B200 at every precision and B300 at BF16/FP8: 128
+    (the 128x128 1-CTA UMMA is fed at the full rate, and at FP4 on B200 so is the 2-CTA 256x128); B300/GB300
+    at FP4: 256 (at 13.5 PFLOPS only the 2-CTA 256x256 tile is fed); CDNA: 128 (64x128); Hopper, Ada, Ampere:
+    64 (their GPU files write no shared-memory bound, so every tile, 64x64 included, runs at the full rate)."""
+    run, _ = executable(prec, gpu)
+    mm = gemm_math(run.weight, run.activation, gpu)
+    a, w = run.activation.bytes_per_value(), run.weight.bytes_per_weight()
+    feed = {t: gemm.tile_feed(t[0], t[1], gpu, math=mm, a_bytes=a, w_bytes=w) for t in gpu.tiles}
+    best = max(feed.values())
+    tile = min((t for t in gpu.tiles if feed[t] >= best - 1e-9), key=lambda t: (t[1], t[0]))
+    return tile[1], tile, mm
+
+
+def _tile_alignment(model, gpu, cal, prec, sh, *, tp, regime):
+    """R2: widths per GPU off the 128 and 256 grids, each priced at the deployment in the regime's objective (_time,
+    as `estimate` prints it) against its aligned neighbours at equal FLOPs: their times interpolated to its width,
+    so what the neighbours' own sizes and waves cost stays out of the figure and only the padded tail's is left;
+    the vocabulary."""
     out = []
-    unit = 256 if gpu.family == "blackwell" else 128
     dims = [("hidden", model.hidden, 1)]
     inter = sorted({layer.ffn.inter for layer, _ in model.groups if isinstance(layer.ffn, DenseFfn)})
     eint = sorted({layer.ffn.expert_inter for layer, _ in model.groups if isinstance(layer.ffn, MoE)})
     dims += [("inter", d, tp) for d in inter[:1]] + [("expert_inter", d, int(np.asarray(sh.moe_tp))) for d in eint[:1]]
-    base_t, base_f = _layer_cost(model, gpu, cal, prec, sh, b=b)
+    t0 = _time(model, gpu, cal, prec, sh, regime=regime)
+    width, tile, mm = full_rate_width(gpu, prec)
+    rate = f"{gpu.name}'s {mm.upper()} tiles run at their full rate from {width} wide ({tile[0]}x{tile[1]}" + (", 2-CTA)" if tile[2] > 1 else ")")
     for what, d, shard in dims:
-        local = d // shard if d % shard == 0 else d / shard
-        if isinstance(local, int) and local % unit == 0:
+        # the finest grid the width misses: past 128, 256 (Blackwell's 2-CTA UMMA tiles are 256x128 and 256x256 and
+        # Hopper's widest wgmma CTA tile 128x256; no bundled GPU's tile is wider than 256, so 512 pads nothing)
+        unit = next((u for u in (128, 256) if d % (u * shard)), None)
+        if unit is None or d < unit * shard:
             continue
-        best = None
-        for cand in _align(d, unit * shard):
-            if cand == d or cand <= 0:
-                continue
-            m2 = _with_dim(model, what, cand)
-            t2, f2 = _layer_cost(m2, gpu, cal, prec, sh, b=b)
-            gain = 100.0 * ((base_t / base_f) / (t2 / f2) - 1.0)  # per-FLOP efficiency lost by the misaligned size
-            if best is None or gain > best[0]:
-                best = (gain, cand, t2, m2.total_params - model.total_params)
-        if best is None:
+        step = unit * shard
+        lo, hi = d // step * step, (d // step + 1) * step
+        t_lo, t_hi = (_time(_with_dim(model, what, x), gpu, cal, prec, sh, regime=regime) for x in (lo, hi))
+        if not math.isfinite(t0 + t_lo + t_hi):
             continue
-        gain, cand, t2, dp = best
-        sev = "warning" if (not isinstance(local, int) or local % 128) else "info"
-        out.append(Finding("R2", sev, what, f"{what} {d}" + (f" ({local:g} per GPU at TP{shard})" if shard > 1 else "") + f" is not a multiple of {unit} on {gpu.name}; "
-                           f"{cand} runs {gain:+.1f}% per FLOP ({100 * (base_t / t2 - 1):+.1f}% layer time) ",
-                           gain, f"{what} {d} -> {cand}: {gain:.1f}% more efficient per FLOP on {gpu.name}, {dp / 1e9:+.2f}B parameters"))
+        t_eq = t_lo + (t_hi - t_lo) * (d - lo) / (hi - lo)  # an aligned width of d's FLOPs
+        pct = 100.0 * (t0 / t_eq - 1.0)
+        local = f" ({d / shard:g} per GPU at TP{shard})" if shard > 1 else ""
+        head = (f"{what} {d}{local} is not a multiple of {unit}: at {_at(model, sh, regime)} on "
+                f"{gpu.name}, {_objective(regime)} {t0 * 1e3:.4f} ms against {t_eq * 1e3:.4f} ms for the aligned {lo} and {hi} "
+                f"({t_lo * 1e3:.4f}, {t_hi * 1e3:.4f} ms) interpolated to its FLOPs")
+        nearer = lo if d - lo <= hi - d else hi
+        dp = _with_dim(model, what, nearer).total_params - model.total_params
+        figures = {"objective": _objective(regime), "time_ms": t0 * 1e3, "aligned_time_ms": t_eq * 1e3, "neighbours": [lo, hi],
+                   "neighbour_time_ms": [t_lo * 1e3, t_hi * 1e3],
+                   "unit": unit, "full_rate_width": width}
+        if round(pct, 1) > 0:
+            out.append(Finding("R2", "warning" if pct >= 1.0 else "info", what, f"{head}: its padded tail costs {pct:.1f}%; {rate}",
+                               pct, f"{what} {d} -> {nearer} ({dp / 1e9:+.2f}B parameters)", figures))
+        else:
+            why = (f"on {gpu.name} alignment beyond 128 does not matter: {rate}" if unit == 256 and width <= 128
+                   else f"the padded tail costs nothing at this deployment; {rate}")
+            out.append(Finding("R2", "info", what, f"{head}: {pct:+.1f}%; {why}", 0.0, "nothing to fix", figures))
     v = model.vocab
     if v % 128:
         pad = int(math.ceil(v / 128) * 128)
@@ -240,37 +291,48 @@ def _width_vs_depth(model, gpu, cal, prec, tp, *, proxy_file=None):
     # aspect-ratio term (the one term depth and width trade; Kaplan et al. 2020, Levine et al. 2020) is no worse
     # than this shape's beyond that term's band (design's default k = 1). The variant's other differences (heads
     # and widths re-rounded to the grid) are its construction's, not the question's.
-    why, acc = _judge_wider(model, wide, prec, proxy_file=proxy_file)
+    why, acc, q = _judge_wider(model, wide, prec, proxy_file=proxy_file)
+    n2, params = sum(n for _, n in wide.groups), wide.total_params
+    figures = {"tpot_ms": t0 * 1e3, "wider_tpot_ms": t1 * 1e3, "speed_gain_pct": gain, "wider_layers": n2, "wider_hidden": h2,
+               "wider_params": params, "depth_floor_ms": floor * 1e3, **q}
+    quality = f"proxy loss {q['quality_delta_pct']:+.3f}% +- {q['quality_band_pct']:.3f}%" + (
+        f" (extrapolated: {', '.join(q['extrapolated'])})" if q["extrapolated"] else "")
     if why:
         if gain <= 0:
             return []
         return [Finding("R3", "info", "layers", f"{L} layers x hidden {h} (aspect {aspect:.0f}): a wider variant would be {gain:.1f}% faster "
-                        f"but {why}", 0.0, "keep the depth: design would not propose the wider shape")]
+                        f"but {why}", 0.0, "keep the depth: design would not propose the wider shape", figures)]
     sev = "warning" if gain > 10 else "info"
     return [Finding("R3", sev, "layers", f"{L} layers x hidden {h} (aspect {aspect:.0f}): depth alone costs ~{floor * 1e3:.2f} ms per token "
                     f"(fixed kernel costs + {halves} all-reduces at TP{tp}); TPOT at batch 1 {t0 * 1e3:.2f} ms",
-                    gain, f"{sum(n for _, n in wide.groups)} layers x hidden {h2} ({wide.total_params / 1e9:.1f}B vs {model.total_params / 1e9:.1f}B params): "
-                    f"TPOT {t1 * 1e3:.2f} ms ({gain:+.1f}%) on {gpu.name} TP{tp}; {acc}")]
+                    gain, f"{n2} layers x hidden {h2} ({params / 1e9:.1f}B vs {model.total_params / 1e9:.1f}B params): "
+                    f"TPOT {t1 * 1e3:.2f} ms ({gain:+.1f}%) on {gpu.name} TP{tp}; accuracy: {quality}; {acc}", figures)]
 
 
-def _judge_wider(model, wide, prec, *, proxy_file) -> tuple[str, str]:
-    """Why design would not propose `wide` in place of `model` ('' when it would), and the aspect term's change."""
-    from llm_codesign.explore.accuracy_model import model_terms, proxy_constants, quality_delta
+def _judge_wider(model, wide, prec, *, proxy_file) -> tuple[str, str, dict]:
+    """Why design would not propose `wide` in place of `model` ('' when it would), the aspect term's change,
+    and the proxy's whole quality delta of `wide` against `model` (percent of the loss), its band and the
+    terms it extrapolates (explore.accuracy_model, as design's rows carry them)."""
+    from llm_codesign.explore.accuracy_model import extrapolated, model_terms, proxy_constants, quality_delta
     from llm_codesign.explore.envelope import envelope_at, features, position, row_of
 
     pc = proxy_constants(proxy_file)
     a, b = (model_terms(m, prec.weight.name, pc=pc) for m in (model, wide))
     loss = float(a["loss"])
+    whole = {k: float(np.ravel(v)[0]) for k, v in quality_delta(b, a).items() if k != "beyond"}
     only = [{"loss": t["nats"]["aspect"][0], "slope": t["slope"], "ln": {}, "nats": {"aspect": t["nats"]["aspect"]}} for t in (a, b)]
     q = {k: float(np.ravel(v)[0]) for k, v in quality_delta(only[1], only[0]).items() if k != "beyond"}
     acc = f"aspect-ratio term {100 * q['delta'] / loss:+.3f}% +- {100 * q['sigma'] / loss:.3f}% of the proxy loss"
     pos = position(envelope_at(float(wide.total_params)), features(row_of(wide)) | {"hidden": float(wide.hidden)})
     here = position(envelope_at(float(model.total_params)), features(row_of(model)) | {"hidden": float(model.hidden)})
+    figures = {"quality_delta_pct": 100 * whole["delta"] / loss, "quality_band_pct": 100 * whole["sigma"] / loss,
+               "quality_passes": bool(whole["passes"]), "extrapolated": extrapolated(b), "wider_inside_envelope": bool(pos["inside"]),
+               "aspect_delta_pct": 100 * q["delta"] / loss, "aspect_band_pct": 100 * q["sigma"] / loss}
     if not pos["inside"] and here["inside"]:
-        return f"it leaves the published envelope ({', '.join(v['bound'] for v in pos['outside'])})", acc
+        return f"it leaves the published envelope ({', '.join(v['bound'] for v in pos['outside'])})", acc, figures
     if not q["passes"]:
-        return f"its aspect ratio costs accuracy beyond the term's band ({acc})", acc
-    return "", acc
+        return f"its aspect ratio costs accuracy beyond the term's band ({acc})", acc, figures
+    return "", acc, figures
 
 
 def _trust_region(model, prec, *, proxy_file=None):
@@ -297,7 +359,9 @@ def _trust_region(model, prec, *, proxy_file=None):
                     + "; ".join(describe(v) for v in pos["outside"])
                     + f". Proxy loss {d:+.2f}% +- {sd:.2f}% against {ref.name}" + (f" (extrapolated: {', '.join(ex)})" if ex else ""),
                     max(d, 0.0), f"a shape inside the envelope at {N / 1e9:.3g}B (llm-codesign design --params {N:.3g}), or "
-                    "accept an accuracy no published model vouches for")]
+                    "accept an accuracy no published model vouches for",
+                    {"quality_delta_pct": d, "quality_band_pct": sd, "extrapolated": ex, "reference": ref.name,
+                     "outside": [v["bound"] for v in pos["outside"]]})]
 
 
 def _quantization_readiness(model):
@@ -353,36 +417,88 @@ def _moe_shape(model, gpu, cal, prec, sh):
     return out
 
 
-def _pipeline_regularity(model, gpu, cal, prec, sh, *, b):
-    """R6: the slowest pipeline stage against an even split, and layer kinds of unequal time."""
-    out = []
+def _with_layers(model: ModelSpec, layers: int) -> ModelSpec:
+    """`model` with `layers` layers: its most numerous kind of layer gains or loses the difference, at the end
+    of the stack (the layout, where one is given, keeps every other layer where it was)."""
+    i = max(range(len(model.groups)), key=lambda j: model.groups[j][1])
+    d = layers - model.num_layers
+    groups = tuple((lay, n + d if j == i else n) for j, (lay, n) in enumerate(model.groups))
+    layout = model.layout
+    if layout and d < 0:
+        drop = [k for k, g in enumerate(layout) if g == i][d:]
+        layout = tuple(g for k, g in enumerate(layout) if k not in drop)
+    elif layout:
+        layout = layout + (i,) * d
+    return replace(model, groups=groups, layout=layout)
+
+
+def _balanced(model: ModelSpec, pp: int) -> ModelSpec | None:
+    """`model` with its layers reordered so that each of `pp` stages holds the same layers of each kind (None
+    where a kind's count does not divide by pp, or where the stages already do)."""
+    counts = [int(n) for _, n in model.groups]
+    if any(n % pp for n in counts) or len(set(model.stage_counts(pp))) == 1:
+        return None
+    stage = tuple(g for g, n in enumerate(counts) for _ in range(n // pp))
+    return replace(model, layout=stage * pp)
+
+
+def _stage_costs(model, gpu, cal, prec, sh, *, regime) -> list[tuple]:
+    """R6's comparisons, one per PP of 2, 4 and 8 that has one: (cost %, pp, the shape's time, the neighbour's layers,
+    its time, every neighbour priced as (layers, time))."""
     L = model.num_layers
-    # the slowest stage sets a pipeline's pace (cost.ops forward_ops splits layers as engines do):
-    # its step against the same layers spread evenly (L / pp of each kind, the LM head on the last)
-    one = forward_ops(model, gpu, cal, prec, sh, b=b)
-    head = float(sum(np.sum(op.total_time) for op in one if op.part == "lm_head"))
-    layers = float(step_time(one)) - head
     costs = []
     for pp in (2, 4, 8):
         if pp > L:
             continue
-        ops = forward_ops(model, gpu, cal, prec, replace(sh, pp=pp), b=b)
-        stage = float(sum(np.sum(op.total_time) for op in ops if op.part != "pipeline"))
-        costs.append((100.0 * (stage / (layers / pp + head) - 1.0), pp, model.stage_counts(pp)))
+        plan = replace(sh, pp=pp)
+        even = None if L % pp else _balanced(model, pp)
+        if L % pp == 0 and even is None:
+            continue  # every stage holds the same layers: nothing to compare
+        t = _time(model, gpu, cal, prec, plan, regime=regime)
+        if L % pp:
+            # the nearest count PP divides (the cheaper per layer of two as near), compared per layer: the shapes differ in depth
+            near = [n for n in (L // pp * pp, (L // pp + 1) * pp) if n >= pp]
+            priced = [(n, _time(_with_layers(model, n), gpu, cal, prec, plan, regime=regime)) for n in near]
+            priced = [(n, x) for n, x in priced if math.isfinite(x)]
+            if not (priced and math.isfinite(t)):
+                continue
+            n, tn = min(priced, key=lambda x: (abs(x[0] - L), (t / L) / (x[1] / x[0])))
+            costs.append((100.0 * ((t / L) / (tn / n) - 1.0), pp, t, n, tn, priced))
+        else:
+            tn = _time(even, gpu, cal, prec, plan, regime=regime)
+            if not math.isfinite(t + tn):
+                continue
+            costs.append((100.0 * (t / tn - 1.0), pp, t, L, tn, [(L, tn)]))
+    return costs
+
+
+def _pipeline_regularity(model, gpu, cal, prec, sh, *, b, regime):
+    """R6: a layer count PP does not divide, and kinds of layer stages do not share evenly, priced as `estimate`
+    prices the deployment (the stage split, the slowest stage, the micro-batches): the regime's objective (_time)
+    per layer against the nearest layer count PP divides, or against the same layers balanced per stage."""
+    out = []
+    L = model.num_layers
+    costs = _stage_costs(model, gpu, cal, prec, sh, regime=regime)
+    uneven = [p for p in (2, 4, 8) if L % p and p <= L]
     if costs:
-        pct, pp, stages = max(costs)
-        sizes = "/".join(str(sum(st)) for st in stages)
-        uneven = [p for p in (2, 4, 8) if L % p]
+        pct, pp, t, n, tn, priced = max(costs, key=lambda c: c[0])
+        sizes = "/".join(str(sum(st)) for st in model.stage_counts(pp))
         what = (f"{L} layers do not split evenly over PP {', '.join(map(str, uneven))}" if uneven
                 else f"{L} layers split evenly over PP 2, 4, 8 but their kinds do not")
+        at = _at(model, replace(sh, pp=pp), regime)
+        other = "the same layers balanced per stage" if n == L else f"{n} layers"
+        figures = {"pp": pp, "objective": _objective(regime), "time_ms": t * 1e3, "layers": L, "neighbour_layers": n,
+                   "neighbour_time_ms": tn * 1e3, "per_layer": n != L, "time_ms_by_layers": {str(k): x * 1e3 for k, x in priced}}
         if round(pct, 1) > 0:
+            alts = ", ".join(f"{k} layers {x * 1e3:.3f} ms ({100 * (x / t - 1):+.1f}%)" for k, x in priced if k != L)
             out.append(Finding("R6", "warning" if pct >= 1.0 else "info", "layers",
-                               f"{what}: at PP{pp} (stages of {sizes} layers) the slowest stage runs {pct:.1f}% longer than "
-                               "an even split, and sets every micro-batch's pace",
-                               pct, f"{int(math.ceil(L / 8) * 8)} or {L // 8 * 8} layers" if uneven else "keep the layer pattern regular per stage"))
+                               f"{what}: at PP{pp} (stages of {sizes} layers; {at}) {_objective(regime)} {t * 1e3:.3f} ms against "
+                               f"{tn * 1e3:.3f} ms with {other}: {pct:.1f}% more time per {'layer' if n != L else 'token'}, "
+                               "the slowest stage setting every micro-batch's pace",
+                               pct, (f"{alts} at PP{pp}" if n != L else "keep the layer pattern regular per stage"), figures))
         elif uneven:
-            out.append(Finding("R6", "info", "layers", f"{what}; at PP{uneven[-1]} the slowest stage costs ~0% over an even split",
-                               0.0, "nothing to fix"))
+            out.append(Finding("R6", "info", "layers", f"{what}; at PP{pp} ({at}) {_objective(regime)} per layer is {pct:+.1f}% against {other}",
+                               0.0, "nothing to fix", figures))
     if len(model.groups) > 1:
         times = []
         for layer, n in model.groups:
@@ -440,15 +556,18 @@ def _parallel_readiness(model, gpu, cal, prec):
                 res.append((float(np.ravel(r["tpot_s"])[0]), cap, cap / step / 8.0, bool(np.all(r["fits"]))))
             (a, ca, xa, fa), (h, ch, xh, fh) = res
             what = "MLA's latent cache (whole on every TP rank)" if mla else f"{k} KV heads"
+            figures = {"context": ctx, "tp8_sequences": ca, "helix_sequences": ch, "tp8_tok_s_per_gpu": xa, "helix_tok_s_per_gpu": xh,
+                       "tp8_tpot_ms": a * 1e3, "helix_tpot_ms": h * 1e3}
             if fa and fh:
                 gain = 100.0 * (xh / xa - 1.0)
                 msg = (f"at {ctx // 1024}k context on 8 GPUs with {what}, Helix (TP{k} x KVP{8 // k}) holds {ch} sequences "
                        f"to TP8's {ca}: decode {xh:.0f} vs {xa:.0f} tok/s/GPU with the cache full; one request's TPOT "
                        f"{h * 1e3:.2f} vs {a * 1e3:.2f} ms")
                 if round(gain, 1) > 0:
-                    out.append(Finding("R7", "info", "long-context", msg, gain, f"deploy long-context decode with --tp {k} --kvp {8 // k}"))
+                    out.append(Finding("R7", "info", "long-context", msg, gain, f"deploy long-context decode with --tp {k} --kvp {8 // k}",
+                                       figures))
                 else:
-                    out.append(Finding("R7", "info", "long-context", msg + ": Helix does not pay here (~0%)", 0.0, "keep TP8"))
+                    out.append(Finding("R7", "info", "long-context", msg + ": Helix does not pay here (~0%)", 0.0, "keep TP8", figures))
     return out
 
 
@@ -462,5 +581,5 @@ def to_sarif(findings: list[Finding], model_ref: str) -> dict:
                                "message": {"text": f"{f.message} Fix: {f.fix} (cost {f.cost_pct:.1f}%)"},
                                "locations": [{"physicalLocation": {"artifactLocation": {"uri": model_ref}},
                                               "logicalLocations": [{"name": f.where}]}],
-                               "properties": {"cost_pct": f.cost_pct}} for f in findings]}],
+                               "properties": {"cost_pct": f.cost_pct, **f.figures}} for f in findings]}],
     }
