@@ -195,7 +195,7 @@ def objective(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, pla
     return flat.max(axis=1), bp, bb, P
 
 
-def at_best(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, num_gpus: int, slo: Slo, *, moe: bool,
+def at_best(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, *, num_gpus: int, slo: Slo, moe: bool,
             engine: Engine = TRTLLM) -> dict | None:
     """One shape's best deployment at the regime's SLO, as `design` ranks it (the plans of a `moe` search),
     with its four metrics there; None where no deployment meets the floor."""

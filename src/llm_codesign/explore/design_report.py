@@ -35,7 +35,7 @@ def shape_of(m: ModelSpec) -> dict:
     return s | {"vocab": m.vocab}
 
 
-def _frontier(m: ModelSpec, gpu, cal, prec, num_gpus, slo, engine, table) -> tuple[list[dict], int]:
+def _frontier(m: ModelSpec, gpu, cal, prec, *, num_gpus, slo, engine, table) -> tuple[list[dict], int]:
     """The shape's frontier at the design's precision and lengths (pareto's search), each point with its 80% and
     95% intervals; the deployments evaluated."""
     from llm_codesign.explore.search import SearchSpace, search
@@ -51,11 +51,11 @@ def _frontier(m: ModelSpec, gpu, cal, prec, num_gpus, slo, engine, table) -> tup
     return pts, int(f.evaluated)
 
 
-def _at_slo(m: ModelSpec, gpu, cal, prec, num_gpus, slo, *, moe, engine, table) -> dict | None:
+def _at_slo(m: ModelSpec, gpu, cal, prec, *, num_gpus, slo, moe, engine, table) -> dict | None:
     """The shape's best deployment at the SLO (as design ranks it) with its four metrics' intervals there."""
     from llm_codesign.measure.intervals import bands, context
 
-    best = at_best(m, gpu, cal, prec, num_gpus, slo, moe=moe, engine=engine)
+    best = at_best(m, gpu, cal, prec, num_gpus=num_gpus, slo=slo, moe=moe, engine=engine)
     if best is None:
         return None
     isl, osl = slo.lengths()
@@ -98,8 +98,8 @@ def side_by_side(r: dict, *, params: float, gpu: Gpu, cal: Calibration, prec: Pr
                         "extrapolated": q["extrapolated"]}, "envelope": d["envelope"]}))
     out = []
     for m, col in cols:
-        at = _at_slo(m, gpu, cal, prec, num_gpus, slo, moe=moe, engine=engine, table=table)
-        frontier, evaluated = _frontier(m, gpu, cal, prec, num_gpus, slo, engine, table)
+        at = _at_slo(m, gpu, cal, prec, num_gpus=num_gpus, slo=slo, moe=moe, engine=engine, table=table)
+        frontier, evaluated = _frontier(m, gpu, cal, prec, num_gpus=num_gpus, slo=slo, engine=engine, table=table)
         out.append(col | {"shape": shape_of(m), "total_params": int(m.total_params), "active_params": int(m.active_params),
                           "at_slo": at, "frontier": frontier, "evaluated": evaluated,
                           "lint": [f.to_dict() for f in lint(m, gpu, cal, lint_regime, prec=prec, proxy_file=proxy_file)]})

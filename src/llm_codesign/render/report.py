@@ -217,7 +217,7 @@ D.results.forEach((r, i) => {
     pt.addEventListener('click', () => show(i, j));
   });
   if (r.at) S('circle', {cx: sx(r.at.tok_s_per_user), cy: sy(r.at.output_tok_s_per_gpu), r: 9, fill: 'none', stroke: c, 'stroke-width': 2.5,
-                         class: 'at-slo', 'data-i': i}, area);  // the design report: the shape's best deployment at the SLO
+                         'pointer-events': 'none', class: 'at-slo', 'data-i': i}, area);  // the design report: the shape's best deployment at the SLO
   const item = E('div', null, legend);
   swatch(item, {stroke: c}, r.label);
   E('span', xs.length ? ` (${r.frontier.length} frontier points; dots: ${xs.length.toLocaleString()} of ${r.evaluated.toLocaleString()} deployments evaluated)`
@@ -228,7 +228,7 @@ D.results.forEach((r, i) => {
 });
 if (D.floor) {  // the design report: the SLO's floor, a line of tok/s/user (or tok/s/GPU) the rings must clear
   const f = D.floor, v = f.axis === 'x' ? sx(f.value) : sy(f.value), look = {stroke: '#a00', 'stroke-dasharray': '6,4'};
-  S('line', {...(f.axis === 'x' ? {x1: v, x2: v, y1: M.t, y2: H - M.b} : {x1: M.l, x2: W - M.r, y1: v, y2: v}), ...look, class: 'floor'}, area);
+  S('line', {...(f.axis === 'x' ? {x1: v, x2: v, y1: M.t, y2: H - M.b} : {x1: M.l, x2: W - M.r, y1: v, y2: v}), ...look, 'pointer-events': 'none', class: 'floor'}, area);
   swatch(E('div', null, legend), look, f.label);
 }
 """

@@ -104,12 +104,12 @@ function drawFrontier(box, data, opts) {
     });
     // a design's side by side: the shape's best deployment at the SLO, ringed
     if (r.at) svgEl("circle", {cx: sx(r.at.tok_s_per_user).toFixed(2), cy: sy(r.at.output_tok_s_per_gpu).toFixed(2), r: 9, fill: "none",
-                               stroke: c, "stroke-width": 2.5, class: "at-slo", "data-i": i}, area);
+                               stroke: c, "stroke-width": 2.5, "pointer-events": "none", class: "at-slo", "data-i": i}, area);
   });
   if (data.floor) {  // the SLO's floor: a line of tok/s/user (x) or tok/s/GPU (y)
     const f = data.floor, v = f.axis === "x" ? sx(f.value) : sy(f.value);
     svgEl("line", {...(f.axis === "x" ? {x1: v, x2: v, y1: M.t, y2: PH - M.b} : {x1: M.l, x2: W - M.r, y1: v, y2: v}), stroke: "#a00",
-                   "stroke-dasharray": "6,4", class: "floor"}, area);
+                   "stroke-dasharray": "6,4", "pointer-events": "none", class: "floor"}, area);
   }
   const lg = svgEl("g", {class: "legend"}, svg);
   legend.forEach(([line, text, cls], k) => {
