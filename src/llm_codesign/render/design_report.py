@@ -188,7 +188,7 @@ td,th{{border:1px solid #ccc;padding:2px 6px;text-align:left;vertical-align:top}
 (ISL/OSL {isl}/{osl}, {e(sbs['precision'])}, {e(sbs['engine'])}). Reference: {e(ref['name'])} ({e(ref['basis'])}); equal quality:
 {e(sbs['rule'])}. {r['candidates']:,} shapes searched, {r['evaluated']:,} deployments priced in {r['seconds']:.1f} s.</p>
 <h2>Frontiers</h2><p class="hint">Rings: each shape's best deployment at the SLO. Hover a point for its deployment and intervals; click it to keep them below.</p>
-<p id="band-note">{e(BAND_TEXT)}</p>
+<p id="band-note" class="hint">{e(BAND_TEXT)}</p>
 <div id="plot"></div><div id="legend"></div><div id="tip"></div><div id="point"></div>
 <h2>Side by side</h2>{table}
 <p class="hint">Intervals: 80% (the range that held 80% of measured runs like it).</p>{_basis_html(cols)}
