@@ -724,3 +724,78 @@ def test_a_speculative_frontier_and_its_point_priced_again(page, server):
         assert got[k] == est[k], k
     assert got["speculation"].startswith(f"eagle3 k={d['draft_len']}, ")
     assert not page.errors
+
+
+def _design_qwen3_8b(quality_sigmas: float) -> dict:
+    """The design both design-report browser tests check against: Qwen3-8B's budget on one H200 (1 s)."""
+    import llm_codesign as lc
+
+    return lc.design(8e9, "h200", num_gpus=1, max_candidates=40, top=5, baseline="qwen3-8b", quality_sigmas=quality_sigmas)
+
+
+def _rings_right_of_the_floor(pg, scope: str) -> tuple[list[float], float]:
+    rings = pg.eval_on_selector_all(f"{scope} circle.at-slo", "xs => xs.map(x => +x.getAttribute('cx'))")
+    return rings, float(pg.get_attribute(f"{scope} line.floor", "x1"))
+
+
+def test_the_design_report_draws_the_side_by_side_offline(page, tmp_path):
+    """`design --report`'s page (render.design_report) from file://: four frontiers with their bands on one plot,
+    each shape's best deployment at the SLO ringed right of the SLO's floor, and the side-by-side table."""
+    from llm_codesign.render.design_report import write_design_html
+
+    r = _design_qwen3_8b(1.0) | {"params": 8e9, "num_gpus": 1, "gpu": "h200"}
+    path = tmp_path / "design.html"
+    write_design_html(r, path)
+    page.goto(path.as_uri())
+    page.wait_for_selector("#frontier-svg")
+    cols = r["side_by_side"]["columns"]
+    assert [page.eval_on_selector_all(f"circle.pt[data-i='{i}']", "xs => xs.length") for i in range(4)] == [len(c["frontier"]) for c in cols]
+    assert page.eval_on_selector_all("polyline.frontier", "xs => xs.length") == 4
+    assert page.eval_on_selector_all("polygon.band", "xs => xs.length") == 4
+    rings, floor = _rings_right_of_the_floor(page, "#plot")
+    assert len(rings) == 4 and all(x > floor for x in rings)  # every best deployment meets the 20 tok/s/user floor
+    assert "the SLO's floor: 20 tok/s/user" in page.text_content("#legend")
+    p = cols[3]["frontier"][3]  # the last series drawn: on top of the others
+    box = page.query_selector("circle.pt[data-i='3'][data-j='3']").bounding_box()
+    page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    assert f"TTFT {p['ttft_ms']:.0f} ms, TPOT {p['tpot_ms']:.2f} ms" in page.text_content("#tip")
+    head = page.eval_on_selector_all("#side-by-side thead th", "xs => xs.map(x => x.textContent)")
+    assert head == ["", "qwen3-8b (baseline)", "design 1", "design 2", "design 3"]
+    assert page.eval_on_selector_all("#lint-findings tbody tr", "xs => xs.length") == sum(len(c["lint"]) for c in cols)
+    assert page.hosts <= {""} and not page.errors
+
+
+def test_the_design_tab_shows_the_side_by_side_with_a_quality_limit(page, server):
+    """The page's design: the quality limit reaches the search (29 shapes as good as Qwen3-8B at 0 sigma, 31 at 1),
+    and the top three stand beside the baseline as the API gives them: one plot, the three dimensions, lint findings."""
+    page.set_viewport_size({"width": 800, "height": 1000})
+    page.goto(server + "/")
+    _ready(page)
+    for box in page.query_selector_all("#gpus input"):
+        box.set_checked(box.get_attribute("value") == "h200")
+    page.fill("#num_gpus", "1")
+    page.fill("#max_candidates", "40")
+    page.fill("#baseline", "qwen3-8b")
+    page.fill("#quality_sigmas", "0")
+    page.click("#run-design")
+    page.wait_for_selector("#design-compare", timeout=120_000)
+    r = _design_qwen3_8b(0.0)
+    assert r["candidates"] == 29 and page.text_content("#design h2").startswith("Designs (29 shapes,")
+    cols = r["side_by_side"]["columns"]
+    rows = {x[0]: x[1:] for x in page.eval_on_selector_all("#design-compare tbody tr", "rs => rs.map(r => [...r.cells].map(c => c.textContent))")}
+    assert page.eval_on_selector_all("#design-compare thead th", "xs => xs.map(x => x.textContent)") == [
+        "", "qwen3-8b (baseline)", "design 1", "design 2", "design 3"]
+    assert rows["layers"] == [str(c["shape"]["layers"]) for c in cols] and rows["layers"][0] == "36"
+    assert rows["gain over the reference"] == ["-", *(f"+{c['gain_pct']:.1f}%" for c in cols[1:])]
+    obj = [c["at_slo"] for c in cols]
+    assert rows["tok/s/GPU at the SLO, 80%"] == [
+        f"{a['objective']:,.0f} ({a['intervals']['output_tok_s_per_gpu']['lo80']:,.0f}-{a['intervals']['output_tok_s_per_gpu']['hi80']:,.0f})"
+        for a in obj]
+    assert rows["TTFT ms there"] == [f"{a['ttft_ms']:.1f}" for a in obj]
+    assert rows["lint: errors / warnings / info"] == [" / ".join(str(sum(f["severity"] == s for f in c["lint"])) for s in ("error", "warning", "info"))
+                                                      for c in cols]
+    assert page.eval_on_selector_all("#design-plot polyline.frontier", "xs => xs.length") == 4
+    rings, floor = _rings_right_of_the_floor(page, "#design-plot")
+    assert len(rings) == 4 and all(x > floor for x in rings)
+    assert page.eval_on_selector_all("#design-lint tbody tr", "xs => xs.length") == sum(len(c["lint"]) for c in cols)
+    assert _overflow(page) == 0 and page.text_content("#error") == "" and not page.errors

@@ -127,11 +127,12 @@ def design(params: float, gpu: str | Gpu, *, num_gpus: int = 8, regime: str = "t
     """Model shapes at a parameter budget, inside the published models' envelope (unless `outside_envelope`)
     and no worse in proxy loss than the baseline (without one, the nearest published model of the kind) beyond
     `quality_sigmas` of the difference's uncertainty, ranked by the frontier value they reach at the regime's
-    SLO (the dict `llm-codesign design --json` prints), each objective with its 80% and 95% intervals
-    (`intervals`)."""
+    SLO (the dict `llm-codesign design --json` prints): each row with its lint counts and its objective's 80% and
+    95% intervals (`intervals`), and the top three beside the reference in `side_by_side` (explore.design_report)."""
     from llm_codesign.explore.design import Slo
     from llm_codesign.explore.design import design as run
-    from llm_codesign.measure.intervals import design_rows, table_for
+    from llm_codesign.explore.design_report import complete
+    from llm_codesign.measure.intervals import table_for
     from llm_codesign.spec.engines import get_engine
     from llm_codesign.spec.plan import precision_for
     from llm_codesign.spec.precision import Precision as _P
@@ -140,13 +141,14 @@ def design(params: float, gpu: str | Gpu, *, num_gpus: int = 8, regime: str = "t
     base = get_model(baseline) if baseline is not None else None
     prec = precision_for(base, weight_dtype, activation_dtype, kv_dtype) if base else (
         _P.of(weight_dtype or "bf16", activation_dtype, kv_dtype) if (weight_dtype or activation_dtype or kv_dtype) else None)
-    slo = Slo(regime, min_tps_user, min_tps_gpu, isl, osl)
-    r = run(params, g, _calibration(g, calibration), num_gpus, slo, baseline=base, moe=moe, prec=prec, budget_tol=budget_tol,
-            quality_tol=quality_tol, quality_sigmas=quality_sigmas, outside_envelope=outside_envelope, engine=get_engine(engine),
-            max_candidates=max_candidates, top=top, progress=progress)
-    # each row's objective with its intervals (the precision design priced: the baseline's, else BF16)
-    return design_rows(r, gpu=g, prec=prec or (base.default_precision if base else _P.of("bf16")), engine=engine, baseline=base,
-                       table=table_for(calibration, gpu=g))
+    slo, cal, eng = Slo(regime, min_tps_user, min_tps_gpu, isl, osl), _calibration(g, calibration), get_engine(engine)
+    prec = prec or (base.default_precision if base else _P.of("bf16"))  # what design prices: the baseline's, else BF16
+    r = run(params, g, cal, num_gpus, slo, baseline=base, moe=moe, prec=prec, budget_tol=budget_tol, quality_tol=quality_tol,
+            quality_sigmas=quality_sigmas, outside_envelope=outside_envelope, engine=eng, max_candidates=max_candidates, top=top,
+            progress=progress)
+    # each row's lint and intervals, and the top designs beside the reference (explore.design_report), as `design --json`
+    return complete(r, params=params, gpu=g, cal=cal, prec=prec, num_gpus=num_gpus, slo=slo, moe=moe, engine=eng, baseline=base,
+                    budget_tol=budget_tol, table=table_for(calibration, gpu=g))
 
 
 def validate_serving(path: str, *, calibration: str | None = None) -> dict:

@@ -95,6 +95,9 @@ def design(
     trials: int = typer.Option(300, "--trials", min=1, max=100_000, help="NSGA-II trials."),
     export: Optional[str] = typer.Option(None, "--export", help="Write the best design as a Hugging Face config.json; - for standard output."),
     plot_path: Optional[str] = typer.Option(None, "--plot", help="Frontiers of the top designs vs the baseline (.png/.svg)."),
+    report: Optional[str] = typer.Option(None, "--report", help="A self-contained HTML page to forward (.html): the reference and "
+                                         "the top 3 designs side by side (frontiers with their bands, speed at the SLO, quality "
+                                         "with its band, envelope, lint findings with their costs); --json carries the same."),
     scheduler: Optional[str] = typer.Option(None, "--scheduler", help="Grid search: price the shape chunks on Dask, local (a "
                                             "LocalCluster) or tcp://HOST:PORT (default: DASK_SCHEDULER_ADDRESS, else in-process)."),
     workers: Optional[int] = typer.Option(None, "--workers", min=1, max=4096, help="Threads of the local cluster."),
@@ -104,7 +107,6 @@ def design(
     from llm_codesign.cost.calibration import calibration_for
     from llm_codesign.explore.design import Slo, design_nsga2, hf_config, to_model
     from llm_codesign.explore.design import design as run
-    from llm_codesign.explore.lint import lint as lint_run
     from llm_codesign.outputs import check_writable, write_all, write_text
     from llm_codesign.spec.engines import get_engine
     from llm_codesign.spec.validation import as_float
@@ -120,12 +122,14 @@ def design(
         raise InputError("search", search_mode, "grid or nsga2")
     if plot_path and not plot_path.endswith((".png", ".svg")):
         raise InputError("plot", plot_path, "a .png or .svg path")
-    for name, p in (("export", export), ("plot", plot_path)):
+    if report and not report.endswith((".html", ".htm")):
+        raise InputError("report", report, "an .html path")
+    for name, p in (("export", export), ("plot", plot_path), ("report", report)):
         if p:
             check_writable(name, p, stdout=name == "export")
     if export == "-" and as_json:
         raise InputError("export", export, "a file path with --json (standard output carries the JSON)")
-    check_paths([("--export", export), ("--plot", plot_path)],
+    check_paths([("--export", export), ("--plot", plot_path), ("--report", report)],
                 {"--baseline": baseline, "--gpu": gpu, "--quality": quality_file, "--accuracy-proxy": accuracy_proxy,
                  "--calibration": calibration})
     g = _gpu(gpu)
@@ -157,15 +161,19 @@ def design(
     finally:
         if prog:
             prog.stop()
-    vocab = base.vocab if base else 128256
-    for d in r["designs"]:
-        fs = lint_run(to_model(d, vocab), g, cal, regime if regime != "long-context" else "throughput", prec=prec, proxy_file=accuracy_proxy)
-        d["lint"] = {"errors": sum(f.severity == "error" for f in fs), "warnings": sum(f.severity == "warning" for f in fs),
-                     "top": fs[0].message if fs else None}
-    from llm_codesign.measure.intervals import design_rows, table_for
+    from llm_codesign.explore.design_report import complete
+    from llm_codesign.measure.intervals import table_for
 
-    r = design_rows(r, gpu=g, prec=prec, engine=eng.name, baseline=base, table=table_for(calibration, gpu=g))  # each objective's intervals
-    jobs = []  # both files written, or neither
+    # each row's lint and intervals; the winners beside the reference where asked (a second or less: four shapes' frontiers)
+    r = complete(r, params=params, gpu=g, cal=cal, prec=prec, num_gpus=gpus_, slo=slo, moe=moe, engine=eng, baseline=base,
+                 budget_tol=budget_tol, table=table_for(calibration, gpu=g), quality_file=quality_file, proxy_file=accuracy_proxy,
+                 side=bool(as_json or report))
+    vocab = base.vocab if base else 128256
+    jobs = []  # every file written, or none
+    if report and r["designs"]:
+        from llm_codesign.render.design_report import write_design_html
+
+        jobs.append((lambda p: write_design_html(r, p), report))
     if plot_path and r["designs"]:
         from dataclasses import replace
 
@@ -234,3 +242,5 @@ def design(
         con.print(f"wrote {'standard output' if export == '-' else export}")
     if plot_path and r["designs"]:
         con.print(f"wrote plot: {plot_path}")
+    if report and r["designs"]:
+        con.print(f"wrote report: {report}")

@@ -165,12 +165,11 @@ def _plans(num_gpus: int, gpu: Gpu, *, moe: bool, long_context: bool) -> tuple[P
     return Plan(*(a[:, i] for i in range(6))), a[:, 6]
 
 
-def objective(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, plan: Plan, *, inst: np.ndarray, slo: Slo,
-              engine: Engine = TRTLLM, batches=BATCHES):
-    """Best value of the regime's metric over every deployment meeting the SLO, per shape (axis 0)."""
+def _priced(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, plan: Plan, *, inst: np.ndarray, slo: Slo,
+            engine: Engine, batches) -> tuple[dict, np.ndarray]:
+    """Every deployment (shape x plan x batch) evaluated, and which of them are valid, fit and meet the SLO's floor."""
     isl, osl = slo.lengths()
-    obj_name, cons, _, _ = REGIMES[slo.regime]
-    P = len(inst)
+    _, cons, _, _ = REGIMES[slo.regime]
     pa = plan.take(np.s_[None, :, None])
     conc = np.asarray(batches)[None, None, :] * np.asarray(plan.adp)[None, :, None]
     r = evaluate(model, Serving(gpu=gpu, prec=prec, plan=pa, engine=engine), cal=cal, concurrency=conc, isl=isl, osl=osl)
@@ -179,12 +178,37 @@ def objective(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, pla
         ok = ok & (r["tok_s_per_user"] >= slo.min_tps_user)
     else:
         ok = ok & (r["output_tok_s_per_gpu"] >= slo.min_tps_gpu)
+    return r, ok
+
+
+def objective(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, plan: Plan, *, inst: np.ndarray, slo: Slo,
+              engine: Engine = TRTLLM, batches=BATCHES):
+    """Best value of the regime's metric over every deployment meeting the SLO, per shape (axis 0)."""
+    obj_name = REGIMES[slo.regime][0]
+    P = len(inst)
+    r, ok = _priced(model, gpu, cal, prec, plan, inst=inst, slo=slo, engine=engine, batches=batches)
     val = np.where(ok, r[obj_name], -np.inf)
     shape = val.shape
     flat = val.reshape(shape[0], -1)
     best = flat.argmax(axis=1)
     bp, bb = np.divmod(best, shape[2])
     return flat.max(axis=1), bp, bb, P
+
+
+def at_best(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, *, num_gpus: int, slo: Slo, moe: bool,
+            engine: Engine = TRTLLM) -> dict | None:
+    """One shape's best deployment at the regime's SLO, as `design` ranks it (the plans of a `moe` search),
+    with its four metrics there; None where no deployment meets the floor."""
+    plan, inst = _plans(num_gpus, gpu, moe=moe, long_context=slo.regime == "long-context")
+    r, ok = _priced(model, gpu, cal, prec, plan, inst=inst, slo=slo, engine=engine, batches=BATCHES)
+    val = np.where(ok, r[REGIMES[slo.regime][0]], -np.inf)
+    k = int(np.argmax(val.ravel()))
+    if not np.isfinite(val.ravel()[k]):
+        return None
+    at = lambda key: float(np.broadcast_to(r[key], val.shape).ravel()[k])  # noqa: E731
+    ip, ib = np.unravel_index(k, val.shape)[1:]
+    return {"objective": float(val.ravel()[k]), "tok_s_per_user": at("tok_s_per_user"), "output_tok_s_per_gpu": at("output_tok_s_per_gpu"),
+            "ttft_ms": 1e3 * at("ttft_s"), "tpot_ms": 1e3 * at("tpot_s"), "deployment": _dep(plan, inst, int(ip), int(ib))}
 
 
 # A design search prices shapes x plans x batches, ~3.5 us per deployment on one core of the 2-core
@@ -271,23 +295,28 @@ def reference(params: float, *, baseline: ModelSpec | None, moe: bool, weight_dt
               k: float = 1.0, tol: float = 0.0) -> Reference:
     """The baseline, or without one the published model of the search's kind (dense or MoE, full GQA attention)
     nearest the budget: as it is when within the budget tolerance, else its shape scaled to the budget."""
+    m, name, basis = reference_model(params, baseline=baseline, moe=moe, budget_tol=budget_tol)
+    return Reference(name, basis, m, accuracy_model.model_terms(m, weight_dtype, c=qc, pc=pc), k, tol)
+
+
+def reference_model(params: float, *, baseline: ModelSpec | None, moe: bool, budget_tol: float) -> tuple[ModelSpec, str, str]:
+    """The reference's shape, name and basis (`reference`): the baseline, else the nearest published model of the kind,
+    scaled to the budget where it lies outside the tolerance."""
     import math
 
     from llm_codesign.spec.registry import get_model
 
     if baseline is not None:
-        m, name, basis = baseline, baseline.name, "baseline"
-    else:
-        pool = [get_model(n) for n in _reference_pool(moe)]
-        near = min(pool, key=lambda x: abs(math.log(x.total_params / params)))
-        if abs(near.total_params / params - 1) <= budget_tol:
-            m, name, basis = near, near.name, f"no baseline: the nearest published {'MoE' if moe else 'dense'} model"
-        else:
-            m = _scaled(near, params)
-            name = f"{near.name} scaled to {m.total_params / 1e9:,.4g}B"
-            basis = (f"no baseline: the nearest published {'MoE' if moe else 'dense'} model ({near.name}, "
-                     f"{near.total_params / 1e9:.3g}B), its shape scaled to the budget")
-    return Reference(name, basis, m, accuracy_model.model_terms(m, weight_dtype, c=qc, pc=pc), k, tol)
+        return baseline, baseline.name, "baseline"
+    pool = [get_model(n) for n in _reference_pool(moe)]
+    near = min(pool, key=lambda x: abs(math.log(x.total_params / params)))
+    kind = "MoE" if moe else "dense"
+    if abs(near.total_params / params - 1) <= budget_tol:
+        return near, near.name, f"no baseline: the nearest published {kind} model"
+    m = _scaled(near, params)
+    name = f"{near.name} scaled to {m.total_params / 1e9:,.4g}B"
+    return (m, name, f"no baseline: the nearest published {kind} model ({near.name}, "
+            f"{near.total_params / 1e9:.3g}B), its shape scaled to the budget")
 
 
 def judge(cand: dict, ref: Reference, *, weight_dtype: str, qc: dict, pc: dict, outside_envelope: bool) -> dict:

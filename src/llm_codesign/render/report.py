@@ -123,7 +123,7 @@ def report_data(results: list[dict], breakdowns: dict) -> dict:
 # The report's script: a log-log SVG plot drawn from the embedded data (no plotting library: plotly.js
 # inlined made one frontier's report 4.9 MB), hover details, a click on a point or a row for its
 # per-operator breakdown. Every name from the data goes in through textContent, never innerHTML.
-_REPORT_JS = r"""
+_PLOT_JS = r"""
 const D = JSON.parse(document.getElementById('frontier-data').textContent);
 const NS = 'http://www.w3.org/2000/svg', W = 960, H = 560, M = {l: 72, r: 16, t: 14, b: 50};
 const COLOURS = ['#1f77b4', '#ff7f0e', '#2ca02c', '#d62728', '#9467bd', '#8c564b', '#e377c2', '#7f7f7f', '#bcbd22', '#17becf'];
@@ -154,14 +154,6 @@ function ticks(lo, hi) {  // decades, with 2 and 5 labelled when the axis spans 
       if (l >= lo && l <= hi) out.push({v, major: m === 1, label: m === 1 || (hi - lo < 3 && (m === 2 || m === 5))});
     }
   return out;
-}
-function describe(p) {
-  const d = p.deployment;
-  return [`${d.plan} x${d.replicas}, batch ${d.concurrency_per_instance}`,
-          `W ${d.weight_dtype} / A ${d.activation_dtype} / KV ${d.kv_dtype}` + (d.spec ? `, ${d.spec} k=${d.draft_len}` : ''),
-          `${p.tok_s_per_user.toFixed(1)} tok/s/user, ${p.output_tok_s_per_gpu.toFixed(0)} tok/s/GPU`,
-          `TTFT ${p.ttft_ms.toFixed(0)} ms, TPOT ${p.tpot_ms.toFixed(2)} ms`,
-          'accuracy ' + (p.accuracy ? p.accuracy.short : 'none'), ...intervals(p)];
 }
 function intervals(p) {  // the point's 80% and 95% intervals (measure.intervals), where the search gave them
   const b = p.intervals;
@@ -224,13 +216,35 @@ D.results.forEach((r, i) => {
     pt.addEventListener('mouseleave', () => { tip.style.display = 'none'; });
     pt.addEventListener('click', () => show(i, j));
   });
+  if (r.at) S('circle', {cx: sx(r.at.tok_s_per_user), cy: sy(r.at.output_tok_s_per_gpu), r: 9, fill: 'none', stroke: c, 'stroke-width': 2.5,
+                         'pointer-events': 'none', class: 'at-slo', 'data-i': i}, area);  // the design report: the shape's best deployment at the SLO
   const item = E('div', null, legend);
   swatch(item, {stroke: c}, r.label);
-  E('span', ` (${r.frontier.length} frontier points; dots: ${xs.length.toLocaleString()} of ${r.evaluated.toLocaleString()} deployments evaluated)`, item, 'hint');
+  E('span', xs.length ? ` (${r.frontier.length} frontier points; dots: ${xs.length.toLocaleString()} of ${r.evaluated.toLocaleString()} deployments evaluated)`
+    : ` (${r.frontier.length} frontier points of ${r.evaluated.toLocaleString()} deployments evaluated)`, item, 'hint');
   if (banded.length) swatch(E('div', null, legend), {stroke: c, 'stroke-width': 8, opacity: 0.15}, `${r.label}: 80% interval of tok/s/GPU`);
   if (r.bound) swatch(E('div', null, legend), {stroke: c, 'stroke-dasharray': dash(i)}, r.bound.label);
   if (r.empty) E('div', `${r.label}: no deployment on the frontier: ${r.empty}`, legend, 'empty');
 });
+if (D.floor) {  // the design report: the SLO's floor, a line of tok/s/user (or tok/s/GPU) the rings must clear
+  const f = D.floor, v = f.axis === 'x' ? sx(f.value) : sy(f.value), look = {stroke: '#a00', 'stroke-dasharray': '6,4'};
+  S('line', {...(f.axis === 'x' ? {x1: v, x2: v, y1: M.t, y2: H - M.b} : {x1: M.l, x2: W - M.r, y1: v, y2: v}), ...look, 'pointer-events': 'none', class: 'floor'}, area);
+  swatch(E('div', null, legend), look, f.label);
+}
+"""
+# the pareto report's hover lines: a frontier point's deployment, precisions, metrics, accuracy and intervals
+_DESCRIBE_JS = r"""
+function describe(p) {
+  const d = p.deployment;
+  return [`${d.plan} x${d.replicas}, batch ${d.concurrency_per_instance}`,
+          `W ${d.weight_dtype} / A ${d.activation_dtype} / KV ${d.kv_dtype}` + (d.spec ? `, ${d.spec} k=${d.draft_len}` : ''),
+          `${p.tok_s_per_user.toFixed(1)} tok/s/user, ${p.output_tok_s_per_gpu.toFixed(0)} tok/s/GPU`,
+          `TTFT ${p.ttft_ms.toFixed(0)} ms, TPOT ${p.tpot_ms.toFixed(2)} ms`,
+          'accuracy ' + (p.accuracy ? p.accuracy.short : 'none'), ...intervals(p)];
+}
+"""
+# the pareto report's frontier table and per-operator breakdowns (a click on a point or a row)
+_TABLE_JS = r"""
 function cell(tr, tag, text) { return E(tag, text, tr); }
 function table(head) { const t = E('table'); const tr = t.createTHead().insertRow(); head.forEach((h) => cell(tr, 'th', h)); t.createTBody(); return t; }
 const rows = {};
@@ -264,6 +278,7 @@ D.results.forEach((r, i) => r.frontier.forEach((p, j) => {
 }));
 document.getElementById('table').appendChild(T);
 """
+_REPORT_JS = _PLOT_JS + _DESCRIBE_JS + _TABLE_JS
 
 
 # what the shaded band means, in one sentence (measure.intervals; its coverage: docs/validation_report.md)

@@ -228,6 +228,8 @@ class DesignRequest(Precisions, WhatIf):
     regime: Regime = "throughput"
     moe: StrictBool = False
     baseline: Optional[str] = Field(None, max_length=300)
+    quality_sigmas: Float = Field(1.0, ge=0, le=10, description="Equal quality: a shape's proxy loss at most this many sigma of the "
+                                  "difference above the baseline's (design's --quality-sigmas).")
     engine: Engine = "trtllm"
     min_tps_user: Float = Field(20.0, ge=0, le=1e7)
     max_candidates: Int = Field(500, ge=1, le=5000, description="Kept small: the page waits for the answer.")
@@ -377,6 +379,9 @@ class DesignResponse(_Open):
     candidates: int
     evaluated: int
     designs: list[dict[str, Any]]
+    side_by_side: Optional[dict[str, Any]] = Field(None, description="The reference and the top three designs side by side "
+                                                   "(explore.design_report): frontiers, speed at the SLO, quality with its band, "
+                                                   "envelope, lint findings.")
 
 
 class AccuracyReport(BaseModel):
@@ -686,7 +691,8 @@ def _design(req: DesignRequest, job: "_Job", *, inputs, progress=None) -> dict:
     g, base = inputs
     return _plain(lc.design(req.params, g, num_gpus=req.num_gpus, regime=req.regime, moe=req.moe, baseline=base,
                             weight_dtype=req.weight_dtype, activation_dtype=req.activation_dtype, kv_dtype=req.kv_dtype,
-                            engine=req.engine, min_tps_user=req.min_tps_user, max_candidates=req.max_candidates, top=req.top,
+                            engine=req.engine, min_tps_user=req.min_tps_user, quality_sigmas=req.quality_sigmas,
+                            max_candidates=req.max_candidates, top=req.top,
                             progress=step))
 
 

@@ -11,7 +11,7 @@ const PRICE = ["p_mode", "p_weight_dtype", "p_kv_dtype", "p_num_gpus", ...PLAN.m
                ...POOL.map((f) => "pf_" + f), ...POOL.map((f) => "dc_" + f), "p_concurrencies", "p_spec", "p_draft_len", "p_acceptance",
                "p_acceptance_rates", "p_draft_model"];
 const FIELDS = ["model", "config", "num_gpus", "weight_dtype", "kv_dtype", "engine", "s_spec", "s_acceptance", "s_draft_len", "isl", "osl",
-                "min_tps_user", "max_ttft_ms", "regime", "params", "baseline", "max_candidates", "wi_base", "wi_id", ...WHAT_IF.map((f) => "wi_" + f), ...PRICE];
+                "min_tps_user", "max_ttft_ms", "regime", "params", "baseline", "quality_sigmas", "max_candidates", "wi_base", "wi_id", ...WHAT_IF.map((f) => "wi_" + f), ...PRICE];
 // what a result depends on: changing one of these clears every result shown (a frontier of another model stays no longer)
 const IDENTITY = ["model", "config", "num_gpus", "wi_on", "wi_base", "wi_id", ...WHAT_IF.map((f) => "wi_" + f)];
 const CUSTOM = "custom config (pasted)";
@@ -490,6 +490,7 @@ async function runDesign() {
   showError("");
   const wi = whatIf(s);
   const req = {params: num(s.params), gpu: s.gpus[0] || (wi ? wi.id : "h200"), num_gpus: num(s.num_gpus), max_candidates: num(s.max_candidates),
+               ...(s.quality_sigmas.trim() ? {quality_sigmas: num(s.quality_sigmas)} : {}),
                regime: s.regime, engine: s.engine, ...(s.weight_dtype ? {weight_dtype: s.weight_dtype} : {}), ...(wi ? {what_if: wi} : {}),
                ...(s.baseline.trim() ? {baseline: s.baseline.trim()} : {})};
   saveHash();
@@ -511,11 +512,65 @@ async function runDesign() {
       el("div", `loss % against ${r.reference.name} (${r.reference.basis}), with its 1-sigma band; x: extrapolated`, "hint"),
       table("design-table", [["#", "n"], ["shape", "t"], ["params", "n"], ["quality proxy", "n"], ["loss %", "n"], ["envelope", "t"],
                              [r.objective, "n"], ["deployment", "t"]], rows));
+    if (r.side_by_side) showSideBySide(r.side_by_side, r.reference);
     status("");
   } catch (e) {
     status("");
     showError(e.message);
   }
+}
+
+// The top designs beside the reference (explore.design_report.side_by_side), as `design --report` shows them: their
+// frontiers on one plot (each shape's best deployment at the SLO ringed), the three dimensions in one table, the lint findings
+const METRIC = {tok_s_per_user: "tok/s/user", output_tok_s_per_gpu: "tok/s/GPU", ttft_ms: "TTFT ms", tpot_ms: "TPOT ms"};
+const rate = (x) => Math.abs(x) >= 1000 ? Math.round(x).toLocaleString() : Number(x).toFixed(Math.abs(x) >= 10 ? 1 : 2);
+const sideLabel = (c) => c.role === "design" ? c.name : `${c.name} (${c.role})`;
+
+function sideRows(sbs) {
+  const cols = sbs.columns, obj = sbs.objective, rows = [];
+  const add = (label, f) => rows.push([label, ...cols.map(f)]);
+  const keys = [["layers", "layers"], ["hidden", "hidden size"], ["heads", "query heads"], ["kv_heads", "KV heads"], ["head_dim", "head size"],
+                ["inter", "FFN width"], ["experts", "experts"], ["top_k", "top-k"], ["expert_inter", "expert width"],
+                ["shared_inter", "shared expert width"], ["vocab", "vocabulary"]];
+  for (const [k, label] of keys) if (cols.some((c) => k in c.shape)) add(label, (c) => k in c.shape ? c.shape[k].toLocaleString() : "-");
+  add("total / active params", (c) => `${fix(c.total_params / 1e9, 1)}B / ${fix(c.active_params / 1e9, 1)}B`);
+  const at = (c, k) => c.at_slo ? rate(c.at_slo[k]) : "none meets the SLO";
+  add(`${METRIC[obj]} at the SLO, 80%`, (c) => c.at_slo ? `${rate(c.at_slo[obj])} (${rate(c.at_slo.intervals[obj].lo80)}-${rate(c.at_slo.intervals[obj].hi80)})` : at(c, obj));
+  add("gain over the reference", (c) => c.gain_pct === null ? "-" : `${c.gain_pct >= 0 ? "+" : ""}${fix(c.gain_pct, 1)}%`);
+  for (const k of Object.keys(METRIC)) if (k !== obj) add(`${METRIC[k]} there`, (c) => at(c, k));
+  add("best deployment", (c) => c.at_slo ? `${c.at_slo.deployment.plan}, batch ${c.at_slo.deployment.concurrency_per_instance}` : "-");
+  add("proxy loss", (c) => fix(c.quality.loss, 4));
+  add("loss vs reference, 1-sigma", (c) => {
+    const q = c.quality, sg = (x) => `${x >= 0 ? "+" : ""}${fix(x, 2)}%`;
+    return q.delta_pct === 0 && q.sigma_pct === 0 ? "0 (the reference)" : `${sg(q.delta_pct)} ± ${fix(q.sigma_pct, 2)}% (${sg(q.delta_band_pct[0])} to ${sg(q.delta_band_pct[1])})`;
+  });
+  add("extrapolated terms", (c) => c.quality.extrapolated.join(", ") || "none");
+  add("envelope", (c) => c.envelope.inside ? `inside (nearest ${c.envelope.closest.bound}, x${fix(c.envelope.closest.headroom, 2)})`
+    : "outside: " + c.envelope.outside.map((v) => `${v.bound} x${fix(v.by, 2)}`).join("; "));
+  add("lint: errors / warnings / info", (c) => ["error", "warning", "info"].map((s) => c.lint.filter((f) => f.severity === s).length).join(" / "));
+  return rows;
+}
+
+function showSideBySide(sbs, ref) {
+  const cols = sbs.columns, [cons, value] = Object.entries(sbs.constraint)[0];
+  const pts = cols.flatMap((c) => [...c.frontier, ...(c.at_slo ? [c.at_slo] : [])]);
+  const lim = (k) => { const v = pts.map((p) => p[k]).filter((x) => x > 0); return v.length ? [Math.min(...v) / 1.5, Math.max(...v) * 1.15] : [1, 10]; };
+  const data = {limits: {x: lim("tok_s_per_user"), y: lim("output_tok_s_per_gpu")}, floor: value > 0 ? {axis: cons === "min_tps_user" ? "x" : "y", value,
+                label: `the SLO's floor: ${value} ${cons === "min_tps_user" ? "tok/s/user" : "tok/s/GPU"}`} : null,
+                series: cols.map((c) => ({label: sideLabel(c), empty: c.frontier.length ? "" : "no deployment fits", frontier: c.frontier, bound: null,
+                                          evaluated: c.evaluated, cloud: {tok_s_per_user: [], output_tok_s_per_gpu: []},
+                                          at: c.at_slo ? {tok_s_per_user: c.at_slo.tok_s_per_user, output_tok_s_per_gpu: c.at_slo.output_tok_s_per_gpu} : null}))};
+  const plot = el("div");
+  plot.id = "design-plot";
+  const findings = cols.flatMap((c) => c.lint.map((f) => [sideLabel(c), `${f.rule} ${f.rule_name}`, f.severity, fix(f.cost_pct, 1), f.message]));
+  $("design").append(el("h3", `Side by side: ${ref.name} and the top ${cols.length - 1} designs`),
+    el("div", `rings: each shape's best deployment at the SLO; shaded: the 80% interval of tok/s/GPU. Equal quality: ${sbs.rule}.`, "hint"), plot,
+    table("design-compare", [["", "t"], ...cols.map((c) => [sideLabel(c), "n"])], sideRows(sbs)),
+    el("h3", "Lint findings, each with its predicted cost"),
+    findings.length ? table("design-lint", [["shape", "t"], ["rule", "t"], ["severity", "t"], ["cost %", "n"], ["finding", "t"]], findings)
+      : el("div", "no finding on any shape", "hint"));
+  drawFrontier(plot, data, {tip: $("tip"), describe: (p) => [`${p.deployment.plan}, batch ${p.deployment.concurrency_per_instance}`,
+    `${rate(p.tok_s_per_user)} tok/s/user, ${rate(p.output_tok_s_per_gpu)} tok/s/GPU`, `TTFT ${fix(p.ttft_ms, 0)} ms, TPOT ${fix(p.tpot_ms, 2)} ms`]});
 }
 
 // ---- the validation report (GET /api/accuracy: data/calibration/accuracy.toml)

@@ -33,7 +33,8 @@ function bandPoints(frontier) {
 }
 
 // drawFrontier(box, data, opts): the plot of `data` ({limits: {x, y}, series: [{label, empty, frontier, cloud, bound,
-// evaluated}]}: /api/pareto's `plot` beside each series' frontier) in `box`, at its width. opts.onClick(i, j) on a point,
+// evaluated, at}], floor}: /api/pareto's `plot` beside each series' frontier; a design's `at`, its best deployment at the
+// SLO, ringed, and `floor` {axis: "x" or "y", value, label}, the SLO's line) in `box`, at its width. opts.onClick(i, j) on a point,
 // opts.tip: the element that shows a hovered point's lines (opts.describe(p)). Returns {svg, select(i, j)}.
 function drawFrontier(box, data, opts) {
   const W = Math.max(box.clientWidth, 280), PH = Math.round(Math.min(Math.max(W * 0.55, 260), 520));
@@ -41,12 +42,14 @@ function drawFrontier(box, data, opts) {
   const legend = [];  // [attrs of the swatch's line, text, class]
   data.series.forEach((r, i) => {
     const c = PLOT_COLOURS[i % PLOT_COLOURS.length], dash = PLOT_DASHES[i % PLOT_DASHES.length];
-    legend.push([{stroke: c}, `${r.label} (${r.frontier.length} frontier points; dots: ${r.cloud.tok_s_per_user.length.toLocaleString()} `
-                 + `of ${r.evaluated.toLocaleString()} deployments evaluated)`, "series"]);
+    const n = r.cloud.tok_s_per_user.length;
+    legend.push([{stroke: c}, `${r.label} (${r.frontier.length} frontier points` + (n ? `; dots: ${n.toLocaleString()} of` : " of")
+                 + ` ${r.evaluated.toLocaleString()} deployments evaluated)`, "series"]);
     if (bandPoints(r.frontier).length) legend.push([{stroke: c, "stroke-width": 8, opacity: 0.15}, `${r.label}: 80% interval of tok/s/GPU`, "band"]);
     if (r.bound) legend.push([{stroke: c, "stroke-dasharray": dash}, r.bound.label, "bound"]);
     if (r.empty) legend.push([null, `${r.label}: no deployment on the frontier: ${r.empty}`, "empty"]);
   });
+  if (data.floor) legend.push([{stroke: "#a00", "stroke-dasharray": "6,4"}, data.floor.label, "floor"]);
   const H = PH + 8 + legend.length * ROW;
   const svg = svgEl("svg", {viewBox: `0 0 ${W} ${H}`, width: W, height: H, id: "frontier-svg", role: "img",
                             "font-family": "system-ui, sans-serif", "font-size": 12, "data-scale": "log"});
@@ -99,7 +102,15 @@ function drawFrontier(box, data, opts) {
       }
       if (opts.onClick) pt.addEventListener("click", () => opts.onClick(i, j));
     });
+    // a design's side by side: the shape's best deployment at the SLO, ringed
+    if (r.at) svgEl("circle", {cx: sx(r.at.tok_s_per_user).toFixed(2), cy: sy(r.at.output_tok_s_per_gpu).toFixed(2), r: 9, fill: "none",
+                               stroke: c, "stroke-width": 2.5, "pointer-events": "none", class: "at-slo", "data-i": i}, area);
   });
+  if (data.floor) {  // the SLO's floor: a line of tok/s/user (x) or tok/s/GPU (y)
+    const f = data.floor, v = f.axis === "x" ? sx(f.value) : sy(f.value);
+    svgEl("line", {...(f.axis === "x" ? {x1: v, x2: v, y1: M.t, y2: PH - M.b} : {x1: M.l, x2: W - M.r, y1: v, y2: v}), stroke: "#a00",
+                   "stroke-dasharray": "6,4", "pointer-events": "none", class: "floor"}, area);
+  }
   const lg = svgEl("g", {class: "legend"}, svg);
   legend.forEach(([line, text, cls], k) => {
     const y = PH + 8 + k * ROW + ROW / 2;

@@ -1,0 +1,132 @@
+"""A design search's winners beside the shape they are measured against, in the three dimensions an
+architect weighs: speed (each shape's frontier, and its best deployment at the SLO with the intervals),
+quality (the proxy loss against the reference, with its band) and trust (its place in the published
+envelope, what binds the winner, and the guideline findings with their predicted costs). `design --json`,
+`design --report`, the API and the page carry the same record (`side_by_side`, added by `complete`)."""
+from __future__ import annotations
+
+from llm_codesign.cost.calibration import Calibration
+from llm_codesign.explore.design import Slo, at_best, reference_model, to_model
+from llm_codesign.spec.engines import Engine
+from llm_codesign.spec.hardware import Gpu
+from llm_codesign.spec.kinds import DenseFfn, MoE
+from llm_codesign.spec.model import ModelSpec
+from llm_codesign.spec.precision import Precision
+
+SIDE_BY_SIDE = 3  # the designs set beside the reference: the report's columns stay readable on a page
+_BOUNDS = ("lo80", "hi80", "lo95", "hi95")
+_DEPLOYMENT = ("plan", "instance_gpus", "replicas", "concurrency_per_instance")
+
+
+def shape_of(m: ModelSpec) -> dict:
+    """A ModelSpec's shape in the design rows' keys (explore.envelope.row_of for the attention; the FFN of its
+    first layer of each kind), with the vocabulary."""
+    from llm_codesign.explore.envelope import row_of
+
+    r = row_of(m)
+    s = {k: int(r[k]) for k in ("hidden", "layers", "heads", "kv_heads", "head_dim") if r.get(k) is not None}
+    ffns = [layer.ffn for layer, _ in m.groups]
+    moe = next((f for f in ffns if isinstance(f, MoE)), None)
+    dense = next((f for f in ffns if isinstance(f, DenseFfn)), None)
+    if moe is not None:
+        s |= {"experts": moe.experts, "top_k": moe.top_k, "expert_inter": moe.expert_inter, "shared_inter": moe.shared_inter}
+    if dense is not None:
+        s["inter"] = dense.inter
+    return s | {"vocab": m.vocab}
+
+
+def _frontier(m: ModelSpec, gpu, cal, prec, *, num_gpus, slo, engine, table) -> tuple[list[dict], int]:
+    """The shape's frontier at the design's precision and lengths (pareto's search), each point with its 80% and
+    95% intervals; the deployments evaluated."""
+    from llm_codesign.explore.search import SearchSpace, search
+
+    isl, osl = slo.lengths()
+    f = search(m, gpu, cal, SearchSpace(num_gpus, precisions=(prec,)), isl=isl, osl=osl, engine=engine).banded(m, table=table)
+    pts = []
+    for p in f.points:
+        d = p.to_dict()
+        pts.append({k: d[k] for k in ("tok_s_per_user", "output_tok_s_per_gpu", "ttft_ms", "tpot_ms")}
+                   | {"deployment": {k: d["deployment"][k] for k in _DEPLOYMENT},
+                      "intervals": {m_: {k: float(b[k]) for k in _BOUNDS} for m_, b in (d.get("intervals") or {}).items()}})
+    return pts, int(f.evaluated)
+
+
+def _at_slo(m: ModelSpec, gpu, cal, prec, *, num_gpus, slo, moe, engine, table) -> dict | None:
+    """The shape's best deployment at the SLO (as design ranks it) with its four metrics' intervals there."""
+    from llm_codesign.measure.intervals import bands, context
+
+    best = at_best(m, gpu, cal, prec, num_gpus=num_gpus, slo=slo, moe=moe, engine=engine)
+    if best is None:
+        return None
+    isl, osl = slo.lengths()
+    ctx = context(m, gpu, prec, engine=engine.name, concurrency=best["deployment"]["concurrency_per_instance"], isl=isl, osl=osl)
+    b = bands({k: best[k] for k in ("tok_s_per_user", "output_tok_s_per_gpu", "ttft_ms", "tpot_ms")}, ctx, table=table)
+    first = next(iter(b.values()))
+    return best | {"intervals": {k: {x: float(v[x]) for x in _BOUNDS} for k, v in b.items()},
+                   "interval_basis": {"source": first["source"], "widened": list(first["widened"])}}
+
+
+def _envelope(m: ModelSpec) -> dict:
+    from llm_codesign.explore.envelope import envelope_at, features, position, row_of
+
+    return position(envelope_at(float(m.total_params)), features(row_of(m)) | {"hidden": float(m.hidden)})
+
+
+def side_by_side(r: dict, *, params: float, gpu: Gpu, cal: Calibration, prec: Precision, num_gpus: int, slo: Slo, moe: bool,
+                 engine: Engine, baseline: ModelSpec | None, budget_tol: float, table: dict, lint_regime: str,
+                 quality_file: str | None = None, proxy_file: str | None = None, n: int = SIDE_BY_SIDE) -> dict:
+    """The reference (the baseline, else design's published or scaled model) and the top `n` designs of a
+    `design` result `r`, each with its shape, frontier, best deployment at the SLO (gain over the reference's),
+    proxy loss against the reference's with its 1-sigma band, envelope position and lint findings (explore.lint
+    at `lint_regime`, each with its predicted cost); with what binds the winner."""
+    from llm_codesign.explore import accuracy_model, quality
+    from llm_codesign.explore.lint import lint
+
+    ref = r["reference"]
+    m0, name0, _ = reference_model(params, baseline=baseline, moe=moe, budget_tol=budget_tol)
+    vocab = baseline.vocab if baseline is not None else 128256  # design's shapes take the baseline's vocabulary
+    terms = accuracy_model.model_terms(m0, prec.weight.name, c=quality.constants(quality_file), pc=accuracy_model.proxy_constants(proxy_file))
+    cols = [(m0, {"role": "baseline" if baseline is not None else "reference", "name": name0, "basis": ref["basis"],
+                  "quality": {"loss": ref["quality_proxy"], "delta_pct": 0.0, "sigma_pct": 0.0, "delta_band_pct": [0.0, 0.0], "passes": True,
+                              "extrapolated": accuracy_model.extrapolated(terms)}, "envelope": _envelope(m0)})]
+    for j, d in enumerate(r["designs"][:n], 1):
+        q = d["quality"]
+        cols.append((to_model(d, vocab, f"design {j}"), {
+            "role": "design", "name": f"design {j}", "rank": j,
+            "quality": {"loss": q["loss"], "delta_pct": q["delta_pct"], "sigma_pct": q["sigma_pct"],
+                        "delta_band_pct": [q["delta_pct"] - q["sigma_pct"], q["delta_pct"] + q["sigma_pct"]], "passes": q["passes"],
+                        "extrapolated": q["extrapolated"]}, "envelope": d["envelope"]}))
+    out = []
+    for m, col in cols:
+        at = _at_slo(m, gpu, cal, prec, num_gpus=num_gpus, slo=slo, moe=moe, engine=engine, table=table)
+        frontier, evaluated = _frontier(m, gpu, cal, prec, num_gpus=num_gpus, slo=slo, engine=engine, table=table)
+        out.append(col | {"shape": shape_of(m), "total_params": int(m.total_params), "active_params": int(m.active_params),
+                          "at_slo": at, "frontier": frontier, "evaluated": evaluated,
+                          "lint": [f.to_dict() for f in lint(m, gpu, cal, lint_regime, prec=prec, proxy_file=proxy_file)]})
+    base = out[0]["at_slo"]["objective"] if out[0]["at_slo"] else None
+    for c in out:
+        c["gain_pct"] = 100.0 * (c["at_slo"]["objective"] / base - 1.0) if base and c["at_slo"] and c["role"] == "design" else None
+    return {"objective": r["objective"], "constraint": r["constraint"], "isl_osl": list(slo.lengths()), "precision": r["precision"],
+            "engine": engine.name, "rule": ref["rule"], "binds": r.get("binds", []), "extended": r.get("grid", {}).get("extended", []), "columns": out}
+
+
+def complete(r: dict, *, params: float, gpu: Gpu, cal: Calibration, prec: Precision, num_gpus: int, slo: Slo, moe: bool,
+             engine: Engine, baseline: ModelSpec | None, budget_tol: float, table: dict, quality_file: str | None = None,
+             proxy_file: str | None = None, side: bool = True) -> dict:
+    """A `design` result as `design --json` and the API give it: each row's lint counts and first finding, its
+    objective's intervals (measure.intervals.design_rows) and, with `side`, the `side_by_side` record."""
+    from llm_codesign.explore.lint import lint
+    from llm_codesign.measure.intervals import design_rows
+
+    vocab = baseline.vocab if baseline is not None else 128256
+    lint_regime = slo.regime if slo.regime != "long-context" else "throughput"
+    for d in r["designs"]:
+        fs = lint(to_model(d, vocab), gpu, cal, lint_regime, prec=prec, proxy_file=proxy_file)
+        d["lint"] = {"errors": sum(f.severity == "error" for f in fs), "warnings": sum(f.severity == "warning" for f in fs),
+                     "top": fs[0].message if fs else None}
+    r = design_rows(r, gpu=gpu, prec=prec, engine=engine.name, baseline=baseline, table=table)
+    if side and r["designs"]:
+        r["side_by_side"] = side_by_side(r, params=params, gpu=gpu, cal=cal, prec=prec, num_gpus=num_gpus, slo=slo, moe=moe, engine=engine,
+                                         baseline=baseline, budget_tol=budget_tol, table=table, lint_regime=lint_regime,
+                                         quality_file=quality_file, proxy_file=proxy_file)
+    return r

@@ -1,0 +1,203 @@
+"""`design --report`: a self-contained HTML page an architect can forward. The reference (the baseline, or the
+published model design compared against) and the top designs side by side (explore.design_report.side_by_side):
+their frontiers on one log-log plot with the 80% bands and each shape's best deployment at the SLO ringed, a table
+of the three dimensions (speed at the SLO, quality with its band, trust: envelope and lint), what binds the winner,
+and every lint finding with its predicted cost. Tables are built here with every value escaped; the plot is the
+pareto report's script (render.report._PLOT_JS)."""
+from __future__ import annotations
+
+import html
+import json
+from pathlib import Path
+
+from llm_codesign.render.plot import data_limits, gpus_text
+from llm_codesign.render.report import _PLOT_JS, BAND_TEXT
+
+_METRIC = {"tok_s_per_user": "tok/s/user", "output_tok_s_per_gpu": "tok/s/GPU", "ttft_ms": "TTFT ms", "tpot_ms": "TPOT ms"}
+_FLOOR = {"min_tps_user": ("x", "tok/s/user"), "min_tps_gpu": ("y", "tok/s/GPU")}
+
+# the design page's hover lines and click: a frontier point's deployment, metrics and intervals (no precision or
+# accuracy: every shape runs at the design's one precision, and its quality is the table's)
+_DESIGN_JS = r"""
+function describe(p) {
+  const d = p.deployment;
+  return [`${d.plan} x${d.replicas}, batch ${d.concurrency_per_instance}`,
+          `${p.tok_s_per_user.toFixed(1)} tok/s/user, ${p.output_tok_s_per_gpu.toFixed(0)} tok/s/GPU`,
+          `TTFT ${p.ttft_ms.toFixed(0)} ms, TPOT ${p.tpot_ms.toFixed(2)} ms`, ...intervals(p)];
+}
+function show(i, j) {
+  const r = D.results[i], p = r.frontier[j];
+  if (chosen) chosen.setAttribute('r', 4);
+  chosen = document.querySelector(`circle.pt[data-i="${i}"][data-j="${j}"]`);
+  chosen.setAttribute('r', 7);
+  document.getElementById('point').replaceChildren(E('p', `${r.label}, frontier point ${j + 1}: ` + describe(p).join('; ')));
+}
+"""
+
+
+def _n(x: float) -> str:
+    """A rate or a time at a precision that reads: 3,237 / 194.7 / 5.12."""
+    return f"{x:,.0f}" if abs(x) >= 1000 else f"{x:.1f}" if abs(x) >= 10 else f"{x:.2f}"
+
+
+def _pct(x: float | None) -> str:
+    return "-" if x is None else f"{x:+.1f}%"
+
+
+def plot_data(sbs: dict) -> dict:
+    """What the page's script draws: each column's frontier (with its intervals) and its best deployment at the
+    SLO, no cloud or bound (four shapes' clouds hide one another), the SLO's floor, and the axes' limits around
+    the frontiers and those deployments (render.plot.data_limits)."""
+    results = []
+    for c in sbs["columns"]:
+        at = c["at_slo"]
+        results.append({"model": c["name"], "label": _label(c), "frontier": c["frontier"], "evaluated": c["evaluated"], "bound": None,
+                        "empty": "" if c["frontier"] else "no deployment fits",
+                        "at": {k: at[k] for k in ("tok_s_per_user", "output_tok_s_per_gpu")} if at else None,
+                        # the limits take in the ringed deployments too (below the frontier where the floor binds)
+                        "cloud": {k: [at[k]] if at else [] for k in ("tok_s_per_user", "output_tok_s_per_gpu")}})
+    (x0, x1), (y0, y1) = data_limits(results)
+    (cons, value), = sbs["constraint"].items()
+    axis, unit = _FLOOR[cons]
+    for r in results:
+        r["cloud"] = {"tok_s_per_user": [], "output_tok_s_per_gpu": []}
+    return {"results": results, "limits": {"x": [x0, x1], "y": [y0, y1]},
+            "floor": {"axis": axis, "value": value, "label": f"the SLO's floor: {value:g} {unit}"} if value > 0 else None}
+
+
+def _label(c: dict) -> str:
+    return c["name"] if c["role"] == "design" else f"{c['name']} ({c['role']})"
+
+
+def _shape_rows(cols: list[dict]) -> list[tuple[str, list[str]]]:
+    keys = [("layers", "layers"), ("hidden", "hidden size"), ("heads", "query heads"), ("kv_heads", "KV heads"), ("head_dim", "head size"),
+            ("inter", "FFN width"), ("experts", "experts"), ("top_k", "active experts (top-k)"), ("expert_inter", "expert width"),
+            ("shared_inter", "shared expert width"), ("vocab", "vocabulary")]
+    rows = [(label, [f"{c['shape'][k]:,}" if k in c["shape"] else "-" for c in cols]) for k, label in keys
+            if any(k in c["shape"] for c in cols)]
+    return rows + [("total parameters", [f"{c['total_params'] / 1e9:.1f}B" for c in cols]),
+                   ("active parameters", [f"{c['active_params'] / 1e9:.1f}B" for c in cols])]
+
+
+def _speed_rows(cols: list[dict], objective: str) -> list[tuple[str, list[str]]]:
+    def at(c, k, band=False):
+        a = c["at_slo"]
+        if not a:
+            return "none meets the SLO"
+        b = a["intervals"].get(k) if band else None
+        return _n(a[k]) + (f" (80%: {_n(b['lo80'])}-{_n(b['hi80'])})" if b else "")
+
+    return [(f"{_METRIC[objective]} at the SLO (the objective)", [at(c, objective, band=True) for c in cols]),
+            ("gain over the reference", [_pct(c["gain_pct"]) if c["role"] == "design" else "-" for c in cols]),
+            *((_METRIC[k] + " there", [at(c, k) for c in cols]) for k in _METRIC if k != objective),
+            ("best deployment", [f"{c['at_slo']['deployment']['plan']}, batch {c['at_slo']['deployment']['concurrency_per_instance']}"
+                                 if c["at_slo"] else "-" for c in cols])]
+
+
+def _quality_rows(cols: list[dict]) -> list[tuple[str, list[str]]]:
+    def delta(q):
+        lo, hi = q["delta_band_pct"]
+        return "0 (the reference)" if not q["sigma_pct"] and not q["delta_pct"] else f"{q['delta_pct']:+.2f}% ± {q['sigma_pct']:.2f}% ({lo:+.2f}% to {hi:+.2f}%)"
+
+    return [("proxy loss (nats)", [f"{c['quality']['loss']:.4f}" for c in cols]),
+            ("loss against the reference, 1-sigma band", [delta(c["quality"]) for c in cols]),
+            ("equal quality", ["yes" if c["quality"]["passes"] else "no" for c in cols]),
+            ("terms beyond their studied range", [", ".join(c["quality"]["extrapolated"]) or "none" for c in cols])]
+
+
+def _envelope_text(e: dict) -> str:
+    if e["inside"]:
+        c = e["closest"]
+        return f"inside (nearest bound {c['bound']}: {c['value']:.4g} against {c['limit']:.4g}, headroom x{c['headroom']:.2f})"
+    return "outside: " + "; ".join(f"{v['bound']} {v['value']:.4g} against {v['limit']:.4g} (x{v['by']:.2f})" for v in e["outside"])
+
+
+def _trust_rows(cols: list[dict]) -> list[tuple[str, list[str]]]:
+    def count(fs):
+        return ", ".join(f"{sum(f['severity'] == s for f in fs)} {s}" for s in ("error", "warning", "info"))
+
+    def worst(fs):
+        f = max(fs, key=lambda f: f["cost_pct"], default=None)
+        return f"{f['cost_pct']:.1f}% ({f['rule']} {f['rule_name']})" if f else "-"
+
+    return [("published envelope at its scale", [_envelope_text(c["envelope"]) for c in cols]),
+            ("lint findings", [count(c["lint"]) for c in cols]),
+            ("largest predicted lint cost", [worst(c["lint"]) for c in cols])]
+
+
+def _table(tid: str, head: list[str], sections: list[tuple[str, list[tuple[str, list[str]]]]]) -> str:
+    e = html.escape
+    out = [f'<table id="{tid}"><thead><tr><th></th>' + "".join(f"<th>{e(h)}</th>" for h in head) + "</tr></thead><tbody>"]
+    for title, rows in sections:
+        out.append(f'<tr class="section"><th colspan="{len(head) + 1}">{e(title)}</th></tr>')
+        out += [f"<tr><th>{e(label)}</th>" + "".join(f"<td>{e(v)}</td>" for v in vals) + "</tr>" for label, vals in rows]
+    return "".join(out) + "</tbody></table>"
+
+
+def _binds_html(sbs: dict) -> str:
+    items = []
+    for x in sbs["extended"]:
+        items.append(f"grid extended: {x['axis']} to {x['to']} (the winner sat on its {x['side']} edge; {x['admitted']} shapes admitted)")
+    for x in sbs["binds"]:
+        if x["kind"] == "grid edge":
+            items.append(f"{x['axis']} {x['side']} {x['value']} is a real limit: {x['why']}")
+        else:
+            items.append(f"{x['kind']}: {x['axis']} -> {x['to']} would gain {x['gain_pct']:+.1f}% but {x['why']}")
+    body = "".join(f"<li>{html.escape(t)}</li>" for t in items) or "<li>nothing: the winner is interior to the grid and every neighbour was priced</li>"
+    return f'<h2>What binds design 1</h2><ul id="binds">{body}</ul>'
+
+
+def _lint_html(cols: list[dict]) -> str:
+    e = html.escape
+    rows = "".join(f"<tr><td>{e(_label(c))}</td><td>{e(f['rule'])} {e(f['rule_name'])}</td><td>{e(f['severity'])}</td><td>{e(f['where'])}</td>"
+                   f"<td>{f['cost_pct']:.1f}</td><td>{e(f['message'])}</td><td>{e(f['fix'])}</td></tr>" for c in cols for f in c["lint"])
+    return ('<h2>Lint findings</h2><p class="hint">cost %: what the finding costs in the regime\'s objective, by re-pricing the fixed '
+            'shape (R8: the proxy loss against the nearest published model).</p><table id="lint-findings"><thead><tr><th>shape</th>'
+            '<th>rule</th><th>severity</th><th>where</th><th>cost %</th><th>finding</th><th>fix</th></tr></thead><tbody>'
+            + (rows or '<tr><td colspan="7">no finding on any shape</td></tr>') + "</tbody></table>")
+
+
+def _basis_html(cols: list[dict]) -> str:
+    items = [f"{_label(c)}: from {c['at_slo']['interval_basis']['source']}"
+             + "".join(f"; {w}" for w in c["at_slo"]["interval_basis"]["widened"]) for c in cols if c["at_slo"]]
+    return '<ul id="basis" class="hint">' + "".join(f"<li>{html.escape(t)}</li>" for t in items) + "</ul>"
+
+
+def design_html(r: dict) -> str:
+    """The page for a `design` result carrying its side_by_side record (design --json's)."""
+    sbs, ref = r["side_by_side"], r["reference"]
+    cols = sbs["columns"]
+    e = html.escape
+    (cons, value), = sbs["constraint"].items()
+    isl, osl = sbs["isl_osl"]
+    head = [_label(c) for c in cols]
+    table = _table("side-by-side", head, [("Shape", _shape_rows(cols)), ("Speed at the SLO", _speed_rows(cols, sbs["objective"])),
+                                          ("Quality", _quality_rows(cols)), ("Trust", _trust_rows(cols))])
+    data = json.dumps(plot_data(sbs), allow_nan=False, separators=(",", ":"))
+    safe = data.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")  # no markup can start inside the JSON
+    title = f"Design report: {r['params'] / 1e9:,.4g}B parameters on {gpus_text(r['num_gpus'])} {r['gpu']}, {r['regime']} regime"
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>{e(title)}</title>
+<style>body{{font-family:sans-serif;margin:1.5em;color:#222;max-width:1400px}} table{{border-collapse:collapse;font-size:12px;margin:0.5em 0}}
+td,th{{border:1px solid #ccc;padding:2px 6px;text-align:left;vertical-align:top}} tr.section th{{background:#eef2f7}}
+#side-by-side td{{text-align:right}} #plot svg{{max-width:100%;height:auto;font-size:12px}} circle.pt{{cursor:pointer}}
+.hint{{color:#666;font-size:12px}} #legend div{{margin:2px 0;font-size:13px}} #legend svg{{vertical-align:middle;margin-right:4px}}
+.empty{{color:#a00}} #tip{{position:absolute;display:none;background:#fff;border:1px solid #999;padding:4px 8px;font-size:12px;pointer-events:none}}</style></head>
+<body><h1>{e(title)}</h1>
+<p id="summary">Objective: {e(_METRIC[sbs['objective']])} at each shape's best deployment with at least {value:g} {e(_FLOOR[cons][1])}
+(ISL/OSL {isl}/{osl}, {e(sbs['precision'])}, {e(sbs['engine'])}). Reference: {e(ref['name'])} ({e(ref['basis'])}); equal quality:
+{e(sbs['rule'])}. {r['candidates']:,} shapes searched, {r['evaluated']:,} deployments priced in {r['seconds']:.1f} s.</p>
+<h2>Frontiers</h2><p class="hint">Rings: each shape's best deployment at the SLO. Hover a point for its deployment and intervals; click it to keep them below.</p>
+<p id="band-note" class="hint">{e(BAND_TEXT)}</p>
+<div id="plot"></div><div id="legend"></div><div id="tip"></div><div id="point"></div>
+<h2>Side by side</h2>{table}
+<p class="hint">Intervals: 80% (the range that held 80% of measured runs like it).</p>{_basis_html(cols)}
+{_binds_html(sbs)}
+{_lint_html(cols)}
+<script type="application/json" id="frontier-data">{safe}</script>
+<script>{_PLOT_JS}{_DESIGN_JS}</script></body></html>
+"""
+
+
+def write_design_html(r: dict, path: str | Path) -> None:
+    Path(path).write_text(design_html(r))  # the caller's write_all makes it whole or nothing
