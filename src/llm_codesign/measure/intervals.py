@@ -19,12 +19,12 @@ of r (a between-group shift plus a within-slice spread) and every interval of th
 carries a between-group part T (`between` in the file, per level): the bounds about the slice's median m
 are m - sqrt((m - q_lo)^2 + T^2) and m + sqrt((q_hi - m)^2 + T^2), the prediction interval of a new
 group's run in a random-effects model (Higgins, Thompson and Spiegelhalter 2009, "A re-evaluation of
-random-effects meta-analysis", JRSS A 172:137, eq. 12, with the slice's conformal bounds for the
+random-effects meta-analysis", JRSS A 172:137, with the slice's conformal bounds for the
 within-slice term). T is the one a new group needs: on leave-one-group-out folds of every kind
 (campaigns, GPU families, engines, shapes), the additive term that just covers each held-out run, and
 T the quantile at the stated level with each held-out group weighing alike however many runs it holds
 (the pooled CDF of Dunn, Wasserman and Ramdas 2023, "Distribution-free prediction sets for two-layer
-hierarchical models", JASA 118:2491). Inside the calibrated envelope T is the campaign term (`campaign`:
+hierarchical models", JASA 118). Inside the calibrated envelope T is the campaign term (`campaign`:
 held-out runs with no reason below); outside it (a GPU family, engine, shape class or precision with no
 measured run, a kernel without a table, speculative decoding) T is the largest of the terms measured for
 those reasons, and the answer names what is missing. `benchmarks/validation_report.py --intervals PATH`
@@ -393,6 +393,7 @@ def band(metric: str, value, ctx: Context, *, table: dict | None = None, levels=
         for name, q in ((f"lo{lvl}", lo), (f"hi{lvl}", hi)):
             x = v * np.exp(q)
             out[name] = float(x) if x.ndim == 0 else x
+    # each reason with its own term alone (own=True: without the campaign term), as a factor at each level
     widened = [text + " (x" + "/x".join(f"{math.exp(between([(kind, text)], t, own=True, levels=levels)[lvl]):.2f}"
                                                              for lvl in levels) + " at " + "/".join(map(str, levels)) + "%)"
                for kind, text in why]
