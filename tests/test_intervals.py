@@ -56,16 +56,26 @@ def test_a_thin_slice_backs_off_to_its_parent_and_says_which():
 
 def test_a_question_outside_the_runs_widens_with_its_reason():
     hopper = iv.Context("serving", "vllm", "hopper", "dense", "5-32", "balanced", ("dense", "gqa"), "fp8")
-    widen = {"family": {"k80": 2.0, "k95": 1.5, "n": 10, "folds": "x"}}
-    t = _table([(CTX, {"ttft_ms": r}) for r in GOLDEN], widen=widen)
+    between = {"campaign": {"t80": 0.3, "t95": 0.4, "n": 10, "groups": 2, "folds": "x"},
+               "family": {"t80": 1.2, "t95": 0.5, "n": 10, "groups": 2, "folds": "x"}}
+    t = _table([(CTX, {"ttft_ms": r}) for r in GOLDEN], between=between)
     t["kernel_tables"]["hopper"] = ["GEMM fp8", "attention", "collectives"]
     b = iv.band("ttft_ms", 100.0, hopper, table=t)
-    # no Hopper run: the engine's runs across families (the same 39), their spread about the median doubled at 80%:
-    # 100 x (4/20)^2 = 4 and 100 x (36/20)^2 = 324; at 95% x1.5, held to contain the 80% interval
-    assert (b["lo80"], b["hi80"]) == pytest.approx((4.0, 324.0), rel=1e-3)
-    assert b["lo95"] == pytest.approx(min(4.0, 100 * (1 / 20) ** 1.5), rel=1e-3) and b["hi95"] == pytest.approx(324.0, rel=1e-3)
-    assert b["widened"] == ["no serving run on any Hopper GPU (x2.00/x1.50 at 80/95%)"]
+    # no Hopper run: the engine's runs across families (the same 39), median log 1 = 0, 80% bounds log(4/20) and
+    # log(36/20), each combined in quadrature with the family term 1.2 (above the campaign term 0.3):
+    # 100 exp(-sqrt(1.6094^2 + 1.2^2)) = 100 exp(-2.0075) = 13.43, 100 exp(sqrt(0.5878^2 + 1.2^2)) = 100 exp(1.3362) = 380.4;
+    # at 95% the term is 0.5: 100 exp(-sqrt(2.9957^2 + 0.5^2)) = 4.80 and 100 exp(sqrt(0.6678^2 + 0.5^2)) = 230.3, below
+    # the 80% bound, so held at 380.4 (each interval holds the narrower one)
+    assert (b["lo80"], b["hi80"]) == pytest.approx((13.43, 380.4), rel=1e-3)
+    assert (b["lo95"], b["hi95"]) == pytest.approx((4.796, 380.4), rel=1e-3)
+    assert b["widened"] == ["no serving run on any Hopper GPU (x3.32/x1.65 at 80/95%)"]  # exp(1.2), exp(0.5)
     assert b["source"] == "39 serving runs with vLLM, dense models, 5-32 requests, balanced ISL/OSL"  # across families
+    # inside the runs the campaign term alone: 100 exp(-sqrt(1.6094^2 + 0.3^2)) = 19.45, 100 exp(sqrt(0.5878^2 + 0.3^2)) = 193.5
+    inside = iv.band("ttft_ms", 100.0, CTX, table=t)
+    assert (inside["lo80"], inside["hi80"]) == pytest.approx((19.45, 193.5), rel=1e-3) and inside["widened"] == []
+    # a profile's own runs are the user's own campaign: no campaign term, a reason's term still
+    assert iv.between([], t, own=True) == {80: 0.0, 95: 0.0} and iv.between([], t) == {80: 0.3, 95: 0.4}
+    assert iv.between([("family", "")], t, own=True) == {80: 1.2, 95: 0.5}
 
 
 def test_missing_kernel_tables_and_shapes_are_named():
@@ -85,7 +95,7 @@ def test_missing_kernel_tables_and_shapes_are_named():
 
 def test_the_95_interval_holds_the_80_one_when_its_factor_is_smaller():
     hopper = iv.Context("serving", "vllm", "hopper", "dense", "5-32", "balanced", ("dense", "gqa"), "fp8")
-    t = _table([(CTX, {"ttft_ms": r}) for r in GOLDEN], widen={"family": {"k80": 3.0, "k95": 1.0, "n": 1, "folds": "x"}})
+    t = _table([(CTX, {"ttft_ms": r}) for r in GOLDEN], between={"family": {"t80": 3.0, "t95": 0.0, "n": 1, "groups": 1, "folds": "x"}})
     t["kernel_tables"]["hopper"] = ["GEMM fp8", "attention", "collectives"]
     b = iv.band("ttft_ms", 100.0, hopper, table=t)
     assert b["lo95"] <= b["lo80"] < b["hi80"] <= b["hi95"]
@@ -101,15 +111,17 @@ def test_coverage_on_a_synthetic_set_is_what_the_intervals_state():
     assert 0.78 < s["inside80"].mean() < 0.82 and 0.94 < s["inside95"].mean() < 0.96
     b = iv.band("tpot_ms", 1.0, CTX, table=t)
     assert b["lo80"] > 1.0 * math.exp(0.1 - 0.4) and math.log(b["hi80"]) > 0.1  # signed: centred on the bias, not on 0
-    # `need`: the factor that would just cover a residual, here one twice the 80% bound's distance from the median
+    # `need`: the between-group term that would just cover a residual, here one twice the 80% bound's distance s from
+    # the median: sqrt((2 s)^2 - s^2) = sqrt(3) s; one inside the bounds needs none
     c = t["slices"]["tpot_ms"][CTX.key(iv.KEYS)]
-    far = c["q500"] + 2 * (c["q900"] - c["q500"])
-    assert iv.scores([(CTX, {"tpot_ms": far})], t)["tpot_ms"]["need80"][0] == pytest.approx(2.0)
+    s80 = c["q900"] - c["q500"]
+    far = iv.scores([(CTX, {"tpot_ms": c["q500"] + 2 * s80}), (CTX, {"tpot_ms": c["q500"]})], t)["tpot_ms"]
+    assert far["need80"] == pytest.approx([math.sqrt(3) * s80, 0.0]) and list(far["why"]) == ["campaign", "campaign"]
 
 
 def test_toml_reads_back_as_built():
-    t = _table([(CTX, {"ttft_ms": r, "tpot_ms": -r}) for r in GOLDEN], widen={"engine": {"k80": 1.2, "k95": 1.1, "n": 9, "folds": "a b",
-                                                                                    "ttft_ms": {"k80": 1.3, "k95": 1.0, "n": 3}}})
+    t = _table([(CTX, {"ttft_ms": r, "tpot_ms": -r}) for r in GOLDEN], between={"engine": {"t80": 0.2, "t95": 0.1, "n": 9, "groups": 2,
+                                                                                      "folds": "a b"}})
     assert tomllib.loads(iv.to_toml(t, ["a header"])) == json.loads(json.dumps(t))
 
 
@@ -129,7 +141,9 @@ def test_estimate_json_keeps_its_fields_and_adds_the_intervals():
     assert set(d["intervals"]) == set(iv.METRICS)
     for m, b in d["intervals"].items():
         assert 0 < b["lo95"] <= b["lo80"] < b["hi80"] <= b["hi95"], m
-        assert b["widened"] == ["no serving run on any Hopper GPU (x1.00/x1.00 at 80/95%)"]
+        fam = iv.bundled()["between"]["family"]  # the term the folds measured for a family no run covers
+        assert b["widened"] == [f"no serving run on any Hopper GPU (x{math.exp(fam['t80']):.2f}/"
+                                f"x{math.exp(fam['t95']):.2f} at 80/95%)"]
     want = iv.band("ttft_ms", d["ttft_ms"], iv.context(lc.get_model("llama-3.1-70b"), lc.get_gpu("h200"), lc.Precision.of("bf16"),
                                                       engine="trtllm", concurrency=64, isl=1024, osl=1024))
     assert _same(d["intervals"]["ttft_ms"], want)

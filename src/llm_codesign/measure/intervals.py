@@ -13,13 +13,25 @@ takes the most specific stored slice along HIERARCHY (slice -> engine x family x
 then across GPU families: engine x class x load x lengths -> engine x load -> engine -> mode), and the answer
 names it.
 
-Outside the calibrated envelope (a GPU family, engine, shape class or precision with no measured run,
-a kernel without a table, speculative decoding) the interval widens about its median by a factor
-measured on held-out folds (`widen` in the file: the factor that brings the held-out runs to the stated
-coverage), and the answer names what is missing. `benchmarks/validation_report.py --intervals PATH` writes
-the file and reports each fold's coverage in docs/validation_report.md; a test fails when it is stale.
-A profile written by `calibrate --serving` carries the slices of its own runs ([intervals]); they replace
-the bundled ones where they cover a question, and the answer says so.
+Measured runs of one campaign (a harness, its engine builds) or one GPU family share a shift that
+another's do not, so the slices' own spread is the within-slice part of a random-effects decomposition
+of r (a between-group shift plus a within-slice spread) and every interval of the bundled table also
+carries a between-group part T (`between` in the file, per level): the bounds about the slice's median m
+are m - sqrt((m - q_lo)^2 + T^2) and m + sqrt((q_hi - m)^2 + T^2), the prediction interval of a new
+group's run in a random-effects model (Higgins, Thompson and Spiegelhalter 2009, "A re-evaluation of
+random-effects meta-analysis", JRSS A 172:137, with the slice's conformal bounds for the
+within-slice term). T is the one a new group needs: on leave-one-group-out folds of every kind
+(campaigns, GPU families, engines, shapes), the additive term that just covers each held-out run, and
+T the quantile at the stated level with each held-out group weighing alike however many runs it holds
+(the pooled CDF of Dunn, Wasserman and Ramdas 2023, "Distribution-free prediction sets for two-layer
+hierarchical models", JASA 118). Inside the calibrated envelope T is the campaign term (`campaign`:
+held-out runs with no reason below); outside it (a GPU family, engine, shape class or precision with no
+measured run, a kernel without a table, speculative decoding) T is the largest of the terms measured for
+those reasons, and the answer names what is missing. `benchmarks/validation_report.py --intervals PATH`
+writes the file and reports each fold's coverage in docs/validation_report.md; a test fails when it is
+stale. A profile written by `calibrate --serving` carries the slices of its own runs ([intervals]); they
+replace the bundled ones where they cover a question, and the answer says so: its runs are the user's
+own campaign, so they carry no campaign term (only a reason's).
 """
 from __future__ import annotations
 
@@ -47,8 +59,10 @@ HIERARCHY = (KEYS, ("mode", "engine", "family", "load"), ("mode", "engine", "fam
              ("mode", "engine", "load"), ("mode", "engine"), ("mode",))
 MIN_ROWS = 39  # the fewest residuals whose 97.5th percentile is an order statistic: ceil((n+1) 0.975) <= n
 MODES = ("serving", "offline", "disaggregated")
-# what each widening factor stands for (the reasons a question lies outside the calibrated envelope)
+# what each between-group term stands for: a new campaign (every bundled answer), then the reasons a
+# question lies outside the calibrated envelope
 WIDEN = ("family", "kernel", "engine", "shape", "spec")
+BETWEEN = ("campaign", *WIDEN)
 
 
 @dataclass(frozen=True)
@@ -342,10 +356,10 @@ def _slice(metric: str, ctx: Context, table: dict) -> tuple[dict, tuple[str, ...
     return None
 
 
-def lookup(metric: str, ctx: Context, table: dict) -> tuple[dict, str, Context]:
-    """The slice of `metric` a question `ctx` takes (_slice), its description and the context it was
-    found for: an offline question about a metric no offline run measures (offline runs state tok/s/GPU
-    only) takes the serving runs at 33+ requests, and says so."""
+def lookup(metric: str, ctx: Context, table: dict) -> tuple[dict, str, Context, bool]:
+    """The slice of `metric` a question `ctx` takes (_slice), its description, the context it was found
+    for and whether it is a profile's own: an offline question about a metric no offline run measures
+    (offline runs state tok/s/GPU only) takes the serving runs at 33+ requests, and says so."""
     note = ""
     if ctx.mode == "offline" and metric not in table["envelope"].get("offline", {}).get("metrics", ()):
         ctx, note = replace(ctx, mode="serving", load="33+"), " (offline runs measure tok/s/GPU only)"
@@ -358,39 +372,41 @@ def lookup(metric: str, ctx: Context, table: dict) -> tuple[dict, str, Context]:
             f"the bundled profile's (not {table['profile']}'s: {table['why_bundled']}) ")
     else:
         who = ""
-    return c, who + _describe(level, ctx, c["n"]) + note, ctx
+    return c, who + _describe(level, ctx, c["n"]) + note, ctx, mine
 
 
 def band(metric: str, value, ctx: Context, *, table: dict | None = None, levels=LEVELS) -> dict:
     """The intervals of a predicted `metric` (`value`: a number or an array of them, in the metric's
     units) for a question `ctx`, at each of `levels` (%): {"lo80", "hi80", "lo95", "hi95" (shaped as
-    `value`), "n", "source" (the slice), "widened" (each reason with its factors; empty inside the envelope)}."""
+    `value`), "n", "source" (the slice), "widened" (each reason with its between-group term; empty inside
+    the envelope)}."""
     t = bundled() if table is None else table
-    c, source, found = lookup(metric, ctx, t)
+    c, source, found, mine = lookup(metric, ctx, t)
     why = reasons(found, t)
-    k = factors(why, t, metric=metric, levels=levels)
+    k = between(why, t, own=mine, levels=levels)
     v = np.asarray(value, float)
     out, lo, hi = {}, math.inf, -math.inf
-    for lvl in sorted(levels):  # each interval holds the narrower ones (their factors may differ)
-        q_lo, q_hi = (c["q500"] + k[lvl] * (c[qname(q)] - c["q500"]) for q in tails(lvl))
-        lo, hi = min(lo, q_lo), max(hi, q_hi)
+    for lvl in sorted(levels):  # each interval holds the narrower ones (their terms may differ)
+        q_lo, q_hi = tails(lvl)
+        lo = min(lo, c["q500"] - math.hypot(c["q500"] - c[qname(q_lo)], k[lvl]))
+        hi = max(hi, c["q500"] + math.hypot(c[qname(q_hi)] - c["q500"], k[lvl]))
         for name, q in ((f"lo{lvl}", lo), (f"hi{lvl}", hi)):
             x = v * np.exp(q)
             out[name] = float(x) if x.ndim == 0 else x
-    widened = [text + " (x" + "/x".join(f"{factors([(kind, text)], t, metric=metric, levels=levels)[lvl]:.2f}" for lvl in levels)
-               + " at " + "/".join(map(str, levels)) + "%)" for kind, text in why]
+    # each reason with its own term alone (own=True: without the campaign term), as a factor at each level
+    widened = [text + " (x" + "/x".join(f"{math.exp(between([(kind, text)], t, own=True, levels=levels)[lvl]):.2f}"
+                                                             for lvl in levels) + " at " + "/".join(map(str, levels)) + "%)"
+               for kind, text in why]
     return out | {"n": c["n"], "source": source, "widened": widened}
 
 
-def factors(why: list[tuple[str, str]], table: dict, *, metric: str, levels=LEVELS) -> dict[int, float]:
-    """The widening of each level: the largest factor among the reasons (1 inside the envelope), each
-    the factor measured for this metric where its folds measure it, else over all their metrics."""
-    widen = table.get("widen", {})
-    out = {}
-    for lvl in levels:
-        ks = [(widen[kind].get(metric) or widen[kind]).get(f"k{lvl}", 1.0) for kind, _ in why if kind in widen]
-        out[lvl] = max([1.0, *ks])
-    return out
+def between(why: list[tuple[str, str]], table: dict, *, own: bool = False, levels=LEVELS) -> dict[int, float]:
+    """The between-group term T of each level (log units): the largest of the campaign term (not for a
+    profile's `own` runs: they are the user's campaign) and the terms of the reasons `why`; 0 where the
+    table measures none."""
+    terms = table.get("between", {})
+    kinds = ([] if own else ["campaign"]) + [kind for kind, _ in why]
+    return {lvl: max([0.0, *(terms[kind][f"t{lvl}"] for kind in kinds if kind in terms)]) for lvl in levels}
 
 
 def bands(values: dict, ctx: Context, *, table: dict | None = None) -> dict[str, dict]:
@@ -452,21 +468,26 @@ def bundled() -> dict:
 
 def scores(records: list[tuple[Context, dict[str, float]]], table: dict, *, levels=LEVELS) -> dict[str, dict[str, np.ndarray]]:
     """Per metric, over the records' residuals: `inside<level>` (the measurement lies in the stated
-    interval), `width<level>` (its width over the prediction) and `need<level>`: the factor about the
-    slice's median that would just cover it before any widening (0 on the median)."""
+    interval), `width<level>` (its width over the prediction), `need<level>`: the between-group term that
+    would just cover it, sqrt(d^2 - s^2) for a residual d from the slice's median and the slice's bound s
+    on its side (0 inside the slice's own bounds), `offset`: d, `span<level>`: the interval's width in
+    log units and `why`: the kinds of reason it lies outside the envelope (BETWEEN's; "campaign" where none)."""
     cols: dict[str, dict[str, list]] = {}
     for ctx, res in records:
         for m, r in res.items():
             b = band(m, 1.0, ctx, table=table, levels=levels)
-            c = lookup(m, ctx, table)[0]
+            c, _, found, _ = lookup(m, ctx, table)
             d = cols.setdefault(m, {})
+            d.setdefault("offset", []).append(r - c["q500"])
+            d.setdefault("why", []).append(",".join(dict.fromkeys(kind for kind, _ in reasons(found, table))) or "campaign")
             for lvl in levels:
                 lo, hi = (c[qname(q)] for q in tails(lvl))
                 d.setdefault(f"inside{lvl}", []).append(math.log(b[f"lo{lvl}"]) <= r <= math.log(b[f"hi{lvl}"]))
                 d.setdefault(f"width{lvl}", []).append(b[f"hi{lvl}"] - b[f"lo{lvl}"])
+                d.setdefault(f"span{lvl}", []).append(math.log(b[f"hi{lvl}"] / b[f"lo{lvl}"]))
                 side = hi - c["q500"] if r >= c["q500"] else c["q500"] - lo
-                d.setdefault(f"need{lvl}", []).append(abs(r - c["q500"]) / side if side > 0 else math.inf)
-    return {m: {k: np.array(v, float) for k, v in d.items()} for m, d in cols.items()}
+                d.setdefault(f"need{lvl}", []).append(math.sqrt(max((r - c["q500"]) ** 2 - side ** 2, 0.0)))
+    return {m: {k: np.array(v, object if k == "why" else float) for k, v in d.items()} for m, d in cols.items()}
 
 
 _GEMM = {"bfloat16": "bf16", "float16": "bf16"}

@@ -1,0 +1,69 @@
+"""The held-out folds that measure the intervals' between-group terms (benchmarks/interval_folds.py): each
+fold weighs alike, a fold's coverage takes its terms from the folds sharing no measured run with it, and
+every campaign the validation sets hold is a fold (the three serving campaigns, MI355X's among them, and
+the TensorRT-LLM perf overview's releases)."""
+import importlib
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture
+def folds_mod(monkeypatch):
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    return importlib.import_module("interval_folds")
+
+
+def test_each_group_weighs_alike(folds_mod):
+    # group a: 1, 2, 3, 4 (1/8 each); group b: 10 (1/2). Cumulative 1/8, 2/8, 3/8, 4/8, 1: the 50% point is 4 and
+    # the 80% point 10, where pooling the five runs alike would give the 4th of 5 (4) at 80%
+    groups = [np.array([4.0, 1.0, 3.0, 2.0]), np.array([10.0])]
+    assert folds_mod.pooled(groups, 50) == 4.0 and folds_mod.pooled(groups, 80) == 10.0
+    assert folds_mod.pooled([np.array([1.0, 2.0, 3.0, 4.0, 10.0])], 80) == 4.0
+
+
+def test_a_folds_terms_come_from_the_folds_sharing_no_run_with_it(folds_mod):
+    Fold = folds_mod.Fold
+
+    def fold(name, groups):
+        return Fold(name, "campaign", [], [], frozenset(groups))
+
+    f1, f2, f3, f4 = fold("f1", {("A", "bw")}), fold("f2", {("A", "bw")}), fold("f3", {("B", "bw")}), fold("f4", {("C", "x")})
+
+    def scored(needs, why):
+        return ({}, {"tpot_ms": {"need50": np.array(needs), "need80": np.array(needs), "why": np.array([why] * len(needs), object)}})
+
+    scores = {"f1": scored([0.1, 0.2, 0.3, 0.4], "campaign"), "f2": scored([5.0], "campaign"),
+              "f3": scored([1.0], "family,kernel"), "f4": scored([0.5, 0.6], "campaign")}
+    every = folds_mod.between([f1, f2, f3, f4], scores, levels=(50, 80))
+    # campaign runs of f1 (1/12 each), f2 (1/3), f4 (1/6 each): cumulative to 0.5 at 0.5, 0.67 at 0.6, 1 at 5.0
+    assert {k: (v["t50"], v["t80"], v["n"], v["groups"]) for k, v in every.items()} == {
+        "campaign": (0.5, 5.0, 7, 3), "family": (1.0, 1.0, 1, 1), "kernel": (1.0, 1.0, 1, 1)}
+    # f1's coverage: f2 measures the same runs (campaign A on Blackwell), so only f3 and f4 give its terms
+    cross = folds_mod.between([f1, f2, f3, f4], scores, levels=(50, 80), exclude=f1)
+    assert (cross["campaign"]["t50"], cross["campaign"]["t80"], cross["campaign"]["groups"]) == (0.5, 0.6, 1)
+
+
+def test_every_campaign_is_a_fold_mi355x_and_the_perf_overview_releases_too(folds_mod):
+    sets = folds_mod.residual_sets()
+    fl = folds_mod.folds(sets)
+    camp = {f.name: f for f in fl if f.kind == "campaign"}
+    assert list(camp) == ["campaign A (clean Blackwell sample), fit on B", "campaign B (InferenceX Blackwell), fit on A",
+                          "campaign C (InferenceX MI355X), fit on A+B", "campaign TensorRT-LLM perf overview v0.17",
+                          "campaign TensorRT-LLM perf overview v0.20", "campaign TensorRT-LLM perf overview v1.0"]
+    c = camp["campaign C (InferenceX MI355X), fit on A+B"]
+    assert c.groups == {("C", "cdna4")} and len(c.test) == len(sets["C"])
+    # priced with the fit that left C out (docs/crossval.md), not the bundled profile fitted on it
+    assert [r for _, r in c.test] != [r for _, r in sets["C"]]
+    # trained on the other two campaigns priced with that same fit, never on C's own runs
+    assert not any(x[0].family == "cdna4" and x[0].mode == "serving" for x in c.train)
+    # the releases split the offline runs between them, each held out of its own fold's training
+    rel = [camp[f"campaign TensorRT-LLM perf overview {v}"] for v in ("v0.17", "v0.20", "v1.0")]
+    assert sum(len(f.test) for f in rel) == len(sets["offline"])
+    assert all(not {id(x) for x in f.test} & {id(x) for x in f.train} for f in rel)
+    assert {f.name for f in fl if f.kind == "family"} == {"family ada", "family ampere", "family blackwell", "family blackwell_sm120",
+                                                         "family hopper"}
+    assert {f.name for f in fl if f.kind == "engine"} == {"engine atom", "engine sglang", "engine trtllm", "engine vllm"}
