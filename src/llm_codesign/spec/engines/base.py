@@ -176,13 +176,19 @@ class EngineCosts:
     queue_fraction: float  # scheduling between lockstep prefill waves (1) and spread-out arrivals (0)
     pdl_credit: float  # s saved per kernel boundary the engine PDL-launches (pdl_credit_s; pdl_share weighs it)
 
-    def wait_steps(self, adp):
+    def wait_steps(self, adp, concurrency):
         """Decode iterations a new request waits before its prefill step: the rest of the running step
         plus what the engine's scheduler adds (ttft_wait_steps), and under attention DP the iterations
-        it may hold context requests to balance the ranks (adp_wait_steps)."""
+        it may hold context requests to balance the ranks (adp_wait_steps), only while every rank is
+        decoding: TensorRT-LLM's PyExecutor._balance_adp_requests (attention_dp_config enable_balance)
+        holds a context request until every rank has one, for at most timeout_iters (default 50), and
+        schedules it at once when any rank has no generation request. Of `concurrency` requests in
+        flight over `adp` ranks, spread as evenly as they go, the C - 1 others leave every rank one
+        only when C > adp: below that (one request alone, say) nothing waits."""
         import numpy as np
 
-        return self.ttft_wait_steps + np.where(np.asarray(adp) > 1, self.adp_wait_steps, 0.0)
+        adp = np.asarray(adp)
+        return self.ttft_wait_steps + np.where((adp > 1) & (np.asarray(concurrency) > adp), self.adp_wait_steps, 0.0)
 
 
 ENGINES: dict[str, Engine] = {}  # name -> engine, in the order registered
