@@ -235,3 +235,26 @@ def test_cli_decode_max_batch_caps_the_decode_batch():
         r = run(*args, "--decode-max-batch", bad)
         lines = [x for x in r.stderr.splitlines() if x.strip()]
         assert r.returncode == 2 and len(lines) == 1 and "decode" in lines[0] and "max" in lines[0] and not r.stdout, (bad, r.stderr)
+
+
+def test_random_rank_routing_queues_each_attention_dp_rank():
+    from llm_codesign.serve.disagg import closed_loop, prefill_pool
+    from llm_codesign.spec.engines import get_engine
+
+    # SGLang's PD prefill sends a request to DP rank bootstrap_room % dp_size (a random room), so each of the adp ranks
+    # queues its own prompts: the M/D/1 service is a rank's, adp times the instance's; TensorRT-LLM's balanced ranks queue as one
+    m, g = get_model("deepseek-r1"), get_gpu("b200")
+    cal = calibration_for(g)
+    plan = Plan(tp=1, ep=8, moe_tp=1, adp=8)
+    pools = {e: prefill_pool(m, g, Precision.of("fp8_block"), plan, costs=get_engine(e).costs(cal), isl=np.array([8192.0]))
+             for e in ("sglang", "trtllm")}
+    assert float(pools["sglang"]["queue_s"][0]) == pytest.approx(8.0 / float(pools["sglang"]["per_instance"][0]), rel=1e-12)
+    assert float(pools["trtllm"]["queue_s"][0]) == pytest.approx(1.0 / float(pools["trtllm"]["per_instance"][0]), rel=1e-12)
+    # hand-derived: one instance serving 2 req/s (s = 0.5 s), a rank's queue q = 8 x 0.5 = 4 s, C = 4, a = base + decode
+    # time = 0.5 + 9.5 = 10 s: r solves r (10 + W) = 4 with W = rho q / (2 (1 - rho)), rho = r / 2, i.e.
+    # (q/2 - a)/cap r^2 + (a + C/cap) r - C = -4 r^2 + 12 r - 4 = 0: r = (3 - sqrt 5) / 2 = 0.381966 req/s, and
+    # TTFT = C / r - 9.5 = 0.972136 s (the pooled queue, q = 0.5 s: -4.875 r^2 + 12 r - 4 = 0, r = 0.397535, TTFT 0.562019 s)
+    rate, ttft = closed_loop(4.0, 0.5, 9.5, 2.0, 1.0, queue_s=4.0)
+    assert float(rate) == pytest.approx((3 - 5 ** 0.5) / 2, rel=1e-9) and float(ttft) == pytest.approx(0.972136, abs=1e-6)
+    rate, ttft = closed_loop(4.0, 0.5, 9.5, 2.0, 1.0)
+    assert float(ttft) == pytest.approx(0.562019, abs=1e-6)

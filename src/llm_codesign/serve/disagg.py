@@ -35,7 +35,9 @@ def prefill_pool(model: ModelSpec, gpu: Gpu, prec: Precision, plan: Plan, *, cos
     """One prefill instance (`costs`: its engine's fitted costs and in-step calibration): a lone
     prompt's time (chunks of the step budget), the requests per second it serves when loaded (whole
     steps; each attention-DP rank runs its own prompts, pipeline stages overlap different prompts'
-    steps), and whether the weights fit."""
+    steps), the service time of the queue a request joins (`queue_s`: the instance's, 1 / per_instance,
+    where the engine keeps its attention-DP ranks balanced; one rank's, adp times that, where it routes
+    each request to a rank at random, Engine.routes_prefill_dp_at_random), and whether the weights fit."""
     sh = plan.broadcast()
     isl = np.asarray(isl, float)
     mnt, (budget, fraction, _) = engine_budget(gpu, engine=costs.engine, max_num_tokens=max_num_tokens, plan=plan)
@@ -47,7 +49,8 @@ def prefill_pool(model: ModelSpec, gpu: Gpu, prec: Precision, plan: Plan, *, cos
     per_inst = adp * full / isl / prefill_step(model, gpu, prec, sh, costs=costs, tokens=full, isl=isl, chunk=chunk)
     mem = memory.fit(model, gpu, prec, sh, isl, osl=0.0, max_num_tokens=mnt, usable_fraction=fraction, osl_occupancy=0.0, budget=budget,
                      max_seqs=costs.engine.max_batch(gpu))
-    return {"t_alone": t_alone, "t_step": t_step, "per_instance": per_inst, "fits": mem["max_seqs_per_rank"] >= 1}
+    queue_s = (adp if costs.engine.routes_prefill_dp_at_random else 1.0) / per_inst
+    return {"t_alone": t_alone, "t_step": t_step, "per_instance": per_inst, "queue_s": queue_s, "fits": mem["max_seqs_per_rank"] >= 1}
 
 
 def decode_pool(model: ModelSpec, gpu: Gpu, prec: Precision, plan: Plan, *, costs: EngineCosts, per_instance, isl, osl,
@@ -99,7 +102,7 @@ def kv_hand_off(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, i
     return np.maximum(collective_time("p2p", send, n, gpu, cal), collective_time("p2p", recv, n, gpu, cal))
 
 
-def step_residual(rate, n_p, t_step, per_instance):
+def step_residual(rate, n_p, t_step, per_instance, queue_s=None):
     """Mean wait, beyond M/D/1's, of a request for the prefill step running when it arrives.
 
     An engine admits new requests only between steps (TensorRT-LLM PyExecutor._executor_loop fetches
@@ -108,17 +111,19 @@ def step_residual(rate, n_p, t_step, per_instance):
     it to end: t_step / 2 on average. With arrivals at rate lam per instance and steps of t_step run
     back to back while work arrived during the last one (a gated batch server), a busy period holds
     e^x steps, x = lam t_step, and an idle one lasts 1 / lam, so the instance is busy a fraction
-    U = x e^x / (1 + x e^x) of the time. M/D/1 on the instance's per-request service s = 1 /
-    per_instance already counts a residual rho s / 2; under attention DP every rank joins the same
-    step (the MoE collectives), so a step lasts a whole prompt's t_step while s is its 1/adp share,
-    and the wait is U t_step / 2 - rho s / 2 more (0 for one prompt per step, where t_step = s)."""
+    U = x e^x / (1 + x e^x) of the time. M/D/1 on the queue's service q (prefill_pool's queue_s:
+    the instance's s = 1 / per_instance, or one attention-DP rank's adp s) already counts a residual
+    rho q / 2, rho = lam s; under attention DP every rank joins the same step (the MoE collectives), so
+    a step lasts a whole prompt's t_step while s is its 1/adp share, and the wait is U t_step / 2 -
+    rho q / 2 more (0 for one prompt per step, where t_step = q)."""
     lam = np.asarray(rate, float) / np.asarray(n_p, float)
     t = np.asarray(t_step, float)
     s = 1.0 / np.asarray(per_instance, float)
+    q = s if queue_s is None else np.asarray(queue_s, float)
     x = np.minimum(lam * t, 30.0)  # e^30: always busy
     busy = x * np.exp(x) / (1.0 + x * np.exp(x))
     rho = np.minimum(lam * s, 1.0)
-    return np.maximum(busy * t / 2.0 - rho * s / 2.0, 0.0)
+    return np.maximum(busy * t / 2.0 - rho * q / 2.0, 0.0)
 
 
 def decode_admission(t_decode_step, t_kv):
@@ -141,23 +146,27 @@ def first_token(C, base, t_kv, *, t_decode_step, decode_time, prefill: dict, n_p
     queueing. Returns (rate, ttft, admission, step wait)."""
     admit = decode_admission(t_decode_step, t_kv)
     extra = np.zeros(1)
+    queue = dict(per_instance=prefill["per_instance"], n_p=n_p, queue_s=prefill["queue_s"])
     for _ in range(iterations):
-        rate, ttft = closed_loop(C, base + admit + extra, decode_time, prefill["per_instance"], n_p)
-        extra = step_residual(rate, n_p, prefill["t_step"], prefill["per_instance"])
-    rate, ttft = closed_loop(C, base + admit + extra, decode_time, prefill["per_instance"], n_p)
+        rate, ttft = closed_loop(C, base + admit + extra, decode_time, **queue)
+        extra = step_residual(rate, n_p, prefill["t_step"], prefill["per_instance"], prefill["queue_s"])
+    rate, ttft = closed_loop(C, base + admit + extra, decode_time, **queue)
     return rate, ttft, admit, extra
 
 
-def closed_loop(C, base, decode_time, per_instance, n_p) -> tuple:
+def closed_loop(C, base, decode_time, per_instance, n_p, queue_s=None) -> tuple:
     """Request rate and TTFT of C requests cycling through prefill (base: alone + hand-off +
-    overhead, plus an M/D/1 wait per instance) and decode. With service s = 1/per_instance and pool
-    capacity cap = n_p/s, rate r solves r (a + W(r)) = C, a = base + decode_time,
-    W = rho s / (2 (1 - rho)), rho = r / cap: the quadratic (s/2 - a)/cap r^2 + (a + C/cap) r - C = 0,
-    whose root below cap is taken. As C grows, r -> cap and TTFT -> C/cap - decode_time."""
+    overhead, plus an M/D/1 wait in the queue a request joins) and decode. With service s =
+    1/per_instance, pool capacity cap = n_p/s and the queue's service q (queue_s: s where an instance
+    queues as one, adp s where each attention-DP rank queues its own, prefill_pool), rate r solves
+    r (a + W(r)) = C, a = base + decode_time, W = rho q / (2 (1 - rho)), rho = r / cap: the quadratic
+    (q/2 - a)/cap r^2 + (a + C/cap) r - C = 0, whose root below cap is taken. As C grows, r -> cap and
+    TTFT -> C/cap - decode_time."""
     C, a = np.asarray(C, float), np.asarray(base, float) + decode_time
     s = 1.0 / np.asarray(per_instance, float)
+    q = s if queue_s is None else np.asarray(queue_s, float)
     cap = np.asarray(n_p, float) / s
-    A = (s / 2.0 - a) / cap
+    A = (q / 2.0 - a) / cap
     B = a + C / cap
     disc = np.sqrt(np.maximum(B * B + 4.0 * A * C, 0.0))
     # the smaller positive root, written to stay exact as A -> 0 (then r = C / B)

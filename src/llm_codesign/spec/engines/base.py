@@ -84,6 +84,10 @@ class Engine(ABC):
     # whether it admits a request that ignores EOS only with its whole remaining output reserved, whatever
     # its usual admission reservation (SGLang's add_one_req_ignore_eos)
     reserves_all_ignoring_eos: ClassVar[bool] = False
+    # whether a disaggregated prefill instance under attention DP hands each request to a rank picked
+    # independently of the ranks' queues (SGLang's), so a rank's prompts queue behind each other while
+    # another rank idles; otherwise the ranks are kept balanced and the instance queues as one
+    routes_prefill_dp_at_random: ClassVar[bool] = False
 
     @abstractmethod
     def step_tokens(self, gpu) -> int:
