@@ -125,6 +125,7 @@ def test_disagg_cli(tmp_path):
     for args, needle in ((("--prefill", "tp=3", "--decode", "tp=8"), "prefill"), (("--prefill", "tp=8", "--decode", "tp=8,x=1"), "decode"),
                          (("--prefill", "tp=8", "--decode", "tp=8", "--concurrency", "0"), "concurrency"),
                          (("--prefill", "tp=8", "--decode", "tp=8", "--prefill-instances", "0"), "prefill_instances"),
+                         (("--prefill", "tp=8", "--decode", "tp=8", "--arrival", "poisson"), "arrival"),
                          (("--gpu", "h100", "--prefill", "tp=1", "--decode", "tp=8", "--weight-dtype", "bf16"), "hold the model")):
         r = run("disagg", "llama-3.1-70b", *(args if "--gpu" in args else ("--gpu", "h200", *args)))
         lines = [x for x in r.stderr.splitlines() if x.strip()]
@@ -258,3 +259,29 @@ def test_random_rank_routing_queues_each_attention_dp_rank():
     assert float(rate) == pytest.approx((3 - 5 ** 0.5) / 2, rel=1e-9) and float(ttft) == pytest.approx(0.972136, abs=1e-6)
     rate, ttft = closed_loop(4.0, 0.5, 9.5, 2.0, 1.0)
     assert float(ttft) == pytest.approx(0.562019, abs=1e-6)
+
+
+def test_lockstep_waves_queue_a_wave_at_the_prefill_pool():
+    from llm_codesign.serve.disagg import lockstep_waves
+
+    # 16 requests sent together over 2 prefill instances of 4 req/s: 8 at each, one done every s = 0.25 s, the k-th waiting
+    # (k - 1) s: mean TTFT = 0.3 + 7 x 0.25 / 2 = 1.175 s; the wave's cycle 0.3 + 7 x 0.25 + 10 = 12.05 s: 16 / 12.05 req/s
+    rate, ttft = lockstep_waves(16.0, 0.3, 10.0, 4.0, 2.0)
+    assert float(ttft) == pytest.approx(1.175, rel=1e-12) and float(rate) == pytest.approx(16.0 / 12.05, rel=1e-12)
+    # one request per instance waits for nobody
+    assert float(lockstep_waves(2.0, 0.3, 10.0, 4.0, 2.0)[1]) == pytest.approx(0.3, rel=1e-12)
+
+
+def test_burst_arrivals_in_disaggregated_serving():
+    m, g = get_model("deepseek-r1"), get_gpu("h200")
+    cal = calibration_for(g)
+    pools = disagg_pair(g, Precision.of("fp8_block", kv="fp8"), Plan(tp=8, ep=8, moe_tp=1), Plan(tp=8, ep=8, moe_tp=1))
+    kw = dict(calibration=cal, prefill_instances=1, decode_instances=1, isl=8192, osl=1024, decode_max_batch=4)
+    one = evaluate_disagg(m, *pools, concurrency=1, arrival="burst", **kw)
+    # a lone request: its prefill, the front end's overhead and the hand-off, no queue
+    assert one["ttft_s"].item() == pytest.approx((one["prefill_alone_s"] + pools[0].engine.costs(cal).ttft_overhead
+                                                  + one["decode_admission_s"]).item(), rel=1e-12)
+    four, eight = (evaluate_disagg(m, *pools, concurrency=c, arrival="burst", **kw) for c in (4, 8))
+    # past the decode pool's 4 slots a wave is 4 requests and the other 4 wait one whole wave (its cycle, 4 / rate)
+    assert eight["request_rate"].item() == pytest.approx(four["request_rate"].item(), rel=1e-12)
+    assert eight["ttft_s"].item() == pytest.approx((four["ttft_s"] + 4.0 / four["request_rate"]).item(), rel=1e-12)

@@ -138,13 +138,18 @@ def decode_admission(t_decode_step, t_kv):
     return 0.5 * t + np.maximum(t, np.asarray(t_kv, float) + 0.5 * t)
 
 
-def first_token(C, base, t_kv, *, t_decode_step, decode_time, prefill: dict, n_p, iterations: int = 6) -> tuple:
+def first_token(C, base, t_kv, *, t_decode_step, decode_time, prefill: dict, n_p, arrival: str = "closed_loop",
+                iterations: int = 6) -> tuple:
     """Request rate, TTFT and the waits in it for C requests cycling through a prefill pool (prefill:
     prefill_pool's dict; base: the lone prefill and the front end's overhead) and decode: the decode
-    worker's admission (decode_admission), the wait for the running prefill step (step_residual,
-    which grows with the rate: a fixed point, `iterations` passes from none) and closed_loop's
-    queueing. Returns (rate, ttft, admission, step wait)."""
+    worker's admission (decode_admission), then as the requests arrive (spec.harness.ARRIVALS):
+    "closed_loop", the wait for the running prefill step (step_residual, which grows with the rate:
+    a fixed point, `iterations` passes from none) and closed_loop's queueing; "burst" or "waves",
+    lockstep_waves. Returns (rate, ttft, admission, step wait)."""
     admit = decode_admission(t_decode_step, t_kv)
+    if arrival != "closed_loop":
+        rate, ttft = lockstep_waves(C, base + admit, decode_time, prefill["per_instance"], n_p)
+        return rate, ttft, admit, np.zeros(1)
     extra = np.zeros(1)
     queue = dict(per_instance=prefill["per_instance"], n_p=n_p, queue_s=prefill["queue_s"])
     for _ in range(iterations):
@@ -154,7 +159,23 @@ def first_token(C, base, t_kv, *, t_decode_step, decode_time, prefill: dict, n_p
     return rate, ttft, admit, extra
 
 
-def closed_loop(C, base, decode_time, per_instance, n_p, queue_s=None) -> tuple:
+def lockstep_waves(C, base, decode_time, per_instance, n_p) -> tuple:
+    """Request rate and mean TTFT of C requests sent together and kept in waves (a harness's "burst";
+    its "waves" too: the share of a wave's prefills an aggregated step mixes with decodes, which the
+    aggregated model fits, has no meaning where decode instances run no prefill). A wave reaches the
+    prefill pool while it is idle (no step to wait for), N = C / n_p requests at each instance (the
+    router spreads them), each instance finishing one every s = 1/per_instance: the k-th waits (k - 1)
+    s, (N - 1) s / 2 on average. The same with random routing to attention-DP ranks: a request's rank
+    holds (N - 1) / adp others on average, each adp s. The wave ends with its last request's first
+    token, (N - 1) s after the first, and its decode: rate = C / (base + (N - 1) s + decode_time)."""
+    C = np.asarray(C, float)
+    ahead = np.maximum(C / np.asarray(n_p, float), 1.0) - 1.0
+    s = 1.0 / np.asarray(per_instance, float)
+    base = np.asarray(base, float)
+    return C / (base + ahead * s + decode_time), base + ahead * s / 2.0
+
+
+def closed_loop(C, base, decode_time, per_instance, n_p, *, queue_s=None) -> tuple:
     """Request rate and TTFT of C requests cycling through prefill (base: alone + hand-off +
     overhead, plus an M/D/1 wait in the queue a request joins) and decode. With service s =
     1/per_instance, pool capacity cap = n_p/s and the queue's service q (queue_s: s where an instance
@@ -178,7 +199,7 @@ def closed_loop(C, base, decode_time, per_instance, n_p, queue_s=None) -> tuple:
 
 def evaluate_disagg(model: ModelSpec, prefill: Deployment, decode: Deployment, *, calibration: Calibration,
                     decode_calibration: Calibration | None = None, prefill_instances, decode_instances, concurrency, isl, osl,
-                    spec_k=None, decode_max_batch=None) -> dict:
+                    spec_k=None, decode_max_batch=None, arrival: str = "closed_loop") -> dict:
     """Metrics for every deployment in the broadcast of both pools' plans, instance counts,
     concurrency, ISL/OSL and k; the same keys as serving.evaluate where they mean the same thing.
     `prefill` and `decode` are one instance of each pool: its GPU, plan, precision, engine and step
@@ -192,7 +213,10 @@ def evaluate_disagg(model: ModelSpec, prefill: Deployment, decode: Deployment, *
     prefill is done waits for a decoding one to finish (the decode engine admits a transfer only into
     a free slot), the pool completes at most slots / decode time requests a second, and TTFT is what
     is left of the cycle: C / rate - decode time. A decode GPU other than the prefill one puts the KV
-    hand-off on the NICs."""
+    hand-off on the NICs. `arrival` (spec.harness.ARRIVALS): how the requests reach the prefill pool,
+    a closed loop of C slots (the default) or C sent together in lockstep waves (first_token); in
+    waves, past the decode slots a wave is what they hold and the rest wait whole waves, as
+    serve.aggregated prices them."""
     gpu, dg, prefill_plan, decode_plan = prefill.gpu, decode.gpu, prefill.plan, decode.plan
     dcost = decode.engine.costs(decode_calibration or calibration)
     pcost = prefill.engine.costs(calibration)
@@ -217,9 +241,8 @@ def evaluate_disagg(model: ModelSpec, prefill: Deployment, decode: Deployment, *
     base = p["t_alone"] + pcost.ttft_overhead
     decode_time = np.maximum(osl - 1.0, 0.0) * d["tpot"]
     pp_d = np.asarray(decode_plan.arrays()[1], float)
-    rate, ttft, admit, step_wait = first_token(C, base, t_kv, t_decode_step=pp_d * d["t_stage"], decode_time=decode_time, prefill=p, n_p=n_p)
-    rate = np.minimum(rate, slots / np.maximum(decode_time, 1e-12))
-    ttft = np.maximum(C / rate - decode_time, ttft)
+    rate, ttft, admit, step_wait = _within_slots(C, base, t_kv, slots, t_decode_step=pp_d * d["t_stage"], decode_time=decode_time, prefill=p,
+                                                 n_p=n_p, arrival=arrival)
     base = base + admit + step_wait
     return {
         "ttft_s": ttft, "tpot_s": d["tpot"], "tok_s_per_user": 1.0 / d["tpot"], "output_tok_s_per_gpu": rate * osl / gpus,
@@ -231,14 +254,32 @@ def evaluate_disagg(model: ModelSpec, prefill: Deployment, decode: Deployment, *
     }
 
 
+def _within_slots(C, base, t_kv, slots, *, decode_time, arrival, **pools) -> tuple:
+    """first_token's (rate, ttft, admission, step wait) where the decode pool holds `slots` requests:
+    in a closed loop it completes at most slots / decode time a second and TTFT is what is left of the
+    cycle, C / rate - decode time; in waves a wave is what the slots hold and the rest wait whole
+    waves, each one cycle, as serve.aggregated prices them."""
+    if arrival == "closed_loop":
+        rate, ttft, admit, step_wait = first_token(C, base, t_kv, decode_time=decode_time, arrival=arrival, **pools)
+        rate = np.minimum(rate, slots / np.maximum(decode_time, 1e-12))
+        return rate, np.maximum(C / rate - decode_time, ttft), admit, step_wait
+    held = np.minimum(C, slots)
+    rate, ttft, admit, step_wait = first_token(held, base, t_kv, decode_time=decode_time, arrival=arrival, **pools)
+    return rate, ttft + np.maximum(C / held - 1.0, 0.0) * held / rate, admit, step_wait
+
+
 def estimate_disagg(model: ModelSpec, prefill: Deployment, decode: Deployment, *, calibration: Calibration,
                     decode_calibration: Calibration | None = None, prefill_instances: int, decode_instances: int, concurrencies,
-                    isl: int, osl: int, decode_max_batch: int | None = None) -> dict:
+                    isl: int, osl: int, decode_max_batch: int | None = None, arrival: str = "closed_loop") -> dict:
     """One disaggregated deployment (one instance of each pool, as evaluate_disagg takes them) at each
     concurrency, after checking both plans on their GPUs; `decode_max_batch` caps the sequences each
-    decode attention-DP rank runs (the engine's max batch size), the rest waiting for a slot."""
+    decode attention-DP rank runs (the engine's max batch size), the rest waiting for a slot; `arrival`
+    how the requests come (evaluate_disagg)."""
     gpu, dg, prefill_plan, decode_plan = prefill.gpu, decode.gpu, prefill.plan, decode.plan
+    from llm_codesign.spec.harness import check_arrival
     from llm_codesign.spec.plan import reason_text, validity
+
+    check_arrival(arrival)
 
     for name, v in (("isl", isl), ("osl", osl), ("prefill_instances", prefill_instances), ("decode_instances", decode_instances),
                     ("decode_max_batch", 1 if decode_max_batch is None else decode_max_batch)):
@@ -254,7 +295,7 @@ def estimate_disagg(model: ModelSpec, prefill: Deployment, decode: Deployment, *
     C = np.asarray(concurrencies, float)
     r = evaluate_disagg(model, prefill, decode, calibration=calibration, decode_calibration=decode_calibration,
                         prefill_instances=prefill_instances, decode_instances=decode_instances, concurrency=C, isl=isl, osl=osl,
-                        decode_max_batch=decode_max_batch)
+                        decode_max_batch=decode_max_batch, arrival=arrival)
     if not bool(np.all(r["prefill_fits"])):
         raise InputError("prefill", prefill_plan.label(), f"a plan whose {int(prefill_plan.gpus)} GPUs hold the model and one {isl}-token prompt")
     if float(np.max(r["max_concurrency"])) < 1:
@@ -273,7 +314,7 @@ def estimate_disagg(model: ModelSpec, prefill: Deployment, decode: Deployment, *
                             col("waits_s", 1e3), col("tpot_s", 1e3), col("tok_s_per_user"), col("output_tok_s_per_gpu"),
                             [bool(x) for x in np.broadcast_to(r["fits"], C.shape)], strict=True)]
     return {"model": model.name, "gpu": gpu.id, "decode_gpu": dg.id, "precision": prefill.precision.label(), "backend": prefill.backend,
-            "isl": isl, "osl": osl,
+            "isl": isl, "osl": osl, "arrival": arrival,
             # each pool's own engine and precision (the top-level keys are the prefill pool's)
             "prefill": {"plan": prefill_plan.label(), "backend": prefill.backend, "precision": prefill.precision.label(),
                         "instances": prefill_instances, "gpus_each": int(prefill_plan.gpus),
