@@ -285,3 +285,20 @@ def test_burst_arrivals_in_disaggregated_serving():
     # past the decode pool's 4 slots a wave is 4 requests and the other 4 wait one whole wave (its cycle, 4 / rate)
     assert eight["request_rate"].item() == pytest.approx(four["request_rate"].item(), rel=1e-12)
     assert eight["ttft_s"].item() == pytest.approx((four["ttft_s"] + 4.0 / four["request_rate"]).item(), rel=1e-12)
+
+
+def test_kv_hand_off_crosses_the_nics_on_eight_gpu_nodes():
+    from llm_codesign.serve.disagg import kv_hand_off
+
+    # DeepSeek-R1's MLA cache in FP8: 61 layers x (512 latent + 64 RoPE) bytes = 35,136 B a token, 287,834,112 B for an
+    # 8,192-token prompt, the whole of it on each decode TP rank (the latent is replicated). 1 prefill + 1 decode TP8
+    # instance = 16 GPUs: beyond an H200's or MI355X's 8-GPU NVLink/xGMI domain each decode GPU takes it on its own 400 Gb/s
+    # NIC (50 GB/s, data/gpus), at NCCL's large-message rate; inside GB200's 72-GPU NVLink domain on its 900 GB/s link
+    m = get_model("deepseek-r1")
+    prec = Precision.of("fp8_block", kv="fp8")
+    nbytes = 8192 * 61 * 576
+    for gpu_id, link in (("h200", 50e9), ("mi355x", 50e9), ("gb200", 900e9)):
+        g = get_gpu(gpu_id)
+        cal = calibration_for(g)
+        t = kv_hand_off(m, g, cal, prec, np.array([8192.0]), prefill_gpus=8, total_gpus=16, decode_plan=Plan(tp=8, ep=8, moe_tp=1))
+        assert t.item() == pytest.approx(cal.comm_large_latency_s + nbytes / (link * cal.comm_large_bw_eff), rel=1e-9), gpu_id
