@@ -285,6 +285,9 @@ def test_burst_arrivals_in_disaggregated_serving():
     # past the decode pool's 4 slots a wave is 4 requests and the other 4 wait one whole wave (its cycle, 4 / rate)
     assert eight["request_rate"].item() == pytest.approx(four["request_rate"].item(), rel=1e-12)
     assert eight["ttft_s"].item() == pytest.approx((four["ttft_s"] + 4.0 / four["request_rate"]).item(), rel=1e-12)
+    # identical requests started together ("waves") leave the prefill pool one service apart and stay spread: the closed loop's price
+    waves, loop = (evaluate_disagg(m, *pools, concurrency=8, arrival=a, **kw) for a in ("waves", "closed_loop"))
+    assert waves["ttft_s"].item() == loop["ttft_s"].item() < eight["ttft_s"].item()
 
 
 def test_kv_hand_off_crosses_the_nics_on_eight_gpu_nodes():

@@ -67,7 +67,8 @@ def disagg(
                                                    "rank (the engine's max_batch_size); requests past it wait for a decode slot. "
                                                    "Default: only the KV cache limits it."),
     arrival: str = typer.Option("closed_loop", "--arrival", help="How requests arrive: closed_loop (a slot refilled as its request "
-                                "ends, as serving benchmarks run) or burst / waves (all sent together, in lockstep waves)."),
+                                "ends, as serving benchmarks run; waves prices the same) or burst (all sent together, in "
+                                "lockstep waves)."),
     calibration: Optional[str] = O_CAL, as_json: bool = typer.Option(False, "--json"),
 ):
     """Disaggregated serving: prefill instances hand each prompt's KV cache to decode instances."""

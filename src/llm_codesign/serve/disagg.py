@@ -143,11 +143,14 @@ def first_token(C, base, t_kv, *, t_decode_step, decode_time, prefill: dict, n_p
     """Request rate, TTFT and the waits in it for C requests cycling through a prefill pool (prefill:
     prefill_pool's dict; base: the lone prefill and the front end's overhead) and decode: the decode
     worker's admission (decode_admission), then as the requests arrive (spec.harness.ARRIVALS):
-    "closed_loop", the wait for the running prefill step (step_residual, which grows with the rate:
-    a fixed point, `iterations` passes from none) and closed_loop's queueing; "burst" or "waves",
-    lockstep_waves. Returns (rate, ttft, admission, step wait)."""
+    "closed_loop" or "waves", the wait for the running prefill step (step_residual, which grows with
+    the rate: a fixed point, `iterations` passes from none) and closed_loop's queueing; "burst",
+    lockstep_waves. Identical requests started together ("waves") leave the prefill pool one service
+    apart and keep that spacing, wave after wave, as their decodes end in the same order: spread
+    arrivals, priced as the closed loop's (an upper bound: evenly spaced ones queue less than M/D/1).
+    Returns (rate, ttft, admission, step wait)."""
     admit = decode_admission(t_decode_step, t_kv)
-    if arrival != "closed_loop":
+    if arrival == "burst":
         rate, ttft = lockstep_waves(C, base + admit, decode_time, prefill["per_instance"], n_p)
         return rate, ttft, admit, np.zeros(1)
     extra = np.zeros(1)
@@ -160,10 +163,9 @@ def first_token(C, base, t_kv, *, t_decode_step, decode_time, prefill: dict, n_p
 
 
 def lockstep_waves(C, base, decode_time, per_instance, n_p) -> tuple:
-    """Request rate and mean TTFT of C requests sent together and kept in waves (a harness's "burst";
-    its "waves" too: the share of a wave's prefills an aggregated step mixes with decodes, which the
-    aggregated model fits, has no meaning where decode instances run no prefill). A wave reaches the
-    prefill pool while it is idle (no step to wait for), N = C / n_p requests at each instance (the
+    """Request rate and mean TTFT of C requests sent together and kept in lockstep waves (a harness's
+    "burst"). A wave reaches the prefill pool while it is idle (no step to wait for), N = C / n_p
+    requests at each instance (the
     router spreads them), each instance finishing one every s = 1/per_instance: the k-th waits (k - 1)
     s, (N - 1) s / 2 on average. The same with random routing to attention-DP ranks: a request's rank
     holds (N - 1) / adp others on average, each adp s. The wave ends with its last request's first
@@ -214,9 +216,9 @@ def evaluate_disagg(model: ModelSpec, prefill: Deployment, decode: Deployment, *
     a free slot), the pool completes at most slots / decode time requests a second, and TTFT is what
     is left of the cycle: C / rate - decode time. A decode GPU other than the prefill one puts the KV
     hand-off on the NICs. `arrival` (spec.harness.ARRIVALS): how the requests reach the prefill pool,
-    a closed loop of C slots (the default) or C sent together in lockstep waves (first_token); in
-    waves, past the decode slots a wave is what they hold and the rest wait whole waves, as
-    serve.aggregated prices them."""
+    a closed loop of C slots (the default; "waves" the same, first_token) or C sent together in
+    lockstep waves ("burst"); in a burst, past the decode slots a wave is what they hold and the rest
+    wait whole waves, as serve.aggregated prices them."""
     gpu, dg, prefill_plan, decode_plan = prefill.gpu, decode.gpu, prefill.plan, decode.plan
     dcost = decode.engine.costs(decode_calibration or calibration)
     pcost = prefill.engine.costs(calibration)
@@ -257,9 +259,9 @@ def evaluate_disagg(model: ModelSpec, prefill: Deployment, decode: Deployment, *
 def _within_slots(C, base, t_kv, slots, *, decode_time, arrival, **pools) -> tuple:
     """first_token's (rate, ttft, admission, step wait) where the decode pool holds `slots` requests:
     in a closed loop it completes at most slots / decode time a second and TTFT is what is left of the
-    cycle, C / rate - decode time; in waves a wave is what the slots hold and the rest wait whole
+    cycle, C / rate - decode time; in a burst a wave is what the slots hold and the rest wait whole
     waves, each one cycle, as serve.aggregated prices them."""
-    if arrival == "closed_loop":
+    if arrival != "burst":
         rate, ttft, admit, step_wait = first_token(C, base, t_kv, decode_time=decode_time, arrival=arrival, **pools)
         rate = np.minimum(rate, slots / np.maximum(decode_time, 1e-12))
         return rate, np.maximum(C / rate - decode_time, ttft), admit, step_wait
