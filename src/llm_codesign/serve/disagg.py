@@ -165,11 +165,11 @@ def first_token(C, base, t_kv, *, t_decode_step, decode_time, prefill: dict, n_p
 def lockstep_waves(C, base, decode_time, per_instance, n_p) -> tuple:
     """Request rate and mean TTFT of C requests sent together and kept in lockstep waves (a harness's
     "burst"). A wave reaches the prefill pool while it is idle (no step to wait for), N = C / n_p
-    requests at each instance (the
-    router spreads them), each instance finishing one every s = 1/per_instance: the k-th waits (k - 1)
-    s, (N - 1) s / 2 on average. The same with random routing to attention-DP ranks: a request's rank
-    holds (N - 1) / adp others on average, each adp s. The wave ends with its last request's first
-    token, (N - 1) s after the first, and its decode: rate = C / (base + (N - 1) s + decode_time)."""
+    requests at each instance (the router spreads them), each instance finishing one every s =
+    1/per_instance: the k-th waits (k - 1) s, (N - 1) s / 2 on average. The same with random routing
+    to attention-DP ranks: a request's rank holds (N - 1) / adp others on average, each adp s. The
+    wave ends with its last request's first token, (N - 1) s after the first, and its decode:
+    rate = C / (base + (N - 1) s + decode_time)."""
     C = np.asarray(C, float)
     ahead = np.maximum(C / np.asarray(n_p, float), 1.0) - 1.0
     s = 1.0 / np.asarray(per_instance, float)
