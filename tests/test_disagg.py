@@ -305,3 +305,31 @@ def test_kv_hand_off_crosses_the_nics_on_eight_gpu_nodes():
         cal = calibration_for(g)
         t = kv_hand_off(m, g, cal, prec, np.array([8192.0]), prefill_gpus=8, total_gpus=16, decode_plan=Plan(tp=8, ep=8, moe_tp=1))
         assert t.item() == pytest.approx(cal.comm_large_latency_s + nbytes / (link * cal.comm_large_bw_eff), rel=1e-9), gpu_id
+
+
+def test_a_lone_attention_dp_prompt_routes_only_its_own_tokens():
+    from llm_codesign.cost.ops import forward_ops
+    from llm_codesign.serve.aggregated import prefill_batch
+    from llm_codesign.serve.disagg import _INSTANCE_ROLES, prefill_pool, shared_steps
+    from llm_codesign.spec.engines import get_engine
+
+    # one 8192-token prompt on a DP8 EP8 instance: the other 7 ranks run dummy requests, so its routed experts see the 8192
+    # tokens a TP8 EP8 instance's see (the same GEMMs), not 8 x 8192; the loaded step (a prompt on every rank) keeps them
+    m, g = get_model("deepseek-r1"), get_gpu("b200")
+    cal = calibration_for(g)
+    costs, prec = get_engine("trtllm").costs(cal), Precision.of("fp8_block")
+    adp8, tp8 = Plan(tp=1, ep=8, moe_tp=1, adp=8), Plan(tp=8, ep=8, moe_tp=1)
+
+    def routed(plan, tokens):
+        b = prefill_batch(tokens=np.array([tokens]), isl=np.array([8192.0]), chunk=np.array([8192.0]))
+        ops = forward_ops(m, g, costs.cal, prec, plan.broadcast(), b=b, engine=costs.engine)
+        return {op.role: np.asarray(op.time).item() for op in ops if op.part == "moe" and op.role in ("experts_gate_up", "experts_down")}
+
+    assert routed(adp8, 8192.0 / 8) == routed(tp8, 8192.0)
+    assert {"dispatch", "combine", "experts_gate_up"} <= set(_INSTANCE_ROLES)
+    lone, one = (prefill_pool(m, g, prec, p, costs=costs, isl=np.array([8192.0])) for p in (adp8, tp8))
+    assert lone["t_alone"].item() < 0.7 * lone["t_loaded"].item()
+    assert one["t_alone"].item() == one["t_loaded"].item()  # no attention DP: one and the same
+    # hand-derived: a request's steps carry 3.5 other ranks' prompts of 7: half the way from alone (0.3 s) to loaded (0.6 s)
+    pool = {"adp": np.array([8.0, 8.0, 1.0]), "t_alone": np.array([0.3, 0.3, 0.3]), "t_loaded": np.array([0.6, 0.6, 0.3])}
+    assert np.allclose(shared_steps(np.array([3.5, 10.0, 5.0]), pool), [0.15, 0.3, 0.0], rtol=1e-12, atol=0)

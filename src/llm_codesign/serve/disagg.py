@@ -21,9 +21,19 @@ import numpy as np
 
 from llm_codesign.cost import memory
 from llm_codesign.cost.calibration import Calibration
+from llm_codesign.cost.ffns import EXPERT_GEMMS
 from llm_codesign.cost.kernels import collective_time
+from llm_codesign.cost.ops import forward_ops
 from llm_codesign.errors import InputError
-from llm_codesign.serve.aggregated import decode_step, draft_lengths, draft_model, engine_budget, prefill_step
+from llm_codesign.serve.aggregated import (
+    decode_step,
+    draft_lengths,
+    draft_model,
+    engine_budget,
+    kernels_time,
+    prefill_batch,
+    prefill_step,
+)
 from llm_codesign.spec.engines import EngineCosts
 from llm_codesign.spec.hardware import Gpu
 from llm_codesign.spec.model import ModelSpec
@@ -33,9 +43,11 @@ from llm_codesign.spec.precision import Precision
 
 def prefill_pool(model: ModelSpec, gpu: Gpu, prec: Precision, plan: Plan, *, costs: EngineCosts, isl, max_num_tokens=None) -> dict:
     """One prefill instance (`costs`: its engine's fitted costs and in-step calibration): a lone
-    prompt's time (chunks of the step budget), the requests per second it serves when loaded (whole
-    steps; each attention-DP rank runs its own prompts, pipeline stages overlap different prompts'
-    steps), the service time of the queue a request joins (`queue_s`: the instance's, 1 / per_instance,
+    prompt's time (chunks of the step budget, its MoE carrying that prompt's tokens alone:
+    _lone_prompt_credit; `t_loaded`, the same with a prompt on every attention-DP rank, and `adp`,
+    for shared_steps), the requests per second it serves when loaded (whole steps; each
+    attention-DP rank runs its own prompts, pipeline stages overlap different prompts' steps), the
+    service time of the queue a request joins (`queue_s`: the instance's, 1 / per_instance,
     where the engine keeps its attention-DP ranks balanced; one rank's, adp times that, where it routes
     each request to a rank at random, Engine.routes_prefill_dp_at_random), and whether the weights fit."""
     sh = plan.broadcast()
@@ -43,14 +55,38 @@ def prefill_pool(model: ModelSpec, gpu: Gpu, prec: Precision, plan: Plan, *, cos
     mnt, (budget, fraction, _) = engine_budget(gpu, engine=costs.engine, max_num_tokens=max_num_tokens, plan=plan)
     _, pp, _, _, adp, _ = (np.asarray(x, float) for x in plan.arrays())
     chunk = np.minimum(isl, mnt)
-    t_step = prefill_step(model, gpu, prec, sh, costs=costs, tokens=chunk, isl=isl, chunk=chunk)  # one stage's step of a lone chunk
-    t_alone = isl / chunk * pp * t_step
+    # one stage's step of a chunk on every attention-DP rank (the step a request arriving under load waits for), and a lone one's
+    t_step = prefill_step(model, gpu, prec, sh, costs=costs, tokens=chunk, isl=isl, chunk=chunk)
+    t_loaded = isl / chunk * pp * t_step
+    t_alone = t_loaded - isl / chunk * pp * _lone_prompt_credit(model, gpu, prec, sh, costs=costs, chunk=chunk, isl=isl, adp=adp)
     full = np.maximum(mnt, chunk)  # a full step: the budget, or one whole chunk if larger
     per_inst = adp * full / isl / prefill_step(model, gpu, prec, sh, costs=costs, tokens=full, isl=isl, chunk=chunk)
     mem = memory.fit(model, gpu, prec, sh, isl, osl=0.0, max_num_tokens=mnt, usable_fraction=fraction, osl_occupancy=0.0, budget=budget,
                      max_seqs=costs.engine.max_batch(gpu))
     queue_s = (adp if costs.engine.routes_prefill_dp_at_random else 1.0) / per_inst
-    return {"t_alone": t_alone, "t_step": t_step, "per_instance": per_inst, "queue_s": queue_s, "fits": mem["max_seqs_per_rank"] >= 1}
+    return {"t_alone": t_alone, "t_loaded": t_loaded, "adp": adp, "t_step": t_step, "per_instance": per_inst, "queue_s": queue_s,
+            "fits": mem["max_seqs_per_rank"] >= 1}
+
+
+# the MoE operators whose work is the whole instance's tokens, gathered from every attention-DP rank (the routed experts
+# and the token exchange around them), where the router, top-k and shared expert run on each rank's own
+_INSTANCE_ROLES = (*EXPERT_GEMMS, "dispatch", "combine", "permute", "all_gather", "reduce_scatter")
+
+
+def _lone_prompt_credit(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, costs: EngineCosts, chunk, isl, adp):
+    """What a lone prompt's prefill step costs less than prefill_step's, which gives every attention-DP
+    rank a `chunk`: its MoE's routed experts and token exchange (_INSTANCE_ROLES) carry one chunk, not
+    adp of them, while the other ranks run a dummy request to join the collectives (TensorRT-LLM
+    PyExecutor._pad_attention_dp_dummy_request; SGLang's idle batch). 0 without attention DP."""
+    adp = np.asarray(adp, float)
+    if not np.any(adp > 1):
+        return 0.0
+
+    def moe(tokens):
+        ops = forward_ops(model, gpu, costs.cal, prec, sh, b=prefill_batch(tokens=tokens, isl=isl, chunk=chunk), engine=costs.engine)
+        return kernels_time([op for op in ops if op.part == "moe" and op.role in _INSTANCE_ROLES], gpu, costs)
+
+    return np.where(adp > 1, moe(chunk) - moe(chunk / adp), 0.0)
 
 
 def decode_pool(model: ModelSpec, gpu: Gpu, prec: Precision, plan: Plan, *, costs: EngineCosts, per_instance, isl, osl,
@@ -126,6 +162,16 @@ def step_residual(rate, n_p, t_step, per_instance, queue_s=None):
     return np.maximum(busy * t / 2.0 - rho * q / 2.0, 0.0)
 
 
+def shared_steps(others, prefill: dict):
+    """What a request's own prefill pays for the prompts other attention-DP ranks run in its steps:
+    the routed MoE grows with the instance's tokens, so its time goes from the lone prompt's (t_alone)
+    to a prompt on every rank's (t_loaded) in proportion to the `others` (at most adp - 1 ranks'
+    worth). 0 without attention DP, where the two are one."""
+    adp = np.asarray(prefill["adp"], float)
+    share = np.minimum(np.asarray(others, float), adp - 1.0) / np.maximum(adp - 1.0, 1.0)
+    return share * (prefill["t_loaded"] - prefill["t_alone"])
+
+
 def decode_admission(t_decode_step, t_kv):
     """From the prefill's end to the first token the client sees: the decode worker takes a new
     request only at a step boundary (t / 2 on average), starts its KV transfer, sees the transfer
@@ -148,16 +194,20 @@ def first_token(C, base, t_kv, *, t_decode_step, decode_time, prefill: dict, n_p
     lockstep_waves. Identical requests started together ("waves") leave the prefill pool one service
     apart and keep that spacing, wave after wave, as their decodes end in the same order: spread
     arrivals, priced as the closed loop's (an upper bound: evenly spaced ones queue less than M/D/1).
-    Returns (rate, ttft, admission, step wait)."""
+    Under attention DP a request's steps also carry the prompts other ranks run (shared_steps): the
+    x = lam t_step arriving during a step in a closed loop, the wave's others in a burst.
+    Returns (rate, ttft, admission, step wait and shared steps)."""
     admit = decode_admission(t_decode_step, t_kv)
     if arrival == "burst":
-        rate, ttft = lockstep_waves(C, base + admit, decode_time, prefill["per_instance"], n_p)
-        return rate, ttft, admit, np.zeros(1)
+        shared = shared_steps(np.asarray(C, float) / np.asarray(n_p, float) - 1.0, prefill)
+        rate, ttft = lockstep_waves(C, base + admit + shared, decode_time, prefill["per_instance"], n_p)
+        return rate, ttft, admit, shared
     extra = np.zeros(1)
     queue = dict(per_instance=prefill["per_instance"], n_p=n_p, queue_s=prefill["queue_s"])
     for _ in range(iterations):
         rate, ttft = closed_loop(C, base + admit + extra, decode_time, **queue)
-        extra = step_residual(rate, n_p, prefill["t_step"], prefill["per_instance"], prefill["queue_s"])
+        extra = (step_residual(rate, n_p, prefill["t_step"], prefill["per_instance"], prefill["queue_s"])
+                 + shared_steps(rate / n_p * prefill["t_step"], prefill))
     rate, ttft = closed_loop(C, base + admit + extra, decode_time, **queue)
     return rate, ttft, admit, extra
 
