@@ -133,6 +133,25 @@ def test_scheduling_wait_adds_decode_iterations_to_ttft_only(h100):
     assert d["ttft_s"].item() - c["ttft_s"].item() == pytest.approx(12.0 * c["step_s"].item(), rel=1e-9)
 
 
+def test_attention_dp_hold_needs_every_rank_decoding():
+    # issue 38: TensorRT-LLM holds a context request for balance (PyExecutor._balance_adp_requests) only while every
+    # attention-DP rank has a generation request; with C requests over 8 ranks the C - 1 others cover every rank only
+    # when C > 8, so one request alone (or eight) pays no hold and nine pay the whole adp_wait_steps
+    m = get_model("deepseek-v3")
+    b200 = get_gpu("b200")
+    plan = Plan(*(np.array([v]) for v in (1, 1, 8, 1, 8, 1)))
+
+    def run(adp_wait, c):
+        cal = replace(calibration_for(b200), adp_wait_steps=(("trtllm", adp_wait),))
+        return evaluate(m, Serving(gpu=b200, prec=Precision.of("fp8_block"), plan=plan, engine=get_engine("trtllm")), cal=cal,
+                        concurrency=c, isl=1024.0, osl=1024.0)
+
+    for c in (1.0, 8.0):
+        assert run(50.0, c)["ttft_s"].item() == run(0.0, c)["ttft_s"].item()
+    a, b = run(0.0, 9.0), run(50.0, 9.0)
+    assert b["ttft_s"].item() - a["ttft_s"].item() == pytest.approx(50.0 * a["step_s"].item(), rel=1e-9)
+
+
 def test_out_of_step_prefills_stall_decode_by_what_they_add(h100):
     m = get_model("llama-3.1-8b")
     # arrivals fully spread (f = 0): the 7 other running requests' 1024-token prefills land in this

@@ -125,6 +125,7 @@ def test_disagg_cli(tmp_path):
     for args, needle in ((("--prefill", "tp=3", "--decode", "tp=8"), "prefill"), (("--prefill", "tp=8", "--decode", "tp=8,x=1"), "decode"),
                          (("--prefill", "tp=8", "--decode", "tp=8", "--concurrency", "0"), "concurrency"),
                          (("--prefill", "tp=8", "--decode", "tp=8", "--prefill-instances", "0"), "prefill_instances"),
+                         (("--prefill", "tp=8", "--decode", "tp=8", "--arrival", "poisson"), "arrival"),
                          (("--gpu", "h100", "--prefill", "tp=1", "--decode", "tp=8", "--weight-dtype", "bf16"), "hold the model")):
         r = run("disagg", "llama-3.1-70b", *(args if "--gpu" in args else ("--gpu", "h200", *args)))
         lines = [x for x in r.stderr.splitlines() if x.strip()]
@@ -235,3 +236,100 @@ def test_cli_decode_max_batch_caps_the_decode_batch():
         r = run(*args, "--decode-max-batch", bad)
         lines = [x for x in r.stderr.splitlines() if x.strip()]
         assert r.returncode == 2 and len(lines) == 1 and "decode" in lines[0] and "max" in lines[0] and not r.stdout, (bad, r.stderr)
+
+
+def test_random_rank_routing_queues_each_attention_dp_rank():
+    from llm_codesign.serve.disagg import closed_loop, prefill_pool
+    from llm_codesign.spec.engines import get_engine
+
+    # SGLang's PD prefill sends a request to DP rank bootstrap_room % dp_size (a random room), so each of the adp ranks
+    # queues its own prompts: the M/D/1 service is a rank's, adp times the instance's; TensorRT-LLM's balanced ranks queue as one
+    m, g = get_model("deepseek-r1"), get_gpu("b200")
+    cal = calibration_for(g)
+    plan = Plan(tp=1, ep=8, moe_tp=1, adp=8)
+    pools = {e: prefill_pool(m, g, Precision.of("fp8_block"), plan, costs=get_engine(e).costs(cal), isl=np.array([8192.0]))
+             for e in ("sglang", "trtllm")}
+    assert float(pools["sglang"]["queue_s"][0]) == pytest.approx(8.0 / float(pools["sglang"]["per_instance"][0]), rel=1e-12)
+    assert float(pools["trtllm"]["queue_s"][0]) == pytest.approx(1.0 / float(pools["trtllm"]["per_instance"][0]), rel=1e-12)
+    # hand-derived: one instance serving 2 req/s (s = 0.5 s), a rank's queue q = 8 x 0.5 = 4 s, C = 4, a = base + decode
+    # time = 0.5 + 9.5 = 10 s: r solves r (10 + W) = 4 with W = rho q / (2 (1 - rho)), rho = r / 2, i.e.
+    # (q/2 - a)/cap r^2 + (a + C/cap) r - C = -4 r^2 + 12 r - 4 = 0: r = (3 - sqrt 5) / 2 = 0.381966 req/s, and
+    # TTFT = C / r - 9.5 = 0.972136 s (the pooled queue, q = 0.5 s: -4.875 r^2 + 12 r - 4 = 0, r = 0.397535, TTFT 0.562019 s)
+    rate, ttft = closed_loop(4.0, 0.5, 9.5, 2.0, 1.0, queue_s=4.0)
+    assert float(rate) == pytest.approx((3 - 5 ** 0.5) / 2, rel=1e-9) and float(ttft) == pytest.approx(0.972136, abs=1e-6)
+    rate, ttft = closed_loop(4.0, 0.5, 9.5, 2.0, 1.0)
+    assert float(ttft) == pytest.approx(0.562019, abs=1e-6)
+
+
+def test_lockstep_waves_queue_a_wave_at_the_prefill_pool():
+    from llm_codesign.serve.disagg import lockstep_waves
+
+    # 16 requests sent together over 2 prefill instances of 4 req/s: 8 at each, one done every s = 0.25 s, the k-th waiting
+    # (k - 1) s: mean TTFT = 0.3 + 7 x 0.25 / 2 = 1.175 s; the wave's cycle 0.3 + 7 x 0.25 + 10 = 12.05 s: 16 / 12.05 req/s
+    rate, ttft = lockstep_waves(16.0, 0.3, 10.0, 4.0, 2.0)
+    assert float(ttft) == pytest.approx(1.175, rel=1e-12) and float(rate) == pytest.approx(16.0 / 12.05, rel=1e-12)
+    # one request per instance waits for nobody
+    assert float(lockstep_waves(2.0, 0.3, 10.0, 4.0, 2.0)[1]) == pytest.approx(0.3, rel=1e-12)
+
+
+def test_burst_arrivals_in_disaggregated_serving():
+    m, g = get_model("deepseek-r1"), get_gpu("h200")
+    cal = calibration_for(g)
+    pools = disagg_pair(g, Precision.of("fp8_block", kv="fp8"), Plan(tp=8, ep=8, moe_tp=1), Plan(tp=8, ep=8, moe_tp=1))
+    kw = dict(calibration=cal, prefill_instances=1, decode_instances=1, isl=8192, osl=1024, decode_max_batch=4)
+    one = evaluate_disagg(m, *pools, concurrency=1, arrival="burst", **kw)
+    # a lone request: its prefill, the front end's overhead and the hand-off, no queue
+    assert one["ttft_s"].item() == pytest.approx((one["prefill_alone_s"] + pools[0].engine.costs(cal).ttft_overhead
+                                                  + one["decode_admission_s"]).item(), rel=1e-12)
+    four, eight = (evaluate_disagg(m, *pools, concurrency=c, arrival="burst", **kw) for c in (4, 8))
+    # past the decode pool's 4 slots a wave is 4 requests and the other 4 wait one whole wave (its cycle, 4 / rate)
+    assert eight["request_rate"].item() == pytest.approx(four["request_rate"].item(), rel=1e-12)
+    assert eight["ttft_s"].item() == pytest.approx((four["ttft_s"] + 4.0 / four["request_rate"]).item(), rel=1e-12)
+    # identical requests started together ("waves") leave the prefill pool one service apart and stay spread: the closed loop's price
+    waves, loop = (evaluate_disagg(m, *pools, concurrency=8, arrival=a, **kw) for a in ("waves", "closed_loop"))
+    assert waves["ttft_s"].item() == loop["ttft_s"].item() < eight["ttft_s"].item()
+
+
+def test_kv_hand_off_crosses_the_nics_on_eight_gpu_nodes():
+    from llm_codesign.serve.disagg import kv_hand_off
+
+    # DeepSeek-R1's MLA cache in FP8: 61 layers x (512 latent + 64 RoPE) bytes = 35,136 B a token, 287,834,112 B for an
+    # 8,192-token prompt, the whole of it on each decode TP rank (the latent is replicated). 1 prefill + 1 decode TP8
+    # instance = 16 GPUs: beyond an H200's or MI355X's 8-GPU NVLink/xGMI domain each decode GPU takes it on its own 400 Gb/s
+    # NIC (50 GB/s, data/gpus), at NCCL's large-message rate; inside GB200's 72-GPU NVLink domain on its 900 GB/s link
+    m = get_model("deepseek-r1")
+    prec = Precision.of("fp8_block", kv="fp8")
+    nbytes = 8192 * 61 * 576
+    for gpu_id, link in (("h200", 50e9), ("mi355x", 50e9), ("gb200", 900e9)):
+        g = get_gpu(gpu_id)
+        cal = calibration_for(g)
+        t = kv_hand_off(m, g, cal, prec, np.array([8192.0]), prefill_gpus=8, total_gpus=16, decode_plan=Plan(tp=8, ep=8, moe_tp=1))
+        assert t.item() == pytest.approx(cal.comm_large_latency_s + nbytes / (link * cal.comm_large_bw_eff), rel=1e-9), gpu_id
+
+
+def test_a_lone_attention_dp_prompt_routes_only_its_own_tokens():
+    from llm_codesign.cost.ops import forward_ops
+    from llm_codesign.serve.aggregated import prefill_batch
+    from llm_codesign.serve.disagg import _INSTANCE_ROLES, prefill_pool, shared_steps
+    from llm_codesign.spec.engines import get_engine
+
+    # one 8192-token prompt on a DP8 EP8 instance: the other 7 ranks run dummy requests, so its routed experts see the 8192
+    # tokens a TP8 EP8 instance's see (the same GEMMs), not 8 x 8192; the loaded step (a prompt on every rank) keeps them
+    m, g = get_model("deepseek-r1"), get_gpu("b200")
+    cal = calibration_for(g)
+    costs, prec = get_engine("trtllm").costs(cal), Precision.of("fp8_block")
+    adp8, tp8 = Plan(tp=1, ep=8, moe_tp=1, adp=8), Plan(tp=8, ep=8, moe_tp=1)
+
+    def routed(plan, tokens):
+        b = prefill_batch(tokens=np.array([tokens]), isl=np.array([8192.0]), chunk=np.array([8192.0]))
+        ops = forward_ops(m, g, costs.cal, prec, plan.broadcast(), b=b, engine=costs.engine)
+        return {op.role: np.asarray(op.time).item() for op in ops if op.part == "moe" and op.role in ("experts_gate_up", "experts_down")}
+
+    assert routed(adp8, 8192.0 / 8) == routed(tp8, 8192.0)
+    assert {"dispatch", "combine", "experts_gate_up"} <= set(_INSTANCE_ROLES)
+    lone, one = (prefill_pool(m, g, prec, p, costs=costs, isl=np.array([8192.0])) for p in (adp8, tp8))
+    assert lone["t_alone"].item() < 0.7 * lone["t_loaded"].item()
+    assert one["t_alone"].item() == one["t_loaded"].item()  # no attention DP: one and the same
+    # hand-derived: a request's steps carry 3.5 other ranks' prompts of 7: half the way from alone (0.3 s) to loaded (0.6 s)
+    pool = {"adp": np.array([8.0, 8.0, 1.0]), "t_alone": np.array([0.3, 0.3, 0.3]), "t_loaded": np.array([0.6, 0.6, 0.3])}
+    assert np.allclose(shared_steps(np.array([3.5, 10.0, 5.0]), pool), [0.15, 0.3, 0.0], rtol=1e-12, atol=0)

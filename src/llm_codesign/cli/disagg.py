@@ -66,6 +66,9 @@ def disagg(
     decode_max_batch: Optional[int] = typer.Option(None, "--decode-max-batch", help="The decode instances' max batch per attention-DP "
                                                    "rank (the engine's max_batch_size); requests past it wait for a decode slot. "
                                                    "Default: only the KV cache limits it."),
+    arrival: str = typer.Option("closed_loop", "--arrival", help="How requests arrive: closed_loop (a slot refilled as its request "
+                                "ends, as serving benchmarks run; waves prices the same) or burst (all sent together, in "
+                                "lockstep waves)."),
     calibration: Optional[str] = O_CAL, as_json: bool = typer.Option(False, "--json"),
 ):
     """Disaggregated serving: prefill instances hand each prompt's KV cache to decode instances."""
@@ -87,7 +90,7 @@ def disagg(
     pools = Deployment(gpu=g, num_gpus=int(pp_.gpus), plan=pp_, **one), Deployment(gpu=dg, num_gpus=int(dp_.gpus), plan=dp_, **one)
     r = estimate_disagg(m, *pools, calibration=calibration_for(g, calibration), decode_calibration=calibration_for(dg, calibration),
                         prefill_instances=prefill_instances, decode_instances=decode_instances, concurrencies=conc, isl=isl, osl=osl,
-                        decode_max_batch=decode_max_batch)
+                        decode_max_batch=decode_max_batch, arrival=arrival)
     from llm_codesign.measure.intervals import band_disagg_rows
 
     band_disagg_rows(r["rows"], m, pools[1], isl=isl, osl=osl, calibration=calibration)

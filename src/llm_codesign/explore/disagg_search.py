@@ -101,7 +101,7 @@ def _price_units(model: ModelSpec, gpu: Gpu, prec: Precision, plan: Plan, *, cos
     t_kv = kv_hand_off(model, gpu, costs.cal, prec, isl, prefill_gpus=g[ip], total_gpus=U, decode_plan=plan.take(id_))[:, None, None]
     t_dec = np.broadcast_to(dec["t_stage"], (P, B, K))[id_] * sizes[id_, 1, None, None]  # one decode iteration
     decode_time = max(osl - 1, 0) * tpot
-    pre = {"per_instance": pf["per_instance"][ip, None, None], "t_step": pf["t_step"][ip, None, None]}
+    pre = {k: pf[k][ip, None, None] for k in ("per_instance", "t_step", "queue_s", "t_alone", "t_loaded", "adp")}
     rate, ttft, _, _ = first_token(C, base, t_kv, t_decode_step=t_dec, decode_time=decode_time, prefill=pre, n_p=npp[:, None, None])
     fits = np.broadcast_to(dec["fits"], (P, B, K))[id_] & pf["fits"][ip, None, None]
     shape = (len(U), B, K)

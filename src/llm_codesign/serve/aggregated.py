@@ -312,11 +312,12 @@ def evaluate(model: ModelSpec, at: Serving, *, cal: Calibration, concurrency, is
     # requests beyond what the engine admits wait for whole waves
     waves_ahead = np.maximum(c_rank / np.maximum(admitted, 1.0) - 1.0, 0.0)
     # a new request first waits for decode iterations: the rest of the running one, one more under an overlap scheduler
-    # (TensorRT-LLM's, SGLang's), the iterations attention DP may hold context requests (AttentionDpConfig), fitted per
-    # engine (EngineCosts.wait_steps), and half the interval less one where the scheduler polls every recv_interval; the
-    # per-request front-end work (HTTP, tokenising in one process: SGLang's TokenizerManager, tokenizer_worker_num 1,
-    # sglang 0.5.12 server_args.py:372, tokenizer_manager.py:708) serves the q requests arriving together one at a time
-    ttft = ttft + waves_ahead * life + costs.ttft_overhead * (q + 1.0) / 2.0 + (costs.wait_steps(adp) + (np.maximum(fl.recv_interval, 1.0) - 1.0) / 2.0) * t_iter
+    # (TensorRT-LLM's, SGLang's), the iterations attention DP may hold context requests while every rank decodes
+    # (AttentionDpConfig; none with fewer requests than ranks), fitted per engine (EngineCosts.wait_steps), and half the
+    # interval less one where the scheduler polls every recv_interval; the per-request front-end work (HTTP, tokenising in
+    # one process: SGLang's TokenizerManager, tokenizer_worker_num 1, sglang 0.5.12 server_args.py:372,
+    # tokenizer_manager.py:708) serves the q requests arriving together one at a time
+    ttft = ttft + waves_ahead * life + costs.ttft_overhead * (q + 1.0) / 2.0 + (costs.wait_steps(adp, C) + (np.maximum(fl.recv_interval, 1.0) - 1.0) / 2.0) * t_iter
     # requests being served across the ranks: all C unless every rank is full (busiest-rank counts
     # over-count when C is not a multiple of adp)
     served = np.minimum(C, admitted * adp)

@@ -21,9 +21,19 @@ import numpy as np
 
 from llm_codesign.cost import memory
 from llm_codesign.cost.calibration import Calibration
+from llm_codesign.cost.ffns import EXPERT_GEMMS
 from llm_codesign.cost.kernels import collective_time
+from llm_codesign.cost.ops import forward_ops
 from llm_codesign.errors import InputError
-from llm_codesign.serve.aggregated import decode_step, draft_lengths, draft_model, engine_budget, prefill_step
+from llm_codesign.serve.aggregated import (
+    decode_step,
+    draft_lengths,
+    draft_model,
+    engine_budget,
+    kernels_time,
+    prefill_batch,
+    prefill_step,
+)
 from llm_codesign.spec.engines import EngineCosts
 from llm_codesign.spec.hardware import Gpu
 from llm_codesign.spec.model import ModelSpec
@@ -33,21 +43,50 @@ from llm_codesign.spec.precision import Precision
 
 def prefill_pool(model: ModelSpec, gpu: Gpu, prec: Precision, plan: Plan, *, costs: EngineCosts, isl, max_num_tokens=None) -> dict:
     """One prefill instance (`costs`: its engine's fitted costs and in-step calibration): a lone
-    prompt's time (chunks of the step budget), the requests per second it serves when loaded (whole
-    steps; each attention-DP rank runs its own prompts, pipeline stages overlap different prompts'
-    steps), and whether the weights fit."""
+    prompt's time (chunks of the step budget, its MoE carrying that prompt's tokens alone:
+    _lone_prompt_credit; `t_loaded`, the same with a prompt on every attention-DP rank, and `adp`,
+    for shared_steps), the requests per second it serves when loaded (whole steps; each
+    attention-DP rank runs its own prompts, pipeline stages overlap different prompts' steps), the
+    service time of the queue a request joins (`queue_s`: the instance's, 1 / per_instance,
+    where the engine keeps its attention-DP ranks balanced; one rank's, adp times that, where it routes
+    each request to a rank at random, Engine.routes_prefill_dp_at_random), and whether the weights fit."""
     sh = plan.broadcast()
     isl = np.asarray(isl, float)
     mnt, (budget, fraction, _) = engine_budget(gpu, engine=costs.engine, max_num_tokens=max_num_tokens, plan=plan)
     _, pp, _, _, adp, _ = (np.asarray(x, float) for x in plan.arrays())
     chunk = np.minimum(isl, mnt)
-    t_step = prefill_step(model, gpu, prec, sh, costs=costs, tokens=chunk, isl=isl, chunk=chunk)  # one stage's step of a lone chunk
-    t_alone = isl / chunk * pp * t_step
+    # one stage's step of a chunk on every attention-DP rank (the step a request arriving under load waits for), and a lone one's
+    t_step = prefill_step(model, gpu, prec, sh, costs=costs, tokens=chunk, isl=isl, chunk=chunk)
+    t_loaded = isl / chunk * pp * t_step
+    t_alone = t_loaded - isl / chunk * pp * _lone_prompt_credit(model, gpu, prec, sh, costs=costs, chunk=chunk, isl=isl, adp=adp)
     full = np.maximum(mnt, chunk)  # a full step: the budget, or one whole chunk if larger
     per_inst = adp * full / isl / prefill_step(model, gpu, prec, sh, costs=costs, tokens=full, isl=isl, chunk=chunk)
     mem = memory.fit(model, gpu, prec, sh, isl, osl=0.0, max_num_tokens=mnt, usable_fraction=fraction, osl_occupancy=0.0, budget=budget,
                      max_seqs=costs.engine.max_batch(gpu))
-    return {"t_alone": t_alone, "t_step": t_step, "per_instance": per_inst, "fits": mem["max_seqs_per_rank"] >= 1}
+    queue_s = (adp if costs.engine.routes_prefill_dp_at_random else 1.0) / per_inst
+    return {"t_alone": t_alone, "t_loaded": t_loaded, "adp": adp, "t_step": t_step, "per_instance": per_inst, "queue_s": queue_s,
+            "fits": mem["max_seqs_per_rank"] >= 1}
+
+
+# the MoE operators whose work is the whole instance's tokens, gathered from every attention-DP rank (the routed experts
+# and the token exchange around them), where the router, top-k and shared expert run on each rank's own
+_INSTANCE_ROLES = (*EXPERT_GEMMS, "dispatch", "combine", "permute", "all_gather", "reduce_scatter")
+
+
+def _lone_prompt_credit(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, costs: EngineCosts, chunk, isl, adp):
+    """What a lone prompt's prefill step costs less than prefill_step's, which gives every attention-DP
+    rank a `chunk`: its MoE's routed experts and token exchange (_INSTANCE_ROLES) carry one chunk, not
+    adp of them, while the other ranks run a dummy request to join the collectives (TensorRT-LLM
+    PyExecutor._pad_attention_dp_dummy_request; SGLang's idle batch). 0 without attention DP."""
+    adp = np.asarray(adp, float)
+    if not np.any(adp > 1):
+        return 0.0
+
+    def moe(tokens):
+        ops = forward_ops(model, gpu, costs.cal, prec, sh, b=prefill_batch(tokens=tokens, isl=isl, chunk=chunk), engine=costs.engine)
+        return kernels_time([op for op in ops if op.part == "moe" and op.role in _INSTANCE_ROLES], gpu, costs)
+
+    return np.where(adp > 1, moe(chunk) - moe(chunk / adp), 0.0)
 
 
 def decode_pool(model: ModelSpec, gpu: Gpu, prec: Precision, plan: Plan, *, costs: EngineCosts, per_instance, isl, osl,
@@ -99,7 +138,7 @@ def kv_hand_off(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, i
     return np.maximum(collective_time("p2p", send, n, gpu, cal), collective_time("p2p", recv, n, gpu, cal))
 
 
-def step_residual(rate, n_p, t_step, per_instance):
+def step_residual(rate, n_p, t_step, per_instance, queue_s=None):
     """Mean wait, beyond M/D/1's, of a request for the prefill step running when it arrives.
 
     An engine admits new requests only between steps (TensorRT-LLM PyExecutor._executor_loop fetches
@@ -108,17 +147,29 @@ def step_residual(rate, n_p, t_step, per_instance):
     it to end: t_step / 2 on average. With arrivals at rate lam per instance and steps of t_step run
     back to back while work arrived during the last one (a gated batch server), a busy period holds
     e^x steps, x = lam t_step, and an idle one lasts 1 / lam, so the instance is busy a fraction
-    U = x e^x / (1 + x e^x) of the time. M/D/1 on the instance's per-request service s = 1 /
-    per_instance already counts a residual rho s / 2; under attention DP every rank joins the same
-    step (the MoE collectives), so a step lasts a whole prompt's t_step while s is its 1/adp share,
-    and the wait is U t_step / 2 - rho s / 2 more (0 for one prompt per step, where t_step = s)."""
+    U = x e^x / (1 + x e^x) of the time. M/D/1 on the queue's service q (prefill_pool's queue_s:
+    the instance's s = 1 / per_instance, or one attention-DP rank's adp s) already counts a residual
+    rho q / 2, rho = lam s; under attention DP every rank joins the same step (the MoE collectives), so
+    a step lasts a whole prompt's t_step while s is its 1/adp share, and the wait is U t_step / 2 -
+    rho q / 2 more (0 for one prompt per step, where t_step = q)."""
     lam = np.asarray(rate, float) / np.asarray(n_p, float)
     t = np.asarray(t_step, float)
     s = 1.0 / np.asarray(per_instance, float)
+    q = s if queue_s is None else np.asarray(queue_s, float)
     x = np.minimum(lam * t, 30.0)  # e^30: always busy
     busy = x * np.exp(x) / (1.0 + x * np.exp(x))
     rho = np.minimum(lam * s, 1.0)
-    return np.maximum(busy * t / 2.0 - rho * s / 2.0, 0.0)
+    return np.maximum(busy * t / 2.0 - rho * q / 2.0, 0.0)
+
+
+def shared_steps(others, prefill: dict):
+    """What a request's own prefill pays for the prompts other attention-DP ranks run in its steps:
+    the routed MoE grows with the instance's tokens, so its time goes from the lone prompt's (t_alone)
+    to a prompt on every rank's (t_loaded) in proportion to the `others` (at most adp - 1 ranks'
+    worth). 0 without attention DP, where the two are one."""
+    adp = np.asarray(prefill["adp"], float)
+    share = np.minimum(np.asarray(others, float), adp - 1.0) / np.maximum(adp - 1.0, 1.0)
+    return share * (prefill["t_loaded"] - prefill["t_alone"])
 
 
 def decode_admission(t_decode_step, t_kv):
@@ -133,31 +184,62 @@ def decode_admission(t_decode_step, t_kv):
     return 0.5 * t + np.maximum(t, np.asarray(t_kv, float) + 0.5 * t)
 
 
-def first_token(C, base, t_kv, *, t_decode_step, decode_time, prefill: dict, n_p, iterations: int = 6) -> tuple:
+def first_token(C, base, t_kv, *, t_decode_step, decode_time, prefill: dict, n_p, arrival: str = "closed_loop",
+                iterations: int = 6) -> tuple:
     """Request rate, TTFT and the waits in it for C requests cycling through a prefill pool (prefill:
     prefill_pool's dict; base: the lone prefill and the front end's overhead) and decode: the decode
-    worker's admission (decode_admission), the wait for the running prefill step (step_residual,
-    which grows with the rate: a fixed point, `iterations` passes from none) and closed_loop's
-    queueing. Returns (rate, ttft, admission, step wait)."""
+    worker's admission (decode_admission), then as the requests arrive (spec.harness.ARRIVALS):
+    "closed_loop" or "waves", the wait for the running prefill step (step_residual, which grows with
+    the rate: a fixed point, `iterations` passes from none) and closed_loop's queueing; "burst",
+    lockstep_waves. Identical requests started together ("waves") leave the prefill pool one service
+    apart and keep that spacing, wave after wave, as their decodes end in the same order: spread
+    arrivals, priced as the closed loop's (an upper bound: evenly spaced ones queue less than M/D/1).
+    Under attention DP a request's steps also carry the prompts other ranks run (shared_steps): the
+    x = lam t_step arriving during a step in a closed loop, the wave's others in a burst.
+    Returns (rate, ttft, admission, step wait and shared steps)."""
     admit = decode_admission(t_decode_step, t_kv)
+    if arrival == "burst":
+        shared = shared_steps(np.asarray(C, float) / np.asarray(n_p, float) - 1.0, prefill)
+        rate, ttft = lockstep_waves(C, base + admit + shared, decode_time, prefill["per_instance"], n_p)
+        return rate, ttft, admit, shared
     extra = np.zeros(1)
+    queue = dict(per_instance=prefill["per_instance"], n_p=n_p, queue_s=prefill["queue_s"])
     for _ in range(iterations):
-        rate, ttft = closed_loop(C, base + admit + extra, decode_time, prefill["per_instance"], n_p)
-        extra = step_residual(rate, n_p, prefill["t_step"], prefill["per_instance"])
-    rate, ttft = closed_loop(C, base + admit + extra, decode_time, prefill["per_instance"], n_p)
+        rate, ttft = closed_loop(C, base + admit + extra, decode_time, **queue)
+        extra = (step_residual(rate, n_p, prefill["t_step"], prefill["per_instance"], prefill["queue_s"])
+                 + shared_steps(rate / n_p * prefill["t_step"], prefill))
+    rate, ttft = closed_loop(C, base + admit + extra, decode_time, **queue)
     return rate, ttft, admit, extra
 
 
-def closed_loop(C, base, decode_time, per_instance, n_p) -> tuple:
+def lockstep_waves(C, base, decode_time, per_instance, n_p) -> tuple:
+    """Request rate and mean TTFT of C requests sent together and kept in lockstep waves (a harness's
+    "burst"). A wave reaches the prefill pool while it is idle (no step to wait for), N = C / n_p
+    requests at each instance (the router spreads them), each instance finishing one every s =
+    1/per_instance: the k-th waits (k - 1) s, (N - 1) s / 2 on average. The same with random routing
+    to attention-DP ranks: a request's rank holds (N - 1) / adp others on average, each adp s. The
+    wave ends with its last request's first token, (N - 1) s after the first, and its decode:
+    rate = C / (base + (N - 1) s + decode_time)."""
+    C = np.asarray(C, float)
+    ahead = np.maximum(C / np.asarray(n_p, float), 1.0) - 1.0
+    s = 1.0 / np.asarray(per_instance, float)
+    base = np.asarray(base, float)
+    return C / (base + ahead * s + decode_time), base + ahead * s / 2.0
+
+
+def closed_loop(C, base, decode_time, per_instance, n_p, *, queue_s=None) -> tuple:
     """Request rate and TTFT of C requests cycling through prefill (base: alone + hand-off +
-    overhead, plus an M/D/1 wait per instance) and decode. With service s = 1/per_instance and pool
-    capacity cap = n_p/s, rate r solves r (a + W(r)) = C, a = base + decode_time,
-    W = rho s / (2 (1 - rho)), rho = r / cap: the quadratic (s/2 - a)/cap r^2 + (a + C/cap) r - C = 0,
-    whose root below cap is taken. As C grows, r -> cap and TTFT -> C/cap - decode_time."""
+    overhead, plus an M/D/1 wait in the queue a request joins) and decode. With service s =
+    1/per_instance, pool capacity cap = n_p/s and the queue's service q (queue_s: s where an instance
+    queues as one, adp s where each attention-DP rank queues its own, prefill_pool), rate r solves
+    r (a + W(r)) = C, a = base + decode_time, W = rho q / (2 (1 - rho)), rho = r / cap: the quadratic
+    (q/2 - a)/cap r^2 + (a + C/cap) r - C = 0, whose root below cap is taken. As C grows, r -> cap and
+    TTFT -> C/cap - decode_time."""
     C, a = np.asarray(C, float), np.asarray(base, float) + decode_time
     s = 1.0 / np.asarray(per_instance, float)
+    q = s if queue_s is None else np.asarray(queue_s, float)
     cap = np.asarray(n_p, float) / s
-    A = (s / 2.0 - a) / cap
+    A = (q / 2.0 - a) / cap
     B = a + C / cap
     disc = np.sqrt(np.maximum(B * B + 4.0 * A * C, 0.0))
     # the smaller positive root, written to stay exact as A -> 0 (then r = C / B)
@@ -169,7 +251,7 @@ def closed_loop(C, base, decode_time, per_instance, n_p) -> tuple:
 
 def evaluate_disagg(model: ModelSpec, prefill: Deployment, decode: Deployment, *, calibration: Calibration,
                     decode_calibration: Calibration | None = None, prefill_instances, decode_instances, concurrency, isl, osl,
-                    spec_k=None, decode_max_batch=None) -> dict:
+                    spec_k=None, decode_max_batch=None, arrival: str = "closed_loop") -> dict:
     """Metrics for every deployment in the broadcast of both pools' plans, instance counts,
     concurrency, ISL/OSL and k; the same keys as serving.evaluate where they mean the same thing.
     `prefill` and `decode` are one instance of each pool: its GPU, plan, precision, engine and step
@@ -183,7 +265,10 @@ def evaluate_disagg(model: ModelSpec, prefill: Deployment, decode: Deployment, *
     prefill is done waits for a decoding one to finish (the decode engine admits a transfer only into
     a free slot), the pool completes at most slots / decode time requests a second, and TTFT is what
     is left of the cycle: C / rate - decode time. A decode GPU other than the prefill one puts the KV
-    hand-off on the NICs."""
+    hand-off on the NICs. `arrival` (spec.harness.ARRIVALS): how the requests reach the prefill pool,
+    a closed loop of C slots (the default; "waves" the same, first_token) or C sent together in
+    lockstep waves ("burst"); in a burst, past the decode slots a wave is what they hold and the rest
+    wait whole waves, as serve.aggregated prices them."""
     gpu, dg, prefill_plan, decode_plan = prefill.gpu, decode.gpu, prefill.plan, decode.plan
     dcost = decode.engine.costs(decode_calibration or calibration)
     pcost = prefill.engine.costs(calibration)
@@ -208,9 +293,8 @@ def evaluate_disagg(model: ModelSpec, prefill: Deployment, decode: Deployment, *
     base = p["t_alone"] + pcost.ttft_overhead
     decode_time = np.maximum(osl - 1.0, 0.0) * d["tpot"]
     pp_d = np.asarray(decode_plan.arrays()[1], float)
-    rate, ttft, admit, step_wait = first_token(C, base, t_kv, t_decode_step=pp_d * d["t_stage"], decode_time=decode_time, prefill=p, n_p=n_p)
-    rate = np.minimum(rate, slots / np.maximum(decode_time, 1e-12))
-    ttft = np.maximum(C / rate - decode_time, ttft)
+    rate, ttft, admit, step_wait = _within_slots(C, base, t_kv, slots, t_decode_step=pp_d * d["t_stage"], decode_time=decode_time, prefill=p,
+                                                 n_p=n_p, arrival=arrival)
     base = base + admit + step_wait
     return {
         "ttft_s": ttft, "tpot_s": d["tpot"], "tok_s_per_user": 1.0 / d["tpot"], "output_tok_s_per_gpu": rate * osl / gpus,
@@ -222,14 +306,32 @@ def evaluate_disagg(model: ModelSpec, prefill: Deployment, decode: Deployment, *
     }
 
 
+def _within_slots(C, base, t_kv, slots, *, decode_time, arrival, **pools) -> tuple:
+    """first_token's (rate, ttft, admission, step wait) where the decode pool holds `slots` requests:
+    in a closed loop it completes at most slots / decode time a second and TTFT is what is left of the
+    cycle, C / rate - decode time; in a burst a wave is what the slots hold and the rest wait whole
+    waves, each one cycle, as serve.aggregated prices them."""
+    if arrival != "burst":
+        rate, ttft, admit, step_wait = first_token(C, base, t_kv, decode_time=decode_time, arrival=arrival, **pools)
+        rate = np.minimum(rate, slots / np.maximum(decode_time, 1e-12))
+        return rate, np.maximum(C / rate - decode_time, ttft), admit, step_wait
+    held = np.minimum(C, slots)
+    rate, ttft, admit, step_wait = first_token(held, base, t_kv, decode_time=decode_time, arrival=arrival, **pools)
+    return rate, ttft + np.maximum(C / held - 1.0, 0.0) * held / rate, admit, step_wait
+
+
 def estimate_disagg(model: ModelSpec, prefill: Deployment, decode: Deployment, *, calibration: Calibration,
                     decode_calibration: Calibration | None = None, prefill_instances: int, decode_instances: int, concurrencies,
-                    isl: int, osl: int, decode_max_batch: int | None = None) -> dict:
+                    isl: int, osl: int, decode_max_batch: int | None = None, arrival: str = "closed_loop") -> dict:
     """One disaggregated deployment (one instance of each pool, as evaluate_disagg takes them) at each
     concurrency, after checking both plans on their GPUs; `decode_max_batch` caps the sequences each
-    decode attention-DP rank runs (the engine's max batch size), the rest waiting for a slot."""
+    decode attention-DP rank runs (the engine's max batch size), the rest waiting for a slot; `arrival`
+    how the requests come (evaluate_disagg)."""
     gpu, dg, prefill_plan, decode_plan = prefill.gpu, decode.gpu, prefill.plan, decode.plan
+    from llm_codesign.spec.harness import check_arrival
     from llm_codesign.spec.plan import reason_text, validity
+
+    check_arrival(arrival)
 
     for name, v in (("isl", isl), ("osl", osl), ("prefill_instances", prefill_instances), ("decode_instances", decode_instances),
                     ("decode_max_batch", 1 if decode_max_batch is None else decode_max_batch)):
@@ -245,7 +347,7 @@ def estimate_disagg(model: ModelSpec, prefill: Deployment, decode: Deployment, *
     C = np.asarray(concurrencies, float)
     r = evaluate_disagg(model, prefill, decode, calibration=calibration, decode_calibration=decode_calibration,
                         prefill_instances=prefill_instances, decode_instances=decode_instances, concurrency=C, isl=isl, osl=osl,
-                        decode_max_batch=decode_max_batch)
+                        decode_max_batch=decode_max_batch, arrival=arrival)
     if not bool(np.all(r["prefill_fits"])):
         raise InputError("prefill", prefill_plan.label(), f"a plan whose {int(prefill_plan.gpus)} GPUs hold the model and one {isl}-token prompt")
     if float(np.max(r["max_concurrency"])) < 1:
@@ -264,7 +366,7 @@ def estimate_disagg(model: ModelSpec, prefill: Deployment, decode: Deployment, *
                             col("waits_s", 1e3), col("tpot_s", 1e3), col("tok_s_per_user"), col("output_tok_s_per_gpu"),
                             [bool(x) for x in np.broadcast_to(r["fits"], C.shape)], strict=True)]
     return {"model": model.name, "gpu": gpu.id, "decode_gpu": dg.id, "precision": prefill.precision.label(), "backend": prefill.backend,
-            "isl": isl, "osl": osl,
+            "isl": isl, "osl": osl, "arrival": arrival,
             # each pool's own engine and precision (the top-level keys are the prefill pool's)
             "prefill": {"plan": prefill_plan.label(), "backend": prefill.backend, "precision": prefill.precision.label(),
                         "instances": prefill_instances, "gpus_each": int(prefill_plan.gpus),

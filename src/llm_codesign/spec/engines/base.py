@@ -84,6 +84,13 @@ class Engine(ABC):
     # whether it admits a request that ignores EOS only with its whole remaining output reserved, whatever
     # its usual admission reservation (SGLang's add_one_req_ignore_eos)
     reserves_all_ignoring_eos: ClassVar[bool] = False
+    # whether a disaggregated prefill instance under attention DP hands each request to a rank picked
+    # independently of the ranks' queues (SGLang's), so a rank's prompts queue behind each other while
+    # another rank idles; otherwise the ranks are kept balanced and the instance queues as one
+    routes_prefill_dp_at_random: ClassVar[bool] = False
+    # whether its attention-DP hold (adp_wait_steps) applies only while every rank is decoding (TensorRT-LLM's);
+    # otherwise it applies under attention DP at any load
+    adp_hold_needs_every_rank_decoding: ClassVar[bool] = False
 
     @abstractmethod
     def step_tokens(self, gpu) -> int:
@@ -176,13 +183,21 @@ class EngineCosts:
     queue_fraction: float  # scheduling between lockstep prefill waves (1) and spread-out arrivals (0)
     pdl_credit: float  # s saved per kernel boundary the engine PDL-launches (pdl_credit_s; pdl_share weighs it)
 
-    def wait_steps(self, adp):
+    def wait_steps(self, adp, concurrency):
         """Decode iterations a new request waits before its prefill step: the rest of the running step
         plus what the engine's scheduler adds (ttft_wait_steps), and under attention DP the iterations
-        it may hold context requests to balance the ranks (adp_wait_steps)."""
+        it may hold context requests to balance the ranks (adp_wait_steps). Where the engine holds them
+        only while every rank is decoding (Engine.adp_hold_needs_every_rank_decoding: TensorRT-LLM's
+        PyExecutor._balance_adp_requests, attention_dp_config enable_balance, holds a context request
+        until every rank has one, for at most timeout_iters, default 50, and schedules it at once when
+        any rank has no generation request), of `concurrency` requests in flight over `adp` ranks,
+        spread as evenly as they go, the C - 1 others leave every rank one only when C > adp: below
+        that (one request alone, say) nothing waits."""
         import numpy as np
 
-        return self.ttft_wait_steps + np.where(np.asarray(adp) > 1, self.adp_wait_steps, 0.0)
+        adp = np.asarray(adp)
+        busy = np.asarray(concurrency) > adp if self.engine.adp_hold_needs_every_rank_decoding else True
+        return self.ttft_wait_steps + np.where((adp > 1) & busy, self.adp_wait_steps, 0.0)
 
 
 ENGINES: dict[str, Engine] = {}  # name -> engine, in the order registered

@@ -53,6 +53,11 @@ class SGLangEngine(Engine):
     # with ignore_eos and the radix cache off, PrefillAdder.add_one_req_ignore_eos reserves every running and
     # new request's whole remaining output (new_token_ratio 1.0; sglang 0.5.12 managers/schedule_policy.py:720-813, 839-840)
     reserves_all_ignoring_eos = True
+    # a PD prefill server's load_balance_method "auto" is follow_bootstrap_room (server_args.py:1020-1031), which
+    # sends a request to DP rank bootstrap_room % dp_size (managers/data_parallel_controller.py:587-596; sglang
+    # 0.5.12); the room is an id the router draws at random per request (assumed of Dynamo's and SGLang's routers,
+    # whose code was not read here), unless the request names its rank
+    routes_prefill_dp_at_random = True
 
     def step_tokens(self, gpu) -> int:
         """chunked_prefill_size = 2048 below 35 GiB, 4096 below 60 GiB, 8192 below 160 GiB, else 16384

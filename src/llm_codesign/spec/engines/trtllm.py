@@ -14,6 +14,10 @@ AR_MAX_BYTES = {2: 16e6, 4: 8e6, 8: 8e6}
 
 
 class TensorRTLLMEngine(Engine):
+    # attention-DP balancing (attention_dp_config enable_balance) holds context requests only while every rank has
+    # a generation request: PyExecutor._balance_adp_requests schedules them at once when one has none
+    adp_hold_needs_every_rank_decoding = True
+
     def step_tokens(self, gpu) -> int:
         """max_num_tokens = 8192 (LlmArgs / BuildConfig default), on every GPU."""
         return 8192
