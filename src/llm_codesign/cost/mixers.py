@@ -108,6 +108,12 @@ def _mla_proj(a: MLA, b: Batch, at: _At, P: Site, *, s: _Step) -> list[Op]:
         ops.append(_gemm(P / "q", M, heads_l * a.head_dim, h, at, **fa))
     if at.engine is None or not a.q_lora_rank:
         ops.append(_gemm(P / "kv_a", M, latent, h, at, **fa))
+    if at.engine is not None:
+        # the RMSNorms of the two latents (q_a_layernorm, kv_a_layernorm: a layer's norms beyond the
+        # two elementwise_kernels_per_layer counts), each its own kernel in every engine's MLA
+        # (TensorRT-LLM MLA.forward_impl, vLLM and SGLang DeepseekV2AttentionMLA); BF16 read and written
+        norm_b = s.T * (a.q_lora_rank + a.kv_lora_rank) * 2.0 * 2.0
+        ops.append(_elementwise(P / "latent_norms", norm_b, 2.0 if a.q_lora_rank else 1.0, at))
     # decode: weight absorption, attention runs in the latent space (DeepSeek-V2 sec. 2.1.2)
     dec = Tokens(dec_tok)
     ops.append(_gemm(P / "mla_q_absorb", dec, a.kv_lora_rank, a.nope_dim, at, groups=heads_l, **_BF16))
