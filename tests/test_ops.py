@@ -329,3 +329,42 @@ def test_an_operator_is_built_with_its_final_values():
 
     whole = kernels.collective_time("all_to_all", float(helix.bytes), 8.0, g, calibration_for(g))
     assert 0.0 < float(helix.time) < float(whole)  # 64 requests hide all but one message behind their attention
+
+
+def test_mla_in_an_engine_step_runs_one_down_projection_and_the_latent_norms():
+    """TensorRT-LLM, vLLM and SGLang run MLA's q_a and kv_a as one GEMM over the hidden state and
+    RMSNorm both latents in kernels of their own. DeepSeek-R1 at 4 decode tokens: [4, 7168] x [7168,
+    1536 + 512 + 64], 2 * 4 * 7168 * 2112 FLOPs; the norms read and write 4 * (1536 + 512) BF16 values
+    in 2 launches. The kernel tables' steps (no engine) keep the two GEMMs and no norms."""
+    from llm_codesign.spec.engines import get_engine
+
+    m, g = get_model("deepseek-r1"), get_gpu("b200")
+    costs = get_engine("trtllm").costs(calibration_for(g))
+    kw = dict(b=Batch(dec_seqs=4.0, dec_ctx=1024.0))
+    ops = {o.role: o for o in forward_ops(m, g, costs.cal, Precision.of("fp8_block"), Plan(tp=8, ep=8), engine=costs.engine, **kw)
+           if o.part == "attention"}
+    assert "q_a" not in ops and "kv_a" not in ops
+    assert ops["qkv_a"].flops == pytest.approx(2.0 * 4 * 7168 * 2112) and ops["qkv_a"].weight == "fp8_block"
+    assert float(ops["latent_norms"].bytes) == 4 * (1536 + 512) * 2 * 2 and ops["latent_norms"].kernels == 2.0
+    tables = {o.role for o in forward_ops(m, g, calibration_for(g), Precision.of("fp8_block"), Plan(tp=8, ep=8), **kw)}
+    assert {"q_a", "kv_a"} <= tables and not {"qkv_a", "latent_norms"} & tables
+
+
+def test_a_target_step_samples_over_the_logits_gathered_across_tp():
+    """An engine's decode step ends in its sampler: the vocabulary-parallel head's BF16 logits gathered
+    on every TP rank, then one pass over them. DeepSeek-R1 (129,280 tokens) at 4 sequences verifying
+    one draft each: 8 sampled positions, 8 * 129,280 * 2 = 2,068,480 bytes gathered and read. A draft
+    pass samples apart (ops.mtp_module_ops) and the kernel tables' step has no sampler."""
+    from llm_codesign.serve.aggregated import decode_step
+    from llm_codesign.spec.engines import get_engine
+
+    m, g = get_model("deepseek-r1"), get_gpu("b200")
+    costs = get_engine("trtllm").costs(calibration_for(g))
+    prec, sh = Precision.of("fp8_block"), Plan(tp=8, ep=8)
+    ops = {o.name: o for o in decode_step(m, g, prec, sh, costs=costs, b=4.0, ctx=1024.0, k=np.asarray(1.0), spec=None)[2]}
+    gather, sample = ops["sampler/logits_gather"], ops["sampler/sample"]
+    assert float(gather.bytes) == float(sample.bytes) == 8 * 129280 * 2
+    assert gather.kind == "comm" and float(gather.time) > 0 and sample.kernels == 1.0 and float(sample.time) > 0
+    b = Batch(dec_seqs=4.0, dec_ctx=1024.0)
+    assert not [o for o in forward_ops(m, g, costs.cal, prec, sh, b=b, engine=costs.engine) if o.name.startswith("sampler/")]
+    assert not [o for o in forward_ops(m, g, calibration_for(g), prec, sh, b=b, sample=True) if o.name.startswith("sampler/")]

@@ -108,7 +108,7 @@ def diff(a, b, path="", tol=1e-9, found=None):
     elif isinstance(a, list) and isinstance(b, list):
         if len(a) != len(b):
             found.append(f"{path}: {len(a)} items before, {len(b)} after")
-        for i, (x, y) in enumerate(zip(a, b)):
+        for i, (x, y) in enumerate(zip(a, b, strict=False)):
             diff(x, y, f"{path}[{i}]", tol, found)
     elif isinstance(a, float) or isinstance(b, float):
         if not (isinstance(a, (int, float)) and isinstance(b, (int, float))) or not math.isclose(a, b, rel_tol=tol, abs_tol=1e-12):

@@ -93,12 +93,27 @@ def _mla_proj(a: MLA, b: Batch, at: _At, P: Site, *, s: _Step) -> list[Op]:
     M, h, fa, dec_tok = s.M, s.h, s.fa, s.dec_tok
     heads_l = a.heads / s.tp
     ops = []
-    if a.q_lora_rank:
+    latent = a.kv_lora_rank + a.rope_dim
+    if a.q_lora_rank and at.engine is not None:
+        # the engines run both down-projections as one GEMM over the replicated hidden state
+        # (TensorRT-LLM _torch/modules/attention.py MLA `kv_a_proj_with_mqa`, q_lora + kv_lora + rope
+        # outputs; vLLM models/deepseek_v2.py `fused_qkv_a_proj`; SGLang models/deepseek_v2.py
+        # `fused_qkv_a_proj_with_mqa`): one launch and one fixed cost, not two
+        ops.append(_gemm(P / "qkv_a", M, a.q_lora_rank + latent, h, at, **fa))
+        ops.append(_gemm(P / "q_b", M, heads_l * a.head_dim, a.q_lora_rank, at, **fa))
+    elif a.q_lora_rank:
         ops.append(_gemm(P / "q_a", M, a.q_lora_rank, h, at, **fa))
         ops.append(_gemm(P / "q_b", M, heads_l * a.head_dim, a.q_lora_rank, at, **fa))
     else:
         ops.append(_gemm(P / "q", M, heads_l * a.head_dim, h, at, **fa))
-    ops.append(_gemm(P / "kv_a", M, a.kv_lora_rank + a.rope_dim, h, at, **fa))
+    if at.engine is None or not a.q_lora_rank:
+        ops.append(_gemm(P / "kv_a", M, latent, h, at, **fa))
+    if at.engine is not None:
+        # the RMSNorms of the two latents (q_a_layernorm, kv_a_layernorm: a layer's norms beyond the
+        # two elementwise_kernels_per_layer counts), each its own kernel in every engine's MLA
+        # (TensorRT-LLM MLA.forward_impl, vLLM and SGLang DeepseekV2AttentionMLA); BF16 read and written
+        norm_b = s.T * (a.q_lora_rank + a.kv_lora_rank) * 2.0 * 2.0
+        ops.append(_elementwise(P / "latent_norms", norm_b, 2.0 if a.q_lora_rank else 1.0, at))
     # decode: weight absorption, attention runs in the latent space (DeepSeek-V2 sec. 2.1.2)
     dec = Tokens(dec_tok)
     ops.append(_gemm(P / "mla_q_absorb", dec, a.kv_lora_rank, a.nope_dim, at, groups=heads_l, **_BF16))

@@ -265,9 +265,11 @@ def layer_ops(model: ModelSpec, layer: Layer, count, gpu: Gpu, cal: Calibration,
 
 
 def forward_ops(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, sh: Plan, *, b: Batch,
-                engine: Engine | None = None) -> list[Op]:
+                engine: Engine | None = None, sample: bool = False) -> list[Op]:
     """All operators of one step on one GPU of the slowest pipeline stage (the LM head counted where
-    that stage is the last, which holds it), in `engine`'s step (None: the kernel tables' kernels)."""
+    that stage is the last, which holds it), in `engine`'s step (None: the kernel tables' kernels);
+    with `sample`, the engine's sampler after the head (a target step's, not a draft pass's: those
+    sample apart, mtp_module_ops)."""
     pp = np.asarray(sh.pp, float)
     parts: list[tuple[list[Op], tuple[int, ...]]] = []  # operators priced per layer, and the groups they serve
     multi = len(model.groups) > 1
@@ -296,6 +298,15 @@ def forward_ops(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, s
     # per part, as step_time sums them)
     ops = [op.replace(count=c) for (p_ops, _), c in zip(parts, counts, strict=True) for op in p_ops]
     ops.append(head.replace(count=head_on))
+    if sample and engine is not None:
+        # the vocabulary-parallel head's logits gathered on every TP rank (TensorRT-LLM LMHead with
+        # gather_output; SGLang LogitsProcessor._get_logits, tensor_model_parallel_all_gather; vLLM
+        # LogitsProcessor._gather_logits), then one pass of the sampler over them (greedy argmax or
+        # top-k / top-p: TensorRT-LLM's sampler, SGLang's and vLLM's Sampler), both in BF16
+        nbytes = logits * model.vocab * 2.0
+        S = Site("sampler", "lm_head")
+        ops.append(_comm(S / "logits_gather", "all_gather", nbytes, dense_tp, once).replace(count=head_on))
+        ops.append(_elementwise(S / "sample", nbytes, 1.0, once).replace(count=head_on))
     if np.any(pp > 1):
         T = np.asarray(b.dec_seqs, float) * b.dec_tokens_per_seq + np.asarray(b.pf_tokens, float)
         ops.append(_comm(Site("pp", "pipeline") / "send_recv", "p2p", np.where(pp > 1, T * model.hidden * 2.0, 0.0),

@@ -126,7 +126,7 @@ def decode_step(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, costs:
 def _decode_kernels(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, costs: EngineCosts, b, ctx, k, spec):
     """decode_step's kernels: (the target's kernels' time, the draft passes' time, the target's operators)."""
     cal = costs.cal
-    ops = forward_ops(model, gpu, cal, prec, sh, b=Batch(dec_seqs=b, dec_ctx=ctx, dec_tokens_per_seq=1.0 + k), engine=costs.engine)
+    ops = forward_ops(model, gpu, cal, prec, sh, b=Batch(dec_seqs=b, dec_ctx=ctx, dec_tokens_per_seq=1.0 + k), engine=costs.engine, sample=True)
     t_kernels = kernels_time(ops, gpu, costs)
     t_draft = 0.0
     if spec is not None:
@@ -225,7 +225,7 @@ def prefill_step(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, costs
     b = prefill_batch(tokens=tokens, isl=isl, chunk=chunk, dec_seqs=dec_seqs, dec_ctx=dec_ctx, cached=cached)
 
     def kernels():
-        ops = forward_ops(model, gpu, costs.cal, prec, sh, b=b, engine=costs.engine)
+        ops = forward_ops(model, gpu, costs.cal, prec, sh, b=b, engine=costs.engine, sample=True)
         n = launches(ops)  # counted once: each launch pays its host cost, and PDL's share of a boundary comes off
         return kernels_time(ops, gpu, costs, n_launches=n), n
 
