@@ -51,9 +51,10 @@ def test_helix_exchange_overlaps_over_the_batch(b200):
         ex = next(o for o in ops if o.role == "helix_all_to_all")
         core = {o.role: o for o in ops if o.part == "attention" and o.group == ex.group}
         a = float(core["core_decode"].time + core["core_prefill"].time) / seqs  # one request's attention
-        # the exchange: every token's partial output and its softmax statistic (128 heads x (128 + 1) values,
-        # BF16) over 8 ranks, in one message (C) or one per request (c), each paying the collective's latency
-        nbytes = seqs * 128 * (128 + 1) * 2.0
+        # the exchange: every token's partial output in the latent space and its two FP32 softmax statistics
+        # (128 heads x (512 x 2 + 8) bytes) over 8 ranks, in one message (C) or one per request (c), each paying
+        # the collective's latency
+        nbytes = seqs * 128 * (512 * 2.0 + 8.0)
         C = float(cost.collective_time("all_to_all", nbytes, 8, b200, cal))
         c = float(cost.collective_time("all_to_all", nbytes / seqs, 8, b200, cal))
         want = min(C, c + (seqs - 1) * max(c - a, 0.0))
@@ -64,7 +65,7 @@ def test_helix_exchange_overlaps_over_the_batch(b200):
     # long contexts: a request's attention outlasts its message, so the pipeline hides all but one message
     ops = _ops(m, b200, cal, plan, dec_seqs=64.0, dec_ctx=1_048_576)
     ex = next(o for o in ops if o.role == "helix_all_to_all")
-    c = float(cost.collective_time("all_to_all", 128 * 129 * 2.0, 8, b200, cal))
+    c = float(cost.collective_time("all_to_all", 128 * (512 * 2.0 + 8.0), 8, b200, cal))
     assert float(ex.time) == pytest.approx(c, rel=1e-9)
 
 
