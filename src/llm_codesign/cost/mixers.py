@@ -82,12 +82,15 @@ def _attend(a: Attention, ops: list[Op], P: Site, *, at: _At, s: _Step, b: Batch
 
 
 def _helix_exchange(core: list[Op], b: Batch, at: _At, P: Site, *, nbytes, kvp) -> Op:
-    """Helix's all-to-all of partial attention outputs. HOP-B (Bhatia et al. 2025, arXiv:2507.07120)
-    sends each request's exchange while the next request's attention runs: over the step's B requests a
-    two-stage pipeline exposes c + (B-1) * max(c - a, 0), c one request's message (each pays the
-    collective's fixed latency) and a its attention (`core`: this layer's attention kernels over B). The
-    better of that and one exchange after all the attention (C) is what runs; one request exposes C."""
+    """Helix's all-to-all of partial attention outputs: one exchange after all the attention (C). Where
+    the engine runs HOP-B (Bhatia et al. 2025, arXiv:2507.07120; Engine.fusions "hop_b") it sends each
+    request's exchange while the next request's attention runs: over the step's B requests a two-stage
+    pipeline exposes c + (B-1) * max(c - a, 0), c one request's message (each pays the collective's fixed
+    latency) and a its attention (`core`: this layer's attention kernels over B), and the better of that
+    and C runs; one request exposes C."""
     whole = cost.collective_time("all_to_all", nbytes, kvp, at.gpu, at.cal, engine=at.engine)
+    if at.engine is None or not at.engine.fuses("hop_b"):
+        return _comm_of(P / "helix_all_to_all", whole, nbytes, at)
     B = np.maximum(np.asarray(b.dec_seqs, float) + np.asarray(b.pf_seqs, float), 1.0)
     a = sum(o.time for o in core) / B
     c = cost.collective_time("all_to_all", np.asarray(nbytes, float) / B, kvp, at.gpu, at.cal, engine=at.engine)
