@@ -11,7 +11,6 @@ from llm_codesign.spec.engines import TRTLLM
 from llm_codesign.spec.plan import Plan, validity
 from llm_codesign.spec.precision import Precision
 
-
 # TensorRT-LLM as the Helix paper designs it, with HOP-B (its own step does not run it yet)
 HOP_B = replace(TRTLLM, fusions=(*TRTLLM.fusions, "hop_b"))
 
