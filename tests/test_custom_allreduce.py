@@ -76,3 +76,22 @@ def test_trtllm_mnnvl_all_reduce_on_nvl72():
     # an 8-GPU domain never holds 16: NCCL across domains, as before
     b = get_gpu("b200")
     assert float(collective_time("all_reduce", 32 * KIB, 16, b, cal, engine=t)) == float(collective_time("all_reduce", 32 * KIB, 16, b, cal))
+
+
+def test_norms_ride_the_engines_all_reduce_only_inside_the_domain():
+    # TensorRT-LLM's own all-reduce (MNNVL beyond 8 GPUs of an NVL72) carries the residual add + RMSNorm; TP16 on
+    # B200 crosses nodes over NCCL, whose all-reduce carries none: the layer keeps its 4 elementwise launches
+    from llm_codesign.cost.calibration import calibration_for
+    from llm_codesign.cost.ops import Batch, forward_ops
+    from llm_codesign.spec.plan import Plan
+    from llm_codesign.spec.precision import Precision
+    from llm_codesign.spec.registry import get_model
+
+    m = get_model("llama-3.1-70b")
+    launches = {}
+    for gid in ("b200", "gb200"):
+        g = get_gpu(gid)
+        cal = calibration_for(g).in_step("trtllm")
+        ops = forward_ops(m, g, cal, Precision.of("fp8"), Plan(tp=16).broadcast(), b=Batch(dec_seqs=8, dec_ctx=2048), engine=get_engine("trtllm"))
+        launches[gid] = float(next(o for o in ops if o.role == "elementwise").kernels)
+    assert launches == {"b200": 4.0, "gb200": 2.0}
