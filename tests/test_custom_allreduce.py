@@ -57,3 +57,41 @@ def test_engine_limits_and_the_faster_kernel():
     assert not own["trtllm"](16 * KIB, 2, l40.family)
     # other collectives stay NCCL's
     assert float(collective_time("all_gather", 16 * KIB, 8, g, cal, engine=v)) == float(collective_time("all_gather", 16 * KIB, 8, g, cal))
+
+
+def test_trtllm_mnnvl_all_reduce_on_nvl72():
+    """Beyond 8 GPUs of a GB200 NVL72, TensorRT-LLM runs MNNVLAllReduce (one-shot / two-shot through a
+    multicast buffer, flat in the GPU count), not NCCL's ~38 us: the all-reduce that made Helix lose to
+    TP x PP for Llama-3.1-405B at 64 GPUs (issue 38)."""
+    g, cal = get_gpu("gb200"), documented("blackwell")
+    t = get_engine("trtllm")
+    bw = 9e11 * 0.7
+    # Llama-3.1-405B, one token: 16,384 x 2 B = 32 KiB over 64 GPUs; two-shot 8 + 2 x 63/64 x 32 KiB / bw = 8.10 us
+    # (one-shot 5 + 63 x 32 KiB / bw = 8.28 us)
+    t64 = float(collective_time("all_reduce", 32 * KIB, 64, g, cal, engine=t))
+    assert t64 == pytest.approx(8e-6 + 2 * 63 / 64 * 32 * KIB / bw, rel=1e-9)
+    assert bool(t.own_allreduce(32 * KIB, 16, "blackwell")) and not t.own_allreduce(2.0**31 + 1, 64, "blackwell")
+    # NCCL (no engine) at 64 GPUs: its ring's fixed cost, over four times the engine's
+    assert float(collective_time("all_reduce", 32 * KIB, 64, g, cal)) > 4 * t64
+    # an 8-GPU domain never holds 16: NCCL across domains, as before
+    b = get_gpu("b200")
+    assert float(collective_time("all_reduce", 32 * KIB, 16, b, cal, engine=t)) == float(collective_time("all_reduce", 32 * KIB, 16, b, cal))
+
+
+def test_norms_ride_the_engines_all_reduce_only_inside_the_domain():
+    # TensorRT-LLM's own all-reduce (MNNVL beyond 8 GPUs of an NVL72) carries the residual add + RMSNorm; TP16 on
+    # B200 crosses nodes over NCCL, whose all-reduce carries none: the layer keeps its 4 elementwise launches
+    from llm_codesign.cost.calibration import calibration_for
+    from llm_codesign.cost.ops import Batch, forward_ops
+    from llm_codesign.spec.plan import Plan
+    from llm_codesign.spec.precision import Precision
+    from llm_codesign.spec.registry import get_model
+
+    m = get_model("llama-3.1-70b")
+    launches = {}
+    for gid in ("b200", "gb200"):
+        g = get_gpu(gid)
+        cal = calibration_for(g).in_step("trtllm")
+        ops = forward_ops(m, g, cal, Precision.of("fp8"), Plan(tp=16).broadcast(), b=Batch(dec_seqs=8, dec_ctx=2048), engine=get_engine("trtllm"))
+        launches[gid] = float(next(o for o in ops if o.role == "elementwise").kernels)
+    assert launches == {"b200": 4.0, "gb200": 2.0}

@@ -1,5 +1,7 @@
 """How a plan moves tokens between GPUs: the MoE exchange by attention DP and Helix's overlapped
 all-to-all (HOP-B), by hand from cost.ops and cost.kernels."""
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -9,9 +11,12 @@ from llm_codesign.spec.engines import TRTLLM
 from llm_codesign.spec.plan import Plan, validity
 from llm_codesign.spec.precision import Precision
 
+# TensorRT-LLM as the Helix paper designs it, with HOP-B (its own step does not run it yet)
+HOP_B = replace(TRTLLM, fusions=(*TRTLLM.fusions, "hop_b"))
 
-def _ops(model, gpu, cal, plan, **batch):
-    return forward_ops(model, gpu, cal, Precision.of("fp8"), plan.broadcast(), b=Batch(**batch), engine=TRTLLM)
+
+def _ops(model, gpu, cal, plan, engine=TRTLLM, **batch):
+    return forward_ops(model, gpu, cal, Precision.of("fp8"), plan.broadcast(), b=Batch(**batch), engine=engine)
 
 
 def _sum(ops, part, role):
@@ -47,13 +52,14 @@ def test_helix_exchange_overlaps_over_the_batch(b200):
     m, cal = get_model("deepseek-r1"), calibration_for(b200).in_step("trtllm")
     plan = Plan(tp=1, kvp=8, ep=8, moe_tp=1)
     for seqs in (1.0, 4.0, 64.0):
-        ops = _ops(m, b200, cal, plan, dec_seqs=seqs, dec_ctx=65536)
+        ops = _ops(m, b200, cal, plan, HOP_B, dec_seqs=seqs, dec_ctx=65536)
         ex = next(o for o in ops if o.role == "helix_all_to_all")
         core = {o.role: o for o in ops if o.part == "attention" and o.group == ex.group}
         a = float(core["core_decode"].time + core["core_prefill"].time) / seqs  # one request's attention
-        # the exchange: every token's partial output and its softmax statistic (128 heads x (128 + 1) values,
-        # BF16) over 8 ranks, in one message (C) or one per request (c), each paying the collective's latency
-        nbytes = seqs * 128 * (128 + 1) * 2.0
+        # the exchange: every token's partial output in the latent space and its two FP32 softmax statistics
+        # (128 heads x (512 x 2 + 8) bytes) over 8 ranks, in one message (C) or one per request (c), each paying
+        # the collective's latency
+        nbytes = seqs * 128 * (512 * 2.0 + 8.0)
         C = float(cost.collective_time("all_to_all", nbytes, 8, b200, cal))
         c = float(cost.collective_time("all_to_all", nbytes / seqs, 8, b200, cal))
         want = min(C, c + (seqs - 1) * max(c - a, 0.0))
@@ -62,10 +68,15 @@ def test_helix_exchange_overlaps_over_the_batch(b200):
         if seqs == 1:
             assert float(ex.time) == pytest.approx(C, rel=1e-12)  # one request hides nothing
     # long contexts: a request's attention outlasts its message, so the pipeline hides all but one message
+    ops = _ops(m, b200, cal, plan, HOP_B, dec_seqs=64.0, dec_ctx=1_048_576)
+    ex = next(o for o in ops if o.role == "helix_all_to_all")
+    c = float(cost.collective_time("all_to_all", 128 * (512 * 2.0 + 8.0), 8, b200, cal))
+    assert float(ex.time) == pytest.approx(c, rel=1e-9)
+    # TensorRT-LLM's own step sends one exchange after all the attention: the 64 requests' whole message
     ops = _ops(m, b200, cal, plan, dec_seqs=64.0, dec_ctx=1_048_576)
     ex = next(o for o in ops if o.role == "helix_all_to_all")
-    c = float(cost.collective_time("all_to_all", 128 * 129 * 2.0, 8, b200, cal))
-    assert float(ex.time) == pytest.approx(c, rel=1e-9)
+    C = float(cost.collective_time("all_to_all", 64 * 128 * (512 * 2.0 + 8.0), 8, b200, cal))
+    assert float(ex.time) == pytest.approx(C, rel=1e-12) and C > 3 * c
 
 
 def test_helix_with_attention_dp_is_a_plan(b200):

@@ -313,7 +313,7 @@ def test_operators_carry_their_part_group_and_role():
 
 def test_an_operator_is_built_with_its_final_values():
     # forward_ops counts each part's operators by copies, never by changing the ones priced per layer;
-    # Helix's exchange is built with its overlapped time (the smaller of the whole exchange and HOP-B's)
+    # Helix's exchange is built with its time (the whole exchange, where the engine runs no HOP-B)
     import dataclasses
 
     m, g = get_model("deepseek-r1"), get_gpu("gb200")
@@ -328,7 +328,7 @@ def test_an_operator_is_built_with_its_final_values():
     from llm_codesign.cost import kernels
 
     whole = kernels.collective_time("all_to_all", float(helix.bytes), 8.0, g, calibration_for(g))
-    assert 0.0 < float(helix.time) < float(whole)  # 64 requests hide all but one message behind their attention
+    assert float(helix.time) == float(whole)  # no engine runs HOP-B: one exchange after all the attention
 
 
 def test_mla_in_an_engine_step_runs_one_down_projection_and_the_latent_norms():
@@ -368,3 +368,17 @@ def test_a_target_step_samples_over_the_logits_gathered_across_tp():
     b = Batch(dec_seqs=4.0, dec_ctx=1024.0)
     assert not [o for o in forward_ops(m, g, costs.cal, prec, sh, b=b, engine=costs.engine) if o.name.startswith("sampler/")]
     assert not [o for o in forward_ops(m, g, calibration_for(g), prec, sh, b=b, sample=True) if o.name.startswith("sampler/")]
+
+
+def test_helix_exchanges_the_latent_partial_outputs_of_mla():
+    # TensorRT-LLM's helixAllToAll sends each head's 16-bit partial output and its two FP32 softmax statistics:
+    # absorbed MLA's output is kv_lora_rank (512) wide before its up-projection, a GQA head's its value width
+    g = get_gpu("gb200")
+    ds = get_model("deepseek-r1")
+    ops = forward_ops(ds, g, calibration_for(g), ds.default_precision, Plan(tp=1, kvp=8, ep=8), b=Batch(dec_seqs=64, dec_ctx=1_048_576))
+    helix = next(o for o in ops if o.role == "helix_all_to_all")
+    assert float(helix.bytes) == 64 * 128 * (512 * 2 + 8)  # 8,454,144 B: 64 tokens x 128 heads
+    ll = get_model("llama-3.1-405b")
+    ops = forward_ops(ll, g, calibration_for(g), ll.default_precision, Plan(tp=8, kvp=8), b=Batch(dec_seqs=4, dec_ctx=1_048_576))
+    helix = next(o for o in ops if o.role == "helix_all_to_all")
+    assert float(helix.bytes) == 4 * 16 * (128 * 2 + 8)  # 128 query heads over TP8

@@ -51,22 +51,29 @@ def _mla(a: MLA, ops: list[Op], P: Site, *, at: _At, s: _Step, b: Batch, prec: P
     replicated latent (2 x kv_lora_rank + rope_dim FLOPs per key, its own decode efficiency)."""
     heads_l = a.heads / s.tp
     dcal = replace(at.cal, attn_decode_flops_eff=at.cal.mla_decode_flops_eff)
+    # absorbed MLA attends in the latent space: each head's partial output Helix exchanges is kv_lora_rank wide
+    # (TensorRT-LLM helixAllToAll: [..., cp_size, kv_lora_rank]), up-projected to v_head_dim only after it
     return _attend(a, ops, P, at=at, s=s, b=b, prec=prec, per_tok_kv=a.kv_values_per_gpu(s.tp) * prec.kv.bytes_per_value(),
-                   qk_d=a.head_dim, v_d=a.v_head_dim, decode=(2 * a.kv_lora_rank + a.rope_dim, s.dec_tok * heads_l, 1.0, dcal))
+                   qk_d=a.head_dim, v_d=a.v_head_dim, decode=(2 * a.kv_lora_rank + a.rope_dim, s.dec_tok * heads_l, 1.0, dcal),
+                   x_d=a.kv_lora_rank)
 
 
-def _attend(a: Attention, ops: list[Op], P: Site, *, at: _At, s: _Step, b: Batch, prec: Precision, per_tok_kv, qk_d, v_d, decode) -> list[Op]:
+def _attend(a: Attention, ops: list[Op], P: Site, *, at: _At, s: _Step, b: Batch, prec: Precision, per_tok_kv, qk_d, v_d, decode,
+            x_d=None) -> list[Op]:
     """After a softmax attention's projections (`ops`): the attention core over the cache (decode)
     and the chunk (prefill), Helix's exchange, the output projection and its all-reduce. `per_tok_kv`:
     cached bytes per token on this GPU; `qk_d`, `v_d`: a head's query-key and value widths; `decode`:
-    the decode core's (FLOPs width per key, work items, query heads per KV head, calibration)."""
+    the decode core's (FLOPs width per key, work items, query heads per KV head, calibration); `x_d`:
+    the width of a head's partial output Helix exchanges (v_d where None)."""
     h, T, tp, kvp = s.h, s.T, s.tp, s.kvp
     heads_l = a.heads / tp
     ops.append(_core_decode(a, b, at, P, s=s, prec=prec, per_tok_kv=per_tok_kv, qkv_d=qk_d + v_d, decode=decode))
     ops.append(_core_prefill(a, b, at, P, s=s, prec=prec, per_tok_kv=per_tok_kv, qkv_d=qk_d + v_d))
     if np.any(kvp > 1):
-        # Helix: partial outputs and softmax statistics exchanged across KV-parallel ranks
-        ops.append(_helix_exchange(ops[-2:], b, at, P, nbytes=T * heads_l * (v_d + 1) * 2.0, kvp=kvp))
+        # Helix: partial outputs (16-bit) and each head's two FP32 softmax statistics exchanged across
+        # KV-parallel ranks (TensorRT-LLM helixAllToAll)
+        x_d = v_d if x_d is None else x_d
+        ops.append(_helix_exchange(ops[-2:], b, at, P, nbytes=T * heads_l * (x_d * 2.0 + 8.0), kvp=kvp))
     dense_tp = tp * kvp
     # the attention output is quantised inside the attention kernel only where the engine fuses it (attn_out)
     ops.append(_gemm(P / "o", s.M, h, a.heads * v_d / dense_tp, at, **s.fa, fused_quant=at.engine is not None and at.engine.fuses("attn_out")))
@@ -75,12 +82,15 @@ def _attend(a: Attention, ops: list[Op], P: Site, *, at: _At, s: _Step, b: Batch
 
 
 def _helix_exchange(core: list[Op], b: Batch, at: _At, P: Site, *, nbytes, kvp) -> Op:
-    """Helix's all-to-all of partial attention outputs. HOP-B (Bhatia et al. 2025, arXiv:2507.07120)
-    sends each request's exchange while the next request's attention runs: over the step's B requests a
-    two-stage pipeline exposes c + (B-1) * max(c - a, 0), c one request's message (each pays the
-    collective's fixed latency) and a its attention (`core`: this layer's attention kernels over B). The
-    better of that and one exchange after all the attention (C) is what runs; one request exposes C."""
+    """Helix's all-to-all of partial attention outputs: one exchange after all the attention (C). Where
+    the engine runs HOP-B (Bhatia et al. 2025, arXiv:2507.07120; Engine.fusions "hop_b") it sends each
+    request's exchange while the next request's attention runs: over the step's B requests a two-stage
+    pipeline exposes c + (B-1) * max(c - a, 0), c one request's message (each pays the collective's fixed
+    latency) and a its attention (`core`: this layer's attention kernels over B), and the better of that
+    and C runs; one request exposes C."""
     whole = cost.collective_time("all_to_all", nbytes, kvp, at.gpu, at.cal, engine=at.engine)
+    if at.engine is None or not at.engine.fuses("hop_b"):
+        return _comm_of(P / "helix_all_to_all", whole, nbytes, at)
     B = np.maximum(np.asarray(b.dec_seqs, float) + np.asarray(b.pf_seqs, float), 1.0)
     a = sum(o.time for o in core) / B
     c = cost.collective_time("all_to_all", np.asarray(nbytes, float) / B, kvp, at.gpu, at.cal, engine=at.engine)

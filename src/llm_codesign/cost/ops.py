@@ -258,7 +258,9 @@ def layer_ops(model: ModelSpec, layer: Layer, count, gpu: Gpu, cal: Calibration,
     ew_bytes = s.T * (6.0 * s.h + 3.0 * f.act_width / np.maximum(dense_tp, 1.0)) * 2.0
     kernels = cal.elementwise_kernels_per_layer
     if engine is not None:
-        fused = engine.ar_norm_fused(model.architecture, adp=s.adp, nbytes=s.T * s.h * 2.0, n=dense_tp, family=gpu.family)
+        # the engine's own all-reduce, which carries the norms, runs inside one scale-up domain only (collective_time)
+        fused = engine.ar_norm_fused(model.architecture, adp=s.adp, nbytes=s.T * s.h * 2.0, n=dense_tp, family=gpu.family) & (
+            dense_tp <= gpu.scale_up_domain)
         kernels = np.where(fused, np.maximum(kernels - AR_NORM_KERNELS, 0.0), kernels)  # the norms run in the all-reduces
     ops.append(_elementwise(Site(prefix, "layer", group) / "elementwise", ew_bytes, kernels, at))
     return ops

@@ -58,7 +58,9 @@ class Engine(ABC):
     #   engine (per_token_group_quant_fp8, fp8_quantize_1x128);
     # - attn_out: the attention op quantises its output for the output projection;
     # - ar_norm: the residual add and RMSNorm after a tensor-parallel all-reduce run inside the engine's
-    #   own all-reduce kernels on Hopper and Blackwell (FUSION_FAMILIES), so not where NCCL runs it.
+    #   own all-reduce kernels on Hopper and Blackwell (FUSION_FAMILIES), so not where NCCL runs it;
+    # - hop_b: Helix's all-to-all sent request by request behind the next request's attention (HOP-B,
+    #   Bhatia et al. 2025); no engine's step runs it yet (TensorRT-LLM tech blog 22 lists it as future work).
     fusions: tuple[str, ...]
     # The attention kernels its default backend picks, as time relative to TensorRT-LLM's own kernels on
     # the same shape (the kernel tables'): GPU family -> {(kind, phase): factor}; a cell not listed runs

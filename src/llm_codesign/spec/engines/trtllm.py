@@ -11,6 +11,12 @@ from llm_codesign.spec.engines.base import PCIE_FAMILIES, Engine, register_engin
 # one-shot or two-shot, switched where TensorRT-LLM tuned the crossover, so the cost model prices the
 # faster of the two (kernels._custom_all_reduce).
 AR_MAX_BYTES = {2: 16e6, 4: 8e6, 8: 8e6}
+# Beyond 8 GPUs a TP group spans NVLink trays of a multi-node NVLink domain (GB200/GB300 NVL72), where AUTO
+# first tries MNNVLAllReduce (_torch/distributed/ops.py, is_mnnvl: multi-node mapping on aarch64 with MNNVL
+# memory): one-shot up to 512 KiB of tokens x hidden x group, else two-shot, through a multicast buffer, so
+# the same two formulas price it, flat in the GPU count, rather than NCCL. Its bound is the workspace size
+# kept in uint32 (two-shot holds 2 x the message).
+MNNVL_MAX_BYTES = 2.0**31
 
 
 class TensorRTLLMEngine(Engine):
@@ -43,6 +49,7 @@ class TensorRTLLMEngine(Engine):
         lim = np.full(n.shape, -np.inf)
         for tp, most in AR_MAX_BYTES.items():
             lim[n == tp] = most
+        lim[n > 8] = MNNVL_MAX_BYTES  # only an NVL72-class domain holds such a group (collective_time: inside it)
         return nbytes <= lim
 
 

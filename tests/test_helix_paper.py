@@ -1,0 +1,36 @@
+"""benchmarks/helix_paper.py: the Helix paper's figures (Bhatia et al. 2025, arXiv:2507.07120) re-priced on
+GB200 NVL72 at 1M context, against the paper's within 15% where the mechanisms agree (docs/helix_paper.md)."""
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+spec = importlib.util.spec_from_file_location("helix_paper", ROOT / "benchmarks" / "helix_paper.py")
+hp = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(hp)
+
+
+def test_plans_swept():
+    # Llama-3.1-405B: TP x PP powers of two on at most 64 GPUs, 7 + 6 + 5 + 4 + 3 + 2 + 1 = 28; Helix at TP <= 8 KV heads
+    # with KVP 2..64: TP1 6 KVPs x its PPs, ... every one a valid plan
+    base, helix = hp.plans(hp.get_model("llama-3.1-405b"), 8)
+    assert len(base) == 28
+    assert {p.sizes[0] for p in helix} == {1, 2, 4, 8} and min(p.sizes[5] for p in helix) == 2
+    assert max(p.sizes[0] * p.sizes[1] * p.sizes[5] for p in helix) == 64
+
+
+def test_helix_paper_figures():
+    rows = {r["model"]: r for r in hp.run()}
+    ds, ll = rows["deepseek-r1"], rows["llama-3.1-405b"]
+    # DeepSeek-R1: TTL 1.45x lower at a batch of 4 (paper: up to 1.5x)
+    assert ds["ttl_at_batch"][0] == pytest.approx(1.5, rel=0.15) and ds["ttl_at_batch"][1] == 4
+    # its batch at the conventional plans' best TTL: 16x, one doubling short of the paper's 32x (32 sequences take
+    # 11.97 ms against 10.49: Helix's one-sequence TTL is mostly per-kernel floors; docs/guidelines.md section 7)
+    assert ds["batch_at_ttl"][0] == 16.0
+    # Llama-3.1-405B (8 KV heads): Helix wins once TensorRT-LLM's MNNVL all-reduce prices the 64-GPU FFN
+    # all-reduces (NCCL's ~38 us each made it lose, 0.96x and 1.0x): 1.20x at a batch of 1 (paper 1.13x), 4x the
+    # batch at the same TTL (paper ~4x)
+    assert ll["ttl_at_batch"][0] == pytest.approx(1.13, rel=0.15) and ll["ttl_at_batch"][1] == 1
+    assert ll["batch_at_ttl"][0] == 4.0
+    assert ll["best_plans"] == ("TP64", "TP8 Helix8")

@@ -1,0 +1,31 @@
+"""benchmarks/routing_alpha.py: the routing skew published per-expert load statistics imply (TensorRT-LLM tech
+blog 4, Table 1: DeepSeek-R1 at EP32 on 32 GB200, no load balancer), through cost.ffns.routed_load."""
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+spec = importlib.util.spec_from_file_location("routing_alpha", ROOT / "benchmarks" / "routing_alpha.py")
+ra = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(ra)
+
+
+def test_the_published_setting():
+    # a rank's mean 1,024 routed tokens over 32 ranks at top-8: 4,096 tokens, 128 per expert of 256
+    assert ra.TOKENS == 4096.0 and ra.TOKENS * ra.K / ra.E == 128.0
+    # uniform routing (alpha 0) puts every rank and expert at the mean
+    assert ra.excess(0.0, "rank") == 0.0 and ra.excess(0.0, "expert") == 0.0
+
+
+def test_alpha_from_published_imbalance():
+    rows = {label: a for label, _, a in ra.table()}
+    # both averaged statistics give the same skew: the busiest rank 1.564 above the mean -> 1.116, the busiest
+    # expert 10.948 above -> 1.128 (aiconfigurator assumes 1.01 for DeepSeek-style MoE)
+    assert rows["mean over layers, busiest rank"] == pytest.approx(1.116, abs=0.002)
+    assert rows["mean over layers, busiest expert"] == pytest.approx(1.128, abs=0.002)
+    # the layers' spread: 0.459 (layer 5) -> 0.12, 2.461 (layer 58) -> 1.29
+    assert rows["least skewed layer printed (5), busiest rank"] == pytest.approx(0.12, abs=0.01)
+    assert rows["most skewed layer printed (58), busiest rank"] == pytest.approx(1.29, abs=0.01)
+    # and the law meets each statistic at its alpha
+    assert ra.excess(rows["mean over layers, busiest rank"], "rank") == pytest.approx(1.564, rel=1e-6)
