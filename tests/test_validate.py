@@ -30,17 +30,21 @@ def test_serving_errors_do_not_regress():
     rows = read_rows(MEAS / "serving_measured_blackwell_clean.csv")
     rep = serving_report(rows, *predict_serving(rows))
     o = rep["overall"]
-    # reached: TPOT 11.3 / 37.0, TTFT 20.6 / 64.0 (median / p90), Qwen3.5's 156 rows included (11.4 / 37.6,
+    # reached: TPOT 11.4 / 37.1, TTFT 19.7 / 63.3 (median / p90), Qwen3.5's 156 rows included (11.3 / 37.0,
+    # 20.6 / 64.0 before the MoE block as the kernel tables time it, its activation a launch of its own, and
+    # every GPU family's MoE pair re-fitted on it, issue 39; 11.4 / 37.6,
     # 20.7 / 64.1 before PDL's credit per kernel boundary; 11.3 / 36.2, 20.5 / 62.5 before the attention kernels by kind, W4A16, the MTP passes, the MoE top-k and the engines'
     # memory rules; 10.8 / 37.4 and 21.5 / 63.2 with step_kernel_overhead_scale = 0.28)
     assert o["tpot_ms"]["median_ape"] <= 12.0 and o["ttft_ms"]["median_ape"] <= 22.5
     assert o["tpot_ms"]["p90_ape"] <= 38.5 and o["ttft_ms"]["p90_ape"] <= 68.0
     assert o["tpot_ms"]["n"] == 1367
-    # per engine (reached TTFT / TPOT: vLLM 12.7 / 9.8, TensorRT-LLM 30.5 / 11.7, SGLang 34.5 / 14.3)
-    for backend, (ttft, tpot) in {"vllm": (14.5, 10.5), "trtllm": (32.0, 12.0), "sglang": (37.5, 15.5)}.items():
+    # per engine (reached TTFT / TPOT: vLLM 13.1 / 10.0, TensorRT-LLM 30.0 / 12.9, SGLang 34.5 / 14.4; before issue
+    # 39's MoE block 12.7 / 9.8, 30.5 / 11.7, 34.5 / 14.3)
+    for backend, (ttft, tpot) in {"vllm": (14.5, 10.5), "trtllm": (32.0, 13.5), "sglang": (37.5, 15.5)}.items():
         b = rep["by"]["backend"][backend]
         assert b["ttft_ms"]["median_ape"] <= ttft and b["tpot_ms"]["median_ape"] <= tpot, backend
-    # the interactive end (1-4 requests, 236 rows) weighs as much in the fit as the bulk: reached 14.4 / 10.0
+    # the interactive end (1-4 requests, 236 rows) weighs as much in the fit as the bulk: reached 15.4 / 10.8 (14.4 / 10.0
+    # before issue 39's MoE block)
     lo = rep["by"]["concurrency"]["1-4"]
     assert lo["ttft_ms"]["n"] == 236 and lo["ttft_ms"]["median_ape"] <= 18.0 and lo["tpot_ms"]["median_ape"] <= 11.0
     # Qwen3.5 (Gated DeltaNet hybrid) is held out of the serving fit: reached TPOT 14.5, TTFT 31.9
@@ -75,16 +79,19 @@ def test_offline_throughput_generalises():
 
 def test_published_single_runs_held_out():
     # published runs with their whole configuration (SOURCES.md), never fitted on; reached, signed error %:
-    # B200 max throughput +5.0 / -0.0; H200 max throughput +27.7; min latency B200 +43.5 per GPU and +44.7 per user
-    # (strict MTP), +18.8 (relaxed), H200 +49.5 per GPU; Maverick at c=1 -5.5 against a floor of 1,000 tok/s/user
-    # (before PDL's credit per kernel boundary: +39.4, +40.5, +15.3, +46.9, -8.6; before the MTP passes and the
+    # B200 max throughput +7.3 / +1.3; H200 max throughput +21.8; min latency B200 +34.3 per GPU and +35.4 per user
+    # (strict MTP), +11.1 (relaxed), H200 +61.8 per GPU; Maverick at c=1 -11.5 against a floor of 1,000 tok/s/user
+    # (before the MoE block as the kernel tables time it and its kernel families, issue 39: +5.0 / -0.0, +27.7,
+    # +43.5, +18.8, +49.5, -5.5: H200's batch-1 MoE now costs what the H100 table's 1-token rows do, 35-45 us,
+    # where the previous pair's 2 x 12.7 us fixed cost stood in for the per-op floors the step still lacks;
+    # before PDL's credit per kernel boundary: +39.4, +40.5, +15.3, +46.9, -8.6; before the MTP passes and the
     # MoE top-k: +45.2, +46.5, +20.2, +50.7, -6.9; before the engines' fusions
     # replaced step_kernel_overhead_scale: +55.2, +28.7, +100.2, -22.1)
     rows = read_rows(MEAS / "published_runs.csv")
     preds, unmodeled = predict_serving(rows)
     assert not unmodeled and len(rows) == 7
-    ceiling = {"b200-max-throughput-fp8-kv": 6, "b200-max-throughput-bf16-kv": 5, "h200-max-throughput": 30,
-               "b200-min-latency": 46, "b200-relaxed-mtp3": 20, "h200-min-latency": 51, "b200-eagle3": 15}
+    ceiling = {"b200-max-throughput-fp8-kv": 8, "b200-max-throughput-bf16-kv": 5, "h200-max-throughput": 24,
+               "b200-min-latency": 37, "b200-relaxed-mtp3": 13, "h200-min-latency": 64, "b200-eagle3": 13}
     for r, p in zip(rows, preds, strict=True):
         m = "output_tok_s_per_gpu" if r["output_tok_s_per_gpu"] else "output_tok_s_per_user"
         err = 100 * abs(p[m] / float(r[m]) - 1)
@@ -93,10 +100,11 @@ def test_published_single_runs_held_out():
 
 def test_mtp_depth_scan_at_one_request_held_out():
     # TensorRT-LLM blog 1's scan of MTP depths on 8xB200 (published_mtp_depth.csv, never fitted on): the draft
-    # passes' cost against what they save reproduces the published speedups over no MTP to 4% at every
-    # depth (reached 1.81 / 2.29 / 2.37 / 2.27 / 2.18 against 1.78 / 2.25 / 2.28 / 2.21 / 2.15) and the best
-    # depth, 3; every row is +51-57% fast in absolute terms, the target step's own error at that software
-    # (its 253 stage; 368 later)
+    # passes' cost against what they save reproduces the published speedups over no MTP to 5.5% at every
+    # depth (reached 1.81 / 2.29 / 2.37 / 2.32 / 2.23 against 1.78 / 2.25 / 2.28 / 2.21 / 2.15; 2.27 / 2.18 at the
+    # two deepest and +51-57% absolute before B200's MoE pair was re-fitted on the block the tables time, issue 39)
+    # and the best depth, 3; every row is +42-49% fast in absolute terms, the target step's own error at that
+    # software (its 253 stage; 368 later)
     rows = read_rows(MEAS / "published_mtp_depth.csv")
     preds, unmodeled = predict_serving(rows)
     assert not unmodeled and len(rows) == 6
@@ -104,9 +112,9 @@ def test_mtp_depth_scan_at_one_request_held_out():
     y = [float(r[m]) for r in rows]
     p = [q[m] for q in preds]
     for yk, pk in zip(y[1:], p[1:], strict=True):
-        assert abs((pk / p[0]) / (yk / y[0]) - 1) <= 0.045
+        assert abs((pk / p[0]) / (yk / y[0]) - 1) <= 0.055
     assert int(np.argmax(p)) == int(np.argmax(y)) == 3
-    assert all(0.45 <= pk / yk - 1 <= 0.60 for yk, pk in zip(y, p, strict=True))
+    assert all(0.40 <= pk / yk - 1 <= 0.52 for yk, pk in zip(y, p, strict=True))
 
 
 def test_max_num_tokens_column(tmp_path):
