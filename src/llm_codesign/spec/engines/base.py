@@ -85,8 +85,8 @@ class Engine(ABC):
     # family (SM90+ families only), read off the engine's call sites (docs/accuracy.md#pdl): estimates,
     # not measurements.
     pdl: dict
-    # whether it runs DeepGEMM's block-scaled FP8 kernels on Hopper for 128x128-scaled checkpoints, where
-    # the kernel tables time TensorRT-LLM's own
+    # whether it runs DeepGEMM's block-scaled FP8 kernels for its dense GEMMs on Hopper for 128x128-scaled
+    # checkpoints, where the kernel tables time TensorRT-LLM's own (its MoE's kernels: moe_kernel)
     deepgemm: bool
     # whether DeepSeek MTP's eh_proj ([2h, h], BF16) is split over TP (row-parallel, one more all-reduce)
     # without attention DP, rather than kept whole on every GPU

@@ -131,7 +131,7 @@ SGLANG = register_engine(SGLangEngine(
     # engine.py sets TRTLLM_ENABLE_PDL=1; sgl-kernel norms and FlashInfer attention/MoE launch with PDL,
     # not cuBLAS, silu_and_mul or its custom all-reduce: ~0.25
     pdl={"hopper": 0.25, "blackwell": 0.25, "blackwell_sm120": 0.25},
-    # SGL_ENABLE_JIT_DEEPGEMM, on by default on SM90 (server_args.py)
+    # SGL_ENABLE_JIT_DEEPGEMM, on by default on SM90 (server_args.py), for its dense GEMMs (its MoE's: moe_kernel)
     deepgemm=True,
     # models/deepseek_nextn.py: eh_proj an nn.Linear, whole on every GPU
     eh_proj_tp=False,

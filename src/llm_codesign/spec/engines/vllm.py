@@ -104,8 +104,8 @@ VLLM = register_engine(VLLMEngine(
     # 0.11 has no PDL switch of its own: FlashInfer's attention and MoE only, which it runs on Blackwell;
     # FlashAttention-3 and its own kernels on Hopper: ~0.15 on Blackwell, 0 on Hopper
     pdl={"blackwell": 0.15, "blackwell_sm120": 0.15},
-    # VLLM_USE_DEEP_GEMM and VLLM_MOE_USE_DEEP_GEMM default "1" (envs.py); its MoE takes DeepGEMM from 128
-    # tokens, Triton's block-FP8 kernel below, which is not told apart here
+    # VLLM_USE_DEEP_GEMM defaults "1" (envs.py): its dense block-FP8 GEMMs on DeepGEMM; its MoE's kernels are
+    # moe_kernel's (0.24's oracle, fused_moe/oracle/fp8.py:330, takes DeepGEMM for them only where the variable is set)
     deepgemm=True,
     # models/deepseek_mtp.py: eh_proj an nn.Linear, whole on every GPU
     eh_proj_tp=False,
