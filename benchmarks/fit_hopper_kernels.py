@@ -5,7 +5,10 @@ Three fits, each through measure.calibrate (fit_kind / fit_kernels), the code `c
 1. The kernel tables' own MoE pair (moe_eff, moe_overhead_s) of every GPU family, on kernels/moe.csv.gz
    (TensorRT-LLM's rows: A100, H100 non-gated, B200 W4A8), re-fitted since the priced MoE block is the
    block the tables time (top-k, permutation, expert GEMMs and their activation; not the layer's norms).
-   Each GPU family's is kept ([ampere], [blackwell], [hopper]).
+   Each GPU family's is kept ([ampere], [hopper]) but Blackwell's: on the block where TRTLLM-Gen's FC1 gathers and
+   activates (cost.ffns.FC1_FUSED) its re-fit moves the fixed cost to 7 us to cover the 65-4096-token rows' bias and
+   prices the table (19.6 against 17.5%) and the serving campaigns out of sample worse than the three it keeps
+   (fitted.toml's [blackwell] note).
 2. Each Hopper MoE kernel family's pair (moe_kernel_eff: its share of the dense peak; moe_kernel_overhead_s:
    its fixed cost per grouped-GEMM launch; moe_kernel_route_s: its time per assignment to another rank's expert)
    per GEMM kernel family of the weights, on the rows of kernels_hopper/moe.csv.gz that time it

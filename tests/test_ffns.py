@@ -106,3 +106,31 @@ def test_moe_block_activation_unpermute_and_foreign_assignments(h100, cal_h100):
         assert float(ops["x/moe/permute"].time) == pytest.approx(t_perm + foreign * cal_h100.moe_route_s, rel=1e-6)
     # the layer's own elementwise pass no longer streams the routed experts' intermediate (no shared experts here)
     assert float(ops["x/elementwise"].bytes) == pytest.approx(T * 6 * 7168 * 2.0)
+
+
+@pytest.mark.parametrize("weights,gpu,act", [("nvfp4", "b200", False), ("fp8_block", "b200", True), ("nvfp4", "mi355x", False),
+                                             ("fp8_block", "h100", True)])
+def test_moe_block_where_the_up_projection_gathers_and_activates(weights, gpu, act):
+    """Blackwell's TRTLLM-Gen MoE and CDNA's AITER MoE (the kernel tables' own there: cost.ffns.FC1_FUSED) read
+    the routed rows in the up-projection (no permuted copy: one permutation launch, the un-permute's) and run
+    the activation in its epilogue, but for Blackwell's block FP8, whose activation stays a kernel of its own;
+    Hopper's CUTLASS MoE does neither. One rank, T tokens, top-8: permuted bytes T x 8 x h x (a + 2) + T x h x 2
+    with a copy, T x 8 x h x 2 + T x h x 2 without."""
+    from llm_codesign.cost.calibration import calibration_for
+    from llm_codesign.cost.kernels import elementwise_time
+    from llm_codesign.spec.hardware import get_gpu
+    from llm_codesign.spec.kinds import MoE
+    from llm_codesign.spec.precision import Precision
+
+    g = get_gpu(gpu)
+    cal = calibration_for(g)
+    m = ModelSpec("moe", hidden=7168, vocab=32000, groups=((Layer(NoMixer(), MoE(experts=256, top_k=8, expert_inter=2048)), 1),))
+    prec = Precision.of(weights)
+    T, gathered = 16.0, gpu != "h100"
+    ops = {o.role: o for o in layer_ops(m, m.groups[0][0], 1.0, g, cal, prec=prec, sh=Plan(tp=1), b=Batch(dec_seqs=T, dec_ctx=100),
+                                        prefix="x", parts=("ffn",))}
+    assert ("experts_act" in ops) == act
+    perm = T * 8 * 7168 * (2.0 if gathered else prec.activation.bytes_per_value() + 2.0) + T * 7168 * 2.0
+    assert float(ops["permute"].bytes) == pytest.approx(perm)
+    assert ops["permute"].kernels == (1.0 if gathered else 2.0)
+    assert float(ops["permute"].time) == pytest.approx(float(elementwise_time(perm, ops["permute"].kernels, g, cal)[0]))

@@ -63,14 +63,16 @@ def moe_ops(f: MoE, M: Site, *, at: _At, s: _Step, b: Batch, prec: Precision) ->
     active, top, on_rank = routed_load(f.experts, f.top_k, T_all, ep, alpha)
     skew = 1.0 if alpha <= 0.0 else on_rank / np.maximum(T_all * f.top_k / ep, 1e-30)  # busiest rank over the mean
     a2a = (s.adp > 1) & (ep > 1)
-    experts, route = _routed_experts(f, M, at=at, s=s, prec=prec, load=(active, top, on_rank, alpha))
+    experts, route, gathered = _routed_experts(f, M, at=at, s=s, prec=prec, load=(active, top, on_rank, alpha))
     ops += experts
     # token permutation into expert order and back (gather/scatter), one launch each way: the rank's routed
     # rows in and out, and every output row of the tokens it holds written by the un-permute (TensorRT-LLM's
     # finalize, vLLM's and SGLang's moe_sum: a zero row where none of its experts took the token), all the
-    # step's tokens unless an all-to-all brought it only its own
-    perm = np.where(T_all > 0, skew * (T_all / ep * f.top_k * h * (ff["a_b"] + 2.0)) + np.where(a2a, T, T_all) * h * 2.0, 0.0)
-    permute = _elementwise(M / "permute", perm, 2.0, at)
+    # step's tokens unless an all-to-all brought it only its own. Where the up-projection gathers its rows
+    # (FC1_FUSED), no permuted copy: one launch, the un-permute's
+    routed_in = 0.0 if gathered else ff["a_b"]
+    perm = np.where(T_all > 0, skew * (T_all / ep * f.top_k * h * (routed_in + 2.0)) + np.where(a2a, T, T_all) * h * 2.0, 0.0)
+    permute = _elementwise(M / "permute", perm, 1.0 if gathered else 2.0, at)
     # and, under EP without an all-to-all, the token-expert assignments of the tokens it holds that go to
     # other ranks' experts, each sorted out by its routing (TensorRT-LLM's expert-map and sort kernels) or
     # carried as a zero row through its expert GEMMs and reduction (vLLM's and SGLang's Triton MoE with an
@@ -92,29 +94,48 @@ def moe_ops(f: MoE, M: Site, *, at: _At, s: _Step, b: Batch, prec: Precision) ->
     return ops
 
 
-def _routed_experts(f: MoE, M: Site, *, at: _At, s: _Step, prec: Precision, load) -> tuple[list[Op], object]:
+def _routed_experts(f: MoE, M: Site, *, at: _At, s: _Step, prec: Precision, load) -> tuple[list[Op], object, bool]:
     """The busiest rank's expert GEMMs and the activation between them, in the MoE kernel family the
     engine runs (Engine.moe_kernel; without an engine, `at.moe`, a kernel table row's), chosen per plan
     where it switches with expert parallelism (vLLM's block-FP8 MoE on Hopper); and that family's time per
-    assignment to another rank's expert (Calibration.moe_kernel), per plan. `load` is routed_load's and
-    the routing skew alpha."""
+    assignment to another rank's expert (Calibration.moe_kernel), per plan; and whether the up-projection
+    gathers the routed rows (fc1_fused). `load` is routed_load's and the routing skew alpha."""
     ff, ep, T_all, on_rank = s.ff, s.ep, s.T * s.adp, load[2]
     kernel = gemm.gemm_kernel(ff["math"], prec.weight.name, fp4_math=at.gpu.supports("fp4"))  # the tables', not the engine's dense kernel
     fams = [at.moe] if at.engine is None else [at.engine.moe_kernel(at.gpu.family, kernel, weight=prec.weight.name, ep=x)
                                                for x in (False, True)]
+    gathered, act_fused = fc1_fused(at.gpu.family, fams, kernel)
     ops = []
     for name, n_dim, k_dim in (("experts_gate_up", (f.mats - 1) * f.expert_inter / s.moe_tp, s.h), ("experts_down", s.h, f.expert_inter / s.moe_tp)):
         by = [_expert_gemm(M / name, n_dim, k_dim, at, load=load, fam=fam, kernel=kernel, **{k: ff[k] for k in ("math", "a_b", "w_b", "weight")})
               for fam in dict.fromkeys(fams)]
         ops.append(by[0] if len(by) == 1 else _either(ep > 1, by[1], by[0]))
-        if name == "experts_gate_up":
-            # the activation between them, a kernel of its own in every engine (TensorRT-LLM's doActivation,
-            # vLLM's and SGLang's silu_and_mul): the rank's routed rows of the up-projection's BF16 output
-            # ((mats - 1) halves) read, the down-projection's input written
+        if name == "experts_gate_up" and not act_fused:
+            # the activation between them, a kernel of its own (TensorRT-LLM's doActivation on Hopper, vLLM's and
+            # SGLang's silu_and_mul): the rank's routed rows of the up-projection's BF16 output ((mats - 1)
+            # halves) read, the down-projection's input written
             act = on_rank * (f.expert_inter / s.moe_tp) * ((f.mats - 1) * 2.0 + ff["a_b"])
             ops.append(_elementwise(M / "experts_act", np.where(T_all > 0, act, 0.0), 1.0, at))
     route = [at.cal.moe_kernel(fam, _family_kernel(fam, kernel))[2] for fam in fams]
-    return ops, route[0] if len(set(route)) == 1 else np.where(ep > 1, route[1], route[0])
+    return ops, route[0] if len(set(route)) == 1 else np.where(ep > 1, route[1], route[0]), gathered
+
+
+# GPU families whose kernel tables' own MoE (fam None) reads its routed rows in the up-projection's GEMM
+# (a gather by the sorted indices, no permuted copy: one permutation launch, the un-permute's or its sort's)
+# and runs the activation in that GEMM's epilogue, with the GEMM kernel families for which the activation is
+# a kernel of its own nonetheless. Blackwell: the TRTLLM-Gen fused MoE (TensorRT-LLM's on SM100, and the
+# FlashInfer trtllm_*_moe that vLLM and SGLang run there): routing, PermuteGemm1, Gemm2, finalize; SwiGLU fused
+# into FC1 except for DeepSeek's block FP8 ("We do not fuse activation with FC1 for DeepSeek FP8 due to the
+# weights shuffling constraint", its runner). CDNA: AITER's fused MoE sorts indices (moe_sorting), gathers
+# and activates in its first stage and combines in its second (ck_moe_stage1 / stage2, the asm fmoe_g1u1).
+FC1_FUSED = {"blackwell": ("fp8_block",), "cdna3": (), "cdna4": ()}
+
+
+def fc1_fused(gpu_family: str, fams, kernel: str) -> tuple[bool, bool]:
+    """(routed rows gathered by the up-projection, activation in its epilogue) for the MoE kernel families
+    `fams` (None: the kernel tables' own) on `gpu_family` for weights of GEMM kernel family `kernel` (FC1_FUSED)."""
+    gathered = all(f is None for f in fams) and gpu_family in FC1_FUSED
+    return gathered, gathered and kernel not in FC1_FUSED[gpu_family]
 
 
 def _family_kernel(fam: str | None, kernel: str) -> str:
