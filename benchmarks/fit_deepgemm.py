@@ -11,7 +11,11 @@ a grid, by the mean absolute log error of the dense rows' time; out of sample fi
 split by M (two of 64, 128 and 4096 fitted, the third priced). The grouped rows are priced with
 moe_eff_fp8_deepgemm = 1 (the grouped kernel at its dense rate) and never fitted.
 
-    python benchmarks/fit_deepgemm.py          # the figures and the [hopper] values (a second)
+The bundled [hopper] values came from here (0.75, 256, 2 us) until H100's per-engine tables gave SGLang's own
+DeepGEMM rows: `benchmarks/fit_hopper_kernels.py` fits them there (0.65 of the FP8 peak), and this script stays
+the README's comparison.
+
+    python benchmarks/fit_deepgemm.py          # the figures and the README's fit (a second)
 """
 from __future__ import annotations
 

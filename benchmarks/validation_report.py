@@ -188,6 +188,23 @@ def moe_plan_section(rows: list[dict]) -> list[str]:
     return lines + _table("plan", groups, ("output_tok_s_per_gpu",))
 
 
+def hopper_moe_section(rows: list[dict], preds: list[dict]) -> list[str]:
+    """The perf overview's Hopper rows, MoE models apart from dense ones, all versions and v1.0's alone (issue 39:
+    MoE at max throughput on Hopper, against the dense rows that must stay within 10%)."""
+    from llm_codesign.spec.registry import get_model
+
+    moe_models = {r["model"] for r, p in zip(rows, preds, strict=True) if p and get_model(r["model"]).is_moe}
+    groups = {}
+    for gpu in ("h100", "h200"):
+        for version in ("all", "v1_0"):
+            for moe in (True, False):
+                groups[f"{gpu} {'MoE' if moe else 'dense'} ({'every version' if version == 'all' else 'v1.0'})"] = _subset(
+                    rows, preds, lambda r, g=gpu, v=version, m=moe: r["gpu"] == g and (r["model"] in moe_models) == m
+                    and (v == "all" or f"_{v}_" in r["source"]), ("output_tok_s_per_gpu",))
+    return ["Hopper, MoE and dense models apart (TensorRT-LLM's MoE on H100/H200 runs its CUTLASS kernel family, "
+            "`Engine.moe_kernel`):", ""] + _table("hopper", groups, ("output_tok_s_per_gpu",))
+
+
 def published_section(path: Path) -> list[str]:
     """One line per published run: each metric it states, the prediction and the signed error."""
     rows = read_rows(path)
@@ -280,6 +297,15 @@ def main() -> None:
               "its GEMMs keep default.toml's values (`python benchmarks/fit_amd_kernels.py`: both, and a fit on half "
               "the shapes judged on the other half).", ""]
     lines += _table("table", amd, ("latency_ms",))
+    lines += ["H100 per engine and kernel (`data/measurements/kernels_hopper`, `validate --kernels hopper/<table>`): each row priced "
+              "in the kernel family it names (GEMM: DeepGEMM's for SGLang's block FP8; MoE: `Engine.moe_kernel`'s families, "
+              "fitted on these rows by `benchmarks/fit_hopper_kernels.py`; attention: the engine's default kernel against "
+              "TensorRT-LLM's, `Engine.attention_kernels`, cited, not fitted). Rows not priced are listed with their reason by "
+              "`validate`.", ""]
+    for kind in ("gemm", "moe", "prefill_attention", "decode_attention"):
+        rep, _, _ = kernel_report(f"hopper/{kind}")
+        groups = {"all rows": rep["overall"], **{g.removeprefix("h100_sxm "): v for g, v in rep["by"].items()}}
+        lines += _table(f"hopper/{kind} ({rep['modeled']} of {rep['rows']})", groups, ("latency_ms",))
     clean_lines, clean_rows, clean_preds = serving_section("Serving, clean sample (fitted on; Qwen3.5 held out)",
                                                            MEAS / "serving_measured_blackwell_clean.csv")
     lines += clean_lines
@@ -297,6 +323,7 @@ def main() -> None:
     lines += _table("gpu", rep["by"]["gpu"], ("output_tok_s_per_gpu",))
     lines += _table("lengths", rep["by"]["lengths"], ("output_tok_s_per_gpu",))
     lines += _table("model", rep["by"]["model"], ("output_tok_s_per_gpu",))
+    lines += hopper_moe_section(rows, preds)
     lines += moe_plan_section(rows)
     lines += inferencex_sections()
     lines += published_section(MEAS / "published_runs.csv")

@@ -67,12 +67,63 @@ def test_a_profile_value_outside_its_range_is_one_line(tmp_path, text, line):
 
 def test_every_fitted_range_lies_inside_the_loaders():
     # a profile calibrate writes is one --calibration reads: each search range (measure.calibrate PARAMS and
-    # SERVING_BOUNDS) within the parameter's physical range (spec.validation.param_range)
-    from llm_codesign.measure.calibrate import PARAMS, SERVING_BOUNDS
+    # SERVING_BOUNDS, and a MoE kernel family's KERNEL_PARAMS) within the parameter's physical range (spec.validation.param_range)
+    from llm_codesign.measure.calibrate import KERNEL_PARAMS, PARAMS, SERVING_BOUNDS
     from llm_codesign.spec.validation import param_range
 
-    ranges = [(n, lo, hi) for table in PARAMS.values() for n, (lo, hi) in table.items()] + [(n, lo, hi) for n, _, lo, hi in SERVING_BOUNDS]
-    assert len(ranges) == 52
+    ranges = [(n, lo, hi) for table in (*PARAMS.values(), KERNEL_PARAMS) for n, (lo, hi) in table.items()] + [(n, lo, hi) for n, _, lo, hi in SERVING_BOUNDS]
+    assert len(ranges) == 59  # 52, DeepGEMM's three and the MoE route time (issue 39), a MoE kernel family's three
     for name, lo, hi in ranges:
         plo, phi, _ = param_range(name)
         assert plo <= lo < hi <= phi, (name, (lo, hi), (plo, phi))
+
+
+def test_moe_kernel_families_are_read_checked_and_written_back(tmp_path):
+    """The per-MoE-kernel-family values sit in nested tables of a GPU family's section; a family or GEMM kernel
+    family the model does not know, or a value outside its physical range, is one line; a profile calibrate
+    writes reads back the same values; a pair without values of its own runs at the kernel tables' pair."""
+    from llm_codesign.measure.calibrate import to_toml
+
+    h100 = get_gpu("h100")
+    p = tmp_path / "mine.toml"
+    p.write_text("[hopper.moe_kernel_eff.sglang_triton]\nbf16 = 0.3\n[hopper.moe_kernel_route_s.sglang_triton]\nbf16 = 2e-9\n")
+    c = calibration_for(h100, str(p))
+    scale, fixed, route = c.moe_kernel("sglang_triton", "bf16")
+    assert scale == pytest.approx(0.3 / c.gemm_eff_bf16) and route == 2e-9
+    assert fixed == dict(FITTED["hopper"]["moe_kernel_overhead_s"]["sglang_triton"])["bf16"]  # the bundled fit's, not overridden
+    # no values of its own: the tables' pair (W4A16's grouped rate is its dense Marlin rate)
+    assert c.moe_kernel("deepgemm", "fp8_deepgemm") == (c.moe_eff_fp8_deepgemm, c.moe_overhead_s, c.moe_route_s)
+    assert c.moe_kernel(None, "w4a16") == (1.0, c.moe_overhead_s, c.moe_route_s)
+    for i, (text, field) in enumerate((("[hopper.moe_kernel_eff.cutlas]\nbf16 = 0.3\n", "calibration.moe_kernel_eff.cutlas: "),
+                                       ("[hopper.moe_kernel_eff.cutlass]\nint8 = 0.3\n", "calibration.moe_kernel_eff.cutlass: "),
+                                       ("[hopper.moe_kernel_eff.cutlass]\nbf16 = 1.5\n", "calibration.moe_kernel_eff.cutlass.bf16: "),
+                                       ("[hopper]\nmoe_kernel_eff = 0.3\n", "calibration.moe_kernel_eff: "))):
+        bad = tmp_path / f"bad{i}.toml"  # a file of its own: profiles are read once per path
+        bad.write_text(text)
+        with pytest.raises(InputError, match=field.replace(".", r"\.")):
+            calibration_for(h100, str(bad))
+    out = tmp_path / "fit.toml"
+    out.write_text(to_toml({"hopper": c}, [], "test"))
+    back = calibration_for(h100, str(out))
+    for t in ("moe_kernel_eff", "moe_kernel_overhead_s", "moe_kernel_route_s"):
+        assert [k for k, _ in getattr(back, t)] == [k for k, _ in getattr(c, t)]
+        assert [v for _, v in getattr(back, t)] == pytest.approx([v for _, v in getattr(c, t)], rel=1e-5)
+
+
+def test_fitted_moe_kernel_families_lie_inside_their_ranges():
+    """Every per-family value the bundled profile ships is a physical quantity inside its stated range and off
+    the fit's bounds (measure.calibrate.KERNEL_PARAMS): a share of the dense peak, a fixed cost per grouped-GEMM
+    launch, a routing time per token-expert assignment."""
+    from llm_codesign.measure.calibrate import KERNEL_PARAMS
+    from llm_codesign.spec.engines import MOE_KERNELS
+
+    pairs = 0
+    for t, (lo, hi) in KERNEL_PARAMS.items():
+        for fam, per in FITTED["hopper"][t].items():
+            assert fam in MOE_KERNELS
+            for kern, v in per.items():
+                assert lo * 1.001 < v < hi / 1.001, (t, fam, kern, v)
+                pairs += 1
+    assert pairs == 3 * 11 - 1  # three values for each of the eleven kept pairs, but the route time vLLM's Triton block-FP8 rows (no EP) leave unfitted
+    c = calibration_for(get_gpu("h100"))
+    assert 0.55 < c.gemm_eff_fp8_deepgemm < 0.70  # SGLang's DeepGEMM rows: ~0.60 of the FP8 peak on large GEMMs

@@ -153,3 +153,55 @@ def test_engine_attention_kernels_by_kind(h100):
         ops[e] = {o.name: o for o in evaluate(m, at, cal=base, concurrency=8.0, isl=1024.0, osl=256.0, with_ops=True)["ops"]}
     name = next(n for n, o in ops["trtllm"].items() if o.role == "core_decode")
     assert ops["vllm"][name].time.item() == pytest.approx(1.15 * ops["trtllm"][name].time.item(), rel=1e-9)
+
+
+@pytest.mark.parametrize("backend, kernel, weight, ep, a2a, family", [
+    # TensorRT-LLM: CUTLASS fused MoE (its default backend), gpt-oss's MXFP4 on triton_kernels (AUTO -> TRITON on SM90)
+    ("trtllm", "fp8_block", "fp8_block", False, "none", "cutlass"), ("trtllm", "bf16", "bf16", True, "none", "cutlass"),
+    ("trtllm", "fp8", "fp8", False, "none", "cutlass"), ("trtllm", "w4a16", "mxfp4", False, "none", "triton_kernels"),
+    ("trtllm", "w4a16", "int4", False, "none", "trtllm_w4a16"),
+    # SGLang 0.5.12: Triton fused MoE for block FP8 unless a DeepEP all-to-all; MXFP4 on triton_kernels at EP 1 only
+    ("sglang", "fp8_block", "fp8_block", False, "none", "sglang_triton"), ("sglang", "fp8_block", "fp8_block", True, "none", "sglang_triton"),
+    ("sglang", "fp8_block", "fp8_block", True, "deepep", "deepgemm"), ("sglang", "bf16", "bf16", False, "none", "sglang_triton"),
+    ("sglang", "w4a16", "mxfp4", False, "none", "triton_kernels"), ("sglang", "w4a16", "mxfp4", True, "none", "sglang_triton"),
+    ("sglang", "w4a16", "int4", False, "none", "marlin"),
+    # vLLM 0.24: block FP8 on Triton under TP and FlashInfer's CUTLASS under EP; per-tensor FP8 on FlashInfer's CUTLASS
+    ("vllm", "fp8_block", "fp8_block", False, "none", "vllm_triton"), ("vllm", "fp8_block", "fp8_block", True, "none", "flashinfer_cutlass"),
+    ("vllm", "fp8", "fp8", False, "none", "flashinfer_cutlass"), ("vllm", "bf16", "bf16", True, "none", "vllm_triton"),
+    ("vllm", "w4a16", "mxfp4", True, "none", "triton_kernels"), ("vllm", "w4a16", "int4", False, "none", "marlin"),
+])
+def test_moe_kernel_family_per_engine_on_hopper(backend, kernel, weight, ep, a2a, family):
+    from llm_codesign.spec.engines import MOE_KERNELS
+
+    e = get_engine(backend)
+    assert e.moe_kernel("hopper", kernel, weight=weight, ep=ep, a2a=a2a) == family and family in MOE_KERNELS
+    # elsewhere every engine's experts run at the kernel tables' rates (no per-engine tables there)
+    assert e.moe_kernel("blackwell", kernel, weight=weight, ep=ep, a2a=a2a) is None
+
+
+def test_moe_experts_are_priced_in_the_engines_kernel_family(h100):
+    """DeepSeek-R1 (block FP8) on 8 H100s: the expert GEMMs run at the rates of the MoE kernel family each
+    engine picks (Calibration.moe_kernel), so a family's rate moves only the engines that run it: SGLang's
+    Triton MoE (not its dense DeepGEMM), TensorRT-LLM's CUTLASS, and vLLM's Triton under TP and FlashInfer's
+    CUTLASS under EP, within one array of plans."""
+    from llm_codesign.cost.calibration import calibration_for
+    from llm_codesign.cost.ops import Batch, layer_ops
+
+    m = get_model("deepseek-r1")
+    cal = calibration_for(h100)
+    layer = next(layer for layer, _ in m.groups if layer.ffn.kind == "moe")
+    sh = Plan(tp=np.array([8, 8]), ep=np.array([1, 8]), moe_tp=np.array([8, 1]))
+
+    def experts(engine, c):
+        ops = layer_ops(m, layer, 1.0, h100, c, prec=m.default_precision, sh=sh, b=Batch(pf_tokens=np.array([4096.0, 4096.0]), pf_seqs=1.0),
+                        prefix="l", engine=get_engine(engine))
+        return next(o for o in ops if o.name.endswith("experts_gate_up")).time
+
+    base = {e: experts(e, cal) for e in ("trtllm", "vllm", "sglang")}
+    for fam, moved in (("sglang_triton", {"sglang": [1, 1]}), ("cutlass", {"trtllm": [1, 1]}),
+                       ("vllm_triton", {"vllm": [1, 0]}), ("flashinfer_cutlass", {"vllm": [0, 1]})):
+        key = f"moe_kernel_eff.{fam}.fp8_block"
+        slower = cal.with_param(key, cal.param(key) / 2.0)  # half the rate: compute-bound at 4096 tokens
+        for e in base:
+            changed = (experts(e, slower) > base[e] * 1.2).astype(int).tolist()
+            assert changed == moved.get(e, [0, 0]), (fam, e)

@@ -78,3 +78,59 @@ def test_routed_load_uniform_and_one_rank():
     assert float(routed_load(256, 8, 1024, 1, 1.2)[2]) == pytest.approx(8192)
     # more skew, busier rank
     assert float(routed_load(256, 8, 1024, 8, 1.2)[2]) > float(routed_load(256, 8, 1024, 8, 1.01)[2]) > 1024
+
+
+def test_moe_block_activation_unpermute_and_foreign_assignments(h100, cal_h100):
+    """The MoE block as the kernel tables time it: the activation between the expert GEMMs is an operator of
+    its own over the rank's routed rows (its top-k rows, not one row per token), the un-permute writes every
+    held token's output row, and under EP without an all-to-all each assignment to another rank's expert
+    costs moe_route_s (the tables' MoE: no engine)."""
+    from llm_codesign.cost.kernels import elementwise_time
+    from llm_codesign.spec.kinds import MoE
+    from llm_codesign.spec.precision import Precision
+
+    moe = MoE(experts=256, top_k=8, expert_inter=2048)
+    m = ModelSpec("moe", hidden=7168, vocab=32000, groups=((Layer(NoMixer(), moe), 1),))
+    prec = Precision.of("fp8_block")
+    a_b = prec.activation.bytes_per_value()
+    T = 64.0
+    for ep, moe_tp in ((1, 8), (8, 1)):
+        ops = {o.name: o for o in layer_ops(m, m.groups[0][0], 1.0, h100, cal_h100, prec=prec, sh=Plan(tp=8, ep=ep, moe_tp=moe_tp),
+                                            b=Batch(dec_seqs=T, dec_ctx=100), prefix="x", parts=("ffn",))}
+        rows = T * 8 / ep  # the rank's routed rows (uniform routing)
+        assert float(ops["x/moe/experts_act"].bytes) == pytest.approx(rows * 2048 / moe_tp * (2 * 2.0 + a_b))
+        perm = rows * 7168 * (a_b + 2.0) + T * 7168 * 2.0
+        assert float(ops["x/moe/permute"].bytes) == pytest.approx(perm)
+        foreign = T * 8 - rows  # 0 without EP; 448 of the 512 assignments at EP 8
+        t_perm = float(elementwise_time(perm, 2.0, h100, cal_h100)[0])
+        assert float(ops["x/moe/permute"].time) == pytest.approx(t_perm + foreign * cal_h100.moe_route_s, rel=1e-6)
+    # the layer's own elementwise pass no longer streams the routed experts' intermediate (no shared experts here)
+    assert float(ops["x/elementwise"].bytes) == pytest.approx(T * 6 * 7168 * 2.0)
+
+
+@pytest.mark.parametrize("weights,gpu,act", [("nvfp4", "b200", False), ("fp8_block", "b200", True), ("nvfp4", "mi355x", False),
+                                             ("fp8_block", "h100", True)])
+def test_moe_block_where_the_up_projection_gathers_and_activates(weights, gpu, act):
+    """Blackwell's TRTLLM-Gen MoE and CDNA's AITER MoE (the kernel tables' own there: cost.ffns.FC1_FUSED) read
+    the routed rows in the up-projection (no permuted copy: one permutation launch, the un-permute's) and run
+    the activation in its epilogue, but for Blackwell's block FP8, whose activation stays a kernel of its own;
+    Hopper's CUTLASS MoE does neither. One rank, T tokens, top-8: permuted bytes T x 8 x h x (a + 2) + T x h x 2
+    with a copy, T x 8 x h x 2 + T x h x 2 without."""
+    from llm_codesign.cost.calibration import calibration_for
+    from llm_codesign.cost.kernels import elementwise_time
+    from llm_codesign.spec.hardware import get_gpu
+    from llm_codesign.spec.kinds import MoE
+    from llm_codesign.spec.precision import Precision
+
+    g = get_gpu(gpu)
+    cal = calibration_for(g)
+    m = ModelSpec("moe", hidden=7168, vocab=32000, groups=((Layer(NoMixer(), MoE(experts=256, top_k=8, expert_inter=2048)), 1),))
+    prec = Precision.of(weights)
+    T, gathered = 16.0, gpu != "h100"
+    ops = {o.role: o for o in layer_ops(m, m.groups[0][0], 1.0, g, cal, prec=prec, sh=Plan(tp=1), b=Batch(dec_seqs=T, dec_ctx=100),
+                                        prefix="x", parts=("ffn",))}
+    assert ("experts_act" in ops) == act
+    perm = T * 8 * 7168 * (2.0 if gathered else prec.activation.bytes_per_value() + 2.0) + T * 7168 * 2.0
+    assert float(ops["permute"].bytes) == pytest.approx(perm)
+    assert ops["permute"].kernels == (1.0 if gathered else 2.0)
+    assert float(ops["permute"].time) == pytest.approx(float(elementwise_time(perm, ops["permute"].kernels, g, cal)[0]))

@@ -7,10 +7,16 @@ from functools import lru_cache
 from importlib import resources
 
 from llm_codesign.errors import InputError, read_toml
+from llm_codesign.spec.engines import MOE_KERNELS
 from llm_codesign.spec.validation import check_param
 
 BACKEND_KEYED = ("step_overhead_s", "ttft_overhead_s", "comm_latency_scale", "prefill_queue_fraction", "eager_launch_s",
                  "prefill_spread_exponent", "ttft_wait_steps", "adp_wait_steps", "seq_overhead_s")  # per serving engine
+# per MoE kernel family (spec.engines.MOE_KERNELS) and GEMM kernel family of its weights (cost.kernels.
+# gemm_kernel), within a GPU family's section ([hopper.moe_kernel_eff.cutlass] fp8_block = ...), held as
+# "cutlass.fp8_block" keys; a pair without a value of its own takes moe_eff / moe_overhead_s (Calibration.moe_kernel)
+KERNEL_KEYED = ("moe_kernel_eff", "moe_kernel_overhead_s", "moe_kernel_route_s")
+GEMM_KERNELS = ("bf16", "fp8", "fp8_block", "fp4", "w4a16", "fp8_deepgemm")
 
 
 @dataclass(frozen=True)
@@ -72,6 +78,10 @@ class Calibration:
     moe_eff: float
     moe_routing_alpha: float
     moe_overhead_s: float
+    moe_route_s: float
+    moe_kernel_eff: tuple[tuple[str, float], ...]
+    moe_kernel_overhead_s: tuple[tuple[str, float], ...]
+    moe_kernel_route_s: tuple[tuple[str, float], ...]
     elementwise_kernels_per_layer: float
     prefill_queue_fraction: tuple[tuple[str, float], ...]
     mla_decode_flops_eff: float
@@ -93,12 +103,45 @@ class Calibration:
         return getattr(self, f"gemm_eff_{kernel}")
 
     def moe_eff_of(self, kernel: str) -> float:
-        """A grouped (MoE) GEMM's efficiency relative to a dense GEMM of its kernel family: DeepGEMM's
-        grouped kernels their own (moe_eff_fp8_deepgemm); W4A16's rates are Marlin's MoE kernel's
-        already (default.toml), so 1; the kernel tables' the fitted moe_eff."""
+        """A grouped (MoE) GEMM's efficiency relative to a dense GEMM of its kernel family, where no MoE
+        kernel family of its own is named (moe_kernel): DeepGEMM's grouped kernels their own
+        (moe_eff_fp8_deepgemm); W4A16's rates are Marlin's MoE kernel's already (default.toml), so 1; the
+        kernel tables' the fitted moe_eff."""
         if kernel == "w4a16":
             return 1.0
         return self.moe_eff_fp8_deepgemm if kernel == "fp8_deepgemm" else self.moe_eff
+
+    def moe_kernel(self, family: str | None, kernel: str) -> tuple[float, float, float]:
+        """(scale on the dense tile model's rate of GEMM kernel family `kernel`, fixed cost per grouped-GEMM
+        launch, routing time per token-expert assignment) of the MoE kernel family an engine runs
+        (Engine.moe_kernel) for its experts: where this GPU family has the pair's own values, its
+        efficiency (moe_kernel_eff, a share of the dense peak) over the dense kernel's (gemm_eff), its
+        fixed cost (moe_kernel_overhead_s) and routing time (moe_kernel_route_s); else the kernel tables'
+        (moe_eff_of, moe_overhead_s, moe_route_s). `family` None: the tables'."""
+        key = f"{family}.{kernel}"
+        eff = dict(self.moe_kernel_eff).get(key)
+        scale = self.moe_eff_of(kernel) if eff is None else eff / self.gemm_eff(kernel)
+        return scale, dict(self.moe_kernel_overhead_s).get(key, self.moe_overhead_s), dict(self.moe_kernel_route_s).get(key, self.moe_route_s)
+
+    def param(self, name: str) -> float:
+        """A parameter by the name a fit varies: a field, or "moe_kernel_eff.<family>.<kernel>" for a per-kernel-family one."""
+        table, _, key = name.partition(".")
+        if not key:
+            return getattr(self, name)
+        own = dict(getattr(self, table))
+        if key in own:
+            return own[key]
+        kernel = key.partition(".")[2]  # what the pair falls back to, in its own terms
+        if table == "moe_kernel_eff":
+            return self.moe_eff_of(kernel) * self.gemm_eff(kernel)
+        return self.moe_overhead_s if table == "moe_kernel_overhead_s" else self.moe_route_s
+
+    def with_param(self, name: str, value: float) -> "Calibration":
+        """A copy with one parameter (param's names) set."""
+        table, _, key = name.partition(".")
+        if key:
+            return replace(self, **{table: tuple(sorted({**dict(getattr(self, table)), key: value}.items()))})
+        return replace(self, **{name: value})
 
     def gemm_bw(self, kernel: str) -> float:
         """Share of HBM bandwidth a GEMM kernel family streams at: W4A16's dequantising main loop its
@@ -175,6 +218,9 @@ _FIELDS = {f.name for f in fields(Calibration)}
 def _apply(c: Calibration, section: dict, origin: str) -> Calibration:
     kw = {}
     for k, v in section.items():
+        if k in KERNEL_KEYED:
+            kw[k] = _kernel_table(c, k, v, origin)
+            continue
         if isinstance(v, dict) and k not in BACKEND_KEYED:
             # a table of engines under a name that is not per engine (or no longer is: the removed
             # gemm_eff_scale / attn_eff_scale) would otherwise be dropped in silence
@@ -191,6 +237,21 @@ def _apply(c: Calibration, section: dict, origin: str) -> Calibration:
         else:
             kw[k] = check_param(f"calibration.{k}", k, v)
     return replace(c, **kw)
+
+
+def _kernel_table(c: Calibration, name: str, v, origin: str) -> tuple[tuple[str, float], ...]:
+    """A [<section>.<name>.<MoE kernel family>] table of GEMM kernel family = number over `c`'s own."""
+    if not isinstance(v, dict):
+        raise InputError(f"calibration.{name}", v, f"{origin}: a table per MoE kernel family ([<section>.{name}.<family>])")
+    d = dict(getattr(c, name))
+    for fam, per in v.items():
+        if fam not in MOE_KERNELS:
+            raise InputError(f"calibration.{name}.{fam}", per, f"{origin}: a MoE kernel family: " + ", ".join(MOE_KERNELS))
+        if not isinstance(per, dict) or not set(per) <= set(GEMM_KERNELS):
+            raise InputError(f"calibration.{name}.{fam}", per, f"{origin}: a table of GEMM kernel family (" + ", ".join(GEMM_KERNELS)
+                             + ") = number")
+        d.update({f"{fam}.{kern}": check_param(f"calibration.{name}.{fam}.{kern}", name, x) for kern, x in per.items()})
+    return tuple(sorted(d.items()))
 
 
 def _layers(doc: dict, family: str, origin: str, base: Calibration) -> Calibration:
@@ -222,7 +283,7 @@ def _cached(family: str, profile: str | None) -> Calibration:
 def documented(family: str = "") -> Calibration:
     """default.toml alone: the cited starting values, before any fit."""
     doc = _bundled()[0]
-    base = {k: tuple(sorted(v.items())) if k in BACKEND_KEYED else v for k, v in doc["default"].items()}
+    base = {k: tuple(sorted(v.items())) if k in BACKEND_KEYED or k in KERNEL_KEYED else v for k, v in doc["default"].items()}
     missing = sorted(_FIELDS - set(base))
     if missing:  # a packaging error, never user input
         raise RuntimeError(f"default.toml [default] lacks {missing}")

@@ -37,6 +37,9 @@ def no_ops(f: NoFfn, F: Site, *, at: _At, s: _Step, b: Batch, prec: Precision) -
 
 
 EXPERT_GEMMS = ("experts_gate_up", "experts_down")  # the roles moe_ops gives its grouped expert GEMMs (Op.role)
+# the roles of the MoE block a kernel table's MoE row times: top-k routing, token permutation, the expert
+# GEMMs and the activation between them (no router GEMM, no collectives, not the layer's norms)
+MOE_BLOCK = ("topk", "permute", *EXPERT_GEMMS, "experts_act")
 
 
 @op_builder(MoE, part="moe")
@@ -59,18 +62,28 @@ def moe_ops(f: MoE, M: Site, *, at: _At, s: _Step, b: Batch, prec: Precision) ->
     alpha = at.cal.moe_routing_alpha
     active, top, on_rank = routed_load(f.experts, f.top_k, T_all, ep, alpha)
     skew = 1.0 if alpha <= 0.0 else on_rank / np.maximum(T_all * f.top_k / ep, 1e-30)  # busiest rank over the mean
-    for name, n_dim, k_dim in (("experts_gate_up", (f.mats - 1) * f.expert_inter / s.moe_tp, h), ("experts_down", h, f.expert_inter / s.moe_tp)):
-        ops.append(_expert_gemm(M / name, n_dim, k_dim, at, load=(active, top, on_rank, alpha), **ff))
-    # token permutation into expert order and back (gather/scatter), one launch each way
-    perm = np.where(T_all > 0, skew * (T_all / ep * f.top_k * h * (ff["a_b"] + 2.0)), 0.0)
-    ops.append(_elementwise(M / "permute", perm, 2.0, at))
+    a2a = (s.adp > 1) & (ep > 1)
+    experts, route, gathered = _routed_experts(f, M, at=at, s=s, prec=prec, load=(active, top, on_rank, alpha))
+    ops += experts
+    # token permutation into expert order and back (gather/scatter), one launch each way: the rank's routed
+    # rows in and out, and every output row of the tokens it holds written by the un-permute (TensorRT-LLM's
+    # finalize, vLLM's and SGLang's moe_sum: a zero row where none of its experts took the token), all the
+    # step's tokens unless an all-to-all brought it only its own. Where the up-projection gathers its rows
+    # (FC1_FUSED), no permuted copy: one launch, the un-permute's
+    routed_in = 0.0 if gathered else ff["a_b"]
+    perm = np.where(T_all > 0, skew * (T_all / ep * f.top_k * h * (routed_in + 2.0)) + np.where(a2a, T, T_all) * h * 2.0, 0.0)
+    permute = _elementwise(M / "permute", perm, 1.0 if gathered else 2.0, at)
+    # and, under EP without an all-to-all, the token-expert assignments of the tokens it holds that go to
+    # other ranks' experts, each sorted out by its routing (TensorRT-LLM's expert-map and sort kernels) or
+    # carried as a zero row through its expert GEMMs and reduction (vLLM's and SGLang's Triton MoE with an
+    # expert map): a time per such assignment (Calibration.moe_kernel)
+    ops.append(permute.replace(time=permute.time + np.where(a2a, 0.0, np.maximum(T_all * f.top_k - on_rank, 0.0)) * route))
     # token exchange. Without attention DP every rank already holds every token (the attention
     # all-reduce): expert-parallel ranks run their experts on them and one all-reduce sums the outputs.
     # Under attention DP with EP the tokens go to their experts' ranks and back (all-to-all dispatch and
     # combine: vLLM's use_all2all_kernels, dp_size > 1 and use_ep; TensorRT-LLM's NVLink one-sided
     # all-to-all); attention DP over a tensor-parallel MoE gathers every rank's tokens and reduce-scatters
     # the outputs (TensorRT-LLM's allgather / reducescatter path)
-    a2a = (s.adp > 1) & (ep > 1)
     gather = (s.adp > 1) & (ep <= 1)
     sent = skew * (T / dense_tp * f.top_k * h)  # what the busiest rank receives
     ops.append(_comm(M / "dispatch", "all_to_all", np.where(a2a, sent * ff["a_b"], 0.0), stage_gpus, at))
@@ -81,15 +94,74 @@ def moe_ops(f: MoE, M: Site, *, at: _At, s: _Step, b: Batch, prec: Precision) ->
     return ops
 
 
-def _expert_gemm(label: _Label, n, k, at: _At, *, load, math, a_b, w_b, kernel, weight):
-    """The busiest rank's grouped expert GEMM; `load` is routed_load's (experts read, busiest
-    expert's rows, the rank's rows) and the routing skew alpha. Grouped GEMMs have their own fixed
-    cost (moe_overhead_s, fitted on MoE kernels), not a dense GEMM's. Uniform routing: `active`
-    groups of equal rows. Skewed: the busiest expert's rows and the other active experts' mean rows,
-    in one launch (one fixed cost), their tiles quantised per expert as the grouped kernel tiles them."""
+def _routed_experts(f: MoE, M: Site, *, at: _At, s: _Step, prec: Precision, load) -> tuple[list[Op], object, bool]:
+    """The busiest rank's expert GEMMs and the activation between them, in the MoE kernel family the
+    engine runs (Engine.moe_kernel; without an engine, `at.moe`, a kernel table row's), chosen per plan
+    where it switches with expert parallelism (vLLM's block-FP8 MoE on Hopper); and that family's time per
+    assignment to another rank's expert (Calibration.moe_kernel), per plan; and whether the up-projection
+    gathers the routed rows (fc1_fused). `load` is routed_load's and the routing skew alpha."""
+    ff, ep, T_all, on_rank = s.ff, s.ep, s.T * s.adp, load[2]
+    kernel = gemm.gemm_kernel(ff["math"], prec.weight.name, fp4_math=at.gpu.supports("fp4"))  # the tables', not the engine's dense kernel
+    fams = [at.moe] if at.engine is None else [at.engine.moe_kernel(at.gpu.family, kernel, weight=prec.weight.name, ep=x)
+                                               for x in (False, True)]
+    gathered, act_fused = fc1_fused(at.gpu.family, fams, kernel)
+    ops = []
+    for name, n_dim, k_dim in (("experts_gate_up", (f.mats - 1) * f.expert_inter / s.moe_tp, s.h), ("experts_down", s.h, f.expert_inter / s.moe_tp)):
+        by = [_expert_gemm(M / name, n_dim, k_dim, at, load=load, fam=fam, kernel=kernel, **{k: ff[k] for k in ("math", "a_b", "w_b", "weight")})
+              for fam in dict.fromkeys(fams)]
+        ops.append(by[0] if len(by) == 1 else _either(ep > 1, by[1], by[0]))
+        if name == "experts_gate_up" and not act_fused:
+            # the activation between them, a kernel of its own (TensorRT-LLM's doActivation on Hopper, vLLM's and
+            # SGLang's silu_and_mul): the rank's routed rows of the up-projection's BF16 output ((mats - 1)
+            # halves) read, the down-projection's input written
+            act = on_rank * (f.expert_inter / s.moe_tp) * ((f.mats - 1) * 2.0 + ff["a_b"])
+            ops.append(_elementwise(M / "experts_act", np.where(T_all > 0, act, 0.0), 1.0, at))
+    route = [at.cal.moe_kernel(fam, _family_kernel(fam, kernel))[2] for fam in fams]
+    return ops, route[0] if len(set(route)) == 1 else np.where(ep > 1, route[1], route[0]), gathered
+
+
+# GPU families whose kernel tables' own MoE (fam None) reads its routed rows in the up-projection's GEMM
+# (a gather by the sorted indices, no permuted copy: one permutation launch, the un-permute's or its sort's)
+# and runs the activation in that GEMM's epilogue, with the GEMM kernel families for which the activation is
+# a kernel of its own nonetheless. Blackwell: the TRTLLM-Gen fused MoE (TensorRT-LLM's on SM100, and the
+# FlashInfer trtllm_*_moe that vLLM and SGLang run there): routing, PermuteGemm1, Gemm2, finalize; SwiGLU fused
+# into FC1 except for DeepSeek's block FP8 ("We do not fuse activation with FC1 for DeepSeek FP8 due to the
+# weights shuffling constraint", its runner). CDNA: AITER's fused MoE sorts indices (moe_sorting), gathers
+# and activates in its first stage and combines in its second (ck_moe_stage1 / stage2, the asm fmoe_g1u1).
+FC1_FUSED = {"blackwell": ("fp8_block",), "cdna3": (), "cdna4": ()}
+
+
+def fc1_fused(gpu_family: str, fams, kernel: str) -> tuple[bool, bool]:
+    """(routed rows gathered by the up-projection, activation in its epilogue) for the MoE kernel families
+    `fams` (None: the kernel tables' own) on `gpu_family` for weights of GEMM kernel family `kernel` (FC1_FUSED)."""
+    gathered = all(f is None for f in fams) and gpu_family in FC1_FUSED
+    return gathered, gathered and kernel not in FC1_FUSED[gpu_family]
+
+
+def _family_kernel(fam: str | None, kernel: str) -> str:
+    """The GEMM kernel family a MoE kernel family runs on weights of `kernel`: DeepGEMM's own block-FP8 kernels."""
+    return "fp8_deepgemm" if fam == "deepgemm" else kernel
+
+
+def _either(sel, a: Op, b: Op) -> Op:
+    """One operator: `a`'s times where `sel`, `b`'s elsewhere (the same work priced for two kernels)."""
+    return a.replace(time=np.where(sel, a.time, b.time), work=lambda: (a.flops, a.bytes),
+                     split=lambda: (np.where(sel, a.t_compute, b.t_compute), np.where(sel, a.t_memory, b.t_memory)))
+
+
+def _expert_gemm(label: _Label, n, k, at: _At, *, load, math, a_b, w_b, kernel, weight, fam):
+    """The busiest rank's grouped expert GEMM in MoE kernel family `fam` (Engine.moe_kernel; None: the
+    kernel tables'); `load` is routed_load's (experts read, busiest expert's rows, the rank's rows)
+    and the routing skew alpha. Grouped GEMMs run at their family's rate against the dense tile model of
+    their GEMM kernel family, with their own fixed cost (Calibration.moe_kernel, fitted on MoE kernels),
+    not a dense GEMM's. Uniform routing: `active` groups of equal rows. Skewed: the busiest expert's rows
+    and the other active experts' mean rows, in one launch (one fixed cost), their tiles quantised per
+    expert as the grouped kernel tiles them."""
     active, top, on_rank, alpha = load
     cal = at.cal
-    kw = dict(eff_scale=cal.moe_eff_of(kernel), kernel=kernel, swap_ab=True, overhead_s=cal.moe_overhead_s)
+    kernel = _family_kernel(fam, kernel)
+    eff, overhead, _ = cal.moe_kernel(fam, kernel)
+    kw = dict(eff_scale=eff, kernel=kernel, swap_ab=True, overhead_s=overhead)
     if alpha <= 0.0:
         return _gemm(label, top, n, k, at, math=math, a_b=a_b, w_b=w_b, groups=active, distinct=active, weight=weight, **kw)
     rest_groups = active - 1.0
@@ -100,7 +172,7 @@ def _expert_gemm(label: _Label, n, k, at: _At, *, load, math, a_b, w_b, kernel, 
     # one launch: the second call's fixed costs (its own, an FP8/FP4 activation quantisation's and a
     # TMA-padded copy's) go
     padded = np.asarray(gemm.tma_padded(k, a_b, w_b)) > np.asarray(k)
-    fixed = cal.moe_overhead_s + (cal.kernel_overhead_s if gemm.quantise_kernel(at.engine, a_b, kernel=kernel) else 0.0) + np.where(padded, cal.kernel_overhead_s, 0.0)
+    fixed = overhead + (cal.kernel_overhead_s if gemm.quantise_kernel(at.engine, a_b, kernel=kernel) else 0.0) + np.where(padded, cal.kernel_overhead_s, 0.0)
     t = th + np.where(tr > 0, tr - fixed, 0.0)
 
     def fb():

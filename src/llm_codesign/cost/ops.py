@@ -101,6 +101,7 @@ class _At(NamedTuple):
     gpu: Gpu
     cal: Calibration
     engine: Engine | None = None
+    moe: str | None = None  # without an engine, the MoE kernel family a kernel table's row names (None: the tables')
 
 
 class Site(NamedTuple):
@@ -239,15 +240,16 @@ def builder(x: Mixer | Ffn) -> _Builder:
 
 def layer_ops(model: ModelSpec, layer: Layer, count, gpu: Gpu, cal: Calibration, *, prec: Precision,
               sh: Plan, b: Batch, prefix: str, parts: tuple[str, ...] = ("attn", "ffn"), engine: Engine | None = None,
-              group: int = 0) -> list[Op]:
-    """Operators of one layer in `engine`'s step (None: the kernel tables' kernels); `parts` selects the
-    attention half, the FFN half (with the layer's elementwise work) or both, so layers that share one
-    half can be priced once. Their names start with `prefix` (none: "attn/qkv"); `group` is the layer
-    group (ModelSpec.groups) they are priced under (Op.group)."""
+              group: int = 0, moe_kernel: str | None = None) -> list[Op]:
+    """Operators of one layer in `engine`'s step (None: the kernel tables' kernels, the MoE's those of
+    `moe_kernel`, a family of spec.engines.MOE_KERNELS); `parts` selects the attention half, the FFN half
+    (with the layer's elementwise work) or both, so layers that share one half can be priced once. Their
+    names start with `prefix` (none: "attn/qkv"); `group` is the layer group (ModelSpec.groups) they are
+    priced under (Op.group)."""
     a = layer.attn if "attn" in parts else NoMixer()
     f = layer.ffn if "ffn" in parts else NoFfn()
     prec = executable(prec, gpu)[0]  # a format the GPU cannot run is priced as engines map it
-    s, at = _step(model, gpu, prec, sh, b, engine=engine), _At(count, gpu, cal, engine)
+    s, at = _step(model, gpu, prec, sh, b, engine=engine), _At(count, gpu, cal, engine, moe_kernel)
     dense_tp = s.tp * s.kvp  # Helix re-uses the KV-parallel GPUs as TP for everything after attention
     mixer, ffn = builder(a), builder(f)
     ops = mixer.build(a, Site(f"{prefix}/attn" if prefix else "attn", mixer.part, group), at=at, s=s, b=b, prec=prec)

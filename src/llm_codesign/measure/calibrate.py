@@ -12,12 +12,13 @@ import numpy as np
 
 from llm_codesign.cost.calibration import (
     BACKEND_KEYED,
+    KERNEL_KEYED,
     Calibration,
     calibration_for,
     documented,
 )
 from llm_codesign.errors import InputError, UnsupportedModelError
-from llm_codesign.measure.kernel_tables import Table, row_problem
+from llm_codesign.measure.kernel_tables import Table, gemm_row_kernel, moe_row_kernel, moe_row_problem, row_problem
 from llm_codesign.measure.stats import error_stats, polish_bands
 from llm_codesign.spec.hardware import get_gpu
 
@@ -27,7 +28,9 @@ PARAMS = {
              "gemm_overhead_bf16_s": (1e-7, 1e-4), "gemm_overhead_fp8_s": (1e-7, 1e-4),
              "gemm_overhead_fp8_block_s": (1e-7, 1e-4), "gemm_overhead_fp4_s": (1e-7, 1e-4),
              "gemm_k_half_bf16": (1.0, 4096.0), "gemm_k_half_fp8": (1.0, 4096.0), "gemm_k_half_fp8_block": (1.0, 4096.0),
-             "gemm_k_half_fp4": (1.0, 4096.0), "bw_eff": (0.3, 1.0), "gemm_blend_p": (1.0, 16.0), "gemm_max_split_k": (1.0, 64.0)},
+             "gemm_k_half_fp4": (1.0, 4096.0), "bw_eff": (0.3, 1.0), "gemm_blend_p": (1.0, 16.0), "gemm_max_split_k": (1.0, 64.0),
+             # DeepGEMM's block-scaled FP8 (SGLang's dense GEMMs on Hopper; rows that name it, kernel_tables.GEMM_SOURCES)
+             "gemm_eff_fp8_deepgemm": (0.2, 1.0), "gemm_overhead_fp8_deepgemm_s": (1e-7, 1e-4), "gemm_k_half_fp8_deepgemm": (1.0, 4096.0)},
     "prefill_attention": {"attn_prefill_eff": (0.05, 1.0), "attn_prefill_eff_fp8": (0.05, 1.0), "attn_prefill_score_s": (1e-16, 1e-11), "attn_prefill_overhead_s": (1e-7, 1e-3), "attn_prefill_head_s": (1e-12, 1e-6),
                           "attn_prefill_s_half": (1.0, 8192.0)},
     "decode_attention": {"attn_decode_bw_eff": (0.05, 1.0), "attn_decode_bw_eff_fp8": (0.05, 1.0), "attn_overhead_s": (1e-7, 1e-3), "attn_decode_head_s": (1e-12, 1e-6),
@@ -38,13 +41,22 @@ PARAMS = {
                     "comm_gather_latency_slope_s": (1e-9, 1e-4), "comm_a2a_latency_s": (1e-7, 1e-3),
                     "comm_a2a_latency_slope_s": (1e-9, 1e-4), "comm_bw_eff": (0.05, 1.0), "comm_bw_half_bytes": (1e2, 1e8),
                     "comm_large_latency_s": (1e-6, 1e-2), "comm_large_bw_eff": (0.05, 1.0)},
-    "moe": {"moe_eff": (0.05, 1.5), "moe_overhead_s": (1e-7, 1e-3)},
+    "moe": {"moe_eff": (0.05, 1.5), "moe_overhead_s": (1e-7, 1e-3), "moe_route_s": (1e-12, 1e-7)},
 }
+# a MoE kernel family's own three (Calibration.moe_kernel), fitted on the per-engine tables' rows of that
+# family and GEMM kernel family (moe_parts): its share of the dense peak, its fixed cost per launch and its
+# time per assignment to another rank's expert. The share at most 1.1x its dense kernel's (DeepGEMM's grouped
+# GEMMs run at 0.95-1.04x its dense ones; 4-bit weights on BF16 math at the BF16 kernel's): moe_parts caps it
+KERNEL_PARAMS = {"moe_kernel_eff": (0.02, 1.0), "moe_kernel_overhead_s": (1e-6, 1e-4), "moe_kernel_route_s": (1e-12, 1e-7)}
+GROUPED_OVER_DENSE = 1.1
 # parameters the local search cannot reach from any start: query-group sizes act through thresholds and
 # ceil(); the grouped-GEMM fixed cost and the per-head fallback rate span decades between GPUs
 GRID = {"attn_decode_max_group": (8, 16, 24, 32, 48, 64, 1024), "attn_decode_wide_flops_eff": (0.002, 0.005, 0.01, 0.02, 0.05),
         "attn_decode_group_bf16": (1, 2, 4, 8, 16, 32, 64, 128), "attn_decode_group_fp8": (1, 2, 4, 8, 16, 32, 64, 128),
-        "gemm_max_split_k": (1, 2, 4, 8, 16, 64), "moe_overhead_s": (1e-6, 2e-6, 4e-6, 8e-6, 16e-6, 32e-6), "moe_eff": (0.2, 0.4, 0.6, 0.8, 1.0, 1.2)}
+        "gemm_max_split_k": (1, 2, 4, 8, 16, 64), "moe_overhead_s": (1e-6, 2e-6, 4e-6, 8e-6, 16e-6, 32e-6, 64e-6),
+        "moe_eff": (0.2, 0.4, 0.6, 0.8, 1.0, 1.2), "moe_route_s": (0.1e-9, 0.3e-9, 1e-9, 3e-9, 10e-9, 30e-9)}
+GRID.update({"moe_kernel_eff": (0.1, 0.2, 0.3, 0.45, 0.6, 0.8), "moe_kernel_overhead_s": GRID["moe_overhead_s"],
+             "moe_kernel_route_s": GRID["moe_route_s"]})
 # serving-software parameters fitted on serving runs: (field, start, lower, upper); per engine where
 # the field is in BACKEND_KEYED. Eager launch: PyTorch eager dispatch costs a few to ~30 us per op.
 # Wait steps: half the running step (what a random arrival waits on average) plus up to two more from
@@ -73,27 +85,29 @@ def _loss(pred, y):
     return float(np.mean(np.abs(np.log(pred[ok] / y[ok])))) if ok.any() else np.inf
 
 
-def kind_trials(kind: str, rows: list[dict], rounds: int = 6) -> int:
+def kind_trials(kind: str, rows: list[dict], rounds: int = 6, *, params: dict | None = None) -> int:
     """How many calibrations fit_kind prices: the grid twice over, four log steps per parameter a round."""
-    names = _fitted(kind, rows)
-    return sum(2 * len(values) for p, values in GRID.items() if p in names) + 4 * rounds * len(names)
+    names = _fitted(rows, params or PARAMS[kind])
+    return sum(2 * len(GRID[p.partition(".")[0]]) for p in names if p.partition(".")[0] in GRID) + 4 * rounds * len(names)
 
 
-def _fitted(kind: str, rows: list[dict]) -> list[str]:
-    """The parameters of PARAMS[kind] the rows inform (a GEMM kernel family's only where rows run it)."""
-    dtypes = {r.get("gemm_dtype") for r in rows}  # one pass over the rows, not one per parameter
-    return [p for p in PARAMS[kind] if not (p.startswith("gemm_") and _kernel_of(p) and not _GEMM_DTYPES[_kernel_of(p)] & dtypes)]
+def _fitted(rows: list[dict], bounds: dict) -> list[str]:
+    """The parameters of `bounds` the rows inform (a GEMM kernel family's only where rows run it)."""
+    kernels = {gemm_row_kernel(r) for r in rows} if any(_kernel_of(p) for p in bounds) else set()  # one pass over the rows
+    return [p for p in bounds if not (p.startswith("gemm_") and _kernel_of(p) and _kernel_of(p) not in kernels)]
 
 
 def fit_kind(kind: str, rows: list[dict], base: Calibration, family: str, rounds: int = 6, *,
-             progress=None, checked: bool = False) -> tuple[Calibration, dict]:
-    """Fit one table's parameters for one family, starting from `base`. `progress(done)`, where given,
-    is called after each calibration priced (kind_trials in all); `checked`: row_problem has passed
-    every row already."""
+             params: dict | None = None, progress=None, checked: bool = False) -> tuple[Calibration, dict]:
+    """Fit one table's parameters for one family, starting from `base`: PARAMS[kind], or `params` (name ->
+    bounds; a MoE kernel family's three, "moe_kernel_eff.<family>.<kernel>", Calibration.param).
+    `progress(done)`, where given, is called after each calibration priced (kind_trials in all);
+    `checked`: row_problem has passed every row already."""
     y = np.array([float(r["latency_ms"]) for r in rows])
     table = Table(kind, rows, checked=checked)  # the rows read once, priced under each calibration the search tries
     cal = base
     tried = [0]
+    bounds = params or PARAMS[kind]
 
     def loss(c):
         return _loss(table.predict(lambda g: c)[0], y)
@@ -104,23 +118,23 @@ def fit_kind(kind: str, rows: list[dict], base: Calibration, family: str, rounds
             progress(tried[0])
         return loss(c)
 
-    names = _fitted(kind, rows)
+    names = _fitted(rows, bounds)
     best = loss(cal)
-    for p, values in list(GRID.items()) * 2:  # stepwise parameters: a grid first, the local search refines
-        if p in names:
+    for g, values in list(GRID.items()) * 2:  # stepwise parameters: a grid first, the local search refines
+        for p in (p for p in names if p.partition(".")[0] == g):
             for v in values:
-                c = replace(cal, **{p: float(v)})
+                c = cal.with_param(p, float(v))
                 val = trial(c)
                 if val < best - 1e-6:
                     best, cal = val, c
     step = 0.6  # log-space step, halved each round
     for _ in range(rounds):
         for p in names:
-            lo, hi = PARAMS[kind][p]
-            cur = getattr(cal, p)
+            lo, hi = bounds[p]
+            cur = cal.param(p)
             for f in (np.exp(-step), np.exp(-step / 2), np.exp(step / 2), np.exp(step)):
                 v = float(np.clip(cur * f, lo, hi))
-                c = replace(cal, **{p: v})
+                c = cal.with_param(p, v)
                 val = trial(c)
                 if val < best - 1e-6:
                     best, cal, cur = val, c, v
@@ -132,13 +146,14 @@ def fit_kind(kind: str, rows: list[dict], base: Calibration, family: str, rounds
     start = error_stats(table.predict(lambda g: base)[0], y)
     at_bounds = []
     for p in names:
-        lo, hi = PARAMS[kind][p]
-        v = getattr(cal, p)
-        if "_eff" in p and not lo * (1 + 1e-6) < v < hi * (1 - 1e-6):
+        lo, hi = bounds[p]
+        v = cal.param(p)
+        if ("_eff" in p or p.startswith("moe_kernel_")) and not lo * (1 + 1e-6) < v < hi * (1 - 1e-6):
             # only where the rows inform it: moved 10% inward, the error changes (compute-bound rows leave bw_eff free)
-            if abs(loss(replace(cal, **{p: v * (1.1 if v <= lo * (1 + 1e-6) else 1 / 1.1)})) - best) > 1e-6:
+            if abs(loss(cal.with_param(p, v * (1.1 if v <= lo * (1 + 1e-6) else 1 / 1.1))) - best) > 1e-6:
                 at_bounds.append(p)
-    return cal, {"kind": kind, "family": family, "rows": len(rows), **error_stats(pred, y),
+    what = kind if params is None else f"{kind} {names[0].partition('.')[2]}"
+    return cal, {"kind": what, "family": family, "rows": len(rows), **error_stats(pred, y),
                  "start_median_ape": start.get("median_ape"), "at_bounds": at_bounds}
 
 
@@ -170,13 +185,12 @@ def doubtful(report: list[dict]) -> list[str]:
 
 
 def _kernel_of(param: str) -> str | None:
-    for k in ("fp8_block", "bf16", "fp8", "fp4"):
+    for k in ("fp8_block", "bf16", "fp8", "fp4", "fp8_deepgemm"):
         if param in (f"gemm_eff_{k}", f"gemm_overhead_{k}_s", f"gemm_k_half_{k}"):
             return k
     return None
 
 
-_GEMM_DTYPES = {"bf16": {"bfloat16"}, "fp8": {"fp8"}, "fp8_block": {"fp8_block"}, "fp4": {"nvfp4"}}  # the tables' names of a kernel family
 
 
 def fit_kernels(tables: dict[str, list[dict]], profile: str | None = None, *,
@@ -200,16 +214,51 @@ def fit_kernels(tables: dict[str, list[dict]], profile: str | None = None, *,
                     gpus[system] = None
             if gpus[system] is not None:
                 by_family.setdefault(gpus[system].family, []).append(r)
-        work += [(kind, fam, sub) for fam, sub in by_family.items()]
-    sizes = [kind_trials(kind, sub) for kind, _, sub in work]
+        # a MoE table's rows by the parameters they inform (moe_groups), fitted apart, one after another
+        work += [(kind, fam, key, part) for fam, sub in by_family.items()
+                 for key, part in (moe_groups(sub) if kind == "moe" else [(None, sub)])]
+    sizes = [kind_trials(kind, part, params=_kernel_bounds(key, None)) for kind, _, key, part in work]
     done, total = 0, sum(sizes)
-    for (kind, fam, sub), n in zip(work, sizes, strict=True):
-        base = fams.get(fam) or calibration_for(gpus[sub[0].get("system", "")], profile)
-        fams[fam], rep = fit_kind(kind, sub, base, fam, progress=(lambda d, off=done: progress(off + d, total)) if progress else None,
-                                  checked=True)
+    for (kind, fam, key, part), n in zip(work, sizes, strict=True):
+        base = fams.get(fam) or calibration_for(gpus[part[0].get("system", "")], profile)
+        fams[fam], rep = fit_kind(kind, part, base, fam, params=_kernel_bounds(key, base), checked=True,
+                                  progress=(lambda d, off=done: progress(off + d, total)) if progress else None)
         report.append(rep)
         done += n
     return fams, report
+
+
+def moe_groups(rows: list[dict]) -> list[tuple[tuple[str, str] | None, list[dict]]]:
+    """One GPU family's MoE rows by the parameters they inform (kernel_tables.moe_row_kernel): the kernel
+    tables' own rows the generic three (key None: PARAMS["moe"]), each MoE kernel family's (and GEMM kernel
+    family's) rows its own (key (family, kernel): KERNEL_PARAMS), fitted apart (no row responds to another
+    family's)."""
+    parts: dict[tuple, list[dict]] = {}
+    for r in rows:
+        if not moe_row_problem(r):
+            fam, kern = moe_row_kernel(r, get_gpu(r["system"]))
+            parts.setdefault((fam, kern if fam else ""), []).append(r)
+    return [(None if fam is None else (fam, kern), part) for (fam, kern), part in sorted(parts.items(), key=lambda kv: (kv[0][0] or "", kv[0][1]))]
+
+
+def _kernel_bounds(key: tuple[str, str] | None, cal: Calibration | None) -> dict | None:
+    """A MoE kernel family's three and their ranges (None for the tables' own rows: PARAMS["moe"]), the share
+    capped at GROUPED_OVER_DENSE x `cal`'s dense kernel (cal None: uncapped, for counting them)."""
+    if key is None:
+        return None
+    fam, kern = key
+
+    def bounds(t):
+        lo, hi = KERNEL_PARAMS[t]
+        if t != "moe_kernel_eff" or cal is None:
+            return lo, hi
+        return lo, min(hi, GROUPED_OVER_DENSE * cal.gemm_eff("bf16" if kern == "w4a16" else kern))
+    return {f"{t}.{fam}.{kern}": bounds(t) for t in KERNEL_PARAMS}
+
+
+def moe_parts(rows: list[dict], cal: Calibration) -> list[tuple[dict | None, list[dict]]]:
+    """moe_groups' parts with the parameters each fits and their ranges at `cal` (_kernel_bounds)."""
+    return [(_kernel_bounds(key, cal), part) for key, part in moe_groups(rows)]
 
 
 def to_toml(fams: dict[str, Calibration], report: list[dict], header: str, serving: dict | None = None) -> str:
@@ -222,13 +271,20 @@ def to_toml(fams: dict[str, Calibration], report: list[dict], header: str, servi
         lines += ["", f"[{fam}]"]
         for f in fields(Calibration):
             v = getattr(cal, f.name)
-            if f.name in SERVING_FIELDS or f.name in BACKEND_KEYED:
-                continue  # serving-software parameters live in [default]
+            if f.name in SERVING_FIELDS or f.name in BACKEND_KEYED or f.name in KERNEL_KEYED:
+                continue  # serving-software parameters live in [default], per-kernel-family ones below
             lines.append(f"{f.name} = {v:.6g}")
         for r in report:
             if r["family"] == fam and r.get("median_ape") is not None:
                 lines.append(f"# {r['kind']}: {r['rows']} rows, median APE {r['median_ape']:.1f}%, p90 {r['p90_ape']:.1f}%, "
                              f"signed median {r['signed_median_pe']:+.1f}%")
+        for t in KERNEL_KEYED:
+            per: dict[str, list[str]] = {}
+            for key, v in getattr(cal, t):
+                moe_fam, _, kern = key.partition(".")
+                per.setdefault(moe_fam, []).append(f"{kern} = {v:.6g}")
+            for moe_fam, kv in per.items():
+                lines += [f"[{fam}.{t}.{moe_fam}]", *kv]
     return "\n".join(lines) + "\n"
 
 

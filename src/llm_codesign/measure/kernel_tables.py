@@ -19,14 +19,15 @@ import numpy as np
 from llm_codesign.cost import gemm
 from llm_codesign.cost import kernels as cost
 from llm_codesign.cost.calibration import Calibration
-from llm_codesign.cost.ffns import EXPERT_GEMMS
+from llm_codesign.cost.ffns import MOE_BLOCK
 from llm_codesign.cost.ops import Batch, layer_ops
 from llm_codesign.errors import InputError
+from llm_codesign.spec.engines import get_engine
 from llm_codesign.spec.hardware import get_gpu
 from llm_codesign.spec.kinds import MoE, NoMixer
 from llm_codesign.spec.model import Layer, ModelSpec
 from llm_codesign.spec.plan import Plan
-from llm_codesign.spec.precision import DTYPES, Precision
+from llm_codesign.spec.precision import DTYPES, Precision, executable, gemm_math
 
 KINDS = {
     "gemm": {"gemm_dtype", "m", "n", "k", "latency_ms"},
@@ -43,7 +44,32 @@ GEMM_DTYPES = {
 }
 MOE_PRECISION = {"bfloat16": Precision.of("bf16"), "fp8": Precision.of("fp8"), "fp8_block": Precision.of("fp8_block"),
                  "nvfp4": Precision.of("nvfp4"), "w4a8_mxfp4_mxfp8": Precision.of("mxfp4", activation="fp8"),
-                 "w4a16_mxfp4": Precision.of("mxfp4", activation="bf16")}
+                 "w4a16_mxfp4": Precision.of("mxfp4", activation="bf16"), "int4_wo": Precision.of("int4")}
+# The per-engine tables (a `framework` column: data/measurements/kernels_hopper) name the kernel each row
+# timed in `kernel_source`; its MoE kernel family (spec.engines.MOE_KERNELS). Rows without the column are
+# TensorRT-LLM's, the kernel tables' own kernels (moe_eff / moe_overhead_s).
+MOE_SOURCES = {
+    "moe_torch_flow_cutlass": "cutlass", "moe_torch_flow_nongated": "cutlass", "moe_torch_flow": "trtllm_w4a16",
+    "sglang_fused_moe_triton": "sglang_triton", "sglang_flashinfer_cutlass_moe": "flashinfer_cutlass",
+    "sglang_marlin_moe": "marlin", "sglang_marlin_moe_situ_as_silu": "marlin",
+    "vllm_fp8moe_triton_tritonexperts": "vllm_triton", "vllm_unquantizedfusedmoe_triton_tritonexperts": "vllm_triton",
+    "vllm_fp8moe_flashinfer_cutlass_flashinferexperts": "flashinfer_cutlass",
+    "vllm_modeloptfp8moe_flashinfer_cutlass_flashinferexperts": "flashinfer_cutlass",
+    "vllm_gptossmxfp4moe_triton_oaitritonmxfp4expertsmonolithic": "triton_kernels",
+    "vllm_compressedtensorsw4a4mxfp4moe_marlin_marlinexperts_situ_as_silu": "marlin",
+    "vllm_compressedtensorswna16marlinmoe_marlin_marlinexperts": "marlin",
+}
+# MoE rows that do not time their kernel at a rate: FlashInfer's CUTLASS MoE, whose kernels are TensorRT-LLM's
+# CUTLASS MoE's, takes 1.5-4.9x (median 3.5x, 202 shapes) TensorRT-LLM's time on the same shapes at
+# per-tensor FP8 and ~3x the model at every token count at BF16, against 1.07x at block FP8 (research notes
+# of issue 39): untuned tactics or host work, not a kernel rate
+MOE_UNTIMED = {("vllm_modeloptfp8moe_flashinfer_cutlass_flashinferexperts", "fp8"), ("sglang_flashinfer_cutlass_moe", "bfloat16")}
+# GEMM rows whose kernel is not the tables' kernel of their dtype: DeepGEMM's block-scaled FP8 (SGLang's
+# dense block-FP8 GEMM on Hopper, Engine.gemm_kernel); and rows that do not time a kernel: vLLM's
+# block-FP8 linear methods floor at 60-180 us and take 2-12x TensorRT-LLM's time below M = 1k, host-side
+# work in eager mode (scale layout, quantisation), not the GEMM (research notes of issue 39)
+GEMM_SOURCES = {"sglang_deepgemm_gemm_nt_f8f8bf16": "fp8_deepgemm"}
+GEMM_HOST_TIMED = {"DeepGemmFp8BlockScaledMMKernel", "CutlassFp8BlockScaledMMKernel", "FlashInferFp8BlockScaledMMKernel"}
 NCCL_BYTES = {"half": 2, "bfloat16": 2, "float": 4, "int8": 1, "fp8": 1}
 NCCL_OPS = {"all_reduce": "all_reduce", "all_gather": "all_gather", "reduce_scatter": "reduce_scatter", "alltoall": "all_to_all"}
 
@@ -59,7 +85,9 @@ def detect(columns) -> str:
 
 # kernel tables shipped with the package (data/measurements/SOURCES.md), by the name `--kernels` accepts
 BUNDLED = {**{k: f"kernels/{k}.csv.gz" for k in ("gemm", "decode_attention", "prefill_attention", "collectives", "moe")},
-           "amd/gemm": "kernels_amd/gemm.csv", "amd/collectives": "kernels_amd/collectives.csv"}
+           "amd/gemm": "kernels_amd/gemm.csv", "amd/collectives": "kernels_amd/collectives.csv",
+           # H100, per engine (TensorRT-LLM, SGLang, vLLM) and kernel
+           **{f"hopper/{k}": f"kernels_hopper/{k}.csv.gz" for k in ("gemm", "decode_attention", "prefill_attention", "moe")}}
 
 
 def bundled_path(name: str) -> Path:
@@ -164,23 +192,40 @@ class Table:
         return pred, self.label
 
 
+def engine_of(r: dict) -> str:
+    """The engine a row's collector ran: a per-engine table's `framework`, TensorRT-LLM's otherwise
+    (the kernel tables' own)."""
+    return (r.get("framework") or "trtllm").strip().lower()
+
+
+def gemm_row_kernel(r: dict) -> str | None:
+    """The GEMM kernel family a GEMM row timed (cost.kernels.gemm_kernel's, or DeepGEMM's where the row
+    names it), None for a dtype the tables do not price."""
+    dt = r["gemm_dtype"]
+    if dt not in GEMM_DTYPES:
+        return None
+    return GEMM_SOURCES.get(r.get("kernel_source", ""), gemm.gemm_kernel(GEMM_DTYPES[dt][0], dt))
+
+
 def _gemm(rows, gpu):
-    groups: dict[str, list[int]] = {}
-    for i, r in enumerate(rows):
-        groups.setdefault(r["gemm_dtype"], []).append(i)
+    groups: dict[tuple, list[int]] = {}
     lab = [""] * len(rows)
+    for i, r in enumerate(rows):
+        if r.get("kernel_source") in GEMM_HOST_TIMED:
+            lab[i] = f"unmodeled: {engine_of(r)} {r['kernel_source']} times host-side work, not the GEMM"
+            continue
+        groups.setdefault((r["gemm_dtype"], gemm_row_kernel(r), engine_of(r) if "framework" in r else ""), []).append(i)
     parts = []
-    for dt, idx in groups.items():
-        if dt not in GEMM_DTYPES or not gpu.supports(GEMM_DTYPES[dt][0]):
+    for (dt, kernel, engine), idx in groups.items():
+        if kernel is None or not gpu.supports(GEMM_DTYPES[dt][0]):
             for i in idx:
                 lab[i] = f"unmodeled: gemm dtype {dt} on {gpu.id}"
             continue
         math, ab, wb = GEMM_DTYPES[dt]
         sub = [rows[i] for i in idx]
-        parts.append((np.array(idx), _col(sub, "m"), _col(sub, "n"), _col(sub, "k"), math, ab, wb,
-                      gemm.gemm_kernel(math, "fp8_block" if dt == "fp8_block" else "")))
+        parts.append((np.array(idx), _col(sub, "m"), _col(sub, "n"), _col(sub, "k"), math, ab, wb, kernel))
         for i in idx:
-            lab[i] = dt
+            lab[i] = f"{engine} {dt} {kernel}" if engine else dt
 
     def price(cal: Calibration):
         out = np.full(len(rows), np.nan)
@@ -197,8 +242,39 @@ def _kv_bytes(name: str) -> float:
     return _KV_BYTES[name]  # row_problem refused any other name
 
 
+# The kernel each engine's default backend runs for GQA attention on Hopper, as the per-engine tables name
+# it (Engine.attention_kernels prices it against TensorRT-LLM's); their other kernels (SGLang's Triton
+# backend, vLLM's FlashAttention-4) are no engine's default there
+ATTENTION_SOURCES = {"trtllm": "torch_flow", "sglang": "fa3", "vllm": "vllm_flash_attn_fa3"}
+
+
+def _engine_factor(rows, gpu, phase: str, price, lab: list[str], *, kv_fp8):
+    """`price` (cal -> ms per row) with each per-engine row's time scaled by its engine's attention kernel
+    against TensorRT-LLM's (Engine.attention_time_factor), and the labels by engine; a kernel that is not
+    the engine's default is not priced. Rows without a `framework` column are the tables' own."""
+    if not rows or "framework" not in rows[0]:
+        return price, lab
+    factor = np.empty(len(rows))
+    for i, r in enumerate(rows):
+        engine = engine_of(r)
+        if ATTENTION_SOURCES.get(engine) != r.get("kernel_source"):
+            factor[i], lab[i] = np.nan, f"unmodeled: {engine} attention kernel {r.get('kernel_source')!r} (not its default on {gpu.family})"
+            continue
+        factor[i] = float(get_engine(engine).attention_time_factor(gpu.family, "gqa", phase, kv_fp8=bool(kv_fp8[i]),
+                                                                   dec_tokens=float(r["batch_size"])))
+        lab[i] = f"{engine} {lab[i]}"
+    return (lambda cal: price(cal) * factor), lab
+
+
+def _window(rows):
+    """Each row's sliding window (0: full attention; tables without the column are full)."""
+    return np.array([float(r.get("window_size") or 0) for r in rows])
+
+
 def _decode(rows, gpu):
     B, ctx = _col(rows, "batch_size"), _col(rows, "isl") + _col(rows, "step")
+    w = _window(rows)
+    ctx = np.where(w > 0, np.minimum(ctx, w), ctx)  # a sliding window reads its last w keys
     H, KV, d = _col(rows, "num_heads"), _col(rows, "num_key_value_heads"), _col(rows, "head_dim")
     kvb = np.array([_kv_bytes(r["kv_cache_dtype"]) for r in rows])
     flops = 2.0 * B * H * ctx * 2 * d
@@ -213,14 +289,17 @@ def _decode(rows, gpu):
                 items = cost.decode_work_items(B[m], KV[m], H[m], cal, flag and gpu.supports("fp8"))
                 t[m] = cost.attention_decode_time(flops[m], nbytes[m], gpu, cal, seq_heads=items, kv_fp8=flag, group=(H / KV)[m])[0]
         return t * 1e3
-    return price, [f"kv {r['kv_cache_dtype']}" for r in rows]
+    return _engine_factor(rows, gpu, "decode", price, [f"kv {r['kv_cache_dtype']}" for r in rows], kv_fp8=fp8)
 
 
 def _prefill(rows, gpu):
     B, S = _col(rows, "batch_size"), _col(rows, "isl")
     H, KV, d = _col(rows, "num_heads"), _col(rows, "num_key_value_heads"), _col(rows, "head_dim")
     kvb = np.array([_kv_bytes(r["kv_cache_dtype"]) for r in rows])
-    flops = 2.0 * B * H * S * (S + 1) / 2 * 2 * d  # causal
+    w = _window(rows)
+    # keys per query, causal: (S + 1) / 2, or with a sliding window of w < S the first w queries' and w each after
+    keys = np.where((w > 0) & (w < S), (w * (w + 1) / 2 + (S - w) * w) / S, (S + 1) / 2)
+    flops = 2.0 * B * H * S * keys * 2 * d
     nbytes = B * S * (KV * 2 * d * kvb + H * 2 * d * 2.0)
     fp8 = np.array([r["kv_cache_dtype"] == "fp8" and gpu.supports("fp8") for r in rows])
 
@@ -230,10 +309,10 @@ def _prefill(rows, gpu):
             m = fp8 == flag
             if m.any():
                 t, _, _ = cost.attention_prefill_time(flops[m], nbytes[m], gpu, cal, math=kind, seq_heads=(B * H)[m],
-                                                      keys=((S + 1) / 2)[m], scores=(B * H * S * (S + 1) / 2)[m])
+                                                      keys=keys[m], scores=(B * H * S * keys)[m])
                 out[m] = t * 1e3
         return out
-    return price, [f"kv {r['kv_cache_dtype']}" for r in rows]
+    return _engine_factor(rows, gpu, "prefill", price, [f"kv {r['kv_cache_dtype']}" for r in rows], kv_fp8=fp8)
 
 
 def _coll(rows, gpu):
@@ -262,7 +341,7 @@ def routing_alpha(distribution: str) -> float | None:
     """The power-law exponent of a MoE table row's routing (`balanced`: 0, uniform; aiconfigurator's
     `power_law_1.01`: 1.01), or None for one this model does not price (EPLB-rebalanced, sampled)."""
     d = (distribution or "balanced").strip()
-    if d == "balanced":
+    if d in ("balanced", "uniform"):
         return 0.0
     m = re.fullmatch(r"power_law_(\d+(\.\d+)?)", d)
     return float(m.group(1)) if m and 0.0 < float(m.group(1)) <= 3.0 else None
@@ -272,34 +351,59 @@ def _moe(rows, gpu):
     lab = [""] * len(rows)
     groups: dict[tuple, list[int]] = {}
     for i, r in enumerate(rows):
-        if r["moe_dtype"] not in MOE_PRECISION:
-            lab[i] = f"unmodeled: moe dtype {r['moe_dtype']}"
-            continue
-        alpha = routing_alpha(r.get("distribution", "balanced"))
-        if alpha is None:
-            lab[i] = f"unmodeled: routing distribution {r.get('distribution')!r} (balanced or power_law_<alpha>)"
+        why = moe_row_problem(r)
+        if why:
+            lab[i] = f"unmodeled: {why}"
             continue
         key = (r["moe_dtype"], int(r["hidden_size"]), int(r["inter_size"]), int(r["num_experts"]), int(r["topk"]),
-               "nongated" not in r.get("kernel_source", ""), alpha)
+               "nongated" not in r.get("kernel_source", ""), routing_alpha(r.get("distribution", "balanced")), engine_of(r), moe_row_family(r))
         groups.setdefault(key, []).append(i)
     parts = []
-    for (dt, h, inter, E, topk, gated, alpha), idx in groups.items():
+    for (dt, h, inter, E, topk, gated, alpha, engine, fam), idx in groups.items():
         sub = [rows[i] for i in idx]
         m = ModelSpec("kernel", h, 1, ((Layer(NoMixer(), MoE(experts=E, top_k=topk, expert_inter=inter, gated=gated)), 1),))
-        parts.append((np.array(idx), m, MOE_PRECISION[dt], alpha, Plan(ep=_col(sub, "moe_ep_size"), moe_tp=_col(sub, "moe_tp_size")),
+        parts.append((np.array(idx), m, MOE_PRECISION[dt], alpha, fam, Plan(ep=_col(sub, "moe_ep_size"), moe_tp=_col(sub, "moe_tp_size")),
                       Batch(pf_tokens=_col(sub, "num_tokens"), pf_seqs=1.0)))
         for i in idx:
-            lab[i] = dt
+            lab[i] = f"{engine} {dt} {fam}" if fam else dt
 
     def price(cal: Calibration):
         out = np.full(len(rows), np.nan)
-        for idx, m, prec, alpha, sh, b in parts:
+        for idx, m, prec, alpha, fam, sh, b in parts:
             cal_row = replace(cal, moe_routing_alpha=alpha)  # each row is priced at the routing it was measured with
-            ops = layer_ops(m, m.groups[0][0], 1.0, gpu, cal_row, prec=prec, sh=sh, b=b, prefix="moe")
-            # the measured block: the expert GEMMs and the activation between them (no router, no comms)
-            out[idx] = sum(np.broadcast_to(o.time, (len(idx),)) for o in ops if o.role in EXPERT_GEMMS or o.kind == "elementwise") * 1e3
+            ops = layer_ops(m, m.groups[0][0], 1.0, gpu, cal_row, prec=prec, sh=sh, b=b, prefix="moe", moe_kernel=fam)
+            out[idx] = sum(np.broadcast_to(o.time, (len(idx),)) for o in ops if o.role in MOE_BLOCK) * 1e3
         return out
     return price, lab
+
+
+def moe_row_family(r: dict) -> str | None:
+    """The MoE kernel family a MoE row timed: its kernel_source's in a per-engine table (MOE_SOURCES),
+    None (the kernel tables' own) in TensorRT-LLM's tables."""
+    return MOE_SOURCES.get(r.get("kernel_source", "")) if "framework" in r else None
+
+
+def moe_row_kernel(r: dict, gpu) -> tuple[str | None, str]:
+    """(MoE kernel family, GEMM kernel family of its weights) whose rates a MoE row informs on `gpu`: the
+    keys of Calibration.moe_kernel (a family None: moe_eff / moe_overhead_s)."""
+    p = executable(MOE_PRECISION[r["moe_dtype"]], gpu)[0]  # as layer_ops prices it
+    return moe_row_family(r), gemm.gemm_kernel(gemm_math(p.weight, p.activation, gpu), p.weight.name, fp4_math=gpu.supports("fp4"))
+
+
+def moe_row_problem(r: dict) -> str | None:
+    """Why a MoE row is not priced (a dtype, routing, op or kernel this model does not price), or None."""
+    if r["moe_dtype"] not in MOE_PRECISION:
+        return f"moe dtype {r['moe_dtype']}"
+    if routing_alpha(r.get("distribution", "balanced")) is None:
+        return f"routing distribution {r.get('distribution')!r} (balanced or power_law_<alpha>)"
+    if (r.get("op_name") or "moe") != "moe":
+        # wide-EP tables: the EP group's tokens with a simulated dispatch, per rank (rank0_num_tokens)
+        return f"{engine_of(r)} {r['op_name']} (wide-EP tables: the EP group's tokens, not one GPU's MoE block)"
+    if "framework" in r and r.get("kernel_source", "") not in MOE_SOURCES:
+        return f"{engine_of(r)} MoE kernel {r.get('kernel_source')!r}"
+    if (r.get("kernel_source"), r["moe_dtype"]) in MOE_UNTIMED:
+        return f"{engine_of(r)} {r['kernel_source']} {r['moe_dtype']} runs ~3.5x TensorRT-LLM's CUTLASS MoE on the same shapes, not a kernel rate"
+    return None
 
 
 _PRED = {"gemm": _gemm, "decode_attention": _decode, "prefill_attention": _prefill, "collectives": _coll, "moe": _moe}

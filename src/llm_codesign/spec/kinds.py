@@ -567,7 +567,8 @@ class MoE(Ffn):
 
     @property
     def act_width(self) -> int:
-        return self.expert_inter
+        """The shared experts' (the routed experts' activation is an operator of the MoE's own)."""
+        return self.shared_inter
 
     @property
     def peak_width(self):

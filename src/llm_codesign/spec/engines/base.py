@@ -30,6 +30,21 @@ FUSION_FAMILIES = ("hopper", "blackwell")
 PCIE_FAMILIES = ("ada", "blackwell_sm120")
 # the two residual-add + RMSNorm kernels of a layer that ar_norm folds into its all-reduces
 AR_NORM_KERNELS = 2.0
+# The MoE kernel families an engine runs for its expert GEMMs (Engine.moe_kernel), each with the
+# kernel_source of the per-engine kernel tables that times it (data/measurements/kernels_hopper/moe.csv.gz,
+# H100; measure.kernel_tables.MOE_SOURCES maps them). Their rates are per GPU family in the calibration
+# profiles (moe_kernel_eff, moe_kernel_overhead_s), where fitted; elsewhere the kernel tables' own
+# (moe_eff, moe_overhead_s).
+MOE_KERNELS = {
+    "cutlass": "TensorRT-LLM's CUTLASS fused MoE (CutlassFusedMoE, its default MoE backend; moe_torch_flow_cutlass / _nongated)",
+    "trtllm_w4a16": "TensorRT-LLM's W4A16 fused MoE on Hopper, 4-bit weights on BF16 activations (moe_torch_flow, w4a16_mxfp4)",
+    "vllm_triton": "vLLM's Triton fused MoE (TritonExperts; vllm_fp8moe_triton_tritonexperts, vllm_unquantizedfusedmoe_triton_tritonexperts)",
+    "sglang_triton": "SGLang's Triton fused MoE, its own fork and tuned configs (fused_moe_triton; sglang_fused_moe_triton)",
+    "flashinfer_cutlass": "FlashInfer's CUTLASS fused MoE (FlashInferExperts; vllm_*_flashinfer_cutlass_*, sglang_flashinfer_cutlass_moe)",
+    "triton_kernels": "OpenAI triton_kernels' MXFP4 matmul_ogs (vLLM OAITritonExperts, SGLang triton_kernel; vllm_gptossmxfp4moe_triton_oai*)",
+    "marlin": "Marlin's W4A16 MoE, MXFP4 or INT4 weights (sglang_marlin_moe*, vllm_*marlin*)",
+    "deepgemm": "DeepGEMM's grouped block-FP8 kernels (SGLang with a DeepEP all-to-all; no table rows: moe_eff_fp8_deepgemm)",
+}
 
 
 @dataclass(frozen=True, eq=False)
@@ -73,8 +88,8 @@ class Engine(ABC):
     # family (SM90+ families only), read off the engine's call sites (docs/accuracy.md#pdl): estimates,
     # not measurements.
     pdl: dict
-    # whether it runs DeepGEMM's block-scaled FP8 kernels on Hopper for 128x128-scaled checkpoints, where
-    # the kernel tables time TensorRT-LLM's own
+    # whether it runs DeepGEMM's block-scaled FP8 kernels for its dense GEMMs on Hopper for 128x128-scaled
+    # checkpoints, where the kernel tables time TensorRT-LLM's own (its MoE's kernels: moe_kernel)
     deepgemm: bool
     # whether DeepSeek MTP's eh_proj ([2h, h], BF16) is split over TP (row-parallel, one more all-reduce)
     # without attention DP, rather than kept whole on every GPU
@@ -150,6 +165,15 @@ class Engine(ABC):
         """The GEMM kernel family it runs: DeepGEMM's (fp8_deepgemm) for block-scaled FP8 on Hopper where
         it runs DeepGEMM, the kernel tables' otherwise."""
         return "fp8_deepgemm" if self.deepgemm and kernel == "fp8_block" and family == "hopper" else kernel
+
+    def moe_kernel(self, family: str, kernel: str, *, weight: str = "", ep: bool = False, a2a: str = "none") -> str | None:
+        """The MoE kernel family (MOE_KERNELS) it runs for expert GEMMs of GEMM kernel family `kernel`
+        (cost.kernels.gemm_kernel: bf16, fp8, fp8_block, fp4, w4a16) on a GPU family, for checkpoint format
+        `weight` (mxfp4 and int4 tell 4-bit kernels apart), with experts split by EP (`ep`) or not, and the
+        MoE all-to-all backend a deployment sets (`a2a`: none, the engines' default, or deepep). None: the
+        kernel tables' own (TensorRT-LLM's), which the engines are told apart from only on Hopper, where the
+        per-engine tables are."""
+        return None
 
     def mtp_eh_proj_split(self, adp):
         """Where DeepSeek MTP's eh_proj is split over TP (eh_proj_tp, without attention DP): a boolean

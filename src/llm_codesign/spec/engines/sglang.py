@@ -100,6 +100,24 @@ class SGLangEngine(Engine):
             return self._fusable_allreduce(nbytes, n, family) & (np.asarray(adp) <= 1)
         return super().ar_norm_fused(architecture, adp=adp, nbytes=nbytes, n=n, family=family)
 
+    def moe_kernel(self, family: str, kernel: str, *, weight: str = "", ep: bool = False, a2a: str = "none") -> str | None:
+        """On Hopper (sglang 0.5.12, sglang/srt/): block-scaled FP8 on DeepGEMM's grouped kernels only with a
+        DeepEP (or Mooncake, NIXL) all-to-all, which is not its default ("none", server_args.py:613-622;
+        Fp8MoEMethod.is_deepgemm_moe_runner_backend_enabled, layers/quantization/fp8.py:842-856), else on its
+        Triton fused MoE (create_moe_runner, fp8.py:1631-1650), as BF16 and FP8 are (unquant.py:373-388);
+        MXFP4 (gpt-oss) on OpenAI's triton_kernels where EP is 1 (server_args.py:2098-2116), on its Triton
+        fused MoE otherwise (mxfp4.py:1002-1014); INT4 on Marlin (gptq.py GPTQMarlinMoEMethod). Elsewhere the
+        kernel tables' own."""
+        if family != "hopper":
+            return None
+        if kernel == "w4a16" and weight == "mxfp4":
+            return "sglang_triton" if ep else "triton_kernels"
+        if kernel == "w4a16":
+            return "marlin"
+        if kernel == "fp8_block" and a2a == "deepep":
+            return "deepgemm"
+        return "sglang_triton"
+
 
 SGLANG = register_engine(SGLangEngine(
     name="sglang", title="SGLang",
@@ -125,7 +143,7 @@ SGLANG = register_engine(SGLangEngine(
     # engine.py sets TRTLLM_ENABLE_PDL=1; sgl-kernel norms and FlashInfer attention/MoE launch with PDL,
     # not cuBLAS, silu_and_mul or its custom all-reduce: ~0.25
     pdl={"hopper": 0.25, "blackwell": 0.25, "blackwell_sm120": 0.25},
-    # SGL_ENABLE_JIT_DEEPGEMM, on by default on SM90 (server_args.py)
+    # SGL_ENABLE_JIT_DEEPGEMM, on by default on SM90 (server_args.py), for its dense GEMMs (its MoE's: moe_kernel)
     deepgemm=True,
     # models/deepseek_nextn.py: eh_proj an nn.Linear, whole on every GPU
     eh_proj_tp=False,

@@ -52,6 +52,18 @@ class TensorRTLLMEngine(Engine):
         lim[n > 8] = MNNVL_MAX_BYTES  # only an NVL72-class domain holds such a group (collective_time: inside it)
         return nbytes <= lim
 
+    def moe_kernel(self, family: str, kernel: str, *, weight: str = "", ep: bool = False, a2a: str = "none") -> str | None:
+        """On Hopper, MXFP4 experts (gpt-oss) on OpenAI's triton_kernels: MoeConfig.backend AUTO resolves to
+        TRITON for GptOssForCausalLM on SM90 (tensorrt_llm/_torch/model_config.py, resolve_moe_backend, 1.2+);
+        every other format on its CUTLASS fused MoE, the backend AUTO resolves to otherwise: other 4-bit
+        weights on BF16 activations on its W4A16 kernels (trtllm_w4a16), the rest on cutlass. Elsewhere the
+        kernel tables' own."""
+        if family != "hopper":
+            return None
+        if kernel == "w4a16":
+            return "triton_kernels" if weight == "mxfp4" else "trtllm_w4a16"
+        return "cutlass"
+
 
 TRTLLM = register_engine(TensorRTLLMEngine(
     name="trtllm", title="TensorRT-LLM", aliases=("tensorrt-llm", "tensorrt_llm", "trt-llm"),

@@ -58,6 +58,23 @@ class VLLMEngine(Engine):
             return np.where(np.asarray(dec_tokens, float) <= TRTLLM_DECODE_TOKENS, 1.0, f)
         return f
 
+    def moe_kernel(self, family: str, kernel: str, *, weight: str = "", ep: bool = False, a2a: str = "none") -> str | None:
+        """On Hopper (vLLM 0.24, vllm/model_executor/layers/fused_moe/oracle/): block-scaled FP8 on its Triton
+        fused MoE, on FlashInfer's CUTLASS MoE where experts are split by EP (fp8.py:105-116, "On Hopper for
+        Block Fp8, prefer Triton for TP and FI CUTLASS for EP"); per-tensor FP8 on FlashInfer's CUTLASS MoE,
+        the first backend whose quant schemes take it (fp8.py _get_priority_backends; FlashInferExperts
+        _supports_quant_scheme, experts/flashinfer_cutlass_moe.py:150-160); BF16 on Triton ("On Hopper
+        (SM90), the FlashInfer unquantized MoE kernels are slower than Triton", unquantized.py:70-74); MXFP4
+        (gpt-oss) on OpenAI's triton_kernels (mxfp4.py:304-323, OAITritonMxfp4ExpertsMonolithic); INT4 on
+        Marlin (int_wna16.py:79-92). Elsewhere the kernel tables' own."""
+        if family != "hopper":
+            return None
+        if kernel == "w4a16":
+            return "triton_kernels" if weight == "mxfp4" else "marlin"
+        if kernel == "fp8" or (kernel == "fp8_block" and ep):
+            return "flashinfer_cutlass"
+        return "vllm_triton"
+
 
 VLLM = register_engine(VLLMEngine(
     name="vllm", title="vLLM",
@@ -87,8 +104,8 @@ VLLM = register_engine(VLLMEngine(
     # 0.11 has no PDL switch of its own: FlashInfer's attention and MoE only, which it runs on Blackwell;
     # FlashAttention-3 and its own kernels on Hopper: ~0.15 on Blackwell, 0 on Hopper
     pdl={"blackwell": 0.15, "blackwell_sm120": 0.15},
-    # VLLM_USE_DEEP_GEMM and VLLM_MOE_USE_DEEP_GEMM default "1" (envs.py); its MoE takes DeepGEMM from 128
-    # tokens, Triton's block-FP8 kernel below, which is not told apart here
+    # VLLM_USE_DEEP_GEMM defaults "1" (envs.py): its dense block-FP8 GEMMs on DeepGEMM; its MoE's kernels are
+    # moe_kernel's (0.24's oracle, fused_moe/oracle/fp8.py:330, takes DeepGEMM for them only where the variable is set)
     deepgemm=True,
     # models/deepseek_mtp.py: eh_proj an nn.Linear, whole on every GPU
     eh_proj_tp=False,

@@ -1,0 +1,89 @@
+"""The kernel families per engine on Hopper, fitted on the H100 per-engine kernel tables (issue 39).
+
+Three fits, each through measure.calibrate (fit_kind / fit_kernels), the code `calibrate --kernels` runs:
+
+1. The kernel tables' own MoE pair (moe_eff, moe_overhead_s) of every GPU family, on kernels/moe.csv.gz
+   (TensorRT-LLM's rows: A100, H100 non-gated, B200 W4A8), re-fitted since the priced MoE block is the
+   block the tables time (top-k, permutation, expert GEMMs and their activation; not the layer's norms).
+   Each GPU family's is kept ([ampere], [hopper]) but Blackwell's: on the block where TRTLLM-Gen's FC1 gathers and
+   activates (cost.ffns.FC1_FUSED) its re-fit moves the fixed cost to 7 us to cover the 65-4096-token rows' bias and
+   prices the table (19.6 against 17.5%) and the serving campaigns out of sample worse than the three it keeps
+   (fitted.toml's [blackwell] note).
+2. Each Hopper MoE kernel family's pair (moe_kernel_eff: its share of the dense peak; moe_kernel_overhead_s:
+   its fixed cost per grouped-GEMM launch; moe_kernel_route_s: its time per assignment to another rank's expert)
+   per GEMM kernel family of the weights, on the rows of kernels_hopper/moe.csv.gz that time it
+   (kernel_tables.MOE_SOURCES), each from fit 1's Hopper three (measure.calibrate.moe_parts).
+   A pair whose fit lands on a bound of its range is not kept (a missing mechanism or rows that do not
+   time a kernel, not a rate): it runs at the tables' pair.
+3. DeepGEMM's dense block-FP8 GEMM (gemm_eff/_k_half/_overhead_fp8_deepgemm), SGLang's on Hopper, on the
+   SGLang DeepGEMM rows of kernels_hopper/gemm.csv.gz (in place of the DeepGEMM README's 18 H800 rows).
+
+    python benchmarks/fit_hopper_kernels.py          # figures and the TOML for data/calibration/fitted.toml (~10 min)
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+
+from llm_codesign.cost.calibration import KERNEL_KEYED, calibration_for
+from llm_codesign.measure.calibrate import fit_kernels, fit_kind, moe_parts
+from llm_codesign.measure.kernel_tables import read_csv
+from llm_codesign.spec.hardware import get_gpu
+
+DEEPGEMM = {"gemm_eff_fp8_deepgemm": (0.2, 1.0), "gemm_k_half_fp8_deepgemm": (1.0, 4096.0), "gemm_overhead_fp8_deepgemm_s": (1e-7, 1e-4)}
+
+
+def _line(r: dict) -> str:
+    bounds = f"; ON A BOUND: {', '.join(r['at_bounds'])}" if r["at_bounds"] else ""
+    return (f"{r['family']:9s} {r['kind']:32s} {r['rows']:6d} rows: median APE {r['start_median_ape']:5.1f} -> {r['median_ape']:5.1f}% "
+            f"(p90 {r['p90_ape']:.1f}, signed {r['signed_median_pe']:+.1f}){bounds}")
+
+
+def main() -> None:
+    toml: dict[str, list[str]] = {}
+    print("1. the kernel tables' MoE pair, per GPU family (kernels/moe.csv.gz)")
+    fams, report = fit_kernels({"moe": read_csv("moe")[1]})
+    for r in report:
+        print("  ", _line(r))
+    for fam, c in sorted(fams.items()):
+        toml[fam] = [f"{p} = {c.param(p):.6g}" for p in ("moe_eff", "moe_overhead_s", "moe_route_s")]
+    hopper = fams["hopper"]
+
+    print("2. the Hopper MoE kernel families (kernels_hopper/moe.csv.gz)")
+    # each family from the tables' three (fit 1's), not from values a previous run left in the profile
+    hopper = replace(hopper, **dict.fromkeys(KERNEL_KEYED, ()))
+    kept = []
+    for params, part in moe_parts(read_csv("hopper/moe")[1], hopper):
+        cal, r = fit_kind("moe", part, hopper, "hopper", params=params)
+        print("  ", _line(r))
+        pair = r["kind"].split()[1]
+        print("      " + ", ".join(f"{t} {cal.param(f'{t}.{pair}'):.4g}" for t in KERNEL_KEYED))
+        if not r["at_bounds"]:
+            kept.append(pair)
+            for t in KERNEL_KEYED:
+                # a value its rows do not inform (left at the tables' by the fit: vLLM's Triton block FP8 runs without EP) is not written
+                if cal.param(f"{t}.{pair}") != hopper.param(f"{t}.{pair}"):
+                    hopper = hopper.with_param(f"{t}.{pair}", cal.param(f"{t}.{pair}"))
+
+    print("3. DeepGEMM's dense block-FP8 GEMM (SGLang's rows of kernels_hopper/gemm.csv.gz)")
+    rows = [r for r in read_csv("hopper/gemm")[1] if r["kernel_source"] == "sglang_deepgemm_gemm_nt_f8f8bf16"]
+    hopper, r = fit_kind("gemm", rows, hopper, "hopper", params=DEEPGEMM)
+    print("  ", _line(r))
+    toml["hopper"] += [f"{p} = {hopper.param(p):.6g}" for p in DEEPGEMM]
+    base = calibration_for(get_gpu("h100_sxm"))
+    print(f"   (bundled: eff {base.gemm_eff_fp8_deepgemm}, k_half {base.gemm_k_half_fp8_deepgemm}, fixed {base.gemm_overhead_fp8_deepgemm_s})")
+
+    print("\nTOML:")
+    for fam, lines in toml.items():
+        print(f"[{fam}]", *lines, sep="\n")
+    for t in KERNEL_KEYED:
+        per: dict[str, list[str]] = {}
+        for pair in kept:
+            if pair in dict(getattr(hopper, t)):
+                moe_fam, kern = pair.split(".")
+                per.setdefault(moe_fam, []).append(f"{kern} = {hopper.param(f'{t}.{pair}'):.6g}")
+        for moe_fam, kv in per.items():
+            print(f"[hopper.{t}.{moe_fam}]", *kv, sep="\n")
+
+
+if __name__ == "__main__":
+    main()
