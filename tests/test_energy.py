@@ -126,9 +126,10 @@ def test_compare_reports_tokens_per_joule_and_cost():
     assert best["energy"]["tokens_per_joule"] == pytest.approx(best["output_tok_s_per_gpu"] / best["energy"]["gpu_w"])
     assert best["cost"]["usd_per_m_output_tokens"] == pytest.approx(3.0 / 3600 / best["output_tok_s_per_gpu"] * 1e6)
     # a GPU without a bundled price is refused before any search, in one line naming those with one
-    bad = CliRunner().invoke(app, ["compare", "llama-3.1-8b", "--gpu", "h100,mi300x", "--gpu-hour-price", "bundled"])
-    assert bad.exit_code == 2 and bad.output == ("error: gpu_hour_price: 'mi300x' is not valid; a GPU the bundled prices cite "
-                                                 "(a100, b200, gb200, h100, h200), a number of dollars per GPU-hour, or a price file\n")
+    bad = CliRunner().invoke(app, ["compare", "llama-3.1-8b", "--gpu", "h100,mi355x", "--gpu-hour-price", "bundled"])
+    assert bad.exit_code == 2 and bad.output == ("error: gpu_hour_price: 'mi355x' is not valid; a GPU the bundled prices cite "
+                                                 "(a100, b200, gb200, h100, h200, l40s, mi300x, mi325x, rtx-pro-6000), a number of dollars "
+                                                 "per GPU-hour, or a price file\n")
 
 
 def test_every_disaggregated_point_carries_its_units_energy():

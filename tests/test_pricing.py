@@ -21,7 +21,11 @@ def test_token_costs_by_hand():
 # every bundled price: (dollars per GPU-hour, the words its source must hold: who, when, how the figure was taken)
 BUNDLED = {"a100": (1.30, ("Mercatus", "May 2026", "$1.10-1.50", "midpoint")), "h100": (3.00, ("Mercatus", "May 2026", "$2.50-3.50")),
            "h200": (4.00, ("Mercatus", "May 2026", "$3.50-4.50")), "b200": (5.25, ("Lyceum", "11 Mar 2026", "$4.50-6.00", "midpoint")),
-           "gb200": (4.54, ("Spheron", "17 Mar 2026", "$9.08 per GB200 Superchip of 2 B200 GPUs"))}
+           "gb200": (4.54, ("Spheron", "17 Mar 2026", "$9.08 per GB200 Superchip of 2 B200 GPUs")),
+           "l40s": (1.40, ("RunPod", "10 Mar 2026", "$1.40", "one provider's")),
+           "rtx-pro-6000": (1.57, ("RunPod", "10 Mar 2026", "$1.57", "one provider's")),
+           "mi300x": (1.99, ("Cliff Center", "18 May 2026", "median $1.99")),
+           "mi325x": (1.95, ("Cliff Center", "18 May 2026", "TensorWave", "one provider's"))}
 
 
 @pytest.mark.parametrize("gpu", sorted(BUNDLED))
@@ -38,8 +42,9 @@ def test_bundled_prices_list_only_cited_gpus_and_refuse_the_rest_in_one_line():
     assert gpu_hour_price(get_gpu("h100"), "2.5") == (2.5, "--gpu-hour-price")
     assert gpu_hour_price(get_gpu("h100"), None) is None
     with pytest.raises(InputError) as e:
-        gpu_hour_price(get_gpu("mi300x"), "bundled")
-    assert str(e.value) == ("gpu_hour_price: 'mi300x' is not valid; a GPU the bundled prices cite (a100, b200, gb200, h100, h200), "
+        gpu_hour_price(get_gpu("mi355x"), "bundled")
+    assert str(e.value) == ("gpu_hour_price: 'mi355x' is not valid; a GPU the bundled prices cite (a100, b200, gb200, h100, h200, l40s, "
+                            "mi300x, mi325x, rtx-pro-6000), "
                             "a number of dollars per GPU-hour, or a price file")
     for bad in ("-1", "0", "nan", "inf"):
         with pytest.raises(InputError, match="positive number"):
@@ -71,5 +76,5 @@ def test_estimate_and_pareto_carry_the_cost():
     costs = [p["cost"]["usd_per_m_output_tokens"] for p in f["frontier"]]
     thr = [p["output_tok_s_per_gpu"] for p in f["frontier"]]
     assert len(costs) > 3 and all(c == pytest.approx(3.0 / 3600 / t * 1e6) for c, t in zip(costs, thr, strict=True))
-    bad = runner.invoke(app, ["estimate", "llama-3.1-8b", "--gpu", "l40s", "--gpu-hour-price", "bundled"])
-    assert bad.exit_code == 2 and bad.output.startswith("error: gpu_hour_price: 'l40s' is not valid; a GPU the bundled prices cite (a100,")
+    bad = runner.invoke(app, ["estimate", "llama-3.1-8b", "--gpu", "b300", "--gpu-hour-price", "bundled"])
+    assert bad.exit_code == 2 and bad.output.startswith("error: gpu_hour_price: 'b300' is not valid; a GPU the bundled prices cite (a100,")
