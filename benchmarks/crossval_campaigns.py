@@ -157,7 +157,7 @@ def markdown(results: list[dict]) -> str:
     for r in results:
         lines += [f"## Fit on {r['train']}, predict {r['test']}" if r["train"] != r["test"] else f"## Fit on {r['train']}", "",
                   f"{r['train_rows']} training rows, {r['test_rows']} test rows; fit_serving with rounds={r['rounds']}"
-                  f"{', warm from the bundled values fitted on this campaign (median cycles only)' if r.get('warm') else ''} "
+                  f"{', warm from the bundled values fitted on this campaign (median cycles only)' if r.get('warm') else ''}"
                   f"{'' if r.get('routing_alpha') is None else ', MoE routing skew ' + format(r['routing_alpha'], 'g')}"
                   f" ({r['fit_seconds']} s on this machine). Engines fitted: {', '.join(r['trained_engines'])}.", "",
                   "| rows | engine | ttft_ms | tpot_ms |", "|---|---|---|---|"]

@@ -66,4 +66,4 @@ def test_folds_at_another_routing_skew(monkeypatch):
     assert {k: v for k, v in bundled["params"].items() if k != "loss"} == {k: v for k, v in skewed["params"].items() if k != "loss"}
     tpot = [r["in_sample"]["overall"]["tpot_ms"] for r in (bundled, skewed)]
     assert [t["n"] for t in tpot] == [3, 3] and tpot[1]["signed_median_pe"] < tpot[0]["signed_median_pe"] - 3.0
-    assert ", MoE routing skew 1.1 (" in cc.markdown([skewed]) and "routing skew" not in cc.markdown([bundled])
+    assert "rounds=0, MoE routing skew 1.1 (" in cc.markdown([skewed]) and "rounds=0 (" in cc.markdown([bundled])
