@@ -14,6 +14,7 @@ does not contain has no fitted parameters: its test rows are reported apart, pri
     python benchmarks/crossval_campaigns.py --direction AB-AB           # fitted on both, each campaign reported
     python benchmarks/crossval_campaigns.py --direction A-B --warm --rounds 2   # A's median cycles from the bundled values
     python benchmarks/crossval_campaigns.py --scheduler local --out docs/crossval.md   # both directions side by side
+    python benchmarks/crossval_campaigns.py --direction AB-C --warm --rounds 2 --start benchmarks/start_clean_fit.toml --routing-alpha 1.1
 
 The directions are tasks of the sweep executor (llm_codesign.explore.sweep.execute), as `sweep`, `design` and
 crossval_serving.py run theirs: in-process by default, on Dask with --scheduler local or tcp://HOST:PORT (or
@@ -24,6 +25,10 @@ A fit on the 1,264 rows of A takes about 40 minutes on 2 shared cores (2-10 on B
 5-7 minutes. Since issue 39 the bundled serving values are the fit on all three campaigns (ABC-ABC, warm), so the
 folds that hold a campaign out start from the values fitted on A alone (`--start`, main's fitted.toml before issue 39)
 or from the documented ones. docs/crossval.md holds A-B, B-A, AB-C and ABC-ABC.
+
+--routing-alpha prices every fold at another MoE routing skew (`moe_routing_alpha`, default.toml's 0 otherwise): the
+serving values fitted and the campaigns priced under it, the kernel efficiencies as bundled (CDNA4's MoE pair, fitted
+on campaign C's TPOT at the bundled skew, included: benchmarks/fit_amd_serving.py re-fits it).
 
 The bundled profile (data/calibration/fitted.toml) is never touched.
 """
@@ -68,16 +73,21 @@ def campaign_rows(key: str, rows: dict[str, list[dict]] | None = None) -> list[d
     return held_out(out, HELD_OUT[key]) if HELD_OUT[key] else out
 
 
-def start_families() -> dict:
+def start_families(routing_alpha: float | None = None) -> dict:
     """Each family's bundled kernel efficiencies with every serving parameter at its documented value, so
-    nothing fitted on the held-out campaign's serving runs leaks into the start."""
+    nothing fitted on the held-out campaign's serving runs leaks into the start (and, where given, its MoE
+    routing skew at `routing_alpha`)."""
     cited = documented()
     out = {}
     for g in catalog().values():
         if g.family not in out:
-            out[g.family] = replace(calibration_for(g), **{f.name: getattr(cited, f.name) for f in fields(cited)
-                                                           if f.name in SERVING_FIELDS})
+            out[g.family] = _routed(replace(calibration_for(g), **{f.name: getattr(cited, f.name) for f in fields(cited)
+                                                                   if f.name in SERVING_FIELDS}), routing_alpha)
     return out
+
+
+def _routed(cal, routing_alpha: float | None):
+    return cal if routing_alpha is None else replace(cal, moe_routing_alpha=routing_alpha)
 
 
 def _cells(rep: dict) -> dict:
@@ -85,11 +95,13 @@ def _cells(rep: dict) -> dict:
             for m in METRICS if m in rep}
 
 
-def run(direction: str, rounds: int, warm: bool = False, *, rows: dict[str, list[dict]] | None = None, start: str | None = None) -> dict:
-    """One direction ("A-B": fit on A, predict B), a task of the sweep executor; `rows` as campaign_rows."""
+def run(direction: str, rounds: int, warm: bool = False, *, rows: dict[str, list[dict]] | None = None, start: str | None = None,
+        routing_alpha: float | None = None) -> dict:
+    """One direction ("A-B": fit on A, predict B), a task of the sweep executor; `rows` as campaign_rows;
+    `routing_alpha`, where given, the MoE routing skew every family is fitted and priced at."""
     tr, te = direction.split("-")
     train, test = campaign_rows(tr, rows), campaign_rows(te, rows)
-    fams = start_families()
+    fams = start_families(routing_alpha)
     t0 = time.time()
     # warm (A-B only): continue from the bundled profile's serving values, which were fitted on A itself,
     # with the median cycles only (fit_serving's start), a re-fit after a model change
@@ -97,9 +109,10 @@ def run(direction: str, rounds: int, warm: bool = False, *, rows: dict[str, list
     start = calibration_for(catalog()["b200"], start) if warm and "A" in tr else None
     fitted, params = fit_serving(train, fams, rounds=rounds, start=start)
     secs = time.time() - t0
-    cal = lambda g: fitted.get(g.family) or calibration_for(g)  # noqa: E731
+    cal = lambda g: fitted.get(g.family) or _routed(calibration_for(g), routing_alpha)  # noqa: E731
     trained = {(r.get("backend") or "trtllm").strip().lower() for r in train}
     out = {"direction": direction, "train": CAMPAIGNS[tr][0], "test": CAMPAIGNS[te][0], "rounds": rounds, "warm": start is not None,
+           "routing_alpha": routing_alpha,
            "fit_seconds": round(secs), "train_rows": len(train), "test_rows": len(test),
            "params": {k: (v if k in BACKEND_KEYED else round(v, 8)) for k, v in params.items()}}
     parts = ([("in_sample", "training campaign (in sample)", train), ("out_of_sample", "other campaign (out of sample)", test)]
@@ -144,8 +157,9 @@ def markdown(results: list[dict]) -> str:
     for r in results:
         lines += [f"## Fit on {r['train']}, predict {r['test']}" if r["train"] != r["test"] else f"## Fit on {r['train']}", "",
                   f"{r['train_rows']} training rows, {r['test_rows']} test rows; fit_serving with rounds={r['rounds']}"
-                  f"{', warm from the bundled values fitted on this campaign (median cycles only)' if r.get('warm') else ''} "
-                  f"({r['fit_seconds']} s on this machine). Engines fitted: {', '.join(r['trained_engines'])}.", "",
+                  f"{', warm from the bundled values fitted on this campaign (median cycles only)' if r.get('warm') else ''}"
+                  f"{'' if r.get('routing_alpha') is None else ', MoE routing skew ' + format(r['routing_alpha'], 'g')}"
+                  f" ({r['fit_seconds']} s on this machine). Engines fitted: {', '.join(r['trained_engines'])}.", "",
                   "| rows | engine | ttft_ms | tpot_ms |", "|---|---|---|---|"]
         for part, label in r.get("parts") or (("in_sample", "training campaign (in sample)"),
                                              ("out_of_sample", "other campaign (out of sample)")):
@@ -172,6 +186,8 @@ def main() -> None:
     ap.add_argument("--warm", action="store_true", help="A-B: start from the bundled profile's serving values (fitted on A)")
     ap.add_argument("--start", help="with --warm: a calibration profile whose serving values the fit continues from instead "
                                      "of the bundled ones (which a fold must not have fitted on its test campaign)")
+    ap.add_argument("--routing-alpha", type=float, help="fit and price every fold at this MoE routing skew (moe_routing_alpha; "
+                                                        "default: the bundled profile's)")
     ap.add_argument("--out", help="write the markdown report here")
     ap.add_argument("--json", help="write the raw results here (JSON)")
     ap.add_argument("--from-json", nargs="+", help="build the markdown from saved JSON results instead of fitting")
@@ -183,7 +199,8 @@ def main() -> None:
     else:
         directions = [args.direction] if args.direction else ["A-B", "B-A"]
         results = []
-        for r in execute(directions, scheduler=args.scheduler, workers=args.workers, fn=partial(run, rounds=args.rounds, warm=args.warm, start=args.start),
+        for r in execute(directions, scheduler=args.scheduler, workers=args.workers, fn=partial(run, rounds=args.rounds, warm=args.warm, start=args.start,
+                                                                                       routing_alpha=args.routing_alpha),
                          processes=True):  # the fits are mostly Python: a worker process each
             print(f"{r['direction']}: fitted in {r['fit_seconds']} s", file=sys.stderr, flush=True)
             results.append(r)

@@ -14,6 +14,10 @@ per expert 128; averaged over layers and decode iterations, the busiest rank 1.5
 busiest expert 10.948; per layer the rank's excess runs from 0.459 (layer 5) to 2.461 (layer 58) among the
 layers it prints.
 
+What the skew costs depends on the deployment (`deployments`): the busiest rank's excess needs expert
+parallelism (at EP 1, or with the experts split by TP, every rank holds its share of every expert and gets the
+mean), while a step's distinct experts read per rank, fewer under a skew at decode batches, change at every EP.
+
     python benchmarks/routing_alpha.py
 """
 from __future__ import annotations
@@ -48,9 +52,24 @@ def table() -> list[tuple[str, float, float]]:
     return [(label, value, alpha_for(what, value)) for label, what, value in PUBLISHED]
 
 
+def deployments(alpha: float = 1.1, eps=(1, 8, 32), tokens=(64.0, 512.0, 4096.0)) -> list[tuple[int, float, float, float, float]]:
+    """(EP, tokens a step, busiest rank's routed tokens over the mean, experts a rank reads at `alpha`, at
+    uniform routing) for DeepSeek-R1's routing (E, K) at each EP size and step."""
+    out = []
+    for ep in eps:
+        for t in tokens:
+            active, _, rank = routed_load(E, K, t, ep, alpha)
+            uniform = routed_load(E, K, t, ep, 0.0)[0]
+            out.append((ep, t, float(rank) / (t * K / ep), float(active), float(uniform)))
+    return out
+
+
 if __name__ == "__main__":
     rows = table()
     print("| statistic (DeepSeek-R1, EP32, 4,096 tokens) | (max - mean) / mean | alpha |\n|---|---|---|")
     for label, value, a in rows:
         print(f"| {label} | {value:.3f} | {a:.3f} |")
     print(f"\nmean-based alphas {np.mean([a for _, _, a in rows[:2]]):.2f}; per-layer span {rows[2][2]:.2f}-{rows[3][2]:.2f}")
+    print("\n| EP | tokens a step | busiest rank / mean at 1.1 | experts a rank reads at 1.1 | uniform |\n|---|---|---|---|---|")
+    for ep, t, rank, active, uniform in deployments():
+        print(f"| {ep} | {t:,.0f} | {rank:.3f} | {active:.1f} | {uniform:.1f} |")

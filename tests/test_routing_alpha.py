@@ -29,3 +29,13 @@ def test_alpha_from_published_imbalance():
     assert rows["most skewed layer printed (58), busiest rank"] == pytest.approx(1.29, abs=0.01)
     # and the law meets each statistic at its alpha
     assert ra.excess(rows["mean over layers, busiest rank"], "rank") == pytest.approx(1.564, rel=1e-6)
+
+
+def test_the_skew_per_deployment():
+    rows = {(ep, t): (rank, active, uniform) for ep, t, rank, active, uniform in ra.deployments()}
+    # at EP 1 no rank is busier than the mean at any step: the skew prices expert popularity alone
+    assert [rows[1, t][0] for t in (64.0, 512.0, 4096.0)] == [1.0, 1.0, 1.0]
+    # which reads fewer distinct experts at a decode batch: uniform 256 (1 - (1 - 8/256)^64) = 222.4
+    assert rows[1, 64.0][2] == pytest.approx(222.4, abs=0.05) and rows[1, 64.0][1] == pytest.approx(177.7, abs=0.1)
+    # under EP the busiest rank grows with the step's tokens: 2.52x the mean at the published EP32 setting (2.564 at 1.116)
+    assert rows[8, 512.0][0] == pytest.approx(1.405, abs=0.001) and rows[32, 4096.0][0] == pytest.approx(2.519, abs=0.001)

@@ -51,3 +51,19 @@ def test_family_folds_on_a_local_cluster_give_the_serial_results(monkeypatch):
     assert [(fold[0]["train"], fold[0]["test"]) for fold in serial] == [("hopper+ampere", "blackwell"), ("blackwell", "hopper+ampere")]
     assert [r["kind"] for r in serial[0]] == ["gemm", "prefill_attention", "decode_attention", "moe"]
     assert all(r["held_out"]["median_ape"] > 0 for fold in serial for r in fold)
+
+
+def test_folds_at_another_routing_skew(monkeypatch):
+    """--routing-alpha fits and prices a fold at that MoE routing skew: with rounds=0 the serving values stay the
+    documented ones, so only the skew moves the predictions. TensorRT-LLM's DeepSeek runs of A under EP 4 and 8
+    decode faster at 1.1 (each rank reads fewer distinct experts; uniform routing reads them all at these batches)."""
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    cc = importlib.import_module("crossval_campaigns")
+    rows = {"A": [r for r in cc.campaign_rows("A") if r["ep"] not in ("", "1") and "DeepSeek" in r["model"]][:3],
+            "B": [r for r in cc.campaign_rows("B") if r["ep"] == "8"][:3]}
+    bundled, skewed = (cc.run("A-B", rounds=0, rows=rows, routing_alpha=a) for a in (None, 1.1))
+    assert (bundled["routing_alpha"], skewed["routing_alpha"]) == (None, 1.1)
+    assert {k: v for k, v in bundled["params"].items() if k != "loss"} == {k: v for k, v in skewed["params"].items() if k != "loss"}
+    tpot = [r["in_sample"]["overall"]["tpot_ms"] for r in (bundled, skewed)]
+    assert [t["n"] for t in tpot] == [3, 3] and tpot[1]["signed_median_pe"] < tpot[0]["signed_median_pe"] - 3.0
+    assert "rounds=0, MoE routing skew 1.1 (" in cc.markdown([skewed]) and "rounds=0 (" in cc.markdown([bundled])
