@@ -16,7 +16,7 @@ BACKEND_KEYED = ("step_overhead_s", "ttft_overhead_s", "comm_latency_scale", "pr
 # gemm_kernel), within a GPU family's section ([hopper.moe_kernel_eff.cutlass] fp8_block = ...), held as
 # "cutlass.fp8_block" keys; a pair without a value of its own takes moe_eff / moe_overhead_s (Calibration.moe_kernel)
 KERNEL_KEYED = ("moe_kernel_eff", "moe_kernel_overhead_s", "moe_kernel_route_s")
-GEMM_KERNELS = ("bf16", "fp8", "fp8_block", "fp4", "w4a16", "fp8_deepgemm")
+GEMM_KERNELS = ("bf16", "fp8", "fp8_block", "fp4", "w4a16", "fp8_deepgemm", "fp8_cutlass")
 
 
 @dataclass(frozen=True)
@@ -30,6 +30,7 @@ class Calibration:
     gemm_eff_fp4: float
     gemm_eff_w4a16: float
     gemm_eff_fp8_deepgemm: float
+    gemm_eff_fp8_cutlass: float
     moe_eff_fp8_deepgemm: float
     gemm_bw_eff_w4a16: float
     gemm_overhead_bf16_s: float
@@ -38,12 +39,14 @@ class Calibration:
     gemm_overhead_fp4_s: float
     gemm_overhead_w4a16_s: float
     gemm_overhead_fp8_deepgemm_s: float
+    gemm_overhead_fp8_cutlass_s: float
     gemm_k_half_bf16: float
     gemm_k_half_fp8: float
     gemm_k_half_fp8_block: float
     gemm_k_half_fp4: float
     gemm_k_half_w4a16: float
     gemm_k_half_fp8_deepgemm: float
+    gemm_k_half_fp8_cutlass: float
     gemm_blend_p: float
     gemm_max_split_k: float
     bw_eff: float
@@ -99,7 +102,8 @@ class Calibration:
 
     def gemm_eff(self, kernel: str) -> float:
         """Achievable fraction of peak for a GEMM kernel family: bf16, fp8, fp8_block (the kernel
-        tables' block-scaled FP8), fp8_deepgemm (DeepGEMM's, on Hopper), fp4 or w4a16."""
+        tables' block-scaled FP8), fp8_deepgemm (DeepGEMM's, on Hopper), fp8_cutlass (the CUTLASS per-tensor
+        FP8 scaled-mm SGLang and vLLM run on Hopper), fp4 or w4a16."""
         return getattr(self, f"gemm_eff_{kernel}")
 
     def moe_eff_of(self, kernel: str) -> float:

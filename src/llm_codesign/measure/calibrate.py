@@ -30,7 +30,9 @@ PARAMS = {
              "gemm_k_half_bf16": (1.0, 4096.0), "gemm_k_half_fp8": (1.0, 4096.0), "gemm_k_half_fp8_block": (1.0, 4096.0),
              "gemm_k_half_fp4": (1.0, 4096.0), "bw_eff": (0.3, 1.0), "gemm_blend_p": (1.0, 16.0), "gemm_max_split_k": (1.0, 64.0),
              # DeepGEMM's block-scaled FP8 (SGLang's dense GEMMs on Hopper; rows that name it, kernel_tables.GEMM_SOURCES)
-             "gemm_eff_fp8_deepgemm": (0.2, 1.0), "gemm_overhead_fp8_deepgemm_s": (1e-7, 1e-4), "gemm_k_half_fp8_deepgemm": (1.0, 4096.0)},
+             "gemm_eff_fp8_deepgemm": (0.2, 1.0), "gemm_overhead_fp8_deepgemm_s": (1e-7, 1e-4), "gemm_k_half_fp8_deepgemm": (1.0, 4096.0),
+             # CUTLASS's per-tensor FP8 scaled-mm (SGLang's and vLLM's per-tensor FP8 GEMMs on Hopper; GEMM_SOURCES)
+             "gemm_eff_fp8_cutlass": (0.2, 1.0), "gemm_overhead_fp8_cutlass_s": (1e-7, 1e-4), "gemm_k_half_fp8_cutlass": (1.0, 4096.0)},
     "prefill_attention": {"attn_prefill_eff": (0.05, 1.0), "attn_prefill_eff_fp8": (0.05, 1.0), "attn_prefill_score_s": (1e-16, 1e-11), "attn_prefill_overhead_s": (1e-7, 1e-3), "attn_prefill_head_s": (1e-12, 1e-6),
                           "attn_prefill_s_half": (1.0, 8192.0)},
     "decode_attention": {"attn_decode_bw_eff": (0.05, 1.0), "attn_decode_bw_eff_fp8": (0.05, 1.0), "attn_overhead_s": (1e-7, 1e-3), "attn_decode_head_s": (1e-12, 1e-6),
@@ -185,7 +187,7 @@ def doubtful(report: list[dict]) -> list[str]:
 
 
 def _kernel_of(param: str) -> str | None:
-    for k in ("fp8_block", "bf16", "fp8", "fp4", "fp8_deepgemm"):
+    for k in ("fp8_block", "bf16", "fp8", "fp4", "fp8_deepgemm", "fp8_cutlass"):
         if param in (f"gemm_eff_{k}", f"gemm_overhead_{k}_s", f"gemm_k_half_{k}"):
             return k
     return None
