@@ -115,16 +115,17 @@ class Calibration:
             return 1.0
         return self.moe_eff_fp8_deepgemm if kernel == "fp8_deepgemm" else self.moe_eff
 
-    def moe_kernel(self, family: str | None, kernel: str) -> tuple[float, float, float]:
+    def moe_kernel(self, family: str | None, kernel: str, *, rate: float = 1.0) -> tuple[float, float, float]:
         """(scale on the dense tile model's rate of GEMM kernel family `kernel`, fixed cost per grouped-GEMM
         launch, routing time per token-expert assignment) of the MoE kernel family an engine runs
         (Engine.moe_kernel) for its experts: where this GPU family has the pair's own values, its
-        efficiency (moe_kernel_eff, a share of the dense peak) over the dense kernel's (gemm_eff), its
+        efficiency (moe_kernel_eff, a share of the dense peak) over the dense kernel's (gemm_eff, times `rate`:
+        cost.gemm.main_loop_rate, what that GPU's main loop keeps of it; the share is the GPU's own already), its
         fixed cost (moe_kernel_overhead_s) and routing time (moe_kernel_route_s); else the kernel tables'
         (moe_eff_of, moe_overhead_s, moe_route_s). `family` None: the tables'."""
         key = f"{family}.{kernel}"
         eff = dict(self.moe_kernel_eff).get(key)
-        scale = self.moe_eff_of(kernel) if eff is None else eff / self.gemm_eff(kernel)
+        scale = self.moe_eff_of(kernel) if eff is None else eff / (self.gemm_eff(kernel) * rate)
         return scale, dict(self.moe_kernel_overhead_s).get(key, self.moe_overhead_s), dict(self.moe_kernel_route_s).get(key, self.moe_route_s)
 
     def param(self, name: str) -> float:

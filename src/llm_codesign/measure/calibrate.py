@@ -17,6 +17,7 @@ from llm_codesign.cost.calibration import (
     calibration_for,
     documented,
 )
+from llm_codesign.cost.gemm import main_loop_rate
 from llm_codesign.errors import InputError, UnsupportedModelError
 from llm_codesign.measure.kernel_tables import Table, gemm_row_kernel, moe_row_kernel, moe_row_problem, row_problem
 from llm_codesign.measure.stats import error_stats, polish_bands
@@ -243,9 +244,10 @@ def moe_groups(rows: list[dict]) -> list[tuple[tuple[str, str] | None, list[dict
     return [(None if fam is None else (fam, kern), part) for (fam, kern), part in sorted(parts.items(), key=lambda kv: (kv[0][0] or "", kv[0][1]))]
 
 
-def _kernel_bounds(key: tuple[str, str] | None, cal: Calibration | None) -> dict | None:
+def _kernel_bounds(key: tuple[str, str] | None, cal: Calibration | None, rate: float = 1.0) -> dict | None:
     """A MoE kernel family's three and their ranges (None for the tables' own rows: PARAMS["moe"]), the share
-    capped at GROUPED_OVER_DENSE x `cal`'s dense kernel (cal None: uncapped, for counting them)."""
+    capped at GROUPED_OVER_DENSE x `cal`'s dense kernel as the GPU runs it (`rate`: cost.gemm.main_loop_rate;
+    cal None: uncapped, for counting them)."""
     if key is None:
         return None
     fam, kern = key
@@ -254,13 +256,14 @@ def _kernel_bounds(key: tuple[str, str] | None, cal: Calibration | None) -> dict
         lo, hi = KERNEL_PARAMS[t]
         if t != "moe_kernel_eff" or cal is None:
             return lo, hi
-        return lo, min(hi, GROUPED_OVER_DENSE * cal.gemm_eff("bf16" if kern == "w4a16" else kern))
+        return lo, min(hi, GROUPED_OVER_DENSE * cal.gemm_eff("bf16" if kern == "w4a16" else kern) * rate)
     return {f"{t}.{fam}.{kern}": bounds(t) for t in KERNEL_PARAMS}
 
 
 def moe_parts(rows: list[dict], cal: Calibration) -> list[tuple[dict | None, list[dict]]]:
     """moe_groups' parts with the parameters each fits and their ranges at `cal` (_kernel_bounds)."""
-    return [(_kernel_bounds(key, cal), part) for key, part in moe_groups(rows)]
+    return [(_kernel_bounds(key, cal, 1.0 if key is None else main_loop_rate(key[1], get_gpu(part[0]["system"]))), part)
+            for key, part in moe_groups(rows)]
 
 
 def to_toml(fams: dict[str, Calibration], report: list[dict], header: str, serving: dict | None = None) -> str:
