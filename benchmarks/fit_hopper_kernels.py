@@ -17,6 +17,9 @@ Three fits, each through measure.calibrate (fit_kind / fit_kernels), the code `c
    time a kernel, not a rate): it runs at the tables' pair.
 3. DeepGEMM's dense block-FP8 GEMM (gemm_eff/_k_half/_overhead_fp8_deepgemm), SGLang's on Hopper, on the
    SGLang DeepGEMM rows of kernels_hopper/gemm.csv.gz (in place of the DeepGEMM README's 18 H800 rows).
+4. CUTLASS's per-tensor FP8 scaled-mm (gemm_eff/_k_half/_overhead_fp8_cutlass), SGLang's and vLLM's per-tensor FP8
+   GEMM on Hopper, on the SGLang sgl_kernel fp8_scaled_mm rows of kernels_hopper/gemm.csv.gz (vLLM's
+   CutlassFP8ScaledMM rows, the same kernel lineage, priced out of sample).
 
     python benchmarks/fit_hopper_kernels.py          # figures and the TOML for data/calibration/fitted.toml (~10 min)
 """
@@ -24,12 +27,16 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import numpy as np
+
 from llm_codesign.cost.calibration import KERNEL_KEYED, calibration_for
-from llm_codesign.measure.calibrate import fit_kernels, fit_kind, moe_parts
-from llm_codesign.measure.kernel_tables import read_csv
+from llm_codesign.measure.calibrate import PARAMS, fit_kernels, fit_kind, moe_parts
+from llm_codesign.measure.kernel_tables import predict, read_csv
+from llm_codesign.measure.stats import error_stats
 from llm_codesign.spec.hardware import get_gpu
 
 DEEPGEMM = {"gemm_eff_fp8_deepgemm": (0.2, 1.0), "gemm_k_half_fp8_deepgemm": (1.0, 4096.0), "gemm_overhead_fp8_deepgemm_s": (1e-7, 1e-4)}
+CUTLASS_FP8 = {p: b for p, b in PARAMS["gemm"].items() if p.endswith(("_fp8_cutlass", "_fp8_cutlass_s"))}
 
 
 def _line(r: dict) -> str:
@@ -71,6 +78,17 @@ def main() -> None:
     toml["hopper"] += [f"{p} = {hopper.param(p):.6g}" for p in DEEPGEMM]
     base = calibration_for(get_gpu("h100_sxm"))
     print(f"   (bundled: eff {base.gemm_eff_fp8_deepgemm}, k_half {base.gemm_k_half_fp8_deepgemm}, fixed {base.gemm_overhead_fp8_deepgemm_s})")
+
+    print("4. CUTLASS's per-tensor FP8 scaled-mm (SGLang's sgl_kernel fp8_scaled_mm rows of kernels_hopper/gemm.csv.gz)")
+    per_tensor = [r for r in read_csv("hopper/gemm")[1] if r["gemm_dtype"] == "fp8"]
+    hopper, r = fit_kind("gemm", [r for r in per_tensor if r["kernel_source"] == "sglang_sgl_kernel_fp8_scaled_mm"], hopper, "hopper",
+                         params=CUTLASS_FP8)
+    print("  ", _line(r))
+    vllm = [r for r in per_tensor if r["kernel_source"] == "CutlassFP8ScaledMMLinearKernel"]
+    s = error_stats(predict("gemm", vllm, lambda g: hopper)[0], np.array([float(r["latency_ms"]) for r in vllm]))
+    print(f"   vLLM's CutlassFP8ScaledMM rows, out of sample: median APE {s['median_ape']:.1f}% (p90 {s['p90_ape']:.1f}, "
+          f"signed {s['signed_median_pe']:+.1f}), {s['n']} rows")
+    toml["hopper"] += [f"{p} = {hopper.param(p):.6g}" for p in CUTLASS_FP8]
 
     print("\nTOML:")
     for fam, lines in toml.items():

@@ -31,7 +31,7 @@ class ToyEngine(Engine):
 
 
 TOY = ToyEngine(name="toy", title="Toy", kv_budget=("total", 0.90, 0.5), reserve=(0.5, float("inf")), fusions=(),
-                attention_kernels={}, pdl={}, deepgemm=False, eh_proj_tp=False)
+                attention_kernels={}, pdl={}, deepgemm=False, fp8_cutlass=False, eh_proj_tp=False)
 TWIN = replace(VLLM, name="twin", title="Twin")  # vLLM's documented defaults under another name
 
 

@@ -92,3 +92,34 @@ def test_gemm_time_takes_the_2cta_tile_where_it_is_fed_faster():
     f128x256 = gemm.tile_feed(128, 256, b300, **kw)
     assert f128x256 < 0.8 and gemm.tile_feed(256, 256, b300, **kw) == 1.0
     assert t1 / t2 == pytest.approx(1.0 / f128x256, rel=0.02)
+
+
+def test_block_scaled_fp8_keeps_four_fifths_of_its_rate_where_cuda_cores_scale_its_k_blocks(h100, b200):
+    """Hopper scales each 128-deep K block of a block-scaled FP8 GEMM on its CUDA cores (tm tn FMAs at 128 FP32
+    lanes per SM against 2 tm tn 128 FLOPs of MMA at 8,192 FP8 FLOP/clk): 1 / (1 + 8192 / 32768) = 0.8 of the
+    kernel's rate; Blackwell's tcgen05 MMA applies the scales. The kernel tables' block-scale GEMM only: DeepGEMM's
+    overlaps the promotion (its own family) and per-tensor FP8 has no K-block scales."""
+    from dataclasses import replace
+
+    assert gemm.main_loop_rate("fp8_block", h100) == pytest.approx(1 / (1 + 8192 / (2 * 128 * 128)))
+    assert gemm.main_loop_rate("fp8_block", get_gpu("h200")) == 0.8
+    assert gemm.main_loop_rate("fp8_block", b200) == 1.0
+    assert gemm.main_loop_rate("fp8", h100) == gemm.main_loop_rate("fp8_deepgemm", h100) == 1.0
+    cal = calibration_for(h100)
+    kw = dict(math="fp8", a_bytes=1.0, w_bytes=1.0, kernel="fp8_block")
+    scaled = float(gemm.gemm_time(4096, 8192, 8192, h100, cal, **kw)[1])  # compute time
+    free = float(gemm.gemm_time(4096, 8192, 8192, replace(h100, block_scale_rate=1.0), cal, **kw)[1])
+    assert scaled == pytest.approx(1.25 * free, rel=1e-5)
+
+
+def test_gpu_file_block_scale_rate_is_checked():
+    from importlib import resources
+
+    from llm_codesign.errors import InputError
+    from llm_codesign.spec.hardware import gpu_from_toml
+
+    text = resources.files("llm_codesign").joinpath("data/gpus/h100.toml").read_text()
+    for bad in ("0", "1.5", "true"):
+        with pytest.raises(InputError, match="block_scale_rate"):
+            gpu_from_toml(text.replace("block_scale_rate = 0.8", f"block_scale_rate = {bad}"), "x.toml")
+    assert gpu_from_toml(text.replace("block_scale_rate = 0.8\n", ""), "h.toml").block_scale_rate == 1.0  # scales cost nothing

@@ -16,7 +16,7 @@ BACKEND_KEYED = ("step_overhead_s", "ttft_overhead_s", "comm_latency_scale", "pr
 # gemm_kernel), within a GPU family's section ([hopper.moe_kernel_eff.cutlass] fp8_block = ...), held as
 # "cutlass.fp8_block" keys; a pair without a value of its own takes moe_eff / moe_overhead_s (Calibration.moe_kernel)
 KERNEL_KEYED = ("moe_kernel_eff", "moe_kernel_overhead_s", "moe_kernel_route_s")
-GEMM_KERNELS = ("bf16", "fp8", "fp8_block", "fp4", "w4a16", "fp8_deepgemm")
+GEMM_KERNELS = ("bf16", "fp8", "fp8_block", "fp4", "w4a16", "fp8_deepgemm", "fp8_cutlass")
 
 
 @dataclass(frozen=True)
@@ -30,6 +30,7 @@ class Calibration:
     gemm_eff_fp4: float
     gemm_eff_w4a16: float
     gemm_eff_fp8_deepgemm: float
+    gemm_eff_fp8_cutlass: float
     moe_eff_fp8_deepgemm: float
     gemm_bw_eff_w4a16: float
     gemm_overhead_bf16_s: float
@@ -38,12 +39,14 @@ class Calibration:
     gemm_overhead_fp4_s: float
     gemm_overhead_w4a16_s: float
     gemm_overhead_fp8_deepgemm_s: float
+    gemm_overhead_fp8_cutlass_s: float
     gemm_k_half_bf16: float
     gemm_k_half_fp8: float
     gemm_k_half_fp8_block: float
     gemm_k_half_fp4: float
     gemm_k_half_w4a16: float
     gemm_k_half_fp8_deepgemm: float
+    gemm_k_half_fp8_cutlass: float
     gemm_blend_p: float
     gemm_max_split_k: float
     bw_eff: float
@@ -99,7 +102,8 @@ class Calibration:
 
     def gemm_eff(self, kernel: str) -> float:
         """Achievable fraction of peak for a GEMM kernel family: bf16, fp8, fp8_block (the kernel
-        tables' block-scaled FP8), fp8_deepgemm (DeepGEMM's, on Hopper), fp4 or w4a16."""
+        tables' block-scaled FP8), fp8_deepgemm (DeepGEMM's, on Hopper), fp8_cutlass (the CUTLASS per-tensor
+        FP8 scaled-mm SGLang and vLLM run on Hopper), fp4 or w4a16."""
         return getattr(self, f"gemm_eff_{kernel}")
 
     def moe_eff_of(self, kernel: str) -> float:
@@ -111,16 +115,17 @@ class Calibration:
             return 1.0
         return self.moe_eff_fp8_deepgemm if kernel == "fp8_deepgemm" else self.moe_eff
 
-    def moe_kernel(self, family: str | None, kernel: str) -> tuple[float, float, float]:
+    def moe_kernel(self, family: str | None, kernel: str, *, rate: float = 1.0) -> tuple[float, float, float]:
         """(scale on the dense tile model's rate of GEMM kernel family `kernel`, fixed cost per grouped-GEMM
         launch, routing time per token-expert assignment) of the MoE kernel family an engine runs
         (Engine.moe_kernel) for its experts: where this GPU family has the pair's own values, its
-        efficiency (moe_kernel_eff, a share of the dense peak) over the dense kernel's (gemm_eff), its
+        efficiency (moe_kernel_eff, a share of the dense peak) over the dense kernel's (gemm_eff, times `rate`:
+        cost.gemm.main_loop_rate, what that GPU's main loop keeps of it; the share is the GPU's own already), its
         fixed cost (moe_kernel_overhead_s) and routing time (moe_kernel_route_s); else the kernel tables'
         (moe_eff_of, moe_overhead_s, moe_route_s). `family` None: the tables'."""
         key = f"{family}.{kernel}"
         eff = dict(self.moe_kernel_eff).get(key)
-        scale = self.moe_eff_of(kernel) if eff is None else eff / self.gemm_eff(kernel)
+        scale = self.moe_eff_of(kernel) if eff is None else eff / (self.gemm_eff(kernel) * rate)
         return scale, dict(self.moe_kernel_overhead_s).get(key, self.moe_overhead_s), dict(self.moe_kernel_route_s).get(key, self.moe_route_s)
 
     def param(self, name: str) -> float:

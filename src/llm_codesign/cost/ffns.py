@@ -160,7 +160,7 @@ def _expert_gemm(label: _Label, n, k, at: _At, *, load, math, a_b, w_b, kernel, 
     active, top, on_rank, alpha = load
     cal = at.cal
     kernel = _family_kernel(fam, kernel)
-    eff, overhead, _ = cal.moe_kernel(fam, kernel)
+    eff, overhead, _ = cal.moe_kernel(fam, kernel, rate=gemm.main_loop_rate(kernel, at.gpu))
     kw = dict(eff_scale=eff, kernel=kernel, swap_ab=True, overhead_s=overhead)
     if alpha <= 0.0:
         return _gemm(label, top, n, k, at, math=math, a_b=a_b, w_b=w_b, groups=active, distinct=active, weight=weight, **kw)

@@ -79,6 +79,13 @@ def gemm_kernel(math: str, weight_dtype: str = "", *, fp4_math: bool = False) ->
     return math
 
 
+def main_loop_rate(kernel: str, gpu: Gpu) -> float:
+    """Share of its kernel family's rate (gemm_eff) a GEMM's main loop keeps on `gpu`: the kernel tables'
+    block-scaled FP8 (fp8_block) where the GPU's tensor cores do not apply the scales (Gpu.block_scale_rate:
+    Hopper's CUDA cores promote each K block), 1 elsewhere (Blackwell's tcgen05 block-scaled MMA)."""
+    return gpu.block_scale_rate if kernel == "fp8_block" else 1.0
+
+
 def _best_tile_time(m: Tokens, n, k, gpu: Gpu, cal: Calibration, *, groups, peak, kernel, math, a_bytes, w_bytes, swap_ab):
     """Compute time of the fastest of the GPU's tiles (float32 arrays), tile and wave quantised, with
     split-K for dense BF16/FP8 kernels and each tile at its shared-memory feed rate. M enters only as
@@ -206,7 +213,7 @@ def _gemm_time(m, n, k, gpu: Gpu, cal: Calibration, *, math: str, a_bytes, w_byt
     if not (tokens.positive and live.all()):
         live = (m > 0) & live
     kernel = kernel or math
-    peak = gpu.peak(math) * cal.gemm_eff(kernel) * eff_scale
+    peak = gpu.peak(math) * cal.gemm_eff(kernel) * main_loop_rate(kernel, gpu) * eff_scale
     best = _best_tile_time(tokens, n, k, gpu, cal, groups=groups, peak=peak, kernel=kernel, math=math, a_bytes=a_bytes,
                            w_bytes=w_bytes, swap_ab=swap_ab)
     rows = m if groups.ndim == 0 and groups == 1.0 else m * groups  # A's rows over the groups (m * 1 is m)

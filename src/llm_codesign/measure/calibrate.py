@@ -17,6 +17,7 @@ from llm_codesign.cost.calibration import (
     calibration_for,
     documented,
 )
+from llm_codesign.cost.gemm import main_loop_rate
 from llm_codesign.errors import InputError, UnsupportedModelError
 from llm_codesign.measure.kernel_tables import Table, gemm_row_kernel, moe_row_kernel, moe_row_problem, row_problem
 from llm_codesign.measure.stats import error_stats, polish_bands
@@ -30,7 +31,9 @@ PARAMS = {
              "gemm_k_half_bf16": (1.0, 4096.0), "gemm_k_half_fp8": (1.0, 4096.0), "gemm_k_half_fp8_block": (1.0, 4096.0),
              "gemm_k_half_fp4": (1.0, 4096.0), "bw_eff": (0.3, 1.0), "gemm_blend_p": (1.0, 16.0), "gemm_max_split_k": (1.0, 64.0),
              # DeepGEMM's block-scaled FP8 (SGLang's dense GEMMs on Hopper; rows that name it, kernel_tables.GEMM_SOURCES)
-             "gemm_eff_fp8_deepgemm": (0.2, 1.0), "gemm_overhead_fp8_deepgemm_s": (1e-7, 1e-4), "gemm_k_half_fp8_deepgemm": (1.0, 4096.0)},
+             "gemm_eff_fp8_deepgemm": (0.2, 1.0), "gemm_overhead_fp8_deepgemm_s": (1e-7, 1e-4), "gemm_k_half_fp8_deepgemm": (1.0, 4096.0),
+             # CUTLASS's per-tensor FP8 scaled-mm (SGLang's and vLLM's per-tensor FP8 GEMMs on Hopper; GEMM_SOURCES)
+             "gemm_eff_fp8_cutlass": (0.2, 1.0), "gemm_overhead_fp8_cutlass_s": (1e-7, 1e-4), "gemm_k_half_fp8_cutlass": (1.0, 4096.0)},
     "prefill_attention": {"attn_prefill_eff": (0.05, 1.0), "attn_prefill_eff_fp8": (0.05, 1.0), "attn_prefill_score_s": (1e-16, 1e-11), "attn_prefill_overhead_s": (1e-7, 1e-3), "attn_prefill_head_s": (1e-12, 1e-6),
                           "attn_prefill_s_half": (1.0, 8192.0)},
     "decode_attention": {"attn_decode_bw_eff": (0.05, 1.0), "attn_decode_bw_eff_fp8": (0.05, 1.0), "attn_overhead_s": (1e-7, 1e-3), "attn_decode_head_s": (1e-12, 1e-6),
@@ -185,7 +188,7 @@ def doubtful(report: list[dict]) -> list[str]:
 
 
 def _kernel_of(param: str) -> str | None:
-    for k in ("fp8_block", "bf16", "fp8", "fp4", "fp8_deepgemm"):
+    for k in ("fp8_block", "bf16", "fp8", "fp4", "fp8_deepgemm", "fp8_cutlass"):
         if param in (f"gemm_eff_{k}", f"gemm_overhead_{k}_s", f"gemm_k_half_{k}"):
             return k
     return None
@@ -241,9 +244,10 @@ def moe_groups(rows: list[dict]) -> list[tuple[tuple[str, str] | None, list[dict
     return [(None if fam is None else (fam, kern), part) for (fam, kern), part in sorted(parts.items(), key=lambda kv: (kv[0][0] or "", kv[0][1]))]
 
 
-def _kernel_bounds(key: tuple[str, str] | None, cal: Calibration | None) -> dict | None:
+def _kernel_bounds(key: tuple[str, str] | None, cal: Calibration | None, rate: float = 1.0) -> dict | None:
     """A MoE kernel family's three and their ranges (None for the tables' own rows: PARAMS["moe"]), the share
-    capped at GROUPED_OVER_DENSE x `cal`'s dense kernel (cal None: uncapped, for counting them)."""
+    capped at GROUPED_OVER_DENSE x `cal`'s dense kernel as the GPU runs it (`rate`: cost.gemm.main_loop_rate;
+    cal None: uncapped, for counting them)."""
     if key is None:
         return None
     fam, kern = key
@@ -252,13 +256,14 @@ def _kernel_bounds(key: tuple[str, str] | None, cal: Calibration | None) -> dict
         lo, hi = KERNEL_PARAMS[t]
         if t != "moe_kernel_eff" or cal is None:
             return lo, hi
-        return lo, min(hi, GROUPED_OVER_DENSE * cal.gemm_eff("bf16" if kern == "w4a16" else kern))
+        return lo, min(hi, GROUPED_OVER_DENSE * cal.gemm_eff("bf16" if kern == "w4a16" else kern) * rate)
     return {f"{t}.{fam}.{kern}": bounds(t) for t in KERNEL_PARAMS}
 
 
 def moe_parts(rows: list[dict], cal: Calibration) -> list[tuple[dict | None, list[dict]]]:
     """moe_groups' parts with the parameters each fits and their ranges at `cal` (_kernel_bounds)."""
-    return [(_kernel_bounds(key, cal), part) for key, part in moe_groups(rows)]
+    return [(_kernel_bounds(key, cal, 1.0 if key is None else main_loop_rate(key[1], get_gpu(part[0]["system"]))), part)
+            for key, part in moe_groups(rows)]
 
 
 def to_toml(fams: dict[str, Calibration], report: list[dict], header: str, serving: dict | None = None) -> str:

@@ -68,7 +68,8 @@ MOE_UNTIMED = {("vllm_modeloptfp8moe_flashinfer_cutlass_flashinferexperts", "fp8
 # dense block-FP8 GEMM on Hopper, Engine.gemm_kernel); and rows that do not time a kernel: vLLM's
 # block-FP8 linear methods floor at 60-180 us and take 2-12x TensorRT-LLM's time below M = 1k, host-side
 # work in eager mode (scale layout, quantisation), not the GEMM (research notes of issue 39)
-GEMM_SOURCES = {"sglang_deepgemm_gemm_nt_f8f8bf16": "fp8_deepgemm"}
+GEMM_SOURCES = {"sglang_deepgemm_gemm_nt_f8f8bf16": "fp8_deepgemm", "sglang_sgl_kernel_fp8_scaled_mm": "fp8_cutlass",
+               "CutlassFP8ScaledMMLinearKernel": "fp8_cutlass"}
 GEMM_HOST_TIMED = {"DeepGemmFp8BlockScaledMMKernel", "CutlassFp8BlockScaledMMKernel", "FlashInferFp8BlockScaledMMKernel"}
 NCCL_BYTES = {"half": 2, "bfloat16": 2, "float": 4, "int8": 1, "fp8": 1}
 NCCL_OPS = {"all_reduce": "all_reduce", "all_gather": "all_gather", "reduce_scatter": "reduce_scatter", "alltoall": "all_to_all"}

@@ -35,6 +35,9 @@ class Gpu:
     # operand bytes shared memory feeds the tensor cores per dense BF16 FLOP of an SM (0: not a bound);
     # a narrow GEMM tile needs more (cost.gemm.tile_feed)
     smem_bytes_per_bf16_flop: float = 0.0
+    # share of its FP8 main loop's rate a GEMM that applies 128-deep K blocks' scales in software keeps
+    # (cost.gemm.main_loop_rate; 1: the tensor cores apply them, or no such kernel is known to run short of it)
+    block_scale_rate: float = 1.0
     # Capacity the driver reports (nvidia-smi, rocm-smi, torch.cuda.mem_get_info): what serving engines
     # size their KV caches from, and what every fit in this package uses. 0 reads as hbm_bytes.
     memory_bytes: float = 0.0
@@ -102,6 +105,7 @@ def gpu_from_toml(text: str, origin: str) -> Gpu:
         fp4_formats=tuple(d.get("fp4_formats", ["nvfp4", "mxfp4"] if "fp4" in peaks else [])),
         tiles=tuple(tuple(int(x) for x in t) for t in tiles),
         smem_bytes_per_bf16_flop=float(d.get("tiles", {}).get("smem_bytes_per_bf16_flop", 0.0)),
+        block_scale_rate=float(d.get("tiles", {}).get("block_scale_rate", 1.0)),
         aliases=tuple(d.get("aliases", ())), memory_bytes=float(d.get("memory_bytes", 0.0)),
         sources=tuple((k, str(v)) for k, v in d.get("sources", {}).items())
         + ((("memory", str(d["memory_source"])),) if "memory_source" in d else ())

@@ -283,6 +283,9 @@ def check_gpu(d: dict, origin: str) -> None:
     feed = tiles.get("smem_bytes_per_bf16_flop", 0.0)
     if isinstance(feed, bool) or not isinstance(feed, int | float) or not 0.0 <= float(feed) <= 1.0:
         raise InputError("gpu.tiles.smem_bytes_per_bf16_flop", feed, "a number from 0 (no bound) to 1 byte per FLOP")
+    rate = tiles.get("block_scale_rate", 1.0)
+    if isinstance(rate, bool) or not isinstance(rate, int | float) or not 0.0 < float(rate) <= 1.0:
+        raise InputError("gpu.tiles.block_scale_rate", rate, "a share above 0 and at most 1 (1: block scales cost the main loop nothing)")
 
 
 # ---------------------------------------------------------------------------------------------

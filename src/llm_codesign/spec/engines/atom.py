@@ -55,6 +55,8 @@ ATOM = register_engine(AtomEngine(
     pdl={},
     # DeepGEMM is a CUDA library
     deepgemm=False,
+    # a ROCm engine: AITER's GEMMs
+    fp8_cutlass=False,
     # models/deepseek_mtp.py:72: eh_proj a ReplicatedLinear, whole on every GPU
     eh_proj_tp=False,
 ))

@@ -91,6 +91,10 @@ class Engine(ABC):
     # whether it runs DeepGEMM's block-scaled FP8 kernels for its dense GEMMs on Hopper for 128x128-scaled
     # checkpoints, where the kernel tables time TensorRT-LLM's own (its MoE's kernels: moe_kernel)
     deepgemm: bool
+    # whether it runs CUTLASS's per-tensor FP8 scaled-mm (SGLang's sgl_kernel fp8_scaled_mm, vLLM's
+    # cutlass_scaled_mm: the kernels its per-engine GEMM rows time) for its per-tensor FP8 GEMMs on Hopper, where
+    # the kernel tables time TensorRT-LLM's own FP8 linear, which floors at twice as long below 64 tokens
+    fp8_cutlass: bool
     # whether DeepSeek MTP's eh_proj ([2h, h], BF16) is split over TP (row-parallel, one more all-reduce)
     # without attention DP, rather than kept whole on every GPU
     eh_proj_tp: bool
@@ -162,9 +166,14 @@ class Engine(ABC):
         return self.pdl.get(family, 0.0)
 
     def gemm_kernel(self, family: str, kernel: str) -> str:
-        """The GEMM kernel family it runs: DeepGEMM's (fp8_deepgemm) for block-scaled FP8 on Hopper where
-        it runs DeepGEMM, the kernel tables' otherwise."""
-        return "fp8_deepgemm" if self.deepgemm and kernel == "fp8_block" and family == "hopper" else kernel
+        """The GEMM kernel family it runs: on Hopper DeepGEMM's (fp8_deepgemm) for block-scaled FP8 where it
+        runs DeepGEMM and CUTLASS's scaled-mm (fp8_cutlass) for per-tensor FP8 where it runs that; the kernel
+        tables' otherwise (elsewhere no per-engine rows time another kernel)."""
+        if family == "hopper" and self.deepgemm and kernel == "fp8_block":
+            return "fp8_deepgemm"
+        if family == "hopper" and self.fp8_cutlass and kernel == "fp8":
+            return "fp8_cutlass"
+        return kernel
 
     def moe_kernel(self, family: str, kernel: str, *, weight: str = "", ep: bool = False, a2a: str = "none") -> str | None:
         """The MoE kernel family (MOE_KERNELS) it runs for expert GEMMs of GEMM kernel family `kernel`

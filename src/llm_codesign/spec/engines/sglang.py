@@ -145,6 +145,8 @@ SGLANG = register_engine(SGLangEngine(
     pdl={"hopper": 0.25, "blackwell": 0.25, "blackwell_sm120": 0.25},
     # SGL_ENABLE_JIT_DEEPGEMM, on by default on SM90 (server_args.py), for its dense GEMMs (its MoE's: moe_kernel)
     deepgemm=True,
+    # Fp8LinearMethod's per-tensor path: sgl_kernel fp8_scaled_mm (its per-engine GEMM rows)
+    fp8_cutlass=True,
     # models/deepseek_nextn.py: eh_proj an nn.Linear, whole on every GPU
     eh_proj_tp=False,
 ))

@@ -85,6 +85,8 @@ TRTLLM = register_engine(TensorRTLLMEngine(
     pdl={"hopper": 0.7, "blackwell": 0.7, "blackwell_sm120": 0.7},
     # its own block-scale kernels (linear layers, and the CUTLASS MoE's DeepGEMM-derived ones): the tables'
     deepgemm=False,
+    # its own FP8 linear (the kernel tables' rows)
+    fp8_cutlass=False,
     # modeling_deepseekv3.py DeepseekV3MTP: eh_proj TensorParallelMode.ROW unless attention DP is on
     eh_proj_tp=True,
 ))

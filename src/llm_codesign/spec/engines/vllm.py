@@ -107,6 +107,8 @@ VLLM = register_engine(VLLMEngine(
     # VLLM_USE_DEEP_GEMM defaults "1" (envs.py): its dense block-FP8 GEMMs on DeepGEMM; its MoE's kernels are
     # moe_kernel's (0.24's oracle, fused_moe/oracle/fp8.py:330, takes DeepGEMM for them only where the variable is set)
     deepgemm=True,
+    # Fp8LinearMethod's per-tensor path: CutlassFP8ScaledMMLinearKernel (its per-engine GEMM rows)
+    fp8_cutlass=True,
     # models/deepseek_mtp.py: eh_proj an nn.Linear, whole on every GPU
     eh_proj_tp=False,
 ))
