@@ -128,6 +128,9 @@ def _routed_experts(f: MoE, M: Site, *, at: _At, s: _Step, prec: Precision, load
 # into FC1 except for DeepSeek's block FP8 ("We do not fuse activation with FC1 for DeepSeek FP8 due to the
 # weights shuffling constraint", its runner). CDNA: AITER's fused MoE sorts indices (moe_sorting), gathers
 # and activates in its first stage and combines in its second (ck_moe_stage1 / stage2, the asm fmoe_g1u1).
+# Keyed on the engine's MoE kernel family, not the GPU's alone: the tables' own only where the engine runs
+# them (SGLang and ATOM on AITER); vLLM on ROCm runs its Triton fused MoE (VLLMEngine.moe_kernel), whose
+# permuted copy and activation are kernels of their own.
 FC1_FUSED = {"blackwell": ("fp8_block",), "cdna3": (), "cdna4": ()}
 
 

@@ -28,6 +28,8 @@ FUSION_FAMILIES = ("hopper", "blackwell")
 # families whose GPUs sit on PCIe without a peer-to-peer fabric (custom all-reduce only at two GPUs in
 # vLLM/SGLang; TensorRT-LLM's custom kernels need NVLink and fall back to NCCL)
 PCIE_FAMILIES = ("ada", "blackwell_sm120")
+# AMD Instinct families (MI300X/MI325X, MI355X), where AITER's kernels run (ATOM's all-reduce, the kernel tables' MoE)
+CDNA_FAMILIES = ("cdna3", "cdna4")
 # the two residual-add + RMSNorm kernels of a layer that ar_norm folds into its all-reduces
 AR_NORM_KERNELS = 2.0
 # The MoE kernel families an engine runs for its expert GEMMs (Engine.moe_kernel), each with the
