@@ -116,7 +116,7 @@ def _routed_experts(f: MoE, M: Site, *, at: _At, s: _Step, prec: Precision, load
             # halves) read, the down-projection's input written
             act = on_rank * (f.expert_inter / s.moe_tp) * ((f.mats - 1) * 2.0 + ff["a_b"])
             ops.append(_elementwise(M / "experts_act", np.where(T_all > 0, act, 0.0), 1.0, at))
-    route = [at.cal.moe_kernel(fam, _family_kernel(fam, kernel))[2] for fam in fams]
+    route = [at.cal.moe_kernel(fam, kernel)[2] for fam in fams]
     return ops, route[0] if len(set(route)) == 1 else np.where(ep > 1, route[1], route[0]), gathered
 
 
@@ -141,11 +141,6 @@ def fc1_fused(gpu_family: str, fams, kernel: str) -> tuple[bool, bool]:
     return gathered, gathered and kernel not in FC1_FUSED[gpu_family]
 
 
-def _family_kernel(fam: str | None, kernel: str) -> str:
-    """The GEMM kernel family a MoE kernel family runs on weights of `kernel`: DeepGEMM's own block-FP8 kernels."""
-    return "fp8_deepgemm" if fam == "deepgemm" else kernel
-
-
 def _either(sel, a: Op, b: Op) -> Op:
     """One operator: `a`'s times where `sel`, `b`'s elsewhere (the same work priced for two kernels)."""
     return a.replace(time=np.where(sel, a.time, b.time), work=lambda: (a.flops, a.bytes),
@@ -162,7 +157,6 @@ def _expert_gemm(label: _Label, n, k, at: _At, *, load, math, a_b, w_b, kernel, 
     expert as the grouped kernel tiles them."""
     active, top, on_rank, alpha = load
     cal = at.cal
-    kernel = _family_kernel(fam, kernel)
     eff, overhead, _ = cal.moe_kernel(fam, kernel)
     kw = dict(eff_scale=eff, kernel=kernel, swap_ab=True, overhead_s=overhead)
     if alpha <= 0.0:

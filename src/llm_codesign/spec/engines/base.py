@@ -45,7 +45,6 @@ MOE_KERNELS = {
     "flashinfer_cutlass": "FlashInfer's CUTLASS fused MoE (FlashInferExperts; vllm_*_flashinfer_cutlass_*, sglang_flashinfer_cutlass_moe)",
     "triton_kernels": "OpenAI triton_kernels' MXFP4 matmul_ogs (vLLM OAITritonExperts, SGLang triton_kernel; vllm_gptossmxfp4moe_triton_oai*)",
     "marlin": "Marlin's W4A16 MoE, MXFP4 or INT4 weights (sglang_marlin_moe*, vllm_*marlin*)",
-    "deepgemm": "DeepGEMM's grouped block-FP8 kernels (SGLang with a DeepEP all-to-all; no table rows: moe_eff_fp8_deepgemm)",
 }
 
 
@@ -168,11 +167,10 @@ class Engine(ABC):
         it runs DeepGEMM, the kernel tables' otherwise."""
         return "fp8_deepgemm" if self.deepgemm and kernel == "fp8_block" and family == "hopper" else kernel
 
-    def moe_kernel(self, family: str, kernel: str, *, weight: str = "", ep: bool = False, a2a: str = "none") -> str | None:
+    def moe_kernel(self, family: str, kernel: str, *, weight: str = "", ep: bool = False) -> str | None:
         """The MoE kernel family (MOE_KERNELS) it runs for expert GEMMs of GEMM kernel family `kernel`
         (cost.kernels.gemm_kernel: bf16, fp8, fp8_block, fp4, w4a16) on a GPU family, for checkpoint format
-        `weight` (mxfp4 and int4 tell 4-bit kernels apart), with experts split by EP (`ep`) or not, and the
-        MoE all-to-all backend a deployment sets (`a2a`: none, the engines' default, or deepep). None: the
+        `weight` (mxfp4 and int4 tell 4-bit kernels apart), with experts split by EP (`ep`) or not. None: the
         kernel tables' own (TensorRT-LLM's), which the engines are told apart from only on Hopper, where the
         per-engine tables are."""
         return None

@@ -52,7 +52,7 @@ class TensorRTLLMEngine(Engine):
         lim[n > 8] = MNNVL_MAX_BYTES  # only an NVL72-class domain holds such a group (collective_time: inside it)
         return nbytes <= lim
 
-    def moe_kernel(self, family: str, kernel: str, *, weight: str = "", ep: bool = False, a2a: str = "none") -> str | None:
+    def moe_kernel(self, family: str, kernel: str, *, weight: str = "", ep: bool = False) -> str | None:
         """On Hopper, MXFP4 experts (gpt-oss) on OpenAI's triton_kernels: MoeConfig.backend AUTO resolves to
         TRITON for GptOssForCausalLM on SM90 (tensorrt_llm/_torch/model_config.py, resolve_moe_backend, 1.2+);
         every other format on its CUTLASS fused MoE, the backend AUTO resolves to otherwise: other 4-bit
