@@ -90,6 +90,23 @@ def _objective(regime: str) -> str:
     return "GPU time per output token" if regime == "throughput" else "TPOT"
 
 
+def _more_time(pct: float, than: str) -> str:
+    """A change in time as what it is: "4.7% less time than X", "the same time as X" where it rounds to 0.0%."""
+    r = round(pct, 1)
+    return f"the same time as {than}" if r == 0 else f"{abs(r):.1f}% {'more' if r > 0 else 'less'} time than {than}"
+
+
+def _faster(gain: float) -> str:
+    """A speed change as what it is: "9.5% faster", "2.0% slower", "as fast" where it rounds to 0.0%."""
+    r = round(gain, 1)
+    return "as fast" if r == 0 else f"{abs(r):.1f}% {'faster' if r > 0 else 'slower'}"
+
+
+def _signed(x: float, digits: int) -> str:
+    """A signed figure that never reads -0.000 (a change that rounds to nothing is +0)."""
+    return f"{round(x, digits) + 0.0:+.{digits}f}"
+
+
 def _at(model: ModelSpec, plan: Plan, regime: str) -> str:
     """The deployment in `estimate`'s terms, for a finding's message."""
     seqs, isl, osl = _load(model, regime)
@@ -227,7 +244,7 @@ def _tile_alignment(model, gpu, cal, prec, sh, *, tp, regime):
         else:
             why = (f"on {gpu.name} alignment beyond 128 does not matter: {rate}" if unit == 256 and width <= 128
                    else f"the padded tail costs nothing at this deployment; {rate}")
-            out.append(Finding("R2", "info", what, f"{head}: {pct:+.1f}%; {why}", 0.0, "nothing to fix", figures))
+            out.append(Finding("R2", "info", what, f"{head}: {_more_time(pct, 'them')}; {why}", 0.0, "nothing to fix", figures))
     v = model.vocab
     if v % 128:
         pad = int(math.ceil(v / 128) * 128)
@@ -295,7 +312,7 @@ def _width_vs_depth(model, gpu, cal, prec, tp, *, proxy_file=None):
     n2, params = sum(n for _, n in wide.groups), wide.total_params
     figures = {"tpot_ms": t0 * 1e3, "wider_tpot_ms": t1 * 1e3, "speed_gain_pct": gain, "wider_layers": n2, "wider_hidden": h2,
                "wider_params": params, "depth_floor_ms": floor * 1e3, **q}
-    quality = f"proxy loss {q['quality_delta_pct']:+.3f}% +- {q['quality_band_pct']:.3f}%" + (
+    quality = f"proxy loss {_signed(q['quality_delta_pct'], 3)}% +- {q['quality_band_pct']:.3f}%" + (
         f" (extrapolated: {', '.join(q['extrapolated'])})" if q["extrapolated"] else "")
     if why:
         if gain <= 0:
@@ -306,7 +323,9 @@ def _width_vs_depth(model, gpu, cal, prec, tp, *, proxy_file=None):
     return [Finding("R3", sev, "layers", f"{L} layers x hidden {h} (aspect {aspect:.0f}): depth alone costs ~{floor * 1e3:.2f} ms per token "
                     f"(fixed kernel costs + {halves} all-reduces at TP{tp}); TPOT at batch 1 {t0 * 1e3:.2f} ms",
                     gain, f"{n2} layers x hidden {h2} ({params / 1e9:.1f}B vs {model.total_params / 1e9:.1f}B params): "
-                    f"TPOT {t1 * 1e3:.2f} ms ({gain:+.1f}%) on {gpu.name} TP{tp}; accuracy: {quality}; {acc}", figures)]
+                    f"TPOT {t1 * 1e3:.2f} ms, {_faster(gain)}, on {gpu.name} TP{tp}; accuracy: {quality}"
+                    # the aspect term alone where it moves (on Kaplan's flat band it changes by nothing: no figure)
+                    + (f"; {acc}" if round(q["aspect_delta_pct"], 3) or round(q["aspect_band_pct"], 3) else ""), figures)]
 
 
 def _judge_wider(model, wide, prec, *, proxy_file) -> tuple[str, str, dict]:
@@ -322,7 +341,7 @@ def _judge_wider(model, wide, prec, *, proxy_file) -> tuple[str, str, dict]:
     whole = {k: float(np.ravel(v)[0]) for k, v in quality_delta(b, a).items() if k != "beyond"}
     only = [{"loss": t["nats"]["aspect"][0], "slope": t["slope"], "ln": {}, "nats": {"aspect": t["nats"]["aspect"]}} for t in (a, b)]
     q = {k: float(np.ravel(v)[0]) for k, v in quality_delta(only[1], only[0]).items() if k != "beyond"}
-    acc = f"aspect-ratio term {100 * q['delta'] / loss:+.3f}% +- {100 * q['sigma'] / loss:.3f}% of the proxy loss"
+    acc = f"aspect-ratio term {_signed(100 * q['delta'] / loss, 3)}% +- {100 * q['sigma'] / loss:.3f}% of the proxy loss"
     pos = position(envelope_at(float(wide.total_params)), features(row_of(wide)) | {"hidden": float(wide.hidden)})
     here = position(envelope_at(float(model.total_params)), features(row_of(model)) | {"hidden": float(model.hidden)})
     figures = {"quality_delta_pct": 100 * whole["delta"] / loss, "quality_band_pct": 100 * whole["sigma"] / loss,
@@ -490,14 +509,14 @@ def _pipeline_regularity(model, gpu, cal, prec, sh, *, b, regime):
         figures = {"pp": pp, "objective": _objective(regime), "time_ms": t * 1e3, "layers": L, "neighbour_layers": n,
                    "neighbour_time_ms": tn * 1e3, "per_layer": n != L, "time_ms_by_layers": {str(k): x * 1e3 for k, x in priced}}
         if round(pct, 1) > 0:
-            alts = ", ".join(f"{k} layers {x * 1e3:.3f} ms ({100 * (x / t - 1):+.1f}%)" for k, x in priced if k != L)
+            alts = ", ".join(f"{k} layers {x * 1e3:.3f} ms ({_more_time(100 * (x / t - 1), str(L))})" for k, x in priced if k != L)
             out.append(Finding("R6", "warning" if pct >= 1.0 else "info", "layers",
                                f"{what}: at PP{pp} (stages of {sizes} layers; {at}) {_objective(regime)} {t * 1e3:.3f} ms against "
                                f"{tn * 1e3:.3f} ms with {other}: {pct:.1f}% more time per {'layer' if n != L else 'token'}, "
                                "the slowest stage setting every micro-batch's pace",
                                pct, (f"{alts} at PP{pp}" if n != L else "keep the layer pattern regular per stage"), figures))
         elif uneven:
-            out.append(Finding("R6", "info", "layers", f"{what}; at PP{pp} ({at}) {_objective(regime)} per layer is {pct:+.1f}% against {other}",
+            out.append(Finding("R6", "info", "layers", f"{what}; at PP{pp} ({at}) {_objective(regime)} per layer takes {_more_time(pct, other)}",
                                0.0, "nothing to fix", figures))
     if len(model.groups) > 1:
         times = []
