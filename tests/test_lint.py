@@ -169,6 +169,24 @@ def test_pipeline_cost_is_the_estimates_difference_from_the_nearest_regular_dept
     assert fs[0].fix == f"60 layers {x60:.3f} ms (4.4% less time than 61), 64 layers {x64:.3f} ms (1.7% more time than 61) at PP4"
 
 
+
+def test_lint_prices_only_deployments_within_a_gpu_budget():
+    # design --gpus N lints its shapes on N GPUs: DeepSeek-R1 on B200 at lint's TP8 has R6 at PP4 (32 GPUs) without a
+    # budget or with 32; 16 GPUs hold PP2 only (61 layers: stages 31/30, 0.0% per layer against 62); 8 GPUs hold no
+    # pipeline at TP8, so no R6; 4 GPUs take TP4 (it fits: 671 GB of FP8 in 4 x 192 GB), no TP8 finding and no Helix
+    m, g = get_model("deepseek-r1"), get_gpu("b200")
+    cal = calibration_for(g)
+
+    def found(gpus):
+        return {(f.rule, f.where): f for f in lint(m, g, cal, "throughput", gpus=gpus) if f.rule in ("R6", "R7")}
+
+    assert found(32).keys() == found(None).keys() == {("R6", "layers"), ("R7", "long-context")} and found(32)["R6", "layers"].figures["pp"] == 4
+    r6 = found(16)["R6", "layers"]
+    assert r6.figures["pp"] == 2 and r6.cost_pct == 0.0 and r6.message.startswith("61 layers do not split evenly over PP 2; at PP2 (TP8 PP2 EP8")
+    assert found(8).keys() == {("R7", "long-context")}
+    assert found(4) == {}
+
+
 BASE70 = {"hidden_size": 8192, "num_hidden_layers": 80, "num_attention_heads": 64, "num_key_value_heads": 8, "vocab_size": 128256}
 
 

@@ -52,9 +52,10 @@ class Finding:
         return {**asdict(self), "rule_name": RULES[self.rule][0]}
 
 
-def _tp_for(model: ModelSpec, gpu: Gpu, want: int = 8) -> int:
-    for tp in (want, 4, 2, 1):
-        if tp <= max(gpu.scale_up_domain, 1) and int(validity(model, gpu, Plan(tp=tp, ep=1, moe_tp=tp if model.is_moe else 1), tp)) < 0:
+def _tp_for(model: ModelSpec, gpu: Gpu, gpus: int) -> int:
+    """The widest TP of 8, 4, 2 within `gpus` and the scale-up domain at which the shape fits (1 where none does)."""
+    for tp in (8, 4, 2, 1):
+        if tp <= min(max(gpu.scale_up_domain, 1), gpus) and int(validity(model, gpu, Plan(tp=tp, ep=1, moe_tp=tp if model.is_moe else 1), tp)) < 0:
             return tp
     return 1
 
@@ -116,11 +117,14 @@ def _at(model: ModelSpec, plan: Plan, regime: str) -> str:
 
 
 def lint(model: ModelSpec, gpu: Gpu, cal: Calibration, regime: str = "throughput", *, prec: Precision | None = None,
-         proxy_file: str | None = None) -> list[Finding]:
+         proxy_file: str | None = None, gpus: int | None = None) -> list[Finding]:
+    """The shape's findings at `regime`, each priced on deployments of at most `gpus` GPUs (a design's budget: TP, and
+    TP x PP for R6, within it); None: a node's TP8 and PP up to 8 on top of it."""
     if regime not in REGIMES:
         raise InputError("regime", regime, "one of: " + ", ".join(REGIMES))
     prec = prec or model.default_precision
-    tp = _tp_for(model, gpu)
+    most = 64 if gpus is None else gpus
+    tp = _tp_for(model, gpu, most)
     moe = next((layer.ffn for layer, _ in model.groups if isinstance(layer.ffn, MoE)), None)
     # MoE models deploy experts with EP when the experts split (each expert whole on one GPU)
     ep = tp if moe and moe.experts % tp == 0 else 1
@@ -132,8 +136,8 @@ def lint(model: ModelSpec, gpu: Gpu, cal: Calibration, regime: str = "throughput
     out += _width_vs_depth(model, gpu, cal, prec, tp, proxy_file=proxy_file)
     out += _quantization_readiness(model)
     out += _moe_shape(model, gpu, cal, prec, sh)
-    out += _pipeline_regularity(model, gpu, cal, prec, sh, b=b, regime=regime)
-    out += _parallel_readiness(model, gpu, cal, prec)
+    out += _pipeline_regularity(model, gpu, cal, prec, sh, b=b, regime=regime, gpus=most)
+    out += _parallel_readiness(model, gpu, cal, prec, gpus=most)
     out += _trust_region(model, prec, proxy_file=proxy_file)
     return sorted(out, key=lambda f: (-SEVERITY_ORDER[f.severity], -f.cost_pct))
 
@@ -461,12 +465,12 @@ def _balanced(model: ModelSpec, pp: int) -> ModelSpec | None:
     return replace(model, layout=stage * pp)
 
 
-def _stage_costs(model, gpu, cal, prec, sh, *, regime) -> list[tuple]:
-    """R6's comparisons, one per PP of 2, 4 and 8 that has one: (cost %, pp, the shape's time, the neighbour's layers,
+def _stage_costs(model, gpu, cal, prec, sh, *, regime, pps) -> list[tuple]:
+    """R6's comparisons, one per PP of `pps` that has one: (cost %, pp, the shape's time, the neighbour's layers,
     its time, every neighbour priced as (layers, time))."""
     L = model.num_layers
     costs = []
-    for pp in (2, 4, 8):
+    for pp in pps:
         if pp > L:
             continue
         plan = replace(sh, pp=pp)
@@ -491,19 +495,22 @@ def _stage_costs(model, gpu, cal, prec, sh, *, regime) -> list[tuple]:
     return costs
 
 
-def _pipeline_regularity(model, gpu, cal, prec, sh, *, b, regime):
+def _pipeline_regularity(model, gpu, cal, prec, sh, *, b, regime, gpus):
     """R6: a layer count PP does not divide, and kinds of layer stages do not share evenly, priced as `estimate`
     prices the deployment (the stage split, the slowest stage, the micro-batches): the regime's objective (_time)
     per layer against the nearest layer count PP divides, or against the same layers balanced per stage."""
     out = []
     L = model.num_layers
-    costs = _stage_costs(model, gpu, cal, prec, sh, regime=regime)
-    uneven = [p for p in (2, 4, 8) if L % p and p <= L]
+    pps = [p for p in (2, 4, 8) if p * int(sh.tp) <= gpus]  # the pipelines the GPU budget holds at lint's TP
+    if not pps:
+        return out
+    costs = _stage_costs(model, gpu, cal, prec, sh, regime=regime, pps=pps)
+    uneven = [p for p in pps if L % p and p <= L]
     if costs:
         pct, pp, t, n, tn, priced = max(costs, key=lambda c: c[0])
         sizes = "/".join(str(sum(st)) for st in model.stage_counts(pp))
         what = (f"{L} layers do not split evenly over PP {', '.join(map(str, uneven))}" if uneven
-                else f"{L} layers split evenly over PP 2, 4, 8 but their kinds do not")
+                else f"{L} layers split evenly over PP {', '.join(map(str, pps))} but their kinds do not")
         at = _at(model, replace(sh, pp=pp), regime)
         other = "the same layers balanced per stage" if n == L else f"{n} layers"
         figures = {"pp": pp, "objective": _objective(regime), "time_ms": t * 1e3, "layers": L, "neighbour_layers": n,
@@ -533,12 +540,13 @@ def _pipeline_regularity(model, gpu, cal, prec, sh, *, b, regime):
     return out
 
 
-def _parallel_readiness(model, gpu, cal, prec):
-    """R7: heads and KV heads TP does not split, and Helix against TP8 for long-context decode."""
+def _parallel_readiness(model, gpu, cal, prec, *, gpus):
+    """R7: heads and KV heads TP (of 2, 4, 8 within `gpus`) does not split, and Helix against TP8 for long-context
+    decode where `gpus` holds 8."""
     out = []
     kvh = sorted({layer.attn.kv_heads for layer, _ in model.groups if isinstance(layer.attn, GQA)})
     heads = sorted({layer.attn.heads for layer, _ in model.groups if isinstance(layer.attn, (GQA, MLA))})
-    for tp in (2, 4, 8):
+    for tp in (p for p in (2, 4, 8) if p <= gpus):
         for h in heads:
             if h % tp:
                 out.append(Finding("R7", "error", f"heads@TP{tp}", f"{h} attention heads do not split over TP{tp}", 0.0,
@@ -554,7 +562,7 @@ def _parallel_readiness(model, gpu, cal, prec):
     # MLA keeps one latent KV head that every TP rank holds whole (DeepSeek-V2 sec. 2.1; the Helix
     # paper's own case, arXiv:2507.07120): TP shards none of its cache, so Helix runs it at TP1 x KVP8
     mla = any(isinstance(layer.attn, MLA) for layer, _ in model.groups)
-    if (mla or (kvh and min(kvh) < 8)) and gpu.scale_up_domain >= 8:
+    if (mla or (kvh and min(kvh) < 8)) and gpu.scale_up_domain >= 8 and gpus >= 8:
         k = 1 if mla else min(kvh)
         moe = next((layer.ffn for layer, _ in model.groups if isinstance(layer.ffn, MoE)), None)
         ep = 8 if moe and moe.experts % 8 == 0 else 1  # experts whole on one GPU where they split, as lint's plan
