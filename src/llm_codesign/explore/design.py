@@ -490,6 +490,13 @@ def _num(x):
     return int(x) if x.is_integer() else x
 
 
+def quality_why(delta: float, sigma: float, k: float) -> str:
+    """Why a shape falls below the reference's quality: its proxy loss difference beyond k x the difference's
+    sigma, or, where the sigma is 0 (no term the two differ in is uncertain), beyond the reference's with no band."""
+    band = f"beyond {k:g} x its sigma {sigma:.2g}" if sigma > 0 else "above it, with no band"
+    return f"proxy loss {delta:+.4f} against the reference's, {band}"
+
+
 def _binds(cand, obj, *, axes, params, budget_tol, judge_kw, price_kw, limits) -> tuple[list[dict], int]:
     """Which constraints hold the winner back: its neighbours one grid step along each axis that lie in the
     budget but were not admitted (outside the envelope, or below the reference's quality), priced; those that
@@ -526,8 +533,7 @@ def _binds(cand, obj, *, axes, params, budget_tol, judge_kw, price_kw, limits) -
                         "why": "; ".join(describe(v) for v in pos["outside"])})
         if not c["q_passes"][i]:
             out.append({"kind": "quality", **what, "delta": float(c["q_delta"][i]), "sigma": float(c["q_sigma_test"][i]),
-                        "why": f"proxy loss {c['q_delta'][i]:+.4f} against the reference's, beyond {judge_kw['ref'].k:g} x its sigma "
-                               f"{c['q_sigma_test'][i]:.2g}"})
+                        "why": quality_why(float(c["q_delta"][i]), float(c["q_sigma_test"][i]), judge_kw["ref"].k)})
     return out, ev
 
 
