@@ -218,3 +218,10 @@ def test_a_quality_bound_without_a_band_says_so():
 
     assert quality_why(0.0123, 0.0041, 1.0) == "proxy loss +0.0123 against the reference's, beyond 1 x its sigma 0.0041"
     assert quality_why(0.0123, 0.0, 1.0) == "proxy loss +0.0123 against the reference's, above it, with no band"
+
+
+def test_default_vocabulary_is_llama3s_tokenizer():
+    # design's shapes without a baseline take Llama 3's vocabulary, the bundled Llama 3.1 models' own
+    from llm_codesign.explore.design import DEFAULT_VOCAB
+
+    assert DEFAULT_VOCAB == get_model("llama-3.1-8b").vocab == get_model("llama-3.1-70b").vocab == 128256

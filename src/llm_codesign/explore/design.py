@@ -22,6 +22,9 @@ from llm_codesign.spec.model import Layer, ModelSpec
 from llm_codesign.spec.plan import Plan, validity
 from llm_codesign.spec.precision import Precision
 
+# the vocabulary of design's shapes without a baseline (with one they take its own): Llama 3's tokenizer, 128,000
+# BPE tokens and 256 reserved special ones (meta-llama/Meta-Llama-3-8B config.json vocab_size 128256)
+DEFAULT_VOCAB = 128256
 REGIMES = {
     # objective, constraint; ISL/OSL of the regime
     "latency": ("tok_s_per_user", "min_tps_gpu", 1024, 1024),
@@ -105,7 +108,7 @@ def thin(c: dict, max_candidates: int) -> dict:
     return {k: v[idx] for k, v in c.items()}
 
 
-def candidates(params: float, *, moe: bool, tol: float = 0.1, vocab: int = 128256, max_candidates: int = 20000,
+def candidates(params: float, *, moe: bool, tol: float = 0.1, vocab: int = DEFAULT_VOCAB, max_candidates: int = 20000,
                head_dims=None, kv_heads=None, dense_hidden=None, layers=None) -> dict[str, np.ndarray]:
     """Shape grid within params*(1 +- tol): hidden and widths in multiples of 128/256."""
     if params <= 0:
@@ -363,7 +366,7 @@ def _setup(params, baseline, moe, prec, *, budget_tol, quality_tol, quality_sigm
                     k=quality_sigmas, tol=quality_tol)
     env = envelope_at(params)
     jk = dict(ref=ref, weight_dtype=prec.weight.name, qc=qc, pc=pc, outside_envelope=outside_envelope)
-    return prec, (baseline.vocab if baseline else 128256), ref, env, jk
+    return prec, (baseline.vocab if baseline else DEFAULT_VOCAB), ref, env, jk
 
 
 def design(params: float, gpu: Gpu, cal: Calibration, num_gpus: int, slo: Slo, *, baseline: ModelSpec | None = None,

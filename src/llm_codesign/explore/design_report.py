@@ -6,7 +6,7 @@ envelope, what binds the winner, and the guideline findings with their predicted
 from __future__ import annotations
 
 from llm_codesign.cost.calibration import Calibration
-from llm_codesign.explore.design import Slo, at_best, reference_model, to_model
+from llm_codesign.explore.design import DEFAULT_VOCAB, Slo, at_best, reference_model, to_model
 from llm_codesign.spec.engines import Engine
 from llm_codesign.spec.hardware import Gpu
 from llm_codesign.spec.kinds import DenseFfn, MoE
@@ -84,7 +84,7 @@ def side_by_side(r: dict, *, params: float, gpu: Gpu, cal: Calibration, prec: Pr
 
     ref = r["reference"]
     m0, name0, _ = reference_model(params, baseline=baseline, moe=moe, budget_tol=budget_tol)
-    vocab = baseline.vocab if baseline is not None else 128256  # design's shapes take the baseline's vocabulary
+    vocab = baseline.vocab if baseline is not None else DEFAULT_VOCAB  # design's shapes take the baseline's vocabulary
     terms = accuracy_model.model_terms(m0, prec.weight.name, c=quality.constants(quality_file), pc=accuracy_model.proxy_constants(proxy_file))
     cols = [(m0, {"role": "baseline" if baseline is not None else "reference", "name": name0, "basis": ref["basis"],
                   "quality": {"loss": ref["quality_proxy"], "delta_pct": 0.0, "sigma_pct": 0.0, "delta_band_pct": [0.0, 0.0], "passes": True,
@@ -118,7 +118,7 @@ def complete(r: dict, *, params: float, gpu: Gpu, cal: Calibration, prec: Precis
     from llm_codesign.explore.lint import lint
     from llm_codesign.measure.intervals import design_rows
 
-    vocab = baseline.vocab if baseline is not None else 128256
+    vocab = baseline.vocab if baseline is not None else DEFAULT_VOCAB
     lint_regime = slo.regime if slo.regime != "long-context" else "throughput"
     for d in r["designs"]:
         fs = lint(to_model(d, vocab), gpu, cal, lint_regime, prec=prec, proxy_file=proxy_file, gpus=num_gpus)
