@@ -14,7 +14,8 @@ AR_MAX_BYTES = {2: 16e6, 4: 8e6, 8: 8e6}
 # Beyond 8 GPUs a TP group spans NVLink trays of a multi-node NVLink domain (GB200/GB300 NVL72), where AUTO
 # first tries MNNVLAllReduce (_torch/distributed/ops.py, is_mnnvl: multi-node mapping on aarch64 with MNNVL
 # memory): one-shot up to 512 KiB of tokens x hidden x group, else two-shot, through a multicast buffer, so
-# the same two formulas price it, flat in the GPU count, rather than NCCL. Its bound is the workspace size
+# the same two formulas price it, flat in the GPU count, rather than NCCL, at the fixed costs fitted on 8 GPUs
+# (assumed: no MNNVL timing in the data; docs/accuracy.md#assumptions). Its bound is the workspace size
 # kept in uint32 (two-shot holds 2 x the message).
 MNNVL_MAX_BYTES = 2.0**31
 
