@@ -92,7 +92,7 @@ def test_moe_kernel_families_are_read_checked_and_written_back(tmp_path):
     assert scale == pytest.approx(0.3 / c.gemm_eff_bf16) and route == 2e-9
     assert fixed == dict(FITTED["hopper"]["moe_kernel_overhead_s"]["sglang_triton"])["bf16"]  # the bundled fit's, not overridden
     # no values of its own: the tables' pair (W4A16's grouped rate is its dense Marlin rate)
-    assert c.moe_kernel("deepgemm", "fp8_deepgemm") == (c.moe_eff_fp8_deepgemm, c.moe_overhead_s, c.moe_route_s)
+    assert c.moe_kernel("trtllm_w4a16", "bf16") == (c.moe_eff, c.moe_overhead_s, c.moe_route_s)
     assert c.moe_kernel(None, "w4a16") == (1.0, c.moe_overhead_s, c.moe_route_s)
     for i, (text, field) in enumerate((("[hopper.moe_kernel_eff.cutlas]\nbf16 = 0.3\n", "calibration.moe_kernel_eff.cutlas: "),
                                        ("[hopper.moe_kernel_eff.cutlass]\nint8 = 0.3\n", "calibration.moe_kernel_eff.cutlass: "),

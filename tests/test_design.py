@@ -209,3 +209,19 @@ def test_lint_does_not_contradict_design(latency70):
     for d in latency70["designs"][:3]:
         fs = lint(to_model(d, 128256), g, cal, "latency")
         assert not [f for f in fs if f.rule == "R8"] and not [f for f in fs if f.rule == "R3" and f.severity == "warning"]
+
+
+def test_a_quality_bound_without_a_band_says_so():
+    # a neighbour below the reference's quality: beyond k sigma of the difference, or, with a zero sigma (no
+    # uncertain term between them), "no band" rather than "beyond 1 x its sigma 0"
+    from llm_codesign.explore.design import quality_why
+
+    assert quality_why(0.0123, 0.0041, 1.0) == "proxy loss +0.0123 against the reference's, beyond 1 x its sigma 0.0041"
+    assert quality_why(0.0123, 0.0, 1.0) == "proxy loss +0.0123 against the reference's, above it, with no band"
+
+
+def test_default_vocabulary_is_llama3s_tokenizer():
+    # design's shapes without a baseline take Llama 3's vocabulary, the bundled Llama 3.1 models' own
+    from llm_codesign.explore.design import DEFAULT_VOCAB
+
+    assert DEFAULT_VOCAB == get_model("llama-3.1-8b").vocab == get_model("llama-3.1-70b").vocab == 128256

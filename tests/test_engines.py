@@ -155,28 +155,28 @@ def test_engine_attention_kernels_by_kind(h100):
     assert ops["vllm"][name].time.item() == pytest.approx(1.15 * ops["trtllm"][name].time.item(), rel=1e-9)
 
 
-@pytest.mark.parametrize("backend, kernel, weight, ep, a2a, family", [
+@pytest.mark.parametrize("backend, kernel, weight, ep, family", [
     # TensorRT-LLM: CUTLASS fused MoE (its default backend), gpt-oss's MXFP4 on triton_kernels (AUTO -> TRITON on SM90)
-    ("trtllm", "fp8_block", "fp8_block", False, "none", "cutlass"), ("trtllm", "bf16", "bf16", True, "none", "cutlass"),
-    ("trtllm", "fp8", "fp8", False, "none", "cutlass"), ("trtllm", "w4a16", "mxfp4", False, "none", "triton_kernels"),
-    ("trtllm", "w4a16", "int4", False, "none", "trtllm_w4a16"),
-    # SGLang 0.5.12: Triton fused MoE for block FP8 unless a DeepEP all-to-all; MXFP4 on triton_kernels at EP 1 only
-    ("sglang", "fp8_block", "fp8_block", False, "none", "sglang_triton"), ("sglang", "fp8_block", "fp8_block", True, "none", "sglang_triton"),
-    ("sglang", "fp8_block", "fp8_block", True, "deepep", "deepgemm"), ("sglang", "bf16", "bf16", False, "none", "sglang_triton"),
-    ("sglang", "w4a16", "mxfp4", False, "none", "triton_kernels"), ("sglang", "w4a16", "mxfp4", True, "none", "sglang_triton"),
-    ("sglang", "w4a16", "int4", False, "none", "marlin"),
+    ("trtllm", "fp8_block", "fp8_block", False, "cutlass"), ("trtllm", "bf16", "bf16", True, "cutlass"),
+    ("trtllm", "fp8", "fp8", False, "cutlass"), ("trtllm", "w4a16", "mxfp4", False, "triton_kernels"),
+    ("trtllm", "w4a16", "int4", False, "trtllm_w4a16"),
+    # SGLang 0.5.12: Triton fused MoE for block FP8 (DeepGEMM only with a DeepEP all-to-all, not its default); MXFP4 on triton_kernels at EP 1 only
+    ("sglang", "fp8_block", "fp8_block", False, "sglang_triton"), ("sglang", "fp8_block", "fp8_block", True, "sglang_triton"),
+    ("sglang", "bf16", "bf16", False, "sglang_triton"),
+    ("sglang", "w4a16", "mxfp4", False, "triton_kernels"), ("sglang", "w4a16", "mxfp4", True, "sglang_triton"),
+    ("sglang", "w4a16", "int4", False, "marlin"),
     # vLLM 0.24: block FP8 on Triton under TP and FlashInfer's CUTLASS under EP; per-tensor FP8 on FlashInfer's CUTLASS
-    ("vllm", "fp8_block", "fp8_block", False, "none", "vllm_triton"), ("vllm", "fp8_block", "fp8_block", True, "none", "flashinfer_cutlass"),
-    ("vllm", "fp8", "fp8", False, "none", "flashinfer_cutlass"), ("vllm", "bf16", "bf16", True, "none", "vllm_triton"),
-    ("vllm", "w4a16", "mxfp4", True, "none", "triton_kernels"), ("vllm", "w4a16", "int4", False, "none", "marlin"),
+    ("vllm", "fp8_block", "fp8_block", False, "vllm_triton"), ("vllm", "fp8_block", "fp8_block", True, "flashinfer_cutlass"),
+    ("vllm", "fp8", "fp8", False, "flashinfer_cutlass"), ("vllm", "bf16", "bf16", True, "vllm_triton"),
+    ("vllm", "w4a16", "mxfp4", True, "triton_kernels"), ("vllm", "w4a16", "int4", False, "marlin"),
 ])
-def test_moe_kernel_family_per_engine_on_hopper(backend, kernel, weight, ep, a2a, family):
+def test_moe_kernel_family_per_engine_on_hopper(backend, kernel, weight, ep, family):
     from llm_codesign.spec.engines import MOE_KERNELS
 
     e = get_engine(backend)
-    assert e.moe_kernel("hopper", kernel, weight=weight, ep=ep, a2a=a2a) == family and family in MOE_KERNELS
+    assert e.moe_kernel("hopper", kernel, weight=weight, ep=ep) == family and family in MOE_KERNELS
     # elsewhere every engine's experts run at the kernel tables' rates (no per-engine tables there)
-    assert e.moe_kernel("blackwell", kernel, weight=weight, ep=ep, a2a=a2a) is None
+    assert e.moe_kernel("blackwell", kernel, weight=weight, ep=ep) is None
 
 
 def test_moe_experts_are_priced_in_the_engines_kernel_family(h100):

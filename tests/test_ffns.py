@@ -134,3 +134,31 @@ def test_moe_block_where_the_up_projection_gathers_and_activates(weights, gpu, a
     assert float(ops["permute"].bytes) == pytest.approx(perm)
     assert ops["permute"].kernels == (1.0 if gathered else 2.0)
     assert float(ops["permute"].time) == pytest.approx(float(elementwise_time(perm, ops["permute"].kernels, g, cal)[0]))
+
+
+@pytest.mark.parametrize("engine,gathered", [("vllm", False), ("sglang", True), ("atom", True)])
+def test_vllm_on_cdna_runs_its_triton_moe_not_aiters(engine, gathered):
+    """On MI355X SGLang and ATOM run AITER's fused MoE (the kernel tables' own: FC1 gathers and activates, at
+    the AITER fit); vLLM takes it only with VLLM_ROCM_USE_AITER=1, off by default, so its Triton fused MoE: a
+    permuted copy (2 launches, T x 8 x h x (2 + 2) + T x h x 2 bytes at BF16), the activation a kernel of its
+    own, and the generic grouped-GEMM values (0.80 of the dense rate, 10 us a launch), not AITER's (0.2496, 6.63 us)."""
+    from llm_codesign.cost.calibration import calibration_for
+    from llm_codesign.spec.engines import get_engine
+    from llm_codesign.spec.hardware import get_gpu
+    from llm_codesign.spec.kinds import MoE
+    from llm_codesign.spec.precision import Precision
+
+    g = get_gpu("mi355x")
+    cal = calibration_for(g)
+    e = get_engine(engine)
+    m = ModelSpec("moe", hidden=4096, vocab=32000, groups=((Layer(NoMixer(), MoE(experts=128, top_k=8, expert_inter=1536)), 1),))
+    T = 16.0
+    ops = {o.role: o for o in layer_ops(m, m.groups[0][0], 1.0, g, cal, prec=Precision.of("bf16"), sh=Plan(tp=1),
+                                        b=Batch(dec_seqs=T, dec_ctx=100), prefix="x", parts=("ffn",), engine=e)}
+    assert ("experts_act" in ops) == (not gathered)
+    assert ops["permute"].kernels == (1.0 if gathered else 2.0)
+    assert float(ops["permute"].bytes) == pytest.approx(T * 8 * 4096 * (2.0 if gathered else 4.0) + T * 4096 * 2.0)
+    fam = e.moe_kernel("cdna4", "bf16", weight="bf16")
+    assert fam == (None if gathered else "vllm_triton")
+    assert cal.moe_kernel(fam, "bf16")[:2] == ((pytest.approx(0.2496), pytest.approx(6.63e-6)) if gathered
+                                               else (pytest.approx(0.80), pytest.approx(10e-6)))

@@ -12,8 +12,11 @@ spec.loader.exec_module(ra)
 
 
 def test_the_published_setting():
-    # a rank's mean 1,024 routed tokens over 32 ranks at top-8: 4,096 tokens, 128 per expert of 256
-    assert ra.TOKENS == 4096.0 and ra.TOKENS * ra.K / ra.E == 128.0
+    # the published setting, 4,096 tokens (a rank's mean 1,024 routed tokens x 32 ranks / top-8) on 256 experts:
+    # 128 per expert on average. At alpha 0.5 (q = 1 - alpha) the law's draws on [1, 0.8 x 4096 = 3276.8] have mean
+    # q/(q+1) (b^1.5 - 1)/(b^0.5 - 1) = 1111.68, scaled by 32768 / (256 x 1111.68) = 0.11514; the busiest expert, the
+    # median of the largest of 256 draws, ((b^0.5 - 1) 0.5^(1/256) + 1)^2 x 0.11514 = 375.29 tokens: 1.932 above the mean
+    assert ra.excess(0.5, "expert") == pytest.approx(375.29 / 128 - 1, abs=1e-4)
     # uniform routing (alpha 0) puts every rank and expert at the mean
     assert ra.excess(0.0, "rank") == 0.0 and ra.excess(0.0, "expert") == 0.0
 

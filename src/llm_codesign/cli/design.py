@@ -105,7 +105,7 @@ def design(
 ):
     """Search model shapes that move the frontier out at equal quality proxy."""
     from llm_codesign.cost.calibration import calibration_for
-    from llm_codesign.explore.design import Slo, design_nsga2, hf_config, to_model
+    from llm_codesign.explore.design import DEFAULT_VOCAB, Slo, design_nsga2, hf_config, to_model
     from llm_codesign.explore.design import design as run
     from llm_codesign.outputs import check_writable, write_all, write_text
     from llm_codesign.spec.engines import get_engine
@@ -168,7 +168,7 @@ def design(
     r = complete(r, params=params, gpu=g, cal=cal, prec=prec, num_gpus=gpus_, slo=slo, moe=moe, engine=eng, baseline=base,
                  budget_tol=budget_tol, table=table_for(calibration, gpu=g), quality_file=quality_file, proxy_file=accuracy_proxy,
                  side=bool(as_json or report))
-    vocab = base.vocab if base else 128256
+    vocab = base.vocab if base else DEFAULT_VOCAB
     jobs = []  # every file written, or none
     if report and r["designs"]:
         from llm_codesign.render.design_report import write_design_html

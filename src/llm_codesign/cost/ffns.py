@@ -116,7 +116,7 @@ def _routed_experts(f: MoE, M: Site, *, at: _At, s: _Step, prec: Precision, load
             # halves) read, the down-projection's input written
             act = on_rank * (f.expert_inter / s.moe_tp) * ((f.mats - 1) * 2.0 + ff["a_b"])
             ops.append(_elementwise(M / "experts_act", np.where(T_all > 0, act, 0.0), 1.0, at))
-    route = [at.cal.moe_kernel(fam, _family_kernel(fam, kernel))[2] for fam in fams]
+    route = [at.cal.moe_kernel(fam, kernel)[2] for fam in fams]
     return ops, route[0] if len(set(route)) == 1 else np.where(ep > 1, route[1], route[0]), gathered
 
 
@@ -128,6 +128,9 @@ def _routed_experts(f: MoE, M: Site, *, at: _At, s: _Step, prec: Precision, load
 # into FC1 except for DeepSeek's block FP8 ("We do not fuse activation with FC1 for DeepSeek FP8 due to the
 # weights shuffling constraint", its runner). CDNA: AITER's fused MoE sorts indices (moe_sorting), gathers
 # and activates in its first stage and combines in its second (ck_moe_stage1 / stage2, the asm fmoe_g1u1).
+# Keyed on the engine's MoE kernel family, not the GPU's alone: the tables' own only where the engine runs
+# them (SGLang and ATOM on AITER); vLLM on ROCm runs its Triton fused MoE (VLLMEngine.moe_kernel), whose
+# permuted copy and activation are kernels of their own.
 FC1_FUSED = {"blackwell": ("fp8_block",), "cdna3": (), "cdna4": ()}
 
 
@@ -136,11 +139,6 @@ def fc1_fused(gpu_family: str, fams, kernel: str) -> tuple[bool, bool]:
     `fams` (None: the kernel tables' own) on `gpu_family` for weights of GEMM kernel family `kernel` (FC1_FUSED)."""
     gathered = all(f is None for f in fams) and gpu_family in FC1_FUSED
     return gathered, gathered and kernel not in FC1_FUSED[gpu_family]
-
-
-def _family_kernel(fam: str | None, kernel: str) -> str:
-    """The GEMM kernel family a MoE kernel family runs on weights of `kernel`: DeepGEMM's own block-FP8 kernels."""
-    return "fp8_deepgemm" if fam == "deepgemm" else kernel
 
 
 def _either(sel, a: Op, b: Op) -> Op:
@@ -159,7 +157,6 @@ def _expert_gemm(label: _Label, n, k, at: _At, *, load, math, a_b, w_b, kernel, 
     expert as the grouped kernel tiles them."""
     active, top, on_rank, alpha = load
     cal = at.cal
-    kernel = _family_kernel(fam, kernel)
     eff, overhead, _ = cal.moe_kernel(fam, kernel, rate=gemm.main_loop_rate(kernel, at.gpu))
     kw = dict(eff_scale=eff, kernel=kernel, swap_ab=True, overhead_s=overhead)
     if alpha <= 0.0:

@@ -22,6 +22,9 @@ from llm_codesign.spec.model import Layer, ModelSpec
 from llm_codesign.spec.plan import Plan, validity
 from llm_codesign.spec.precision import Precision
 
+# the vocabulary of design's shapes without a baseline (with one they take its own): Llama 3's tokenizer, 128,000
+# BPE tokens and 256 reserved special ones (meta-llama/Meta-Llama-3-8B config.json vocab_size 128256)
+DEFAULT_VOCAB = 128256
 REGIMES = {
     # objective, constraint; ISL/OSL of the regime
     "latency": ("tok_s_per_user", "min_tps_gpu", 1024, 1024),
@@ -105,7 +108,7 @@ def thin(c: dict, max_candidates: int) -> dict:
     return {k: v[idx] for k, v in c.items()}
 
 
-def candidates(params: float, *, moe: bool, tol: float = 0.1, vocab: int = 128256, max_candidates: int = 20000,
+def candidates(params: float, *, moe: bool, tol: float = 0.1, vocab: int = DEFAULT_VOCAB, max_candidates: int = 20000,
                head_dims=None, kv_heads=None, dense_hidden=None, layers=None) -> dict[str, np.ndarray]:
     """Shape grid within params*(1 +- tol): hidden and widths in multiples of 128/256."""
     if params <= 0:
@@ -363,7 +366,7 @@ def _setup(params, baseline, moe, prec, *, budget_tol, quality_tol, quality_sigm
                     k=quality_sigmas, tol=quality_tol)
     env = envelope_at(params)
     jk = dict(ref=ref, weight_dtype=prec.weight.name, qc=qc, pc=pc, outside_envelope=outside_envelope)
-    return prec, (baseline.vocab if baseline else 128256), ref, env, jk
+    return prec, (baseline.vocab if baseline else DEFAULT_VOCAB), ref, env, jk
 
 
 def design(params: float, gpu: Gpu, cal: Calibration, num_gpus: int, slo: Slo, *, baseline: ModelSpec | None = None,
@@ -490,6 +493,13 @@ def _num(x):
     return int(x) if x.is_integer() else x
 
 
+def quality_why(delta: float, sigma: float, k: float) -> str:
+    """Why a shape falls below the reference's quality: its proxy loss difference beyond k x the difference's
+    sigma, or, where the sigma is 0 (no term the two differ in is uncertain), beyond the reference's with no band."""
+    band = f"beyond {k:g} x its sigma {sigma:.2g}" if sigma > 0 else "above it, with no band"
+    return f"proxy loss {delta:+.4f} against the reference's, {band}"
+
+
 def _binds(cand, obj, *, axes, params, budget_tol, judge_kw, price_kw, limits) -> tuple[list[dict], int]:
     """Which constraints hold the winner back: its neighbours one grid step along each axis that lie in the
     budget but were not admitted (outside the envelope, or below the reference's quality), priced; those that
@@ -526,8 +536,7 @@ def _binds(cand, obj, *, axes, params, budget_tol, judge_kw, price_kw, limits) -
                         "why": "; ".join(describe(v) for v in pos["outside"])})
         if not c["q_passes"][i]:
             out.append({"kind": "quality", **what, "delta": float(c["q_delta"][i]), "sigma": float(c["q_sigma_test"][i]),
-                        "why": f"proxy loss {c['q_delta'][i]:+.4f} against the reference's, beyond {judge_kw['ref'].k:g} x its sigma "
-                               f"{c['q_sigma_test'][i]:.2g}"})
+                        "why": quality_why(float(c["q_delta"][i]), float(c["q_sigma_test"][i]), judge_kw["ref"].k)})
     return out, ev
 
 

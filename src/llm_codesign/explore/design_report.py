@@ -6,7 +6,7 @@ envelope, what binds the winner, and the guideline findings with their predicted
 from __future__ import annotations
 
 from llm_codesign.cost.calibration import Calibration
-from llm_codesign.explore.design import Slo, at_best, reference_model, to_model
+from llm_codesign.explore.design import DEFAULT_VOCAB, Slo, at_best, reference_model, to_model
 from llm_codesign.spec.engines import Engine
 from llm_codesign.spec.hardware import Gpu
 from llm_codesign.spec.kinds import DenseFfn, MoE
@@ -84,7 +84,7 @@ def side_by_side(r: dict, *, params: float, gpu: Gpu, cal: Calibration, prec: Pr
 
     ref = r["reference"]
     m0, name0, _ = reference_model(params, baseline=baseline, moe=moe, budget_tol=budget_tol)
-    vocab = baseline.vocab if baseline is not None else 128256  # design's shapes take the baseline's vocabulary
+    vocab = baseline.vocab if baseline is not None else DEFAULT_VOCAB  # design's shapes take the baseline's vocabulary
     terms = accuracy_model.model_terms(m0, prec.weight.name, c=quality.constants(quality_file), pc=accuracy_model.proxy_constants(proxy_file))
     cols = [(m0, {"role": "baseline" if baseline is not None else "reference", "name": name0, "basis": ref["basis"],
                   "quality": {"loss": ref["quality_proxy"], "delta_pct": 0.0, "sigma_pct": 0.0, "delta_band_pct": [0.0, 0.0], "passes": True,
@@ -102,7 +102,7 @@ def side_by_side(r: dict, *, params: float, gpu: Gpu, cal: Calibration, prec: Pr
         frontier, evaluated = _frontier(m, gpu, cal, prec, num_gpus=num_gpus, slo=slo, engine=engine, table=table)
         out.append(col | {"shape": shape_of(m), "total_params": int(m.total_params), "active_params": int(m.active_params),
                           "at_slo": at, "frontier": frontier, "evaluated": evaluated,
-                          "lint": [f.to_dict() for f in lint(m, gpu, cal, lint_regime, prec=prec, proxy_file=proxy_file)]})
+                          "lint": [f.to_dict() for f in lint(m, gpu, cal, lint_regime, prec=prec, proxy_file=proxy_file, gpus=num_gpus)]})
     base = out[0]["at_slo"]["objective"] if out[0]["at_slo"] else None
     for c in out:
         c["gain_pct"] = 100.0 * (c["at_slo"]["objective"] / base - 1.0) if base and c["at_slo"] and c["role"] == "design" else None
@@ -118,10 +118,10 @@ def complete(r: dict, *, params: float, gpu: Gpu, cal: Calibration, prec: Precis
     from llm_codesign.explore.lint import lint
     from llm_codesign.measure.intervals import design_rows
 
-    vocab = baseline.vocab if baseline is not None else 128256
+    vocab = baseline.vocab if baseline is not None else DEFAULT_VOCAB
     lint_regime = slo.regime if slo.regime != "long-context" else "throughput"
     for d in r["designs"]:
-        fs = lint(to_model(d, vocab), gpu, cal, lint_regime, prec=prec, proxy_file=proxy_file)
+        fs = lint(to_model(d, vocab), gpu, cal, lint_regime, prec=prec, proxy_file=proxy_file, gpus=num_gpus)
         d["lint"] = {"errors": sum(f.severity == "error" for f in fs), "warnings": sum(f.severity == "warning" for f in fs),
                      "top": fs[0].message if fs else None}
     r = design_rows(r, gpu=gpu, prec=prec, engine=engine.name, baseline=baseline, table=table)

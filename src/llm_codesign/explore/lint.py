@@ -52,9 +52,10 @@ class Finding:
         return {**asdict(self), "rule_name": RULES[self.rule][0]}
 
 
-def _tp_for(model: ModelSpec, gpu: Gpu, want: int = 8) -> int:
-    for tp in (want, 4, 2, 1):
-        if tp <= max(gpu.scale_up_domain, 1) and int(validity(model, gpu, Plan(tp=tp, ep=1, moe_tp=tp if model.is_moe else 1), tp)) < 0:
+def _tp_for(model: ModelSpec, gpu: Gpu, gpus: int) -> int:
+    """The widest TP of 8, 4, 2 within `gpus` and the scale-up domain at which the shape fits (1 where none does)."""
+    for tp in (8, 4, 2, 1):
+        if tp <= min(max(gpu.scale_up_domain, 1), gpus) and int(validity(model, gpu, Plan(tp=tp, ep=1, moe_tp=tp if model.is_moe else 1), tp)) < 0:
             return tp
     return 1
 
@@ -90,6 +91,23 @@ def _objective(regime: str) -> str:
     return "GPU time per output token" if regime == "throughput" else "TPOT"
 
 
+def _more_time(pct: float, than: str) -> str:
+    """A change in time as what it is: "4.7% less time than X", "the same time as X" where it rounds to 0.0%."""
+    r = round(pct, 1)
+    return f"the same time as {than}" if r == 0 else f"{abs(r):.1f}% {'more' if r > 0 else 'less'} time than {than}"
+
+
+def _faster(gain: float) -> str:
+    """A speed change as what it is: "9.5% faster", "2.0% slower", "as fast" where it rounds to 0.0%."""
+    r = round(gain, 1)
+    return "as fast" if r == 0 else f"{abs(r):.1f}% {'faster' if r > 0 else 'slower'}"
+
+
+def _signed(x: float, digits: int) -> str:
+    """A signed figure that never reads -0.000 (a change that rounds to nothing is +0)."""
+    return f"{round(x, digits) + 0.0:+.{digits}f}"
+
+
 def _at(model: ModelSpec, plan: Plan, regime: str) -> str:
     """The deployment in `estimate`'s terms, for a finding's message."""
     seqs, isl, osl = _load(model, regime)
@@ -99,11 +117,14 @@ def _at(model: ModelSpec, plan: Plan, regime: str) -> str:
 
 
 def lint(model: ModelSpec, gpu: Gpu, cal: Calibration, regime: str = "throughput", *, prec: Precision | None = None,
-         proxy_file: str | None = None) -> list[Finding]:
+         proxy_file: str | None = None, gpus: int | None = None) -> list[Finding]:
+    """The shape's findings at `regime`, each priced on deployments of at most `gpus` GPUs (a design's budget: TP, and
+    TP x PP for R6, within it); None: a node's TP8 and PP up to 8 on top of it."""
     if regime not in REGIMES:
         raise InputError("regime", regime, "one of: " + ", ".join(REGIMES))
     prec = prec or model.default_precision
-    tp = _tp_for(model, gpu)
+    most = 64 if gpus is None else gpus
+    tp = _tp_for(model, gpu, most)
     moe = next((layer.ffn for layer, _ in model.groups if isinstance(layer.ffn, MoE)), None)
     # MoE models deploy experts with EP when the experts split (each expert whole on one GPU)
     ep = tp if moe and moe.experts % tp == 0 else 1
@@ -115,8 +136,8 @@ def lint(model: ModelSpec, gpu: Gpu, cal: Calibration, regime: str = "throughput
     out += _width_vs_depth(model, gpu, cal, prec, tp, proxy_file=proxy_file)
     out += _quantization_readiness(model)
     out += _moe_shape(model, gpu, cal, prec, sh)
-    out += _pipeline_regularity(model, gpu, cal, prec, sh, b=b, regime=regime)
-    out += _parallel_readiness(model, gpu, cal, prec)
+    out += _pipeline_regularity(model, gpu, cal, prec, sh, b=b, regime=regime, gpus=most)
+    out += _parallel_readiness(model, gpu, cal, prec, gpus=most)
     out += _trust_region(model, prec, proxy_file=proxy_file)
     return sorted(out, key=lambda f: (-SEVERITY_ORDER[f.severity], -f.cost_pct))
 
@@ -227,7 +248,7 @@ def _tile_alignment(model, gpu, cal, prec, sh, *, tp, regime):
         else:
             why = (f"on {gpu.name} alignment beyond 128 does not matter: {rate}" if unit == 256 and width <= 128
                    else f"the padded tail costs nothing at this deployment; {rate}")
-            out.append(Finding("R2", "info", what, f"{head}: {pct:+.1f}%; {why}", 0.0, "nothing to fix", figures))
+            out.append(Finding("R2", "info", what, f"{head}: {_more_time(pct, 'them')}; {why}", 0.0, "nothing to fix", figures))
     v = model.vocab
     if v % 128:
         pad = int(math.ceil(v / 128) * 128)
@@ -295,7 +316,7 @@ def _width_vs_depth(model, gpu, cal, prec, tp, *, proxy_file=None):
     n2, params = sum(n for _, n in wide.groups), wide.total_params
     figures = {"tpot_ms": t0 * 1e3, "wider_tpot_ms": t1 * 1e3, "speed_gain_pct": gain, "wider_layers": n2, "wider_hidden": h2,
                "wider_params": params, "depth_floor_ms": floor * 1e3, **q}
-    quality = f"proxy loss {q['quality_delta_pct']:+.3f}% +- {q['quality_band_pct']:.3f}%" + (
+    quality = f"proxy loss {_signed(q['quality_delta_pct'], 3)}% +- {q['quality_band_pct']:.3f}%" + (
         f" (extrapolated: {', '.join(q['extrapolated'])})" if q["extrapolated"] else "")
     if why:
         if gain <= 0:
@@ -306,7 +327,9 @@ def _width_vs_depth(model, gpu, cal, prec, tp, *, proxy_file=None):
     return [Finding("R3", sev, "layers", f"{L} layers x hidden {h} (aspect {aspect:.0f}): depth alone costs ~{floor * 1e3:.2f} ms per token "
                     f"(fixed kernel costs + {halves} all-reduces at TP{tp}); TPOT at batch 1 {t0 * 1e3:.2f} ms",
                     gain, f"{n2} layers x hidden {h2} ({params / 1e9:.1f}B vs {model.total_params / 1e9:.1f}B params): "
-                    f"TPOT {t1 * 1e3:.2f} ms ({gain:+.1f}%) on {gpu.name} TP{tp}; accuracy: {quality}; {acc}", figures)]
+                    f"TPOT {t1 * 1e3:.2f} ms, {_faster(gain)}, on {gpu.name} TP{tp}; accuracy: {quality}"
+                    # the aspect term alone where it moves (on Kaplan's flat band it changes by nothing: no figure)
+                    + (f"; {acc}" if round(q["aspect_delta_pct"], 3) or round(q["aspect_band_pct"], 3) else ""), figures)]
 
 
 def _judge_wider(model, wide, prec, *, proxy_file) -> tuple[str, str, dict]:
@@ -322,7 +345,7 @@ def _judge_wider(model, wide, prec, *, proxy_file) -> tuple[str, str, dict]:
     whole = {k: float(np.ravel(v)[0]) for k, v in quality_delta(b, a).items() if k != "beyond"}
     only = [{"loss": t["nats"]["aspect"][0], "slope": t["slope"], "ln": {}, "nats": {"aspect": t["nats"]["aspect"]}} for t in (a, b)]
     q = {k: float(np.ravel(v)[0]) for k, v in quality_delta(only[1], only[0]).items() if k != "beyond"}
-    acc = f"aspect-ratio term {100 * q['delta'] / loss:+.3f}% +- {100 * q['sigma'] / loss:.3f}% of the proxy loss"
+    acc = f"aspect-ratio term {_signed(100 * q['delta'] / loss, 3)}% +- {100 * q['sigma'] / loss:.3f}% of the proxy loss"
     pos = position(envelope_at(float(wide.total_params)), features(row_of(wide)) | {"hidden": float(wide.hidden)})
     here = position(envelope_at(float(model.total_params)), features(row_of(model)) | {"hidden": float(model.hidden)})
     figures = {"quality_delta_pct": 100 * whole["delta"] / loss, "quality_band_pct": 100 * whole["sigma"] / loss,
@@ -442,12 +465,12 @@ def _balanced(model: ModelSpec, pp: int) -> ModelSpec | None:
     return replace(model, layout=stage * pp)
 
 
-def _stage_costs(model, gpu, cal, prec, sh, *, regime) -> list[tuple]:
-    """R6's comparisons, one per PP of 2, 4 and 8 that has one: (cost %, pp, the shape's time, the neighbour's layers,
+def _stage_costs(model, gpu, cal, prec, sh, *, regime, pps) -> list[tuple]:
+    """R6's comparisons, one per PP of `pps` that has one: (cost %, pp, the shape's time, the neighbour's layers,
     its time, every neighbour priced as (layers, time))."""
     L = model.num_layers
     costs = []
-    for pp in (2, 4, 8):
+    for pp in pps:
         if pp > L:
             continue
         plan = replace(sh, pp=pp)
@@ -472,32 +495,35 @@ def _stage_costs(model, gpu, cal, prec, sh, *, regime) -> list[tuple]:
     return costs
 
 
-def _pipeline_regularity(model, gpu, cal, prec, sh, *, b, regime):
+def _pipeline_regularity(model, gpu, cal, prec, sh, *, b, regime, gpus):
     """R6: a layer count PP does not divide, and kinds of layer stages do not share evenly, priced as `estimate`
     prices the deployment (the stage split, the slowest stage, the micro-batches): the regime's objective (_time)
     per layer against the nearest layer count PP divides, or against the same layers balanced per stage."""
     out = []
     L = model.num_layers
-    costs = _stage_costs(model, gpu, cal, prec, sh, regime=regime)
-    uneven = [p for p in (2, 4, 8) if L % p and p <= L]
+    pps = [p for p in (2, 4, 8) if p * int(sh.tp) <= gpus]  # the pipelines the GPU budget holds at lint's TP
+    if not pps:
+        return out
+    costs = _stage_costs(model, gpu, cal, prec, sh, regime=regime, pps=pps)
+    uneven = [p for p in pps if L % p and p <= L]
     if costs:
         pct, pp, t, n, tn, priced = max(costs, key=lambda c: c[0])
         sizes = "/".join(str(sum(st)) for st in model.stage_counts(pp))
         what = (f"{L} layers do not split evenly over PP {', '.join(map(str, uneven))}" if uneven
-                else f"{L} layers split evenly over PP 2, 4, 8 but their kinds do not")
+                else f"{L} layers split evenly over PP {', '.join(map(str, pps))} but their kinds do not")
         at = _at(model, replace(sh, pp=pp), regime)
         other = "the same layers balanced per stage" if n == L else f"{n} layers"
         figures = {"pp": pp, "objective": _objective(regime), "time_ms": t * 1e3, "layers": L, "neighbour_layers": n,
                    "neighbour_time_ms": tn * 1e3, "per_layer": n != L, "time_ms_by_layers": {str(k): x * 1e3 for k, x in priced}}
         if round(pct, 1) > 0:
-            alts = ", ".join(f"{k} layers {x * 1e3:.3f} ms ({100 * (x / t - 1):+.1f}%)" for k, x in priced if k != L)
+            alts = ", ".join(f"{k} layers {x * 1e3:.3f} ms ({_more_time(100 * (x / t - 1), str(L))})" for k, x in priced if k != L)
             out.append(Finding("R6", "warning" if pct >= 1.0 else "info", "layers",
                                f"{what}: at PP{pp} (stages of {sizes} layers; {at}) {_objective(regime)} {t * 1e3:.3f} ms against "
                                f"{tn * 1e3:.3f} ms with {other}: {pct:.1f}% more time per {'layer' if n != L else 'token'}, "
                                "the slowest stage setting every micro-batch's pace",
                                pct, (f"{alts} at PP{pp}" if n != L else "keep the layer pattern regular per stage"), figures))
         elif uneven:
-            out.append(Finding("R6", "info", "layers", f"{what}; at PP{pp} ({at}) {_objective(regime)} per layer is {pct:+.1f}% against {other}",
+            out.append(Finding("R6", "info", "layers", f"{what}; at PP{pp} ({at}) {_objective(regime)} per layer takes {_more_time(pct, other)}",
                                0.0, "nothing to fix", figures))
     if len(model.groups) > 1:
         times = []
@@ -514,12 +540,13 @@ def _pipeline_regularity(model, gpu, cal, prec, sh, *, b, regime):
     return out
 
 
-def _parallel_readiness(model, gpu, cal, prec):
-    """R7: heads and KV heads TP does not split, and Helix against TP8 for long-context decode."""
+def _parallel_readiness(model, gpu, cal, prec, *, gpus):
+    """R7: heads and KV heads TP (of 2, 4, 8 within `gpus`) does not split, and Helix against TP8 for long-context
+    decode where `gpus` holds 8."""
     out = []
     kvh = sorted({layer.attn.kv_heads for layer, _ in model.groups if isinstance(layer.attn, GQA)})
     heads = sorted({layer.attn.heads for layer, _ in model.groups if isinstance(layer.attn, (GQA, MLA))})
-    for tp in (2, 4, 8):
+    for tp in (p for p in (2, 4, 8) if p <= gpus):
         for h in heads:
             if h % tp:
                 out.append(Finding("R7", "error", f"heads@TP{tp}", f"{h} attention heads do not split over TP{tp}", 0.0,
@@ -535,7 +562,7 @@ def _parallel_readiness(model, gpu, cal, prec):
     # MLA keeps one latent KV head that every TP rank holds whole (DeepSeek-V2 sec. 2.1; the Helix
     # paper's own case, arXiv:2507.07120): TP shards none of its cache, so Helix runs it at TP1 x KVP8
     mla = any(isinstance(layer.attn, MLA) for layer, _ in model.groups)
-    if (mla or (kvh and min(kvh) < 8)) and gpu.scale_up_domain >= 8:
+    if (mla or (kvh and min(kvh) < 8)) and gpu.scale_up_domain >= 8 and gpus >= 8:
         k = 1 if mla else min(kvh)
         moe = next((layer.ffn for layer, _ in model.groups if isinstance(layer.ffn, MoE)), None)
         ep = 8 if moe and moe.experts % 8 == 0 else 1  # experts whole on one GPU where they split, as lint's plan

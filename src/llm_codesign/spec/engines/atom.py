@@ -5,11 +5,8 @@ prefill-first scheduling, CUDA (HIP) graphs for decode batches. No export builde
 exported."""
 from __future__ import annotations
 
-from llm_codesign.spec.engines.base import Engine, register_engine
+from llm_codesign.spec.engines.base import CDNA_FAMILIES, Engine, register_engine
 from llm_codesign.spec.engines.vllm import custom_allreduce
-
-# the Instinct families whose xGMI all-reduce it runs through AITER's custom kernel
-CDNA_FAMILIES = ("cdna3", "cdna4")
 
 
 class AtomEngine(Engine):

@@ -28,6 +28,8 @@ FUSION_FAMILIES = ("hopper", "blackwell")
 # families whose GPUs sit on PCIe without a peer-to-peer fabric (custom all-reduce only at two GPUs in
 # vLLM/SGLang; TensorRT-LLM's custom kernels need NVLink and fall back to NCCL)
 PCIE_FAMILIES = ("ada", "blackwell_sm120")
+# AMD Instinct families (MI300X/MI325X, MI355X), where AITER's kernels run (ATOM's all-reduce, the kernel tables' MoE)
+CDNA_FAMILIES = ("cdna3", "cdna4")
 # the two residual-add + RMSNorm kernels of a layer that ar_norm folds into its all-reduces
 AR_NORM_KERNELS = 2.0
 # The MoE kernel families an engine runs for its expert GEMMs (Engine.moe_kernel), each with the
@@ -43,7 +45,6 @@ MOE_KERNELS = {
     "flashinfer_cutlass": "FlashInfer's CUTLASS fused MoE (FlashInferExperts; vllm_*_flashinfer_cutlass_*, sglang_flashinfer_cutlass_moe)",
     "triton_kernels": "OpenAI triton_kernels' MXFP4 matmul_ogs (vLLM OAITritonExperts, SGLang triton_kernel; vllm_gptossmxfp4moe_triton_oai*)",
     "marlin": "Marlin's W4A16 MoE, MXFP4 or INT4 weights (sglang_marlin_moe*, vllm_*marlin*)",
-    "deepgemm": "DeepGEMM's grouped block-FP8 kernels (SGLang with a DeepEP all-to-all; no table rows: moe_eff_fp8_deepgemm)",
 }
 
 
@@ -175,11 +176,10 @@ class Engine(ABC):
             return "fp8_cutlass"
         return kernel
 
-    def moe_kernel(self, family: str, kernel: str, *, weight: str = "", ep: bool = False, a2a: str = "none") -> str | None:
+    def moe_kernel(self, family: str, kernel: str, *, weight: str = "", ep: bool = False) -> str | None:
         """The MoE kernel family (MOE_KERNELS) it runs for expert GEMMs of GEMM kernel family `kernel`
         (cost.kernels.gemm_kernel: bf16, fp8, fp8_block, fp4, w4a16) on a GPU family, for checkpoint format
-        `weight` (mxfp4 and int4 tell 4-bit kernels apart), with experts split by EP (`ep`) or not, and the
-        MoE all-to-all backend a deployment sets (`a2a`: none, the engines' default, or deepep). None: the
+        `weight` (mxfp4 and int4 tell 4-bit kernels apart), with experts split by EP (`ep`) or not. None: the
         kernel tables' own (TensorRT-LLM's), which the engines are told apart from only on Hopper, where the
         per-engine tables are."""
         return None

@@ -100,11 +100,11 @@ class SGLangEngine(Engine):
             return self._fusable_allreduce(nbytes, n, family) & (np.asarray(adp) <= 1)
         return super().ar_norm_fused(architecture, adp=adp, nbytes=nbytes, n=n, family=family)
 
-    def moe_kernel(self, family: str, kernel: str, *, weight: str = "", ep: bool = False, a2a: str = "none") -> str | None:
-        """On Hopper (sglang 0.5.12, sglang/srt/): block-scaled FP8 on DeepGEMM's grouped kernels only with a
-        DeepEP (or Mooncake, NIXL) all-to-all, which is not its default ("none", server_args.py:613-622;
-        Fp8MoEMethod.is_deepgemm_moe_runner_backend_enabled, layers/quantization/fp8.py:842-856), else on its
-        Triton fused MoE (create_moe_runner, fp8.py:1631-1650), as BF16 and FP8 are (unquant.py:373-388);
+    def moe_kernel(self, family: str, kernel: str, *, weight: str = "", ep: bool = False) -> str | None:
+        """On Hopper (sglang 0.5.12, sglang/srt/): block-scaled FP8 on its Triton fused MoE (DeepGEMM's grouped
+        kernels run only with a DeepEP, Mooncake or NIXL all-to-all, not its default, "none", server_args.py:613-622,
+        nor a deployment option here; Fp8MoEMethod.is_deepgemm_moe_runner_backend_enabled, layers/quantization/
+        fp8.py:842-856; create_moe_runner, fp8.py:1631-1650), as BF16 and FP8 are (unquant.py:373-388);
         MXFP4 (gpt-oss) on OpenAI's triton_kernels where EP is 1 (server_args.py:2098-2116), on its Triton
         fused MoE otherwise (mxfp4.py:1002-1014); INT4 on Marlin (gptq.py GPTQMarlinMoEMethod). Elsewhere the
         kernel tables' own."""
@@ -114,8 +114,6 @@ class SGLangEngine(Engine):
             return "sglang_triton" if ep else "triton_kernels"
         if kernel == "w4a16":
             return "marlin"
-        if kernel == "fp8_block" and a2a == "deepep":
-            return "deepgemm"
         return "sglang_triton"
 
 

@@ -14,7 +14,8 @@ AR_MAX_BYTES = {2: 16e6, 4: 8e6, 8: 8e6}
 # Beyond 8 GPUs a TP group spans NVLink trays of a multi-node NVLink domain (GB200/GB300 NVL72), where AUTO
 # first tries MNNVLAllReduce (_torch/distributed/ops.py, is_mnnvl: multi-node mapping on aarch64 with MNNVL
 # memory): one-shot up to 512 KiB of tokens x hidden x group, else two-shot, through a multicast buffer, so
-# the same two formulas price it, flat in the GPU count, rather than NCCL. Its bound is the workspace size
+# the same two formulas price it, flat in the GPU count, rather than NCCL, at the fixed costs fitted on 8 GPUs
+# (assumed: no MNNVL timing in the data; docs/accuracy.md#assumptions). Its bound is the workspace size
 # kept in uint32 (two-shot holds 2 x the message).
 MNNVL_MAX_BYTES = 2.0**31
 
@@ -52,7 +53,7 @@ class TensorRTLLMEngine(Engine):
         lim[n > 8] = MNNVL_MAX_BYTES  # only an NVL72-class domain holds such a group (collective_time: inside it)
         return nbytes <= lim
 
-    def moe_kernel(self, family: str, kernel: str, *, weight: str = "", ep: bool = False, a2a: str = "none") -> str | None:
+    def moe_kernel(self, family: str, kernel: str, *, weight: str = "", ep: bool = False) -> str | None:
         """On Hopper, MXFP4 experts (gpt-oss) on OpenAI's triton_kernels: MoeConfig.backend AUTO resolves to
         TRITON for GptOssForCausalLM on SM90 (tensorrt_llm/_torch/model_config.py, resolve_moe_backend, 1.2+);
         every other format on its CUTLASS fused MoE, the backend AUTO resolves to otherwise: other 4-bit

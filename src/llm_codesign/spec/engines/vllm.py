@@ -2,7 +2,7 @@
 measurement campaigns' versions (0.11-0.14) unless a comment says otherwise."""
 from __future__ import annotations
 
-from llm_codesign.spec.engines.base import GIB, PCIE_FAMILIES, Engine, register_engine
+from llm_codesign.spec.engines.base import CDNA_FAMILIES, GIB, PCIE_FAMILIES, Engine, register_engine
 
 # Custom all-reduce for world sizes 2, 4, 6 and 8 with every GPU peer-to-peer reachable (any two GPUs,
 # NVLink or PCIe, or a fully connected NVLink/xGMI set), inputs below max_size = 8 MiB
@@ -58,7 +58,7 @@ class VLLMEngine(Engine):
             return np.where(np.asarray(dec_tokens, float) <= TRTLLM_DECODE_TOKENS, 1.0, f)
         return f
 
-    def moe_kernel(self, family: str, kernel: str, *, weight: str = "", ep: bool = False, a2a: str = "none") -> str | None:
+    def moe_kernel(self, family: str, kernel: str, *, weight: str = "", ep: bool = False) -> str | None:
         """On Hopper (vLLM 0.24, vllm/model_executor/layers/fused_moe/oracle/): block-scaled FP8 on its Triton
         fused MoE, on FlashInfer's CUTLASS MoE where experts are split by EP (fp8.py:105-116, "On Hopper for
         Block Fp8, prefer Triton for TP and FI CUTLASS for EP"); per-tensor FP8 on FlashInfer's CUTLASS MoE,
@@ -66,7 +66,12 @@ class VLLMEngine(Engine):
         _supports_quant_scheme, experts/flashinfer_cutlass_moe.py:150-160); BF16 on Triton ("On Hopper
         (SM90), the FlashInfer unquantized MoE kernels are slower than Triton", unquantized.py:70-74); MXFP4
         (gpt-oss) on OpenAI's triton_kernels (mxfp4.py:304-323, OAITritonMxfp4ExpertsMonolithic); INT4 on
-        Marlin (int_wna16.py:79-92). Elsewhere the kernel tables' own."""
+        Marlin (int_wna16.py:79-92). On ROCm its Triton fused MoE too: it takes AITER's fused MoE only with
+        VLLM_ROCM_USE_AITER=1 (vllm/envs.py, off by default; rocm_aiter_ops.is_fused_moe_enabled, the
+        is_rocm_aiter_moe_enabled gate), which the kernel tables' own on CDNA are (cost.ffns.FC1_FUSED).
+        Elsewhere the kernel tables' own."""
+        if family in CDNA_FAMILIES:
+            return "vllm_triton"
         if family != "hopper":
             return None
         if kernel == "w4a16":
