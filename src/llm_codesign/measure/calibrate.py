@@ -49,9 +49,10 @@ PARAMS = {
 # GEMMs run at 0.95-1.04x its dense ones; 4-bit weights on BF16 math at the BF16 kernel's): moe_parts caps it
 KERNEL_PARAMS = {"moe_kernel_eff": (0.02, 1.0), "moe_kernel_overhead_s": (1e-6, 1e-4), "moe_kernel_route_s": (1e-12, 1e-7)}
 # and, for the MoE kernel families whose launch sets up every expert a rank holds (TensorRT-LLM's CUTLASS MoE
-# runner), its time per such expert and launch (Calibration.moe_kernel_expert): 1 ns-1 us
+# runner, and FlashInfer's CUTLASS MoE, which runs its kernels), its time per such expert and launch
+# (Calibration.moe_kernel_expert): 1 ns-1 us
 EXPERT_SETUP = {"moe_kernel_expert_s": (1e-9, 1e-6)}
-EXPERT_SETUP_FAMILIES = ("cutlass",)
+EXPERT_SETUP_FAMILIES = ("cutlass", "flashinfer_cutlass")
 GROUPED_OVER_DENSE = 1.1
 # parameters the local search cannot reach from any start: query-group sizes act through thresholds and
 # ceil(); the grouped-GEMM fixed cost and the per-head fallback rate span decades between GPUs
