@@ -10,7 +10,9 @@ Three fits, each through measure.calibrate (fit_kind / fit_kernels), the code `c
    prices the table (19.6 against 17.5%) and the serving campaigns out of sample worse than the three it keeps
    (fitted.toml's [blackwell] note).
 2. Each Hopper MoE kernel family's pair (moe_kernel_eff: its share of the dense peak; moe_kernel_overhead_s:
-   its fixed cost per grouped-GEMM launch; moe_kernel_route_s: its time per assignment to another rank's expert)
+   its fixed cost per grouped-GEMM launch; moe_kernel_route_s: its time per assignment to another rank's expert;
+   for TensorRT-LLM's CUTLASS MoE moe_kernel_expert_s, its time per launch per expert the rank holds: where that
+   takes the whole fixed cost, onto its bound, the launch's own is held at its dense kernel's)
    per GEMM kernel family of the weights, on the rows of kernels_hopper/moe.csv.gz that time it
    (kernel_tables.MOE_SOURCES), each from fit 1's Hopper three (measure.calibrate.moe_parts).
    A pair whose fit lands on a bound of its range is not kept (a missing mechanism or rows that do not
@@ -63,6 +65,13 @@ def main() -> None:
         cal, r = fit_kind("moe", part, hopper, "hopper", params=params)
         print("  ", _line(r))
         pair = r["kind"].split()[1]
+        fixed = f"moe_kernel_overhead_s.{pair}"
+        if r["at_bounds"] == [fixed] and f"moe_kernel_expert_s.{pair}" in params:
+            # the time per expert the rank holds took the whole fixed cost: the launch's own held at its dense
+            # kernel's (the same CUTLASS main loop's launch, gemm_overhead), the other three fitted
+            held = hopper.with_param(fixed, hopper.gemm_overhead(pair.split(".")[1]))
+            cal, r = fit_kind("moe", part, held, "hopper", params={k: v for k, v in params.items() if k != fixed})
+            print("   fixed cost held at the dense kernel's:", _line(r))
         print("      " + ", ".join(f"{t} {cal.param(f'{t}.{pair}'):.4g}" for t in KERNEL_KEYED))
         if not r["at_bounds"]:
             kept.append(pair)

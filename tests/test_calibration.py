@@ -6,7 +6,7 @@ from importlib import resources
 
 import pytest
 
-from llm_codesign.cost.calibration import Calibration, calibration_for, documented
+from llm_codesign.cost.calibration import KERNEL_KEYED, Calibration, calibration_for, documented
 from llm_codesign.errors import InputError
 from llm_codesign.spec.hardware import get_gpu
 
@@ -105,7 +105,7 @@ def test_moe_kernel_families_are_read_checked_and_written_back(tmp_path):
     out = tmp_path / "fit.toml"
     out.write_text(to_toml({"hopper": c}, [], "test"))
     back = calibration_for(h100, str(out))
-    for t in ("moe_kernel_eff", "moe_kernel_overhead_s", "moe_kernel_route_s"):
+    for t in KERNEL_KEYED:
         assert [k for k, _ in getattr(back, t)] == [k for k, _ in getattr(c, t)]
         assert [v for _, v in getattr(back, t)] == pytest.approx([v for _, v in getattr(c, t)], rel=1e-5)
 
@@ -113,17 +113,21 @@ def test_moe_kernel_families_are_read_checked_and_written_back(tmp_path):
 def test_fitted_moe_kernel_families_lie_inside_their_ranges():
     """Every per-family value the bundled profile ships is a physical quantity inside its stated range and off
     the fit's bounds (measure.calibrate.KERNEL_PARAMS): a share of the dense peak, a fixed cost per grouped-GEMM
-    launch, a routing time per token-expert assignment."""
-    from llm_codesign.measure.calibrate import KERNEL_PARAMS
+    launch, a routing time per token-expert assignment, and for TensorRT-LLM's CUTLASS MoE a time per expert the
+    rank holds (EXPERT_SETUP)."""
+    from llm_codesign.measure.calibrate import EXPERT_SETUP, EXPERT_SETUP_FAMILIES, KERNEL_PARAMS
     from llm_codesign.spec.engines import MOE_KERNELS
 
     pairs = 0
-    for t, (lo, hi) in KERNEL_PARAMS.items():
+    assert set(FITTED["hopper"]["moe_kernel_expert_s"]) == set(EXPERT_SETUP_FAMILIES)
+    for t, (lo, hi) in {**KERNEL_PARAMS, **EXPERT_SETUP}.items():
         for fam, per in FITTED["hopper"][t].items():
             assert fam in MOE_KERNELS
             for kern, v in per.items():
                 assert lo * 1.001 < v < hi / 1.001, (t, fam, kern, v)
                 pairs += 1
-    assert pairs == 3 * 11 - 1  # three values for each of the eleven kept pairs, but the route time vLLM's Triton block-FP8 rows (no EP) leave unfitted
+    # three values for each of the eleven kept pairs, but the route time vLLM's Triton block-FP8 rows (no EP) leave
+    # unfitted; and the CUTLASS pairs' (bf16, fp8_block; FlashInfer's fp8_block) time per expert the rank holds
+    assert pairs == 3 * 11 - 1 + 3
     c = calibration_for(get_gpu("h100"))
     assert 0.55 < c.gemm_eff_fp8_deepgemm < 0.70  # SGLang's DeepGEMM rows: ~0.60 of the FP8 peak on large GEMMs

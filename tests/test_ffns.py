@@ -162,3 +162,37 @@ def test_vllm_on_cdna_runs_its_triton_moe_not_aiters(engine, gathered):
     assert fam == (None if gathered else "vllm_triton")
     assert cal.moe_kernel(fam, "bf16")[:2] == ((pytest.approx(0.2496), pytest.approx(6.63e-6)) if gathered
                                                else (pytest.approx(0.80), pytest.approx(10e-6)))
+
+
+def test_cutlass_moe_sets_up_every_expert_the_rank_holds(h100, cal_h100):
+    """TensorRT-LLM's CUTLASS MoE on Hopper pays, per grouped-GEMM launch, moe_kernel_expert_s for each expert
+    the rank holds, busy or not: with 0.1 us set, each expert GEMM of DeepSeek's block (256 experts) costs
+    256 / 4 x 0.1 = 6.4 us more at EP 4 and 256 / 32 x 0.1 = 0.8 us at EP 32, whatever the tokens; the tables'
+    own MoE (no family) has none. The bundled fit prices the H100 table's one-token rows with 64 and 256 experts
+    per rank (kernels_hopper/floors.csv: 72.9 us at MoE TP 4 x EP 2, 111.0 us at TP 16 x EP 1) within 5%
+    (before: 42.9 and 37.2 us)."""
+    from dataclasses import replace
+
+    from llm_codesign.measure.kernel_tables import predict
+    from llm_codesign.spec.kinds import MoE
+    from llm_codesign.spec.precision import Precision
+
+    m = ModelSpec("moe", hidden=7168, vocab=32000, groups=((Layer(NoMixer(), MoE(experts=256, top_k=8, expert_inter=2048)), 1),))
+    base = replace(cal_h100, moe_kernel_expert_s=())
+    setup = base.with_param("moe_kernel_expert_s.cutlass.fp8_block", 1e-7)
+    assert base.moe_kernel_expert("cutlass", "fp8_block") == 0.0 and setup.moe_kernel_expert(None, "fp8_block") == 0.0
+
+    def block(cal, ep, fam):
+        ops = layer_ops(m, m.groups[0][0], 1.0, h100, cal, prec=Precision.of("fp8_block"), sh=Plan(tp=8, ep=ep, moe_tp=8 // min(ep, 8)),
+                        b=Batch(dec_seqs=2.0, dec_ctx=100), prefix="x", parts=("ffn",), moe_kernel=fam)
+        return {o.role: float(np.ravel(o.time)[0]) for o in ops}
+
+    for ep, per_launch in ((4, 6.4e-6), (32, 0.8e-6)):
+        a, b = block(base, ep, "cutlass"), block(setup, ep, "cutlass")
+        for role in ("experts_gate_up", "experts_down"):
+            assert b[role] - a[role] == pytest.approx(per_launch, rel=1e-4)
+        assert block(setup, ep, None) == block(base, ep, None)
+    rows = [{"table": "moe", "framework": "trtllm", "kernel_source": "moe_torch_flow_cutlass", "system": "h100_sxm", "moe_dtype": "fp8_block",
+             "distribution": "balanced", "num_tokens": "1", "hidden_size": "7168", "inter_size": "2048", "topk": "8", "num_experts": "256",
+             "moe_tp_size": tp, "moe_ep_size": ep, "latency_ms": "0.1"} for tp, ep in (("4", "2"), ("16", "1"))]  # a latency to read
+    assert predict("moe", rows, lambda g: cal_h100)[0] == pytest.approx([0.0729, 0.1110], rel=0.05)

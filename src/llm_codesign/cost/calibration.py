@@ -15,7 +15,7 @@ BACKEND_KEYED = ("step_overhead_s", "ttft_overhead_s", "comm_latency_scale", "pr
 # per MoE kernel family (spec.engines.MOE_KERNELS) and GEMM kernel family of its weights (cost.kernels.
 # gemm_kernel), within a GPU family's section ([hopper.moe_kernel_eff.cutlass] fp8_block = ...), held as
 # "cutlass.fp8_block" keys; a pair without a value of its own takes moe_eff / moe_overhead_s (Calibration.moe_kernel)
-KERNEL_KEYED = ("moe_kernel_eff", "moe_kernel_overhead_s", "moe_kernel_route_s")
+KERNEL_KEYED = ("moe_kernel_eff", "moe_kernel_overhead_s", "moe_kernel_route_s", "moe_kernel_expert_s")
 GEMM_KERNELS = ("bf16", "fp8", "fp8_block", "fp4", "w4a16", "fp8_deepgemm", "fp8_cutlass")
 
 
@@ -85,6 +85,7 @@ class Calibration:
     moe_kernel_eff: tuple[tuple[str, float], ...]
     moe_kernel_overhead_s: tuple[tuple[str, float], ...]
     moe_kernel_route_s: tuple[tuple[str, float], ...]
+    moe_kernel_expert_s: tuple[tuple[str, float], ...]
     elementwise_kernels_per_layer: float
     prefill_queue_fraction: tuple[tuple[str, float], ...]
     mla_decode_flops_eff: float
@@ -128,6 +129,11 @@ class Calibration:
         scale = self.moe_eff_of(kernel) if eff is None else eff / (self.gemm_eff(kernel) * rate)
         return scale, dict(self.moe_kernel_overhead_s).get(key, self.moe_overhead_s), dict(self.moe_kernel_route_s).get(key, self.moe_route_s)
 
+    def moe_kernel_expert(self, family: str | None, kernel: str) -> float:
+        """Time per grouped-GEMM launch per expert a rank holds, busy or not (moe_kernel_expert_s), of a MoE
+        kernel family that sets up every local expert's problem each launch; 0 where the family has none."""
+        return dict(self.moe_kernel_expert_s).get(f"{family}.{kernel}", 0.0)
+
     def param(self, name: str) -> float:
         """A parameter by the name a fit varies: a field, or "moe_kernel_eff.<family>.<kernel>" for a per-kernel-family one."""
         table, _, key = name.partition(".")
@@ -139,6 +145,8 @@ class Calibration:
         kernel = key.partition(".")[2]  # what the pair falls back to, in its own terms
         if table == "moe_kernel_eff":
             return self.moe_eff_of(kernel) * self.gemm_eff(kernel)
+        if table == "moe_kernel_expert_s":
+            return 0.0
         return self.moe_overhead_s if table == "moe_kernel_overhead_s" else self.moe_route_s
 
     def with_param(self, name: str, value: float) -> "Calibration":

@@ -107,7 +107,8 @@ def _routed_experts(f: MoE, M: Site, *, at: _At, s: _Step, prec: Precision, load
     gathered, act_fused = fc1_fused(at.gpu.family, fams, kernel)
     ops = []
     for name, n_dim, k_dim in (("experts_gate_up", (f.mats - 1) * f.expert_inter / s.moe_tp, s.h), ("experts_down", s.h, f.expert_inter / s.moe_tp)):
-        by = [_expert_gemm(M / name, n_dim, k_dim, at, load=load, fam=fam, kernel=kernel, **{k: ff[k] for k in ("math", "a_b", "w_b", "weight")})
+        by = [_expert_gemm(M / name, n_dim, k_dim, at, load=load, fam=fam, kernel=kernel, local=f.experts / ep,
+                           **{k: ff[k] for k in ("math", "a_b", "w_b", "weight")})
               for fam in dict.fromkeys(fams)]
         ops.append(by[0] if len(by) == 1 else _either(ep > 1, by[1], by[0]))
         if name == "experts_gate_up" and not act_fused:
@@ -147,17 +148,22 @@ def _either(sel, a: Op, b: Op) -> Op:
                      split=lambda: (np.where(sel, a.t_compute, b.t_compute), np.where(sel, a.t_memory, b.t_memory)))
 
 
-def _expert_gemm(label: _Label, n, k, at: _At, *, load, math, a_b, w_b, kernel, weight, fam):
+def _expert_gemm(label: _Label, n, k, at: _At, *, load, math, a_b, w_b, kernel, weight, fam, local):
     """The busiest rank's grouped expert GEMM in MoE kernel family `fam` (Engine.moe_kernel; None: the
     kernel tables'); `load` is routed_load's (experts read, busiest expert's rows, the rank's rows)
     and the routing skew alpha. Grouped GEMMs run at their family's rate against the dense tile model of
     their GEMM kernel family, with their own fixed cost (Calibration.moe_kernel, fitted on MoE kernels),
     not a dense GEMM's. Uniform routing: `active` groups of equal rows. Skewed: the busiest expert's rows
     and the other active experts' mean rows, in one launch (one fixed cost), their tiles quantised per
-    expert as the grouped kernel tiles them."""
+    expert as the grouped kernel tiles them. A family that sets up every expert the rank holds (`local`) each
+    launch adds its time per such expert (Calibration.moe_kernel_expert) to the launch's fixed cost."""
     active, top, on_rank, alpha = load
     cal = at.cal
     eff, overhead, _ = cal.moe_kernel(fam, kernel, rate=gemm.main_loop_rate(kernel, at.gpu))
+    # TensorRT-LLM's CUTLASS MoE runner writes each local expert's problem (offsets, strides, TMA descriptors) and
+    # its grouped GEMM's scheduler walks them all, busy or not: a cost per launch that grows with the experts per
+    # rank, not with the tokens (the H100 table's one-token rows: ~30 us at 1-8 experts per rank, 60-110 us at 64-256)
+    overhead = overhead + cal.moe_kernel_expert(fam, kernel) * np.asarray(local, float)
     kw = dict(eff_scale=eff, kernel=kernel, swap_ab=True, overhead_s=overhead)
     if alpha <= 0.0:
         return _gemm(label, top, n, k, at, math=math, a_b=a_b, w_b=w_b, groups=active, distinct=active, weight=weight, **kw)

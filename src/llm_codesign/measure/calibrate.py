@@ -51,6 +51,11 @@ PARAMS = {
 # time per assignment to another rank's expert. The share at most 1.1x its dense kernel's (DeepGEMM's grouped
 # GEMMs run at 0.95-1.04x its dense ones; 4-bit weights on BF16 math at the BF16 kernel's): moe_parts caps it
 KERNEL_PARAMS = {"moe_kernel_eff": (0.02, 1.0), "moe_kernel_overhead_s": (1e-6, 1e-4), "moe_kernel_route_s": (1e-12, 1e-7)}
+# and, for the MoE kernel families whose launch sets up every expert a rank holds (TensorRT-LLM's CUTLASS MoE
+# runner, and FlashInfer's CUTLASS MoE, which runs its kernels), its time per such expert and launch
+# (Calibration.moe_kernel_expert): 1 ns-1 us
+EXPERT_SETUP = {"moe_kernel_expert_s": (1e-9, 1e-6)}
+EXPERT_SETUP_FAMILIES = ("cutlass", "flashinfer_cutlass")
 GROUPED_OVER_DENSE = 1.1
 # parameters the local search cannot reach from any start: query-group sizes act through thresholds and
 # ceil(); the grouped-GEMM fixed cost and the per-head fallback rate span decades between GPUs
@@ -59,7 +64,7 @@ GRID = {"attn_decode_max_group": (8, 16, 24, 32, 48, 64, 1024), "attn_decode_wid
         "gemm_max_split_k": (1, 2, 4, 8, 16, 64), "moe_overhead_s": (1e-6, 2e-6, 4e-6, 8e-6, 16e-6, 32e-6, 64e-6),
         "moe_eff": (0.2, 0.4, 0.6, 0.8, 1.0, 1.2), "moe_route_s": (0.1e-9, 0.3e-9, 1e-9, 3e-9, 10e-9, 30e-9)}
 GRID.update({"moe_kernel_eff": (0.1, 0.2, 0.3, 0.45, 0.6, 0.8), "moe_kernel_overhead_s": GRID["moe_overhead_s"],
-             "moe_kernel_route_s": GRID["moe_route_s"]})
+             "moe_kernel_route_s": GRID["moe_route_s"], "moe_kernel_expert_s": (0.01e-6, 0.03e-6, 0.1e-6, 0.3e-6)})
 # serving-software parameters fitted on serving runs: (field, start, lower, upper); per engine where
 # the field is in BACKEND_KEYED. Eager launch: PyTorch eager dispatch costs a few to ~30 us per op.
 # Wait steps: half the running step (what a random arrival waits on average) plus up to two more from
@@ -245,9 +250,9 @@ def moe_groups(rows: list[dict]) -> list[tuple[tuple[str, str] | None, list[dict
 
 
 def _kernel_bounds(key: tuple[str, str] | None, cal: Calibration | None, rate: float = 1.0) -> dict | None:
-    """A MoE kernel family's three and their ranges (None for the tables' own rows: PARAMS["moe"]), the share
-    capped at GROUPED_OVER_DENSE x `cal`'s dense kernel as the GPU runs it (`rate`: cost.gemm.main_loop_rate;
-    cal None: uncapped, for counting them)."""
+    """A MoE kernel family's three (and its time per local expert where it sets them all up, EXPERT_SETUP_FAMILIES)
+    and their ranges (None for the tables' own rows: PARAMS["moe"]), the share capped at GROUPED_OVER_DENSE x
+    `cal`'s dense kernel as the GPU runs it (`rate`: cost.gemm.main_loop_rate; cal None: uncapped, for counting them)."""
     if key is None:
         return None
     fam, kern = key
@@ -257,7 +262,8 @@ def _kernel_bounds(key: tuple[str, str] | None, cal: Calibration | None, rate: f
         if t != "moe_kernel_eff" or cal is None:
             return lo, hi
         return lo, min(hi, GROUPED_OVER_DENSE * cal.gemm_eff("bf16" if kern == "w4a16" else kern) * rate)
-    return {f"{t}.{fam}.{kern}": bounds(t) for t in KERNEL_PARAMS}
+    params = {**KERNEL_PARAMS, **(EXPERT_SETUP if fam in EXPERT_SETUP_FAMILIES else {})}
+    return {f"{t}.{fam}.{kern}": params[t] if t in EXPERT_SETUP else bounds(t) for t in params}
 
 
 def moe_parts(rows: list[dict], cal: Calibration) -> list[tuple[dict | None, list[dict]]]:

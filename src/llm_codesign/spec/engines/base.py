@@ -35,7 +35,8 @@ AR_NORM_KERNELS = 2.0
 # The MoE kernel families an engine runs for its expert GEMMs (Engine.moe_kernel), each with the
 # kernel_source of the per-engine kernel tables that times it (data/measurements/kernels_hopper/moe.csv.gz,
 # H100; measure.kernel_tables.MOE_SOURCES maps them). Their rates are per GPU family in the calibration
-# profiles (moe_kernel_eff, moe_kernel_overhead_s), where fitted; elsewhere the kernel tables' own
+# profiles (moe_kernel_eff, moe_kernel_overhead_s, moe_kernel_route_s; moe_kernel_expert_s for the CUTLASS
+# MoEs, which set up every local expert each launch), where fitted; elsewhere the kernel tables' own
 # (moe_eff, moe_overhead_s).
 MOE_KERNELS = {
     "cutlass": "TensorRT-LLM's CUTLASS fused MoE (CutlassFusedMoE, its default MoE backend; moe_torch_flow_cutlass / _nongated)",
