@@ -217,8 +217,9 @@ def prefill_step(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, costs
     """One pipeline stage's step carrying `tokens` of prefill (whole prompts of `isl`, or chunks of
     `chunk` over the earlier ones) and `dec_seqs` decoding sequences at `dec_ctx`: kernels, the
     engine's host cost per step and per running sequence (scheduling, sampling, detokenising and
-    streaming each request's token), and a host cost per kernel launch, as steps that carry prefill
-    run eagerly (SGLang and TensorRT-LLM capture CUDA graphs for decode-only batches; vLLM's
+    streaming each request's token), and a host cost per kernel launch at the pace of the stage's slowest
+    rank (EngineCosts.eager_per_launch), as steps that carry prefill run eagerly (SGLang and TensorRT-LLM
+    capture CUDA graphs for decode-only batches; vLLM's
     piecewise graphs leave attention outside). `isl` counts the prompt tokens computed; `cached` those
     of its prefix found in the prefix cache, which the computed ones attend to but nothing recomputes.
     Kernels are priced with costs.cal, the engine's in-step calibration."""
