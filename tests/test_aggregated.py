@@ -76,6 +76,31 @@ def test_eager_prefill_launch_cost_lengthens_ttft_only(h100):
     assert b["step_s"].item() == pytest.approx(a["step_s"].item()) and b["ttft_s"].item() > a["ttft_s"].item()
 
 
+def test_eager_launches_wait_for_the_slowest_rank_of_the_stage(h100):
+    """An eager step over N ranks pays eager_launch_s + eager_skew_s x sqrt(2 ln N) per launch: the skew adds
+    nothing at one GPU, and at TP8 (sqrt(2 ln 8) = 2.0393) 2.0393 x 20 us on each of the step's launches."""
+    from llm_codesign.cost.ops import launches
+
+    m, e = get_model("llama-3.1-8b"), get_engine("trtllm")
+    base = replace(calibration_for(h100), eager_launch_s=(("trtllm", 5e-6),))
+
+    def pf(tp, skew):
+        cal = replace(base, eager_skew_s=(("trtllm", skew),))
+        plan = Plan(*(np.array([v]) for v in (tp, 1, 1, 1, 1, 1)))
+        return evaluate(m, Serving(gpu=h100, prec=m.default_precision, plan=plan, engine=e), cal=cal, concurrency=1.0,
+                        isl=1024.0, osl=128.0)["prefill_step_s"].item()
+
+    assert pf(1, 20e-6) == pf(1, 0.0)
+    ops = forward_ops(m, h100, base.in_step("trtllm"), m.default_precision, Plan(tp=8), engine=e, sample=True,
+                      b=Batch(pf_tokens=1024.0, pf_seqs=1.0, pf_ctx=0.0))
+    n = float(np.ravel(launches(ops))[0])
+    assert n > 290  # TP1's 290 and the step's all-reduces
+    assert pf(8, 20e-6) - pf(8, 0.0) == pytest.approx(2.0393 * 20e-6 * n, rel=1e-4)
+    # the costs' own formula, over an array of stage sizes
+    c = e.costs(replace(base, eager_skew_s=(("trtllm", 20e-6),)))
+    assert np.allclose(c.eager_per_launch(np.array([1, 2, 8])), [5e-6, 5e-6 + 1.1774 * 20e-6, 5e-6 + 2.0393 * 20e-6], rtol=1e-4)
+
+
 def _eager_prefill_step_s(m, gpu, cal, backend, batch):
     """A prefill step priced as serving.evaluate does: kernels + step overhead + eager launches."""
     from llm_codesign.cost.ops import launches

@@ -56,8 +56,8 @@ def test_calibration_view_reads_the_fitted_profile():
     cal = calibration_for(b200)
     for name in ("trtllm", "vllm", "sglang"):
         c = get_engine(name).costs(cal)
-        got = (c.step_overhead, c.seq_overhead, c.ttft_overhead, c.eager_launch, c.spread_exponent, c.queue_fraction)
-        want = tuple(fit[k][name] for k in ("step_overhead_s", "seq_overhead_s", "ttft_overhead_s", "eager_launch_s",
+        got = (c.step_overhead, c.seq_overhead, c.ttft_overhead, c.eager_launch, c.eager_skew, c.spread_exponent, c.queue_fraction)
+        want = tuple(fit[k][name] for k in ("step_overhead_s", "seq_overhead_s", "ttft_overhead_s", "eager_launch_s", "eager_skew_s",
                                             "prefill_spread_exponent", "prefill_queue_fraction"))
         assert got == want
         # the fit, not default.toml's starting values

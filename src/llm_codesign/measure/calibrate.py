@@ -66,7 +66,8 @@ GRID = {"attn_decode_max_group": (8, 16, 24, 32, 48, 64, 1024), "attn_decode_wid
 GRID.update({"moe_kernel_eff": (0.1, 0.2, 0.3, 0.45, 0.6, 0.8), "moe_kernel_overhead_s": GRID["moe_overhead_s"],
              "moe_kernel_route_s": GRID["moe_route_s"], "moe_kernel_expert_s": (0.01e-6, 0.03e-6, 0.1e-6, 0.3e-6)})
 # serving-software parameters fitted on serving runs: (field, start, lower, upper); per engine where
-# the field is in BACKEND_KEYED. Eager launch: PyTorch eager dispatch costs a few to ~30 us per op.
+# the field is in BACKEND_KEYED. Eager launch: PyTorch eager dispatch costs a few to ~30 us per op; its spread
+# over the ranks of a stage (eager_skew_s) from none (0: every rank alike) up to 50 us.
 # Wait steps: half the running step (what a random arrival waits on average) plus up to two more from
 # an overlapping scheduler and the step that returns the token. Attention-DP balancing holds context
 # requests for batching_wait_iters = 10, at most timeout_iters = 50 iterations (AttentionDpConfig
@@ -77,7 +78,7 @@ GRID.update({"moe_kernel_eff": (0.1, 0.2, 0.3, 0.45, 0.6, 0.8), "moe_kernel_over
 # comm_latency_scale, which scaled NCCL's ring latency down to what the custom kernels take and stays 1.
 SERVING_BOUNDS = (("step_overhead_s", 2e-3, 1e-5, 0.05), ("ttft_overhead_s", 20e-3, 1e-4, 0.5),
                   ("custom_ar_latency_s", 5e-6, 2e-6, 15e-6), ("prefill_queue_fraction", 0.3, 0.01, 1.0),
-                  ("eager_launch_s", 1e-5, 1e-7, 3e-5),
+                  ("eager_launch_s", 1e-5, 1e-7, 3e-5), ("eager_skew_s", 5e-6, 1e-8, 5e-5),
                   ("scale_out_latency_s", 25e-6, 5e-6, 1e-4), ("prefill_spread_exponent", 0.5, 0.05, 2.0),
                   ("ttft_wait_steps", 1.0, 0.5, 3.0), ("adp_wait_steps", 10.0, 0.0, 60.0),
                   ("seq_overhead_s", 5e-6, 1e-8, 1e-4))
@@ -325,8 +326,9 @@ def held_out(rows: list[dict], models: list[str]) -> list[dict]:
 # no attention-DP wait, the whole prefill queue ahead waited on, no host cost per running sequence ("from none"). Any other bound a fit lands on stands for a missing mechanism or unusable
 # rows, and `calibrate` refuses it as it refuses a kernel efficiency on its bound.
 # The host step's lower end too: an engine whose overlap scheduler hides its host work (SGLang's) leaves the GPU none
-# to wait for, and the search's 10 us stands for that.
-SERVING_NATURAL_LIMITS = {("adp_wait_steps", "lo"), ("prefill_queue_fraction", "hi"), ("seq_overhead_s", "lo"), ("step_overhead_s", "lo")}
+# to wait for, and the search's 10 us stands for that. No spread of the eager launch over a stage's ranks (every rank alike).
+SERVING_NATURAL_LIMITS = {("adp_wait_steps", "lo"), ("prefill_queue_fraction", "hi"), ("seq_overhead_s", "lo"), ("step_overhead_s", "lo"),
+                          ("eager_skew_s", "lo")}
 
 
 _SERVING_METRICS = ("ttft_ms", "tpot_ms", "output_tok_s_per_gpu")  # the metrics a serving fit's loss reads

@@ -217,8 +217,9 @@ def prefill_step(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, costs
     """One pipeline stage's step carrying `tokens` of prefill (whole prompts of `isl`, or chunks of
     `chunk` over the earlier ones) and `dec_seqs` decoding sequences at `dec_ctx`: kernels, the
     engine's host cost per step and per running sequence (scheduling, sampling, detokenising and
-    streaming each request's token), and a host cost per kernel launch, as steps that carry prefill
-    run eagerly (SGLang and TensorRT-LLM capture CUDA graphs for decode-only batches; vLLM's
+    streaming each request's token), and a host cost per kernel launch at the pace of the stage's slowest
+    rank (EngineCosts.eager_per_launch), as steps that carry prefill run eagerly (SGLang and TensorRT-LLM
+    capture CUDA graphs for decode-only batches; vLLM's
     piecewise graphs leave attention outside). `isl` counts the prompt tokens computed; `cached` those
     of its prefix found in the prefix cache, which the computed ones attend to but nothing recomputes.
     Kernels are priced with costs.cal, the engine's in-step calibration."""
@@ -231,7 +232,7 @@ def prefill_step(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, costs
 
     t_kernels, n = _reused(kernels, what=("prefill",), model=model, gpu=gpu, prec=prec, sh=sh, costs=costs,
                            arrays=(b.pf_tokens, b.pf_seqs, b.pf_ctx, b.dec_seqs, b.dec_ctx))
-    return t_kernels + costs.step_overhead + costs.seq_overhead * (b.pf_seqs + dec_seqs) + costs.eager_launch * n
+    return t_kernels + costs.step_overhead + costs.seq_overhead * (b.pf_seqs + dec_seqs) + costs.eager_per_launch(stage_ranks(sh)) * n
 
 
 def prefill_batch(*, tokens, isl, chunk, dec_seqs=0.0, dec_ctx=0.0, cached=0.0) -> Batch:
@@ -304,7 +305,7 @@ def evaluate(model: ModelSpec, at: Serving, *, cal: Calibration, concurrency, is
     wave_tok, t_wave_step, pf_span = _prefill_wave(model, gpu, prec, sh, r=r, costs=costs)
     # decode phase: every sequence of the micro-batch generates (k+1 verified tokens per step)
     t_stage, t_draft, ops = decode_step(model, gpu, prec, sh, costs=costs, b=running / pp, ctx=isl + osl / 2.0, k=k, spec=spec)
-    t_stage = t_stage + _eager_decode(ops, running / pp, fl, costs)
+    t_stage = t_stage + _eager_decode(ops, running / pp, fl, costs, stage_ranks(sh))
     ops = ops if with_ops else None  # a search's chunk: the decode step's operators need not outlive their price
     t_iter = pp * t_stage
     q, t_pf_stage, ttft, tpot, life = _request_times(model, gpu, prec, sh, r=r, costs=costs, harness=(arrival, fl, engine),
@@ -336,12 +337,18 @@ def evaluate(model: ModelSpec, at: Serving, *, cal: Calibration, concurrency, is
     return res
 
 
-def _eager_decode(ops, batch, fl: SchedulerFlags, costs: EngineCosts):
+def stage_ranks(sh: Plan):
+    """The GPUs of a pipeline stage, which meet at every layer's collectives (TP, attention-DP and KV-parallel
+    ranks): what an eager step's launches wait on (EngineCosts.eager_per_launch)."""
+    return np.asarray(sh.tp, float) * np.asarray(sh.adp, float) * np.asarray(sh.kvp, float)
+
+
+def _eager_decode(ops, batch, fl: SchedulerFlags, costs: EngineCosts, ranks):
     """What a decode batch above the largest captured CUDA graph (cuda_graph_max_bs) adds: every kernel's
-    host launch, as in an eager step."""
+    host launch over the stage's `ranks`, as in an eager step."""
     if not np.any(np.isfinite(fl.cuda_graph_max_bs)):
         return 0.0
-    return np.where(batch > fl.cuda_graph_max_bs, costs.eager_launch * launches(ops), 0.0)
+    return np.where(batch > fl.cuda_graph_max_bs, costs.eager_per_launch(ranks) * launches(ops), 0.0)
 
 
 def _request_times(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, r: _Rank, costs: EngineCosts, harness, steps, wave):

@@ -197,7 +197,7 @@ class Engine(ABC):
         it) and the in-step calibration, resolved once per evaluation."""
         v = cal.engine_values(self.name)
         return EngineCosts(self, cal.in_step(self.name), v["step_overhead_s"], v["seq_overhead_s"], v["ttft_overhead_s"],
-                           v["eager_launch_s"], v["ttft_wait_steps"], v["adp_wait_steps"], v["prefill_spread_exponent"],
+                           v["eager_launch_s"], v["eager_skew_s"], v["ttft_wait_steps"], v["adp_wait_steps"], v["prefill_spread_exponent"],
                            v["prefill_queue_fraction"], cal.pdl_credit_s)
 
 
@@ -213,11 +213,24 @@ class EngineCosts:
     seq_overhead: float  # s per running sequence per step
     ttft_overhead: float  # s per request, outside the GPU's steps
     eager_launch: float  # s per kernel launch in steps that run outside CUDA graphs (prefill)
+    eager_skew: float  # spread of that cost over the ranks of a stage (eager_per_launch)
     ttft_wait_steps: float  # decode iterations a new request waits before its prefill step
     adp_wait_steps: float  # further iterations under attention DP
     spread_exponent: float
     queue_fraction: float  # scheduling between lockstep prefill waves (1) and spread-out arrivals (0)
     pdl_credit: float  # s saved per kernel boundary the engine PDL-launches (pdl_credit_s; pdl_share weighs it)
+
+    def eager_per_launch(self, ranks):
+        """Host seconds per kernel launch of an eager step over `ranks` GPUs that meet at every collective of
+        a layer (a stage's TP x attention-DP x KV-parallel ranks). Each rank's process launches its own
+        kernels, and a collective completes only once the last rank has launched it, so the group runs at
+        its slowest rank's pace: the mean cost per launch (eager_launch) plus the expected largest of `ranks`
+        draws from a spread of eager_skew about it, sqrt(2 ln N) spreads for N ranks (the normal
+        extreme-value approximation; none for one rank). Under CUDA graphs the launches are replayed
+        from the device and neither is paid."""
+        import numpy as np
+
+        return self.eager_launch + self.eager_skew * np.sqrt(2.0 * np.log(np.maximum(np.asarray(ranks, float), 1.0)))
 
     def wait_steps(self, adp, concurrency):
         """Decode iterations a new request waits before its prefill step: the rest of the running step
