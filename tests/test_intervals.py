@@ -93,6 +93,27 @@ def test_missing_kernel_tables_and_shapes_are_named():
     assert why["family"] == "no serving run on any Hopper GPU" and "no MoE W4A16 kernel table on Hopper" in why["kernel"]
 
 
+def test_an_unfitted_moe_kernel_family_is_named_with_the_kernel_term():
+    # vLLM on Hopper runs per-tensor FP8 experts on FlashInfer's CUTLASS MoE (VLLMEngine.moe_kernel), whose rows are
+    # left out of the fit (kernel_tables.MOE_UNTIMED), so they are priced at the kernel tables' generic values
+    m, g = lc.get_model("deepseek-r1"), lc.get_gpu("h200")
+    ctx = iv.context(m, g, lc.Precision.of("fp8"), engine="vllm", concurrency=16, isl=1024, osl=1024)
+    assert ctx.moe_kernels == ("flashinfer_cutlass fp8",)
+    assert ("kernel", "no fitted flashinfer_cutlass fp8 MoE kernel values for vLLM on Hopper") in iv.reasons(ctx, iv.bundled())
+    k = iv.bundled()["between"]["kernel"]
+    b = iv.band("tpot_ms", 10.0, ctx)
+    assert (f"no fitted flashinfer_cutlass fp8 MoE kernel values for vLLM on Hopper (x{math.exp(k['t80']):.2f}/"
+            f"x{math.exp(k['t95']):.2f} at 80/95%)") in b["widened"]
+    # block FP8 runs vLLM's Triton MoE without EP and FlashInfer's CUTLASS with it, both fitted; TensorRT-LLM's CUTLASS
+    # MoE is the kernel the tables time; a dense model has no MoE kernel
+    assert iv.context(m, g, lc.Precision.of("fp8_block"), engine="vllm", concurrency=16, isl=1024, osl=1024).moe_kernels == ()
+    assert iv.context(m, g, lc.Precision.of("fp8"), engine="trtllm", concurrency=16, isl=1024, osl=1024).moe_kernels == ()
+    assert iv.context(lc.get_model("llama-3.1-70b"), g, lc.Precision.of("fp8"), engine="vllm", concurrency=16, isl=1024,
+                      osl=1024).moe_kernels == ()
+    # off Hopper the engines run the kernel tables' own MoE
+    assert iv.context(m, lc.get_gpu("b200"), lc.Precision.of("fp8"), engine="vllm", concurrency=16, isl=1024, osl=1024).moe_kernels == ()
+
+
 def test_the_95_interval_holds_the_80_one_when_its_factor_is_smaller():
     hopper = iv.Context("serving", "vllm", "hopper", "dense", "5-32", "balanced", ("dense", "gqa"), "fp8")
     t = _table([(CTX, {"ttft_ms": r}) for r in GOLDEN], between={"family": {"t80": 3.0, "t95": 0.0, "n": 1, "groups": 1, "folds": "x"}})
