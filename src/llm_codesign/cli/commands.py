@@ -214,7 +214,7 @@ def estimate(
         t.add_row(k, v)
     for note in r["precision_notes"]:
         t.add_row("precision as run", f"[yellow]{note}[/yellow]")
-    for k, v in basis_rows(r["intervals"]):
+    for k, v in basis_rows(r["intervals"], r):
         t.add_row(k, v)
     _console().print(t)
     if breakdown:
@@ -503,9 +503,13 @@ def _print_frontiers(con, results: list[dict], *, isl: int, osl: int, prefix_hit
         if fr and "intervals" in fr[0]:  # how far to trust the frontier (measure.intervals), its two ends
             lo, hi = (p["intervals"]["output_tok_s_per_gpu"] for p in (fr[-1], fr[0]))
             why = list(dict.fromkeys(x for p in fr for b in p["intervals"].values() for x in b["widened"]))
-            con.print(f"80% interval of tok/s/GPU: {lo['lo80']:.0f}-{lo['hi80']:.0f} at the interactive end, {hi['lo80']:.0f}-"
-                      f"{hi['hi80']:.0f} at the throughput end (every point's, on every metric, in --json)"
-                      + "".join(f"; {x}" for x in why), highlight=False)
+            from llm_codesign.render.intervals import CENTRE, off_centre
+
+            ends = [(b, p["output_tok_s_per_gpu"]) for b, p in ((lo, fr[-1]), (hi, fr[0]))]
+            lo_c, hi_c = (f" (centred on {b['centre']:.0f})" if off_centre(b, v) else "" for b, v in ends)
+            con.print(f"80% interval of tok/s/GPU: {lo['lo80']:.0f}-{lo['hi80']:.0f}{lo_c} at the interactive end, {hi['lo80']:.0f}-"
+                      f"{hi['hi80']:.0f}{hi_c} at the throughput end (every point's, on every metric, in --json)"
+                      + "".join(f"; {x}" for x in why) + (f"; {CENTRE}" if lo_c or hi_c else ""), highlight=False)
         if not fr:  # one comparison of several is empty (all of them empty is refused above)
             con.print("[yellow]no deployment meets the SLO filters[/yellow]" if r.get("fitting") else
                       f"[yellow]no deployment of {r['model']} fits on {r['num_gpus']}x {r['gpu']}: weights and KV cache exceed the "

@@ -63,6 +63,8 @@ MODES = ("serving", "offline", "disaggregated")
 # question lies outside the calibrated envelope
 WIDEN = ("family", "kernel", "engine", "shape", "spec")
 BETWEEN = ("campaign", *WIDEN)
+# a band's keys shaped as its prediction (one per point of a frontier)
+POINTWISE = ("lo80", "hi80", "lo95", "hi95", "centre")
 
 
 @dataclass(frozen=True)
@@ -404,9 +406,9 @@ def lookup(metric: str, ctx: Context, table: dict) -> tuple[dict, str, Context, 
 
 def band(metric: str, value, ctx: Context, *, table: dict | None = None, levels=LEVELS) -> dict:
     """The intervals of a predicted `metric` (`value`: a number or an array of them, in the metric's
-    units) for a question `ctx`, at each of `levels` (%): {"lo80", "hi80", "lo95", "hi95" (shaped as
-    `value`), "n", "source" (the slice), "widened" (each reason with its between-group term; empty inside
-    the envelope)}."""
+    units) for a question `ctx`, at each of `levels` (%): {"lo80", "hi80", "lo95", "hi95", "centre" (the
+    value times the slice's median measured / predicted, the bounds' centre; shaped as `value`), "n",
+    "source" (the slice), "widened" (each reason with its between-group term; empty inside the envelope)}."""
     t = bundled() if table is None else table
     c, source, found, mine = lookup(metric, ctx, t)
     why = reasons(found, t)
@@ -420,6 +422,8 @@ def band(metric: str, value, ctx: Context, *, table: dict | None = None, levels=
         for name, q in ((f"lo{lvl}", lo), (f"hi{lvl}", hi)):
             x = v * np.exp(q)
             out[name] = float(x) if x.ndim == 0 else x
+    centre = v * math.exp(c["q500"])  # the bias-corrected estimate the bounds sit about (the slice's median shift)
+    out["centre"] = float(centre) if centre.ndim == 0 else centre
     # each reason with its own term alone (own=True: without the campaign term), as a factor at each level
     widened = [text + " (x" + "/x".join(f"{math.exp(between([(kind, text)], t, own=True, levels=levels)[lvl]):.2f}"
                                                              for lvl in levels) + " at " + "/".join(map(str, levels)) + "%)"
