@@ -448,3 +448,27 @@ def test_pareto_searches_speculation_as_the_cli(client):
     bad = client.post("/api/pareto", json={**body, "acceptance": 9})
     assert bad.status_code == 422 and bad.json() == {
         "error": "acceptance: 9.0 is not valid; a mean accepted length between 1 and k+1 = 4", "field": "acceptance"}
+
+
+def test_the_pages_breakdown_shows_the_centre_where_the_prediction_lies_outside_its_interval():
+    # app.js's intervalRows run in node on a band like measure.intervals.band's: TTFT 100 ms with its 80% interval at
+    # 200-1800 ms about 1000 ms (outside: the centre shown, and why, once), TPOT 10 ms inside 8-12 ms (no centre)
+    import shutil
+    import subprocess
+
+    from llm_codesign.render.intervals import CENTRE
+
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("node is not installed")
+    js = resources.files("llm_codesign").joinpath("web/static/app.js").read_text()
+    fix = re.search(r"^function fix\(.*$", js, re.M)[0]
+    rows = re.search(r"^const CENTRE = .*?^}\n", js, re.M | re.S)[0]
+    b = {"ttft_ms": {"lo80": 200, "hi80": 1800, "lo95": 50, "hi95": 1950, "centre": 1000, "source": "s", "widened": []},
+         "tpot_ms": {"lo80": 8, "hi80": 12, "lo95": 7, "hi95": 13, "centre": 10, "source": "s", "widened": []}}
+    e = {"ttft_ms": 100, "tpot_ms": 10}
+    out = subprocess.run([node, "-e", f"{fix}\n{rows}\nconsole.log(JSON.stringify(intervalRows({json.dumps(b)}, {json.dumps(e)})))"],
+                         capture_output=True, text=True, timeout=60, check=True).stdout
+    assert json.loads(out) == [["TTFT: 80% / 95% interval", "200.0-1800.0 ms / 50.0-1950.0 ms, centred on 1000.0 ms"],
+                               ["TPOT: 80% / 95% interval", "8.00-12.00 ms / 7.00-13.00 ms"],
+                               ["centred on", CENTRE], ["interval basis", "from s"]]

@@ -13,7 +13,7 @@ from conftest import run
 
 import llm_codesign as lc
 from llm_codesign.measure import intervals as iv
-from llm_codesign.render.intervals import interval_text
+from llm_codesign.render.intervals import CENTRE, basis_rows, interval_text
 
 CTX = iv.Context("serving", "vllm", "blackwell", "dense", "5-32", "balanced", ("dense", "gqa"), "fp8")
 # 39 residuals log(i/20), i = 1..39: the fewest a slice keeps (MIN_ROWS). By hand, with n + 1 = 40:
@@ -93,6 +93,27 @@ def test_missing_kernel_tables_and_shapes_are_named():
     assert why["family"] == "no serving run on any Hopper GPU" and "no MoE W4A16 kernel table on Hopper" in why["kernel"]
 
 
+def test_an_unfitted_moe_kernel_family_is_named_with_the_kernel_term():
+    # vLLM on Hopper runs per-tensor FP8 experts on FlashInfer's CUTLASS MoE (VLLMEngine.moe_kernel), whose rows are
+    # left out of the fit (kernel_tables.MOE_UNTIMED), so they are priced at the kernel tables' generic values
+    m, g = lc.get_model("deepseek-r1"), lc.get_gpu("h200")
+    ctx = iv.context(m, g, lc.Precision.of("fp8"), engine="vllm", concurrency=16, isl=1024, osl=1024)
+    assert ctx.moe_kernels == ("flashinfer_cutlass fp8",)
+    assert ("kernel", "no fitted flashinfer_cutlass fp8 MoE kernel values for vLLM on Hopper") in iv.reasons(ctx, iv.bundled())
+    k = iv.bundled()["between"]["kernel"]
+    b = iv.band("tpot_ms", 10.0, ctx)
+    assert (f"no fitted flashinfer_cutlass fp8 MoE kernel values for vLLM on Hopper (x{math.exp(k['t80']):.2f}/"
+            f"x{math.exp(k['t95']):.2f} at 80/95%)") in b["widened"]
+    # block FP8 runs vLLM's Triton MoE without EP and FlashInfer's CUTLASS with it, both fitted; TensorRT-LLM's CUTLASS
+    # MoE is the kernel the tables time; a dense model has no MoE kernel
+    assert iv.context(m, g, lc.Precision.of("fp8_block"), engine="vllm", concurrency=16, isl=1024, osl=1024).moe_kernels == ()
+    assert iv.context(m, g, lc.Precision.of("fp8"), engine="trtllm", concurrency=16, isl=1024, osl=1024).moe_kernels == ()
+    assert iv.context(lc.get_model("llama-3.1-70b"), g, lc.Precision.of("fp8"), engine="vllm", concurrency=16, isl=1024,
+                      osl=1024).moe_kernels == ()
+    # off Hopper the engines run the kernel tables' own MoE
+    assert iv.context(m, lc.get_gpu("b200"), lc.Precision.of("fp8"), engine="vllm", concurrency=16, isl=1024, osl=1024).moe_kernels == ()
+
+
 def test_the_95_interval_holds_the_80_one_when_its_factor_is_smaller():
     hopper = iv.Context("serving", "vllm", "hopper", "dense", "5-32", "balanced", ("dense", "gqa"), "fp8")
     t = _table([(CTX, {"ttft_ms": r}) for r in GOLDEN], between={"family": {"t80": 3.0, "t95": 0.0, "n": 1, "groups": 1, "folds": "x"}})
@@ -129,6 +150,67 @@ def test_interval_text():
     b = {"lo80": 95.04, "hi80": 160.4, "lo95": 80.0, "hi95": 1210.6}
     assert interval_text(b, "ttft_ms") == "80%: 95.0-160 ms, 95%: 80.0-1211 ms"
     assert interval_text({"lo80": 8.123, "hi80": 9.5, "lo95": 7, "hi95": 11}, "tpot_ms") == "80%: 8.12-9.50 ms, 95%: 7.00-11.00 ms"
+
+
+def test_a_prediction_outside_its_own_interval_is_shown_with_the_centre():
+    # residuals log(10 i/20), i = 1..39: the runs measure 10x the prediction at the median, so a prediction of 100 ms has
+    # its 80% interval at 100 x 10 x [4/20, 36/20] = 200-1800 ms and its 95% at [1/20, 39/20] = 50-1950 ms, about 1000 ms
+    t = _table([(CTX, {"ttft_ms": r + math.log(10)}) for r in GOLDEN])
+    b = iv.band("ttft_ms", 100.0, CTX, table=t)
+    assert b["centre"] == pytest.approx(1000.0, rel=1e-3)
+    assert interval_text(b, "ttft_ms", 100.0) == "80%: 200-1800 ms, 95%: 50.0-1950 ms, centred on 1000 ms"
+    assert interval_text(b, "ttft_ms") == "80%: 200-1800 ms, 95%: 50.0-1950 ms"  # no prediction given: no centre
+    assert ("centred on", CENTRE) in basis_rows({"ttft_ms": b}, {"ttft_ms": 100.0})
+    # unshifted runs (median 1): a prediction inside its 80% interval, 20-180 ms, keeps the plain text and no explanation
+    inside = iv.band("ttft_ms", 100.0, CTX, table=_table([(CTX, {"ttft_ms": r}) for r in GOLDEN]))
+    assert inside["centre"] == pytest.approx(100.0) and interval_text(inside, "ttft_ms", 100.0) == "80%: 20.0-180 ms, 95%: 5.0-195 ms"
+    assert ("centred on", CENTRE) not in basis_rows({"ttft_ms": inside}, {"ttft_ms": 100.0})
+    # vectorised like the bounds
+    assert iv.band("ttft_ms", np.array([100.0, 50.0]), CTX, table=t)["centre"] == pytest.approx([1000.0, 500.0], rel=1e-3)
+
+
+def test_estimate_shows_the_centre_where_the_prediction_lies_outside_its_interval():
+    # issue 40's case: DeepSeek-R1 on B200 with attention DP, burst arrivals at 9 requests: the runs like it measure
+    # TTFT above the prediction, so the 80% interval lies wholly above it
+    args = ("estimate", "deepseek-r1", "--gpu", "b200", "--attention-dp", "8", "--ep", "8", "--arrival", "burst", "--concurrency", "9")
+    d = json.loads(run(*args, "--json").stdout)
+    b = d["intervals"]["ttft_ms"]
+    assert d["ttft_ms"] < b["lo80"]
+    c, *_ = iv.lookup("ttft_ms", iv.context(lc.get_model("deepseek-r1"), lc.get_gpu("b200"), lc.Precision.of("fp8_block"),
+                                              engine="trtllm", concurrency=9, isl=1024, osl=1024), iv.bundled())
+    assert b["centre"] == pytest.approx(d["ttft_ms"] * math.exp(c["q500"]), rel=1e-9) and c["q500"] > 0
+    text = " ".join(run(*args).stdout.split())
+    assert f"{d['ttft_ms']:.1f} ms; " + interval_text(b, "ttft_ms") + f", centred on {b['centre']:.0f} ms" in text
+    assert "│ centred on │ the intervals are centred on the" in text  # the row that says why
+
+
+def test_pareto_compare_and_their_json_show_the_centre_where_the_prediction_lies_outside(tmp_path):
+    # a profile whose own runs of TensorRT-LLM on Hopper measure tok/s/GPU at 2-4x the prediction (80%), 3x at the median:
+    # every point's 80% interval is 2x-4x its prediction, centred on 3x (a profile's own runs carry no campaign term)
+    from importlib import resources
+
+    q = {"q025": 1.5, "q100": 2.0, "q500": 3.0, "q900": 4.0, "q975": 5.0}
+    prof = tmp_path / "mine.toml"
+    prof.write_text(resources.files("llm_codesign").joinpath("data/calibration/fitted.toml").read_text()
+                    + '\n[intervals.envelope]\nserving = {metrics = ["output_tok_s_per_gpu"], families = ["hopper"], engines = ["trtllm"]}\n'
+                    + 'kinds = []\nformats = []\n\n[intervals.slices.output_tok_s_per_gpu]\n"serving|trtllm|hopper" = {n = 40, '
+                    + ", ".join(f"{k} = {math.log(v)!r}" for k, v in q.items()) + "}\n")
+    args = ("llama-3.1-8b", "--gpu", "h100", "--gpus", "1", "--calibration", str(prof))
+    d = json.loads(run("pareto", *args, "--json").stdout)
+    ends = [d["frontier"][-1], d["frontier"][0]]
+    for p in ends:
+        b = p["intervals"]["output_tok_s_per_gpu"]
+        assert (b["lo80"], b["centre"], b["hi80"]) == pytest.approx(tuple(p["output_tok_s_per_gpu"] * x for x in (2, 3, 4)), rel=1e-9)
+    lo, hi = (p["intervals"]["output_tok_s_per_gpu"] for p in ends)
+    text = " ".join(run("pareto", *args).stdout.split())
+    assert (f"80% interval of tok/s/GPU: {lo['lo80']:.0f}-{lo['hi80']:.0f} (centred on {lo['centre']:.0f}) at the interactive end, "
+            f"{hi['lo80']:.0f}-{hi['hi80']:.0f} (centred on {hi['centre']:.0f}) at the throughput end") in text
+    assert " ".join(CENTRE.split()) in text
+    c = json.loads(run("compare", *args, "--weight-dtype", "fp8", "--json").stdout)["rows"][0]["best"]
+    b = c["intervals"]["output_tok_s_per_gpu"]
+    assert b["centre"] == pytest.approx(3 * c["output_tok_s_per_gpu"], rel=1e-9)
+    text = " ".join(run("compare", *args, "--weight-dtype", "fp8").stdout.split())
+    assert f"{b['lo80']:.0f}-{b['hi80']:.0f} c{b['centre']:.0f}" in text and "c<n>: the interval's centre, where the prediction lies outside it" in text
 
 
 # ---- what carries them

@@ -109,8 +109,11 @@ def _accuracy_notes(rows: list[dict]) -> dict[str, str]:
     return out
 
 
-def _lo_hi(b: dict) -> str:
-    return f"{b['lo80']:.0f}-{b['hi80']:.0f}"
+def _lo_hi(b: dict, value: float) -> str:
+    """A tok/s/GPU's 80% interval, with its centre where the prediction lies outside it (render.intervals.CENTRE)."""
+    from llm_codesign.render.intervals import off_centre
+
+    return f"{b['lo80']:.0f}-{b['hi80']:.0f}" + (f" c{b['centre']:.0f}" if off_centre(b, value) else "")
 
 
 @app.command()
@@ -177,7 +180,7 @@ def compare(
     columns = (("" if one_gpu else "gpu:k ") + "W:k accuracy:k tok/s|/GPU:n tok/s|/user:n TTFT|ms:n tok/J:n"
                + (" $/Mtok:n" if priced else "") + " plan:t")
     cells = [[*(() if one_gpu else (r["gpu"],)), r["weight_dtype"], _accuracy_cell(r["accuracy_compared"]),
-              *((f"{b['output_tok_s_per_gpu']:.0f}\n{_lo_hi(b['intervals']['output_tok_s_per_gpu'])}", f"{b['tok_s_per_user']:.1f}", f"{b['ttft_ms']:.0f}", f"{b['energy']['tokens_per_joule']:.2f}",
+              *((f"{b['output_tok_s_per_gpu']:.0f}\n{_lo_hi(b['intervals']['output_tok_s_per_gpu'], b['output_tok_s_per_gpu'])}", f"{b['tok_s_per_user']:.1f}", f"{b['ttft_ms']:.0f}", f"{b['energy']['tokens_per_joule']:.2f}",
                  *((f"{b['cost']['usd_per_m_output_tokens']:.3f}",) if priced else ()), b["deployment"]["plan"])
                 if b else ("-", "-", "-", "-", *(("-",) if priced else ()), r.get("why_none", "-")))] for r in rows for b in (r["best"],)]
     heads = [max(len(x) for x in spec.rsplit(":", 1)[0].split("|")) for spec in columns.split()]
@@ -201,5 +204,9 @@ def compare(
               "tok/s/user, TTFT, tok/J (output tokens per joule of the GPU at its modelled power)"
               + (f", $/Mtok (per million output tokens at {gpu_hour_price} GPU-hour prices)" if priced else "")
               + " and plan are that deployment's.", highlight=False)
+    from llm_codesign.render.intervals import CENTRE, off_centre
+
+    if any(b and off_centre(b["intervals"]["output_tok_s_per_gpu"], b["output_tok_s_per_gpu"]) for b in (r["best"] for r in rows)):
+        con.print(f"c<n>: the interval's centre, where the prediction lies outside it ({CENTRE}).", highlight=False)
     if plot_path:
         con.print(f"wrote plot: {plot_path}", highlight=False)

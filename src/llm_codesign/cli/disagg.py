@@ -110,11 +110,13 @@ def disagg(
                   f"{row['prefill_wait_ms']:.1f}", f"{row['tpot_ms']:.2f}", f"{row['tok_s_per_user']:.1f}",
                   f"{row['output_tok_s_per_gpu']:.1f}", "yes" if row["fits"] else "no")
     _console().print(t)
-    from llm_codesign.render.intervals import basis_rows, interval_text
+    from llm_codesign.render.intervals import CENTRE, basis_rows, interval_text, off_centre
 
     for row in r["rows"]:
         b = row["intervals"]
-        _console().print(f"{row['concurrency']} requests: TTFT {interval_text(b['ttft_ms'], 'ttft_ms')}; TPOT "
-                         f"{interval_text(b['tpot_ms'], 'tpot_ms')}", highlight=False)
+        _console().print(f"{row['concurrency']} requests: TTFT {interval_text(b['ttft_ms'], 'ttft_ms', row['ttft_ms'])}; TPOT "
+                         f"{interval_text(b['tpot_ms'], 'tpot_ms', row['tpot_ms'])}", highlight=False)
+    if any(off_centre(row["intervals"][m], row[m]) for row in r["rows"] for m in ("ttft_ms", "tpot_ms")):
+        _console().print(f"centred on: {CENTRE}", highlight=False)
     for k, v in basis_rows(r["rows"][0]["intervals"]):  # the basis and each reason, once
         _console().print(f"{k}: {v}", highlight=False)

@@ -14,7 +14,7 @@ from llm_codesign.spec.model import ModelSpec
 from llm_codesign.spec.precision import Precision
 
 SIDE_BY_SIDE = 3  # the designs set beside the reference: the report's columns stay readable on a page
-_BOUNDS = ("lo80", "hi80", "lo95", "hi95")
+_BOUNDS = ("lo80", "hi80", "lo95", "hi95", "centre")
 _DEPLOYMENT = ("plan", "instance_gpus", "replicas", "concurrency_per_instance")
 
 

@@ -146,8 +146,8 @@ class Frontier:
         for ctx, idx in groups.items():
             values = {k: np.array([_metrics(self.points[i])[k] for i in idx]) for k in iv.METRICS}
             b = iv.bands(values, ctx, table=table)
-            bounds = {m: {k: v.tolist() for k, v in d.items() if k[:2] in ("lo", "hi")} for m, d in b.items()}
-            rest = {m: {k: v for k, v in d.items() if k[:2] not in ("lo", "hi")} for m, d in b.items()}
+            bounds = {m: {k: v.tolist() for k, v in d.items() if k in iv.POINTWISE} for m, d in b.items()}
+            rest = {m: {k: v for k, v in d.items() if k not in iv.POINTWISE} for m, d in b.items()}
             for j, i in enumerate(idx):
                 out[i] = replace(out[i], intervals={m: {**{k: v[j] for k, v in bounds[m].items()}, **rest[m]} for m in b})
         return replace(self, points=tuple(out))

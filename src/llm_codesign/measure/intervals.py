@@ -63,6 +63,8 @@ MODES = ("serving", "offline", "disaggregated")
 # question lies outside the calibrated envelope
 WIDEN = ("family", "kernel", "engine", "shape", "spec")
 BETWEEN = ("campaign", *WIDEN)
+# a band's keys shaped as its prediction (one per point of a frontier)
+POINTWISE = ("lo80", "hi80", "lo95", "hi95", "centre")
 
 
 @dataclass(frozen=True)
@@ -70,7 +72,8 @@ class Context:
     """What a question is, as the residual slices see it: serving at a concurrency, offline max
     throughput or disaggregated; the engine; the GPU's family; dense or MoE; the concurrency band
     (stats.concurrency_band); the ISL/OSL class; and, for the envelope, the model's layer kinds, the
-    weight/activation format the GPU runs and whether it speculates."""
+    weight/activation format the GPU runs, whether it speculates and the MoE kernel families the engine
+    runs for its experts that have no fitted values (unfitted_moe)."""
     mode: str
     engine: str
     family: str
@@ -80,6 +83,7 @@ class Context:
     kinds: tuple[str, ...] = ()
     fmt: str = ""
     spec: bool = False
+    moe_kernels: tuple[str, ...] = ()
 
     def key(self, level: tuple[str, ...]) -> str:
         return "|".join(getattr(self, k) for k in level)
@@ -117,7 +121,31 @@ def context(model, gpu, prec, *, engine: str, concurrency, isl: float, osl: floa
     kinds = sorted(({layer.attn.kind for layer, _ in model.groups} | {layer.ffn.kind for layer, _ in model.groups}) - {"none"})
     load = load_of(concurrency)
     return Context(mode, engine, gpu.family, "moe" if model.is_moe else "dense", load, lengths_class(isl, osl), tuple(kinds),
-                   format_label(run), spec)
+                   format_label(run), spec, unfitted_moe(gpu, run, engine) if model.is_moe else ())
+
+
+# MoE kernel families priced at the kernel tables' values by design where unfitted: TensorRT-LLM's CUTLASS
+# fused MoE is the kernel the tables time (fitted.toml: cutlass fp8 "not kept", the tables' three price it)
+TABLES_OWN = ("cutlass",)
+
+
+def unfitted_moe(gpu, prec, engine: str) -> tuple[str, ...]:
+    """The MoE kernel families `engine` runs for experts at `prec` (GPU-executable) on `gpu`, with or without
+    EP (Engine.moe_kernel), that the bundled profile has no fitted values for (moe_kernel_eff), as
+    "<family> <GEMM kernel family>": they are priced at the kernel tables' generic values
+    (Calibration.moe_kernel), e.g. vLLM's per-tensor FP8 MoE on Hopper, FlashInfer's CUTLASS MoE, whose
+    rows are left out of the fit (kernel_tables.MOE_UNTIMED)."""
+    from llm_codesign.cost.calibration import calibration_for
+    from llm_codesign.cost.gemm import gemm_kernel
+    from llm_codesign.spec.engines import ENGINES
+    from llm_codesign.spec.precision import gemm_math
+
+    if engine not in ENGINES:
+        return ()
+    kernel = gemm_kernel(gemm_math(prec.weight, prec.activation, gpu), prec.weight.name, fp4_math=gpu.supports("fp4"))
+    fitted = dict(calibration_for(gpu).moe_kernel_eff)
+    fams = dict.fromkeys(ENGINES[engine].moe_kernel(gpu.family, kernel, weight=prec.weight.name, ep=ep) for ep in (False, True))
+    return tuple(f"{f} {kernel}" for f in fams if f is not None and f not in TABLES_OWN and f"{f}.{kernel}" not in fitted)
 
 
 def design_rows(result: dict, *, gpu, prec, engine: str, baseline=None, table: dict | None = None) -> dict:
@@ -330,6 +358,7 @@ def reasons(ctx: Context, table: dict) -> list[tuple[str, str]]:
                                             + [f"no {t} kernel table on {fam}" for t in missing])))
         elif not out or out[0][0] != "family":
             out.append(("family", what))
+    out += [("kernel", f"no fitted {k} MoE kernel values for {engine_title(ctx.engine)} on {fam}") for k in ctx.moe_kernels]
     if ctx.spec:
         out.append(("spec", f"speculative decoding: no {run} with it"))
     return out
@@ -377,9 +406,9 @@ def lookup(metric: str, ctx: Context, table: dict) -> tuple[dict, str, Context, 
 
 def band(metric: str, value, ctx: Context, *, table: dict | None = None, levels=LEVELS) -> dict:
     """The intervals of a predicted `metric` (`value`: a number or an array of them, in the metric's
-    units) for a question `ctx`, at each of `levels` (%): {"lo80", "hi80", "lo95", "hi95" (shaped as
-    `value`), "n", "source" (the slice), "widened" (each reason with its between-group term; empty inside
-    the envelope)}."""
+    units) for a question `ctx`, at each of `levels` (%): {"lo80", "hi80", "lo95", "hi95", "centre" (the
+    value times the slice's median measured / predicted, the bounds' centre; shaped as `value`), "n",
+    "source" (the slice), "widened" (each reason with its between-group term; empty inside the envelope)}."""
     t = bundled() if table is None else table
     c, source, found, mine = lookup(metric, ctx, t)
     why = reasons(found, t)
@@ -393,6 +422,8 @@ def band(metric: str, value, ctx: Context, *, table: dict | None = None, levels=
         for name, q in ((f"lo{lvl}", lo), (f"hi{lvl}", hi)):
             x = v * np.exp(q)
             out[name] = float(x) if x.ndim == 0 else x
+    centre = v * math.exp(c["q500"])  # the bias-corrected estimate the bounds sit about (the slice's median shift)
+    out["centre"] = float(centre) if centre.ndim == 0 else centre
     # each reason with its own term alone (own=True: without the campaign term), as a factor at each level
     widened = [text + " (x" + "/x".join(f"{math.exp(between([(kind, text)], t, own=True, levels=levels)[lvl]):.2f}"
                                                              for lvl in levels) + " at " + "/".join(map(str, levels)) + "%)"

@@ -279,15 +279,23 @@ function downloads() {
     download("dl-svg", "SVG", "frontier.svg", "image/svg+xml", () => svgText(last.handle.svg)), png);
 }
 
-function intervalRows(b) {
-  // a point's 80% and 95% intervals per metric, the runs they come from and why they were widened
+// why a centre is shown (render/intervals.py CENTRE)
+const CENTRE = "the intervals are centred on the prediction times the median measured / predicted of the runs they come from, " +
+  "which can put the prediction itself outside them";
+
+function intervalRows(b, e) {
+  // a point's 80% and 95% intervals per metric, centred on where the prediction `e[k]` lies outside the 80% one,
+  // the runs they come from and why they were widened
   if (!b) return [];
   const names = [["ttft_ms", "TTFT", " ms", 1], ["tpot_ms", "TPOT", " ms", 2], ["tok_s_per_user", "tokens/s per user", "", 1],
                  ["output_tok_s_per_gpu", "output tokens/s per GPU", "", 0]];
+  const off = (k) => e && !(b[k].lo80 <= e[k] && e[k] <= b[k].hi80);
   const rows = names.filter(([k]) => b[k]).map(([k, name, unit, d]) =>
-    [`${name}: 80% / 95% interval`, `${fix(b[k].lo80, d)}-${fix(b[k].hi80, d)}${unit} / ${fix(b[k].lo95, d)}-${fix(b[k].hi95, d)}${unit}`]);
+    [`${name}: 80% / 95% interval`, `${fix(b[k].lo80, d)}-${fix(b[k].hi80, d)}${unit} / ${fix(b[k].lo95, d)}-${fix(b[k].hi95, d)}${unit}` +
+      (off(k) ? `, centred on ${fix(b[k].centre, d)}${unit}` : "")]);
   const said = [...new Set(Object.values(b).flatMap((x) => [`from ${x.source}`, ...x.widened]))];
-  return rows.concat(said.map((t) => [t.startsWith("from ") ? "interval basis" : "beyond the runs", t]));
+  return rows.concat(names.some(([k]) => b[k] && off(k)) ? [["centred on", CENTRE]] : [],
+                     said.map((t) => [t.startsWith("from ") ? "interval basis" : "beyond the runs", t]));
 }
 
 function frontierTable(series) {
@@ -347,7 +355,7 @@ async function selectPoint(si, pi) {
       ["concurrency", e.concurrency], ["TTFT", `${fix(e.ttft_ms, 1)} ms`], ["TPOT", `${fix(e.tpot_ms, 2)} ms`],
       ["tokens/s per user", fix(e.tok_s_per_user, 1)], ["output tokens/s per GPU", fix(e.output_tok_s_per_gpu, 1)],
       ["memory per GPU", `weights ${fix(m.weights_gb, 1)} GB, KV ${fix(m.kv_gb, 1)} GB, free ${fix(m.free_gb, 1)} GB`],
-      ["decode bound by", e.decode_bound], ["prefill bound by", e.prefill_bound], ...intervalRows(e.intervals)];
+      ["decode bound by", e.decode_bound], ["prefill bound by", e.prefill_bound], ...intervalRows(e.intervals, e)];
     const total = e.point_breakdown.reduce((a, o) => a + o.time_ms, 0);
     $("point").replaceChildren(
       el("h2", `Point ${pi + 1} of ${modelName(s.model)} on ${s.gpu}: estimate`),
