@@ -169,16 +169,28 @@ def test_a_prediction_outside_its_own_interval_is_shown_with_the_centre():
     assert iv.band("ttft_ms", np.array([100.0, 50.0]), CTX, table=t)["centre"] == pytest.approx([1000.0, 500.0], rel=1e-3)
 
 
-def test_estimate_shows_the_centre_where_the_prediction_lies_outside_its_interval():
-    # issue 40's case: DeepSeek-R1 on B200 with attention DP, burst arrivals at 9 requests: the runs like it measure
-    # TTFT above the prediction, so the 80% interval lies wholly above it
-    args = ("estimate", "deepseek-r1", "--gpu", "b200", "--attention-dp", "8", "--ep", "8", "--arrival", "burst", "--concurrency", "9")
+def _profile_measuring(tmp_path, metric, q):
+    # the bundled profile plus its own runs of TensorRT-LLM on Hopper for one metric, their quantiles of measured /
+    # predicted `q` (a profile's own runs carry no campaign term)
+    from importlib import resources
+
+    prof = tmp_path / "mine.toml"
+    prof.write_text(resources.files("llm_codesign").joinpath("data/calibration/fitted.toml").read_text()
+                    + f'\n[intervals.envelope]\nserving = {{metrics = ["{metric}"], families = ["hopper"], engines = ["trtllm"]}}\n'
+                    + f'kinds = []\nformats = []\n\n[intervals.slices.{metric}]\n"serving|trtllm|hopper" = {{n = 40, '
+                    + ", ".join(f"{k} = {math.log(v)!r}" for k, v in q.items()) + "}\n")
+    return prof
+
+
+def test_estimate_shows_the_centre_where_the_prediction_lies_outside_its_interval(tmp_path):
+    # runs like the question measure TTFT at 2-4x the prediction (80%), 3x at the median: the 80% interval lies wholly
+    # above the prediction, and estimate says where it is centred and why (issue 40's case, DeepSeek-R1 with attention
+    # DP at 9 burst requests on B200, moved inside its band once an eager step's launches waited for the slowest rank)
+    prof = _profile_measuring(tmp_path, "ttft_ms", {"q025": 1.5, "q100": 2.0, "q500": 3.0, "q900": 4.0, "q975": 5.0})
+    args = ("estimate", "llama-3.1-8b", "--gpu", "h100", "--concurrency", "16", "--calibration", str(prof))
     d = json.loads(run(*args, "--json").stdout)
     b = d["intervals"]["ttft_ms"]
-    assert d["ttft_ms"] < b["lo80"]
-    c, *_ = iv.lookup("ttft_ms", iv.context(lc.get_model("deepseek-r1"), lc.get_gpu("b200"), lc.Precision.of("fp8_block"),
-                                              engine="trtllm", concurrency=9, isl=1024, osl=1024), iv.bundled())
-    assert b["centre"] == pytest.approx(d["ttft_ms"] * math.exp(c["q500"]), rel=1e-9) and c["q500"] > 0
+    assert d["ttft_ms"] < b["lo80"] < b["centre"] < b["hi80"] and b["centre"] == pytest.approx(3 * d["ttft_ms"], rel=1e-9)
     text = " ".join(run(*args).stdout.split())
     assert f"{d['ttft_ms']:.1f} ms; " + interval_text(b, "ttft_ms") + f", centred on {b['centre']:.0f} ms" in text
     assert "│ centred on │ the intervals are centred on the" in text  # the row that says why
@@ -187,14 +199,7 @@ def test_estimate_shows_the_centre_where_the_prediction_lies_outside_its_interva
 def test_pareto_compare_and_their_json_show_the_centre_where_the_prediction_lies_outside(tmp_path):
     # a profile whose own runs of TensorRT-LLM on Hopper measure tok/s/GPU at 2-4x the prediction (80%), 3x at the median:
     # every point's 80% interval is 2x-4x its prediction, centred on 3x (a profile's own runs carry no campaign term)
-    from importlib import resources
-
-    q = {"q025": 1.5, "q100": 2.0, "q500": 3.0, "q900": 4.0, "q975": 5.0}
-    prof = tmp_path / "mine.toml"
-    prof.write_text(resources.files("llm_codesign").joinpath("data/calibration/fitted.toml").read_text()
-                    + '\n[intervals.envelope]\nserving = {metrics = ["output_tok_s_per_gpu"], families = ["hopper"], engines = ["trtllm"]}\n'
-                    + 'kinds = []\nformats = []\n\n[intervals.slices.output_tok_s_per_gpu]\n"serving|trtllm|hopper" = {n = 40, '
-                    + ", ".join(f"{k} = {math.log(v)!r}" for k, v in q.items()) + "}\n")
+    prof = _profile_measuring(tmp_path, "output_tok_s_per_gpu", {"q025": 1.5, "q100": 2.0, "q500": 3.0, "q900": 4.0, "q975": 5.0})
     args = ("llama-3.1-8b", "--gpu", "h100", "--gpus", "1", "--calibration", str(prof))
     d = json.loads(run("pareto", *args, "--json").stdout)
     ends = [d["frontier"][-1], d["frontier"][0]]
