@@ -19,8 +19,9 @@ Folds (each: an interval table built from some residuals, the held-out ones scor
 - spec: the published runs with speculative decoding (none of the serving runs speculates).
 The between-group terms (measure/intervals.py) come from every fold's held-out runs: per kind (the
 campaign term from runs with no reason to widen, each reason's from runs with that reason), the term
-covering the stated share with each fold weighing alike. Each fold's coverage is reported with the
-terms measured on the folds that share no measured run with it (cross-fitted).
+covering the stated share with each fold weighing by its random-effects weight n / (n + n0) (re_weights).
+Each fold's coverage is reported with the terms measured on the folds that share no measured run with it
+(cross-fitted).
 """
 from __future__ import annotations
 
@@ -130,11 +131,30 @@ KIND_FOLDS = {"campaign": "held-out runs with no reason to widen, every fold",
               "spec": "the published runs with speculative decoding"}
 
 
-def pooled(groups: list[np.ndarray], level: float) -> float:
-    """The smallest t with at least `level`% of the runs at or below it when each group weighs alike
-    (Dunn, Wasserman and Ramdas 2023's pooled CDF of a new group's score)."""
+def re_weights(groups: list[np.ndarray], runs: list[int]) -> np.ndarray:
+    """Each group's random-effects weight n / (n + n0), n its runs, n0 = s^2 / tau^2: s^2 the scores' spread
+    within the groups, tau^2 DerSimonian and Laird's (1986, "Meta-analysis in clinical trials", Control Clin
+    Trials 7:177) moment estimate of the spread of the groups' true mean scores (the weight 1 / (tau^2 + s^2 / n)
+    scaled). A group counts by its runs: a run's metrics share its shift. Groups differing far beyond their
+    sampling noise (n0 -> 0) weigh alike; groups differing no more than it (tau^2 = 0) weigh as their runs."""
+    n = np.asarray(runs, float)
+    k = len(groups)
+    s2 = sum(float(((g - g.mean()) ** 2).sum()) for g in groups) / max(sum(map(len, groups)) - k, 1)
+    if k < 2 or s2 == 0:
+        return np.ones(k)
+    w, m = n / s2, np.array([g.mean() for g in groups])
+    q = float(np.sum(w * (m - np.sum(w * m) / w.sum()) ** 2))
+    tau2 = max(0.0, (q - (k - 1)) / (w.sum() - (w ** 2).sum() / w.sum()))
+    return n / (n + s2 / tau2) if tau2 > 0 else n
+
+
+def pooled(groups: list[np.ndarray], level: float, weights=None) -> float:
+    """The smallest t with at least `level`% of the runs at or below it when each group weighs as `weights`
+    (alike where None), its runs alike within it (Dunn, Wasserman and Ramdas 2023's pooled CDF of a new
+    group's score, weighted)."""
+    wg = np.ones(len(groups)) if weights is None else np.asarray(weights, float)
     vals = np.concatenate(groups)
-    w = np.concatenate([np.full(len(g), 1 / (len(g) * len(groups))) for g in groups])
+    w = np.concatenate([np.full(len(g), x / (len(g) * wg.sum())) for g, x in zip(groups, wg, strict=True)])
     order = np.argsort(vals, kind="stable")
     cum = np.cumsum(w[order])
     return float(vals[order][min(int(np.searchsorted(cum, level / 100 - 1e-12)), len(vals) - 1)])
@@ -153,19 +173,22 @@ def scored(fold_list: list[Fold], *, levels=iv.LEVELS) -> dict[str, tuple[dict, 
 def between(fold_list: list[Fold], scores: dict, *, levels=iv.LEVELS, exclude: Fold | None = None) -> dict:
     """Per kind (intervals.BETWEEN): the between-group term of each level over the held-out runs of that
     kind, all metrics and modes (a term per metric or per mode would rest on two or three groups), each
-    fold one group, the folds sharing a measured run with `exclude` left out; with the runs and folds it
+    fold one group weighing re_weights' share, the folds sharing a measured run with `exclude` left out; with the runs and folds it
     rests on."""
     use = [f for f in fold_list if exclude is None or not (f.groups & exclude.groups)]
     out = {}
     for kind in iv.BETWEEN:
         groups: dict[int, list] = {lvl: [] for lvl in levels}
+        runs = []  # each fold's runs of the kind (the most any metric has)
         for f in use:
             per = [(s, np.array([kind in w.split(",") for w in s["why"]], bool)) for s in scores[f.name][1].values()]
             if any(mask.any() for _, mask in per):
+                runs.append(max(int(mask.sum()) for _, mask in per))
                 for lvl in levels:
                     groups[lvl].append(np.concatenate([s[f"need{lvl}"][mask] for s, mask in per]))
         if groups[levels[0]]:
-            out[kind] = {**{f"t{lvl}": round(pooled(groups[lvl], lvl), 4) for lvl in levels}, "n": sum(map(len, groups[levels[0]])),
+            out[kind] = {**{f"t{lvl}": round(pooled(groups[lvl], lvl, re_weights(groups[lvl], runs)), 4) for lvl in levels},
+                         "n": sum(map(len, groups[levels[0]])),
                          "groups": len(groups[levels[0]]), "folds": KIND_FOLDS[kind]}
     return out
 
@@ -281,8 +304,10 @@ def section(sets: dict[str, list]) -> tuple[list[str], str, dict]:
              "between-group term T: the shift a new campaign brings (every answer), or, where the question lies outside the "
              "runs, the larger one measured for its reason (Higgins, Thompson and Spiegelhalter 2009's prediction interval for "
              "a new group). T is measured on the held-out folds below, every kind together: the term that would just cover "
-             "each held-out run, at the stated share with each fold weighing alike (Dunn, Wasserman and Ramdas 2023's pooled "
-             "CDF for a new group). `llm_codesign.measure.intervals`, `src/llm_codesign/data/calibration/intervals.toml`, "
+             "each held-out run, at the stated share of Dunn, Wasserman and Ramdas 2023's pooled CDF for a new group, each fold "
+             "weighing n / (n + n0) for its n runs (a random-effects weight: n0 the within-fold over the between-fold variance "
+             "of the terms, DerSimonian and Laird 1986; folds differing far beyond their sampling noise weigh nearly alike, "
+             "a fold of a few runs less). `llm_codesign.measure.intervals`, `src/llm_codesign/data/calibration/intervals.toml`, "
              "built here by `benchmarks/interval_folds.py`.",
              "Each fold builds the slices from its training runs only, takes T from the folds that share no measured run with "
              "it (cross-fitted), and scores its held-out runs. Campaigns: the three serving campaigns, each priced with the "

@@ -1,5 +1,5 @@
 """The held-out folds that measure the intervals' between-group terms (benchmarks/interval_folds.py): each
-fold weighs alike, a fold's coverage takes its terms from the folds sharing no measured run with it, and
+fold weighs its random-effects weight (alike where the folds differ far beyond their noise), a fold's coverage takes its terms from the folds sharing no measured run with it, and
 every campaign the validation sets hold is a fold (the three serving campaigns, MI355X's among them, and
 the TensorRT-LLM perf overview's releases)."""
 import importlib
@@ -23,6 +23,35 @@ def test_each_group_weighs_alike(folds_mod):
     groups = [np.array([4.0, 1.0, 3.0, 2.0]), np.array([10.0])]
     assert folds_mod.pooled(groups, 50) == 4.0 and folds_mod.pooled(groups, 80) == 10.0
     assert folds_mod.pooled([np.array([1.0, 2.0, 3.0, 4.0, 10.0])], 80) == 4.0
+
+
+def test_a_group_weighs_its_random_effects_weight(folds_mod):
+    # DerSimonian-Laird by hand: groups (0, 2), (4, 6), (0, 2, 0, 2) of 2, 2 and 4 runs, means 1, 5, 1; within
+    # spread s2 = (2 + 2 + 4) / (8 - 3) = 1.6; w = n / s2 = 1.25, 1.25, 2.5 (sum 5), weighted mean 2; Q = 1.25 + 11.25
+    # + 2.5 = 15; tau2 = (15 - 2) / (5 - 9.375 / 5) = 4.16; n0 = s2 / tau2 = 5/13; weights n / (n + n0)
+    groups = [np.array([0.0, 2.0]), np.array([4.0, 6.0]), np.array([0.0, 2.0, 0.0, 2.0])]
+    assert folds_mod.re_weights(groups, [2, 2, 4]) == pytest.approx([26 / 31, 26 / 31, 52 / 57], rel=1e-12)
+    # groups whose means agree (tau2 = 0) weigh as their runs; one group, or no spread at all, weighs alike
+    assert list(folds_mod.re_weights([np.array([0.0, 2.0]), np.array([1.0, 1.0])], [2, 2])) == [2.0, 2.0]
+    assert list(folds_mod.re_weights([np.array([0.0, 0.0]), np.array([0.0])], [2, 1])) == [1.0, 1.0]
+    # pooled with weights 1 and 3: (1, 2, 3, 4) 1/16 each, 10 at 3/4: the 20% point 4, the 50% point 10 (alike: 4)
+    four_one = [np.array([4.0, 1.0, 3.0, 2.0]), np.array([10.0])]
+    assert folds_mod.pooled(four_one, 20, [1, 3]) == 4.0 and folds_mod.pooled(four_one, 50, [1, 3]) == 10.0
+    assert folds_mod.pooled(four_one, 50) == 4.0
+
+
+def test_a_small_fold_no_longer_sets_the_term_alone(folds_mod):
+    # fold a: 2 runs needing 0 and 3; fold b: 8 runs needing 1 or 2; both means 1.5, so tau2 = 0 and each run weighs
+    # alike (0.1): cumulative 0.1 at 0, 0.5 at 1, 0.9 at 2, the 80% term 2. Each fold alike (the old weights) put a's
+    # 3 at 1/4 and 2 only at 0.75: the 80% term was 3.
+    Fold = folds_mod.Fold
+    a, b = Fold("a", "campaign", [], [], frozenset({("A", "x")})), Fold("b", "campaign", [], [], frozenset({("B", "x")}))
+
+    def scored(needs):
+        return ({}, {"tpot_ms": {"need80": np.array(needs), "why": np.array(["campaign"] * len(needs), object)}})
+
+    t = folds_mod.between([a, b], {"a": scored([0.0, 3.0]), "b": scored([1.0] * 4 + [2.0] * 4)}, levels=(80,))
+    assert (t["campaign"]["t80"], t["campaign"]["n"], t["campaign"]["groups"]) == (2.0, 10, 2)
 
 
 def test_a_folds_terms_come_from_the_folds_sharing_no_run_with_it(folds_mod):

@@ -22,12 +22,14 @@ group's run in a random-effects model (Higgins, Thompson and Spiegelhalter 2009,
 random-effects meta-analysis", JRSS A 172:137, with the slice's conformal bounds for the
 within-slice term). T is the one a new group needs: on leave-one-group-out folds of every kind
 (campaigns, GPU families, engines, shapes), the additive term that just covers each held-out run, and
-T the quantile at the stated level with each held-out group weighing alike however many runs it holds
-(the pooled CDF of Dunn, Wasserman and Ramdas 2023, "Distribution-free prediction sets for two-layer
-hierarchical models", JASA 118). Inside the calibrated envelope T is the campaign term (`campaign`:
-held-out runs with no reason below); outside it (a GPU family, engine, shape class or precision with no
-measured run, a kernel without a table, speculative decoding) T is the largest of the terms measured for
-those reasons, and the answer names what is missing. `benchmarks/validation_report.py --intervals PATH`
+T the quantile at the stated level of the held-out runs' pooled CDF (Dunn, Wasserman and Ramdas 2023,
+"Distribution-free prediction sets for two-layer hierarchical models", JASA 118), each group weighing
+n / (n + n0) for its n runs (a random-effects weight, n0 = within / between variance, DerSimonian and
+Laird 1986): alike where the groups differ far beyond their sampling noise, less for a group of a few runs.
+Inside the calibrated envelope T is the campaign term (`campaign`: held-out runs with no reason below);
+outside it (a GPU family, engine, shape class or precision with no measured run, a kernel without a table,
+speculative decoding) T is the largest of the terms measured for those reasons, and the answer names what
+is missing. `benchmarks/validation_report.py --intervals PATH`
 writes the file and reports each fold's coverage in docs/validation_report.md; a test fails when it is
 stale. A profile written by `calibrate --serving` carries the slices of its own runs ([intervals]); they
 replace the bundled ones where they cover a question, and the answer says so: its runs are the user's
