@@ -122,4 +122,8 @@ def test_gpu_file_block_scale_rate_is_checked():
     for bad in ("0", "1.5", "true"):
         with pytest.raises(InputError, match="block_scale_rate"):
             gpu_from_toml(text.replace("block_scale_rate = 0.8", f"block_scale_rate = {bad}"), "x.toml")
-    assert gpu_from_toml(text.replace("block_scale_rate = 0.8\n", ""), "h.toml").block_scale_rate == 1.0  # scales cost nothing
+    # a Hopper file that does not say takes its family's 0.8 ([hopper] gemm_eff_fp8_block is the scale-free rate);
+    # another family's, 1 (its tensor cores apply the scales)
+    assert gpu_from_toml(text.replace("block_scale_rate = 0.8\n", ""), "h.toml").block_scale_rate == 0.8
+    other = text.replace("block_scale_rate = 0.8\n", "").replace('family = "hopper"', 'family = "blackwell"')
+    assert 'family = "blackwell"' in other and gpu_from_toml(other, "b.toml").block_scale_rate == 1.0

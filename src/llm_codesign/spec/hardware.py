@@ -13,6 +13,12 @@ from llm_codesign.spec.validation import check_gpu
 MATH_PRECISIONS = ("bf16", "fp8", "fp4")
 
 
+# a GPU file that does not state its block-scaled FP8 rate takes its family's: on Hopper the CUDA cores apply
+# the scales after each 128-deep K block, 1/(1 + 8192/(2 x 128 x 128)) = 0.8 of the kernel's rate per SM
+# (data/gpus/h100.toml block_scale_source; [hopper] gemm_eff_fp8_block is the scale-free rate); the tensor
+# cores of later families apply them
+BLOCK_SCALE_RATE = {"hopper": 0.8}
+
 @dataclass(frozen=True)
 class Gpu:
     id: str
@@ -105,7 +111,7 @@ def gpu_from_toml(text: str, origin: str) -> Gpu:
         fp4_formats=tuple(d.get("fp4_formats", ["nvfp4", "mxfp4"] if "fp4" in peaks else [])),
         tiles=tuple(tuple(int(x) for x in t) for t in tiles),
         smem_bytes_per_bf16_flop=float(d.get("tiles", {}).get("smem_bytes_per_bf16_flop", 0.0)),
-        block_scale_rate=float(d.get("tiles", {}).get("block_scale_rate", 1.0)),
+        block_scale_rate=float(d.get("tiles", {}).get("block_scale_rate", BLOCK_SCALE_RATE.get(str(d["family"]), 1.0))),
         aliases=tuple(d.get("aliases", ())), memory_bytes=float(d.get("memory_bytes", 0.0)),
         sources=tuple((k, str(v)) for k, v in d.get("sources", {}).items())
         + ((("memory", str(d["memory_source"])),) if "memory_source" in d else ())
