@@ -224,9 +224,11 @@ class EngineCosts:
         """Host seconds per kernel launch of an eager step over `ranks` GPUs that meet at every collective of
         a layer (a stage's TP x attention-DP x KV-parallel ranks). Each rank's process launches its own
         kernels, and a collective completes only once the last rank has launched it, so the group runs at
-        its slowest rank's pace: the mean cost per launch (eager_launch) plus the expected largest of `ranks`
-        draws from a spread of eager_skew about it, sqrt(2 ln N) spreads for N ranks (the normal
-        extreme-value approximation; none for one rank). Under CUDA graphs the launches are replayed
+        its slowest rank's pace: the mean cost per launch (eager_launch) plus eager_skew x sqrt(2 ln N) for
+        N ranks, the growth of the largest of N draws (the normal extreme-value bound, above the exact expected
+        maximum at small N: 1.18, 1.67, 2.04 against 0.56, 1.03, 1.42 for 2, 4, 8), the form TensorRT-LLM's
+        TTFT by GPU count follows (docs/modelling-notes.md#eager-rank-skew), so eager_skew is that form's
+        scale rather than a measured spread; none for one rank. Under CUDA graphs the launches are replayed
         from the device and neither is paid."""
         import numpy as np
 
