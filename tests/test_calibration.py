@@ -132,3 +132,25 @@ def test_fitted_moe_kernel_families_lie_inside_their_ranges():
     assert pairs == 3 * 11 - 1 + 3
     c = calibration_for(get_gpu("h100"))
     assert 0.55 < c.gemm_eff_fp8_deepgemm < 0.70  # SGLang's DeepGEMM rows: ~0.60 of the FP8 peak on large GEMMs
+
+
+def test_a_moe_kernel_familys_search_starts_where_the_family_is_priced():
+    # H100 block FP8 runs at 0.8 of its kernel's rate (the CUDA cores apply the scales): an own share is divided by
+    # the dense rate x 0.8, the fallback's scale is not, so a family without a value of its own (SGLang's Triton MoE at
+    # block FP8) once started its search 1/0.8 = 1.25x fast; now the start prices it as the fallback does
+    from dataclasses import replace
+
+    from llm_codesign.cost.gemm import main_loop_rate
+    from llm_codesign.measure.calibrate import _own_start
+    from llm_codesign.spec.hardware import get_gpu
+
+    g = get_gpu("h100")
+    bundled = calibration_for(g)  # the bundled profile has SGLang's fitted share: take it out, as before its fit
+    cal = replace(bundled, moe_kernel_eff=tuple(kv for kv in bundled.moe_kernel_eff if kv[0] != "sglang_triton.fp8_block"))
+    p, rate = "moe_kernel_eff.sglang_triton.fp8_block", main_loop_rate("fp8_block", g)
+    assert rate == 0.8 and "sglang_triton.fp8_block" in dict(bundled.moe_kernel_eff)
+    before = cal.moe_kernel("sglang_triton", "fp8_block", rate=rate)[0]
+    assert cal.with_param(p, cal.param(p)).moe_kernel("sglang_triton", "fp8_block", rate=rate)[0] == pytest.approx(before / 0.8)
+    start = _own_start(cal, {p: (0.01, 1.0)}, g)
+    assert start.moe_kernel("sglang_triton", "fp8_block", rate=rate)[0] == pytest.approx(before, rel=1e-12)
+    assert _own_start(start, {p: (0.01, 1.0)}, g) == start  # a family with its own value keeps it

@@ -106,6 +106,18 @@ def _fitted(rows: list[dict], bounds: dict) -> list[str]:
     return [p for p in bounds if not (p.startswith("gemm_") and _kernel_of(p) and _kernel_of(p) not in kernels)]
 
 
+def _own_start(cal: Calibration, bounds: dict, gpu) -> Calibration:
+    """`cal` with each MoE kernel family's share in `bounds` that has no value of its own set to the one it falls
+    back to as `gpu` runs it (Calibration.moe_kernel divides an own share by the dense rate times main_loop_rate,
+    the fallback's scale does not), so the search starts where the family is priced."""
+    for p in bounds:
+        table, _, key = p.partition(".")
+        if table == "moe_kernel_eff" and key not in dict(cal.moe_kernel_eff):
+            kernel = key.partition(".")[2]
+            cal = cal.with_param(p, cal.moe_eff_of(kernel) * cal.gemm_eff(kernel) * main_loop_rate(kernel, gpu))
+    return cal
+
+
 def fit_kind(kind: str, rows: list[dict], base: Calibration, family: str, rounds: int = 6, *,
              params: dict | None = None, progress=None, checked: bool = False) -> tuple[Calibration, dict]:
     """Fit one table's parameters for one family, starting from `base`: PARAMS[kind], or `params` (name ->
@@ -114,7 +126,7 @@ def fit_kind(kind: str, rows: list[dict], base: Calibration, family: str, rounds
     `checked`: row_problem has passed every row already."""
     y = np.array([float(r["latency_ms"]) for r in rows])
     table = Table(kind, rows, checked=checked)  # the rows read once, priced under each calibration the search tries
-    cal = base
+    cal = _own_start(base, params or PARAMS[kind], get_gpu(rows[0]["system"])) if rows else base
     tried = [0]
     bounds = params or PARAMS[kind]
 
