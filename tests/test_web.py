@@ -80,11 +80,16 @@ def _ready(pg):
     pg.wait_for_selector("body[data-ready='1']")
 
 
-def _run_frontier(pg, gpus=("h200",), num_gpus="1", model="llama-3.1-8b"):
-    pg.select_option("#model", model)
+def _choose_gpus(pg, gpus=("h200",), num_gpus: str | None = "1"):
     for box in pg.query_selector_all("#gpus input"):
         box.set_checked(box.get_attribute("value") in gpus)
-    pg.fill("#num_gpus", num_gpus)
+    if num_gpus is not None:
+        pg.fill("#num_gpus", num_gpus)
+
+
+def _run_frontier(pg, gpus=("h200",), num_gpus="1", model="llama-3.1-8b"):
+    pg.select_option("#model", model)
+    _choose_gpus(pg, gpus, num_gpus)
     pg.click("#run")
     pg.wait_for_function(f"document.querySelectorAll('#plot polyline.frontier').length === {len(gpus)}")
     pg.wait_for_selector("#frontier-table")
@@ -222,9 +227,7 @@ def test_a_permalink_reproduces_the_view(page, browser, server):
 def test_design_reports_progress_then_its_table(page, server):
     page.goto(server + "/")
     _ready(page)
-    for box in page.query_selector_all("#gpus input"):
-        box.set_checked(box.get_attribute("value") == "h200")
-    page.fill("#num_gpus", "1")
+    _choose_gpus(page)
     page.fill("#max_candidates", "32")
     page.evaluate("""() => { window.__status = [];
         new MutationObserver(() => window.__status.push(document.getElementById('status').textContent))
@@ -308,9 +311,7 @@ def test_a_what_if_gpu_joins_the_frontier_and_a_bad_figure_is_one_line(page, ser
     page.fill("#wi_id", "fast")
     page.fill("#wi_hbm_tb_s", "9.6")
     page.select_option("#model", "llama-3.1-8b")
-    for box in page.query_selector_all("#gpus input"):
-        box.set_checked(box.get_attribute("value") == "h200")
-    page.fill("#num_gpus", "1")
+    _choose_gpus(page)
     page.click("#run")
     page.wait_for_function("document.querySelectorAll('#plot polyline.frontier').length === 2")
     page.wait_for_selector("#frontier-table")
@@ -547,8 +548,7 @@ def test_price_any_plan_with_speculation_or_disaggregated(page, server):
 
     page.goto(server + "/")
     _ready(page)
-    for box in page.query_selector_all("#gpus input"):
-        box.set_checked(box.get_attribute("value") == "h200")
+    _choose_gpus(page, num_gpus=None)
     page.select_option("#model", "llama-3.1-70b")
     for f, v in (("#p_num_gpus", "4"), ("#p_tp", "4"), ("#p_concurrency", "16"), ("#p_acceptance", "2.6"), ("#p_draft_len", "3")):
         page.fill(f, v)
@@ -650,9 +650,7 @@ def test_design_against_a_chosen_baseline(page, server):
     page.goto(server + "/")
     _ready(page)
     assert page.eval_on_selector_all("#models option", "os => os.length") >= 30  # the baseline field offers the bundled models
-    for box in page.query_selector_all("#gpus input"):
-        box.set_checked(box.get_attribute("value") == "h200")
-    page.fill("#num_gpus", "1")
+    _choose_gpus(page)
     page.fill("#max_candidates", "40")
     page.fill("#baseline", "qwen3-8b")
     page.click("#run-design")
@@ -771,9 +769,7 @@ def test_the_design_tab_shows_the_side_by_side_with_a_quality_limit(page, server
     page.set_viewport_size({"width": 800, "height": 1000})
     page.goto(server + "/")
     _ready(page)
-    for box in page.query_selector_all("#gpus input"):
-        box.set_checked(box.get_attribute("value") == "h200")
-    page.fill("#num_gpus", "1")
+    _choose_gpus(page)
     page.fill("#max_candidates", "40")
     page.fill("#baseline", "qwen3-8b")
     page.fill("#quality_sigmas", "0")
