@@ -47,7 +47,7 @@ def test_amd_tables_do_not_regress():
     rep, _, _ = kernel_report(AMD / "collectives.csv")
     assert rep["modeled"] == 128 and rep["overall"]["latency_ms"]["median_ape"] <= 6.5  # reached 5.5
     rep, _, _ = kernel_report(AMD / "gemm.csv")
-    assert rep["modeled"] == 18 and rep["overall"]["latency_ms"]["median_ape"] <= 12.5  # reached 11.2 (default.toml)
+    assert rep["modeled"] == 18 and rep["overall"]["latency_ms"]["median_ape"] <= 10.5  # reached 9.6 (default.toml, gfx942 tiles; 11.2 before)
 
 
 @pytest.mark.parametrize("gpu_id", ["mi300x", "mi325x"])
