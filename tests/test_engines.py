@@ -137,6 +137,8 @@ def test_engine_attention_kernels_by_kind(h100):
     assert vllm.attention_time_factor("blackwell", "mla", "decode", kv_fp8=True) == 1.15
     assert sglang.attention_time_factor("blackwell", "mla", "decode", kv_fp8=True) == 1.0  # trtllm_mla
     assert sglang.attention_time_factor("hopper", "gqa", "prefill", kv_fp8=False) == 1.07  # FlashAttention-3
+    # its FA3 MLA decode on Hopper: 1.02x TensorRT-LLM's at the H100 MLA table's shapes with a BF16 cache (was 1.15)
+    assert sglang.attention_time_factor("hopper", "mla", "decode", kv_fp8=False) == 1.0
     assert trt.attention_time_factor("hopper", "gqa", "prefill", kv_fp8=False) == 1.0  # the kernel tables' own
     base = calibration_for(h100)
     v, t = base.in_step("vllm"), base.in_step("trtllm")
@@ -156,10 +158,11 @@ def test_engine_attention_kernels_by_kind(h100):
 
 
 @pytest.mark.parametrize("backend, kernel, weight, ep, family", [
-    # TensorRT-LLM: CUTLASS fused MoE (its default backend), gpt-oss's MXFP4 on triton_kernels (AUTO -> TRITON on SM90)
+    # TensorRT-LLM: CUTLASS fused MoE (its default backend), INT4 weight-only too; gpt-oss's MXFP4 on its own Triton
+    # MoE (AUTO -> TRITON on SM90), the kernel its table's moe_torch_flow rows time, not vLLM's triton_kernels rows
     ("trtllm", "fp8_block", "fp8_block", False, "cutlass"), ("trtllm", "bf16", "bf16", True, "cutlass"),
-    ("trtllm", "fp8", "fp8", False, "cutlass"), ("trtllm", "w4a16", "mxfp4", False, "triton_kernels"),
-    ("trtllm", "w4a16", "int4", False, "trtllm_w4a16"),
+    ("trtllm", "fp8", "fp8", False, "cutlass"), ("trtllm", "w4a16", "mxfp4", False, "trtllm_w4a16"),
+    ("trtllm", "w4a16", "mxfp4", True, "trtllm_w4a16"), ("trtllm", "w4a16", "int4", False, "cutlass"),
     # SGLang 0.5.12: Triton fused MoE for block FP8 (DeepGEMM only with a DeepEP all-to-all, not its default); MXFP4 on triton_kernels at EP 1 only
     ("sglang", "fp8_block", "fp8_block", False, "sglang_triton"), ("sglang", "fp8_block", "fp8_block", True, "sglang_triton"),
     ("sglang", "bf16", "bf16", False, "sglang_triton"),
@@ -177,6 +180,24 @@ def test_moe_kernel_family_per_engine_on_hopper(backend, kernel, weight, ep, fam
     assert e.moe_kernel("hopper", kernel, weight=weight, ep=ep) == family and family in MOE_KERNELS
     # elsewhere every engine's experts run at the kernel tables' rates (no per-engine tables there)
     assert e.moe_kernel("blackwell", kernel, weight=weight, ep=ep) is None
+
+
+def test_trtllm_gpt_oss_moe_block_on_hopper_at_its_tables_time(h100):
+    """gpt-oss-120b's MoE block (top-4 of 128 experts, h = I = 2880, MXFP4 weights) under TensorRT-LLM on H100 at
+    EP 2, 4 and 8 and 4096 tokens: its per-engine table's balanced moe_torch_flow rows (TensorRT-LLM's Triton MoE)
+    read 1291, 813 and 566 us (kernels_hopper/moe.csv.gz); the model prices the block (top-k, permutation, expert
+    GEMMs, activation) within 15% of each (1.09-1.10x); priced as vLLM's triton_kernels, as before, at 0.55-0.73x."""
+    from llm_codesign.cost.calibration import calibration_for
+    from llm_codesign.cost.ffns import MOE_BLOCK
+    from llm_codesign.cost.ops import Batch, layer_ops
+
+    m = get_model("gpt-oss-120b")
+    layer = next(layer for layer, _ in m.groups if layer.ffn.kind == "moe")
+    sh = Plan(tp=np.array([2, 4, 8]), ep=np.array([2, 4, 8]), moe_tp=np.array([1, 1, 1]))
+    ops = layer_ops(m, layer, 1.0, h100, calibration_for(h100), prec=m.default_precision, sh=sh,
+                    b=Batch(pf_tokens=np.full(3, 4096.0), pf_seqs=1.0), prefix="l", engine=get_engine("trtllm"))
+    block = sum(np.broadcast_to(o.time, (3,)) for o in ops if o.role in MOE_BLOCK)
+    np.testing.assert_allclose(block * 1e6, [1290.8, 812.8, 566.4], rtol=0.15)
 
 
 def test_moe_experts_are_priced_in_the_engines_kernel_family(h100):

@@ -30,8 +30,8 @@ ENTRIES = [
     ("gb300", "GB300_per_GPU", "blackwell", ["gb300_nvl72", "gb300-nvl72", "gb300_per_gpu"], 800, "blackwell"),
     ("l40s", "L40S", "ada", ["l40s_pcie", "l40s-48gb"], 200, "ampere"),
     ("rtx-pro-6000", "RTX_PRO_6000_Blackwell_Server", "blackwell_sm120", ["rtx_pro_6000", "rtxpro6000", "rtx-pro-6000-blackwell", "rtx_pro_6000_blackwell_server"], 400, "ampere"),
-    ("mi300x", "MI300X", "cdna3", ["mi300", "mi300x_oam"], 400, "cdna"),
-    ("mi325x", "MI325X", "cdna3", ["mi325"], 400, "cdna"),
+    ("mi300x", "MI300X", "cdna3", ["mi300", "mi300x_oam"], 400, "cdna3"),
+    ("mi325x", "MI325X", "cdna3", ["mi325"], 400, "cdna3"),
     ("mi355x", "MI355X", "cdna4", ["mi355"], 400, "cdna"),
 ]
 
@@ -71,6 +71,10 @@ TILES = {
     "ampere": [(64, 64, 1), (64, 128, 1), (128, 64, 1), (128, 128, 1), (128, 256, 1)],
     # AMD MFMA: hipBLASLt macro tiles 128x128/256x256 (rocm_gpu_specs)
     "cdna": [(64, 128, 1), (128, 128, 1), (256, 256, 1)],
+    # gfx942 (MI300X/MI325X): the tiles AITER's tuned kernels pick there, 16-64 rows for few tokens (block-scale
+    # GEMM 16x64 to 128x128, fused MoE stage 1 16x128 to 64x256), and hipBLASLt's 256x256
+    "cdna3": [(16, 64, 1), (32, 64, 1), (64, 64, 1), (16, 128, 1), (32, 128, 1), (64, 128, 1), (128, 128, 1), (32, 256, 1),
+              (64, 256, 1), (256, 256, 1)],
 }
 # Shared-memory bytes the tensor cores can read per dense BF16 FLOP of an SM, where a measurement shows
 # it binds: 128 B/clk against tcgen05's 8,192 BF16 FLOP/clk/SM on B200 (SemiAnalysis, "Dissecting Nvidia
@@ -83,6 +87,10 @@ TILE_SOURCE = {
     "blackwell": "gemm_tile_facts.blackwell_sm100 (PTX ISA tcgen05 cta_group::1 M=128, cta_group::2 M=256 over two SMs, N<=256)",
     "ampere": "CUTLASS mma.sync threadblock tiles 128x128, 128x256, 64x128, 128x64, 64x64 (no TMEM/2-CTA, gemm_tile_facts.sm120_note)",
     "cdna": "gemm_tile_facts.amd_cdna (MFMA per wavefront; hipBLASLt macro tiles 64x128..256x256)",
+    "cdna3": ("ROCm/aiter@e4048607 aiter/configs/model_configs: the tiles of the kernels tuned on gfx942 (304 CUs), "
+              "a8w8_blockscale_tuned_gemm_ds_v3.csv (a8w8_blockscale_1x128x128_256x{M}x{N}x..: 16x64, 32x64, 64x64, 16x128, "
+              "32x128, 64x128, 128x128) and a8w8_blockscale_tuned_fmoe_ds_v3.csv (fmoe_stage1_..._g1u1_{M}x{N}: 16x128, 16x256, "
+              "32x256, 64x256); hipBLASLt macro tiles up to 256x256 (gemm_tile_facts.amd_cdna)"),
 }
 
 

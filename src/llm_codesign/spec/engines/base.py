@@ -40,7 +40,7 @@ AR_NORM_KERNELS = 2.0
 # (moe_eff, moe_overhead_s).
 MOE_KERNELS = {
     "cutlass": "TensorRT-LLM's CUTLASS fused MoE (CutlassFusedMoE, its default MoE backend; moe_torch_flow_cutlass / _nongated)",
-    "trtllm_w4a16": "TensorRT-LLM's W4A16 fused MoE on Hopper, 4-bit weights on BF16 activations (moe_torch_flow, w4a16_mxfp4)",
+    "trtllm_w4a16": "TensorRT-LLM's Triton MoE (TritonFusedMoE), MXFP4 weights on BF16 activations, gpt-oss's on Hopper (moe_torch_flow, w4a16_mxfp4)",
     "vllm_triton": "vLLM's Triton fused MoE (TritonExperts; vllm_fp8moe_triton_tritonexperts, vllm_unquantizedfusedmoe_triton_tritonexperts)",
     "sglang_triton": "SGLang's Triton fused MoE, its own fork and tuned configs (fused_moe_triton; sglang_fused_moe_triton)",
     "flashinfer_cutlass": "FlashInfer's CUTLASS fused MoE (FlashInferExperts; vllm_*_flashinfer_cutlass_*, sglang_flashinfer_cutlass_moe)",

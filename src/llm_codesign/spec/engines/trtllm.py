@@ -54,16 +54,17 @@ class TensorRTLLMEngine(Engine):
         return nbytes <= lim
 
     def moe_kernel(self, family: str, kernel: str, *, weight: str = "", ep: bool = False) -> str | None:
-        """On Hopper, MXFP4 experts (gpt-oss) on OpenAI's triton_kernels: MoeConfig.backend AUTO resolves to
-        TRITON for GptOssForCausalLM on SM90 (tensorrt_llm/_torch/model_config.py, resolve_moe_backend, 1.2+);
-        every other format on its CUTLASS fused MoE, the backend AUTO resolves to otherwise: other 4-bit
-        weights on BF16 activations on its W4A16 kernels (trtllm_w4a16), the rest on cutlass. Elsewhere the
-        kernel tables' own."""
+        """On Hopper, MXFP4 experts (gpt-oss) on its Triton MoE backend (TritonFusedMoE, on OpenAI's triton_kernels):
+        MoeConfig.backend AUTO resolves to TRITON for GptOssForCausalLM on SM90 (tensorrt_llm/_torch/model_config.py
+        resolve_moe_backend, 1.2+), and that is the kernel the per-engine table's `moe_torch_flow` w4a16_mxfp4 rows
+        time (ai-dynamo/aiconfigurator collector/trtllm/collect_moe.py:434-442@095f58a sets moe_backend "triton" for
+        gpt-oss on SM90, citing model_config.py:334-335@1.3.0rc20), so it is priced at those rows' fit (trtllm_w4a16),
+        not at vLLM's triton_kernels rows', which run 2-2.5x faster from 1k tokens up. Every other format on its
+        CUTLASS fused MoE, which AUTO resolves to otherwise (INT4 weight-only included: the collector runs it on
+        SM90 with moe_backend "cutlass", collect_moe.py:456-479). Elsewhere the kernel tables' own."""
         if family != "hopper":
             return None
-        if kernel == "w4a16":
-            return "triton_kernels" if weight == "mxfp4" else "trtllm_w4a16"
-        return "cutlass"
+        return "trtllm_w4a16" if kernel == "w4a16" and weight == "mxfp4" else "cutlass"
 
 
 TRTLLM = register_engine(TensorRTLLMEngine(
