@@ -125,7 +125,8 @@ def folds(sets: dict[str, list]) -> list[Fold]:
 
 KIND_FOLDS = {"campaign": "held-out runs with no reason to widen, every fold",
               "family": "held-out runs on a GPU family no training run measures (the family folds, C's)",
-              "kernel": "held-out runs priced without a kernel table or format measured on their family",
+              "kernel": "held-out runs priced without a GEMM, attention or collectives table or format measured on their family",
+              "moe": "held-out MoE runs whose expert kernels have no table at their format on their family (C's, Ada's, SM120's)",
               "engine": "held-out runs with an engine no training run measures (the engine folds, A's vLLM, C's ATOM)",
               "shape": "held-out runs of a layer kind no training run has (the GDN fold, A's)",
               "spec": "the published runs with speculative decoding"}

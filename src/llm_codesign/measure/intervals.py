@@ -63,7 +63,7 @@ MIN_ROWS = 39  # the fewest residuals whose 97.5th percentile is an order statis
 MODES = ("serving", "offline", "disaggregated")
 # what each between-group term stands for: a new campaign (every bundled answer), then the reasons a
 # question lies outside the calibrated envelope
-WIDEN = ("family", "kernel", "engine", "shape", "spec")
+WIDEN = ("family", "kernel", "moe", "engine", "shape", "spec")
 BETWEEN = ("campaign", *WIDEN)
 # a band's keys shaped as its prediction (one per point of a frontier)
 POINTWISE = ("lo80", "hi80", "lo95", "hi95", "centre")
@@ -354,13 +354,17 @@ def reasons(ctx: Context, table: dict) -> list[tuple[str, str]]:
     if f"{ctx.family}|{ctx.fmt}|{ctx.model_class}" not in every.get("formats", ()):
         have = set(table.get("kernel_tables", {}).get(ctx.family, ()))
         missing = [t for t in needed_tables(ctx) if t not in have]
-        what = f"no measured run of {'MoE' if ctx.model_class == 'moe' else 'dense'} {ctx.fmt} weights on {fam} GPUs"
-        if missing:
-            out.append(("kernel", "; ".join(([] if out and out[0][0] == "family" else [what])
-                                            + [f"no {t} kernel table on {fam}" for t in missing])))
-        elif not out or out[0][0] != "family":
-            out.append(("family", what))
-    out += [("kernel", f"no fitted {k} MoE kernel values for {engine_title(ctx.engine)} on {fam}") for k in ctx.moe_kernels]
+        what = [] if out and out[0][0] == "family" else [
+            f"no measured run of {'MoE' if ctx.model_class == 'moe' else 'dense'} {ctx.fmt} weights on {fam} GPUs"]
+        # the expert kernels' term apart from the dense kernels': held out, MoE runs with no MoE table on their family
+        # scatter more than dense runs with no GEMM table (docs/modelling-notes.md#interval-moe)
+        for kind, tables in (("kernel", [t for t in missing if not t.startswith("MoE ")]), ("moe", [t for t in missing if t.startswith("MoE ")])):
+            if tables:
+                out.append((kind, "; ".join(what + [f"no {t} kernel table on {fam}" for t in tables])))
+                what = []
+        if what:
+            out.append(("family", what[0]))
+    out += [("moe", f"no fitted {k} MoE kernel values for {engine_title(ctx.engine)} on {fam}") for k in ctx.moe_kernels]
     if ctx.spec:
         out.append(("spec", f"speculative decoding: no {run} with it"))
     return out
