@@ -129,6 +129,7 @@ KIND_FOLDS = {"campaign": "held-out runs with no reason to widen, every fold",
               "moe": "held-out MoE runs whose expert kernels have no table at their format on their family (C's, Ada's, SM120's)",
               "engine": "held-out runs with an engine no training run measures (the engine folds, A's vLLM, C's ATOM)",
               "shape": "held-out runs of a layer kind no training run has (the GDN fold, A's)",
+              "model": "held-out runs of a model no training run measures (releases' new models, A's, C's)",
               "spec": "the published runs with speculative decoding"}
 
 
