@@ -27,9 +27,9 @@ T the quantile at the stated level of the held-out runs' pooled CDF (Dunn, Wasse
 n / (n + n0) for its n runs (a random-effects weight, n0 = within / between variance, DerSimonian and
 Laird 1986): alike where the groups differ far beyond their sampling noise, less for a group of a few runs.
 Inside the calibrated envelope T is the campaign term (`campaign`: held-out runs with no reason below);
-outside it (a GPU family, engine, shape class or precision with no measured run, a kernel without a table,
-speculative decoding) T is the largest of the terms measured for those reasons, and the answer names what
-is missing. `benchmarks/validation_report.py --intervals PATH`
+outside it (a GPU family, engine, shape class or precision with no measured run, a GEMM, attention or
+collectives kernel without a table, MoE expert kernels without one, a model no run measures, speculative
+decoding) T is the largest of the terms measured for those reasons, and the answer names what is missing. `benchmarks/validation_report.py --intervals PATH`
 writes the file and reports each fold's coverage in docs/validation_report.md; a test fails when it is
 stale. A profile written by `calibrate --serving` carries the slices of its own runs ([intervals]); they
 replace the bundled ones where they cover a question, and the answer says so: its runs are the user's
