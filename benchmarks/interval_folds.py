@@ -18,7 +18,8 @@ Folds (each: an interval table built from some residuals, the held-out ones scor
 - shape: Qwen3.5 (Gated DeltaNet, held out of the bundled fit) against the other models;
 - spec: the published runs with speculative decoding (none of the serving runs speculates).
 The between-group terms (measure/intervals.py) come from every fold's held-out runs: per kind (the
-campaign term from runs with no reason to widen, each reason's from runs with that reason), the term
+campaign term from runs with no reason to widen, each reason's from runs with that reason: a family, a
+dense or a MoE kernel table, an engine, a layer kind or a model no training run measures), the term
 covering the stated share with each fold weighing by its random-effects weight n / (n + n0) (re_weights).
 Each fold's coverage is reported with the terms measured on the folds that share no measured run with it
 (cross-fitted).
@@ -125,9 +126,11 @@ def folds(sets: dict[str, list]) -> list[Fold]:
 
 KIND_FOLDS = {"campaign": "held-out runs with no reason to widen, every fold",
               "family": "held-out runs on a GPU family no training run measures (the family folds, C's)",
-              "kernel": "held-out runs priced without a kernel table or format measured on their family",
+              "kernel": "held-out runs priced without a GEMM, attention or collectives table or format measured on their family",
+              "moe": "held-out MoE runs whose expert kernels have no table at their format on their family (C's, Ada's, SM120's)",
               "engine": "held-out runs with an engine no training run measures (the engine folds, A's vLLM, C's ATOM)",
               "shape": "held-out runs of a layer kind no training run has (the GDN fold, A's)",
+              "model": "held-out runs of a model no training run measures (releases' new models, A's, C's)",
               "spec": "the published runs with speculative decoding"}
 
 

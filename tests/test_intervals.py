@@ -6,6 +6,7 @@ import csv
 import json
 import math
 import tomllib
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -82,25 +83,63 @@ def test_missing_kernel_tables_and_shapes_are_named():
     t = _table([(CTX, {"ttft_ms": r}) for r in GOLDEN])
     moe = iv.Context("serving", "vllm", "hopper", "moe", "5-32", "balanced", ("mamba2", "moe"), "W4A16")
     t["kernel_tables"]["hopper"] = ["GEMM bf16", "MoE fp8", "attention", "collectives"]
+    # the expert kernels' table apart from the dense ones': each its own term
     assert iv.reasons(moe, t) == [("family", "no serving run on any Hopper GPU"),
                                   ("shape", "no measured run of a model with Mamba-2, MoE layers"),
-                                  ("kernel", "no GEMM W4A16 kernel table on Hopper; no MoE W4A16 kernel table on Hopper")]
+                                  ("kernel", "no GEMM W4A16 kernel table on Hopper"), ("moe", "no MoE W4A16 kernel table on Hopper")]
     # the shipped table: DeepSeek-R1 in NVFP4 on H200 runs W4A16 (no FP4 math), and says what is missing
     m, g = lc.get_model("deepseek-r1"), lc.get_gpu("h200")
     ctx = iv.context(m, g, lc.Precision.of("nvfp4"), engine="trtllm", concurrency=16, isl=1024, osl=1024)
     assert ctx.fmt == "W4A16"
     why = dict(iv.reasons(ctx, iv.bundled()))
-    assert why["family"] == "no serving run on any Hopper GPU" and "no MoE W4A16 kernel table on Hopper" in why["kernel"]
+    assert why["family"] == "no serving run on any Hopper GPU" and why["moe"] == "no MoE W4A16 kernel table on Hopper"
 
 
-def test_an_unfitted_moe_kernel_family_is_named_with_the_kernel_term():
+def test_a_moe_question_without_a_moe_table_takes_the_moe_term_and_a_dense_one_the_kernel_term():
+    # Blackwell measured (CTX's runs), Hopper's tables hold the GEMMs but no MoE: a MoE question at a format no run
+    # has widens for its experts only, with the moe term (x2.0 at 80%) above the kernel one (x1.2); a dense one, every
+    # table present, for the unmeasured format alone (the family term); the same MoE question where the family has a
+    # MoE table: the family term
+    between = {k: {"t80": t80, "t95": t95, "n": 10, "groups": 2, "folds": "x"}
+               for k, t80, t95 in (("campaign", 0.1, 0.2), ("family", 0.3, 0.4), ("kernel", math.log(1.2), 0.5), ("moe", math.log(2.0), 1.0))}
+    t = _table([(CTX, {"tpot_ms": r}) for r in GOLDEN], between=between)
+    t["envelope"]["kinds"].append("moe")  # MoE layers measured (on another family): no shape reason
+    moe = iv.Context("serving", "vllm", "blackwell", "moe", "5-32", "balanced", ("gqa", "moe"), "fp8")
+    assert iv.reasons(moe, t) == [("moe", "no measured run of MoE fp8 weights on Blackwell GPUs; no MoE fp8 kernel table on Blackwell")]
+    assert iv.band("tpot_ms", 10.0, moe, table=t)["widened"] == [
+        "no measured run of MoE fp8 weights on Blackwell GPUs; no MoE fp8 kernel table on Blackwell (x2.00/x2.72 at 80/95%)"]
+    assert iv.between(iv.reasons(moe, t), t) == {80: math.log(2.0), 95: 1.0}
+    dense = iv.Context("serving", "vllm", "blackwell", "dense", "5-32", "balanced", ("dense", "gqa"), "nvfp4")
+    t["kernel_tables"]["blackwell"] += ["GEMM nvfp4"]
+    assert iv.reasons(dense, t) == [("family", "no measured run of dense nvfp4 weights on Blackwell GPUs")]
+    t["kernel_tables"]["blackwell"] += ["MoE fp8"]
+    assert iv.reasons(moe, t) == [("family", "no measured run of MoE fp8 weights on Blackwell GPUs")]
+
+
+def test_a_model_no_run_measures_is_named_with_the_model_term():
+    # the runs measured CTX's model (""); another model's question widens with the model term, and one the runs
+    # measured does not: in the shipped table Llama-3.1-70B is measured (the perf overview), Qwen3-8B by no run
+    t = _table([(CTX, {"tpot_ms": r}) for r in GOLDEN])
+    assert iv.reasons(CTX, t) == []
+    assert iv.reasons(replace(CTX, model="qwen3-8b"), t) == [("model", "no measured run of qwen3-8b")]
+    g = lc.get_gpu("b200")
+
+    def why(name):
+        return iv.reasons(iv.context(lc.get_model(name), g, lc.Precision.of("fp8"), engine="trtllm", concurrency=16, isl=1024,
+                                     osl=1024), iv.bundled())
+
+    assert [k for k, _ in why("llama-3.1-70b")] == [] and ("model", "no measured run of qwen3-8b") in why("qwen3-8b")
+    assert "model" in iv.bundled()["between"]
+
+
+def test_an_unfitted_moe_kernel_family_is_named_with_the_moe_term():
     # vLLM on Hopper runs per-tensor FP8 experts on FlashInfer's CUTLASS MoE (VLLMEngine.moe_kernel), whose rows are
     # left out of the fit (kernel_tables.MOE_UNTIMED), so they are priced at the kernel tables' generic values
     m, g = lc.get_model("deepseek-r1"), lc.get_gpu("h200")
     ctx = iv.context(m, g, lc.Precision.of("fp8"), engine="vllm", concurrency=16, isl=1024, osl=1024)
     assert ctx.moe_kernels == ("flashinfer_cutlass fp8",)
-    assert ("kernel", "no fitted flashinfer_cutlass fp8 MoE kernel values for vLLM on Hopper") in iv.reasons(ctx, iv.bundled())
-    k = iv.bundled()["between"]["kernel"]
+    assert ("moe", "no fitted flashinfer_cutlass fp8 MoE kernel values for vLLM on Hopper") in iv.reasons(ctx, iv.bundled())
+    k = iv.bundled()["between"]["moe"]
     b = iv.band("tpot_ms", 10.0, ctx)
     assert (f"no fitted flashinfer_cutlass fp8 MoE kernel values for vLLM on Hopper (x{math.exp(k['t80']):.2f}/"
             f"x{math.exp(k['t95']):.2f} at 80/95%)") in b["widened"]

@@ -27,9 +27,9 @@ T the quantile at the stated level of the held-out runs' pooled CDF (Dunn, Wasse
 n / (n + n0) for its n runs (a random-effects weight, n0 = within / between variance, DerSimonian and
 Laird 1986): alike where the groups differ far beyond their sampling noise, less for a group of a few runs.
 Inside the calibrated envelope T is the campaign term (`campaign`: held-out runs with no reason below);
-outside it (a GPU family, engine, shape class or precision with no measured run, a kernel without a table,
-speculative decoding) T is the largest of the terms measured for those reasons, and the answer names what
-is missing. `benchmarks/validation_report.py --intervals PATH`
+outside it (a GPU family, engine, shape class or precision with no measured run, a GEMM, attention or
+collectives kernel without a table, MoE expert kernels without one, a model no run measures, speculative
+decoding) T is the largest of the terms measured for those reasons, and the answer names what is missing. `benchmarks/validation_report.py --intervals PATH`
 writes the file and reports each fold's coverage in docs/validation_report.md; a test fails when it is
 stale. A profile written by `calibrate --serving` carries the slices of its own runs ([intervals]); they
 replace the bundled ones where they cover a question, and the answer says so: its runs are the user's
@@ -63,7 +63,7 @@ MIN_ROWS = 39  # the fewest residuals whose 97.5th percentile is an order statis
 MODES = ("serving", "offline", "disaggregated")
 # what each between-group term stands for: a new campaign (every bundled answer), then the reasons a
 # question lies outside the calibrated envelope
-WIDEN = ("family", "kernel", "engine", "shape", "spec")
+WIDEN = ("family", "kernel", "moe", "engine", "shape", "model", "spec")
 BETWEEN = ("campaign", *WIDEN)
 # a band's keys shaped as its prediction (one per point of a frontier)
 POINTWISE = ("lo80", "hi80", "lo95", "hi95", "centre")
@@ -74,8 +74,9 @@ class Context:
     """What a question is, as the residual slices see it: serving at a concurrency, offline max
     throughput or disaggregated; the engine; the GPU's family; dense or MoE; the concurrency band
     (stats.concurrency_band); the ISL/OSL class; and, for the envelope, the model's layer kinds, the
-    weight/activation format the GPU runs, whether it speculates and the MoE kernel families the engine
-    runs for its experts that have no fitted values (unfitted_moe)."""
+    weight/activation format the GPU runs, whether it speculates, the MoE kernel families the engine
+    runs for its experts that have no fitted values (unfitted_moe) and the model's name ("" for a shape
+    `design` made)."""
     mode: str
     engine: str
     family: str
@@ -86,6 +87,7 @@ class Context:
     fmt: str = ""
     spec: bool = False
     moe_kernels: tuple[str, ...] = ()
+    model: str = ""
 
     def key(self, level: tuple[str, ...]) -> str:
         return "|".join(getattr(self, k) for k in level)
@@ -123,7 +125,7 @@ def context(model, gpu, prec, *, engine: str, concurrency, isl: float, osl: floa
     kinds = sorted(({layer.attn.kind for layer, _ in model.groups} | {layer.ffn.kind for layer, _ in model.groups}) - {"none"})
     load = load_of(concurrency)
     return Context(mode, engine, gpu.family, "moe" if model.is_moe else "dense", load, lengths_class(isl, osl), tuple(kinds),
-                   format_label(run), spec, unfitted_moe(gpu, run, engine) if model.is_moe else ())
+                   format_label(run), spec, unfitted_moe(gpu, run, engine) if model.is_moe else (), model.name)
 
 
 # MoE kernel families priced at the kernel tables' values by design where unfitted: TensorRT-LLM's CUTLASS
@@ -294,11 +296,11 @@ def row_intervals(rows: list[dict], preds: list[dict], *, table: dict | None = N
 def build(records: list[tuple[Context, dict[str, float]]], *, min_rows: int = MIN_ROWS, levels=LEVELS) -> dict:
     """The slices (per metric, every HIERARCHY level holding at least `min_rows` residuals) and the
     envelope of residual records (`residuals`): per mode, the metrics, GPU families and engines its
-    runs cover; over all modes, the layer kinds and the family|format|class triples (what the kernels
-    a run prices have been measured on)."""
+    runs cover; over all modes, the layer kinds, the family|format|class triples (what the kernels
+    a run prices have been measured on) and the models."""
     groups: dict[tuple[str, str], list[float]] = {}
     env: dict[str, dict[str, set]] = {}
-    kinds, formats = set(), set()
+    kinds, formats, models = set(), set(), set()
     for ctx, res in records:
         e = env.setdefault(ctx.mode, {k: set() for k in ("metrics", "families", "engines")})
         e["metrics"] |= set(res)
@@ -306,6 +308,7 @@ def build(records: list[tuple[Context, dict[str, float]]], *, min_rows: int = MI
         e["engines"].add(ctx.engine)
         kinds |= set(ctx.kinds)
         formats.add(f"{ctx.family}|{ctx.fmt}|{ctx.model_class}")
+        models.add(ctx.model)
         for m, r in res.items():
             for level in HIERARCHY:
                 groups.setdefault((m, ctx.key(level)), []).append(r)
@@ -314,7 +317,7 @@ def build(records: list[tuple[Context, dict[str, float]]], *, min_rows: int = MI
         if len(rs) >= min_rows:
             slices[m][key] = cell(rs, levels=levels)
     envelope = {mode: {k: sorted(v) for k, v in e.items()} for mode, e in sorted(env.items())}
-    return {"envelope": envelope | {"kinds": sorted(kinds), "formats": sorted(formats)}, "slices": slices}
+    return {"envelope": envelope | {"kinds": sorted(kinds), "formats": sorted(formats), "models": sorted(models)}, "slices": slices}
 
 
 KIND_NAMES = {"gqa": "GQA attention", "mla": "MLA", "gdn": "Gated DeltaNet", "mamba2": "Mamba-2", "dense": "dense FFN", "moe": "MoE"}
@@ -351,16 +354,24 @@ def reasons(ctx: Context, table: dict) -> list[tuple[str, str]]:
     new = [k for k in ctx.kinds if k not in every.get("kinds", ())]
     if new:
         out.append(("shape", f"no measured run of a model with {', '.join(KIND_NAMES.get(k, k) for k in new)} layers"))
+    # a model's own shift (its GEMM shapes, expert count and routing, the engine's paths for it): held out, a
+    # release's models new to the runs scatter 2-3x its measured ones (docs/modelling-notes.md#interval-moe)
+    if ctx.model not in every.get("models", ()):
+        out.append(("model", f"no measured run of {ctx.model or 'this designed shape'}"))
     if f"{ctx.family}|{ctx.fmt}|{ctx.model_class}" not in every.get("formats", ()):
         have = set(table.get("kernel_tables", {}).get(ctx.family, ()))
         missing = [t for t in needed_tables(ctx) if t not in have]
-        what = f"no measured run of {'MoE' if ctx.model_class == 'moe' else 'dense'} {ctx.fmt} weights on {fam} GPUs"
-        if missing:
-            out.append(("kernel", "; ".join(([] if out and out[0][0] == "family" else [what])
-                                            + [f"no {t} kernel table on {fam}" for t in missing])))
-        elif not out or out[0][0] != "family":
-            out.append(("family", what))
-    out += [("kernel", f"no fitted {k} MoE kernel values for {engine_title(ctx.engine)} on {fam}") for k in ctx.moe_kernels]
+        what = [] if out and out[0][0] == "family" else [
+            f"no measured run of {'MoE' if ctx.model_class == 'moe' else 'dense'} {ctx.fmt} weights on {fam} GPUs"]
+        # the expert kernels' term apart from the dense kernels': held out, MoE runs with no MoE table on their family
+        # scatter more than dense runs with no GEMM table (docs/modelling-notes.md#interval-moe)
+        for kind, tables in (("kernel", [t for t in missing if not t.startswith("MoE ")]), ("moe", [t for t in missing if t.startswith("MoE ")])):
+            if tables:
+                out.append((kind, "; ".join(what + [f"no {t} kernel table on {fam}" for t in tables])))
+                what = []
+        if what:
+            out.append(("family", what[0]))
+    out += [("moe", f"no fitted {k} MoE kernel values for {engine_title(ctx.engine)} on {fam}") for k in ctx.moe_kernels]
     if ctx.spec:
         out.append(("spec", f"speculative decoding: no {run} with it"))
     return out
@@ -479,7 +490,7 @@ def _profile_table(profile: str) -> dict:
         env = own["envelope"]
         envelope = {mode: {k: sorted(set(t["envelope"].get(mode, {}).get(k, ())) | set(env.get(mode, {}).get(k, ())))
                            for k in ("metrics", "families", "engines")} for mode in MODES}
-        envelope |= {k: sorted(set(t["envelope"][k]) | set(env.get(k, ()))) for k in ("kinds", "formats")}
+        envelope |= {k: sorted(set(t["envelope"][k]) | set(env.get(k, ()))) for k in ("kinds", "formats", "models")}
     except (KeyError, TypeError, ValueError, AttributeError):
         raise InputError("calibration.intervals", profile, "the [intervals] section `calibrate --serving` writes (slices and envelope)") from None
     return t | {"own": slices, "envelope": envelope, "profile": name, "why_bundled": "none of its runs is like this one"}
