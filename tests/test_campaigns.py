@@ -37,3 +37,11 @@ def test_group_flags_keep_each_rows_value_and_the_engines_defaults():
     # mixed_chunk: the engine's own where no row states it, but a stated value per row where one does
     assert campaigns.group_flags([{}, {"mixed_chunk": True}], SGLANG).mixed_chunk.tolist() == [False, True]
     assert campaigns.group_flags([{"arrival": "waves", "max_num_tokens": None}], get_engine("trtllm")) is None
+
+
+def test_inferencex_prefill_ranks_take_turns():
+    # every SGLang disaggregated recipe of the campaign sets --load-balance-method round_robin on its prefill workers: the
+    # campaign names that routing for serve.disagg; a campaign that does not name it leaves the engine's default
+    row = {"source": "inferencex https://github.com/x/actions/runs/1", "backend": "sglang", "gpu": "b200", "concurrency": "64"}
+    assert campaigns.settings(row)["prefill_routing"] == "balanced"
+    assert "prefill_routing" not in campaigns.settings({"source": "aiconfigurator-core-0.12.0-silicon-sample:x"})

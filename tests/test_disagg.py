@@ -202,7 +202,9 @@ def test_a_deployment_pair_prices_as_the_loose_arguments_did():
     step's inventory, the serving values re-fitted on both: DeepSeek pair TTFT 0.2002 -> 0.2007 s, TPOT 10.43 -> 10.50 ms at 16;
     then an eager step's launches paced by the slowest of its ranks, re-fitted: the Llama pair's TP4 prefill pays 3.4 +
     25 x sqrt(2 ln 4) = 45 us a launch against 30, TTFT 0.1053 -> 0.1230 s at 8; SGLang's eager launch 7.6 -> 6.7 us,
-    DeepSeek pair TTFT 0.2007 -> 0.1996 s). To 1e-6 across machines: numpy's float32 and pow ufuncs take CPU-specific SIMD paths (AVX-512 SVML or not)
+    DeepSeek pair TTFT 0.2007 -> 0.1996 s; SGLang's decode worker streaming the first token as the cache arrives, its
+    bootstrap hidden under the prefill's wait: admission 0.0728 -> 0.0332 s at 256, TTFT 0.2748 -> 0.2352 s, 0.1996 -> 0.1915 s
+    at 16; an arriving request waiting for the steps of the other C - 1 alone: the Llama pair's TTFT 0.1230 -> 0.1217 s at 8). To 1e-6 across machines: numpy's float32 and pow ufuncs take CPU-specific SIMD paths (AVX-512 SVML or not)
     that differ in the last bit, 1.6e-8 relative on the DeepSeek pair between two CI CPUs."""
     m, g = get_model("llama-3.1-70b"), get_gpu("h200")
     prec = precision_for(m, "fp8")
@@ -210,7 +212,7 @@ def test_a_deployment_pair_prices_as_the_loose_arguments_did():
     dec = Deployment(gpu=g, num_gpus=8, plan=Plan.parse("tp=8", m, "decode"), precision=prec)
     r = evaluate_disagg(m, pre, dec, calibration=calibration_for(g), prefill_instances=1, decode_instances=1,
                         concurrency=np.array([8.0, 64.0]), isl=1024, osl=256, decode_max_batch=8)
-    assert np.allclose(r["ttft_s"], [0.12296592962060315, 10.534895999910399], rtol=RTOL_ACROSS_CPUS, atol=0)
+    assert np.allclose(r["ttft_s"], [0.12166998582202515, 10.5348959999104], rtol=RTOL_ACROSS_CPUS, atol=0)
     assert np.allclose(r["tpot_s"], 0.005901902520958206, rtol=RTOL_ACROSS_CPUS, atol=0)
     # SGLang with MTP, prefill on B200 and decode on GB200, each on its own GPU's profile
     ds, b200, gb200 = get_model("deepseek-r1"), get_gpu("b200"), get_gpu("gb200")
@@ -219,9 +221,9 @@ def test_a_deployment_pair_prices_as_the_loose_arguments_did():
     dec = Deployment(gpu=gb200, num_gpus=8, plan=Plan.parse("attention_dp=8,ep=8", ds, "decode"), spec=SpecDecoding("mtp", 3, 2.5), **one)
     r = evaluate_disagg(ds, pre, dec, calibration=calibration_for(b200), decode_calibration=calibration_for(gb200), prefill_instances=2,
                         decode_instances=1, concurrency=np.array([16.0, 256.0]), isl=4096, osl=1024)
-    assert np.allclose(r["ttft_s"], [0.19955630556718695, 0.27475085084900996], rtol=RTOL_ACROSS_CPUS, atol=0)
+    assert np.allclose(r["ttft_s"], [0.1915169236238885, 0.23523017550929382], rtol=RTOL_ACROSS_CPUS, atol=0)
     assert np.allclose(r["tpot_s"], [0.01049817013387291, 0.01941704240903241], rtol=RTOL_ACROSS_CPUS, atol=0)
-    assert np.allclose(r["output_tok_s_per_gpu"], [62.40562775683143, 542.3804609481058], rtol=RTOL_ACROSS_CPUS, atol=0)
+    assert np.allclose(r["output_tok_s_per_gpu"], [62.45152438324147, 543.4469511492712], rtol=RTOL_ACROSS_CPUS, atol=0)
 
 
 def test_cli_decode_max_batch_caps_the_decode_batch():
@@ -303,7 +305,7 @@ def test_kv_hand_off_crosses_the_nics_on_eight_gpu_nodes():
     m = get_model("deepseek-r1")
     prec = Precision.of("fp8_block", kv="fp8")
     nbytes = 8192 * 61 * 576
-    for gpu_id, link in (("h200", 50e9), ("mi355x", 50e9), ("gb200", 900e9)):
+    for gpu_id, link in (("h100", 50e9), ("h200", 50e9), ("b200", 50e9), ("mi355x", 50e9), ("gb200", 900e9)):
         g = get_gpu(gpu_id)
         cal = calibration_for(g)
         t = kv_hand_off(m, g, cal, prec, np.array([8192.0]), prefill_gpus=8, total_gpus=16, decode_plan=Plan(tp=8, ep=8, moe_tp=1))
@@ -336,3 +338,110 @@ def test_a_lone_attention_dp_prompt_routes_only_its_own_tokens():
     # hand-derived: a request's steps carry 3.5 other ranks' prompts of 7: half the way from alone (0.3 s) to loaded (0.6 s)
     pool = {"adp": np.array([8.0, 8.0, 1.0]), "t_alone": np.array([0.3, 0.3, 0.3]), "t_loaded": np.array([0.6, 0.6, 0.3])}
     assert np.allclose(shared_steps(np.array([3.5, 10.0, 5.0]), pool), [0.15, 0.3, 0.0], rtol=1e-12, atol=0)
+
+
+def test_sglang_streams_the_first_token_as_the_cache_arrives():
+    # t = one decode iteration 20 ms, t_kv = 2 ms. TensorRT-LLM takes the request after the prefill at a boundary (10 ms),
+    # pulls the cache and answers at the first boundary after it, one step at least: 10 + max(20, 2 + 10) = 30 ms. SGLang's
+    # decode worker pre-allocated before the prefill (its bootstrap, the next loop top: 10 ms) and streams the token at the
+    # first loop top after the transfer: 10 + 2 + 10 = 22 ms; a request that waits 4 ms anyway before its prefill hides 4 of
+    # the bootstrap's 10 (18 ms), one that waits 50 ms all of it (12 ms). With a 30 ms transfer both give 10 + 30 + 10 = 50 ms
+    assert float(decode_admission(0.020, 0.002)) == pytest.approx(0.030, rel=1e-12)
+    assert float(decode_admission(0.020, 0.002, on_arrival=True)) == pytest.approx(0.022, rel=1e-12)
+    assert float(decode_admission(0.020, 0.002, on_arrival=True, hidden=0.004)) == pytest.approx(0.018, rel=1e-12)
+    assert float(decode_admission(0.020, 0.002, on_arrival=True, hidden=0.050)) == pytest.approx(0.012, rel=1e-12)
+    assert float(decode_admission(0.020, 0.030, on_arrival=True)) == pytest.approx(float(decode_admission(0.020, 0.030)), rel=1e-12)
+    # a lone SGLang request sent alone (nothing to hide the bootstrap): TTFT = prefill + front end + one decode step + transfer
+    m, g = get_model("deepseek-r1"), get_gpu("h200")
+    cal = calibration_for(g)
+    prec = Precision.of("fp8_block", kv="fp8")
+    plan = Plan(tp=8, ep=8, moe_tp=1)
+    kw = dict(calibration=cal, prefill_instances=1, decode_instances=1, concurrency=1, isl=1024, osl=1024, arrival="burst")
+    for engine, on_arrival in (("sglang", True), ("trtllm", False)):
+        pools = disagg_pair(g, prec, plan, plan, backend=engine)
+        assert pools[1].engine.first_token_on_kv_arrival is on_arrival
+        r = evaluate_disagg(m, *pools, **kw)
+        t, t_kv = r["step_s"].item(), r["kv_transfer_s"].item()
+        assert t_kv < t / 2  # the case where the two engines differ
+        admit = t + t_kv if on_arrival else 0.5 * t + t
+        assert r["decode_admission_s"].item() == pytest.approx(admit, rel=1e-12), engine
+        assert r["ttft_s"].item() == pytest.approx(r["prefill_alone_s"].item() + pools[0].engine.costs(cal).ttft_overhead + admit,
+                                                   rel=1e-12), engine
+
+
+def test_prefill_routing_as_the_deployment_sets_it():
+    from llm_codesign.serve.disagg import estimate_disagg, prefill_pool
+    from llm_codesign.spec.engines import get_engine
+
+    # SGLang's PD default sends a request to rank bootstrap_room % dp_size (Dynamo draws the room at random), so each of the
+    # 8 ranks queues its own prompts (q = 8 s); with --load-balance-method round_robin, which every InferenceX SGLang recipe
+    # sets, the ranks take turns and queue as one (q = s), as TensorRT-LLM's balanced ranks do
+    m, g = get_model("deepseek-r1"), get_gpu("b200")
+    cal = calibration_for(g)
+    plan, prec, isl = Plan(tp=1, ep=8, moe_tp=1, adp=8), Precision.of("fp8_block"), np.array([8192.0])
+    for engine, routing, ranks in (("sglang", None, 8.0), ("sglang", "balanced", 1.0), ("trtllm", None, 1.0), ("trtllm", "random", 8.0)):
+        p = prefill_pool(m, g, prec, plan, costs=get_engine(engine).costs(cal), isl=isl, routing=routing)
+        assert p["queue_s"].item() == pytest.approx(ranks / p["per_instance"].item(), rel=1e-12), (engine, routing)
+    pools = disagg_pair(g, prec, plan, plan, backend="sglang")
+    kw = dict(calibration=cal, prefill_instances=1, decode_instances=1, concurrencies=[64], isl=8192, osl=1024)
+    turns, room = (estimate_disagg(m, *pools, prefill_routing=r, **kw) for r in ("balanced", None))
+    assert (turns["prefill"]["routing"], room["prefill"]["routing"]) == ("balanced", "random")
+    assert turns["rows"][0]["ttft_ms"] < room["rows"][0]["ttft_ms"]
+    with pytest.raises(InputError) as e:
+        estimate_disagg(m, *pools, prefill_routing="fastest", **kw)
+    assert str(e.value) == "prefill_routing: 'fastest' is not valid; balanced or random"
+
+
+def test_ttft_parts_add_up_with_the_decode_slot_wait_apart(h200, llama70b):
+    # 8 decode slots and 16 requests: the slot wait is what the cycle leaves past the first token's own path, and the parts
+    # (prefill, front end, admission, step wait, prefill queue, slot wait) make the TTFT; below the slots it is 0
+    cal = calibration_for(h200)
+    pools = disagg_pair(h200, FP8, Plan(tp=8), Plan(tp=8))
+    for C, slotted in ((16, True), (8, False)):
+        r = evaluate_disagg(llama70b, *pools, calibration=cal, prefill_instances=1, decode_instances=1, concurrency=C, isl=1024, osl=256,
+                            decode_max_batch=8)
+        parts = (r["prefill_alone_s"] + pools[0].engine.costs(cal).ttft_overhead + r["decode_admission_s"] + r["prefill_step_wait_s"]
+                 + r["prefill_wait_s"] + r["decode_slot_wait_s"])
+        assert parts.item() == pytest.approx(r["ttft_s"].item(), rel=1e-12)
+        assert (r["decode_slot_wait_s"].item() > 0.5 * r["ttft_s"].item()) if slotted else r["decode_slot_wait_s"].item() == 0.0
+        assert r["prefill_wait_s"].item() >= 0.0
+
+
+def test_scale_out_nics_cite_their_source():
+    import tomllib
+    from importlib import resources
+
+    # the 8-GPU nodes of the disaggregated runs: one 400 Gb/s NIC per GPU (50 GB/s one way), each file naming where it says so
+    for gpu_id, cited in (("h100", "ConnectX-7"), ("h200", "ConnectX-7"), ("b200", "ConnectX-7"), ("mi355x", "Pollara 400")):
+        d = tomllib.loads(resources.files("llm_codesign").joinpath(f"data/gpus/{gpu_id}.toml").read_text())
+        assert d["scale_out_bandwidth_bytes_per_s"] == 400e9 / 8 == get_gpu(gpu_id).scale_out_bandwidth_bytes_per_s
+        assert cited in d["nic_source"] and "400 Gb/s" in d["nic_source"] and not d["nic_source"].startswith("assumption"), gpu_id
+
+
+def test_a_lone_request_in_a_closed_loop_waits_for_no_step():
+    # one request in flight: when it arrives no other prompt can be in a step (the arrival theorem: an arriving request sees
+    # the other C - 1), so no step wait and no other rank's prompt in its steps; at C = 64 it waits for others' steps
+    m, g = get_model("deepseek-r1"), get_gpu("b200")
+    cal = calibration_for(g)
+    pools = disagg_pair(g, Precision.of("fp8_block", kv="fp8"), Plan(tp=1, ep=8, moe_tp=1, adp=8), Plan(tp=8, ep=8, moe_tp=1), backend="trtllm")
+    r = evaluate_disagg(m, *pools, calibration=cal, prefill_instances=1, decode_instances=2, concurrency=np.array([1.0, 64.0]), isl=8192,
+                        osl=1024)
+    assert r["prefill_step_wait_s"][0] == 0.0 and r["prefill_step_wait_s"][1] > 0.0
+    assert r["ttft_s"][0] == pytest.approx(r["prefill_alone_s"] + pools[0].engine.costs(cal).ttft_overhead + r["decode_admission_s"][0]
+                                           + r["prefill_wait_s"][0], rel=1e-12)
+
+
+def test_cli_prices_each_pool_at_its_own_step_budget():
+    # InferenceX's recipes give the prefill workers a chunk (32,768 tokens on H200) and leave the decode workers at the
+    # engine's default; the decode pool's budget reserves activation memory its KV cache then lacks, so it holds more
+    # sequences at its own budget; bad values are one line
+    args = ("disagg", "deepseek-r1", "--gpu", "h200", "--backend", "sglang", "--weight-dtype", "fp8_block", "--kv-dtype", "bf16",
+            "--prefill", "tp=8", "--decode", "tp=8", "--max-num-tokens", "32768", "--concurrency", "1", "--isl", "8192", "--osl", "1024",
+            "--json")
+    both = json.loads(run(*args).stdout)
+    own = json.loads(run(*args, "--decode-max-num-tokens", "8192").stdout)
+    assert own["decode"]["max_concurrency"] > both["decode"]["max_concurrency"]
+    assert own["prefill"]["capacity_req_s"] == both["prefill"]["capacity_req_s"]
+    assert own["rows"][0]["prefill_ms"] == both["rows"][0]["prefill_ms"]
+    r = run(*args, "--decode-max-num-tokens", "0")
+    assert r.returncode == 2 and "decode-max-num-tokens" in r.stderr and not r.stdout

@@ -35,6 +35,15 @@ ENTRIES = [
     ("mi355x", "MI355X", "cdna4", ["mi355"], 400, "cdna"),
 ]
 
+# the scale-out NIC per GPU where a vendor page or the runs' own scripts name it; elsewhere the Gb/s of ENTRIES is assumed
+NIC_SOURCE = {
+    "h100": 'NVIDIA DGX BasePOD reference architecture, Core Components (docs.nvidia.com/dgx-basepod/reference-architecture-infrastructure-foundation-enterprise-ai/latest/core-components.html): DGX H100/H200, four OSFP ports serving eight single-port ConnectX-7 VPI, up to 400 Gb/s InfiniBand/Ethernet; NVIDIA DGX H100 User Guide 1.2.3 Network Modules, Table 6: each of the 8 GPUs has its own ConnectX-7 (mlx5_0..11)',
+    "b200": 'NVIDIA DGX BasePOD reference architecture, Core Components (docs.nvidia.com/dgx-basepod/reference-architecture-infrastructure-foundation-enterprise-ai/latest/core-components.html): DGX B200, four OSFP ports serving eight single-port ConnectX-7 VPI, up to 400 Gb/s InfiniBand/Ethernet, one per GPU (the compute fabric)',
+    "mi355x": "AMD Pensando Pollara 400 AI NIC, up to 400 Gb/s Ethernet (amd.com/en/products/network-interface-cards/pensando.html); the NICs of InferenceX's MI355X disaggregated runs (SemiAnalysisAI/InferenceX@843c6254 benchmarks/multi_node/amd_utils/helpers/rdma_check.sh:19-22, ionic devices); one per GPU assumed (the count is not in the source)",
+}
+NIC_SOURCE["h200"] = NIC_SOURCE["h100"]
+_NIC_ASSUMED = "assumption: one {} Gb/s NIC per GPU (ConnectX-7 400G on HGX H100/H200/B200 and GB200, ConnectX-8 800G on B300/GB300; 200G on PCIe/Ampere systems)"
+
 # Memory the driver reports (nvidia-smi "Total", rocm-smi "VRAM Total Memory"): engines size their KV
 # caches from it (torch.cuda.mem_get_info), and it is not the headline figure in decimal GB. NVIDIA and
 # AMD quote binary gigabytes, less what ECC/firmware reserve. MiB as printed by nvidia-smi in public
@@ -133,8 +142,8 @@ def main(ref_path: Path) -> int:
             f"scale_up_bandwidth_bytes_per_s = {float(uni) * 1e9:.6g}  # one direction, per GPU",
             f"scale_up_domain = {g['scale_up_domain'] if link else PCIE_SERVER_GPUS}",
             *([] if link else [f"scale_up_source = {q(PCIE_SOURCE)}"]),
-            f"scale_out_bandwidth_bytes_per_s = {nic_gbps * 1e9 / 8:.6g}  # assumed NIC, see nic_source",
-            f"nic_source = {q(f'assumption: one {nic_gbps} Gb/s NIC per GPU (ConnectX-7 400G on HGX H100/H200/B200 and GB200, ConnectX-8 800G on B300/GB300; 200G on PCIe/Ampere systems)')}",
+            f"scale_out_bandwidth_bytes_per_s = {nic_gbps * 1e9 / 8:.6g}  # {'NIC per GPU' if gid in NIC_SOURCE else 'assumed NIC'}, see nic_source",
+            f"nic_source = {q(NIC_SOURCE.get(gid, _NIC_ASSUMED.format(nic_gbps)))}",
             f"tdp_w = {g['tdp_w']}",
             f"fp4_formats = [{', '.join(q(f) for f in fp4_formats)}]",
             f"confidence = {q(g.get('confidence', 'medium'))}",

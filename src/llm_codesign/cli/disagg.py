@@ -7,6 +7,7 @@ from typing import Optional
 import typer
 
 from llm_codesign.cli.common import (
+    MAX_TOKENS,
     O_A,
     O_ACC,
     O_BACKEND,
@@ -63,12 +64,19 @@ def disagg(
     kv_dtype: Optional[str] = O_KV, backend: str = O_BACKEND, spec: Optional[str] = O_SPEC, draft_len: Optional[int] = O_K,
     acceptance: Optional[float] = O_ACC, acceptance_rates: Optional[str] = O_RATES, draft_model: Optional[str] = O_DRAFT,
     max_num_tokens: Optional[int] = O_MNT,
+    decode_max_num_tokens: Optional[int] = typer.Option(None, "--decode-max-num-tokens", min=1, max=MAX_TOKENS,
+                                                        help="The decode instances' token budget per step where it differs "
+                                                        "from --max-num-tokens (recipes set the prefill's chunk alone)."),
     decode_max_batch: Optional[int] = typer.Option(None, "--decode-max-batch", help="The decode instances' max batch per attention-DP "
                                                    "rank (the engine's max_batch_size); requests past it wait for a decode slot. "
                                                    "Default: only the KV cache limits it."),
     arrival: str = typer.Option("closed_loop", "--arrival", help="How requests arrive: closed_loop (a slot refilled as its request "
                                 "ends, as serving benchmarks run; waves prices the same) or burst (all sent together, in "
                                 "lockstep waves)."),
+    prefill_routing: Optional[str] = typer.Option(None, "--prefill-routing", help="How a prefill instance under attention DP "
+                                                  "spreads requests over its ranks: balanced (TensorRT-LLM; SGLang's "
+                                                  "--load-balance-method round_robin) or random (SGLang's default). Default: the "
+                                                  "engine's."),
     calibration: Optional[str] = O_CAL, as_json: bool = typer.Option(False, "--json"),
 ):
     """Disaggregated serving: prefill instances hand each prompt's KV cache to decode instances."""
@@ -80,17 +88,18 @@ def disagg(
     m, g = _model(model), _gpu(gpu)
     dg = _gpu(decode_gpu) if decode_gpu else g
     conc = _int_list("concurrency", concurrency)
-    for name, v in (("max_num_tokens", max_num_tokens), ("decode_max_batch", decode_max_batch)):
+    for name, v in (("max_num_tokens", max_num_tokens), ("decode_max_num_tokens", decode_max_num_tokens), ("decode_max_batch", decode_max_batch)):
         if v is not None and v < 1:
             raise InputError(name, v, "a positive integer")
     # one instance of each pool, resolved here: its GPU, plan, precision, engine and step budget
     one = dict(precision=_precision(m, weight_dtype, activation_dtype, kv_dtype), backend=get_engine(backend).name,
-               spec=_spec(spec, draft_len, acceptance, acceptance_rates, draft_model), max_num_tokens=max_num_tokens)
+               spec=_spec(spec, draft_len, acceptance, acceptance_rates, draft_model))
     pp_, dp_ = Plan.parse(prefill, m, "prefill"), Plan.parse(decode, m, "decode")
-    pools = Deployment(gpu=g, num_gpus=int(pp_.gpus), plan=pp_, **one), Deployment(gpu=dg, num_gpus=int(dp_.gpus), plan=dp_, **one)
+    pools = (Deployment(gpu=g, num_gpus=int(pp_.gpus), plan=pp_, max_num_tokens=max_num_tokens, **one),
+             Deployment(gpu=dg, num_gpus=int(dp_.gpus), plan=dp_, max_num_tokens=decode_max_num_tokens or max_num_tokens, **one))
     r = estimate_disagg(m, *pools, calibration=calibration_for(g, calibration), decode_calibration=calibration_for(dg, calibration),
                         prefill_instances=prefill_instances, decode_instances=decode_instances, concurrencies=conc, isl=isl, osl=osl,
-                        decode_max_batch=decode_max_batch, arrival=arrival)
+                        decode_max_batch=decode_max_batch, arrival=arrival, prefill_routing=prefill_routing)
     from llm_codesign.measure.intervals import band_disagg_rows
 
     band_disagg_rows(r["rows"], m, pools[1], isl=isl, osl=osl, calibration=calibration)

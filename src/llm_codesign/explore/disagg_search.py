@@ -102,7 +102,8 @@ def _price_units(model: ModelSpec, gpu: Gpu, prec: Precision, plan: Plan, *, cos
     t_dec = np.broadcast_to(dec["t_stage"], (P, B, K))[id_] * sizes[id_, 1, None, None]  # one decode iteration
     decode_time = max(osl - 1, 0) * tpot
     pre = {k: pf[k][ip, None, None] for k in ("per_instance", "t_step", "queue_s", "t_alone", "t_loaded", "adp")}
-    rate, ttft, _, _ = first_token(C, base, t_kv, t_decode_step=t_dec, decode_time=decode_time, prefill=pre, n_p=npp[:, None, None])
+    rate, ttft, _, _ = first_token(C, base, t_kv, t_decode_step=t_dec, decode_time=decode_time, prefill=pre, n_p=npp[:, None, None],
+                                   on_arrival=costs.engine.first_token_on_kv_arrival)
     fits = np.broadcast_to(dec["fits"], (P, B, K))[id_] & pf["fits"][ip, None, None]
     shape = (len(U), B, K)
     return {"tok_s_per_user": np.broadcast_to(1.0 / tpot, shape).reshape(-1),

@@ -14,6 +14,9 @@ from llm_codesign.spec.harness import ARRIVALS, FLAG_NAMES, SchedulerFlags
 
 # optional serving columns beside max_num_tokens: the arrival pattern and SchedulerFlags' fields
 FLAG_COLUMNS = ("arrival", *FLAG_NAMES)
+# a campaign's settings no row column overrides: how its disaggregated prefill instances spread requests over their
+# attention-DP ranks (serve.disagg.PREFILL_ROUTINGS), where the campaign names it
+CAMPAIGN_KEYS = ("prefill_routing",)
 _BOOL = ("ignore_eos", "mixed_chunk")
 _TRUE, _FALSE = ("true", "1", "yes"), ("false", "0", "no")
 
@@ -41,13 +44,14 @@ def _matches(when: dict, r: dict) -> bool:
 
 def settings(r: dict) -> dict:
     """The row's arrival pattern, step chunk (max_num_tokens, None: the engine's default) and scheduler
-    flags (SchedulerFlags field -> value), the campaign's where the row gives none. Values as read:
+    flags (SchedulerFlags field -> value), the campaign's where the row gives none, and the campaign's
+    CAMPAIGN_KEYS it names. Values as read:
     `problem` says which of the row's own are not valid."""
     out: dict = {"arrival": "waves", "max_num_tokens": None}
     source = (r.get("source") or "").strip().lower()
     for c in campaigns():
         if source.startswith(c["source"]):
-            out |= {k: v for k, v in c.items() if k in FLAG_COLUMNS}
+            out |= {k: v for k, v in c.items() if k in FLAG_COLUMNS or k in CAMPAIGN_KEYS}
             for entry in c.get("flags", ()):
                 if _matches(entry["when"], r):
                     out |= entry["set"]

@@ -331,8 +331,8 @@ def predict_disagg(rows: list[dict], profile: str | None = None, cal_override=No
     reason, as predict_serving. Both pools' plans (attention TP or attention-DP ranks x TP, EP, MoE TP
     what EP leaves), the instance counts, concurrency and ISL/OSL (as recorded) go to
     serve.disagg.evaluate_disagg, with the decode worker's max batch per attention-DP rank where the row
-    records it (decode_max_batch), and the harness's arrival pattern (the campaign's; a group takes its
-    first row's). A row whose num_gpus is not the two pools' GPUs, or whose GPUs per instance are not
+    records it (decode_max_batch), and the harness's arrival pattern and prefill routing (the campaign's; a
+    group takes its first row's). A row whose num_gpus is not the two pools' GPUs, or whose GPUs per instance are not
     its plan's, lists its reason instead of a guess."""
     preds: list[dict] = [{} for _ in rows]
     groups, unmodeled = _grouped(rows, profile, cal_override, _disagg_problem)
@@ -352,11 +352,12 @@ def predict_disagg(rows: list[dict], profile: str | None = None, cal_override=No
         dmb = np.array([float(_int(r, "decode_max_batch", 0)) or np.inf for r in sub])
         pools = [pool_deployment(gpu, plans[p], prec, engine=engine, spec=spec, max_num_tokens=mnt) for p in POOLS]
         # the harness's arrival pattern, the campaign's (data/measurements/campaigns.toml) or the row's own, as for aggregated rows
-        arrival = campaigns.settings(sub[0])["arrival"]
+        # and how its prefill instances route requests to their attention-DP ranks, where the campaign says
+        setting = campaigns.settings(sub[0])
         with np.errstate(divide="ignore", invalid="ignore"):
             res = evaluate_disagg(model, *pools, calibration=cal, prefill_instances=col["prefill_instances"],
                                   decode_instances=col["decode_instances"], concurrency=col["concurrency"], isl=col["isl"], osl=col["osl"],
-                                  decode_max_batch=dmb, arrival=arrival)
+                                  decode_max_batch=dmb, arrival=setting["arrival"], prefill_routing=setting.get("prefill_routing"))
         out = {"ttft_ms": res["ttft_s"] * 1e3, "tpot_ms": res["tpot_s"] * 1e3,
                "output_tok_s_per_gpu": res["output_tok_s_per_gpu"], "output_tok_s_per_user": res["tok_s_per_user"]}
         out = {k: np.broadcast_to(v, (len(idx),)).astype(float) for k, v in out.items()}

@@ -5,7 +5,8 @@ when it arrives (step_residual: engines admit between steps, and under attention
 whole prompt), its prompt runs in steps of up to the step token budget (batched with other prompts
 under load), and its KV cache is sent to a decode instance (NVLink inside the scale-up domain, the NICs
 beyond it), which takes it in at its own step boundaries and sends the first token when it schedules
-it (decode_admission). Decode instances run decode-only steps, so no prefill chunk ever stalls a token.
+it, or, where it pre-allocated the cache before the prefill (SGLang), as soon as it sees the cache
+arrive (decode_admission). Decode instances run decode-only steps, so no prefill chunk ever stalls a token.
 With `concurrency` requests in flight in a closed loop, the request rate is concurrency / (TTFT +
 (OSL-1) x TPOT); the prefill pool serves it with queueing (M/D/1 per instance), and when the rate would
 exceed what the prefill pool can serve, requests queue until it does not (TTFT = concurrency / capacity
@@ -40,16 +41,25 @@ from llm_codesign.spec.model import ModelSpec
 from llm_codesign.spec.plan import Deployment, Plan, SpecDecoding
 from llm_codesign.spec.precision import Precision
 
+# how a prefill instance under attention DP hands requests to its ranks: "balanced" (the instance queues as one:
+# TensorRT-LLM; SGLang with --load-balance-method round_robin, which every InferenceX SGLang recipe sets) or "random"
+# (SGLang's PD default, follow_bootstrap_room: each rank queues its own prompts)
+PREFILL_ROUTINGS = ("balanced", "random")
 
-def prefill_pool(model: ModelSpec, gpu: Gpu, prec: Precision, plan: Plan, *, costs: EngineCosts, isl, max_num_tokens=None) -> dict:
+
+def prefill_pool(model: ModelSpec, gpu: Gpu, prec: Precision, plan: Plan, *, costs: EngineCosts, isl, max_num_tokens=None,
+                 routing: str | None = None) -> dict:
     """One prefill instance (`costs`: its engine's fitted costs and in-step calibration): a lone
     prompt's time (chunks of the step budget, its MoE carrying that prompt's tokens alone:
     _lone_prompt_credit; `t_loaded`, the same with a prompt on every attention-DP rank, and `adp`,
     for shared_steps), the requests per second it serves when loaded (whole steps; each
     attention-DP rank runs its own prompts, pipeline stages overlap different prompts' steps), the
     service time of the queue a request joins (`queue_s`: the instance's, 1 / per_instance,
-    where the engine keeps its attention-DP ranks balanced; one rank's, adp times that, where it routes
-    each request to a rank at random, Engine.routes_prefill_dp_at_random), and whether the weights fit."""
+    where its attention-DP ranks are kept balanced; one rank's, adp times that, where each request goes to
+    a rank at random: `routing`, PREFILL_ROUTINGS, by default the engine's, Engine.routes_prefill_dp_at_random),
+    and whether the weights fit. Round-robin routing counts as balanced: a rank then sees every adp-th
+    arrival, Erlang-adp gaps (squared coefficient of variation 1/adp), and Kingman's G/D/1 wait on its service
+    adp s, (1/adp) / 2 x rho / (1 - rho) x adp s, is the pooled queue's M/D/1 wait on s."""
     sh = plan.broadcast()
     isl = np.asarray(isl, float)
     mnt, (budget, fraction, _) = engine_budget(gpu, engine=costs.engine, max_num_tokens=max_num_tokens, plan=plan)
@@ -63,7 +73,8 @@ def prefill_pool(model: ModelSpec, gpu: Gpu, prec: Precision, plan: Plan, *, cos
     per_inst = adp * full / isl / prefill_step(model, gpu, prec, sh, costs=costs, tokens=full, isl=isl, chunk=chunk)
     mem = memory.fit(model, gpu, prec, sh, isl, osl=0.0, max_num_tokens=mnt, usable_fraction=fraction, osl_occupancy=0.0, budget=budget,
                      max_seqs=costs.engine.max_batch(gpu))
-    queue_s = (adp if costs.engine.routes_prefill_dp_at_random else 1.0) / per_inst
+    at_random = costs.engine.routes_prefill_dp_at_random if routing is None else routing == "random"
+    queue_s = (adp if at_random else 1.0) / per_inst
     return {"t_alone": t_alone, "t_loaded": t_loaded, "adp": adp, "t_step": t_step, "per_instance": per_inst, "queue_s": queue_s,
             "fits": mem["max_seqs_per_rank"] >= 1}
 
@@ -172,42 +183,60 @@ def shared_steps(others, prefill: dict):
     return share * (prefill["t_loaded"] - prefill["t_alone"])
 
 
-def decode_admission(t_decode_step, t_kv):
-    """From the prefill's end to the first token the client sees: the decode worker takes a new
-    request only at a step boundary (t / 2 on average), starts its KV transfer, sees the transfer
-    done at the first boundary after it completes (t_kv + t / 2 on average, one step at least),
-    and sends the first token when it schedules the request (TensorRT-LLM PyExecutor:
-    _check_disagg_gen_transfer_status then _handle_first_token_response at the top of an iteration;
-    SGLang's decode scheduler: the transfer queue polled each loop, the first token streamed by
-    process_batch_result_prebuilt). t = one decode iteration, t_kv = the hand-off's transfer."""
-    t = np.asarray(t_decode_step, float)
-    return 0.5 * t + np.maximum(t, np.asarray(t_kv, float) + 0.5 * t)
+def decode_admission(t_decode_step, t_kv, *, on_arrival: bool = False, hidden=0.0):
+    """What the decode worker adds to the first token, t = one decode iteration, t_kv = the hand-off's
+    transfer. Where it takes the request after the prefill (TensorRT-LLM: the disaggregated server sends
+    the generation request once the context phase answers): at a step boundary (t / 2 on average), then
+    it pulls the cache and sees the transfer done at the first boundary after it completes (t_kv + t / 2
+    on average, one step at least), answering at the top of that iteration (PyExecutor
+    _check_disagg_gen_transfer_status, _handle_first_token_response). Where it pre-allocates the cache
+    before the prefill and streams the first token when the cache arrives (`on_arrival`,
+    Engine.first_token_on_kv_arrival: SGLang's bootstrap): the prefill cannot start before the decode
+    worker's next loop top (t / 2, less the `hidden` wait the request spends anyway before its prefill
+    starts: the step running and the queue), and the token leaves at the first loop top after the
+    transfer, t_kv + t / 2, with no step of its own."""
+    t, t_kv = np.asarray(t_decode_step, float), np.asarray(t_kv, float)
+    if on_arrival:
+        return np.maximum(0.5 * t - np.asarray(hidden, float), 0.0) + t_kv + 0.5 * t
+    return 0.5 * t + np.maximum(t, t_kv + 0.5 * t)
 
 
 def first_token(C, base, t_kv, *, t_decode_step, decode_time, prefill: dict, n_p, arrival: str = "closed_loop",
-                iterations: int = 6) -> tuple:
+                on_arrival: bool = False, iterations: int = 6) -> tuple:
     """Request rate, TTFT and the waits in it for C requests cycling through a prefill pool (prefill:
     prefill_pool's dict; base: the lone prefill and the front end's overhead) and decode: the decode
-    worker's admission (decode_admission), then as the requests arrive (spec.harness.ARRIVALS):
+    worker's admission (decode_admission; `on_arrival`, Engine.first_token_on_kv_arrival: its bootstrap
+    hidden under the wait before the prefill), then as the requests arrive (spec.harness.ARRIVALS):
     "closed_loop" or "waves", the wait for the running prefill step (step_residual, which grows with
-    the rate: a fixed point, `iterations` passes from none) and closed_loop's queueing; "burst",
-    lockstep_waves. Identical requests started together ("waves") leave the prefill pool one service
-    apart and keep that spacing, wave after wave, as their decodes end in the same order: spread
-    arrivals, priced as the closed loop's (an upper bound: evenly spaced ones queue less than M/D/1).
+    the rate of the other C - 1 requests, the arrival theorem: a fixed point, `iterations` passes from
+    none) and closed_loop's queueing; "burst", lockstep_waves. Identical requests started together
+    ("waves") leave the prefill pool one service apart and keep that spacing, wave after wave, as their
+    decodes end in the same order: spread arrivals, priced as the closed loop's (an upper bound: evenly
+    spaced ones queue less than M/D/1).
     Under attention DP a request's steps also carry the prompts other ranks run (shared_steps): the
     x = lam t_step arriving during a step in a closed loop, the wave's others in a burst.
     Returns (rate, ttft, admission, step wait and shared steps)."""
-    admit = decode_admission(t_decode_step, t_kv)
+    def admission(hidden):
+        return decode_admission(t_decode_step, t_kv, on_arrival=on_arrival, hidden=hidden)
+
+    admit = admission(0.0)
     if arrival == "burst":
         shared = shared_steps(np.asarray(C, float) / np.asarray(n_p, float) - 1.0, prefill)
         rate, ttft = lockstep_waves(C, base + admit + shared, decode_time, prefill["per_instance"], n_p)
+        if on_arrival:  # the bootstrap overlaps the wave's queue at the prefill pool
+            admit = admission(ttft - (base + admit + shared))
+            rate, ttft = lockstep_waves(C, base + admit + shared, decode_time, prefill["per_instance"], n_p)
         return rate, ttft, admit, shared
     extra = np.zeros(1)
     queue = dict(per_instance=prefill["per_instance"], n_p=n_p, queue_s=prefill["queue_s"])
     for _ in range(iterations):
         rate, ttft = closed_loop(C, base + admit + extra, decode_time, **queue)
-        extra = (step_residual(rate, n_p, prefill["t_step"], prefill["per_instance"], prefill["queue_s"])
-                 + shared_steps(rate / n_p * prefill["t_step"], prefill))
+        # the arrival theorem of a closed loop: an arriving request sees the other C - 1 at their rate, never its own step
+        others = rate * (C - 1.0) / C
+        wait = step_residual(others, n_p, prefill["t_step"], prefill["per_instance"], prefill["queue_s"])
+        hidden = wait + np.maximum(ttft - (base + admit + extra), 0.0)  # the step running, then the queue
+        extra = wait + shared_steps(others / n_p * prefill["t_step"], prefill)
+        admit = admission(hidden)
     rate, ttft = closed_loop(C, base + admit + extra, decode_time, **queue)
     return rate, ttft, admit, extra
 
@@ -251,7 +280,7 @@ def closed_loop(C, base, decode_time, per_instance, n_p, *, queue_s=None) -> tup
 
 def evaluate_disagg(model: ModelSpec, prefill: Deployment, decode: Deployment, *, calibration: Calibration,
                     decode_calibration: Calibration | None = None, prefill_instances, decode_instances, concurrency, isl, osl,
-                    spec_k=None, decode_max_batch=None, arrival: str = "closed_loop") -> dict:
+                    spec_k=None, decode_max_batch=None, arrival: str = "closed_loop", prefill_routing: str | None = None) -> dict:
     """Metrics for every deployment in the broadcast of both pools' plans, instance counts,
     concurrency, ISL/OSL and k; the same keys as serving.evaluate where they mean the same thing.
     `prefill` and `decode` are one instance of each pool: its GPU, plan, precision, engine and step
@@ -268,7 +297,9 @@ def evaluate_disagg(model: ModelSpec, prefill: Deployment, decode: Deployment, *
     hand-off on the NICs. `arrival` (spec.harness.ARRIVALS): how the requests reach the prefill pool,
     a closed loop of C slots (the default; "waves" the same, first_token) or C sent together in
     lockstep waves ("burst"); in a burst, past the decode slots a wave is what they hold and the rest
-    wait whole waves, as serve.aggregated prices them."""
+    wait whole waves, as serve.aggregated prices them. `prefill_routing`: PREFILL_ROUTINGS (None: the engine's).
+    TTFT = prefill_alone_s + the front end's overhead + decode_admission_s (kv_transfer_s in it) +
+    prefill_step_wait_s + prefill_wait_s (the prefill pool's queue) + decode_slot_wait_s (past the slots)."""
     gpu, dg, prefill_plan, decode_plan = prefill.gpu, decode.gpu, prefill.plan, decode.plan
     dcost = decode.engine.costs(decode_calibration or calibration)
     pcost = prefill.engine.costs(calibration)
@@ -276,7 +307,8 @@ def evaluate_disagg(model: ModelSpec, prefill: Deployment, decode: Deployment, *
     n_p, n_d = np.asarray(prefill_instances, float), np.asarray(decode_instances, float)
     C, osl = np.asarray(concurrency, float), np.asarray(osl, float)
     gpus = n_p * g_p + n_d * g_d
-    p = prefill_pool(model, gpu, prefill.precision, prefill_plan, costs=pcost, isl=isl, max_num_tokens=prefill.max_num_tokens)
+    p = prefill_pool(model, gpu, prefill.precision, prefill_plan, costs=pcost, isl=isl, max_num_tokens=prefill.max_num_tokens,
+                     routing=prefill_routing)
     pool = dict(costs=dcost, isl=isl, osl=osl, spec=decode.spec, spec_k=spec_k, max_num_tokens=decode.max_num_tokens)
     d = decode_pool(model, dg, decode.precision, decode_plan, per_instance=C / n_d, **pool)
     # the decode pool's slots: what its KV cache holds (as the engine reserves it, Engine.kv_budget) and
@@ -293,45 +325,50 @@ def evaluate_disagg(model: ModelSpec, prefill: Deployment, decode: Deployment, *
     base = p["t_alone"] + pcost.ttft_overhead
     decode_time = np.maximum(osl - 1.0, 0.0) * d["tpot"]
     pp_d = np.asarray(decode_plan.arrays()[1], float)
-    rate, ttft, admit, step_wait = _within_slots(C, base, t_kv, slots, t_decode_step=pp_d * d["t_stage"], decode_time=decode_time, prefill=p,
-                                                 n_p=n_p, arrival=arrival)
+    rate, ttft, admit, step_wait, slot_wait = _within_slots(C, base, t_kv, slots, t_decode_step=pp_d * d["t_stage"], decode_time=decode_time,
+                                                            prefill=p, n_p=n_p, arrival=arrival, on_arrival=dcost.engine.first_token_on_kv_arrival)
     base = base + admit + step_wait
     return {
         "ttft_s": ttft, "tpot_s": d["tpot"], "tok_s_per_user": 1.0 / d["tpot"], "output_tok_s_per_gpu": rate * osl / gpus,
         "io_tok_s_per_gpu": rate * (np.asarray(isl, float) + osl) / gpus, "accepted_per_step": d["acc"] + 0.0 * d["tpot"],
         "step_s": d["t_stage"], "draft_s": d["t_draft"] + 0.0 * d["t_stage"], "prefill_alone_s": p["t_alone"], "kv_transfer_s": t_kv,
-        "decode_admission_s": admit + 0.0 * ttft, "prefill_step_wait_s": step_wait + 0.0 * ttft, "prefill_wait_s": ttft - base,
-        "prefill_capacity_req_s": n_p * p["per_instance"], "request_rate": rate, "gpus": gpus,
+        "decode_admission_s": admit + 0.0 * ttft, "prefill_step_wait_s": step_wait + 0.0 * ttft, "prefill_wait_s": ttft - base - slot_wait,
+        "decode_slot_wait_s": slot_wait + 0.0 * ttft, "prefill_capacity_req_s": n_p * p["per_instance"], "request_rate": rate, "gpus": gpus,
         "fits": d["fits"] & p["fits"], "prefill_fits": p["fits"], "max_concurrency": d["max_per_instance"] * n_d,
     }
 
 
 def _within_slots(C, base, t_kv, slots, *, decode_time, arrival, **pools) -> tuple:
-    """first_token's (rate, ttft, admission, step wait) where the decode pool holds `slots` requests:
-    in a closed loop it completes at most slots / decode time a second and TTFT is what is left of the
-    cycle, C / rate - decode time; in a burst a wave is what the slots hold and the rest wait whole
-    waves, each one cycle, as serve.aggregated prices them."""
+    """first_token's (rate, ttft, admission, step wait) and the wait for a decode slot where the decode
+    pool holds `slots` requests: in a closed loop it completes at most slots / decode time a second and
+    TTFT is what is left of the cycle, C / rate - decode time; in a burst a wave is what the slots hold
+    and the rest wait whole waves, each one cycle, as serve.aggregated prices them."""
     if arrival != "burst":
         rate, ttft, admit, step_wait = first_token(C, base, t_kv, decode_time=decode_time, arrival=arrival, **pools)
         rate = np.minimum(rate, slots / np.maximum(decode_time, 1e-12))
-        return rate, np.maximum(C / rate - decode_time, ttft), admit, step_wait
+        slot_wait = np.maximum(C / rate - decode_time - ttft, 0.0)
+        return rate, ttft + slot_wait, admit, step_wait, slot_wait
     held = np.minimum(C, slots)
     rate, ttft, admit, step_wait = first_token(held, base, t_kv, decode_time=decode_time, arrival=arrival, **pools)
-    return rate, ttft + np.maximum(C / held - 1.0, 0.0) * held / rate, admit, step_wait
+    slot_wait = np.maximum(C / held - 1.0, 0.0) * held / rate
+    return rate, ttft + slot_wait, admit, step_wait, slot_wait
 
 
 def estimate_disagg(model: ModelSpec, prefill: Deployment, decode: Deployment, *, calibration: Calibration,
                     decode_calibration: Calibration | None = None, prefill_instances: int, decode_instances: int, concurrencies,
-                    isl: int, osl: int, decode_max_batch: int | None = None, arrival: str = "closed_loop") -> dict:
+                    isl: int, osl: int, decode_max_batch: int | None = None, arrival: str = "closed_loop",
+                    prefill_routing: str | None = None) -> dict:
     """One disaggregated deployment (one instance of each pool, as evaluate_disagg takes them) at each
     concurrency, after checking both plans on their GPUs; `decode_max_batch` caps the sequences each
     decode attention-DP rank runs (the engine's max batch size), the rest waiting for a slot; `arrival`
-    how the requests come (evaluate_disagg)."""
+    how the requests come, `prefill_routing` how a prefill instance spreads them over its ranks (evaluate_disagg)."""
     gpu, dg, prefill_plan, decode_plan = prefill.gpu, decode.gpu, prefill.plan, decode.plan
     from llm_codesign.spec.harness import check_arrival
     from llm_codesign.spec.plan import reason_text, validity
 
     check_arrival(arrival)
+    if prefill_routing is not None and prefill_routing not in PREFILL_ROUTINGS:
+        raise InputError("prefill_routing", prefill_routing, " or ".join(PREFILL_ROUTINGS))
 
     for name, v in (("isl", isl), ("osl", osl), ("prefill_instances", prefill_instances), ("decode_instances", decode_instances),
                     ("decode_max_batch", 1 if decode_max_batch is None else decode_max_batch)):
@@ -347,7 +384,7 @@ def estimate_disagg(model: ModelSpec, prefill: Deployment, decode: Deployment, *
     C = np.asarray(concurrencies, float)
     r = evaluate_disagg(model, prefill, decode, calibration=calibration, decode_calibration=decode_calibration,
                         prefill_instances=prefill_instances, decode_instances=decode_instances, concurrency=C, isl=isl, osl=osl,
-                        decode_max_batch=decode_max_batch, arrival=arrival)
+                        decode_max_batch=decode_max_batch, arrival=arrival, prefill_routing=prefill_routing)
     if not bool(np.all(r["prefill_fits"])):
         raise InputError("prefill", prefill_plan.label(), f"a plan whose {int(prefill_plan.gpus)} GPUs hold the model and one {isl}-token prompt")
     if float(np.max(r["max_concurrency"])) < 1:
@@ -358,7 +395,7 @@ def estimate_disagg(model: ModelSpec, prefill: Deployment, decode: Deployment, *
 
     # the parts of TTFT as the CLI lists them: the hand-off is the transfer and the decode worker's
     # admission; the wait is for the running prefill step, a prefill instance and a decode slot
-    r = {**r, "hand_off_s": r["decode_admission_s"], "waits_s": r["prefill_step_wait_s"] + r["prefill_wait_s"]}
+    r = {**r, "hand_off_s": r["decode_admission_s"], "waits_s": r["prefill_step_wait_s"] + r["prefill_wait_s"] + r["decode_slot_wait_s"]}
 
     rows = [dict(zip(("concurrency", "ttft_ms", "prefill_ms", "kv_transfer_ms", "prefill_wait_ms", "tpot_ms", "tok_s_per_user",
                       "output_tok_s_per_gpu", "fits"), vals, strict=True))
@@ -370,6 +407,7 @@ def estimate_disagg(model: ModelSpec, prefill: Deployment, decode: Deployment, *
             # each pool's own engine and precision (the top-level keys are the prefill pool's)
             "prefill": {"plan": prefill_plan.label(), "backend": prefill.backend, "precision": prefill.precision.label(),
                         "instances": prefill_instances, "gpus_each": int(prefill_plan.gpus),
+                        "routing": prefill_routing or ("random" if prefill.engine.routes_prefill_dp_at_random else "balanced"),
                         "capacity_req_s": float(np.asarray(r["prefill_capacity_req_s"]).reshape(-1)[0])},
             "decode": {"plan": decode_plan.label(), "backend": decode.backend, "precision": decode.precision.label(),
                        "instances": decode_instances, "gpus_each": int(decode_plan.gpus),

@@ -111,6 +111,10 @@ class Engine(ABC):
     # independently of the ranks' queues (SGLang's), so a rank's prompts queue behind each other while
     # another rank idles; otherwise the ranks are kept balanced and the instance queues as one
     routes_prefill_dp_at_random: ClassVar[bool] = False
+    # whether a disaggregated decode worker pre-allocates a request's KV before its prefill runs and streams the
+    # first token (the prefill's) as soon as it sees the cache arrive (SGLang's); otherwise the decode worker
+    # takes the request only after the prefill, then pulls the cache and answers in a later iteration
+    first_token_on_kv_arrival: ClassVar[bool] = False
     # whether its attention-DP hold (adp_wait_steps) applies only while every rank is decoding (TensorRT-LLM's);
     # otherwise it applies under attention DP at any load
     adp_hold_needs_every_rank_decoding: ClassVar[bool] = False

@@ -58,6 +58,11 @@ class SGLangEngine(Engine):
     # 0.5.12); the room is an id the router draws at random per request (assumed of Dynamo's and SGLang's routers,
     # whose code was not read here), unless the request names its rank
     routes_prefill_dp_at_random = True
+    # the decode worker pre-allocates the KV of a request the router sent it beside the prefill (its bootstrap, before
+    # the prefill may run: disaggregation/prefill.py:265-360, decode.py:731-1006), polls the transfers at the top of each
+    # loop (decode.py:1753-1784, polling interval 1: server_args.py:805) and streams the first token before scheduling
+    # that loop's decode step (decode.py:1646-1664, managers/scheduler_output_processor_mixin.py:91-106; sglang 0.5.12)
+    first_token_on_kv_arrival = True
 
     def step_tokens(self, gpu) -> int:
         """chunked_prefill_size = 2048 below 35 GiB, 4096 below 60 GiB, 8192 below 160 GiB, else 16384
