@@ -91,6 +91,14 @@ TILES = {
 # families' tensor cores run at half the rate or less against the same 128 B/clk: no bound written.
 SMEM_FEED = {"blackwell": (128 / 8192, "SemiAnalysis, Dissecting Nvidia Blackwell (2026-03-31): SS-mode tcgen05 MMA with N < 128 is "
                            "shared-memory bound at ~128 B/cycle per SM; 8,192 dense BF16 FLOP/clk per SM (B200: 2.25 PFLOPS over 148 SMs at ~1.86 GHz)")}
+# block-scaled FP8 on Hopper runs at a share of its kernel's rate (Gpu.block_scale_rate; spec/hardware.py)
+BLOCK_SCALE = {"hopper": (0.8, (
+    'block-scaled FP8 on Hopper: WGMMA accumulates each 128-deep K block, then CUDA cores scale and add '
+    'it to the FP32 accumulators (DeepSeek-V3 technical report sec. 3.3.2): per K block a tm x tn tile '
+    'costs 2 tm tn 128 FLOPs of MMA at 8,192 dense FP8 FLOP/clk per SM and tm tn FMAs at 128 FP32 lanes '
+    "per SM, 1/(1 + 8192 / (2 x 128 x 128)) = 0.8 where the two do not overlap (TensorRT-LLM's block-"
+    "scale GEMM: 0.79-0.82 of its per-tensor FP8 GEMM's rate in the H100 tables; DeepGEMM overlaps them: "
+    'its own family)'))}
 TILE_SOURCE = {
     "hopper": "gemm_tile_facts.hopper_sm90 (PTX ISA wgmma m64nNk16, N = 8..256; typical CTA tiles 128x128, 128x256, 64xN; 64/128 x 64 for narrow N)",
     "blackwell": "gemm_tile_facts.blackwell_sm100 (PTX ISA tcgen05 cta_group::1 M=128, cta_group::2 M=256 over two SMs, N<=256)",
@@ -159,6 +167,8 @@ def main(ref_path: Path) -> int:
                   f"source = {q(TILE_SOURCE[tiles])}"]
         if tiles in SMEM_FEED:
             lines += [f"smem_bytes_per_bf16_flop = {SMEM_FEED[tiles][0]:.6g}", f"smem_source = {q(SMEM_FEED[tiles][1])}"]
+        if tiles in BLOCK_SCALE:
+            lines += [f"block_scale_rate = {BLOCK_SCALE[tiles][0]:.6g}", f"block_scale_source = {q(BLOCK_SCALE[tiles][1])}"]
         lines += ["", "[sources]"]
         for s in g["sources"]:
             lines.append(f"{s} = {q(sources.get(s, MISSING))}")
