@@ -91,4 +91,4 @@ def settings(model, gpu, prec, *, tp, pp, isl, osl, kv_fraction=KV_FRACTION, chu
         tokens = np.where(raw_tok < 4096, np.maximum(2048.0, _round_up(raw_tok, 256)),
                           np.where(raw_tok < 8192, _round_up(raw_tok, 512), _round_up(raw_tok, 1024)))
     tokens = np.where(np.asarray(chunked_prefill, bool), tokens, np.maximum(tokens, isl + bs))
-    return bs, tokens
+    return np.broadcast_to(bs, tokens.shape).copy(), tokens
