@@ -55,9 +55,18 @@ def test_perf_overview_rows_run_at_the_tools_limits():
     # micro-batches: 192 per rank; the KV fraction the pages ran, 0.95
     src = ("trtllm_perf_overview_v0_17_total.csv:9 (perf-overview.md; v0.17 (TensorRT engine backend; GH200 vi)",
            "trtllm_perf_overview_v1_0_total.csv:9 (perf-overview.md; v1.0 (PyTorch backend))")
-    a = {"tp": np.array([4, 4]), "pp": np.array([2, 2])}
+    a = {"tp": np.array([4, 4]), "pp": np.array([2, 2]), "attention_dp": np.array([1, 1])}
     per_rank, tokens, flags = bench_limits(get_model("llama-3.1-70b"), get_gpu("h100"), FP8, a, np.array([0, 1]),
                                            isl=np.array([20000.0, 20000.0]), osl=np.array([2000.0, 2000.0]),
                                            sub=[{"source": s} for s in src])
     assert per_rank.tolist() == [192.0, 192.0] and tokens.tolist() == [2048.0, 20096.0]
     assert flags.max_running_requests.tolist() == [[192.0], [192.0]] and flags.kv_fraction.tolist() == [[0.95], [0.95]]
+
+
+def test_attention_dp_ranks_count_in_the_tools_tp():
+    # `trtllm-bench --tp 8` with enable_attention_dp: the plan's TP 1 x 8 attention-DP ranks sizes the estimate as TP 8
+    # (Maverick on H100 at 1000/1000: 1536 / 2816, as above), and each rank's scheduler holds max_batch_size
+    a = {"tp": np.array([1]), "pp": np.array([1]), "attention_dp": np.array([8])}
+    per_rank, tokens, _ = bench_limits(get_model("llama-4-maverick"), get_gpu("h100"), FP8, a, np.array([0]), isl=np.array([1000.0]),
+                                       osl=np.array([1000.0]), sub=[{"source": "trtllm_perf_overview_v1_0_total.csv:2 (v1.0 (PyTorch backend))"}])
+    assert per_rank.tolist() == [1536.0] and tokens.tolist() == [2816.0]
