@@ -75,9 +75,11 @@ def test_offline_throughput_generalises():
     rep = serving_report(rows, *predict_serving(rows))
     # reached 9.6 / 39.9 (median / p90); 10.9 / 45.4 since an eager step's launches are paced by the slowest of its
     # ranks (9.7 / 40.8 before): TP4-8 runs with 2k-20k prompts read low (ISL 5000 at TP8 -11.4 -> -15.4% signed),
-    # where the host's launches overlap kernels long enough to hide them, which the additive eager cost does not price
-    assert rep["overall"]["output_tok_s_per_gpu"]["median_ape"] <= 12.5
-    assert rep["overall"]["output_tok_s_per_gpu"]["p90_ape"] <= 46.0
+    # where the host's launches overlap kernels long enough to hide them, which the additive eager cost does not price;
+    # 10.2 / 42.5 at trtllm-bench's own max_num_tokens and max_batch_size (spec/engines/trtllm_bench.py: Llama 4 on H100
+    # +86.3 -> +59.2% signed in v1.0, the tool's 2-3k-token steps where 8192 was priced)
+    assert rep["overall"]["output_tok_s_per_gpu"]["median_ape"] <= 11.0
+    assert rep["overall"]["output_tok_s_per_gpu"]["p90_ape"] <= 43.5
     assert len(rep["unmodeled"]) + rep["modeled"] == rep["rows"]
 
 

@@ -20,8 +20,9 @@ from llm_codesign.measure.stats import BAND_NAMES, concurrency_band, error_stats
 from llm_codesign.serve.aggregated import Serving, evaluate
 from llm_codesign.serve.disagg import evaluate_disagg
 from llm_codesign.serve.metrics import BATCH_GRID
-from llm_codesign.spec.engines import get_engine
+from llm_codesign.spec.engines import TRTLLM, get_engine, trtllm_bench
 from llm_codesign.spec.hardware import get_gpu
+from llm_codesign.spec.harness import SchedulerFlags
 from llm_codesign.spec.plan import REASONS, Deployment, Plan, SpecDecoding, reason_text, validity
 from llm_codesign.spec.precision import Precision, get_dtype
 from llm_codesign.spec.registry import get_model
@@ -189,7 +190,7 @@ def predict_serving(rows: list[dict], profile: str | None = None, cal_override=N
                "output_tok_s_per_gpu": res["output_tok_s_per_gpu"], "output_tok_s_per_user": res["tok_s_per_user"]}
         out = {k: np.broadcast_to(v, (len(idx),)).copy() for k, v in out.items()}
         if offline.any():
-            _offline_best(objs, a, out=out, offline=offline, lengths=(isl, osl, mnt))
+            _offline_best(objs, a, out=out, offline=offline, lengths=(isl, osl, mnt), sub=sub)
         fits = np.broadcast_to(res["fits"], (len(idx),)) | offline
         for j, i in enumerate(idx):
             if code[j] >= 0:
@@ -204,22 +205,47 @@ def predict_serving(rows: list[dict], profile: str | None = None, cal_override=N
     return preds, unmodeled
 
 
-def _offline_best(objs: tuple, a: dict, *, out: dict, offline, lengths) -> None:
+def _offline_best(objs: tuple, a: dict, *, out: dict, offline, lengths, sub: list[dict]) -> None:
     """Offline rows (no concurrency) take, in `out`, the metrics of the batch that gives the most
-    output tok/s/GPU among those that fit, over the batch grid."""
+    output tok/s/GPU among those that fit, over the batch grid. On TensorRT-LLM they are trtllm-bench runs
+    (the perf-overview tables: data/measurements/SOURCES.md), priced at the batch and token limits the
+    tool picks itself (bench_limits)."""
     model, gpu, prec, engine, spec, cal = objs
     isl, osl, mnt = lengths
     oi = np.nonzero(offline)[0]
     op = Plan(*(x[oi, None] for x in (a["tp"], a["pp"], a["ep"], a["moe_tp"], a["attention_dp"], np.ones(len(offline), dtype=np.int64))))
     grid = BATCH_GRID[None, :] * a["attention_dp"][oi, None]
+    flags = None
+    if engine is TRTLLM:
+        per_rank, tokens, flags = bench_limits(model, gpu, prec, a, oi, isl=isl[oi], osl=osl[oi], sub=[sub[i] for i in oi])
+        mnt = mnt.copy()
+        mnt[oi] = np.where([bool((sub[i].get("max_num_tokens") or "").strip()) for i in oi], mnt[oi], tokens)
+        # the tool's own limit is one of the loads tried: the grid steps 7% apart
+        grid = np.concatenate([grid, (per_rank * a["attention_dp"][oi])[:, None]], axis=1)
     g = evaluate(model, Serving(gpu=gpu, prec=prec, plan=op, engine=engine, spec=spec, max_num_tokens=mnt[oi, None]), cal=cal,
-                 concurrency=grid, isl=isl[oi, None], osl=osl[oi, None])
+                 concurrency=grid, isl=isl[oi, None], osl=osl[oi, None], flags=flags)
     thr = np.where(g["fits"], g["output_tok_s_per_gpu"], -1.0)
     best = np.argmax(thr, axis=1)[:, None]
     out["ttft_ms"][oi] = np.take_along_axis(np.broadcast_to(g["ttft_s"], thr.shape), best, 1)[:, 0] * 1e3
     out["tpot_ms"][oi] = np.take_along_axis(np.broadcast_to(g["tpot_s"], thr.shape), best, 1)[:, 0] * 1e3
     out["output_tok_s_per_gpu"][oi] = np.where(thr.max(axis=1) > 0, thr.max(axis=1), np.nan)
     out["output_tok_s_per_user"][oi] = 1e3 / out["tpot_ms"][oi]
+
+
+def bench_limits(model, gpu, prec, a: dict, oi, *, isl, osl, sub: list[dict]) -> tuple[np.ndarray, np.ndarray, SchedulerFlags]:
+    """trtllm-bench's limits for offline rows `oi` (spec.engines.trtllm_bench): the running requests per
+    attention-DP rank (max_batch_size, which each rank's scheduler applies, per pipeline micro-batch, times the
+    stages: the model's running batch counts every micro-batch in flight), max_num_tokens, and the SchedulerFlags that hold the running batch
+    to it with the KV fraction the pages ran (trtllm_bench.KV_FRACTION). The v0.17 tables ran the TensorRT
+    engine flow (`trtllm-bench build`), which builds the estimate as it is; v0.20 and v1.0 the PyTorch flow,
+    whose chunked prefill is off. The running batch is still what the KV cache holds where that is less."""
+    engine_flow = np.array(["tensorrt engine backend" in (r.get("source") or "").lower() for r in sub])
+    # --tp counts the attention-DP ranks too (its TP group runs attention data-parallel: enable_attention_dp)
+    tool_tp = a["tp"][oi] * a["attention_dp"][oi]
+    bs, tokens = trtllm_bench.settings(model, gpu, prec, tp=tool_tp, pp=a["pp"][oi], isl=isl, osl=osl, chunked_prefill=engine_flow)
+    per_rank = bs * a["pp"][oi]
+    flags = SchedulerFlags(max_running_requests=per_rank[:, None], kv_fraction=np.full((len(oi), 1), trtllm_bench.KV_FRACTION))
+    return per_rank, tokens, flags
 
 
 def serving_report(rows: list[dict], preds: list[dict], unmodeled: list[dict]) -> dict:

@@ -26,14 +26,15 @@ class TensorRTLLMEngine(Engine):
     adp_hold_needs_every_rank_decoding = True
 
     def step_tokens(self, gpu) -> int:
-        """max_num_tokens = 8192 (LlmArgs / BuildConfig default), on every GPU."""
+        """max_num_tokens = 8192 (LlmArgs / BuildConfig default), on every GPU (trtllm-bench picks its own per
+        run: spec/engines/trtllm_bench.py)."""
         return 8192
 
     def max_batch(self, gpu, kv_tokens=None, context_len: int = 0):
-        """trtllm-bench, which measured the shipped perf-overview tables, caps the batch at 4096 over the
-        pipeline stages (tensorrt_llm/bench/build/tuning.py, finetune_setting: min(kv_cache_max_requests,
-        4096) / pp_size per micro-batch); trtllm-serve's own default max_batch_size is 2048
-        (TorchLlmArgs), which this does not yet distinguish."""
+        """4096: the most trtllm-bench ever sets (tensorrt_llm/bench/build/tuning.py, finetune_setting:
+        min(kv_cache_max_requests, 4096) / pp_size per micro-batch); the perf-overview rows it measured are
+        priced at the limits it picks per run (spec/engines/trtllm_bench.py, measure.validate.bench_limits).
+        trtllm-serve's own default max_batch_size is 2048 (TorchLlmArgs), which this does not yet distinguish."""
         return 4096.0
 
     def own_allreduce(self, nbytes, n, family: str):
