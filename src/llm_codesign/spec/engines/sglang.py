@@ -58,6 +58,10 @@ class SGLangEngine(Engine):
     # 0.5.12); the room is an id the router draws at random per request (assumed of Dynamo's and SGLang's routers,
     # whose code was not read here), unless the request names its rank
     routes_prefill_dp_at_random = True
+    # no attention-DP hold: the DP controller sends each request to a rank as it comes (round robin or by load,
+    # managers/data_parallel_controller.py:571-606) and a rank without work runs an idle batch beside the others
+    # (managers/scheduler_dp_attn_mixin.py:131-220, prepare_mlp_sync_batch_raw; sglang 0.5.12)
+    holds_adp_requests = False
 
     def step_tokens(self, gpu) -> int:
         """chunked_prefill_size = 2048 below 35 GiB, 4096 below 60 GiB, 8192 below 160 GiB, else 16384
