@@ -37,3 +37,14 @@ def test_group_flags_keep_each_rows_value_and_the_engines_defaults():
     # mixed_chunk: the engine's own where no row states it, but a stated value per row where one does
     assert campaigns.group_flags([{}, {"mixed_chunk": True}], SGLANG).mixed_chunk.tolist() == [False, True]
     assert campaigns.group_flags([{"arrival": "waves", "max_num_tokens": None}], get_engine("trtllm")) is None
+
+
+def test_the_silicon_samples_harness_follows_aiconfigurators_workflow():
+    # aiperf --num-requests 20C (bench_run.sh.j2:37,97); the benchmark rules' step budget max_batch_size + ISL + 1500,
+    # ISL + 1500 for prompts (vllm.rule:15, trtllm.rule:15, sglang.rule:7) and SGLang's chunks mixed into decodes (sglang.rule:8)
+    row = {"source": "aiconfigurator-core-0.12.0-silicon-sample:x", "backend": "vllm", "isl": "8192", "osl": "1024"}
+    s = campaigns.settings(row)
+    assert (s["arrival"], s["rounds"], s["max_num_tokens"], s["max_prefill_tokens"]) == ("waves", 20, 9692, 9692)
+    assert "mixed_chunk" not in s
+    s = campaigns.settings({**row, "backend": "sglang", "isl": "1024"})
+    assert (s["max_num_tokens"], s["mixed_chunk"]) == (2524, True)

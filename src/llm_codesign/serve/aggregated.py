@@ -465,12 +465,9 @@ def closed_loop_batch(running, *, life, window=1.0):
     return np.minimum(1.0 + window * np.asarray(running, float) / np.maximum(life, 1.0), np.maximum(running, 1.0))
 
 
-def _own_prefill(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, r: _Rank, costs: EngineCosts, n_span, arrival="waves",
-                 window=1.0, acc=1.0, mixes=True, t_stage=0.0, wave=None, rounds=np.inf):
-    """A request's prefill: (q, the step's time, the steps' span over the pipeline before its first
-    token, the time one request's prefill adds to the steps of the requests decoding, the time it waits
-    after its first token for the rest of its cohort's prefill). Its chunks share steps with the prefills
-    of q - 1 requests arriving with it (its cohort), by the arrival pattern (spec.harness.ARRIVALS):
+def _cohort(r: _Rank, *, arrival: str, mixes, share, n_span, acc=1.0, window=1.0):
+    """The requests whose prefills share steps with a request's, itself included (q), by the arrival pattern
+    (spec.harness.ARRIVALS):
     - "waves": a closed loop of identical requests (one ISL, one OSL, ignore-EOS) that starts as a burst
       (aiperf as aiconfigurator runs it: data/measurements/campaigns.toml). The first wave's prefill sets
       the cohorts: a request's first token and, with identical lengths, its last come in the step its
@@ -480,30 +477,38 @@ def _own_prefill(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, r: _R
       q_c = mnt / new (at least one; a longer prompt alone over several steps). One that runs prefill
       batches first and decodes only when none is waiting (SGLang, ATOM by default) prefills the whole
       wave before any decode, so it stays one cohort: q_c = running. The measured runs bunch more than
-      the cohorts alone: a share d of the rest of the wave (prefill_queue_fraction, fitted per engine,
+      the cohorts alone: a `share` d of the rest of the wave (prefill_queue_fraction, fitted per engine,
       0-1; 0: the cohorts kept exactly, 1: the whole wave in lockstep) re-arrives with a cohort, q = q_c +
       d (running - q_c), the drift of arrivals the harness's and front end's timing does not pin (what
-      merges cohorts was not found in the engines' or aiperf's source; docs/accuracy.md). The first wave
-      (a share 1 / `rounds` of the requests: SchedulerFlags.rounds) is the burst itself, every request
-      behind the prompts queued ahead of it (the wave's step `wave`).
+      merges cohorts was not found in the engines' or aiperf's source; docs/accuracy.md#assumptions).
     - "burst": every wave sent at once and kept in lockstep: q = running.
     - "closed_loop": arrivals spread out in steady state, running / life per decode iteration (life: the
-      prefill span and the decode iterations of a request, (OSL - 1) / accepted), and those arriving
-      within the scheduler's receive window (`window` iterations: 1, or SGLang's recv_interval) share
-      one prefill batch: q = 1 + window x running / life.
-    A cohort's requests are served first come first served in steps of min(budget, q x new) tokens: one
-    step where they fit, else the request waits on average for (q + 1) / 2 prompts. Steps count
-    fractionally: a partial chunk costs its share of a full one. An engine that mixes runs the running - q
-    other requests' decodes in those steps; one that does not leaves them, and the cohort's requests
-    already prefilled, waiting until the cohort's last prompt is done."""
+      prefill span `n_span` and the decode iterations of a request, (OSL - 1) / `acc`), and those arriving
+      within the scheduler's receive window (`window` iterations: 1, or SGLang's recv_interval) share one
+      prefill batch: q = 1 + window x running / life."""
+    if arrival == "closed_loop":
+        return closed_loop_batch(r.running, life=n_span + np.maximum(r.osl - 1.0, 0.0) / acc, window=window)
+    whole = np.maximum(r.running, 1.0)
+    if arrival == "burst":
+        return whole
+    q = np.where(mixes, np.clip(r.mnt / np.maximum(r.new, 1.0), 1.0, whole), whole)
+    return q + share * (whole - q)
+
+
+def _own_prefill(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, r: _Rank, costs: EngineCosts, n_span, arrival="waves",
+                 window=1.0, acc=1.0, mixes=True, t_stage=0.0, wave=None, rounds=np.inf):
+    """A request's prefill: (q, the step's time, the steps' span over the pipeline before its first
+    token, the time one request's prefill adds to the steps of the requests decoding, the time it waits
+    after its first token for the rest of its cohort's prefill). Its chunks share steps with the prefills
+    of the q - 1 requests arriving with it (_cohort), served first come first served in steps of
+    min(budget, q x new) tokens: one step where they fit, else the request waits on average for (q + 1) / 2
+    prompts. Steps count fractionally: a partial chunk costs its share of a full one. An engine that mixes
+    runs the running - q other requests' decodes in those steps; one that does not leaves them, and the
+    cohort's requests already prefilled, waiting until the cohort's last prompt is done. Under "waves" the
+    first wave (a share 1 / `rounds` of the requests: SchedulerFlags.rounds) is the burst itself, every
+    request behind the prompts queued ahead of it at the wave's step (`wave`: its tokens and time)."""
     closed = arrival == "closed_loop"
-    if closed:
-        q = closed_loop_batch(r.running, life=n_span + np.maximum(r.osl - 1.0, 0.0) / acc, window=window)
-    else:
-        whole = np.maximum(r.running, 1.0)
-        q = whole if arrival == "burst" else np.where(mixes, np.clip(r.mnt / np.maximum(r.new, 1.0), 1.0, whole), whole)
-        if arrival == "waves":
-            q = q + costs.queue_fraction * (whole - q)
+    q = _cohort(r, arrival=arrival, mixes=mixes, share=costs.queue_fraction, n_span=n_span, acc=acc, window=window)
     pf_step_tok = np.minimum(r.mnt, q * r.new)
     n_pf = np.maximum((q + 1.0) / 2.0 * r.new / np.maximum(pf_step_tok, 1.0), 1.0)
     # the running - q requests that arrived out of step decode inside those prefill steps where the engine mixes them
