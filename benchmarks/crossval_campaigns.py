@@ -44,7 +44,7 @@ from pathlib import Path
 
 from llm_codesign.cost.calibration import BACKEND_KEYED, calibration_for, documented
 from llm_codesign.explore.sweep import execute
-from llm_codesign.measure.calibrate import SERVING_BOUNDS, SERVING_FIELDS, fit_serving, held_out
+from llm_codesign.measure.calibrate import SERVING_BOUNDS, SERVING_FIELDS, SERVING_NATURAL_LIMITS, fit_serving, held_out
 from llm_codesign.measure.validate import predict_serving, read_rows, serving_report
 from llm_codesign.spec.hardware import catalog
 
@@ -132,12 +132,14 @@ def run(direction: str, rounds: int, warm: bool = False, *, rows: dict[str, list
 
 
 def at_bounds(params: dict) -> list[str]:
-    """The fitted serving parameters (per engine where keyed) that ended on a bound of SERVING_BOUNDS."""
+    """The fitted serving parameters (per engine where keyed) that ended on a bound of SERVING_BOUNDS that is not the
+    quantity's own limit (SERVING_NATURAL_LIMITS: no attention-DP wait, no host cost per sequence, ...)."""
     out = []
     for name, _, lo, hi in SERVING_BOUNDS:
         v = params.get(name)
         for key, x in (sorted(v.items()) if isinstance(v, dict) else [("", v)] if v is not None else []):
-            if not lo * (1 + 1e-3) < x < hi * (1 - 1e-3):
+            side = "lo" if x <= lo * (1 + 1e-3) else "hi" if x >= hi * (1 - 1e-3) else None
+            if side and (name, side) not in SERVING_NATURAL_LIMITS:
                 out.append(f"{name}{':' + key if key else ''} = {x:.3g} (range {lo:g}-{hi:g})")
     return out
 
@@ -172,7 +174,8 @@ def markdown(results: list[dict]) -> str:
             lines.append(f"| other campaign, fitted engines only, {o['modeled']} modelled | all | "
                          + " | ".join(_fmt(o['overall'].get(m)) for m in METRICS) + " |")
         bounds = at_bounds(r["params"])
-        lines += ["", f"Parameters at a bound of their search range ({len(bounds)}): {', '.join(bounds) or 'none'}.", "",
+        lines += ["", f"Parameters at a bound of their search range that is not the quantity's own limit ({len(bounds)}): "
+                      f"{', '.join(bounds) or 'none'}.", "",
                   "Fitted values: `" + json.dumps(r["params"], sort_keys=True) + "`", ""]
     return "\n".join(lines)
 

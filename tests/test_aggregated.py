@@ -110,22 +110,58 @@ def _eager_prefill_step_s(m, gpu, cal, backend, batch):
     return float(np.ravel(step_time(ops))[0]) + c.step_overhead(backend) + (c.eager_launch(backend) - e.pdl_share(gpu.family) * c.pdl_credit_s) * n
 
 
-def test_lockstep_share_shrinks_with_the_decode_iterations_the_first_wave_spans(h100):
+def _cohort_case(h100, *, share=0.0, rounds=None, engine="trtllm", mixed=None):
+    """llama-3.1-8b on one H100, 16 identical requests of 1024 + 256 tokens, a 4096-token step budget, the front end
+    10 ms per request and no wait steps or host cost per sequence: the tiny case the cohort tests derive by hand."""
+    from llm_codesign.spec.harness import SchedulerFlags
 
     m = get_model("llama-3.1-8b")
-    cal = replace(calibration_for(h100), prefill_queue_fraction=(("trtllm", 0.5),), prefill_spread_exponent=(("trtllm", 1.0),),
-                  ttft_overhead_s=(("trtllm", 0.01),), ttft_wait_steps=(("trtllm", 0.0),), seq_overhead_s=(("trtllm", 0.0),))
+    cal = replace(calibration_for(h100), prefill_queue_fraction=((engine, share),), ttft_overhead_s=((engine, 0.01),),
+                  ttft_wait_steps=((engine, 0.0),), seq_overhead_s=((engine, 0.0),))
     plan = Plan(*(np.array([v]) for v in (1, 1, 1, 1, 1, 1)))
-    r = evaluate(m, Serving(gpu=h100, prec=m.default_precision, plan=plan, engine=get_engine("trtllm"), max_num_tokens=8192),
-                 cal=cal, concurrency=16.0, isl=8192.0, osl=256.0)
-    # a wave of 16 x 8192 tokens takes 16 prefill steps of 8192 tokens; over them fit n decode
-    # iterations of the 16 requests: f = 0.5 / n, q = 1 + 15 f, and a request waits on average for
-    # (q + 1) / 2 prefills of 8192 tokens, and for the front end's 10 ms per request of as many (issue 39)
-    t_wave = _eager_prefill_step_s(m, h100, cal, "trtllm", Batch(pf_tokens=8192.0, pf_seqs=1.0, pf_ctx=0.0))
-    n = 16 * t_wave / r["step_s"].item()
-    assert n > 16  # a 8192-token prefill step outlasts a 16-sequence decode step
-    q = 1 + 15 * 0.5 / n
-    assert r["ttft_s"].item() == pytest.approx((q + 1) / 2 * (r["prefill_step_s"].item() + 0.01), rel=1e-9)
+    kw = {} if rounds is None and mixed is None else {"flags": SchedulerFlags(**({"rounds": rounds} if rounds else {}),
+                                                                              **({"mixed_chunk": mixed} if mixed is not None else {}))}
+    r = evaluate(m, Serving(gpu=h100, prec=m.default_precision, plan=plan, engine=get_engine(engine), max_num_tokens=4096),
+                 cal=cal, concurrency=16.0, isl=1024.0, osl=256.0, **kw)
+    return m, cal, r
+
+
+def test_waves_cohort_is_the_prompts_one_step_completes(h100):
+    # an engine that mixes prefill into decodes streams the first wave through at 4096 tokens a step, so the 16
+    # requests leave it in cohorts of 4096 / 1024 = 4, which refill and prefill together: one step of 4096 tokens
+    # (beside the other 12 requests' decodes) before the first token, and the front end's 10 ms for each of the
+    # (4 + 1) / 2 requests ahead of it on average: TTFT = t_step + 25 ms
+    _, _, r = _cohort_case(h100)
+    assert r["ttft_s"].item() == pytest.approx(r["prefill_step_s"].item() + 2.5 * 0.01, rel=1e-9)
+
+
+def test_waves_first_wave_is_a_burst_of_one_round_in_twenty(h100):
+    # 20 rounds (aiperf --num-requests 20C): the first, 1/20 of the requests, is the burst itself, its 16 prompts at
+    # 4096 tokens a step, each request behind (16 + 1) / 2 x 1024 / 4096 = 2.125 of those steps; the front end serves
+    # the 0.95 x 4 + 0.05 x 16 = 4.6 requests that arrive together on average, (4.6 + 1) / 2 each
+    m, cal, r = _cohort_case(h100, rounds=20.0)
+    t_wave = _eager_prefill_step_s(m, h100, cal, "trtllm", Batch(pf_tokens=4096.0, pf_seqs=4.0, pf_ctx=0.0))
+    steady = _cohort_case(h100)[2]["prefill_step_s"].item()
+    assert r["ttft_s"].item() == pytest.approx(0.95 * steady + 0.05 * 2.125 * t_wave + 2.8 * 0.01, rel=1e-9)
+
+
+def test_waves_rebunching_share_adds_the_rest_of_the_wave(h100):
+    # a share 0.5 of the 12 requests outside a cohort of 4 re-arrive with it: q = 4 + 0.5 x 12 = 10, their 10 x 1024
+    # tokens over 4096-token steps, a request behind (10 + 1) / 2 x 1024 / 4096 = 1.375 steps and 5.5 front-end turns
+    _, _, r = _cohort_case(h100, share=0.5)
+    assert r["ttft_s"].item() == pytest.approx(1.375 * r["prefill_step_s"].item() + 5.5 * 0.01, rel=1e-9)
+
+
+def test_waves_on_an_engine_prefilling_first_stay_one_cohort(h100):
+    # SGLang (prefill first, no decode beside it) prefills the whole wave before any decode: one cohort of 16, a
+    # request behind (16 + 1) / 2 x 1024 / 4096 = 2.125 steps, and after its first token it waits for the rest of
+    # the wave's prompts, 16 x 1024 / 4096 - 2.125 = 1.875 steps, spread over its 255 decode steps
+    _, _, r = _cohort_case(h100, engine="sglang")
+    t_pf = r["prefill_step_s"].item()
+    assert r["ttft_s"].item() == pytest.approx(2.125 * t_pf + 8.5 * 0.01, rel=1e-9)
+    mixed = _cohort_case(h100, engine="sglang", mixed=True)[2]  # --enable-mixed-chunk: cohorts of 4, as above
+    assert mixed["ttft_s"].item() == pytest.approx(mixed["prefill_step_s"].item() + 2.5 * 0.01, rel=1e-9)
+    assert r["tpot_s"].item() == pytest.approx(r["step_s"].item() + 1.875 * t_pf / 255, rel=1e-9)
 
 
 def test_default_step_budget_is_the_engines(h100):
@@ -180,16 +216,16 @@ def test_attention_dp_hold_needs_every_rank_decoding():
 
 def test_out_of_step_prefills_stall_decode_by_what_they_add(h100):
     m = get_model("llama-3.1-8b")
-    # arrivals fully spread (f = 0): the 7 other running requests' 1024-token prefills land in this
-    # request's 255 decode steps, each in one mixed step of the 8-request wave budget (8192 tokens)
+    # cohorts of 2048 / 1024 = 2 (share 0): the 6 other running requests' 1024-token prefills land in this
+    # request's 255 decode steps, each in one mixed step of the wave's budget (2048 tokens)
     cal = replace(calibration_for(h100), prefill_queue_fraction=(("trtllm", 0.0),), seq_overhead_s=(("trtllm", 0.0),))
     plan = Plan(*(np.array([v]) for v in (1, 1, 1, 1, 1, 1)))
-    r = evaluate(m, Serving(gpu=h100, prec=m.default_precision, plan=plan, engine=get_engine("trtllm"), max_num_tokens=8192),
+    r = evaluate(m, Serving(gpu=h100, prec=m.default_precision, plan=plan, engine=get_engine("trtllm"), max_num_tokens=2048),
                  cal=cal, concurrency=8.0, isl=1024.0, osl=256.0)
-    t_wave = _eager_prefill_step_s(m, h100, cal, "trtllm", Batch(pf_tokens=8192.0, pf_seqs=8.0, pf_ctx=0.0))
+    t_wave = _eager_prefill_step_s(m, h100, cal, "trtllm", Batch(pf_tokens=2048.0, pf_seqs=2.0, pf_ctx=0.0))
     t_stage = r["step_s"].item()
-    # the decode step is paid anyway; each prefill adds its 1/8 share of what the wave step costs beyond it
-    stall = 7 * (1024 / 8192) * (t_wave - t_stage) / 255
+    # the decode step is paid anyway; each prefill adds its 1/2 share of what the wave step costs beyond it
+    stall = 6 * (1024 / 2048) * (t_wave - t_stage) / 255
     assert r["tpot_s"].item() == pytest.approx(t_stage + stall, rel=1e-6)
 
 

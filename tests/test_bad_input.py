@@ -409,13 +409,13 @@ def test_help_still_shows_usage():
 
 # ---- calibrate --serving: refused as a kernel fit is, where worse than its start or on a bound, unless --force
 
-def _quick_serving_fit(monkeypatch):
-    """The serving search cut to one round and one polish cycle (the refusal, not the optimum, is under test)."""
+def _quick_serving_fit(monkeypatch, rounds=1):
+    """The serving search cut to `rounds` rounds and one polish cycle (the refusal, not the optimum, is under test)."""
     import functools
 
     from llm_codesign.measure import calibrate
 
-    monkeypatch.setattr(calibrate, "fit_serving", functools.partial(calibrate.fit_serving, rounds=1))
+    monkeypatch.setattr(calibrate, "fit_serving", functools.partial(calibrate.fit_serving, rounds=rounds))
     monkeypatch.setattr(calibrate, "POLISH_CYCLES", 1)
 
 
@@ -457,8 +457,9 @@ def test_calibrate_serving_refuses_a_worse_fit_unless_forced(tmp_path, monkeypat
 
 
 def test_calibrate_serving_refuses_a_fit_on_its_bounds(tmp_path, monkeypatch):
-    # first tokens after 100 and 200 s on an 8B model: no serving overhead within its range explains them
-    _quick_serving_fit(monkeypatch)
+    # first tokens after 100 and 200 s on an 8B model: no serving overhead within its range explains them (in two
+    # rounds the wait before a prefill step reaches its top of 3 iterations)
+    _quick_serving_fit(monkeypatch, rounds=2)
     s = tmp_path / "s.csv"
     slow = [SERVING_ROW.replace(",50,8,", ",100000,8,"), SERVING_ROW.replace(",8,1,1,1,1,1,", ",64,1,1,1,1,1,").replace(",50,8,", ",200000,12,")]
     s.write_text("\n".join([SERVING_HEADER, *slow]) + "\n")

@@ -165,9 +165,9 @@ def test_fits_report_their_progress():
 
     seen = []
     calibrate.fit_serving(LLAMA_ROWS, {"hopper": calibration_for(get_gpu("h100"))}, rounds=1, progress=lambda d, t: seen.append((d, t)))
-    # (2 smooth + 4 polish cycles) x 1 round x (1 + 2 x 9 per-engine + 1) parameters x 4 steps; the polish
+    # (2 smooth + 4 polish cycles) x 1 round x (1 + 2 x 8 per-engine + 1) parameters x 4 steps; the polish
     # cycles it did not need are counted done at the end
-    total = 6 * 1 * 20 * 4
+    total = 6 * 1 * 18 * 4
     assert calibrate.serving_trials(LLAMA_ROWS, 1) == total
     assert seen[:3] == [(1, total), (2, total), (3, total)] and seen[-1] == (total, total)
     assert [d for d, _ in seen] == sorted(d for d, _ in seen)
@@ -189,3 +189,16 @@ def test_calibrate_prints_a_progress_line_every_five_seconds_off_a_terminal(tmp_
     # the clock starts at the first report; then a line at every third (6 s on, past 5 s): 4, 7, ..., 154
     assert lines == [f"searching: {d} of {total} ({100 * d / total:.0f}%)" for d in range(4, total + 1, 3)]
     assert lines[0] == "searching: 4 of 156 (3%)"
+
+
+def test_serving_fit_leaves_a_mechanism_an_engine_lacks_at_zero():
+    from llm_codesign.measure import calibrate
+
+    # SGLang and ATOM never hold a request under attention DP (Engine.holds_adp_requests): their adp_wait_steps is
+    # a structural zero, not searched (so never reported on the search's lower bound); TensorRT-LLM's is searched
+    assert calibrate.STRUCTURAL_ZEROS == {("adp_wait_steps", "sglang"), ("adp_wait_steps", "atom")}
+    rows = [{"model": "meta-llama/Llama-3.1-8B", "gpu": "h100", "num_gpus": "1", "backend": be, "weight_dtype": "bf16",
+             "kv_dtype": "bf16", "isl": "1024", "osl": "256", "concurrency": "8", "tp": "1", "ttft_ms": "50", "tpot_ms": "12"}
+            for be in ("sglang", "trtllm")]
+    _, out = calibrate.fit_serving(rows, {"hopper": calibration_for(get_gpu("h100"))}, rounds=0)
+    assert set(out["adp_wait_steps"]) == {"trtllm"}

@@ -282,9 +282,9 @@ def test_held_out_rows_leave_the_fit_by_registry_identity():
 
 def test_bad_per_engine_profile_entry_is_one_line(tmp_path):
     p = tmp_path / "profile.toml"
-    p.write_text("[default]\nprefill_spread_exponent = 0.4\n")
+    p.write_text("[default]\nprefill_queue_fraction = 0.4\n")
     r = run("estimate", "llama-3.1-8b", "--gpu", "h100", "--calibration", str(p))
-    assert r.returncode == 2 and "[default.prefill_spread_exponent]" in r.stderr and "Traceback" not in r.stderr
+    assert r.returncode == 2 and "[default.prefill_queue_fraction]" in r.stderr and "Traceback" not in r.stderr
 
 
 def test_step_budget_must_be_positive():

@@ -56,9 +56,9 @@ def test_calibration_view_reads_the_fitted_profile():
     cal = calibration_for(b200)
     for name in ("trtllm", "vllm", "sglang"):
         c = get_engine(name).costs(cal)
-        got = (c.step_overhead, c.seq_overhead, c.ttft_overhead, c.eager_launch, c.eager_skew, c.spread_exponent, c.queue_fraction)
+        got = (c.step_overhead, c.seq_overhead, c.ttft_overhead, c.eager_launch, c.eager_skew, c.queue_fraction)
         want = tuple(fit[k][name] for k in ("step_overhead_s", "seq_overhead_s", "ttft_overhead_s", "eager_launch_s", "eager_skew_s",
-                                            "prefill_spread_exponent", "prefill_queue_fraction"))
+                                            "prefill_queue_fraction"))
         assert got == want
         # the fit, not default.toml's starting values
         assert c.step_overhead != documented(b200.family).step_overhead(name)
@@ -226,3 +226,17 @@ def test_moe_experts_are_priced_in_the_engines_kernel_family(h100):
         for e in base:
             changed = (experts(e, slower) > base[e] * 1.2).astype(int).tolist()
             assert changed == moved.get(e, [0, 0]), (fam, e)
+
+
+def test_attention_dp_hold_is_charged_only_where_the_engine_has_one():
+    from dataclasses import replace
+
+    from llm_codesign.cost.calibration import calibration_for
+
+    # the same 10 held iterations in every engine's table: TensorRT-LLM and vLLM wait them with 4 ranks and 64 requests;
+    # SGLang's DP controller and ATOM's CoreManager send each request to a rank at once, so nothing is held
+    b200 = get_gpu("b200")
+    cal = replace(calibration_for(b200), adp_wait_steps=tuple((e, 10.0) for e in ("atom", "sglang", "trtllm", "vllm")))
+    for name, held in (("trtllm", 10.0), ("vllm", 10.0), ("sglang", 0.0), ("atom", 0.0)):
+        c = get_engine(name).costs(cal)
+        assert float(c.wait_steps(np.array([4.0]), np.array([64.0]))[0]) == pytest.approx(c.ttft_wait_steps + held)

@@ -203,16 +203,16 @@ def test_more_bandwidth_or_flops_is_never_slower(name, gid, tp, adp, C, isl, osl
     b = evaluate(m, Serving(gpu=fast, prec=m.default_precision, plan=plan), cal=cal, concurrency=C, isl=isl, osl=osl)
     assume(bool(np.all(a["fits"])))
     assert float(np.ravel(b["step_s"])[0]) <= float(np.ravel(a["step_s"])[0]) * (1 + 1e-6)
-    # TTFT may rise a little through the arrival-spread blend below: faster decode steps keep waves closer to lockstep,
-    # and since issue 39 each co-arriving request also queues for the front end's per-request cost (mixtral-8x7b on
-    # B200 TP8, 310 requests, 128/1024, 4x FLOPs: +0.67%, the most of 400 draws; +7e-5 before), never by more
+    # TTFT may rise a little: each co-arriving request queues for the front end's per-request cost (issue 39; mixtral-8x7b
+    # on B200 TP8, 310 requests, 128/1024, 4x FLOPs: +0.67%, the most of 400 draws, with the lockstep share that issue
+    # 39's cohorts replaced; +7e-5 before), never by more
     assert float(np.ravel(b["ttft_s"])[0]) <= float(np.ravel(a["ttft_s"])[0]) * (1 + 2e-2)
     # prefill_step_s is the mixed step a request's prefill shares with the out-of-step decodes: faster
     # decode steps put more of those into it (gpt-oss-120b A100 TP1 C=82 128/64 at 1.25x FLOPs: 148.1 ->
     # 151.9 ms, while TTFT 212.7 -> 211.7 ms and TPOT 64.4 -> 58.3 ms), so it is not a time that must fall
-    # TPOT itself is not asserted yet: the arrival-spread blend (prefill_queue_fraction over the decode
-    # iterations a wave spans) lets faster decode steps admit more out-of-step prefill stalls, e.g.
-    # Llama-3.1-8B H100 TP2 C=98 8192/64: 2x bandwidth moves TPOT 169.78 -> 169.84 ms (issue 20, open)
+    # TPOT itself is not asserted yet: an out-of-step prefill lengthens a decode step by what its step adds beyond the
+    # decode step, so faster decode steps stall more, e.g. (with the lockstep share issue 39's cohorts replaced)
+    # Llama-3.1-8B H100 TP2 C=98 8192/64: 2x bandwidth moved TPOT 169.78 -> 169.84 ms (issue 20, open)
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=list(HealthCheck))

@@ -11,7 +11,7 @@ from llm_codesign.spec.engines import MOE_KERNELS
 from llm_codesign.spec.validation import check_param
 
 BACKEND_KEYED = ("step_overhead_s", "ttft_overhead_s", "comm_latency_scale", "prefill_queue_fraction", "eager_launch_s", "eager_skew_s",
-                 "prefill_spread_exponent", "ttft_wait_steps", "adp_wait_steps", "seq_overhead_s")  # per serving engine
+                 "ttft_wait_steps", "adp_wait_steps", "seq_overhead_s")  # per serving engine
 # per MoE kernel family (spec.engines.MOE_KERNELS) and GEMM kernel family of its weights (cost.kernels.
 # gemm_kernel), within a GPU family's section ([hopper.moe_kernel_eff.cutlass] fp8_block = ...), held as
 # "cutlass.fp8_block" keys; a pair without a value of its own takes moe_eff / moe_overhead_s (Calibration.moe_kernel)
@@ -89,7 +89,6 @@ class Calibration:
     elementwise_kernels_per_layer: float
     prefill_queue_fraction: tuple[tuple[str, float], ...]
     mla_decode_flops_eff: float
-    prefill_spread_exponent: tuple[tuple[str, float], ...]
     step_overhead_s: tuple[tuple[str, float], ...]
     ttft_overhead_s: tuple[tuple[str, float], ...]
     comm_latency_scale: tuple[tuple[str, float], ...]
@@ -194,11 +193,9 @@ class Calibration:
         """Host-side cost per kernel launch in steps that run outside CUDA graphs (prefill)."""
         return self.engine("eager_launch_s", backend)
 
-    def spread_exponent(self, backend: str) -> float:
-        return self.engine("prefill_spread_exponent", backend)
-
     def queue_fraction(self, backend: str) -> float:
-        """The engine's scheduling between lockstep prefill waves (1) and spread-out arrivals (0)."""
+        """The share of the rest of a "waves" run's wave that re-arrives with a request's cohort (0: the cohorts
+        kept, 1: the whole wave in lockstep; serve.aggregated._own_prefill)."""
         return self.engine("prefill_queue_fraction", backend)
 
     def in_step(self, backend: str | None = None) -> "Calibration":

@@ -21,6 +21,7 @@ from llm_codesign.cost.gemm import main_loop_rate
 from llm_codesign.errors import InputError, UnsupportedModelError
 from llm_codesign.measure.kernel_tables import Table, gemm_row_kernel, moe_row_kernel, moe_row_problem, row_problem
 from llm_codesign.measure.stats import error_stats, polish_bands
+from llm_codesign.spec.engines import ENGINES
 from llm_codesign.spec.hardware import get_gpu
 
 # which parameters each kernel table informs, with bounds
@@ -68,6 +69,7 @@ GRID.update({"moe_kernel_eff": (0.1, 0.2, 0.3, 0.45, 0.6, 0.8), "moe_kernel_over
 # serving-software parameters fitted on serving runs: (field, start, lower, upper); per engine where
 # the field is in BACKEND_KEYED. Eager launch: PyTorch eager dispatch costs a few to ~30 us per op; its spread
 # over the ranks of a stage (eager_skew_s) from none (0: every rank alike) up to 50 us.
+# The share of a "waves" run's wave re-arriving with a request's cohort (serve.aggregated._own_prefill): 0-1, from 0.1.
 # Wait steps: half the running step (what a random arrival waits on average) plus up to two more from
 # an overlapping scheduler and the step that returns the token. Attention-DP balancing holds context
 # requests for batching_wait_iters = 10, at most timeout_iters = 50 iterations (AttentionDpConfig
@@ -77,12 +79,15 @@ GRID.update({"moe_kernel_eff": (0.1, 0.2, 0.3, 0.45, 0.6, 0.8), "moe_kernel_over
 # CUDA graphs): 2-15 us, from 5 us (~5-7 us at TP8 on H100/B200). It replaces the per-engine
 # comm_latency_scale, which scaled NCCL's ring latency down to what the custom kernels take and stays 1.
 SERVING_BOUNDS = (("step_overhead_s", 2e-3, 1e-5, 0.05), ("ttft_overhead_s", 20e-3, 1e-4, 0.5),
-                  ("custom_ar_latency_s", 5e-6, 2e-6, 15e-6), ("prefill_queue_fraction", 0.3, 0.01, 1.0),
+                  ("custom_ar_latency_s", 5e-6, 2e-6, 15e-6), ("prefill_queue_fraction", 0.1, 0.0, 1.0),
                   ("eager_launch_s", 1e-5, 1e-7, 3e-5), ("eager_skew_s", 5e-6, 1e-8, 5e-5),
-                  ("scale_out_latency_s", 25e-6, 5e-6, 1e-4), ("prefill_spread_exponent", 0.5, 0.05, 2.0),
+                  ("scale_out_latency_s", 25e-6, 5e-6, 1e-4),
                   ("ttft_wait_steps", 1.0, 0.5, 3.0), ("adp_wait_steps", 10.0, 0.0, 60.0),
                   ("seq_overhead_s", 5e-6, 1e-8, 1e-4))
 SERVING_FIELDS = {n for n, *_ in SERVING_BOUNDS}
+# (field, engine) pairs whose mechanism the engine does not have: kept at default.toml's zero, never fitted
+# (an engine that never holds a request under attention DP, Engine.holds_adp_requests, has no adp_wait_steps)
+STRUCTURAL_ZEROS = {("adp_wait_steps", name) for name, e in ENGINES.items() if not e.holds_adp_requests}
 # serving search: two cycles on the smooth loss from log steps of 1 and 0.5, then median cycles from a step of
 # 0.5 until one gains under POLISH_GAIN (at most POLISH_CYCLES); see fit_serving
 POLISH_CYCLES, POLISH_GAIN = 4, 1e-4
@@ -335,12 +340,13 @@ def held_out(rows: list[dict], models: list[str]) -> list[dict]:
 
 
 # bounds of SERVING_BOUNDS that are the quantity's own limit rather than the search's, where a fit may rest:
-# no attention-DP wait, the whole prefill queue ahead waited on, no host cost per running sequence ("from none"). Any other bound a fit lands on stands for a missing mechanism or unusable
+# no attention-DP wait, a "waves" run's cohorts kept exactly or the whole wave in lockstep (prefill_queue_fraction 0 or 1),
+# no host cost per running sequence ("from none"). Any other bound a fit lands on stands for a missing mechanism or unusable
 # rows, and `calibrate` refuses it as it refuses a kernel efficiency on its bound.
 # The host step's lower end too: an engine whose overlap scheduler hides its host work (SGLang's) leaves the GPU none
 # to wait for, and the search's 10 us stands for that. No spread of the eager launch over a stage's ranks (every rank alike).
-SERVING_NATURAL_LIMITS = {("adp_wait_steps", "lo"), ("prefill_queue_fraction", "hi"), ("seq_overhead_s", "lo"), ("step_overhead_s", "lo"),
-                          ("eager_skew_s", "lo")}
+SERVING_NATURAL_LIMITS = {("adp_wait_steps", "lo"), ("prefill_queue_fraction", "lo"), ("prefill_queue_fraction", "hi"), ("seq_overhead_s", "lo"),
+                          ("step_overhead_s", "lo"), ("eager_skew_s", "lo")}
 
 
 _SERVING_METRICS = ("ttft_ms", "tpot_ms", "output_tok_s_per_gpu")  # the metrics a serving fit's loss reads
@@ -396,7 +402,7 @@ class _ServingFit:
         self.ys = {m: y[kept] for m, y in ys.items()}
         self.state = {}
         for name, init, lo, hi in SERVING_BOUNDS:
-            for key in ([f"{name}:{b}" for b in backends] if name in BACKEND_KEYED else [name]):
+            for key in ([f"{name}:{b}" for b in backends if (name, b) not in STRUCTURAL_ZEROS] if name in BACKEND_KEYED else [name]):
                 v = init
                 if start is not None:
                     b = key.partition(":")[2]
@@ -503,8 +509,8 @@ class _ServingFit:
 def serving_trials(rows: list[dict], rounds: int = 8, *, warm: bool = False) -> int:
     """The most steps fit_serving tries on `rows` (its cycles all run: the polish may stop sooner);
     `warm`: from a given start, the median cycles only."""
-    engines = len({(r.get("backend") or "trtllm").strip().lower() for r in rows})
-    params = sum(engines if name in BACKEND_KEYED else 1 for name, *_ in SERVING_BOUNDS)
+    engines = {(r.get("backend") or "trtllm").strip().lower() for r in rows}
+    params = sum(sum((name, b) not in STRUCTURAL_ZEROS for b in engines) if name in BACKEND_KEYED else 1 for name, *_ in SERVING_BOUNDS)
     return ((0 if warm else 2) + POLISH_CYCLES) * rounds * params * 4
 
 

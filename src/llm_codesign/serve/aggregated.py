@@ -2,12 +2,10 @@
 
 With `concurrency` requests in flight (capped by the paged KV cache; the rest queue), each request
 needs its ISL prefill in chunks of the step token budget and (OSL-1)/accepted decode iterations.
-Arrivals sit between two limits that a share f per engine blends (prefill_queue_fraction over the
-decode iterations the first wave's prefill spread the requests across, the engine's scheduling):
-lockstep waves (f = 1: a request's prefill shares steps with every other prefill, decode steps are
-pure decode) and spread-out arrivals (f = 0: its own prefill only, but the other requests' prefill
-chunks land in its decode steps). TTFT = the decode iterations it waits to be scheduled + the steps
-carrying its prefill + a per-engine request overhead; TPOT = the decode iteration (kernels plus the
+A request shares its prefill steps with those arriving with it, as the harness sends them (_own_prefill,
+spec.harness): the cohorts a burst's prefill made ("waves"), lockstep waves ("burst"), or arrivals spread
+over a closed loop ("closed_loop"); the other requests' prefill chunks land in its decode steps. TTFT =
+the decode iterations it waits to be scheduled + the steps carrying its prefill + a per-engine request overhead; TPOT = the decode iteration (kernels plus the
 engine's host cost per step and per running sequence) over the pipeline / tokens accepted + prefill
 stalls; throughput conserves work: the running requests' output over their prefill plus decode time.
 """
@@ -359,10 +357,11 @@ def _request_times(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, r: 
     t_stage, acc, time_share = steps
     t_iter = r.pp * t_stage
     mixes = engine.mixes_prefill if fl.mixed_chunk is None else np.asarray(fl.mixed_chunk, bool)
-    q, t_pf_stage, span, t_req_pf = _own_prefill(model, gpu, prec, sh, r=r, costs=costs, n_span=np.maximum(wave[2] / t_iter, 1.0),
-                                                 arrival=arrival, window=np.maximum(fl.recv_interval, 1.0), acc=acc, mixes=mixes,
-                                                 t_stage=t_stage)
-    tpot, life = _decode_times(r, q=q, t_stage=t_stage, t_iter=t_iter / acc, time_share=time_share, wave=wave, t_req_pf=t_req_pf, mixes=mixes)
+    q, t_pf_stage, span, t_req_pf, rest = _own_prefill(model, gpu, prec, sh, r=r, costs=costs, n_span=np.maximum(wave[2] / t_iter, 1.0),
+                                                       arrival=arrival, window=np.maximum(fl.recv_interval, 1.0), acc=acc, mixes=mixes,
+                                                       t_stage=t_stage, wave=wave[:2], rounds=fl.rounds)
+    tpot, life = _decode_times(r, q=q, t_stage=t_stage, t_iter=t_iter / acc, time_share=time_share, wave=wave, t_req_pf=t_req_pf, mixes=mixes,
+                               rest=rest)
     return q, t_pf_stage, span, tpot, life
 
 
@@ -466,58 +465,89 @@ def closed_loop_batch(running, *, life, window=1.0):
     return np.minimum(1.0 + window * np.asarray(running, float) / np.maximum(life, 1.0), np.maximum(running, 1.0))
 
 
-def _own_prefill(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, r: _Rank, costs: EngineCosts, n_span, arrival="waves",
-                 window=1.0, acc=1.0, mixes=True, t_stage=0.0):
-    """A request's prefill: (q, the step's time, the steps' span over the pipeline before its first
-    token, the time one request's prefill adds to the steps of the requests decoding). Its chunks share
-    steps with the prefills of q - 1 requests arriving with it, by the arrival pattern
+def _cohort(r: _Rank, *, arrival: str, mixes, share, n_span, acc=1.0, window=1.0):
+    """The requests whose prefills share steps with a request's, itself included (q), by the arrival pattern
     (spec.harness.ARRIVALS):
-    - "waves": q = 1 + f (running - 1). Requests stay as far apart as their first wave's prefill
-      spread them: over n decode iterations (`n_span`, the wave's prefill span / t_iter), so about
-      running / n of them arrive within one iteration of each other. Drift (queueing) spreads them
-      further, hence f = prefill_queue_fraction / n ** exponent (both fitted per engine). Served first
-      come first served, a request waits on average for (q + 1) / 2 of those prefills.
-    - "burst": q = running (f = 1), as waves in lockstep.
+    - "waves": a closed loop of identical requests (one ISL, one OSL, ignore-EOS) that starts as a burst
+      (aiperf as aiconfigurator runs it: data/measurements/campaigns.toml). The first wave's prefill sets
+      the cohorts: a request's first token and, with identical lengths, its last come in the step its
+      prompt completes, so those completing together refill their slots together, round after round. An
+      engine that mixes prefill chunks into decode steps (`mixes`) streams the burst through at the step
+      budget, the first wave's decodes starting a step apart: a cohort is the prompts one step completes,
+      q_c = mnt / new (at least one; a longer prompt alone over several steps). One that runs prefill
+      batches first and decodes only when none is waiting (SGLang, ATOM by default) prefills the whole
+      wave before any decode, so it stays one cohort: q_c = running. The measured runs bunch more than
+      the cohorts alone: a `share` d of the rest of the wave (prefill_queue_fraction, fitted per engine,
+      0-1; 0: the cohorts kept exactly, 1: the whole wave in lockstep) re-arrives with a cohort, q = q_c +
+      d (running - q_c), the drift of arrivals the harness's and front end's timing does not pin (what
+      merges cohorts was not found in the engines' or aiperf's source; docs/accuracy.md#assumptions).
+    - "burst": every wave sent at once and kept in lockstep: q = running.
     - "closed_loop": arrivals spread out in steady state, running / life per decode iteration (life: the
-      prefill span and the decode iterations of a request, (OSL - 1) / accepted), and those arriving
-      within the scheduler's receive window (`window` iterations: 1, or SGLang's recv_interval) share
-      one prefill batch: q = 1 + window x running / life. A batch's requests reach their first token
-      together, at the end of the step carrying its last token (one step where the batch fits the budget).
-    Steps count fractionally: a partial chunk costs its share of a full one. An engine that mixes prefill
-    chunks into decode steps (`mixes`, Engine.mixes_prefill) runs the running - q other requests' decodes
-    in those steps; one that runs prefill batches on their own (SGLang, ATOM) does not."""
+      prefill span `n_span` and the decode iterations of a request, (OSL - 1) / `acc`), and those arriving
+      within the scheduler's receive window (`window` iterations: 1, or SGLang's recv_interval) share one
+      prefill batch: q = 1 + window x running / life."""
+    if arrival == "closed_loop":
+        return closed_loop_batch(r.running, life=n_span + np.maximum(r.osl - 1.0, 0.0) / acc, window=window)
+    whole = np.maximum(r.running, 1.0)
+    if arrival == "burst":
+        return whole
+    q = np.where(mixes, np.clip(r.mnt / np.maximum(r.new, 1.0), 1.0, whole), whole)
+    return q + share * (whole - q)
+
+
+def _own_prefill(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, r: _Rank, costs: EngineCosts, n_span, arrival="waves",
+                 window=1.0, acc=1.0, mixes=True, t_stage=0.0, wave=None, rounds=np.inf):
+    """A request's prefill: (q, the step's time, the steps' span over the pipeline before its first
+    token, the time one request's prefill adds to the steps of the requests decoding, the time it waits
+    after its first token for the rest of its cohort's prefill). Its chunks share steps with the prefills
+    of the q - 1 requests arriving with it (_cohort), served first come first served in steps of
+    min(budget, q x new) tokens: one step where they fit, else the request waits on average for (q + 1) / 2
+    prompts. Steps count fractionally: a partial chunk costs its share of a full one. An engine that mixes
+    runs the running - q other requests' decodes in those steps; one that does not leaves them, and the
+    cohort's requests already prefilled, waiting until the cohort's last prompt is done. Under "waves" the
+    first wave (a share 1 / `rounds` of the requests: SchedulerFlags.rounds) is the burst itself, every
+    request behind the prompts queued ahead of it at the wave's step (`wave`: its tokens and time)."""
     closed = arrival == "closed_loop"
-    if closed:
-        q = closed_loop_batch(r.running, life=n_span + np.maximum(r.osl - 1.0, 0.0) / acc, window=window)
-        pf_step_tok = np.minimum(r.mnt, q * r.new)
-        n_pf = np.maximum((q + 1.0) / 2.0 * r.new / np.maximum(pf_step_tok, 1.0), 1.0)
-    else:
-        f_q = 1.0 if arrival == "burst" else np.minimum(costs.queue_fraction / n_span ** costs.spread_exponent, 1.0)
-        q = 1.0 + f_q * np.maximum(r.running - 1.0, 0.0)
-        pf_total = (q + 1.0) / 2.0 * r.new
-        pf_step_tok = np.minimum(r.mnt, pf_total)
-        n_pf = pf_total / np.maximum(pf_step_tok, 1.0)
+    q = _cohort(r, arrival=arrival, mixes=mixes, share=costs.queue_fraction, n_span=n_span, acc=acc, window=window)
+    pf_step_tok = np.minimum(r.mnt, q * r.new)
+    n_pf = np.maximum((q + 1.0) / 2.0 * r.new / np.maximum(pf_step_tok, 1.0), 1.0)
     # the running - q requests that arrived out of step decode inside those prefill steps where the engine mixes them
     dec = np.where(mixes, np.maximum(r.running - q, 0.0) / r.pp, 0.0)
     t_pf_stage = prefill_step(model, gpu, prec, sh, costs=costs, tokens=pf_step_tok, isl=r.new, chunk=r.chunk,
                               dec_seqs=dec, dec_ctx=r.isl + r.osl / 2.0, cached=r.cached)
+
+    def over_pipeline(n):
+        return np.where(r.pipelined, n + r.pp - 1.0, n * r.pp)
+
+    span = over_pipeline(n_pf) * t_pf_stage
+    # after its first token a request of a cohort prefilled on its own waits for the cohort's prompts behind it
+    rest = np.where(mixes, 0.0, np.maximum(q * r.new / np.maximum(pf_step_tok, 1.0) - n_pf, 0.0) * r.pp * t_pf_stage)
+    if arrival == "waves":
+        # the first wave: all running requests at once, prefilled at the wave's step (every one of them, no decode
+        # beside), each behind the (running + 1) / 2 prompts ahead of it on average; 1 / rounds of the requests
+        wave_tok, t_wave_step = wave
+        n_burst = np.maximum((r.running + 1.0) / 2.0 * r.new / np.maximum(wave_tok, 1.0), 1.0)
+        first = 1.0 / np.maximum(rounds, 1.0)
+        span = (1.0 - first) * span + first * over_pipeline(n_burst) * t_wave_step
+        q = (1.0 - first) * q + first * np.maximum(r.running, 1.0)
     # what one request's prefill adds to the others' decode (closed loop: its own batch's step, less the decode
     # step it stands in for where the engine mixes; otherwise the wave's step, _decode_times)
     t_req_pf = (np.maximum(t_pf_stage - np.where(mixes, t_stage, 0.0), 0.0) * r.new / np.maximum(pf_step_tok, 1.0)) if closed else None
-    return q, t_pf_stage, np.where(r.pipelined, n_pf + r.pp - 1.0, n_pf * r.pp) * t_pf_stage, t_req_pf
+    return q, t_pf_stage, span, t_req_pf, rest
 
 
-def _decode_times(r: _Rank, *, q, t_stage, t_iter, time_share, wave, t_req_pf=None, mixes=True) -> tuple:
+def _decode_times(r: _Rank, *, q, t_stage, t_iter, time_share, wave, t_req_pf=None, mixes=True, rest=0.0) -> tuple:
     """(TPOT, a request's life: its wave's prefill span and its decode), `t_iter` the decode
     iteration per accepted token. The running - q requests that arrive out of step put their prefill
     chunks into this request's decode steps, spread over its OSL - 1 steps. A step mixing a chunk
     into the decodes reads the weights once, so each chunk step lengthens the decode step only by
     what it adds beyond it; an engine that runs prefill on its own (`mixes` false) stalls the decodes
-    for the whole step. `t_req_pf`: one request's share where the caller priced it (closed loop)."""
+    for the whole step. `t_req_pf`: one request's share where the caller priced it (closed loop); `rest`: the
+    wait after its first token for its cohort's prompts behind it (_own_prefill), over its OSL - 1 tokens."""
     wave_tok, t_wave_step, pf_span = wave
     if t_req_pf is None:
         t_req_pf = r.new / np.maximum(wave_tok, 1.0) * np.maximum(t_wave_step - np.where(mixes, t_stage, 0.0), 0.0)
-    stall = np.maximum(r.running - q, 0.0) * t_req_pf / np.maximum(r.osl - 1.0, 1.0)
+    stall = (np.maximum(r.running - q, 0.0) * t_req_pf + rest) / np.maximum(r.osl - 1.0, 1.0)
     return (t_iter + stall) * time_share, pf_span + np.maximum(r.osl - 1.0, 0.0) * t_iter * time_share
 
 

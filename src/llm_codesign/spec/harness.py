@@ -2,18 +2,19 @@
 sets, where they shape the serving model beyond the engine's own defaults.
 
 Arrival patterns (`Workload.arrival`, serve.aggregated prices each):
-- "waves": a closed loop of identical requests that start together: the first wave's prefill spreads
-  them over a few decode iterations and they drift apart slowly from there, so a new request shares its
-  prefill steps with a share f of the others (prefill_queue_fraction over the spread, fitted per engine).
-  What the model has priced since issue 20; the aiconfigurator silicon sample's runs are read this way
-  (its run names record one ISL and OSL each, no spread).
+- "waves": a closed loop of C slots with identical lengths and ignore-EOS that starts as a burst, the
+  aiconfigurator silicon sample's harness (aiperf --concurrency C --num-requests 20C, warm-up drained first:
+  data/measurements/campaigns.toml). The first wave's prefill makes cohorts (the prompts one step completes,
+  or the whole wave on an engine that prefills first) that refill and prefill together round after round; a
+  share of the rest of the wave re-arrives with each (prefill_queue_fraction, fitted per engine); the first
+  wave, 1 / rounds of the requests, queues as the burst it is (serve.aggregated._own_prefill).
 - "closed_loop": C slots, each refilled the moment its request finishes, lengths drawn with a spread
   (vLLM's benchmark_serving `--max-concurrency C --request-rate inf --random-range-ratio 0.8`, as
   InferenceX runs it: SemiAnalysisAI/InferenceX@843c6254 benchmarks/benchmark_lib.sh:680-700): after a
   lifetime the completions, hence the arrivals, are spread out, C / (life in iterations) per iteration,
   and a request shares its prefill step only with those arriving within the scheduler's receive window.
-- "burst": all C requests sent at once and kept in lockstep waves (f = 1): each waits for the prefills
-  of those ahead of it in its wave.
+- "burst": all C requests sent at once and kept in lockstep waves: each waits for the prefills of those
+  ahead of it in its wave.
 """
 from __future__ import annotations
 
@@ -52,6 +53,8 @@ class SchedulerFlags:
       None: the engine's default (Engine.mixes_prefill).
     - kv_fraction: the fraction of the engine's KV budget (Engine.kv_budget: SGLang --mem-fraction-static,
       vLLM --gpu-memory-utilization, TensorRT-LLM free_gpu_memory_fraction); NaN: the engine's own.
+    - rounds: requests each concurrency slot sends in the timed run ("waves": aiperf --num-requests over
+      --concurrency); its first wave, a share 1 / rounds, arrives as one burst. inf: the steady state only.
     """
     max_prefill_tokens: object = float("inf")
     max_running_requests: object = float("inf")
@@ -60,6 +63,7 @@ class SchedulerFlags:
     ignore_eos: object = False
     mixed_chunk: object = None
     kv_fraction: object = float("nan")
+    rounds: object = float("inf")
 
 
 FLAG_NAMES = tuple(f.name for f in fields(SchedulerFlags))

@@ -13,6 +13,9 @@ class AtomEngine(Engine):
     # Scheduler.schedule "tries prefill first; if no new prefills are ready, falls back to decoding already-
     # running sequences" (atom/model_engine/scheduler.py:1099-1104): prefill batches run on their own
     mixes_prefill = False
+    # no attention-DP hold: the CoreManager routes each request to a DP rank as it comes (--dp-load-balance,
+    # least_requests by default, atom/model_engine/arg_utils.py:244-256)
+    holds_adp_requests = False
 
     def step_tokens(self, gpu) -> int:
         """max_num_batched_tokens = 16384 (Config, atom/config.py:1428) on every GPU."""

@@ -115,6 +115,10 @@ class Engine(ABC):
     # first token (the prefill's) as soon as it sees the cache arrive (SGLang's); otherwise the decode worker
     # takes the request only after the prefill, then pulls the cache and answers in a later iteration
     first_token_on_kv_arrival: ClassVar[bool] = False
+    # whether its scheduler may hold a context request under attention DP to balance the ranks (adp_wait_steps);
+    # an engine that dispatches each request to a rank at once and never holds it says so in its module: its
+    # adp_wait_steps is a structural zero, neither charged nor fitted
+    holds_adp_requests: ClassVar[bool] = True
     # whether its attention-DP hold (adp_wait_steps) applies only while every rank is decoding (TensorRT-LLM's);
     # otherwise it applies under attention DP at any load
     adp_hold_needs_every_rank_decoding: ClassVar[bool] = False
@@ -201,7 +205,7 @@ class Engine(ABC):
         it) and the in-step calibration, resolved once per evaluation."""
         v = cal.engine_values(self.name)
         return EngineCosts(self, cal.in_step(self.name), v["step_overhead_s"], v["seq_overhead_s"], v["ttft_overhead_s"],
-                           v["eager_launch_s"], v["eager_skew_s"], v["ttft_wait_steps"], v["adp_wait_steps"], v["prefill_spread_exponent"],
+                           v["eager_launch_s"], v["eager_skew_s"], v["ttft_wait_steps"], v["adp_wait_steps"],
                            v["prefill_queue_fraction"], cal.pdl_credit_s)
 
 
@@ -220,8 +224,7 @@ class EngineCosts:
     eager_skew: float  # spread of that cost over the ranks of a stage (eager_per_launch)
     ttft_wait_steps: float  # decode iterations a new request waits before its prefill step
     adp_wait_steps: float  # further iterations under attention DP
-    spread_exponent: float
-    queue_fraction: float  # scheduling between lockstep prefill waves (1) and spread-out arrivals (0)
+    queue_fraction: float  # share of the rest of a "waves" run's wave re-arriving with a cohort (0: cohorts kept, 1: lockstep)
     pdl_credit: float  # s saved per kernel boundary the engine PDL-launches (pdl_credit_s; pdl_share weighs it)
 
     def eager_per_launch(self, ranks):
@@ -252,6 +255,8 @@ class EngineCosts:
 
         adp = np.asarray(adp)
         busy = np.asarray(concurrency) > adp if self.engine.adp_hold_needs_every_rank_decoding else True
+        if not self.engine.holds_adp_requests:
+            return self.ttft_wait_steps + 0.0 * adp
         return self.ttft_wait_steps + np.where((adp > 1) & busy, self.adp_wait_steps, 0.0)
 
 

@@ -63,6 +63,10 @@ class SGLangEngine(Engine):
     # loop (decode.py:1753-1784, polling interval 1: server_args.py:805) and streams the first token before scheduling
     # that loop's decode step (decode.py:1646-1664, managers/scheduler_output_processor_mixin.py:91-106; sglang 0.5.12)
     first_token_on_kv_arrival = True
+    # no attention-DP hold: the DP controller sends each request to a rank as it comes (round robin or by load,
+    # managers/data_parallel_controller.py:571-606) and a rank without work runs an idle batch beside the others
+    # (managers/scheduler_dp_attn_mixin.py:131-220, prepare_mlp_sync_batch_raw; sglang 0.5.12)
+    holds_adp_requests = False
 
     def step_tokens(self, gpu) -> int:
         """chunked_prefill_size = 2048 below 35 GiB, 4096 below 60 GiB, 8192 below 160 GiB, else 16384
