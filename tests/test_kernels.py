@@ -163,3 +163,69 @@ def test_trtllm_all_reduce_limits_by_gpu_count():
     assert grid.shape == (3, 5) and grid.sum() == 4 + 0 + 2
 
 
+
+
+def test_decode_split_follows_each_kernels_launcher():
+    # XQA on H100 (132 SMs; TensorRT-LLM computeMultiBlockCount): 32,768 keys are 256 blocks of 128, capped at
+    # round(sqrt(8 x 256)) = 45; under 128 keys one CTA; 64 sequences x 8 KV heads x 16 (= min(32, round(sqrt(256))))
+    # is 7.76 waves over 8, so 16 / 7.76 -> 2
+    h100, b200 = get_gpu("h100"), get_gpu("b200")
+    assert cost.decode_split(1, 1, 32768, h100) == 45
+    assert cost.decode_split(1, 8, 100, h100) == 1
+    assert cost.decode_split(64, 8, 4096, h100) == 2
+    # TRTLLM-Gen on B200 (148 SMs): one CTA per two 128-key tiles, no more than 148 / (sequences x KV heads)
+    assert cost.decode_split(1, 1, 32768, b200) == 128
+    assert cost.decode_split(2, 8, 32768, b200) == 9
+    assert cost.decode_split(1, 1, 100, b200) == 1
+    assert cost.decode_split(200, 8, 32768, b200) == 1
+
+
+def test_decode_reads_whole_tiles_per_split():
+    h100, b200 = get_gpu("h100"), get_gpu("b200")
+    assert cost.decode_tile(h100) == 64 and cost.decode_tile(b200) == 128
+    assert cost.decode_keys_read(100, 1, h100) == 128  # two 64-key tiles
+    assert cost.decode_keys_read(4096, 16, h100) == 4096  # 256 keys a split, whole tiles
+    assert cost.decode_keys_read(4097, 2, h100) == 2 * 33 * 64
+    assert cost.decode_keys_read(100, 1, b200) == 128
+    assert cost.decode_keys_read(300, 2, b200) == 2 * 2 * 128
+
+
+def test_split_decode_pays_its_merge_where_it_goes_through_global_memory():
+    # XQA merges every split through global memory; TRTLLM-Gen up to 16 splits in the cluster's shared memory
+    from dataclasses import replace
+
+    h100, b200 = get_gpu("h100"), get_gpu("b200")
+    cal = replace(documented(), attn_decode_split_s=3e-6)
+    assert cost.decode_merged(np.array([1.0, 2.0]), h100).tolist() == [False, True]
+    assert cost.decode_merged(np.array([16.0, 17.0]), b200).tolist() == [False, True]
+
+    def t(gpu, split):
+        return float(cost.attention_decode_time(1e9, 1e8, gpu, cal, seq_heads=64.0, split=split)[0])
+
+    assert t(h100, 2.0) - t(h100, 1.0) == pytest.approx(3e-6, rel=1e-9)
+    assert t(b200, 16.0) == t(b200, 1.0)
+    assert t(b200, 17.0) - t(b200, 1.0) == pytest.approx(3e-6, rel=1e-9)
+
+
+def test_gqa_decode_in_the_operator_graph_is_the_kernel_tables_price(tmp_path):
+    # the serving path and the kernel-table fit price one decode kernel alike: 4 sequences at 100 cached keys,
+    # 32 query and 8 KV heads of 128 on H100 read two 64-key tiles, 128 keys, per sequence and KV head
+    from llm_codesign.cost.calibration import calibration_for
+    from llm_codesign.cost.ops import Batch, layer_ops
+    from llm_codesign.measure.kernel_tables import predict, read_csv
+    from llm_codesign.spec.kinds import GQA, DenseFfn
+    from llm_codesign.spec.model import Layer, ModelSpec
+    from llm_codesign.spec.plan import Plan
+
+    h100 = get_gpu("h100")
+    cal = calibration_for(h100)
+    m = ModelSpec("toy", hidden=4096, vocab=32000, groups=((Layer(GQA(heads=32, kv_heads=8, head_dim=128, v_head_dim=128), DenseFfn(inter=14336)), 1),))
+    got = layer_ops(m, m.groups[0][0], 1.0, h100, cal, prec=m.default_precision, sh=Plan(), b=Batch(dec_seqs=4.0, dec_ctx=100.0),
+                    prefix="layer", parts=("attn",))
+    core = next(o for o in got if o.role == "core_decode")
+    assert float(core.work[1]) == 4 * 128 * 8 * 2 * 128 * 2.0 + 4 * 32 * 2 * 128 * 2.0
+    p = tmp_path / "d.csv"
+    p.write_text("system,batch_size,isl,step,num_heads,num_key_value_heads,head_dim,kv_cache_dtype,latency_ms\n"
+                 "h100_sxm,4,1,99,32,8,128,bfloat16,0.01\n")
+    pred, _ = predict(*read_csv(p), calibration_for)
+    assert float(core.time) * 1e3 == pytest.approx(pred[0], rel=1e-12)

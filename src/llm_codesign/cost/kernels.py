@@ -26,11 +26,59 @@ def decode_work_items(tokens, kv_heads, q_heads, cal: Calibration, kv_fp8: bool)
     return np.asarray(tokens, float) * kv * per_kv
 
 
-def attention_decode_time(flops, nbytes, gpu: Gpu, cal: Calibration, *, seq_heads=0.0, kv_fp8: bool = False, group=1.0):
+# TensorRT-LLM's decode-attention kernels: TRTLLM-Gen's generation kernels on Blackwell (SM100), XQA elsewhere
+TRTLLM_GEN_FAMILIES = ("blackwell",)
+
+
+def decode_tile(gpu: Gpu) -> float:
+    """Keys a decode-attention CTA loads per step, the unit its share of the keys rounds up to: 64-key warp
+    tiles in XQA (flashinfer csrc/xqa/mha.cu:89 warpTile.x, warps past the sequence skip their tile, :1971;
+    mha_sm90.cu:93 gemm0WarpGrpTileNbTokens, Hopper's FP8-KV kernel), 128-key tiles in TRTLLM-Gen's generation
+    kernels (include/flashinfer/trtllm/fmha/fmhaKernels.cuh:798 mTileSizeKv, all @fb28d72). Fitted as a free
+    parameter on each family's decode table it lands on 64-70 (A100, H100) and 129 (B200)."""
+    return 128.0 if gpu.family in TRTLLM_GEN_FAMILIES else 64.0
+
+
+def decode_split(seqs, kv_heads, keys, gpu: Gpu):
+    """CTAs a decode-attention kernel splits each (sequence, KV head)'s keys over (split-KV, multi-block
+    mode). XQA (TensorRT-LLM decoderXQAImplCommon.h computeMultiBlockCount@12453212): one per 128 keys, at
+    most round(sqrt(8 x that)) so the merge does not dominate, cut back where the grid would exceed 8 waves
+    of the SMs. TRTLLM-Gen (fmhaKernels.cuh:615-650@fb28d72): at most one per two tiles of keys, and no more
+    than fill one wave of the SMs. At least 1."""
+    kv_ctas = np.asarray(seqs, float) * np.asarray(kv_heads, float)
+    keys = np.asarray(keys, float)
+    if gpu.family in TRTLLM_GEN_FAMILIES:
+        return np.maximum(np.minimum(np.ceil(keys / (2.0 * decode_tile(gpu))), np.floor(gpu.sms / np.maximum(kv_ctas, 1.0))), 1.0)
+    mb = np.floor(keys / 128.0)  # kMinHistoryTokensPerBlock
+    mb = np.maximum(np.minimum(mb, np.round(np.sqrt(mb * 8.0))), 1.0)
+    adj = kv_ctas * mb / gpu.sms / 8.0  # waves over kTargetWaveFactor
+    return np.maximum(np.where(adj > 1.0, np.floor(mb / np.maximum(adj, 1.0)), mb), 1.0)
+
+
+def decode_merged(split, gpu: Gpu):
+    """Whether a split decode kernel merges its CTAs' partial outputs through global memory (the split's
+    fixed cost, attn_decode_split_s): XQA always (the last CTA of a sequence re-reads them behind a
+    semaphore, csrc/xqa/mha.cu:2681-2820@fb28d72); TRTLLM-Gen beyond 16 splits only, fewer are reduced in the
+    CTA cluster's shared memory (fmhaKernels.cuh:672-681 CgaSmemReduction@fb28d72)."""
+    split = np.asarray(split, float)
+    return split > (16.0 if gpu.family in TRTLLM_GEN_FAMILIES else 1.0)
+
+
+def decode_keys_read(keys, split, gpu: Gpu):
+    """Keys a decode-attention kernel loads per (sequence, KV head): each of its `split` CTAs reads its
+    share of `keys` in whole tiles (decode_tile), so short contexts and many splits read more than the
+    cache holds."""
+    split, tile = np.asarray(split, float), decode_tile(gpu)
+    return split * np.ceil(np.asarray(keys, float) / split / tile - 1e-9) * tile
+
+
+def attention_decode_time(flops, nbytes, gpu: Gpu, cal: Calibration, *, seq_heads=0.0, kv_fp8: bool = False, group=1.0, split=1.0):
     """Decode attention: KV-cache read at a fraction of HBM bandwidth, or its math, whichever binds,
     plus a cost per work item (softmax/reduction, CTA scheduling) that dominates at large batch
     with short contexts. Query groups wider than the tensor-core kernels take (`group` query heads
-    per KV head > attn_decode_max_group) run per-head math at their own, lower rate."""
+    per KV head > attn_decode_max_group) run per-head math at their own, lower rate. A kernel that
+    splits the keys over CTAs (`split`: decode_split) pays the merge of their partial outputs where it
+    goes through global memory (decode_merged)."""
     flops = np.asarray(flops, float)
     # FP8 KV: the kernel (TensorRT-LLM XQA) runs its MMAs in FP8 where the GPU has it, and pays for
     # dequantisation, seen as its own bandwidth efficiency
@@ -39,7 +87,8 @@ def attention_decode_time(flops, nbytes, gpu: Gpu, cal: Calibration, *, seq_head
     t_c = flops / (gpu.peak("fp8" if fp8 else "bf16") * eff)
     t_m = np.asarray(nbytes, float) / (gpu.hbm_bandwidth_bytes_per_s * (cal.attn_decode_bw_eff_fp8 if fp8 else cal.attn_decode_bw_eff))
     live = flops > 0
-    t = np.maximum(t_c, t_m) + cal.attn_overhead_s + np.asarray(seq_heads, float) * cal.attn_decode_head_s
+    t = (np.maximum(t_c, t_m) + cal.attn_overhead_s + np.asarray(seq_heads, float) * cal.attn_decode_head_s
+         + np.where(decode_merged(split, gpu), cal.attn_decode_split_s, 0.0))
     return masked(live, t, t_c, t_m)
 
 
