@@ -207,10 +207,13 @@ def test_split_decode_pays_its_merge_where_it_goes_through_global_memory():
     assert t(b200, 17.0) - t(b200, 1.0) == pytest.approx(3e-6, rel=1e-9)
 
 
-def test_gqa_decode_in_the_operator_graph_is_the_kernel_tables_price(tmp_path):
-    # the serving path and the kernel-table fit price one decode kernel alike: 4 sequences at 100 cached keys,
-    # 32 query and 8 KV heads of 128 on H100 read two 64-key tiles, 128 keys, per sequence and KV head
+@pytest.mark.parametrize("kv", ["bfloat16", "fp8"])
+def test_gqa_decode_in_the_operator_graph_is_the_kernel_tables_price(tmp_path, kv):
+    # the serving path and the kernel-table fit price one decode kernel alike (FP8 KV: XQA's GMMA kernel, RoPE
+    # fused): 4 sequences at 100 cached keys, 32 query and 8 KV heads of 128 on H100 read two 64-key tiles,
+    # 128 keys, per sequence and KV head
     from llm_codesign.cost.calibration import calibration_for
+    from llm_codesign.spec.precision import Precision
     from llm_codesign.cost.ops import Batch, layer_ops
     from llm_codesign.measure.kernel_tables import predict, read_csv
     from llm_codesign.spec.kinds import GQA, DenseFfn
@@ -220,12 +223,33 @@ def test_gqa_decode_in_the_operator_graph_is_the_kernel_tables_price(tmp_path):
     h100 = get_gpu("h100")
     cal = calibration_for(h100)
     m = ModelSpec("toy", hidden=4096, vocab=32000, groups=((Layer(GQA(heads=32, kv_heads=8, head_dim=128, v_head_dim=128), DenseFfn(inter=14336)), 1),))
-    got = layer_ops(m, m.groups[0][0], 1.0, h100, cal, prec=m.default_precision, sh=Plan(), b=Batch(dec_seqs=4.0, dec_ctx=100.0),
+    prec = Precision.of("bf16", kv="fp8" if kv == "fp8" else None)
+    got = layer_ops(m, m.groups[0][0], 1.0, h100, cal, prec=prec, sh=Plan(), b=Batch(dec_seqs=4.0, dec_ctx=100.0),
                     prefix="layer", parts=("attn",))
     core = next(o for o in got if o.role == "core_decode")
-    assert float(core.work[1]) == 4 * 128 * 8 * 2 * 128 * 2.0 + 4 * 32 * 2 * 128 * 2.0
+    kv_bytes = 1.0 if kv == "fp8" else 2.0
+    assert float(core.work[1]) == 4 * 128 * 8 * 2 * 128 * kv_bytes + 4 * 32 * 2 * 128 * 2.0
     p = tmp_path / "d.csv"
     p.write_text("system,batch_size,isl,step,num_heads,num_key_value_heads,head_dim,kv_cache_dtype,latency_ms\n"
-                 "h100_sxm,4,1,99,32,8,128,bfloat16,0.01\n")
+                 f"h100_sxm,4,1,99,32,8,128,{kv},0.01\n")
     pred, _ = predict(*read_csv(p), calibration_for)
     assert float(core.time) * 1e3 == pytest.approx(pred[0], rel=1e-12)
+
+
+def test_hoppers_fp8_xqa_kernel_applies_rope_itself_one_launch_less():
+    # the decode op's fixed cost holds its preprocessing kernel (RoPE, KV append); XQA's GMMA kernel, FP8 KV on SM90,
+    # applies RoPE itself: one kernel_overhead_s less. BF16 KV on Hopper and every kernel on Blackwell launch both
+    from dataclasses import replace
+
+    h100, b200 = get_gpu("h100"), get_gpu("b200")
+    cal = replace(documented(), attn_overhead_s=9e-6, kernel_overhead_s=3e-6)
+    assert cost.decode_rope_fused(h100, True) and not cost.decode_rope_fused(h100, False)
+    assert not cost.decode_rope_fused(b200, True)
+
+    def t(gpu, fused):
+        return float(cost.attention_decode_time(1e3, 1e3, gpu, cal, seq_heads=0.0, kv_fp8=True, rope_fused=fused)[0])
+
+    assert t(h100, False) - t(h100, True) == pytest.approx(3e-6, rel=1e-9)
+    # a profile whose op costs less than one launch is never priced below nothing
+    low = replace(cal, attn_overhead_s=1e-6)
+    assert float(cost.attention_decode_time(1e3, 1e3, h100, low, kv_fp8=True, rope_fused=True)[0]) > 0

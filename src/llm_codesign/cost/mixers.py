@@ -186,7 +186,8 @@ def _core_decode(a: Attention, b: Batch, at: _At, P: Site, *, s: _Step, prec: Pr
     read = ctx_l if kv_l is None else cost.decode_keys_read(ctx_l, split, gpu)
     dec_bytes = seqs * read * per_tok_kv + dec_tok * heads_l * qkv_d * 2.0
     kv_fp8 = prec.kv.math == "fp8"
-    times = cost.attention_decode_time(dec_flops, dec_bytes, gpu, dcal, seq_heads=items, kv_fp8=kv_fp8, group=group, split=split)
+    times = cost.attention_decode_time(dec_flops, dec_bytes, gpu, dcal, seq_heads=items, kv_fp8=kv_fp8, group=group, split=split,
+                                       rope_fused=kv_l is not None and cost.decode_rope_fused(gpu, kv_fp8))
     f = _attention_factor(at, a, "decode", kv_fp8=kv_fp8, dec_tokens=dec_tok)
     return _attention(P / "core_decode", dec_flops, dec_bytes, tuple(x * f for x in times), at)
 

@@ -290,7 +290,7 @@ def _decode(rows, gpu):
             if m.any():
                 items = cost.decode_work_items(B[m], KV[m], H[m], cal, flag and gpu.supports("fp8"))
                 t[m] = cost.attention_decode_time(flops[m], nbytes[m], gpu, cal, seq_heads=items, kv_fp8=flag, group=(H / KV)[m],
-                                                  split=split[m])[0]
+                                                  split=split[m], rope_fused=cost.decode_rope_fused(gpu, flag))[0]
         return t * 1e3
     return _engine_factor(rows, gpu, "decode", price, [f"kv {r['kv_cache_dtype']}" for r in rows], kv_fp8=fp8)
 
