@@ -72,17 +72,18 @@ def decode_keys_read(keys, split, gpu: Gpu):
     return split * np.ceil(np.asarray(keys, float) / split / tile - 1e-9) * tile
 
 
-def decode_rope_fused(gpu: Gpu, kv_fp8: bool) -> bool:
+def decode_rope_fused(gpu: Gpu, kv_fp8: bool, engine: Engine | None = None) -> bool:
     """Whether a GQA decode kernel applies RoPE itself, saving the preprocessing kernel (RoPE and the KV-cache
     append) launched before it: XQA's Hopper GMMA kernel, which runs where the KV cache is FP8 on SM90
     (TensorRT-LLM decoderXQAImplJIT.cpp runImpl, applyRoPEInXqaKernel = isGMMAKernel && ...@000a01de;
-    isGmmaKernel == (SM 90 and FP8 KV)). XQA's other kernels and TRTLLM-Gen's launch the preprocessing
+    isGmmaKernel == (SM 90 and FP8 KV)), in the engines that run it (Engine.fusions "rope_decode"; None: the
+    kernel tables' TensorRT-LLM kernels). XQA's other kernels and TRTLLM-Gen's launch the preprocessing
     kernel first (xqaDispatcher.cpp runImpl, invokeQKVPreprocessing@026da036)."""
-    return kv_fp8 and gpu.family == "hopper"
+    return kv_fp8 and gpu.family == "hopper" and (engine is None or engine.fuses("rope_decode"))
 
 
 def attention_decode_time(flops, nbytes, gpu: Gpu, cal: Calibration, *, seq_heads=0.0, kv_fp8: bool = False, group=1.0, split=1.0,
-                          rope_fused: bool = False):
+                          rope_fused=False):
     """Decode attention: KV-cache read at a fraction of HBM bandwidth, or its math, whichever binds,
     plus a cost per work item (softmax/reduction, CTA scheduling) that dominates at large batch
     with short contexts. Query groups wider than the tensor-core kernels take (`group` query heads
@@ -98,7 +99,7 @@ def attention_decode_time(flops, nbytes, gpu: Gpu, cal: Calibration, *, seq_head
     t_c = flops / (gpu.peak("fp8" if fp8 else "bf16") * eff)
     t_m = np.asarray(nbytes, float) / (gpu.hbm_bandwidth_bytes_per_s * (cal.attn_decode_bw_eff_fp8 if fp8 else cal.attn_decode_bw_eff))
     live = flops > 0
-    fixed = max(cal.attn_overhead_s - cal.kernel_overhead_s, 0.0) if rope_fused else cal.attn_overhead_s
+    fixed = np.where(rope_fused, max(cal.attn_overhead_s - cal.kernel_overhead_s, 0.0), cal.attn_overhead_s)
     t = (np.maximum(t_c, t_m) + fixed + np.asarray(seq_heads, float) * cal.attn_decode_head_s
          + np.where(decode_merged(split, gpu), cal.attn_decode_split_s, 0.0))
     return masked(live, t, t_c, t_m)

@@ -187,7 +187,7 @@ def _core_decode(a: Attention, b: Batch, at: _At, P: Site, *, s: _Step, prec: Pr
     dec_bytes = seqs * read * per_tok_kv + dec_tok * heads_l * qkv_d * 2.0
     kv_fp8 = prec.kv.math == "fp8"
     times = cost.attention_decode_time(dec_flops, dec_bytes, gpu, dcal, seq_heads=items, kv_fp8=kv_fp8, group=group, split=split,
-                                       rope_fused=kv_l is not None and cost.decode_rope_fused(gpu, kv_fp8))
+                                       rope_fused=kv_l is not None and cost.decode_rope_fused(gpu, kv_fp8, at.engine))
     f = _attention_factor(at, a, "decode", kv_fp8=kv_fp8, dec_tokens=dec_tok)
     return _attention(P / "core_decode", dec_flops, dec_bytes, tuple(x * f for x in times), at)
 

@@ -281,6 +281,8 @@ def _decode(rows, gpu):
     flops = 2.0 * B * H * ctx * 2 * d
     fp8 = np.array([r["kv_cache_dtype"] == "fp8" for r in rows])
     split = cost.decode_split(B, KV, ctx, gpu)
+    # per-engine rows (a framework column) run their engine's kernel, the tables' own TensorRT-LLM's
+    fused = np.array([cost.decode_rope_fused(gpu, r["kv_cache_dtype"] == "fp8", get_engine(engine_of(r))) for r in rows])
 
     def price(cal: Calibration):
         t = np.empty(len(rows))
@@ -290,7 +292,7 @@ def _decode(rows, gpu):
             if m.any():
                 items = cost.decode_work_items(B[m], KV[m], H[m], cal, flag and gpu.supports("fp8"))
                 t[m] = cost.attention_decode_time(flops[m], nbytes[m], gpu, cal, seq_heads=items, kv_fp8=flag, group=(H / KV)[m],
-                                                  split=split[m], rope_fused=cost.decode_rope_fused(gpu, flag))[0]
+                                                  split=split[m], rope_fused=fused[m])[0]
         return t * 1e3
     return _engine_factor(rows, gpu, "decode", price, [f"kv {r['kv_cache_dtype']}" for r in rows], kv_fp8=fp8)
 
