@@ -213,12 +213,12 @@ def test_gqa_decode_in_the_operator_graph_is_the_kernel_tables_price(tmp_path, k
     # fused): 4 sequences at 100 cached keys, 32 query and 8 KV heads of 128 on H100 read two 64-key tiles,
     # 128 keys, per sequence and KV head
     from llm_codesign.cost.calibration import calibration_for
-    from llm_codesign.spec.precision import Precision
     from llm_codesign.cost.ops import Batch, layer_ops
     from llm_codesign.measure.kernel_tables import predict, read_csv
     from llm_codesign.spec.kinds import GQA, DenseFfn
     from llm_codesign.spec.model import Layer, ModelSpec
     from llm_codesign.spec.plan import Plan
+    from llm_codesign.spec.precision import Precision
 
     h100 = get_gpu("h100")
     cal = calibration_for(h100)
