@@ -166,52 +166,53 @@ def test_trtllm_all_reduce_limits_by_gpu_count():
 
 
 def test_decode_split_follows_each_kernels_launcher():
-    # XQA on H100 (132 SMs; TensorRT-LLM computeMultiBlockCount): 32,768 keys are 256 blocks of 128, capped at
-    # round(sqrt(8 x 256)) = 45; under 128 keys one CTA; 64 sequences x 8 KV heads x 16 (= min(32, round(sqrt(256))))
-    # is 7.76 waves over 8, so 16 / 7.76 -> 2
+    # XQA on H100 (132 SMs; TensorRT-LLM computeMultiBlockCount, without its rounding): 32,768 keys are 256 blocks
+    # of 128, capped at sqrt(8 x 256); under 128 keys one CTA; 64 sequences x 8 KV heads x min(32, sqrt(256)) = 16
+    # is 7.76 waves over 8, so 16 / 7.76 = 132 x 8 / 512
     h100, b200 = get_gpu("h100"), get_gpu("b200")
-    assert cost.decode_split(1, 1, 32768, h100) == 45
+    assert cost.decode_split(1, 1, 32768, h100) == pytest.approx(2048 ** 0.5, rel=1e-12)
     assert cost.decode_split(1, 8, 100, h100) == 1
-    assert cost.decode_split(64, 8, 4096, h100) == 2
+    assert cost.decode_split(64, 8, 4096, h100) == pytest.approx(132 * 8 / 512, rel=1e-12)
     # TRTLLM-Gen on B200 (148 SMs): one CTA per two 128-key tiles, no more than 148 / (sequences x KV heads)
     assert cost.decode_split(1, 1, 32768, b200) == 128
-    assert cost.decode_split(2, 8, 32768, b200) == 9
+    assert cost.decode_split(2, 8, 32768, b200) == pytest.approx(148 / 16, rel=1e-12)
     assert cost.decode_split(1, 1, 100, b200) == 1
     assert cost.decode_split(200, 8, 32768, b200) == 1
 
 
 def test_decode_reads_whole_tiles_per_split():
+    # each split reads at least one tile and on average half a tile past its share: 64-key tiles in XQA, 128 in TRTLLM-Gen
     h100, b200 = get_gpu("h100"), get_gpu("b200")
     assert cost.decode_tile(h100) == 64 and cost.decode_tile(b200) == 128
-    assert cost.decode_keys_read(100, 1, h100) == 128  # two 64-key tiles
-    assert cost.decode_keys_read(4096, 16, h100) == 4096  # 256 keys a split, whole tiles
-    assert cost.decode_keys_read(4097, 2, h100) == 2 * 33 * 64
-    assert cost.decode_keys_read(100, 1, b200) == 128
-    assert cost.decode_keys_read(300, 2, b200) == 2 * 2 * 128
+    assert cost.decode_keys_read(100, 1, h100) == 132
+    assert cost.decode_keys_read(2, 1, h100) == 64
+    assert cost.decode_keys_read(4096, 16, h100) == 16 * (256 + 32)
+    assert cost.decode_keys_read(100, 1, b200) == 164
+    assert cost.decode_keys_read(300, 2, b200) == 2 * (150 + 64)
 
 
 def test_split_decode_pays_its_merge_where_it_goes_through_global_memory():
-    # XQA merges every split through global memory; TRTLLM-Gen up to 16 splits in the cluster's shared memory
+    # XQA merges every split through global memory (1 - 1 / split of the merge's cost); TRTLLM-Gen reduces in the
+    # cluster's shared memory, priced free
     from dataclasses import replace
 
     h100, b200 = get_gpu("h100"), get_gpu("b200")
     cal = replace(documented(), attn_decode_split_s=3e-6)
-    assert cost.decode_merged(np.array([1.0, 2.0]), h100).tolist() == [False, True]
-    assert cost.decode_merged(np.array([16.0, 17.0]), b200).tolist() == [False, True]
+    assert cost.decode_merge_share(np.array([1.0, 2.0, 4.0]), h100).tolist() == [0.0, 0.5, 0.75]
+    assert cost.decode_merge_share(np.array([16.0, 17.0, 64.0]), b200).tolist() == [0.0, 0.0, 0.0]
 
     def t(gpu, split):
         return float(cost.attention_decode_time(1e9, 1e8, gpu, cal, seq_heads=64.0, split=split)[0])
 
-    assert t(h100, 2.0) - t(h100, 1.0) == pytest.approx(3e-6, rel=1e-9)
-    assert t(b200, 16.0) == t(b200, 1.0)
-    assert t(b200, 17.0) - t(b200, 1.0) == pytest.approx(3e-6, rel=1e-9)
+    assert t(h100, 2.0) - t(h100, 1.0) == pytest.approx(1.5e-6, rel=1e-9)
+    assert t(b200, 17.0) == t(b200, 1.0)
 
 
 @pytest.mark.parametrize("kv", ["bfloat16", "fp8"])
 def test_gqa_decode_in_the_operator_graph_is_the_kernel_tables_price(tmp_path, kv):
     # the serving path and the kernel-table fit price one decode kernel alike (FP8 KV: XQA's GMMA kernel, RoPE
-    # fused): 4 sequences at 100 cached keys, 32 query and 8 KV heads of 128 on H100 read two 64-key tiles,
-    # 128 keys, per sequence and KV head
+    # fused): 4 sequences at 100 cached keys, 32 query and 8 KV heads of 128 on H100, unsplit, read 100 + 32 keys (half a
+    # 64-key tile past them) per sequence and KV head
     from llm_codesign.cost.calibration import calibration_for
     from llm_codesign.cost.ops import Batch, layer_ops
     from llm_codesign.measure.kernel_tables import predict, read_csv
@@ -228,7 +229,7 @@ def test_gqa_decode_in_the_operator_graph_is_the_kernel_tables_price(tmp_path, k
                     prefix="layer", parts=("attn",))
     core = next(o for o in got if o.role == "core_decode")
     kv_bytes = 1.0 if kv == "fp8" else 2.0
-    assert float(core.work[1]) == 4 * 128 * 8 * 2 * 128 * kv_bytes + 4 * 32 * 2 * 128 * 2.0
+    assert float(core.work[1]) == 4 * 132 * 8 * 2 * 128 * kv_bytes + 4 * 32 * 2 * 128 * 2.0
     p = tmp_path / "d.csv"
     p.write_text("system,batch_size,isl,step,num_heads,num_key_value_heads,head_dim,kv_cache_dtype,latency_ms\n"
                  f"h100_sxm,4,1,99,32,8,128,{kv},0.01\n")

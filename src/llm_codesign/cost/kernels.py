@@ -42,34 +42,41 @@ def decode_tile(gpu: Gpu) -> float:
 def decode_split(seqs, kv_heads, keys, gpu: Gpu):
     """CTAs a decode-attention kernel splits each (sequence, KV head)'s keys over (split-KV, multi-block
     mode). XQA (TensorRT-LLM decoderXQAImplCommon.h computeMultiBlockCount@12453212): one per 128 keys, at
-    most round(sqrt(8 x that)) so the merge does not dominate, cut back where the grid would exceed 8 waves
-    of the SMs. TRTLLM-Gen (fmhaKernels.cuh:615-650@fb28d72): at most one per two tiles of keys, and no more
-    than fill one wave of the SMs. At least 1."""
-    kv_ctas = np.asarray(seqs, float) * np.asarray(kv_heads, float)
+    most sqrt(8 x that) so the merge does not dominate, cut back where the grid would exceed 8 waves of the
+    SMs. TRTLLM-Gen (fmhaKernels.cuh:615-650@fb28d72): at most one per two tiles of keys, and no more than
+    fill one wave of the SMs. At least 1. The launchers round each count to a whole number; priced here
+    without the rounding (a step's sequences and contexts vary about the mean it is priced at), so a
+    step's time never falls as its batch or context grows."""
+    kv_ctas = np.maximum(np.asarray(seqs, float) * np.asarray(kv_heads, float), 1.0)
     keys = np.asarray(keys, float)
     if gpu.family in TRTLLM_GEN_FAMILIES:
-        return np.maximum(np.minimum(np.ceil(keys / (2.0 * decode_tile(gpu))), np.floor(gpu.sms / np.maximum(kv_ctas, 1.0))), 1.0)
-    mb = np.floor(keys / 128.0)  # kMinHistoryTokensPerBlock
-    mb = np.maximum(np.minimum(mb, np.round(np.sqrt(mb * 8.0))), 1.0)
+        return np.maximum(np.minimum(keys / (2.0 * decode_tile(gpu)), gpu.sms / kv_ctas), 1.0)
+    mb = keys / 128.0  # kMinHistoryTokensPerBlock
+    mb = np.maximum(np.minimum(mb, np.sqrt(mb * 8.0)), 1.0)
     adj = kv_ctas * mb / gpu.sms / 8.0  # waves over kTargetWaveFactor
-    return np.maximum(np.where(adj > 1.0, np.floor(mb / np.maximum(adj, 1.0)), mb), 1.0)
+    return np.maximum(mb / np.maximum(adj, 1.0), 1.0)
 
 
-def decode_merged(split, gpu: Gpu):
-    """Whether a split decode kernel merges its CTAs' partial outputs through global memory (the split's
-    fixed cost, attn_decode_split_s): XQA always (the last CTA of a sequence re-reads them behind a
-    semaphore, csrc/xqa/mha.cu:2681-2820@fb28d72); TRTLLM-Gen beyond 16 splits only, fewer are reduced in the
-    CTA cluster's shared memory (fmhaKernels.cuh:672-681 CgaSmemReduction@fb28d72)."""
+def decode_merge_share(split, gpu: Gpu):
+    """Share of the split-KV merge's fixed cost (attn_decode_split_s) a split decode kernel pays. XQA merges
+    its CTAs' partial outputs through global memory (the last CTA of a sequence re-reads them behind a
+    semaphore, csrc/xqa/mha.cu:2681-2820@fb28d72): 1 - 1 / split, 0 unsplit, continuous in the split.
+    TRTLLM-Gen reduces up to 16 splits in the CTA cluster's shared memory (fmhaKernels.cuh:672-681
+    CgaSmemReduction@fb28d72), priced free; its global-memory reduction beyond 16 (fewer than 9 sequence x KV
+    heads at 4k+ keys on B200) is not priced: a cost that fell as the batch grew past 16 splits would make
+    a larger batch's step faster."""
     split = np.asarray(split, float)
-    return split > (16.0 if gpu.family in TRTLLM_GEN_FAMILIES else 1.0)
+    if gpu.family in TRTLLM_GEN_FAMILIES:
+        return np.zeros_like(split)
+    return 1.0 - 1.0 / np.maximum(split, 1.0)
 
 
 def decode_keys_read(keys, split, gpu: Gpu):
-    """Keys a decode-attention kernel loads per (sequence, KV head): each of its `split` CTAs reads its
-    share of `keys` in whole tiles (decode_tile), so short contexts and many splits read more than the
-    cache holds."""
+    """Keys a decode-attention kernel loads per (sequence, KV head): each of its `split` CTAs reads its share
+    of `keys` in whole tiles (decode_tile), at least one, on average half a tile past its share (the keys of a
+    step's sequences spread over a tile), so short contexts and many splits read more than the cache holds."""
     split, tile = np.asarray(split, float), decode_tile(gpu)
-    return split * np.ceil(np.asarray(keys, float) / split / tile - 1e-9) * tile
+    return split * np.maximum(np.asarray(keys, float) / split + tile / 2.0, tile)
 
 
 def decode_rope_fused(gpu: Gpu, kv_fp8: bool, engine: Engine | None = None) -> bool:
@@ -89,7 +96,7 @@ def attention_decode_time(flops, nbytes, gpu: Gpu, cal: Calibration, *, seq_head
     with short contexts. Query groups wider than the tensor-core kernels take (`group` query heads
     per KV head > attn_decode_max_group) run per-head math at their own, lower rate. A kernel that
     splits the keys over CTAs (`split`: decode_split) pays the merge of their partial outputs where it
-    goes through global memory (decode_merged). attn_overhead_s is the op's fixed cost with its preprocessing
+    goes through global memory (decode_merge_share). attn_overhead_s is the op's fixed cost with its preprocessing
     kernel; a kernel that applies RoPE itself (`rope_fused`: decode_rope_fused) launches one kernel less."""
     flops = np.asarray(flops, float)
     # FP8 KV: the kernel (TensorRT-LLM XQA) runs its MMAs in FP8 where the GPU has it, and pays for
@@ -101,7 +108,7 @@ def attention_decode_time(flops, nbytes, gpu: Gpu, cal: Calibration, *, seq_head
     live = flops > 0
     fixed = np.where(rope_fused, max(cal.attn_overhead_s - cal.kernel_overhead_s, 0.0), cal.attn_overhead_s)
     t = (np.maximum(t_c, t_m) + fixed + np.asarray(seq_heads, float) * cal.attn_decode_head_s
-         + np.where(decode_merged(split, gpu), cal.attn_decode_split_s, 0.0))
+         + decode_merge_share(split, gpu) * cal.attn_decode_split_s)
     return masked(live, t, t_c, t_m)
 
 
