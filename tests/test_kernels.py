@@ -181,14 +181,16 @@ def test_decode_split_follows_each_kernels_launcher():
 
 
 def test_decode_reads_whole_tiles_per_split():
-    # each split reads at least one tile and on average half a tile past its share: 64-key tiles in XQA, 128 in TRTLLM-Gen
+    # each split reads its share of the keys in whole tiles: 64 keys in XQA, 128 in TRTLLM-Gen; a split count priced
+    # without the launcher's rounding (64 x 8 at 4,096 keys on H100: 2.0625) reads 2.0625 x 32 tiles of 64
     h100, b200 = get_gpu("h100"), get_gpu("b200")
     assert cost.decode_tile(h100) == 64 and cost.decode_tile(b200) == 128
-    assert cost.decode_keys_read(100, 1, h100) == 132
+    assert cost.decode_keys_read(100, 1, h100) == 128
     assert cost.decode_keys_read(2, 1, h100) == 64
-    assert cost.decode_keys_read(4096, 16, h100) == 16 * (256 + 32)
-    assert cost.decode_keys_read(100, 1, b200) == 164
-    assert cost.decode_keys_read(300, 2, b200) == 2 * (150 + 64)
+    assert cost.decode_keys_read(4096, 16, h100) == 4096
+    assert cost.decode_keys_read(4096, 132 * 8 / 512, h100) == pytest.approx(2.0625 * 32 * 64, rel=1e-12)
+    assert cost.decode_keys_read(100, 1, b200) == 128
+    assert cost.decode_keys_read(300, 2, b200) == 2 * 2 * 128
 
 
 def test_split_decode_pays_its_merge_where_it_goes_through_global_memory():
@@ -211,8 +213,8 @@ def test_split_decode_pays_its_merge_where_it_goes_through_global_memory():
 @pytest.mark.parametrize("kv", ["bfloat16", "fp8"])
 def test_gqa_decode_in_the_operator_graph_is_the_kernel_tables_price(tmp_path, kv):
     # the serving path and the kernel-table fit price one decode kernel alike (FP8 KV: XQA's GMMA kernel, RoPE
-    # fused): 4 sequences at 100 cached keys, 32 query and 8 KV heads of 128 on H100, unsplit, read 100 + 32 keys (half a
-    # 64-key tile past them) per sequence and KV head
+    # fused): 4 sequences at 100 cached keys, 32 query and 8 KV heads of 128 on H100, unsplit, read two 64-key tiles,
+    # 128 keys, per sequence and KV head
     from llm_codesign.cost.calibration import calibration_for
     from llm_codesign.cost.ops import Batch, layer_ops
     from llm_codesign.measure.kernel_tables import predict, read_csv
@@ -229,7 +231,7 @@ def test_gqa_decode_in_the_operator_graph_is_the_kernel_tables_price(tmp_path, k
                     prefix="layer", parts=("attn",))
     core = next(o for o in got if o.role == "core_decode")
     kv_bytes = 1.0 if kv == "fp8" else 2.0
-    assert float(core.work[1]) == 4 * 132 * 8 * 2 * 128 * kv_bytes + 4 * 32 * 2 * 128 * 2.0
+    assert float(core.work[1]) == 4 * 128 * 8 * 2 * 128 * kv_bytes + 4 * 32 * 2 * 128 * 2.0
     p = tmp_path / "d.csv"
     p.write_text("system,batch_size,isl,step,num_heads,num_key_value_heads,head_dim,kv_cache_dtype,latency_ms\n"
                  f"h100_sxm,4,1,99,32,8,128,{kv},0.01\n")

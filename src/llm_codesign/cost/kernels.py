@@ -73,10 +73,10 @@ def decode_merge_share(split, gpu: Gpu):
 
 def decode_keys_read(keys, split, gpu: Gpu):
     """Keys a decode-attention kernel loads per (sequence, KV head): each of its `split` CTAs reads its share
-    of `keys` in whole tiles (decode_tile), at least one, on average half a tile past its share (the keys of a
-    step's sequences spread over a tile), so short contexts and many splits read more than the cache holds."""
+    of `keys` in whole tiles (decode_tile), so short contexts and many splits read more than the cache
+    holds. With decode_split's count as priced, the batch's total read never falls as the batch grows."""
     split, tile = np.asarray(split, float), decode_tile(gpu)
-    return split * np.maximum(np.asarray(keys, float) / split + tile / 2.0, tile)
+    return split * np.ceil(np.asarray(keys, float) / split / tile - 1e-9) * tile
 
 
 def decode_rope_fused(gpu: Gpu, kv_fp8: bool, engine: Engine | None = None) -> bool:
