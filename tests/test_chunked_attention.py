@@ -36,15 +36,17 @@ def test_keys_within_the_chunk():
 
 def test_long_context_attention_reads_the_chunk_not_the_context():
     # Maverick TP8 decode of 4 sequences at 131,072: a chunked layer reads 4095.5 cached tokens of
-    # 1 KV head x (128 + 128) x 2 bytes per GPU, a global (NoPE) layer all 131,072
+    # 1 KV head x (128 + 128) x 2 bytes per GPU, a global (NoPE) layer all 131,072; each in XQA's splits of whole
+    # 64-key tiles (cost.kernels: sqrt(8 x keys / 128) splits on H200 here): 4 tiles a split over 4,095.5 keys, 23
+    # over 131,072
     m, g = get_model("llama-4-maverick"), get_gpu("h200")
     ops = forward_ops(m, g, calibration_for(g), m.default_precision, Plan(tp=8, ep=8), b=Batch(dec_seqs=4, dec_ctx=131072))
     dec = {op.group: op for op in ops if op.role == "core_decode"}
     chunk_l = [i for i, (layer, _) in enumerate(m.groups) if layer.attn.attn_chunk][0]
     glob_l = [i for i, (layer, _) in enumerate(m.groups) if not layer.attn.attn_chunk][0]
     q = 4 * (40 / 8) * 256 * 2.0  # queries and outputs: 40 heads / TP8 x (128 + 128) x BF16
-    assert float(np.ravel(dec[chunk_l].bytes)[0]) == pytest.approx(4 * 4095.5 * 512 + q, rel=1e-9)
-    assert float(np.ravel(dec[glob_l].bytes)[0]) == pytest.approx(4 * 131072 * 512 + q, rel=1e-9)
+    assert float(np.ravel(dec[chunk_l].bytes)[0]) == pytest.approx(4 * (8 * 4095.5 / 128) ** 0.5 * 4 * 64 * 512 + q, rel=1e-9)
+    assert float(np.ravel(dec[glob_l].bytes)[0]) == pytest.approx(4 * (8 * 131072 / 128) ** 0.5 * 23 * 64 * 512 + q, rel=1e-9)
     # prefill: a second 8192-token chunk attends 4096.5 keys per query, not 8192 + 4096.5
     pf = forward_ops(m, g, calibration_for(g), m.default_precision, Plan(tp=8, ep=8), b=Batch(pf_tokens=8192, pf_seqs=1, pf_ctx=8192))
     p = {op.group: op for op in pf if op.role == "core_prefill"}

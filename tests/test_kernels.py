@@ -163,3 +163,96 @@ def test_trtllm_all_reduce_limits_by_gpu_count():
     assert grid.shape == (3, 5) and grid.sum() == 4 + 0 + 2
 
 
+
+
+def test_decode_split_follows_each_kernels_launcher():
+    # XQA on H100 (132 SMs; TensorRT-LLM computeMultiBlockCount, without its rounding): 32,768 keys are 256 blocks
+    # of 128, capped at sqrt(8 x 256); under 128 keys one CTA; 64 sequences x 8 KV heads x min(32, sqrt(256)) = 16
+    # is 7.76 waves over 8, so 16 / 7.76 = 132 x 8 / 512
+    h100, b200 = get_gpu("h100"), get_gpu("b200")
+    assert cost.decode_split(1, 1, 32768, h100) == pytest.approx(2048 ** 0.5, rel=1e-12)
+    assert cost.decode_split(1, 8, 100, h100) == 1
+    assert cost.decode_split(64, 8, 4096, h100) == pytest.approx(132 * 8 / 512, rel=1e-12)
+    # TRTLLM-Gen on B200 (148 SMs): one CTA per two 128-key tiles, no more than 148 / (sequences x KV heads)
+    assert cost.decode_split(1, 1, 32768, b200) == 128
+    assert cost.decode_split(2, 8, 32768, b200) == pytest.approx(148 / 16, rel=1e-12)
+    assert cost.decode_split(1, 1, 100, b200) == 1
+    assert cost.decode_split(200, 8, 32768, b200) == 1
+
+
+def test_decode_reads_whole_tiles_per_split():
+    # each split reads its share of the keys in whole tiles: 64 keys in XQA, 128 in TRTLLM-Gen; a split count priced
+    # without the launcher's rounding (64 x 8 at 4,096 keys on H100: 2.0625) reads 2.0625 x 32 tiles of 64
+    h100, b200 = get_gpu("h100"), get_gpu("b200")
+    assert cost.decode_tile(h100) == 64 and cost.decode_tile(b200) == 128
+    assert cost.decode_keys_read(100, 1, h100) == 128
+    assert cost.decode_keys_read(2, 1, h100) == 64
+    assert cost.decode_keys_read(4096, 16, h100) == 4096
+    assert cost.decode_keys_read(4096, 132 * 8 / 512, h100) == pytest.approx(2.0625 * 32 * 64, rel=1e-12)
+    assert cost.decode_keys_read(100, 1, b200) == 128
+    assert cost.decode_keys_read(300, 2, b200) == 2 * 2 * 128
+
+
+def test_split_decode_pays_its_merge_where_it_goes_through_global_memory():
+    # XQA merges every split through global memory (1 - 1 / split of the merge's cost); TRTLLM-Gen reduces in the
+    # cluster's shared memory, priced free
+    from dataclasses import replace
+
+    h100, b200 = get_gpu("h100"), get_gpu("b200")
+    cal = replace(documented(), attn_decode_split_s=3e-6)
+    assert cost.decode_merge_share(np.array([1.0, 2.0, 4.0]), h100).tolist() == [0.0, 0.5, 0.75]
+    assert cost.decode_merge_share(np.array([16.0, 17.0, 64.0]), b200).tolist() == [0.0, 0.0, 0.0]
+
+    def t(gpu, split):
+        return float(cost.attention_decode_time(1e9, 1e8, gpu, cal, seq_heads=64.0, split=split)[0])
+
+    assert t(h100, 2.0) - t(h100, 1.0) == pytest.approx(1.5e-6, rel=1e-9)
+    assert t(b200, 17.0) == t(b200, 1.0)
+
+
+@pytest.mark.parametrize("kv", ["bfloat16", "fp8"])
+def test_gqa_decode_in_the_operator_graph_is_the_kernel_tables_price(tmp_path, kv):
+    # the serving path and the kernel-table fit price one decode kernel alike (FP8 KV: XQA's GMMA kernel, RoPE
+    # fused): 4 sequences at 100 cached keys, 32 query and 8 KV heads of 128 on H100, unsplit, read two 64-key tiles,
+    # 128 keys, per sequence and KV head
+    from llm_codesign.cost.calibration import calibration_for
+    from llm_codesign.cost.ops import Batch, layer_ops
+    from llm_codesign.measure.kernel_tables import predict, read_csv
+    from llm_codesign.spec.kinds import GQA, DenseFfn
+    from llm_codesign.spec.model import Layer, ModelSpec
+    from llm_codesign.spec.plan import Plan
+    from llm_codesign.spec.precision import Precision
+
+    h100 = get_gpu("h100")
+    cal = calibration_for(h100)
+    m = ModelSpec("toy", hidden=4096, vocab=32000, groups=((Layer(GQA(heads=32, kv_heads=8, head_dim=128, v_head_dim=128), DenseFfn(inter=14336)), 1),))
+    prec = Precision.of("bf16", kv="fp8" if kv == "fp8" else None)
+    got = layer_ops(m, m.groups[0][0], 1.0, h100, cal, prec=prec, sh=Plan(), b=Batch(dec_seqs=4.0, dec_ctx=100.0),
+                    prefix="layer", parts=("attn",))
+    core = next(o for o in got if o.role == "core_decode")
+    kv_bytes = 1.0 if kv == "fp8" else 2.0
+    assert float(core.work[1]) == 4 * 128 * 8 * 2 * 128 * kv_bytes + 4 * 32 * 2 * 128 * 2.0
+    p = tmp_path / "d.csv"
+    p.write_text("system,batch_size,isl,step,num_heads,num_key_value_heads,head_dim,kv_cache_dtype,latency_ms\n"
+                 f"h100_sxm,4,1,99,32,8,128,{kv},0.01\n")
+    pred, _ = predict(*read_csv(p), calibration_for)
+    assert float(core.time) * 1e3 == pytest.approx(pred[0], rel=1e-12)
+
+
+def test_hoppers_fp8_xqa_kernel_applies_rope_itself_one_launch_less():
+    # the decode op's fixed cost holds its preprocessing kernel (RoPE, KV append); XQA's GMMA kernel, FP8 KV on SM90,
+    # applies RoPE itself: one kernel_overhead_s less. BF16 KV on Hopper and every kernel on Blackwell launch both
+    from dataclasses import replace
+
+    h100, b200 = get_gpu("h100"), get_gpu("b200")
+    cal = replace(documented(), attn_overhead_s=9e-6, kernel_overhead_s=3e-6)
+    assert cost.decode_rope_fused(h100, True) and not cost.decode_rope_fused(h100, False)
+    assert not cost.decode_rope_fused(b200, True)
+
+    def t(gpu, fused):
+        return float(cost.attention_decode_time(1e3, 1e3, gpu, cal, seq_heads=0.0, kv_fp8=True, rope_fused=fused)[0])
+
+    assert t(h100, False) - t(h100, True) == pytest.approx(3e-6, rel=1e-9)
+    # a profile whose op costs less than one launch is never priced below nothing
+    low = replace(cal, attn_overhead_s=1e-6)
+    assert float(cost.attention_decode_time(1e3, 1e3, h100, low, kv_fp8=True, rope_fused=True)[0]) > 0

@@ -256,8 +256,9 @@ def test_wider_finding_gives_the_speed_gain_and_the_accuracy_cost_with_its_band(
 def test_pipeline_cost_of_kinds_stacked_in_blocks_is_against_the_same_layers_balanced():
     # 16 full-attention layers then 16 sliding-window (128) ones: at PP2 the first stage holds every full layer and
     # sets the pace. The regular neighbour is the same 32 layers with 8 of each kind per stage (estimate prices it
-    # through the layout): 6.2% more GPU time per output token at 256 requests, 2,048 tokens of context (11.9% before
-    # the sampler joined the last stage and the serving re-fit's host step, issue 39)
+    # through the layout): 6.4% more GPU time per output token at 256 requests, 2,048 tokens of context (11.9% before
+    # the sampler joined the last stage and the serving re-fit's host step, issue 39; 6.2% before its decode split-KV and
+    # key tiles, which the full-attention stage pays and the 128-key windows barely)
     cfg = {"model_type": "gpt_oss", "hidden_size": 4096, "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8,
            "head_dim": 128, "vocab_size": 128256, "intermediate_size": 14336, "sliding_window": 128,
            "layer_types": ["full_attention"] * 16 + ["sliding_attention"] * 16}
@@ -267,5 +268,5 @@ def test_pipeline_cost_of_kinds_stacked_in_blocks_is_against_the_same_layers_bal
     assert len(fs) == 1 and fs[0].figures["pp"] == 2 and "but their kinds do not" in fs[0].message
     plan = Plan(tp=8, pp=2)
     x, even = (_gpu_ms_per_token(s, "h100", plan) for s in (m, replace(m, layout=((0,) * 8 + (1,) * 8) * 2)))
-    assert fs[0].cost_pct == pytest.approx(100 * (x / even - 1), abs=1e-9) and fs[0].cost_pct == pytest.approx(6.20, abs=0.05)
+    assert fs[0].cost_pct == pytest.approx(100 * (x / even - 1), abs=1e-9) and fs[0].cost_pct == pytest.approx(6.41, abs=0.05)
     assert fs[0].fix == "keep the layer pattern regular per stage"

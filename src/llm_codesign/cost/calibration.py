@@ -65,6 +65,7 @@ class Calibration:
     attn_decode_group_fp8: float
     attn_decode_max_group: float
     attn_decode_wide_flops_eff: float
+    attn_decode_split_s: float
     attn_prefill_head_s: float
     attn_prefill_s_half: float
     comm_latency_s: float
@@ -89,6 +90,7 @@ class Calibration:
     elementwise_kernels_per_layer: float
     prefill_queue_fraction: tuple[tuple[str, float], ...]
     mla_decode_flops_eff: float
+    decode_item_s: float
     step_overhead_s: tuple[tuple[str, float], ...]
     ttft_overhead_s: tuple[tuple[str, float], ...]
     comm_latency_scale: tuple[tuple[str, float], ...]

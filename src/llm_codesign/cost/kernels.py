@@ -26,11 +26,78 @@ def decode_work_items(tokens, kv_heads, q_heads, cal: Calibration, kv_fp8: bool)
     return np.asarray(tokens, float) * kv * per_kv
 
 
-def attention_decode_time(flops, nbytes, gpu: Gpu, cal: Calibration, *, seq_heads=0.0, kv_fp8: bool = False, group=1.0):
+# TensorRT-LLM's decode-attention kernels: TRTLLM-Gen's generation kernels on Blackwell (SM100), XQA elsewhere
+TRTLLM_GEN_FAMILIES = ("blackwell",)
+
+
+def decode_tile(gpu: Gpu) -> float:
+    """Keys a decode-attention CTA loads per step, the unit its share of the keys rounds up to: 64-key warp
+    tiles in XQA (flashinfer csrc/xqa/mha.cu:89 warpTile.x, warps past the sequence skip their tile, :1971;
+    mha_sm90.cu:93 gemm0WarpGrpTileNbTokens, Hopper's FP8-KV kernel), 128-key tiles in TRTLLM-Gen's generation
+    kernels (include/flashinfer/trtllm/fmha/fmhaKernels.cuh:798 mTileSizeKv, all @fb28d72). Fitted as a free
+    parameter on each family's decode table it lands on 64-70 (A100, H100) and 129 (B200)."""
+    return 128.0 if gpu.family in TRTLLM_GEN_FAMILIES else 64.0
+
+
+def decode_split(seqs, kv_heads, keys, gpu: Gpu):
+    """CTAs a decode-attention kernel splits each (sequence, KV head)'s keys over (split-KV, multi-block
+    mode). XQA (TensorRT-LLM decoderXQAImplCommon.h computeMultiBlockCount@12453212): one per 128 keys, at
+    most sqrt(8 x that) so the merge does not dominate, cut back where the grid would exceed 8 waves of the
+    SMs. TRTLLM-Gen (fmhaKernels.cuh:615-650@fb28d72): at most one per two tiles of keys, and no more than
+    fill one wave of the SMs. At least 1. The launchers round each count to a whole number; priced here
+    without the rounding (a step's sequences and contexts vary about the mean it is priced at), so a
+    step's time never falls as its batch or context grows."""
+    kv_ctas = np.maximum(np.asarray(seqs, float) * np.asarray(kv_heads, float), 1.0)
+    keys = np.asarray(keys, float)
+    if gpu.family in TRTLLM_GEN_FAMILIES:
+        return np.maximum(np.minimum(keys / (2.0 * decode_tile(gpu)), gpu.sms / kv_ctas), 1.0)
+    mb = keys / 128.0  # kMinHistoryTokensPerBlock
+    mb = np.maximum(np.minimum(mb, np.sqrt(mb * 8.0)), 1.0)
+    adj = kv_ctas * mb / gpu.sms / 8.0  # waves over kTargetWaveFactor
+    return np.maximum(mb / np.maximum(adj, 1.0), 1.0)
+
+
+def decode_merge_share(split, gpu: Gpu):
+    """Share of the split-KV merge's fixed cost (attn_decode_split_s) a split decode kernel pays. XQA merges
+    its CTAs' partial outputs through global memory (the last CTA of a sequence re-reads them behind a
+    semaphore, csrc/xqa/mha.cu:2681-2820@fb28d72): 1 - 1 / split, 0 unsplit, continuous in the split.
+    TRTLLM-Gen reduces up to 16 splits in the CTA cluster's shared memory (fmhaKernels.cuh:672-681
+    CgaSmemReduction@fb28d72), priced free; its global-memory reduction beyond 16 (fewer than 9 sequence x KV
+    heads at 4k+ keys on B200) is not priced: a cost that fell as the batch grew past 16 splits would make
+    a larger batch's step faster."""
+    split = np.asarray(split, float)
+    if gpu.family in TRTLLM_GEN_FAMILIES:
+        return np.zeros_like(split)
+    return 1.0 - 1.0 / np.maximum(split, 1.0)
+
+
+def decode_keys_read(keys, split, gpu: Gpu):
+    """Keys a decode-attention kernel loads per (sequence, KV head): each of its `split` CTAs reads its share
+    of `keys` in whole tiles (decode_tile), so short contexts and many splits read more than the cache
+    holds. With decode_split's count as priced, the batch's total read never falls as the batch grows."""
+    split, tile = np.asarray(split, float), decode_tile(gpu)
+    return split * np.ceil(np.asarray(keys, float) / split / tile - 1e-9) * tile
+
+
+def decode_rope_fused(gpu: Gpu, kv_fp8: bool, engine: Engine | None = None) -> bool:
+    """Whether a GQA decode kernel applies RoPE itself, saving the preprocessing kernel (RoPE and the KV-cache
+    append) launched before it: XQA's Hopper GMMA kernel, which runs where the KV cache is FP8 on SM90
+    (TensorRT-LLM decoderXQAImplJIT.cpp runImpl, applyRoPEInXqaKernel = isGMMAKernel && ...@000a01de;
+    isGmmaKernel == (SM 90 and FP8 KV)), in the engines that run it (Engine.fusions "rope_decode"; None: the
+    kernel tables' TensorRT-LLM kernels). XQA's other kernels and TRTLLM-Gen's launch the preprocessing
+    kernel first (xqaDispatcher.cpp runImpl, invokeQKVPreprocessing@026da036)."""
+    return kv_fp8 and gpu.family == "hopper" and (engine is None or engine.fuses("rope_decode"))
+
+
+def attention_decode_time(flops, nbytes, gpu: Gpu, cal: Calibration, *, seq_heads=0.0, kv_fp8: bool = False, group=1.0, split=1.0,
+                          rope_fused=False):
     """Decode attention: KV-cache read at a fraction of HBM bandwidth, or its math, whichever binds,
     plus a cost per work item (softmax/reduction, CTA scheduling) that dominates at large batch
     with short contexts. Query groups wider than the tensor-core kernels take (`group` query heads
-    per KV head > attn_decode_max_group) run per-head math at their own, lower rate."""
+    per KV head > attn_decode_max_group) run per-head math at their own, lower rate. A kernel that
+    splits the keys over CTAs (`split`: decode_split) pays the merge of their partial outputs where it
+    goes through global memory (decode_merge_share). attn_overhead_s is the op's fixed cost with its preprocessing
+    kernel; a kernel that applies RoPE itself (`rope_fused`: decode_rope_fused) launches one kernel less."""
     flops = np.asarray(flops, float)
     # FP8 KV: the kernel (TensorRT-LLM XQA) runs its MMAs in FP8 where the GPU has it, and pays for
     # dequantisation, seen as its own bandwidth efficiency
@@ -39,7 +106,9 @@ def attention_decode_time(flops, nbytes, gpu: Gpu, cal: Calibration, *, seq_head
     t_c = flops / (gpu.peak("fp8" if fp8 else "bf16") * eff)
     t_m = np.asarray(nbytes, float) / (gpu.hbm_bandwidth_bytes_per_s * (cal.attn_decode_bw_eff_fp8 if fp8 else cal.attn_decode_bw_eff))
     live = flops > 0
-    t = np.maximum(t_c, t_m) + cal.attn_overhead_s + np.asarray(seq_heads, float) * cal.attn_decode_head_s
+    fixed = np.where(rope_fused, max(cal.attn_overhead_s - cal.kernel_overhead_s, 0.0), cal.attn_overhead_s)
+    t = (np.maximum(t_c, t_m) + fixed + np.asarray(seq_heads, float) * cal.attn_decode_head_s
+         + decode_merge_share(split, gpu) * cal.attn_decode_split_s)
     return masked(live, t, t_c, t_m)
 
 

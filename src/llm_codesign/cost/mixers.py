@@ -28,7 +28,7 @@ def gqa_ops(a: GQA, P: Site, *, at: _At, s: _Step, b: Batch, prec: Precision) ->
     # as the kernel groups them
     items = cost.decode_work_items(s.dec_tok, kv_l, heads_l, at.cal, kv_fp8 and at.gpu.supports("fp8"))
     return _attend(a, ops, P, at=at, s=s, b=b, prec=prec, per_tok_kv=a.kv_values_per_gpu(s.tp) * prec.kv.bytes_per_value(),
-                   qk_d=a.head_dim, v_d=a.v_head_dim, decode=(a.head_dim + a.v_head_dim, items, heads_l / kv_l, at.cal))
+                   qk_d=a.head_dim, v_d=a.v_head_dim, decode=(a.head_dim + a.v_head_dim, items, heads_l / kv_l, at.cal, kv_l))
 
 
 @op_builder(MLA, part="attention")
@@ -50,11 +50,11 @@ def _mla(a: MLA, ops: list[Op], P: Site, *, at: _At, s: _Step, b: Batch, prec: P
     """MLA's attention after its projections: decode in the latent space, every head reading the one
     replicated latent (2 x kv_lora_rank + rope_dim FLOPs per key, its own decode efficiency)."""
     heads_l = a.heads / s.tp
-    dcal = replace(at.cal, attn_decode_flops_eff=at.cal.mla_decode_flops_eff)
+    dcal = replace(at.cal, attn_decode_flops_eff=at.cal.mla_decode_flops_eff, attn_decode_head_s=at.cal.decode_item_s)
     # absorbed MLA attends in the latent space: each head's partial output Helix exchanges is kv_lora_rank wide
     # (TensorRT-LLM helixAllToAll: [..., cp_size, kv_lora_rank]), up-projected to v_head_dim only after it
     return _attend(a, ops, P, at=at, s=s, b=b, prec=prec, per_tok_kv=a.kv_values_per_gpu(s.tp) * prec.kv.bytes_per_value(),
-                   qk_d=a.head_dim, v_d=a.v_head_dim, decode=(2 * a.kv_lora_rank + a.rope_dim, s.dec_tok * heads_l, 1.0, dcal),
+                   qk_d=a.head_dim, v_d=a.v_head_dim, decode=(2 * a.kv_lora_rank + a.rope_dim, s.dec_tok * heads_l, 1.0, dcal, None),
                    x_d=a.kv_lora_rank)
 
 
@@ -63,7 +63,8 @@ def _attend(a: Attention, ops: list[Op], P: Site, *, at: _At, s: _Step, b: Batch
     """After a softmax attention's projections (`ops`): the attention core over the cache (decode)
     and the chunk (prefill), Helix's exchange, the output projection and its all-reduce. `per_tok_kv`:
     cached bytes per token on this GPU; `qk_d`, `v_d`: a head's query-key and value widths; `decode`:
-    the decode core's (FLOPs width per key, work items, query heads per KV head, calibration); `x_d`:
+    the decode core's (FLOPs width per key, work items, query heads per KV head, calibration, KV heads per GPU
+    whose keys the kernel splits and reads in tiles, None for MLA's latent kernels, priced unsplit); `x_d`:
     the width of a head's partial output Helix exchanges (v_d where None)."""
     h, T, tp, kvp = s.h, s.T, s.tp, s.kvp
     heads_l = a.heads / tp
@@ -154,7 +155,8 @@ def _dsa_indexer(a: DSA, b: Batch, at: _At, P: Site, *, s: _Step) -> list[Op]:
     flops = 2.0 * dec_tok * hi * di * ctx_l
     nbytes = np.asarray(b.dec_seqs, float) * ctx_l * key_b + dec_tok * hi * di
     ops.append(_attention(P / "dsa_scores_decode", flops, nbytes,
-                          cost.attention_decode_time(flops, nbytes, gpu, cal, seq_heads=dec_tok, kv_fp8=True), at))
+                          cost.attention_decode_time(flops, nbytes, gpu, replace(cal, attn_decode_head_s=cal.decode_item_s), seq_heads=dec_tok,
+                                                     kv_fp8=True), at))
     tp_tok = np.asarray(b.pf_tokens, float)
     seqs = np.maximum(np.asarray(b.pf_seqs, float), 1.0)
     keys = causal_keys(np.asarray(b.pf_ctx, float), tp_tok / seqs) / kvp
@@ -174,13 +176,18 @@ def _core_decode(a: Attention, b: Batch, at: _At, P: Site, *, s: _Step, prec: Pr
     (Attention.decode_keys: a window, chunk or sparse selection) sharded by Helix. `per_tok_kv`: cached
     bytes per token; `qkv_d`: query-key plus value width of a head; `decode`: see _attend."""
     gpu = at.gpu
-    width, items, group, dcal = decode
+    width, items, group, dcal, kv_l = decode
     dec_tok, heads_l = s.dec_tok, a.heads / s.tp
     ctx_l = a.decode_keys(np.asarray(b.dec_ctx, float)) / s.kvp
     dec_flops = 2.0 * dec_tok * heads_l * ctx_l * width
-    dec_bytes = np.asarray(b.dec_seqs, float) * ctx_l * per_tok_kv + dec_tok * heads_l * qkv_d * 2.0
+    seqs = np.asarray(b.dec_seqs, float)
+    # GQA's kernels split each sequence's keys over CTAs and read whole tiles (cost.kernels.decode_split)
+    split = 1.0 if kv_l is None else cost.decode_split(seqs, kv_l, ctx_l, gpu)
+    read = ctx_l if kv_l is None else cost.decode_keys_read(ctx_l, split, gpu)
+    dec_bytes = seqs * read * per_tok_kv + dec_tok * heads_l * qkv_d * 2.0
     kv_fp8 = prec.kv.math == "fp8"
-    times = cost.attention_decode_time(dec_flops, dec_bytes, gpu, dcal, seq_heads=items, kv_fp8=kv_fp8, group=group)
+    times = cost.attention_decode_time(dec_flops, dec_bytes, gpu, dcal, seq_heads=items, kv_fp8=kv_fp8, group=group, split=split,
+                                       rope_fused=kv_l is not None and cost.decode_rope_fused(gpu, kv_fp8, at.engine))
     f = _attention_factor(at, a, "decode", kv_fp8=kv_fp8, dec_tokens=dec_tok)
     return _attention(P / "core_decode", dec_flops, dec_bytes, tuple(x * f for x in times), at)
 
@@ -236,7 +243,8 @@ def recurrent_ops(a: Recurrent, P: Site, *, at: _At, s: _Step, b: Batch, prec: P
     d_flops = dec_tok * a.decode_flops_per_token / tp
     d_bytes = dec_seqs * state + dec_tok * state + dec_tok * io
     ops.append(_attention(P / "core_decode", d_flops, d_bytes,
-                          cost.attention_decode_time(d_flops, d_bytes, gpu, cal, seq_heads=dec_tok * a.heads / tp), at))
+                          cost.attention_decode_time(d_flops, d_bytes, gpu, replace(cal, attn_decode_head_s=cal.decode_item_s),
+                                                     seq_heads=dec_tok * a.heads / tp), at))
     # prefill: chunk states written and read back in BF16, each sequence's initial and final state
     # in the state dtype; rows span one chunk, the short-row regime of the fitted prefill ramp
     p_flops = pf_tok * a.prefill_flops_per_token / tp

@@ -76,6 +76,8 @@ class Engine(ABC):
     # - attn_out: the attention op quantises its output for the output projection;
     # - ar_norm: the residual add and RMSNorm after a tensor-parallel all-reduce run inside the engine's
     #   own all-reduce kernels on Hopper and Blackwell (FUSION_FAMILIES), so not where NCCL runs it;
+    # - rope_decode: its GQA decode kernel applies RoPE itself where it runs XQA's Hopper GMMA kernel (FP8 KV
+    #   on SM90), so the decode op launches no preprocessing kernel (cost.kernels.decode_rope_fused);
     # - hop_b: Helix's all-to-all sent request by request behind the next request's attention (HOP-B,
     #   Bhatia et al. 2025); no engine's step runs it yet (TensorRT-LLM tech blog 22 lists it as future work).
     fusions: tuple[str, ...]

@@ -80,7 +80,8 @@ TRTLLM = register_engine(TensorRTLLMEngine(
     # swiglu(..., quant_scale=down_proj.input_scale) in GatedMLP; attn_out: the attention op's FP8
     # out_scale; ar_norm: AllReduceFusionOp.RESIDUAL_RMS_NORM where TP > 1 (not modelled: its
     # hidden_size > 4096 gate)
-    fusions=("act_quant", "attn_out", "ar_norm"),
+    # rope_decode: decoderXQAImplJIT.cpp runImpl applyRoPEInXqaKernel (the GMMA kernel, FP8 KV on SM90)
+    fusions=("act_quant", "attn_out", "ar_norm", "rope_decode"),
     # the kernel tables' own: trtllm-gen FMHA/MLA kernels on Blackwell, FMHA-v2 and XQA on Hopper
     attention_kernels={},
     # TRTLLM_ENABLE_PDL, on by default from 1.2: its norms, fused all-reduce+norm, quantisation, XQA /
