@@ -48,22 +48,24 @@ def test_conformal_bounds_of_a_known_slice_by_hand():
 
 
 def test_a_slices_width_is_its_typical_error_times_the_pooled_normalised_quantile():
-    # slice a (5-32 requests): 0.01 (i - 20), i = 1..39, median 0, mad 0.10 (the 20th smallest |d| of 0, 1, 1, 2, 2, .. 19,
-    # 19 hundredths), scores z = -1.9..1.9 by 0.1; slice b (1-4 requests): 0.2 z, z = 0, +-0.1..+-1.0 and +-2..+-10 (mad 0.2,
-    # heavy tails). Pooled, 78 scores: 80% from the floor(79 x 0.1) = 7th smallest, -4, to the ceil(79 x 0.9) = 72nd, 4 (the
-    # 7th largest: b's 10..4); 95% from the 1st, -10, to the 78th, 10. So a: +-0.4 and +-1.0 (its own quantiles +-0.16 and
-    # +-0.19), b: +-0.8 and +-2.0 (its own +-1.4 and +-2.0): each slice as wide as its typical error, the tails the pool's
-    b_ctx = replace(CTX, load="1-4")
+    # slice a (balanced ISL/OSL): 0.01 (i - 20), i = 1..39, median 0, mad 0.10 (the 20th smallest |d| of 0, 1, 1, 2, 2, .. 19,
+    # 19 hundredths), scores z = -1.9..1.9 by 0.1; slice b (prefill-heavy, the same load): 0.2 z, z = 0, +-0.1..+-1.0 and
+    # +-2..+-10 (mad 0.2, heavy tails). Pooled, 78 scores: 80% from the floor(79 x 0.1) = 7th smallest, -4, to the
+    # ceil(79 x 0.9) = 72nd, 4 (the 7th largest: b's 10..4); 95% from the 1st, -10, to the 78th, 10. So a: +-0.4 and +-1.0
+    # (its own quantiles +-0.16 and +-0.19), b: +-0.8 and +-2.0 (its own +-1.4 and +-2.0): each slice as wide as its
+    # typical error, the tails the pool's
+    b_ctx = replace(CTX, lengths="prefill-heavy")
     zb = [0.0] + [s * k / 10 for k in range(1, 11) for s in (1, -1)] + [s * k for k in range(2, 11) for s in (1, -1)]
-    moe = replace(CTX, model_class="moe", kinds=("gqa", "moe"))
+    moe, light = replace(CTX, model_class="moe", kinds=("gqa", "moe")), replace(CTX, load="1-4")
     t = _table([(CTX, {"ttft_ms": 0.01 * (i - 20)}) for i in range(1, 40)] + [(b_ctx, {"ttft_ms": 0.2 * z}) for z in zb]
-               + [(moe, {"ttft_ms": 5.0 * r}) for r in GOLDEN])
+               + [(moe, {"ttft_ms": 5.0 * r}) for r in GOLDEN] + [(light, {"ttft_ms": r}) for r in GOLDEN])
     a, b = (t["slices"]["ttft_ms"][c.key(iv.KEYS)] for c in (CTX, b_ctx))
     assert (a["mad"], b["mad"]) == (0.1, 0.2)
-    # MoE runs pool apart (their own scores: GOLDEN over its mad log(32/20), 80% from the 4th to the 36th)
-    assert set(t["spread"]) == {"ttft_ms|serving|dense", "ttft_ms|serving|moe"}
-    assert (t["spread"]["ttft_ms|serving|dense"]["q100"], t["spread"]["ttft_ms|serving|dense"]["q900"]) == (-4.0, 4.0)
-    assert t["spread"]["ttft_ms|serving|moe"]["q900"] == pytest.approx(math.log(36 / 20) / math.log(32 / 20), abs=1e-4)
+    assert (t["spread"]["ttft_ms|serving|dense|5-32"]["q100"], t["spread"]["ttft_ms|serving|dense|5-32"]["q900"]) == (-4.0, 4.0)
+    # MoE runs pool apart, and so do runs at another load: each GOLDEN over its mad log(32/20), 80% to the 36th of 39
+    assert set(t["spread"]) == {"ttft_ms|serving|dense|5-32", "ttft_ms|serving|moe|5-32", "ttft_ms|serving|dense|1-4"}
+    for k in ("ttft_ms|serving|moe|5-32", "ttft_ms|serving|dense|1-4"):
+        assert t["spread"][k]["q900"] == pytest.approx(math.log(36 / 20) / math.log(32 / 20), abs=1e-4)
     ba, bb = iv.band("ttft_ms", 100.0, CTX, table=t), iv.band("ttft_ms", 100.0, b_ctx, table=t)
     assert (ba["lo80"], ba["hi80"], ba["lo95"], ba["hi95"]) == pytest.approx(tuple(100 * math.exp(x) for x in (-0.4, 0.4, -1.0, 1.0)), rel=1e-3)
     assert (bb["lo80"], bb["hi80"], bb["lo95"], bb["hi95"]) == pytest.approx(tuple(100 * math.exp(x) for x in (-0.8, 0.8, -2.0, 2.0)), rel=1e-3)

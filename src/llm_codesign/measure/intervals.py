@@ -10,7 +10,7 @@ Rinaldo, Tibshirani and Wasserman 2018, "Distribution-free predictive inference 
 its median absolute deviation (`mad`). The bundled bounds are locally adaptive (normalised split conformal,
 Lei et al. 2018 sec. 5.2; Papadopoulos, Gammerman and Vovk 2008): each run's score is z = (r - m) / mad,
 m and mad those of the slice it falls in, and a slice's bounds are m + mad x the conformal quantiles of z
-pooled over every slice of its metric, mode and model class (`spread`), so a slice's width is its own
+pooled over every slice of its metric, mode, model class and load (`spread`), so a slice's width is its own
 typical error's size and the shape of its tails the pool's: held out, this meets the per-fold target in
 more folds than each slice's own quantiles (docs/modelling-notes.md#interval-adaptive). A profile's own
 slices keep their own quantiles (they are the user's campaign). The bounds are not symmetric where the
@@ -217,8 +217,10 @@ def cell(r, *, levels=LEVELS) -> dict:
 
 
 def spread_key(metric: str, ctx: Context) -> str:
-    """The pool of normalised scores a slice's bounds take (`spread`): its metric, mode and model class."""
-    return f"{metric}|{ctx.mode}|{ctx.model_class}"
+    """The pool of normalised scores a slice's bounds take (`spread`): its metric, mode, model class and load
+    (the tails' shape differs with what binds a step: a few requests' steps are weight reads and host work, many
+    requests' compute; dense and MoE runs' tails differ too, docs/modelling-notes.md#interval-adaptive)."""
+    return f"{metric}|{ctx.mode}|{ctx.model_class}|{ctx.load}"
 
 
 def within(metric: str, c: dict, ctx: Context, table: dict, level: float, *, own: bool = False) -> tuple[float, float]:
@@ -343,7 +345,7 @@ def build(records: list[tuple[Context, dict[str, float]]], *, min_rows: int = MI
     for (m, key), rs in sorted(groups.items()):
         if len(rs) >= min_rows:
             slices[m][key] = cell(rs, levels=levels)
-    # each run's normalised score about the slice it falls in, pooled per metric x mode x model class
+    # each run's normalised score about the slice it falls in, pooled per metric x mode x model class x load
     scores: dict[str, list[float]] = {}
     for ctx, res in records:
         for m, r in res.items():
