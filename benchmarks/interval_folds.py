@@ -307,7 +307,7 @@ def section(sets: dict[str, list]) -> tuple[list[str], str, dict]:
              f"dense/MoE x load x ISL/OSL class, at least {iv.MIN_ROWS} runs, else the engine x family x load, engine x family, "
              "engine, then all runs of the mode) gives its median m and its typical error, the median absolute deviation mad; "
              "the bounds are m + mad x the split-conformal quantiles of every run's score (r - m) / mad about its own slice, "
-             "pooled per metric x mode x dense/MoE; each bound's distance from the slice's median is combined in quadrature with a "
+             "pooled per metric x mode x dense/MoE x load; each bound's distance from the slice's median is combined in quadrature with a "
              "between-group term T: the shift a new campaign brings (every answer), or, where the question lies outside the "
              "runs, the larger one measured for its reason (Higgins, Thompson and Spiegelhalter 2009's prediction interval for "
              "a new group). T is measured on the held-out folds below, every kind together: the term that would just cover "
