@@ -14,19 +14,19 @@ pooled over every slice of its metric, mode, model class and load (`spread`), so
 typical error's size and the shape of its tails the pool's: held out, this meets the per-fold target in
 more folds than each slice's own quantiles (docs/modelling-notes.md#interval-adaptive). A profile's own
 slices keep their own quantiles (they are the user's campaign). The bounds are not symmetric where the
-residuals are biased: a slice whose first tokens come early has its whole interval above the prediction. A slice with fewer than MIN_ROWS runs is not stored; a question
-takes the most specific stored slice along HIERARCHY (slice -> engine x family x load -> engine x family,
-then across GPU families: engine x class x load x lengths -> engine x load -> engine -> mode), and the answer
-names it.
+residuals are biased: a slice whose first tokens come early has its whole interval above the prediction.
+A slice with fewer than MIN_ROWS runs is not stored; a question takes the most specific stored slice
+along HIERARCHY (slice -> engine x family x load -> engine x family, then across GPU families: engine x
+class x load x lengths -> engine x load -> engine -> mode), and the answer names it.
 
 Measured runs of one campaign (a harness, its engine builds) or one GPU family share a shift that
 another's do not, so the slices' own spread is the within-slice part of a random-effects decomposition
 of r (a between-group shift plus a within-slice spread) and every interval of the bundled table also
 carries a between-group part T (`between` in the file, per level): the bounds about the slice's median m
-are m - sqrt((m - q_lo)^2 + T^2) and m + sqrt((q_hi - m)^2 + T^2) (q_lo, q_hi the bounds above), the prediction interval of a new
-group's run in a random-effects model (Higgins, Thompson and Spiegelhalter 2009, "A re-evaluation of
-random-effects meta-analysis", JRSS A 172:137, with the slice's conformal bounds for the
-within-slice term). T is the one a new group needs: on leave-one-group-out folds of every kind
+are m - sqrt((m - q_lo)^2 + T^2) and m + sqrt((q_hi - m)^2 + T^2) (q_lo, q_hi the within-slice bounds
+above), the prediction interval of a new group's run in a random-effects model (Higgins, Thompson and
+Spiegelhalter 2009, "A re-evaluation of random-effects meta-analysis", JRSS A 172:137, with the
+within-slice conformal bounds for the within-slice term). T is the one a new group needs: on leave-one-group-out folds of every kind
 (campaigns, GPU families, engines, shapes), the additive term that just covers each held-out run, and
 T the quantile at the stated level of the held-out runs' pooled CDF (Dunn, Wasserman and Ramdas 2023,
 "Distribution-free prediction sets for two-layer hierarchical models", JASA 118), each group weighing
@@ -226,9 +226,9 @@ def spread_key(metric: str, ctx: Context) -> str:
 def within(metric: str, c: dict, ctx: Context, table: dict, level: float, *, own: bool = False) -> tuple[float, float]:
     """The within-slice part of a `level`% interval of slice `c` (found for `ctx`): its distances below and
     above the slice's median, log units: mad x the pooled normalised quantiles where the table has them
-    (the bundled slices), else the slice's own conformal bounds (a profile's `own` slices, a slice without mad)."""
+    (the bundled slices), else the slice's own conformal bounds (a profile's `own` slices, a pool too thin)."""
     q_lo, q_hi = tails(level)
-    z = None if own or "mad" not in c else table.get("spread", {}).get(spread_key(metric, ctx))
+    z = None if own else table.get("spread", {}).get(spread_key(metric, ctx))
     if z is None:
         return c["q500"] - c[qname(q_lo)], c[qname(q_hi)] - c["q500"]
     s = max(c["mad"], MAD_FLOOR)
