@@ -216,6 +216,12 @@ def cell(r, *, levels=LEVELS) -> dict:
     return out | {"mad": round(float(np.median(np.abs(r - med))), 4)}
 
 
+# the levels whose within-slice part is normalised (mad x the pool's quantiles): the 80% only. A pool's 97.5th
+# percentile score comes from a few queueing runs 10-100x off, and times a wide slice's mad it put README's H200 TTFT
+# 95% band at 61-40,634 ms around 210 ms; each slice's own quantiles keep the 95% (docs/modelling-notes.md#interval-adaptive)
+NORMALISED_LEVELS = (80,)
+
+
 def spread_key(metric: str, ctx: Context) -> str:
     """The pool of normalised scores a slice's bounds take (`spread`): its metric, mode, model class and load
     (the tails' shape differs with what binds a step: a few requests' steps are weight reads and host work, many
@@ -225,10 +231,11 @@ def spread_key(metric: str, ctx: Context) -> str:
 
 def within(metric: str, c: dict, ctx: Context, table: dict, level: float, *, own: bool = False) -> tuple[float, float]:
     """The within-slice part of a `level`% interval of slice `c` (found for `ctx`): its distances below and
-    above the slice's median, log units: mad x the pooled normalised quantiles where the table has them
-    (the bundled slices), else the slice's own conformal bounds (a profile's `own` slices, a pool too thin)."""
+    above the slice's median, log units: at NORMALISED_LEVELS mad x the pooled normalised quantiles where the
+    table has them (the bundled slices), else the slice's own conformal bounds (the 95%, a profile's `own` slices,
+    a pool too thin)."""
     q_lo, q_hi = tails(level)
-    z = None if own else table.get("spread", {}).get(spread_key(metric, ctx))
+    z = None if own or level not in NORMALISED_LEVELS else table.get("spread", {}).get(spread_key(metric, ctx))
     if z is None:
         return c["q500"] - c[qname(q_lo)], c[qname(q_hi)] - c["q500"]
     s = max(c["mad"], MAD_FLOOR)
