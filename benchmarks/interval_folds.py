@@ -10,7 +10,8 @@ values docs/crossval.md stores, crossval_campaigns.py, with the bundled kernel e
 fits started from; C's CDNA4 MoE efficiencies are fitted on C, so its TPOT fold is not wholly out of
 sample). No fit runs here.
 
-Folds (each: an interval table built from some residuals, the held-out ones scored against it):
+Folds (each: an interval table built from some residuals, its slices and pooled normalised scores, the held-out
+ones scored against it):
 - campaign: leave-one-campaign-out over A, B, C and the perf overview's releases (v0.17, v0.20, v1.0);
 - family: leave-one-GPU-family-out on the offline runs (five families; Ada and Blackwell SM120 have no
   kernel table);
@@ -301,9 +302,12 @@ def section(sets: dict[str, list]) -> tuple[list[str], str, dict]:
     lines = ["## How far to trust each number: intervals and their coverage on held-out folds", "",
              "Every predicted TTFT, TPOT, tok/s/user and tok/s/GPU carries an 80% and a 95% interval, a random-effects "
              "decomposition of r = log(measured / predicted) into a within-slice spread and a between-group shift: the "
-             "split-conformal quantiles of r over the most specific slice of measured runs like it (mode x engine x GPU family x "
+             "within-slice part is locally adaptive (normalised split conformal, Lei et al. 2018 sec. 5.2): the most specific "
+             "slice of measured runs like it (mode x engine x GPU family x "
              f"dense/MoE x load x ISL/OSL class, at least {iv.MIN_ROWS} runs, else the engine x family x load, engine x family, "
-             "engine, then all runs of the mode), each bound's distance from the slice's median combined in quadrature with a "
+             "engine, then all runs of the mode) gives its median m and its typical error, the median absolute deviation mad; "
+             "the bounds are m + mad x the split-conformal quantiles of every run's score (r - m) / mad about its own slice, "
+             "pooled per metric x mode x dense/MoE x load; each bound's distance from the slice's median is combined in quadrature with a "
              "between-group term T: the shift a new campaign brings (every answer), or, where the question lies outside the "
              "runs, the larger one measured for its reason (Higgins, Thompson and Spiegelhalter 2009's prediction interval for "
              "a new group). T is measured on the held-out folds below, every kind together: the term that would just cover "

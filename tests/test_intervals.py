@@ -35,8 +35,9 @@ def _table(records, **extra):
 def test_conformal_bounds_of_a_known_slice_by_hand():
     t = _table([(CTX, {"ttft_ms": r}) for r in GOLDEN])
     c = t["slices"]["ttft_ms"][CTX.key(iv.KEYS)]
+    # mad: the 20th smallest |log(i/20)|: below log(32/20) lie 0, log(21..31 / 20) and log(20 / 19..13), 19 of them
     assert c == {"n": 39, "q500": 0.0, "q025": round(math.log(1 / 20), 4), "q100": round(math.log(4 / 20), 4),
-                 "q900": round(math.log(36 / 20), 4), "q975": round(math.log(39 / 20), 4)}
+                 "q900": round(math.log(36 / 20), 4), "q975": round(math.log(39 / 20), 4), "mad": round(math.log(32 / 20), 4)}
     b = iv.band("ttft_ms", 100.0, CTX, table=t)  # predicted 100 ms: measured/predicted in [4/20, 36/20] 80% of the time
     assert (b["lo80"], b["hi80"], b["lo95"], b["hi95"]) == pytest.approx((20.0, 180.0, 5.0, 195.0), rel=1e-3)
     assert b["n"] == 39 and b["widened"] == []
@@ -44,6 +45,33 @@ def test_conformal_bounds_of_a_known_slice_by_hand():
     # vectorised over points: an array of predictions, the same bounds scaled
     arr = iv.band("ttft_ms", np.array([100.0, 50.0]), CTX, table=t)
     assert arr["lo80"] == pytest.approx([20.0, 10.0], rel=1e-3) and arr["hi95"] == pytest.approx([195.0, 97.5], rel=1e-3)
+
+
+def test_a_slices_width_is_its_typical_error_times_the_pooled_normalised_quantile():
+    # slice a (balanced ISL/OSL): 0.01 (i - 20), i = 1..39, median 0, mad 0.10 (the 20th smallest |d| of 0, 1, 1, 2, 2, .. 19,
+    # 19 hundredths), scores z = -1.9..1.9 by 0.1; slice b (prefill-heavy, the same load): 0.2 z, z = 0, +-0.1..+-1.0 and
+    # +-2..+-10 (mad 0.2, heavy tails). Pooled, 78 scores: 80% from the floor(79 x 0.1) = 7th smallest, -4, to the
+    # ceil(79 x 0.9) = 72nd, 4 (the 7th largest: b's 10..4). So at 80% a: +-0.4 (its own quantiles +-0.16), b: +-0.8 (its
+    # own +-1.4): each slice as wide as its typical error; at 95% each keeps its own quantiles (NORMALISED_LEVELS), never
+    # inside its 80% band: a +-0.4 (its own +-0.19), b +-2.0 (the pool's +-10 x mad would give +-1.0 and +-2.0)
+    b_ctx = replace(CTX, lengths="prefill-heavy")
+    zb = [0.0] + [s * k / 10 for k in range(1, 11) for s in (1, -1)] + [s * k for k in range(2, 11) for s in (1, -1)]
+    moe, light = replace(CTX, model_class="moe", kinds=("gqa", "moe")), replace(CTX, load="1-4")
+    t = _table([(CTX, {"ttft_ms": 0.01 * (i - 20)}) for i in range(1, 40)] + [(b_ctx, {"ttft_ms": 0.2 * z}) for z in zb]
+               + [(moe, {"ttft_ms": 5.0 * r}) for r in GOLDEN] + [(light, {"ttft_ms": r}) for r in GOLDEN])
+    a, b = (t["slices"]["ttft_ms"][c.key(iv.KEYS)] for c in (CTX, b_ctx))
+    assert (a["mad"], b["mad"]) == (0.1, 0.2)
+    assert (t["spread"]["ttft_ms|serving|dense|5-32"]["q100"], t["spread"]["ttft_ms|serving|dense|5-32"]["q900"]) == (-4.0, 4.0)
+    # MoE runs pool apart, and so do runs at another load: each GOLDEN over its mad log(32/20), 80% to the 36th of 39
+    assert set(t["spread"]) == {"ttft_ms|serving|dense|5-32", "ttft_ms|serving|moe|5-32", "ttft_ms|serving|dense|1-4"}
+    for k in ("ttft_ms|serving|moe|5-32", "ttft_ms|serving|dense|1-4"):
+        assert t["spread"][k]["q900"] == pytest.approx(math.log(36 / 20) / math.log(32 / 20), abs=1e-4)
+    ba, bb = iv.band("ttft_ms", 100.0, CTX, table=t), iv.band("ttft_ms", 100.0, b_ctx, table=t)
+    assert (ba["lo80"], ba["hi80"], ba["lo95"], ba["hi95"]) == pytest.approx(tuple(100 * math.exp(x) for x in (-0.4, 0.4, -0.4, 0.4)), rel=1e-3)
+    assert (bb["lo80"], bb["hi80"], bb["lo95"], bb["hi95"]) == pytest.approx(tuple(100 * math.exp(x) for x in (-0.8, 0.8, -2.0, 2.0)), rel=1e-3)
+    assert iv.within("ttft_ms", a, CTX, t, 80) == pytest.approx((0.4, 0.4), rel=1e-3)
+    # a profile's own slice keeps its own conformal bounds (a's 4th and 36th of 39: -0.16, 0.16)
+    assert iv.within("ttft_ms", a, CTX, t, 80, own=True) == pytest.approx((0.16, 0.16))
 
 
 def test_a_thin_slice_backs_off_to_its_parent_and_says_which():
@@ -174,7 +202,7 @@ def test_coverage_on_a_synthetic_set_is_what_the_intervals_state():
     # `need`: the between-group term that would just cover a residual, here one twice the 80% bound's distance s from
     # the median: sqrt((2 s)^2 - s^2) = sqrt(3) s; one inside the bounds needs none
     c = t["slices"]["tpot_ms"][CTX.key(iv.KEYS)]
-    s80 = c["q900"] - c["q500"]
+    s80 = iv.within("tpot_ms", c, CTX, t, 80)[1]
     far = iv.scores([(CTX, {"tpot_ms": c["q500"] + 2 * s80}), (CTX, {"tpot_ms": c["q500"]})], t)["tpot_ms"]
     assert far["need80"] == pytest.approx([math.sqrt(3) * s80, 0.0]) and list(far["why"]) == ["campaign", "campaign"]
 

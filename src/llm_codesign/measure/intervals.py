@@ -6,21 +6,27 @@ split-conformal quantiles of r = log(measured / predicted): with the n residuals
 interval runs from the floor((n+1) 0.1)-th smallest to the ceil((n+1) 0.9)-th, the 95% from the
 floor((n+1) 0.025)-th to the ceil((n+1) 0.975)-th (equal-tailed split conformal prediction: Lei, G'Sell,
 Rinaldo, Tibshirani and Wasserman 2018, "Distribution-free predictive inference for regression", JASA
-113:1094; per category, "Mondrian" conformal prediction: Vovk, Gammerman and Shafer 2005, ch. 4.5). The
-bounds are not symmetric where the residuals are biased: a slice whose first tokens come early has its
-whole interval above the prediction. A slice with fewer than MIN_ROWS runs is not stored; a question
-takes the most specific stored slice along HIERARCHY (slice -> engine x family x load -> engine x family,
-then across GPU families: engine x class x load x lengths -> engine x load -> engine -> mode), and the answer
-names it.
+113:1094; per category, "Mondrian" conformal prediction: Vovk, Gammerman and Shafer 2005, ch. 4.5), and
+its median absolute deviation (`mad`). The bundled bounds are locally adaptive (normalised split conformal,
+Lei et al. 2018 sec. 5.2; Papadopoulos, Gammerman and Vovk 2008): each run's score is z = (r - m) / mad,
+m and mad those of the slice it falls in, and a slice's bounds are m + mad x the conformal quantiles of z
+pooled over every slice of its metric, mode, model class and load (`spread`), so a slice's width is its own
+typical error's size and the shape of its tails the pool's: held out, this meets the per-fold target in
+more folds than each slice's own quantiles (docs/modelling-notes.md#interval-adaptive). A profile's own
+slices keep their own quantiles (they are the user's campaign). The bounds are not symmetric where the
+residuals are biased: a slice whose first tokens come early has its whole interval above the prediction.
+A slice with fewer than MIN_ROWS runs is not stored; a question takes the most specific stored slice
+along HIERARCHY (slice -> engine x family x load -> engine x family, then across GPU families: engine x
+class x load x lengths -> engine x load -> engine -> mode), and the answer names it.
 
 Measured runs of one campaign (a harness, its engine builds) or one GPU family share a shift that
 another's do not, so the slices' own spread is the within-slice part of a random-effects decomposition
 of r (a between-group shift plus a within-slice spread) and every interval of the bundled table also
 carries a between-group part T (`between` in the file, per level): the bounds about the slice's median m
-are m - sqrt((m - q_lo)^2 + T^2) and m + sqrt((q_hi - m)^2 + T^2), the prediction interval of a new
-group's run in a random-effects model (Higgins, Thompson and Spiegelhalter 2009, "A re-evaluation of
-random-effects meta-analysis", JRSS A 172:137, with the slice's conformal bounds for the
-within-slice term). T is the one a new group needs: on leave-one-group-out folds of every kind
+are m - sqrt((m - q_lo)^2 + T^2) and m + sqrt((q_hi - m)^2 + T^2) (q_lo, q_hi the within-slice bounds
+above), the prediction interval of a new group's run in a random-effects model (Higgins, Thompson and
+Spiegelhalter 2009, "A re-evaluation of random-effects meta-analysis", JRSS A 172:137, with the
+within-slice conformal bounds for the within-slice term). T is the one a new group needs: on leave-one-group-out folds of every kind
 (campaigns, GPU families, engines, shapes), the additive term that just covers each held-out run, and
 T the quantile at the stated level of the held-out runs' pooled CDF (Dunn, Wasserman and Ramdas 2023,
 "Distribution-free prediction sets for two-layer hierarchical models", JASA 118), each group weighing
@@ -61,6 +67,8 @@ HIERARCHY = (KEYS, ("mode", "engine", "family", "load"), ("mode", "engine", "fam
              ("mode", "engine", "load"), ("mode", "engine"), ("mode",))
 MIN_ROWS = 39  # the fewest residuals whose 97.5th percentile is an order statistic: ceil((n+1) 0.975) <= n
 MODES = ("serving", "offline", "disaggregated")
+# a slice's typical error below which z would blow up (log units: 0.1%; no slice of the shipped runs is this narrow)
+MAD_FLOOR = 1e-3
 # what each between-group term stands for: a new campaign (every bundled answer), then the reasons a
 # question lies outside the calibrated envelope
 WIDEN = ("family", "kernel", "moe", "engine", "shape", "model", "spec")
@@ -198,12 +206,40 @@ def qname(q: float) -> str:
 
 
 def cell(r, *, levels=LEVELS) -> dict:
-    """One slice: n, the median and the conformal bounds of each of `levels` of its residuals."""
+    """One slice: n, the median, the conformal bounds of each of `levels` and the median absolute
+    deviation from the median (`mad`) of its residuals."""
     r = np.asarray(r, float)
-    out = {"n": len(r), "q500": round(float(np.median(r)), 4)}
+    med = float(np.median(r))
+    out = {"n": len(r), "q500": round(med, 4)}
     for q in sorted(q for lvl in levels for q in tails(lvl)):
         out[qname(q)] = round(conformal(r, q), 4)
-    return out
+    return out | {"mad": round(float(np.median(np.abs(r - med))), 4)}
+
+
+# the levels whose within-slice part is normalised (mad x the pool's quantiles): the 80% only. A pool's 97.5th
+# percentile score comes from a few queueing runs 10-100x off, and times a wide slice's mad it put README's H200 TTFT
+# 95% band at 61-40,634 ms around 210 ms; each slice's own quantiles keep the 95% (docs/modelling-notes.md#interval-adaptive)
+NORMALISED_LEVELS = (80,)
+
+
+def spread_key(metric: str, ctx: Context) -> str:
+    """The pool of normalised scores a slice's bounds take (`spread`): its metric, mode, model class and load
+    (the tails' shape differs with what binds a step: a few requests' steps are weight reads and host work, many
+    requests' compute; dense and MoE runs' tails differ too, docs/modelling-notes.md#interval-adaptive)."""
+    return f"{metric}|{ctx.mode}|{ctx.model_class}|{ctx.load}"
+
+
+def within(metric: str, c: dict, ctx: Context, table: dict, level: float, *, own: bool = False) -> tuple[float, float]:
+    """The within-slice part of a `level`% interval of slice `c` (found for `ctx`): its distances below and
+    above the slice's median, log units: at NORMALISED_LEVELS mad x the pooled normalised quantiles where the
+    table has them (the bundled slices), else the slice's own conformal bounds (the 95%, a profile's `own` slices,
+    a pool too thin)."""
+    q_lo, q_hi = tails(level)
+    z = None if own or level not in NORMALISED_LEVELS else table.get("spread", {}).get(spread_key(metric, ctx))
+    if z is None:
+        return c["q500"] - c[qname(q_lo)], c[qname(q_hi)] - c["q500"]
+    s = max(c["mad"], MAD_FLOOR)
+    return -z[qname(q_lo)] * s, z[qname(q_hi)] * s
 
 
 def _number(cell) -> float:
@@ -316,8 +352,17 @@ def build(records: list[tuple[Context, dict[str, float]]], *, min_rows: int = MI
     for (m, key), rs in sorted(groups.items()):
         if len(rs) >= min_rows:
             slices[m][key] = cell(rs, levels=levels)
+    # each run's normalised score about the slice it falls in, pooled per metric x mode x model class x load
+    scores: dict[str, list[float]] = {}
+    for ctx, res in records:
+        for m, r in res.items():
+            c = next((slices[m][ctx.key(level)] for level in HIERARCHY if ctx.key(level) in slices[m]), None)
+            if c is not None:
+                scores.setdefault(spread_key(m, ctx), []).append((r - c["q500"]) / max(c["mad"], MAD_FLOOR))
+    spread = {k: cell(z, levels=levels) for k, z in sorted(scores.items()) if len(z) >= min_rows}
     envelope = {mode: {k: sorted(v) for k, v in e.items()} for mode, e in sorted(env.items())}
-    return {"envelope": envelope | {"kinds": sorted(kinds), "formats": sorted(formats), "models": sorted(models)}, "slices": slices}
+    return {"envelope": envelope | {"kinds": sorted(kinds), "formats": sorted(formats), "models": sorted(models)}, "slices": slices,
+            "spread": spread}
 
 
 KIND_NAMES = {"gqa": "GQA attention", "mla": "MLA", "gdn": "Gated DeltaNet", "mamba2": "Mamba-2", "dense": "dense FFN", "moe": "MoE"}
@@ -429,9 +474,9 @@ def band(metric: str, value, ctx: Context, *, table: dict | None = None, levels=
     v = np.asarray(value, float)
     out, lo, hi = {}, math.inf, -math.inf
     for lvl in sorted(levels):  # each interval holds the narrower ones (their terms may differ)
-        q_lo, q_hi = tails(lvl)
-        lo = min(lo, c["q500"] - math.hypot(c["q500"] - c[qname(q_lo)], k[lvl]))
-        hi = max(hi, c["q500"] + math.hypot(c[qname(q_hi)] - c["q500"], k[lvl]))
+        below, above = within(metric, c, found, t, lvl, own=mine)
+        lo = min(lo, c["q500"] - math.hypot(below, k[lvl]))
+        hi = max(hi, c["q500"] + math.hypot(above, k[lvl]))
         for name, q in ((f"lo{lvl}", lo), (f"hi{lvl}", hi)):
             x = v * np.exp(q)
             out[name] = float(x) if x.ndim == 0 else x
@@ -500,6 +545,7 @@ def profile_section(rows: list[dict], preds: list[dict]) -> str:
     """The [intervals] section `calibrate --serving` appends to the profile it writes: the slices and the
     envelope of its own runs, priced with the profile it fitted (`preds`)."""
     table = build(residuals(rows, preds))
+    del table["spread"]  # a profile's own slices keep their own quantiles (within)
     return to_toml(table, ["the prediction intervals of this profile's own runs (llm_codesign.measure.intervals): they",
                            "replace the bundled ones for questions like them (same engine and GPU family)"], prefix="intervals")
 
@@ -513,23 +559,23 @@ def bundled() -> dict:
 def scores(records: list[tuple[Context, dict[str, float]]], table: dict, *, levels=LEVELS) -> dict[str, dict[str, np.ndarray]]:
     """Per metric, over the records' residuals: `inside<level>` (the measurement lies in the stated
     interval), `width<level>` (its width over the prediction), `need<level>`: the between-group term that
-    would just cover it, sqrt(d^2 - s^2) for a residual d from the slice's median and the slice's bound s
+    would just cover it, sqrt(d^2 - s^2) for a residual d from the slice's median and the within-slice bound s
     on its side (0 inside the slice's own bounds), `offset`: d, `span<level>`: the interval's width in
     log units and `why`: the kinds of reason it lies outside the envelope (BETWEEN's; "campaign" where none)."""
     cols: dict[str, dict[str, list]] = {}
     for ctx, res in records:
         for m, r in res.items():
             b = band(m, 1.0, ctx, table=table, levels=levels)
-            c, _, found, _ = lookup(m, ctx, table)
+            c, _, found, mine = lookup(m, ctx, table)
             d = cols.setdefault(m, {})
             d.setdefault("offset", []).append(r - c["q500"])
             d.setdefault("why", []).append(",".join(dict.fromkeys(kind for kind, _ in reasons(found, table))) or "campaign")
             for lvl in levels:
-                lo, hi = (c[qname(q)] for q in tails(lvl))
+                below, above = within(m, c, found, table, lvl, own=mine)
                 d.setdefault(f"inside{lvl}", []).append(math.log(b[f"lo{lvl}"]) <= r <= math.log(b[f"hi{lvl}"]))
                 d.setdefault(f"width{lvl}", []).append(b[f"hi{lvl}"] - b[f"lo{lvl}"])
                 d.setdefault(f"span{lvl}", []).append(math.log(b[f"hi{lvl}"] / b[f"lo{lvl}"]))
-                side = hi - c["q500"] if r >= c["q500"] else c["q500"] - lo
+                side = above if r >= c["q500"] else below
                 d.setdefault(f"need{lvl}", []).append(math.sqrt(max((r - c["q500"]) ** 2 - side ** 2, 0.0)))
     return {m: {k: np.array(v, object if k == "why" else float) for k, v in d.items()} for m, d in cols.items()}
 
