@@ -137,31 +137,33 @@ def test_waves_cohort_is_the_prompts_one_step_completes(h100):
 
 def test_waves_first_wave_is_a_burst_of_one_round_in_twenty(h100):
     # 20 rounds (aiperf --num-requests 20C): the first, 1/20 of the requests, is the burst itself, its 16 prompts at
-    # 4096 tokens a step, each request behind (16 + 1) / 2 x 1024 / 4096 = 2.125 of those steps; the front end serves
+    # 4096 tokens a step, each request's first token at the end of the step its prompt ends in, (16 + 1) / 2 x 1024 / 4096
+    # + 1/2 = 2.625 of those steps on average (_steps_to_first_token); the front end serves
     # the 0.95 x 4 + 0.05 x 16 = 4.6 requests that arrive together on average, (4.6 + 1) / 2 each
     m, cal, r = _cohort_case(h100, rounds=20.0)
     t_wave = _eager_prefill_step_s(m, h100, cal, "trtllm", Batch(pf_tokens=4096.0, pf_seqs=4.0, pf_ctx=0.0))
     steady = _cohort_case(h100)[2]["prefill_step_s"].item()
-    assert r["ttft_s"].item() == pytest.approx(0.95 * steady + 0.05 * 2.125 * t_wave + 2.8 * 0.01, rel=1e-9)
+    assert r["ttft_s"].item() == pytest.approx(0.95 * steady + 0.05 * 2.625 * t_wave + 2.8 * 0.01, rel=1e-9)
 
 
 def test_waves_rebunching_share_adds_the_rest_of_the_wave(h100):
     # a share 0.5 of the 12 requests outside a cohort of 4 re-arrive with it: q = 4 + 0.5 x 12 = 10, their 10 x 1024
-    # tokens over 4096-token steps, a request behind (10 + 1) / 2 x 1024 / 4096 = 1.375 steps and 5.5 front-end turns
+    # tokens over 4096-token steps, a request's first token (10 + 1) / 2 x 1024 / 4096 + 1/2 = 1.875 steps in, after 5.5
+    # front-end turns
     _, _, r = _cohort_case(h100, share=0.5)
-    assert r["ttft_s"].item() == pytest.approx(1.375 * r["prefill_step_s"].item() + 5.5 * 0.01, rel=1e-9)
+    assert r["ttft_s"].item() == pytest.approx(1.875 * r["prefill_step_s"].item() + 5.5 * 0.01, rel=1e-9)
 
 
 def test_waves_on_an_engine_prefilling_first_stay_one_cohort(h100):
     # SGLang (prefill first, no decode beside it) prefills the whole wave before any decode: one cohort of 16, a
-    # request behind (16 + 1) / 2 x 1024 / 4096 = 2.125 steps, and after its first token it waits for the rest of
-    # the wave's prompts, 16 x 1024 / 4096 - 2.125 = 1.875 steps, spread over its 255 decode steps
+    # request's first token (16 + 1) / 2 x 1024 / 4096 + 1/2 = 2.625 steps in, and after it the request waits for the
+    # rest of the wave's prompts, 16 x 1024 / 4096 - 2.625 = 1.375 steps, spread over its 255 decode steps
     _, _, r = _cohort_case(h100, engine="sglang")
     t_pf = r["prefill_step_s"].item()
-    assert r["ttft_s"].item() == pytest.approx(2.125 * t_pf + 8.5 * 0.01, rel=1e-9)
+    assert r["ttft_s"].item() == pytest.approx(2.625 * t_pf + 8.5 * 0.01, rel=1e-9)
     mixed = _cohort_case(h100, engine="sglang", mixed=True)[2]  # --enable-mixed-chunk: cohorts of 4, as above
     assert mixed["ttft_s"].item() == pytest.approx(mixed["prefill_step_s"].item() + 2.5 * 0.01, rel=1e-9)
-    assert r["tpot_s"].item() == pytest.approx(r["step_s"].item() + 1.875 * t_pf / 255, rel=1e-9)
+    assert r["tpot_s"].item() == pytest.approx(r["step_s"].item() + 1.375 * t_pf / 255, rel=1e-9)
 
 
 def test_default_step_budget_is_the_engines(h100):

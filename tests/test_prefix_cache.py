@@ -19,9 +19,9 @@ R1 = get_model("deepseek-r1")
 CONC = np.array([1, 8, 32, 128])
 
 
-def run(model, plan, isl, osl, h, backend="trtllm"):
+def run(model, plan, isl, osl, h, backend="trtllm", arrival="waves"):
     return evaluate(model, Serving(gpu=H200, prec=model.default_precision, plan=plan, engine=get_engine(backend)), cal=CAL,
-                    concurrency=CONC, isl=isl, osl=osl, prefix_hit=h)
+                    concurrency=CONC, isl=isl, osl=osl, prefix_hit=h, arrival=arrival)
 
 
 def test_no_hit_is_the_model_without_a_cache():
@@ -43,11 +43,12 @@ def test_a_hit_is_between_the_short_prompt_and_the_long_one():
 
 
 @settings(max_examples=25, deadline=None)
-@given(h1=st.floats(0.0, 0.95), h2=st.floats(0.0, 0.95), backend=st.sampled_from(["trtllm", "vllm", "sglang"]))
-def test_more_hits_never_slow_a_request(h1, h2, backend):
+@given(h1=st.floats(0.0, 0.95), h2=st.floats(0.0, 0.95), backend=st.sampled_from(["trtllm", "vllm", "sglang"]),
+       arrival=st.sampled_from(["closed_loop", "burst"]))
+def test_more_hits_never_slow_a_request(h1, h2, backend, arrival):
     lo, hi = sorted((h1, h2))
-    a = run(R1, Plan(1, 1, 8, 1, 8, 1), 4096, 1024, lo, backend)
-    b = run(R1, Plan(1, 1, 8, 1, 8, 1), 4096, 1024, hi, backend)
+    a = run(R1, Plan(1, 1, 8, 1, 8, 1), 4096, 1024, lo, backend, arrival)
+    b = run(R1, Plan(1, 1, 8, 1, 8, 1), 4096, 1024, hi, backend, arrival)
     assert np.all(b["ttft_s"] <= a["ttft_s"] * (1 + 1e-12))
     # throughput may dip by parts per million: a shorter prefill span lets arrivals bunch up a little
     # more (the queue-spread term of aggregated.evaluate), never by more
@@ -60,3 +61,15 @@ def test_workload_checks_the_hit_rate():
     for bad in (-0.1, 1.0, 2, float("nan"), True):
         with pytest.raises(InputError, match="prefix_hit"):
             Workload(prefix_hit=bad)
+
+
+def test_waves_of_cached_prompts_fill_the_step_with_more_of_them():
+    """Under "waves" an engine that mixes chunks into decodes keeps cohorts of what one step's budget completes,
+    budget / new tokens (serve.aggregated._cohort): a hit shortens each prompt, so more of them share the step, which
+    still carries a full budget of new tokens, now attending to cached context too. The first token can come a little
+    later: TensorRT-LLM 1.1% at most at 32 requests from no hit to 45% (measured on a 0-0.95 grid here); SGLang, which
+    prefills the whole wave first, never."""
+    plan, hits = Plan(1, 1, 8, 1, 8, 1), (0.0, 0.45, 0.95)
+    for backend, most in (("trtllm", 1.015), ("vllm", 1.0 + 1e-12), ("sglang", 1.0 + 1e-12)):
+        t = [run(R1, plan, 4096, 1024, h, backend)["ttft_s"] for h in hits]
+        assert all(np.all(t[j] <= t[i] * most) for i in range(3) for j in range(i + 1, 3)), backend

@@ -495,14 +495,25 @@ def _cohort(r: _Rank, *, arrival: str, mixes, share, n_span, acc=1.0, window=1.0
     return q + share * (whole - q)
 
 
+def _steps_to_first_token(q, new, step_tok):
+    """The prefill steps (of `step_tok` tokens) a request waits for its first token, on average over the q prompts
+    of `new` tokens served first come first served: prompt i ends in step ceil(i new / step_tok) and gets its first
+    token when that step ends, (q + 1) / 2 x new / step_tok + 1/2 steps on average, never more than the q prompts'
+    whole work (the last step partial, counted at its share) and at least one step. Without the half step a prompt
+    that shares its step with those ahead of it would seem to finish where its own tokens do, so shorter prompts
+    (prefix hits) could come out slower than longer ones."""
+    per = new / np.maximum(step_tok, 1.0)
+    return np.maximum(np.minimum((q + 1.0) / 2.0 * per + 0.5, q * per), 1.0)
+
+
 def _own_prefill(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, r: _Rank, costs: EngineCosts, n_span, arrival="waves",
                  window=1.0, acc=1.0, mixes=True, t_stage=0.0, wave=None, rounds=np.inf):
     """A request's prefill: (q, the step's time, the steps' span over the pipeline before its first
     token, the time one request's prefill adds to the steps of the requests decoding, the time it waits
     after its first token for the rest of its cohort's prefill). Its chunks share steps with the prefills
     of the q - 1 requests arriving with it (_cohort), served first come first served in steps of
-    min(budget, q x new) tokens: one step where they fit, else the request waits on average for (q + 1) / 2
-    prompts. Steps count fractionally: a partial chunk costs its share of a full one. An engine that mixes
+    min(budget, q x new) tokens: one step where they fit, else until the end of the step its prompt ends in
+    (_steps_to_first_token). Steps count fractionally: a partial chunk costs its share of a full one. An engine that mixes
     runs the running - q other requests' decodes in those steps; one that does not leaves them, and the
     cohort's requests already prefilled, waiting until the cohort's last prompt is done. Under "waves" the
     first wave (a share 1 / `rounds` of the requests: SchedulerFlags.rounds) is the burst itself, every
@@ -510,7 +521,7 @@ def _own_prefill(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, r: _R
     closed = arrival == "closed_loop"
     q = _cohort(r, arrival=arrival, mixes=mixes, share=costs.queue_fraction, n_span=n_span, acc=acc, window=window)
     pf_step_tok = np.minimum(r.mnt, q * r.new)
-    n_pf = np.maximum((q + 1.0) / 2.0 * r.new / np.maximum(pf_step_tok, 1.0), 1.0)
+    n_pf = _steps_to_first_token(q, r.new, pf_step_tok)
     # the running - q requests that arrived out of step decode inside those prefill steps where the engine mixes them
     dec = np.where(mixes, np.maximum(r.running - q, 0.0) / r.pp, 0.0)
     t_pf_stage = prefill_step(model, gpu, prec, sh, costs=costs, tokens=pf_step_tok, isl=r.new, chunk=r.chunk,
@@ -526,7 +537,7 @@ def _own_prefill(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, r: _R
         # the first wave: all running requests at once, prefilled at the wave's step (every one of them, no decode
         # beside), each behind the (running + 1) / 2 prompts ahead of it on average; 1 / rounds of the requests
         wave_tok, t_wave_step = wave
-        n_burst = np.maximum((r.running + 1.0) / 2.0 * r.new / np.maximum(wave_tok, 1.0), 1.0)
+        n_burst = _steps_to_first_token(np.maximum(r.running, 1.0), r.new, wave_tok)
         first = 1.0 / np.maximum(rounds, 1.0)
         span = (1.0 - first) * span + first * over_pipeline(n_burst) * t_wave_step
         q = (1.0 - first) * q + first * np.maximum(r.running, 1.0)
