@@ -47,9 +47,13 @@ MOE_PRECISION = {"bfloat16": Precision.of("bf16"), "fp8": Precision.of("fp8"), "
                  "w4a16_mxfp4": Precision.of("mxfp4", activation="bf16"), "int4_wo": Precision.of("int4")}
 # The per-engine tables (a `framework` column: data/measurements/kernels_hopper) name the kernel each row
 # timed in `kernel_source`; its MoE kernel family (spec.engines.MOE_KERNELS). Rows without the column are
-# TensorRT-LLM's, the kernel tables' own kernels (moe_eff / moe_overhead_s).
+# TensorRT-LLM's, the kernel tables' own kernels (moe_eff / moe_overhead_s), as are the per-engine table's
+# TensorRT-LLM non-gated rows: the kernel and collector the tables' three were fitted on (kernels/moe.csv.gz's
+# H100 rows are all non-gated), which price them as well as a family's own (BF16 9.7%, FP8 6.8% median APE,
+# against 10.1% and 11.8% at the gated CUTLASS MoE's: its per-tensor FP8 launch floors at ~25-30 us where the
+# non-gated one floors at ~40-47 us; TensorRTLLMEngine.moe_kernel).
 MOE_SOURCES = {
-    "moe_torch_flow_cutlass": "cutlass", "moe_torch_flow_nongated": "cutlass", "moe_torch_flow": "trtllm_w4a16",
+    "moe_torch_flow_cutlass": "cutlass", "moe_torch_flow_nongated": None, "moe_torch_flow": "trtllm_w4a16",
     "sglang_fused_moe_triton": "sglang_triton", "sglang_flashinfer_cutlass_moe": "flashinfer_cutlass",
     "sglang_marlin_moe": "marlin", "sglang_marlin_moe_situ_as_silu": "marlin",
     "vllm_fp8moe_triton_tritonexperts": "vllm_triton", "vllm_unquantizedfusedmoe_triton_tritonexperts": "vllm_triton",
@@ -64,6 +68,13 @@ MOE_SOURCES = {
 # per-tensor FP8 and ~3x the model at every token count at BF16, against 1.07x at block FP8 (research notes
 # of issue 39): untuned tactics or host work, not a kernel rate
 MOE_UNTIMED = {("vllm_modeloptfp8moe_flashinfer_cutlass_flashinferexperts", "fp8"), ("sglang_flashinfer_cutlass_moe", "bfloat16")}
+# MoE rows under EP that time work serving does not do: SGLang's collector runs its raw Triton fused MoE (BF16 and
+# block FP8) on rank 0's tokens with every remote expert's id set to -1 (collector/helper.py:1509) and clamped to 0
+# (collector/sglang/collect_moe.py:366-372@e23be5a, the 0.5.14 collector that took these rows), so each remote
+# assignment runs on local expert 0 (at zero weight), where serving skips it: a hot expert whose rows grow with
+# the step's tokens, not a rate (DeepSeek-R1's block at ep16, 16,384 tokens: 10.8 ms, ~4x the ep1 row at the
+# 1,024 tokens a rank would hold; 2048x512 E256 block FP8: 403 us at 8,192 tokens at ep64 and at ep256)
+MOE_EXPERT0_EP = {("sglang_fused_moe_triton", "bfloat16"), ("sglang_fused_moe_triton", "fp8_block")}
 # GEMM rows whose kernel is not the tables' kernel of their dtype: DeepGEMM's block-scaled FP8 (SGLang's
 # dense block-FP8 GEMM on Hopper, Engine.gemm_kernel); and rows that do not time a kernel: vLLM's
 # block-FP8 linear methods floor at 60-180 us and take 2-12x TensorRT-LLM's time below M = 1k, host-side
@@ -404,6 +415,8 @@ def moe_row_problem(r: dict) -> str | None:
         return f"{engine_of(r)} MoE kernel {r.get('kernel_source')!r}"
     if (r.get("kernel_source"), r["moe_dtype"]) in MOE_UNTIMED:
         return f"{engine_of(r)} {r['kernel_source']} {r['moe_dtype']} runs ~3.5x TensorRT-LLM's CUTLASS MoE on the same shapes, not a kernel rate"
+    if (r.get("kernel_source"), r["moe_dtype"]) in MOE_EXPERT0_EP and int(r["moe_ep_size"]) > 1:
+        return f"{engine_of(r)} {r['kernel_source']} {r['moe_dtype']} under EP times remote assignments on expert 0 (its collector), not serving's work"
     return None
 
 
