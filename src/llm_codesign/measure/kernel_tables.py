@@ -377,7 +377,8 @@ def _moe(rows, gpu):
         parts.append((np.array(idx), m, MOE_PRECISION[dt], alpha, fam, Plan(ep=_col(sub, "moe_ep_size"), moe_tp=_col(sub, "moe_tp_size")),
                       Batch(pf_tokens=_col(sub, "num_tokens"), pf_seqs=1.0)))
         for i in idx:
-            lab[i] = f"{engine} {dt} {fam}" if fam else dt
+            # (a per-engine table's row of the tables' own kernel: TensorRT-LLM's non-gated CUTLASS MoE)
+            lab[i] = f"{engine} {dt} {fam}" if fam else f"{engine} {dt} tables_moe" if "framework" in rows[i] else dt
 
     def price(cal: Calibration):
         out = np.full(len(rows), np.nan)

@@ -66,9 +66,11 @@ class TensorRTLLMEngine(Engine):
         CUTLASS MoE at the kernel tables' own values: they were fitted on its non-gated rows (the H100 rows of
         kernels/moe.csv.gz), whose launches floor ~1.5x the gated ones' at per-tensor FP8 (kernel_tables.MOE_SOURCES).
         Elsewhere the kernel tables' own."""
-        if family != "hopper" or not gated:
+        if family != "hopper":
             return None
-        return "trtllm_w4a16" if kernel == "w4a16" and weight == "mxfp4" else "cutlass"
+        if kernel == "w4a16" and weight == "mxfp4":
+            return "trtllm_w4a16"
+        return "cutlass" if gated else None
 
 
 TRTLLM = register_engine(TensorRTLLMEngine(
