@@ -68,13 +68,18 @@ MOE_SOURCES = {
 # per-tensor FP8 and ~3x the model at every token count at BF16, against 1.07x at block FP8 (research notes
 # of issue 39): untuned tactics or host work, not a kernel rate
 MOE_UNTIMED = {("vllm_modeloptfp8moe_flashinfer_cutlass_flashinferexperts", "fp8"), ("sglang_flashinfer_cutlass_moe", "bfloat16")}
-# MoE rows under EP that time work serving does not do: SGLang's collector runs its raw Triton fused MoE (BF16 and
-# block FP8) on rank 0's tokens with every remote expert's id set to -1 (collector/helper.py:1509) and clamped to 0
-# (collector/sglang/collect_moe.py:366-372@e23be5a, the 0.5.14 collector that took these rows), so each remote
-# assignment runs on local expert 0 (at zero weight), where serving skips it: a hot expert whose rows grow with
-# the step's tokens, not a rate (DeepSeek-R1's block at ep16, 16,384 tokens: 10.8 ms, ~4x the ep1 row at the
-# 1,024 tokens a rank would hold; 2048x512 E256 block FP8: 403 us at 8,192 tokens at ep64 and at ep256)
-MOE_EXPERT0_EP = {("sglang_fused_moe_triton", "bfloat16"), ("sglang_fused_moe_triton", "fp8_block")}
+# MoE rows under EP that time work serving does not do. SGLang's collector times its Triton fused MoE (BF16, block FP8)
+# through the framework's FusedMoE layer, as serving runs it, for the models whose case files set routing options
+# (DeepSeek, Qwen3, Kimi, GLM, MiniMax, Nemotron-H, Llama-4 Scout/Maverick...): every token routed, a remote expert
+# mapped to -1 (srt/layers/moe/token_dispatcher/standard.py:197-210@0.5.14) and its rows written as zeros by the
+# kernel (moe_runner/triton_utils/fused_moe_triton_kernels.py:192-196), which the route time prices. For the others
+# it calls the raw kernel on rank 0's tokens with each remote expert's id set to -1 (collector/helper.py:1509) and
+# then clamped to 0 (collector/sglang/collect_moe.py:366-372, use_framework_layer 1069-1080@e23be5a, the 0.5.14
+# collector that took these rows): every remote assignment is computed on local expert 0, a hot expert serving
+# never runs. Those rows are left out: SGLang's Triton MoE rows under EP of these shapes (hidden, expert width,
+# top-k, experts; Gemma 4, Mixtral 8x7B and 8x22B, Qwen1.5-MoE, Llama-4's 8192-wide case; the case files' with no
+# routing option at e23be5a).
+MOE_EXPERT0_EP = {(2816, 704, 8, 128), (4096, 14336, 2, 8), (6144, 16384, 2, 8), (2048, 1408, 4, 60), (8192, 5120, 1, 16)}
 # GEMM rows whose kernel is not the tables' kernel of their dtype: DeepGEMM's block-scaled FP8 (SGLang's
 # dense block-FP8 GEMM on Hopper, Engine.gemm_kernel); and rows that do not time a kernel: vLLM's
 # block-FP8 linear methods floor at 60-180 us and take 2-12x TensorRT-LLM's time below M = 1k, host-side
@@ -416,8 +421,9 @@ def moe_row_problem(r: dict) -> str | None:
         return f"{engine_of(r)} MoE kernel {r.get('kernel_source')!r}"
     if (r.get("kernel_source"), r["moe_dtype"]) in MOE_UNTIMED:
         return f"{engine_of(r)} {r['kernel_source']} {r['moe_dtype']} runs ~3.5x TensorRT-LLM's CUTLASS MoE on the same shapes, not a kernel rate"
-    if (r.get("kernel_source"), r["moe_dtype"]) in MOE_EXPERT0_EP and int(r["moe_ep_size"]) > 1:
-        return f"{engine_of(r)} {r['kernel_source']} {r['moe_dtype']} under EP times remote assignments on expert 0 (its collector), not serving's work"
+    if (r.get("kernel_source") == "sglang_fused_moe_triton" and r["moe_dtype"] in ("bfloat16", "fp8_block") and int(r.get("moe_ep_size") or 1) > 1
+            and tuple(int(r[c]) for c in ("hidden_size", "inter_size", "topk", "num_experts")) in MOE_EXPERT0_EP):
+        return f"{engine_of(r)} {r['kernel_source']} {r['moe_dtype']} under EP times remote assignments on expert 0 (its collector's raw-kernel path), not serving's work"
     return None
 
 
