@@ -24,16 +24,19 @@ Three fits, each through measure.calibrate (fit_kind / fit_kernels), the code `c
    CutlassFP8ScaledMM rows, the same kernel lineage, priced out of sample).
 
     python benchmarks/fit_hopper_kernels.py          # figures and the TOML for data/calibration/fitted.toml (~10 min)
+    python benchmarks/fit_hopper_kernels.py --moe-only cutlass sglang_triton   # fit 2 alone, on the bundled Hopper
+                                                     # profile's tables' three, for the MoE kernel families named
 """
 from __future__ import annotations
 
+import argparse
 from dataclasses import replace
 
 import numpy as np
 
 from llm_codesign.cost.calibration import KERNEL_KEYED, calibration_for
 from llm_codesign.measure.calibrate import PARAMS, fit_kernels, fit_kind, moe_parts
-from llm_codesign.measure.kernel_tables import predict, read_csv
+from llm_codesign.measure.kernel_tables import moe_row_family, predict, read_csv
 from llm_codesign.measure.stats import error_stats
 from llm_codesign.spec.hardware import get_gpu
 
@@ -48,20 +51,28 @@ def _line(r: dict) -> str:
 
 
 def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--moe-only", nargs="+", metavar="FAMILY", help="fit 2 alone for these MoE kernel families (spec.engines.MOE_KERNELS)")
+    args = ap.parse_args()
     toml: dict[str, list[str]] = {}
-    print("1. the kernel tables' MoE pair, per GPU family (kernels/moe.csv.gz)")
-    fams, report = fit_kernels({"moe": read_csv("moe")[1]})
-    for r in report:
-        print("  ", _line(r))
-    for fam, c in sorted(fams.items()):
-        toml[fam] = [f"{p} = {c.param(p):.6g}" for p in ("moe_eff", "moe_overhead_s", "moe_route_s")]
-    hopper = fams["hopper"]
+    if args.moe_only:
+        hopper = calibration_for(get_gpu("h100_sxm"))  # the bundled profile's tables' three (fit 1's)
+    else:
+        print("1. the kernel tables' MoE pair, per GPU family (kernels/moe.csv.gz)")
+        fams, report = fit_kernels({"moe": read_csv("moe")[1]})
+        for r in report:
+            print("  ", _line(r))
+        for fam, c in sorted(fams.items()):
+            toml[fam] = [f"{p} = {c.param(p):.6g}" for p in ("moe_eff", "moe_overhead_s", "moe_route_s")]
+        hopper = fams["hopper"]
 
     print("2. the Hopper MoE kernel families (kernels_hopper/moe.csv.gz)")
     # each family from the tables' three (fit 1's), not from values a previous run left in the profile
     hopper = replace(hopper, **dict.fromkeys(KERNEL_KEYED, ()))
     kept = []
     for params, part in moe_parts(read_csv("hopper/moe")[1], hopper):
+        if params is None or (args.moe_only and moe_row_family(part[0]) not in args.moe_only):
+            continue  # (the per-engine table's rows of the tables' own kernels: fit 1's three price them)
         cal, r = fit_kind("moe", part, hopper, "hopper", params=params)
         print("  ", _line(r))
         pair = r["kind"].split()[1]
@@ -80,6 +91,9 @@ def main() -> None:
                 if cal.param(f"{t}.{pair}") != hopper.param(f"{t}.{pair}"):
                     hopper = hopper.with_param(f"{t}.{pair}", cal.param(f"{t}.{pair}"))
 
+    if args.moe_only:
+        _moe_toml(hopper, kept)
+        return
     print("3. DeepGEMM's dense block-FP8 GEMM (SGLang's rows of kernels_hopper/gemm.csv.gz)")
     rows = [r for r in read_csv("hopper/gemm")[1] if r["kernel_source"] == "sglang_deepgemm_gemm_nt_f8f8bf16"]
     hopper, r = fit_kind("gemm", rows, hopper, "hopper", params=DEEPGEMM)
@@ -102,6 +116,10 @@ def main() -> None:
     print("\nTOML:")
     for fam, lines in toml.items():
         print(f"[{fam}]", *lines, sep="\n")
+    _moe_toml(hopper, kept)
+
+
+def _moe_toml(hopper, kept: list[str]) -> None:
     for t in KERNEL_KEYED:
         per: dict[str, list[str]] = {}
         for pair in kept:

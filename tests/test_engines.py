@@ -180,6 +180,9 @@ def test_moe_kernel_family_per_engine_on_hopper(backend, kernel, weight, ep, fam
     assert e.moe_kernel("hopper", kernel, weight=weight, ep=ep) == family and family in MOE_KERNELS
     # elsewhere every engine's experts run at the kernel tables' rates (no per-engine tables there)
     assert e.moe_kernel("blackwell", kernel, weight=weight, ep=ep) is None
+    # a non-gated MoE (Nemotron-H's relu2) on TensorRT-LLM's CUTLASS MoE at the kernel tables' own (fitted on its
+    # non-gated rows); the other engines' families do not depend on it
+    assert e.moe_kernel("hopper", kernel, weight=weight, ep=ep, gated=False) == (None if family == "cutlass" else family)
 
 
 def test_trtllm_gpt_oss_moe_block_on_hopper_at_its_tables_time(h100):

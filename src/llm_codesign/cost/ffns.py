@@ -102,7 +102,7 @@ def _routed_experts(f: MoE, M: Site, *, at: _At, s: _Step, prec: Precision, load
     gathers the routed rows (fc1_fused). `load` is routed_load's and the routing skew alpha."""
     ff, ep, T_all, on_rank = s.ff, s.ep, s.T * s.adp, load[2]
     kernel = gemm.gemm_kernel(ff["math"], prec.weight.name, fp4_math=at.gpu.supports("fp4"))  # the tables', not the engine's dense kernel
-    fams = [at.moe] if at.engine is None else [at.engine.moe_kernel(at.gpu.family, kernel, weight=prec.weight.name, ep=x)
+    fams = [at.moe] if at.engine is None else [at.engine.moe_kernel(at.gpu.family, kernel, weight=prec.weight.name, ep=x, gated=f.gated)
                                                for x in (False, True)]
     gathered, act_fused = fc1_fused(at.gpu.family, fams, kernel)
     ops = []

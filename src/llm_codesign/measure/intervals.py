@@ -137,7 +137,7 @@ def context(model, gpu, prec, *, engine: str, concurrency, isl: float, osl: floa
 
 
 # MoE kernel families priced at the kernel tables' values by design where unfitted: TensorRT-LLM's CUTLASS
-# fused MoE is the kernel the tables time (fitted.toml: cutlass fp8 "not kept", the tables' three price it)
+# fused MoE is the kernel the tables time (their three price it where its own rows give no values: INT4 weight-only)
 TABLES_OWN = ("cutlass",)
 
 

@@ -47,9 +47,13 @@ MOE_PRECISION = {"bfloat16": Precision.of("bf16"), "fp8": Precision.of("fp8"), "
                  "w4a16_mxfp4": Precision.of("mxfp4", activation="bf16"), "int4_wo": Precision.of("int4")}
 # The per-engine tables (a `framework` column: data/measurements/kernels_hopper) name the kernel each row
 # timed in `kernel_source`; its MoE kernel family (spec.engines.MOE_KERNELS). Rows without the column are
-# TensorRT-LLM's, the kernel tables' own kernels (moe_eff / moe_overhead_s).
+# TensorRT-LLM's, the kernel tables' own kernels (moe_eff / moe_overhead_s), as are the per-engine table's
+# TensorRT-LLM non-gated rows: the kernel and collector the tables' three were fitted on (kernels/moe.csv.gz's
+# H100 rows are all non-gated), which price them as well as a family's own (BF16 9.7%, FP8 6.8% median APE,
+# against 10.1% and 11.8% at the gated CUTLASS MoE's: its per-tensor FP8 launch floors at ~25-30 us where the
+# non-gated one floors at ~40-47 us; TensorRTLLMEngine.moe_kernel).
 MOE_SOURCES = {
-    "moe_torch_flow_cutlass": "cutlass", "moe_torch_flow_nongated": "cutlass", "moe_torch_flow": "trtllm_w4a16",
+    "moe_torch_flow_cutlass": "cutlass", "moe_torch_flow_nongated": None, "moe_torch_flow": "trtllm_w4a16",
     "sglang_fused_moe_triton": "sglang_triton", "sglang_flashinfer_cutlass_moe": "flashinfer_cutlass",
     "sglang_marlin_moe": "marlin", "sglang_marlin_moe_situ_as_silu": "marlin",
     "vllm_fp8moe_triton_tritonexperts": "vllm_triton", "vllm_unquantizedfusedmoe_triton_tritonexperts": "vllm_triton",
@@ -64,6 +68,18 @@ MOE_SOURCES = {
 # per-tensor FP8 and ~3x the model at every token count at BF16, against 1.07x at block FP8 (research notes
 # of issue 39): untuned tactics or host work, not a kernel rate
 MOE_UNTIMED = {("vllm_modeloptfp8moe_flashinfer_cutlass_flashinferexperts", "fp8"), ("sglang_flashinfer_cutlass_moe", "bfloat16")}
+# MoE rows under EP that time work serving does not do. SGLang's collector times its Triton fused MoE (BF16, block FP8)
+# through the framework's FusedMoE layer, as serving runs it, for the models whose case files set routing options
+# (DeepSeek, Qwen3, Kimi, GLM, MiniMax, Nemotron-H, Llama-4 Scout/Maverick...): every token routed, a remote expert
+# mapped to -1 (srt/layers/moe/token_dispatcher/standard.py:197-210@0.5.14) and its rows written as zeros by the
+# kernel (moe_runner/triton_utils/fused_moe_triton_kernels.py:192-196), which the route time prices. For the others
+# it calls the raw kernel on rank 0's tokens with each remote expert's id set to -1 (collector/helper.py:1509) and
+# then clamped to 0 (collector/sglang/collect_moe.py:366-372, use_framework_layer 1069-1080@e23be5a, the 0.5.14
+# collector that took these rows): every remote assignment is computed on local expert 0, a hot expert serving
+# never runs. Those rows are left out: SGLang's Triton MoE rows under EP of these shapes (hidden, expert width,
+# top-k, experts; Gemma 4, Mixtral 8x7B and 8x22B, Qwen1.5-MoE, Llama-4's 8192-wide case; the case files' with no
+# routing option at e23be5a).
+MOE_EXPERT0_EP = {(2816, 704, 8, 128), (4096, 14336, 2, 8), (6144, 16384, 2, 8), (2048, 1408, 4, 60), (8192, 5120, 1, 16)}
 # GEMM rows whose kernel is not the tables' kernel of their dtype: DeepGEMM's block-scaled FP8 (SGLang's
 # dense block-FP8 GEMM on Hopper, Engine.gemm_kernel); and rows that do not time a kernel: vLLM's
 # block-FP8 linear methods floor at 60-180 us and take 2-12x TensorRT-LLM's time below M = 1k, host-side
@@ -370,7 +386,8 @@ def _moe(rows, gpu):
         parts.append((np.array(idx), m, MOE_PRECISION[dt], alpha, fam, Plan(ep=_col(sub, "moe_ep_size"), moe_tp=_col(sub, "moe_tp_size")),
                       Batch(pf_tokens=_col(sub, "num_tokens"), pf_seqs=1.0)))
         for i in idx:
-            lab[i] = f"{engine} {dt} {fam}" if fam else dt
+            # (a per-engine table's row of the tables' own kernel: TensorRT-LLM's non-gated CUTLASS MoE)
+            lab[i] = f"{engine} {dt} {fam}" if fam else f"{engine} {dt} tables_moe" if "framework" in rows[i] else dt
 
     def price(cal: Calibration):
         out = np.full(len(rows), np.nan)
@@ -408,6 +425,9 @@ def moe_row_problem(r: dict) -> str | None:
         return f"{engine_of(r)} MoE kernel {r.get('kernel_source')!r}"
     if (r.get("kernel_source"), r["moe_dtype"]) in MOE_UNTIMED:
         return f"{engine_of(r)} {r['kernel_source']} {r['moe_dtype']} runs ~3.5x TensorRT-LLM's CUTLASS MoE on the same shapes, not a kernel rate"
+    if (r.get("kernel_source") == "sglang_fused_moe_triton" and r["moe_dtype"] in ("bfloat16", "fp8_block") and int(r.get("moe_ep_size") or 1) > 1
+            and tuple(int(r[c]) for c in ("hidden_size", "inter_size", "topk", "num_experts")) in MOE_EXPERT0_EP):
+        return f"{engine_of(r)} {r['kernel_source']} {r['moe_dtype']} under EP times remote assignments on expert 0 (its collector's raw-kernel path), not serving's work"
     return None
 
 

@@ -187,10 +187,11 @@ class Engine(ABC):
             return "fp8_cutlass"
         return kernel
 
-    def moe_kernel(self, family: str, kernel: str, *, weight: str = "", ep: bool = False) -> str | None:
+    def moe_kernel(self, family: str, kernel: str, *, weight: str = "", ep: bool = False, gated: bool = True) -> str | None:
         """The MoE kernel family (MOE_KERNELS) it runs for expert GEMMs of GEMM kernel family `kernel`
         (cost.kernels.gemm_kernel: bf16, fp8, fp8_block, fp4, w4a16) on a GPU family, for checkpoint format
-        `weight` (mxfp4 and int4 tell 4-bit kernels apart), with experts split by EP (`ep`) or not. None: the
+        `weight` (mxfp4 and int4 tell 4-bit kernels apart), with experts split by EP (`ep`) or not, of a
+        gated (SwiGLU) MoE or not (`gated`). None: the
         kernel tables' own (TensorRT-LLM's), which the engines are told apart from only on Hopper, where the
         per-engine tables are."""
         return None

@@ -109,7 +109,7 @@ class SGLangEngine(Engine):
             return self._fusable_allreduce(nbytes, n, family) & (np.asarray(adp) <= 1)
         return super().ar_norm_fused(architecture, adp=adp, nbytes=nbytes, n=n, family=family)
 
-    def moe_kernel(self, family: str, kernel: str, *, weight: str = "", ep: bool = False) -> str | None:
+    def moe_kernel(self, family: str, kernel: str, *, weight: str = "", ep: bool = False, gated: bool = True) -> str | None:
         """On Hopper (sglang 0.5.12, sglang/srt/): block-scaled FP8 on its Triton fused MoE (DeepGEMM's grouped
         kernels run only with a DeepEP, Mooncake or NIXL all-to-all, not its default, "none", server_args.py:613-622,
         nor a deployment option here; Fp8MoEMethod.is_deepgemm_moe_runner_backend_enabled, layers/quantization/

@@ -54,7 +54,7 @@ class TensorRTLLMEngine(Engine):
         lim[n > 8] = MNNVL_MAX_BYTES  # only an NVL72-class domain holds such a group (collective_time: inside it)
         return nbytes <= lim
 
-    def moe_kernel(self, family: str, kernel: str, *, weight: str = "", ep: bool = False) -> str | None:
+    def moe_kernel(self, family: str, kernel: str, *, weight: str = "", ep: bool = False, gated: bool = True) -> str | None:
         """On Hopper, MXFP4 experts (gpt-oss) on its Triton MoE backend (TritonFusedMoE, on OpenAI's triton_kernels):
         MoeConfig.backend AUTO resolves to TRITON for GptOssForCausalLM on SM90 (tensorrt_llm/_torch/model_config.py
         resolve_moe_backend, 1.2+), and that is the kernel the per-engine table's `moe_torch_flow` w4a16_mxfp4 rows
@@ -62,10 +62,15 @@ class TensorRTLLMEngine(Engine):
         gpt-oss on SM90, citing model_config.py:334-335@1.3.0rc20), so it is priced at those rows' fit (trtllm_w4a16),
         not at vLLM's triton_kernels rows', which run 2-2.5x faster from 1k tokens up. Every other format on its
         CUTLASS fused MoE, which AUTO resolves to otherwise (INT4 weight-only included: the collector runs it on
-        SM90 with moe_backend "cutlass", collect_moe.py:456-479). Elsewhere the kernel tables' own."""
+        SM90 with moe_backend "cutlass", collect_moe.py:456-479). A non-gated MoE (relu2, Nemotron-H) on that
+        CUTLASS MoE at the kernel tables' own values: they were fitted on its non-gated rows (the H100 rows of
+        kernels/moe.csv.gz), whose launches floor ~1.5x the gated ones' at per-tensor FP8 (kernel_tables.MOE_SOURCES).
+        Elsewhere the kernel tables' own."""
         if family != "hopper":
             return None
-        return "trtllm_w4a16" if kernel == "w4a16" and weight == "mxfp4" else "cutlass"
+        if kernel == "w4a16" and weight == "mxfp4":
+            return "trtllm_w4a16"
+        return "cutlass" if gated else None
 
 
 TRTLLM = register_engine(TensorRTLLMEngine(

@@ -58,7 +58,7 @@ class VLLMEngine(Engine):
             return np.where(np.asarray(dec_tokens, float) <= TRTLLM_DECODE_TOKENS, 1.0, f)
         return f
 
-    def moe_kernel(self, family: str, kernel: str, *, weight: str = "", ep: bool = False) -> str | None:
+    def moe_kernel(self, family: str, kernel: str, *, weight: str = "", ep: bool = False, gated: bool = True) -> str | None:
         """On Hopper (vLLM 0.24, vllm/model_executor/layers/fused_moe/oracle/): block-scaled FP8 on its Triton
         fused MoE, on FlashInfer's CUTLASS MoE where experts are split by EP (fp8.py:105-116, "On Hopper for
         Block Fp8, prefer Triton for TP and FI CUTLASS for EP"); per-tensor FP8 on FlashInfer's CUTLASS MoE,
