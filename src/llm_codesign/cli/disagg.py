@@ -112,7 +112,8 @@ def disagg(
                + (f" (max batch {d['max_batch']} per rank)" if "max_batch" in d else ""),
                "requests:n TTFT:n prefill:n KV_move:n queue:n TPOT:n tok/s/user:n tok/s/GPU:n fits:k",
                "Times in ms: TTFT = queue (for the running prefill step, a prefill instance, a decode slot) + prefill + "
-               "KV hand-off (the transfer and the decode worker's admission at its step boundaries) + the engine's request "
+               "KV hand-off (the transfer and the decode worker's admission: at its step boundaries, or as the cache arrives where "
+               "it pre-allocated it, SGLang's) + the engine's request "
                "overhead. fits: the decode instances' KV cache holds every request." + ("" if calibration else _measured()))
     for row in r["rows"]:
         t.add_row(str(row["concurrency"]), f"{row['ttft_ms']:.1f}", f"{row['prefill_ms']:.1f}", f"{row['kv_transfer_ms']:.2f}",
