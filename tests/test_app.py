@@ -398,6 +398,17 @@ def test_disagg_is_the_clis(client):
     assert r.status_code == 200, r.text
     assert r.json() == _cli_json("disagg", "qwen3-30b-a3b", "--gpu", "h200", "--prefill", "tp=2", "--decode", "attention_dp=2,ep=2",
                                  "--concurrency", "8", "--spec", "eagle3", "--draft-len", "2", "--acceptance", "2")
+    # each pool's own step budget and the prefill ranks' routing, as --decode-max-num-tokens and --prefill-routing set them
+    body = {"model": "qwen3-30b-a3b", "gpu": "h200", "engine": "sglang", "prefill": {"attention_dp": 2, "ep": 2}, "decode": {"tp": 2},
+            "concurrency": [8], "max_num_tokens": 16384, "decode_max_num_tokens": 4096, "prefill_routing": "balanced"}
+    r = client.post("/api/disagg", json=body)
+    assert r.status_code == 200, r.text
+    assert r.json() == _cli_json("disagg", "qwen3-30b-a3b", "--gpu", "h200", "--backend", "sglang", "--prefill", "attention_dp=2,ep=2",
+                                 "--decode", "tp=2", "--concurrency", "8", "--max-num-tokens", "16384", "--decode-max-num-tokens", "4096",
+                                 "--prefill-routing", "balanced")
+    assert r.json()["prefill"]["routing"] == "balanced"  # SGLang's own is random
+    r = client.post("/api/disagg", json={**body, "prefill_routing": "fastest"})
+    assert r.status_code == 422 and r.json() == {"error": "prefill_routing: 'fastest' is not valid; balanced or random", "field": "prefill_routing"}
 
 
 @pytest.mark.parametrize("path,body,field,text", [

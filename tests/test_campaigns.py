@@ -45,6 +45,8 @@ def test_inferencex_prefill_ranks_take_turns():
     row = {"source": "inferencex https://github.com/x/actions/runs/1", "backend": "sglang", "gpu": "b200", "concurrency": "64"}
     assert campaigns.settings(row)["prefill_routing"] == "balanced"
     assert "prefill_routing" not in campaigns.settings({"source": "aiconfigurator-core-0.12.0-silicon-sample:x"})
+
+
 def test_the_silicon_samples_harness_follows_aiconfigurators_workflow():
     # aiperf --num-requests 20C (bench_run.sh.j2:37,97); the benchmark rules' step budget max_batch_size + ISL + 1500,
     # ISL + 1500 for prompts (vllm.rule:15, trtllm.rule:15, sglang.rule:7) and SGLang's chunks mixed into decodes (sglang.rule:8)

@@ -394,6 +394,11 @@ def test_prefill_routing_as_the_deployment_sets_it():
     with pytest.raises(InputError) as e:
         estimate_disagg(m, *pools, prefill_routing="fastest", **kw)
     assert str(e.value) == "prefill_routing: 'fastest' is not valid; balanced or random"
+    # the array path (validate.predict_disagg passes a campaign's prefill_routing there) refuses it too, not pricing it as balanced
+    with pytest.raises(InputError) as e:
+        evaluate_disagg(m, *pools, calibration=cal, prefill_instances=1, decode_instances=1, concurrency=64, isl=8192, osl=1024,
+                        prefill_routing="Random")
+    assert str(e.value) == "prefill_routing: 'Random' is not valid; balanced or random"
 
 
 def test_ttft_parts_add_up_with_the_decode_slot_wait_apart(h200, llama70b):

@@ -163,8 +163,6 @@ def test_trtllm_all_reduce_limits_by_gpu_count():
     assert grid.shape == (3, 5) and grid.sum() == 4 + 0 + 2
 
 
-
-
 def test_decode_split_follows_each_kernels_launcher():
     # XQA on H100 (132 SMs; TensorRT-LLM computeMultiBlockCount, without its rounding): 32,768 keys are 256 blocks
     # of 128, capped at sqrt(8 x 256); under 128 keys one CTA; 64 sequences x 8 KV heads x min(32, sqrt(256)) = 16

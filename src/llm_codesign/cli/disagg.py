@@ -88,9 +88,9 @@ def disagg(
     m, g = _model(model), _gpu(gpu)
     dg = _gpu(decode_gpu) if decode_gpu else g
     conc = _int_list("concurrency", concurrency)
-    for name, v in (("max_num_tokens", max_num_tokens), ("decode_max_num_tokens", decode_max_num_tokens), ("decode_max_batch", decode_max_batch)):
-        if v is not None and v < 1:
-            raise InputError(name, v, "a positive integer")
+    # the token budgets' range is their options' (min=1); the batch cap is checked before anything is built
+    if decode_max_batch is not None and decode_max_batch < 1:
+        raise InputError("decode_max_batch", decode_max_batch, "a positive integer")
     # one instance of each pool, resolved here: its GPU, plan, precision, engine and step budget
     one = dict(precision=_precision(m, weight_dtype, activation_dtype, kv_dtype), backend=get_engine(backend).name,
                spec=_spec(spec, draft_len, acceptance, acceptance_rates, draft_model))
@@ -112,7 +112,8 @@ def disagg(
                + (f" (max batch {d['max_batch']} per rank)" if "max_batch" in d else ""),
                "requests:n TTFT:n prefill:n KV_move:n queue:n TPOT:n tok/s/user:n tok/s/GPU:n fits:k",
                "Times in ms: TTFT = queue (for the running prefill step, a prefill instance, a decode slot) + prefill + "
-               "KV hand-off (the transfer and the decode worker's admission at its step boundaries) + the engine's request "
+               "KV hand-off (the transfer and the decode worker's admission: at its step boundaries, or as the cache arrives where "
+               "it pre-allocated it, SGLang's) + the engine's request "
                "overhead. fits: the decode instances' KV cache holds every request." + ("" if calibration else _measured()))
     for row in r["rows"]:
         t.add_row(str(row["concurrency"]), f"{row['ttft_ms']:.1f}", f"{row['prefill_ms']:.1f}", f"{row['kv_transfer_ms']:.2f}",

@@ -5,9 +5,10 @@ needs its ISL prefill in chunks of the step token budget and (OSL-1)/accepted de
 A request shares its prefill steps with those arriving with it, as the harness sends them (_own_prefill,
 spec.harness): the cohorts a burst's prefill made ("waves"), lockstep waves ("burst"), or arrivals spread
 over a closed loop ("closed_loop"); the other requests' prefill chunks land in its decode steps. TTFT =
-the decode iterations it waits to be scheduled + the steps carrying its prefill + a per-engine request overhead; TPOT = the decode iteration (kernels plus the
-engine's host cost per step and per running sequence) over the pipeline / tokens accepted + prefill
-stalls; throughput conserves work: the running requests' output over their prefill plus decode time.
+the decode iterations it waits to be scheduled + the steps carrying its prefill + a per-engine request
+overhead; TPOT = the decode iteration (kernels plus the engine's host cost per step and per running
+sequence) over the pipeline / tokens accepted + prefill stalls; throughput conserves work: the running
+requests' output over their prefill plus decode time.
 """
 from __future__ import annotations
 

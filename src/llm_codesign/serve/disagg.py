@@ -47,6 +47,16 @@ from llm_codesign.spec.precision import Precision
 PREFILL_ROUTINGS = ("balanced", "random")
 
 
+def routing_of(engine, routing: str | None) -> str:
+    """The routing a prefill instance runs: `routing` (PREFILL_ROUTINGS), or where None the engine's
+    (Engine.routes_prefill_dp_at_random). A value outside PREFILL_ROUTINGS is refused, not read as balanced."""
+    if routing is None:
+        return "random" if engine.routes_prefill_dp_at_random else "balanced"
+    if routing not in PREFILL_ROUTINGS:
+        raise InputError("prefill_routing", routing, " or ".join(PREFILL_ROUTINGS))
+    return routing
+
+
 def prefill_pool(model: ModelSpec, gpu: Gpu, prec: Precision, plan: Plan, *, costs: EngineCosts, isl, max_num_tokens=None,
                  routing: str | None = None) -> dict:
     """One prefill instance (`costs`: its engine's fitted costs and in-step calibration): a lone
@@ -60,6 +70,7 @@ def prefill_pool(model: ModelSpec, gpu: Gpu, prec: Precision, plan: Plan, *, cos
     and whether the weights fit. Round-robin routing counts as balanced: a rank then sees every adp-th
     arrival, Erlang-adp gaps (squared coefficient of variation 1/adp), and Kingman's G/D/1 wait on its service
     adp s, (1/adp) / 2 x rho / (1 - rho) x adp s, is the pooled queue's M/D/1 wait on s."""
+    at_random = routing_of(costs.engine, routing) == "random"
     sh = plan.broadcast()
     isl = np.asarray(isl, float)
     mnt, (budget, fraction, _) = engine_budget(gpu, engine=costs.engine, max_num_tokens=max_num_tokens, plan=plan)
@@ -73,7 +84,6 @@ def prefill_pool(model: ModelSpec, gpu: Gpu, prec: Precision, plan: Plan, *, cos
     per_inst = adp * full / isl / prefill_step(model, gpu, prec, sh, costs=costs, tokens=full, isl=isl, chunk=chunk)
     mem = memory.fit(model, gpu, prec, sh, isl, osl=0.0, max_num_tokens=mnt, usable_fraction=fraction, osl_occupancy=0.0, budget=budget,
                      max_seqs=costs.engine.max_batch(gpu))
-    at_random = costs.engine.routes_prefill_dp_at_random if routing is None else routing == "random"
     queue_s = (adp if at_random else 1.0) / per_inst
     return {"t_alone": t_alone, "t_loaded": t_loaded, "adp": adp, "t_step": t_step, "per_instance": per_inst, "queue_s": queue_s,
             "fits": mem["max_seqs_per_rank"] >= 1}
@@ -367,8 +377,7 @@ def estimate_disagg(model: ModelSpec, prefill: Deployment, decode: Deployment, *
     from llm_codesign.spec.plan import reason_text, validity
 
     check_arrival(arrival)
-    if prefill_routing is not None and prefill_routing not in PREFILL_ROUTINGS:
-        raise InputError("prefill_routing", prefill_routing, " or ".join(PREFILL_ROUTINGS))
+    routing = routing_of(prefill.engine, prefill_routing)
 
     for name, v in (("isl", isl), ("osl", osl), ("prefill_instances", prefill_instances), ("decode_instances", decode_instances),
                     ("decode_max_batch", 1 if decode_max_batch is None else decode_max_batch)):
@@ -407,7 +416,7 @@ def estimate_disagg(model: ModelSpec, prefill: Deployment, decode: Deployment, *
             # each pool's own engine and precision (the top-level keys are the prefill pool's)
             "prefill": {"plan": prefill_plan.label(), "backend": prefill.backend, "precision": prefill.precision.label(),
                         "instances": prefill_instances, "gpus_each": int(prefill_plan.gpus),
-                        "routing": prefill_routing or ("random" if prefill.engine.routes_prefill_dp_at_random else "balanced"),
+                        "routing": routing,
                         "capacity_req_s": float(np.asarray(r["prefill_capacity_req_s"]).reshape(-1)[0])},
             "decode": {"plan": decode_plan.label(), "backend": decode.backend, "precision": decode.precision.label(),
                        "instances": decode_instances, "gpus_each": int(decode_plan.gpus),

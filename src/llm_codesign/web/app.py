@@ -194,7 +194,12 @@ class DisaggRequest(ModelRef, Precisions, WhatIf, Speculation):
     isl: Int = Field(1024, ge=1, le=MAX_TOKENS)
     osl: Int = Field(1024, ge=1, le=MAX_TOKENS)
     max_num_tokens: Optional[Int] = Field(None, ge=1, le=MAX_TOKENS)
+    decode_max_num_tokens: Optional[Int] = Field(None, ge=1, le=MAX_TOKENS,
+                                                 description="The decode instances' token budget per step where it differs from max_num_tokens.")
     decode_max_batch: Optional[Int] = Field(None, ge=1, le=1 << 20, description="The decode instances' max batch per attention-DP rank.")
+    # checked by serve.disagg (PREFILL_ROUTINGS), as `disagg --prefill-routing` is
+    prefill_routing: Optional[str] = Field(None, max_length=100, description="How a prefill instance under attention DP spreads "
+                                           "requests over its ranks: balanced or random; default: the engine's.")
 
 
 class ParetoRequest(ModelRef, Precisions, WhatIf, Speculation):
@@ -612,17 +617,19 @@ def _disagg(req: DisaggRequest, *, hub_cache: bool = False) -> dict:
     g = _gpu(req.gpu, what_if=req.what_if)
     dg = _gpu(req.decode_gpu, "decode_gpu", req.what_if) if req.decode_gpu else g
     one = dict(precision=precision_for(m, req.weight_dtype, req.activation_dtype, req.kv_dtype), backend=req.engine,
-               spec=_speculation(req), max_num_tokens=req.max_num_tokens)
+               spec=_speculation(req))
     pools = []
-    for name, pool, gpu in (("prefill", req.prefill, g), ("decode", req.decode, dg)):
+    for name, pool, gpu, budget in (("prefill", req.prefill, g, req.max_num_tokens),
+                                    ("decode", req.decode, dg, req.decode_max_num_tokens or req.max_num_tokens)):
         sizes = {k: getattr(pool, k) for k in ("tp", "pp", "ep", "moe_tp", "attention_dp", "kvp") if getattr(pool, k) is not None}
         plan = Plan.parse(",".join(f"{k}={v}" for k, v in sizes.items()), m, name)  # disagg's --prefill/--decode text
-        pools.append(Deployment(gpu=gpu, num_gpus=int(plan.gpus), plan=plan, **one))
+        pools.append(Deployment(gpu=gpu, num_gpus=int(plan.gpus), plan=plan, max_num_tokens=budget, **one))
     from llm_codesign.measure.intervals import band_disagg_rows
 
     r = estimate_disagg(m, *pools, calibration=calibration_for(g, None), decode_calibration=calibration_for(dg, None),
                         prefill_instances=req.prefill.instances, decode_instances=req.decode.instances,
-                        concurrencies=list(req.concurrency), isl=req.isl, osl=req.osl, decode_max_batch=req.decode_max_batch)
+                        concurrencies=list(req.concurrency), isl=req.isl, osl=req.osl, decode_max_batch=req.decode_max_batch,
+                        prefill_routing=req.prefill_routing)
     band_disagg_rows(r["rows"], m, pools[1], isl=req.isl, osl=req.osl, calibration=None)  # as `disagg` bands them
     return _plain(r)
 
