@@ -25,6 +25,9 @@ def test_a_row_with_a_bad_harness_column_says_which():
     assert row_problem({"arrival": "poisson"}, 7) == "line 7 arrival: 'poisson' is not valid; one of waves, closed_loop, burst or empty"
     assert row_problem({"recv_interval": "0.5"}, 3) == "line 3 recv_interval: '0.5' is not valid; a whole number of at least 1 or empty"
     assert row_problem({"ignore_eos": "maybe"}, 2) == "line 2 ignore_eos: 'maybe' is not valid; true or false or empty"
+    # a harness's rounds: whole, or inf for the steady state alone (SchedulerFlags.rounds' default)
+    assert row_problem({"rounds": "inf"}, 5) is None and row_problem({"rounds": "20"}, 5) is None
+    assert row_problem({"rounds": "0.5"}, 5) == "line 5 rounds: '0.5' is not valid; a whole number of at least 1, or inf or empty"
 
 
 def test_group_flags_keep_each_rows_value_and_the_engines_defaults():

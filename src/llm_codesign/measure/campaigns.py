@@ -80,6 +80,8 @@ def problem(r: dict, line: int) -> str | None:
                 x = float("nan")
             if col == "kv_fraction":
                 ok, what = math.isfinite(x) and 0 < x <= 1, "a fraction in (0, 1]"
+            elif col == "rounds":  # inf: the steady state, no first-wave burst (SchedulerFlags.rounds)
+                ok, what = x >= 1 and (x.is_integer() or math.isinf(x)), "a whole number of at least 1, or inf"
             else:
                 ok, what = math.isfinite(x) and x >= 1 and x.is_integer(), "a whole number of at least 1"
         if not ok:
