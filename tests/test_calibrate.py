@@ -109,9 +109,10 @@ def test_an_unconverged_serving_search_is_refused_unless_forced(tmp_path, monkey
     assert calibrate.doubtful([rep])[-1].startswith("default serving: the search had not converged after 1 polish cycles (the last gained ")
     assert calibrate.doubtful([{**rep, "converged": True, "at_bounds": []}]) == []
     s, out = tmp_path / "s.csv", tmp_path / "p.toml"
-    # about 10% slower than the bundled profile prices them: the overheads move inward of their bounds
-    s.write_text("\n".join([SERVING_HEADER, LLAMA_ROW.format(ttft=80, tpot=9, gpu_tps="", user_tps=""),
-                            LLAMA_ROW.replace(",8,1,1,", ",64,1,1,").format(ttft=230, tpot=17, gpu_tps="", user_tps="")]) + "\n")
+    # about 10% slower than the bundled profile prices them (185 ms / 8.2 ms at 8 requests, 240 ms / 13.9 ms at 64, issue
+    # 39's cohorts): the overheads move inward of their bounds
+    s.write_text("\n".join([SERVING_HEADER, LLAMA_ROW.format(ttft=203, tpot=9, gpu_tps="", user_tps=""),
+                            LLAMA_ROW.replace(",8,1,1,", ",64,1,1,").format(ttft=263, tpot=15.3, gpu_tps="", user_tps="")]) + "\n")
     monkeypatch.setattr(calibrate, "SERVING_BOUNDS", tuple(b for b in calibrate.SERVING_BOUNDS if b[0] in ("step_overhead_s", "ttft_overhead_s")))
     code, _, err = _cli("calibrate", "--serving", str(s), "-o", str(out))
     assert code == 2 and len(err.splitlines()) == 1, err
