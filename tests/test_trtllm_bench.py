@@ -70,3 +70,12 @@ def test_attention_dp_ranks_count_in_the_tools_tp():
     per_rank, tokens, _ = bench_limits(get_model("llama-4-maverick"), get_gpu("h100"), FP8, a, np.array([0]), isl=np.array([1000.0]),
                                        osl=np.array([1000.0]), sub=[{"source": "trtllm_perf_overview_v1_0_total.csv:2 (v1.0 (PyTorch backend))"}])
     assert per_rank.tolist() == [1536.0] and tokens.tolist() == [2816.0]
+
+
+def test_an_mla_config_is_read_as_trtllm_bench_reads_it():
+    # DeepSeek-R1's config.json has no head_dim and num_key_value_heads 128: trtllm-bench's estimate takes hidden / heads
+    # = 7168 / 128 = 56 wide heads, all 128 of them at every TP, over its 61 layers: 2 x 61 x 128 x 56 = 874,496 elements a
+    # token (not MLA's 576-wide latent, nor 192-wide query-key heads)
+    ds = get_model("deepseek-r1")
+    prec = Precision.of("fp8_block", kv="fp8")
+    assert trtllm_bench.kv_bytes_per_token(ds, prec, 8) == 2 * 61 * 128 * 56 * 1.0

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from llm_codesign.spec.kinds import Attention
+from llm_codesign.spec.kinds import MLA, Attention
 
 GIB = 1024.0**3
 # tuning.py BYTES_PER_ELEM by the checkpoint's quantisation (QuantAlgo.NO_QUANT 2, FP8 and FP8_BLOCK_SCALES 1,
@@ -55,11 +55,13 @@ def kv_bytes_per_token(model, prec, tp) -> np.ndarray:
     """calc_engine_setting's byte_per_token: 2 (K and V) x every attention layer (num_attention_layers,
     num_hidden_layers unless a Nemotron hybrid) x max(tp, num_key_value_heads) x head_size x the KV
     dtype's bytes, with no allowance for sliding or chunked layers. Heads and head size as its ModelConfig
-    reads the HF config: num_key_value_heads (else num_attention_heads), head_dim (else hidden / heads)."""
+    reads the HF config: num_key_value_heads (else num_attention_heads), head_dim (else hidden / heads). An MLA
+    config (DeepSeek-V3's) has no head_dim key, so the estimate takes hidden / heads (56 for DeepSeek-V3) and every
+    one of its 128 heads, not the latent the engine caches."""
     attn = [(layer.attn, n) for layer, n in model.groups if isinstance(layer.attn, Attention)]
     first = attn[0][0]
     kv_heads = getattr(first, "kv_heads", first.heads)
-    head = getattr(first, "head_dim", model.hidden // first.heads)
+    head = model.hidden // first.heads if isinstance(first, MLA) else getattr(first, "head_dim", model.hidden // first.heads)
     kv_elem = _BYTES.get(_quant(prec.kv), 2.0)
     return 2.0 * sum(n for _, n in attn) * np.maximum(np.asarray(tp, float), kv_heads) * head * kv_elem
 
