@@ -13,6 +13,16 @@ from llm_codesign.spec.hardware import get_gpu
 
 MEAS = Path(__file__).resolve().parents[1] / "src" / "llm_codesign" / "data" / "measurements"
 KERNELS = MEAS / "kernels"
+# the per-engine tables' columns (kernels_hopper/README.md)
+GEMM_HEAD = "system,framework,kernel_source,gemm_dtype,m,n,k,latency_ms"
+ATTENTION_HEAD = "system,framework,kernel_source,batch_size,isl,step,num_heads,num_key_value_heads,head_dim,window_size,kv_cache_dtype,latency_ms"
+MOE_HEAD = "system,framework,kernel_source,op_name,moe_dtype,num_tokens,hidden_size,inter_size,topk,num_experts,moe_tp_size,moe_ep_size,distribution,latency_ms"
+
+
+def _priced(path: Path, head: str, *rows: str):
+    """(predictions, labels) of a per-engine table holding `rows` under `head`, as `validate --kernels` prices it."""
+    path.write_text("\n".join((head, *rows)) + "\n")
+    return predict(*read_csv(path), calibration_for)
 
 
 def test_moe_rows_are_priced_at_their_own_routing():
@@ -84,38 +94,24 @@ def test_per_engine_tables_price_each_row_in_the_kernel_it_names(tmp_path):
 
     h100 = get_gpu("h100_sxm")
     cal = calibration_for(h100)
-    g = tmp_path / "g.csv"
-    g.write_text("system,framework,kernel_source,gemm_dtype,m,n,k,latency_ms\n"
-                 "h100_sxm,sglang,sglang_deepgemm_gemm_nt_f8f8bf16,fp8_block,4096,7168,2048,0.1\n"
-                 "h100_sxm,trtllm,torch_flow,fp8_block,4096,7168,2048,0.1\n"
-                 "h100_sxm,vllm,DeepGemmFp8BlockScaledMMKernel,fp8_block,4096,7168,2048,0.1\n")
-    kind, rows = read_csv(g)
-    pred, label = predict(kind, rows, calibration_for)
+    pred, label = _priced(tmp_path / "g.csv", GEMM_HEAD, "h100_sxm,sglang,sglang_deepgemm_gemm_nt_f8f8bf16,fp8_block,4096,7168,2048,0.1",
+                          "h100_sxm,trtllm,torch_flow,fp8_block,4096,7168,2048,0.1",
+                          "h100_sxm,vllm,DeepGemmFp8BlockScaledMMKernel,fp8_block,4096,7168,2048,0.1")
     ab, wb = GEMM_DTYPES["fp8_block"][1:]
     want = [float(gemm.gemm_time(4096, 7168, 2048, h100, cal, math="fp8", a_bytes=ab, w_bytes=wb, kernel=k)[0]) * 1e3
             for k in ("fp8_deepgemm", "fp8_block")]
     assert pred[:2].tolist() == pytest.approx(want) and want[0] < want[1]  # DeepGEMM's rate above TensorRT-LLM's block kernel
     assert label[:2] == ["h100 sglang fp8_block fp8_deepgemm", "h100 trtllm fp8_block fp8_block"]
     assert np.isnan(pred[2]) and label[2] == "unmodeled: vllm DeepGemmFp8BlockScaledMMKernel times host-side work, not the GEMM"
-    d = tmp_path / "d.csv"
-    head = "system,framework,kernel_source,batch_size,isl,step,num_heads,num_key_value_heads,head_dim,window_size,kv_cache_dtype,latency_ms\n"
-    d.write_text(head + "h100_sxm,trtllm,torch_flow,64,1,4095,32,8,128,0,bfloat16,0.1\n"
-                 "h100_sxm,sglang,fa3,64,1,4095,32,8,128,0,bfloat16,0.1\n"
-                 "h100_sxm,sglang,triton,64,1,4095,32,8,128,0,bfloat16,0.1\n"
-                 "h100_sxm,trtllm,torch_flow,64,1,4095,32,8,128,128,bfloat16,0.1\n"
-                 "h100_sxm,trtllm,torch_flow,64,1,127,32,8,128,0,bfloat16,0.1\n")
-    kind, rows = read_csv(d)
-    pred, label = predict(kind, rows, calibration_for)
+    pred, label = _priced(tmp_path / "d.csv", ATTENTION_HEAD, "h100_sxm,trtllm,torch_flow,64,1,4095,32,8,128,0,bfloat16,0.1",
+                          "h100_sxm,sglang,fa3,64,1,4095,32,8,128,0,bfloat16,0.1", "h100_sxm,sglang,triton,64,1,4095,32,8,128,0,bfloat16,0.1",
+                          "h100_sxm,trtllm,torch_flow,64,1,4095,32,8,128,128,bfloat16,0.1", "h100_sxm,trtllm,torch_flow,64,1,127,32,8,128,0,bfloat16,0.1")
     assert pred[1] == pytest.approx(1.15 * pred[0])  # SGLang's FlashAttention-3 decode, cited against TensorRT-LLM's XQA
     assert np.isnan(pred[2]) and label[2] == "unmodeled: sglang attention kernel 'triton' (not its default on hopper)"
     assert pred[3] == pytest.approx(pred[4])  # a 128-key window over 4,096 cached keys reads what 128 keys do
-    m = tmp_path / "m.csv"
-    head = "system,framework,kernel_source,op_name,moe_dtype,num_tokens,hidden_size,inter_size,topk,num_experts,moe_tp_size,moe_ep_size,distribution,latency_ms\n"
-    m.write_text(head + "h100_sxm,sglang,sglang_fused_moe_triton,moe,fp8_block,1024,7168,2048,8,256,8,1,balanced,0.5\n"
-                 "h100_sxm,vllm,vllm_modeloptfp8moe_flashinfer_cutlass_flashinferexperts,moe,fp8,1024,7168,2048,8,256,8,1,balanced,0.5\n"
-                 "h100_sxm,trtllm,wideep_compute_cutlass,wideep_moe,fp8_block,1024,7168,2048,8,256,1,8,balanced,0.5\n")
-    kind, rows = read_csv(m)
-    pred, label = predict(kind, rows, calibration_for)
+    pred, label = _priced(tmp_path / "m.csv", MOE_HEAD, "h100_sxm,sglang,sglang_fused_moe_triton,moe,fp8_block,1024,7168,2048,8,256,8,1,balanced,0.5",
+                          "h100_sxm,vllm,vllm_modeloptfp8moe_flashinfer_cutlass_flashinferexperts,moe,fp8,1024,7168,2048,8,256,8,1,balanced,0.5",
+                          "h100_sxm,trtllm,wideep_compute_cutlass,wideep_moe,fp8_block,1024,7168,2048,8,256,1,8,balanced,0.5")
     assert label[0] == "h100 sglang fp8_block sglang_triton" and np.isfinite(pred[0])
     assert label[1].startswith("unmodeled: vllm vllm_modeloptfp8moe_flashinfer_cutlass_flashinferexperts fp8 runs ~3.5x")
     assert label[2].startswith("unmodeled: trtllm wideep_moe (wide-EP tables")
@@ -127,16 +123,12 @@ def test_sglang_triton_moe_rows_of_the_raw_kernel_under_ep_are_not_priced_and_tr
     (Mixtral 8x7B's, Gemma 4's) are not priced, with the reason. The same shapes at EP 1, DeepSeek's under EP (the
     framework's layer, as serving runs it) and MXFP4 rows are. TensorRT-LLM's non-gated CUTLASS rows are priced at
     the kernel tables' own MoE (fitted on them), labelled as such."""
-    m = tmp_path / "m.csv"
-    head = "system,framework,kernel_source,op_name,moe_dtype,num_tokens,hidden_size,inter_size,topk,num_experts,moe_tp_size,moe_ep_size,distribution,latency_ms\n"
-    m.write_text(head + "h100_sxm,sglang,sglang_fused_moe_triton,moe,fp8_block,1024,4096,14336,2,8,1,8,balanced,0.5\n"
-                 "h100_sxm,sglang,sglang_fused_moe_triton,moe,bfloat16,1024,2816,704,8,128,1,2,balanced,0.5\n"
-                 "h100_sxm,sglang,sglang_fused_moe_triton,moe,bfloat16,1024,4096,14336,2,8,8,1,balanced,0.5\n"
-                 "h100_sxm,sglang,sglang_fused_moe_triton,moe,fp8_block,1024,7168,2048,8,256,1,8,balanced,0.5\n"
-                 "h100_sxm,sglang,sglang_fused_moe_triton,moe,w4a16_mxfp4,1024,2880,2880,4,128,1,8,balanced,0.5\n"
-                 "h100_sxm,trtllm,moe_torch_flow_nongated,moe,fp8,1024,1024,2688,22,512,1,8,balanced,0.5\n")
-    kind, rows = read_csv(m)
-    pred, label = predict(kind, rows, calibration_for)
+    pred, label = _priced(tmp_path / "m.csv", MOE_HEAD, "h100_sxm,sglang,sglang_fused_moe_triton,moe,fp8_block,1024,4096,14336,2,8,1,8,balanced,0.5",
+                          "h100_sxm,sglang,sglang_fused_moe_triton,moe,bfloat16,1024,2816,704,8,128,1,2,balanced,0.5",
+                          "h100_sxm,sglang,sglang_fused_moe_triton,moe,bfloat16,1024,4096,14336,2,8,8,1,balanced,0.5",
+                          "h100_sxm,sglang,sglang_fused_moe_triton,moe,fp8_block,1024,7168,2048,8,256,1,8,balanced,0.5",
+                          "h100_sxm,sglang,sglang_fused_moe_triton,moe,w4a16_mxfp4,1024,2880,2880,4,128,1,8,balanced,0.5",
+                          "h100_sxm,trtllm,moe_torch_flow_nongated,moe,fp8,1024,1024,2688,22,512,1,8,balanced,0.5")
     for i, dt in ((0, "fp8_block"), (1, "bfloat16")):
         assert np.isnan(pred[i])
         assert label[i] == (f"unmodeled: sglang sglang_fused_moe_triton {dt} under EP times remote assignments on expert 0 "
