@@ -115,7 +115,7 @@ def where(kind: str, rows: list[dict], held, own) -> list[tuple[str, str, dict, 
     return out
 
 
-def run(train_fams, test_fams, tables, train_rows: int, rounds: int, kinds=KINDS, breakdown: bool = False) -> list[dict]:
+def run(train_fams, test_fams, tables, train_rows: int, rounds: int, *, kinds=KINDS, breakdown: bool = False) -> list[dict]:
     rng = np.random.default_rng(0)
     cal, out = documented(), []
     for kind in KINDS[:max(KINDS.index(k) for k in kinds) + 1]:
