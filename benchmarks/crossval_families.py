@@ -15,6 +15,11 @@ Ampere) keep default.toml's values; the GEMM table is also broken down by dtype.
     python benchmarks/crossval_families.py --scheduler local --out docs/crossval_families.md   # both at once, on Dask
     python benchmarks/crossval_families.py --before docs/crossval_families.md --out docs/crossval_families.md
         # with a column of the held-out figures the previous file gave (a change's before / after)
+    python benchmarks/crossval_families.py --kinds gemm --where   # GEMM alone, and where each unmet fold's error is
+
+--kinds prices only those tables (the kinds before them in calibrate's order are still fitted: later kinds reuse
+earlier fits); the MoE kernel-family folds run with moe. --where adds, for each fold that misses its target, the
+held-out and in-sample error by bucket of the rows' sizes, dtypes and routing (WHERE).
 
 Training rows: at most --train-rows per table and family (a fixed random subsample, seed 0); test rows: all.
 
@@ -49,6 +54,19 @@ DIRECTIONS = ((("hopper", "ampere"), ("blackwell",)), (("blackwell",), ("hopper"
 MOE_FAMILY_FOLDS = (("cutlass.bf16", {"hopper": ("hopper/moe", lambda r: r["kernel_source"] == "moe_torch_flow_cutlass" and r["moe_dtype"] == "bfloat16"),
                                      "ampere": ("moe", lambda r: r["system"] == "a100_sxm")}),)
 TARGET = {"gemm": 12.0, "prefill_attention": 15.0, "decode_attention": 15.0, "moe": 20.0}  # issue 22, median APE %
+# --where: per table, the row fields a held-out error is broken down by: (label, value of a row, bucket upper
+# edges; None: each value its own bucket); a GEMM's sizes within each dtype (the dtype's figures are the table's
+# own breakdown; their kernels' biases differ in sign)
+_SIZES = (16, 128, 1024, 8192)
+WHERE = {"gemm": (("M", lambda r: float(r["m"]), _SIZES), ("N", lambda r: float(r["n"]), _SIZES), ("K", lambda r: float(r["k"]), _SIZES)),
+         "prefill_attention": (("kv dtype", lambda r: r["kv_cache_dtype"], None), ("batch", lambda r: float(r["batch_size"]), (1, 8, 64)),
+                               ("prompt", lambda r: float(r["isl"]), (128, 1024, 8192)), ("head dim", lambda r: int(r["head_dim"]), None)),
+         "decode_attention": (("kv dtype", lambda r: r["kv_cache_dtype"], None), ("batch", lambda r: float(r["batch_size"]), (1, 8, 64, 512)),
+                              ("context", lambda r: float(r["isl"]) + float(r["step"]), (1024, 4096, 16384)),
+                              ("KV heads", lambda r: int(r["num_key_value_heads"]), None)),
+         "moe": (("dtype", lambda r: r["moe_dtype"], None), ("tokens", lambda r: float(r["num_tokens"]), (8, 64, 512, 4096)),
+                 ("EP", lambda r: int(r["moe_ep_size"]), None), ("routing", lambda r: r["distribution"], None))}
+WHERE_WITHIN = {"gemm": lambda r: r["gemm_dtype"]}
 
 
 def family_rows() -> dict[str, dict[str, list[dict]]]:
@@ -66,10 +84,41 @@ def _stats(kind, rows, cal_for) -> dict:
     return error_stats(pred, np.array([float(r["latency_ms"]) for r in rows]))
 
 
-def run(train_fams, test_fams, tables, train_rows: int, rounds: int) -> list[dict]:
+def _bucket(v, edges) -> str:
+    """The bucket a row's value falls in: itself (edges None), else the range of `edges` it is within."""
+    if edges is None:
+        return str(v)
+    lo = 0
+    for e in edges:
+        if v <= e:
+            return f"{e:g}" if lo + 1 == e else f"{lo + 1:g}-{e:g}"
+        lo = e
+    return f">{lo:g}"
+
+
+def where(kind: str, rows: list[dict], held, own) -> list[tuple[str, str, dict, dict]]:
+    """(field, bucket, held-out stats, in-sample stats) of `rows` priced at `held` and `own` (prediction
+    arrays), by each of WHERE[kind]'s fields (within each WHERE_WITHIN[kind] group of rows for a field with
+    edges), buckets in their order of least value (edges: ascending)."""
+    y = np.array([float(r["latency_ms"]) for r in rows])
+    within = WHERE_WITHIN.get(kind)
+    out = []
+    for label, value, edges in WHERE[kind]:
+        vals = [value(r) for r in rows]
+        group = [f"{within(r)} " if within and edges else "" for r in rows]
+        keys = np.array([g + _bucket(v, edges) for g, v in zip(group, vals, strict=True)])
+        least = {}
+        for g, v, k in zip(group, vals, keys, strict=True):
+            least[k] = min(least.get(k, (g, v)), (g, v))
+        out += [(label, b, error_stats(held[keys == b], y[keys == b]), error_stats(own[keys == b], y[keys == b]))
+                for b in sorted(least, key=least.get)]
+    return out
+
+
+def run(train_fams, test_fams, tables, train_rows: int, rounds: int, *, kinds=KINDS, breakdown: bool = False) -> list[dict]:
     rng = np.random.default_rng(0)
     cal, out = documented(), []
-    for kind in KINDS:
+    for kind in KINDS[:max(KINDS.index(k) for k in kinds) + 1]:
         train = []
         for f in train_fams:
             rows = tables[kind].get(f, [])
@@ -78,14 +127,19 @@ def run(train_fams, test_fams, tables, train_rows: int, rounds: int) -> list[dic
         t0 = time.time()
         cal, _ = fit_kind(kind, train, cal, "+".join(train_fams), rounds=rounds)
         secs = time.time() - t0
+        if kind not in kinds:
+            continue
         test = [r for f in test_fams for r in tables[kind].get(f, [])]
+        y = np.array([float(r["latency_ms"]) for r in test])
+        held, own = predict(kind, test, lambda g, c=cal: c)[0], predict(kind, test, calibration_for)[0]
         res = {"kind": kind, "train": "+".join(train_fams), "test": "+".join(test_fams), "train_rows": len(train),
-               "fit_s": round(secs), "held_out": _stats(kind, test, lambda g, c=cal: c),
-               "own_family": _stats(kind, test, calibration_for), "by": {}}
+               "fit_s": round(secs), "held_out": error_stats(held, y), "own_family": error_stats(own, y), "by": {}}
+        if breakdown and res["held_out"]["median_ape"] > TARGET[kind]:
+            res["where"] = where(kind, test, held, own)
         if kind == "gemm":
-            for dt in sorted({r["gemm_dtype"] for r in test}):
-                sub = [r for r in test if r["gemm_dtype"] == dt]
-                res["by"][dt] = (_stats(kind, sub, lambda g, c=cal: c), _stats(kind, sub, calibration_for))
+            dtypes = np.array([r["gemm_dtype"] for r in test])
+            res["by"] = {dt: (error_stats(held[dtypes == dt], y[dtypes == dt]), error_stats(own[dtypes == dt], y[dtypes == dt]))
+                         for dt in sorted(set(dtypes))}
         out.append(res)
     return out
 
@@ -159,15 +213,23 @@ def markdown(results: list[list[dict]], train_rows: int, rounds: int, before: di
                   "price the first on the second; its \"in sample\" column is the second's own fit of them):", "",
                   "| family | parameter | fitted on | value | fitted on | value |", "|---|---|---|---|---|---|"]
         lines += [f"| {r['kind']} | {p.split('.')[0]} | {r['train']} | {v[0]:.4g} | {r['test']} | {v[1]:.4g} |" for r, p, v in family]
+    unmet = [r for res in results for r in res if r.get("where")]
+    if unmet:
+        lines += ["", "Where the held-out error is (`--where`), for each fold that misses its target: median APE (signed median) "
+                  "of the held-out rows by bucket, priced by the shared fit and by the priced family's own fit:", "",
+                  "| fitted on | priced | table | by | bucket | n | held out | in sample |", "|---|---|---|---|---|---|---|---|"]
+        for r in unmet:
+            lines += [f"| {r['train']} | {r['test']} | {r['kind']} | {label} | {b} | {h['n']} | {h['median_ape']:.1f} ({h['signed_median_pe']:+.1f}) "
+                      f"| {o['median_ape']:.1f} ({o['signed_median_pe']:+.1f}) |" for label, b, h, o in r["where"]]
     return "\n".join(lines) + "\n"
 
 
-def fold(direction: int, *, train_rows: int, rounds: int) -> list[dict]:
+def fold(direction: int, *, train_rows: int, rounds: int, kinds=KINDS, breakdown: bool = False) -> list[dict]:
     """One direction (an index into DIRECTIONS, then one per MoE family fold and way), reading the tables
-    itself: a task of the sweep executor."""
+    itself: a task of the sweep executor. `kinds` and `breakdown`: run's (a MoE family fold ignores them)."""
     if direction < len(DIRECTIONS):
         train, test = DIRECTIONS[direction]
-        return run(train, test, family_rows(), train_rows, rounds)
+        return run(train, test, family_rows(), train_rows, rounds, kinds=kinds, breakdown=breakdown)
     key, tables = MOE_FAMILY_FOLDS[(direction - len(DIRECTIONS)) // 2]
     train, test = list(tables)[:: 1 if (direction - len(DIRECTIONS)) % 2 == 0 else -1]
     return [moe_family_fold(key, tables, train, test, train_rows=train_rows, rounds=rounds)]
@@ -181,11 +243,15 @@ def main() -> None:
     ap.add_argument("--before", help="a file this script wrote before a change: its held-out figures as a last column")
     ap.add_argument("--scheduler", help="local (a Dask LocalCluster) or tcp://HOST:PORT; default: in-process")
     ap.add_argument("--workers", type=int, help="worker processes of the local cluster (default: one per core)")
+    ap.add_argument("--kinds", nargs="+", choices=KINDS, default=list(KINDS), help="the tables to price (default: all)")
+    ap.add_argument("--where", action="store_true", help="each unmet fold's held-out error by bucket of size, dtype, routing")
     args = ap.parse_args()
+    kinds = tuple(k for k in KINDS if k in args.kinds)
     # the two directions are tasks of the sweep executor, as crossval_campaigns.py runs its folds: the fits
     # are mostly Python, so a local cluster runs a worker process per direction
-    results = list(execute(list(range(len(DIRECTIONS) + 2 * len(MOE_FAMILY_FOLDS))), scheduler=args.scheduler, workers=args.workers,
-                           fn=partial(fold, train_rows=args.train_rows, rounds=args.rounds), processes=True))
+    tasks = len(DIRECTIONS) + (2 * len(MOE_FAMILY_FOLDS) if "moe" in kinds else 0)
+    results = list(execute(list(range(tasks)), scheduler=args.scheduler, workers=args.workers,
+                           fn=partial(fold, train_rows=args.train_rows, rounds=args.rounds, kinds=kinds, breakdown=args.where), processes=True))
     text = markdown(results, args.train_rows, args.rounds, before_cells(args.before) if args.before else None)
     if args.out:
         Path(args.out).write_text(text)

@@ -4,6 +4,7 @@ import importlib
 from functools import partial
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -67,3 +68,25 @@ def test_folds_at_another_routing_skew(monkeypatch):
     tpot = [r["in_sample"]["overall"]["tpot_ms"] for r in (bundled, skewed)]
     assert [t["n"] for t in tpot] == [3, 3] and tpot[1]["signed_median_pe"] < tpot[0]["signed_median_pe"] - 3.0
     assert "rounds=0, MoE routing skew 1.1 (" in cc.markdown([skewed]) and "rounds=0 (" in cc.markdown([bundled])
+
+
+def test_where_a_held_out_error_is(monkeypatch):
+    """--where: a fold's held-out and in-sample errors by bucket of the rows' fields, a GEMM's sizes within its dtype."""
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    cf = importlib.import_module("crossval_families")
+    assert [cf._bucket(v, (1, 8, 64)) for v in (1, 2, 8, 9, 65)] == ["1", "2-8", "2-8", "9-64", ">64"]
+    rows = [{"gemm_dtype": dt, "m": m, "n": "4096", "k": "4096", "latency_ms": "0.01"}
+            for dt, m in (("bfloat16", "4"), ("bfloat16", "100"), ("fp8", "16"), ("bfloat16", "16"))]
+    held, own = np.array([0.011, 0.008, 0.0125, 0.0095]), np.full(4, 0.01)
+    m = [(b, h["n"], round(h["median_ape"], 6), round(h["signed_median_pe"], 6), o["median_ape"])
+         for label, b, h, o in cf.where("gemm", rows, held, own) if label == "M"]
+    # bfloat16 at M 4 and 16: +10% and -5% (median APE 7.5, signed +2.5); at 100: -20%; fp8 at 16: +25%
+    assert m == [("bfloat16 1-16", 2, 7.5, 2.5, 0.0), ("bfloat16 17-128", 1, 20.0, -20.0, 0.0), ("fp8 1-16", 1, 25.0, 25.0, 0.0)]
+    # one table, every held-out row in one bucket of each field, the breakdown only where the fold misses its target
+    # (rounds=0 from default.toml's values on 60 rows: Hopper -> Blackwell GEMM at 20%+)
+    [res] = cf.fold(2, train_rows=60, rounds=0, kinds=("gemm",), breakdown=True)
+    assert (res["kind"], res["train"], res["test"]) == ("gemm", "hopper", "blackwell") and res["held_out"]["median_ape"] > cf.TARGET["gemm"]
+    for field in ("M", "N", "K"):
+        assert sum(h["n"] for label, _, h, _ in res["where"] if label == field) == res["held_out"]["n"] == 16000
+    assert sum(h["n"] for label, b, h, _ in res["where"] if label == "K" and b.startswith("nvfp4 ")) == res["by"]["nvfp4"][0]["n"] == 4000
+    assert "| hopper | blackwell | gemm | M | nvfp4 1-16 |" in cf.markdown([[res]], 60, 0)
