@@ -228,3 +228,20 @@ def test_serving_fit_keeps_atoms_eager_launch_at_its_documented_value():
     assert "atom" not in fitted["eager_launch_s"] and "atom" not in fitted["eager_skew_s"]
     assert dict(calibration_for(mi355x).eager_launch_s)["atom"] == dict(documented("cdna4").eager_launch_s)["atom"] == 3e-6
     assert dict(calibration_for(mi355x).eager_skew_s)["atom"] == 0.0
+
+
+def test_calibrate_serving_lists_only_the_values_it_fitted(tmp_path, monkeypatch):
+    import functools
+
+    from llm_codesign.measure import calibrate
+
+    # an ATOM-only file: its eager launch and their spread are documented, not fitted, so the summary names neither
+    # (it printed "eager launch ; its spread over a stage's ranks ;")
+    monkeypatch.setattr(calibrate, "fit_serving", functools.partial(calibrate.fit_serving, rounds=0))
+    s = tmp_path / "s.csv"
+    s.write_text("model,gpu,num_gpus,backend,weight_dtype,kv_dtype,isl,osl,concurrency,tp,ttft_ms,tpot_ms\n"
+                 "meta-llama/Llama-3.1-8B,mi355x,1,atom,bf16,bf16,1024,256,8,1,50,12\n")
+    code, stdout, err = _cli("calibrate", "--serving", str(s), "-o", str(tmp_path / "p.toml"), "--force")
+    line = next(x for x in stdout.splitlines() if x.startswith("serving: "))
+    assert code == 0 and line.startswith("serving: step overhead atom ") and "; wait steps atom " in line, err
+    assert "eager launch" not in line and "spread" not in line and " ; " not in line
