@@ -203,3 +203,45 @@ def test_serving_fit_leaves_a_mechanism_an_engine_lacks_at_zero():
             for be in ("sglang", "trtllm")]
     _, out = calibrate.fit_serving(rows, {"hopper": calibration_for(get_gpu("h100"))}, rounds=0)
     assert set(out["adp_wait_steps"]) == {"trtllm"}
+
+
+def test_serving_fit_keeps_atoms_eager_launch_at_its_documented_value():
+    import tomllib
+    from importlib import resources
+
+    from llm_codesign.cost.calibration import documented
+    from llm_codesign.measure import calibrate
+
+    # the MI355X runs cannot place ATOM's host cost per eager launch (default.toml: the driver's 3 us dispatch) nor its
+    # spread over ranks (none): never searched, so the profile keeps them and the fit reports neither; ATOM's other host
+    # costs are searched
+    assert calibrate.DOCUMENTED == {("eager_launch_s", "atom"), ("eager_skew_s", "atom")}
+    mi355x = get_gpu("mi355x")
+    rows = [{"model": "meta-llama/Llama-3.1-8B", "gpu": "mi355x", "num_gpus": "1", "backend": "atom", "weight_dtype": "bf16",
+             "kv_dtype": "bf16", "isl": "1024", "osl": "256", "concurrency": "8", "tp": "1", "ttft_ms": "50", "tpot_ms": "12"}]
+    start = replace(calibration_for(mi355x), eager_launch_s=(("atom", 4e-6),))
+    fams, out = calibrate.fit_serving(rows, {"cdna4": start}, rounds=0)
+    assert "atom" not in out["eager_launch_s"] and "atom" not in out["eager_skew_s"] and "atom" in out["step_overhead_s"]
+    assert dict(fams["cdna4"].eager_launch_s)["atom"] == 4e-6 and dict(fams["cdna4"].eager_skew_s)["atom"] == 0.0
+    # the bundled profile: default.toml's value, which fitted.toml does not override
+    fitted = tomllib.loads(resources.files("llm_codesign").joinpath("data/calibration/fitted.toml").read_text())["default"]
+    assert "atom" not in fitted["eager_launch_s"] and "atom" not in fitted["eager_skew_s"]
+    assert dict(calibration_for(mi355x).eager_launch_s)["atom"] == dict(documented("cdna4").eager_launch_s)["atom"] == 3e-6
+    assert dict(calibration_for(mi355x).eager_skew_s)["atom"] == 0.0
+
+
+def test_calibrate_serving_lists_only_the_values_it_fitted(tmp_path, monkeypatch):
+    import functools
+
+    from llm_codesign.measure import calibrate
+
+    # an ATOM-only file: its eager launch and their spread are documented, not fitted, so the summary names neither
+    # (it printed "eager launch ; its spread over a stage's ranks ;")
+    monkeypatch.setattr(calibrate, "fit_serving", functools.partial(calibrate.fit_serving, rounds=0))
+    s = tmp_path / "s.csv"
+    s.write_text("model,gpu,num_gpus,backend,weight_dtype,kv_dtype,isl,osl,concurrency,tp,ttft_ms,tpot_ms\n"
+                 "meta-llama/Llama-3.1-8B,mi355x,1,atom,bf16,bf16,1024,256,8,1,50,12\n")
+    code, stdout, err = _cli("calibrate", "--serving", str(s), "-o", str(tmp_path / "p.toml"), "--force")
+    line = next(x for x in stdout.splitlines() if x.startswith("serving: "))
+    assert code == 0 and line.startswith("serving: step overhead atom ") and "; wait steps atom " in line, err
+    assert "eager launch" not in line and "spread" not in line and " ; " not in line

@@ -229,13 +229,13 @@ def calibrate(
             err = f"median APE {r['median_ape']:.1f}%  p90 {r['p90_ape']:.1f}%"
         con.print(f"{r['family']:10s} {r['kind']:18s} {r['rows']:6d} rows  {err}")
     if srv:
-        con.print(f"serving: step overhead {', '.join(f'{b} {v * 1e3:.2f} ms' for b, v in srv['step_overhead_s'].items())}; "
-                  f"request overhead {', '.join(f'{b} {v * 1e3:.1f} ms' for b, v in srv['ttft_overhead_s'].items())}; "
-                  f"waves' re-bunching share {', '.join(f'{b} {v:.2f}' for b, v in srv['prefill_queue_fraction'].items())}; "
-                  f"eager launch {', '.join(f'{b} {v * 1e6:.1f} us' for b, v in srv['eager_launch_s'].items())}; "
-                  f"its spread over a stage's ranks {', '.join(f'{b} {v * 1e6:.1f} us' for b, v in srv['eager_skew_s'].items())}; "
-                  f"wait steps {', '.join(f'{b} {v:.2f}' for b, v in srv['ttft_wait_steps'].items())}; "
-                  f"host cost per running sequence {', '.join(f'{b} {v * 1e6:.1f} us' for b, v in srv['seq_overhead_s'].items())}")
+        # per engine, the fitted ones (an engine's documented values, measure.calibrate.NOT_FITTED, are not listed)
+        shown = (("step overhead", "step_overhead_s", 1e3, ".2f", " ms"), ("request overhead", "ttft_overhead_s", 1e3, ".1f", " ms"),
+                 ("waves' re-bunching share", "prefill_queue_fraction", 1.0, ".2f", ""), ("eager launch", "eager_launch_s", 1e6, ".1f", " us"),
+                 ("its spread over a stage's ranks", "eager_skew_s", 1e6, ".1f", " us"), ("wait steps", "ttft_wait_steps", 1.0, ".2f", ""),
+                 ("host cost per running sequence", "seq_overhead_s", 1e6, ".1f", " us"))
+        con.print("serving: " + "; ".join(f"{label} {', '.join(f'{b} {v * scale:{fmt}}{unit}' for b, v in srv[key].items())}"
+                                          for label, key, scale, fmt, unit in shown if srv[key]))
     if srv:
         _print_own_intervals(text, con)
     con.print(f"wrote {'standard output' if output == '-' else output}")
