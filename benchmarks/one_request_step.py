@@ -77,9 +77,10 @@ def b200(shared: Path) -> None:
     attn = [float(r["latency_ms"]) * 1e3 for r in csv.DictReader(_open(shared / "kernels" / "decode_attention.csv"))
             if r["system"] == "b200_sxm" and int(r["batch_size"]) <= 2 and r["num_key_value_heads"] == "1"
             and r["head_dim"] == "512" and 1023 <= int(r["step"]) <= 4095]
-    # TensorRT-LLM 1.3's own one-shot all-reduce at TP 8 on H100 (kernels_hopper comm, 8-16 KiB; B200's table is NCCL's)
-    ar = [float(r["latency_ms"]) * 1e3 for r in csv.DictReader(_open(shared / "kernels_hopper" / "comm.csv.gz"))
-          if r["kernel_source"] == "TRTLLM" and r["num_gpus"] == "8" and 8192 <= int(r["message_size"]) <= 16384]
+    # TensorRT-LLM 1.3's own one-shot all-reduce at TP 8 on H100 at one token's 7,168 elements (kernels_hopper comm;
+    # message_size counts elements: aiconfigurator's CustomAllReduce(..., h, tp) per token; B200's table is NCCL's)
+    ar = _loglog([r for r in csv.DictReader(_open(shared / "kernels_hopper" / "comm.csv.gz"))
+                  if r["kernel_source"] == "TRTLLM" and r["num_gpus"] == "8"], 7168, "message_size")
     print("B200 no MTP, one token (us per launch; count per step)")
     print(f"{'operator':28s} {'count':>5s} {'priced':>7s} {'table':>7s} {'ratio':>6s}  table basis")
     step_p = step_t = 0.0
@@ -100,8 +101,8 @@ def b200(shared: Path) -> None:
             tab = float(np.median(attn))
             basis = f"GQA rows, 1 KV head of 512, 1-4k context ({len(attn)}; no MLA table)"
         elif role == "all_reduce" and name.startswith(("layer0/attn", "layer1/moe")):
-            tab = float(np.median(ar)) + 2.0  # + the fused RMSNorm, ~2 us (an estimate)
-            basis = "TRT-LLM one-shot AR, H100 TP8 8-16 KiB, + ~2 us norm"
+            tab = ar + 2.0  # + the fused RMSNorm, ~2 us (an estimate)
+            basis = "TRT-LLM one-shot AR, H100 TP8 7168 BF16, + ~2 us norm"
         step_p += us * count
         step_t += tab * count
         print(f"{name:28s} {count:5d} {us:7.2f} {tab:7.2f} {tab / us:6.2f}  {basis}")
