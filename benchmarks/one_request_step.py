@@ -130,7 +130,8 @@ def _ops_us(gpu: str, tokens: float, *, first_draft: bool = False) -> tuple[dict
     draft |= {"mtp1/" + k: v for k, v in us(mtp_module_ops(dm, dep.gpu, cal, sh, tokens=1.0, seqs=1.0, engine=costs.engine)).items()}
     draft |= {"mtp4/" + k: v for k, v in us(mtp_module_ops(dm, dep.gpu, cal, sh, tokens=tokens, seqs=1.0, engine=costs.engine)).items()}
     counts = {op.name: float(np.sum(op.count)) for op in ops}
-    return us(ops) | {"host/step_overhead": costs.step_overhead * 1e6}, counts | {"host/step_overhead": 1.0}, draft
+    host = (costs.step_overhead + costs.seq_overhead) * 1e6  # the host's step, with its one running sequence
+    return us(ops) | {"host/step_overhead": host}, counts | {"host/step_overhead": 1.0}, draft
 
 
 def _near(rows, x: float, key: str) -> list:
@@ -217,6 +218,19 @@ MLA_MODULE = ("qkv_a", "latent_norms", "q_b", "mla_q_absorb", "core_decode", "ml
 MOE_BLOCK_OPS = ("topk", "permute", "experts_gate_up", "experts_act", "experts_down")
 
 
+def iteration(gpu: str) -> list[tuple[str, str, float, float, float]]:
+    """Every launch of one MTP iteration of the H200 run's plan on `gpu`: (pass, operator, launches, tokens, us
+    each). The verify step; the first draft pass runs the MTP block (the MoE layer's operators) over the 4
+    verified positions with its module's input path at 4 and the LM head at one; the other two passes run
+    everything at one token (serve.aggregated._decode_kernels)."""
+    ops, counts, draft = _ops_us(gpu, 4.0)
+    its = [("verify", k, counts[k], 1.0 if k.startswith("host") else 4.0, v) for k, v in ops.items()]
+    its += [("draft 1", k, 1.0, 4.0, v) for k, v in ops.items() if k.startswith(("layer0/attn", "layer1/"))]
+    its += [("draft 1", k, 1.0, 4.0, v) for k, v in draft.items() if k.startswith("mtp4/")]
+    its += [("draft 1", "mtp1/lm_head", 1.0, 1.0, draft["mtp1/lm_head"])]
+    return its + [("drafts 2-3", k, 2.0, 1.0, v) for k, v in draft.items() if k.startswith("mtp1/")]
+
+
 def h200(shared: Path) -> None:
     """DeepSeek-R1 block FP8 on 8xH200 (attention TP 8, MoE TP 2 x EP 4), one request verifying 3 MTP drafts
     at 2k context: each operator of the verify step and the draft passes as the model prices it, against the
@@ -224,26 +238,20 @@ def h200(shared: Path) -> None:
     that operator: H200 has H100's compute and 4.8 against 3.35 TB/s, so a kernel bound by its weights'
     bytes gets ~0.7x, one bound by its fixed cost ~1x)."""
     table = _h100_tables(shared, ROOT / "src/llm_codesign/data/measurements/kernels_hopper")
-    p200, counts, d200 = _ops_us("h200", 4.0)
-    p100, _, d100 = _ops_us("h100", 4.0)
-    # every launch of one MTP iteration: (pass, operator, launches, tokens, H200 us, H100 us). The verify step;
-    # the first draft pass runs the MTP block (the MoE layer's operators) over the 4 verified positions with its
-    # module's input path at 4 and the LM head at one; the other two passes run everything at one token
-    its = [("verify", k, counts[k], 1.0 if k.startswith("host") else 4.0, v, p100[k]) for k, v in p200.items()]
-    its += [("draft 1", k, 1.0, 4.0, v, p100[k]) for k, v in p200.items() if k.startswith(("layer0/attn", "layer1/"))]
-    its += [("draft 1", k, 1.0, 4.0, v, d100[k]) for k, v in d200.items() if k.startswith("mtp4/")]
-    its += [("draft 1", "mtp1/lm_head", 1.0, 1.0, d200["mtp1/lm_head"], d100["mtp1/lm_head"])]
-    its += [("drafts 2-3", k, 2.0, 1.0, v, d100[k]) for k, v in d200.items() if k.startswith("mtp1/")]
+    its = [(*x, y[4]) for x, y in zip(iteration("h200"), iteration("h100"), strict=True)]
 
-    def block(where: str, tokens: float) -> float:  # the MoE block's priced H100 us at `tokens`
-        return sum(p100[f"layer1/moe/{o}"] if tokens > 1 else d100[f"mtp1/moe/{o}"] for o in MOE_BLOCK_OPS)
+    def priced100(where: str, roles, pre: str) -> float:  # H100 us of one pass's operators of these roles
+        return sum(x[5] for x in its if x[0] == where and x[1].startswith(pre) and x[1].split("/")[-1] in roles)
+
+    def block(tokens: float) -> float:  # the MoE block's priced H100 us at `tokens`
+        return priced100("verify", MOE_BLOCK_OPS, "layer1/") if tokens > 1 else priced100("drafts 2-3", MOE_BLOCK_OPS, "mtp1/")
 
     def figure(name, tokens, us200, us100) -> tuple[float, str]:
         """The table-based H200 us of one launch, and its basis."""
         role = name.split("/")[-1]
         if role in MOE_BLOCK_OPS:  # timed whole by the tables: each of its operators at the block's table / priced
             t100, basis = table("moe_block", tokens)
-            return us200 * t100 / block(name, tokens), f"MoE block whole: {basis}; H100 {t100:.1f} against {block(name, tokens):.1f}"
+            return us200 * t100 / block(tokens), f"MoE block whole: {basis}; H100 {t100:.1f} against {block(tokens):.1f}"
         got = table(role, tokens)
         if got is None:
             return us200, "none (priced)"
@@ -262,10 +270,11 @@ def h200(shared: Path) -> None:
         print(f"{where + ' ' + name:38s} {cnt:5.0f} {us200:7.2f} {t:7.2f} {t / us200:6.2f}  {basis}")
     print("by family over the iteration (ms): priced, table-based, table - priced")
     for fam in sorted(fam_p, key=lambda f: -fam_p[f]):
-        print(f"  {fam:34s} {fam_p[fam] / 1e3:6.3f} {fam_t[fam] / 1e3:6.3f} {(fam_t[fam] - fam_p[fam]) / 1e3:+7.3f}")
+        print(f"  {fam:38s} {fam_p[fam] / 1e3:6.3f} {fam_t[fam] / 1e3:6.3f} {(fam_t[fam] - fam_p[fam]) / 1e3:+7.3f}")
     # the modules the tables time whole (RoPE and cache append: half of the layer's two elementwise launches)
-    for tokens, ops, pre in ((4.0, p100, "layer"), (1.0, d100, "mtp1")):
-        ph = sum(ops[f"{pre}{'0' if tokens > 1 else ''}/attn/{o}"] for o in MLA_MODULE) + ops[f"{pre}{'1' if tokens > 1 else ''}/elementwise"] / 2
+    for tokens, where, pre in ((4.0, "verify", "layer"), (1.0, "drafts 2-3", "mtp1")):
+        ph = priced100(where, MLA_MODULE, f"{pre}{'0' if tokens > 1 else ''}/attn/") + \
+            priced100(where, ("elementwise",), f"{pre}{'1' if tokens > 1 else ''}/elementwise") / 2
         t100, basis = table("mla_module", tokens)
         print(f"MLA module on H100 at {tokens:g} token(s): priced {ph:.1f}, table {t100:.1f} ({basis}), {t100 / ph - 1:+.1%}")
     it_p, it_t = sum(fam_p.values()) / 1e3, sum(fam_t.values()) / 1e3
