@@ -60,14 +60,14 @@ def test_repeats_and_conflicts_keep_the_named_run():
                                                    "unrecorded": 0}
 
 
-def test_consistent_bounds_a_deployments_tpot_by_its_concurrency():
+def test_contradiction_bounds_a_deployments_tpot_by_its_concurrency():
     # more requests never make a token faster, nor slower than serving them one batch after another (1.5x slack)
-    assert audit.consistent([(1, 8.0), (2, 9.0), (8, 20.0), (64, 100.0)]) is None
-    assert audit.consistent([(1, 8.0), (1, 12.0)]) is None  # a re-run within 1.5x
-    assert audit.consistent([(1, 8.0), (1, 12.1)]) == (0, 1)  # the same setting measured 1.51x apart
-    assert audit.consistent([(16, 133.0), (32, 71.8)]) == (0, 1)  # 133 > 1.5 x 71.8: faster with twice the requests
-    assert audit.consistent([(1, 8.0), (2, 24.0)]) is None  # 2 x 1.5 x 8 = 24: the serial bound, met
-    assert audit.consistent([(1, 8.0), (2, 24.1)]) == (0, 1)
+    assert audit.contradiction([(1, 8.0), (2, 9.0), (8, 20.0), (64, 100.0)]) is None
+    assert audit.contradiction([(1, 8.0), (1, 12.0)]) is None  # a re-run within 1.5x
+    assert audit.contradiction([(1, 8.0), (1, 12.1)]) == (0, 1)  # the same setting measured 1.51x apart
+    assert audit.contradiction([(16, 133.0), (32, 71.8)]) == (0, 1)  # 133 > 1.5 x 71.8: faster with twice the requests
+    assert audit.contradiction([(1, 8.0), (2, 24.0)]) is None  # 2 x 1.5 x 8 = 24: the serial bound, met
+    assert audit.contradiction([(1, 8.0), (2, 24.1)]) == (0, 1)
 
 
 def test_a_series_that_contradicts_itself_at_either_concurrency_goes():

@@ -18,7 +18,7 @@ plan. Configuration rows with the signature and no such evidence are kept as the
 suspect, as are rows whose concurrency differs from the run name's `_cN_`, where nothing shows which is
 right. Where something does, they go: a run series (one deployment's runs: the name but for its `_cN_` and
 run index) that contradicts itself both at its recorded concurrencies and at its names' is *inconsistent*
-(`consistent` states the two bounds), and a run whose name leaves the concurrency blank (`_c_`) is
+(`contradiction` states the two bounds), and a run whose name leaves the concurrency blank (`_c_`) is
 *unrecorded*: no column of such rows describes what ran. `clean` applies these rules and says, per row,
 what it changed, dropped or doubts, and why.
 `repeatability` measures how far independent runs of one setting lie apart: the data's own noise.
@@ -174,7 +174,7 @@ def _named_concurrency(r: dict) -> float:
     return float(m[1]) if m and m[1] else _num((r.get("concurrency") or "").strip() or "nan")
 
 
-def consistent(runs: list[tuple[float, float]]) -> tuple[int, int] | None:
+def contradiction(runs: list[tuple[float, float]]) -> tuple[int, int] | None:
     """The first pair (i, j) of one deployment's runs, (concurrency, TPOT) each, that no closed loop of fixed
     lengths can produce, or None. With concurrency c_i <= c_j: more requests never make a token faster (a
     step carries at least as many sequences and prefills), nor slower than running them c_j / c_i batches
@@ -189,7 +189,7 @@ def consistent(runs: list[tuple[float, float]]) -> tuple[int, int] | None:
 
 def _inconsistent_series(fixed: list[dict], drop: dict[int, int], changes: list[dict]) -> None:
     """Drop every run of a series whose concurrency is in doubt (a row's differs from its name's) when the
-    series contradicts itself (`consistent`) both at the recorded concurrencies and at the names' (in `drop`,
+    series contradicts itself (`contradiction`) both at the recorded concurrencies and at the names' (in `drop`,
     each noted in `changes`): then neither reading describes what ran."""
     series: dict[tuple, list[int]] = {}
     for i, r in enumerate(fixed):
@@ -204,7 +204,7 @@ def _inconsistent_series(fixed: list[dict], drop: dict[int, int], changes: list[
         named = [(_named_concurrency(fixed[i]), t) for i, (_, t) in zip(idx, recorded, strict=True)]
         if recorded == named:
             continue
-        why = [consistent(recorded), consistent(named)]
+        why = [contradiction(recorded), contradiction(named)]
         if None in why:
             continue
         said = "; ".join(f"{how}, TPOT {runs[a][1]:.2f} ms at {runs[a][0]:g} but {runs[b][1]:.2f} ms at {runs[b][0]:g} ("
