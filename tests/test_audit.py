@@ -35,7 +35,7 @@ def test_product_plan_is_rederived_from_the_run_name():
     kept, changes = audit.clean([tp_row, adp_row, ok_row])
     assert [(r["num_gpus"], r["tp"], r["ep"], r["moe_tp"], r["attention_dp"]) for r in kept] == [
         ("8", "8", "8", "1", "1"), ("8", "1", "8", "1", "8"), ("8", "8", "8", "1", "1")]
-    assert audit.summary(changes) == {"replanned": 2, "repeat": 0, "conflict": 0, "suspect": 0}
+    assert audit.summary(changes) == {"replanned": 2, "repeat": 0, "conflict": 0, "suspect": 0, "inconsistent": 0, "unrecorded": 0}
     # a concurrency other than the run name's is kept, and doubted
     kept, changes = audit.clean([dict(ok_row, concurrency="4")])
     assert kept[0]["concurrency"] == "4" and [c["action"] for c in changes] == ["suspect"] and "c16" in changes[0]["detail"]
@@ -56,7 +56,60 @@ def test_repeats_and_conflicts_keep_the_named_run():
     assert (kept[2]["num_gpus"], kept[2]["tp"], kept[2]["moe_tp"]) == ("16", "16", "4")
     assert {c["row"]: c["action"] for c in changes} == {0: "conflict", 2: "repeat", 3: "replanned", 4: "suspect"}
     # cleaning is idempotent but for the doubted row
-    assert audit.summary(audit.clean(kept)[1]) == {"replanned": 0, "repeat": 0, "conflict": 0, "suspect": 1}
+    assert audit.summary(audit.clean(kept)[1]) == {"replanned": 0, "repeat": 0, "conflict": 0, "suspect": 1, "inconsistent": 0,
+                                                   "unrecorded": 0}
+
+
+def test_contradiction_bounds_a_deployments_tpot_by_its_concurrency():
+    # more requests never make a token faster, nor slower than serving them one batch after another (1.5x slack)
+    assert audit.contradiction([(1, 8.0), (2, 9.0), (8, 20.0), (64, 100.0)]) is None
+    assert audit.contradiction([(1, 8.0), (1, 12.0)]) is None  # a re-run within 1.5x
+    assert audit.contradiction([(1, 8.0), (1, 12.1)]) == (0, 1)  # the same setting measured 1.51x apart
+    assert audit.contradiction([(16, 133.0), (32, 71.8)]) == (0, 1)  # 133 > 1.5 x 71.8: faster with twice the requests
+    assert audit.contradiction([(1, 8.0), (2, 24.0)]) is None  # 2 x 1.5 x 8 = 24: the serial bound, met
+    assert audit.contradiction([(1, 8.0), (2, 24.1)]) == (0, 1)
+
+
+def test_a_series_that_contradicts_itself_at_either_concurrency_goes():
+    # the recorded concurrency is half the run name's; TPOT 8 at c1 and 40 at c2 both recorded at 1
+    runs = [row(f"q_2000x500_c{c}_tp2_epnone_{k}", f"{100 + k}.5", tpot, concurrency=rec, isl=2000, osl=500)
+            for k, (c, rec, tpot) in enumerate(((1, 1, "8.0"), (2, 1, "40.0"), (8, 4, "27.0")))]
+    other = row("q_2000x500_c4_tp4_epnone_9", "300.5", "9.0", concurrency=2, isl=2000, osl=500, tp=4, num_gpus=4)
+    kept, changes = audit.clean([*runs, other])
+    # as recorded the c1 and c2 runs are one setting measured 5x apart; as named 40 ms at c2 is over 2 x 1.5 x 8 ms at c1
+    assert kept == [other] and {c["row"]: c["action"] for c in changes} == {0: "inconsistent", 1: "inconsistent", 2: "inconsistent",
+                                                                            3: "suspect"}
+    assert changes[0]["detail"] == (
+        "its run series (3 runs) contradicts itself at the recorded concurrency, TPOT 8.00 ms at 1 but 40.00 ms at 1 (one setting "
+        "measured twice); at the run names', TPOT 8.00 ms at 1 but 40.00 ms at 2 (slower than serving them one batch after another)")
+    # a series one reading explains is kept, and its doubted rows stay doubted
+    fine = [dict(r, tpot_ms=t) for r, t in zip(runs, ("8.0", "11.0", "20.0"), strict=True)]
+    kept, changes = audit.clean(fine)
+    assert kept == fine and [c["action"] for c in changes] == ["suspect", "suspect"]
+    # a run name with a blank concurrency (`_c_`) records none: the row goes
+    blank = row("q_4000x1000_c_tp8_epnone_1", "39682.8", "31.5", concurrency=28, isl=4000, osl=1000)
+    kept, changes = audit.clean([blank, other])
+    assert kept == [other] and [(c["row"], c["action"]) for c in changes] == [(0, "unrecorded"), (1, "suspect")]
+    assert changes[0]["detail"] == "the run name states no concurrency (`_c_`), so the recorded 28 is not shown to be the run's"
+
+
+def test_the_samples_gb200_qwen3_32b_series_contradict_themselves():
+    # aiconfigurator-core 0.12.0 silicon_sample.csv: Qwen3-32B BF16, TP2 on GB200, TensorRT-LLM 1.3.0rc1, 2000/500; each row's
+    # batch_size (recorded as concurrency) is half its silicon_concurrency (the run name's c), and the c1 and c2 runs (both
+    # batch 1) decode at 8.07 and 41.92 ms a token
+    rows = read_rows(DATA / "serving_measured_blackwell.csv")
+    changes = {c["source"].split(":")[-1]: c for c in audit.clean(rows)[1]}
+    c1, c2 = (changes[f"qwen_qwen3_32b_qwen_qwen3_32b_gb200_trtllm_agg_2000x500_c{c}_tp2_epnone_{k}"] for c, k in ((1, 2), (2, 3)))
+    assert c1["action"] == c2["action"] == "inconsistent"
+    assert c1["detail"] == (
+        "its run series (8 runs) contradicts itself at the recorded concurrency, TPOT 8.07 ms at 1 but 41.92 ms at 1 (one setting "
+        "measured twice); at the run names', TPOT 8.07 ms at 1 but 41.92 ms at 2 (slower than serving them one batch after another)")
+    # at 4000/1000 the names' reading fails on TPOT falling from 133.32 ms at c64 to 71.82 ms at c128
+    assert "TPOT 133.32 ms at 64 but 71.82 ms at 128 (faster with more requests)" in changes[
+        "qwen_qwen3_32b_qwen_qwen3_32b_gb200_trtllm_agg_4000x1000_c64_tp2_epnone_14"]["detail"]
+    assert changes["qwen3_32b_qwen3_32b_gb200_trtllm_agg_4000x1000_c_tp2_epnone_2"]["action"] == "unrecorded"
+    # DeepSeek-R1-NVFP4 on B200 (TPOT 85-92 ms at every concurrency) is self-consistent either way: kept, doubted
+    assert changes["nvidia_deepseek_r1_nvfp4_nvidia_deepseek_r1_nvfp4_b200_sxm_trtllm_agg_4000x1000_c224_tp4_epnone_1"]["action"] == "suspect"
 
 
 def test_a_measurement_written_twice_in_other_last_bits_is_a_repeat():
@@ -109,8 +162,9 @@ def test_repeatability_is_the_spread_of_a_settings_runs():
 def test_shipped_clean_file_is_the_clean_form_of_the_sample():
     rows = read_rows(DATA / "serving_measured_blackwell.csv")
     kept, changes = audit.clean(rows)
-    assert (len(rows), len(kept)) == (2026, 1420)
-    assert audit.summary(changes) == {"replanned": 139, "repeat": 505, "conflict": 101, "suspect": 58}
+    assert (len(rows), len(kept)) == (2026, 1401)
+    assert audit.summary(changes) == {"replanned": 139, "repeat": 505, "conflict": 101, "suspect": 45, "inconsistent": 15,
+                                      "unrecorded": 4}
     shipped = read_rows(DATA / "serving_measured_blackwell_clean.csv")
     assert shipped == [{k: r.get(k) or "" for k in shipped[0]} for r in kept]
     with (DATA / "serving_measured_blackwell_clean.changes.csv").open(newline="") as f:
@@ -126,16 +180,17 @@ def test_shipped_clean_file_is_the_clean_form_of_the_sample():
 def test_validate_reports_and_applies_the_checks():
     src = str(DATA / "serving_measured_blackwell.csv")
     rep = json.loads(run("validate", "--serving", src, "--json").stdout)
-    assert {k: rep["data_checks"][k] for k in ("replanned", "repeat", "conflict", "suspect")} == {
-        "replanned": 139, "repeat": 505, "conflict": 101, "suspect": 58}
+    assert {k: rep["data_checks"][k] for k in ("replanned", "repeat", "conflict", "suspect", "inconsistent", "unrecorded")} == {
+        "replanned": 139, "repeat": 505, "conflict": 101, "suspect": 45, "inconsistent": 15, "unrecorded": 4}
     text = " ".join(run("validate", "--serving", src).stdout.split())
-    assert "505 rows repeat another row's measurement" in text and "155 settings measured more than once (346 runs)" in text
+    assert "505 rows repeat another row's measurement" in text and "153 settings measured more than once (342 runs)" in text
+    assert "15 contradict their own run series at every reading of their concurrency, 4 name none" in text
     cleaned = json.loads(run("validate", "--serving", src, "--json", "--clean").stdout)
-    assert cleaned["rows"] == 1420 and cleaned["data_checks"]["repeat"] == 0
+    assert cleaned["rows"] == 1401 and cleaned["data_checks"]["repeat"] == 0
     # settings measured more than once, counted on the clean form either way
     for r in (rep, cleaned):
         rp = r["data_checks"]["repeatability"]
-        assert (rp["settings"], rp["rows"], len(rp["discordant"])) == (155, 346, 45)
+        assert (rp["settings"], rp["rows"], len(rp["discordant"])) == (153, 342, 43)
         assert rp["tpot_ms"]["median_ape"] < 5.0 and rp["tpot_ms"]["model_median_ape"] > 5.0
 
 
@@ -159,7 +214,7 @@ def test_clean_keeps_every_measurement_once(spec):
         src = f"x_1024x1024_c{conc}_{name}" if name.startswith("cfg") else f"x_1024x1024_c{conc}_{name}_{k}"
         rows.append(row(src, f"{100 + m}.5", f"{10 + m}.25", num_gpus=n, tp=n, ep=ep, moe_tp=n // ep, concurrency=conc + 1))
     kept, changes = audit.clean(rows)
-    dropped = [c for c in changes if c["action"] in ("repeat", "conflict")]
+    dropped = [c for c in changes if c["action"] in audit.DROPPED]
     assert len(kept) + len(dropped) == len(rows)
     assert {(r["ttft_ms"], r["tpot_ms"]) for r in kept} == {(r["ttft_ms"], r["tpot_ms"]) for r in rows}
     assert len(kept) == len({(r["ttft_ms"], r["tpot_ms"]) for r in kept})

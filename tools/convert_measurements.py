@@ -28,7 +28,7 @@ from pathlib import Path
 
 from llm_codesign.measure.audit import clean, summary
 from llm_codesign.measure.validate import read_rows
-from llm_codesign.render.report import write_rows_atomic
+from llm_codesign.outputs import write_rows
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "src" / "llm_codesign" / "data" / "measurements"
@@ -81,8 +81,8 @@ def main(src: Path) -> None:
     shutil.copy(src / "serving_measured_blackwell.csv", OUT / "serving_measured_blackwell.csv")
     rows = read_rows(OUT / "serving_measured_blackwell.csv")
     kept, changes = clean(rows)
-    write_rows_atomic(OUT / "serving_measured_blackwell_clean.csv", COLUMNS, kept)
-    write_rows_atomic(OUT / "serving_measured_blackwell_clean.changes.csv", ("row", "source", "action", "detail"), changes)
+    write_rows(OUT / "serving_measured_blackwell_clean.csv", COLUMNS, kept)
+    write_rows(OUT / "serving_measured_blackwell_clean.changes.csv", ("row", "source", "action", "detail"), changes)
     print(len(kept), "of", len(rows), "measured-serving rows kept;", summary(changes))
     print(total, "perf-overview rows")
 

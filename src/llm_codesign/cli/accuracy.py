@@ -48,10 +48,12 @@ def _print_report(rep: dict, title: str, *, stderr: bool = False) -> None:
         for reason, n in Counter(u["reason"] for u in rep["unmodeled"]).most_common():
             con.print(f"  {n:5d}  {reason}")
     checks = rep.get("data_checks") or {}
-    if any(checks.get(k) for k in ("replanned", "repeat", "conflict", "suspect")):
+    if any(checks.get(k) for k in ("replanned", "repeat", "conflict", "suspect", "inconsistent", "unrecorded")):
         con.print(f"data checks: {checks['repeat']} rows repeat another row's measurement, {checks['conflict']} give another row's "
                   f"measurement under a different plan, {checks['replanned']} carry a plan their run name contradicts, "
-                  f"{checks['suspect']} are kept but doubtful (--clean fixes or drops the others; --json lists them all)")
+                  f"{checks['inconsistent']} contradict their own run series at every reading of their concurrency, "
+                  f"{checks['unrecorded']} name none, {checks['suspect']} are kept but doubtful "
+                  "(--clean fixes or drops the others; --json lists them all)")
     repeats = checks.get("repeatability") or {}
     spreads = [(LABELS[m], repeats[m]) for m in REPEAT_METRICS if (repeats.get(m) or {}).get("model_median_ape") is not None]
     if spreads:

@@ -15,8 +15,12 @@ every one contradicting its name, and on no named row that agrees with it.
 Runs named by configuration (`..._cfg191`) state no plan; where one of them shares a measurement with a
 named run, the named run's plan speaks for it, and for the configuration's other rows with the same
 plan. Configuration rows with the signature and no such evidence are kept as they are and listed as
-suspect, as are rows whose concurrency differs from the run name's `_cN_` (nothing shows which is
-right). `clean` applies these rules and says, per row, what it changed, dropped or doubts, and why.
+suspect, as are rows whose concurrency differs from the run name's `_cN_`, where nothing shows which is
+right. Where something does, they go: a run series (one deployment's runs: the name but for its `_cN_` and
+run index) that contradicts itself both at its recorded concurrencies and at its names' is *inconsistent*
+(`contradiction` states the two bounds), and a run whose name leaves the concurrency blank (`_c_`) is
+*unrecorded*: no column of such rows describes what ran. `clean` applies these rules and says, per row,
+what it changed, dropped or doubts, and why.
 `repeatability` measures how far independent runs of one setting lie apart: the data's own noise.
 """
 from __future__ import annotations
@@ -32,7 +36,10 @@ SETTING_FIELDS = ("gpu", "backend", "weight_dtype", "kv_dtype", "isl", "osl", "c
                   "spec_method", "spec_draft_len", *POOL_FIELDS)
 _NAMED_PLAN = re.compile(r"_tp(\d+)(?:_0)?_ep(\d+)(?:_0)?_\d+$")
 _CONFIG = re.compile(r"_\d+x\d+_c\d+(_cfg\d+)$")
-_NAMED_CONC = re.compile(r"_\d+x\d+_c(\d+)_")
+_NAMED_CONC = re.compile(r"_\d+x\d+_c(\d*)_")
+_RUN_INDEX = re.compile(r"_\d+$")
+# actions that take a row out of the clean form (each listed in its changes)
+DROPPED = ("repeat", "conflict", "inconsistent", "unrecorded")
 
 
 def _num(v: str) -> float:
@@ -46,6 +53,17 @@ def _num(v: str) -> float:
 def _int(r: dict, k: str) -> int:
     x = _num((r.get(k) or "").strip() or "1")
     return int(x) if math.isfinite(x) else 1
+
+
+# runs of one setting that differ by more than this factor in a metric are listed as discordant: repeat
+# runs of the sample agree within 1.16x at the 75th percentile (TTFT; TPOT 1.14x)
+DISCORDANT_RATIO = 1.5
+REPEAT_METRICS = ("ttft_ms", "tpot_ms", "output_tok_s_per_gpu")
+
+
+def _float(r: dict, k: str) -> float:
+    v = (r.get(k) or "").strip()
+    return _num(v) if v else float("nan")
 
 
 def named_plan(source: str) -> tuple[int, int] | None:
@@ -131,15 +149,73 @@ def clean(rows: list[dict]) -> tuple[list[dict], list[dict]]:
     groups, coarse = _measurements(fixed)
     drop = _drop_repeats(rows, fixed, groups, coarse, changes)
     _replan_configs(rows, fixed, drop, changes)
+    for i, r in enumerate(fixed):
+        m = _NAMED_CONC.search(r.get("source", "") or "")
+        if i not in drop and m and not m[1]:
+            drop[i] = i
+            changes.append({"row": i, "source": r.get("source", ""), "action": "unrecorded",
+                            "detail": f"the run name states no concurrency (`_c_`), so the recorded {r.get('concurrency') or 'blank'} "
+                            "is not shown to be the run's"})
+    _inconsistent_series(fixed, drop, changes)
     # a concurrency other than the run name's: nothing shows which is right, so it is kept and doubted
     for i, r in enumerate(fixed):
         m = _NAMED_CONC.search(r.get("source", "") or "")
         conc = (r.get("concurrency") or "").strip()
-        if i not in drop and m and conc and _num(conc) != float(m[1]):
+        if i not in drop and m and m[1] and conc and _num(conc) != float(m[1]):
             changes.append({"row": i, "source": r.get("source", ""), "action": "suspect",
                             "detail": f"concurrency {conc} where the run name says c{m[1]}; kept"})
     changes.sort(key=lambda c: (c["row"], c["action"]))
     return [r for i, r in enumerate(fixed) if i not in drop], changes
+
+
+def _named_concurrency(r: dict) -> float:
+    """The concurrency a run name states (`_cN_`), else the recorded one."""
+    m = _NAMED_CONC.search(r.get("source", "") or "")
+    return float(m[1]) if m and m[1] else _num((r.get("concurrency") or "").strip() or "nan")
+
+
+def contradiction(runs: list[tuple[float, float]]) -> tuple[int, int] | None:
+    """The first pair (i, j) of one deployment's runs, (concurrency, TPOT) each, that no closed loop of fixed
+    lengths can produce, or None. With concurrency c_i <= c_j: more requests never make a token faster (a
+    step carries at least as many sequences and prefills), nor slower than running them c_j / c_i batches
+    after one another (a batch shares its weight reads; its compute and KV reads add up); both within the
+    DISCORDANT_RATIO that independent re-runs of one setting stay inside."""
+    for i, (ci, ti) in enumerate(runs):
+        for j, (cj, tj) in enumerate(runs):
+            if i != j and 0 < ci <= cj and (ti > DISCORDANT_RATIO * tj or tj > DISCORDANT_RATIO * cj / ci * ti):
+                return i, j
+    return None
+
+
+def _inconsistent_series(fixed: list[dict], drop: dict[int, int], changes: list[dict]) -> None:
+    """Drop every run of a series whose concurrency is in doubt (a row's differs from its name's) when the
+    series contradicts itself (`contradiction`) both at the recorded concurrencies and at the names' (in `drop`,
+    each noted in `changes`): then neither reading describes what ran."""
+    series: dict[tuple, list[int]] = {}
+    for i, r in enumerate(fixed):
+        c, t = _num((r.get("concurrency") or "").strip() or "nan"), _float(r, "tpot_ms")
+        if i in drop or not (math.isfinite(c) and math.isfinite(t) and t > 0):
+            continue
+        name = _RUN_INDEX.sub("", _NAMED_CONC.sub(lambda m: m[0].replace(f"_c{m[1]}_", "_c_"), r.get("source", "") or ""))
+        key = (name, (r.get("model") or "").strip(), *(v for k, v in zip(SETTING_FIELDS, _setting(r), strict=True) if k != "concurrency"))
+        series.setdefault(key, []).append(i)
+    for idx in series.values():
+        recorded = [(_num(fixed[i]["concurrency"]), _float(fixed[i], "tpot_ms")) for i in idx]
+        named = [(_named_concurrency(fixed[i]), t) for i, (_, t) in zip(idx, recorded, strict=True)]
+        if recorded == named:
+            continue
+        why = [contradiction(recorded), contradiction(named)]
+        if None in why:
+            continue
+        said = "; ".join(f"{how}, TPOT {runs[a][1]:.2f} ms at {runs[a][0]:g} but {runs[b][1]:.2f} ms at {runs[b][0]:g} ("
+                         + ("one setting measured twice" if runs[a][0] == runs[b][0] else "faster with more requests"
+                            if runs[a][1] > runs[b][1] else "slower than serving them one batch after another") + ")"
+                         for how, runs, (a, b) in zip(("at the recorded concurrency", "at the run names'"), (recorded, named), why,
+                                                      strict=True))
+        for i in idx:
+            drop[i] = i
+            changes.append({"row": i, "source": fixed[i].get("source", ""), "action": "inconsistent",
+                            "detail": f"its run series ({len(idx)} runs) contradicts itself {said}"})
 
 
 def _measurements(fixed: list[dict]) -> tuple[dict, dict]:
@@ -215,21 +291,10 @@ def _replan_configs(rows: list[dict], fixed: list[dict], drop: dict[int, int], c
 
 def summary(changes: list[dict]) -> dict:
     """Counts per action, for reports."""
-    out = {"replanned": 0, "repeat": 0, "conflict": 0, "suspect": 0}
+    out = {"replanned": 0, "repeat": 0, "conflict": 0, "suspect": 0, "inconsistent": 0, "unrecorded": 0}
     for c in changes:
         out[c["action"]] += 1
     return out
-
-
-# runs of one setting that differ by more than this factor in a metric are listed as discordant: repeat
-# runs of the sample agree within 1.16x at the 75th percentile (TTFT; TPOT 1.14x)
-DISCORDANT_RATIO = 1.5
-REPEAT_METRICS = ("ttft_ms", "tpot_ms", "output_tok_s_per_gpu")
-
-
-def _float(r: dict, k: str) -> float:
-    v = (r.get(k) or "").strip()
-    return _num(v) if v else float("nan")
 
 
 def repeatability(rows: list[dict], preds: list[dict] | None = None, cleaned: tuple | None = None) -> dict:
@@ -242,7 +307,7 @@ def repeatability(rows: list[dict], preds: list[dict] | None = None, cleaned: tu
     import numpy as np
 
     kept, changes = cleaned if cleaned is not None else clean(rows)
-    dropped = {c["row"] for c in changes if c["action"] in ("repeat", "conflict")}
+    dropped = {c["row"] for c in changes if c["action"] in DROPPED}
     index = [i for i in range(len(rows)) if i not in dropped]  # kept[j] is rows[index[j]], re-planned
     groups: dict[tuple, list[int]] = {}
     for j, r in enumerate(kept):
