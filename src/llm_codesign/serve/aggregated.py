@@ -314,9 +314,11 @@ def evaluate(model: ModelSpec, at: Serving, *, cal: Calibration, concurrency, is
     # a new request first waits for decode iterations: the rest of the running one, one more under an overlap scheduler
     # (TensorRT-LLM's, SGLang's), the iterations attention DP may hold context requests while every rank decodes
     # (AttentionDpConfig; none with fewer requests than ranks), fitted per engine (EngineCosts.wait_steps), and half the
-    # interval less one where the scheduler polls every recv_interval; the per-request front-end work (HTTP, tokenising in
-    # one process: SGLang's TokenizerManager, tokenizer_worker_num 1, sglang 0.5.12 server_args.py:372,
-    # tokenizer_manager.py:708) serves the q requests arriving together one at a time
+    # interval less one where the scheduler polls every recv_interval; the per-request work outside the steps, paid (q + 1) / 2
+    # times as if the q requests arriving together were served one at a time (SGLang's server tokenises in one process,
+    # sglang 0.5.12 server_args.py:372, tokenizer_manager.py:708; SGLang's fitted 60 ms is not that: the clean sample's
+    # workers skip it, ai-dynamo 0.9.0 dynamo/sglang/args.py:525-534, and it does not grow with the prompt; what it stands
+    # for is open, docs/modelling-notes.md#sglang-request-cost: 4,096 one-token requests together wait 123 s on a B200)
     ttft = ttft + waves_ahead * life + costs.ttft_overhead * (q + 1.0) / 2.0 + (costs.wait_steps(adp, C) + (np.maximum(fl.recv_interval, 1.0) - 1.0) / 2.0) * t_iter
     # requests being served across the ranks: all C unless every rank is full (busiest-rank counts
     # over-count when C is not a multiple of adp)
