@@ -2,9 +2,10 @@
 
 Campaign A: serving_measured_blackwell_clean.csv (aiconfigurator-core silicon sample, mean TTFT/TPOT, 1,420
 rows; Qwen3.5 held out as in the bundled fit). Campaign B: serving_inferencex_blackwell.csv (SemiAnalysis
-InferenceX, DeepSeek-R1-0528 on B200/B300, another harness and software vintage, median TTFT/TPOT). Each
-direction fits the serving-software parameters (measure.calibrate.fit_serving) on one campaign, starting
-from the documented first-principles values (calibration.documented), and prices the other. The kernel
+InferenceX, DeepSeek-R1-0528 on B200/B300, another harness and software vintage, median TTFT/TPOT; its
+TensorRT-LLM runs from release 1.2 on, TRTLLM_NEW_BUILDS). Each direction fits the serving-software parameters
+(measure.calibrate.fit_serving) on one campaign, starting from the documented first-principles values
+(calibration.documented), and prices the other. The kernel
 efficiencies stay as bundled (fitted on kernel tables, not serving runs). An engine the training campaign
 does not contain has no fitted parameters: its test rows are reported apart, priced at documented values.
 
@@ -58,6 +59,14 @@ HELD_OUT = {"A": ["qwen3.5-397b"], "B": [], "C": []}  # as in the bundled fit
 # C: the runs from SGLang's newer ROCm builds on (GitHub Actions run ids from 2.1e10; every ATOM run): the
 # earlier builds take ~2x as long per token at the same settings (benchmarks/fit_amd_serving.py)
 NEW_BUILDS = 2.1e10
+# B: TensorRT-LLM's runs from release 1.2.0rc6.post2 on (run ids from 21484110885, Jan. 2026; SGLang's all). The earlier
+# 1.1.0rc2.post2 runs (Dec. 2025, each setting re-run daily: 130 of the 165 TensorRT-LLM rows priced) take 7-16% longer
+# per token at the six settings both builds ran (NVFP4 TP4 at 4 requests 8.4 against 7.8 ms, TP4 EP4 at 32 24.5 against
+# 21.2 ms), and their FP8 ones ran the DEEPGEMM MoE backend (InferenceX perf-changelog.yaml, PR #594: "Change default
+# MOE backend from DEEPGEMM to TRTLLM"): 14.6 ms per token at TP8 EP8 and 4 requests, the newer builds 8.7-10.3 ms at
+# TP8. A fit on them puts ~1.6 ms of host cost on every TensorRT-LLM step, which the newer builds and the clean
+# sample's do not have (docs/modelling-notes.md#trtllm-builds)
+TRTLLM_NEW_BUILDS = 21484110885
 METRICS = ("ttft_ms", "tpot_ms")
 
 
@@ -69,8 +78,15 @@ def campaign_rows(key: str, rows: dict[str, list[dict]] | None = None) -> list[d
         return rows[key]
     out = read_rows(CAMPAIGNS[key][1])
     if key == "C":
-        out = [r for r in out if int(r["source"].split("runs/")[1].split("/")[0]) >= NEW_BUILDS]
+        out = [r for r in out if _run_id(r) >= NEW_BUILDS]
+    if key == "B":
+        out = [r for r in out if (r.get("backend") or "").strip().lower() != "trtllm" or _run_id(r) >= TRTLLM_NEW_BUILDS]
     return held_out(out, HELD_OUT[key]) if HELD_OUT[key] else out
+
+
+def _run_id(r: dict) -> int:
+    """The GitHub Actions run that measured an InferenceX row (its source's URL)."""
+    return int(r["source"].split("runs/")[1].split("/")[0])
 
 
 def start_families(routing_alpha: float | None = None) -> dict:

@@ -114,17 +114,30 @@ def left_out_section(path: Path) -> list[str]:
 
 
 NEW_BUILDS = 2.1e10  # MI355X: the GitHub Actions run id from which SGLang's runs take half the time per token (SOURCES.md)
+# B200: the run id from which InferenceX's TensorRT-LLM runs are release 1.2.0rc6.post2 or newer, the fit's
+# (benchmarks/crossval_campaigns.py TRTLLM_NEW_BUILDS)
+TRTLLM_NEW_BUILDS = 21484110885
+
+
+def _run_id(r: dict) -> int:
+    return int(r["source"].split("runs/")[1].split("/")[0])
 
 
 def inferencex_sections() -> list[str]:
     """The InferenceX campaigns (a closed loop of C slots, lengths spread, SGLang's flags from the scripts:
     data/measurements/campaigns.toml) on Blackwell and on MI355X, the latter also by build and engine, and the
     same runs priced as lockstep waves (the arrival the model assumed before issue 39) for comparison."""
-    lines = serving_section("Serving, InferenceX on B200/B300 (closed loop, scripts' flags)", MEAS / "serving_inferencex_blackwell.csv")[0]
+    lines, rows, preds = serving_section("Serving, InferenceX on B200/B300 (closed loop, scripts' flags)", MEAS / "serving_inferencex_blackwell.csv")
+    trt = {f"trtllm, release {'1.2 on' if n else '1.1'}": _subset(rows, preds, lambda r, n=n: r["backend"] == "trtllm" and (_run_id(r) >= TRTLLM_NEW_BUILDS) == n)
+           for n in (True, False)}
+    lines += ["By software build: TensorRT-LLM's release 1.1.0rc2.post2 runs (before run id 21484110885) take 7-16% longer per token "
+              "at the same settings and ran FP8 on the DEEPGEMM MoE backend; the serving fit leaves them out "
+              "(`docs/modelling-notes.md#trtllm-builds`).", ""]
+    lines += _table("build", {k: v for k, v in trt.items() if v}, SERVING_METRICS)
     amd_lines, rows, preds = serving_section("Serving, InferenceX on MI355X (SGLang and ATOM; closed loop, scripts' flags)",
                                              MEAS / "serving_inferencex_mi355x.csv")
     lines += amd_lines
-    new = lambda r: int(r["source"].split("runs/")[1].split("/")[0]) >= NEW_BUILDS  # noqa: E731
+    new = lambda r: _run_id(r) >= NEW_BUILDS  # noqa: E731
     groups = {f"{b}, {'newer' if n else 'earlier'} builds": _subset(rows, preds, lambda r, b=b, n=n: r["backend"] == b and new(r) == n)
               for b in ("sglang", "atom") for n in (True, False)}
     groups["all newer builds (the fit's, `benchmarks/fit_amd_serving.py`)"] = _subset(rows, preds, new)

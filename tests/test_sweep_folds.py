@@ -18,9 +18,9 @@ def test_folds_on_a_local_cluster_give_the_serial_results(monkeypatch):
     # itself has its __main__ functions pickled by value)
     monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
     cc = importlib.import_module("crossval_campaigns")
-    # every 300th row of A and every 120th of B (5 each, all three engines among them); rounds=0 keeps the
+    # every 300th row of A and every 96th of B (5 each, all three engines among them); rounds=0 keeps the
     # documented start values, so each fit takes about a second and the folds still fit, predict and report
-    rows = {"A": cc.campaign_rows("A")[::300], "B": cc.campaign_rows("B")[::120]}
+    rows = {"A": cc.campaign_rows("A")[::300], "B": cc.campaign_rows("B")[::96]}
     assert len(rows["A"]) == len(rows["B"]) == 5
     fn = partial(cc.run, rounds=0, rows=rows)
     serial = list(execute(["A-B", "B-A"], fn=fn))
@@ -90,3 +90,18 @@ def test_where_a_held_out_error_is(monkeypatch):
         assert sum(h["n"] for label, _, h, _ in res["where"] if label == field) == res["held_out"]["n"] == 16000
     assert sum(h["n"] for label, b, h, _ in res["where"] if label == "K" and b.startswith("nvfp4 ")) == res["by"]["nvfp4"][0]["n"] == 4000
     assert "| hopper | blackwell | gemm | M | nvfp4 1-16 |" in cf.markdown([[res]], 60, 0)
+
+
+def test_campaign_b_holds_tensorrt_llm_runs_from_release_1_2_on(monkeypatch):
+    """Campaign B's TensorRT-LLM rows are the runs from release 1.2.0rc6.post2 on (run ids from 21484110885): the
+    1.1.0rc2.post2 runs before them (Dec. 2025, FP8 on the DEEPGEMM MoE backend) are left out as C's older builds
+    are; every SGLang run stays."""
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    cc = importlib.import_module("crossval_campaigns")
+    b = cc.campaign_rows("B")
+    runs = {e: sorted(int(r["source"].split("runs/")[1].split("/")[0]) for r in b if r["backend"] == e) for e in ("sglang", "trtllm")}
+    # the file's 536 rows: 325 SGLang, 211 TensorRT-LLM of which 60 from 1.2.0rc6.post2 on
+    assert (len(b), len(runs["sglang"]), len(runs["trtllm"])) == (385, 325, 60)
+    assert runs["trtllm"][0] == cc.TRTLLM_NEW_BUILDS == 21484110885
+    assert "release:1.1.0rc2" not in " ".join(r["source"] for r in b if r["backend"] == "trtllm")
+
