@@ -137,11 +137,11 @@ def attention_decode_time(flops, nbytes, gpu: Gpu, cal: Calibration, *, seq_head
     FP8 cache the math runs at the FP8 peak where `fp8_math` (decode_fp8_math), else at the BF16 peak. Items of
     the masked MHA kernel (`mmha`: decode_mmha, one CTA per sequence and query head) cost attn_decode_mmha_s each."""
     flops = np.asarray(flops, float)
-    # FP8 KV: the kernel (TensorRT-LLM XQA) runs its MMAs in FP8 where the GPU has it, and pays for
-    # dequantisation, seen as its own bandwidth efficiency
+    # FP8 KV: the kernel runs its MMAs in FP8 where the GPU has them and the kernel does (fp8_math), and pays
+    # for dequantisation, seen as its own bandwidth efficiency
     fp8 = kv_fp8 and gpu.supports("fp8")
     eff = np.where(np.asarray(group, float) > cal.attn_decode_max_group, cal.attn_decode_wide_flops_eff, cal.attn_decode_flops_eff)
-    peak = np.where(np.asarray(fp8_math, bool) & fp8, gpu.peak("fp8") if fp8 else np.nan, gpu.peak("bf16"))
+    peak = np.where(np.asarray(fp8_math, bool) & fp8, gpu.peak("fp8" if fp8 else "bf16"), gpu.peak("bf16"))
     t_c = flops / (peak * eff)
     t_m = np.asarray(nbytes, float) / (gpu.hbm_bandwidth_bytes_per_s * (cal.attn_decode_bw_eff_fp8 if fp8 else cal.attn_decode_bw_eff))
     live = flops > 0
