@@ -209,10 +209,11 @@ def test_split_decode_pays_its_merge_where_it_goes_through_global_memory():
 
 
 @pytest.mark.parametrize("kv", ["bfloat16", "fp8"])
-def test_gqa_decode_in_the_operator_graph_is_the_kernel_tables_price(tmp_path, kv):
+@pytest.mark.parametrize("kv_heads, keys", [(8, 128), (32, 100)])
+def test_gqa_decode_in_the_operator_graph_is_the_kernel_tables_price(tmp_path, kv, kv_heads, keys):
     # the serving path and the kernel-table fit price one decode kernel alike (FP8 KV: XQA's GMMA kernel, RoPE
     # fused): 4 sequences at 100 cached keys, 32 query and 8 KV heads of 128 on H100, unsplit, read two 64-key tiles,
-    # 128 keys, per sequence and KV head
+    # 128 keys, per sequence and KV head; with 32 KV heads (vanilla MHA) the masked MHA kernel reads the 100 keys
     from llm_codesign.cost.calibration import calibration_for
     from llm_codesign.cost.ops import Batch, layer_ops
     from llm_codesign.measure.kernel_tables import predict, read_csv
@@ -223,16 +224,17 @@ def test_gqa_decode_in_the_operator_graph_is_the_kernel_tables_price(tmp_path, k
 
     h100 = get_gpu("h100")
     cal = calibration_for(h100)
-    m = ModelSpec("toy", hidden=4096, vocab=32000, groups=((Layer(GQA(heads=32, kv_heads=8, head_dim=128, v_head_dim=128), DenseFfn(inter=14336)), 1),))
+    m = ModelSpec("toy", hidden=4096, vocab=32000,
+                  groups=((Layer(GQA(heads=32, kv_heads=kv_heads, head_dim=128, v_head_dim=128), DenseFfn(inter=14336)), 1),))
     prec = Precision.of("bf16", kv="fp8" if kv == "fp8" else None)
     got = layer_ops(m, m.groups[0][0], 1.0, h100, cal, prec=prec, sh=Plan(), b=Batch(dec_seqs=4.0, dec_ctx=100.0),
                     prefix="layer", parts=("attn",))
     core = next(o for o in got if o.role == "core_decode")
     kv_bytes = 1.0 if kv == "fp8" else 2.0
-    assert float(core.work[1]) == 4 * 128 * 8 * 2 * 128 * kv_bytes + 4 * 32 * 2 * 128 * 2.0
+    assert float(core.work[1]) == 4 * keys * kv_heads * 2 * 128 * kv_bytes + 4 * 32 * 2 * 128 * 2.0
     p = tmp_path / "d.csv"
     p.write_text("system,batch_size,isl,step,num_heads,num_key_value_heads,head_dim,kv_cache_dtype,latency_ms\n"
-                 f"h100_sxm,4,1,99,32,8,128,{kv},0.01\n")
+                 f"h100_sxm,4,1,99,32,{kv_heads},128,{kv},0.01\n")
     pred, _ = predict(*read_csv(p), calibration_for)
     assert float(core.time) * 1e3 == pytest.approx(pred[0], rel=1e-12)
 
@@ -254,3 +256,55 @@ def test_hoppers_fp8_xqa_kernel_applies_rope_itself_one_launch_less():
     # a profile whose op costs less than one launch is never priced below nothing
     low = replace(cal, attn_overhead_s=1e-6)
     assert float(cost.attention_decode_time(1e3, 1e3, h100, low, kv_fp8=True, rope_fused=True)[0]) > 0
+
+
+def test_masked_mha_kernel_runs_where_xqa_does_not():
+    # TensorRT-LLM keeps vanilla MHA (one query head per KV head) off XQA, and XQA takes groups up to 32: those run
+    # the masked MHA kernel; TRTLLM-Gen takes vanilla MHA on Blackwell
+    from dataclasses import replace
+
+    cal = replace(documented(), attn_decode_max_group=32.0)
+    groups = np.array([1.0, 2.0, 32.0, 33.0, 64.0])
+    assert cost.decode_mmha(get_gpu("h100"), groups, cal).tolist() == [True, False, False, True, True]
+    assert cost.decode_mmha(get_gpu("a100"), groups, cal).tolist() == [True, False, False, True, True]
+    assert cost.decode_mmha(get_gpu("b200"), groups, cal).tolist() == [False, False, False, True, True]
+
+
+def test_masked_mha_reads_its_keys_without_tiles():
+    # one key per thread group, those past the sequence skipped: 2 keys read at 2 cached, not a 64-key tile
+    h100 = get_gpu("h100")
+    assert cost.decode_keys_read(2, 1, h100, True) == 2
+    assert cost.decode_keys_read(np.array([100.0, 100.0]), 1, h100, np.array([True, False])).tolist() == [100.0, 128.0]
+
+
+def test_fp8_cache_runs_fp8_math_only_in_the_fp8_mma_kernels():
+    # FP8 MMAs in XQA's Hopper GMMA kernel (head dims to 256) and in TRTLLM-Gen's; the masked MHA kernel and
+    # Ampere's HMMA kernel run at the BF16 rate
+    from dataclasses import replace
+
+    cal = replace(documented(), attn_decode_max_group=32.0, attn_decode_flops_eff=0.5)
+    h100, a100, b200 = get_gpu("h100"), get_gpu("a100"), get_gpu("b200")
+    groups, dims = np.array([1.0, 8.0, 8.0, 64.0]), np.array([128.0, 128.0, 512.0, 128.0])
+    assert cost.decode_fp8_math(h100, True, groups, dims, cal).tolist() == [False, True, False, False]
+    assert cost.decode_fp8_math(b200, True, groups, dims, cal).tolist() == [True, True, True, False]
+    assert cost.decode_fp8_math(a100, True, groups, dims, cal).tolist() == [False] * 4
+    assert cost.decode_fp8_math(h100, False, groups, dims, cal).tolist() == [False] * 4
+
+    def t_c(fp8_math):  # compute-bound: 1 PFLOP at half of the peak the kernel's math runs at
+        return float(cost.attention_decode_time(1e15, 1.0, h100, cal, kv_fp8=True, group=8.0, fp8_math=fp8_math)[1])
+
+    assert t_c(True) == pytest.approx(1e15 / (h100.peak("fp8") * 0.5), rel=1e-12)
+    assert t_c(False) == pytest.approx(1e15 / (h100.peak("bf16") * 0.5), rel=1e-12)
+
+
+def test_masked_mha_items_cost_their_own_time():
+    # 1,000 (sequence, query head) CTAs of the masked MHA kernel at attn_decode_mmha_s each, not attn_decode_head_s
+    from dataclasses import replace
+
+    h100 = get_gpu("h100")
+    cal = replace(documented(), attn_decode_head_s=5e-9, attn_decode_mmha_s=1.2e-8)
+
+    def t(mmha):
+        return float(cost.attention_decode_time(1e3, 1e3, h100, cal, seq_heads=1000.0, mmha=mmha)[0])
+
+    assert t(True) - t(False) == pytest.approx(1000 * (1.2e-8 - 5e-9), rel=1e-9)

@@ -71,12 +71,46 @@ def decode_merge_share(split, gpu: Gpu):
     return 1.0 - 1.0 / np.maximum(split, 1.0)
 
 
-def decode_keys_read(keys, split, gpu: Gpu):
+def decode_keys_read(keys, split, gpu: Gpu, mmha=False):
     """Keys a decode-attention kernel loads per (sequence, KV head): each of its `split` CTAs reads its share
     of `keys` in whole tiles (decode_tile), so short contexts and many splits read more than the cache
-    holds. With decode_split's count as priced, the batch's total read never falls as the batch grows."""
-    split, tile = np.asarray(split, float), decode_tile(gpu)
+    holds. With decode_split's count as priced, the batch's total read never falls as the batch grows.
+    The masked MHA kernel (`mmha`: decode_mmha) loads one key per thread group and skips those past the
+    sequence (TensorRT-LLM decoderMaskedMultiheadAttentionTemplate.h, its key loop's ti < tlength@2a9abd95):
+    its keys, in no tiles."""
+    split, tile = np.asarray(split, float), np.where(mmha, 1.0, decode_tile(gpu))
     return split * np.ceil(np.asarray(keys, float) / split / tile - 1e-9) * tile
+
+
+def runs_trtllm_decode(engine: Engine | None) -> bool:
+    """Whether an engine runs TensorRT-LLM's GQA decode op (XQA, TRTLLM-Gen and their masked MHA fallback): the
+    kernel tables' rows (None) and the engine whose step fuses RoPE into XQA (Engine.fusions "rope_decode"),
+    TensorRT-LLM. SGLang and vLLM run their own kernels, priced as TensorRT-LLM's tensor-core ones times their
+    factor (Engine.attention_kernels)."""
+    return engine is None or engine.fuses("rope_decode")
+
+
+def decode_mmha(gpu: Gpu, group, cal: Calibration, *, trtllm=True):
+    """Where GQA decode runs TensorRT-LLM's masked MHA kernel (one CTA per sequence and query head, its math on
+    CUDA cores) instead of a tensor-core kernel: query groups wider than attn_decode_max_group (XQA takes up
+    to 32, decoderXQAImplJIT/kernelUtils.cpp supportConfigQGMMA / supportConfigHMMA@029e0a7c) and, on the XQA
+    GPUs, vanilla MHA (one query head per KV head), which supportConfigCommon keeps off XQA "for performance
+    reasons"; in the engines that run TensorRT-LLM's op (`trtllm`: runs_trtllm_decode). Array-valued over
+    `group` (and `trtllm`)."""
+    group = np.asarray(group, float)
+    return trtllm & ((group > cal.attn_decode_max_group) | ((group == 1) & (gpu.family not in TRTLLM_GEN_FAMILIES)))
+
+
+def decode_fp8_math(gpu: Gpu, kv_fp8: bool, group, head_dim, cal: Calibration, *, trtllm=True):
+    """Where a GQA decode kernel on an FP8 cache runs its MMAs in FP8 (at the GPU's FP8 peak): TRTLLM-Gen's
+    generation kernels on Blackwell and XQA's Hopper GMMA kernel, which takes an FP8 cache on SM90 with head
+    dims up to 256 (kernelUtils.cpp supportConfigQGMMA@029e0a7c). XQA's HMMA kernel converts the cache for
+    BF16 MMAs, and the masked MHA kernel (decode_mmha) dequantises it for CUDA-core math: the BF16 rate.
+    Other engines' kernels (`trtllm` False) keep the FP8 rate on an FP8 cache. Array-valued over `group`,
+    `head_dim` (and `trtllm`)."""
+    head_dim = np.asarray(head_dim, float)
+    tensor_fp8 = (gpu.family in TRTLLM_GEN_FAMILIES) | ((gpu.family == "hopper") & (head_dim <= 256)) | ~np.asarray(trtllm, bool)
+    return kv_fp8 & tensor_fp8 & ~decode_mmha(gpu, group, cal, trtllm=trtllm)
 
 
 def decode_rope_fused(gpu: Gpu, kv_fp8: bool, engine: Engine | None = None) -> bool:
@@ -85,29 +119,35 @@ def decode_rope_fused(gpu: Gpu, kv_fp8: bool, engine: Engine | None = None) -> b
     (TensorRT-LLM decoderXQAImplJIT.cpp runImpl, applyRoPEInXqaKernel = isGMMAKernel && ...@000a01de;
     isGmmaKernel == (SM 90 and FP8 KV)), in the engines that run it (Engine.fusions "rope_decode"; None: the
     kernel tables' TensorRT-LLM kernels). XQA's other kernels and TRTLLM-Gen's launch the preprocessing
-    kernel first (xqaDispatcher.cpp runImpl, invokeQKVPreprocessing@026da036)."""
+    kernel first (xqaDispatcher.cpp runImpl, invokeQKVPreprocessing@026da036). Priced on every FP8 row on
+    Hopper, the masked MHA kernel's (decode_mmha) too, though it launches the preprocessing kernel: see
+    docs/modelling-notes.md#decode-kernel-choice."""
     return kv_fp8 and gpu.family == "hopper" and (engine is None or engine.fuses("rope_decode"))
 
 
 def attention_decode_time(flops, nbytes, gpu: Gpu, cal: Calibration, *, seq_heads=0.0, kv_fp8: bool = False, group=1.0, split=1.0,
-                          rope_fused=False):
+                          rope_fused=False, fp8_math=True, mmha=False):
     """Decode attention: KV-cache read at a fraction of HBM bandwidth, or its math, whichever binds,
     plus a cost per work item (softmax/reduction, CTA scheduling) that dominates at large batch
     with short contexts. Query groups wider than the tensor-core kernels take (`group` query heads
     per KV head > attn_decode_max_group) run per-head math at their own, lower rate. A kernel that
     splits the keys over CTAs (`split`: decode_split) pays the merge of their partial outputs where it
     goes through global memory (decode_merge_share). attn_overhead_s is the op's fixed cost with its preprocessing
-    kernel; a kernel that applies RoPE itself (`rope_fused`: decode_rope_fused) launches one kernel less."""
+    kernel; a kernel that applies RoPE itself (`rope_fused`: decode_rope_fused) launches one kernel less. On an
+    FP8 cache the math runs at the FP8 peak where `fp8_math` (decode_fp8_math), else at the BF16 peak. Items of
+    the masked MHA kernel (`mmha`: decode_mmha, one CTA per sequence and query head) cost attn_decode_mmha_s each."""
     flops = np.asarray(flops, float)
-    # FP8 KV: the kernel (TensorRT-LLM XQA) runs its MMAs in FP8 where the GPU has it, and pays for
-    # dequantisation, seen as its own bandwidth efficiency
+    # FP8 KV: the kernel runs its MMAs in FP8 where the GPU has them and the kernel does (fp8_math), and pays
+    # for dequantisation, seen as its own bandwidth efficiency
     fp8 = kv_fp8 and gpu.supports("fp8")
     eff = np.where(np.asarray(group, float) > cal.attn_decode_max_group, cal.attn_decode_wide_flops_eff, cal.attn_decode_flops_eff)
-    t_c = flops / (gpu.peak("fp8" if fp8 else "bf16") * eff)
+    peak = np.where(np.asarray(fp8_math, bool) & fp8, gpu.peak("fp8" if fp8 else "bf16"), gpu.peak("bf16"))
+    t_c = flops / (peak * eff)
     t_m = np.asarray(nbytes, float) / (gpu.hbm_bandwidth_bytes_per_s * (cal.attn_decode_bw_eff_fp8 if fp8 else cal.attn_decode_bw_eff))
     live = flops > 0
     fixed = np.where(rope_fused, max(cal.attn_overhead_s - cal.kernel_overhead_s, 0.0), cal.attn_overhead_s)
-    t = (np.maximum(t_c, t_m) + fixed + np.asarray(seq_heads, float) * cal.attn_decode_head_s
+    item_s = np.where(mmha, cal.attn_decode_mmha_s, cal.attn_decode_head_s)
+    t = (np.maximum(t_c, t_m) + fixed + np.asarray(seq_heads, float) * item_s
          + decode_merge_share(split, gpu) * cal.attn_decode_split_s)
     return masked(live, t, t_c, t_m)
 

@@ -183,11 +183,15 @@ def _core_decode(a: Attention, b: Batch, at: _At, P: Site, *, s: _Step, prec: Pr
     seqs = np.asarray(b.dec_seqs, float)
     # GQA's kernels split each sequence's keys over CTAs and read whole tiles (cost.kernels.decode_split)
     split = 1.0 if kv_l is None else cost.decode_split(seqs, kv_l, ctx_l, gpu)
-    read = ctx_l if kv_l is None else cost.decode_keys_read(ctx_l, split, gpu)
+    # and, by query group, run the masked MHA kernel in place of a tensor-core one (cost.kernels.decode_mmha)
+    gqa, trtllm = kv_l is not None, cost.runs_trtllm_decode(at.engine)
+    mmha = gqa and cost.decode_mmha(gpu, group, dcal, trtllm=trtllm)
+    read = cost.decode_keys_read(ctx_l, split, gpu, mmha) if gqa else ctx_l
     dec_bytes = seqs * read * per_tok_kv + dec_tok * heads_l * qkv_d * 2.0
     kv_fp8 = prec.kv.math == "fp8"
     times = cost.attention_decode_time(dec_flops, dec_bytes, gpu, dcal, seq_heads=items, kv_fp8=kv_fp8, group=group, split=split,
-                                       rope_fused=kv_l is not None and cost.decode_rope_fused(gpu, kv_fp8, at.engine))
+                                       rope_fused=gqa and cost.decode_rope_fused(gpu, kv_fp8, at.engine), mmha=mmha,
+                                       fp8_math=not gqa or cost.decode_fp8_math(gpu, kv_fp8, group, a.head_dim, dcal, trtllm=trtllm))
     f = _attention_factor(at, a, "decode", kv_fp8=kv_fp8, dec_tokens=dec_tok)
     return _attention(P / "core_decode", dec_flops, dec_bytes, tuple(x * f for x in times), at)
 

@@ -298,17 +298,21 @@ def _decode(rows, gpu):
     fp8 = np.array([r["kv_cache_dtype"] == "fp8" for r in rows])
     split = cost.decode_split(B, KV, ctx, gpu)
     # per-engine rows (a framework column) run their engine's kernel, the tables' own TensorRT-LLM's
-    fused = np.array([cost.decode_rope_fused(gpu, r["kv_cache_dtype"] == "fp8", get_engine(engine_of(r))) for r in rows])
+    engines = [get_engine(engine_of(r)) for r in rows]
+    fused = np.array([cost.decode_rope_fused(gpu, r["kv_cache_dtype"] == "fp8", e) for r, e in zip(rows, engines, strict=True)])
+    trtllm = np.array([cost.runs_trtllm_decode(e) for e in engines])
 
     def price(cal: Calibration):
         t = np.empty(len(rows))
-        nbytes = B * cost.decode_keys_read(ctx, split, gpu) * KV * 2 * d * kvb + B * H * 2 * d * 2.0
+        mmha = cost.decode_mmha(gpu, H / KV, cal, trtllm=trtllm)
+        nbytes = B * cost.decode_keys_read(ctx, split, gpu, mmha) * KV * 2 * d * kvb + B * H * 2 * d * 2.0
         for flag in (False, True):
             m = fp8 == flag
             if m.any():
                 items = cost.decode_work_items(B[m], KV[m], H[m], cal, flag and gpu.supports("fp8"))
                 t[m] = cost.attention_decode_time(flops[m], nbytes[m], gpu, cal, seq_heads=items, kv_fp8=flag, group=(H / KV)[m],
-                                                  split=split[m], rope_fused=fused[m])[0]
+                                                  split=split[m], rope_fused=fused[m], mmha=mmha[m],
+                                                  fp8_math=cost.decode_fp8_math(gpu, flag, (H / KV)[m], d[m], cal, trtllm=trtllm[m]))[0]
         return t * 1e3
     return _engine_factor(rows, gpu, "decode", price, [f"kv {r['kv_cache_dtype']}" for r in rows], kv_fp8=fp8)
 
