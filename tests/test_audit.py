@@ -184,7 +184,7 @@ def test_validate_reports_and_applies_the_checks():
         "replanned": 139, "repeat": 505, "conflict": 101, "suspect": 45, "inconsistent": 15, "unrecorded": 4}
     text = " ".join(run("validate", "--serving", src).stdout.split())
     assert "505 rows repeat another row's measurement" in text and "153 settings measured more than once (342 runs)" in text
-    assert "15 contradict their own run series at every reading of their concurrency, 4 name none" in text
+    assert "15 contradict their own run series at every reading of their concurrency, 4 have a run name that records none" in text
     cleaned = json.loads(run("validate", "--serving", src, "--json", "--clean").stdout)
     assert cleaned["rows"] == 1401 and cleaned["data_checks"]["repeat"] == 0
     # settings measured more than once, counted on the clean form either way
@@ -200,6 +200,20 @@ def test_clean_needs_serving_rows(tmp_path):
         r = run(*args)
         assert r.returncode == 2 and "clean" in r.stderr and "Traceback" not in r.stderr
         assert not (tmp_path / "p.toml").exists()
+
+
+def test_clean_that_keeps_no_row_says_what_it_dropped(tmp_path):
+    # both runs' names leave the concurrency blank (`_c_`): the clean form is empty, which said "none of its 0 rows is ()"
+    f = tmp_path / "s.csv"
+    f.write_text("source,model,gpu,num_gpus,backend,weight_dtype,kv_dtype,isl,osl,concurrency,tp,ttft_ms,tpot_ms\n"
+                 + "".join(f"mine_4000x1000_c_tp1_epnone_{k},meta-llama/Llama-3.1-8B,h100,1,vllm,bf16,bf16,4000,1000,{c},1,{t},{t / 40}\n"
+                           for k, c, t in ((1, 28, 400), (2, 56, 800))))
+    for args in (("validate", "--serving", str(f), "--clean"), ("calibrate", "--serving", str(f), "--clean", "-o", str(tmp_path / "p.toml"))):
+        r = run(*args)
+        assert r.returncode == 2 and r.stdout == "" and not (tmp_path / "p.toml").exists()
+        assert " ".join(r.stderr.split()) == (
+            f"error: clean: '{f}' is not valid; a serving file whose clean form keeps a row; it drops all 2 (2 unrecorded; "
+            "`llm-codesign validate --serving FILE --json` lists each one's reason)")
 
 
 @settings(max_examples=60, deadline=None)

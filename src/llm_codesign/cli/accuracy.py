@@ -22,6 +22,21 @@ def _write_predictions(path: str, rows: list[dict], preds: list[dict]) -> None:
     write_rows(path, keys + extra, ({**r, **{name(k): v for k, v in p.items()}} for r, p in zip(rows, preds, strict=True)))
 
 
+def _clean_form(rows: list[dict], path: str) -> list[dict]:
+    """--clean: the serving rows' clean form (measure.audit.clean); an error naming what it dropped where it keeps none
+    (every run of a file can contradict its series or record no concurrency)."""
+    from collections import Counter
+
+    from llm_codesign.measure.audit import clean
+
+    kept, changes = clean(rows)
+    if rows and not kept:
+        why = ", ".join(f"{n} {a}" for a, n in sorted(Counter(c["action"] for c in changes if c["action"] != "suspect").items()))
+        raise InputError("clean", path, f"a serving file whose clean form keeps a row; it drops all {len(rows)} ({why}; "
+                         "`llm-codesign validate --serving FILE --json` lists each one's reason)")
+    return kept
+
+
 def _print_report(rep: dict, title: str, *, stderr: bool = False) -> None:
     """The report's tables, on stderr where the predictions went to standard output (--out -)."""
     from llm_codesign.measure.accuracy import LABELS
@@ -52,7 +67,7 @@ def _print_report(rep: dict, title: str, *, stderr: bool = False) -> None:
         con.print(f"data checks: {checks['repeat']} rows repeat another row's measurement, {checks['conflict']} give another row's "
                   f"measurement under a different plan, {checks['replanned']} carry a plan their run name contradicts, "
                   f"{checks['inconsistent']} contradict their own run series at every reading of their concurrency, "
-                  f"{checks['unrecorded']} name none, {checks['suspect']} are kept but doubtful "
+                  f"{checks['unrecorded']} have a run name that records none, {checks['suspect']} are kept but doubtful "
                   "(--clean fixes or drops the others; --json lists them all)")
     repeats = checks.get("repeatability") or {}
     spreads = [(LABELS[m], repeats[m]) for m in REPEAT_METRICS if (repeats.get(m) or {}).get("model_median_ape") is not None]
@@ -70,7 +85,7 @@ def validate(
     serving: Optional[str] = typer.Option(None, "--serving", help="Serving-measurement CSV in the canonical columns."),
     out: Optional[str] = typer.Option(None, "--out", help="Write the input rows plus predictions and their 80% intervals "
                                       "(predicted_<metric>_lo, _hi) here (CSV; - for standard output)."),
-    clean: bool = typer.Option(False, "--clean", help="Serving: re-derive plans from the run names that state them and keep each measurement once (llm_codesign.measure.audit)."),
+    clean: bool = typer.Option(False, "--clean", help="Serving: re-derive plans from the run names that state them, keep each measurement once, and drop runs whose own series rules out every reading of their concurrency or whose run name records none (llm_codesign.measure.audit)."),
     calibration: Optional[str] = O_CAL, as_json: bool = typer.Option(False, "--json"),
 ):
     """Predict published measurements and report the errors, and how many runs fall inside the stated intervals."""
@@ -95,9 +110,7 @@ def validate(
     else:
         rows = read_rows(serving)
         if clean:
-            from llm_codesign.measure.audit import clean as clean_rows
-
-            rows = clean_rows(rows)[0]
+            rows = _clean_form(rows, serving)
         preds, unmodeled = predict_serving(rows, calibration)
         if len(unmodeled) == len(rows):  # nothing to report on: an error, not an empty table
             raise InputError("serving", serving, unpriced(rows, unmodeled))
@@ -135,7 +148,7 @@ def calibrate(
     serving: Optional[str] = typer.Option(None, "--serving", help="Serving measurements to fit step overheads on."),
     output: str = typer.Option(..., "-o", "--output", help="Profile .toml to write; - for standard output."),
     hold_out: Optional[list[str]] = typer.Option(None, "--hold-out", help="Leave this model's serving rows out of the fit, to judge it out of sample (repeat the option)."),
-    clean: bool = typer.Option(False, "--clean", help="Fit the serving rows' clean form: plans re-derived from the run names that state them, each measurement once (llm_codesign.measure.audit)."),
+    clean: bool = typer.Option(False, "--clean", help="Fit the serving rows' clean form: plans re-derived from the run names that state them, each measurement once, without runs whose own series rules out every reading of their concurrency or whose run name records none (llm_codesign.measure.audit)."),
     force: bool = typer.Option(False, "--force", help="Write the profile even when a fit is worse than the starting profile on the same rows, lands a kernel efficiency or a serving parameter on a bound of its range, or ends its serving search still gaining (never one whose error is not a finite figure)."),
     calibration: Optional[str] = O_CAL,
 ):
@@ -167,9 +180,7 @@ def calibrate(
     # serving rows first: a bad file or --hold-out fails before minutes of kernel fitting
     srv_rows = read_rows(serving) if serving else None
     if srv_rows is not None and clean:
-        from llm_codesign.measure.audit import clean as clean_rows
-
-        srv_rows = clean_rows(srv_rows)[0]
+        srv_rows = _clean_form(srv_rows, serving)
     srv_rows = held_out(srv_rows, hold_out or []) if serving else None
     if serving:  # rows the fit can use: priced, with a measured metric its loss reads
         why = unfittable(srv_rows, *predict_serving(srv_rows, calibration))
