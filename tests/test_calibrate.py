@@ -245,3 +245,22 @@ def test_calibrate_serving_lists_only_the_values_it_fitted(tmp_path, monkeypatch
     line = next(x for x in stdout.splitlines() if x.startswith("serving: "))
     assert code == 0 and line.startswith("serving: step overhead atom ") and "; wait steps atom " in line, err
     assert "eager launch" not in line and "spread" not in line and " ; " not in line
+
+
+def test_calibrate_keeps_the_start_profiles_values_it_did_not_fit(tmp_path, monkeypatch):
+    import functools
+
+    from llm_codesign.measure import calibrate
+
+    # ATOM's eager launch is documented, not fitted (3 us bundled): a start profile's 4 us prices the fit and must be
+    # the profile's value, not dropped to read back as the bundled 3 us (so must vLLM's step overhead, an engine the file
+    # does not run)
+    monkeypatch.setattr(calibrate, "fit_serving", functools.partial(calibrate.fit_serving, rounds=0))
+    s, start, out = tmp_path / "s.csv", tmp_path / "start.toml", tmp_path / "p.toml"
+    s.write_text("model,gpu,num_gpus,backend,weight_dtype,kv_dtype,isl,osl,concurrency,tp,ttft_ms,tpot_ms\n"
+                 "meta-llama/Llama-3.1-8B,mi355x,1,atom,bf16,bf16,1024,256,8,1,50,12\n")
+    start.write_text("[default.eager_launch_s]\natom = 4e-06\n[default.step_overhead_s]\nvllm = 0.0123\n")
+    code, _, err = _cli("calibrate", "--serving", str(s), "--calibration", str(start), "-o", str(out), "--force")
+    assert code == 0, err
+    cal = calibration_for(get_gpu("mi355x"), str(out))
+    assert dict(cal.eager_launch_s)["atom"] == 4e-06 and dict(cal.step_overhead_s)["vllm"] == 0.0123

@@ -91,7 +91,7 @@ SERVING_FIELDS = {n for n, *_ in SERVING_BOUNDS}
 STRUCTURAL_ZEROS = {("adp_wait_steps", name) for name, e in ENGINES.items() if not e.holds_adp_requests}
 # (field, engine) pairs the serving runs cannot place: kept at default.toml's documented value (cited there), never fitted.
 # ATOM's eager launch and its spread over ranks: re-fitting ATOM's other host costs on its 36 MI355X runs with either held,
-# the loss is flat (0.065-0.066) from 0.1 to 5 us and from 0 to 2 us, its request overhead trading 8.3 -> 1.1 ms against them
+# the loss is flat (0.065-0.066) from 0.1 to 5 us and from 0 to 2 us, its request overhead trading 8.3 -> 3.5 ms against them
 DOCUMENTED = {("eager_launch_s", "atom"), ("eager_skew_s", "atom")}
 NOT_FITTED = STRUCTURAL_ZEROS | DOCUMENTED
 # serving search: two cycles on the smooth loss from log steps of 1 and 0.5, then median cycles from a step of
@@ -300,8 +300,12 @@ def to_toml(fams: dict[str, Calibration], report: list[dict], header: str, servi
     lines = [f"# {line}" for line in header.splitlines()]
     if serving:
         lines += ["", "[default]"] + [f"{n} = {serving[n]:.6g}" for n, *_ in SERVING_BOUNDS if n not in BACKEND_KEYED]
+        # every engine's value as the fit priced it: the fitted ones and those it held (NOT_FITTED, other engines'),
+        # which a start profile may have set; left out, they would read back as the bundled defaults
+        priced = next(iter(fams.values()), None)
         for n in BACKEND_KEYED:
-            lines += [f"[default.{n}]"] + [f"{b} = {v:.6g}" for b, v in sorted(serving[n].items())]
+            held = dict(getattr(priced, n)) if priced is not None and n in serving else {}
+            lines += [f"[default.{n}]"] + [f"{b} = {v:.6g}" for b, v in sorted({**held, **serving[n]}.items())]
     for fam, cal in sorted(fams.items()):
         lines += ["", f"[{fam}]"]
         for f in fields(Calibration):
