@@ -316,13 +316,13 @@ def test_fa3_split_follows_flashattention3s_scheduler():
     # 0.848 >= 0.824; 13: 0.788). The run-time rule: ceil(32 / ceil(1.1 x 32 tiles x 8 / 132 = 2.13)) = ceil(32 / 3) = 11;
     # 4 sequences: ceil(32 / ceil(8.53)) = 4; 64: 1
     h100 = get_gpu("h100")
-    assert cost.fa3_split(np.array([1.0, 4.0, 64.0]), 8, 4096, 1.0, 128.0, h100).tolist() == [11.0, 4.0, 1.0]
+    assert cost.fa3_split(np.array([1.0, 4.0, 64.0]), 8, 4096, h100, m_blocks=1.0, tile=128.0).tolist() == [11.0, 4.0, 1.0]
     # the one-sequence count caps it: 2 KV heads at 2,048 keys (16 tiles) fill at most 32 of 132 SMs, 0.85 of that at
     # 14 splits; the run-time rule asks ceil(16 / ceil(0.27)) = 16
-    assert cost.fa3_split(1, 2, 2048, 1.0, 128.0, h100) == 14
+    assert cost.fa3_split(1, 2, 2048, h100, m_blocks=1.0, tile=128.0) == 14
     # 4 tiles or fewer are never split, nor are CTAs that near fill the SMs (16 KV heads x 7 query tiles = 112 >= 105.6)
-    assert cost.fa3_split(1, 8, 512, 1.0, 128.0, h100) == 1
-    assert cost.fa3_split(1, 16, 32768, 7.0, 128.0, h100) == 1
+    assert cost.fa3_split(1, 8, 512, h100, m_blocks=1.0, tile=128.0) == 1
+    assert cost.fa3_split(1, 16, 32768, h100, m_blocks=7.0, tile=128.0) == 1
 
 
 def test_fa3_tile_is_its_paged_decode_tile():

@@ -124,7 +124,7 @@ def _fa3_static_splits(ctas, n_blocks, sms):
     return out[inv.ravel()].reshape(np.broadcast(c, n).shape)
 
 
-def fa3_split(seqs, kv_heads, keys, m_blocks, tile, gpu: Gpu):
+def fa3_split(seqs, kv_heads, keys, gpu: Gpu, *, m_blocks, tile):
     """CTAs FlashAttention-3's decode splits each (sequence, KV head)'s keys over: prepare_varlen_num_blocks
     (hopper/flash_prepare_scheduler.cu@07602ad, run for a paged cache with per-sequence lengths up to 992
     sequences) spreads the batch's tiles over the SMs with a 10% margin, ceil(n / ceil(1.1 x tiles x KV heads /
@@ -139,8 +139,8 @@ def fa3_split(seqs, kv_heads, keys, m_blocks, tile, gpu: Gpu):
 def runs_trtllm_decode(engine: Engine | None) -> bool:
     """Whether an engine runs TensorRT-LLM's GQA decode op (XQA, TRTLLM-Gen and their masked MHA fallback): the
     kernel tables' rows (None) and the engine whose step fuses RoPE into XQA (Engine.fusions "rope_decode"),
-    TensorRT-LLM. SGLang and vLLM run their own kernels, priced as TensorRT-LLM's tensor-core ones times their
-    factor (Engine.attention_kernels)."""
+    TensorRT-LLM. SGLang and vLLM run their own kernels: FlashAttention-3's on Hopper (runs_fa3_decode), elsewhere
+    priced as TensorRT-LLM's tensor-core ones times their factor (Engine.attention_kernels)."""
     return engine is None or engine.fuses("rope_decode")
 
 

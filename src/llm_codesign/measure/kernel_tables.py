@@ -260,7 +260,8 @@ def _kv_bytes(name: str) -> float:
 
 
 # The kernel each engine's default backend runs for GQA attention on Hopper, as the per-engine tables name
-# it (Engine.attention_kernels prices it against TensorRT-LLM's); their other kernels (SGLang's Triton
+# it (Engine.attention_kernels prices it against TensorRT-LLM's; FlashAttention-3's decode by its own rules,
+# cost.kernels.runs_fa3_decode); their other kernels (SGLang's Triton
 # backend, vLLM's FlashAttention-4) are no engine's default there
 ATTENTION_SOURCES = {"trtllm": "torch_flow", "sglang": "fa3", "vllm": "vllm_flash_attn_fa3"}
 
@@ -304,7 +305,7 @@ def _decode(rows, gpu):
     fa3 = np.array([cost.runs_fa3_decode(e, gpu) for e in engines])
     m_blocks, tile = cost.fa3_tile(d, H / KV, fp8, (w > 0) & (w < _col(rows, "isl") + _col(rows, "step")))
     m_blocks = np.ceil(H / KV / m_blocks - 1e-9)
-    split = np.where(fa3, cost.fa3_split(B, KV, ctx, m_blocks, tile, gpu), cost.decode_split(B, KV, ctx, gpu))
+    split = np.where(fa3, cost.fa3_split(B, KV, ctx, gpu, m_blocks=m_blocks, tile=tile), cost.decode_split(B, KV, ctx, gpu))
 
     def price(cal: Calibration):
         t = np.empty(len(rows))
