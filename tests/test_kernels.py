@@ -320,6 +320,9 @@ def test_fa3_split_follows_flashattention3s_scheduler():
     # the one-sequence count caps it: 2 KV heads at 2,048 keys (16 tiles) fill at most 32 of 132 SMs, 0.85 of that at
     # 14 splits; the run-time rule asks ceil(16 / ceil(0.27)) = 16
     assert cost.fa3_split(1, 2, 2048, h100, m_blocks=1.0, tile=128.0) == 14
+    # vLLM passes 32 as the cap under its decode CUDA graphs (Engine.fa3_max_splits) in place of that count: 16
+    assert get_engine("vllm").fa3_max_splits == 32 and get_engine("sglang").fa3_max_splits == 0
+    assert cost.fa3_split(1, 2, 2048, h100, m_blocks=1.0, tile=128.0, cap=np.array([0.0, 32.0])).tolist() == [14.0, 16.0]
     # 4 tiles or fewer are never split, nor are CTAs that near fill the SMs (16 KV heads x 7 query tiles = 112 >= 105.6)
     assert cost.fa3_split(1, 8, 512, h100, m_blocks=1.0, tile=128.0) == 1
     assert cost.fa3_split(1, 16, 32768, h100, m_blocks=7.0, tile=128.0) == 1

@@ -124,16 +124,19 @@ def _fa3_static_splits(ctas, n_blocks, sms):
     return out[inv.ravel()].reshape(np.broadcast(c, n).shape)
 
 
-def fa3_split(seqs, kv_heads, keys, gpu: Gpu, *, m_blocks, tile):
+def fa3_split(seqs, kv_heads, keys, gpu: Gpu, *, m_blocks, tile, cap=0):
     """CTAs FlashAttention-3's decode splits each (sequence, KV head)'s keys over: prepare_varlen_num_blocks
     (hopper/flash_prepare_scheduler.cu@07602ad, run for a paged cache with per-sequence lengths up to 992
     sequences) spreads the batch's tiles over the SMs with a 10% margin, ceil(n / ceil(1.1 x tiles x KV heads /
-    SMs)) for n tiles of keys each, capped by the one-sequence count (_fa3_static_splits). `m_blocks`: query
-    tiles per KV head, `tile`: keys per tile (fa3_tile). Whole numbers, as the launcher takes them."""
+    SMs)) for n tiles of keys each, capped by the count the caller passes (`cap`: Engine.fa3_max_splits) or, where
+    it passes none (0), the one-sequence count (_fa3_static_splits). `m_blocks`: query tiles per KV head, `tile`:
+    keys per tile (fa3_tile). Whole numbers, as the launcher takes them. Array-valued (`cap` too)."""
     n = np.maximum(np.ceil(np.asarray(keys, float) / tile - 1e-9), 1.0)
     heads = np.asarray(kv_heads, float) * m_blocks
     per_sm = np.ceil(1.1 * np.maximum(np.asarray(seqs, float), 1.0) * n * heads / gpu.sms - 1e-9)
-    return np.clip(np.ceil(n / per_sm - 1e-9), 1.0, _fa3_static_splits(heads, n, gpu.sms))
+    cap = np.asarray(cap, float)
+    static = _fa3_static_splits(heads, n, gpu.sms) if not np.all(cap > 0) else 1.0
+    return np.clip(np.ceil(n / per_sm - 1e-9), 1.0, np.where(cap > 0, cap, static))
 
 
 def runs_trtllm_decode(engine: Engine | None) -> bool:

@@ -195,7 +195,7 @@ def _core_decode(a: Attention, b: Batch, at: _At, P: Site, *, s: _Step, prec: Pr
         m_blocks, tile = cost.fa3_tile(a.head_dim, group, kv_fp8, local)
         # the query rows a KV head's CTA packs: its group of every query token of the sequence (pack_gqa)
         m_blocks = np.ceil(np.maximum(np.asarray(dec_tok, float) / np.maximum(seqs, 1.0), 1.0) * group / m_blocks - 1e-9)
-        split = cost.fa3_split(seqs, kv_l, ctx_l, gpu, m_blocks=m_blocks, tile=tile)
+        split = cost.fa3_split(seqs, kv_l, ctx_l, gpu, m_blocks=m_blocks, tile=tile, cap=at.engine.fa3_max_splits)
         items = seqs * kv_l * m_blocks * split
     read = cost.decode_keys_read(ctx_l, split, gpu, mmha, tile=tile) if gqa else ctx_l
     dec_bytes = seqs * read * per_tok_kv + dec_tok * heads_l * qkv_d * 2.0

@@ -305,7 +305,8 @@ def _decode(rows, gpu):
     fa3 = np.array([cost.runs_fa3_decode(e, gpu) for e in engines])
     m_blocks, tile = cost.fa3_tile(d, H / KV, fp8, (w > 0) & (w < _col(rows, "isl") + _col(rows, "step")))
     m_blocks = np.ceil(H / KV / m_blocks - 1e-9)
-    split = np.where(fa3, cost.fa3_split(B, KV, ctx, gpu, m_blocks=m_blocks, tile=tile), cost.decode_split(B, KV, ctx, gpu))
+    cap = np.array([e.fa3_max_splits for e in engines], float)
+    split = np.where(fa3, cost.fa3_split(B, KV, ctx, gpu, m_blocks=m_blocks, tile=tile, cap=cap), cost.decode_split(B, KV, ctx, gpu))
 
     def price(cal: Calibration):
         t = np.empty(len(rows))
