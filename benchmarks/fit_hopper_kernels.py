@@ -22,6 +22,9 @@ Three fits, each through measure.calibrate (fit_kind / fit_kernels), the code `c
 4. CUTLASS's per-tensor FP8 scaled-mm (gemm_eff/_k_half/_overhead_fp8_cutlass), SGLang's and vLLM's per-tensor FP8
    GEMM on Hopper, on the SGLang sgl_kernel fp8_scaled_mm rows of kernels_hopper/gemm.csv.gz (vLLM's
    CutlassFP8ScaledMM rows, the same kernel lineage, priced out of sample).
+5. FlashAttention-3's decode on an FP8 cache (attn_decode_bw_eff_fa3_fp8), SGLang's and vLLM's GQA decode on Hopper
+   (cost.kernels.runs_fa3_decode), on both engines' FA3 FP8 rows of kernels_hopper/decode_attention.csv.gz (the same
+   kernel), with each engine's fit priced on the other's rows out of sample.
 
     python benchmarks/fit_hopper_kernels.py          # figures and the TOML for data/calibration/fitted.toml (~10 min)
     python benchmarks/fit_hopper_kernels.py --moe-only cutlass sglang_triton   # fit 2 alone, on the bundled Hopper
@@ -36,12 +39,14 @@ import numpy as np
 
 from llm_codesign.cost.calibration import KERNEL_KEYED, calibration_for
 from llm_codesign.measure.calibrate import PARAMS, fit_kernels, fit_kind, moe_parts
-from llm_codesign.measure.kernel_tables import moe_row_family, predict, read_csv
+from llm_codesign.measure.kernel_tables import ATTENTION_SOURCES, moe_row_family, predict, read_csv
 from llm_codesign.measure.stats import error_stats
 from llm_codesign.spec.hardware import get_gpu
 
 DEEPGEMM = {"gemm_eff_fp8_deepgemm": (0.2, 1.0), "gemm_k_half_fp8_deepgemm": (1.0, 4096.0), "gemm_overhead_fp8_deepgemm_s": (1e-7, 1e-4)}
 CUTLASS_FP8 = {p: b for p, b in PARAMS["gemm"].items() if p.endswith(("_fp8_cutlass", "_fp8_cutlass_s"))}
+# its share of HBM bandwidth on an FP8 cache, the range default.toml states (fitted here only: the kernel tables time no FA3 rows)
+FA3_FP8 = {"attn_decode_bw_eff_fa3_fp8": (0.2, 1.0)}
 
 
 def _line(r: dict) -> str:
@@ -112,6 +117,18 @@ def main() -> None:
     print(f"   vLLM's CutlassFP8ScaledMM rows, out of sample: median APE {s['median_ape']:.1f}% (p90 {s['p90_ape']:.1f}, "
           f"signed {s['signed_median_pe']:+.1f}), {s['n']} rows")
     toml["hopper"] += [f"{p} = {hopper.param(p):.6g}" for p in CUTLASS_FP8]
+
+    print("5. FlashAttention-3's decode on an FP8 cache (SGLang's and vLLM's FA3 rows of kernels_hopper/decode_attention.csv.gz)")
+    fa3 = {e: [r for r in read_csv("hopper/decode_attention")[1] if r["framework"] == e and r["kv_cache_dtype"] == "fp8"
+               and r["kernel_source"] == ATTENTION_SOURCES[e]] for e in ("sglang", "vllm")}
+    for e, other in (("sglang", "vllm"), ("vllm", "sglang")):
+        cal, r = fit_kind("decode_attention", fa3[e], hopper, "hopper", params=FA3_FP8)
+        held = error_stats(predict("decode_attention", fa3[other], lambda g, c=cal: c)[0], np.array([float(x["latency_ms"]) for x in fa3[other]]))
+        print(f"   {e} alone: {cal.attn_decode_bw_eff_fa3_fp8:.3f}, {_line(r)}; {other}'s rows out of sample: median APE "
+              f"{held['median_ape']:.1f}% (p90 {held['p90_ape']:.1f}, signed {held['signed_median_pe']:+.1f})")
+    hopper, r = fit_kind("decode_attention", fa3["sglang"] + fa3["vllm"], hopper, "hopper", params=FA3_FP8)
+    print("  ", _line(r))
+    toml["hopper"] += [f"{p} = {hopper.param(p):.6g}" for p in FA3_FP8]
 
     print("\nTOML:")
     for fam, lines in toml.items():

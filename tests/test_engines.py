@@ -146,7 +146,10 @@ def test_engine_attention_kernels_by_kind(h100):
     for removed in ("gemm_eff_scale", "attn_eff_scale"):
         with pytest.raises(InputError, match=removed):
             _apply(base, {removed: {"vllm": 0.8}}, "profile.toml")
-    # the decode-attention operator of Llama-3.1-8B on H100 at batch 8: vLLM's FlashAttention-3 takes 1.15x TensorRT-LLM's
+    # GQA decode on Hopper is no factor: SGLang's and vLLM's FlashAttention-3 kernel is priced by its own rules (fa3_decode;
+    # tests/test_kernels.py test_fa3_*), so Llama-3.1-8B's decode-attention operator on H100 at batch 8 is not 1.15x TensorRT-LLM's
+    assert vllm.attention_time_factor("hopper", "gqa", "decode", kv_fp8=False) == 1.0 and vllm.fa3_decode == sglang.fa3_decode == ("hopper",)
+    assert trt.fa3_decode == ()
     m = get_model("llama-3.1-8b")
     plan = Plan(*(np.array([x]) for x in (1, 1, 1, 1, 1, 1)))
     ops = {}
@@ -154,7 +157,7 @@ def test_engine_attention_kernels_by_kind(h100):
         at = Serving(gpu=h100, prec=m.default_precision, plan=plan, engine=get_engine(e), max_num_tokens=8192)
         ops[e] = {o.name: o for o in evaluate(m, at, cal=base, concurrency=8.0, isl=1024.0, osl=256.0, with_ops=True)["ops"]}
     name = next(n for n, o in ops["trtllm"].items() if o.role == "core_decode")
-    assert ops["vllm"][name].time.item() == pytest.approx(1.15 * ops["trtllm"][name].time.item(), rel=1e-9)
+    assert ops["vllm"][name].time.item() != pytest.approx(1.15 * ops["trtllm"][name].time.item(), rel=1e-3)
 
 
 @pytest.mark.parametrize("backend, kernel, weight, ep, family", [

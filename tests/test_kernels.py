@@ -308,3 +308,79 @@ def test_masked_mha_items_cost_their_own_time():
         return float(cost.attention_decode_time(1e3, 1e3, h100, cal, seq_heads=1000.0, mmha=mmha)[0])
 
     assert t(True) - t(False) == pytest.approx(1000 * (1.2e-8 - 5e-9), rel=1e-9)
+
+
+def test_fa3_split_follows_flashattention3s_scheduler():
+    # FlashAttention-3 on H100 (132 SMs), 8 KV heads at 4,096 keys in 128-key tiles (32): the one-sequence heuristic
+    # takes the fewest splits whose wave reaches 0.85 of the fullest (8 x 16 = 128 of 132 CTAs, 0.970): 14 (112,
+    # 0.848 >= 0.824; 13: 0.788). The run-time rule: ceil(32 / ceil(1.1 x 32 tiles x 8 / 132 = 2.13)) = ceil(32 / 3) = 11;
+    # 4 sequences: ceil(32 / ceil(8.53)) = 4; 64: 1
+    h100 = get_gpu("h100")
+    assert cost.fa3_split(np.array([1.0, 4.0, 64.0]), 8, 4096, h100, m_blocks=1.0, tile=128.0).tolist() == [11.0, 4.0, 1.0]
+    # the one-sequence count caps it: 2 KV heads at 2,048 keys (16 tiles) fill at most 32 of 132 SMs, 0.85 of that at
+    # 14 splits; the run-time rule asks ceil(16 / ceil(0.27)) = 16
+    assert cost.fa3_split(1, 2, 2048, h100, m_blocks=1.0, tile=128.0) == 14
+    # vLLM passes 32 as the cap under its decode CUDA graphs (Engine.fa3_max_splits) in place of that count: 16
+    assert get_engine("vllm").fa3_max_splits == 32 and get_engine("sglang").fa3_max_splits == 0
+    assert cost.fa3_split(1, 2, 2048, h100, m_blocks=1.0, tile=128.0, cap=np.array([0.0, 32.0])).tolist() == [14.0, 16.0]
+    # 4 tiles or fewer are never split, nor are CTAs that near fill the SMs (16 KV heads x 7 query tiles = 112 >= 105.6)
+    assert cost.fa3_split(1, 8, 512, h100, m_blocks=1.0, tile=128.0) == 1
+    assert cost.fa3_split(1, 16, 32768, h100, m_blocks=7.0, tile=128.0) == 1
+
+
+def test_fa3_tile_is_its_paged_decode_tile():
+    # hopper/tile_size.h, paged cache without TMA, not causal: (kBlockM, kBlockN)
+    m, n = cost.fa3_tile(np.array([64.0, 128.0, 128.0, 128.0, 128.0, 192.0, 256.0, 256.0]), np.array([8.0, 4.0, 4.0, 128.0, 128.0, 8.0, 8.0, 8.0]),
+                         np.array([False, False, True, False, True, False, False, True]), np.array([False] * 7 + [True]))
+    assert m.tolist() == [192.0, 64.0, 64.0, 128.0, 128.0, 128.0, 128.0, 128.0]
+    assert n.tolist() == [160.0, 128.0, 96.0, 128.0, 160.0, 96.0, 80.0, 64.0]
+
+
+def test_fa3_streams_an_fp8_cache_at_its_own_rate_after_casting_the_query():
+    # FlashAttention-3 on an FP8 cache: its bandwidth share (attn_decode_bw_eff_fa3_fp8) and one launch more
+    # (kernel_overhead_s, the query's cast to FP8); on a BF16 cache it is XQA's rate
+    from dataclasses import replace
+
+    h100 = get_gpu("h100")
+    cal = replace(documented(), attn_decode_bw_eff_fp8=0.8, attn_decode_bw_eff_fa3_fp8=0.5, kernel_overhead_s=3e-6,
+                  attn_overhead_s=9e-6, attn_decode_head_s=0.0)
+
+    def t(fa3, kv_fp8):
+        return float(cost.attention_decode_time(1.0, 1e9, h100, cal, kv_fp8=kv_fp8, fa3=fa3)[0])
+
+    hbm = h100.hbm_bandwidth_bytes_per_s
+    assert t(True, True) == pytest.approx(1e9 / (hbm * 0.5) + 12e-6, rel=1e-12)
+    assert t(False, True) == pytest.approx(1e9 / (hbm * 0.8) + 9e-6, rel=1e-12)
+    assert t(True, False) == t(False, False)
+
+
+@pytest.mark.parametrize("kv", ["bfloat16", "fp8"])
+@pytest.mark.parametrize("engine", ["sglang", "vllm"])
+def test_fa3_decode_in_the_operator_graph_is_the_per_engine_tables_price(tmp_path, kv, engine):
+    # SGLang's and vLLM's GQA decode on H100 run FlashAttention-3's kernel in a serving step and in their per-engine
+    # kernel rows alike: 2 sequences at 4,096 cached keys, 32 query and 8 KV heads of 128: 32 tiles of 128 keys (96 on
+    # an FP8 cache: 43), ceil(1.1 x 2 x 32 x 8 / 132) = 5 tiles per SM, so ceil(32 / 5) = 7 splits reading 7 x 5 x 128
+    # = 4,480 keys (FP8: ceil(1.1 x 2 x 43 x 8 / 132) = 6, ceil(43 / 6) = 8 splits, 8 x 6 x 96 = 4,608 keys)
+    from llm_codesign.cost.calibration import calibration_for
+    from llm_codesign.cost.ops import Batch, layer_ops
+    from llm_codesign.measure.kernel_tables import predict, read_csv
+    from llm_codesign.spec.kinds import GQA, DenseFfn
+    from llm_codesign.spec.model import Layer, ModelSpec
+    from llm_codesign.spec.plan import Plan
+    from llm_codesign.spec.precision import Precision
+
+    h100 = get_gpu("h100")
+    cal = calibration_for(h100)
+    m = ModelSpec("toy", hidden=4096, vocab=32000, groups=((Layer(GQA(heads=32, kv_heads=8, head_dim=128, v_head_dim=128), DenseFfn(inter=14336)), 1),))
+    prec = Precision.of("bf16", kv="fp8" if kv == "fp8" else None)
+    got = layer_ops(m, m.groups[0][0], 1.0, h100, cal, prec=prec, sh=Plan(), b=Batch(dec_seqs=2.0, dec_ctx=4096.0),
+                    prefix="layer", parts=("attn",), engine=get_engine(engine))
+    core = next(o for o in got if o.role == "core_decode")
+    keys, kv_bytes = (4608, 1.0) if kv == "fp8" else (4480, 2.0)
+    assert float(core.work[1]) == 2 * keys * 8 * 2 * 128 * kv_bytes + 2 * 32 * 2 * 128 * 2.0
+    p = tmp_path / "d.csv"
+    source = {"sglang": "fa3", "vllm": "vllm_flash_attn_fa3"}[engine]
+    p.write_text("system,framework,kernel_source,batch_size,isl,step,num_heads,num_key_value_heads,head_dim,window_size,kv_cache_dtype,latency_ms\n"
+                 f"h100_sxm,{engine},{source},2,1,4095,32,8,128,0,{kv},0.01\n")
+    pred, _ = predict(*read_csv(p), calibration_for)
+    assert float(core.time) * 1e3 == pytest.approx(pred[0], rel=1e-12)

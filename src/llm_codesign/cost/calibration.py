@@ -54,6 +54,7 @@ class Calibration:
     pdl_credit_s: float
     attn_decode_bw_eff: float
     attn_decode_bw_eff_fp8: float
+    attn_decode_bw_eff_fa3_fp8: float
     attn_prefill_eff: float
     attn_prefill_eff_fp8: float
     attn_prefill_score_s: float

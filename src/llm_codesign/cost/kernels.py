@@ -71,22 +71,79 @@ def decode_merge_share(split, gpu: Gpu):
     return 1.0 - 1.0 / np.maximum(split, 1.0)
 
 
-def decode_keys_read(keys, split, gpu: Gpu, mmha=False):
+def decode_keys_read(keys, split, gpu: Gpu, mmha=False, tile=None):
     """Keys a decode-attention kernel loads per (sequence, KV head): each of its `split` CTAs reads its share
-    of `keys` in whole tiles (decode_tile), so short contexts and many splits read more than the cache
-    holds. With decode_split's count as priced, the batch's total read never falls as the batch grows.
-    The masked MHA kernel (`mmha`: decode_mmha) loads one key per thread group and skips those past the
-    sequence (TensorRT-LLM decoderMaskedMultiheadAttentionTemplate.h, its key loop's ti < tlength@2a9abd95):
-    its keys, in no tiles."""
-    split, tile = np.asarray(split, float), np.where(mmha, 1.0, decode_tile(gpu))
+    of `keys` in whole tiles (decode_tile, or `tile` keys: FlashAttention-3's, fa3_tile), so short contexts and
+    many splits read more than the cache holds. With decode_split's count as priced, the batch's total read
+    never falls as the batch grows. The masked MHA kernel (`mmha`: decode_mmha) loads one key per thread group
+    and skips those past the sequence (TensorRT-LLM decoderMaskedMultiheadAttentionTemplate.h, its key loop's
+    ti < tlength@2a9abd95): its keys, in no tiles."""
+    split = np.asarray(split, float)
+    tile = np.where(mmha, 1.0, decode_tile(gpu) if tile is None else tile)
     return split * np.ceil(np.asarray(keys, float) / split / tile - 1e-9) * tile
+
+
+def runs_fa3_decode(engine: Engine | None, gpu: Gpu) -> bool:
+    """Whether an engine's GQA decode runs FlashAttention-3's paged split-KV kernel on this GPU (Engine.fa3_decode:
+    SGLang's and vLLM's default backends on Hopper), priced by its own tile and split rules (fa3_tile, fa3_split)."""
+    return engine is not None and gpu.family in engine.fa3_decode
+
+
+def fa3_tile(head_dim, group, kv_fp8, local):
+    """(query rows, keys) of a FlashAttention-3 decode CTA's tile, kBlockM x kBlockN: hopper/tile_size.h
+    tile_size_fwd_sm90@07602ad for a paged cache read without TMA (decode packs the query group into the
+    rows, seqlen_q x group <= kBlockM, so get_pagedkv_tma in flash_api.cpp turns TMA off) and a non-causal
+    mask (flash_api.cpp mha_fwd drops causal where seqlen_q is 1 but for head dim 128, whose causal tile is
+    the same 128 keys), one MMA warpgroup (64 rows) at head dim 128 where the group fits 64 (heuristics.h
+    use_one_mma_wg); `local`: a sliding window shorter than the context. Array-valued."""
+    d, g = np.asarray(head_dim, float), np.asarray(group, float)
+    fp8, local = np.asarray(kv_fp8, bool), np.asarray(local, bool)
+    one_wg = (d == 128) & (g <= 64)
+    m = np.select([one_wg, d <= 64, d <= 96], [64.0, 192.0, 192.0], 128.0)
+    n16 = np.select([d <= 64, d <= 96, d <= 128, d <= 192], [160.0, 128.0, 128.0, 96.0], np.where(local, 64.0, 80.0))
+    n8 = np.select([d <= 64, d <= 96, one_wg, d <= 128, d <= 192], [160.0, 128.0, 96.0, 160.0, np.where(local, 128.0, 160.0)],
+                   np.where(local, 64.0, 128.0))
+    return m, np.where(fp8, n8, n16)
+
+
+def _fa3_static_splits(ctas, n_blocks, sms):
+    """FlashAttention-3's num_splits_heuristic (hopper/heuristics.h@13d0fd9) for `ctas` CTAs of one sequence
+    (batch 1, as get_num_splits assumes where splits are chosen per sequence at run time): 1 where they near
+    fill the SMs (0.8) or the keys are 4 tiles or fewer, else the fewest splits (at most 128, the SMs, the
+    tiles) whose last wave is at least 0.85 of the fullest any count reaches."""
+    c, n = np.asarray(ctas, float), np.minimum(np.asarray(n_blocks, float), min(128.0, sms))
+    keys, inv = np.unique(np.stack([np.broadcast_to(c, np.broadcast(c, n).shape).ravel(),
+                                    np.broadcast_to(n, np.broadcast(c, n).shape).ravel()]), axis=1, return_inverse=True)
+    out = np.ones(keys.shape[1])
+    for j, (cj, nj) in enumerate(keys.T):
+        if cj >= 0.8 * sms or nj <= 4:
+            continue
+        waves = cj * np.arange(1.0, nj + 1.0) / sms
+        eff = waves / np.ceil(waves)
+        out[j] = 1.0 + np.argmax(eff >= 0.85 * eff.max())
+    return out[inv.ravel()].reshape(np.broadcast(c, n).shape)
+
+
+def fa3_split(seqs, kv_heads, keys, gpu: Gpu, *, m_blocks, tile, cap=0):
+    """CTAs FlashAttention-3's decode splits each (sequence, KV head)'s keys over: prepare_varlen_num_blocks
+    (hopper/flash_prepare_scheduler.cu@07602ad, run for a paged cache with per-sequence lengths up to 992
+    sequences) spreads the batch's tiles over the SMs with a 10% margin, ceil(n / ceil(1.1 x tiles x KV heads /
+    SMs)) for n tiles of keys each, capped by the count the caller passes (`cap`: Engine.fa3_max_splits) or, where
+    it passes none (0), the one-sequence count (_fa3_static_splits). `m_blocks`: query tiles per KV head, `tile`:
+    keys per tile (fa3_tile). Whole numbers, as the launcher takes them. Array-valued (`cap` too)."""
+    n = np.maximum(np.ceil(np.asarray(keys, float) / tile - 1e-9), 1.0)
+    heads = np.asarray(kv_heads, float) * m_blocks
+    per_sm = np.ceil(1.1 * np.maximum(np.asarray(seqs, float), 1.0) * n * heads / gpu.sms - 1e-9)
+    cap = np.asarray(cap, float)
+    static = _fa3_static_splits(heads, n, gpu.sms) if not np.all(cap > 0) else 1.0
+    return np.clip(np.ceil(n / per_sm - 1e-9), 1.0, np.where(cap > 0, cap, static))
 
 
 def runs_trtllm_decode(engine: Engine | None) -> bool:
     """Whether an engine runs TensorRT-LLM's GQA decode op (XQA, TRTLLM-Gen and their masked MHA fallback): the
     kernel tables' rows (None) and the engine whose step fuses RoPE into XQA (Engine.fusions "rope_decode"),
-    TensorRT-LLM. SGLang and vLLM run their own kernels, priced as TensorRT-LLM's tensor-core ones times their
-    factor (Engine.attention_kernels)."""
+    TensorRT-LLM. SGLang and vLLM run their own kernels: FlashAttention-3's on Hopper (runs_fa3_decode), elsewhere
+    priced as TensorRT-LLM's tensor-core ones times their factor (Engine.attention_kernels)."""
     return engine is None or engine.fuses("rope_decode")
 
 
@@ -126,7 +183,7 @@ def decode_rope_fused(gpu: Gpu, kv_fp8: bool, engine: Engine | None = None) -> b
 
 
 def attention_decode_time(flops, nbytes, gpu: Gpu, cal: Calibration, *, seq_heads=0.0, kv_fp8: bool = False, group=1.0, split=1.0,
-                          rope_fused=False, fp8_math=True, mmha=False):
+                          rope_fused=False, fp8_math=True, mmha=False, fa3=False):
     """Decode attention: KV-cache read at a fraction of HBM bandwidth, or its math, whichever binds,
     plus a cost per work item (softmax/reduction, CTA scheduling) that dominates at large batch
     with short contexts. Query groups wider than the tensor-core kernels take (`group` query heads
@@ -135,7 +192,9 @@ def attention_decode_time(flops, nbytes, gpu: Gpu, cal: Calibration, *, seq_head
     goes through global memory (decode_merge_share). attn_overhead_s is the op's fixed cost with its preprocessing
     kernel; a kernel that applies RoPE itself (`rope_fused`: decode_rope_fused) launches one kernel less. On an
     FP8 cache the math runs at the FP8 peak where `fp8_math` (decode_fp8_math), else at the BF16 peak. Items of
-    the masked MHA kernel (`mmha`: decode_mmha, one CTA per sequence and query head) cost attn_decode_mmha_s each."""
+    the masked MHA kernel (`mmha`: decode_mmha, one CTA per sequence and query head) cost attn_decode_mmha_s each.
+    FlashAttention-3's kernel (`fa3`: runs_fa3_decode) streams an FP8 cache at its own rate (attn_decode_bw_eff_fa3_fp8)
+    after a launch that casts the query to FP8 (kernel_overhead_s)."""
     flops = np.asarray(flops, float)
     # FP8 KV: the kernel runs its MMAs in FP8 where the GPU has them and the kernel does (fp8_math), and pays
     # for dequantisation, seen as its own bandwidth efficiency
@@ -143,9 +202,11 @@ def attention_decode_time(flops, nbytes, gpu: Gpu, cal: Calibration, *, seq_head
     eff = np.where(np.asarray(group, float) > cal.attn_decode_max_group, cal.attn_decode_wide_flops_eff, cal.attn_decode_flops_eff)
     peak = np.where(np.asarray(fp8_math, bool) & fp8, gpu.peak("fp8" if fp8 else "bf16"), gpu.peak("bf16"))
     t_c = flops / (peak * eff)
-    t_m = np.asarray(nbytes, float) / (gpu.hbm_bandwidth_bytes_per_s * (cal.attn_decode_bw_eff_fp8 if fp8 else cal.attn_decode_bw_eff))
+    bw = np.where(fa3, cal.attn_decode_bw_eff_fa3_fp8, cal.attn_decode_bw_eff_fp8) if fp8 else cal.attn_decode_bw_eff
+    t_m = np.asarray(nbytes, float) / (gpu.hbm_bandwidth_bytes_per_s * bw)
     live = flops > 0
     fixed = np.where(rope_fused, max(cal.attn_overhead_s - cal.kernel_overhead_s, 0.0), cal.attn_overhead_s)
+    fixed = fixed + np.where(np.asarray(fa3, bool) & bool(kv_fp8), cal.kernel_overhead_s, 0.0)
     item_s = np.where(mmha, cal.attn_decode_mmha_s, cal.attn_decode_head_s)
     t = (np.maximum(t_c, t_m) + fixed + np.asarray(seq_heads, float) * item_s
          + decode_merge_share(split, gpu) * cal.attn_decode_split_s)

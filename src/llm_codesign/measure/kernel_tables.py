@@ -260,7 +260,8 @@ def _kv_bytes(name: str) -> float:
 
 
 # The kernel each engine's default backend runs for GQA attention on Hopper, as the per-engine tables name
-# it (Engine.attention_kernels prices it against TensorRT-LLM's); their other kernels (SGLang's Triton
+# it (Engine.attention_kernels prices it against TensorRT-LLM's; FlashAttention-3's decode by its own rules,
+# cost.kernels.runs_fa3_decode); their other kernels (SGLang's Triton
 # backend, vLLM's FlashAttention-4) are no engine's default there
 ATTENTION_SOURCES = {"trtllm": "torch_flow", "sglang": "fa3", "vllm": "vllm_flash_attn_fa3"}
 
@@ -296,22 +297,29 @@ def _decode(rows, gpu):
     kvb = np.array([_kv_bytes(r["kv_cache_dtype"]) for r in rows])
     flops = 2.0 * B * H * ctx * 2 * d
     fp8 = np.array([r["kv_cache_dtype"] == "fp8" for r in rows])
-    split = cost.decode_split(B, KV, ctx, gpu)
     # per-engine rows (a framework column) run their engine's kernel, the tables' own TensorRT-LLM's
     engines = [get_engine(engine_of(r)) for r in rows]
     fused = np.array([cost.decode_rope_fused(gpu, r["kv_cache_dtype"] == "fp8", e) for r, e in zip(rows, engines, strict=True)])
     trtllm = np.array([cost.runs_trtllm_decode(e) for e in engines])
+    # FlashAttention-3's (SGLang's and vLLM's on Hopper): its tile and split rules, a CTA per query tile and split
+    fa3 = np.array([cost.runs_fa3_decode(e, gpu) for e in engines])
+    m_blocks, tile = cost.fa3_tile(d, H / KV, fp8, (w > 0) & (w < _col(rows, "isl") + _col(rows, "step")))
+    m_blocks = np.ceil(H / KV / m_blocks - 1e-9)
+    cap = np.array([e.fa3_max_splits for e in engines], float)
+    split = np.where(fa3, cost.fa3_split(B, KV, ctx, gpu, m_blocks=m_blocks, tile=tile, cap=cap), cost.decode_split(B, KV, ctx, gpu))
 
     def price(cal: Calibration):
         t = np.empty(len(rows))
         mmha = cost.decode_mmha(gpu, H / KV, cal, trtllm=trtllm)
-        nbytes = B * cost.decode_keys_read(ctx, split, gpu, mmha) * KV * 2 * d * kvb + B * H * 2 * d * 2.0
+        keys = np.where(fa3, cost.decode_keys_read(ctx, split, gpu, tile=tile), cost.decode_keys_read(ctx, split, gpu, mmha))
+        nbytes = B * keys * KV * 2 * d * kvb + B * H * 2 * d * 2.0
         for flag in (False, True):
             m = fp8 == flag
             if m.any():
-                items = cost.decode_work_items(B[m], KV[m], H[m], cal, flag and gpu.supports("fp8"))
+                items = np.where(fa3[m], B[m] * KV[m] * m_blocks[m] * split[m],
+                                 cost.decode_work_items(B[m], KV[m], H[m], cal, flag and gpu.supports("fp8")))
                 t[m] = cost.attention_decode_time(flops[m], nbytes[m], gpu, cal, seq_heads=items, kv_fp8=flag, group=(H / KV)[m],
-                                                  split=split[m], rope_fused=fused[m], mmha=mmha[m],
+                                                  split=split[m], rope_fused=fused[m], mmha=mmha[m], fa3=fa3[m],
                                                   fp8_math=cost.decode_fp8_math(gpu, flag, (H / KV)[m], d[m], cal, trtllm=trtllm[m]))[0]
         return t * 1e3
     return _engine_factor(rows, gpu, "decode", price, [f"kv {r['kv_cache_dtype']}" for r in rows], kv_fp8=fp8)

@@ -103,6 +103,12 @@ class Engine(ABC):
     # without attention DP, rather than kept whole on every GPU
     eh_proj_tp: bool
     aliases: tuple[str, ...] = ()  # other spellings get_engine accepts (lower case)
+    # GPU families where its GQA decode runs FlashAttention-3's paged split-KV kernel, priced by that kernel's
+    # tile and split rules (cost.kernels.runs_fa3_decode) rather than TensorRT-LLM's times a factor
+    fa3_decode: tuple[str, ...] = ()
+    # the split count it passes FlashAttention-3's decode as its cap (num_splits); 0: none, the kernel's own one-sequence
+    # heuristic caps it (cost.kernels.fa3_split)
+    fa3_max_splits: int = 0
     # whether its steps mix prefill chunks into the running decodes (TensorRT-LLM's in-flight batching and
     # vLLM's chunked prefill do); an engine that runs prefill batches on their own says so in its module
     mixes_prefill: ClassVar[bool] = True

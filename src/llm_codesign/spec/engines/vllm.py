@@ -100,12 +100,18 @@ VLLM = register_engine(VLLMEngine(
     # kernels, 1.1 (1.0-1.3, no public comparison), MLA decode on CUTLASS MLA, 1.15 (1.0-1.4)
     # (platforms/cuda.py backend priority; TRT-LLM-gen MLA only from PR #32339, vLLM 0.15).
     # Hopper: FlashAttention-3 for GQA and MLA prefill, 1.07 (0.95-1.2; 1.05-1.13x against TensorRT-LLM's
-    # FMHA, flashinfer issue #521), and GQA decode, 1.15 (1.0-1.5; ~55% of HBM in paged decode,
-    # flash-attention issue #1572); MLA decode on FlashAttention-3's MLA kernel / FlashMLA, 1.0 (0.85-1.25).
+    # FMHA, flashinfer issue #521), and GQA decode priced as FA3's kernel (fa3_decode); MLA decode on
+    # FlashAttention-3's MLA kernel / FlashMLA, 1.0 (0.85-1.25).
     # Sources read: vllm/platforms/cuda.py, vllm/v1/attention/backends/flashinfer.py; cited ratios are
     # public kernel benchmarks, not fitted.
     attention_kernels={"blackwell": {("gqa", "decode"): 1.3, ("mla", "prefill"): 1.1, ("mla", "decode"): 1.15},
-                       "hopper": {("gqa", "prefill"): 1.07, ("gqa", "decode"): 1.15, ("mla", "prefill"): 1.07}},
+                       "hopper": {("gqa", "prefill"): 1.07, ("mla", "prefill"): 1.07}},
+    # its FLASH_ATTN backend's decode, vllm_flash_attn's FA3 (the per-engine H100 table's vllm_flash_attn_fa3 rows), block size 16,
+    # with the split count capped at 32 under its full CUDA graphs for decode (v1/attention/backends/flash_attn.py:448-458@0.24.0,
+    # config/attention.py flash_attn_max_num_splits_for_cuda_graph = 32; cudagraph_mode FULL_AND_PIECEWISE by default). Past the
+    # graphs' largest batch it passes 0, FA3's heuristic, but there the batch fills the SMs unsplit either way
+    fa3_decode=("hopper",),
+    fa3_max_splits=32,
     # 0.11 has no PDL switch of its own: FlashInfer's attention and MoE only, which it runs on Blackwell;
     # FlashAttention-3 and its own kernels on Hopper: ~0.15 on Blackwell, 0 on Hopper
     pdl={"blackwell": 0.15, "blackwell_sm120": 0.15},
