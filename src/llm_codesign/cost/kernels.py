@@ -124,19 +124,32 @@ def _fa3_static_splits(ctas, n_blocks, sms):
     return out[inv.ravel()].reshape(np.broadcast(c, n).shape)
 
 
+def fa3_launch_splits(kv_heads, keys, gpu: Gpu, *, m_blocks, tile, cap=0):
+    """The split count FlashAttention-3's launch is given, which decides whether its combine kernel runs over the
+    partial outputs: the caller's (`cap`: Engine.fa3_max_splits) or, where it passes none, the one-sequence count
+    (_fa3_static_splits); the batch's own count (fa3_split) only spreads the tiles under it. So the merge is paid
+    by the launch, not by the batch, and a step's time does not fall where a larger batch needs fewer splits."""
+    n = np.maximum(np.ceil(np.asarray(keys, float) / tile - 1e-9), 1.0)
+    cap = np.asarray(cap, float)
+    static = _fa3_static_splits(np.asarray(kv_heads, float) * m_blocks, n, gpu.sms) if not np.all(cap > 0) else 1.0
+    return np.minimum(np.where(cap > 0, cap, static), n)
+
+
 def fa3_split(seqs, kv_heads, keys, gpu: Gpu, *, m_blocks, tile, cap=0):
     """CTAs FlashAttention-3's decode splits each (sequence, KV head)'s keys over: prepare_varlen_num_blocks
     (hopper/flash_prepare_scheduler.cu@07602ad, run for a paged cache with per-sequence lengths up to 992
     sequences) spreads the batch's tiles over the SMs with a 10% margin, ceil(n / ceil(1.1 x tiles x KV heads /
     SMs)) for n tiles of keys each, capped by the count the caller passes (`cap`: Engine.fa3_max_splits) or, where
     it passes none (0), the one-sequence count (_fa3_static_splits). `m_blocks`: query tiles per KV head, `tile`:
-    keys per tile (fa3_tile). Whole numbers, as the launcher takes them. Array-valued (`cap` too)."""
+    keys per tile (fa3_tile). The launcher takes whole numbers; priced here without rounding the batch's share of
+    the SMs, as decode_split does (a step's sequences and contexts vary about the mean it is priced at), so a step's
+    time never falls as its batch grows. Array-valued (`cap` too)."""
     n = np.maximum(np.ceil(np.asarray(keys, float) / tile - 1e-9), 1.0)
     heads = np.asarray(kv_heads, float) * m_blocks
-    per_sm = np.ceil(1.1 * np.maximum(np.asarray(seqs, float), 1.0) * n * heads / gpu.sms - 1e-9)
+    per_sm = np.maximum(1.1 * np.maximum(np.asarray(seqs, float), 1.0) * n * heads / gpu.sms, 1.0)
     cap = np.asarray(cap, float)
     static = _fa3_static_splits(heads, n, gpu.sms) if not np.all(cap > 0) else 1.0
-    return np.clip(np.ceil(n / per_sm - 1e-9), 1.0, np.where(cap > 0, cap, static))
+    return np.clip(n / per_sm, 1.0, np.where(cap > 0, cap, static))
 
 
 def runs_trtllm_decode(engine: Engine | None) -> bool:
@@ -183,13 +196,14 @@ def decode_rope_fused(gpu: Gpu, kv_fp8: bool, engine: Engine | None = None) -> b
 
 
 def attention_decode_time(flops, nbytes, gpu: Gpu, cal: Calibration, *, seq_heads=0.0, kv_fp8: bool = False, group=1.0, split=1.0,
-                          rope_fused=False, fp8_math=True, mmha=False, fa3=False):
+                          rope_fused=False, fp8_math=True, mmha=False, fa3=False, merge_split=None):
     """Decode attention: KV-cache read at a fraction of HBM bandwidth, or its math, whichever binds,
     plus a cost per work item (softmax/reduction, CTA scheduling) that dominates at large batch
     with short contexts. Query groups wider than the tensor-core kernels take (`group` query heads
     per KV head > attn_decode_max_group) run per-head math at their own, lower rate. A kernel that
     splits the keys over CTAs (`split`: decode_split) pays the merge of their partial outputs where it
-    goes through global memory (decode_merge_share). attn_overhead_s is the op's fixed cost with its preprocessing
+    goes through global memory (decode_merge_share; `merge_split`, where the launch's count and not the batch's decides
+    the merge: fa3_launch_splits). attn_overhead_s is the op's fixed cost with its preprocessing
     kernel; a kernel that applies RoPE itself (`rope_fused`: decode_rope_fused) launches one kernel less. On an
     FP8 cache the math runs at the FP8 peak where `fp8_math` (decode_fp8_math), else at the BF16 peak. Items of
     the masked MHA kernel (`mmha`: decode_mmha, one CTA per sequence and query head) cost attn_decode_mmha_s each.
@@ -209,7 +223,7 @@ def attention_decode_time(flops, nbytes, gpu: Gpu, cal: Calibration, *, seq_head
     fixed = fixed + np.where(np.asarray(fa3, bool) & bool(kv_fp8), cal.kernel_overhead_s, 0.0)
     item_s = np.where(mmha, cal.attn_decode_mmha_s, cal.attn_decode_head_s)
     t = (np.maximum(t_c, t_m) + fixed + np.asarray(seq_heads, float) * item_s
-         + decode_merge_share(split, gpu) * cal.attn_decode_split_s)
+         + decode_merge_share(split if merge_split is None else merge_split, gpu) * cal.attn_decode_split_s)
     return masked(live, t, t_c, t_m)
 
 

@@ -307,6 +307,7 @@ def _decode(rows, gpu):
     m_blocks = np.ceil(H / KV / m_blocks - 1e-9)
     cap = np.array([e.fa3_max_splits for e in engines], float)
     split = np.where(fa3, cost.fa3_split(B, KV, ctx, gpu, m_blocks=m_blocks, tile=tile, cap=cap), cost.decode_split(B, KV, ctx, gpu))
+    merge = np.where(fa3, cost.fa3_launch_splits(KV, ctx, gpu, m_blocks=m_blocks, tile=tile, cap=cap), split)
 
     def price(cal: Calibration):
         t = np.empty(len(rows))
@@ -319,7 +320,7 @@ def _decode(rows, gpu):
                 items = np.where(fa3[m], B[m] * KV[m] * m_blocks[m] * split[m],
                                  cost.decode_work_items(B[m], KV[m], H[m], cal, flag and gpu.supports("fp8")))
                 t[m] = cost.attention_decode_time(flops[m], nbytes[m], gpu, cal, seq_heads=items, kv_fp8=flag, group=(H / KV)[m],
-                                                  split=split[m], rope_fused=fused[m], mmha=mmha[m], fa3=fa3[m],
+                                                  split=split[m], merge_split=merge[m], rope_fused=fused[m], mmha=mmha[m], fa3=fa3[m],
                                                   fp8_math=cost.decode_fp8_math(gpu, flag, (H / KV)[m], d[m], cal, trtllm=trtllm[m]))[0]
         return t * 1e3
     return _engine_factor(rows, gpu, "decode", price, [f"kv {r['kv_cache_dtype']}" for r in rows], kv_fp8=fp8)
