@@ -166,7 +166,7 @@ def test_pipeline_cost_is_the_estimates_difference_from_the_nearest_regular_dept
     assert fs[0].cost_pct == pytest.approx(2.95, abs=0.01)
     assert 100 * (x64 / x61 - 1) == pytest.approx(1.73, abs=0.05)
     assert ("at PP4 (stages of 15/15/16/15 layers; TP8 PP4 EP8, 256 requests, 1536/1024 tokens) GPU time per output token "
-            f"{x61:.3f} ms against {x60:.3f} ms with 60 layers: 2.9% more time per layer") in fs[0].message
+            f"{x61:.3f} ms against {x60:.3f} ms with 60 layers: 3.0% more time per layer") in fs[0].message
     assert fs[0].fix == f"60 layers {x60:.3f} ms (4.5% less time than 61), 64 layers {x64:.3f} ms (1.7% more time than 61) at PP4"
 
 
@@ -257,7 +257,8 @@ def test_wider_finding_gives_the_speed_gain_and_the_accuracy_cost_with_its_band(
 def test_pipeline_cost_of_kinds_stacked_in_blocks_is_against_the_same_layers_balanced():
     # 16 full-attention layers then 16 sliding-window (128) ones: at PP2 the first stage holds every full layer and
     # sets the pace. The regular neighbour is the same 32 layers with 8 of each kind per stage (estimate prices it
-    # through the layout): 6.7% more GPU time per output token at 256 requests, 2,048 tokens of context (11.9% before
+    # through the layout): 7.4% more GPU time per output token at 256 requests, 2,048 tokens of context (6.7% before
+    # this session's Hopper decode kernel choice and serving re-fit on its merged model, issue 39; 11.9% before
     # the sampler joined the last stage and the serving re-fit's host step, issue 39; 6.2% before its decode split-KV and
     # key tiles, which the full-attention stage pays and the 128-key windows barely; 6.4% before the serving re-fit on
     # issue 39's merged model, whose host costs the two stages share alike)
@@ -270,5 +271,5 @@ def test_pipeline_cost_of_kinds_stacked_in_blocks_is_against_the_same_layers_bal
     assert len(fs) == 1 and fs[0].figures["pp"] == 2 and "but their kinds do not" in fs[0].message
     plan = Plan(tp=8, pp=2)
     x, even = (_gpu_ms_per_token(s, "h100", plan) for s in (m, replace(m, layout=((0,) * 8 + (1,) * 8) * 2)))
-    assert fs[0].cost_pct == pytest.approx(100 * (x / even - 1), abs=1e-9) and fs[0].cost_pct == pytest.approx(6.70, abs=0.05)
+    assert fs[0].cost_pct == pytest.approx(100 * (x / even - 1), abs=1e-9) and fs[0].cost_pct == pytest.approx(7.42, abs=0.05)
     assert fs[0].fix == "keep the layer pattern regular per stage"
