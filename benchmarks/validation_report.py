@@ -24,6 +24,7 @@ from pathlib import Path
 
 import interval_folds
 import numpy as np
+from crossval_campaigns import NEW_BUILDS, TRTLLM_NEW_BUILDS, _run_id  # the builds each campaign's fit keeps
 
 from llm_codesign.measure import accuracy
 from llm_codesign.measure import intervals as accuracy_intervals
@@ -103,24 +104,13 @@ def left_out_section(path: Path) -> list[str]:
     as recorded: listed, not silently dropped."""
     rows = read_rows(path)
     out = {c["row"]: c["action"] for c in clean(rows)[1] if c["action"] in ("inconsistent", "unrecorded")}
-    sel = [rows[i] for i in sorted(out)]
-    action = {id(r): out[i] for i, r in zip(sorted(out), sel, strict=True)}
+    sel = [{**rows[i], "_action": out[i]} for i in sorted(out)]
     preds = predict_serving(sel)[0]
-    groups = {a: _subset(sel, preds, lambda r, a=a: action[id(r)] == a) for a in ("inconsistent", "unrecorded")}
+    groups = {a: _subset(sel, preds, lambda r, a=a: r["_action"] == a) for a in ("inconsistent", "unrecorded")}
     return ["Left out of the clean sample, and of its fit and figures above, priced here as recorded: runs whose own series "
             "contradicts every reading of their concurrency (`inconsistent`) and runs that record none (`unrecorded`); "
             "`serving_measured_blackwell_clean.changes.csv` gives each one's reason, data/measurements/SOURCES.md the evidence.",
             "", *_table("left out", groups, SERVING_METRICS)]
-
-
-NEW_BUILDS = 2.1e10  # MI355X: the GitHub Actions run id from which SGLang's runs take half the time per token (SOURCES.md)
-# B200: the run id from which InferenceX's TensorRT-LLM runs are release 1.2.0rc6.post2 or newer, the fit's
-# (benchmarks/crossval_campaigns.py TRTLLM_NEW_BUILDS)
-TRTLLM_NEW_BUILDS = 21484110885
-
-
-def _run_id(r: dict) -> int:
-    return int(r["source"].split("runs/")[1].split("/")[0])
 
 
 def inferencex_sections() -> list[str]:

@@ -54,6 +54,9 @@ def test_bad_profiles_are_one_line(tmp_path):
      "calibration.step_overhead_s.vllm: -inf is not valid; a number in [0, 1] (step_overhead_s's physical range)"),
     ("[default]\ncustom_ar_latency_s = 2.0\n",
      "calibration.custom_ar_latency_s: 2.0 is not valid; a number in [0, 1] (custom_ar_latency_s's physical range)"),
+    # an attention-DP hold for an engine that holds none would be ignored (a structural zero, Engine.holds_adp_requests)
+    ("[default.adp_wait_steps]\nsglang = 50\n",
+     "calibration.adp_wait_steps.sglang: 50 is not valid; {p}: 0 (sglang never holds a request under attention DP: Engine.holds_adp_requests)"),
 ])
 def test_a_profile_value_outside_its_range_is_one_line(tmp_path, text, line):
     # what --calibration refuses: every value finite and in its parameter's physical range
@@ -62,7 +65,7 @@ def test_a_profile_value_outside_its_range_is_one_line(tmp_path, text, line):
     p.write_text(text)
     with pytest.raises(InputError) as e:
         calibration_for(get_gpu("h100"), str(p))
-    assert str(e.value) == line
+    assert str(e.value) == line.format(p=p)
 
 
 def test_every_fitted_range_lies_inside_the_loaders():

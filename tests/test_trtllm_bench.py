@@ -79,3 +79,11 @@ def test_an_mla_config_is_read_as_trtllm_bench_reads_it():
     ds = get_model("deepseek-r1")
     prec = Precision.of("fp8_block", kv="fp8")
     assert trtllm_bench.kv_bytes_per_token(ds, prec, 8) == 2 * 61 * 128 * 56 * 1.0
+
+
+def test_a_stack_without_attention_layers_has_no_kv_estimate():
+    # no attention layer, no KV cache: 0 bytes a token (its requests then the 4,096 cap), not an IndexError on the first
+    # attention layer; weights that do not fit (405B in BF16 on one 48 GB L40S) leave no requests: trtllm-bench's floor, 64
+    prec = Precision.of("bf16")
+    assert float(trtllm_bench.kv_bytes_per_token(replace(get_model("llama-3.1-8b"), groups=()), prec, 8)) == 0.0
+    assert trtllm_bench.settings(get_model("llama-3.1-405b"), get_gpu("l40s"), prec, tp=1, pp=1, isl=1024, osl=1024)[0] == 64.0

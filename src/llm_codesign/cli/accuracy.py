@@ -27,11 +27,11 @@ def _clean_form(rows: list[dict], path: str) -> list[dict]:
     (every run of a file can contradict its series or record no concurrency)."""
     from collections import Counter
 
-    from llm_codesign.measure.audit import clean
+    from llm_codesign.measure.audit import DROPPED, clean
 
     kept, changes = clean(rows)
     if rows and not kept:
-        why = ", ".join(f"{n} {a}" for a, n in sorted(Counter(c["action"] for c in changes if c["action"] != "suspect").items()))
+        why = ", ".join(f"{n} {a}" for a, n in sorted(Counter(c["action"] for c in changes if c["action"] in DROPPED).items()))
         raise InputError("clean", path, f"a serving file whose clean form keeps a row; it drops all {len(rows)} ({why}; "
                          "`llm-codesign validate --serving FILE --json` lists each one's reason)")
     return kept

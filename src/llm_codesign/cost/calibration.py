@@ -7,7 +7,7 @@ from functools import lru_cache
 from importlib import resources
 
 from llm_codesign.errors import InputError, read_toml
-from llm_codesign.spec.engines import MOE_KERNELS
+from llm_codesign.spec.engines import ENGINES, MOE_KERNELS
 from llm_codesign.spec.validation import check_param
 
 BACKEND_KEYED = ("step_overhead_s", "ttft_overhead_s", "comm_latency_scale", "prefill_queue_fraction", "eager_launch_s", "eager_skew_s",
@@ -248,6 +248,11 @@ def _apply(c: Calibration, section: dict, origin: str) -> Calibration:
                 raise InputError(f"calibration.{k}", v, f"{origin}: a [default.{k}] table of engine = non-negative number")
             d = dict(getattr(c, k))
             d.update({b: check_param(f"calibration.{k}.{b}", k, x) for b, x in v.items()})
+            # an engine that never holds a request under attention DP has no such wait to set: it would be ignored
+            held = [b for b, x in v.items() if k == "adp_wait_steps" and b in ENGINES and not ENGINES[b].holds_adp_requests and x]
+            if held:
+                raise InputError(f"calibration.{k}.{held[0]}", v[held[0]], f"{origin}: 0 ({held[0]} never holds a request "
+                                 "under attention DP: Engine.holds_adp_requests)")
             kw[k] = tuple(sorted(d.items()))
         else:
             kw[k] = check_param(f"calibration.{k}", k, v)

@@ -4,6 +4,7 @@ names none of (TRTLLM)."""
 from __future__ import annotations
 
 from llm_codesign.spec.engines.base import PCIE_FAMILIES, Engine, register_engine
+from llm_codesign.spec.engines.trtllm_bench import BATCH_CAP, DEFAULT_MAX_TOKENS
 
 # AllReduceStrategy.AUTO (cpp/tensorrt_llm/common/customAllReduceUtils.h, selectStrategyLookUpTable,
 # NCCL_SYMMETRIC outside the table): its one-shot / two-shot kernels at TP 2, 4 and 8 up to the workspace
@@ -28,14 +29,14 @@ class TensorRTLLMEngine(Engine):
     def step_tokens(self, gpu) -> int:
         """max_num_tokens = 8192 (LlmArgs / BuildConfig default), on every GPU (trtllm-bench picks its own per
         run: spec/engines/trtllm_bench.py)."""
-        return 8192
+        return DEFAULT_MAX_TOKENS
 
     def max_batch(self, gpu, kv_tokens=None, context_len: int = 0):
         """4096: the most trtllm-bench ever sets (tensorrt_llm/bench/build/tuning.py, finetune_setting:
         min(kv_cache_max_requests, 4096) / pp_size per micro-batch); the perf-overview rows it measured are
         priced at the limits it picks per run (spec/engines/trtllm_bench.py, measure.validate.bench_limits).
         trtllm-serve's own default max_batch_size is 2048 (TorchLlmArgs), which this does not yet distinguish."""
-        return 4096.0
+        return float(BATCH_CAP)
 
     def own_allreduce(self, nbytes, n, family: str):
         """Its custom kernels up to the workspace at each TP size (AR_MAX_BYTES), over NVLink only (its

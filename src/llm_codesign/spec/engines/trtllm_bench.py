@@ -59,6 +59,8 @@ def kv_bytes_per_token(model, prec, tp) -> np.ndarray:
     config (DeepSeek-V3's) has no head_dim key, so the estimate takes hidden / heads (56 for DeepSeek-V3) and every
     one of its 128 heads, not the latent the engine caches."""
     attn = [(layer.attn, n) for layer, n in model.groups if isinstance(layer.attn, Attention)]
+    if not attn:  # no KV cache (a state-space stack): the estimate's requests are bounded by BATCH_CAP alone
+        return np.zeros_like(np.asarray(tp, float))
     first = attn[0][0]
     kv_heads = getattr(first, "kv_heads", first.heads)
     head = model.hidden // first.heads if isinstance(first, MLA) else getattr(first, "head_dim", model.hidden // first.heads)
@@ -84,7 +86,8 @@ def settings(model, gpu, prec, *, tp, pp, isl, osl, kv_fraction=KV_FRACTION, chu
     else:
         engine = param_count(model, prec) * _BYTES.get(quant, 2.0) / GIB
         available = gpu.memory_bytes / GIB * tp * pp - engine
-        requests = available * kv_fraction / (kv_bytes_per_token(model, prec, tp) / GIB * (isl + osl))
+        with np.errstate(divide="ignore"):
+            requests = np.maximum(available, 0.0) * kv_fraction / (kv_bytes_per_token(model, prec, tp) / GIB * (isl + osl))
         raw_bs = np.minimum(requests, BATCH_CAP) / pp
         raw_tok = np.minimum(raw_bs * (1.0 + isl / osl), TOKEN_CAP)
         # "slightly optimistic" rounding up: at least 64 requests, at least 2048 tokens
