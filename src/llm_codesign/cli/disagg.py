@@ -7,6 +7,7 @@ from typing import Optional
 import typer
 
 from llm_codesign.cli.common import (
+    MAX_CONCURRENCY,
     MAX_TOKENS,
     O_A,
     O_ACC,
@@ -32,7 +33,6 @@ from llm_codesign.cli.common import (
     _table,
     app,
 )
-from llm_codesign.errors import InputError
 
 
 def _measured() -> str:
@@ -67,7 +67,7 @@ def disagg(
     decode_max_num_tokens: Optional[int] = typer.Option(None, "--decode-max-num-tokens", min=1, max=MAX_TOKENS,
                                                         help="The decode instances' token budget per step where it differs "
                                                         "from --max-num-tokens (recipes set the prefill's chunk alone)."),
-    decode_max_batch: Optional[int] = typer.Option(None, "--decode-max-batch", help="The decode instances' max batch per attention-DP "
+    decode_max_batch: Optional[int] = typer.Option(None, "--decode-max-batch", min=1, max=MAX_CONCURRENCY, help="The decode instances' max batch per attention-DP "
                                                    "rank (the engine's max_batch_size); requests past it wait for a decode slot. "
                                                    "Default: only the KV cache limits it."),
     arrival: str = typer.Option("closed_loop", "--arrival", help="How requests arrive: closed_loop (a slot refilled as its request "
@@ -88,9 +88,6 @@ def disagg(
     m, g = _model(model), _gpu(gpu)
     dg = _gpu(decode_gpu) if decode_gpu else g
     conc = _int_list("concurrency", concurrency)
-    # the token budgets' range is their options' (min=1); the batch cap is checked before anything is built
-    if decode_max_batch is not None and decode_max_batch < 1:
-        raise InputError("decode_max_batch", decode_max_batch, "a positive integer")
     # one instance of each pool, resolved here: its GPU, plan, precision, engine and step budget
     one = dict(precision=_precision(m, weight_dtype, activation_dtype, kv_dtype), backend=get_engine(backend).name,
                spec=_spec(spec, draft_len, acceptance, acceptance_rates, draft_model))
