@@ -145,11 +145,8 @@ def fa3_split(seqs, kv_heads, keys, gpu: Gpu, *, m_blocks, tile, cap=0):
     the SMs, as decode_split does (a step's sequences and contexts vary about the mean it is priced at), so a step's
     time never falls as its batch grows. Array-valued (`cap` too)."""
     n = np.maximum(np.ceil(np.asarray(keys, float) / tile - 1e-9), 1.0)
-    heads = np.asarray(kv_heads, float) * m_blocks
-    per_sm = np.maximum(1.1 * np.maximum(np.asarray(seqs, float), 1.0) * n * heads / gpu.sms, 1.0)
-    cap = np.asarray(cap, float)
-    static = _fa3_static_splits(heads, n, gpu.sms) if not np.all(cap > 0) else 1.0
-    return np.clip(n / per_sm, 1.0, np.where(cap > 0, cap, static))
+    per_sm = np.maximum(1.1 * np.maximum(np.asarray(seqs, float), 1.0) * n * np.asarray(kv_heads, float) * m_blocks / gpu.sms, 1.0)
+    return np.clip(n / per_sm, 1.0, fa3_launch_splits(kv_heads, keys, gpu, m_blocks=m_blocks, tile=tile, cap=cap))
 
 
 def runs_trtllm_decode(engine: Engine | None) -> bool:
@@ -196,14 +193,14 @@ def decode_rope_fused(gpu: Gpu, kv_fp8: bool, engine: Engine | None = None) -> b
 
 
 def attention_decode_time(flops, nbytes, gpu: Gpu, cal: Calibration, *, seq_heads=0.0, kv_fp8: bool = False, group=1.0, split=1.0,
-                          rope_fused=False, fp8_math=True, mmha=False, fa3=False, merge_split=None):
+                          rope_fused=False, fp8_math=True, mmha=False, fa3=False):
     """Decode attention: KV-cache read at a fraction of HBM bandwidth, or its math, whichever binds,
     plus a cost per work item (softmax/reduction, CTA scheduling) that dominates at large batch
     with short contexts. Query groups wider than the tensor-core kernels take (`group` query heads
     per KV head > attn_decode_max_group) run per-head math at their own, lower rate. A kernel that
     splits the keys over CTAs (`split`: decode_split) pays the merge of their partial outputs where it
-    goes through global memory (decode_merge_share; `merge_split`, where the launch's count and not the batch's decides
-    the merge: fa3_launch_splits). attn_overhead_s is the op's fixed cost with its preprocessing
+    goes through global memory (decode_merge_share; FlashAttention-3's launch count, fa3_launch_splits, decides its
+    combine). attn_overhead_s is the op's fixed cost with its preprocessing
     kernel; a kernel that applies RoPE itself (`rope_fused`: decode_rope_fused) launches one kernel less. On an
     FP8 cache the math runs at the FP8 peak where `fp8_math` (decode_fp8_math), else at the BF16 peak. Items of
     the masked MHA kernel (`mmha`: decode_mmha, one CTA per sequence and query head) cost attn_decode_mmha_s each.
@@ -223,7 +220,7 @@ def attention_decode_time(flops, nbytes, gpu: Gpu, cal: Calibration, *, seq_head
     fixed = fixed + np.where(np.asarray(fa3, bool) & bool(kv_fp8), cal.kernel_overhead_s, 0.0)
     item_s = np.where(mmha, cal.attn_decode_mmha_s, cal.attn_decode_head_s)
     t = (np.maximum(t_c, t_m) + fixed + np.asarray(seq_heads, float) * item_s
-         + decode_merge_share(split if merge_split is None else merge_split, gpu) * cal.attn_decode_split_s)
+         + decode_merge_share(split, gpu) * cal.attn_decode_split_s)
     return masked(live, t, t_c, t_m)
 
 

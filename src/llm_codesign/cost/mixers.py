@@ -187,7 +187,7 @@ def _core_decode(a: Attention, b: Batch, at: _At, P: Site, *, s: _Step, prec: Pr
     gqa, trtllm = kv_l is not None, cost.runs_trtllm_decode(at.engine)
     mmha = gqa and cost.decode_mmha(gpu, group, dcal, trtllm=trtllm)
     kv_fp8 = prec.kv.math == "fp8"
-    tile, merge_split = None, None
+    tile, merge = None, split
     # or FlashAttention-3's, by its own tile and split rules, a CTA per query tile and split (cost.kernels.fa3_split)
     fa3 = gqa and cost.runs_fa3_decode(at.engine, gpu)
     if fa3:
@@ -196,11 +196,11 @@ def _core_decode(a: Attention, b: Batch, at: _At, P: Site, *, s: _Step, prec: Pr
         # the query rows a KV head's CTA packs: its group of every query token of the sequence (pack_gqa)
         m_blocks = np.ceil(np.maximum(np.asarray(dec_tok, float) / np.maximum(seqs, 1.0), 1.0) * group / m_blocks - 1e-9)
         split = cost.fa3_split(seqs, kv_l, ctx_l, gpu, m_blocks=m_blocks, tile=tile, cap=at.engine.fa3_max_splits)
-        merge_split = cost.fa3_launch_splits(kv_l, ctx_l, gpu, m_blocks=m_blocks, tile=tile, cap=at.engine.fa3_max_splits)
+        merge = cost.fa3_launch_splits(kv_l, ctx_l, gpu, m_blocks=m_blocks, tile=tile, cap=at.engine.fa3_max_splits)
         items = seqs * kv_l * m_blocks * split
     read = cost.decode_keys_read(ctx_l, split, gpu, mmha, tile=tile) if gqa else ctx_l
     dec_bytes = seqs * read * per_tok_kv + dec_tok * heads_l * qkv_d * 2.0
-    times = cost.attention_decode_time(dec_flops, dec_bytes, gpu, dcal, seq_heads=items, kv_fp8=kv_fp8, group=group, split=split, merge_split=merge_split,
+    times = cost.attention_decode_time(dec_flops, dec_bytes, gpu, dcal, seq_heads=items, kv_fp8=kv_fp8, group=group, split=merge,
                                        rope_fused=gqa and cost.decode_rope_fused(gpu, kv_fp8, at.engine), mmha=mmha, fa3=fa3,
                                        fp8_math=not gqa or cost.decode_fp8_math(gpu, kv_fp8, group, a.head_dim, dcal, trtllm=trtllm))
     f = _attention_factor(at, a, "decode", kv_fp8=kv_fp8, dec_tokens=dec_tok)

@@ -312,7 +312,7 @@ def _decode(rows, gpu):
     def price(cal: Calibration):
         t = np.empty(len(rows))
         mmha = cost.decode_mmha(gpu, H / KV, cal, trtllm=trtllm)
-        keys = np.where(fa3, cost.decode_keys_read(ctx, split, gpu, tile=tile), cost.decode_keys_read(ctx, split, gpu, mmha))
+        keys = cost.decode_keys_read(ctx, split, gpu, mmha, tile=np.where(fa3, tile, cost.decode_tile(gpu)))  # mmha: never FA3's
         nbytes = B * keys * KV * 2 * d * kvb + B * H * 2 * d * 2.0
         for flag in (False, True):
             m = fp8 == flag
@@ -320,7 +320,7 @@ def _decode(rows, gpu):
                 items = np.where(fa3[m], B[m] * KV[m] * m_blocks[m] * split[m],
                                  cost.decode_work_items(B[m], KV[m], H[m], cal, flag and gpu.supports("fp8")))
                 t[m] = cost.attention_decode_time(flops[m], nbytes[m], gpu, cal, seq_heads=items, kv_fp8=flag, group=(H / KV)[m],
-                                                  split=split[m], merge_split=merge[m], rope_fused=fused[m], mmha=mmha[m], fa3=fa3[m],
+                                                  split=merge[m], rope_fused=fused[m], mmha=mmha[m], fa3=fa3[m],
                                                   fp8_math=cost.decode_fp8_math(gpu, flag, (H / KV)[m], d[m], cal, trtllm=trtllm[m]))[0]
         return t * 1e3
     return _engine_factor(rows, gpu, "decode", price, [f"kv {r['kv_cache_dtype']}" for r in rows], kv_fp8=fp8)
