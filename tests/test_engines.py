@@ -127,8 +127,6 @@ def test_engine_attention_kernels_by_kind(h100):
     kernels up to 256 decode tokens and on FlashInfer's own (1.3x) beyond; with an FP8 cache always on
     trtllm-gen. GEMMs are the same in every engine, and a profile naming a removed scale is refused."""
     from llm_codesign.cost.calibration import _apply, calibration_for
-    from llm_codesign.serve.aggregated import Serving, evaluate
-    from llm_codesign.spec.plan import Plan
 
     vllm, sglang, trt = get_engine("vllm"), get_engine("sglang"), get_engine("trtllm")
     t = vllm.attention_time_factor("blackwell", "gqa", "decode", kv_fp8=False, dec_tokens=np.array([64.0, 256.0, 257.0, 2048.0]))
@@ -147,17 +145,9 @@ def test_engine_attention_kernels_by_kind(h100):
         with pytest.raises(InputError, match=removed):
             _apply(base, {removed: {"vllm": 0.8}}, "profile.toml")
     # GQA decode on Hopper is no factor: SGLang's and vLLM's FlashAttention-3 kernel is priced by its own rules (fa3_decode;
-    # tests/test_kernels.py test_fa3_*), so Llama-3.1-8B's decode-attention operator on H100 at batch 8 is not 1.15x TensorRT-LLM's
+    # its operator in a serving step against hand-derived reads: tests/test_kernels.py test_fa3_*)
     assert vllm.attention_time_factor("hopper", "gqa", "decode", kv_fp8=False) == 1.0 and vllm.fa3_decode == sglang.fa3_decode == ("hopper",)
     assert trt.fa3_decode == ()
-    m = get_model("llama-3.1-8b")
-    plan = Plan(*(np.array([x]) for x in (1, 1, 1, 1, 1, 1)))
-    ops = {}
-    for e in ("trtllm", "vllm"):
-        at = Serving(gpu=h100, prec=m.default_precision, plan=plan, engine=get_engine(e), max_num_tokens=8192)
-        ops[e] = {o.name: o for o in evaluate(m, at, cal=base, concurrency=8.0, isl=1024.0, osl=256.0, with_ops=True)["ops"]}
-    name = next(n for n, o in ops["trtllm"].items() if o.role == "core_decode")
-    assert ops["vllm"][name].time.item() != pytest.approx(1.15 * ops["trtllm"][name].time.item(), rel=1e-3)
 
 
 @pytest.mark.parametrize("backend, kernel, weight, ep, family", [
