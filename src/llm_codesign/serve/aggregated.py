@@ -456,7 +456,13 @@ def _prefill_wave(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, r: _
         # sequences running differ along k (once_along_last), each column once per plan where it
         # fills the budget (once_at_cap)
         t_wave_step, = once_along_last(below_cap, sh, wave_tok, r.mnt, r.new, r.chunk, r.cached)
-    return wave_tok, t_wave_step, np.where(r.pipelined, n_wave + r.pp - 1.0, n_wave * r.pp) * t_wave_step
+    return wave_tok, t_wave_step, _over_pipeline(r, n_wave) * t_wave_step
+
+
+def _over_pipeline(r: _Rank, n):
+    """Stage times n steps take through the rank's pipeline: n + pp - 1 where they stream through its stages, n x pp
+    where each step crosses every stage alone."""
+    return np.where(r.pipelined, n + r.pp - 1.0, n * r.pp)
 
 
 
@@ -509,8 +515,8 @@ def _steps_to_first_token(q, new, step_tok):
     return np.maximum(np.minimum((q + 1.0) / 2.0 * per + 0.5, q * per), 1.0)
 
 
-def _own_prefill(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, r: _Rank, costs: EngineCosts, n_span, arrival="waves",
-                 window=1.0, acc=1.0, mixes=True, t_stage=0.0, wave=None, rounds=np.inf):
+def _own_prefill(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, r: _Rank, costs: EngineCosts, n_span, arrival, window, acc,
+                 mixes, t_stage, wave, rounds):
     """A request's prefill: (q, the step's time, the steps' span over the pipeline before its first
     token, the time one request's prefill adds to the steps of the requests decoding, the time it waits
     after its first token for the rest of its cohort's prefill). Its chunks share steps with the prefills
@@ -530,19 +536,18 @@ def _own_prefill(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, r: _R
     t_pf_stage = prefill_step(model, gpu, prec, sh, costs=costs, tokens=pf_step_tok, isl=r.new, chunk=r.chunk,
                               dec_seqs=dec, dec_ctx=r.isl + r.osl / 2.0, cached=r.cached)
 
-    def over_pipeline(n):
-        return np.where(r.pipelined, n + r.pp - 1.0, n * r.pp)
-
-    span = over_pipeline(n_pf) * t_pf_stage
-    # after its first token a request of a cohort prefilled on its own waits for the cohort's prompts behind it
-    rest = np.where(mixes, 0.0, np.maximum(q * r.new / np.maximum(pf_step_tok, 1.0) - n_pf, 0.0) * r.pp * t_pf_stage)
+    span = _over_pipeline(r, n_pf) * t_pf_stage
+    # after its first token a request of a cohort prefilled on its own waits for the cohort's prompts behind it: the
+    # steps after its own, through the pipeline as the cohort's steps stream (one stage time each where they stream)
+    whole = np.maximum(q * r.new / np.maximum(pf_step_tok, 1.0), n_pf)
+    rest = np.where(mixes, 0.0, (_over_pipeline(r, whole) - _over_pipeline(r, n_pf)) * t_pf_stage)
     if arrival == "waves":
         # the first wave: all running requests at once, prefilled at the wave's step (every one of them, no decode
         # beside), each behind the (running + 1) / 2 prompts ahead of it on average; 1 / rounds of the requests
         wave_tok, t_wave_step = wave
         n_burst = _steps_to_first_token(np.maximum(r.running, 1.0), r.new, wave_tok)
         first = 1.0 / np.maximum(rounds, 1.0)
-        span = (1.0 - first) * span + first * over_pipeline(n_burst) * t_wave_step
+        span = (1.0 - first) * span + first * _over_pipeline(r, n_burst) * t_wave_step
         q = (1.0 - first) * q + first * np.maximum(r.running, 1.0)
     # what one request's prefill adds to the others' decode (closed loop: its own batch's step, less the decode
     # step it stands in for where the engine mixes; otherwise the wave's step, _decode_times)
