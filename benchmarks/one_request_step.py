@@ -1,7 +1,11 @@
 """The one-request decode step of DeepSeek-R1 as the model prices it, operator by operator, against the kernel
 tables' rows at 1-4 tokens (issue 39 item 4): does the table-based step reach the published step?
 
-    python benchmarks/one_request_step.py [SHARED_DIR]   # default /work/shared/data/validation
+    python benchmarks/one_request_step.py VALIDATION_DIR
+
+VALIDATION_DIR: the kernel measurements as published (kernels/ with B200's tables, kernels_hopper/ with H100's,
+including its all-reduce and MLA module tables, which the package does not ship); the project's own copies of the
+rest are in src/llm_codesign/data/measurements/.
 
 B200: TensorRT-LLM blog 1's depth scan without MTP (NVFP4, attention TP 8, MoE TP 2 x EP 4, 111 tok/s/user: 9.0 ms
 a step) against the B200 tables (kernels/: TensorRT-LLM 1.3's GEMMs, its trtllm-gen MoE, decode attention, NCCL).
@@ -301,6 +305,8 @@ def _family(name: str) -> str:
 
 
 if __name__ == "__main__":
-    shared = Path(sys.argv[1]) if len(sys.argv) > 1 else Path("/work/shared/data/validation")
+    if len(sys.argv) != 2 or not (Path(sys.argv[1]) / "kernels_hopper").is_dir():
+        sys.exit("usage: python benchmarks/one_request_step.py VALIDATION_DIR (a directory holding kernels/ and kernels_hopper/)")
+    shared = Path(sys.argv[1])
     b200(shared)
     h200(shared)
