@@ -93,6 +93,26 @@ def test_a_series_that_contradicts_itself_at_either_concurrency_goes():
     assert changes[0]["detail"] == "the run name states no concurrency (`_c_`), so the recorded 28 is not shown to be the run's"
 
 
+def test_a_measurement_keeps_a_valid_listing_when_the_one_kept_first_is_dropped():
+    # one measurement listed under a run that records no concurrency (`_c_`, agreeing with its named plan) and under a
+    # configuration run of the same setting: the named run spoke for it, then went as unrecorded, and the setting with it
+    blank = row("x_1024x1024_c_tp8_ep1_1", "150.5", "12.25")
+    cfg = row("dsr1_b200_trtllm_fp8_agg_1024x1024_c16_cfg5", "150.5", "12.25")
+    kept, changes = audit.clean([blank, cfg])
+    assert kept == [cfg] and [(c["row"], c["action"]) for c in changes] == [(0, "repeat")]
+    # both unrecorded: one goes as the other's repeat, the other as unrecorded
+    kept, changes = audit.clean([blank, dict(blank, source=P + "x_1024x1024_c_tp8_ep1_2")])
+    assert kept == [] and [(c["row"], c["action"]) for c in changes] == [(0, "unrecorded"), (1, "repeat")]
+    # a series that contradicts itself (TPOT 8 and 40 ms both recorded at c1) lists its second run's measurement again under
+    # a run whose name and record agree on c1: that listing speaks for it, and the series still goes
+    runs = [row(f"q_2000x500_c{c}_tp2_epnone_{k}", f"{100 + k}.5", tpot, concurrency=1, isl=2000, osl=500)
+            for k, (c, tpot) in enumerate(((1, "8.0"), (2, "40.0")))]
+    again = dict(runs[1], source=P + "r_2000x500_c1_tp2_epnone_5")
+    kept, changes = audit.clean([*runs, again])
+    assert kept == [again] and [(c["row"], c["action"]) for c in changes] == [(0, "inconsistent"), (1, "inconsistent")]
+    assert changes[0]["detail"].startswith("its run series (2 runs) contradicts itself at the recorded concurrency, TPOT 8.00 ms")
+
+
 def test_the_samples_gb200_qwen3_32b_series_contradict_themselves():
     # aiconfigurator-core 0.12.0 silicon_sample.csv: Qwen3-32B BF16, TP2 on GB200, TensorRT-LLM 1.3.0rc1, 2000/500; each row's
     # batch_size (recorded as concurrency) is half its silicon_concurrency (the run name's c), and the c1 and c2 runs (both
