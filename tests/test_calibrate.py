@@ -286,3 +286,20 @@ def test_serving_search_reaches_a_limit_of_none():
     assert calibrate.moved(0.0009, np.exp(0.5), 0.0, 1.0) == pytest.approx(0.0009 * np.exp(0.5))
     assert calibrate.moved(0.0015, np.exp(-0.5), 0.0, 1.0) == 0.0
     assert calibrate.moved(0.0, np.exp(-0.5), 0.0, 60.0) == pytest.approx(3 * np.exp(-0.5))
+
+
+def test_serving_search_reaches_every_natural_floor():
+    from llm_codesign.measure import calibrate
+
+    # each quantity whose lower bound is its natural limit, from its start, in fit_serving's cycles, on a loss that falls
+    # toward the bound: it lands on the bound, and the bound is none (0) for every one but the host step, whose 10 us stands
+    # for SGLang's hidden host work (the per-sequence cost and the eager launch's rank spread had 1e-8 standing for 0)
+    floors = {}
+    for name, start, lo, hi in calibrate.SERVING_BOUNDS:
+        if (name, "lo") in calibrate.SERVING_NATURAL_LIMITS:
+            state, best = {name: [start, lo, hi]}, start / hi
+            for step in (1.0, 0.5, 0.5, 0.5, 0.5):
+                best, _ = calibrate.descend(state, lambda key, state=state, hi=hi: (state[key][0] / hi, None), best, step, rounds=8)
+            floors[name] = state[name][0]
+    assert floors == {"prefill_queue_fraction": 0.0, "eager_skew_s": 0.0, "adp_wait_steps": 0.0, "seq_overhead_s": 0.0,
+                      "step_overhead_s": 1e-5}

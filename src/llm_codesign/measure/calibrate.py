@@ -69,7 +69,8 @@ GRID.update({"moe_kernel_eff": (0.1, 0.2, 0.3, 0.45, 0.6, 0.8), "moe_kernel_over
              "moe_kernel_route_s": GRID["moe_route_s"], "moe_kernel_expert_s": (0.01e-6, 0.03e-6, 0.1e-6, 0.3e-6)})
 # serving-software parameters fitted on serving runs: (field, start, lower, upper); per engine where
 # the field is in BACKEND_KEYED. Eager launch: PyTorch eager dispatch costs a few to ~30 us per op; its spread
-# over the ranks of a stage (eager_skew_s) from none (0: every rank alike) up to 50 us.
+# over the ranks of a stage (eager_skew_s) from none (0: every rank alike) up to 50 us. A limit of none is 0 itself,
+# which the search reaches (`moved`).
 # The share of a "waves" run's wave re-arriving with a request's cohort (serve.aggregated._own_prefill): 0-1, from 0.1.
 # Wait steps: half the running step (what a random arrival waits on average) plus up to two more from
 # an overlapping scheduler and the step that returns the token. Attention-DP balancing holds context
@@ -81,10 +82,10 @@ GRID.update({"moe_kernel_eff": (0.1, 0.2, 0.3, 0.45, 0.6, 0.8), "moe_kernel_over
 # comm_latency_scale, which scaled NCCL's ring latency down to what the custom kernels take and stays 1.
 SERVING_BOUNDS = (("step_overhead_s", 2e-3, 1e-5, 0.05), ("ttft_overhead_s", 20e-3, 1e-4, 0.5),
                   ("custom_ar_latency_s", 5e-6, 2e-6, 15e-6), ("prefill_queue_fraction", 0.1, 0.0, 1.0),
-                  ("eager_launch_s", 1e-5, 1e-7, 3e-5), ("eager_skew_s", 5e-6, 1e-8, 5e-5),
+                  ("eager_launch_s", 1e-5, 1e-7, 3e-5), ("eager_skew_s", 5e-6, 0.0, 5e-5),
                   ("scale_out_latency_s", 25e-6, 5e-6, 1e-4),
                   ("ttft_wait_steps", 1.0, 0.5, 3.0), ("adp_wait_steps", 10.0, 0.0, 60.0),
-                  ("seq_overhead_s", 5e-6, 1e-8, 1e-4))
+                  ("seq_overhead_s", 5e-6, 0.0, 1e-4))
 SERVING_FIELDS = {n for n, *_ in SERVING_BOUNDS}
 # (field, engine) pairs whose mechanism the engine does not have: kept at default.toml's zero, never fitted
 # (an engine that never holds a request under attention DP, Engine.holds_adp_requests, has no adp_wait_steps)
