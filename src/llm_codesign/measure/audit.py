@@ -14,7 +14,7 @@ In the shipped sample that signature (EP = MoE TP > 1, GPUs = EP squared) appear
 every one contradicting its name, and on no named row that agrees with it.
 Runs named by configuration (`..._cfg191`) state no plan; where one of them shares a measurement with a
 named run, the named run's plan speaks for it, and for the configuration's other rows with the same
-plan. Configuration rows with the signature and no such evidence are kept as they are and listed as
+plan (named runs of two plans speak for neither: those rows are kept and doubted). Configuration rows with the signature and no such evidence are kept as they are and listed as
 suspect, as are rows whose concurrency differs from the run name's `_cN_`, where nothing shows which is
 right. Where something does, they go: a run series (one deployment's runs: the name but for its `_cN_` and
 run index) that contradicts itself both at its recorded concurrencies and at its names' is *inconsistent*
@@ -295,21 +295,29 @@ def _drop_repeats(rows: list[dict], fixed: list[dict], groups: dict, coarse: dic
 
 def _replan_configs(rows: list[dict], fixed: list[dict], drop: dict[int, int], changes: list[dict]) -> None:
     """A configuration shown to carry the product takes the named run's plan on all its rows with that
-    plan (in `fixed`); rows with the product's mark and no such evidence are doubted, not changed."""
-    fixes = {}
+    plan (in `fixed`); rows with the product's mark and no such evidence are doubted, not changed, and so are
+    rows whose configuration shares measurements with named runs of more than one plan (nothing shows which ran)."""
+    fixes: dict[tuple, set] = {}
     for j, keep in drop.items():
-        if _config(rows[j].get("source", "")) and _setting(fixed[j]) != _setting(fixed[keep]):
-            fixes[(_config(rows[j]["source"]), _plan(fixed[j]))] = {k: fixed[keep].get(k) or "1" for k in PLAN_FIELDS}
+        if _config(rows[j].get("source", "")) and _setting(fixed[j]) != _setting(fixed[keep]) and _agrees(fixed[keep]):
+            fixes.setdefault((_config(rows[j]["source"]), _plan(fixed[j])), set()).add(
+                tuple((k, fixed[keep].get(k) or "1") for k in PLAN_FIELDS))
     for i, r in enumerate(fixed):
         cfg = _config(r.get("source", ""))
         if i in drop or cfg is None:
             continue
-        plan = fixes.get((cfg, _plan(r)))
-        if plan is not None:
+        plans = fixes.get((cfg, _plan(r)), set())
+        if len(plans) == 1:
+            plan = dict(*plans)
             detail = ", ".join(f"{k} {r.get(k) or 1}->{plan[k]}" for k in PLAN_FIELDS if (r.get(k) or "1") != plan[k])
             changes.append({"row": i, "source": r.get("source", ""), "action": "replanned",
                             "detail": f"configuration {cfg.split(':')[-1].lstrip('_')} shares measurements with named runs: {detail}"})
             fixed[i] = dict(r, **plan)
+        elif plans:
+            named = " or ".join(sorted(f"{dict(p)['num_gpus']} GPUs, EP {dict(p)['ep']}" for p in plans))
+            changes.append({"row": i, "source": r.get("source", ""), "action": "suspect",
+                            "detail": f"configuration {cfg.split(':')[-1].lstrip('_')} shares measurements with named runs of "
+                            f"{len(plans)} plans ({named}); kept"})
         elif _signature(r):
             changes.append({"row": i, "source": r.get("source", ""), "action": "suspect",
                             "detail": f"plan has the GPUs x EP mark (num_gpus {r.get('num_gpus')}, ep = moe_tp = {r.get('ep')}); kept"})
