@@ -409,7 +409,7 @@ def moved(cur: float, f: float, lo: float, hi: float) -> float:
     return float(np.clip(cur * f, lo, hi))
 
 
-def descend(state: dict, price, best: float, step: float, rounds: int, tried=None) -> tuple[float, object]:
+def descend(state: dict, price, best: float, step: float, *, rounds: int, tried=None) -> tuple[float, object]:
     """Coordinate search: `rounds` passes over `state` (key -> [value, lower, upper]), each trying four log steps
     (`moved`; halved every pass) and keeping what lowers the loss. `price(key)` -> (loss, payload) at the state
     as it stands, `key` the parameter just moved; `best`, the loss at the start. Returns the loss reached and the
@@ -511,7 +511,7 @@ class _ServingFit:
             p = self.predicted(key.partition(":")[2] or None)
             return self.loss(p, smooth=smooth), p
 
-        best, accepted = descend(self.state, price, self.loss(self.accepted, smooth=smooth), step, rounds, tried)
+        best, accepted = descend(self.state, price, self.loss(self.accepted, smooth=smooth), step, rounds=rounds, tried=tried)
         if accepted is not None:
             self.accepted = accepted
         return best
