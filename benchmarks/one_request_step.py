@@ -16,7 +16,7 @@ A GEMM's table figure is the model's isolated price at the step's shape times th
 table's rows of that dtype at small m within +-40% of its weight count; a module or block the tables time whole is
 compared whole. Operators no table times (norms, RoPE, top-k, permute, the host step) count at the model's price.
 Findings (docs/accuracy.md#one-request-step, #one-request-h200): the tables agree with the priced operators (the
-table-based B200 step is 6.3 ms, the priced one 6.1; the H200 MTP iteration 11.9 against 11.5 ms), so the published
+table-based B200 step is 6.0 ms, the priced one 6.1; the H200 MTP iteration 11.9 against 11.5 ms), so the published
 steps' missing time (9.0 and 17.8 ms) is not in the kernels the tables time but in those the runs' software ran.
 """
 from __future__ import annotations
@@ -49,11 +49,19 @@ def _open(p: Path):
     return gzip.open(p, "rt") if p.suffix == ".gz" else open(p)
 
 
-def _breakdown(model: str, gpu: str, **kw) -> tuple[dict, float]:
+def _breakdown(model: str, gpu: str, **kw) -> tuple[dict, dict, float]:
+    """The one-request step of `model` on 8 `gpu`s (attention TP 8, MoE TP 2 x EP 4): each operator's seconds a
+    step, its launches a step and the TPOT. The launches are the step's own (cost.ops.forward_ops over the model
+    spec's layer groups: DeepSeek-R1's config.json gives 61 layers, first_k_dense_replace 3 of them dense, all
+    sharing one MLA)."""
     m = api.get_model(model)
     dep = api.deployment(m, gpu=gpu, num_gpus=8, tp=8, ep=4, moe_tp=2, kv_dtype="bf16", **kw)
     est = api.estimate(m, dep, Workload(isl=1024, osl=2048, concurrency=1), breakdown=True)
-    return {o.name: o.time_s for o in est.breakdown}, est.tpot_s
+    costs = dep.engine.costs(calibration_for(dep.gpu))
+    ops = forward_ops(m, dep.gpu, costs.cal, dep.precision, dep.plan.broadcast(), b=Batch(dec_seqs=1.0, dec_ctx=2048.0),
+                      engine=costs.engine, sample=True)
+    counts = {op.name: float(np.sum(op.count)) for op in ops}
+    return {o.name: o.time_s for o in est.breakdown}, counts, est.tpot_s
 
 
 def _gemm_table(rows, gpu, dt: str, n: int, k: int, m: int) -> tuple[float, float, int]:
@@ -72,7 +80,7 @@ def _gemm_table(rows, gpu, dt: str, n: int, k: int, m: int) -> tuple[float, floa
 
 
 def b200(shared: Path) -> None:
-    ops, tpot = _breakdown("nvidia/DeepSeek-R1-FP4", "b200", weight_dtype="nvfp4")
+    ops, counts, tpot = _breakdown("nvidia/DeepSeek-R1-FP4", "b200", weight_dtype="nvfp4")
     gpu = get_gpu("b200_sxm")
     gemms = [r for r in csv.DictReader(_open(shared / "kernels" / "gemm.csv")) if r["system"] == "b200_sxm" and int(r["m"]) <= 4]
     moe = [r for r in csv.DictReader(_open(shared / "kernels" / "moe.csv")) if r["system"] == "b200_sxm" and int(r["num_tokens"]) <= 4]
@@ -82,7 +90,9 @@ def b200(shared: Path) -> None:
             if r["system"] == "b200_sxm" and int(r["batch_size"]) <= 2 and r["num_key_value_heads"] == "1"
             and r["head_dim"] == "512" and 1023 <= int(r["step"]) <= 4095]
     # TensorRT-LLM 1.3's own one-shot all-reduce at TP 8 on H100 at one token's 7,168 elements (kernels_hopper comm;
-    # message_size counts elements: aiconfigurator's CustomAllReduce(..., h, tp) per token; B200's table is NCCL's)
+    # message_size counts elements: aiconfigurator's CustomAllReduce(..., h, tp) per token; B200's table is NCCL's).
+    # It times the bare all-reduce (AllReduce(..., fusion_op=AllReduceFusionOp.NONE), ai-dynamo/aiconfigurator@095f58a5
+    # collector/network/collect_all_reduce.py:152): no table times the residual + RMSNorm the step fuses into it
     ar = _loglog([r for r in csv.DictReader(_open(shared / "kernels_hopper" / "comm.csv.gz"))
                   if r["kernel_source"] == "TRTLLM" and r["num_gpus"] == "8"], 7168, "message_size")
     print("B200 no MTP, one token (us per launch; count per step)")
@@ -90,7 +100,7 @@ def b200(shared: Path) -> None:
     step_p = step_t = 0.0
     for name, t in sorted(ops.items(), key=lambda x: -x[1]):
         role = name.split("/")[-1]
-        count = 61 if name.startswith("layer0/attn") else 58 if name.startswith("layer1") else 3 if name.startswith("layer0") else 1
+        count = round(counts[name])
         us = t * 1e6 / count
         basis, tab = "none (priced)", us
         if role in SHAPES:
@@ -104,9 +114,9 @@ def b200(shared: Path) -> None:
         elif role == "core_decode":
             tab = float(np.median(attn))
             basis = f"GQA rows, 1 KV head of 512, 1-4k context ({len(attn)}; no MLA table)"
-        elif role == "all_reduce" and name.startswith(("layer0/attn", "layer1/moe")):
-            tab = ar + 2.0  # + the fused RMSNorm, ~2 us (an estimate)
-            basis = "TRT-LLM one-shot AR, H100 TP8 7168 BF16, + ~2 us norm"
+        elif role == "all_reduce":
+            tab = ar
+            basis = "TRT-LLM one-shot AR, H100 TP8 7168 BF16 (norm not in it)"
         step_p += us * count
         step_t += tab * count
         print(f"{name:28s} {count:5d} {us:7.2f} {tab:7.2f} {tab / us:6.2f}  {basis}")
@@ -115,11 +125,11 @@ def b200(shared: Path) -> None:
           f"({host / 1e3:.2f} ms): {tpot * 1e3:.2f} / {(step_t + host) / 1e3:.2f} ms against 1000/111 = {1000 / 111:.2f} ms")
 
 
-def _ops_us(gpu: str, tokens: float, *, first_draft: bool = False) -> tuple[dict, dict]:
+def _ops_us(gpu: str, tokens: float) -> tuple[dict, dict, dict, int]:
     """The H200 run's plan on `gpu`: (one layer's or pass's operators in the target's verify step of `tokens`
     tokens, us each as the step prices it with PDL's credit off its launches, and its counts; the MTP draft
-    passes' operators, us) as serve.aggregated._decode_kernels prices them (the first draft pass: the MTP
-    block over every verified position, the LM head over one; the others over one token)."""
+    passes' operators, us; the draft passes a step) as serve.aggregated._decode_kernels prices them (the first
+    draft pass: the MTP block over every verified position, the LM head over one; the others over one token)."""
     m = api.get_model("deepseek-ai/DeepSeek-R1")
     dep = api.deployment(m, gpu=gpu, num_gpus=8, tp=8, ep=4, moe_tp=2, kv_dtype="bf16", weight_dtype="fp8_block",
                          spec="mtp", draft_len=3, acceptance=2.82)
@@ -135,7 +145,7 @@ def _ops_us(gpu: str, tokens: float, *, first_draft: bool = False) -> tuple[dict
     draft |= {"mtp4/" + k: v for k, v in us(mtp_module_ops(dm, dep.gpu, cal, sh, tokens=tokens, seqs=1.0, engine=costs.engine)).items()}
     counts = {op.name: float(np.sum(op.count)) for op in ops}
     host = (costs.step_overhead + costs.seq_overhead) * 1e6  # the host's step, with its one running sequence
-    return us(ops) | {"host/step_overhead": host}, counts | {"host/step_overhead": 1.0}, draft
+    return us(ops) | {"host/step_overhead": host}, counts | {"host/step_overhead": 1.0}, draft, dep.spec.k
 
 
 def _near(rows, x: float, key: str) -> list:
@@ -220,19 +230,21 @@ def _h100_tables(shared: Path, kern: Path):
 # append are one of the layer's two elementwise launches: half of it)
 MLA_MODULE = ("qkv_a", "latent_norms", "q_b", "mla_q_absorb", "core_decode", "mla_v_up", "o")
 MOE_BLOCK_OPS = ("topk", "permute", "experts_gate_up", "experts_act", "experts_down")
+DRAFTS = "drafts 2-3"  # the draft passes after the first, at the run's MTP 3
 
 
 def iteration(gpu: str) -> list[tuple[str, str, float, float, float]]:
     """Every launch of one MTP iteration of the H200 run's plan on `gpu`: (pass, operator, launches, tokens, us
     each). The verify step; the first draft pass runs the MTP block (the MoE layer's operators) over the 4
-    verified positions with its module's input path at 4 and the LM head at one; the other two passes run
-    everything at one token (serve.aggregated._decode_kernels)."""
-    ops, counts, draft = _ops_us(gpu, 4.0)
+    verified positions with its module's input path at 4 and the LM head at one; the other passes (the draft
+    length less one) run everything at one token (serve.aggregated._decode_kernels). Each pass runs the draft
+    model's one MTP block (serve.aggregated.draft_model: DeepSeek-V3 report sec. 2.2)."""
+    ops, counts, draft, passes = _ops_us(gpu, 4.0)
     its = [("verify", k, counts[k], 1.0 if k.startswith("host") else 4.0, v) for k, v in ops.items()]
     its += [("draft 1", k, 1.0, 4.0, v) for k, v in ops.items() if k.startswith(("layer0/attn", "layer1/"))]
     its += [("draft 1", k, 1.0, 4.0, v) for k, v in draft.items() if k.startswith("mtp4/")]
     its += [("draft 1", "mtp1/lm_head", 1.0, 1.0, draft["mtp1/lm_head"])]
-    return its + [("drafts 2-3", k, 2.0, 1.0, v) for k, v in draft.items() if k.startswith("mtp1/")]
+    return its + [(DRAFTS, k, passes - 1.0, 1.0, v) for k, v in draft.items() if k.startswith("mtp1/")]
 
 
 def h200(shared: Path) -> None:
@@ -248,7 +260,7 @@ def h200(shared: Path) -> None:
         return sum(x[5] for x in its if x[0] == where and x[1].startswith(pre) and x[1].split("/")[-1] in roles)
 
     def block(tokens: float) -> float:  # the MoE block's priced H100 us at `tokens`
-        return priced100("verify", MOE_BLOCK_OPS, "layer1/") if tokens > 1 else priced100("drafts 2-3", MOE_BLOCK_OPS, "mtp1/")
+        return priced100("verify", MOE_BLOCK_OPS, "layer1/") if tokens > 1 else priced100(DRAFTS, MOE_BLOCK_OPS, "mtp1/")
 
     def figure(name, tokens, us200, us100) -> tuple[float, str]:
         """The table-based H200 us of one launch, and its basis."""
@@ -276,7 +288,7 @@ def h200(shared: Path) -> None:
     for fam in sorted(fam_p, key=lambda f: -fam_p[f]):
         print(f"  {fam:38s} {fam_p[fam] / 1e3:6.3f} {fam_t[fam] / 1e3:6.3f} {(fam_t[fam] - fam_p[fam]) / 1e3:+7.3f}")
     # the modules the tables time whole (RoPE and cache append: half of the layer's two elementwise launches)
-    for tokens, where, pre in ((4.0, "verify", "layer"), (1.0, "drafts 2-3", "mtp1")):
+    for tokens, where, pre in ((4.0, "verify", "layer"), (1.0, DRAFTS, "mtp1")):
         ph = priced100(where, MLA_MODULE, f"{pre}{'0' if tokens > 1 else ''}/attn/") + \
             priced100(where, ("elementwise",), f"{pre}{'1' if tokens > 1 else ''}/elementwise") / 2
         t100, basis = table("mla_module", tokens)

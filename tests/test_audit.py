@@ -60,6 +60,26 @@ def test_repeats_and_conflicts_keep_the_named_run():
                                                    "unrecorded": 0}
 
 
+def test_a_configuration_takes_a_plan_only_from_named_runs_that_agree():
+    # configuration 5 (16 GPUs, EP = MoE TP 4) shares one measurement with a run named 4 GPUs EP 4 and another with one named
+    # 8 GPUs EP 8: which plan its third row ran is not shown, so it is kept and doubted (the last evidence read used to win)
+    cfg = dict(num_gpus=16, tp=16, ep=4, moe_tp=4)
+    named4 = row("x_1024x1024_c16_tp4_ep4_7", "150.5", "12.25", num_gpus=4, tp=4, ep=4, moe_tp=1)
+    named8 = row("x_1024x1024_c32_tp8_ep8_3", "160.5", "13.25", num_gpus=8, tp=8, ep=8, moe_tp=1, concurrency=32)
+    a = row("dsr1_b200_trtllm_fp8_agg_1024x1024_c16_cfg5", "150.5", "12.25", **cfg)
+    b = row("dsr1_b200_trtllm_fp8_agg_1024x1024_c32_cfg5", "160.5", "13.25", concurrency=32, **cfg)
+    sibling = row("dsr1_b200_trtllm_fp8_agg_8192x1024_c32_cfg5", "900.0", "30.0", isl=8192, concurrency=32, **cfg)
+    kept, changes = audit.clean([named4, named8, a, b, sibling])
+    assert kept == [named4, named8, sibling]
+    assert [(c["row"], c["action"]) for c in changes] == [(2, "conflict"), (3, "conflict"), (4, "suspect")]
+    assert changes[2]["detail"] == "configuration dsr1_b200_trtllm_fp8_agg_cfg5 shares measurements with named runs of 2 plans (4 GPUs, EP 4 or 8 GPUs, EP 8); kept"
+    # another configuration's row is no named run: configuration 6 keeps its plan, its shared row goes as a conflict
+    other = row("dsr1_b200_trtllm_fp8_agg_1024x1024_c16_cfg6", "150.5", "12.25", num_gpus=8, tp=8, ep=8, moe_tp=1)
+    kept, changes = audit.clean([other, a, sibling])
+    assert kept == [other, sibling] and [(c["row"], c["action"]) for c in changes] == [(1, "conflict"), (2, "suspect")]
+    assert changes[1]["detail"].startswith("plan has the GPUs x EP mark")
+
+
 def test_contradiction_bounds_a_deployments_tpot_by_its_concurrency():
     # more requests never make a token faster, nor slower than serving them one batch after another (1.5x slack)
     assert audit.contradiction([(1, 8.0), (2, 9.0), (8, 20.0), (64, 100.0)]) is None
@@ -91,6 +111,26 @@ def test_a_series_that_contradicts_itself_at_either_concurrency_goes():
     kept, changes = audit.clean([blank, other])
     assert kept == [other] and [(c["row"], c["action"]) for c in changes] == [(0, "unrecorded"), (1, "suspect")]
     assert changes[0]["detail"] == "the run name states no concurrency (`_c_`), so the recorded 28 is not shown to be the run's"
+
+
+def test_a_measurement_keeps_a_valid_listing_when_the_one_kept_first_is_dropped():
+    # one measurement listed under a run that records no concurrency (`_c_`, agreeing with its named plan) and under a
+    # configuration run of the same setting: the named run spoke for it, then went as unrecorded, and the setting with it
+    blank = row("x_1024x1024_c_tp8_ep1_1", "150.5", "12.25")
+    cfg = row("dsr1_b200_trtllm_fp8_agg_1024x1024_c16_cfg5", "150.5", "12.25")
+    kept, changes = audit.clean([blank, cfg])
+    assert kept == [cfg] and [(c["row"], c["action"]) for c in changes] == [(0, "repeat")]
+    # both unrecorded: one goes as the other's repeat, the other as unrecorded
+    kept, changes = audit.clean([blank, dict(blank, source=P + "x_1024x1024_c_tp8_ep1_2")])
+    assert kept == [] and [(c["row"], c["action"]) for c in changes] == [(0, "unrecorded"), (1, "repeat")]
+    # a series that contradicts itself (TPOT 8 and 40 ms both recorded at c1) lists its second run's measurement again under
+    # a run whose name and record agree on c1: that listing speaks for it, and the series still goes
+    runs = [row(f"q_2000x500_c{c}_tp2_epnone_{k}", f"{100 + k}.5", tpot, concurrency=1, isl=2000, osl=500)
+            for k, (c, tpot) in enumerate(((1, "8.0"), (2, "40.0")))]
+    again = dict(runs[1], source=P + "r_2000x500_c1_tp2_epnone_5")
+    kept, changes = audit.clean([*runs, again])
+    assert kept == [again] and [(c["row"], c["action"]) for c in changes] == [(0, "inconsistent"), (1, "inconsistent")]
+    assert changes[0]["detail"].startswith("its run series (2 runs) contradicts itself at the recorded concurrency, TPOT 8.00 ms")
 
 
 def test_the_samples_gb200_qwen3_32b_series_contradict_themselves():

@@ -263,3 +263,43 @@ def test_calibrate_keeps_the_start_profiles_values_it_did_not_fit(tmp_path, monk
     assert code == 0, err
     cal = calibration_for(get_gpu("mi355x"), str(out))
     assert dict(cal.eager_launch_s)["atom"] == 4e-06 and dict(cal.step_overhead_s)["vllm"] == 0.0123
+
+
+def test_serving_search_reaches_a_limit_of_none():
+    from llm_codesign.measure import calibrate
+
+    # a fraction from 0.1 whose loss falls to its natural limit 0 (prefill_queue_fraction's "lo"), searched in fit_serving's
+    # cycles (log steps from 1, 0.5, 0.5, each halved over its rounds): log steps alone end at 0.1 x e^-(3 + 1.5 + 1.5) > 0;
+    # a step landing under a thousandth of the range tries 0 itself, and lands on it
+    state, best = {"x": [0.1, 0.0, 1.0]}, 0.1
+    for step in (1.0, 0.5, 0.5):
+        best, kept = calibrate.descend(state, lambda key: (state[key][0], state[key][0]), best, step, rounds=8)
+    assert state["x"][0] == 0.0 and best == 0.0 and kept == 0.0
+    # from 0 the search steps back in from 0.05 of the range: adp_wait_steps (0-60) to an optimum at 20 iterations, a
+    # fraction to one at 0.01 (above the snap at 0.001, so not pulled to 0)
+    for hi, opt in ((60.0, 20.0), (1.0, 0.01)):
+        state = {"x": [0.0, 0.0, hi]}
+        best, _ = calibrate.descend(state, lambda key, opt=opt, state=state: (abs(np.log((state[key][0] + 1e-12) / opt)), None), np.inf, 1.0, rounds=12)
+        assert state["x"][0] == pytest.approx(opt, rel=0.02)
+    # a limit above 0 (seq_overhead_s's 1e-8 s) is reached by clipping, as before
+    assert calibrate.moved(2e-8, np.exp(-1.0), 1e-8, 1e-4) == 1e-8
+    assert calibrate.moved(0.0009, np.exp(0.5), 0.0, 1.0) == pytest.approx(0.0009 * np.exp(0.5))
+    assert calibrate.moved(0.0015, np.exp(-0.5), 0.0, 1.0) == 0.0
+    assert calibrate.moved(0.0, np.exp(-0.5), 0.0, 60.0) == pytest.approx(3 * np.exp(-0.5))
+
+
+def test_serving_search_reaches_every_natural_floor():
+    from llm_codesign.measure import calibrate
+
+    # each quantity whose lower bound is its natural limit, from its start, in fit_serving's cycles, on a loss that falls
+    # toward the bound: it lands on the bound, and the bound is none (0) for every one but the host step, whose 10 us stands
+    # for SGLang's hidden host work (the per-sequence cost and the eager launch's rank spread had 1e-8 standing for 0)
+    floors = {}
+    for name, start, lo, hi in calibrate.SERVING_BOUNDS:
+        if (name, "lo") in calibrate.SERVING_NATURAL_LIMITS:
+            state, best = {name: [start, lo, hi]}, start / hi
+            for step in (1.0, 0.5, 0.5, 0.5, 0.5):
+                best, _ = calibrate.descend(state, lambda key, state=state, hi=hi: (state[key][0] / hi, None), best, step, rounds=8)
+            floors[name] = state[name][0]
+    assert floors == {"prefill_queue_fraction": 0.0, "eager_skew_s": 0.0, "adp_wait_steps": 0.0, "seq_overhead_s": 0.0,
+                      "step_overhead_s": 1e-5}

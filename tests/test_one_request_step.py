@@ -38,3 +38,13 @@ def test_loglog_between_rows():
     rows = [{"message_size": "16384", "latency_ms": "0.016"}, {"message_size": "4096", "latency_ms": "0.004"}]
     assert ors._loglog(rows, 7168, "message_size") == pytest.approx(7.0, rel=1e-12)
     assert ors._loglog(rows, 8192, "message_size") == pytest.approx(8.0, rel=1e-12)
+
+
+def test_b200_step_counts_launches_from_the_model_spec():
+    # DeepSeek-R1 (config.json: 61 layers, first_k_dense_replace 3): one MLA in all 61, 3 dense FFNs, 58 MoE blocks, one head
+    ops, counts, _ = ors._breakdown("nvidia/DeepSeek-R1-FP4", "b200", weight_dtype="nvfp4")
+    assert set(ops) <= set(counts)
+    assert [counts[k] for k in ("layer0/attn/core_decode", "layer0/ffn/gate_up", "layer1/moe/experts_down", "lm_head")] == [61, 3, 58, 1]
+    # Kimi-K2 (61 layers, first_k_dense_replace 1): counts the benchmark once fixed at DeepSeek-R1's 3 + 58 follow the spec
+    _, counts, _ = ors._breakdown("moonshotai/Kimi-K2-Instruct", "b200")
+    assert [counts[k] for k in ("layer0/attn/core_decode", "layer0/ffn/gate_up", "layer1/moe/experts_down")] == [61, 1, 60]

@@ -14,12 +14,13 @@ In the shipped sample that signature (EP = MoE TP > 1, GPUs = EP squared) appear
 every one contradicting its name, and on no named row that agrees with it.
 Runs named by configuration (`..._cfg191`) state no plan; where one of them shares a measurement with a
 named run, the named run's plan speaks for it, and for the configuration's other rows with the same
-plan. Configuration rows with the signature and no such evidence are kept as they are and listed as
+plan (named runs of two plans speak for neither: those rows are kept and doubted). Configuration rows with the signature and no such evidence are kept as they are and listed as
 suspect, as are rows whose concurrency differs from the run name's `_cN_`, where nothing shows which is
 right. Where something does, they go: a run series (one deployment's runs: the name but for its `_cN_` and
 run index) that contradicts itself both at its recorded concurrencies and at its names' is *inconsistent*
 (`contradiction` states the two bounds), and a run whose name leaves the concurrency blank (`_c_`) is
-*unrecorded*: no column of such rows describes what ran. `clean` applies these rules and says, per row,
+*unrecorded*: no column of such rows describes what ran. A measurement listed more than once keeps a listing that
+neither rule drops, where it has one. `clean` applies these rules and says, per row,
 what it changed, dropped or doubts, and why.
 `repeatability` measures how far independent runs of one setting lie apart: the data's own noise.
 """
@@ -147,16 +148,29 @@ def clean(rows: list[dict]) -> tuple[list[dict], list[dict]]:
                             "detail": f"run name states {named_plan(r['source'])[0]} GPUs: {detail}"})
         fixed.append(f if f is not None else r)
     groups, coarse = _measurements(fixed)
-    drop = _drop_repeats(rows, fixed, groups, coarse, changes)
-    _replan_configs(rows, fixed, drop, changes)
-    for i, r in enumerate(fixed):
-        m = _NAMED_CONC.search(r.get("source", "") or "")
-        if i not in drop and m and not m[1]:
+    # The repeat check runs first (a series is read with each measurement once, under its settled plan), so a run it keeps
+    # may be dropped later: an unrecorded run is kept only where no other listing of its measurement can be, and where a
+    # kept run turns out inconsistent the checks run again with that series' verdict fixed and its runs out of the repeat
+    # check, so that another listing of the measurement speaks for it. `found` only grows, so this ends (the sample needs
+    # one pass).
+    unrecorded = {i for i, r in enumerate(fixed) if _unrecorded(r)}
+    found: dict[int, dict] = {}  # row -> its `inconsistent` change, from the pass that found it
+    base = list(changes)
+    while True:
+        current, changes, drop = list(fixed), [*base, *found.values()], {i: i for i in found}
+        drop.update(_drop_repeats(rows, current, groups, coarse, changes, skip=found.keys(), last=unrecorded))
+        _replan_configs(rows, current, drop, changes)
+        for i in sorted(unrecorded - drop.keys()):
             drop[i] = i
-            changes.append({"row": i, "source": r.get("source", ""), "action": "unrecorded",
-                            "detail": f"the run name states no concurrency (`_c_`), so the recorded {r.get('concurrency') or 'blank'} "
-                            "is not shown to be the run's"})
-    _inconsistent_series(fixed, drop, changes)
+            changes.append({"row": i, "source": current[i].get("source", ""), "action": "unrecorded",
+                            "detail": f"the run name states no concurrency (`_c_`), so the recorded "
+                            f"{current[i].get('concurrency') or 'blank'} is not shown to be the run's"})
+        _inconsistent_series(current, drop, changes)
+        new = {c["row"]: c for c in changes if c["action"] == "inconsistent" and c["row"] not in found}
+        if not any(j != k and k in new for j, k in drop.items()):
+            break
+        found |= new
+    fixed = current
     # a concurrency other than the run name's: nothing shows which is right, so it is kept and doubted
     for i, r in enumerate(fixed):
         m = _NAMED_CONC.search(r.get("source", "") or "")
@@ -166,6 +180,12 @@ def clean(rows: list[dict]) -> tuple[list[dict], list[dict]]:
                             "detail": f"concurrency {conc} where the run name says c{m[1]}; kept"})
     changes.sort(key=lambda c: (c["row"], c["action"]))
     return [r for i, r in enumerate(fixed) if i not in drop], changes
+
+
+def _unrecorded(r: dict) -> bool:
+    """A run name that leaves the concurrency blank (`_c_`)."""
+    m = _NAMED_CONC.search(r.get("source", "") or "")
+    return m is not None and not m[1]
 
 
 def _named_concurrency(r: dict) -> float:
@@ -240,20 +260,26 @@ def _measurements(fixed: list[dict]) -> tuple[dict, dict]:
     return groups, coarse
 
 
-def _drop_repeats(rows: list[dict], fixed: list[dict], groups: dict, coarse: dict, changes: list[dict]) -> dict[int, int]:
-    """Each measurement once: dropped row -> the row that speaks for it (a repeat, or a conflict where
-    their settings differ), each drop noted in `changes`."""
-    # rows whose run name states their plan, and agrees, speak for a shared measurement first
-    def rank(i: int) -> tuple:
-        r, named = fixed[i], named_plan(fixed[i].get("source", ""))
-        agrees = named is not None and _int(r, "num_gpus") == named[0] and _int(r, "ep") == named[1]
-        return (not agrees, _rounded(r) is not None, i)
+def _agrees(r: dict) -> bool:
+    named = named_plan(r.get("source", ""))
+    return named is not None and _int(r, "num_gpus") == named[0] and _int(r, "ep") == named[1]
 
+
+def _drop_repeats(rows: list[dict], fixed: list[dict], groups: dict, coarse: dict, changes: list[dict], *, skip, last: set[int]
+                  ) -> dict[int, int]:
+    """Each measurement once: dropped row -> the row that speaks for it (a repeat, or a conflict where
+    their settings differ), each drop noted in `changes`. Rows in `skip` take no part; a row in `last` (one a later
+    check drops) speaks only where no other row with its measurement's plan can."""
     drop: dict[int, int] = {}
     for idx in groups.values():
+        idx = [i for i in idx if i not in skip]
         if len(idx) < 2:
             continue
-        keep = min(idx, key=rank)
+        # the plan of a row whose run name states it, and agrees, speaks for a shared measurement first; of the rows
+        # with that plan a valid one, then one that agrees, then one at full precision
+        agreed = {_setting(fixed[i]) for i in idx if _agrees(fixed[i])}
+        keep = min(idx, key=lambda i: (bool(agreed) and _setting(fixed[i]) not in agreed, i in last, not _agrees(fixed[i]),
+                                       _rounded(fixed[i]) is not None, i))
         for j in idx:
             if j == keep:
                 continue
@@ -269,21 +295,29 @@ def _drop_repeats(rows: list[dict], fixed: list[dict], groups: dict, coarse: dic
 
 def _replan_configs(rows: list[dict], fixed: list[dict], drop: dict[int, int], changes: list[dict]) -> None:
     """A configuration shown to carry the product takes the named run's plan on all its rows with that
-    plan (in `fixed`); rows with the product's mark and no such evidence are doubted, not changed."""
-    fixes = {}
+    plan (in `fixed`); rows with the product's mark and no such evidence are doubted, not changed, and so are
+    rows whose configuration shares measurements with named runs of more than one plan (nothing shows which ran)."""
+    fixes: dict[tuple, set] = {}
     for j, keep in drop.items():
-        if _config(rows[j].get("source", "")) and _setting(fixed[j]) != _setting(fixed[keep]):
-            fixes[(_config(rows[j]["source"]), _plan(fixed[j]))] = {k: fixed[keep].get(k) or "1" for k in PLAN_FIELDS}
+        if _config(rows[j].get("source", "")) and _setting(fixed[j]) != _setting(fixed[keep]) and _agrees(fixed[keep]):
+            fixes.setdefault((_config(rows[j]["source"]), _plan(fixed[j])), set()).add(
+                tuple((k, fixed[keep].get(k) or "1") for k in PLAN_FIELDS))
     for i, r in enumerate(fixed):
         cfg = _config(r.get("source", ""))
         if i in drop or cfg is None:
             continue
-        plan = fixes.get((cfg, _plan(r)))
-        if plan is not None:
+        plans = fixes.get((cfg, _plan(r)), set())
+        if len(plans) == 1:
+            plan = dict(*plans)
             detail = ", ".join(f"{k} {r.get(k) or 1}->{plan[k]}" for k in PLAN_FIELDS if (r.get(k) or "1") != plan[k])
             changes.append({"row": i, "source": r.get("source", ""), "action": "replanned",
                             "detail": f"configuration {cfg.split(':')[-1].lstrip('_')} shares measurements with named runs: {detail}"})
             fixed[i] = dict(r, **plan)
+        elif plans:
+            named = " or ".join(sorted(f"{dict(p)['num_gpus']} GPUs, EP {dict(p)['ep']}" for p in plans))
+            changes.append({"row": i, "source": r.get("source", ""), "action": "suspect",
+                            "detail": f"configuration {cfg.split(':')[-1].lstrip('_')} shares measurements with named runs of "
+                            f"{len(plans)} plans ({named}); kept"})
         elif _signature(r):
             changes.append({"row": i, "source": r.get("source", ""), "action": "suspect",
                             "detail": f"plan has the GPUs x EP mark (num_gpus {r.get('num_gpus')}, ep = moe_tp = {r.get('ep')}); kept"})

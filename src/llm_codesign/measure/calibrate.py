@@ -69,7 +69,8 @@ GRID.update({"moe_kernel_eff": (0.1, 0.2, 0.3, 0.45, 0.6, 0.8), "moe_kernel_over
              "moe_kernel_route_s": GRID["moe_route_s"], "moe_kernel_expert_s": (0.01e-6, 0.03e-6, 0.1e-6, 0.3e-6)})
 # serving-software parameters fitted on serving runs: (field, start, lower, upper); per engine where
 # the field is in BACKEND_KEYED. Eager launch: PyTorch eager dispatch costs a few to ~30 us per op; its spread
-# over the ranks of a stage (eager_skew_s) from none (0: every rank alike) up to 50 us.
+# over the ranks of a stage (eager_skew_s) from none (0: every rank alike) up to 50 us. A limit of none is 0 itself,
+# which the search reaches (`moved`).
 # The share of a "waves" run's wave re-arriving with a request's cohort (serve.aggregated._own_prefill): 0-1, from 0.1.
 # Wait steps: half the running step (what a random arrival waits on average) plus up to two more from
 # an overlapping scheduler and the step that returns the token. Attention-DP balancing holds context
@@ -81,10 +82,10 @@ GRID.update({"moe_kernel_eff": (0.1, 0.2, 0.3, 0.45, 0.6, 0.8), "moe_kernel_over
 # comm_latency_scale, which scaled NCCL's ring latency down to what the custom kernels take and stays 1.
 SERVING_BOUNDS = (("step_overhead_s", 2e-3, 1e-5, 0.05), ("ttft_overhead_s", 20e-3, 1e-4, 0.5),
                   ("custom_ar_latency_s", 5e-6, 2e-6, 15e-6), ("prefill_queue_fraction", 0.1, 0.0, 1.0),
-                  ("eager_launch_s", 1e-5, 1e-7, 3e-5), ("eager_skew_s", 5e-6, 1e-8, 5e-5),
+                  ("eager_launch_s", 1e-5, 1e-7, 3e-5), ("eager_skew_s", 5e-6, 0.0, 5e-5),
                   ("scale_out_latency_s", 25e-6, 5e-6, 1e-4),
                   ("ttft_wait_steps", 1.0, 0.5, 3.0), ("adp_wait_steps", 10.0, 0.0, 60.0),
-                  ("seq_overhead_s", 5e-6, 1e-8, 1e-4))
+                  ("seq_overhead_s", 5e-6, 0.0, 1e-4))
 SERVING_FIELDS = {n for n, *_ in SERVING_BOUNDS}
 # (field, engine) pairs whose mechanism the engine does not have: kept at default.toml's zero, never fitted
 # (an engine that never holds a request under attention DP, Engine.holds_adp_requests, has no adp_wait_steps)
@@ -394,6 +395,42 @@ def unfittable(rows: list[dict], preds: list[dict], unmodeled: list[dict]) -> st
             f"reads); none of its {len(rows)} rows does ({len(rows) - len(unmodeled)} priced rows measure none of them)")
 
 
+# A quantity whose lower limit is none (SERVING_BOUNDS' 0: no attention-DP hold, no wave re-arriving) moves in log steps,
+# which never reach 0: a step landing under ZERO_SNAP of its range tries the limit itself, and from 0 the search steps
+# back in from ZERO_RESTART of the range (0.05 of a fraction, 3 of adp_wait_steps' 60 iterations).
+ZERO_SNAP, ZERO_RESTART = 1e-3, 0.05
+
+
+def moved(cur: float, f: float, lo: float, hi: float) -> float:
+    """A parameter at `cur` in [lo, hi] moved by the log-step factor `f`."""
+    if lo == 0:
+        x = cur * f if cur > 0 else ZERO_RESTART * hi * f
+        return float(np.clip(x if x >= ZERO_SNAP * hi else 0.0, lo, hi))
+    return float(np.clip(cur * f, lo, hi))
+
+
+def descend(state: dict, price, best: float, step: float, *, rounds: int, tried=None) -> tuple[float, object]:
+    """Coordinate search: `rounds` passes over `state` (key -> [value, lower, upper]), each trying four log steps
+    (`moved`; halved every pass) and keeping what lowers the loss. `price(key)` -> (loss, payload) at the state
+    as it stands, `key` the parameter just moved; `best`, the loss at the start. Returns the loss reached and the
+    payload of the last step kept (None if none was). `tried()`, where given, is called after each step tried."""
+    accepted = None
+    for _ in range(rounds):
+        for key, v in state.items():
+            cur = v[0]
+            for f in (np.exp(-step), np.exp(-step / 2), np.exp(step / 2), np.exp(step)):
+                v[0] = moved(cur, f, v[1], v[2])
+                if v[0] != cur:  # a step clipped or snapped onto where it stands prices nothing new
+                    val, payload = price(key)
+                    if val < best - 1e-6:
+                        best, cur, accepted = val, v[0], payload
+                if tried:
+                    tried()
+            v[0] = cur
+        step /= 2
+    return best, accepted
+
+
 class _ServingFit:
     """One serving fit's state: each parameter ("field" or "field:backend" -> [value, lower, upper], in
     SERVING_BOUNDS order, the search order), the rows with their measured metrics, concurrency bands and
@@ -468,24 +505,15 @@ class _ServingFit:
         return float(np.mean(tot)) if tot else np.inf
 
     def cycle(self, step: float, *, smooth: bool, rounds: int, tried=None) -> float:
-        """`rounds` passes over the parameters, each trying four log steps (halved every pass) and
-        keeping what lowers the loss; returns the loss reached. `tried()`, where given, is called
-        after each step tried."""
-        best = self.loss(self.accepted, smooth=smooth)
-        for _ in range(rounds):
-            for key, v in self.state.items():
-                engine = key.partition(":")[2] or None
-                cur = v[0]
-                for f in (np.exp(-step), np.exp(-step / 2), np.exp(step / 2), np.exp(step)):
-                    v[0] = float(np.clip(cur * f if cur > 0 else 0.05 * f, v[1], v[2]))
-                    p = self.predicted(engine)
-                    val = self.loss(p, smooth=smooth)
-                    if val < best - 1e-6:
-                        best, cur, self.accepted = val, v[0], p
-                    if tried:
-                        tried()
-                v[0] = cur
-            step /= 2
+        """`rounds` passes of `descend` over the parameters from a log step of `step`, each engine's
+        parameters re-pricing that engine's rows; returns the loss reached."""
+        def price(key: str) -> tuple[float, np.ndarray]:
+            p = self.predicted(key.partition(":")[2] or None)
+            return self.loss(p, smooth=smooth), p
+
+        best, accepted = descend(self.state, price, self.loss(self.accepted, smooth=smooth), step, rounds=rounds, tried=tried)
+        if accepted is not None:
+            self.accepted = accepted
         return best
 
     def keep_documented(self) -> None:
