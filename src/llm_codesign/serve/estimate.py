@@ -228,7 +228,13 @@ def _breakdown(ops, per: float) -> tuple[OperatorTime, ...]:
 
 
 def _over_capacity(dep: Deployment, max_conc: int, isl: int, osl: int) -> str:
-    """Priced, not refused: what the engine does with requests its KV cache cannot hold (Engine.admission)."""
+    """Priced, not refused: what the engine does with requests its KV cache cannot hold (Engine.admission), or
+    its step token budget does not schedule (Engine.budget_batch)."""
+    per = 1 + (dep.spec.k if dep.spec is not None else 0)
+    sched = float(np.asarray(dep.engine.budget_batch(dep.step_tokens, per - 1, dep.plan.pp) * dep.plan.adp).reshape(-1)[0])
+    if sched <= max_conc:
+        return (f"a step of {dep.backend} schedules at most {dep.step_tokens} tokens ({per} per decoding request), so "
+                f"{int(sched)} requests decode and the rest wait for whole requests to finish (longer TTFT)")
     held = f"the KV cache holds {max_conc} sequences of {isl}+{osl} tokens"
     if dep.engine.admission is not None:
         return (f"{held}; {dep.backend} admits requests before their whole KV cache fits and preempts when "
