@@ -1,6 +1,7 @@
 """A step's token budget caps the decode batch where the engine counts decodes in it (TensorRT-LLM's max_num_tokens,
 vLLM's max_num_batched_tokens, ATOM's; not SGLang's chunked_prefill_size): Engine.budget_batch, priced by
 serve.aggregated and serve.disagg, and refused at the edge where no request could decode."""
+import json
 from dataclasses import replace
 
 import numpy as np
@@ -46,6 +47,14 @@ def test_64_requests_under_a_32_token_budget_decode_32_at_a_time_the_rest_wait_a
     assert r64["output_tok_s_per_gpu"] == pytest.approx(r32["output_tok_s_per_gpu"], rel=1e-12)
     life = 32 * 1024 / r32["output_tok_s_per_gpu"]
     assert r64["ttft_s"] - r32["ttft_s"] == pytest.approx(life, rel=1e-9)
+
+
+def test_estimate_says_the_budget_binds():
+    r = CliRunner().invoke(app, ["estimate", "llama-3.1-8b", "--gpu", "h100", "--max-num-tokens", "32", "--concurrency", "64", "--json"])
+    d = json.loads(r.stdout)
+    assert (d["max_batch"], d["fits"]) == (32, False)
+    assert d["over_capacity"] == ("a step of trtllm schedules at most 32 tokens (1 per decoding request), so 32 requests decode "
+                                  "and the rest wait for whole requests to finish (longer TTFT)")
 
 
 def test_draft_tokens_count_in_the_budget(llama8b, h100, cal_h100):
