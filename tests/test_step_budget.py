@@ -100,6 +100,16 @@ def test_a_budget_below_one_decoding_request_is_one_line():
         "error: decode_max_num_tokens: 2 is not valid; at least 4: trtllm's step budget counts a decoding request's 1 + 3 draft tokens"]
 
 
+def test_a_deployment_read_back_is_checked_too(llama8b, h100, cal_h100):
+    from llm_codesign.errors import InputError
+    from llm_codesign.serve.estimate import estimate
+    from llm_codesign.spec.plan import Deployment, Workload
+
+    dep = Deployment(gpu=h100, num_gpus=1, spec=EAGLE, max_num_tokens=3)  # as Deployment.from_dict builds one
+    with pytest.raises(InputError, match=r"^max_num_tokens: 3 is not valid; at least 4: "):
+        estimate(llama8b, dep, Workload(isl=1024, osl=1024, concurrency=8), calibration=cal_h100)
+
+
 def test_sglang_takes_a_budget_below_the_draft():
     r = CliRunner().invoke(app, ["estimate", "llama-3.1-8b", "--gpu", "h100", "--backend", "sglang", "--max-num-tokens", "3", *SPEC,
                                  "--json"])

@@ -14,7 +14,7 @@ from llm_codesign.serve.energy import energy
 from llm_codesign.serve.invariants import check_estimate
 from llm_codesign.serve.metrics import BATCH_GRID, decode_operators, evaluate
 from llm_codesign.spec.model import ModelSpec
-from llm_codesign.spec.plan import Deployment, Workload, reason_text, validity
+from llm_codesign.spec.plan import Deployment, Workload, check_step_budget, reason_text, validity
 from llm_codesign.spec.precision import executable
 
 GB = 1e9  # memory as the reports state it
@@ -154,6 +154,7 @@ def check(model: ModelSpec, dep: Deployment) -> None:
     code = int(validity(model, dep.gpu, dep.plan, dep.num_gpus).reshape(-1)[0])
     if code >= 0:
         raise InputError("deployment", dep.plan.label() + f" on {dep.num_gpus} GPU{'s' if dep.num_gpus != 1 else ''}", reason_text(model, dep.gpu, code))
+    check_step_budget(dep)  # a deployment read from a file, not built by spec.plan.deployment
 
 
 def _refuse_unfit(dep: Deployment, m) -> None:
