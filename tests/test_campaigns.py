@@ -59,3 +59,7 @@ def test_the_silicon_samples_harness_follows_aiconfigurators_workflow():
     assert "mixed_chunk" not in s
     s = campaigns.settings({**row, "backend": "sglang", "isl": "1024"})
     assert (s["max_num_tokens"], s["mixed_chunk"]) == (2524, True)
+    # one rule, the row's ISL + 1500, at any ISL the sample holds or not
+    s = campaigns.settings({**row, "isl": "3000"})
+    assert (s["max_num_tokens"], s["max_prefill_tokens"]) == (4500, 4500)
+    assert campaigns.settings({**row, "isl": ""})["max_num_tokens"] is None

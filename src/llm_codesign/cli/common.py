@@ -391,7 +391,8 @@ O_ACC = typer.Option(None, "--acceptance", help="Mean accepted tokens per step (
 O_RATES = typer.Option(None, "--acceptance-rates", help="Per-position acceptance rates r1,r2,...")
 O_DRAFT = typer.Option(None, "--draft-model", help="Draft model for --spec draft.")
 O_MNT = typer.Option(None, "--max-num-tokens", min=1, max=MAX_TOKENS,
-                     help="Token budget per step (chunked prefill); default: the engine's own on the GPU.")
+                     help="Token budget per step: the prefill chunk, and in TensorRT-LLM, vLLM and ATOM "
+                     "each decoding request's 1 + draft tokens too, so it caps the decode batch; default: the engine's own on the GPU.")
 O_CAL = typer.Option(None, "--calibration", help="Calibration profile .toml.")
 O_PREFIX = typer.Option(0.0, "--prefix-hit", help="Share of each prompt already in the prefix cache (0 to <1): not prefilled.")
 O_ARRIVAL = typer.Option("waves", "--arrival", help="How requests arrive: waves (identical requests started together), closed_loop "

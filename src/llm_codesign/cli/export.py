@@ -208,7 +208,7 @@ def _dynamo(m, gpu, *, prefill, decode, n_pre, n_dec, concurrency, isl, osl, bac
     from llm_codesign.cli.common import _gpu, _precision, _spec
     from llm_codesign.cost.calibration import calibration_for
     from llm_codesign.serve.disagg import estimate_disagg
-    from llm_codesign.spec.plan import Deployment, Plan
+    from llm_codesign.spec.plan import Deployment, Plan, check_step_budget
 
     if not prefill or not decode:
         raise InputError("prefill/decode", f"{prefill or '(none)'} / {decode or '(none)'}", "both plans of a Dynamo disaggregated "
@@ -219,6 +219,7 @@ def _dynamo(m, gpu, *, prefill, decode, n_pre, n_dec, concurrency, isl, osl, bac
     pp_, dp_ = Plan.parse(prefill, m, "prefill"), Plan.parse(decode, m, "decode")
     pre = Deployment(gpu=g, num_gpus=int(pp_.gpus), plan=pp_, precision=prec, backend=backend, spec=sd, max_num_tokens=max_num_tokens)
     dec = Deployment(gpu=g, num_gpus=int(dp_.gpus), plan=dp_, precision=prec, backend=backend, spec=sd, max_num_tokens=max_num_tokens)
+    check_step_budget(dec)
     r = estimate_disagg(m, pre, dec, calibration=calibration_for(g, calibration), prefill_instances=n_pre, decode_instances=n_dec,
                         concurrencies=[concurrency], isl=isl, osl=osl)
     row = r["rows"][0]

@@ -52,9 +52,12 @@ def settings(r: dict) -> dict:
     for c in campaigns():
         if source.startswith(c["source"]):
             out |= {k: v for k, v in c.items() if k in FLAG_COLUMNS or k in CAMPAIGN_KEYS}
+            isl = (r.get("isl") or "").strip()
             for entry in c.get("flags", ()):
-                if _matches(entry["when"], r):
-                    out |= entry["set"]
+                if _matches(entry.get("when", {}), r):
+                    out |= entry.get("set", {})
+                    if isl:  # a budget the harness sizes from the row's prompt: its ISL + the value
+                        out |= {k: float(isl) + v for k, v in entry.get("over_isl", {}).items()}
             break
     for col in ("max_num_tokens", *FLAG_COLUMNS):
         v = (r.get(col) or "").strip()

@@ -414,9 +414,11 @@ def _running(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, C, *, adp, e
              "draft_len": draft_len, "engine": engine}  # a sweep's k = 0 loads no draft
     mem = memory.fit(model, gpu, prec, sh, isl, osl=osl, max_num_tokens=mnt, usable_fraction=fraction, osl_occupancy=occupancy, budget=budget,
                      **draft)
-    # sequences that run at once per rank: what is in flight, capped by the KV cache and by the
-    # engine's own batch limit (Engine.max_batch; requests beyond it wait, as beyond the cache)
+    # sequences that run at once per rank: what is in flight, capped by the KV cache, by the engine's
+    # own batch limit (Engine.max_batch; requests beyond it wait, as beyond the cache) and by the step
+    # token budget where it counts the decodes (Engine.budget_batch: 1 + draft tokens each)
     bcap = engine.max_batch(gpu, mem["free_for_kv"] / np.maximum(mem["kv_per_token"], 1e-9), model.max_context)
+    bcap = np.minimum(bcap, engine.budget_batch(mnt, 0.0 if draft_len is None else draft_len, sh.pp))
     if flags is not None:
         bcap = np.minimum(bcap, flags.max_running_requests)
     cap = np.where(mem["max_seqs_per_rank"] >= 1, np.minimum(mem["max_seqs_per_rank"], bcap), mem["max_seqs_per_rank"])

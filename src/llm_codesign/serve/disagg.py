@@ -114,7 +114,7 @@ def decode_pool(model: ModelSpec, gpu: Gpu, prec: Precision, plan: Plan, *, cost
                 spec: SpecDecoding | None = None, spec_k=None, max_num_tokens=None) -> dict:
     """One decode instance (`costs`: its engine's fitted costs and in-step calibration) holding
     `per_instance` requests: decode-only steps, so no prefill chunk stalls a token; the KV cache
-    bounds what it holds."""
+    and the step token budget (Engine.budget_batch) bound what it holds."""
     sh = plan.broadcast()
     isl, osl = np.asarray(isl, float), np.asarray(osl, float)
     k, acc = draft_lengths(spec, spec_k)
@@ -126,8 +126,12 @@ def decode_pool(model: ModelSpec, gpu: Gpu, prec: Precision, plan: Plan, *, cost
     mem = memory.fit(model, gpu, prec, sh, isl, osl=osl, max_num_tokens=mnt, usable_fraction=fraction, osl_occupancy=occupancy, budget=budget,
                      spec=spec, draft=draft_model(model, spec) if spec is not None else None, max_seqs=costs.engine.max_batch(gpu), draft_len=k,
                      engine=costs.engine)
+    # what a rank decodes at once: what its KV cache holds, and no more than its step budget schedules where that counts
+    # the decodes (Engine.budget_batch; the rest wait for a slot); a cache that holds none keeps its figure
+    held = np.where(mem["max_seqs_per_rank"] >= 1, np.minimum(mem["max_seqs_per_rank"], costs.engine.budget_batch(mnt, k, pp)),
+                    mem["max_seqs_per_rank"])
     return {"tpot": pp * t_stage / acc, "t_stage": t_stage, "t_draft": t_draft, "acc": acc,
-            "fits": (mem["free_for_kv"] > 0) & (c_rank <= mem["max_seqs_per_rank"]), "max_per_instance": mem["max_seqs_per_rank"] * adp}
+            "fits": (mem["free_for_kv"] > 0) & (c_rank <= held), "max_per_instance": held * adp}
 
 
 def kv_hand_off(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, isl, *, prefill_gpus, total_gpus,
@@ -321,8 +325,9 @@ def evaluate_disagg(model: ModelSpec, prefill: Deployment, decode: Deployment, *
                      routing=prefill_routing)
     pool = dict(costs=dcost, isl=isl, osl=osl, spec=decode.spec, spec_k=spec_k, max_num_tokens=decode.max_num_tokens)
     d = decode_pool(model, dg, decode.precision, decode_plan, per_instance=C / n_d, **pool)
-    # the decode pool's slots: what its KV cache holds (as the engine reserves it, Engine.kv_budget) and
-    # the engine's batch limit where given; a pool that holds no sequence keeps C (and fits False)
+    # the decode pool's slots: what its KV cache holds (as the engine reserves it, Engine.kv_budget) and its
+    # step budget schedules (decode_pool), and the engine's batch limit where given; a pool that holds no
+    # sequence keeps C (and fits False)
     per_rank = np.where(d["max_per_instance"] >= 1, d["max_per_instance"], np.inf) / np.asarray(decode_plan.arrays()[4], float)
     if decode_max_batch is not None:
         per_rank = np.minimum(per_rank, np.asarray(decode_max_batch, float))

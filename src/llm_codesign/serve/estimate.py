@@ -14,7 +14,7 @@ from llm_codesign.serve.energy import energy
 from llm_codesign.serve.invariants import check_estimate
 from llm_codesign.serve.metrics import BATCH_GRID, decode_operators, evaluate
 from llm_codesign.spec.model import ModelSpec
-from llm_codesign.spec.plan import Deployment, Workload, reason_text, validity
+from llm_codesign.spec.plan import Deployment, Workload, check_step_budget, reason_text, validity
 from llm_codesign.spec.precision import executable
 
 GB = 1e9  # memory as the reports state it
@@ -154,6 +154,7 @@ def check(model: ModelSpec, dep: Deployment) -> None:
     code = int(validity(model, dep.gpu, dep.plan, dep.num_gpus).reshape(-1)[0])
     if code >= 0:
         raise InputError("deployment", dep.plan.label() + f" on {dep.num_gpus} GPU{'s' if dep.num_gpus != 1 else ''}", reason_text(model, dep.gpu, code))
+    check_step_budget(dep)  # a deployment read from a file, not built by spec.plan.deployment
 
 
 def _refuse_unfit(dep: Deployment, m) -> None:
@@ -228,7 +229,14 @@ def _breakdown(ops, per: float) -> tuple[OperatorTime, ...]:
 
 
 def _over_capacity(dep: Deployment, max_conc: int, isl: int, osl: int) -> str:
-    """Priced, not refused: what the engine does with requests its KV cache cannot hold (Engine.admission)."""
+    """Priced, not refused: what the engine does with requests its KV cache cannot hold (Engine.admission), or
+    its step token budget does not schedule (Engine.budget_batch)."""
+    per = 1 + (dep.spec.k if dep.spec is not None else 0)
+    sched = float(np.asarray(dep.engine.budget_batch(dep.step_tokens, per - 1, dep.plan.pp) * dep.plan.adp).reshape(-1)[0])
+    if sched <= max_conc:
+        rank = " per attention-DP rank" if int(np.asarray(dep.plan.adp)) > 1 else ""
+        return (f"a step of {dep.backend} schedules at most {dep.step_tokens} tokens{rank} ({per} per decoding request), so "
+                f"{int(sched)} requests decode and the rest wait for whole requests to finish (longer TTFT)")
     held = f"the KV cache holds {max_conc} sequences of {isl}+{osl} tokens"
     if dep.engine.admission is not None:
         return (f"{held}; {dep.backend} admits requests before their whole KV cache fits and preempts when "

@@ -384,8 +384,19 @@ def deployment(model: ModelSpec, *, gpu: Gpu | str, num_gpus: int | None = None,
         moe_tp_ = moe_tp or 1
     sd = spec if isinstance(spec, SpecDecoding) else spec_decoding(spec, draft_len=draft_len, acceptance=acceptance,
                                                                    acceptance_rates=acceptance_rates, draft_model=draft_model)
-    return Deployment(gpu=g, num_gpus=n, plan=Plan(tp_, pp_, ep_, moe_tp_, adp_, kvp_),
-                      precision=precision_for(model, weight_dtype, activation_dtype, kv_dtype), backend=get_engine(engine).name,
-                      spec=sd, max_num_tokens=max_num_tokens, cpp=cpp)
+    dep = Deployment(gpu=g, num_gpus=n, plan=Plan(tp_, pp_, ep_, moe_tp_, adp_, kvp_),
+                     precision=precision_for(model, weight_dtype, activation_dtype, kv_dtype), backend=get_engine(engine).name,
+                     spec=sd, max_num_tokens=max_num_tokens, cpp=cpp)
+    check_step_budget(dep)
+    return dep
+
+
+def check_step_budget(dep: Deployment, field: str = "max_num_tokens") -> None:
+    """Refuse a step token budget below one decoding request's tokens (1 + its draft length) where the engine counts
+    the decodes in it (Engine.budget_batch): no request would ever decode. `field`: the option that set it."""
+    need = 1 + (dep.spec.k if dep.spec is not None else 0)
+    if dep.max_num_tokens is not None and dep.engine.decodes_in_budget and dep.max_num_tokens < need:
+        raise InputError(field, dep.max_num_tokens, f"at least {need}: {dep.backend}'s step budget counts a decoding request's "
+                                                    f"1 + {need - 1} draft tokens")
 
 

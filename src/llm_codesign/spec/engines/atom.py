@@ -13,6 +13,9 @@ class AtomEngine(Engine):
     # Scheduler.schedule "tries prefill first; if no new prefills are ready, falls back to decoding already-
     # running sequences" (atom/model_engine/scheduler.py:1099-1104): prefill batches run on their own
     mixes_prefill = False
+    # decodes in the step budget (Engine.budget_batch): its decode loop stops where 1 + mtp_k more tokens would pass
+    # max_num_batched_tokens, skips sequences in flight in another pipeline micro-batch and puts the scheduled ones back
+    # at the head of `running` (atom/model_engine/scheduler.py:1436-1454, 1507)
     # no attention-DP hold: the CoreManager routes each request to a DP rank as it comes (--dp-load-balance,
     # least_requests by default, atom/model_engine/arg_utils.py:244-256)
     holds_adp_requests = False

@@ -130,6 +130,10 @@ class Engine(ABC):
     # whether its attention-DP hold (adp_wait_steps) applies only while every rank is decoding (TensorRT-LLM's);
     # otherwise it applies under attention DP at any load
     adp_hold_needs_every_rank_decoding: ClassVar[bool] = False
+    # whether a step's token budget (step_tokens, --max-num-tokens) counts its decode tokens too, 1 + the draft
+    # length per running request (TensorRT-LLM's, vLLM's, ATOM's: budget_batch); an engine whose decode batch
+    # only its batch limit and KV cache bound says so in its module
+    decodes_in_budget: ClassVar[bool] = True
 
     @abstractmethod
     def step_tokens(self, gpu) -> int:
@@ -139,6 +143,18 @@ class Engine(ABC):
     def max_batch(self, gpu, kv_tokens=None, context_len: int = 0):
         """The most sequences one engine rank (an attention-DP rank) runs at once by default, whatever
         its KV cache could hold (`kv_tokens`: the tokens it holds; `context_len`: the model's context)."""
+
+    def budget_batch(self, max_num_tokens, draft_len, pp):
+        """The most sequences one rank (an attention-DP rank) decodes under a step budget of `max_num_tokens`
+        (arrays broadcast): a step schedules its running requests in order while the budget lasts, 1 + `draft_len`
+        tokens each, one pipeline micro-batch at a time (`pp` in flight, each its own step), so pp x floor(budget /
+        (1 + k)). The order does not rotate, so the requests past it do not share the steps: they wait for the
+        first ones to finish, as past the batch limit (max_batch). inf where decodes are outside the budget."""
+        import numpy as np
+
+        if not self.decodes_in_budget:
+            return np.inf
+        return np.asarray(pp, float) * np.floor(np.asarray(max_num_tokens, float) / (1.0 + np.asarray(draft_len, float)))
 
     @abstractmethod
     def own_allreduce(self, nbytes, n, family: str):

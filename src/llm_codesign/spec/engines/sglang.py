@@ -58,6 +58,10 @@ class SGLangEngine(Engine):
     # 0.5.12); the room is an id the router draws at random per request (assumed of Dynamo's and SGLang's routers,
     # whose code was not read here), unless the request names its rank
     routes_prefill_dp_at_random = True
+    # its decode batch is every running request: update_running_batch retracts requests only where the KV cache runs
+    # out (managers/scheduler.py:2898-2960), and chunked_prefill_size / max_prefill_tokens budget PrefillAdder's prompts
+    # alone (:2674-2694); max_running_requests and the KV cache bound it (sglang 0.5.12)
+    decodes_in_budget = False
     # the decode worker pre-allocates the KV of a request the router sent it beside the prefill (its bootstrap, before
     # the prefill may run: disaggregation/prefill.py:265-360, decode.py:731-1006), polls the transfers at the top of each
     # loop (decode.py:1753-1784, polling interval 1: server_args.py:805) and streams the first token before scheduling

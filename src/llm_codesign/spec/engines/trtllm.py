@@ -25,6 +25,15 @@ class TensorRTLLMEngine(Engine):
     # attention-DP balancing (attention_dp_config enable_balance) holds context requests only while every rank has
     # a generation request: PyExecutor._balance_adp_requests schedules them at once when one has none
     adp_hold_needs_every_rank_decoding = True
+    # decodes in the step budget (Engine.budget_batch): MicroBatchScheduler::operator() takes the active requests in
+    # order, a generation request costing its beam width + draft tokens, and stops at the first that would pass
+    # max_num_tokens, skipping those in flight in another micro-batch (NVIDIA/TensorRT-LLM@0a949d31
+    # cpp/tensorrt_llm/batch_manager/microBatchScheduler.cpp, read in the code index: not mirrored here; its docs,
+    # "Tuning Max Batch Size and Max Num Tokens", say the same). So its users size it: InferenceX's MTP recipes set
+    # (MTP + 1) x max_batch_size + ISL + 64 (SemiAnalysisAI/InferenceX@843c6254
+    # benchmarks/single_node/fixed_seq_len/dsr1_fp8_b200_trt_mtp.sh:92), aiconfigurator's a decode worker's to its
+    # max_batch_size and searches decode batches only up to it (ai-dynamo/aiconfigurator@095f58a5
+    # generator/rule_plugin/trtllm.rule:18, sdk/inference_session.py:851-854)
 
     def step_tokens(self, gpu) -> int:
         """max_num_tokens = 8192 (LlmArgs / BuildConfig default), on every GPU (trtllm-bench picks its own per

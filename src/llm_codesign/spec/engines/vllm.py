@@ -42,6 +42,16 @@ class VLLMEngine(Engine):
         """max_num_seqs = 1024 on GPUs with >= 70 GiB other than A100, else 256 (EngineArgs.get_batch_defaults)."""
         return 1024.0 if _large_gpu(gpu) else 256.0
 
+    def budget_batch(self, max_num_tokens, draft_len, pp):
+        """As Engine.budget_batch: Scheduler.schedule takes its running requests in order while token_budget
+        (max_num_batched_tokens) lasts, each its 1 + draft tokens (v1/core/sched/scheduler.py:343-377), skipping one
+        in flight in another pipeline micro-batch (:347-352); and where max_num_seqs is left to its default it is
+        lowered to the budget (engine/arg_utils.py:2014-2016), so never more than the budget run over all the
+        micro-batches (vllm 0.15.1; the same in 0.19.0)."""
+        import numpy as np
+
+        return np.minimum(super().budget_batch(max_num_tokens, draft_len, pp), np.asarray(max_num_tokens, float))
+
     def own_allreduce(self, nbytes, n, family: str):
         return custom_allreduce(nbytes, n, family)
 

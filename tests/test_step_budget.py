@@ -1,0 +1,116 @@
+"""A step's token budget caps the decode batch where the engine counts decodes in it (TensorRT-LLM's max_num_tokens,
+vLLM's max_num_batched_tokens, ATOM's; not SGLang's chunked_prefill_size): Engine.budget_batch, priced by
+serve.aggregated and serve.disagg, and refused at the edge where no request could decode."""
+import json
+from dataclasses import replace
+
+import numpy as np
+import pytest
+from conftest import disagg_pair
+from typer.testing import CliRunner
+
+from llm_codesign.cli import app
+from llm_codesign.serve.aggregated import Serving, evaluate
+from llm_codesign.serve.disagg import evaluate_disagg
+from llm_codesign.spec.engines import get_engine
+from llm_codesign.spec.plan import Plan, SpecDecoding
+
+EAGLE = SpecDecoding("eagle3", 3, mean_accepted=2.5)
+
+
+@pytest.mark.parametrize("backend,budget,k,pp,seqs", [
+    ("trtllm", 32, 0, 1, 32),   # one token per decoding request
+    ("trtllm", 32, 3, 1, 8),    # 1 + 3 draft tokens each: floor(32 / 4)
+    ("trtllm", 30, 3, 2, 14),   # each of 2 micro-batches its own step: 2 x floor(30 / 4)
+    ("atom", 32, 3, 1, 8),
+    ("vllm", 32, 3, 2, 16),     # 2 x floor(32 / 4), under max_num_seqs lowered to 32
+    ("vllm", 32, 0, 2, 32),     # 2 x 32 micro-batched, but max_num_seqs = min(1024, 32) over them all
+    ("sglang", 32, 3, 1, np.inf),  # decodes outside its prefill budgets
+])
+def test_budget_batch_follows_each_engines_scheduler(backend, budget, k, pp, seqs):
+    assert get_engine(backend).budget_batch(budget, k, pp) == seqs
+
+
+def _at(model, gpu, cal, C, budget, *, backend="trtllm", spec=None):
+    at = Serving(gpu=gpu, prec=model.default_precision, plan=Plan(), engine=get_engine(backend), spec=spec, max_num_tokens=budget)
+    return evaluate(model, at, cal=cal, concurrency=C, isl=1024, osl=1024)
+
+
+def test_64_requests_under_a_32_token_budget_decode_32_at_a_time_the_rest_wait_a_life(llama8b, h100, cal_h100):
+    r64, r32 = _at(llama8b, h100, cal_h100, 64, 32), _at(llama8b, h100, cal_h100, 32, 32)
+    # the step prices 32 sequences: the decode step of 32 requests under the engine's own 8,192-token budget
+    assert r64["step_s"] == pytest.approx(_at(llama8b, h100, cal_h100, 32, None)["step_s"], rel=1e-12)
+    assert r64["max_concurrency"] == 32
+    # TensorRT-LLM's scheduler takes the same first 32 every step (no rotation): they decode as 32 alone do, and the
+    # other 32 wait one whole request life, 32 x OSL / throughput (1 GPU), before their turn
+    assert r64["tpot_s"] == pytest.approx(r32["tpot_s"], rel=1e-12)
+    assert r64["output_tok_s_per_gpu"] == pytest.approx(r32["output_tok_s_per_gpu"], rel=1e-12)
+    life = 32 * 1024 / r32["output_tok_s_per_gpu"]
+    assert r64["ttft_s"] - r32["ttft_s"] == pytest.approx(life, rel=1e-9)
+
+
+def test_estimate_says_the_budget_binds():
+    r = CliRunner().invoke(app, ["estimate", "llama-3.1-8b", "--gpu", "h100", "--max-num-tokens", "32", "--concurrency", "64", "--json"])
+    d = json.loads(r.stdout)
+    assert (d["max_batch"], d["fits"]) == (32, False)
+    assert d["over_capacity"] == ("a step of trtllm schedules at most 32 tokens (1 per decoding request), so 32 requests decode "
+                                  "and the rest wait for whole requests to finish (longer TTFT)")
+
+
+def test_draft_tokens_count_in_the_budget(llama8b, h100, cal_h100):
+    # 1 + 3 tokens a request: a 32-token budget decodes 8 of 64, each step the step of 8
+    r = _at(llama8b, h100, cal_h100, 64, 32, spec=EAGLE)
+    assert r["max_concurrency"] == 8
+    assert r["step_s"] == pytest.approx(_at(llama8b, h100, cal_h100, 8, None, spec=EAGLE)["step_s"], rel=1e-12)
+
+
+def test_sglang_decodes_every_running_request_whatever_its_chunk(llama8b, h100, cal_h100):
+    small, own = _at(llama8b, h100, cal_h100, 64, 32, backend="sglang"), _at(llama8b, h100, cal_h100, 64, None, backend="sglang")
+    assert small["step_s"] == pytest.approx(own["step_s"], rel=1e-12)
+    assert small["max_concurrency"] > 64
+
+
+def test_a_decode_pools_budget_holds_its_batch_the_rest_wait_for_a_slot(llama8b, h100, cal_h100):
+    def pool(C, budget):
+        prefill, decode = disagg_pair(h100, llama8b.default_precision, Plan(), Plan())
+        decode = replace(decode, max_num_tokens=budget)
+        return evaluate_disagg(llama8b, prefill, decode, calibration=cal_h100, prefill_instances=1, decode_instances=1, concurrency=C,
+                               isl=1024, osl=1024)
+
+    r64, r32 = pool(64, 32), pool(32, None)
+    assert r64["max_concurrency"] == 32
+    assert r64["tpot_s"] == pytest.approx(r32["tpot_s"], rel=1e-12)
+    assert r64["decode_slot_wait_s"] > 0.0
+
+
+def _error(*args):
+    r = CliRunner().invoke(app, list(args), env={"COLUMNS": "2000"})
+    assert r.exit_code == 2 and "Traceback" not in r.stdout + r.stderr
+    return [x for x in r.stderr.splitlines() if x.strip()]
+
+
+SPEC = ["--spec", "eagle3", "--draft-len", "3", "--acceptance", "2.5", "--concurrency", "8"]
+
+
+def test_a_budget_below_one_decoding_request_is_one_line():
+    assert _error("estimate", "llama-3.1-8b", "--gpu", "h100", "--max-num-tokens", "3", *SPEC) == [
+        "error: max_num_tokens: 3 is not valid; at least 4: trtllm's step budget counts a decoding request's 1 + 3 draft tokens"]
+    assert _error("disagg", "llama-3.1-8b", "--gpu", "h100", "--prefill", "tp=1", "--decode", "tp=1", "--decode-max-num-tokens", "2",
+                  *SPEC) == [
+        "error: decode_max_num_tokens: 2 is not valid; at least 4: trtllm's step budget counts a decoding request's 1 + 3 draft tokens"]
+
+
+def test_a_deployment_read_back_is_checked_too(llama8b, h100, cal_h100):
+    from llm_codesign.errors import InputError
+    from llm_codesign.serve.estimate import estimate
+    from llm_codesign.spec.plan import Deployment, Workload
+
+    dep = Deployment(gpu=h100, num_gpus=1, spec=EAGLE, max_num_tokens=3)  # as Deployment.from_dict builds one
+    with pytest.raises(InputError, match=r"^max_num_tokens: 3 is not valid; at least 4: "):
+        estimate(llama8b, dep, Workload(isl=1024, osl=1024, concurrency=8), calibration=cal_h100)
+
+
+def test_sglang_takes_a_budget_below_the_draft():
+    r = CliRunner().invoke(app, ["estimate", "llama-3.1-8b", "--gpu", "h100", "--backend", "sglang", "--max-num-tokens", "3", *SPEC,
+                                 "--json"])
+    assert r.exit_code == 0, r.stderr
