@@ -63,8 +63,7 @@ def _attend(a: Attention, ops: list[Op], P: Site, *, at: _At, s: _Step, b: Batch
     cached bytes per token on this GPU; `qk_d`, `v_d`: a head's query-key and value widths; `decode`:
     the decode core's (FLOPs width per key, work items (None for GQA: its kernel's, GqaDecode), query heads per KV
     head, calibration, KV heads per GPU whose keys GQA's kernel splits and reads in tiles, None for MLA's latent
-    kernels, priced unsplit); `x_d`:
-    the width of a head's partial output Helix exchanges (v_d where None)."""
+    kernels, priced unsplit); `x_d`: the width of a head's partial output Helix exchanges (v_d where None)."""
     h, T, tp, kvp = s.h, s.T, s.tp, s.kvp
     heads_l = a.heads / tp
     ops.append(_core_decode(a, b, at, P, s=s, prec=prec, per_tok_kv=per_tok_kv, qkv_d=qk_d + v_d, decode=decode))
