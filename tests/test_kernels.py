@@ -211,9 +211,10 @@ def test_split_decode_pays_its_merge_where_it_goes_through_global_memory():
 @pytest.mark.parametrize("kv", ["bfloat16", "fp8"])
 @pytest.mark.parametrize("kv_heads, keys", [(8, 128), (32, 100)])
 def test_gqa_decode_in_the_operator_graph_is_the_kernel_tables_price(tmp_path, kv, kv_heads, keys):
-    # the serving path and the kernel-table fit price one decode kernel alike (FP8 KV: XQA's GMMA kernel, RoPE
-    # fused): 4 sequences at 100 cached keys, 32 query and 8 KV heads of 128 on H100, unsplit, read two 64-key tiles,
-    # 128 keys, per sequence and KV head; with 32 KV heads (vanilla MHA) the masked MHA kernel reads the 100 keys
+    # the serving path and the kernel-table fit choose one decode kernel (GqaDecode) and price its FLOPs, bytes and
+    # time alike (FP8 KV: XQA's GMMA kernel, RoPE fused): 4 sequences at 100 cached keys, 32 query and 8 KV heads of 128
+    # on H100, unsplit, read two 64-key tiles, 128 keys, per sequence and KV head; with 32 KV heads (vanilla MHA) the
+    # masked MHA kernel reads the 100 keys
     from llm_codesign.cost.calibration import calibration_for
     from llm_codesign.cost.ops import Batch, layer_ops
     from llm_codesign.measure.kernel_tables import predict, read_csv
@@ -358,11 +359,11 @@ def test_fa3_streams_an_fp8_cache_at_its_own_rate_after_casting_the_query():
 @pytest.mark.parametrize("kv", ["bfloat16", "fp8"])
 @pytest.mark.parametrize("engine", ["sglang", "vllm"])
 def test_fa3_decode_in_the_operator_graph_is_the_per_engine_tables_price(tmp_path, kv, engine):
-    # SGLang's and vLLM's GQA decode on H100 run FlashAttention-3's kernel in a serving step and in their per-engine
-    # kernel rows alike: 2 sequences at 4,096 cached keys, 32 query and 8 KV heads of 128: 32 tiles of 128 keys (96 on
-    # an FP8 cache: 43), 1.1 x 2 x 32 x 8 / 132 = 4.27 tiles per SM (unrounded, as fa3_split prices it), so 32 / 4.27 =
-    # 7.5 splits reading 7.5 x ceil(4.27) x 128 = 4,800 keys (FP8: 5.73 tiles per SM, 43 / 5.73 = 7.5 splits,
-    # 7.5 x ceil(5.69) x 96 = 4,320 keys)
+    # SGLang's and vLLM's GQA decode on H100 run FlashAttention-3's kernel (GqaDecode) in a serving step and in their
+    # per-engine kernel rows, priced alike around it: 2 sequences at 4,096 cached keys, 32 query and 8 KV heads of 128:
+    # 32 tiles of 128 keys (96 on an FP8 cache: 43), 1.1 x 2 x 32 x 8 / 132 = 4.27 tiles per SM (unrounded, as fa3_split
+    # prices it), so 32 / 4.27 = 7.5 splits reading 7.5 x ceil(4.27) x 128 = 4,800 keys (FP8: 5.73 tiles per SM,
+    # 43 / 5.73 = 7.5 splits, 7.5 x ceil(5.69) x 96 = 4,320 keys)
     from llm_codesign.cost.calibration import calibration_for
     from llm_codesign.cost.ops import Batch, layer_ops
     from llm_codesign.measure.kernel_tables import predict, read_csv
@@ -386,3 +387,43 @@ def test_fa3_decode_in_the_operator_graph_is_the_per_engine_tables_price(tmp_pat
                  f"h100_sxm,{engine},{source},2,1,4095,32,8,128,0,{kv},0.01\n")
     pred, _ = predict(*read_csv(p), calibration_for)
     assert float(core.time) * 1e3 == pytest.approx(pred[0], rel=1e-12)
+
+
+def test_fa3_runs_its_local_tile_where_the_window_caps_the_keys():
+    # FlashAttention-3 drops a window as long as the keys (flash_api.cpp: window_size_left >= seqlen_k - 1) and runs its
+    # local tile under a shorter one: at head dim 256 on a BF16 cache 64 keys a tile, not 80 (tile_size_fwd_sm90).
+    # One rule for a serving step and a kernel-table row (GqaDecode): a 128-key window over 128 keys is no window,
+    # over 129 or 4,096 it is
+    from llm_codesign.cost.mixers import GqaDecode
+
+    h100 = get_gpu("h100")
+    ctx = np.array([100.0, 128.0, 129.0, 4096.0])
+    k = GqaDecode(h100, get_engine("sglang"), tokens=1.0, seqs=1.0, kv_heads=8.0, heads=16.0, head_dim=256.0,
+                  keys=np.minimum(ctx, 128.0), ctx=ctx, window=128.0, kv_fp8=False)
+    assert k.tile.tolist() == [80.0, 80.0, 64.0, 64.0]
+    # the tables' rows, an engine a row: TensorRT-LLM's row reads XQA's 64-key tiles, the windows' alike
+    rows = GqaDecode(h100, [get_engine("trtllm"), get_engine("vllm")], tokens=np.ones(2), seqs=np.ones(2), kv_heads=np.full(2, 8.0),
+                     heads=np.full(2, 16.0), head_dim=np.full(2, 256.0), keys=np.full(2, 128.0), ctx=np.full(2, 4096.0),
+                     window=np.full(2, 128.0), kv_fp8=np.zeros(2, bool))
+    assert rows.tile.tolist() == [64.0, 64.0] and rows.fa3.tolist() == [False, True]
+
+
+def test_helix_ranks_read_fa3s_local_tile_where_the_window_caps_the_keys():
+    # Helix over 2 ranks, 200 cached keys under a 128-key window: each rank holds 100 of them and reads its 64 of the
+    # window's, so the window caps the keys it reads and FlashAttention-3 runs its local 64-key tile: one tile of 64,
+    # not one of 80 (the rank's 100 keys against the window, 100 < 128, took 80 before). 64 query and 8 KV heads of 256
+    # on H100, one sequence, a BF16 cache: 64 keys x 8 KV heads x 2 x 256 x 2 bytes, and the query and output
+    from llm_codesign.cost.calibration import calibration_for
+    from llm_codesign.cost.ops import Batch, layer_ops
+    from llm_codesign.spec.kinds import GQA, DenseFfn
+    from llm_codesign.spec.model import Layer, ModelSpec
+    from llm_codesign.spec.plan import Plan
+    from llm_codesign.spec.precision import Precision
+
+    h100 = get_gpu("h100")
+    m = ModelSpec("toy", hidden=4096, vocab=32000,
+                  groups=((Layer(GQA(heads=64, kv_heads=8, head_dim=256, v_head_dim=256, window=128), DenseFfn(inter=14336)), 1),))
+    got = layer_ops(m, m.groups[0][0], 1.0, h100, calibration_for(h100), prec=Precision.of("bf16"), sh=Plan(kvp=2),
+                    b=Batch(dec_seqs=1.0, dec_ctx=200.0), prefix="layer", parts=("attn",), engine=get_engine("sglang"))
+    core = next(o for o in got if o.role == "core_decode")
+    assert float(core.work[1]) == 64 * 8 * 2 * 256 * 2.0 + 64 * 512 * 2.0

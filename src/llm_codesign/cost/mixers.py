@@ -10,6 +10,7 @@ import numpy as np
 from llm_codesign.cost import kernels as cost
 from llm_codesign.cost.arrays import Tokens
 from llm_codesign.cost.ops import _BF16, Batch, Op, Site, _At, _attention, _comm, _comm_of, _elementwise, _gemm, _Step, op_builder
+from llm_codesign.spec.hardware import Gpu
 from llm_codesign.spec.kinds import DSA, GQA, MLA, Attention, GatedDeltaNet, LinearMixer, Mamba2, NoMixer, Recurrent, causal_keys
 from llm_codesign.spec.precision import Precision
 
@@ -23,12 +24,9 @@ def gqa_ops(a: GQA, P: Site, *, at: _At, s: _Step, b: Batch, prec: Precision) ->
     if a.qk_norm_across_heads:  # fp32 sums of squares of Q and K per token, reduced over TP
         ops.append(_comm(P / "qk_norm_all_reduce", "all_reduce", s.T * 2.0 * 4.0, s.tp, at))
     heads_l = a.heads / s.tp
-    kv_fp8 = prec.kv.math == "fp8"
-    # decode: FLOPs per key of the query-key and value widths; work items and query heads per KV head
-    # as the kernel groups them
-    items = cost.decode_work_items(s.dec_tok, kv_l, heads_l, at.cal, kv_fp8 and at.gpu.supports("fp8"))
+    # decode: FLOPs per key of the query-key and value widths, query heads per KV head; its kernel's work items (GqaDecode)
     return _attend(a, ops, P, at=at, s=s, b=b, prec=prec, per_tok_kv=a.kv_values_per_gpu(s.tp) * prec.kv.bytes_per_value(),
-                   qk_d=a.head_dim, v_d=a.v_head_dim, decode=(a.head_dim + a.v_head_dim, items, heads_l / kv_l, at.cal, kv_l))
+                   qk_d=a.head_dim, v_d=a.v_head_dim, decode=(a.head_dim + a.v_head_dim, None, heads_l / kv_l, at.cal, kv_l))
 
 
 @op_builder(MLA, part="attention")
@@ -63,9 +61,9 @@ def _attend(a: Attention, ops: list[Op], P: Site, *, at: _At, s: _Step, b: Batch
     """After a softmax attention's projections (`ops`): the attention core over the cache (decode)
     and the chunk (prefill), Helix's exchange, the output projection and its all-reduce. `per_tok_kv`:
     cached bytes per token on this GPU; `qk_d`, `v_d`: a head's query-key and value widths; `decode`:
-    the decode core's (FLOPs width per key, work items, query heads per KV head, calibration, KV heads per GPU
-    whose keys the kernel splits and reads in tiles, None for MLA's latent kernels, priced unsplit); `x_d`:
-    the width of a head's partial output Helix exchanges (v_d where None)."""
+    the decode core's (FLOPs width per key, work items (None for GQA: its kernel's, GqaDecode), query heads per KV
+    head, calibration, KV heads per GPU whose keys GQA's kernel splits and reads in tiles, None for MLA's latent
+    kernels, priced unsplit); `x_d`: the width of a head's partial output Helix exchanges (v_d where None)."""
     h, T, tp, kvp = s.h, s.T, s.tp, s.kvp
     heads_l = a.heads / tp
     ops.append(_core_decode(a, b, at, P, s=s, prec=prec, per_tok_kv=per_tok_kv, qkv_d=qk_d + v_d, decode=decode))
@@ -171,38 +169,97 @@ def _dsa_indexer(a: DSA, b: Batch, at: _At, P: Site, *, s: _Step) -> list[Op]:
     return ops
 
 
+class GqaDecode:
+    """The GQA decode kernel an engine runs on a shape and how it splits and reads the keys, for a serving step's
+    attention (_core_decode) and the kernel tables' decode rows (measure.kernel_tables) alike: TensorRT-LLM's op
+    (cost.kernels.runs_trtllm_decode: XQA or TRTLLM-Gen, their masked MHA kernel by query group, decode_mmha; the
+    kernel other engines run off Hopper is priced as it, times their factor) or FlashAttention-3's
+    (runs_fa3_decode: its tile, fa3_tile, a CTA per query tile and split, fa3_split, the combine by the launch's
+    count, fa3_launch_splits). Array-valued, one element per shape; what a calibration decides (the masked MHA
+    kernel, so the keys read, XQA's work items, the FP8 math) comes from `priced`, the rest is built once (a fit
+    prices the same rows hundreds of times).
+
+    `engine`: the engine (None: the kernel tables' own, TensorRT-LLM's), or a list of one per element (the per-engine
+    tables' rows); `tokens`: decode tokens (sequences x tokens each); `seqs`: sequences; `kv_heads`, `heads`: KV and
+    query heads on this GPU; `keys`: keys each query reads on it (its window, chunk or Helix share applied); `ctx`,
+    `window`: each sequence's context and its sliding window (0: none), which decide FlashAttention-3's tile;
+    `kv_fp8`: an FP8 cache."""
+
+    def __init__(self, gpu: Gpu, engine, *, tokens, seqs, kv_heads, heads, head_dim, keys, ctx, window, kv_fp8):
+        def each(f):  # an engine's fact, one per element where the caller gives an engine per element
+            return np.array([f(e) for e in engine]) if isinstance(engine, list) else f(engine)
+
+        self.gpu, self.tokens, self.kv_heads, self.heads, self.head_dim, self.keys = gpu, tokens, kv_heads, heads, head_dim, keys
+        self.group = heads / kv_heads
+        self.kv_fp8 = kv_fp8
+        self.trtllm = each(cost.runs_trtllm_decode)
+        self.rope_fused = np.asarray(kv_fp8, bool) & each(lambda e: cost.decode_rope_fused(gpu, kv_fp8=True, engine=e))
+        self.fa3 = fa3 = each(lambda e: cost.runs_fa3_decode(e, gpu))
+        # CTAs each (sequence, KV head)'s keys are split over, keys per tile, the split the merge is priced from
+        split = tile = merge = items = None
+        if not np.all(fa3):
+            split, tile = cost.decode_split(seqs, kv_heads, keys, gpu), cost.decode_tile(gpu)
+            merge = split
+        if np.any(fa3):
+            # FlashAttention-3 runs its local tile (fa3_tile) where the window caps the keys read: it drops a window
+            # with window_size_left >= seqlen_k - 1 (hopper/flash_api.cpp:795@07602ad), and SGLang passes
+            # sliding_window - 1 (models/gpt_oss.py:122, layers/attention/flashattention_backend.py:1362@0.5.14), so a
+            # window of w keys is local over more than w. A Helix rank holds its share of the context and reads that
+            # share of the window's keys: the same test, whatever the ranks
+            local = (np.asarray(window, float) > 0) & (np.asarray(ctx, float) > window)
+            m_blocks, f_tile = cost.fa3_tile(head_dim, self.group, kv_fp8, local)
+            # the query rows a KV head's CTA packs: its group of every query token of the sequence (pack_gqa)
+            m_blocks = np.ceil(np.maximum(np.asarray(tokens, float) / np.maximum(seqs, 1.0), 1.0) * self.group / m_blocks - 1e-9)
+            cap = each(lambda e: 0 if e is None else e.fa3_max_splits)
+            f_split = cost.fa3_split(seqs, kv_heads, keys, gpu, m_blocks=m_blocks, tile=f_tile, cap=cap)
+            f_merge = cost.fa3_launch_splits(kv_heads, keys, gpu, m_blocks=m_blocks, tile=f_tile, cap=cap)
+            f_items = seqs * kv_heads * m_blocks * f_split
+            if split is None:
+                split, tile, merge, items = f_split, f_tile, f_merge, f_items
+            else:
+                split, tile, merge = np.where(fa3, f_split, split), np.where(fa3, f_tile, tile), np.where(fa3, f_merge, merge)
+                items = np.where(fa3, f_items, np.nan)
+        self.split, self.tile, self.merge, self._items = split, tile, merge, items  # items: FlashAttention-3's CTAs
+
+    def priced(self, cal):
+        """(masked MHA kernel, keys read per sequence and KV head, work items, FP8 math) under `cal`."""
+        gpu, fa3 = self.gpu, self.fa3
+        mmha = cost.decode_mmha(gpu, self.group, cal, trtllm=self.trtllm)  # never FlashAttention-3's (trtllm False)
+        read = cost.decode_keys_read(self.keys, self.split, gpu, mmha, tile=self.tile)
+        items = self._items
+        if not np.all(fa3):
+            fp8 = np.asarray(self.kv_fp8, bool) & gpu.supports("fp8")
+            # the query group in slices as wide as the cache dtype's (each row's own, in the tables)
+            xqa = [cost.decode_work_items(self.tokens, self.kv_heads, self.heads, cal, kv_fp8=f) for f in ((True, False) if fp8.ndim else (bool(fp8),))]
+            xqa = np.where(fp8, *xqa) if fp8.ndim else xqa[0]
+            items = xqa if items is None else np.where(fa3, items, xqa)
+        fp8_math = cost.decode_fp8_math(gpu, self.kv_fp8, self.group, self.head_dim, cal, trtllm=self.trtllm)
+        return mmha, read, items, fp8_math
+
+
 def _core_decode(a: Attention, b: Batch, at: _At, P: Site, *, s: _Step, prec: Precision, per_tok_kv, qkv_d, decode) -> Op:
     """Decode attention: every decode token reads its sequence's cache, the keys the mixer reads
-    (Attention.decode_keys: a window, chunk or sparse selection) sharded by Helix. `per_tok_kv`: cached
-    bytes per token; `qkv_d`: query-key plus value width of a head; `decode`: see _attend."""
+    (Attention.decode_keys: a window, chunk or sparse selection) sharded by Helix, GQA's through its
+    kernel's splits and tiles (GqaDecode). `per_tok_kv`: cached bytes per token; `qkv_d`: query-key plus
+    value width of a head; `decode`: see _attend."""
     gpu = at.gpu
     width, items, group, dcal, kv_l = decode
     dec_tok, heads_l = s.dec_tok, a.heads / s.tp
-    ctx_l = a.decode_keys(np.asarray(b.dec_ctx, float)) / s.kvp
+    dec_ctx = np.asarray(b.dec_ctx, float)
+    ctx_l = a.decode_keys(dec_ctx) / s.kvp
     dec_flops = 2.0 * dec_tok * heads_l * ctx_l * width
     seqs = np.asarray(b.dec_seqs, float)
-    # GQA's kernels split each sequence's keys over CTAs and read whole tiles (cost.kernels.decode_split)
-    split = 1.0 if kv_l is None else cost.decode_split(seqs, kv_l, ctx_l, gpu)
-    # and, by query group, run the masked MHA kernel in place of a tensor-core one (cost.kernels.decode_mmha)
-    gqa, trtllm = kv_l is not None, cost.runs_trtllm_decode(at.engine)
-    mmha = gqa and cost.decode_mmha(gpu, group, dcal, trtllm=trtllm)
     kv_fp8 = prec.kv.math == "fp8"
-    tile, merge = None, split
-    # or FlashAttention-3's, by its own tile and split rules, a CTA per query tile and split (cost.kernels.fa3_split)
-    fa3 = gqa and cost.runs_fa3_decode(at.engine, gpu)
-    if fa3:
-        local = getattr(a, "window", 0) and np.asarray(b.dec_ctx, float) / s.kvp > a.window
-        m_blocks, tile = cost.fa3_tile(a.head_dim, group, kv_fp8, local)
-        # the query rows a KV head's CTA packs: its group of every query token of the sequence (pack_gqa)
-        m_blocks = np.ceil(np.maximum(np.asarray(dec_tok, float) / np.maximum(seqs, 1.0), 1.0) * group / m_blocks - 1e-9)
-        split = cost.fa3_split(seqs, kv_l, ctx_l, gpu, m_blocks=m_blocks, tile=tile, cap=at.engine.fa3_max_splits)
-        merge = cost.fa3_launch_splits(kv_l, ctx_l, gpu, m_blocks=m_blocks, tile=tile, cap=at.engine.fa3_max_splits)
-        items = seqs * kv_l * m_blocks * split
-    read = cost.decode_keys_read(ctx_l, split, gpu, mmha, tile=tile) if gqa else ctx_l
+    if kv_l is None:  # MLA's latent kernels: unsplit, every key read once, FP8 math on an FP8 cache
+        read, merge, rope_fused, mmha, fa3, fp8_math = ctx_l, 1.0, False, False, False, True
+    else:
+        k = GqaDecode(gpu, at.engine, tokens=dec_tok, seqs=seqs, kv_heads=kv_l, heads=heads_l, head_dim=a.head_dim, keys=ctx_l,
+                      ctx=dec_ctx, window=a.window, kv_fp8=kv_fp8)
+        mmha, read, items, fp8_math = k.priced(dcal)
+        merge, rope_fused, fa3 = k.merge, k.rope_fused, k.fa3
     dec_bytes = seqs * read * per_tok_kv + dec_tok * heads_l * qkv_d * 2.0
     times = cost.attention_decode_time(dec_flops, dec_bytes, gpu, dcal, seq_heads=items, kv_fp8=kv_fp8, group=group, split=merge,
-                                       rope_fused=gqa and cost.decode_rope_fused(gpu, kv_fp8, at.engine), mmha=mmha, fa3=fa3,
-                                       fp8_math=not gqa or cost.decode_fp8_math(gpu, kv_fp8, group, a.head_dim, dcal, trtllm=trtllm))
+                                       rope_fused=rope_fused, mmha=mmha, fa3=fa3, fp8_math=fp8_math)
     f = _attention_factor(at, a, "decode", kv_fp8=kv_fp8, dec_tokens=dec_tok)
     return _attention(P / "core_decode", dec_flops, dec_bytes, tuple(x * f for x in times), at)
 

@@ -20,6 +20,7 @@ from llm_codesign.cost import gemm
 from llm_codesign.cost import kernels as cost
 from llm_codesign.cost.calibration import Calibration
 from llm_codesign.cost.ffns import MOE_BLOCK
+from llm_codesign.cost.mixers import GqaDecode
 from llm_codesign.cost.ops import Batch, layer_ops
 from llm_codesign.errors import InputError
 from llm_codesign.spec.engines import get_engine
@@ -261,7 +262,7 @@ def _kv_bytes(name: str) -> float:
 
 # The kernel each engine's default backend runs for GQA attention on Hopper, as the per-engine tables name
 # it (Engine.attention_kernels prices it against TensorRT-LLM's; FlashAttention-3's decode by its own rules,
-# cost.kernels.runs_fa3_decode); their other kernels (SGLang's Triton
+# cost.mixers.GqaDecode); their other kernels (SGLang's Triton
 # backend, vLLM's FlashAttention-4) are no engine's default there
 ATTENTION_SOURCES = {"trtllm": "torch_flow", "sglang": "fa3", "vllm": "vllm_flash_attn_fa3"}
 
@@ -290,38 +291,28 @@ def _window(rows):
 
 
 def _decode(rows, gpu):
-    B, ctx = _col(rows, "batch_size"), _col(rows, "isl") + _col(rows, "step")
+    B, held = _col(rows, "batch_size"), _col(rows, "isl") + _col(rows, "step")
     w = _window(rows)
-    ctx = np.where(w > 0, np.minimum(ctx, w), ctx)  # a sliding window reads its last w keys
+    ctx = np.where(w > 0, np.minimum(held, w), held)  # a sliding window reads its last w keys
     H, KV, d = _col(rows, "num_heads"), _col(rows, "num_key_value_heads"), _col(rows, "head_dim")
     kvb = np.array([_kv_bytes(r["kv_cache_dtype"]) for r in rows])
     flops = 2.0 * B * H * ctx * 2 * d
     fp8 = np.array([r["kv_cache_dtype"] == "fp8" for r in rows])
-    # per-engine rows (a framework column) run their engine's kernel, the tables' own TensorRT-LLM's
-    engines = [get_engine(engine_of(r)) for r in rows]
-    fused = np.array([cost.decode_rope_fused(gpu, r["kv_cache_dtype"] == "fp8", e) for r, e in zip(rows, engines, strict=True)])
-    trtllm = np.array([cost.runs_trtllm_decode(e) for e in engines])
-    # FlashAttention-3's (SGLang's and vLLM's on Hopper): its tile and split rules, a CTA per query tile and split
-    fa3 = np.array([cost.runs_fa3_decode(e, gpu) for e in engines])
-    m_blocks, tile = cost.fa3_tile(d, H / KV, fp8, (w > 0) & (w < _col(rows, "isl") + _col(rows, "step")))
-    m_blocks = np.ceil(H / KV / m_blocks - 1e-9)
-    cap = np.array([e.fa3_max_splits for e in engines], float)
-    split = np.where(fa3, cost.fa3_split(B, KV, ctx, gpu, m_blocks=m_blocks, tile=tile, cap=cap), cost.decode_split(B, KV, ctx, gpu))
-    merge = np.where(fa3, cost.fa3_launch_splits(KV, ctx, gpu, m_blocks=m_blocks, tile=tile, cap=cap), split)
+    # the serving step's decode kernel (cost.mixers.GqaDecode), one token per sequence: per-engine rows (a framework
+    # column) run their engine's, the tables' own TensorRT-LLM's
+    k = GqaDecode(gpu, [get_engine(engine_of(r)) for r in rows], tokens=B, seqs=B, kv_heads=KV, heads=H, head_dim=d, keys=ctx,
+                  ctx=held, window=w, kv_fp8=fp8)
 
     def price(cal: Calibration):
         t = np.empty(len(rows))
-        mmha = cost.decode_mmha(gpu, H / KV, cal, trtllm=trtllm)
-        keys = cost.decode_keys_read(ctx, split, gpu, mmha, tile=np.where(fa3, tile, cost.decode_tile(gpu)))  # mmha: never FA3's
+        mmha, keys, items, fp8_math = k.priced(cal)
         nbytes = B * keys * KV * 2 * d * kvb + B * H * 2 * d * 2.0
         for flag in (False, True):
             m = fp8 == flag
             if m.any():
-                items = np.where(fa3[m], B[m] * KV[m] * m_blocks[m] * split[m],
-                                 cost.decode_work_items(B[m], KV[m], H[m], cal, flag and gpu.supports("fp8")))
-                t[m] = cost.attention_decode_time(flops[m], nbytes[m], gpu, cal, seq_heads=items, kv_fp8=flag, group=(H / KV)[m],
-                                                  split=merge[m], rope_fused=fused[m], mmha=mmha[m], fa3=fa3[m],
-                                                  fp8_math=cost.decode_fp8_math(gpu, flag, (H / KV)[m], d[m], cal, trtllm=trtllm[m]))[0]
+                t[m] = cost.attention_decode_time(flops[m], nbytes[m], gpu, cal, seq_heads=items[m], kv_fp8=flag, group=k.group[m],
+                                                  split=k.merge[m], rope_fused=k.rope_fused[m], mmha=mmha[m], fa3=k.fa3[m],
+                                                  fp8_math=fp8_math[m])[0]
         return t * 1e3
     return _engine_factor(rows, gpu, "decode", price, [f"kv {r['kv_cache_dtype']}" for r in rows], kv_fp8=fp8)
 
