@@ -205,6 +205,23 @@ def test_serving_fit_leaves_a_mechanism_an_engine_lacks_at_zero():
     assert set(out["adp_wait_steps"]) == {"trtllm"}
 
 
+def test_documented_serving_values_of_vllm_and_atom_are_their_sources():
+    from llm_codesign.cost.calibration import documented
+    from llm_codesign.spec.engines import get_engine
+
+    # an engine absent from a fit's campaigns is priced on default.toml's values (crossval_campaigns "documented values");
+    # vLLM's and ATOM's as default.toml cites them, not the 4 ms step and 20 ms request they had without a source:
+    # a one-step host lead (vLLM's async scheduling, ATOM's deferred output) leaves 0.16 ms between decode steps
+    # (vLLM PR #11133: 150-170 us) and no per-sequence cost, a new request waits 1.5 steps, the API server ~3 ms
+    # (2.2 us a prompt token at 1,024 tokens, under 1 ms of JSON), an eager launch the driver's 3 us (vLLM past its
+    # 512-token graphs, ATOM's whole prefill) with no spread over ranks, and neither holds requests under attention DP
+    for engine, family in (("vllm", "blackwell"), ("atom", "cdna4")):
+        costs = get_engine(engine).costs(documented(family))
+        assert (costs.step_overhead, costs.seq_overhead, costs.ttft_overhead) == (0.16e-3, 0.0, 3.0e-3), engine
+        assert (costs.ttft_wait_steps, costs.eager_launch, costs.eager_skew, costs.queue_fraction) == (1.5, 3.0e-6, 0.0, 0.0)
+        assert costs.wait_steps(np.array([1.0, 8.0]), np.array([64.0, 64.0])).tolist() == [1.5, 1.5], engine
+
+
 def test_serving_fit_keeps_atoms_eager_launch_at_its_documented_value():
     import tomllib
     from importlib import resources
