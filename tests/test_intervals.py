@@ -365,21 +365,34 @@ def test_api_estimate_and_frontier_points_carry_intervals():
         g = p.intervals["output_tok_s_per_gpu"]
         assert g["lo80"] < g["hi80"] and p.to_dict()["intervals"] == p.intervals
         assert isinstance(g["lo80"], float)  # plain numbers, as JSON needs
-    # the band a point carries is the band of its own slice (its load), computed after the search
-    p = f.points[0]
-    ctx = iv.context(lc.get_model("llama-3.1-8b"), lc.get_gpu("b200"), p.deployment.precision, engine="trtllm",
-                     concurrency=p.concurrency, isl=1024, osl=1024)
-    assert _same(p.intervals["ttft_ms"], iv.band("ttft_ms", p.ttft_s * 1e3, ctx))
+    # the band a point carries is the band of its own slice (its load) and its own concurrency, computed after the search:
+    # one request, under half TensorRT-LLM's smallest measured 4, names it with the term the folds measured; 2 and more do not
+    low_load = iv.bundled()["between"]["low_load"]
+    for p in f.points:
+        ctx = iv.context(lc.get_model("llama-3.1-8b"), lc.get_gpu("b200"), p.deployment.precision, engine="trtllm",
+                         concurrency=p.concurrency, isl=1024, osl=1024)
+        assert _same(p.intervals["ttft_ms"], iv.band("ttft_ms", p.ttft_s * 1e3, ctx))
+        low = [w for w in p.intervals["ttft_ms"]["widened"] if w.startswith("concurrency ")]
+        assert low == ([f"concurrency 1 below TensorRT-LLM's smallest measured 4 (serving runs) (x{math.exp(low_load['t80']):.2f}/"
+                        f"x{math.exp(low_load['t95']):.2f} at 80/95%)"]
+                       if p.concurrency == 1 else []), p.concurrency
+    assert {p.concurrency for p in f.points} > {1}
 
 
 def test_disagg_compare_and_design_rows_carry_intervals():
     d = json.loads(run("disagg", "deepseek-r1", "--gpu", "b200", "--prefill", "tp=8,ep=8", "--decode", "attention_dp=8,ep=8",
-                       "--concurrency", "8,128", "--json").stdout)
+                       "--concurrency", "8,128,100000", "--json").stdout)
     m, g = lc.get_model("deepseek-r1"), lc.get_gpu("b200")
     for row in d["rows"]:
         ctx = iv.context(m, g, m.default_precision, engine="trtllm", concurrency=row["concurrency"], isl=1024, osl=1024, disaggregated=True)
         assert _same(row["intervals"]["tpot_ms"], iv.band("tpot_ms", row["tpot_ms"], ctx))
         assert " disaggregated runs with TensorRT-LLM" in row["intervals"]["tpot_ms"]["source"]
+    # a row beyond the disaggregated runs' largest concurrency (16,384) is named, though the first row is inside
+    text = " ".join(run("disagg", "deepseek-r1", "--gpu", "b200", "--prefill", "tp=8,ep=8", "--decode", "attention_dp=8,ep=8",
+                        "--concurrency", "8,128,100000").stdout.split())
+    load = iv.bundled()["between"]["load"]
+    assert (f"beyond the runs: concurrency 100,000 above TensorRT-LLM's largest measured 16,384 (disaggregated runs) "
+            f"(x{math.exp(load['t80']):.2f}/x{math.exp(load['t95']):.2f} at 80/95%)") in text
     c = json.loads(run("compare", "llama-3.1-8b", "--gpu", "h100", "--gpus", "1", "--weight-dtype", "fp8", "--json").stdout)
     assert set(c["rows"][0]["best"]["intervals"]) == set(iv.METRICS)
     r = lc.design(8e9, "h100", num_gpus=1, max_candidates=50, top=2)
