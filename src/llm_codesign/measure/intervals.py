@@ -35,7 +35,8 @@ Laird 1986): alike where the groups differ far beyond their sampling noise, less
 Inside the calibrated envelope T is the campaign term (`campaign`: held-out runs with no reason below);
 outside it (a GPU family, engine, shape class or precision with no measured run, a GEMM, attention or
 collectives kernel without a table, MoE expert kernels without one, a model no run measures, speculative
-decoding) T is the largest of the terms measured for those reasons, and the answer names what is missing. `benchmarks/validation_report.py --intervals PATH`
+decoding, a concurrency, ISL or OSL more than BEYOND times past its engine's measured range in its mode) T is the
+largest of the terms measured for those reasons, and the answer names what is missing. `benchmarks/validation_report.py --intervals PATH`
 writes the file and reports each fold's coverage in docs/validation_report.md; a test fails when it is
 stale. A profile written by `calibrate --serving` carries the slices of its own runs ([intervals]); they
 replace the bundled ones where they cover a question, and the answer says so: its runs are the user's
