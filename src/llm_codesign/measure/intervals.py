@@ -382,15 +382,15 @@ def build(records: list[tuple[Context, dict[str, float]]], *, min_rows: int = MI
 KIND_NAMES = {"gqa": "GQA attention", "mla": "MLA", "gdn": "Gated DeltaNet", "mamba2": "Mamba-2", "dense": "dense FFN", "moe": "MoE"}
 FAMILY_NAMES = {"blackwell_sm120": "Blackwell SM120 (RTX Pro)", "cdna3": "CDNA3", "cdna4": "CDNA4"}
 RUNS = {"serving": "serving run", "offline": "offline run", "disaggregated": "disaggregated run"}
-# the quantities whose measured range (per mode and engine) bounds the envelope, Context's fields, the kinds of term a
-# question above and below it takes (fewer requests than any run: less queueing, measured apart) and their names. What the serving fit learnt of an engine holds where its runs were: its
-# per-request costs and queueing were fitted at the loads and lengths they measure, and scale past them unchecked
-# (SGLang's 60 ms a request, paid (q + 1) / 2 times by the q-th of a burst, serve/aggregated.py:322, puts 4,096 one-token
-# prompts arriving together at ~2 min)
+# the quantities whose measured range (per mode and engine) bounds the envelope (Context's fields), the kinds of term
+# a question above and below it takes (fewer requests than any run, less queueing, is measured apart) and their names.
+# What the serving fit learnt of an engine holds where its runs were: its per-request costs and queueing were fitted at
+# the loads and lengths the runs measure and scale past them unchecked (SGLang's fitted 60 ms a request, paid (q + 1) / 2
+# times by the q-th of a burst, serve/aggregated.py:322@e4ad732, puts 4,096 one-token prompts arriving together at DeepSeek-R1 on 8 B200s at 94 s)
 RANGED = {"concurrency": ("load", "low_load"), "isl": ("lengths", "lengths"), "osl": ("lengths", "lengths")}
 QUANTITIES = {"concurrency": "concurrency", "isl": "ISL", "osl": "OSL"}
 # how far past an engine's measured range a question lies before it widens: more than one step of the campaigns'
-# power-of-two concurrency grids; the held-out runs measuring the terms lie 4-128x above their folds' largest
+# power-of-two concurrency grids; the held-out runs measuring the terms lie 2-32x past their folds' ranges
 # (benchmarks/interval_folds.py)
 BEYOND = 2.0
 
