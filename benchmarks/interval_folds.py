@@ -8,7 +8,8 @@ decoding. A leave-one-campaign-out fold of a serving campaign prices every campa
 parameters fitted without it: A with the fit on B, B with the fit on A, C with the fit on A and B (the
 values docs/crossval.md stores, crossval_campaigns.py, with the bundled kernel efficiencies, as those
 fits started from; C's CDNA4 MoE efficiencies are fitted on C, so its TPOT fold is not wholly out of
-sample). No fit runs here.
+sample). No fit runs here but `python benchmarks/interval_folds.py --fit-edges`, which writes the edge folds'
+fits (below) to benchmarks/edge_folds.json.
 
 Folds (each: an interval table built from some residuals, its slices and pooled normalised scores, the held-out
 ones scored against it):
@@ -17,10 +18,13 @@ ones scored against it):
   kernel table);
 - engine: leave-one-engine-out on the serving runs of the three campaigns;
 - shape: Qwen3.5 (Gated DeltaNet, held out of the bundled fit) against the other models;
-- spec: the published runs with speculative decoding (none of the serving runs speculates).
+- spec: the published runs with speculative decoding (none of the serving runs speculates);
+- load, low_load, lengths: each serving campaign's runs beyond a cut of its engine's concurrencies (load) or ISL and OSL (lengths),
+  at the top and at the bottom (EDGES, EDGE_KINDS), against its runs on the near side, priced with the serving fit on those (fit_edges).
 The between-group terms (measure/intervals.py) come from every fold's held-out runs: per kind (the
 campaign term from runs with no reason to widen, each reason's from runs with that reason: a family, a
-dense or a MoE kernel table, an engine, a layer kind or a model no training run measures), the term
+dense or a MoE kernel table, an engine, a layer kind or a model no training run measures, a concurrency, ISL or OSL
+beyond the training runs' range; an edge fold measures its own kind only), the term
 covering the stated share with each fold weighing by its random-effects weight n / (n + n0) (re_weights).
 Each fold's coverage is reported with the terms measured on the folds that share no measured run with it
 (cross-fitted).
@@ -52,28 +56,85 @@ DIAGRAM_LEVELS = (50, 60, 70, 80, 90, 95)
 @dataclass(frozen=True)
 class Fold:
     name: str
-    kind: str  # campaign, family, engine, shape or spec
+    kind: str  # campaign, family, engine, shape, spec, load or lengths
     test: list
     train: list
     groups: frozenset  # the (campaign, GPU family) pairs its held-out runs measure
+    terms: tuple = iv.BETWEEN  # the kinds of term its held-out runs measure (an edge fold's slices are its own campaign's: its own kind only)
 
 
 def fitted(section: str) -> callable:
     """The calibration of each family with the serving parameters of one docs/crossval.md fit (`section`:
     the start of its heading), as crossval_campaigns.start_families sets them up, then the fitted values."""
+    text = (ROOT / "docs" / "crossval.md").read_text().split(section)[1]
+    params = json.loads(re.search(r"Fitted values: `(.*?)`", text)[1])
+    params.pop("loss")
+    return with_params(params)
+
+
+def with_params(params: dict) -> callable:
+    """The calibration of each family with the serving parameters `params` (fit_serving's), the others documented."""
     from llm_codesign.cost.calibration import BACKEND_KEYED, calibration_for, documented
     from llm_codesign.measure.calibrate import SERVING_FIELDS
     from llm_codesign.spec.hardware import catalog
 
-    text = (ROOT / "docs" / "crossval.md").read_text().split(section)[1]
-    params = json.loads(re.search(r"Fitted values: `(.*?)`", text)[1])
-    params.pop("loss")
     cited, cals = documented(), {}
     for g in catalog().values():
         c = replace(calibration_for(g), **{f.name: getattr(cited, f.name) for f in fields(cited) if f.name in SERVING_FIELDS})
         cals[g.family] = replace(c, **{k: tuple(sorted({**dict(getattr(c, k)), **v}.items())) if k in BACKEND_KEYED else v
                                        for k, v in params.items()})
     return lambda g: cals[g.family]
+
+
+# the edges of each serving campaign's range an out-of-range fold holds out, per engine, each with the quantities it
+# cuts and the percentile of the engine's runs it cuts at (the fit and the slices see the runs on the near side):
+# the concurrencies above the 75th percentile or below the 25th (load), the ISL or OSL above the median, or the
+# ISL below the 75th percentile (lengths: the campaigns measure 1,024 and 8,192 tokens, a few TensorRT-LLM runs 4,000 and 15,000)
+EDGES = {"load top": (("concurrency",), 75), "load bottom": (("concurrency",), 25), "lengths top": (("isl", "osl"), 50),
+         "lengths bottom": (("isl",), 75)}
+EDGE_KINDS = {"load top": "load", "load bottom": "low_load", "lengths top": "lengths", "lengths bottom": "lengths"}  # the term each measures
+EDGE_FITS = ROOT / "benchmarks" / "edge_folds.json"  # their serving fits (`python benchmarks/interval_folds.py --fit-edges`)
+
+
+def _engine(r: dict) -> str:
+    return (r.get("backend") or "trtllm").strip().lower()
+
+
+def cuts(rows: list[dict], edge: str) -> dict[str, dict[str, float]]:
+    """Per engine of a campaign's `rows`, the value of each quantity an `edge` fold (EDGES) cuts at."""
+    cols, q = EDGES[edge]
+    return {e: {c: float(np.percentile([float(r[c]) for r in rows if _engine(r) == e], q)) for c in cols}
+            for e in sorted({_engine(r) for r in rows})}
+
+
+def trains(values: dict, engine: str, edge: str, cut: dict[str, dict[str, float]]) -> bool:
+    """Whether a run (a row, or its Context's fields) lies on the side of its engine's cuts an `edge` fold trains on."""
+    top = edge.endswith("top")
+    return all((float(values[c]) <= v) if top else (float(values[c]) >= v) for c, v in cut[engine].items())
+
+
+def fit_edges(rounds: int = 2) -> dict:
+    """The serving fit of each serving campaign's runs on the near side of each edge's cuts (EDGES), as
+    crossval_campaigns fits a campaign (its rows, documented serving values and bundled kernel efficiencies to start
+    from), continuing (warm, `rounds`) from the fit that leaves the campaign out (FITS), which saw none of its runs."""
+    import time
+
+    import crossval_campaigns as cc
+
+    from llm_codesign.measure.calibrate import fit_serving
+    from llm_codesign.spec.hardware import get_gpu
+
+    out = {}
+    for k in SERVING:
+        for edge in EDGES:
+            cut = cuts(read_rows(MEAS / FILES[k]), edge)
+            train = [r for r in cc.campaign_rows(k) if trains(r, _engine(r), edge, cut)]
+            t0 = time.time()
+            _, params = fit_serving(train, cc.start_families(), rounds=rounds, start=fitted(FITS[k][0])(get_gpu(train[0]["gpu"])))
+            out[f"{k}|{edge}"] = {"cuts": cut, "train_rows": len(train), "rounds": rounds, "fit_seconds": round(time.time() - t0),
+                                  "params": {p: v if isinstance(v, dict) else round(v, 8) for p, v in params.items() if p != "loss"}}
+            print(f"{k} {edge}: {len(train)} rows fitted in {out[f'{k}|{edge}']['fit_seconds']} s", flush=True)
+    return out
 
 
 def release(source: str) -> str:
@@ -83,7 +144,8 @@ def release(source: str) -> str:
 
 def residual_sets() -> dict[str, list]:
     """Residual records of each file with the bundled profile ('offline' also per release, 'offline v0.17'),
-    and of each serving campaign with the fit leaving out X ('<campaign>|<X>')."""
+    of each serving campaign with the fit leaving out X ('<campaign>|<X>') and with the fit on the near side of an edge's cuts
+    ('<campaign>|<edge>', EDGES)."""
     rows = {k: read_rows(MEAS / f) for k, f in FILES.items()}
     out = {k: iv.residuals(rs, predict_serving(rs)[0]) for k, rs in rows.items() if k != "offline"}
     out["offline"] = []
@@ -95,6 +157,11 @@ def residual_sets() -> dict[str, list]:
         cal = fitted(section)
         for k in SERVING:
             out[f"{k}|{held}"] = iv.residuals(rows[k], predict_serving(rows[k], cal_override=cal)[0])
+    edges = json.loads(EDGE_FITS.read_text())
+    for k in SERVING:
+        for edge in EDGES:
+            cal = with_params(edges[f"{k}|{edge}"]["params"])
+            out[f"{k}|{edge}"] = iv.residuals(rows[k], predict_serving(rows[k], cal_override=cal)[0])
     return out
 
 
@@ -122,6 +189,16 @@ def folds(sets: dict[str, list]) -> list[Fold]:
                     frozenset({("A", "blackwell")})))
     out.append(Fold("speculative decoding", "spec", [x for x in sets["published"] if x[0].spec], serving + off + D,
                     frozenset({("published", "spec")})))
+    # an edge of each campaign's range held out: its slices and envelope from its own runs on the near side of the cuts
+    # (another campaign's runs of the engine would cover the edge), priced with the fit on them
+    edges = json.loads(EDGE_FITS.read_text())
+    for k in SERVING:
+        for edge in EDGES:
+            cut, rs, kind = edges[f"{k}|{edge}"]["cuts"], sets[f"{k}|{edge}"], EDGE_KINDS[edge]
+            near = [trains(vars(c), c.engine, edge, cut) for c, _ in rs]
+            if not all(near):
+                out.append(Fold(f"{edge} of {NAMES[k]}", kind, [x for x, n in zip(rs, near, strict=True) if not n],
+                                [x for x, n in zip(rs, near, strict=True) if n] + off + D, frozenset(camp[k]), (kind,)))
     return out
 
 
@@ -132,7 +209,10 @@ KIND_FOLDS = {"campaign": "held-out runs with no reason to widen, every fold",
               "engine": "held-out runs with an engine no training run measures (the engine folds, A's vLLM, C's ATOM)",
               "shape": "held-out runs of a layer kind no training run has (the GDN fold, A's)",
               "model": "held-out runs of a model no training run measures (releases' new models, A's, C's)",
-              "spec": "the published runs with speculative decoding"}
+              "spec": "the published runs with speculative decoding",
+              "load": f"held-out runs at over {iv.BEYOND:g}x their engine's largest measured concurrency (the load top folds, the campaign folds')",
+              "low_load": f"held-out runs at under 1/{iv.BEYOND:g} their engine's smallest measured concurrency (the load bottom folds, the campaign folds')",
+              "lengths": f"held-out runs at over {iv.BEYOND:g}x their engine's largest measured ISL or OSL or under 1/{iv.BEYOND:g} its smallest (the edge folds, the campaign folds')"}
 
 
 def re_weights(groups: list[np.ndarray], runs: list[int]) -> np.ndarray:
@@ -185,6 +265,8 @@ def between(fold_list: list[Fold], scores: dict, *, levels=iv.LEVELS, exclude: F
         groups: dict[int, list] = {lvl: [] for lvl in levels}
         runs = []  # each fold's runs of the kind (the most any metric has)
         for f in use:
+            if kind not in f.terms:
+                continue
             per = [(s, np.array([kind in w.split(",") for w in s["why"]], bool)) for s in scores[f.name][1].values()]
             if any(mask.any() for _, mask in per):
                 runs.append(max(int(mask.sum()) for _, mask in per))
@@ -342,7 +424,7 @@ def section(sets: dict[str, list]) -> tuple[list[str], str, dict]:
                          + f" ({_span(rs, 'cov80', '{:.0%}')} inside; spread {_span(rs, 'spread', '{:.2f}')}, "
                          f"median shift x{_span(rs, 'shift', '{:.2f}')}).")
     lines += ["",
-              "### Folds that hold out an engine, a layer kind or speculative decoding", ""]
+              "### Folds that hold out an engine, a layer kind, speculative decoding or an edge of a campaign's load or lengths", ""]
     lines += _fold_table([r for r in rows if r["kind"] not in ("campaign", "family")])
     lines += ["### Between-group terms shipped (every fold)", "",
               "| term | 80% | 95% | held-out runs x metrics | folds | runs |", "|---|---|---|---|---|---|"]
@@ -357,3 +439,16 @@ def section(sets: dict[str, list]) -> tuple[list[str], str, dict]:
               "| fold | " + " | ".join(f"{lvl}%" for lvl in DIAGRAM_LEVELS) + " |", "|---|" + "---|" * len(DIAGRAM_LEVELS)]
     lines += [f"| {fold} | " + " | ".join(_pct(c) for c in cov) + " |" for fold, cov in diagram.items()]
     return lines + [""], reliability_svg(diagram), table
+
+
+if __name__ == "__main__":
+    import argparse
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    ap = argparse.ArgumentParser(description="fit the out-of-range folds' serving parameters (validation_report.py reads them)")
+    ap.add_argument("--fit-edges", action="store_true", help=f"fit them and write {EDGE_FITS.relative_to(ROOT)}")
+    ap.add_argument("--rounds", type=int, default=2, help="fit_serving rounds per cycle (warm: the median cycles only)")
+    args = ap.parse_args()
+    if args.fit_edges:
+        EDGE_FITS.write_text(json.dumps(fit_edges(args.rounds), indent=1, sort_keys=True) + "\n")

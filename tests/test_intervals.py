@@ -107,6 +107,48 @@ def test_a_question_outside_the_runs_widens_with_its_reason():
     assert iv.between([("family", "")], t, own=True) == {80: 1.2, 95: 0.5}
 
 
+def test_a_question_beyond_the_measured_load_or_lengths_widens_with_its_reason():
+    # the 39 GOLDEN runs at 8, 16 and 32 requests, 1,024 tokens in and out: vLLM's serving envelope
+    runs = [replace(CTX, concurrency=float(8 * 2 ** (i % 3)), isl=1024.0, osl=1024.0) for i in range(39)]
+    between = {"campaign": {"t80": 0.3, "t95": 0.4, "n": 10, "groups": 2, "folds": "x"},
+               "load": {"t80": 1.0, "t95": 1.1, "n": 10, "groups": 2, "folds": "x"},
+               "low_load": {"t80": 0.2, "t95": 0.3, "n": 10, "groups": 2, "folds": "x"},
+               "lengths": {"t80": 0.5, "t95": 0.6, "n": 10, "groups": 2, "folds": "x"}}
+    t = _table([(c, {"ttft_ms": r}) for c, r in zip(runs, GOLDEN, strict=True)], between=between)
+    assert t["envelope"]["serving"]["ranges"] == {"vllm": {"concurrency": [8.0, 32.0], "isl": [1024.0, 1024.0], "osl": [1024.0, 1024.0]}}
+    far = replace(CTX, load="33+", concurrency=4096.0, isl=1024.0, osl=1024.0)
+    b = iv.band("ttft_ms", 100.0, far, table=t)
+    assert b["widened"] == ["concurrency 4,096 above vLLM's largest measured 32 (serving runs) (x2.72/x3.00 at 80/95%)"]
+    # the engine x family slice (the same 39 runs; no 33+ slice), 80% bounds log(4/20) and log(36/20) in quadrature with
+    # the load term 1.0: 100 exp(-sqrt(1.6094^2 + 1)) = 15.03, 100 exp(sqrt(0.5878^2 + 1)) = 319.0; at 95% log(1/20) and
+    # log(39/20) with 1.1: 100 exp(-sqrt(2.9957^2 + 1.21)) = 4.112, 100 exp(sqrt(0.6678^2 + 1.21)) = 362.1
+    assert (b["lo80"], b["hi80"], b["lo95"], b["hi95"]) == pytest.approx((15.03, 319.0, 4.112, 362.1), rel=1e-3)
+    # the same question at twice the largest measured concurrency is inside: the campaign term 0.3 (0.4) alone
+    near = iv.band("ttft_ms", 100.0, replace(far, concurrency=64.0), table=t)
+    assert near["widened"] == [] and (near["lo80"], near["hi80"], near["lo95"], near["hi95"]) == pytest.approx(
+        (19.45, 193.5, 4.869, 217.8), rel=1e-3)
+    # prompts of one token and outputs of 4,096: each named, the larger term taken
+    # under half the smallest measured: fewer requests than any run, a term of its own
+    assert iv.reasons(replace(far, load="1-4", concurrency=2.0), t) == [("low_load", "concurrency 2 below vLLM's smallest measured 8 (serving runs)")]
+    assert iv.grouped(replace(far, load="1-4", concurrency=2.0), table=t).concurrency == 2.0
+    short = iv.band("ttft_ms", 100.0, replace(far, concurrency=64.0, isl=1.0, osl=4096.0), table=t)
+    assert short["widened"] == ["ISL 1 below vLLM's smallest measured 1,024 (serving runs) (x1.65/x1.82 at 80/95%)",
+                                "OSL 4,096 above vLLM's largest measured 1,024 (serving runs) (x1.65/x1.82 at 80/95%)"]
+    assert (short["lo80"], short["hi80"]) == pytest.approx((18.54, 216.3), rel=1e-3)  # the lengths term 0.5 in quadrature
+    # a frontier's points share a pass where their concurrency moves no band, and keep it where it widens theirs
+    assert iv.grouped(replace(far, concurrency=64.0), table=t).concurrency is None
+    assert iv.grouped(far, table=t) == far
+    # a question whose engine no run measures takes the engine's reason, not a range it has none of
+    assert [k for k, _ in iv.reasons(replace(far, engine="sglang"), t)] == ["engine"]
+
+
+def test_a_profiles_own_runs_widen_the_ranges_they_measure():
+    bundled = {"sglang": {"concurrency": [4.0, 64.0], "isl": [1024.0, 8192.0]}}
+    own = {"sglang": {"concurrency": [1, 32], "isl": [128, 1024]}, "vllm": {"concurrency": [8, 8]}}
+    assert iv._wider(bundled, own) == {"sglang": {"concurrency": [1.0, 64.0], "isl": [128.0, 8192.0]}, "vllm": {"concurrency": [8.0, 8.0]}}
+    assert bundled == {"sglang": {"concurrency": [4.0, 64.0], "isl": [1024.0, 8192.0]}}  # not written through
+
+
 def test_missing_kernel_tables_and_shapes_are_named():
     t = _table([(CTX, {"ttft_ms": r}) for r in GOLDEN])
     moe = iv.Context("serving", "vllm", "hopper", "moe", "5-32", "balanced", ("mamba2", "moe"), "W4A16")
@@ -238,12 +280,13 @@ def test_a_prediction_outside_its_own_interval_is_shown_with_the_centre():
 
 def _profile_measuring(tmp_path, metric, q):
     # the bundled profile plus its own runs of TensorRT-LLM on Hopper for one metric, their quantiles of measured /
-    # predicted `q` (a profile's own runs carry no campaign term)
+    # predicted `q`, at 1 to 8,192 requests (a profile's own runs carry no campaign term, and a question inside their range no load term)
     from importlib import resources
 
     prof = tmp_path / "mine.toml"
     prof.write_text(resources.files("llm_codesign").joinpath("data/calibration/fitted.toml").read_text()
-                    + f'\n[intervals.envelope]\nserving = {{metrics = ["{metric}"], families = ["hopper"], engines = ["trtllm"]}}\n'
+                    + f'\n[intervals.envelope]\nserving = {{metrics = ["{metric}"], families = ["hopper"], engines = ["trtllm"], '
+                    + 'ranges = {trtllm = {concurrency = [1.0, 8192.0]}}}\n'
                     + f'kinds = []\nformats = []\n\n[intervals.slices.{metric}]\n"serving|trtllm|hopper" = {{n = 40, '
                     + ", ".join(f"{k} = {math.log(v)!r}" for k, v in q.items()) + "}\n")
     return prof
@@ -322,21 +365,34 @@ def test_api_estimate_and_frontier_points_carry_intervals():
         g = p.intervals["output_tok_s_per_gpu"]
         assert g["lo80"] < g["hi80"] and p.to_dict()["intervals"] == p.intervals
         assert isinstance(g["lo80"], float)  # plain numbers, as JSON needs
-    # the band a point carries is the band of its own slice (its load), computed after the search
-    p = f.points[0]
-    ctx = iv.context(lc.get_model("llama-3.1-8b"), lc.get_gpu("b200"), p.deployment.precision, engine="trtllm",
-                     concurrency=p.concurrency, isl=1024, osl=1024)
-    assert _same(p.intervals["ttft_ms"], iv.band("ttft_ms", p.ttft_s * 1e3, ctx))
+    # the band a point carries is the band of its own slice (its load) and its own concurrency, computed after the search:
+    # one request, under half TensorRT-LLM's smallest measured 4, names it with the term the folds measured; 2 and more do not
+    low_load = iv.bundled()["between"]["low_load"]
+    for p in f.points:
+        ctx = iv.context(lc.get_model("llama-3.1-8b"), lc.get_gpu("b200"), p.deployment.precision, engine="trtllm",
+                         concurrency=p.concurrency, isl=1024, osl=1024)
+        assert _same(p.intervals["ttft_ms"], iv.band("ttft_ms", p.ttft_s * 1e3, ctx))
+        low = [w for w in p.intervals["ttft_ms"]["widened"] if w.startswith("concurrency ")]
+        assert low == ([f"concurrency 1 below TensorRT-LLM's smallest measured 4 (serving runs) (x{math.exp(low_load['t80']):.2f}/"
+                        f"x{math.exp(low_load['t95']):.2f} at 80/95%)"]
+                       if p.concurrency == 1 else []), p.concurrency
+    assert {p.concurrency for p in f.points} > {1}
 
 
 def test_disagg_compare_and_design_rows_carry_intervals():
     d = json.loads(run("disagg", "deepseek-r1", "--gpu", "b200", "--prefill", "tp=8,ep=8", "--decode", "attention_dp=8,ep=8",
-                       "--concurrency", "8,128", "--json").stdout)
+                       "--concurrency", "8,128,100000", "--json").stdout)
     m, g = lc.get_model("deepseek-r1"), lc.get_gpu("b200")
     for row in d["rows"]:
         ctx = iv.context(m, g, m.default_precision, engine="trtllm", concurrency=row["concurrency"], isl=1024, osl=1024, disaggregated=True)
         assert _same(row["intervals"]["tpot_ms"], iv.band("tpot_ms", row["tpot_ms"], ctx))
         assert " disaggregated runs with TensorRT-LLM" in row["intervals"]["tpot_ms"]["source"]
+    # a row beyond the disaggregated runs' largest concurrency (16,384) is named, though the first row is inside
+    text = " ".join(run("disagg", "deepseek-r1", "--gpu", "b200", "--prefill", "tp=8,ep=8", "--decode", "attention_dp=8,ep=8",
+                        "--concurrency", "8,128,100000").stdout.split())
+    load = iv.bundled()["between"]["load"]
+    assert (f"beyond the runs: concurrency 100,000 above TensorRT-LLM's largest measured 16,384 (disaggregated runs) "
+            f"(x{math.exp(load['t80']):.2f}/x{math.exp(load['t95']):.2f} at 80/95%)") in text
     c = json.loads(run("compare", "llama-3.1-8b", "--gpu", "h100", "--gpus", "1", "--weight-dtype", "fp8", "--json").stdout)
     assert set(c["rows"][0]["best"]["intervals"]) == set(iv.METRICS)
     r = lc.design(8e9, "h100", num_gpus=1, max_candidates=50, top=2)

@@ -54,6 +54,20 @@ def test_a_small_fold_no_longer_sets_the_term_alone(folds_mod):
     assert (t["campaign"]["t80"], t["campaign"]["n"], t["campaign"]["groups"]) == (2.0, 10, 2)
 
 
+def test_an_edge_fold_measures_its_own_term_only(folds_mod):
+    # an edge fold's slices are its own campaign's, so its runs with no reason measure no campaign shift: of fold e's
+    # runs only those beyond the range (why "load") count, toward the load term; fold c's campaign runs toward the campaign term
+    Fold = folds_mod.Fold
+    c, e = Fold("c", "campaign", [], [], frozenset({("A", "x")})), Fold("e", "load", [], [], frozenset({("B", "x")}), ("load",))
+
+    def scored(needs, why):
+        return ({}, {"tpot_ms": {"need80": np.array(needs), "why": np.array(why, object)}})
+
+    t = folds_mod.between([c, e], {"c": scored([1.0, 2.0], ["campaign", "load"]), "e": scored([7.0, 5.0, 0.0], ["load", "load", "campaign"])},
+                          levels=(80,))
+    assert {k: (v["t80"], v["n"], v["groups"]) for k, v in t.items()} == {"campaign": (1.0, 1, 1), "load": (7.0, 3, 2)}
+
+
 def test_a_folds_terms_come_from_the_folds_sharing_no_run_with_it(folds_mod):
     Fold = folds_mod.Fold
 
@@ -96,3 +110,15 @@ def test_every_campaign_is_a_fold_mi355x_and_the_perf_overview_releases_too(fold
     assert {f.name for f in fl if f.kind == "family"} == {"family ada", "family ampere", "family blackwell", "family blackwell_sm120",
                                                          "family hopper"}
     assert {f.name for f in fl if f.kind == "engine"} == {"engine atom", "engine sglang", "engine trtllm", "engine vllm"}
+    # the edges of each campaign's loads and lengths: trained on its own runs on the near side of the cuts (and the offline and
+    # disaggregated runs), priced with the fit on those, the far side held out; each measures its own term only. MI355X's
+    # top of load has no fold: no run above its engines' 75th percentile is priced
+    edges = {f.name: f for f in fl if f.kind in ("load", "low_load", "lengths")}
+    assert sorted(edges) == sorted(f"{e} of {folds_mod.NAMES[k]}" for k in "ABC" for e in folds_mod.EDGES if (k, e) != ("C", "load top"))
+    top = edges["load top of B (InferenceX Blackwell)"]
+    assert (top.kind, top.terms, top.groups) == ("load", ("load",), {("B", "blackwell")})
+    assert {c.concurrency for c, _ in top.test} == {128.0, 256.0}  # above the 75th percentile, 64, of both engines (its 512s are speculative rows with no acceptance: unpriced)
+    assert max(c.concurrency for c, _ in top.train if c.mode == "serving") == 64.0
+    assert [r for _, r in top.test] != [r for _, r in sets["B"]][:len(top.test)]  # priced with the fit below the cut
+    low = edges["lengths bottom of A (clean Blackwell sample)"]
+    assert {c.isl for c, _ in low.train if c.mode == "serving"} == {8192.0, 15000.0} and max(c.isl for c, _ in low.test) < 8192

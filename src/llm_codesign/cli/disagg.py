@@ -126,5 +126,7 @@ def disagg(
                          f"{interval_text(b['tpot_ms'], 'tpot_ms', row['tpot_ms'])}", highlight=False)
     if any(off_centre(row["intervals"][m], row[m]) for row in r["rows"] for m in ("ttft_ms", "tpot_ms")):
         _console().print(f"centred on: {CENTRE}", highlight=False)
-    for k, v in basis_rows(r["rows"][0]["intervals"]):  # the basis and each reason, once
+    said = basis_rows(r["rows"][0]["intervals"])  # the basis and each reason, once: a row beyond the runs' load names its own
+    said += [x for row in r["rows"][1:] for x in basis_rows(row["intervals"]) if x[0] == "beyond the runs"]
+    for k, v in dict.fromkeys(said):
         _console().print(f"{k}: {v}", highlight=False)

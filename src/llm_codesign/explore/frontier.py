@@ -141,7 +141,9 @@ class Frontier:
             if key not in contexts:
                 contexts[key] = iv.context(model, self.gpu, dep.precision, engine=self.backend, concurrency=p.concurrency, isl=w.isl,
                                            osl=w.osl, spec=dep.spec is not None, disaggregated=disagg)
-            groups.setdefault(contexts[key], []).append(i)
+            # the point's own concurrency where it lies beyond the runs' (its band widens, naming it)
+            ctx = replace(contexts[key], concurrency=None if p.concurrency is None else float(p.concurrency))
+            groups.setdefault(iv.grouped(ctx, table=table), []).append(i)
         out = list(self.points)
         for ctx, idx in groups.items():
             values = {k: np.array([_metrics(self.points[i])[k] for i in idx]) for k in iv.METRICS}

@@ -35,7 +35,8 @@ Laird 1986): alike where the groups differ far beyond their sampling noise, less
 Inside the calibrated envelope T is the campaign term (`campaign`: held-out runs with no reason below);
 outside it (a GPU family, engine, shape class or precision with no measured run, a GEMM, attention or
 collectives kernel without a table, MoE expert kernels without one, a model no run measures, speculative
-decoding) T is the largest of the terms measured for those reasons, and the answer names what is missing. `benchmarks/validation_report.py --intervals PATH`
+decoding, a concurrency, ISL or OSL more than BEYOND times past its engine's measured range in its mode) T is the
+largest of the terms measured for those reasons, and the answer names what is missing. `benchmarks/validation_report.py --intervals PATH`
 writes the file and reports each fold's coverage in docs/validation_report.md; a test fails when it is
 stale. A profile written by `calibrate --serving` carries the slices of its own runs ([intervals]); they
 replace the bundled ones where they cover a question, and the answer says so: its runs are the user's
@@ -71,7 +72,7 @@ MODES = ("serving", "offline", "disaggregated")
 MAD_FLOOR = 1e-3
 # what each between-group term stands for: a new campaign (every bundled answer), then the reasons a
 # question lies outside the calibrated envelope
-WIDEN = ("family", "kernel", "moe", "engine", "shape", "model", "spec")
+WIDEN = ("family", "kernel", "moe", "engine", "shape", "model", "spec", "load", "low_load", "lengths")
 BETWEEN = ("campaign", *WIDEN)
 # a band's keys shaped as its prediction (one per point of a frontier)
 POINTWISE = ("lo80", "hi80", "lo95", "hi95", "centre")
@@ -83,8 +84,8 @@ class Context:
     throughput or disaggregated; the engine; the GPU's family; dense or MoE; the concurrency band
     (stats.concurrency_band); the ISL/OSL class; and, for the envelope, the model's layer kinds, the
     weight/activation format the GPU runs, whether it speculates, the MoE kernel families the engine
-    runs for its experts that have no fitted values (unfitted_moe) and the model's name ("" for a shape
-    `design` made)."""
+    runs for its experts that have no fitted values (unfitted_moe), the model's name ("" for a shape
+    `design` made) and the requests in flight, ISL and OSL (None: not known, e.g. offline's concurrency)."""
     mode: str
     engine: str
     family: str
@@ -96,6 +97,9 @@ class Context:
     spec: bool = False
     moe_kernels: tuple[str, ...] = ()
     model: str = ""
+    concurrency: float | None = None
+    isl: float | None = None
+    osl: float | None = None
 
     def key(self, level: tuple[str, ...]) -> str:
         return "|".join(getattr(self, k) for k in level)
@@ -133,7 +137,8 @@ def context(model, gpu, prec, *, engine: str, concurrency, isl: float, osl: floa
     kinds = sorted(({layer.attn.kind for layer, _ in model.groups} | {layer.ffn.kind for layer, _ in model.groups}) - {"none"})
     load = load_of(concurrency)
     return Context(mode, engine, gpu.family, "moe" if model.is_moe else "dense", load, lengths_class(isl, osl), tuple(kinds),
-                   format_label(run), spec, unfitted_moe(gpu, run, engine) if model.is_moe else (), model.name)
+                   format_label(run), spec, unfitted_moe(gpu, run, engine) if model.is_moe else (), model.name,
+                   None if concurrency is None else float(concurrency), float(isl), float(osl))
 
 
 # MoE kernel families priced at the kernel tables' values by design where unfitted: TensorRT-LLM's CUTLASS
@@ -175,7 +180,7 @@ def design_rows(result: dict, *, gpu, prec, engine: str, baseline=None, table: d
         else:
             cls = "moe" if "experts" in d["shape"] else "dense"
             ctx = Context("serving", engine, gpu.family, cls, load_of(conc), lengths_class(isl, osl),
-                          ("gqa", cls), fmt)
+                          ("gqa", cls), fmt, concurrency=float(conc), isl=float(isl), osl=float(osl))
         d["intervals"] = {obj: band(obj, d["objective"], ctx, table=table)}
     return result
 
@@ -332,16 +337,23 @@ def row_intervals(rows: list[dict], preds: list[dict], *, table: dict | None = N
 def build(records: list[tuple[Context, dict[str, float]]], *, min_rows: int = MIN_ROWS, levels=LEVELS) -> dict:
     """The slices (per metric, every HIERARCHY level holding at least `min_rows` residuals) and the
     envelope of residual records (`residuals`): per mode, the metrics, GPU families and engines its
-    runs cover; over all modes, the layer kinds, the family|format|class triples (what the kernels
-    a run prices have been measured on) and the models."""
+    runs cover and, per engine, the smallest and largest concurrency, ISL and OSL they measure (`ranges`); over all
+    modes, the layer kinds, the family|format|class triples (what the kernels a run prices have been measured on)
+    and the models."""
     groups: dict[tuple[str, str], list[float]] = {}
     env: dict[str, dict[str, set]] = {}
+    ranges: dict[str, dict[str, dict[str, tuple[float, float]]]] = {}
     kinds, formats, models = set(), set(), set()
     for ctx, res in records:
         e = env.setdefault(ctx.mode, {k: set() for k in ("metrics", "families", "engines")})
         e["metrics"] |= set(res)
         e["families"].add(ctx.family)
         e["engines"].add(ctx.engine)
+        for q in RANGED:
+            v = getattr(ctx, q)
+            if v is not None:
+                lo, hi = ranges.setdefault(ctx.mode, {}).setdefault(ctx.engine, {}).get(q, (v, v))
+                ranges[ctx.mode][ctx.engine][q] = (min(lo, v), max(hi, v))
         kinds |= set(ctx.kinds)
         formats.add(f"{ctx.family}|{ctx.fmt}|{ctx.model_class}")
         models.add(ctx.model)
@@ -360,7 +372,9 @@ def build(records: list[tuple[Context, dict[str, float]]], *, min_rows: int = MI
             if c is not None:
                 scores.setdefault(spread_key(m, ctx), []).append((r - c["q500"]) / max(c["mad"], MAD_FLOOR))
     spread = {k: cell(z, levels=levels) for k, z in sorted(scores.items()) if len(z) >= min_rows}
-    envelope = {mode: {k: sorted(v) for k, v in e.items()} for mode, e in sorted(env.items())}
+    envelope = {mode: {**{k: sorted(v) for k, v in e.items()},
+                       "ranges": {eng: {q: list(r[q]) for q in RANGED if q in r} for eng, r in sorted(ranges.get(mode, {}).items())}}
+                for mode, e in sorted(env.items())}
     return {"envelope": envelope | {"kinds": sorted(kinds), "formats": sorted(formats), "models": sorted(models)}, "slices": slices,
             "spread": spread}
 
@@ -368,6 +382,17 @@ def build(records: list[tuple[Context, dict[str, float]]], *, min_rows: int = MI
 KIND_NAMES = {"gqa": "GQA attention", "mla": "MLA", "gdn": "Gated DeltaNet", "mamba2": "Mamba-2", "dense": "dense FFN", "moe": "MoE"}
 FAMILY_NAMES = {"blackwell_sm120": "Blackwell SM120 (RTX Pro)", "cdna3": "CDNA3", "cdna4": "CDNA4"}
 RUNS = {"serving": "serving run", "offline": "offline run", "disaggregated": "disaggregated run"}
+# the quantities whose measured range (per mode and engine) bounds the envelope (Context's fields), the kinds of term
+# a question above and below it takes (fewer requests than any run, less queueing, is measured apart) and their names.
+# What the serving fit learnt of an engine holds where its runs were: its per-request costs and queueing were fitted at
+# the loads and lengths the runs measure and scale past them unchecked (SGLang's fitted 60 ms a request, paid (q + 1) / 2
+# times by the q-th of a burst, serve/aggregated.py:322@e4ad732, puts 4,096 one-token prompts arriving together at DeepSeek-R1 on 8 B200s at 94 s)
+RANGED = {"concurrency": ("load", "low_load"), "isl": ("lengths", "lengths"), "osl": ("lengths", "lengths")}
+QUANTITIES = {"concurrency": "concurrency", "isl": "ISL", "osl": "OSL"}
+# how far past an engine's measured range a question lies before it widens: more than one step of the campaigns'
+# power-of-two concurrency grids; the held-out runs measuring the terms lie 2-32x past their folds' ranges
+# (benchmarks/interval_folds.py)
+BEYOND = 2.0
 
 
 def family_name(family: str) -> str:
@@ -396,6 +421,12 @@ def reasons(ctx: Context, table: dict) -> list[tuple[str, str]]:
         out.append(("family", f"no {run} on any {fam} GPU"))
     if ctx.engine not in env.get("engines", ()):
         out.append(("engine", f"no {run} with {engine_title(ctx.engine)}"))
+    for q, (lo, hi) in env.get("ranges", {}).get(ctx.engine, {}).items():
+        v = getattr(ctx, q)
+        if v is not None and not lo / BEYOND <= v <= hi * BEYOND:
+            side = f"above {engine_title(ctx.engine)}'s largest measured {hi:,.0f}" if v > hi else \
+                f"below {engine_title(ctx.engine)}'s smallest measured {lo:,.0f}"
+            out.append((RANGED[q][v < lo], f"{QUANTITIES[q]} {v:,.0f} {side} ({run}s)"))
     new = [k for k in ctx.kinds if k not in every.get("kinds", ())]
     if new:
         out.append(("shape", f"no measured run of a model with {', '.join(KIND_NAMES.get(k, k) for k in new)} layers"))
@@ -489,6 +520,13 @@ def band(metric: str, value, ctx: Context, *, table: dict | None = None, levels=
     return out | {"n": c["n"], "source": source, "widened": widened}
 
 
+def grouped(ctx: Context, *, table: dict | None = None) -> Context:
+    """`ctx` as points of a frontier share it: its concurrency dropped (None) where it lies within its engine's measured
+    range, where it moves no band (reasons), so that points differing only there take one pass."""
+    t = bundled() if table is None else table
+    return ctx if any(kind in RANGED["concurrency"] for kind, _ in reasons(ctx, t)) else replace(ctx, concurrency=None)
+
+
 def between(why: list[tuple[str, str]], table: dict, *, own: bool = False, levels=LEVELS) -> dict[int, float]:
     """The between-group term T of each level (log units): the largest of the campaign term (not for a
     profile's `own` runs: they are the user's campaign) and the terms of the reasons `why`; 0 where the
@@ -534,11 +572,22 @@ def _profile_table(profile: str) -> dict:
                   for m in METRICS}
         env = own["envelope"]
         envelope = {mode: {k: sorted(set(t["envelope"].get(mode, {}).get(k, ())) | set(env.get(mode, {}).get(k, ())))
-                           for k in ("metrics", "families", "engines")} for mode in MODES}
+                           for k in ("metrics", "families", "engines")}
+                    | {"ranges": _wider(t["envelope"].get(mode, {}).get("ranges", {}), env.get(mode, {}).get("ranges", {}))} for mode in MODES}
         envelope |= {k: sorted(set(t["envelope"][k]) | set(env.get(k, ()))) for k in ("kinds", "formats", "models")}
     except (KeyError, TypeError, ValueError, AttributeError):
         raise InputError("calibration.intervals", profile, "the [intervals] section `calibrate --serving` writes (slices and envelope)") from None
     return t | {"own": slices, "envelope": envelope, "profile": name, "why_bundled": "none of its runs is like this one"}
+
+
+def _wider(a: dict, b: dict) -> dict:
+    """Two envelopes' ranges ({engine: {quantity: [lo, hi]}}) as one: each engine's quantities from the lower low to the higher high."""
+    out = {e: dict(r) for e, r in a.items()}
+    for e, r in b.items():
+        for q, (lo, hi) in r.items():
+            was = out.setdefault(e, {}).get(q, [lo, hi])
+            out[e][q] = [min(float(lo), was[0]), max(float(hi), was[1])]
+    return out
 
 
 def profile_section(rows: list[dict], preds: list[dict]) -> str:
