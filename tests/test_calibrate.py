@@ -303,6 +303,12 @@ def test_serving_search_reaches_a_limit_of_none():
     assert calibrate.moved(0.0009, np.exp(0.5), 0.0, 1.0) == pytest.approx(0.0009 * np.exp(0.5))
     assert calibrate.moved(0.0015, np.exp(-0.5), 0.0, 1.0) == 0.0
     assert calibrate.moved(0.0, np.exp(-0.5), 0.0, 60.0) == pytest.approx(3 * np.exp(-0.5))
+    # a step up from under the snap (a start profile's old 1e-8 floor) moves up, and 0 is priced once a pass, not twice
+    assert calibrate.moved(1e-8, np.exp(1.0), 0.0, 1e-4) == pytest.approx(1e-8 * np.exp(1.0))
+    priced = []
+    state = {"x": [1e-8, 0.0, 1e-4]}
+    calibrate.descend(state, lambda key: (priced.append(state[key][0]) or 1.0, None), 0.0, 1.0, rounds=1)
+    assert priced == [0.0, pytest.approx(1e-8 * np.exp(0.5)), pytest.approx(1e-8 * np.exp(1.0))]
 
 
 def test_serving_search_reaches_every_natural_floor():

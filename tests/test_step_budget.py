@@ -49,12 +49,21 @@ def test_64_requests_under_a_32_token_budget_decode_32_at_a_time_the_rest_wait_a
     assert r64["ttft_s"] - r32["ttft_s"] == pytest.approx(life, rel=1e-9)
 
 
-def test_estimate_says_the_budget_binds():
+def test_estimate_says_the_budget_binds(tmp_path):
     r = CliRunner().invoke(app, ["estimate", "llama-3.1-8b", "--gpu", "h100", "--max-num-tokens", "32", "--concurrency", "64", "--json"])
     d = json.loads(r.stdout)
     assert (d["max_batch"], d["fits"]) == (32, False)
     assert d["over_capacity"] == ("a step of trtllm schedules at most 32 tokens (1 per decoding request), so 32 requests decode "
                                   "and the rest wait for whole requests to finish (longer TTFT)")
+    # a launch configuration exported for the same deployment says so too, and per micro-batch under pipeline parallelism
+    r = CliRunner().invoke(app, ["export", "llama-3.1-8b", "--gpu", "h100", "--max-num-tokens", "32", "--concurrency", "64",
+                                 "--out", str(tmp_path / "x.yaml"), "--json"])
+    assert json.loads(r.stdout)["over_capacity"] == d["over_capacity"]
+    r = CliRunner().invoke(app, ["estimate", "llama-3.1-8b", "--gpu", "h100", "--gpus", "2", "--pp", "2", "--max-num-tokens", "32",
+                                 "--concurrency", "128", "--json"])
+    assert json.loads(r.stdout)["over_capacity"] == (
+        "a step of trtllm schedules at most 32 tokens per pipeline micro-batch (1 per decoding request), so 64 requests decode "
+        "and the rest wait for whole requests to finish (longer TTFT)")
 
 
 def test_draft_tokens_count_in_the_budget(llama8b, h100, cal_h100):
@@ -98,6 +107,9 @@ def test_a_budget_below_one_decoding_request_is_one_line():
     assert _error("disagg", "llama-3.1-8b", "--gpu", "h100", "--prefill", "tp=1", "--decode", "tp=1", "--decode-max-num-tokens", "2",
                   *SPEC) == [
         "error: decode_max_num_tokens: 2 is not valid; at least 4: trtllm's step budget counts a decoding request's 1 + 3 draft tokens"]
+    # a search's fixed draft length too (it kept only the points without speculation)
+    assert _error("pareto", "llama-3.1-8b", "--gpu", "h100", "--gpus", "1", "--max-num-tokens", "2", *SPEC[:6]) == [
+        "error: max_num_tokens: 2 is not valid; at least 4: trtllm's step budget counts a decoding request's 1 + 3 draft tokens"]
 
 
 def test_a_deployment_read_back_is_checked_too(llama8b, h100, cal_h100):

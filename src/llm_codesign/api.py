@@ -92,10 +92,13 @@ def pareto(model: str | ModelSpec, gpu: str | Gpu, *, num_gpus: int = 8, instanc
     from llm_codesign.explore.search import SearchSpace, search
     from llm_codesign.measure.intervals import table_for
     from llm_codesign.spec.engines import get_engine
+    from llm_codesign.spec.plan import check_budget_holds
 
     m, g, w = get_model(model), get_gpu(gpu), workload or Workload()
     sd = spec if isinstance(spec, SpecDecoding) or spec is None else spec_decoding(
         spec, draft_len=draft_len, acceptance=acceptance, acceptance_rates=acceptance_rates)
+    if sd is not None and draft_len:  # a fixed draft length the budget cannot hold is refused as estimate refuses it
+        check_budget_holds(max_num_tokens, get_engine(engine), draft_len)
     space = SearchSpace.build(m, g, num_gpus=num_gpus, instance_gpus=instance_gpus, tp=tp, pp=pp, ep=ep, moe_tp=moe_tp,
                               attention_dp=attention_dp, kvp=kvp, weight_dtype=weight_dtype, activation_dtype=activation_dtype,
                               kv_dtype=kv_dtype, spec=sd, draft_len=draft_len, step_tokens=step_tokens)

@@ -83,7 +83,7 @@ def disagg(
     from llm_codesign.cost.calibration import calibration_for
     from llm_codesign.serve.disagg import estimate_disagg
     from llm_codesign.spec.engines import get_engine
-    from llm_codesign.spec.plan import Deployment, Plan, check_step_budget
+    from llm_codesign.spec.plan import Deployment, Plan
 
     m, g = _model(model), _gpu(gpu)
     dg = _gpu(decode_gpu) if decode_gpu else g
@@ -94,7 +94,6 @@ def disagg(
     pp_, dp_ = Plan.parse(prefill, m, "prefill"), Plan.parse(decode, m, "decode")
     pools = (Deployment(gpu=g, num_gpus=int(pp_.gpus), plan=pp_, max_num_tokens=max_num_tokens, **one),
              Deployment(gpu=dg, num_gpus=int(dp_.gpus), plan=dp_, max_num_tokens=decode_max_num_tokens or max_num_tokens, **one))
-    check_step_budget(pools[1], "decode_max_num_tokens" if decode_max_num_tokens else "max_num_tokens")
     r = estimate_disagg(m, *pools, calibration=calibration_for(g, calibration), decode_calibration=calibration_for(dg, calibration),
                         prefill_instances=prefill_instances, decode_instances=decode_instances, concurrencies=conc, isl=isl, osl=osl,
                         decode_max_batch=decode_max_batch, arrival=arrival, prefill_routing=prefill_routing)

@@ -149,6 +149,8 @@ def export(
         summary = {"deployment": dep.to_dict(), "concurrency": conc, "replicas": n_rep, "predicted": predicted}
         if chosen:
             summary["chosen_by"] = chosen
+        if not chosen and r.get("over_capacity"):  # what estimate says of requests the deployment cannot run at once
+            summary["over_capacity"] = r["over_capacity"]
         text = export_config(m, dep, engine=engine, concurrency=conc, replicas=n_rep, file_name=_file_name(out),
                              extra={"isl": isl, "osl": osl, "predicted": predicted})
     from llm_codesign.outputs import write_text
@@ -166,6 +168,8 @@ def export(
     con.print(f"wrote {engine} {es['version']} configuration: {'standard output' if out == '-' else out}\nlaunch: {launch}\n"
               f"predicted: TTFT {p['ttft_ms']:.0f} ms, TPOT {p['tpot_ms']:.2f} ms, {p['tok_s_per_user']:.1f} tok/s/user, "
               f"{p['output_tok_s_per_gpu']:.0f} tok/s/GPU at {summary['concurrency']} requests", highlight=False)
+    if "over_capacity" in summary:
+        con.print(f"[yellow]at {summary['concurrency']} requests: {summary['over_capacity']}[/yellow]", highlight=False)
 
 
 def _slo_text(slo: dict) -> str:
@@ -208,7 +212,7 @@ def _dynamo(m, gpu, *, prefill, decode, n_pre, n_dec, concurrency, isl, osl, bac
     from llm_codesign.cli.common import _gpu, _precision, _spec
     from llm_codesign.cost.calibration import calibration_for
     from llm_codesign.serve.disagg import estimate_disagg
-    from llm_codesign.spec.plan import Deployment, Plan, check_step_budget
+    from llm_codesign.spec.plan import Deployment, Plan
 
     if not prefill or not decode:
         raise InputError("prefill/decode", f"{prefill or '(none)'} / {decode or '(none)'}", "both plans of a Dynamo disaggregated "
@@ -219,7 +223,6 @@ def _dynamo(m, gpu, *, prefill, decode, n_pre, n_dec, concurrency, isl, osl, bac
     pp_, dp_ = Plan.parse(prefill, m, "prefill"), Plan.parse(decode, m, "decode")
     pre = Deployment(gpu=g, num_gpus=int(pp_.gpus), plan=pp_, precision=prec, backend=backend, spec=sd, max_num_tokens=max_num_tokens)
     dec = Deployment(gpu=g, num_gpus=int(dp_.gpus), plan=dp_, precision=prec, backend=backend, spec=sd, max_num_tokens=max_num_tokens)
-    check_step_budget(dec)
     r = estimate_disagg(m, pre, dec, calibration=calibration_for(g, calibration), prefill_instances=n_pre, decode_instances=n_dec,
                         concurrencies=[concurrency], isl=isl, osl=osl)
     row = r["rows"][0]

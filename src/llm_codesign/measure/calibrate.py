@@ -405,7 +405,8 @@ def moved(cur: float, f: float, lo: float, hi: float) -> float:
     """A parameter at `cur` in [lo, hi] moved by the log-step factor `f`."""
     if lo == 0:
         x = cur * f if cur > 0 else ZERO_RESTART * hi * f
-        return float(np.clip(x if x >= ZERO_SNAP * hi else 0.0, lo, hi))
+        # only a step down snaps: one up from a value under the snap (a start profile's old 1e-8 floor) moves up
+        return float(np.clip(0.0 if f < 1.0 and x < ZERO_SNAP * hi else x, lo, hi))
     return float(np.clip(cur * f, lo, hi))
 
 
@@ -417,10 +418,12 @@ def descend(state: dict, price, best: float, step: float, *, rounds: int, tried=
     accepted = None
     for _ in range(rounds):
         for key, v in state.items():
-            cur = v[0]
+            cur, last = v[0], None
             for f in (np.exp(-step), np.exp(-step / 2), np.exp(step / 2), np.exp(step)):
                 v[0] = moved(cur, f, v[1], v[2])
-                if v[0] != cur:  # a step clipped or snapped onto where it stands prices nothing new
+                # a step clipped or snapped onto where it stands, or onto the value just tried, prices nothing new
+                if v[0] != cur and v[0] != last:
+                    last = v[0]
                     val, payload = price(key)
                     if val < best - 1e-6:
                         best, cur, accepted = val, v[0], payload

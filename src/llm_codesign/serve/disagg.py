@@ -379,9 +379,11 @@ def estimate_disagg(model: ModelSpec, prefill: Deployment, decode: Deployment, *
     how the requests come, `prefill_routing` how a prefill instance spreads them over its ranks (evaluate_disagg)."""
     gpu, dg, prefill_plan, decode_plan = prefill.gpu, decode.gpu, prefill.plan, decode.plan
     from llm_codesign.spec.harness import check_arrival
-    from llm_codesign.spec.plan import reason_text, validity
+    from llm_codesign.spec.plan import check_step_budget, reason_text, validity
 
     check_arrival(arrival)
+    # the decode pool's budget, named by the option that set it (a decode budget of its own differs from the prefill's)
+    check_step_budget(decode, "decode_max_num_tokens" if decode.max_num_tokens != prefill.max_num_tokens else "max_num_tokens")
     routing = routing_of(prefill.engine, prefill_routing)
 
     for name, v in (("isl", isl), ("osl", osl), ("prefill_instances", prefill_instances), ("decode_instances", decode_instances),

@@ -234,7 +234,8 @@ def _over_capacity(dep: Deployment, max_conc: int, isl: int, osl: int) -> str:
     per = 1 + (dep.spec.k if dep.spec is not None else 0)
     sched = float(np.asarray(dep.engine.budget_batch(dep.step_tokens, per - 1, dep.plan.pp) * dep.plan.adp).reshape(-1)[0])
     if sched <= max_conc:
-        rank = " per attention-DP rank" if int(np.asarray(dep.plan.adp)) > 1 else ""
+        rank = (" per attention-DP rank" if int(np.asarray(dep.plan.adp)) > 1 else "") + \
+            (" per pipeline micro-batch" if int(np.asarray(dep.plan.pp)) > 1 else "")
         return (f"a step of {dep.backend} schedules at most {dep.step_tokens} tokens{rank} ({per} per decoding request), so "
                 f"{int(sched)} requests decode and the rest wait for whole requests to finish (longer TTFT)")
     held = f"the KV cache holds {max_conc} sequences of {isl}+{osl} tokens"

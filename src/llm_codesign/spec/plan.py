@@ -394,9 +394,14 @@ def deployment(model: ModelSpec, *, gpu: Gpu | str, num_gpus: int | None = None,
 def check_step_budget(dep: Deployment, field: str = "max_num_tokens") -> None:
     """Refuse a step token budget below one decoding request's tokens (1 + its draft length) where the engine counts
     the decodes in it (Engine.budget_batch): no request would ever decode. `field`: the option that set it."""
-    need = 1 + (dep.spec.k if dep.spec is not None else 0)
-    if dep.max_num_tokens is not None and dep.engine.decodes_in_budget and dep.max_num_tokens < need:
-        raise InputError(field, dep.max_num_tokens, f"at least {need}: {dep.backend}'s step budget counts a decoding request's "
-                                                    f"1 + {need - 1} draft tokens")
+    check_budget_holds(dep.max_num_tokens, dep.engine, dep.spec.k if dep.spec is not None else 0, field)
+
+
+def check_budget_holds(max_num_tokens: int | None, engine, draft_len: int, field: str = "max_num_tokens") -> None:
+    """check_step_budget's rule for a budget and draft length given apart (a search's fixed draft length)."""
+    need = 1 + draft_len
+    if max_num_tokens is not None and engine.decodes_in_budget and max_num_tokens < need:
+        raise InputError(field, max_num_tokens, f"at least {need}: {engine.name}'s step budget counts a decoding request's "
+                                                f"1 + {need - 1} draft tokens")
 
 

@@ -611,7 +611,7 @@ def _disagg(req: DisaggRequest, *, hub_cache: bool = False) -> dict:
     """What `disagg --json` prints: one instance of each pool, built as the CLI builds them."""
     from llm_codesign.cost.calibration import calibration_for
     from llm_codesign.serve.disagg import estimate_disagg
-    from llm_codesign.spec.plan import Deployment, Plan, check_step_budget, precision_for
+    from llm_codesign.spec.plan import Deployment, Plan, precision_for
 
     m = _model(req, hub_cache=hub_cache)
     g = _gpu(req.gpu, what_if=req.what_if)
@@ -624,7 +624,6 @@ def _disagg(req: DisaggRequest, *, hub_cache: bool = False) -> dict:
         sizes = {k: getattr(pool, k) for k in ("tp", "pp", "ep", "moe_tp", "attention_dp", "kvp") if getattr(pool, k) is not None}
         plan = Plan.parse(",".join(f"{k}={v}" for k, v in sizes.items()), m, name)  # disagg's --prefill/--decode text
         pools.append(Deployment(gpu=gpu, num_gpus=int(plan.gpus), plan=plan, max_num_tokens=budget, **one))
-    check_step_budget(pools[1], "decode_max_num_tokens" if req.decode_max_num_tokens else "max_num_tokens")
     from llm_codesign.measure.intervals import band_disagg_rows
 
     r = estimate_disagg(m, *pools, calibration=calibration_for(g, None), decode_calibration=calibration_for(dg, None),
