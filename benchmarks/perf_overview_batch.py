@@ -24,6 +24,7 @@ import numpy as np
 
 from llm_codesign.measure import validate as V
 from llm_codesign.serve.aggregated import Serving, evaluate
+from llm_codesign.spec.harness import OFFLINE_ARRIVAL
 from llm_codesign.spec.plan import Plan
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -58,7 +59,7 @@ def _group(objs: tuple, sub: list[dict], preds: list[dict]) -> list[dict]:
 
     def run(g, conc, fl):
         return evaluate(model, Serving(gpu=g, prec=prec, plan=plan, engine=engine, spec=spec, max_num_tokens=tokens[:, None]), cal=cal,
-                        concurrency=conc, isl=isl[:, None], osl=osl[:, None], flags=fl)
+                        concurrency=conc, isl=isl[:, None], osl=osl[:, None], flags=fl, arrival=OFFLINE_ARRIVAL)
 
     # the batch the prediction runs: validate's grid and the tool's own limit, the best that fits
     grid = np.concatenate([V.BATCH_GRID[None, :] * adp, (per_rank * a["attention_dp"])[:, None]], axis=1)

@@ -39,8 +39,9 @@ def test_speculation_pays_at_batch_one_and_less_at_large_batch():
     prec = Precision.of("fp8", kv="fp8")
     spec = SpecDecoding("eagle3", 3, mean_accepted=2.5)
     B = np.array([1, 8, 64, 256, 1024])
-    base = evaluate(m, Serving(gpu=g, prec=prec, plan=Plan(tp=8)), cal=cal, concurrency=B, isl=1024, osl=1024)
-    sp = evaluate(m, Serving(gpu=g, prec=prec, plan=Plan(tp=8), spec=spec), cal=cal, concurrency=B, isl=1024, osl=1024)
+    base = evaluate(m, Serving(gpu=g, prec=prec, plan=Plan(tp=8)), cal=cal, concurrency=B, isl=1024, osl=1024,
+                    arrival="waves")  # in step: the ratio of the verify step to the plain one, no prefill stall beside them
+    sp = evaluate(m, Serving(gpu=g, prec=prec, plan=Plan(tp=8), spec=spec), cal=cal, concurrency=B, isl=1024, osl=1024, arrival="waves")
     speedup = base["tpot_s"] / sp["tpot_s"]
     assert speedup[0] > 1.5
     # falls with the batch while the all-reduce stays on one algorithm; at 1024 sequences both runs have
@@ -122,7 +123,7 @@ def _cohort_case(h100, *, share=0.0, rounds=None, engine="trtllm", mixed=None):
     kw = {} if rounds is None and mixed is None else {"flags": SchedulerFlags(**({"rounds": rounds} if rounds else {}),
                                                                               **({"mixed_chunk": mixed} if mixed is not None else {}))}
     r = evaluate(m, Serving(gpu=h100, prec=m.default_precision, plan=plan, engine=get_engine(engine), max_num_tokens=4096),
-                 cal=cal, concurrency=16.0, isl=1024.0, osl=256.0, **kw)
+                 cal=cal, concurrency=16.0, isl=1024.0, osl=256.0, arrival="waves", **kw)
     return m, cal, r
 
 
@@ -223,7 +224,7 @@ def test_out_of_step_prefills_stall_decode_by_what_they_add(h100):
     cal = replace(calibration_for(h100), prefill_queue_fraction=(("trtllm", 0.0),), seq_overhead_s=(("trtllm", 0.0),))
     plan = Plan(*(np.array([v]) for v in (1, 1, 1, 1, 1, 1)))
     r = evaluate(m, Serving(gpu=h100, prec=m.default_precision, plan=plan, engine=get_engine("trtllm"), max_num_tokens=2048),
-                 cal=cal, concurrency=8.0, isl=1024.0, osl=256.0)
+                 cal=cal, concurrency=8.0, isl=1024.0, osl=256.0, arrival="waves")
     t_wave = _eager_prefill_step_s(m, h100, cal, "trtllm", Batch(pf_tokens=2048.0, pf_seqs=2.0, pf_ctx=0.0))
     t_stage = r["step_s"].item()
     # the decode step is paid anyway; each prefill adds its 1/2 share of what the wave step costs beyond it
@@ -239,7 +240,7 @@ def test_per_sequence_host_overhead_scales_the_decode_step_with_the_batch(h100):
         cal = replace(calibration_for(h100), seq_overhead_s=(("vllm", seq_oh),))
         return evaluate(m,
                         Serving(gpu=h100, prec=m.default_precision, plan=plan, engine=get_engine("vllm"), max_num_tokens=8192),
-                        cal=cal, concurrency=float(c), isl=1024.0, osl=256.0)
+                        cal=cal, concurrency=float(c), isl=1024.0, osl=256.0, arrival="waves")
 
     # 20 us per running sequence per step: 64 sequences add 1.28 ms to every decode step, 8 add 0.16 ms
     for c in (8, 64):

@@ -18,7 +18,10 @@ def test_campaign_settings_follow_the_scripts_and_rows_override_them():
     assert campaigns.settings({**row, "recv_interval": "5", "arrival": "burst"})["recv_interval"] == 5.0
     assert campaigns.settings({**row, "arrival": "burst"})["arrival"] == "burst"
     assert campaigns.settings({"source": "aiconfigurator-core-0.12.0-silicon-sample:x"})["arrival"] == "waves"
+    # a row of no campaign: the tool's default (spec.harness.DEFAULT_ARRIVAL)
     assert campaigns.settings({"source": "someone else's runs"}) == {"arrival": "waves", "max_num_tokens": None}
+    # trtllm-bench's published runs: identical requests kept in step
+    assert campaigns.settings({"source": "trtllm-best-perf-deepseek-r1:b200-min-latency"})["arrival"] == "waves"
 
 
 def test_a_row_with_a_bad_harness_column_says_which():

@@ -75,7 +75,7 @@ def test_sglang_admits_requests_that_ignore_eos_with_their_whole_output_reserved
 
     def run(c, flags=None):
         return _evaluate(m, g, calibration_for(g), m.default_precision, plan, concurrency=float(c), isl=1024.0, osl=8192.0,
-                        engine=SGLANG, flags=flags)
+                        engine=SGLANG, flags=flags, arrival="waves")  # a request's life is its decode (evaluate's `life`)
 
     cap = int(run(1)["max_concurrency"].item())
     base, shared, held = run(cap), run(2 * cap), run(2 * cap, SchedulerFlags(ignore_eos=True))
@@ -160,7 +160,9 @@ def test_estimate_takes_the_arrival_and_refuses_an_unknown_one():
     d = json.loads(r.stdout)
     assert r.exit_code == 0 and d["arrival"] == "closed_loop"
     assert d["ttft_ms"] == pytest.approx(_deepseek("closed_loop", 64)["ttft_s"].item() * 1e3, rel=1e-6)
-    assert "arrival" not in json.loads(CliRunner().invoke(app, [*args, "--json"]).stdout)  # waves, the default
+    d = json.loads(CliRunner().invoke(app, [*args, "--json"]).stdout)
+    assert "arrival" not in d  # waves, the default (spec.harness.DEFAULT_ARRIVAL)
+    assert d["ttft_ms"] == pytest.approx(_deepseek("waves", 64)["ttft_s"].item() * 1e3, rel=1e-6)
     bad = CliRunner().invoke(app, [*args, "--arrival", "poisson"])
     assert bad.exit_code == 2 and bad.stderr.strip() == "error: arrival: 'poisson' is not valid; one of: waves, closed_loop, burst"
 

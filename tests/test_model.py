@@ -160,6 +160,13 @@ def test_config_path_and_errors(tmp_path):
     p.write_text(json.dumps(cfg))
     m = get_model(str(p))
     assert m.num_layers == 4 and m.total_params == 2 * 1000 * 1024 + 4 * (4 * 1024 * 1024 + 3 * 1024 * 4096)
+    # a checkpoint's config.json is named by its folder; another JSON file by its own name
+    assert m.name == tmp_path.name and get_model(str(tmp_path)).name == tmp_path.name
+    (tmp_path / "tiny.json").write_text(json.dumps(cfg))
+    assert get_model(str(tmp_path / "tiny.json")).name == "tiny"
+    # a mistyped config path is a missing file, not a Hugging Face id to download
+    with pytest.raises(InputError, match=r"^model: '.*my-model/config\.jsn' is not valid; an existing config\.json path \(no such file\)"):
+        get_model(str(tmp_path / "my-model" / "config.jsn"))
     with pytest.raises(InputError, match="hidden_size"):
         from_hf_config({k: v for k, v in cfg.items() if k != "hidden_size"})
     with pytest.raises(InputError, match="num_attention_heads"):

@@ -9,6 +9,7 @@ from llm_codesign.errors import InputError
 from llm_codesign.serve.aggregated import Serving, evaluate
 from llm_codesign.spec.engines import get_engine
 from llm_codesign.spec.hardware import get_gpu
+from llm_codesign.spec.harness import DEFAULT_ARRIVAL
 from llm_codesign.spec.plan import Plan, Workload
 from llm_codesign.spec.registry import get_model
 
@@ -27,7 +28,7 @@ def run(model, plan, isl, osl, h, backend="trtllm", arrival="waves"):
 def test_no_hit_is_the_model_without_a_cache():
     a = evaluate(LLAMA, Serving(gpu=H200, prec=LLAMA.default_precision, plan=Plan(8)), cal=CAL, concurrency=CONC, isl=8192,
                  osl=512)
-    b = run(LLAMA, Plan(8), 8192, 512, 0.0)
+    b = run(LLAMA, Plan(8), 8192, 512, 0.0, arrival=DEFAULT_ARRIVAL)
     for k in ("ttft_s", "tpot_s", "output_tok_s_per_gpu", "max_concurrency"):
         assert np.array_equal(a[k], b[k]), k
 

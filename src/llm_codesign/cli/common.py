@@ -9,6 +9,7 @@ import typer
 
 from llm_codesign.errors import InputError, close_matches, did_you_mean
 from llm_codesign.spec.engines import listed
+from llm_codesign.spec.harness import DEFAULT_ARRIVAL
 
 try:
     from typer._click.exceptions import BadOptionUsage, MissingParameter, NoArgsIsHelpError, NoSuchOption, UsageError
@@ -371,17 +372,17 @@ def _deployment(m, gpu, gpus_, *, tp, pp, ep, moe_tp, attention_dp, kvp, weight_
 MAX_GPUS = 1 << 16
 MAX_TOKENS = 1 << 24  # tokens per request or per step
 MAX_CONCURRENCY = 1 << 20  # requests in flight
-O_GPU = typer.Option(..., "--gpu", help="GPU id (see `gpus`), comma list for pareto comparison, or a .toml.")
+O_GPU = typer.Option(..., "--gpu", help="GPU id (see `gpus`) or a GPU .toml file.")
 O_GPUS = typer.Option(None, "--gpus", min=1, max=MAX_GPUS, help="Total GPUs.")
 O_TP = typer.Option(None, "--tp", "--tensor-parallel-size", min=1, max=MAX_GPUS, help="Attention tensor-parallel size.")
-O_PP = typer.Option(None, "--pp", "--pipeline-parallel-size", min=1, max=MAX_GPUS)
-O_EP = typer.Option(None, "--ep", "--expert-parallel-size", min=1, max=MAX_GPUS)
+O_PP = typer.Option(None, "--pp", "--pipeline-parallel-size", min=1, max=MAX_GPUS, help="Pipeline stages (the layers split in order).")
+O_EP = typer.Option(None, "--ep", "--expert-parallel-size", min=1, max=MAX_GPUS, help="Expert-parallel ranks (MoE experts split over them).")
 O_MTP = typer.Option(None, "--moe-tp", min=1, max=MAX_GPUS, help="MoE tensor parallel (default: what EP and PP leave).")
 O_ADP = typer.Option(None, "--attention-dp", min=1, max=MAX_GPUS, help="Attention data-parallel ranks.")
 O_KVP = typer.Option(None, "--kvp", min=1, max=MAX_GPUS, help="Helix KV-parallel ranks (sequence-sharded KV cache).")
-O_W = typer.Option(None, "--weight-dtype")
-O_A = typer.Option(None, "--activation-dtype")
-O_KV = typer.Option(None, "--kv-dtype")
+O_W = typer.Option(None, "--weight-dtype", help="Weight format: bf16, fp16, fp8, fp8_block, nvfp4, mxfp4 or int4 (default: the checkpoint's).")
+O_A = typer.Option(None, "--activation-dtype", help="Activation format (default: what the weight format runs with on this GPU).")
+O_KV = typer.Option(None, "--kv-dtype", help="KV-cache format, one of --weight-dtype's (default: the checkpoint's).")
 O_ISL = typer.Option(1024, "--isl", min=1, max=MAX_TOKENS, help="Input tokens per request.")
 O_OSL = typer.Option(1024, "--osl", min=1, max=MAX_TOKENS, help="Output tokens per request.")
 O_BACKEND = typer.Option("trtllm", "--backend", "--engine", help=f"{listed()}.")
@@ -395,8 +396,9 @@ O_MNT = typer.Option(None, "--max-num-tokens", min=1, max=MAX_TOKENS,
                      "each decoding request's 1 + draft tokens too, so it caps the decode batch; default: the engine's own on the GPU.")
 O_CAL = typer.Option(None, "--calibration", help="Calibration profile .toml.")
 O_PREFIX = typer.Option(0.0, "--prefix-hit", help="Share of each prompt already in the prefix cache (0 to <1): not prefilled.")
-O_ARRIVAL = typer.Option("waves", "--arrival", help="How requests arrive: waves (identical requests started together), closed_loop "
-                         "(each slot refilled as its request ends, lengths spread: bench_serving --max-concurrency), burst (lockstep).")
+O_ARRIVAL = typer.Option(DEFAULT_ARRIVAL, "--arrival", help="How requests arrive: waves (identical requests started together and kept in "
+                         "step, as a fixed-length benchmark runs them), closed_loop (each slot refilled as its request ends, lengths "
+                         "spread: bench_serving --max-concurrency --random-range-ratio 0.8), burst (lockstep).")
 
 
 def _progress():

@@ -33,6 +33,7 @@ from llm_codesign.cli.common import (
     _table,
     app,
 )
+from llm_codesign.spec.harness import DEFAULT_ARRIVAL
 
 
 def _measured() -> str:
@@ -70,7 +71,7 @@ def disagg(
     decode_max_batch: Optional[int] = typer.Option(None, "--decode-max-batch", min=1, max=MAX_CONCURRENCY, help="The decode instances' max batch per attention-DP "
                                                    "rank (the engine's max_batch_size); requests past it wait for a decode slot. "
                                                    "Default: only the KV cache limits it."),
-    arrival: str = typer.Option("closed_loop", "--arrival", help="How requests arrive: closed_loop (a slot refilled as its request "
+    arrival: str = typer.Option(DEFAULT_ARRIVAL, "--arrival", help="How requests arrive: closed_loop (a slot refilled as its request "
                                 "ends, as serving benchmarks run; waves prices the same) or burst (all sent together, in "
                                 "lockstep waves)."),
     prefill_routing: Optional[str] = typer.Option(None, "--prefill-routing", help="How a prefill instance under attention DP "

@@ -10,7 +10,7 @@ from importlib import resources
 
 import numpy as np
 
-from llm_codesign.spec.harness import ARRIVALS, FLAG_NAMES, SchedulerFlags
+from llm_codesign.spec.harness import ARRIVALS, DEFAULT_ARRIVAL, FLAG_NAMES, SchedulerFlags
 
 # optional serving columns beside max_num_tokens: the arrival pattern and SchedulerFlags' fields
 FLAG_COLUMNS = ("arrival", *FLAG_NAMES)
@@ -47,7 +47,7 @@ def settings(r: dict) -> dict:
     flags (SchedulerFlags field -> value), the campaign's where the row gives none, and the campaign's
     CAMPAIGN_KEYS it names. Values as read:
     `problem` says which of the row's own are not valid."""
-    out: dict = {"arrival": "waves", "max_num_tokens": None}
+    out: dict = {"arrival": DEFAULT_ARRIVAL, "max_num_tokens": None}  # a row of no campaign: the tool's default (Workload)
     source = (r.get("source") or "").strip().lower()
     for c in campaigns():
         if source.startswith(c["source"]):

@@ -22,7 +22,7 @@ from llm_codesign.serve.disagg import evaluate_disagg
 from llm_codesign.serve.metrics import BATCH_GRID
 from llm_codesign.spec.engines import TRTLLM, get_engine, trtllm_bench
 from llm_codesign.spec.hardware import get_gpu
-from llm_codesign.spec.harness import SchedulerFlags
+from llm_codesign.spec.harness import OFFLINE_ARRIVAL, SchedulerFlags
 from llm_codesign.spec.plan import REASONS, Deployment, Plan, SpecDecoding, reason_text, validity
 from llm_codesign.spec.precision import Precision, get_dtype
 from llm_codesign.spec.registry import get_model
@@ -223,7 +223,7 @@ def _offline_best(objs: tuple, a: dict, *, out: dict, offline, lengths, sub: lis
         # the tool's own limit is one of the loads tried: the grid steps 7% apart
         grid = np.concatenate([grid, (per_rank * a["attention_dp"][oi])[:, None]], axis=1)
     g = evaluate(model, Serving(gpu=gpu, prec=prec, plan=op, engine=engine, spec=spec, max_num_tokens=mnt[oi, None]), cal=cal,
-                 concurrency=grid, isl=isl[oi, None], osl=osl[oi, None], flags=flags)
+                 concurrency=grid, isl=isl[oi, None], osl=osl[oi, None], flags=flags, arrival=OFFLINE_ARRIVAL)
     thr = np.where(g["fits"], g["output_tok_s_per_gpu"], -1.0)
     best = np.argmax(thr, axis=1)[:, None]
     out["ttft_ms"][oi] = np.take_along_axis(np.broadcast_to(g["ttft_s"], thr.shape), best, 1)[:, 0] * 1e3

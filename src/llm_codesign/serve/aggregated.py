@@ -30,7 +30,7 @@ from llm_codesign.errors import InputError
 from llm_codesign.serve.broadcast import once_along_last, once_at_cap
 from llm_codesign.spec.engines import TRTLLM, Engine, EngineCosts
 from llm_codesign.spec.hardware import Gpu
-from llm_codesign.spec.harness import DEFAULT_FLAGS, SchedulerFlags
+from llm_codesign.spec.harness import DEFAULT_ARRIVAL, DEFAULT_FLAGS, SchedulerFlags
 from llm_codesign.spec.kinds import GQA, DenseFfn
 from llm_codesign.spec.model import Layer, ModelSpec
 from llm_codesign.spec.plan import Deployment, Plan, SpecDecoding
@@ -277,7 +277,7 @@ class Serving:
 
 
 def evaluate(model: ModelSpec, at: Serving, *, cal: Calibration, concurrency, isl, osl, usable_fraction: float | None = None,
-             with_ops: bool = False, prefix_hit=0.0, arrival: str = "waves", flags: SchedulerFlags | None = None) -> dict:
+             with_ops: bool = False, prefix_hit=0.0, arrival: str = DEFAULT_ARRIVAL, flags: SchedulerFlags | None = None) -> dict:
     """Metrics for every deployment in the broadcast of `at`'s arrays, concurrency (requests in flight over
     all its GPUs), ISL/OSL and k; the engine's fitted costs read from `cal` once (Engine.costs). `prefix_hit`:
     the share of each prompt in the prefix cache, not prefilled (each sequence still holds its whole ISL of KV
@@ -288,9 +288,7 @@ def evaluate(model: ModelSpec, at: Serving, *, cal: Calibration, concurrency, is
     costs = engine.costs(cal)
     tp, pp, ep, moe_tp, adp, kvp = (np.asarray(x, float) for x in plan.arrays())
     gpus = tp * adp * kvp * pp
-    C = np.asarray(concurrency, float)
-    isl = np.asarray(isl, float)
-    osl = np.asarray(osl, float)
+    C, isl, osl = (np.asarray(x, float) for x in (concurrency, isl, osl))
     # whole tokens: an engine caches whole blocks, and a fraction of a token would quantise as a whole tile row
     cached = np.floor(isl * np.asarray(prefix_hit, float) + 1e-9)
     new = isl - cached  # prompt tokens each request prefills
@@ -319,7 +317,9 @@ def evaluate(model: ModelSpec, at: Serving, *, cal: Calibration, concurrency, is
     # sglang 0.5.12 server_args.py:372, tokenizer_manager.py:708; SGLang's fitted 60 ms is not that: the clean sample's
     # workers skip it, ai-dynamo 0.9.0 dynamo/sglang/args.py:525-534, and it does not grow with the prompt; what it stands
     # for is open, docs/modelling-notes.md#sglang-request-cost: 4,096 one-token requests together wait 123 s on a B200)
-    ttft = ttft + waves_ahead * life + costs.ttft_overhead * (q + 1.0) / 2.0 + (costs.wait_steps(adp, C) + (np.maximum(fl.recv_interval, 1.0) - 1.0) / 2.0) * t_iter
+    ttft = ttft + costs.ttft_overhead * (q + 1.0) / 2.0 + (costs.wait_steps(adp, C) + (np.maximum(fl.recv_interval, 1.0) - 1.0) / 2.0) * t_iter
+    life = _slot_cycle(ttft, tpot, osl) if arrival == "closed_loop" else life
+    ttft = ttft + waves_ahead * life
     # requests being served across the ranks: all C unless every rank is full (busiest-rank counts
     # over-count when C is not a multiple of adp)
     served = np.minimum(C, admitted * adp)
@@ -336,6 +336,14 @@ def evaluate(model: ModelSpec, at: Serving, *, cal: Calibration, concurrency, is
     if with_ops:
         res |= _phase_parts(model, gpu, prec, sh, costs=costs, r=r, steps=(wave_tok, t_wave_step, t_stage, t_draft, ops), share=pf_span / life)
     return res
+
+
+def _slot_cycle(ttft, tpot, osl):
+    """A closed loop's request life, what its throughput and a request queued for a slot see: each slot is refilled the
+    moment its request ends, so a slot completes one request per first token and decode (Little's law; InferenceX's
+    measured rows keep it within 3%): the first token's waits and the other requests' prefills in its decode steps
+    (TPOT) take their share, where the wave's life counts only its prefill span and decode steps."""
+    return ttft + np.maximum(osl - 1.0, 0.0) * tpot
 
 
 def stage_ranks(sh: Plan):

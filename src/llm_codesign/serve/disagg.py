@@ -37,6 +37,7 @@ from llm_codesign.serve.aggregated import (
 )
 from llm_codesign.spec.engines import EngineCosts
 from llm_codesign.spec.hardware import Gpu
+from llm_codesign.spec.harness import DEFAULT_ARRIVAL
 from llm_codesign.spec.model import ModelSpec
 from llm_codesign.spec.plan import Deployment, Plan, SpecDecoding
 from llm_codesign.spec.precision import Precision
@@ -215,7 +216,7 @@ def decode_admission(t_decode_step, t_kv, *, on_arrival: bool = False, hidden=0.
     return 0.5 * t + np.maximum(t, t_kv + 0.5 * t)
 
 
-def first_token(C, base, t_kv, *, t_decode_step, decode_time, prefill: dict, n_p, arrival: str = "closed_loop",
+def first_token(C, base, t_kv, *, t_decode_step, decode_time, prefill: dict, n_p, arrival: str = DEFAULT_ARRIVAL,
                 on_arrival: bool = False, iterations: int = 6) -> tuple:
     """Request rate, TTFT and the waits in it for C requests cycling through a prefill pool (prefill:
     prefill_pool's dict; base: the lone prefill and the front end's overhead) and decode: the decode
@@ -294,7 +295,7 @@ def closed_loop(C, base, decode_time, per_instance, n_p, *, queue_s=None) -> tup
 
 def evaluate_disagg(model: ModelSpec, prefill: Deployment, decode: Deployment, *, calibration: Calibration,
                     decode_calibration: Calibration | None = None, prefill_instances, decode_instances, concurrency, isl, osl,
-                    spec_k=None, decode_max_batch=None, arrival: str = "closed_loop", prefill_routing: str | None = None) -> dict:
+                    spec_k=None, decode_max_batch=None, arrival: str = DEFAULT_ARRIVAL, prefill_routing: str | None = None) -> dict:
     """Metrics for every deployment in the broadcast of both pools' plans, instance counts,
     concurrency, ISL/OSL and k; the same keys as serving.evaluate where they mean the same thing.
     `prefill` and `decode` are one instance of each pool: its GPU, plan, precision, engine and step
@@ -371,7 +372,7 @@ def _within_slots(C, base, t_kv, slots, *, decode_time, arrival, **pools) -> tup
 
 def estimate_disagg(model: ModelSpec, prefill: Deployment, decode: Deployment, *, calibration: Calibration,
                     decode_calibration: Calibration | None = None, prefill_instances: int, decode_instances: int, concurrencies,
-                    isl: int, osl: int, decode_max_batch: int | None = None, arrival: str = "closed_loop",
+                    isl: int, osl: int, decode_max_batch: int | None = None, arrival: str = DEFAULT_ARRIVAL,
                     prefill_routing: str | None = None) -> dict:
     """One disaggregated deployment (one instance of each pool, as evaluate_disagg takes them) at each
     concurrency, after checking both plans on their GPUs; `decode_max_batch` caps the sequences each
@@ -382,8 +383,7 @@ def estimate_disagg(model: ModelSpec, prefill: Deployment, decode: Deployment, *
     from llm_codesign.spec.plan import check_step_budget, reason_text, validity
 
     check_arrival(arrival)
-    # the decode pool's budget, named by the option that set it (a decode budget of its own differs from the prefill's)
-    check_step_budget(decode, "decode_max_num_tokens" if decode.max_num_tokens != prefill.max_num_tokens else "max_num_tokens")
+    check_step_budget(decode, "max_num_tokens" if decode.max_num_tokens == prefill.max_num_tokens else "decode_max_num_tokens")
     routing = routing_of(prefill.engine, prefill_routing)
 
     for name, v in (("isl", isl), ("osl", osl), ("prefill_instances", prefill_instances), ("decode_instances", decode_instances),

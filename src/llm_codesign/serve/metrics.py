@@ -10,6 +10,7 @@ from llm_codesign.cost.calibration import Calibration, calibration_for
 from llm_codesign.serve.aggregated import Serving
 from llm_codesign.serve.aggregated import evaluate as _evaluate
 from llm_codesign.serve.invariants import check_metrics
+from llm_codesign.spec.harness import OFFLINE_ARRIVAL
 from llm_codesign.spec.model import ModelSpec
 from llm_codesign.spec.plan import Deployment, Workload
 
@@ -62,7 +63,8 @@ def evaluate(model: ModelSpec, deployment: Deployment, workload: Workload, *, ca
     dep = deployment
     cal = calibration if isinstance(calibration, Calibration) else calibration_for(dep.gpu, calibration)
     conc = workload.concurrency if concurrency is None else concurrency
-    kw = dict(cal=cal, isl=workload.isl, osl=workload.osl, prefix_hit=workload.prefix_hit, arrival=workload.arrival)
+    arrival = OFFLINE_ARRIVAL if conc is None else workload.arrival
+    kw = dict(cal=cal, isl=workload.isl, osl=workload.osl, prefix_hit=workload.prefix_hit, arrival=arrival)
     if conc is None:
         grid = BATCH_GRID * int(np.asarray(dep.plan.adp))
         r = _evaluate(model, Serving.of(dep), concurrency=grid, **kw)

@@ -23,6 +23,13 @@ from dataclasses import dataclass, fields
 from llm_codesign.errors import InputError
 
 ARRIVALS = ("waves", "closed_loop", "burst")
+# what a concurrency of requests of one ISL and OSL means where no harness is named: C identical requests started
+# together, as a benchmark of fixed lengths runs them (aiperf, trtllm-bench; vLLM's and SGLang's bench_serving at their
+# default random range ratio 0), which stay in step ("closed_loop" is the same loop with lengths spread)
+DEFAULT_ARRIVAL = "waves"
+# the offline maximum throughput: every request queued at once with one ISL and OSL, kept in step (trtllm-bench
+# throughput on its synthetic sets, the TensorRT-LLM perf overview's harness: data/measurements/SOURCES.md)
+OFFLINE_ARRIVAL = "waves"
 
 
 def check_arrival(value) -> str:

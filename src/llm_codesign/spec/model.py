@@ -467,7 +467,8 @@ def load_config_file(path: str | Path, name: str | None = None) -> ModelSpec:
     if p.is_dir():
         p = p / "config.json"
     if not p.is_file():
-        raise InputError("model", str(path), "a registry name (see `llm-codesign models`), a Hugging Face id, or a config.json path")
+        raise InputError("model", str(path), "an existing config.json path (no such file), a registry name (see `llm-codesign "
+                                              "models`) or a Hugging Face id")
     try:
         cfg = parse_nested(json.loads, p.read_text(encoding="utf-8-sig"), "model", str(path))
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
@@ -479,4 +480,5 @@ def load_config_file(path: str | Path, name: str | None = None) -> ModelSpec:
             quant = parse_nested(json.loads, qp.read_text(encoding="utf-8-sig"), "model", str(qp))
         except (json.JSONDecodeError, UnicodeDecodeError) as e:
             raise InputError("model", str(qp), f"a valid JSON quantization config ({e.__class__.__name__}: {e})") from None
-    return from_hf_config(cfg, name or p.stem, quant)
+    # a checkpoint's config.json is named by its folder (my-model/config.json: my-model), another file by its own name
+    return from_hf_config(cfg, name or (p.resolve().parent.name or p.stem if p.stem == "config" else p.stem), quant)

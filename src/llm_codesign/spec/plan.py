@@ -11,7 +11,7 @@ import numpy as np
 from llm_codesign.errors import InputError
 from llm_codesign.spec.engines import get_engine
 from llm_codesign.spec.hardware import Gpu, get_gpu
-from llm_codesign.spec.harness import check_arrival
+from llm_codesign.spec.harness import DEFAULT_ARRIVAL, check_arrival
 from llm_codesign.spec.kinds import DenseFfn, MoE
 from llm_codesign.spec.model import ModelSpec
 from llm_codesign.spec.precision import Precision, get_dtype
@@ -303,9 +303,9 @@ class Workload:
     osl: int = 1024
     concurrency: int | None = None
     prefix_hit: float = 0.0  # share of each prompt already in the engine's prefix cache (not prefilled)
-    # how the requests arrive (spec.harness.ARRIVALS): "waves" (identical requests started together),
-    # "closed_loop" (slots refilled as requests finish, lengths spread) or "burst" (lockstep waves)
-    arrival: str = "waves"
+    # how the requests arrive (spec.harness.ARRIVALS): "waves" (identical requests started together, kept in step:
+    # DEFAULT_ARRIVAL), "closed_loop" (slots refilled as requests finish, lengths spread) or "burst" (lockstep waves)
+    arrival: str = DEFAULT_ARRIVAL
 
     def __post_init__(self):
         check_arrival(self.arrival)

@@ -54,7 +54,7 @@ def get_model(ref: str) -> ModelSpec:
     if key in _index():
         return _load_entry(key)
     p = Path(ref)
-    if p.suffix == ".json" or p.is_dir() or p.exists():
+    if p.suffix == ".json" or p.name.lower().startswith("config.") or p.is_dir() or p.exists():  # a file meant
         return load_config_file(p)
     from llm_codesign.spec import hub
 
