@@ -120,6 +120,14 @@ def test_r3_follows_designs_judgement_of_width():
     r3 = [f for f in run(from_hf_config(cfg, "at-edge"), regime="latency") if f.rule == "R3"]
     assert r3 and r3[0].severity == "info" and r3[0].cost_pct == 0.0
     assert "it leaves the published envelope (aspect_ratio.max)" in r3[0].message
+    # a 1.5B shape already too shallow (16 layers, R8: under 18): R3 proposed 12 layers x 2304, further out; design
+    # proposes no shape outside the envelope, so neither does R3
+    cfg = {"model_type": "llama", "hidden_size": 2048, "num_hidden_layers": 16, "num_attention_heads": 32, "num_key_value_heads": 8,
+           "intermediate_size": 8192, "vocab_size": 128256}
+    fs = run(from_hf_config(cfg, "shallow"), "h100")
+    assert [f.rule for f in fs if f.rule == "R8"] == ["R8"] and "layers 16 < min 18" in [f for f in fs if f.rule == "R8"][0].message
+    r3 = [f for f in fs if f.rule == "R3"]
+    assert r3[0].severity == "info" and r3[0].cost_pct == 0.0 and "it lies outside the published envelope (layers.min)" in r3[0].message
 
 
 def test_each_rule_is_checked_by_a_function_named_after_it():

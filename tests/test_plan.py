@@ -110,6 +110,11 @@ def test_validity_reasons():
     ds = get_model("deepseek-r1")
     r = validity(ds, g, Plan(tp=8, ep=3, moe_tp=1), 8)
     assert REASONS[int(r)] == "gpus_mismatch"
+    # a refusal lists the sizes that would do
+    from llm_codesign.spec.plan import reason_text
+
+    assert reason_text(m, g, REASONS.index("heads")) == "attention heads must be divisible by tp (heads [64]: tp 1, 2, 4, 8, 16, 32 or 64)"
+    assert reason_text(ds, g, REASONS.index("experts")).endswith("(experts 256: ep 1, 2, 4, 8, 16, 32, 64, 128 or 256)")
 
 
 def test_plan_parse_golden():

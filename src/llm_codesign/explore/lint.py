@@ -351,8 +351,9 @@ def _judge_wider(model, wide, prec, *, proxy_file) -> tuple[str, str, dict]:
     figures = {"quality_delta_pct": 100 * whole["delta"] / loss, "quality_band_pct": 100 * whole["sigma"] / loss,
                "quality_passes": bool(whole["passes"]), "extrapolated": extrapolated(b), "wider_inside_envelope": bool(pos["inside"]),
                "aspect_delta_pct": 100 * q["delta"] / loss, "aspect_band_pct": 100 * q["sigma"] / loss}
-    if not pos["inside"] and here["inside"]:
-        return f"it leaves the published envelope ({', '.join(v['bound'] for v in pos['outside'])})", acc, figures
+    if not pos["inside"]:  # design proposes no shape outside the envelope, whether or not this one is (R8 says so)
+        where = "leaves" if here["inside"] else "lies outside"
+        return f"it {where} the published envelope ({', '.join(v['bound'] for v in pos['outside'])})", acc, figures
     if not q["passes"]:
         return f"its aspect ratio costs accuracy beyond the term's band ({acc})", acc, figures
     return "", acc, figures

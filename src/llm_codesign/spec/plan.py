@@ -4,6 +4,7 @@ reasons), `SpecDecoding`, the whole `Deployment` (GPU, plan, precision, engine, 
 page and the Python API share."""
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -30,9 +31,9 @@ REASONS = (
 )
 MESSAGES = {
     "gpus_mismatch": "the parallel sizes must multiply to the GPU count: tp*attention_dp*kvp*pp = ep*moe_tp*pp = gpus",
-    "heads": "attention heads must be divisible by tp (heads {heads})",
+    "heads": "attention heads must be divisible by tp (heads {heads}: tp {heads_tp})",
     "kv_heads": "KV heads must divide tp or be divisible by it (kv_heads {kv_heads})",
-    "experts": "experts must be divisible by ep (experts {experts})",
+    "experts": "experts must be divisible by ep (experts {experts}: ep {experts_ep})",
     "moe_width": "the expert FFN width must be divisible by moe_tp (width {moe_width})",
     "layers": "pp must not exceed the layer count (layers {layers})",
     "scale_up": "a tensor-parallel group must fit in one scale-up domain (NVLink; PCIe within a server for PCIe cards) of {domain} GPUs",
@@ -174,8 +175,15 @@ def reason_text(model: ModelSpec, gpu: Gpu, code: int) -> str:
     heads, kvh = _attn_dims(model)
     moe = _moe(model)
     dense = [layer.ffn.inter for layer, _ in model.groups if isinstance(layer.ffn, DenseFfn)]
+    head_counts = sorted({int(np.max(h)) for h in heads})
+
+    def sizes(n: int) -> str:  # the sizes that divide n, as the message lists them
+        d = [x for x in range(1, n + 1) if n % x == 0] if n > 0 else [1]
+        return ", ".join(map(str, d[:-1])) + (" or " if len(d) > 1 else "") + str(d[-1])
+
     return MESSAGES[REASONS[code]].format(
-        heads=sorted({int(np.max(h)) for h in heads}), kv_heads=sorted({int(np.max(k)) for k in kvh}), experts=moe.experts if moe else 0,
+        heads=head_counts, heads_tp=sizes(math.gcd(*head_counts) if head_counts else 1), experts_ep=sizes(moe.experts if moe else 1),
+        kv_heads=sorted({int(np.max(k)) for k in kvh}), experts=moe.experts if moe else 0,
         moe_width=moe.expert_inter if moe else 0, layers=model.num_layers, domain=gpu.scale_up_domain,
         dense_width=sorted(set(dense)))
 
