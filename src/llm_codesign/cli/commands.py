@@ -86,7 +86,7 @@ def models(as_json: bool = typer.Option(False, "--json", help="Emit JSON.")):
     rows = list_models()
     if as_json:
         return _dump(rows)
-    t = _table("Bundled models", "name:t total:n active:n layers:n default_precision:t Hugging_Face_ids:t")
+    t = _table("Bundled models", "name:k total:n active:n layers:n default_precision:t Hugging_Face_ids:t")  # names whole: copied
     for m in rows:
         if m.get("error"):
             t.add_row(m["name"], "-", "-", "-", "[red]unsupported[/red]", ", ".join(m["hf_ids"][:2]))
@@ -196,9 +196,10 @@ def estimate(
                  ("largest batch that fits", r["max_batch"] if r["fits"] else f"[yellow]{r['max_batch']}: {r['over_capacity']}[/yellow]"),
                  ("memory per GPU", f"weights {mem['weights_gb']:.1f} GB, KV {mem['kv_gb']:.1f} GB"
                   + (f", recurrent state {mem['state_gb']:.1f} GB" if mem["state_gb"] else "")
-                  # the driver's capacity, which the fit uses, beside the data sheet's (H200: 150.8 GB usable, sold as 141 GB)
-                  + f", free {mem['free_gb']:.1f} GB of {mem['capacity_gb']:.1f} GB usable ({dep.gpu.hbm_bytes / 1e9:.0f} GB HBM "
-                    "on the data sheet)"),
+                  # the driver's capacity, which the fit uses, in GB and GiB: the data sheet's figure is the GiB one (H200:
+                  # 150.8 GB = 140.4 GiB usable, sold as 141 GB)
+                  + f", free {mem['free_gb']:.1f} GB of {mem['capacity_gb']:.1f} GB usable ({mem['capacity_gb'] / 1.073741824:.1f} GiB; "
+                    f"{dep.gpu.hbm_bytes / 1e9:.0f} GB on the data sheet)"),
                  ("decode step bound by", r["decode_bound"]), ("prefill bound by", r["prefill_bound"])):
         t.add_row(k, str(v))
     if "spec" in r:
