@@ -214,7 +214,7 @@ def design(
                f"proxy loss against {ref['name']}'s, +- its 1-sigma band (the terms the two differ in); x: a term extrapolated "
                f"beyond its studied range. envelope: in, or the bound it breaks most and by what factor ("
                + ("searched inside it" if env["applied"] else "--outside-envelope") + f"). {short}: the regime's objective at its best "
-               "deployment; gain % over the baseline. lint: errors and warnings.")
+               "deployment; gain % over the baseline (else the reference) at the same SLO. lint: errors and warnings.")
     for j, d in enumerate(r["designs"], 1):
         s = d["shape"]
         shape = f"h{s['hidden']} L{s['layers']} H{s['heads']}/{s['kv_heads']} " + (

@@ -612,13 +612,14 @@ def _result(cand, obj, *, best, evaluated, plan, inst, gpu, cal, prec, slo, base
     bplan, bbatch = best
     base = None
     bq = float(ref.terms["loss"])
+    # the gain is over the baseline, else over the reference shape (the nearest published model) at the same SLO
+    base_v, bp, bb, _ = objective(baseline if baseline is not None else ref.model, gpu, cal, prec, plan, inst=inst, slo=slo, engine=engine)
+    at = {"objective": float(base_v[0]) if np.isfinite(base_v[0]) else None, "deployment": _dep(plan, inst, int(bp[0]), int(bb[0]))}
     if baseline is not None:
-        base_v, bp, bb, _ = objective(baseline, gpu, cal, prec, plan, inst=inst, slo=slo, engine=engine)
         base = {"name": baseline.name, "total_params": int(baseline.total_params), "active_params": int(baseline.active_params),
-                "quality_proxy": bq, "objective": float(base_v[0]) if np.isfinite(base_v[0]) else None,
-                "deployment": _dep(plan, inst, int(bp[0]), int(bb[0]))}
+                "quality_proxy": bq, **at}
     rank = np.argsort(-obj, kind="stable")[:top]
-    bo = base["objective"] if base and base["objective"] else None
+    bo = at["objective"] or None
     f = shape_arrays(cand)
     designs = []
     for i in rank:
@@ -643,7 +644,7 @@ def _result(cand, obj, *, best, evaluated, plan, inst, gpu, cal, prec, slo, base
     return {"regime": slo.regime, "objective": obj_name, "constraint": {cons: slo.min_tps_user if cons == "min_tps_user" else slo.min_tps_gpu},
             "isl_osl": slo.lengths(), "gpu": gpu.id, "num_gpus": num_gpus, "precision": prec.label(), "params": params,
             "candidates": int(len(obj)), "evaluated": int(evaluated), "seconds": time.perf_counter() - t0,
-            "baseline": base, "reference": ref.to_dict(), "designs": designs}
+            "baseline": base, "reference": ref.to_dict() | ({} if base else at), "designs": designs}
 
 
 def design_nsga2(params: float, gpu: Gpu, cal: Calibration, num_gpus: int, slo: Slo, *, baseline: ModelSpec | None = None,
