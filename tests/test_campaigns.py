@@ -66,3 +66,18 @@ def test_the_silicon_samples_harness_follows_aiconfigurators_workflow():
     s = campaigns.settings({**row, "isl": "3000"})
     assert (s["max_num_tokens"], s["max_prefill_tokens"]) == (4500, 4500)
     assert campaigns.settings({**row, "isl": ""})["max_num_tokens"] is None
+
+
+def test_the_silicon_samples_older_vllm_builds_fuse_no_all_reduce_with_its_norm():
+    # the sample's builds (backend_version) and dates: Llama-3.1-70B's and gpt-oss-120b's runs on vLLM 0.11 and 0.15.1,
+    # Kimi-K2.5's INT4 ones on 0.15.1, its B300 TP4 EP4 ones on 0.17.0 (SM100 only); the others' 0.17.0-0.19.0 fuse
+    row = {"source": "aiconfigurator-core-0.12.0-silicon-sample:x", "backend": "vllm", "gpu": "b200", "isl": "1024", "osl": "1024",
+           "weight_dtype": "nvfp4", "ep": "1"}
+    old = {"meta-llama/Llama-3.1-70B", "openai/gpt-oss-120b"}
+    for model in (*old, "MiniMaxAI/MiniMax-M2.5", "moonshotai/Kimi-K2.5"):
+        assert campaigns.settings({**row, "model": model}).get("ar_norm_fusion") is (False if model in old else None)
+    kimi = {**row, "model": "moonshotai/Kimi-K2.5"}
+    assert campaigns.settings({**kimi, "weight_dtype": "int4_wo"})["ar_norm_fusion"] is False
+    assert campaigns.settings({**kimi, "gpu": "b300", "ep": "4"})["ar_norm_fusion"] is False
+    assert "ar_norm_fusion" not in campaigns.settings({**kimi, "gpu": "b300"})
+    assert "ar_norm_fusion" not in campaigns.settings({**row, "model": "openai/gpt-oss-120b", "backend": "sglang"})

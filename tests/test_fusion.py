@@ -63,11 +63,45 @@ def test_norms_fold_into_the_all_reduce_where_the_engine_fuses_them(b200, cal):
     assert trt.ar_norm_fused("LlamaForCausalLM", adp=1, nbytes=np.array([1e6, 9e6]), n=8, family="blackwell").tolist() == [True, False]
     assert trt.ar_norm_fused("LlamaForCausalLM", adp=1, nbytes=1e6, n=4, family="ada").tolist() is False
     assert vllm.ar_norm_fused("LlamaForCausalLM", adp=1, nbytes=1e6, n=8, family="cdna3").tolist() is False
-    assert vllm.ar_norm_fused("LlamaForCausalLM", adp=1, nbytes=1e6, n=8, family="hopper").tolist() is True
+    assert vllm.ar_norm_fused("LlamaForCausalLM", adp=1, nbytes=4e5, n=8, family="hopper").tolist() is True
     # the kernel tables (no engine) fuse nothing: TP8's two norm kernels launch outside the all-reduce
     assert _elementwise(llama, b200, cal, tp8, "sglang") == pytest.approx(
         next(float(o.time) for o in forward_ops(llama, b200, cal, Precision.of("fp8"), tp8.broadcast(), b=Batch(dec_seqs=16, dec_ctx=1024))
              if o.role == "elementwise"), rel=1e-9)
+
+
+def test_vllm_fuses_its_all_reduce_and_norm_as_its_0_19_default_does(b200, cal):
+    vllm = get_engine("vllm")
+    # FlashInfer's fusion pass takes inputs up to 64 / 32 / 1 MiB at 2 / 4 / 8 SM100 GPUs (0.5 MiB at 8 on SM90), none
+    # at 6 GPUs, and none with data parallelism (config/vllm.py enable_allreduce_rms_fusion@0.19.0)
+    mib = 2.0**20
+    fused = vllm.ar_norm_fused("LlamaForCausalLM", adp=1, nbytes=np.array([1.0, 1.01, 32.0, 33.0, 64.0, 1.0]) * mib,
+                               n=np.array([8, 8, 4, 4, 2, 6]), family="blackwell")
+    assert fused.tolist() == [True, False, True, False, True, False]
+    assert vllm.ar_norm_fused("LlamaForCausalLM", adp=np.array([1, 2]), nbytes=1e5, n=4, family="blackwell").tolist() == [True, False]
+    assert vllm.ar_norm_fused("LlamaForCausalLM", adp=1, nbytes=0.6 * mib, n=8, family="hopper").tolist() is False
+    # TP8 Llama-3.1-70B: 64 tokens of 8,192 BF16 values fit the 1 MiB, 65 do not, where its two norm kernels return
+    llama, tp8 = get_model("llama-3.1-70b"), Plan(tp=8).broadcast()
+
+    def norms(b):
+        ops = forward_ops(llama, b200, cal, Precision.of("fp8"), tp8, b=Batch(dec_seqs=b, dec_ctx=1024), engine=vllm)
+        return next(o for o in ops if o.role == "elementwise").kernels
+
+    assert (norms(64), norms(65)) == (cal.elementwise_kernels_per_layer - 2, cal.elementwise_kernels_per_layer)
+
+
+def test_a_build_without_a_fusion_is_one_engine_under_the_same_name(b200, cal):
+    vllm = get_engine("vllm")
+    old = vllm.without("ar_norm")
+    assert old is vllm.without("ar_norm") and old is not vllm and old.name == "vllm"
+    assert old.fusions == ("act_quant",) and vllm.without("hop_b") is vllm  # a fusion it never made: itself
+    assert old.ar_norm_fused("LlamaForCausalLM", adp=1, nbytes=1e5, n=8, family="blackwell").tolist() is False
+    # TP8 Llama-3.1-70B, 16 sequences: the two add + RMSNorm kernels launch again, 80 layers a step
+    llama, tp8 = get_model("llama-3.1-70b"), Plan(tp=8)
+    ops = {e: sum(float(o.total_time) for o in forward_ops(llama, b200, cal, Precision.of("fp8"), tp8.broadcast(),
+                                                           b=Batch(dec_seqs=16, dec_ctx=1024), engine=e) if o.role == "elementwise")
+           for e in (vllm, old)}
+    assert ops[old] - ops[vllm] == pytest.approx(80 * 2 * cal.kernel_overhead_s, rel=1e-6)
 
 
 def test_attention_output_and_block_scaled_quantisation(b200, cal):

@@ -231,3 +231,20 @@ def test_a_ragged_serving_line_is_listed_not_a_crash(tmp_path):
     preds, unmodeled = predict_serving(read_rows(s))
     assert unmodeled == [{"row": 0, "source": "a", "reason": "line 2: 4 fields where the header has 13 (no backend)"}]
     assert preds[1]["ttft_ms"] > 0
+
+
+def test_a_run_on_a_build_without_the_all_reduce_norm_fusion_pays_its_norm_kernels():
+    # the same TP8 Llama-3.1-70B run, once under a model name the silicon sample's 2025-10 vLLM runs (0.11: no all-reduce +
+    # RMSNorm fusion, campaigns.toml) carry, once under an alias of it no campaign entry names (0.19.0's default: fused at
+    # 4 x 8,192 BF16 values): every decode step launches the two add + RMSNorm kernels of each of its 80 layers again,
+    # nearly all of TPOT at 8,192 output tokens a request
+    from llm_codesign.cost.calibration import calibration_for
+    from llm_codesign.spec.hardware import get_gpu
+
+    row = {"source": "aiconfigurator-core-0.12.0-silicon-sample:x", "model": "meta-llama/Llama-3.1-70B", "gpu": "b200", "num_gpus": "8",
+           "backend": "vllm", "weight_dtype": "fp8", "kv_dtype": "", "isl": "1024", "osl": "8192", "concurrency": "4", "tp": "8", "pp": "1",
+           "ep": "1", "moe_tp": "8", "attention_dp": "1", "ttft_ms": "90", "tpot_ms": "6.5"}
+    (old, new), unmodeled = predict_serving([row, {**row, "model": "meta-llama/Llama-3.1-70B-Instruct"}])
+    assert not unmodeled
+    step = 80 * 2 * calibration_for(get_gpu("b200")).kernel_overhead_s
+    assert (old["tpot_ms"] - new["tpot_ms"]) / 1e3 == pytest.approx(step, rel=0.02)

@@ -143,7 +143,10 @@ def _grouped(rows: list[dict], profile, cal_override, problem) -> tuple[list[tup
         except (InputError, KeyError, ValueError) as e:
             unmodeled.append({"row": i, "source": r.get("source", ""), "reason": str(e)})
             continue
-        arrival = campaigns.settings(r)["arrival"]  # rows priced together share their arrival pattern
+        sets = campaigns.settings(r)
+        arrival = sets["arrival"]  # rows priced together share their arrival pattern
+        if sets.get("ar_norm_fusion") is False:  # a build of the engine that fuses no all-reduce with its norm
+            engine = engine.without("ar_norm")
         groups.setdefault((model.name, gpu.id, prec, engine, spec, id(cal), arrival),
                           ((model, gpu, prec, engine, spec, cal), []))[1].append(i)
     return list(groups.values()), unmodeled

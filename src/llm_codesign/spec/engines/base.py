@@ -16,7 +16,8 @@ numpy is imported inside the methods: the CLI lists the registry in its help wit
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from functools import cache
 from typing import ClassVar
 
 from llm_codesign.errors import InputError
@@ -177,6 +178,12 @@ class Engine(ABC):
         """Whether its step makes one of the fusions (`fusions`)."""
         return fusion in self.fusions
 
+    def without(self, fusion: str) -> "Engine":
+        """This engine as a build whose step does not make `fusion` (a measured run's older release, where
+        data/measurements/campaigns.toml says so): the same name and fitted costs, one object per engine and
+        fusion, so that rows priced together stay together."""
+        return _without(self, fusion) if self.fuses(fusion) else self
+
     def _fusable_allreduce(self, nbytes, n, family: str):
         """Where its own all-reduce kernel can carry the residual add + RMSNorm (FUSION_FAMILIES)."""
         return self.own_allreduce(nbytes, n, family) & (family in FUSION_FAMILIES)
@@ -283,6 +290,11 @@ class EngineCosts:
         if not self.engine.holds_adp_requests:
             return self.ttft_wait_steps + 0.0 * adp
         return self.ttft_wait_steps + np.where((adp > 1) & busy, self.adp_wait_steps, 0.0)
+
+
+@cache
+def _without(engine: Engine, fusion: str) -> Engine:
+    return replace(engine, fusions=tuple(f for f in engine.fusions if f != fusion))
 
 
 ENGINES: dict[str, Engine] = {}  # name -> engine, in the order registered

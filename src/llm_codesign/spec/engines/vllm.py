@@ -14,6 +14,11 @@ from llm_codesign.spec.engines.base import CDNA_FAMILIES, GIB, PCIE_FAMILIES, En
 CUSTOM_AR_SIZES = (2, 4, 6, 8)
 CUSTOM_AR_MAX_BYTES = 8.0 * 2.0**20
 TRTLLM_DECODE_TOKENS = 256  # its FlashInfer backend takes trtllm-gen decode kernels up to this many decode tokens
+# The largest all-reduce input (MiB) its FlashInfer all-reduce + RMSNorm fusion pass takes, per world size, on SM90 and
+# SM100 (vllm/compilation/passes/fusion/allreduce_rms_fusion.py:54-70 FI_ALLREDUCE_FUSION_MAX_SIZE_MB@0.19.0; the pass
+# applies only to compiled ranges of at most that many tokens, is_applicable_for_range, :852-856). SM103 (B300) takes
+# 2 MiB at 8 GPUs and 64 at 4; a GPU family does not tell them apart, so Blackwell is priced at SM100's
+FI_AR_NORM_MAX_MIB = {"hopper": {2: 64.0, 4: 2.0, 8: 0.5}, "blackwell": {2: 64.0, 4: 32.0, 8: 1.0}}
 
 
 def custom_allreduce(nbytes, n, family: str):
@@ -54,6 +59,22 @@ class VLLMEngine(Engine):
 
     def own_allreduce(self, nbytes, n, family: str):
         return custom_allreduce(nbytes, n, family)
+
+    def ar_norm_fused(self, architecture: str, *, adp, nbytes, n, family: str):
+        """Where its -O2 default fuses a layer's all-reduce with the residual add + RMSNorm (FlashInfer's kernel,
+        fuse_allreduce_rms = enable_allreduce_rms_fusion, config/vllm.py:116-135,208@0.19.0): tensor parallelism on
+        Hopper or Blackwell without data parallelism ("tp-dp combination broken", vllm issue #34458) over 2, 4 or 8
+        GPUs, for inputs up to FI_AR_NORM_MAX_MIB; elsewhere the norms run as kernels of their own. Read in 0.19.0,
+        the campaigns' newest: 0.15.1 fuses at no level (config/vllm.py:105-160@0.15.1), 0.17.0 on SM100 and SM90
+        only (is_device_capability(100), config/vllm.py:113-132@0.17.0), neither told apart here."""
+        import numpy as np
+
+        if not self.fuses("ar_norm"):
+            return super().ar_norm_fused(architecture, adp=adp, nbytes=nbytes, n=n, family=family)
+        limit = FI_AR_NORM_MAX_MIB.get(family, {})
+        n = np.asarray(n, float)
+        cap = np.select([n == k for k in limit], [v * 2.0**20 for v in limit.values()], 0.0) if limit else 0.0
+        return (np.asarray(nbytes, float) <= cap) & (np.asarray(adp) <= 1) & (n > 1)
 
     def attention_time_factor(self, family: str, kind: str, phase: str, *, kv_fp8: bool, dec_tokens=None):
         """As listed (attention_kernels), but GQA decode on Blackwell with a BF16 KV cache runs trtllm-gen
@@ -102,7 +123,7 @@ VLLM = register_engine(VLLMEngine(
     reserve=(0.0, 0.0),
     # its default -O2: fuse_norm_quant and fuse_act_quant (vllm/config/vllm.py), but not fuse_attn_quant,
     # off by default, so its output projection keeps a quantise kernel; fuse_allreduce_rms (FlashInfer,
-    # TP > 1)
+    # TP > 1, without DP, up to a size: ar_norm_fused)
     fusions=("act_quant", "ar_norm"),
     # Blackwell: GQA prefill and FP8-KV decode on FlashInfer's trtllm-gen kernels (1.0); BF16-KV decode on
     # them only up to TRTLLM_DECODE_TOKENS decode tokens, FlashInfer's own kernels beyond, 1.3 (range
