@@ -273,7 +273,7 @@ class _EdgeGroup(TyperGroup):
 
 
 app = typer.Typer(cls=_EdgeGroup, add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
-                  help="Hardware-aware co-design of LLMs: roofline, estimate, pareto, lint, validate.")
+                  help="Hardware-aware co-design of LLMs: each deployment's throughput, interactivity and accuracy, the frontier, shape lint and design, validated against measurements.")
 
 
 def _print_version(value: bool) -> None:
@@ -287,7 +287,7 @@ def _print_version(value: bool) -> None:
 @app.callback()
 def _root(version: bool = typer.Option(False, "--version", callback=_print_version, is_eager=True,
                                        help="Print the installed version and exit.")) -> None:
-    """Hardware-aware co-design of LLMs: roofline, estimate, pareto, lint, validate."""
+    """Hardware-aware co-design of LLMs: each deployment's throughput, interactivity and accuracy, the frontier, shape lint and design, validated against measurements."""
 
 
 def _fail(msg: str) -> None:

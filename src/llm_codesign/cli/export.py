@@ -91,9 +91,10 @@ def export(
     decode_instances: int = typer.Option(1, "--decode-instances", min=1, max=1 << 16),
     calibration: Optional[str] = O_CAL, as_json: bool = typer.Option(False, "--json", help="Print the deployment and the predicted figures."),
 ):
-    """The engine's launch configuration for a deployment (the same flags as `estimate`); without --concurrency,
-    the frontier point with the most tok/s/GPU that meets the SLO, at the checkpoint's precision unless
-    --weight-dtype/--kv-dtype name another."""
+    """The engine's launch configuration for a deployment, stated as `estimate` takes it.
+
+    Without --concurrency, the frontier point with the most tok/s/GPU that meets the SLO, at the checkpoint's
+    precision unless --weight-dtype/--kv-dtype name another."""
     from llm_codesign.explore.export import dynamo_workers, engine_spec, export_config, export_dynamo, exportable
 
     if backend not in exportable():
@@ -252,8 +253,10 @@ def import_(
     acceptance_rates: Optional[str] = O_RATES,
     calibration: Optional[str] = O_CAL, as_json: bool = typer.Option(False, "--json"),
 ):
-    """The deployment an engine configuration starts (an export, or the engine's own command line or YAML),
-    priced as `estimate` prices it; options the model does not hold are listed as ignored."""
+    """The deployment an engine configuration starts, priced as `estimate` prices it.
+
+    The configuration: an export, or the engine's own command line or YAML; options the model does not hold are
+    listed as ignored."""
     from llm_codesign.explore.export import HEADER, _meta, read_config
 
     try:
