@@ -14,12 +14,13 @@ from llm_codesign.spec.engines import Engine
 from llm_codesign.spec.hardware import Gpu
 
 
-def decode_work_items(tokens, kv_heads, q_heads, cal: Calibration, kv_fp8: bool):
+def decode_work_items(tokens, kv_heads, q_heads, cal: Calibration, kv_fp8):
     """Work items of a decode-attention kernel: per KV head, its query group in slices of up to
     `attn_decode_group_*` heads (1: one query head per item as in masked multi-head attention;
-    large: the whole group in one tensor-core tile, as TensorRT-LLM's XQA does for GQA/MQA).
-    Groups wider than `attn_decode_max_group` fall back to one item per query head."""
-    g = cal.attn_decode_group_fp8 if kv_fp8 else cal.attn_decode_group_bf16
+    large: the whole group in one tensor-core tile, as TensorRT-LLM's XQA does for GQA/MQA), the cache
+    dtype's (`kv_fp8`: a bool or one per element). Groups wider than `attn_decode_max_group` fall back to one
+    item per query head."""
+    g = np.where(kv_fp8, cal.attn_decode_group_fp8, cal.attn_decode_group_bf16)
     kv = np.asarray(kv_heads, float)
     group = np.asarray(q_heads, float) / np.maximum(kv, 1.0)
     per_kv = np.where(group > cal.attn_decode_max_group, group, np.ceil(group / g - 1e-9))

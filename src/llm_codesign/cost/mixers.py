@@ -230,8 +230,7 @@ class GqaDecode:
         if not np.all(fa3):
             fp8 = np.asarray(self.kv_fp8, bool) & gpu.supports("fp8")
             # the query group in slices as wide as the cache dtype's (each row's own, in the tables)
-            xqa = [cost.decode_work_items(self.tokens, self.kv_heads, self.heads, cal, kv_fp8=f) for f in ((True, False) if fp8.ndim else (bool(fp8),))]
-            xqa = np.where(fp8, *xqa) if fp8.ndim else xqa[0]
+            xqa = cost.decode_work_items(self.tokens, self.kv_heads, self.heads, cal, kv_fp8=fp8)
             items = xqa if items is None else np.where(fa3, items, xqa)
         fp8_math = cost.decode_fp8_math(gpu, self.kv_fp8, self.group, self.head_dim, cal, trtllm=self.trtllm)
         return mmha, read, items, fp8_math
