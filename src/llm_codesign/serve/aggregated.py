@@ -289,8 +289,7 @@ def evaluate(model: ModelSpec, at: Serving, *, cal: Calibration, concurrency, is
     tp, pp, ep, moe_tp, adp, kvp = (np.asarray(x, float) for x in plan.arrays())
     gpus = tp * adp * kvp * pp
     C = np.asarray(concurrency, float)
-    isl = np.asarray(isl, float)
-    osl = np.asarray(osl, float)
+    isl, osl = np.asarray(isl, float), np.asarray(osl, float)
     # whole tokens: an engine caches whole blocks, and a fraction of a token would quantise as a whole tile row
     cached = np.floor(isl * np.asarray(prefix_hit, float) + 1e-9)
     new = isl - cached  # prompt tokens each request prefills
@@ -300,7 +299,8 @@ def evaluate(model: ModelSpec, at: Serving, *, cal: Calibration, concurrency, is
     mem, cap, c_rank, running, admitted = _running(model, gpu, prec, sh, C, adp=adp, engine=engine, lengths=(isl, osl), mnt=mnt, flags=flags,
                                                    kv_budget=kv_budget, usable_fraction=usable_fraction, spec=spec, draft_len=k)
     time_share = admitted / np.maximum(running, 1.0)
-    r = _Rank(isl, osl, new, cached, mnt, np.minimum(new, mnt), running, pp, np.asarray(at.cpp) | (running >= pp))
+    pmnt = prompt_budget(mnt, new, engine=engine, flags=fl)  # the prompt tokens a step takes
+    r = _Rank(isl, osl, new, cached, pmnt, np.minimum(new, pmnt), running, pp, np.asarray(at.cpp) | (running >= pp))
     wave_tok, t_wave_step, pf_span = _prefill_wave(model, gpu, prec, sh, r=r, costs=costs)
     # decode phase: every sequence of the micro-batch generates (k+1 verified tokens per step)
     t_stage, t_draft, ops = decode_step(model, gpu, prec, sh, costs=costs, b=running / pp, ctx=isl + osl / 2.0, k=k, spec=spec)
@@ -336,6 +336,20 @@ def evaluate(model: ModelSpec, at: Serving, *, cal: Calibration, concurrency, is
     if with_ops:
         res |= _phase_parts(model, gpu, prec, sh, costs=costs, r=r, steps=(wave_tok, t_wave_step, t_stage, t_draft, ops), share=pf_span / life)
     return res
+
+
+def prompt_budget(mnt, new, *, engine: Engine, flags: SchedulerFlags = DEFAULT_FLAGS):
+    """The prompt tokens one step takes under a step budget of `mnt` (per attention-DP rank) for prompts of `new` tokens:
+    the whole budget where the engine splits prompts into chunks (Engine.chunks_prefill, or the run's chunked_prefill
+    flag), else the whole prompts that fit it, floor(mnt / new) x new: TensorRT-LLM without chunked prefill schedules a
+    context request whole or stops, so a 2,524-token budget takes two 1,024-token prompts, not 2.46, and a 9,692-token
+    one a single 8,192-token prompt. A prompt longer than the budget runs only chunked (TensorRT-LLM refuses it
+    otherwise), so it is priced so."""
+    chunks = engine.chunks_prefill if flags.chunked_prefill is None else np.asarray(flags.chunked_prefill, bool)
+    mnt = np.asarray(mnt, float)
+    new = np.asarray(new, float)
+    whole = np.floor(mnt / np.maximum(new, 1.0)) * new
+    return np.where(chunks | (whole < np.maximum(new, 1.0)), mnt, whole)
 
 
 def stage_ranks(sh: Plan):
