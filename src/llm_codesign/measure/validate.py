@@ -238,7 +238,8 @@ def bench_limits(model, gpu, prec, a: dict, oi, *, isl, osl, sub: list[dict]) ->
     stages: the model's running batch counts every micro-batch in flight), max_num_tokens, and the SchedulerFlags that hold the running batch
     to it with the KV fraction the pages ran (trtllm_bench.KV_FRACTION). The v0.17 tables ran the TensorRT
     engine flow (`trtllm-bench build`), which builds the estimate as it is and chunks prompts; v0.20 and v1.0 the
-    PyTorch flow, whose chunked prefill is off (whole prompts a step: serve.aggregated.prompt_budget). The running batch is still what the KV cache holds where that is less."""
+    PyTorch flow, whose chunked prefill is off (whole prompts a step: serve.aggregated.prompt_budget). The running
+    batch is still what the KV cache holds where that is less."""
     engine_flow = np.array(["tensorrt engine backend" in (r.get("source") or "").lower() for r in sub])
     # --tp counts the attention-DP ranks too (its TP group runs attention data-parallel: enable_attention_dp)
     tool_tp = a["tp"][oi] * a["attention_dp"][oi]
