@@ -111,18 +111,18 @@ def _eager_prefill_step_s(m, gpu, cal, backend, batch):
     return float(np.ravel(step_time(ops))[0]) + c.step_overhead(backend) + (c.eager_launch(backend) - e.pdl_share(gpu.family) * c.pdl_credit_s) * n
 
 
-def _cohort_case(h100, *, share=0.0, rounds=None, engine="trtllm", mixed=None):
-    """llama-3.1-8b on one H100, 16 identical requests of 1024 + 256 tokens, a 4096-token step budget, the front end
-    10 ms per request and no wait steps or host cost per sequence: the tiny case the cohort tests derive by hand."""
+def _cohort_case(h100, *, share=0.0, rounds=None, engine="trtllm", mixed=None, mnt=4096, chunked=None):
+    """llama-3.1-8b on one H100, 16 identical requests of 1024 + 256 tokens, a 4096-token step budget (`mnt`), the front
+    end 10 ms per request and no wait steps or host cost per sequence: the tiny case the cohort tests derive by hand."""
     from llm_codesign.spec.harness import SchedulerFlags
 
     m = get_model("llama-3.1-8b")
     cal = replace(calibration_for(h100), prefill_queue_fraction=((engine, share),), ttft_overhead_s=((engine, 0.01),),
                   ttft_wait_steps=((engine, 0.0),), seq_overhead_s=((engine, 0.0),))
     plan = Plan(*(np.array([v]) for v in (1, 1, 1, 1, 1, 1)))
-    kw = {} if rounds is None and mixed is None else {"flags": SchedulerFlags(**({"rounds": rounds} if rounds else {}),
-                                                                              **({"mixed_chunk": mixed} if mixed is not None else {}))}
-    r = evaluate(m, Serving(gpu=h100, prec=m.default_precision, plan=plan, engine=get_engine(engine), max_num_tokens=4096),
+    set_ = {k: v for k, v in (("rounds", rounds), ("mixed_chunk", mixed), ("chunked_prefill", chunked)) if v is not None}
+    kw = {"flags": SchedulerFlags(**set_)} if set_ else {}
+    r = evaluate(m, Serving(gpu=h100, prec=m.default_precision, plan=plan, engine=get_engine(engine), max_num_tokens=mnt),
                  cal=cal, concurrency=16.0, isl=1024.0, osl=256.0, arrival="waves", **kw)
     return m, cal, r
 
@@ -145,6 +145,32 @@ def test_waves_first_wave_is_a_burst_of_one_round_in_twenty(h100):
     t_wave = _eager_prefill_step_s(m, h100, cal, "trtllm", Batch(pf_tokens=4096.0, pf_seqs=4.0, pf_ctx=0.0))
     steady = _cohort_case(h100)[2]["prefill_step_s"].item()
     assert r["ttft_s"].item() == pytest.approx(0.95 * steady + 0.05 * 2.625 * t_wave + 2.8 * 0.01, rel=1e-9)
+
+
+def test_trtllm_steps_take_whole_prompts_only(h100):
+    # TensorRT-LLM without chunked prefill (its default) schedules a prompt whole or not at all: a 2560-token budget takes
+    # two 1024-token prompts a step, so the cohorts are 2 and a request's first token comes after one step of 2048 prompt
+    # tokens beside the other 14 requests' decodes, and (2 + 1) / 2 front-end turns; chunked, 2.5 prompts a step: one
+    # step of 2560 tokens beside 13.5 decodes, (2.5 + 1) / 2 turns
+    from llm_codesign.serve.aggregated import prefill_step, prompt_budget
+    from llm_codesign.spec.harness import SchedulerFlags
+
+    trt = get_engine("trtllm")
+    assert not trt.chunks_prefill and get_engine("vllm").chunks_prefill and get_engine("sglang").chunks_prefill
+    # two 1k prompts in the clean sample's ISL + 1500 budget, one 8k prompt in its 9692; a prompt past the budget is chunked
+    budgets = prompt_budget(np.array([2524.0, 9692.0, 4096.0]), np.array([1024.0, 8192.0, 8192.0]), engine=trt)
+    assert budgets.tolist() == [2048.0, 8192.0, 4096.0]
+    assert prompt_budget(2524.0, 1024.0, engine=trt, flags=SchedulerFlags(chunked_prefill=True)) == 2524.0
+    assert prompt_budget(2524.0, 1024.0, engine=get_engine("vllm")) == 2524.0
+    m, cal, whole = _cohort_case(h100, mnt=2560)
+    chunked = _cohort_case(h100, mnt=2560, chunked=True)[2]
+    costs, sh = get_engine("trtllm").costs(cal), Plan(*(np.array([v]) for v in (1, 1, 1, 1, 1, 1))).broadcast()
+    step = lambda tokens, dec: prefill_step(m, h100, m.default_precision, sh, costs=costs, tokens=tokens, isl=1024.0,  # noqa: E731
+                                            chunk=1024.0, dec_seqs=dec, dec_ctx=1024.0 + 128.0).item()
+    assert whole["prefill_step_s"].item() == pytest.approx(step(2048.0, 14.0), rel=1e-12)
+    assert whole["ttft_s"].item() == pytest.approx(step(2048.0, 14.0) + 1.5 * 0.01, rel=1e-9)
+    assert chunked["prefill_step_s"].item() == pytest.approx(step(2560.0, 13.5), rel=1e-12)
+    assert chunked["ttft_s"].item() == pytest.approx(step(2560.0, 13.5) + 1.75 * 0.01, rel=1e-9)
 
 
 def test_waves_rebunching_share_adds_the_rest_of_the_wave(h100):

@@ -17,7 +17,7 @@ FLAG_COLUMNS = ("arrival", *FLAG_NAMES)
 # a campaign's settings no row column overrides: how its disaggregated prefill instances spread requests over their
 # attention-DP ranks (serve.disagg.PREFILL_ROUTINGS), where the campaign names it
 CAMPAIGN_KEYS = ("prefill_routing",)
-_BOOL = ("ignore_eos", "mixed_chunk")
+_BOOL = ("ignore_eos", "mixed_chunk", "chunked_prefill")
 _TRUE, _FALSE = ("true", "1", "yes"), ("false", "0", "no")
 
 
@@ -94,13 +94,13 @@ def problem(r: dict, line: int) -> str | None:
 
 def group_flags(sets: list[dict], engine) -> SchedulerFlags | None:
     """SchedulerFlags over a group's rows of one engine (arrays, one value per row; a flag no row sets
-    keeps its default, mixed_chunk the engine's own), or None where no row sets any."""
+    keeps its default, mixed_chunk and chunked_prefill the engine's own), or None where no row sets any."""
     kw = {}
     default = SchedulerFlags()
     for name in FLAG_NAMES:
         vals = [s.get(name) for s in sets]
         if all(v is None for v in vals):
             continue
-        d = engine.mixes_prefill if name == "mixed_chunk" else getattr(default, name)
+        d = {"mixed_chunk": engine.mixes_prefill, "chunked_prefill": engine.chunks_prefill}.get(name, getattr(default, name))
         kw[name] = np.array([d if v is None else v for v in vals], bool if name in _BOOL else float)
     return SchedulerFlags(**kw) if kw else None

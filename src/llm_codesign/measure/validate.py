@@ -240,14 +240,16 @@ def bench_limits(model, gpu, prec, a: dict, oi, *, isl, osl, sub: list[dict]) ->
     attention-DP rank (max_batch_size, which each rank's scheduler applies, per pipeline micro-batch, times the
     stages: the model's running batch counts every micro-batch in flight), max_num_tokens, and the SchedulerFlags that hold the running batch
     to it with the KV fraction the pages ran (trtllm_bench.KV_FRACTION). The v0.17 tables ran the TensorRT
-    engine flow (`trtllm-bench build`), which builds the estimate as it is; v0.20 and v1.0 the PyTorch flow,
-    whose chunked prefill is off. The running batch is still what the KV cache holds where that is less."""
+    engine flow (`trtllm-bench build`), which builds the estimate as it is and chunks prompts; v0.20 and v1.0 the
+    PyTorch flow, whose chunked prefill is off (whole prompts a step: serve.aggregated.prompt_budget). The running
+    batch is still what the KV cache holds where that is less."""
     engine_flow = np.array(["tensorrt engine backend" in (r.get("source") or "").lower() for r in sub])
     # --tp counts the attention-DP ranks too (its TP group runs attention data-parallel: enable_attention_dp)
     tool_tp = a["tp"][oi] * a["attention_dp"][oi]
     bs, tokens = trtllm_bench.settings(model, gpu, prec, tp=tool_tp, pp=a["pp"][oi], isl=isl, osl=osl, chunked_prefill=engine_flow)
     per_rank = bs * a["pp"][oi]
-    flags = SchedulerFlags(max_running_requests=per_rank[:, None], kv_fraction=np.full((len(oi), 1), trtllm_bench.KV_FRACTION))
+    flags = SchedulerFlags(max_running_requests=per_rank[:, None], kv_fraction=np.full((len(oi), 1), trtllm_bench.KV_FRACTION),
+                           chunked_prefill=engine_flow[:, None])
     return per_rank, tokens, flags
 
 

@@ -298,13 +298,13 @@ def evaluate(model: ModelSpec, at: Serving, *, cal: Calibration, concurrency, is
     mem, cap, c_rank, running, admitted = _running(model, gpu, prec, sh, C, adp=adp, engine=engine, lengths=(isl, osl), mnt=mnt, flags=flags,
                                                    kv_budget=kv_budget, usable_fraction=usable_fraction, spec=spec, draft_len=k)
     time_share = admitted / np.maximum(running, 1.0)
-    r = _Rank(isl, osl, new, cached, mnt, np.minimum(new, mnt), running, pp, np.asarray(at.cpp) | (running >= pp))
+    pmnt = prompt_budget(mnt, new, engine=engine, flags=fl)  # the prompt tokens a step takes
+    r = _Rank(isl, osl, new, cached, pmnt, np.minimum(new, pmnt), running, pp, np.asarray(at.cpp) | (running >= pp))
     wave_tok, t_wave_step, pf_span = _prefill_wave(model, gpu, prec, sh, r=r, costs=costs)
     # decode phase: every sequence of the micro-batch generates (k+1 verified tokens per step)
     t_stage, t_draft, ops = decode_step(model, gpu, prec, sh, costs=costs, b=running / pp, ctx=isl + osl / 2.0, k=k, spec=spec)
     t_stage = t_stage + _eager_decode(ops, running / pp, fl, costs, stage_ranks(sh))
-    ops = ops if with_ops else None  # a search's chunk: the decode step's operators need not outlive their price
-    t_iter = pp * t_stage
+    ops, t_iter = ops if with_ops else None, pp * t_stage  # a search's chunk: the step's operators need not outlive their price
     q, t_pf_stage, ttft, tpot, life = _request_times(model, gpu, prec, sh, r=r, costs=costs, harness=(arrival, fl, engine),
                                                   steps=(t_stage, acc, time_share), wave=(wave_tok, t_wave_step, pf_span))
     # requests beyond what the engine admits wait for whole waves
@@ -344,6 +344,20 @@ def _slot_cycle(ttft, tpot, osl):
     measured rows keep it within 3%): the first token's waits and the other requests' prefills in its decode steps
     (TPOT) take their share, where the wave's life counts only its prefill span and decode steps."""
     return ttft + np.maximum(osl - 1.0, 0.0) * tpot
+
+
+def prompt_budget(mnt, new, *, engine: Engine, flags: SchedulerFlags = DEFAULT_FLAGS):
+    """The prompt tokens one step takes under a step budget of `mnt` (per attention-DP rank) for prompts of `new` tokens:
+    the whole budget where the engine splits prompts into chunks (Engine.chunks_prefill, or the run's chunked_prefill
+    flag), else the whole prompts that fit it, floor(mnt / new) x new: TensorRT-LLM without chunked prefill schedules a
+    context request whole or stops, so a 2,524-token budget takes two 1,024-token prompts, not 2.46, and a 9,692-token
+    one a single 8,192-token prompt. A prompt longer than the budget runs only chunked (TensorRT-LLM refuses it
+    otherwise), so it is priced so."""
+    chunks = engine.chunks_prefill if flags.chunked_prefill is None else np.asarray(flags.chunked_prefill, bool)
+    mnt = np.asarray(mnt, float)
+    new = np.asarray(new, float)
+    whole = np.floor(mnt / np.maximum(new, 1.0)) * new
+    return np.where(chunks | (whole < np.maximum(new, 1.0)), mnt, whole)
 
 
 def stage_ranks(sh: Plan):

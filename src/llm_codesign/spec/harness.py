@@ -58,6 +58,8 @@ class SchedulerFlags:
       SGLang's admission (Engine.admits_past_cache).
     - mixed_chunk: whether prefill chunks share steps with decodes (SGLang --enable-mixed-chunk);
       None: the engine's default (Engine.mixes_prefill).
+    - chunked_prefill: whether a prompt past the step's budget is split into chunks (TensorRT-LLM
+      enable_chunked_prefill); None: the engine's default (Engine.chunks_prefill).
     - kv_fraction: the fraction of the engine's KV budget (Engine.kv_budget: SGLang --mem-fraction-static,
       vLLM --gpu-memory-utilization, TensorRT-LLM free_gpu_memory_fraction); NaN: the engine's own.
     - rounds: requests each concurrency slot sends in the timed run ("waves": aiperf --num-requests over
@@ -69,6 +71,7 @@ class SchedulerFlags:
     recv_interval: object = 1.0
     ignore_eos: object = False
     mixed_chunk: object = None
+    chunked_prefill: object = None
     kv_fraction: object = float("nan")
     rounds: object = float("inf")
 

@@ -25,6 +25,13 @@ class TensorRTLLMEngine(Engine):
     # attention-DP balancing (attention_dp_config enable_balance) holds context requests only while every rank has
     # a generation request: PyExecutor._balance_adp_requests schedules them at once when one has none
     adp_hold_needs_every_rank_decoding = True
+    # whole prompts only: enable_chunked_prefill is off by default (TorchLlmArgs), and with it off
+    # MicroBatchScheduler::operator() schedules a context request whole or stops scheduling at it
+    # (cpp/tensorrt_llm/batch_manager/microBatchScheduler.cpp, read in the code index: not mirrored here).
+    # aiconfigurator's templates keep the default (ai-dynamo/aiconfigurator@095f58a5 generator/config/backend_templates/
+    # trtllm/extra_engine_args.*.yaml.j2: `enable_chunked_prefill: {{ enable_chunked_prefill | default(false) }}`), and
+    # InferenceX's DeepSeek-R1 scripts do not set it (SemiAnalysisAI/InferenceX@843c6254 benchmarks/single_node/fixed_seq_len/)
+    chunks_prefill = False
     # decodes in the step budget (Engine.budget_batch): MicroBatchScheduler::operator() takes the active requests in
     # order, a generation request costing its beam width + draft tokens, and stops at the first that would pass
     # max_num_tokens, skipping those in flight in another micro-batch (NVIDIA/TensorRT-LLM@0a949d31
