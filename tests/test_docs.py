@@ -120,7 +120,7 @@ def test_rerun_docs_checks_and_rewrites_a_page(tmp_path):
 def test_rerun_docs_refuses_unchecked_output_and_a_failing_command(tmp_path):
     page = tmp_path / "page.md"
     page.write_text("```bash\nllm-codesign --version\n```\n\n```text\nllm-codesign 0.1\n```\n\n"
-                    "```console\n$ llm-codesign estimate no-such-model --gpu h100\n```\n")
+                    "```console\n$ llm-codesign estimate no-such-model --gpu h100\n```\n\n```console\nno command\n```\n")
     before = page.read_text()
     r = _rerun_docs(str(page), cwd=tmp_path)
     assert r.returncode == 1 and page.read_text() == before  # nothing written
@@ -128,6 +128,7 @@ def test_rerun_docs_refuses_unchecked_output_and_a_failing_command(tmp_path):
     assert problems[0] == ("page.md: a ```text block follows a ```bash block (line 5): output nothing checks; show it as a "
                            "```console block")
     assert problems[1].startswith("page.md: `llm-codesign estimate no-such-model --gpu h100` exits 2:\n")
+    assert problems[-1].strip() == "page.md: a console block starts with output, not a `$ ` command: 'no command'"
 
 
 def test_api_reference_lists_every_module():

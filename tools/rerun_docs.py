@@ -93,8 +93,13 @@ def rerun(page: Path) -> tuple[str, list[str], list[str]]:
                 return block[0]
             if kind != "console":
                 return block[0]
+            try:
+                steps = _steps(body)
+            except ValueError as e:
+                failed.append(f"{name}: {e}")
+                return block[0]
             out = []
-            for cmd, shown in _steps(body):
+            for cmd, shown in steps:
                 r = _shell(cmd, work, env)
                 if r.returncode:
                     failed.append(f"{name}: `{cmd}` exits {r.returncode}:\n{r.stderr[-3000:]}")
