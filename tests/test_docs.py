@@ -3,9 +3,7 @@ example output is the CLI's, its test command is the one CI runs, and nothing re
 import ast
 import importlib
 import json
-import os
 import re
-import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -52,29 +50,6 @@ def test_readme_estimate_output_is_the_clis():
     assert shown_value("output tokens/s per GPU") == f"{d['output_tok_s_per_gpu']:.1f}"
 
 
-README_COLUMNS = 100  # the width the README's console examples are printed at
-
-
-def test_readme_console_examples_are_the_clis_output(tmp_path):
-    # every ```console block, command by command in one folder (an import reads what an export wrote), equals what
-    # the CLI prints now at README_COLUMNS, line for line (trailing blanks aside)
-    blocks = re.findall(r"^```console\n(.*?)^```", README, re.M | re.S)
-    assert len(blocks) >= 2
-    env = {**os.environ, "COLUMNS": str(README_COLUMNS)}
-    for block in blocks:
-        steps = re.split(r"^\$ ", block, flags=re.M)[1:]
-        for step in steps:
-            cmd, shown = step.split("\n", 1)
-            args = shlex.split(cmd)
-            assert args[0] == "llm-codesign", cmd
-            r = subprocess.run([sys.executable, "-m", "llm_codesign.cli", *args[1:]], capture_output=True, text=True, env=env,
-                               cwd=tmp_path, timeout=300)
-            assert r.returncode == 0, (cmd, r.stderr)
-            printed = [line.rstrip() for line in r.stdout.rstrip("\n").splitlines()]
-            assert printed == [line.rstrip() for line in shown.rstrip("\n").splitlines()], (
-                f"README.md shows other output for `{cmd}`; at COLUMNS={README_COLUMNS} it prints:\n" + "\n".join(printed))
-
-
 def _doc_pages():
     return [ROOT / "docs" / "tutorial.md", *sorted((ROOT / "docs" / "howto").glob("*.md"))]
 
@@ -87,24 +62,73 @@ def test_every_howto_is_in_the_nav_and_routed_from_the_index():
     assert [p for p in pages if p not in nav] == [] and [p for p in pages if f"({p}" not in index] == []
 
 
-@pytest.mark.parametrize("page", [p.name for p in _doc_pages()])
-def test_doc_commands_run(page, tmp_path):
-    # each page's ```bash blocks, in order, as one script in a fresh folder: every command exits 0 on the bundled data
-    # (blocks that need a GPU, a server or the network are fenced ```sh and shown only)
-    path = next(p for p in _doc_pages() if p.name == page)
-    blocks = re.findall(r"^```bash\n(.*?)^```", path.read_text(), re.M | re.S)
-    assert blocks, f"{page} shows no command to run"
-    shims = tmp_path / "bin"
-    shims.mkdir()
-    for name, argv in (("llm-codesign", f'"{sys.executable}" -m llm_codesign.cli'), ("python3", f'"{sys.executable}"')):
-        (shims / name).write_text(f'#!/bin/sh\nexec {argv} "$@"\n')
-        (shims / name).chmod(0o755)
-    work = tmp_path / "work"
-    work.mkdir()
-    env = {**os.environ, "PATH": f"{shims}{os.pathsep}{os.environ['PATH']}", "COLUMNS": "100", "MPLBACKEND": "Agg"}
-    script = "set -e\nset -o pipefail\nset -x\n" + "\n".join(blocks)
-    r = subprocess.run(["bash", "-c", script], capture_output=True, text=True, env=env, cwd=work, timeout=600)
-    assert r.returncode == 0, f"{page}: a command failed (exit {r.returncode}):\n{r.stderr[-3000:]}"
+DOC_EXAMPLES = [p.relative_to(ROOT).as_posix() for p in (ROOT / "README.md", *_doc_pages())]
+
+
+def _rerun_docs(*args, cwd=ROOT):
+    return subprocess.run([sys.executable, str(ROOT / "tools" / "rerun_docs.py"), *args], capture_output=True, text=True,
+                          cwd=cwd, timeout=600)
+
+
+@pytest.mark.parametrize("page", DOC_EXAMPLES)
+def test_doc_examples_run_and_show_what_the_cli_prints(page):
+    # each page's blocks in order in one fresh folder (tools/rerun_docs.py): every ```bash block exits 0 on the bundled
+    # data, and every ```console command prints, at COLUMNS=100, the output the page shows beneath it
+    r = _rerun_docs("--check", page)
+    assert r.returncode == 0, r.stdout[-6000:] + r.stderr[-3000:] + "\n(regenerate: python tools/rerun_docs.py)"
+
+
+STALE_PAGE = """Run it:
+
+```bash
+echo hello > a.txt
+```
+
+```console
+$ cat a.txt
+stale
+$ python3 - <<'EOF'
+print("from a heredoc")
+EOF
+$ echo "  (9 deployments in 0.52 s)" \\
+    "done"
+  (9 deployments in 0.07 s) done
+```
+
+```sh
+llm-codesign serve
+```
+"""
+
+
+def test_rerun_docs_checks_and_rewrites_a_page(tmp_path):
+    page = tmp_path / "page.md"
+    page.write_text(STALE_PAGE)
+    r = _rerun_docs("--check", str(page), cwd=tmp_path)
+    # `cat` shows stale output and the heredoc's is missing; a search's own timing is no answer, and ```sh is not run
+    assert r.returncode == 1 and page.read_text() == STALE_PAGE
+    assert r.stdout.rstrip("\n").split("\n\n") == [
+        "page.md: `cat a.txt` prints other output at COLUMNS=100:\n--- shown\n+++ printed\n@@ -1 +1 @@\n-stale\n+hello",
+        "page.md: `python3 - <<'EOF'\nprint(\"from a heredoc\")\nEOF` prints other output at COLUMNS=100:\n"
+        "--- shown\n+++ printed\n@@ -0,0 +1 @@\n+from a heredoc"]
+    assert _rerun_docs(str(page), cwd=tmp_path).returncode == 0
+    assert page.read_text() == STALE_PAGE.replace("stale", "hello").replace("EOF\n$ echo", "EOF\nfrom a heredoc\n$ echo").replace(
+        "in 0.07 s) done", "in 0.52 s) done")
+    assert _rerun_docs("--check", str(page), cwd=tmp_path).returncode == 0
+
+
+def test_rerun_docs_refuses_unchecked_output_and_a_failing_command(tmp_path):
+    page = tmp_path / "page.md"
+    page.write_text("```bash\nllm-codesign --version\n```\n\n```text\nllm-codesign 0.1\n```\n\n"
+                    "```console\n$ llm-codesign estimate no-such-model --gpu h100\n```\n\n```console\nno command\n```\n")
+    before = page.read_text()
+    r = _rerun_docs(str(page), cwd=tmp_path)
+    assert r.returncode == 1 and page.read_text() == before  # nothing written
+    problems = r.stderr.split("\n\n")
+    assert problems[0] == ("page.md: a ```text block follows a ```bash block (line 5): output nothing checks; show it as a "
+                           "```console block")
+    assert problems[1].startswith("page.md: `llm-codesign estimate no-such-model --gpu h100` exits 2:\n")
+    assert problems[-1].strip() == "page.md: a console block starts with output, not a `$ ` command: 'no command'"
 
 
 def test_api_reference_lists_every_module():
