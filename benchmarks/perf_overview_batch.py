@@ -59,7 +59,7 @@ def _group(objs: tuple, sub: list[dict], preds: list[dict]) -> list[dict]:
 
     def run(g, conc, fl):
         return evaluate(model, Serving(gpu=g, prec=prec, plan=plan, engine=engine, spec=spec, max_num_tokens=tokens[:, None]), cal=cal,
-                        concurrency=conc, isl=isl[:, None], osl=osl[:, None], flags=fl, arrival=OFFLINE_ARRIVAL)
+                        concurrency=conc, isl=isl[:, None], osl=osl[:, None], flags=fl, arrival=OFFLINE_ARRIVAL, offline=True)
 
     # the batch the prediction runs: validate's grid and the tool's own limit, the best that fits
     grid = np.concatenate([V.BATCH_GRID[None, :] * adp, (per_rank * a["attention_dp"])[:, None]], axis=1)

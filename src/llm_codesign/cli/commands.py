@@ -161,6 +161,7 @@ def estimate(
 ):
     """What one deployment delivers: TTFT, TPOT, tok/s/user, tok/s/GPU, memory, bottlenecks."""
     from llm_codesign.api import estimate as run
+    from llm_codesign.spec.engines.base import GIB
     from llm_codesign.spec.plan import Workload
 
     m = _model(model)
@@ -198,7 +199,7 @@ def estimate(
                   + (f", recurrent state {mem['state_gb']:.1f} GB" if mem["state_gb"] else "")
                   # the driver's capacity, which the fit uses, in GB and GiB: the data sheet's figure is the GiB one (H200:
                   # 150.8 GB = 140.4 GiB usable, sold as 141 GB)
-                  + f", free {mem['free_gb']:.1f} GB of {mem['capacity_gb']:.1f} GB usable ({mem['capacity_gb'] / 1.073741824:.1f} GiB; "
+                  + f", free {mem['free_gb']:.1f} GB of {mem['capacity_gb']:.1f} GB usable ({mem['capacity_gb'] * 1e9 / GIB:.1f} GiB; "
                     f"{dep.gpu.hbm_bytes / 1e9:.0f} GB on the data sheet)"),
                  ("decode step bound by", r["decode_bound"]), ("prefill bound by", r["prefill_bound"])):
         t.add_row(k, str(v))

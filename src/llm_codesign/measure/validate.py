@@ -226,7 +226,7 @@ def _offline_best(objs: tuple, a: dict, *, out: dict, offline, lengths, sub: lis
         # the tool's own limit is one of the loads tried: the grid steps 7% apart
         grid = np.concatenate([grid, (per_rank * a["attention_dp"][oi])[:, None]], axis=1)
     g = evaluate(model, Serving(gpu=gpu, prec=prec, plan=op, engine=engine, spec=spec, max_num_tokens=mnt[oi, None]), cal=cal,
-                 concurrency=grid, isl=isl[oi, None], osl=osl[oi, None], flags=flags, arrival=OFFLINE_ARRIVAL)
+                 concurrency=grid, isl=isl[oi, None], osl=osl[oi, None], flags=flags, arrival=OFFLINE_ARRIVAL, offline=True)
     thr = np.where(g["fits"], g["output_tok_s_per_gpu"], -1.0)
     best = np.argmax(thr, axis=1)[:, None]
     out["ttft_ms"][oi] = np.take_along_axis(np.broadcast_to(g["ttft_s"], thr.shape), best, 1)[:, 0] * 1e3

@@ -277,11 +277,13 @@ class Serving:
 
 
 def evaluate(model: ModelSpec, at: Serving, *, cal: Calibration, concurrency, isl, osl, usable_fraction: float | None = None,
-             with_ops: bool = False, prefix_hit=0.0, arrival: str = DEFAULT_ARRIVAL, flags: SchedulerFlags | None = None) -> dict:
+             with_ops: bool = False, prefix_hit=0.0, arrival: str = DEFAULT_ARRIVAL, flags: SchedulerFlags | None = None,
+             offline: bool = False) -> dict:
     """Metrics for every deployment in the broadcast of `at`'s arrays, concurrency (requests in flight over
     all its GPUs), ISL/OSL and k; the engine's fitted costs read from `cal` once (Engine.costs). `prefix_hit`:
     the share of each prompt in the prefix cache, not prefilled (each sequence still holds its whole ISL of KV
-    cache). `arrival`: how requests reach the engine (spec.harness.ARRIVALS); `flags`: a run's scheduler flags."""
+    cache). `arrival`: how requests reach the engine (spec.harness.ARRIVALS); `flags`: a run's scheduler flags; `offline`:
+    every request queued at once (no front end, throughput over the batch's life), else a closed loop of C slots."""
     gpu, prec, plan, engine, spec = at.gpu, at.prec, at.plan, at.engine, at.spec
     sh = plan.broadcast()
     fl = DEFAULT_FLAGS if flags is None else flags
@@ -318,7 +320,7 @@ def evaluate(model: ModelSpec, at: Serving, *, cal: Calibration, concurrency, is
     # workers skip it, ai-dynamo 0.9.0 dynamo/sglang/args.py:525-534, and it does not grow with the prompt; what it stands
     # for is open, docs/modelling-notes.md#sglang-request-cost: 4,096 one-token requests together wait 123 s on a B200)
     ttft = ttft + costs.ttft_overhead * (q + 1.0) / 2.0 + (costs.wait_steps(adp, C) + (np.maximum(fl.recv_interval, 1.0) - 1.0) / 2.0) * t_iter
-    life = _slot_cycle(ttft, tpot, osl) if arrival == "closed_loop" else life
+    life = life if offline or arrival == "burst" else _slot_cycle(ttft, tpot, osl)
     ttft = ttft + waves_ahead * life
     # requests being served across the ranks: all C unless every rank is full (busiest-rank counts
     # over-count when C is not a multiple of adp)
@@ -339,10 +341,12 @@ def evaluate(model: ModelSpec, at: Serving, *, cal: Calibration, concurrency, is
 
 
 def _slot_cycle(ttft, tpot, osl):
-    """A closed loop's request life, what its throughput and a request queued for a slot see: each slot is refilled the
-    moment its request ends, so a slot completes one request per first token and decode (Little's law; InferenceX's
-    measured rows keep it within 3%): the first token's waits and the other requests' prefills in its decode steps
-    (TPOT) take their share, where the wave's life counts only its prefill span and decode steps."""
+    """A closed loop's request life (waves and closed_loop alike), what its throughput and a request queued for a slot
+    see: each slot is refilled the moment its request ends, so a slot completes one request per first token and decode
+    (Little's law; InferenceX's measured rows keep it within 3%): the first token's waits and the other requests'
+    prefills in its decode steps (TPOT) take their share, where the wave's life counts only its prefill span and decode
+    steps. Not a burst's (its slots idle until the wave's last request ends) nor an offline run's (every request queued,
+    no front end: the batch's life)."""
     return ttft + np.maximum(osl - 1.0, 0.0) * tpot
 
 

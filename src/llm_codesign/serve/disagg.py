@@ -34,6 +34,7 @@ from llm_codesign.serve.aggregated import (
     kernels_time,
     prefill_batch,
     prefill_step,
+    prompt_budget,
 )
 from llm_codesign.spec.engines import EngineCosts
 from llm_codesign.spec.hardware import Gpu
@@ -81,7 +82,9 @@ def prefill_pool(model: ModelSpec, gpu: Gpu, prec: Precision, plan: Plan, *, cos
     t_step = prefill_step(model, gpu, prec, sh, costs=costs, tokens=chunk, isl=isl, chunk=chunk)
     t_loaded = isl / chunk * pp * t_step
     t_alone = t_loaded - isl / chunk * pp * _lone_prompt_credit(model, gpu, prec, sh, costs=costs, chunk=chunk, isl=isl, adp=adp)
-    full = np.maximum(mnt, chunk)  # a full step: the budget, or one whole chunk if larger
+    # a full step: the prompt tokens the budget takes (whole prompts where the engine does not chunk, prompt_budget), or one
+    # whole chunk if larger
+    full = np.maximum(prompt_budget(mnt, isl, engine=costs.engine), chunk)
     per_inst = adp * full / isl / prefill_step(model, gpu, prec, sh, costs=costs, tokens=full, isl=isl, chunk=chunk)
     mem = memory.fit(model, gpu, prec, sh, isl, osl=0.0, max_num_tokens=mnt, usable_fraction=fraction, osl_occupancy=0.0, budget=budget,
                      max_seqs=costs.engine.max_batch(gpu))

@@ -13,7 +13,7 @@ from llm_codesign.serve.aggregated import binding_resource, engine_budget, op_st
 from llm_codesign.serve.energy import energy
 from llm_codesign.serve.invariants import check_estimate
 from llm_codesign.serve.metrics import BATCH_GRID, decode_operators, evaluate
-from llm_codesign.spec.harness import DEFAULT_ARRIVAL, OFFLINE_ARRIVAL
+from llm_codesign.spec.harness import DEFAULT_ARRIVAL
 from llm_codesign.spec.model import ModelSpec
 from llm_codesign.spec.plan import Deployment, Workload, check_step_budget, reason_text, validity
 from llm_codesign.spec.precision import executable
@@ -125,7 +125,7 @@ class Estimate:
             out["intervals"] = self.intervals
         if w.prefix_hit:
             out["prefix_hit"] = w.prefix_hit
-        if w.arrival != (OFFLINE_ARRIVAL if w.concurrency is None else DEFAULT_ARRIVAL):  # one the user asked for
+        if w.arrival != DEFAULT_ARRIVAL:  # one the user asked for
             out["arrival"] = w.arrival
         if self.cost is not None:
             out["cost"] = self.cost
@@ -185,8 +185,6 @@ def estimate(model: ModelSpec, dep: Deployment, workload: Workload, *, calibrati
     check(model, dep)
     model.check_context(workload.isl, workload.osl)
     cal, isl, osl = calibration, workload.isl, workload.osl
-    if workload.concurrency is None:  # the offline maximum throughput's harness
-        workload = replace(workload, arrival=OFFLINE_ARRIVAL)
     adp = int(np.asarray(dep.plan.adp))
     grid = BATCH_GRID * adp
     r = evaluate(model, dep, workload, calibration=cal, concurrency=grid)

@@ -10,7 +10,6 @@ from llm_codesign.cost.calibration import Calibration, calibration_for
 from llm_codesign.serve.aggregated import Serving
 from llm_codesign.serve.aggregated import evaluate as _evaluate
 from llm_codesign.serve.invariants import check_metrics
-from llm_codesign.spec.harness import OFFLINE_ARRIVAL
 from llm_codesign.spec.model import ModelSpec
 from llm_codesign.spec.plan import Deployment, Workload
 
@@ -63,8 +62,8 @@ def evaluate(model: ModelSpec, deployment: Deployment, workload: Workload, *, ca
     dep = deployment
     cal = calibration if isinstance(calibration, Calibration) else calibration_for(dep.gpu, calibration)
     conc = workload.concurrency if concurrency is None else concurrency
-    arrival = OFFLINE_ARRIVAL if conc is None else workload.arrival
-    kw = dict(cal=cal, isl=workload.isl, osl=workload.osl, prefix_hit=workload.prefix_hit, arrival=arrival)
+    kw = dict(cal=cal, isl=workload.isl, osl=workload.osl, prefix_hit=workload.prefix_hit, arrival=workload.arrival,
+              offline=workload.concurrency is None)
     if conc is None:
         grid = BATCH_GRID * int(np.asarray(dep.plan.adp))
         r = _evaluate(model, Serving.of(dep), concurrency=grid, **kw)
@@ -81,4 +80,5 @@ def decode_operators(model: ModelSpec, deployment: Deployment, workload: Workloa
     """The operators of the decode step the metrics at `concurrency` time (per GPU, the in-step
     calibration, draft and verify included): what a breakdown or a bottleneck is read from."""
     return _evaluate(model, Serving.of(deployment), cal=calibration, concurrency=np.asarray(concurrency, dtype=np.int64), isl=workload.isl,
-                     osl=workload.osl, with_ops=True, prefix_hit=workload.prefix_hit, arrival=workload.arrival)["ops"]
+                     osl=workload.osl, with_ops=True, prefix_hit=workload.prefix_hit, arrival=workload.arrival,
+                     offline=workload.concurrency is None)["ops"]

@@ -171,6 +171,10 @@ def validity(model: ModelSpec, gpu: Gpu, plan: Plan, num_gpus) -> np.ndarray:
     return reason
 
 
+def divisors(n: int) -> list[int]:
+    return [d for d in range(1, n + 1) if n % d == 0]
+
+
 def reason_text(model: ModelSpec, gpu: Gpu, code: int) -> str:
     heads, kvh = _attn_dims(model)
     moe = _moe(model)
@@ -178,7 +182,7 @@ def reason_text(model: ModelSpec, gpu: Gpu, code: int) -> str:
     head_counts = sorted({int(np.max(h)) for h in heads})
 
     def sizes(n: int) -> str:  # the sizes that divide n, as the message lists them
-        d = [x for x in range(1, n + 1) if n % x == 0] if n > 0 else [1]
+        d = divisors(n) or [1]
         return ", ".join(map(str, d[:-1])) + (" or " if len(d) > 1 else "") + str(d[-1])
 
     return MESSAGES[REASONS[code]].format(
