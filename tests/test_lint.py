@@ -161,7 +161,8 @@ def test_pipeline_cost_is_the_estimates_difference_from_the_nearest_regular_dept
     # the same layers), estimate 0.3% (against 64 layers). Now both are estimate's: the 61 layers (stages 15/15/16/15)
     # against 60 (3 dense + 57 MoE, 15 per stage) at TP8 PP4 EP8, per layer since the depths differ: the 16th layer
     # of a 15-layer stage is +6.7% step for +1.7% layers (+4.9% per layer), less the LM head and hand-offs that do not
-    # grow with depth: 2.95% (2.91% before issue 39's decode split-KV and the cohorts' serving re-fit; 4.0% before the one-request step's sampler on the last stage, the serving re-fit's host
+    # grow with depth: 2.79% since a closed loop's throughput is Little's law (first tokens' waits take their share; 2.95%
+    # before; 2.91% before issue 39's decode split-KV and the cohorts' serving re-fit; 4.0% before the one-request step's sampler on the last stage, the serving re-fit's host
     # step and an eager step's launches paced by the slowest of a stage's 8 ranks, issue 39). 64 layers (16 per stage,
     # as slow as 61's busiest) run 1.7% longer than 61.
     m = get_model("deepseek-r1")
@@ -171,11 +172,11 @@ def test_pipeline_cost_is_the_estimates_difference_from_the_nearest_regular_dept
     plan = Plan(tp=8, pp=4, ep=8, moe_tp=1)
     x61, x60, x64 = (_gpu_ms_per_token(replace(m, groups=(dense, (moe[0], n)), layout=()), "b200", plan) for n in (58, 57, 61))
     assert fs[0].cost_pct == pytest.approx(100 * ((x61 / 61) / (x60 / 60) - 1), abs=0.1)
-    assert fs[0].cost_pct == pytest.approx(2.95, abs=0.01)
+    assert fs[0].cost_pct == pytest.approx(2.79, abs=0.01)
     assert 100 * (x64 / x61 - 1) == pytest.approx(1.73, abs=0.05)
     assert ("at PP4 (stages of 15/15/16/15 layers; TP8 PP4 EP8, 256 requests, 1536/1024 tokens) GPU time per output token "
-            f"{x61:.3f} ms against {x60:.3f} ms with 60 layers: 3.0% more time per layer") in fs[0].message
-    assert fs[0].fix == f"60 layers {x60:.3f} ms (4.5% less time than 61), 64 layers {x64:.3f} ms (1.7% more time than 61) at PP4"
+            f"{x61:.3f} ms against {x60:.3f} ms with 60 layers: 2.8% more time per layer") in fs[0].message
+    assert fs[0].fix == f"60 layers {x60:.3f} ms (4.3% less time than 61), 64 layers {x64:.3f} ms (1.7% more time than 61) at PP4"
 
 
 
@@ -218,11 +219,13 @@ def test_alignment_prices_the_padded_tail_only():
     assert f[0].message.endswith("on B200 alignment beyond 128 does not matter: B200's BF16 tiles run at their full rate from 128 wide (128x128)")
     # 10,752 (1,344 per GPU, 10.5 x 128) pads its last tile: its time over the midpoint of 10,240's and 11,264's (0.24%
     # before the eager rank skew's host cost, which does not grow with the width, diluted it to 0.22%; 0.228% on issue 39's
-    # merged model: the decode split-KV and the serving re-fit)
+    # merged model: the decode split-KV and the serving re-fit). Since a closed loop's throughput is Little's law, the
+    # first tokens' waits (which do not grow with the width) take their share of GPU time per token too, and the tail
+    # no longer shows: -0.009%, priced as no cost (R2 never credits a misalignment)
     f = [f for f in run(shape(10752)) if f.rule == "R2" and f.where == "inter"]
     tail = 100 * (x[10752] / ((x[10240] + x[11264]) / 2) - 1)
-    assert len(f) == 1 and f[0].cost_pct == pytest.approx(tail, abs=1e-6) and f[0].cost_pct == pytest.approx(0.228, abs=0.005)
-    assert f[0].severity == "info" and f[0].fix == "inter 10752 -> 10240 (-1.01B parameters)"  # 512 x 3 x 8192 x 80
+    assert len(f) == 1 and f[0].cost_pct == pytest.approx(max(tail, 0.0), abs=1e-6) and abs(tail) < 0.05
+    assert f[0].severity == "info" and f[0].fix == "nothing to fix"
 
 
 def test_full_rate_tile_width_per_gpu():
@@ -242,19 +245,20 @@ def test_wider_finding_gives_the_speed_gain_and_the_accuracy_cost_with_its_band(
     # wider variant, 60 layers x 9472 with 72 heads (9 per KV head) and FFN 33,024. The proxy: 9 query heads per KV
     # head against 8 cost 0.22 x log2(9/8) = 0.0374 in ln N_eff (x the loss slope 0.0355 = 0.00133 nats), 0.18B
     # fewer parameters 0.00009: +0.00147 nats of 1.8785, +0.078%; the band is the KV term's half-width change
-    # 0.11 x log2(9/8) = 0.0187 x 0.0355 = 0.00066 nats, 0.035%. Speed gain 14.32 -> 15.04% since the eager rank skew:
+    # 0.11 x log2(9/8) = 0.0187 x 0.0355 = 0.00066 nats, 0.035%. Speed gain 14.42% on the re-fit with TensorRT-LLM's
+    # wait documented and whole prompts (15.04 before); 14.32 -> 15.04% since the eager rank skew:
     # the prefill's host cost at TP8 (54 us a launch against 30) is paid per launch, and 60 layers launch fewer
     m = get_model("llama-3.1-70b")
     wide = from_hf_config({**BASE70, "hidden_size": 9472, "num_hidden_layers": 60, "num_attention_heads": 72, "head_dim": 128,
                            "intermediate_size": 33024}, "wide")
     t0, t1 = (float(np.ravel(_estimate(x, "b200", Plan(tp=8), concurrency=1, isl=1024, osl=256)["tpot_s"])[0]) for x in (m, wide))
     f = [f for f in run(m, regime="latency") if f.rule == "R3"][0]
-    assert f.cost_pct == pytest.approx(100 * (t0 / t1 - 1), rel=1e-9) and f.cost_pct == pytest.approx(15.04, abs=0.01)
+    assert f.cost_pct == pytest.approx(100 * (t0 / t1 - 1), rel=1e-9) and f.cost_pct == pytest.approx(14.42, abs=0.01)
     q = f.figures
     assert q["wider_layers"] == 60 and q["wider_hidden"] == 9472 and q["wider_params"] == wide.total_params
     assert q["quality_delta_pct"] == pytest.approx(0.0783, abs=1e-4) and q["quality_band_pct"] == pytest.approx(0.0353, abs=1e-4)
     assert q["extrapolated"] == [] and q["wider_inside_envelope"]
-    assert f.fix.endswith("TPOT 5.55 ms, 15.0% faster, on B200 TP8; accuracy: proxy loss +0.078% +- 0.035%")
+    assert f.fix.endswith("TPOT 5.34 ms, 14.4% faster, on B200 TP8; accuracy: proxy loss +0.078% +- 0.035%")
     # the JSON and SARIF outputs carry the same figures
     d = json.loads(json.dumps(f.to_dict()))
     assert d["figures"]["speed_gain_pct"] == f.cost_pct and d["figures"]["quality_band_pct"] == q["quality_band_pct"]
@@ -265,7 +269,9 @@ def test_wider_finding_gives_the_speed_gain_and_the_accuracy_cost_with_its_band(
 def test_pipeline_cost_of_kinds_stacked_in_blocks_is_against_the_same_layers_balanced():
     # 16 full-attention layers then 16 sliding-window (128) ones: at PP2 the first stage holds every full layer and
     # sets the pace. The regular neighbour is the same 32 layers with 8 of each kind per stage (estimate prices it
-    # through the layout): 7.4% more GPU time per output token at 256 requests, 2,048 tokens of context (6.7% before
+    # through the layout): 6.3% more GPU time per output token at 256 requests, 2,048 tokens of context since a closed
+    # loop's throughput is Little's law (its first tokens' waits, alike on both stages, take their share; 7.4% before,
+    # 6.7% before
     # this session's Hopper decode kernel choice and serving re-fit on its merged model, issue 39; 11.9% before
     # the sampler joined the last stage and the serving re-fit's host step, issue 39; 6.2% before its decode split-KV and
     # key tiles, which the full-attention stage pays and the 128-key windows barely; 6.4% before the serving re-fit on
@@ -279,5 +285,5 @@ def test_pipeline_cost_of_kinds_stacked_in_blocks_is_against_the_same_layers_bal
     assert len(fs) == 1 and fs[0].figures["pp"] == 2 and "but their kinds do not" in fs[0].message
     plan = Plan(tp=8, pp=2)
     x, even = (_gpu_ms_per_token(s, "h100", plan) for s in (m, replace(m, layout=((0,) * 8 + (1,) * 8) * 2)))
-    assert fs[0].cost_pct == pytest.approx(100 * (x / even - 1), abs=1e-9) and fs[0].cost_pct == pytest.approx(7.42, abs=0.05)
+    assert fs[0].cost_pct == pytest.approx(100 * (x / even - 1), abs=1e-9) and fs[0].cost_pct == pytest.approx(6.26, abs=0.05)
     assert fs[0].fix == "keep the layer pattern regular per stage"

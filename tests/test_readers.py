@@ -4,6 +4,7 @@ are one line naming the file and the limit, exit 2 (a 100,000-level config.json 
 RecursionError, exit 1; a BOM was refused in a kernels CSV, a config.json, a GPU TOML, ...)."""
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -123,7 +124,8 @@ def test_a_byte_order_mark_reads_as_the_same_file(tmp_path, reader):
     assert code == 0, err
     (code, marked, err), _ = _run(tmp_path, reader, BOM + text, "bom")
     assert (code, err) == (0, "")
-    assert marked == plain.replace(str(tmp_path / "plain"), str(tmp_path / "bom"))
+    # the paths differ, and a config.json's model is named by its folder (plain, bom) wherever the answer names it
+    assert marked == re.sub(r"\bplain\b", "bom", plain)
 
 
 def test_a_byte_order_mark_keeps_the_first_column_of_a_serving_csv(tmp_path):

@@ -15,8 +15,9 @@ from llm_codesign.spec.harness import ARRIVALS, DEFAULT_ARRIVAL, FLAG_NAMES, Sch
 # optional serving columns beside max_num_tokens: the arrival pattern and SchedulerFlags' fields
 FLAG_COLUMNS = ("arrival", *FLAG_NAMES)
 # a campaign's settings no row column overrides: how its disaggregated prefill instances spread requests over their
-# attention-DP ranks (serve.disagg.PREFILL_ROUTINGS), where the campaign names it
-CAMPAIGN_KEYS = ("prefill_routing",)
+# attention-DP ranks (serve.disagg.PREFILL_ROUTINGS), where the campaign names it; whether its runs are an offline
+# benchmark's (every request queued, throughput over the batch's life: serve.aggregated.evaluate's `offline`)
+CAMPAIGN_KEYS = ("prefill_routing", "offline")
 _BOOL = ("ignore_eos", "mixed_chunk", "chunked_prefill")
 _TRUE, _FALSE = ("true", "1", "yes"), ("false", "0", "no")
 

@@ -147,7 +147,7 @@ def _grouped(rows: list[dict], profile, cal_override, problem) -> tuple[list[tup
         arrival = sets["arrival"]  # rows priced together share their arrival pattern
         if sets.get("ar_norm_fusion") is False:  # a build of the engine that fuses no all-reduce with its norm
             engine = engine.without("ar_norm")
-        groups.setdefault((model.name, gpu.id, prec, engine, spec, id(cal), arrival),
+        groups.setdefault((model.name, gpu.id, prec, engine, spec, id(cal), arrival, bool(sets.get("offline"))),
                           ((model, gpu, prec, engine, spec, cal), []))[1].append(i)
     return list(groups.values()), unmodeled
 
@@ -184,7 +184,7 @@ def predict_serving(rows: list[dict], profile: str | None = None, cal_override=N
         offline = np.isnan(conc)
         sets = [campaigns.settings(r) for r in sub]
         mnt = np.array([s["max_num_tokens"] or engine.step_tokens(gpu) for s in sets], float)
-        harness = {"arrival": sets[0]["arrival"], "flags": campaigns.group_flags(sets, engine)}
+        harness = {"arrival": sets[0]["arrival"], "flags": campaigns.group_flags(sets, engine), "offline": bool(sets[0].get("offline"))}
         # concurrency rows: one vectorised pass; offline rows: best fitting batch over the grid
         c1 = np.where(offline, 1.0, conc)
         res = evaluate(model, Serving(gpu=gpu, prec=prec, plan=plan, engine=engine, spec=spec, max_num_tokens=mnt), cal=cal, concurrency=c1,

@@ -285,8 +285,7 @@ def evaluate(model: ModelSpec, at: Serving, *, cal: Calibration, concurrency, is
     cache). `arrival`: how requests reach the engine (spec.harness.ARRIVALS); `flags`: a run's scheduler flags; `offline`:
     every request queued at once (no front end, throughput over the batch's life), else a closed loop of C slots."""
     gpu, prec, plan, engine, spec = at.gpu, at.prec, at.plan, at.engine, at.spec
-    sh = plan.broadcast()
-    fl = DEFAULT_FLAGS if flags is None else flags
+    sh, fl = plan.broadcast(), DEFAULT_FLAGS if flags is None else flags
     costs = engine.costs(cal)
     tp, pp, ep, moe_tp, adp, kvp = (np.asarray(x, float) for x in plan.arrays())
     gpus = tp * adp * kvp * pp
@@ -322,8 +321,7 @@ def evaluate(model: ModelSpec, at: Serving, *, cal: Calibration, concurrency, is
     ttft = ttft + costs.ttft_overhead * (q + 1.0) / 2.0 + (costs.wait_steps(adp, C) + (np.maximum(fl.recv_interval, 1.0) - 1.0) / 2.0) * t_iter
     life = life if offline or arrival == "burst" else _slot_cycle(ttft, tpot, osl)
     ttft = ttft + waves_ahead * life
-    # requests being served across the ranks: all C unless every rank is full (busiest-rank counts
-    # over-count when C is not a multiple of adp)
+    # requests served over the ranks: all C unless every rank is full (busiest-rank counts over-count where adp does not divide C)
     served = np.minimum(C, admitted * adp)
     out_per_gpu = served * osl / life / gpus
     res = {
