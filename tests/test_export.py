@@ -88,6 +88,11 @@ def test_engine_options_state_the_plan():
     t = yaml.safe_load(export_config(r1, replace(dep, backend="trtllm"), engine="trtllm", concurrency=512))
     assert (t["tensor_parallel_size"], t["enable_attention_dp"], t["moe_expert_parallel_size"], t["max_batch_size"]) == (8, True, 8, 64)
     assert t["speculative_config"] == {"decoding_type": "MTP", "max_draft_len": 2}
+    # TensorRT-LLM's chunked prefill at its default, off (whole prompts a step, as the estimate prices them), on only where
+    # a prompt is longer than the 2,048-token budget (it runs chunked or not at all)
+    assert "enable_chunked_prefill" not in t and t["max_num_tokens"] == 2048
+    long = yaml.safe_load(export_config(r1, replace(dep, backend="trtllm"), engine="trtllm", concurrency=512, extra={"isl": 4096, "osl": 256}))
+    assert long["enable_chunked_prefill"] is True
     s = parsed("sglang", export_config(r1, replace(dep, backend="sglang"), engine="sglang", concurrency=512))
     assert (s["tp-size"], s["attn-dp-size"], s["ep-size"], s["max-running-requests"]) == ("8", "8", "8", "512")
 

@@ -53,6 +53,8 @@ def export_config(model: ModelSpec, dep: Deployment, *, engine: str, concurrency
     if concurrency < 1:
         raise InputError("concurrency", concurrency, "a positive integer")
     opts = x.options(model, dep, concurrency)
+    if engine == "trtllm" and (extra or {}).get("isl", 0) > dep.step_tokens:  # such a prompt runs only chunked (prompt_budget)
+        opts["enable_chunked_prefill"] = True
     head = [_header(model, dep, concurrency=concurrency, replicas=replicas, extra=extra),
             f"# {spec['engine']} {spec['version']} options ({spec['source']})"]
     if dep.precision.weight != model.default_precision.weight and (not x.quantization_option or weight_option(model, dep.precision, engine)

@@ -47,7 +47,8 @@ def trtllm_options(model: ModelSpec, dep: Deployment, concurrency: int) -> dict:
         o["cp_config"] = nested("trtllm", "cp_config", cp_type=engine_spec("trtllm")["context_parallel"]["kvp"])
     o["max_batch_size"] = per_rank(concurrency, adp)
     o["max_num_tokens"] = dep.step_tokens
-    o["enable_chunked_prefill"] = True
+    # chunked prefill left at its default, off: a step takes whole prompts, as the estimate prices them
+    # (serve.aggregated.prompt_budget); export_config turns it on where a prompt is longer than the budget
     o["kv_cache_config"] = nested("trtllm", "kv_cache_config", dtype=kv_option(dep.precision, "trtllm"),
                                   free_gpu_memory_fraction=TRTLLM.kv_budget[1])
     o["cuda_graph_config"] = nested("trtllm", "cuda_graph_config", enable_padding=True, max_batch_size=o["max_batch_size"])
