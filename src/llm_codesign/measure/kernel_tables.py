@@ -261,9 +261,9 @@ def _kv_bytes(name: str) -> float:
 
 
 # The kernel each engine's default backend runs for GQA attention on Hopper, as the per-engine tables name
-# it (Engine.attention_kernels prices it against TensorRT-LLM's; FlashAttention-3's decode by its own rules,
-# cost.mixers.GqaDecode); their other kernels (SGLang's Triton
-# backend, vLLM's FlashAttention-4) are no engine's default there
+# it (FlashAttention-3's, SGLang's and vLLM's, priced by its own rules: decode cost.mixers.GqaDecode, prefill at its
+# own rates, cost.kernels.runs_fa3_prefill; Engine.attention_kernels would price another against TensorRT-LLM's);
+# their other kernels (SGLang's Triton backend, vLLM's FlashAttention-4) are no engine's default there
 ATTENTION_SOURCES = {"trtllm": "torch_flow", "sglang": "fa3", "vllm": "vllm_flash_attn_fa3"}
 
 
@@ -327,6 +327,8 @@ def _prefill(rows, gpu):
     flops = 2.0 * B * H * S * keys * 2 * d
     nbytes = B * S * (KV * 2 * d * kvb + H * 2 * d * 2.0)
     fp8 = np.array([r["kv_cache_dtype"] == "fp8" and gpu.supports("fp8") for r in rows])
+    # the serving step's kernel: per-engine rows (a framework column) run their engine's, the tables' own TensorRT-LLM's
+    fa3 = np.array([cost.runs_fa3_prefill(get_engine(engine_of(r)), gpu) for r in rows])
 
     def price(cal: Calibration):
         out = np.empty(len(rows))
@@ -334,7 +336,7 @@ def _prefill(rows, gpu):
             m = fp8 == flag
             if m.any():
                 t, _, _ = cost.attention_prefill_time(flops[m], nbytes[m], gpu, cal, math=kind, seq_heads=(B * H)[m],
-                                                      keys=keys[m], scores=(B * H * S * keys)[m])
+                                                      keys=keys[m], scores=(B * H * S * keys)[m], fa3=fa3[m])
                 out[m] = t * 1e3
         return out
     return _engine_factor(rows, gpu, "prefill", price, [f"kv {r['kv_cache_dtype']}" for r in rows], kv_fp8=fp8)
