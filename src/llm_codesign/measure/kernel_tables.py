@@ -269,7 +269,8 @@ ATTENTION_SOURCES = {"trtllm": "torch_flow", "sglang": "fa3", "vllm": "vllm_flas
 
 def _engine_factor(rows, gpu, phase: str, price, lab: list[str], *, kv_fp8):
     """`price` (cal -> ms per row) with each per-engine row's time scaled by its engine's attention kernel
-    against TensorRT-LLM's (Engine.attention_time_factor), and the labels by engine; a kernel that is not
+    against TensorRT-LLM's (Engine.attention_time_factor), and the labels by engine, and by kernel family where
+    the row is priced as FlashAttention-3's ("fa3": runs_fa3_decode, runs_fa3_prefill); a kernel that is not
     the engine's default is not priced. Rows without a `framework` column are the tables' own."""
     if not rows or "framework" not in rows[0]:
         return price, lab
@@ -279,9 +280,10 @@ def _engine_factor(rows, gpu, phase: str, price, lab: list[str], *, kv_fp8):
         if ATTENTION_SOURCES.get(engine) != r.get("kernel_source"):
             factor[i], lab[i] = np.nan, f"unmodeled: {engine} attention kernel {r.get('kernel_source')!r} (not its default on {gpu.family})"
             continue
-        factor[i] = float(get_engine(engine).attention_time_factor(gpu.family, "gqa", phase, kv_fp8=bool(kv_fp8[i]),
-                                                                   dec_tokens=float(r["batch_size"])))
-        lab[i] = f"{engine} {lab[i]}"
+        e = get_engine(engine)
+        factor[i] = float(e.attention_time_factor(gpu.family, "gqa", phase, kv_fp8=bool(kv_fp8[i]), dec_tokens=float(r["batch_size"])))
+        fa3 = cost.runs_fa3_prefill(e, gpu) if phase == "prefill" else cost.runs_fa3_decode(e, gpu)
+        lab[i] = f"{engine} {lab[i]}" + (" fa3" if fa3 else "")
     return (lambda cal: price(cal) * factor), lab
 
 
