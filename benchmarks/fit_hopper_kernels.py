@@ -25,10 +25,15 @@ Three fits, each through measure.calibrate (fit_kind / fit_kernels), the code `c
 5. FlashAttention-3's decode on an FP8 cache (attn_decode_bw_eff_fa3_fp8), SGLang's and vLLM's GQA decode on Hopper
    (cost.kernels.runs_fa3_decode), on both engines' FA3 FP8 rows of kernels_hopper/decode_attention.csv.gz (the same
    kernel), with each engine's fit priced on the other's rows out of sample.
+6. FlashAttention-3's prefill (attn_prefill_eff_fa3, attn_prefill_eff_fa3_fp8, attn_prefill_overhead_fa3_s), SGLang's and
+   vLLM's GQA prefill on Hopper (cost.kernels.runs_fa3_prefill), on both engines' FA3 rows of
+   kernels_hopper/prefill_attention.csv.gz, with each engine's fit priced on the other's rows and a fit on half the shapes
+   priced on the other half, out of sample. No earlier fit moves a prefill parameter, so it runs alone too.
 
     python benchmarks/fit_hopper_kernels.py          # figures and the TOML for data/calibration/fitted.toml (~10 min)
     python benchmarks/fit_hopper_kernels.py --moe-only cutlass sglang_triton   # fit 2 alone, on the bundled Hopper
                                                      # profile's tables' three, for the MoE kernel families named
+    python benchmarks/fit_hopper_kernels.py --fa3-prefill-only   # fit 6 alone, from the bundled Hopper profile (seconds)
 """
 from __future__ import annotations
 
@@ -47,6 +52,8 @@ DEEPGEMM = {"gemm_eff_fp8_deepgemm": (0.2, 1.0), "gemm_k_half_fp8_deepgemm": (1.
 CUTLASS_FP8 = {p: b for p, b in PARAMS["gemm"].items() if p.endswith(("_fp8_cutlass", "_fp8_cutlass_s"))}
 # its share of HBM bandwidth on an FP8 cache, the range default.toml states (fitted here only: the kernel tables time no FA3 rows)
 FA3_FP8 = {"attn_decode_bw_eff_fa3_fp8": (0.2, 1.0)}
+# FlashAttention-3's prefill: its matmuls' shares of the BF16 and FP8 peaks and the op's fixed cost, the ranges default.toml states
+FA3_PREFILL = {"attn_prefill_eff_fa3": (0.3, 1.0), "attn_prefill_eff_fa3_fp8": (0.2, 1.0), "attn_prefill_overhead_fa3_s": (1e-6, 1e-4)}
 
 
 def _line(r: dict) -> str:
@@ -58,8 +65,13 @@ def _line(r: dict) -> str:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--moe-only", nargs="+", metavar="FAMILY", help="fit 2 alone for these MoE kernel families (spec.engines.MOE_KERNELS)")
+    ap.add_argument("--fa3-prefill-only", action="store_true", help="fit 6 alone, from the bundled Hopper profile")
     args = ap.parse_args()
     toml: dict[str, list[str]] = {}
+    if args.fa3_prefill_only:
+        hopper = _fa3_prefill(calibration_for(get_gpu("h100_sxm")))
+        print("\nTOML:", "[hopper]", *(f"{p} = {hopper.param(p):.6g}" for p in FA3_PREFILL), sep="\n")
+        return
     if args.moe_only:
         hopper = calibration_for(get_gpu("h100_sxm"))  # the bundled profile's tables' three (fit 1's)
     else:
@@ -130,10 +142,54 @@ def main() -> None:
     print("  ", _line(r))
     toml["hopper"] += [f"{p} = {hopper.param(p):.6g}" for p in FA3_FP8]
 
+    hopper = _fa3_prefill(hopper)
+    toml["hopper"] += [f"{p} = {hopper.param(p):.6g}" for p in FA3_PREFILL]
+
     print("\nTOML:")
     for fam, lines in toml.items():
         print(f"[{fam}]", *lines, sep="\n")
     _moe_toml(hopper, kept)
+
+
+def _fa3_prefill(hopper):
+    """Fit 6: FlashAttention-3's prefill on both engines' FA3 rows, with its out-of-sample checks; `hopper` with the fit."""
+    print("6. FlashAttention-3's prefill (SGLang's and vLLM's FA3 rows of kernels_hopper/prefill_attention.csv.gz)")
+    table = read_csv("hopper/prefill_attention")[1]
+    fa3 = {e: [r for r in table if r["framework"] == e and r["kernel_source"] == ATTENTION_SOURCES[e]] for e in ("sglang", "vllm")}
+
+    def held(cal, rows, what):
+        for kv in ("bfloat16", "fp8"):
+            sub = [r for r in rows if r["kv_cache_dtype"] == kv]
+            s = error_stats(predict("prefill_attention", sub, lambda g: cal)[0], np.array([float(r["latency_ms"]) for r in sub]))
+            print(f"      {what} {kv}: median APE {s['median_ape']:.1f}% (p90 {s['p90_ape']:.1f}, signed {s['signed_median_pe']:+.1f}), "
+                  f"{s['n']} rows")
+
+    def vals(cal):
+        return ", ".join(f"{p} {cal.param(p):.4g}" for p in FA3_PREFILL)
+
+    for e, other in (("sglang", "vllm"), ("vllm", "sglang")):
+        cal, r = fit_kind("prefill_attention", fa3[e], hopper, "hopper", params=FA3_PREFILL)
+        print(f"   {e} alone: {vals(cal)}; {_line(r)}")
+        held(cal, fa3[other], f"{other}'s rows, out of sample,")
+    # half the shapes (every other shape, the engines' rows of one shape together) against the other half
+    both = fa3["sglang"] + fa3["vllm"]
+    shapes = sorted({_shape(r) for r in both})
+    half = set(shapes[::2])
+    for name, fit_on, price_on in (("even", [r for r in both if _shape(r) in half], [r for r in both if _shape(r) not in half]),
+                                   ("odd", [r for r in both if _shape(r) not in half], [r for r in both if _shape(r) in half])):
+        cal, r = fit_kind("prefill_attention", fit_on, hopper, "hopper", params=FA3_PREFILL)
+        print(f"   {name} half of the {len(shapes)} shapes: {vals(cal)}; {_line(r)}")
+        for e in ("sglang", "vllm"):
+            held(cal, [x for x in price_on if x["framework"] == e], f"the other half's {e} rows, out of sample,")
+    hopper, r = fit_kind("prefill_attention", both, hopper, "hopper", params=FA3_PREFILL)
+    print(f"   both: {vals(hopper)}; {_line(r)}")
+    for e in ("sglang", "vllm"):
+        held(hopper, fa3[e], f"{e}'s rows, in sample,")
+    return hopper
+
+
+def _shape(r: dict) -> tuple:
+    return tuple(r[c] for c in ("batch_size", "isl", "num_heads", "num_key_value_heads", "head_dim", "window_size", "kv_cache_dtype"))
 
 
 def _moe_toml(hopper, kept: list[str]) -> None:

@@ -318,9 +318,9 @@ def main() -> None:
     lines += ["H100 per engine and kernel (`data/measurements/kernels_hopper`, `validate --kernels hopper/<table>`): each row priced "
               "in the kernel family it names (GEMM: DeepGEMM's for SGLang's block FP8; MoE: `Engine.moe_kernel`'s families, "
               "fitted on these rows by `benchmarks/fit_hopper_kernels.py`; attention: the engine's default kernel against "
-              "TensorRT-LLM's, `Engine.attention_kernels`, cited, not fitted, but SGLang's and vLLM's GQA decode, priced as "
-              "FlashAttention-3's kernel, its FP8 rate fitted on these rows, `Engine.fa3_decode`). Rows not priced are listed with their reason by "
-              "`validate`.", ""]
+              "TensorRT-LLM's, `Engine.attention_kernels`, cited, not fitted, but SGLang's and vLLM's GQA prefill and decode, priced as "
+              "FlashAttention-3's kernel (`fa3`), its prefill rates and fixed cost and its decode FP8 rate fitted on these rows, "
+              "`Engine.fa3_prefill`, `Engine.fa3_decode`). Rows not priced are listed with their reason by `validate`.", ""]
     for kind in ("gemm", "moe", "prefill_attention", "decode_attention"):
         rep, _, _ = kernel_report(f"hopper/{kind}")
         groups = {"all rows": rep["overall"], **{g.removeprefix("h100_sxm "): v for g, v in rep["by"].items()}}

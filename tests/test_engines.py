@@ -137,7 +137,9 @@ def test_engine_attention_kernels_by_kind(h100):
     assert vllm.attention_time_factor("blackwell", "gqa", "decode", kv_fp8=True, dec_tokens=2048.0) == 1.0
     assert vllm.attention_time_factor("blackwell", "mla", "decode", kv_fp8=True) == 1.15
     assert sglang.attention_time_factor("blackwell", "mla", "decode", kv_fp8=True) == 1.0  # trtllm_mla
-    assert sglang.attention_time_factor("hopper", "gqa", "prefill", kv_fp8=False) == 1.07  # FlashAttention-3
+    # FlashAttention-3: its MLA prefill a cited factor, its GQA prefill its own fitted rates (fa3_prefill; tests/test_kernels.py test_fa3_prefill_*)
+    assert sglang.attention_time_factor("hopper", "mla", "prefill", kv_fp8=False) == 1.07
+    assert sglang.attention_time_factor("hopper", "gqa", "prefill", kv_fp8=False) == 1.0 and sglang.fa3_prefill == ("hopper",)
     # its FA3 MLA decode on Hopper: 1.02x TensorRT-LLM's at the H100 MLA table's shapes with a BF16 cache (was 1.15)
     assert sglang.attention_time_factor("hopper", "mla", "decode", kv_fp8=False) == 1.0
     assert trt.attention_time_factor("hopper", "gqa", "prefill", kv_fp8=False) == 1.0  # the kernel tables' own

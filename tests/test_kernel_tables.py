@@ -112,7 +112,7 @@ def test_per_engine_tables_price_each_row_in_the_kernel_it_names(tmp_path):
     flops, nbytes = 2.0 * 64 * 32 * 4096 * 2 * 128, 64 * 4096 * 8 * 2 * 128 * 2.0 + 64 * 32 * 2 * 128 * 2.0
     want = (max(flops / (h100.peak("bf16") * cal.attn_decode_flops_eff), nbytes / (h100.hbm_bandwidth_bytes_per_s * cal.attn_decode_bw_eff))
             + cal.attn_overhead_s + 64 * 8 * cal.attn_decode_head_s + (1 - 1 / 14) * cal.attn_decode_split_s) * 1e3
-    assert pred[1] == pytest.approx(want, rel=1e-12) and label[1] == "h100 sglang kv bfloat16"
+    assert pred[1] == pytest.approx(want, rel=1e-12) and label[1] == "h100 sglang kv bfloat16 fa3"
     assert np.isnan(pred[2]) and label[2] == "unmodeled: sglang attention kernel 'triton' (not its default on hopper)"
     assert pred[3] == pytest.approx(pred[4])  # a 128-key window over 4,096 cached keys reads what 128 keys do
     pred, label = _priced(tmp_path / "m.csv", MOE_HEAD, "h100_sxm,sglang,sglang_fused_moe_triton,moe,fp8_block,1024,7168,2048,8,256,8,1,balanced,0.5",

@@ -427,3 +427,99 @@ def test_helix_ranks_read_fa3s_local_tile_where_the_window_caps_the_keys():
                     b=Batch(dec_seqs=1.0, dec_ctx=200.0), prefix="layer", parts=("attn",), engine=get_engine("sglang"))
     core = next(o for o in got if o.role == "core_decode")
     assert float(core.work[1]) == 64 * 8 * 2 * 256 * 2.0 + 64 * 512 * 2.0
+
+
+def _prefill_core(gpu, engine, layer, prec=None):
+    """The core_prefill op of one layer's attention in a serving step: 2 sequences of 1,024 new tokens, no cache."""
+    from llm_codesign.cost.calibration import calibration_for
+    from llm_codesign.cost.ops import Batch, layer_ops
+    from llm_codesign.spec.model import ModelSpec
+    from llm_codesign.spec.plan import Plan
+    from llm_codesign.spec.precision import Precision
+
+    m = ModelSpec("toy", hidden=4096, vocab=32000, groups=((layer, 1),))
+    got = layer_ops(m, m.groups[0][0], 1.0, gpu, calibration_for(gpu), prec=prec or Precision.of("bf16"), sh=Plan(),
+                    b=Batch(pf_tokens=2048.0, pf_seqs=2.0), prefix="layer", parts=("attn",), engine=get_engine(engine))
+    return next(o for o in got if o.role == "core_prefill")
+
+
+def _gqa_layer():
+    from llm_codesign.spec.kinds import GQA, DenseFfn
+    from llm_codesign.spec.model import Layer
+
+    return Layer(GQA(heads=32, kv_heads=8, head_dim=128, v_head_dim=128), DenseFfn(inter=14336))
+
+
+@pytest.mark.parametrize("engine", ["sglang", "vllm"])
+def test_fa3_prefill_golden_from_the_fitted_values(tmp_path, engine):
+    # SGLang's and vLLM's GQA prefill on H100 run FlashAttention-3 at its own fitted rates (fitted.toml [hopper], fit 6 of
+    # benchmarks/fit_hopper_kernels.py), with no cost per work item (its persistent tile scheduler). By hand, 2 sequences of
+    # 1,024 tokens, 32 query and 8 KV heads of 128, BF16: 512.5 keys a query (causal), 2 x 2 x 32 x 1,024 x 512.5 x 256
+    # FLOPs at 0.981425 of 989.4 TFLOPS, 2 x 32 x 1,024 x 512.5 exponentials at 2.21696e-13 s, ramped 1 + 578.711 / 512.5;
+    # the bytes (2,048 x (8 + 32) x 256 x 2) stream in 15 us, under the math; plus the fixed 13.2725 us
+    from llm_codesign.cost.calibration import calibration_for
+    from llm_codesign.measure.kernel_tables import predict, read_csv
+
+    h100 = get_gpu("h100")
+    cal = calibration_for(h100)
+    assert (cal.attn_prefill_eff_fa3, cal.attn_prefill_eff_fa3_fp8, cal.attn_prefill_overhead_fa3_s) == (0.981425, 0.546306, 1.32725e-05)
+    flops, scores = 2 * 2 * 32 * 1024 * 512.5 * 256, 2 * 32 * 1024 * 512.5
+    t_c = (flops / (989.4e12 * 0.981425) + scores * 2.21696e-13) * (1 + 578.711 / 512.5)
+    assert 2048 * 40 * 256 * 2 / (3.35e12 * cal.bw_eff) < t_c
+    want = t_c + 1.32725e-05
+    assert want == pytest.approx(6.6834e-05, rel=1e-4)
+    core = _prefill_core(h100, engine, _gqa_layer())
+    assert float(core.time) == pytest.approx(want, rel=1e-12)
+    # the per-engine kernel table's row of the same shape, priced alike
+    p = tmp_path / "p.csv"
+    source = {"sglang": "fa3", "vllm": "vllm_flash_attn_fa3"}[engine]
+    p.write_text("system,framework,kernel_source,batch_size,isl,num_heads,num_key_value_heads,head_dim,window_size,kv_cache_dtype,latency_ms\n"
+                 f"h100_sxm,{engine},{source},2,1024,32,8,128,0,bfloat16,0.07\n")
+    pred, lab = predict(*read_csv(p), calibration_for)
+    assert pred[0] == pytest.approx(want * 1e3, rel=1e-12) and lab == [f"h100 {engine} kv bfloat16 fa3"]
+
+
+@pytest.mark.parametrize("engine", ["trtllm", "sglang", "vllm", "atom"])
+@pytest.mark.parametrize("gpu", ["h100", "h200", "a100", "b200", "mi300x"])
+def test_fa3_prefill_runs_where_the_engine_runs_it(engine, gpu):
+    # the family per engine and GPU: SGLang's fa3 backend and vLLM's FLASH_ATTN on FA3, their Hopper defaults; nowhere else
+    assert cost.runs_fa3_prefill(get_engine(engine), get_gpu(gpu)) == (engine in ("sglang", "vllm") and gpu in ("h100", "h200"))
+    assert not cost.runs_fa3_prefill(None, get_gpu(gpu))  # the kernel tables' own rows
+
+
+def test_fa3_prefill_is_gqa_only_and_no_factor():
+    # GQA prefill on Hopper is priced as FA3's kernel, not TensorRT-LLM's times 1.07; MLA prefill keeps its cited factor
+    # (FA3's MLA path, not what the GQA rows time): SGLang's and vLLM's MLA core is TensorRT-LLM's times 1.07
+    from llm_codesign.spec.kinds import MLA, DenseFfn
+    from llm_codesign.spec.model import Layer
+
+    for e in ("sglang", "vllm"):
+        assert get_engine(e).attention_time_factor("hopper", "gqa", "prefill", kv_fp8=False) == 1.0
+        assert get_engine(e).fa3_prefill == ("hopper",)
+    assert get_engine("trtllm").fa3_prefill == ()
+    h100 = get_gpu("h100")
+    mla = Layer(MLA(heads=16, v_head_dim=128, q_lora_rank=1536, kv_lora_rank=512, rope_dim=64, nope_dim=128), DenseFfn(inter=14336))
+    trt = float(_prefill_core(h100, "trtllm", mla).time)
+    for e in ("sglang", "vllm"):
+        assert float(_prefill_core(h100, e, mla).time) == pytest.approx(1.07 * trt, rel=1e-12)
+
+
+@pytest.mark.parametrize("engine, gpu", [("trtllm", "h100"), ("trtllm", "b200"), ("sglang", "b200"), ("vllm", "b200"), ("trtllm", "a100"),
+                                         ("sglang", "a100")])
+@pytest.mark.parametrize("kv", [None, "fp8"])
+def test_prefill_outside_fa3_is_the_tables_kernel(engine, gpu, kv):
+    # TensorRT-LLM everywhere and every engine off Hopper: GQA prefill is the kernel tables' formula, its own efficiency of the
+    # math's peak, fixed cost and cost per (sequence x query head), as before FA3's family (no engine factor for GQA prefill there)
+    from llm_codesign.cost.calibration import calibration_for
+    from llm_codesign.spec.precision import Precision
+
+    g = get_gpu(gpu)
+    cal = calibration_for(g)
+    fp8 = kv == "fp8" and g.supports("fp8")
+    keys = 512.5
+    t_c = ((2 * 2 * 32 * 1024 * keys * 256) / (g.peak("fp8" if fp8 else "bf16") * (cal.attn_prefill_eff_fp8 if fp8 else cal.attn_prefill_eff))
+           + 2 * 32 * 1024 * keys * cal.attn_prefill_score_s) * (1 + cal.attn_prefill_s_half / keys)
+    t_m = 2048 * (8 * 256 * (1.0 if kv == "fp8" else 2.0) + 32 * 256 * 2.0) / (g.hbm_bandwidth_bytes_per_s * cal.bw_eff)
+    want = max(t_c, t_m) + cal.attn_prefill_overhead_s + 2 * 32 * cal.attn_prefill_head_s
+    core = _prefill_core(g, engine, _gqa_layer(), prec=Precision.of("bf16", kv=kv))
+    assert float(core.time) == pytest.approx(want, rel=1e-12)

@@ -60,6 +60,9 @@ class Calibration:
     attn_prefill_score_s: float
     attn_overhead_s: float
     attn_prefill_overhead_s: float
+    attn_prefill_eff_fa3: float
+    attn_prefill_eff_fa3_fp8: float
+    attn_prefill_overhead_fa3_s: float
     attn_decode_head_s: float
     attn_decode_flops_eff: float
     attn_decode_group_bf16: float

@@ -90,6 +90,12 @@ def runs_fa3_decode(engine: Engine | None, gpu: Gpu) -> bool:
     return engine is not None and gpu.family in engine.fa3_decode
 
 
+def runs_fa3_prefill(engine: Engine | None, gpu: Gpu) -> bool:
+    """Whether an engine's GQA prefill runs FlashAttention-3's kernel on this GPU (Engine.fa3_prefill: SGLang's and vLLM's
+    default backends on Hopper), priced at that kernel's own rates (attention_prefill_time's `fa3`)."""
+    return engine is not None and gpu.family in engine.fa3_prefill
+
+
 def fa3_tile(head_dim, group, kv_fp8, local):
     """(query rows, keys) of a FlashAttention-3 decode CTA's tile, kBlockM x kBlockN: hopper/tile_size.h
     tile_size_fwd_sm90@07602ad for a paged cache read without TMA (decode packs the query group into the
@@ -225,21 +231,31 @@ def attention_decode_time(flops, nbytes, gpu: Gpu, cal: Calibration, *, seq_head
     return masked(live, t, t_c, t_m)
 
 
-def attention_prefill_time(flops, nbytes, gpu: Gpu, cal: Calibration, *, math: str = "bf16", seq_heads=0.0, keys=None, scores=None):
+def attention_prefill_time(flops, nbytes, gpu: Gpu, cal: Calibration, *, math: str = "bf16", seq_heads=0.0, keys=None, scores=None,
+                           fa3=False):
     """Prefill (context) attention: FlashAttention-style, compute-bound at a fraction of peak that
     ramps with the keys each query attends to (short rows leave the softmax pipeline idle), plus a
     cost per (sequence x query head) work item. FP8 has its own fraction of the FP8 peak. `scores`
     (query-key pairs) add the softmax's exponentials, which run on the special-function units at a
     small fraction of the matmul rate (FlashAttention-3, Shah et al. 2024, sec. 3.1: H100 SXM5 989
-    TFLOPS of FP16 matmul against 3.9 TFLOPS of exp), so narrow heads pay more per FLOP."""
+    TFLOPS of FP16 matmul against 3.9 TFLOPS of exp), so narrow heads pay more per FLOP.
+    FlashAttention-3's kernel (`fa3`: runs_fa3_prefill, a bool or one per element) runs its matmuls at its
+    own shares of the peak (attn_prefill_eff_fa3, _fa3_fp8) after its own fixed cost (attn_prefill_overhead_fa3_s),
+    the exponentials and the ramp as the GPU pays them, and no cost per work item: on SM90 its varlen launch (both
+    engines' call) runs a persistent tile scheduler, a CTA per SM pulling (sequence, head, query-tile) tiles off a
+    semaphore (hopper/flash_fwd_launch_template.h:75 UsePersistentScheduler@0251105a), so no CTA per item is launched."""
     flops = np.asarray(flops, float)
     ramp = 1.0 if keys is None else 1.0 + cal.attn_prefill_s_half / np.maximum(np.asarray(keys, float), 1.0)
-    eff = cal.attn_prefill_eff_fp8 if math == "fp8" else cal.attn_prefill_eff
+    fp8 = math == "fp8"
+    eff = np.where(fa3, cal.attn_prefill_eff_fa3_fp8 if fp8 else cal.attn_prefill_eff_fa3,
+                   cal.attn_prefill_eff_fp8 if fp8 else cal.attn_prefill_eff)
     t_exp = 0.0 if scores is None else np.asarray(scores, float) * cal.attn_prefill_score_s
     t_c = (flops / (gpu.peak(math) * eff) + t_exp) * ramp
     t_m = np.asarray(nbytes, float) / (gpu.hbm_bandwidth_bytes_per_s * cal.bw_eff)
     live = flops > 0
-    t = np.maximum(t_c, t_m) + cal.attn_prefill_overhead_s + np.asarray(seq_heads, float) * cal.attn_prefill_head_s
+    fixed = np.where(fa3, cal.attn_prefill_overhead_fa3_s, cal.attn_prefill_overhead_s)
+    item_s = np.where(fa3, 0.0, cal.attn_prefill_head_s)
+    t = np.maximum(t_c, t_m) + fixed + np.asarray(seq_heads, float) * item_s
     return masked(live, t, t_c, t_m)
 
 

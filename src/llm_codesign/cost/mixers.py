@@ -265,7 +265,8 @@ def _core_decode(a: Attention, b: Batch, at: _At, P: Site, *, s: _Step, prec: Pr
 
 def _core_prefill(a: Attention, b: Batch, at: _At, P: Site, *, s: _Step, prec: Precision, per_tok_kv, qkv_d) -> Op:
     """Prefill attention, causal: a chunk of T_p tokens from s sequences over c cached tokens each,
-    reading the keys the mixer reads (Attention.prefill_keys); `per_tok_kv`, `qkv_d` as _core_decode's."""
+    reading the keys the mixer reads (Attention.prefill_keys); `per_tok_kv`, `qkv_d` as _core_decode's. GQA's
+    runs FlashAttention-3's kernel at its own rates where the engine does (cost.kernels.runs_fa3_prefill)."""
     heads_l = a.heads / s.tp
     tp_tok = np.asarray(b.pf_tokens, float)
     seqs = np.maximum(np.asarray(b.pf_seqs, float), 1.0)
@@ -275,7 +276,8 @@ def _core_prefill(a: Attention, b: Batch, at: _At, P: Site, *, s: _Step, prec: P
     pf_bytes = seqs * (held + tp_tok / seqs) / s.kvp * per_tok_kv + tp_tok * heads_l * qkv_d * 2.0
     pmath = "fp8" if (prec.kv.math == "fp8" and at.gpu.supports("fp8")) else "bf16"
     times = cost.attention_prefill_time(np.where(tp_tok > 0, pf_flops, 0.0), pf_bytes, at.gpu, at.cal, math=pmath,
-                                        seq_heads=seqs * heads_l, keys=keys, scores=tp_tok * heads_l * keys)
+                                        seq_heads=seqs * heads_l, keys=keys, scores=tp_tok * heads_l * keys,
+                                        fa3=a.kernel == "gqa" and cost.runs_fa3_prefill(at.engine, at.gpu))
     f = _attention_factor(at, a, "prefill", kv_fp8=prec.kv.math == "fp8")
     return _attention(P / "core_prefill", pf_flops, pf_bytes, tuple(x * f for x in times), at)
 

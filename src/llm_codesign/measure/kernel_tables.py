@@ -261,15 +261,16 @@ def _kv_bytes(name: str) -> float:
 
 
 # The kernel each engine's default backend runs for GQA attention on Hopper, as the per-engine tables name
-# it (Engine.attention_kernels prices it against TensorRT-LLM's; FlashAttention-3's decode by its own rules,
-# cost.mixers.GqaDecode); their other kernels (SGLang's Triton
-# backend, vLLM's FlashAttention-4) are no engine's default there
+# it (FlashAttention-3's, SGLang's and vLLM's, priced by its own rules: decode cost.mixers.GqaDecode, prefill at its
+# own rates, cost.kernels.runs_fa3_prefill; Engine.attention_kernels would price another against TensorRT-LLM's);
+# their other kernels (SGLang's Triton backend, vLLM's FlashAttention-4) are no engine's default there
 ATTENTION_SOURCES = {"trtllm": "torch_flow", "sglang": "fa3", "vllm": "vllm_flash_attn_fa3"}
 
 
 def _engine_factor(rows, gpu, phase: str, price, lab: list[str], *, kv_fp8):
     """`price` (cal -> ms per row) with each per-engine row's time scaled by its engine's attention kernel
-    against TensorRT-LLM's (Engine.attention_time_factor), and the labels by engine; a kernel that is not
+    against TensorRT-LLM's (Engine.attention_time_factor), and the labels by engine, and by kernel family where
+    the row is priced as FlashAttention-3's ("fa3": runs_fa3_decode, runs_fa3_prefill); a kernel that is not
     the engine's default is not priced. Rows without a `framework` column are the tables' own."""
     if not rows or "framework" not in rows[0]:
         return price, lab
@@ -279,9 +280,10 @@ def _engine_factor(rows, gpu, phase: str, price, lab: list[str], *, kv_fp8):
         if ATTENTION_SOURCES.get(engine) != r.get("kernel_source"):
             factor[i], lab[i] = np.nan, f"unmodeled: {engine} attention kernel {r.get('kernel_source')!r} (not its default on {gpu.family})"
             continue
-        factor[i] = float(get_engine(engine).attention_time_factor(gpu.family, "gqa", phase, kv_fp8=bool(kv_fp8[i]),
-                                                                   dec_tokens=float(r["batch_size"])))
-        lab[i] = f"{engine} {lab[i]}"
+        e = get_engine(engine)
+        factor[i] = float(e.attention_time_factor(gpu.family, "gqa", phase, kv_fp8=bool(kv_fp8[i]), dec_tokens=float(r["batch_size"])))
+        fa3 = cost.runs_fa3_prefill(e, gpu) if phase == "prefill" else cost.runs_fa3_decode(e, gpu)
+        lab[i] = f"{engine} {lab[i]}" + (" fa3" if fa3 else "")
     return (lambda cal: price(cal) * factor), lab
 
 
@@ -327,6 +329,8 @@ def _prefill(rows, gpu):
     flops = 2.0 * B * H * S * keys * 2 * d
     nbytes = B * S * (KV * 2 * d * kvb + H * 2 * d * 2.0)
     fp8 = np.array([r["kv_cache_dtype"] == "fp8" and gpu.supports("fp8") for r in rows])
+    # the serving step's kernel: per-engine rows (a framework column) run their engine's, the tables' own TensorRT-LLM's
+    fa3 = np.array([cost.runs_fa3_prefill(get_engine(engine_of(r)), gpu) for r in rows])
 
     def price(cal: Calibration):
         out = np.empty(len(rows))
@@ -334,7 +338,7 @@ def _prefill(rows, gpu):
             m = fp8 == flag
             if m.any():
                 t, _, _ = cost.attention_prefill_time(flops[m], nbytes[m], gpu, cal, math=kind, seq_heads=(B * H)[m],
-                                                      keys=keys[m], scores=(B * H * S * keys)[m])
+                                                      keys=keys[m], scores=(B * H * S * keys)[m], fa3=fa3[m])
                 out[m] = t * 1e3
         return out
     return _engine_factor(rows, gpu, "prefill", price, [f"kv {r['kv_cache_dtype']}" for r in rows], kv_fp8=fp8)

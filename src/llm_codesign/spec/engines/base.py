@@ -107,6 +107,9 @@ class Engine(ABC):
     # GPU families where its GQA decode runs FlashAttention-3's paged split-KV kernel, priced by that kernel's
     # tile and split rules (cost.kernels.runs_fa3_decode) rather than TensorRT-LLM's times a factor
     fa3_decode: tuple[str, ...] = ()
+    # GPU families where its GQA prefill (context) attention runs FlashAttention-3's kernel, priced at that kernel's own
+    # fitted rates (cost.kernels.runs_fa3_prefill: attn_prefill_*_fa3) rather than TensorRT-LLM's times a factor
+    fa3_prefill: tuple[str, ...] = ()
     # the split count it passes FlashAttention-3's decode as its cap (num_splits); 0: none, the kernel's own one-sequence
     # heuristic caps it (cost.kernels.fa3_split)
     fa3_max_splits: int = 0

@@ -146,14 +146,19 @@ SGLANG = register_engine(SGLangEngine(
     fusions=(),
     # Blackwell: trtllm-gen kernels for GQA (0.5.7+) and MLA (trtllm_mla, 0.5.4+), 1.0; DSA decode on
     # FlashMLA's FP8 decode kernel, 1.2 (1.0-1.6; FlashMLA README: sparse decode "not really optimized yet"
-    # on B200, 350 of H800's 410 TFLOPS). Hopper: FlashAttention-3 for GQA and MLA prefill, 1.07 (the sources vllm.py
-    # cites; attention_backend defaults in server_args.py), and GQA decode priced as FA3's kernel (fa3_decode); MLA decode on FA3's MLA path
+    # on B200, 350 of H800's 410 TFLOPS). Hopper: FlashAttention-3 for MLA prefill, 1.07 (the sources vllm.py
+    # cites; attention_backend defaults in server_args.py), GQA prefill and decode priced as FA3's kernel (fa3_prefill,
+    # fa3_decode); MLA decode on FA3's MLA path
     # as fast as TensorRT-LLM's with a BF16 cache: the H100 per-engine MLA table's generation rows (aiconfigurator
     # 0.12.0, SGLang 0.5.14 `flash_attention` = its fa3 backend, collector/sglang/collect_mla.py:61-79) run 1.02x
     # TensorRT-LLM's at the same 1,448 shapes (IQR 0.92-1.06), so 1.0. With an FP8 cache they run 1.4x at short
     # contexts to ~10x at 8k+ (a cost growing with the context: not a factor, not modelled)
     attention_kernels={"blackwell": {("dsa", "decode"): 1.2},
-                       "hopper": {("gqa", "prefill"): 1.07, ("mla", "prefill"): 1.07}},
+                       "hopper": {("mla", "prefill"): 1.07}},
+    # its default attention backend on Hopper for MHA/GQA is fa3 (server_args.py _get_default_attn_backend:4433-4437@0.5.14,
+    # is_hopper_with_cuda_12_3 without multi-branch speculation), whose extend runs flash_attn_with_kvcache over its page-size-1
+    # cache (layers/attention/flashattention_backend.py forward_extend:1042@0.5.14, the query cast to FP8 on an FP8 cache)
+    fa3_prefill=("hopper",),
     # its fa3 backend's flash_attn_with_kvcache (layers/attention/flashattention_backend.py forward_decode@0.5.14: num_splits 0,
     # the kernel's own split heuristic; an FP8 cache with the query cast to FP8 first, :1382-1387), page size 1
     fa3_decode=("hopper",),

@@ -130,13 +130,17 @@ VLLM = register_engine(VLLMEngine(
     # 1.1-1.6: 1.09-1.54x in vLLM PR #19825) (attention_time_factor); MLA prefill on FlashInfer's CUTLASS
     # kernels, 1.1 (1.0-1.3, no public comparison), MLA decode on CUTLASS MLA, 1.15 (1.0-1.4)
     # (platforms/cuda.py backend priority; TRT-LLM-gen MLA only from PR #32339, vLLM 0.15).
-    # Hopper: FlashAttention-3 for GQA and MLA prefill, 1.07 (0.95-1.2; 1.05-1.13x against TensorRT-LLM's
-    # FMHA, flashinfer issue #521), and GQA decode priced as FA3's kernel (fa3_decode); MLA decode on
+    # Hopper: FlashAttention-3 for MLA prefill, 1.07 (0.95-1.2; 1.05-1.13x against TensorRT-LLM's
+    # FMHA, flashinfer issue #521), GQA prefill and decode priced as FA3's kernel (fa3_prefill, fa3_decode); MLA decode on
     # FlashAttention-3's MLA kernel / FlashMLA, 1.0 (0.85-1.25).
     # Sources read: vllm/platforms/cuda.py, vllm/v1/attention/backends/flashinfer.py; cited ratios are
     # public kernel benchmarks, not fitted.
     attention_kernels={"blackwell": {("gqa", "decode"): 1.3, ("mla", "prefill"): 1.1, ("mla", "decode"): 1.15},
-                       "hopper": {("gqa", "prefill"): 1.07, ("mla", "prefill"): 1.07}},
+                       "hopper": {("mla", "prefill"): 1.07}},
+    # its FLASH_ATTN backend, first of its non-MLA priorities off SM100 (platforms/cuda.py _get_backend_priorities:152-159@0.24.0),
+    # runs vllm_flash_attn's FA3 on SM90 (v1/attention/backends/fa_utils.py get_flash_attn_version:78-80@0.24.0): its prefill
+    # reads the paged cache (flash_attn.py:865-892, the query quantised to FP8 on an FP8 cache)
+    fa3_prefill=("hopper",),
     # its FLASH_ATTN backend's decode, vllm_flash_attn's FA3 (the per-engine H100 table's vllm_flash_attn_fa3 rows), block size 16,
     # with the split count capped at 32 under its full CUDA graphs for decode (v1/attention/backends/flash_attn.py:448-458@0.24.0,
     # config/attention.py flash_attn_max_num_splits_for_cuda_graph = 32; cudagraph_mode FULL_AND_PIECEWISE by default). Past the
