@@ -269,11 +269,12 @@ class Serving:
     spec_k: object = None
     max_num_tokens: object = None
     cpp: object = False  # chunked pipeline parallelism for long-context prefill
+    chunked_prefill: bool | None = None  # the deployment's launch option (Deployment.chunked_prefill); None: the engine's default
 
     @classmethod
     def of(cls, dep: Deployment) -> Serving:
         return cls(gpu=dep.gpu, prec=dep.precision, plan=dep.plan, engine=dep.engine, spec=dep.spec, max_num_tokens=dep.max_num_tokens,
-                   cpp=dep.cpp)
+                   cpp=dep.cpp, chunked_prefill=dep.chunked_prefill)
 
 
 def evaluate(model: ModelSpec, at: Serving, *, cal: Calibration, concurrency, isl, osl, usable_fraction: float | None = None,
@@ -286,6 +287,8 @@ def evaluate(model: ModelSpec, at: Serving, *, cal: Calibration, concurrency, is
     every request queued at once (no front end, throughput over the batch's life), else a closed loop of C slots."""
     gpu, prec, plan, engine, spec = at.gpu, at.prec, at.plan, at.engine, at.spec
     sh, fl = plan.broadcast(), DEFAULT_FLAGS if flags is None else flags
+    if fl.chunked_prefill is None and at.chunked_prefill is not None:  # a run's flag over the deployment's own option
+        fl = replace(fl, chunked_prefill=at.chunked_prefill)
     costs = engine.costs(cal)
     tp, pp, ep, moe_tp, adp, kvp = (np.asarray(x, float) for x in plan.arrays())
     gpus = tp * adp * kvp * pp
