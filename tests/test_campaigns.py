@@ -81,3 +81,34 @@ def test_the_silicon_samples_older_vllm_builds_fuse_no_all_reduce_with_its_norm(
     assert campaigns.settings({**kimi, "gpu": "b300", "ep": "4"})["ar_norm_fusion"] is False
     assert "ar_norm_fusion" not in campaigns.settings({**kimi, "gpu": "b300"})
     assert "ar_norm_fusion" not in campaigns.settings({**row, "model": "openai/gpt-oss-120b", "backend": "sglang"})
+
+
+def test_a_key_the_table_does_not_know_is_one_line():
+    """A misspelt flag or fusion in campaigns.toml is refused where it is read, naming the campaign, the key and the valid
+    ones, where it was dropped (a flag) or priced today's build (a fusion) quietly."""
+    from importlib import resources
+
+    import pytest
+
+    from llm_codesign.errors import InputError
+
+    text = resources.files("llm_codesign").joinpath("data/measurements/campaigns.toml").read_text()
+    assert campaigns.read_campaigns(text) == campaigns.campaigns()
+    assert campaigns.fusions_off({"ar_norm_fusion": False, "hop_b_fusion": True, "mixed_chunk": False}) == ("ar_norm",)
+    cases = [("set = { ar_norm_fusion = false }", "set = { arnorm_fusion = false }",
+              "campaigns.toml [aiconfigurator-core] flags.set: 'arnorm_fusion' is not valid; one of: max_num_tokens, arrival, "
+              "max_prefill_tokens, max_running_requests, cuda_graph_max_bs, recv_interval, ignore_eos, mixed_chunk, chunked_prefill, "
+              "kv_fraction, rounds, prefill_routing, offline, act_quant_fusion, attn_out_fusion, ar_norm_fusion, rope_decode_fusion, "
+              "hop_b_fusion"),
+             ("set = { ar_norm_fusion = false }", 'set = { ar_norm_fusion = "no" }',
+              "campaigns.toml [aiconfigurator-core] flags.set.ar_norm_fusion: 'no' is not valid; true or false"),
+             ("rounds = 20", "round = 20", "campaigns.toml [aiconfigurator-core]: 'round' is not valid; one of: source, flags, arrival, "
+              "max_prefill_tokens, max_running_requests, cuda_graph_max_bs, recv_interval, ignore_eos, mixed_chunk, chunked_prefill, "
+              "kv_fraction, rounds, prefill_routing, offline"),
+             ("over_isl = {", "over_isls = {", "campaigns.toml [aiconfigurator-core] flags: 'over_isls' is not valid; one of: when, set, "
+              "over_isl")]
+    for old, new, line in cases:
+        assert old in text
+        with pytest.raises(InputError) as e:
+            campaigns.read_campaigns(text.replace(old, new, 1))
+        assert str(e.value) == line

@@ -2,6 +2,7 @@
 example output is the CLI's, its test command is the one CI runs, and nothing refers outside the repository."""
 import ast
 import importlib
+import importlib.util
 import json
 import re
 import subprocess
@@ -62,7 +63,21 @@ def test_every_howto_is_in_the_nav_and_routed_from_the_index():
     assert [p for p in pages if p not in nav] == [] and [p for p in pages if f"({p}" not in index] == []
 
 
-DOC_EXAMPLES = [p.relative_to(ROOT).as_posix() for p in (ROOT / "README.md", *_doc_pages())]
+def _example_pages() -> list[str]:
+    """The pages tools/rerun_docs.py runs by default: the README and every docs page with a ```bash or ```console block."""
+    spec = importlib.util.spec_from_file_location("rerun_docs", ROOT / "tools" / "rerun_docs.py")
+    tool = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tool)
+    return [p.relative_to(ROOT).as_posix() for p in tool.pages()]
+
+
+DOC_EXAMPLES = _example_pages()
+
+
+def test_every_page_with_examples_is_run():
+    # the reference pages' examples too, not only the guides' (a record of a past experiment is marked, not left out)
+    assert {"README.md", "docs/tutorial.md", "docs/guidelines.md", "docs/accuracy.md", "docs/modelling-notes.md"} <= set(DOC_EXAMPLES)
+    assert {p.relative_to(ROOT).as_posix() for p in _doc_pages()} <= set(DOC_EXAMPLES)
 
 
 def _rerun_docs(*args, cwd=ROOT):
@@ -129,6 +144,18 @@ def test_rerun_docs_refuses_unchecked_output_and_a_failing_command(tmp_path):
                            "```console block")
     assert problems[1].startswith("page.md: `llm-codesign estimate no-such-model --gpu h100` exits 2:\n")
     assert problems[-1].strip() == "page.md: a console block starts with output, not a `$ ` command: 'no command'"
+
+
+def test_rerun_docs_leaves_a_marked_block_and_refuses_a_bare_mark(tmp_path):
+    page = tmp_path / "page.md"
+    page.write_text("<!-- rerun_docs: not run: a record of a run on a GPU -->\n```bash\nexit 3\n```\n\n"
+                    "<!-- rerun_docs: not run: shown as it was -->\n```console\n$ echo now\nthen\n```\n")
+    assert _rerun_docs("--check", str(page), cwd=tmp_path).returncode == 0
+    page.write_text("<!-- rerun_docs: not run -->\n```bash\nexit 3\n```\n\n<!-- rerun_docs: not run: no block -->\ntext\n")
+    r = _rerun_docs("--check", str(page), cwd=tmp_path)
+    assert r.returncode == 1 and r.stdout.rstrip("\n").split("\n\n")[:2] == [
+        "page.md: line 1: `<!-- rerun_docs: not run: REASON -->` needs its reason and a ```bash or ```console block on the next line",
+        "page.md: line 6: `<!-- rerun_docs: not run: REASON -->` needs its reason and a ```bash or ```console block on the next line"]
 
 
 def test_api_reference_lists_every_module():

@@ -2,6 +2,7 @@
 from a vLLM command line or --config YAML, an SGLang launch_server command, a TensorRT-LLM
 extra_llm_api_options YAML or trtllm-serve command; the options not modelled listed, not refused."""
 import json
+from dataclasses import replace
 
 import pytest
 from typer.testing import CliRunner
@@ -180,3 +181,53 @@ def test_cli_import_of_a_vllm_command_prices_as_estimate(tmp_path):
     r = runner.invoke(app, ["import", str(f)])
     assert r.exit_code == 2 and r.stderr.strip() == ("error: gpu: no value is not valid; serve.sh names no GPU (an engine's configuration "
                                                      "does not): give --gpu, the one it runs on (e.g. --gpu h200)")
+
+
+def _trtllm_yaml(chunked: str) -> str:
+    return f"tensor_parallel_size: 8\nmax_batch_size: 64\nmax_num_tokens: 2048\n{chunked}"
+
+
+@pytest.mark.parametrize("chunked, isl, ttft_ms, tpot_ms, tok_s_gpu", [
+    # 1,500-token prompts under a 2,048-token budget: whole prompts, one a step, with the flag off (TensorRT-LLM's default) or
+    # unset; 2,048 prompt tokens a step with it on, so the 64 prompts' 96,000 tokens take 47 steps, not 64, less of each decode
+    ("", 1500, 291.421, 36.3607, 214.150),
+    ("enable_chunked_prefill: false\n", 1500, 291.421, 36.3607, 214.150),
+    ("enable_chunked_prefill: true\n", 1500, 290.772, 33.3523, 232.843),
+    # a 4,000-token prompt runs chunked or not at all (TensorRT-LLM refuses a prompt past max_num_tokens unchunked): chunked either way
+    ("", 4000, 589.463, 72.4436, 107.436),
+    ("enable_chunked_prefill: true\n", 4000, 589.463, 72.4436, 107.436),
+])
+def test_trtllm_chunked_prefill_reaches_the_estimate(tmp_path, chunked, isl, ttft_ms, tpot_ms, tok_s_gpu):
+    """An imported TensorRT-LLM configuration's enable_chunked_prefill is how its steps take prompts (golden figures: H200,
+    Llama-3.1-70B TP8, 64 requests, OSL 256)."""
+    f = tmp_path / "extra_llm_api_options.yaml"
+    f.write_text(_trtllm_yaml(chunked))
+    r = CliRunner().invoke(app, ["import", str(f), "--gpu", "h200", "--model", "llama-3.1-70b", "--isl", str(isl), "--osl", "256", "--json"])
+    got = json.loads(r.stdout)
+    assert got["ignored"] == [] and got["deployment"].get("chunked_prefill") == {"": None, "enable_chunked_prefill: false\n": False}.get(chunked, True)
+    assert (got["ttft_ms"], got["tpot_ms"], got["output_tok_s_per_gpu"]) == pytest.approx((ttft_ms, tpot_ms, tok_s_gpu), rel=1e-5)
+
+
+def test_trtllm_chunked_prefill_is_the_run_flag_and_round_trips():
+    """The deployment's option prices as the run's scheduler flag (SchedulerFlags.chunked_prefill, what validate reads from
+    campaigns); export writes it and import reads it back, so the estimate is the same."""
+    import numpy as np
+
+    from llm_codesign.cost.calibration import calibration_for
+    from llm_codesign.explore.export import export_config, read_export
+    from llm_codesign.serve.aggregated import Serving, evaluate
+    from llm_codesign.spec.harness import SchedulerFlags
+
+    imp = read_config(_trtllm_yaml("enable_chunked_prefill: true\n"), "x.yaml", model="llama-3.1-70b", gpu=get_gpu("h200"))
+    dep = imp.deployment
+    assert dep.chunked_prefill is True
+    cal = calibration_for(dep.gpu)
+    kw = dict(cal=cal, concurrency=np.array([16, 64]), isl=1500, osl=256)
+    own = evaluate(imp.model, Serving.of(dep), **kw)
+    run = evaluate(imp.model, Serving.of(replace(dep, chunked_prefill=None)), flags=SchedulerFlags(chunked_prefill=True), **kw)
+    off = evaluate(imp.model, Serving.of(replace(dep, chunked_prefill=False)), **kw)
+    for k in ("ttft_s", "tpot_s", "output_tok_s_per_gpu"):
+        assert np.array_equal(own[k], run[k]) and not np.array_equal(own[k], off[k]), k
+    text = export_config(imp.model, dep, engine="trtllm", concurrency=64, extra={"isl": 1500, "osl": 256})
+    assert "enable_chunked_prefill: true" in text
+    assert read_export(text).deployment == dep

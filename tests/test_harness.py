@@ -35,6 +35,37 @@ def test_closed_loop_co_arrivals_hand_derived():
     assert closed_loop_batch(4.0, life=2.0, window=30.0) == 4.0
 
 
+def test_closed_loop_cohort_meets_its_slot_cycle_hand_derived():
+    # 64 slots, a first token of 0.1 + 0.05 q s and 10 more tokens of 10 ms, iterations of 10 ms: the cycle is 20 + 5 q
+    # iterations and q = 1 + 64 / (20 + 5 q), so 5 q^2 + 15 q - 84 = 0: q = (-15 + sqrt(1905)) / 10 = 2.8646 (within the
+    # bisection's 0.3%); one slot is its own cohort
+    from llm_codesign.serve.aggregated import _closed_loop_cohort
+
+    def request(*, q):
+        return q, None, 0.1 + 0.05 * q, np.full(np.shape(q), 0.01), None
+
+    q = _closed_loop_cohort(request, np.array([64.0, 1.0]), 11.0, t_iter=0.01, window=1.0)
+    assert q[0] == pytest.approx((-15.0 + np.sqrt(1905.0)) / 10.0, rel=3e-3) and q[1] == 1.0
+
+
+def test_closed_loop_cohort_is_sized_from_the_cycle_its_throughput_uses():
+    """Llama-3.1-70B TP8 on H200, TensorRT-LLM, 256 slots of 128 in / 16 out: the cohort from the slot cycle (TTFT + 15
+    TPOT) its tok/s take, not the wave's life, which leaves the first token's waits out and so counted arrivals too close:
+    cohorts too large, their eager prefill steps too few (TPOT 375.1 ms, 89.1 tok/s/GPU before). At 1k out, where the
+    first token is a small part of the cycle, the two are 2% apart."""
+    m, g = get_model("llama-3.1-70b"), get_gpu("h200")
+
+    def run(osl, arrival="closed_loop"):
+        return _evaluate(m, g, calibration_for(g), m.default_precision, _plan(), concurrency=256.0, isl=128.0, osl=float(osl),
+                         engine=get_engine("trtllm"), arrival=arrival)
+
+    r = run(16)
+    assert (r["ttft_s"].item() * 1e3, r["tpot_s"].item() * 1e3, r["output_tok_s_per_gpu"].item()) == pytest.approx(
+        (94.708, 614.181, 55.0099), rel=1e-4)
+    assert r["output_tok_s_per_gpu"].item() == pytest.approx(256.0 * 16.0 / (r["ttft_s"].item() + 15.0 * r["tpot_s"].item()) / 8.0)
+    assert run(1024)["tpot_s"].item() * 1e3 == pytest.approx(29.691, rel=1e-4)  # 29.10 ms before
+
+
 def _evaluate(model, gpu, cal, prec, plan, *, engine=None, max_num_tokens=None, **kw):
     """serve.aggregated.evaluate of one deployment's parts (its Serving built here)."""
     at = Serving(gpu=gpu, prec=prec, plan=plan, max_num_tokens=max_num_tokens, **({"engine": engine} if engine is not None else {}))

@@ -4,11 +4,14 @@ page differs instead (tests/test_docs.py runs it on every page).
     python tools/rerun_docs.py                      # rewrite every page's ```console outputs
     python tools/rerun_docs.py --check [PAGE ...]   # exit 1 naming each command whose output a page shows stale
 
-A page's blocks run in order in one fresh folder (an import reads what an export wrote), at COLUMNS=100:
-```bash blocks as scripts that must exit 0, their output not shown; in a ```console block each `$ ` command
-(with its `\\` continuation lines and any heredoc body) must exit 0 and its standard output, trailing blanks aside,
-is the text beneath it. ```sh and other blocks are shown only (they need a GPU, a server or the network). A ```text
-block right after a ```bash block is output that nothing checks, and is refused: show it as a ```console block.
+The pages: the README and every page under docs/ with a ```bash or ```console block. A page's blocks run in order
+in one fresh folder (an import reads what an export wrote), at COLUMNS=100: ```bash blocks as scripts that must
+exit 0, their output not shown; in a ```console block each `$ ` command (with its `\\` continuation lines and any
+heredoc body) must exit 0 and its standard output, trailing blanks aside, is the text beneath it. ```sh and other
+blocks are shown only (they need a GPU, a server or the network). A ```bash or ```console block right after a line
+`<!-- rerun_docs: not run: REASON -->` is shown only too (a record of a past experiment, or minutes of CPU: the
+reason says which); such a line with no reason, or before no such block, is refused. A ```text block right after a
+```bash block is output that nothing checks, and is refused: show it as a ```console block.
 """
 import argparse
 import difflib
@@ -32,8 +35,14 @@ def _lines(output: str) -> list[str]:
     return [TIMING.sub("# s)", line).strip() if TIMING.search(line) else line.rstrip() for line in output.splitlines()]
 
 
+# a line that keeps the ```bash or ```console block right after it from running, with the reason
+NOT_RUN = re.compile(r"^<!-- rerun_docs: not run(?::\s*(.*?))?\s*-->\n", re.M)
+
+
 def pages() -> list[Path]:
-    return [ROOT / "README.md", ROOT / "docs" / "tutorial.md", *sorted((ROOT / "docs" / "howto").glob("*.md"))]
+    """The README and every docs page with an example the tool runs (a ```bash or ```console block)."""
+    docs = [p for p in sorted((ROOT / "docs").rglob("*.md")) if re.search(r"^```(bash|console)$", p.read_text(), re.M)]
+    return [ROOT / "README.md", *docs]
 
 
 def _steps(block: str) -> list[tuple[str, str]]:
@@ -74,6 +83,14 @@ def rerun(page: Path) -> tuple[str, list[str], list[str]]:
         if before[1] == "bash" and block[1] == "text" and not text[before.end():block.start()].strip():
             failed.append(f"{name}: a ```text block follows a ```bash block (line {text[:block.start()].count(chr(10)) + 1}): "
                           "output nothing checks; show it as a ```console block")
+    not_run = set()  # the blocks' starts
+    for m in NOT_RUN.finditer(text):
+        block = next((b for b in blocks if b.start() == m.end() and b[1] in ("bash", "console")), None)
+        if block is None or not m[1]:
+            failed.append(f"{name}: line {text[:m.start()].count(chr(10)) + 1}: `<!-- rerun_docs: not run: REASON -->` needs "
+                          "its reason and a ```bash or ```console block on the next line")
+        else:
+            not_run.add(block.start())
     with tempfile.TemporaryDirectory() as tmp:
         work, shims = Path(tmp) / "work", Path(tmp) / "bin"
         work.mkdir()
@@ -86,6 +103,8 @@ def rerun(page: Path) -> tuple[str, list[str], list[str]]:
 
         def run_block(block: re.Match) -> str:
             kind, body = block[1], block[2]
+            if block.start() in not_run:
+                return block[0]
             if kind == "bash":
                 r = _shell(body, work, env)
                 if r.returncode:
@@ -117,7 +136,7 @@ def rerun(page: Path) -> tuple[str, list[str], list[str]]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--check", action="store_true", help="write nothing; exit 1 naming each stale output")
-    parser.add_argument("pages", nargs="*", type=Path, help="the pages (default: the README, the tutorial, the how-tos)")
+    parser.add_argument("pages", nargs="*", type=Path, help="the pages (default: the README and every docs page with examples)")
     args = parser.parse_args(argv)
     results = {page: rerun(page.resolve()) for page in (args.pages or pages())}
     failed = [p for _, f, _ in results.values() for p in f]

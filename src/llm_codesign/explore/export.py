@@ -164,7 +164,8 @@ def _deployment(engine: str, o: dict, model: ModelSpec, *, gpu, meta: dict, cpp:
     quant, kv, spec, mnt = x.settings(o, meta)
     prec = _real_precision(model, engine, quant, kv) if real else _precision(model, engine, quant, kv, meta)
     dep = Deployment(gpu=gpu, num_gpus=int(np.asarray(plan.gpus)), plan=plan, precision=prec,
-                     backend=engine, spec=spec, max_num_tokens=whole("max_num_tokens", mnt, None, hi=1 << 24) if mnt else None, cpp=cpp)
+                     backend=engine, spec=spec, max_num_tokens=whole("max_num_tokens", mnt, None, hi=1 << 24) if mnt else None, cpp=cpp,
+                     chunked_prefill=x.chunked_prefill(o))
     return dep, conc
 
 

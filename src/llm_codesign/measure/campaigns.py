@@ -10,6 +10,8 @@ from importlib import resources
 
 import numpy as np
 
+from llm_codesign.errors import InputError
+from llm_codesign.spec.engines import FUSIONS
 from llm_codesign.spec.harness import ARRIVALS, DEFAULT_ARRIVAL, FLAG_NAMES, SchedulerFlags
 
 # optional serving columns beside max_num_tokens: the arrival pattern and SchedulerFlags' fields
@@ -20,13 +22,43 @@ FLAG_COLUMNS = ("arrival", *FLAG_NAMES)
 CAMPAIGN_KEYS = ("prefill_routing", "offline")
 _BOOL = ("ignore_eos", "mixed_chunk", "chunked_prefill")
 _TRUE, _FALSE = ("true", "1", "yes"), ("false", "0", "no")
+# an entry's `NAME_fusion = false`: the run's engine build does not make that fusion (Engine.without)
+FUSION_KEYS = tuple(f"{f}_fusion" for f in FUSIONS)
+# the keys a campaign, one of its [[campaign.flags]] entries, an entry's `set` and its `over_isl` (budgets) may hold
+_KEYS = {"campaign": ("source", "flags", *FLAG_COLUMNS, *CAMPAIGN_KEYS), "entry": ("when", "set", "over_isl"),
+         "set": ("max_num_tokens", *FLAG_COLUMNS, *CAMPAIGN_KEYS, *FUSION_KEYS), "over_isl": ("max_num_tokens", "max_prefill_tokens")}
+
+
+def read_campaigns(text: str, origin: str = "campaigns.toml") -> tuple[dict, ...]:
+    """A campaigns table's campaigns, every key checked: one it does not know (a misspelt flag or fusion would
+    otherwise be dropped, or price today's build for an older one, quietly) is one line naming where it is."""
+    out = tuple(tomllib.loads(text)["campaign"])
+    for c in out:
+        where = f"{origin} [{c.get('source')}]"
+        parts = [("campaign", where, c)]
+        for entry in c.get("flags", ()):
+            parts.append(("entry", f"{where} flags", entry))
+            parts += [(k, f"{where} flags.{k}", entry[k]) for k in ("set", "over_isl") if k in entry]
+        for kind, field, keys in parts:
+            for key in keys:
+                if key not in _KEYS[kind]:
+                    raise InputError(field, key, "one of: " + ", ".join(_KEYS[kind]))
+        for entry in c.get("flags", ()):
+            for key in FUSION_KEYS:
+                if key in entry.get("set", {}) and not isinstance(entry["set"][key], bool):
+                    raise InputError(f"{where} flags.set.{key}", entry["set"][key], "true or false")
+    return out
 
 
 @lru_cache(maxsize=1)
 def campaigns() -> tuple[dict, ...]:
     """The bundled table's campaigns, as read."""
-    text = resources.files("llm_codesign").joinpath("data/measurements/campaigns.toml").read_text()
-    return tuple(tomllib.loads(text)["campaign"])
+    return read_campaigns(resources.files("llm_codesign").joinpath("data/measurements/campaigns.toml").read_text())
+
+
+def fusions_off(sets: dict) -> tuple[str, ...]:
+    """The fusions a row's settings (`settings`) say its engine build does not make (`NAME_fusion = false`)."""
+    return tuple(key.removesuffix("_fusion") for key in FUSION_KEYS if sets.get(key) is False)
 
 
 def _matches(when: dict, r: dict) -> bool:

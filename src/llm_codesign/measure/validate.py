@@ -145,8 +145,8 @@ def _grouped(rows: list[dict], profile, cal_override, problem) -> tuple[list[tup
             continue
         sets = campaigns.settings(r)
         arrival = sets["arrival"]  # rows priced together share their arrival pattern
-        if sets.get("ar_norm_fusion") is False:  # a build of the engine that fuses no all-reduce with its norm
-            engine = engine.without("ar_norm")
+        for fusion in campaigns.fusions_off(sets):  # a build of the engine that does not make it (ar_norm: all-reduce + norm)
+            engine = engine.without(fusion)
         groups.setdefault((model.name, gpu.id, prec, engine, spec, id(cal), arrival, bool(sets.get("offline"))),
                           ((model, gpu, prec, engine, spec, cal), []))[1].append(i)
     return list(groups.values()), unmodeled

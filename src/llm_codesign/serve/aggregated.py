@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import NamedTuple
 
 import numpy as np
@@ -269,11 +270,12 @@ class Serving:
     spec_k: object = None
     max_num_tokens: object = None
     cpp: object = False  # chunked pipeline parallelism for long-context prefill
+    chunked_prefill: bool | None = None  # the deployment's launch option (Deployment.chunked_prefill); None: the engine's default
 
     @classmethod
     def of(cls, dep: Deployment) -> Serving:
         return cls(gpu=dep.gpu, prec=dep.precision, plan=dep.plan, engine=dep.engine, spec=dep.spec, max_num_tokens=dep.max_num_tokens,
-                   cpp=dep.cpp)
+                   cpp=dep.cpp, chunked_prefill=dep.chunked_prefill)
 
 
 def evaluate(model: ModelSpec, at: Serving, *, cal: Calibration, concurrency, isl, osl, usable_fraction: float | None = None,
@@ -285,7 +287,7 @@ def evaluate(model: ModelSpec, at: Serving, *, cal: Calibration, concurrency, is
     cache). `arrival`: how requests reach the engine (spec.harness.ARRIVALS); `flags`: a run's scheduler flags; `offline`:
     every request queued at once (no front end, throughput over the batch's life), else a closed loop of C slots."""
     gpu, prec, plan, engine, spec = at.gpu, at.prec, at.plan, at.engine, at.spec
-    sh, fl = plan.broadcast(), DEFAULT_FLAGS if flags is None else flags
+    sh, fl = plan.broadcast(), _run_flags(at, flags)
     costs = engine.costs(cal)
     tp, pp, ep, moe_tp, adp, kvp = (np.asarray(x, float) for x in plan.arrays())
     gpus = tp * adp * kvp * pp
@@ -306,19 +308,18 @@ def evaluate(model: ModelSpec, at: Serving, *, cal: Calibration, concurrency, is
     t_stage, t_draft, ops = decode_step(model, gpu, prec, sh, costs=costs, b=running / pp, ctx=isl + osl / 2.0, k=k, spec=spec)
     t_stage = t_stage + _eager_decode(ops, running / pp, fl, costs, stage_ranks(sh))
     ops, t_iter = ops if with_ops else None, pp * t_stage  # a search's chunk: the step's operators need not outlive their price
-    q, t_pf_stage, ttft, tpot, life = _request_times(model, gpu, prec, sh, r=r, costs=costs, harness=(arrival, fl, engine),
-                                                  steps=(t_stage, acc, time_share), wave=(wave_tok, t_wave_step, pf_span))
-    # requests beyond what the engine admits wait for whole waves
-    waves_ahead = np.maximum(c_rank / np.maximum(admitted, 1.0) - 1.0, 0.0)
     # a new request first waits for decode iterations: the rest of the running one, one more under an overlap scheduler
     # (TensorRT-LLM's, SGLang's), the iterations attention DP may hold context requests while every rank decodes
     # (AttentionDpConfig; none with fewer requests than ranks), fitted per engine (EngineCosts.wait_steps), and half the
-    # interval less one where the scheduler polls every recv_interval; the per-request work outside the steps, paid (q + 1) / 2
-    # times as if the q requests arriving together were served one at a time (SGLang's server tokenises in one process,
-    # sglang 0.5.12 server_args.py:372, tokenizer_manager.py:708; SGLang's fitted 60 ms is not that: the clean sample's
-    # workers skip it, ai-dynamo 0.9.0 dynamo/sglang/args.py:525-534, and it does not grow with the prompt; what it stands
-    # for is open, docs/modelling-notes.md#sglang-request-cost: 4,096 one-token requests together wait 123 s on a B200)
-    ttft = ttft + costs.ttft_overhead * (q + 1.0) / 2.0 + (costs.wait_steps(adp, C) + (np.maximum(fl.recv_interval, 1.0) - 1.0) / 2.0) * t_iter
+    # interval less one where the scheduler polls every recv_interval (its front end's work: _request_times)
+    t_wait = (costs.wait_steps(adp, C) + (np.maximum(fl.recv_interval, 1.0) - 1.0) / 2.0) * t_iter
+    request = partial(_request_times, model, gpu, prec, sh, r=r, costs=costs, harness=(arrival, fl, engine),
+                      steps=(t_stage, acc, time_share, t_wait), wave=(wave_tok, t_wave_step, pf_span))
+    # a closed loop's cohort from the slot cycle its throughput uses; offline, both take the wave's life (_cohort)
+    q, t_pf_stage, ttft, tpot, life = request(q=_closed_loop_cohort(request, r.running, osl, t_iter=t_iter, window=np.maximum(
+        fl.recv_interval, 1.0)) if arrival == "closed_loop" and not offline else None)
+    # requests beyond what the engine admits wait for whole waves
+    waves_ahead = np.maximum(c_rank / np.maximum(admitted, 1.0) - 1.0, 0.0)
     life = life if offline or arrival == "burst" else _slot_cycle(ttft, tpot, osl)
     ttft = ttft + waves_ahead * life
     # requests served over the ranks: all C unless every rank is full (busiest-rank counts over-count where adp does not divide C)
@@ -336,6 +337,12 @@ def evaluate(model: ModelSpec, at: Serving, *, cal: Calibration, concurrency, is
     if with_ops:
         res |= _phase_parts(model, gpu, prec, sh, costs=costs, r=r, steps=(wave_tok, t_wave_step, t_stage, t_draft, ops), share=pf_span / life)
     return res
+
+
+def _run_flags(at: Serving, flags: SchedulerFlags | None) -> SchedulerFlags:
+    """The run's scheduler flags (None: the engine's defaults), the deployment's own chunked prefill where the run sets none."""
+    fl = DEFAULT_FLAGS if flags is None else flags
+    return replace(fl, chunked_prefill=at.chunked_prefill) if fl.chunked_prefill is None and at.chunked_prefill is not None else fl
 
 
 def _slot_cycle(ttft, tpot, osl):
@@ -376,20 +383,27 @@ def _eager_decode(ops, batch, fl: SchedulerFlags, costs: EngineCosts, ranks):
     return np.where(batch > fl.cuda_graph_max_bs, costs.eager_per_launch(ranks) * launches(ops), 0.0)
 
 
-def _request_times(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, r: _Rank, costs: EngineCosts, harness, steps, wave):
-    """A request's prefill (its step, and the steps' span before its first token, _own_prefill) and decode
-    (TPOT and life, _decode_times) as the harness delivers it: (arrival pattern, SchedulerFlags, engine),
-    whether the engine mixes prefill chunks into decodes (Engine.mixes_prefill, or --enable-mixed-chunk)."""
+def _request_times(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, r: _Rank, costs: EngineCosts, harness, steps, wave, q=None):
+    """A request's (q, prefill step, first token, TPOT, life): its prefill (its step, and the steps' span before its
+    first token, _own_prefill, after `steps`' wait in decode iterations and its front end's work) and decode (TPOT and
+    life, _decode_times) as the harness delivers it: (arrival pattern, SchedulerFlags, engine), whether the engine mixes
+    prefill chunks into decodes (Engine.mixes_prefill, or --enable-mixed-chunk); `q`, its cohort where the caller sized
+    it (_closed_loop_cohort), else _cohort's."""
     arrival, fl, engine = harness
-    t_stage, acc, time_share = steps
+    t_stage, acc, time_share, t_wait = steps
     t_iter = r.pp * t_stage
     mixes = engine.mixes_prefill if fl.mixed_chunk is None else np.asarray(fl.mixed_chunk, bool)
     q, t_pf_stage, span, t_req_pf, rest = _own_prefill(model, gpu, prec, sh, r=r, costs=costs, n_span=np.maximum(wave[2] / t_iter, 1.0),
                                                        arrival=arrival, window=np.maximum(fl.recv_interval, 1.0), acc=acc, mixes=mixes,
-                                                       t_stage=t_stage, wave=wave[:2], rounds=fl.rounds)
+                                                       t_stage=t_stage, wave=wave[:2], rounds=fl.rounds, q=q)
     tpot, life = _decode_times(r, q=q, t_stage=t_stage, t_iter=t_iter / acc, time_share=time_share, wave=wave, t_req_pf=t_req_pf, mixes=mixes,
                                rest=rest)
-    return q, t_pf_stage, span, tpot, life
+    # the per-request work outside the steps, paid (q + 1) / 2 times as if the q requests arriving together were served
+    # one at a time (SGLang's server tokenises in one process, sglang 0.5.12 server_args.py:372, tokenizer_manager.py:708;
+    # SGLang's fitted 60 ms is not that: the clean sample's workers skip it, ai-dynamo 0.9.0 dynamo/sglang/args.py:525-534,
+    # and it does not grow with the prompt; what it stands for is open, docs/modelling-notes.md#sglang-request-cost: 4,096
+    # one-token requests together wait 123 s on a B200)
+    return q, t_pf_stage, span + t_wait + costs.ttft_overhead * (q + 1.0) / 2.0, tpot, life
 
 
 def _phase_parts(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, costs: EngineCosts, r: _Rank, steps, share) -> dict:
@@ -500,6 +514,27 @@ def closed_loop_batch(running, *, life, window=1.0):
     return np.minimum(1.0 + window * np.asarray(running, float) / np.maximum(life, 1.0), np.maximum(running, 1.0))
 
 
+# bisection passes on log q (_closed_loop_cohort): q within running^(2^-11) of where the cycle's arrivals meet it, 0.3% at 256
+COHORT_PASSES = 10
+
+
+def _closed_loop_cohort(request, running, osl, *, t_iter, window):
+    """A closed loop's cohort in steady state, sized from the slot cycle its throughput uses (_slot_cycle: Little's law,
+    each slot refilled once per first token and decode): the q whose cycle, in decode iterations of `t_iter`, has
+    closed_loop_batch give q back (`request(q=...)`: _request_times at a cohort of q). The wave's life (_cohort, offline) leaves
+    the first token's waits (the front end's (q + 1) / 2 requests, the scheduler's wait steps, its own prefill) out of the
+    cycle, which at short outputs are most of it: arrivals counted too close, a cohort too large (Llama-3.1-70B TP8 H200,
+    TensorRT-LLM, 256 requests of 128 in / 16 out: TPOT 62% apart). A cohort of 1 implies at least 1 arriving and one of
+    `running` at most `running`, so bisection on log q between them finds where they meet."""
+    lo, hi = np.ones(np.shape(running)), np.maximum(running, 1.0)
+    for _ in range(COHORT_PASSES):
+        mid = np.sqrt(lo * hi)
+        _, _, ttft, tpot, _ = request(q=mid)
+        up = closed_loop_batch(running, life=_slot_cycle(ttft, tpot, osl) / t_iter, window=window) > mid
+        lo, hi = np.where(up, mid, lo), np.where(up, hi, mid)
+    return np.sqrt(lo * hi)
+
+
 def _cohort(r: _Rank, *, arrival: str, mixes, share, n_span, acc=1.0, window=1.0):
     """The requests whose prefills share steps with a request's, itself included (q), by the arrival pattern
     (spec.harness.ARRIVALS):
@@ -518,8 +553,9 @@ def _cohort(r: _Rank, *, arrival: str, mixes, share, n_span, acc=1.0, window=1.0
       merges cohorts was not found in the engines' or aiperf's source; docs/accuracy.md#assumptions).
     - "burst": every wave sent at once and kept in lockstep: q = running.
     - "closed_loop": arrivals spread out in steady state, running / life per decode iteration (life: the
-      prefill span `n_span` and the decode iterations of a request, (OSL - 1) / `acc`), and those arriving
-      within the scheduler's receive window (`window` iterations: 1, or SGLang's recv_interval) share one
+      prefill span `n_span` and the decode iterations of a request, (OSL - 1) / `acc`: an offline run's, whose
+      throughput takes the same life; evaluate sizes the served loop's from its slot cycle, _closed_loop_cohort), and
+      those arriving within the scheduler's receive window (`window` iterations: 1, or SGLang's recv_interval) share one
       prefill batch: q = 1 + window x running / life."""
     if arrival == "closed_loop":
         return closed_loop_batch(r.running, life=n_span + np.maximum(r.osl - 1.0, 0.0) / acc, window=window)
@@ -542,11 +578,11 @@ def _steps_to_first_token(q, new, step_tok):
 
 
 def _own_prefill(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, r: _Rank, costs: EngineCosts, n_span, arrival, window, acc,
-                 mixes, t_stage, wave, rounds):
+                 mixes, t_stage, wave, rounds, q=None):
     """A request's prefill: (q, the step's time, the steps' span over the pipeline before its first
     token, the time one request's prefill adds to the steps of the requests decoding, the time it waits
     after its first token for the rest of its cohort's prefill). Its chunks share steps with the prefills
-    of the q - 1 requests arriving with it (_cohort), served first come first served in steps of
+    of the q - 1 requests arriving with it (`q` where the caller sized it, else _cohort), served first come first served in steps of
     min(budget, q x new) tokens: one step where they fit, else until the end of the step its prompt ends in
     (_steps_to_first_token). Steps count fractionally: a partial chunk costs its share of a full one. An engine that mixes
     runs the running - q other requests' decodes in those steps; one that does not leaves them, and the
@@ -554,7 +590,8 @@ def _own_prefill(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, r: _R
     first wave (a share 1 / `rounds` of the requests: SchedulerFlags.rounds) is the burst itself, every
     request behind the prompts queued ahead of it at the wave's step (`wave`: its tokens and time)."""
     closed = arrival == "closed_loop"
-    q = _cohort(r, arrival=arrival, mixes=mixes, share=costs.queue_fraction, n_span=n_span, acc=acc, window=window)
+    if q is None:
+        q = _cohort(r, arrival=arrival, mixes=mixes, share=costs.queue_fraction, n_span=n_span, acc=acc, window=window)
     pf_step_tok = np.minimum(r.mnt, q * r.new)
     n_pf = _steps_to_first_token(q, r.new, pf_step_tok)
     # the running - q requests that arrived out of step decode inside those prefill steps where the engine mixes them

@@ -38,7 +38,7 @@ from llm_codesign.serve.aggregated import (
 )
 from llm_codesign.spec.engines import EngineCosts
 from llm_codesign.spec.hardware import Gpu
-from llm_codesign.spec.harness import DEFAULT_ARRIVAL
+from llm_codesign.spec.harness import DEFAULT_ARRIVAL, SchedulerFlags
 from llm_codesign.spec.model import ModelSpec
 from llm_codesign.spec.plan import Deployment, Plan, SpecDecoding
 from llm_codesign.spec.precision import Precision
@@ -60,7 +60,7 @@ def routing_of(engine, routing: str | None) -> str:
 
 
 def prefill_pool(model: ModelSpec, gpu: Gpu, prec: Precision, plan: Plan, *, costs: EngineCosts, isl, max_num_tokens=None,
-                 routing: str | None = None) -> dict:
+                 routing: str | None = None, chunked_prefill: bool | None = None) -> dict:
     """One prefill instance (`costs`: its engine's fitted costs and in-step calibration): a lone
     prompt's time (chunks of the step budget, its MoE carrying that prompt's tokens alone:
     _lone_prompt_credit; `t_loaded`, the same with a prompt on every attention-DP rank, and `adp`,
@@ -69,7 +69,7 @@ def prefill_pool(model: ModelSpec, gpu: Gpu, prec: Precision, plan: Plan, *, cos
     service time of the queue a request joins (`queue_s`: the instance's, 1 / per_instance,
     where its attention-DP ranks are kept balanced; one rank's, adp times that, where each request goes to
     a rank at random: `routing`, PREFILL_ROUTINGS, by default the engine's, Engine.routes_prefill_dp_at_random),
-    and whether the weights fit. Round-robin routing counts as balanced: a rank then sees every adp-th
+    and whether the weights fit (`chunked_prefill`: the deployment's, Deployment.chunked_prefill). Round-robin routing counts as balanced: a rank then sees every adp-th
     arrival, Erlang-adp gaps (squared coefficient of variation 1/adp), and Kingman's G/D/1 wait on its service
     adp s, (1/adp) / 2 x rho / (1 - rho) x adp s, is the pooled queue's M/D/1 wait on s."""
     at_random = routing_of(costs.engine, routing) == "random"
@@ -84,7 +84,7 @@ def prefill_pool(model: ModelSpec, gpu: Gpu, prec: Precision, plan: Plan, *, cos
     t_alone = t_loaded - isl / chunk * pp * _lone_prompt_credit(model, gpu, prec, sh, costs=costs, chunk=chunk, isl=isl, adp=adp)
     # a full step: the prompt tokens the budget takes (whole prompts where the engine does not chunk, prompt_budget), or one
     # whole chunk if larger
-    full = np.maximum(prompt_budget(mnt, isl, engine=costs.engine), chunk)
+    full = np.maximum(prompt_budget(mnt, isl, engine=costs.engine, flags=SchedulerFlags(chunked_prefill=chunked_prefill)), chunk)
     per_inst = adp * full / isl / prefill_step(model, gpu, prec, sh, costs=costs, tokens=full, isl=isl, chunk=chunk)
     mem = memory.fit(model, gpu, prec, sh, isl, osl=0.0, max_num_tokens=mnt, usable_fraction=fraction, osl_occupancy=0.0, budget=budget,
                      max_seqs=costs.engine.max_batch(gpu))
@@ -326,7 +326,7 @@ def evaluate_disagg(model: ModelSpec, prefill: Deployment, decode: Deployment, *
     C, osl = np.asarray(concurrency, float), np.asarray(osl, float)
     gpus = n_p * g_p + n_d * g_d
     p = prefill_pool(model, gpu, prefill.precision, prefill_plan, costs=pcost, isl=isl, max_num_tokens=prefill.max_num_tokens,
-                     routing=prefill_routing)
+                     routing=prefill_routing, chunked_prefill=prefill.chunked_prefill)
     pool = dict(costs=dcost, isl=isl, osl=osl, spec=decode.spec, spec_k=spec_k, max_num_tokens=decode.max_num_tokens)
     d = decode_pool(model, dg, decode.precision, decode_plan, per_instance=C / n_d, **pool)
     # the decode pool's slots: what its KV cache holds (as the engine reserves it, Engine.kv_budget) and its

@@ -59,7 +59,8 @@ class SchedulerFlags:
     - mixed_chunk: whether prefill chunks share steps with decodes (SGLang --enable-mixed-chunk);
       None: the engine's default (Engine.mixes_prefill).
     - chunked_prefill: whether a prompt past the step's budget is split into chunks (TensorRT-LLM
-      enable_chunked_prefill); None: the engine's default (Engine.chunks_prefill).
+      enable_chunked_prefill); None: the deployment's launch option (Deployment.chunked_prefill), else the
+      engine's default (Engine.chunks_prefill).
     - kv_fraction: the fraction of the engine's KV budget (Engine.kv_budget: SGLang --mem-fraction-static,
       vLLM --gpu-memory-utilization, TensorRT-LLM free_gpu_memory_fraction); NaN: the engine's own.
     - rounds: requests each concurrency slot sends in the timed run ("waves": aiperf --num-requests over

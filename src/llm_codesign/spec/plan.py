@@ -266,6 +266,9 @@ class Deployment:
     spec: SpecDecoding | None = None
     max_num_tokens: int | None = None  # step token budget; None: the engine's default on this GPU
     cpp: bool = False  # chunked pipeline parallelism for long-context prefill
+    # whether a prompt is split into chunks of the step budget, as the engine's launch option states it (TensorRT-LLM's
+    # enable_chunked_prefill, read by `import`); None: the engine's default (Engine.chunks_prefill, serve.aggregated.prompt_budget)
+    chunked_prefill: bool | None = None
 
     @property
     def step_tokens(self) -> int:
@@ -282,7 +285,8 @@ class Deployment:
                 "kv_dtype": p.kv.name, "attn_weight_dtype": p.attn.name, "backend": self.backend,
                 "spec": s.method if s else None, "draft_len": s.k if s else 0,
                 "acceptance": s.mean_accepted if s else None, "acceptance_rates": list(s.rates) if s else [],
-                "draft_model": s.draft_model if s else None, "max_num_tokens": self.step_tokens, "cpp": bool(self.cpp)}
+                "draft_model": s.draft_model if s else None, "max_num_tokens": self.step_tokens, "cpp": bool(self.cpp),
+                **({} if self.chunked_prefill is None else {"chunked_prefill": bool(self.chunked_prefill)})}
 
     @classmethod
     def from_dict(cls, d: dict, gpu: Gpu | None = None) -> "Deployment":
@@ -296,9 +300,13 @@ class Deployment:
         if d.get("spec") and d.get("draft_len"):
             spec = SpecDecoding(d["spec"], int(d["draft_len"]), d.get("acceptance"), tuple(d.get("acceptance_rates") or ()), d.get("draft_model"))
         plan = Plan.from_dict(d)
+        chunked = d.get("chunked_prefill")
+        if chunked is not None and not isinstance(chunked, bool):
+            raise InputError("chunked_prefill", chunked, "true, false or absent (the engine's default)")
         n = d.get("num_gpus") or d.get("instance_gpus") or int(plan.gpus)
         return cls(gpu=gpu or get_gpu(d["gpu"]), num_gpus=int(n), plan=plan, precision=prec, backend=d.get("backend", "trtllm"),
-                   spec=spec, max_num_tokens=d.get("max_num_tokens"), cpp=bool(d.get("cpp", False)))
+                   spec=spec, max_num_tokens=d.get("max_num_tokens"), cpp=bool(d.get("cpp", False)),
+                   chunked_prefill=chunked)
 
 
 # a request count past which no engine runs one instance (TensorRT-LLM's max_batch_size default is 2048,

@@ -60,6 +60,11 @@ class Exporter(ABC):
         """(quantization method, KV-cache dtype, speculative decoding, step token budget) its options
         state, speculation's acceptance from the header's `meta` (read_spec)."""
 
+    def chunked_prefill(self, o: dict) -> bool | None:
+        """Whether its options split prompts into chunks of the step budget, where the engine's scheduler reads such an
+        option (Deployment.chunked_prefill); None: the engine's default."""
+        return None
+
     def replicas(self, o: dict, model: ModelSpec) -> tuple[dict, int]:
         """A real configuration's copies of the model (data parallelism the plan does not hold): (the
         options less that, the copies)."""

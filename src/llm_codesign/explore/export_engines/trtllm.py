@@ -47,8 +47,10 @@ def trtllm_options(model: ModelSpec, dep: Deployment, concurrency: int) -> dict:
         o["cp_config"] = nested("trtllm", "cp_config", cp_type=engine_spec("trtllm")["context_parallel"]["kvp"])
     o["max_batch_size"] = per_rank(concurrency, adp)
     o["max_num_tokens"] = dep.step_tokens
-    # chunked prefill left at its default, off: a step takes whole prompts, as the estimate prices them
-    # (serve.aggregated.prompt_budget); export_config turns it on where a prompt is longer than the budget
+    # chunked prefill as the deployment states it, else left at its default, off: a step takes whole prompts, as the
+    # estimate prices them (serve.aggregated.prompt_budget); export_config turns it on where a prompt is longer than the budget
+    if dep.chunked_prefill is not None:
+        o["enable_chunked_prefill"] = dep.chunked_prefill
     o["kv_cache_config"] = nested("trtllm", "kv_cache_config", dtype=kv_option(dep.precision, "trtllm"),
                                   free_gpu_memory_fraction=TRTLLM.kv_budget[1])
     o["cuda_graph_config"] = nested("trtllm", "cuda_graph_config", enable_padding=True, max_batch_size=o["max_batch_size"])
@@ -125,6 +127,14 @@ class TRTLLMExporter(Exporter):
         sc = o.get("speculative_config") or {}
         spec = read_spec(meta, sc.get("decoding_type"), sc.get("max_draft_len"), "trtllm", sc.get("speculative_model"))
         return None, (o.get("kv_cache_config") or {}).get("dtype", "auto"), spec, o.get("max_num_tokens")
+
+    def chunked_prefill(self, o: dict) -> bool | None:
+        """enable_chunked_prefill as the configuration sets it (TorchLlmArgs, default false: NVIDIA/TensorRT-LLM@00043967
+        tensorrt_llm/llmapi/llm_args.py), or None where it sets none (the engine's default, Engine.chunks_prefill)."""
+        v = o.get("enable_chunked_prefill")
+        if v is not None and not isinstance(v, bool):
+            raise InputError("enable_chunked_prefill", v, "true or false")
+        return v
 
     def worker_args(self, model: ModelSpec, dep: Deployment, concurrency: int, mode: str) -> list[str]:
         """Dynamo's TensorRT-LLM worker takes the sizes, batch, step budget and KV fraction as its own

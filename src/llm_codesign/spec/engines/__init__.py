@@ -5,6 +5,7 @@ an export builder (explore/export_engines/) and its options file (data/engines/)
 from llm_codesign.spec.engines.base import (
     AR_NORM_KERNELS,
     ENGINES,
+    FUSIONS,
     MOE_KERNELS,
     Engine,
     EngineCosts,
@@ -22,5 +23,5 @@ from llm_codesign.spec.engines.sglang import SGLANG
 from llm_codesign.spec.engines.atom import ATOM
 # isort: on
 
-__all__ = ["AR_NORM_KERNELS", "ATOM", "ENGINES", "MOE_KERNELS", "SGLANG", "TRTLLM", "VLLM", "Engine", "EngineCosts", "engine_names", "get_engine",
+__all__ = ["AR_NORM_KERNELS", "ATOM", "ENGINES", "FUSIONS", "MOE_KERNELS", "SGLANG", "TRTLLM", "VLLM", "Engine", "EngineCosts", "engine_names", "get_engine",
            "listed", "register_engine"]

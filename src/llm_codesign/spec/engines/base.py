@@ -33,6 +33,8 @@ PCIE_FAMILIES = ("ada", "blackwell_sm120")
 CDNA_FAMILIES = ("cdna3", "cdna4")
 # the two residual-add + RMSNorm kernels of a layer that ar_norm folds into its all-reduces
 AR_NORM_KERNELS = 2.0
+# every fusion an engine's step may make (Engine.fusions says what each is): a name outside it is a typing error
+FUSIONS = ("act_quant", "attn_out", "ar_norm", "rope_decode", "hop_b")
 # The MoE kernel families an engine runs for its expert GEMMs (Engine.moe_kernel), each with the
 # kernel_source of the per-engine kernel tables that times it (data/measurements/kernels_hopper/moe.csv.gz,
 # H100; measure.kernel_tables.MOE_SOURCES maps them). Their rates are per GPU family in the calibration
@@ -187,7 +189,10 @@ class Engine(ABC):
     def without(self, fusion: str) -> "Engine":
         """This engine as a build whose step does not make `fusion` (a measured run's older release, where
         data/measurements/campaigns.toml says so): the same name and fitted costs, one object per engine and
-        fusion, so that rows priced together stay together."""
+        fusion, so that rows priced together stay together. A fusion no engine knows (FUSIONS) is one line:
+        a misspelt one would price today's build quietly."""
+        if fusion not in FUSIONS:
+            raise InputError("fusion", fusion, "one of: " + ", ".join(FUSIONS))
         return _without(self, fusion) if self.fuses(fusion) else self
 
     def _fusable_allreduce(self, nbytes, n, family: str):
@@ -317,6 +322,9 @@ def register_engine(engine: Engine) -> Engine:
             raise ValueError(f"engine name {key!r}: lower case without spaces, as get_engine looks names up")
         if key in ENGINES or key in _ALIASES:
             raise ValueError(f"engine name {key!r}: taken already")
+    unknown = [f for f in engine.fusions if f not in FUSIONS]
+    if unknown:
+        raise ValueError(f"engine {engine.name!r}: fusions {unknown} are none of {FUSIONS}")
     ENGINES[engine.name] = engine
     _ALIASES.update(dict.fromkeys(engine.aliases, engine.name))
     return engine
