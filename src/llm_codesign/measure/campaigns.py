@@ -59,12 +59,28 @@ def settings(r: dict) -> dict:
                     out |= entry.get("set", {})
                     if isl:  # a budget the harness sizes from the row's prompt: its ISL + the value
                         out |= {k: float(isl) + v for k, v in entry.get("over_isl", {}).items()}
+                    batch = _batch_per_rank(r)
+                    if isl and batch:  # ... and from its batch too: ISL + max_batch_size + the value
+                        out |= {k: float(isl) + batch + v for k, v in entry.get("over_isl_and_batch", {}).items()}
+                    for k, n in entry.get("round_up", {}).items():  # a budget the harness rounds up to a multiple of n
+                        if out.get(k) is not None:
+                            out[k] = float(math.ceil(out[k] / n) * n)
             break
     for col in ("max_num_tokens", *FLAG_COLUMNS):
         v = (r.get(col) or "").strip()
         if v:
             out[col] = v.lower() in _TRUE if col in _BOOL else v if col == "arrival" else float(v)
     return out
+
+
+def _batch_per_rank(r: dict) -> float | None:
+    """The requests a row's run held per attention-DP rank, ceil(concurrency / attention_dp): the max_batch_size a harness
+    that sizes the engine to its run sets (data/measurements/campaigns.toml), None where the row records no concurrency."""
+    c, adp = (r.get("concurrency") or "").strip(), (r.get("attention_dp") or "").strip()
+    try:
+        return float(math.ceil(float(c) / max(float(adp or 1), 1.0) - 1e-9)) if c else None
+    except ValueError:
+        return None
 
 
 def problem(r: dict, line: int) -> str | None:
