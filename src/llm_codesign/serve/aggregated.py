@@ -510,7 +510,7 @@ def closed_loop_batch(running, *, life, window=1.0):
     return np.minimum(1.0 + window * np.asarray(running, float) / np.maximum(life, 1.0), np.maximum(running, 1.0))
 
 
-def _cohort(r: _Rank, *, arrival: str, mixes, share, n_span, acc=1.0, window=1.0, step_tok=None):
+def _cohort(r: _Rank, *, arrival: str, mixes, share, n_span, step_tok, acc=1.0, window=1.0):
     """The requests whose prefills share steps with a request's, itself included (q), by the arrival pattern
     (spec.harness.ARRIVALS):
     - "waves": a closed loop of identical requests (one ISL, one OSL, ignore-EOS) that starts as a burst
@@ -520,7 +520,7 @@ def _cohort(r: _Rank, *, arrival: str, mixes, share, n_span, acc=1.0, window=1.0
       engine that mixes prefill chunks into decode steps (`mixes`) streams the burst through at the step
       budget, the first wave's decodes starting a step apart: a cohort is the prompts one step completes beside
       the rest of the wave's decodes, q_c = `step_tok` / new (`step_tok`: the prompt tokens such a step takes,
-      prompt_budget; r.mnt where not given; at least one; a longer prompt alone over several steps). One that runs prefill
+      prompt_budget; at least one; a longer prompt alone over several steps). One that runs prefill
       batches first and decodes only when none is waiting (SGLang, ATOM by default) prefills the whole
       wave before any decode, so it stays one cohort: q_c = running. The measured runs bunch more than
       the cohorts alone: a `share` d of the rest of the wave (prefill_queue_fraction, fitted per engine,
@@ -537,7 +537,7 @@ def _cohort(r: _Rank, *, arrival: str, mixes, share, n_span, acc=1.0, window=1.0
     whole = np.maximum(r.running, 1.0)
     if arrival == "burst":
         return whole
-    q = np.where(mixes, np.clip((r.mnt if step_tok is None else step_tok) / np.maximum(r.new, 1.0), 1.0, whole), whole)
+    q = np.where(mixes, np.clip(step_tok / np.maximum(r.new, 1.0), 1.0, whole), whole)
     return q + share * (whole - q)
 
 
