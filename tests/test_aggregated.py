@@ -127,31 +127,71 @@ def _cohort_case(h100, *, share=0.0, rounds=None, engine="trtllm", mixed=None, m
     return m, cal, r
 
 
+def _mixed_step_s(m, h100, cal, engine, tokens, dec, chunk=1024.0):
+    """_cohort_case's prefill step: `tokens` of 1024-token prompts in chunks of `chunk` beside `dec` decodes at 1024 + 128."""
+    from llm_codesign.serve.aggregated import prefill_step
+
+    sh = Plan(*(np.array([v]) for v in (1, 1, 1, 1, 1, 1))).broadcast()
+    return prefill_step(m, h100, m.default_precision, sh, costs=get_engine(engine).costs(cal), tokens=tokens, isl=1024.0,
+                        chunk=chunk, dec_seqs=dec, dec_ctx=1024.0 + 128.0).item()
+
+
 def test_waves_cohort_is_the_prompts_one_step_completes(h100):
-    # an engine that mixes prefill into decodes streams the first wave through at 4096 tokens a step, so the 16
-    # requests leave it in cohorts of 4096 / 1024 = 4, which refill and prefill together: one step of 4096 tokens
-    # (beside the other 12 requests' decodes) before the first token, and the front end's 10 ms for each of the
-    # (4 + 1) / 2 requests ahead of it on average: TTFT = t_step + 25 ms
-    _, _, r = _cohort_case(h100)
-    assert r["ttft_s"].item() == pytest.approx(r["prefill_step_s"].item() + 2.5 * 0.01, rel=1e-9)
+    # an engine that mixes prefill into decodes streams the first wave through, a step's prompts getting what the
+    # decodes leave of its 4096 tokens: beside the other 15 requests' decodes (a token each) 4081, three whole 1024-token
+    # prompts (TensorRT-LLM takes no part of one), so the 16 requests leave it in cohorts of 3, which refill and
+    # prefill together: one step of 3072 tokens (beside the other 13 requests' decodes, 4083 tokens left) before the
+    # first token, and the front end's 10 ms for each of the (3 + 1) / 2 requests ahead of it on average:
+    # TTFT = t_step + 20 ms (with the whole budget for the prompts: cohorts of 4, one step of 4096 tokens, + 25 ms)
+    m, cal, r = _cohort_case(h100)
+    assert r["prefill_step_s"].item() == pytest.approx(_mixed_step_s(m, h100, cal, "trtllm", 3072.0, 13.0), rel=1e-12)
+    assert r["ttft_s"].item() == pytest.approx(r["prefill_step_s"].item() + 2.0 * 0.01, rel=1e-9)
+
+
+def test_a_steps_prompts_get_the_budget_the_decodes_leave():
+    # issue 39, review r5: the decodes take 1 + draft tokens each of the step's budget first (vLLM's running requests,
+    # TensorRT-LLM's generation requests, SGLang's mixed running batch), the prompts what is left, never below zero
+    from llm_codesign.serve.aggregated import prompt_budget
+    from llm_codesign.spec.harness import SchedulerFlags
+
+    vllm, trt = get_engine("vllm"), get_engine("trtllm")
+    # 8,192 tokens beside 64 decodes: a chunk of 8,128; with 3 drafts each, 8,192 - 64 x 4 = 7,936
+    assert prompt_budget(8192.0, 8192.0, engine=vllm, decode_tokens=64.0) == 8128.0
+    assert prompt_budget(8192.0, 8192.0, engine=vllm, decode_tokens=64.0 * 4) == 7936.0
+    # whole prompts (TensorRT-LLM): 2,524 - 64 = 2,460 tokens hold two 1,024-token prompts, 2,524 - 600 one
+    assert prompt_budget(np.array([2524.0, 2524.0]), 1024.0, engine=trt, decode_tokens=np.array([64.0, 600.0])).tolist() == [2048.0, 1024.0]
+    # decodes that fill the budget leave no prompt token that step
+    assert prompt_budget(2048.0, 1024.0, engine=vllm, decode_tokens=2048.0) == 0.0
+    assert prompt_budget(2048.0, 1024.0, engine=vllm, decode_tokens=4096.0) == 0.0
+    # no decode beside: the whole budget, as before
+    assert prompt_budget(8192.0, 8192.0, engine=vllm) == 8192.0
+    assert prompt_budget(2524.0, 1024.0, engine=trt, flags=SchedulerFlags(chunked_prefill=True), decode_tokens=24.0) == 2500.0
+
+
+def test_an_engine_prefilling_first_keeps_its_whole_chunk(h100):
+    # SGLang without mixed chunks (and ATOM) run a prefill batch with no decode beside it: the budget is the prompts'
+    # whole, at any load. 16 requests of 1024 in 4096-token steps: 4096 prompt tokens a step (16 x 1024 fill it)
+    m, cal, r = _cohort_case(h100, engine="sglang")
+    assert r["prefill_step_s"].item() == pytest.approx(_mixed_step_s(m, h100, cal, "sglang", 4096.0, 0.0), rel=1e-12)
 
 
 def test_waves_first_wave_is_a_burst_of_one_round_in_twenty(h100):
     # 20 rounds (aiperf --num-requests 20C): the first, 1/20 of the requests, is the burst itself, its 16 prompts at
     # 4096 tokens a step, each request's first token at the end of the step its prompt ends in, (16 + 1) / 2 x 1024 / 4096
     # + 1/2 = 2.625 of those steps on average (_steps_to_first_token); the front end serves
-    # the 0.95 x 4 + 0.05 x 16 = 4.6 requests that arrive together on average, (4.6 + 1) / 2 each
+    # the 0.95 x 3 + 0.05 x 16 = 3.65 requests that arrive together on average (cohorts of 3: the test above), (3.65 + 1) / 2 each
     m, cal, r = _cohort_case(h100, rounds=20.0)
     t_wave = _eager_prefill_step_s(m, h100, cal, "trtllm", Batch(pf_tokens=4096.0, pf_seqs=4.0, pf_ctx=0.0))
     steady = _cohort_case(h100)[2]["prefill_step_s"].item()
-    assert r["ttft_s"].item() == pytest.approx(0.95 * steady + 0.05 * 2.625 * t_wave + 2.8 * 0.01, rel=1e-9)
+    assert r["ttft_s"].item() == pytest.approx(0.95 * steady + 0.05 * 2.625 * t_wave + 2.325 * 0.01, rel=1e-9)
 
 
 def test_trtllm_steps_take_whole_prompts_only(h100):
-    # TensorRT-LLM without chunked prefill (its default) schedules a prompt whole or not at all: a 2560-token budget takes
-    # two 1024-token prompts a step, so the cohorts are 2 and a request's first token comes after one step of 2048 prompt
-    # tokens beside the other 14 requests' decodes, and (2 + 1) / 2 front-end turns; chunked, 2.5 prompts a step: one
-    # step of 2560 tokens beside 13.5 decodes, (2.5 + 1) / 2 turns
+    # TensorRT-LLM without chunked prefill (its default) schedules a prompt whole or not at all: what the other 15
+    # requests' decodes leave of a 2560-token budget, 2545 tokens, takes two 1024-token prompts a step, so the cohorts are
+    # 2 and a request's first token comes after one step of 2048 prompt tokens beside the other 14 requests' decodes, and
+    # (2 + 1) / 2 front-end turns; chunked, q = 2545 / 1024 prompts a step: one step of 2545 tokens beside 16 - q decodes,
+    # (q + 1) / 2 turns
     from llm_codesign.serve.aggregated import prefill_step, prompt_budget
     from llm_codesign.spec.harness import SchedulerFlags
 
@@ -169,16 +209,18 @@ def test_trtllm_steps_take_whole_prompts_only(h100):
                                             chunk=1024.0, dec_seqs=dec, dec_ctx=1024.0 + 128.0).item()
     assert whole["prefill_step_s"].item() == pytest.approx(step(2048.0, 14.0), rel=1e-12)
     assert whole["ttft_s"].item() == pytest.approx(step(2048.0, 14.0) + 1.5 * 0.01, rel=1e-9)
-    assert chunked["prefill_step_s"].item() == pytest.approx(step(2560.0, 13.5), rel=1e-12)
-    assert chunked["ttft_s"].item() == pytest.approx(step(2560.0, 13.5) + 1.75 * 0.01, rel=1e-9)
+    q = 2545.0 / 1024.0
+    assert chunked["prefill_step_s"].item() == pytest.approx(step(2545.0, 16.0 - q), rel=1e-12)
+    assert chunked["ttft_s"].item() == pytest.approx(step(2545.0, 16.0 - q) + (q + 1.0) / 2.0 * 0.01, rel=1e-9)
 
 
 def test_waves_rebunching_share_adds_the_rest_of_the_wave(h100):
-    # a share 0.5 of the 12 requests outside a cohort of 4 re-arrive with it: q = 4 + 0.5 x 12 = 10, their 10 x 1024
-    # tokens over 4096-token steps, a request's first token (10 + 1) / 2 x 1024 / 4096 + 1/2 = 1.875 steps in, after 5.5
-    # front-end turns
-    _, _, r = _cohort_case(h100, share=0.5)
-    assert r["ttft_s"].item() == pytest.approx(1.875 * r["prefill_step_s"].item() + 5.5 * 0.01, rel=1e-9)
+    # a share 0.5 of the 13 requests outside a cohort of 3 re-arrive with it: q = 3 + 0.5 x 13 = 9.5, their 9.5 x 1024
+    # tokens over steps of the three whole prompts that 4096 - 6.5 decodes leave room for (3072 tokens), a request's
+    # first token (9.5 + 1) / 2 x 1024 / 3072 + 1/2 = 2.25 steps in, after 5.25 front-end turns
+    m, cal, r = _cohort_case(h100, share=0.5)
+    assert r["prefill_step_s"].item() == pytest.approx(_mixed_step_s(m, h100, cal, "trtllm", 3072.0, 6.5), rel=1e-12)
+    assert r["ttft_s"].item() == pytest.approx(2.25 * r["prefill_step_s"].item() + 5.25 * 0.01, rel=1e-9)
 
 
 def test_waves_on_an_engine_prefilling_first_stay_one_cohort(h100):
@@ -188,8 +230,12 @@ def test_waves_on_an_engine_prefilling_first_stay_one_cohort(h100):
     _, _, r = _cohort_case(h100, engine="sglang")
     t_pf = r["prefill_step_s"].item()
     assert r["ttft_s"].item() == pytest.approx(2.625 * t_pf + 8.5 * 0.01, rel=1e-9)
-    mixed = _cohort_case(h100, engine="sglang", mixed=True)[2]  # --enable-mixed-chunk: cohorts of 4, as above
-    assert mixed["ttft_s"].item() == pytest.approx(mixed["prefill_step_s"].item() + 2.5 * 0.01, rel=1e-9)
+    # --enable-mixed-chunk: the running batch's size comes off the chunk (PrefillAdder), so beside the other 15 requests'
+    # decodes q = 4081 / 1024 prompts a step, one step of 4081 tokens (16 - q decodes beside) and (q + 1) / 2 turns
+    m, cal, mixed = _cohort_case(h100, engine="sglang", mixed=True)
+    q = 4081.0 / 1024.0
+    assert mixed["prefill_step_s"].item() == pytest.approx(_mixed_step_s(m, h100, cal, "sglang", 4081.0, 16.0 - q), rel=1e-12)
+    assert mixed["ttft_s"].item() == pytest.approx(mixed["prefill_step_s"].item() + (q + 1.0) / 2.0 * 0.01, rel=1e-9)
     assert r["tpot_s"].item() == pytest.approx(r["step_s"].item() + 1.375 * t_pf / 255, rel=1e-9)
 
 
@@ -245,8 +291,9 @@ def test_attention_dp_hold_needs_every_rank_decoding():
 
 def test_out_of_step_prefills_stall_decode_by_what_they_add(h100):
     m = get_model("llama-3.1-8b")
-    # cohorts of 2048 / 1024 = 2 (share 0): the 6 other running requests' 1024-token prefills land in this
-    # request's 255 decode steps, each in one mixed step of the wave's budget (2048 tokens)
+    # cohorts of one (share 0): the other 7 requests' decodes leave 2041 of the 2048 tokens, one whole 1024-token prompt
+    # (TensorRT-LLM); their 7 prefills land in this request's 255 decode steps, each in one mixed step of the wave's
+    # budget (2048 tokens)
     cal = replace(calibration_for(h100), prefill_queue_fraction=(("trtllm", 0.0),), seq_overhead_s=(("trtllm", 0.0),))
     plan = Plan(*(np.array([v]) for v in (1, 1, 1, 1, 1, 1)))
     r = evaluate(m, Serving(gpu=h100, prec=m.default_precision, plan=plan, engine=get_engine("trtllm"), max_num_tokens=2048),
@@ -254,7 +301,7 @@ def test_out_of_step_prefills_stall_decode_by_what_they_add(h100):
     t_wave = _eager_prefill_step_s(m, h100, cal, "trtllm", Batch(pf_tokens=2048.0, pf_seqs=2.0, pf_ctx=0.0))
     t_stage = r["step_s"].item()
     # the decode step is paid anyway; each prefill adds its 1/2 share of what the wave step costs beyond it
-    stall = 6 * (1024 / 2048) * (t_wave - t_stage) / 255
+    stall = 7 * (1024 / 2048) * (t_wave - t_stage) / 255
     assert r["tpot_s"].item() == pytest.approx(t_stage + stall, rel=1e-6)
 
 
@@ -481,3 +528,21 @@ def test_a_closed_loops_throughput_is_littles_law(h100):
             assert np.allclose(r["output_tok_s_per_gpu"], np.array([8.0, 256.0]) * 128 / (r["ttft_s"] + 127 * r["tpot_s"]), rtol=1e-9)
         off = evaluate(m, at, cal=calibration_for(h100), concurrency=256.0, isl=1024.0, osl=128.0, offline=True)
         assert off["output_tok_s_per_gpu"].item() != pytest.approx(256 * 128 / (off["ttft_s"].item() + 127 * off["tpot_s"].item()), rel=1e-3)
+
+
+@pytest.mark.parametrize("engine,mixed", [("trtllm", None), ("vllm", None), ("sglang", True)])
+def test_ttft_and_tpot_never_fall_as_concurrency_rises_with_the_decodes_in_the_budget(h100, engine, mixed):
+    # more requests in flight take more of each step's budget for their decodes, so less is left for a prompt: its first
+    # token and the others' tokens come no sooner (tight budgets, where the decodes fill most of it at 512 requests)
+    from llm_codesign.spec.harness import SchedulerFlags
+
+    m = get_model("llama-3.1-8b")
+    C = np.array([1, 2, 4, 8, 16, 32, 64, 128, 256, 512], float)
+    kw = {"flags": SchedulerFlags(mixed_chunk=mixed)} if mixed else {}
+    for arrival in ("waves", "closed_loop"):
+        for mnt in (2048.0, 2560.0):
+            r = evaluate(m, Serving(gpu=h100, prec=m.default_precision, plan=Plan(1), engine=get_engine(engine), max_num_tokens=mnt),
+                         cal=calibration_for(h100), concurrency=C, isl=1024.0, osl=256.0, arrival=arrival, **kw)
+            for k in ("ttft_s", "tpot_s"):
+                assert np.all(np.isfinite(r[k])) and np.all(r[k] > 0)
+                assert np.all(np.diff(r[k]) >= -1e-12 * r[k][1:]), (arrival, mnt, k, r[k])

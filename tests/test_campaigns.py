@@ -54,17 +54,23 @@ def test_inferencex_prefill_ranks_take_turns():
 
 
 def test_the_silicon_samples_harness_follows_aiconfigurators_workflow():
-    # aiperf --num-requests 20C (bench_run.sh.j2:37,97); the benchmark rules' step budget max_batch_size + ISL + 1500,
-    # ISL + 1500 for prompts (vllm.rule:15, trtllm.rule:15, sglang.rule:7) and SGLang's chunks mixed into decodes (sglang.rule:8)
-    row = {"source": "aiconfigurator-core-0.12.0-silicon-sample:x", "backend": "vllm", "isl": "8192", "osl": "1024"}
+    # aiperf --num-requests 20C (bench_run.sh.j2:37,97); the benchmark rules' step budget max_batch_size + ISL + 1500
+    # (vllm.rule:15, trtllm.rule:15, TensorRT-LLM's rounded up to 32 tokens), max_batch_size priced at the row's requests
+    # per attention-DP rank; SGLang's max_prefill_tokens ISL + 1500 (sglang.rule:7), its chunk left at its default, and its
+    # chunks mixed into decodes (sglang.rule:8)
+    row = {"source": "aiconfigurator-core-0.12.0-silicon-sample:x", "backend": "vllm", "isl": "8192", "osl": "1024", "concurrency": "64",
+           "attention_dp": "1"}
     s = campaigns.settings(row)
-    assert (s["arrival"], s["rounds"], s["max_num_tokens"], s["max_prefill_tokens"]) == ("waves", 20, 9692, 9692)
-    assert "mixed_chunk" not in s
+    assert (s["arrival"], s["rounds"], s["max_num_tokens"]) == ("waves", 20, 8192 + 64 + 1500)
+    assert "mixed_chunk" not in s and "max_prefill_tokens" not in s
+    # 512 requests over 4 attention-DP ranks: 128 a rank
+    assert campaigns.settings({**row, "isl": "1024", "concurrency": "512", "attention_dp": "4"})["max_num_tokens"] == 1024 + 128 + 1500
+    # TensorRT-LLM: 1024 + 64 + 1500 = 2588, rounded up to 2592 (81 blocks of 32 tokens)
+    assert campaigns.settings({**row, "backend": "trtllm", "isl": "1024"})["max_num_tokens"] == 2592
     s = campaigns.settings({**row, "backend": "sglang", "isl": "1024"})
-    assert (s["max_num_tokens"], s["mixed_chunk"]) == (2524, True)
-    # one rule, the row's ISL + 1500, at any ISL the sample holds or not
-    s = campaigns.settings({**row, "isl": "3000"})
-    assert (s["max_num_tokens"], s["max_prefill_tokens"]) == (4500, 4500)
+    assert (s["max_num_tokens"], s["max_prefill_tokens"], s["mixed_chunk"]) == (None, 2524, True)
+    # one rule at any ISL the sample holds or not; none where the row records no ISL
+    assert campaigns.settings({**row, "isl": "3000", "concurrency": "8"})["max_num_tokens"] == 4508
     assert campaigns.settings({**row, "isl": ""})["max_num_tokens"] is None
 
 
@@ -106,7 +112,10 @@ def test_a_key_the_table_does_not_know_is_one_line():
               "max_prefill_tokens, max_running_requests, cuda_graph_max_bs, recv_interval, ignore_eos, mixed_chunk, chunked_prefill, "
               "kv_fraction, rounds, prefill_routing, offline"),
              ("over_isl = {", "over_isls = {", "campaigns.toml [aiconfigurator-core] flags: 'over_isls' is not valid; one of: when, set, "
-              "over_isl")]
+              "over_isl, over_isl_and_batch, round_up"),
+             ("over_isl_and_batch = { max_num_tokens", "over_isl_and_batch = { max_num_token",
+              "campaigns.toml [aiconfigurator-core] flags.over_isl_and_batch: 'max_num_token' is not valid; one of: max_num_tokens, "
+              "max_prefill_tokens")]
     for old, new, line in cases:
         assert old in text
         with pytest.raises(InputError) as e:

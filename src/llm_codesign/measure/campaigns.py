@@ -24,9 +24,12 @@ _BOOL = ("ignore_eos", "mixed_chunk", "chunked_prefill")
 _TRUE, _FALSE = ("true", "1", "yes"), ("false", "0", "no")
 # an entry's `NAME_fusion = false`: the run's engine build does not make that fusion (Engine.without)
 FUSION_KEYS = tuple(f"{f}_fusion" for f in FUSIONS)
-# the keys a campaign, one of its [[campaign.flags]] entries, an entry's `set` and its `over_isl` (budgets) may hold
-_KEYS = {"campaign": ("source", "flags", *FLAG_COLUMNS, *CAMPAIGN_KEYS), "entry": ("when", "set", "over_isl"),
-         "set": ("max_num_tokens", *FLAG_COLUMNS, *CAMPAIGN_KEYS, *FUSION_KEYS), "over_isl": ("max_num_tokens", "max_prefill_tokens")}
+# the keys a campaign, one of its [[campaign.flags]] entries, an entry's `set` and its budget rules (`over_isl`,
+# `over_isl_and_batch`, `round_up`) may hold
+BUDGET_RULES = ("over_isl", "over_isl_and_batch", "round_up")
+_KEYS = {"campaign": ("source", "flags", *FLAG_COLUMNS, *CAMPAIGN_KEYS), "entry": ("when", "set", *BUDGET_RULES),
+         "set": ("max_num_tokens", *FLAG_COLUMNS, *CAMPAIGN_KEYS, *FUSION_KEYS),
+         **{rule: ("max_num_tokens", "max_prefill_tokens") for rule in BUDGET_RULES}}
 
 
 def read_campaigns(text: str, origin: str = "campaigns.toml") -> tuple[dict, ...]:
@@ -38,7 +41,7 @@ def read_campaigns(text: str, origin: str = "campaigns.toml") -> tuple[dict, ...
         parts = [("campaign", where, c)]
         for entry in c.get("flags", ()):
             parts.append(("entry", f"{where} flags", entry))
-            parts += [(k, f"{where} flags.{k}", entry[k]) for k in ("set", "over_isl") if k in entry]
+            parts += [(k, f"{where} flags.{k}", entry[k]) for k in ("set", *BUDGET_RULES) if k in entry]
         for kind, field, keys in parts:
             for key in keys:
                 if key not in _KEYS[kind]:
@@ -91,12 +94,28 @@ def settings(r: dict) -> dict:
                     out |= entry.get("set", {})
                     if isl:  # a budget the harness sizes from the row's prompt: its ISL + the value
                         out |= {k: float(isl) + v for k, v in entry.get("over_isl", {}).items()}
+                    batch = _batch_per_rank(r)
+                    if isl and batch:  # ... and from its batch too: ISL + max_batch_size + the value
+                        out |= {k: float(isl) + batch + v for k, v in entry.get("over_isl_and_batch", {}).items()}
+                    for k, n in entry.get("round_up", {}).items():  # a budget the harness rounds up to a multiple of n
+                        if out.get(k) is not None:
+                            out[k] = float(math.ceil(out[k] / n) * n)
             break
     for col in ("max_num_tokens", *FLAG_COLUMNS):
         v = (r.get(col) or "").strip()
         if v:
             out[col] = v.lower() in _TRUE if col in _BOOL else v if col == "arrival" else float(v)
     return out
+
+
+def _batch_per_rank(r: dict) -> float | None:
+    """The requests a row's run held per attention-DP rank, ceil(concurrency / attention_dp): the max_batch_size a harness
+    that sizes the engine to its run sets (data/measurements/campaigns.toml), None where the row records no concurrency."""
+    c, adp = (r.get("concurrency") or "").strip(), (r.get("attention_dp") or "").strip()
+    try:
+        return float(math.ceil(float(c) / max(float(adp or 1), 1.0) - 1e-9)) if c else None
+    except ValueError:
+        return None
 
 
 def problem(r: dict, line: int) -> str | None:

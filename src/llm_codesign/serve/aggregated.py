@@ -248,8 +248,10 @@ class _Rank(NamedTuple):
     osl: object
     new: object  # prompt tokens each request prefills (its ISL less the cached prefix)
     cached: object
-    mnt: object  # the step token budget
+    mnt: object  # the prompt tokens a step takes with no decode beside (prompt_budget)
     chunk: object  # a request's prefill chunk
+    budget: object  # the step token budget, the decodes' tokens included where the engine mixes them in
+    per_decode: object  # tokens a decoding request takes of a step's budget: 1 + its draft tokens
     running: object  # sequences running at once
     pp: object
     pipelined: object  # chunks of different requests pipeline over PP stages; one request's chunks only with CPP
@@ -302,7 +304,7 @@ def evaluate(model: ModelSpec, at: Serving, *, cal: Calibration, concurrency, is
                                                    kv_budget=kv_budget, usable_fraction=usable_fraction, spec=spec, draft_len=k)
     time_share = admitted / np.maximum(running, 1.0)
     pmnt = prompt_budget(mnt, new, engine=engine, flags=fl)  # the prompt tokens a step takes
-    r = _Rank(isl, osl, new, cached, pmnt, np.minimum(new, pmnt), running, pp, np.asarray(at.cpp) | (running >= pp))
+    r = _Rank(isl, osl, new, cached, pmnt, np.minimum(new, pmnt), mnt, 1.0 + k, running, pp, np.asarray(at.cpp) | (running >= pp))
     wave_tok, t_wave_step, pf_span = _prefill_wave(model, gpu, prec, sh, r=r, costs=costs)
     # decode phase: every sequence of the micro-batch generates (k+1 verified tokens per step)
     t_stage, t_draft, ops = decode_step(model, gpu, prec, sh, costs=costs, b=running / pp, ctx=isl + osl / 2.0, k=k, spec=spec)
@@ -355,15 +357,23 @@ def _slot_cycle(ttft, tpot, osl):
     return ttft + np.maximum(osl - 1.0, 0.0) * tpot
 
 
-def prompt_budget(mnt, new, *, engine: Engine, flags: SchedulerFlags = DEFAULT_FLAGS):
-    """The prompt tokens one step takes under a step budget of `mnt` (per attention-DP rank) for prompts of `new` tokens:
-    the whole budget where the engine splits prompts into chunks (Engine.chunks_prefill, or the run's chunked_prefill
-    flag), else the whole prompts that fit it, floor(mnt / new) x new: TensorRT-LLM without chunked prefill schedules a
-    context request whole or stops, so a 2,524-token budget takes two 1,024-token prompts, not 2.46, and a 9,692-token
-    one a single 8,192-token prompt. A prompt longer than the budget runs only chunked (TensorRT-LLM refuses it
-    otherwise), so it is priced so."""
+def prompt_budget(mnt, new, *, engine: Engine, flags: SchedulerFlags = DEFAULT_FLAGS, decode_tokens=0.0):
+    """The prompt tokens one step takes under a step budget of `mnt` (per attention-DP rank) for prompts of `new` tokens,
+    beside decodes taking `decode_tokens` of it: the budget they leave, never below zero, where the engine splits prompts
+    into chunks (Engine.chunks_prefill, or the run's chunked_prefill flag), else the whole prompts that fit it,
+    floor(left / new) x new: TensorRT-LLM without chunked prefill schedules a context request whole or stops, so a
+    2,524-token budget takes two 1,024-token prompts, not 2.46, and a 9,692-token one a single 8,192-token prompt. A
+    prompt longer than what is left runs only chunked (TensorRT-LLM refuses it otherwise), so it is priced so.
+
+    The decodes come first: vLLM's Scheduler.schedule takes its RUNNING requests, 1 + draft tokens each, off
+    token_budget before any waiting request's prompt, which gets what is left (v1/core/sched/scheduler.py:383-517, 567,
+    680@0.19.0), and TensorRT-LLM's MicroBatchScheduler charges the generation requests ahead of the new context ones
+    in its request order (docs/modelling-notes.md#budget-decode-batch); SGLang's PrefillAdder takes the running batch's
+    size off both max_prefill_tokens and the chunk where it mixes (--enable-mixed-chunk: managers/scheduler.py:2038,
+    schedule_policy.py:393-401@0.5.9; mixing is off under speculative decoding, server_args.py:2390). Where the decodes
+    fill the budget no prompt token fits that step (0), as in the engines."""
     chunks = engine.chunks_prefill if flags.chunked_prefill is None else np.asarray(flags.chunked_prefill, bool)
-    mnt = np.asarray(mnt, float)
+    mnt = np.maximum(np.asarray(mnt, float) - np.asarray(decode_tokens, float), 0.0)
     new = np.asarray(new, float)
     whole = np.floor(mnt / np.maximum(new, 1.0)) * new
     return np.where(chunks | (whole < np.maximum(new, 1.0)), mnt, whole)
@@ -395,7 +405,7 @@ def _request_times(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, r: 
     mixes = engine.mixes_prefill if fl.mixed_chunk is None else np.asarray(fl.mixed_chunk, bool)
     q, t_pf_stage, span, t_req_pf, rest = _own_prefill(model, gpu, prec, sh, r=r, costs=costs, n_span=np.maximum(wave[2] / t_iter, 1.0),
                                                        arrival=arrival, window=np.maximum(fl.recv_interval, 1.0), acc=acc, mixes=mixes,
-                                                       t_stage=t_stage, wave=wave[:2], rounds=fl.rounds, q=q)
+                                                       t_stage=t_stage, wave=wave[:2], rounds=fl.rounds, scheduler=(engine, fl), q=q)
     tpot, life = _decode_times(r, q=q, t_stage=t_stage, t_iter=t_iter / acc, time_share=time_share, wave=wave, t_req_pf=t_req_pf, mixes=mixes,
                                rest=rest)
     # the per-request work outside the steps, paid (q + 1) / 2 times as if the q requests arriving together were served
@@ -535,7 +545,7 @@ def _closed_loop_cohort(request, running, osl, *, t_iter, window):
     return np.sqrt(lo * hi)
 
 
-def _cohort(r: _Rank, *, arrival: str, mixes, share, n_span, acc=1.0, window=1.0):
+def _cohort(r: _Rank, *, arrival: str, mixes, share, n_span, step_tok, acc=1.0, window=1.0):
     """The requests whose prefills share steps with a request's, itself included (q), by the arrival pattern
     (spec.harness.ARRIVALS):
     - "waves": a closed loop of identical requests (one ISL, one OSL, ignore-EOS) that starts as a burst
@@ -543,8 +553,9 @@ def _cohort(r: _Rank, *, arrival: str, mixes, share, n_span, acc=1.0, window=1.0
       the cohorts: a request's first token and, with identical lengths, its last come in the step its
       prompt completes, so those completing together refill their slots together, round after round. An
       engine that mixes prefill chunks into decode steps (`mixes`) streams the burst through at the step
-      budget, the first wave's decodes starting a step apart: a cohort is the prompts one step completes,
-      q_c = mnt / new (at least one; a longer prompt alone over several steps). One that runs prefill
+      budget, the first wave's decodes starting a step apart: a cohort is the prompts one step completes beside
+      the rest of the wave's decodes, q_c = `step_tok` / new (`step_tok`: the prompt tokens such a step takes,
+      prompt_budget; at least one; a longer prompt alone over several steps). One that runs prefill
       batches first and decodes only when none is waiting (SGLang, ATOM by default) prefills the whole
       wave before any decode, so it stays one cohort: q_c = running. The measured runs bunch more than
       the cohorts alone: a `share` d of the rest of the wave (prefill_queue_fraction, fitted per engine,
@@ -562,7 +573,7 @@ def _cohort(r: _Rank, *, arrival: str, mixes, share, n_span, acc=1.0, window=1.0
     whole = np.maximum(r.running, 1.0)
     if arrival == "burst":
         return whole
-    q = np.where(mixes, np.clip(r.mnt / np.maximum(r.new, 1.0), 1.0, whole), whole)
+    q = np.where(mixes, np.clip(step_tok / np.maximum(r.new, 1.0), 1.0, whole), whole)
     return q + share * (whole - q)
 
 
@@ -578,25 +589,33 @@ def _steps_to_first_token(q, new, step_tok):
 
 
 def _own_prefill(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, r: _Rank, costs: EngineCosts, n_span, arrival, window, acc,
-                 mixes, t_stage, wave, rounds, q=None):
+                 mixes, t_stage, wave, rounds, scheduler, q=None):
     """A request's prefill: (q, the step's time, the steps' span over the pipeline before its first
     token, the time one request's prefill adds to the steps of the requests decoding, the time it waits
     after its first token for the rest of its cohort's prefill). Its chunks share steps with the prefills
     of the q - 1 requests arriving with it (`q` where the caller sized it, else _cohort), served first come first served in steps of
     min(budget, q x new) tokens: one step where they fit, else until the end of the step its prompt ends in
     (_steps_to_first_token). Steps count fractionally: a partial chunk costs its share of a full one. An engine that mixes
-    runs the running - q other requests' decodes in those steps; one that does not leaves them, and the
+    runs the running - q other requests' decodes in those steps, their 1 + k tokens each off the step's budget before the
+    prompts' (prompt_budget; `scheduler`: the engine and the run's SchedulerFlags); one that does not leaves them, and the
     cohort's requests already prefilled, waiting until the cohort's last prompt is done. Under "waves" the
     first wave (a share 1 / `rounds` of the requests: SchedulerFlags.rounds) is the burst itself, every
     request behind the prompts queued ahead of it at the wave's step (`wave`: its tokens and time)."""
     closed = arrival == "closed_loop"
-    if q is None:
-        q = _cohort(r, arrival=arrival, mixes=mixes, share=costs.queue_fraction, n_span=n_span, acc=acc, window=window)
-    pf_step_tok = np.minimum(r.mnt, q * r.new)
-    n_pf = _steps_to_first_token(q, r.new, pf_step_tok)
+    engine, fl = scheduler
+
+    def beside(decodes):  # the prompt tokens a step takes beside a micro-batch's `decodes`: what their tokens leave
+        return prompt_budget(r.budget, r.new, engine=engine, flags=fl, decode_tokens=decodes * r.per_decode)
+
+    if q is None:  # a cohort: the prompts one step completes beside the others' decodes (the wave's but its own)
+        q = _cohort(r, arrival=arrival, mixes=mixes, share=costs.queue_fraction, n_span=n_span, acc=acc, window=window,
+                    step_tok=np.where(mixes, beside(np.maximum(r.running - 1.0, 0.0) / r.pp), r.mnt))
     # the running - q requests that arrived out of step decode inside those prefill steps where the engine mixes them
     dec = np.where(mixes, np.maximum(r.running - q, 0.0) / r.pp, 0.0)
-    t_pf_stage = prefill_step(model, gpu, prec, sh, costs=costs, tokens=pf_step_tok, isl=r.new, chunk=r.chunk,
+    step_tok = beside(dec)
+    pf_step_tok = np.minimum(step_tok, q * r.new)
+    n_pf = _steps_to_first_token(q, r.new, pf_step_tok)
+    t_pf_stage = prefill_step(model, gpu, prec, sh, costs=costs, tokens=pf_step_tok, isl=r.new, chunk=np.minimum(r.new, step_tok),
                               dec_seqs=dec, dec_ctx=r.isl + r.osl / 2.0, cached=r.cached)
 
     span = _over_pipeline(r, n_pf) * t_pf_stage
