@@ -86,7 +86,7 @@ def validate(
     out: Optional[str] = typer.Option(None, "--out", help="Write the input rows plus predictions and their 80% intervals "
                                       "(predicted_<metric>_lo, _hi) here (CSV; - for standard output)."),
     clean: bool = typer.Option(False, "--clean", help="Serving: re-derive plans from the run names that state them, keep each measurement once, and drop runs whose own series rules out every reading of their concurrency or whose run name records none (llm_codesign.measure.audit)."),
-    calibration: Optional[str] = O_CAL, as_json: bool = typer.Option(False, "--json"),
+    calibration: Optional[str] = O_CAL, as_json: bool = typer.Option(False, "--json", help="Print the answer as JSON (what the table shows, and more)."),
 ):
     """Predict published measurements and report the errors, and how many runs fall inside the stated intervals."""
     from llm_codesign.measure.validate import kernel_report, predict_serving, read_rows, serving_report, unpriced
@@ -304,8 +304,8 @@ def bench(
     heads: int = typer.Option(32, "--heads", help="decode: query heads (ignored with --model)."),
     kv_heads: int = typer.Option(8, "--kv-heads", help="decode: KV heads (ignored with --model)."),
     head_dim: int = typer.Option(128, "--head-dim", help="decode: head dimension (ignored with --model)."),
-    warmup: int = typer.Option(3, "--warmup", min=0),
-    repeat: int = typer.Option(10, "--repeat", min=1),
+    warmup: int = typer.Option(3, "--warmup", min=0, help="Untimed runs of each shape before the timed ones."),
+    repeat: int = typer.Option(10, "--repeat", min=1, help="Timed runs of each shape (their median is recorded)."),
 ):
     """Measure GEMMs or decode attention on this machine; `validate`/`calibrate --kernels` read the CSV."""
 

@@ -31,6 +31,7 @@ from llm_codesign.cli.common import (
     _console,
     _deployment,
     _dump,
+    _engine,
     _gpu,
     _model,
     app,
@@ -66,8 +67,9 @@ INTERACTIVE_SLO = {"min_tps_user": 20.0, "max_ttft_ms": 2000.0}
 def export(
     model: str = typer.Argument(..., help="Registry name, Hugging Face id or config.json path."),
     gpu: str = O_GPU, gpus_: Optional[int] = O_GPUS,
-    backend: str = typer.Option("trtllm", "--backend", "--engine", help=f"{listed()}: the engine the file starts (with --prefill/"
-                                "--decode, the engine of Dynamo's workers); dynamo: Dynamo with trtllm workers."),
+    backend: Optional[str] = typer.Option(None, "--backend", "--engine", help=f"{listed()}: the engine the file starts (default: trtllm "
+                                          "on NVIDIA GPUs, sglang on AMD's; with --prefill/--decode, the engine of Dynamo's workers); "
+                                          "dynamo: Dynamo with trtllm workers."),
     out: str = typer.Option(..., "-o", "--out", help="The file to write (YAML; a shell script for SGLang); - for standard output."),
     tp: Optional[int] = O_TP, pp: Optional[int] = O_PP, ep: Optional[int] = O_EP, moe_tp: Optional[int] = O_MTP,
     attention_dp: Optional[int] = O_ADP, kvp: Optional[int] = O_KVP,
@@ -87,8 +89,8 @@ def export(
     cpp: bool = typer.Option(False, "--cpp", help="Chunked pipeline parallelism for prefill (with --concurrency)."),
     prefill: Optional[str] = typer.Option(None, "--prefill", help="Dynamo: prefill instance plan, e.g. tp=8,ep=8."),
     decode: Optional[str] = typer.Option(None, "--decode", help="Dynamo: decode instance plan, e.g. attention_dp=8,ep=8."),
-    prefill_instances: int = typer.Option(1, "--prefill-instances", min=1, max=1 << 16),
-    decode_instances: int = typer.Option(1, "--decode-instances", min=1, max=1 << 16),
+    prefill_instances: int = typer.Option(1, "--prefill-instances", min=1, max=1 << 16, help="Dynamo: prefill workers of the --prefill plan."),
+    decode_instances: int = typer.Option(1, "--decode-instances", min=1, max=1 << 16, help="Dynamo: decode workers of the --decode plan."),
     calibration: Optional[str] = O_CAL, as_json: bool = typer.Option(False, "--json", help="Print the deployment and the predicted figures."),
 ):
     """The engine's launch configuration for a deployment, stated as `estimate` takes it.
@@ -97,7 +99,7 @@ def export(
     precision unless --weight-dtype/--kv-dtype name another."""
     from llm_codesign.explore.export import dynamo_workers, engine_spec, export_config, export_dynamo, exportable
 
-    if backend not in exportable():
+    if backend is not None and backend not in exportable():
         raise InputError("backend", backend, "one of: " + ", ".join(exportable()))
     for name, v in (("min_tps_user", min_tps_user), ("max_ttft_ms", max_ttft_ms)):
         if v is not None and not (0 < v < float("inf")):
@@ -115,9 +117,10 @@ def export(
             raise InputError("cpp", cpp, "set with --concurrency only (the frontier search prices no chunked pipeline parallelism)")
     _check_out(out, {"MODEL": model, "--gpu": gpu, "--calibration": calibration}, as_json=as_json)
     m = _model(model)
+    backend = backend or _engine(None, _gpu(gpu))
     chosen = None
     if disagg:
-        worker = "trtllm" if backend == "dynamo" else backend
+        worker = _engine("trtllm" if backend == "dynamo" else backend, _gpu(gpu))
         if worker not in dynamo_workers():
             *rest, last = dynamo_workers()
             raise InputError("backend", worker, f"{', '.join(rest)} or {last} (Dynamo's worker engine)")
@@ -251,7 +254,7 @@ def import_(
     acceptance: Optional[float] = typer.Option(None, "--acceptance", help="Mean accepted tokens per step of the configuration's "
                                                "speculative decoding (an engine's configuration states none)."),
     acceptance_rates: Optional[str] = O_RATES,
-    calibration: Optional[str] = O_CAL, as_json: bool = typer.Option(False, "--json"),
+    calibration: Optional[str] = O_CAL, as_json: bool = typer.Option(False, "--json", help="Print the answer as JSON (what the table shows, and more)."),
 ):
     """The deployment an engine configuration starts, priced as `estimate` prices it.
 

@@ -46,9 +46,9 @@ def mix(
     isl_dist: Optional[str] = typer.Option(None, "--isl-dist", help="fixed:N, uniform:LO,HI or lognormal:median=M,sigma=S."),
     osl_dist: Optional[str] = typer.Option(None, "--osl-dist", help="Same forms as --isl-dist."),
     concurrency: int = typer.Option(64, "--concurrency", min=1, max=1 << 20, help="Requests in flight."),
-    backend: str = O_BACKEND, spec: Optional[str] = O_SPEC, draft_len: Optional[int] = O_K,
+    backend: Optional[str] = O_BACKEND, spec: Optional[str] = O_SPEC, draft_len: Optional[int] = O_K,
     acceptance: Optional[float] = O_ACC, acceptance_rates: Optional[str] = O_RATES, draft_model: Optional[str] = O_DRAFT,
-    max_num_tokens: Optional[int] = O_MNT, calibration: Optional[str] = O_CAL, as_json: bool = typer.Option(False, "--json"),
+    max_num_tokens: Optional[int] = O_MNT, calibration: Optional[str] = O_CAL, as_json: bool = typer.Option(False, "--json", help="Print the answer as JSON (what the table shows, and more)."),
 ):
     """What one deployment delivers on a mix of request lengths: TTFT percentiles, TPOT, tok/s/GPU."""
     from llm_codesign.cost.calibration import calibration_for

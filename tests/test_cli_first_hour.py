@@ -1,0 +1,78 @@
+"""A newcomer's first hour, second pass (n3): the engine a GPU runs by default and the ones it refuses, compare's
+rows told apart by their activation and KV-cache formats, every option's help naming what it takes."""
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from llm_codesign.cli import app
+
+RUNNER = CliRunner()
+
+
+def cli(*args: str, columns: int = 2000):
+    r = RUNNER.invoke(app, list(args), env={"COLUMNS": str(columns)})
+    if r.exception is not None and not isinstance(r.exception, SystemExit):
+        raise AssertionError(f"uncaught {type(r.exception).__name__}: {r.exception}") from r.exception
+    return r.exit_code, r.stdout, r.stderr
+
+
+@pytest.mark.parametrize("gpu, engine", [("mi355x", "sglang"), ("mi300x", "sglang"), ("h100", "trtllm"), ("b200", "trtllm")])
+def test_without_backend_each_gpu_runs_its_vendors_engine(gpu, engine):
+    # TensorRT-LLM priced on an MI355X (the old default on every GPU) is a deployment nobody can run
+    code, out, _ = cli("estimate", "llama-3.1-8b", "--gpu", gpu, "--concurrency", "8", "--json")
+    assert code == 0 and json.loads(out)["backend"] == engine
+
+
+@pytest.mark.parametrize("args, line", [
+    (["estimate", "gpt-oss-120b", "--gpu", "mi355x", "--backend", "trtllm"],
+     "error: backend: 'trtllm' is not valid; an engine that runs on MI355X (TensorRT-LLM runs on NVIDIA GPUs only): vllm, sglang, atom\n"),
+    (["estimate", "gpt-oss-120b", "--gpu", "h100", "--engine", "atom"],
+     "error: backend: 'atom' is not valid; an engine that runs on H100 SXM (ATOM runs on AMD GPUs only): trtllm, vllm, sglang\n"),
+    (["pareto", "llama-3.1-8b", "--gpu", "h100,mi300x", "--gpus", "1", "--backend", "trtllm"],
+     "error: backend: 'trtllm' is not valid; an engine that runs on MI300X (TensorRT-LLM runs on NVIDIA GPUs only): vllm, sglang, atom\n"),
+    (["compare", "llama-3.1-8b", "--gpu", "mi300x", "--gpus", "1", "--backend", "tensorrt-llm"],
+     "error: backend: 'tensorrt-llm' is not valid; an engine that runs on MI300X (TensorRT-LLM runs on NVIDIA GPUs only): vllm, sglang, atom\n"),
+    (["disagg", "llama-3.1-8b", "--gpu", "b200", "--decode-gpu", "mi355x", "--prefill", "tp=1", "--decode", "tp=1"],
+     "error: backend: 'trtllm' is not valid; an engine that runs on MI355X (TensorRT-LLM runs on NVIDIA GPUs only): vllm, sglang, atom\n"),
+    (["export", "llama-3.1-8b", "--gpu", "mi355x", "--backend", "dynamo", "--prefill", "tp=1", "--decode", "tp=1", "-o", "-"],
+     "error: backend: 'trtllm' is not valid; an engine that runs on MI355X (TensorRT-LLM runs on NVIDIA GPUs only): vllm, sglang, atom\n"),
+])
+def test_an_engine_the_gpu_does_not_run_is_one_line(args, line):
+    code, out, err = cli(*args)
+    assert (code, out, err) == (2, "", line)
+
+
+def test_compare_names_each_gpus_engine_and_tells_rows_of_one_weight_format_apart():
+    code, out, _ = cli("compare", "gpt-oss-120b", "--gpu", "b200,mi355x", "--gpus", "1", "--min-tps-user", "100", columns=80)
+    assert code == 0
+    assert out.startswith("compare at ISL/OSL 1024/1024 on 1x b200 (trtllm) / 1x mi355x (sglang), SLO >= \n100 tok/s/user\n")
+    # MI355X runs gpt-oss's MXFP4 weights on BF16 activations (the checkpoint's W4A16) and on MXFP4 ones: two rows that
+    # read "mi355x  mxfp4" alike before, their A/KV beneath now
+    rows = [(a.split()[0], a.split()[1], b.split()[0]) for a, b in zip(out.splitlines(), out.splitlines()[1:], strict=False)
+            if a.startswith(" mi355x")]
+    assert rows == [("mi355x", "mxfp4", "bf16/bf16"), ("mi355x", "fp8", "fp8/fp8"), ("mi355x", "mxfp4", "mxfp4/fp8")]
+    assert "W: weight format, A/KV beneath: activation and KV-cache formats." in out
+    code, out, _ = cli("compare", "llama-3.1-8b", "--gpu", "h100,h200", "--gpus", "1", "--min-tps-user", "100")
+    assert code == 0 and out.startswith("compare at ISL/OSL 1024/1024 on 1x h100 / 1x h200, trtllm, SLO >= 100 tok/s/user\n")
+    code, out, _ = cli("compare", "gpt-oss-120b", "--gpu", "mi355x", "--gpus", "1", "--min-tps-user", "100", "--json")
+    assert [(r["engine"], r["weight_dtype"], r["activation_dtype"], r["kv_dtype"]) for r in json.loads(out)["rows"]] == [
+        ("sglang", "mxfp4", "bf16", "bf16"), ("sglang", "fp8", "fp8", "fp8"), ("sglang", "mxfp4", "mxfp4", "fp8")]
+
+
+def test_every_option_and_argument_says_what_it_takes():
+    import typer.main
+
+    group = typer.main.get_command(app)
+    bare = {name: [p.name for p in cmd.params if not (getattr(p, "help", None) or "").strip()] for name, cmd in group.commands.items()}
+    # 24 options and estimate's MODEL had none: lint's --gpu error read "--gpu is required: a value"
+    assert {k: v for k, v in bare.items() if v} == {}
+
+
+@pytest.mark.parametrize("args, line", [
+    (["lint", "llama-3.1-70b"], "error: gpu: no value is not valid; --gpu is required: GPU id (see `gpus`) or a GPU .toml file\n"),
+    (["disagg", "llama-3.1-8b", "--gpu", "b200", "--prefill", "tp=1", "--decode", "tp=1", "--prefill-instances", "0"],
+     "error: prefill_instances: '0' is not valid; an integer from 1 to 65,536 (--prefill-instances)\n"),
+])
+def test_a_missing_or_bad_value_names_what_is_valid(args, line):
+    assert cli(*args) == (2, "", line)
