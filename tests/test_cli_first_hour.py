@@ -76,3 +76,37 @@ def test_every_option_and_argument_says_what_it_takes():
 ])
 def test_a_missing_or_bad_value_names_what_is_valid(args, line):
     assert cli(*args) == (2, "", line)
+
+
+def test_export_and_import_give_each_figure_its_80pct_interval_as_estimate_does(tmp_path):
+    # the same deployment and batch: estimate's intervals are the ones the one-line summaries must show
+    code, out, _ = cli("estimate", "llama-3.1-70b", "--gpu", "h200", "--tp", "8", "--backend", "vllm", "--concurrency", "16", "--json")
+    e = json.loads(out)
+    iv = e["intervals"]
+    f = lambda k, x: f"{x:.2f}" if k == "tpot_ms" else (f"{x:.1f}" if x < 100 else f"{x:.0f}")  # noqa: E731
+    band = lambda k: f"(80%: {f(k, iv[k]['lo80'])}-{f(k, iv[k]['hi80'])})"  # noqa: E731
+    path = str(tmp_path / "v.yaml")
+    code, out, _ = cli("export", "llama-3.1-70b", "--gpu", "h200", "--tp", "8", "--backend", "vllm", "--concurrency", "16", "-o", path)
+    assert code == 0
+    assert " ".join(out.split()).endswith(
+        f"predicted: TTFT {e['ttft_ms']:.0f} ms {band('ttft_ms')}, TPOT {e['tpot_ms']:.2f} ms {band('tpot_ms')}, "
+        f"{e['tok_s_per_user']:.1f} tok/s/user {band('tok_s_per_user')}, {e['output_tok_s_per_gpu']:.0f} tok/s/GPU "
+        f"{band('output_tok_s_per_gpu')} at 16 requests")
+    code, out, _ = cli("import", path)
+    assert code == 0 and out == (
+        "llama-3.1-70b on 8x H200 SXM, TP8, W:bf16 A:bf16 KV:bf16, vllm: 16 requests (the configuration's max batch), "
+        f"TTFT {e['ttft_ms']:.0f} ms {band('ttft_ms')}, TPOT {e['tpot_ms']:.2f} ms {band('tpot_ms')}, "
+        f"{e['output_tok_s_per_gpu']:.0f} tok/s/GPU {band('output_tok_s_per_gpu')}\n")
+
+
+def test_pareto_names_the_engine_it_priced():
+    code, out, _ = cli("pareto", "llama-3.1-8b", "--gpu", "mi300x", "--gpus", "1", columns=200)
+    assert code == 0 and " ".join(out.split()).startswith("Pareto frontier: llama-3.1-8b on 1x mi300x, sglang, ISL/OSL 1024/1024 (")
+
+
+def test_models_lists_each_hugging_face_id_whole_at_120_columns():
+    # ids are copied into commands: ", "-joined, 4 of them broke mid-id at 120 columns ("...-16E-I" / "nstruct")
+    code, out, _ = cli("models", columns=120)
+    _, js, _ = cli("models", "--json")
+    ids = [x for m in json.loads(js) for x in m["hf_ids"][:2]]
+    assert code == 0 and len(ids) > 40 and [x for x in ids if x not in out.split()] == []

@@ -88,12 +88,16 @@ def models(as_json: bool = typer.Option(False, "--json", help="Emit JSON.")):
     if as_json:
         return _dump(rows)
     t = _table("Bundled models", "name:k total:n active:n layers:n default_precision:t Hugging_Face_ids:t")  # names whole: copied
+    # the ids are copied too: one a line (", "-joined, a wrap left "," on a line of its own and broke ids that fitted),
+    # the precision wrapped between its words to leave them the width ("W:bf16 A:bf16" a line)
+    ids = {m["name"]: m["hf_ids"][:2] for m in rows}
+    t.columns[4].max_width = 14
     for m in rows:
         if m.get("error"):
-            t.add_row(m["name"], "-", "-", "-", "[red]unsupported[/red]", ", ".join(m["hf_ids"][:2]))
+            t.add_row(m["name"], "-", "-", "-", "[red]unsupported[/red]", "\n".join(ids[m["name"]]))
             continue
         t.add_row(m["name"], f"{m['total_params'] / 1e9:.1f}B", f"{m['active_params'] / 1e9:.2f}B", str(m["layers"]),
-                  m["precision"], ", ".join(m["hf_ids"][:2]))
+                  m["precision"], "\n".join(ids[m["name"]]))
     _console().print(t)
 
 
@@ -489,7 +493,7 @@ def _print_frontiers(con, results: list[dict], *, isl: int, osl: int, prefix_hit
         keep = [i for i in range(len(columns)) if i not in shared]
         notes = {7: "W/KV: weight / KV-cache precision.",
                  9: "drop: accuracy against the model's best precision, published or the proxy's (± 1 sigma)."}
-        t = _table(f"Pareto frontier{mode}: {r['model']} on {r['num_gpus']}x {r['gpu']}, ISL/OSL {isl}/{osl}{hit} "
+        t = _table(f"Pareto frontier{mode}: {r['model']} on {r['num_gpus']}x {r['gpu']}, {r['backend']}, ISL/OSL {isl}/{osl}{hit} "
                    f"({r['evaluated']:,} deployments in {r['seconds']:.2f} s)", " ".join(columns[i] for i in keep))
         for row in rows:
             t.add_row(*(row[i] for i in keep))

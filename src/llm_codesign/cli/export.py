@@ -142,6 +142,7 @@ def export(
             dep, conc, n_rep = point.deployment, point.concurrency, point.replicas
             predicted = {"ttft_ms": point.ttft_s * 1e3, "tpot_ms": point.tpot_s * 1e3, "tok_s_per_user": point.tok_s_per_user,
                          "output_tok_s_per_gpu": point.output_tok_s_per_gpu}
+            intervals = point.to_dict().get("intervals")
             chosen = {"slo": slo, "default": not slo_given, "plan": dep.plan.label(), "replicas": n_rep, "concurrency": conc}
         else:
             from llm_codesign.api import estimate as run
@@ -150,7 +151,10 @@ def export(
             r = run(m, dep, Workload(isl=isl, osl=osl, concurrency=concurrency), calibration=calibration).to_dict()
             conc, n_rep = int(r["concurrency"]), replicas or 1
             predicted = {k: r[k] for k in ("ttft_ms", "tpot_ms", "tok_s_per_user", "output_tok_s_per_gpu")}
+            intervals = r.get("intervals")
         summary = {"deployment": dep.to_dict(), "concurrency": conc, "replicas": n_rep, "predicted": predicted}
+        if intervals:
+            summary["intervals"] = intervals
         if chosen:
             summary["chosen_by"] = chosen
         if not chosen and r.get("over_capacity"):  # what estimate says of requests the deployment cannot run at once
@@ -165,13 +169,18 @@ def export(
                   f"sh {'FILE' if out == '-' else out}")
     if as_json:
         return _dump({"engine": engine, "version": es["version"], "file": out, "launch": launch, **summary})
+    from llm_codesign.render.intervals import short
+
     p = summary["predicted"]
+    b = {**p, "intervals": summary.get("intervals")}  # each figure with its 80% interval, where it has one
     con = _console(stderr=out == "-")
     if chosen:
         con.print(_chosen_line(chosen), highlight=False)
     con.print(f"wrote {engine} {es['version']} configuration: {'standard output' if out == '-' else out}\nlaunch: {launch}\n"
-              f"predicted: TTFT {p['ttft_ms']:.0f} ms, TPOT {p['tpot_ms']:.2f} ms, {p['tok_s_per_user']:.1f} tok/s/user, "
-              f"{p['output_tok_s_per_gpu']:.0f} tok/s/GPU at {summary['concurrency']} requests", highlight=False)
+              f"predicted: TTFT {p['ttft_ms']:.0f} ms{short(b, 'ttft_ms')}, TPOT {p['tpot_ms']:.2f} ms{short(b, 'tpot_ms')}, "
+              f"{p['tok_s_per_user']:.1f} tok/s/user{short(b, 'tok_s_per_user')}, "
+              f"{p['output_tok_s_per_gpu']:.0f} tok/s/GPU{short(b, 'output_tok_s_per_gpu')} at {summary['concurrency']} requests",
+              highlight=False)
     if "over_capacity" in summary:
         con.print(f"[yellow]at {summary['concurrency']} requests: {summary['over_capacity']}[/yellow]", highlight=False)
 
@@ -208,7 +217,11 @@ def _slo_point(m, dep, *, fixed: dict, isl: int, osl: int, slo: dict, calibratio
                max_num_tokens=dep.max_num_tokens, **slo)
     if not r.points:
         raise nothing_found([r.to_dict()], gpus_value or dep.num_gpus, slo)
-    return max(r.points, key=lambda q: q.output_tok_s_per_gpu)
+    from llm_codesign.measure.intervals import table_for
+
+    # with its metrics' intervals, as the frontier's points carry them
+    best = replace(r, points=(max(r.points, key=lambda q: q.output_tok_s_per_gpu),)).banded(m, table=table_for(calibration, gpu=dep.gpu))
+    return best.points[0]
 
 
 def _dynamo(m, gpu, *, prefill, decode, n_pre, n_dec, concurrency, isl, osl, backend, weight_dtype, activation_dtype, kv_dtype,
@@ -288,12 +301,16 @@ def import_(
     r |= {"engine": imp.engine, "replicas": imp.replicas, "ignored": list(imp.ignored)}
     if as_json:
         return _dump(r)
+    from llm_codesign.render.intervals import short
+
     d = imp.deployment
     batch = ("--concurrency" if concurrency else "the configuration's max batch") if conc else "no max batch given: the engine's own and the KV cache's"
+    # each figure with its 80% interval, as estimate gives it (the 95% and the runs they come from: --json)
     con = _console()
     con.print(f"{imp.model.name} on {d.num_gpus}x {d.gpu.name}" + (f" (x{imp.replicas} replicas)" if imp.replicas > 1 else "")
               + f", {d.plan.label()}, {d.precision.label()}, {imp.engine}: {r['concurrency']} requests ({batch}), "
-              f"TTFT {r['ttft_ms']:.0f} ms, TPOT {r['tpot_ms']:.2f} ms, {r['output_tok_s_per_gpu']:.0f} tok/s/GPU", highlight=False)
+              f"TTFT {r['ttft_ms']:.0f} ms{short(r, 'ttft_ms')}, TPOT {r['tpot_ms']:.2f} ms{short(r, 'tpot_ms')}, "
+              f"{r['output_tok_s_per_gpu']:.0f} tok/s/GPU{short(r, 'output_tok_s_per_gpu')}", highlight=False)
     if imp.ignored:
         con.print(f"ignored (not modelled): {', '.join(imp.ignored)}", highlight=False)
 
