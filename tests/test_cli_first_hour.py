@@ -110,3 +110,21 @@ def test_models_lists_each_hugging_face_id_whole_at_120_columns():
     _, js, _ = cli("models", "--json")
     ids = [x for m in json.loads(js) for x in m["hf_ids"][:2]]
     assert code == 0 and len(ids) > 40 and [x for x in ids if x not in out.split()] == []
+
+
+def test_one_finding_and_one_request_are_singular():
+    code, out, _ = cli("lint", "llama-3.1-70b", "--gpu", "h100", "--json")
+    n = len(json.loads(out)["findings"])
+    code, out, _ = cli("lint", "llama-3.1-70b", "--gpu", "h100")
+    assert code == 0 and f"throughput regime ({n} finding{'s' if n != 1 else ''})" in out
+    code, out, _ = cli("disagg", "llama-3.1-8b", "--gpu", "b200", "--prefill", "tp=1", "--decode", "tp=1", "--concurrency", "1,8")
+    lines = [x.split(":")[0] for x in out.splitlines() if ": TTFT 80%" in x]
+    assert code == 0 and lines == ["1 request", "8 requests"]
+
+
+def test_disagg_arrival_help_leads_with_its_default():
+    # it read "closed_loop (...; waves prices the same) or burst" under "[default: waves]"
+    import typer.main
+
+    p = next(p for p in typer.main.get_command(app).commands["disagg"].params if p.name == "arrival")
+    assert p.default == "waves" and p.help.startswith("How requests arrive: waves (") and "price alike here" in p.help

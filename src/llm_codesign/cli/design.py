@@ -60,7 +60,7 @@ def lint(
     elif fmt == "sarif":
         _dump(to_sarif(findings, model))
     else:
-        t = _table(f"lint: {m.name} on {g.name}, {regime} regime ({len(findings)} findings)", "rule:t severity:k where:t cost_%:n finding:t fix:t",
+        t = _table(f"lint: {m.name} on {g.name}, {regime} regime ({len(findings)} finding{'s' if len(findings) != 1 else ''})", "rule:t severity:k where:t cost_%:n finding:t fix:t",
                    "cost %: what the violation costs in the regime's objective, measured by re-pricing the fixed shape "
                    "(R8: the proxy loss against the nearest published model, in percent).")
         color = {"error": "red", "warning": "yellow", "info": "cyan"}

@@ -72,9 +72,10 @@ def disagg(
     decode_max_batch: Optional[int] = typer.Option(None, "--decode-max-batch", min=1, max=MAX_CONCURRENCY, help="The decode instances' max batch per attention-DP "
                                                    "rank (the engine's max_batch_size); requests past it wait for a decode slot. "
                                                    "Default: only the KV cache limits it."),
-    arrival: str = typer.Option(DEFAULT_ARRIVAL, "--arrival", help="How requests arrive: closed_loop (a slot refilled as its request "
-                                "ends, as serving benchmarks run; waves prices the same) or burst (all sent together, in "
-                                "lockstep waves)."),
+    arrival: str = typer.Option(DEFAULT_ARRIVAL, "--arrival", help="How requests arrive: waves (identical requests kept in step, as a "
+                                "fixed-length benchmark runs them) and closed_loop (a slot refilled as its request ends, lengths "
+                                "spread) price alike here, the prefill pool's queue at the other requests' rate; burst: all sent "
+                                "together, in lockstep waves."),
     prefill_routing: Optional[str] = typer.Option(None, "--prefill-routing", help="How a prefill instance under attention DP "
                                                   "spreads requests over its ranks: balanced (TensorRT-LLM; SGLang's "
                                                   "--load-balance-method round_robin) or random (SGLang's default). Default: the "
@@ -123,7 +124,7 @@ def disagg(
 
     for row in r["rows"]:
         b = row["intervals"]
-        _console().print(f"{row['concurrency']} requests: TTFT {interval_text(b['ttft_ms'], 'ttft_ms', row['ttft_ms'])}; TPOT "
+        _console().print(f"{row['concurrency']} request{'s' if row['concurrency'] != 1 else ''}: TTFT {interval_text(b['ttft_ms'], 'ttft_ms', row['ttft_ms'])}; TPOT "
                          f"{interval_text(b['tpot_ms'], 'tpot_ms', row['tpot_ms'])}", highlight=False)
     if any(off_centre(row["intervals"][m], row[m]) for row in r["rows"] for m in ("ttft_ms", "tpot_ms")):
         _console().print(f"centred on: {CENTRE}", highlight=False)
