@@ -128,3 +128,15 @@ def test_disagg_arrival_help_leads_with_its_default():
 
     p = next(p for p in typer.main.get_command(app).commands["disagg"].params if p.name == "arrival")
     assert p.default == "waves" and p.help.startswith("How requests arrive: waves (") and "price alike here" in p.help
+
+
+def test_validate_takes_a_bundled_serving_file_by_name(tmp_path, monkeypatch):
+    # the README pointed at src/llm_codesign/data/measurements/, which a pip install does not have
+    monkeypatch.chdir(tmp_path)
+    code, out, _ = cli("validate", "--serving", "published_runs.csv", "--json")
+    assert code == 0 and json.loads(out)["rows"] == 8  # the eight published TensorRT-LLM runs (docs/howto/calibrate.md)
+    code, out, err = cli("validate", "--serving", "runs.csv")
+    assert (code, out) == (2, "") and err == (
+        "error: serving: 'runs.csv' is not valid; an existing CSV file (.csv or .csv.gz) with the canonical serving columns, or a "
+        "bundled one: published_mtp_depth.csv, published_runs.csv, serving_disagg_blackwell.csv, serving_inferencex_blackwell.csv, "
+        "serving_inferencex_mi355x.csv, serving_measured_blackwell.csv, serving_measured_blackwell_clean.csv, trtllm_perf_overview.csv\n")
