@@ -140,3 +140,10 @@ def test_validate_takes_a_bundled_serving_file_by_name(tmp_path, monkeypatch):
         "error: serving: 'runs.csv' is not valid; an existing CSV file (.csv or .csv.gz) with the canonical serving columns, or a "
         "bundled one: published_mtp_depth.csv, published_runs.csv, serving_disagg_blackwell.csv, serving_inferencex_blackwell.csv, "
         "serving_inferencex_mi355x.csv, serving_measured_blackwell.csv, serving_measured_blackwell_clean.csv, trtllm_perf_overview.csv\n")
+
+
+def test_a_frontier_at_the_models_best_precision_says_so_in_words():
+    # it read "every point: W/KV mxfp4/fp8, spec none, drop best"
+    code, out, _ = cli("pareto", "gpt-oss-120b", "--gpu", "b200", "--gpus", "1", "--weight-dtype", "mxfp4")
+    line = next(x for x in out.splitlines() if x.startswith("every point: "))
+    assert code == 0 and line.endswith(", spec none, drop none (the model's best precision)")

@@ -504,7 +504,9 @@ def _print_frontiers(con, results: list[dict], *, isl: int, osl: int, prefix_hit
             con.print(" ".join(["TTFT, TPOT: ms. x: instances of the plan. batch: requests per instance.", *(notes[i] for i in (7, 9) if i in keep)]),
                       highlight=False)
         if shared:
-            con.print("every point: " + ", ".join(f"{columns[i].split(':')[0]} {rows[0][i] if rows[0][i] != '-' else 'none'}" for i in shared),
+            # a shared drop of "best" reads "drop none (the model's best precision)", not "drop best"
+            said = {"-": "none", "best": "none (the model's best precision)"}
+            con.print("every point: " + ", ".join(f"{columns[i].split(':')[0]} {said.get(rows[0][i], rows[0][i])}" for i in shared),
                       highlight=False)
         sources = {f"{p['deployment']['weight_dtype']}/{p['deployment']['kv_dtype']}": (p.get("accuracy") or {}).get("short", "none")
                    for p in fr}
