@@ -147,3 +147,14 @@ def test_a_frontier_at_the_models_best_precision_says_so_in_words():
     code, out, _ = cli("pareto", "gpt-oss-120b", "--gpu", "b200", "--gpus", "1", "--weight-dtype", "mxfp4")
     line = next(x for x in out.splitlines() if x.startswith("every point: "))
     assert code == 0 and line.endswith(", spec none, drop none (the model's best precision)")
+
+
+def test_estimate_says_its_gpus_are_one_instance():
+    # "Total GPUs." while `estimate --gpus 8 --tp 4` is refused and `export --gpus 8 --tp 4` exports two TP4 replicas
+    import typer.main
+
+    cmds = typer.main.get_command(app).commands
+    gpus = {name: next(p.help for p in cmds[name].params if p.name == "gpus_") for name in ("estimate", "mix", "export")}
+    assert gpus["estimate"] == gpus["mix"] and gpus["estimate"].startswith("GPUs of the one instance priced") and gpus["export"] == "Total GPUs."
+    code, out, err = cli("estimate", "llama-3.1-70b", "--gpu", "h200", "--gpus", "8", "--tp", "4")
+    assert (code, out) == (2, "") and err.startswith("error: deployment: 'TP4 on 8 GPUs' is not valid; the parallel sizes must multiply")

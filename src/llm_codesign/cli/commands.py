@@ -23,7 +23,7 @@ from llm_codesign.cli.common import (
     O_DRAFT,
     O_EP,
     O_GPU,
-    O_GPUS,
+    O_GPUS_ONE,
     O_ISL,
     O_K,
     O_KV,
@@ -150,7 +150,7 @@ def roofline(
 @app.command()
 def estimate(
     model: str = typer.Argument(..., help="Registry name (see `models`), Hugging Face id or config.json path."), gpu: str = O_GPU,
-    gpus_: Optional[int] = O_GPUS,
+    gpus_: Optional[int] = O_GPUS_ONE,
     tp: Optional[int] = O_TP, pp: Optional[int] = O_PP, ep: Optional[int] = O_EP, moe_tp: Optional[int] = O_MTP,
     attention_dp: Optional[int] = O_ADP, kvp: Optional[int] = O_KVP,
     weight_dtype: Optional[str] = O_W, activation_dtype: Optional[str] = O_A, kv_dtype: Optional[str] = O_KV,

@@ -399,6 +399,9 @@ MAX_TOKENS = 1 << 24  # tokens per request or per step
 MAX_CONCURRENCY = 1 << 20  # requests in flight
 O_GPU = typer.Option(..., "--gpu", help="GPU id (see `gpus`) or a GPU .toml file.")
 O_GPUS = typer.Option(None, "--gpus", min=1, max=MAX_GPUS, help="Total GPUs.")
+# estimate and mix price one instance: `--gpus 8 --tp 4` is refused there, two TP4 replicas are export's and pareto's
+O_GPUS_ONE = typer.Option(None, "--gpus", min=1, max=MAX_GPUS, help="GPUs of the one instance priced: the parallel sizes multiply to "
+                          "it, TP taking what the others leave (replicas of a smaller instance: pareto, compare, export).")
 O_TP = typer.Option(None, "--tp", "--tensor-parallel-size", min=1, max=MAX_GPUS, help="Attention tensor-parallel size.")
 O_PP = typer.Option(None, "--pp", "--pipeline-parallel-size", min=1, max=MAX_GPUS, help="Pipeline stages (the layers split in order).")
 O_EP = typer.Option(None, "--ep", "--expert-parallel-size", min=1, max=MAX_GPUS, help="Expert-parallel ranks (MoE experts split over them).")
