@@ -158,3 +158,12 @@ def test_estimate_says_its_gpus_are_one_instance():
     assert gpus["estimate"] == gpus["mix"] and gpus["estimate"].startswith("GPUs of the one instance priced") and gpus["export"] == "Total GPUs."
     code, out, err = cli("estimate", "llama-3.1-70b", "--gpu", "h200", "--gpus", "8", "--tp", "4")
     assert (code, out) == (2, "") and err.startswith("error: deployment: 'TP4 on 8 GPUs' is not valid; the parallel sizes must multiply")
+
+
+def test_import_refuses_an_engine_configuration_on_a_gpu_it_does_not_run_on(tmp_path):
+    f = tmp_path / "trt.yaml"
+    f.write_text("tensor_parallel_size: 8\nmax_batch_size: 64\nkv_cache_config:\n  dtype: fp8\n")
+    assert cli("import", str(f), "--gpu", "mi355x", "--model", "llama-3.1-70b") == (2, "", (
+        "error: backend: 'trtllm' is not valid; an engine that runs on MI355X (TensorRT-LLM runs on NVIDIA GPUs only): vllm, sglang, atom\n"))
+    code, out, _ = cli("import", str(f), "--gpu", "h200", "--model", "llama-3.1-70b")
+    assert code == 0 and out.startswith("llama-3.1-70b on 8x H200 SXM, TP8, W:bf16 A:bf16 KV:fp8, trtllm: 64 requests")

@@ -295,6 +295,7 @@ def import_(
     from llm_codesign.spec.plan import Workload
 
     imp = read_config(text, path, engine=backend, model=model, gpu=_gpu(gpu) if gpu else None, acceptance=acceptance, acceptance_rates=rates)
+    _engine(imp.engine, imp.deployment.gpu)  # a TensorRT-LLM YAML on an AMD GPU (--gpu mi355x) runs nowhere
     conc = concurrency or imp.concurrency
     r = run(imp.model, imp.deployment, Workload(isl=isl, osl=osl, concurrency=conc), calibration=calibration).to_dict()
     r["deployment"] = imp.deployment.to_dict()
