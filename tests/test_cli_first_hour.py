@@ -167,3 +167,14 @@ def test_import_refuses_an_engine_configuration_on_a_gpu_it_does_not_run_on(tmp_
         "error: backend: 'trtllm' is not valid; an engine that runs on MI355X (TensorRT-LLM runs on NVIDIA GPUs only): vllm, sglang, atom\n"))
     code, out, _ = cli("import", str(f), "--gpu", "h200", "--model", "llama-3.1-70b")
     assert code == 0 and out.startswith("llama-3.1-70b on 8x H200 SXM, TP8, W:bf16 A:bf16 KV:fp8, trtllm: 64 requests")
+
+
+def test_sweep_runs_each_gpu_on_its_vendors_engine(tmp_path):
+    pd = pytest.importorskip("pandas")
+    out = str(tmp_path / "s.parquet")
+    code, _, _ = cli("sweep", "--models", "llama-3.1-8b", "--gpu", "h100,mi300x", "--gpus", "1", "--out", out)
+    d = pd.read_parquet(out)
+    assert code == 0 and sorted(set(zip(d["gpu"], d["backend"], strict=True))) == [("h100", "trtllm"), ("mi300x", "sglang")]
+    assert sorted(d["task"].unique()) == list(range(d["task"].nunique()))  # tasks numbered across the two groups
+    code, out, err = cli("sweep", "--models", "llama-3.1-8b", "--gpu", "h100,mi300x", "--backend", "trtllm,vllm", "--out", out)
+    assert (code, out) == (2, "") and err.startswith("error: backend: 'trtllm' is not valid; an engine that runs on MI300X")
