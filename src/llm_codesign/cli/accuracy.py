@@ -37,6 +37,22 @@ def _clean_form(rows: list[dict], path: str) -> list[dict]:
     return kept
 
 
+def _serving_file(path: str) -> str:
+    """--serving: a CSV here, else the name of one the package ships (data/measurements/, inside the installed
+    package where a pip install leaves no source tree to point at); neither is one line listing the bundled ones."""
+    from importlib import resources
+    from pathlib import Path
+
+    if Path(path).exists():
+        return path
+    here = resources.files("llm_codesign").joinpath("data/measurements")
+    bundled = sorted(f.name for f in here.iterdir() if f.name.endswith(".csv") and "model" in f.open().readline().split(","))
+    if path in bundled:
+        return str(here.joinpath(path))
+    raise InputError("serving", path, "an existing CSV file (.csv or .csv.gz) with the canonical serving columns, or a bundled one: "
+                     + ", ".join(bundled))
+
+
 def _print_report(rep: dict, title: str, *, stderr: bool = False) -> None:
     """The report's tables, on stderr where the predictions went to standard output (--out -)."""
     from llm_codesign.measure.accuracy import LABELS
@@ -82,11 +98,12 @@ def _print_report(rep: dict, title: str, *, stderr: bool = False) -> None:
 @app.command()
 def validate(
     kernels: Optional[str] = typer.Option(None, "--kernels", help="Kernel CSV (gemm, attention, collectives or moe columns)."),
-    serving: Optional[str] = typer.Option(None, "--serving", help="Serving-measurement CSV in the canonical columns."),
+    serving: Optional[str] = typer.Option(None, "--serving", help="Serving-measurement CSV in the canonical columns, or the name of a "
+                                          "bundled one (e.g. serving_inferencex_mi355x.csv)."),
     out: Optional[str] = typer.Option(None, "--out", help="Write the input rows plus predictions and their 80% intervals "
                                       "(predicted_<metric>_lo, _hi) here (CSV; - for standard output)."),
     clean: bool = typer.Option(False, "--clean", help="Serving: re-derive plans from the run names that state them, keep each measurement once, and drop runs whose own series rules out every reading of their concurrency or whose run name records none (llm_codesign.measure.audit)."),
-    calibration: Optional[str] = O_CAL, as_json: bool = typer.Option(False, "--json"),
+    calibration: Optional[str] = O_CAL, as_json: bool = typer.Option(False, "--json", help="Print the answer as JSON (what the table shows, and more)."),
 ):
     """Predict published measurements and report the errors, and how many runs fall inside the stated intervals."""
     from llm_codesign.measure.validate import kernel_report, predict_serving, read_rows, serving_report, unpriced
@@ -96,6 +113,7 @@ def validate(
         raise InputError("validate", "--kernels/--serving", "exactly one of --kernels FILE or --serving FILE")
     if clean and kernels:
         raise InputError("clean", "--kernels", "used with --serving (it checks serving rows)")
+    serving = _serving_file(serving) if serving else None
     if out:
         from llm_codesign.outputs import check_writable
 
@@ -304,8 +322,8 @@ def bench(
     heads: int = typer.Option(32, "--heads", help="decode: query heads (ignored with --model)."),
     kv_heads: int = typer.Option(8, "--kv-heads", help="decode: KV heads (ignored with --model)."),
     head_dim: int = typer.Option(128, "--head-dim", help="decode: head dimension (ignored with --model)."),
-    warmup: int = typer.Option(3, "--warmup", min=0),
-    repeat: int = typer.Option(10, "--repeat", min=1),
+    warmup: int = typer.Option(3, "--warmup", min=0, help="Untimed runs of each shape before the timed ones."),
+    repeat: int = typer.Option(10, "--repeat", min=1, help="Timed runs of each shape (their median is recorded)."),
 ):
     """Measure GEMMs or decode attention on this machine; `validate`/`calibrate --kernels` read the CSV."""
 

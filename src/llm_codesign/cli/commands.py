@@ -23,7 +23,7 @@ from llm_codesign.cli.common import (
     O_DRAFT,
     O_EP,
     O_GPU,
-    O_GPUS,
+    O_GPUS_ONE,
     O_ISL,
     O_K,
     O_KV,
@@ -40,6 +40,7 @@ from llm_codesign.cli.common import (
     _console,
     _deployment,
     _dump,
+    _engine,
     _fmt,
     _gpu,
     _model,
@@ -87,12 +88,16 @@ def models(as_json: bool = typer.Option(False, "--json", help="Emit JSON.")):
     if as_json:
         return _dump(rows)
     t = _table("Bundled models", "name:k total:n active:n layers:n default_precision:t Hugging_Face_ids:t")  # names whole: copied
+    # the ids are copied too: one a line (", "-joined, a wrap left "," on a line of its own and broke ids that fitted),
+    # the precision wrapped between its words to leave them the width ("W:bf16 A:bf16" a line)
+    ids = {m["name"]: m["hf_ids"][:2] for m in rows}
+    t.columns[4].max_width = 14
     for m in rows:
         if m.get("error"):
-            t.add_row(m["name"], "-", "-", "-", "[red]unsupported[/red]", ", ".join(m["hf_ids"][:2]))
+            t.add_row(m["name"], "-", "-", "-", "[red]unsupported[/red]", "\n".join(ids[m["name"]]))
             continue
         t.add_row(m["name"], f"{m['total_params'] / 1e9:.1f}B", f"{m['active_params'] / 1e9:.2f}B", str(m["layers"]),
-                  m["precision"], ", ".join(m["hf_ids"][:2]))
+                  m["precision"], "\n".join(ids[m["name"]]))
     _console().print(t)
 
 
@@ -105,10 +110,9 @@ def roofline(
     context: int = typer.Option(1024, min=1, max=MAX_TOKENS, help="Context per sequence (decode: cached tokens; prefill: prompt)."),
     tp: int = typer.Option(1, "--tp", "--tensor-parallel-size", min=1, max=MAX_GPUS, help="Tensor parallel size."),
     weight_dtype: Optional[str] = typer.Option(None, help="bf16, fp8, fp8_block, nvfp4, mxfp4, int4."),
-    activation_dtype: Optional[str] = typer.Option(None),
-    kv_dtype: Optional[str] = typer.Option(None),
+    activation_dtype: Optional[str] = O_A, kv_dtype: Optional[str] = O_KV,
     calibration: Optional[str] = typer.Option(None, help="Calibration profile .toml."),
-    as_json: bool = typer.Option(False, "--json"),
+    as_json: bool = typer.Option(False, "--json", help="Print the answer as JSON (what the table shows, and more)."),
 ):
     """Per-operator roofline of one forward step."""
     from llm_codesign.cost.calibration import calibration_for
@@ -145,19 +149,20 @@ def roofline(
 
 @app.command()
 def estimate(
-    model: str = typer.Argument(...), gpu: str = O_GPU, gpus_: Optional[int] = O_GPUS,
+    model: str = typer.Argument(..., help="Registry name (see `models`), Hugging Face id or config.json path."), gpu: str = O_GPU,
+    gpus_: Optional[int] = O_GPUS_ONE,
     tp: Optional[int] = O_TP, pp: Optional[int] = O_PP, ep: Optional[int] = O_EP, moe_tp: Optional[int] = O_MTP,
     attention_dp: Optional[int] = O_ADP, kvp: Optional[int] = O_KVP,
     weight_dtype: Optional[str] = O_W, activation_dtype: Optional[str] = O_A, kv_dtype: Optional[str] = O_KV,
     isl: int = O_ISL, osl: int = O_OSL,
     concurrency: Optional[int] = typer.Option(None, "--concurrency", min=1, max=MAX_CONCURRENCY,
                                               help="Requests in flight (omit: offline max throughput)."),
-    backend: str = O_BACKEND, spec: Optional[str] = O_SPEC, draft_len: Optional[int] = O_K,
+    backend: Optional[str] = O_BACKEND, spec: Optional[str] = O_SPEC, draft_len: Optional[int] = O_K,
     acceptance: Optional[float] = O_ACC, acceptance_rates: Optional[str] = O_RATES, draft_model: Optional[str] = O_DRAFT,
     max_num_tokens: Optional[int] = O_MNT, cpp: bool = typer.Option(False, "--cpp", help="Chunked pipeline parallelism for prefill."),
     calibration: Optional[str] = O_CAL, breakdown: bool = typer.Option(False, "--breakdown", help="Per-operator times."),
     gpu_hour_price: Optional[str] = typer.Option(None, "--gpu-hour-price", help=O_PRICE_HELP),
-    prefix_hit: float = O_PREFIX, arrival: str = O_ARRIVAL, as_json: bool = typer.Option(False, "--json"),
+    prefix_hit: float = O_PREFIX, arrival: str = O_ARRIVAL, as_json: bool = typer.Option(False, "--json", help="Print the answer as JSON (what the table shows, and more)."),
 ):
     """What one deployment delivers: TTFT, TPOT, tok/s/user, tok/s/GPU, memory, bottlenecks."""
     from llm_codesign.api import estimate as run
@@ -183,7 +188,7 @@ def estimate(
 
     from llm_codesign.render.intervals import basis_rows, inline
 
-    t = Table(title=f"{m.name} on {dep.num_gpus}x {dep.gpu.name}, {r['plan']}, {r['precision']}, {backend}", show_header=False)
+    t = Table(title=f"{m.name} on {dep.num_gpus}x {dep.gpu.name}, {r['plan']}, {r['precision']}, {dep.backend}", show_header=False)
     t.add_column("metric")
     t.add_column("value", justify="right")
     mem = r["memory"]
@@ -252,16 +257,18 @@ def _accuracy_rows(a: dict) -> list[tuple[str, str]]:
     return rows
 
 
-def _pareto_runs(model_refs, gpu_refs, *, space: dict, limits: dict, workload, engine, calibration, disagg: bool,
+def _pareto_runs(model_refs, gpu_refs, *, space: dict, limits: dict, workload, backend, calibration, disagg: bool,
                  gpu_hour_price) -> tuple[list, Callable[[], dict]]:
     """Every model on every GPU: llm_codesign.pareto over SearchSpace.build(**space) (and the
     disaggregated search over the same space with `disagg`), priced per GPU hour where asked, and a
     function giving each frontier point's per-operator breakdown keyed 'result:point' (the report's:
     priced when it is written, after the figure's process has its job). `limits`: max_num_tokens and
-    the SLO filters (and max_accuracy_drop, the aggregated search's alone)."""
+    the SLO filters (and max_accuracy_drop, the aggregated search's alone). `backend`: --backend, each
+    GPU's engine resolved by _engine."""
     from llm_codesign.api import pareto as run
     from llm_codesign.cost.calibration import calibration_for
     from llm_codesign.explore.search import SearchSpace, point_breakdowns
+    from llm_codesign.spec.engines import get_engine
 
     isl, osl = workload.isl, workload.osl
     results, pending = [], []  # pending: (result index, its breakdowns' pricing)
@@ -273,7 +280,7 @@ def _pareto_runs(model_refs, gpu_refs, *, space: dict, limits: dict, workload, e
             m = _model(mref)
             for gref in gpu_refs:
                 g = _gpu(gref)
-                cal = calibration_for(g, calibration)
+                cal, engine = calibration_for(g, calibration), get_engine(_engine(backend, g))
                 # the profile by name, so that its points' intervals are the profile's own (measure.intervals.table_for)
                 r = run(m, g, workload=workload, engine=engine.name, calibration=calibration, progress=cb, **space, **limits).priced(gpu_hour_price)
                 pending.append((len(results), lambda m=m, cal=cal, r=r: point_breakdowns(
@@ -299,7 +306,7 @@ def _pareto_runs(model_refs, gpu_refs, *, space: dict, limits: dict, workload, e
     return results, breakdowns
 
 
-def _measured_errors(model_refs, gpu_refs, *, calibration, backend: str, spec: bool, disagg: bool) -> dict[str, list[str]]:
+def _measured_errors(model_refs, gpu_refs, *, calibration, backend: str | None, spec: bool, disagg: bool) -> dict[str, list[str]]:
     """The report's 'measured error of such predictions', per GPU (measure.accuracy.describe); none is
     known for a user's profile."""
     from llm_codesign.measure.accuracy import describe
@@ -308,7 +315,7 @@ def _measured_errors(model_refs, gpu_refs, *, calibration, backend: str, spec: b
         return {g: [f"not known for {calibration}: run `llm-codesign validate --calibration {calibration}` on measurements"] for g in gpu_refs}
     model = _model(model_refs[0]).name if len(model_refs) == 1 else None
     extra = ["the disaggregated frontier is not measured: these figures are aggregated serving's"] if disagg else []
-    return {g: describe(_gpu(g), backend, spec, model=model) + extra for g in gpu_refs}
+    return {g: describe(_gpu(g), _engine(backend, _gpu(g)), spec, model=model) + extra for g in gpu_refs}
 
 
 @app.command()
@@ -319,7 +326,7 @@ def pareto(
     tp: Optional[int] = O_TP, pp: Optional[int] = O_PP, ep: Optional[int] = O_EP, moe_tp: Optional[int] = O_MTP,
     attention_dp: Optional[int] = O_ADP, kvp: Optional[int] = O_KVP,
     weight_dtype: Optional[str] = O_W, activation_dtype: Optional[str] = O_A, kv_dtype: Optional[str] = O_KV,
-    isl: int = O_ISL, osl: int = O_OSL, backend: str = O_BACKEND,
+    isl: int = O_ISL, osl: int = O_OSL, backend: Optional[str] = O_BACKEND,
     spec: Optional[str] = O_SPEC, draft_len: Optional[int] = typer.Option(None, "--draft-len", min=1, max=16, help="Fix k (default: sweep 1..5)."),
     acceptance: Optional[float] = O_ACC, acceptance_rates: Optional[str] = O_RATES, draft_model: Optional[str] = O_DRAFT,
     max_num_tokens: Optional[int] = O_MNT,
@@ -331,10 +338,10 @@ def pareto(
                                                       help="Keep precisions within this accuracy drop (percent) of the model's best precision "
                                                            "(published pairs, else the proxy; unknown drops are left out)."),
     out: Optional[str] = typer.Option(None, "--out", help="Folder for frontier.csv, frontier.png and report.html (created if missing)."),
-    csv_path: Optional[str] = typer.Option(None, "--csv"), plot_path: Optional[str] = typer.Option(None, "--plot", help=".png or .svg"),
-    html_path: Optional[str] = typer.Option(None, "--html"),
+    csv_path: Optional[str] = typer.Option(None, "--csv", help="The frontier's points as CSV, with each metric's 80% interval."), plot_path: Optional[str] = typer.Option(None, "--plot", help=".png or .svg"),
+    html_path: Optional[str] = typer.Option(None, "--html", help="A self-contained HTML report: the figure, the points, each point's operators."),
     disagg: bool = typer.Option(False, "--disagg", help="Also the disaggregated frontier (prefill and decode instances)."),
-    calibration: Optional[str] = O_CAL, as_json: bool = typer.Option(False, "--json"),
+    calibration: Optional[str] = O_CAL, as_json: bool = typer.Option(False, "--json", help="Print the answer as JSON (what the table shows, and more)."),
     gpu_hour_price: Optional[str] = typer.Option(None, "--gpu-hour-price", help=O_PRICE_HELP),
     prefix_hit: float = O_PREFIX,
 ):
@@ -396,16 +403,15 @@ def pareto(
                 {"MODEL": model_refs, "--gpu": gpu_refs, "--calibration": calibration, "--gpu-hour-price": gpu_hour_price})
     check_search_size(gpus_, inst or None, n_gpus, fixed=sum(x is not None for x in (tp, pp, attention_dp, kvp)),
                       free_ep=ep is None and moe_tp is None)
-    from llm_codesign.spec.engines import get_engine
-
-    eng = get_engine(backend)  # the engine resolved once, here at the edge
+    for gref in gpu_refs:  # each GPU's engine resolved here at the edge, an engine a GPU does not run refused before any search
+        _engine(backend, _gpu(gref))
     if paths["plot"]:
         plot_extra(paths["plot"])  # refused before the search, not after it
     # the figure's own process imports matplotlib on another core while the search runs (render.plot)
     plotter = PlotProcess.started() if paths["plot"] else None
     try:
         limits = dict(max_num_tokens=max_num_tokens, min_tps_user=min_tps_user, max_ttft_ms=max_ttft_ms, max_accuracy_drop=max_accuracy_drop)
-        results, breakdowns = _pareto_runs(model_refs, gpu_refs, space=space, limits=limits, workload=workload, engine=eng,
+        results, breakdowns = _pareto_runs(model_refs, gpu_refs, space=space, limits=limits, workload=workload, backend=backend,
                                            calibration=calibration, disagg=disagg, gpu_hour_price=gpu_hour_price)
         slim = [r.to_dict() for r in results]  # what --json prints and the tables show
         if not any(r.points for r in results):  # nothing to show: one line naming what to change, nothing written
@@ -487,7 +493,7 @@ def _print_frontiers(con, results: list[dict], *, isl: int, osl: int, prefix_hit
         keep = [i for i in range(len(columns)) if i not in shared]
         notes = {7: "W/KV: weight / KV-cache precision.",
                  9: "drop: accuracy against the model's best precision, published or the proxy's (± 1 sigma)."}
-        t = _table(f"Pareto frontier{mode}: {r['model']} on {r['num_gpus']}x {r['gpu']}, ISL/OSL {isl}/{osl}{hit} "
+        t = _table(f"Pareto frontier{mode}: {r['model']} on {r['num_gpus']}x {r['gpu']}, {r['backend']}, ISL/OSL {isl}/{osl}{hit} "
                    f"({r['evaluated']:,} deployments in {r['seconds']:.2f} s)", " ".join(columns[i] for i in keep))
         for row in rows:
             t.add_row(*(row[i] for i in keep))
@@ -498,7 +504,9 @@ def _print_frontiers(con, results: list[dict], *, isl: int, osl: int, prefix_hit
             con.print(" ".join(["TTFT, TPOT: ms. x: instances of the plan. batch: requests per instance.", *(notes[i] for i in (7, 9) if i in keep)]),
                       highlight=False)
         if shared:
-            con.print("every point: " + ", ".join(f"{columns[i].split(':')[0]} {rows[0][i] if rows[0][i] != '-' else 'none'}" for i in shared),
+            # a shared drop of "best" reads "drop none (the model's best precision)", not "drop best"
+            said = {"-": "none", "best": "none (the model's best precision)"}
+            con.print("every point: " + ", ".join(f"{columns[i].split(':')[0]} {said.get(rows[0][i], rows[0][i])}" for i in shared),
                       highlight=False)
         sources = {f"{p['deployment']['weight_dtype']}/{p['deployment']['kv_dtype']}": (p.get("accuracy") or {}).get("short", "none")
                    for p in fr}

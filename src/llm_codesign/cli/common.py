@@ -332,6 +332,30 @@ def _gpu(name):
     return get_gpu(name)
 
 
+# Engines that run on one vendor's GPUs only: TensorRT-LLM is built on CUDA (NVIDIA's), ATOM on ROCm and AITER
+# (AMD Instinct; spec/engines/atom.py); vLLM and SGLang ship for both. Without --backend, each vendor's default:
+# TensorRT-LLM on NVIDIA's, SGLang on AMD's (the engine of 238 of the 326 bundled MI355X runs,
+# data/measurements/serving_inferencex_mi355x.csv); a GPU file of another vendor takes TensorRT-LLM, as before.
+ENGINE_VENDOR = {"trtllm": "nvidia", "atom": "amd"}
+DEFAULT_ENGINE = {"amd": "sglang"}
+VENDOR_NAMES = {"nvidia": "NVIDIA", "amd": "AMD"}
+
+
+def _engine(backend: str | None, gpu) -> str:
+    """The engine a command prices on `gpu` (a GPU object): --backend where given, refused on a GPU its
+    software does not run on, else the GPU vendor's default."""
+    from llm_codesign.spec.engines import engine_names, get_engine
+
+    if backend is None:
+        return DEFAULT_ENGINE.get(gpu.vendor, "trtllm")
+    e = get_engine(backend)
+    if ENGINE_VENDOR.get(e.name, gpu.vendor) != gpu.vendor and gpu.vendor in ENGINE_VENDOR.values():
+        ok = [n for n in engine_names() if ENGINE_VENDOR.get(n, gpu.vendor) == gpu.vendor]
+        raise InputError("backend", backend, f"an engine that runs on {gpu.name} ({e.title} runs on {VENDOR_NAMES[ENGINE_VENDOR[e.name]]} "
+                         f"GPUs only): {', '.join(ok)}")
+    return e.name
+
+
 def _model(ref):
     from llm_codesign.spec.registry import get_model
 
@@ -361,8 +385,9 @@ def _deployment(m, gpu, gpus_, *, tp, pp, ep, moe_tp, attention_dp, kvp, weight_
                 backend, spec, draft_len, acceptance, acceptance_rates, draft_model, max_num_tokens, cpp):
     from llm_codesign.spec.plan import deployment
 
-    return deployment(m, gpu=_gpu(gpu), num_gpus=gpus_, tp=tp, pp=pp, ep=ep, moe_tp=moe_tp, attention_dp=attention_dp, kvp=kvp,
-                      weight_dtype=weight_dtype, activation_dtype=activation_dtype, kv_dtype=kv_dtype, engine=backend, spec=spec,
+    g = _gpu(gpu)
+    return deployment(m, gpu=g, num_gpus=gpus_, tp=tp, pp=pp, ep=ep, moe_tp=moe_tp, attention_dp=attention_dp, kvp=kvp,
+                      weight_dtype=weight_dtype, activation_dtype=activation_dtype, kv_dtype=kv_dtype, engine=_engine(backend, g), spec=spec,
                       draft_len=draft_len, acceptance=acceptance, acceptance_rates=acceptance_rates, draft_model=draft_model,
                       max_num_tokens=max_num_tokens, cpp=cpp)
 
@@ -374,6 +399,9 @@ MAX_TOKENS = 1 << 24  # tokens per request or per step
 MAX_CONCURRENCY = 1 << 20  # requests in flight
 O_GPU = typer.Option(..., "--gpu", help="GPU id (see `gpus`) or a GPU .toml file.")
 O_GPUS = typer.Option(None, "--gpus", min=1, max=MAX_GPUS, help="Total GPUs.")
+# estimate and mix price one instance: `--gpus 8 --tp 4` is refused there, two TP4 replicas are export's and pareto's
+O_GPUS_ONE = typer.Option(None, "--gpus", min=1, max=MAX_GPUS, help="GPUs of the one instance priced: the parallel sizes multiply to "
+                          "it, TP taking what the others leave (replicas of a smaller instance: pareto, compare, export).")
 O_TP = typer.Option(None, "--tp", "--tensor-parallel-size", min=1, max=MAX_GPUS, help="Attention tensor-parallel size.")
 O_PP = typer.Option(None, "--pp", "--pipeline-parallel-size", min=1, max=MAX_GPUS, help="Pipeline stages (the layers split in order).")
 O_EP = typer.Option(None, "--ep", "--expert-parallel-size", min=1, max=MAX_GPUS, help="Expert-parallel ranks (MoE experts split over them).")
@@ -385,7 +413,8 @@ O_A = typer.Option(None, "--activation-dtype", help="Activation format (default:
 O_KV = typer.Option(None, "--kv-dtype", help="KV-cache format, one of --weight-dtype's (default: the checkpoint's).")
 O_ISL = typer.Option(1024, "--isl", min=1, max=MAX_TOKENS, help="Input tokens per request.")
 O_OSL = typer.Option(1024, "--osl", min=1, max=MAX_TOKENS, help="Output tokens per request.")
-O_BACKEND = typer.Option("trtllm", "--backend", "--engine", help=f"{listed()}.")
+O_BACKEND = typer.Option(None, "--backend", "--engine", help=f"{listed()} (default: trtllm on NVIDIA GPUs, sglang on AMD's; trtllm "
+                         "runs on NVIDIA's only, atom on AMD's).")
 O_SPEC = typer.Option(None, "--spec", help="Speculative decoding: eagle3, mtp or draft.")
 O_K = typer.Option(None, "--draft-len", min=1, max=16, help="Draft tokens per step.")
 O_ACC = typer.Option(None, "--acceptance", help="Mean accepted tokens per step (1..k+1).")

@@ -6,19 +6,32 @@ from typing import Optional
 
 import typer
 
-from llm_codesign.cli.common import O_BACKEND, O_CAL, O_ISL, O_OSL, _console, _dump, _gpu, _model, _table, app, check_paths
+from llm_codesign.cli.common import (
+    O_BACKEND,
+    O_CAL,
+    O_ISL,
+    O_OSL,
+    _console,
+    _dump,
+    _engine,
+    _gpu,
+    _model,
+    _table,
+    app,
+    check_paths,
+)
 from llm_codesign.errors import InputError
 
 MAX_COMBINATIONS = 48  # each combination is one whole deployment search
 
 
 def compare_rows(model_refs: list[str], gpu_refs: list[str], weight_formats: list[str] | None, *, num_gpus: int, isl: int,
-                 osl: int, backend: str = "trtllm", min_tps_user: float | None = None, max_ttft_ms: float | None = None,
+                 osl: int, backend: str | None = None, min_tps_user: float | None = None, max_ttft_ms: float | None = None,
                  calibration: str | None = None, gpu_hour_price: str | None = None) -> list[dict]:
     """For each model x precision x GPU, the deployment with the most output tok/s/GPU that meets the SLO
     (None where none does), with its tok/s/user, TTFT, output tokens per joule (serve.energy), its cost
     at `gpu_hour_price` where given, the intervals of its metrics, and the model's accuracy at that precision (and the one
-    measure the model's rows are compared on: accuracy_compared)."""
+    measure the model's rows are compared on: accuracy_compared). `backend`: --backend, each GPU's engine resolved by _engine."""
     from llm_codesign.cost.calibration import calibration_for
     from llm_codesign.explore.accuracy_model import accuracy_of
     from llm_codesign.explore.search import SearchSpace, default_precisions, search
@@ -31,6 +44,7 @@ def compare_rows(model_refs: list[str], gpu_refs: list[str], weight_formats: lis
         m = _model(mref)
         for gref in gpu_refs:
             g = _gpu(gref)
+            engine = _engine(backend, g)
             cal, table = calibration_for(g, calibration), table_for(calibration, gpu=g)
             if weight_formats:
                 precs = [m.default_precision if w == m.default_precision.weight.name
@@ -39,10 +53,10 @@ def compare_rows(model_refs: list[str], gpu_refs: list[str], weight_formats: lis
                 precs = list(default_precisions(m, g))
             for p in precs:
                 acc = accuracy_of(m, p)
-                row = {"model": m.name, "gpu": g.id, "num_gpus": num_gpus, "precision": p.label(), "weight_dtype": p.weight.name,
-                       "accuracy": acc, "best": None}
+                row = {"model": m.name, "gpu": g.id, "num_gpus": num_gpus, "engine": engine, "precision": p.label(), "weight_dtype": p.weight.name,
+                       "activation_dtype": p.activation.name, "kv_dtype": p.kv.name, "accuracy": acc, "best": None}
                 try:
-                    r = search(m, g, cal, SearchSpace(num_gpus, precisions=(p,)), isl=isl, osl=osl, engine=get_engine(backend),
+                    r = search(m, g, cal, SearchSpace(num_gpus, precisions=(p,)), isl=isl, osl=osl, engine=get_engine(engine),
                                min_tps_user=min_tps_user, max_ttft_ms=max_ttft_ms)
                 except InputError as e:  # no valid plan for this model on these GPUs: say so in the row
                     row["why_none"] = str(e)
@@ -123,12 +137,12 @@ def compare(
     gpus_: int = typer.Option(8, "--gpus", min=1, max=1 << 16, help="GPUs per deployment (replicas fill them)."),
     weight_dtype: Optional[str] = typer.Option(None, "--weight-dtype",
                                                help="Weight formats, comma-separated (default: the checkpoint's and what each GPU runs natively)."),
-    isl: int = O_ISL, osl: int = O_OSL, backend: str = O_BACKEND,
+    isl: int = O_ISL, osl: int = O_OSL, backend: Optional[str] = O_BACKEND,
     min_tps_user: Optional[float] = typer.Option(None, "--min-tps-user", help="SLO: minimum tokens/s per user."),
     max_ttft_ms: Optional[float] = typer.Option(None, "--max-ttft-ms", help="SLO: maximum TTFT in ms."),
     plot_path: Optional[str] = typer.Option(None, "--plot", help="A chart of the rows (.png or .svg): tok/s/GPU against tok/s/user, "
                                             "each point with its accuracy."),
-    calibration: Optional[str] = O_CAL, as_json: bool = typer.Option(False, "--json"),
+    calibration: Optional[str] = O_CAL, as_json: bool = typer.Option(False, "--json", help="Print the answer as JSON (what the table shows, and more)."),
     gpu_hour_price: Optional[str] = typer.Option(None, "--gpu-hour-price",
                                                  help="Dollars per GPU-hour, `bundled` (the cited data/prices.toml) or a price file: "
                                                       "adds $ per million output tokens of each best deployment."),
@@ -148,8 +162,10 @@ def compare(
     n = len(models) * len(gpus) * (len(formats) if formats else 3)
     if n > MAX_COMBINATIONS:
         raise InputError("model", model, f"at most {MAX_COMBINATIONS} model x GPU x precision combinations ({n} asked)")
-    for g in gpus if gpu_hour_price is not None else ():  # a GPU without a price fails before any search
-        price_of(_gpu(g), gpu_hour_price)
+    for g in gpus:  # an engine a GPU does not run, or a GPU without a price, fails before any search
+        _engine(backend, _gpu(g))
+        if gpu_hour_price is not None:
+            price_of(_gpu(g), gpu_hour_price)
     if plot_path:  # refused before the searches, not after
         from llm_codesign.outputs import check_writable
         from llm_codesign.render.report import plot_extra
@@ -177,16 +193,18 @@ def compare(
     # columns take one width in every table, so the models still line up
     one_gpu = len({r["gpu"] for r in rows}) == 1
     priced = gpu_hour_price is not None
-    columns = (("" if one_gpu else "gpu:k ") + "W:k accuracy:k tok/s|/GPU:n tok/s|/user:n TTFT|ms:n tok/J:n"
+    columns = (("" if one_gpu else "gpu:k ") + "W|A/KV:k accuracy:k tok/s|/GPU:n tok/s|/user:n TTFT|ms:n tok/J:n"
                + (" $/Mtok:n" if priced else "") + " plan:t")
-    cells = [[*(() if one_gpu else (r["gpu"],)), r["weight_dtype"], _accuracy_cell(r["accuracy_compared"]),
+    cells = [[*(() if one_gpu else (r["gpu"],)), f"{r['weight_dtype']}\n{r['activation_dtype']}/{r['kv_dtype']}", _accuracy_cell(r["accuracy_compared"]),
               *((f"{b['output_tok_s_per_gpu']:.0f}\n{_lo_hi(b['intervals']['output_tok_s_per_gpu'], b['output_tok_s_per_gpu'])}", f"{b['tok_s_per_user']:.1f}", f"{b['ttft_ms']:.0f}", f"{b['energy']['tokens_per_joule']:.2f}",
                  *((f"{b['cost']['usd_per_m_output_tokens']:.3f}",) if priced else ()), b["deployment"]["plan"])
                 if b else ("-", "-", "-", "-", *(("-",) if priced else ()), r.get("why_none", "-")))] for r in rows for b in (r["best"],)]
     heads = [max(len(x) for x in spec.rsplit(":", 1)[0].split("|")) for spec in columns.split()]
     widths = [max([h] + [len(line) for c in cells for line in c[i].split("\n")]) for i, h in enumerate(heads)]
     con = _console()
-    on = " / ".join(f"{gpus_}x {g}" for g in dict.fromkeys(r["gpu"] for r in rows))
+    engines = dict.fromkeys((r["gpu"], r["engine"]) for r in rows)  # the engine once where every GPU runs the same one
+    one_engine = len({e for _, e in engines}) == 1
+    on = " / ".join(f"{gpus_}x {g}" + ("" if one_engine else f" ({e})") for g, e in engines) + (f", {rows[0]['engine']}" if one_engine else "")
     con.print(f"compare at ISL/OSL {isl}/{osl} on {on}, SLO {slo}", highlight=False)
     notes = _accuracy_notes(rows)
     for name in dict.fromkeys(r["model"] for r in rows):
@@ -199,7 +217,7 @@ def compare(
         con.print(t)
         if name in notes:
             con.print(notes[name], highlight=False)
-    con.print("W: weight format. tok/s/GPU: the deployment that meets the SLO with the most output tokens/s per GPU, its 80% "
+    con.print("W: weight format, A/KV beneath: activation and KV-cache formats. tok/s/GPU: the deployment that meets the SLO with the most output tokens/s per GPU, its 80% "
               "interval beneath; "
               "tok/s/user, TTFT, tok/J (output tokens per joule of the GPU at its modelled power)"
               + (f", $/Mtok (per million output tokens at {gpu_hour_price} GPU-hour prices)" if priced else "")

@@ -12,10 +12,12 @@ from llm_codesign.cli.common import (
     O_A,
     O_BACKEND,
     O_CAL,
+    O_GPU,
     O_KV,
     O_W,
     _console,
     _dump,
+    _engine,
     _gpu,
     _model,
     _precision,
@@ -32,7 +34,7 @@ O_PROXY = typer.Option(None, "--accuracy-proxy", help="Accuracy-proxy constants 
 @app.command()
 def lint(
     model: str = typer.Argument(..., help="Registry name, Hugging Face id or config.json path."),
-    gpu: str = typer.Option(..., "--gpu"),
+    gpu: str = O_GPU,
     regime: str = typer.Option("throughput", "--regime", help="latency, throughput or long-context."),
     fmt: str = typer.Option("table", "--format", help="table, json or sarif."),
     as_json: bool = typer.Option(False, "--json", help="Same as --format json."),
@@ -58,7 +60,7 @@ def lint(
     elif fmt == "sarif":
         _dump(to_sarif(findings, model))
     else:
-        t = _table(f"lint: {m.name} on {g.name}, {regime} regime ({len(findings)} findings)", "rule:t severity:k where:t cost_%:n finding:t fix:t",
+        t = _table(f"lint: {m.name} on {g.name}, {regime} regime ({len(findings)} finding{'s' if len(findings) != 1 else ''})", "rule:t severity:k where:t cost_%:n finding:t fix:t",
                    "cost %: what the violation costs in the regime's objective, measured by re-pricing the fixed shape "
                    "(R8: the proxy loss against the nearest published model, in percent).")
         color = {"error": "red", "warning": "yellow", "info": "cyan"}
@@ -72,14 +74,17 @@ def lint(
 @app.command()
 def design(
     params: float = typer.Option(..., "--params", help="Total-parameter budget, e.g. 70e9."),
-    gpu: str = typer.Option("b200", "--gpu"), gpus_: int = typer.Option(8, "--gpus", min=1, max=MAX_GPUS),
+    gpu: str = typer.Option("b200", "--gpu", help="GPU id (see `gpus`) or a GPU .toml file."),
+    gpus_: int = typer.Option(8, "--gpus", min=1, max=MAX_GPUS, help="GPUs each design is deployed on (replicas of smaller instances fill them)."),
     regime: str = typer.Option("throughput", "--regime", help="latency, throughput or long-context."),
     baseline: Optional[str] = typer.Option(None, "--baseline", help="Model to beat at equal quality proxy (default reference: the "
                                            "published model of the search's kind nearest the budget, scaled to it when outside --budget-tol)."),
     moe: bool = typer.Option(False, "--moe", help="Search MoE shapes (experts, top-k, expert width, shared expert)."),
     min_tps_user: float = typer.Option(20.0, "--min-tps-user", help="Throughput/long-context SLO: tokens/s per user."),
     min_tps_gpu: float = typer.Option(50.0, "--min-tps-gpu", help="Latency-regime floor: output tokens/s per GPU."),
-    isl: Optional[int] = typer.Option(None, "--isl", min=1, max=MAX_TOKENS), osl: Optional[int] = typer.Option(None, "--osl", min=1, max=MAX_TOKENS),
+    isl: Optional[int] = typer.Option(None, "--isl", min=1, max=MAX_TOKENS, help="Input tokens per request (default: the regime's, "
+                                      "1024; long-context 32768)."),
+    osl: Optional[int] = typer.Option(None, "--osl", min=1, max=MAX_TOKENS, help="Output tokens per request (default: 1024)."),
     weight_dtype: Optional[str] = O_W, activation_dtype: Optional[str] = O_A, kv_dtype: Optional[str] = O_KV,
     budget_tol: float = typer.Option(0.1, "--budget-tol", help="Relative tolerance on total parameters."),
     quality_sigmas: float = typer.Option(1.0, "--quality-sigmas", help="Equal quality: a shape's proxy loss at most this many "
@@ -90,7 +95,9 @@ def design(
                                           "envelope too (their accuracy is extrapolated)."),
     quality_file: Optional[str] = typer.Option(None, "--quality", help="Quality-proxy constants .toml (overrides)."),
     accuracy_proxy: Optional[str] = O_PROXY,
-    max_candidates: int = typer.Option(20000, "--max-candidates", min=1, max=1_000_000), top: int = typer.Option(10, "--top", min=1, max=1000),
+    max_candidates: int = typer.Option(20000, "--max-candidates", min=1, max=1_000_000,
+                                       help="Grid search: at most this many shapes priced, an even spread over the grid."),
+    top: int = typer.Option(10, "--top", min=1, max=1000, help="Designs listed."),
     search_mode: str = typer.Option("grid", "--search", help="grid (enumerate every shape) or nsga2 (optuna, the dist extra)."),
     trials: int = typer.Option(300, "--trials", min=1, max=100_000, help="NSGA-II trials."),
     export: Optional[str] = typer.Option(None, "--export", help="Write the best design as a Hugging Face config.json; - for standard output."),
@@ -101,7 +108,7 @@ def design(
     scheduler: Optional[str] = typer.Option(None, "--scheduler", help="Grid search: price the shape chunks on Dask, local (a "
                                             "LocalCluster) or tcp://HOST:PORT (default: DASK_SCHEDULER_ADDRESS, else in-process)."),
     workers: Optional[int] = typer.Option(None, "--workers", min=1, max=4096, help="Threads of the local cluster."),
-    backend: str = O_BACKEND, calibration: Optional[str] = O_CAL, as_json: bool = typer.Option(False, "--json"),
+    backend: Optional[str] = O_BACKEND, calibration: Optional[str] = O_CAL, as_json: bool = typer.Option(False, "--json", help="Print the answer as JSON (what the table shows, and more)."),
 ):
     """Search model shapes that move the frontier out at equal quality proxy."""
     from llm_codesign.cost.calibration import calibration_for
@@ -133,6 +140,7 @@ def design(
                 {"--baseline": baseline, "--gpu": gpu, "--quality": quality_file, "--accuracy-proxy": accuracy_proxy,
                  "--calibration": calibration})
     g = _gpu(gpu)
+    eng = get_engine(_engine(backend, g))
     base = _model(baseline) if baseline else None
     if base:
         prec = _precision(base, weight_dtype, activation_dtype, kv_dtype)
@@ -149,7 +157,6 @@ def design(
     if trials < 1:
         raise InputError("trials", trials, "a positive integer")
     slo = Slo(regime, min_tps_user, min_tps_gpu, isl, osl)
-    eng = get_engine(backend)
     try:
         if search_mode == "nsga2":
             r = design_nsga2(params, g, cal, gpus_, slo, baseline=base, moe=moe, prec=prec, budget_tol=budget_tol, quality_tol=quality_tol,

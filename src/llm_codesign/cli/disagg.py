@@ -25,6 +25,7 @@ from llm_codesign.cli.common import (
     O_W,
     _console,
     _dump,
+    _engine,
     _gpu,
     _int_list,
     _model,
@@ -58,11 +59,11 @@ def disagg(
                                              "(the prefill instances'); the KV cache then crosses the NICs."),
     prefill: str = typer.Option(..., "--prefill", help="Prefill instance plan, e.g. tp=4 or tp=8,ep=8."),
     decode: str = typer.Option(..., "--decode", help="Decode instance plan, e.g. tp=8 or attention_dp=8,ep=8."),
-    prefill_instances: int = typer.Option(1, "--prefill-instances"),
-    decode_instances: int = typer.Option(1, "--decode-instances"),
+    prefill_instances: int = typer.Option(1, "--prefill-instances", min=1, max=1 << 16, help="Prefill instances of the --prefill plan."),
+    decode_instances: int = typer.Option(1, "--decode-instances", min=1, max=1 << 16, help="Decode instances of the --decode plan."),
     concurrency: str = typer.Option("1,8,32,128,512", "--concurrency", help="Requests in flight, a comma list."),
     isl: int = O_ISL, osl: int = O_OSL, weight_dtype: Optional[str] = O_W, activation_dtype: Optional[str] = O_A,
-    kv_dtype: Optional[str] = O_KV, backend: str = O_BACKEND, spec: Optional[str] = O_SPEC, draft_len: Optional[int] = O_K,
+    kv_dtype: Optional[str] = O_KV, backend: Optional[str] = O_BACKEND, spec: Optional[str] = O_SPEC, draft_len: Optional[int] = O_K,
     acceptance: Optional[float] = O_ACC, acceptance_rates: Optional[str] = O_RATES, draft_model: Optional[str] = O_DRAFT,
     max_num_tokens: Optional[int] = O_MNT,
     decode_max_num_tokens: Optional[int] = typer.Option(None, "--decode-max-num-tokens", min=1, max=MAX_TOKENS,
@@ -71,26 +72,27 @@ def disagg(
     decode_max_batch: Optional[int] = typer.Option(None, "--decode-max-batch", min=1, max=MAX_CONCURRENCY, help="The decode instances' max batch per attention-DP "
                                                    "rank (the engine's max_batch_size); requests past it wait for a decode slot. "
                                                    "Default: only the KV cache limits it."),
-    arrival: str = typer.Option(DEFAULT_ARRIVAL, "--arrival", help="How requests arrive: closed_loop (a slot refilled as its request "
-                                "ends, as serving benchmarks run; waves prices the same) or burst (all sent together, in "
-                                "lockstep waves)."),
+    arrival: str = typer.Option(DEFAULT_ARRIVAL, "--arrival", help="How requests arrive: waves (identical requests kept in step, as a "
+                                "fixed-length benchmark runs them) and closed_loop (a slot refilled as its request ends, lengths "
+                                "spread) price alike here, the prefill pool's queue at the other requests' rate; burst: all sent "
+                                "together, in lockstep waves."),
     prefill_routing: Optional[str] = typer.Option(None, "--prefill-routing", help="How a prefill instance under attention DP "
                                                   "spreads requests over its ranks: balanced (TensorRT-LLM; SGLang's "
                                                   "--load-balance-method round_robin) or random (SGLang's default). Default: the "
                                                   "engine's."),
-    calibration: Optional[str] = O_CAL, as_json: bool = typer.Option(False, "--json"),
+    calibration: Optional[str] = O_CAL, as_json: bool = typer.Option(False, "--json", help="Print the answer as JSON (what the table shows, and more)."),
 ):
     """Disaggregated serving: prefill instances hand each prompt's KV cache to decode instances."""
     from llm_codesign.cost.calibration import calibration_for
     from llm_codesign.serve.disagg import estimate_disagg
-    from llm_codesign.spec.engines import get_engine
     from llm_codesign.spec.plan import Deployment, Plan
 
     m, g = _model(model), _gpu(gpu)
     dg = _gpu(decode_gpu) if decode_gpu else g
     conc = _int_list("concurrency", concurrency)
     # one instance of each pool, resolved here: its GPU, plan, precision, engine and step budget
-    one = dict(precision=_precision(m, weight_dtype, activation_dtype, kv_dtype), backend=get_engine(backend).name,
+    # one engine on both pools' GPUs
+    one = dict(precision=_precision(m, weight_dtype, activation_dtype, kv_dtype), backend=_engine(_engine(backend, g), dg),
                spec=_spec(spec, draft_len, acceptance, acceptance_rates, draft_model))
     pp_, dp_ = Plan.parse(prefill, m, "prefill"), Plan.parse(decode, m, "decode")
     pools = (Deployment(gpu=g, num_gpus=int(pp_.gpus), plan=pp_, max_num_tokens=max_num_tokens, **one),
@@ -105,7 +107,7 @@ def disagg(
         return _dump(r)
     p, d = r["prefill"], r["decode"]
     where = f"{r['num_gpus']}x {g.name}" if dg.id == g.id else f"{r['num_gpus']} GPUs (prefill on {g.name}, decode on {dg.name})"
-    t = _table(f"{m.name} on {where}, {r['precision']}, {backend}, ISL/OSL {isl}/{osl}: "
+    t = _table(f"{m.name} on {where}, {r['precision']}, {one['backend']}, ISL/OSL {isl}/{osl}: "
                f"prefill {p['instances']}x {p['plan']} ({p['capacity_req_s']:.2f} req/s), decode {d['instances']}x {d['plan']}"
                + (f" (max batch {d['max_batch']} per rank)" if "max_batch" in d else ""),
                "requests:n TTFT:n prefill:n KV_move:n queue:n TPOT:n tok/s/user:n tok/s/GPU:n fits:k",
@@ -122,7 +124,7 @@ def disagg(
 
     for row in r["rows"]:
         b = row["intervals"]
-        _console().print(f"{row['concurrency']} requests: TTFT {interval_text(b['ttft_ms'], 'ttft_ms', row['ttft_ms'])}; TPOT "
+        _console().print(f"{row['concurrency']} request{'s' if row['concurrency'] != 1 else ''}: TTFT {interval_text(b['ttft_ms'], 'ttft_ms', row['ttft_ms'])}; TPOT "
                          f"{interval_text(b['tpot_ms'], 'tpot_ms', row['tpot_ms'])}", highlight=False)
     if any(off_centre(row["intervals"][m], row[m]) for row in r["rows"] for m in ("ttft_ms", "tpot_ms")):
         _console().print(f"centred on: {CENTRE}", highlight=False)

@@ -31,6 +31,7 @@ from llm_codesign.cli.common import (
     _console,
     _deployment,
     _dump,
+    _engine,
     _gpu,
     _model,
     app,
@@ -66,8 +67,9 @@ INTERACTIVE_SLO = {"min_tps_user": 20.0, "max_ttft_ms": 2000.0}
 def export(
     model: str = typer.Argument(..., help="Registry name, Hugging Face id or config.json path."),
     gpu: str = O_GPU, gpus_: Optional[int] = O_GPUS,
-    backend: str = typer.Option("trtllm", "--backend", "--engine", help=f"{listed()}: the engine the file starts (with --prefill/"
-                                "--decode, the engine of Dynamo's workers); dynamo: Dynamo with trtllm workers."),
+    backend: Optional[str] = typer.Option(None, "--backend", "--engine", help=f"{listed()}: the engine the file starts (default: trtllm "
+                                          "on NVIDIA GPUs, sglang on AMD's; with --prefill/--decode, the engine of Dynamo's workers); "
+                                          "dynamo: Dynamo with trtllm workers."),
     out: str = typer.Option(..., "-o", "--out", help="The file to write (YAML; a shell script for SGLang); - for standard output."),
     tp: Optional[int] = O_TP, pp: Optional[int] = O_PP, ep: Optional[int] = O_EP, moe_tp: Optional[int] = O_MTP,
     attention_dp: Optional[int] = O_ADP, kvp: Optional[int] = O_KVP,
@@ -87,8 +89,8 @@ def export(
     cpp: bool = typer.Option(False, "--cpp", help="Chunked pipeline parallelism for prefill (with --concurrency)."),
     prefill: Optional[str] = typer.Option(None, "--prefill", help="Dynamo: prefill instance plan, e.g. tp=8,ep=8."),
     decode: Optional[str] = typer.Option(None, "--decode", help="Dynamo: decode instance plan, e.g. attention_dp=8,ep=8."),
-    prefill_instances: int = typer.Option(1, "--prefill-instances", min=1, max=1 << 16),
-    decode_instances: int = typer.Option(1, "--decode-instances", min=1, max=1 << 16),
+    prefill_instances: int = typer.Option(1, "--prefill-instances", min=1, max=1 << 16, help="Dynamo: prefill workers of the --prefill plan."),
+    decode_instances: int = typer.Option(1, "--decode-instances", min=1, max=1 << 16, help="Dynamo: decode workers of the --decode plan."),
     calibration: Optional[str] = O_CAL, as_json: bool = typer.Option(False, "--json", help="Print the deployment and the predicted figures."),
 ):
     """The engine's launch configuration for a deployment, stated as `estimate` takes it.
@@ -97,7 +99,7 @@ def export(
     precision unless --weight-dtype/--kv-dtype name another."""
     from llm_codesign.explore.export import dynamo_workers, engine_spec, export_config, export_dynamo, exportable
 
-    if backend not in exportable():
+    if backend is not None and backend not in exportable():
         raise InputError("backend", backend, "one of: " + ", ".join(exportable()))
     for name, v in (("min_tps_user", min_tps_user), ("max_ttft_ms", max_ttft_ms)):
         if v is not None and not (0 < v < float("inf")):
@@ -115,9 +117,10 @@ def export(
             raise InputError("cpp", cpp, "set with --concurrency only (the frontier search prices no chunked pipeline parallelism)")
     _check_out(out, {"MODEL": model, "--gpu": gpu, "--calibration": calibration}, as_json=as_json)
     m = _model(model)
+    backend = backend or _engine(None, _gpu(gpu))
     chosen = None
     if disagg:
-        worker = "trtllm" if backend == "dynamo" else backend
+        worker = _engine("trtllm" if backend == "dynamo" else backend, _gpu(gpu))
         if worker not in dynamo_workers():
             *rest, last = dynamo_workers()
             raise InputError("backend", worker, f"{', '.join(rest)} or {last} (Dynamo's worker engine)")
@@ -139,6 +142,7 @@ def export(
             dep, conc, n_rep = point.deployment, point.concurrency, point.replicas
             predicted = {"ttft_ms": point.ttft_s * 1e3, "tpot_ms": point.tpot_s * 1e3, "tok_s_per_user": point.tok_s_per_user,
                          "output_tok_s_per_gpu": point.output_tok_s_per_gpu}
+            intervals = point.to_dict().get("intervals")
             chosen = {"slo": slo, "default": not slo_given, "plan": dep.plan.label(), "replicas": n_rep, "concurrency": conc}
         else:
             from llm_codesign.api import estimate as run
@@ -147,7 +151,10 @@ def export(
             r = run(m, dep, Workload(isl=isl, osl=osl, concurrency=concurrency), calibration=calibration).to_dict()
             conc, n_rep = int(r["concurrency"]), replicas or 1
             predicted = {k: r[k] for k in ("ttft_ms", "tpot_ms", "tok_s_per_user", "output_tok_s_per_gpu")}
+            intervals = r.get("intervals")
         summary = {"deployment": dep.to_dict(), "concurrency": conc, "replicas": n_rep, "predicted": predicted}
+        if intervals:
+            summary["intervals"] = intervals
         if chosen:
             summary["chosen_by"] = chosen
         if not chosen and r.get("over_capacity"):  # what estimate says of requests the deployment cannot run at once
@@ -162,13 +169,18 @@ def export(
                   f"sh {'FILE' if out == '-' else out}")
     if as_json:
         return _dump({"engine": engine, "version": es["version"], "file": out, "launch": launch, **summary})
+    from llm_codesign.render.intervals import short
+
     p = summary["predicted"]
+    b = {**p, "intervals": summary.get("intervals")}  # each figure with its 80% interval, where it has one
     con = _console(stderr=out == "-")
     if chosen:
         con.print(_chosen_line(chosen), highlight=False)
     con.print(f"wrote {engine} {es['version']} configuration: {'standard output' if out == '-' else out}\nlaunch: {launch}\n"
-              f"predicted: TTFT {p['ttft_ms']:.0f} ms, TPOT {p['tpot_ms']:.2f} ms, {p['tok_s_per_user']:.1f} tok/s/user, "
-              f"{p['output_tok_s_per_gpu']:.0f} tok/s/GPU at {summary['concurrency']} requests", highlight=False)
+              f"predicted: TTFT {p['ttft_ms']:.0f} ms{short(b, 'ttft_ms')}, TPOT {p['tpot_ms']:.2f} ms{short(b, 'tpot_ms')}, "
+              f"{p['tok_s_per_user']:.1f} tok/s/user{short(b, 'tok_s_per_user')}, "
+              f"{p['output_tok_s_per_gpu']:.0f} tok/s/GPU{short(b, 'output_tok_s_per_gpu')} at {summary['concurrency']} requests",
+              highlight=False)
     if "over_capacity" in summary:
         con.print(f"[yellow]at {summary['concurrency']} requests: {summary['over_capacity']}[/yellow]", highlight=False)
 
@@ -205,7 +217,11 @@ def _slo_point(m, dep, *, fixed: dict, isl: int, osl: int, slo: dict, calibratio
                max_num_tokens=dep.max_num_tokens, **slo)
     if not r.points:
         raise nothing_found([r.to_dict()], gpus_value or dep.num_gpus, slo)
-    return max(r.points, key=lambda q: q.output_tok_s_per_gpu)
+    from llm_codesign.measure.intervals import table_for
+
+    # with its metrics' intervals, as the frontier's points carry them
+    best = replace(r, points=(max(r.points, key=lambda q: q.output_tok_s_per_gpu),)).banded(m, table=table_for(calibration, gpu=dep.gpu))
+    return best.points[0]
 
 
 def _dynamo(m, gpu, *, prefill, decode, n_pre, n_dec, concurrency, isl, osl, backend, weight_dtype, activation_dtype, kv_dtype,
@@ -251,7 +267,7 @@ def import_(
     acceptance: Optional[float] = typer.Option(None, "--acceptance", help="Mean accepted tokens per step of the configuration's "
                                                "speculative decoding (an engine's configuration states none)."),
     acceptance_rates: Optional[str] = O_RATES,
-    calibration: Optional[str] = O_CAL, as_json: bool = typer.Option(False, "--json"),
+    calibration: Optional[str] = O_CAL, as_json: bool = typer.Option(False, "--json", help="Print the answer as JSON (what the table shows, and more)."),
 ):
     """The deployment an engine configuration starts, priced as `estimate` prices it.
 
@@ -279,18 +295,23 @@ def import_(
     from llm_codesign.spec.plan import Workload
 
     imp = read_config(text, path, engine=backend, model=model, gpu=_gpu(gpu) if gpu else None, acceptance=acceptance, acceptance_rates=rates)
+    _engine(imp.engine, imp.deployment.gpu)  # a TensorRT-LLM YAML on an AMD GPU (--gpu mi355x) runs nowhere
     conc = concurrency or imp.concurrency
     r = run(imp.model, imp.deployment, Workload(isl=isl, osl=osl, concurrency=conc), calibration=calibration).to_dict()
     r["deployment"] = imp.deployment.to_dict()
     r |= {"engine": imp.engine, "replicas": imp.replicas, "ignored": list(imp.ignored)}
     if as_json:
         return _dump(r)
+    from llm_codesign.render.intervals import short
+
     d = imp.deployment
     batch = ("--concurrency" if concurrency else "the configuration's max batch") if conc else "no max batch given: the engine's own and the KV cache's"
+    # each figure with its 80% interval, as estimate gives it (the 95% and the runs they come from: --json)
     con = _console()
     con.print(f"{imp.model.name} on {d.num_gpus}x {d.gpu.name}" + (f" (x{imp.replicas} replicas)" if imp.replicas > 1 else "")
               + f", {d.plan.label()}, {d.precision.label()}, {imp.engine}: {r['concurrency']} requests ({batch}), "
-              f"TTFT {r['ttft_ms']:.0f} ms, TPOT {r['tpot_ms']:.2f} ms, {r['output_tok_s_per_gpu']:.0f} tok/s/GPU", highlight=False)
+              f"TTFT {r['ttft_ms']:.0f} ms{short(r, 'ttft_ms')}, TPOT {r['tpot_ms']:.2f} ms{short(r, 'tpot_ms')}, "
+              f"{r['output_tok_s_per_gpu']:.0f} tok/s/GPU{short(r, 'output_tok_s_per_gpu')}", highlight=False)
     if imp.ignored:
         con.print(f"ignored (not modelled): {', '.join(imp.ignored)}", highlight=False)
 

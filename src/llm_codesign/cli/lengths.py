@@ -14,7 +14,7 @@ from llm_codesign.cli.common import (
     O_DRAFT,
     O_EP,
     O_GPU,
-    O_GPUS,
+    O_GPUS_ONE,
     O_K,
     O_KV,
     O_KVP,
@@ -38,7 +38,7 @@ from llm_codesign.errors import InputError
 @app.command()
 def mix(
     model: str = typer.Argument(..., help="Registry name, Hugging Face id or config.json path."),
-    gpu: str = O_GPU, gpus_: Optional[int] = O_GPUS,
+    gpu: str = O_GPU, gpus_: Optional[int] = O_GPUS_ONE,
     tp: Optional[int] = O_TP, pp: Optional[int] = O_PP, ep: Optional[int] = O_EP, moe_tp: Optional[int] = O_MTP,
     attention_dp: Optional[int] = O_ADP, kvp: Optional[int] = O_KVP,
     weight_dtype: Optional[str] = O_W, activation_dtype: Optional[str] = O_A, kv_dtype: Optional[str] = O_KV,
@@ -46,9 +46,9 @@ def mix(
     isl_dist: Optional[str] = typer.Option(None, "--isl-dist", help="fixed:N, uniform:LO,HI or lognormal:median=M,sigma=S."),
     osl_dist: Optional[str] = typer.Option(None, "--osl-dist", help="Same forms as --isl-dist."),
     concurrency: int = typer.Option(64, "--concurrency", min=1, max=1 << 20, help="Requests in flight."),
-    backend: str = O_BACKEND, spec: Optional[str] = O_SPEC, draft_len: Optional[int] = O_K,
+    backend: Optional[str] = O_BACKEND, spec: Optional[str] = O_SPEC, draft_len: Optional[int] = O_K,
     acceptance: Optional[float] = O_ACC, acceptance_rates: Optional[str] = O_RATES, draft_model: Optional[str] = O_DRAFT,
-    max_num_tokens: Optional[int] = O_MNT, calibration: Optional[str] = O_CAL, as_json: bool = typer.Option(False, "--json"),
+    max_num_tokens: Optional[int] = O_MNT, calibration: Optional[str] = O_CAL, as_json: bool = typer.Option(False, "--json", help="Print the answer as JSON (what the table shows, and more)."),
 ):
     """What one deployment delivers on a mix of request lengths: TTFT percentiles, TPOT, tok/s/GPU."""
     from llm_codesign.cost.calibration import calibration_for

@@ -2,11 +2,12 @@
 their own Pareto frontier, in-process or on a Dask cluster, streamed to Parquet."""
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Optional
 
 import typer
 
-from llm_codesign.cli.common import O_CAL, O_PREFIX, _console, _dump, _int_list, app, check_paths, nothing_found
+from llm_codesign.cli.common import O_CAL, O_PREFIX, _console, _dump, _engine, _gpu, _int_list, app, check_paths, nothing_found
 from llm_codesign.errors import InputError
 from llm_codesign.spec.engines import engine_names
 
@@ -18,7 +19,8 @@ def sweep(
     gpus_: int = typer.Option(8, "--gpus", min=1, max=1 << 16, help="GPUs per deployment (replicas of smaller instances fill them)."),
     precisions: Optional[str] = typer.Option(None, "--precisions", help="Weight formats, comma-separated (default: the checkpoint's "
                                              "and what each GPU runs natively; each with BF16 and FP8 KV cache)."),
-    backend: str = typer.Option("trtllm", "--backend", "--engine", help="Engines, comma-separated: " + ", ".join(engine_names()) + "."),
+    backend: Optional[str] = typer.Option(None, "--backend", "--engine", help="Engines, comma-separated: " + ", ".join(engine_names())
+                                          + " (default: each GPU's, trtllm on NVIDIA GPUs, sglang on AMD's)."),
     isl: str = typer.Option("1024", "--isl", help="Input tokens per request, comma-separated (paired with --osl)."),
     osl: str = typer.Option("1024", "--osl", help="Output tokens per request, comma-separated (paired with --isl)."),
     max_num_tokens_grid: Optional[str] = typer.Option(None, "--max-num-tokens-grid", help="Step token budgets searched: a list or auto."),
@@ -46,10 +48,17 @@ def sweep(
         raise InputError("isl/osl", f"{isl} / {osl}", "lists of one length (pairs), or one of them a single value")
     n = max(len(isls), len(osls))
     workloads = list(zip(isls * n if len(isls) == 1 else isls, osls * n if len(osls) == 1 else osls, strict=True))
-    tasks = plan_tasks(names(models), names(gpu), num_gpus=gpus_, precisions=names(precisions) if precisions else None,
-                       backends=names(backend), workloads=workloads, step_tokens=budget_grid(max_num_tokens_grid),
-                       max_ttft_ms=max_ttft_ms, min_tps_user=min_tps_user, calibration=calibration, gpu_hour_price=gpu_hour_price,
-                       prefix_hit=prefix_hit)
+    # the GPUs by the engines they run: each GPU's vendor's without --backend, else every engine named, each checked to run there
+    by_engines: dict[str, list[str]] = {}
+    for g in names(gpu):
+        engines = [_engine(None, _gpu(g))] if backend is None else [_engine(b, _gpu(g)) for b in names(backend)]
+        by_engines.setdefault(",".join(engines), []).append(g)
+    tasks = [replace(t, index=i) for i, t in enumerate(  # numbered across the groups, as one plan numbers its own
+        t for engines, gpus in (by_engines or {backend or "trtllm": []}).items()
+        for t in plan_tasks(names(models), gpus, num_gpus=gpus_, precisions=names(precisions) if precisions else None,
+                            backends=names(engines), workloads=workloads, step_tokens=budget_grid(max_num_tokens_grid),
+                            max_ttft_ms=max_ttft_ms, min_tps_user=min_tps_user, calibration=calibration,
+                            gpu_hour_price=gpu_hour_price, prefix_hit=prefix_hit))]
     if gpu_hour_price is not None:  # a GPU the price file does not list fails now, not in a worker
         from llm_codesign.explore.pricing import gpu_hour_price as price_of
         from llm_codesign.spec.hardware import get_gpu

@@ -24,6 +24,13 @@ def interval_text(b: dict, metric: str, value: float | None = None) -> str:
     return f"80%: {f(b['lo80'])}-{f(b['hi80'])}{UNITS[metric]}, 95%: {f(b['lo95'])}-{f(b['hi95'])}{UNITS[metric]}{centre}"
 
 
+def short(result: dict, metric: str) -> str:
+    """' (80%: 95-160)' after a metric's value in a one-line summary, where the result carries its intervals."""
+    b = (result.get("intervals") or {}).get(metric)
+    f = _fmt(metric)
+    return f" (80%: {f(b['lo80'])}-{f(b['hi80'])})" if b else ""
+
+
 def inline(result: dict, metric: str) -> str:
     """'; 80%: 95-160 ms, 95%: 80-210 ms' after a metric's value, where the result carries its intervals."""
     b = (result.get("intervals") or {}).get(metric)

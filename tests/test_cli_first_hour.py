@@ -1,0 +1,180 @@
+"""A newcomer's first hour, second pass (n3): the engine a GPU runs by default and the ones it refuses, compare's
+rows told apart by their activation and KV-cache formats, every option's help naming what it takes."""
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from llm_codesign.cli import app
+
+RUNNER = CliRunner()
+
+
+def cli(*args: str, columns: int = 2000):
+    r = RUNNER.invoke(app, list(args), env={"COLUMNS": str(columns)})
+    if r.exception is not None and not isinstance(r.exception, SystemExit):
+        raise AssertionError(f"uncaught {type(r.exception).__name__}: {r.exception}") from r.exception
+    return r.exit_code, r.stdout, r.stderr
+
+
+@pytest.mark.parametrize("gpu, engine", [("mi355x", "sglang"), ("mi300x", "sglang"), ("h100", "trtllm"), ("b200", "trtllm")])
+def test_without_backend_each_gpu_runs_its_vendors_engine(gpu, engine):
+    # TensorRT-LLM priced on an MI355X (the old default on every GPU) is a deployment nobody can run
+    code, out, _ = cli("estimate", "llama-3.1-8b", "--gpu", gpu, "--concurrency", "8", "--json")
+    assert code == 0 and json.loads(out)["backend"] == engine
+
+
+@pytest.mark.parametrize("args, line", [
+    (["estimate", "gpt-oss-120b", "--gpu", "mi355x", "--backend", "trtllm"],
+     "error: backend: 'trtllm' is not valid; an engine that runs on MI355X (TensorRT-LLM runs on NVIDIA GPUs only): vllm, sglang, atom\n"),
+    (["estimate", "gpt-oss-120b", "--gpu", "h100", "--engine", "atom"],
+     "error: backend: 'atom' is not valid; an engine that runs on H100 SXM (ATOM runs on AMD GPUs only): trtllm, vllm, sglang\n"),
+    (["pareto", "llama-3.1-8b", "--gpu", "h100,mi300x", "--gpus", "1", "--backend", "trtllm"],
+     "error: backend: 'trtllm' is not valid; an engine that runs on MI300X (TensorRT-LLM runs on NVIDIA GPUs only): vllm, sglang, atom\n"),
+    (["compare", "llama-3.1-8b", "--gpu", "mi300x", "--gpus", "1", "--backend", "tensorrt-llm"],
+     "error: backend: 'tensorrt-llm' is not valid; an engine that runs on MI300X (TensorRT-LLM runs on NVIDIA GPUs only): vllm, sglang, atom\n"),
+    (["disagg", "llama-3.1-8b", "--gpu", "b200", "--decode-gpu", "mi355x", "--prefill", "tp=1", "--decode", "tp=1"],
+     "error: backend: 'trtllm' is not valid; an engine that runs on MI355X (TensorRT-LLM runs on NVIDIA GPUs only): vllm, sglang, atom\n"),
+    (["export", "llama-3.1-8b", "--gpu", "mi355x", "--backend", "dynamo", "--prefill", "tp=1", "--decode", "tp=1", "-o", "-"],
+     "error: backend: 'trtllm' is not valid; an engine that runs on MI355X (TensorRT-LLM runs on NVIDIA GPUs only): vllm, sglang, atom\n"),
+])
+def test_an_engine_the_gpu_does_not_run_is_one_line(args, line):
+    code, out, err = cli(*args)
+    assert (code, out, err) == (2, "", line)
+
+
+def test_compare_names_each_gpus_engine_and_tells_rows_of_one_weight_format_apart():
+    code, out, _ = cli("compare", "gpt-oss-120b", "--gpu", "b200,mi355x", "--gpus", "1", "--min-tps-user", "100", columns=80)
+    assert code == 0
+    assert out.startswith("compare at ISL/OSL 1024/1024 on 1x b200 (trtllm) / 1x mi355x (sglang), SLO >= \n100 tok/s/user\n")
+    # MI355X runs gpt-oss's MXFP4 weights on BF16 activations (the checkpoint's W4A16) and on MXFP4 ones: two rows that
+    # read "mi355x  mxfp4" alike before, their A/KV beneath now
+    rows = [(a.split()[0], a.split()[1], b.split()[0]) for a, b in zip(out.splitlines(), out.splitlines()[1:], strict=False)
+            if a.startswith(" mi355x")]
+    assert rows == [("mi355x", "mxfp4", "bf16/bf16"), ("mi355x", "fp8", "fp8/fp8"), ("mi355x", "mxfp4", "mxfp4/fp8")]
+    assert "W: weight format, A/KV beneath: activation and KV-cache formats." in out
+    code, out, _ = cli("compare", "llama-3.1-8b", "--gpu", "h100,h200", "--gpus", "1", "--min-tps-user", "100")
+    assert code == 0 and out.startswith("compare at ISL/OSL 1024/1024 on 1x h100 / 1x h200, trtllm, SLO >= 100 tok/s/user\n")
+    code, out, _ = cli("compare", "gpt-oss-120b", "--gpu", "mi355x", "--gpus", "1", "--min-tps-user", "100", "--json")
+    assert [(r["engine"], r["weight_dtype"], r["activation_dtype"], r["kv_dtype"]) for r in json.loads(out)["rows"]] == [
+        ("sglang", "mxfp4", "bf16", "bf16"), ("sglang", "fp8", "fp8", "fp8"), ("sglang", "mxfp4", "mxfp4", "fp8")]
+
+
+def test_every_option_and_argument_says_what_it_takes():
+    import typer.main
+
+    group = typer.main.get_command(app)
+    bare = {name: [p.name for p in cmd.params if not (getattr(p, "help", None) or "").strip()] for name, cmd in group.commands.items()}
+    # 24 options and estimate's MODEL had none: lint's --gpu error read "--gpu is required: a value"
+    assert {k: v for k, v in bare.items() if v} == {}
+
+
+@pytest.mark.parametrize("args, line", [
+    (["lint", "llama-3.1-70b"], "error: gpu: no value is not valid; --gpu is required: GPU id (see `gpus`) or a GPU .toml file\n"),
+    (["disagg", "llama-3.1-8b", "--gpu", "b200", "--prefill", "tp=1", "--decode", "tp=1", "--prefill-instances", "0"],
+     "error: prefill_instances: '0' is not valid; an integer from 1 to 65,536 (--prefill-instances)\n"),
+])
+def test_a_missing_or_bad_value_names_what_is_valid(args, line):
+    assert cli(*args) == (2, "", line)
+
+
+def test_export_and_import_give_each_figure_its_80pct_interval_as_estimate_does(tmp_path):
+    # the same deployment and batch: estimate's intervals are the ones the one-line summaries must show
+    code, out, _ = cli("estimate", "llama-3.1-70b", "--gpu", "h200", "--tp", "8", "--backend", "vllm", "--concurrency", "16", "--json")
+    e = json.loads(out)
+    iv = e["intervals"]
+    f = lambda k, x: f"{x:.2f}" if k == "tpot_ms" else (f"{x:.1f}" if x < 100 else f"{x:.0f}")  # noqa: E731
+    band = lambda k: f"(80%: {f(k, iv[k]['lo80'])}-{f(k, iv[k]['hi80'])})"  # noqa: E731
+    path = str(tmp_path / "v.yaml")
+    code, out, _ = cli("export", "llama-3.1-70b", "--gpu", "h200", "--tp", "8", "--backend", "vllm", "--concurrency", "16", "-o", path)
+    assert code == 0
+    assert " ".join(out.split()).endswith(
+        f"predicted: TTFT {e['ttft_ms']:.0f} ms {band('ttft_ms')}, TPOT {e['tpot_ms']:.2f} ms {band('tpot_ms')}, "
+        f"{e['tok_s_per_user']:.1f} tok/s/user {band('tok_s_per_user')}, {e['output_tok_s_per_gpu']:.0f} tok/s/GPU "
+        f"{band('output_tok_s_per_gpu')} at 16 requests")
+    code, out, _ = cli("import", path)
+    assert code == 0 and out == (
+        "llama-3.1-70b on 8x H200 SXM, TP8, W:bf16 A:bf16 KV:bf16, vllm: 16 requests (the configuration's max batch), "
+        f"TTFT {e['ttft_ms']:.0f} ms {band('ttft_ms')}, TPOT {e['tpot_ms']:.2f} ms {band('tpot_ms')}, "
+        f"{e['output_tok_s_per_gpu']:.0f} tok/s/GPU {band('output_tok_s_per_gpu')}\n")
+
+
+def test_pareto_names_the_engine_it_priced():
+    code, out, _ = cli("pareto", "llama-3.1-8b", "--gpu", "mi300x", "--gpus", "1", columns=200)
+    assert code == 0 and " ".join(out.split()).startswith("Pareto frontier: llama-3.1-8b on 1x mi300x, sglang, ISL/OSL 1024/1024 (")
+
+
+def test_models_lists_each_hugging_face_id_whole_at_120_columns():
+    # ids are copied into commands: ", "-joined, 4 of them broke mid-id at 120 columns ("...-16E-I" / "nstruct")
+    code, out, _ = cli("models", columns=120)
+    _, js, _ = cli("models", "--json")
+    ids = [x for m in json.loads(js) for x in m["hf_ids"][:2]]
+    assert code == 0 and len(ids) > 40 and [x for x in ids if x not in out.split()] == []
+
+
+def test_one_finding_and_one_request_are_singular():
+    code, out, _ = cli("lint", "llama-3.1-70b", "--gpu", "h100", "--json")
+    n = len(json.loads(out)["findings"])
+    code, out, _ = cli("lint", "llama-3.1-70b", "--gpu", "h100")
+    assert code == 0 and f"throughput regime ({n} finding{'s' if n != 1 else ''})" in out
+    code, out, _ = cli("disagg", "llama-3.1-8b", "--gpu", "b200", "--prefill", "tp=1", "--decode", "tp=1", "--concurrency", "1,8")
+    lines = [x.split(":")[0] for x in out.splitlines() if ": TTFT 80%" in x]
+    assert code == 0 and lines == ["1 request", "8 requests"]
+
+
+def test_disagg_arrival_help_leads_with_its_default():
+    # it read "closed_loop (...; waves prices the same) or burst" under "[default: waves]"
+    import typer.main
+
+    p = next(p for p in typer.main.get_command(app).commands["disagg"].params if p.name == "arrival")
+    assert p.default == "waves" and p.help.startswith("How requests arrive: waves (") and "price alike here" in p.help
+
+
+def test_validate_takes_a_bundled_serving_file_by_name(tmp_path, monkeypatch):
+    # the README pointed at src/llm_codesign/data/measurements/, which a pip install does not have
+    monkeypatch.chdir(tmp_path)
+    code, out, _ = cli("validate", "--serving", "published_runs.csv", "--json")
+    assert code == 0 and json.loads(out)["rows"] == 8  # the eight published TensorRT-LLM runs (docs/howto/calibrate.md)
+    code, out, err = cli("validate", "--serving", "runs.csv")
+    assert (code, out) == (2, "") and err == (
+        "error: serving: 'runs.csv' is not valid; an existing CSV file (.csv or .csv.gz) with the canonical serving columns, or a "
+        "bundled one: published_mtp_depth.csv, published_runs.csv, serving_disagg_blackwell.csv, serving_inferencex_blackwell.csv, "
+        "serving_inferencex_mi355x.csv, serving_measured_blackwell.csv, serving_measured_blackwell_clean.csv, trtllm_perf_overview.csv\n")
+
+
+def test_a_frontier_at_the_models_best_precision_says_so_in_words():
+    # it read "every point: W/KV mxfp4/fp8, spec none, drop best"
+    code, out, _ = cli("pareto", "gpt-oss-120b", "--gpu", "b200", "--gpus", "1", "--weight-dtype", "mxfp4")
+    line = next(x for x in out.splitlines() if x.startswith("every point: "))
+    assert code == 0 and line.endswith(", spec none, drop none (the model's best precision)")
+
+
+def test_estimate_says_its_gpus_are_one_instance():
+    # "Total GPUs." while `estimate --gpus 8 --tp 4` is refused and `export --gpus 8 --tp 4` exports two TP4 replicas
+    import typer.main
+
+    cmds = typer.main.get_command(app).commands
+    gpus = {name: next(p.help for p in cmds[name].params if p.name == "gpus_") for name in ("estimate", "mix", "export")}
+    assert gpus["estimate"] == gpus["mix"] and gpus["estimate"].startswith("GPUs of the one instance priced") and gpus["export"] == "Total GPUs."
+    code, out, err = cli("estimate", "llama-3.1-70b", "--gpu", "h200", "--gpus", "8", "--tp", "4")
+    assert (code, out) == (2, "") and err.startswith("error: deployment: 'TP4 on 8 GPUs' is not valid; the parallel sizes must multiply")
+
+
+def test_import_refuses_an_engine_configuration_on_a_gpu_it_does_not_run_on(tmp_path):
+    f = tmp_path / "trt.yaml"
+    f.write_text("tensor_parallel_size: 8\nmax_batch_size: 64\nkv_cache_config:\n  dtype: fp8\n")
+    assert cli("import", str(f), "--gpu", "mi355x", "--model", "llama-3.1-70b") == (2, "", (
+        "error: backend: 'trtllm' is not valid; an engine that runs on MI355X (TensorRT-LLM runs on NVIDIA GPUs only): vllm, sglang, atom\n"))
+    code, out, _ = cli("import", str(f), "--gpu", "h200", "--model", "llama-3.1-70b")
+    assert code == 0 and out.startswith("llama-3.1-70b on 8x H200 SXM, TP8, W:bf16 A:bf16 KV:fp8, trtllm: 64 requests")
+
+
+def test_sweep_runs_each_gpu_on_its_vendors_engine(tmp_path):
+    pd = pytest.importorskip("pandas")
+    out = str(tmp_path / "s.parquet")
+    code, _, _ = cli("sweep", "--models", "llama-3.1-8b", "--gpu", "h100,mi300x", "--gpus", "1", "--out", out)
+    d = pd.read_parquet(out)
+    assert code == 0 and sorted(set(zip(d["gpu"], d["backend"], strict=True))) == [("h100", "trtllm"), ("mi300x", "sglang")]
+    assert sorted(d["task"].unique()) == list(range(d["task"].nunique()))  # tasks numbered across the two groups
+    code, out, err = cli("sweep", "--models", "llama-3.1-8b", "--gpu", "h100,mi300x", "--backend", "trtllm,vllm", "--out", out)
+    assert (code, out) == (2, "") and err.startswith("error: backend: 'trtllm' is not valid; an engine that runs on MI300X")
