@@ -196,3 +196,40 @@ def test_cutlass_moe_sets_up_every_expert_the_rank_holds(h100, cal_h100):
              "distribution": "balanced", "num_tokens": "1", "hidden_size": "7168", "inter_size": "2048", "topk": "8", "num_experts": "256",
              "moe_tp_size": tp, "moe_ep_size": ep, "latency_ms": "0.1"} for tp, ep in (("4", "2"), ("16", "1"))]  # a latency to read
     assert predict("moe", rows, lambda g: cal_h100)[0] == pytest.approx([0.0729, 0.1110], rel=0.05)
+
+
+@pytest.mark.parametrize("engine", ["sglang", "trtllm"])
+def test_blackwell_block_fp8_experts_at_trtllm_gens_fp8_rates_with_fp32_scales_on_the_cuda_cores(b200, engine):
+    """DeepSeek's block-FP8 experts on B200 run TRTLLM-Gen's DeepSeekFp8 grouped kernels (cost.ffns.MOE_RATES): priced
+    at the per-tensor fp8 family's rates (the B200 MoE table's TRTLLM-Gen rows moe_eff is fitted against), not DeepGEMM's
+    dense block-FP8 ones, keeping 1 / (1 + 16384 / (2 x 128 x 128)) = 2/3 of them (FP32 scales applied on the CUDA cores
+    per 128-deep K block, SM100's 16,384 dense FP8 FLOPs per SM and clock), their activations still quantised by a
+    kernel of their own. EP 8, 8,192 tokens of top-8 over 256 experts: 32 experts of 256 rows per rank."""
+    from llm_codesign.cost import gemm
+    from llm_codesign.cost.calibration import calibration_for
+    from llm_codesign.cost.ffns import MOE_RATES
+    from llm_codesign.spec.engines import get_engine
+    from llm_codesign.spec.kinds import MoE
+    from llm_codesign.spec.precision import Precision
+
+    cal = calibration_for(b200)
+    kept = 1.0 / (1.0 + 16384.0 / (2.0 * 128.0 * 128.0))
+    assert kept == pytest.approx(2.0 / 3.0) and MOE_RATES["blackwell"]["fp8_block"] == ("fp8", pytest.approx(kept))
+    m = ModelSpec("moe", hidden=7168, vocab=32000, groups=((Layer(NoMixer(), MoE(experts=256, top_k=8, expert_inter=2048)), 1),))
+    prec = Precision.of("fp8_block")
+    e = get_engine(engine)
+    step = e.costs(cal).cal
+    ops = {o.role: o for o in layer_ops(m, m.groups[0][0], 1.0, b200, step, prec=prec, sh=Plan(tp=8, ep=8, moe_tp=1),
+                                        b=Batch(pf_tokens=8192.0, pf_seqs=1.0, pf_ctx=0.0), prefix="x", parts=("ffn",), engine=e)}
+    a_b, w_b = prec.activation.bytes_per_value(), prec.weight.bytes_per_weight()
+    def priced(n, k, eff, fused, kernel="fp8"):
+        return gemm.gemm_time(256.0, n, k, b200, step, math="fp8", a_bytes=a_b, w_bytes=w_b, groups=32.0, distinct_groups=32.0,
+                              eff_scale=eff, kernel=kernel, swap_ab=True, overhead_s=step.moe_overhead_s, fused_quant=fused, engine=e)
+
+    for role, n, k in (("experts_gate_up", 4096, 7168), ("experts_down", 7168, 2048)):
+        t = float(priced(n, k, step.moe_eff * kept, False)[0])
+        assert float(np.ravel(ops[role].time)[0]) == pytest.approx(t, rel=1e-6)
+        # the CUDA cores' share: the same tiles take 1.5x as long as at the fp8 family's own rate
+        assert float(np.ravel(ops[role].t_compute)[0]) == pytest.approx(1.5 * float(priced(n, k, step.moe_eff, False)[1]), rel=1e-5)
+        assert t > float(priced(n, k, step.moe_eff * kept, True)[0])  # the 1x128 activation quantisation: a kernel of its own
+        assert t != pytest.approx(float(priced(n, k, step.moe_eff, False, "fp8_block")[0]), rel=1e-3)  # not DeepGEMM's dense rates

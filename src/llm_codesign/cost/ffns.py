@@ -99,16 +99,20 @@ def _routed_experts(f: MoE, M: Site, *, at: _At, s: _Step, prec: Precision, load
     engine runs (Engine.moe_kernel; without an engine, `at.moe`, a kernel table row's), chosen per plan
     where it switches with expert parallelism (vLLM's block-FP8 MoE on Hopper); and that family's time per
     assignment to another rank's expert (Calibration.moe_kernel), per plan; and whether the up-projection
-    gathers the routed rows (fc1_fused). `load` is routed_load's and the routing skew alpha."""
+    gathers the routed rows (fc1_fused). `load` is routed_load's and the routing skew alpha. The tables' own
+    family runs some GEMM kernel families at another dense family's rates (MOE_RATES)."""
     ff, ep, T_all, on_rank = s.ff, s.ep, s.T * s.adp, load[2]
     kernel = gemm.gemm_kernel(ff["math"], prec.weight.name, fp4_math=at.gpu.supports("fp4"))  # the tables', not the engine's dense kernel
     fams = [at.moe] if at.engine is None else [at.engine.moe_kernel(at.gpu.family, kernel, weight=prec.weight.name, ep=x, gated=f.gated)
                                                for x in (False, True)]
     gathered, act_fused = fc1_fused(at.gpu.family, fams, kernel)
+    rates, kept = MOE_RATES.get(at.gpu.family, {}).get(kernel, (kernel, 1.0)) if all(x is None for x in fams) else (kernel, 1.0)
+    # at another family's rates its activations are still quantised by a kernel of their own, as its own family's are
+    fused = False if rates != kernel and gemm.quantise_kernel(at.engine, ff["a_b"], kernel=kernel) else None
     ops = []
     for name, n_dim, k_dim in (("experts_gate_up", (f.mats - 1) * f.expert_inter / s.moe_tp, s.h), ("experts_down", s.h, f.expert_inter / s.moe_tp)):
-        by = [_expert_gemm(M / name, n_dim, k_dim, at, load=load, fam=fam, kernel=kernel, local=f.experts / ep,
-                           **{k: ff[k] for k in ("math", "a_b", "w_b", "weight")})
+        by = [_expert_gemm(M / name, n_dim, k_dim, at, load=load, fam=fam, kernel=rates, kept=kept, fused_quant=fused,
+                           local=f.experts / ep, **{k: ff[k] for k in ("math", "a_b", "w_b", "weight")})
               for fam in dict.fromkeys(fams)]
         ops.append(by[0] if len(by) == 1 else _either(ep > 1, by[1], by[0]))
         if name == "experts_gate_up" and not act_fused:
@@ -133,6 +137,20 @@ def _routed_experts(f: MoE, M: Site, *, at: _At, s: _Step, prec: Precision, load
 # them (SGLang and ATOM on AITER); vLLM on ROCm runs its Triton fused MoE (VLLMEngine.moe_kernel), whose
 # permuted copy and activation are kernels of their own.
 FC1_FUSED = {"blackwell": ("fp8_block",), "cdna3": (), "cdna4": ()}
+# GPU families whose kernel tables' own MoE runs a GEMM kernel family's experts at another dense family's rates, with the
+# share of them it keeps. Blackwell: DeepSeek's block-FP8 experts run TRTLLM-Gen's grouped kernels in their DeepSeekFp8
+# mode (FlashInfer's trtllm_fp8_block_scale_moe: SGLang's flashinfer_trtllm on SM100, server_args.py:1288-1310@0.5.9;
+# TensorRT-LLM's TRTLLM MoE backend, its AUTO choice for block FP8 on SM100 at 1.3.0rc20 as ai-dynamo/aiconfigurator
+# collector/trtllm/collect_moe.py:470-474@095f58a reads it), whose FP8-math grouped GEMMs the B200 MoE table times
+# (its W4A8 MXFP4 x MXFP8 rows: moe_eff is fitted on them against the per-tensor fp8 family), not at DeepGEMM's dense
+# rows' rates (gemm_eff_fp8_block, whose per-tile cost of 979 K steps is DeepGEMM's). They keep DeepSeek's FP32 block
+# scales, which SM100's block-scaled MMA does not take (UE8M0 only, why DeepGEMM converts them: deepseek-ai/DeepGEMM
+# README.md:67-70@54e2261), so the CUDA cores apply them to each 128-deep K block's partial sums, as on Hopper
+# (Gpu.block_scale_rate): 1 / (1 + F / (2 x 128 x 128)) of the MMA's rate where the two do not overlap, F the SM's dense
+# FP8 FLOPs per clock, 16,384 on SM100 (twice Hopper's 8,192: B200's 4.5 PFLOPS over 148 SMs at ~1.9 GHz), so 2/3;
+# range 2/3-1 (1 where a kernel overlaps them with the next block's MMA). Not measured on Blackwell:
+# docs/modelling-notes.md#ds-fp8-prefill-blackwell.
+MOE_RATES = {"blackwell": {"fp8_block": ("fp8", 2.0 / 3.0)}}
 
 
 def fc1_fused(gpu_family: str, fams, kernel: str) -> tuple[bool, bool]:
@@ -148,9 +166,10 @@ def _either(sel, a: Op, b: Op) -> Op:
                      split=lambda: (np.where(sel, a.t_compute, b.t_compute), np.where(sel, a.t_memory, b.t_memory)))
 
 
-def _expert_gemm(label: _Label, n, k, at: _At, *, load, math, a_b, w_b, kernel, weight, fam, local):
+def _expert_gemm(label: _Label, n, k, at: _At, *, load, math, a_b, w_b, kernel, weight, fam, local, kept=1.0, fused_quant=None):
     """The busiest rank's grouped expert GEMM in MoE kernel family `fam` (Engine.moe_kernel; None: the
-    kernel tables'); `load` is routed_load's (experts read, busiest expert's rows, the rank's rows)
+    kernel tables') at the rates of dense GEMM kernel family `kernel`, keeping `kept` of them (MOE_RATES;
+    `fused_quant` as gemm_time's); `load` is routed_load's (experts read, busiest expert's rows, the rank's rows)
     and the routing skew alpha. Grouped GEMMs run at their family's rate against the dense tile model of
     their GEMM kernel family, with their own fixed cost (Calibration.moe_kernel, fitted on MoE kernels),
     not a dense GEMM's. Uniform routing: `active` groups of equal rows. Skewed: the busiest expert's rows
@@ -160,11 +179,12 @@ def _expert_gemm(label: _Label, n, k, at: _At, *, load, math, a_b, w_b, kernel, 
     active, top, on_rank, alpha = load
     cal = at.cal
     eff, overhead, _ = cal.moe_kernel(fam, kernel, rate=gemm.main_loop_rate(kernel, at.gpu))
+    eff = eff * kept
     # TensorRT-LLM's CUTLASS MoE runner writes each local expert's problem (offsets, strides, TMA descriptors) and
     # its grouped GEMM's scheduler walks them all, busy or not: a cost per launch that grows with the experts per
     # rank, not with the tokens (the H100 table's one-token rows: ~30 us at 1-8 experts per rank, 60-110 us at 64-256)
     overhead = overhead + cal.moe_kernel_expert(fam, kernel) * np.asarray(local, float)
-    kw = dict(eff_scale=eff, kernel=kernel, swap_ab=True, overhead_s=overhead)
+    kw = dict(eff_scale=eff, kernel=kernel, swap_ab=True, overhead_s=overhead, fused_quant=fused_quant)
     if alpha <= 0.0:
         return _gemm(label, top, n, k, at, math=math, a_b=a_b, w_b=w_b, groups=active, distinct=active, weight=weight, **kw)
     rest_groups = active - 1.0
@@ -175,7 +195,8 @@ def _expert_gemm(label: _Label, n, k, at: _At, *, load, math, a_b, w_b, kernel, 
     # one launch: the second call's fixed costs (its own, an FP8/FP4 activation quantisation's and a
     # TMA-padded copy's) go
     padded = np.asarray(gemm.tma_padded(k, a_b, w_b)) > np.asarray(k)
-    fixed = overhead + (cal.kernel_overhead_s if gemm.quantise_kernel(at.engine, a_b, kernel=kernel) else 0.0) + np.where(padded, cal.kernel_overhead_s, 0.0)
+    fixed = (overhead + (cal.kernel_overhead_s if gemm.quantise_kernel(at.engine, a_b, kernel=kernel, fused=fused_quant) else 0.0)
+             + np.where(padded, cal.kernel_overhead_s, 0.0))
     t = th + np.where(tr > 0, tr - fixed, 0.0)
 
     def fb():
