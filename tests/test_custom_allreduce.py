@@ -16,16 +16,19 @@ def test_custom_all_reduce_golden_and_flat_in_gpu_count():
     cal = documented("blackwell")
     v = get_engine("vllm")
     bw = 9e11 * 0.7  # custom_ar_bw_eff
-    # 16 KiB: one-shot at TP2 and TP8; 5 us plus (n - 1) x 16 KiB read from the peers
+    # 16 KiB: one-shot at TP2 and TP8; 5 us plus (n - 1) x 16 KiB read from the peers, plus vLLM's two flag barriers
+    # of 1 us (custom_ar_barrier_s; before them 5.026 and 5.182 us)
     t2 = float(collective_time("all_reduce", 16 * KIB, 2, g, cal, engine=v))
     t8 = float(collective_time("all_reduce", 16 * KIB, 8, g, cal, engine=v))
-    assert t2 == pytest.approx(5e-6 + 16384 / bw, rel=1e-9)  # 5.026 us
-    assert t8 == pytest.approx(5e-6 + 7 * 16384 / bw, rel=1e-9)  # 5.182 us
+    assert t2 == pytest.approx(5e-6 + 2e-6 + 16384 / bw, rel=1e-9)  # 7.026 us
+    assert t8 == pytest.approx(5e-6 + 2e-6 + 7 * 16384 / bw, rel=1e-9)  # 7.182 us
     assert t8 / t2 < 1.04
     # NCCL's ring (no engine: what the kernel tables measured) grows with the GPUs: 8 + 1 x 6 us base at TP8
     n2 = float(collective_time("all_reduce", 16 * KIB, 2, g, cal))
     n8 = float(collective_time("all_reduce", 16 * KIB, 8, g, cal))
-    assert n8 > n2 * 1.5 and n8 > 2.5 * t8
+    # 14.42 us at TP8: 2.8x TensorRT-LLM's one-shot (5.18 us), 2.0x vLLM's with its barriers (7.18 us)
+    assert n8 > n2 * 1.5 and n8 > 2.5 * float(collective_time("all_reduce", 16 * KIB, 8, g, cal, engine=get_engine("trtllm")))
+    assert n8 == pytest.approx(14.42e-6, rel=1e-3) and n8 > 2.0 * t8
 
 
 def test_engine_limits_and_the_faster_kernel():
@@ -39,10 +42,12 @@ def test_engine_limits_and_the_faster_kernel():
     # no engine: NCCL, as the kernel tables measured
     assert float(collective_time("all_reduce", 16 * KIB, 8, g, cal)) > float(collective_time("all_reduce", 16 * KIB, 8, g, cal, engine=v))
     # a step pays the faster kernel: at 256 KiB over 4 GPUs one-shot 5 + 3 x 256 KiB / bw = 6.25 us (two-shot
-    # 8.62 us); at 1 MiB over 8 two-shot 8 + 1.75 x 1 MiB / bw = 10.91 us (one-shot 16.65 us), for both engines
-    assert float(collective_time("all_reduce", 256 * KIB, 4, g, cal, engine=v)) == pytest.approx(5e-6 + 3 * 262144 / bw, rel=1e-9)
-    for e in (v, t):
-        assert float(collective_time("all_reduce", 1 * MIB, 8, g, cal, engine=e)) == pytest.approx(8e-6 + 1.75 * MIB / bw, rel=1e-9)
+    # 8.62 us); at 1 MiB over 8 two-shot 8 + 1.75 x 1 MiB / bw = 10.91 us (one-shot 16.65 us), for both engines,
+    # vLLM's with its two 1 us barriers on either kernel
+    assert float(collective_time("all_reduce", 256 * KIB, 4, g, cal, engine=v)) == pytest.approx(5e-6 + 2e-6 + 3 * 262144 / bw, rel=1e-9)
+    for e, barriers in ((v, 2e-6), (t, 0.0)):
+        assert float(collective_time("all_reduce", 1 * MIB, 8, g, cal, engine=e)) == pytest.approx(8e-6 + barriers + 1.75 * MIB / bw,
+                                                                                                  rel=1e-9)
     # so the time never falls as the message grows inside the engines' buffers
     sizes = np.linspace(1 * KIB, 8 * MIB - 16, 4000)
     for e in (v, t):
@@ -95,3 +100,35 @@ def test_norms_ride_the_engines_all_reduce_only_inside_the_domain():
         ops = forward_ops(m, g, cal, Precision.of("fp8"), Plan(tp=16).broadcast(), b=Batch(dec_seqs=8, dec_ctx=2048), engine=get_engine("trtllm"))
         launches[gid] = float(next(o for o in ops if o.role == "elementwise").kernels)
     assert launches == {"b200": 4.0, "gb200": 2.0}
+
+
+def test_vllm_barriers_where_its_own_kernel_runs():
+    """vLLM's custom all-reduce meets its peers at two flag barriers (custom_ar_barrier_s, 1 us each); the layer's
+    output all-reduces its fusion pass puts in FlashInfer's Lamport all-reduce + RMSNorm kernel do not pay them, its
+    QK-norm statistics' all-reduce always does; TensorRT-LLM's never. MiniMax-M2.5 on 4 B200s, 4 decoding sequences:
+    the output all-reduces carry 4 x 3,072 x 2 = 24,576 B, one-shot 5 us + 3 x 24,576 / (900 GB/s x 0.7) = 5.117 us;
+    the QK-norm's 4 tokens x 2 FP32 sums = 32 B, 5 us + 3 x 32 / bw = 5.0002 us, 7.0002 us with the barriers."""
+    from llm_codesign.cost.ops import Batch, forward_ops
+    from llm_codesign.spec.plan import Plan
+    from llm_codesign.spec.precision import Precision
+    from llm_codesign.spec.registry import get_model
+
+    g, cal = get_gpu("b200"), documented("blackwell")
+    bw = 9e11 * 0.7
+    m = get_model("minimax-m2.5")
+    v = get_engine("vllm")
+
+    def ar_times(engine):
+        ops = forward_ops(m, g, cal, Precision.of("fp8"), Plan(tp=4).broadcast(), b=Batch(dec_seqs=4, dec_ctx=1024), engine=engine)
+        return {o.name: float(o.time) for o in ops if o.role in ("all_reduce", "qk_norm_all_reduce")}
+
+    hidden, qk = 5e-6 + 3 * 24576 / bw, 5e-6 + 3 * 32 / bw
+    fused, unfused, trt = ar_times(v), ar_times(v.without("ar_norm")), ar_times(get_engine("trtllm"))
+    assert sorted(fused) == ["layer/attn/all_reduce", "layer/attn/qk_norm_all_reduce", "layer/moe/all_reduce"]
+    assert fused == pytest.approx({"layer/attn/all_reduce": hidden, "layer/moe/all_reduce": hidden,
+                                   "layer/attn/qk_norm_all_reduce": qk + 2e-6}, rel=1e-9)
+    # a build that fuses nothing (vLLM 0.11 / 0.15.1) runs every one in its custom kernel: 7.117 us
+    assert unfused == pytest.approx({"layer/attn/all_reduce": hidden + 2e-6, "layer/moe/all_reduce": hidden + 2e-6,
+                                     "layer/attn/qk_norm_all_reduce": qk + 2e-6}, rel=1e-9)
+    assert trt == pytest.approx({"layer/attn/all_reduce": hidden, "layer/moe/all_reduce": hidden, "layer/attn/qk_norm_all_reduce": qk},
+                                rel=1e-9)

@@ -122,3 +122,27 @@ def test_linear_mixer_is_one_square_gemm_and_its_all_reduce(h100, cal_h100):
     assert [(o.name, o.part) for o in got] == [("x/attn/linear", "attention"), ("x/attn/all_reduce", "attention")]
     assert float(got[0].flops) == 2.0 * 16 * 2048 * 4096
     assert float(got[1].bytes) == 16 * 4096 * 2.0
+
+
+def test_cross_head_qk_norm_splits_around_its_all_reduce():
+    """MiniMax-M2's RMSNorm of Q and K over all heads: under TP its sums of squares are all-reduced, which ends a
+    kernel, so the sums run as a pass of their own before it (the scaling after it fuses with RoPE, as the whole norm
+    does on one GPU). TP4, 4 decoding sequences: 4 tokens x (48 / 4 + 8 / 4 heads) x 128 x 2 B = 14,336 B read at
+    8 TB/s x 0.85, 2.1 ns, plus one launch of 3 us; nothing at TP1."""
+    from llm_codesign.cost.calibration import documented
+    from llm_codesign.spec.hardware import get_gpu
+    from llm_codesign.spec.precision import Precision
+    from llm_codesign.spec.registry import get_model
+
+    g, cal, m = get_gpu("b200"), documented("blackwell"), get_model("minimax-m2.5")
+
+    def sums(tp):
+        step = ops.forward_ops(m, g, cal, Precision.of("fp8"), Plan(tp=tp).broadcast(), b=ops.Batch(dec_seqs=4, dec_ctx=1024))
+        return next(o for o in step if o.role == "qk_norm_sums"), ops.launches(step)
+
+    (s4, n4), (s1, n1) = sums(4), sums(1)
+    assert float(s4.time) == pytest.approx(14336 / (8e12 * 0.85) + 3e-6, rel=1e-9) and s4.kernels == 1.0
+    assert float(s1.time) == 0.0
+    # under TP each of the 62 layers launches four kernels more: the sums, their all-reduce and the attention's and
+    # MoE's output all-reduces (no engine: nothing fused)
+    assert float(n4 - n1) == pytest.approx(62 * 4, rel=1e-12)

@@ -280,9 +280,11 @@ _LATENCY = {"all_reduce": "comm_latency", "p2p": "comm_latency", "all_gather": "
             "reduce_scatter": "comm_gather_latency", "all_to_all": "comm_a2a_latency"}
 
 
-def collective_time(op: str, nbytes, n, gpu: Gpu, cal: Calibration, *, engine: Engine | None = None):
+def collective_time(op: str, nbytes, n, gpu: Gpu, cal: Calibration, *, engine: Engine | None = None, norm_fused=False):
     """Time of one collective on `nbytes` per GPU over `n` GPUs (0 when n == 1), in `engine`'s step
-    (None: NCCL's, as the kernel tables measured).
+    (None: NCCL's, as the kernel tables measured). An all-reduce that runs inside the engine's all-reduce +
+    RMSNorm kernel where `norm_fused` (Engine.ar_norm_fused; a bool or one per element) is a Lamport one-shot:
+    the engine's own kernel's flag barriers (Engine.own_ar_barriers) are not paid there.
 
     Fixed cost: a base plus a cost per extra participant, per collective family (NCCL's small-message
     latency grows with the ring for all-reduce, barely for all-to-all on NVSwitch); bandwidth: the
@@ -303,18 +305,18 @@ def collective_time(op: str, nbytes, n, gpu: Gpu, cal: Calibration, *, engine: E
         # DP, an all-reduce without it): priced at the live elements only, the same values
         out = np.zeros(live.shape)
         out[live] = collective_time(op, np.broadcast_to(nbytes, live.shape)[live], np.broadcast_to(n, live.shape)[live], gpu, cal,
-                                    engine=engine)
+                                    engine=engine, norm_fused=np.broadcast_to(norm_fused, live.shape)[live])
         return out
     inside = n <= float(gpu.scale_up_domain)
     # an engine's own all-reduce inside one scale-up domain, NCCL elsewhere: where it runs at every
     # element (a search's decode steps), NCCL is not priced
     own = engine.own_allreduce(nbytes, n, gpu.family) & inside if op == "all_reduce" and engine is not None else None
     if own is not None and own.all():
-        t = _custom_all_reduce(nbytes, n, gpu, cal)
+        t = _custom_all_reduce(nbytes, n, gpu, cal) + _own_barriers(engine, cal, norm_fused)
     else:
         t = _nccl_time(op, nbytes, n, gpu, cal, inside=inside)
         if own is not None and own.any():
-            t = np.where(own, _custom_all_reduce(nbytes, n, gpu, cal), t)
+            t = np.where(own, _custom_all_reduce(nbytes, n, gpu, cal) + _own_barriers(engine, cal, norm_fused), t)
     if count < live.size:
         return np.where(live, t, 0.0)
     return t if np.shape(t) == live.shape else np.broadcast_to(t, live.shape)
@@ -352,6 +354,12 @@ def _nccl_time(op: str, nbytes, n, gpu: Gpu, cal: Calibration, *, inside):
         off = nbytes if op == "p2p" else nbytes * (n - d) / np.maximum(n, 1.0)
         t_out = stream(off, gpu.scale_out_bandwidth_bytes_per_s, lat_out)
     return np.where(inside, t, t_out)
+
+
+def _own_barriers(engine: Engine, cal: Calibration, norm_fused):
+    """The flag barriers an engine's own all-reduce kernel adds to a Lamport one-shot's time (Engine.own_ar_barriers x
+    custom_ar_barrier_s), none where the all-reduce runs inside its all-reduce + RMSNorm kernel (`norm_fused`)."""
+    return np.where(norm_fused, 0.0, engine.own_ar_barriers * cal.custom_ar_barrier_s)
 
 
 def _custom_all_reduce(nbytes, n, gpu: Gpu, cal: Calibration):

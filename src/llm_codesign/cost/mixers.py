@@ -22,7 +22,12 @@ def gqa_ops(a: GQA, P: Site, *, at: _At, s: _Step, b: Batch, prec: Precision) ->
     q_out = a.heads / s.tp * a.head_dim * (2 if a.out_gate else 1)  # plus the output gate
     ops = [_gemm(P / "qkv", s.M, q_out + kv_l * a.kv_width, s.h, at, **s.fa)]
     if a.qk_norm_across_heads:  # fp32 sums of squares of Q and K per token, reduced over TP
-        ops.append(_comm(P / "qk_norm_all_reduce", "all_reduce", s.T * 2.0 * 4.0, s.tp, at))
+        ops.append(_comm(P / "qk_norm_all_reduce", "all_reduce", s.T * 2.0 * 4.0, s.tp, at, norm=False))
+        # which splits the norm in two: the sums of squares, a pass over Q and K (BF16) before it, and the scaling after,
+        # fused with RoPE as the whole norm is on one GPU (vLLM's MiniMaxText01RMSNormTP.forward_qk, torch.compiled: its
+        # all-reduce is an opaque op, so Inductor ends a kernel at it; layers/mamba/linear_attn.py:82-101, models/minimax_m2.py:235@0.17.0)
+        qk_bytes = s.T * (a.heads / s.tp + kv_l) * a.head_dim * 2.0
+        ops.append(_elementwise(P / "qk_norm_sums", np.where(s.tp > 1, qk_bytes, 0.0), 1.0, at))
     heads_l = a.heads / s.tp
     # decode: FLOPs per key of the query-key and value widths, query heads per KV head; its kernel's work items (GqaDecode)
     return _attend(a, ops, P, at=at, s=s, b=b, prec=prec, per_tok_kv=a.kv_values_per_gpu(s.tp) * prec.kv.bytes_per_value(),

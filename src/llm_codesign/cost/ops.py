@@ -102,6 +102,8 @@ class _At(NamedTuple):
     cal: Calibration
     engine: Engine | None = None
     moe: str | None = None  # without an engine, the MoE kernel family a kernel table's row names (None: the tables')
+    # where the engine runs the layer's output all-reduces inside its all-reduce + RMSNorm kernel (Engine.ar_norm_fused)
+    norm_fused: object = False
 
 
 class Site(NamedTuple):
@@ -149,9 +151,12 @@ def _gemm(label: _Label, m, n, k, at: _At, *, math, a_b, w_b, groups=1.0, distin
                math=math, weight=weight)
 
 
-def _comm(label: _Label, op, nbytes, n, at: _At):
-    """A collective: no FLOPs, no HBM time of its own (its bytes, where it runs, computed when asked)."""
-    return _comm_of(label, cost.collective_time(op, nbytes, n, at.gpu, at.cal, engine=at.engine), nbytes, at)
+def _comm(label: _Label, op, nbytes, n, at: _At, *, norm: bool = True):
+    """A collective: no FLOPs, no HBM time of its own (its bytes, where it runs, computed when asked). `norm`: a
+    layer's output all-reduce, which the residual add + RMSNorm follows (at.norm_fused says where the engine fuses
+    them); an all-reduce of anything else (QK-norm statistics) says False."""
+    t = cost.collective_time(op, nbytes, n, at.gpu, at.cal, engine=at.engine, norm_fused=at.norm_fused if norm else False)
+    return _comm_of(label, t, nbytes, at)
 
 
 def _comm_of(label: _Label, t, nbytes, at: _At):
@@ -249,8 +254,14 @@ def layer_ops(model: ModelSpec, layer: Layer, count, gpu: Gpu, cal: Calibration,
     a = layer.attn if "attn" in parts else NoMixer()
     f = layer.ffn if "ffn" in parts else NoFfn()
     prec = executable(prec, gpu)[0]  # a format the GPU cannot run is priced as engines map it
-    s, at = _step(model, gpu, prec, sh, b, engine=engine), _At(count, gpu, cal, engine, moe_kernel)
+    s = _step(model, gpu, prec, sh, b, engine=engine)
     dense_tp = s.tp * s.kvp  # Helix re-uses the KV-parallel GPUs as TP for everything after attention
+    fused = False
+    if engine is not None:
+        # the engine's own all-reduce, which carries the norms, runs inside one scale-up domain only (collective_time)
+        fused = engine.ar_norm_fused(model.architecture, adp=s.adp, nbytes=s.T * s.h * 2.0, n=dense_tp, family=gpu.family) & (
+            dense_tp <= gpu.scale_up_domain)
+    at = _At(count, gpu, cal, engine, moe_kernel, fused)
     mixer, ffn = builder(a), builder(f)
     ops = mixer.build(a, Site(f"{prefix}/attn" if prefix else "attn", mixer.part, group), at=at, s=s, b=b, prec=prec)
     ops += ffn.build(f, Site(f"{prefix}/{ffn.part}" if prefix else ffn.part, ffn.part, group), at=at, s=s, b=b, prec=prec)
@@ -260,9 +271,6 @@ def layer_ops(model: ModelSpec, layer: Layer, count, gpu: Gpu, cal: Calibration,
     ew_bytes = s.T * (6.0 * s.h + 3.0 * f.act_width / np.maximum(dense_tp, 1.0)) * 2.0
     kernels = cal.elementwise_kernels_per_layer
     if engine is not None:
-        # the engine's own all-reduce, which carries the norms, runs inside one scale-up domain only (collective_time)
-        fused = engine.ar_norm_fused(model.architecture, adp=s.adp, nbytes=s.T * s.h * 2.0, n=dense_tp, family=gpu.family) & (
-            dense_tp <= gpu.scale_up_domain)
         kernels = np.where(fused, np.maximum(kernels - AR_NORM_KERNELS, 0.0), kernels)  # the norms run in the all-reduces
     ops.append(_elementwise(Site(prefix, "layer", group) / "elementwise", ew_bytes, kernels, at))
     return ops

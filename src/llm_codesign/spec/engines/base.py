@@ -115,6 +115,10 @@ class Engine(ABC):
     # the split count it passes FlashAttention-3's decode as its cap (num_splits); 0: none, the kernel's own one-sequence
     # heuristic caps it (cost.kernels.fa3_split)
     fa3_max_splits: int = 0
+    # flag barriers with every peer its own all-reduce kernel (own_allreduce) runs besides moving the data, each priced
+    # custom_ar_barrier_s; 0: a Lamport one-shot (TensorRT-LLM's), which pushes its data to the peers and polls its own
+    # buffer, as does the all-reduce + RMSNorm kernel that carries a layer's all-reduce where ar_norm_fused says so
+    own_ar_barriers: int = 0
     # whether its steps mix prefill chunks into the running decodes (TensorRT-LLM's in-flight batching and
     # vLLM's chunked prefill do); an engine that runs prefill batches on their own says so in its module
     mixes_prefill: ClassVar[bool] = True

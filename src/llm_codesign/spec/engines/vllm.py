@@ -147,6 +147,12 @@ VLLM = register_engine(VLLMEngine(
     # graphs' largest batch it passes 0, FA3's heuristic, but there the batch fills the SMs unsplit either way
     fa3_decode=("hopper",),
     fa3_max_splits=32,
+    # its custom all-reduce meets every peer at a flag barrier before it reads their buffers and again after, so none
+    # is overwritten while read (custom_all_reduce.cuh cross_device_reduce_1stage / 2stage, multi_gpu_barrier; FlashInfer's
+    # port, include/flashinfer/comm/vllm_custom_all_reduce.cuh:191-237@fb28d72); FlashInfer's all-reduce + RMSNorm kernel,
+    # where its fusion pass puts a layer's all-reduce (ar_norm_fused), is TensorRT-LLM's Lamport one-shot
+    # (trtllm_allreduce_fusion.cuh:1499-1545 allreduce_fusion_kernel_oneshot_lamport@fb28d72), without them
+    own_ar_barriers=2,
     # 0.11 has no PDL switch of its own: FlashInfer's attention and MoE only, which it runs on Blackwell;
     # FlashAttention-3 and its own kernels on Hopper: ~0.15 on Blackwell, 0 on Hopper
     pdl={"blackwell": 0.15, "blackwell_sm120": 0.15},
