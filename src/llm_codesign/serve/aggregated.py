@@ -125,47 +125,53 @@ def decode_step(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, costs:
 
 def _decode_kernels(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, costs: EngineCosts, b, ctx, k, spec):
     """decode_step's kernels: (the target's kernels' time, the draft passes' time, the target's operators)."""
+    ops = forward_ops(model, gpu, costs.cal, prec, sh, b=Batch(dec_seqs=b, dec_ctx=ctx, dec_tokens_per_seq=1.0 + k), engine=costs.engine,
+                      sample=True)
+    t_draft = 0.0 if spec is None else _draft_passes(model, gpu, prec, sh, costs=costs, b=b, ctx=ctx, k=k, spec=spec, ops=ops)
+    return kernels_time(ops, gpu, costs), t_draft, ops
+
+
+def _draft_passes(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, costs: EngineCosts, b, ctx, k, spec: SpecDecoding, ops=None):
+    """The draft passes that propose k tokens for each of `b` decoding sequences at `ctx` (a decode step's, and a mixed
+    step's for its decodes): their kernels' time. `ops`: the target's operators at this very decode batch (1 + k tokens
+    a sequence) where the caller priced them; an MTP block in the target's precision is one of its layers there."""
     cal = costs.cal
-    ops = forward_ops(model, gpu, cal, prec, sh, b=Batch(dec_seqs=b, dec_ctx=ctx, dec_tokens_per_seq=1.0 + k), engine=costs.engine, sample=True)
-    t_kernels = kernels_time(ops, gpu, costs)
-    t_draft = 0.0
-    if spec is not None:
-        dm = draft_model(model, spec)
-        dsh = sh if spec.method != "draft" else replace(sh, pp=np.ones_like(np.asarray(sh.pp, float)))
-        dprec = spec.draft_precision(prec)
+    dm = draft_model(model, spec)
+    dsh = sh if spec.method != "draft" else replace(sh, pp=np.ones_like(np.asarray(sh.pp, float)))
+    dprec = spec.draft_precision(prec)
 
-        def draft_pass(sh_, b_, ctx_):
-            # one draft pass over one token per sequence (an MTP pass with the module's input path,
-            # ops.mtp_module_ops), and its LM head alone
-            dops = forward_ops(dm, gpu, cal, dprec, sh_, b=Batch(dec_seqs=b_, dec_ctx=ctx_), engine=costs.engine)
-            t_pass = kernels_time(dops, gpu, costs)
-            if spec.method == "mtp":
-                t_pass = t_pass + kernels_time(mtp_module_ops(dm, gpu, cal, sh_, tokens=b_, seqs=b_, engine=costs.engine), gpu, costs)
-            return t_pass, kernels_time([op for op in dops if op.part == "lm_head"], gpu, costs)
+    def draft_pass(sh_, b_, ctx_):
+        # one draft pass over one token per sequence (an MTP pass with the module's input path,
+        # ops.mtp_module_ops), and its LM head alone
+        dops = forward_ops(dm, gpu, cal, dprec, sh_, b=Batch(dec_seqs=b_, dec_ctx=ctx_), engine=costs.engine)
+        t_pass = kernels_time(dops, gpu, costs)
+        if spec.method == "mtp":
+            t_pass = t_pass + kernels_time(mtp_module_ops(dm, gpu, cal, sh_, tokens=b_, seqs=b_, engine=costs.engine), gpu, costs)
+        return t_pass, kernels_time([op for op in dops if op.part == "lm_head"], gpu, costs)
 
-        # a draft pass has no k in it: over a search's (plans, batches, k) grid it is priced once per
-        # (plan, batch) wherever the sequences running are the same at every k (once_along_last)
-        t_rest, head = draft_pass(dsh, b, ctx) if np.ndim(model.hidden) else once_along_last(draft_pass, dsh, b, ctx)
-        if spec.method in ("mtp", "eagle3"):
-            # EAGLE-style drafting (TensorRT-LLM's MTP in Eagle mode, its default for DeepSeek,
-            # _torch/speculative/mtp.py; EAGLE-3 in TensorRT-LLM and vLLM): the first pass runs the draft
-            # layer over every position the verify step checked (1 + k tokens per sequence), its LM head
-            # over the one it samples; an MTP pass adds the module's input path and greedy sampling
-            # (ops.mtp_module_ops)
-            if spec.method == "mtp":
-                if dprec is prec:  # the MTP block is the target's last layer type, priced in `ops` at this very batch
-                    t_first = _last_layer_time(model, ops, gpu, costs) + head
-                else:  # in a precision of its own (SpecDecoding.draft_precision): priced apart at this batch
-                    first = forward_ops(dm, gpu, cal, dprec, dsh, b=Batch(dec_seqs=b, dec_ctx=ctx, dec_tokens_per_seq=1.0 + k), engine=costs.engine)
-                    t_first = kernels_time([op for op in first if op.part != "lm_head"], gpu, costs) + head
-                t_first = t_first + kernels_time(mtp_module_ops(dm, gpu, cal, dsh, tokens=b * (1.0 + k), seqs=b, engine=costs.engine), gpu, costs)
-            else:
-                first = forward_ops(dm, gpu, cal, dprec, dsh, b=Batch(dec_seqs=b, dec_ctx=ctx, dec_tokens_per_seq=1.0 + k), engine=costs.engine)
-                t_first = kernels_time([op for op in first if op.part != "lm_head"], gpu, costs) + head
-            t_draft = np.where(k > 0, t_first + (k - 1.0) * t_rest, 0.0)
-        else:
-            t_draft = k * t_rest
-    return t_kernels, t_draft, ops
+    # a draft pass has no k in it: over a search's (plans, batches, k) grid it is priced once per
+    # (plan, batch) wherever the sequences running are the same at every k (once_along_last)
+    t_rest, head = draft_pass(dsh, b, ctx) if np.ndim(model.hidden) else once_along_last(draft_pass, dsh, b, ctx)
+    if spec.method not in ("mtp", "eagle3"):
+        return k * t_rest
+    # EAGLE-style drafting (TensorRT-LLM's MTP in Eagle mode, its default for DeepSeek,
+    # _torch/speculative/mtp.py; EAGLE-3 in TensorRT-LLM and vLLM): the first pass runs the draft
+    # layer over every position the verify step checked (1 + k tokens per sequence), its LM head
+    # over the one it samples; an MTP pass adds the module's input path and greedy sampling
+    # (ops.mtp_module_ops)
+    verify = Batch(dec_seqs=b, dec_ctx=ctx, dec_tokens_per_seq=1.0 + k)
+    if spec.method == "mtp":
+        if dprec is prec:  # the MTP block is the target's last layer type, priced in the target's operators at this very batch
+            ops = forward_ops(model, gpu, cal, prec, sh, b=verify, engine=costs.engine) if ops is None else ops
+            t_first = _last_layer_time(model, ops, gpu, costs) + head
+        else:  # in a precision of its own (SpecDecoding.draft_precision): priced apart at this batch
+            first = forward_ops(dm, gpu, cal, dprec, dsh, b=verify, engine=costs.engine)
+            t_first = kernels_time([op for op in first if op.part != "lm_head"], gpu, costs) + head
+        t_first = t_first + kernels_time(mtp_module_ops(dm, gpu, cal, dsh, tokens=b * (1.0 + k), seqs=b, engine=costs.engine), gpu, costs)
+    else:
+        first = forward_ops(dm, gpu, cal, dprec, dsh, b=verify, engine=costs.engine)
+        t_first = kernels_time([op for op in first if op.part != "lm_head"], gpu, costs) + head
+    return np.where(k > 0, t_first + (k - 1.0) * t_rest, 0.0)
 
 
 def kernels_time(ops, gpu: Gpu, costs: EngineCosts, *, n_launches=None):
