@@ -219,9 +219,10 @@ def _last_layer_time(model: ModelSpec, ops, gpu: Gpu, costs: EngineCosts) -> obj
 
 
 def prefill_step(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, costs: EngineCosts, tokens, isl, chunk,
-                 dec_seqs=0.0, dec_ctx=0.0, cached=0.0):
+                 dec_seqs=0.0, dec_ctx=0.0, cached=0.0, k=0.0, spec: SpecDecoding | None = None):
     """One pipeline stage's step carrying `tokens` of prefill (whole prompts of `isl`, or chunks of
-    `chunk` over the earlier ones) and `dec_seqs` decoding sequences at `dec_ctx`: kernels, the
+    `chunk` over the earlier ones) and `dec_seqs` decoding sequences at `dec_ctx`, each verifying its `k`
+    drafts under `spec` and drafting the next k (decode_step's passes, their share of the stage as there): kernels, the
     engine's host cost per step and per running sequence (scheduling, sampling, detokenising and
     streaming each request's token), and a host cost per kernel launch at the pace of the stage's slowest
     rank (EngineCosts.eager_per_launch), as steps that carry prefill run eagerly (SGLang and TensorRT-LLM
@@ -229,7 +230,7 @@ def prefill_step(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, costs
     piecewise graphs leave attention outside). `isl` counts the prompt tokens computed; `cached` those
     of its prefix found in the prefix cache, which the computed ones attend to but nothing recomputes.
     Kernels are priced with costs.cal, the engine's in-step calibration."""
-    b = prefill_batch(tokens=tokens, isl=isl, chunk=chunk, dec_seqs=dec_seqs, dec_ctx=dec_ctx, cached=cached)
+    b = prefill_batch(tokens=tokens, isl=isl, chunk=chunk, dec_seqs=dec_seqs, dec_ctx=dec_ctx, cached=cached, k=k)
 
     def kernels():
         ops = forward_ops(model, gpu, costs.cal, prec, sh, b=b, engine=costs.engine, sample=True)
@@ -237,15 +238,25 @@ def prefill_step(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, costs
         return kernels_time(ops, gpu, costs, n_launches=n), n
 
     t_kernels, n = _reused(kernels, what=("prefill",), model=model, gpu=gpu, prec=prec, sh=sh, costs=costs,
-                           arrays=(b.pf_tokens, b.pf_seqs, b.pf_ctx, b.dec_seqs, b.dec_ctx))
-    return t_kernels + costs.step_overhead + costs.seq_overhead * (b.pf_seqs + dec_seqs) + costs.eager_per_launch(stage_ranks(sh)) * n
+                           arrays=(b.pf_tokens, b.pf_seqs, b.pf_ctx, b.dec_seqs, b.dec_ctx, b.dec_tokens_per_seq))
+    t = t_kernels + costs.step_overhead + costs.seq_overhead * (b.pf_seqs + dec_seqs) + costs.eager_per_launch(stage_ranks(sh)) * n
+    if spec is None:
+        return t
+    # the step's decodes draft their next tokens as a decode step's do (vLLM runs its drafter on every step,
+    # v1/spec_decode/eagle.py:384-560@0.19.0); a step of prompts alone drafts for none of them here
+    t_draft = _reused(lambda: _draft_passes(model, gpu, prec, sh, costs=costs, b=dec_seqs, ctx=dec_ctx, k=k, spec=spec),
+                      what=("draft", spec), model=model, gpu=gpu, prec=prec, sh=sh, costs=costs, arrays=(dec_seqs, dec_ctx, k))
+    return t + np.where(np.asarray(dec_seqs) > 0, t_draft, 0.0) / np.asarray(sh.pp, float)
 
 
-def prefill_batch(*, tokens, isl, chunk, dec_seqs=0.0, dec_ctx=0.0, cached=0.0) -> Batch:
+def prefill_batch(*, tokens, isl, chunk, dec_seqs=0.0, dec_ctx=0.0, cached=0.0, k=0.0) -> Batch:
     """The batch of prefill_step's step: `tokens` of prompts of `isl` (whole, or chunks of `chunk`
-    over the earlier ones, half of them on average) after `cached` tokens, beside `dec_seqs` decodes."""
+    over the earlier ones, half of them on average) after `cached` tokens, beside `dec_seqs` decodes of
+    1 + `k` tokens each, a token and its k drafts verified as in a decode step (vLLM schedules a running request's
+    draft tokens with it, num_tokens_with_spec, v1/core/sched/scheduler.py:404-411, 521-532@0.19.0; aiconfigurator's mixed
+    step, decode_query_tokens, aic-core/.../sdk/backends/base_backend.py:1073@095f58a5)."""
     return Batch(pf_tokens=tokens, pf_seqs=np.maximum(tokens / isl, 1.0), pf_ctx=cached + np.maximum(isl - chunk, 0.0) / 2.0,
-                 dec_seqs=dec_seqs, dec_ctx=dec_ctx)
+                 dec_seqs=dec_seqs, dec_ctx=dec_ctx, dec_tokens_per_seq=1.0 + k)
 
 
 class _Rank(NamedTuple):
@@ -322,7 +333,7 @@ def evaluate(model: ModelSpec, at: Serving, *, cal: Calibration, concurrency, is
     # interval less one where the scheduler polls every recv_interval (its front end's work: _request_times)
     t_wait = (costs.wait_steps(adp, C) + (np.maximum(fl.recv_interval, 1.0) - 1.0) / 2.0) * t_iter
     request = partial(_request_times, model, gpu, prec, sh, r=r, costs=costs, harness=(arrival, fl, engine),
-                      steps=(t_stage, acc, time_share, t_wait), wave=(wave_tok, t_wave_step, pf_span))
+                      steps=(t_stage, acc, time_share, t_wait), wave=(wave_tok, t_wave_step, pf_span), spec=spec)
     # a closed loop's cohort from the slot cycle its throughput uses; offline, both take the wave's life (_cohort)
     q, t_pf_stage, ttft, tpot, life = request(q=_closed_loop_cohort(request, r.running, osl, t_iter=t_iter, window=np.maximum(
         fl.recv_interval, 1.0)) if arrival == "closed_loop" and not offline else None)
@@ -399,19 +410,21 @@ def _eager_decode(ops, batch, fl: SchedulerFlags, costs: EngineCosts, ranks):
     return np.where(batch > fl.cuda_graph_max_bs, costs.eager_per_launch(ranks) * launches(ops), 0.0)
 
 
-def _request_times(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, r: _Rank, costs: EngineCosts, harness, steps, wave, q=None):
+def _request_times(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, r: _Rank, costs: EngineCosts, harness, steps, wave,
+                   spec: SpecDecoding | None = None, q=None):
     """A request's (q, prefill step, first token, TPOT, life): its prefill (its step, and the steps' span before its
     first token, _own_prefill, after `steps`' wait in decode iterations and its front end's work) and decode (TPOT and
     life, _decode_times) as the harness delivers it: (arrival pattern, SchedulerFlags, engine), whether the engine mixes
-    prefill chunks into decodes (Engine.mixes_prefill, or --enable-mixed-chunk); `q`, its cohort where the caller sized
-    it (_closed_loop_cohort), else _cohort's."""
+    prefill chunks into decodes (Engine.mixes_prefill, or --enable-mixed-chunk); `spec`, the speculation its decodes run in
+    a mixed step too; `q`, its cohort where the caller sized it (_closed_loop_cohort), else _cohort's."""
     arrival, fl, engine = harness
     t_stage, acc, time_share, t_wait = steps
     t_iter = r.pp * t_stage
     mixes = engine.mixes_prefill if fl.mixed_chunk is None else np.asarray(fl.mixed_chunk, bool)
     q, t_pf_stage, span, t_req_pf, rest = _own_prefill(model, gpu, prec, sh, r=r, costs=costs, n_span=np.maximum(wave[2] / t_iter, 1.0),
                                                        arrival=arrival, window=np.maximum(fl.recv_interval, 1.0), acc=acc, mixes=mixes,
-                                                       t_stage=t_stage, wave=wave[:2], rounds=fl.rounds, scheduler=(engine, fl), q=q)
+                                                       t_stage=t_stage, wave=wave[:2], rounds=fl.rounds, scheduler=(engine, fl), spec=spec,
+                                                       q=q)
     tpot, life = _decode_times(r, q=q, t_stage=t_stage, t_iter=t_iter / acc, time_share=time_share, wave=wave, t_req_pf=t_req_pf, mixes=mixes,
                                rest=rest)
     # the per-request work outside the steps, paid (q + 1) / 2 times as if the q requests arriving together were served
@@ -595,7 +608,7 @@ def _steps_to_first_token(q, new, step_tok):
 
 
 def _own_prefill(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, r: _Rank, costs: EngineCosts, n_span, arrival, window, acc,
-                 mixes, t_stage, wave, rounds, scheduler, q=None):
+                 mixes, t_stage, wave, rounds, scheduler, spec: SpecDecoding | None = None, q=None):
     """A request's prefill: (q, the step's time, the steps' span over the pipeline before its first
     token, the time one request's prefill adds to the steps of the requests decoding, the time it waits
     after its first token for the rest of its cohort's prefill). Its chunks share steps with the prefills
@@ -603,7 +616,8 @@ def _own_prefill(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, r: _R
     min(budget, q x new) tokens: one step where they fit, else until the end of the step its prompt ends in
     (_steps_to_first_token). Steps count fractionally: a partial chunk costs its share of a full one. An engine that mixes
     runs the running - q other requests' decodes in those steps, their 1 + k tokens each off the step's budget before the
-    prompts' (prompt_budget; `scheduler`: the engine and the run's SchedulerFlags); one that does not leaves them, and the
+    prompts' (prompt_budget; `scheduler`: the engine and the run's SchedulerFlags) and verified and drafted in the step as in
+    a decode step (prefill_step, under `spec`); one that does not leaves them, and the
     cohort's requests already prefilled, waiting until the cohort's last prompt is done. Under "waves" the
     first wave (a share 1 / `rounds` of the requests: SchedulerFlags.rounds) is the burst itself, every
     request behind the prompts queued ahead of it at the wave's step (`wave`: its tokens and time)."""
@@ -622,7 +636,7 @@ def _own_prefill(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, r: _R
     pf_step_tok = np.minimum(step_tok, q * r.new)
     n_pf = _steps_to_first_token(q, r.new, pf_step_tok)
     t_pf_stage = prefill_step(model, gpu, prec, sh, costs=costs, tokens=pf_step_tok, isl=r.new, chunk=np.minimum(r.new, step_tok),
-                              dec_seqs=dec, dec_ctx=r.isl + r.osl / 2.0, cached=r.cached)
+                              dec_seqs=dec, dec_ctx=r.isl + r.osl / 2.0, cached=r.cached, k=r.per_decode - 1.0, spec=spec)
 
     span = _over_pipeline(r, n_pf) * t_pf_stage
     # after its first token a request of a cohort prefilled on its own waits for the cohort's prompts behind it: the
