@@ -195,6 +195,25 @@ def test_a_mixed_steps_decodes_verify_and_draft_as_a_decode_steps_do(h100):
     assert qkv.flops.item() == pytest.approx(2.0 * (4036.0 + 4.0 * dec) * 6144 * 4096, rel=1e-12)
 
 
+def test_a_mixed_steps_mtp_drafts_are_the_decode_steps(h200):
+    # DeepSeek-R1's MTP block in the target's precision: decode_step takes its first pass from its own operators (one layer
+    # of the last type at the verify batch); a mixed step prices that layer at its decodes' batch, the same time
+    from llm_codesign.serve.aggregated import decode_step, prefill_step
+
+    m, spec = get_model("deepseek-r1"), SpecDecoding("mtp", 3, rates=(0.85, 0.7, 0.6))
+    sh, costs = Plan.parse("tp=8,ep=8", m).broadcast(), get_engine("trtllm").costs(calibration_for(h200))
+    dec = np.array([0.0, 40.0, 200.0])
+    _, t_draft, _ = decode_step(m, h200, m.default_precision, sh, costs=costs, b=dec, ctx=1536.0, k=3.0, spec=spec)
+
+    def mixed(**kw):
+        return prefill_step(m, h200, m.default_precision, sh, costs=costs, tokens=1024.0, isl=1024.0, chunk=1024.0, dec_seqs=dec,
+                            dec_ctx=1536.0, k=3.0, **kw)
+
+    # no decode beside the prompt, no draft pass
+    assert np.allclose(mixed(spec=spec) - mixed(), np.where(dec > 0, t_draft, 0.0), rtol=1e-12, atol=0.0)
+    assert np.all(t_draft[1:] > 0)
+
+
 def test_an_engine_prefilling_first_keeps_its_whole_chunk(h100):
     # SGLang without mixed chunks (and ATOM) run a prefill batch with no decode beside it: the budget is the prompts'
     # whole, at any load. 16 requests of 1024 in 4096-token steps: 4096 prompt tokens a step (16 x 1024 fill it)

@@ -134,7 +134,8 @@ def _decode_kernels(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, co
 def _draft_passes(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, costs: EngineCosts, b, ctx, k, spec: SpecDecoding, ops=None):
     """The draft passes that propose k tokens for each of `b` decoding sequences at `ctx` (a decode step's, and a mixed
     step's for its decodes): their kernels' time. `ops`: the target's operators at this very decode batch (1 + k tokens
-    a sequence) where the caller priced them; an MTP block in the target's precision is one of its layers there."""
+    a sequence) where the caller priced them (decode_step); else, for an MTP block in the target's precision, which is one of
+    their layers, priced here (a mixed step's)."""
     cal = costs.cal
     dm = draft_model(model, spec)
     dsh = sh if spec.method != "draft" else replace(sh, pp=np.ones_like(np.asarray(sh.pp, float)))
@@ -240,13 +241,15 @@ def prefill_step(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, costs
     t_kernels, n = _reused(kernels, what=("prefill",), model=model, gpu=gpu, prec=prec, sh=sh, costs=costs,
                            arrays=(b.pf_tokens, b.pf_seqs, b.pf_ctx, b.dec_seqs, b.dec_ctx, b.dec_tokens_per_seq))
     t = t_kernels + costs.step_overhead + costs.seq_overhead * (b.pf_seqs + dec_seqs) + costs.eager_per_launch(stage_ranks(sh)) * n
-    if spec is None:
+    decoding = np.asarray(dec_seqs) > 0
+    if spec is None or not np.any(decoding):
         return t
     # the step's decodes draft their next tokens as a decode step's do (vLLM runs its drafter on every step,
-    # v1/spec_decode/eagle.py:384-560@0.19.0); a step of prompts alone drafts for none of them here
+    # v1/spec_decode/eagle.py:384-560@0.19.0); its first pass over the prompt tokens too is not priced
+    # (docs/modelling-notes.md#speculative-mixed-step)
     t_draft = _reused(lambda: _draft_passes(model, gpu, prec, sh, costs=costs, b=dec_seqs, ctx=dec_ctx, k=k, spec=spec),
                       what=("draft", spec), model=model, gpu=gpu, prec=prec, sh=sh, costs=costs, arrays=(dec_seqs, dec_ctx, k))
-    return t + np.where(np.asarray(dec_seqs) > 0, t_draft, 0.0) / np.asarray(sh.pp, float)
+    return t + np.where(decoding, t_draft, 0.0) / np.asarray(sh.pp, float)
 
 
 def prefill_batch(*, tokens, isl, chunk, dec_seqs=0.0, dec_ctx=0.0, cached=0.0, k=0.0) -> Batch:
