@@ -111,9 +111,10 @@ def _eager_prefill_step_s(m, gpu, cal, backend, batch):
     return float(np.ravel(step_time(ops))[0]) + c.step_overhead(backend) + (c.eager_launch(backend) - e.pdl_share(gpu.family) * c.pdl_credit_s) * n
 
 
-def _cohort_case(h100, *, share=0.0, rounds=None, engine="trtllm", mixed=None, mnt=4096, chunked=None):
+def _cohort_case(h100, *, share=0.0, rounds=None, engine="trtllm", mixed=None, mnt=4096, chunked=None, spec=None):
     """llama-3.1-8b on one H100, 16 identical requests of 1024 + 256 tokens, a 4096-token step budget (`mnt`), the front
-    end 10 ms per request and no wait steps or host cost per sequence: the tiny case the cohort tests derive by hand."""
+    end 10 ms per request and no wait steps or host cost per sequence (under `spec` where given): the tiny case the cohort
+    tests derive by hand."""
     from llm_codesign.spec.harness import SchedulerFlags
 
     m = get_model("llama-3.1-8b")
@@ -122,8 +123,8 @@ def _cohort_case(h100, *, share=0.0, rounds=None, engine="trtllm", mixed=None, m
     plan = Plan(*(np.array([v]) for v in (1, 1, 1, 1, 1, 1)))
     set_ = {k: v for k, v in (("rounds", rounds), ("mixed_chunk", mixed), ("chunked_prefill", chunked)) if v is not None}
     kw = {"flags": SchedulerFlags(**set_)} if set_ else {}
-    r = evaluate(m, Serving(gpu=h100, prec=m.default_precision, plan=plan, engine=get_engine(engine), max_num_tokens=mnt),
-                 cal=cal, concurrency=16.0, isl=1024.0, osl=256.0, arrival="waves", **kw)
+    at = Serving(gpu=h100, prec=m.default_precision, plan=plan, engine=get_engine(engine), max_num_tokens=mnt, spec=spec)
+    r = evaluate(m, at, cal=cal, concurrency=16.0, isl=1024.0, osl=256.0, arrival="waves", **kw)
     return m, cal, r
 
 
@@ -166,6 +167,51 @@ def test_a_steps_prompts_get_the_budget_the_decodes_leave():
     # no decode beside: the whole budget, as before
     assert prompt_budget(8192.0, 8192.0, engine=vllm) == 8192.0
     assert prompt_budget(2524.0, 1024.0, engine=trt, flags=SchedulerFlags(chunked_prefill=True), decode_tokens=24.0) == 2500.0
+
+
+def test_a_mixed_steps_decodes_verify_and_draft_as_a_decode_steps_do(h100):
+    # vLLM with EAGLE-3, k = 3: a running request's 3 drafts are scheduled with it (v1/core/sched/scheduler.py:404-411,
+    # 521-532@0.19.0), and its drafter proposes the next 3 on every step. 16 requests in waves of a 4096-token budget: beside
+    # the other 15 requests' decodes (1 + 3 tokens each) a step takes 4096 - 60 = 4036 prompt tokens (vLLM chunks), cohorts
+    # of q = 4036 / 1024 prompts, and their step carries those 4036 tokens beside 16 - q decodes of 4 tokens each:
+    # 4036 + 4 (16 - q) = 4084.2 tokens through each GEMM (one token each, the mixed step's 4036 + 12.06 = 4048.1 before),
+    # and the draft passes for those 16 - q requests, decode_step's at that batch
+    from llm_codesign.cost.ops import forward_ops
+    from llm_codesign.serve.aggregated import decode_step, prefill_batch
+
+    spec = SpecDecoding("eagle3", 3, mean_accepted=2.5)
+    m, cal, r = _cohort_case(h100, engine="vllm", spec=spec)
+    q = 4036.0 / 1024.0
+    dec = 16.0 - q
+    sh, costs = Plan(*(np.array([v]) for v in (1, 1, 1, 1, 1, 1))).broadcast(), get_engine("vllm").costs(cal)
+    _, t_draft, _ = decode_step(m, h100, m.default_precision, sh, costs=costs, b=np.array([dec]), ctx=1152.0, k=3.0, spec=spec)
+    verify = Batch(pf_tokens=4036.0, pf_seqs=q, pf_ctx=0.0, dec_seqs=dec, dec_ctx=1152.0, dec_tokens_per_seq=4.0)
+    assert r["prefill_step_s"].item() == pytest.approx(_eager_prefill_step_s(m, h100, cal, "vllm", verify) + t_draft.item(), rel=1e-9)
+    assert t_draft.item() > 0
+    # the tokens: Llama-3.1-8B's QKV projection, 4096 -> (32 + 2 x 8) x 128 = 6144, over 4036 + 4 x 12.0586 = 4084.23 tokens
+    ops = forward_ops(m, h100, costs.cal, m.default_precision, sh, engine=costs.engine,
+                      b=prefill_batch(tokens=4036.0, isl=1024.0, chunk=1024.0, dec_seqs=dec, dec_ctx=1152.0, k=3.0))
+    qkv = next(op for op in ops if op.role == "qkv")
+    assert qkv.flops.item() == pytest.approx(2.0 * (4036.0 + 4.0 * dec) * 6144 * 4096, rel=1e-12)
+
+
+def test_a_mixed_steps_mtp_drafts_are_the_decode_steps(h200):
+    # DeepSeek-R1's MTP block in the target's precision: decode_step takes its first pass from its own operators (one layer
+    # of the last type at the verify batch); a mixed step prices that layer at its decodes' batch, the same time
+    from llm_codesign.serve.aggregated import decode_step, prefill_step
+
+    m, spec = get_model("deepseek-r1"), SpecDecoding("mtp", 3, rates=(0.85, 0.7, 0.6))
+    sh, costs = Plan.parse("tp=8,ep=8", m).broadcast(), get_engine("trtllm").costs(calibration_for(h200))
+    dec = np.array([0.0, 40.0, 200.0])
+    _, t_draft, _ = decode_step(m, h200, m.default_precision, sh, costs=costs, b=dec, ctx=1536.0, k=3.0, spec=spec)
+
+    def mixed(**kw):
+        return prefill_step(m, h200, m.default_precision, sh, costs=costs, tokens=1024.0, isl=1024.0, chunk=1024.0, dec_seqs=dec,
+                            dec_ctx=1536.0, k=3.0, **kw)
+
+    # no decode beside the prompt, no draft pass
+    assert np.allclose(mixed(spec=spec) - mixed(), np.where(dec > 0, t_draft, 0.0), rtol=1e-12, atol=0.0)
+    assert np.all(t_draft[1:] > 0)
 
 
 def test_an_engine_prefilling_first_keeps_its_whole_chunk(h100):
@@ -530,19 +576,29 @@ def test_a_closed_loops_throughput_is_littles_law(h100):
         assert off["output_tok_s_per_gpu"].item() != pytest.approx(256 * 128 / (off["ttft_s"].item() + 127 * off["tpot_s"].item()), rel=1e-3)
 
 
-@pytest.mark.parametrize("engine,mixed", [("trtllm", None), ("vllm", None), ("sglang", True)])
-def test_ttft_and_tpot_never_fall_as_concurrency_rises_with_the_decodes_in_the_budget(h100, engine, mixed):
+_EAGLE3, _MTP = SpecDecoding("eagle3", 3, mean_accepted=2.5), SpecDecoding("mtp", 3, rates=(0.85, 0.7, 0.6))
+
+
+@pytest.mark.parametrize("model,gpu,plan,engine,mixed,spec,osl", [
+    ("llama-3.1-8b", "h100", "tp=1", "trtllm", None, None, 256.0), ("llama-3.1-8b", "h100", "tp=1", "vllm", None, None, 256.0),
+    ("llama-3.1-8b", "h100", "tp=1", "sglang", True, None, 256.0),
+    # speculation: a mixed step's decodes verify 1 + k tokens each and draft the next k, as a decode step's do; priced at
+    # one token and no draft, the mixed step came out cheaper than the decode step it stands in for, and TPOT fell
+    # (vLLM, EAGLE-3: closed loop, 2560 tokens, 29.0 ms at 256 requests, 28.0 at 512; TensorRT-LLM, DeepSeek-R1 MTP on
+    # 8 H200: closed loop, 2048 tokens, 1024 out, 73.3 ms at 384, 72.4 at 512)
+    ("llama-3.1-8b", "h100", "tp=1", "vllm", None, _EAGLE3, 256.0), ("deepseek-r1", "h200", "tp=8,ep=8", "trtllm", None, _MTP, 1024.0)])
+def test_ttft_and_tpot_never_fall_as_concurrency_rises_with_the_decodes_in_the_budget(model, gpu, plan, engine, mixed, spec, osl):
     # more requests in flight take more of each step's budget for their decodes, so less is left for a prompt: its first
     # token and the others' tokens come no sooner (tight budgets, where the decodes fill most of it at 512 requests)
     from llm_codesign.spec.harness import SchedulerFlags
 
-    m = get_model("llama-3.1-8b")
-    C = np.array([1, 2, 4, 8, 16, 32, 64, 128, 256, 512], float)
+    m, g = get_model(model), get_gpu(gpu)
+    C = np.array([1, 2, 4, 8, 16, 32, 64, 128, 256, 384, 512], float)
     kw = {"flags": SchedulerFlags(mixed_chunk=mixed)} if mixed else {}
+    at = Serving(gpu=g, prec=m.default_precision, plan=Plan.parse(plan, m), engine=get_engine(engine), spec=spec)
     for arrival in ("waves", "closed_loop"):
         for mnt in (2048.0, 2560.0):
-            r = evaluate(m, Serving(gpu=h100, prec=m.default_precision, plan=Plan(1), engine=get_engine(engine), max_num_tokens=mnt),
-                         cal=calibration_for(h100), concurrency=C, isl=1024.0, osl=256.0, arrival=arrival, **kw)
+            r = evaluate(m, replace(at, max_num_tokens=mnt), cal=calibration_for(g), concurrency=C, isl=1024.0, osl=osl, arrival=arrival, **kw)
             for k in ("ttft_s", "tpot_s"):
                 assert np.all(np.isfinite(r[k])) and np.all(r[k] > 0)
                 assert np.all(np.diff(r[k]) >= -1e-12 * r[k][1:]), (arrival, mnt, k, r[k])

@@ -125,47 +125,54 @@ def decode_step(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, costs:
 
 def _decode_kernels(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, costs: EngineCosts, b, ctx, k, spec):
     """decode_step's kernels: (the target's kernels' time, the draft passes' time, the target's operators)."""
+    ops = forward_ops(model, gpu, costs.cal, prec, sh, b=Batch(dec_seqs=b, dec_ctx=ctx, dec_tokens_per_seq=1.0 + k), engine=costs.engine,
+                      sample=True)
+    t_draft = 0.0 if spec is None else _draft_passes(model, gpu, prec, sh, costs=costs, b=b, ctx=ctx, k=k, spec=spec, ops=ops)
+    return kernels_time(ops, gpu, costs), t_draft, ops
+
+
+def _draft_passes(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, costs: EngineCosts, b, ctx, k, spec: SpecDecoding, ops=None):
+    """The draft passes that propose k tokens for each of `b` decoding sequences at `ctx` (a decode step's, and a mixed
+    step's for its decodes): their kernels' time. `ops`: the target's operators at this very decode batch (1 + k tokens
+    a sequence) where the caller priced them (decode_step); else, for an MTP block in the target's precision, which is one of
+    their layers, priced here (a mixed step's)."""
     cal = costs.cal
-    ops = forward_ops(model, gpu, cal, prec, sh, b=Batch(dec_seqs=b, dec_ctx=ctx, dec_tokens_per_seq=1.0 + k), engine=costs.engine, sample=True)
-    t_kernels = kernels_time(ops, gpu, costs)
-    t_draft = 0.0
-    if spec is not None:
-        dm = draft_model(model, spec)
-        dsh = sh if spec.method != "draft" else replace(sh, pp=np.ones_like(np.asarray(sh.pp, float)))
-        dprec = spec.draft_precision(prec)
+    dm = draft_model(model, spec)
+    dsh = sh if spec.method != "draft" else replace(sh, pp=np.ones_like(np.asarray(sh.pp, float)))
+    dprec = spec.draft_precision(prec)
 
-        def draft_pass(sh_, b_, ctx_):
-            # one draft pass over one token per sequence (an MTP pass with the module's input path,
-            # ops.mtp_module_ops), and its LM head alone
-            dops = forward_ops(dm, gpu, cal, dprec, sh_, b=Batch(dec_seqs=b_, dec_ctx=ctx_), engine=costs.engine)
-            t_pass = kernels_time(dops, gpu, costs)
-            if spec.method == "mtp":
-                t_pass = t_pass + kernels_time(mtp_module_ops(dm, gpu, cal, sh_, tokens=b_, seqs=b_, engine=costs.engine), gpu, costs)
-            return t_pass, kernels_time([op for op in dops if op.part == "lm_head"], gpu, costs)
+    def draft_pass(sh_, b_, ctx_):
+        # one draft pass over one token per sequence (an MTP pass with the module's input path,
+        # ops.mtp_module_ops), and its LM head alone
+        dops = forward_ops(dm, gpu, cal, dprec, sh_, b=Batch(dec_seqs=b_, dec_ctx=ctx_), engine=costs.engine)
+        t_pass = kernels_time(dops, gpu, costs)
+        if spec.method == "mtp":
+            t_pass = t_pass + kernels_time(mtp_module_ops(dm, gpu, cal, sh_, tokens=b_, seqs=b_, engine=costs.engine), gpu, costs)
+        return t_pass, kernels_time([op for op in dops if op.part == "lm_head"], gpu, costs)
 
-        # a draft pass has no k in it: over a search's (plans, batches, k) grid it is priced once per
-        # (plan, batch) wherever the sequences running are the same at every k (once_along_last)
-        t_rest, head = draft_pass(dsh, b, ctx) if np.ndim(model.hidden) else once_along_last(draft_pass, dsh, b, ctx)
-        if spec.method in ("mtp", "eagle3"):
-            # EAGLE-style drafting (TensorRT-LLM's MTP in Eagle mode, its default for DeepSeek,
-            # _torch/speculative/mtp.py; EAGLE-3 in TensorRT-LLM and vLLM): the first pass runs the draft
-            # layer over every position the verify step checked (1 + k tokens per sequence), its LM head
-            # over the one it samples; an MTP pass adds the module's input path and greedy sampling
-            # (ops.mtp_module_ops)
-            if spec.method == "mtp":
-                if dprec is prec:  # the MTP block is the target's last layer type, priced in `ops` at this very batch
-                    t_first = _last_layer_time(model, ops, gpu, costs) + head
-                else:  # in a precision of its own (SpecDecoding.draft_precision): priced apart at this batch
-                    first = forward_ops(dm, gpu, cal, dprec, dsh, b=Batch(dec_seqs=b, dec_ctx=ctx, dec_tokens_per_seq=1.0 + k), engine=costs.engine)
-                    t_first = kernels_time([op for op in first if op.part != "lm_head"], gpu, costs) + head
-                t_first = t_first + kernels_time(mtp_module_ops(dm, gpu, cal, dsh, tokens=b * (1.0 + k), seqs=b, engine=costs.engine), gpu, costs)
-            else:
-                first = forward_ops(dm, gpu, cal, dprec, dsh, b=Batch(dec_seqs=b, dec_ctx=ctx, dec_tokens_per_seq=1.0 + k), engine=costs.engine)
-                t_first = kernels_time([op for op in first if op.part != "lm_head"], gpu, costs) + head
-            t_draft = np.where(k > 0, t_first + (k - 1.0) * t_rest, 0.0)
-        else:
-            t_draft = k * t_rest
-    return t_kernels, t_draft, ops
+    # a draft pass has no k in it: over a search's (plans, batches, k) grid it is priced once per
+    # (plan, batch) wherever the sequences running are the same at every k (once_along_last)
+    t_rest, head = draft_pass(dsh, b, ctx) if np.ndim(model.hidden) else once_along_last(draft_pass, dsh, b, ctx)
+    if spec.method not in ("mtp", "eagle3"):
+        return k * t_rest
+    # EAGLE-style drafting (TensorRT-LLM's MTP in Eagle mode, its default for DeepSeek,
+    # _torch/speculative/mtp.py; EAGLE-3 in TensorRT-LLM and vLLM): the first pass runs the draft
+    # layer over every position the verify step checked (1 + k tokens per sequence), its LM head
+    # over the one it samples; an MTP pass adds the module's input path and greedy sampling
+    # (ops.mtp_module_ops)
+    verify = Batch(dec_seqs=b, dec_ctx=ctx, dec_tokens_per_seq=1.0 + k)
+    if spec.method == "mtp":
+        if dprec is prec:  # the MTP block is the target's last layer type, priced in the target's operators at this very batch
+            ops = forward_ops(model, gpu, cal, prec, sh, b=verify, engine=costs.engine) if ops is None else ops
+            t_first = _last_layer_time(model, ops, gpu, costs) + head
+        else:  # in a precision of its own (SpecDecoding.draft_precision): priced apart at this batch
+            first = forward_ops(dm, gpu, cal, dprec, dsh, b=verify, engine=costs.engine)
+            t_first = kernels_time([op for op in first if op.part != "lm_head"], gpu, costs) + head
+        t_first = t_first + kernels_time(mtp_module_ops(dm, gpu, cal, dsh, tokens=b * (1.0 + k), seqs=b, engine=costs.engine), gpu, costs)
+    else:
+        first = forward_ops(dm, gpu, cal, dprec, dsh, b=verify, engine=costs.engine)
+        t_first = kernels_time([op for op in first if op.part != "lm_head"], gpu, costs) + head
+    return np.where(k > 0, t_first + (k - 1.0) * t_rest, 0.0)
 
 
 def kernels_time(ops, gpu: Gpu, costs: EngineCosts, *, n_launches=None):
@@ -213,9 +220,10 @@ def _last_layer_time(model: ModelSpec, ops, gpu: Gpu, costs: EngineCosts) -> obj
 
 
 def prefill_step(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, costs: EngineCosts, tokens, isl, chunk,
-                 dec_seqs=0.0, dec_ctx=0.0, cached=0.0):
+                 dec_seqs=0.0, dec_ctx=0.0, cached=0.0, k=0.0, spec: SpecDecoding | None = None):
     """One pipeline stage's step carrying `tokens` of prefill (whole prompts of `isl`, or chunks of
-    `chunk` over the earlier ones) and `dec_seqs` decoding sequences at `dec_ctx`: kernels, the
+    `chunk` over the earlier ones) and `dec_seqs` decoding sequences at `dec_ctx`, each verifying its `k`
+    drafts under `spec` and drafting the next k (decode_step's passes, their share of the stage as there): kernels, the
     engine's host cost per step and per running sequence (scheduling, sampling, detokenising and
     streaming each request's token), and a host cost per kernel launch at the pace of the stage's slowest
     rank (EngineCosts.eager_per_launch), as steps that carry prefill run eagerly (SGLang and TensorRT-LLM
@@ -223,7 +231,7 @@ def prefill_step(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, costs
     piecewise graphs leave attention outside). `isl` counts the prompt tokens computed; `cached` those
     of its prefix found in the prefix cache, which the computed ones attend to but nothing recomputes.
     Kernels are priced with costs.cal, the engine's in-step calibration."""
-    b = prefill_batch(tokens=tokens, isl=isl, chunk=chunk, dec_seqs=dec_seqs, dec_ctx=dec_ctx, cached=cached)
+    b = prefill_batch(tokens=tokens, isl=isl, chunk=chunk, dec_seqs=dec_seqs, dec_ctx=dec_ctx, cached=cached, k=k)
 
     def kernels():
         ops = forward_ops(model, gpu, costs.cal, prec, sh, b=b, engine=costs.engine, sample=True)
@@ -231,15 +239,27 @@ def prefill_step(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, costs
         return kernels_time(ops, gpu, costs, n_launches=n), n
 
     t_kernels, n = _reused(kernels, what=("prefill",), model=model, gpu=gpu, prec=prec, sh=sh, costs=costs,
-                           arrays=(b.pf_tokens, b.pf_seqs, b.pf_ctx, b.dec_seqs, b.dec_ctx))
-    return t_kernels + costs.step_overhead + costs.seq_overhead * (b.pf_seqs + dec_seqs) + costs.eager_per_launch(stage_ranks(sh)) * n
+                           arrays=(b.pf_tokens, b.pf_seqs, b.pf_ctx, b.dec_seqs, b.dec_ctx, b.dec_tokens_per_seq))
+    t = t_kernels + costs.step_overhead + costs.seq_overhead * (b.pf_seqs + dec_seqs) + costs.eager_per_launch(stage_ranks(sh)) * n
+    decoding = np.asarray(dec_seqs) > 0
+    if spec is None or not np.any(decoding):
+        return t
+    # the step's decodes draft their next tokens as a decode step's do (vLLM runs its drafter on every step,
+    # v1/spec_decode/eagle.py:384-560@0.19.0); its first pass over the prompt tokens too is not priced
+    # (docs/modelling-notes.md#speculative-mixed-step)
+    t_draft = _reused(lambda: _draft_passes(model, gpu, prec, sh, costs=costs, b=dec_seqs, ctx=dec_ctx, k=k, spec=spec),
+                      what=("draft", spec), model=model, gpu=gpu, prec=prec, sh=sh, costs=costs, arrays=(dec_seqs, dec_ctx, k))
+    return t + np.where(decoding, t_draft, 0.0) / np.asarray(sh.pp, float)
 
 
-def prefill_batch(*, tokens, isl, chunk, dec_seqs=0.0, dec_ctx=0.0, cached=0.0) -> Batch:
+def prefill_batch(*, tokens, isl, chunk, dec_seqs=0.0, dec_ctx=0.0, cached=0.0, k=0.0) -> Batch:
     """The batch of prefill_step's step: `tokens` of prompts of `isl` (whole, or chunks of `chunk`
-    over the earlier ones, half of them on average) after `cached` tokens, beside `dec_seqs` decodes."""
+    over the earlier ones, half of them on average) after `cached` tokens, beside `dec_seqs` decodes of
+    1 + `k` tokens each, a token and its k drafts verified as in a decode step (vLLM schedules a running request's
+    draft tokens with it, num_tokens_with_spec, v1/core/sched/scheduler.py:404-411, 521-532@0.19.0; aiconfigurator's mixed
+    step, decode_query_tokens, aic-core/.../sdk/backends/base_backend.py:1073@095f58a5)."""
     return Batch(pf_tokens=tokens, pf_seqs=np.maximum(tokens / isl, 1.0), pf_ctx=cached + np.maximum(isl - chunk, 0.0) / 2.0,
-                 dec_seqs=dec_seqs, dec_ctx=dec_ctx)
+                 dec_seqs=dec_seqs, dec_ctx=dec_ctx, dec_tokens_per_seq=1.0 + k)
 
 
 class _Rank(NamedTuple):
@@ -316,7 +336,7 @@ def evaluate(model: ModelSpec, at: Serving, *, cal: Calibration, concurrency, is
     # interval less one where the scheduler polls every recv_interval (its front end's work: _request_times)
     t_wait = (costs.wait_steps(adp, C) + (np.maximum(fl.recv_interval, 1.0) - 1.0) / 2.0) * t_iter
     request = partial(_request_times, model, gpu, prec, sh, r=r, costs=costs, harness=(arrival, fl, engine),
-                      steps=(t_stage, acc, time_share, t_wait), wave=(wave_tok, t_wave_step, pf_span))
+                      steps=(t_stage, acc, time_share, t_wait), wave=(wave_tok, t_wave_step, pf_span), spec=spec)
     # a closed loop's cohort from the slot cycle its throughput uses; offline, both take the wave's life (_cohort)
     q, t_pf_stage, ttft, tpot, life = request(q=_closed_loop_cohort(request, r.running, osl, t_iter=t_iter, window=np.maximum(
         fl.recv_interval, 1.0)) if arrival == "closed_loop" and not offline else None)
@@ -393,19 +413,21 @@ def _eager_decode(ops, batch, fl: SchedulerFlags, costs: EngineCosts, ranks):
     return np.where(batch > fl.cuda_graph_max_bs, costs.eager_per_launch(ranks) * launches(ops), 0.0)
 
 
-def _request_times(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, r: _Rank, costs: EngineCosts, harness, steps, wave, q=None):
+def _request_times(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, r: _Rank, costs: EngineCosts, harness, steps, wave,
+                   spec: SpecDecoding | None = None, q=None):
     """A request's (q, prefill step, first token, TPOT, life): its prefill (its step, and the steps' span before its
     first token, _own_prefill, after `steps`' wait in decode iterations and its front end's work) and decode (TPOT and
     life, _decode_times) as the harness delivers it: (arrival pattern, SchedulerFlags, engine), whether the engine mixes
-    prefill chunks into decodes (Engine.mixes_prefill, or --enable-mixed-chunk); `q`, its cohort where the caller sized
-    it (_closed_loop_cohort), else _cohort's."""
+    prefill chunks into decodes (Engine.mixes_prefill, or --enable-mixed-chunk); `spec`, the speculation its decodes run in
+    a mixed step too; `q`, its cohort where the caller sized it (_closed_loop_cohort), else _cohort's."""
     arrival, fl, engine = harness
     t_stage, acc, time_share, t_wait = steps
     t_iter = r.pp * t_stage
     mixes = engine.mixes_prefill if fl.mixed_chunk is None else np.asarray(fl.mixed_chunk, bool)
     q, t_pf_stage, span, t_req_pf, rest = _own_prefill(model, gpu, prec, sh, r=r, costs=costs, n_span=np.maximum(wave[2] / t_iter, 1.0),
                                                        arrival=arrival, window=np.maximum(fl.recv_interval, 1.0), acc=acc, mixes=mixes,
-                                                       t_stage=t_stage, wave=wave[:2], rounds=fl.rounds, scheduler=(engine, fl), q=q)
+                                                       t_stage=t_stage, wave=wave[:2], rounds=fl.rounds, scheduler=(engine, fl), spec=spec,
+                                                       q=q)
     tpot, life = _decode_times(r, q=q, t_stage=t_stage, t_iter=t_iter / acc, time_share=time_share, wave=wave, t_req_pf=t_req_pf, mixes=mixes,
                                rest=rest)
     # the per-request work outside the steps, paid (q + 1) / 2 times as if the q requests arriving together were served
@@ -589,7 +611,7 @@ def _steps_to_first_token(q, new, step_tok):
 
 
 def _own_prefill(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, r: _Rank, costs: EngineCosts, n_span, arrival, window, acc,
-                 mixes, t_stage, wave, rounds, scheduler, q=None):
+                 mixes, t_stage, wave, rounds, scheduler, spec: SpecDecoding | None = None, q=None):
     """A request's prefill: (q, the step's time, the steps' span over the pipeline before its first
     token, the time one request's prefill adds to the steps of the requests decoding, the time it waits
     after its first token for the rest of its cohort's prefill). Its chunks share steps with the prefills
@@ -597,7 +619,8 @@ def _own_prefill(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, r: _R
     min(budget, q x new) tokens: one step where they fit, else until the end of the step its prompt ends in
     (_steps_to_first_token). Steps count fractionally: a partial chunk costs its share of a full one. An engine that mixes
     runs the running - q other requests' decodes in those steps, their 1 + k tokens each off the step's budget before the
-    prompts' (prompt_budget; `scheduler`: the engine and the run's SchedulerFlags); one that does not leaves them, and the
+    prompts' (prompt_budget; `scheduler`: the engine and the run's SchedulerFlags) and verified and drafted in the step as in
+    a decode step (prefill_step, under `spec`); one that does not leaves them, and the
     cohort's requests already prefilled, waiting until the cohort's last prompt is done. Under "waves" the
     first wave (a share 1 / `rounds` of the requests: SchedulerFlags.rounds) is the burst itself, every
     request behind the prompts queued ahead of it at the wave's step (`wave`: its tokens and time)."""
@@ -616,7 +639,7 @@ def _own_prefill(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, r: _R
     pf_step_tok = np.minimum(step_tok, q * r.new)
     n_pf = _steps_to_first_token(q, r.new, pf_step_tok)
     t_pf_stage = prefill_step(model, gpu, prec, sh, costs=costs, tokens=pf_step_tok, isl=r.new, chunk=np.minimum(r.new, step_tok),
-                              dec_seqs=dec, dec_ctx=r.isl + r.osl / 2.0, cached=r.cached)
+                              dec_seqs=dec, dec_ctx=r.isl + r.osl / 2.0, cached=r.cached, k=r.per_decode - 1.0, spec=spec)
 
     span = _over_pipeline(r, n_pf) * t_pf_stage
     # after its first token a request of a cohort prefilled on its own waits for the cohort's prompts behind it: the
