@@ -431,7 +431,7 @@ def pareto(
             nonlocal tables
             if con is not None:
                 with con.capture() as tables:
-                    _print_frontiers(con, slim, isl=isl, osl=osl, prefix_hit=prefix_hit)
+                    _print_frontiers(con, slim, isl=isl, osl=osl, prefix_hit=prefix_hit, names={(g := _gpu(r)).id: g.name for r in gpu_refs})
 
         write_all(jobs, meanwhile=render_tables)
     finally:
@@ -472,8 +472,9 @@ def _frontier_band(fr: list[dict]) -> str:
             + "".join(f"; {x}" for x in why) + (f"; {CENTRE}" if lo_c or hi_c else ""))
 
 
-def _print_frontiers(con, results: list[dict], *, isl: int, osl: int, prefix_hit: float) -> None:
-    """Each search's frontier as a table (every point's in --json), its cost line, or why it is empty."""
+def _print_frontiers(con, results: list[dict], *, isl: int, osl: int, prefix_hit: float, names: dict[str, str]) -> None:
+    """Each search's frontier as a table (every point's in --json), its cost line, or why it is empty; `names`: each GPU's
+    name by id, as estimate's title names it ("H200 SXM")."""
     for r in results:
         mode = " disaggregated" if r.get("mode") == "disaggregated" else ""
         hit = f", {prefix_hit:.0%} prefix-cache hits" if r.get("prefix_hit") else ""
@@ -492,7 +493,7 @@ def _print_frontiers(con, results: list[dict], *, isl: int, osl: int, prefix_hit
         keep = [i for i in range(len(columns)) if i not in shared]
         notes = {7: "W/KV: weight / KV-cache precision.",
                  9: "drop: accuracy against the model's best precision, published or the proxy's (± 1 sigma)."}
-        t = _table(f"Pareto frontier{mode}: {r['model']} on {r['num_gpus']}x {r['gpu']}, {r['backend']}, ISL/OSL {isl}/{osl}{hit} "
+        t = _table(f"Pareto frontier{mode}: {r['model']} on {r['num_gpus']}x {names[r['gpu']]}, {r['backend']}, ISL/OSL {isl}/{osl}{hit} "
                    f"({r['evaluated']:,} deployments in {r['seconds']:.2f} s)", " ".join(columns[i] for i in keep))
         for row in rows:
             t.add_row(*(row[i] for i in keep))
