@@ -142,3 +142,35 @@ def test_search_space_build_golden():
     assert [p.label() for p in s.precisions] == [lc.Precision.of("bf16", kv="fp8").label(), lc.Precision.of("fp8", kv="fp8").label()]
     plain = SearchSpace.build(m, g, num_gpus=8)
     assert plain == SearchSpace(8) and SearchSpace.build(m, g, num_gpus=8, spec=lc.SpecDecoding("mtp", 3, 2.0)).spec_ks == (0, 1, 2, 3, 4, 5)
+
+
+def test_the_api_prices_each_gpus_vendor_engine_and_refuses_one_it_cannot_run():
+    """lc.deployment, lc.pareto, lc.design and lc.lint resolve the engine as the CLI does (spec.engines.engine_for): an
+    MI355X prices SGLang unnamed and refuses TensorRT-LLM in the CLI's line (they used to price TensorRT-LLM there)."""
+    m = lc.get_model("llama-3.1-8b")
+    assert lc.deployment(m, gpu="mi355x", num_gpus=1).backend == "sglang"
+    assert lc.deployment(m, gpu="h200", num_gpus=1).backend == "trtllm"
+    refusal = re.escape("backend: 'trtllm' is not valid; an engine that runs on MI355X (TensorRT-LLM runs on NVIDIA GPUs only): "
+                        "vllm, sglang, atom")
+    for call in (lambda: lc.deployment(m, gpu="mi355x", num_gpus=1, engine="trtllm"),
+                 lambda: lc.pareto(m, "mi355x", num_gpus=1, engine="trtllm"),
+                 lambda: lc.design(8e9, "mi355x", engine="trtllm"),
+                 lambda: lc.lint(m, "mi355x", engine="trtllm")):
+        with pytest.raises(lc.InputError, match=refusal):
+            call()
+    pts = lc.pareto(m, "mi355x", num_gpus=1, tp=1, weight_dtype="bf16").points
+    assert pts and {p.deployment.backend for p in pts} == {"sglang"}
+
+
+def test_lint_reprices_on_the_gpus_vendor_engine():
+    """lint's findings are priced on the MI355X's SGLang unless told otherwise: Llama-3.1-70B's R3 (width for depth) TPOTs
+    are SGLang's (6.15 ms against 5.27 ms wider), not TensorRT-LLM's (6.09 ms, 5.21 ms) as they were."""
+    from llm_codesign.cost.calibration import calibration_for
+    from llm_codesign.explore.lint import lint
+    from llm_codesign.spec.engines import SGLANG, TRTLLM
+
+    m, g = lc.get_model("llama-3.1-70b"), lc.get_gpu("mi355x")
+    cal = calibration_for(g)
+    default, sglang, trtllm = (lint(m, g, cal, "long-context", engine=e) for e in (None, SGLANG, TRTLLM))
+    assert [f.rule for f in default] == ["R3"] and [f.figures for f in default] == [f.figures for f in sglang] != [f.figures for f in trtllm]
+    assert lc.lint(m, "mi355x", regime="long-context") == lc.lint(m, "mi355x", regime="long-context", engine="sglang")

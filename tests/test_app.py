@@ -483,3 +483,25 @@ def test_the_pages_breakdown_shows_the_centre_where_the_prediction_lies_outside_
     assert json.loads(out) == [["TTFT: 80% / 95% interval", "200.0-1800.0 ms / 50.0-1950.0 ms, centred on 1000.0 ms"],
                                ["TPOT: 80% / 95% interval", "8.00-12.00 ms / 7.00-13.00 ms"],
                                ["centred on", CENTRE], ["interval basis", "from s"]]
+
+
+def test_each_gpu_lists_the_engines_it_runs_and_prices_its_vendors(client):
+    """The page's engine menu reads /api/gpus (each GPU's engines and its vendor's, as `gpus --json`); a request without an
+    engine prices the GPU vendor's, and TensorRT-LLM on an MI355X is a 422 naming the request's own field."""
+    gpus = {g["id"]: g for g in client.get("/api/gpus").json()}
+    assert (gpus["h200"]["engines"], gpus["h200"]["engine"]) == (["trtllm", "vllm", "sglang"], "trtllm")
+    assert (gpus["mi355x"]["engines"], gpus["mi355x"]["engine"]) == (["vllm", "sglang", "atom"], "sglang")
+    body = {"model": "llama-3.1-8b", "gpu": "mi355x", "num_gpus": 1, "concurrency": 1}
+    r = client.post("/api/estimate", json=body)
+    assert r.status_code == 200, r.text
+    cli_r = _cli_json("estimate", "llama-3.1-8b", "--gpu", "mi355x", "--concurrency", "1")
+    assert r.json()["backend"] == "sglang" and {k: v for k, v in r.json().items() if k in cli_r} == cli_r
+    why = "an engine that runs on MI355X (TensorRT-LLM runs on NVIDIA GPUs only): vllm, sglang, atom"
+    r = client.post("/api/estimate", json={**body, "engine": "trtllm"})
+    assert (r.status_code, r.json()) == (422, {"error": f"engine: 'trtllm' is not valid; {why}", "field": "engine"})
+    rec = client.post("/api/pareto", json={"model": "llama-3.1-8b", "gpus": ["mi355x"], "num_gpus": 1}).json()["series"][0]["frontier"][0]
+    assert rec["deployment"]["backend"] == "sglang"
+    r = client.post("/api/estimate", json={"model": "llama-3.1-8b", "gpu": "mi355x", "deployment": {**rec["deployment"], "backend": "trtllm"}})
+    assert (r.status_code, r.json()) == (422, {"error": f"deployment.backend: 'trtllm' is not valid; {why}", "field": "deployment.backend"})
+    r = client.post("/api/lint", json={"model": "llama-3.1-8b", "gpu": "mi355x", "engine": "trtllm"})
+    assert (r.status_code, r.json()["field"]) == (422, "engine")

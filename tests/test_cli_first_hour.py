@@ -99,9 +99,11 @@ def test_export_and_import_give_each_figure_its_80pct_interval_as_estimate_does(
         f"{e['output_tok_s_per_gpu']:.0f} tok/s/GPU {band('output_tok_s_per_gpu')}\n")
 
 
-def test_pareto_names_the_engine_it_priced():
-    code, out, _ = cli("pareto", "llama-3.1-8b", "--gpu", "mi300x", "--gpus", "1", columns=200)
-    assert code == 0 and " ".join(out.split()).startswith("Pareto frontier: llama-3.1-8b on 1x mi300x, sglang, ISL/OSL 1024/1024 (")
+def test_pareto_names_the_engine_it_priced_and_the_gpu_as_estimate_does():
+    # the GPU by its name, as estimate's title has it ("on 1x MI300X"), not its catalog id ("mi300x")
+    code, out, _ = cli("pareto", "llama-3.1-8b", "--gpu", "mi300x,h200", "--gpus", "1", columns=200)
+    assert code == 0 and " ".join(out.split()).startswith("Pareto frontier: llama-3.1-8b on 1x MI300X, sglang, ISL/OSL 1024/1024 (")
+    assert "Pareto frontier: llama-3.1-8b on 1x H200 SXM, trtllm, ISL/OSL 1024/1024 (" in " ".join(out.split())
 
 
 def test_models_lists_each_hugging_face_id_whole_at_120_columns():
@@ -157,7 +159,12 @@ def test_estimate_says_its_gpus_are_one_instance():
     gpus = {name: next(p.help for p in cmds[name].params if p.name == "gpus_") for name in ("estimate", "mix", "export")}
     assert gpus["estimate"] == gpus["mix"] and gpus["estimate"].startswith("GPUs of the one instance priced") and gpus["export"] == "Total GPUs."
     code, out, err = cli("estimate", "llama-3.1-70b", "--gpu", "h200", "--gpus", "8", "--tp", "4")
-    assert (code, out) == (2, "") and err.startswith("error: deployment: 'TP4 on 8 GPUs' is not valid; the parallel sizes must multiply")
+    # and the refusal says what to do: TP4 makes 8 / 4 = 2 copies of a 4-GPU instance, not one
+    assert (code, out, err) == (2, "", "error: deployment: 'TP4 on 8 GPUs' is not valid; the parallel sizes must multiply to the GPU count: "
+                                       "tp*attention_dp*kvp*pp = ep*moe_tp*pp = gpus; these sizes make an instance of 4 GPUs: --gpus 4, or "
+                                       "pareto or export for copies of it\n")
+    code, out, err = cli("estimate", "llama-3.1-70b", "--gpu", "h200", "--gpus", "8", "--tp", "3")  # 3 does not divide 8: no copies
+    assert (code, out) == (2, "") and err.endswith("tp*attention_dp*kvp*pp = ep*moe_tp*pp = gpus\n")
 
 
 def test_import_refuses_an_engine_configuration_on_a_gpu_it_does_not_run_on(tmp_path):

@@ -1,5 +1,7 @@
 """spec/engines/: the engines' documented defaults side by side (each cited in its engine's module), their
 lookup, and their fitted costs read from a calibration profile."""
+import re
+
 import numpy as np
 import pytest
 
@@ -241,3 +243,50 @@ def test_attention_dp_hold_is_charged_only_where_the_engine_has_one():
     for name, held in (("trtllm", 10.0), ("vllm", 10.0), ("sglang", 0.0), ("atom", 0.0)):
         c = get_engine(name).costs(cal)
         assert float(c.wait_steps(np.array([4.0]), np.array([64.0]))[0]) == pytest.approx(c.ttft_wait_steps + held)
+
+
+def test_each_gpu_runs_its_vendors_engines_and_defaults_to_its_vendors():
+    """engine_for, the one rule the CLI, the API, the page and lint share: TensorRT-LLM is CUDA-only and ATOM ROCm-only,
+    vLLM and SGLang run on both; unnamed, NVIDIA's GPUs price TensorRT-LLM and AMD's SGLang; a GPU file of another
+    vendor takes TensorRT-LLM and refuses none."""
+    from dataclasses import replace
+
+    from llm_codesign.spec.engines import engine_choices, engine_for, engines_on
+
+    h200, mi355x = get_gpu("h200"), get_gpu("mi355x")
+    assert [engine_for(g).name for g in (h200, get_gpu("b200"), mi355x, get_gpu("mi300x"))] == ["trtllm", "trtllm", "sglang", "sglang"]
+    assert engines_on(h200) == ("trtllm", "vllm", "sglang") and engines_on(mi355x) == ("vllm", "sglang", "atom")
+    assert engine_for(mi355x, "ATOM").name == "atom" and engine_for(h200, "tensorrt-llm").name == "trtllm"
+    assert engine_choices(mi355x) == {"engines": ["vllm", "sglang", "atom"], "engine": "sglang"}
+    with pytest.raises(InputError, match=re.escape("backend: 'trtllm' is not valid; an engine that runs on MI355X (TensorRT-LLM runs on "
+                                                   "NVIDIA GPUs only): vllm, sglang, atom")):
+        engine_for(mi355x, "trtllm")
+    with pytest.raises(InputError, match=re.escape("backend: 'atom' is not valid; an engine that runs on H200 SXM (ATOM runs on AMD "
+                                                   "GPUs only): trtllm, vllm, sglang")):
+        engine_for(h200, "atom")
+    other = replace(h200, vendor="acme")
+    assert engine_for(other).name == "trtllm" and engine_for(other, "atom").name == "atom" and len(engines_on(other)) == 4
+
+
+def test_a_registered_engine_names_known_vendors():
+    from dataclasses import replace
+
+    from llm_codesign.spec.engines import VLLM, register_engine
+
+    with pytest.raises(ValueError, match="vendors \\('intel',\\) are not among \\('nvidia', 'amd'\\)"):
+        register_engine(replace(VLLM, name="vllm-xpu", aliases=(), vendors=("intel",)))
+
+
+def test_a_deployment_prices_its_gpu_vendors_engine_and_refuses_one_it_cannot_run():
+    """A Deployment built without an engine, by any path (the API's deployment(), the dataclass, a record), prices the GPU
+    vendor's; TensorRT-LLM on an MI355X is refused wherever it comes from (it used to be priced, as CUDA kernels on HIP)."""
+    from llm_codesign.spec.plan import Deployment, deployment
+
+    m, mi355x = get_model("gpt-oss-120b"), get_gpu("mi355x")
+    assert deployment(m, gpu="mi355x", num_gpus=8).backend == "sglang"
+    assert Deployment(gpu=mi355x, num_gpus=8).backend == "sglang" and Deployment(gpu=get_gpu("h200"), num_gpus=8).backend == "trtllm"
+    assert Deployment(gpu=mi355x, num_gpus=8, backend="SGLang").backend == "sglang"  # the registry's name, whatever the spelling
+    for make in (lambda: deployment(m, gpu="mi355x", num_gpus=8, engine="trtllm"),
+                 lambda: Deployment.from_dict(deployment(m, gpu="h200", num_gpus=8).to_dict(), mi355x)):
+        with pytest.raises(InputError, match=re.escape("backend: 'trtllm' is not valid; an engine that runs on MI355X")):
+            make()

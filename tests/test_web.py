@@ -795,3 +795,32 @@ def test_the_design_tab_shows_the_side_by_side_with_a_quality_limit(page, server
     assert len(rings) == 4 and all(x > floor for x in rings)
     assert page.eval_on_selector_all("#design-lint tbody tr", "xs => xs.length") == sum(len(c["lint"]) for c in cols)
     assert _overflow(page) == 0 and page.text_content("#error") == "" and not page.errors
+
+
+def _engines(pg) -> tuple[list[str], str]:
+    return pg.eval_on_selector_all("#engine option", "os => os.map(o => o.value)"), pg.input_value("#engine")
+
+
+def test_the_engine_menu_lists_what_the_chosen_gpus_run_and_defaults_to_the_vendors(page, browser, server):
+    """The menu holds the engines every checked GPU runs (/api/gpus), the first GPU vendor's chosen until one is picked: an
+    MI355X's frontier is SGLang's, not TensorRT-LLM's (the menu used to offer trtllm, vllm and sglang whatever the GPU)."""
+    page.goto(server + "/")
+    _ready(page)
+    assert _engines(page) == (["trtllm", "vllm", "sglang"], "trtllm")
+    _choose_gpus(page, ("mi355x",))
+    assert _engines(page) == (["vllm", "sglang", "atom"], "sglang")
+    _run_frontier(page, gpus=("mi355x",))
+    assert _fragment(page)["engine"] == "sglang" and not page.text_content("#error")
+    page.select_option("#engine", "vllm")
+    _choose_gpus(page, ("h200", "mi355x"), None)  # both vendors: the engines both run, the one picked kept
+    assert _engines(page) == (["vllm", "sglang"], "vllm")
+    _choose_gpus(page, ("h200",), None)
+    assert _engines(page) == (["trtllm", "vllm", "sglang"], "vllm")
+    other = browser.new_page()
+    try:  # a link's engine is set once its GPUs' menu is there
+        other.goto(server + "/#engine=atom&gpus=mi355x&num_gpus=1")
+        _ready(other)
+        assert _engines(other) == (["vllm", "sglang", "atom"], "atom")
+    finally:
+        other.close()
+    assert not page.errors

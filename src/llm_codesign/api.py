@@ -1,7 +1,8 @@
 """The Python API: what the CLI, the web page and a notebook call, over the private modules.
 
 Every function takes a model as a registry name, a Hugging Face id, a config.json path or a
-`ModelSpec`, and a GPU as a catalog id, a TOML path or a `Gpu`. Results are typed data in SI units:
+`ModelSpec`, and a GPU as a catalog id, a TOML path or a `Gpu`; an `engine` left out is the GPU vendor's and one
+that does not run on the GPU is refused (spec.engines.engine_for: SGLang on an MI355X, TensorRT-LLM refused there). Results are typed data in SI units:
 `evaluate` returns array-valued `Metrics`, `estimate` an `Estimate`, `pareto` a `Frontier` whose
 points (`FrontierPoint`) hold their `Deployment`; each result's `to_dict()` is what the matching
 command's `--json` prints, and `to_pandas()` a table.
@@ -16,6 +17,7 @@ from llm_codesign.explore.frontier import Frontier, FrontierPoint
 from llm_codesign.serve.estimate import Estimate
 from llm_codesign.serve.metrics import Metrics
 from llm_codesign.serve.metrics import evaluate as _evaluate
+from llm_codesign.spec.engines import engine_for
 from llm_codesign.spec.hardware import Gpu
 from llm_codesign.spec.hardware import get_gpu as _get_gpu
 from llm_codesign.spec.model import ModelSpec
@@ -75,7 +77,7 @@ def estimate(model: str | ModelSpec, deployment: Deployment, workload: Workload 
 
 
 def pareto(model: str | ModelSpec, gpu: str | Gpu, *, num_gpus: int = 8, instance_gpus: tuple[int, ...] | None = None,
-           workload: Workload | None = None, engine: str = "trtllm", tp: int | None = None, pp: int | None = None, ep: int | None = None,
+           workload: Workload | None = None, engine: str | None = None, tp: int | None = None, pp: int | None = None, ep: int | None = None,
            moe_tp: int | None = None, attention_dp: int | None = None, kvp: int | None = None, weight_dtype: str | None = None,
            activation_dtype: str | None = None, kv_dtype: str | None = None, spec: SpecDecoding | str | None = None,
            draft_len: int | None = None, acceptance: float | None = None, acceptance_rates: str | tuple | None = None,
@@ -87,22 +89,23 @@ def pareto(model: str | ModelSpec, gpu: str | Gpu, *, num_gpus: int = 8, instanc
     plans, precisions default to the checkpoint's own plus the formats the GPU runs natively, with
     `spec` draft lengths 1..5 (or `draft_len`) beside none, `step_tokens` searches step budgets too;
     `workload` gives the lengths and the prefix cache's hit share, `min_tps_user`/`max_ttft_ms` filter
-    by SLO and `max_accuracy_drop` (%) keeps the precisions known to lose at most that much. Each point
+    by SLO and `max_accuracy_drop` (%) keeps the precisions known to lose at most that much. `engine` defaults
+    to the GPU vendor's and one that does not run on the GPU is refused (spec.engines.engine_for). Each point
     carries its metrics' 80% and 95% intervals (`intervals`, as `estimate`'s)."""
     from llm_codesign.explore.search import SearchSpace, search
     from llm_codesign.measure.intervals import table_for
-    from llm_codesign.spec.engines import get_engine
     from llm_codesign.spec.plan import check_budget_holds
 
     m, g, w = get_model(model), get_gpu(gpu), workload or Workload()
+    eng = engine_for(g, engine)
     sd = spec if isinstance(spec, SpecDecoding) or spec is None else spec_decoding(
         spec, draft_len=draft_len, acceptance=acceptance, acceptance_rates=acceptance_rates)
     if sd is not None and draft_len:  # a fixed draft length the budget cannot hold is refused as estimate refuses it
-        check_budget_holds(max_num_tokens, get_engine(engine), draft_len)
+        check_budget_holds(max_num_tokens, eng, draft_len)
     space = SearchSpace.build(m, g, num_gpus=num_gpus, instance_gpus=instance_gpus, tp=tp, pp=pp, ep=ep, moe_tp=moe_tp,
                               attention_dp=attention_dp, kvp=kvp, weight_dtype=weight_dtype, activation_dtype=activation_dtype,
                               kv_dtype=kv_dtype, spec=sd, draft_len=draft_len, step_tokens=step_tokens)
-    f = search(m, g, _calibration(g, calibration), space, isl=w.isl, osl=w.osl, prefix_hit=w.prefix_hit, engine=get_engine(engine),
+    f = search(m, g, _calibration(g, calibration), space, isl=w.isl, osl=w.osl, prefix_hit=w.prefix_hit, engine=eng,
                max_num_tokens=max_num_tokens, min_tps_user=min_tps_user, max_ttft_ms=max_ttft_ms, max_accuracy_drop=max_accuracy_drop,
                progress=progress)
     # each point's intervals, once per point after the search (not per evaluated deployment)
@@ -110,20 +113,23 @@ def pareto(model: str | ModelSpec, gpu: str | Gpu, *, num_gpus: int = 8, instanc
 
 
 def lint(model: str | ModelSpec, gpu: str | Gpu, *, regime: str = "throughput", weight_dtype: str | None = None,
-         activation_dtype: str | None = None, kv_dtype: str | None = None, calibration: Calibration | str | None = None) -> list[dict]:
-    """The guideline findings for a shape on a GPU, each with its predicted cost and fix, as dicts."""
+         activation_dtype: str | None = None, kv_dtype: str | None = None, engine: str | None = None,
+         calibration: Calibration | str | None = None) -> list[dict]:
+    """The guideline findings for a shape on a GPU, each with its predicted cost and fix, as dicts, priced on `engine`
+    (default: the GPU vendor's; one that does not run on the GPU is refused: spec.engines.engine_for)."""
     from dataclasses import asdict
 
     from llm_codesign.explore.lint import lint as run
     from llm_codesign.spec.plan import precision_for
 
     m, g = get_model(model), get_gpu(gpu)
-    return [asdict(f) for f in run(m, g, _calibration(g, calibration), regime, prec=precision_for(m, weight_dtype, activation_dtype, kv_dtype))]
+    return [asdict(f) for f in run(m, g, _calibration(g, calibration), regime, prec=precision_for(m, weight_dtype, activation_dtype, kv_dtype),
+                                   engine=engine_for(g, engine))]
 
 
 def design(params: float, gpu: str | Gpu, *, num_gpus: int = 8, regime: str = "throughput", moe: bool = False,
            baseline: str | ModelSpec | None = None, weight_dtype: str | None = None, activation_dtype: str | None = None,
-           kv_dtype: str | None = None, engine: str = "trtllm", isl: int | None = None, osl: int | None = None,
+           kv_dtype: str | None = None, engine: str | None = None, isl: int | None = None, osl: int | None = None,
            min_tps_user: float = 20.0, min_tps_gpu: float = 50.0, budget_tol: float = 0.1, quality_tol: float = 0.0,
            quality_sigmas: float = 1.0, outside_envelope: bool = False, max_candidates: int = 20000, top: int = 10,
            calibration: Calibration | str | None = None, progress=None) -> dict:
@@ -136,7 +142,6 @@ def design(params: float, gpu: str | Gpu, *, num_gpus: int = 8, regime: str = "t
     from llm_codesign.explore.design import design as run
     from llm_codesign.explore.design_report import complete
     from llm_codesign.measure.intervals import table_for
-    from llm_codesign.spec.engines import get_engine
     from llm_codesign.spec.plan import precision_for
     from llm_codesign.spec.precision import Precision as _P
 
@@ -144,7 +149,7 @@ def design(params: float, gpu: str | Gpu, *, num_gpus: int = 8, regime: str = "t
     base = get_model(baseline) if baseline is not None else None
     prec = precision_for(base, weight_dtype, activation_dtype, kv_dtype) if base else (
         _P.of(weight_dtype or "bf16", activation_dtype, kv_dtype) if (weight_dtype or activation_dtype or kv_dtype) else None)
-    slo, cal, eng = Slo(regime, min_tps_user, min_tps_gpu, isl, osl), _calibration(g, calibration), get_engine(engine)
+    slo, cal, eng = Slo(regime, min_tps_user, min_tps_gpu, isl, osl), _calibration(g, calibration), engine_for(g, engine)
     prec = prec or (base.default_precision if base else _P.of("bf16"))  # what design prices: the baseline's, else BF16
     r = run(params, g, cal, num_gpus, slo, baseline=base, moe=moe, prec=prec, budget_tol=budget_tol, quality_tol=quality_tol,
             quality_sigmas=quality_sigmas, outside_envelope=outside_envelope, engine=eng, max_candidates=max_candidates, top=top,

@@ -40,7 +40,6 @@ from llm_codesign.cli.common import (
     _console,
     _deployment,
     _dump,
-    _engine,
     _fmt,
     _gpu,
     _model,
@@ -54,6 +53,7 @@ from llm_codesign.cli.common import (
     nothing_found,
 )
 from llm_codesign.errors import InputError
+from llm_codesign.spec.engines import engine_choices, engine_for
 
 O_PRICE_HELP = ("Dollars per GPU-hour, `bundled` (the cited data/prices.toml) or a price file: adds $ per million output "
                 "tokens and per million tokens in+out.")
@@ -61,10 +61,10 @@ O_PRICE_HELP = ("Dollars per GPU-hour, `bundled` (the cited data/prices.toml) or
 
 @app.command()
 def gpus(as_json: bool = typer.Option(False, "--json", help="Emit JSON.")):
-    """List the GPU catalog."""
+    """List the GPU catalog (--json: with the engines that run on each and the one priced where --backend is not given)."""
     from llm_codesign.spec.hardware import catalog
 
-    rows = [g.to_dict() for g in catalog().values()]
+    rows = [g.to_dict() | engine_choices(g) for g in catalog().values()]
     if as_json:
         return _dump(rows)
     t = _table("GPU catalog", "id:k name:t BF16:n FP8:n FP4:n HBM:n GiB:n TB/s:n dom:n GB/s:n TDP:n",
@@ -268,7 +268,6 @@ def _pareto_runs(model_refs, gpu_refs, *, space: dict, limits: dict, workload, b
     from llm_codesign.api import pareto as run
     from llm_codesign.cost.calibration import calibration_for
     from llm_codesign.explore.search import SearchSpace, point_breakdowns
-    from llm_codesign.spec.engines import get_engine
 
     isl, osl = workload.isl, workload.osl
     results, pending = [], []  # pending: (result index, its breakdowns' pricing)
@@ -280,7 +279,7 @@ def _pareto_runs(model_refs, gpu_refs, *, space: dict, limits: dict, workload, b
             m = _model(mref)
             for gref in gpu_refs:
                 g = _gpu(gref)
-                cal, engine = calibration_for(g, calibration), get_engine(_engine(backend, g))
+                cal, engine = calibration_for(g, calibration), engine_for(g, backend)
                 # the profile by name, so that its points' intervals are the profile's own (measure.intervals.table_for)
                 r = run(m, g, workload=workload, engine=engine.name, calibration=calibration, progress=cb, **space, **limits).priced(gpu_hour_price)
                 pending.append((len(results), lambda m=m, cal=cal, r=r: point_breakdowns(
@@ -315,7 +314,7 @@ def _measured_errors(model_refs, gpu_refs, *, calibration, backend: str | None, 
         return {g: [f"not known for {calibration}: run `llm-codesign validate --calibration {calibration}` on measurements"] for g in gpu_refs}
     model = _model(model_refs[0]).name if len(model_refs) == 1 else None
     extra = ["the disaggregated frontier is not measured: these figures are aggregated serving's"] if disagg else []
-    return {g: describe(_gpu(g), _engine(backend, _gpu(g)), spec, model=model) + extra for g in gpu_refs}
+    return {g: describe(_gpu(g), engine_for(_gpu(g), backend).name, spec, model=model) + extra for g in gpu_refs}
 
 
 @app.command()
@@ -404,7 +403,7 @@ def pareto(
     check_search_size(gpus_, inst or None, n_gpus, fixed=sum(x is not None for x in (tp, pp, attention_dp, kvp)),
                       free_ep=ep is None and moe_tp is None)
     for gref in gpu_refs:  # each GPU's engine resolved here at the edge, an engine a GPU does not run refused before any search
-        _engine(backend, _gpu(gref))
+        engine_for(_gpu(gref), backend)
     if paths["plot"]:
         plot_extra(paths["plot"])  # refused before the search, not after it
     # the figure's own process imports matplotlib on another core while the search runs (render.plot)
@@ -432,7 +431,7 @@ def pareto(
             nonlocal tables
             if con is not None:
                 with con.capture() as tables:
-                    _print_frontiers(con, slim, isl=isl, osl=osl, prefix_hit=prefix_hit)
+                    _print_frontiers(con, slim, isl=isl, osl=osl, prefix_hit=prefix_hit, names={(g := _gpu(r)).id: g.name for r in gpu_refs})
 
         write_all(jobs, meanwhile=render_tables)
     finally:
@@ -473,8 +472,9 @@ def _frontier_band(fr: list[dict]) -> str:
             + "".join(f"; {x}" for x in why) + (f"; {CENTRE}" if lo_c or hi_c else ""))
 
 
-def _print_frontiers(con, results: list[dict], *, isl: int, osl: int, prefix_hit: float) -> None:
-    """Each search's frontier as a table (every point's in --json), its cost line, or why it is empty."""
+def _print_frontiers(con, results: list[dict], *, isl: int, osl: int, prefix_hit: float, names: dict[str, str]) -> None:
+    """Each search's frontier as a table (every point's in --json), its cost line, or why it is empty; `names`: each GPU's
+    name by id, as estimate's title names it ("H200 SXM")."""
     for r in results:
         mode = " disaggregated" if r.get("mode") == "disaggregated" else ""
         hit = f", {prefix_hit:.0%} prefix-cache hits" if r.get("prefix_hit") else ""
@@ -493,7 +493,7 @@ def _print_frontiers(con, results: list[dict], *, isl: int, osl: int, prefix_hit
         keep = [i for i in range(len(columns)) if i not in shared]
         notes = {7: "W/KV: weight / KV-cache precision.",
                  9: "drop: accuracy against the model's best precision, published or the proxy's (± 1 sigma)."}
-        t = _table(f"Pareto frontier{mode}: {r['model']} on {r['num_gpus']}x {r['gpu']}, {r['backend']}, ISL/OSL {isl}/{osl}{hit} "
+        t = _table(f"Pareto frontier{mode}: {r['model']} on {r['num_gpus']}x {names[r['gpu']]}, {r['backend']}, ISL/OSL {isl}/{osl}{hit} "
                    f"({r['evaluated']:,} deployments in {r['seconds']:.2f} s)", " ".join(columns[i] for i in keep))
         for row in rows:
             t.add_row(*(row[i] for i in keep))

@@ -332,30 +332,6 @@ def _gpu(name):
     return get_gpu(name)
 
 
-# Engines that run on one vendor's GPUs only: TensorRT-LLM is built on CUDA (NVIDIA's), ATOM on ROCm and AITER
-# (AMD Instinct; spec/engines/atom.py); vLLM and SGLang ship for both. Without --backend, each vendor's default:
-# TensorRT-LLM on NVIDIA's, SGLang on AMD's (the engine of 238 of the 326 bundled MI355X runs,
-# data/measurements/serving_inferencex_mi355x.csv); a GPU file of another vendor takes TensorRT-LLM, as before.
-ENGINE_VENDOR = {"trtllm": "nvidia", "atom": "amd"}
-DEFAULT_ENGINE = {"amd": "sglang"}
-VENDOR_NAMES = {"nvidia": "NVIDIA", "amd": "AMD"}
-
-
-def _engine(backend: str | None, gpu) -> str:
-    """The engine a command prices on `gpu` (a GPU object): --backend where given, refused on a GPU its
-    software does not run on, else the GPU vendor's default."""
-    from llm_codesign.spec.engines import engine_names, get_engine
-
-    if backend is None:
-        return DEFAULT_ENGINE.get(gpu.vendor, "trtllm")
-    e = get_engine(backend)
-    if ENGINE_VENDOR.get(e.name, gpu.vendor) != gpu.vendor and gpu.vendor in ENGINE_VENDOR.values():
-        ok = [n for n in engine_names() if ENGINE_VENDOR.get(n, gpu.vendor) == gpu.vendor]
-        raise InputError("backend", backend, f"an engine that runs on {gpu.name} ({e.title} runs on {VENDOR_NAMES[ENGINE_VENDOR[e.name]]} "
-                         f"GPUs only): {', '.join(ok)}")
-    return e.name
-
-
 def _model(ref):
     from llm_codesign.spec.registry import get_model
 
@@ -387,7 +363,7 @@ def _deployment(m, gpu, gpus_, *, tp, pp, ep, moe_tp, attention_dp, kvp, weight_
 
     g = _gpu(gpu)
     return deployment(m, gpu=g, num_gpus=gpus_, tp=tp, pp=pp, ep=ep, moe_tp=moe_tp, attention_dp=attention_dp, kvp=kvp,
-                      weight_dtype=weight_dtype, activation_dtype=activation_dtype, kv_dtype=kv_dtype, engine=_engine(backend, g), spec=spec,
+                      weight_dtype=weight_dtype, activation_dtype=activation_dtype, kv_dtype=kv_dtype, engine=backend, spec=spec,
                       draft_len=draft_len, acceptance=acceptance, acceptance_rates=acceptance_rates, draft_model=draft_model,
                       max_num_tokens=max_num_tokens, cpp=cpp)
 

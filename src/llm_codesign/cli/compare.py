@@ -13,7 +13,6 @@ from llm_codesign.cli.common import (
     O_OSL,
     _console,
     _dump,
-    _engine,
     _gpu,
     _model,
     _table,
@@ -21,6 +20,7 @@ from llm_codesign.cli.common import (
     check_paths,
 )
 from llm_codesign.errors import InputError
+from llm_codesign.spec.engines import engine_for
 
 MAX_COMBINATIONS = 48  # each combination is one whole deployment search
 
@@ -44,7 +44,7 @@ def compare_rows(model_refs: list[str], gpu_refs: list[str], weight_formats: lis
         m = _model(mref)
         for gref in gpu_refs:
             g = _gpu(gref)
-            engine = _engine(backend, g)
+            engine = engine_for(g, backend).name
             cal, table = calibration_for(g, calibration), table_for(calibration, gpu=g)
             if weight_formats:
                 precs = [m.default_precision if w == m.default_precision.weight.name
@@ -163,7 +163,7 @@ def compare(
     if n > MAX_COMBINATIONS:
         raise InputError("model", model, f"at most {MAX_COMBINATIONS} model x GPU x precision combinations ({n} asked)")
     for g in gpus:  # an engine a GPU does not run, or a GPU without a price, fails before any search
-        _engine(backend, _gpu(g))
+        engine_for(_gpu(g), backend)
         if gpu_hour_price is not None:
             price_of(_gpu(g), gpu_hour_price)
     if plot_path:  # refused before the searches, not after

@@ -17,7 +17,6 @@ from llm_codesign.cli.common import (
     O_W,
     _console,
     _dump,
-    _engine,
     _gpu,
     _model,
     _precision,
@@ -27,6 +26,7 @@ from llm_codesign.cli.common import (
     check_paths,
 )
 from llm_codesign.errors import InputError
+from llm_codesign.spec.engines import engine_for
 
 O_PROXY = typer.Option(None, "--accuracy-proxy", help="Accuracy-proxy constants .toml (overrides data/accuracy/proxy.toml).")
 
@@ -115,7 +115,6 @@ def design(
     from llm_codesign.explore.design import DEFAULT_VOCAB, Slo, design_nsga2, hf_config, to_model
     from llm_codesign.explore.design import design as run
     from llm_codesign.outputs import check_writable, write_all, write_text
-    from llm_codesign.spec.engines import get_engine
     from llm_codesign.spec.validation import as_float
 
     # every option before the shape grid (seconds) and the search (minutes)
@@ -140,7 +139,7 @@ def design(
                 {"--baseline": baseline, "--gpu": gpu, "--quality": quality_file, "--accuracy-proxy": accuracy_proxy,
                  "--calibration": calibration})
     g = _gpu(gpu)
-    eng = get_engine(_engine(backend, g))
+    eng = engine_for(g, backend)
     base = _model(baseline) if baseline else None
     if base:
         prec = _precision(base, weight_dtype, activation_dtype, kv_dtype)

@@ -31,14 +31,13 @@ from llm_codesign.cli.common import (
     _console,
     _deployment,
     _dump,
-    _engine,
     _gpu,
     _model,
     app,
     check_paths,
 )
 from llm_codesign.errors import InputError, MissingInput, parse_nested
-from llm_codesign.spec.engines import listed
+from llm_codesign.spec.engines import engine_for, listed
 
 
 def _check_out(out: str, inputs: dict, *, as_json: bool = False) -> None:
@@ -117,10 +116,10 @@ def export(
             raise InputError("cpp", cpp, "set with --concurrency only (the frontier search prices no chunked pipeline parallelism)")
     _check_out(out, {"MODEL": model, "--gpu": gpu, "--calibration": calibration}, as_json=as_json)
     m = _model(model)
-    backend = backend or _engine(None, _gpu(gpu))
+    backend = backend or engine_for(_gpu(gpu)).name
     chosen = None
     if disagg:
-        worker = _engine("trtllm" if backend == "dynamo" else backend, _gpu(gpu))
+        worker = engine_for(_gpu(gpu), "trtllm" if backend == "dynamo" else backend).name
         if worker not in dynamo_workers():
             *rest, last = dynamo_workers()
             raise InputError("backend", worker, f"{', '.join(rest)} or {last} (Dynamo's worker engine)")
@@ -295,7 +294,7 @@ def import_(
     from llm_codesign.spec.plan import Workload
 
     imp = read_config(text, path, engine=backend, model=model, gpu=_gpu(gpu) if gpu else None, acceptance=acceptance, acceptance_rates=rates)
-    _engine(imp.engine, imp.deployment.gpu)  # a TensorRT-LLM YAML on an AMD GPU (--gpu mi355x) runs nowhere
+    engine_for(imp.deployment.gpu, imp.engine)  # a TensorRT-LLM YAML on an AMD GPU (--gpu mi355x) runs nowhere
     conc = concurrency or imp.concurrency
     r = run(imp.model, imp.deployment, Workload(isl=isl, osl=osl, concurrency=conc), calibration=calibration).to_dict()
     r["deployment"] = imp.deployment.to_dict()

@@ -7,9 +7,9 @@ from typing import Optional
 
 import typer
 
-from llm_codesign.cli.common import O_CAL, O_PREFIX, _console, _dump, _engine, _gpu, _int_list, app, check_paths, nothing_found
+from llm_codesign.cli.common import O_CAL, O_PREFIX, _console, _dump, _gpu, _int_list, app, check_paths, nothing_found
 from llm_codesign.errors import InputError
-from llm_codesign.spec.engines import engine_names
+from llm_codesign.spec.engines import engine_for, engine_names
 
 
 @app.command()
@@ -51,7 +51,7 @@ def sweep(
     # the GPUs by the engines they run: each GPU's vendor's without --backend, else every engine named, each checked to run there
     by_engines: dict[str, list[str]] = {}
     for g in names(gpu):
-        engines = [_engine(None, _gpu(g))] if backend is None else [_engine(b, _gpu(g)) for b in names(backend)]
+        engines = [engine_for(_gpu(g)).name] if backend is None else [engine_for(_gpu(g), b).name for b in names(backend)]
         by_engines.setdefault(",".join(engines), []).append(g)
     tasks = [replace(t, index=i) for i, t in enumerate(  # numbered across the groups, as one plan numbers its own
         t for engines, gpus in (by_engines or {backend or "trtllm": []}).items()

@@ -102,7 +102,7 @@ def side_by_side(r: dict, *, params: float, gpu: Gpu, cal: Calibration, prec: Pr
         frontier, evaluated = _frontier(m, gpu, cal, prec, num_gpus=num_gpus, slo=slo, engine=engine, table=table)
         out.append(col | {"shape": shape_of(m), "total_params": int(m.total_params), "active_params": int(m.active_params),
                           "at_slo": at, "frontier": frontier, "evaluated": evaluated,
-                          "lint": [f.to_dict() for f in lint(m, gpu, cal, lint_regime, prec=prec, proxy_file=proxy_file, gpus=num_gpus)]})
+                          "lint": [f.to_dict() for f in lint(m, gpu, cal, lint_regime, prec=prec, proxy_file=proxy_file, gpus=num_gpus, engine=engine)]})
     base = out[0]["at_slo"]["objective"] if out[0]["at_slo"] else None
     for c in out:
         c["gain_pct"] = 100.0 * (c["at_slo"]["objective"] / base - 1.0) if base and c["at_slo"] and c["role"] == "design" else None
@@ -121,7 +121,7 @@ def complete(r: dict, *, params: float, gpu: Gpu, cal: Calibration, prec: Precis
     vocab = baseline.vocab if baseline is not None else DEFAULT_VOCAB
     lint_regime = slo.regime if slo.regime != "long-context" else "throughput"
     for d in r["designs"]:
-        fs = lint(to_model(d, vocab), gpu, cal, lint_regime, prec=prec, proxy_file=proxy_file, gpus=num_gpus)
+        fs = lint(to_model(d, vocab), gpu, cal, lint_regime, prec=prec, proxy_file=proxy_file, gpus=num_gpus, engine=engine)
         d["lint"] = {"errors": sum(f.severity == "error" for f in fs), "warnings": sum(f.severity == "warning" for f in fs),
                      "top": fs[0].message if fs else None}
     r = design_rows(r, gpu=gpu, prec=prec, engine=engine.name, baseline=baseline, table=table)

@@ -14,7 +14,7 @@ from llm_codesign.cost.ffns import EXPERT_GEMMS, distinct_experts
 from llm_codesign.cost.ops import Batch, layer_ops, step_time
 from llm_codesign.errors import InputError
 from llm_codesign.serve.aggregated import Serving, decode_step, evaluate
-from llm_codesign.spec.engines import TRTLLM
+from llm_codesign.spec.engines import Engine, engine_for
 from llm_codesign.spec.hardware import Gpu
 from llm_codesign.spec.kinds import GQA, MLA, DenseFfn, GatedDeltaNet, Mamba2, MoE, NoFfn, NoMixer
 from llm_codesign.spec.model import Layer, ModelSpec
@@ -77,12 +77,12 @@ def _load(model: ModelSpec, regime: str) -> tuple[int, int, int]:
     return seqs, isl, osl
 
 
-def _time(model: ModelSpec, gpu, cal, prec, plan: Plan, *, regime: str) -> float:
+def _time(model: ModelSpec, gpu, cal, prec, plan: Plan, *, regime: str, engine: Engine) -> float:
     """The regime's objective as a time, in seconds, of `model` at `plan` under the regime's load (_load), from
     the figures `estimate` prints: GPU time per output token (1 / output tokens/s per GPU) in the throughput
     regime, TPOT in the others; inf where the deployment serves nothing (R2 and R6 then say nothing)."""
     seqs, isl, osl = _load(model, regime)
-    r = evaluate(model, Serving(gpu=gpu, prec=prec, plan=plan), cal=cal, concurrency=seqs, isl=isl, osl=osl)
+    r = evaluate(model, Serving(gpu=gpu, prec=prec, plan=plan, engine=engine), cal=cal, concurrency=seqs, isl=isl, osl=osl)
     x = float(np.ravel(r["output_tok_s_per_gpu"])[0]) if regime == "throughput" else 1.0 / float(np.ravel(r["tpot_s"])[0])
     return 1.0 / x if math.isfinite(x) and x > 0 else math.inf
 
@@ -117,12 +117,13 @@ def _at(model: ModelSpec, plan: Plan, regime: str) -> str:
 
 
 def lint(model: ModelSpec, gpu: Gpu, cal: Calibration, regime: str = "throughput", *, prec: Precision | None = None,
-         proxy_file: str | None = None, gpus: int | None = None) -> list[Finding]:
+         proxy_file: str | None = None, gpus: int | None = None, engine: Engine | None = None) -> list[Finding]:
     """The shape's findings at `regime`, each priced on deployments of at most `gpus` GPUs (a design's budget: TP, and
-    TP x PP for R6, within it); None: a node's TP8 and PP up to 8 on top of it."""
+    TP x PP for R6, within it); None: a node's TP8 and PP up to 8 on top of it. `engine` serves them; None: the GPU
+    vendor's (spec.engines.engine_for), so an MI355X's findings are SGLang's, not TensorRT-LLM's."""
     if regime not in REGIMES:
         raise InputError("regime", regime, "one of: " + ", ".join(REGIMES))
-    prec = prec or model.default_precision
+    prec, engine = prec or model.default_precision, engine or engine_for(gpu)
     most = 64 if gpus is None else gpus
     tp = _tp_for(model, gpu, most)
     moe = next((layer.ffn for layer, _ in model.groups if isinstance(layer.ffn, MoE)), None)
@@ -132,12 +133,12 @@ def lint(model: ModelSpec, gpu: Gpu, cal: Calibration, regime: str = "throughput
     b = _batch(regime)
     out: list[Finding] = []
     out += _memory_bound_gemm(model, gpu, cal, prec, sh, b=b, regime=regime)
-    out += _tile_alignment(model, gpu, cal, prec, sh, tp=tp, regime=regime)
-    out += _width_vs_depth(model, gpu, cal, prec, tp, proxy_file=proxy_file)
+    out += _tile_alignment(model, gpu, cal, prec, sh, tp=tp, regime=regime, engine=engine)
+    out += _width_vs_depth(model, gpu, cal, prec, tp, proxy_file=proxy_file, engine=engine)
     out += _quantization_readiness(model)
     out += _moe_shape(model, gpu, cal, prec, sh)
-    out += _pipeline_regularity(model, gpu, cal, prec, sh, b=b, regime=regime, gpus=most)
-    out += _parallel_readiness(model, gpu, cal, prec, gpus=most)
+    out += _pipeline_regularity(model, gpu, cal, prec, sh, b=b, regime=regime, gpus=most, engine=engine)
+    out += _parallel_readiness(model, gpu, cal, prec, gpus=most, engine=engine)
     out += _trust_region(model, prec, proxy_file=proxy_file)
     return sorted(out, key=lambda f: (-SEVERITY_ORDER[f.severity], -f.cost_pct))
 
@@ -207,7 +208,7 @@ def full_rate_width(gpu: Gpu, prec: Precision) -> tuple[int, tuple[int, int, int
     return tile[1], tile, mm
 
 
-def _tile_alignment(model, gpu, cal, prec, sh, *, tp, regime):
+def _tile_alignment(model, gpu, cal, prec, sh, *, tp, regime, engine):
     """R2: widths per GPU off the 128 and 256 grids, each priced at the deployment in the regime's objective (_time,
     as `estimate` prints it) against its aligned neighbours at equal FLOPs: their times interpolated to its width,
     so what the neighbours' own sizes and waves cost stays out of the figure and only the padded tail's is left;
@@ -217,7 +218,7 @@ def _tile_alignment(model, gpu, cal, prec, sh, *, tp, regime):
     inter = sorted({layer.ffn.inter for layer, _ in model.groups if isinstance(layer.ffn, DenseFfn)})
     eint = sorted({layer.ffn.expert_inter for layer, _ in model.groups if isinstance(layer.ffn, MoE)})
     dims += [("inter", d, tp) for d in inter[:1]] + [("expert_inter", d, int(np.asarray(sh.moe_tp))) for d in eint[:1]]
-    t0 = _time(model, gpu, cal, prec, sh, regime=regime)
+    t0 = _time(model, gpu, cal, prec, sh, regime=regime, engine=engine)
     width, tile, mm = full_rate_width(gpu, prec)
     rate = f"{gpu.name}'s {mm.upper()} tiles run at their full rate from {width} wide ({tile[0]}x{tile[1]}" + (", 2-CTA)" if tile[2] > 1 else ")")
     for what, d, shard in dims:
@@ -228,7 +229,7 @@ def _tile_alignment(model, gpu, cal, prec, sh, *, tp, regime):
             continue
         step = unit * shard
         lo, hi = d // step * step, (d // step + 1) * step
-        t_lo, t_hi = (_time(_with_dim(model, what, x), gpu, cal, prec, sh, regime=regime) for x in (lo, hi))
+        t_lo, t_hi = (_time(_with_dim(model, what, x), gpu, cal, prec, sh, regime=regime, engine=engine) for x in (lo, hi))
         if not math.isfinite(t0 + t_lo + t_hi):
             continue
         t_eq = t_lo + (t_hi - t_lo) * (d - lo) / (hi - lo)  # an aligned width of d's FLOPs
@@ -278,14 +279,14 @@ def _wider(model: ModelSpec, *, tp: int, hidden: int, layers: int, scale: float)
     return replace(model, hidden=hidden, groups=tuple(groups))
 
 
-def _width_vs_depth(model, gpu, cal, prec, tp, *, proxy_file=None):
+def _width_vs_depth(model, gpu, cal, prec, tp, *, proxy_file=None, engine):
     """R3: what depth costs at batch 1 and an equal-parameter wider variant, judged as design would."""
     L, h = model.num_layers, model.hidden
     aspect = h / L
     if L < 16:
         return []
     plan = Plan(tp=tp, ep=1, moe_tp=tp if model.is_moe else 1)
-    base = evaluate(model, Serving(gpu=gpu, prec=prec, plan=plan), cal=cal, concurrency=1, isl=1024, osl=256)
+    base = evaluate(model, Serving(gpu=gpu, prec=prec, plan=plan, engine=engine), cal=cal, concurrency=1, isl=1024, osl=256)
     # equal-parameter wider variant: 3/4 of the layers, width scaled by sqrt(4/3) and re-aligned
     L2 = max(int(round(L * 0.75)), 1)
     scale = math.sqrt(L / L2)
@@ -296,7 +297,7 @@ def _width_vs_depth(model, gpu, cal, prec, tp, *, proxy_file=None):
     wide = _wider(model, tp=tp, hidden=h2, layers=L2, scale=scale)
     if int(validity(wide, gpu, plan, tp)) >= 0:
         return []
-    w = evaluate(wide, Serving(gpu=gpu, prec=prec, plan=plan), cal=cal, concurrency=1, isl=1024, osl=256)
+    w = evaluate(wide, Serving(gpu=gpu, prec=prec, plan=plan, engine=engine), cal=cal, concurrency=1, isl=1024, osl=256)
     t0, t1 = float(np.ravel(base["tpot_s"])[0]), float(np.ravel(w["tpot_s"])[0])
     # one all-reduce per attention or mixer half and per FFN half (Nemotron-H layers have only one)
     halves = sum(n * ((not isinstance(layer.attn, NoMixer)) + (not isinstance(layer.ffn, NoFfn))) for layer, n in model.groups)
@@ -304,7 +305,7 @@ def _width_vs_depth(model, gpu, cal, prec, tp, *, proxy_file=None):
     # context): each layer operator's fixed part (its time beyond the larger of its compute and memory
     # times: launch and prologue costs) and its collectives whole (latency-bound at one token); the
     # LM head and pipeline hand-offs do not grow with depth. A part of the step, so never above TPOT.
-    _, _, ops = decode_step(model, gpu, prec, plan.broadcast(), costs=TRTLLM.costs(cal), b=1.0, ctx=1024 + 256 / 2.0, k=0.0, spec=None)
+    _, _, ops = decode_step(model, gpu, prec, plan.broadcast(), costs=engine.costs(cal), b=1.0, ctx=1024 + 256 / 2.0, k=0.0, spec=None)
     floor = sum(float(np.sum((op.time if op.kind == "comm" else op.time - np.maximum(op.t_compute, op.t_memory)) * op.count))
                 for op in ops if op.part not in ("lm_head", "pipeline"))
     gain = 100.0 * (t0 / t1 - 1.0)
@@ -466,7 +467,7 @@ def _balanced(model: ModelSpec, pp: int) -> ModelSpec | None:
     return replace(model, layout=stage * pp)
 
 
-def _stage_costs(model, gpu, cal, prec, sh, *, regime, pps) -> list[tuple]:
+def _stage_costs(model, gpu, cal, prec, sh, *, regime, pps, engine) -> list[tuple]:
     """R6's comparisons, one per PP of `pps` that has one: (cost %, pp, the shape's time, the neighbour's layers,
     its time, every neighbour priced as (layers, time))."""
     L = model.num_layers
@@ -478,25 +479,25 @@ def _stage_costs(model, gpu, cal, prec, sh, *, regime, pps) -> list[tuple]:
         even = None if L % pp else _balanced(model, pp)
         if L % pp == 0 and even is None:
             continue  # every stage holds the same layers: nothing to compare
-        t = _time(model, gpu, cal, prec, plan, regime=regime)
+        t = _time(model, gpu, cal, prec, plan, regime=regime, engine=engine)
         if L % pp:
             # the nearest count PP divides (the cheaper per layer of two as near), compared per layer: the shapes differ in depth
             near = [n for n in (L // pp * pp, (L // pp + 1) * pp) if n >= pp]
-            priced = [(n, _time(_with_layers(model, n), gpu, cal, prec, plan, regime=regime)) for n in near]
+            priced = [(n, _time(_with_layers(model, n), gpu, cal, prec, plan, regime=regime, engine=engine)) for n in near]
             priced = [(n, x) for n, x in priced if math.isfinite(x)]
             if not (priced and math.isfinite(t)):
                 continue
             n, tn = min(priced, key=lambda x: (abs(x[0] - L), (t / L) / (x[1] / x[0])))
             costs.append((100.0 * ((t / L) / (tn / n) - 1.0), pp, t, n, tn, priced))
         else:
-            tn = _time(even, gpu, cal, prec, plan, regime=regime)
+            tn = _time(even, gpu, cal, prec, plan, regime=regime, engine=engine)
             if not math.isfinite(t + tn):
                 continue
             costs.append((100.0 * (t / tn - 1.0), pp, t, L, tn, [(L, tn)]))
     return costs
 
 
-def _pipeline_regularity(model, gpu, cal, prec, sh, *, b, regime, gpus):
+def _pipeline_regularity(model, gpu, cal, prec, sh, *, b, regime, gpus, engine):
     """R6: a layer count PP does not divide, and kinds of layer stages do not share evenly, priced as `estimate`
     prices the deployment (the stage split, the slowest stage, the micro-batches): the regime's objective (_time)
     per layer against the nearest layer count PP divides, or against the same layers balanced per stage."""
@@ -505,7 +506,7 @@ def _pipeline_regularity(model, gpu, cal, prec, sh, *, b, regime, gpus):
     pps = [p for p in (2, 4, 8) if p * int(sh.tp) <= gpus]  # the pipelines the GPU budget holds at lint's TP
     if not pps:
         return out
-    costs = _stage_costs(model, gpu, cal, prec, sh, regime=regime, pps=pps)
+    costs = _stage_costs(model, gpu, cal, prec, sh, regime=regime, pps=pps, engine=engine)
     uneven = [p for p in pps if L % p and p <= L]
     if costs:
         pct, pp, t, n, tn, priced = max(costs, key=lambda c: c[0])
@@ -541,7 +542,7 @@ def _pipeline_regularity(model, gpu, cal, prec, sh, *, b, regime, gpus):
     return out
 
 
-def _parallel_readiness(model, gpu, cal, prec, *, gpus):
+def _parallel_readiness(model, gpu, cal, prec, *, gpus, engine):
     """R7: heads and KV heads TP (of 2, 4, 8 within `gpus`) does not split, and Helix against TP8 for long-context
     decode where `gpus` holds 8."""
     out = []
@@ -575,10 +576,10 @@ def _parallel_readiness(model, gpu, cal, prec, *, gpus):
             # Helix's gain is the cache: each GPU holds 1/KVP of every sequence, so 8 GPUs hold more long
             # sequences and read less per step; its price, the attention weights TP no longer splits.
             # Both priced: one request's TPOT, and decode tokens/s per GPU with each plan's KV cache full
-            icl = TRTLLM.costs(cal)
+            icl = engine.costs(cal)
             res = []
             for plan in (base_plan, helix):
-                r = evaluate(model, Serving(gpu=gpu, prec=prec, plan=plan), cal=cal, concurrency=1, isl=ctx, osl=256)
+                r = evaluate(model, Serving(gpu=gpu, prec=prec, plan=plan, engine=engine), cal=cal, concurrency=1, isl=ctx, osl=256)
                 cap = int(np.ravel(r["max_concurrency"])[0])
                 step = float(np.ravel(decode_step(model, gpu, prec, plan.broadcast(), costs=icl, b=max(cap, 1), ctx=ctx + 128, k=0.0, spec=None)[0])[0])
                 res.append((float(np.ravel(r["tpot_s"])[0]), cap, cap / step / 8.0, bool(np.all(r["fits"]))))

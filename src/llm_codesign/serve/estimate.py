@@ -15,7 +15,7 @@ from llm_codesign.serve.invariants import check_estimate
 from llm_codesign.serve.metrics import BATCH_GRID, decode_operators, evaluate
 from llm_codesign.spec.harness import DEFAULT_ARRIVAL
 from llm_codesign.spec.model import ModelSpec
-from llm_codesign.spec.plan import Deployment, Workload, check_step_budget, reason_text, validity
+from llm_codesign.spec.plan import REASONS, Deployment, Workload, check_step_budget, reason_text, validity
 from llm_codesign.spec.precision import executable
 
 GB = 1e9  # memory as the reports state it
@@ -154,7 +154,10 @@ def _power(e: dict) -> dict:
 def check(model: ModelSpec, dep: Deployment) -> None:
     code = int(validity(model, dep.gpu, dep.plan, dep.num_gpus).reshape(-1)[0])
     if code >= 0:
-        raise InputError("deployment", dep.plan.label() + f" on {dep.num_gpus} GPU{'s' if dep.num_gpus != 1 else ''}", reason_text(model, dep.gpu, code))
+        why, own = reason_text(model, dep.gpu, code), int(np.asarray(dep.plan.gpus).reshape(-1)[0])
+        if REASONS[code] == "gpus_mismatch" and dep.num_gpus % own == 0:  # `--gpus 8 --tp 4` read as two TP4 copies: one instance is priced
+            why += f"; these sizes make an instance of {own} GPU{'s' if own != 1 else ''}: --gpus {own}, or pareto or export for copies of it"
+        raise InputError("deployment", dep.plan.label() + f" on {dep.num_gpus} GPU{'s' if dep.num_gpus != 1 else ''}", why)
     check_step_budget(dep)  # a deployment read from a file, not built by spec.plan.deployment
 
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from llm_codesign.errors import InputError
-from llm_codesign.spec.engines import get_engine
+from llm_codesign.spec.engines import engine_for, get_engine
 from llm_codesign.spec.hardware import Gpu, get_gpu
 from llm_codesign.spec.harness import DEFAULT_ARRIVAL, check_arrival
 from llm_codesign.spec.kinds import DenseFfn, MoE
@@ -262,13 +262,17 @@ class Deployment:
     num_gpus: int
     plan: Plan = field(default_factory=Plan)
     precision: Precision = field(default_factory=Precision.of)
-    backend: str = "trtllm"  # the serving engine (spec/engines/)
+    backend: str | None = None  # the serving engine (spec/engines/); None: the GPU vendor's (engine_for)
     spec: SpecDecoding | None = None
     max_num_tokens: int | None = None  # step token budget; None: the engine's default on this GPU
     cpp: bool = False  # chunked pipeline parallelism for long-context prefill
     # whether a prompt is split into chunks of the step budget, as the engine's launch option states it (TensorRT-LLM's
     # enable_chunked_prefill, read by `import`); None: the engine's default (Engine.chunks_prefill, serve.aggregated.prompt_budget)
     chunked_prefill: bool | None = None
+
+    def __post_init__(self):
+        # the engine by its registry name, one that runs on this GPU (spec.engines.engine_for): TensorRT-LLM on an MI355X is refused
+        object.__setattr__(self, "backend", engine_for(self.gpu, self.backend).name)
 
     @property
     def step_tokens(self) -> int:
@@ -304,7 +308,7 @@ class Deployment:
         if chunked is not None and not isinstance(chunked, bool):
             raise InputError("chunked_prefill", chunked, "true, false or absent (the engine's default)")
         n = d.get("num_gpus") or d.get("instance_gpus") or int(plan.gpus)
-        return cls(gpu=gpu or get_gpu(d["gpu"]), num_gpus=int(n), plan=plan, precision=prec, backend=d.get("backend", "trtllm"),
+        return cls(gpu=gpu or get_gpu(d["gpu"]), num_gpus=int(n), plan=plan, precision=prec, backend=d.get("backend"),
                    spec=spec, max_num_tokens=d.get("max_num_tokens"), cpp=bool(d.get("cpp", False)),
                    chunked_prefill=chunked)
 
@@ -384,11 +388,12 @@ def spec_decoding(method: str | None, *, draft_len: int | None = None, acceptanc
 def deployment(model: ModelSpec, *, gpu: Gpu | str, num_gpus: int | None = None, tp: int | None = None, pp: int | None = None,
                ep: int | None = None, moe_tp: int | None = None, attention_dp: int | None = None, kvp: int | None = None,
                weight_dtype: str | None = None, activation_dtype: str | None = None, kv_dtype: str | None = None,
-               engine: str = "trtllm", spec: str | SpecDecoding | None = None, draft_len: int | None = None,
+               engine: str | None = None, spec: str | SpecDecoding | None = None, draft_len: int | None = None,
                acceptance: float | None = None, acceptance_rates: str | tuple | None = None, draft_model: str | None = None,
                max_num_tokens: int | None = None, cpp: bool = False) -> Deployment:
     """A Deployment from loose options, filled in as the engines do: TP takes the GPUs the other sizes
-    leave, MoE TP what EP and PP leave; precision defaults to the checkpoint's own."""
+    leave, MoE TP what EP and PP leave; precision defaults to the checkpoint's own; the engine to the GPU
+    vendor's, and one that does not run on the GPU is refused (spec.engines.engine_for)."""
     g = get_gpu(gpu) if isinstance(gpu, str) else gpu
     for name, v in (("tp", tp), ("pp", pp), ("ep", ep), ("moe_tp", moe_tp), ("attention_dp", attention_dp), ("kvp", kvp),
                     ("max_num_tokens", max_num_tokens), ("gpus", num_gpus)):
@@ -405,7 +410,7 @@ def deployment(model: ModelSpec, *, gpu: Gpu | str, num_gpus: int | None = None,
     sd = spec if isinstance(spec, SpecDecoding) else spec_decoding(spec, draft_len=draft_len, acceptance=acceptance,
                                                                    acceptance_rates=acceptance_rates, draft_model=draft_model)
     dep = Deployment(gpu=g, num_gpus=n, plan=Plan(tp_, pp_, ep_, moe_tp_, adp_, kvp_),
-                     precision=precision_for(model, weight_dtype, activation_dtype, kv_dtype), backend=get_engine(engine).name,
+                     precision=precision_for(model, weight_dtype, activation_dtype, kv_dtype), backend=engine,
                      spec=sd, max_num_tokens=max_num_tokens, cpp=cpp)
     check_step_budget(dep)
     return dep

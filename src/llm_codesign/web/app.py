@@ -22,7 +22,8 @@ package or a socket.
   (serve.aggregated.draft_model -> registry.get_model), which reads a path or fetches from the Hub.
 - `gpu`, `gpus[]`, `decode_gpu`, `what_if.base`: catalog ids; a `.toml` name (hardware.get_gpu reads a file for one)
   is refused first. `deployment.gpu` is replaced by the request's `gpu`.
-- `engine`, `deployment.backend`: one of three names (their bundled TOMLs); dtypes, `regime`,
+- `engine`, `deployment.backend`: a registered engine's name that runs on the GPU (spec.engines.engine_for), omitted:
+  the GPU vendor's; dtypes, `regime`,
   `spec`, `deployment.spec`: names looked up in fixed tables.
 - nothing else reaches a reader: the calibration is the GPU family's bundled profile, the quality and
   accuracy-proxy constants the bundled ones. DASK_SCHEDULER_ADDRESS, the operator's environment and
@@ -42,7 +43,7 @@ from pydantic import AllowInfNan, BaseModel, BeforeValidator, ConfigDict, Field,
 from pydantic_core import PydanticCustomError
 
 from llm_codesign.errors import InputError
-from llm_codesign.spec.engines import engine_names
+from llm_codesign.spec.engines import engine_for, engine_names
 
 STATIC = resources.files("llm_codesign.web") / "static"
 # at most one NVL72 rack: any count up to 72 has at most 12 divisors, so a search visits < 0.4 M plans
@@ -105,7 +106,7 @@ class PointDeployment(BaseModel):
     activation_dtype: str = Field(..., max_length=40)
     kv_dtype: str = Field(..., max_length=40)
     attn_weight_dtype: Optional[str] = Field(None, max_length=40)
-    backend: Engine = "trtllm"
+    backend: Optional[Engine] = Field(None, description="Omitted: the GPU vendor's engine.")
     spec: Optional[str] = Field(None, max_length=40)
     draft_len: Int = Field(0, ge=0, le=16)
     acceptance: Optional[Float] = Field(None, ge=1, le=17)
@@ -161,7 +162,7 @@ class EstimateRequest(ModelRef, Precisions, WhatIf, Speculation):
     moe_tp: Optional[Int] = Field(None, ge=1, le=MAX_SERVE_GPUS)
     attention_dp: Optional[Int] = Field(None, ge=1, le=MAX_SERVE_GPUS)
     kvp: Optional[Int] = Field(None, ge=1, le=MAX_SERVE_GPUS)
-    engine: Engine = "trtllm"
+    engine: Optional[Engine] = Field(None, description="Omitted: the GPU vendor's (TensorRT-LLM on NVIDIA's, SGLang on AMD's).")
     isl: Int = Field(1024, ge=1, le=MAX_TOKENS)
     osl: Int = Field(1024, ge=1, le=MAX_TOKENS)
     concurrency: Optional[Int] = Field(None, ge=1, le=1 << 20, description="Requests in flight; omit for offline max throughput.")
@@ -190,7 +191,7 @@ class DisaggRequest(ModelRef, Precisions, WhatIf, Speculation):
     decode: PoolPlan
     concurrency: list[Annotated[Int, Field(ge=1, le=1 << 20)]] = Field(
         [1, 8, 32, 128, 512], min_length=1, max_length=32, description="Requests in flight, one row each.")
-    engine: Engine = "trtllm"
+    engine: Optional[Engine] = Field(None, description="Omitted: the GPU vendor's (TensorRT-LLM on NVIDIA's, SGLang on AMD's).")
     isl: Int = Field(1024, ge=1, le=MAX_TOKENS)
     osl: Int = Field(1024, ge=1, le=MAX_TOKENS)
     max_num_tokens: Optional[Int] = Field(None, ge=1, le=MAX_TOKENS)
@@ -213,7 +214,7 @@ class ParetoRequest(ModelRef, Precisions, WhatIf, Speculation):
     moe_tp: Optional[Int] = Field(None, ge=1, le=MAX_SERVE_GPUS)
     attention_dp: Optional[Int] = Field(None, ge=1, le=MAX_SERVE_GPUS)
     kvp: Optional[Int] = Field(None, ge=1, le=MAX_SERVE_GPUS)
-    engine: Engine = "trtllm"
+    engine: Optional[Engine] = Field(None, description="Omitted: the GPU vendor's (TensorRT-LLM on NVIDIA's, SGLang on AMD's).")
     isl: Int = Field(1024, ge=1, le=MAX_TOKENS)
     osl: Int = Field(1024, ge=1, le=MAX_TOKENS)
     min_tps_user: Optional[Float] = Field(None, ge=0, le=1e7)
@@ -224,6 +225,7 @@ class ParetoRequest(ModelRef, Precisions, WhatIf, Speculation):
 class LintRequest(ModelRef, Precisions, WhatIf):
     gpu: str = Field(..., max_length=100)
     regime: Regime = "throughput"
+    engine: Optional[Engine] = Field(None, description="The engine the findings are priced on; omitted: the GPU vendor's.")
 
 
 class DesignRequest(Precisions, WhatIf):
@@ -235,7 +237,7 @@ class DesignRequest(Precisions, WhatIf):
     baseline: Optional[str] = Field(None, max_length=300)
     quality_sigmas: Float = Field(1.0, ge=0, le=10, description="Equal quality: a shape's proxy loss at most this many sigma of the "
                                   "difference above the baseline's (design's --quality-sigmas).")
-    engine: Engine = "trtllm"
+    engine: Optional[Engine] = Field(None, description="Omitted: the GPU vendor's (TensorRT-LLM on NVIDIA's, SGLang on AMD's).")
     min_tps_user: Float = Field(20.0, ge=0, le=1e7)
     max_candidates: Int = Field(500, ge=1, le=5000, description="Kept small: the page waits for the answer.")
     top: Int = Field(5, ge=1, le=20)
@@ -264,6 +266,8 @@ class GpuInfo(_Open):
     hbm_gb: float
     hbm_tb_s: float
     peak_tflops: dict[str, float]
+    engines: list[str] = Field(..., description="The engines that run on it (spec.engines.engines_on), the page's engine menu.")
+    engine: str = Field(..., description="Its vendor's engine, the one priced where a request names none.")
 
 
 class Operator(_Open):
@@ -569,21 +573,31 @@ def _estimate(req: EstimateRequest, *, hub_cache: bool = False) -> dict:
                              "as a frontier point's record carries (or `concurrency`)")
         g = _gpu(req.gpu, what_if=req.what_if)
         # typed by PointDeployment: a bad field is a 422 naming it
-        rec = {**d.model_dump(), "gpu": g.id, "concurrency_per_instance": conc}
+        rec = {**d.model_dump(), "gpu": g.id, "backend": _engine(g, d.backend, "deployment.backend"), "concurrency_per_instance": conc}
         dep = lc.Deployment.from_dict(rec, g)
         r = lc.estimate(m, dep, lc.Workload(req.isl, req.osl, req.concurrency or conc), breakdown=req.breakdown).to_dict()
         r["point_breakdown"] = point_breakdown(m, calibration_for(g, None), dep, conc, isl=req.isl, osl=req.osl)
         r["export"] = _export(m, dep, req, conc=conc, replicas=rec["replicas"],
                               predicted={k: r[k] for k in ("ttft_ms", "tpot_ms", "tok_s_per_user", "output_tok_s_per_gpu")})
         return _plain(r)
-    dep = lc.deployment(m, gpu=_gpu(req.gpu, what_if=req.what_if), num_gpus=req.num_gpus, tp=req.tp, pp=req.pp, ep=req.ep, moe_tp=req.moe_tp,
+    g = _gpu(req.gpu, what_if=req.what_if)
+    dep = lc.deployment(m, gpu=g, num_gpus=req.num_gpus, tp=req.tp, pp=req.pp, ep=req.ep, moe_tp=req.moe_tp,
                         attention_dp=req.attention_dp, kvp=req.kvp, weight_dtype=req.weight_dtype,
-                        activation_dtype=req.activation_dtype, kv_dtype=req.kv_dtype, engine=req.engine, spec=_speculation(req))
+                        activation_dtype=req.activation_dtype, kv_dtype=req.kv_dtype, engine=_engine(g, req.engine), spec=_speculation(req))
     r = lc.estimate(m, dep, lc.Workload(req.isl, req.osl, req.concurrency), breakdown=req.breakdown).to_dict()
     if req.export:  # the plan at the batch priced (offline: the batch of the most tok/s/GPU)
         r["export"] = _export(m, dep, req, conc=r["concurrency"], replicas=1,
                               predicted={k: r[k] for k in ("ttft_ms", "tpot_ms", "tok_s_per_user", "output_tok_s_per_gpu")})
     return _plain(r)
+
+
+def _engine(gpu, name: str | None, field: str = "engine") -> str:
+    """The engine priced on `gpu` (spec.engines.engine_for: the GPU vendor's where `name` is None), a refusal naming the
+    request's own field."""
+    try:
+        return engine_for(gpu, name).name
+    except InputError as e:
+        raise InputError(field, e.value, e.valid) from None
 
 
 def _speculation(req: Speculation):
@@ -616,7 +630,8 @@ def _disagg(req: DisaggRequest, *, hub_cache: bool = False) -> dict:
     m = _model(req, hub_cache=hub_cache)
     g = _gpu(req.gpu, what_if=req.what_if)
     dg = _gpu(req.decode_gpu, "decode_gpu", req.what_if) if req.decode_gpu else g
-    one = dict(precision=precision_for(m, req.weight_dtype, req.activation_dtype, req.kv_dtype), backend=req.engine,
+    # one engine on both pools' GPUs, as `disagg` resolves it
+    one = dict(precision=precision_for(m, req.weight_dtype, req.activation_dtype, req.kv_dtype), backend=_engine(dg, _engine(g, req.engine)),
                spec=_speculation(req))
     pools = []
     for name, pool, gpu, budget in (("prefill", req.prefill, g, req.max_num_tokens),
@@ -654,9 +669,10 @@ def _pareto(req: ParetoRequest, job: "_Job", *, hub_cache: bool = False) -> dict
     m = _model(req, hub_cache=hub_cache)
     spec = _speculation(req)
     series = []
-    for gpu in req.gpus:
+    for gpu in req.gpus:  # each GPU on its vendor's engine where none is named, as `pareto` runs them
         job.check()
-        f = lc.pareto(m, _gpu(gpu, "gpus", req.what_if), num_gpus=req.num_gpus, workload=lc.Workload(req.isl, req.osl), engine=req.engine,
+        g = _gpu(gpu, "gpus", req.what_if)
+        f = lc.pareto(m, g, num_gpus=req.num_gpus, workload=lc.Workload(req.isl, req.osl), engine=_engine(g, req.engine),
                       weight_dtype=req.weight_dtype, activation_dtype=req.activation_dtype, kv_dtype=req.kv_dtype,
                       tp=req.tp, pp=req.pp, ep=req.ep, moe_tp=req.moe_tp, attention_dp=req.attention_dp, kvp=req.kvp,
                       min_tps_user=req.min_tps_user, max_ttft_ms=req.max_ttft_ms, spec=spec, draft_len=req.draft_len,
@@ -677,7 +693,8 @@ def _lint(req: LintRequest, *, hub_cache: bool = False) -> dict:
     from llm_codesign.explore.lint import RULES
 
     m, g = _model(req, hub_cache=hub_cache), _gpu(req.gpu, what_if=req.what_if)
-    fs = lc.lint(m, g, regime=req.regime, weight_dtype=req.weight_dtype, activation_dtype=req.activation_dtype, kv_dtype=req.kv_dtype)
+    fs = lc.lint(m, g, regime=req.regime, weight_dtype=req.weight_dtype, activation_dtype=req.activation_dtype, kv_dtype=req.kv_dtype,
+                 engine=_engine(g, req.engine))
     return _plain({"model": m.name, "gpu": g.id, "regime": req.regime, "findings": [{**f, "rule_name": RULES[f["rule"]][0]} for f in fs]})
 
 
@@ -698,7 +715,7 @@ def _design(req: DesignRequest, job: "_Job", *, inputs, progress=None) -> dict:
     g, base = inputs
     return _plain(lc.design(req.params, g, num_gpus=req.num_gpus, regime=req.regime, moe=req.moe, baseline=base,
                             weight_dtype=req.weight_dtype, activation_dtype=req.activation_dtype, kv_dtype=req.kv_dtype,
-                            engine=req.engine, min_tps_user=req.min_tps_user, quality_sigmas=req.quality_sigmas,
+                            engine=_engine(g, req.engine), min_tps_user=req.min_tps_user, quality_sigmas=req.quality_sigmas,
                             max_candidates=req.max_candidates, top=req.top,
                             progress=step))
 
@@ -1006,9 +1023,10 @@ def create_app(allowed_hosts: list[str] | None = None, *, hub_cache: bool = Fals
 
     @app.get("/api/gpus", response_model=list[GpuInfo])
     def gpus():
+        from llm_codesign.spec.engines import engine_choices
         from llm_codesign.spec.hardware import catalog
 
-        return _plain([g.to_dict() for g in catalog().values()])
+        return _plain([g.to_dict() | engine_choices(g) for g in catalog().values()])
 
     @app.get("/api/accuracy", response_model=AccuracyReport)
     def accuracy():

@@ -7,9 +7,14 @@ from llm_codesign.spec.engines.base import (
     ENGINES,
     FUSIONS,
     MOE_KERNELS,
+    VENDOR_ENGINE,
+    VENDOR_NAMES,
     Engine,
     EngineCosts,
+    engine_choices,
+    engine_for,
     engine_names,
+    engines_on,
     get_engine,
     listed,
     register_engine,
@@ -23,5 +28,5 @@ from llm_codesign.spec.engines.sglang import SGLANG
 from llm_codesign.spec.engines.atom import ATOM
 # isort: on
 
-__all__ = ["AR_NORM_KERNELS", "ATOM", "ENGINES", "FUSIONS", "MOE_KERNELS", "SGLANG", "TRTLLM", "VLLM", "Engine", "EngineCosts", "engine_names", "get_engine",
-           "listed", "register_engine"]
+__all__ = ["AR_NORM_KERNELS", "ATOM", "ENGINES", "FUSIONS", "MOE_KERNELS", "SGLANG", "TRTLLM", "VENDOR_ENGINE", "VENDOR_NAMES", "VLLM", "Engine",
+           "EngineCosts", "engine_choices", "engine_for", "engine_names", "engines_on", "get_engine", "listed", "register_engine"]

@@ -42,6 +42,8 @@ class AtomEngine(Engine):
 
 ATOM = register_engine(AtomEngine(
     name="atom", title="ATOM",
+    # ROCm only: built on AITER, AMD's kernels for Instinct GPUs (ROCm/ATOM@ffdf3bb5 README.md:12)
+    vendors=("amd",),
     # weights, peak activations, graphs and KV cache share gpu_memory_utilization = 0.9 of the GPU (Config,
     # atom/config.py:1436; ModelRunner budget = utilization x total memory, model_runner.py:1603-1604);
     # KV blocks are appended as tokens arrive (BlockManager.may_append), so a sequence holds ISL + OSL/2

@@ -106,6 +106,9 @@ class Engine(ABC):
     # without attention DP, rather than kept whole on every GPU
     eh_proj_tp: bool
     aliases: tuple[str, ...] = ()  # other spellings get_engine accepts (lower case)
+    # the GPU vendors (VENDOR_NAMES) its software ships for: engine_for refuses it on another's GPU. vLLM and SGLang
+    # build for CUDA and ROCm; an engine's module narrows it
+    vendors: tuple[str, ...] = ("nvidia", "amd")
     # GPU families where its GQA decode runs FlashAttention-3's paged split-KV kernel, priced by that kernel's
     # tile and split rules (cost.kernels.runs_fa3_decode) rather than TensorRT-LLM's times a factor
     fa3_decode: tuple[str, ...] = ()
@@ -312,6 +315,12 @@ def _without(engine: Engine, fusion: str) -> Engine:
     return replace(engine, fusions=tuple(f for f in engine.fusions if f != fusion))
 
 
+# the GPU vendors (Gpu.vendor) engines ship for, as messages name them
+VENDOR_NAMES = {"nvidia": "NVIDIA", "amd": "AMD"}
+# Each vendor's engine where none is named: TensorRT-LLM, the reference, on NVIDIA's; SGLang on AMD's, the engine of
+# 238 of the 326 bundled MI355X runs (data/measurements/serving_inferencex_mi355x.csv; ATOM's the other 88). A GPU
+# of another vendor (a GPU file's) takes the reference, and any engine is priced on it.
+VENDOR_ENGINE = {"nvidia": "trtllm", "amd": "sglang"}
 ENGINES: dict[str, Engine] = {}  # name -> engine, in the order registered
 _ALIASES: dict[str, str] = {}
 
@@ -329,6 +338,8 @@ def register_engine(engine: Engine) -> Engine:
     unknown = [f for f in engine.fusions if f not in FUSIONS]
     if unknown:
         raise ValueError(f"engine {engine.name!r}: fusions {unknown} are none of {FUSIONS}")
+    if not engine.vendors or set(engine.vendors) - set(VENDOR_NAMES):
+        raise ValueError(f"engine {engine.name!r}: vendors {engine.vendors} are not among {tuple(VENDOR_NAMES)}")
     ENGINES[engine.name] = engine
     _ALIASES.update(dict.fromkeys(engine.aliases, engine.name))
     return engine
@@ -352,3 +363,29 @@ def get_engine(name: str) -> Engine:
     if key not in ENGINES:
         raise InputError("backend", name, "one of: " + ", ".join(ENGINES))
     return ENGINES[key]
+
+
+def engines_on(gpu) -> tuple[str, ...]:
+    """The registered engines that run on `gpu` (a Gpu), in registration order: those shipping for its vendor
+    (Engine.vendors), every one on a GPU of another vendor."""
+    return tuple(n for n, e in ENGINES.items() if gpu.vendor not in VENDOR_NAMES or gpu.vendor in e.vendors)
+
+
+def engine_choices(gpu) -> dict:
+    """What runs on `gpu` as `gpus --json` and the page's /api/gpus list it: the engines (engines_on) and the one
+    priced where none is named."""
+    return {"engines": list(engines_on(gpu)), "engine": engine_for(gpu).name}
+
+
+def engine_for(gpu, backend: str | None = None) -> Engine:
+    """The engine priced on `gpu` (a Gpu): `backend` (get_engine's names) where given, refused in one line naming
+    the engines that run there where its software does not ship for the GPU's vendor (Engine.vendors); else the
+    vendor's (VENDOR_ENGINE). The one rule the CLI, the API, the page and lint share."""
+    if backend is None:
+        return get_engine(VENDOR_ENGINE.get(gpu.vendor, "trtllm"))
+    e = get_engine(backend)
+    if gpu.vendor in VENDOR_NAMES and gpu.vendor not in e.vendors:
+        only = " or ".join(VENDOR_NAMES[v] for v in e.vendors)
+        raise InputError("backend", backend, f"an engine that runs on {gpu.name} ({e.title} runs on {only} GPUs only): "
+                                             + ", ".join(engines_on(gpu)))
+    return e

@@ -92,6 +92,8 @@ class TensorRTLLMEngine(Engine):
 
 TRTLLM = register_engine(TensorRTLLMEngine(
     name="trtllm", title="TensorRT-LLM", aliases=("tensorrt-llm", "tensorrt_llm", "trt-llm"),
+    # CUDA only: "to perform inference efficiently on NVIDIA GPUs" (NVIDIA/TensorRT-LLM README.md)
+    vendors=("nvidia",),
     # free_gpu_memory_fraction = 0.9 of the memory left after weights and activations (KvCacheConfig
     # docs); its GUARANTEED_NO_EVICT scheduler admits a request only with ISL + OSL reserved
     # (SchedulerConfig docs), so a running sequence holds its whole OSL

@@ -17,7 +17,8 @@ const IDENTITY = ["model", "config", "num_gpus", "wi_on", "wi_base", "wi_id", ..
 const CUSTOM = "custom config (pasted)";
 let last = null;  // the last frontier: {req, series, plot, handle, sel}
 let view = {sel: null, priced: false};  // the chosen point and whether a plan was priced, for the permalink
-let GPUS = {};  // the catalog by id, for the what-if form's base figures
+let GPUS = {};  // the catalog by id, for the what-if form's base figures and the engines each runs
+let enginePicked = false;  // whether the engine menu was chosen (by hand or a link), else it follows the GPUs' vendor
 let bundledModel = "llama-3.1-8b";  // the dropdown's model while a pasted config stands in for it
 
 function el(tag, text, cls) {
@@ -86,10 +87,12 @@ function readForm() {
 }
 
 function writeForm(s) {
-  for (const f of FIELDS) if (s[f] !== undefined && s[f] !== null && f !== "model") $(f).value = s[f];
+  for (const f of FIELDS) if (s[f] !== undefined && s[f] !== null && f !== "model" && f !== "engine") $(f).value = s[f];
   if (s.model) bundledModel = s.model;
   if (s.gpus) for (const c of document.querySelectorAll("#gpus input")) c.checked = s.gpus.includes(c.value);
   $("wi_on").checked = s.wi_on === "1";
+  enginePicked = Boolean(s.engine);
+  syncEngines(s.engine);  // the menu of these GPUs first, then the link's engine where one of them runs it
   if ($("wi_on").checked) $("what-if").open = true;
   syncModel();
   syncMode();
@@ -181,6 +184,19 @@ function whatIf(s) {
 }
 
 // the base GPU's figures in the form's units
+// The engine menu: the engines that run on every GPU checked (and the what-if GPU's base), as /api/gpus lists them
+// (spec.engines.engines_on); until one is picked, the first GPU's vendor's (TensorRT-LLM on NVIDIA's, SGLang on AMD's).
+function syncEngines(want) {
+  const ids = [...document.querySelectorAll("#gpus input:checked")].map((c) => c.value);
+  if ($("wi_on").checked) ids.push($("wi_base").value);
+  const gs = ids.map((id) => GPUS[id]).filter((g) => g);
+  if (!gs.length) return;  // no GPU chosen: the menu stays, and the search says to choose one
+  const ok = gs[0].engines.filter((e) => gs.every((g) => g.engines.includes(e)));
+  const keep = want || $("engine").value;
+  $("engine").replaceChildren(...ok.map((e) => el("option", e)));
+  $("engine").value = enginePicked && ok.includes(keep) ? keep : ok.includes(gs[0].engine) ? gs[0].engine : ok[0];
+}
+
 function fillWhatIf(id) {
   const g = GPUS[id];
   if (!g) return;
@@ -382,7 +398,7 @@ function exportBox(x, id) {
 }
 
 async function runLint(s, req) {
-  const r = await api("/api/lint", {...modelRef(s), ...dtypes(s), gpu: req.gpus[0], regime: s.regime,
+  const r = await api("/api/lint", {...modelRef(s), ...dtypes(s), gpu: req.gpus[0], regime: s.regime, engine: req.engine,
                                     ...(req.what_if ? {what_if: req.what_if} : {})});
   const box = $("lint");
   box.className = "";
@@ -641,12 +657,15 @@ async function init() {
     }
     $("wi_base").value = "h200";
     fillWhatIf("h200");
+    syncEngines();
   } catch (e) { showError(e.message); return; }
   $("form").addEventListener("submit", (ev) => { ev.preventDefault(); runFrontier(null); });
   $("run-design").addEventListener("click", runDesign);
   $("run-price").addEventListener("click", runPrice);
   $("p_mode").addEventListener("change", syncMode);
   $("wi_base").addEventListener("change", () => fillWhatIf($("wi_base").value));
+  $("engine").addEventListener("change", () => { enginePicked = true; });
+  $("form").addEventListener("change", (ev) => { if (ev.target.name === "gpu" || ev.target.id === "wi_on" || ev.target.id === "wi_base") syncEngines(); });
   $("model").addEventListener("change", () => {
     if ($("model").value) { bundledModel = $("model").value; $("config").value = ""; }  // a bundled model chosen: the pasted config goes
     syncModel();
