@@ -95,8 +95,12 @@ STRUCTURAL_ZEROS = {("adp_wait_steps", name) for name, e in ENGINES.items() if n
 # the loss is flat (0.065-0.066) from 0.1 to 5 us and from 0 to 2 us, its request overhead trading 8.3 -> 3.5 ms against them
 # TensorRT-LLM's wait before a prefill: with its prompts scheduled whole (chunked prefill off) the fit puts it on its
 # 3-step top, standing for the clean sample's DeepSeek-R1 queue from 64 requests that no recorded setting explains
-# (docs/modelling-notes.md#trtllm-dsr1-queue): held at its overlap scheduler's 1.5 rather than swallow that
-DOCUMENTED = {("eager_launch_s", "atom"), ("eager_skew_s", "atom"), ("ttft_wait_steps", "trtllm")}
+# (docs/modelling-notes.md#trtllm-dsr1-queue): held at its overlap scheduler's 1.5 rather than swallow that.
+# vLLM's and SGLang's too (2026-12-05): once prompts got only the budget their decodes leave, the fit put both on the
+# search's 0.5 floor, below the 1-2 steps their loops allow (default.toml); held at 1.5 the fit's loss is lower (0.1062
+# against 0.1068 with them free, four passes each from the same start)
+DOCUMENTED = {("eager_launch_s", "atom"), ("eager_skew_s", "atom"), ("ttft_wait_steps", "trtllm"), ("ttft_wait_steps", "vllm"),
+              ("ttft_wait_steps", "sglang")}
 NOT_FITTED = STRUCTURAL_ZEROS | DOCUMENTED
 # serving search: two cycles on the smooth loss from log steps of 1 and 0.5, then median cycles from a step of
 # 0.5 until one gains under POLISH_GAIN (at most POLISH_CYCLES); see fit_serving
@@ -359,7 +363,9 @@ def held_out(rows: list[dict], models: list[str]) -> list[dict]:
 # rows, and `calibrate` refuses it as it refuses a kernel efficiency on its bound.
 # The host step's lower end too: an engine whose overlap scheduler hides its host work (SGLang's) leaves the GPU none
 # to wait for, and the search's 10 us stands for that. No spread of the eager launch over a stage's ranks (every rank alike).
-SERVING_NATURAL_LIMITS = {("adp_wait_steps", "lo"), ("prefill_queue_fraction", "lo"), ("prefill_queue_fraction", "hi"), ("seq_overhead_s", "lo"),
+# The attention-DP hold's top: TensorRT-LLM holds a context request at most timeout_iters iterations, 60 in the InferenceX
+# scripts that turn the balancing on (default.toml [default.adp_wait_steps]), the runs whose hold it is.
+SERVING_NATURAL_LIMITS = {("adp_wait_steps", "lo"), ("adp_wait_steps", "hi"), ("prefill_queue_fraction", "lo"), ("prefill_queue_fraction", "hi"), ("seq_overhead_s", "lo"),
                           ("step_overhead_s", "lo"), ("eager_skew_s", "lo")}
 
 
