@@ -311,14 +311,15 @@ def collective_time(op: str, nbytes, n, gpu: Gpu, cal: Calibration, *, engine: E
     # an engine's own all-reduce inside one scale-up domain, NCCL elsewhere: where it runs at every
     # element (a search's decode steps), NCCL is not priced
     own = engine.own_allreduce(nbytes, n, gpu.family) & inside if op == "all_reduce" and engine is not None else None
-    if own is not None:
-        custom = _custom_all_reduce(nbytes, n, gpu, cal, oneshot=engine.oneshot_limit(n, gpu.family)) + _own_barriers(engine, cal, norm_fused)
+    def custom():
+        return _custom_all_reduce(nbytes, n, gpu, cal, oneshot=engine.oneshot_limit(n, gpu.family)) + _own_barriers(engine, cal, norm_fused)
+
     if own is not None and own.all():
-        t = custom
+        t = custom()
     else:
         t = _nccl_time(op, nbytes, n, gpu, cal, inside=inside)
         if own is not None and own.any():
-            t = np.where(own, custom, t)
+            t = np.where(own, custom(), t)
     if count < live.size:
         return np.where(live, t, 0.0)
     return t if np.shape(t) == live.shape else np.broadcast_to(t, live.shape)
