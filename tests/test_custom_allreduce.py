@@ -42,12 +42,14 @@ def test_engine_limits_and_the_faster_kernel():
     # no engine: NCCL, as the kernel tables measured
     assert float(collective_time("all_reduce", 16 * KIB, 8, g, cal)) > float(collective_time("all_reduce", 16 * KIB, 8, g, cal, engine=v))
     # a step pays the faster kernel: at 256 KiB over 4 GPUs one-shot 5 + 3 x 256 KiB / bw = 6.25 us (two-shot
-    # 8.62 us); at 1 MiB over 8 two-shot 8 + 1.75 x 1 MiB / bw = 10.91 us (one-shot 16.65 us), for both engines,
-    # vLLM's with its two 1 us barriers on either kernel
+    # 8.62 us); at 1 MiB over 8 two-shot 8 + 1.75 x 1 MiB / bw = 10.91 us (one-shot 16.65 us), vLLM's with its two 1 us
+    # barriers on either kernel, TensorRT-LLM's on Hopper (its Blackwell table keeps the one-shot there:
+    # test_trtllm_blackwell_keeps_its_one_shot)
     assert float(collective_time("all_reduce", 256 * KIB, 4, g, cal, engine=v)) == pytest.approx(5e-6 + 2e-6 + 3 * 262144 / bw, rel=1e-9)
-    for e, barriers in ((v, 2e-6), (t, 0.0)):
-        assert float(collective_time("all_reduce", 1 * MIB, 8, g, cal, engine=e)) == pytest.approx(8e-6 + barriers + 1.75 * MIB / bw,
-                                                                                                  rel=1e-9)
+    for e, barriers, gpu in ((v, 2e-6, g), (t, 0.0, get_gpu("h100"))):
+        link = gpu.scale_up_bandwidth_bytes_per_s * 0.7  # H100: 450 GB/s
+        assert float(collective_time("all_reduce", 1 * MIB, 8, gpu, cal, engine=e)) == pytest.approx(8e-6 + barriers + 1.75 * MIB / link,
+                                                                                                    rel=1e-9)
     # so the time never falls as the message grows inside the engines' buffers
     sizes = np.linspace(1 * KIB, 8 * MIB - 16, 4000)
     for e in (v, t):
@@ -62,6 +64,33 @@ def test_engine_limits_and_the_faster_kernel():
     assert not own["trtllm"](16 * KIB, 2, l40.family)
     # other collectives stay NCCL's
     assert float(collective_time("all_gather", 16 * KIB, 8, g, cal, engine=v)) == float(collective_time("all_gather", 16 * KIB, 8, g, cal))
+
+
+def test_trtllm_blackwell_keeps_its_one_shot():
+    """TensorRT-LLM's Blackwell strategy table (AllReduceBestStrategyTableSM100) keeps its one-shot kernel up to 16 MiB
+    gathered from the group, 128 tokens of hidden 8192 at TP8, where the faster-of-two rule priced its two-shot: Llama-3.1-70B
+    decoding 64 / 128 sequences at TP8 lacked 1.1 / 2.4 ms a step (160 all-reduces) on the clean sample's B200 runs.
+    Hand values at default.toml's documented 5 us latency, 8 us two-shot, 900 GB/s x 0.7."""
+    g, cal, t = get_gpu("b200"), documented("blackwell"), get_engine("trtllm")
+    bw = 9e11 * 0.7
+    ar = lambda nbytes, n, gpu=g: float(collective_time("all_reduce", nbytes, n, gpu, cal, engine=t))  # noqa: E731
+    # 64 tokens x 8,192 x 2 B = 1 MiB over 8: one-shot 5 + 7 x 1 MiB / bw = 16.65 us (aiconfigurator times 17.8 us); the
+    # two-shot's 10.91 us is not what runs
+    assert ar(1 * MIB, 8) == pytest.approx(5e-6 + 7 * MIB / bw, rel=1e-9) == pytest.approx(16.650e-6, abs=1e-9)
+    # 128 tokens, 2 MiB, the table's last one-shot bucket at TP8: 5 + 7 x 2 MiB / bw = 28.30 us (aiconfigurator: 30.4 us)
+    assert ar(2 * MIB, 8) == pytest.approx(28.302e-6, abs=1e-9)
+    # past it (256 tokens: TWOSHOT, then NCCL) the faster of the two, never below the one-shot at the limit: two-shot
+    # 8 + 1.75 x 4 MiB / bw = 19.65 us, so 28.30 us; 7 MiB: two-shot 8 + 1.75 x 7 MiB / bw = 28.39 us
+    assert ar(4 * MIB, 8) == pytest.approx(28.302e-6, abs=1e-9)
+    assert ar(7 * MIB, 8) == pytest.approx(8e-6 + 1.75 * 7 * MIB / bw, rel=1e-9)
+    # the limit is 16 MiB gathered: 4 MiB at TP4 (one-shot 5 + 3 x 4 MiB / bw = 24.97 us, two-shot 18.0 us), 8 MiB at TP2
+    assert ar(4 * MIB, 4) == pytest.approx(5e-6 + 3 * 4 * MIB / bw, rel=1e-9)
+    assert ar(8 * MIB, 2) == pytest.approx(5e-6 + 8 * MIB / bw, rel=1e-9)
+    # Hopper's table (SM90) switches elsewhere: the faster of the two there (450 GB/s NVLink: two-shot 13.83 us, one-shot
+    # 28.30 us), as vLLM's everywhere
+    assert ar(1 * MIB, 8, get_gpu("h100")) == pytest.approx(8e-6 + 1.75 * MIB / (4.5e11 * 0.7), rel=1e-9)
+    assert t.oneshot_limit(np.array([1.0, 2.0, 8.0, 16.0]), "blackwell").tolist() == [0.0, 8 * MIB, 2 * MIB, 0.0]
+    assert get_engine("vllm").oneshot_limit(8.0, "blackwell") == 0.0
 
 
 def test_trtllm_mnnvl_all_reduce_on_nvl72():

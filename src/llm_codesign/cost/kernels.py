@@ -311,12 +311,15 @@ def collective_time(op: str, nbytes, n, gpu: Gpu, cal: Calibration, *, engine: E
     # an engine's own all-reduce inside one scale-up domain, NCCL elsewhere: where it runs at every
     # element (a search's decode steps), NCCL is not priced
     own = engine.own_allreduce(nbytes, n, gpu.family) & inside if op == "all_reduce" and engine is not None else None
+    def custom():
+        return _custom_all_reduce(nbytes, n, gpu, cal, oneshot=engine.oneshot_limit(n, gpu.family)) + _own_barriers(engine, cal, norm_fused)
+
     if own is not None and own.all():
-        t = _custom_all_reduce(nbytes, n, gpu, cal) + _own_barriers(engine, cal, norm_fused)
+        t = custom()
     else:
         t = _nccl_time(op, nbytes, n, gpu, cal, inside=inside)
         if own is not None and own.any():
-            t = np.where(own, _custom_all_reduce(nbytes, n, gpu, cal) + _own_barriers(engine, cal, norm_fused), t)
+            t = np.where(own, custom(), t)
     if count < live.size:
         return np.where(live, t, 0.0)
     return t if np.shape(t) == live.shape else np.broadcast_to(t, live.shape)
@@ -362,7 +365,7 @@ def _own_barriers(engine: Engine, cal: Calibration, norm_fused):
     return np.where(norm_fused, 0.0, engine.own_ar_barriers * cal.custom_ar_barrier_s)
 
 
-def _custom_all_reduce(nbytes, n, gpu: Gpu, cal: Calibration):
+def _custom_all_reduce(nbytes, n, gpu: Gpu, cal: Calibration, oneshot=0.0):
     """An engine's own all-reduce inside one scale-up domain, where it runs one instead of NCCL
     (Engine.own_allreduce): one-shot, each GPU reading every peer's whole buffer and reducing
     locally, (n - 1) x bytes over its link after one flag exchange; two-shot, a reduce-scatter then an
@@ -370,8 +373,16 @@ def _custom_all_reduce(nbytes, n, gpu: Gpu, cal: Calibration):
     flat in the GPU count (the flags go to all peers at once), unlike NCCL's ring (collective_time
     prices NCCL where the engine does not run its own). The engines switch between their two kernels where they measured the crossover (vLLM's 256/512 KiB,
     TensorRT-LLM's tuned table), so a step pays the faster of the two: pricing the kernel the
-    threshold names would let a larger message cost less wherever these two formulas cross elsewhere."""
+    threshold names would let a larger message cost less wherever these two formulas cross elsewhere. Where the engine's
+    table keeps the one-shot whatever the two-shot costs (`oneshot`: bytes, Engine.oneshot_limit; 0: none), it pays the
+    one-shot up to that size and, past it, the faster of the two but never less than the one-shot at the limit."""
     bw = gpu.scale_up_bandwidth_bytes_per_s * cal.custom_ar_bw_eff
-    one = cal.custom_ar_latency_s + np.maximum(n - 1.0, 0.0) * nbytes / np.maximum(bw, 1e-9)
-    two = cal.custom_ar_twoshot_latency_s + 2.0 * np.maximum(n - 1.0, 0.0) / np.maximum(n, 1.0) * nbytes / np.maximum(bw, 1e-9)
-    return np.minimum(one, two)
+    spread = np.maximum(n - 1.0, 0.0) / np.maximum(bw, 1e-9)
+    one = cal.custom_ar_latency_s + spread * nbytes
+    two = cal.custom_ar_twoshot_latency_s + 2.0 / np.maximum(n, 1.0) * spread * nbytes
+    fastest = np.minimum(one, two)
+    oneshot = np.asarray(oneshot, float)
+    if not np.any(oneshot > 0):
+        return fastest
+    kept = np.where(nbytes <= oneshot, one, np.maximum(fastest, cal.custom_ar_latency_s + spread * oneshot))
+    return np.where(oneshot > 0, kept, fastest)

@@ -177,6 +177,14 @@ class Engine(ABC):
         """Where it runs its own all-reduce rather than NCCL, for `nbytes` per GPU over `n` GPUs of one
         scale-up domain of a GPU family, as a boolean array."""
 
+    def oneshot_limit(self, n, family: str):
+        """Bytes per GPU up to which its own all-reduce (own_allreduce) over `n` GPUs of a GPU family runs its one-shot
+        kernel whatever the two-shot would cost (its strategy table keeps it there), as an array; 0 where it switches
+        to the faster of the two (cost.kernels._custom_all_reduce)."""
+        import numpy as np
+
+        return np.zeros(np.shape(n))
+
     @property
     def admission(self) -> tuple[float, float] | None:
         """(OSL share, output-token clip) it reserves to admit a request where that is less than a

@@ -10,7 +10,7 @@ from llm_codesign.spec.engines.trtllm_bench import BATCH_CAP, DEFAULT_MAX_TOKENS
 # NCCL_SYMMETRIC outside the table): its one-shot / two-shot kernels at TP 2, 4 and 8 up to the workspace
 # (getMaxRequiredWorkspaceSize: 8 MB for TP > 2, 16 MB at TP 2), NCCL past it. Inside it the kernel is
 # one-shot or two-shot, switched where TensorRT-LLM tuned the crossover, so the cost model prices the
-# faster of the two (kernels._custom_all_reduce).
+# faster of the two (kernels._custom_all_reduce), except where its Blackwell table keeps the one-shot (ONESHOT_GATHERED).
 AR_MAX_BYTES = {2: 16e6, 4: 8e6, 8: 8e6}
 # Beyond 8 GPUs a TP group spans NVLink trays of a multi-node NVLink domain (GB200/GB300 NVL72), where AUTO
 # first tries MNNVLAllReduce (_torch/distributed/ops.py, is_mnnvl: multi-node mapping on aarch64 with MNNVL
@@ -19,6 +19,14 @@ AR_MAX_BYTES = {2: 16e6, 4: 8e6, 8: 8e6}
 # (assumed: no MNNVL timing in the data; docs/accuracy.md#assumptions). Its bound is the workspace size
 # kept in uint32 (two-shot holds 2 x the message).
 MNNVL_MAX_BYTES = 2.0**31
+# On Blackwell, AllReduceBestStrategyTableSM100 (customAllReduceUtils.h@b78a546, its RESIDUAL_RMS_NORM rows, what a
+# layer's all-reduce runs) keeps ONESHOT at hidden 8192 up to 512 / 256 / 128 tokens at TP 2 / 4 / 8 (8 / 4 / 2 MiB of
+# BF16 a GPU: 16 MiB gathered from the group), then TWOSHOT or NCCL; at hidden 2048-4096 it switches within one token
+# bucket of the same bytes at TP 2 and 8, one bucket earlier at TP 4. aiconfigurator's timing of that kernel
+# (systems/data/b200_sxm/comm/trtllm/1.3.0rc20/custom_allreduce_perf.parquet@095f58a, message = tokens x hidden) is
+# the one-shot's cost there: TP8 at 64 / 128 tokens of hidden 8192, 17.8 / 30.4 us (one-shot formula 17.3 / 29.0 us,
+# two-shot 10.9 / 13.8). Hopper's table (SM90) switches elsewhere and keeps the faster of the two.
+ONESHOT_GATHERED = {"blackwell": 2.0**24}
 
 
 class TensorRTLLMEngine(Engine):
@@ -70,6 +78,14 @@ class TensorRTLLMEngine(Engine):
             lim[n == tp] = most
         lim[n > 8] = MNNVL_MAX_BYTES  # only an NVL72-class domain holds such a group (collective_time: inside it)
         return nbytes <= lim
+
+    def oneshot_limit(self, n, family: str):
+        """Its one-shot up to ONESHOT_GATHERED bytes gathered from the group (n x the message) on the families its
+        table covers, TP 2-8 (MNNVL's one-shot beyond 8 GPUs has its own limit: the faster of the two there)."""
+        import numpy as np
+
+        n = np.asarray(n, float)
+        return np.where((n >= 2) & (n <= 8), ONESHOT_GATHERED.get(family, 0.0) / np.maximum(n, 1.0), 0.0)
 
     def moe_kernel(self, family: str, kernel: str, *, weight: str = "", ep: bool = False, gated: bool = True) -> str | None:
         """On Hopper, MXFP4 experts (gpt-oss) on its Triton MoE backend (TritonFusedMoE, on OpenAI's triton_kernels):
