@@ -24,6 +24,17 @@ def test_campaign_settings_follow_the_scripts_and_rows_override_them():
     assert campaigns.settings({"source": "trtllm-best-perf-deepseek-r1:b200-min-latency"})["arrival"] == "waves"
 
 
+def test_a_row_whose_batch_cannot_be_read_says_which():
+    """The budget rules size the engine from the row's requests per attention-DP rank: a concurrency or attention_dp that is
+    not a whole number is named (the max_batch_size rule was skipped quietly), and the ceiling is exact (513 over 4: 129)."""
+    assert campaigns.problem({"concurrency": "many"}, 4) == "line 4 concurrency: 'many' is not valid; a whole number of at least 1 or empty"
+    assert campaigns.problem({"concurrency": "64", "attention_dp": "0.5"}, 9) == (
+        "line 9 attention_dp: '0.5' is not valid; a whole number of at least 1 or empty")
+    row = {"source": "aiconfigurator-core-0.12.0-silicon-sample:x", "backend": "vllm", "isl": "1024", "osl": "1024"}
+    assert campaigns.problem({**row, "concurrency": "513", "attention_dp": "4"}, 2) is None
+    assert campaigns.settings({**row, "concurrency": "513", "attention_dp": "4"})["max_num_tokens"] == 1024 + 129 + 1500
+
+
 def test_a_row_with_a_bad_harness_column_says_which():
     assert row_problem({"arrival": "poisson"}, 7) == "line 7 arrival: 'poisson' is not valid; one of waves, closed_loop, burst or empty"
     assert row_problem({"recv_interval": "0.5"}, 3) == "line 3 recv_interval: '0.5' is not valid; a whole number of at least 1 or empty"
@@ -115,7 +126,23 @@ def test_a_key_the_table_does_not_know_is_one_line():
               "over_isl, over_isl_and_batch, round_up"),
              ("over_isl_and_batch = { max_num_tokens", "over_isl_and_batch = { max_num_token",
               "campaigns.toml [aiconfigurator-core] flags.over_isl_and_batch: 'max_num_token' is not valid; one of: max_num_tokens, "
-              "max_prefill_tokens")]
+              "max_prefill_tokens"),
+             # a misspelt `when` column matched no row; a zero round_up divided by zero in `settings`, with a traceback
+             ('when = { backend = "trtllm" }', 'when = { backnd = "trtllm" }',
+              "campaigns.toml [aiconfigurator-core] flags.when: 'backnd' is not valid; one of: model, gpu, backend, weight_dtype, "
+              "kv_dtype, isl, osl, concurrency, num_gpus, tp, pp, ep, moe_tp, attention_dp, spec_method, spec_draft_len, "
+              "prefill_instances, prefill_gpus_per_instance, prefill_tp, prefill_attention_dp, prefill_ep, decode_instances, "
+              "decode_gpus_per_instance, decode_tp, decode_attention_dp, decode_ep, min_concurrency, max_concurrency"),
+             ("round_up = { max_num_tokens = 32 }", "round_up = { max_num_tokens = 0 }",
+              "campaigns.toml [aiconfigurator-core] flags.round_up.max_num_tokens: 0 is not valid; a whole number of tokens, 1 or more"),
+             ("over_isl = { max_prefill_tokens = 1500 }", "over_isl = { max_prefill_tokens = -1500 }",
+              "campaigns.toml [aiconfigurator-core] flags.over_isl.max_prefill_tokens: -1500 is not valid; a whole number of tokens, "
+              "0 or more"),
+             ("over_isl_and_batch = { max_num_tokens = 1500 }", 'over_isl_and_batch = { max_num_tokens = "1500" }',
+              "campaigns.toml [aiconfigurator-core] flags.over_isl_and_batch.max_num_tokens: '1500' is not valid; a whole number of "
+              "tokens, 0 or more"),
+             ("tp = 8, min_concurrency = 16", "tp = 8, min_concurrency = 16.5",
+              "campaigns.toml [inferencex] flags.when.min_concurrency: 16.5 is not valid; a whole number of at least 1")]
     for old, new, line in cases:
         assert old in text
         with pytest.raises(InputError) as e:

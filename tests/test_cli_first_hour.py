@@ -35,8 +35,10 @@ def test_without_backend_each_gpu_runs_its_vendors_engine(gpu, engine):
      "error: backend: 'tensorrt-llm' is not valid; an engine that runs on MI300X (TensorRT-LLM runs on NVIDIA GPUs only): vllm, sglang, atom\n"),
     (["disagg", "llama-3.1-8b", "--gpu", "b200", "--decode-gpu", "mi355x", "--prefill", "tp=1", "--decode", "tp=1"],
      "error: backend: 'trtllm' is not valid; an engine that runs on MI355X (TensorRT-LLM runs on NVIDIA GPUs only): vllm, sglang, atom\n"),
+    # `--backend dynamo` runs TensorRT-LLM workers: the line names what was typed, not the 'trtllm' behind it
     (["export", "llama-3.1-8b", "--gpu", "mi355x", "--backend", "dynamo", "--prefill", "tp=1", "--decode", "tp=1", "-o", "-"],
-     "error: backend: 'trtllm' is not valid; an engine that runs on MI355X (TensorRT-LLM runs on NVIDIA GPUs only): vllm, sglang, atom\n"),
+     "error: backend: 'dynamo' is not valid; an engine that runs on MI355X: dynamo's workers are TensorRT-LLM's, which runs on "
+     "NVIDIA GPUs only (Dynamo with vllm or sglang workers: --backend vllm or sglang with --prefill/--decode)\n"),
 ])
 def test_an_engine_the_gpu_does_not_run_is_one_line(args, line):
     code, out, err = cli(*args)
@@ -174,6 +176,32 @@ def test_import_refuses_an_engine_configuration_on_a_gpu_it_does_not_run_on(tmp_
         "error: backend: 'trtllm' is not valid; an engine that runs on MI355X (TensorRT-LLM runs on NVIDIA GPUs only): vllm, sglang, atom\n"))
     code, out, _ = cli("import", str(f), "--gpu", "h200", "--model", "llama-3.1-70b")
     assert code == 0 and out.startswith("llama-3.1-70b on 8x H200 SXM, TP8, W:bf16 A:bf16 KV:fp8, trtllm: 64 requests")
+
+
+def test_sweep_with_no_gpu_says_so(tmp_path):
+    # no GPU, no engine: it was priced as no plan fitting 8 GPUs, on a hard-coded trtllm
+    code, out, err = cli("sweep", "--models", "llama-3.1-8b", "--gpu", " , ", "--out", str(tmp_path / "s.parquet"))
+    assert (code, out, err) == (2, "", "error: gpu: ' , ' is not valid; one or more GPU ids, comma-separated\n")
+    assert not (tmp_path / "s.parquet").exists()
+
+
+def test_backend_help_follows_the_registry(monkeypatch):
+    """--backend's default and its vendor limits are written from spec.engines (VENDOR_ENGINE, Engine.vendors) in one place,
+    the same in estimate's, export's and sweep's help."""
+    from dataclasses import replace
+
+    from llm_codesign.cli import common
+    from llm_codesign.spec.engines import ENGINES, VENDOR_ENGINE, VLLM
+
+    assert common.O_BACKEND.help == ("trtllm, vllm, sglang or atom (default: trtllm on NVIDIA GPUs, sglang on AMD's; trtllm runs on "
+                                     "NVIDIA's only, atom on AMD's).")
+    for command, text in (("export", "(default: trtllm on NVIDIA GPUs, sglang on AMD's; with --prefill/--decode"),
+                          ("sweep", "(default: each GPU's, trtllm on NVIDIA GPUs, sglang on AMD's).")):
+        assert text in " ".join(cli(command, "--help", columns=4000)[1].replace("│", " ").split())
+    monkeypatch.setitem(VENDOR_ENGINE, "amd", "atom")
+    monkeypatch.setitem(ENGINES, "toy", replace(VLLM, name="toy", vendors=("nvidia",)))
+    assert common.vendor_engines() == "trtllm on NVIDIA GPUs, atom on AMD's"
+    assert common._vendor_only() == "trtllm runs on NVIDIA's only, atom on AMD's, toy on NVIDIA's"
 
 
 def test_sweep_runs_each_gpu_on_its_vendors_engine(tmp_path):

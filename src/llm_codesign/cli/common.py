@@ -8,7 +8,7 @@ import signal
 import typer
 
 from llm_codesign.errors import InputError, close_matches, did_you_mean
-from llm_codesign.spec.engines import listed
+from llm_codesign.spec.engines import ENGINES, VENDOR_ENGINE, VENDOR_NAMES, listed
 from llm_codesign.spec.harness import DEFAULT_ARRIVAL
 
 try:
@@ -389,8 +389,23 @@ O_A = typer.Option(None, "--activation-dtype", help="Activation format (default:
 O_KV = typer.Option(None, "--kv-dtype", help="KV-cache format, one of --weight-dtype's (default: the checkpoint's).")
 O_ISL = typer.Option(1024, "--isl", min=1, max=MAX_TOKENS, help="Input tokens per request.")
 O_OSL = typer.Option(1024, "--osl", min=1, max=MAX_TOKENS, help="Output tokens per request.")
-O_BACKEND = typer.Option(None, "--backend", "--engine", help=f"{listed()} (default: trtllm on NVIDIA GPUs, sglang on AMD's; trtllm "
-                         "runs on NVIDIA's only, atom on AMD's).")
+
+
+def vendor_engines() -> str:
+    """Each vendor's engine where --backend names none, as the options' help says it, from the registry
+    (spec.engines.VENDOR_ENGINE, engine_for's rule): "trtllm on NVIDIA GPUs, sglang on AMD's"."""
+    return ", ".join(f"{e} on {VENDOR_NAMES[v]}" + ("'s" if i else " GPUs") for i, (v, e) in enumerate(VENDOR_ENGINE.items()))
+
+
+def _vendor_only() -> str:
+    """The registered engines whose software ships for some vendors' GPUs only (Engine.vendors): "trtllm runs on
+    NVIDIA's only, atom on AMD's"."""
+    only = [(n, " or ".join(VENDOR_NAMES[v] + "'s" for v in e.vendors)) for n, e in ENGINES.items() if set(VENDOR_NAMES) - set(e.vendors)]
+    return ", ".join(f"{n} runs on {vs} only" if i == 0 else f"{n} on {vs}" for i, (n, vs) in enumerate(only))
+
+
+O_BACKEND = typer.Option(None, "--backend", "--engine", help=f"{listed()} (default: {vendor_engines()}"
+                         + (f"; {_vendor_only()}" if _vendor_only() else "") + ").")
 O_SPEC = typer.Option(None, "--spec", help="Speculative decoding: eagle3, mtp or draft.")
 O_K = typer.Option(None, "--draft-len", min=1, max=16, help="Draft tokens per step.")
 O_ACC = typer.Option(None, "--acceptance", help="Mean accepted tokens per step (1..k+1).")

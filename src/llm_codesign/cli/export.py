@@ -35,9 +35,10 @@ from llm_codesign.cli.common import (
     _model,
     app,
     check_paths,
+    vendor_engines,
 )
 from llm_codesign.errors import InputError, MissingInput, parse_nested
-from llm_codesign.spec.engines import engine_for, listed
+from llm_codesign.spec.engines import TRTLLM, VENDOR_NAMES, engine_for, engines_on, listed
 
 
 def _check_out(out: str, inputs: dict, *, as_json: bool = False) -> None:
@@ -66,9 +67,9 @@ INTERACTIVE_SLO = {"min_tps_user": 20.0, "max_ttft_ms": 2000.0}
 def export(
     model: str = typer.Argument(..., help="Registry name, Hugging Face id or config.json path."),
     gpu: str = O_GPU, gpus_: Optional[int] = O_GPUS,
-    backend: Optional[str] = typer.Option(None, "--backend", "--engine", help=f"{listed()}: the engine the file starts (default: trtllm "
-                                          "on NVIDIA GPUs, sglang on AMD's; with --prefill/--decode, the engine of Dynamo's workers); "
-                                          "dynamo: Dynamo with trtllm workers."),
+    backend: Optional[str] = typer.Option(None, "--backend", "--engine", help=f"{listed()}: the engine the file starts (default: "
+                                          f"{vendor_engines()}; with --prefill/--decode, the engine of Dynamo's workers); "
+                                          f"dynamo: Dynamo with {TRTLLM.name} workers."),
     out: str = typer.Option(..., "-o", "--out", help="The file to write (YAML; a shell script for SGLang); - for standard output."),
     tp: Optional[int] = O_TP, pp: Optional[int] = O_PP, ep: Optional[int] = O_EP, moe_tp: Optional[int] = O_MTP,
     attention_dp: Optional[int] = O_ADP, kvp: Optional[int] = O_KVP,
@@ -119,7 +120,12 @@ def export(
     backend = backend or engine_for(_gpu(gpu)).name
     chosen = None
     if disagg:
-        worker = engine_for(_gpu(gpu), "trtllm" if backend == "dynamo" else backend).name
+        if backend == "dynamo" and TRTLLM.name not in engines_on(_gpu(gpu)):  # else engine_for names 'trtllm', which no one typed
+            others = " or ".join(n for n in dynamo_workers() if n in engines_on(_gpu(gpu)))
+            raise InputError("backend", backend, f"an engine that runs on {_gpu(gpu).name}: dynamo's workers are {TRTLLM.title}'s, "
+                                                 f"which runs on {' or '.join(VENDOR_NAMES[v] for v in TRTLLM.vendors)} GPUs only "
+                                                 f"(Dynamo with {others} workers: --backend {others} with --prefill/--decode)")
+        worker = engine_for(_gpu(gpu), TRTLLM.name if backend == "dynamo" else backend).name
         if worker not in dynamo_workers():
             *rest, last = dynamo_workers()
             raise InputError("backend", worker, f"{', '.join(rest)} or {last} (Dynamo's worker engine)")

@@ -7,7 +7,18 @@ from typing import Optional
 
 import typer
 
-from llm_codesign.cli.common import O_CAL, O_PREFIX, _console, _dump, _gpu, _int_list, app, check_paths, nothing_found
+from llm_codesign.cli.common import (
+    O_CAL,
+    O_PREFIX,
+    _console,
+    _dump,
+    _gpu,
+    _int_list,
+    app,
+    check_paths,
+    nothing_found,
+    vendor_engines,
+)
 from llm_codesign.errors import InputError
 from llm_codesign.spec.engines import engine_for, engine_names
 
@@ -20,7 +31,7 @@ def sweep(
     precisions: Optional[str] = typer.Option(None, "--precisions", help="Weight formats, comma-separated (default: the checkpoint's "
                                              "and what each GPU runs natively; each with BF16 and FP8 KV cache)."),
     backend: Optional[str] = typer.Option(None, "--backend", "--engine", help="Engines, comma-separated: " + ", ".join(engine_names())
-                                          + " (default: each GPU's, trtllm on NVIDIA GPUs, sglang on AMD's)."),
+                                          + f" (default: each GPU's, {vendor_engines()})."),
     isl: str = typer.Option("1024", "--isl", help="Input tokens per request, comma-separated (paired with --osl)."),
     osl: str = typer.Option("1024", "--osl", help="Output tokens per request, comma-separated (paired with --isl)."),
     max_num_tokens_grid: Optional[str] = typer.Option(None, "--max-num-tokens-grid", help="Step token budgets searched: a list or auto."),
@@ -43,6 +54,8 @@ def sweep(
     names = lambda s: [x.strip() for x in s.split(",") if x.strip()]  # noqa: E731
     check_paths([("--out", out)], {"--models": names(models), "--gpu": names(gpu), "--calibration": calibration,
                                    "--gpu-hour-price": gpu_hour_price})
+    if not names(gpu):  # else no task and no engine: "--gpu ," was priced as no plan fitting 8 GPUs
+        raise InputError("gpu", gpu, "one or more GPU ids, comma-separated")
     isls, osls = _int_list("isl", isl), _int_list("osl", osl)
     if len(isls) != len(osls) and 1 not in (len(isls), len(osls)):
         raise InputError("isl/osl", f"{isl} / {osl}", "lists of one length (pairs), or one of them a single value")
@@ -54,7 +67,7 @@ def sweep(
         engines = [engine_for(_gpu(g)).name] if backend is None else [engine_for(_gpu(g), b).name for b in names(backend)]
         by_engines.setdefault(",".join(engines), []).append(g)
     tasks = [replace(t, index=i) for i, t in enumerate(  # numbered across the groups, as one plan numbers its own
-        t for engines, gpus in (by_engines or {backend or "trtllm": []}).items()
+        t for engines, gpus in by_engines.items()
         for t in plan_tasks(names(models), gpus, num_gpus=gpus_, precisions=names(precisions) if precisions else None,
                             backends=names(engines), workloads=workloads, step_tokens=budget_grid(max_num_tokens_grid),
                             max_ttft_ms=max_ttft_ms, min_tps_user=min_tps_user, calibration=calibration,

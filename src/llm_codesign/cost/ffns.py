@@ -107,11 +107,9 @@ def _routed_experts(f: MoE, M: Site, *, at: _At, s: _Step, prec: Precision, load
                                                for x in (False, True)]
     gathered, act_fused = fc1_fused(at.gpu.family, fams, kernel)
     rates, kept = MOE_RATES.get(at.gpu.family, {}).get(kernel, (kernel, 1.0)) if all(x is None for x in fams) else (kernel, 1.0)
-    # at another family's rates its activations are still quantised by a kernel of their own, as its own family's are
-    fused = False if rates != kernel and gemm.quantise_kernel(at.engine, ff["a_b"], kernel=kernel) else None
     ops = []
     for name, n_dim, k_dim in (("experts_gate_up", (f.mats - 1) * f.expert_inter / s.moe_tp, s.h), ("experts_down", s.h, f.expert_inter / s.moe_tp)):
-        by = [_expert_gemm(M / name, n_dim, k_dim, at, load=load, fam=fam, kernel=rates, kept=kept, fused_quant=fused,
+        by = [_expert_gemm(M / name, n_dim, k_dim, at, load=load, fam=fam, kernel=rates, kept=kept, quant_kernel=kernel,
                            local=f.experts / ep, **{k: ff[k] for k in ("math", "a_b", "w_b", "weight")})
               for fam in dict.fromkeys(fams)]
         ops.append(by[0] if len(by) == 1 else _either(ep > 1, by[1], by[0]))
@@ -166,13 +164,13 @@ def _either(sel, a: Op, b: Op) -> Op:
                      split=lambda: (np.where(sel, a.t_compute, b.t_compute), np.where(sel, a.t_memory, b.t_memory)))
 
 
-def _expert_gemm(label: _Label, n, k, at: _At, *, load, math, a_b, w_b, kernel, weight, fam, local, kept=1.0, fused_quant=None):
+def _expert_gemm(label: _Label, n, k, at: _At, *, load, math, a_b, w_b, kernel, weight, fam, local, quant_kernel, kept=1.0):
     """The busiest rank's grouped expert GEMM in MoE kernel family `fam` (Engine.moe_kernel; None: the
-    kernel tables') at the rates of dense GEMM kernel family `kernel`, keeping `kept` of them (MOE_RATES;
-    `fused_quant` as gemm_time's); `load` is routed_load's (experts read, busiest expert's rows, the rank's rows)
-    and the routing skew alpha. Grouped GEMMs run at their family's rate against the dense tile model of
-    their GEMM kernel family, with their own fixed cost (Calibration.moe_kernel, fitted on MoE kernels),
-    not a dense GEMM's. Uniform routing: `active` groups of equal rows. Skewed: the busiest expert's rows
+    kernel tables') at the rates of dense GEMM kernel family `kernel`, keeping `kept` of them (MOE_RATES), its
+    activations quantised as the weights' own family `quant_kernel` has them (gemm.quantise_kernel); `load` is
+    routed_load's (experts read, busiest expert's rows, the rank's rows) and the routing skew alpha. Grouped GEMMs
+    run at their family's rate against the dense tile model of their GEMM kernel family, with their own fixed cost
+    (Calibration.moe_kernel, fitted on MoE kernels), not a dense GEMM's. Uniform routing: `active` groups of equal rows. Skewed: the busiest expert's rows
     and the other active experts' mean rows, in one launch (one fixed cost), their tiles quantised per
     expert as the grouped kernel tiles them. A family that sets up every expert the rank holds (`local`) each
     launch adds its time per such expert (Calibration.moe_kernel_expert) to the launch's fixed cost."""
@@ -184,7 +182,9 @@ def _expert_gemm(label: _Label, n, k, at: _At, *, load, math, a_b, w_b, kernel, 
     # its grouped GEMM's scheduler walks them all, busy or not: a cost per launch that grows with the experts per
     # rank, not with the tokens (the H100 table's one-token rows: ~30 us at 1-8 experts per rank, 60-110 us at 64-256)
     overhead = overhead + cal.moe_kernel_expert(fam, kernel) * np.asarray(local, float)
-    kw = dict(eff_scale=eff, kernel=kernel, swap_ab=True, overhead_s=overhead, fused_quant=fused_quant)
+    # at another family's rates (MOE_RATES) the activations are still quantised, or not, as the weights' own family's are
+    quant = gemm.quantise_kernel(at.engine, a_b, kernel=quant_kernel)
+    kw = dict(eff_scale=eff, kernel=kernel, swap_ab=True, overhead_s=overhead, fused_quant=not quant)
     if alpha <= 0.0:
         return _gemm(label, top, n, k, at, math=math, a_b=a_b, w_b=w_b, groups=active, distinct=active, weight=weight, **kw)
     rest_groups = active - 1.0
@@ -195,7 +195,7 @@ def _expert_gemm(label: _Label, n, k, at: _At, *, load, math, a_b, w_b, kernel, 
     # one launch: the second call's fixed costs (its own, an FP8/FP4 activation quantisation's and a
     # TMA-padded copy's) go
     padded = np.asarray(gemm.tma_padded(k, a_b, w_b)) > np.asarray(k)
-    fixed = (overhead + (cal.kernel_overhead_s if gemm.quantise_kernel(at.engine, a_b, kernel=kernel, fused=fused_quant) else 0.0)
+    fixed = (overhead + (cal.kernel_overhead_s if quant else 0.0)
              + np.where(padded, cal.kernel_overhead_s, 0.0))
     t = th + np.where(tr > 0, tr - fixed, 0.0)
 

@@ -11,6 +11,7 @@ from importlib import resources
 import numpy as np
 
 from llm_codesign.errors import InputError
+from llm_codesign.measure.audit import SETTING_FIELDS
 from llm_codesign.spec.engines import FUSIONS
 from llm_codesign.spec.harness import ARRIVALS, DEFAULT_ARRIVAL, FLAG_NAMES, SchedulerFlags
 
@@ -24,12 +25,18 @@ _BOOL = ("ignore_eos", "mixed_chunk", "chunked_prefill")
 _TRUE, _FALSE = ("true", "1", "yes"), ("false", "0", "no")
 # an entry's `NAME_fusion = false`: the run's engine build does not make that fusion (Engine.without)
 FUSION_KEYS = tuple(f"{f}_fusion" for f in FUSIONS)
-# the keys a campaign, one of its [[campaign.flags]] entries, an entry's `set` and its budget rules (`over_isl`,
+# what an entry's `when` may test: the row's model and the columns saying what ran (measure.audit.SETTING_FIELDS), and
+# inclusive bounds on its concurrency; a misspelt column would match no row, quietly
+WHEN_KEYS = ("model", *SETTING_FIELDS, "min_concurrency", "max_concurrency")
+# the keys a campaign, one of its [[campaign.flags]] entries, its `when`, its `set` and its budget rules (`over_isl`,
 # `over_isl_and_batch`, `round_up`) may hold
 BUDGET_RULES = ("over_isl", "over_isl_and_batch", "round_up")
-_KEYS = {"campaign": ("source", "flags", *FLAG_COLUMNS, *CAMPAIGN_KEYS), "entry": ("when", "set", *BUDGET_RULES),
+_KEYS = {"campaign": ("source", "flags", *FLAG_COLUMNS, *CAMPAIGN_KEYS), "entry": ("when", "set", *BUDGET_RULES), "when": WHEN_KEYS,
          "set": ("max_num_tokens", *FLAG_COLUMNS, *CAMPAIGN_KEYS, *FUSION_KEYS),
          **{rule: ("max_num_tokens", "max_prefill_tokens") for rule in BUDGET_RULES}}
+# each budget rule's values: token counts added to a budget (over_*) or the multiple it rounds up to (round_up, of which
+# 0 would divide by zero in `settings`)
+_RULE_LEAST = {"over_isl": 0, "over_isl_and_batch": 0, "round_up": 1}
 
 
 def read_campaigns(text: str, origin: str = "campaigns.toml") -> tuple[dict, ...]:
@@ -41,6 +48,7 @@ def read_campaigns(text: str, origin: str = "campaigns.toml") -> tuple[dict, ...
         parts = [("campaign", where, c)]
         for entry in c.get("flags", ()):
             parts.append(("entry", f"{where} flags", entry))
+            parts.append(("when", f"{where} flags.when", entry.get("when", {})))
             parts += [(k, f"{where} flags.{k}", entry[k]) for k in ("set", *BUDGET_RULES) if k in entry]
         for kind, field, keys in parts:
             for key in keys:
@@ -50,7 +58,19 @@ def read_campaigns(text: str, origin: str = "campaigns.toml") -> tuple[dict, ...
             for key in FUSION_KEYS:
                 if key in entry.get("set", {}) and not isinstance(entry["set"][key], bool):
                     raise InputError(f"{where} flags.set.{key}", entry["set"][key], "true or false")
+            for key in ("min_concurrency", "max_concurrency"):
+                if key in entry.get("when", {}) and not _whole(entry["when"][key], 1):
+                    raise InputError(f"{where} flags.when.{key}", entry["when"][key], "a whole number of at least 1")
+            for rule, least in _RULE_LEAST.items():
+                for key, v in entry.get(rule, {}).items():
+                    if not _whole(v, least):
+                        raise InputError(f"{where} flags.{rule}.{key}", v, f"a whole number of tokens, {least} or more")
     return out
+
+
+def _whole(v, least: int) -> bool:
+    """Whether a table's value is a whole number of at least `least` (TOML's true is no number here)."""
+    return isinstance(v, int) and not isinstance(v, bool) and v >= least
 
 
 @lru_cache(maxsize=1)
@@ -60,7 +80,7 @@ def campaigns() -> tuple[dict, ...]:
 
 
 def fusions_off(sets: dict) -> tuple[str, ...]:
-    """The fusions a row's settings (`settings`) say its engine build does not make (`NAME_fusion = false`)."""
+    """The fusions a row's settings (`sets`, as `settings` returns them) say its engine build does not make (`NAME_fusion = false`)."""
     return tuple(key.removesuffix("_fusion") for key in FUSION_KEYS if sets.get(key) is False)
 
 
@@ -108,19 +128,18 @@ def settings(r: dict) -> dict:
     return out
 
 
-def _batch_per_rank(r: dict) -> float | None:
+def _batch_per_rank(r: dict) -> int | None:
     """The requests a row's run held per attention-DP rank, ceil(concurrency / attention_dp): the max_batch_size a harness
-    that sizes the engine to its run sets (data/measurements/campaigns.toml), None where the row records no concurrency."""
+    that sizes the engine to its run sets (data/measurements/campaigns.toml), None where the row records no concurrency.
+    Both columns as `problem` passes them: whole numbers of at least 1 (blank attention_dp: 1)."""
     c, adp = (r.get("concurrency") or "").strip(), (r.get("attention_dp") or "").strip()
-    try:
-        return float(math.ceil(float(c) / max(float(adp or 1), 1.0) - 1e-9)) if c else None
-    except ValueError:
-        return None
+    return -(-int(float(c)) // int(float(adp or 1))) if c else None  # whole numbers: ceil by floor division, no float error
 
 
 def problem(r: dict, line: int) -> str | None:
-    """Why the row's own harness columns cannot be read (one line naming the column and what is valid), or None."""
-    for col in FLAG_COLUMNS:
+    """Why the row's own harness columns, or the ones `settings` sizes budgets from (concurrency, attention_dp), cannot be
+    read (one line naming the column and what is valid), or None."""
+    for col in ("concurrency", "attention_dp", *FLAG_COLUMNS):
         v = (r.get(col) or "").strip()
         if not v:
             continue
