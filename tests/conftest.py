@@ -61,6 +61,19 @@ def run(*args):
     return subprocess.run([sys.executable, "-m", "llm_codesign.cli", *args], capture_output=True, text=True, env=ENV, timeout=300)
 
 
+def cli(*args: str, columns: int = 2000):
+    """The CLI in process, as typer's runner gives it at `columns` (exit code, stdout, stderr); an exception other than
+    the exit's is a failure, not an exit code."""
+    from typer.testing import CliRunner
+
+    from llm_codesign.cli import app
+
+    r = CliRunner().invoke(app, list(args), env={"COLUMNS": str(columns)})
+    if r.exception is not None and not isinstance(r.exception, SystemExit):
+        raise AssertionError(f"uncaught {type(r.exception).__name__}: {r.exception}") from r.exception
+    return r.exit_code, r.stdout, r.stderr
+
+
 def disagg_pair(gpu, prec, prefill_plan, decode_plan, *, decode_gpu=None, backend="trtllm", spec=None, max_num_tokens=None):
     """One prefill and one decode instance as serve.disagg.evaluate_disagg takes them (decode on
     `decode_gpu` where given), both with the same precision, engine and step budget."""

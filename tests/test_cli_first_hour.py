@@ -3,18 +3,9 @@ rows told apart by their activation and KV-cache formats, every option's help na
 import json
 
 import pytest
-from typer.testing import CliRunner
+from conftest import cli
 
 from llm_codesign.cli import app
-
-RUNNER = CliRunner()
-
-
-def cli(*args: str, columns: int = 2000):
-    r = RUNNER.invoke(app, list(args), env={"COLUMNS": str(columns)})
-    if r.exception is not None and not isinstance(r.exception, SystemExit):
-        raise AssertionError(f"uncaught {type(r.exception).__name__}: {r.exception}") from r.exception
-    return r.exit_code, r.stdout, r.stderr
 
 
 @pytest.mark.parametrize("gpu, engine", [("mi355x", "sglang"), ("mi300x", "sglang"), ("h100", "trtllm"), ("b200", "trtllm")])

@@ -4,19 +4,10 @@ import json
 import sys
 
 import pytest
-from typer.testing import CliRunner
+from conftest import cli
 
 from llm_codesign.cli import app
 from llm_codesign.errors import close_matches, did_you_mean
-
-RUNNER = CliRunner()
-
-
-def cli(*args: str, columns: int = 2000):
-    r = RUNNER.invoke(app, list(args), env={"COLUMNS": str(columns)})
-    if r.exception is not None and not isinstance(r.exception, SystemExit):
-        raise AssertionError(f"uncaught {type(r.exception).__name__}: {r.exception}") from r.exception
-    return r.exit_code, r.stdout, r.stderr
 
 
 def test_every_command_choosing_an_engine_takes_backend_and_engine():
