@@ -644,3 +644,16 @@ def test_sglang_mixes_no_prompt_into_a_speculating_step(h100):
     a, b = (evaluate(m, at, cal=calibration_for(h100), concurrency=64.0, isl=1024.0, osl=256.0, arrival="closed_loop",
                      flags=SchedulerFlags(mixed_chunk=f)) for f in (True, False))
     assert a["tpot_s"].item() == b["tpot_s"].item() and a["ttft_s"].item() == b["ttft_s"].item()
+
+
+def test_one_rule_merges_the_deployments_chunked_prefill_into_the_runs_flags():
+    # the deployment's chunked prefill where the run sets none, the run's own where it does: evaluate and a prefill
+    # instance (serve.disagg.prefill_pool) read the same helper
+    from llm_codesign.serve.aggregated import prompt_budget, run_flags
+    from llm_codesign.spec.harness import SchedulerFlags
+
+    assert run_flags(None, chunked_prefill=False).chunked_prefill is False
+    assert run_flags(None, chunked_prefill=None) == SchedulerFlags()
+    assert run_flags(SchedulerFlags(chunked_prefill=True), chunked_prefill=False).chunked_prefill is True
+    # a deployment that turns chunking off takes whole prompts: a 2,524-token budget two 1,024-token prompts, not 2.46
+    assert prompt_budget(2524.0, 1024.0, engine=get_engine("vllm"), flags=run_flags(None, chunked_prefill=False)) == 2048.0
