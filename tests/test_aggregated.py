@@ -582,6 +582,11 @@ _EAGLE3, _MTP = SpecDecoding("eagle3", 3, mean_accepted=2.5), SpecDecoding("mtp"
 @pytest.mark.parametrize("model,gpu,plan,engine,mixed,spec,osl", [
     ("llama-3.1-8b", "h100", "tp=1", "trtllm", None, None, 256.0), ("llama-3.1-8b", "h100", "tp=1", "vllm", None, None, 256.0),
     ("llama-3.1-8b", "h100", "tp=1", "sglang", True, None, 256.0),
+    # the decodes filling the budget (EAGLE-3, k = 3: 4 tokens each, 1,024 a step at 256): the prompt was left 0-4 tokens a
+    # step and priced as ~1,024 one-token mixed steps (vLLM closed loop TPOT 67 ms at 228, 1,107 ms at 256; TensorRT-LLM and
+    # SGLang with mixed chunks alike)
+    ("llama-3.1-8b", "h100", "tp=1", "vllm", None, _EAGLE3, 256.0), ("llama-3.1-8b", "h100", "tp=1", "trtllm", None, _EAGLE3, 256.0),
+    ("llama-3.1-8b", "h100", "tp=1", "sglang", True, _EAGLE3, 256.0),
     # speculation: a mixed step's decodes verify 1 + k tokens each and draft the next k, as a decode step's do; priced at
     # one token and no draft, the mixed step came out cheaper than the decode step it stands in for, and TPOT fell
     # (vLLM, EAGLE-3: closed loop, 2560 tokens, 29.0 ms at 256 requests, 28.0 at 512; TensorRT-LLM, DeepSeek-R1 MTP on
@@ -593,12 +598,62 @@ def test_ttft_and_tpot_never_fall_as_concurrency_rises_with_the_decodes_in_the_b
     from llm_codesign.spec.harness import SchedulerFlags
 
     m, g = get_model(model), get_gpu(gpu)
-    C = np.array([1, 2, 4, 8, 16, 32, 64, 128, 256, 384, 512], float)
+    C = np.array([1, 2, 4, 8, 16, 32, 64, 128, 192, 228, 256, 295, 384, 512], float)
     kw = {"flags": SchedulerFlags(mixed_chunk=mixed)} if mixed else {}
     at = Serving(gpu=g, prec=m.default_precision, plan=Plan.parse(plan, m), engine=get_engine(engine), spec=spec)
     for arrival in ("waves", "closed_loop"):
-        for mnt in (2048.0, 2560.0):
+        for mnt in (1024.0, 2048.0, 2560.0):
             r = evaluate(m, replace(at, max_num_tokens=mnt), cal=calibration_for(g), concurrency=C, isl=1024.0, osl=osl, arrival=arrival, **kw)
             for k in ("ttft_s", "tpot_s"):
                 assert np.all(np.isfinite(r[k])) and np.all(r[k] > 0)
                 assert np.all(np.diff(r[k]) >= -1e-12 * r[k][1:]), (arrival, mnt, k, r[k])
+            # no cliff: a step up in concurrency within what the deployment holds at most doubles TPOT (the decode batch
+            # grows by at most 2x between these points, and a prompt never drops to a few tokens a step)
+            ok = r["fits"][1:]
+            assert np.all(r["tpot_s"][1:][ok] <= 2.0 * r["tpot_s"][:-1][ok]), (arrival, mnt, r["tpot_s"] * 1e3)
+
+
+def test_the_decodes_and_the_prompts_arriving_share_the_budget_hand_derived(h100):
+    # EAGLE-3 k = 3 accepting 2.5, 1,024 in / 256 out, a 1,024-token budget: a decode takes 4 tokens a step and brings
+    # 2.5 / 255 x 1,024 = 10.04 prompt tokens a step, so 1,024 / 14.04 = 72.9: 72 decode at once (vLLM, mixing); the
+    # rest wait as past the batch limit, so TPOT stays at 72's. SGLang mixes no prompt into a speculating step: no bound
+    from llm_codesign.serve.aggregated import budget_fill
+
+    fill = budget_fill(1024.0, new=1024.0, osl=256.0, k=np.array([3.0, 0.0]), acc=np.array([2.5, 1.0]), pp=1.0, mixes=True)
+    assert fill.tolist() == [72.0, np.floor(1024.0 / (1.0 + 1024.0 / 255.0))] == [72.0, 204.0]
+    assert budget_fill(1024.0, new=1024.0, osl=256.0, k=3.0, acc=2.5, pp=2.0, mixes=False) == np.inf
+    m = get_model("llama-3.1-8b")
+    at = Serving(gpu=h100, prec=m.default_precision, plan=Plan(*(np.array([v]) for v in (1, 1, 1, 1, 1, 1))), engine=get_engine("vllm"),
+                 spec=_EAGLE3, max_num_tokens=1024.0)
+    r = evaluate(m, at, cal=calibration_for(h100), concurrency=np.array([72.0, 228.0, 256.0]), isl=1024.0, osl=256.0, arrival="closed_loop")
+    assert r["tpot_s"][1] == r["tpot_s"][2] == r["tpot_s"][0]  # 1,107 ms at 256, 67 at 228, 12 at 72 before
+    assert r["fits"].tolist() == [True, True, True]  # what the KV cache and the batch limit hold is unchanged
+
+
+def test_sglang_mixes_no_prompt_into_a_speculating_step(h100):
+    # SGLang turns --enable-mixed-chunk off under EAGLE, EAGLE3, NEXTN, STANDALONE and NGRAM (server_args.py:2390,
+    # 2474@0.5.9): with speculation the flag prices as its default; a sweep's k = 0 runs no draft and still mixes
+    from llm_codesign.serve.aggregated import mixes
+    from llm_codesign.spec.harness import SchedulerFlags
+
+    sg, on = get_engine("sglang"), SchedulerFlags(mixed_chunk=True)
+    assert mixes(sg, on, np.array([0.0, 3.0])).tolist() == [True, False]
+    assert mixes(get_engine("vllm"), SchedulerFlags(), np.array([0.0, 3.0])).tolist() is True  # at every k
+    m = get_model("llama-3.1-8b")
+    at = Serving(gpu=h100, prec=m.default_precision, plan=Plan(*(np.array([v]) for v in (1, 1, 1, 1, 1, 1))), engine=sg, spec=_EAGLE3)
+    a, b = (evaluate(m, at, cal=calibration_for(h100), concurrency=64.0, isl=1024.0, osl=256.0, arrival="closed_loop",
+                     flags=SchedulerFlags(mixed_chunk=f)) for f in (True, False))
+    assert a["tpot_s"].item() == b["tpot_s"].item() and a["ttft_s"].item() == b["ttft_s"].item()
+
+
+def test_one_rule_merges_the_deployments_chunked_prefill_into_the_runs_flags():
+    # the deployment's chunked prefill where the run sets none, the run's own where it does: evaluate and a prefill
+    # instance (serve.disagg.prefill_pool) read the same helper
+    from llm_codesign.serve.aggregated import prompt_budget, run_flags
+    from llm_codesign.spec.harness import SchedulerFlags
+
+    assert run_flags(None, chunked_prefill=False).chunked_prefill is False
+    assert run_flags(None, chunked_prefill=None) == SchedulerFlags()
+    assert run_flags(SchedulerFlags(chunked_prefill=True), chunked_prefill=False).chunked_prefill is True
+    # a deployment that turns chunking off takes whole prompts: a 2,524-token budget two 1,024-token prompts, not 2.46
+    assert prompt_budget(2524.0, 1024.0, engine=get_engine("vllm"), flags=run_flags(None, chunked_prefill=False)) == 2048.0

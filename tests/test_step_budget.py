@@ -36,17 +36,20 @@ def _at(model, gpu, cal, C, budget, *, backend="trtllm", spec=None):
     return evaluate(model, at, cal=cal, concurrency=C, isl=1024, osl=1024)
 
 
-def test_64_requests_under_a_32_token_budget_decode_32_at_a_time_the_rest_wait_a_life(llama8b, h100, cal_h100):
-    r64, r32 = _at(llama8b, h100, cal_h100, 64, 32), _at(llama8b, h100, cal_h100, 32, 32)
-    # the step prices 32 sequences: the decode step of 32 requests under the engine's own 8,192-token budget
-    assert r64["step_s"] == pytest.approx(_at(llama8b, h100, cal_h100, 32, None)["step_s"], rel=1e-12)
+def test_64_requests_under_a_32_token_budget_decode_15_at_a_time_the_rest_wait(llama8b, h100, cal_h100):
+    r64, r15 = _at(llama8b, h100, cal_h100, 64, 32), _at(llama8b, h100, cal_h100, 15, 32)
+    # the budget schedules 32 decodes (max_concurrency), but in steady state each decode brings 1,024 / 1,023 prompt
+    # tokens a step with the request that replaces it, so floor(32 / (1 + 1024 / 1023)) = 15 decode at once
+    # (serve.aggregated.budget_fill; 32 before, which left the prompts no token): the decode step of 15 requests
+    # under the engine's own 8,192-token budget
+    assert r64["step_s"] == pytest.approx(_at(llama8b, h100, cal_h100, 15, None)["step_s"], rel=1e-12)
     assert r64["max_concurrency"] == 32
-    # TensorRT-LLM's scheduler takes the same first 32 every step (no rotation): they decode as 32 alone do, and the
-    # other 32 wait one whole request life, 32 x OSL / throughput (1 GPU), before their turn
-    assert r64["tpot_s"] == pytest.approx(r32["tpot_s"], rel=1e-12)
-    assert r64["output_tok_s_per_gpu"] == pytest.approx(r32["output_tok_s_per_gpu"], rel=1e-12)
-    life = 32 * 1024 / r32["output_tok_s_per_gpu"]
-    assert r64["ttft_s"] - r32["ttft_s"] == pytest.approx(life, rel=1e-9)
+    # TensorRT-LLM's scheduler takes the same first ones every step (no rotation): they decode as 15 alone do, and the
+    # other 49 wait 64 / 15 - 1 request lives, a life 15 x OSL / throughput (1 GPU), before their turn
+    assert r64["tpot_s"] == pytest.approx(r15["tpot_s"], rel=1e-12)
+    assert r64["output_tok_s_per_gpu"] == pytest.approx(r15["output_tok_s_per_gpu"], rel=1e-12)
+    life = 15 * 1024 / r15["output_tok_s_per_gpu"]
+    assert r64["ttft_s"] - r15["ttft_s"] == pytest.approx((64 / 15 - 1) * life, rel=1e-9)
 
 
 def test_estimate_says_the_budget_binds(tmp_path):
@@ -67,10 +70,11 @@ def test_estimate_says_the_budget_binds(tmp_path):
 
 
 def test_draft_tokens_count_in_the_budget(llama8b, h100, cal_h100):
-    # 1 + 3 tokens a request: a 32-token budget decodes 8 of 64, each step the step of 8
+    # 1 + 3 tokens a request: a 32-token budget schedules 8 of 64, and beside the prompts arriving (2.5 accepted a step,
+    # 1,024 / 1,023 x 2.5 prompt tokens each) floor(32 / 6.5024) = 4 decode, each step the step of 4
     r = _at(llama8b, h100, cal_h100, 64, 32, spec=EAGLE)
     assert r["max_concurrency"] == 8
-    assert r["step_s"] == pytest.approx(_at(llama8b, h100, cal_h100, 8, None, spec=EAGLE)["step_s"], rel=1e-12)
+    assert r["step_s"] == pytest.approx(_at(llama8b, h100, cal_h100, 4, None, spec=EAGLE)["step_s"], rel=1e-12)
 
 
 def test_sglang_decodes_every_running_request_whatever_its_chunk(llama8b, h100, cal_h100):

@@ -268,13 +268,27 @@ class _Rank(NamedTuple):
     osl: object
     new: object  # prompt tokens each request prefills (its ISL less the cached prefix)
     cached: object
-    mnt: object  # the prompt tokens a step takes with no decode beside (prompt_budget)
-    chunk: object  # a request's prefill chunk
     budget: object  # the step token budget, the decodes' tokens included where the engine mixes them in
-    per_decode: object  # tokens a decoding request takes of a step's budget: 1 + its draft tokens
+    k: object  # draft tokens a decoding request verifies: it takes 1 + k of a step's budget
     running: object  # sequences running at once
     pp: object
     pipelined: object  # chunks of different requests pipeline over PP stages; one request's chunks only with CPP
+    scheduler: tuple  # (the engine, the run's SchedulerFlags): how a step's budget goes to prompts (prompt_budget)
+
+    def beside(self, decodes=0.0):
+        """The prompt tokens a step takes beside `decodes` decoding requests: what their 1 + k tokens each leave (prompt_budget)."""
+        engine, fl = self.scheduler
+        return prompt_budget(self.budget, self.new, engine=engine, flags=fl, decode_tokens=decodes * (1.0 + self.k))
+
+    @property
+    def mnt(self):
+        """The prompt tokens a step takes with no decode beside."""
+        return self.beside()
+
+    @property
+    def chunk(self):
+        """A request's prefill chunk."""
+        return np.minimum(self.new, self.mnt)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -309,7 +323,7 @@ def evaluate(model: ModelSpec, at: Serving, *, cal: Calibration, concurrency, is
     cache). `arrival`: how requests reach the engine (spec.harness.ARRIVALS); `flags`: a run's scheduler flags; `offline`:
     every request queued at once (no front end, throughput over the batch's life), else a closed loop of C slots."""
     gpu, prec, plan, engine, spec = at.gpu, at.prec, at.plan, at.engine, at.spec
-    sh, fl = plan.broadcast(), _run_flags(at, flags)
+    sh, fl = plan.broadcast(), run_flags(flags, chunked_prefill=at.chunked_prefill)
     costs = engine.costs(cal)
     tp, pp, ep, moe_tp, adp, kvp = (np.asarray(x, float) for x in plan.arrays())
     gpus = tp * adp * kvp * pp
@@ -322,9 +336,10 @@ def evaluate(model: ModelSpec, at: Serving, *, cal: Calibration, concurrency, is
     mnt = mnt if flags is None else np.minimum(mnt, fl.max_prefill_tokens)  # SGLang's PrefillAdder: the smaller budget
     mem, cap, c_rank, running, admitted = _running(model, gpu, prec, sh, C, adp=adp, engine=engine, lengths=(isl, osl), mnt=mnt, flags=flags,
                                                    kv_budget=kv_budget, usable_fraction=usable_fraction, spec=spec, draft_len=k)
+    mix = mixes(engine, fl, k) & (arrival != "burst")  # a burst prefills its wave before any decode: no prompt beside them
+    running, admitted = (np.minimum(x, budget_fill(mnt, new=new, osl=osl, k=k, acc=acc, pp=pp, mixes=mix)) for x in (running, admitted))
     time_share = admitted / np.maximum(running, 1.0)
-    pmnt = prompt_budget(mnt, new, engine=engine, flags=fl)  # the prompt tokens a step takes
-    r = _Rank(isl, osl, new, cached, pmnt, np.minimum(new, pmnt), mnt, 1.0 + k, running, pp, np.asarray(at.cpp) | (running >= pp))
+    r = _Rank(isl, osl, new, cached, mnt, k, running, pp, np.asarray(at.cpp) | (running >= pp), (engine, fl))
     wave_tok, t_wave_step, pf_span = _prefill_wave(model, gpu, prec, sh, r=r, costs=costs)
     # decode phase: every sequence of the micro-batch generates (k+1 verified tokens per step)
     t_stage, t_draft, ops = decode_step(model, gpu, prec, sh, costs=costs, b=running / pp, ctx=isl + osl / 2.0, k=k, spec=spec)
@@ -337,9 +352,9 @@ def evaluate(model: ModelSpec, at: Serving, *, cal: Calibration, concurrency, is
     t_wait = (costs.wait_steps(adp, C) + (np.maximum(fl.recv_interval, 1.0) - 1.0) / 2.0) * t_iter
     request = partial(_request_times, model, gpu, prec, sh, r=r, costs=costs, harness=(arrival, fl, engine),
                       steps=(t_stage, acc, time_share, t_wait), wave=(wave_tok, t_wave_step, pf_span), spec=spec)
-    # a closed loop's cohort from the slot cycle its throughput uses; offline, both take the wave's life (_cohort)
+    # a closed loop's cohort from the slot cycle its throughput uses, in its steps; offline, both take the wave's life (_cohort)
     q, t_pf_stage, ttft, tpot, life = request(q=_closed_loop_cohort(request, r.running, osl, t_iter=t_iter, window=np.maximum(
-        fl.recv_interval, 1.0)) if arrival == "closed_loop" and not offline else None)
+        fl.recv_interval, 1.0), per_step=np.where(mix, acc / np.maximum(time_share, 1e-30), 0.0)) if arrival == "closed_loop" and not offline else None)
     # requests beyond what the engine admits wait for whole waves
     waves_ahead = np.maximum(c_rank / np.maximum(admitted, 1.0) - 1.0, 0.0)
     life = life if offline or arrival == "burst" else _slot_cycle(ttft, tpot, osl)
@@ -361,10 +376,34 @@ def evaluate(model: ModelSpec, at: Serving, *, cal: Calibration, concurrency, is
     return res
 
 
-def _run_flags(at: Serving, flags: SchedulerFlags | None) -> SchedulerFlags:
-    """The run's scheduler flags (None: the engine's defaults), the deployment's own chunked prefill where the run sets none."""
+def run_flags(flags: SchedulerFlags | None, *, chunked_prefill: bool | None) -> SchedulerFlags:
+    """The run's scheduler flags (None: the engine's defaults), the deployment's own chunked prefill
+    (Deployment.chunked_prefill) where the run sets none: what an aggregated and a prefill instance read alike."""
     fl = DEFAULT_FLAGS if flags is None else flags
-    return replace(fl, chunked_prefill=at.chunked_prefill) if fl.chunked_prefill is None and at.chunked_prefill is not None else fl
+    return replace(fl, chunked_prefill=chunked_prefill) if fl.chunked_prefill is None and chunked_prefill is not None else fl
+
+
+def mixes(engine: Engine, fl: SchedulerFlags, k):
+    """Whether a step mixes prefill chunks into the running decodes, along the draft lengths `k`: the run's
+    --enable-mixed-chunk where it sets one, else the engine's default (Engine.mixes_prefill), and never where a draft
+    runs (k > 0) on an engine that turns mixing off under speculation (Engine.mixes_while_speculating: SGLang's)."""
+    mix = np.asarray(engine.mixes_prefill if fl.mixed_chunk is None else fl.mixed_chunk, bool)
+    return mix if engine.mixes_while_speculating else mix & (np.asarray(k) <= 0)
+
+
+def budget_fill(mnt, *, new, osl, k, acc, pp, mixes):
+    """The most requests per rank that decode under a step budget of `mnt` where the engine mixes prompts into the
+    decodes' steps (inf where it does not): in steady state the decodes' 1 + k tokens each and the prompts arriving take
+    the budget together. A micro-batch of d decodes completes d x acc / (OSL - 1) requests a step, and as many arrive,
+        each with `new` prompt tokens, so d (1 + k + acc new / (OSL - 1)) <= budget. vLLM schedules the running requests
+    first and a waiting request's prompt gets min(its tokens, what they leave) (v1/core/sched/scheduler.py:383-517, 567,
+    680@0.19.0; TensorRT-LLM's MicroBatchScheduler alike, docs/modelling-notes.md#budget-decode-batch); more decoding
+    than this leaves the prompts a few tokens a step, which the steady state cannot keep up with: the arriving requests
+    wait for decodes to end instead, as requests past the batch limit do (evaluate's waves ahead), never one-token steps
+    (docs/modelling-notes.md#budget-fill)."""
+    per = 1.0 + np.asarray(k, float) + np.asarray(acc, float) * np.asarray(new, float) / np.maximum(np.asarray(osl, float) - 1.0, 1.0)
+    fill = np.asarray(pp, float) * np.maximum(np.floor(np.asarray(mnt, float) / per), 1.0)
+    return np.where(mixes, fill, np.inf)
 
 
 def _slot_cycle(ttft, tpot, osl):
@@ -418,17 +457,16 @@ def _request_times(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, r: 
     """A request's (q, prefill step, first token, TPOT, life): its prefill (its step, and the steps' span before its
     first token, _own_prefill, after `steps`' wait in decode iterations and its front end's work) and decode (TPOT and
     life, _decode_times) as the harness delivers it: (arrival pattern, SchedulerFlags, engine), whether the engine mixes
-    prefill chunks into decodes (Engine.mixes_prefill, or --enable-mixed-chunk); `spec`, the speculation its decodes run in
+    prefill chunks into decodes (mixes); `spec`, the speculation its decodes run in
     a mixed step too; `q`, its cohort where the caller sized it (_closed_loop_cohort), else _cohort's."""
     arrival, fl, engine = harness
     t_stage, acc, time_share, t_wait = steps
     t_iter = r.pp * t_stage
-    mixes = engine.mixes_prefill if fl.mixed_chunk is None else np.asarray(fl.mixed_chunk, bool)
+    mix = mixes(engine, fl, r.k)
     q, t_pf_stage, span, t_req_pf, rest = _own_prefill(model, gpu, prec, sh, r=r, costs=costs, n_span=np.maximum(wave[2] / t_iter, 1.0),
-                                                       arrival=arrival, window=np.maximum(fl.recv_interval, 1.0), acc=acc, mixes=mixes,
-                                                       t_stage=t_stage, wave=wave[:2], rounds=fl.rounds, scheduler=(engine, fl), spec=spec,
-                                                       q=q)
-    tpot, life = _decode_times(r, q=q, t_stage=t_stage, t_iter=t_iter / acc, time_share=time_share, wave=wave, t_req_pf=t_req_pf, mixes=mixes,
+                                                       arrival=arrival, window=np.maximum(fl.recv_interval, 1.0), acc=acc, mixes=mix,
+                                                       t_stage=t_stage, wave=wave[:2], rounds=fl.rounds, spec=spec, q=q)
+    tpot, life = _decode_times(r, q=q, t_stage=t_stage, t_iter=t_iter / acc, time_share=time_share, wave=wave, t_req_pf=t_req_pf, mixes=mix,
                                rest=rest)
     # the per-request work outside the steps, paid (q + 1) / 2 times as if the q requests arriving together were served
     # one at a time (SGLang's server tokenises in one process, sglang 0.5.12 server_args.py:372, tokenizer_manager.py:708;
@@ -550,19 +588,26 @@ def closed_loop_batch(running, *, life, window=1.0):
 COHORT_PASSES = 10
 
 
-def _closed_loop_cohort(request, running, osl, *, t_iter, window):
+def _closed_loop_cohort(request, running, osl, *, t_iter, window, per_step=None):
     """A closed loop's cohort in steady state, sized from the slot cycle its throughput uses (_slot_cycle: Little's law,
     each slot refilled once per first token and decode): the q whose cycle, in decode iterations of `t_iter`, has
     closed_loop_batch give q back (`request(q=...)`: _request_times at a cohort of q). The wave's life (_cohort, offline) leaves
     the first token's waits (the front end's (q + 1) / 2 requests, the scheduler's wait steps, its own prefill) out of the
     cycle, which at short outputs are most of it: arrivals counted too close, a cohort too large (Llama-3.1-70B TP8 H200,
     TensorRT-LLM, 256 requests of 128 in / 16 out: TPOT 62% apart). A cohort of 1 implies at least 1 arriving and one of
-    `running` at most `running`, so bisection on log q between them finds where they meet."""
+    `running` at most `running`, so bisection on log q between them finds where they meet.
+
+    The cycle counts in its steps' mean time, not `t_iter`'s: where the engine mixes (`per_step`: the tokens a request gets
+    a step, accepted / time share, its decode steps a TPOT x per_step each), nearly every step of the cycle carries
+    others' prompts and is longer than a decode-only one, so counted in decode iterations the arrivals a step came out
+    too few (TensorRT-LLM's 70B case above: 1.46 a step rather than ~1.9), cohorts too small and prefill steps too many.
+    Where it does not (None), its prefill steps are steps of their own beside the decode iterations, which `t_iter` counts."""
     lo, hi = np.ones(np.shape(running)), np.maximum(running, 1.0)
     for _ in range(COHORT_PASSES):
         mid = np.sqrt(lo * hi)
         _, _, ttft, tpot, _ = request(q=mid)
-        up = closed_loop_batch(running, life=_slot_cycle(ttft, tpot, osl) / t_iter, window=window) > mid
+        step = t_iter if per_step is None else np.where(per_step > 0, np.maximum(tpot * per_step, t_iter), t_iter)
+        up = closed_loop_batch(running, life=_slot_cycle(ttft, tpot, osl) / step, window=window) > mid
         lo, hi = np.where(up, mid, lo), np.where(up, hi, mid)
     return np.sqrt(lo * hi)
 
@@ -611,7 +656,7 @@ def _steps_to_first_token(q, new, step_tok):
 
 
 def _own_prefill(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, r: _Rank, costs: EngineCosts, n_span, arrival, window, acc,
-                 mixes, t_stage, wave, rounds, scheduler, spec: SpecDecoding | None = None, q=None):
+                 mixes, t_stage, wave, rounds, spec: SpecDecoding | None = None, q=None):
     """A request's prefill: (q, the step's time, the steps' span over the pipeline before its first
     token, the time one request's prefill adds to the steps of the requests decoding, the time it waits
     after its first token for the rest of its cohort's prefill). Its chunks share steps with the prefills
@@ -619,17 +664,13 @@ def _own_prefill(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, r: _R
     min(budget, q x new) tokens: one step where they fit, else until the end of the step its prompt ends in
     (_steps_to_first_token). Steps count fractionally: a partial chunk costs its share of a full one. An engine that mixes
     runs the running - q other requests' decodes in those steps, their 1 + k tokens each off the step's budget before the
-    prompts' (prompt_budget; `scheduler`: the engine and the run's SchedulerFlags) and verified and drafted in the step as in
+    prompts' (_Rank.beside) and verified and drafted in the step as in
     a decode step (prefill_step, under `spec`); one that does not leaves them, and the
     cohort's requests already prefilled, waiting until the cohort's last prompt is done. Under "waves" the
     first wave (a share 1 / `rounds` of the requests: SchedulerFlags.rounds) is the burst itself, every
     request behind the prompts queued ahead of it at the wave's step (`wave`: its tokens and time)."""
     closed = arrival == "closed_loop"
-    engine, fl = scheduler
-
-    def beside(decodes):  # the prompt tokens a step takes beside a micro-batch's `decodes`: what their tokens leave
-        return prompt_budget(r.budget, r.new, engine=engine, flags=fl, decode_tokens=decodes * r.per_decode)
-
+    beside = r.beside  # the prompt tokens a step takes beside a micro-batch's decodes: what their tokens leave
     if q is None:  # a cohort: the prompts one step completes beside the others' decodes (the wave's but its own)
         q = _cohort(r, arrival=arrival, mixes=mixes, share=costs.queue_fraction, n_span=n_span, acc=acc, window=window,
                     step_tok=np.where(mixes, beside(np.maximum(r.running - 1.0, 0.0) / r.pp), r.mnt))
@@ -639,7 +680,7 @@ def _own_prefill(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, r: _R
     pf_step_tok = np.minimum(step_tok, q * r.new)
     n_pf = _steps_to_first_token(q, r.new, pf_step_tok)
     t_pf_stage = prefill_step(model, gpu, prec, sh, costs=costs, tokens=pf_step_tok, isl=r.new, chunk=np.minimum(r.new, step_tok),
-                              dec_seqs=dec, dec_ctx=r.isl + r.osl / 2.0, cached=r.cached, k=r.per_decode - 1.0, spec=spec)
+                              dec_seqs=dec, dec_ctx=r.isl + r.osl / 2.0, cached=r.cached, k=r.k, spec=spec)
 
     span = _over_pipeline(r, n_pf) * t_pf_stage
     # after its first token a request of a cohort prefilled on its own waits for the cohort's prompts behind it: the

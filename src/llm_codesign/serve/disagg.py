@@ -35,10 +35,11 @@ from llm_codesign.serve.aggregated import (
     prefill_batch,
     prefill_step,
     prompt_budget,
+    run_flags,
 )
 from llm_codesign.spec.engines import EngineCosts
 from llm_codesign.spec.hardware import Gpu
-from llm_codesign.spec.harness import DEFAULT_ARRIVAL, SchedulerFlags
+from llm_codesign.spec.harness import DEFAULT_ARRIVAL
 from llm_codesign.spec.model import ModelSpec
 from llm_codesign.spec.plan import Deployment, Plan, SpecDecoding
 from llm_codesign.spec.precision import Precision
@@ -84,7 +85,7 @@ def prefill_pool(model: ModelSpec, gpu: Gpu, prec: Precision, plan: Plan, *, cos
     t_alone = t_loaded - isl / chunk * pp * _lone_prompt_credit(model, gpu, prec, sh, costs=costs, chunk=chunk, isl=isl, adp=adp)
     # a full step: the prompt tokens the budget takes (whole prompts where the engine does not chunk, prompt_budget), or one
     # whole chunk if larger
-    full = np.maximum(prompt_budget(mnt, isl, engine=costs.engine, flags=SchedulerFlags(chunked_prefill=chunked_prefill)), chunk)
+    full = np.maximum(prompt_budget(mnt, isl, engine=costs.engine, flags=run_flags(None, chunked_prefill=chunked_prefill)), chunk)
     per_inst = adp * full / isl / prefill_step(model, gpu, prec, sh, costs=costs, tokens=full, isl=isl, chunk=chunk)
     mem = memory.fit(model, gpu, prec, sh, isl, osl=0.0, max_num_tokens=mnt, usable_fraction=fraction, osl_occupancy=0.0, budget=budget,
                      max_seqs=costs.engine.max_batch(gpu))

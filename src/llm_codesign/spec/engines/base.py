@@ -125,6 +125,9 @@ class Engine(ABC):
     # whether its steps mix prefill chunks into the running decodes (TensorRT-LLM's in-flight batching and
     # vLLM's chunked prefill do); an engine that runs prefill batches on their own says so in its module
     mixes_prefill: ClassVar[bool] = True
+    # whether it still mixes them (by default or as the run asks) while a speculative decoder runs; an engine that turns
+    # mixing off under speculation says so in its module
+    mixes_while_speculating: ClassVar[bool] = True
     # whether it splits a prompt that does not fit the step's budget into chunks (vLLM's and SGLang's chunked prefill);
     # an engine that schedules whole prompts only, while the budget lasts, says so in its module (serve.aggregated.prompt_budget)
     chunks_prefill: ClassVar[bool] = True

@@ -50,6 +50,9 @@ class SGLangEngine(Engine):
     # prefill batches run on their own: "Run prefill first if possible", no decodes mixed in unless
     # --enable-mixed-chunk (off by default, server_args.py:729; sglang 0.5.12 managers/scheduler.py:2578-2592)
     mixes_prefill = False
+    # and never under speculative decoding, --enable-mixed-chunk or not: EAGLE, EAGLE3 (NEXTN, DeepSeek's MTP, is run as
+    # EAGLE) and STANDALONE (a draft model) turn it off (server_args.py:2390-2395@0.5.9), NGRAM too (:2474)
+    mixes_while_speculating = False
     # with ignore_eos and the radix cache off, PrefillAdder.add_one_req_ignore_eos reserves every running and
     # new request's whole remaining output (new_token_ratio 1.0; sglang 0.5.12 managers/schedule_policy.py:720-813, 839-840)
     reserves_all_ignoring_eos = True
