@@ -38,12 +38,12 @@ def _at(model, gpu, cal, C, budget, *, backend="trtllm", spec=None):
 
 def test_64_requests_under_a_32_token_budget_decode_15_at_a_time_the_rest_wait(llama8b, h100, cal_h100):
     r64, r15 = _at(llama8b, h100, cal_h100, 64, 32), _at(llama8b, h100, cal_h100, 15, 32)
-    # the budget schedules 32 decodes (max_concurrency), but in steady state each decode brings 1,024 / 1,023 prompt
+    # the budget schedules 32 decodes, but in steady state each decode brings 1,024 / 1,023 prompt
     # tokens a step with the request that replaces it, so floor(32 / (1 + 1024 / 1023)) = 15 decode at once
     # (serve.aggregated.budget_fill; 32 before, which left the prompts no token): the decode step of 15 requests
     # under the engine's own 8,192-token budget
     assert r64["step_s"] == pytest.approx(_at(llama8b, h100, cal_h100, 15, None)["step_s"], rel=1e-12)
-    assert r64["max_concurrency"] == 32
+    assert r64["max_concurrency"] == 15  # what runs at once, as the step prices it
     # TensorRT-LLM's scheduler takes the same first ones every step (no rotation): they decode as 15 alone do, and the
     # other 49 wait 64 / 15 - 1 request lives, a life 15 x OSL / throughput (1 GPU), before their turn
     assert r64["tpot_s"] == pytest.approx(r15["tpot_s"], rel=1e-12)
@@ -55,9 +55,9 @@ def test_64_requests_under_a_32_token_budget_decode_15_at_a_time_the_rest_wait(l
 def test_estimate_says_the_budget_binds(tmp_path):
     r = CliRunner().invoke(app, ["estimate", "llama-3.1-8b", "--gpu", "h100", "--max-num-tokens", "32", "--concurrency", "64", "--json"])
     d = json.loads(r.stdout)
-    assert (d["max_batch"], d["fits"]) == (32, False)
-    assert d["over_capacity"] == ("a step of trtllm schedules at most 32 tokens (1 per decoding request), so 32 requests decode "
-                                  "and the rest wait for whole requests to finish (longer TTFT)")
+    assert (d["max_batch"], d["fits"]) == (15, False)  # 32 decode tokens less the prompts arriving: 15 (budget_fill)
+    assert d["over_capacity"] == ("a step of trtllm schedules at most 32 tokens (1 per decoding request and the prompts arriving), "
+                                  "so 15 requests decode and the rest wait for whole requests to finish (longer TTFT)")
     # a launch configuration exported for the same deployment says so too, and per micro-batch under pipeline parallelism
     r = CliRunner().invoke(app, ["export", "llama-3.1-8b", "--gpu", "h100", "--max-num-tokens", "32", "--concurrency", "64",
                                  "--out", str(tmp_path / "x.yaml"), "--json"])
@@ -65,15 +65,15 @@ def test_estimate_says_the_budget_binds(tmp_path):
     r = CliRunner().invoke(app, ["estimate", "llama-3.1-8b", "--gpu", "h100", "--gpus", "2", "--pp", "2", "--max-num-tokens", "32",
                                  "--concurrency", "128", "--json"])
     assert json.loads(r.stdout)["over_capacity"] == (
-        "a step of trtllm schedules at most 32 tokens per pipeline micro-batch (1 per decoding request), so 64 requests decode "
-        "and the rest wait for whole requests to finish (longer TTFT)")
+        "a step of trtllm schedules at most 32 tokens per pipeline micro-batch (1 per decoding request and the prompts arriving), "
+        "so 30 requests decode and the rest wait for whole requests to finish (longer TTFT)")
 
 
 def test_draft_tokens_count_in_the_budget(llama8b, h100, cal_h100):
     # 1 + 3 tokens a request: a 32-token budget schedules 8 of 64, and beside the prompts arriving (2.5 accepted a step,
     # 1,024 / 1,023 x 2.5 prompt tokens each) floor(32 / 6.5024) = 4 decode, each step the step of 4
     r = _at(llama8b, h100, cal_h100, 64, 32, spec=EAGLE)
-    assert r["max_concurrency"] == 8
+    assert r["max_concurrency"] == 4
     assert r["step_s"] == pytest.approx(_at(llama8b, h100, cal_h100, 4, None, spec=EAGLE)["step_s"], rel=1e-12)
 
 

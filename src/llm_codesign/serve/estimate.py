@@ -9,11 +9,19 @@ import numpy as np
 from llm_codesign.cost.calibration import Calibration
 from llm_codesign.cost.ops import Batch, forward_ops
 from llm_codesign.errors import InputError
-from llm_codesign.serve.aggregated import binding_resource, engine_budget, op_step_time, pdl_per_launch
+from llm_codesign.serve.aggregated import (
+    binding_resource,
+    budget_fill,
+    draft_lengths,
+    engine_budget,
+    mixes,
+    op_step_time,
+    pdl_per_launch,
+)
 from llm_codesign.serve.energy import energy
 from llm_codesign.serve.invariants import check_estimate
 from llm_codesign.serve.metrics import BATCH_GRID, decode_operators, evaluate
-from llm_codesign.spec.harness import DEFAULT_ARRIVAL
+from llm_codesign.spec.harness import DEFAULT_ARRIVAL, DEFAULT_FLAGS
 from llm_codesign.spec.model import ModelSpec
 from llm_codesign.spec.plan import REASONS, Deployment, Workload, check_step_budget, reason_text, validity
 from llm_codesign.spec.precision import executable
@@ -187,7 +195,7 @@ def estimate(model: ModelSpec, dep: Deployment, workload: Workload, *, calibrati
     with `breakdown`, per-operator times of the decode step."""
     check(model, dep)
     model.check_context(workload.isl, workload.osl)
-    cal, isl, osl = calibration, workload.isl, workload.osl
+    cal = calibration
     adp = int(np.asarray(dep.plan.adp))
     grid = BATCH_GRID * adp
     r = evaluate(model, dep, workload, calibration=cal, concurrency=grid)
@@ -216,7 +224,7 @@ def estimate(model: ModelSpec, dep: Deployment, workload: Workload, *, calibrati
         decode_bound=binding_resource(dec_ops, per), prefill_bound=binding_resource(pf_ops, per), accepted_per_step=s("accepted_per_step"),
         # a format this GPU cannot execute is priced as the engines map it, and the answer says so
         precision_notes=tuple(executable(dep.precision, dep.gpu)[1]),
-        over_capacity=_over_capacity(dep, max_conc, isl, osl) if concurrency > max_conc else None,
+        over_capacity=_over_capacity(dep, max_conc, workload) if concurrency > max_conc else None,
         spec=_spec_break_even(model, dep, workload, cal, r=r, grid=grid, concurrency=concurrency) if dep.spec is not None else None,
         breakdown=_breakdown(dec_ops, per) if breakdown else None)
     return check_estimate(model, est)
@@ -232,16 +240,29 @@ def _breakdown(ops, per: float) -> tuple[OperatorTime, ...]:
     return tuple(out)
 
 
-def _over_capacity(dep: Deployment, max_conc: int, isl: int, osl: int) -> str:
+def _budget_decodes(dep: Deployment, workload: Workload) -> float:
+    """The requests that decode at once under the step token budget, as evaluate caps them: the budget's decode tokens
+    (Engine.budget_batch) and, where the engine mixes prompts into the decodes' steps, what the prompts arriving leave
+    (serve.aggregated.budget_fill)."""
+    k, acc = draft_lengths(dep.spec)
+    mnt = engine_budget(dep.gpu, engine=dep.engine, max_num_tokens=dep.max_num_tokens, plan=dep.plan, spec=dep.spec, draft_len=k)[0]
+    mix = mixes(dep.engine, DEFAULT_FLAGS, k) & (workload.arrival != "burst")
+    new = workload.isl - np.floor(workload.isl * workload.prefix_hit + 1e-9)
+    fill = budget_fill(mnt, new=new, osl=workload.osl, k=k, acc=acc, pp=dep.plan.pp, mixes=mix)
+    sched = np.minimum(dep.engine.budget_batch(dep.step_tokens, k, dep.plan.pp), fill) * dep.plan.adp
+    return float(np.asarray(sched).reshape(-1)[0])
+
+
+def _over_capacity(dep: Deployment, max_conc: int, workload: Workload) -> str:
     """Priced, not refused: what the engine does with requests its KV cache cannot hold (Engine.admission), or
-    its step token budget does not schedule (Engine.budget_batch)."""
+    its step token budget does not schedule beside the prompts arriving (_budget_decodes)."""
     per = 1 + (dep.spec.k if dep.spec is not None else 0)
-    sched = float(np.asarray(dep.engine.budget_batch(dep.step_tokens, per - 1, dep.plan.pp) * dep.plan.adp).reshape(-1)[0])
+    isl, osl, sched = workload.isl, workload.osl, _budget_decodes(dep, workload)
     if sched <= max_conc:
         rank = (" per attention-DP rank" if int(np.asarray(dep.plan.adp)) > 1 else "") + \
             (" per pipeline micro-batch" if int(np.asarray(dep.plan.pp)) > 1 else "")
-        return (f"a step of {dep.backend} schedules at most {dep.step_tokens} tokens{rank} ({per} per decoding request), so "
-                f"{int(sched)} requests decode and the rest wait for whole requests to finish (longer TTFT)")
+        return (f"a step of {dep.backend} schedules at most {dep.step_tokens} tokens{rank} ({per} per decoding request and "
+                f"the prompts arriving), so {int(sched)} requests decode and the rest wait for whole requests to finish (longer TTFT)")
     held = f"the KV cache holds {max_conc} sequences of {isl}+{osl} tokens"
     if dep.engine.admission is not None:
         return (f"{held}; {dep.backend} admits requests before their whole KV cache fits and preempts when "
