@@ -311,3 +311,13 @@ def test_tables_whole_at_80_columns(args):
                        env={**os.environ, "COLUMNS": "80"}, timeout=300)
     assert r.returncode == 0, r.stderr
     assert "…" not in r.stdout and max(map(len, r.stdout.splitlines())) <= 80
+
+
+def test_python_dash_m_runs_the_cli():
+    # `python -m llm_codesign` is the console script, as `python -m llm_codesign.cli` is ("no module named
+    # llm_codesign.__main__" before)
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-m", "llm_codesign", "gpus", "--json"], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and any(g["id"] == "h100" for g in json.loads(out.stdout))
