@@ -155,7 +155,7 @@ def at_bounds(params: dict) -> list[str]:
         v = params.get(name)
         for key, x in (sorted(v.items()) if isinstance(v, dict) else [("", v)] if v is not None else []):
             side = "lo" if x <= lo * (1 + 1e-3) else "hi" if x >= hi * (1 - 1e-3) else None
-            if side and (name, side) not in SERVING_NATURAL_LIMITS:
+            if side and (name, side) not in SERVING_NATURAL_LIMITS and (f"{name}:{key}", side) not in SERVING_NATURAL_LIMITS:
                 out.append(f"{name}{':' + key if key else ''} = {x:.3g} (range {lo:g}-{hi:g})")
     return out
 

@@ -627,8 +627,7 @@ def test_the_decodes_and_the_prompts_arriving_share_the_budget_hand_derived(h100
                  spec=_EAGLE3, max_num_tokens=1024.0)
     r = evaluate(m, at, cal=calibration_for(h100), concurrency=np.array([72.0, 228.0, 256.0]), isl=1024.0, osl=256.0, arrival="closed_loop")
     assert r["tpot_s"][1] == r["tpot_s"][2] == r["tpot_s"][0]  # 1,107 ms at 256, 67 at 228, 12 at 72 before
-    # 72 run at once (max_concurrency, as the step prices them): past them requests wait, as past the KV cache
-    assert r["max_concurrency"].tolist() == [72.0] and r["fits"].tolist() == [True, False, False]
+    assert r["fits"].tolist() == [True, True, True]  # what the KV cache and the batch limit hold is unchanged
 
 
 def test_sglang_mixes_no_prompt_into_a_speculating_step(h100):

@@ -97,8 +97,8 @@ STRUCTURAL_ZEROS = {("adp_wait_steps", name) for name, e in ENGINES.items() if n
 # 3-step top, standing for the clean sample's DeepSeek-R1 queue from 64 requests that no recorded setting explains
 # (docs/modelling-notes.md#trtllm-dsr1-queue): held at its overlap scheduler's 1.5 rather than swallow that.
 # vLLM's and SGLang's too (2026-12-05): once prompts got only the budget their decodes leave, the fit put both on the
-# search's 0.5 floor, below the 1-2 steps their loops allow (default.toml); held at 1.5 the fit's loss is lower (0.1062
-# against 0.1068 with them free, four passes each from the same start)
+# search's 0.5 floor, below the 1-2 steps their overlapped loops allow (default.toml): the floor standing for what the
+# model lacks, as TensorRT-LLM's top did (held, the warm search stopped at a lower loss, 0.1062 against 0.1068 free)
 DOCUMENTED = {("eager_launch_s", "atom"), ("eager_skew_s", "atom"), ("ttft_wait_steps", "trtllm"), ("ttft_wait_steps", "vllm"),
               ("ttft_wait_steps", "sglang")}
 NOT_FITTED = STRUCTURAL_ZEROS | DOCUMENTED
@@ -363,9 +363,9 @@ def held_out(rows: list[dict], models: list[str]) -> list[dict]:
 # rows, and `calibrate` refuses it as it refuses a kernel efficiency on its bound.
 # The host step's lower end too: an engine whose overlap scheduler hides its host work (SGLang's) leaves the GPU none
 # to wait for, and the search's 10 us stands for that. No spread of the eager launch over a stage's ranks (every rank alike).
-# The attention-DP hold's top: TensorRT-LLM holds a context request at most timeout_iters iterations, 60 in the InferenceX
-# scripts that turn the balancing on (default.toml [default.adp_wait_steps]), the runs whose hold it is.
-SERVING_NATURAL_LIMITS = {("adp_wait_steps", "lo"), ("adp_wait_steps", "hi"), ("prefill_queue_fraction", "lo"), ("prefill_queue_fraction", "hi"), ("seq_overhead_s", "lo"),
+# TensorRT-LLM's attention-DP hold at its top (a "name:engine" entry: that engine's only): it holds a context request at most
+# timeout_iters iterations, 60 in the InferenceX scripts that turn the balancing on (default.toml [default.adp_wait_steps]).
+SERVING_NATURAL_LIMITS = {("adp_wait_steps", "lo"), ("adp_wait_steps:trtllm", "hi"), ("prefill_queue_fraction", "lo"), ("prefill_queue_fraction", "hi"), ("seq_overhead_s", "lo"),
                           ("step_overhead_s", "lo"), ("eager_skew_s", "lo")}
 
 
@@ -546,7 +546,7 @@ class _ServingFit:
         for key, v in self.state.items():
             cur, lo, hi = v
             side = "lo" if cur <= lo + 1e-6 * abs(lo) else "hi" if cur >= hi - 1e-6 * abs(hi) else None
-            if side is None or (key.partition(":")[0], side) in SERVING_NATURAL_LIMITS:
+            if side is None or (key, side) in SERVING_NATURAL_LIMITS or (key.partition(":")[0], side) in SERVING_NATURAL_LIMITS:
                 continue
             v[0] = cur + 0.1 * (hi - lo) * (1 if side == "lo" else -1) if lo <= 0 else (lo * 1.1 if side == "lo" else hi / 1.1)
             moved = self.loss(self.predicted(), smooth=False)

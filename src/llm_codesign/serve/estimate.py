@@ -209,6 +209,9 @@ def estimate(model: ModelSpec, dep: Deployment, workload: Workload, *, calibrati
     else:
         mode = "concurrency"
     one = evaluate(model, dep, workload, calibration=cal, concurrency=concurrency)
+    # the largest batch that runs at once: what the KV cache and the batch limit hold, and what the step budget decodes
+    # beside the prompts arriving (evaluate's max_concurrency is the former: lint and the search read it as capacity)
+    max_batch = int(min(max_conc, _budget_decodes(dep, workload)))  # inf where the budget caps no decode (SGLang's)
     s = lambda k: float(np.asarray(getattr(one, k)).reshape(-1)[0])  # noqa: E731
     # the bottlenecks are read from the very steps the metrics time (decode: the step at this load)
     dec_ops = decode_operators(model, dep, workload, concurrency, calibration=cal)
@@ -217,14 +220,14 @@ def estimate(model: ModelSpec, dep: Deployment, workload: Workload, *, calibrati
     est = Estimate(
         model=model.name, deployment=dep, workload=workload, mode=mode, concurrency=concurrency,
         ttft_s=s("ttft_s"), tpot_s=s("tpot_s"), tok_s_per_user=s("tok_s_per_user"), output_tok_s_per_gpu=s("output_tok_s_per_gpu"),
-        io_tok_s_per_gpu=s("io_tok_s_per_gpu"), tokens_per_joule_at_tdp=s("tokens_per_joule_at_tdp"), max_batch=max_conc,
+        io_tok_s_per_gpu=s("io_tok_s_per_gpu"), tokens_per_joule_at_tdp=s("tokens_per_joule_at_tdp"), max_batch=max_batch,
         memory=Memory(weights=s("weights_bytes"), kv=s("kv_bytes") - s("state_bytes"), state=s("state_bytes"), activations=s("activation_bytes"),
                       free=s("free_bytes"), capacity=dep.gpu.memory_bytes),
         energy=energy(model, dep, workload, concurrency, calibration=cal).at(),
         decode_bound=binding_resource(dec_ops, per), prefill_bound=binding_resource(pf_ops, per), accepted_per_step=s("accepted_per_step"),
         # a format this GPU cannot execute is priced as the engines map it, and the answer says so
         precision_notes=tuple(executable(dep.precision, dep.gpu)[1]),
-        over_capacity=_over_capacity(dep, max_conc, workload) if concurrency > max_conc else None,
+        over_capacity=_over_capacity(dep, max_conc, workload) if concurrency > max_batch else None,
         spec=_spec_break_even(model, dep, workload, cal, r=r, grid=grid, concurrency=concurrency) if dep.spec is not None else None,
         breakdown=_breakdown(dec_ops, per) if breakdown else None)
     return check_estimate(model, est)
@@ -262,7 +265,7 @@ def _over_capacity(dep: Deployment, max_conc: int, workload: Workload) -> str:
         rank = (" per attention-DP rank" if int(np.asarray(dep.plan.adp)) > 1 else "") + \
             (" per pipeline micro-batch" if int(np.asarray(dep.plan.pp)) > 1 else "")
         return (f"a step of {dep.backend} schedules at most {dep.step_tokens} tokens{rank} ({per} per decoding request and "
-                f"the prompts arriving), so {int(sched)} requests decode and the rest wait for whole requests to finish (longer TTFT)")
+                f"the prompts arriving), so {int(sched)} request{'s' if int(sched) != 1 else ''} decode{'s' if int(sched) == 1 else ''} and the rest wait for whole requests to finish (longer TTFT)")
     held = f"the KV cache holds {max_conc} sequences of {isl}+{osl} tokens"
     if dep.engine.admission is not None:
         return (f"{held}; {dep.backend} admits requests before their whole KV cache fits and preempts when "
