@@ -204,3 +204,24 @@ def test_sweep_runs_each_gpu_on_its_vendors_engine(tmp_path):
     assert sorted(d["task"].unique()) == list(range(d["task"].nunique()))  # tasks numbered across the two groups
     code, out, err = cli("sweep", "--models", "llama-3.1-8b", "--gpu", "h100,mi300x", "--backend", "trtllm,vllm", "--out", out)
     assert (code, out) == (2, "") and err.startswith("error: backend: 'trtllm' is not valid; an engine that runs on MI300X")
+
+
+def test_disagg_across_vendors_prices_an_engine_both_run():
+    # prefill on an H100 and decode on an MI355X with no --backend: the prefill GPU's TensorRT-LLM does not run on the
+    # MI355X, so the first engine both run, vLLM (it said "backend: 'trtllm' is not valid", an engine nobody typed)
+    code, out, err = cli("disagg", "llama-3.1-8b", "--gpu", "h100", "--decode-gpu", "mi355x", "--prefill", "tp=1", "--decode", "tp=1",
+                         "--concurrency", "8", "--json")
+    assert code == 0 and json.loads(out)["prefill"]["backend"] == "vllm", err
+    code, _, err = cli("disagg", "llama-3.1-8b", "--gpu", "h100", "--decode-gpu", "mi355x", "--prefill", "tp=1", "--decode", "tp=1",
+                       "--backend", "trtllm")
+    assert code == 2 and err.strip() == ("error: backend: 'trtllm' is not valid; an engine that runs on MI355X (TensorRT-LLM runs on "
+                                         "NVIDIA GPUs only): vllm, sglang, atom")
+
+
+def test_lint_takes_the_engine_its_findings_are_priced_on():
+    # lint priced every finding on the GPU vendor's engine with no way to name another (api.lint and /api/lint took one)
+    code, out, _ = cli("lint", "llama-3.1-8b", "--gpu", "h100", "--regime", "latency", "--json")
+    code2, out2, _ = cli("lint", "llama-3.1-8b", "--gpu", "h100", "--regime", "latency", "--json", "--backend", "vllm")
+    assert code == code2 == 0 and json.loads(out) != json.loads(out2)
+    code, _, err = cli("lint", "llama-3.1-8b", "--gpu", "mi355x", "--backend", "trtllm")
+    assert code == 2 and "TensorRT-LLM runs on NVIDIA GPUs only" in err

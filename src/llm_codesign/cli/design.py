@@ -40,7 +40,7 @@ def lint(
     as_json: bool = typer.Option(False, "--json", help="Same as --format json."),
     fail_on: Optional[str] = typer.Option(None, "--fail-on", help="Exit 1 when a finding reaches this severity: warning or error."),
     weight_dtype: Optional[str] = O_W, activation_dtype: Optional[str] = O_A, kv_dtype: Optional[str] = O_KV,
-    calibration: Optional[str] = O_CAL, accuracy_proxy: Optional[str] = O_PROXY,
+    calibration: Optional[str] = O_CAL, accuracy_proxy: Optional[str] = O_PROXY, backend: Optional[str] = O_BACKEND,
 ):
     """Check a model shape against the hardware guidelines, with the predicted cost of each finding."""
     from llm_codesign.cost.calibration import calibration_for
@@ -54,7 +54,7 @@ def lint(
         raise InputError("fail_on", fail_on, "warning or error")
     m, g = _model(model), _gpu(gpu)
     findings = run(m, g, calibration_for(g, calibration), regime, prec=_precision(m, weight_dtype, activation_dtype, kv_dtype),
-                   proxy_file=accuracy_proxy)
+                   proxy_file=accuracy_proxy, engine=engine_for(g, backend))
     if fmt == "json":
         _dump({"model": m.name, "gpu": g.id, "regime": regime, "findings": [f.to_dict() for f in findings]})
     elif fmt == "sarif":

@@ -33,7 +33,7 @@ from llm_codesign.cli.common import (
     _table,
     app,
 )
-from llm_codesign.spec.engines import engine_for
+from llm_codesign.spec.engines import engine_for_pools
 from llm_codesign.spec.harness import DEFAULT_ARRIVAL
 
 
@@ -92,7 +92,7 @@ def disagg(
     conc = _int_list("concurrency", concurrency)
     # one instance of each pool, resolved here: its GPU, plan, precision, engine and step budget
     # one engine on both pools' GPUs
-    one = dict(precision=_precision(m, weight_dtype, activation_dtype, kv_dtype), backend=engine_for(dg, engine_for(g, backend).name).name,
+    one = dict(precision=_precision(m, weight_dtype, activation_dtype, kv_dtype), backend=engine_for_pools(g, dg, backend).name,
                spec=_spec(spec, draft_len, acceptance, acceptance_rates, draft_model))
     pp_, dp_ = Plan.parse(prefill, m, "prefill"), Plan.parse(decode, m, "decode")
     pools = (Deployment(gpu=g, num_gpus=int(pp_.gpus), plan=pp_, max_num_tokens=max_num_tokens, **one),

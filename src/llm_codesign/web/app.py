@@ -43,7 +43,7 @@ from pydantic import AllowInfNan, BaseModel, BeforeValidator, ConfigDict, Field,
 from pydantic_core import PydanticCustomError
 
 from llm_codesign.errors import InputError
-from llm_codesign.spec.engines import engine_for, engine_names
+from llm_codesign.spec.engines import engine_for, engine_for_pools, engine_names
 
 STATIC = resources.files("llm_codesign.web") / "static"
 # at most one NVL72 rack: any count up to 72 has at most 12 divisors, so a search visits < 0.4 M plans
@@ -591,6 +591,14 @@ def _estimate(req: EstimateRequest, *, hub_cache: bool = False) -> dict:
     return _plain(r)
 
 
+def _pools_engine(gpu, decode_gpu, name: str | None) -> str:
+    """The one engine both disaggregated pools run (spec.engines.engine_for_pools), a refusal naming the request's field."""
+    try:
+        return engine_for_pools(gpu, decode_gpu, name).name
+    except InputError as e:
+        raise InputError("engine", e.value, e.valid) from None
+
+
 def _engine(gpu, name: str | None, field: str = "engine") -> str:
     """The engine priced on `gpu` (spec.engines.engine_for: the GPU vendor's where `name` is None), a refusal naming the
     request's own field."""
@@ -631,7 +639,7 @@ def _disagg(req: DisaggRequest, *, hub_cache: bool = False) -> dict:
     g = _gpu(req.gpu, what_if=req.what_if)
     dg = _gpu(req.decode_gpu, "decode_gpu", req.what_if) if req.decode_gpu else g
     # one engine on both pools' GPUs, as `disagg` resolves it
-    one = dict(precision=precision_for(m, req.weight_dtype, req.activation_dtype, req.kv_dtype), backend=_engine(dg, _engine(g, req.engine)),
+    one = dict(precision=precision_for(m, req.weight_dtype, req.activation_dtype, req.kv_dtype), backend=_pools_engine(g, dg, req.engine),
                spec=_speculation(req))
     pools = []
     for name, pool, gpu, budget in (("prefill", req.prefill, g, req.max_num_tokens),

@@ -13,6 +13,7 @@ from llm_codesign.spec.engines.base import (
     EngineCosts,
     engine_choices,
     engine_for,
+    engine_for_pools,
     engine_names,
     engines_on,
     get_engine,
@@ -29,4 +30,4 @@ from llm_codesign.spec.engines.atom import ATOM
 # isort: on
 
 __all__ = ["AR_NORM_KERNELS", "ATOM", "ENGINES", "FUSIONS", "MOE_KERNELS", "SGLANG", "TRTLLM", "VENDOR_ENGINE", "VENDOR_NAMES", "VLLM", "Engine",
-           "EngineCosts", "engine_choices", "engine_for", "engine_names", "engines_on", "get_engine", "listed", "register_engine"]
+           "EngineCosts", "engine_choices", "engine_for", "engine_for_pools", "engine_names", "engines_on", "get_engine", "listed", "register_engine"]
