@@ -24,7 +24,8 @@ def test_without_backend_each_gpu_runs_its_vendors_engine(gpu, engine):
      "error: backend: 'trtllm' is not valid; an engine that runs on MI300X (TensorRT-LLM runs on NVIDIA GPUs only): vllm, sglang, atom\n"),
     (["compare", "llama-3.1-8b", "--gpu", "mi300x", "--gpus", "1", "--backend", "tensorrt-llm"],
      "error: backend: 'tensorrt-llm' is not valid; an engine that runs on MI300X (TensorRT-LLM runs on NVIDIA GPUs only): vllm, sglang, atom\n"),
-    (["disagg", "llama-3.1-8b", "--gpu", "b200", "--decode-gpu", "mi355x", "--prefill", "tp=1", "--decode", "tp=1"],
+    # (without --backend, disagg across vendors prices an engine both run: test_disagg_across_vendors_prices_an_engine_both_run)
+    (["disagg", "llama-3.1-8b", "--gpu", "b200", "--decode-gpu", "mi355x", "--prefill", "tp=1", "--decode", "tp=1", "--backend", "trtllm"],
      "error: backend: 'trtllm' is not valid; an engine that runs on MI355X (TensorRT-LLM runs on NVIDIA GPUs only): vllm, sglang, atom\n"),
     # `--backend dynamo` runs TensorRT-LLM workers: the line names what was typed, not the 'trtllm' behind it
     (["export", "llama-3.1-8b", "--gpu", "mi355x", "--backend", "dynamo", "--prefill", "tp=1", "--decode", "tp=1", "-o", "-"],
