@@ -395,7 +395,7 @@ def budget_fill(mnt, *, new, osl, k, acc, pp, mixes):
     """The most requests per rank that decode under a step budget of `mnt` where the engine mixes prompts into the
     decodes' steps (inf where it does not): in steady state the decodes' 1 + k tokens each and the prompts arriving take
     the budget together. A micro-batch of d decodes completes d x acc / (OSL - 1) requests a step, and as many arrive,
-        each with `new` prompt tokens, so d (1 + k + acc new / (OSL - 1)) <= budget. vLLM schedules the running requests
+    each with `new` prompt tokens, so d (1 + k + acc new / (OSL - 1)) <= budget. vLLM schedules the running requests
     first and a waiting request's prompt gets min(its tokens, what they leave) (v1/core/sched/scheduler.py:383-517, 567,
     680@0.19.0; TensorRT-LLM's MicroBatchScheduler alike, docs/modelling-notes.md#budget-decode-batch); more decoding
     than this leaves the prompts a few tokens a step, which the steady state cannot keep up with: the arriving requests
