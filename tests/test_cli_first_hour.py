@@ -26,7 +26,8 @@ def test_without_backend_each_gpu_runs_its_vendors_engine(gpu, engine):
      "error: backend: 'tensorrt-llm' is not valid; an engine that runs on MI300X (TensorRT-LLM runs on NVIDIA GPUs only): vllm, sglang, atom\n"),
     # (without --backend, disagg across vendors prices an engine both run: test_disagg_across_vendors_prices_an_engine_both_run)
     (["disagg", "llama-3.1-8b", "--gpu", "b200", "--decode-gpu", "mi355x", "--prefill", "tp=1", "--decode", "tp=1", "--backend", "trtllm"],
-     "error: backend: 'trtllm' is not valid; an engine that runs on MI355X (TensorRT-LLM runs on NVIDIA GPUs only): vllm, sglang, atom\n"),
+     # the engines both pools run (ATOM does not run on the B200 prefill pool)
+     "error: backend: 'trtllm' is not valid; an engine that runs on MI355X (TensorRT-LLM runs on NVIDIA GPUs only): vllm, sglang\n"),
     # `--backend dynamo` runs TensorRT-LLM workers: the line names what was typed, not the 'trtllm' behind it
     (["export", "llama-3.1-8b", "--gpu", "mi355x", "--backend", "dynamo", "--prefill", "tp=1", "--decode", "tp=1", "-o", "-"],
      "error: backend: 'dynamo' is not valid; an engine that runs on MI355X: dynamo's workers are TensorRT-LLM's, which runs on "
@@ -216,7 +217,7 @@ def test_disagg_across_vendors_prices_an_engine_both_run():
     code, _, err = cli("disagg", "llama-3.1-8b", "--gpu", "h100", "--decode-gpu", "mi355x", "--prefill", "tp=1", "--decode", "tp=1",
                        "--backend", "trtllm")
     assert code == 2 and err.strip() == ("error: backend: 'trtllm' is not valid; an engine that runs on MI355X (TensorRT-LLM runs on "
-                                         "NVIDIA GPUs only): vllm, sglang, atom")
+                                         "NVIDIA GPUs only): vllm, sglang")
 
 
 def test_lint_takes_the_engine_its_findings_are_priced_on():
@@ -226,3 +227,27 @@ def test_lint_takes_the_engine_its_findings_are_priced_on():
     assert code == code2 == 0 and json.loads(out) != json.loads(out2)
     code, _, err = cli("lint", "llama-3.1-8b", "--gpu", "mi355x", "--backend", "trtllm")
     assert code == 2 and "TensorRT-LLM runs on NVIDIA GPUs only" in err
+
+
+def test_a_gpu_files_vendor_is_read_in_any_case(tmp_path):
+    # a GPU file saying vendor = "AMD" skipped the vendor rule: TensorRT-LLM was priced on an MI355X's twin
+    from pathlib import Path
+
+    import llm_codesign
+
+    text = (Path(llm_codesign.__file__).parent / "data/gpus/mi355x.toml").read_text()
+    f = tmp_path / "mymi.toml"
+    f.write_text("\n".join('id = "mymi"' if line.startswith("id ") else 'vendor = "AMD"' if line.startswith("vendor ") else line
+                           for line in text.splitlines()) + "\n")
+    code, _, err = cli("estimate", "llama-3.1-8b", "--gpu", str(f), "--gpus", "1", "--backend", "trtllm")
+    assert code == 2 and "TensorRT-LLM runs on NVIDIA GPUs only" in err
+    code, out, _ = cli("estimate", "llama-3.1-8b", "--gpu", str(f), "--gpus", "1", "--json")
+    assert code == 0 and json.loads(out)["backend"] == "sglang"
+
+
+def test_empty_lists_are_one_line():
+    # `validate --serving ""` ended in an internal TypeError; `sweep --backend ,` was priced as no plan fitting
+    code, _, err = cli("validate", "--serving", "")
+    assert code == 2 and err.startswith("error: serving: ") and "Traceback" not in err
+    code, _, err = cli("sweep", "--models", "llama-3.1-8b", "--gpu", "h100", "--backend", ",", "--out", "x.parquet")
+    assert code == 2 and err.strip() == "error: backend: ',' is not valid; one or more engines, comma-separated"

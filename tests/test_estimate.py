@@ -66,3 +66,13 @@ def test_estimate_offline_and_errors():
     over = estimate(m, dep, Workload(isl=1024, osl=1024, concurrency=10 * r.max_batch), calibration=calibration_for(g))
     assert not over.fits and f"holds {r.max_batch} sequences" in over.over_capacity
     assert over.ttft_s > 9 * 1024 * r1.tpot_s  # nine whole requests' lives ahead of the average arrival
+
+
+def test_offline_max_throughput_prices_the_offline_benchmarks_arrival():
+    # without a concurrency the answer is the offline benchmark's (every request queued, spec.harness.OFFLINE_ARRIVAL):
+    # a closed loop asked for there had been half applied (its TTFT and TPOT, the offline throughput)
+    m, g = get_model("llama-3.1-8b"), get_gpu("h100")
+    dep = Deployment(gpu=g, num_gpus=1, plan=Plan(tp=1))
+    a, b = (estimate(m, dep, Workload(isl=1024, osl=1024, arrival=x), calibration=calibration_for(g)) for x in ("waves", "closed_loop"))
+    assert (a.ttft_s, a.tpot_s, a.output_tok_s_per_gpu) == (b.ttft_s, b.tpot_s, b.output_tok_s_per_gpu)
+    assert Workload(arrival="closed_loop").priced_arrival == "waves" and Workload(arrival="closed_loop", concurrency=8).priced_arrival == "closed_loop"

@@ -113,7 +113,7 @@ def validate(
         raise InputError("validate", "--kernels/--serving", "exactly one of --kernels FILE or --serving FILE")
     if clean and kernels:
         raise InputError("clean", "--kernels", "used with --serving (it checks serving rows)")
-    serving = _serving_file(serving) if serving else None
+    serving = _serving_file(serving) if serving is not None else None
     if out:
         from llm_codesign.outputs import check_writable
 

@@ -56,6 +56,8 @@ def sweep(
                                    "--gpu-hour-price": gpu_hour_price})
     if not names(gpu):  # else no task and no engine: "--gpu ," was priced as no plan fitting 8 GPUs
         raise InputError("gpu", gpu, "one or more GPU ids, comma-separated")
+    if backend is not None and not names(backend):  # "--backend ," likewise
+        raise InputError("backend", backend, "one or more engines, comma-separated")
     isls, osls = _int_list("isl", isl), _int_list("osl", osl)
     if len(isls) != len(osls) and 1 not in (len(isls), len(osls)):
         raise InputError("isl/osl", f"{isl} / {osl}", "lists of one length (pairs), or one of them a single value")

@@ -148,7 +148,7 @@ def energy(model: ModelSpec, dep: Deployment, workload: Workload, concurrency, *
     the caller holds them already (a search's frontier: the very figures it prints)."""
     r = agg.evaluate(model, agg.Serving.of(dep), cal=calibration, concurrency=np.asarray(concurrency, dtype=np.int64), isl=workload.isl,
                      osl=workload.osl, with_ops=True, prefix_hit=workload.prefix_hit,
-                     arrival=workload.arrival, offline=workload.concurrency is None)
+                     arrival=workload.priced_arrival, offline=workload.concurrency is None)
     out = r["output_tok_s_per_gpu"] if output_tok_s_per_gpu is None else output_tok_s_per_gpu
     return energy_of(r, dep.gpu, agg.pdl_per_launch(dep.gpu, dep.engine.costs(calibration)), out)
 

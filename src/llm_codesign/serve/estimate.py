@@ -249,7 +249,7 @@ def _budget_decodes(dep: Deployment, workload: Workload) -> float:
     (serve.aggregated.budget_fill)."""
     k, acc = draft_lengths(dep.spec)
     mnt = engine_budget(dep.gpu, engine=dep.engine, max_num_tokens=dep.max_num_tokens, plan=dep.plan, spec=dep.spec, draft_len=k)[0]
-    mix = mixes(dep.engine, DEFAULT_FLAGS, k) & (workload.arrival != "burst")
+    mix = mixes(dep.engine, DEFAULT_FLAGS, k) & (workload.priced_arrival != "burst")
     new = workload.isl - np.floor(workload.isl * workload.prefix_hit + 1e-9)
     fill = budget_fill(mnt, new=new, osl=workload.osl, k=k, acc=acc, pp=dep.plan.pp, mixes=mix)
     sched = np.minimum(dep.engine.budget_batch(dep.step_tokens, k, dep.plan.pp), fill) * dep.plan.adp

@@ -62,7 +62,7 @@ def evaluate(model: ModelSpec, deployment: Deployment, workload: Workload, *, ca
     dep = deployment
     cal = calibration if isinstance(calibration, Calibration) else calibration_for(dep.gpu, calibration)
     conc = workload.concurrency if concurrency is None else concurrency
-    kw = dict(cal=cal, isl=workload.isl, osl=workload.osl, prefix_hit=workload.prefix_hit, arrival=workload.arrival,
+    kw = dict(cal=cal, isl=workload.isl, osl=workload.osl, prefix_hit=workload.prefix_hit, arrival=workload.priced_arrival,
               offline=workload.concurrency is None)
     if conc is None:
         grid = BATCH_GRID * int(np.asarray(dep.plan.adp))
@@ -80,5 +80,5 @@ def decode_operators(model: ModelSpec, deployment: Deployment, workload: Workloa
     """The operators of the decode step the metrics at `concurrency` time (per GPU, the in-step
     calibration, draft and verify included): what a breakdown or a bottleneck is read from."""
     return _evaluate(model, Serving.of(deployment), cal=calibration, concurrency=np.asarray(concurrency, dtype=np.int64), isl=workload.isl,
-                     osl=workload.osl, with_ops=True, prefix_hit=workload.prefix_hit, arrival=workload.arrival,
+                     osl=workload.osl, with_ops=True, prefix_hit=workload.prefix_hit, arrival=workload.priced_arrival,
                      offline=workload.concurrency is None)["ops"]

@@ -100,7 +100,7 @@ def gpu_from_toml(text: str, origin: str) -> Gpu:
             raise InputError(f"gpu.{f}", d[f], "a positive number")
     tiles = d.get("tiles", {}).get("shapes", [[128, 128, 1], [128, 256, 1], [64, 128, 1]])
     return Gpu(
-        id=str(d["id"]).lower(), name=str(d.get("name", d["id"])), vendor=str(d.get("vendor", "unknown")),
+        id=str(d["id"]).lower(), name=str(d.get("name", d["id"])), vendor=str(d.get("vendor", "unknown")).lower(),
         arch=str(d.get("arch", "")), family=str(d["family"]), sms=int(d["sms"]),
         hbm_bytes=float(d["hbm_bytes"]), hbm_bandwidth_bytes_per_s=float(d["hbm_bandwidth_bytes_per_s"]),
         l2_bytes=float(d.get("l2_bytes", 0.0)),

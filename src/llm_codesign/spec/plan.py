@@ -12,7 +12,7 @@ import numpy as np
 from llm_codesign.errors import InputError
 from llm_codesign.spec.engines import engine_for, get_engine
 from llm_codesign.spec.hardware import Gpu, get_gpu
-from llm_codesign.spec.harness import DEFAULT_ARRIVAL, check_arrival
+from llm_codesign.spec.harness import DEFAULT_ARRIVAL, OFFLINE_ARRIVAL, check_arrival
 from llm_codesign.spec.kinds import DenseFfn, MoE
 from llm_codesign.spec.model import ModelSpec
 from llm_codesign.spec.precision import Precision, get_dtype
@@ -182,7 +182,7 @@ def reason_text(model: ModelSpec, gpu: Gpu, code: int) -> str:
     head_counts = sorted({int(np.max(h)) for h in heads})
 
     def sizes(n: int) -> str:  # the sizes that divide n, as the message lists them
-        d = divisors(n) or [1]
+        d = divisors(n)
         return ", ".join(map(str, d[:-1])) + (" or " if len(d) > 1 else "") + str(d[-1])
 
     return MESSAGES[REASONS[code]].format(
@@ -343,6 +343,12 @@ class Workload:
         h = self.prefix_hit
         if isinstance(h, bool) or not isinstance(h, (int, float, np.floating)) or not 0.0 <= h < 1.0:
             raise InputError("prefix_hit", h, "a share of the prompt found in the prefix cache, from 0 up to (not including) 1")
+
+    @property
+    def priced_arrival(self) -> str:
+        """The arrival its metrics are priced at: its own at a concurrency, the offline benchmark's (OFFLINE_ARRIVAL)
+        where none is given (the offline maximum throughput: every request queued, as trtllm-bench runs them)."""
+        return self.arrival if self.concurrency is not None else OFFLINE_ARRIVAL
 
 
 def precision_for(model: ModelSpec, weight: str | None = None, activation: str | None = None, kv: str | None = None) -> Precision:

@@ -406,8 +406,11 @@ def engine_for_pools(gpu, decode_gpu, backend: str | None = None) -> Engine:
     """The one engine both pools of a disaggregated deployment run, on `gpu` (prefill) and `decode_gpu`: `backend` where
     given, checked on each (engine_for); else the prefill GPU's vendor's where the decode GPU runs it too, else the first
     engine both run (vLLM or SGLang across vendors)."""
-    if backend is not None:
-        return engine_for(decode_gpu, engine_for(gpu, backend).name)
     both = [n for n in engines_on(gpu) if n in engines_on(decode_gpu)]
+    if backend is not None:
+        try:
+            return engine_for(decode_gpu, engine_for(gpu, backend).name)
+        except InputError as e:  # the engines both pools run, not the one GPU's that refused it
+            raise InputError(e.field, e.value, e.valid.rsplit(": ", 1)[0] + ": " + ", ".join(both)) from None
     own = engine_for(gpu).name
     return get_engine(own if own in both else both[0])
