@@ -337,7 +337,11 @@ def evaluate(model: ModelSpec, at: Serving, *, cal: Calibration, concurrency, is
     mem, cap, c_rank, running, admitted = _running(model, gpu, prec, sh, C, adp=adp, engine=engine, lengths=(isl, osl), mnt=mnt, flags=flags,
                                                    kv_budget=kv_budget, usable_fraction=usable_fraction, spec=spec, draft_len=k)
     mix = mixes(engine, fl, k) & (arrival != "burst")  # a burst prefills its wave before any decode: no prompt beside them
-    running, admitted = (np.minimum(x, budget_fill(mnt, new=new, osl=osl, k=k, acc=acc, pp=pp, mixes=mix)) for x in (running, admitted))
+    fill = budget_fill(mnt, new=new, osl=osl, k=k, acc=acc, pp=pp, mixes=mix)
+    running, admitted = (np.minimum(x, fill) for x in (running, admitted))
+    # the requests a step decodes at once under its token budget: its decode tokens (Engine.budget_batch, in `cap` too)
+    # and what the prompts arriving leave them (budget_fill); inf where it bounds none (SGLang's)
+    sched = np.minimum(engine.budget_batch(mnt, k, pp), fill)
     time_share = admitted / np.maximum(running, 1.0)
     r = _Rank(isl, osl, new, cached, mnt, k, running, pp, np.asarray(at.cpp) | (running >= pp), (engine, fl))
     wave_tok, t_wave_step, pf_span = _prefill_wave(model, gpu, prec, sh, r=r, costs=costs)
@@ -369,6 +373,7 @@ def evaluate(model: ModelSpec, at: Serving, *, cal: Calibration, concurrency, is
         "step_s": t_stage, "prefill_step_s": t_pf_stage, "draft_s": t_draft + 0.0 * t_stage, "gpus": gpus,
         **_memory_metrics(mem, running),
         "max_concurrency": cap * adp,  # what runs at once: the KV cache or the engine's batch limit, the smaller
+        "max_batch": np.minimum(cap, sched) * adp, "budget_binds": sched <= cap,
         "fits": (mem["free_for_kv"] > 0) & (c_rank <= cap),
     }
     if with_ops:
