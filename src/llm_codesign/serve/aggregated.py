@@ -593,7 +593,7 @@ def closed_loop_batch(running, *, life, window=1.0):
 COHORT_PASSES = 10
 
 
-def _closed_loop_cohort(request, running, osl, *, t_iter, window, per_step=None):
+def _closed_loop_cohort(request, running, osl, *, t_iter, window, per_step):
     """A closed loop's cohort in steady state, sized from the slot cycle its throughput uses (_slot_cycle: Little's law,
     each slot refilled once per first token and decode): the q whose cycle, in decode iterations of `t_iter`, has
     closed_loop_batch give q back (`request(q=...)`: _request_times at a cohort of q). The wave's life (_cohort, offline) leaves
@@ -606,12 +606,13 @@ def _closed_loop_cohort(request, running, osl, *, t_iter, window, per_step=None)
     a step, accepted / time share, its decode steps a TPOT x per_step each), nearly every step of the cycle carries
     others' prompts and is longer than a decode-only one, so counted in decode iterations the arrivals a step came out
     too few (TensorRT-LLM's 70B case above: 1.46 a step rather than ~1.9), cohorts too small and prefill steps too many.
-    Where it does not (None), its prefill steps are steps of their own beside the decode iterations, which `t_iter` counts."""
+    Where it does not (`per_step` 0), its prefill steps are steps of their own beside the decode iterations, which `t_iter`
+    counts."""
     lo, hi = np.ones(np.shape(running)), np.maximum(running, 1.0)
     for _ in range(COHORT_PASSES):
         mid = np.sqrt(lo * hi)
         _, _, ttft, tpot, _ = request(q=mid)
-        step = t_iter if per_step is None else np.where(per_step > 0, np.maximum(tpot * per_step, t_iter), t_iter)
+        step = np.where(per_step > 0, np.maximum(tpot * per_step, t_iter), t_iter)
         up = closed_loop_batch(running, life=_slot_cycle(ttft, tpot, osl) / step, window=window) > mid
         lo, hi = np.where(up, mid, lo), np.where(up, hi, mid)
     return np.sqrt(lo * hi)
