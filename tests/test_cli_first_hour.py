@@ -194,6 +194,9 @@ def test_backend_help_follows_the_registry(monkeypatch):
     monkeypatch.setitem(VENDOR_ENGINE, "amd", "atom")
     monkeypatch.setitem(ENGINES, "toy", replace(VLLM, name="toy", vendors=("nvidia",)))
     assert common.vendor_engines() == "trtllm on NVIDIA GPUs, atom on AMD's"
+    # each vendor worded as itself, not by its place in the registry (AMD's first read "atom on AMD GPUs, trtllm on NVIDIA's")
+    monkeypatch.setattr(common, "VENDOR_ENGINE", {"amd": "atom", "nvidia": "trtllm"})
+    assert common.vendor_engines() == "trtllm on NVIDIA GPUs, atom on AMD's"
     assert common._vendor_only() == "trtllm runs on NVIDIA's only, atom on AMD's, toy on NVIDIA's"
 
 
