@@ -160,8 +160,10 @@ def check(model: ModelSpec, dep: Deployment) -> None:
     code = int(validity(model, dep.gpu, dep.plan, dep.num_gpus).reshape(-1)[0])
     if code >= 0:
         why, own = reason_text(model, dep.gpu, code), int(np.asarray(dep.plan.gpus).reshape(-1)[0])
-        if REASONS[code] == "gpus_mismatch" and dep.num_gpus % own == 0:  # `--gpus 8 --tp 4` read as two TP4 copies: one instance is priced
-            why += f"; these sizes make an instance of {own} GPU{'s' if own != 1 else ''}: --gpus {own}, or pareto or export for copies of it"
+        # `--gpus 8 --tp 4` (num_gpus=8, tp=4) read as two TP4 copies: one instance is priced; worded for the CLI, the API
+        # and the page alike (each names the GPU count its own way)
+        if REASONS[code] == "gpus_mismatch" and dep.num_gpus % own == 0:
+            why += f"; these sizes make an instance of {own} GPU{'s' if own != 1 else ''}: ask for {own}, or pareto or export for copies of it"
         raise InputError("deployment", dep.plan.label() + f" on {dep.num_gpus} GPU{'s' if dep.num_gpus != 1 else ''}", why)
     check_step_budget(dep)  # a deployment read from a file, not built by spec.plan.deployment
 
