@@ -32,10 +32,28 @@ def test_without_backend_each_gpu_runs_its_vendors_engine(gpu, engine):
     (["export", "llama-3.1-8b", "--gpu", "mi355x", "--backend", "dynamo", "--prefill", "tp=1", "--decode", "tp=1", "-o", "-"],
      "error: backend: 'dynamo' is not valid; an engine that runs on MI355X: dynamo's workers are TensorRT-LLM's, which runs on "
      "NVIDIA GPUs only (Dynamo with vllm or sglang workers: --backend vllm or sglang with --prefill/--decode)\n"),
+    # an engine export writes no file for offers those that run on the GPU (it offered trtllm and dynamo on an MI355X)
+    (["export", "llama-3.1-8b", "--gpu", "mi355x", "--backend", "atom", "-o", "-"], "error: backend: 'atom' is not valid; one of: vllm, sglang\n"),
+    (["export", "llama-3.1-8b", "--gpu", "h100", "--backend", "atom", "-o", "-"],
+     "error: backend: 'atom' is not valid; one of: trtllm, vllm, sglang, dynamo\n"),
 ])
 def test_an_engine_the_gpu_does_not_run_is_one_line(args, line):
     code, out, err = cli(*args)
     assert (code, out, err) == (2, "", line)
+
+
+def test_dynamo_on_a_gpu_none_of_its_workers_runs_names_what_is_missing(monkeypatch):
+    # with Dynamo's workers TensorRT-LLM's alone, an MI355X runs none: the line read "Dynamo with  workers: --backend  with"
+    import llm_codesign.explore.export as ex
+
+    monkeypatch.setattr(ex, "dynamo_workers", lambda: ("trtllm",))
+    code, out, err = cli("export", "llama-3.1-8b", "--gpu", "mi355x", "--backend", "dynamo", "--prefill", "tp=1", "--decode", "tp=1", "-o", "-")
+    assert (code, out, err) == (2, "", "error: backend: 'dynamo' is not valid; an engine that runs on MI355X: dynamo's workers are "
+                                       "TensorRT-LLM's, which runs on NVIDIA GPUs only (none of Dynamo's workers (trtllm) runs on MI355X, "
+                                       "which runs vllm, sglang, atom)\n")
+    code, out, err = cli("export", "llama-3.1-8b", "--gpu", "mi355x", "--backend", "sglang", "--prefill", "tp=1", "--decode", "tp=1", "-o", "-")
+    assert (code, out, err) == (2, "", "error: backend: 'sglang' is not valid; an engine Dynamo runs: none of Dynamo's workers (trtllm) "
+                                       "runs on MI355X, which runs vllm, sglang, atom\n")
 
 
 def test_compare_names_each_gpus_engine_and_tells_rows_of_one_weight_format_apart():
