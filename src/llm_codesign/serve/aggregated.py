@@ -354,7 +354,7 @@ def evaluate(model: ModelSpec, at: Serving, *, cal: Calibration, concurrency, is
     # (AttentionDpConfig; none with fewer requests than ranks), fitted per engine (EngineCosts.wait_steps), and half the
     # interval less one where the scheduler polls every recv_interval (its front end's work: _request_times)
     t_wait = (costs.wait_steps(adp, C) + (np.maximum(fl.recv_interval, 1.0) - 1.0) / 2.0) * t_iter
-    request = partial(_request_times, model, gpu, prec, sh, r=r, costs=costs, harness=(arrival, fl, engine),
+    request = partial(_request_times, model, gpu, prec, sh, r=r, costs=costs, arrival=arrival,
                       steps=(t_stage, acc, time_share, t_wait), wave=(wave_tok, t_wave_step, pf_span), spec=spec)
     # a closed loop's cohort from the slot cycle its throughput uses, in its steps; offline, both take the wave's life (_cohort)
     q, t_pf_stage, ttft, tpot, life = request(q=_closed_loop_cohort(request, r.running, osl, t_iter=t_iter, window=np.maximum(
@@ -457,14 +457,14 @@ def _eager_decode(ops, batch, fl: SchedulerFlags, costs: EngineCosts, ranks):
     return np.where(batch > fl.cuda_graph_max_bs, costs.eager_per_launch(ranks) * launches(ops), 0.0)
 
 
-def _request_times(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, r: _Rank, costs: EngineCosts, harness, steps, wave,
+def _request_times(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, r: _Rank, costs: EngineCosts, arrival: str, steps, wave,
                    spec: SpecDecoding | None = None, q=None):
     """A request's (q, prefill step, first token, TPOT, life): its prefill (its step, and the steps' span before its
     first token, _own_prefill, after `steps`' wait in decode iterations and its front end's work) and decode (TPOT and
-    life, _decode_times) as the harness delivers it: (arrival pattern, SchedulerFlags, engine), whether the engine mixes
-    prefill chunks into decodes (mixes); `spec`, the speculation its decodes run in
+    life, _decode_times) as the harness delivers it: its `arrival` pattern, and the rank's engine and SchedulerFlags
+    (_Rank.scheduler), whether the engine mixes prefill chunks into decodes (mixes); `spec`, the speculation its decodes run in
     a mixed step too; `q`, its cohort where the caller sized it (_closed_loop_cohort), else _cohort's."""
-    arrival, fl, engine = harness
+    engine, fl = r.scheduler
     t_stage, acc, time_share, t_wait = steps
     t_iter = r.pp * t_stage
     mix = mixes(engine, fl, r.k)
