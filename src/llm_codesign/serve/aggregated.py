@@ -323,8 +323,7 @@ def evaluate(model: ModelSpec, at: Serving, *, cal: Calibration, concurrency, is
     cache). `arrival`: how requests reach the engine (spec.harness.ARRIVALS); `flags`: a run's scheduler flags; `offline`:
     every request queued at once (no front end, throughput over the batch's life), else a closed loop of C slots."""
     gpu, prec, plan, engine, spec = at.gpu, at.prec, at.plan, at.engine, at.spec
-    sh, fl = plan.broadcast(), run_flags(flags, chunked_prefill=at.chunked_prefill)
-    costs = engine.costs(cal)
+    sh, fl, costs = plan.broadcast(), run_flags(flags, chunked_prefill=at.chunked_prefill), engine.costs(cal)
     tp, pp, ep, moe_tp, adp, kvp = (np.asarray(x, float) for x in plan.arrays())
     gpus = tp * adp * kvp * pp
     C, isl, osl = (np.asarray(x, float) for x in (concurrency, isl, osl))
@@ -339,9 +338,6 @@ def evaluate(model: ModelSpec, at: Serving, *, cal: Calibration, concurrency, is
     mix = mixes(engine, fl, k) & (arrival != "burst")  # a burst prefills its wave before any decode: no prompt beside them
     fill = budget_fill(mnt, new=new, osl=osl, k=k, acc=acc, pp=pp, mixes=mix)
     running, admitted = (np.minimum(x, fill) for x in (running, admitted))
-    # the requests a step decodes at once under its token budget: its decode tokens (Engine.budget_batch, in `cap` too)
-    # and what the prompts arriving leave them (budget_fill); inf where it bounds none (SGLang's)
-    sched = np.minimum(engine.budget_batch(mnt, k, pp), fill)
     time_share = admitted / np.maximum(running, 1.0)
     r = _Rank(isl, osl, new, cached, mnt, k, running, pp, np.asarray(at.cpp) | (running >= pp), (engine, fl))
     wave_tok, t_wave_step, pf_span = _prefill_wave(model, gpu, prec, sh, r=r, costs=costs)
@@ -371,14 +367,21 @@ def evaluate(model: ModelSpec, at: Serving, *, cal: Calibration, concurrency, is
         "output_tok_s_per_gpu": out_per_gpu, "io_tok_s_per_gpu": served * (isl + osl) / life / gpus,
         "tokens_per_joule_at_tdp": out_per_gpu / gpu.tdp_w, "accepted_per_step": acc + 0.0 * tpot,
         "step_s": t_stage, "prefill_step_s": t_pf_stage, "draft_s": t_draft + 0.0 * t_stage, "gpus": gpus,
-        **_memory_metrics(mem, running),
+        **_memory_metrics(mem, running), **_budget_batch(engine, mnt, fill=fill, cap=cap, k=k, pp=pp, adp=adp),
         "max_concurrency": cap * adp,  # what runs at once: the KV cache or the engine's batch limit, the smaller
-        "max_batch": np.minimum(cap, sched) * adp, "budget_binds": sched <= cap,
         "fits": (mem["free_for_kv"] > 0) & (c_rank <= cap),
     }
     if with_ops:
         res |= _phase_parts(model, gpu, prec, sh, costs=costs, r=r, steps=(wave_tok, t_wave_step, t_stage, t_draft, ops), share=pf_span / life)
     return res
+
+
+def _budget_batch(engine: Engine, mnt, *, fill, cap, k, pp, adp) -> dict:
+    """Metrics.max_batch, the most requests that run at once: what the KV cache and the batch limit hold per rank (`cap`)
+    and what a step decodes under its token budget `mnt`, its decode tokens (Engine.budget_batch, in `cap` too) and what
+    the prompts arriving leave them (`fill`: budget_fill, inf where it bounds none); and whether the budget binds it."""
+    sched = np.minimum(engine.budget_batch(mnt, k, pp), fill)
+    return {"max_batch": np.minimum(cap, sched) * adp, "budget_binds": sched <= cap}
 
 
 def run_flags(flags: SchedulerFlags | None, *, chunked_prefill: bool | None) -> SchedulerFlags:
