@@ -142,7 +142,24 @@ def test_a_key_the_table_does_not_know_is_one_line():
               "campaigns.toml [aiconfigurator-core] flags.over_isl_and_batch.max_num_tokens: '1500' is not valid; a whole number of "
               "tokens, 0 or more"),
              ("tp = 8, min_concurrency = 16", "tp = 8, min_concurrency = 16.5",
-              "campaigns.toml [inferencex] flags.when.min_concurrency: 16.5 is not valid; a whole number of at least 1")]
+              "campaigns.toml [inferencex] flags.when.min_concurrency: 16.5 is not valid; a whole number of at least 1"),
+             # a `set` value (and a campaign's own setting) is what its key takes, not text or a number out of range, which
+             # reached the pricing as read
+             ("set = { max_running_requests = 512,", 'set = { max_running_requests = "many",',
+              "campaigns.toml [inferencex] flags.set.max_running_requests: 'many' is not valid; a whole number of at least 1"),
+             ("set = { kv_fraction = 0.75 }", "set = { kv_fraction = 2 }",
+              "campaigns.toml [inferencex] flags.set.kv_fraction: 2 is not valid; a fraction in (0, 1]"),
+             ("set = { recv_interval = 30 }", "set = { recv_interval = 0.5 }",
+              "campaigns.toml [inferencex] flags.set.recv_interval: 0.5 is not valid; a whole number of at least 1"),
+             ("set = { mixed_chunk = true }", 'set = { mixed_chunk = "yes" }',
+              "campaigns.toml [aiconfigurator-core] flags.set.mixed_chunk: 'yes' is not valid; true or false"),
+             ("set = { max_num_tokens = 32768, max_prefill_tokens = 32768 }", "set = { max_num_tokens = 32768, max_prefill_tokens = true }",
+              "campaigns.toml [inferencex] flags.set.max_prefill_tokens: True is not valid; a whole number of at least 1"),
+             ('prefill_routing = "balanced"', 'prefill_routing = "roundrobin"',
+              "campaigns.toml [inferencex] prefill_routing: 'roundrobin' is not valid; one of balanced, random"),
+             ("rounds = 20", "rounds = 0", "campaigns.toml [aiconfigurator-core] rounds: 0 is not valid; a whole number of at least 1, or inf"),
+             ('arrival = "waves"', 'arrival = "poisson"',
+              "campaigns.toml [aiconfigurator-core] arrival: 'poisson' is not valid; one of waves, closed_loop, burst")]
     for old, new, line in cases:
         assert old in text
         with pytest.raises(InputError) as e:

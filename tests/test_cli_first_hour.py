@@ -32,10 +32,28 @@ def test_without_backend_each_gpu_runs_its_vendors_engine(gpu, engine):
     (["export", "llama-3.1-8b", "--gpu", "mi355x", "--backend", "dynamo", "--prefill", "tp=1", "--decode", "tp=1", "-o", "-"],
      "error: backend: 'dynamo' is not valid; an engine that runs on MI355X: dynamo's workers are TensorRT-LLM's, which runs on "
      "NVIDIA GPUs only (Dynamo with vllm or sglang workers: --backend vllm or sglang with --prefill/--decode)\n"),
+    # an engine export writes no file for offers those that run on the GPU (it offered trtllm and dynamo on an MI355X)
+    (["export", "llama-3.1-8b", "--gpu", "mi355x", "--backend", "atom", "-o", "-"], "error: backend: 'atom' is not valid; one of: vllm, sglang\n"),
+    (["export", "llama-3.1-8b", "--gpu", "h100", "--backend", "atom", "-o", "-"],
+     "error: backend: 'atom' is not valid; one of: trtllm, vllm, sglang, dynamo\n"),
 ])
 def test_an_engine_the_gpu_does_not_run_is_one_line(args, line):
     code, out, err = cli(*args)
     assert (code, out, err) == (2, "", line)
+
+
+def test_dynamo_on_a_gpu_none_of_its_workers_runs_names_what_is_missing(monkeypatch):
+    # with Dynamo's workers TensorRT-LLM's alone, an MI355X runs none: the line read "Dynamo with  workers: --backend  with"
+    import llm_codesign.explore.export as ex
+
+    monkeypatch.setattr(ex, "dynamo_workers", lambda: ("trtllm",))
+    code, out, err = cli("export", "llama-3.1-8b", "--gpu", "mi355x", "--backend", "dynamo", "--prefill", "tp=1", "--decode", "tp=1", "-o", "-")
+    assert (code, out, err) == (2, "", "error: backend: 'dynamo' is not valid; an engine that runs on MI355X: dynamo's workers are "
+                                       "TensorRT-LLM's, which runs on NVIDIA GPUs only (none of Dynamo's workers (trtllm) runs on MI355X, "
+                                       "which runs vllm, sglang, atom)\n")
+    code, out, err = cli("export", "llama-3.1-8b", "--gpu", "mi355x", "--backend", "sglang", "--prefill", "tp=1", "--decode", "tp=1", "-o", "-")
+    assert (code, out, err) == (2, "", "error: backend: 'sglang' is not valid; an engine Dynamo runs: none of Dynamo's workers (trtllm) "
+                                       "runs on MI355X, which runs vllm, sglang, atom\n")
 
 
 def test_compare_names_each_gpus_engine_and_tells_rows_of_one_weight_format_apart():
@@ -156,8 +174,15 @@ def test_estimate_says_its_gpus_are_one_instance():
     code, out, err = cli("estimate", "llama-3.1-70b", "--gpu", "h200", "--gpus", "8", "--tp", "4")
     # and the refusal says what to do: TP4 makes 8 / 4 = 2 copies of a 4-GPU instance, not one
     assert (code, out, err) == (2, "", "error: deployment: 'TP4 on 8 GPUs' is not valid; the parallel sizes must multiply to the GPU count: "
-                                       "tp*attention_dp*kvp*pp = ep*moe_tp*pp = gpus; these sizes make an instance of 4 GPUs: --gpus 4, or "
+                                       "tp*attention_dp*kvp*pp = ep*moe_tp*pp = gpus; these sizes make an instance of 4 GPUs: ask for 4, or "
                                        "pareto or export for copies of it\n")
+    # the same refusal from the Python API names no command-line flag (it said "--gpus 4" there too)
+    import llm_codesign as lc
+
+    m = lc.get_model("llama-3.1-70b")
+    with pytest.raises(lc.InputError) as e:
+        lc.estimate(m, lc.deployment(m, gpu="h200", num_gpus=8, tp=4), lc.Workload(isl=1024, osl=1024, concurrency=8))
+    assert str(e.value) == err.removeprefix("error: ").rstrip("\n")
     code, out, err = cli("estimate", "llama-3.1-70b", "--gpu", "h200", "--gpus", "8", "--tp", "3")  # 3 does not divide 8: no copies
     assert (code, out) == (2, "") and err.endswith("tp*attention_dp*kvp*pp = ep*moe_tp*pp = gpus\n")
 
@@ -193,6 +218,9 @@ def test_backend_help_follows_the_registry(monkeypatch):
         assert text in " ".join(cli(command, "--help", columns=4000)[1].replace("│", " ").split())
     monkeypatch.setitem(VENDOR_ENGINE, "amd", "atom")
     monkeypatch.setitem(ENGINES, "toy", replace(VLLM, name="toy", vendors=("nvidia",)))
+    assert common.vendor_engines() == "trtllm on NVIDIA GPUs, atom on AMD's"
+    # each vendor worded as itself, not by its place in the registry (AMD's first read "atom on AMD GPUs, trtllm on NVIDIA's")
+    monkeypatch.setattr(common, "VENDOR_ENGINE", {"amd": "atom", "nvidia": "trtllm"})
     assert common.vendor_engines() == "trtllm on NVIDIA GPUs, atom on AMD's"
     assert common._vendor_only() == "trtllm runs on NVIDIA's only, atom on AMD's, toy on NVIDIA's"
 

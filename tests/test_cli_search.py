@@ -156,3 +156,24 @@ def test_sweep_output_checked_before_the_tasks(tmp_path):
 def test_step_budget_grid_with_disagg_is_one_line():
     # the disaggregated search prices one step budget: a grid would be ignored there, so it is refused
     one_line([*PARETO, "--disagg", "--max-num-tokens-grid", "1024,4096"], "error: max_num_tokens_grid: ")
+
+
+def test_pareto_and_compare_resolve_each_gpus_engine_once(monkeypatch):
+    # the edge resolves each GPU's engine (refusing one it does not run before any search) and passes it on: the runs
+    # and the report's measured errors resolved it again (pareto twice per GPU, three times with --html; compare twice)
+    from llm_codesign.cli import commands, compare
+    from llm_codesign.spec.engines import engine_for
+
+    asked = []
+
+    def counted(gpu, backend=None):
+        asked.append((gpu.id, backend))
+        return engine_for(gpu, backend)
+
+    monkeypatch.setattr(commands, "engine_for", counted)
+    monkeypatch.setattr(compare, "engine_for", counted)
+    assert _front()["backend"] == "trtllm" and asked == [("h100", None)]
+    asked.clear()
+    code, out, err = cli("compare", "llama-3.1-8b", "--gpu", "h100,mi300x", "--gpus", "1", "--weight-dtype", "fp8", "--json")
+    assert code == 0, err
+    assert [r["engine"] for r in json.loads(out)["rows"]] == ["trtllm", "sglang"] and asked == [("h100", None), ("mi300x", None)]

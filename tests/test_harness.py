@@ -38,14 +38,30 @@ def test_closed_loop_co_arrivals_hand_derived():
 def test_closed_loop_cohort_meets_its_slot_cycle_hand_derived():
     # 64 slots, a first token of 0.1 + 0.05 q s and 10 more tokens of 10 ms, iterations of 10 ms: the cycle is 20 + 5 q
     # iterations and q = 1 + 64 / (20 + 5 q), so 5 q^2 + 15 q - 84 = 0: q = (-15 + sqrt(1905)) / 10 = 2.8646 (within the
-    # bisection's 0.3%); one slot is its own cohort
+    # bisection's 0.3%) where no prompt mixes into the decode steps (per_step 0); one slot is its own cohort. Where a
+    # request gets 2 tokens a step (accepted / time share), a mixed step is 2 TPOT = 20 ms: the cycle is 10 + 2.5 q steps,
+    # q = 1 + 64 / (10 + 2.5 q), q^2 + 3 q - 29.6 = 0: q = (-3 + sqrt(127.4)) / 2 = 4.1436
     from llm_codesign.serve.aggregated import _closed_loop_cohort
 
     def request(*, q):
         return q, None, 0.1 + 0.05 * q, np.full(np.shape(q), 0.01), None
 
-    q = _closed_loop_cohort(request, np.array([64.0, 1.0]), 11.0, t_iter=0.01, window=1.0)
+    q = _closed_loop_cohort(request, np.array([64.0, 1.0, 64.0]), 11.0, t_iter=0.01, window=1.0, per_step=np.array([0.0, 0.0, 2.0]))
     assert q[0] == pytest.approx((-15.0 + np.sqrt(1905.0)) / 10.0, rel=3e-3) and q[1] == 1.0
+    assert q[2] == pytest.approx((-3.0 + np.sqrt(127.4)) / 2.0, rel=3e-3)
+    with pytest.raises(TypeError, match="per_step"):  # evaluate always says how long its steps are: no default path
+        _closed_loop_cohort(request, np.array([64.0]), 11.0, t_iter=0.01, window=1.0)
+
+
+def test_a_request_reads_its_engine_and_flags_from_its_rank_alone():
+    # the rank's (engine, SchedulerFlags) say how a step's budget goes to prompts (_Rank.scheduler); a second copy passed
+    # beside it (`harness`, with the arrival) could disagree with it: the request takes only its arrival pattern
+    import inspect
+
+    from llm_codesign.serve.aggregated import _Rank, _request_times
+
+    params = inspect.signature(_request_times).parameters
+    assert "harness" not in params and "arrival" in params and "scheduler" in _Rank._fields
 
 
 def test_closed_loop_cohort_is_sized_from_the_cycle_its_throughput_uses():

@@ -179,3 +179,27 @@ def test_hopper_moe_table_per_engine_and_kernel_family():
     # no family is more than 25% off at the median, nor biased by more than 5% (the two Marlin-on-MXFP4 strata, whose
     # family is fitted on INT4 rows too, aside)
     assert all(v["median_ape"] < 25.0 and (abs(v["signed_median_pe"]) < 5.0 or "marlin" in k) for k, v in by.items())
+
+
+def test_the_fa3_label_is_the_one_the_price_read_once_per_engine(tmp_path, monkeypatch):
+    # a row's "fa3" label is the kernel its price took (GqaDecode.fa3; the prefill's, once per engine of the table), not a
+    # second runs_fa3_* call per row beside it
+    from llm_codesign.cost import kernels
+
+    calls = {"prefill": 0, "decode": 0}
+
+    def counted(phase, f):
+        def g(*a, **k):
+            calls[phase] += 1
+            return f(*a, **k)
+        return g
+
+    monkeypatch.setattr(kernels, "runs_fa3_prefill", counted("prefill", kernels.runs_fa3_prefill))
+    monkeypatch.setattr(kernels, "runs_fa3_decode", counted("decode", kernels.runs_fa3_decode))
+    head = "system,framework,kernel_source,batch_size,isl,num_heads,num_key_value_heads,head_dim,kv_cache_dtype,latency_ms"
+    rows = [f"h100_sxm,{e},{s},{b},4096,32,8,128,bfloat16,1.0" for b in (1, 4, 16) for e, s in (("sglang", "fa3"), ("trtllm", "torch_flow"))]
+    pred, label = _priced(tmp_path / "p.csv", head, *rows)
+    assert calls["prefill"] == 2 and label[:2] == ["h100 sglang kv bfloat16 fa3", "h100 trtllm kv bfloat16"] and np.all(np.isfinite(pred))
+    rows = [f"h100_sxm,{e},{s},{b},1,4095,32,8,128,0,bfloat16,0.1" for b in (1, 4, 16) for e, s in (("sglang", "fa3"), ("trtllm", "torch_flow"))]
+    pred, label = _priced(tmp_path / "d.csv", ATTENTION_HEAD, *rows)
+    assert calls["decode"] == 6 and label[:2] == ["h100 sglang kv bfloat16 fa3", "h100 trtllm kv bfloat16"]  # GqaDecode's, per row

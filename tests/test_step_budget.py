@@ -130,3 +130,31 @@ def test_sglang_takes_a_budget_below_the_draft():
     r = CliRunner().invoke(app, ["estimate", "llama-3.1-8b", "--gpu", "h100", "--backend", "sglang", "--max-num-tokens", "3", *SPEC,
                                  "--json"])
     assert r.exit_code == 0, r.stderr
+
+
+def test_evaluate_exposes_the_batch_the_budget_decodes_and_estimate_reads_it():
+    # one code path (serve.aggregated.evaluate) gives the batch an estimate reports: a 32-token budget decodes
+    # floor(32 / (1 + 1024 / 1023)) = 15 of the 32 its decode tokens allow (capacity), and the budget binds; under the
+    # engine's own 8,192-token budget it decodes floor(8192 / 2.000978) = 4,094, and the KV cache's 225 sequences bind
+    import llm_codesign as lc
+
+    m = lc.get_model("llama-3.1-8b")
+    w = lc.Workload(isl=1024, osl=1024, concurrency=64)
+    small = lc.evaluate(m, lc.deployment(m, gpu="h100", max_num_tokens=32), w)
+    assert (small.max_concurrency.item(), small.max_batch.item(), bool(small.budget_binds.item())) == (32, 15, True)
+    own = lc.evaluate(m, lc.deployment(m, gpu="h100"), w)
+    assert (own.max_concurrency.item(), own.max_batch.item(), bool(own.budget_binds.item())) == (225, 225, False)
+    assert lc.estimate(m, lc.deployment(m, gpu="h100", max_num_tokens=32), w).max_batch == 15
+
+
+def test_at_osl_1_the_budget_message_names_the_prompts_not_a_decode():
+    # nothing decodes at OSL 1 (the one output token comes from the prefill): the 8,192-token budget holds
+    # floor(8192 / (1024 + 1)) = 7 requests at once, floor(8192 / (512 + 1)) = 15 with half of each prompt cached
+    def over(*extra):
+        r = CliRunner().invoke(app, ["estimate", "llama-3.1-8b", "--gpu", "h100", "--osl", "1", "--concurrency", "64", *extra, "--json"])
+        d = json.loads(r.stdout)
+        return d["max_batch"], d["over_capacity"]
+
+    assert over() == (7, "a step of trtllm schedules at most 8192 tokens and at OSL 1 nothing decodes: the prompts arriving take them "
+                         "(1024 tokens and 1 output token each), so 7 requests run at once and the rest wait for them to finish (longer TTFT)")
+    assert over("--prefix-hit", "0.5")[0] == 15 and "(512 tokens and 1 output token each)" in over("--prefix-hit", "0.5")[1]

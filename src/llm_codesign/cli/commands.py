@@ -257,14 +257,14 @@ def _accuracy_rows(a: dict) -> list[tuple[str, str]]:
     return rows
 
 
-def _pareto_runs(model_refs, gpu_refs, *, space: dict, limits: dict, workload, backend, calibration, disagg: bool,
+def _pareto_runs(model_refs, gpu_refs, *, space: dict, limits: dict, workload, engines: dict, calibration, disagg: bool,
                  gpu_hour_price) -> tuple[list, Callable[[], dict]]:
     """Every model on every GPU: llm_codesign.pareto over SearchSpace.build(**space) (and the
     disaggregated search over the same space with `disagg`), priced per GPU hour where asked, and a
     function giving each frontier point's per-operator breakdown keyed 'result:point' (the report's:
     priced when it is written, after the figure's process has its job). `limits`: max_num_tokens and
-    the SLO filters (and max_accuracy_drop, the aggregated search's alone). `backend`: --backend, each
-    GPU's engine resolved by _engine."""
+    the SLO filters (and max_accuracy_drop, the aggregated search's alone). `engines`: each GPU's engine (by its
+    reference), resolved once at the edge."""
     from llm_codesign.api import pareto as run
     from llm_codesign.cost.calibration import calibration_for
     from llm_codesign.explore.search import SearchSpace, point_breakdowns
@@ -279,7 +279,7 @@ def _pareto_runs(model_refs, gpu_refs, *, space: dict, limits: dict, workload, b
             m = _model(mref)
             for gref in gpu_refs:
                 g = _gpu(gref)
-                cal, engine = calibration_for(g, calibration), engine_for(g, backend)
+                cal, engine = calibration_for(g, calibration), engines[gref]
                 # the profile by name, so that its points' intervals are the profile's own (measure.intervals.table_for)
                 r = run(m, g, workload=workload, engine=engine.name, calibration=calibration, progress=cb, **space, **limits).priced(gpu_hour_price)
                 pending.append((len(results), lambda m=m, cal=cal, r=r: point_breakdowns(
@@ -305,16 +305,16 @@ def _pareto_runs(model_refs, gpu_refs, *, space: dict, limits: dict, workload, b
     return results, breakdowns
 
 
-def _measured_errors(model_refs, gpu_refs, *, calibration, backend: str | None, spec: bool, disagg: bool) -> dict[str, list[str]]:
-    """The report's 'measured error of such predictions', per GPU (measure.accuracy.describe); none is
-    known for a user's profile."""
+def _measured_errors(model_refs, gpu_refs, *, calibration, engines: dict, spec: bool, disagg: bool) -> dict[str, list[str]]:
+    """The report's 'measured error of such predictions', per GPU (measure.accuracy.describe) on its engine (`engines`, by
+    the GPU's reference); none is known for a user's profile."""
     from llm_codesign.measure.accuracy import describe
 
     if calibration:
         return {g: [f"not known for {calibration}: run `llm-codesign validate --calibration {calibration}` on measurements"] for g in gpu_refs}
     model = _model(model_refs[0]).name if len(model_refs) == 1 else None
     extra = ["the disaggregated frontier is not measured: these figures are aggregated serving's"] if disagg else []
-    return {g: describe(_gpu(g), engine_for(_gpu(g), backend).name, spec, model=model) + extra for g in gpu_refs}
+    return {g: describe(_gpu(g), engines[g].name, spec, model=model) + extra for g in gpu_refs}
 
 
 @app.command()
@@ -402,15 +402,15 @@ def pareto(
                 {"MODEL": model_refs, "--gpu": gpu_refs, "--calibration": calibration, "--gpu-hour-price": gpu_hour_price})
     check_search_size(gpus_, inst or None, n_gpus, fixed=sum(x is not None for x in (tp, pp, attention_dp, kvp)),
                       free_ep=ep is None and moe_tp is None)
-    for gref in gpu_refs:  # each GPU's engine resolved here at the edge, an engine a GPU does not run refused before any search
-        engine_for(_gpu(gref), backend)
+    # each GPU's engine resolved once, here at the edge: an engine a GPU does not run refused before any search
+    engines = {gref: engine_for(_gpu(gref), backend) for gref in gpu_refs}
     if paths["plot"]:
         plot_extra(paths["plot"])  # refused before the search, not after it
     # the figure's own process imports matplotlib on another core while the search runs (render.plot)
     plotter = PlotProcess.started() if paths["plot"] else None
     try:
         limits = dict(max_num_tokens=max_num_tokens, min_tps_user=min_tps_user, max_ttft_ms=max_ttft_ms, max_accuracy_drop=max_accuracy_drop)
-        results, breakdowns = _pareto_runs(model_refs, gpu_refs, space=space, limits=limits, workload=workload, backend=backend,
+        results, breakdowns = _pareto_runs(model_refs, gpu_refs, space=space, limits=limits, workload=workload, engines=engines,
                                            calibration=calibration, disagg=disagg, gpu_hour_price=gpu_hour_price)
         slim = [r.to_dict() for r in results]  # what --json prints and the tables show
         if not any(r.points for r in results):  # nothing to show: one line naming what to change, nothing written
@@ -422,7 +422,7 @@ def pareto(
             jobs.append((lambda p: write_csv(results, p), paths["csv"]))
         if paths["html"]:
             jobs.append((lambda p: write_html(results, breakdowns(), p, _measured_errors(
-                model_refs, gpu_refs, calibration=calibration, backend=backend, spec=sd is not None, disagg=disagg)), paths["html"]))
+                model_refs, gpu_refs, calibration=calibration, engines=engines, spec=sd is not None, disagg=disagg)), paths["html"]))
         con, tables = None if as_json else _console(), None
 
         def render_tables():

@@ -393,8 +393,9 @@ O_OSL = typer.Option(1024, "--osl", min=1, max=MAX_TOKENS, help="Output tokens p
 
 def vendor_engines() -> str:
     """Each vendor's engine where --backend names none, as the options' help says it, from the registry
-    (spec.engines.VENDOR_ENGINE, engine_for's rule): "trtllm on NVIDIA GPUs, sglang on AMD's"."""
-    return ", ".join(f"{e} on {VENDOR_NAMES[v]}" + ("'s" if i else " GPUs") for i, (v, e) in enumerate(VENDOR_ENGINE.items()))
+    (spec.engines.VENDOR_ENGINE, engine_for's rule), each vendor in its own words whatever the registry's order:
+    "trtllm on NVIDIA GPUs, sglang on AMD's"."""
+    return f"{VENDOR_ENGINE['nvidia']} on NVIDIA GPUs, {VENDOR_ENGINE['amd']} on AMD's"
 
 
 def _vendor_only() -> str:

@@ -26,17 +26,17 @@ MAX_COMBINATIONS = 48  # each combination is one whole deployment search
 
 
 def compare_rows(model_refs: list[str], gpu_refs: list[str], weight_formats: list[str] | None, *, num_gpus: int, isl: int,
-                 osl: int, backend: str | None = None, min_tps_user: float | None = None, max_ttft_ms: float | None = None,
+                 osl: int, engines: dict, min_tps_user: float | None = None, max_ttft_ms: float | None = None,
                  calibration: str | None = None, gpu_hour_price: str | None = None) -> list[dict]:
     """For each model x precision x GPU, the deployment with the most output tok/s/GPU that meets the SLO
     (None where none does), with its tok/s/user, TTFT, output tokens per joule (serve.energy), its cost
     at `gpu_hour_price` where given, the intervals of its metrics, and the model's accuracy at that precision (and the one
-    measure the model's rows are compared on: accuracy_compared). `backend`: --backend, each GPU's engine resolved by _engine."""
+    measure the model's rows are compared on: accuracy_compared). `engines`: each GPU's engine (by its reference), resolved
+    once at the edge."""
     from llm_codesign.cost.calibration import calibration_for
     from llm_codesign.explore.accuracy_model import accuracy_of
     from llm_codesign.explore.search import SearchSpace, default_precisions, search
     from llm_codesign.measure.intervals import table_for
-    from llm_codesign.spec.engines import get_engine
     from llm_codesign.spec.precision import Precision
 
     rows = []
@@ -44,7 +44,7 @@ def compare_rows(model_refs: list[str], gpu_refs: list[str], weight_formats: lis
         m = _model(mref)
         for gref in gpu_refs:
             g = _gpu(gref)
-            engine = engine_for(g, backend).name
+            engine = engines[gref]
             cal, table = calibration_for(g, calibration), table_for(calibration, gpu=g)
             if weight_formats:
                 precs = [m.default_precision if w == m.default_precision.weight.name
@@ -53,10 +53,10 @@ def compare_rows(model_refs: list[str], gpu_refs: list[str], weight_formats: lis
                 precs = list(default_precisions(m, g))
             for p in precs:
                 acc = accuracy_of(m, p)
-                row = {"model": m.name, "gpu": g.id, "num_gpus": num_gpus, "engine": engine, "precision": p.label(), "weight_dtype": p.weight.name,
+                row = {"model": m.name, "gpu": g.id, "num_gpus": num_gpus, "engine": engine.name, "precision": p.label(), "weight_dtype": p.weight.name,
                        "activation_dtype": p.activation.name, "kv_dtype": p.kv.name, "accuracy": acc, "best": None}
                 try:
-                    r = search(m, g, cal, SearchSpace(num_gpus, precisions=(p,)), isl=isl, osl=osl, engine=get_engine(engine),
+                    r = search(m, g, cal, SearchSpace(num_gpus, precisions=(p,)), isl=isl, osl=osl, engine=engine,
                                min_tps_user=min_tps_user, max_ttft_ms=max_ttft_ms)
                 except InputError as e:  # no valid plan for this model on these GPUs: say so in the row
                     row["why_none"] = str(e)
@@ -162,8 +162,8 @@ def compare(
     n = len(models) * len(gpus) * (len(formats) if formats else 3)
     if n > MAX_COMBINATIONS:
         raise InputError("model", model, f"at most {MAX_COMBINATIONS} model x GPU x precision combinations ({n} asked)")
-    for g in gpus:  # an engine a GPU does not run, or a GPU without a price, fails before any search
-        engine_for(_gpu(g), backend)
+    engines = {g: engine_for(_gpu(g), backend) for g in gpus}  # each GPU's, once: one it does not run fails before any search
+    for g in gpus:  # a GPU without a price fails before any search too
         if gpu_hour_price is not None:
             price_of(_gpu(g), gpu_hour_price)
     if plot_path:  # refused before the searches, not after
@@ -175,7 +175,7 @@ def compare(
         check_writable("plot", plot_path)
         plot_extra(plot_path)
         check_paths([("--plot", plot_path)], {"MODEL": models, "--gpu": gpus, "--calibration": calibration, "--gpu-hour-price": gpu_hour_price})
-    rows = compare_rows(models, gpus, formats, num_gpus=gpus_, isl=isl, osl=osl, backend=backend, min_tps_user=min_tps_user,
+    rows = compare_rows(models, gpus, formats, num_gpus=gpus_, isl=isl, osl=osl, engines=engines, min_tps_user=min_tps_user,
                         max_ttft_ms=max_ttft_ms, calibration=calibration, gpu_hour_price=gpu_hour_price)
     slo = ", ".join(x for x in (f">= {min_tps_user:g} tok/s/user" if min_tps_user else "",
                                 f"TTFT <= {max_ttft_ms:g} ms" if max_ttft_ms else "") if x) or "none"

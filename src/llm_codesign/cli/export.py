@@ -99,8 +99,9 @@ def export(
     precision unless --weight-dtype/--kv-dtype name another."""
     from llm_codesign.explore.export import dynamo_workers, engine_spec, export_config, export_dynamo, exportable
 
-    if backend is not None and backend not in exportable():
-        raise InputError("backend", backend, "one of: " + ", ".join(exportable()))
+    if backend is not None and backend not in exportable():  # offered: those this GPU runs (Dynamo's default workers: TensorRT-LLM)
+        runs = engines_on(_gpu(gpu))
+        raise InputError("backend", backend, "one of: " + ", ".join(n for n in exportable() if (TRTLLM.name if n == "dynamo" else n) in runs))
     for name, v in (("min_tps_user", min_tps_user), ("max_ttft_ms", max_ttft_ms)):
         if v is not None and not (0 < v < float("inf")):
             raise InputError(name, v, "a positive finite number")
@@ -120,15 +121,18 @@ def export(
     backend = backend or engine_for(_gpu(gpu)).name
     chosen = None
     if disagg:
-        if backend == "dynamo" and TRTLLM.name not in engines_on(_gpu(gpu)):  # else engine_for names 'trtllm', which no one typed
-            others = " or ".join(n for n in dynamo_workers() if n in engines_on(_gpu(gpu)))
-            raise InputError("backend", backend, f"an engine that runs on {_gpu(gpu).name}: dynamo's workers are {TRTLLM.title}'s, "
+        g = _gpu(gpu)
+        ours = [n for n in dynamo_workers() if n in engines_on(g)]  # the Dynamo workers this GPU runs, none on some
+        either = ", ".join(ours[:-1]) + " or " + ours[-1] if len(ours) > 1 else "".join(ours)
+        none_here = f"none of Dynamo's workers ({', '.join(dynamo_workers())}) runs on {g.name}, which runs {', '.join(engines_on(g))}"
+        if backend == "dynamo" and TRTLLM.name not in engines_on(g):  # else engine_for names 'trtllm', which no one typed
+            raise InputError("backend", backend, f"an engine that runs on {g.name}: dynamo's workers are {TRTLLM.title}'s, "
                                                  f"which runs on {' or '.join(VENDOR_NAMES[v] for v in TRTLLM.vendors)} GPUs only "
-                                                 f"(Dynamo with {others} workers: --backend {others} with --prefill/--decode)")
-        worker = engine_for(_gpu(gpu), TRTLLM.name if backend == "dynamo" else backend).name
+                                                 + (f"(Dynamo with {either} workers: --backend {either} with --prefill/--decode)" if ours
+                                                    else f"({none_here})"))
+        worker = engine_for(g, TRTLLM.name if backend == "dynamo" else backend).name
         if worker not in dynamo_workers():
-            *rest, last = dynamo_workers()
-            raise InputError("backend", worker, f"{', '.join(rest)} or {last} (Dynamo's worker engine)")
+            raise InputError("backend", worker, f"{either} (Dynamo's worker engine)" if ours else f"an engine Dynamo runs: {none_here}")
         engine = "dynamo"
         text, summary = _dynamo(m, gpu, prefill=prefill, decode=decode, n_pre=prefill_instances, n_dec=decode_instances,
                                 concurrency=concurrency or 64, isl=isl, osl=osl, backend=worker, weight_dtype=weight_dtype,

@@ -12,6 +12,7 @@ import numpy as np
 
 from llm_codesign.errors import InputError
 from llm_codesign.measure.audit import SETTING_FIELDS
+from llm_codesign.serve.disagg import PREFILL_ROUTINGS
 from llm_codesign.spec.engines import FUSIONS
 from llm_codesign.spec.harness import ARRIVALS, DEFAULT_ARRIVAL, FLAG_NAMES, SchedulerFlags
 
@@ -54,10 +55,14 @@ def read_campaigns(text: str, origin: str = "campaigns.toml") -> tuple[dict, ...
             for key in keys:
                 if key not in _KEYS[kind]:
                     raise InputError(field, key, "one of: " + ", ".join(_KEYS[kind]))
+        # each setting's value, as the key takes it (a string where a count belongs would reach the pricing as text)
+        values = [(f"{where} {k}", k, v) for k, v in c.items() if k in FLAG_COLUMNS or k in CAMPAIGN_KEYS]
+        values += [(f"{where} flags.set.{k}", k, v) for entry in c.get("flags", ()) for k, v in entry.get("set", {}).items()]
+        for field, key, v in values:
+            what = _invalid(key, v)
+            if what is not None:
+                raise InputError(field, v, what)
         for entry in c.get("flags", ()):
-            for key in FUSION_KEYS:
-                if key in entry.get("set", {}) and not isinstance(entry["set"][key], bool):
-                    raise InputError(f"{where} flags.set.{key}", entry["set"][key], "true or false")
             for key in ("min_concurrency", "max_concurrency"):
                 if key in entry.get("when", {}) and not _whole(entry["when"][key], 1):
                     raise InputError(f"{where} flags.when.{key}", entry["when"][key], "a whole number of at least 1")
@@ -66,6 +71,23 @@ def read_campaigns(text: str, origin: str = "campaigns.toml") -> tuple[dict, ...
                     if not _whole(v, least):
                         raise InputError(f"{where} flags.{rule}.{key}", v, f"a whole number of tokens, {least} or more")
     return out
+
+
+def _invalid(key: str, v) -> str | None:
+    """What the harness setting `key` takes where `v` (a campaigns.toml value, or a row's column as `problem` parses it)
+    is not that, else None: SchedulerFlags' fields, the arrival pattern, the step budget and CAMPAIGN_KEYS."""
+    if key == "arrival":
+        return None if v in ARRIVALS else "one of " + ", ".join(ARRIVALS)
+    if key == "prefill_routing":
+        return None if v in PREFILL_ROUTINGS else "one of " + ", ".join(PREFILL_ROUTINGS)
+    if key in _BOOL or key == "offline" or key in FUSION_KEYS:
+        return None if isinstance(v, bool) else "true or false"
+    x = float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else float("nan")
+    if key == "kv_fraction":
+        return None if math.isfinite(x) and 0 < x <= 1 else "a fraction in (0, 1]"
+    if key == "rounds":  # inf: the steady state, no first-wave burst (SchedulerFlags.rounds)
+        return None if x >= 1 and (x.is_integer() or math.isinf(x)) else "a whole number of at least 1, or inf"
+    return None if math.isfinite(x) and x >= 1 and x.is_integer() else "a whole number of at least 1"
 
 
 def _whole(v, least: int) -> bool:
@@ -143,22 +165,17 @@ def problem(r: dict, line: int) -> str | None:
         v = (r.get(col) or "").strip()
         if not v:
             continue
-        if col == "arrival":
-            ok, what = v in ARRIVALS, "one of " + ", ".join(ARRIVALS)
-        elif col in _BOOL:
-            ok, what = v.lower() in _TRUE + _FALSE, "true or false"
+        if col in _BOOL:  # true/false, 1/0, yes/no; anything else stays text, which _invalid refuses
+            x = True if v.lower() in _TRUE else False if v.lower() in _FALSE else v
+        elif col == "arrival":
+            x = v
         else:
             try:
                 x = float(v)
             except ValueError:
                 x = float("nan")
-            if col == "kv_fraction":
-                ok, what = math.isfinite(x) and 0 < x <= 1, "a fraction in (0, 1]"
-            elif col == "rounds":  # inf: the steady state, no first-wave burst (SchedulerFlags.rounds)
-                ok, what = x >= 1 and (x.is_integer() or math.isinf(x)), "a whole number of at least 1, or inf"
-            else:
-                ok, what = math.isfinite(x) and x >= 1 and x.is_integer(), "a whole number of at least 1"
-        if not ok:
+        what = _invalid(col, x)
+        if what is not None:
             return f"line {line} {col}: {v!r} is not valid; {what} or empty"
     return None
 

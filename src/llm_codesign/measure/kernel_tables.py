@@ -267,11 +267,12 @@ def _kv_bytes(name: str) -> float:
 ATTENTION_SOURCES = {"trtllm": "torch_flow", "sglang": "fa3", "vllm": "vllm_flash_attn_fa3"}
 
 
-def _engine_factor(rows, gpu, phase: str, price, lab: list[str], *, kv_fp8):
+def _engine_factor(rows, gpu, phase: str, price, lab: list[str], *, kv_fp8, fa3):
     """`price` (cal -> ms per row) with each per-engine row's time scaled by its engine's attention kernel
     against TensorRT-LLM's (Engine.attention_time_factor), and the labels by engine, and by kernel family where
-    the row is priced as FlashAttention-3's ("fa3": runs_fa3_decode, runs_fa3_prefill); a kernel that is not
-    the engine's default is not priced. Rows without a `framework` column are the tables' own."""
+    `price` prices the row as FlashAttention-3's (`fa3`, per row, as the price reads it: runs_fa3_decode,
+    runs_fa3_prefill); a kernel that is not the engine's default is not priced. Rows without a `framework` column
+    are the tables' own."""
     if not rows or "framework" not in rows[0]:
         return price, lab
     factor = np.empty(len(rows))
@@ -282,8 +283,7 @@ def _engine_factor(rows, gpu, phase: str, price, lab: list[str], *, kv_fp8):
             continue
         e = get_engine(engine)
         factor[i] = float(e.attention_time_factor(gpu.family, "gqa", phase, kv_fp8=bool(kv_fp8[i]), dec_tokens=float(r["batch_size"])))
-        fa3 = cost.runs_fa3_prefill(e, gpu) if phase == "prefill" else cost.runs_fa3_decode(e, gpu)
-        lab[i] = f"{engine} {lab[i]}" + (" fa3" if fa3 else "")
+        lab[i] = f"{engine} {lab[i]}" + (" fa3" if fa3[i] else "")
     return (lambda cal: price(cal) * factor), lab
 
 
@@ -316,7 +316,7 @@ def _decode(rows, gpu):
                                                   split=k.merge[m], rope_fused=k.rope_fused[m], mmha=mmha[m], fa3=k.fa3[m],
                                                   fp8_math=fp8_math[m])[0]
         return t * 1e3
-    return _engine_factor(rows, gpu, "decode", price, [f"kv {r['kv_cache_dtype']}" for r in rows], kv_fp8=fp8)
+    return _engine_factor(rows, gpu, "decode", price, [f"kv {r['kv_cache_dtype']}" for r in rows], kv_fp8=fp8, fa3=k.fa3)
 
 
 def _prefill(rows, gpu):
@@ -330,7 +330,9 @@ def _prefill(rows, gpu):
     nbytes = B * S * (KV * 2 * d * kvb + H * 2 * d * 2.0)
     fp8 = np.array([r["kv_cache_dtype"] == "fp8" and gpu.supports("fp8") for r in rows])
     # the serving step's kernel: per-engine rows (a framework column) run their engine's, the tables' own TensorRT-LLM's
-    fa3 = np.array([cost.runs_fa3_prefill(get_engine(engine_of(r)), gpu) for r in rows])
+    names = [engine_of(r) for r in rows]
+    runs = {n: cost.runs_fa3_prefill(get_engine(n), gpu) for n in set(names)}  # once per engine of the group
+    fa3 = np.array([runs[n] for n in names])
 
     def price(cal: Calibration):
         out = np.empty(len(rows))
@@ -341,7 +343,7 @@ def _prefill(rows, gpu):
                                                       keys=keys[m], scores=(B * H * S * keys)[m], fa3=fa3[m])
                 out[m] = t * 1e3
         return out
-    return _engine_factor(rows, gpu, "prefill", price, [f"kv {r['kv_cache_dtype']}" for r in rows], kv_fp8=fp8)
+    return _engine_factor(rows, gpu, "prefill", price, [f"kv {r['kv_cache_dtype']}" for r in rows], kv_fp8=fp8, fa3=fa3)
 
 
 def _coll(rows, gpu):

@@ -323,8 +323,7 @@ def evaluate(model: ModelSpec, at: Serving, *, cal: Calibration, concurrency, is
     cache). `arrival`: how requests reach the engine (spec.harness.ARRIVALS); `flags`: a run's scheduler flags; `offline`:
     every request queued at once (no front end, throughput over the batch's life), else a closed loop of C slots."""
     gpu, prec, plan, engine, spec = at.gpu, at.prec, at.plan, at.engine, at.spec
-    sh, fl = plan.broadcast(), run_flags(flags, chunked_prefill=at.chunked_prefill)
-    costs = engine.costs(cal)
+    sh, fl, costs = plan.broadcast(), run_flags(flags, chunked_prefill=at.chunked_prefill), engine.costs(cal)
     tp, pp, ep, moe_tp, adp, kvp = (np.asarray(x, float) for x in plan.arrays())
     gpus = tp * adp * kvp * pp
     C, isl, osl = (np.asarray(x, float) for x in (concurrency, isl, osl))
@@ -337,7 +336,8 @@ def evaluate(model: ModelSpec, at: Serving, *, cal: Calibration, concurrency, is
     mem, cap, c_rank, running, admitted = _running(model, gpu, prec, sh, C, adp=adp, engine=engine, lengths=(isl, osl), mnt=mnt, flags=flags,
                                                    kv_budget=kv_budget, usable_fraction=usable_fraction, spec=spec, draft_len=k)
     mix = mixes(engine, fl, k) & (arrival != "burst")  # a burst prefills its wave before any decode: no prompt beside them
-    running, admitted = (np.minimum(x, budget_fill(mnt, new=new, osl=osl, k=k, acc=acc, pp=pp, mixes=mix)) for x in (running, admitted))
+    fill = budget_fill(mnt, new=new, osl=osl, k=k, acc=acc, pp=pp, mixes=mix)
+    running, admitted = (np.minimum(x, fill) for x in (running, admitted))
     time_share = admitted / np.maximum(running, 1.0)
     r = _Rank(isl, osl, new, cached, mnt, k, running, pp, np.asarray(at.cpp) | (running >= pp), (engine, fl))
     wave_tok, t_wave_step, pf_span = _prefill_wave(model, gpu, prec, sh, r=r, costs=costs)
@@ -350,7 +350,7 @@ def evaluate(model: ModelSpec, at: Serving, *, cal: Calibration, concurrency, is
     # (AttentionDpConfig; none with fewer requests than ranks), fitted per engine (EngineCosts.wait_steps), and half the
     # interval less one where the scheduler polls every recv_interval (its front end's work: _request_times)
     t_wait = (costs.wait_steps(adp, C) + (np.maximum(fl.recv_interval, 1.0) - 1.0) / 2.0) * t_iter
-    request = partial(_request_times, model, gpu, prec, sh, r=r, costs=costs, harness=(arrival, fl, engine),
+    request = partial(_request_times, model, gpu, prec, sh, r=r, costs=costs, arrival=arrival,
                       steps=(t_stage, acc, time_share, t_wait), wave=(wave_tok, t_wave_step, pf_span), spec=spec)
     # a closed loop's cohort from the slot cycle its throughput uses, in its steps; offline, both take the wave's life (_cohort)
     q, t_pf_stage, ttft, tpot, life = request(q=_closed_loop_cohort(request, r.running, osl, t_iter=t_iter, window=np.maximum(
@@ -367,13 +367,21 @@ def evaluate(model: ModelSpec, at: Serving, *, cal: Calibration, concurrency, is
         "output_tok_s_per_gpu": out_per_gpu, "io_tok_s_per_gpu": served * (isl + osl) / life / gpus,
         "tokens_per_joule_at_tdp": out_per_gpu / gpu.tdp_w, "accepted_per_step": acc + 0.0 * tpot,
         "step_s": t_stage, "prefill_step_s": t_pf_stage, "draft_s": t_draft + 0.0 * t_stage, "gpus": gpus,
-        **_memory_metrics(mem, running),
+        **_memory_metrics(mem, running), **_budget_batch(engine, mnt, fill=fill, cap=cap, k=k, pp=pp, adp=adp),
         "max_concurrency": cap * adp,  # what runs at once: the KV cache or the engine's batch limit, the smaller
         "fits": (mem["free_for_kv"] > 0) & (c_rank <= cap),
     }
     if with_ops:
         res |= _phase_parts(model, gpu, prec, sh, costs=costs, r=r, steps=(wave_tok, t_wave_step, t_stage, t_draft, ops), share=pf_span / life)
     return res
+
+
+def _budget_batch(engine: Engine, mnt, *, fill, cap, k, pp, adp) -> dict:
+    """Metrics.max_batch, the most requests that run at once: what the KV cache and the batch limit hold per rank (`cap`)
+    and what a step decodes under its token budget `mnt`, its decode tokens (Engine.budget_batch, in `cap` too) and what
+    the prompts arriving leave them (`fill`: budget_fill, inf where it bounds none); and whether the budget binds it."""
+    sched = np.minimum(engine.budget_batch(mnt, k, pp), fill)
+    return {"max_batch": np.minimum(cap, sched) * adp, "budget_binds": sched <= cap}
 
 
 def run_flags(flags: SchedulerFlags | None, *, chunked_prefill: bool | None) -> SchedulerFlags:
@@ -452,14 +460,14 @@ def _eager_decode(ops, batch, fl: SchedulerFlags, costs: EngineCosts, ranks):
     return np.where(batch > fl.cuda_graph_max_bs, costs.eager_per_launch(ranks) * launches(ops), 0.0)
 
 
-def _request_times(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, r: _Rank, costs: EngineCosts, harness, steps, wave,
+def _request_times(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, r: _Rank, costs: EngineCosts, arrival: str, steps, wave,
                    spec: SpecDecoding | None = None, q=None):
     """A request's (q, prefill step, first token, TPOT, life): its prefill (its step, and the steps' span before its
     first token, _own_prefill, after `steps`' wait in decode iterations and its front end's work) and decode (TPOT and
-    life, _decode_times) as the harness delivers it: (arrival pattern, SchedulerFlags, engine), whether the engine mixes
-    prefill chunks into decodes (mixes); `spec`, the speculation its decodes run in
+    life, _decode_times) as the harness delivers it: its `arrival` pattern, and the rank's engine and SchedulerFlags
+    (_Rank.scheduler), whether the engine mixes prefill chunks into decodes (mixes); `spec`, the speculation its decodes run in
     a mixed step too; `q`, its cohort where the caller sized it (_closed_loop_cohort), else _cohort's."""
-    arrival, fl, engine = harness
+    engine, fl = r.scheduler
     t_stage, acc, time_share, t_wait = steps
     t_iter = r.pp * t_stage
     mix = mixes(engine, fl, r.k)
@@ -588,7 +596,7 @@ def closed_loop_batch(running, *, life, window=1.0):
 COHORT_PASSES = 10
 
 
-def _closed_loop_cohort(request, running, osl, *, t_iter, window, per_step=None):
+def _closed_loop_cohort(request, running, osl, *, t_iter, window, per_step):
     """A closed loop's cohort in steady state, sized from the slot cycle its throughput uses (_slot_cycle: Little's law,
     each slot refilled once per first token and decode): the q whose cycle, in decode iterations of `t_iter`, has
     closed_loop_batch give q back (`request(q=...)`: _request_times at a cohort of q). The wave's life (_cohort, offline) leaves
@@ -601,12 +609,13 @@ def _closed_loop_cohort(request, running, osl, *, t_iter, window, per_step=None)
     a step, accepted / time share, its decode steps a TPOT x per_step each), nearly every step of the cycle carries
     others' prompts and is longer than a decode-only one, so counted in decode iterations the arrivals a step came out
     too few (TensorRT-LLM's 70B case above: 1.46 a step rather than ~1.9), cohorts too small and prefill steps too many.
-    Where it does not (None), its prefill steps are steps of their own beside the decode iterations, which `t_iter` counts."""
+    Where it does not (`per_step` 0), its prefill steps are steps of their own beside the decode iterations, which `t_iter`
+    counts."""
     lo, hi = np.ones(np.shape(running)), np.maximum(running, 1.0)
     for _ in range(COHORT_PASSES):
         mid = np.sqrt(lo * hi)
         _, _, ttft, tpot, _ = request(q=mid)
-        step = t_iter if per_step is None else np.where(per_step > 0, np.maximum(tpot * per_step, t_iter), t_iter)
+        step = np.where(per_step > 0, np.maximum(tpot * per_step, t_iter), t_iter)
         up = closed_loop_batch(running, life=_slot_cycle(ttft, tpot, osl) / step, window=window) > mid
         lo, hi = np.where(up, mid, lo), np.where(up, hi, mid)
     return np.sqrt(lo * hi)

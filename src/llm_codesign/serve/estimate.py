@@ -11,17 +11,14 @@ from llm_codesign.cost.ops import Batch, forward_ops
 from llm_codesign.errors import InputError
 from llm_codesign.serve.aggregated import (
     binding_resource,
-    budget_fill,
-    draft_lengths,
     engine_budget,
-    mixes,
     op_step_time,
     pdl_per_launch,
 )
 from llm_codesign.serve.energy import energy
 from llm_codesign.serve.invariants import check_estimate
 from llm_codesign.serve.metrics import BATCH_GRID, decode_operators, evaluate
-from llm_codesign.spec.harness import DEFAULT_ARRIVAL, DEFAULT_FLAGS
+from llm_codesign.spec.harness import DEFAULT_ARRIVAL
 from llm_codesign.spec.model import ModelSpec
 from llm_codesign.spec.plan import REASONS, Deployment, Workload, check_step_budget, reason_text, validity
 from llm_codesign.spec.precision import executable
@@ -163,8 +160,10 @@ def check(model: ModelSpec, dep: Deployment) -> None:
     code = int(validity(model, dep.gpu, dep.plan, dep.num_gpus).reshape(-1)[0])
     if code >= 0:
         why, own = reason_text(model, dep.gpu, code), int(np.asarray(dep.plan.gpus).reshape(-1)[0])
-        if REASONS[code] == "gpus_mismatch" and dep.num_gpus % own == 0:  # `--gpus 8 --tp 4` read as two TP4 copies: one instance is priced
-            why += f"; these sizes make an instance of {own} GPU{'s' if own != 1 else ''}: --gpus {own}, or pareto or export for copies of it"
+        # `--gpus 8 --tp 4` (num_gpus=8, tp=4) read as two TP4 copies: one instance is priced; worded for the CLI, the API
+        # and the page alike (each names the GPU count its own way)
+        if REASONS[code] == "gpus_mismatch" and dep.num_gpus % own == 0:
+            why += f"; these sizes make an instance of {own} GPU{'s' if own != 1 else ''}: ask for {own}, or pareto or export for copies of it"
         raise InputError("deployment", dep.plan.label() + f" on {dep.num_gpus} GPU{'s' if dep.num_gpus != 1 else ''}", why)
     check_step_budget(dep)  # a deployment read from a file, not built by spec.plan.deployment
 
@@ -209,9 +208,7 @@ def estimate(model: ModelSpec, dep: Deployment, workload: Workload, *, calibrati
     else:
         mode = "concurrency"
     one = evaluate(model, dep, workload, calibration=cal, concurrency=concurrency)
-    # the largest batch that runs at once: what the KV cache and the batch limit hold, and what the step budget decodes
-    # beside the prompts arriving (evaluate's max_concurrency is the former: lint and the search read it as capacity)
-    max_batch = int(min(max_conc, _budget_decodes(dep, workload)))  # inf where the budget caps no decode (SGLang's)
+    max_batch = int(r.max_batch.reshape(-1)[0])  # what the KV cache holds and the step budget decodes (Metrics.max_batch)
     s = lambda k: float(np.asarray(getattr(one, k)).reshape(-1)[0])  # noqa: E731
     # the bottlenecks are read from the very steps the metrics time (decode: the step at this load)
     dec_ops = decode_operators(model, dep, workload, concurrency, calibration=cal)
@@ -227,7 +224,8 @@ def estimate(model: ModelSpec, dep: Deployment, workload: Workload, *, calibrati
         decode_bound=binding_resource(dec_ops, per), prefill_bound=binding_resource(pf_ops, per), accepted_per_step=s("accepted_per_step"),
         # a format this GPU cannot execute is priced as the engines map it, and the answer says so
         precision_notes=tuple(executable(dep.precision, dep.gpu)[1]),
-        over_capacity=_over_capacity(dep, max_conc, workload) if concurrency > max_batch else None,
+        over_capacity=_over_capacity(dep, workload, max_batch=max_batch, budget_binds=bool(r.budget_binds.reshape(-1)[0]))
+        if concurrency > max_batch else None,
         spec=_spec_break_even(model, dep, workload, cal, r=r, grid=grid, concurrency=concurrency) if dep.spec is not None else None,
         breakdown=_breakdown(dec_ops, per) if breakdown else None)
     return check_estimate(model, est)
@@ -243,30 +241,24 @@ def _breakdown(ops, per: float) -> tuple[OperatorTime, ...]:
     return tuple(out)
 
 
-def _budget_decodes(dep: Deployment, workload: Workload) -> float:
-    """The requests that decode at once under the step token budget, as evaluate caps them: the budget's decode tokens
-    (Engine.budget_batch) and, where the engine mixes prompts into the decodes' steps, what the prompts arriving leave
-    (serve.aggregated.budget_fill)."""
-    k, acc = draft_lengths(dep.spec)
-    mnt = engine_budget(dep.gpu, engine=dep.engine, max_num_tokens=dep.max_num_tokens, plan=dep.plan, spec=dep.spec, draft_len=k)[0]
-    mix = mixes(dep.engine, DEFAULT_FLAGS, k) & (workload.priced_arrival != "burst")
-    new = workload.isl - np.floor(workload.isl * workload.prefix_hit + 1e-9)
-    fill = budget_fill(mnt, new=new, osl=workload.osl, k=k, acc=acc, pp=dep.plan.pp, mixes=mix)
-    sched = np.minimum(dep.engine.budget_batch(dep.step_tokens, k, dep.plan.pp), fill) * dep.plan.adp
-    return float(np.asarray(sched).reshape(-1)[0])
-
-
-def _over_capacity(dep: Deployment, max_conc: int, workload: Workload) -> str:
+def _over_capacity(dep: Deployment, workload: Workload, *, max_batch: int, budget_binds: bool) -> str:
     """Priced, not refused: what the engine does with requests its KV cache cannot hold (Engine.admission), or
-    its step token budget does not schedule beside the prompts arriving (_budget_decodes)."""
-    per = 1 + (dep.spec.k if dep.spec is not None else 0)
-    isl, osl, sched = workload.isl, workload.osl, _budget_decodes(dep, workload)
-    if sched <= max_conc:
+    its step token budget does not schedule beside the prompts arriving (Metrics.budget_binds)."""
+    isl, osl = workload.isl, workload.osl
+    if budget_binds:
         rank = (" per attention-DP rank" if int(np.asarray(dep.plan.adp)) > 1 else "") + \
             (" per pipeline micro-batch" if int(np.asarray(dep.plan.pp)) > 1 else "")
+        plural = "s" if max_batch != 1 else ""
+        if osl == 1:  # a request's one output token comes from its prefill: the prompts take the budget (budget_fill)
+            new = isl - int(np.floor(isl * workload.prefix_hit + 1e-9))
+            return (f"a step of {dep.backend} schedules at most {dep.step_tokens} tokens{rank} and at OSL 1 nothing decodes: "
+                    f"the prompts arriving take them ({new} tokens and 1 output token each), so {max_batch} request{plural} "
+                    f"run{'s' if max_batch == 1 else ''} at once and the rest wait for them to finish (longer TTFT)")
+        per = 1 + (dep.spec.k if dep.spec is not None else 0)
         return (f"a step of {dep.backend} schedules at most {dep.step_tokens} tokens{rank} ({per} per decoding request and "
-                f"the prompts arriving), so {int(sched)} request{'s' if int(sched) != 1 else ''} decode{'s' if int(sched) == 1 else ''} and the rest wait for whole requests to finish (longer TTFT)")
-    held = f"the KV cache holds {max_conc} sequences of {isl}+{osl} tokens"
+                f"the prompts arriving), so {max_batch} request{plural} decode{'s' if max_batch == 1 else ''} and the rest wait "
+                "for whole requests to finish (longer TTFT)")
+    held = f"the KV cache holds {max_batch} sequences of {isl}+{osl} tokens"
     if dep.engine.admission is not None:
         return (f"{held}; {dep.backend} admits requests before their whole KV cache fits and preempts when "
                 "blocks run out, so the admitted requests share the decode slots (longer TPOT)")

@@ -38,6 +38,10 @@ class Metrics:
     activation_bytes: np.ndarray
     free_bytes: np.ndarray
     max_concurrency: np.ndarray  # the most requests the KV cache holds
+    # the most requests that run at once: what the KV cache holds and what the step token budget decodes beside the
+    # prompts arriving (max_concurrency is the former: lint and the search read it as capacity)
+    max_batch: np.ndarray
+    budget_binds: np.ndarray  # the step token budget, not the KV cache or the batch limit, sets max_batch
     fits: np.ndarray  # the load fits the KV cache
 
     def to_dict(self) -> dict:
