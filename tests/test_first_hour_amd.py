@@ -1,6 +1,7 @@
 """A newcomer's first hour, third pass (n5), on AMD and NVIDIA GPUs: a frontier's widening reasons said once, an unknown
 accuracy not read as no drop, design's table whole at 80 columns, your own runs' arrival named, a calibration with too few
-runs for bands of its own saying so, and a bundled serving file taken by name wherever a serving file is."""
+runs for bands of its own saying so, a bundled serving file taken by name wherever a serving file is, and export's launch
+line naming the file where it was written."""
 import csv
 import json
 from importlib import resources
@@ -99,3 +100,16 @@ def test_a_bundled_serving_file_is_taken_by_name_by_calibrate_and_the_api(tmp_pa
         "error: serving: 'runs.csv' is not valid; an existing CSV file (.csv or .csv.gz) with the canonical serving columns, or a "
         "bundled one: published_mtp_depth.csv, published_runs.csv, ")
     assert json.loads(cli("validate", "--serving", "published_runs.csv", "--json")[1])["rows"] == 8
+
+
+def test_exports_launch_line_names_the_file_where_it_was_written(tmp_path):
+    # "launch: vllm serve --config v.yaml" for -o DIR/v.yaml ran from DIR only (SGLang's `sh PATH` had the path), and a
+    # name with a space ran as two arguments
+    for engine, gpu, launch in (("vllm", "h100", "vllm serve --config '{p}'"), ("sglang", "mi355x", "sh '{p}'"),
+                                ("trtllm", "h100", "trtllm-serve meta-llama/Llama-3.1-8B --backend pytorch --extra_llm_api_options '{p}'")):
+        path = tmp_path / "my runs" / f"{engine}.yaml"
+        code, out, _ = cli("export", "llama-3.1-8b", "--gpu", gpu, "--backend", engine, "--concurrency", "8", "-o", str(path))
+        assert code == 0 and f"launch: {launch.format(p=path)}\n" in out
+    assert "# launch: vllm serve --config vllm.yaml\n" in (tmp_path / "my runs" / "vllm.yaml").read_text()
+    code, out, _ = cli("export", "llama-3.1-8b", "--gpu", "h100", "--backend", "vllm", "--concurrency", "8", "-o", str(tmp_path / "a b.yaml"))
+    assert code == 0 and "# launch: vllm serve --config 'a b.yaml'\n" in (tmp_path / "a b.yaml").read_text()
