@@ -113,3 +113,13 @@ def test_exports_launch_line_names_the_file_where_it_was_written(tmp_path):
     assert "# launch: vllm serve --config vllm.yaml\n" in (tmp_path / "my runs" / "vllm.yaml").read_text()
     code, out, _ = cli("export", "llama-3.1-8b", "--gpu", "h100", "--backend", "vllm", "--concurrency", "8", "-o", str(tmp_path / "a b.yaml"))
     assert code == 0 and "# launch: vllm serve --config 'a b.yaml'\n" in (tmp_path / "a b.yaml").read_text()
+
+
+def test_a_disaggregated_frontiers_points_carry_their_precisions_accuracy():
+    # its points had none: "drop none" and "accuracy at fp8/fp8: none" beneath it, "best precision (proxy)" beneath the
+    # aggregated frontier of the same model and precision
+    code, out, _ = cli("pareto", "deepseek-r1", "--gpu", "h200", "--gpus", "16", "--disagg", "--min-tps-user", "30", "--json")
+    assert code == 0
+    series = {c.get("mode", "aggregated"): c["frontier"] for c in json.loads(out)["comparisons"]}
+    assert {p["accuracy"]["short"] for p in series["disaggregated"]} == {"best precision (proxy)"} == {
+        p["accuracy"]["short"] for p in series["aggregated"]}
