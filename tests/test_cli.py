@@ -175,7 +175,7 @@ def test_pareto_table_at_80_columns_keeps_the_columns_that_differ_whole():
     ({"source": "published", "relative_drop_pct": 0.1528, "drop_uncertainty_pct": 0.0225}, "0.2%"),
     ({"source": "proxy", "relative_drop_pct": 1.26, "drop_uncertainty_pct": 0.44}, "1.3±0.4%"),
     ({"source": "proxy", "relative_drop_pct": 0.0, "drop_uncertainty_pct": 0.0}, "best"),
-    ({"source": "none", "relative_drop_pct": None}, "none"), (None, "none")])
+    ({"source": "none", "relative_drop_pct": None}, "n/a"), (None, "n/a")])
 def test_a_frontier_rows_accuracy_cell(acc, text):
     from llm_codesign.cli.commands import _drop_text
 

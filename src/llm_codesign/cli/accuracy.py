@@ -37,22 +37,6 @@ def _clean_form(rows: list[dict], path: str) -> list[dict]:
     return kept
 
 
-def _serving_file(path: str) -> str:
-    """--serving: a CSV here, else the name of one the package ships (data/measurements/, inside the installed
-    package where a pip install leaves no source tree to point at); neither is one line listing the bundled ones."""
-    from importlib import resources
-    from pathlib import Path
-
-    if Path(path).exists():
-        return path
-    here = resources.files("llm_codesign").joinpath("data/measurements")
-    bundled = sorted(f.name for f in here.iterdir() if f.name.endswith(".csv") and "model" in f.open().readline().split(","))
-    if path in bundled:
-        return str(here.joinpath(path))
-    raise InputError("serving", path, "an existing CSV file (.csv or .csv.gz) with the canonical serving columns, or a bundled one: "
-                     + ", ".join(bundled))
-
-
 def _print_report(rep: dict, title: str, *, stderr: bool = False) -> None:
     """The report's tables, on stderr where the predictions went to standard output (--out -)."""
     from llm_codesign.measure.accuracy import LABELS
@@ -106,14 +90,14 @@ def validate(
     calibration: Optional[str] = O_CAL, as_json: bool = typer.Option(False, "--json", help="Print the answer as JSON (what the table shows, and more)."),
 ):
     """Predict published measurements and report the errors, and how many runs fall inside the stated intervals."""
-    from llm_codesign.measure.validate import kernel_report, predict_serving, read_rows, serving_report, unpriced
+    from llm_codesign.measure.validate import kernel_report, predict_serving, read_rows, serving_file, serving_report, unpriced
     from llm_codesign.spec.validation import check_result
 
     if (kernels is None) == (serving is None):
         raise InputError("validate", "--kernels/--serving", "exactly one of --kernels FILE or --serving FILE")
     if clean and kernels:
         raise InputError("clean", "--kernels", "used with --serving (it checks serving rows)")
-    serving = _serving_file(serving) if serving is not None else None
+    serving = serving_file(serving) if serving is not None else None
     if out:
         from llm_codesign.outputs import check_writable
 
@@ -148,6 +132,25 @@ def validate(
     _print_report(rep, title, stderr=out == "-")
     if "interval_coverage" in rep:
         _print_coverage(rep["interval_coverage"], stderr=out == "-")
+    if serving:
+        _print_arrival(rows, _console(stderr=out == "-"))
+
+
+def _print_arrival(rows: list[dict], con) -> None:
+    """A line on the serving runs at a concurrency priced with the tool's default arrival because neither the row (its
+    `arrival` column) nor a bundled campaign (its source, measure.campaigns.settings) says how its requests arrived:
+    twelve MI355X bench_serving runs priced so erred 316% on TTFT, 15% with arrival=closed_loop."""
+    from llm_codesign.measure.campaigns import campaigns
+    from llm_codesign.spec.harness import DEFAULT_ARRIVAL
+
+    known = tuple(c["source"] for c in campaigns())
+    n = sum(1 for r in rows if (r.get("concurrency") or "").strip() and not (r.get("arrival") or "").strip()
+            and not (r.get("source") or "").strip().lower().startswith(known))
+    if n:
+        con.print(f"arrival: {n} run{'s' if n > 1 else ''} at a concurrency state{'' if n > 1 else 's'} no `arrival` column and no "
+                  f"bundled campaign's source, so {'they are' if n > 1 else 'it is'} priced as {DEFAULT_ARRIVAL} (identical requests "
+                  "kept in step, as aiperf and trtllm-bench run them); a bench_serving --max-concurrency run is a closed loop: "
+                  "arrival=closed_loop (its first tokens queue less)", highlight=False)
 
 
 def _print_coverage(found: dict, *, stderr: bool) -> None:
@@ -163,7 +166,7 @@ def _print_coverage(found: dict, *, stderr: bool) -> None:
 @app.command()
 def calibrate(
     kernels: Optional[list[str]] = typer.Option(None, "--kernels", help="Kernel CSVs (repeat the option)."),
-    serving: Optional[str] = typer.Option(None, "--serving", help="Serving measurements to fit step overheads on."),
+    serving: Optional[str] = typer.Option(None, "--serving", help="Serving measurements to fit step overheads on: a CSV in the canonical columns, or the name of a bundled one (as validate takes)."),
     output: str = typer.Option(..., "-o", "--output", help="Profile .toml to write; - for standard output."),
     hold_out: Optional[list[str]] = typer.Option(None, "--hold-out", help="Leave this model's serving rows out of the fit, to judge it out of sample (repeat the option)."),
     clean: bool = typer.Option(False, "--clean", help="Fit the serving rows' clean form: plans re-derived from the run names that state them, each measurement once, without runs whose own series rules out every reading of their concurrency or whose run name records none (llm_codesign.measure.audit)."),
@@ -269,6 +272,7 @@ def calibrate(
                                           for label, key, scale, fmt, unit in shown if srv[key]))
     if srv:
         _print_own_intervals(text, con)
+        _print_arrival(srv_rows, con)
     con.print(f"wrote {'standard output' if output == '-' else output}")
 
 
@@ -276,13 +280,17 @@ def _print_own_intervals(text: str, con) -> None:
     """What the profile's own intervals cover: its answers there take them instead of the bundled ones."""
     import tomllib
 
-    from llm_codesign.measure.intervals import engine_title, family_name
+    from llm_codesign.measure.intervals import MIN_ROWS, engine_title, family_name
 
     own = tomllib.loads(text)["intervals"]
     cover = sorted({f"{engine_title(k.split('|')[1])} on {family_name(k.split('|')[2])} GPUs" for cells in own["slices"].values()
                     for k in cells if k.count("|") == 2})
-    con.print("intervals: answers with this profile on " + (", ".join(cover) or "none of its engines and GPU families (too few runs)")
-              + " take the bands of its own runs instead of the bundled ones, and say so")
+    if cover:
+        con.print(f"intervals: answers with this profile on {', '.join(cover)} take the bands of its own runs instead of the bundled ones, "
+                  "and say so")
+    else:  # it read "answers ... on none of its engines and GPU families (too few runs) take the bands of its own runs"
+        con.print(f"intervals: no engine and GPU family has the {MIN_ROWS} runs bands of their own need, so answers with this profile "
+                  "keep the bundled bands, and say so")
 
 
 def _refuse(broken: list[str], bad: list[str], output: str, force: bool) -> None:

@@ -4,6 +4,7 @@ The commands live here (specs, roofline, estimate, pareto), in cli_accuracy (val
 and cli_design (lint, design); importing those modules registers their commands on the shared app."""
 from __future__ import annotations
 
+import re
 import sys
 from collections.abc import Callable
 from typing import Optional
@@ -448,15 +449,34 @@ def pareto(
 
 def _drop_text(acc: dict | None) -> str:
     """A frontier row's accuracy in a few characters (explore.accuracy_model.point_accuracy): the drop
-    against the model's best precision, with the proxy's sigma; 'best' where there is none, 'none' unknown.
-    Unsigned: the column and the line beneath say "drop" ("drop -0.2%" would read as a gain)."""
+    against the model's best precision, with the proxy's sigma; 'best' where there is none, 'n/a' unknown (compare's
+    word: "drop none" read as no drop). Unsigned: the column and the line beneath say "drop" ("drop -0.2%" would read
+    as a gain)."""
     drop = (acc or {}).get("relative_drop_pct")
     if drop is None:
-        return "none"
+        return "n/a"
     sigma = acc.get("drop_uncertainty_pct") or 0.0
     if not drop and not sigma:
         return "best"
     return f"{drop:.1f}±{sigma:.1f}%" if acc.get("source") == "proxy" else f"{drop:.1f}%"
+
+
+# a frontier point's accuracy where explore.accuracy_model finds no source (its note in `estimate`)
+NO_ACCURACY = "no published score nor precision delta at this precision"
+# a reason a point's interval was widened that names the point's own concurrency, ISL or OSL (measure.intervals.reasons)
+_RANGED = re.compile(r"(concurrency|ISL|OSL) ([\d,]+) (.+)")
+
+
+def _merged(reasons: list[str]) -> list[str]:
+    """`reasons` with those differing only in the point's own quantity said once, over the range of it the points span
+    ("concurrency 1,184-3,696 above SGLang's largest measured 512 ..."): a frontier's points past an engine's measured
+    range each named theirs, the same line twenty times over."""
+    groups: dict[str | tuple[str, str], list[float]] = {}
+    for x in reasons:
+        m = _RANGED.fullmatch(x)
+        groups.setdefault((m[1], m[3]) if m else x, []).append(float(m[2].replace(",", "")) if m else 0.0)
+    return [k if isinstance(k, str) else f"{k[0]} {min(v):,.0f}{'' if min(v) == max(v) else f'-{max(v):,.0f}'} {k[1]}"
+            for k, v in groups.items()]
 
 
 def _frontier_band(fr: list[dict]) -> str:
@@ -466,7 +486,7 @@ def _frontier_band(fr: list[dict]) -> str:
 
     (lo, lo_c), (hi, hi_c) = ((b, f" (centred on {b['centre']:.0f})" if off_centre(b, p["output_tok_s_per_gpu"]) else "")
                               for p in (fr[-1], fr[0]) for b in (p["intervals"]["output_tok_s_per_gpu"],))
-    why = list(dict.fromkeys(x for p in fr for b in p["intervals"].values() for x in b["widened"]))
+    why = _merged(list(dict.fromkeys(x for p in fr for b in p["intervals"].values() for x in b["widened"])))
     return (f"80% interval of tok/s/GPU: {lo['lo80']:.0f}-{lo['hi80']:.0f}{lo_c} at the interactive end, {hi['lo80']:.0f}-"
             f"{hi['hi80']:.0f}{hi_c} at the throughput end (every point's, on every metric, in --json)"
             + "".join(f"; {x}" for x in why) + (f"; {CENTRE}" if lo_c or hi_c else ""))
@@ -492,7 +512,7 @@ def _print_frontiers(con, results: list[dict], *, isl: int, osl: int, prefix_hit
         shared = [i for i in (7, 8, 9) if len(rows) > 1 and len({row[i] for row in rows}) == 1]
         keep = [i for i in range(len(columns)) if i not in shared]
         notes = {7: "W/KV: weight / KV-cache precision.",
-                 9: "drop: accuracy against the model's best precision, published or the proxy's (± 1 sigma)."}
+                 9: "drop: accuracy against the model's best precision, published or the proxy's (± 1 sigma); n/a: neither."}
         t = _table(f"Pareto frontier{mode}: {r['model']} on {r['num_gpus']}x {names[r['gpu']]}, {r['backend']}, ISL/OSL {isl}/{osl}{hit} "
                    f"({r['evaluated']:,} deployments in {r['seconds']:.2f} s)", " ".join(columns[i] for i in keep))
         for row in rows:
@@ -505,13 +525,13 @@ def _print_frontiers(con, results: list[dict], *, isl: int, osl: int, prefix_hit
                       highlight=False)
         if shared:
             # a shared drop of "best" reads "drop none (the model's best precision)", not "drop best"
-            said = {"-": "none", "best": "none (the model's best precision)"}
+            said = {"-": "none", "best": "none (the model's best precision)", "n/a": f"n/a ({NO_ACCURACY})"}
             con.print("every point: " + ", ".join(f"{columns[i].split(':')[0]} {said.get(rows[0][i], rows[0][i])}" for i in shared),
                       highlight=False)
         sources = {f"{p['deployment']['weight_dtype']}/{p['deployment']['kv_dtype']}": (p.get("accuracy") or {}).get("short", "none")
                    for p in fr}
-        for prec, short in sources.items():
-            con.print(f"accuracy at {prec}: {short}", highlight=False)
+        for prec, short in sources.items():  # explore.accuracy_model's "none": no source at all, not no drop
+            con.print(f"accuracy at {prec}: {f'n/a ({NO_ACCURACY})' if short == 'none' else short}", highlight=False)
         if fr and "cost" in fr[0]:
             usd = [p["cost"]["usd_per_m_output_tokens"] for p in fr]
             c = fr[0]["cost"]

@@ -2,6 +2,7 @@
 file -> the deployment it starts, priced again as `estimate` prices it)."""
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 from typing import Optional
 
@@ -175,7 +176,11 @@ def export(
     write_text(out, text, executable=text.startswith("#!"))
     es = engine_spec(engine)
     launch = next((line[len("# launch: "):] for line in text.splitlines() if line.startswith("# launch: ")),
-                  f"sh {'FILE' if out == '-' else out}")
+                  f"sh {'FILE' if out == '-' else shlex.quote(out)}")
+    if out != "-" and _file_name(out) in (words := shlex.split(launch)):
+        # the file's own line names it beside itself; the one printed here, where the user is, by the path written
+        # ("vllm serve --config v.yaml" for -o /tmp/run/v.yaml ran from /tmp/run only; SGLang's `sh PATH` had the path)
+        launch = shlex.join(out if w == _file_name(out) else w for w in words)
     if as_json:
         return _dump({"engine": engine, "version": es["version"], "file": out, "launch": launch, **summary})
     from llm_codesign.render.intervals import short

@@ -62,7 +62,13 @@ def search_disagg(model: ModelSpec, gpu: Gpu, cal: Calibration, space, *, isl: i
     c = {k: np.concatenate(v) for k, v in cols.items()}
     sel, front = select_frontier(c, min_tps_user, max_ttft_ms)
     pool = dict(gpu=gpu, backend=engine.name, max_num_tokens=max_num_tokens)
-    points = tuple(_with_energy(model, cal, _point(space, c, j, plan=plan, units=units, g=g, ks=ks, precs=precs, pool=pool), isl=isl, osl=osl)
+    # each precision's accuracy, as the aggregated frontier's points carry it (explore.search._point): the table read
+    # "drop none" and "accuracy at fp8/fp8: none" for DeepSeek-R1's proxy-known FP8 without it
+    from llm_codesign.explore.accuracy_model import accuracy_of, point_accuracy
+
+    accs = [point_accuracy(accuracy_of(model, p)) for p in precs]
+    points = tuple(_with_energy(model, cal, replace(_point(space, c, j, plan=plan, units=units, g=g, ks=ks, precs=precs, pool=pool),
+                                                    accuracy=accs[int(c["prec"][j])]), isl=isl, osl=osl)
                    for j in front)
     return Frontier(model=model.name, gpu=gpu, num_gpus=N, workload=Workload(isl=isl, osl=osl), backend=engine.name, points=points,
                     evaluated=int(len(c["fits"])), fitting=int(c["fits"].sum()), seconds=time.perf_counter() - t0,

@@ -60,6 +60,7 @@ class DisaggPoint:
     cost: dict | None = None
     energy: dict | None = None  # serve.energy.disagg_energy: the unit's GPUs on average
     intervals: dict | None = None  # as FrontierPoint's
+    accuracy: dict | None = None  # as FrontierPoint's: both pools run one precision
 
     def record(self) -> dict:
         """Both pools' plans and instances, the unit's GPUs, precision and draft length, in plain types."""
@@ -74,8 +75,8 @@ class DisaggPoint:
                 "spec": s.method if s else None, "draft_len": s.k if s else 0}
 
     def to_dict(self) -> dict:
-        return {**_metrics(self), "deployment": self.record(), **({"cost": self.cost} if self.cost is not None else {}),
-                **({"energy": self.energy} if self.energy is not None else {}),
+        return {**_metrics(self), "deployment": self.record(), "accuracy": self.accuracy,
+                **({"cost": self.cost} if self.cost is not None else {}), **({"energy": self.energy} if self.energy is not None else {}),
                 **({"intervals": self.intervals} if self.intervals is not None else {})}
 
 

@@ -43,10 +43,25 @@ _REAL = ("spec_acceptance", "ttft_ms", "tpot_ms", "output_tok_s_per_gpu", "outpu
 _DTYPE = {"int4_wo": "int4", "fp4": "nvfp4", "w4a16_mxfp4": "mxfp4"}
 
 
+def serving_file(path: str | Path) -> str:
+    """A serving CSV here, else the name of one the package ships (data/measurements/, inside the installed package
+    where a pip install leaves no source tree to point at); neither is one line listing the bundled ones. What
+    `validate --serving`, `calibrate --serving` and the API's validate_serving take."""
+    from importlib import resources
+
+    if Path(path).is_file():
+        return str(path)
+    here = resources.files("llm_codesign").joinpath("data/measurements")
+    bundled = sorted(f.name for f in here.iterdir() if f.name.endswith(".csv") and "model" in f.open().readline().split(","))
+    if str(path) in bundled:
+        return str(here.joinpath(str(path)))
+    raise InputError("serving", str(path), "an existing CSV file (.csv or .csv.gz) with the canonical serving columns, or a bundled one: "
+                     + ", ".join(bundled))
+
+
 def read_rows(path: str | Path) -> list[dict]:
-    p = Path(path)
-    if not p.is_file():
-        raise InputError("serving", str(path), "an existing CSV file (.csv or .csv.gz) with the canonical serving columns")
+    """The rows of a serving CSV (`serving_file`: a path, or a bundled file's name), checked."""
+    p = Path(serving_file(path))
     rows = kernels.read_dicts(p, "serving", "a readable CSV file, plain or gzipped")
     missing = [c for c in ("model", "gpu", "num_gpus", "isl", "osl") if rows and c not in rows[0]]
     if not rows or missing:

@@ -1,6 +1,8 @@
 """vLLM's export: a `vllm serve --config` YAML (each key a long flag without its dashes)."""
 from __future__ import annotations
 
+import shlex
+
 from llm_codesign.errors import InputError
 from llm_codesign.explore import yaml_io
 from llm_codesign.explore.export_engines.base import (
@@ -64,7 +66,8 @@ class VLLMExporter(Exporter):
         return vllm_options(model, dep, concurrency)
 
     def render(self, opts: dict, *, head: list[str], model: ModelSpec, file_name: str) -> str:
-        return "\n".join(head + [f"# launch: vllm serve --config {file_name}", yaml_io.dump(opts)]) + "\n"
+        # quoted as trtllm's line is (shlex.join): a name with a space ran as two arguments
+        return "\n".join(head + [f"# launch: vllm serve --config {shlex.quote(file_name)}", yaml_io.dump(opts)]) + "\n"
 
     def parse(self, text: str, origin: str = "export") -> tuple[dict, str | None]:
         """Its export or a `vllm serve --config` YAML (keys as flags, underscores or dashes), or a `vllm

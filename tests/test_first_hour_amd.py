@@ -1,0 +1,125 @@
+"""A newcomer's first hour, third pass (n5), on AMD and NVIDIA GPUs: a frontier's widening reasons said once, an unknown
+accuracy not read as no drop, design's table whole at 80 columns, your own runs' arrival named, a calibration with too few
+runs for bands of its own saying so, a bundled serving file taken by name wherever a serving file is, and export's launch
+line naming the file where it was written."""
+import csv
+import json
+from importlib import resources
+
+from conftest import cli
+
+MI355X = str(resources.files("llm_codesign").joinpath("data/measurements/serving_inferencex_mi355x.csv"))
+
+
+def test_reasons_differing_only_in_a_points_concurrency_are_said_once_over_their_range():
+    from llm_codesign.cli.commands import _merged
+
+    tail = "above SGLang's largest measured 512 (serving runs) (x1.80/x9.92 at 80/95%)"
+    assert _merged([f"concurrency 1,184 {tail}", "no serving run on any CDNA3 GPU (x1.19/x1.76 at 80/95%)",
+                    f"concurrency 3,696 {tail}", f"concurrency 2,272 {tail}", f"ISL 40,000 {tail}"]) == [
+        f"concurrency 1,184-3,696 {tail}", "no serving run on any CDNA3 GPU (x1.19/x1.76 at 80/95%)", f"ISL 40,000 {tail}"]
+
+
+def test_a_frontier_on_mi355x_names_its_concurrency_reason_once_and_an_unknown_accuracy_n_a():
+    # the band line named "concurrency N above SGLang's largest measured 512" 20 times, once per point; a point with no
+    # published score nor precision delta read "drop none" (no drop?) and "accuracy at mxfp4/fp8: none"
+    code, out, _ = cli("pareto", "deepseek-r1", "--gpu", "mi355x", "--gpus", "8")
+    assert code == 0
+    text = " ".join(out.split())
+    assert text.count("above SGLang's largest measured 512") == 1
+    assert "; concurrency 1,086-4,344 above SGLang's largest measured 512 (serving runs) (x1.80/x9.92 at 80/95%);" in text
+    assert "accuracy at mxfp4/fp8: n/a (no published score nor precision delta at this precision)" in out
+    rows = [line.split() for line in out.splitlines() if "mxfp4/fp8" in line and line.split()[0][0].isdigit()]
+    assert rows and {r[-1] for r in rows} == {"n/a"}
+    assert "drop: accuracy against the model's best precision, published or the proxy's (± 1 sigma); n/a: neither." in text
+
+
+def test_design_keeps_its_title_and_lint_column_at_80_columns():
+    # at 80 columns the title read "(180 shapes, 112,750 dep" / "in 0.8 s)" and the lint column was cut off
+    code, out, _ = cli("design", "--params", "13e9", "--gpu", "h200", columns=80)
+    lines = out.splitlines()
+    assert code == 0 and max(map(len, lines)) <= 80
+    header = next(line for line in lines if line.lstrip().startswith("#"))
+    assert header.split() == ["#", "shape", "params", "active", "loss", "%", "/GPU", "%", "deployment", "lint"]
+    assert next(line for line in lines if line.lstrip().startswith("1 ")).split()[-2:] == ["0E", "0W"]
+    assert "112,750 deployments in" in " ".join(out.split())
+    assert "Every design lies inside the published envelope (searched inside it)." in " ".join(out.split())
+
+
+def _my_runs(tmp_path, arrival: str | None):
+    """Twelve MI355X SGLang runs of the bundled InferenceX file as a user's own (their source renamed), with an arrival
+    column where given."""
+    with open(MI355X) as f:
+        rows = [r for r in csv.DictReader(f) if r["backend"] == "sglang" and r["weight_dtype"] == "fp8_block" and not r["spec_method"]][:12]
+    for r in rows:
+        r["source"] = "my-cluster"
+        if arrival:
+            r["arrival"] = arrival
+    path = tmp_path / "mine.csv"
+    with open(path, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    return str(path)
+
+
+def test_validate_says_which_runs_it_priced_with_the_default_arrival(tmp_path):
+    # a user's bench_serving runs (no campaign, no arrival column) were priced as waves, silently: TTFT 316% off
+    note = ("arrival: 12 runs at a concurrency state no `arrival` column and no bundled campaign's source, so they are priced "
+            "as waves (identical requests kept in step, as aiperf and trtllm-bench run them); a bench_serving --max-concurrency "
+            "run is a closed loop: arrival=closed_loop (its first tokens queue less)")
+    code, out, _ = cli("validate", "--serving", _my_runs(tmp_path, None))
+    assert code == 0 and out.splitlines()[-1] == note
+    code, out, _ = cli("validate", "--serving", _my_runs(tmp_path, "closed_loop"))
+    assert code == 0 and "arrival:" not in out
+    code, out, _ = cli("validate", "--serving", "serving_inferencex_mi355x.csv")  # its campaign states its closed loop
+    assert code == 0 and "arrival:" not in out
+
+
+def test_a_profile_with_too_few_runs_for_bands_of_its_own_says_it_keeps_the_bundled_ones():
+    # it read "answers with this profile on none of its engines and GPU families (too few runs) take the bands of its own runs"
+    from rich.console import Console
+
+    from llm_codesign.cli.accuracy import _print_own_intervals
+
+    con = Console(width=2000)
+    with con.capture() as got:
+        _print_own_intervals("[intervals.slices.ttft_ms]\n[intervals.envelope]\n", con)
+    assert got.get() == ("intervals: no engine and GPU family has the 39 runs bands of their own need, so answers with this profile "
+                         "keep the bundled bands, and say so\n")
+
+
+def test_a_bundled_serving_file_is_taken_by_name_by_calibrate_and_the_api(tmp_path, monkeypatch):
+    # validate took one by name; calibrate --serving and lc.validate_serving refused it
+    import llm_codesign as lc
+
+    monkeypatch.chdir(tmp_path)
+    assert lc.validate_serving("published_runs.csv")["rows"] == 8
+    code, out, err = cli("calibrate", "--serving", "runs.csv", "-o", "p.toml")
+    assert (code, out) == (2, "") and err.startswith(
+        "error: serving: 'runs.csv' is not valid; an existing CSV file (.csv or .csv.gz) with the canonical serving columns, or a "
+        "bundled one: published_mtp_depth.csv, published_runs.csv, ")
+    assert json.loads(cli("validate", "--serving", "published_runs.csv", "--json")[1])["rows"] == 8
+
+
+def test_exports_launch_line_names_the_file_where_it_was_written(tmp_path):
+    # "launch: vllm serve --config v.yaml" for -o DIR/v.yaml ran from DIR only (SGLang's `sh PATH` had the path), and a
+    # name with a space ran as two arguments
+    for engine, gpu, launch in (("vllm", "h100", "vllm serve --config '{p}'"), ("sglang", "mi355x", "sh '{p}'"),
+                                ("trtllm", "h100", "trtllm-serve meta-llama/Llama-3.1-8B --backend pytorch --extra_llm_api_options '{p}'")):
+        path = tmp_path / "my runs" / f"{engine}.yaml"
+        code, out, _ = cli("export", "llama-3.1-8b", "--gpu", gpu, "--backend", engine, "--concurrency", "8", "-o", str(path))
+        assert code == 0 and f"launch: {launch.format(p=path)}\n" in out
+    assert "# launch: vllm serve --config vllm.yaml\n" in (tmp_path / "my runs" / "vllm.yaml").read_text()
+    code, out, _ = cli("export", "llama-3.1-8b", "--gpu", "h100", "--backend", "vllm", "--concurrency", "8", "-o", str(tmp_path / "a b.yaml"))
+    assert code == 0 and "# launch: vllm serve --config 'a b.yaml'\n" in (tmp_path / "a b.yaml").read_text()
+
+
+def test_a_disaggregated_frontiers_points_carry_their_precisions_accuracy():
+    # its points had none: "drop none" and "accuracy at fp8/fp8: none" beneath it, "best precision (proxy)" beneath the
+    # aggregated frontier of the same model and precision
+    code, out, _ = cli("pareto", "deepseek-r1", "--gpu", "h200", "--gpus", "16", "--disagg", "--min-tps-user", "30", "--json")
+    assert code == 0
+    series = {c.get("mode", "aggregated"): c["frontier"] for c in json.loads(out)["comparisons"]}
+    assert {p["accuracy"]["short"] for p in series["disaggregated"]} == {"best precision (proxy)"} == {
+        p["accuracy"]["short"] for p in series["aggregated"]}
