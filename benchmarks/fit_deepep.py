@@ -23,7 +23,7 @@ from llm_codesign.spec.hardware import get_gpu
 
 PARAMS = {"low_latency": {"deepep_ll_latency_s": (5e-6, 30e-6), "deepep_ll_expert_s": (1e-10, 1e-7), "deepep_ll_bw_eff": (0.2, 1.0)},
           "normal": {"deepep_ht_latency_s": (10e-6, 60e-6), "deepep_ht_combine_latency_s": (10e-6, 80e-6), "deepep_sm_bw": (5e9, 40e9),
-                     "deepep_ht_bw_eff": (0.3, 1.0)}}
+                     "deepep_ht_row_s": (1e-8, 5e-7), "deepep_ht_bw_eff": (0.3, 1.0)}}
 GPU = get_gpu("h100_sxm")
 
 

@@ -85,6 +85,7 @@ class Calibration:
     deepep_ht_latency_s: float
     deepep_ht_combine_latency_s: float
     deepep_sm_bw: float
+    deepep_ht_row_s: float
     deepep_ht_bw_eff: float
     comm_bw_half_bytes: float
     comm_bw_eff: float

@@ -275,7 +275,9 @@ def _blom(n):
 # (token, expert) copy straight into the expert's receive slot, one kernel, no notify, no CUDA-graph break. SGLang's
 # --deepep-mode auto runs normal for prefill batches and low-latency for decode (layers/moe/utils.py:159-166@0.5.14).
 DEEPEP_MODES = ("normal", "low_latency")
-DEEPEP_DEFAULT_SMS = 20.0  # DeepEP's Buffer.num_sms, which SGLang keeps unless --deepep-config sets it (token_dispatcher/deepep.py:313@0.5.14)
+# DeepEP's Buffer.num_sms (deepseek-ai/DeepEP deep_ep/buffer.py), which SGLang keeps unless --deepep-config sets it
+# (layers/moe/token_dispatcher/deepep.py:313@0.5.14)
+DEEPEP_DEFAULT_SMS = 20.0
 
 
 def deepep_ranks_hit(experts, top_k, ep):
@@ -301,9 +303,14 @@ def deepep_time(mode: str, phase: str, tokens, gpu, cal, *, hidden, top_k, exper
         return cal.deepep_ll_latency_s + np.asarray(experts, float) * cal.deepep_ll_expert_s + copies / (link * cal.deepep_ll_bw_eff)
     # normal: one row per (token, rank hit); the SMs copy every row, the link carries the other ranks' ones; a combine sends the
     # same rows back, each rank's sum over its experts. The SMs bound it below ~20 (H100: 15.8 ms at 20 SMs, 72.7 ms at 4, for
-    # the same 131k tokens), the link above
+    # the same 131k tokens), the link above. A dispatch's SMs also spend a time per row whatever its width (its top-k ids and
+    # weights and source index, sent beside it, and the receiver's per-token layout): at 65k tokens on 4 SMs its time is
+    # 17.3 ms at hidden 2048 and 36.2 ms at 7168, half of it at 2048 not bytes; a combine's, whose layout the dispatch's
+    # handle holds, is bytes (19.1 and 60.3 ms: 3.2x for 3.5x the width)
     hit = deepep_ranks_hit(experts, top_k, ep)
     row = T * h * payload_b
     n_sms = np.where(np.asarray(sms, float) > 0, sms, DEEPEP_DEFAULT_SMS)
-    move = np.maximum(row * hit / (n_sms * cal.deepep_sm_bw), row * hit * (1.0 - 1.0 / np.asarray(ep, float)) / (link * cal.deepep_ht_bw_eff))
+    per_row = cal.deepep_ht_row_s if phase == "dispatch" else 0.0
+    move = np.maximum(hit * (row / cal.deepep_sm_bw + T * per_row) / n_sms,
+                      row * hit * (1.0 - 1.0 / np.asarray(ep, float)) / (link * cal.deepep_ht_bw_eff))
     return (cal.deepep_ht_latency_s if phase == "dispatch" else cal.deepep_ht_combine_latency_s) + move
