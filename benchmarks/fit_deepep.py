@@ -16,14 +16,15 @@ import numpy as np
 
 from llm_codesign.cost.calibration import calibration_for
 from llm_codesign.cost.kernels import collective_time
+from llm_codesign.measure.calibrate import PARAMS as KIND_PARAMS
 from llm_codesign.measure.calibrate import fit_kind
 from llm_codesign.measure.kernel_tables import EP_PAYLOAD, predict, read_csv
 from llm_codesign.measure.stats import error_stats
 from llm_codesign.spec.hardware import get_gpu
 
-PARAMS = {"low_latency": {"deepep_ll_latency_s": (5e-6, 30e-6), "deepep_ll_expert_s": (1e-10, 1e-7), "deepep_ll_bw_eff": (0.2, 1.0)},
-          "normal": {"deepep_ht_latency_s": (10e-6, 60e-6), "deepep_ht_combine_latency_s": (10e-6, 80e-6), "deepep_sm_bw": (5e9, 40e9),
-                     "deepep_ht_row_s": (1e-8, 5e-7), "deepep_ht_bw_eff": (0.3, 1.0)}}
+# each mode's parameters (measure.calibrate's, which `calibrate --kernels` fits on every row together), fitted on its own rows
+PARAMS = {"low_latency": {p: b for p, b in KIND_PARAMS["ep_comm"].items() if p.startswith("deepep_ll_")},
+          "normal": {p: b for p, b in KIND_PARAMS["ep_comm"].items() if not p.startswith("deepep_ll_")}}
 GPU = get_gpu("h100_sxm")
 
 

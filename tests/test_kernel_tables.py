@@ -251,3 +251,23 @@ def test_hopper_ep_comm_table(tmp_path):
     assert label[0] == "h100 sglang deepep low_latency dispatch" and np.isfinite(pred[0])
     assert label[1] == "unmodeled: sglang all-to-all mode 'turbo' (DeepEP's normal or low_latency)" and np.isnan(pred[1])
     assert label[2].startswith("unmodeled: trtllm normal combine 'int3'") and np.isnan(pred[2])
+
+
+def test_calibrate_fits_deepep_on_an_ep_comm_table(monkeypatch):
+    """`calibrate --kernels` takes an ep_comm table (measure.calibrate.PARAMS["ep_comm"], fitted after the other kinds):
+    SGLang's low-latency rows at hidden 7168 (22 rows), from a start 2x off on the fixed cost, land back near the bundled
+    fit's 10 us (the rows' own floor, 13-15 us at one token); the normal-mode parameters, which no row informs, stay."""
+    from dataclasses import replace
+
+    from llm_codesign.measure import calibrate
+
+    rows = [r for r in read_csv("hopper/ep_comm")[1] if r["framework"] == "sglang" and r["mode"] == "low_latency"
+            and r["hidden_size"] == "7168" and r["num_experts"] == "256"]
+    assert len(rows) == 22
+    bundled = calibration_for(get_gpu("h100_sxm"))
+    monkeypatch.setattr(calibrate, "calibration_for", lambda gpu, profile=None: replace(bundled, deepep_ll_latency_s=20e-6))
+    fams, report = calibrate.fit_kernels({"ep_comm": rows})
+    (rep,) = report
+    assert rep["rows"] == 22 and rep["median_ape"] < min(8.0, rep["start_median_ape"]) and not rep["at_bounds"]
+    assert 7e-6 < fams["hopper"].deepep_ll_latency_s < 13e-6
+    assert (fams["hopper"].deepep_sm_bw, fams["hopper"].deepep_ht_row_s) == (bundled.deepep_sm_bw, bundled.deepep_ht_row_s)
