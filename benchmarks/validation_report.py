@@ -325,6 +325,13 @@ def main() -> None:
         rep, _, _ = kernel_report(f"hopper/{kind}")
         groups = {"all rows": rep["overall"], **{g.removeprefix("h100_sxm "): v for g, v in rep["by"].items()}}
         lines += _table(f"hopper/{kind} ({rep['modeled']} of {rep['rows']})", groups, ("latency_ms",))
+    rep, _, _ = kernel_report("hopper/ep_comm")
+    lines += ["Expert-parallel dispatch and combine (`validate --kernels hopper/ep_comm`): each row priced as DeepEP's kernels in its "
+              "mode (`cost.ffns.deepep_time`), fitted on SGLang's raw DeepEP rows by `benchmarks/fit_deepep.py`; TensorRT-LLM's and "
+              "vLLM's rows, which time each engine's dispatch module, out of sample. No engine runs DeepEP on Hopper by default "
+              "(serving prices its exchange as before).", ""]
+    groups = {"all rows": rep["overall"], **{g.removeprefix("h100_sxm "): v for g, v in rep["by"].items()}}
+    lines += _table(f"hopper/ep_comm ({rep['modeled']} of {rep['rows']})", groups, ("latency_ms",))
     clean_lines, clean_rows, clean_preds = serving_section("Serving, clean sample (fitted on; Qwen3.5 held out)",
                                                            MEAS / "serving_measured_blackwell_clean.csv")
     lines += clean_lines

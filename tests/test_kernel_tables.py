@@ -203,3 +203,71 @@ def test_the_fa3_label_is_the_one_the_price_read_once_per_engine(tmp_path, monke
     rows = [f"h100_sxm,{e},{s},{b},1,4095,32,8,128,0,bfloat16,0.1" for b in (1, 4, 16) for e, s in (("sglang", "fa3"), ("trtllm", "torch_flow"))]
     pred, label = _priced(tmp_path / "d.csv", ATTENTION_HEAD, *rows)
     assert calls["decode"] == 6 and label[:2] == ["h100 sglang kv bfloat16 fa3", "h100 trtllm kv bfloat16"]  # GqaDecode's, per row
+
+
+EP_HEAD = "system,framework,comm_backend,mode,phase,comm_dtype,ep_size,hidden_size,topk,num_experts,num_tokens,sms,latency_ms"
+
+
+def test_deepep_time_by_hand():
+    """DeepEP's two modes (cost.ffns.deepep_time), at hand-set parameters. Low latency: every (token, expert) copy at a
+    share of the link, a launch's fixed cost and one per expert. Normal: each token once to every rank holding one of its
+    experts (8 experts over 8 ranks, top-2: exactly 2 ranks), the SMs copying every row, the link carrying the others'."""
+    from dataclasses import replace
+
+    from llm_codesign.cost.ffns import deepep_ranks_hit, deepep_time
+
+    h100 = get_gpu("h100_sxm")  # 450 GB/s NVLink one direction
+    cal = replace(calibration_for(h100), deepep_ll_latency_s=10e-6, deepep_ll_expert_s=10e-9, deepep_ll_bw_eff=0.5,
+                  deepep_ht_latency_s=20e-6, deepep_ht_combine_latency_s=30e-6, deepep_sm_bw=10e9, deepep_ht_row_s=100e-9,
+                  deepep_ht_bw_eff=0.5)
+    # 128 tokens x top-8 x 7168 x 1 byte = 7,340,032 bytes at 225 GB/s: 32.62 us, + 10 us + 256 x 10 ns
+    t = deepep_time("low_latency", "dispatch", 128, h100, cal, hidden=7168, top_k=8, experts=256, ep=8, payload_b=1.0)
+    assert t == pytest.approx(10e-6 + 2.56e-6 + 7340032 / 225e9, rel=1e-12)
+    assert float(deepep_ranks_hit(8, 2, 8)) == pytest.approx(2.0) and float(deepep_ranks_hit(256, 1, 8)) == pytest.approx(1.0)
+    # 1000 tokens x 4096 x 2 bytes x 2 ranks = 16,384,000 bytes: 20 SMs at 10 GB/s, 81.92 us, and a dispatch's 2,000 rows at
+    # 100 ns over 20 SMs, 10 us; the link's 7/8 of them at 225 GB/s, 63.7 us: the SMs bound it. A combine pays no time
+    # per row; at 64 SMs the link bounds it (25.6 us < 63.7 us)
+    assert deepep_time("normal", "dispatch", 1000, h100, cal, hidden=4096, top_k=2, experts=8, ep=8,
+                       payload_b=2.0) == pytest.approx(20e-6 + 16384000 / 200e9 + 10e-6)
+    assert deepep_time("normal", "combine", 1000, h100, cal, hidden=4096, top_k=2, experts=8, ep=8, payload_b=2.0, sms=64) == pytest.approx(30e-6 + 16384000 * 7 / 8 / 225e9)
+
+
+def test_hopper_ep_comm_table(tmp_path):
+    """`validate --kernels hopper/ep_comm`: each engine's EP dispatch and combine on H100 priced as DeepEP's kernels in the
+    row's mode, fitted on SGLang's raw DeepEP rows (benchmarks/fit_deepep.py). Median APE, low-latency combine / dispatch
+    4.3 / 6.1%, normal 9.1 / 5.4% (as the generic NCCL all-to-all the model prices EP with: 18.1 / 18.6 and 56.6 / 53.4%,
+    52-55% too fast). vLLM's DeepEP V2 rows are listed, not priced; so is a mode DeepEP does not have."""
+    rep, rows, _ = kernel_report("hopper/ep_comm")
+    assert (rep["kind"], rep["rows"], rep["modeled"]) == ("ep_comm", 6532, 6208)
+    by = {k.removeprefix("h100 "): v["latency_ms"] for k, v in rep["by"].items()}
+    for group, med in (("sglang deepep low_latency combine", 4.3), ("sglang deepep low_latency dispatch", 6.1),
+                       ("sglang deepep normal combine", 9.1), ("sglang deepep normal dispatch", 5.4)):
+        assert by[group]["median_ape"] == pytest.approx(med, abs=0.3), group
+        assert abs(by[group]["signed_median_pe"]) < 5.0, group
+    assert {u["reason"] for u in rep["unmodeled"]} == {"vllm all-to-all mode 'v2' (DeepEP's normal or low_latency)"}
+    pred, label = _priced(tmp_path / "e.csv", EP_HEAD, "h100_sxm,sglang,deepep_ll,low_latency,dispatch,,8,7168,8,256,128,0,0.0367",
+                          "h100_sxm,sglang,deepep_ll,turbo,dispatch,,8,7168,8,256,128,0,0.0367",
+                          "h100_sxm,trtllm,trtllm_deepep_ht,normal,combine,int3,8,7168,8,256,128,0,0.0367")
+    assert label[0] == "h100 sglang deepep low_latency dispatch" and np.isfinite(pred[0])
+    assert label[1] == "unmodeled: sglang all-to-all mode 'turbo' (DeepEP's normal or low_latency)" and np.isnan(pred[1])
+    assert label[2].startswith("unmodeled: trtllm normal combine 'int3'") and np.isnan(pred[2])
+
+
+def test_calibrate_fits_deepep_on_an_ep_comm_table(monkeypatch):
+    """`calibrate --kernels` takes an ep_comm table (measure.calibrate.PARAMS["ep_comm"], fitted after the other kinds):
+    SGLang's low-latency rows at hidden 7168 (22 rows), from a start 2x off on the fixed cost, land back near the bundled
+    fit's 10 us (the rows' own floor, 13-15 us at one token); the normal-mode parameters, which no row informs, stay."""
+    from dataclasses import replace
+
+    from llm_codesign.measure import calibrate
+
+    rows = [r for r in read_csv("hopper/ep_comm")[1] if r["framework"] == "sglang" and r["mode"] == "low_latency"
+            and r["hidden_size"] == "7168" and r["num_experts"] == "256"]
+    assert len(rows) == 22
+    bundled = calibration_for(get_gpu("h100_sxm"))
+    monkeypatch.setattr(calibrate, "calibration_for", lambda gpu, profile=None: replace(bundled, deepep_ll_latency_s=20e-6))
+    fams, report = calibrate.fit_kernels({"ep_comm": rows})
+    (rep,) = report
+    assert rep["rows"] == 22 and rep["median_ape"] < min(8.0, rep["start_median_ape"]) and not rep["at_bounds"]
+    assert 7e-6 < fams["hopper"].deepep_ll_latency_s < 13e-6
+    assert (fams["hopper"].deepep_sm_bw, fams["hopper"].deepep_ht_row_s) == (bundled.deepep_sm_bw, bundled.deepep_ht_row_s)

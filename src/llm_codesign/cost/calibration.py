@@ -79,6 +79,14 @@ class Calibration:
     comm_gather_latency_slope_s: float
     comm_a2a_latency_s: float
     comm_a2a_latency_slope_s: float
+    deepep_ll_latency_s: float
+    deepep_ll_expert_s: float
+    deepep_ll_bw_eff: float
+    deepep_ht_latency_s: float
+    deepep_ht_combine_latency_s: float
+    deepep_sm_bw: float
+    deepep_ht_row_s: float
+    deepep_ht_bw_eff: float
     comm_bw_half_bytes: float
     comm_bw_eff: float
     comm_large_latency_s: float

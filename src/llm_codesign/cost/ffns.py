@@ -265,3 +265,52 @@ def _blom(n):
     """Expected largest of n standard normal draws, Blom's approximation (0 for one draw)."""
     t = _blom_table()
     return t[np.clip(np.rint(np.asarray(n, float)).astype(int), 0, len(t) - 1)]
+
+
+# DeepEP (deepseek-ai/DeepEP), the expert-parallel all-to-all SGLang (--moe-a2a-backend deepep; server_args.py:1601-1616@0.5.14,
+# default "none"), vLLM (--all2all-backend deepep_high_throughput / deepep_low_latency; config/parallel.py:185@0.24.0, default
+# allgather_reducescatter) and TensorRT-LLM (its DeepEP / DeepEPLowLatency MoE communication under attention DP) run in
+# place of NCCL. Its own kernels, not a ring: normal (high-throughput) mode sends each token once to every rank holding one
+# of its experts, copied by `sms` SMs through per-channel NVLink buffers after a layout notify; low-latency mode puts every
+# (token, expert) copy straight into the expert's receive slot, one kernel, no notify, no CUDA-graph break. SGLang's
+# --deepep-mode auto runs normal for prefill batches and low-latency for decode (layers/moe/utils.py:159-166@0.5.14).
+DEEPEP_MODES = ("normal", "low_latency")
+# DeepEP's Buffer.num_sms (deepseek-ai/DeepEP deep_ep/buffer.py), which SGLang keeps unless --deepep-config sets it
+# (layers/moe/token_dispatcher/deepep.py:313@0.5.14)
+DEEPEP_DEFAULT_SMS = 20.0
+
+
+def deepep_ranks_hit(experts, top_k, ep):
+    """Expected ranks holding at least one of a token's `top_k` distinct experts, of `experts` split evenly over `ep`
+    ranks: ep x (1 - C(E - E/ep, k) / C(E, k)), the hypergeometric chance a rank holds none of them."""
+    E, k, n = (np.asarray(x, float) for x in (experts, top_k, ep))
+    miss = np.ones(np.broadcast(E, k, n).shape)
+    for i in range(int(np.max(k))):
+        miss = miss * np.where(i < k, np.clip((E - E / n - i) / np.maximum(E - i, 1.0), 0.0, 1.0), 1.0)
+    return n * (1.0 - miss)
+
+
+def deepep_time(mode: str, phase: str, tokens, gpu, cal, *, hidden, top_k, experts, ep, payload_b, sms=0.0):
+    """Seconds of one DeepEP `phase` (dispatch or combine) in `mode` (DEEPEP_MODES) on a rank holding `tokens`, each routed
+    to `top_k` of `experts` experts spread evenly over `ep` ranks of one NVLink domain, `payload_b` bytes per hidden element
+    on the wire (FP8 with its 1x128 scales, BF16, NVFP4); normal mode on `sms` SMs (0: DeepEP's default)."""
+    T, h = np.asarray(tokens, float), np.asarray(hidden, float)
+    link = gpu.scale_up_bandwidth_bytes_per_s
+    if mode == "low_latency":
+        # every copy, the rank's own experts' too, at a share of the link; a launch's fixed cost and one signal and poll
+        # per expert's receive counter (the 1-token rows: 9.2 us at 8 experts to 16.6 us at 512, H100)
+        copies = T * np.asarray(top_k, float) * h * payload_b
+        return cal.deepep_ll_latency_s + np.asarray(experts, float) * cal.deepep_ll_expert_s + copies / (link * cal.deepep_ll_bw_eff)
+    # normal: one row per (token, rank hit); the SMs copy every row, the link carries the other ranks' ones; a combine sends the
+    # same rows back, each rank's sum over its experts. The SMs bound it below ~20 (H100: 15.8 ms at 20 SMs, 72.7 ms at 4, for
+    # the same 131k tokens), the link above. A dispatch's SMs also spend a time per row whatever its width (its top-k ids and
+    # weights and source index, sent beside it, and the receiver's per-token layout): at 65k tokens on 4 SMs its time is
+    # 17.3 ms at hidden 2048 and 36.2 ms at 7168, half of it at 2048 not bytes; a combine's, whose layout the dispatch's
+    # handle holds, is bytes (19.1 and 60.3 ms: 3.2x for 3.5x the width)
+    hit = deepep_ranks_hit(experts, top_k, ep)
+    row = T * h * payload_b
+    n_sms = np.where(np.asarray(sms, float) > 0, sms, DEEPEP_DEFAULT_SMS)
+    per_row = cal.deepep_ht_row_s if phase == "dispatch" else 0.0
+    move = np.maximum(hit * (row / cal.deepep_sm_bw + T * per_row) / n_sms,
+                      row * hit * (1.0 - 1.0 / np.asarray(ep, float)) / (link * cal.deepep_ht_bw_eff))
+    return (cal.deepep_ht_latency_s if phase == "dispatch" else cal.deepep_ht_combine_latency_s) + move

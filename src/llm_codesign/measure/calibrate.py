@@ -47,6 +47,10 @@ PARAMS = {
                     "comm_a2a_latency_slope_s": (1e-9, 1e-4), "comm_bw_eff": (0.05, 1.0), "comm_bw_half_bytes": (1e2, 1e8),
                     "comm_large_latency_s": (1e-6, 1e-2), "comm_large_bw_eff": (0.05, 1.0)},
     "moe": {"moe_eff": (0.05, 1.5), "moe_overhead_s": (1e-7, 1e-3), "moe_route_s": (1e-12, 1e-7)},
+    # DeepEP's dispatch and combine (cost.ffns.deepep_time), the ranges default.toml states
+    "ep_comm": {"deepep_ll_latency_s": (5e-6, 30e-6), "deepep_ll_expert_s": (1e-10, 1e-7), "deepep_ll_bw_eff": (0.2, 1.0),
+                "deepep_ht_latency_s": (10e-6, 60e-6), "deepep_ht_combine_latency_s": (10e-6, 80e-6), "deepep_sm_bw": (5e9, 40e9),
+                "deepep_ht_row_s": (1e-8, 5e-7), "deepep_ht_bw_eff": (0.3, 1.0)},
 }
 # a MoE kernel family's own three (Calibration.moe_kernel), fitted on the per-engine tables' rows of that
 # family and GEMM kernel family (moe_parts): its share of the dense peak, its fixed cost per launch and its
@@ -105,7 +109,7 @@ NOT_FITTED = STRUCTURAL_ZEROS | DOCUMENTED
 # serving search: two cycles on the smooth loss from log steps of 1 and 0.5, then median cycles from a step of
 # 0.5 until one gains under POLISH_GAIN (at most POLISH_CYCLES); see fit_serving
 POLISH_CYCLES, POLISH_GAIN = 4, 1e-4
-ORDER = ("gemm", "prefill_attention", "decode_attention", "collectives", "moe")  # later kinds reuse earlier fits
+ORDER = ("gemm", "prefill_attention", "decode_attention", "collectives", "moe", "ep_comm")  # later kinds reuse earlier fits
 
 
 def _loss(pred, y):

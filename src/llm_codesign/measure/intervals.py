@@ -645,7 +645,7 @@ def kernel_tables() -> dict[str, list[str]]:
         for r in rows:
             label = (f"GEMM {_GEMM.get(r['gemm_dtype'], r['gemm_dtype'])}" if kind == "gemm" else
                      f"MoE {_MOE.get(r['moe_dtype'], r['moe_dtype'])}" if kind == "moe" else
-                     "collectives" if kind == "collectives" else "attention")
+                     "collectives" if kind in ("collectives", "ep_comm") else "attention")
             out.setdefault(get_gpu(r["system"]).family, set()).add(label)
     return {f: sorted(v) for f, v in sorted(out.items())}
 

@@ -19,7 +19,7 @@ import numpy as np
 from llm_codesign.cost import gemm
 from llm_codesign.cost import kernels as cost
 from llm_codesign.cost.calibration import Calibration
-from llm_codesign.cost.ffns import MOE_BLOCK
+from llm_codesign.cost.ffns import DEEPEP_MODES, MOE_BLOCK, deepep_time
 from llm_codesign.cost.mixers import GqaDecode
 from llm_codesign.cost.ops import Batch, layer_ops
 from llm_codesign.errors import InputError
@@ -36,6 +36,8 @@ KINDS = {
     "prefill_attention": {"batch_size", "isl", "num_heads", "num_key_value_heads", "head_dim", "kv_cache_dtype", "latency_ms"},
     "collectives": {"op_name", "nccl_dtype", "num_gpus", "message_size", "latency_ms"},
     "moe": {"moe_dtype", "num_tokens", "hidden_size", "inter_size", "topk", "num_experts", "moe_tp_size", "moe_ep_size", "latency_ms"},
+    # expert-parallel dispatch / combine (kernels_hopper/ep_comm.csv.gz: tools/bundle_ep_comm.py)
+    "ep_comm": {"mode", "phase", "ep_size", "hidden_size", "topk", "num_experts", "num_tokens", "latency_ms"},
 }
 # GEMM dtype -> (math, A bytes, B bytes); block scales counted as in precision.DTYPES
 GEMM_DTYPES = {
@@ -94,7 +96,7 @@ NCCL_OPS = {"all_reduce": "all_reduce", "all_gather": "all_gather", "reduce_scat
 
 def detect(columns) -> str:
     cols = set(columns)
-    for kind in ("moe", "gemm", "decode_attention", "prefill_attention", "collectives"):
+    for kind in ("moe", "gemm", "decode_attention", "prefill_attention", "collectives", "ep_comm"):
         if KINDS[kind] <= cols:
             return kind
     raise InputError("kernels", ",".join(sorted(cols)), "a CSV with the columns of one of: " +
@@ -105,7 +107,8 @@ def detect(columns) -> str:
 BUNDLED = {**{k: f"kernels/{k}.csv.gz" for k in ("gemm", "decode_attention", "prefill_attention", "collectives", "moe")},
            "amd/gemm": "kernels_amd/gemm.csv", "amd/collectives": "kernels_amd/collectives.csv",
            # H100, per engine (TensorRT-LLM, SGLang, vLLM) and kernel
-           **{f"hopper/{k}": f"kernels_hopper/{k}.csv.gz" for k in ("gemm", "decode_attention", "prefill_attention", "moe")}}
+           **{f"hopper/{k}": f"kernels_hopper/{k}.csv.gz" for k in ("gemm", "decode_attention", "prefill_attention", "moe")},
+           "hopper/ep_comm": "kernels_hopper/ep_comm.csv.gz"}
 
 
 def bundled_path(name: str) -> Path:
@@ -140,7 +143,7 @@ def read_csv(path: str | Path) -> tuple[str, list[dict]]:
 
 
 # the text columns of the kernel tables; every other column a kind requires is a number
-TEXT_COLUMNS = {"gemm_dtype", "kv_cache_dtype", "attn_dtype", "op_name", "nccl_dtype", "moe_dtype"}
+TEXT_COLUMNS = {"gemm_dtype", "kv_cache_dtype", "attn_dtype", "op_name", "nccl_dtype", "moe_dtype", "mode", "phase"}
 
 
 def row_problem(kind: str, r: dict) -> str | None:
@@ -441,4 +444,45 @@ def moe_row_problem(r: dict) -> str | None:
     return None
 
 
-_PRED = {"gemm": _gemm, "decode_attention": _decode, "prefill_attention": _prefill, "collectives": _coll, "moe": _moe}
+# The bytes per hidden element an all-to-all row's payload puts on the wire: a dispatch in its comm_dtype (FP8 with its
+# 1x128 FP32 scales; SGLang's DeepEP rows, which record none, dispatch FP8: DeepEP's low-latency test sends FP8, the
+# table's bandwidth column is its FP8 bytes over the time, and its normal test times FP8 first on an SM90 build,
+# ai-dynamo/aiconfigurator collector/wideep/sglang/collect_deepep_normal.py:285-291@095f58a; vLLM's "default" is the
+# model's BF16); a combine returns BF16 sums
+EP_PAYLOAD = {"": DTYPES["fp8_block"].bytes_per_value(), "fp8": DTYPES["fp8_block"].bytes_per_value(), "bfloat16": 2.0,
+              "default": 2.0, "nvfp4": DTYPES["nvfp4"].bytes_per_value()}
+
+
+def _ep_comm(rows, gpu):
+    """Each engine's expert-parallel dispatch and combine, priced as DeepEP's kernels in the row's mode (cost.ffns.deepep_time)."""
+    lab = [""] * len(rows)
+    idx = []
+    for i, r in enumerate(rows):
+        eng, mode, phase, dt = engine_of(r), r["mode"], r["phase"], r.get("comm_dtype", "")
+        if mode not in DEEPEP_MODES:
+            lab[i] = f"unmodeled: {eng} all-to-all mode {mode!r} (DeepEP's {' or '.join(DEEPEP_MODES)})"
+        elif phase not in ("dispatch", "combine") or dt not in EP_PAYLOAD:
+            lab[i] = f"unmodeled: {eng} {mode} {phase} {dt!r} (a dispatch or combine of {', '.join(d or 'FP8' for d in EP_PAYLOAD)})"
+        elif float(r["ep_size"]) > gpu.scale_up_domain:
+            lab[i] = f"unmodeled: {eng} EP {r['ep_size']} beyond one NVLink domain of {gpu.scale_up_domain}"
+        else:
+            idx.append(i)
+            lab[i] = f"{eng} deepep {mode} {phase}"
+    sub = [rows[i] for i in idx]
+    cols = {c: _col(sub, c) for c in ("num_tokens", "hidden_size", "topk", "num_experts", "ep_size")}
+    sms = np.array([float(r.get("sms") or 0) for r in sub])
+    parts = [(np.array([j for j, r in enumerate(sub) if (r["mode"], r["phase"]) == (m, p)]), m, p) for m in DEEPEP_MODES for p in ("dispatch", "combine")]
+    payload = np.array([EP_PAYLOAD[r.get("comm_dtype", "")] if r["phase"] == "dispatch" else 2.0 for r in sub])
+    where = np.array(idx, dtype=int)
+
+    def price(cal: Calibration):
+        out = np.full(len(rows), np.nan)
+        for j, m, p in parts:
+            if len(j):
+                out[where[j]] = deepep_time(m, p, cols["num_tokens"][j], gpu, cal, hidden=cols["hidden_size"][j], top_k=cols["topk"][j],
+                                            experts=cols["num_experts"][j], ep=cols["ep_size"][j], payload_b=payload[j], sms=sms[j]) * 1e3
+        return out
+    return price, lab
+
+
+_PRED = {"gemm": _gemm, "decode_attention": _decode, "prefill_attention": _prefill, "collectives": _coll, "moe": _moe, "ep_comm": _ep_comm}
