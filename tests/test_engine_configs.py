@@ -266,6 +266,9 @@ def test_a_stated_kv_fraction_round_trips_through_export(engine):
     assert read_export(text).deployment == dep and Deployment.from_dict(dep.to_dict()) == dep
     own = replace(dep, kv_fraction=None)
     assert read_export(export_config(model, own, engine=engine, concurrency=64)).deployment == own
+    with pytest.raises(InputError) as e:  # a deployment read from JSON (the API, the page) is checked as the CLI's
+        Deployment.from_dict(dep.to_dict() | {"kv_fraction": 1.5})
+    assert str(e.value) == "kv_fraction: 1.5 is not valid; a fraction in (0, 1], or absent (the engine's own)"
 
 
 @pytest.mark.parametrize("text, line", [
