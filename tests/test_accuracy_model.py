@@ -307,3 +307,47 @@ def test_out_of_sample_report_is_current_and_orders_the_families():
     assert "- llama-3.1-405b against deepseek-v3: +0.0161 +- 0.0082 nats (agrees)" in out
     assert "- mixtral-8x22b against llama-3-70b: -0.0051 +- 0.0072 nats (disagrees, within the band)" in out
     assert "Summary: 8 of 9 pairs ordered as published, 8 of them beyond the band" in out
+
+
+MHA_13B = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "num_hidden_layers": 40, "hidden_size": 5000,
+           "num_attention_heads": 40, "num_key_value_heads": 40, "head_dim": 125, "intermediate_size": 13824, "vocab_size": 32000,
+           "max_position_embeddings": 4096, "torch_dtype": "bfloat16"}
+
+
+def test_the_proxy_band_outside_the_envelope_counts_the_difference_from_the_nearest_published_model(tmp_path):
+    """A 12.6B MHA shape (40 KV heads; the published models at its scale use 8) lies outside the envelope: its terms carry
+    no spread (no KV sharing, head size 125 inside 32-256), so its proxy loss read ± 0.0000. Its band now counts the whole
+    difference the proxy claims from the nearest published dense model (Qwen3-8B scaled to 12.44B, lint R8's reference)
+    with that difference's band: the reference's KV sharing (40 query heads over 8 KV heads, r = 5) is the one term they
+    differ in with a spread, 0.11 x log2(5) in ln N_eff (proxy.toml [kv_sharing] sigma) times the reference's slope."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from llm_codesign.cli import app
+    from llm_codesign.explore import quality
+    from llm_codesign.explore.design import reference
+
+    f = tmp_path / "config.json"
+    f.write_text(json.dumps(MHA_13B))
+    m = get_model(str(f))
+    a = am.accuracy_of(m)
+    env = a["envelope"]
+    assert (env["outside"], env["reference"], env["terms_uncertainty"]) == (["kv_heads.max", "q_per_kv.min"], "qwen3-8b scaled to 12.44B", 0.0)
+    ref = reference(float(m.total_params), baseline=None, moe=False, weight_dtype="bf16", budget_tol=0.1, qc=quality.constants(),
+                    pc=am.proxy_constants())
+    attn = ref.model.groups[0][0].attn
+    assert (attn.heads, attn.kv_heads) == (40, 8)
+    assert env["delta_sigma"] == pytest.approx(0.11 * np.log2(5) * float(ref.terms["slope"]), rel=1e-9)
+    assert a["proxy_loss_uncertainty"] == pytest.approx(np.hypot(env["delta_vs_reference"], env["delta_sigma"]), rel=1e-12)
+    assert (round(a["proxy_loss"], 4), round(a["proxy_loss_uncertainty"], 4), round(env["delta_vs_reference"], 4),
+            round(env["delta_sigma"], 4)) == (1.9238, 0.0345, -0.0307, 0.0157)
+    out = CliRunner().invoke(app, ["estimate", str(f), "--gpu", "h100", "--concurrency", "16"], env={"COLUMNS": "400"}).output
+    rows = {line.split("│")[1].strip(): line.split("│")[2].strip() for line in out.splitlines() if line.count("│") == 3}
+    assert rows["accuracy proxy loss"] == "1.9238 ± 0.0345 nats/token (proxy, outside the published envelope)"
+    assert rows["accuracy envelope"] == (
+        "outside the published envelope at 12.6B (kv_heads 40 > max 10 (x4.00; llama-3.1-8b, qwen3-8b, gpt-oss-20b, qwen3-32b: 8); "
+        "q_per_kv 1 < min 2.667 (x2.67; llama-3.1-8b, qwen3-8b: 4)): ± 0.0345 counts the proxy's whole difference from qwen3-8b "
+        "scaled to 12.44B (-0.0307 ± 0.0157 nats) as spread")
+    # a shape inside the envelope keeps its terms' band
+    assert "envelope" not in am.accuracy_of(get_model("qwen3-8b"))

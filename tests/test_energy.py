@@ -125,11 +125,28 @@ def test_compare_reports_tokens_per_joule_and_cost():
     best = json.loads(r.output)["rows"][0]["best"]
     assert best["energy"]["tokens_per_joule"] == pytest.approx(best["output_tok_s_per_gpu"] / best["energy"]["gpu_w"])
     assert best["cost"]["usd_per_m_output_tokens"] == pytest.approx(3.0 / 3600 / best["output_tok_s_per_gpu"] * 1e6)
-    # a GPU without a bundled price is refused before any search, in one line naming those with one
-    bad = CliRunner().invoke(app, ["compare", "llama-3.1-8b", "--gpu", "h100,mi355x", "--gpu-hour-price", "bundled"])
+    # where every GPU lacks a bundled price nothing asked can be priced: one line naming those with one, before any search
+    bad = CliRunner().invoke(app, ["compare", "llama-3.1-8b", "--gpu", "mi355x", "--gpu-hour-price", "bundled"])
     assert bad.exit_code == 2 and bad.output == ("error: gpu_hour_price: 'mi355x' is not valid; a GPU the bundled prices cite "
                                                  "(a100, b200, gb200, h100, h200, l40s, mi300x, mi325x, rtx-pro-6000), a number of dollars "
                                                  "per GPU-hour, or a price file\n")
+
+
+def test_compare_prices_the_gpus_the_bundled_prices_cite_and_dashes_the_rest():
+    """H100 ($3.00/GPU-hour, data/prices.toml) is priced beside an MI355X the bundled prices cite no figure for: its cost
+    "-" with one footnote naming it, and null in the JSON (the comparison was refused whole before)."""
+    args = ["compare", "llama-3.1-8b", "--gpu", "h100,mi355x", "--gpus", "1", "--weight-dtype", "fp8", "--gpu-hour-price", "bundled"]
+    runner = CliRunner()
+    got = json.loads(runner.invoke(app, [*args, "--json"]).output)
+    h100, mi355x = got["rows"]
+    assert got["unpriced_gpus"] == ["mi355x"] and mi355x["gpu"] == "mi355x" and mi355x["best"]["cost"] is None
+    assert h100["best"]["cost"]["usd_per_m_output_tokens"] == pytest.approx(3.0 / 3600 / h100["best"]["output_tok_s_per_gpu"] * 1e6)
+    r = runner.invoke(app, args, env={"COLUMNS": "200"})
+    lines = r.output.splitlines()
+    assert r.exit_code == 0 and lines[-1] == ("$/Mtok -: the bundled prices (data/prices.toml) cite no GPU-hour price for mi355x; a price file "
+                                              "(--gpu-hour-price FILE) can give one.")
+    row = next(line.split() for line in lines if line.split()[:1] == ["mi355x"])
+    assert row[-2:] == ["-", "TP1"]
 
 
 def test_every_disaggregated_point_carries_its_units_energy():

@@ -59,7 +59,8 @@ def test_vllm_command_line():
     _golden(imp, model="llama-3.1-70b", plan=Plan(8, 1, 1, 1, 1, 1), precision="W:fp8 A:fp8 KV:fp8", concurrency=256, step_tokens=8192)
     assert imp.engine == "vllm" and imp.deployment.num_gpus == 8
     # the server's and the cache's options the deployment does not hold: listed, not refused
-    assert imp.ignored == ("enable-prefix-caching", "gpu-memory-utilization", "host", "max-model-len", "port", "served-model-name")
+    assert imp.ignored == ("enable-prefix-caching", "host", "max-model-len", "port", "served-model-name")
+    assert imp.deployment.kv_fraction == 0.95  # --gpu-memory-utilization: the KV budget's fraction (Deployment.kv_fraction)
 
 
 def test_vllm_short_flags_equals_and_underscores_on_a_moe_model():
@@ -109,7 +110,7 @@ def test_sglang_command_line():
     _golden(imp, model="deepseek-r1", plan=Plan(1, 1, 8, 1, 8, 1), precision="W:fp8_block A:fp8_block KV:fp8", concurrency=512,
             step_tokens=16384)
     assert (imp.deployment.spec.method, imp.deployment.spec.k) == ("mtp", 3)
-    assert imp.ignored == ("host", "mem-fraction-static", "port", "trust-remote-code")
+    assert imp.ignored == ("host", "port", "trust-remote-code") and imp.deployment.kv_fraction == 0.85
     dense = read_config("python -m sglang.launch_server --model-path Qwen/Qwen3-32B --tp 4 --dp 2", "x", gpu=get_gpu("h100"))
     _golden(dense, model="qwen3-32b", plan=Plan(4, 1, 1, 1, 1, 1), precision="W:bf16 A:bf16 KV:bf16", concurrency=None, replicas=2)
 
@@ -120,8 +121,8 @@ def test_trtllm_extra_llm_api_options_yaml_with_the_model_given():
     _golden(imp, model="deepseek-r1-nvfp4", plan=Plan(1, 1, 8, 1, 8, 1), precision="W:nvfp4 attn-W:bf16 A:nvfp4 KV:fp8",
             concurrency=2048, step_tokens=8192)
     assert imp.engine == "trtllm" and imp.ignored == (
-        "cuda_graph_config.enable_padding", "cuda_graph_config.max_batch_size", "kv_cache_config.free_gpu_memory_fraction",
-        "moe_config.backend", "print_iter_log")
+        "cuda_graph_config.enable_padding", "cuda_graph_config.max_batch_size", "moe_config.backend", "print_iter_log")
+    assert imp.deployment.kv_fraction == 0.85
     with pytest.raises(InputError, match=r"^model: no value is not valid; this trtllm configuration names no model: give --model"):
         read_config(TRTLLM_YAML, "x.yaml", gpu=get_gpu("b200"))
 
@@ -134,7 +135,7 @@ def test_trtllm_serve_command_with_its_yaml(tmp_path):
     imp = read_config(cmd.read_text(), str(cmd), gpu=get_gpu("b200"))
     _golden(imp, model="deepseek-r1-nvfp4", plan=Plan(1, 1, 8, 1, 8, 1), precision="W:nvfp4 attn-W:bf16 A:nvfp4 KV:fp8",
             concurrency=1024, step_tokens=4096)
-    assert imp.ignored == ("kv_cache_config.free_gpu_memory_fraction",)
+    assert imp.ignored == () and imp.deployment.kv_fraction == 0.9  # --kv_cache_free_gpu_memory_fraction
 
 
 @pytest.mark.parametrize("text, kw, line", [
@@ -177,7 +178,7 @@ def test_cli_import_of_a_vllm_command_prices_as_estimate(tmp_path):
         assert got[k] == est[k], k
     r = runner.invoke(app, ["import", str(f), "--gpu", "h200"], env={"COLUMNS": "2000"})
     assert r.exit_code == 0 and r.stdout.splitlines()[-1] == (
-        "ignored (not modelled): enable-prefix-caching, gpu-memory-utilization, host, max-model-len, port, served-model-name")
+        "ignored (not modelled): enable-prefix-caching, host, max-model-len, port, served-model-name")
     r = runner.invoke(app, ["import", str(f)])
     assert r.exit_code == 2 and r.stderr.strip() == ("error: gpu: no value is not valid; serve.sh names no GPU (an engine's configuration "
                                                      "does not): give --gpu, the one it runs on (e.g. --gpu h200)")
@@ -232,3 +233,52 @@ def test_trtllm_chunked_prefill_is_the_run_flag_and_round_trips():
     text = export_config(imp.model, dep, engine="trtllm", concurrency=64, extra={"isl": 1500, "osl": 256})
     assert "enable_chunked_prefill: true" in text
     assert read_export(text).deployment == dep
+
+
+@pytest.mark.parametrize("flag, max_batch", [
+    # Llama-3.1-8B BF16 on one H100 (85.52 GB), SGLang: weights 16.06 GB and the KV pool share mem_fraction_static of the
+    # GPU; a sequence of 1,024 + 0.5 x 1,024 tokens holds 1,536 x 131,072 B = 201.33 MB (32 layers x 8 KV heads x 128 x
+    # K,V x 2 B). The engine's own fraction for TP1 is 0.835: (0.835 x 85.52 - 16.06) / 0.20133 = 274.9 -> 274 sequences;
+    # --mem-fraction-static 0.8: (0.8 x 85.52 - 16.06) / 0.20133 = 260.06 -> 260
+    ("", 274),
+    (" --mem-fraction-static 0.8", 260),
+])
+def test_sglang_mem_fraction_static_sizes_the_kv_cache(tmp_path, flag, max_batch):
+    f = tmp_path / "launch.sh"
+    f.write_text(f"python -m sglang.launch_server --model-path meta-llama/Llama-3.1-8B-Instruct --tp 1{flag}\n")
+    got = json.loads(CliRunner().invoke(app, ["import", str(f), "--gpu", "h100", "--json"]).stdout)
+    assert (got["ignored"], got["max_batch"], got["deployment"].get("kv_fraction")) == ([], max_batch, 0.8 if flag else None)
+
+
+@pytest.mark.parametrize("engine", ["vllm", "sglang", "trtllm"])
+def test_a_stated_kv_fraction_round_trips_through_export(engine):
+    """export writes the deployment's KV fraction as the engine's option and import reads it back; the engine's own
+    (written where the deployment states none) reads back as none."""
+    from llm_codesign.explore.export import export_config, read_export
+    from llm_codesign.spec.plan import Deployment
+    from llm_codesign.spec.registry import get_model
+
+    model = get_model("llama-3.1-8b")
+    dep = Deployment(gpu=get_gpu("h100"), num_gpus=1, backend=engine, max_num_tokens=8192, kv_fraction=0.7)
+    text = export_config(model, dep, engine=engine, concurrency=64)
+    assert {"vllm": "gpu-memory-utilization: 0.7", "sglang": "--mem-fraction-static 0.7",
+            "trtllm": "free_gpu_memory_fraction: 0.7"}[engine] in text
+    assert read_export(text).deployment == dep and Deployment.from_dict(dep.to_dict()) == dep
+    own = replace(dep, kv_fraction=None)
+    assert read_export(export_config(model, own, engine=engine, concurrency=64)).deployment == own
+    with pytest.raises(InputError) as e:  # a deployment read from JSON (the API, the page) is checked as the CLI's
+        Deployment.from_dict(dep.to_dict() | {"kv_fraction": 1.5})
+    assert str(e.value) == "kv_fraction: 1.5 is not valid; a fraction in (0, 1], or absent (the engine's own)"
+
+
+@pytest.mark.parametrize("text, line", [
+    ("python -m sglang.launch_server --model-path meta-llama/Llama-3.1-8B --mem-fraction-static 1.5",
+     "mem-fraction-static: 1.5 is not valid; a fraction in (0, 1]"),
+    ("vllm serve meta-llama/Llama-3.1-8B --gpu-memory-utilization 0", "gpu-memory-utilization: 0 is not valid; a fraction in (0, 1]"),
+    ("model: meta-llama/Llama-3.1-8B\nkv_cache_config:\n  free_gpu_memory_fraction: most\n",
+     "free_gpu_memory_fraction: 'most' is not valid; a fraction in (0, 1]"),
+])
+def test_a_kv_fraction_an_engine_refuses_is_one_line(text, line):
+    with pytest.raises(InputError) as e:
+        read_config(text, "c", engine="trtllm" if "kv_cache_config" in text else None, gpu=get_gpu("h100"))
+    assert str(e.value) == line

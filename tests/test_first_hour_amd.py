@@ -46,6 +46,21 @@ def test_design_keeps_its_title_and_lint_column_at_80_columns():
     assert "Every design lies inside the published envelope (searched inside it)." in " ".join(out.split())
 
 
+def test_design_outside_the_envelope_keeps_its_lint_column_at_80_columns():
+    # with --outside-envelope the envelope column read "out: / aspect_r / atio.max / x3.6" and cropped deployment to
+    # "deployme nt" and lint away: each row's bound now sits beneath its loss, "aspect>x3.6"
+    code, out, _ = cli("design", "--params", "13e9", "--gpu", "h200", "--outside-envelope", columns=80)
+    lines = out.splitlines()
+    assert code == 0 and max(map(len, lines)) <= 80
+    i = next(i for i, line in enumerate(lines) if line.lstrip().startswith("#"))
+    assert lines[i].split() == ["#", "shape", "params", "active", "envelope", "/GPU", "%", "deployment", "lint"]
+    assert lines[i - 1].split() == ["loss", "%", "tok/s", "gain"]
+    first = lines[i + 2].split()
+    assert first[0] == "1" and first[-2:] == ["0E", "1W"] and lines[i + 3].split()[-1] == "aspect>x3.6"
+    assert ("envelope, beneath the loss: in, or the bound it breaks most, above its maximum (>) or below its minimum (<), and by "
+            "what factor (--json: every bound) (--outside-envelope).") in " ".join(out.split())
+
+
 def _my_runs(tmp_path, arrival: str | None):
     """Twelve MI355X SGLang runs of the bundled InferenceX file as a user's own (their source renamed), with an arrival
     column where given."""

@@ -252,7 +252,10 @@ def _accuracy_rows(a: dict) -> list[tuple[str, str]]:
     if a["relative_drop_pct"] is not None:
         rows.append((f"accuracy drop vs {a['reference_precision']} ({a['drop_source']})",
                      f"{a['relative_drop_pct']:.2f}% ± {a['drop_uncertainty_pct']:.2f}%"))
-    rows.append(("accuracy proxy loss", f"{a['proxy_loss']:.4f} ± {a['proxy_loss_uncertainty']:.4f} nats/token (proxy)"))
+    out = ", outside the published envelope" if "envelope" in a else ""
+    rows.append(("accuracy proxy loss", f"{a['proxy_loss']:.4f} ± {a['proxy_loss_uncertainty']:.4f} nats/token (proxy{out})"))
+    if out:
+        rows.append(("accuracy envelope", f"[yellow]{a['envelope_note']}[/yellow]"))
     if a.get("note"):
         rows.append(("accuracy note", f"[yellow]{a['note']}[/yellow]"))
     return rows

@@ -27,10 +27,10 @@ MAX_COMBINATIONS = 48  # each combination is one whole deployment search
 
 def compare_rows(model_refs: list[str], gpu_refs: list[str], weight_formats: list[str] | None, *, num_gpus: int, isl: int,
                  osl: int, engines: dict, min_tps_user: float | None = None, max_ttft_ms: float | None = None,
-                 calibration: str | None = None, gpu_hour_price: str | None = None) -> list[dict]:
+                 calibration: str | None = None, gpu_hour_price: str | None = None, unpriced: frozenset[str] = frozenset()) -> list[dict]:
     """For each model x precision x GPU, the deployment with the most output tok/s/GPU that meets the SLO
     (None where none does), with its tok/s/user, TTFT, output tokens per joule (serve.energy), its cost
-    at `gpu_hour_price` where given, the intervals of its metrics, and the model's accuracy at that precision (and the one
+    at `gpu_hour_price` where given (None on the GPUs of `unpriced`, which it has no price for), the intervals of its metrics, and the model's accuracy at that precision (and the one
     measure the model's rows are compared on: accuracy_compared). `engines`: each GPU's engine (by its reference), resolved
     once at the edge."""
     from llm_codesign.cost.calibration import calibration_for
@@ -46,6 +46,7 @@ def compare_rows(model_refs: list[str], gpu_refs: list[str], weight_formats: lis
             g = _gpu(gref)
             engine = engines[gref]
             cal, table = calibration_for(g, calibration), table_for(calibration, gpu=g)
+            price = None if g.id in unpriced else gpu_hour_price
             if weight_formats:
                 precs = [m.default_precision if w == m.default_precision.weight.name
                          else Precision.of(w, kv="fp8" if g.supports("fp8") else None) for w in weight_formats]
@@ -63,10 +64,12 @@ def compare_rows(model_refs: list[str], gpu_refs: list[str], weight_formats: lis
                     rows.append(row)
                     continue
                 if r.points:  # the best point, with its metrics' intervals
-                    top = replace(r, points=(max(r.priced(gpu_hour_price).points, key=lambda q: q.output_tok_s_per_gpu),)).banded(m, table=table)
+                    top = replace(r, points=(max(r.priced(price).points, key=lambda q: q.output_tok_s_per_gpu),)).banded(m, table=table)
                     best = top.points[0].to_dict()
                     row["best"] = {k: best[k] for k in ("output_tok_s_per_gpu", "tok_s_per_user", "ttft_ms", "tpot_ms", "energy", "cost",
                                                         "deployment", "intervals") if k in best}
+                    if g.id in unpriced:
+                        row["best"]["cost"] = None
                 else:
                     row["why_none"] = "no deployment meets the SLO"
                 rows.append(row)
@@ -163,9 +166,15 @@ def compare(
     if n > MAX_COMBINATIONS:
         raise InputError("model", model, f"at most {MAX_COMBINATIONS} model x GPU x precision combinations ({n} asked)")
     engines = {g: engine_for(_gpu(g), backend) for g in gpus}  # each GPU's, once: one it does not run fails before any search
-    for g in gpus:  # a GPU without a price fails before any search too
+    unpriced: list[str] = []  # GPUs the bundled prices cite no figure for (data/prices.toml: B300, MI355X): their cost is "-"
+    for g in gpus:  # a price that cannot be read, or a GPU a number or the user's own price file does not price, fails before any search
         if gpu_hour_price is not None:
-            price_of(_gpu(g), gpu_hour_price)
+            try:
+                price_of(_gpu(g), gpu_hour_price)
+            except InputError as e:
+                if gpu_hour_price != "bundled" or e.field != "gpu_hour_price" or len(unpriced) + 1 == len(gpus):
+                    raise
+                unpriced.append(_gpu(g).id)
     if plot_path:  # refused before the searches, not after
         from llm_codesign.outputs import check_writable
         from llm_codesign.render.report import plot_extra
@@ -176,7 +185,7 @@ def compare(
         plot_extra(plot_path)
         check_paths([("--plot", plot_path)], {"MODEL": models, "--gpu": gpus, "--calibration": calibration, "--gpu-hour-price": gpu_hour_price})
     rows = compare_rows(models, gpus, formats, num_gpus=gpus_, isl=isl, osl=osl, engines=engines, min_tps_user=min_tps_user,
-                        max_ttft_ms=max_ttft_ms, calibration=calibration, gpu_hour_price=gpu_hour_price)
+                        max_ttft_ms=max_ttft_ms, calibration=calibration, gpu_hour_price=gpu_hour_price, unpriced=frozenset(unpriced))
     slo = ", ".join(x for x in (f">= {min_tps_user:g} tok/s/user" if min_tps_user else "",
                                 f"TTFT <= {max_ttft_ms:g} ms" if max_ttft_ms else "") if x) or "none"
     if plot_path:
@@ -187,7 +196,7 @@ def compare(
         write_all([(lambda p: draw_compare(rows, [_accuracy_cell(r["accuracy_compared"]) for r in rows], p, title=title), plot_path)])
     if as_json:
         return _dump({"isl": isl, "osl": osl, "num_gpus": gpus_, "min_tps_user": min_tps_user, "max_ttft_ms": max_ttft_ms,
-                      "gpu_hour_price": gpu_hour_price, "rows": rows})
+                      "gpu_hour_price": gpu_hour_price, **({"unpriced_gpus": unpriced} if gpu_hour_price is not None else {}), "rows": rows})
     # one table per model, its name the title and what its accuracy cells are beneath: a long name
     # (qwen3-235b-a22b-nvfp4) takes no column's width, so 80 columns hold every figure whole; the
     # columns take one width in every table, so the models still line up
@@ -197,7 +206,7 @@ def compare(
                + (" $/Mtok:n" if priced else "") + " plan:t")
     cells = [[*(() if one_gpu else (r["gpu"],)), f"{r['weight_dtype']}\n{r['activation_dtype']}/{r['kv_dtype']}", _accuracy_cell(r["accuracy_compared"]),
               *((f"{b['output_tok_s_per_gpu']:.0f}\n{_lo_hi(b['intervals']['output_tok_s_per_gpu'], b['output_tok_s_per_gpu'])}", f"{b['tok_s_per_user']:.1f}", f"{b['ttft_ms']:.0f}", f"{b['energy']['tokens_per_joule']:.2f}",
-                 *((f"{b['cost']['usd_per_m_output_tokens']:.3f}",) if priced else ()), b["deployment"]["plan"])
+                 *((f"{b['cost']['usd_per_m_output_tokens']:.3f}" if b["cost"] else "-",) if priced else ()), b["deployment"]["plan"])
                 if b else ("-", "-", "-", "-", *(("-",) if priced else ()), r.get("why_none", "-")))] for r in rows for b in (r["best"],)]
     heads = [max(len(x) for x in spec.rsplit(":", 1)[0].split("|")) for spec in columns.split()]
     widths = [max([h] + [len(line) for c in cells for line in c[i].split("\n")]) for i, h in enumerate(heads)]
@@ -222,6 +231,9 @@ def compare(
               "tok/s/user, TTFT, tok/J (output tokens per joule of the GPU at its modelled power)"
               + (f", $/Mtok (per million output tokens at {gpu_hour_price} GPU-hour prices)" if priced else "")
               + " and plan are that deployment's.", highlight=False)
+    if unpriced:
+        con.print(f"$/Mtok -: the bundled prices (data/prices.toml) cite no GPU-hour price for {', '.join(unpriced)}; a price file "
+                  "(--gpu-hour-price FILE) can give one.", highlight=False)
     from llm_codesign.render.intervals import CENTRE, off_centre
 
     if any(b and off_centre(b["intervals"]["output_tok_s_per_gpu"], b["output_tok_s_per_gpu"]) for b in (r["best"] for r in rows)):

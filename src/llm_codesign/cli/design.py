@@ -31,6 +31,20 @@ from llm_codesign.spec.engines import engine_for
 O_PROXY = typer.Option(None, "--accuracy-proxy", help="Accuracy-proxy constants .toml (overrides data/accuracy/proxy.toml).")
 
 
+# the envelope's variables (explore.envelope.VARIABLES, and Levine's depth threshold) as the design table names the bound
+# a row breaks most, beneath its loss: at most 11 characters ("aspect>x3.6"), so the table keeps 80 columns
+_BOUND_SHORT = {"aspect_ratio": "aspect", "layers": "layers", "q_per_kv": "q/kv", "kv_heads": "kv", "head_dim": "head",
+                "experts": "E", "top_k": "k", "granularity": "G", "active_fraction": "active", "depth_threshold": "depth"}
+
+
+def _envelope_cell(v: dict) -> str:
+    """'aspect>x3.6': the variable, above its maximum (>) or below its minimum (<; the depth threshold is a minimum),
+    and by what factor."""
+    var, _, side = v["bound"].partition(".")
+    by = f"{v['by']:.2g}" if v["by"] < 10 else f"{v['by']:.0f}"
+    return f"{_BOUND_SHORT[var]}{'>' if side == 'max' else '<'}x{by}"
+
+
 @app.command()
 def lint(
     model: str = typer.Argument(..., help="Registry name, Hugging Face id or config.json path."),
@@ -219,28 +233,29 @@ def design(
         shape = f"h{s['hidden']} L{s['layers']} H{s['heads']}/{s['kv_heads']} " + (
             f"E{s['experts']} k{s['top_k']} w{s['expert_inter']}" + (f" +sh{s['shared_inter']}" if s["shared_inter"] else "") if "experts" in s else f"ffn{s['inter']}")
         q, e = d["quality"], d["envelope"]
-        where = "in" if e["inside"] else f"out: {e['outside'][0]['bound']} x{e['outside'][0]['by']:.2g}"
+        where = "in" if e["inside"] else _envelope_cell(e["outside"][0])
         rows.append((str(j), shape, f"{d['total_params'] / 1e9:.1f}B", f"{d['active_params'] / 1e9:.1f}B",
                      f"{q['delta_pct']:+.2f}±{q['sigma_pct']:.2f}" + (" x" if q["extrapolated"] else ""), where,
                      f"{d['objective']:.1f}", f"{d['gain_pct']:+.1f}" if d["gain_pct"] is not None else "-",
                      f"{d['deployment']['plan']} B={d['deployment']['concurrency_per_instance']}", f"{d['lint']['errors']}E {d['lint']['warnings']}W"))
-    # the envelope column where the rows differ there; every row inside it (a search inside it, the default) is said once in
-    # the caption, as pareto says a shared column beneath, and the figures' headers take two lines: the table then fits 80
-    # columns, lint included (it lost its title's words and the lint column there)
+    # where the rows differ in the envelope, each row's place in it beneath its loss (a column of its own cropped the lint
+    # column at 80); every row inside it (a search inside it, the default) is said once in the caption, as pareto says a
+    # shared column beneath, and the figures' headers take two lines: the table then fits 80 columns, lint included
     inside = all(row[5] == "in" for row in rows)
-    keep = [i for i in range(10) if not (inside and i == 5)]
-    heads = (f"{'|/'.join(short.rsplit('/', 1))}:n gain|%:n" if inside else f"{short}:n gain_%:n")
-    columns = f"#:n shape:t params:n active:n loss_%:n envelope:t {heads} deployment:t lint:k".split()
+    rows = [(*row[:4], row[4] if inside else f"{row[4]}\n{row[5]}", *row[6:]) for row in rows]
+    heads = f"{'|/'.join(short.rsplit('/', 1))}:n gain|%:n"
+    columns = f"#:n shape:t params:n active:n {'loss_%' if inside else 'loss_%|envelope'}:n {heads} deployment:t lint:k"
     t = _table(f"designs at {params / 1e9:.0f}B params on {gpus_}x {g.name}, {regime} regime ({r['candidates']:,} shapes, "
-               f"{r['evaluated']:,} deployments in {r['seconds']:.1f} s)", " ".join(columns[i] for i in keep),
+               f"{r['evaluated']:,} deployments in {r['seconds']:.1f} s)", columns,
                f"shape: hidden h, layers L, query/KV heads H, FFN width (experts E, top-k, expert width w, shared sh). loss %: the "
                f"proxy loss against {ref['name']}'s, +- its 1-sigma band (the terms the two differ in); x: a term extrapolated "
                "beyond its studied range. " + ("Every design lies inside the published envelope" if inside else
-                                               "envelope: in, or the bound it breaks most and by what factor") + " ("
+                                               "envelope, beneath the loss: in, or the bound it breaks most, above its "
+                                               "maximum (>) or below its minimum (<), and by what factor (--json: every bound)") + " ("
                + ("searched inside it" if env["applied"] else "--outside-envelope") + f"). {short}: the regime's objective at its best "
                "deployment; gain % over the baseline (else the reference) at the same SLO. lint: errors and warnings.")
     for row in rows:
-        t.add_row(*(row[i] for i in keep))
+        t.add_row(*row)
     con.print(t)
     con.print(f"equal quality: {ref['rule']} (--quality-sigmas, --quality-tol)")
     for x in r.get("grid", {}).get("extended", []):

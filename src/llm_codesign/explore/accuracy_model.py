@@ -19,6 +19,7 @@ import numpy as np
 
 from llm_codesign.errors import InputError, read_toml
 from llm_codesign.explore import quality
+from llm_codesign.explore.envelope import describe
 from llm_codesign.spec.kinds import GQA, MLA, MoE, NoMixer, Recurrent
 
 
@@ -291,6 +292,26 @@ def _shape_arch(cand: dict, pc: dict) -> dict:
             "head_dim": cand["head_dim"]}
 
 
+def envelope_judgement(model, weight_dtype: str, *, pc: dict) -> dict | None:
+    """Where `model` lies outside the published envelope at its scale (explore.envelope; None inside): the bounds it
+    breaks (envelope.position) and its proxy loss against the published model of its kind nearest its size, taken as it
+    is within 10% of the size, else its shape scaled to it (envelope.reference_model, design's reference without a
+    baseline), with that difference's band (quality_delta), in nats: what lint's R8 reports, and what widens
+    accuracy_of's band there."""
+    from llm_codesign.explore.envelope import envelope_at, features, position, reference_model, row_of
+
+    n = float(model.total_params)
+    pos = position(envelope_at(n), features(row_of(model)) | {"hidden": float(model.hidden)})
+    if pos["inside"]:
+        return None
+    ref, name, _ = reference_model(n, baseline=None, moe=model.is_moe, budget_tol=0.1)
+    ref_terms = model_terms(ref, weight_dtype, pc=pc)
+    t = model_terms(model, weight_dtype, pc=pc)
+    q = quality_delta(t, ref_terms)
+    return {"outside": pos["outside"], "reference": name, "reference_loss": float(np.ravel(ref_terms["loss"])[0]),
+            "delta": float(np.ravel(q["delta"])[0]), "sigma": float(np.ravel(q["sigma"])[0]), "extrapolated": extrapolated(t)}
+
+
 # ---------------------------------------------------------------------------------------------
 # Published scores and precision drops
 
@@ -411,12 +432,30 @@ def accuracy_of(model, precision=None, *, pc_override: str | None = None) -> dic
     ex = extrapolated(model_terms(model, fmt, pc=pc))
     if ex:  # terms outside their studied ranges: the loss and its spread are extrapolations there
         out["extrapolated"] = ex
+    out |= _outside_envelope(model, fmt, loss_s, pc=pc)
     if source == "none":
         out["note"] = (f"no accuracy source for {model.name} at {fmt}: no published score and no published precision "
                        f"delta from {ref} to {fmt}; the proxy loss covers the architecture only")
     elif source == "proxy" and not rows:
         out["note"] = f"no published score for {model.name}; the drop is the proxy's (published format deltas)"
     return out
+
+
+def _outside_envelope(model, fmt: str, terms_sigma: float, *, pc: dict) -> dict:
+    """accuracy_of's band outside the published envelope (envelope_judgement; nothing inside it): the proxy's terms were
+    set and checked on published shapes, so outside their envelope no published model vouches for the difference it
+    claims from the nearest one; that whole difference counts as spread with its own band, in quadrature with the
+    terms' (a shape whose terms carry no spread, MHA at 12.6B, read ± 0 before)."""
+    env = envelope_judgement(model, fmt, pc=pc)
+    if env is None:
+        return {}
+    widened = math.sqrt(terms_sigma ** 2 + env["delta"] ** 2 + env["sigma"] ** 2)
+    note = (f"outside the published envelope at {model.total_params / 1e9:.3g}B (" + "; ".join(describe(v) for v in env["outside"])
+            + f"): ± {widened:.4f} counts the proxy's whole difference from {env['reference']} ({env['delta']:+.4f} ± "
+            f"{env['sigma']:.4f} nats) as spread")
+    return {"proxy_loss_uncertainty": widened, "envelope_note": note,
+            "envelope": {"inside": False, "outside": [v["bound"] for v in env["outside"]], "reference": env["reference"],
+                         "delta_vs_reference": env["delta"], "delta_sigma": env["sigma"], "terms_uncertainty": terms_sigma}}
 
 
 def point_accuracy(acc: dict) -> dict:

@@ -18,7 +18,8 @@ from importlib import resources
 
 import numpy as np
 
-from llm_codesign.spec.kinds import GQA, MLA, MoE
+from llm_codesign.spec.kinds import GQA, MLA, DenseFfn, MoE
+from llm_codesign.spec.model import Layer, ModelSpec
 
 # variable -> (kind, what it is); ratio bounds widen by x/ ratio_margin, count bounds by +- count_margin
 VARIABLES = {
@@ -258,3 +259,65 @@ def describe(v: dict) -> str:
     op = "<" if side == "min" else ">"
     fmt = (lambda x: f"{x:.4g}") if VARIABLES[var][0] == "ratio" else (lambda x: f"{x:.1f}".rstrip("0").rstrip("."))  # noqa: E731
     return f"{var} {fmt(v['value'])} {op} {side} {fmt(v['limit'])} (x{v['by']:.2f}; {', '.join(v['set_by'])}: {fmt(v['published'])})"
+
+
+# ---------------------------------------------------------------------------------------------------------
+# the nearest published model: the reference design judges shapes against, and what the accuracy proxy's band
+# counts outside the envelope
+
+
+def _representable(m: ModelSpec) -> bool:
+    """A published shape the design rows can state: full GQA attention in every layer, one FFN kind."""
+    return all(isinstance(layer.attn, GQA) and not layer.attn.window and not layer.attn.attn_chunk for layer, _ in m.groups) and (
+        all(isinstance(layer.ffn, MoE) for layer, _ in m.groups) or all(isinstance(layer.ffn, DenseFfn) for layer, _ in m.groups))
+
+
+def _scaled(m: ModelSpec, params: float) -> ModelSpec:
+    """`m`'s recipe at `params` total parameters: hidden and every layer count scaled together (its aspect
+    ratio), head size, KV heads, experts and top-k kept, query heads and FFN/expert widths following the width."""
+    from dataclasses import replace
+
+    s = (params / m.total_params) ** (1 / 3)
+    out = m
+    for _ in range(4):  # parameters go as layers x hidden^2: a few fixed-point steps land within ~1%
+        h = max(int(round(m.hidden * s / 128)) * 128, 128)
+        w = h / m.hidden
+        groups = []
+        for layer, n in m.groups:
+            a, f = layer.attn, layer.ffn
+            heads = max(int(round(a.heads * w / a.kv_heads)) * a.kv_heads, a.kv_heads)
+            a = replace(a, heads=heads)
+            f = (replace(f, inter=max(int(round(f.inter * w / 256)) * 256, 256)) if isinstance(f, DenseFfn) else
+                 replace(f, expert_inter=max(int(round(f.expert_inter * w / 128)) * 128, 128),
+                         shared_inter=int(round(f.shared_inter * w / 128)) * 128))
+            groups.append((Layer(a, f), max(int(round(n * s)), 1)))
+        out = replace(m, name=f"{m.name} scaled", hidden=h, groups=tuple(groups), layout=())
+        s *= (params / out.total_params) ** (1 / 3)
+    return out
+
+
+@lru_cache(maxsize=2)
+def _reference_pool(moe: bool) -> tuple[str, ...]:
+    from llm_codesign.spec.registry import get_model
+
+    return tuple(r["name"] for r in data()["model"] if bool(r.get("experts")) == moe and _representable(get_model(r["name"])))
+
+
+def reference_model(params: float, *, baseline: ModelSpec | None, moe: bool, budget_tol: float) -> tuple[ModelSpec, str, str]:
+    """The reference's shape, name and basis (`reference`): the baseline, else the nearest published model of the kind,
+    scaled to the budget where it lies outside the tolerance."""
+    import math
+
+    from llm_codesign.spec.registry import get_model
+
+    if baseline is not None:
+        return baseline, baseline.name, "baseline"
+    pool = [get_model(n) for n in _reference_pool(moe)]
+    near = min(pool, key=lambda x: abs(math.log(x.total_params / params)))
+    kind = "MoE" if moe else "dense"
+    if abs(near.total_params / params - 1) <= budget_tol:
+        return near, near.name, f"no baseline: the nearest published {kind} model"
+    m = _scaled(near, params)
+    name = f"{near.name} scaled to {m.total_params / 1e9:,.4g}B"
+    return (m, name, f"no baseline: the nearest published {kind} model ({near.name}, "
+            f"{near.total_params / 1e9:.3g}B), its shape scaled to the budget")

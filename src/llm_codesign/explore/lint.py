@@ -363,30 +363,23 @@ def _judge_wider(model, wide, prec, *, proxy_file) -> tuple[str, str, dict]:
 def _trust_region(model, prec, *, proxy_file=None):
     """R8: the shape outside the envelope at its scale (explore.envelope), with its accuracy cost against the published
     model of its kind nearest its size (as design's reference without a baseline) and that cost's band."""
-    from llm_codesign.explore import accuracy_model, quality
-    from llm_codesign.explore.design import reference
-    from llm_codesign.explore.envelope import describe, envelope_at, features, position, row_of
+    from llm_codesign.explore import accuracy_model
+    from llm_codesign.explore.envelope import describe
 
-    N = float(model.total_params)
-    pos = position(envelope_at(N), features(row_of(model)) | {"hidden": float(model.hidden)})
-    if pos["inside"]:
+    j = accuracy_model.envelope_judgement(model, prec.weight.name, pc=accuracy_model.proxy_constants(proxy_file))
+    if j is None:
         return []
-    pc = accuracy_model.proxy_constants(proxy_file)
-    ref = reference(N, baseline=None, moe=model.is_moe, weight_dtype=prec.weight.name, budget_tol=0.1, qc=quality.constants(), pc=pc)
-    t = accuracy_model.model_terms(model, prec.weight.name, pc=pc)
-    q = accuracy_model.quality_delta(t, ref.terms)
-    loss = float(ref.terms["loss"])
-    d, sd = 100 * float(np.ravel(q["delta"])[0]) / loss, 100 * float(np.ravel(q["sigma"])[0]) / loss
-    ex = accuracy_model.extrapolated(t)
-    worst = pos["outside"][0]
+    N = float(model.total_params)
+    d, sd, ex = 100 * j["delta"] / j["reference_loss"], 100 * j["sigma"] / j["reference_loss"], j["extrapolated"]
+    worst = j["outside"][0]
     return [Finding("R8", "warning", worst["bound"].split(".")[0],
                     f"{model.num_layers} layers x hidden {model.hidden} at {N / 1e9:.1f}B params is outside the published envelope: "
-                    + "; ".join(describe(v) for v in pos["outside"])
-                    + f". Proxy loss {d:+.2f}% +- {sd:.2f}% against {ref.name}" + (f" (extrapolated: {', '.join(ex)})" if ex else ""),
+                    + "; ".join(describe(v) for v in j["outside"])
+                    + f". Proxy loss {d:+.2f}% +- {sd:.2f}% against {j['reference']}" + (f" (extrapolated: {', '.join(ex)})" if ex else ""),
                     max(d, 0.0), f"a shape inside the envelope at {N / 1e9:.3g}B (llm-codesign design --params {N:.3g}), or "
                     "accept an accuracy no published model vouches for",
-                    {"quality_delta_pct": d, "quality_band_pct": sd, "extrapolated": ex, "reference": ref.name,
-                     "outside": [v["bound"] for v in pos["outside"]]})]
+                    {"quality_delta_pct": d, "quality_band_pct": sd, "extrapolated": ex, "reference": j["reference"],
+                     "outside": [v["bound"] for v in j["outside"]]})]
 
 
 def _quantization_readiness(model):

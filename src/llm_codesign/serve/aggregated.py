@@ -61,14 +61,17 @@ def draft_model(model: ModelSpec, spec: SpecDecoding) -> ModelSpec:
 
 
 def engine_budget(gpu: Gpu, *, engine: Engine, max_num_tokens=None, plan: Plan | None = None, spec: SpecDecoding | None = None,
-                  draft_len=None):
+                  draft_len=None, kv_fraction: float | None = None):
     """The step token budget (the engine's own on this GPU unless given) and how the engine sizes and
     fills its KV cache: (budget, usable fraction, OSL share a running sequence holds), Engine.kv_budget,
-    the fraction the engine's for the plan where one is given (Engine.kv_fraction: SGLang's follows the
-    plan and reserves a draft's room only where one runs, `draft_len` > 0: a sweep's k = 0 points run none)."""
+    the fraction the deployment's launch option states (`kv_fraction`, Deployment.kv_fraction), else the
+    engine's for the plan where one is given (Engine.kv_fraction: SGLang's follows the plan and reserves a
+    draft's room only where one runs, `draft_len` > 0: a sweep's k = 0 points run none)."""
     mnt = np.asarray(engine.step_tokens(gpu) if max_num_tokens is None else max_num_tokens, float)
     budget, fraction, occupancy = engine.kv_budget
-    if plan is not None:
+    if kv_fraction is not None:
+        fraction = float(kv_fraction)
+    elif plan is not None:
         fraction = engine.kv_fraction(gpu, plan, chunk=mnt, spec_method=spec.method if spec else None, draft_len=draft_len)
     return mnt, (budget, fraction, occupancy)
 
@@ -307,11 +310,18 @@ class Serving:
     max_num_tokens: object = None
     cpp: object = False  # chunked pipeline parallelism for long-context prefill
     chunked_prefill: bool | None = None  # the deployment's launch option (Deployment.chunked_prefill); None: the engine's default
+    kv_fraction: float | None = None  # the deployment's launch option (Deployment.kv_fraction); None: the engine's own
 
     @classmethod
     def of(cls, dep: Deployment) -> Serving:
         return cls(gpu=dep.gpu, prec=dep.precision, plan=dep.plan, engine=dep.engine, spec=dep.spec, max_num_tokens=dep.max_num_tokens,
-                   cpp=dep.cpp, chunked_prefill=dep.chunked_prefill)
+                   cpp=dep.cpp, chunked_prefill=dep.chunked_prefill, kv_fraction=dep.kv_fraction)
+
+
+def serving_budget(at: Serving, draft_len):
+    """engine_budget as `at` states it (its GPU, engine, step budget, plan, speculation and KV fraction) at draft lengths `draft_len`."""
+    return engine_budget(at.gpu, engine=at.engine, max_num_tokens=at.max_num_tokens, plan=at.plan, spec=at.spec, draft_len=draft_len,
+                         kv_fraction=at.kv_fraction)
 
 
 def evaluate(model: ModelSpec, at: Serving, *, cal: Calibration, concurrency, isl, osl, usable_fraction: float | None = None,
@@ -331,7 +341,7 @@ def evaluate(model: ModelSpec, at: Serving, *, cal: Calibration, concurrency, is
     cached = np.floor(isl * np.asarray(prefix_hit, float) + 1e-9)
     new = isl - cached  # prompt tokens each request prefills
     k, acc = draft_lengths(spec, at.spec_k)
-    mnt, kv_budget = engine_budget(gpu, engine=engine, max_num_tokens=at.max_num_tokens, plan=plan, spec=spec, draft_len=k)
+    mnt, kv_budget = serving_budget(at, k)
     mnt = mnt if flags is None else np.minimum(mnt, fl.max_prefill_tokens)  # SGLang's PrefillAdder: the smaller budget
     mem, cap, c_rank, running, admitted = _running(model, gpu, prec, sh, C, adp=adp, engine=engine, lengths=(isl, osl), mnt=mnt, flags=flags,
                                                    kv_budget=kv_budget, usable_fraction=usable_fraction, spec=spec, draft_len=k)
@@ -503,7 +513,7 @@ def max_running(model: ModelSpec, at: Serving, *, isl, osl) -> np.ndarray:
     more does not fit (its `fits`). A search skips the batches no plan of a chunk holds."""
     plan, spec = at.plan, at.spec
     k, _ = draft_lengths(spec, at.spec_k)
-    mnt, kv_budget = engine_budget(at.gpu, engine=at.engine, max_num_tokens=at.max_num_tokens, plan=plan, spec=spec, draft_len=k)
+    mnt, kv_budget = serving_budget(at, k)
     mem, cap, *_ = _running(model, at.gpu, at.prec, plan.broadcast(), np.ones(1), adp=np.asarray(plan.adp, float), engine=at.engine,
                             lengths=(np.asarray(isl, float), np.asarray(osl, float)), mnt=mnt, kv_budget=kv_budget, usable_fraction=None,
                             spec=spec, draft_len=k)

@@ -171,7 +171,8 @@ def check(model: ModelSpec, dep: Deployment) -> None:
 def _refuse_unfit(dep: Deployment, m) -> None:
     """One line on why not even one sequence fits, with what it needs and what the engine leaves."""
     mem = dep.gpu.memory_bytes
-    budget, frac, _ = engine_budget(dep.gpu, engine=dep.engine, max_num_tokens=dep.max_num_tokens, plan=dep.plan, spec=dep.spec)[1]
+    budget, frac, _ = engine_budget(dep.gpu, engine=dep.engine, max_num_tokens=dep.max_num_tokens, plan=dep.plan, spec=dep.spec,
+                                  kv_fraction=dep.kv_fraction)[1]
     # TensorRT-LLM's fraction is of what weights and activations leave; the others cap the whole
     frac = 1.0 if budget == "free" else float(np.asarray(frac).reshape(-1)[0])
     need = float(m.weights_bytes.reshape(-1)[0] + m.activation_bytes.reshape(-1)[0] + m.kv_bytes_per_seq.reshape(-1)[0])

@@ -269,10 +269,17 @@ class Deployment:
     # whether a prompt is split into chunks of the step budget, as the engine's launch option states it (TensorRT-LLM's
     # enable_chunked_prefill, read by `import`); None: the engine's default (Engine.chunks_prefill, serve.aggregated.prompt_budget)
     chunked_prefill: bool | None = None
+    # the share of memory the engine's KV budget takes, as its launch option states it (SGLang --mem-fraction-static, vLLM
+    # --gpu-memory-utilization, TensorRT-LLM kv_cache_config.free_gpu_memory_fraction; Engine.kv_budget says of what), read by
+    # `import` and written by `export`; None: the engine's own (Engine.kv_fraction)
+    kv_fraction: float | None = None
 
     def __post_init__(self):
         # the engine by its registry name, one that runs on this GPU (spec.engines.engine_for): TensorRT-LLM on an MI355X is refused
         object.__setattr__(self, "backend", engine_for(self.gpu, self.backend).name)
+        f = self.kv_fraction
+        if f is not None and (isinstance(f, bool) or not isinstance(f, (int, float)) or not 0.0 < f <= 1.0):
+            raise InputError("kv_fraction", f, "a fraction in (0, 1], or absent (the engine's own)")
 
     @property
     def step_tokens(self) -> int:
@@ -290,7 +297,8 @@ class Deployment:
                 "spec": s.method if s else None, "draft_len": s.k if s else 0,
                 "acceptance": s.mean_accepted if s else None, "acceptance_rates": list(s.rates) if s else [],
                 "draft_model": s.draft_model if s else None, "max_num_tokens": self.step_tokens, "cpp": bool(self.cpp),
-                **({} if self.chunked_prefill is None else {"chunked_prefill": bool(self.chunked_prefill)})}
+                **({} if self.chunked_prefill is None else {"chunked_prefill": bool(self.chunked_prefill)}),
+                **({} if self.kv_fraction is None else {"kv_fraction": float(self.kv_fraction)})}
 
     @classmethod
     def from_dict(cls, d: dict, gpu: Gpu | None = None) -> "Deployment":
@@ -310,7 +318,7 @@ class Deployment:
         n = d.get("num_gpus") or d.get("instance_gpus") or int(plan.gpus)
         return cls(gpu=gpu or get_gpu(d["gpu"]), num_gpus=int(n), plan=plan, precision=prec, backend=d.get("backend"),
                    spec=spec, max_num_tokens=d.get("max_num_tokens"), cpp=bool(d.get("cpp", False)),
-                   chunked_prefill=chunked)
+                   chunked_prefill=chunked, kv_fraction=d.get("kv_fraction"))
 
 
 # a request count past which no engine runs one instance (TensorRT-LLM's max_batch_size default is 2048,

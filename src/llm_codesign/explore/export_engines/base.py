@@ -65,6 +65,16 @@ class Exporter(ABC):
         option (Deployment.chunked_prefill); None: the engine's default."""
         return None
 
+    def kv_fraction(self, o: dict) -> float | None:
+        """The share of memory its options give the KV budget (Deployment.kv_fraction: the option Engine.kv_budget's
+        fraction stands for); None where they set none: the engine's own."""
+        return None
+
+    def own_kv_fraction(self, dep: Deployment) -> float:
+        """The fraction the engine takes for `dep` where the deployment states none (Engine.kv_budget), which
+        its export writes out."""
+        return float(dep.engine.kv_budget[1])
+
     def replicas(self, o: dict, model: ModelSpec) -> tuple[dict, int]:
         """A real configuration's copies of the model (data parallelism the plan does not hold): (the
         options less that, the copies)."""
@@ -223,6 +233,20 @@ def whole(field: str, value, default: int | None = 1, *, hi: int = 1 << 16) -> i
     if n is None or not 1 <= n <= hi:
         raise InputError(field, value, f"a whole number from 1 to {hi:,}")
     return n
+
+
+def fraction(field: str, value) -> float | None:
+    """A configuration's share of memory in (0, 1], or None where it is absent; anything else (0.0, 1.5,
+    `most`) one line naming the option: an engine refuses a fraction outside it."""
+    if value is None:
+        return None
+    try:
+        f = float(value) if not isinstance(value, bool) else math.nan
+    except (TypeError, ValueError):
+        f = math.nan
+    if not 0.0 < f <= 1.0:  # NaN fails too
+        raise InputError(field, value, "a fraction in (0, 1]")
+    return f
 
 
 def read_spec(meta: dict, method_value: str | None, k: int | None, engine: str, draft: str | None) -> SpecDecoding | None:

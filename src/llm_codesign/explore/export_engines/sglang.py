@@ -11,6 +11,7 @@ from llm_codesign.explore.export_engines.base import (
     command_words,
     engine_spec,
     flags,
+    fraction,
     hf_id,
     kv_option,
     plan_ints,
@@ -23,6 +24,12 @@ from llm_codesign.explore.export_engines.base import (
 from llm_codesign.spec.engines import SGLANG
 from llm_codesign.spec.model import ModelSpec
 from llm_codesign.spec.plan import Deployment, Plan
+
+
+def _own_fraction(dep: Deployment) -> float:
+    """mem_fraction_static as SGLang derives it for the plan (Engine.kv_fraction)."""
+    spec = dep.spec.method if dep.spec else None
+    return float(np.asarray(SGLANG.kv_fraction(dep.gpu, dep.plan, chunk=dep.step_tokens, spec_method=spec)).reshape(-1)[0])
 
 
 def sglang_options(model: ModelSpec, dep: Deployment, concurrency: int) -> dict:
@@ -41,8 +48,7 @@ def sglang_options(model: ModelSpec, dep: Deployment, concurrency: int) -> dict:
     o["kv-cache-dtype"] = kv_option(dep.precision, "sglang")
     o["max-running-requests"] = concurrency
     o["chunked-prefill-size"] = dep.step_tokens
-    frac = SGLANG.kv_fraction(dep.gpu, dep.plan, chunk=dep.step_tokens, spec_method=dep.spec.method if dep.spec else None)
-    o["mem-fraction-static"] = float(np.asarray(frac).reshape(-1)[0])
+    o["mem-fraction-static"] = _own_fraction(dep) if dep.kv_fraction is None else dep.kv_fraction
     if dep.spec is not None:
         o["speculative-algorithm"] = engine_spec("sglang")["spec_method"][dep.spec.method]
         o["speculative-num-steps"] = dep.spec.k
@@ -57,7 +63,7 @@ class SGLangExporter(Exporter):
     name, file_name, dynamo_image = SGLANG.name, "launch_sglang.sh", "sglang"
     marker = "sglang.launch_server"
     reads = frozenset({"model-path", "tp-size", "pp-size", "dp-size", "attn-dp-size", "dcp-size", "ep-size", "quantization", "kv-cache-dtype",
-                       "max-running-requests", "chunked-prefill-size", "speculative-algorithm", "speculative-num-steps",
+                       "max-running-requests", "chunked-prefill-size", "mem-fraction-static", "speculative-algorithm", "speculative-num-steps",
                        "speculative-draft-model-path", "speculative-eagle-topk", "speculative-num-draft-tokens"})
 
     def options(self, model: ModelSpec, dep: Deployment, concurrency: int) -> dict:
@@ -97,6 +103,13 @@ class SGLangExporter(Exporter):
         """--dp-size: data-parallel copies of the model behind SGLang's router."""
         dp = whole("dp-size", o.get("dp-size"))
         return ({k: v for k, v in o.items() if k != "dp-size"}, dp) if dp > 1 else (o, 1)
+
+    def own_kv_fraction(self, dep: Deployment) -> float:
+        return _own_fraction(dep)
+
+    def kv_fraction(self, o: dict) -> float | None:
+        """--mem-fraction-static: weights and KV pool's share of the GPU (Engine.kv_budget "static")."""
+        return fraction("mem-fraction-static", o.get("mem-fraction-static"))
 
     def settings(self, o: dict, meta: dict) -> tuple:
         spec = read_spec(meta, o.get("speculative-algorithm"), o.get("speculative-num-steps"), "sglang", o.get("speculative-draft-model-path"))

@@ -14,6 +14,7 @@ from llm_codesign.explore.export_engines.base import (
     engine_spec,
     file_beside,
     flags,
+    fraction,
     hf_id,
     kv_option,
     nested,
@@ -52,7 +53,7 @@ def trtllm_options(model: ModelSpec, dep: Deployment, concurrency: int) -> dict:
     if dep.chunked_prefill is not None:
         o["enable_chunked_prefill"] = dep.chunked_prefill
     o["kv_cache_config"] = nested("trtllm", "kv_cache_config", dtype=kv_option(dep.precision, "trtllm"),
-                                  free_gpu_memory_fraction=TRTLLM.kv_budget[1])
+                                  free_gpu_memory_fraction=TRTLLM.kv_budget[1] if dep.kv_fraction is None else dep.kv_fraction)
     o["cuda_graph_config"] = nested("trtllm", "cuda_graph_config", enable_padding=True, max_batch_size=o["max_batch_size"])
     if dep.spec is not None:
         draft = {"speculative_model": dep.spec.draft_model} if dep.spec.method in ("eagle3", "draft") and dep.spec.draft_model else {}
@@ -66,7 +67,7 @@ class TRTLLMExporter(Exporter):
     quantization_option = False
     reads = frozenset({"model", "tensor_parallel_size", "pipeline_parallel_size", "context_parallel_size", "cp_config", "moe_expert_parallel_size",
                        "moe_tensor_parallel_size", "enable_attention_dp", "max_batch_size", "max_num_tokens", "enable_chunked_prefill",
-                       "kv_cache_config.dtype", "speculative_config", "backend"})
+                       "kv_cache_config.dtype", "kv_cache_config.free_gpu_memory_fraction", "speculative_config", "backend"})
 
     def options(self, model: ModelSpec, dep: Deployment, concurrency: int) -> dict:
         return trtllm_options(model, dep, concurrency)
@@ -135,6 +136,11 @@ class TRTLLMExporter(Exporter):
         if v is not None and not isinstance(v, bool):
             raise InputError("enable_chunked_prefill", v, "true or false")
         return v
+
+    def kv_fraction(self, o: dict) -> float | None:
+        """kv_cache_config.free_gpu_memory_fraction (trtllm-serve --kv_cache_free_gpu_memory_fraction): the share of the
+        memory weights and activations leave that the KV cache takes (Engine.kv_budget "free")."""
+        return fraction("free_gpu_memory_fraction", (o.get("kv_cache_config") or {}).get("free_gpu_memory_fraction"))
 
     def worker_args(self, model: ModelSpec, dep: Deployment, concurrency: int, mode: str) -> list[str]:
         """Dynamo's TensorRT-LLM worker takes the sizes, batch, step budget and KV fraction as its own

@@ -11,6 +11,7 @@ from llm_codesign.explore.export_engines.base import (
     command_words,
     engine_spec,
     file_beside,
+    fraction,
     hf_id,
     kv_option,
     nested,
@@ -48,7 +49,7 @@ def vllm_options(model: ModelSpec, dep: Deployment, concurrency: int) -> dict:
     o["max-num-seqs"] = per_rank(concurrency, adp)  # each DP rank schedules its own batch
     o["max-num-batched-tokens"] = dep.step_tokens
     o["enable-chunked-prefill"] = True
-    o["gpu-memory-utilization"] = VLLM.kv_budget[1]
+    o["gpu-memory-utilization"] = VLLM.kv_budget[1] if dep.kv_fraction is None else dep.kv_fraction  # VLLMExporter.own_kv_fraction
     if dep.spec is not None:
         draft = {"model": dep.spec.draft_model} if dep.spec.method in ("eagle3", "draft") and dep.spec.draft_model else {}
         o["speculative-config"] = nested("vllm", "speculative-config", method=engine_spec("vllm")["spec_method"][dep.spec.method],
@@ -60,7 +61,7 @@ class VLLMExporter(Exporter):
     name, file_name, dynamo_image = VLLM.name, "vllm_config.yaml", "vllm"
     reads = frozenset({"model", "tensor-parallel-size", "pipeline-parallel-size", "data-parallel-size", "decode-context-parallel-size",
                        "enable-expert-parallel", "quantization", "kv-cache-dtype", "max-num-seqs", "max-num-batched-tokens",
-                       "enable-chunked-prefill", "speculative-config", "spec-method", "spec-tokens", "spec-model"})
+                       "enable-chunked-prefill", "gpu-memory-utilization", "speculative-config", "spec-method", "spec-tokens", "spec-model"})
 
     def options(self, model: ModelSpec, dep: Deployment, concurrency: int) -> dict:
         return vllm_options(model, dep, concurrency)
@@ -102,6 +103,10 @@ class VLLMExporter(Exporter):
         if model.is_moe or dp == 1:
             return o, 1
         return {k: v for k, v in o.items() if k != "data-parallel-size"}, dp
+
+    def kv_fraction(self, o: dict) -> float | None:
+        """--gpu-memory-utilization: the share of the GPU weights, activations and KV cache take (Engine.kv_budget "total")."""
+        return fraction("gpu-memory-utilization", o.get("gpu-memory-utilization"))
 
     def settings(self, o: dict, meta: dict) -> tuple:
         sc = o.get("speculative-config") or {"method": o.get("spec-method"), "num_speculative_tokens": o.get("spec-tokens"),
