@@ -95,14 +95,16 @@ def test_the_basis_names_the_runs_arrival_where_it_differs_from_the_answers_and_
     assert iv.band("ttft_ms", 100.0, replace(amd, arrival="waves"), table=t)["source"] == base + " (closed loops; this answer: waves)"
     assert iv.band("ttft_ms", 100.0, amd, table=t)["source"] == base  # the same arrival: nothing to say
     assert iv.band("ttft_ms", 100.0, replace(amd, arrival=""), table=t)["source"] == base  # not said (offline)
-    # runs of two families and both arrivals, asked about a third family: the families by their names, both arrivals
+    # runs of two families and both arrivals, asked about a third family: the families by their names; runs arriving as
+    # the answer's are among them, so no arrival is said, but bursts none of them measured are
     mixed = [(replace(amd, family="blackwell", arrival="waves"), {"ttft_ms": r}) for r in GOLDEN[:20]]
     t = _table(mixed + [(amd, {"ttft_ms": r}) for r in GOLDEN[20:]])
     t["kernel_tables"]["cdna3"] = ["GEMM fp8_block", "MoE fp8_block", "attention", "collectives"]
     b = iv.band("ttft_ms", 100.0, replace(amd, family="cdna3", arrival="waves"), table=t)
-    assert b["source"] == ("39 serving runs with SGLang, on Blackwell and CDNA4 GPUs, MoE models, 33+ requests, balanced ISL/OSL "
-                           "(closed loops and waves; this answer: waves)")
+    assert b["source"] == "39 serving runs with SGLang, on Blackwell and CDNA4 GPUs, MoE models, 33+ requests, balanced ISL/OSL"
     assert b["widened"][0].startswith("no serving run on any CDNA3 GPU")
+    assert iv.band("ttft_ms", 100.0, replace(amd, family="cdna3", arrival="burst"), table=t)["source"] == (
+        b["source"] + " (closed loops and waves; this answer: bursts)")
 
 
 def test_the_runs_arrival_is_their_harness_and_the_cli_says_it(tmp_path):
@@ -401,9 +403,8 @@ def test_estimate_json_keeps_its_fields_and_adds_the_intervals():
 def test_api_estimate_and_frontier_points_carry_intervals():
     e = lc.estimate("llama-3.1-8b", lc.deployment(lc.get_model("llama-3.1-8b"), gpu="b200", weight_dtype="fp8"), lc.Workload(concurrency=8))
     b = e.intervals["tpot_ms"]
-    # the clean sample's waves and InferenceX's closed loops: the answer's own (the default) among them
-    assert b["source"].endswith(" serving runs with TensorRT-LLM, on Blackwell GPUs, 5-32 requests (closed loops and waves; this "
-                                "answer: waves)") and b["widened"] == []
+    # the clean sample's waves and InferenceX's closed loops: the answer's own (the default) among them, so not said
+    assert b["source"].endswith(" serving runs with TensorRT-LLM, on Blackwell GPUs, 5-32 requests") and b["widened"] == []
     assert e.to_dict()["intervals"] == e.intervals
     # BF16 dense weights: the sample's only such Blackwell runs (Qwen3-32B on GB200) contradict themselves and are out of
     # the clean sample (measure.audit), so no measured run covers the format and the family term widens the band

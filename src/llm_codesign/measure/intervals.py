@@ -491,7 +491,8 @@ ARRIVAL_NAMES = {"waves": "waves", "closed_loop": "closed loops", "burst": "burs
 
 def _describe(level: tuple[str, ...], ctx: Context, c: dict) -> str:
     """A slice `c` found at `level` for `ctx` in words: its runs, what they share and, at a level across GPU families,
-    the families they were measured on; then, where its runs arrived otherwise than the question's requests, how."""
+    the families they were measured on; then, where none of its runs arrived as the question's requests do, how they did
+    (a slice mixing both holds runs like the question)."""
     parts = {"engine": engine_title(ctx.engine), "family": f"on {family_name(ctx.family)} GPUs", "model_class":
              f"{'MoE' if ctx.model_class == 'moe' else 'dense'} models", "load": "offline" if ctx.load == "offline"
              else f"{ctx.load} requests", "lengths": f"{ctx.lengths} ISL/OSL"}
@@ -500,7 +501,7 @@ def _describe(level: tuple[str, ...], ctx: Context, c: dict) -> str:
         level = (*level[:2], "family", *level[2:]) if "engine" in level else (*level[:1], "family", *level[1:])
     text = f"{c['n']} {RUNS[ctx.mode]}s" + "".join(f", {parts[k]}" if k != "engine" else f" with {parts[k]}" for k in level[1:])
     runs = c.get("arrivals", [])
-    if ctx.arrival and runs and runs != [ctx.arrival]:
+    if ctx.arrival and runs and ctx.arrival not in runs:
         text += f" ({_listed([ARRIVAL_NAMES.get(a, a) for a in runs])}; this answer: {ARRIVAL_NAMES.get(ctx.arrival, ctx.arrival)})"
     return text
 
