@@ -64,7 +64,9 @@ def test_lookup_caveats():
     e = expected_error(get_gpu("b300"), "vllm", 8, table=TABLE)
     assert e["notes"] == ["the serving sample holds no B300 run"]  # same family as the sample's B200
     e = expected_error(get_gpu("h100"), "vllm", 8, spec=True, table=TABLE)
-    assert "nor any hopper GPU" in e["notes"][0] and "-34% to +95%" in e["notes"][1]
+    assert "nor any Hopper GPU" in e["notes"][0] and "-34% to +95%" in e["notes"][1]
+    # a family by its display name (intervals.family_name), as the intervals' reasons name it
+    assert expected_error(get_gpu("mi300x"), "vllm", 8, table=TABLE)["notes"] == ["the serving sample holds no MI300X run, nor any CDNA3 GPU"]
     e = expected_error(get_gpu("h200"), "sglang", None, table=TABLE)  # offline: by family, TensorRT-LLM's runs
     assert e["metrics"] == {"output_tok_s_per_gpu": CELL} and "SGLang is not measured offline" in e["notes"][0]
     assert expected_error(get_gpu("a100"), "trtllm", None, table=TABLE) is None
@@ -104,8 +106,8 @@ def json_load(out):
 def test_describe_lists_each_band_then_each_caveat_once():
     lines = describe(get_gpu("h100"), "vllm", spec=True, table=TABLE)
     assert lines == ["3 vLLM runs at 5-32 requests on B200: TTFT 10% median / 18% p90, TPOT 10% median / 18% p90",
-                     "3 held-out TensorRT-LLM offline runs on hopper GPUs: tok/s/GPU 10% median / 18% p90",
-                     "the serving sample holds no H100 SXM run, nor any hopper GPU",
+                     "3 held-out TensorRT-LLM offline runs on Hopper GPUs: tok/s/GPU 10% median / 18% p90",
+                     "the serving sample holds no H100 SXM run, nor any Hopper GPU",
                      "speculative decoding is not in that sample; 3 published runs with it miss tok/s/user by -34% to +95%",
                      "those runs are TensorRT-LLM's; vLLM is not measured offline"]
 

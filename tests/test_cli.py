@@ -193,8 +193,8 @@ def test_pareto_json_and_files(tmp_path):
 
     hopper = bundled()["offline"]["hopper"]["output_tok_s_per_gpu"]
     page = (tmp_path / "report.html").read_text()  # the report says how far such predictions lie from measurement
-    assert f"{hopper['n']} held-out TensorRT-LLM offline runs on hopper GPUs: tok/s/GPU {hopper['median']:.0f}% median" in page
-    assert "the serving sample holds no H100 SXM run, nor any hopper GPU" in page
+    assert f"{hopper['n']} held-out TensorRT-LLM offline runs on Hopper GPUs: tok/s/GPU {hopper['median']:.0f}% median" in page
+    assert "the serving sample holds no H100 SXM run, nor any Hopper GPU" in page
 
 
 def test_lint_json_sarif_and_fail_on(tmp_path):

@@ -52,8 +52,9 @@ def test_a_slices_width_is_its_typical_error_times_the_pooled_normalised_quantil
     # 19 hundredths), scores z = -1.9..1.9 by 0.1; slice b (prefill-heavy, the same load): 0.2 z, z = 0, +-0.1..+-1.0 and
     # +-2..+-10 (mad 0.2, heavy tails). Pooled, 78 scores: 80% from the floor(79 x 0.1) = 7th smallest, -4, to the
     # ceil(79 x 0.9) = 72nd, 4 (the 7th largest: b's 10..4). So at 80% a: +-0.4 (its own quantiles +-0.16), b: +-0.8 (its
-    # own +-1.4): each slice as wide as its typical error; at 95% each keeps its own quantiles (NORMALISED_LEVELS), never
-    # inside its 80% band: a +-0.4 (its own +-0.19), b +-2.0 (the pool's +-10 x mad would give +-1.0 and +-2.0)
+    # own +-1.4): each slice as wide as its typical error; at 95% each its own quantiles (not the pool's +-10 x mad), times
+    # the factor normalising widened its own 80% bounds where it did: a +-0.19 x 0.4 / 0.16 = +-0.475 (its own +-0.19 lay
+    # inside the 80% band, so the 95% had equalled the 80%: issue 40), b its own +-2.0 (normalising narrowed its 80%)
     b_ctx = replace(CTX, lengths="prefill-heavy")
     zb = [0.0] + [s * k / 10 for k in range(1, 11) for s in (1, -1)] + [s * k for k in range(2, 11) for s in (1, -1)]
     moe, light = replace(CTX, model_class="moe", kinds=("gqa", "moe")), replace(CTX, load="1-4")
@@ -67,9 +68,10 @@ def test_a_slices_width_is_its_typical_error_times_the_pooled_normalised_quantil
     for k in ("ttft_ms|serving|moe|5-32", "ttft_ms|serving|dense|1-4"):
         assert t["spread"][k]["q900"] == pytest.approx(math.log(36 / 20) / math.log(32 / 20), abs=1e-4)
     ba, bb = iv.band("ttft_ms", 100.0, CTX, table=t), iv.band("ttft_ms", 100.0, b_ctx, table=t)
-    assert (ba["lo80"], ba["hi80"], ba["lo95"], ba["hi95"]) == pytest.approx(tuple(100 * math.exp(x) for x in (-0.4, 0.4, -0.4, 0.4)), rel=1e-3)
+    assert (ba["lo80"], ba["hi80"], ba["lo95"], ba["hi95"]) == pytest.approx(tuple(100 * math.exp(x) for x in (-0.4, 0.4, -0.475, 0.475)), rel=1e-3)
     assert (bb["lo80"], bb["hi80"], bb["lo95"], bb["hi95"]) == pytest.approx(tuple(100 * math.exp(x) for x in (-0.8, 0.8, -2.0, 2.0)), rel=1e-3)
     assert iv.within("ttft_ms", a, CTX, t, 80) == pytest.approx((0.4, 0.4), rel=1e-3)
+    assert iv.within("ttft_ms", a, CTX, t, 95) == pytest.approx((0.475, 0.475), rel=1e-3)
     # a profile's own slice keeps its own conformal bounds (a's 4th and 36th of 39: -0.16, 0.16)
     assert iv.within("ttft_ms", a, CTX, t, 80, own=True) == pytest.approx((0.16, 0.16))
 
@@ -81,6 +83,45 @@ def test_a_thin_slice_backs_off_to_its_parent_and_says_which():
     assert thin.key(iv.KEYS) not in t["slices"]["ttft_ms"]
     b = iv.band("ttft_ms", 100.0, thin, table=t)
     assert b["n"] == 44 and b["source"] == "44 serving runs with vLLM, on Blackwell GPUs, 5-32 requests"
+
+
+def test_the_basis_names_the_runs_arrival_where_it_differs_from_the_answers_and_the_families_across_families():
+    # 39 SGLang runs on CDNA4 measured in closed loops (InferenceX's harness): an answer priced for waves says how its runs
+    # arrived (issue 40: DeepSeek-R1 on 8 MI355X at 64 requests, 2,280 ms in waves against 115-150 ms measured in closed loops)
+    amd = iv.Context("serving", "sglang", "cdna4", "moe", "33+", "balanced", ("mla", "moe"), "fp8_block", arrival="closed_loop")
+    t = _table([(amd, {"ttft_ms": r}) for r in GOLDEN])
+    assert t["slices"]["ttft_ms"][amd.key(iv.KEYS)]["arrivals"] == ["closed_loop"]
+    base = "39 serving runs with SGLang, on CDNA4 GPUs, MoE models, 33+ requests, balanced ISL/OSL"
+    assert iv.band("ttft_ms", 100.0, replace(amd, arrival="waves"), table=t)["source"] == base + " (closed loops; this answer: waves)"
+    assert iv.band("ttft_ms", 100.0, amd, table=t)["source"] == base  # the same arrival: nothing to say
+    assert iv.band("ttft_ms", 100.0, replace(amd, arrival=""), table=t)["source"] == base  # not said (offline)
+    # runs of two families and both arrivals, asked about a third family: the families by their names; runs arriving as
+    # the answer's are among them, so no arrival is said, but bursts none of them measured are
+    mixed = [(replace(amd, family="blackwell", arrival="waves"), {"ttft_ms": r}) for r in GOLDEN[:20]]
+    t = _table(mixed + [(amd, {"ttft_ms": r}) for r in GOLDEN[20:]])
+    t["kernel_tables"]["cdna3"] = ["GEMM fp8_block", "MoE fp8_block", "attention", "collectives"]
+    b = iv.band("ttft_ms", 100.0, replace(amd, family="cdna3", arrival="waves"), table=t)
+    assert b["source"] == "39 serving runs with SGLang, on Blackwell and CDNA4 GPUs, MoE models, 33+ requests, balanced ISL/OSL"
+    assert b["widened"][0].startswith("no serving run on any CDNA3 GPU")
+    assert iv.band("ttft_ms", 100.0, replace(amd, family="cdna3", arrival="burst"), table=t)["source"] == (
+        b["source"] + " (closed loops and waves; this answer: bursts)")
+
+
+def test_the_runs_arrival_is_their_harness_and_the_cli_says_it(tmp_path):
+    from llm_codesign.measure.validate import predict_serving, read_rows
+
+    rows = [read_rows(f"src/llm_codesign/data/measurements/{f}")[0] for f in ("serving_inferencex_mi355x.csv",
+                                                                              "serving_measured_blackwell_clean.csv")]
+    # InferenceX's closed loops and the clean sample's waves (data/measurements/campaigns.toml)
+    assert [c.arrival for c in iv.row_contexts(rows, predict_serving(rows)[0])] == ["closed_loop", "waves"]
+    args = ("estimate", "deepseek-r1", "--gpu", "mi355x", "--tp", "8", "--concurrency", "64", "--isl", "1024", "--osl", "1024")
+    d = json.loads(run(*args, "--json").stdout)["intervals"]["ttft_ms"]
+    assert d["source"].endswith(" (closed loops; this answer: waves)")
+    # the table says what --json says, once
+    text = " ".join(run(*args).stdout.split()).replace("│", "")
+    assert " ".join(f"interval basis from {d['source']}".split()) in " ".join(text.split())
+    closed = json.loads(run(*args, "--arrival", "closed_loop", "--json").stdout)["intervals"]["ttft_ms"]
+    assert closed["source"] == d["source"].removesuffix(" (closed loops; this answer: waves)")
 
 
 def test_a_question_outside_the_runs_widens_with_its_reason():
@@ -98,7 +139,8 @@ def test_a_question_outside_the_runs_widens_with_its_reason():
     assert (b["lo80"], b["hi80"]) == pytest.approx((13.43, 380.4), rel=1e-3)
     assert (b["lo95"], b["hi95"]) == pytest.approx((4.796, 380.4), rel=1e-3)
     assert b["widened"] == ["no serving run on any Hopper GPU (x3.32/x1.65 at 80/95%)"]  # exp(1.2), exp(0.5)
-    assert b["source"] == "39 serving runs with vLLM, dense models, 5-32 requests, balanced ISL/OSL"  # across families
+    # across families, naming the families its runs were measured on
+    assert b["source"] == "39 serving runs with vLLM, on Blackwell GPUs, dense models, 5-32 requests, balanced ISL/OSL"
     # inside the runs the campaign term alone: 100 exp(-sqrt(1.6094^2 + 0.3^2)) = 19.45, 100 exp(sqrt(0.5878^2 + 0.3^2)) = 193.5
     inside = iv.band("ttft_ms", 100.0, CTX, table=t)
     assert (inside["lo80"], inside["hi80"]) == pytest.approx((19.45, 193.5), rel=1e-3) and inside["widened"] == []
@@ -231,6 +273,15 @@ def test_the_95_interval_holds_the_80_one_when_its_factor_is_smaller():
     assert b["lo95"] <= b["lo80"] < b["hi80"] <= b["hi95"]
 
 
+def test_the_95_interval_reaches_past_the_80_one_on_both_sides():
+    # issue 40: DeepSeek-R1 on 8 H200s at 64 requests printed TTFT "80%: 96.1-2391 ms, 95%: 91.0-2391 ms": its slice's
+    # normalised 80% bound above (mad x the pool's quantile) lay beyond the slice's own 97.5th percentile
+    d = json.loads(run("estimate", "deepseek-r1", "--gpu", "h200", "--tp", "8", "--concurrency", "64", "--isl", "1024", "--osl", "1024",
+                       "--json").stdout)
+    for b in d["intervals"].values():
+        assert b["lo95"] < b["lo80"] < b["hi80"] < b["hi95"]
+
+
 def test_coverage_on_a_synthetic_set_is_what_the_intervals_state():
     # residuals log-normal about a bias of +10% (the model reads 10% low); a table from 2,000 of them holds
     # its stated coverage on 4,000 fresh ones: conformal, whatever the distribution
@@ -342,7 +393,7 @@ def test_estimate_json_keeps_its_fields_and_adds_the_intervals():
         assert b["widened"] == [f"no serving run on any Hopper GPU (x{math.exp(fam['t80']):.2f}/"
                                 f"x{math.exp(fam['t95']):.2f} at 80/95%)"]
     want = iv.band("ttft_ms", d["ttft_ms"], iv.context(lc.get_model("llama-3.1-70b"), lc.get_gpu("h200"), lc.Precision.of("bf16"),
-                                                      engine="trtllm", concurrency=64, isl=1024, osl=1024))
+                                                      engine="trtllm", concurrency=64, isl=1024, osl=1024, arrival="waves"))
     assert _same(d["intervals"]["ttft_ms"], want)
     text = " ".join(run("estimate", "llama-3.1-70b", "--gpu", "h200", "--gpus", "8", "--tp", "8", "--concurrency", "64").stdout.split())
     assert f"{d['ttft_ms']:.1f} ms; " + interval_text(d["intervals"]["ttft_ms"], "ttft_ms") in text
@@ -352,6 +403,7 @@ def test_estimate_json_keeps_its_fields_and_adds_the_intervals():
 def test_api_estimate_and_frontier_points_carry_intervals():
     e = lc.estimate("llama-3.1-8b", lc.deployment(lc.get_model("llama-3.1-8b"), gpu="b200", weight_dtype="fp8"), lc.Workload(concurrency=8))
     b = e.intervals["tpot_ms"]
+    # the clean sample's waves and InferenceX's closed loops: the answer's own (the default) among them, so not said
     assert b["source"].endswith(" serving runs with TensorRT-LLM, on Blackwell GPUs, 5-32 requests") and b["widened"] == []
     assert e.to_dict()["intervals"] == e.intervals
     # BF16 dense weights: the sample's only such Blackwell runs (Qwen3-32B on GB200) contradict themselves and are out of
@@ -370,7 +422,7 @@ def test_api_estimate_and_frontier_points_carry_intervals():
     low_load = iv.bundled()["between"]["low_load"]
     for p in f.points:
         ctx = iv.context(lc.get_model("llama-3.1-8b"), lc.get_gpu("b200"), p.deployment.precision, engine="trtllm",
-                         concurrency=p.concurrency, isl=1024, osl=1024)
+                         concurrency=p.concurrency, isl=1024, osl=1024, arrival="waves")
         assert _same(p.intervals["ttft_ms"], iv.band("ttft_ms", p.ttft_s * 1e3, ctx))
         low = [w for w in p.intervals["ttft_ms"]["widened"] if w.startswith("concurrency ")]
         assert low == ([f"concurrency 1 below TensorRT-LLM's smallest measured 4 (serving runs) (x{math.exp(low_load['t80']):.2f}/"
@@ -384,7 +436,8 @@ def test_disagg_compare_and_design_rows_carry_intervals():
                        "--concurrency", "8,128,100000", "--json").stdout)
     m, g = lc.get_model("deepseek-r1"), lc.get_gpu("b200")
     for row in d["rows"]:
-        ctx = iv.context(m, g, m.default_precision, engine="trtllm", concurrency=row["concurrency"], isl=1024, osl=1024, disaggregated=True)
+        ctx = iv.context(m, g, m.default_precision, engine="trtllm", concurrency=row["concurrency"], isl=1024, osl=1024, disaggregated=True,
+                         arrival="waves")
         assert _same(row["intervals"]["tpot_ms"], iv.band("tpot_ms", row["tpot_ms"], ctx))
         assert " disaggregated runs with TensorRT-LLM" in row["intervals"]["tpot_ms"]["source"]
     # a row beyond the disaggregated runs' largest concurrency (16,384) is named, though the first row is inside
@@ -494,6 +547,35 @@ def test_the_plot_and_the_report_draw_the_band(tmp_path):
     assert BAND_TEXT in text.replace("&#x27;", "'") and "class: 'band'" in text
     data = json.loads(text.split('id="frontier-data">')[1].split("</script>")[0])
     assert data["results"][0]["frontier"][0]["intervals"]["output_tok_s_per_gpu"]["lo80"] > 0
+
+
+def test_disagg_names_each_basis_with_the_requests_it_serves():
+    # one request and 64 take different slices (1-4 and 33+ requests): the text had said the first row's basis alone
+    args = ("disagg", "deepseek-r1", "--gpu", "h200", "--prefill", "tp=8", "--decode", "tp=8", "--concurrency", "1,64")
+    rows = json.loads(run(*args, "--json").stdout)["rows"]
+    one, many = (row["intervals"]["ttft_ms"]["source"] for row in rows)
+    assert one != many and "33+ requests" in many
+    text = " ".join(run(*args).stdout.split())
+    assert f"interval basis (1 request): from {one}" in text and f"interval basis (64 requests): from {many}" in text
+
+
+def test_a_profile_with_too_few_runs_like_the_question_says_so(tmp_path):
+    # a profile's own runs: 20 TensorRT-LLM runs on Hopper, fewer than a slice needs (MIN_ROWS), and 40 vLLM ones on Blackwell
+    from importlib import resources
+
+    prof = tmp_path / "mine.toml"
+    prof.write_text(resources.files("llm_codesign").joinpath("data/calibration/fitted.toml").read_text()
+                    + '\n[intervals.envelope]\nserving = {metrics = ["ttft_ms"], families = ["hopper", "blackwell"], engines = ["trtllm", "vllm"], '
+                    + 'runs = {"trtllm|hopper" = 20, "vllm|blackwell" = 40}}\nkinds = []\nformats = []\n\n[intervals.slices.ttft_ms]\n'
+                    + '"serving|vllm|blackwell" = {n = 40, q025 = -0.2, q100 = -0.1, q500 = 0.0, q900 = 0.1, q975 = 0.2}\n')
+    args = ("estimate", "llama-3.1-8b", "--concurrency", "16", "--calibration", str(prof), "--json")
+    few = json.loads(run(*args, "--gpu", "h100").stdout)["intervals"]["ttft_ms"]["source"]
+    assert few.startswith(f"the bundled profile's (not mine.toml's: too few of its runs (20; {iv.MIN_ROWS} per slice needed)) ")
+    none = json.loads(run(*args, "--gpu", "mi355x").stdout)["intervals"]["ttft_ms"]["source"]
+    assert none.startswith("the bundled profile's (not mine.toml's: none of its runs is like this one) ")
+    # and `calibrate --serving` writes the counts: build's envelope, per mode, runs per engine|family
+    t = _table([(CTX, {"ttft_ms": r}) for r in GOLDEN] + [(replace(CTX, engine="sglang"), {"ttft_ms": 0.0})] * 3)
+    assert t["envelope"]["serving"]["runs"] == {"sglang|blackwell": 3, "vllm|blackwell": 39}
 
 
 def test_a_malformed_intervals_section_in_a_profile_is_one_line(tmp_path):

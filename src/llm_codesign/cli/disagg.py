@@ -102,7 +102,7 @@ def disagg(
                         decode_max_batch=decode_max_batch, arrival=arrival, prefill_routing=prefill_routing)
     from llm_codesign.measure.intervals import band_disagg_rows
 
-    band_disagg_rows(r["rows"], m, pools[1], isl=isl, osl=osl, calibration=calibration)
+    band_disagg_rows(r["rows"], m, pools[1], isl=isl, osl=osl, calibration=calibration, arrival=arrival)
     if as_json:
         return _dump(r)
     p, d = r["prefill"], r["decode"]
@@ -128,7 +128,16 @@ def disagg(
                          f"{interval_text(b['tpot_ms'], 'tpot_ms', row['tpot_ms'])}", highlight=False)
     if any(off_centre(row["intervals"][m], row[m]) for row in r["rows"] for m in ("ttft_ms", "tpot_ms")):
         _console().print(f"centred on: {CENTRE}", highlight=False)
-    said = basis_rows(r["rows"][0]["intervals"])  # the basis and each reason, once: a row beyond the runs' load names its own
-    said += [x for row in r["rows"][1:] for x in basis_rows(row["intervals"]) if x[0] == "beyond the runs"]
+    # each basis once, with the requests it serves where the rows' differ (their loads take different slices, as --json
+    # says per row), then each reason once: a row beyond the runs' load names its own
+    bases: dict[tuple[str, str], list[int]] = {}
+    for row in r["rows"]:
+        for x in basis_rows(row["intervals"]):
+            if x[0] != "beyond the runs":
+                bases.setdefault(x, []).append(row["concurrency"])
+    split = len({tuple(c) for c in bases.values()}) > 1
+    said = [(f"{k} ({', '.join(map(str, c))} request{'s' if c != [1] else ''})" if split and k != "centred on" else k, v)
+            for (k, v), c in bases.items()]
+    said += [x for row in r["rows"] for x in basis_rows(row["intervals"]) if x[0] == "beyond the runs"]
     for k, v in dict.fromkeys(said):
         _console().print(f"{k}: {v}", highlight=False)

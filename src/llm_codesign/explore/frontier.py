@@ -141,7 +141,7 @@ class Frontier:
             key = (dep.precision, dep.spec is not None, iv.load_of(p.concurrency))
             if key not in contexts:
                 contexts[key] = iv.context(model, self.gpu, dep.precision, engine=self.backend, concurrency=p.concurrency, isl=w.isl,
-                                           osl=w.osl, spec=dep.spec is not None, disaggregated=disagg)
+                                           osl=w.osl, spec=dep.spec is not None, disaggregated=disagg, arrival=w.arrival)
             # the point's own concurrency where it lies beyond the runs' (its band widens, naming it)
             ctx = replace(contexts[key], concurrency=None if p.concurrency is None else float(p.concurrency))
             groups.setdefault(iv.grouped(ctx, table=table), []).append(i)

@@ -129,6 +129,7 @@ def expected_error(gpu, backend: str, concurrency: int | None, spec: bool = Fals
     {"metrics": {metric: cell}, "basis": text, "notes": [caveats]}, or None where no measured run is
     like it. Cells hold median / p90 APE, signed median (percent) and n. `model`, a registry name,
     adds that model's own errors where the serving sample has enough of its runs."""
+    from llm_codesign.measure.intervals import family_name
     from llm_codesign.spec.hardware import get_gpu
 
     t = bundled() if table is None else table
@@ -140,7 +141,7 @@ def expected_error(gpu, backend: str, concurrency: int | None, spec: bool = Fals
         if cell is None:
             return None
         n = cell[OFFLINE_METRIC]["n"]
-        basis = f"{n} held-out TensorRT-LLM offline runs on {gpu.family} GPUs"
+        basis = f"{n} held-out TensorRT-LLM offline runs on {family_name(gpu.family)} GPUs"
         if backend != TRTLLM.name:  # the offline sample is the perf-overview tables, measured in TensorRT-LLM
             notes.append(f"those runs are {TRTLLM.title}'s; {get_engine(backend).title} is not measured offline")
         metrics = dict(cell)
@@ -153,7 +154,7 @@ def expected_error(gpu, backend: str, concurrency: int | None, spec: bool = Fals
         basis = f"{cell['ttft_ms']['n']} {get_engine(backend).title} runs at {band} requests on {', '.join(g.upper() for g in gpus)}"
         if gpu.id not in gpus:
             fams = {get_gpu(g).family for g in gpus}
-            notes.append(f"the serving sample holds no {gpu.name} run" + ("" if gpu.family in fams else f", nor any {gpu.family} GPU"))
+            notes.append(f"the serving sample holds no {gpu.name} run" + ("" if gpu.family in fams else f", nor any {family_name(gpu.family)} GPU"))
         own = t.get("models", {}).get(model or "")
         if own:
             notes.append(f"{model}'s own {own['ttft_ms']['n']} runs (all engines): " + ", ".join(

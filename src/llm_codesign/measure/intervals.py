@@ -12,7 +12,11 @@ Lei et al. 2018 sec. 5.2; Papadopoulos, Gammerman and Vovk 2008): each run's sco
 m and mad those of the slice it falls in, and a slice's bounds are m + mad x the conformal quantiles of z
 pooled over every slice of its metric, mode, model class and load (`spread`), so a slice's width is its own
 typical error's size and the shape of its tails the pool's: held out, this meets the per-fold target in
-more folds than each slice's own quantiles (docs/modelling-notes.md#interval-adaptive). A profile's own
+more folds than each slice's own quantiles (docs/modelling-notes.md#interval-adaptive). That holds at 80%;
+at 95% a pool's tail is a few queueing runs 10-100x off, so the 95% bounds are each slice's own, each side
+stretched by the factor normalising stretched the slice's own 80% bound on that side (never shrunk): the
+slice's own tail shape at the normalised scale, reaching past the 80% bound wherever its own tail does
+(docs/modelling-notes.md#interval-nested). A profile's own
 slices keep their own quantiles (they are the user's campaign). The bounds are not symmetric where the
 residuals are biased: a slice whose first tokens come early has its whole interval above the prediction.
 A slice with fewer than MIN_ROWS runs is not stored; a question takes the most specific stored slice
@@ -85,7 +89,8 @@ class Context:
     (stats.concurrency_band); the ISL/OSL class; and, for the envelope, the model's layer kinds, the
     weight/activation format the GPU runs, whether it speculates, the MoE kernel families the engine
     runs for its experts that have no fitted values (unfitted_moe), the model's name ("" for a shape
-    `design` made) and the requests in flight, ISL and OSL (None: not known, e.g. offline's concurrency)."""
+    `design` made), the requests in flight, ISL and OSL (None: not known, e.g. offline's concurrency) and how the
+    requests arrive (spec.harness.ARRIVALS; "": not said, e.g. offline)."""
     mode: str
     engine: str
     family: str
@@ -100,6 +105,7 @@ class Context:
     concurrency: float | None = None
     isl: float | None = None
     osl: float | None = None
+    arrival: str = ""
 
     def key(self, level: tuple[str, ...]) -> str:
         return "|".join(getattr(self, k) for k in level)
@@ -127,9 +133,9 @@ def format_label(prec) -> str:
 
 
 def context(model, gpu, prec, *, engine: str, concurrency, isl: float, osl: float, spec: bool = False,
-            disaggregated: bool = False) -> Context:
+            disaggregated: bool = False, arrival: str = "") -> Context:
     """The Context of a question: `prec` as asked (mapped here to what `gpu` executes), `concurrency`
-    None for offline max throughput."""
+    None for offline max throughput (its `arrival` is then not said: every request queued at once)."""
     from llm_codesign.spec.precision import executable
 
     run = executable(prec, gpu)[0]
@@ -138,7 +144,7 @@ def context(model, gpu, prec, *, engine: str, concurrency, isl: float, osl: floa
     load = load_of(concurrency)
     return Context(mode, engine, gpu.family, "moe" if model.is_moe else "dense", load, lengths_class(isl, osl), tuple(kinds),
                    format_label(run), spec, unfitted_moe(gpu, run, engine) if model.is_moe else (), model.name,
-                   None if concurrency is None else float(concurrency), float(isl), float(osl))
+                   None if concurrency is None else float(concurrency), float(isl), float(osl), "" if concurrency is None else arrival)
 
 
 # MoE kernel families priced at the kernel tables' values by design where unfitted: TensorRT-LLM's CUTLASS
@@ -223,7 +229,7 @@ def cell(r, *, levels=LEVELS) -> dict:
 
 # the levels whose within-slice part is normalised (mad x the pool's quantiles): the 80% only. A pool's 97.5th
 # percentile score comes from a few queueing runs 10-100x off, and times a wide slice's mad it put README's H200 TTFT
-# 95% band at 61-40,634 ms around 210 ms; each slice's own quantiles keep the 95% (docs/modelling-notes.md#interval-adaptive)
+# 95% band at 61-40,634 ms around 210 ms; each slice's own quantiles shape the 95% (docs/modelling-notes.md#interval-adaptive)
 NORMALISED_LEVELS = (80,)
 
 
@@ -236,15 +242,29 @@ def spread_key(metric: str, ctx: Context) -> str:
 
 def within(metric: str, c: dict, ctx: Context, table: dict, level: float, *, own: bool = False) -> tuple[float, float]:
     """The within-slice part of a `level`% interval of slice `c` (found for `ctx`): its distances below and
-    above the slice's median, log units: at NORMALISED_LEVELS mad x the pooled normalised quantiles where the
-    table has them (the bundled slices), else the slice's own conformal bounds (the 95%, a profile's `own` slices,
-    a pool too thin)."""
+    above the slice's median, log units. At NORMALISED_LEVELS mad x the pooled normalised quantiles where the
+    table has them (the bundled slices); above them, on each side, the slice's own conformal distance times the
+    factor the normalisation widened the slice's own distance at the highest normalised level below (never below
+    1): the slice's own tail shape (its 95% over its 80% distance) at the normalised scale, so that a 95% bound
+    lies beyond the 80% one wherever the slice's own tail does (issue 40: the 95% had equalled the 80% on a side).
+    Else (a level below them, a profile's `own` slices, a pool too thin) the slice's own conformal bounds."""
     q_lo, q_hi = tails(level)
-    z = None if own or level not in NORMALISED_LEVELS else table.get("spread", {}).get(spread_key(metric, ctx))
+    lo, hi = c["q500"] - c[qname(q_lo)], c[qname(q_hi)] - c["q500"]
+    z = None if own else table.get("spread", {}).get(spread_key(metric, ctx))
     if z is None:
-        return c["q500"] - c[qname(q_lo)], c[qname(q_hi)] - c["q500"]
-    s = max(c["mad"], MAD_FLOOR)
-    return -z[qname(q_lo)] * s, z[qname(q_hi)] * s
+        return lo, hi
+    if level in NORMALISED_LEVELS:
+        s = max(c["mad"], MAD_FLOOR)
+        return -z[qname(q_lo)] * s, z[qname(q_hi)] * s
+    below = [lvl for lvl in NORMALISED_LEVELS if lvl < level]
+    if not below:
+        return lo, hi
+    ref = max(below)
+    r_lo, r_hi = tails(ref)
+    n_lo, n_hi = within(metric, c, ctx, table, ref)
+    # the slice's own distance at `ref`, floored as the mad is: a slice's 10th percentile may equal its median
+    o_lo, o_hi = max(c["q500"] - c[qname(r_lo)], MAD_FLOOR), max(c[qname(r_hi)] - c["q500"], MAD_FLOOR)
+    return lo * max(1.0, n_lo / o_lo), hi * max(1.0, n_hi / o_hi)
 
 
 def _number(cell) -> float:
@@ -275,7 +295,9 @@ def _measured(row: dict, metric: str, mode: str) -> float:
 
 
 def row_contexts(rows: list[dict], preds: list[dict]) -> list[Context | None]:
-    """The Context of each priced serving row (validate.predict_serving's predictions; None where not priced)."""
+    """The Context of each priced serving row (validate.predict_serving's predictions; None where not priced), with
+    its harness's arrival pattern (measure.campaigns.settings, as validate prices it)."""
+    from llm_codesign.measure.campaigns import settings
     from llm_codesign.measure.validate import _int, _precision, is_disagg
     from llm_codesign.spec.hardware import get_gpu
     from llm_codesign.spec.registry import get_model
@@ -290,7 +312,7 @@ def row_contexts(rows: list[dict], preds: list[dict]) -> list[Context | None]:
         conc = (r.get("concurrency") or "").strip()
         out.append(context(model, gpu, _precision(model, r), engine=(r.get("backend") or "trtllm").strip().lower(),
                            concurrency=float(conc) if conc else None, isl=float(_int(r, "isl")), osl=float(_int(r, "osl")),
-                           spec=bool((r.get("spec_method") or "").strip()), disaggregated=disagg))
+                           spec=bool((r.get("spec_method") or "").strip()), disaggregated=disagg, arrival=settings(r)["arrival"]))
     return out
 
 
@@ -335,12 +357,16 @@ def row_intervals(rows: list[dict], preds: list[dict], *, table: dict | None = N
 
 
 def build(records: list[tuple[Context, dict[str, float]]], *, min_rows: int = MIN_ROWS, levels=LEVELS) -> dict:
-    """The slices (per metric, every HIERARCHY level holding at least `min_rows` residuals) and the
-    envelope of residual records (`residuals`): per mode, the metrics, GPU families and engines its
-    runs cover and, per engine, the smallest and largest concurrency, ISL and OSL they measure (`ranges`); over all
+    """The slices (per metric, every HIERARCHY level holding at least `min_rows` residuals, each with the arrival
+    patterns its runs were measured under, `arrivals`, and, at a level across GPU families, their `families`: what
+    an answer's basis names) and the envelope of residual records (`residuals`): per mode, the metrics, GPU families
+    and engines its runs cover, the runs per engine|family (`runs`: how many a profile's own are where too few for a
+    slice) and, per engine, the smallest and largest concurrency, ISL and OSL they measure (`ranges`); over all
     modes, the layer kinds, the family|format|class triples (what the kernels a run prices have been measured on)
     and the models."""
     groups: dict[tuple[str, str], list[float]] = {}
+    basis: dict[tuple[str, str], tuple[set, set]] = {}
+    runs: dict[str, dict[str, int]] = {}
     env: dict[str, dict[str, set]] = {}
     ranges: dict[str, dict[str, dict[str, tuple[float, float]]]] = {}
     kinds, formats, models = set(), set(), set()
@@ -349,6 +375,8 @@ def build(records: list[tuple[Context, dict[str, float]]], *, min_rows: int = MI
         e["metrics"] |= set(res)
         e["families"].add(ctx.family)
         e["engines"].add(ctx.engine)
+        at = runs.setdefault(ctx.mode, {})
+        at[f"{ctx.engine}|{ctx.family}"] = at.get(f"{ctx.engine}|{ctx.family}", 0) + 1
         for q in RANGED:
             v = getattr(ctx, q)
             if v is not None:
@@ -360,10 +388,14 @@ def build(records: list[tuple[Context, dict[str, float]]], *, min_rows: int = MI
         for m, r in res.items():
             for level in HIERARCHY:
                 groups.setdefault((m, ctx.key(level)), []).append(r)
+                fams, arrivals = basis.setdefault((m, ctx.key(level)), (set(), set()))
+                fams.update([ctx.family] if "family" not in level else [])
+                arrivals.update([ctx.arrival] if ctx.arrival else [])
     slices: dict[str, dict] = {m: {} for m in METRICS}
     for (m, key), rs in sorted(groups.items()):
         if len(rs) >= min_rows:
-            slices[m][key] = cell(rs, levels=levels)
+            fams, arrivals = basis[m, key]
+            slices[m][key] = cell(rs, levels=levels) | {k: sorted(v) for k, v in (("arrivals", arrivals), ("families", fams)) if v}
     # each run's normalised score about the slice it falls in, pooled per metric x mode x model class x load
     scores: dict[str, list[float]] = {}
     for ctx, res in records:
@@ -372,7 +404,7 @@ def build(records: list[tuple[Context, dict[str, float]]], *, min_rows: int = MI
             if c is not None:
                 scores.setdefault(spread_key(m, ctx), []).append((r - c["q500"]) / max(c["mad"], MAD_FLOOR))
     spread = {k: cell(z, levels=levels) for k, z in sorted(scores.items()) if len(z) >= min_rows}
-    envelope = {mode: {**{k: sorted(v) for k, v in e.items()},
+    envelope = {mode: {**{k: sorted(v) for k, v in e.items()}, "runs": dict(sorted(runs[mode].items())),
                        "ranges": {eng: {q: list(r[q]) for q in RANGED if q in r} for eng, r in sorted(ranges.get(mode, {}).items())}}
                 for mode, e in sorted(env.items())}
     return {"envelope": envelope | {"kinds": sorted(kinds), "formats": sorted(formats), "models": sorted(models)}, "slices": slices,
@@ -453,11 +485,30 @@ def reasons(ctx: Context, table: dict) -> list[tuple[str, str]]:
     return out
 
 
-def _describe(level: tuple[str, ...], ctx: Context, n: int) -> str:
+# how each arrival pattern (spec.harness.ARRIVALS) reads in a basis: the runs' and the answer's
+ARRIVAL_NAMES = {"waves": "waves", "closed_loop": "closed loops", "burst": "bursts"}
+
+
+def _describe(level: tuple[str, ...], ctx: Context, c: dict) -> str:
+    """A slice `c` found at `level` for `ctx` in words: its runs, what they share and, at a level across GPU families,
+    the families they were measured on; then, where none of its runs arrived as the question's requests do, how they did
+    (a slice mixing both holds runs like the question)."""
     parts = {"engine": engine_title(ctx.engine), "family": f"on {family_name(ctx.family)} GPUs", "model_class":
              f"{'MoE' if ctx.model_class == 'moe' else 'dense'} models", "load": "offline" if ctx.load == "offline"
              else f"{ctx.load} requests", "lengths": f"{ctx.lengths} ISL/OSL"}
-    return f"{n} {RUNS[ctx.mode]}s" + "".join(f", {parts[k]}" if k != "engine" else f" with {parts[k]}" for k in level[1:])
+    if "family" not in level and c.get("families"):
+        parts["family"] = f"on {_listed([family_name(f) for f in c['families']])} GPUs"
+        level = (*level[:2], "family", *level[2:]) if "engine" in level else (*level[:1], "family", *level[1:])
+    text = f"{c['n']} {RUNS[ctx.mode]}s" + "".join(f", {parts[k]}" if k != "engine" else f" with {parts[k]}" for k in level[1:])
+    runs = c.get("arrivals", [])
+    if ctx.arrival and runs and ctx.arrival not in runs:
+        text += f" ({_listed([ARRIVAL_NAMES.get(a, a) for a in runs])}; this answer: {ARRIVAL_NAMES.get(ctx.arrival, ctx.arrival)})"
+    return text
+
+
+def _listed(names: list[str]) -> str:
+    """'A', 'A and B', 'A, B and C'."""
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
 
 
 def _slice(metric: str, ctx: Context, table: dict) -> tuple[dict, tuple[str, ...], bool] | None:
@@ -486,11 +537,21 @@ def lookup(metric: str, ctx: Context, table: dict) -> tuple[dict, str, Context, 
         raise KeyError(f"no {metric} residuals for {ctx.mode}")
     c, level, mine = found
     if table.get("profile"):  # whose residuals: the profile's own runs, or the bundled profile's
-        who = f"{table['profile']}'s own " if mine else (
-            f"the bundled profile's (not {table['profile']}'s: {table['why_bundled']}) ")
+        who = f"{table['profile']}'s own " if mine else f"the bundled profile's (not {table['profile']}'s: {_why_bundled(metric, ctx, table)}) "
     else:
         who = ""
-    return c, who + _describe(level, ctx, c["n"]) + note, ctx, mine
+    return c, who + _describe(level, ctx, c) + note, ctx, mine
+
+
+def _why_bundled(metric: str, ctx: Context, table: dict) -> str:
+    """Why a profile's own runs give no band here: none of them, or too few for a slice of their own (its engine x
+    family, the widest own level, holds fewer than MIN_ROWS), or none measuring the metric."""
+    n = table.get("own_runs", {}).get(ctx.mode, {}).get(f"{ctx.engine}|{ctx.family}", 0)
+    if not n:
+        return table["why_bundled"]
+    if n < MIN_ROWS:
+        return f"too few of its runs ({n}; {MIN_ROWS} per slice needed)"
+    return f"none of its runs measures {LABELS[metric]}"
 
 
 def band(metric: str, value, ctx: Context, *, table: dict | None = None, levels=LEVELS) -> dict:
@@ -568,16 +629,19 @@ def _profile_table(profile: str) -> dict:
     if own is None:
         return t | {"profile": name, "why_bundled": "it holds no serving runs of its own; `calibrate --serving` writes them"}
     try:
-        slices = {m: {k: {"n": int(c["n"]), **{q: float(c[q]) for q in c if q.startswith("q")}} for k, c in own["slices"].get(m, {}).items()}
-                  for m in METRICS}
+        slices = {m: {k: {"n": int(c["n"]), **{q: float(c[q]) for q in c if q.startswith("q")},
+                          **{x: [str(v) for v in c[x]] for x in ("arrivals", "families") if x in c}}
+                      for k, c in own["slices"].get(m, {}).items()} for m in METRICS}
         env = own["envelope"]
         envelope = {mode: {k: sorted(set(t["envelope"].get(mode, {}).get(k, ())) | set(env.get(mode, {}).get(k, ())))
                            for k in ("metrics", "families", "engines")}
                     | {"ranges": _wider(t["envelope"].get(mode, {}).get("ranges", {}), env.get(mode, {}).get("ranges", {}))} for mode in MODES}
         envelope |= {k: sorted(set(t["envelope"][k]) | set(env.get(k, ()))) for k in ("kinds", "formats", "models")}
+        own_runs = {mode: {str(k): int(v) for k, v in env.get(mode, {}).get("runs", {}).items()} for mode in MODES}
     except (KeyError, TypeError, ValueError, AttributeError):
         raise InputError("calibration.intervals", profile, "the [intervals] section `calibrate --serving` writes (slices and envelope)") from None
-    return t | {"own": slices, "envelope": envelope, "profile": name, "why_bundled": "none of its runs is like this one"}
+    return t | {"own": slices, "envelope": envelope, "profile": name, "why_bundled": "none of its runs is like this one",
+                "own_runs": own_runs}
 
 
 def _wider(a: dict, b: dict) -> dict:
@@ -685,11 +749,12 @@ def to_toml(table: dict, header: list[str], *, prefix: str = "") -> str:
     return "\n".join(out)
 
 
-def band_disagg_rows(rows: list[dict], model, decode, *, isl: int, osl: int, calibration: str | None) -> None:
+def band_disagg_rows(rows: list[dict], model, decode, *, isl: int, osl: int, calibration: str | None, arrival: str = "") -> None:
     """Each row of a disaggregated estimate (serve.disagg.estimate_disagg) with its metrics' 80% and 95%
-    intervals (disaggregated runs, the decode pool's GPU and precision), in place: `disagg` and the page alike."""
+    intervals (disaggregated runs, the decode pool's GPU and precision; `arrival` the requests' pattern), in place:
+    `disagg` and the page alike."""
     table = table_for(calibration, gpu=decode.gpu)
     for row in rows:
         ctx = context(model, decode.gpu, decode.precision, engine=decode.backend, concurrency=row["concurrency"], isl=isl, osl=osl,
-                      spec=decode.spec is not None, disaggregated=True)
+                      spec=decode.spec is not None, disaggregated=True, arrival=arrival)
         row["intervals"] = bands({k: row[k] for k in METRICS}, ctx, table=table)

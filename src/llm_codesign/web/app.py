@@ -648,12 +648,14 @@ def _disagg(req: DisaggRequest, *, hub_cache: bool = False) -> dict:
         plan = Plan.parse(",".join(f"{k}={v}" for k, v in sizes.items()), m, name)  # disagg's --prefill/--decode text
         pools.append(Deployment(gpu=gpu, num_gpus=int(plan.gpus), plan=plan, max_num_tokens=budget, **one))
     from llm_codesign.measure.intervals import band_disagg_rows
+    from llm_codesign.spec.harness import DEFAULT_ARRIVAL
 
     r = estimate_disagg(m, *pools, calibration=calibration_for(g, None), decode_calibration=calibration_for(dg, None),
                         prefill_instances=req.prefill.instances, decode_instances=req.decode.instances,
                         concurrencies=list(req.concurrency), isl=req.isl, osl=req.osl, decode_max_batch=req.decode_max_batch,
                         prefill_routing=req.prefill_routing)
-    band_disagg_rows(r["rows"], m, pools[1], isl=req.isl, osl=req.osl, calibration=None)  # as `disagg` bands them
+    # as `disagg` bands them, its requests arriving as estimate_disagg prices them (the default)
+    band_disagg_rows(r["rows"], m, pools[1], isl=req.isl, osl=req.osl, calibration=None, arrival=DEFAULT_ARRIVAL)
     return _plain(r)
 
 
