@@ -273,6 +273,8 @@ class Deployment:
     def __post_init__(self):
         # the engine by its registry name, one that runs on this GPU (spec.engines.engine_for): TensorRT-LLM on an MI355X is refused
         object.__setattr__(self, "backend", engine_for(self.gpu, self.backend).name)
+        # an activation format left to the GPU settled on this one (MXFP4 weights: W4A4 on CDNA4), so that its label says what runs
+        object.__setattr__(self, "precision", self.precision.on(self.gpu))
 
     @property
     def step_tokens(self) -> int:
@@ -359,7 +361,10 @@ def precision_for(model: ModelSpec, weight: str | None = None, activation: str |
     p = model.default_precision
     if weight:
         q = Precision.of(weight, activation, kv or p.kv.name)
-        return replace(q, attn_weight=p.attn_weight) if q.weight == p.weight else q
+        if q.weight != p.weight:
+            return q
+        # the checkpoint's own format: its activations too unless others are named (gpt-oss's MXFP4 runs W4A16)
+        return replace(p, kv=q.kv) if activation is None else replace(q, attn_weight=p.attn_weight)
     if activation:
         p = replace(p, activation=get_dtype(activation, "activation_dtype"))
     if kv:
