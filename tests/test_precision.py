@@ -63,3 +63,18 @@ def test_a_deployment_settles_mxfp4_activations_on_its_gpu():
     gpt = get_model("gpt-oss-120b")
     q = precision_for(gpt, weight="mxfp4", kv="fp8")
     assert Deployment(gpu=mi355, num_gpus=1, precision=q).precision.label() == "W:mxfp4 attn-W:bf16 A:bf16 KV:fp8"
+
+
+def test_an_activation_named_after_the_fact_is_kept_and_a_sweep_records_what_runs():
+    from dataclasses import replace
+
+    from llm_codesign.explore.search import parse_precisions
+    from llm_codesign.spec.registry import get_model
+
+    mi355 = get_gpu("mi355x")
+    p = Precision.of("mxfp4")
+    assert replace(p, activation=DTYPES["fp8"]).on(mi355).activation.name == "fp8"
+    assert replace(p, activation=DTYPES["bf16"], gpu_activation=False).on(mi355).activation.name == "bf16"
+    # a sweep's task carries the activation's name: the one the GPU runs, not the placeholder
+    got = parse_precisions("mxfp4", None, "fp8", get_model("deepseek-r1"), mi355)
+    assert [x.label() for x in got] == ["W:mxfp4 A:mxfp4 KV:fp8"]

@@ -156,7 +156,9 @@ class Precision:
         """This precision on `gpu`, its activation format settled where it was left to the GPU (mxfp4_activation)."""
         if not self.gpu_activation:
             return self
-        return Precision(self.weight, mxfp4_activation(gpu), self.kv, self.attn_weight)
+        # an activation set since (dataclasses.replace keeps the flag) is the one named
+        a = mxfp4_activation(gpu) if self.activation == DTYPES["bf16"] else self.activation
+        return Precision(self.weight, a, self.kv, self.attn_weight)
 
     def label(self) -> str:
         attn = f" attn-W:{self.attn_weight.name}" if self.attn_weight and self.attn_weight != self.weight else ""
