@@ -10,7 +10,8 @@ moe_overhead_s (its fixed cost per grouped GEMM: launch, routing set-up; range 2
 one-token MoE blocks take 20-80 us in all). Searched on a log grid, then refined, minimising the median
 absolute log error of TPOT over the runs from SGLang's upstream ROCm images on (run ids from 2.1e10: the
 earlier runs of the same settings take ~2x as long per token, an older software build, and are reported
-apart). The other parameters stay as bundled. Takes a few minutes.
+apart). The other parameters stay as bundled. Then prints the newer runs' TTFT and TPOT errors per engine and
+weight format, bundled and fitted. Takes a few minutes.
 """
 from __future__ import annotations
 
@@ -34,10 +35,30 @@ def run_id(row: dict) -> int:
     return int(row["source"].split("runs/")[1].split("/")[0])
 
 
-def tpot_errors(rows, cal) -> tuple[np.ndarray, np.ndarray]:
+def tpot_errors(rows, cal, metric: str = "tpot_ms") -> tuple[np.ndarray, np.ndarray]:
     preds, _ = predict_serving(rows, cal_override=lambda g: cal)
     ok = [i for i, p in enumerate(preds) if p]
-    return np.array([preds[i]["tpot_ms"] for i in ok]), np.array([float(rows[i]["tpot_ms"]) for i in ok])
+    return np.array([preds[i][metric] for i in ok]), np.array([float(rows[i][metric]) for i in ok])
+
+
+def breakdown(rows, cals: dict) -> None:
+    """TTFT and TPOT errors of `rows` per engine and weight format, under each profile of `cals`."""
+    subsets = {"all": rows}
+    for key in ("backend", "weight_dtype"):
+        for v in sorted({r[key] for r in rows}):
+            subsets[v] = [r for r in rows if r[key] == v]
+    for e in sorted({r["backend"] for r in rows}):
+        for w in sorted({r["weight_dtype"] for r in rows}):
+            subsets[f"{e} {w}"] = [r for r in rows if r["backend"] == e and r["weight_dtype"] == w]
+    for label, sub in subsets.items():
+        for name, c in cals.items():
+            line = []
+            for metric in ("ttft_ms", "tpot_ms"):
+                st = error_stats(*tpot_errors(sub, c, metric))
+                if st["n"]:
+                    line.append(f"{metric[:4].upper()} {st['median_ape']:.1f}% (signed {st['signed_median_pe']:+.1f}%)")
+            if line:
+                print(f"  {label}, {name}: " + ", ".join(line) + f", n={st['n']}")
 
 
 def loss(rows, cal) -> float:
@@ -76,6 +97,8 @@ def main() -> None:
         for name, c in (("bundled", start), ("fitted", cal)):
             st = error_stats(*tpot_errors(sub, c))
             print(f"{label}, {name}: TPOT median APE {st['median_ape']:.1f}%, p90 {st['p90_ape']:.1f}%, signed {st['signed_median_pe']:+.1f}%, n={st['n']}")
+    print("runs from the newer builds per engine and weight format (median APE):")
+    breakdown(new, {"bundled": start, "fitted": cal})
 
 
 if __name__ == "__main__":

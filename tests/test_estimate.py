@@ -76,3 +76,12 @@ def test_offline_max_throughput_prices_the_offline_benchmarks_arrival():
     a, b = (estimate(m, dep, Workload(isl=1024, osl=1024, arrival=x), calibration=calibration_for(g)) for x in ("waves", "closed_loop"))
     assert (a.ttft_s, a.tpot_s, a.output_tok_s_per_gpu) == (b.ttft_s, b.tpot_s, b.output_tok_s_per_gpu)
     assert Workload(arrival="closed_loop").priced_arrival == "waves" and Workload(arrival="closed_loop", concurrency=8).priced_arrival == "closed_loop"
+
+
+def test_mxfp4_deepseek_on_mi355x_reads_w4a4_in_its_header():
+    # SGLang and ATOM run AMD's MXFP4 DeepSeek-R1 W4A4 on CDNA4 (spec.precision.mxfp4_activation): the header says so
+    from conftest import cli
+
+    code, out, _ = cli("estimate", "deepseek-r1", "--gpu", "mi355x", "--gpus", "8", "--weight-dtype", "mxfp4",
+                       "--backend", "sglang", "--concurrency", "32")
+    assert code == 0 and out.lstrip().startswith("deepseek-r1 on 8x MI355X, TP8 EP1/MoE-TP8, W:mxfp4 A:mxfp4 KV:bf16, sglang")

@@ -141,7 +141,7 @@ def test_vllm_on_cdna_runs_its_triton_moe_not_aiters(engine, gathered):
     """On MI355X SGLang and ATOM run AITER's fused MoE (the kernel tables' own: FC1 gathers and activates, at
     the AITER fit); vLLM takes it only with VLLM_ROCM_USE_AITER=1, off by default, so its Triton fused MoE: a
     permuted copy (2 launches, T x 8 x h x (2 + 2) + T x h x 2 bytes at BF16), the activation a kernel of its
-    own, and the generic grouped-GEMM values (0.80 of the dense rate, 10 us a launch), not AITER's (0.2496, 6.63 us)."""
+    own, and the generic grouped-GEMM values (0.80 of the dense rate, 10 us a launch), not AITER's (0.1682, 5.17 us)."""
     from llm_codesign.cost.calibration import calibration_for
     from llm_codesign.spec.engines import get_engine
     from llm_codesign.spec.hardware import get_gpu
@@ -160,7 +160,7 @@ def test_vllm_on_cdna_runs_its_triton_moe_not_aiters(engine, gathered):
     assert float(ops["permute"].bytes) == pytest.approx(T * 8 * 4096 * (2.0 if gathered else 4.0) + T * 4096 * 2.0)
     fam = e.moe_kernel("cdna4", "bf16", weight="bf16")
     assert fam == (None if gathered else "vllm_triton")
-    assert cal.moe_kernel(fam, "bf16")[:2] == ((pytest.approx(0.2496), pytest.approx(6.63e-6)) if gathered
+    assert cal.moe_kernel(fam, "bf16")[:2] == ((pytest.approx(0.1682), pytest.approx(5.166e-6)) if gathered
                                                else (pytest.approx(0.80), pytest.approx(10e-6)))
 
 
@@ -233,3 +233,36 @@ def test_blackwell_block_fp8_experts_at_trtllm_gens_fp8_rates_with_fp32_scales_o
         assert float(np.ravel(ops[role].t_compute)[0]) == pytest.approx(1.5 * float(priced(n, k, step.moe_eff, False)[1]), rel=1e-5)
         assert t > float(priced(n, k, step.moe_eff * kept, True)[0])  # the 1x128 activation quantisation: a kernel of its own
         assert t != pytest.approx(float(priced(n, k, step.moe_eff, False, "fp8_block")[0]), rel=1e-3)  # not DeepGEMM's dense rates
+
+
+def test_aiters_mxfp4_moe_runs_w4a4_and_quantises_its_own_inputs():
+    """AMD's MXFP4 DeepSeek on MI355X: SGLang and ATOM run AITER's fused MoE at QuantType.per_1x32, whose SiLU
+    experts take MXFP4 activations (FP4 math) that it quantises itself, before each stage
+    (fused_dynamic_mxfp4_quant_moe_sort): ATOM's fused input-norm quantisation does not spare it, so both
+    engines' expert GEMMs cost the same, the quantise pass included (T x 8 routed rows of K values, BF16 in,
+    MXFP4 out, one launch each)."""
+    from llm_codesign.cost import gemm
+    from llm_codesign.cost.calibration import calibration_for
+    from llm_codesign.spec.engines import get_engine
+    from llm_codesign.spec.hardware import get_gpu
+    from llm_codesign.spec.kinds import MoE
+    from llm_codesign.spec.precision import Precision
+
+    g = get_gpu("mi355x")
+    cal = calibration_for(g)
+    m = ModelSpec("moe", hidden=7168, vocab=32000, groups=((Layer(NoMixer(), MoE(experts=256, top_k=8, expert_inter=2048)), 1),))
+    T = 16.0
+    by = {e: {o.role: o for o in layer_ops(m, m.groups[0][0], 1.0, g, cal, prec=Precision.of("mxfp4"), sh=Plan(tp=1),
+                                           b=Batch(dec_seqs=T, dec_ctx=100), prefix="x", parts=("ffn",), engine=get_engine(e))}
+          for e in ("sglang", "atom")}
+    for role in ("experts_gate_up", "experts_down"):
+        assert by["sglang"][role].math == by["atom"][role].math == "fp4"
+        assert float(by["atom"][role].time) == pytest.approx(float(by["sglang"][role].time), rel=1e-9)
+    # the size of that pass at these 128 routed rows of the up-projection: 3.34 us, most of it the launch
+    a_b = 4.25 / 8
+    kw = dict(math="fp4", a_bytes=a_b, w_bytes=a_b, kernel="fp4", swap_ab=True, engine=get_engine("atom"),
+              overhead_s=cal.moe_kernel(None, "fp4")[1], eff_scale=cal.moe_kernel(None, "fp4")[0])
+    with_q = float(gemm.gemm_time(1.0, 4096, 7168, g, cal, groups=T * 8, fused_quant=False, **kw)[0])
+    without = float(gemm.gemm_time(1.0, 4096, 7168, g, cal, groups=T * 8, fused_quant=True, **kw)[0])
+    assert with_q - without == pytest.approx(T * 8 * 7168 * (2 + a_b) / (g.hbm_bandwidth_bytes_per_s * cal.bw_eff) + cal.kernel_overhead_s,
+                                             rel=1e-5)

@@ -31,7 +31,7 @@ def test_a_frontier_on_mi355x_names_its_concurrency_reason_once_and_an_unknown_a
     text = " ".join(out.split())
     assert text.count("above SGLang's largest measured 512") == 1
     load = iv.bundled()["between"]["load"]  # the term the load-top folds measured (docs/validation_report.md)
-    assert (f"; concurrency 1,086-4,344 above SGLang's largest measured 512 (serving runs) (x{math.exp(load['t80']):.2f}/"
+    assert (f"; concurrency 1,184-3,144 above SGLang's largest measured 512 (serving runs) (x{math.exp(load['t80']):.2f}/"
             f"x{math.exp(load['t95']):.2f} at 80/95%);") in text
     assert "accuracy at mxfp4/fp8: n/a (no published score nor precision delta at this precision)" in out
     rows = [line.split() for line in out.splitlines() if "mxfp4/fp8" in line and line.split()[0][0].isdigit()]

@@ -182,3 +182,22 @@ def test_gemm_tiles_of_a_height_not_a_power_of_two_are_priced_by_m_itself(h100, 
     # the compute part is the faster of the two tiles, each priced on a GPU that has it alone
     one = [gemm.gemm_time(m, n, 4096.0, replace(h100, tiles=(tile,)), cal_h100, **kw)[1] for tile in gpu.tiles]
     assert np.array_equal(gemm.gemm_time(m, n, 4096.0, gpu, cal_h100, **kw)[1], np.minimum(*one))
+
+
+def test_an_mxfp4_gemm_on_mi355x_runs_at_cdna4s_mxfp4_rate():
+    # M = N = K = 8192, W4A4 MXFP4 (4.25 bits a value) as the kernel tables price it (no engine: its own quantise pass)
+    g = get_gpu("mi355x")
+    cal = calibration_for(g)
+    assert g.peak("fp4") == 2 * g.peak("fp8") == 10.066e15  # CDNA4's MXFP4 matrix rate, twice FP8's
+    assert (cal.gemm_eff("fp4"), cal.gemm_k_half("fp4"), cal.gemm_overhead("fp4"), cal.gemm_blend_p) == (0.50, 64.0, 5e-6, 4.0)
+    assert (cal.gemm_bw("fp4"), cal.bw_eff, cal.kernel_overhead_s) == (0.85, 0.85, 3e-6)
+    t, tc, tm = (float(x) for x in gemm.gemm_time(8192, 8192, 8192, g, cal, math="fp4", a_bytes=4.25 / 8, w_bytes=4.25 / 8))
+    # compute: every tile (64x128, 128x128, 256x256) fills whole waves of 256 CUs, so 2 M N (K + k_half) at 0.50 of 10.066 PF
+    compute = 2 * 8192 * 8192 * (8192 + 64) / (0.50 * 10.066e15)  # 220.2 us
+    # memory: A and B at 4.25 bits, C in BF16, at 0.85 of 8 TB/s
+    memory = 8192 * 8192 * (4.25 / 8 * 2 + 2) / (0.85 * 8e12)  # 30.2 us
+    # p-norm blend (p = 4), the kernel's fixed cost, and the per-1x32 quantise pass: BF16 read, MXFP4 written, one launch
+    quantise = 8192 * 8192 * (2 + 4.25 / 8) / (0.85 * 8e12) + 3e-6  # 28.0 us
+    expected = compute * (1 + (memory / compute) ** 4) ** 0.25 + 5e-6 + quantise
+    assert (tc, tm) == (pytest.approx(compute, rel=1e-5), pytest.approx(memory, rel=1e-5))
+    assert t == pytest.approx(expected, rel=1e-5) and t == pytest.approx(253.2e-6, rel=1e-3)

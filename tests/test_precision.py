@@ -31,3 +31,50 @@ def test_bad_dtype():
         Precision.of("fp3")
     with pytest.raises(InputError, match="nvfp4"):
         get_dtype("int2")
+
+
+def test_mxfp4_activations_follow_the_gpu():
+    # AMD's MXFP4 checkpoints run W4A4 on CDNA4 (SGLang's QuarkW4A4MXFP4, ATOM, AITER's per_1x32 fused MoE);
+    # NVIDIA's engines and GPUs without MXFP4 math run MXFP4 weights on BF16 activations (W4A16)
+    from llm_codesign.spec.precision import executable, mxfp4_activation
+
+    assert {g: mxfp4_activation(get_gpu(g)).name for g in ("mi355x", "mi300x", "h100", "b200")} == {
+        "mi355x": "mxfp4", "mi300x": "bf16", "h100": "bf16", "b200": "bf16"}
+    p = Precision.of("mxfp4", kv="fp8")
+    assert p.label() == "W:mxfp4 A:bf16 KV:fp8" and p.gpu_activation  # not yet settled: no GPU
+    assert p.on(get_gpu("mi355x")) == Precision(DTYPES["mxfp4"], DTYPES["mxfp4"], DTYPES["fp8"])
+    assert p.on(get_gpu("b200")) == Precision(DTYPES["mxfp4"], DTYPES["bf16"], DTYPES["fp8"])
+    assert executable(p, get_gpu("mi355x")) == (Precision(DTYPES["mxfp4"], DTYPES["mxfp4"], DTYPES["fp8"]), ())
+    # named activations are kept: gpt-oss's W4A16 and an explicit BF16 stay BF16 on CDNA4
+    explicit = Precision.of("mxfp4", activation="bf16")
+    assert not explicit.gpu_activation and explicit.on(get_gpu("mi355x")).activation.name == "bf16"
+    # other formats name their activations themselves
+    assert not any(Precision.of(w).gpu_activation for w in ("bf16", "fp8", "fp8_block", "nvfp4", "int4"))
+
+
+def test_a_deployment_settles_mxfp4_activations_on_its_gpu():
+    from llm_codesign.spec.plan import Deployment, precision_for
+    from llm_codesign.spec.registry import get_model
+
+    mi355 = get_gpu("mi355x")
+    assert Deployment(gpu=mi355, num_gpus=8, precision=Precision.of("mxfp4")).precision.label() == "W:mxfp4 A:mxfp4 KV:bf16"
+    assert Deployment(gpu=get_gpu("h200"), num_gpus=8, precision=Precision.of("mxfp4")).precision.label() == "W:mxfp4 A:bf16 KV:bf16"
+    # naming gpt-oss's own weight format keeps its checkpoint's W4A16 and BF16 attention, on CDNA4 too
+    gpt = get_model("gpt-oss-120b")
+    q = precision_for(gpt, weight="mxfp4", kv="fp8")
+    assert Deployment(gpu=mi355, num_gpus=1, precision=q).precision.label() == "W:mxfp4 attn-W:bf16 A:bf16 KV:fp8"
+
+
+def test_an_activation_named_after_the_fact_is_kept_and_a_sweep_records_what_runs():
+    from dataclasses import replace
+
+    from llm_codesign.explore.search import parse_precisions
+    from llm_codesign.spec.registry import get_model
+
+    mi355 = get_gpu("mi355x")
+    p = Precision.of("mxfp4")
+    assert replace(p, activation=DTYPES["fp8"]).on(mi355).activation.name == "fp8"
+    assert replace(p, activation=DTYPES["bf16"], gpu_activation=False).on(mi355).activation.name == "bf16"
+    # a sweep's task carries the activation's name: the one the GPU runs, not the placeholder
+    got = parse_precisions("mxfp4", None, "fp8", get_model("deepseek-r1"), mi355)
+    assert [x.label() for x in got] == ["W:mxfp4 A:mxfp4 KV:fp8"]

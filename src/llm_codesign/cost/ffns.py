@@ -10,6 +10,7 @@ import numpy as np
 
 from llm_codesign.cost import gemm
 from llm_codesign.cost.ops import _BF16, Batch, Op, Site, _At, _comm, _elementwise, _gemm, _Label, _op, _Step, op_builder
+from llm_codesign.spec.engines.base import CDNA_FAMILIES
 from llm_codesign.spec.kinds import DenseFfn, LinearFfn, MoE, NoFfn
 from llm_codesign.spec.precision import Precision
 
@@ -106,10 +107,14 @@ def _routed_experts(f: MoE, M: Site, *, at: _At, s: _Step, prec: Precision, load
     fams = [at.moe] if at.engine is None else [at.engine.moe_kernel(at.gpu.family, kernel, weight=prec.weight.name, ep=x, gated=f.gated)
                                                for x in (False, True)]
     gathered, act_fused = fc1_fused(at.gpu.family, fams, kernel)
+    # AITER's fused MoE (the CDNA tables' own) quantises its inputs itself, whatever the engine fuses before it: the
+    # routed rows before its first stage and the activation's output before its second, each a kernel of its own
+    # (fused_dynamic_mxfp4_quant_moe_sort for MXFP4, quant_func for FP8: aiter/fused_moe.py:1520,1637@3c5f0ba)
+    own_quant = all(x is None for x in fams) and at.gpu.family in CDNA_FAMILIES
     rates, kept = MOE_RATES.get(at.gpu.family, {}).get(kernel, (kernel, 1.0)) if all(x is None for x in fams) else (kernel, 1.0)
     ops = []
     for name, n_dim, k_dim in (("experts_gate_up", (f.mats - 1) * f.expert_inter / s.moe_tp, s.h), ("experts_down", s.h, f.expert_inter / s.moe_tp)):
-        by = [_expert_gemm(M / name, n_dim, k_dim, at, load=load, fam=fam, kernel=rates, kept=kept, quant_kernel=kernel,
+        by = [_expert_gemm(M / name, n_dim, k_dim, at, load=load, fam=fam, kernel=rates, kept=kept, quant_kernel=kernel, own_quant=own_quant,
                            local=f.experts / ep, **{k: ff[k] for k in ("math", "a_b", "w_b", "weight")})
               for fam in dict.fromkeys(fams)]
         ops.append(by[0] if len(by) == 1 else _either(ep > 1, by[1], by[0]))
@@ -164,7 +169,7 @@ def _either(sel, a: Op, b: Op) -> Op:
                      split=lambda: (np.where(sel, a.t_compute, b.t_compute), np.where(sel, a.t_memory, b.t_memory)))
 
 
-def _expert_gemm(label: _Label, n, k, at: _At, *, load, math, a_b, w_b, kernel, weight, fam, local, quant_kernel, kept=1.0):
+def _expert_gemm(label: _Label, n, k, at: _At, *, load, math, a_b, w_b, kernel, weight, fam, local, quant_kernel, kept=1.0, own_quant=False):
     """The busiest rank's grouped expert GEMM in MoE kernel family `fam` (Engine.moe_kernel; None: the
     kernel tables') at the rates of dense GEMM kernel family `kernel`, keeping `kept` of them (MOE_RATES), its
     activations quantised as the weights' own family `quant_kernel` has them (gemm.quantise_kernel); `load` is
@@ -182,8 +187,9 @@ def _expert_gemm(label: _Label, n, k, at: _At, *, load, math, a_b, w_b, kernel, 
     # its grouped GEMM's scheduler walks them all, busy or not: a cost per launch that grows with the experts per
     # rank, not with the tokens (the H100 table's one-token rows: ~30 us at 1-8 experts per rank, 60-110 us at 64-256)
     overhead = overhead + cal.moe_kernel_expert(fam, kernel) * np.asarray(local, float)
-    # at another family's rates (MOE_RATES) the activations are still quantised, or not, as the weights' own family's are
-    quant = gemm.quantise_kernel(at.engine, a_b, kernel=quant_kernel)
+    # at another family's rates (MOE_RATES) the activations are still quantised, or not, as the weights' own family's are;
+    # by a kernel of its own where the MoE kernel quantises them itself (`own_quant`: AITER's)
+    quant = gemm.quantise_kernel(at.engine, a_b, kernel=quant_kernel, fused=False if own_quant else None)
     kw = dict(eff_scale=eff, kernel=kernel, swap_ab=True, overhead_s=overhead, fused_quant=not quant)
     if alpha <= 0.0:
         return _gemm(label, top, n, k, at, math=math, a_b=a_b, w_b=w_b, groups=active, distinct=active, weight=weight, **kw)

@@ -403,8 +403,9 @@ def parse_precisions(weight: str | None, activation: str | None, kv: str | None,
     else:
         ws = [get_dtype(weight, "weight_dtype").name]
     kvs = [kv] if kv else ["bf16", "fp8"] if gpu.supports("fp8") else ["bf16"]
-    # precision_for keeps what the checkpoint keeps wider when its own weight format is named
-    return tuple(precision_for(model, w, activation, k) for w in ws for k in kvs)
+    # precision_for keeps what the checkpoint keeps wider when its own weight format is named; on this GPU, so that
+    # a sweep's task records the activations it runs (MXFP4's: Precision.on)
+    return tuple(precision_for(model, w, activation, k).on(gpu) for w in ws for k in kvs)
 
 
 def with_energy(model: ModelSpec, cal: Calibration, points: tuple, workload: Workload) -> tuple:

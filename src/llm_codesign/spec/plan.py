@@ -280,6 +280,8 @@ class Deployment:
         f = self.kv_fraction
         if f is not None and (isinstance(f, bool) or not isinstance(f, (int, float)) or not 0.0 < f <= 1.0):
             raise InputError("kv_fraction", f, "a fraction in (0, 1], or absent (the engine's own)")
+        # an activation format left to the GPU settled on this one (MXFP4 weights: W4A4 on CDNA4), so that its label says what runs
+        object.__setattr__(self, "precision", self.precision.on(self.gpu))
 
     @property
     def step_tokens(self) -> int:
@@ -367,9 +369,12 @@ def precision_for(model: ModelSpec, weight: str | None = None, activation: str |
     p = model.default_precision
     if weight:
         q = Precision.of(weight, activation, kv or p.kv.name)
-        return replace(q, attn_weight=p.attn_weight) if q.weight == p.weight else q
+        if q.weight != p.weight:
+            return q
+        # the checkpoint's own format: its activations too unless others are named (gpt-oss's MXFP4 runs W4A16)
+        return replace(p, kv=q.kv) if activation is None else replace(q, attn_weight=p.attn_weight)
     if activation:
-        p = replace(p, activation=get_dtype(activation, "activation_dtype"))
+        p = replace(p, activation=get_dtype(activation, "activation_dtype"), gpu_activation=False)
     if kv:
         p = replace(p, kv=get_dtype(kv, "kv_dtype"))
     return p

@@ -73,7 +73,24 @@ def gemm_math(weight: Dtype, activation: Dtype, gpu) -> str:
     return "bf16"
 
 
+def mxfp4_activation(gpu) -> Dtype:
+    """The activation format MXFP4 weights run on where none is named: MXFP4 (W4A4) on AMD GPUs whose matrix
+    cores run MXFP4, BF16 (W4A16) elsewhere.
+
+    On CDNA4 (gfx950) AMD's MXFP4 checkpoints (Quark w_mxfp4_a_mxfp4, e.g. amd/DeepSeek-R1-0528-MXFP4-Preview,
+    InferenceX's MI355X FP4 model) run W4A4 in SGLang and ATOM: SGLang's QuarkW4A4MXFP4 quantises the input
+    per 1x32 (aiter dynamic_mxfp4_quant) and runs aiter's gemm_afp4wfp4 (quark_w4a4_mxfp4.py:116,130@0.5.9,
+    :128,153@0.5.12), its MoE aiter's fused_moe with QuantType.per_1x32 (quark_w4a4_mxfp4_moe.py:196-202@0.5.9);
+    ATOM's MXFP4 MoE calls the same fused_moe (atom/model_ops/moe.py:1047-1055@7934d5e, ATOM's May 2026 build)
+    and its linears quantise per 1x32 before gemm_a4w4 (atom/model_ops/linear.py:90-124,482-483@7934d5e). For a SiLU MoE aiter's fused_moe quantises the
+    activations to MXFP4 (q_dtype_a fp4x2: aiter/fused_moe.py:310-319@3c5f0ba; the BF16/FP8 branches are
+    SwiGLU's, gpt-oss's). NVIDIA's engines run MXFP4 weights on BF16 or FP8 activations (gpt-oss: Marlin,
+    triton_kernels, trtllm-gen MXFP4 x BF16/MXFP8), no W4A4 MXFP4 kernel."""
+    return DTYPES["mxfp4"] if gpu.vendor == "amd" and gpu.supports("fp4") and "mxfp4" in gpu.fp4_formats else DTYPES["bf16"]
+
+
 def _executable(prec: "Precision", gpu) -> tuple["Precision", tuple[str, ...]]:
+    prec = prec.on(gpu)
     w, a, attn = prec.weight, prec.activation, prec.attn_weight
     notes = []
     has_fp4 = gpu.supports("fp4")
@@ -115,6 +132,9 @@ class Precision:
     activation: Dtype
     kv: Dtype
     attn_weight: Dtype | None = None  # attention projections when the checkpoint keeps them wider
+    # activation not named and left to the GPU (`on`, mxfp4_activation): MXFP4 weights, W4A4 on CDNA4, W4A16
+    # elsewhere; `activation` holds BF16 until resolved
+    gpu_activation: bool = False
 
     @property
     def attn(self) -> Dtype:
@@ -123,14 +143,22 @@ class Precision:
     @classmethod
     def of(cls, weight: str = "bf16", activation: str | None = None, kv: str | None = None) -> "Precision":
         w = get_dtype(weight, "weight_dtype")
-        # default activations: FP4 checkpoints run W4A4 in NVFP4 (modelopt), MXFP4 (gpt-oss) runs W4A16,
-        # FP8 checkpoints run W8A8
+        # default activations: FP4 checkpoints run W4A4 in NVFP4 (modelopt), FP8 checkpoints W8A8; MXFP4's
+        # depend on the GPU (mxfp4_activation, resolved by `on`)
         if activation is None:
             a = w if w.name in ("nvfp4", "fp8", "fp8_block") else DTYPES["bf16"]
         else:
             a = get_dtype(activation, "activation_dtype")
         k = get_dtype(kv, "kv_dtype") if kv else DTYPES["bf16"]
-        return cls(w, a, k)
+        return cls(w, a, k, gpu_activation=activation is None and w.name == "mxfp4")
+
+    def on(self, gpu) -> "Precision":
+        """This precision on `gpu`, its activation format settled where it was left to the GPU (mxfp4_activation)."""
+        if not self.gpu_activation:
+            return self
+        # an activation set since (dataclasses.replace keeps the flag) is the one named
+        a = mxfp4_activation(gpu) if self.activation == DTYPES["bf16"] else self.activation
+        return Precision(self.weight, a, self.kv, self.attn_weight)
 
     def label(self) -> str:
         attn = f" attn-W:{self.attn_weight.name}" if self.attn_weight and self.attn_weight != self.weight else ""
