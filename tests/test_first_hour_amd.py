@@ -143,3 +143,11 @@ def test_a_disaggregated_frontiers_points_carry_their_precisions_accuracy():
     series = {c.get("mode", "aggregated"): c["frontier"] for c in json.loads(out)["comparisons"]}
     assert {p["accuracy"]["short"] for p in series["disaggregated"]} == {"best precision (proxy)"} == {
         p["accuracy"]["short"] for p in series["aggregated"]}
+
+
+def test_compare_labels_mxfp4_on_cdna4_with_the_activation_it_prices():
+    # MXFP4 weights run W4A4 on CDNA4 (spec.precision.mxfp4_activation); compare printed the unsettled A:bf16 beside a W4A4 price
+    code, out, _ = cli("compare", "deepseek-r1", "--gpu", "mi355x", "--weight-dtype", "mxfp4", "--json")
+    assert code == 0
+    row = json.loads(out)["rows"][0]
+    assert (row["precision"], row["activation_dtype"]) == ("W:mxfp4 A:mxfp4 KV:fp8", "mxfp4")

@@ -53,6 +53,7 @@ def compare_rows(model_refs: list[str], gpu_refs: list[str], weight_formats: lis
             else:
                 precs = list(default_precisions(m, g))
             for p in precs:
+                p = p.on(g)  # the activation that runs on this GPU (MXFP4: W4A4 on CDNA4), as the row prices it
                 acc = accuracy_of(m, p)
                 row = {"model": m.name, "gpu": g.id, "num_gpus": num_gpus, "engine": engine.name, "precision": p.label(), "weight_dtype": p.weight.name,
                        "activation_dtype": p.activation.name, "kv_dtype": p.kv.name, "accuracy": acc, "best": None}
