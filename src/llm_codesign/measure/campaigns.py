@@ -14,7 +14,7 @@ from llm_codesign.errors import InputError
 from llm_codesign.measure.audit import SETTING_FIELDS
 from llm_codesign.serve.disagg import PREFILL_ROUTINGS
 from llm_codesign.spec.engines import FUSIONS
-from llm_codesign.spec.harness import ARRIVALS, DEFAULT_ARRIVAL, FLAG_NAMES, SchedulerFlags
+from llm_codesign.spec.harness import ARRIVALS, DEFAULT_ARRIVAL, FLAG_NAMES, FRACTION, SchedulerFlags, memory_fraction
 
 # optional serving columns beside max_num_tokens: the arrival pattern and SchedulerFlags' fields
 FLAG_COLUMNS = ("arrival", *FLAG_NAMES)
@@ -82,9 +82,9 @@ def _invalid(key: str, v) -> str | None:
         return None if v in PREFILL_ROUTINGS else "one of " + ", ".join(PREFILL_ROUTINGS)
     if key in _BOOL or key == "offline" or key in FUSION_KEYS:
         return None if isinstance(v, bool) else "true or false"
-    x = float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else float("nan")
     if key == "kv_fraction":
-        return None if math.isfinite(x) and 0 < x <= 1 else "a fraction in (0, 1]"
+        return None if memory_fraction(v) is not None else FRACTION
+    x = float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else float("nan")
     if key == "rounds":  # inf: the steady state, no first-wave burst (SchedulerFlags.rounds)
         return None if x >= 1 and (x.is_integer() or math.isinf(x)) else "a whole number of at least 1, or inf"
     return None if math.isfinite(x) and x >= 1 and x.is_integer() else "a whole number of at least 1"

@@ -12,7 +12,7 @@ import numpy as np
 from llm_codesign.errors import InputError
 from llm_codesign.spec.engines import engine_for, get_engine
 from llm_codesign.spec.hardware import Gpu, get_gpu
-from llm_codesign.spec.harness import DEFAULT_ARRIVAL, OFFLINE_ARRIVAL, check_arrival
+from llm_codesign.spec.harness import DEFAULT_ARRIVAL, FRACTION, OFFLINE_ARRIVAL, check_arrival, memory_fraction
 from llm_codesign.spec.kinds import DenseFfn, MoE
 from llm_codesign.spec.model import ModelSpec
 from llm_codesign.spec.precision import Precision, get_dtype
@@ -277,9 +277,8 @@ class Deployment:
     def __post_init__(self):
         # the engine by its registry name, one that runs on this GPU (spec.engines.engine_for): TensorRT-LLM on an MI355X is refused
         object.__setattr__(self, "backend", engine_for(self.gpu, self.backend).name)
-        f = self.kv_fraction
-        if f is not None and (isinstance(f, bool) or not isinstance(f, (int, float)) or not 0.0 < f <= 1.0):
-            raise InputError("kv_fraction", f, "a fraction in (0, 1], or absent (the engine's own)")
+        if self.kv_fraction is not None and memory_fraction(self.kv_fraction) is None:
+            raise InputError("kv_fraction", self.kv_fraction, FRACTION + ", or absent (the engine's own)")
 
     @property
     def step_tokens(self) -> int:
