@@ -120,29 +120,37 @@ def _matches(when: dict, r: dict) -> bool:
     return True
 
 
+def campaign_of(r: dict) -> dict | None:
+    """What the bundled campaign a row belongs to (the first whose source starts the row's `source`) sets for it: its
+    settings and the entries whose `when` the row matches (key -> value, as settings() takes them where the row gives
+    none); None where no campaign's source does."""
+    source = (r.get("source") or "").strip().lower()
+    c = next((c for c in campaigns() if source.startswith(c["source"])), None)
+    if c is None:
+        return None
+    out = {k: v for k, v in c.items() if k in FLAG_COLUMNS or k in CAMPAIGN_KEYS}
+    isl = (r.get("isl") or "").strip()
+    for entry in c.get("flags", ()):
+        if _matches(entry.get("when", {}), r):
+            out |= entry.get("set", {})
+            if isl:  # a budget the harness sizes from the row's prompt: its ISL + the value
+                out |= {k: float(isl) + v for k, v in entry.get("over_isl", {}).items()}
+            batch = _batch_per_rank(r)
+            if isl and batch:  # ... and from its batch too: ISL + max_batch_size + the value
+                out |= {k: float(isl) + batch + v for k, v in entry.get("over_isl_and_batch", {}).items()}
+            for k, n in entry.get("round_up", {}).items():  # a budget the harness rounds up to a multiple of n
+                if out.get(k) is not None:
+                    out[k] = float(math.ceil(out[k] / n) * n)
+    return out
+
+
 def settings(r: dict) -> dict:
     """The row's arrival pattern, step chunk (max_num_tokens, None: the engine's default) and scheduler
-    flags (SchedulerFlags field -> value), the campaign's where the row gives none, and the campaign's
-    CAMPAIGN_KEYS it names. Values as read:
+    flags (SchedulerFlags field -> value), the campaign's where the row gives none (campaign_of), and the
+    campaign's CAMPAIGN_KEYS it names. Values as read:
     `problem` says which of the row's own are not valid."""
     out: dict = {"arrival": DEFAULT_ARRIVAL, "max_num_tokens": None}  # a row of no campaign: the tool's default (Workload)
-    source = (r.get("source") or "").strip().lower()
-    for c in campaigns():
-        if source.startswith(c["source"]):
-            out |= {k: v for k, v in c.items() if k in FLAG_COLUMNS or k in CAMPAIGN_KEYS}
-            isl = (r.get("isl") or "").strip()
-            for entry in c.get("flags", ()):
-                if _matches(entry.get("when", {}), r):
-                    out |= entry.get("set", {})
-                    if isl:  # a budget the harness sizes from the row's prompt: its ISL + the value
-                        out |= {k: float(isl) + v for k, v in entry.get("over_isl", {}).items()}
-                    batch = _batch_per_rank(r)
-                    if isl and batch:  # ... and from its batch too: ISL + max_batch_size + the value
-                        out |= {k: float(isl) + batch + v for k, v in entry.get("over_isl_and_batch", {}).items()}
-                    for k, n in entry.get("round_up", {}).items():  # a budget the harness rounds up to a multiple of n
-                        if out.get(k) is not None:
-                            out[k] = float(math.ceil(out[k] / n) * n)
-            break
+    out |= campaign_of(r) or {}
     for col in ("max_num_tokens", *FLAG_COLUMNS):
         v = (r.get(col) or "").strip()
         if v:
