@@ -76,6 +76,10 @@ class Exporter(ABC):
         its export writes out."""
         return float(dep.engine.kv_budget[1])
 
+    def written_kv_fraction(self, dep: Deployment) -> float:
+        """The fraction its export writes: the deployment's (Deployment.kv_fraction), else the engine's own (own_kv_fraction)."""
+        return self.own_kv_fraction(dep) if dep.kv_fraction is None else dep.kv_fraction
+
     def replicas(self, o: dict, model: ModelSpec) -> tuple[dict, int]:
         """A real configuration's copies of the model (data parallelism the plan does not hold): (the
         options less that, the copies)."""
