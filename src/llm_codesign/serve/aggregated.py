@@ -34,7 +34,7 @@ from llm_codesign.spec.hardware import Gpu
 from llm_codesign.spec.harness import DEFAULT_ARRIVAL, DEFAULT_FLAGS, SchedulerFlags
 from llm_codesign.spec.kinds import GQA, DenseFfn
 from llm_codesign.spec.model import Layer, ModelSpec
-from llm_codesign.spec.plan import Deployment, Plan, SpecDecoding
+from llm_codesign.spec.plan import Deployment, Plan, SpecDecoding, cached_tokens
 from llm_codesign.spec.precision import Precision
 
 
@@ -334,8 +334,7 @@ def evaluate(model: ModelSpec, at: Serving, *, cal: Calibration, concurrency, is
     tp, pp, ep, moe_tp, adp, kvp = (np.asarray(x, float) for x in plan.arrays())
     gpus = tp * adp * kvp * pp
     C, isl, osl = (np.asarray(x, float) for x in (concurrency, isl, osl))
-    # whole tokens: an engine caches whole blocks, and a fraction of a token would quantise as a whole tile row
-    cached = np.floor(isl * np.asarray(prefix_hit, float) + 1e-9)
+    cached = cached_tokens(isl, prefix_hit)
     new = isl - cached  # prompt tokens each request prefills
     k, acc = draft_lengths(spec, at.spec_k)
     mnt, kv_budget = engine_budget(at.gpu, engine=at.engine, max_num_tokens=at.max_num_tokens, plan=at.plan, spec=at.spec, draft_len=k)

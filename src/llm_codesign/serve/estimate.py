@@ -261,9 +261,8 @@ def _over_capacity(dep: Deployment, workload: Workload, *, max_batch: int, budge
             (" per pipeline micro-batch" if int(np.asarray(dep.plan.pp)) > 1 else "")
         plural = "s" if max_batch != 1 else ""
         if osl == 1:  # a request's one output token comes from its prefill: the prompts take the budget (budget_fill)
-            new = isl - int(np.floor(isl * workload.prefix_hit + 1e-9))
             return (f"a step of {dep.backend} schedules at most {dep.step_tokens} tokens{rank} and at OSL 1 nothing decodes: "
-                    f"the prompts arriving take them ({new} tokens and 1 output token each), so {max_batch} request{plural} "
+                    f"the prompts arriving take them ({workload.new_tokens} tokens and 1 output token each), so {max_batch} request{plural} "
                     f"run{'s' if max_batch == 1 else ''} at once and the rest wait for them to finish (longer TTFT)")
         per = 1 + (dep.spec.k if dep.spec is not None else 0)
         return (f"a step of {dep.backend} schedules at most {dep.step_tokens} tokens{rank} ({per} per decoding request and "

@@ -326,6 +326,12 @@ MAX_CONCURRENCY = 10_000_000
 MAX_TOKENS = 100_000_000  # per request; the longest contexts of bundled models are 10M (Llama 4 Scout)
 
 
+def cached_tokens(isl, prefix_hit):
+    """The prompt tokens found in the prefix cache, not prefilled (array-valued): whole tokens, as an engine caches whole
+    blocks, and a fraction of a token would quantise as a whole tile row."""
+    return np.floor(np.asarray(isl, float) * np.asarray(prefix_hit, float) + 1e-9)
+
+
 @dataclass(frozen=True)
 class Workload:
     """What a deployment serves: tokens in and out per request, and the load (`concurrency` requests
@@ -356,6 +362,11 @@ class Workload:
         """The arrival its metrics are priced at: its own at a concurrency, the offline benchmark's (OFFLINE_ARRIVAL)
         where none is given (the offline maximum throughput: every request queued, as trtllm-bench runs them)."""
         return self.arrival if self.concurrency is not None else OFFLINE_ARRIVAL
+
+    @property
+    def new_tokens(self) -> int:
+        """The prompt tokens each request prefills: those not in the prefix cache (cached_tokens)."""
+        return self.isl - int(cached_tokens(self.isl, self.prefix_hit))
 
 
 def precision_for(model: ModelSpec, weight: str | None = None, activation: str | None = None, kv: str | None = None) -> Precision:
