@@ -464,3 +464,19 @@ def test_cli_prices_each_pool_at_its_own_step_budget():
     assert own["rows"][0]["prefill_ms"] == both["rows"][0]["prefill_ms"]
     r = run(*args, "--decode-max-num-tokens", "0")
     assert r.returncode == 2 and "decode-max-num-tokens" in r.stderr and not r.stdout
+
+
+@pytest.mark.parametrize("fraction, held", [
+    # Llama-3.1-8B BF16 on one H100 (85.52 GB) under SGLang: weights (16.06 GB) and the KV pool share the fraction, a
+    # sequence of 1,024 + 0.5 x 1,024 tokens holds 201.33 MB (tests/test_engine_configs.py derives both). The engine's own
+    # for TP1, 0.835: (0.835 x 85.52 - 16.06) / 0.20133 = 274.9 -> 274; 0.30: 9.60 / 0.20133 = 47.7 -> 47;
+    # 0.19: 0.19 GB holds none (a prefill instance's 1,024 tokens, 134.2 MB, still fit)
+    (None, 274), (0.30, 47), (0.19, 0),
+])
+def test_a_pools_stated_kv_fraction_sizes_its_cache(fraction, held):
+    """Each pool's KV cache takes the fraction its deployment states (--mem-fraction-static read by `import`)."""
+    m, h100 = get_model("llama-3.1-8b"), get_gpu("h100")
+    dep = Deployment(gpu=h100, num_gpus=1, backend="sglang", max_num_tokens=8192, kv_fraction=fraction)
+    r = evaluate_disagg(m, dep, dep, calibration=calibration_for(h100), prefill_instances=1, decode_instances=1, concurrency=16,
+                        isl=1024, osl=1024)
+    assert (float(r["max_concurrency"]), bool(r["fits"]), bool(r["prefill_fits"])) == (held, held > 0, True)

@@ -250,6 +250,19 @@ def test_sglang_mem_fraction_static_sizes_the_kv_cache(tmp_path, flag, max_batch
     assert (got["ignored"], got["max_batch"], got["deployment"].get("kv_fraction")) == ([], max_batch, 0.8 if flag else None)
 
 
+@pytest.mark.parametrize("model, flag, advice", [
+    # Llama-3.1-8B fits a whole H100 (16.06 GB of weights): the fraction it states is the cause, and the option is named
+    ("Llama-3.1-8B-Instruct", "0.19", "16 GB usable by sglang): raise --mem-fraction-static (the deployment states 0.19)"),
+    # Llama-3.1-70B's 141 GB of weights fit no fraction of one H100: the usual advice
+    ("Llama-3.1-70B-Instruct", "0.5", "43 GB usable by sglang): add GPUs, raise TP/EP/PP or lower the precision"),
+])
+def test_a_stated_kv_fraction_too_small_names_its_option(tmp_path, model, flag, advice):
+    f = tmp_path / "launch.sh"
+    f.write_text(f"python -m sglang.launch_server --model-path meta-llama/{model} --tp 1 --mem-fraction-static {flag}\n")
+    r = CliRunner().invoke(app, ["import", str(f), "--gpu", "h100"])
+    assert r.exit_code == 2 and r.stderr.strip().endswith(advice), r.stderr
+
+
 @pytest.mark.parametrize("engine", ["vllm", "sglang", "trtllm"])
 def test_a_stated_kv_fraction_round_trips_through_export(engine):
     """export writes the deployment's KV fraction as the engine's option and import reads it back; the engine's own

@@ -85,8 +85,8 @@ def _my_runs(tmp_path, arrival: str | None):
 
 def test_validate_says_which_runs_it_priced_with_the_default_arrival(tmp_path):
     # a user's bench_serving runs (no campaign, no arrival column) were priced as waves, silently: TTFT 316% off
-    note = ("arrival: 12 runs at a concurrency state no `arrival` column and no bundled campaign's source, so they are priced "
-            "as waves (identical requests kept in step, as aiperf and trtllm-bench run them); a bench_serving --max-concurrency "
+    note = ("arrival: 12 runs at a concurrency state no `arrival` column and no bundled campaign of theirs sets one, so they "
+            "are priced as waves (identical requests kept in step, as aiperf and trtllm-bench run them); a bench_serving --max-concurrency "
             "run is a closed loop: arrival=closed_loop (its first tokens queue less)")
     code, out, _ = cli("validate", "--serving", _my_runs(tmp_path, None))
     assert code == 0 and out.splitlines()[-1] == note
@@ -94,6 +94,18 @@ def test_validate_says_which_runs_it_priced_with_the_default_arrival(tmp_path):
     assert code == 0 and "arrival:" not in out
     code, out, _ = cli("validate", "--serving", "serving_inferencex_mi355x.csv")  # its campaign states its closed loop
     assert code == 0 and "arrival:" not in out
+
+
+def test_a_campaign_that_sets_no_arrival_leaves_its_runs_named(tmp_path, monkeypatch):
+    # a run whose source a campaign names counted as known whatever the campaign set: one that sets no arrival left the
+    # note out, though the runs are priced with the default arrival
+    from llm_codesign.measure import campaigns
+
+    bundled = campaigns.campaigns()
+    monkeypatch.setattr(campaigns, "campaigns", lambda: (*bundled, {"source": "my-cluster", "max_running_requests": 64}))
+    code, out, _ = cli("validate", "--serving", _my_runs(tmp_path, None))
+    assert code == 0 and out.splitlines()[-1].startswith("arrival: 12 runs at a concurrency state no `arrival` column and no "
+                                                         "bundled campaign of theirs sets one, so they are priced as waves")
 
 
 def test_a_profile_with_too_few_runs_for_bands_of_its_own_says_it_keeps_the_bundled_ones():

@@ -253,6 +253,29 @@ def test_hopper_ep_comm_table(tmp_path):
     assert label[2].startswith("unmodeled: trtllm normal combine 'int3'") and np.isnan(pred[2])
 
 
+def test_an_ep_comm_rows_sms_that_is_no_count_is_listed_not_a_crash(tmp_path):
+    """A DeepEP row's `sms` (optional: empty or 0 is DeepEP's default) read as text crashed `validate --kernels` with
+    "internal error: ValueError"; it is now a row skipped with its reason, as any count column's."""
+    row = "h100_sxm,sglang,deepep_ht,normal,dispatch,,8,7168,8,256,128,{},0.5"
+    pred, label = _priced(tmp_path / "e.csv", EP_HEAD, row.format("abc"), row.format("-4"), row.format("2.5"), row.format(""),
+                          row.format("24"))
+    assert label[:3] == ["unmodeled: line 2: sms 'abc' is not a whole number of at least 0",
+                         "unmodeled: line 3: sms '-4' is not a whole number of at least 0",
+                         "unmodeled: line 4: sms '2.5' is not a whole number of at least 0"] and np.all(np.isnan(pred[:3]))
+    assert label[3:] == ["h100 sglang deepep normal dispatch"] * 2 and np.all(np.isfinite(pred[3:]))
+
+
+def test_deepep_time_refuses_a_mode_or_phase_it_does_not_price():
+    """Any mode but low_latency read as normal, any phase but dispatch as combine: a caller's misspelling priced quietly."""
+    from llm_codesign.cost.ffns import deepep_time
+
+    h100 = get_gpu("h100_sxm")
+    kw = dict(hidden=7168, top_k=8, experts=256, ep=8, payload_b=1.0)
+    for mode, phase in (("low-latency", "dispatch"), ("normal", "dispatched")):
+        with pytest.raises(ValueError, match=f"DeepEP mode '{mode}' phase '{phase}'"):
+            deepep_time(mode, phase, 128, h100, calibration_for(h100), **kw)
+
+
 def test_calibrate_fits_deepep_on_an_ep_comm_table(monkeypatch):
     """`calibrate --kernels` takes an ep_comm table (measure.calibrate.PARAMS["ep_comm"], fitted after the other kinds):
     SGLang's low-latency rows at hidden 7168 (22 rows), from a start 2x off on the fixed cost, land back near the bundled

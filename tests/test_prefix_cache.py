@@ -80,3 +80,15 @@ def test_waves_of_cached_prompts_fill_the_step_with_more_of_them():
         t = np.array([run(R1, plan, isl, 1024, h, backend)["ttft_s"] for h in hits])
         worst = max(float(np.max(t[j] / t[i])) for i in range(len(hits)) for j in range(i + 1, len(hits)))
         assert worst <= most, (backend, isl, worst)
+
+
+@pytest.mark.parametrize("isl, hit, new", [
+    (1000, 0.3, 700),
+    # 100 x 0.29 is 28.999999999999996 in floating point: 29 whole tokens cached, not 28
+    (100, 0.29, 71),
+    (1024, 0.0, 1024),
+])
+def test_a_workloads_new_tokens_are_the_prompt_less_its_whole_cached_tokens(isl, hit, new):
+    from llm_codesign.spec.plan import Workload
+
+    assert Workload(isl=isl, prefix_hit=hit).new_tokens == new

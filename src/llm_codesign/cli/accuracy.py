@@ -138,17 +138,16 @@ def validate(
 
 def _print_arrival(rows: list[dict], con) -> None:
     """A line on the serving runs at a concurrency priced with the tool's default arrival because neither the row (its
-    `arrival` column) nor a bundled campaign (its source, measure.campaigns.settings) says how its requests arrived:
+    `arrival` column) nor its bundled campaign (measure.campaigns.campaign_of) says how its requests arrived:
     twelve MI355X bench_serving runs priced so erred 316% on TTFT, 15% with arrival=closed_loop."""
-    from llm_codesign.measure.campaigns import campaigns
+    from llm_codesign.measure.campaigns import campaign_of
     from llm_codesign.spec.harness import DEFAULT_ARRIVAL
 
-    known = tuple(c["source"] for c in campaigns())
     n = sum(1 for r in rows if (r.get("concurrency") or "").strip() and not (r.get("arrival") or "").strip()
-            and not (r.get("source") or "").strip().lower().startswith(known))
+            and "arrival" not in (campaign_of(r) or {}))
     if n:
         con.print(f"arrival: {n} run{'s' if n > 1 else ''} at a concurrency state{'' if n > 1 else 's'} no `arrival` column and no "
-                  f"bundled campaign's source, so {'they are' if n > 1 else 'it is'} priced as {DEFAULT_ARRIVAL} (identical requests "
+                  f"bundled campaign of {'theirs' if n > 1 else 'its'} sets one, so {'they are' if n > 1 else 'it is'} priced as {DEFAULT_ARRIVAL} (identical requests "
                   "kept in step, as aiperf and trtllm-bench run them); a bench_serving --max-concurrency run is a closed loop: "
                   "arrival=closed_loop (its first tokens queue less)", highlight=False)
 

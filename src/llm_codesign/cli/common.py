@@ -393,9 +393,10 @@ O_OSL = typer.Option(1024, "--osl", min=1, max=MAX_TOKENS, help="Output tokens p
 
 def vendor_engines() -> str:
     """Each vendor's engine where --backend names none, as the options' help says it, from the registry
-    (spec.engines.VENDOR_ENGINE, engine_for's rule), each vendor in its own words whatever the registry's order:
-    "trtllm on NVIDIA GPUs, sglang on AMD's"."""
-    return f"{VENDOR_ENGINE['nvidia']} on NVIDIA GPUs, {VENDOR_ENGINE['amd']} on AMD's"
+    (spec.engines.VENDOR_ENGINE, engine_for's rule), in VENDOR_NAMES' order whatever the registry's, the first vendor's
+    "GPUs" said once: "trtllm on NVIDIA GPUs, sglang on AMD's"."""
+    return ", ".join(f"{VENDOR_ENGINE[v]} on {VENDOR_NAMES[v]}" + (" GPUs" if i == 0 else "'s")
+                     for i, v in enumerate(v for v in VENDOR_NAMES if v in VENDOR_ENGINE))
 
 
 def _vendor_only() -> str:

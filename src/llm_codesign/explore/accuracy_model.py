@@ -19,7 +19,7 @@ import numpy as np
 
 from llm_codesign.errors import InputError, read_toml
 from llm_codesign.explore import quality
-from llm_codesign.explore.envelope import describe
+from llm_codesign.explore.envelope import data, describe, envelope_at, features, position, reference_model, row_of
 from llm_codesign.spec.kinds import GQA, MLA, MoE, NoMixer, Recurrent
 
 
@@ -180,8 +180,6 @@ def loss_terms(total_params, active_params, hidden, layers, weight_dtype: str = 
 @lru_cache(maxsize=1)
 def _active_fraction_range() -> tuple[float, float]:
     """The active fractions published MoE models use (data/accuracy/envelope.toml, every scale)."""
-    from llm_codesign.explore.envelope import data
-
     af = [r["active_params"] / r["total_params"] for r in data()["model"] if r.get("experts")]
     return min(af), max(af)
 
@@ -298,8 +296,6 @@ def envelope_judgement(model, weight_dtype: str, *, pc: dict) -> dict | None:
     is within 10% of the size, else its shape scaled to it (envelope.reference_model, design's reference without a
     baseline), with that difference's band (quality_delta), in nats: what lint's R8 reports, and what widens
     accuracy_of's band there."""
-    from llm_codesign.explore.envelope import envelope_at, features, position, reference_model, row_of
-
     n = float(model.total_params)
     pos = position(envelope_at(n), features(row_of(model)) | {"hidden": float(model.hidden)})
     if pos["inside"]:

@@ -12,7 +12,7 @@ import numpy as np
 from llm_codesign.cost.calibration import Calibration
 from llm_codesign.errors import InputError
 from llm_codesign.explore.frontier import DisaggPoint, Frontier
-from llm_codesign.explore.search import default_precisions, op_rows, plans, roofline_bound, select_frontier, thinned_cloud
+from llm_codesign.explore.search import op_rows, plans, roofline_bound, searched_precisions, select_frontier, thinned_cloud
 from llm_codesign.serve.aggregated import decode_step, pdl_per_launch
 from llm_codesign.serve.disagg import decode_pool, first_token, kv_hand_off, prefill_pool
 from llm_codesign.spec.engines import TRTLLM, Engine, EngineCosts
@@ -43,7 +43,7 @@ def search_disagg(model: ModelSpec, gpu: Gpu, cal: Calibration, space, *, isl: i
     N = space.num_gpus
     plan, inst = plans(model, gpu, space)
     costs = engine.costs(cal)
-    precs = space.precisions or default_precisions(model, gpu)
+    precs, accs = searched_precisions(model, gpu, space)
     ks = np.asarray(space.spec_ks if space.spec is not None else (0,), dtype=np.int64)
     B, K = len(space.batches), len(ks)
     g = inst.astype(float)
@@ -62,14 +62,8 @@ def search_disagg(model: ModelSpec, gpu: Gpu, cal: Calibration, space, *, isl: i
     c = {k: np.concatenate(v) for k, v in cols.items()}
     sel, front = select_frontier(c, min_tps_user, max_ttft_ms)
     pool = dict(gpu=gpu, backend=engine.name, max_num_tokens=max_num_tokens)
-    # each precision's accuracy, as the aggregated frontier's points carry it (explore.search._point): the table read
-    # "drop none" and "accuracy at fp8/fp8: none" for DeepSeek-R1's proxy-known FP8 without it
-    from llm_codesign.explore.accuracy_model import accuracy_of, point_accuracy
-
-    accs = [point_accuracy(accuracy_of(model, p)) for p in precs]
-    points = tuple(_with_energy(model, cal, replace(_point(space, c, j, plan=plan, units=units, g=g, ks=ks, precs=precs, pool=pool),
-                                                    accuracy=accs[int(c["prec"][j])]), isl=isl, osl=osl)
-                   for j in front)
+    points = tuple(_with_energy(model, cal, _point(space, c, j, plan=plan, units=units, g=g, ks=ks, precs=(precs, accs), pool=pool),
+                                isl=isl, osl=osl) for j in front)
     return Frontier(model=model.name, gpu=gpu, num_gpus=N, workload=Workload(isl=isl, osl=osl), backend=engine.name, points=points,
                     evaluated=int(len(c["fits"])), fitting=int(c["fits"].sum()), seconds=time.perf_counter() - t0,
                     cloud=thinned_cloud(c, sel), roofline_bound=roofline_bound(model, gpu, precs, N), mode="disaggregated")
@@ -121,17 +115,20 @@ def _price_units(model: ModelSpec, gpu: Gpu, prec: Precision, plan: Plan, *, cos
 def _point(space, c: dict, j: int, *, plan: Plan, units: _Units, g, ks, precs, pool: dict) -> DisaggPoint:
     """Frontier point `j` of the columns `c`: its metrics and its unit: one instance of each pool (its
     GPU, plan, precision, engine and step budget; the decode pool's speculation at the point's draft
-    length), the instances of each and the requests in flight per unit."""
+    length), the instances of each, the requests in flight per unit and its precision's accuracy, as the
+    aggregated frontier's points carry it (`precs`: the precisions and their accuracy, explore.search.searched_precisions)."""
+    from llm_codesign.explore.accuracy_model import point_accuracy
+
     spec, batches = space.spec, np.asarray(space.batches, dtype=np.int64)
     adp = np.asarray(plan.adp, float)
     ip, id_, npp, ndd, U = units
     u, b, kk = int(c["unit"][j]), int(c["batch"][j]), int(c["k"][j])
-    prec = precs[int(c["prec"][j])]
+    prec, acc = (x[int(c["prec"][j])] for x in precs)
     k = int(ks[kk]) if spec is not None else 0
     pre = Deployment(num_gpus=int(g[ip[u]]), plan=plan.at(ip[u]), precision=prec, **pool)
     de = Deployment(num_gpus=int(g[id_[u]]), plan=plan.at(id_[u]), precision=prec, spec=spec.at(k) if spec is not None and k else None, **pool)
     return DisaggPoint(pre, de, prefill_instances=int(npp[u]), decode_instances=int(ndd[u]), replicas=space.num_gpus // int(U[u]),
-                       concurrency=int(batches[b] * adp[id_[u]] * ndd[u]),
+                       concurrency=int(batches[b] * adp[id_[u]] * ndd[u]), accuracy=point_accuracy(acc),
                        **{m: float(c[m][j]) for m in ("tok_s_per_user", "output_tok_s_per_gpu", "ttft_s", "tpot_s")})
 
 

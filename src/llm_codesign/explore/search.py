@@ -162,7 +162,7 @@ def search(model: ModelSpec, gpu: Gpu, cal: Calibration, space: SearchSpace, *, 
     model.check_context(isl, osl)
     t0 = time.perf_counter()
     plan, inst = plans(model, gpu, space)
-    precs, accs = _precisions(model, gpu, space, max_accuracy_drop)
+    precs, accs = searched_precisions(model, gpu, space, max_accuracy_drop=max_accuracy_drop)
     ks = np.asarray(space.spec_ks if space.spec is not None else (0,), dtype=np.int64)
     grid = _Grid(plan, inst, np.asarray(space.batches, dtype=np.int64), ks, precs, tuple(space.step_tokens) or (max_num_tokens,))
     c, total = _evaluate_grid(model, gpu, cal, space, grid, isl=isl, osl=osl, engine=engine, prefix_hit=prefix_hit, progress=progress)
@@ -175,7 +175,7 @@ def search(model: ModelSpec, gpu: Gpu, cal: Calibration, space: SearchSpace, *, 
                         [space.spec.at(int(k)).accepted() for k in ks if k] if space.spec else [], default=1.0)))
 
 
-def _precisions(model: ModelSpec, gpu: Gpu, space: SearchSpace, max_accuracy_drop: float | None) -> tuple:
+def searched_precisions(model: ModelSpec, gpu: Gpu, space: SearchSpace, *, max_accuracy_drop: float | None = None) -> tuple:
     """The precisions searched (the space's, else the defaults) and the accuracy known of each,
     keeping only those within `max_accuracy_drop` percent where it is given."""
     from llm_codesign.explore.accuracy_model import accuracy_of

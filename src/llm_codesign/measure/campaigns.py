@@ -14,7 +14,7 @@ from llm_codesign.errors import InputError
 from llm_codesign.measure.audit import SETTING_FIELDS
 from llm_codesign.serve.disagg import PREFILL_ROUTINGS
 from llm_codesign.spec.engines import FUSIONS
-from llm_codesign.spec.harness import ARRIVALS, DEFAULT_ARRIVAL, FLAG_NAMES, SchedulerFlags
+from llm_codesign.spec.harness import ARRIVALS, DEFAULT_ARRIVAL, FLAG_NAMES, FRACTION, SchedulerFlags, memory_fraction
 
 # optional serving columns beside max_num_tokens: the arrival pattern and SchedulerFlags' fields
 FLAG_COLUMNS = ("arrival", *FLAG_NAMES)
@@ -82,9 +82,9 @@ def _invalid(key: str, v) -> str | None:
         return None if v in PREFILL_ROUTINGS else "one of " + ", ".join(PREFILL_ROUTINGS)
     if key in _BOOL or key == "offline" or key in FUSION_KEYS:
         return None if isinstance(v, bool) else "true or false"
-    x = float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else float("nan")
     if key == "kv_fraction":
-        return None if math.isfinite(x) and 0 < x <= 1 else "a fraction in (0, 1]"
+        return None if memory_fraction(v) is not None else FRACTION
+    x = float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else float("nan")
     if key == "rounds":  # inf: the steady state, no first-wave burst (SchedulerFlags.rounds)
         return None if x >= 1 and (x.is_integer() or math.isinf(x)) else "a whole number of at least 1, or inf"
     return None if math.isfinite(x) and x >= 1 and x.is_integer() else "a whole number of at least 1"
@@ -120,29 +120,37 @@ def _matches(when: dict, r: dict) -> bool:
     return True
 
 
+def campaign_of(r: dict) -> dict | None:
+    """What the bundled campaign a row belongs to (the first whose source starts the row's `source`) sets for it: its
+    settings and the entries whose `when` the row matches (key -> value, as settings() takes them where the row gives
+    none); None where no campaign's source does."""
+    source = (r.get("source") or "").strip().lower()
+    c = next((c for c in campaigns() if source.startswith(c["source"])), None)
+    if c is None:
+        return None
+    out = {k: v for k, v in c.items() if k in FLAG_COLUMNS or k in CAMPAIGN_KEYS}
+    isl = (r.get("isl") or "").strip()
+    for entry in c.get("flags", ()):
+        if _matches(entry.get("when", {}), r):
+            out |= entry.get("set", {})
+            if isl:  # a budget the harness sizes from the row's prompt: its ISL + the value
+                out |= {k: float(isl) + v for k, v in entry.get("over_isl", {}).items()}
+            batch = _batch_per_rank(r)
+            if isl and batch:  # ... and from its batch too: ISL + max_batch_size + the value
+                out |= {k: float(isl) + batch + v for k, v in entry.get("over_isl_and_batch", {}).items()}
+            for k, n in entry.get("round_up", {}).items():  # a budget the harness rounds up to a multiple of n
+                if out.get(k) is not None:
+                    out[k] = float(math.ceil(out[k] / n) * n)
+    return out
+
+
 def settings(r: dict) -> dict:
     """The row's arrival pattern, step chunk (max_num_tokens, None: the engine's default) and scheduler
-    flags (SchedulerFlags field -> value), the campaign's where the row gives none, and the campaign's
-    CAMPAIGN_KEYS it names. Values as read:
+    flags (SchedulerFlags field -> value), the campaign's where the row gives none (campaign_of), and the
+    campaign's CAMPAIGN_KEYS it names. Values as read:
     `problem` says which of the row's own are not valid."""
     out: dict = {"arrival": DEFAULT_ARRIVAL, "max_num_tokens": None}  # a row of no campaign: the tool's default (Workload)
-    source = (r.get("source") or "").strip().lower()
-    for c in campaigns():
-        if source.startswith(c["source"]):
-            out |= {k: v for k, v in c.items() if k in FLAG_COLUMNS or k in CAMPAIGN_KEYS}
-            isl = (r.get("isl") or "").strip()
-            for entry in c.get("flags", ()):
-                if _matches(entry.get("when", {}), r):
-                    out |= entry.get("set", {})
-                    if isl:  # a budget the harness sizes from the row's prompt: its ISL + the value
-                        out |= {k: float(isl) + v for k, v in entry.get("over_isl", {}).items()}
-                    batch = _batch_per_rank(r)
-                    if isl and batch:  # ... and from its batch too: ISL + max_batch_size + the value
-                        out |= {k: float(isl) + batch + v for k, v in entry.get("over_isl_and_batch", {}).items()}
-                    for k, n in entry.get("round_up", {}).items():  # a budget the harness rounds up to a multiple of n
-                        if out.get(k) is not None:
-                            out[k] = float(math.ceil(out[k] / n) * n)
-            break
+    out |= campaign_of(r) or {}
     for col in ("max_num_tokens", *FLAG_COLUMNS):
         v = (r.get(col) or "").strip()
         if v:

@@ -146,10 +146,21 @@ def read_csv(path: str | Path) -> tuple[str, list[dict]]:
 TEXT_COLUMNS = {"gemm_dtype", "kv_cache_dtype", "attn_dtype", "op_name", "nccl_dtype", "moe_dtype", "mode", "phase"}
 
 
+# count columns a row may leave empty, checked where it fills them: the SMs a DeepEP normal-mode row ran on (0 or
+# empty: DeepEP's default, cost.ffns.deepep_time)
+_OPTIONAL_COUNTS = {"ep_comm": ("sms",)}
+
+
+def _least(col: str) -> int:
+    """The least a count column takes: a step index and a number of SMs (DeepEP's default) may be 0."""
+    return 0 if col in ("step", "sms") else 1
+
+
 def row_problem(kind: str, r: dict) -> str | None:
     """Why a kernel-table row cannot be priced (a count that is not a whole number, a latency that is
     not a positive finite figure), or None."""
-    for col in sorted(KINDS[kind] - TEXT_COLUMNS):
+    filled = [c for c in _OPTIONAL_COUNTS.get(kind, ()) if (r.get(c) or "").strip()]
+    for col in sorted(KINDS[kind] - TEXT_COLUMNS) + filled:
         v = (r.get(col) or "").strip()
         try:
             x = float(v)
@@ -158,8 +169,8 @@ def row_problem(kind: str, r: dict) -> str | None:
         if col == "latency_ms":
             if not (math.isfinite(x) and x > 0):
                 return f"latency_ms {v!r} is not a positive finite time"
-        elif not (math.isfinite(x) and x.is_integer() and x >= (0 if col == "step" else 1) and x <= 1 << 40):
-            return f"{col} {v!r} is not a whole number of at least {0 if col == 'step' else 1}"
+        elif not (math.isfinite(x) and x.is_integer() and x >= _least(col) and x <= 1 << 40):
+            return f"{col} {v!r} is not a whole number of at least {_least(col)}"
     if "kv_cache_dtype" in KINDS[kind] and r.get("kv_cache_dtype") not in _KV_BYTES:
         return f"kv_cache_dtype {r.get('kv_cache_dtype')!r} is not one of {', '.join(_KV_BYTES)}"
     return None
@@ -472,7 +483,7 @@ def _ep_comm(rows, gpu):
     cols = {c: _col(sub, c) for c in ("num_tokens", "hidden_size", "topk", "num_experts", "ep_size")}
     sms = np.array([float(r.get("sms") or 0) for r in sub])
     parts = [(np.array([j for j, r in enumerate(sub) if (r["mode"], r["phase"]) == (m, p)]), m, p) for m in DEEPEP_MODES for p in ("dispatch", "combine")]
-    payload = np.array([EP_PAYLOAD[r.get("comm_dtype", "")] if r["phase"] == "dispatch" else 2.0 for r in sub])
+    payload = np.array([EP_PAYLOAD[r.get("comm_dtype", "") if r["phase"] == "dispatch" else "bfloat16"] for r in sub])
     where = np.array(idx, dtype=int)
 
     def price(cal: Calibration):

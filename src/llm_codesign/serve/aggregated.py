@@ -34,7 +34,7 @@ from llm_codesign.spec.hardware import Gpu
 from llm_codesign.spec.harness import DEFAULT_ARRIVAL, DEFAULT_FLAGS, SchedulerFlags
 from llm_codesign.spec.kinds import GQA, DenseFfn
 from llm_codesign.spec.model import Layer, ModelSpec
-from llm_codesign.spec.plan import Deployment, Plan, SpecDecoding
+from llm_codesign.spec.plan import Deployment, Plan, SpecDecoding, cached_tokens
 from llm_codesign.spec.precision import Precision
 
 
@@ -61,19 +61,23 @@ def draft_model(model: ModelSpec, spec: SpecDecoding) -> ModelSpec:
 
 
 def engine_budget(gpu: Gpu, *, engine: Engine, max_num_tokens=None, plan: Plan | None = None, spec: SpecDecoding | None = None,
-                  draft_len=None, kv_fraction: float | None = None):
+                  draft_len=None):
     """The step token budget (the engine's own on this GPU unless given) and how the engine sizes and
     fills its KV cache: (budget, usable fraction, OSL share a running sequence holds), Engine.kv_budget,
-    the fraction the deployment's launch option states (`kv_fraction`, Deployment.kv_fraction), else the
-    engine's for the plan where one is given (Engine.kv_fraction: SGLang's follows the plan and reserves a
-    draft's room only where one runs, `draft_len` > 0: a sweep's k = 0 points run none)."""
+    the fraction the engine's for the plan where one is given (Engine.kv_fraction: SGLang's follows the
+    plan and reserves a draft's room only where one runs, `draft_len` > 0: a sweep's k = 0 points run none).
+    A run or deployment that states its own fraction has it in its flags (run_flags, kv_fraction_of)."""
     mnt = np.asarray(engine.step_tokens(gpu) if max_num_tokens is None else max_num_tokens, float)
     budget, fraction, occupancy = engine.kv_budget
-    if kv_fraction is not None:
-        fraction = float(kv_fraction)
-    elif plan is not None:
+    if plan is not None:
         fraction = engine.kv_fraction(gpu, plan, chunk=mnt, spec_method=spec.method if spec else None, draft_len=draft_len)
     return mnt, (budget, fraction, occupancy)
+
+
+def kv_fraction_of(fl: SchedulerFlags, own):
+    """The KV fraction a run holds: the one its flags state (the run's, else the deployment's launch option: run_flags),
+    else the engine's `own` (engine_budget)."""
+    return own if np.all(np.isnan(fl.kv_fraction)) else np.where(np.isnan(fl.kv_fraction), own, fl.kv_fraction)
 
 
 def draft_lengths(spec: SpecDecoding | None, spec_k=None):
@@ -318,14 +322,7 @@ class Serving:
                    cpp=dep.cpp, chunked_prefill=dep.chunked_prefill, kv_fraction=dep.kv_fraction)
 
 
-def serving_budget(at: Serving, draft_len):
-    """engine_budget as `at` states it (its GPU, engine, step budget, plan, speculation and KV fraction) at draft lengths `draft_len`."""
-    return engine_budget(at.gpu, engine=at.engine, max_num_tokens=at.max_num_tokens, plan=at.plan, spec=at.spec, draft_len=draft_len,
-                         kv_fraction=at.kv_fraction)
-
-
-def evaluate(model: ModelSpec, at: Serving, *, cal: Calibration, concurrency, isl, osl, usable_fraction: float | None = None,
-             with_ops: bool = False, prefix_hit=0.0, arrival: str = DEFAULT_ARRIVAL, flags: SchedulerFlags | None = None,
+def evaluate(model: ModelSpec, at: Serving, *, cal: Calibration, concurrency, isl, osl, with_ops: bool = False, prefix_hit=0.0, arrival: str = DEFAULT_ARRIVAL, flags: SchedulerFlags | None = None,
              offline: bool = False) -> dict:
     """Metrics for every deployment in the broadcast of `at`'s arrays, concurrency (requests in flight over
     all its GPUs), ISL/OSL and k; the engine's fitted costs read from `cal` once (Engine.costs). `prefix_hit`:
@@ -333,18 +330,17 @@ def evaluate(model: ModelSpec, at: Serving, *, cal: Calibration, concurrency, is
     cache). `arrival`: how requests reach the engine (spec.harness.ARRIVALS); `flags`: a run's scheduler flags; `offline`:
     every request queued at once (no front end, throughput over the batch's life), else a closed loop of C slots."""
     gpu, prec, plan, engine, spec = at.gpu, at.prec, at.plan, at.engine, at.spec
-    sh, fl, costs = plan.broadcast(), run_flags(flags, chunked_prefill=at.chunked_prefill), engine.costs(cal)
+    sh, fl, costs = plan.broadcast(), run_flags(flags, chunked_prefill=at.chunked_prefill, kv_fraction=at.kv_fraction), engine.costs(cal)
     tp, pp, ep, moe_tp, adp, kvp = (np.asarray(x, float) for x in plan.arrays())
     gpus = tp * adp * kvp * pp
     C, isl, osl = (np.asarray(x, float) for x in (concurrency, isl, osl))
-    # whole tokens: an engine caches whole blocks, and a fraction of a token would quantise as a whole tile row
-    cached = np.floor(isl * np.asarray(prefix_hit, float) + 1e-9)
+    cached = cached_tokens(isl, prefix_hit)
     new = isl - cached  # prompt tokens each request prefills
     k, acc = draft_lengths(spec, at.spec_k)
-    mnt, kv_budget = serving_budget(at, k)
+    mnt, kv_budget = engine_budget(at.gpu, engine=at.engine, max_num_tokens=at.max_num_tokens, plan=at.plan, spec=at.spec, draft_len=k)
     mnt = mnt if flags is None else np.minimum(mnt, fl.max_prefill_tokens)  # SGLang's PrefillAdder: the smaller budget
-    mem, cap, c_rank, running, admitted = _running(model, gpu, prec, sh, C, adp=adp, engine=engine, lengths=(isl, osl), mnt=mnt, flags=flags,
-                                                   kv_budget=kv_budget, usable_fraction=usable_fraction, spec=spec, draft_len=k)
+    mem, cap, c_rank, running, admitted = _running(model, gpu, prec, sh, C, adp=adp, engine=engine, lengths=(isl, osl), mnt=mnt, flags=fl,
+                                                   kv_budget=kv_budget, spec=spec, draft_len=k)
     mix = mixes(engine, fl, k) & (arrival != "burst")  # a burst prefills its wave before any decode: no prompt beside them
     fill = budget_fill(mnt, new=new, osl=osl, k=k, acc=acc, pp=pp, mixes=mix)
     running, admitted = (np.minimum(x, fill) for x in (running, admitted))
@@ -394,11 +390,16 @@ def _budget_batch(engine: Engine, mnt, *, fill, cap, k, pp, adp) -> dict:
     return {"max_batch": np.minimum(cap, sched) * adp, "budget_binds": sched <= cap}
 
 
-def run_flags(flags: SchedulerFlags | None, *, chunked_prefill: bool | None) -> SchedulerFlags:
-    """The run's scheduler flags (None: the engine's defaults), the deployment's own chunked prefill
-    (Deployment.chunked_prefill) where the run sets none: what an aggregated and a prefill instance read alike."""
+def run_flags(flags: SchedulerFlags | None, *, chunked_prefill: bool | None, kv_fraction: float | None = None) -> SchedulerFlags:
+    """The run's scheduler flags (None: the engine's defaults), the deployment's own launch options where the run
+    sets none: its chunked prefill (Deployment.chunked_prefill) and KV fraction (Deployment.kv_fraction; a run's
+    rows may set theirs one by one, NaN where not): what an aggregated and a disaggregated pool read alike."""
     fl = DEFAULT_FLAGS if flags is None else flags
-    return replace(fl, chunked_prefill=chunked_prefill) if fl.chunked_prefill is None and chunked_prefill is not None else fl
+    if fl.chunked_prefill is None and chunked_prefill is not None:
+        fl = replace(fl, chunked_prefill=chunked_prefill)
+    if kv_fraction is not None:
+        fl = replace(fl, kv_fraction=np.where(np.isnan(fl.kv_fraction), float(kv_fraction), fl.kv_fraction))
+    return fl
 
 
 def mixes(engine: Engine, fl: SchedulerFlags, k):
@@ -513,15 +514,15 @@ def max_running(model: ModelSpec, at: Serving, *, isl, osl) -> np.ndarray:
     more does not fit (its `fits`). A search skips the batches no plan of a chunk holds."""
     plan, spec = at.plan, at.spec
     k, _ = draft_lengths(spec, at.spec_k)
-    mnt, kv_budget = serving_budget(at, k)
+    mnt, kv_budget = engine_budget(at.gpu, engine=at.engine, max_num_tokens=at.max_num_tokens, plan=at.plan, spec=at.spec, draft_len=k)
     mem, cap, *_ = _running(model, at.gpu, at.prec, plan.broadcast(), np.ones(1), adp=np.asarray(plan.adp, float), engine=at.engine,
-                            lengths=(np.asarray(isl, float), np.asarray(osl, float)), mnt=mnt, kv_budget=kv_budget, usable_fraction=None,
-                            spec=spec, draft_len=k)
+                            lengths=(np.asarray(isl, float), np.asarray(osl, float)), mnt=mnt, kv_budget=kv_budget, spec=spec,
+                            draft_len=k, flags=run_flags(None, chunked_prefill=at.chunked_prefill, kv_fraction=at.kv_fraction))
     return np.where(mem["free_for_kv"] > 0, cap, 0.0)
 
 
 def _running(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, C, *, adp, engine: Engine, lengths, mnt, kv_budget,
-             usable_fraction, spec: SpecDecoding | None = None, draft_len=None, flags: SchedulerFlags | None = None):
+             spec: SpecDecoding | None = None, draft_len=None, flags: SchedulerFlags = DEFAULT_FLAGS):
     """The KV cache's fit (memory.fit, with the draft's weights and cache under `spec`) and the
     sequences per rank: the most that run at once (the cache or the engine's batch limit), those in
     flight on the busiest rank of the `C` requests, those running, and those admitted past their
@@ -532,10 +533,8 @@ def _running(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, C, *, adp, e
     # an idle forward): idle ranks never make a request faster
     c_rank = np.ceil(C / adp - 1e-9)
     isl, osl = lengths
-    budget, default_fraction, occupancy = kv_budget
-    fraction = default_fraction if usable_fraction is None else usable_fraction
-    if flags is not None and not np.all(np.isnan(flags.kv_fraction)):  # the run's own fraction where it set one
-        fraction = np.where(np.isnan(flags.kv_fraction), fraction, flags.kv_fraction)
+    budget, own, occupancy = kv_budget
+    fraction = kv_fraction_of(flags, own)
     draft = {"spec": spec, "draft": draft_model(model, spec) if spec is not None else None, "max_seqs": engine.max_batch(gpu),
              "draft_len": draft_len, "engine": engine}  # a sweep's k = 0 loads no draft
     mem = memory.fit(model, gpu, prec, sh, isl, osl=osl, max_num_tokens=mnt, usable_fraction=fraction, osl_occupancy=occupancy, budget=budget,
@@ -545,8 +544,7 @@ def _running(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, C, *, adp, e
     # token budget where it counts the decodes (Engine.budget_batch: 1 + draft tokens each)
     bcap = engine.max_batch(gpu, mem["free_for_kv"] / np.maximum(mem["kv_per_token"], 1e-9), model.max_context)
     bcap = np.minimum(bcap, engine.budget_batch(mnt, 0.0 if draft_len is None else draft_len, sh.pp))
-    if flags is not None:
-        bcap = np.minimum(bcap, flags.max_running_requests)
+    bcap = np.minimum(bcap, flags.max_running_requests)
     cap = np.where(mem["max_seqs_per_rank"] >= 1, np.minimum(mem["max_seqs_per_rank"], bcap), mem["max_seqs_per_rank"])
     running = np.where(cap >= 1, np.minimum(c_rank, cap), c_rank)
     # requests past their first token: engines that admit on less than a request's whole KV footprint
@@ -560,8 +558,8 @@ def _running(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, C, *, adp, e
         adm = memory.fit(model, gpu, prec, sh, isl, osl=osl, max_num_tokens=mnt, usable_fraction=fraction, osl_occupancy=adm_occ,
                          budget=budget, **draft)["max_seqs_per_rank"]
         admitted = np.where(cap >= 1, np.minimum(c_rank, np.minimum(np.maximum(adm, cap), bcap)), c_rank)
-        if flags is not None:  # requests that ignore EOS are admitted with their whole output reserved
-            admitted = np.where(np.asarray(flags.ignore_eos, bool) & engine.reserves_all_ignoring_eos, running, admitted)
+        # requests that ignore EOS are admitted with their whole output reserved
+        admitted = np.where(np.asarray(flags.ignore_eos, bool) & engine.reserves_all_ignoring_eos, running, admitted)
     return mem, cap, c_rank, running, admitted
 
 

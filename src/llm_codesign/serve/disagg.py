@@ -32,6 +32,7 @@ from llm_codesign.serve.aggregated import (
     draft_model,
     engine_budget,
     kernels_time,
+    kv_fraction_of,
     prefill_batch,
     prefill_step,
     prompt_budget,
@@ -61,7 +62,7 @@ def routing_of(engine, routing: str | None) -> str:
 
 
 def prefill_pool(model: ModelSpec, gpu: Gpu, prec: Precision, plan: Plan, *, costs: EngineCosts, isl, max_num_tokens=None,
-                 routing: str | None = None, chunked_prefill: bool | None = None) -> dict:
+                 routing: str | None = None, chunked_prefill: bool | None = None, kv_fraction: float | None = None) -> dict:
     """One prefill instance (`costs`: its engine's fitted costs and in-step calibration): a lone
     prompt's time (chunks of the step budget, its MoE carrying that prompt's tokens alone:
     _lone_prompt_credit; `t_loaded`, the same with a prompt on every attention-DP rank, and `adp`,
@@ -70,13 +71,14 @@ def prefill_pool(model: ModelSpec, gpu: Gpu, prec: Precision, plan: Plan, *, cos
     service time of the queue a request joins (`queue_s`: the instance's, 1 / per_instance,
     where its attention-DP ranks are kept balanced; one rank's, adp times that, where each request goes to
     a rank at random: `routing`, PREFILL_ROUTINGS, by default the engine's, Engine.routes_prefill_dp_at_random),
-    and whether the weights fit (`chunked_prefill`: the deployment's, Deployment.chunked_prefill). Round-robin routing counts as balanced: a rank then sees every adp-th
-    arrival, Erlang-adp gaps (squared coefficient of variation 1/adp), and Kingman's G/D/1 wait on its service
+    and whether the weights fit (`chunked_prefill`, `kv_fraction`: the deployment's launch options, run_flags).
+    Round-robin routing counts as balanced: a rank then sees every adp-th arrival, Erlang-adp gaps (squared coefficient of variation 1/adp), and Kingman's G/D/1 wait on its service
     adp s, (1/adp) / 2 x rho / (1 - rho) x adp s, is the pooled queue's M/D/1 wait on s."""
     at_random = routing_of(costs.engine, routing) == "random"
     sh = plan.broadcast()
     isl = np.asarray(isl, float)
-    mnt, (budget, fraction, _) = engine_budget(gpu, engine=costs.engine, max_num_tokens=max_num_tokens, plan=plan)
+    fl = run_flags(None, chunked_prefill=chunked_prefill, kv_fraction=kv_fraction)
+    mnt, (budget, own, _) = engine_budget(gpu, engine=costs.engine, max_num_tokens=max_num_tokens, plan=plan)
     _, pp, _, _, adp, _ = (np.asarray(x, float) for x in plan.arrays())
     chunk = np.minimum(isl, mnt)
     # one stage's step of a chunk on every attention-DP rank (the step a request arriving under load waits for), and a lone one's
@@ -85,9 +87,9 @@ def prefill_pool(model: ModelSpec, gpu: Gpu, prec: Precision, plan: Plan, *, cos
     t_alone = t_loaded - isl / chunk * pp * _lone_prompt_credit(model, gpu, prec, sh, costs=costs, chunk=chunk, isl=isl, adp=adp)
     # a full step: the prompt tokens the budget takes (whole prompts where the engine does not chunk, prompt_budget), or one
     # whole chunk if larger
-    full = np.maximum(prompt_budget(mnt, isl, engine=costs.engine, flags=run_flags(None, chunked_prefill=chunked_prefill)), chunk)
+    full = np.maximum(prompt_budget(mnt, isl, engine=costs.engine, flags=fl), chunk)
     per_inst = adp * full / isl / prefill_step(model, gpu, prec, sh, costs=costs, tokens=full, isl=isl, chunk=chunk)
-    mem = memory.fit(model, gpu, prec, sh, isl, osl=0.0, max_num_tokens=mnt, usable_fraction=fraction, osl_occupancy=0.0, budget=budget,
+    mem = memory.fit(model, gpu, prec, sh, isl, osl=0.0, max_num_tokens=mnt, usable_fraction=kv_fraction_of(fl, own), osl_occupancy=0.0, budget=budget,
                      max_seqs=costs.engine.max_batch(gpu))
     queue_s = (adp if at_random else 1.0) / per_inst
     return {"t_alone": t_alone, "t_loaded": t_loaded, "adp": adp, "t_step": t_step, "per_instance": per_inst, "queue_s": queue_s,
@@ -116,18 +118,20 @@ def _lone_prompt_credit(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *
 
 
 def decode_pool(model: ModelSpec, gpu: Gpu, prec: Precision, plan: Plan, *, costs: EngineCosts, per_instance, isl, osl,
-                spec: SpecDecoding | None = None, spec_k=None, max_num_tokens=None) -> dict:
+                spec: SpecDecoding | None = None, spec_k=None, max_num_tokens=None, kv_fraction: float | None = None) -> dict:
     """One decode instance (`costs`: its engine's fitted costs and in-step calibration) holding
-    `per_instance` requests: decode-only steps, so no prefill chunk stalls a token; the KV cache
-    and the step token budget (Engine.budget_batch) bound what it holds."""
+    `per_instance` requests: decode-only steps, so no prefill chunk stalls a token; the KV cache (the
+    engine's fraction, or the deployment's `kv_fraction`, run_flags) and the step token budget
+    (Engine.budget_batch) bound what it holds."""
     sh = plan.broadcast()
     isl, osl = np.asarray(isl, float), np.asarray(osl, float)
     k, acc = draft_lengths(spec, spec_k)
-    mnt, (budget, fraction, occupancy) = engine_budget(gpu, engine=costs.engine, max_num_tokens=max_num_tokens, plan=plan, spec=spec,
+    mnt, (budget, own, occupancy) = engine_budget(gpu, engine=costs.engine, max_num_tokens=max_num_tokens, plan=plan, spec=spec,
                                                        draft_len=k)
     _, pp, _, _, adp, _ = (np.asarray(x, float) for x in plan.arrays())
     c_rank = np.ceil(np.asarray(per_instance, float) / adp - 1e-9)  # the busiest rank (serve.aggregated.evaluate)
     t_stage, t_draft, _ = decode_step(model, gpu, prec, sh, costs=costs, b=c_rank / pp, ctx=isl + osl / 2.0, k=k, spec=spec)
+    fraction = kv_fraction_of(run_flags(None, chunked_prefill=None, kv_fraction=kv_fraction), own)
     mem = memory.fit(model, gpu, prec, sh, isl, osl=osl, max_num_tokens=mnt, usable_fraction=fraction, osl_occupancy=occupancy, budget=budget,
                      spec=spec, draft=draft_model(model, spec) if spec is not None else None, max_seqs=costs.engine.max_batch(gpu), draft_len=k,
                      engine=costs.engine)
@@ -327,8 +331,9 @@ def evaluate_disagg(model: ModelSpec, prefill: Deployment, decode: Deployment, *
     C, osl = np.asarray(concurrency, float), np.asarray(osl, float)
     gpus = n_p * g_p + n_d * g_d
     p = prefill_pool(model, gpu, prefill.precision, prefill_plan, costs=pcost, isl=isl, max_num_tokens=prefill.max_num_tokens,
-                     routing=prefill_routing, chunked_prefill=prefill.chunked_prefill)
-    pool = dict(costs=dcost, isl=isl, osl=osl, spec=decode.spec, spec_k=spec_k, max_num_tokens=decode.max_num_tokens)
+                     routing=prefill_routing, chunked_prefill=prefill.chunked_prefill, kv_fraction=prefill.kv_fraction)
+    pool = dict(costs=dcost, isl=isl, osl=osl, spec=decode.spec, spec_k=spec_k, max_num_tokens=decode.max_num_tokens,
+                kv_fraction=decode.kv_fraction)
     d = decode_pool(model, dg, decode.precision, decode_plan, per_instance=C / n_d, **pool)
     # the decode pool's slots: what its KV cache holds (as the engine reserves it, Engine.kv_budget) and its
     # step budget schedules (decode_pool), and the engine's batch limit where given; a pool that holds no

@@ -12,8 +12,10 @@ from llm_codesign.errors import InputError
 from llm_codesign.serve.aggregated import (
     binding_resource,
     engine_budget,
+    kv_fraction_of,
     op_step_time,
     pdl_per_launch,
+    run_flags,
 )
 from llm_codesign.serve.energy import energy
 from llm_codesign.serve.invariants import check_estimate
@@ -168,18 +170,26 @@ def check(model: ModelSpec, dep: Deployment) -> None:
     check_step_budget(dep)  # a deployment read from a file, not built by spec.plan.deployment
 
 
+# each engine's launch option for Deployment.kv_fraction (spec.harness.SchedulerFlags.kv_fraction)
+_FRACTION_OPTION = {"sglang": "--mem-fraction-static", "vllm": "--gpu-memory-utilization",
+                    "trtllm": "kv_cache_config.free_gpu_memory_fraction"}
+
+
 def _refuse_unfit(dep: Deployment, m) -> None:
-    """One line on why not even one sequence fits, with what it needs and what the engine leaves."""
+    """One line on why not even one sequence fits, with what it needs and what the engine leaves: where the deployment
+    states its KV fraction (Deployment.kv_fraction) and the whole GPU would hold the sequence, that launch option."""
     mem = dep.gpu.memory_bytes
-    budget, frac, _ = engine_budget(dep.gpu, engine=dep.engine, max_num_tokens=dep.max_num_tokens, plan=dep.plan, spec=dep.spec,
-                                  kv_fraction=dep.kv_fraction)[1]
+    budget, own, _ = engine_budget(dep.gpu, engine=dep.engine, max_num_tokens=dep.max_num_tokens, plan=dep.plan, spec=dep.spec)[1]
+    stated = float(np.asarray(kv_fraction_of(run_flags(None, chunked_prefill=None, kv_fraction=dep.kv_fraction), own)).reshape(-1)[0])
     # TensorRT-LLM's fraction is of what weights and activations leave; the others cap the whole
-    frac = 1.0 if budget == "free" else float(np.asarray(frac).reshape(-1)[0])
+    frac = 1.0 if budget == "free" else stated
     need = float(m.weights_bytes.reshape(-1)[0] + m.activation_bytes.reshape(-1)[0] + m.kv_bytes_per_seq.reshape(-1)[0])
+    option = _FRACTION_OPTION.get(dep.engine.name, "kv_fraction")
+    advice = (f"raise {option} (the deployment states {stated:g})" if dep.kv_fraction is not None and need <= mem
+              else "add GPUs, raise TP/EP/PP or lower the precision")
     raise InputError("deployment", dep.plan.label() + f" on {dep.num_gpus}x{dep.gpu.id}",
                      f"needs {need / GB:.0f} GB per GPU for one sequence, {dep.gpu.name} reports {mem / GB:.0f} GB"
-                     + (f" ({frac * mem / GB:.0f} GB usable by {dep.backend})" if frac < 1 else "")
-                     + ": add GPUs, raise TP/EP/PP or lower the precision")
+                     + (f" ({frac * mem / GB:.0f} GB usable by {dep.backend})" if frac < 1 else "") + f": {advice}")
 
 
 def prefill_ops(model: ModelSpec, dep: Deployment, cal: Calibration, workload: Workload):
@@ -251,9 +261,8 @@ def _over_capacity(dep: Deployment, workload: Workload, *, max_batch: int, budge
             (" per pipeline micro-batch" if int(np.asarray(dep.plan.pp)) > 1 else "")
         plural = "s" if max_batch != 1 else ""
         if osl == 1:  # a request's one output token comes from its prefill: the prompts take the budget (budget_fill)
-            new = isl - int(np.floor(isl * workload.prefix_hit + 1e-9))
             return (f"a step of {dep.backend} schedules at most {dep.step_tokens} tokens{rank} and at OSL 1 nothing decodes: "
-                    f"the prompts arriving take them ({new} tokens and 1 output token each), so {max_batch} request{plural} "
+                    f"the prompts arriving take them ({workload.new_tokens} tokens and 1 output token each), so {max_batch} request{plural} "
                     f"run{'s' if max_batch == 1 else ''} at once and the rest wait for them to finish (longer TTFT)")
         per = 1 + (dep.spec.k if dep.spec is not None else 0)
         return (f"a step of {dep.backend} schedules at most {dep.step_tokens} tokens{rank} ({per} per decoding request and "

@@ -79,3 +79,12 @@ class SchedulerFlags:
 
 FLAG_NAMES = tuple(f.name for f in fields(SchedulerFlags))
 DEFAULT_FLAGS = SchedulerFlags()
+FRACTION = "a fraction in (0, 1]"
+
+
+def memory_fraction(value) -> float | None:
+    """`value` as a share of memory (SchedulerFlags.kv_fraction, Deployment.kv_fraction, an engine's option): a number in
+    (0, 1], which every engine requires of it, else None (text, true/false, NaN, 0, 1.5): the caller's one line (FRACTION)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value) if 0.0 < value <= 1.0 else None

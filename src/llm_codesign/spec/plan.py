@@ -12,7 +12,7 @@ import numpy as np
 from llm_codesign.errors import InputError
 from llm_codesign.spec.engines import engine_for, get_engine
 from llm_codesign.spec.hardware import Gpu, get_gpu
-from llm_codesign.spec.harness import DEFAULT_ARRIVAL, OFFLINE_ARRIVAL, check_arrival
+from llm_codesign.spec.harness import DEFAULT_ARRIVAL, FRACTION, OFFLINE_ARRIVAL, check_arrival, memory_fraction
 from llm_codesign.spec.kinds import DenseFfn, MoE
 from llm_codesign.spec.model import ModelSpec
 from llm_codesign.spec.precision import Precision, get_dtype
@@ -277,9 +277,8 @@ class Deployment:
     def __post_init__(self):
         # the engine by its registry name, one that runs on this GPU (spec.engines.engine_for): TensorRT-LLM on an MI355X is refused
         object.__setattr__(self, "backend", engine_for(self.gpu, self.backend).name)
-        f = self.kv_fraction
-        if f is not None and (isinstance(f, bool) or not isinstance(f, (int, float)) or not 0.0 < f <= 1.0):
-            raise InputError("kv_fraction", f, "a fraction in (0, 1], or absent (the engine's own)")
+        if self.kv_fraction is not None and memory_fraction(self.kv_fraction) is None:
+            raise InputError("kv_fraction", self.kv_fraction, FRACTION + ", or absent (the engine's own)")
         # an activation format left to the GPU settled on this one (MXFP4 weights: W4A4 on CDNA4), so that its label says what runs
         object.__setattr__(self, "precision", self.precision.on(self.gpu))
 
@@ -329,6 +328,12 @@ MAX_CONCURRENCY = 10_000_000
 MAX_TOKENS = 100_000_000  # per request; the longest contexts of bundled models are 10M (Llama 4 Scout)
 
 
+def cached_tokens(isl, prefix_hit):
+    """The prompt tokens found in the prefix cache, not prefilled (array-valued): whole tokens, as an engine caches whole
+    blocks, and a fraction of a token would quantise as a whole tile row."""
+    return np.floor(np.asarray(isl, float) * np.asarray(prefix_hit, float) + 1e-9)
+
+
 @dataclass(frozen=True)
 class Workload:
     """What a deployment serves: tokens in and out per request, and the load (`concurrency` requests
@@ -359,6 +364,11 @@ class Workload:
         """The arrival its metrics are priced at: its own at a concurrency, the offline benchmark's (OFFLINE_ARRIVAL)
         where none is given (the offline maximum throughput: every request queued, as trtllm-bench runs them)."""
         return self.arrival if self.concurrency is not None else OFFLINE_ARRIVAL
+
+    @property
+    def new_tokens(self) -> int:
+        """The prompt tokens each request prefills: those not in the prefix cache (cached_tokens)."""
+        return self.isl - int(cached_tokens(self.isl, self.prefix_hit))
 
 
 def precision_for(model: ModelSpec, weight: str | None = None, activation: str | None = None, kv: str | None = None) -> Precision:

@@ -20,6 +20,7 @@ import numpy as np
 
 from llm_codesign.errors import InputError, parse_nested
 from llm_codesign.spec.engines import ENGINES
+from llm_codesign.spec.harness import FRACTION, memory_fraction
 from llm_codesign.spec.model import ModelSpec
 from llm_codesign.spec.plan import Deployment, Plan, SpecDecoding
 from llm_codesign.spec.precision import Precision
@@ -74,6 +75,10 @@ class Exporter(ABC):
         """The fraction the engine takes for `dep` where the deployment states none (Engine.kv_budget), which
         its export writes out."""
         return float(dep.engine.kv_budget[1])
+
+    def written_kv_fraction(self, dep: Deployment) -> float:
+        """The fraction its export writes: the deployment's (Deployment.kv_fraction), else the engine's own (own_kv_fraction)."""
+        return self.own_kv_fraction(dep) if dep.kv_fraction is None else dep.kv_fraction
 
     def replicas(self, o: dict, model: ModelSpec) -> tuple[dict, int]:
         """A real configuration's copies of the model (data parallelism the plan does not hold): (the
@@ -240,12 +245,12 @@ def fraction(field: str, value) -> float | None:
     `most`) one line naming the option: an engine refuses a fraction outside it."""
     if value is None:
         return None
-    try:
-        f = float(value) if not isinstance(value, bool) else math.nan
-    except (TypeError, ValueError):
-        f = math.nan
-    if not 0.0 < f <= 1.0:  # NaN fails too
-        raise InputError(field, value, "a fraction in (0, 1]")
+    try:  # a command line's text spells the number
+        f = memory_fraction(float(value) if isinstance(value, str) else value)
+    except ValueError:
+        f = None
+    if f is None:
+        raise InputError(field, value, FRACTION)
     return f
 
 

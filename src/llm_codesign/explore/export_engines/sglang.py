@@ -10,6 +10,7 @@ from llm_codesign.explore.export_engines.base import (
     Exporter,
     command_words,
     engine_spec,
+    exporter,
     flags,
     fraction,
     hf_id,
@@ -48,7 +49,7 @@ def sglang_options(model: ModelSpec, dep: Deployment, concurrency: int) -> dict:
     o["kv-cache-dtype"] = kv_option(dep.precision, "sglang")
     o["max-running-requests"] = concurrency
     o["chunked-prefill-size"] = dep.step_tokens
-    o["mem-fraction-static"] = _own_fraction(dep) if dep.kv_fraction is None else dep.kv_fraction
+    o["mem-fraction-static"] = exporter("sglang").written_kv_fraction(dep)
     if dep.spec is not None:
         o["speculative-algorithm"] = engine_spec("sglang")["spec_method"][dep.spec.method]
         o["speculative-num-steps"] = dep.spec.k

@@ -12,6 +12,7 @@ from llm_codesign.explore.export_engines.base import (
     code_lines,
     command_words,
     engine_spec,
+    exporter,
     file_beside,
     flags,
     fraction,
@@ -53,7 +54,7 @@ def trtllm_options(model: ModelSpec, dep: Deployment, concurrency: int) -> dict:
     if dep.chunked_prefill is not None:
         o["enable_chunked_prefill"] = dep.chunked_prefill
     o["kv_cache_config"] = nested("trtllm", "kv_cache_config", dtype=kv_option(dep.precision, "trtllm"),
-                                  free_gpu_memory_fraction=TRTLLM.kv_budget[1] if dep.kv_fraction is None else dep.kv_fraction)
+                                  free_gpu_memory_fraction=exporter("trtllm").written_kv_fraction(dep))
     o["cuda_graph_config"] = nested("trtllm", "cuda_graph_config", enable_padding=True, max_batch_size=o["max_batch_size"])
     if dep.spec is not None:
         draft = {"speculative_model": dep.spec.draft_model} if dep.spec.method in ("eagle3", "draft") and dep.spec.draft_model else {}

@@ -10,6 +10,7 @@ from llm_codesign.explore.export_engines.base import (
     code_lines,
     command_words,
     engine_spec,
+    exporter,
     file_beside,
     fraction,
     hf_id,
@@ -49,7 +50,7 @@ def vllm_options(model: ModelSpec, dep: Deployment, concurrency: int) -> dict:
     o["max-num-seqs"] = per_rank(concurrency, adp)  # each DP rank schedules its own batch
     o["max-num-batched-tokens"] = dep.step_tokens
     o["enable-chunked-prefill"] = True
-    o["gpu-memory-utilization"] = VLLM.kv_budget[1] if dep.kv_fraction is None else dep.kv_fraction  # VLLMExporter.own_kv_fraction
+    o["gpu-memory-utilization"] = exporter("vllm").written_kv_fraction(dep)
     if dep.spec is not None:
         draft = {"model": dep.spec.draft_model} if dep.spec.method in ("eagle3", "draft") and dep.spec.draft_model else {}
         o["speculative-config"] = nested("vllm", "speculative-config", method=engine_spec("vllm")["spec_method"][dep.spec.method],
