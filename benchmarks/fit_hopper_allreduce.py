@@ -6,9 +6,9 @@ kernels_hopper/comm.csv.gz times each engine's AllReduce op as serving calls it 
 _custom_all_reduce, Engine.own_ar_barriers), through measure.calibrate.fit_kind, the code `calibrate --kernels` runs:
 
 - custom_ar_latency_s: the one-shot's fixed cost (one flag exchange and the kernel's floor under CUDA graphs), 1-15 us
-- custom_ar_twoshot_latency_s: the two-shot's (one more exchange, a pass through the peers' staging buffers), 2-30 us
-- custom_ar_bw_eff: the share of the GPU's NVLink bandwidth its peer reads reach, 0.2-1.0
-- custom_ar_barrier_s: one flag barrier with every peer, vLLM's two a call (its rows alone inform it), 0.1-3 us
+- custom_ar_twoshot_latency_s: the two-shot's (one more exchange, a pass through the peers' staging buffers), 3-20 us
+- custom_ar_bw_eff: the share of the GPU's NVLink bandwidth its peer reads reach, 0.3-0.9
+- custom_ar_barrier_s: one flag barrier with every peer, vLLM's two a call (its rows alone inform it), 0.5-1.5 us
 
 Past each engine's limits the rows run NCCL (Engine.own_allreduce), priced at the [hopper] comm_* values fitted on the
 NCCL rows (kernels/collectives.csv.gz) and not moved here. Out of sample: a fit on every other message size priced on
@@ -29,8 +29,9 @@ from llm_codesign.measure.kernel_tables import own_ar_mode, predict, read_csv
 from llm_codesign.measure.stats import error_stats
 from llm_codesign.spec.hardware import get_gpu
 
-BOUNDS = {"custom_ar_latency_s": (1e-6, 15e-6), "custom_ar_twoshot_latency_s": (2e-6, 30e-6), "custom_ar_bw_eff": (0.2, 1.0),
-          "custom_ar_barrier_s": (0.1e-6, 3e-6)}
+# each quantity's range as default.toml states it
+BOUNDS = {"custom_ar_latency_s": (1e-6, 15e-6), "custom_ar_twoshot_latency_s": (3e-6, 20e-6), "custom_ar_bw_eff": (0.3, 0.9),
+          "custom_ar_barrier_s": (0.5e-6, 1.5e-6)}
 
 
 def graph_rows() -> list[dict]:
