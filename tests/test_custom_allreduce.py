@@ -1,5 +1,7 @@
 """Issue 22, mechanism 2: the engines' own all-reduce inside an NVLink domain (flat in the GPU count,
 used where the engine's thresholds put it). Golden values derived by hand from default.toml's documented values."""
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -11,9 +13,15 @@ from llm_codesign.spec.hardware import get_gpu
 KIB, MIB = 1024.0, 2.0**20
 
 
+def _blackwell():
+    """default.toml's Blackwell values with the one-shot at its [default] 5 us, the golden values' (Blackwell documents
+    its own 4.8 us: test_one_shot_latency_measured_not_fitted)."""
+    return replace(documented("blackwell"), custom_ar_latency_s=5e-6)
+
+
 def test_custom_all_reduce_golden_and_flat_in_gpu_count():
     g = get_gpu("b200")  # 900 GB/s NVLink per direction, 8 per domain
-    cal = documented("blackwell")
+    cal = _blackwell()
     v = get_engine("vllm")
     bw = 9e11 * 0.7  # custom_ar_bw_eff
     # 16 KiB: one-shot at TP2 and TP8; 5 us plus (n - 1) x 16 KiB read from the peers, plus vLLM's two flag barriers
@@ -32,13 +40,16 @@ def test_custom_all_reduce_golden_and_flat_in_gpu_count():
 
 
 def test_engine_limits_and_the_faster_kernel():
-    g, cal = get_gpu("b200"), documented("blackwell")
+    g, cal = get_gpu("b200"), _blackwell()
     bw = 9e11 * 0.7
     v, t = get_engine("vllm"), get_engine("trtllm")
     own = {e.name: e.own_allreduce for e in (v, t)}
     # vLLM/SGLang below 8 MiB at 2, 4, 6 or 8 GPUs; TensorRT-LLM up to its 8 MB workspace at TP8 (16 MB at TP2)
     assert bool(own["vllm"](8 * MIB - 1, 8, "blackwell")) and not own["vllm"](8 * MIB, 8, "blackwell") and not own["vllm"](16 * KIB, 3, "blackwell")
     assert bool(own["trtllm"](8e6, 8, "hopper")) and not own["trtllm"](8e6 + 1, 8, "hopper") and bool(own["trtllm"](16e6, 2, "hopper"))
+    # SGLang's copy takes the 8 MiB limit itself (inp_size <= max_size, custom_all_reduce.py:273@0.5.14), vLLM's not
+    sg = get_engine("sglang").own_allreduce
+    assert bool(sg(8 * MIB, 8, "hopper")) and not sg(8 * MIB + 16, 8, "hopper") and not own["vllm"](8 * MIB, 2, "hopper")
     # no engine: NCCL, as the kernel tables measured
     assert float(collective_time("all_reduce", 16 * KIB, 8, g, cal)) > float(collective_time("all_reduce", 16 * KIB, 8, g, cal, engine=v))
     # a step pays the faster kernel: at 256 KiB over 4 GPUs one-shot 5 + 3 x 256 KiB / bw = 6.25 us (two-shot
@@ -71,7 +82,7 @@ def test_trtllm_blackwell_keeps_its_one_shot():
     gathered from the group, 128 tokens of hidden 8192 at TP8, where the faster-of-two rule priced its two-shot: Llama-3.1-70B
     decoding 64 / 128 sequences at TP8 lacked 1.1 / 2.4 ms a step (160 all-reduces) on the clean sample's B200 runs.
     Hand values at default.toml's documented 5 us latency, 8 us two-shot, 900 GB/s x 0.7."""
-    g, cal, t = get_gpu("b200"), documented("blackwell"), get_engine("trtllm")
+    g, cal, t = get_gpu("b200"), _blackwell(), get_engine("trtllm")
     bw = 9e11 * 0.7
     ar = lambda nbytes, n, gpu=g: float(collective_time("all_reduce", nbytes, n, gpu, cal, engine=t))  # noqa: E731
     # 64 tokens x 8,192 x 2 B = 1 MiB over 8: one-shot 5 + 7 x 1 MiB / bw = 16.65 us (aiconfigurator times 17.8 us); the
@@ -97,7 +108,7 @@ def test_trtllm_mnnvl_all_reduce_on_nvl72():
     """Beyond 8 GPUs of a GB200 NVL72, TensorRT-LLM runs MNNVLAllReduce (one-shot / two-shot through a
     multicast buffer, flat in the GPU count), not NCCL's ~38 us: the all-reduce that made Helix lose to
     TP x PP for Llama-3.1-405B at 64 GPUs (issue 38)."""
-    g, cal = get_gpu("gb200"), documented("blackwell")
+    g, cal = get_gpu("gb200"), _blackwell()
     t = get_engine("trtllm")
     bw = 9e11 * 0.7
     # Llama-3.1-405B, one token: 16,384 x 2 B = 32 KiB over 64 GPUs; two-shot 8 + 2 x 63/64 x 32 KiB / bw = 8.10 us
@@ -142,7 +153,7 @@ def test_vllm_barriers_where_its_own_kernel_runs():
     from llm_codesign.spec.precision import Precision
     from llm_codesign.spec.registry import get_model
 
-    g, cal = get_gpu("b200"), documented("blackwell")
+    g, cal = get_gpu("b200"), _blackwell()
     bw = 9e11 * 0.7
     m = get_model("minimax-m2.5")
     v = get_engine("vllm")
@@ -161,3 +172,19 @@ def test_vllm_barriers_where_its_own_kernel_runs():
                                      "layer/attn/qk_norm_all_reduce": qk + 2e-6}, rel=1e-9)
     assert trt == pytest.approx({"layer/attn/all_reduce": hidden, "layer/moe/all_reduce": hidden, "layer/attn/qk_norm_all_reduce": qk},
                                 rel=1e-9)
+
+
+def test_one_shot_latency_measured_not_fitted():
+    """The one-shot's fixed cost is measured, not fitted on serving runs (issue 39 mechanism 1): Hopper's fitted on the
+    H100 per-engine all-reduce rows (fitted.toml [hopper], benchmarks/fit_hopper_allreduce.py), Blackwell's H100's x 1.69,
+    TensorRT-LLM's B200 / H100 ratio on the same small messages (default.toml [blackwell]); the serving fit leaves it."""
+    from llm_codesign.cost.calibration import calibration_for
+    from llm_codesign.measure.calibrate import SERVING_FIELDS
+
+    assert "custom_ar_latency_s" not in SERVING_FIELDS
+    h100 = calibration_for(get_gpu("h100"))
+    assert (h100.custom_ar_latency_s, h100.custom_ar_twoshot_latency_s, h100.custom_ar_bw_eff, h100.custom_ar_barrier_s) == (
+        2.82895e-06, 7.49186e-06, 0.652472, 8.64752e-07)
+    assert documented("blackwell").custom_ar_latency_s == calibration_for(get_gpu("b200")).custom_ar_latency_s == 4.8e-6
+    assert 4.8e-6 == pytest.approx(2.83e-6 * 1.69, rel=0.01)
+    assert calibration_for(get_gpu("mi355x")).custom_ar_latency_s == documented().custom_ar_latency_s == 5e-6

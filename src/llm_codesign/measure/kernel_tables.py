@@ -107,7 +107,7 @@ def detect(columns) -> str:
 BUNDLED = {**{k: f"kernels/{k}.csv.gz" for k in ("gemm", "decode_attention", "prefill_attention", "collectives", "moe")},
            "amd/gemm": "kernels_amd/gemm.csv", "amd/collectives": "kernels_amd/collectives.csv",
            # H100, per engine (TensorRT-LLM, SGLang, vLLM) and kernel
-           **{f"hopper/{k}": f"kernels_hopper/{k}.csv.gz" for k in ("gemm", "decode_attention", "prefill_attention", "moe")},
+           **{f"hopper/{k}": f"kernels_hopper/{k}.csv.gz" for k in ("gemm", "decode_attention", "prefill_attention", "moe", "comm")},
            "hopper/ep_comm": "kernels_hopper/ep_comm.csv.gz"}
 
 
@@ -360,24 +360,55 @@ def _prefill(rows, gpu):
     return _engine_factor(rows, gpu, "prefill", price, [f"kv {r['kv_cache_dtype']}" for r in rows], kv_fp8=fp8, fa3=fa3)
 
 
+def own_ar_mode(r: dict) -> str | None:
+    """How a per-engine table's all-reduce row ran its engine's own all-reduce (data/measurements/kernels_hopper/comm.csv.gz:
+    each engine's AllReduce op as serving calls it, NCCL past the engine's limits): "graph" (replayed from a CUDA graph,
+    TensorRT-LLM's rows and SGLang's / vLLM's `_graph` ones) or "eager"; None for NCCL's own rows and the kernel tables'."""
+    if "framework" not in r or r["op_name"] != "all_reduce" or engine_of(r) == "nccl":
+        return None
+    return "eager" if (r.get("backend") or "").strip() == "eager" or r.get("kernel_source", "").endswith("_eager") else "graph"
+
+
+# Kernels an eager all-reduce row's timed loop launches per call: aiconfigurator's collector times
+# tensor_model_parallel_all_reduce(input_tensor.clone()) (collector/network/collect_all_reduce.py:595-640@095f58a), a clone
+# and the all-reduce; the custom kernel's unregistered path copies the input into its IPC buffer before the kernel
+# (ops.all_reduce with the rank's buffer, sglang/srt/distributed/device_communicators/custom_all_reduce.py:285-329@0.5.14,
+# vLLM's the same code), one more pass over the message that is no launch of its own
+EAGER_AR_LAUNCHES = 2.0
+
+
 def _coll(rows, gpu):
     lab = [""] * len(rows)
-    by_op: dict[str, list[int]] = {}
+    by_op: dict[tuple, list[int]] = {}
     for i, r in enumerate(rows):
         op = NCCL_OPS.get(r["op_name"])
         if op is None:
             lab[i] = f"unmodeled: collective {r['op_name']}"
             continue
-        by_op.setdefault(op, []).append(i)
-        lab[i] = op
-    # each op's rows in one call: the same values as one call a row (the formulas are per element)
-    parts = [(op, np.array(idx), np.array([float(rows[i]["message_size"]) * NCCL_BYTES.get(rows[i]["nccl_dtype"], 2) for i in idx]),
-              _col([rows[i] for i in idx], "num_gpus")) for op, idx in by_op.items()]
+        mode = own_ar_mode(r)
+        key = (op, engine_of(r) if mode else None, mode)
+        by_op.setdefault(key, []).append(i)
+        lab[i] = f"{key[1]} {op} {mode}" if mode else f"{engine_of(r)} {op}" if "framework" in r else op
+    # each group's rows in one call: the same values as one call a row (the formulas are per element). An engine's own
+    # rows count allreduce_dtype's bytes, NCCL's nccl_dtype's; message_size counts elements per GPU (the collector's
+    # torch.ones(shape) of that many, collect_all_reduce.py:69-75,168@095f58a)
+    parts = [(op, get_engine(name) if name else None, mode, np.array(idx),
+              np.array([float(rows[i]["message_size"]) * NCCL_BYTES.get(rows[i].get("allreduce_dtype") if mode else rows[i]["nccl_dtype"], 2)
+                        for i in idx]), _col([rows[i] for i in idx], "num_gpus")) for (op, name, mode), idx in by_op.items()]
 
     def price(cal: Calibration):
         out = np.full(len(rows), np.nan)
-        for op, idx, nbytes, n in parts:
-            out[idx] = cost.collective_time(op, nbytes, n, gpu, cal) * 1e3
+        for op, engine, mode, idx, nbytes, n in parts:
+            # an engine's rows: its own all-reduce where it runs one (Engine.own_allreduce), NCCL past its limits, as serving
+            t = cost.collective_time(op, nbytes, n, gpu, cal, engine=engine)
+            if mode == "eager":
+                # the clone and the staging copy each read and write the message (memory-bound passes); the host launches
+                # the loop's kernels at the engine's eager cost (EngineCosts.eager_per_launch over the group's ranks), and
+                # back-to-back calls overlap the host's launches with the GPU's work, so a call takes the longer of the two
+                copies = 1.0 + engine.own_allreduce(nbytes, n, gpu.family)
+                gpu_t = t + cost.elementwise_time(2.0 * nbytes * copies, copies, gpu, cal)[0]
+                t = np.maximum(gpu_t, EAGER_AR_LAUNCHES * engine.costs(cal).eager_per_launch(n))
+            out[idx] = t * 1e3
         return out
     return price, lab
 

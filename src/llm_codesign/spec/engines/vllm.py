@@ -21,14 +21,15 @@ TRTLLM_DECODE_TOKENS = 256  # its FlashInfer backend takes trtllm-gen decode ker
 FI_AR_NORM_MAX_MIB = {"hopper": {2: 64.0, 4: 2.0, 8: 0.5}, "blackwell": {2: 64.0, 4: 32.0, 8: 1.0}}
 
 
-def custom_allreduce(nbytes, n, family: str):
+def custom_allreduce(nbytes, n, family: str, *, at_limit: bool = False):
     """Where vLLM's custom all-reduce (and SGLang's copy of it) runs instead of NCCL, as a boolean array:
-    CUSTOM_AR_SIZES GPUs under CUSTOM_AR_MAX_BYTES, at two GPUs only where they sit on PCIe."""
+    CUSTOM_AR_SIZES GPUs under CUSTOM_AR_MAX_BYTES (`at_limit`: up to it, SGLang's test), at two GPUs only where
+    they sit on PCIe."""
     import numpy as np
 
     nbytes = np.asarray(nbytes, float)
     n = np.asarray(n, float)
-    ok = np.isin(n, CUSTOM_AR_SIZES) & (nbytes < CUSTOM_AR_MAX_BYTES)
+    ok = np.isin(n, CUSTOM_AR_SIZES) & ((nbytes <= CUSTOM_AR_MAX_BYTES) if at_limit else (nbytes < CUSTOM_AR_MAX_BYTES))
     return ok & (n == 2) if family in PCIE_FAMILIES else ok
 
 
