@@ -7,7 +7,7 @@ import pytest
 
 from llm_codesign.cost import kernels as cost
 from llm_codesign.cost.ops import Batch, forward_ops
-from llm_codesign.spec.engines import TRTLLM
+from llm_codesign.spec.engines import SGLANG, TRTLLM, VLLM
 from llm_codesign.spec.plan import Plan, validity
 from llm_codesign.spec.precision import Precision
 
@@ -23,8 +23,9 @@ def _sum(ops, part, role):
     return sum(float(np.sum(o.time * o.count)) for o in ops if (o.part, o.role) == (part, role))
 
 
-def test_moe_exchange_all_to_all_only_under_attention_dp(b200):
+def test_moe_exchange_all_to_all_only_under_attention_dp_where_the_engine_runs_one(b200):
     from llm_codesign.cost.calibration import calibration_for
+    from llm_codesign.spec.hardware import get_gpu
     from llm_codesign.spec.registry import get_model
 
     m, cal = get_model("deepseek-r1"), calibration_for(b200).in_step("trtllm")
@@ -34,15 +35,49 @@ def test_moe_exchange_all_to_all_only_under_attention_dp(b200):
     moe_layers = sum(n for layer, n in m.groups if layer.ffn.kind == "moe")
     ar = float(cost.collective_time("all_reduce", 32 * m.hidden * 2.0, 8, b200, cal, engine=TRTLLM))
     assert _sum(tp, "moe", "all_reduce") == pytest.approx(moe_layers * ar, rel=1e-9)
-    # attention DP 8 x EP 8: tokens are dispatched to their experts' ranks and combined back
-    dp = _ops(m, b200, cal, Plan(tp=1, adp=8, ep=8, moe_tp=1), dec_seqs=4, dec_ctx=2048)
+    # attention DP 8 x EP 8 on GB200 NVL72 (TensorRT-LLM's NVLink one-sided all-to-all): tokens are dispatched to
+    # their experts' ranks and combined back
+    gb200 = get_gpu("gb200")
+    dp = _ops(m, gb200, calibration_for(gb200).in_step("trtllm"), Plan(tp=1, adp=8, ep=8, moe_tp=1), dec_seqs=4, dec_ctx=2048)
     assert _sum(dp, "moe", "dispatch") > 0 and _sum(dp, "moe", "combine") > 0 and _sum(dp, "moe", "all_reduce") == 0
     assert _sum(dp, "moe", "all_gather") == 0 and _sum(dp, "moe", "reduce_scatter") == 0
+    # on an 8-GPU B200 board (no MNNVL) it gathers, as SGLang and vLLM do by default anywhere
+    for gpu, engine in ((b200, TRTLLM), (gb200, SGLANG), (gb200, VLLM)):
+        dp = _ops(m, gpu, calibration_for(gpu).in_step(engine.name), Plan(tp=1, adp=8, ep=8, moe_tp=1), engine, dec_seqs=4, dec_ctx=2048)
+        assert _sum(dp, "moe", "dispatch") == 0 and _sum(dp, "moe", "combine") == 0 and _sum(dp, "moe", "all_reduce") == 0
+        assert _sum(dp, "moe", "all_gather") > 0 and _sum(dp, "moe", "reduce_scatter") > 0
     # attention DP 8 over a tensor-parallel MoE (EP 1): every rank's tokens gathered, the outputs reduce-scattered
     tpm = _ops(m, b200, cal, Plan(tp=1, adp=8, ep=1, moe_tp=8), dec_seqs=4, dec_ctx=2048)
     gathered = float(cost.collective_time("all_gather", 4 * 8 * m.hidden * 1.0, 8, b200, cal))  # FP8 activations
     assert _sum(tpm, "moe", "all_gather") == pytest.approx(moe_layers * gathered, rel=1e-9)
     assert _sum(tpm, "moe", "reduce_scatter") > 0 and _sum(tpm, "moe", "dispatch") == 0 and _sum(tpm, "moe", "all_reduce") == 0
+
+
+def test_gather_exchange_of_one_moe_layer_by_hand(b200):
+    """TensorRT-LLM on B200, attention DP 8 x EP 8, 4 decode tokens a rank, uniform routing: one DeepSeek-R1 MoE
+    layer's exchange is every rank's tokens gathered and the outputs reduce-scattered, and its permutation sees all
+    of them."""
+    from llm_codesign.cost.calibration import calibration_for
+    from llm_codesign.spec.registry import get_model
+
+    m = get_model("deepseek-r1")
+    cal = replace(calibration_for(b200).in_step("trtllm"), moe_routing_alpha=0.0)
+    ops = _ops(m, b200, cal, Plan(tp=1, adp=8, ep=8, moe_tp=1), dec_seqs=4, dec_ctx=2048)
+    layers = sum(n for layer, n in m.groups if layer.ffn.kind == "moe")
+    h, k, T_all = m.hidden, 8, 4 * 8  # 7168 wide, top 8 of 256 experts, 32 tokens over the 8 ranks
+    on_rank = T_all * k / 8  # uniform: 32 assignments on each rank's 32 experts
+    ag = float(cost.collective_time("all_gather", T_all * h * 1.0, 8, b200, cal, engine=TRTLLM))  # FP8 activations
+    rs = float(cost.collective_time("reduce_scatter", T_all * h * 2.0, 8, b200, cal, engine=TRTLLM))  # BF16 outputs
+    # permute: on Blackwell the up-projection gathers its routed rows (no permuted copy), so one launch, the
+    # un-permute's: the rank's 32 BF16 expert output rows read and all 32 tokens' BF16 rows written (4 of them
+    # under an all-to-all); plus the 224 of the 256 assignments that go to other ranks' experts, sorted out
+    perm = float(cost.elementwise_time(on_rank * h * 2.0 + T_all * h * 2.0, 1.0, b200, cal)[0])
+    route = (T_all * k - on_rank) * cal.moe_kernel(None, "fp8")[2]
+    want = ag + rs + perm + route
+    got = sum(_sum(ops, "moe", r) for r in ("dispatch", "combine", "all_gather", "reduce_scatter", "permute")) / layers
+    assert got == pytest.approx(want, rel=1e-9)
+    assert (ag, rs) == (pytest.approx(_sum(ops, "moe", "all_gather") / layers, rel=1e-12),
+                        pytest.approx(_sum(ops, "moe", "reduce_scatter") / layers, rel=1e-12))
 
 
 def test_helix_exchange_overlaps_over_the_batch(b200):

@@ -46,7 +46,7 @@ MOE_BLOCK = ("topk", "permute", *EXPERT_GEMMS, "experts_act")
 @op_builder(MoE, part="moe")
 def moe_ops(f: MoE, M: Site, *, at: _At, s: _Step, b: Batch, prec: Precision) -> list[Op]:
     """A mixture of experts: the router, shared experts, the busiest EP rank's grouped expert GEMMs,
-    token permutation and the token exchange (all-to-all under EP / attention-DP, else all-reduce)."""
+    token permutation and the token exchange (under attention DP the engine's all-to-all or gather, else all-reduce)."""
     T, h, ff, ep = s.T, s.h, s.ff, s.ep
     dense_tp, stage_gpus = s.tp * s.kvp, s.tp * s.adp * s.kvp
     T_all = T * s.adp  # the MoE group sees every attention-DP rank's tokens
@@ -63,7 +63,9 @@ def moe_ops(f: MoE, M: Site, *, at: _At, s: _Step, b: Batch, prec: Precision) ->
     alpha = at.cal.moe_routing_alpha
     active, top, on_rank = routed_load(f.experts, f.top_k, T_all, ep, alpha)
     skew = 1.0 if alpha <= 0.0 else on_rank / np.maximum(T_all * f.top_k / ep, 1e-30)  # busiest rank over the mean
-    a2a = (s.adp > 1) & (ep > 1)
+    # the exchange the engine runs under attention DP with EP (Engine.moe_exchange); the kernel tables' alone: all-to-all
+    exchange = "all_to_all" if at.engine is None else at.engine.moe_exchange(at.gpu, moe_tp=s.moe_tp)
+    a2a = (s.adp > 1) & (ep > 1) & (exchange == "all_to_all")
     experts, route, gathered = _routed_experts(f, M, at=at, s=s, prec=prec, load=(active, top, on_rank, alpha))
     ops += experts
     # token permutation into expert order and back (gather/scatter), one launch each way: the rank's routed
@@ -81,11 +83,12 @@ def moe_ops(f: MoE, M: Site, *, at: _At, s: _Step, b: Batch, prec: Precision) ->
     ops.append(permute.replace(time=permute.time + np.where(a2a, 0.0, np.maximum(T_all * f.top_k - on_rank, 0.0)) * route))
     # token exchange. Without attention DP every rank already holds every token (the attention
     # all-reduce): expert-parallel ranks run their experts on them and one all-reduce sums the outputs.
-    # Under attention DP with EP the tokens go to their experts' ranks and back (all-to-all dispatch and
-    # combine: vLLM's use_all2all_kernels, dp_size > 1 and use_ep; TensorRT-LLM's NVLink one-sided
-    # all-to-all); attention DP over a tensor-parallel MoE gathers every rank's tokens and reduce-scatters
-    # the outputs (TensorRT-LLM's allgather / reducescatter path)
-    gather = (s.adp > 1) & (ep <= 1)
+    # Under attention DP with EP, where the engine runs an all-to-all, the tokens go to their experts' ranks
+    # and back (dispatch and combine: TensorRT-LLM's NVLink one-sided all-to-all on NVL72, ATOM's MoRI);
+    # otherwise (SGLang's and vLLM's defaults, TensorRT-LLM off NVL72 or with MoE TP) and over a
+    # tensor-parallel MoE every rank's tokens are gathered and the outputs reduce-scattered (the permute and
+    # route terms above then see all the step's tokens)
+    gather = (s.adp > 1) & ~a2a
     sent = skew * (T / dense_tp * f.top_k * h)  # what the busiest rank receives
     ops.append(_comm(M / "dispatch", "all_to_all", np.where(a2a, sent * ff["a_b"], 0.0), stage_gpus, at))
     ops.append(_comm(M / "combine", "all_to_all", np.where(a2a, sent * 2.0, 0.0), stage_gpus, at))

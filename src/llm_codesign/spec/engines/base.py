@@ -254,6 +254,17 @@ class Engine(ABC):
         per-engine tables are."""
         return None
 
+    def moe_exchange(self, gpu, *, moe_tp):
+        """How its MoE layers exchange tokens under attention DP with expert parallelism, over the plans' MoE-TP
+        sizes (a numpy array of names): "all_to_all", each token to its experts' ranks and back (a dispatch and a
+        combine), or "gather", every rank's tokens gathered to every rank and the outputs reduce-scattered back.
+        The all-to-all unless an engine's module says otherwise: ATOM's, whose MoE takes MoRI's dispatch/combine
+        under DP with EP where mori is installed (FusedMoEParallelConfig.use_all2all_kernels, ROCm/ATOM@ffdf3bb5
+        atom/model_ops/moe.py:200-210), as its images have it (docker/Dockerfile:7)."""
+        import numpy as np
+
+        return np.full(np.shape(moe_tp), "all_to_all")
+
     def mtp_eh_proj_split(self, adp):
         """Where DeepSeek MTP's eh_proj is split over TP (eh_proj_tp, without attention DP): a boolean
         array over the attention-DP sizes."""

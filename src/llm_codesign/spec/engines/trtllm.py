@@ -105,6 +105,21 @@ class TensorRTLLMEngine(Engine):
             return "trtllm_w4a16"
         return "cutlass" if gated else None
 
+    def moe_exchange(self, gpu, *, moe_tp):
+        """All-to-all only where its NVLink one-sided all-to-all runs: MoE TP 1 on a multi-node NVLink domain
+        (GB200/GB300 NVL72, scale_up_domain > 8), else the AllGather + ReduceScatter fallback (CommunicationFactory.
+        create_strategy, tensorrt_llm/_torch/modules/fused_moe/communication/communication_factory.py, read in the code
+        index: AllGatherReduceScatter where moe_tp_size != 1; NVLinkOneSided / NVLinkTwoSided need MNNVL, which
+        MnnvlMemory.supports_mnnvl grants only on aarch64 hosts with every NVLink up, _mnnvl_utils.py; DeepEP only
+        with TRTLLM_CAN_USE_DEEP_EP=1 and BF16 activations: "0" by default in the factory's 1.x versions, "1" only in its
+        newest, which no campaign here ran; no InferenceX B200 script sets it).
+        Its earlier select_alltoall_method_type (fused_moe_wide_ep.py) had the same MNNVL and DeepEP gates and kept
+        the gather also where moe_ep_size <= top_k; not modelled (no NVL72 row runs attention DP)."""
+        import numpy as np
+
+        mnnvl = gpu.scale_up_domain > 8
+        return np.where((np.asarray(moe_tp, float) <= 1) & mnnvl, "all_to_all", "gather")
+
 
 TRTLLM = register_engine(TensorRTLLMEngine(
     name="trtllm", title="TensorRT-LLM", aliases=("tensorrt-llm", "tensorrt_llm", "trt-llm"),

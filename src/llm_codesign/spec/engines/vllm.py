@@ -112,6 +112,15 @@ class VLLMEngine(Engine):
             return "flashinfer_cutlass"
         return "vllm_triton"
 
+    def moe_exchange(self, gpu, *, moe_tp):
+        """Gather: its all2all_backend defaults to allgather_reducescatter (config/parallel.py:160@0.19.0,
+        :185@0.24.0), the AgRsAll2AllManager's all_gatherv of every DP rank's tokens and reduce_scatterv of the
+        outputs (distributed/device_communicators/all2all.py); DeepEP, FlashInfer's or MoRI's all-to-all only
+        as --all2all-backend names it."""
+        import numpy as np
+
+        return np.full(np.shape(moe_tp), "gather")
+
 
 VLLM = register_engine(VLLMEngine(
     name="vllm", title="vLLM",
