@@ -143,6 +143,11 @@ def read_csv(path: str | Path) -> tuple[str, list[dict]]:
 TEXT_COLUMNS = {"gemm_dtype", "kv_cache_dtype", "attn_dtype", "op_name", "nccl_dtype", "moe_dtype"}
 
 
+# a measured kernel's least latency: 0.1 us, under any kernel's launch (the bundled tables' least is 1.6 us, a GEMM);
+# a 1e-300 ms row put an error of 1.8e301 % in validate's report and sank calibrate's fit
+LEAST_LATENCY_MS = 1e-4
+
+
 def row_problem(kind: str, r: dict) -> str | None:
     """Why a kernel-table row cannot be priced (a count that is not a whole number, a latency that is
     not a positive finite figure), or None."""
@@ -155,6 +160,8 @@ def row_problem(kind: str, r: dict) -> str | None:
         if col == "latency_ms":
             if not (math.isfinite(x) and x > 0):
                 return f"latency_ms {v!r} is not a positive finite time"
+            if x < LEAST_LATENCY_MS:
+                return f"latency_ms {v!r} is not a time of at least {LEAST_LATENCY_MS:g} ms (a kernel's launch alone takes microseconds)"
         elif not (math.isfinite(x) and x.is_integer() and x >= (0 if col == "step" else 1) and x <= 1 << 40):
             return f"{col} {v!r} is not a whole number of at least {0 if col == 'step' else 1}"
     if "kv_cache_dtype" in KINDS[kind] and r.get("kv_cache_dtype") not in _KV_BYTES:

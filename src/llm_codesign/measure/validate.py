@@ -40,6 +40,10 @@ METRICS = ("ttft_ms", "tpot_ms", "output_tok_s_per_gpu", "output_tok_s_per_user"
 # whole, >= 1 (blank: 1 for the plan sizes; no concurrency: an offline max-throughput run)
 _POSITIVE = ("num_gpus", "isl", "osl", "tp", "pp", "ep", "moe_tp", "attention_dp", "concurrency", "max_num_tokens", "decode_max_batch")
 _REAL = ("spec_acceptance", "ttft_ms", "tpot_ms", "output_tok_s_per_gpu", "output_tok_s_per_user")
+# a measured metric's least value (0 or blank: not measured): a time of 1 us, below one kernel launch's few
+# microseconds, and a rate of 0.001 tok/s (the shipped runs' least is 3.9 tok/s/user); a 1e-300 ms TTFT put an
+# error of 1.8e304 % in the report
+_LEAST = {"ttft_ms": 1e-3, "tpot_ms": 1e-3, "output_tok_s_per_gpu": 1e-3, "output_tok_s_per_user": 1e-3}
 _DTYPE = {"int4_wo": "int4", "fp4": "nvfp4", "w4a16_mxfp4": "mxfp4"}
 
 
@@ -74,6 +78,8 @@ def row_problem(r: dict, line: int) -> str | None:
         if not (math.isfinite(x) and x >= low and (not whole or x.is_integer()) and x <= 1e15):
             what = ("a whole number" if whole else "a finite number") + (" of at least 1" if low else ", 0 or more")
             return f"line {line} {col}: {v!r} is not valid; {what} or empty"
+        if 0 < x < _LEAST.get(col, 0):
+            return f"line {line} {col}: {v!r} is not valid; 0 or empty (not measured), or at least {_LEAST[col]:g}"
     return campaigns.problem(r, line)
 
 
