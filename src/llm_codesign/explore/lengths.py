@@ -17,7 +17,7 @@ from statistics import NormalDist
 
 import numpy as np
 
-from llm_codesign.errors import InputError
+from llm_codesign.errors import InputError, read_text
 
 MAX_TOKENS = 100_000_000
 
@@ -52,10 +52,7 @@ def _check(name: str, v, where: str) -> int:
 def from_csv(path: str) -> Lengths:
     """Requests from a CSV with columns isl and osl (one row a request), and optionally count or weight."""
     p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8-sig")
-    except UnicodeDecodeError:
-        raise InputError("lengths", path, "a CSV text file with columns isl,osl") from None
+    text = read_text(path, "lengths", "a CSV text file with columns isl,osl")
     rows = list(csv.DictReader(text.splitlines()))
     if not rows or not {"isl", "osl"} <= set(rows[0]):
         raise InputError("lengths", path, "a CSV with a header naming isl and osl and at least one request")

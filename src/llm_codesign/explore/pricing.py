@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import tomllib
 from importlib import resources
-from pathlib import Path
 
 import numpy as np
 
-from llm_codesign.errors import InputError, parse_nested
+from llm_codesign.errors import InputError, parse_nested, read_text
 
 
 def load_prices(path: str | None = None) -> dict:
@@ -20,7 +19,7 @@ def load_prices(path: str | None = None) -> dict:
     gpu id -> where that GPU's figure comes from (the bundled file cites each)."""
     try:
         if path:
-            text = Path(path).read_text(encoding="utf-8-sig")
+            text = read_text(path, "gpu_hour_price", "a TOML price file")
         else:
             text = resources.files("llm_codesign").joinpath("data/prices.toml").read_text()
         data = parse_nested(tomllib.loads, text, "gpu_hour_price", path)
