@@ -194,6 +194,9 @@ def test_a_point_without_its_batch_is_a_422_on_a_connection_that_stays(point):
      {"error": "body: not valid JSON: Expecting value at line 2, column 9", "field": "body"}),
     ("POST", "/api/estimate", b"[" * 5000 + b"]" * 5000, 422, {"error": "body: not valid JSON: nested deeper than the parser reads", "field": "body"}),
     ("POST", "/api/estimate", b'{"model": "x"} trailing', 422, {"error": "body: not valid JSON: Extra data at line 1, column 16", "field": "body"}),
+    # json.loads refuses an integer of over 4,300 digits with a ValueError: the line said only "ValueError"
+    ("POST", "/api/estimate", b'{"isl": 1' + b"0" * 5000 + b"}", 422,
+     {"error": "body: not valid JSON: a number of more than 4,300 digits", "field": "body"}),
     ("POST", "/api/estimate", b" " * (web.MAX_BODY + 1), 413,
      {"error": "body: over 1,048,576 bytes is not valid; a request of the page's (a pasted config.json is kilobytes)", "field": "body"}),
     ("GET", "/api/nothing", None, 404, {"error": "path: '/api/nothing' is not valid; one of the API's (GET /openapi.json lists them)", "field": None}),

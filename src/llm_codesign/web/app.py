@@ -34,6 +34,7 @@ import asyncio
 import json
 import logging
 import re
+import sys
 import threading
 import time
 from importlib import resources
@@ -989,9 +990,11 @@ def create_app(allowed_hosts: list[str] | None = None, *, hub_cache: bool = Fals
     async def _http(request: Request, e: HTTPException):
         cause = e.__cause__
         if e.status_code == 400 and cause is not None:  # FastAPI's "There was an error parsing the body": json.loads raised
+            # json.loads' int() refuses a number of over sys.get_int_max_str_digits() digits (4300) with a ValueError
             why = ("nested deeper than the parser reads" if isinstance(cause, RecursionError) else
                    f"not UTF-8 text (byte {cause.object[cause.start:cause.start + 1]!r} at {cause.start})"
-                   if isinstance(cause, UnicodeDecodeError) else type(cause).__name__)
+                   if isinstance(cause, UnicodeDecodeError) else
+                   f"a number of more than {sys.get_int_max_str_digits():,} digits" if "digits" in str(cause) else type(cause).__name__)
             return JSONResponse({"error": f"body: not valid JSON: {why}", "field": "body"}, status_code=422)
         if e.status_code == 413:
             body = {"error": e.detail, "field": "body"}
