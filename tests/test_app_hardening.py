@@ -172,6 +172,16 @@ def test_serves_defaults_are_the_apps():
 
 
 # ---- 3. no 500, and a refused request keeps its connection
+@pytest.mark.parametrize("change,field,line", [
+    # a record's draft length without its method was priced with no speculation (a 200)
+    ({"draft_len": 3}, "deployment.spec", "None is not valid; mtp, eagle3 or draft with draft_len 3 (none with draft_len 0)"),
+    ({"spec": "eagle3"}, "deployment.draft_len", "0 is not valid; an integer from 1 to 16"),
+])
+def test_a_points_bad_field_is_named_by_its_path(client, point, change, field, line):
+    r = client.post("/api/estimate", json={"model": "llama-3.1-8b", "gpu": "h200", "deployment": {**point, **change}})
+    assert (r.status_code, r.json()) == (422, {"error": f"{field}: {line}", "field": field})
+
+
 def test_a_point_without_its_batch_is_a_422_on_a_connection_that_stays(point):
     dep = {k: v for k, v in point.items() if k != "concurrency_per_instance"}
     with uvicorn_server(web.create_app()) as port:

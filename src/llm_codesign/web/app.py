@@ -575,7 +575,12 @@ def _estimate(req: EstimateRequest, *, hub_cache: bool = False) -> dict:
         g = _gpu(req.gpu, what_if=req.what_if)
         # typed by PointDeployment: a bad field is a 422 naming it
         rec = {**d.model_dump(), "gpu": g.id, "backend": _engine(g, d.backend, "deployment.backend"), "concurrency_per_instance": conc}
-        dep = lc.Deployment.from_dict(rec, g)
+        try:
+            dep = lc.Deployment.from_dict(rec, g)
+        except InputError as e:  # a field of the record, named by its path in the request as pydantic's checks name one
+            if e.field not in PointDeployment.model_fields:
+                raise
+            raise InputError(f"deployment.{e.field}", e.value, e.valid) from None
         r = lc.estimate(m, dep, lc.Workload(req.isl, req.osl, req.concurrency or conc), breakdown=req.breakdown).to_dict()
         r["point_breakdown"] = point_breakdown(m, calibration_for(g, None), dep, conc, isl=req.isl, osl=req.osl)
         r["export"] = _export(m, dep, req, conc=conc, replicas=rec["replicas"],
