@@ -290,6 +290,12 @@ class Gen:
         elif m < 0.94:
             p.write_text("")
             return str(p), f"{kind} csv: empty"
+        elif m < 0.97:  # a column named twice (csv.DictReader keeps the last)
+            c = r.randrange(len(cols))
+            cols.append(cols[c])
+            for x in rows:
+                x.append(r.choice(CSV_VALUES))
+            what = f"{kind} csv: {cols[c]} named twice"
         else:
             what = f"{kind} csv: valid"
         p.write_text("\n".join([",".join(cols)] + [",".join(x) for x in rows]) + "\n")

@@ -245,6 +245,36 @@ def test_a_measurement_below_its_least_is_listed_not_priced(tmp_path):
     assert rep["overall"]["ttft_ms"]["median_ape"] == pytest.approx(abs(preds[1]["ttft_ms"] / 50 - 1) * 100)
 
 
+def test_a_row_past_the_cores_bounds_or_the_models_context_is_listed_not_priced(tmp_path):
+    # a concurrency of 1e12 and a 1e9-token prompt were priced (errors of 2.6e14 % and 6.1e12 %), and a 200k-token one
+    # beyond Llama 3.1 8B's 131,072-token context, which estimate refuses
+    s = tmp_path / "s.csv"
+    s.write_text(SERVING_HEAD + "a,llama-3.1-8b,h100,1,vllm,1024,1024,1000000000000,1,50,8,,\n"
+                 "b,llama-3.1-8b,h100,1,vllm,1000000000,1,8,1,50,8,,\nc,llama-3.1-8b,h100,1,vllm,200000,1024,8,1,50,8,,\n"
+                 "d,llama-3.1-8b,h100,1,vllm,1024,1024,8,1,50,8,,\n")
+    preds, unmodeled = predict_serving(read_rows(s))
+    assert unmodeled == [
+        {"row": 0, "source": "a", "reason": "line 2 concurrency: '1000000000000' is not valid; a whole number from 1 to 10,000,000 or empty"},
+        {"row": 1, "source": "b", "reason": "line 3 isl: '1000000000' is not valid; a whole number from 1 to 100,000,000 or empty"},
+        {"row": 2, "source": "c", "reason": "isl+osl: 201024 is not valid; at most llama-3.1-8b's context of 131,072 tokens "
+                                             "(max_position_embeddings with its RoPE scaling)"}]
+    assert preds[3]["ttft_ms"] > 0
+
+
+@pytest.mark.parametrize("kind,text", [
+    ("serving", SERVING_HEAD.replace("tpot_ms", "ttft_ms") + "a,llama-3.1-8b,h100,1,vllm,1024,1024,8,1,50,8,,\n"),
+    ("kernels", "system,trtllm_version,gemm_dtype,m,n,k,latency_ms,latency_ms\nh100_sxm,x,bfloat16,4096,4096,4096,0.2,9\n"),
+])
+def test_a_csv_naming_a_column_twice_is_one_line(tmp_path, kind, text):
+    # csv.DictReader kept the second column of a name and dropped the first in silence (a TPOT read as the TTFT)
+    s = tmp_path / "s.csv"
+    s.write_text(text)
+    twice = "ttft_ms" if kind == "serving" else "latency_ms"
+    code, stdout, err = _cli("validate", f"--{kind}", str(s))
+    assert (code, err.strip()) == (2, f"error: {kind}: '{s}' is not valid; a readable CSV file, plain or gzipped, whose header names "
+                                      f"each column once ({twice!r} is named twice)")
+
+
 def test_a_kernel_latency_below_its_least_is_listed_not_priced(tmp_path):
     # a GEMM timed at 1e-300 ms: its error of 1.8e301 % reached the report's last check (validate) and sank calibrate's fit
     k = tmp_path / "gemm.csv"

@@ -22,7 +22,7 @@ from llm_codesign.cost.calibration import Calibration
 from llm_codesign.cost.ffns import MOE_BLOCK
 from llm_codesign.cost.mixers import GqaDecode
 from llm_codesign.cost.ops import Batch, layer_ops
-from llm_codesign.errors import InputError
+from llm_codesign.errors import InputError, check_header
 from llm_codesign.spec.engines import get_engine
 from llm_codesign.spec.hardware import get_gpu
 from llm_codesign.spec.kinds import MoE, NoMixer
@@ -118,7 +118,9 @@ def read_dicts(p: Path, field: str, what: str) -> list[dict]:
     byte-order mark (Excel's "CSV UTF-8") is dropped, not read into the first column's name."""
     try:
         with (gzip.open(p, "rt", encoding="utf-8-sig", newline="") if p.suffix == ".gz" else p.open(encoding="utf-8-sig", newline="")) as f:
-            return list(csv.DictReader(f))
+            reader = csv.DictReader(f)
+            check_header(reader.fieldnames, field, str(p), what)
+            return list(reader)
     except (OSError, EOFError, UnicodeDecodeError, csv.Error) as e:
         raise InputError(field, str(p), f"{what} ({type(e).__name__}: {e})") from None
 
