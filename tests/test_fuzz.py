@@ -477,6 +477,8 @@ def gen_case(g: Gen) -> Case:
             flag = r.choice(["--csv", "--plot", "--html"])
             ext = {"--csv": ".csv", "--plot": r.choice([".png", ".svg", ""]), "--html": ".html"}[flag]
             out = Path("/proc/fuzz" + ext) if p(0.2) else g.path("o" + ext)
+            if out.parent != Path("/proc") and p(0.1):  # a link to a device: the output's rename put a file in its place
+                out.symlink_to(os.devnull)
             args += [flag, str(out)]
             case.outputs.append(out)
             case.html = flag == "--html"
