@@ -172,6 +172,16 @@ def test_serves_defaults_are_the_apps():
 
 
 # ---- 3. no 500, and a refused request keeps its connection
+@pytest.mark.parametrize("change,field,line", [
+    # a record's draft length without its method was priced with no speculation (a 200)
+    ({"draft_len": 3}, "deployment.spec", "None is not valid; mtp, eagle3 or draft with draft_len 3 (none with draft_len 0)"),
+    ({"spec": "eagle3"}, "deployment.draft_len", "0 is not valid; an integer from 1 to 16"),
+])
+def test_a_points_bad_field_is_named_by_its_path(client, point, change, field, line):
+    r = client.post("/api/estimate", json={"model": "llama-3.1-8b", "gpu": "h200", "deployment": {**point, **change}})
+    assert (r.status_code, r.json()) == (422, {"error": f"{field}: {line}", "field": field})
+
+
 def test_a_point_without_its_batch_is_a_422_on_a_connection_that_stays(point):
     dep = {k: v for k, v in point.items() if k != "concurrency_per_instance"}
     with uvicorn_server(web.create_app()) as port:
@@ -194,6 +204,9 @@ def test_a_point_without_its_batch_is_a_422_on_a_connection_that_stays(point):
      {"error": "body: not valid JSON: Expecting value at line 2, column 9", "field": "body"}),
     ("POST", "/api/estimate", b"[" * 5000 + b"]" * 5000, 422, {"error": "body: not valid JSON: nested deeper than the parser reads", "field": "body"}),
     ("POST", "/api/estimate", b'{"model": "x"} trailing', 422, {"error": "body: not valid JSON: Extra data at line 1, column 16", "field": "body"}),
+    # json.loads refuses an integer of over 4,300 digits with a ValueError: the line said only "ValueError"
+    ("POST", "/api/estimate", b'{"isl": 1' + b"0" * 5000 + b"}", 422,
+     {"error": "body: not valid JSON: a number of more than 4,300 digits", "field": "body"}),
     ("POST", "/api/estimate", b" " * (web.MAX_BODY + 1), 413,
      {"error": "body: over 1,048,576 bytes is not valid; a request of the page's (a pasted config.json is kilobytes)", "field": "body"}),
     ("GET", "/api/nothing", None, 404, {"error": "path: '/api/nothing' is not valid; one of the API's (GET /openapi.json lists them)", "field": None}),

@@ -498,3 +498,21 @@ def test_ctrl_c_under_nsga2_prints_no_traceback(monkeypatch, capfd):
 def test_bench_on_a_cpu_names_the_flag_it_needs(tmp_path):
     msg = one_line_error(["bench", "gemm", "-o", str(tmp_path / "b.csv"), "--device", "cpu"], "--system")
     assert "None" not in msg and "h100" in msg and not list(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize("args,field,valid", [
+    (["mix", "llama-3.1-8b", "--gpu", "h100", "--lengths", "{f}"], "lengths", "a CSV text file with columns isl,osl"),
+    (["import", "{f}", "--gpu", "h100"], "path", "an export or an engine's command line or YAML"),
+    (["export-point", "{f}", "--index", "0", "-o", "{out}"], "path", "the JSON of `llm-codesign pareto --json`"),
+    (["compare", "llama-3.1-8b", "--gpu", "h100", "--gpus", "1", "--gpu-hour-price", "{f}"], "gpu_hour_price", "a TOML price file"),
+])
+@pytest.mark.parametrize("what", ["folder", "device"])
+def test_a_file_input_that_is_no_regular_file_is_one_line(tmp_path, args, field, valid, what):
+    # a folder was the system's bare `error: /x: Is a directory`; a device or a FIFO was read to its end:
+    # `mix --lengths /dev/zero` filled the memory (a MemoryError under a limit, else the kernel's OOM kill) and a FIFO
+    # hung. /dev/null stands for them here: it ends at once, so the old code read it as an empty file.
+    f = str(tmp_path) if what == "folder" else os.devnull
+    out = tmp_path / "o.yaml"
+    line = one_line_error([a.format(f=f, out=out) for a in args], field)
+    assert line == f"error: {field}: '{f}' is not valid; {valid} (an existing file)"
+    assert not out.exists()

@@ -76,8 +76,10 @@ def _cli(*args):
     # priced, but measuring only what the fit's loss does not read
     ([LLAMA_ROW.format(ttft="", tpot="", gpu_tps="", user_tps=80)], "measures ttft_ms, tpot_ms, output_tok_s_per_gpu (what the serving fit "
      "reads); none of its 1 rows does (1 priced rows measure none of them)"),
-    # a throughput no prediction can be compared with: their ratio overflows (the fit's error was inf%)
-    ([LLAMA_ROW.format(ttft=50, tpot=8, gpu_tps="1e-306", user_tps="")], "row 1 (a) measures output_tok_s_per_gpu = 1e-306 against"),
+    # a throughput no prediction can be compared with (their ratio overflowed: the fit's error was inf%): below the least
+    # a measurement may hold, refused as the file is read
+    ([LLAMA_ROW.format(ttft=50, tpot=8, gpu_tps="1e-306", user_tps="")],
+     "none of its 1 rows is (line 2 output_tok_s_per_gpu: '1e-306' is not valid; 0 or empty (not measured), or at least 0.001)"),
 ], ids=["unmodelled-models", "1e308", "ragged", "no-metric-the-fit-reads", "ratio-overflows"])
 def test_calibrate_serving_refuses_rows_it_cannot_fit(tmp_path, lines, said):
     s, out = tmp_path / "s.csv", tmp_path / "p.toml"

@@ -68,6 +68,36 @@ def test_a_profile_value_outside_its_range_is_one_line(tmp_path, text, line):
     assert str(e.value) == line.format(p=p)
 
 
+FAMILIES = "[default], [ada], [ampere], [blackwell], [blackwell_sm120], [cdna3], [cdna4], [hopper], [intervals]"
+
+
+@pytest.mark.parametrize("text,line", [
+    # a top-level value where a table belongs (was an AttributeError: 'list' object has no attribute 'items')
+    ("default = [1, 2]\n", "calibration.default: [1, 2] is not valid; {p}: a [default] table of parameter = number"),
+    ('hopper = "fast"\n', "calibration.hopper: 'fast' is not valid; {p}: a [hopper] table of parameter = number"),
+    # a misspelt section (was ignored: the run priced the bundled values as if the profile said nothing)
+    ("[defualt]\nbw_eff = 0.5\n", "calibration.defualt: 'a table' is not valid; {p}: did you mean [default]? a section named " + FAMILIES),
+])
+def test_a_profile_section_that_is_not_read_is_one_line(tmp_path, text, line):
+    p = tmp_path / "p.toml"
+    p.write_text(text)
+    with pytest.raises(InputError) as e:
+        calibration_for(get_gpu("h100"), str(p))
+    assert str(e.value) == line.format(p=p)
+
+
+def test_a_profile_may_name_its_gpus_own_family(tmp_path):
+    # a GPU .toml's family that no bundled GPU has is a section its profile may hold
+    p = tmp_path / "p.toml"
+    p.write_text("[myfam]\ngemm_eff_bf16 = 0.5\n[hopper]\ngemm_eff_bf16 = 0.6\n")
+    from dataclasses import replace
+
+    h100 = get_gpu("h100")
+    assert calibration_for(replace(h100, family="myfam"), str(p)).gemm_eff_bf16 == 0.5
+    with pytest.raises(InputError, match=r"calibration\.myfam: 'a table' is not valid"):
+        calibration_for(h100, str(p))
+
+
 def test_every_fitted_range_lies_inside_the_loaders():
     # a profile calibrate writes is one --calibration reads: each search range (measure.calibrate PARAMS and
     # SERVING_BOUNDS, and a MoE kernel family's KERNEL_PARAMS) within the parameter's physical range (spec.validation.param_range)

@@ -127,6 +127,20 @@ def test_trtllm_extra_llm_api_options_yaml_with_the_model_given():
         read_config(TRTLLM_YAML, "x.yaml", gpu=get_gpu("b200"))
 
 
+@pytest.mark.parametrize("yaml,line", [
+    # a plain value where TensorRT-LLM takes a mapping (was an AttributeError: 'int' object has no attribute 'get')
+    ("kv_cache_config: 5", "kv_cache_config: 5 is not valid; a mapping of TensorRT-LLM fields: dtype, free_gpu_memory_fraction, "
+     "enable_block_reuse, tokens_per_block, max_tokens"),
+    ("speculative_config: [1]", "speculative_config: [1] is not valid; a mapping of TensorRT-LLM fields: decoding_type, max_draft_len, "
+     "speculative_model"),
+    ("context_parallel_size: 2\ncp_config: helix", "cp_config: 'helix' is not valid; a mapping of TensorRT-LLM fields: cp_type"),
+])
+def test_trtllm_yaml_with_a_value_where_a_mapping_belongs_is_one_line(yaml, line):
+    with pytest.raises(InputError) as e:
+        read_config(f"tensor_parallel_size: 1\n{yaml}\n", "x.yaml", engine="trtllm", model="llama-3.1-8b", gpu=get_gpu("h100"))
+    assert str(e.value) == line
+
+
 def test_trtllm_serve_command_with_its_yaml(tmp_path):
     (tmp_path / "extra.yaml").write_text("enable_attention_dp: true\nkv_cache_config:\n  dtype: fp8\n")
     cmd = tmp_path / "run.sh"

@@ -96,7 +96,7 @@ KERNEL_TABLES = {
     "moe": ("system,trtllm_version,kernel_source,moe_dtype,num_tokens,hidden_size,inter_size,topk,num_experts,moe_tp_size,moe_ep_size,distribution,latency_ms",
             ["h100_sxm,x,k,fp8,32,4096,1536,8,128,1,1,uniform,0.1", "b200_sxm,x,k,bfloat16,128,2048,768,8,64,1,2,uniform,0.05"]),
 }
-CSV_VALUES = ["abc", "nan", "NaN", "0", "-1", "", "inf", "1e30", "-0.5", " ", "1.5", "h100", "9223372036854775808", "VLLM"]
+CSV_VALUES = ["abc", "nan", "NaN", "0", "-1", "", "inf", "1e30", "-0.5", " ", "1.5", "h100", "9223372036854775808", "VLLM", "1e-300"]
 NON_UTF8 = b"\xff\xfe\x80 not utf-8 \xc3\x28"
 XSS = "<img src=x onerror=alert(1)>"
 # JSON keys whose values may be negative: signed errors, gains, differences
@@ -232,15 +232,27 @@ class Gen:
             eng = r.choice(["trtllm", "vllm", "sglang", "other"])
             p.write_text(f"[{sec}.{key}]\n{eng} = {val}\n" if r.random() < 0.8 else f"[{sec}]\n{key} = {val}\n")
             what = f"profile [{sec}.{key}] {eng} = {val}"
+        elif kind < 0.85:  # a value where a table belongs, or a section no GPU family has
+            text = r.choice(["default = [1, 2]\n", 'hopper = "fast"\n', "[defualt]\nbw_eff = 0.5\n", "[Hopper]\nbw_eff = 0.5\n",
+                             "bw_eff = 0.5\n"])
+            p.write_text(text)
+            what = f"profile: {text.strip()!r}"
         elif kind < 0.9:
             p.write_bytes(b"[default]\nbw_eff = 0.8 # " + NON_UTF8 + b"\n")
             what = "profile: not UTF-8"
         elif kind < 0.95:
             p.write_text("[default\nbw_eff = ")
             what = "profile: not TOML"
-        else:
+        elif kind < 0.97:
             return str(p.parent / "missing.toml"), "profile: missing"
+        else:
+            return self.not_a_file()
         return str(p), what
+
+    def not_a_file(self) -> tuple[str, str]:
+        """A path that is no regular file: a device (/dev/null: /dev/zero would fill the memory of a reader that
+        reads to the end) or a folder."""
+        return (os.devnull, "a device") if self.r.random() < 0.5 else (str(self.path("x").parent), "a folder")
 
     def csv(self, kind: str) -> tuple[str, str]:
         r = self.r
@@ -278,10 +290,65 @@ class Gen:
         elif m < 0.94:
             p.write_text("")
             return str(p), f"{kind} csv: empty"
+        elif m < 0.97:  # a column named twice (csv.DictReader keeps the last)
+            c = r.randrange(len(cols))
+            cols.append(cols[c])
+            for x in rows:
+                x.append(r.choice(CSV_VALUES))
+            what = f"{kind} csv: {cols[c]} named twice"
         else:
             what = f"{kind} csv: valid"
         p.write_text("\n".join([",".join(cols)] + [",".join(x) for x in rows]) + "\n")
         return str(p), what
+
+    def lengths(self) -> tuple[list[str], str]:
+        """mix's request lengths: --isl-dist/--osl-dist, or a --lengths CSV (mostly valid, some not)."""
+        r = self.r
+        if r.random() < 0.6:
+            dists = ["fixed:128", "fixed:1024", "uniform:64,2048", "lognormal:median=512,sigma=0.8", "lognormal:median=2000,sigma=1"]
+            bad = ["fixed:0", "fixed:-1", "uniform:5,1", "lognormal:median=1000,sigma=0", "lognormal:median=nan,sigma=1", "normal:1,2",
+                   "", "fixed:1e30", "uniform:1,99999999", "lognormal:median=1e30,sigma=4"]
+            return ["--isl-dist", self.pick(dists, bad), "--osl-dist", self.pick(dists, bad)], ""
+        if r.random() < 0.1:
+            f, what = self.not_a_file()
+            return ["--lengths", f], f"lengths: {what}"
+        rows = [["isl", "osl", "count"], ["128", "128", "3"], ["2048", "256", "1"], ["1000", "64", "2"]]
+        if r.random() < 0.6:
+            i, c = r.randrange(1, len(rows)), r.randrange(3)
+            rows[i][c] = r.choice(CSV_VALUES + ["1e300", "100000000"])
+            what = f"lengths csv: {rows[0][c]} = {rows[i][c]!r}"
+        else:
+            what = "lengths csv: valid"
+        p = self.path("lengths.csv")
+        p.write_text("\n".join(",".join(x) for x in rows) + "\n")
+        return ["--lengths", str(p)], what
+
+    def engine_config(self) -> tuple[str, str]:
+        """An engine's configuration for `import`: a command line or a YAML with one option changed."""
+        r = self.r
+        size = r.choice(["1", "2", "8", "0", "-1", "nan", "abc", "", "100000", "1e9", "1.5"])
+        kind = r.randrange(5)
+        if kind == 0:
+            text = f"vllm serve {r.choice(['meta-llama/Llama-3.1-8B', 'Qwen/Qwen3-30B-A3B', '../../etc/passwd', ''])} " + r.choice(
+                [f"--tensor-parallel-size {size}", f"--max-num-seqs {size}", f"--max-num-batched-tokens {size}",
+                 f"--gpu-memory-utilization {r.choice(['0.9', '0', '2', 'nan', '1e-300'])}", f"--data-parallel-size {size}",
+                 "--speculative-config '{bad'", "--kv-cache-dtype bogus"])
+        elif kind == 1:
+            text = "python -m sglang.launch_server --model-path Qwen/Qwen3-8B " + r.choice(
+                [f"--tp {size}", f"--max-running-requests {size}", f"--chunked-prefill-size {size}",
+                 f"--mem-fraction-static {r.choice(['0.8', '5', '-0.5', 'nan'])}", f"--dp {size} --enable-dp-attention"])
+        elif kind == 2:
+            text = f"trtllm-serve meta-llama/Llama-3.1-8B --tp_size {size} --max_batch_size {size}"
+        elif kind == 3:
+            text = r.choice([f"tensor_parallel_size: {size or 'null'}\nmax_batch_size: 64\n", "max_batch_size: .nan\n",
+                             "kv_cache_config:\n  free_gpu_memory_fraction: 2\n", "kv_cache_config: 5\n", "- 1\n- 2\n", "a: [\n",
+                             "speculative_config:\n  decoding_type: MTP\n  num_nextn_predict_layers: 1000\n",
+                             "max_batch_size: 99999999999999999999999999999\n"])
+        else:
+            return self.not_a_file() if r.random() < 0.5 else (str(self.path("missing.yaml")), "missing")
+        p = self.path("engine.yaml" if kind == 3 else "cmd.sh")
+        p.write_text(text)
+        return str(p), f"import: {text.strip()[:80]!r}"
 
     # ---- option values
     def model(self) -> tuple[str, str]:
@@ -316,7 +383,7 @@ def _opt(args, what, flag, value, note=None):
 def gen_case(g: Gen) -> Case:
     r = g.r
     cmd = r.choices(["estimate", "roofline", "lint", "pareto", "disagg", "validate", "gpus", "models", "design", "calibrate", "bench",
-                     "sweep"], weights=[34, 14, 12, 8, 7, 14, 2, 1, 1.2, 1.5, 1, 2])[0]
+                     "sweep", "mix", "import"], weights=[34, 14, 12, 8, 7, 14, 2, 1, 1.2, 1.5, 1, 2, 3, 3])[0]
     what: list[str] = []
     args: list[str] = [cmd]
     case = Case(args, "")
@@ -357,6 +424,8 @@ def gen_case(g: Gen) -> Case:
             args += ["--max-num-tokens", g.num(["2048", "8192", "512"])]
         if cmd != "disagg" and p(0.08):
             args += ["--prefix-hit", g.num(["0", "0.5", "0.9"], BAD_FLOAT + ["1", "0.999999999"])]
+        if cmd != "disagg" and p(0.05):
+            args += ["--gpu-hour-price", g.pick(["3.5", "bundled"], BAD_FLOAT + [g.not_a_file()[0]], 0.3)]
     if cmd == "estimate":
         for flag, valid in (("--gpus", ["1", "2", "4", "8"]), ("--tp", ["1", "2", "4", "8"]), ("--pp", ["1", "2"]), ("--ep", ["1", "2", "8"]),
                             ("--moe-tp", ["1", "2"]), ("--attention-dp", ["1", "2", "8"]), ("--kvp", ["1", "2"])):
@@ -408,6 +477,8 @@ def gen_case(g: Gen) -> Case:
             flag = r.choice(["--csv", "--plot", "--html"])
             ext = {"--csv": ".csv", "--plot": r.choice([".png", ".svg", ""]), "--html": ".html"}[flag]
             out = Path("/proc/fuzz" + ext) if p(0.2) else g.path("o" + ext)
+            if out.parent != Path("/proc") and p(0.1):  # a link to a device: the output's rename put a file in its place
+                out.symlink_to(os.devnull)
             args += [flag, str(out)]
             case.outputs.append(out)
             case.html = flag == "--html"
@@ -485,10 +556,38 @@ def gen_case(g: Gen) -> Case:
             args += ["--prefix-hit", g.num(["0.5", "0.9"], BAD_FLOAT + ["1"])]
         if p(0.1):
             args += ["--max-ttft-ms", g.num(["500", "2000"], BAD_FLOAT)]
+        if p(0.1):
+            args += ["--gpu-hour-price", g.pick(["3.5", "bundled"], BAD_FLOAT, 0.3)]
         out = Path("/proc/fuzz.parquet") if p(0.1) else g.path("sweep.parquet")
         args += ["--out", str(out)]
         case.outputs.append(out)
         if p(0.5):
+            args.append("--json")
+    elif cmd == "mix":
+        m, w = g.model()
+        what.append(w)
+        gv, w = g.gpu()
+        lens, wl = g.lengths()
+        args += [m, "--gpu", gv, *lens]
+        what += [w, wl]
+        if p(0.3):
+            args += ["--concurrency", g.num(["1", "16", "256"], BAD_INT + ["1048576"])]
+        if p(0.2):
+            args += ["--backend", g.pick(["trtllm", "vllm", "sglang", "atom"], BAD_STR)]
+        if p(0.05):
+            cal, w = g.profile()
+            _opt(args, what, "--calibration", cal, w)
+        if p(0.7):
+            args.append("--json")
+    elif cmd == "import":
+        f, w = g.engine_config()
+        what.append(w)
+        args += [f, "--gpu", g.gpu()[0]]
+        if p(0.3):
+            args += ["--model", g.pick(["llama-3.1-8b", "qwen3-30b-a3b"], ["nope", ""])]
+        if p(0.2):
+            args += ["--concurrency", g.num(["1", "64"])]
+        if p(0.7):
             args.append("--json")
     case.what = "; ".join(w for w in what if w) or "options"
     return case

@@ -74,6 +74,15 @@ def test_bad_csv_is_one_line(tmp_path):
         assert e.value.field == field and "\n" not in str(e.value)
 
 
+def test_a_csv_naming_a_column_twice_is_one_line(tmp_path):
+    # csv.DictReader kept the second isl and dropped the first in silence: a mix of 20-token prompts, not 10
+    f = tmp_path / "l.csv"
+    f.write_text("isl,osl,isl\n10,5,20\n")
+    with pytest.raises(InputError) as e:
+        from_csv(str(f))
+    assert str(e.value) == f"lengths: '{f}' is not valid; a CSV with columns isl,osl, whose header names each column once ('isl' is named twice)"
+
+
 def test_cli_mix():
     from typer.testing import CliRunner
 

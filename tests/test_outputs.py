@@ -214,6 +214,24 @@ def test_binary_and_many_file_outputs_refuse_standard_output():
     one_line(["sweep", "--models", "llama-3.1-8b", "--gpu", "h100", "--gpus", "1", "--out", "-"], f"error: out: '-' {line}")
 
 
+def test_an_output_that_is_no_regular_file_is_refused_and_a_link_is_kept(tmp_path, monkeypatch):
+    # the rename put a regular file in the place of what the path named: as root, `--csv /dev/null` replaced
+    # /dev/null itself; a FIFO, or a link to a device, went the same way. A link to a file is followed: its target is
+    # written and the link kept (the rename replaced the link)
+    monkeypatch.chdir(tmp_path)
+    os.mkfifo("fifo")
+    Path("null").symlink_to(os.devnull)
+    for name in ("fifo", "null"):
+        one_line([*PARETO, "--csv", name], f"error: csv: '{name}' is not valid; a regular file's path, not a device, FIFO or socket")
+        one_line(["export", "llama-3.1-8b", "--gpu", "h100", "--engine", "vllm", "-o", name],
+                 f"error: out: '{name}' is not valid; a regular file's path, not a device, FIFO or socket; '-' is standard output")
+    assert Path("null").is_symlink() and not Path("fifo").is_file()
+    Path("old.csv").write_text("x\n")
+    Path("link.csv").symlink_to("old.csv")
+    code, out, err = cli(*PARETO, "--csv", "link.csv")
+    assert code == 0 and Path("link.csv").is_symlink() and Path("old.csv").read_text().startswith("model,gpu,")
+
+
 def test_a_failed_write_names_the_users_path(tmp_path, monkeypatch):
     # before: `/proc/.x.yaml.z6nczm83: No such file or directory`, the hidden temporary file's name
     one_line(["export", "llama-3.1-8b", "--gpu", "h100", "--engine", "vllm", "-o", "/proc/x.yaml"],

@@ -35,6 +35,25 @@ def test_builder_fills_sizes_as_engines_do():
         Workload(concurrency=10**23)
 
 
+@pytest.mark.parametrize("change,line", [
+    # half a speculation was priced as none, in silence: a method without a draft length, a length without a method,
+    # an acceptance without either
+    ({"spec": "bogus"}, "spec: 'bogus' is not valid; one of: mtp, eagle3, draft"),
+    ({"spec": "mtp"}, "draft_len: 0 is not valid; an integer from 1 to 16"),
+    ({"draft_len": 3}, "spec: None is not valid; mtp, eagle3 or draft with draft_len 3 (none with draft_len 0)"),
+    ({"acceptance_rates": [0.8]}, "acceptance_rates: [0.8] is not valid; left out where spec is none (a record without speculation carries none)"),
+    # (was a ValueError from int())
+    ({"spec": "mtp", "draft_len": "abc", "acceptance": 2.0}, "draft_len: 'abc' is not valid; an integer from 1 to 16"),
+    ({"spec": "mtp", "draft_len": 1.5, "acceptance": 2.0}, "draft_len: 1.5 is not valid; an integer from 1 to 16"),
+])
+def test_a_record_with_half_a_speculation_is_one_line(change, line):
+    rec = deployment(get_model("llama-3.1-8b"), gpu="h100", num_gpus=1).to_dict()
+    assert rec["spec"] is None and rec["draft_len"] == 0
+    with pytest.raises(InputError) as e:
+        Deployment.from_dict({**rec, **change})
+    assert str(e.value) == line
+
+
 def test_record_round_trips():
     m = get_model("openai/gpt-oss-120b")
     d = deployment(m, gpu="b200", num_gpus=8, ep=8, weight_dtype="mxfp4", kv_dtype="fp8", spec="eagle3",

@@ -78,3 +78,19 @@ def test_estimate_and_pareto_carry_the_cost():
     assert len(costs) > 3 and all(c == pytest.approx(3.0 / 3600 / t * 1e6) for c, t in zip(costs, thr, strict=True))
     bad = runner.invoke(app, ["estimate", "llama-3.1-8b", "--gpu", "b300", "--gpu-hour-price", "bundled"])
     assert bad.exit_code == 2 and bad.output.startswith("error: gpu_hour_price: 'b300' is not valid; a GPU the bundled prices cite (a100,")
+
+
+def test_a_price_past_the_dearest_a_gpu_hour_may_have_is_one_line(tmp_path):
+    # $1e308 per GPU-hour: sweep wrote usd_per_m_output_tokens = inf to its Parquet, compare refused its own result
+    # (result.rows.best.cost.usd_per_gpu_hour, naming no input)
+    h100 = get_gpu("h100")
+    with pytest.raises(InputError) as e:
+        gpu_hour_price(h100, "1e308")
+    assert str(e.value) == ("gpu_hour_price: '1e308' is not valid; a positive number of dollars per GPU-hour up to 1,000, `bundled`, "
+                            "or a price file")
+    assert gpu_hour_price(h100, "1000") == (1000.0, "--gpu-hour-price")
+    p = tmp_path / "prices.toml"
+    p.write_text("[usd_per_gpu_hour]\nh100 = 1e308\n")
+    with pytest.raises(InputError) as e:
+        gpu_hour_price(h100, str(p))
+    assert str(e.value) == f"gpu_hour_price: '{p}' is not valid; a price file with [usd_per_gpu_hour] gpu = positive dollars, at most 1,000"

@@ -225,15 +225,71 @@ SERVING_HEAD = "source,model,gpu,num_gpus,backend,isl,osl,concurrency,tp,ttft_ms
 
 def test_validate_table_shows_only_finite_figures_as_json_does(tmp_path):
     # a throughput of 1e-306 measured: the model's ~950 tok/s against it is an error of inf% (the table printed
-    # inf and nan, --json refused it); both refuse it in the same one line, and --out writes nothing
+    # inf and nan, --json refused it); both refuse it in the same one line, now as the file is read (below the
+    # least a measurement may hold: it was the result's last check, naming no input), and --out writes nothing
     s, out = tmp_path / "s.csv", tmp_path / "pred.csv"
     s.write_text(SERVING_HEAD + "a,llama-3.1-8b,h100,1,vllm,1024,1024,8,1,50,8,1e-306,\nb,llama-3.1-8b,h100,1,vllm,1024,1024,64,1,80,9,1e-306,1e-306\n")
-    line = ("error: result.overall.output_tok_s_per_gpu.median_ape: inf is not valid; a finite, non-negative figure: these inputs "
-            "lie outside what the model can price (non-finite result)")
+    why = "output_tok_s_per_gpu: '1e-306' is not valid; 0 or empty (not measured), or at least 0.001"
+    line = f"error: serving: '{s}' is not valid; a file with at least one row the model can price; none of its 2 rows is (line 2 {why}; line 3 {why})"
     for extra in ((), ("--json",), ("--out", str(out))):
         code, stdout, err = _cli("validate", "--serving", str(s), *extra)
         assert (code, err.strip(), stdout) == (2, line, ""), (code, err, stdout[-300:])
     assert not out.exists()
+
+
+def test_a_measurement_below_its_least_is_listed_not_priced(tmp_path):
+    # a TTFT of 1e-300 ms beside a good row: it put an error of 1.8e304 % in the report, which its last check refused
+    # (exit 2, naming result.overall.ttft_ms.median_ape); now the row is listed with the column at fault and the good
+    # row is reported alone
+    s = tmp_path / "s.csv"
+    s.write_text(SERVING_HEAD + "a,llama-3.1-8b,h100,1,vllm,1024,1024,8,1,1e-300,8,,\nb,llama-3.1-8b,h100,1,vllm,1024,1024,8,1,50,8,,\n")
+    rows = read_rows(s)
+    preds, unmodeled = predict_serving(rows)
+    assert unmodeled == [{"row": 0, "source": "a", "reason": "line 2 ttft_ms: '1e-300' is not valid; 0 or empty (not measured), or at least 0.001"}]
+    rep = serving_report(rows, preds, unmodeled)
+    assert rep["overall"]["ttft_ms"]["n"] == 1
+    assert rep["overall"]["ttft_ms"]["median_ape"] == pytest.approx(abs(preds[1]["ttft_ms"] / 50 - 1) * 100)
+
+
+def test_a_row_past_the_cores_bounds_or_the_models_context_is_listed_not_priced(tmp_path):
+    # a concurrency of 1e12 and a 1e9-token prompt were priced (errors of 2.6e14 % and 6.1e12 %), and a 200k-token one
+    # beyond Llama 3.1 8B's 131,072-token context, which estimate refuses
+    s = tmp_path / "s.csv"
+    s.write_text(SERVING_HEAD + "a,llama-3.1-8b,h100,1,vllm,1024,1024,1000000000000,1,50,8,,\n"
+                 "b,llama-3.1-8b,h100,1,vllm,1000000000,1,8,1,50,8,,\nc,llama-3.1-8b,h100,1,vllm,200000,1024,8,1,50,8,,\n"
+                 "d,llama-3.1-8b,h100,1,vllm,1024,1024,8,1,50,8,,\n")
+    preds, unmodeled = predict_serving(read_rows(s))
+    assert unmodeled == [
+        {"row": 0, "source": "a", "reason": "line 2 concurrency: '1000000000000' is not valid; a whole number from 1 to 10,000,000 or empty"},
+        {"row": 1, "source": "b", "reason": "line 3 isl: '1000000000' is not valid; a whole number from 1 to 100,000,000 or empty"},
+        {"row": 2, "source": "c", "reason": "isl+osl: 201024 is not valid; at most llama-3.1-8b's context of 131,072 tokens "
+                                             "(max_position_embeddings with its RoPE scaling)"}]
+    assert preds[3]["ttft_ms"] > 0
+
+
+@pytest.mark.parametrize("kind,text", [
+    ("serving", SERVING_HEAD.replace("tpot_ms", "ttft_ms") + "a,llama-3.1-8b,h100,1,vllm,1024,1024,8,1,50,8,,\n"),
+    ("kernels", "system,trtllm_version,gemm_dtype,m,n,k,latency_ms,latency_ms\nh100_sxm,x,bfloat16,4096,4096,4096,0.2,9\n"),
+])
+def test_a_csv_naming_a_column_twice_is_one_line(tmp_path, kind, text):
+    # csv.DictReader kept the second column of a name and dropped the first in silence (a TPOT read as the TTFT)
+    s = tmp_path / "s.csv"
+    s.write_text(text)
+    twice = "ttft_ms" if kind == "serving" else "latency_ms"
+    code, stdout, err = _cli("validate", f"--{kind}", str(s))
+    assert (code, err.strip()) == (2, f"error: {kind}: '{s}' is not valid; a readable CSV file, plain or gzipped, whose header names "
+                                      f"each column once ({twice!r} is named twice)")
+
+
+def test_a_kernel_latency_below_its_least_is_listed_not_priced(tmp_path):
+    # a GEMM timed at 1e-300 ms: its error of 1.8e301 % reached the report's last check (validate) and sank calibrate's fit
+    k = tmp_path / "gemm.csv"
+    k.write_text("system,trtllm_version,gemm_dtype,m,n,k,latency_ms\nh100_sxm,x,bfloat16,4096,4096,4096,1e-300\n"
+                 "h100_sxm,x,bfloat16,4096,4096,4096,0.2\n")
+    rep, rows, pred = kernel_report(k)
+    assert rep["unmodeled"] == [{"row": 0, "reason": "line 2: latency_ms '1e-300' is not a time of at least 0.0001 ms (a kernel's launch "
+                                                     "alone takes microseconds)"}]
+    assert rep["overall"]["latency_ms"]["n"] == 1
 
 
 def test_a_ragged_serving_line_is_listed_not_a_crash(tmp_path):

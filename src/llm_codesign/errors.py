@@ -57,6 +57,29 @@ def parse_nested(parse: Callable[[str], object], text: str, field: str, value: o
     return doc
 
 
+def read_text(path: str, field: str, valid: str) -> str:
+    """A user's text file, UTF-8 with or without a byte-order mark, or one InputError naming the field.
+    A regular file only: a device or a FIFO is read forever (`mix --lengths /dev/zero` filled the memory,
+    a FIFO hung), a folder not at all."""
+    from pathlib import Path
+
+    p = Path(path)
+    if not p.is_file():
+        raise InputError(field, path, f"{valid} (an existing file)")
+    try:
+        return p.read_text(encoding="utf-8-sig")
+    except UnicodeDecodeError as e:
+        raise InputError(field, path, f"{valid} in UTF-8 ({e.reason} at byte {e.start})") from None
+
+
+def check_header(names, field: str, value: object, what: str) -> None:
+    """A CSV header naming a column twice is one InputError: csv.DictReader keeps the last column of a name, and
+    dropped the other in silence (a second ttft_ms read instead of the first)."""
+    twice = sorted({n for n in names or () if list(names).count(n) > 1})
+    if twice:
+        raise InputError(field, value, f"{what}, whose header names each column once ({twice[0]!r} is named twice)")
+
+
 def read_toml(path: str, field: str, what: str) -> dict:
     """A user's TOML file as a dict, or one InputError naming the field (missing file, bad TOML)."""
     import tomllib

@@ -5,6 +5,7 @@ leaves no output half-written and no temporary file behind. A temporary file's n
 its folder once that process is gone. `-` is standard output, where a command writes one text file."""
 from __future__ import annotations
 
+import errno
 import os
 import re
 import signal
@@ -76,6 +77,9 @@ def check_writable(field: str, path: str | Path, *, folder: bool = False, stdout
     p = Path(path)
     if not folder and p.is_dir():
         raise InputError(field, str(path), "a file path, not a folder")
+    if not folder and p.exists() and not p.is_file():  # (through its links) the rename would put a file in its place: as root,
+        # `--csv /dev/null` replaced /dev/null itself
+        raise InputError(field, str(path), "a regular file's path, not a device, FIFO or socket" + ("; '-' is standard output" if stdout else ""))
     if folder and p.exists() and not p.is_dir():
         raise InputError(field, str(path), "a folder, not a file")
     where = _existing_ancestor((p if folder else p.parent).resolve())
@@ -124,7 +128,10 @@ def write_all(jobs, *, meanwhile=None) -> None:
     p = tmp = None  # the file at hand: an error names the user's path, not the temporary one
     try:
         for write, path in jobs:
-            p = Path(path)
+            # a link's target is replaced and the link kept (a rename onto the link put a file in its place)
+            p = Path(path).resolve() if Path(path).is_symlink() else Path(path)
+            if p.exists() and not p.is_file():  # check_writable refuses one first; a writer reached without it stops here
+                raise OSError(errno.EINVAL, "not a regular file (a device, FIFO or socket): writing would replace it", str(path))
             _make_parents(p, made)
             remove_stale(p.parent)
             tmp = tmp_path(p)

@@ -38,7 +38,7 @@ from llm_codesign.cli.common import (
     check_paths,
     vendor_engines,
 )
-from llm_codesign.errors import InputError, MissingInput, parse_nested
+from llm_codesign.errors import InputError, MissingInput, parse_nested, read_text
 from llm_codesign.spec.engines import TRTLLM, VENDOR_NAMES, engine_for, engines_on, listed
 
 
@@ -289,10 +289,7 @@ def import_(
     listed as ignored."""
     from llm_codesign.explore.export import HEADER, _meta, read_config
 
-    try:
-        text = Path(path).read_text(encoding="utf-8-sig")
-    except UnicodeDecodeError as e:
-        raise InputError("path", path, f"a UTF-8 text file ({e.reason} at byte {e.start})") from None
+    text = read_text(path, "path", "an export or an engine's command line or YAML")
     meta = _meta(text, path) if any(line.startswith(HEADER) for line in text.splitlines()) else {}
     isl, osl = isl or meta.get("isl", 1024), osl or meta.get("osl", 1024)
     if meta and "DynamoGraphDeployment" in text:
@@ -369,8 +366,8 @@ def export_point(
 
     _check_out(out, {"PATH": path})
     try:
-        doc = parse_nested(json.loads, Path(path).read_text(encoding="utf-8-sig"), "path", path)
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        doc = parse_nested(json.loads, read_text(path, "path", "the JSON of `llm-codesign pareto --json`"), "path", path)
+    except json.JSONDecodeError as e:
         raise InputError("path", path, f"the JSON of `llm-codesign pareto --json` ({type(e).__name__})") from None
     results = doc.get("comparisons") or [doc] if isinstance(doc, dict) else []
     points = [(r, p) for r in results for p in r.get("frontier", []) if r.get("mode") != "disaggregated"]

@@ -6,7 +6,7 @@ from dataclasses import dataclass, fields, replace
 from functools import lru_cache
 from importlib import resources
 
-from llm_codesign.errors import InputError, read_toml
+from llm_codesign.errors import InputError, close_matches, did_you_mean, read_toml
 from llm_codesign.spec.engines import ENGINES, MOE_KERNELS
 from llm_codesign.spec.validation import check_param
 
@@ -295,6 +295,22 @@ def _layers(doc: dict, family: str, origin: str, base: Calibration) -> Calibrati
     return c
 
 
+def _sections(doc: dict, family: str, origin: str) -> dict:
+    """A profile's top level checked: each key a table named [default], for a GPU family (the bundled
+    ones, or the GPU's own where a GPU .toml names another) or [intervals] (measure.intervals reads it),
+    so that `default = [1, 2]` is one line rather than a traceback, and a misspelt [defualt] is not
+    ignored in silence."""
+    known = ["default", *sorted(set(_bundled()[0]) - {"default"} | {family}), "intervals"]
+    for k, v in doc.items():
+        if k not in known:
+            raise InputError(f"calibration.{k}", "a table" if isinstance(v, dict) else v, f"{origin}: "
+                             + did_you_mean([f"[{n}]" for n in close_matches(k, known)]) + "a section named "
+                             + ", ".join(f"[{n}]" for n in known))
+        if not isinstance(v, dict):
+            raise InputError(f"calibration.{k}", v, f"{origin}: a [{k}] table of parameter = number")
+    return doc
+
+
 @lru_cache(maxsize=1)
 def _bundled() -> tuple[dict, dict]:
     root = resources.files("llm_codesign").joinpath("data/calibration")
@@ -308,7 +324,7 @@ def _bundled() -> tuple[dict, dict]:
 def _cached(family: str, profile: str | None) -> Calibration:
     c = _layers(_bundled()[1], family, "fitted.toml", documented(family))
     if profile:
-        c = _layers(read_toml(profile, "calibration", "a calibration profile"), family, profile, c)
+        c = _layers(_sections(read_toml(profile, "calibration", "a calibration profile"), family, profile), family, profile, c)
     return c
 
 

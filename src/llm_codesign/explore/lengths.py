@@ -17,7 +17,7 @@ from statistics import NormalDist
 
 import numpy as np
 
-from llm_codesign.errors import InputError
+from llm_codesign.errors import InputError, check_header, read_text
 
 MAX_TOKENS = 100_000_000
 
@@ -52,11 +52,10 @@ def _check(name: str, v, where: str) -> int:
 def from_csv(path: str) -> Lengths:
     """Requests from a CSV with columns isl and osl (one row a request), and optionally count or weight."""
     p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8-sig")
-    except UnicodeDecodeError:
-        raise InputError("lengths", path, "a CSV text file with columns isl,osl") from None
-    rows = list(csv.DictReader(text.splitlines()))
+    text = read_text(path, "lengths", "a CSV text file with columns isl,osl")
+    reader = csv.DictReader(text.splitlines())
+    check_header(reader.fieldnames, "lengths", path, "a CSV with columns isl,osl")
+    rows = list(reader)
     if not rows or not {"isl", "osl"} <= set(rows[0]):
         raise InputError("lengths", path, "a CSV with a header naming isl and osl and at least one request")
     wcol = "count" if "count" in rows[0] else "weight" if "weight" in rows[0] else None

@@ -8,11 +8,14 @@ from __future__ import annotations
 
 import tomllib
 from importlib import resources
-from pathlib import Path
 
 import numpy as np
 
-from llm_codesign.errors import InputError, parse_nested
+from llm_codesign.errors import InputError, parse_nested, read_text
+
+# the dearest price a GPU-hour may have: 100x the dearest on-demand figure data/prices.toml cites (a hyperscaler's
+# H200 at $7.00); $1e308 put an infinite $ per million tokens in sweep's Parquet (compare refused its own result)
+MAX_USD_PER_GPU_HOUR = 1000.0
 
 
 def load_prices(path: str | None = None) -> dict:
@@ -20,15 +23,16 @@ def load_prices(path: str | None = None) -> dict:
     gpu id -> where that GPU's figure comes from (the bundled file cites each)."""
     try:
         if path:
-            text = Path(path).read_text(encoding="utf-8-sig")
+            text = read_text(path, "gpu_hour_price", "a TOML price file")
         else:
             text = resources.files("llm_codesign").joinpath("data/prices.toml").read_text()
         data = parse_nested(tomllib.loads, text, "gpu_hour_price", path)
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
         raise InputError("gpu_hour_price", path, f"a TOML price file ({e})") from None
     table = data.get("usd_per_gpu_hour")
-    if not isinstance(table, dict) or not all(isinstance(v, (int, float)) and v > 0 for v in table.values()):
-        raise InputError("gpu_hour_price", path or "bundled", "a price file with [usd_per_gpu_hour] gpu = positive dollars")
+    if not isinstance(table, dict) or not all(isinstance(v, (int, float)) and 0 < v <= MAX_USD_PER_GPU_HOUR for v in table.values()):
+        raise InputError("gpu_hour_price", path or "bundled", "a price file with [usd_per_gpu_hour] gpu = positive dollars, at most "
+                         f"{MAX_USD_PER_GPU_HOUR:,.0f}")
     sources = data.get("sources", {})
     if not isinstance(sources, dict) or not all(isinstance(v, str) for v in sources.values()):
         raise InputError("gpu_hour_price", path or "bundled", "a price file whose [sources] maps gpu = \"where the price comes from\"")
@@ -46,8 +50,9 @@ def gpu_hour_price(gpu, price: str | float | None) -> tuple[float, str] | None:
     except (TypeError, ValueError):
         usd = None
     if usd is not None:
-        if not np.isfinite(usd) or usd <= 0:
-            raise InputError("gpu_hour_price", price, "a positive number of dollars per GPU-hour, `bundled`, or a price file")
+        if not np.isfinite(usd) or not 0 < usd <= MAX_USD_PER_GPU_HOUR:
+            raise InputError("gpu_hour_price", price, f"a positive number of dollars per GPU-hour up to {MAX_USD_PER_GPU_HOUR:,.0f}, "
+                             "`bundled`, or a price file")
         return usd, "--gpu-hour-price"
     bundled = str(price) == "bundled"
     prices = load_prices(None if bundled else str(price))

@@ -22,7 +22,7 @@ from llm_codesign.cost.calibration import Calibration
 from llm_codesign.cost.ffns import DEEPEP_MODES, MOE_BLOCK, deepep_time
 from llm_codesign.cost.mixers import GqaDecode
 from llm_codesign.cost.ops import Batch, layer_ops
-from llm_codesign.errors import InputError
+from llm_codesign.errors import InputError, check_header
 from llm_codesign.spec.engines import get_engine
 from llm_codesign.spec.hardware import get_gpu
 from llm_codesign.spec.kinds import MoE, NoMixer
@@ -121,7 +121,9 @@ def read_dicts(p: Path, field: str, what: str) -> list[dict]:
     byte-order mark (Excel's "CSV UTF-8") is dropped, not read into the first column's name."""
     try:
         with (gzip.open(p, "rt", encoding="utf-8-sig", newline="") if p.suffix == ".gz" else p.open(encoding="utf-8-sig", newline="")) as f:
-            return list(csv.DictReader(f))
+            reader = csv.DictReader(f)
+            check_header(reader.fieldnames, field, str(p), what)
+            return list(reader)
     except (OSError, EOFError, UnicodeDecodeError, csv.Error) as e:
         raise InputError(field, str(p), f"{what} ({type(e).__name__}: {e})") from None
 
@@ -156,6 +158,11 @@ def _least(col: str) -> int:
     return 0 if col in ("step", "sms") else 1
 
 
+# a measured kernel's least latency: 0.1 us, under any kernel's launch (the bundled tables' least is 1.6 us, a GEMM);
+# a 1e-300 ms row put an error of 1.8e301 % in validate's report and sank calibrate's fit
+LEAST_LATENCY_MS = 1e-4
+
+
 def row_problem(kind: str, r: dict) -> str | None:
     """Why a kernel-table row cannot be priced (a count that is not a whole number, a latency that is
     not a positive finite figure), or None."""
@@ -169,6 +176,8 @@ def row_problem(kind: str, r: dict) -> str | None:
         if col == "latency_ms":
             if not (math.isfinite(x) and x > 0):
                 return f"latency_ms {v!r} is not a positive finite time"
+            if x < LEAST_LATENCY_MS:
+                return f"latency_ms {v!r} is not a time of at least {LEAST_LATENCY_MS:g} ms (a kernel's launch alone takes microseconds)"
         elif not (math.isfinite(x) and x.is_integer() and x >= _least(col) and x <= 1 << 40):
             return f"{col} {v!r} is not a whole number of at least {_least(col)}"
     if "kv_cache_dtype" in KINDS[kind] and r.get("kv_cache_dtype") not in _KV_BYTES:

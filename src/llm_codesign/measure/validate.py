@@ -23,7 +23,7 @@ from llm_codesign.serve.metrics import BATCH_GRID
 from llm_codesign.spec.engines import TRTLLM, get_engine, trtllm_bench
 from llm_codesign.spec.hardware import get_gpu
 from llm_codesign.spec.harness import OFFLINE_ARRIVAL, SchedulerFlags
-from llm_codesign.spec.plan import REASONS, Deployment, Plan, SpecDecoding, reason_text, validity
+from llm_codesign.spec.plan import MAX_CONCURRENCY, MAX_TOKENS, REASONS, Deployment, Plan, SpecDecoding, reason_text, validity
 from llm_codesign.spec.precision import Precision, get_dtype
 from llm_codesign.spec.registry import get_model
 
@@ -40,6 +40,13 @@ METRICS = ("ttft_ms", "tpot_ms", "output_tok_s_per_gpu", "output_tok_s_per_user"
 # whole, >= 1 (blank: 1 for the plan sizes; no concurrency: an offline max-throughput run)
 _POSITIVE = ("num_gpus", "isl", "osl", "tp", "pp", "ep", "moe_tp", "attention_dp", "concurrency", "max_num_tokens", "decode_max_batch")
 _REAL = ("spec_acceptance", "ttft_ms", "tpot_ms", "output_tok_s_per_gpu", "output_tok_s_per_user")
+# a measured metric's least value (0 or blank: not measured): a time of 1 us, below one kernel launch's few
+# microseconds, and a rate of 0.001 tok/s (the shipped runs' least is 3.9 tok/s/user); a 1e-300 ms TTFT put an
+# error of 1.8e304 % in the report
+_LEAST = {"ttft_ms": 1e-3, "tpot_ms": 1e-3, "output_tok_s_per_gpu": 1e-3, "output_tok_s_per_user": 1e-3}
+# the most a row's lengths and loads may be, the core's own bounds (spec.plan: a Workload's); a concurrency of 1e12 was
+# priced (an error of 2.6e14 %)
+_MOST = {"isl": MAX_TOKENS, "osl": MAX_TOKENS, "max_num_tokens": MAX_TOKENS, "concurrency": MAX_CONCURRENCY, "decode_max_batch": MAX_CONCURRENCY}
 _DTYPE = {"int4_wo": "int4", "fp4": "nvfp4", "w4a16_mxfp4": "mxfp4"}
 
 
@@ -89,6 +96,10 @@ def row_problem(r: dict, line: int) -> str | None:
         if not (math.isfinite(x) and x >= low and (not whole or x.is_integer()) and x <= 1e15):
             what = ("a whole number" if whole else "a finite number") + (" of at least 1" if low else ", 0 or more")
             return f"line {line} {col}: {v!r} is not valid; {what} or empty"
+        if 0 < x < _LEAST.get(col, 0):
+            return f"line {line} {col}: {v!r} is not valid; 0 or empty (not measured), or at least {_LEAST[col]:g}"
+        if x > _MOST.get(col, math.inf):
+            return f"line {line} {col}: {v!r} is not valid; a whole number from 1 to {_MOST[col]:,} or empty"
     return campaigns.problem(r, line)
 
 
@@ -133,6 +144,7 @@ def _resolve(r: dict, profile, cal_override):
     """A serving row's model, GPU, precision, speculation, engine and calibration (InputError,
     KeyError or ValueError when the row names something the model cannot price)."""
     model = get_model(r["model"])
+    model.check_context(_int(r, "isl"), _int(r, "osl"))  # a request longer than the model's context (a 1e9-token prompt was priced)
     gpu = get_gpu(r["gpu"])
     prec = _precision(model, r)
     spec = _spec(r)

@@ -310,8 +310,17 @@ class Deployment:
         prec = Precision(weight=w, activation=get_dtype(d["activation_dtype"], "activation_dtype"), kv=get_dtype(d["kv_dtype"], "kv_dtype"),
                          attn_weight=get_dtype(aw, "attn_weight_dtype") if aw and aw != w.name else None)
         spec = None
-        if d.get("spec") and d.get("draft_len"):
-            spec = SpecDecoding(d["spec"], int(d["draft_len"]), d.get("acceptance"), tuple(d.get("acceptance_rates") or ()), d.get("draft_model"))
+        if d.get("spec") or d.get("draft_len"):  # half a speculation (a method without a draft length, or the reverse) was none, in silence
+            if not d.get("spec"):
+                raise InputError("spec", d.get("spec"), f"mtp, eagle3 or draft with draft_len {d['draft_len']!r} (none with draft_len 0)")
+            k = d.get("draft_len") or 0
+            if isinstance(k, bool) or not isinstance(k, (int, float)) or not math.isfinite(k) or k != int(k):
+                raise InputError("draft_len", k, "an integer from 1 to 16")
+            spec = SpecDecoding(d["spec"], int(k), d.get("acceptance"), tuple(d.get("acceptance_rates") or ()), d.get("draft_model"))
+        else:
+            given = next((k for k in ("acceptance", "acceptance_rates", "draft_model") if d.get(k)), None)
+            if given:
+                raise InputError(given, d[given], "left out where spec is none (a record without speculation carries none)")
         plan = Plan.from_dict(d)
         chunked = d.get("chunked_prefill")
         if chunked is not None and not isinstance(chunked, bool):

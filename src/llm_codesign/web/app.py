@@ -34,6 +34,7 @@ import asyncio
 import json
 import logging
 import re
+import sys
 import threading
 import time
 from importlib import resources
@@ -574,7 +575,12 @@ def _estimate(req: EstimateRequest, *, hub_cache: bool = False) -> dict:
         g = _gpu(req.gpu, what_if=req.what_if)
         # typed by PointDeployment: a bad field is a 422 naming it
         rec = {**d.model_dump(), "gpu": g.id, "backend": _engine(g, d.backend, "deployment.backend"), "concurrency_per_instance": conc}
-        dep = lc.Deployment.from_dict(rec, g)
+        try:
+            dep = lc.Deployment.from_dict(rec, g)
+        except InputError as e:  # a field of the record, named by its path in the request as pydantic's checks name one
+            if e.field not in PointDeployment.model_fields:
+                raise
+            raise InputError(f"deployment.{e.field}", e.value, e.valid) from None
         r = lc.estimate(m, dep, lc.Workload(req.isl, req.osl, req.concurrency or conc), breakdown=req.breakdown).to_dict()
         r["point_breakdown"] = point_breakdown(m, calibration_for(g, None), dep, conc, isl=req.isl, osl=req.osl)
         r["export"] = _export(m, dep, req, conc=conc, replicas=rec["replicas"],
@@ -991,9 +997,11 @@ def create_app(allowed_hosts: list[str] | None = None, *, hub_cache: bool = Fals
     async def _http(request: Request, e: HTTPException):
         cause = e.__cause__
         if e.status_code == 400 and cause is not None:  # FastAPI's "There was an error parsing the body": json.loads raised
+            # json.loads' int() refuses a number of over sys.get_int_max_str_digits() digits (4300) with a ValueError
             why = ("nested deeper than the parser reads" if isinstance(cause, RecursionError) else
                    f"not UTF-8 text (byte {cause.object[cause.start:cause.start + 1]!r} at {cause.start})"
-                   if isinstance(cause, UnicodeDecodeError) else type(cause).__name__)
+                   if isinstance(cause, UnicodeDecodeError) else
+                   f"a number of more than {sys.get_int_max_str_digits():,} digits" if "digits" in str(cause) else type(cause).__name__)
             return JSONResponse({"error": f"body: not valid JSON: {why}", "field": "body"}, status_code=422)
         if e.status_code == 413:
             body = {"error": e.detail, "field": "body"}

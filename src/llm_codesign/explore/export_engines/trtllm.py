@@ -19,6 +19,7 @@ from llm_codesign.explore.export_engines.base import (
     hf_id,
     kv_option,
     nested,
+    nested_keys,
     per_rank,
     plan_ints,
     read_flags,
@@ -112,9 +113,9 @@ class TRTLLMExporter(Exporter):
         tp, adp = (1, t) if adp_on else (t, 1)
         kvp = whole("context_parallel_size", o.get("context_parallel_size"))
         helix = engine_spec("trtllm")["context_parallel"]["kvp"]
-        if kvp > 1 and (o.get("cp_config") or {}).get("cp_type") != helix:
+        if kvp > 1 and _table(o, "cp_config").get("cp_type") != helix:
             # only Helix shards the KV cache along the sequence as the cost model prices context parallelism
-            raise InputError("export", f"cp_config.cp_type: {(o.get('cp_config') or {}).get('cp_type')!r}",
+            raise InputError("export", f"cp_config.cp_type: {_table(o, 'cp_config').get('cp_type')!r}",
                              f"{helix!r} with context_parallel_size > 1 (Helix is the context parallelism modelled)")
         ep, moe_tp = 1, 1
         if model.is_moe:  # a size not given is what the other leaves of the stage's GPUs
@@ -126,9 +127,9 @@ class TRTLLMExporter(Exporter):
         return Plan(tp, whole("pipeline_parallel_size", o.get("pipeline_parallel_size")), ep, moe_tp, adp, kvp), batch * adp if batch else None
 
     def settings(self, o: dict, meta: dict) -> tuple:
-        sc = o.get("speculative_config") or {}
+        sc = _table(o, "speculative_config")
         spec = read_spec(meta, sc.get("decoding_type"), sc.get("max_draft_len"), "trtllm", sc.get("speculative_model"))
-        return None, (o.get("kv_cache_config") or {}).get("dtype", "auto"), spec, o.get("max_num_tokens")
+        return None, _table(o, "kv_cache_config").get("dtype", "auto"), spec, o.get("max_num_tokens")
 
     def chunked_prefill(self, o: dict) -> bool | None:
         """enable_chunked_prefill as the configuration sets it (TorchLlmArgs, default false: NVIDIA/TensorRT-LLM@00043967
@@ -170,6 +171,15 @@ class TRTLLMExporter(Exporter):
             o["enable_attention_dp"] = True
         check_nested("trtllm", o)
         return o, args["model"]
+
+
+def _table(o: dict, key: str) -> dict:
+    """A mapping-valued option of a configuration, {} where unset; a plain value is one line (a real
+    configuration is not checked against the documented fields: `kv_cache_config: 5` was an AttributeError)."""
+    v = o.get(key)
+    if v is not None and not isinstance(v, dict):
+        raise InputError(key, v, "a mapping of TensorRT-LLM fields: " + ", ".join(nested_keys("trtllm", key)))
+    return v or {}
 
 
 register_exporter(TRTLLMExporter())
