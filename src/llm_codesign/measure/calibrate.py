@@ -81,12 +81,14 @@ GRID.update({"moe_kernel_eff": (0.1, 0.2, 0.3, 0.45, 0.6, 0.8), "moe_kernel_over
 # requests for batching_wait_iters = 10, at most timeout_iters = 50 iterations (AttentionDpConfig
 # defaults when balancing is on); the search starts at the former.
 # Host cost per running sequence: from none up to 100 us (Python per-request work per step).
+# Scale-out latency per level of a collective across nodes: from NCCL's own network hop latency, 2.7 us (its tuning
+# model's NET Ring LL; Tree LL 5.0, LL128 4.0-8.5, Simple 14: NVIDIA/nccl src/graph/tuning.cc hwLat), up to 100 us.
 # The engines' one-shot all-reduce fixed cost is not among them: measured on the H100 per-engine all-reduce rows
 # and derived for Blackwell from them (default.toml custom_ar_*; docs/modelling-notes.md#own-allreduce-measured).
 SERVING_BOUNDS = (("step_overhead_s", 2e-3, 1e-5, 0.05), ("ttft_overhead_s", 20e-3, 1e-4, 0.5),
                   ("prefill_queue_fraction", 0.1, 0.0, 1.0),
                   ("eager_launch_s", 1e-5, 1e-7, 3e-5), ("eager_skew_s", 5e-6, 0.0, 5e-5),
-                  ("scale_out_latency_s", 25e-6, 5e-6, 1e-4),
+                  ("scale_out_latency_s", 25e-6, 2.7e-6, 1e-4),
                   ("ttft_wait_steps", 1.0, 0.5, 3.0), ("adp_wait_steps", 10.0, 0.0, 60.0),
                   ("seq_overhead_s", 5e-6, 0.0, 1e-4))
 SERVING_FIELDS = {n for n, *_ in SERVING_BOUNDS}
