@@ -53,17 +53,6 @@ def test_closed_loop_cohort_meets_its_slot_cycle_hand_derived():
         _closed_loop_cohort(request, np.array([64.0]), 11.0, t_iter=0.01, window=1.0)
 
 
-def test_a_request_reads_its_engine_and_flags_from_its_rank_alone():
-    # the rank's (engine, SchedulerFlags) say how a step's budget goes to prompts (_Rank.scheduler); a second copy passed
-    # beside it (`harness`, with the arrival) could disagree with it: the request takes only its arrival pattern
-    import inspect
-
-    from llm_codesign.serve.aggregated import _Rank, _request_times
-
-    params = inspect.signature(_request_times).parameters
-    assert "harness" not in params and "arrival" in params and "scheduler" in _Rank._fields
-
-
 def test_closed_loop_cohort_is_sized_from_the_cycle_its_throughput_uses():
     """Llama-3.1-70B TP8 on H200, TensorRT-LLM, 256 slots of 128 in / 16 out: the cohort from the slot cycle (TTFT + 15
     TPOT) its tok/s take, not the wave's life, which leaves the first token's waits out and so counted arrivals too close:

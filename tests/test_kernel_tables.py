@@ -294,6 +294,8 @@ def test_calibrate_fits_deepep_on_an_ep_comm_table(monkeypatch):
     assert rep["rows"] == 22 and rep["median_ape"] < min(8.0, rep["start_median_ape"]) and not rep["at_bounds"]
     assert 7e-6 < fams["hopper"].deepep_ll_latency_s < 13e-6
     assert (fams["hopper"].deepep_sm_bw, fams["hopper"].deepep_ht_row_s) == (bundled.deepep_sm_bw, bundled.deepep_ht_row_s)
+
+
 def test_hopper_comm_rows_priced_in_each_engines_own_all_reduce():
     """hopper/comm (kernels_hopper/comm.csv.gz, issue 39 mechanism 1): an engine's all-reduce row is priced with that
     engine's own all-reduce where it runs one (Engine.own_allreduce), NCCL past its limits; an eager row is the longer
