@@ -591,10 +591,14 @@ def grouped(ctx: Context, *, table: dict | None = None) -> Context:
 def between(why: list[tuple[str, str]], table: dict, *, own: bool = False, levels=LEVELS) -> dict[int, float]:
     """The between-group term T of each level (log units): the largest of the campaign term (not for a
     profile's `own` runs: they are the user's campaign) and the terms of the reasons `why`; 0 where the
-    table measures none."""
+    table measures none; a wider level's term never below a narrower one's (each level is measured apart, and
+    low_load's 95% term came out under its 80%)."""
     terms = table.get("between", {})
     kinds = ([] if own else ["campaign"]) + [kind for kind, _ in why]
-    return {lvl: max([0.0, *(terms[kind][f"t{lvl}"] for kind in kinds if kind in terms)]) for lvl in levels}
+    out, floor = {}, 0.0
+    for lvl in sorted(levels):
+        floor = out[lvl] = max([floor, *(terms[kind][f"t{lvl}"] for kind in kinds if kind in terms)])
+    return out
 
 
 def bands(values: dict, ctx: Context, *, table: dict | None = None) -> dict[str, dict]:
