@@ -66,7 +66,9 @@ def moe_ops(f: MoE, M: Site, *, at: _At, s: _Step, b: Batch, prec: Precision) ->
     # the exchange the engine runs under attention DP with EP (Engine.moe_exchange); the kernel tables' alone: all-to-all
     exchange = "all_to_all" if at.engine is None else at.engine.moe_exchange(at.gpu, moe_tp=s.moe_tp)
     a2a = (s.adp > 1) & (ep > 1) & (exchange == "all_to_all")
-    experts, route, gathered = _routed_experts(f, M, at=at, s=s, prec=prec, load=(active, top, on_rank, alpha))
+    # the tokens the rank's MoE takes in: every token of the step unless an all-to-all brought it only its routed rows
+    experts, route, gathered = _routed_experts(f, M, at=at, s=s, prec=prec, load=(active, top, on_rank, alpha),
+                                               tokens=np.where(a2a, on_rank, T_all))
     ops += experts
     # token permutation into expert order and back (gather/scatter), one launch each way: the rank's routed
     # rows in and out, and every output row of the tokens it holds written by the un-permute (TensorRT-LLM's
@@ -98,12 +100,13 @@ def moe_ops(f: MoE, M: Site, *, at: _At, s: _Step, b: Batch, prec: Precision) ->
     return ops
 
 
-def _routed_experts(f: MoE, M: Site, *, at: _At, s: _Step, prec: Precision, load) -> tuple[list[Op], object, bool]:
+def _routed_experts(f: MoE, M: Site, *, at: _At, s: _Step, prec: Precision, load, tokens) -> tuple[list[Op], object, bool]:
     """The busiest rank's expert GEMMs and the activation between them, in the MoE kernel family the
     engine runs (Engine.moe_kernel; without an engine, `at.moe`, a kernel table row's), chosen per plan
     where it switches with expert parallelism (vLLM's block-FP8 MoE on Hopper); and that family's time per
     assignment to another rank's expert (Calibration.moe_kernel), per plan; and whether the up-projection
-    gathers the routed rows (fc1_fused). `load` is routed_load's and the routing skew alpha. The tables' own
+    gathers the routed rows (fc1_fused). `load` is routed_load's and the routing skew alpha; `tokens` the rank's
+    tokens before routing. The tables' own
     family runs some GEMM kernel families at another dense family's rates (MOE_RATES)."""
     ff, ep, T_all, on_rank = s.ff, s.ep, s.T * s.adp, load[2]
     kernel = gemm.gemm_kernel(ff["math"], prec.weight.name, fp4_math=at.gpu.supports("fp4"))  # the tables', not the engine's dense kernel
@@ -111,14 +114,16 @@ def _routed_experts(f: MoE, M: Site, *, at: _At, s: _Step, prec: Precision, load
                                                for x in (False, True)]
     gathered, act_fused = fc1_fused(at.gpu.family, fams, kernel)
     # AITER's fused MoE (the CDNA tables' own) quantises its inputs itself, whatever the engine fuses before it: the
-    # routed rows before its first stage and the activation's output before its second, each a kernel of its own
-    # (fused_dynamic_mxfp4_quant_moe_sort for MXFP4, quant_func for FP8: aiter/fused_moe.py:1520,1637@3c5f0ba)
+    # tokens before its first stage (each once: its stage-1 call quantises the (token_num, model_dim) input with
+    # topk=1, aiter/ops/quant.py:697-699@3c5f0ba) and the activation's routed rows before its second, each a kernel of
+    # its own (fused_dynamic_mxfp4_quant_moe_sort for MXFP4, quant_func for FP8: aiter/fused_moe.py:1520,1637@3c5f0ba)
     own_quant = all(x is None for x in fams) and at.gpu.family in CDNA_FAMILIES
     rates, kept = MOE_RATES.get(at.gpu.family, {}).get(kernel, (kernel, 1.0)) if all(x is None for x in fams) else (kernel, 1.0)
     ops = []
     for name, n_dim, k_dim in (("experts_gate_up", (f.mats - 1) * f.expert_inter / s.moe_tp, s.h), ("experts_down", s.h, f.expert_inter / s.moe_tp)):
         by = [_expert_gemm(M / name, n_dim, k_dim, at, load=load, fam=fam, kernel=rates, kept=kept, quant_kernel=kernel, own_quant=own_quant,
-                           local=f.experts / ep, **{k: ff[k] for k in ("math", "a_b", "w_b", "weight")})
+                           local=f.experts / ep, quant_rows=tokens if own_quant and name == "experts_gate_up" else None,
+                           **{k: ff[k] for k in ("math", "a_b", "w_b", "weight")})
               for fam in dict.fromkeys(fams)]
         ops.append(by[0] if len(by) == 1 else _either(ep > 1, by[1], by[0]))
         if name == "experts_gate_up" and not act_fused:
@@ -172,7 +177,8 @@ def _either(sel, a: Op, b: Op) -> Op:
                      split=lambda: (np.where(sel, a.t_compute, b.t_compute), np.where(sel, a.t_memory, b.t_memory)))
 
 
-def _expert_gemm(label: _Label, n, k, at: _At, *, load, math, a_b, w_b, kernel, weight, fam, local, quant_kernel, kept=1.0, own_quant=False):
+def _expert_gemm(label: _Label, n, k, at: _At, *, load, math, a_b, w_b, kernel, weight, fam, local, quant_kernel, kept=1.0, own_quant=False,
+                 quant_rows=None):
     """The busiest rank's grouped expert GEMM in MoE kernel family `fam` (Engine.moe_kernel; None: the
     kernel tables') at the rates of dense GEMM kernel family `kernel`, keeping `kept` of them (MOE_RATES), its
     activations quantised as the weights' own family `quant_kernel` has them (gemm.quantise_kernel); `load` is
@@ -181,7 +187,8 @@ def _expert_gemm(label: _Label, n, k, at: _At, *, load, math, a_b, w_b, kernel, 
     (Calibration.moe_kernel, fitted on MoE kernels), not a dense GEMM's. Uniform routing: `active` groups of equal rows. Skewed: the busiest expert's rows
     and the other active experts' mean rows, in one launch (one fixed cost), their tiles quantised per
     expert as the grouped kernel tiles them. A family that sets up every expert the rank holds (`local`) each
-    launch adds its time per such expert (Calibration.moe_kernel_expert) to the launch's fixed cost."""
+    launch adds its time per such expert (Calibration.moe_kernel_expert) to the launch's fixed cost. `quant_rows`:
+    the rows an activation quantisation of its own reads where they are not the GEMM's routed rows (AITER's stage 1)."""
     active, top, on_rank, alpha = load
     cal = at.cal
     eff, overhead, _ = cal.moe_kernel(fam, kernel, rate=gemm.main_loop_rate(kernel, at.gpu))
@@ -193,9 +200,16 @@ def _expert_gemm(label: _Label, n, k, at: _At, *, load, math, a_b, w_b, kernel, 
     # at another family's rates (MOE_RATES) the activations are still quantised, or not, as the weights' own family's are;
     # by a kernel of its own where the MoE kernel quantises them itself (`own_quant`: AITER's)
     quant = gemm.quantise_kernel(at.engine, a_b, kernel=quant_kernel, fused=False if own_quant else None)
+    # a quantise pass over other rows than the GEMM's: priced here, once, as gemm_time prices its own (one read of
+    # the BF16 rows, one write, one launch)
+    apart = quant and quant_rows is not None
+    extra = (np.asarray(quant_rows, float) * k * (2.0 + a_b) / (at.gpu.hbm_bandwidth_bytes_per_s * cal.bw_eff) + cal.kernel_overhead_s
+             if apart else 0.0)
+    quant = quant and not apart
     kw = dict(eff_scale=eff, kernel=kernel, swap_ab=True, overhead_s=overhead, fused_quant=not quant)
     if alpha <= 0.0:
-        return _gemm(label, top, n, k, at, math=math, a_b=a_b, w_b=w_b, groups=active, distinct=active, weight=weight, **kw)
+        op = _gemm(label, top, n, k, at, math=math, a_b=a_b, w_b=w_b, groups=active, distinct=active, weight=weight, **kw)
+        return op if not apart else op.replace(time=op.time + np.where(np.asarray(quant_rows) > 0, extra, 0.0))
     rest_groups = active - 1.0
     m_rest = np.where(rest_groups > 0, (on_rank - top) / np.maximum(rest_groups, 1e-30), 0.0)
     th, ch, mh = gemm.gemm_time(top, n, k, at.gpu, cal, math=math, a_bytes=a_b, w_bytes=w_b, engine=at.engine, **kw)
@@ -206,7 +220,7 @@ def _expert_gemm(label: _Label, n, k, at: _At, *, load, math, a_b, w_b, kernel, 
     padded = np.asarray(gemm.tma_padded(k, a_b, w_b)) > np.asarray(k)
     fixed = (overhead + (cal.kernel_overhead_s if quant else 0.0)
              + np.where(padded, cal.kernel_overhead_s, 0.0))
-    t = th + np.where(tr > 0, tr - fixed, 0.0)
+    t = th + np.where(tr > 0, tr - fixed, 0.0) + (np.where(np.asarray(quant_rows) > 0, extra, 0.0) if apart else 0.0)
 
     def fb():
         f1, b1 = gemm.gemm_flops_bytes(top, n, k, a_bytes=a_b, w_bytes=w_b, c_bytes=2.0, groups=1.0, distinct_groups=1.0)
