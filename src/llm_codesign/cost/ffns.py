@@ -94,7 +94,10 @@ def moe_ops(f: MoE, M: Site, *, at: _At, s: _Step, b: Batch, prec: Precision) ->
     sent = skew * (T / dense_tp * f.top_k * h)  # what the busiest rank receives
     ops.append(_comm(M / "dispatch", "all_to_all", np.where(a2a, sent * ff["a_b"], 0.0), stage_gpus, at))
     ops.append(_comm(M / "combine", "all_to_all", np.where(a2a, sent * 2.0, 0.0), stage_gpus, at))
-    ops.append(_comm(M / "all_gather", "all_gather", np.where(gather, T_all * h * ff["a_b"], 0.0), stage_gpus, at))
+    # the gather's activations: quantised to the GEMMs' format where the engine quantises before it (Engine.gathers_quantised;
+    # the kernel tables' alone are TensorRT-LLM's), else BF16
+    g_b = ff["a_b"] if at.engine is None or at.engine.gathers_quantised else 2.0
+    ops.append(_comm(M / "all_gather", "all_gather", np.where(gather, T_all * h * g_b, 0.0), stage_gpus, at))
     ops.append(_comm(M / "reduce_scatter", "reduce_scatter", np.where(gather, T_all * h * 2.0, 0.0), stage_gpus, at))
     ops.append(_comm(M / "all_reduce", "all_reduce", np.where(s.adp > 1, 0.0, T * h * 2.0), stage_gpus, at))
     return ops

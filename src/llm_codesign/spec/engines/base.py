@@ -153,6 +153,10 @@ class Engine(ABC):
     # length per running request (TensorRT-LLM's, vLLM's, ATOM's: budget_batch); an engine whose decode batch
     # only its batch limit and KV cache bound says so in its module
     decodes_in_budget: ClassVar[bool] = True
+    # whether its attention-DP x EP gather (moe_exchange "gather") moves the activations quantised to the expert GEMMs'
+    # format (TensorRT-LLM's AllGatherReduceScatter, vLLM's naive DP/EP prepare); otherwise the BF16 hidden states
+    # (SGLang's dp_gather_partial of its global DP buffer, layers/communicator.py:783-803@0.5.9)
+    gathers_quantised: ClassVar[bool] = False
 
     @abstractmethod
     def step_tokens(self, gpu) -> int:
