@@ -182,6 +182,14 @@ def row_problem(kind: str, r: dict) -> str | None:
             return f"{col} {v!r} is not a whole number of at least {_least(col)}"
     if "kv_cache_dtype" in KINDS[kind] and r.get("kv_cache_dtype") not in _KV_BYTES:
         return f"kv_cache_dtype {r.get('kv_cache_dtype')!r} is not one of {', '.join(_KV_BYTES)}"
+    if kind in ("moe", "ep_comm"):
+        # a token's top-k experts are distinct, and every expert-parallel rank holds at least one
+        ep = "moe_ep_size" if kind == "moe" else "ep_size"
+        topk, experts, ranks = (float(r[c]) for c in ("topk", "num_experts", ep))
+        if topk > experts:
+            return f"topk {r['topk'].strip()!r} is more than num_experts {r['num_experts'].strip()!r} (a token's experts are distinct)"
+        if experts < ranks:
+            return f"num_experts {r['num_experts'].strip()!r} is fewer than {ep} {r[ep].strip()!r} (each rank holds at least one expert)"
     return None
 
 
