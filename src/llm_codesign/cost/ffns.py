@@ -191,7 +191,8 @@ def _expert_gemm(label: _Label, n, k, at: _At, *, load, math, a_b, w_b, kernel, 
     and the other active experts' mean rows, in one launch (one fixed cost), their tiles quantised per
     expert as the grouped kernel tiles them. A family that sets up every expert the rank holds (`local`) each
     launch adds its time per such expert (Calibration.moe_kernel_expert) to the launch's fixed cost. `quant_rows`:
-    the rows an activation quantisation of its own reads where they are not the GEMM's routed rows (AITER's stage 1)."""
+    the rows an activation quantisation of its own reads where they are not the GEMM's routed rows (AITER's stage 1:
+    gemm.gemm_time)."""
     active, top, on_rank, alpha = load
     cal = at.cal
     eff, overhead, _ = cal.moe_kernel(fam, kernel, rate=gemm.main_loop_rate(kernel, at.gpu))
@@ -203,27 +204,21 @@ def _expert_gemm(label: _Label, n, k, at: _At, *, load, math, a_b, w_b, kernel, 
     # at another family's rates (MOE_RATES) the activations are still quantised, or not, as the weights' own family's are;
     # by a kernel of its own where the MoE kernel quantises them itself (`own_quant`: AITER's)
     quant = gemm.quantise_kernel(at.engine, a_b, kernel=quant_kernel, fused=False if own_quant else None)
-    # a quantise pass over other rows than the GEMM's: priced here, once, as gemm_time prices its own (one read of
-    # the BF16 rows, one write, one launch)
-    apart = quant and quant_rows is not None
-    extra = (np.asarray(quant_rows, float) * k * (2.0 + a_b) / (at.gpu.hbm_bandwidth_bytes_per_s * cal.bw_eff) + cal.kernel_overhead_s
-             if apart else 0.0)
-    quant = quant and not apart
     kw = dict(eff_scale=eff, kernel=kernel, swap_ab=True, overhead_s=overhead, fused_quant=not quant)
     if alpha <= 0.0:
-        op = _gemm(label, top, n, k, at, math=math, a_b=a_b, w_b=w_b, groups=active, distinct=active, weight=weight, **kw)
-        return op if not apart else op.replace(time=op.time + np.where(np.asarray(quant_rows) > 0, extra, 0.0))
+        return _gemm(label, top, n, k, at, math=math, a_b=a_b, w_b=w_b, groups=active, distinct=active, weight=weight, quant_rows=quant_rows, **kw)
     rest_groups = active - 1.0
     m_rest = np.where(rest_groups > 0, (on_rank - top) / np.maximum(rest_groups, 1e-30), 0.0)
-    th, ch, mh = gemm.gemm_time(top, n, k, at.gpu, cal, math=math, a_bytes=a_b, w_bytes=w_b, engine=at.engine, **kw)
+    # (a quantise pass over `quant_rows` priced once, with the first)
+    th, ch, mh = gemm.gemm_time(top, n, k, at.gpu, cal, math=math, a_bytes=a_b, w_bytes=w_b, engine=at.engine, quant_rows=quant_rows, **kw)
     tr, cr, mr = gemm.gemm_time(m_rest, n, k, at.gpu, cal, math=math, a_bytes=a_b, w_bytes=w_b, groups=rest_groups,
-                                distinct_groups=rest_groups, engine=at.engine, **kw)
+                                distinct_groups=rest_groups, engine=at.engine, quant_rows=None if quant_rows is None else 0.0, **kw)
     # one launch: the second call's fixed costs (its own, an FP8/FP4 activation quantisation's and a
     # TMA-padded copy's) go
     padded = np.asarray(gemm.tma_padded(k, a_b, w_b)) > np.asarray(k)
     fixed = (overhead + (cal.kernel_overhead_s if quant else 0.0)
              + np.where(padded, cal.kernel_overhead_s, 0.0))
-    t = th + np.where(tr > 0, tr - fixed, 0.0) + (np.where(np.asarray(quant_rows) > 0, extra, 0.0) if apart else 0.0)
+    t = th + np.where(tr > 0, tr - fixed, 0.0)
 
     def fb():
         f1, b1 = gemm.gemm_flops_bytes(top, n, k, a_bytes=a_b, w_bytes=w_b, c_bytes=2.0, groups=1.0, distinct_groups=1.0)
