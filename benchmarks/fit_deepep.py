@@ -1,7 +1,9 @@
 """DeepEP's dispatch and combine on H100 (issue 39): the deepep_* parameters fitted on SGLang 0.5.12's raw DeepEP rows of
-kernels_hopper/ep_comm.csv.gz, checked out of sample, against the generic NCCL all-to-all the model prices EP with.
+kernels_hopper/ep_comm.csv.gz, checked out of sample, against the generic NCCL all-to-all the model prices an all-to-all
+exchange with (cost.ffns.moe_ops: where an engine's moe_exchange says "all_to_all", TensorRT-LLM on NVL72 and ATOM; SGLang
+and vLLM gather by default, and no engine runs DeepEP by default, so serving does not price it).
 
-1. Before: each row priced as cost.ffns.moe_ops prices an expert-parallel exchange today, a generic all-to-all
+1. Before: each row priced as cost.ffns.moe_ops prices an all-to-all exchange, a generic all-to-all
    (cost.kernels.collective_time, "all_to_all") of every (token, expert) copy at the row's payload over ep GPUs.
 2. The DeepEP family (cost.ffns.deepep_time) fitted per mode through measure.calibrate.fit_kind on SGLang's rows (the
    DeepEP kernels alone, DeepEP's own benchmarks), each parameter in the range default.toml states.
@@ -44,7 +46,7 @@ def _table(title: str, rows: list[dict], pred: np.ndarray) -> None:
 
 
 def generic(rows: list[dict], cal) -> np.ndarray:
-    """ms per row as moe_ops prices an EP exchange today: an NCCL all-to-all of tokens x top-k x hidden x payload over ep."""
+    """ms per row as moe_ops prices an all-to-all exchange: an NCCL all-to-all of tokens x top-k x hidden x payload over ep."""
     out = []
     for r in rows:
         b = EP_PAYLOAD[r["comm_dtype"]] if r["phase"] == "dispatch" else 2.0

@@ -24,14 +24,13 @@ from dataclasses import replace
 import numpy as np
 
 from llm_codesign.cost.calibration import calibration_for, documented
-from llm_codesign.measure.calibrate import fit_kind
+from llm_codesign.measure.calibrate import PARAMS, fit_kind
 from llm_codesign.measure.kernel_tables import own_ar_mode, predict, read_csv
 from llm_codesign.measure.stats import error_stats
 from llm_codesign.spec.hardware import get_gpu
 
-# each quantity's range as default.toml states it
-BOUNDS = {"custom_ar_latency_s": (1e-6, 15e-6), "custom_ar_twoshot_latency_s": (3e-6, 20e-6), "custom_ar_bw_eff": (0.3, 0.9),
-          "custom_ar_barrier_s": (0.5e-6, 1.5e-6)}
+# each quantity's range as default.toml states it, as `calibrate --kernels` searches it
+BOUNDS = {p: b for p, b in PARAMS["collectives"].items() if p.startswith("custom_ar_")}
 
 
 def graph_rows() -> list[dict]:

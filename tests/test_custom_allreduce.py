@@ -14,9 +14,9 @@ KIB, MIB = 1024.0, 2.0**20
 
 
 def _blackwell():
-    """default.toml's Blackwell values with the one-shot at its [default] 5 us, the golden values' (Blackwell documents
-    its own 4.8 us: test_one_shot_latency_measured_not_fitted)."""
-    return replace(documented("blackwell"), custom_ar_latency_s=5e-6)
+    """default.toml's Blackwell values with the one-shot and two-shot at their [default] 5 and 8 us, the golden values'
+    (Blackwell documents its own 4.8 and 12.7 us: test_one_shot_latency_measured_not_fitted)."""
+    return replace(documented("blackwell"), custom_ar_latency_s=5e-6, custom_ar_twoshot_latency_s=8e-6)
 
 
 def test_custom_all_reduce_golden_and_flat_in_gpu_count():
@@ -176,7 +176,7 @@ def test_vllm_barriers_where_its_own_kernel_runs():
 
 def test_one_shot_latency_measured_not_fitted():
     """The one-shot's fixed cost is measured, not fitted on serving runs (issue 39 mechanism 1): Hopper's fitted on the
-    H100 per-engine all-reduce rows (fitted.toml [hopper], benchmarks/fit_hopper_allreduce.py), Blackwell's H100's x 1.69,
+    H100 per-engine all-reduce rows (fitted.toml [hopper], benchmarks/fit_hopper_allreduce.py), Blackwell's H100's x 1.69 (its two-shot too),
     TensorRT-LLM's B200 / H100 ratio on the same small messages (default.toml [blackwell]); the serving fit leaves it."""
     from llm_codesign.cost.calibration import calibration_for
     from llm_codesign.measure.calibrate import SERVING_FIELDS
@@ -187,4 +187,7 @@ def test_one_shot_latency_measured_not_fitted():
         2.82895e-06, 7.49186e-06, 0.652472, 8.64752e-07)
     assert documented("blackwell").custom_ar_latency_s == calibration_for(get_gpu("b200")).custom_ar_latency_s == 4.8e-6
     assert documented("blackwell").custom_ar_latency_s == pytest.approx(h100.custom_ar_latency_s * 1.69, rel=0.01)  # H100's x 1.69
+    # the two-shot at the same ratio: 7.49 x 1.69 = 12.66 us
+    assert documented("blackwell").custom_ar_twoshot_latency_s == calibration_for(get_gpu("b200")).custom_ar_twoshot_latency_s == 12.7e-6
+    assert documented("blackwell").custom_ar_twoshot_latency_s == pytest.approx(h100.custom_ar_twoshot_latency_s * 1.69, rel=0.01)
     assert calibration_for(get_gpu("mi355x")).custom_ar_latency_s == documented().custom_ar_latency_s == 5e-6

@@ -80,6 +80,25 @@ def test_gather_exchange_of_one_moe_layer_by_hand(b200):
                         pytest.approx(_sum(ops, "moe", "reduce_scatter") / layers, rel=1e-12))
 
 
+def test_gather_moves_each_engines_own_activation_format(b200):
+    """DeepSeek-R1 at FP8 on B200, attention DP 8 x EP 8, 4 decode tokens a rank: the gather moves every rank's 32
+    tokens of 7168 at 1 byte where the engine quantises before it (TensorRT-LLM's AllGatherReduceScatter, vLLM's naive
+    DP/EP prepare, naive_dp_ep.py:124-131@0.19.0) and at 2 (BF16) in SGLang, whose dp_gather_partial gathers the
+    normed hidden states (layers/communicator.py:783-803@0.5.9): 229,376 bytes against 458,752."""
+    from llm_codesign.cost.calibration import calibration_for
+    from llm_codesign.spec.registry import get_model
+
+    m = get_model("deepseek-r1")
+    layers = sum(n for layer, n in m.groups if layer.ffn.kind == "moe")
+    assert 4 * 8 * m.hidden == 229_376
+    for engine, nbytes in ((TRTLLM, 229_376.0), (VLLM, 229_376.0), (SGLANG, 458_752.0)):
+        cal = calibration_for(b200).in_step(engine.name)
+        ops = _ops(m, b200, cal, Plan(tp=1, adp=8, ep=8, moe_tp=1), engine, dec_seqs=4, dec_ctx=2048)
+        ag = float(cost.collective_time("all_gather", nbytes, 8, b200, cal, engine=engine))
+        assert _sum(ops, "moe", "all_gather") / layers == pytest.approx(ag, rel=1e-12)
+        assert [float(np.max(o.bytes)) for o in ops if (o.part, o.role) == ("moe", "all_gather")] == [nbytes]  # one op, every layer
+
+
 def test_helix_exchange_overlaps_over_the_batch(b200):
     from llm_codesign.cost.calibration import calibration_for
     from llm_codesign.spec.registry import get_model

@@ -239,8 +239,9 @@ def test_aiters_mxfp4_moe_runs_w4a4_and_quantises_its_own_inputs():
     """AMD's MXFP4 DeepSeek on MI355X: SGLang and ATOM run AITER's fused MoE at QuantType.per_1x32, whose SiLU
     experts take MXFP4 activations (FP4 math) that it quantises itself, before each stage
     (fused_dynamic_mxfp4_quant_moe_sort): ATOM's fused input-norm quantisation does not spare it, so both
-    engines' expert GEMMs cost the same, the quantise pass included (T x 8 routed rows of K values, BF16 in,
-    MXFP4 out, one launch each)."""
+    engines' expert GEMMs cost the same, the quantise passes included (BF16 in, MXFP4 out, one launch each): stage 1
+    quantises each token once (T rows of h: its call takes topk=1, aiter/ops/quant.py:697-699@3c5f0ba), stage 2 the
+    activation's T x 8 routed rows of expert_inter."""
     from llm_codesign.cost import gemm
     from llm_codesign.cost.calibration import calibration_for
     from llm_codesign.spec.engines import get_engine
@@ -258,8 +259,17 @@ def test_aiters_mxfp4_moe_runs_w4a4_and_quantises_its_own_inputs():
     for role in ("experts_gate_up", "experts_down"):
         assert by["sglang"][role].math == by["atom"][role].math == "fp4"
         assert float(by["atom"][role].time) == pytest.approx(float(by["sglang"][role].time), rel=1e-9)
+    # each pass on top of its GEMM (uniform routing on MI355X: the GEMM over routed_load's groups): stage 1 reads T = 16
+    # tokens of 7168 (not the 128 routed rows), stage 2 the 128 routed rows of 2048
+    from llm_codesign.cost.ffns import routed_load
+    active, top, _ = routed_load(256, 8, T, 1.0, 0.0)
+    a_b, bw = 4.25 / 8, g.hbm_bandwidth_bytes_per_s * cal.bw_eff
+    base = dict(math="fp4", a_bytes=a_b, w_bytes=a_b, kernel="fp4", swap_ab=True, engine=get_engine("atom"), fused_quant=True,
+                overhead_s=cal.moe_kernel(None, "fp4")[1], eff_scale=cal.moe_kernel(None, "fp4")[0], groups=active, distinct_groups=active)
+    for role, n, k, rows in (("experts_gate_up", 4096, 7168, T), ("experts_down", 7168, 2048, T * 8)):
+        bare = float(gemm.gemm_time(top, n, k, g, cal, **base)[0])
+        assert float(by["sglang"][role].time) - bare == pytest.approx(rows * k * (2 + a_b) / bw + cal.kernel_overhead_s, rel=1e-5)
     # the size of that pass at these 128 routed rows of the up-projection: 3.34 us, most of it the launch
-    a_b = 4.25 / 8
     kw = dict(math="fp4", a_bytes=a_b, w_bytes=a_b, kernel="fp4", swap_ab=True, engine=get_engine("atom"),
               overhead_s=cal.moe_kernel(None, "fp4")[1], eff_scale=cal.moe_kernel(None, "fp4")[0])
     with_q = float(gemm.gemm_time(1.0, 4096, 7168, g, cal, groups=T * 8, fused_quant=False, **kw)[0])

@@ -265,6 +265,21 @@ def test_an_ep_comm_rows_sms_that_is_no_count_is_listed_not_a_crash(tmp_path):
     assert label[3:] == ["h100 sglang deepep normal dispatch"] * 2 and np.all(np.isfinite(pred[3:]))
 
 
+def test_a_moe_or_ep_comm_row_with_more_experts_a_token_than_exist_or_ranks_than_experts_is_listed_not_priced(tmp_path):
+    """A token's top-k experts are distinct and every EP rank holds one: a DeepEP row with topk 9 of 8 experts, or 4 experts
+    over 8 ranks, was priced as if it could run (deepep_time over 0.5 experts a rank); so was such a MoE row."""
+    row = "h100_sxm,sglang,deepep_ll,low_latency,dispatch,,{},7168,{},{},128,0,0.0367"
+    pred, label = _priced(tmp_path / "e.csv", EP_HEAD, row.format(8, 9, 8), row.format(8, 2, 4), row.format(8, 8, 8))
+    assert label[:2] == ["unmodeled: line 2: topk '9' is more than num_experts '8' (a token's experts are distinct)",
+                         "unmodeled: line 3: num_experts '4' is fewer than ep_size '8' (each rank holds at least one expert)"]
+    assert np.all(np.isnan(pred[:2])) and label[2] == "h100 sglang deepep low_latency dispatch" and np.isfinite(pred[2])
+    moe = "h100_sxm,sglang,sglang_fused_moe_triton,moe,bfloat16,1024,2816,704,{},{},1,{},balanced,0.5"
+    pred, label = _priced(tmp_path / "m.csv", MOE_HEAD, moe.format(9, 8, 1), moe.format(2, 4, 8))
+    assert label == ["unmodeled: line 2: topk '9' is more than num_experts '8' (a token's experts are distinct)",
+                     "unmodeled: line 3: num_experts '4' is fewer than moe_ep_size '8' (each rank holds at least one expert)"]
+    assert np.all(np.isnan(pred))
+
+
 def test_deepep_time_refuses_a_mode_or_phase_it_does_not_price():
     """Any mode but low_latency read as normal, any phase but dispatch as combine: a caller's misspelling priced quietly."""
     from llm_codesign.cost.ffns import deepep_time

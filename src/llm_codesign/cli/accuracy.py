@@ -81,7 +81,9 @@ def _print_report(rep: dict, title: str, *, stderr: bool = False) -> None:
 
 @app.command()
 def validate(
-    kernels: Optional[str] = typer.Option(None, "--kernels", help="Kernel CSV (gemm, attention, collectives or moe columns)."),
+    kernels: Optional[str] = typer.Option(None, "--kernels", help="Kernel CSV (gemm, attention, collectives, moe or ep_comm "
+                                          "columns), or the name of a bundled one (e.g. hopper/comm, the engines' own "
+                                          "all-reduce; hopper/ep_comm, DeepEP's dispatch and combine)."),
     serving: Optional[str] = typer.Option(None, "--serving", help="Serving-measurement CSV in the canonical columns, or the name of a "
                                           "bundled one (e.g. serving_inferencex_mi355x.csv)."),
     out: Optional[str] = typer.Option(None, "--out", help="Write the input rows plus predictions and their 80% intervals "
@@ -164,7 +166,7 @@ def _print_coverage(found: dict, *, stderr: bool) -> None:
 
 @app.command()
 def calibrate(
-    kernels: Optional[list[str]] = typer.Option(None, "--kernels", help="Kernel CSVs (repeat the option)."),
+    kernels: Optional[list[str]] = typer.Option(None, "--kernels", help="Kernel CSVs or bundled tables' names, e.g. hopper/comm or hopper/ep_comm (repeat the option)."),
     serving: Optional[str] = typer.Option(None, "--serving", help="Serving measurements to fit step overheads on: a CSV in the canonical columns, or the name of a bundled one (as validate takes)."),
     output: str = typer.Option(..., "-o", "--output", help="Profile .toml to write; - for standard output."),
     hold_out: Optional[list[str]] = typer.Option(None, "--hold-out", help="Leave this model's serving rows out of the fit, to judge it out of sample (repeat the option)."),

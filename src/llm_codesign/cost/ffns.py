@@ -66,7 +66,9 @@ def moe_ops(f: MoE, M: Site, *, at: _At, s: _Step, b: Batch, prec: Precision) ->
     # the exchange the engine runs under attention DP with EP (Engine.moe_exchange); the kernel tables' alone: all-to-all
     exchange = "all_to_all" if at.engine is None else at.engine.moe_exchange(at.gpu, moe_tp=s.moe_tp)
     a2a = (s.adp > 1) & (ep > 1) & (exchange == "all_to_all")
-    experts, route, gathered = _routed_experts(f, M, at=at, s=s, prec=prec, load=(active, top, on_rank, alpha))
+    # the tokens the rank's MoE takes in: every token of the step unless an all-to-all brought it only its routed rows
+    experts, route, gathered = _routed_experts(f, M, at=at, s=s, prec=prec, load=(active, top, on_rank, alpha),
+                                               tokens=np.where(a2a, on_rank, T_all))
     ops += experts
     # token permutation into expert order and back (gather/scatter), one launch each way: the rank's routed
     # rows in and out, and every output row of the tokens it holds written by the un-permute (TensorRT-LLM's
@@ -92,18 +94,22 @@ def moe_ops(f: MoE, M: Site, *, at: _At, s: _Step, b: Batch, prec: Precision) ->
     sent = skew * (T / dense_tp * f.top_k * h)  # what the busiest rank receives
     ops.append(_comm(M / "dispatch", "all_to_all", np.where(a2a, sent * ff["a_b"], 0.0), stage_gpus, at))
     ops.append(_comm(M / "combine", "all_to_all", np.where(a2a, sent * 2.0, 0.0), stage_gpus, at))
-    ops.append(_comm(M / "all_gather", "all_gather", np.where(gather, T_all * h * ff["a_b"], 0.0), stage_gpus, at))
+    # the gather's activations: quantised to the GEMMs' format where the engine quantises before it (Engine.gathers_quantised;
+    # the kernel tables' alone are TensorRT-LLM's), else BF16
+    g_b = ff["a_b"] if at.engine is None or at.engine.gathers_quantised else 2.0
+    ops.append(_comm(M / "all_gather", "all_gather", np.where(gather, T_all * h * g_b, 0.0), stage_gpus, at))
     ops.append(_comm(M / "reduce_scatter", "reduce_scatter", np.where(gather, T_all * h * 2.0, 0.0), stage_gpus, at))
     ops.append(_comm(M / "all_reduce", "all_reduce", np.where(s.adp > 1, 0.0, T * h * 2.0), stage_gpus, at))
     return ops
 
 
-def _routed_experts(f: MoE, M: Site, *, at: _At, s: _Step, prec: Precision, load) -> tuple[list[Op], object, bool]:
+def _routed_experts(f: MoE, M: Site, *, at: _At, s: _Step, prec: Precision, load, tokens) -> tuple[list[Op], object, bool]:
     """The busiest rank's expert GEMMs and the activation between them, in the MoE kernel family the
     engine runs (Engine.moe_kernel; without an engine, `at.moe`, a kernel table row's), chosen per plan
     where it switches with expert parallelism (vLLM's block-FP8 MoE on Hopper); and that family's time per
     assignment to another rank's expert (Calibration.moe_kernel), per plan; and whether the up-projection
-    gathers the routed rows (fc1_fused). `load` is routed_load's and the routing skew alpha. The tables' own
+    gathers the routed rows (fc1_fused). `load` is routed_load's and the routing skew alpha; `tokens` the rank's
+    tokens before routing. The tables' own
     family runs some GEMM kernel families at another dense family's rates (MOE_RATES)."""
     ff, ep, T_all, on_rank = s.ff, s.ep, s.T * s.adp, load[2]
     kernel = gemm.gemm_kernel(ff["math"], prec.weight.name, fp4_math=at.gpu.supports("fp4"))  # the tables', not the engine's dense kernel
@@ -111,14 +117,16 @@ def _routed_experts(f: MoE, M: Site, *, at: _At, s: _Step, prec: Precision, load
                                                for x in (False, True)]
     gathered, act_fused = fc1_fused(at.gpu.family, fams, kernel)
     # AITER's fused MoE (the CDNA tables' own) quantises its inputs itself, whatever the engine fuses before it: the
-    # routed rows before its first stage and the activation's output before its second, each a kernel of its own
-    # (fused_dynamic_mxfp4_quant_moe_sort for MXFP4, quant_func for FP8: aiter/fused_moe.py:1520,1637@3c5f0ba)
+    # tokens before its first stage (each once: its stage-1 call quantises the (token_num, model_dim) input with
+    # topk=1, aiter/ops/quant.py:697-699@3c5f0ba) and the activation's routed rows before its second, each a kernel of
+    # its own (fused_dynamic_mxfp4_quant_moe_sort for MXFP4, quant_func for FP8: aiter/fused_moe.py:1520,1637@3c5f0ba)
     own_quant = all(x is None for x in fams) and at.gpu.family in CDNA_FAMILIES
     rates, kept = MOE_RATES.get(at.gpu.family, {}).get(kernel, (kernel, 1.0)) if all(x is None for x in fams) else (kernel, 1.0)
     ops = []
     for name, n_dim, k_dim in (("experts_gate_up", (f.mats - 1) * f.expert_inter / s.moe_tp, s.h), ("experts_down", s.h, f.expert_inter / s.moe_tp)):
         by = [_expert_gemm(M / name, n_dim, k_dim, at, load=load, fam=fam, kernel=rates, kept=kept, quant_kernel=kernel, own_quant=own_quant,
-                           local=f.experts / ep, **{k: ff[k] for k in ("math", "a_b", "w_b", "weight")})
+                           local=f.experts / ep, quant_rows=tokens if own_quant and name == "experts_gate_up" else None,
+                           **{k: ff[k] for k in ("math", "a_b", "w_b", "weight")})
               for fam in dict.fromkeys(fams)]
         ops.append(by[0] if len(by) == 1 else _either(ep > 1, by[1], by[0]))
         if name == "experts_gate_up" and not act_fused:
@@ -172,7 +180,8 @@ def _either(sel, a: Op, b: Op) -> Op:
                      split=lambda: (np.where(sel, a.t_compute, b.t_compute), np.where(sel, a.t_memory, b.t_memory)))
 
 
-def _expert_gemm(label: _Label, n, k, at: _At, *, load, math, a_b, w_b, kernel, weight, fam, local, quant_kernel, kept=1.0, own_quant=False):
+def _expert_gemm(label: _Label, n, k, at: _At, *, load, math, a_b, w_b, kernel, weight, fam, local, quant_kernel, kept=1.0, own_quant=False,
+                 quant_rows=None):
     """The busiest rank's grouped expert GEMM in MoE kernel family `fam` (Engine.moe_kernel; None: the
     kernel tables') at the rates of dense GEMM kernel family `kernel`, keeping `kept` of them (MOE_RATES), its
     activations quantised as the weights' own family `quant_kernel` has them (gemm.quantise_kernel); `load` is
@@ -181,7 +190,9 @@ def _expert_gemm(label: _Label, n, k, at: _At, *, load, math, a_b, w_b, kernel, 
     (Calibration.moe_kernel, fitted on MoE kernels), not a dense GEMM's. Uniform routing: `active` groups of equal rows. Skewed: the busiest expert's rows
     and the other active experts' mean rows, in one launch (one fixed cost), their tiles quantised per
     expert as the grouped kernel tiles them. A family that sets up every expert the rank holds (`local`) each
-    launch adds its time per such expert (Calibration.moe_kernel_expert) to the launch's fixed cost."""
+    launch adds its time per such expert (Calibration.moe_kernel_expert) to the launch's fixed cost. `quant_rows`:
+    the rows an activation quantisation of its own reads where they are not the GEMM's routed rows (AITER's stage 1:
+    gemm.gemm_time)."""
     active, top, on_rank, alpha = load
     cal = at.cal
     eff, overhead, _ = cal.moe_kernel(fam, kernel, rate=gemm.main_loop_rate(kernel, at.gpu))
@@ -195,12 +206,13 @@ def _expert_gemm(label: _Label, n, k, at: _At, *, load, math, a_b, w_b, kernel, 
     quant = gemm.quantise_kernel(at.engine, a_b, kernel=quant_kernel, fused=False if own_quant else None)
     kw = dict(eff_scale=eff, kernel=kernel, swap_ab=True, overhead_s=overhead, fused_quant=not quant)
     if alpha <= 0.0:
-        return _gemm(label, top, n, k, at, math=math, a_b=a_b, w_b=w_b, groups=active, distinct=active, weight=weight, **kw)
+        return _gemm(label, top, n, k, at, math=math, a_b=a_b, w_b=w_b, groups=active, distinct=active, weight=weight, quant_rows=quant_rows, **kw)
     rest_groups = active - 1.0
     m_rest = np.where(rest_groups > 0, (on_rank - top) / np.maximum(rest_groups, 1e-30), 0.0)
-    th, ch, mh = gemm.gemm_time(top, n, k, at.gpu, cal, math=math, a_bytes=a_b, w_bytes=w_b, engine=at.engine, **kw)
+    # (a quantise pass over `quant_rows` priced once, with the first)
+    th, ch, mh = gemm.gemm_time(top, n, k, at.gpu, cal, math=math, a_bytes=a_b, w_bytes=w_b, engine=at.engine, quant_rows=quant_rows, **kw)
     tr, cr, mr = gemm.gemm_time(m_rest, n, k, at.gpu, cal, math=math, a_bytes=a_b, w_bytes=w_b, groups=rest_groups,
-                                distinct_groups=rest_groups, engine=at.engine, **kw)
+                                distinct_groups=rest_groups, engine=at.engine, quant_rows=None if quant_rows is None else 0.0, **kw)
     # one launch: the second call's fixed costs (its own, an FP8/FP4 activation quantisation's and a
     # TMA-padded copy's) go
     padded = np.asarray(gemm.tma_padded(k, a_b, w_b)) > np.asarray(k)
@@ -302,7 +314,9 @@ def deepep_ranks_hit(experts, top_k, ep):
 def deepep_time(mode: str, phase: str, tokens, gpu, cal, *, hidden, top_k, experts, ep, payload_b, sms=0.0):
     """Seconds of one DeepEP `phase` (dispatch or combine) in `mode` (DEEPEP_MODES) on a rank holding `tokens`, each routed
     to `top_k` of `experts` experts spread evenly over `ep` ranks of one NVLink domain, `payload_b` bytes per hidden element
-    on the wire (FP8 with its 1x128 scales, BF16, NVFP4); normal mode on `sms` SMs (0: DeepEP's default)."""
+    on the wire (FP8 with its 1x128 scales, BF16, NVFP4); normal mode on `sms` SMs (0: DeepEP's default). Serving does not
+    route through it (moe_ops prices each engine's default exchange, none of which is DeepEP): `validate` and `calibrate`
+    price the DeepEP table with it, until an engine runs DeepEP by default."""
     if mode not in DEEPEP_MODES or phase not in ("dispatch", "combine"):  # a caller's slip, not a user's input
         raise ValueError(f"DeepEP mode {mode!r} phase {phase!r}: one of {DEEPEP_MODES}, dispatch or combine")
     T, h = np.asarray(tokens, float), np.asarray(hidden, float)

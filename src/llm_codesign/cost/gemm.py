@@ -171,26 +171,28 @@ def reuse_gemm_prices():
 
 def gemm_time(m, n, k, gpu: Gpu, cal: Calibration, *, math: str, a_bytes, w_bytes, c_bytes=2.0,
               groups=1.0, distinct_groups=None, eff_scale=1.0, kernel: str | None = None, swap_ab: bool | None = None,
-              overhead_s=None, fused_quant: bool | None = None, engine: Engine | None = None):
+              overhead_s=None, fused_quant: bool | None = None, engine: Engine | None = None, quant_rows=None):
     """C[m,n] = A[m,k] B[k,n], repeated over `groups` independent problems (grouped/batched GEMM):
-    _gemm_time's (time, compute time, memory time), reused within reuse_gemm_prices()."""
+    _gemm_time's (time, compute time, memory time), reused within reuse_gemm_prices(). `quant_rows`: the rows an
+    activation quantisation of its own reads where they are not A's (None: A's rows over the groups)."""
     def price():
         return _gemm_time(m, n, k, gpu, cal, math=math, a_bytes=a_bytes, w_bytes=w_bytes, c_bytes=c_bytes, groups=groups,
                           distinct_groups=distinct_groups, eff_scale=eff_scale, kernel=kernel, swap_ab=swap_ab, overhead_s=overhead_s,
-                          fused_quant=fused_quant, engine=engine)
+                          fused_quant=fused_quant, engine=engine, quant_rows=quant_rows)
 
     memo = _GEMMS.get()
     if memo is None:
         return price()
     key = (gpu, memo.cal_key(cal), None if engine is None else engine.name, math, kernel, swap_ab, fused_quant, overhead_s is None,
            *(array_key(x.m if isinstance(x, Tokens) else x) for x in (m, n, k, a_bytes, w_bytes, c_bytes, groups, eff_scale)),
-           array_key(-1.0 if distinct_groups is None else distinct_groups), array_key(0.0 if overhead_s is None else overhead_s))
+           array_key(-1.0 if distinct_groups is None else distinct_groups), array_key(0.0 if overhead_s is None else overhead_s),
+           array_key(-1.0 if quant_rows is None else quant_rows))
     return memo.get(key, price)
 
 
 def _gemm_time(m, n, k, gpu: Gpu, cal: Calibration, *, math: str, a_bytes, w_bytes, c_bytes=2.0,
               groups=1.0, distinct_groups=None, eff_scale=1.0, kernel: str | None = None, swap_ab: bool | None = None,
-              overhead_s=None, fused_quant: bool | None = None, engine: Engine | None = None):
+              overhead_s=None, fused_quant: bool | None = None, engine: Engine | None = None, quant_rows=None):
     """C[m,n] = A[m,k] B[k,n], repeated over `groups` independent problems (grouped/batched GEMM).
 
     Compute: FLOPs padded to whole CTA tiles (tile quantisation) and whole waves over the SMs (wave
@@ -232,8 +234,10 @@ def _gemm_time(m, n, k, gpu: Gpu, cal: Calibration, *, math: str, a_bytes, w_byt
     t = hi * np.power(f32(1.0) + np.power(np.minimum(best, t_mem) / hi, p), f32(1.0) / p) + f32(fixed)
     if quantise_kernel(engine, a_bytes, kernel=kernel, fused=fused_quant):
         # FP8/FP4 activations: the BF16 input is quantised by its own kernel first (TensorRT-LLM's
-        # Linear runs fp8/fp4 quantize ops before the GEMM), one read of A in BF16 and one write
-        t = t + rows * k * f32((2.0 + a_bytes) / (gpu.hbm_bandwidth_bytes_per_s * cal.bw_eff)) + f32(cal.kernel_overhead_s)
+        # Linear runs fp8/fp4 quantize ops before the GEMM), one read of A in BF16 and one write; of `quant_rows` where
+        # the pass reads other rows than the GEMM's (a grouped GEMM's input quantised before its tokens are routed)
+        q_rows = rows if quant_rows is None else np.asarray(quant_rows, dtype=f32)
+        t = t + q_rows * k * f32((2.0 + a_bytes) / (gpu.hbm_bandwidth_bytes_per_s * cal.bw_eff)) + f32(cal.kernel_overhead_s)
     if np.any(padded):
         # the padded copy of A: one read and one write, one more launch
         copy = rows * k * f32(2.0 * a_bytes / (gpu.hbm_bandwidth_bytes_per_s * cal.bw_eff)) + f32(cal.kernel_overhead_s)

@@ -19,7 +19,15 @@ from llm_codesign.cost.calibration import (
 )
 from llm_codesign.cost.gemm import main_loop_rate
 from llm_codesign.errors import InputError, UnsupportedModelError
-from llm_codesign.measure.kernel_tables import Table, gemm_row_kernel, moe_row_kernel, moe_row_problem, row_problem
+from llm_codesign.measure.kernel_tables import (
+    Table,
+    engine_of,
+    gemm_row_kernel,
+    moe_row_kernel,
+    moe_row_problem,
+    own_ar_mode,
+    row_problem,
+)
 from llm_codesign.measure.stats import error_stats, polish_bands
 from llm_codesign.spec.engines import ENGINES
 from llm_codesign.spec.hardware import get_gpu
@@ -45,7 +53,11 @@ PARAMS = {
     "collectives": {"comm_latency_s": (1e-7, 1e-3), "comm_latency_slope_s": (1e-9, 1e-4), "comm_gather_latency_s": (1e-7, 1e-3),
                     "comm_gather_latency_slope_s": (1e-9, 1e-4), "comm_a2a_latency_s": (1e-7, 1e-3),
                     "comm_a2a_latency_slope_s": (1e-9, 1e-4), "comm_bw_eff": (0.05, 1.0), "comm_bw_half_bytes": (1e2, 1e8),
-                    "comm_large_latency_s": (1e-6, 1e-2), "comm_large_bw_eff": (0.05, 1.0)},
+                    "comm_large_latency_s": (1e-6, 1e-2), "comm_large_bw_eff": (0.05, 1.0),
+                    # the engines' own all-reduce (cost.kernels._custom_all_reduce), the ranges default.toml states: fitted
+                    # only on rows that run it under a CUDA graph (_fitted; benchmarks/fit_hopper_allreduce.py)
+                    "custom_ar_latency_s": (1e-6, 15e-6), "custom_ar_twoshot_latency_s": (3e-6, 20e-6), "custom_ar_bw_eff": (0.3, 0.9),
+                    "custom_ar_barrier_s": (0.5e-6, 1.5e-6)},
     "moe": {"moe_eff": (0.05, 1.5), "moe_overhead_s": (1e-7, 1e-3), "moe_route_s": (1e-12, 1e-7)},
     # DeepEP's dispatch and combine (cost.ffns.deepep_time), the ranges default.toml states
     "ep_comm": {"deepep_ll_latency_s": (5e-6, 30e-6), "deepep_ll_expert_s": (1e-10, 1e-7), "deepep_ll_bw_eff": (0.2, 1.0),
@@ -125,9 +137,14 @@ def kind_trials(kind: str, rows: list[dict], rounds: int = 6, *, params: dict | 
 
 
 def _fitted(rows: list[dict], bounds: dict) -> list[str]:
-    """The parameters of `bounds` the rows inform (a GEMM kernel family's only where rows run it)."""
+    """The parameters of `bounds` the rows inform (a GEMM kernel family's only where rows run it; the engines' own
+    all-reduce's only where rows run it under a CUDA graph, its barrier only where that engine's kernel has one:
+    Engine.own_ar_barriers)."""
     kernels = {gemm_row_kernel(r) for r in rows} if any(_kernel_of(p) for p in bounds) else set()  # one pass over the rows
-    return [p for p in bounds if not (p.startswith("gemm_") and _kernel_of(p) and _kernel_of(p) not in kernels)]
+    own = {engine_of(r) for r in rows if own_ar_mode(r) == "graph"} if any(p.startswith("custom_ar_") for p in bounds) else set()
+    barriers = any(ENGINES[e].own_ar_barriers for e in own if e in ENGINES)
+    return [p for p in bounds if not (p.startswith("gemm_") and _kernel_of(p) and _kernel_of(p) not in kernels)
+            and not (p.startswith("custom_ar_") and not own) and not (p == "custom_ar_barrier_s" and not barriers)]
 
 
 def _own_start(cal: Calibration, bounds: dict, gpu) -> Calibration:

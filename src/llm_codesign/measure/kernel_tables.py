@@ -182,6 +182,14 @@ def row_problem(kind: str, r: dict) -> str | None:
             return f"{col} {v!r} is not a whole number of at least {_least(col)}"
     if "kv_cache_dtype" in KINDS[kind] and r.get("kv_cache_dtype") not in _KV_BYTES:
         return f"kv_cache_dtype {r.get('kv_cache_dtype')!r} is not one of {', '.join(_KV_BYTES)}"
+    if kind in ("moe", "ep_comm"):
+        # a token's top-k experts are distinct, and every expert-parallel rank holds at least one
+        ep = "moe_ep_size" if kind == "moe" else "ep_size"
+        topk, experts, ranks = (float(r[c]) for c in ("topk", "num_experts", ep))
+        if topk > experts:
+            return f"topk {r['topk'].strip()!r} is more than num_experts {r['num_experts'].strip()!r} (a token's experts are distinct)"
+        if experts < ranks:
+            return f"num_experts {r['num_experts'].strip()!r} is fewer than {ep} {r[ep].strip()!r} (each rank holds at least one expert)"
     return None
 
 
@@ -382,7 +390,9 @@ def own_ar_mode(r: dict) -> str | None:
 # tensor_model_parallel_all_reduce(input_tensor.clone()) (collector/network/collect_all_reduce.py:595-640@095f58a), a clone
 # and the all-reduce; the custom kernel's unregistered path copies the input into its IPC buffer before the kernel
 # (ops.all_reduce with the rank's buffer, sglang/srt/distributed/device_communicators/custom_all_reduce.py:285-329@0.5.14,
-# vLLM's the same code), one more pass over the message that is no launch of its own
+# vLLM's the same code), one more pass over the message that the host does not dispatch on its own: a cudaMemcpyAsync the
+# op's C++ issues on its stream (vLLM csrc/custom_all_reduce.cu all_reduce, reg_buffer; not mirrored here), a GPU copy with
+# its own fixed cost (priced as a kernel's in _coll) but no eager launch of its own
 EAGER_AR_LAUNCHES = 2.0
 
 
@@ -411,8 +421,9 @@ def _coll(rows, gpu):
             # an engine's rows: its own all-reduce where it runs one (Engine.own_allreduce), NCCL past its limits, as serving
             t = cost.collective_time(op, nbytes, n, gpu, cal, engine=engine)
             if mode == "eager":
-                # the clone and the staging copy each read and write the message (memory-bound passes); the host launches
-                # the loop's kernels at the engine's eager cost (EngineCosts.eager_per_launch over the group's ranks), and
+                # the clone and the staging copy each read and write the message (memory-bound passes, each with a GPU
+                # launch's fixed cost); the host launches the loop's two ops (EAGER_AR_LAUNCHES: the copy is issued inside
+                # the all-reduce's) at the engine's eager cost (EngineCosts.eager_per_launch over the group's ranks), and
                 # back-to-back calls overlap the host's launches with the GPU's work, so a call takes the longer of the two
                 copies = 1.0 + engine.own_allreduce(nbytes, n, gpu.family)
                 gpu_t = t + cost.elementwise_time(2.0 * nbytes * copies, copies, gpu, cal)[0]

@@ -12,10 +12,8 @@ from llm_codesign.errors import InputError
 from llm_codesign.serve.aggregated import (
     binding_resource,
     engine_budget,
-    kv_fraction_of,
     op_step_time,
     pdl_per_launch,
-    run_flags,
 )
 from llm_codesign.serve.energy import energy
 from llm_codesign.serve.invariants import check_estimate
@@ -180,7 +178,7 @@ def _refuse_unfit(dep: Deployment, m) -> None:
     states its KV fraction (Deployment.kv_fraction) and the whole GPU would hold the sequence, that launch option."""
     mem = dep.gpu.memory_bytes
     budget, own, _ = engine_budget(dep.gpu, engine=dep.engine, max_num_tokens=dep.max_num_tokens, plan=dep.plan, spec=dep.spec)[1]
-    stated = float(np.asarray(kv_fraction_of(run_flags(None, chunked_prefill=None, kv_fraction=dep.kv_fraction), own)).reshape(-1)[0])
+    stated = float(np.asarray(own if dep.kv_fraction is None else dep.kv_fraction).reshape(-1)[0])
     # TensorRT-LLM's fraction is of what weights and activations leave; the others cap the whole
     frac = 1.0 if budget == "free" else stated
     need = float(m.weights_bytes.reshape(-1)[0] + m.activation_bytes.reshape(-1)[0] + m.kv_bytes_per_seq.reshape(-1)[0])

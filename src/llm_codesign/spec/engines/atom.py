@@ -28,6 +28,14 @@ class AtomEngine(Engine):
         """max_num_seqs = 512 (Config, atom/config.py:1434)."""
         return 512.0
 
+    def moe_exchange(self, gpu, *, moe_tp):
+        """The all-to-all: its MoE takes MoRI's dispatch/combine under DP with EP where mori is installed
+        (FusedMoEParallelConfig.use_all2all_kernels, ROCm/ATOM@ffdf3bb5 atom/model_ops/moe.py:200-210), as its images
+        have it (docker/Dockerfile:7)."""
+        import numpy as np
+
+        return np.full(np.shape(moe_tp), "all_to_all")
+
     def own_allreduce(self, nbytes, n, family: str):
         """AITER's custom all-reduce (aiter.dist.communication_op, atom/model_ops/communication_op.py:42-56),
         vLLM's kernel ported to xGMI, at vLLM's sizes and limit (vllm.custom_allreduce)."""

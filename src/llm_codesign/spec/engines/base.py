@@ -153,6 +153,10 @@ class Engine(ABC):
     # length per running request (TensorRT-LLM's, vLLM's, ATOM's: budget_batch); an engine whose decode batch
     # only its batch limit and KV cache bound says so in its module
     decodes_in_budget: ClassVar[bool] = True
+    # whether its attention-DP x EP gather (moe_exchange "gather") moves the activations quantised to the expert GEMMs'
+    # format (TensorRT-LLM's AllGatherReduceScatter, vLLM's naive DP/EP prepare); otherwise the BF16 hidden states
+    # (SGLang's dp_gather_partial of its global DP buffer, layers/communicator.py:783-803@0.5.9)
+    gathers_quantised: ClassVar[bool] = False
 
     @abstractmethod
     def step_tokens(self, gpu) -> int:
@@ -258,12 +262,18 @@ class Engine(ABC):
         """How its MoE layers exchange tokens under attention DP with expert parallelism, over the plans' MoE-TP
         sizes (a numpy array of names): "all_to_all", each token to its experts' ranks and back (a dispatch and a
         combine), or "gather", every rank's tokens gathered to every rank and the outputs reduce-scattered back.
-        The all-to-all unless an engine's module says otherwise: ATOM's, whose MoE takes MoRI's dispatch/combine
-        under DP with EP where mori is installed (FusedMoEParallelConfig.use_all2all_kernels, ROCm/ATOM@ffdf3bb5
-        atom/model_ops/moe.py:200-210), as its images have it (docker/Dockerfile:7)."""
+        The gather unless an engine's module says otherwise: SGLang's --moe-a2a-backend defaults to "none"
+        (server_args.py:495-497@0.5.9, :1601-1616@0.5.14), so under DP attention the MLP runs in ScatterMode.FULL
+        (layers/communicator.py:284-294@0.5.9): dp_gather_partial brings every rank's tokens (an all-gather, or an
+        all-reduce of the zero-padded buffer while a prefill is in the batch, DpPaddingMode, layers/dp_attention.py:50-85)
+        and the outputs go back by reduce-scatter (or an all-reduce and a local slice, communicator.py:928-944); vLLM's
+        all2all_backend defaults to allgather_reducescatter (config/parallel.py:160@0.19.0, :185@0.24.0), the
+        AgRsAll2AllManager's all_gatherv of every DP rank's tokens and reduce_scatterv of the outputs
+        (distributed/device_communicators/all2all.py). DeepEP, Mooncake, MoRI or FlashInfer's all-to-all in either
+        only as its flag names it."""
         import numpy as np
 
-        return np.full(np.shape(moe_tp), "all_to_all")
+        return np.full(np.shape(moe_tp), "gather")
 
     def mtp_eh_proj_split(self, adp):
         """Where DeepSeek MTP's eh_proj is split over TP (eh_proj_tp, without attention DP): a boolean

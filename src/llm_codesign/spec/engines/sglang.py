@@ -136,17 +136,6 @@ class SGLangEngine(Engine):
             return "marlin"
         return "sglang_triton"
 
-    def moe_exchange(self, gpu, *, moe_tp):
-        """Gather: --moe-a2a-backend defaults to "none" (server_args.py:495-497@0.5.9, :1601-1616@0.5.14), so under
-        DP attention the MLP runs in ScatterMode.FULL (layers/communicator.py:284-294@0.5.9): dp_gather_partial
-        brings every rank's tokens (an all-gather, or an all-reduce of the zero-padded buffer while a prefill is in
-        the batch, DpPaddingMode, layers/dp_attention.py:50-85) and the outputs go back by reduce-scatter (or an
-        all-reduce and a local slice, communicator.py:928-944); DeepEP, Mooncake, MoRI or FlashInfer's all-to-all
-        only as --moe-a2a-backend names it."""
-        import numpy as np
-
-        return np.full(np.shape(moe_tp), "gather")
-
 
 SGLANG = register_engine(SGLangEngine(
     name="sglang", title="SGLang",

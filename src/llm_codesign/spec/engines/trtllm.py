@@ -33,6 +33,10 @@ class TensorRTLLMEngine(Engine):
     # attention-DP balancing (attention_dp_config enable_balance) holds context requests only while every rank has
     # a generation request: PyExecutor._balance_adp_requests schedules them at once when one has none
     adp_hold_needs_every_rank_decoding = True
+    # its AllGatherReduceScatter gathers the activations quantised (with their scale factors), as aiconfigurator prices
+    # it: "all_gather((x+sf volumes)*dp) ... quant-compressed volumes on the pre side" (ai-dynamo/aiconfigurator
+    # aic-core/rust/aiconfigurator-core/src/operators/moe_dispatch.rs:315-317@095f58a5)
+    gathers_quantised = True
     # whole prompts only: enable_chunked_prefill is off by default (TorchLlmArgs), and with it off
     # MicroBatchScheduler::operator() schedules a context request whole or stops scheduling at it
     # (cpp/tensorrt_llm/batch_manager/microBatchScheduler.cpp, read in the code index: not mirrored here).

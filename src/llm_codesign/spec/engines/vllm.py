@@ -39,6 +39,12 @@ def _large_gpu(gpu) -> bool:
 
 
 class VLLMEngine(Engine):
+    # its gather moves the activations quantised: the naive DP/EP prepare (allgather_reducescatter's) quantises the hidden
+    # states to the experts' format, then dispatches them with their scales (model_executor/layers/fused_moe/prepare_finalize/
+    # naive_dp_ep.py:16-52,124-131@0.19.0). Not modelled: the experts kernels that take BF16 and quantise themselves
+    # (expects_unquantized_inputs: its CUTLASS and gpt-oss Triton experts, FlashInfer's CUTLASS at block FP8)
+    gathers_quantised = True
+
     def step_tokens(self, gpu) -> int:
         """max_num_batched_tokens = 8192 on GPUs with >= 70 GiB other than A100, else 2048
         (EngineArgs.get_batch_defaults)."""
@@ -111,15 +117,6 @@ class VLLMEngine(Engine):
         if kernel == "fp8" or (kernel == "fp8_block" and ep):
             return "flashinfer_cutlass"
         return "vllm_triton"
-
-    def moe_exchange(self, gpu, *, moe_tp):
-        """Gather: its all2all_backend defaults to allgather_reducescatter (config/parallel.py:160@0.19.0,
-        :185@0.24.0), the AgRsAll2AllManager's all_gatherv of every DP rank's tokens and reduce_scatterv of the
-        outputs (distributed/device_communicators/all2all.py); DeepEP, FlashInfer's or MoRI's all-to-all only
-        as --all2all-backend names it."""
-        import numpy as np
-
-        return np.full(np.shape(moe_tp), "gather")
 
 
 VLLM = register_engine(VLLMEngine(
