@@ -150,13 +150,10 @@ def test_pareto_table_keeps_each_point_on_one_line_at_80_columns():
     # before); past 48 they are thinned
     assert len(rows) == 46 and all(len(line) <= 80 and line.split()[4].startswith("TP") for line in rows)
     assert not [line for line in lines if "frontier points shown" in line]
-    # the interactive end (batch 1), which every second point skipped; its TP8 prefill's launches paced by the slowest
-    # of 8 ranks since the eager rank skew (TTFT 71 -> 92 ms; 96 ms on the cohorts' re-fit); its decode split-KV since issue 39's decode mechanisms (one
-    # KV head per GPU, each sequence split and merged: 179.3 -> 173.1 tok/s/user; 173.7 on the re-fit without campaign B's
-    # TensorRT-LLM release 1.1 runs; 182.3 on the re-fit with whole TensorRT-LLM prompts and its wait documented; 182.0 /
-    # 95 ms with the budget shared with the decodes and every engine's wait documented; 198.3 with the one-shot all-reduce at
-    # H100's measured 2.83 us in place of the serving fit's 5.67, 160 a token at TP8)
-    assert rows[-1].split()[:3] == ["198.3", "24", "95"]
+    # the interactive end (batch 1), which every second point skipped: TP8, its prefill's launches paced by the slowest of
+    # 8 ranks, its decode split-KV (one KV head per GPU), its all-reduces at the engines' measured one-shot latency (Blackwell
+    # 4.8 us); 197.7 tok/s/user and 95 ms on the final fit (the figures move with each serving re-fit)
+    assert rows[-1].split()[:3] == ["197.7", "24", "95"]
     assert "every point: W/KV fp8/fp8, spec none, drop 0.2%" in lines
     assert "accuracy at fp8/fp8: OpenLLM v1 avg (instruct) 84.29, -0.2%" in lines
     assert not any("W/KV:" in line or "drop:" in line for line in lines)  # no key to columns not shown

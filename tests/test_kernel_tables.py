@@ -354,13 +354,14 @@ def test_hopper_comm_table_per_engine():
     """`validate --kernels hopper/comm` with the bundled profile: the custom all-reduce's four fitted on the CUDA-graph
     rows (benchmarks/fit_hopper_allreduce.py; fitted.toml [hopper]). Median APE per engine: TensorRT-LLM 6.3%, SGLang
     8.6%, vLLM 5.5% (41.5 / 37.5 / 32.3% at default.toml's documented four, +36% signed); SGLang's eager rows 7.9%,
-    vLLM's 28.1% (+28% signed: two launches at its serving-fitted 12.5 us take 27.6 us, its rows ~20 us)."""
+    vLLM's 30.3% (+30% signed: two launches at its serving-fitted eager launch cost, 12.5 us, against rows of ~20 us; it moves
+    with each serving re-fit)."""
     rep, _, _ = kernel_report("hopper/comm")
     by = {k.removeprefix("h100 "): v["latency_ms"] for k, v in rep["by"].items()}
     assert rep["modeled"] == rep["rows"] == 849 and set(by) == {
         "trtllm all_reduce graph", "sglang all_reduce graph", "vllm all_reduce graph", "sglang all_reduce eager",
         "vllm all_reduce eager", "nccl all_reduce", "nccl all_gather", "nccl reduce_scatter", "nccl all_to_all"}
     for group, med in (("trtllm all_reduce graph", 6.30), ("sglang all_reduce graph", 8.61), ("vllm all_reduce graph", 5.48),
-                       ("sglang all_reduce eager", 7.93), ("vllm all_reduce eager", 28.11), ("nccl all_reduce", 6.23)):
+                       ("sglang all_reduce eager", 7.93), ("vllm all_reduce eager", 30.26), ("nccl all_reduce", 6.23)):
         assert by[group]["median_ape"] == pytest.approx(med, abs=0.2), group
         assert by[group]["n"] == (126 if group.startswith("nccl") else 69)

