@@ -253,7 +253,7 @@ def read_config(text: str, origin: str = "config", *, engine: str | None = None,
     if model is None and not model_ref:
         raise MissingInput("model", f"this {name} configuration names no model: give --model (a bundled name or Hugging Face id)")
     try:
-        m = get_model(model or model_ref)
+        m = get_model(model if model is not None else model_ref)  # --model '' is the user's, refused by name, not the file's
     except InputError as e:
         if model is not None:
             raise

@@ -48,7 +48,7 @@ def _load_entry(name: str) -> ModelSpec:
 
 def get_model(ref: str) -> ModelSpec:
     """A registry name, a Hugging Face id, or a path to a config.json (or a folder holding one)."""
-    key = str(ref).strip().lower()
+    key = "" if ref is None else str(ref).strip().lower()
     if not key:
         raise InputError("model", ref, "a registry name (see `llm-codesign models`), a Hugging Face id, or a config.json path")
     if key in _index():
