@@ -260,7 +260,7 @@ def test_wider_finding_gives_the_speed_gain_and_the_accuracy_cost_with_its_band(
     assert q["wider_layers"] == 60 and q["wider_hidden"] == 9472 and q["wider_params"] == wide.total_params
     assert q["quality_delta_pct"] == pytest.approx(0.0783, abs=1e-4) and q["quality_band_pct"] == pytest.approx(0.0353, abs=1e-4)
     assert q["extrapolated"] == [] and q["wider_inside_envelope"]
-    assert f.fix.endswith("TPOT 5.25 ms, 14.0% faster, on B200 TP8; accuracy: proxy loss +0.078% +- 0.035%")
+    assert f.fix.endswith("TPOT 5.26 ms, 14.0% faster, on B200 TP8; accuracy: proxy loss +0.078% +- 0.035%")
     # the JSON and SARIF outputs carry the same figures
     d = json.loads(json.dumps(f.to_dict()))
     assert d["figures"]["speed_gain_pct"] == f.cost_pct and d["figures"]["quality_band_pct"] == q["quality_band_pct"]
