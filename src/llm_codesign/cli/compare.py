@@ -123,7 +123,7 @@ def _accuracy_notes(rows: list[dict]) -> dict[str, str]:
             out[r["model"]] = f"accuracy: {c['benchmark']}, published for every precision shown ({c['setting']})"
         elif c["kind"] == "drop" and r["model"] not in out:
             out[r["model"]] = (f"accuracy: the change against {c['against']} (ref), from published pairs or the proxy's (± 1 "
-                               "sigma); no benchmark was published for every precision shown")
+                               "sigma); no one benchmark has a score published at every precision shown")
     return out
 
 
