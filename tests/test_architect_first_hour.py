@@ -113,3 +113,13 @@ def test_the_design_reports_lint_costs_say_their_measure(tmp_path):
     # Qwen3-8B (36 layers, aspect 114) and its designs: R3 the largest, a wider shape 8.9% faster at batch 1 for the baseline
     r3 = "(R3 width-vs-depth: how much faster a wider shape of equal parameters decodes at batch 1)"
     assert len(cells) == 4 and all(re.fullmatch(r"\d+\.\d% " + re.escape(r3), c) for c in cells), cells
+
+
+@pytest.mark.parametrize("args, said", [
+    (["--params", "1e6"], "1000000.0 is not valid; a budget the dense shape grid reaches: its shapes hold 0.347B to 1,536B"),
+    (["--params", "2e8", "--moe"], "200000000.0 is not valid; a budget the MoE shape grid reaches: its shapes hold 0.691B to 37,470B")])
+def test_a_budget_no_shape_reaches_says_the_grids_range_not_a_tolerance(args, said):
+    # it read "(0 in the budget, 0 inside the published envelope, 0 as good as qwen3-0.6b ...): raise --budget-tol or
+    # --quality-sigmas, or add --outside-envelope": neither of the last two admits a shape the budget holds none of
+    code, out, err = cli("design", *args, "--gpu", "h100", "--gpus", "1")
+    assert (code, out, err) == (2, "", f"error: params: {said} parameters (within --budget-tol 0.1 of them)\n")
