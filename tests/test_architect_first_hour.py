@@ -123,3 +123,18 @@ def test_a_budget_no_shape_reaches_says_the_grids_range_not_a_tolerance(args, sa
     # --quality-sigmas, or add --outside-envelope": neither of the last two admits a shape the budget holds none of
     code, out, err = cli("design", *args, "--gpu", "h100", "--gpus", "1")
     assert (code, out, err) == (2, "", f"error: params: {said} parameters (within --budget-tol 0.1 of them)\n")
+
+
+def test_estimates_memory_row_accounts_for_the_whole_capacity(tmp_path):
+    # it read "weights 23.0 GB, KV 1.6 GB, free 148.9 GB of 192.3 GB usable": 18.8 GB of the capacity were nowhere
+    # (the activations and what TensorRT-LLM's free_gpu_memory_fraction 0.9 keeps back from its KV pool)
+    moe = _config(tmp_path, "moe30", hidden_size=6144, num_hidden_layers=48, num_attention_heads=64, num_experts=128,
+                  num_experts_per_tok=8, moe_intermediate_size=1536, intermediate_size=12288, vocab_size=151936)
+    args = ("estimate", moe, "--gpu", "b200", "--tp", "8", "--weight-dtype", "fp8", "--kv-dtype", "fp8", "--concurrency", "64")
+    code, out, _ = cli(*args, "--json")
+    m = json.loads(out)["memory"]
+    reserve = 0.1 * (m["capacity_gb"] - m["weights_gb"] - m["activations_gb"])  # TensorRT-LLM: 10% of what they leave
+    assert code == 0 and round(reserve, 1) == 16.7
+    code, out, _ = cli(*args)
+    assert code == 0 and (f"weights {m['weights_gb']:.1f} GB, KV {m['kv_gb']:.1f} GB, activations {m['activations_gb']:.1f} GB, engine "
+                          f"reserve {reserve:.1f} GB, free {m['free_gb']:.1f} GB of 192.3 GB usable") in out

@@ -192,6 +192,7 @@ def estimate(
     t.add_column("metric")
     t.add_column("value", justify="right")
     mem = r["memory"]
+    reserve = mem["capacity_gb"] - sum(mem[k] for k in ("weights_gb", "kv_gb", "state_gb", "activations_gb", "free_gb"))
     for k, v in (("mode", r["mode"]), ("concurrency", r["concurrency"]), ("ISL / OSL", f"{isl} / {osl}"),
                  # each metric with its 80% and 95% intervals (measure.intervals)
                  ("step token budget", f"{r['max_num_tokens']} ({r['backend']})"), ("TTFT", f"{r['ttft_ms']:.1f} ms" + inline(r, "ttft_ms")),
@@ -202,6 +203,9 @@ def estimate(
                  ("largest batch that fits", r["max_batch"] if r["fits"] else f"[yellow]{r['max_batch']}: {r['over_capacity']}[/yellow]"),
                  ("memory per GPU", f"weights {mem['weights_gb']:.1f} GB, KV {mem['kv_gb']:.1f} GB"
                   + (f", recurrent state {mem['state_gb']:.1f} GB" if mem["state_gb"] else "")
+                  # the rest of the capacity: what the engine's memory fraction keeps from its KV pool (cost.memory.memory_budget);
+                  # without it the parts summed to 10% less than the capacity they were stated against
+                  + f", activations {mem['activations_gb']:.1f} GB" + (f", engine reserve {reserve:.1f} GB" if reserve >= 0.05 else "")
                   # the driver's capacity, which the fit uses, in GB and GiB: the data sheet's figure is the GiB one (H200:
                   # 150.8 GB = 140.4 GiB usable, sold as 141 GB)
                   + f", free {mem['free_gb']:.1f} GB of {mem['capacity_gb']:.1f} GB usable ({mem['capacity_gb'] * 1e9 / GIB:.1f} GiB; "
