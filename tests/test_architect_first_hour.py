@@ -142,3 +142,17 @@ def test_estimates_memory_row_accounts_for_the_whole_capacity(tmp_path):
     code, out, _ = cli(*args)
     assert code == 0 and (f"weights {m['weights_gb']:.1f} GB, KV {m['kv_gb']:.1f} GB, activations {m['activations_gb']:.1f} GB, engine "
                           f"reserve {reserve:.1f} GB, free {m['free_gb']:.1f} GB of 192.3 GB usable") in out
+
+
+def test_a_baseline_of_the_other_kind_is_priced_on_its_own_kinds_plans():
+    # a dense search priced Qwen3-30B-A3B on TP and PP alone (no EP, no attention DP): 5,251 tok/s/GPU at TP1 PP2 against
+    # 6,555 at TP2 EP2 in a MoE search, and every design's gain over it overstated (moe30 on 8x B200: 360 against 5,141)
+    args = ("design", "--params", "30e9", "--gpu", "h100", "--gpus", "2", "--baseline", "qwen3-30b-a3b", "--max-candidates", "20",
+            "--top", "1", "--json")
+    code, out, _ = cli(*args)
+    code2, out2, _ = cli(*args, "--moe")
+    dense, moe = json.loads(out)["baseline"], json.loads(out2)["baseline"]
+    assert code == code2 == 0 and dense["objective"] == moe["objective"] and dense["deployment"] == moe["deployment"]
+    assert dense["deployment"]["plan"] == "TP2 EP2"
+    d = json.loads(out)["designs"][0]
+    assert d["gain_pct"] == pytest.approx(100 * (d["objective"] / dense["objective"] - 1))
