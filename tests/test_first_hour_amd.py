@@ -16,10 +16,10 @@ MI355X = str(resources.files("llm_codesign").joinpath("data/measurements/serving
 
 
 def test_reasons_differing_only_in_a_points_concurrency_are_said_once_over_their_range():
-    from llm_codesign.cli.commands import _merged
+    from llm_codesign.render.intervals import merged
 
     tail = "above SGLang's largest measured 512 (serving runs) (x1.80/x9.92 at 80/95%)"
-    assert _merged([f"concurrency 1,184 {tail}", "no serving run on any CDNA3 GPU (x1.19/x1.76 at 80/95%)",
+    assert merged([f"concurrency 1,184 {tail}", "no serving run on any CDNA3 GPU (x1.19/x1.76 at 80/95%)",
                     f"concurrency 3,696 {tail}", f"concurrency 2,272 {tail}", f"ISL 40,000 {tail}"]) == [
         f"concurrency 1,184-3,696 {tail}", "no serving run on any CDNA3 GPU (x1.19/x1.76 at 80/95%)", f"ISL 40,000 {tail}"]
 

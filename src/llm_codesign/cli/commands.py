@@ -4,7 +4,6 @@ The commands live here (specs, roofline, estimate, pareto), in cli_accuracy (val
 and cli_design (lint, design); importing those modules registers their commands on the shared app."""
 from __future__ import annotations
 
-import re
 import sys
 from collections.abc import Callable
 from typing import Optional
@@ -193,6 +192,7 @@ def estimate(
     t.add_column("metric")
     t.add_column("value", justify="right")
     mem = r["memory"]
+    reserve = mem["capacity_gb"] - sum(mem[k] for k in ("weights_gb", "kv_gb", "state_gb", "activations_gb", "free_gb"))
     for k, v in (("mode", r["mode"]), ("concurrency", r["concurrency"]), ("ISL / OSL", f"{isl} / {osl}"),
                  # each metric with its 80% and 95% intervals (measure.intervals)
                  ("step token budget", f"{r['max_num_tokens']} ({r['backend']})"), ("TTFT", f"{r['ttft_ms']:.1f} ms" + inline(r, "ttft_ms")),
@@ -203,6 +203,9 @@ def estimate(
                  ("largest batch that fits", r["max_batch"] if r["fits"] else f"[yellow]{r['max_batch']}: {r['over_capacity']}[/yellow]"),
                  ("memory per GPU", f"weights {mem['weights_gb']:.1f} GB, KV {mem['kv_gb']:.1f} GB"
                   + (f", recurrent state {mem['state_gb']:.1f} GB" if mem["state_gb"] else "")
+                  # the rest of the capacity: what the engine's memory fraction keeps from its KV pool (cost.memory.memory_budget);
+                  # without it the parts summed to 10% less than the capacity they were stated against
+                  + f", activations {mem['activations_gb']:.1f} GB" + (f", engine reserve {reserve:.1f} GB" if reserve >= 0.05 else "")
                   # the driver's capacity, which the fit uses, in GB and GiB: the data sheet's figure is the GiB one (H200:
                   # 150.8 GB = 140.4 GiB usable, sold as 141 GB)
                   + f", free {mem['free_gb']:.1f} GB of {mem['capacity_gb']:.1f} GB usable ({mem['capacity_gb'] * 1e9 / GIB:.1f} GiB; "
@@ -467,29 +470,14 @@ def _drop_text(acc: dict | None) -> str:
 # a frontier point's accuracy where explore.accuracy_model finds no source (its note in `estimate`)
 NO_ACCURACY = "no published score nor precision delta at this precision"
 # a reason a point's interval was widened that names the point's own concurrency, ISL or OSL (measure.intervals.reasons)
-_RANGED = re.compile(r"(concurrency|ISL|OSL) ([\d,]+) (.+)")
-
-
-def _merged(reasons: list[str]) -> list[str]:
-    """`reasons` with those differing only in the point's own quantity said once, over the range of it the points span
-    ("concurrency 1,184-3,696 above SGLang's largest measured 512 ..."): a frontier's points past an engine's measured
-    range each named theirs, the same line twenty times over."""
-    groups: dict[str | tuple[str, str], list[float]] = {}
-    for x in reasons:
-        m = _RANGED.fullmatch(x)
-        groups.setdefault((m[1], m[3]) if m else x, []).append(float(m[2].replace(",", "")) if m else 0.0)
-    return [k if isinstance(k, str) else f"{k[0]} {min(v):,.0f}{'' if min(v) == max(v) else f'-{max(v):,.0f}'} {k[1]}"
-            for k, v in groups.items()]
-
-
 def _frontier_band(fr: list[dict]) -> str:
     """The 80% interval of tok/s/GPU at a frontier's two ends, each with its centre where the prediction lies
     outside it (render.intervals), and every reason the points' intervals were widened."""
-    from llm_codesign.render.intervals import CENTRE, off_centre
+    from llm_codesign.render.intervals import CENTRE, frontier_reasons, off_centre
 
     (lo, lo_c), (hi, hi_c) = ((b, f" (centred on {b['centre']:.0f})" if off_centre(b, p["output_tok_s_per_gpu"]) else "")
                               for p in (fr[-1], fr[0]) for b in (p["intervals"]["output_tok_s_per_gpu"],))
-    why = _merged(list(dict.fromkeys(x for p in fr for b in p["intervals"].values() for x in b["widened"])))
+    why = frontier_reasons(fr)
     return (f"80% interval of tok/s/GPU: {lo['lo80']:.0f}-{lo['hi80']:.0f}{lo_c} at the interactive end, {hi['lo80']:.0f}-"
             f"{hi['hi80']:.0f}{hi_c} at the throughput end (every point's, on every metric, in --json)"
             + "".join(f"; {x}" for x in why) + (f"; {CENTRE}" if lo_c or hi_c else ""))

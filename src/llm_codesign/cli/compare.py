@@ -122,8 +122,10 @@ def _accuracy_notes(rows: list[dict]) -> dict[str, str]:
         if c["kind"] == "score":
             out[r["model"]] = f"accuracy: {c['benchmark']}, published for every precision shown ({c['setting']})"
         elif c["kind"] == "drop" and r["model"] not in out:
+            scored = any(x["accuracy"]["scores"] for x in rows if x["model"] == r["model"])
             out[r["model"]] = (f"accuracy: the change against {c['against']} (ref), from published pairs or the proxy's (± 1 "
-                               "sigma); no benchmark was published for every precision shown")
+                               "sigma); " + ("no one benchmark has a score published at every precision shown" if scored else
+                                             f"no benchmark score is published for {r['model']} at any precision shown"))
     return out
 
 

@@ -58,7 +58,7 @@ def lint(
 ):
     """Check a model shape against the hardware guidelines, with the predicted cost of each finding."""
     from llm_codesign.cost.calibration import calibration_for
-    from llm_codesign.explore.lint import RULES, SEVERITY_ORDER, to_sarif
+    from llm_codesign.explore.lint import COST_KEY, RULES, SEVERITY_ORDER, to_sarif
     from llm_codesign.explore.lint import lint as run
 
     fmt = "json" if as_json else fmt
@@ -75,8 +75,7 @@ def lint(
         _dump(to_sarif(findings, model))
     else:
         t = _table(f"lint: {m.name} on {g.name}, {regime} regime ({len(findings)} finding{'s' if len(findings) != 1 else ''})", "rule:t severity:k where:t cost_%:n finding:t fix:t",
-                   "cost %: what the violation costs in the regime's objective, measured by re-pricing the fixed shape "
-                   "(R8: the proxy loss against the nearest published model, in percent).")
+                   COST_KEY)
         color = {"error": "red", "warning": "yellow", "info": "cyan"}
         for f in findings:
             t.add_row(f"{f.rule} {RULES[f.rule][0]}", f"[{color[f.severity]}]{f.severity}[/]", f.where, f"{f.cost_pct:.1f}", f.message, f.fix)
@@ -220,12 +219,12 @@ def design(
         return _dump(r)
     con = _console(stderr=export == "-")  # the table beside a config.json on standard output goes to stderr
     b, ref = r["baseline"], r["reference"]
-    if b:
-        con.print(f"baseline {b['name']}: {b['total_params'] / 1e9:.1f}B params, quality proxy {b['quality_proxy']:.4f}, "
-                  f"{r['objective']} {b['objective'] or 0:.1f} ({b['deployment']['plan']}, batch {b['deployment']['concurrency_per_instance']})")
-    else:
-        con.print(f"reference {ref['name']} ({ref['basis']}): {ref['total_params'] / 1e9:.1f}B params, quality proxy {ref['quality_proxy']:.4f}")
     short = {"output_tok_s_per_gpu": "tok/s/GPU", "tok_s_per_user": "tok/s/user"}.get(r["objective"], r["objective"])
+    if b:
+        con.print(f"baseline {b['name']}: {b['total_params'] / 1e9:.1f}B params, quality proxy {b['quality_proxy']:.4f} nats/token, "
+                  f"{short} {b['objective'] or 0:.1f} ({b['deployment']['plan']}, batch {b['deployment']['concurrency_per_instance']})")
+    else:
+        con.print(f"reference {ref['name']} ({ref['basis']}): {ref['total_params'] / 1e9:.1f}B params, quality proxy {ref['quality_proxy']:.4f} nats/token")
     env = r["envelope"]
     rows = []
     for j, d in enumerate(r["designs"], 1):

@@ -31,6 +31,20 @@ RULES = {
     "R7": ("parallel-readiness", "Heads and KV heads vs TP sizes; Helix for long-context decode"),
     "R8": ("trust-region", "A shape outside the published models' envelope at its scale: its accuracy is an extrapolation"),
 }
+# what each rule's cost_pct measures: R2 and R6 re-price the fixed shape in the regime's objective, the others measure
+# what their finding names (R1's and R5's are a kernel's or a layer's time, not the deployment's), so a cost is read
+# with its rule's measure, never against another rule's
+COST_MEASURE = {
+    "R1": "the GEMM's time over its compute roofline",
+    "R2": "the regime's objective re-priced aligned (vocab: its padding)",
+    "R3": "how much faster a wider shape of equal parameters decodes at batch 1",
+    "R4": "the padding's width",
+    "R5": "the MoE layer's extra time at batch 8 against batch 1",
+    "R6": "the regime's objective re-priced with even stages (blocks: the slowest kind of layer over the mean)",
+    "R7": "the KV heads' extra copies, or Helix's decode tok/s/GPU gain",
+    "R8": "the proxy loss against the nearest published model",
+}
+COST_KEY = "cost %, each rule its own measure: " + "; ".join(f"{r} {m}" for r, m in COST_MEASURE.items()) + "."
 SEVERITY_ORDER = {"info": 0, "warning": 1, "error": 2}
 # regime: (decode sequences, decode context, prefill tokens) per attention rank; TP 8 where valid
 REGIMES = {"latency": (1, 4096, 0), "throughput": (256, 2048, 8192), "long-context": (1, 131072, 0)}
@@ -95,6 +109,11 @@ def _more_time(pct: float, than: str) -> str:
     """A change in time as what it is: "4.7% less time than X", "the same time as X" where it rounds to 0.0%."""
     r = round(pct, 1)
     return f"the same time as {than}" if r == 0 else f"{abs(r):.1f}% {'more' if r > 0 else 'less'} time than {than}"
+
+
+def _count(n: int, noun: str) -> str:
+    """'1 expert', '52 experts'."""
+    return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
 def _faster(gain: float) -> str:
@@ -418,7 +437,8 @@ def _moe_shape(model, gpu, cal, prec, sh):
             continue
         bad_ep = [ep for ep in (8, 16, 32, 64) if f.experts % ep]
         if f.experts % 8:
-            out.append(Finding("R5", "warning", "experts", f"{f.experts} experts do not split over EP {', '.join(map(str, bad_ep))}",
+            out.append(Finding("R5", "warning", "experts", f"{_count(f.experts, 'expert')} {'does' if f.experts == 1 else 'do'} not split "
+                               f"over EP {', '.join(map(str, bad_ep))}",
                                0.0, f"use a multiple of 8 experts (e.g. {int(math.ceil(f.experts / 8) * 8)})"))
         ratio = f.expert_inter / model.hidden
         B = 8
@@ -428,8 +448,8 @@ def _moe_shape(model, gpu, cal, prec, sh):
         t8 = float(step_time(layer_ops(model, lay, 1.0, gpu, cal, prec=prec, sh=sh, b=Batch(dec_seqs=B, dec_ctx=1), prefix="x")))
         t1 = float(step_time(layer_ops(model, lay, 1.0, gpu, cal, prec=prec, sh=sh, b=Batch(dec_seqs=1, dec_ctx=1), prefix="x")))
         pct = 100.0 * (t8 / t1 - 1.0) if t1 > 0 else 0.0  # extra MoE time per step of batch 8 over batch 1
-        out.append(Finding("R5", "info", "moe", f"{f.experts} experts, top-{f.top_k}, width {f.expert_inter} ({ratio:.2f}x hidden): "
-                           f"decode at batch {B} reads {dist:.0f} experts per layer; the MoE layer costs {t8 / t1:.1f}x batch 1",
+        out.append(Finding("R5", "info", "moe", f"{_count(f.experts, 'expert')}, top-{f.top_k}, width {f.expert_inter} ({ratio:.2f}x hidden): "
+                           f"decode at batch {B} reads {_count(round(dist), 'expert')} per layer; the MoE layer costs {t8 / t1:.1f}x batch 1",
                            pct, "expert parallelism with attention DP amortises expert reads; wider experts raise intensity"))
         break
     return out
@@ -518,7 +538,8 @@ def _pipeline_regularity(model, gpu, cal, prec, sh, *, b, regime, gpus, engine):
                                "the slowest stage setting every micro-batch's pace",
                                pct, (f"{alts} at PP{pp}" if n != L else "keep the layer pattern regular per stage"), figures))
         elif uneven:
-            out.append(Finding("R6", "info", "layers", f"{what}; at PP{pp} ({at}) {_objective(regime)} per layer takes {_more_time(pct, other)}",
+            than = f"at {n} layers, which PP{pp} divides" if n != L else other
+            out.append(Finding("R6", "info", "layers", f"{what}; at PP{pp} ({at}) {_objective(regime)} per layer takes {_more_time(pct, than)}",
                                0.0, "nothing to fix", figures))
     if len(model.groups) > 1:
         times = []

@@ -10,6 +10,7 @@ import html
 import json
 from pathlib import Path
 
+from llm_codesign.explore.lint import COST_KEY, COST_MEASURE
 from llm_codesign.render.plot import data_limits, gpus_text
 from llm_codesign.render.report import _PLOT_JS, BAND_TEXT
 
@@ -118,7 +119,7 @@ def _trust_rows(cols: list[dict]) -> list[tuple[str, list[str]]]:
 
     def worst(fs):
         f = max(fs, key=lambda f: f["cost_pct"], default=None)
-        return f"{f['cost_pct']:.1f}% ({f['rule']} {f['rule_name']})" if f else "-"
+        return f"{f['cost_pct']:.1f}% ({f['rule']} {f['rule_name']}: {COST_MEASURE[f['rule']]})" if f else "-"
 
     return [("published envelope at its scale", [_envelope_text(c["envelope"]) for c in cols]),
             ("lint findings", [count(c["lint"]) for c in cols]),
@@ -151,8 +152,7 @@ def _lint_html(cols: list[dict]) -> str:
     e = html.escape
     rows = "".join(f"<tr><td>{e(_label(c))}</td><td>{e(f['rule'])} {e(f['rule_name'])}</td><td>{e(f['severity'])}</td><td>{e(f['where'])}</td>"
                    f"<td>{f['cost_pct']:.1f}</td><td>{e(f['message'])}</td><td>{e(f['fix'])}</td></tr>" for c in cols for f in c["lint"])
-    return ('<h2>Lint findings</h2><p class="hint">cost %: what the finding costs in the regime\'s objective, by re-pricing the fixed '
-            'shape (R8: the proxy loss against the nearest published model).</p><table id="lint-findings"><thead><tr><th>shape</th>'
+    return (f'<h2>Lint findings</h2><p class="hint">{e(COST_KEY)}</p><table id="lint-findings"><thead><tr><th>shape</th>'
             '<th>rule</th><th>severity</th><th>where</th><th>cost %</th><th>finding</th><th>fix</th></tr></thead><tbody>'
             + (rows or '<tr><td colspan="7">no finding on any shape</td></tr>') + "</tbody></table>")
 

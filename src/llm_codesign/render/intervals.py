@@ -1,6 +1,8 @@
 """A prediction's intervals (measure.intervals.band) as text: the CLI's rows and lines."""
 from __future__ import annotations
 
+import re
+
 UNITS = {"ttft_ms": " ms", "tpot_ms": " ms", "tok_s_per_user": "", "output_tok_s_per_gpu": ""}
 # why a centre is shown: the bounds sit about the runs' median shift, not the prediction ("signed where biased")
 CENTRE = ("the intervals are centred on the prediction times the median measured / predicted of the runs they come from, "
@@ -53,3 +55,23 @@ def basis_rows(bands: dict, values: dict | None = None) -> list[tuple[str, str]]
     return ([("interval basis" if one else f"basis: {', '.join(ms)}", src) for src, ms in sources.items()]
             + ([("centred on", CENTRE)] if centred else [])
             + [("beyond the runs", f"[yellow]{x}[/yellow]") for x in reasons])
+
+
+_RANGED = re.compile(r"(concurrency|ISL|OSL) ([\d,]+) (.+)")
+
+
+def merged(reasons: list[str]) -> list[str]:
+    """`reasons` with those differing only in the point's own quantity said once, over the range of it the points span
+    ("concurrency 1,184-3,696 above SGLang's largest measured 512 ..."): a frontier's points past an engine's measured
+    range each named theirs, the same line twenty times over."""
+    groups: dict[str | tuple[str, str], list[float]] = {}
+    for x in reasons:
+        m = _RANGED.fullmatch(x)
+        groups.setdefault((m[1], m[3]) if m else x, []).append(float(m[2].replace(",", "")) if m else 0.0)
+    return [k if isinstance(k, str) else f"{k[0]} {min(v):,.0f}{'' if min(v) == max(v) else f'-{max(v):,.0f}'} {k[1]}"
+            for k, v in groups.items()]
+
+
+def frontier_reasons(frontier: list[dict]) -> list[str]:
+    """Every reason a frontier's points' intervals were widened, each said once (merged)."""
+    return merged(list(dict.fromkeys(x for p in frontier for b in (p.get("intervals") or {}).values() for x in b["widened"])))

@@ -13,6 +13,7 @@ import json
 from pathlib import Path
 
 from llm_codesign.errors import InputError
+from llm_codesign.render.intervals import frontier_reasons
 from llm_codesign.render.plot import Drawing, PlotProcess, bound_in_view, bound_label, data_limits, draw, gpus_text, series_label
 
 _METRICS = ("tok_s_per_user", "output_tok_s_per_gpu", "ttft_ms", "tpot_ms")
@@ -288,6 +289,28 @@ BAND_TEXT = ("The shaded band is each frontier point's 80% interval on tok/s/GPU
 _BAND_SENTENCE = f'<p id="band-note">{html.escape(BAND_TEXT)}</p>'
 
 
+def _accuracy_words(a: dict | None) -> str:
+    """A point's accuracy (explore.accuracy_model.point_accuracy) against what: '-1.5±1.3% (proxy) against bf16'."""
+    if not a:
+        return "none"
+    ref = a.get("reference_precision")
+    return a["short"] + (f" against {ref}" if ref and (a.get("relative_drop_pct") or a.get("drop_uncertainty_pct")) else "")
+
+
+def basis_text(r: dict) -> str:
+    """What a result's points were priced at and how far to trust them, said once in words: the precisions, the
+    accuracy at each, where the tok/s/GPU intervals come from and each reason they were widened (the hover gave the
+    figures only, and the band's 'saying why' was said nowhere on the page)."""
+    fr = r["frontier"]
+    precs = {f"W {d['weight_dtype']} / A {d['activation_dtype']} / KV {d['kv_dtype']}": _accuracy_words(p.get("accuracy"))
+             for p in fr for d in (p["deployment"],)}
+    src = dict.fromkeys(p["intervals"]["output_tok_s_per_gpu"]["source"] for p in fr if "output_tok_s_per_gpu" in (p.get("intervals") or {}))
+    why = frontier_reasons(fr)
+    return (f"{series_label(r, many=True)}: {'; '.join(f'{k}, accuracy {v}' for k, v in precs.items())}."
+            + (f" tok/s/GPU intervals: {'; '.join(f'from {x}' for x in src)}." if src else "")
+            + (f" Widened: {'; '.join(why)}." if why else ""))
+
+
 def write_html(results: list, breakdowns: dict, path: str | Path, errors: dict[str, list[str]] | None = None) -> None:
     """Self-contained HTML with no library and nothing fetched: the data once as JSON, an SVG plot its
     own script draws (report_data, _REPORT_JS), hover details and per-operator breakdowns; `errors`
@@ -310,6 +333,7 @@ td,th{{border:1px solid #ccc;padding:2px 6px;text-align:right}} td:first-child,t
 <p>ISL/OSL {r0['isl']}/{r0['osl']}, {gpus_text(r0['num_gpus'])}, backend {html.escape(str(r0['backend']))};
 {sum(r['evaluated'] for r in results):,} deployments evaluated. Hover a point for its deployment; click a point or a table row for its per-operator breakdown.</p>
 {_BAND_SENTENCE if any(p.get("intervals") for r in results for p in r["frontier"]) else ""}
+{"".join(f'<p class="basis">{html.escape(basis_text(r))}</p>' for r in results if r["frontier"])}
 <div id="plot"></div><div id="legend"></div><div id="tip"></div>
 {_errors_html(errors)}<h2>Per-operator breakdown of the selected point</h2><div id="breakdown">Click a frontier point or a row below.</div>
 <h2>Frontier</h2><p class="hint">Click a row for its per-operator breakdown.</p><div id="table"></div>
