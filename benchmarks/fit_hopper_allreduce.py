@@ -2,13 +2,16 @@
 
 kernels_hopper/comm.csv.gz times each engine's AllReduce op as serving calls it (aiconfigurator-core 0.12.0: TensorRT-LLM
 1.3.0rc20's under a CUDA graph, SGLang 0.5.14's and vLLM 0.24.0's under a graph and eagerly) on 2, 4 and 8 H100s, 128 to
-512M BF16 elements a GPU. Its CUDA-graph rows (207) price the custom all-reduce's four quantities (cost.kernels.
+512M BF16 elements a GPU. Its CUDA-graph rows (207) price the custom all-reduce's five quantities (cost.kernels.
 _custom_all_reduce, Engine.own_ar_barriers), through measure.calibrate.fit_kind, the code `calibrate --kernels` runs:
 
-- custom_ar_latency_s: the one-shot's fixed cost (one flag exchange and the kernel's floor under CUDA graphs), 1-15 us
+- custom_ar_latency_s: the one-shot's fixed cost over two GPUs (one flag exchange and the kernel's floor under CUDA
+  graphs), 1-15 us
 - custom_ar_twoshot_latency_s: the two-shot's (one more exchange, a pass through the peers' staging buffers), 3-20 us
 - custom_ar_bw_eff: the share of the GPU's NVLink bandwidth its peer reads reach, 0.3-0.9
 - custom_ar_barrier_s: one flag barrier with every peer, vLLM's two a call (its rows alone inform it), 0.5-1.5 us
+- custom_ar_peer_s: what each peer past the first adds to either kernel's fixed cost (a store to its buffer and a polled
+  slot per rank), 0-0.5 us (searched from 0.01)
 
 Past each engine's limits the rows run NCCL (Engine.own_allreduce), priced at the [hopper] comm_* values fitted on the
 NCCL rows (kernels/collectives.csv.gz) and not moved here. Out of sample: a fit on every other message size priced on
@@ -62,7 +65,7 @@ def _values(cal, params=None) -> str:
 
 def main() -> None:
     argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args()
-    # every fit starts from default.toml's documented four, not the bundled profile's (fitted here)
+    # every fit starts from default.toml's documented five, not the bundled profile's (fitted here)
     cited = documented("hopper")
     base = replace(calibration_for(get_gpu("h100_sxm")), **{p: cited.param(p) for p in BOUNDS})
     rows = graph_rows()

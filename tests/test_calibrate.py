@@ -332,21 +332,21 @@ def test_serving_search_reaches_every_natural_floor():
 
 
 def test_kernel_fit_refits_the_engines_own_all_reduce_only_from_rows_that_run_it():
-    """`calibrate --kernels` fits the custom all-reduce's four (PARAMS["collectives"], the ranges default.toml states and
+    """`calibrate --kernels` fits the custom all-reduce's five (PARAMS["collectives"], the ranges default.toml states and
     benchmarks/fit_hopper_allreduce.py reads) on the per-engine comm table's CUDA-graph rows, the barrier only where vLLM's
     or SGLang's rows (two barriers a call) are among them; NCCL's own rows inform none of them."""
     from llm_codesign.measure import calibrate
     from llm_codesign.measure.kernel_tables import own_ar_mode, read_csv
 
-    own = ["custom_ar_latency_s", "custom_ar_twoshot_latency_s", "custom_ar_bw_eff", "custom_ar_barrier_s"]
+    own = ["custom_ar_latency_s", "custom_ar_twoshot_latency_s", "custom_ar_bw_eff", "custom_ar_barrier_s", "custom_ar_peer_s"]
     assert {p: calibrate.PARAMS["collectives"][p] for p in own} == {
         "custom_ar_latency_s": (1e-6, 15e-6), "custom_ar_twoshot_latency_s": (3e-6, 20e-6), "custom_ar_bw_eff": (0.3, 0.9),
-        "custom_ar_barrier_s": (0.5e-6, 1.5e-6)}
+        "custom_ar_barrier_s": (0.5e-6, 1.5e-6), "custom_ar_peer_s": (1e-8, 0.5e-6)}
     rows = read_csv("hopper/comm")[1]
     fitted = calibrate._fitted
     nccl_only = calibrate.PARAMS["collectives"].keys() - set(own)
     assert fitted([r for r in rows if own_ar_mode(r) is None], calibrate.PARAMS["collectives"]) == [p for p in calibrate.PARAMS["collectives"]
                                                                                                    if p in nccl_only]
-    assert fitted([r for r in rows if own_ar_mode(r) == "graph"], calibrate.PARAMS["collectives"])[-4:] == own
+    assert fitted([r for r in rows if own_ar_mode(r) == "graph"], calibrate.PARAMS["collectives"])[-5:] == own
     trt = [r for r in rows if own_ar_mode(r) == "graph" and r["framework"].strip().lower() == "trtllm"]
-    assert fitted(trt, calibrate.PARAMS["collectives"])[-3:] == own[:3] and "custom_ar_barrier_s" not in fitted(trt, calibrate.PARAMS["collectives"])
+    assert fitted(trt, calibrate.PARAMS["collectives"])[-4:] == own[:3] + own[4:] and "custom_ar_barrier_s" not in fitted(trt, calibrate.PARAMS["collectives"])

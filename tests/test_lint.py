@@ -173,7 +173,8 @@ def test_pipeline_cost_is_the_estimates_difference_from_the_nearest_regular_dept
     plan = Plan(tp=8, pp=4, ep=8, moe_tp=1)
     x61, x60, x64 = (_gpu_ms_per_token(replace(m, groups=(dense, (moe[0], n)), layout=()), "b200", plan) for n in (58, 57, 61))
     assert fs[0].cost_pct == pytest.approx(100 * ((x61 / 61) / (x60 / 60) - 1), abs=0.1)
-    assert fs[0].cost_pct == pytest.approx(2.89, abs=0.01)  # 2.85 before this session's re-fit; 2.90 before i46a's measured all-reduce
+    # 2.85 before this session's re-fit; 2.90 before i46a's measured all-reduce; 2.89 before the one-shot's cost per further peer
+    assert fs[0].cost_pct == pytest.approx(2.90, abs=0.01)
     assert 100 * (x64 / x61 - 1) == pytest.approx(1.63, abs=0.05)
     assert ("at PP4 (stages of 15/15/16/15 layers; TP8 PP4 EP8, 256 requests, 1536/1024 tokens) GPU time per output token "
             f"{x61:.3f} ms against {x60:.3f} ms with 60 layers: 2.9% more time per layer") in fs[0].message
@@ -260,7 +261,9 @@ def test_wider_finding_gives_the_speed_gain_and_the_accuracy_cost_with_its_band(
     assert q["wider_layers"] == 60 and q["wider_hidden"] == 9472 and q["wider_params"] == wide.total_params
     assert q["quality_delta_pct"] == pytest.approx(0.0783, abs=1e-4) and q["quality_band_pct"] == pytest.approx(0.0353, abs=1e-4)
     assert q["extrapolated"] == [] and q["wider_inside_envelope"]
-    assert f.fix.endswith("TPOT 5.26 ms, 14.0% faster, on B200 TP8; accuracy: proxy loss +0.078% +- 0.035%")
+    # TPOT 5.26 ms, 14.0% faster before the one-shot's cost per further peer (0.12 us a peer on Blackwell): the 80-layer model's
+    # 160 all-reduces a step pay it over the wider one's 120
+    assert f.fix.endswith("TPOT 5.34 ms, 14.3% faster, on B200 TP8; accuracy: proxy loss +0.078% +- 0.035%")
     # the JSON and SARIF outputs carry the same figures
     d = json.loads(json.dumps(f.to_dict()))
     assert d["figures"]["speed_gain_pct"] == f.cost_pct and d["figures"]["quality_band_pct"] == q["quality_band_pct"]

@@ -116,6 +116,7 @@ class Calibration:
     custom_ar_twoshot_latency_s: float
     custom_ar_bw_eff: float
     custom_ar_barrier_s: float
+    custom_ar_peer_s: float
 
     def gemm_eff(self, kernel: str) -> float:
         """Achievable fraction of peak for a GEMM kernel family: bf16, fp8, fp8_block (the kernel

@@ -369,20 +369,25 @@ def _custom_all_reduce(nbytes, n, gpu: Gpu, cal: Calibration, oneshot=0.0):
     """An engine's own all-reduce inside one scale-up domain, where it runs one instead of NCCL
     (Engine.own_allreduce): one-shot, each GPU reading every peer's whole buffer and reducing
     locally, (n - 1) x bytes over its link after one flag exchange; two-shot, a reduce-scatter then an
-    all-gather through the peers' buffers, 2 (n - 1) / n x bytes after two. Both fixed costs are
-    flat in the GPU count (the flags go to all peers at once), unlike NCCL's ring (collective_time
-    prices NCCL where the engine does not run its own). The engines switch between their two kernels where they measured the crossover (vLLM's 256/512 KiB,
-    TensorRT-LLM's tuned table), so a step pays the faster of the two: pricing the kernel the
+    all-gather through the peers' buffers, 2 (n - 1) / n x bytes after two. Both fixed costs are the kernel's at
+    two GPUs plus custom_ar_peer_s for each further peer: every thread stores its vector to each peer's buffer and
+    polls one slot per rank, loops unrolled over the rank count (trtllm_allreduce_fusion.cuh:1526-1530, 1546-1551
+    allreduce_fusion_kernel_oneshot_lamport@fb28d72; vLLM's cross_device_reduce_1stage likewise), up to 8 GPUs (the
+    tables' largest group; beyond, as at 8), far less than NCCL's ring adds a GPU (collective_time prices NCCL where the
+    engine does not run its own). The engines switch between their two kernels where they measured the crossover (vLLM's
+    256/512 KiB, TensorRT-LLM's tuned table), so a step pays the faster of the two: pricing the kernel the
     threshold names would let a larger message cost less wherever these two formulas cross elsewhere. Where the engine's
     table keeps the one-shot whatever the two-shot costs (`oneshot`: bytes, Engine.oneshot_limit; 0: none), it pays the
     one-shot up to that size and, past it, the faster of the two but never less than the one-shot at the limit."""
     bw = gpu.scale_up_bandwidth_bytes_per_s * cal.custom_ar_bw_eff
     spread = np.maximum(n - 1.0, 0.0) / np.maximum(bw, 1e-9)
-    one = cal.custom_ar_latency_s + spread * nbytes
-    two = cal.custom_ar_twoshot_latency_s + 2.0 / np.maximum(n, 1.0) * spread * nbytes
+    # beyond the 8 GPUs the tables time (MNNVL's multicast kernels in an NVL72 domain, spec/engines/trtllm.py) at 8 GPUs' cost
+    peers = cal.custom_ar_peer_s * np.clip(n - 2.0, 0.0, 6.0)
+    one = cal.custom_ar_latency_s + peers + spread * nbytes
+    two = cal.custom_ar_twoshot_latency_s + peers + 2.0 / np.maximum(n, 1.0) * spread * nbytes
     fastest = np.minimum(one, two)
     oneshot = np.asarray(oneshot, float)
     if not np.any(oneshot > 0):
         return fastest
-    kept = np.where(nbytes <= oneshot, one, np.maximum(fastest, cal.custom_ar_latency_s + spread * oneshot))
+    kept = np.where(nbytes <= oneshot, one, np.maximum(fastest, cal.custom_ar_latency_s + peers + spread * oneshot))
     return np.where(oneshot > 0, kept, fastest)

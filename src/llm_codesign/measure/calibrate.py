@@ -57,7 +57,7 @@ PARAMS = {
                     # the engines' own all-reduce (cost.kernels._custom_all_reduce), the ranges default.toml states: fitted
                     # only on rows that run it under a CUDA graph (_fitted; benchmarks/fit_hopper_allreduce.py)
                     "custom_ar_latency_s": (1e-6, 15e-6), "custom_ar_twoshot_latency_s": (3e-6, 20e-6), "custom_ar_bw_eff": (0.3, 0.9),
-                    "custom_ar_barrier_s": (0.5e-6, 1.5e-6)},
+                    "custom_ar_barrier_s": (0.5e-6, 1.5e-6), "custom_ar_peer_s": (1e-8, 0.5e-6)},
     "moe": {"moe_eff": (0.05, 1.5), "moe_overhead_s": (1e-7, 1e-3), "moe_route_s": (1e-12, 1e-7)},
     # DeepEP's dispatch and combine (cost.ffns.deepep_time), the ranges default.toml states
     "ep_comm": {"deepep_ll_latency_s": (5e-6, 30e-6), "deepep_ll_expert_s": (1e-10, 1e-7), "deepep_ll_bw_eff": (0.2, 1.0),
