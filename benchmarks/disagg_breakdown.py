@@ -4,7 +4,9 @@
 The recipes (SemiAnalysisAI/InferenceX, benchmarks/multi_node/srt-slurm-recipes/dsr1/sglang/<gpu>-fp8/ at commit 792d8aa4;
 MI355X: configs/amd-master.yaml dsr1-fp8-mi355x-sglang-disagg and benchmarks/multi_node/amd_utils/models.yaml at 843c6254):
 instances and plans, the prefill's chunked-prefill-size (its step budget), the decode's max-running-requests (its slots),
-the KV cache dtype (H100/H200 set none: BF16, the model's dtype) and round_robin prefill routing. H100's prefill and decode
+the KV cache dtype (H100/H200 set none: BF16, the model's dtype). Their prefill workers' --load-balance-method round_robin is
+read by the SGLang builds they name (0.5.8-0.5.9) as follow_bootstrap_room on a PD prefill server (sglang server_args.py:790-800
+@0.5.8.post1), so each attention-DP rank queues its own prompts: SGLang's own routing. H100's prefill and decode
 are TP16 over two nodes, which `disagg` refuses (a tensor-parallel group must fit one NVLink domain) and validation prices
 over the NICs; it is priced here as validation would. MI355X's 1k/1k shape is its 8k/1k recipe's (no 1k/1k recipe).
 
@@ -47,7 +49,7 @@ def main() -> None:
         pools = [Deployment(num_gpus=int(p.gpus), plan=p, max_num_tokens=mnt, **one)
                  for p, mnt in ((Plan.parse(pre, m, "prefill"), chunk), (Plan.parse(dec, m, "decode"), None))]
         r = evaluate_disagg(m, *pools, calibration=cal, prefill_instances=1, decode_instances=n_d, concurrency=CONCURRENCY, isl=isl,
-                            osl=1024, decode_max_batch=mrr / pools[1].plan.adp, prefill_routing="balanced")
+                            osl=1024, decode_max_batch=mrr / pools[1].plan.adp)
         overhead = pools[0].engine.costs(cal).ttft_overhead
         for j, c in enumerate(CONCURRENCY):
             def ms(key, r=r, j=j):

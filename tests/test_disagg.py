@@ -390,8 +390,9 @@ def test_prefill_routing_as_the_deployment_sets_it():
     from llm_codesign.spec.engines import get_engine
 
     # SGLang's PD default sends a request to rank bootstrap_room % dp_size (Dynamo draws the room at random), so each of the
-    # 8 ranks queues its own prompts (q = 8 s); with --load-balance-method round_robin, which every InferenceX SGLang recipe
-    # sets, the ranks take turns and queue as one (q = s), as TensorRT-LLM's balanced ranks do
+    # 8 ranks queues its own prompts (q = 8 s); with --load-balance-method round_robin, which SGLang honours on a PD prefill
+    # server from past 0.5.9 (0.5.8-0.5.9 read it as the room's), the ranks take turns and queue as one (q = s), as
+    # TensorRT-LLM's balanced ranks do
     m, g = get_model("deepseek-r1"), get_gpu("b200")
     cal = calibration_for(g)
     plan, prec, isl = Plan(tp=1, ep=8, moe_tp=1, adp=8), Precision.of("fp8_block"), np.array([8192.0])

@@ -58,8 +58,12 @@ class SGLangEngine(Engine):
     reserves_all_ignoring_eos = True
     # a PD prefill server's load_balance_method "auto" is follow_bootstrap_room (server_args.py:1020-1031), which
     # sends a request to DP rank bootstrap_room % dp_size (managers/data_parallel_controller.py:587-596; sglang
-    # 0.5.12); the room is an id the router draws at random per request (assumed of Dynamo's and SGLang's routers,
-    # whose code was not read here), unless the request names its rank
+    # 0.5.12); the room is an id the router draws at random per request (Dynamo 0.8.1's SGLang prefill worker:
+    # dynamo/sglang/request_handlers/llm/prefill_handler.py:88-96, a random 63-bit room: handler_base.py:88-94), unless the request names
+    # its rank. Up to 0.5.9 a PD prefill server reads "round_robin" as follow_bootstrap_room too (server_args.py:790-800
+    # @0.5.8.post1, :817-826@0.5.9, "backward compatibility"), and the decode worker pulls the cache from rank
+    # bootstrap_room % dp_size (disaggregation/common/conn.py:374@0.5.8.post1); 0.5.12 honours round_robin
+    # (server_args.py:1013-1029 has no such fallback): `disagg --prefill-routing balanced` prices that
     routes_prefill_dp_at_random = True
     # its decode batch is every running request: update_running_batch retracts requests only where the KV cache runs
     # out (managers/scheduler.py:2898-2960), and chunked_prefill_size / max_prefill_tokens budget PrefillAdder's prompts
