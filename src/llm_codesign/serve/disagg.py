@@ -64,7 +64,7 @@ def routing_of(engine, routing: str | None) -> str:
 def prefill_pool(model: ModelSpec, gpu: Gpu, prec: Precision, plan: Plan, *, costs: EngineCosts, isl, max_num_tokens=None,
                  routing: str | None = None, chunked_prefill: bool | None = None, kv_fraction: float | None = None) -> dict:
     """One prefill instance (`costs`: its engine's fitted costs and in-step calibration): a lone
-    prompt's time (chunks of the step budget, its MoE carrying that prompt's tokens alone:
+    prompt's time (chunks of a rank's step budget, Engine.rank_step_tokens, its MoE carrying that prompt's tokens alone:
     _lone_prompt_credit; `t_loaded`, the same with a prompt on every attention-DP rank, and `adp`,
     for shared_steps), the requests per second it serves when loaded (whole steps; each
     attention-DP rank runs its own prompts, pipeline stages overlap different prompts' steps), the
@@ -80,6 +80,8 @@ def prefill_pool(model: ModelSpec, gpu: Gpu, prec: Precision, plan: Plan, *, cos
     fl = run_flags(None, chunked_prefill=chunked_prefill, kv_fraction=kv_fraction)
     mnt, (budget, own, _) = engine_budget(gpu, engine=costs.engine, max_num_tokens=max_num_tokens, plan=plan)
     _, pp, _, _, adp, _ = (np.asarray(x, float) for x in plan.arrays())
+    # a rank's chunk: the server's figure, split over the attention-DP ranks where the engine does (Engine.rank_step_tokens)
+    mnt = costs.engine.rank_step_tokens(mnt, adp)
     chunk = np.minimum(isl, mnt)
     # one stage's step of a chunk on every attention-DP rank (the step a request arriving under load waits for), and a lone one's
     t_step = prefill_step(model, gpu, prec, sh, costs=costs, tokens=chunk, isl=isl, chunk=chunk)

@@ -86,6 +86,16 @@ class SGLangEngine(Engine):
         mem = gpu.memory_bytes
         return 2048 if mem < 35 * GIB else 4096 if mem < 60 * GIB else 8192 if mem < 160 * GIB else 16384
 
+    def rank_step_tokens(self, max_num_tokens, adp):
+        """Under attention DP a rank's chunk is chunked_prefill_size // dp_size (ServerArgs._handle_data_parallelism,
+        server_args.py:1929-1937@0.5.8.post1, :2117@0.5.9, :3070@0.5.12), after the default of step_tokens is set
+        (_handle_gpu_memory_settings runs first: :710 and :727@0.5.8.post1): the server's figure, given or default,
+        is the instance's."""
+        import numpy as np
+
+        adp = np.asarray(adp, float)
+        return np.where(adp > 1, np.floor(np.asarray(max_num_tokens, float) / adp), max_num_tokens)
+
     def max_batch(self, gpu, kv_tokens=None, context_len: int = 0):
         """max_running_requests = the request pool, int(KV tokens / context_len x 512) clipped to
         [2048, 4096], and at most half the KV tokens (sglang/srt/model_executor/model_runner.py,
