@@ -301,6 +301,11 @@ def test_sglang_splits_the_prefill_chunk_over_its_attention_dp_ranks():
     # a rank's 8,192-token chunk holds its one prompt: 8 ranks x 1 prompt per step of t(8,192 a rank), 8.8 req/s
     assert split["per_instance"].item() == pytest.approx(8.0 / t8.item(), rel=1e-12)
     assert split["t_step"].item() == pytest.approx(t8.item(), rel=1e-12)
+    # a budget that leaves a rank no token is refused in one line, not priced as a NaN (TensorRT-LLM's ranks keep 4 each)
+    r = run("disagg", "deepseek-r1", "--gpu", "b200", "--backend", "sglang", "--prefill", "attention_dp=8,ep=8", "--decode", "tp=8",
+            "--max-num-tokens", "4", "--concurrency", "1")
+    assert r.returncode == 2 and not r.stdout and r.stderr.strip().splitlines() == [
+        "error: max_num_tokens: 4 is not valid; at least 8: SGLang splits a prefill step's budget over its 8 attention-DP ranks"]
 
 
 def test_lockstep_waves_queue_a_wave_at_the_prefill_pool():

@@ -396,6 +396,12 @@ def estimate_disagg(model: ModelSpec, prefill: Deployment, decode: Deployment, *
     check_arrival(arrival)
     check_step_budget(decode, "max_num_tokens" if decode.max_num_tokens == prefill.max_num_tokens else "decode_max_num_tokens")
     routing = routing_of(prefill.engine, prefill_routing)
+    # an engine that splits the prefill server's budget over its attention-DP ranks (Engine.rank_step_tokens) needs a token a rank
+    adp = int(prefill_plan.adp)
+    mnt = prefill.engine.step_tokens(gpu) if prefill.max_num_tokens is None else prefill.max_num_tokens
+    if float(np.min(prefill.engine.rank_step_tokens(mnt, adp))) < 1:
+        raise InputError("max_num_tokens", mnt, f"at least {adp}: {prefill.engine.title} splits a prefill step's budget over its {adp} "
+                                                "attention-DP ranks")
 
     for name, v in (("isl", isl), ("osl", osl), ("prefill_instances", prefill_instances), ("decode_instances", decode_instances),
                     ("decode_max_batch", 1 if decode_max_batch is None else decode_max_batch)):
