@@ -40,7 +40,7 @@ from llm_codesign.serve.aggregated import (
 )
 from llm_codesign.spec.engines import EngineCosts
 from llm_codesign.spec.hardware import Gpu
-from llm_codesign.spec.harness import DEFAULT_ARRIVAL
+from llm_codesign.spec.harness import DEFAULT_ARRIVAL, check_arrival
 from llm_codesign.spec.model import ModelSpec
 from llm_codesign.spec.plan import Deployment, Plan, SpecDecoding
 from llm_codesign.spec.precision import Precision
@@ -381,6 +381,16 @@ def _within_slots(C, base, t_kv, slots, *, decode_time, arrival, **pools) -> tup
     return rate, ttft + slot_wait, admit, step_wait, slot_wait
 
 
+def _check_rank_budget(prefill: Deployment) -> None:
+    """Refuse a prefill budget that leaves an attention-DP rank no token where the engine splits the server's figure over
+    its ranks (Engine.rank_step_tokens: SGLang's chunked_prefill_size // dp_size), the engine's default included."""
+    adp = int(prefill.plan.adp)
+    mnt = prefill.engine.step_tokens(prefill.gpu) if prefill.max_num_tokens is None else prefill.max_num_tokens
+    if float(np.min(prefill.engine.rank_step_tokens(mnt, adp))) < 1:
+        raise InputError("max_num_tokens", mnt, f"at least {adp}: {prefill.engine.title} splits a prefill step's budget over its {adp} "
+                                                "attention-DP ranks")
+
+
 def estimate_disagg(model: ModelSpec, prefill: Deployment, decode: Deployment, *, calibration: Calibration,
                     decode_calibration: Calibration | None = None, prefill_instances: int, decode_instances: int, concurrencies,
                     isl: int, osl: int, decode_max_batch: int | None = None, arrival: str = DEFAULT_ARRIVAL,
@@ -390,18 +400,12 @@ def estimate_disagg(model: ModelSpec, prefill: Deployment, decode: Deployment, *
     decode attention-DP rank runs (the engine's max batch size), the rest waiting for a slot; `arrival`
     how the requests come, `prefill_routing` how a prefill instance spreads them over its ranks (evaluate_disagg)."""
     gpu, dg, prefill_plan, decode_plan = prefill.gpu, decode.gpu, prefill.plan, decode.plan
-    from llm_codesign.spec.harness import check_arrival
     from llm_codesign.spec.plan import check_step_budget, reason_text, validity
 
     check_arrival(arrival)
     check_step_budget(decode, "max_num_tokens" if decode.max_num_tokens == prefill.max_num_tokens else "decode_max_num_tokens")
     routing = routing_of(prefill.engine, prefill_routing)
-    # an engine that splits the prefill server's budget over its attention-DP ranks (Engine.rank_step_tokens) needs a token a rank
-    adp = int(prefill_plan.adp)
-    mnt = prefill.engine.step_tokens(gpu) if prefill.max_num_tokens is None else prefill.max_num_tokens
-    if float(np.min(prefill.engine.rank_step_tokens(mnt, adp))) < 1:
-        raise InputError("max_num_tokens", mnt, f"at least {adp}: {prefill.engine.title} splits a prefill step's budget over its {adp} "
-                                                "attention-DP ranks")
+    _check_rank_budget(prefill)
 
     for name, v in (("isl", isl), ("osl", osl), ("prefill_instances", prefill_instances), ("decode_instances", decode_instances),
                     ("decode_max_batch", 1 if decode_max_batch is None else decode_max_batch)):
