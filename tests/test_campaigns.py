@@ -56,12 +56,16 @@ def test_group_flags_keep_each_rows_value_and_the_engines_defaults():
     assert campaigns.group_flags([{"arrival": "waves", "max_num_tokens": None}], get_engine("trtllm")) is None
 
 
-def test_inferencex_prefill_ranks_take_turns():
-    # every SGLang disaggregated recipe of the campaign sets --load-balance-method round_robin on its prefill workers: the
-    # campaign names that routing for serve.disagg; a campaign that does not name it leaves the engine's default
-    row = {"source": "inferencex https://github.com/x/actions/runs/1", "backend": "sglang", "gpu": "b200", "concurrency": "64"}
-    assert campaigns.settings(row)["prefill_routing"] == "balanced"
-    assert "prefill_routing" not in campaigns.settings({"source": "aiconfigurator-core-0.12.0-silicon-sample:x"})
+def test_inferencex_prefill_ranks_follow_the_bootstrap_room():
+    # the campaign's SGLang recipes set --load-balance-method round_robin on their prefill workers, which the builds they
+    # ran (0.5.8-0.5.9) read on a PD prefill server as follow_bootstrap_room (server_args.py:790-800@0.5.8.post1): the
+    # campaign names no routing, so each engine prices its own, SGLang's ranks queueing their own prompts
+    from llm_codesign.serve.disagg import routing_of
+
+    for backend, routing in (("sglang", "random"), ("trtllm", "balanced")):
+        row = {"source": "inferencex https://github.com/x/actions/runs/1", "backend": backend, "gpu": "b200", "concurrency": "64"}
+        assert "prefill_routing" not in campaigns.settings(row)
+        assert routing_of(get_engine(backend), campaigns.settings(row).get("prefill_routing")) == routing
 
 
 def test_the_silicon_samples_harness_follows_aiconfigurators_workflow():
@@ -155,7 +159,7 @@ def test_a_key_the_table_does_not_know_is_one_line():
               "campaigns.toml [aiconfigurator-core] flags.set.mixed_chunk: 'yes' is not valid; true or false"),
              ("set = { max_num_tokens = 32768, max_prefill_tokens = 32768 }", "set = { max_num_tokens = 32768, max_prefill_tokens = true }",
               "campaigns.toml [inferencex] flags.set.max_prefill_tokens: True is not valid; a whole number of at least 1"),
-             ('prefill_routing = "balanced"', 'prefill_routing = "roundrobin"',
+             ('arrival = "closed_loop"', 'arrival = "closed_loop"\nprefill_routing = "roundrobin"',
               "campaigns.toml [inferencex] prefill_routing: 'roundrobin' is not valid; one of balanced, random"),
              ("rounds = 20", "rounds = 0", "campaigns.toml [aiconfigurator-core] rounds: 0 is not valid; a whole number of at least 1, or inf"),
              ('arrival = "waves"', 'arrival = "poisson"',

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from llm_codesign.cost.calibration import calibration_for
 from llm_codesign.cost.kernels import collective_time
 from llm_codesign.errors import InputError
-from llm_codesign.serve.aggregated import Serving, evaluate
+from llm_codesign.serve.aggregated import Serving, evaluate, prefill_step
 from llm_codesign.serve.disagg import decode_admission, evaluate_disagg, step_residual
 from llm_codesign.spec.hardware import get_gpu
 from llm_codesign.spec.plan import Deployment, Plan, SpecDecoding, precision_for
@@ -284,6 +284,32 @@ def test_random_rank_routing_queues_each_attention_dp_rank():
     assert float(ttft) == pytest.approx(0.562019, abs=1e-6)
 
 
+def test_sglang_splits_the_prefill_chunk_over_its_attention_dp_ranks():
+    from llm_codesign.serve.disagg import prefill_pool
+    from llm_codesign.spec.engines import get_engine
+
+    # SGLang under attention DP runs chunked_prefill_size // dp_size a rank (server_args.py:1929-1937@0.5.8.post1), its
+    # default (16,384 on a B200) too; TensorRT-LLM's max_num_tokens is each rank's own
+    sgl, trt = get_engine("sglang"), get_engine("trtllm")
+    assert sgl.rank_step_tokens(np.array([65536.0, 16384.0, 16384.0]), np.array([8.0, 4.0, 1.0])).tolist() == [8192.0, 4096.0, 16384.0]
+    assert trt.rank_step_tokens(8192.0, 8.0) == 8192.0
+    # the B200 recipe 8k1k_stp_lowlat_2 (InferenceX 792d8aa4: DP8, chunked-prefill-size 65536): one 8k prompt a rank a
+    # step, priced as a rank given 8,192 tokens, where 65,536 a rank held eight
+    m, g = get_model("deepseek-r1"), get_gpu("b200")
+    costs = sgl.costs(calibration_for(g))
+    plan, prec, isl = Plan(tp=1, ep=1, moe_tp=8, adp=8), Precision.of("fp8_block"), np.array([8192.0])
+    split = prefill_pool(m, g, prec, plan, costs=costs, isl=isl, max_num_tokens=65536.0)
+    t8 = prefill_step(m, g, prec, plan.broadcast(), costs=costs, tokens=isl, isl=isl, chunk=isl)
+    # a rank's 8,192-token chunk holds its one prompt: 8 ranks x 1 prompt per step of t(8,192 a rank), 8.8 req/s
+    assert split["per_instance"].item() == pytest.approx(8.0 / t8.item(), rel=1e-12)
+    assert split["t_step"].item() == pytest.approx(t8.item(), rel=1e-12)
+    # a budget that leaves a rank no token is refused in one line, not priced as a NaN (TensorRT-LLM's ranks keep 4 each)
+    r = run("disagg", "deepseek-r1", "--gpu", "b200", "--backend", "sglang", "--prefill", "attention_dp=8,ep=8", "--decode", "tp=8",
+            "--max-num-tokens", "4", "--concurrency", "1")
+    assert r.returncode == 2 and not r.stdout and r.stderr.strip().splitlines() == [
+        "error: max_num_tokens: 4 is not valid; at least 8: SGLang splits a prefill step's budget over its 8 attention-DP ranks"]
+
+
 def test_lockstep_waves_queue_a_wave_at_the_prefill_pool():
     from llm_codesign.serve.disagg import lockstep_waves
 
@@ -392,8 +418,9 @@ def test_prefill_routing_as_the_deployment_sets_it():
     from llm_codesign.spec.engines import get_engine
 
     # SGLang's PD default sends a request to rank bootstrap_room % dp_size (Dynamo draws the room at random), so each of the
-    # 8 ranks queues its own prompts (q = 8 s); with --load-balance-method round_robin, which every InferenceX SGLang recipe
-    # sets, the ranks take turns and queue as one (q = s), as TensorRT-LLM's balanced ranks do
+    # 8 ranks queues its own prompts (q = 8 s); with --load-balance-method round_robin, which SGLang honours on a PD prefill
+    # server from past 0.5.9 (0.5.8-0.5.9 read it as the room's), the ranks take turns and queue as one (q = s), as
+    # TensorRT-LLM's balanced ranks do
     m, g = get_model("deepseek-r1"), get_gpu("b200")
     cal = calibration_for(g)
     plan, prec, isl = Plan(tp=1, ep=8, moe_tp=1, adp=8), Precision.of("fp8_block"), np.array([8192.0])

@@ -40,7 +40,7 @@ from llm_codesign.serve.aggregated import (
 )
 from llm_codesign.spec.engines import EngineCosts
 from llm_codesign.spec.hardware import Gpu
-from llm_codesign.spec.harness import DEFAULT_ARRIVAL
+from llm_codesign.spec.harness import DEFAULT_ARRIVAL, check_arrival
 from llm_codesign.spec.model import ModelSpec
 from llm_codesign.spec.plan import Deployment, Plan, SpecDecoding
 from llm_codesign.spec.precision import Precision
@@ -64,7 +64,7 @@ def routing_of(engine, routing: str | None) -> str:
 def prefill_pool(model: ModelSpec, gpu: Gpu, prec: Precision, plan: Plan, *, costs: EngineCosts, isl, max_num_tokens=None,
                  routing: str | None = None, chunked_prefill: bool | None = None, kv_fraction: float | None = None) -> dict:
     """One prefill instance (`costs`: its engine's fitted costs and in-step calibration): a lone
-    prompt's time (chunks of the step budget, its MoE carrying that prompt's tokens alone:
+    prompt's time (chunks of a rank's step budget, Engine.rank_step_tokens, its MoE carrying that prompt's tokens alone:
     _lone_prompt_credit; `t_loaded`, the same with a prompt on every attention-DP rank, and `adp`,
     for shared_steps), the requests per second it serves when loaded (whole steps; each
     attention-DP rank runs its own prompts, pipeline stages overlap different prompts' steps), the
@@ -80,6 +80,8 @@ def prefill_pool(model: ModelSpec, gpu: Gpu, prec: Precision, plan: Plan, *, cos
     fl = run_flags(None, chunked_prefill=chunked_prefill, kv_fraction=kv_fraction)
     mnt, (budget, own, _) = engine_budget(gpu, engine=costs.engine, max_num_tokens=max_num_tokens, plan=plan)
     _, pp, _, _, adp, _ = (np.asarray(x, float) for x in plan.arrays())
+    # a rank's chunk: the server's figure, split over the attention-DP ranks where the engine does (Engine.rank_step_tokens)
+    mnt = costs.engine.rank_step_tokens(mnt, adp)
     chunk = np.minimum(isl, mnt)
     # one stage's step of a chunk on every attention-DP rank (the step a request arriving under load waits for), and a lone one's
     t_step = prefill_step(model, gpu, prec, sh, costs=costs, tokens=chunk, isl=isl, chunk=chunk)
@@ -379,6 +381,16 @@ def _within_slots(C, base, t_kv, slots, *, decode_time, arrival, **pools) -> tup
     return rate, ttft + slot_wait, admit, step_wait, slot_wait
 
 
+def _check_rank_budget(prefill: Deployment) -> None:
+    """Refuse a prefill budget that leaves an attention-DP rank no token where the engine splits the server's figure over
+    its ranks (Engine.rank_step_tokens: SGLang's chunked_prefill_size // dp_size), the engine's default included."""
+    adp = int(prefill.plan.adp)
+    mnt = prefill.engine.step_tokens(prefill.gpu) if prefill.max_num_tokens is None else prefill.max_num_tokens
+    if float(np.min(prefill.engine.rank_step_tokens(mnt, adp))) < 1:
+        raise InputError("max_num_tokens", mnt, f"at least {adp}: {prefill.engine.title} splits a prefill step's budget over its {adp} "
+                                                "attention-DP ranks")
+
+
 def estimate_disagg(model: ModelSpec, prefill: Deployment, decode: Deployment, *, calibration: Calibration,
                     decode_calibration: Calibration | None = None, prefill_instances: int, decode_instances: int, concurrencies,
                     isl: int, osl: int, decode_max_batch: int | None = None, arrival: str = DEFAULT_ARRIVAL,
@@ -388,12 +400,12 @@ def estimate_disagg(model: ModelSpec, prefill: Deployment, decode: Deployment, *
     decode attention-DP rank runs (the engine's max batch size), the rest waiting for a slot; `arrival`
     how the requests come, `prefill_routing` how a prefill instance spreads them over its ranks (evaluate_disagg)."""
     gpu, dg, prefill_plan, decode_plan = prefill.gpu, decode.gpu, prefill.plan, decode.plan
-    from llm_codesign.spec.harness import check_arrival
     from llm_codesign.spec.plan import check_step_budget, reason_text, validity
 
     check_arrival(arrival)
     check_step_budget(decode, "max_num_tokens" if decode.max_num_tokens == prefill.max_num_tokens else "decode_max_num_tokens")
     routing = routing_of(prefill.engine, prefill_routing)
+    _check_rank_budget(prefill)
 
     for name, v in (("isl", isl), ("osl", osl), ("prefill_instances", prefill_instances), ("decode_instances", decode_instances),
                     ("decode_max_batch", 1 if decode_max_batch is None else decode_max_batch)):

@@ -167,6 +167,14 @@ class Engine(ABC):
         """The most sequences one engine rank (an attention-DP rank) runs at once by default, whatever
         its KV cache could hold (`kv_tokens`: the tokens it holds; `context_len`: the model's context)."""
 
+    def rank_step_tokens(self, max_num_tokens, adp):
+        """The step budget one attention-DP rank runs when the server is given `max_num_tokens` (arrays broadcast
+        with the `adp` ranks): the figure itself, each rank's scheduler taking the server's (TensorRT-LLM's max_num_tokens,
+        vLLM's max_num_batched_tokens); an engine that splits one server-wide figure over its ranks says so in its module."""
+        import numpy as np
+
+        return np.asarray(max_num_tokens, float) + 0.0 * np.asarray(adp, float)
+
     def budget_batch(self, max_num_tokens, draft_len, pp):
         """The most sequences one rank (an attention-DP rank) decodes under a step budget of `max_num_tokens`
         (arrays broadcast): a step schedules its running requests in order while the budget lasts, 1 + `draft_len`

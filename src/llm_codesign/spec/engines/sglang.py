@@ -58,8 +58,12 @@ class SGLangEngine(Engine):
     reserves_all_ignoring_eos = True
     # a PD prefill server's load_balance_method "auto" is follow_bootstrap_room (server_args.py:1020-1031), which
     # sends a request to DP rank bootstrap_room % dp_size (managers/data_parallel_controller.py:587-596; sglang
-    # 0.5.12); the room is an id the router draws at random per request (assumed of Dynamo's and SGLang's routers,
-    # whose code was not read here), unless the request names its rank
+    # 0.5.12); the room is an id the router draws at random per request (Dynamo 0.8.1's SGLang prefill worker:
+    # dynamo/sglang/request_handlers/llm/prefill_handler.py:88-96, a random 63-bit room: handler_base.py:88-94), unless the request names
+    # its rank. Up to 0.5.9 a PD prefill server reads "round_robin" as follow_bootstrap_room too (server_args.py:790-800
+    # @0.5.8.post1, :817-826@0.5.9, "backward compatibility"), and the decode worker pulls the cache from rank
+    # bootstrap_room % dp_size (disaggregation/common/conn.py:374@0.5.8.post1); 0.5.12 honours round_robin
+    # (server_args.py:1013-1029 has no such fallback): `disagg --prefill-routing balanced` prices that
     routes_prefill_dp_at_random = True
     # its decode batch is every running request: update_running_batch retracts requests only where the KV cache runs
     # out (managers/scheduler.py:2898-2960), and chunked_prefill_size / max_prefill_tokens budget PrefillAdder's prompts
@@ -81,6 +85,16 @@ class SGLangEngine(Engine):
         device reports."""
         mem = gpu.memory_bytes
         return 2048 if mem < 35 * GIB else 4096 if mem < 60 * GIB else 8192 if mem < 160 * GIB else 16384
+
+    def rank_step_tokens(self, max_num_tokens, adp):
+        """Under attention DP a rank's chunk is chunked_prefill_size // dp_size (ServerArgs._handle_data_parallelism,
+        server_args.py:1929-1937@0.5.8.post1, :2117@0.5.9, :3070@0.5.12), after the default of step_tokens is set
+        (_handle_gpu_memory_settings runs first: :710 and :727@0.5.8.post1): the server's figure, given or default,
+        is the instance's."""
+        import numpy as np
+
+        adp = np.asarray(adp, float)
+        return np.where(adp > 1, np.floor(np.asarray(max_num_tokens, float) / adp), max_num_tokens)
 
     def max_batch(self, gpu, kv_tokens=None, context_len: int = 0):
         """max_running_requests = the request pool, int(KV tokens / context_len x 512) clipped to
