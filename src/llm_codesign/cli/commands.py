@@ -4,7 +4,6 @@ The commands live here (specs, roofline, estimate, pareto), in cli_accuracy (val
 and cli_design (lint, design); importing those modules registers their commands on the shared app."""
 from __future__ import annotations
 
-import re
 import sys
 from collections.abc import Callable
 from typing import Optional
@@ -466,20 +465,19 @@ def _drop_text(acc: dict | None) -> str:
 
 # a frontier point's accuracy where explore.accuracy_model finds no source (its note in `estimate`)
 NO_ACCURACY = "no published score nor precision delta at this precision"
-# a reason a point's interval was widened that names the point's own concurrency, ISL or OSL (measure.intervals.reasons)
-_RANGED = re.compile(r"(concurrency|ISL|OSL) ([\d,]+) (.+)")
 
 
-def _merged(reasons: list[str]) -> list[str]:
-    """`reasons` with those differing only in the point's own quantity said once, over the range of it the points span
-    ("concurrency 1,184-3,696 above SGLang's largest measured 512 ..."): a frontier's points past an engine's measured
-    range each named theirs, the same line twenty times over."""
-    groups: dict[str | tuple[str, str], list[float]] = {}
-    for x in reasons:
-        m = _RANGED.fullmatch(x)
-        groups.setdefault((m[1], m[3]) if m else x, []).append(float(m[2].replace(",", "")) if m else 0.0)
-    return [k if isinstance(k, str) else f"{k[0]} {min(v):,.0f}{'' if min(v) == max(v) else f'-{max(v):,.0f}'} {k[1]}"
-            for k, v in groups.items()]
+def _merged(reasons: list) -> list:
+    """`reasons` (measure.intervals.Widening) with those differing only in the point's own quantity said once, over the
+    range of it the points span ("concurrency 1,184-3,696 above SGLang's largest measured 512 ..."): a frontier's points
+    past an engine's measured range each named theirs, the same line twenty times over."""
+    from dataclasses import replace
+
+    groups: dict[tuple, list] = {}
+    for w in reasons:
+        groups.setdefault((w.kind, w.quantity, w.what, w.factors, w.levels), []).append(w)
+    return [ws[0] if ws[0].quantity is None else replace(ws[0], span=(min(w.span[0] for w in ws), max(w.span[1] for w in ws)))
+            for ws in groups.values()]
 
 
 def _frontier_band(fr: list[dict]) -> str:
