@@ -153,7 +153,7 @@ def _precision(model: ModelSpec, engine: str, quant: str | None, kv: str, meta: 
     else:
         p = Precision.of(w.name, None, kvd.name)
     if meta.get("activation_dtype"):
-        p = replace(p, activation=get_dtype(meta["activation_dtype"], "activation_dtype"), gpu_activation=False)
+        p = replace(p, activation=get_dtype(meta["activation_dtype"], "activation_dtype"))
     return p
 
 
