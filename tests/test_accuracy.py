@@ -1,7 +1,6 @@
 """The pooled errors a frontier's report quotes (pareto --html): built from validation residuals, looked up by engine, load
 and GPU; estimate states its error as its intervals alone."""
 import tomllib
-from pathlib import Path
 
 import pytest
 from conftest import run
