@@ -51,7 +51,7 @@ from __future__ import annotations
 import json
 import math
 import tomllib
-from dataclasses import dataclass, replace
+from dataclasses import KW_ONLY, dataclass, replace
 from functools import lru_cache
 from importlib import resources
 
@@ -454,12 +454,13 @@ class Widening(str):
     as a factor, at each of `levels` (%), as `band` states it (none before)."""
     kind: str
     what: str
+    _: KW_ONLY
     quantity: str | None = None
     span: tuple[float, float] | None = None
     factors: tuple[float, ...] = ()
     levels: tuple[int, ...] = ()
 
-    def __new__(cls, kind: str, what: str, quantity: str | None = None, span: tuple[float, float] | None = None,
+    def __new__(cls, kind: str, what: str, *, quantity: str | None = None, span: tuple[float, float] | None = None,
                 factors: tuple[float, ...] = (), levels: tuple[int, ...] = ()):
         text = what
         if quantity is not None:
@@ -469,8 +470,8 @@ class Widening(str):
             text += " (x" + "/x".join(f"{f:.2f}" for f in factors) + " at " + "/".join(map(str, levels)) + "%)"
         return super().__new__(cls, text)
 
-    def __reduce__(self):  # pickled and copied by its fields (str's own would hand __new__ the text alone)
-        return type(self), (self.kind, self.what, self.quantity, self.span, self.factors, self.levels)
+    def __getnewargs_ex__(self):  # pickled and copied by its fields (str's own would hand __new__ the text alone)
+        return (self.kind, self.what), {"quantity": self.quantity, "span": self.span, "factors": self.factors, "levels": self.levels}
 
 
 def reasons(ctx: Context, table: dict) -> list[Widening]:
