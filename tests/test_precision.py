@@ -83,3 +83,21 @@ def test_an_activation_named_after_the_fact_is_kept_and_a_sweep_records_what_run
     # a sweep's task carries the activation's name: the one the GPU runs, not the placeholder
     got = parse_precisions("mxfp4", None, "fp8", get_model("deepseek-r1"), mi355)
     assert [x.label() for x in got] == ["W:mxfp4 A:mxfp4 KV:fp8"]
+
+
+def test_a_search_settles_the_precisions_it_is_given():
+    # design's side-by-side searches SearchSpace(precisions=(Precision.of("mxfp4"),)): its roofline bound read the
+    # placeholder's BF16 math on CDNA4, where MXFP4 runs W4A4 at the FP4 rate (now unsettled, it is None: settled first)
+    from llm_codesign.cost.calibration import calibration_for
+    from llm_codesign.explore.search import SearchSpace, roofline_bound, search, searched_precisions
+    from llm_codesign.spec.engines import get_engine
+    from llm_codesign.spec.registry import get_model
+
+    m, mi355 = get_model("llama-3.1-8b"), get_gpu("mi355x")
+    space = SearchSpace(1, tp=(1,), pp=(1,), precisions=(Precision.of("mxfp4", kv="fp8"),), batches=(1, 64))
+    precs, _ = searched_precisions(m, mi355, space)
+    assert precs == (Precision(DTYPES["mxfp4"], DTYPES["mxfp4"], DTYPES["fp8"]),)
+    f = search(m, mi355, calibration_for(mi355), space, isl=1024, osl=1024, engine=get_engine("sglang"))
+    assert f.roofline_bound == roofline_bound(m, mi355, precs, 1)
+    # at 64k requests the bound is compute-bound: 2 x 8.0e9 active params x B over MI355X's dense FP4 peak, not its BF16 one
+    assert f.roofline_bound["output_tok_s_per_gpu"][-1] == pytest.approx(mi355.peak("fp4") / (2 * m.active_params), rel=1e-3)
