@@ -588,7 +588,8 @@ def band(metric: str, value, ctx: Context, *, table: dict | None = None, levels=
     """The intervals of a predicted `metric` (`value`: a number or an array of them, in the metric's
     units) for a question `ctx`, at each of `levels` (%): {"lo80", "hi80", "lo95", "hi95", "centre" (the
     value times the slice's median measured / predicted, the bounds' centre; shaped as `value`), "n",
-    "source" (the slice), "widened" (each reason with its between-group term; empty inside the envelope)}."""
+    "source" (the slice), "widened" (each reason, a Widening: a string with its between-group term, its fields for whoever
+    merges them; empty inside the envelope)}."""
     t = bundled() if table is None else table
     c, source, found, mine = lookup(metric, ctx, t)
     why = reasons(found, t)
