@@ -103,6 +103,45 @@ def test_yaml_1_1_booleans_read_as_the_engines_read_them(word, ep):
     assert (trt.deployment.plan.tp, trt.deployment.plan.adp) == ((1, 8) if ep == 4 else (8, 1))
 
 
+@pytest.mark.parametrize("text, kw, line", [
+    # an on/off option holding anything but true or false, in every engine's way in: read by its truth, 7 was true (the
+    # experts run expert-parallel) and the answer priced a deployment the file does not state
+    ("model: Qwen/Qwen3-30B-A3B\ntensor-parallel-size: 2\nenable-expert-parallel: 7\n", {}, "enable-expert-parallel: 7 is not valid; true or false"),
+    ("model: Qwen/Qwen3-30B-A3B\ntensor-parallel-size: 2\nenable_chunked_prefill: maybe\n", {}, "enable-chunked-prefill: 'maybe' is not valid; true or false"),
+    ("vllm serve Qwen/Qwen3-30B-A3B -tp 2 --enable-expert-parallel=2", {}, "enable-expert-parallel: 2 is not valid; true or false"),
+    ("python -m sglang.launch_server --model-path Qwen/Qwen3-30B-A3B --tp 4 --dp-size 4 --enable-dp-attention=1", {},
+     "enable-dp-attention: 1 is not valid; true or false"),
+    ("tensor_parallel_size: 8\nenable_attention_dp: 8\n", {"model": "deepseek-r1"}, "enable_attention_dp: 8 is not valid; true or false"),
+    ("tensor_parallel_size: 8\nenable_chunked_prefill: 'yes'\n", {"model": "deepseek-r1", "engine": "trtllm"},
+     "enable_chunked_prefill: 'yes' is not valid; true or false"),
+])
+def test_an_on_off_option_that_is_not_true_or_false_is_one_line(text, kw, line):
+    with pytest.raises(InputError) as e:
+        read_config(text, "c", **({"gpu": get_gpu("b200")} | kw))
+    assert str(e.value) == line
+
+
+@pytest.mark.parametrize("backend, flag", [("vllm", "--enable-expert-parallel"), ("trtllm", "--enable-attention-dp")])
+def test_an_on_off_flag_of_a_dynamo_worker_that_is_not_true_or_false_is_one_line(backend, flag):
+    import yaml
+
+    from llm_codesign.explore import yaml_io
+    from llm_codesign.explore.export import export_dynamo, read_dynamo
+    from llm_codesign.spec.plan import Deployment
+    from llm_codesign.spec.registry import get_model
+
+    r1, b200 = get_model("deepseek-r1"), get_gpu("b200")
+    dep = Deployment(gpu=b200, num_gpus=8, plan=Plan(1, 1, 8, 1, 8, 1), precision=r1.default_precision, backend=backend, max_num_tokens=8192)
+    text = export_dynamo(r1, prefill=dep, decode=dep, prefill_instances=1, decode_instances=1, concurrency=64)
+    doc = yaml.safe_load(text)
+    args = next(c for c in doc["spec"]["components"] if c["type"] == "decode")["podTemplate"]["spec"]["containers"][0]["args"]
+    args.insert(args.index(flag) + 1, "3")
+    head = [line for line in text.splitlines() if line.startswith("#")]
+    with pytest.raises(InputError) as e:
+        read_dynamo("\n".join(head) + "\n" + yaml_io.dump(doc))
+    assert str(e.value) == f"{flag[2:]}: 3 is not valid; true or false"
+
+
 def test_sglang_command_line():
     # --tp is argparse's prefix of --tp-size, --ep SGLang's alias of --ep-size; --dp 8 with the deprecated
     # --enable-dp-attention is attention DP 8; EAGLE is the MTP drafter on DeepSeek; the checkpoint's FP8 blocks kept

@@ -18,10 +18,18 @@ MI355X = str(resources.files("llm_codesign").joinpath("data/measurements/serving
 def test_reasons_differing_only_in_a_points_concurrency_are_said_once_over_their_range():
     from llm_codesign.render.intervals import merged
 
+    def above(q, v):
+        return iv.Widening("load", "above SGLang's largest measured 512 (serving runs)", quantity=q, span=(v, v),
+                           factors=(1.8, 9.92), levels=(80, 95))
+
     tail = "above SGLang's largest measured 512 (serving runs) (x1.80/x9.92 at 80/95%)"
-    assert merged([f"concurrency 1,184 {tail}", "no serving run on any CDNA3 GPU (x1.19/x1.76 at 80/95%)",
-                    f"concurrency 3,696 {tail}", f"concurrency 2,272 {tail}", f"ISL 40,000 {tail}"]) == [
-        f"concurrency 1,184-3,696 {tail}", "no serving run on any CDNA3 GPU (x1.19/x1.76 at 80/95%)", f"ISL 40,000 {tail}"]
+    cdna3 = iv.Widening("family", "no serving run on any CDNA3 GPU", factors=(1.19, 1.76), levels=(80, 95))
+    # merged by their fields: the same quantity, words and terms, one line over the points' range; a value that
+    # rounds to one figure said once
+    assert merged([above("concurrency", 1184.0), cdna3, above("concurrency", 3696.0), above("concurrency", 2272.0),
+                    above("ISL", 40000.0), above("OSL", 1e5 + 0.2), above("OSL", 1e5 - 0.2)]) == [
+        f"concurrency 1,184-3,696 {tail}", "no serving run on any CDNA3 GPU (x1.19/x1.76 at 80/95%)", f"ISL 40,000 {tail}",
+        f"OSL 100,000 {tail}"]
 
 
 def test_a_frontier_on_mi355x_names_its_concurrency_reason_once_and_an_unknown_accuracy_n_a():

@@ -108,7 +108,8 @@ def _configs() -> dict[str, dict]:
 
 
 CONFIGS = _configs()
-GPU_TOMLS = {p.name: p.read_text() for p in sorted((DATA / "gpus").glob("*.toml"))}
+# a user's copy of each bundled GPU file, under an id of its own (one naming a bundled GPU is refused before any field)
+GPU_TOMLS = {p.name: re.sub(r'(?m)^id = "(.*)"$', r'id = "my-\1"', p.read_text()) for p in sorted((DATA / "gpus").glob("*.toml"))}
 
 
 @dataclass

@@ -64,3 +64,28 @@ def test_user_toml_missing_field(tmp_path):
     p.write_text('id = "x"\nfamily = "hopper"\n')
     with pytest.raises(InputError, match="sms"):
         get_gpu(str(p))
+
+
+@pytest.mark.parametrize("gid, line", [
+    ("", "gpu.id: '' is not valid; a non-empty name"),
+    ("  ", "gpu.id: '  ' is not valid; a non-empty name"),
+    ("my gpu", "gpu.id: 'my gpu' is not valid; a name without spaces, e.g. my-gpu"),
+    ("a/b", "gpu.id: 'a/b' is not valid; letters, digits, '.', '_' and '-', the first a letter or digit, at most 64 "
+            "(it is typed on command lines and may name a file)"),
+    ("-x", "gpu.id: '-x' is not valid; letters, digits, '.', '_' and '-', the first a letter or digit, at most 64 "
+           "(it is typed on command lines and may name a file)"),
+    # a bundled GPU's id, or a spelling of it: its price and sweep's workers took the bundled H100 for this file's GPU
+    ("h100", "gpu.id: 'h100' is not valid; a name no bundled GPU has (h100 is the bundled H100 SXM, which answers would take "
+             "for this file's), e.g. my-h100"),
+    ("H100_SXM", "gpu.id: 'h100_sxm' is not valid; a name no bundled GPU has (h100_sxm is the bundled H100 SXM, which answers "
+                 "would take for this file's), e.g. my-h100_sxm"),
+])
+def test_user_toml_id_is_a_name_of_its_own(tmp_path, gid, line):
+    p = tmp_path / "mine.toml"
+    p.write_text(f'id = "{gid}"\nfamily = "blackwell"\nsms = 200\nhbm_bytes = 4e11\nhbm_bandwidth_bytes_per_s = 1.6e13\n'
+                 'tdp_w = 1500\n[peak_flops]\nbf16 = 5e15\n')
+    with pytest.raises(InputError) as e:
+        get_gpu(str(p))
+    assert str(e.value) == line
+    p.write_text(p.read_text().replace(f'id = "{gid}"', 'id = "My-GPU.2"'))
+    assert get_gpu(str(p)).id == "my-gpu.2"

@@ -97,3 +97,39 @@ def test_cli_mix():
     assert out["distinct_lengths"] == 24 and out["ttft_ms"]["p99"] >= out["ttft_ms"]["p90"] >= out["ttft_ms"]["p50"] > 0
     bad = CliRunner().invoke(app, ["mix", "llama-3.1-8b", "--gpu", "h100", "--isl-dist", "fixed:10"])
     assert bad.exit_code == 2
+
+
+CTX = "llama-3.1-8b's context of 131,072 tokens"
+
+
+@pytest.mark.parametrize("isl, osl, line", [
+    # 24 equal-probability bins each: lognormal's top bin, 8,000 e^(1.5 x 2.04) = 169,812 tokens, is 1 of 24 (4.17%); with
+    # the 1,000-token outputs, 170,812 in all
+    ("lognormal:median=8000,sigma=1.5", "fixed:1000",
+     f"isl_dist: 'lognormal:median=8000,sigma=1.5' is not valid; draws within {CTX} (ISL+OSL, with --osl-dist fixed:1000): "
+     "4.17% of the mix's requests exceed it, up to 170,812, and an engine refuses such a request"),
+    ("fixed:1000", "lognormal:median=8000,sigma=1.5",
+     f"osl_dist: 'lognormal:median=8000,sigma=1.5' is not valid; draws within {CTX} (ISL+OSL, with --isl-dist fixed:1000): "
+     "4.17% of the mix's requests exceed it, up to 170,812, and an engine refuses such a request"),
+    # neither alone: bins at 1,000 + 99,000 (k + 0.5) / 24; the pairs past 131,072 are 136 of 576 (23.6%)
+    ("uniform:1000,100000", "uniform:1000,100000",
+     f"isl_dist/osl_dist: ('uniform:1000,100000', 'uniform:1000,100000') is not valid; draws whose sums lie within {CTX}: "
+     "23.6% of the mix's requests exceed it, up to 195,876, and an engine refuses such a request"),
+])
+def test_a_mix_drawing_past_the_context_names_its_part_and_share(isl, osl, line):
+    with pytest.raises(InputError) as e:
+        price_mix(M, DEP, from_distributions(isl, osl), 32, calibration=CAL)
+    assert str(e.value) == line
+
+
+def test_a_csv_mix_is_checked_request_by_request(tmp_path):
+    # the longest ISL and the longest OSL of different requests were summed: 130,000 + 130,000 refused a mix whose
+    # every request fits (130,010 tokens each); one request of four (by count) past the context is named with its share
+    f = tmp_path / "l.csv"
+    f.write_text("isl,osl\n130000,10\n10,130000\n")
+    assert price_mix(M, DEP, from_csv(str(f)), 4, calibration=CAL)["distinct_lengths"] == 2
+    f.write_text("isl,osl,count\n130000,10,3\n131000,100,1\n")
+    with pytest.raises(InputError) as e:
+        price_mix(M, DEP, from_csv(str(f)), 4, calibration=CAL)
+    assert str(e.value) == (f"lengths: '{f}' is not valid; requests within {CTX} (ISL+OSL): 25% of the mix's requests exceed it, "
+                            "up to 131,100, and an engine refuses such a request")

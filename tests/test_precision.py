@@ -41,15 +41,19 @@ def test_mxfp4_activations_follow_the_gpu():
     assert {g: mxfp4_activation(get_gpu(g)).name for g in ("mi355x", "mi300x", "h100", "b200")} == {
         "mi355x": "mxfp4", "mi300x": "bf16", "h100": "bf16", "b200": "bf16"}
     p = Precision.of("mxfp4", kv="fp8")
-    assert p.label() == "W:mxfp4 A:bf16 KV:fp8" and p.gpu_activation  # not yet settled: no GPU
+    # not yet settled (no GPU): no activation to read, and the label says so rather than show a placeholder
+    assert p.activation is None and p.label() == "W:mxfp4 A:per GPU KV:fp8"
     assert p.on(get_gpu("mi355x")) == Precision(DTYPES["mxfp4"], DTYPES["mxfp4"], DTYPES["fp8"])
     assert p.on(get_gpu("b200")) == Precision(DTYPES["mxfp4"], DTYPES["bf16"], DTYPES["fp8"])
     assert executable(p, get_gpu("mi355x")) == (Precision(DTYPES["mxfp4"], DTYPES["mxfp4"], DTYPES["fp8"]), ())
     # named activations are kept: gpt-oss's W4A16 and an explicit BF16 stay BF16 on CDNA4
     explicit = Precision.of("mxfp4", activation="bf16")
-    assert not explicit.gpu_activation and explicit.on(get_gpu("mi355x")).activation.name == "bf16"
+    assert explicit.activation == DTYPES["bf16"] and explicit.on(get_gpu("mi355x")).activation.name == "bf16"
     # other formats name their activations themselves
-    assert not any(Precision.of(w).gpu_activation for w in ("bf16", "fp8", "fp8_block", "nvfp4", "int4"))
+    assert [Precision.of(w).activation.name for w in ("bf16", "fp8", "fp8_block", "nvfp4", "int4")] == ["bf16", "fp8", "fp8_block", "nvfp4", "bf16"]
+    # only MXFP4 leaves its activation to the GPU: an unsettled precision of another format cannot be made
+    with pytest.raises(ValueError, match="fp8 weights name their activation; only MXFP4's is left to the GPU"):
+        Precision(DTYPES["fp8"], None, DTYPES["fp8"])
 
 
 def test_a_deployment_settles_mxfp4_activations_on_its_gpu():
@@ -74,7 +78,26 @@ def test_an_activation_named_after_the_fact_is_kept_and_a_sweep_records_what_run
     mi355 = get_gpu("mi355x")
     p = Precision.of("mxfp4")
     assert replace(p, activation=DTYPES["fp8"]).on(mi355).activation.name == "fp8"
-    assert replace(p, activation=DTYPES["bf16"], gpu_activation=False).on(mi355).activation.name == "bf16"
+    # a BF16 named after the fact is kept (the flag it took to say so, forgotten, read it as the placeholder: W4A4)
+    assert replace(p, activation=DTYPES["bf16"]).on(mi355).activation.name == "bf16"
     # a sweep's task carries the activation's name: the one the GPU runs, not the placeholder
     got = parse_precisions("mxfp4", None, "fp8", get_model("deepseek-r1"), mi355)
     assert [x.label() for x in got] == ["W:mxfp4 A:mxfp4 KV:fp8"]
+
+
+def test_a_search_settles_the_precisions_it_is_given():
+    # design's side-by-side searches SearchSpace(precisions=(Precision.of("mxfp4"),)): its roofline bound read the
+    # placeholder's BF16 math on CDNA4, where MXFP4 runs W4A4 at the FP4 rate (now unsettled, it is None: settled first)
+    from llm_codesign.cost.calibration import calibration_for
+    from llm_codesign.explore.search import SearchSpace, roofline_bound, search, searched_precisions
+    from llm_codesign.spec.engines import get_engine
+    from llm_codesign.spec.registry import get_model
+
+    m, mi355 = get_model("llama-3.1-8b"), get_gpu("mi355x")
+    space = SearchSpace(1, tp=(1,), pp=(1,), precisions=(Precision.of("mxfp4", kv="fp8"),), batches=(1, 64))
+    precs, _ = searched_precisions(m, mi355, space)
+    assert precs == (Precision(DTYPES["mxfp4"], DTYPES["mxfp4"], DTYPES["fp8"]),)
+    f = search(m, mi355, calibration_for(mi355), space, isl=1024, osl=1024, engine=get_engine("sglang"))
+    assert f.roofline_bound == roofline_bound(m, mi355, precs, 1)
+    # at 64k requests the bound is compute-bound: 2 x 8.0e9 active params x B over MI355X's dense FP4 peak, not its BF16 one
+    assert f.roofline_bound["output_tok_s_per_gpu"][-1] == pytest.approx(mi355.peak("fp4") / (2 * m.active_params), rel=1e-3)

@@ -53,13 +53,12 @@ def evaluate(model: str | ModelSpec, deployment: Deployment, workload: Workload 
 def estimate(model: str | ModelSpec, deployment: Deployment, workload: Workload | None = None, *,
              calibration: Calibration | str | None = None, breakdown: bool = False) -> Estimate:
     """What one deployment delivers (`to_dict()`: what `llm-codesign estimate --json` prints): metrics,
-    memory, bottlenecks, speculation's break-even, the accuracy of its precision, the measured error
-    of runs like it (`expected_error`, None with a custom profile) and each metric's 80% and 95%
-    intervals (`intervals`: measure.intervals, from the residuals of runs like it; a profile written
-    by `calibrate --serving` narrows them where its own runs cover the question)."""
+    memory, bottlenecks, speculation's break-even, the accuracy of its precision and how far to trust
+    each metric: its 80% and 95% intervals (`intervals`: measure.intervals, from the residuals of the runs
+    most like it, which each metric's `source` and `n` name; a profile written by `calibrate --serving`
+    narrows them where its own runs cover the question)."""
     from llm_codesign.explore.accuracy_model import accuracy_of
     from llm_codesign.measure import intervals
-    from llm_codesign.measure.accuracy import expected_error
     from llm_codesign.serve.estimate import estimate as run
 
     m, w, dep = get_model(model), workload or Workload(), deployment
@@ -69,11 +68,8 @@ def estimate(model: str | ModelSpec, deployment: Deployment, workload: Workload 
     values = {"ttft_ms": r.ttft_s * 1e3, "tpot_ms": r.tpot_s * 1e3, "tok_s_per_user": r.tok_s_per_user,
               "output_tok_s_per_gpu": r.output_tok_s_per_gpu}
     bands = intervals.bands(values, ctx, table=intervals.table_for(calibration, gpu=dep.gpu))
-    # the bundled profile's measured error on runs like this one; a custom profile's is the user's to measure
-    err = None if calibration is not None else expected_error(deployment.gpu, deployment.backend, w.concurrency, deployment.spec is not None,
-                                                              model=m.name)
     # the third dimension: published where known, else the proxy
-    return replace(r, expected_error=err, accuracy=accuracy_of(m, dep.precision), intervals=bands)
+    return replace(r, accuracy=accuracy_of(m, dep.precision), intervals=bands)
 
 
 def pareto(model: str | ModelSpec, gpu: str | Gpu, *, num_gpus: int = 8, instance_gpus: tuple[int, ...] | None = None,

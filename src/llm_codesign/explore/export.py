@@ -19,7 +19,15 @@ import numpy as np
 from llm_codesign.errors import InputError, MissingInput, parse_nested
 from llm_codesign.explore import yaml_io
 from llm_codesign.explore.export_engines import DYNAMO, EXPORTERS, engine_spec, exportable, exporter
-from llm_codesign.explore.export_engines.base import check_nested, parse_flags, read_value, resolve_option, weight_option, whole
+from llm_codesign.explore.export_engines.base import (
+    check_nested,
+    parse_flags,
+    read_value,
+    resolve_option,
+    switch,
+    weight_option,
+    whole,
+)
 from llm_codesign.spec.model import ModelSpec
 from llm_codesign.spec.plan import Deployment
 from llm_codesign.spec.precision import Precision, get_dtype
@@ -153,13 +161,15 @@ def _precision(model: ModelSpec, engine: str, quant: str | None, kv: str, meta: 
     else:
         p = Precision.of(w.name, None, kvd.name)
     if meta.get("activation_dtype"):
-        p = replace(p, activation=get_dtype(meta["activation_dtype"], "activation_dtype"), gpu_activation=False)
+        p = replace(p, activation=get_dtype(meta["activation_dtype"], "activation_dtype"))
     return p
 
 
 def _deployment(engine: str, o: dict, model: ModelSpec, *, gpu, meta: dict, cpp: bool = False, real: bool = False) -> tuple[Deployment, int | None]:
     """The deployment an engine's options state (with the header's `meta`), and its concurrency per instance."""
     x = EXPORTERS[engine]
+    for k in sorted(x.switches):
+        switch(k, o.get(k))
     plan, conc = x.plan_from(o, model)
     quant, kv, spec, mnt = x.settings(o, meta)
     prec = _real_precision(model, engine, quant, kv) if real else _precision(model, engine, quant, kv, meta)

@@ -6,7 +6,9 @@ Each length is priced as if the deployment's concurrency held requests of that l
 lifetime, so with C requests in flight the deployment completes C / E[life] requests a second and
 writes C E[OSL] / E[life] output tokens a second; TTFT is read per request (mean and percentiles over
 the requests), TPOT per output token. That a long request slows the short ones sharing its batch is
-left out: each length's step is its own, so a wide mix reads optimistic for the short requests."""
+left out: each length's step is its own, so a wide mix reads optimistic for the short requests. A mix any of whose
+requests is longer than the model's context is refused up front, naming the part that draws them and their share
+(within_context): an engine refuses those requests, so pricing the rest, or clipping them, would answer another mix."""
 from __future__ import annotations
 
 import csv
@@ -24,11 +26,13 @@ MAX_TOKENS = 100_000_000
 
 @dataclass(frozen=True)
 class Lengths:
-    """Request lengths with their shares of requests (weights sum to 1)."""
+    """Request lengths with their shares of requests (weights sum to 1); `parts`: what they were read from, as
+    (option, value): the CSV, or the ISL and OSL distributions."""
     isl: np.ndarray
     osl: np.ndarray
     weight: np.ndarray
     source: str
+    parts: tuple[tuple[str, str], ...]
 
     @property
     def mean_isl(self) -> float:
@@ -76,14 +80,14 @@ def from_csv(path: str) -> Lengths:
     w = np.asarray(w, float)
     if w.sum() <= 0:
         raise InputError(wcol or "count", 0, f"a positive total ({p.name})")
-    return _grouped(np.asarray(isl, float), np.asarray(osl, float), w / w.sum(), f"{p.name}: {len(rows)} requests")
+    return _grouped(np.asarray(isl, float), np.asarray(osl, float), w / w.sum(), f"{p.name}: {len(rows)} requests", (("lengths", path),))
 
 
-def _grouped(isl, osl, w, source) -> Lengths:
+def _grouped(isl, osl, w, source, parts) -> Lengths:
     """Identical (ISL, OSL) pairs merged: the array path prices each distinct pair once."""
     pairs, inv = np.unique(np.stack([isl, osl], 1), axis=0, return_inverse=True)
     weights = np.bincount(inv.reshape(-1), weights=w, minlength=len(pairs))
-    return Lengths(pairs[:, 0], pairs[:, 1], weights, source)
+    return Lengths(pairs[:, 0], pairs[:, 1], weights, source, parts)
 
 
 def parametric(spec: str, field: str, bins: int = 24) -> tuple[np.ndarray, np.ndarray]:
@@ -119,13 +123,38 @@ def from_distributions(isl_spec: str, osl_spec: str, bins: int = 24) -> Lengths:
     i, wi = parametric(isl_spec, "isl_dist", bins)
     o, wo = parametric(osl_spec, "osl_dist", bins)
     grid_i, grid_o = np.meshgrid(i, o, indexing="ij")
-    return _grouped(grid_i.reshape(-1), grid_o.reshape(-1), np.outer(wi, wo).reshape(-1), f"ISL {isl_spec}, OSL {osl_spec}")
+    return _grouped(grid_i.reshape(-1), grid_o.reshape(-1), np.outer(wi, wo).reshape(-1), f"ISL {isl_spec}, OSL {osl_spec}",
+                    (("isl_dist", isl_spec), ("osl_dist", osl_spec)))
 
 
 def _weighted_quantile(x, w, qs):
     order = np.argsort(x)
     cw = np.cumsum(w[order])
     return [float(x[order][min(np.searchsorted(cw, q * cw[-1]), len(x) - 1)]) for q in qs]
+
+
+def within_context(model, lengths: Lengths) -> None:
+    """Refuse, up front, a mix any of whose requests is longer (ISL + OSL) than the model's context: an engine refuses
+    such a request (ModelSpec.check_context), so the mix as given cannot be served. The line names the part of the mix
+    that draws them (the CSV; the ISL or OSL distribution where it alone, with the other's shortest draw, passes the
+    context; else both) and their share of the mix's requests."""
+    ctx, total = model.max_context, lengths.isl + lengths.osl
+    over = total > ctx
+    if not ctx or not over.any():
+        return
+    share = f"{100 * float(np.sum(lengths.weight[over])):.3g}% of the mix's requests exceed it, up to {int(total.max()):,}"
+    refused = "an engine refuses such a request"
+    if len(lengths.parts) == 1:
+        field, value = lengths.parts[0]
+        raise InputError(field, value, f"requests within {model.name}'s context of {ctx:,} tokens (ISL+OSL): {share}, and {refused}")
+    isl_alone = bool(np.all(lengths.isl[over] + lengths.osl.min() > ctx))
+    osl_alone = bool(np.all(lengths.osl[over] + lengths.isl.min() > ctx))
+    if isl_alone != osl_alone:
+        (field, value), (other, given) = lengths.parts if isl_alone else lengths.parts[::-1]
+        raise InputError(field, value, f"draws within {model.name}'s context of {ctx:,} tokens (ISL+OSL, with --{other.replace('_', '-')} "
+                                       f"{given}): {share}, and {refused}")
+    raise InputError("isl_dist/osl_dist", tuple(v for _, v in lengths.parts),
+                     f"draws whose sums lie within {model.name}'s context of {ctx:,} tokens: {share}, and {refused}")
 
 
 def price_mix(model, dep, lengths: Lengths, concurrency: int, *, calibration) -> dict:
@@ -135,7 +164,7 @@ def price_mix(model, dep, lengths: Lengths, concurrency: int, *, calibration) ->
 
     if concurrency < 1:
         raise InputError("concurrency", concurrency, "a positive integer")
-    model.check_context(int(lengths.isl.max()), int(lengths.osl.max()))
+    within_context(model, lengths)
     r = evaluate(model, Serving.of(dep), cal=calibration, concurrency=concurrency, isl=lengths.isl, osl=lengths.osl)
     fits = np.broadcast_to(r["fits"], lengths.isl.shape)
     w = lengths.weight

@@ -176,11 +176,12 @@ def search(model: ModelSpec, gpu: Gpu, cal: Calibration, space: SearchSpace, *, 
 
 
 def searched_precisions(model: ModelSpec, gpu: Gpu, space: SearchSpace, *, max_accuracy_drop: float | None = None) -> tuple:
-    """The precisions searched (the space's, else the defaults) and the accuracy known of each,
-    keeping only those within `max_accuracy_drop` percent where it is given."""
+    """The precisions searched (the space's, else the defaults), each settled on `gpu` (Precision.on: a space built
+    from Precision.of("mxfp4") leaves its activation to the GPU), and the accuracy known of each, keeping only those
+    within `max_accuracy_drop` percent where it is given."""
     from llm_codesign.explore.accuracy_model import accuracy_of
 
-    precs = space.precisions or default_precisions(model, gpu)
+    precs = tuple(p.on(gpu) for p in space.precisions or default_precisions(model, gpu))
     accs = [accuracy_of(model, p) for p in precs]
     if max_accuracy_drop is not None:
         keep = [i for i, a in enumerate(accs) if a["relative_drop_pct"] is not None and a["relative_drop_pct"] <= max_accuracy_drop]

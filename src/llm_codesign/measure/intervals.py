@@ -51,7 +51,7 @@ from __future__ import annotations
 import json
 import math
 import tomllib
-from dataclasses import dataclass, replace
+from dataclasses import KW_ONLY, dataclass, replace
 from functools import lru_cache
 from importlib import resources
 
@@ -444,44 +444,74 @@ def needed_tables(ctx: Context) -> list[str]:
     return out + ([f"MoE {ctx.fmt}"] if ctx.model_class == "moe" else [])
 
 
-def reasons(ctx: Context, table: dict) -> list[tuple[str, str]]:
-    """(kind, text) per way the question lies outside what its mode's runs cover (kind: one of WIDEN)."""
+@dataclass(frozen=True, eq=False)
+class Widening(str):
+    """One way a question lies outside what its mode's runs cover (`reasons`), whose value is its text, rendered here
+    only: JSON, the tables and every consumer read the string, and a frontier's reasons merge by these fields. `kind`:
+    one of WIDEN; `what`: the reason in words, after the question's own value where the reason is that value
+    (`quantity`: concurrency, ISL or OSL more than BEYOND past its engine's measured range, `span` the lowest and
+    highest value: one question's, or a frontier's points' said once); `factors`: the reason's own between-group term,
+    as a factor, at each of `levels` (%), as `band` states it (none before)."""
+    kind: str
+    what: str
+    _: KW_ONLY
+    quantity: str | None = None
+    span: tuple[float, float] | None = None
+    factors: tuple[float, ...] = ()
+    levels: tuple[int, ...] = ()
+
+    def __new__(cls, kind: str, what: str, *, quantity: str | None = None, span: tuple[float, float] | None = None,
+                factors: tuple[float, ...] = (), levels: tuple[int, ...] = ()):
+        text = what
+        if quantity is not None:
+            lo, hi = (f"{x:,.0f}" for x in span)
+            text = f"{quantity} {lo}{'' if lo == hi else f'-{hi}'} {what}"
+        if factors:
+            text += " (x" + "/x".join(f"{f:.2f}" for f in factors) + " at " + "/".join(map(str, levels)) + "%)"
+        return super().__new__(cls, text)
+
+    def __getnewargs_ex__(self):  # pickled and copied by its fields (str's own would hand __new__ the text alone)
+        return (self.kind, self.what), {"quantity": self.quantity, "span": self.span, "factors": self.factors, "levels": self.levels}
+
+
+def reasons(ctx: Context, table: dict) -> list[Widening]:
+    """Each way the question lies outside what its mode's runs cover (Widening, without its factors)."""
     env, every = table["envelope"].get(ctx.mode, {}), table["envelope"]
     run, fam = RUNS[ctx.mode], family_name(ctx.family)
     out = []
     if ctx.family not in env.get("families", ()):
-        out.append(("family", f"no {run} on any {fam} GPU"))
+        out.append(Widening("family", f"no {run} on any {fam} GPU"))
     if ctx.engine not in env.get("engines", ()):
-        out.append(("engine", f"no {run} with {engine_title(ctx.engine)}"))
+        out.append(Widening("engine", f"no {run} with {engine_title(ctx.engine)}"))
     for q, (lo, hi) in env.get("ranges", {}).get(ctx.engine, {}).items():
         v = getattr(ctx, q)
         if v is not None and not lo / BEYOND <= v <= hi * BEYOND:
             side = f"above {engine_title(ctx.engine)}'s largest measured {hi:,.0f}" if v > hi else \
                 f"below {engine_title(ctx.engine)}'s smallest measured {lo:,.0f}"
-            out.append((RANGED[q][v < lo], f"{QUANTITIES[q]} {v:,.0f} {side} ({run}s)"))
+            out.append(Widening(RANGED[q][v < lo], f"{side} ({run}s)", quantity=QUANTITIES[q], span=(v, v)))
     new = [k for k in ctx.kinds if k not in every.get("kinds", ())]
     if new:
-        out.append(("shape", f"no measured run of a model with {', '.join(KIND_NAMES.get(k, k) for k in new)} layers"))
+        out.append(Widening("shape", f"no measured run of a model with {', '.join(KIND_NAMES.get(k, k) for k in new)} layers"))
     # a model's own shift (its GEMM shapes, expert count and routing, the engine's paths for it): held out, a
     # release's models new to the runs scatter 2-3x its measured ones (docs/modelling-notes.md#interval-moe)
     if ctx.model not in every.get("models", ()):
-        out.append(("model", f"no measured run of {ctx.model or 'this designed shape'}"))
+        out.append(Widening("model", f"no measured run of {ctx.model or 'this designed shape'}"))
     if f"{ctx.family}|{ctx.fmt}|{ctx.model_class}" not in every.get("formats", ()):
         have = set(table.get("kernel_tables", {}).get(ctx.family, ()))
         missing = [t for t in needed_tables(ctx) if t not in have]
-        what = [] if out and out[0][0] == "family" else [
+        what = [] if out and out[0].kind == "family" else [
             f"no measured run of {'MoE' if ctx.model_class == 'moe' else 'dense'} {ctx.fmt} weights on {fam} GPUs"]
         # the expert kernels' term apart from the dense kernels': held out, MoE runs with no MoE table on their family
         # scatter more than dense runs with no GEMM table (docs/modelling-notes.md#interval-moe)
         for kind, tables in (("kernel", [t for t in missing if not t.startswith("MoE ")]), ("moe", [t for t in missing if t.startswith("MoE ")])):
             if tables:
-                out.append((kind, "; ".join(what + [f"no {t} kernel table on {fam}" for t in tables])))
+                out.append(Widening(kind, "; ".join(what + [f"no {t} kernel table on {fam}" for t in tables])))
                 what = []
         if what:
-            out.append(("family", what[0]))
-    out += [("moe", f"no fitted {k} MoE kernel values for {engine_title(ctx.engine)} on {fam}") for k in ctx.moe_kernels]
+            out.append(Widening("family", what[0]))
+    out += [Widening("moe", f"no fitted {k} MoE kernel values for {engine_title(ctx.engine)} on {fam}") for k in ctx.moe_kernels]
     if ctx.spec:
-        out.append(("spec", f"speculative decoding: no {run} with it"))
+        out.append(Widening("spec", f"speculative decoding: no {run} with it"))
     return out
 
 
@@ -558,11 +588,12 @@ def band(metric: str, value, ctx: Context, *, table: dict | None = None, levels=
     """The intervals of a predicted `metric` (`value`: a number or an array of them, in the metric's
     units) for a question `ctx`, at each of `levels` (%): {"lo80", "hi80", "lo95", "hi95", "centre" (the
     value times the slice's median measured / predicted, the bounds' centre; shaped as `value`), "n",
-    "source" (the slice), "widened" (each reason with its between-group term; empty inside the envelope)}."""
+    "source" (the slice), "widened" (each reason, a Widening: a string with its between-group term, its fields for whoever
+    merges them; empty inside the envelope)}."""
     t = bundled() if table is None else table
     c, source, found, mine = lookup(metric, ctx, t)
     why = reasons(found, t)
-    k = between(why, t, own=mine, levels=levels)
+    k = between([w.kind for w in why], t, own=mine, levels=levels)
     v = np.asarray(value, float)
     out, lo, hi = {}, math.inf, -math.inf
     for lvl in sorted(levels):  # each interval holds the narrower ones (their terms may differ)
@@ -575,9 +606,8 @@ def band(metric: str, value, ctx: Context, *, table: dict | None = None, levels=
     centre = v * math.exp(c["q500"])  # the bias-corrected estimate the bounds sit about (the slice's median shift)
     out["centre"] = float(centre) if centre.ndim == 0 else centre
     # each reason with its own term alone (own=True: without the campaign term), as a factor at each level
-    widened = [text + " (x" + "/x".join(f"{math.exp(between([(kind, text)], t, own=True, levels=levels)[lvl]):.2f}"
-                                                             for lvl in levels) + " at " + "/".join(map(str, levels)) + "%)"
-               for kind, text in why]
+    widened = [replace(w, factors=tuple(math.exp(term[lvl]) for lvl in levels), levels=tuple(levels))
+               for w in why for term in (between([w.kind], t, own=True, levels=levels),)]
     return out | {"n": c["n"], "source": source, "widened": widened}
 
 
@@ -585,16 +615,16 @@ def grouped(ctx: Context, *, table: dict | None = None) -> Context:
     """`ctx` as points of a frontier share it: its concurrency dropped (None) where it lies within its engine's measured
     range, where it moves no band (reasons), so that points differing only there take one pass."""
     t = bundled() if table is None else table
-    return ctx if any(kind in RANGED["concurrency"] for kind, _ in reasons(ctx, t)) else replace(ctx, concurrency=None)
+    return ctx if any(w.kind in RANGED["concurrency"] for w in reasons(ctx, t)) else replace(ctx, concurrency=None)
 
 
-def between(why: list[tuple[str, str]], table: dict, *, own: bool = False, levels=LEVELS) -> dict[int, float]:
+def between(why: list[str], table: dict, *, own: bool = False, levels=LEVELS) -> dict[int, float]:
     """The between-group term T of each level (log units): the largest of the campaign term (not for a
-    profile's `own` runs: they are the user's campaign) and the terms of the reasons `why`; 0 where the
+    profile's `own` runs: they are the user's campaign) and the terms of the reasons' kinds `why`; 0 where the
     table measures none; a wider level's term never below a narrower one's (each level is measured apart, and
     low_load's 95% term came out under its 80%)."""
     terms = table.get("between", {})
-    kinds = ([] if own else ["campaign"]) + [kind for kind, _ in why]
+    kinds = ([] if own else ["campaign"]) + list(why)
     out, floor = {}, 0.0
     for lvl in sorted(levels):
         floor = out[lvl] = max([floor, *(terms[kind][f"t{lvl}"] for kind in kinds if kind in terms)])
@@ -686,7 +716,7 @@ def scores(records: list[tuple[Context, dict[str, float]]], table: dict, *, leve
             c, _, found, mine = lookup(m, ctx, table)
             d = cols.setdefault(m, {})
             d.setdefault("offset", []).append(r - c["q500"])
-            d.setdefault("why", []).append(",".join(dict.fromkeys(kind for kind, _ in reasons(found, table))) or "campaign")
+            d.setdefault("why", []).append(",".join(dict.fromkeys(w.kind for w in reasons(found, table))) or "campaign")
             for lvl in levels:
                 below, above = within(m, c, found, table, lvl, own=mine)
                 d.setdefault(f"inside{lvl}", []).append(math.log(b[f"lo{lvl}"]) <= r <= math.log(b[f"hi{lvl}"]))

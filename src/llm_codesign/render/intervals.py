@@ -1,8 +1,6 @@
 """A prediction's intervals (measure.intervals.band) as text: the CLI's rows and lines."""
 from __future__ import annotations
 
-import re
-
 UNITS = {"ttft_ms": " ms", "tpot_ms": " ms", "tok_s_per_user": "", "output_tok_s_per_gpu": ""}
 # why a centre is shown: the bounds sit about the runs' median shift, not the prediction ("signed where biased")
 CENTRE = ("the intervals are centred on the prediction times the median measured / predicted of the runs they come from, "
@@ -57,19 +55,18 @@ def basis_rows(bands: dict, values: dict | None = None) -> list[tuple[str, str]]
             + [("beyond the runs", f"[yellow]{x}[/yellow]") for x in reasons])
 
 
-_RANGED = re.compile(r"(concurrency|ISL|OSL) ([\d,]+) (.+)")
+def merged(reasons: list) -> list:
+    """`reasons` (measure.intervals.Widening) with those differing only in the point's own quantity said once, over the
+    range of it the points span ("concurrency 1,184-3,696 above SGLang's largest measured 512 ..."): a frontier's points
+    past an engine's measured range each named theirs, the same line twenty times over. Merged by the reasons' fields;
+    a plain string (a reason read back from JSON) is kept once as it is."""
+    from dataclasses import replace
 
-
-def merged(reasons: list[str]) -> list[str]:
-    """`reasons` with those differing only in the point's own quantity said once, over the range of it the points span
-    ("concurrency 1,184-3,696 above SGLang's largest measured 512 ..."): a frontier's points past an engine's measured
-    range each named theirs, the same line twenty times over."""
-    groups: dict[str | tuple[str, str], list[float]] = {}
-    for x in reasons:
-        m = _RANGED.fullmatch(x)
-        groups.setdefault((m[1], m[3]) if m else x, []).append(float(m[2].replace(",", "")) if m else 0.0)
-    return [k if isinstance(k, str) else f"{k[0]} {min(v):,.0f}{'' if min(v) == max(v) else f'-{max(v):,.0f}'} {k[1]}"
-            for k, v in groups.items()]
+    groups: dict[object, list] = {}
+    for w in reasons:
+        groups.setdefault((w.kind, w.quantity, w.what, w.factors, w.levels) if hasattr(w, "kind") else str(w), []).append(w)
+    return [ws[0] if not hasattr(ws[0], "kind") or ws[0].quantity is None
+            else replace(ws[0], span=(min(w.span[0] for w in ws), max(w.span[1] for w in ws))) for ws in groups.values()]
 
 
 def frontier_reasons(frontier: list[dict]) -> list[str]:

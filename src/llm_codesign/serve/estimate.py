@@ -72,9 +72,9 @@ class Estimate:
     """What one deployment delivers on a workload, in SI units: the metrics at `concurrency` requests
     in flight (the workload's, or the offline maximum throughput's: `mode`), memory per GPU, the
     binding resource of each phase, speculation's payoff and, where asked, the decode step's
-    operators. `expected_error`, `intervals` and `accuracy` are filled by the public API
-    (llm_codesign.estimate); `cost` where a GPU-hour price is given. `intervals` holds, per metric of
-    `to_dict()` (ms for times), its 80% and 95% intervals (measure.intervals.band)."""
+    operators. `intervals` and `accuracy` are filled by the public API (llm_codesign.estimate); `cost`
+    where a GPU-hour price is given. `intervals` holds, per metric of `to_dict()` (ms for times), its 80% and
+    95% intervals and the runs they come from (measure.intervals.band): the answer's one statement of its error."""
     model: str
     deployment: Deployment
     workload: Workload
@@ -96,7 +96,6 @@ class Estimate:
     over_capacity: str | None = None  # what the engine does with the requests its KV cache cannot hold
     spec: SpecPayoff | None = None
     breakdown: tuple[OperatorTime, ...] | None = None
-    expected_error: dict | None = None
     accuracy: dict | None = None
     cost: dict | None = None
     intervals: dict | None = None
@@ -125,7 +124,7 @@ class Estimate:
             out["spec"] = asdict(self.spec)
         if self.breakdown is not None:
             out["breakdown"] = [o.to_dict() for o in self.breakdown]
-        out |= {"expected_error": self.expected_error, "accuracy": self.accuracy}
+        out["accuracy"] = self.accuracy
         if self.intervals is not None:
             out["intervals"] = self.intervals
         if w.prefix_hit:

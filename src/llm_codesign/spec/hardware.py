@@ -1,6 +1,7 @@
 """GPU catalog: frozen specs loaded from cited TOML files (data/gpus/*.toml) or a user's own file."""
 from __future__ import annotations
 
+import re
 import tomllib
 from dataclasses import dataclass
 from functools import lru_cache
@@ -83,6 +84,22 @@ class Gpu:
 _REQUIRED = ("id", "family", "sms", "hbm_bytes", "hbm_bandwidth_bytes_per_s", "peak_flops", "tdp_w")
 
 
+# a GPU file's id: typed on command lines (--gpu ID, sweep's tasks name their GPU by it) and shown in every answer
+_ID = re.compile(r"[a-z0-9][a-z0-9._-]{0,63}")
+
+
+def _check_id(given) -> str:
+    """A GPU file's id, lower-cased; one with spaces, or characters a command line or a file name would not take whole
+    (`a/b`, `-x`, `.x`), one line (an empty one is check_gpu's)."""
+    gid = str(given).lower()
+    if any(c.isspace() for c in gid.strip()):
+        raise InputError("gpu.id", given, f"a name without spaces, e.g. {'-'.join(gid.split())}")
+    if not _ID.fullmatch(gid):
+        raise InputError("gpu.id", given, "letters, digits, '.', '_' and '-', the first a letter or digit, at most 64 "
+                         "(it is typed on command lines and may name a file)")
+    return gid
+
+
 def gpu_from_toml(text: str, origin: str) -> Gpu:
     try:
         d = parse_nested(tomllib.loads, text, "gpu", origin)
@@ -92,6 +109,7 @@ def gpu_from_toml(text: str, origin: str) -> Gpu:
         if f not in d:
             raise InputError(f"gpu.{f}", None, f"{origin} must define {', '.join(_REQUIRED)}")
     check_gpu(d, origin)  # types, finite positive figures, tile shapes (spec.validation)
+    gid = _check_id(d["id"])
     peaks = {k: float(v) for k, v in d["peak_flops"].items() if k in MATH_PRECISIONS}
     if peaks.get("bf16", 0) <= 0:
         raise InputError("gpu.peak_flops.bf16", d["peak_flops"].get("bf16"), "a positive FLOP/s figure")
@@ -100,7 +118,7 @@ def gpu_from_toml(text: str, origin: str) -> Gpu:
             raise InputError(f"gpu.{f}", d[f], "a positive number")
     tiles = d.get("tiles", {}).get("shapes", [[128, 128, 1], [128, 256, 1], [64, 128, 1]])
     return Gpu(
-        id=str(d["id"]).lower(), name=str(d.get("name", d["id"])), vendor=str(d.get("vendor", "unknown")).lower(),
+        id=gid, name=str(d.get("name", d["id"])), vendor=str(d.get("vendor", "unknown")).lower(),
         arch=str(d.get("arch", "")), family=str(d["family"]), sms=int(d["sms"]),
         hbm_bytes=float(d["hbm_bytes"]), hbm_bandwidth_bytes_per_s=float(d["hbm_bandwidth_bytes_per_s"]),
         l2_bytes=float(d.get("l2_bytes", 0.0)),
@@ -152,7 +170,14 @@ def get_gpu(name_or_path: str) -> Gpu:
             text = p.read_text(encoding="utf-8-sig")
         except UnicodeDecodeError as e:
             raise InputError("gpu", name_or_path, f"a UTF-8 TOML file ({e.reason} at byte {e.start})") from None
-        return gpu_from_toml(text, str(p))
+        g = gpu_from_toml(text, str(p))
+        # a user's file named as a bundled GPU is taken for it wherever a GPU is looked up by id (its price; sweep's
+        # workers, which rebuild each task's GPU from its id)
+        twin = _alias_table().get(_norm(g.id))
+        if twin is not None:
+            raise InputError("gpu.id", g.id, f"a name no bundled GPU has ({g.id} is the bundled {catalog()[twin].name}, which answers "
+                             f"would take for this file's), e.g. my-{g.id}")
+        return g
     gid = _alias_table().get(_norm(name_or_path))
     if gid is None:
         near = list(dict.fromkeys(_alias_table()[a] for a in close_matches(_norm(name_or_path), _alias_table(), n=6)))[:2]

@@ -393,7 +393,7 @@ def precision_for(model: ModelSpec, weight: str | None = None, activation: str |
         # the checkpoint's own format: its activations too unless others are named (gpt-oss's MXFP4 runs W4A16)
         return replace(p, kv=q.kv) if activation is None else replace(q, attn_weight=p.attn_weight)
     if activation:
-        p = replace(p, activation=get_dtype(activation, "activation_dtype"), gpu_activation=False)
+        p = replace(p, activation=get_dtype(activation, "activation_dtype"))
     if kv:
         p = replace(p, kv=get_dtype(kv, "kv_dtype"))
     return p

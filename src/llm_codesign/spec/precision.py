@@ -7,7 +7,7 @@ DeepSeek-V3 config quantization_config.weight_block_size [128, 128].
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 
 from llm_codesign.errors import InputError
@@ -129,12 +129,15 @@ def _executable_cached(prec, gpu):
 @dataclass(frozen=True)
 class Precision:
     weight: Dtype  # FFN weights: dense MLP, experts, shared experts
-    activation: Dtype
+    # None: left to the GPU (MXFP4 weights named without an activation: W4A4 on CDNA4, W4A16 elsewhere,
+    # mxfp4_activation) until `on(gpu)` settles it; nothing reads the math or bytes of an unsettled one
+    activation: Dtype | None
     kv: Dtype
     attn_weight: Dtype | None = None  # attention projections when the checkpoint keeps them wider
-    # activation not named and left to the GPU (`on`, mxfp4_activation): MXFP4 weights, W4A4 on CDNA4, W4A16
-    # elsewhere; `activation` holds BF16 until resolved
-    gpu_activation: bool = False
+
+    def __post_init__(self):
+        if self.activation is None and self.weight.name != "mxfp4":
+            raise ValueError(f"{self.weight.name} weights name their activation; only MXFP4's is left to the GPU")
 
     @property
     def attn(self) -> Dtype:
@@ -144,22 +147,18 @@ class Precision:
     def of(cls, weight: str = "bf16", activation: str | None = None, kv: str | None = None) -> "Precision":
         w = get_dtype(weight, "weight_dtype")
         # default activations: FP4 checkpoints run W4A4 in NVFP4 (modelopt), FP8 checkpoints W8A8; MXFP4's
-        # depend on the GPU (mxfp4_activation, resolved by `on`)
-        if activation is None:
-            a = w if w.name in ("nvfp4", "fp8", "fp8_block") else DTYPES["bf16"]
-        else:
+        # depend on the GPU (left unsettled: `on`)
+        if activation is not None:
             a = get_dtype(activation, "activation_dtype")
+        else:
+            a = None if w.name == "mxfp4" else w if w.name in ("nvfp4", "fp8", "fp8_block") else DTYPES["bf16"]
         k = get_dtype(kv, "kv_dtype") if kv else DTYPES["bf16"]
-        return cls(w, a, k, gpu_activation=activation is None and w.name == "mxfp4")
+        return cls(w, a, k)
 
     def on(self, gpu) -> "Precision":
-        """This precision on `gpu`, its activation format settled where it was left to the GPU (mxfp4_activation)."""
-        if not self.gpu_activation:
-            return self
-        # an activation set since (dataclasses.replace keeps the flag) is the one named
-        a = mxfp4_activation(gpu) if self.activation == DTYPES["bf16"] else self.activation
-        return Precision(self.weight, a, self.kv, self.attn_weight)
+        """This precision on `gpu`: its activation format settled where it was left to the GPU (mxfp4_activation)."""
+        return self if self.activation is not None else replace(self, activation=mxfp4_activation(gpu))
 
     def label(self) -> str:
         attn = f" attn-W:{self.attn_weight.name}" if self.attn_weight and self.attn_weight != self.weight else ""
-        return f"W:{self.weight.name}{attn} A:{self.activation.name} KV:{self.kv.name}"
+        return f"W:{self.weight.name}{attn} A:{self.activation.name if self.activation else 'per GPU'} KV:{self.kv.name}"

@@ -39,6 +39,8 @@ class Exporter(ABC):
     marker: str | None = None  # text that marks its file where the options line is missing
     # the options a real configuration's reading turns into the deployment (import lists the others as ignored)
     reads: frozenset[str] = frozenset()
+    # the on/off options among them, each true or false (switch) before its options are read
+    switches: frozenset[str] = frozenset()
 
     @abstractmethod
     def options(self, model: ModelSpec, dep: Deployment, concurrency: int) -> dict:
@@ -238,6 +240,14 @@ def whole(field: str, value, default: int | None = 1, *, hi: int = 1 << 16) -> i
     if n is None or not 1 <= n <= hi:
         raise InputError(field, value, f"a whole number from 1 to {hi:,}")
     return n
+
+
+def switch(field: str, value) -> bool | None:
+    """A configuration's on/off option, None where it is absent; anything but true or false (`enable-expert-parallel: 7`,
+    a YAML 1.1 boolean's misspelling read as text) one line naming the option: read by its truth, 7 was true."""
+    if value is not None and not isinstance(value, bool):
+        raise InputError(field, value, "true or false")
+    return value
 
 
 def fraction(field: str, value) -> float | None:

@@ -19,6 +19,7 @@ from llm_codesign.explore.export_engines.base import (
     read_flags,
     read_spec,
     register_exporter,
+    switch,
     weight_option,
     whole,
 )
@@ -86,7 +87,7 @@ class SGLangExporter(Exporter):
         if start is None:
             raise InputError("config", origin, "an SGLang command line: python -m sglang.launch_server --model-path MODEL ...")
         o, pos = read_flags(words[start:], "sglang", origin)
-        if o.pop("enable-dp-attention", False) and "dp-size" in o:  # the deprecated spelling of --attn-dp-size
+        if switch("enable-dp-attention", o.pop("enable-dp-attention", None)) and "dp-size" in o:  # the deprecated spelling of --attn-dp-size
             o["attn-dp-size"] = o.pop("dp-size")
         return o, o.get("model-path") or (pos[0] if pos else None)
 

@@ -26,6 +26,7 @@ from llm_codesign.explore.export_engines.base import (
     read_spec,
     refuse,
     register_exporter,
+    switch,
     whole,
 )
 from llm_codesign.spec.engines import TRTLLM
@@ -70,6 +71,7 @@ class TRTLLMExporter(Exporter):
     reads = frozenset({"model", "tensor_parallel_size", "pipeline_parallel_size", "context_parallel_size", "cp_config", "moe_expert_parallel_size",
                        "moe_tensor_parallel_size", "enable_attention_dp", "max_batch_size", "max_num_tokens", "enable_chunked_prefill",
                        "kv_cache_config.dtype", "kv_cache_config.free_gpu_memory_fraction", "speculative_config", "backend"})
+    switches = frozenset({"enable_attention_dp", "enable_chunked_prefill"})
 
     def options(self, model: ModelSpec, dep: Deployment, concurrency: int) -> dict:
         return trtllm_options(model, dep, concurrency)
@@ -134,10 +136,7 @@ class TRTLLMExporter(Exporter):
     def chunked_prefill(self, o: dict) -> bool | None:
         """enable_chunked_prefill as the configuration sets it (TorchLlmArgs, default false: NVIDIA/TensorRT-LLM@00043967
         tensorrt_llm/llmapi/llm_args.py), or None where it sets none (the engine's default, Engine.chunks_prefill)."""
-        v = o.get("enable_chunked_prefill")
-        if v is not None and not isinstance(v, bool):
-            raise InputError("enable_chunked_prefill", v, "true or false")
-        return v
+        return o.get("enable_chunked_prefill")
 
     def kv_fraction(self, o: dict) -> float | None:
         """kv_cache_config.free_gpu_memory_fraction (trtllm-serve --kv_cache_free_gpu_memory_fraction): the share of the
@@ -167,7 +166,7 @@ class TRTLLMExporter(Exporter):
                   "max_batch_size": args["max-batch-size"], "max_num_tokens": args["max-num-tokens"]})
         if "expert-parallel-size" in args:
             o["moe_expert_parallel_size"] = args["expert-parallel-size"]
-        if args.get("enable-attention-dp"):
+        if switch("enable-attention-dp", args.get("enable-attention-dp")):
             o["enable_attention_dp"] = True
         check_nested("trtllm", o)
         return o, args["model"]
