@@ -77,9 +77,9 @@ def disagg(
                                 "spread) price alike here, the prefill pool's queue at the other requests' rate; burst: all sent "
                                 "together, in lockstep waves."),
     prefill_routing: Optional[str] = typer.Option(None, "--prefill-routing", help="How a prefill instance under attention DP "
-                                                  "spreads requests over its ranks: balanced (TensorRT-LLM; SGLang's "
-                                                  "--load-balance-method round_robin) or random (SGLang's default). Default: the "
-                                                  "engine's."),
+                                                  "spreads requests over its ranks: balanced (TensorRT-LLM; SGLang 0.5.12+'s "
+                                                  "--load-balance-method round_robin) or random (SGLang's bootstrap room, which "
+                                                  "0.5.8-0.5.9 use even under round_robin). Default: the engine's."),
     calibration: Optional[str] = O_CAL, as_json: bool = typer.Option(False, "--json", help="Print the answer as JSON (what the table shows, and more)."),
 ):
     """Disaggregated serving: prefill instances hand each prompt's KV cache to decode instances."""
