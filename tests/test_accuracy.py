@@ -1,11 +1,10 @@
-"""The pooled errors a frontier's report quotes (pareto --html): built from validation residuals, looked up by engine, load
-and GPU; estimate states its error as its intervals alone."""
+"""The pooled validation errors (accuracy.toml: by engine and load, model, GPU family; `serve`'s validation report and
+`disagg` show them), built from validation residuals; estimate states its error as its intervals alone."""
 import tomllib
 
-import pytest
 from conftest import run
 
-from llm_codesign.measure.accuracy import build, bundled, describe, expected_error, to_toml
+from llm_codesign.measure.accuracy import build, bundled, to_toml
 from llm_codesign.spec.hardware import get_gpu
 
 CELL = {"median": 10.0, "p90": 18.0, "signed": 10.0, "n": 3}
@@ -40,36 +39,7 @@ def test_build_keeps_models_with_twenty_runs():
     t = build((rows, preds), ([], []), ([], []))
     assert t["models"] == {"llama-3.1-8b": {"ttft_ms": {"median": 10.0, "p90": 10.0, "signed": 10.0, "n": 20},
                                             "tpot_ms": {"median": 0.0, "p90": 0.0, "signed": 0.0, "n": 20}}}
-    e = expected_error(get_gpu("b200"), "vllm", 8, table=t, model="llama-3.1-8b")
-    assert e["notes"] == ["llama-3.1-8b's own 20 runs (all engines): TTFT 10% (signed +10%), TPOT 0% (signed +0%)"]
-    assert expected_error(get_gpu("b200"), "vllm", 8, table=t, model="gpt-oss-120b")["notes"] == []
     assert tomllib.loads(to_toml(t, [])) == t
-
-
-TABLE = {"serving_gpus": ["b200"], "serving": {"vllm": {"5-32": {"ttft_ms": CELL, "tpot_ms": CELL}}},
-         "offline": {"hopper": {"output_tok_s_per_gpu": CELL}},
-         "speculative": {"output_tok_s_per_user": {**CELL, "low": -34.2, "high": 94.6}}}
-
-
-@pytest.mark.parametrize("conc, found", [(4, False), (5, True), (32, True), (33, False)])
-def test_lookup_by_concurrency_band(conc, found):
-    e = expected_error(get_gpu("b200"), "vllm", conc, table=TABLE)
-    assert (e is not None) == found
-    if found:
-        assert e["metrics"]["ttft_ms"] == CELL and e["notes"] == [] and e["basis"].startswith("3 vLLM runs at 5-32 requests")
-
-
-def test_lookup_caveats():
-    assert expected_error(get_gpu("b200"), "trtllm", 8, table=TABLE) is None  # no TensorRT-LLM cell
-    e = expected_error(get_gpu("b300"), "vllm", 8, table=TABLE)
-    assert e["notes"] == ["the serving sample holds no B300 run"]  # same family as the sample's B200
-    e = expected_error(get_gpu("h100"), "vllm", 8, spec=True, table=TABLE)
-    assert "nor any Hopper GPU" in e["notes"][0] and "-34% to +95%" in e["notes"][1]
-    # a family by its display name (intervals.family_name), as the intervals' reasons name it
-    assert expected_error(get_gpu("mi300x"), "vllm", 8, table=TABLE)["notes"] == ["the serving sample holds no MI300X run, nor any CDNA3 GPU"]
-    e = expected_error(get_gpu("h200"), "sglang", None, table=TABLE)  # offline: by family, TensorRT-LLM's runs
-    assert e["metrics"] == {"output_tok_s_per_gpu": CELL} and "SGLang is not measured offline" in e["notes"][0]
-    assert expected_error(get_gpu("a100"), "trtllm", None, table=TABLE) is None
 
 
 def test_shipped_table_covers_every_engine_and_band():
@@ -103,15 +73,6 @@ def json_load(out):
 
     assert out.returncode == 0, out.stderr
     return json.loads(out.stdout)
-
-
-def test_describe_lists_each_band_then_each_caveat_once():
-    lines = describe(get_gpu("h100"), "vllm", spec=True, table=TABLE)
-    assert lines == ["3 vLLM runs at 5-32 requests on B200: TTFT 10% median / 18% p90, TPOT 10% median / 18% p90",
-                     "3 held-out TensorRT-LLM offline runs on Hopper GPUs: tok/s/GPU 10% median / 18% p90",
-                     "the serving sample holds no H100 SXM run, nor any Hopper GPU",
-                     "speculative decoding is not in that sample; 3 published runs with it miss tok/s/user by -34% to +95%",
-                     "those runs are TensorRT-LLM's; vLLM is not measured offline"]
 
 
 def test_build_holds_the_disaggregated_runs_error():

@@ -189,12 +189,31 @@ def test_pareto_json_and_files(tmp_path):
     assert d["evaluated"] > 0 and d["seconds"] > 0
     assert {"tok_s_per_user", "output_tok_s_per_gpu", "ttft_ms", "deployment"} <= set(d["frontier"][0])
     assert (tmp_path / "frontier.png").exists() and (tmp_path / "report.html").exists() and (tmp_path / "frontier.csv").exists()
-    from llm_codesign.measure.accuracy import bundled
+    import html
 
-    hopper = bundled()["offline"]["hopper"]["output_tok_s_per_gpu"]
-    page = (tmp_path / "report.html").read_text()  # the report says how far such predictions lie from measurement
-    assert f"{hopper['n']} held-out TensorRT-LLM offline runs on Hopper GPUs: tok/s/GPU {hopper['median']:.0f}% median" in page
-    assert "the serving sample holds no H100 SXM run, nor any Hopper GPU" in page
+    # the report states its error on one basis, the frontier's intervals, naming their runs (as --json's); not beside them
+    # the median / p90 error pooled by engine and load on every GPU ("Measured error of such predictions"), which disagreed
+    page = html.unescape((tmp_path / "report.html").read_text())
+    sources = dict.fromkeys(p["intervals"]["output_tok_s_per_gpu"]["source"] for p in d["frontier"])
+    assert f"tok/s/GPU intervals: {'; '.join(f'from {s}' for s in sources)}." in page
+    assert "Measured error" not in page and "the serving sample holds no" not in page and "profile-note" not in page
+
+
+def test_pareto_report_with_a_profile_of_ones_own_says_its_error_is_not_known(tmp_path):
+    # the report said so in its measured-errors section; that section is gone, and the sentence stays (render.report.profile_text)
+    import html
+    from importlib import resources
+
+    from llm_codesign.render.report import profile_text
+
+    prof = tmp_path / "mine.toml"  # the bundled fit under another name: a profile with no runs of its own
+    prof.write_text(resources.files("llm_codesign").joinpath("data/calibration/fitted.toml").read_text())
+    r = run("pareto", "llama-3.1-8b", "--gpu", "h100", "--gpus", "1", "--calibration", str(prof), "--html", str(tmp_path / "r.html"))
+    assert r.returncode == 0, r.stderr
+    page = html.unescape((tmp_path / "r.html").read_text())
+    assert f'<p id="profile-note">{profile_text(str(prof))}</p>' in page
+    assert "its error is not known unless you measure it (`llm-codesign validate --calibration " in profile_text(str(prof))
+    assert "tok/s/GPU intervals: from the bundled profile's (not mine.toml's: it holds no serving runs of its own" in page
 
 
 def test_lint_json_sarif_and_fail_on(tmp_path):

@@ -6,7 +6,7 @@ import pytest
 
 from llm_codesign.cost.calibration import calibration_for
 from llm_codesign.explore.search import SearchSpace, point_breakdown, search
-from llm_codesign.render.report import write_csv, write_html, write_plot
+from llm_codesign.render.report import basis_text, write_csv, write_html, write_plot
 from llm_codesign.spec.hardware import get_gpu
 from llm_codesign.spec.registry import get_model
 
@@ -44,9 +44,8 @@ def test_html_self_contained_lean_with_data_once(result, tmp_path):
     typed, bd = result
     r = typed.to_dict(plot=True)
     p = tmp_path / "r.html"
-    write_html([typed], bd, p, {"h100": ["3 vLLM runs at 5-32 requests on B200: TTFT 10% median / 18% p90 <x>"]})
+    write_html([typed], bd, p)
     text = p.read_text()
-    assert "<li>3 vLLM runs at 5-32 requests on B200: TTFT 10% median / 18% p90 &lt;x&gt;</li>" in text  # escaped
     assert not re.search(r"<(script|link|img)[^>]+(src|href)=", text)  # nothing fetched: no CDN, no file beside it
     assert "plotly" not in text.lower()  # its own SVG plot: plotly.js inlined was 4.8 MB of a 4.9 MB report
     assert len(text.encode()) < 150_000, len(text.encode())
@@ -66,6 +65,25 @@ def test_html_self_contained_lean_with_data_once(result, tmp_path):
     ys = r["cloud"]["output_tok_s_per_gpu"] + [q["output_tok_s_per_gpu"] for q in r["frontier"]]
     assert y0 < min(ys) and y1 == pytest.approx(max(ys) * 1.15, rel=1e-12)
     assert max(r["roofline_bound"]["output_tok_s_per_gpu"]) > y1 and data["results"][0]["bound"] is None
+
+
+def test_the_report_states_its_error_as_the_intervals_and_a_profiles_own_as_unknown(result, tmp_path):
+    # the page stated error twice: each result's intervals (basis_text) and a "Measured error of such predictions" section
+    # of median / p90 APE pooled by engine and load on every GPU, another basis that disagreed with the band. Now the
+    # intervals alone; a profile of one's own is told its error is not known until measured, and how to measure it
+    import html
+
+    typed, bd = result
+    p = tmp_path / "r.html"
+    write_html([typed], bd, p)
+    text = p.read_text()
+    assert "Measured error" not in text and "% p90" not in text and 'id="profile-note"' not in text
+    assert f'<p class="basis">{html.escape(basis_text(typed.to_dict(plot=True)))}</p>' in text
+    write_html([typed], bd, p, profile="/data/<x>.toml")  # a crafted path is text
+    assert ('<p id="profile-note">Priced with &lt;x&gt;.toml, a calibration profile of your own: its error is not known '
+            "unless you measure it (`llm-codesign validate --calibration /data/&lt;x&gt;.toml` on your runs). An interval from "
+            "&lt;x&gt;.toml&#x27;s own runs (`calibrate --serving` writes them) is measured on this profile; one from the bundled "
+            "profile&#x27;s runs states the bundled profile&#x27;s error, not this one&#x27;s.</p>") in p.read_text()
 
 
 def test_empty_frontier_says_why(result, tmp_path):

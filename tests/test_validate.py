@@ -176,7 +176,7 @@ def test_speculative_rows_need_a_measured_acceptance():
 
 
 def test_committed_validation_report_is_current(tmp_path):
-    # docs/validation_report.md holds every quoted figure and accuracy.toml what `estimate` quotes; a model or
+    # docs/validation_report.md holds every quoted figure and accuracy.toml the pooled errors by engine and load; a model or
     # profile change must regenerate both
     import subprocess
     import sys

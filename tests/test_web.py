@@ -364,12 +364,13 @@ def test_a_crafted_name_in_the_static_report_is_text(page, tmp_path):
     res = lc.pareto("llama-3.1-8b", "h100", num_gpus=1)
     res = replace(res, model=evil, gpu=replace(res.gpu, id=evil + "</script>"))
     path = tmp_path / "evil.html"
-    write_html([res, replace(res, gpu=replace(res.gpu, id="h200"))], {}, path, {evil: [evil]})
+    write_html([res, replace(res, gpu=replace(res.gpu, id="h200"))], {}, path, profile=evil + ".toml")
     page.goto(path.as_uri())
     page.wait_for_selector("#frontier-table")
     assert page.text_content("h1") == f"Pareto report: {evil} on {evil}</script>, {evil} on h200"
     assert page.text_content("#frontier-table tbody tr td") == evil
     assert f"{evil} on h200 (" in page.text_content("#legend")
+    assert page.text_content("#profile-note").startswith(f"Priced with {evil}.toml, a calibration profile of your own: ")
     page.click("#frontier-table tbody tr")
     assert page.text_content("#breakdown").startswith(f"{evil} on {evil}</script>, point 1: ")
     assert page.evaluate("window.__xss") is None and not page.query_selector("img") and not page.errors

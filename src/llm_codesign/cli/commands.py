@@ -312,18 +312,6 @@ def _pareto_runs(model_refs, gpu_refs, *, space: dict, limits: dict, workload, e
     return results, breakdowns
 
 
-def _measured_errors(model_refs, gpu_refs, *, calibration, engines: dict, spec: bool, disagg: bool) -> dict[str, list[str]]:
-    """The report's 'measured error of such predictions', per GPU (measure.accuracy.describe) on its engine (`engines`, by
-    the GPU's reference); none is known for a user's profile."""
-    from llm_codesign.measure.accuracy import describe
-
-    if calibration:
-        return {g: [f"not known for {calibration}: run `llm-codesign validate --calibration {calibration}` on measurements"] for g in gpu_refs}
-    model = _model(model_refs[0]).name if len(model_refs) == 1 else None
-    extra = ["the disaggregated frontier is not measured: these figures are aggregated serving's"] if disagg else []
-    return {g: describe(_gpu(g), engines[g].name, spec, model=model) + extra for g in gpu_refs}
-
-
 @app.command()
 def pareto(
     model: str = typer.Argument("llama-3.1-70b", help="Model(s), comma-separated to compare."),
@@ -428,8 +416,7 @@ def pareto(
         if paths["csv"]:
             jobs.append((lambda p: write_csv(results, p), paths["csv"]))
         if paths["html"]:
-            jobs.append((lambda p: write_html(results, breakdowns(), p, _measured_errors(
-                model_refs, gpu_refs, calibration=calibration, engines=engines, spec=sd is not None, disagg=disagg)), paths["html"]))
+            jobs.append((lambda p: write_html(results, breakdowns(), p, profile=calibration), paths["html"]))
         con, tables = None if as_json else _console(), None
 
         def render_tables():

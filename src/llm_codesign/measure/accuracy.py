@@ -1,5 +1,6 @@
-"""How far the bundled profile's predictions lie from measurement, by engine and load: the error an
-estimate carries.
+"""How far the bundled profile's predictions lie from measurement, pooled by engine and load: the validation
+figures `llm-codesign serve`'s validation report and `disagg` show. An estimate's own error is its intervals
+(measure.intervals), on one basis: the runs most like it.
 
 `data/calibration/accuracy.toml` holds, per cell, the median and 90th-percentile absolute percentage
 error, the signed median and the number of measured runs behind it:
@@ -8,7 +9,7 @@ error, the signed median and the number of measured runs behind it:
 - offline max throughput (output tok/s per GPU) by GPU family, from the TensorRT-LLM perf overview,
   held out of every fit;
 - per model with at least MIN_MODEL_ROWS runs in that sample, its own TTFT and TPOT errors over all
-  engines, which `estimate` adds for that model (DeepSeek-R1's first tokens, for one, come early);
+  engines (DeepSeek-R1's first tokens, for one, come early);
 - speculative decoding, from the published single runs (held out): the serving sample has none;
 - disaggregated serving (TTFT, TPOT) over the shipped Dynamo runs priced with `disagg` (held out),
   which `disagg` quotes.
@@ -24,7 +25,6 @@ from importlib import resources
 import numpy as np
 
 from llm_codesign.measure.stats import BAND_NAMES, concurrency_band, error_stats
-from llm_codesign.spec.engines import TRTLLM, get_engine
 
 SERVING_METRICS = ("ttft_ms", "tpot_ms")
 OFFLINE_METRIC = "output_tok_s_per_gpu"
@@ -121,66 +121,3 @@ def bundled() -> dict:
     """The shipped table (empty where the file is absent)."""
     f = resources.files("llm_codesign").joinpath("data/calibration/accuracy.toml")
     return tomllib.loads(f.read_text()) if f.is_file() else {}
-
-
-def expected_error(gpu, backend: str, concurrency: int | None, spec: bool = False, *, table: dict | None = None,
-                   model: str | None = None) -> dict | None:
-    """What validation says about an estimate of this kind made with the bundled profile:
-    {"metrics": {metric: cell}, "basis": text, "notes": [caveats]}, or None where no measured run is
-    like it. Cells hold median / p90 APE, signed median (percent) and n. `model`, a registry name,
-    adds that model's own errors where the serving sample has enough of its runs."""
-    from llm_codesign.measure.intervals import family_name
-    from llm_codesign.spec.hardware import get_gpu
-
-    t = bundled() if table is None else table
-    if not t:
-        return None
-    notes = []
-    if concurrency is None:
-        cell = t.get("offline", {}).get(gpu.family)
-        if cell is None:
-            return None
-        n = cell[OFFLINE_METRIC]["n"]
-        basis = f"{n} held-out TensorRT-LLM offline runs on {family_name(gpu.family)} GPUs"
-        if backend != TRTLLM.name:  # the offline sample is the perf-overview tables, measured in TensorRT-LLM
-            notes.append(f"those runs are {TRTLLM.title}'s; {get_engine(backend).title} is not measured offline")
-        metrics = dict(cell)
-    else:
-        band = concurrency_band({"concurrency": str(concurrency)})
-        cell = t.get("serving", {}).get(backend, {}).get(band)
-        if cell is None:
-            return None
-        gpus = t.get("serving_gpus", [])
-        basis = f"{cell['ttft_ms']['n']} {get_engine(backend).title} runs at {band} requests on {', '.join(g.upper() for g in gpus)}"
-        if gpu.id not in gpus:
-            fams = {get_gpu(g).family for g in gpus}
-            notes.append(f"the serving sample holds no {gpu.name} run" + ("" if gpu.family in fams else f", nor any {family_name(gpu.family)} GPU"))
-        own = t.get("models", {}).get(model or "")
-        if own:
-            notes.append(f"{model}'s own {own['ttft_ms']['n']} runs (all engines): " + ", ".join(
-                f"{LABELS[m]} {c['median']:.0f}% (signed {c['signed']:+.0f}%)" for m, c in own.items()))
-        metrics = dict(cell)
-    sp = t.get("speculative", {}).get(SPEC_METRIC)
-    if spec and sp:
-        notes.append(f"speculative decoding is not in that sample; {sp['n']} published runs with it miss tok/s/user by "
-                     f"{sp['low']:+.0f}% to {sp['high']:+.0f}%")
-    return {"metrics": metrics, "basis": basis, "notes": notes}
-
-
-def summary(metrics: dict, long: bool = False) -> str:
-    """One line of a cell's median / p90 per metric: "TTFT 29% / 67%" (long: "29% median / 67% p90")."""
-    fmt = "{m:.0f}% median / {p:.0f}% p90" if long else "{m:.0f}% / {p:.0f}%"
-    return ", ".join(f"{LABELS[k]} " + fmt.format(m=c["median"], p=c["p90"]) for k, c in metrics.items())
-
-
-def describe(gpu, backend: str, spec: bool = False, table: dict | None = None, model: str | None = None) -> list[str]:
-    """One line per concurrency band and for offline runs on what validation measured for predictions on
-    `gpu` with `backend`, then the caveats, each once: for reports that span many loads (a frontier)."""
-    lines, notes = [], []
-    for conc in (1, 5, 33, None):  # one concurrency per band, then offline
-        e = expected_error(gpu, backend, conc, spec, table=table, model=model)
-        if e is None:
-            continue
-        lines.append(f"{e['basis']}: {summary(e['metrics'], long=True)}")
-        notes += [n for n in e["notes"] if n not in notes]
-    return lines + notes

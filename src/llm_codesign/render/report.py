@@ -81,16 +81,6 @@ def write_plot(results: list, path: str | Path, *, process: PlotProcess | None =
     return None
 
 
-def _errors_html(errors: dict[str, list[str]] | None) -> str:
-    if not errors:
-        return ""
-    out = "<h2>Measured error of such predictions</h2>\n"
-    for gpu, lines in errors.items():
-        items = "".join(f"<li>{html.escape(x)}</li>" for x in lines) or "<li>no measured run like these</li>"
-        out += f"<p>{html.escape(gpu)}:</p><ul>{items}</ul>\n"
-    return out
-
-
 def _compact(xs) -> list[float]:
     """Plotted coordinates in four significant figures (a pixel is under a thousandth of a decade)."""
     return [float(f"{float(x):.4g}") for x in xs]
@@ -311,10 +301,22 @@ def basis_text(r: dict) -> str:
             + (f" Widened: {'; '.join(why)}." if why else ""))
 
 
-def write_html(results: list, breakdowns: dict, path: str | Path, errors: dict[str, list[str]] | None = None) -> None:
+def profile_text(profile: str) -> str:
+    """What a report priced with a calibration profile of one's own (`profile`, its path) says of its error: the intervals
+    name whose runs they come from (basis_text), and where they are the bundled profile's they measure that profile, not
+    this one, whose error only the user's own runs can measure."""
+    name = Path(profile).name
+    return (f"Priced with {name}, a calibration profile of your own: its error is not known unless you measure it "
+            f"(`llm-codesign validate --calibration {profile}` on your runs). An interval from {name}'s own runs (`calibrate "
+            "--serving` writes them) is measured on this profile; one from the bundled profile's runs states the bundled "
+            "profile's error, not this one's.")
+
+
+def write_html(results: list, breakdowns: dict, path: str | Path, *, profile: str | None = None) -> None:
     """Self-contained HTML with no library and nothing fetched: the data once as JSON, an SVG plot its
-    own script draws (report_data, _REPORT_JS), hover details and per-operator breakdowns; `errors`
-    ({GPU: lines}, accuracy.describe) says how far such predictions lie from measured runs."""
+    own script draws (report_data, _REPORT_JS), hover details and per-operator breakdowns. How far to trust the
+    figures is said on one basis, each point's intervals (basis_text per result; profile_text where `profile`, a
+    calibration profile's path, priced them)."""
     results = _files_view(results)
     data = json.dumps(report_data(results, breakdowns), allow_nan=False, separators=(",", ":"))
     # no markup can start inside the JSON (a model named after a file like `<img ...>.json`); the page
@@ -334,8 +336,9 @@ td,th{{border:1px solid #ccc;padding:2px 6px;text-align:right}} td:first-child,t
 {sum(r['evaluated'] for r in results):,} deployments evaluated. Hover a point for its deployment; click a point or a table row for its per-operator breakdown.</p>
 {_BAND_SENTENCE if any(p.get("intervals") for r in results for p in r["frontier"]) else ""}
 {"".join(f'<p class="basis">{html.escape(basis_text(r))}</p>' for r in results if r["frontier"])}
+{f'<p id="profile-note">{html.escape(profile_text(profile))}</p>' if profile else ""}
 <div id="plot"></div><div id="legend"></div><div id="tip"></div>
-{_errors_html(errors)}<h2>Per-operator breakdown of the selected point</h2><div id="breakdown">Click a frontier point or a row below.</div>
+<h2>Per-operator breakdown of the selected point</h2><div id="breakdown">Click a frontier point or a row below.</div>
 <h2>Frontier</h2><p class="hint">Click a row for its per-operator breakdown.</p><div id="table"></div>
 <script type="application/json" id="frontier-data">{safe}</script>
 <script>{_REPORT_JS}</script></body></html>

@@ -776,7 +776,7 @@ def _design_stream(req: DesignRequest, job: "_Job", inputs, done):
 
 
 def _accuracy() -> dict:
-    """The validation report's figures the estimates quote (measure.accuracy.bundled: the shipped
+    """The validation report's pooled errors by engine and load (measure.accuracy.bundled: the shipped
     data/calibration/accuracy.toml, what benchmarks/validation_report.py wrote) and its header's
     account of where each part comes from."""
     from llm_codesign.measure.accuracy import bundled
