@@ -62,16 +62,21 @@ def draft_model(model: ModelSpec, spec: SpecDecoding) -> ModelSpec:
 
 def engine_budget(gpu: Gpu, *, engine: Engine, max_num_tokens=None, plan: Plan | None = None, spec: SpecDecoding | None = None,
                   draft_len=None):
-    """The step token budget (the engine's own on this GPU unless given) and how the engine sizes and
+    """The step token budget of one attention-DP rank (the engine's own on this GPU unless given, split over the plan's
+    ranks where the engine splits the server's figure: Engine.rank_step_tokens) and how the engine sizes and
     fills its KV cache: (budget, usable fraction, OSL share a running sequence holds), Engine.kv_budget,
     the fraction the engine's for the plan where one is given (Engine.kv_fraction: SGLang's follows the
-    plan and reserves a draft's room only where one runs, `draft_len` > 0: a sweep's k = 0 points run none).
-    A run or deployment that states its own fraction has it in its flags (run_flags, kv_fraction_of)."""
+    plan, reserving room for the server's chunk, and reserves a draft's room only where one runs, `draft_len` > 0: a
+    sweep's k = 0 points run none). A run or deployment that states its own fraction has it in its flags (run_flags,
+    kv_fraction_of)."""
     mnt = np.asarray(engine.step_tokens(gpu) if max_num_tokens is None else max_num_tokens, float)
     budget, fraction, occupancy = engine.kv_budget
-    if plan is not None:
-        fraction = engine.kv_fraction(gpu, plan, chunk=mnt, spec_method=spec.method if spec else None, draft_len=draft_len)
-    return mnt, (budget, fraction, occupancy)
+    if plan is None:
+        return mnt, (budget, fraction, occupancy)
+    # SGLang sizes its memory on the server's chunk before it splits it (_handle_gpu_memory_settings runs before
+    # _handle_data_parallelism: server_args.py:710, :727@0.5.8.post1)
+    fraction = engine.kv_fraction(gpu, plan, chunk=mnt, spec_method=spec.method if spec else None, draft_len=draft_len)
+    return engine.rank_step_tokens(mnt, np.asarray(plan.arrays()[4], float)), (budget, fraction, occupancy)
 
 
 def kv_fraction_of(fl: SchedulerFlags, own):
