@@ -107,6 +107,21 @@ def test_aggregated_prices_a_ranks_share_of_the_servers_chunk_under_attention_dp
     assert (float(o.flops), float(o.count)) == (2.0 * 2048 * 7168 * 16384, 61.0)
 
 
+def test_a_plan_whose_ranks_get_no_token_of_the_budget_does_not_fit(b200):
+    """A search's plan (arrays, not refused at the edge) that leaves an attention-DP rank none of the server's figure
+    never prefills: it does not fit, and max_running gives it no sequence; ranks given 8 // 8 = 1 token still do."""
+    from llm_codesign.cost.calibration import calibration_for
+    from llm_codesign.serve.aggregated import Serving, evaluate, max_running
+    from llm_codesign.spec.precision import Precision
+    from llm_codesign.spec.registry import get_model
+
+    m, plan = get_model("deepseek-r1"), Plan(tp=1, ep=8, moe_tp=1, adp=8)
+    at = Serving(gpu=b200, prec=Precision.of("fp8_block"), plan=plan, engine=SGLANG, max_num_tokens=np.array([8.0, 7.0]))
+    r = evaluate(m, at, cal=calibration_for(b200), concurrency=1, isl=1024, osl=128)
+    assert r["fits"].tolist() == [True, False]
+    assert (max_running(m, at, isl=1024, osl=128) > 0).tolist() == [True, False]
+
+
 def test_a_budget_leaving_an_attention_dp_rank_no_token_is_refused_in_aggregated_serving():
     r = run("estimate", "deepseek-r1", "--gpu", "b200", "--gpus", "8", "--attention-dp", "8", "--ep", "8", "--backend", "sglang",
             "--max-num-tokens", "4", "--concurrency", "1")

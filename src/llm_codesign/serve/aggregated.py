@@ -380,7 +380,9 @@ def evaluate(model: ModelSpec, at: Serving, *, cal: Calibration, concurrency, is
         "step_s": t_stage, "prefill_step_s": t_pf_stage, "draft_s": t_draft + 0.0 * t_stage, "gpus": gpus,
         **_memory_metrics(mem, running), **_budget_batch(engine, mnt, fill=fill, cap=cap, k=k, pp=pp, adp=adp),
         "max_concurrency": cap * adp,  # what runs at once: the KV cache or the engine's batch limit, the smaller
-        "fits": (mem["free_for_kv"] > 0) & (c_rank <= cap),
+        # a rank given no token of the server's figure (Engine.rank_step_tokens) never prefills: refused for one deployment
+        # (spec.plan.check_step_budget), a search's plan that does so does not fit
+        "fits": (mem["free_for_kv"] > 0) & (c_rank <= cap) & (mnt >= 1),
     }
     if with_ops:
         res |= _phase_parts(model, gpu, prec, sh, costs=costs, r=r, steps=(wave_tok, t_wave_step, t_stage, t_draft, ops), share=pf_span / life)
@@ -523,7 +525,7 @@ def max_running(model: ModelSpec, at: Serving, *, isl, osl) -> np.ndarray:
     mem, cap, *_ = _running(model, at.gpu, at.prec, plan.broadcast(), np.ones(1), adp=np.asarray(plan.adp, float), engine=at.engine,
                             lengths=(np.asarray(isl, float), np.asarray(osl, float)), mnt=mnt, kv_budget=kv_budget, spec=spec,
                             draft_len=k, flags=run_flags(None, chunked_prefill=at.chunked_prefill, kv_fraction=at.kv_fraction))
-    return np.where(mem["free_for_kv"] > 0, cap, 0.0)
+    return np.where((mem["free_for_kv"] > 0) & (mnt >= 1), cap, 0.0)  # (evaluate's fits)
 
 
 def _running(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, C, *, adp, engine: Engine, lengths, mnt, kv_budget,
