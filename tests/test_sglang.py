@@ -2,6 +2,7 @@
 its exporter (explore/export_engines/sglang.py)."""
 import numpy as np
 import pytest
+from conftest import run
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
@@ -78,3 +79,51 @@ def test_export_states_its_static_fraction():
     dep = Deployment(gpu=get_gpu("b200"), num_gpus=8, plan=Plan(8), precision=llama.default_precision, backend="sglang")
     o = sglang_options(llama, dep, 64)
     assert (o["tp-size"], o["chunked-prefill-size"], o["mem-fraction-static"]) == (8, 16384, 0.852)
+
+
+def test_aggregated_prices_a_ranks_share_of_the_servers_chunk_under_attention_dp(b200):
+    """SGLang runs chunked_prefill_size // dp_size on each attention-DP rank (_handle_data_parallelism, server_args.py:2117
+    @0.5.9), after sizing its memory on the server's figure (_handle_gpu_memory_settings runs first): the aggregated model's
+    step budget (engine_budget) is the rank's, as the disaggregated prefill pool's is, and its fraction the server's."""
+    from llm_codesign.cost.calibration import calibration_for
+    from llm_codesign.serve.aggregated import engine_budget
+    from llm_codesign.serve.estimate import prefill_ops
+    from llm_codesign.spec.engines import TRTLLM
+    from llm_codesign.spec.plan import Workload, deployment
+    from llm_codesign.spec.registry import get_model
+
+    dp8 = Plan(tp=1, ep=8, moe_tp=1, adp=8)
+    mnt, (budget, fraction, _) = engine_budget(b200, engine=SGLANG, plan=dp8)
+    assert (mnt.item(), budget) == (2048.0, "static")  # B200's default 16,384 // 8
+    assert fraction.item() == static_fraction(b200, 1, 1, 8, chunk=16384.0).item()  # reserved for the server's 16,384
+    assert engine_budget(b200, engine=SGLANG, max_num_tokens=20000, plan=Plan(tp=1, ep=3, moe_tp=1, adp=3))[0].item() == 6666.0
+    assert engine_budget(b200, engine=SGLANG, plan=Plan(tp=8, ep=8, moe_tp=1))[0].item() == 16384.0  # no attention DP: whole
+    assert engine_budget(b200, engine=TRTLLM, plan=dp8)[0].item() == 8192.0  # each TensorRT-LLM rank takes max_num_tokens
+    # one 8k prompt's prefill chunk on a rank: 2,048 tokens, so the output projection (128 heads x 128 wide -> 7,168, attention
+    # TP 1) does 2 x 2,048 x 7,168 x 16,384 FLOPs a layer, not 8,192 rows' worth
+    m = get_model("deepseek-r1")
+    dep = deployment(m, gpu=b200, num_gpus=8, attention_dp=8, ep=8, engine="sglang")
+    o = next(op for op in prefill_ops(m, dep, calibration_for(b200), Workload(isl=8192, osl=1024)) if op.name == "layer0/attn/o")
+    assert (float(o.flops), float(o.count)) == (2.0 * 2048 * 7168 * 16384, 61.0)
+
+
+def test_a_plan_whose_ranks_get_no_token_of_the_budget_does_not_fit(b200):
+    """A search's plan (arrays, not refused at the edge) that leaves an attention-DP rank none of the server's figure
+    never prefills: it does not fit, and max_running gives it no sequence; ranks given 8 // 8 = 1 token still do."""
+    from llm_codesign.cost.calibration import calibration_for
+    from llm_codesign.serve.aggregated import Serving, evaluate, max_running
+    from llm_codesign.spec.precision import Precision
+    from llm_codesign.spec.registry import get_model
+
+    m, plan = get_model("deepseek-r1"), Plan(tp=1, ep=8, moe_tp=1, adp=8)
+    at = Serving(gpu=b200, prec=Precision.of("fp8_block"), plan=plan, engine=SGLANG, max_num_tokens=np.array([8.0, 7.0]))
+    r = evaluate(m, at, cal=calibration_for(b200), concurrency=1, isl=1024, osl=128)
+    assert r["fits"].tolist() == [True, False]
+    assert (max_running(m, at, isl=1024, osl=128) > 0).tolist() == [True, False]
+
+
+def test_a_budget_leaving_an_attention_dp_rank_no_token_is_refused_in_aggregated_serving():
+    r = run("estimate", "deepseek-r1", "--gpu", "b200", "--gpus", "8", "--attention-dp", "8", "--ep", "8", "--backend", "sglang",
+            "--max-num-tokens", "4", "--concurrency", "1")
+    assert r.returncode == 2 and not r.stdout and r.stderr.strip().splitlines() == [
+        "error: max_num_tokens: 4 is not valid; at least 8: SGLang splits a prefill step's budget over its 8 attention-DP ranks"]

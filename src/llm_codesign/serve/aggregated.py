@@ -62,16 +62,21 @@ def draft_model(model: ModelSpec, spec: SpecDecoding) -> ModelSpec:
 
 def engine_budget(gpu: Gpu, *, engine: Engine, max_num_tokens=None, plan: Plan | None = None, spec: SpecDecoding | None = None,
                   draft_len=None):
-    """The step token budget (the engine's own on this GPU unless given) and how the engine sizes and
+    """The step token budget of one attention-DP rank (the engine's own on this GPU unless given, split over the plan's
+    ranks where the engine splits the server's figure: Engine.rank_step_tokens) and how the engine sizes and
     fills its KV cache: (budget, usable fraction, OSL share a running sequence holds), Engine.kv_budget,
     the fraction the engine's for the plan where one is given (Engine.kv_fraction: SGLang's follows the
-    plan and reserves a draft's room only where one runs, `draft_len` > 0: a sweep's k = 0 points run none).
-    A run or deployment that states its own fraction has it in its flags (run_flags, kv_fraction_of)."""
+    plan, reserving room for the server's chunk, and reserves a draft's room only where one runs, `draft_len` > 0: a
+    sweep's k = 0 points run none). A run or deployment that states its own fraction has it in its flags (run_flags,
+    kv_fraction_of)."""
     mnt = np.asarray(engine.step_tokens(gpu) if max_num_tokens is None else max_num_tokens, float)
     budget, fraction, occupancy = engine.kv_budget
-    if plan is not None:
-        fraction = engine.kv_fraction(gpu, plan, chunk=mnt, spec_method=spec.method if spec else None, draft_len=draft_len)
-    return mnt, (budget, fraction, occupancy)
+    if plan is None:
+        return mnt, (budget, fraction, occupancy)
+    # SGLang sizes its memory on the server's chunk before it splits it (_handle_gpu_memory_settings runs before
+    # _handle_data_parallelism: server_args.py:710, :727@0.5.8.post1)
+    fraction = engine.kv_fraction(gpu, plan, chunk=mnt, spec_method=spec.method if spec else None, draft_len=draft_len)
+    return engine.rank_step_tokens(mnt, np.asarray(plan.arrays()[4], float)), (budget, fraction, occupancy)
 
 
 def kv_fraction_of(fl: SchedulerFlags, own):
@@ -375,7 +380,9 @@ def evaluate(model: ModelSpec, at: Serving, *, cal: Calibration, concurrency, is
         "step_s": t_stage, "prefill_step_s": t_pf_stage, "draft_s": t_draft + 0.0 * t_stage, "gpus": gpus,
         **_memory_metrics(mem, running), **_budget_batch(engine, mnt, fill=fill, cap=cap, k=k, pp=pp, adp=adp),
         "max_concurrency": cap * adp,  # what runs at once: the KV cache or the engine's batch limit, the smaller
-        "fits": (mem["free_for_kv"] > 0) & (c_rank <= cap),
+        # a rank given no token of the server's figure (Engine.rank_step_tokens) never prefills: refused for one deployment
+        # (spec.plan.check_step_budget), a search's plan that does so does not fit
+        "fits": (mem["free_for_kv"] > 0) & (c_rank <= cap) & (mnt >= 1),
     }
     if with_ops:
         res |= _phase_parts(model, gpu, prec, sh, costs=costs, r=r, steps=(wave_tok, t_wave_step, t_stage, t_draft, ops), share=pf_span / life)
@@ -518,7 +525,7 @@ def max_running(model: ModelSpec, at: Serving, *, isl, osl) -> np.ndarray:
     mem, cap, *_ = _running(model, at.gpu, at.prec, plan.broadcast(), np.ones(1), adp=np.asarray(plan.adp, float), engine=at.engine,
                             lengths=(np.asarray(isl, float), np.asarray(osl, float)), mnt=mnt, kv_budget=kv_budget, spec=spec,
                             draft_len=k, flags=run_flags(None, chunked_prefill=at.chunked_prefill, kv_fraction=at.kv_fraction))
-    return np.where(mem["free_for_kv"] > 0, cap, 0.0)
+    return np.where((mem["free_for_kv"] > 0) & (mnt >= 1), cap, 0.0)  # (evaluate's fits)
 
 
 def _running(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, C, *, adp, engine: Engine, lengths, mnt, kv_budget,

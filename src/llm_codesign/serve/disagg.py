@@ -78,10 +78,9 @@ def prefill_pool(model: ModelSpec, gpu: Gpu, prec: Precision, plan: Plan, *, cos
     sh = plan.broadcast()
     isl = np.asarray(isl, float)
     fl = run_flags(None, chunked_prefill=chunked_prefill, kv_fraction=kv_fraction)
+    # a rank's chunk: the server's figure, split over the attention-DP ranks where the engine does (Engine.rank_step_tokens)
     mnt, (budget, own, _) = engine_budget(gpu, engine=costs.engine, max_num_tokens=max_num_tokens, plan=plan)
     _, pp, _, _, adp, _ = (np.asarray(x, float) for x in plan.arrays())
-    # a rank's chunk: the server's figure, split over the attention-DP ranks where the engine does (Engine.rank_step_tokens)
-    mnt = costs.engine.rank_step_tokens(mnt, adp)
     chunk = np.minimum(isl, mnt)
     # one stage's step of a chunk on every attention-DP rank (the step a request arriving under load waits for), and a lone one's
     t_step = prefill_step(model, gpu, prec, sh, costs=costs, tokens=chunk, isl=isl, chunk=chunk)
@@ -381,16 +380,6 @@ def _within_slots(C, base, t_kv, slots, *, decode_time, arrival, **pools) -> tup
     return rate, ttft + slot_wait, admit, step_wait, slot_wait
 
 
-def _check_rank_budget(prefill: Deployment) -> None:
-    """Refuse a prefill budget that leaves an attention-DP rank no token where the engine splits the server's figure over
-    its ranks (Engine.rank_step_tokens: SGLang's chunked_prefill_size // dp_size), the engine's default included."""
-    adp = int(prefill.plan.adp)
-    mnt = prefill.engine.step_tokens(prefill.gpu) if prefill.max_num_tokens is None else prefill.max_num_tokens
-    if float(np.min(prefill.engine.rank_step_tokens(mnt, adp))) < 1:
-        raise InputError("max_num_tokens", mnt, f"at least {adp}: {prefill.engine.title} splits a prefill step's budget over its {adp} "
-                                                "attention-DP ranks")
-
-
 def estimate_disagg(model: ModelSpec, prefill: Deployment, decode: Deployment, *, calibration: Calibration,
                     decode_calibration: Calibration | None = None, prefill_instances: int, decode_instances: int, concurrencies,
                     isl: int, osl: int, decode_max_batch: int | None = None, arrival: str = DEFAULT_ARRIVAL,
@@ -404,8 +393,8 @@ def estimate_disagg(model: ModelSpec, prefill: Deployment, decode: Deployment, *
 
     check_arrival(arrival)
     check_step_budget(decode, "max_num_tokens" if decode.max_num_tokens == prefill.max_num_tokens else "decode_max_num_tokens")
+    check_step_budget(prefill)
     routing = routing_of(prefill.engine, prefill_routing)
-    _check_rank_budget(prefill)
 
     for name, v in (("isl", isl), ("osl", osl), ("prefill_instances", prefill_instances), ("decode_instances", decode_instances),
                     ("decode_max_batch", 1 if decode_max_batch is None else decode_max_batch)):

@@ -192,7 +192,8 @@ def _refuse_unfit(dep: Deployment, m) -> None:
 def prefill_ops(model: ModelSpec, dep: Deployment, cal: Calibration, workload: Workload):
     """The operators of one prefill chunk of one request, priced with the calibration the serving
     metrics use inside a step (the engine's in-step calibration, Engine.costs)."""
-    chunk = Batch(pf_tokens=min(workload.isl, dep.step_tokens), pf_seqs=1, pf_ctx=0)
+    rank_budget = float(np.asarray(dep.engine.rank_step_tokens(dep.step_tokens, int(np.asarray(dep.plan.adp)))))  # engine_budget's
+    chunk = Batch(pf_tokens=min(workload.isl, rank_budget), pf_seqs=1, pf_ctx=0)
     return forward_ops(model, dep.gpu, dep.engine.costs(cal).cal, dep.precision, dep.plan.broadcast(), b=chunk, engine=dep.engine)
 
 
@@ -257,12 +258,13 @@ def _over_capacity(dep: Deployment, workload: Workload, *, max_batch: int, budge
         rank = (" per attention-DP rank" if int(np.asarray(dep.plan.adp)) > 1 else "") + \
             (" per pipeline micro-batch" if int(np.asarray(dep.plan.pp)) > 1 else "")
         plural = "s" if max_batch != 1 else ""
+        budget = int(np.asarray(dep.engine.rank_step_tokens(dep.step_tokens, int(np.asarray(dep.plan.adp)))))  # a rank's (engine_budget)
         if osl == 1:  # a request's one output token comes from its prefill: the prompts take the budget (budget_fill)
-            return (f"a step of {dep.backend} schedules at most {dep.step_tokens} tokens{rank} and at OSL 1 nothing decodes: "
+            return (f"a step of {dep.backend} schedules at most {budget} tokens{rank} and at OSL 1 nothing decodes: "
                     f"the prompts arriving take them ({workload.new_tokens} tokens and 1 output token each), so {max_batch} request{plural} "
                     f"run{'s' if max_batch == 1 else ''} at once and the rest wait for them to finish (longer TTFT)")
         per = 1 + (dep.spec.k if dep.spec is not None else 0)
-        return (f"a step of {dep.backend} schedules at most {dep.step_tokens} tokens{rank} ({per} per decoding request and "
+        return (f"a step of {dep.backend} schedules at most {budget} tokens{rank} ({per} per decoding request and "
                 f"the prompts arriving), so {max_batch} request{plural} decode{'s' if max_batch == 1 else ''} and the rest wait "
                 "for whole requests to finish (longer TTFT)")
     held = f"the KV cache holds {max_batch} sequences of {isl}+{osl} tokens"

@@ -456,8 +456,14 @@ def deployment(model: ModelSpec, *, gpu: Gpu | str, num_gpus: int | None = None,
 
 def check_step_budget(dep: Deployment, field: str = "max_num_tokens") -> None:
     """Refuse a step token budget below one decoding request's tokens (1 + its draft length) where the engine counts
-    the decodes in it (Engine.budget_batch): no request would ever decode. `field`: the option that set it."""
+    the decodes in it (Engine.budget_batch): no request would ever decode; or one that leaves an attention-DP rank no token
+    where the engine splits the server's figure over its ranks (Engine.rank_step_tokens: SGLang's chunked_prefill_size //
+    dp_size), the engine's default included. `field`: the option that set it."""
     check_budget_holds(dep.max_num_tokens, dep.engine, dep.spec.k if dep.spec is not None else 0, field)
+    adp = int(np.max(dep.plan.adp))
+    if float(np.min(dep.engine.rank_step_tokens(dep.step_tokens, adp))) < 1:
+        raise InputError(field, dep.step_tokens, f"at least {adp}: {dep.engine.title} splits a prefill step's budget over its {adp} "
+                                                 "attention-DP ranks")
 
 
 def check_budget_holds(max_num_tokens: int | None, engine, draft_len: int, field: str = "max_num_tokens") -> None:
