@@ -1,8 +1,9 @@
 """spec/engines/sglang.py: SGLang's defaults as its server_args.py derives them (hand-derived values), and
 its exporter (explore/export_engines/sglang.py)."""
+import json
 import numpy as np
 import pytest
-from conftest import run
+from conftest import cli, run
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
@@ -127,3 +128,19 @@ def test_a_budget_leaving_an_attention_dp_rank_no_token_is_refused_in_aggregated
             "--max-num-tokens", "4", "--concurrency", "1")
     assert r.returncode == 2 and not r.stdout and r.stderr.strip().splitlines() == [
         "error: max_num_tokens: 4 is not valid; at least 8: SGLang splits a prefill step's budget over its 8 attention-DP ranks"]
+
+
+def test_estimate_names_a_ranks_share_of_the_budget_under_attention_dp():
+    # SGLang splits its 16,384-token chunk over 8 attention-DP ranks: 16,384 // 8 = 2,048 a rank (server_args.py:2117@0.5.9);
+    # the table had shown the server's figure alone
+    args = ("estimate", "deepseek-r1", "--gpu", "b200", "--gpus", "8", "--attention-dp", "8", "--ep", "8", "--backend", "sglang",
+            "--weight-dtype", "fp8", "--kv-dtype", "fp8", "--concurrency", "64")
+    code, out, _ = cli(*args, "--json")
+    assert code == 0
+    d = json.loads(out)
+    assert (d["max_num_tokens"], d["rank_step_tokens"]) == (16384, 2048)
+    code, out, _ = cli(*args)
+    assert code == 0 and "16384 (sglang); 2048 a rank" in out
+    code, out, _ = cli("estimate", "deepseek-r1", "--gpu", "b200", "--gpus", "8", "--tp", "8", "--ep", "8", "--backend", "sglang",
+                       "--weight-dtype", "fp8", "--kv-dtype", "fp8", "--concurrency", "64")
+    assert code == 0 and "16384 (sglang) " in out and "a rank" not in out

@@ -147,6 +147,12 @@ def roofline(
     _console().print(f"roofline floor (max of FLOPs/peak, bytes/bandwidth): {tt['bound_time_s'] * 1e3:.3f} ms")
 
 
+def _rank_share(r: dict) -> str:
+    """'; 2048 a rank' where the engine splits the server's budget over its attention-DP ranks (SGLang)."""
+    k = r.get("rank_step_tokens", r["max_num_tokens"])
+    return "" if k == r["max_num_tokens"] else f"; {k} a rank"
+
+
 @app.command()
 def estimate(
     model: str = typer.Argument(..., help="Registry name (see `models`), Hugging Face id or config.json path."), gpu: str = O_GPU,
@@ -195,7 +201,7 @@ def estimate(
     reserve = mem["capacity_gb"] - sum(mem[k] for k in ("weights_gb", "kv_gb", "state_gb", "activations_gb", "free_gb"))
     for k, v in (("mode", r["mode"]), ("concurrency", r["concurrency"]), ("ISL / OSL", f"{isl} / {osl}"),
                  # each metric with its 80% and 95% intervals (measure.intervals)
-                 ("step token budget", f"{r['max_num_tokens']} ({r['backend']})"), ("TTFT", f"{r['ttft_ms']:.1f} ms" + inline(r, "ttft_ms")),
+                 ("step token budget", f"{r['max_num_tokens']} ({r['backend']})" + _rank_share(r)), ("TTFT", f"{r['ttft_ms']:.1f} ms" + inline(r, "ttft_ms")),
                  ("TPOT", f"{r['tpot_ms']:.2f} ms" + inline(r, "tpot_ms")), ("tokens/s per user", f"{r['tok_s_per_user']:.1f}" + inline(r, "tok_s_per_user")),
                  ("output tokens/s per GPU", f"{r['output_tok_s_per_gpu']:.1f}" + inline(r, "output_tok_s_per_gpu")),
                  ("input+output tokens/s per GPU", f"{r['io_tok_s_per_gpu']:.1f}"),

@@ -111,6 +111,8 @@ class Estimate:
             "model": self.model, "gpu": dep.gpu.id, "num_gpus": dep.num_gpus, "plan": dep.plan.label(),
             "precision": dep.precision.label(), "backend": dep.backend, "mode": self.mode,
             "isl": w.isl, "osl": w.osl, "concurrency": self.concurrency, "max_num_tokens": dep.step_tokens,
+            # a rank's share where the engine splits the server's figure over its attention-DP ranks (Engine.rank_step_tokens)
+            "rank_step_tokens": int(dep.engine.rank_step_tokens(dep.step_tokens, dep.plan.adp)),
             "ttft_ms": self.ttft_s * 1e3, "tpot_ms": self.tpot_s * 1e3, "tok_s_per_user": self.tok_s_per_user,
             "output_tok_s_per_gpu": self.output_tok_s_per_gpu, "io_tok_s_per_gpu": self.io_tok_s_per_gpu,
             **_per_joule(self.energy), "tokens_per_joule_at_tdp": self.tokens_per_joule_at_tdp, "max_batch": self.max_batch,
