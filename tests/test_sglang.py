@@ -1,6 +1,7 @@
 """spec/engines/sglang.py: SGLang's defaults as its server_args.py derives them (hand-derived values), and
 its exporter (explore/export_engines/sglang.py)."""
 import json
+
 import numpy as np
 import pytest
 from conftest import cli, run
