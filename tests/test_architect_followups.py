@@ -33,3 +33,28 @@ def test_two_shapes_the_proxy_prices_alike_still_differ_by_a_band(tmp_path):
     assert abs(deep["sigma_pct"] - 0.98 * math.log(80 / 68)) < 1e-9  # 0.159%: aspect 8192/68 against 8192/80
     assert abs(wide_heads["sigma_pct"] - math.hypot(0.98 * math.log(80 / 68), 0.82 * math.log(2))) < 1e-9  # 0.590%
     assert deep["sigma_test"] == 0.0  # the band widens, the test does not loosen
+
+
+def _moe30(tmp_path):
+    return _config(tmp_path, "moe30", hidden_size=6144, num_hidden_layers=48, num_attention_heads=64, num_experts=128,
+                   num_experts_per_tok=8, moe_intermediate_size=1536, intermediate_size=12288, vocab_size=151936)
+
+
+def test_design_says_what_stops_each_rows_batch(tmp_path):
+    # designs 1 and 2 both read 14,524.8 tok/s/GPU with nothing said: both run 751 requests per rank (3,004 on DP4), and one
+    # batch up the grid (884 per rank) design 1 outgrows its KV cache (3,308 requests) while design 2 misses the 20
+    # tok/s/user floor (18.1). At one batch the objective is batch x OSL over a request's life (TTFT + OSL x TPOT), and the
+    # two lives agree to 2e-6 (design 1's shorter TPOT, 49.12 ms against 49.16, pays for its longer first token)
+    code, out, _ = cli("design", "--moe", "--params", "180e9", "--gpu", "b200", "--weight-dtype", "fp8", "--kv-dtype", "fp8",
+                       "--baseline", _moe30(tmp_path), "--top", "4", "--json")
+    d = json.loads(out)["designs"]
+    assert code == 0 and [x["deployment"]["concurrency_per_instance"] for x in d[:2]] == [3004, 3004]
+    assert round(d[0]["objective"], 1) == round(d[1]["objective"], 1) == 14524.8
+    assert d[0]["deployment"]["batch"] | {"next_tok_s_per_user": 0} == {
+        "binds": "memory", "next_batch": 3536, "floor": 20.0, "max_concurrency": 3308, "next_tok_s_per_user": 0}
+    assert d[1]["deployment"]["batch"]["binds"] == "floor" and 18 < d[1]["deployment"]["batch"]["next_tok_s_per_user"] < 20
+    code, out, _ = cli("design", "--moe", "--params", "180e9", "--gpu", "b200", "--weight-dtype", "fp8", "--kv-dtype", "fp8",
+                       "--baseline", _moe30(tmp_path), "--top", "4")
+    assert code == 0 and ("batch: one step up the search's batch grid, rows 2, 4 miss the 20 tok/s/user floor (the objective "
+                          "sits at the floor: shapes at one batch and plan score alike); rows 1, 3 outgrow the KV cache or the "
+                          "engine's batch limit") in " ".join(out.split())

@@ -45,6 +45,35 @@ def _envelope_cell(v: dict) -> str:
     return f"{_BOUND_SHORT[var]}{'>' if side == 'max' else '<'}x{by}"
 
 
+def _rows(nums: list[int]) -> str:
+    """'row 3', 'rows 1-2, 4': design rows as ranges."""
+    runs, out = [], []
+    for n in nums:
+        if runs and n == runs[-1][1] + 1:
+            runs[-1][1] = n
+        else:
+            runs.append([n, n])
+    out = [f"{a}" if a == b else f"{a}-{b}" for a, b in runs]
+    return ("row " if len(nums) == 1 else "rows ") + ", ".join(out)
+
+
+def _batch_line(r: dict, short: str) -> str | None:
+    """What stops each design's batch one step up the search's grid (explore.design.batch_binds), said once: where the
+    floor binds, shapes that meet it at one batch on one plan score alike."""
+    groups: dict = {}
+    for j, d in enumerate(r["designs"], 1):
+        groups.setdefault(d["deployment"].get("batch", {}).get("binds", "?"), []).append(j)
+    if not groups:
+        return None
+    cons = next(iter(r["constraint"]))
+    floor = f"the {r['constraint'][cons]:g} {'tok/s/user' if cons == 'min_tps_user' else 'tok/s/GPU'} floor"
+    said = {"floor": f"miss {floor} (the objective sits at the floor: shapes at one batch and plan score alike)",
+            "memory": "outgrow the KV cache or the engine's batch limit", "grid": "are at the search's largest batch",
+            None: f"meet the floor and fit but give less {short}"}
+    parts = [f"{_rows(groups[k])} {said[k]}" for k in ("floor", "memory", "grid", None) if k in groups]
+    return "batch: one step up the search's batch grid, " + "; ".join(parts)
+
+
 @app.command()
 def lint(
     model: str = typer.Argument(..., help="Registry name, Hugging Face id or config.json path."),
@@ -257,6 +286,8 @@ def design(
         t.add_row(*row)
     con.print(t)
     con.print(f"equal quality: {ref['rule']} (--quality-sigmas, --quality-tol)")
+    if line := _batch_line(r, short):
+        con.print(line)
     for x in r.get("grid", {}).get("extended", []):
         con.print(f"grid extended: {x['axis']} to {x['to']} (the winner sat on its {x['side']} edge; {x['admitted']} shapes admitted)")
     for x in r.get("binds", []):

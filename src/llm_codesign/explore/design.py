@@ -210,8 +210,35 @@ def at_best(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, *, nu
         return None
     at = lambda key: float(np.broadcast_to(r[key], val.shape).ravel()[k])  # noqa: E731
     ip, ib = np.unravel_index(k, val.shape)[1:]
+    dep = _dep(plan, inst, int(ip), int(ib))
+    dep["batch"] = batch_binds(model, dep, gpu=gpu, cal=cal, prec=prec, slo=slo, engine=engine)
     return {"objective": float(val.ravel()[k]), "tok_s_per_user": at("tok_s_per_user"), "output_tok_s_per_gpu": at("output_tok_s_per_gpu"),
-            "ttft_ms": 1e3 * at("ttft_s"), "tpot_ms": 1e3 * at("tpot_s"), "deployment": _dep(plan, inst, int(ip), int(ib))}
+            "ttft_ms": 1e3 * at("ttft_s"), "tpot_ms": 1e3 * at("tpot_s"), "deployment": dep}
+
+
+def batch_binds(model: ModelSpec, deployment: dict, *, gpu: Gpu, cal: Calibration, prec: Precision, slo: Slo,
+                engine: Engine = TRTLLM) -> dict:
+    """What stops a deployment's batch (`_dep`'s record) at its grid value: the next batch per attention-DP rank on
+    BATCHES re-priced on the same plan. "floor": it misses the regime's floor (tok/s/user in the throughput regimes),
+    which then caps the objective for every shape whose step time lets the same batch meet it; "memory": the KV cache
+    or the engine's batch limit does not hold it (max_concurrency); "grid": the search's largest batch; None: the
+    larger batch meets the floor and fits but scores less (the objective's own optimum)."""
+    plan = Plan.from_dict(deployment)
+    b = deployment["concurrency_per_instance"] // plan.adp
+    ib = int(np.searchsorted(BATCHES, b))
+    if ib + 1 >= len(BATCHES):
+        return {"binds": "grid", "next_batch": None}
+    nxt = int(BATCHES[ib + 1])
+    _, cons, _, _ = REGIMES[slo.regime]
+    floor = slo.min_tps_user if cons == "min_tps_user" else slo.min_tps_gpu
+    metric = "tok_s_per_user" if cons == "min_tps_user" else "output_tok_s_per_gpu"
+    r, ok = _priced(model, gpu, cal, prec, Plan(*(np.asarray([x]) for x in plan.sizes)), inst=np.asarray([deployment["instance_gpus"]]), slo=slo,
+                    engine=engine, batches=(b, nxt))
+    at = lambda key: float(np.broadcast_to(r[key], ok.shape)[0, 0, 1])  # noqa: E731  the next batch's
+    out = {"next_batch": nxt * plan.adp, "next_" + metric: at(metric), "floor": floor, "max_concurrency": int(at("max_concurrency"))}
+    if not (validity(model, gpu, plan, deployment["instance_gpus"]) < 0 and bool(np.ravel(r["fits"])[-1])):
+        return out | {"binds": "memory"}
+    return out | {"binds": "floor" if at(metric) < floor else None}
 
 
 # A design search prices shapes x plans x batches, ~3.5 us per deployment on one core of the 2-core
@@ -357,6 +384,14 @@ def design(params: float, gpu: Gpu, cal: Calibration, num_gpus: int, slo: Slo, *
     evaluated += more
     r = _result(cand, obj, best=(bplan, bbatch), evaluated=evaluated, baseline=baseline, ref=ref, moe=moe, params=params,
                 num_gpus=num_gpus, top=top, t0=t0, **on)
+    # what stops each row's batch one step up the grid: where the floor does, shapes that meet it at one batch score alike
+    # (moe30's design at 180B, FP8 KV on 8x B200: two shapes at 14,524.8 tok/s/GPU, both at 751 per rank against 20 tok/s/user)
+    bk = dict(gpu=gpu, cal=cal, prec=prec, slo=slo, engine=engine)
+    for d in r["designs"]:
+        d["deployment"]["batch"] = batch_binds(to_model(d, vocab), d["deployment"], **bk)
+    for who, rec in ((baseline, r["baseline"]), (ref.model, r["reference"])):
+        if rec and rec.get("objective") is not None:
+            rec["deployment"]["batch"] = batch_binds(who, rec["deployment"], **bk)
     r["candidates"] = searched  # the grid's shapes; the extensions' are counted under "grid"
     r |= {"screened": screened, "envelope": env.to_dict() | {"applied": not outside_envelope}, "grid": grid, "binds": binds}
     return r
