@@ -58,3 +58,57 @@ def test_design_says_what_stops_each_rows_batch(tmp_path):
     assert code == 0 and ("batch: one step up the search's batch grid, rows 2, 4 miss the 20 tok/s/user floor (the objective "
                           "sits at the floor: shapes at one batch and plan score alike); rows 1, 3 outgrow the KV cache or the "
                           "engine's batch limit") in " ".join(out.split())
+
+
+def test_an_active_parameter_budget_and_estimates_parameter_row(tmp_path):
+    # "a ~30B-active MoE" had no flag: --active-params holds each design's active count within --budget-tol as --params
+    # holds its total (a 180B search's shapes span 3.9B-36.4B active at 180B +- 10%)
+    code, out, _ = cli("design", "--moe", "--params", "180e9", "--active-params", "30e9", "--gpu", "b200", "--weight-dtype", "fp8",
+                       "--top", "5", "--max-candidates", "200", "--json")
+    d = json.loads(out)["designs"]
+    assert code == 0 and len(d) == 5 and all(27e9 <= x["active_params"] <= 33e9 and 162e9 <= x["total_params"] <= 198e9 for x in d)
+    for args, msg in ((("--params", "70e9", "--active-params", "30e9"),
+                       "error: active_params: 30000000000.0 is not valid; a MoE search's budget (--moe): a dense shape's active "
+                       "parameters are its total"),
+                      (("--moe", "--params", "70e9", "--active-params", "80e9"),
+                       "error: active_params: 80000000000.0 is not valid; an active-parameter budget above 0 and below --params (70B)"),
+                      (("--moe", "--params", "180e9", "--active-params", "1e9"),
+                       "error: active_params: 1000000000.0 is not valid; an active budget the MoE shapes of 180B total reach: "
+                       "3.88B to 36.4B active (within --budget-tol 0.1 of them)")):
+        code, out, err = cli("design", *args, "--gpu", "b200")
+        assert code == 2 and " ".join((out + err).split()) == msg, out + err
+    # moe30: 48 layers of attention 6144 x 8192 x 2 (q, o) + 6144 x 1024 x 2 (k, v) = 113,246,208, a router 6144 x 128
+    # and 128 experts of 3 x 6144 x 1536 (8 of them active), the embedding and LM head 151,936 x 6144 each (one active)
+    attn, expert, router, emb = 6144 * 8192 * 2 + 6144 * 1024 * 2, 3 * 6144 * 1536, 6144 * 128, 151936 * 6144
+    total, active = 48 * (attn + 128 * expert + router) + 2 * emb, 48 * (attn + 8 * expert + router) + emb
+    assert (total, active) == (181_286_731_776, 17_278_697_472)
+    code, out, _ = cli("estimate", _moe30(tmp_path), "--gpu", "b200", "--gpus", "8", "--json")
+    r = json.loads(out)
+    assert code == 0 and (r["total_params"], r["active_params"]) == (total, active)
+    code, out, _ = cli("estimate", _moe30(tmp_path), "--gpu", "b200", "--gpus", "8")
+    assert code == 0 and "│ parameters" in out and "181.3B total, 17.3B active │" in out
+
+
+def test_lints_block_and_tile_proposals_agree_and_estimate_notes_the_block(tmp_path):
+    # hidden 5000: R4 proposed 5008 (the next multiple of NVFP4's 16) while R2 proposed 4992 (the nearest of 128); both
+    # now propose 4992, the nearest multiple of 128, which every scale block (16, 32, 128) and the tile grid divide
+    h5000 = _config(tmp_path, "h5000", hidden_size=5000)
+    code, out, _ = cli("lint", h5000, "--gpu", "b200", "--weight-dtype", "nvfp4", "--json")
+    fixes = {f["rule"]: f["fix"] for f in json.loads(out)["findings"] if f["where"] == "hidden"}
+    assert code == 0 and fixes == {
+        "R4": "hidden -> 4992 (the nearest multiple of 128: every scale block and R2's tile grid; or keep this tensor in a wider format)",
+        "R2": "hidden 5000 -> 4992 (-0.02B parameters)"}
+    # a dense FFN R2 checks per GPU at the TP lint prices (TP2 for this 8B shape on B200): 14,330 (not a multiple of 16) ->
+    # the nearest multiple of 2 x 128 = 256, 14,336
+    ffn = _config(tmp_path, "ffn", intermediate_size=14330)
+    code, out, _ = cli("lint", ffn, "--gpu", "b200", "--json")
+    r4 = [f["fix"] for f in json.loads(out)["findings"] if f["rule"] == "R4" and f["where"] == "inter"]
+    assert code == 0 and r4 == ["inter -> 14336 (the nearest multiple of 256: every scale block and R2's tile grid over 2 GPUs; or "
+                                "keep this tensor in a wider format)"]
+    # estimate priced hidden 5000 in NVFP4 with no word of what lint calls an error
+    note = ("hidden 5000 is not divisible by 16 (NVFP4 scale blocks; lint R4 error): priced as given, though an engine cannot "
+            "quantise it whole in NVFP4")
+    code, out, _ = cli("estimate", h5000, "--gpu", "b200", "--weight-dtype", "nvfp4", "--json")
+    assert code == 0 and json.loads(out)["shape_notes"] == [note]
+    code, out, _ = cli("estimate", h5000, "--gpu", "b200", "--weight-dtype", "fp8", "--json")
+    assert code == 0 and json.loads(out)["shape_notes"] == []  # FP8 per-tensor has no blocks

@@ -166,6 +166,7 @@ def estimate(
 ):
     """What one deployment delivers: TTFT, TPOT, tok/s/user, tok/s/GPU, memory, bottlenecks."""
     from llm_codesign.api import estimate as run
+    from llm_codesign.explore.lint import scale_block_notes
     from llm_codesign.spec.engines.base import GIB
     from llm_codesign.spec.plan import Workload
 
@@ -181,7 +182,10 @@ def estimate(
         from llm_codesign.explore.pricing import cost_of
 
         est = replace(est, cost=cost_of(dep.gpu, gpu_hour_price, est.output_tok_s_per_gpu, isl, osl))
-    r = est.to_dict()  # the table shows what --json prints
+    # the shape's size beside its speed (ModelSpec: every weight; active, what one token reads: top-k experts, the LM head
+    # and not the input embedding's lookup), so an architect's "~30B active" reads off the row
+    r = {"total_params": int(m.total_params), "active_params": int(m.active_params)} | est.to_dict()  # the table shows what --json prints
+    r["shape_notes"] = scale_block_notes(m, dep.precision)  # lint R4 on the format it runs: a width its scale blocks miss
     if as_json:
         return _dump(r)
     from rich.table import Table
@@ -193,7 +197,8 @@ def estimate(
     t.add_column("value", justify="right")
     mem = r["memory"]
     reserve = mem["capacity_gb"] - sum(mem[k] for k in ("weights_gb", "kv_gb", "state_gb", "activations_gb", "free_gb"))
-    for k, v in (("mode", r["mode"]), ("concurrency", r["concurrency"]), ("ISL / OSL", f"{isl} / {osl}"),
+    for k, v in (("parameters", f"{r['total_params'] / 1e9:.1f}B total, {r['active_params'] / 1e9:.1f}B active"),
+                 ("mode", r["mode"]), ("concurrency", r["concurrency"]), ("ISL / OSL", f"{isl} / {osl}"),
                  # each metric with its 80% and 95% intervals (measure.intervals)
                  ("step token budget", f"{r['max_num_tokens']} ({r['backend']})"), ("TTFT", f"{r['ttft_ms']:.1f} ms" + inline(r, "ttft_ms")),
                  ("TPOT", f"{r['tpot_ms']:.2f} ms" + inline(r, "tpot_ms")), ("tokens/s per user", f"{r['tok_s_per_user']:.1f}" + inline(r, "tok_s_per_user")),
@@ -225,6 +230,8 @@ def estimate(
         t.add_row(k, v)
     for note in r["precision_notes"]:
         t.add_row("precision as run", f"[yellow]{note}[/yellow]")
+    for note in r["shape_notes"]:
+        t.add_row("shape as run", f"[yellow]{note}[/yellow]")
     for k, v in basis_rows(r["intervals"], r):
         t.add_row(k, v)
     _console().print(t)

@@ -90,12 +90,14 @@ def grid_rows(axes: dict[str, tuple], *, moe: bool) -> tuple[np.ndarray, dict[st
     return np.stack(cols, axis=1).astype(np.int64), g
 
 
-def in_budget(grid: tuple[np.ndarray, dict], params: float, tol: float, vocab: int) -> dict[str, np.ndarray]:
-    """The grid rows within params*(1 +- tol) with a well-formed head layout, as shape arrays (with each
-    shape's axis values under "ax_<axis>")."""
+def in_budget(grid: tuple[np.ndarray, dict], params: float, tol: float, vocab: int, active: float | None = None) -> dict[str, np.ndarray]:
+    """The grid rows within params*(1 +- tol) (and active*(1 +- tol) active parameters where `active` is given: a MoE
+    budget of both) with a well-formed head layout, as shape arrays (with each shape's axis values under "ax_<axis>")."""
     rows, ax = grid
     c = shapes(rows, vocab) | {f"ax_{k}": v for k, v in ax.items()}
     ok = (np.abs(c["total_params"] / params - 1) <= tol) & _well_formed(c)
+    if active is not None:
+        ok &= np.abs(c["active_params"] / active - 1) <= tol
     return {k: v[ok] for k, v in c.items()}
 
 
@@ -343,7 +345,7 @@ def design(params: float, gpu: Gpu, cal: Calibration, num_gpus: int, slo: Slo, *
            quality_sigmas: float = 1.0, outside_envelope: bool = False,
            quality_file: str | None = None, engine: Engine = TRTLLM, max_candidates: int = 20000, top: int = 10,
            progress=None, chunk: int = 16, proxy_file: str | None = None, scheduler: str | None = None,
-           workers: int | None = None) -> dict:
+           workers: int | None = None, active_params: float | None = None) -> dict:
     """The `top` shapes at the budget ranked by the regime's objective, among those inside the published
     envelope (explore.envelope; `outside_envelope` opens it) whose proxy loss is no worse than the reference's
     beyond `quality_sigmas` of the difference's own uncertainty. A winner on an edge of the grid extends the
@@ -352,16 +354,22 @@ def design(params: float, gpu: Gpu, cal: Calibration, num_gpus: int, slo: Slo, *
     t0 = time.perf_counter()
     if slo.regime not in REGIMES:
         raise InputError("regime", slo.regime, "one of: " + ", ".join(REGIMES))
+    _check_active(active_params, params, moe)
     prec, vocab, ref, env, jk = _setup(params, baseline, moe, prec, budget_tol=budget_tol, quality_tol=quality_tol,
                                        quality_sigmas=quality_sigmas, outside_envelope=outside_envelope, quality_file=quality_file,
                                        proxy_file=proxy_file)
     axes = grid_axes(moe=moe)
     grid = grid_rows(axes, moe=moe)
-    allc = judge(in_budget(grid, params, budget_tol, vocab), **jk)
+    allc = judge(in_budget(grid, params, budget_tol, vocab, active_params), **jk)
     screened = {"in_budget": int(len(allc["hidden"])), "inside_envelope": int(allc["inside"].sum()),
                 "pass_quality": int(allc["q_passes"].sum()), "admitted": int(allc["admit"].sum())}
     cand = thin(_take(allc, allc["admit"]), max_candidates)
     plan, inst = _plans(num_gpus, gpu, moe=moe, long_context=slo.regime == "long-context")
+    total = in_budget(grid, params, budget_tol, vocab) if active_params is not None else {"active_params": ()}
+    if not screened["in_budget"] and len(total["active_params"]):  # shapes at the total, none at the active budget
+        a = total["active_params"]
+        raise InputError("active_params", active_params, f"an active budget the MoE shapes of {params / 1e9:g}B total reach: "
+                         f"{a.min() / 1e9:.3g}B to {a.max() / 1e9:.3g}B active (within --budget-tol {budget_tol:g} of them)")
     if not screened["in_budget"]:  # no shape of the grid near the budget: neither --quality-sigmas nor the envelope admits one
         c = shapes(grid[0], vocab)
         n = c["total_params"][_well_formed(c)]
@@ -377,10 +385,11 @@ def design(params: float, gpu: Gpu, cal: Calibration, num_gpus: int, slo: Slo, *
     if not np.isfinite(obj).any():
         raise _nothing_meets(slo, len(obj), params, num_gpus, gpu)  # shapes fit (checked before the search), none meets the floor
     searched = len(obj)
-    cand, obj, bplan, bbatch, grid, more = _extend_grid(cand, obj, bplan, bbatch, axes=axes, params=params, budget_tol=budget_tol,
+    cand, obj, bplan, bbatch, grid, more = _extend_grid(cand, obj, bplan, bbatch, axes=axes, params=params, budget_tol=budget_tol, active=active_params,
                                                         judge_kw=jk, price_kw=pk)
     evaluated += more
-    binds, more = _binds(cand, obj, axes=axes, params=params, budget_tol=budget_tol, judge_kw=jk, price_kw=pk, limits=grid["limits"])
+    binds, more = _binds(cand, obj, axes=axes, params=params, budget_tol=budget_tol, active=active_params, judge_kw=jk, price_kw=pk,
+                         limits=grid["limits"])
     evaluated += more
     r = _result(cand, obj, best=(bplan, bbatch), evaluated=evaluated, baseline=baseline, ref=ref, moe=moe, params=params,
                 num_gpus=num_gpus, top=top, t0=t0, **on)
@@ -395,6 +404,16 @@ def design(params: float, gpu: Gpu, cal: Calibration, num_gpus: int, slo: Slo, *
     r["candidates"] = searched  # the grid's shapes; the extensions' are counted under "grid"
     r |= {"screened": screened, "envelope": env.to_dict() | {"applied": not outside_envelope}, "grid": grid, "binds": binds}
     return r
+
+
+def _check_active(active_params: float | None, params: float, moe: bool) -> None:
+    """An active-parameter budget is a MoE search's, below its total budget."""
+    if active_params is None:
+        return
+    if not moe:
+        raise InputError("active_params", active_params, "a MoE search's budget (--moe): a dense shape's active parameters are its total")
+    if not 0 < active_params < params:
+        raise InputError("active_params", active_params, f"an active-parameter budget above 0 and below --params ({params / 1e9:g}B)")
 
 
 def _next_value(axes: dict, axis: str, side: str):
@@ -431,7 +450,7 @@ def _why_not(sl: dict) -> dict:
     return out
 
 
-def _extend_grid(cand, obj, bplan, bbatch, *, axes, params, budget_tol, judge_kw, price_kw):
+def _extend_grid(cand, obj, bplan, bbatch, *, axes, params, budget_tol, judge_kw, price_kw, active=None):
     """Extends the grid past every edge the winner sits on, one step per round, pricing each new slice's
     admitted shapes, until the winner is interior or each edge it sits on is a real limit (no admitted shape
     one step past it: the budget, the envelope or quality; or a fixed axis)."""
@@ -450,7 +469,7 @@ def _extend_grid(cand, obj, bplan, bbatch, *, axes, params, budget_tol, judge_kw
                                         "why": "fixed: " + ("the fast attention kernels' head sizes (lint R4)" if axis == "head_dim"
                                                             else "the least value" if EXTEND.get(axis) else "on or off")}
                 continue
-            sl = judge(in_budget(grid_rows({**axes, axis: (nxt,)}, moe=moe), params, budget_tol, vocab), **judge_kw)
+            sl = judge(in_budget(grid_rows({**axes, axis: (nxt,)}, moe=moe), params, budget_tol, vocab, active), **judge_kw)
             adm = thin(_take(sl, sl["admit"]), EXTEND_SLICE)
             step = {"axis": axis, "side": side, "to": _num(nxt), "admitted": int(len(adm["hidden"])), **_why_not(sl)}
             if not len(adm["hidden"]):
@@ -483,7 +502,7 @@ def quality_why(delta: float, sigma: float, k: float) -> str:
     return f"proxy loss {delta:+.4f} against the reference's, {band}"
 
 
-def _binds(cand, obj, *, axes, params, budget_tol, judge_kw, price_kw, limits) -> tuple[list[dict], int]:
+def _binds(cand, obj, *, axes, params, budget_tol, judge_kw, price_kw, limits, active=None) -> tuple[list[dict], int]:
     """Which constraints hold the winner back: its neighbours one grid step along each axis that lie in the
     budget but were not admitted (outside the envelope, or below the reference's quality), priced; those that
     would beat the winner name the bound. Grid edges that are real limits come first."""
@@ -502,7 +521,7 @@ def _binds(cand, obj, *, axes, params, budget_tol, judge_kw, price_kw, limits) -
                 nb.append((axis, {**{a: (v,) for a, v in base.items()}, axis: (vals[jj],)}))
     if not nb:
         return out, 0
-    sl = [judge(in_budget(grid_rows(g, moe=moe), params, budget_tol, vocab), **judge_kw) for _, g in nb]
+    sl = [judge(in_budget(grid_rows(g, moe=moe), params, budget_tol, vocab, active), **judge_kw) for _, g in nb]
     keep = [(axis, s) for (axis, _), s in zip(nb, sl, strict=True) if len(s["hidden"]) and not s["admit"][0]]
     if not keep:
         return out, 0
@@ -638,7 +657,7 @@ def design_nsga2(params: float, gpu: Gpu, cal: Calibration, num_gpus: int, slo: 
                  moe: bool = False, prec: Precision | None = None, budget_tol: float = 0.1, quality_tol: float = 0.0,
                  quality_sigmas: float = 1.0, outside_envelope: bool = False,
                  quality_file: str | None = None, engine: Engine = TRTLLM, trials: int = 300, top: int = 10, seed: int = 0,
-                 progress=None, proxy_file: str | None = None) -> dict:
+                 progress=None, proxy_file: str | None = None, active_params: float | None = None) -> dict:
     """Optuna NSGA-II over a continuous shape space too large to enumerate: two objectives (the SLO
     objective up, the quality proxy down) with the budget, the quality test against the reference (as `design`)
     and the envelope as constraints. Each trial prices one shape over every deployment through the same
@@ -650,6 +669,7 @@ def design_nsga2(params: float, gpu: Gpu, cal: Calibration, num_gpus: int, slo: 
     t0 = time.perf_counter()
     if slo.regime not in REGIMES:
         raise InputError("regime", slo.regime, "one of: " + ", ".join(REGIMES))
+    _check_active(active_params, params, moe)
     prec, vocab, ref, env, jk = _setup(params, baseline, moe, prec, budget_tol=budget_tol, quality_tol=quality_tol,
                                        quality_sigmas=quality_sigmas, outside_envelope=outside_envelope, quality_file=quality_file,
                                        proxy_file=proxy_file)
@@ -658,7 +678,7 @@ def design_nsga2(params: float, gpu: Gpu, cal: Calibration, num_gpus: int, slo: 
     on = dict(gpu=gpu, cal=cal, prec=prec, plan=plan, inst=inst, slo=slo, engine=engine)  # what every shape is priced on
     seen: dict[tuple, tuple] = {}
     bq = float(ref.terms["loss"])
-    hidden = _trial_widths(params, moe=moe, budget_tol=budget_tol, vocab=vocab, judge_kw=jk)
+    hidden = _trial_widths(params, moe=moe, budget_tol=budget_tol, vocab=vocab, judge_kw=jk, active=active_params)
 
     def run(trial):
         row = _trial_shape(trial, moe=moe, params=params, vocab=vocab, hidden=hidden)
@@ -669,6 +689,8 @@ def design_nsga2(params: float, gpu: Gpu, cal: Calibration, num_gpus: int, slo: 
         cons = [abs(float(c["total_params"][0]) / params - 1) - budget_tol,
                 float(c["q_delta"][0] - ref.k * c["q_sigma_test"][0]) / bq - ref.tol, 0.0 if _well_formed(c)[0] else 1.0,
                 0.0 if outside_envelope else out]
+        if active_params is not None:
+            cons.append(abs(float(c["active_params"][0]) / active_params - 1) - budget_tol)
         _constrain(trial, cons)
         v = -np.inf
         if max(cons) <= 0:
@@ -695,10 +717,10 @@ def design_nsga2(params: float, gpu: Gpu, cal: Calibration, num_gpus: int, slo: 
     return r
 
 
-def _trial_widths(params, *, moe, budget_tol, vocab, judge_kw) -> tuple[int, int]:
+def _trial_widths(params, *, moe, budget_tol, vocab, judge_kw, active=None) -> tuple[int, int]:
     """The widths the grid's admitted shapes span (inside the envelope, as good as the reference): most random
     widths outside them leave a depth for the budget outside the envelope."""
-    grid = judge(in_budget(grid_rows(grid_axes(moe=moe), moe=moe), params, budget_tol, vocab), **judge_kw)
+    grid = judge(in_budget(grid_rows(grid_axes(moe=moe), moe=moe), params, budget_tol, vocab, active), **judge_kw)
     ok = grid["hidden"][grid["admit"]]
     return (int(ok.min()) // 128 * 128, -(-int(ok.max()) // 128) * 128) if len(ok) else (1024, 24576)
 
