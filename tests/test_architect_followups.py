@@ -112,3 +112,23 @@ def test_lints_block_and_tile_proposals_agree_and_estimate_notes_the_block(tmp_p
     assert code == 0 and json.loads(out)["shape_notes"] == [note]
     code, out, _ = cli("estimate", h5000, "--gpu", "b200", "--weight-dtype", "fp8", "--json")
     assert code == 0 and json.loads(out)["shape_notes"] == []  # FP8 per-tensor has no blocks
+
+
+def test_lints_objective_costs_also_read_as_the_rate_lost(tmp_path):
+    # R2 priced hidden 5000 in NVFP4 at 0.2412 ms of GPU time per output token against 0.2338 ms aligned: 3.2%, and now
+    # also 1000 / 0.23378 - 1000 / 0.24122 = 132.0 tok/s/GPU lost; the JSON carries each finding's measure beside it
+    h5000 = _config(tmp_path, "h5000", hidden_size=5000)
+    code, out, _ = cli("lint", h5000, "--gpu", "b200", "--weight-dtype", "nvfp4", "--json")
+    fs = {f["rule"]: f for f in json.loads(out)["findings"]}
+    r2 = fs["R2"]
+    lost = 1e3 / r2["figures"]["aligned_time_ms"] - 1e3 / r2["figures"]["time_ms"]
+    assert code == 0 and r2["objective_cost"] == {"lost": lost, "unit": "tok/s/GPU"} and round(lost, 1) == 132.0
+    assert (r2["measure"], fs["R4"]["measure"], fs["R4"]["objective_cost"]) == (
+        "the regime's objective re-priced aligned (vocab: its padding)", "the padding's width", None)
+    code, out, _ = cli("lint", h5000, "--gpu", "b200", "--weight-dtype", "nvfp4")
+    text = " ".join(out.split())
+    cells = [line.split() for line in out.splitlines()]
+    at = next(i for i, c in enumerate(cells) if c[:2] == ["R2", "tile-alignment"])
+    assert code == 0 and cells[at][4] == "3.2" and cells[at + 1][:2] == ["-132.0", "tok/s/GPU"]  # the % and beneath it the rate
+    assert ("Beneath R2's and R6's %: the same cost as tok/s/GPU (throughput; tok/s/user in the other regimes), the shape's against "
+            "its neighbour's.") in text

@@ -87,7 +87,7 @@ def lint(
 ):
     """Check a model shape against the hardware guidelines, with the predicted cost of each finding."""
     from llm_codesign.cost.calibration import calibration_for
-    from llm_codesign.explore.lint import COST_KEY, RULES, SEVERITY_ORDER, to_sarif
+    from llm_codesign.explore.lint import COST_KEY, OBJECTIVE_KEY, RULES, SEVERITY_ORDER, to_sarif
     from llm_codesign.explore.lint import lint as run
 
     fmt = "json" if as_json else fmt
@@ -104,10 +104,12 @@ def lint(
         _dump(to_sarif(findings, model))
     else:
         t = _table(f"lint: {m.name} on {g.name}, {regime} regime ({len(findings)} finding{'s' if len(findings) != 1 else ''})", "rule:t severity:k where:t cost_%:n finding:t fix:t",
-                   COST_KEY)
+                   f"{COST_KEY} {OBJECTIVE_KEY}")
         color = {"error": "red", "warning": "yellow", "info": "cyan"}
         for f in findings:
-            t.add_row(f"{f.rule} {RULES[f.rule][0]}", f"[{color[f.severity]}]{f.severity}[/]", f.where, f"{f.cost_pct:.1f}", f.message, f.fix)
+            oc = f.objective_cost()
+            cost = f"{f.cost_pct:.1f}" + (f"\n-{oc['lost']:,.1f} {oc['unit']}" if oc else "")
+            t.add_row(f"{f.rule} {RULES[f.rule][0]}", f"[{color[f.severity]}]{f.severity}[/]", f.where, cost, f.message, f.fix)
         _console().print(t)
     if fail_on and any(SEVERITY_ORDER[f.severity] >= SEVERITY_ORDER[fail_on] for f in findings):
         raise typer.Exit(1)

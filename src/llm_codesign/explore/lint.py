@@ -45,6 +45,8 @@ COST_MEASURE = {
     "R8": "the proxy loss against the nearest published model",
 }
 COST_KEY = "cost %, each rule its own measure: " + "; ".join(f"{r} {m}" for r, m in COST_MEASURE.items()) + "."
+# R2's and R6's costs are in the regime's objective: beneath the %, the rate it changes (Finding.objective_cost)
+OBJECTIVE_KEY = "Beneath R2's and R6's %: the same cost as tok/s/GPU (throughput; tok/s/user in the other regimes), the shape's against its neighbour's."
 SEVERITY_ORDER = {"info": 0, "warning": 1, "error": 2}
 # regime: (decode sequences, decode context, prefill tokens) per attention rank; TP 8 where valid
 REGIMES = {"latency": (1, 4096, 0), "throughput": (256, 2048, 8192), "long-context": (1, 131072, 0)}
@@ -62,8 +64,20 @@ class Finding:
     # the figures the message prints, unrounded (JSON and SARIF carry them): what the cost was computed from
     figures: dict = field(default_factory=dict)
 
+    def objective_cost(self) -> dict | None:
+        """A cost R2 or R6 priced in the regime's objective, in its rate's unit: the rate the shape loses against the aligned
+        or evenly staged neighbour it was priced against (1 / its time: tok/s/GPU in the throughput regime, tok/s/user
+        in the others), per token of the whole shape where R6 compared per layer (the neighbour's per-layer time x the
+        shape's layers). None for the other rules' measures, and where the cost is nil."""
+        f = self.figures
+        if self.cost_pct <= 0 or self.rule not in ("R2", "R6") or "time_ms" not in f:
+            return None
+        ref = f["aligned_time_ms"] if self.rule == "R2" else f["neighbour_time_ms"] * (f["layers"] / f["neighbour_layers"] if f["per_layer"] else 1.0)
+        unit = "tok/s/GPU" if f["objective"] == "GPU time per output token" else "tok/s/user"
+        return {"lost": 1e3 / ref - 1e3 / f["time_ms"], "unit": unit}
+
     def to_dict(self) -> dict:
-        return {**asdict(self), "rule_name": RULES[self.rule][0]}
+        return {**asdict(self), "rule_name": RULES[self.rule][0], "measure": COST_MEASURE[self.rule], "objective_cost": self.objective_cost()}
 
 
 def _tp_for(model: ModelSpec, gpu: Gpu, gpus: int) -> int:
