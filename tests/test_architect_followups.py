@@ -82,11 +82,10 @@ def test_an_active_parameter_budget_and_estimates_parameter_row(tmp_path):
     attn, expert, router, emb = 6144 * 8192 * 2 + 6144 * 1024 * 2, 3 * 6144 * 1536, 6144 * 128, 151936 * 6144
     total, active = 48 * (attn + 128 * expert + router) + 2 * emb, 48 * (attn + 8 * expert + router) + emb
     assert (total, active) == (181_286_731_776, 17_278_697_472)
-    code, out, _ = cli("estimate", _moe30(tmp_path), "--gpu", "b200", "--gpus", "8", "--json")
-    r = json.loads(out)
-    assert code == 0 and (r["total_params"], r["active_params"]) == (total, active)
     code, out, _ = cli("estimate", _moe30(tmp_path), "--gpu", "b200", "--gpus", "8")
-    assert code == 0 and "│ parameters" in out and "181.3B total, 17.3B active │" in out
+    row = next(line for line in out.splitlines() if "│ parameters" in line)
+    assert code == 0 and [x.strip() for x in row.split("│")[1:3]] == ["parameters", f"{total / 1e9:.1f}B total, {active / 1e9:.1f}B active"]
+    assert f"{total / 1e9:.1f}, {active / 1e9:.1f}" == "181.3, 17.3"
 
 
 def test_lints_block_and_tile_proposals_agree_and_estimate_notes_the_block(tmp_path):
@@ -108,10 +107,11 @@ def test_lints_block_and_tile_proposals_agree_and_estimate_notes_the_block(tmp_p
     # estimate priced hidden 5000 in NVFP4 with no word of what lint calls an error
     note = ("hidden 5000 is not divisible by 16 (NVFP4 scale blocks; lint R4 error): priced as given, though an engine cannot "
             "quantise it whole in NVFP4")
-    code, out, _ = cli("estimate", h5000, "--gpu", "b200", "--weight-dtype", "nvfp4", "--json")
-    assert code == 0 and json.loads(out)["shape_notes"] == [note]
-    code, out, _ = cli("estimate", h5000, "--gpu", "b200", "--weight-dtype", "fp8", "--json")
-    assert code == 0 and json.loads(out)["shape_notes"] == []  # FP8 per-tensor has no blocks
+    code, out, _ = cli("estimate", h5000, "--gpu", "b200", "--weight-dtype", "nvfp4")
+    rows = [line.split("│")[1:3] for line in out.splitlines() if line.count("│") == 3]
+    assert code == 0 and [v.strip() for k, v in rows if k.strip() == "shape as run"] == [note]
+    code, out, _ = cli("estimate", h5000, "--gpu", "b200", "--weight-dtype", "fp8")
+    assert code == 0 and "shape as run" not in out  # FP8 per-tensor has no blocks
 
 
 def test_lints_objective_costs_also_read_as_the_rate_lost(tmp_path):
@@ -132,3 +132,22 @@ def test_lints_objective_costs_also_read_as_the_rate_lost(tmp_path):
     assert code == 0 and cells[at][4] == "3.2" and cells[at + 1][:2] == ["-132.0", "tok/s/GPU"]  # the % and beneath it the rate
     assert ("Beneath R2's and R6's %: the same cost as tok/s/GPU (throughput; tok/s/user in the other regimes), the shape's against "
             "its neighbour's.") in text
+
+
+def test_one_form_and_one_rounding_for_an_accuracy_drop_and_a_title_that_keeps_its_units(tmp_path):
+    # Llama-3.1-8B at FP8 on one H100: the proxy's drop 0.10% +- 0.05% in estimate read "-0.1±0.1%" in compare and in the
+    # line under pareto's "drop 0.1±0.1%"; each now reads it at estimate's two decimals, and pareto in the drop's one form
+    code, out, _ = cli("estimate", "llama-3.1-8b", "--gpu", "h100", "--weight-dtype", "fp8")
+    assert code == 0 and "│ accuracy drop vs bf16 (proxy)" in out and "0.10% ± 0.05% │" in out
+    code, out, _ = cli("compare", "llama-3.1-8b", "--gpu", "h100", "--gpus", "1", "--min-tps-user", "50")
+    assert code == 0 and [line.split()[1] for line in out.splitlines() if line.split()[:1] == ["fp8"]] == ["-0.10±0.05%"]
+    code, out, _ = cli("pareto", "llama-3.1-8b", "--gpu", "h100", "--gpus", "1", "--weight-dtype", "fp8")
+    lines = out.splitlines()
+    at = lines.index("accuracy at fp8/fp8: drop 0.10±0.05% (proxy)")
+    assert code == 0 and lines[at - 1] == "every point: W/KV fp8/fp8, spec none, drop 0.10±0.05%"
+    # design's title folded at 80 columns between a figure and its unit ("in 1.5" / "s)"): the search's size is a line of its own
+    code, out, _ = cli("design", "--params", "8e9", "--gpu", "h100", "--gpus", "1", "--top", "1", "--max-candidates", "20",
+                       columns=80)
+    lines = [line.strip() for line in out.splitlines()]
+    title = lines[lines.index("designs at 8B params on 1x H100 SXM, throughput regime"):][:2]
+    assert code == 0 and title[1].startswith("(20 shapes, ") and title[1].endswith(" s)") and " deployments in " in title[1]

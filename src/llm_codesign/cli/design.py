@@ -62,7 +62,7 @@ def _batch_line(r: dict, short: str) -> str | None:
     floor binds, shapes that meet it at one batch on one plan score alike."""
     groups: dict = {}
     for j, d in enumerate(r["designs"], 1):
-        groups.setdefault(d["deployment"].get("batch", {}).get("binds", "?"), []).append(j)
+        groups.setdefault(d["deployment"]["batch"]["binds"], []).append(j)
     if not groups:
         return None
     cons = next(iter(r["constraint"]))
@@ -281,7 +281,8 @@ def design(
     heads = f"{'|/'.join(short.rsplit('/', 1))}:n gain|%:n"
     columns = f"#:n shape:t params:n active:n {'loss_%' if inside else 'loss_%|envelope'}:n {heads} deployment:t lint:k"
     budget = f"{params / 1e9:.0f}B params" + (f", {active_params / 1e9:.3g}B active" if active_params is not None else "")
-    t = _table(f"designs at {budget} on {gpus_}x {g.name}, {regime} regime ({r['candidates']:,} shapes, "
+    # the search's size on a line of its own: folded at 80 columns, one title broke "in 1.5 / s)" between a figure and its unit
+    t = _table(f"designs at {budget} on {gpus_}x {g.name}, {regime} regime\n({r['candidates']:,} shapes, "
                f"{r['evaluated']:,} deployments in {r['seconds']:.1f} s)", columns,
                f"shape: hidden h, layers L, query/KV heads H, FFN width (experts E, top-k, expert width w, shared sh). loss %: the "
                f"proxy loss against {ref['name']}'s, +- its 1-sigma band (the terms the two differ in); x: a term extrapolated "

@@ -365,16 +365,8 @@ def design(params: float, gpu: Gpu, cal: Calibration, num_gpus: int, slo: Slo, *
                 "pass_quality": int(allc["q_passes"].sum()), "admitted": int(allc["admit"].sum())}
     cand = thin(_take(allc, allc["admit"]), max_candidates)
     plan, inst = _plans(num_gpus, gpu, moe=moe, long_context=slo.regime == "long-context")
-    total = in_budget(grid, params, budget_tol, vocab) if active_params is not None else {"active_params": ()}
-    if not screened["in_budget"] and len(total["active_params"]):  # shapes at the total, none at the active budget
-        a = total["active_params"]
-        raise InputError("active_params", active_params, f"an active budget the MoE shapes of {params / 1e9:g}B total reach: "
-                         f"{a.min() / 1e9:.3g}B to {a.max() / 1e9:.3g}B active (within --budget-tol {budget_tol:g} of them)")
-    if not screened["in_budget"]:  # no shape of the grid near the budget: neither --quality-sigmas nor the envelope admits one
-        c = shapes(grid[0], vocab)
-        n = c["total_params"][_well_formed(c)]
-        raise InputError("params", params, f"a budget the {'MoE' if moe else 'dense'} shape grid reaches: its shapes hold "
-                         f"{n.min() / 1e9:.3g}B to {n.max() / 1e9:,.0f}B parameters (within --budget-tol {budget_tol:g} of them)")
+    if not screened["in_budget"]:
+        raise _none_in_budget(grid, params, budget_tol, vocab, moe=moe, active_params=active_params)
     if not len(cand["hidden"]):
         raise InputError("params", params, f"a budget and tolerances that admit at least one shape ({screened['in_budget']:,} in the "
                          f"budget, {screened['inside_envelope']:,} inside the published envelope, {screened['pass_quality']:,} as good as "
@@ -393,17 +385,33 @@ def design(params: float, gpu: Gpu, cal: Calibration, num_gpus: int, slo: Slo, *
     evaluated += more
     r = _result(cand, obj, best=(bplan, bbatch), evaluated=evaluated, baseline=baseline, ref=ref, moe=moe, params=params,
                 num_gpus=num_gpus, top=top, t0=t0, **on)
-    # what stops each row's batch one step up the grid: where the floor does, shapes that meet it at one batch score alike
-    # (moe30's design at 180B, FP8 KV on 8x B200: two shapes at 14,524.8 tok/s/GPU, both at 751 per rank against 20 tok/s/user)
-    bk = dict(gpu=gpu, cal=cal, prec=prec, slo=slo, engine=engine)
-    for d in r["designs"]:
-        d["deployment"]["batch"] = batch_binds(to_model(d, vocab), d["deployment"], **bk)
-    for who, rec in ((baseline, r["baseline"]), (ref.model, r["reference"])):
-        if rec and rec.get("objective") is not None:
-            rec["deployment"]["batch"] = batch_binds(who, rec["deployment"], **bk)
+    _add_batch_binds(r, vocab, baseline=baseline, ref=ref, gpu=gpu, cal=cal, prec=prec, slo=slo, engine=engine)
     r["candidates"] = searched  # the grid's shapes; the extensions' are counted under "grid"
     r |= {"screened": screened, "envelope": env.to_dict() | {"applied": not outside_envelope}, "grid": grid, "binds": binds}
     return r
+
+
+def _none_in_budget(grid, params, budget_tol, vocab, *, moe, active_params) -> InputError:
+    """Why no shape of the grid is in the budget: the active budget where shapes hold the total, else the total the grid
+    reaches (neither --quality-sigmas nor the envelope admits one)."""
+    if active_params is not None and len(a := in_budget(grid, params, budget_tol, vocab)["active_params"]):
+        return InputError("active_params", active_params, f"an active budget the MoE shapes of {params / 1e9:g}B total reach: "
+                          f"{a.min() / 1e9:.3g}B to {a.max() / 1e9:.3g}B active (within --budget-tol {budget_tol:g} of them)")
+    c = shapes(grid[0], vocab)
+    n = c["total_params"][_well_formed(c)]
+    return InputError("params", params, f"a budget the {'MoE' if moe else 'dense'} shape grid reaches: its shapes hold "
+                      f"{n.min() / 1e9:.3g}B to {n.max() / 1e9:,.0f}B parameters (within --budget-tol {budget_tol:g} of them)")
+
+
+def _add_batch_binds(r: dict, vocab: int, *, baseline, ref, **priced_on) -> None:
+    """What stops each row's batch one step up the grid (batch_binds), the baseline's and the reference's too: where the
+    floor does, shapes that meet it at one batch score alike (moe30's design at 180B, FP8 KV on 8x B200: two shapes at
+    14,524.8 tok/s/GPU, both at 751 per rank against 20 tok/s/user)."""
+    for d in r["designs"]:
+        d["deployment"]["batch"] = batch_binds(to_model(d, vocab), d["deployment"], **priced_on)
+    for who, rec in ((baseline, r["baseline"]), (ref.model, r["reference"])):
+        if rec and rec.get("objective") is not None:
+            rec["deployment"]["batch"] = batch_binds(who, rec["deployment"], **priced_on)
 
 
 def _check_active(active_params: float | None, params: float, moe: bool) -> None:
@@ -686,11 +694,11 @@ def design_nsga2(params: float, gpu: Gpu, cal: Calibration, num_gpus: int, slo: 
         ql = float(c["q_loss"][0])
         out = sum(float(c[k][0]) for k in c if k.startswith("env_"))
         # constraints <= 0 are feasible: budget, quality (as design's test), a well-formed head layout, the envelope
-        cons = [abs(float(c["total_params"][0]) / params - 1) - budget_tol,
+        # the budget: the total's and (--active-params) the active count's distance from theirs, the larger
+        off = abs(float(c["active_params"][0]) / active_params - 1) if active_params is not None else 0.0
+        cons = [max(abs(float(c["total_params"][0]) / params - 1), off) - budget_tol,
                 float(c["q_delta"][0] - ref.k * c["q_sigma_test"][0]) / bq - ref.tol, 0.0 if _well_formed(c)[0] else 1.0,
                 0.0 if outside_envelope else out]
-        if active_params is not None:
-            cons.append(abs(float(c["active_params"][0]) / active_params - 1) - budget_tol)
         _constrain(trial, cons)
         v = -np.inf
         if max(cons) <= 0:
@@ -705,15 +713,24 @@ def design_nsga2(params: float, gpu: Gpu, cal: Calibration, num_gpus: int, slo: 
     study.optimize(run, n_trials=trials)
     if not seen:
         raise InputError("params", params, f"a budget and tolerances that admit a shape (no feasible one in {trials} trials)")
-    vals = list(seen.values())
+    r = _trials_result(list(seen.values()), vocab=vocab, baseline=baseline, ref=ref, moe=moe, params=params, num_gpus=num_gpus,
+                       top=top, t0=t0, **on)
+    r |= {"trials": trials, "envelope": env.to_dict() | {"applied": not outside_envelope}}
+    return r
+
+
+def _trials_result(vals: list, *, vocab, baseline, ref, moe, params, num_gpus, top, t0, **on) -> dict:
+    """design_nsga2's feasible trials (judged shape, objective, best plan and batch) ranked as `design` ranks its grid."""
     cand = {k: np.concatenate([x[0][k] for x in vals]) for k in vals[0][0]}
     obj, bplan, bbatch = (np.array([x[i] for x in vals]) for i in (1, 2, 3))
     if not np.isfinite(obj).any():
-        fits = _fits_any(cand, gpu, cal, prec, plan, inst=inst, slo=slo, vocab=vocab, moe=moe, engine=engine)
-        raise _nothing_meets(slo, len(obj), params, num_gpus, gpu) if fits else _nothing_fits(params, prec, num_gpus, gpu)
-    r = _result(cand, obj, best=(bplan, bbatch), evaluated=len(vals) * len(inst) * len(BATCHES), baseline=baseline, ref=ref,
+        fits = _fits_any(cand, on["gpu"], on["cal"], on["prec"], on["plan"], inst=on["inst"], slo=on["slo"], vocab=vocab, moe=moe,
+                         engine=on["engine"])
+        raise (_nothing_meets(on["slo"], len(obj), params, num_gpus, on["gpu"]) if fits
+               else _nothing_fits(params, on["prec"], num_gpus, on["gpu"]))
+    r = _result(cand, obj, best=(bplan, bbatch), evaluated=len(vals) * len(on["inst"]) * len(BATCHES), baseline=baseline, ref=ref,
                 moe=moe, params=params, num_gpus=num_gpus, top=top, t0=t0, **on)
-    r |= {"trials": trials, "envelope": env.to_dict() | {"applied": not outside_envelope}}
+    _add_batch_binds(r, vocab, baseline=baseline, ref=ref, **{k: on[k] for k in ("gpu", "cal", "prec", "slo", "engine")})
     return r
 
 
