@@ -132,6 +132,10 @@ def test_lints_objective_costs_also_read_as_the_rate_lost(tmp_path):
     assert code == 0 and cells[at][4] == "3.2" and cells[at + 1][:2] == ["-132.0", "tok/s/GPU"]  # the % and beneath it the rate
     assert ("Beneath R2's and R6's %: the same cost as tok/s/GPU (throughput; tok/s/user in the other regimes), the shape's against "
             "its neighbour's.") in text
+    # the design report's lint table (render.design_report) gives the same cell as the page
+    from llm_codesign.render.design_report import _lint_cost
+
+    assert _lint_cost(r2) == "3.2 (-132.0 tok/s/GPU)" and _lint_cost(fs["R4"]) == f"{fs['R4']['cost_pct']:.1f}"
 
 
 def test_one_form_and_one_rounding_for_an_accuracy_drop_and_a_title_that_keeps_its_units(tmp_path):
