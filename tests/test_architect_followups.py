@@ -53,6 +53,10 @@ def test_design_says_what_stops_each_rows_batch(tmp_path):
     assert d[0]["deployment"]["batch"] | {"next_tok_s_per_user": 0} == {
         "binds": "memory", "next_batch": 3536, "floor": 20.0, "max_concurrency": 3308, "next_tok_s_per_user": 0}
     assert d[1]["deployment"]["batch"]["binds"] == "floor" and 18 < d[1]["deployment"]["batch"]["next_tok_s_per_user"] < 20
+    from llm_codesign.render.design_report import _next_batch  # the forwarded report's row
+
+    assert [_next_batch(x["deployment"]["batch"]) for x in d[:2]] == ["3,536 outgrows the KV cache or batch limit (3,308 requests)",
+                                                                      "3,536 misses the SLO's floor"]
     code, out, _ = cli("design", "--moe", "--params", "180e9", "--gpu", "b200", "--weight-dtype", "fp8", "--kv-dtype", "fp8",
                        "--baseline", _moe30(tmp_path), "--top", "4")
     assert code == 0 and ("batch: one step up the search's batch grid, rows 2, 4 miss the 20 tok/s/user floor (the objective "

@@ -92,7 +92,17 @@ def _speed_rows(cols: list[dict], objective: str) -> list[tuple[str, list[str]]]
             ("gain over the reference", [_pct(c["gain_pct"]) if c["role"] == "design" else "-" for c in cols]),
             *((_METRIC[k] + " there", [at(c, k) for c in cols]) for k in _METRIC if k != objective),
             ("best deployment", [f"{c['at_slo']['deployment']['plan']}, batch {c['at_slo']['deployment']['concurrency_per_instance']}"
-                                 if c["at_slo"] else "-" for c in cols])]
+                                 if c["at_slo"] else "-" for c in cols]),
+            ("the next batch up the grid", [_next_batch(c["at_slo"]["deployment"]["batch"]) if c["at_slo"] else "-" for c in cols])]
+
+
+def _next_batch(b: dict) -> str:
+    """What stops a deployment's batch one step up the search's grid (explore.design.batch_binds), as design's line says."""
+    if b["binds"] == "grid":
+        return "none: the search's largest batch"
+    why = {"floor": "misses the SLO's floor", "memory": f"outgrows the KV cache or batch limit ({b['max_concurrency']:,} requests)",
+           None: "meets the floor and fits but scores less"}[b["binds"]]
+    return f"{b['next_batch']:,} {why}"
 
 
 def _quality_rows(cols: list[dict]) -> list[tuple[str, list[str]]]:
