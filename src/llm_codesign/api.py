@@ -113,14 +113,12 @@ def lint(model: str | ModelSpec, gpu: str | Gpu, *, regime: str = "throughput", 
          calibration: Calibration | str | None = None) -> list[dict]:
     """The guideline findings for a shape on a GPU, each with its predicted cost and fix, as dicts, priced on `engine`
     (default: the GPU vendor's; one that does not run on the GPU is refused: spec.engines.engine_for)."""
-    from dataclasses import asdict
-
     from llm_codesign.explore.lint import lint as run
     from llm_codesign.spec.plan import precision_for
 
     m, g = get_model(model), get_gpu(gpu)
-    return [asdict(f) for f in run(m, g, _calibration(g, calibration), regime, prec=precision_for(m, weight_dtype, activation_dtype, kv_dtype),
-                                   engine=engine_for(g, engine))]
+    return [f.to_dict() for f in run(m, g, _calibration(g, calibration), regime, prec=precision_for(m, weight_dtype, activation_dtype, kv_dtype),
+                                     engine=engine_for(g, engine))]
 
 
 def design(params: float, gpu: str | Gpu, *, num_gpus: int = 8, regime: str = "throughput", moe: bool = False,

@@ -50,6 +50,7 @@ from llm_codesign.cli.common import (
     app,
     check_paths,
     check_search_size,
+    drop_pct,
     nothing_found,
 )
 from llm_codesign.errors import InputError
@@ -172,6 +173,7 @@ def estimate(
 ):
     """What one deployment delivers: TTFT, TPOT, tok/s/user, tok/s/GPU, memory, bottlenecks."""
     from llm_codesign.api import estimate as run
+    from llm_codesign.explore.lint import scale_block_notes
     from llm_codesign.spec.engines.base import GIB
     from llm_codesign.spec.plan import Workload
 
@@ -187,7 +189,7 @@ def estimate(
         from llm_codesign.explore.pricing import cost_of
 
         est = replace(est, cost=cost_of(dep.gpu, gpu_hour_price, est.output_tok_s_per_gpu, isl, osl))
-    r = est.to_dict()  # the table shows what --json prints
+    r = est.to_dict()  # the table shows what --json prints (and the API: Estimate.to_dict), the shape's rows beside it
     if as_json:
         return _dump(r)
     from rich.table import Table
@@ -199,7 +201,10 @@ def estimate(
     t.add_column("value", justify="right")
     mem = r["memory"]
     reserve = mem["capacity_gb"] - sum(mem[k] for k in ("weights_gb", "kv_gb", "state_gb", "activations_gb", "free_gb"))
-    for k, v in (("mode", r["mode"]), ("concurrency", r["concurrency"]), ("ISL / OSL", f"{isl} / {osl}"),
+    # the shape's size beside its speed (ModelSpec: every weight; active, what one token reads: top-k experts, the LM head
+    # and not the input embedding's lookup), so an architect's "~30B active" reads off the row (`models --json` for a
+    # bundled one's counts)
+    for k, v in (("parameters", f"{m.total_params / 1e9:.1f}B total, {m.active_params / 1e9:.1f}B active"), ("mode", r["mode"]), ("concurrency", r["concurrency"]), ("ISL / OSL", f"{isl} / {osl}"),
                  # each metric with its 80% and 95% intervals (measure.intervals)
                  ("step token budget", f"{r['max_num_tokens']} ({r['backend']})" + _rank_share(r)), ("TTFT", f"{r['ttft_ms']:.1f} ms" + inline(r, "ttft_ms")),
                  ("TPOT", f"{r['tpot_ms']:.2f} ms" + inline(r, "tpot_ms")), ("tokens/s per user", f"{r['tok_s_per_user']:.1f}" + inline(r, "tok_s_per_user")),
@@ -231,6 +236,8 @@ def estimate(
         t.add_row(k, v)
     for note in r["precision_notes"]:
         t.add_row("precision as run", f"[yellow]{note}[/yellow]")
+    for note in scale_block_notes(m, dep.precision):  # lint R4 on the format it runs: a width its scale blocks miss
+        t.add_row("shape as run", f"[yellow]{note}[/yellow]")
     for k, v in basis_rows(r["intervals"], r):
         t.add_row(k, v)
     _console().print(t)
@@ -457,7 +464,18 @@ def _drop_text(acc: dict | None) -> str:
     sigma = acc.get("drop_uncertainty_pct") or 0.0
     if not drop and not sigma:
         return "best"
-    return f"{drop:.1f}±{sigma:.1f}%" if acc.get("source") == "proxy" else f"{drop:.1f}%"
+    return drop_pct(drop, sigma if acc.get("source") == "proxy" else None)
+
+
+def _accuracy_said(acc: dict) -> str:
+    """A precision's accuracy beneath a frontier in the drop column's one form ("drop 0.1±0.1% (proxy)", the published
+    score then "drop 0.2%"; it read "-0.1±0.1%" a line below "drop 0.1±0.1%"); explore.accuracy_model's "none" (no source
+    at all, not no drop) as n/a."""
+    source, drop = acc.get("source", "none"), _drop_text(acc)
+    if source == "none":
+        return f"n/a ({NO_ACCURACY})"
+    said = "best precision" if drop == "best" else f"drop {drop}"
+    return f"{acc['benchmark']} {acc['score']:g}, {said}" if source == "published" else f"{said} ({source})"
 
 
 # a frontier point's accuracy where explore.accuracy_model finds no source (its note in `estimate`)
@@ -497,7 +515,8 @@ def _print_frontiers(con, results: list[dict], *, isl: int, osl: int, prefix_hit
         keep = [i for i in range(len(columns)) if i not in shared]
         notes = {7: "W/KV: weight / KV-cache precision.",
                  9: "drop: accuracy against the model's best precision, published or the proxy's (± 1 sigma); n/a: neither."}
-        t = _table(f"Pareto frontier{mode}: {r['model']} on {r['num_gpus']}x {names[r['gpu']]}, {r['backend']}, ISL/OSL {isl}/{osl}{hit} "
+        # the search's size on a line of its own, as design's title (a fold broke a figure from its unit)
+        t = _table(f"Pareto frontier{mode}: {r['model']} on {r['num_gpus']}x {names[r['gpu']]}, {r['backend']}, ISL/OSL {isl}/{osl}{hit}\n"
                    f"({r['evaluated']:,} deployments in {r['seconds']:.2f} s)", " ".join(columns[i] for i in keep))
         for row in rows:
             t.add_row(*(row[i] for i in keep))
@@ -512,10 +531,9 @@ def _print_frontiers(con, results: list[dict], *, isl: int, osl: int, prefix_hit
             said = {"-": "none", "best": "none (the model's best precision)", "n/a": f"n/a ({NO_ACCURACY})"}
             con.print("every point: " + ", ".join(f"{columns[i].split(':')[0]} {said.get(rows[0][i], rows[0][i])}" for i in shared),
                       highlight=False)
-        sources = {f"{p['deployment']['weight_dtype']}/{p['deployment']['kv_dtype']}": (p.get("accuracy") or {}).get("short", "none")
-                   for p in fr}
-        for prec, short in sources.items():  # explore.accuracy_model's "none": no source at all, not no drop
-            con.print(f"accuracy at {prec}: {f'n/a ({NO_ACCURACY})' if short == 'none' else short}", highlight=False)
+        sources = {f"{p['deployment']['weight_dtype']}/{p['deployment']['kv_dtype']}": p.get("accuracy") or {} for p in fr}
+        for prec, acc in sources.items():
+            con.print(f"accuracy at {prec}: {_accuracy_said(acc)}", highlight=False)
         if fr and "cost" in fr[0]:
             usd = [p["cost"]["usd_per_m_output_tokens"] for p in fr]
             c = fr[0]["cost"]

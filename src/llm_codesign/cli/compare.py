@@ -18,6 +18,7 @@ from llm_codesign.cli.common import (
     _table,
     app,
     check_paths,
+    drop_pct,
 )
 from llm_codesign.errors import InputError
 from llm_codesign.spec.engines import engine_for
@@ -110,8 +111,8 @@ def _accuracy_cell(c: dict) -> str:
     if c["kind"] == "n/a":
         return "n/a"
     if c["source"] == "reference":
-        return "ref" if c["precision"] == c["against"] else "0.0%"  # the reference, or a format of its class
-    return f"-{c['value']:.1f}" + (f"±{c['sigma']:.1f}%" if c["source"] == "proxy" else "%")
+        return "ref" if c["precision"] == c["against"] else drop_pct(0.0)  # the reference, or a format of its class
+    return "-" + drop_pct(c["value"], c["sigma"] if c["source"] == "proxy" else None)
 
 
 def _accuracy_notes(rows: list[dict]) -> dict[str, str]:

@@ -45,6 +45,35 @@ def _envelope_cell(v: dict) -> str:
     return f"{_BOUND_SHORT[var]}{'>' if side == 'max' else '<'}x{by}"
 
 
+def _rows(nums: list[int]) -> str:
+    """'row 3', 'rows 1-2, 4': design rows as ranges."""
+    runs, out = [], []
+    for n in nums:
+        if runs and n == runs[-1][1] + 1:
+            runs[-1][1] = n
+        else:
+            runs.append([n, n])
+    out = [f"{a}" if a == b else f"{a}-{b}" for a, b in runs]
+    return ("row " if len(nums) == 1 else "rows ") + ", ".join(out)
+
+
+def _batch_line(r: dict, short: str) -> str | None:
+    """What stops each design's batch one step up the search's grid (explore.design.batch_binds), said once: where the
+    floor binds, shapes that meet it at one batch on one plan score alike."""
+    groups: dict = {}
+    for j, d in enumerate(r["designs"], 1):
+        groups.setdefault(d["deployment"]["batch"]["binds"], []).append(j)
+    if not groups:
+        return None
+    cons = next(iter(r["constraint"]))
+    floor = f"the {r['constraint'][cons]:g} {'tok/s/user' if cons == 'min_tps_user' else 'tok/s/GPU'} floor"
+    said = {"floor": f"miss {floor} (the objective sits at the floor: shapes at one batch and plan score alike)",
+            "memory": "outgrow the KV cache or the engine's batch limit", "grid": "are at the search's largest batch",
+            None: f"meet the floor and fit but give less {short}"}
+    parts = [f"{_rows(groups[k])} {said[k]}" for k in ("floor", "memory", "grid", None) if k in groups]
+    return "batch: one step up the search's batch grid, " + "; ".join(parts)
+
+
 @app.command()
 def lint(
     model: str = typer.Argument(..., help="Registry name, Hugging Face id or config.json path."),
@@ -58,7 +87,7 @@ def lint(
 ):
     """Check a model shape against the hardware guidelines, with the predicted cost of each finding."""
     from llm_codesign.cost.calibration import calibration_for
-    from llm_codesign.explore.lint import COST_KEY, RULES, SEVERITY_ORDER, to_sarif
+    from llm_codesign.explore.lint import COST_KEY, OBJECTIVE_KEY, RULES, SEVERITY_ORDER, to_sarif
     from llm_codesign.explore.lint import lint as run
 
     fmt = "json" if as_json else fmt
@@ -75,10 +104,12 @@ def lint(
         _dump(to_sarif(findings, model))
     else:
         t = _table(f"lint: {m.name} on {g.name}, {regime} regime ({len(findings)} finding{'s' if len(findings) != 1 else ''})", "rule:t severity:k where:t cost_%:n finding:t fix:t",
-                   COST_KEY)
+                   f"{COST_KEY} {OBJECTIVE_KEY}")
         color = {"error": "red", "warning": "yellow", "info": "cyan"}
         for f in findings:
-            t.add_row(f"{f.rule} {RULES[f.rule][0]}", f"[{color[f.severity]}]{f.severity}[/]", f.where, f"{f.cost_pct:.1f}", f.message, f.fix)
+            oc = f.objective_cost()
+            cost = f"{f.cost_pct:.1f}" + (f"\n-{oc['lost']:,.1f} {oc['unit']}" if oc else "")
+            t.add_row(f"{f.rule} {RULES[f.rule][0]}", f"[{color[f.severity]}]{f.severity}[/]", f.where, cost, f.message, f.fix)
         _console().print(t)
     if fail_on and any(SEVERITY_ORDER[f.severity] >= SEVERITY_ORDER[fail_on] for f in findings):
         raise typer.Exit(1)
@@ -93,13 +124,15 @@ def design(
     baseline: Optional[str] = typer.Option(None, "--baseline", help="Model to beat at equal quality proxy (default reference: the "
                                            "published model of the search's kind nearest the budget, scaled to it when outside --budget-tol)."),
     moe: bool = typer.Option(False, "--moe", help="Search MoE shapes (experts, top-k, expert width, shared expert)."),
+    active_params: Optional[float] = typer.Option(None, "--active-params", help="MoE: an active-parameter budget as well, e.g. "
+                                                  "30e9, within --budget-tol as the total (--params) is."),
     min_tps_user: float = typer.Option(20.0, "--min-tps-user", help="Throughput/long-context SLO: tokens/s per user."),
     min_tps_gpu: float = typer.Option(50.0, "--min-tps-gpu", help="Latency-regime floor: output tokens/s per GPU."),
     isl: Optional[int] = typer.Option(None, "--isl", min=1, max=MAX_TOKENS, help="Input tokens per request (default: the regime's, "
                                       "1024; long-context 32768)."),
     osl: Optional[int] = typer.Option(None, "--osl", min=1, max=MAX_TOKENS, help="Output tokens per request (default: 1024)."),
     weight_dtype: Optional[str] = O_W, activation_dtype: Optional[str] = O_A, kv_dtype: Optional[str] = O_KV,
-    budget_tol: float = typer.Option(0.1, "--budget-tol", help="Relative tolerance on total parameters."),
+    budget_tol: float = typer.Option(0.1, "--budget-tol", help="Relative tolerance on total parameters (and active ones, --active-params)."),
     quality_sigmas: float = typer.Option(1.0, "--quality-sigmas", help="Equal quality: a shape's proxy loss at most this many "
                                          "sigma of the difference above the reference's (the sigma of the terms the two shapes differ in)."),
     quality_tol: float = typer.Option(0.0, "--quality-tol", help="An extra tolerance on the proxy loss, relative to the reference's, "
@@ -132,6 +165,8 @@ def design(
 
     # every option before the shape grid (seconds) and the search (minutes)
     as_float("params", params, lo=1e6, hi=1e14, what="a total-parameter budget from 1e6 to 1e14, e.g. 70e9")
+    if active_params is not None:
+        as_float("active_params", active_params, lo=1e6, hi=1e14, what="an active-parameter budget from 1e6 to 1e14, e.g. 30e9")
     as_float("budget_tol", budget_tol, lo=0.0, hi=1.0, lo_open=True, what="a relative tolerance in (0, 1], e.g. 0.1")
     as_float("quality_tol", quality_tol, lo=0.0, hi=1.0, what="a relative tolerance in [0, 1], e.g. 0.002")
     as_float("quality_sigmas", quality_sigmas, lo=0.0, hi=10.0, what="a number of standard deviations in [0, 10], e.g. 1")
@@ -172,11 +207,12 @@ def design(
     try:
         if search_mode == "nsga2":
             r = design_nsga2(params, g, cal, gpus_, slo, baseline=base, moe=moe, prec=prec, budget_tol=budget_tol, quality_tol=quality_tol,
-                             quality_sigmas=quality_sigmas, outside_envelope=outside_envelope, quality_file=quality_file, engine=eng, trials=trials, top=top, progress=cb, proxy_file=accuracy_proxy)
+                             quality_sigmas=quality_sigmas, outside_envelope=outside_envelope, quality_file=quality_file, engine=eng, trials=trials, top=top, progress=cb, proxy_file=accuracy_proxy,
+                             active_params=active_params)
         else:
             r = run(params, g, cal, gpus_, slo, baseline=base, moe=moe, prec=prec, budget_tol=budget_tol, quality_tol=quality_tol,
                     quality_sigmas=quality_sigmas, outside_envelope=outside_envelope, quality_file=quality_file, engine=eng, max_candidates=max_candidates, top=top, progress=cb,
-                    proxy_file=accuracy_proxy, scheduler=scheduler, workers=workers)
+                    proxy_file=accuracy_proxy, scheduler=scheduler, workers=workers, active_params=active_params)
     finally:
         if prog:
             prog.stop()
@@ -244,7 +280,9 @@ def design(
     rows = [(*row[:4], row[4] if inside else f"{row[4]}\n{row[5]}", *row[6:]) for row in rows]
     heads = f"{'|/'.join(short.rsplit('/', 1))}:n gain|%:n"
     columns = f"#:n shape:t params:n active:n {'loss_%' if inside else 'loss_%|envelope'}:n {heads} deployment:t lint:k"
-    t = _table(f"designs at {params / 1e9:.0f}B params on {gpus_}x {g.name}, {regime} regime ({r['candidates']:,} shapes, "
+    budget = f"{params / 1e9:.0f}B params" + (f", {active_params / 1e9:.3g}B active" if active_params is not None else "")
+    # the search's size on a line of its own: folded at 80 columns, one title broke "in 1.5 / s)" between a figure and its unit
+    t = _table(f"designs at {budget} on {gpus_}x {g.name}, {regime} regime\n({r['candidates']:,} shapes, "
                f"{r['evaluated']:,} deployments in {r['seconds']:.1f} s)", columns,
                f"shape: hidden h, layers L, query/KV heads H, FFN width (experts E, top-k, expert width w, shared sh). loss %: the "
                f"proxy loss against {ref['name']}'s, +- its 1-sigma band (the terms the two differ in); x: a term extrapolated "
@@ -257,6 +295,8 @@ def design(
         t.add_row(*row)
     con.print(t)
     con.print(f"equal quality: {ref['rule']} (--quality-sigmas, --quality-tol)")
+    if line := _batch_line(r, short):
+        con.print(line)
     for x in r.get("grid", {}).get("extended", []):
         con.print(f"grid extended: {x['axis']} to {x['to']} (the winner sat on its {x['side']} edge; {x['admitted']} shapes admitted)")
     for x in r.get("binds", []):

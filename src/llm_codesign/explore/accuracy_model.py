@@ -174,6 +174,11 @@ def loss_terms(total_params, active_params, hidden, layers, weight_dtype: str = 
     # beyond the studied range the spread grows with the distance, from the penalty's own spread and, where the
     # penalty is nil (a shallow stack in the flat band), from the term's coefficient: never flat there
     out["nats"] = {"aspect": (pen, sh["sigma_rel"] * pen * (1.0 + growth * d) + sh["coeff"] * growth * d, sh["sigma_rel"] * pen, d)}
+    # where each shape sits on the axes whose terms are flat over most of the grid (aspect ratio, head size): (ln x, the
+    # delta's 1-sigma per e-fold between two shapes, in nats), quality.toml [shape] and proxy.toml [head_dim] spread_per_efold
+    loss_now = np.asarray(L, float)
+    out["position"] = {"aspect": (np.log(A), sh["spread_per_efold"] * loss_now),
+                       "head_dim": (np.log(np.asarray(arch.get("head_dim", 128), float)), pc["head_dim"]["spread_per_efold"] * loss_now)}
     return out
 
 
@@ -188,8 +193,11 @@ def quality_delta(cand: dict, ref: dict, *, k: float = 1.0, tol: float = 0.0) ->
     """A shape's loss against a reference's (loss_terms of each) with the delta's own uncertainty: per term, the
     error is shared by both shapes (a term they share at one value cancels), so its part of the delta's sigma is
     what the term's sigma changes between them, at least its sigma times the term's relative change; different
-    terms add in quadrature. The constraint: delta <= k x sigma_test + tol x reference loss, sigma_test taking
-    each term's sigma at its studied edge (extrapolation widens the band, never loosens the test).
+    terms add in quadrature. Two shapes apart on an axis whose term is flat there (aspect ratio inside Kaplan's band,
+    head size between low and high: loss_terms' "position") add that term's spread per e-fold times the e-folds
+    between them, so different shapes never read +- 0. The constraint: delta <= k x sigma_test + tol x reference loss,
+    sigma_test taking each term's sigma at its studied edge (extrapolation and position widen the band, never loosen
+    the test).
     Returns arrays: delta, sigma, sigma_test, passes, and per term the distance beyond its studied range."""
     def part(a, b, i):
         va, vb, sa, sb = a[0], b[0], a[i], b[i]
@@ -203,6 +211,9 @@ def quality_delta(cand: dict, ref: dict, *, k: float = 1.0, tol: float = 0.0) ->
             r = ref[unit].get(name, (0.0, 0.0, 0.0, 0.0))
             var = var + (part(t, r, 1) * scale) ** 2
             var_test = var_test + (part(t, r, 2) * scale) ** 2
+    for name, (x, s) in cand.get("position", {}).items():
+        rx, rs = ref.get("position", {}).get(name, (x, 0.0))
+        var = var + (np.maximum(s, rs) * np.abs(x - rx)) ** 2
     delta = np.asarray(cand["loss"], float) - np.asarray(ref["loss"], float)
     sigma, sigma_test = np.sqrt(var), np.sqrt(var_test)
     passes = delta <= k * sigma_test + tol * np.asarray(ref["loss"], float)

@@ -90,12 +90,14 @@ def grid_rows(axes: dict[str, tuple], *, moe: bool) -> tuple[np.ndarray, dict[st
     return np.stack(cols, axis=1).astype(np.int64), g
 
 
-def in_budget(grid: tuple[np.ndarray, dict], params: float, tol: float, vocab: int) -> dict[str, np.ndarray]:
-    """The grid rows within params*(1 +- tol) with a well-formed head layout, as shape arrays (with each
-    shape's axis values under "ax_<axis>")."""
+def in_budget(grid: tuple[np.ndarray, dict], params: float, tol: float, vocab: int, active: float | None = None) -> dict[str, np.ndarray]:
+    """The grid rows within params*(1 +- tol) (and active*(1 +- tol) active parameters where `active` is given: a MoE
+    budget of both) with a well-formed head layout, as shape arrays (with each shape's axis values under "ax_<axis>")."""
     rows, ax = grid
     c = shapes(rows, vocab) | {f"ax_{k}": v for k, v in ax.items()}
     ok = (np.abs(c["total_params"] / params - 1) <= tol) & _well_formed(c)
+    if active is not None:
+        ok &= np.abs(c["active_params"] / active - 1) <= tol
     return {k: v[ok] for k, v in c.items()}
 
 
@@ -210,8 +212,35 @@ def at_best(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, *, nu
         return None
     at = lambda key: float(np.broadcast_to(r[key], val.shape).ravel()[k])  # noqa: E731
     ip, ib = np.unravel_index(k, val.shape)[1:]
+    dep = _dep(plan, inst, int(ip), int(ib))
+    dep["batch"] = batch_binds(model, dep, gpu=gpu, cal=cal, prec=prec, slo=slo, engine=engine)
     return {"objective": float(val.ravel()[k]), "tok_s_per_user": at("tok_s_per_user"), "output_tok_s_per_gpu": at("output_tok_s_per_gpu"),
-            "ttft_ms": 1e3 * at("ttft_s"), "tpot_ms": 1e3 * at("tpot_s"), "deployment": _dep(plan, inst, int(ip), int(ib))}
+            "ttft_ms": 1e3 * at("ttft_s"), "tpot_ms": 1e3 * at("tpot_s"), "deployment": dep}
+
+
+def batch_binds(model: ModelSpec, deployment: dict, *, gpu: Gpu, cal: Calibration, prec: Precision, slo: Slo,
+                engine: Engine = TRTLLM) -> dict:
+    """What stops a deployment's batch (`_dep`'s record) at its grid value: the next batch per attention-DP rank on
+    BATCHES re-priced on the same plan. "floor": it misses the regime's floor (tok/s/user in the throughput regimes),
+    which then caps the objective for every shape whose step time lets the same batch meet it; "memory": the KV cache
+    or the engine's batch limit does not hold it (max_concurrency); "grid": the search's largest batch; None: the
+    larger batch meets the floor and fits but scores less (the objective's own optimum)."""
+    plan = Plan.from_dict(deployment)
+    b = deployment["concurrency_per_instance"] // plan.adp
+    ib = int(np.searchsorted(BATCHES, b))
+    if ib + 1 >= len(BATCHES):
+        return {"binds": "grid", "next_batch": None}
+    nxt = int(BATCHES[ib + 1])
+    _, cons, _, _ = REGIMES[slo.regime]
+    floor = slo.min_tps_user if cons == "min_tps_user" else slo.min_tps_gpu
+    metric = "tok_s_per_user" if cons == "min_tps_user" else "output_tok_s_per_gpu"
+    r, ok = _priced(model, gpu, cal, prec, Plan(*(np.asarray([x]) for x in plan.sizes)), inst=np.asarray([deployment["instance_gpus"]]), slo=slo,
+                    engine=engine, batches=(b, nxt))
+    at = lambda key: float(np.broadcast_to(r[key], ok.shape)[0, 0, 1])  # noqa: E731  the next batch's
+    out = {"next_batch": nxt * plan.adp, "next_" + metric: at(metric), "floor": floor, "max_concurrency": int(at("max_concurrency"))}
+    if not (validity(model, gpu, plan, deployment["instance_gpus"]) < 0 and bool(np.ravel(r["fits"])[-1])):
+        return out | {"binds": "memory"}
+    return out | {"binds": "floor" if at(metric) < floor else None}
 
 
 # A design search prices shapes x plans x batches, ~3.5 us per deployment on one core of the 2-core
@@ -316,7 +345,7 @@ def design(params: float, gpu: Gpu, cal: Calibration, num_gpus: int, slo: Slo, *
            quality_sigmas: float = 1.0, outside_envelope: bool = False,
            quality_file: str | None = None, engine: Engine = TRTLLM, max_candidates: int = 20000, top: int = 10,
            progress=None, chunk: int = 16, proxy_file: str | None = None, scheduler: str | None = None,
-           workers: int | None = None) -> dict:
+           workers: int | None = None, active_params: float | None = None) -> dict:
     """The `top` shapes at the budget ranked by the regime's objective, among those inside the published
     envelope (explore.envelope; `outside_envelope` opens it) whose proxy loss is no worse than the reference's
     beyond `quality_sigmas` of the difference's own uncertainty. A winner on an edge of the grid extends the
@@ -325,21 +354,19 @@ def design(params: float, gpu: Gpu, cal: Calibration, num_gpus: int, slo: Slo, *
     t0 = time.perf_counter()
     if slo.regime not in REGIMES:
         raise InputError("regime", slo.regime, "one of: " + ", ".join(REGIMES))
+    _check_active(active_params, params, moe)
     prec, vocab, ref, env, jk = _setup(params, baseline, moe, prec, budget_tol=budget_tol, quality_tol=quality_tol,
                                        quality_sigmas=quality_sigmas, outside_envelope=outside_envelope, quality_file=quality_file,
                                        proxy_file=proxy_file)
     axes = grid_axes(moe=moe)
     grid = grid_rows(axes, moe=moe)
-    allc = judge(in_budget(grid, params, budget_tol, vocab), **jk)
+    allc = judge(in_budget(grid, params, budget_tol, vocab, active_params), **jk)
     screened = {"in_budget": int(len(allc["hidden"])), "inside_envelope": int(allc["inside"].sum()),
                 "pass_quality": int(allc["q_passes"].sum()), "admitted": int(allc["admit"].sum())}
     cand = thin(_take(allc, allc["admit"]), max_candidates)
     plan, inst = _plans(num_gpus, gpu, moe=moe, long_context=slo.regime == "long-context")
-    if not screened["in_budget"]:  # no shape of the grid near the budget: neither --quality-sigmas nor the envelope admits one
-        c = shapes(grid[0], vocab)
-        n = c["total_params"][_well_formed(c)]
-        raise InputError("params", params, f"a budget the {'MoE' if moe else 'dense'} shape grid reaches: its shapes hold "
-                         f"{n.min() / 1e9:.3g}B to {n.max() / 1e9:,.0f}B parameters (within --budget-tol {budget_tol:g} of them)")
+    if not screened["in_budget"]:
+        raise _none_in_budget(grid, params, budget_tol, vocab, moe=moe, active_params=active_params)
     if not len(cand["hidden"]):
         raise InputError("params", params, f"a budget and tolerances that admit at least one shape ({screened['in_budget']:,} in the "
                          f"budget, {screened['inside_envelope']:,} inside the published envelope, {screened['pass_quality']:,} as good as "
@@ -350,16 +377,51 @@ def design(params: float, gpu: Gpu, cal: Calibration, num_gpus: int, slo: Slo, *
     if not np.isfinite(obj).any():
         raise _nothing_meets(slo, len(obj), params, num_gpus, gpu)  # shapes fit (checked before the search), none meets the floor
     searched = len(obj)
-    cand, obj, bplan, bbatch, grid, more = _extend_grid(cand, obj, bplan, bbatch, axes=axes, params=params, budget_tol=budget_tol,
+    cand, obj, bplan, bbatch, grid, more = _extend_grid(cand, obj, bplan, bbatch, axes=axes, params=params, budget_tol=budget_tol, active=active_params,
                                                         judge_kw=jk, price_kw=pk)
     evaluated += more
-    binds, more = _binds(cand, obj, axes=axes, params=params, budget_tol=budget_tol, judge_kw=jk, price_kw=pk, limits=grid["limits"])
+    binds, more = _binds(cand, obj, axes=axes, params=params, budget_tol=budget_tol, active=active_params, judge_kw=jk, price_kw=pk,
+                         limits=grid["limits"])
     evaluated += more
     r = _result(cand, obj, best=(bplan, bbatch), evaluated=evaluated, baseline=baseline, ref=ref, moe=moe, params=params,
                 num_gpus=num_gpus, top=top, t0=t0, **on)
+    _add_batch_binds(r, vocab, baseline=baseline, ref=ref, gpu=gpu, cal=cal, prec=prec, slo=slo, engine=engine)
     r["candidates"] = searched  # the grid's shapes; the extensions' are counted under "grid"
     r |= {"screened": screened, "envelope": env.to_dict() | {"applied": not outside_envelope}, "grid": grid, "binds": binds}
     return r
+
+
+def _none_in_budget(grid, params, budget_tol, vocab, *, moe, active_params) -> InputError:
+    """Why no shape of the grid is in the budget: the active budget where shapes hold the total, else the total the grid
+    reaches (neither --quality-sigmas nor the envelope admits one)."""
+    if active_params is not None and len(a := in_budget(grid, params, budget_tol, vocab)["active_params"]):
+        return InputError("active_params", active_params, f"an active budget the MoE shapes of {params / 1e9:g}B total reach: "
+                          f"{a.min() / 1e9:.3g}B to {a.max() / 1e9:.3g}B active (within --budget-tol {budget_tol:g} of them)")
+    c = shapes(grid[0], vocab)
+    n = c["total_params"][_well_formed(c)]
+    return InputError("params", params, f"a budget the {'MoE' if moe else 'dense'} shape grid reaches: its shapes hold "
+                      f"{n.min() / 1e9:.3g}B to {n.max() / 1e9:,.0f}B parameters (within --budget-tol {budget_tol:g} of them)")
+
+
+def _add_batch_binds(r: dict, vocab: int, *, baseline, ref, **priced_on) -> None:
+    """What stops each row's batch one step up the grid (batch_binds), the baseline's and the reference's too: where the
+    floor does, shapes that meet it at one batch score alike (moe30's design at 180B, FP8 KV on 8x B200: two shapes at
+    14,524.8 tok/s/GPU, both at 751 per rank against 20 tok/s/user)."""
+    for d in r["designs"]:
+        d["deployment"]["batch"] = batch_binds(to_model(d, vocab), d["deployment"], **priced_on)
+    for who, rec in ((baseline, r["baseline"]), (ref.model, r["reference"])):
+        if rec and rec.get("objective") is not None:
+            rec["deployment"]["batch"] = batch_binds(who, rec["deployment"], **priced_on)
+
+
+def _check_active(active_params: float | None, params: float, moe: bool) -> None:
+    """An active-parameter budget is a MoE search's, below its total budget."""
+    if active_params is None:
+        return
+    if not moe:
+        raise InputError("active_params", active_params, "a MoE search's budget (--moe): a dense shape's active parameters are its total")
+    if not 0 < active_params < params:
+        raise InputError("active_params", active_params, f"an active-parameter budget above 0 and below --params ({params / 1e9:g}B)")
 
 
 def _next_value(axes: dict, axis: str, side: str):
@@ -396,7 +458,7 @@ def _why_not(sl: dict) -> dict:
     return out
 
 
-def _extend_grid(cand, obj, bplan, bbatch, *, axes, params, budget_tol, judge_kw, price_kw):
+def _extend_grid(cand, obj, bplan, bbatch, *, axes, params, budget_tol, judge_kw, price_kw, active=None):
     """Extends the grid past every edge the winner sits on, one step per round, pricing each new slice's
     admitted shapes, until the winner is interior or each edge it sits on is a real limit (no admitted shape
     one step past it: the budget, the envelope or quality; or a fixed axis)."""
@@ -415,7 +477,7 @@ def _extend_grid(cand, obj, bplan, bbatch, *, axes, params, budget_tol, judge_kw
                                         "why": "fixed: " + ("the fast attention kernels' head sizes (lint R4)" if axis == "head_dim"
                                                             else "the least value" if EXTEND.get(axis) else "on or off")}
                 continue
-            sl = judge(in_budget(grid_rows({**axes, axis: (nxt,)}, moe=moe), params, budget_tol, vocab), **judge_kw)
+            sl = judge(in_budget(grid_rows({**axes, axis: (nxt,)}, moe=moe), params, budget_tol, vocab, active), **judge_kw)
             adm = thin(_take(sl, sl["admit"]), EXTEND_SLICE)
             step = {"axis": axis, "side": side, "to": _num(nxt), "admitted": int(len(adm["hidden"])), **_why_not(sl)}
             if not len(adm["hidden"]):
@@ -448,7 +510,7 @@ def quality_why(delta: float, sigma: float, k: float) -> str:
     return f"proxy loss {delta:+.4f} against the reference's, {band}"
 
 
-def _binds(cand, obj, *, axes, params, budget_tol, judge_kw, price_kw, limits) -> tuple[list[dict], int]:
+def _binds(cand, obj, *, axes, params, budget_tol, judge_kw, price_kw, limits, active=None) -> tuple[list[dict], int]:
     """Which constraints hold the winner back: its neighbours one grid step along each axis that lie in the
     budget but were not admitted (outside the envelope, or below the reference's quality), priced; those that
     would beat the winner name the bound. Grid edges that are real limits come first."""
@@ -467,7 +529,7 @@ def _binds(cand, obj, *, axes, params, budget_tol, judge_kw, price_kw, limits) -
                 nb.append((axis, {**{a: (v,) for a, v in base.items()}, axis: (vals[jj],)}))
     if not nb:
         return out, 0
-    sl = [judge(in_budget(grid_rows(g, moe=moe), params, budget_tol, vocab), **judge_kw) for _, g in nb]
+    sl = [judge(in_budget(grid_rows(g, moe=moe), params, budget_tol, vocab, active), **judge_kw) for _, g in nb]
     keep = [(axis, s) for (axis, _), s in zip(nb, sl, strict=True) if len(s["hidden"]) and not s["admit"][0]]
     if not keep:
         return out, 0
@@ -603,7 +665,7 @@ def design_nsga2(params: float, gpu: Gpu, cal: Calibration, num_gpus: int, slo: 
                  moe: bool = False, prec: Precision | None = None, budget_tol: float = 0.1, quality_tol: float = 0.0,
                  quality_sigmas: float = 1.0, outside_envelope: bool = False,
                  quality_file: str | None = None, engine: Engine = TRTLLM, trials: int = 300, top: int = 10, seed: int = 0,
-                 progress=None, proxy_file: str | None = None) -> dict:
+                 progress=None, proxy_file: str | None = None, active_params: float | None = None) -> dict:
     """Optuna NSGA-II over a continuous shape space too large to enumerate: two objectives (the SLO
     objective up, the quality proxy down) with the budget, the quality test against the reference (as `design`)
     and the envelope as constraints. Each trial prices one shape over every deployment through the same
@@ -615,6 +677,7 @@ def design_nsga2(params: float, gpu: Gpu, cal: Calibration, num_gpus: int, slo: 
     t0 = time.perf_counter()
     if slo.regime not in REGIMES:
         raise InputError("regime", slo.regime, "one of: " + ", ".join(REGIMES))
+    _check_active(active_params, params, moe)
     prec, vocab, ref, env, jk = _setup(params, baseline, moe, prec, budget_tol=budget_tol, quality_tol=quality_tol,
                                        quality_sigmas=quality_sigmas, outside_envelope=outside_envelope, quality_file=quality_file,
                                        proxy_file=proxy_file)
@@ -623,7 +686,7 @@ def design_nsga2(params: float, gpu: Gpu, cal: Calibration, num_gpus: int, slo: 
     on = dict(gpu=gpu, cal=cal, prec=prec, plan=plan, inst=inst, slo=slo, engine=engine)  # what every shape is priced on
     seen: dict[tuple, tuple] = {}
     bq = float(ref.terms["loss"])
-    hidden = _trial_widths(params, moe=moe, budget_tol=budget_tol, vocab=vocab, judge_kw=jk)
+    hidden = _trial_widths(params, moe=moe, budget_tol=budget_tol, vocab=vocab, judge_kw=jk, active=active_params)
 
     def run(trial):
         row = _trial_shape(trial, moe=moe, params=params, vocab=vocab, hidden=hidden)
@@ -631,7 +694,9 @@ def design_nsga2(params: float, gpu: Gpu, cal: Calibration, num_gpus: int, slo: 
         ql = float(c["q_loss"][0])
         out = sum(float(c[k][0]) for k in c if k.startswith("env_"))
         # constraints <= 0 are feasible: budget, quality (as design's test), a well-formed head layout, the envelope
-        cons = [abs(float(c["total_params"][0]) / params - 1) - budget_tol,
+        # the budget: the total's and (--active-params) the active count's distance from theirs, the larger
+        off = abs(float(c["active_params"][0]) / active_params - 1) if active_params is not None else 0.0
+        cons = [max(abs(float(c["total_params"][0]) / params - 1), off) - budget_tol,
                 float(c["q_delta"][0] - ref.k * c["q_sigma_test"][0]) / bq - ref.tol, 0.0 if _well_formed(c)[0] else 1.0,
                 0.0 if outside_envelope else out]
         _constrain(trial, cons)
@@ -648,22 +713,31 @@ def design_nsga2(params: float, gpu: Gpu, cal: Calibration, num_gpus: int, slo: 
     study.optimize(run, n_trials=trials)
     if not seen:
         raise InputError("params", params, f"a budget and tolerances that admit a shape (no feasible one in {trials} trials)")
-    vals = list(seen.values())
-    cand = {k: np.concatenate([x[0][k] for x in vals]) for k in vals[0][0]}
-    obj, bplan, bbatch = (np.array([x[i] for x in vals]) for i in (1, 2, 3))
-    if not np.isfinite(obj).any():
-        fits = _fits_any(cand, gpu, cal, prec, plan, inst=inst, slo=slo, vocab=vocab, moe=moe, engine=engine)
-        raise _nothing_meets(slo, len(obj), params, num_gpus, gpu) if fits else _nothing_fits(params, prec, num_gpus, gpu)
-    r = _result(cand, obj, best=(bplan, bbatch), evaluated=len(vals) * len(inst) * len(BATCHES), baseline=baseline, ref=ref,
-                moe=moe, params=params, num_gpus=num_gpus, top=top, t0=t0, **on)
+    r = _trials_result(list(seen.values()), vocab=vocab, baseline=baseline, ref=ref, moe=moe, params=params, num_gpus=num_gpus,
+                       top=top, t0=t0, **on)
     r |= {"trials": trials, "envelope": env.to_dict() | {"applied": not outside_envelope}}
     return r
 
 
-def _trial_widths(params, *, moe, budget_tol, vocab, judge_kw) -> tuple[int, int]:
+def _trials_result(vals: list, *, vocab, baseline, ref, moe, params, num_gpus, top, t0, **on) -> dict:
+    """design_nsga2's feasible trials (judged shape, objective, best plan and batch) ranked as `design` ranks its grid."""
+    cand = {k: np.concatenate([x[0][k] for x in vals]) for k in vals[0][0]}
+    obj, bplan, bbatch = (np.array([x[i] for x in vals]) for i in (1, 2, 3))
+    if not np.isfinite(obj).any():
+        fits = _fits_any(cand, on["gpu"], on["cal"], on["prec"], on["plan"], inst=on["inst"], slo=on["slo"], vocab=vocab, moe=moe,
+                         engine=on["engine"])
+        raise (_nothing_meets(on["slo"], len(obj), params, num_gpus, on["gpu"]) if fits
+               else _nothing_fits(params, on["prec"], num_gpus, on["gpu"]))
+    r = _result(cand, obj, best=(bplan, bbatch), evaluated=len(vals) * len(on["inst"]) * len(BATCHES), baseline=baseline, ref=ref,
+                moe=moe, params=params, num_gpus=num_gpus, top=top, t0=t0, **on)
+    _add_batch_binds(r, vocab, baseline=baseline, ref=ref, **{k: on[k] for k in ("gpu", "cal", "prec", "slo", "engine")})
+    return r
+
+
+def _trial_widths(params, *, moe, budget_tol, vocab, judge_kw, active=None) -> tuple[int, int]:
     """The widths the grid's admitted shapes span (inside the envelope, as good as the reference): most random
     widths outside them leave a depth for the budget outside the envelope."""
-    grid = judge(in_budget(grid_rows(grid_axes(moe=moe), moe=moe), params, budget_tol, vocab), **judge_kw)
+    grid = judge(in_budget(grid_rows(grid_axes(moe=moe), moe=moe), params, budget_tol, vocab, active), **judge_kw)
     ok = grid["hidden"][grid["admit"]]
     return (int(ok.min()) // 128 * 128, -(-int(ok.max()) // 128) * 128) if len(ok) else (1024, 24576)
 

@@ -45,6 +45,8 @@ COST_MEASURE = {
     "R8": "the proxy loss against the nearest published model",
 }
 COST_KEY = "cost %, each rule its own measure: " + "; ".join(f"{r} {m}" for r, m in COST_MEASURE.items()) + "."
+# R2's and R6's costs are in the regime's objective: beneath the %, the rate it changes (Finding.objective_cost)
+OBJECTIVE_KEY = "Beneath R2's and R6's %: the same cost as tok/s/GPU (throughput; tok/s/user in the other regimes), the shape's against its neighbour's."
 SEVERITY_ORDER = {"info": 0, "warning": 1, "error": 2}
 # regime: (decode sequences, decode context, prefill tokens) per attention rank; TP 8 where valid
 REGIMES = {"latency": (1, 4096, 0), "throughput": (256, 2048, 8192), "long-context": (1, 131072, 0)}
@@ -62,8 +64,20 @@ class Finding:
     # the figures the message prints, unrounded (JSON and SARIF carry them): what the cost was computed from
     figures: dict = field(default_factory=dict)
 
+    def objective_cost(self) -> dict | None:
+        """A cost R2 or R6 priced in the regime's objective, in its rate's unit: the rate the shape loses against the aligned
+        or evenly staged neighbour it was priced against (1 / its time: tok/s/GPU in the throughput regime, tok/s/user
+        in the others), per token of the whole shape where R6 compared per layer (the neighbour's per-layer time x the
+        shape's layers). None for the other rules' measures, and where the cost is nil."""
+        f = self.figures
+        if self.cost_pct <= 0 or self.rule not in ("R2", "R6") or "time_ms" not in f:
+            return None
+        ref = f["aligned_time_ms"] if self.rule == "R2" else f["neighbour_time_ms"] * (f["layers"] / f["neighbour_layers"] if f["per_layer"] else 1.0)
+        unit = "tok/s/GPU" if f["objective"] == "GPU time per output token" else "tok/s/user"
+        return {"lost": 1e3 / ref - 1e3 / f["time_ms"], "unit": unit}
+
     def to_dict(self) -> dict:
-        return {**asdict(self), "rule_name": RULES[self.rule][0]}
+        return {**asdict(self), "rule_name": RULES[self.rule][0], "measure": COST_MEASURE[self.rule], "objective_cost": self.objective_cost()}
 
 
 def _tp_for(model: ModelSpec, gpu: Gpu, gpus: int) -> int:
@@ -154,7 +168,7 @@ def lint(model: ModelSpec, gpu: Gpu, cal: Calibration, regime: str = "throughput
     out += _memory_bound_gemm(model, gpu, cal, prec, sh, b=b, regime=regime)
     out += _tile_alignment(model, gpu, cal, prec, sh, tp=tp, regime=regime, engine=engine)
     out += _width_vs_depth(model, gpu, cal, prec, tp, proxy_file=proxy_file, engine=engine)
-    out += _quantization_readiness(model)
+    out += _quantization_readiness(model, _shards(model, sh))
     out += _moe_shape(model, gpu, cal, prec, sh)
     out += _pipeline_regularity(model, gpu, cal, prec, sh, b=b, regime=regime, gpus=most, engine=engine)
     out += _parallel_readiness(model, gpu, cal, prec, gpus=most, engine=engine)
@@ -227,6 +241,17 @@ def full_rate_width(gpu: Gpu, prec: Precision) -> tuple[int, tuple[int, int, int
     return tile[1], tile, mm
 
 
+def _grid_unit(d: int, shard: int) -> int | None:
+    """R2's grid: the finest the width per GPU misses, 128 then 256 (Blackwell's 2-CTA UMMA tiles are 256x128 and
+    256x256 and Hopper's widest wgmma CTA tile 128x256; no bundled GPU's tile is wider than 256, so 512 pads nothing)."""
+    return next((u for u in (128, 256) if d % (u * shard)), None)
+
+
+def _shards(model: ModelSpec, sh: Plan) -> dict:
+    """The GPUs each width R2 checks is split over (hidden whole; the dense FFN over TP; the experts over MoE-TP)."""
+    return {"hidden": 1, "inter": int(np.asarray(sh.tp)), "expert_inter": int(np.asarray(sh.moe_tp))}
+
+
 def _tile_alignment(model, gpu, cal, prec, sh, *, tp, regime, engine):
     """R2: widths per GPU off the 128 and 256 grids, each priced at the deployment in the regime's objective (_time,
     as `estimate` prints it) against its aligned neighbours at equal FLOPs: their times interpolated to its width,
@@ -241,9 +266,7 @@ def _tile_alignment(model, gpu, cal, prec, sh, *, tp, regime, engine):
     width, tile, mm = full_rate_width(gpu, prec)
     rate = f"{gpu.name}'s {mm.upper()} tiles run at their full rate from {width} wide ({tile[0]}x{tile[1]}" + (", 2-CTA)" if tile[2] > 1 else ")")
     for what, d, shard in dims:
-        # the finest grid the width misses: past 128, 256 (Blackwell's 2-CTA UMMA tiles are 256x128 and 256x256 and
-        # Hopper's widest wgmma CTA tile 128x256; no bundled GPU's tile is wider than 256, so 512 pads nothing)
-        unit = next((u for u in (128, 256) if d % (u * shard)), None)
+        unit = _grid_unit(d, shard)
         if unit is None or d < unit * shard:
             continue
         step = unit * shard
@@ -401,9 +424,13 @@ def _trust_region(model, prec, *, proxy_file=None):
                      "outside": [v["bound"] for v in j["outside"]]})]
 
 
-def _quantization_readiness(model):
-    """R4: widths the FP4 and FP8-block scale blocks do not divide; head dims outside the fast attention kernels."""
-    out = []
+# the block-scaled weight formats' scale blocks along K (NVFP4 16, MXFP4 32 elements, FP8-block 128x128), with R4's
+# severity: a format whose blocks do not divide a width cannot quantise it whole
+SCALE_BLOCKS = ((16, "NVFP4", "error", "nvfp4"), (32, "MXFP4", "warning", "mxfp4"), (128, "FP8-block", "info", "fp8_block"))
+
+
+def _widths(model: ModelSpec) -> dict:
+    """The widths a scale block runs along: hidden, the dense FFN, the experts and the shared expert."""
     dims = {"hidden": model.hidden}
     for layer, _ in model.groups:
         if isinstance(layer.ffn, DenseFfn):
@@ -412,12 +439,37 @@ def _quantization_readiness(model):
             dims["expert_inter"] = layer.ffn.expert_inter
             if layer.ffn.shared_inter:
                 dims["shared_inter"] = layer.ffn.shared_inter
-    for name, d in dims.items():
-        for block, fmt, sev in ((16, "NVFP4", "error"), (32, "MXFP4", "warning"), (128, "FP8-block", "info")):
+    return dims
+
+
+def scale_block_notes(model: ModelSpec, prec: Precision) -> list[str]:
+    """What R4 says of the weight format a deployment runs: each width its scale blocks do not divide (estimate's note;
+    the cost model prices the width as given)."""
+    out = []
+    for block, fmt, sev, name in SCALE_BLOCKS:
+        if prec.weight.name == name:
+            out += [f"{what} {d} is not divisible by {block} ({fmt} scale blocks; lint R4 {sev}): priced as given, though an "
+                    f"engine cannot quantise it whole in {fmt}" for what, d in _widths(model).items() if d % block]
+    return out
+
+
+def _quantization_readiness(model, shards: dict):
+    """R4: widths the FP4 and FP8-block scale blocks do not divide, each proposed at the nearest multiple of every block
+    and of R2's grid on its GPUs (`shards`: a width R2 checks per GPU), so R2 and R4 propose one width; head dims
+    outside the fast attention kernels."""
+    out = []
+    for name, d in _widths(model).items():
+        for block, fmt, sev, _ in SCALE_BLOCKS:
             if d % block:
                 pad = math.ceil(d / block) * block
+                # a width the blocks miss is off 128 too: R2's unit is 128, a multiple of every block
+                step = 128 * shards.get(name, 1)
+                lo = d // step * step
+                to = lo if lo and d - lo <= lo + step - d else lo + step
+                on = f" over {shards[name]} GPUs" if shards.get(name, 1) > 1 else ""
                 out.append(Finding("R4", sev, name, f"{name} {d} is not divisible by {block} ({fmt} scale blocks)",
-                                   100.0 * (pad / d - 1), f"{name} -> {pad} (or keep this tensor in a wider format)"))
+                                   100.0 * (pad / d - 1), f"{name} -> {to} (the nearest multiple of {step}: every scale block "
+                                   f"and R2's tile grid{on}; or keep this tensor in a wider format)"))
                 break
     hds = sorted({layer.attn.head_dim for layer, _ in model.groups if isinstance(layer.attn, GQA)})
     for hd in hds:

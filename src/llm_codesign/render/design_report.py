@@ -10,7 +10,7 @@ import html
 import json
 from pathlib import Path
 
-from llm_codesign.explore.lint import COST_KEY, COST_MEASURE
+from llm_codesign.explore.lint import COST_KEY, COST_MEASURE, OBJECTIVE_KEY
 from llm_codesign.render.plot import data_limits, gpus_text
 from llm_codesign.render.report import _PLOT_JS, BAND_TEXT
 
@@ -92,7 +92,17 @@ def _speed_rows(cols: list[dict], objective: str) -> list[tuple[str, list[str]]]
             ("gain over the reference", [_pct(c["gain_pct"]) if c["role"] == "design" else "-" for c in cols]),
             *((_METRIC[k] + " there", [at(c, k) for c in cols]) for k in _METRIC if k != objective),
             ("best deployment", [f"{c['at_slo']['deployment']['plan']}, batch {c['at_slo']['deployment']['concurrency_per_instance']}"
-                                 if c["at_slo"] else "-" for c in cols])]
+                                 if c["at_slo"] else "-" for c in cols]),
+            ("the next batch up the grid", [_next_batch(c["at_slo"]["deployment"]["batch"]) if c["at_slo"] else "-" for c in cols])]
+
+
+def _next_batch(b: dict) -> str:
+    """What stops a deployment's batch one step up the search's grid (explore.design.batch_binds), as design's line says."""
+    if b["binds"] == "grid":
+        return "none: the search's largest batch"
+    why = {"floor": "misses the SLO's floor", "memory": f"outgrows the KV cache or batch limit ({b['max_concurrency']:,} requests)",
+           None: "meets the floor and fits but scores less"}[b["binds"]]
+    return f"{b['next_batch']:,} {why}"
 
 
 def _quality_rows(cols: list[dict]) -> list[tuple[str, list[str]]]:
@@ -148,11 +158,17 @@ def _binds_html(sbs: dict) -> str:
     return f'<h2>What binds design 1</h2><ul id="binds">{body}</ul>'
 
 
+def _lint_cost(f: dict) -> str:
+    """A finding's cost % and, where R2 or R6 priced it in the regime's objective, the rate lost (the CLI's and page's)."""
+    oc = f.get("objective_cost")
+    return f"{f['cost_pct']:.1f}" + (f" (-{oc['lost']:,.1f} {oc['unit']})" if oc else "")
+
+
 def _lint_html(cols: list[dict]) -> str:
     e = html.escape
     rows = "".join(f"<tr><td>{e(_label(c))}</td><td>{e(f['rule'])} {e(f['rule_name'])}</td><td>{e(f['severity'])}</td><td>{e(f['where'])}</td>"
-                   f"<td>{f['cost_pct']:.1f}</td><td>{e(f['message'])}</td><td>{e(f['fix'])}</td></tr>" for c in cols for f in c["lint"])
-    return (f'<h2>Lint findings</h2><p class="hint">{e(COST_KEY)}</p><table id="lint-findings"><thead><tr><th>shape</th>'
+                   f"<td>{e(_lint_cost(f))}</td><td>{e(f['message'])}</td><td>{e(f['fix'])}</td></tr>" for c in cols for f in c["lint"])
+    return (f'<h2>Lint findings</h2><p class="hint">{e(COST_KEY)} {e(OBJECTIVE_KEY)}</p><table id="lint-findings"><thead><tr><th>shape</th>'
             '<th>rule</th><th>severity</th><th>where</th><th>cost %</th><th>finding</th><th>fix</th></tr></thead><tbody>'
             + (rows or '<tr><td colspan="7">no finding on any shape</td></tr>') + "</tbody></table>")
 

@@ -374,6 +374,9 @@ class Finding(_Open):
     message: str
     cost_pct: float
     fix: str
+    measure: str = Field(description="What the rule's cost_pct measures (explore.lint.COST_MEASURE).")
+    objective_cost: Optional[dict[str, Any]] = Field(None, description="R2's and R6's cost as the rate the shape loses: lost "
+                                                     "and unit (tok/s/GPU, or tok/s/user outside the throughput regime).")
 
 
 class LintResponse(BaseModel):

@@ -403,8 +403,16 @@ async function runLint(s, req) {
   const box = $("lint");
   box.className = "";
   if (!r.findings.length) { box.replaceChildren(el("div", `no findings for ${r.model} on ${r.gpu}`, "hint")); return; }
-  box.replaceChildren(table("lint-table", [["rule", "t"], ["severity", "t"], ["where", "t"], ["cost %", "n"], ["finding", "t"], ["fix", "t"]],
-    r.findings.map((f) => [`${f.rule} ${f.rule_name}`, f.severity, f.where, fix(f.cost_pct, 1), f.message, f.fix])));
+  box.replaceChildren(table("lint-table", [["rule", "t"], ["severity", "t"], ["where", "t"], ["cost %", "n"], ["cost measured as", "t"],
+                                           ["finding", "t"], ["fix", "t"]],
+    r.findings.map((f) => [`${f.rule} ${f.rule_name}`, f.severity, f.where, lintCost(f), f.measure, f.message, f.fix])));
+}
+
+// a finding's cost in its rule's own measure, and where R2 or R6 priced it in the regime's objective, the rate lost
+// (explore.lint Finding.objective_cost), as the CLI's lint table gives it
+function lintCost(f) {
+  const oc = f.objective_cost;
+  return fix(f.cost_pct, 1) + (oc ? ` (-${Number(oc.lost).toFixed(1)} ${oc.unit})` : "");
 }
 
 // ---- one deployment priced: a plan x requests in flight x speculation, aggregated or disaggregated
@@ -586,12 +594,13 @@ function showSideBySide(sbs, ref) {
                                           at: c.at_slo ? {tok_s_per_user: c.at_slo.tok_s_per_user, output_tok_s_per_gpu: c.at_slo.output_tok_s_per_gpu} : null}))};
   const plot = el("div");
   plot.id = "design-plot";
-  const findings = cols.flatMap((c) => c.lint.map((f) => [sideLabel(c), `${f.rule} ${f.rule_name}`, f.severity, fix(f.cost_pct, 1), f.message]));
+  const findings = cols.flatMap((c) => c.lint.map((f) => [sideLabel(c), `${f.rule} ${f.rule_name}`, f.severity, lintCost(f), f.measure, f.message]));
   $("design").append(el("h3", `Side by side: ${ref.name} and the top ${cols.length - 1} designs`),
     el("div", `rings: each shape's best deployment at the SLO; shaded: the 80% interval of tok/s/GPU. Equal quality: ${sbs.rule}.`, "hint"), plot,
     table("design-compare", [["", "t"], ...cols.map((c) => [sideLabel(c), "n"])], sideRows(sbs)),
     el("h3", "Lint findings, each with its predicted cost"),
-    findings.length ? table("design-lint", [["shape", "t"], ["rule", "t"], ["severity", "t"], ["cost %", "n"], ["finding", "t"]], findings)
+    findings.length ? table("design-lint", [["shape", "t"], ["rule", "t"], ["severity", "t"], ["cost %", "n"], ["cost measured as", "t"],
+                                            ["finding", "t"]], findings)
       : el("div", "no finding on any shape", "hint"));
   drawFrontier(plot, data, {tip: $("tip"), describe: (p) => [`${p.deployment.plan}, batch ${p.deployment.concurrency_per_instance}`,
     `${rate(p.tok_s_per_user)} tok/s/user, ${rate(p.output_tok_s_per_gpu)} tok/s/GPU`, `TTFT ${fix(p.ttft_ms, 0)} ms, TPOT ${fix(p.tpot_ms, 2)} ms`]});
