@@ -523,3 +523,45 @@ def test_prefill_outside_fa3_is_the_tables_kernel(engine, gpu, kv):
     want = max(t_c, t_m) + cal.attn_prefill_overhead_s + 2 * 32 * cal.attn_prefill_head_s
     core = _prefill_core(g, engine, _gqa_layer(), prec=Precision.of("bf16", kv=kv))
     assert float(core.time) == pytest.approx(want, rel=1e-12)
+
+
+def test_mla_decode_work_items_are_trtllm_gens_ctas_on_blackwell():
+    # TRTLLM-Gen's MLA generation kernel (fmhaKernels.cuh selectMlaGenerationKernel@fb28d72) puts the heads in the MMA's
+    # rows: 768 tokens of 128 heads on B200 (148 SMs) need 768 x 8 = 6,144 16-head CTAs, over one wave, so 64-head
+    # tiles, 2 a token; one token over 1,024 keys: 8 CTAs, split min(1,024 / 256, 148 // 8) = 4 ways, 256 keys a CTA,
+    # so 16-head tiles, 8; over 32,768 keys the split (18) leaves 1,820 keys a CTA, over 1,024: 64-head tiles; 16 heads
+    # (32 or fewer) 16-head tiles; 8 heads one 8-head tile. Hopper keeps one item per token and head
+    b200, h100 = get_gpu("b200"), get_gpu("h100")
+    got = cost.mla_decode_work_items(np.array([768.0, 1.0, 1.0, 64.0, 64.0]), np.array([128.0, 128.0, 128.0, 16.0, 8.0]),
+                                     np.array([1536.0, 1024.0, 32768.0, 1536.0, 1536.0]), b200)
+    assert got.tolist() == [1536.0, 8.0, 2.0, 64.0, 64.0]
+    assert float(cost.mla_decode_work_items(768.0, 128.0, 1536.0, h100)) == 768.0 * 128
+
+
+def test_mla_decode_at_768_sequences_prices_the_kernels_ctas_and_its_rope_pass():
+    # DeepSeek-R1's absorbed MLA on B200, one attention-DP rank (TP 1, 128 heads), FP8 KV: 768 sequences at 1,536 cached
+    # keys. Math 2 x 768 x 128 x 1,536 x (2 x 512 + 64) = 328.56 GFLOP at 0.6 of the 4.5 PFLOP/s FP8 peak; bytes the
+    # 576-byte latent of each key plus each head's query (576 FP8) read and output (512 BF16) written; then the fixed
+    # cost and 1,536 CTAs (two 64-head tiles a token) at decode_item_s, where 768 x 128 head items cost 0.78 ms before.
+    # The RoPE / FP8-quantisation pass before it (mla_rope_generation): the rope part of the query read and written
+    # (128 x 64 x 2 x 2), the latent read and written to the cache (576 x (2 + 1)), the query quantised (128 x 576 x 3)
+    from llm_codesign.cost.calibration import calibration_for
+    from llm_codesign.cost.ops import Batch, layer_ops
+    from llm_codesign.spec.plan import Plan
+    from llm_codesign.spec.precision import Precision
+    from llm_codesign.spec.registry import get_model
+
+    b200 = get_gpu("b200")
+    cal = calibration_for(b200)
+    m = get_model("deepseek-r1")
+    got = layer_ops(m, m.groups[0][0], 1.0, b200, cal, prec=Precision.of("fp8_block", kv="fp8"), sh=Plan(),
+                    b=Batch(dec_seqs=768.0, dec_ctx=1536.0), prefix="layer", parts=("attn",))
+    core = next(o for o in got if o.role == "core_decode")
+    rope = next(o for o in got if o.role == "mla_rope")
+    flops = 328_564_998_144.0
+    nbytes = 768 * 1536 * 576.0 + 768 * 128 * (576.0 + 1024.0)
+    assert float(core.work[0]) == flops and float(core.work[1]) == nbytes
+    t = max(flops / (4.5e15 * 0.6), nbytes / (8e12 * cal.attn_decode_bw_eff_fp8)) + cal.attn_overhead_s + 1536 * 7.93489e-9
+    assert float(core.time) == pytest.approx(t, rel=1e-9)
+    assert float(core.time) == pytest.approx(144.66e-6, abs=0.01e-6)  # 121.69 us of math (117.6 of bytes) + 10.79 + 12.19
+    assert float(rope.time) == pytest.approx(768 * (128 * 64 * 4.0 + 576 * 3.0 + 128 * 576 * 3.0) / (8e12 * cal.bw_eff), rel=1e-12)

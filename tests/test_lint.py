@@ -174,8 +174,9 @@ def test_pipeline_cost_is_the_estimates_difference_from_the_nearest_regular_dept
     plan = Plan(tp=8, pp=4, ep=8, moe_tp=1)
     x61, x60, x64 = (_gpu_ms_per_token(replace(m, groups=(dense, (moe[0], n)), layout=()), "b200", plan) for n in (58, 57, 61))
     assert fs[0].cost_pct == pytest.approx(100 * ((x61 / 61) / (x60 / 60) - 1), abs=0.1)
-    # 2.85 before this session's re-fit; 2.90 before i46a's measured all-reduce; 2.89 before the one-shot's cost per further peer
-    assert fs[0].cost_pct == pytest.approx(2.90, abs=0.01)
+    # 2.85 before this session's re-fit; 2.90 before i46a's measured all-reduce; 2.89 before the one-shot's cost per further peer;
+    # 2.90 before MLA decode on TRTLLM-Gen was priced as its kernel's CTAs (branch tdd: the attention a layer adds is cheaper)
+    assert fs[0].cost_pct == pytest.approx(2.87, abs=0.01)
     assert 100 * (x64 / x61 - 1) == pytest.approx(1.63, abs=0.05)
     assert ("at PP4 (stages of 15/15/16/15 layers; TP8 PP4 EP8, 256 requests, 1536/1024 tokens) GPU time per output token "
             f"{x61:.3f} ms against {x60:.3f} ms with 60 layers: 2.9% more time per layer") in fs[0].message

@@ -58,6 +58,25 @@ def decode_split(seqs, kv_heads, keys, gpu: Gpu):
     return np.maximum(mb / np.maximum(adj, 1.0), 1.0)
 
 
+def mla_decode_work_items(tokens, heads, keys, gpu: Gpu):
+    """Work items of absorbed MLA's decode kernel over `tokens` decode tokens (sequences x query tokens each), `heads` query
+    heads on this GPU sharing the one latent KV head, `keys` keys each. TRTLLM-Gen's MLA generation kernel
+    (include/flashinfer/trtllm/fmha/fmhaKernels.cuh:906-937 selectMlaGenerationKernel@fb28d72) packs the heads into
+    the MMA's rows, a CTA per query token (numCtasPerSeqQ = its query tokens, :553-555) and tile of heads: 64 heads
+    a CTA (KeepsMmaAb; 128 heads on a 2-CTA pair, :932-935), or 16 (8 heads or fewer: 8) where the heads are 32 or
+    fewer or its useSwapsMmaAbMlaGenKernel (:738-757) finds the 16-head CTAs within one wave of the SMs and their
+    split of the keys at most 1,024 a CTA. Elsewhere (other kernels, not read) one item per token and head, as before.
+    The split of the keys over CTAs at small batch is not counted, as for GQA (GqaDecode)."""
+    tokens, heads = np.asarray(tokens, float), np.asarray(heads, float)
+    if gpu.family not in TRTLLM_GEN_FAMILIES:
+        return tokens * heads
+    ctas16 = np.maximum(tokens * np.ceil(heads / 16.0 - 1e-9), 1.0)
+    split = np.minimum(np.ceil(np.asarray(keys, float) / 256.0 - 1e-9), np.maximum(np.floor(gpu.sms / ctas16), 1.0))
+    swaps = (heads <= 32) | ((ctas16 <= gpu.sms) & (np.asarray(keys, float) / np.maximum(split, 1.0) <= 1024.0))
+    tile = np.where(swaps, np.where(heads <= 8, 8.0, 16.0), 64.0)
+    return tokens * np.ceil(heads / tile - 1e-9)
+
+
 def decode_merge_share(split, gpu: Gpu):
     """Share of the split-KV merge's fixed cost (attn_decode_split_s) a split decode kernel pays. XQA merges
     its CTAs' partial outputs through global memory (the last CTA of a sequence re-reads them behind a

@@ -54,24 +54,38 @@ def _mla(a: MLA, ops: list[Op], P: Site, *, at: _At, s: _Step, b: Batch, prec: P
     replicated latent (2 x kv_lora_rank + rope_dim FLOPs per key, its own decode efficiency)."""
     heads_l = a.heads / s.tp
     dcal = replace(at.cal, attn_decode_flops_eff=at.cal.mla_decode_flops_eff, attn_decode_head_s=at.cal.decode_item_s)
+    # the dense kernel's CTAs (mla_decode_work_items); DSA's sparse kernel (not read) one item per token and head
+    items = s.dec_tok * heads_l if a.kernel != "mla" else \
+        cost.mla_decode_work_items(s.dec_tok, heads_l, a.decode_keys(np.asarray(b.dec_ctx, float)) / s.kvp, at.gpu)
+    # the preprocessing kernel before it (TensorRT-LLM's mla_rope_generation, timed with the kernel in the MLA tables:
+    # aiconfigurator collector/trtllm/collect_mla.py:559-584@095f58a5): RoPE on the query's rope part (BF16 read and
+    # written), the token's latent written to the cache and, on an FP8 cache, the whole latent query quantised to FP8
+    # for the kernel's FP8 math (its quant_q_buffer, read BF16 and written FP8). Its launch is in attn_overhead_s.
+    latent = a.kv_lora_rank + a.rope_dim
+    kv_b = prec.kv.bytes_per_value()
+    q_fp8 = prec.kv.math == "fp8"
+    rope_b = heads_l * a.rope_dim * 4.0 + latent * (2.0 + kv_b) + (heads_l * latent * 3.0 if q_fp8 else 0.0)
+    ops.append(_elementwise(P / "mla_rope", s.dec_tok * rope_b, 0.0, at))
     # absorbed MLA attends in the latent space: each head's partial output Helix exchanges is kv_lora_rank wide
     # (TensorRT-LLM helixAllToAll: [..., cp_size, kv_lora_rank]), up-projected to v_head_dim only after it
     return _attend(a, ops, P, at=at, s=s, b=b, prec=prec, per_tok_kv=a.kv_values_per_gpu(s.tp) * prec.kv.bytes_per_value(),
-                   qk_d=a.head_dim, v_d=a.v_head_dim, decode=(2 * a.kv_lora_rank + a.rope_dim, s.dec_tok * heads_l, 1.0, dcal, None),
-                   x_d=a.kv_lora_rank)
+                   qk_d=a.head_dim, v_d=a.v_head_dim, decode=(2 * a.kv_lora_rank + a.rope_dim, items, 1.0, dcal, None),
+                   x_d=a.kv_lora_rank, qo_b=latent * (1.0 if q_fp8 else 2.0) + a.kv_lora_rank * 2.0)
 
 
 def _attend(a: Attention, ops: list[Op], P: Site, *, at: _At, s: _Step, b: Batch, prec: Precision, per_tok_kv, qk_d, v_d, decode,
-            x_d=None) -> list[Op]:
+            x_d=None, qo_b=None) -> list[Op]:
     """After a softmax attention's projections (`ops`): the attention core over the cache (decode)
     and the chunk (prefill), Helix's exchange, the output projection and its all-reduce. `per_tok_kv`:
     cached bytes per token on this GPU; `qk_d`, `v_d`: a head's query-key and value widths; `decode`:
     the decode core's (FLOPs width per key, work items (None for GQA: its kernel's, GqaDecode), query heads per KV
     head, calibration, KV heads per GPU whose keys GQA's kernel splits and reads in tiles, None for MLA's latent
-    kernels, priced unsplit); `x_d`: the width of a head's partial output Helix exchanges (v_d where None)."""
+    kernels, priced unsplit); `x_d`: the width of a head's partial output Helix exchanges (v_d where None); `qo_b`: bytes
+    of a decode head's query read and output written (BF16 at qk_d and v_d where None)."""
     h, T, tp, kvp = s.h, s.T, s.tp, s.kvp
     heads_l = a.heads / tp
-    ops.append(_core_decode(a, b, at, P, s=s, prec=prec, per_tok_kv=per_tok_kv, qkv_d=qk_d + v_d, decode=decode))
+    ops.append(_core_decode(a, b, at, P, s=s, prec=prec, per_tok_kv=per_tok_kv, qo_b=(qk_d + v_d) * 2.0 if qo_b is None else qo_b,
+                            decode=decode))
     ops.append(_core_prefill(a, b, at, P, s=s, prec=prec, per_tok_kv=per_tok_kv, qkv_d=qk_d + v_d))
     if np.any(kvp > 1):
         # Helix: partial outputs (16-bit) and each head's two FP32 softmax statistics exchanged across
@@ -241,11 +255,11 @@ class GqaDecode:
         return mmha, read, items, fp8_math
 
 
-def _core_decode(a: Attention, b: Batch, at: _At, P: Site, *, s: _Step, prec: Precision, per_tok_kv, qkv_d, decode) -> Op:
+def _core_decode(a: Attention, b: Batch, at: _At, P: Site, *, s: _Step, prec: Precision, per_tok_kv, qo_b, decode) -> Op:
     """Decode attention: every decode token reads its sequence's cache, the keys the mixer reads
     (Attention.decode_keys: a window, chunk or sparse selection) sharded by Helix, GQA's through its
-    kernel's splits and tiles (GqaDecode). `per_tok_kv`: cached bytes per token; `qkv_d`: query-key plus
-    value width of a head; `decode`: see _attend."""
+    kernel's splits and tiles (GqaDecode). `per_tok_kv`: cached bytes per token; `qo_b`: bytes of a head's query
+    read and output written; `decode`: see _attend."""
     gpu = at.gpu
     width, items, group, dcal, kv_l = decode
     dec_tok, heads_l = s.dec_tok, a.heads / s.tp
@@ -261,7 +275,7 @@ def _core_decode(a: Attention, b: Batch, at: _At, P: Site, *, s: _Step, prec: Pr
                       ctx=dec_ctx, window=a.window, kv_fp8=kv_fp8)
         mmha, read, items, fp8_math = k.priced(dcal)
         merge, rope_fused, fa3 = k.merge, k.rope_fused, k.fa3
-    dec_bytes = seqs * read * per_tok_kv + dec_tok * heads_l * qkv_d * 2.0
+    dec_bytes = seqs * read * per_tok_kv + dec_tok * heads_l * qo_b
     times = cost.attention_decode_time(dec_flops, dec_bytes, gpu, dcal, seq_heads=items, kv_fp8=kv_fp8, group=group, split=merge,
                                        rope_fused=rope_fused, mmha=mmha, fa3=fa3, fp8_math=fp8_math)
     f = _attention_factor(at, a, "decode", kv_fp8=kv_fp8, dec_tokens=dec_tok)
@@ -270,7 +284,8 @@ def _core_decode(a: Attention, b: Batch, at: _At, P: Site, *, s: _Step, prec: Pr
 
 def _core_prefill(a: Attention, b: Batch, at: _At, P: Site, *, s: _Step, prec: Precision, per_tok_kv, qkv_d) -> Op:
     """Prefill attention, causal: a chunk of T_p tokens from s sequences over c cached tokens each,
-    reading the keys the mixer reads (Attention.prefill_keys); `per_tok_kv`, `qkv_d` as _core_decode's. GQA's
+    reading the keys the mixer reads (Attention.prefill_keys); `per_tok_kv` as _core_decode's, `qkv_d` a head's query-key
+    plus value width. GQA's
     runs FlashAttention-3's kernel at its own rates where the engine does (cost.kernels.runs_fa3_prefill)."""
     heads_l = a.heads / s.tp
     tp_tok = np.asarray(b.pf_tokens, float)
