@@ -162,6 +162,12 @@ def test_vllm_blackwell_all_reduce_dispatch():
     for n, limit in ((2, 8 * MIB), (4, 32 * MIB), (8, 128 * MIB)):
         assert ar(limit, n) == nccl(limit, n) and ar(limit - 16, n) <= nccl(limit - 16, n)
     assert VLLM_SYMM(np.array([1 * MIB, 2 * MIB, 2 * MIB, 1 * MIB - 16]), np.array([8.0, 4.0, 3.0, 8.0])).tolist() == [True, True, False, False]
+    # an all-reduce its fusion pass puts in FlashInfer's all-reduce + RMSNorm kernel is that kernel's, not the dispatch's:
+    # the faster of the two Lamport kernels without barriers, 256 KiB at TP8 the one-shot's 5 + 7 x 256 KiB / bw = 7.913 us,
+    # 1 MiB the two-shot's 10.913 us, and 16 MiB at TP4 (inside the pass's 32 MiB) 8 + 1.5 x 16 MiB / bw = 47.946 us, NCCL's
+    # before
+    fused = lambda nbytes, n: float(collective_time("all_reduce", nbytes, n, g, cal, engine=v, norm_fused=True))  # noqa: E731
+    assert [fused(256 * KIB, 8), fused(1 * MIB, 8), fused(16 * MIB, 4)] == pytest.approx([7.913e-6, 10.913e-6, 47.946e-6], abs=1e-9)
     # the time never falls as the message grows, across every switch
     sizes = np.linspace(1 * KIB, 160 * MIB, 8000)
     for n in (2, 4, 8):

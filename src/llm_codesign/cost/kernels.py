@@ -310,10 +310,14 @@ def collective_time(op: str, nbytes, n, gpu: Gpu, cal: Calibration, *, engine: E
     inside = n <= float(gpu.scale_up_domain)
     # an engine's own all-reduce inside one scale-up domain, NCCL elsewhere: where it runs at every
     # element (a search's decode steps), NCCL is not priced
-    own = engine.own_allreduce(nbytes, n, gpu.family) & inside if op == "all_reduce" and engine is not None else None
+    # (an all-reduce inside its all-reduce + RMSNorm kernel is that kernel's wherever Engine.ar_norm_fused put it, which
+    # vLLM decides by its fusion pass's own limits, not by its dispatch: no two-shot by size, no symmetric memory there)
+    fused = np.asarray(norm_fused, bool)
+    own = (engine.own_allreduce(nbytes, n, gpu.family) | fused) & inside if op == "all_reduce" and engine is not None else None
     def custom():
+        twoshot = np.where(fused, np.inf, engine.twoshot_from(n, gpu.family))
         return _custom_all_reduce(nbytes, n, gpu, cal, oneshot=engine.oneshot_limit(n, gpu.family),
-                                  twoshot=engine.twoshot_from(n, gpu.family)) + _own_barriers(engine, cal, norm_fused)
+                                  twoshot=twoshot) + _own_barriers(engine, cal, norm_fused)
 
     if own is not None and own.all():
         t = custom()
@@ -321,7 +325,7 @@ def collective_time(op: str, nbytes, n, gpu: Gpu, cal: Calibration, *, engine: E
         t = _nccl_time(op, nbytes, n, gpu, cal, inside=inside)
         if own is not None and own.any():
             t = np.where(own, custom(), t)
-        symm = engine.symm_allreduce(nbytes, n, gpu.family) & inside if own is not None else None
+        symm = engine.symm_allreduce(nbytes, n, gpu.family) & inside & ~fused if own is not None else None
         if symm is not None and symm.any():
             # its limits sit where vLLM's benchmarks put the crossover with NCCL (all_reduce_utils.py:44-56@0.11.0), so a
             # step pays the faster of the two there, and no message costs less than a smaller one across the switch

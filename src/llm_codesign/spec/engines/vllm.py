@@ -10,9 +10,8 @@ from llm_codesign.spec.engines.base import CDNA_FAMILIES, GIB, PCIE_FAMILIES, En
 # and should_custom_ar: inp_size < max_size); NCCL beyond. Inside it the kernel is one-shot or two-shot
 # (csrc/custom_all_reduce.cuh: one-shot at world size 2, below 512 KiB up to 4 GPUs and below 256 KiB up
 # to 8), switched where vLLM measured the crossover, so the cost model prices the faster of the two
-# (kernels._custom_all_reduce), but on Blackwell, where the kernel's own B200 timings put the two-stage far from that
-# (twoshot_from, TWOSHOT_FROM_KIB) and torch symmetric memory takes the larger inputs (SYMM_CUSTOM_MAX_MIB). SGLang's
-# custom_all_reduce.py is the same code.
+# (kernels._custom_all_reduce); on Blackwell the launcher's own switch is priced (twoshot_from, TWOSHOT_FROM_KIB) and
+# torch symmetric memory takes the larger inputs (SYMM_CUSTOM_MAX_MIB). SGLang's custom_all_reduce.py is the same code.
 CUSTOM_AR_SIZES = (2, 4, 6, 8)
 CUSTOM_AR_MAX_BYTES = 8.0 * 2.0**20
 TRTLLM_DECODE_TOKENS = 256  # its FlashInfer backend takes trtllm-gen decode kernels up to this many decode tokens
@@ -44,7 +43,7 @@ def _per_world(table: dict, n, default: float = 0.0):
     import numpy as np
 
     n = np.asarray(n, float)
-    return np.select([n == k for k in table], [v * 2.0**20 for v in table.values()], default) if table else np.full(n.shape, default)
+    return np.select([n == k for k in table], [v * 2.0**20 for v in table.values()], default)
 
 
 def custom_allreduce(nbytes, n, family: str, *, at_limit: bool = False):
