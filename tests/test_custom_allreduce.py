@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from llm_codesign.cost.calibration import documented
-from llm_codesign.cost.kernels import collective_time
+from llm_codesign.cost.kernels import _symm_all_reduce, collective_time
 from llm_codesign.spec.engines import get_engine
 from llm_codesign.spec.hardware import get_gpu
 
@@ -65,8 +65,9 @@ def test_engine_limits_and_the_faster_kernel():
     bw = 9e11 * 0.7
     v, t = get_engine("vllm"), get_engine("trtllm")
     own = {e.name: e.own_allreduce for e in (v, t)}
-    # vLLM/SGLang below 8 MiB at 2, 4, 6 or 8 GPUs; TensorRT-LLM up to its 8 MB workspace at TP8 (16 MB at TP2)
-    assert bool(own["vllm"](8 * MIB - 1, 8, "blackwell")) and not own["vllm"](8 * MIB, 8, "blackwell") and not own["vllm"](16 * KIB, 3, "blackwell")
+    # vLLM/SGLang below 8 MiB at 2, 4, 6 or 8 GPUs (vLLM's on Blackwell below its symmetric-memory limits:
+    # test_vllm_blackwell_all_reduce_dispatch); TensorRT-LLM up to its 8 MB workspace at TP8 (16 MB at TP2)
+    assert bool(own["vllm"](8 * MIB - 1, 8, "hopper")) and not own["vllm"](8 * MIB, 8, "hopper") and not own["vllm"](16 * KIB, 3, "blackwell")
     assert bool(own["trtllm"](8e6, 8, "hopper")) and not own["trtllm"](8e6 + 1, 8, "hopper") and bool(own["trtllm"](16e6, 2, "hopper"))
     # SGLang's copy takes the 8 MiB limit itself (inp_size <= max_size, custom_all_reduce.py:273@0.5.14), vLLM's not
     sg = get_engine("sglang").own_allreduce
@@ -75,10 +76,10 @@ def test_engine_limits_and_the_faster_kernel():
     assert float(collective_time("all_reduce", 16 * KIB, 8, g, cal)) > float(collective_time("all_reduce", 16 * KIB, 8, g, cal, engine=v))
     # a step pays the faster kernel: at 256 KiB over 4 GPUs one-shot 5 + 3 x 256 KiB / bw = 6.25 us (two-shot
     # 8.62 us); at 1 MiB over 8 two-shot 8 + 1.75 x 1 MiB / bw = 10.91 us (one-shot 16.65 us), vLLM's with its two 1 us
-    # barriers on either kernel, TensorRT-LLM's on Hopper (its Blackwell table keeps the one-shot there:
-    # test_trtllm_blackwell_keeps_its_one_shot)
+    # barriers on either kernel, both on Hopper (TensorRT-LLM's Blackwell table keeps the one-shot there:
+    # test_trtllm_blackwell_keeps_its_one_shot; vLLM hands 1 MiB at TP8 on Blackwell to symmetric memory)
     assert float(collective_time("all_reduce", 256 * KIB, 4, g, cal, engine=v)) == pytest.approx(5e-6 + 2e-6 + 3 * 262144 / bw, rel=1e-9)
-    for e, barriers, gpu in ((v, 2e-6, g), (t, 0.0, get_gpu("h100"))):
+    for e, barriers, gpu in ((v, 2e-6, get_gpu("h100")), (t, 0.0, get_gpu("h100"))):
         link = gpu.scale_up_bandwidth_bytes_per_s * 0.7  # H100: 450 GB/s
         assert float(collective_time("all_reduce", 1 * MIB, 8, gpu, cal, engine=e)) == pytest.approx(8e-6 + barriers + 1.75 * MIB / link,
                                                                                                     rel=1e-9)
@@ -87,9 +88,10 @@ def test_engine_limits_and_the_faster_kernel():
     for e in (v, t):
         for n in (2, 4, 8):
             assert np.all(np.diff(collective_time("all_reduce", sizes, n, g, cal, engine=e)) >= 0)
-    # past the engines' buffers (8 MiB) and beyond the NVLink domain: NCCL, as without an engine
-    for n, size in ((8, 16 * MIB), (16, 16 * KIB)):
-        assert float(collective_time("all_reduce", size, n, g, cal, engine=v)) == float(collective_time("all_reduce", size, n, g, cal))
+    # past the engines' buffers (8 MiB on Hopper; vLLM's symmetric memory's 128 MiB at TP8 on Blackwell) and beyond the
+    # NVLink domain: NCCL, as without an engine
+    for n, size, gpu in ((8, 16 * MIB, get_gpu("h100")), (8, 128 * MIB, g), (16, 16 * KIB, g)):
+        assert float(collective_time("all_reduce", size, n, gpu, cal, engine=v)) == float(collective_time("all_reduce", size, n, gpu, cal))
     # PCIe cards: vLLM's custom kernel only between two GPUs, TensorRT-LLM's not at all
     l40 = get_gpu("l40s")
     assert bool(own["vllm"](16 * KIB, 2, l40.family)) and not own["vllm"](16 * KIB, 4, l40.family)
@@ -123,6 +125,61 @@ def test_trtllm_blackwell_keeps_its_one_shot():
     assert ar(1 * MIB, 8, get_gpu("h100")) == pytest.approx(8e-6 + 1.75 * MIB / (4.5e11 * 0.7), rel=1e-9)
     assert t.oneshot_limit(np.array([1.0, 2.0, 8.0, 16.0]), "blackwell").tolist() == [0.0, 8 * MIB, 2 * MIB, 0.0]
     assert get_engine("vllm").oneshot_limit(8.0, "blackwell") == 0.0
+
+
+def test_vllm_blackwell_all_reduce_dispatch():
+    """vLLM on SM100 (issue 39): with torch symmetric memory on by default its custom kernel takes inputs below 2 MiB at 2
+    and 4 GPUs and 1 MiB at 6 and 8, symmetric memory the rest below 8 / 32 / 128 / 128 MiB, NCCL beyond
+    (all_reduce_utils.py:30-56@0.11.0); the custom kernel's launcher names its two-stage kernel from 512 KiB up to 4 GPUs
+    and 256 KiB up to 8. Hand values at default.toml's documented 5 us one-shot, 8 us two-shot, no cost a peer, vLLM's two
+    1 us barriers, 900 GB/s x 0.7; a copy kernel 3 us plus its bytes at 8 TB/s x 0.85. Llama-3.1-70B, 16 KiB a token."""
+    g, cal, v = get_gpu("b200"), _blackwell(), get_engine("vllm")
+    bw, hbm = 9e11 * 0.7, 8e12 * 0.85
+    ar = lambda nbytes, n: float(collective_time("all_reduce", nbytes, n, g, cal, engine=v))  # noqa: E731
+    # 8 tokens at TP8, 128 KiB: the one-stage kernel, 5 + 7 x 128 KiB / bw + 2 = 8.456 us, as before
+    assert ar(128 * KIB, 8) == pytest.approx(5e-6 + 7 * 128 * KIB / bw + 2e-6, rel=1e-9) == pytest.approx(8.456e-6, abs=1e-9)
+    # 16 tokens, 256 KiB: the two-stage, 8 + 1.75 x 256 KiB / bw + 2 = 10.728 us (the faster-of-two rule priced the
+    # one-shot's 9.913 us; aiconfigurator's B200 table for vLLM 0.19.0 times 26.0 us)
+    assert ar(256 * KIB, 8) == pytest.approx(8e-6 + 1.75 * 256 * KIB / bw + 2e-6, rel=1e-9) == pytest.approx(10.728e-6, abs=1e-9)
+    # TP4 from 512 KiB: 8 + 1.5 x 512 KiB / bw + 2 = 11.248 us (was the one-shot's 9.497; the table: 18.1 us)
+    assert ar(512 * KIB, 4) == pytest.approx(11.248e-6, abs=1e-9)
+    assert ar(512 * KIB - 16, 4) == pytest.approx(5e-6 + 3 * (512 * KIB - 16) / bw + 2e-6, rel=1e-9)
+    # 64 tokens at TP8, 1 MiB: symmetric memory, a copy in and out around the two-shot with its barriers:
+    # 10.913 + 2 + 2 x 3 + 4 x 1 MiB / hbm = 19.530 us (was the custom two-shot's 12.913; the table: 16.7 us); a
+    # 1,024-token prefill beside 64 decodes, 17 MiB: 57.516 + 2 + 6 + 4 x 17 MiB / hbm = 76.002 us; TP2 at 4 MiB:
+    # 8 + 4 MiB / bw + 2 + 6 + 4 x 4 MiB / hbm = 25.125 us (was the one-shot's 13.658; the table: 34.6 us)
+    symm = lambda nbytes, n: float(_symm_all_reduce(nbytes, n, g, cal, v))  # noqa: E731
+    assert symm(1 * MIB, 8) == pytest.approx(8e-6 + 1.75 * MIB / bw + 2e-6 + 6e-6 + 4 * MIB / hbm, rel=1e-9)
+    assert [symm(1 * MIB, 8), symm(17 * MIB, 8), symm(4 * MIB, 2)] == pytest.approx([19.530e-6, 76.002e-6, 25.125e-6], abs=1e-9)
+    # vLLM set its limits where its benchmarks crossed NCCL, so a step pays the faster of the two inside them (at these
+    # documented values NCCL's 17.10 / 60.59 / 14.59 us; the fitted B200 NCCL's 33.4 / 87.9 / 27.2 us leave symmetric
+    # memory's), and NCCL from 8 MiB at TP2, 32 MiB at TP4, 128 MiB at TP8
+    nccl = lambda nbytes, n: float(collective_time("all_reduce", nbytes, n, g, cal))  # noqa: E731
+    for nbytes, n in ((1 * MIB, 8), (17 * MIB, 8), (4 * MIB, 2)):
+        assert ar(nbytes, n) == pytest.approx(min(symm(nbytes, n), nccl(nbytes, n)), rel=1e-12)
+    slow = replace(cal, comm_latency_s=40e-6)  # an NCCL slower than either: the symmetric-memory price itself
+    assert float(collective_time("all_reduce", 1 * MIB, 8, g, slow, engine=v)) == pytest.approx(19.530e-6, abs=1e-9)
+    for n, limit in ((2, 8 * MIB), (4, 32 * MIB), (8, 128 * MIB)):
+        assert ar(limit, n) == nccl(limit, n) and ar(limit - 16, n) <= nccl(limit - 16, n)
+    assert VLLM_SYMM(np.array([1 * MIB, 2 * MIB, 2 * MIB, 1 * MIB - 16]), np.array([8.0, 4.0, 3.0, 8.0])).tolist() == [True, True, False, False]
+    # an all-reduce its fusion pass puts in FlashInfer's all-reduce + RMSNorm kernel is that kernel's, not the dispatch's:
+    # the faster of the two Lamport kernels without barriers, 256 KiB at TP8 the one-shot's 5 + 7 x 256 KiB / bw = 7.913 us,
+    # 1 MiB the two-shot's 10.913 us, and 16 MiB at TP4 (inside the pass's 32 MiB) 8 + 1.5 x 16 MiB / bw = 47.946 us, NCCL's
+    # before
+    fused = lambda nbytes, n: float(collective_time("all_reduce", nbytes, n, g, cal, engine=v, norm_fused=True))  # noqa: E731
+    assert [fused(256 * KIB, 8), fused(1 * MIB, 8), fused(16 * MIB, 4)] == pytest.approx([7.913e-6, 10.913e-6, 47.946e-6], abs=1e-9)
+    # the time never falls as the message grows, across every switch
+    sizes = np.linspace(1 * KIB, 160 * MIB, 8000)
+    for n in (2, 4, 8):
+        assert np.all(np.diff(collective_time("all_reduce", sizes, n, g, cal, engine=v)) >= 0)
+    # Hopper keeps its custom kernel's limits and the faster of its two kernels
+    assert not v.symm_allreduce(1 * MIB, 8, "hopper") and bool(v.own_allreduce(1 * MIB, 8, "hopper"))
+    assert float(v.twoshot_from(8.0, "hopper")) == np.inf and v.twoshot_from(np.array([2.0, 4.0, 8.0]), "blackwell").tolist() == [
+        np.inf, 512 * KIB, 256 * KIB]
+
+
+def VLLM_SYMM(nbytes, n):
+    return get_engine("vllm").symm_allreduce(nbytes, n, "blackwell")
 
 
 def test_trtllm_mnnvl_all_reduce_on_nvl72():

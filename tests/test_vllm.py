@@ -24,7 +24,10 @@ def test_custom_all_reduce_sizes():
     assert custom_allreduce(1 * MIB, n, "hopper").tolist() == [True, False, True, True, True, False]
     assert custom_allreduce(8 * MIB, 8.0, "hopper").tolist() is False
     assert custom_allreduce(1 * MIB, n, "ada").tolist() == [True, False, False, False, False, False]
-    assert VLLM.own_allreduce(1 * MIB, n, "blackwell").tolist() == custom_allreduce(1 * MIB, n, "blackwell").tolist()
+    # on Hopper its custom kernel's; on Blackwell below the symmetric-memory limits (tests/test_custom_allreduce.py
+    # test_vllm_blackwell_all_reduce_dispatch): 2 MiB at 2 and 4 GPUs, 1 MiB at 6 and 8
+    assert VLLM.own_allreduce(1 * MIB, n, "hopper").tolist() == custom_allreduce(1 * MIB, n, "hopper").tolist()
+    assert VLLM.own_allreduce(1 * MIB, n, "blackwell").tolist() == [True, False, True, False, False, False]
 
 
 def test_deepgemm_and_mtp_eh_proj():

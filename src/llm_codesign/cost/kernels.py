@@ -329,9 +329,14 @@ def collective_time(op: str, nbytes, n, gpu: Gpu, cal: Calibration, *, engine: E
     inside = n <= float(gpu.scale_up_domain)
     # an engine's own all-reduce inside one scale-up domain, NCCL elsewhere: where it runs at every
     # element (a search's decode steps), NCCL is not priced
-    own = engine.own_allreduce(nbytes, n, gpu.family) & inside if op == "all_reduce" and engine is not None else None
+    # (an all-reduce inside its all-reduce + RMSNorm kernel is that kernel's wherever Engine.ar_norm_fused put it, which
+    # vLLM decides by its fusion pass's own limits, not by its dispatch: no two-shot by size, no symmetric memory there)
+    fused = np.asarray(norm_fused, bool)
+    own = (engine.own_allreduce(nbytes, n, gpu.family) | fused) & inside if op == "all_reduce" and engine is not None else None
     def custom():
-        return _custom_all_reduce(nbytes, n, gpu, cal, oneshot=engine.oneshot_limit(n, gpu.family)) + _own_barriers(engine, cal, norm_fused)
+        twoshot = np.where(fused, np.inf, engine.twoshot_from(n, gpu.family))
+        return _custom_all_reduce(nbytes, n, gpu, cal, oneshot=engine.oneshot_limit(n, gpu.family),
+                                  twoshot=twoshot) + _own_barriers(engine, cal, norm_fused)
 
     if own is not None and own.all():
         t = custom()
@@ -339,6 +344,11 @@ def collective_time(op: str, nbytes, n, gpu: Gpu, cal: Calibration, *, engine: E
         t = _nccl_time(op, nbytes, n, gpu, cal, inside=inside)
         if own is not None and own.any():
             t = np.where(own, custom(), t)
+        symm = engine.symm_allreduce(nbytes, n, gpu.family) & inside & ~fused if own is not None else None
+        if symm is not None and symm.any():
+            # its limits sit where vLLM's benchmarks put the crossover with NCCL (all_reduce_utils.py:44-56@0.11.0), so a
+            # step pays the faster of the two there, and no message costs less than a smaller one across the switch
+            t = np.where(symm, np.minimum(_symm_all_reduce(nbytes, n, gpu, cal, engine), t), t)
     if count < live.size:
         return np.where(live, t, 0.0)
     return t if np.shape(t) == live.shape else np.broadcast_to(t, live.shape)
@@ -384,7 +394,18 @@ def _own_barriers(engine: Engine, cal: Calibration, norm_fused):
     return np.where(norm_fused, 0.0, engine.own_ar_barriers * cal.custom_ar_barrier_s)
 
 
-def _custom_all_reduce(nbytes, n, gpu: Gpu, cal: Calibration, oneshot=0.0):
+def _symm_all_reduce(nbytes, n, gpu: Gpu, cal: Calibration, engine: Engine):
+    """An all-reduce through torch's symmetric memory (Engine.symm_allreduce): the input copied into the symmetric
+    buffer, the all-reduce in place, the result copied out (vLLM's symm_mem.py:106-136@0.11.0), each copy a kernel
+    reading and writing the message. The all-reduce is priced as the engine's own two-shot with its flag barriers:
+    torch's two_shot_all_reduce_ reduce-scatters and all-gathers through the peers' buffers between barriers, as the
+    custom kernel's two-stage does; its multimem_all_reduce_ (NVLS, 6 and 8 GPUs on SM100) reduces in the switch, which
+    no table here times, so it is priced the same (docs/modelling-notes.md#vllm-allreduce-dispatch)."""
+    two = _custom_all_reduce(nbytes, n, gpu, cal, twoshot=0.0) + _own_barriers(engine, cal, norm_fused=False)
+    return two + elementwise_time(4.0 * np.asarray(nbytes, float), 2, gpu, cal)[0]
+
+
+def _custom_all_reduce(nbytes, n, gpu: Gpu, cal: Calibration, *, oneshot=0.0, twoshot=np.inf):
     """An engine's own all-reduce inside one scale-up domain, where it runs one instead of NCCL
     (Engine.own_allreduce): one-shot, each GPU reading every peer's whole buffer and reducing
     locally, (n - 1) x bytes over its link after one flag exchange; two-shot, a reduce-scatter then an
@@ -397,7 +418,9 @@ def _custom_all_reduce(nbytes, n, gpu: Gpu, cal: Calibration, oneshot=0.0):
     256/512 KiB, TensorRT-LLM's tuned table), so a step pays the faster of the two: pricing the kernel the
     threshold names would let a larger message cost less wherever these two formulas cross elsewhere. Where the engine's
     table keeps the one-shot whatever the two-shot costs (`oneshot`: bytes, Engine.oneshot_limit; 0: none), it pays the
-    one-shot up to that size and, past it, the faster of the two but never less than the one-shot at the limit."""
+    one-shot up to that size and, past it, the faster of the two but never less than the one-shot at the limit. Where the
+    engine's launcher names the kernel by size alone (`twoshot`: bytes, Engine.twoshot_from; inf: none), it pays the
+    one-shot below that size and the two-shot from it, never less than the one-shot there."""
     bw = gpu.scale_up_bandwidth_bytes_per_s * cal.custom_ar_bw_eff
     spread = np.maximum(n - 1.0, 0.0) / np.maximum(bw, 1e-9)
     # beyond the 8 GPUs the tables time (MNNVL's multicast kernels in an NVL72 domain, spec/engines/trtllm.py) at 8 GPUs' cost
@@ -405,6 +428,11 @@ def _custom_all_reduce(nbytes, n, gpu: Gpu, cal: Calibration, oneshot=0.0):
     one = cal.custom_ar_latency_s + peers + spread * nbytes
     two = cal.custom_ar_twoshot_latency_s + peers + 2.0 / np.maximum(n, 1.0) * spread * nbytes
     fastest = np.minimum(one, two)
+    twoshot = np.asarray(twoshot, float)
+    if np.any(np.isfinite(twoshot)):
+        at = np.where(np.isfinite(twoshot), twoshot, 0.0)
+        named = np.where(nbytes >= at, np.maximum(two, cal.custom_ar_latency_s + peers + spread * at), one)
+        fastest = np.where(np.isfinite(twoshot), named, fastest)
     oneshot = np.asarray(oneshot, float)
     if not np.any(oneshot > 0):
         return fastest

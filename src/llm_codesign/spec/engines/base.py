@@ -200,6 +200,22 @@ class Engine(ABC):
 
         return np.zeros(np.shape(n))
 
+    def twoshot_from(self, n, family: str):
+        """Bytes per GPU from which its own all-reduce (own_allreduce) over `n` GPUs of a GPU family runs its two-shot
+        kernel whatever the one-shot would cost (a fixed threshold in its launcher), as an array; inf where it is priced
+        as the faster of the two (cost.kernels._custom_all_reduce)."""
+        import numpy as np
+
+        return np.full(np.shape(n), np.inf)
+
+    def symm_allreduce(self, nbytes, n, family: str):
+        """Where an all-reduce its own kernel does not take (own_allreduce) runs through torch's symmetric memory
+        instead of NCCL (vLLM's SymmMemCommunicator), for `nbytes` per GPU over `n` GPUs of one scale-up domain, as a
+        boolean array: none unless an engine says so."""
+        import numpy as np
+
+        return np.zeros(np.broadcast(np.asarray(nbytes), np.asarray(n)).shape, dtype=bool)
+
     @property
     def admission(self) -> tuple[float, float] | None:
         """(OSL share, output-token clip) it reserves to admit a request where that is less than a

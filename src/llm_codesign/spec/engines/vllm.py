@@ -10,7 +10,8 @@ from llm_codesign.spec.engines.base import CDNA_FAMILIES, GIB, PCIE_FAMILIES, En
 # and should_custom_ar: inp_size < max_size); NCCL beyond. Inside it the kernel is one-shot or two-shot
 # (csrc/custom_all_reduce.cuh: one-shot at world size 2, below 512 KiB up to 4 GPUs and below 256 KiB up
 # to 8), switched where vLLM measured the crossover, so the cost model prices the faster of the two
-# (kernels._custom_all_reduce). SGLang's custom_all_reduce.py is the same code.
+# (kernels._custom_all_reduce); on Blackwell the launcher's own switch is priced (twoshot_from, TWOSHOT_FROM_KIB) and
+# torch symmetric memory takes the larger inputs (SYMM_CUSTOM_MAX_MIB). SGLang's custom_all_reduce.py is the same code.
 CUSTOM_AR_SIZES = (2, 4, 6, 8)
 CUSTOM_AR_MAX_BYTES = 8.0 * 2.0**20
 TRTLLM_DECODE_TOKENS = 256  # its FlashInfer backend takes trtllm-gen decode kernels up to this many decode tokens
@@ -19,6 +20,30 @@ TRTLLM_DECODE_TOKENS = 256  # its FlashInfer backend takes trtllm-gen decode ker
 # applies only to compiled ranges of at most that many tokens, is_applicable_for_range, :852-856). SM103 (B300) takes
 # 2 MiB at 8 GPUs and 64 at 4; a GPU family does not tell them apart, so Blackwell is priced at SM100's
 FI_AR_NORM_MAX_MIB = {"hopper": {2: 64.0, 4: 2.0, 8: 0.5}, "blackwell": {2: 64.0, 4: 32.0, 8: 1.0}}
+# With torch symmetric memory on (VLLM_ALLREDUCE_USE_SYMM_MEM, default "1": envs.py:1410-1411@0.11.0, :1493@0.15.1,
+# :1480@0.19.0) its custom all-reduce takes inputs below CUSTOM_ALL_REDUCE_MAX_SIZES per capability and world size only
+# (custom_all_reduce.py:115-119, all_reduce_utils.py:30-43@0.11.0), and CudaCommunicator.all_reduce passes the rest to
+# SymmMemCommunicator below SYMM_MEM_ALL_REDUCE_MAX_SIZES (all_reduce_utils.py:45-56; symm_mem.py:96-104), NCCL beyond
+# (cuda_communicator.py:121-160@0.11.0); the SM100 rows are the same in 0.15.1 and 0.19.0. SM103 (B300) has rows of its
+# own from 0.19.0 (custom 4 MiB, symmetric memory 4-64 MiB) and none before (custom below 8 MiB, then NCCL): a GPU family
+# does not tell them apart, so Blackwell is priced at SM100's. Hopper's rows (custom below 8 MiB up to 4 GPUs, 256 KiB at
+# 8) are not applied: the per-engine H100 table's vLLM rows were fitted as the custom kernel's (a lead, see
+# docs/modelling-notes.md#vllm-allreduce-dispatch)
+SYMM_CUSTOM_MAX_MIB = {"blackwell": {2: 2.0, 4: 2.0, 6: 1.0, 8: 1.0}}
+SYMM_MEM_MAX_MIB = {"blackwell": {2: 8.0, 4: 32.0, 6: 128.0, 8: 128.0}}
+# Its custom kernel's launcher runs the one-stage kernel at two GPUs and below 512 KiB up to 4 GPUs / 256 KiB up to 8,
+# the two-stage one (reduce-scatter, a fenced barrier, all-gather) otherwise (csrc/custom_all_reduce.cuh; FlashInfer's
+# port, include/flashinfer/comm/vllm_custom_all_reduce.cuh:471-486@fb28d72), whatever either costs: applied where
+# SYMM_CUSTOM_MAX_MIB is (twoshot_from)
+TWOSHOT_FROM_KIB = {4: 512.0, 8: 256.0}
+
+
+def _per_world(table: dict, n, default: float = 0.0):
+    """`table`'s value (MiB) per world size, as bytes for each element of `n`; `default` elsewhere."""
+    import numpy as np
+
+    n = np.asarray(n, float)
+    return np.select([n == k for k in table], [v * 2.0**20 for v in table.values()], default)
 
 
 def custom_allreduce(nbytes, n, family: str, *, at_limit: bool = False):
@@ -65,7 +90,33 @@ class VLLMEngine(Engine):
         return np.minimum(super().budget_batch(max_num_tokens, draft_len, pp), np.asarray(max_num_tokens, float))
 
     def own_allreduce(self, nbytes, n, family: str):
-        return custom_allreduce(nbytes, n, family)
+        """Its custom all-reduce (custom_allreduce), below SYMM_CUSTOM_MAX_MIB where torch symmetric memory takes the rest."""
+        import numpy as np
+
+        own = custom_allreduce(nbytes, n, family)
+        if family not in SYMM_CUSTOM_MAX_MIB:
+            return own
+        return own & (np.asarray(nbytes, float) < _per_world(SYMM_CUSTOM_MAX_MIB[family], n))
+
+    def symm_allreduce(self, nbytes, n, family: str):
+        """Torch symmetric memory between its custom kernel's limit and SYMM_MEM_MAX_MIB (SymmMemCommunicator.all_reduce:
+        a copy into the symmetric buffer, torch's two_shot_all_reduce_ or, at 6 and 8 GPUs on SM100, multimem_all_reduce_,
+        a copy out; symm_mem.py:106-136@0.11.0)."""
+        import numpy as np
+
+        nbytes = np.asarray(nbytes, float)
+        if family not in SYMM_MEM_MAX_MIB:
+            return super().symm_allreduce(nbytes, n, family)
+        return ~self.own_allreduce(nbytes, n, family) & (nbytes < _per_world(SYMM_MEM_MAX_MIB[family], n))
+
+    def twoshot_from(self, n, family: str):
+        """TWOSHOT_FROM_KIB where the custom kernel's limits are SYMM_CUSTOM_MAX_MIB's (none at two GPUs)."""
+        import numpy as np
+
+        n = np.asarray(n, float)
+        if family not in SYMM_CUSTOM_MAX_MIB:
+            return super().twoshot_from(n, family)
+        return np.select([n == 2, n <= 4, n <= 8], [np.inf, TWOSHOT_FROM_KIB[4] * 1024.0, TWOSHOT_FROM_KIB[8] * 1024.0], np.inf)
 
     def ar_norm_fused(self, architecture: str, *, adp, nbytes, n, family: str):
         """Where its -O2 default fuses a layer's all-reduce with the residual add + RMSNorm (FlashInfer's kernel,
