@@ -11,7 +11,7 @@ _custom_all_reduce, Engine.own_ar_barriers), through measure.calibrate.fit_kind,
 - custom_ar_bw_eff: the share of the GPU's NVLink bandwidth its peer reads reach, 0.3-0.9
 - custom_ar_barrier_s: one flag barrier with every peer, vLLM's two a call (its rows alone inform it), 0.5-1.5 us
 - custom_ar_peer_s: what each peer past the first adds to either kernel's fixed cost (a store to its buffer and a polled
-  slot per rank), 0-0.5 us (searched from 0.01)
+  slot per rank), 0-0.5 us
 
 Past each engine's limits the rows run NCCL (Engine.own_allreduce), priced at the [hopper] comm_* values fitted on the
 NCCL rows (kernels/collectives.csv.gz) and not moved here. Out of sample: a fit on every other message size priced on

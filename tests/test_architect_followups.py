@@ -152,7 +152,7 @@ def test_one_form_and_one_rounding_for_an_accuracy_drop_and_a_title_that_keeps_i
     assert code == 0 and [line.split()[1] for line in out.splitlines() if line.split()[:1] == ["fp8"]] == ["-0.10±0.05%"]
     code, out, _ = cli("pareto", "llama-3.1-8b", "--gpu", "h100", "--gpus", "1", "--weight-dtype", "fp8")
     lines = out.splitlines()
-    at = lines.index("accuracy at fp8/fp8: drop 0.10±0.05% (proxy)")
+    at = lines.index("accuracy at fp8/fp8: drop 0.10±0.05% against bf16 (proxy)")
     assert code == 0 and lines[at - 1] == "every point: W/KV fp8/fp8, spec none, drop 0.10±0.05%"
     # design's title folded at 80 columns between a figure and its unit ("in 1.5" / "s)"): the search's size is a line of its own
     code, out, _ = cli("design", "--params", "8e9", "--gpu", "h100", "--gpus", "1", "--top", "1", "--max-candidates", "20",

@@ -178,3 +178,16 @@ def test_a_moe_kernel_familys_search_starts_where_the_family_is_priced():
     start = _own_start(cal, {p: (0.01, 1.0)}, g)
     assert start.moe_kernel("sglang_triton", "fp8_block", rate=rate)[0] == pytest.approx(before, rel=1e-12)
     assert _own_start(start, {p: (0.01, 1.0)}, g) == start  # a family with its own value keeps it
+
+
+def test_a_profile_fitted_before_the_cost_per_peer_prices_none(tmp_path):
+    # calibrate wrote custom_ar_latency_s fitted flat over 2, 4 and 8 GPUs before custom_ar_peer_s existed: the bundled
+    # 1.03578e-07 s a peer (fitted.toml [hopper]) on top counted the peers twice. A profile naming both keeps its own; one
+    # naming neither keeps the bundled pair, fitted together
+    h100 = get_gpu("h100")
+    old, both, neither = (tmp_path / f"{n}.toml" for n in ("old", "both", "neither"))
+    old.write_text("[hopper]\ncustom_ar_latency_s = 3.1e-6\n")
+    both.write_text("[hopper]\ncustom_ar_latency_s = 3.1e-6\ncustom_ar_peer_s = 0.2e-6\n")
+    neither.write_text("[hopper]\ngemm_eff_bf16 = 0.7\n")
+    got = [(c.custom_ar_latency_s, c.custom_ar_peer_s) for c in (calibration_for(h100, str(p)) for p in (old, both, neither))]
+    assert got == [(3.1e-6, 0.0), (3.1e-6, 0.2e-6), (2.68678e-06, 1.03578e-07)]

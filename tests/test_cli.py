@@ -156,7 +156,7 @@ def test_pareto_table_keeps_each_point_on_one_line_at_80_columns():
     # cost per further peer (H200: 2.69 us + 6 x 0.104 us at TP8 in place of 2.83 flat)
     assert rows[-1].split()[:3] == ["194.7", "24", "95"]
     assert "every point: W/KV fp8/fp8, spec none, drop 0.15%" in lines
-    assert "accuracy at fp8/fp8: OpenLLM v1 avg (instruct) 84.29, drop 0.15%" in lines
+    assert "accuracy at fp8/fp8: OpenLLM v1 avg (instruct) 84.29, drop 0.15% against bf16" in lines
     assert not any("W/KV:" in line or "drop:" in line for line in lines)  # no key to columns not shown
 
 
@@ -177,9 +177,9 @@ def test_pareto_table_at_80_columns_keeps_the_columns_that_differ_whole():
     ({"source": "proxy", "relative_drop_pct": 0.0, "drop_uncertainty_pct": 0.0}, "best"),
     ({"source": "none", "relative_drop_pct": None}, "n/a"), (None, "n/a")])
 def test_a_frontier_rows_accuracy_cell(acc, text):
-    from llm_codesign.cli.commands import _drop_text
+    from llm_codesign.render.accuracy import drop_text
 
-    assert _drop_text(acc) == text
+    assert drop_text(acc) == text
 
 
 def test_pareto_json_and_files(tmp_path):

@@ -70,6 +70,8 @@ def test_user_toml_missing_field(tmp_path):
     ("", "gpu.id: '' is not valid; a non-empty name"),
     ("  ", "gpu.id: '  ' is not valid; a non-empty name"),
     ("my gpu", "gpu.id: 'my gpu' is not valid; a name without spaces, e.g. my-gpu"),
+    # h100-sxm, which the suggestion was, names the bundled H100: the next line refused it in turn
+    ("H100 SXM", "gpu.id: 'H100 SXM' is not valid; a name without spaces, e.g. my-h100-sxm"),
     ("a/b", "gpu.id: 'a/b' is not valid; letters, digits, '.', '_' and '-', the first a letter or digit, at most 64 "
             "(it is typed on command lines and may name a file)"),
     ("-x", "gpu.id: '-x' is not valid; letters, digits, '.', '_' and '-', the first a letter or digit, at most 64 "

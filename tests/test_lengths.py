@@ -113,7 +113,8 @@ CTX = "llama-3.1-8b's context of 131,072 tokens"
      "4.17% of the mix's requests exceed it, up to 170,812, and an engine refuses such a request"),
     # neither alone: bins at 1,000 + 99,000 (k + 0.5) / 24; the pairs past 131,072 are 136 of 576 (23.6%)
     ("uniform:1000,100000", "uniform:1000,100000",
-     f"isl_dist/osl_dist: ('uniform:1000,100000', 'uniform:1000,100000') is not valid; draws whose sums lie within {CTX}: "
+     f"isl_dist/osl_dist: '--isl-dist uniform:1000,100000, --osl-dist uniform:1000,100000' is not valid; draws whose sums lie "
+     f"within {CTX}: "
      "23.6% of the mix's requests exceed it, up to 195,876, and an engine refuses such a request"),
 ])
 def test_a_mix_drawing_past_the_context_names_its_part_and_share(isl, osl, line):

@@ -71,19 +71,30 @@ def test_the_report_states_its_error_as_the_intervals_and_a_profiles_own_as_unkn
     # the page stated error twice: each result's intervals (basis_text) and a "Measured error of such predictions" section
     # of median / p90 APE pooled by engine and load on every GPU, another basis that disagreed with the band. Now the
     # intervals alone; a profile of one's own is told its error is not known until measured, and how to measure it
-    import html
-
     typed, bd = result
     p = tmp_path / "r.html"
     write_html([typed], bd, p)
     text = p.read_text()
     assert "Measured error" not in text and "% p90" not in text and 'id="profile-note"' not in text
-    assert f'<p class="basis">{html.escape(basis_text(typed.to_dict(plot=True)))}</p>' in text
+    # the precision and its accuracy in the terminal's words (pareto's "accuracy at fp8/fp8: drop 0.10±0.05% against bf16 (proxy)")
+    assert '<p class="basis">llama-3.1-8b on h100: W fp8 / A fp8 / KV fp8, accuracy drop 0.10±0.05% against bf16 (proxy).</p>' in text
     write_html([typed], bd, p, profile="/data/<x>.toml")  # a crafted path is text
     assert ('<p id="profile-note">Priced with &lt;x&gt;.toml, a calibration profile of your own: its error is not known '
             "unless you measure it (`llm-codesign validate --calibration /data/&lt;x&gt;.toml` on your runs). An interval from "
             "&lt;x&gt;.toml&#x27;s own runs (`calibrate --serving` writes them) is measured on this profile; one from the bundled "
             "profile&#x27;s runs states the bundled profile&#x27;s error, not this one&#x27;s.</p>") in p.read_text()
+
+
+def test_the_pages_accuracy_is_the_terminals(result):
+    # the page read "-0.1±0.1% (proxy) against bf16" and "accuracy none" where pareto's lines read "drop 0.10±0.05% (proxy)"
+    # (naming no reference where every point shared one) and "n/a (no published score ...)": one wording (render.accuracy)
+    r = result[0].to_dict(plot=True)
+    unknown = {**r, "frontier": [{**p, "accuracy": {"source": "none", "relative_drop_pct": None}} for p in r["frontier"]]}
+    assert basis_text(unknown) == ("llama-3.1-8b on h100: W fp8 / A fp8 / KV fp8, accuracy n/a (no published score nor precision "
+                                   "delta at this precision).")
+    published = {**r, "frontier": [{**p, "accuracy": {"source": "published", "benchmark": "GPQA", "score": 71.5,
+                                                      "relative_drop_pct": 0.2, "drop_uncertainty_pct": 0.0, "reference_precision": "bf16"}} for p in r["frontier"]]}
+    assert basis_text(published) == "llama-3.1-8b on h100: W fp8 / A fp8 / KV fp8, accuracy GPQA 71.5, drop 0.20% against bf16."
 
 
 def test_empty_frontier_says_why(result, tmp_path):

@@ -145,3 +145,17 @@ def test_estimate_names_a_ranks_share_of_the_budget_under_attention_dp():
     code, out, _ = cli("estimate", "deepseek-r1", "--gpu", "b200", "--gpus", "8", "--tp", "8", "--ep", "8", "--backend", "sglang",
                        "--weight-dtype", "fp8", "--kv-dtype", "fp8", "--concurrency", "64")
     assert code == 0 and "16384 (sglang) " in out and "a rank" not in out
+
+
+def test_a_deployments_rank_share_of_the_step_budget_is_one_int():
+    # Deployment.rank_step_tokens, what estimate's JSON, its prefill chunk and its over-capacity line read: SGLang's 16,384
+    # on a B200 split over 8 attention-DP ranks, 2,048 a rank (16,384 // 8); 16,384 // 3 = 5,461 at 3 ranks; TensorRT-LLM's
+    # 8,192 each rank's whole; over a sweep's plans, one int per plan
+    from llm_codesign.spec.plan import Deployment
+    from llm_codesign.spec.registry import get_model
+
+    dsr1, b200 = get_model("deepseek-r1"), get_gpu("b200")
+    deps = [Deployment(gpu=b200, num_gpus=8, plan=Plan(1, ep=8, adp=8), precision=dsr1.default_precision, backend=e) for e in ("sglang", "trtllm")]
+    assert [(d.step_tokens, d.rank_step_tokens, type(d.rank_step_tokens)) for d in deps] == [(16384, 2048, int), (8192, 8192, int)]
+    sweep = Deployment(gpu=b200, num_gpus=8, plan=Plan(1, adp=np.array([1, 3, 8])), precision=dsr1.default_precision, backend="sglang")
+    assert sweep.rank_step_tokens.tolist() == [16384, 5461, 2048] and sweep.rank_step_tokens.dtype.kind == "i"

@@ -50,10 +50,10 @@ from llm_codesign.cli.common import (
     app,
     check_paths,
     check_search_size,
-    drop_pct,
     nothing_found,
 )
 from llm_codesign.errors import InputError
+from llm_codesign.render.accuracy import NO_ACCURACY, accuracy_said, drop_text
 from llm_codesign.spec.engines import engine_choices, engine_for
 
 O_PRICE_HELP = ("Dollars per GPU-hour, `bundled` (the cited data/prices.toml) or a price file: adds $ per million output "
@@ -150,7 +150,7 @@ def roofline(
 
 def _rank_share(r: dict) -> str:
     """'; 2048 a rank' where the engine splits the server's budget over its attention-DP ranks (SGLang)."""
-    k = r.get("rank_step_tokens", r["max_num_tokens"])
+    k = r["rank_step_tokens"]
     return "" if k == r["max_num_tokens"] else f"; {k} a rank"
 
 
@@ -200,7 +200,6 @@ def estimate(
     t.add_column("metric")
     t.add_column("value", justify="right")
     mem = r["memory"]
-    reserve = mem["capacity_gb"] - sum(mem[k] for k in ("weights_gb", "kv_gb", "state_gb", "activations_gb", "free_gb"))
     # the shape's size beside its speed (ModelSpec: every weight; active, what one token reads: top-k experts, the LM head
     # and not the input embedding's lookup), so an architect's "~30B active" reads off the row (`models --json` for a
     # bundled one's counts)
@@ -214,9 +213,10 @@ def estimate(
                  ("largest batch that fits", r["max_batch"] if r["fits"] else f"[yellow]{r['max_batch']}: {r['over_capacity']}[/yellow]"),
                  ("memory per GPU", f"weights {mem['weights_gb']:.1f} GB, KV {mem['kv_gb']:.1f} GB"
                   + (f", recurrent state {mem['state_gb']:.1f} GB" if mem["state_gb"] else "")
-                  # the rest of the capacity: what the engine's memory fraction keeps from its KV pool (cost.memory.memory_budget);
-                  # without it the parts summed to 10% less than the capacity they were stated against
-                  + f", activations {mem['activations_gb']:.1f} GB" + (f", engine reserve {reserve:.1f} GB" if reserve >= 0.05 else "")
+                  # the rest of the capacity (Memory.reserve): without it the parts summed to 10% less than the capacity they
+                  # were stated against
+                  + f", activations {mem['activations_gb']:.1f} GB"
+                  + (f", engine reserve {mem['reserve_gb']:.1f} GB" if mem["reserve_gb"] >= 0.05 else "")
                   # the driver's capacity, which the fit uses, in GB and GiB: the data sheet's figure is the GiB one (H200:
                   # 150.8 GB = 140.4 GiB usable, sold as 141 GB)
                   + f", free {mem['free_gb']:.1f} GB of {mem['capacity_gb']:.1f} GB usable ({mem['capacity_gb'] * 1e9 / GIB:.1f} GiB; "
@@ -453,34 +453,6 @@ def pareto(
             con.print(f"wrote {key}: {p}")
 
 
-def _drop_text(acc: dict | None) -> str:
-    """A frontier row's accuracy in a few characters (explore.accuracy_model.point_accuracy): the drop
-    against the model's best precision, with the proxy's sigma; 'best' where there is none, 'n/a' unknown (compare's
-    word: "drop none" read as no drop). Unsigned: the column and the line beneath say "drop" ("drop -0.2%" would read
-    as a gain)."""
-    drop = (acc or {}).get("relative_drop_pct")
-    if drop is None:
-        return "n/a"
-    sigma = acc.get("drop_uncertainty_pct") or 0.0
-    if not drop and not sigma:
-        return "best"
-    return drop_pct(drop, sigma if acc.get("source") == "proxy" else None)
-
-
-def _accuracy_said(acc: dict) -> str:
-    """A precision's accuracy beneath a frontier in the drop column's one form ("drop 0.1±0.1% (proxy)", the published
-    score then "drop 0.2%"; it read "-0.1±0.1%" a line below "drop 0.1±0.1%"); explore.accuracy_model's "none" (no source
-    at all, not no drop) as n/a."""
-    source, drop = acc.get("source", "none"), _drop_text(acc)
-    if source == "none":
-        return f"n/a ({NO_ACCURACY})"
-    said = "best precision" if drop == "best" else f"drop {drop}"
-    return f"{acc['benchmark']} {acc['score']:g}, {said}" if source == "published" else f"{said} ({source})"
-
-
-# a frontier point's accuracy where explore.accuracy_model finds no source (its note in `estimate`)
-NO_ACCURACY = "no published score nor precision delta at this precision"
-# a reason a point's interval was widened that names the point's own concurrency, ISL or OSL (measure.intervals.reasons)
 def _frontier_band(fr: list[dict]) -> str:
     """The 80% interval of tok/s/GPU at a frontier's two ends, each with its centre where the prediction lies
     outside it (render.intervals), and every reason the points' intervals were widened."""
@@ -506,7 +478,7 @@ def _print_frontiers(con, results: list[dict], *, isl: int, osl: int, prefix_hit
         shown += fr[len(fr) - 1:] if fr and shown[-1] is not fr[-1] else []
         rows = [(f"{p['tok_s_per_user']:.1f}", f"{p['output_tok_s_per_gpu']:.0f}", f"{p['ttft_ms']:.0f}", f"{p['tpot_ms']:.2f}",
                  d["plan"], str(d["replicas"]), str(d["concurrency_per_instance"]), f"{d['weight_dtype']}/{d['kv_dtype']}",
-                 f"{d['spec']} k={d['draft_len']}" if d["spec"] else "-", _drop_text(p.get("accuracy")))
+                 f"{d['spec']} k={d['draft_len']}" if d["spec"] else "-", drop_text(p.get("accuracy")))
                 for p in shown for d in (p["deployment"],)]
         columns = "tok/s/user:n tok/s/GPU:n TTFT:n TPOT:n plan:t x:n batch:n W/KV:k spec:k drop:k".split()
         # the precision, speculation and accuracy columns where they differ between points; where every
@@ -533,7 +505,7 @@ def _print_frontiers(con, results: list[dict], *, isl: int, osl: int, prefix_hit
                       highlight=False)
         sources = {f"{p['deployment']['weight_dtype']}/{p['deployment']['kv_dtype']}": p.get("accuracy") or {} for p in fr}
         for prec, acc in sources.items():
-            con.print(f"accuracy at {prec}: {_accuracy_said(acc)}", highlight=False)
+            con.print(f"accuracy at {prec}: {accuracy_said(acc)}", highlight=False)
         if fr and "cost" in fr[0]:
             usd = [p["cost"]["usd_per_m_output_tokens"] for p in fr]
             c = fr[0]["cost"]

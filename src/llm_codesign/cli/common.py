@@ -350,13 +350,6 @@ def _spec(spec, draft_len, acceptance, acceptance_rates, draft_model):
     return spec_decoding(spec, draft_len=draft_len, acceptance=acceptance, acceptance_rates=acceptance_rates, draft_model=draft_model)
 
 
-def drop_pct(value: float, sigma: float | None = None) -> str:
-    """An accuracy change in percent, with its 1-sigma band where given, at the one rounding every command uses: two
-    decimals, as estimate's drop and design's loss % print (compare and pareto read "0.1±0.1%" where estimate said
-    "0.10% ± 0.05%")."""
-    return f"{value:.2f}" + (f"±{sigma:.2f}%" if sigma is not None else "%")
-
-
 def _fmt(x: float, unit: str = "") -> str:
     for s, d in (("P", 1e15), ("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3)):
         if abs(x) >= d:

@@ -18,9 +18,9 @@ from llm_codesign.cli.common import (
     _table,
     app,
     check_paths,
-    drop_pct,
 )
 from llm_codesign.errors import InputError
+from llm_codesign.render.accuracy import drop_pct
 from llm_codesign.spec.engines import engine_for
 
 MAX_COMBINATIONS = 48  # each combination is one whole deployment search

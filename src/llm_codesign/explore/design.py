@@ -358,6 +358,7 @@ def design(params: float, gpu: Gpu, cal: Calibration, num_gpus: int, slo: Slo, *
     prec, vocab, ref, env, jk = _setup(params, baseline, moe, prec, budget_tol=budget_tol, quality_tol=quality_tol,
                                        quality_sigmas=quality_sigmas, outside_envelope=outside_envelope, quality_file=quality_file,
                                        proxy_file=proxy_file)
+    prec = prec.on(gpu)  # an activation left to the GPU settled on it (MXFP4: W4A4 on CDNA4), so that the answer says what runs
     axes = grid_axes(moe=moe)
     grid = grid_rows(axes, moe=moe)
     allc = judge(in_budget(grid, params, budget_tol, vocab, active_params), **jk)
@@ -681,6 +682,7 @@ def design_nsga2(params: float, gpu: Gpu, cal: Calibration, num_gpus: int, slo: 
     prec, vocab, ref, env, jk = _setup(params, baseline, moe, prec, budget_tol=budget_tol, quality_tol=quality_tol,
                                        quality_sigmas=quality_sigmas, outside_envelope=outside_envelope, quality_file=quality_file,
                                        proxy_file=proxy_file)
+    prec = prec.on(gpu)  # as design's
     plan, inst = _plans(num_gpus, gpu, moe=moe, long_context=slo.regime == "long-context")
     check_size(trials, len(inst), num_gpus, field="trials", flag="--trials")
     on = dict(gpu=gpu, cal=cal, prec=prec, plan=plan, inst=inst, slo=slo, engine=engine)  # what every shape is priced on

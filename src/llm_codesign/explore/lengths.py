@@ -153,7 +153,8 @@ def within_context(model, lengths: Lengths) -> None:
         (field, value), (other, given) = lengths.parts if isl_alone else lengths.parts[::-1]
         raise InputError(field, value, f"draws within {model.name}'s context of {ctx:,} tokens (ISL+OSL, with --{other.replace('_', '-')} "
                                        f"{given}): {share}, and {refused}")
-    raise InputError("isl_dist/osl_dist", tuple(v for _, v in lengths.parts),
+    # both options named as typed ("--isl-dist fixed:100000, --osl-dist ..."), not as a Python tuple
+    raise InputError("isl_dist/osl_dist", ", ".join(f"--{f.replace('_', '-')} {v}" for f, v in lengths.parts),
                      f"draws whose sums lie within {model.name}'s context of {ctx:,} tokens: {share}, and {refused}")
 
 

@@ -57,7 +57,7 @@ PARAMS = {
                     # the engines' own all-reduce (cost.kernels._custom_all_reduce), the ranges default.toml states: fitted
                     # only on rows that run it under a CUDA graph (_fitted; benchmarks/fit_hopper_allreduce.py)
                     "custom_ar_latency_s": (1e-6, 15e-6), "custom_ar_twoshot_latency_s": (3e-6, 20e-6), "custom_ar_bw_eff": (0.3, 0.9),
-                    "custom_ar_barrier_s": (0.5e-6, 1.5e-6), "custom_ar_peer_s": (1e-8, 0.5e-6)},
+                    "custom_ar_barrier_s": (0.5e-6, 1.5e-6), "custom_ar_peer_s": (0.0, 0.5e-6)},
     "moe": {"moe_eff": (0.05, 1.5), "moe_overhead_s": (1e-7, 1e-3), "moe_route_s": (1e-12, 1e-7)},
     # DeepEP's dispatch and combine (cost.ffns.deepep_time), the ranges default.toml states
     "ep_comm": {"deepep_ll_latency_s": (5e-6, 30e-6), "deepep_ll_expert_s": (1e-10, 1e-7), "deepep_ll_bw_eff": (0.2, 1.0),
@@ -139,12 +139,16 @@ def kind_trials(kind: str, rows: list[dict], rounds: int = 6, *, params: dict | 
 def _fitted(rows: list[dict], bounds: dict) -> list[str]:
     """The parameters of `bounds` the rows inform (a GEMM kernel family's only where rows run it; the engines' own
     all-reduce's only where rows run it under a CUDA graph, its barrier only where that engine's kernel has one:
-    Engine.own_ar_barriers)."""
+    Engine.own_ar_barriers, its cost per further peer only where they run it on more than two GPUs)."""
     kernels = {gemm_row_kernel(r) for r in rows} if any(_kernel_of(p) for p in bounds) else set()  # one pass over the rows
-    own = {engine_of(r) for r in rows if own_ar_mode(r) == "graph"} if any(p.startswith("custom_ar_") for p in bounds) else set()
+    graph = [r for r in rows if own_ar_mode(r) == "graph"] if any(p.startswith("custom_ar_") for p in bounds) else []
+    own = {engine_of(r) for r in graph}
     barriers = any(ENGINES[e].own_ar_barriers for e in own if e in ENGINES)
+    # cost.kernels._custom_all_reduce prices custom_ar_peer_s times the peers past the second: nothing at two GPUs
+    peers = any(float(r["num_gpus"]) > 2 for r in graph)
     return [p for p in bounds if not (p.startswith("gemm_") and _kernel_of(p) and _kernel_of(p) not in kernels)
-            and not (p.startswith("custom_ar_") and not own) and not (p == "custom_ar_barrier_s" and not barriers)]
+            and not (p.startswith("custom_ar_") and not own) and not (p == "custom_ar_barrier_s" and not barriers)
+            and not (p == "custom_ar_peer_s" and not peers)]
 
 
 def _own_start(cal: Calibration, bounds: dict, gpu) -> Calibration:

@@ -58,15 +58,15 @@ def basis_rows(bands: dict, values: dict | None = None) -> list[tuple[str, str]]
 def merged(reasons: list) -> list:
     """`reasons` (measure.intervals.Widening) with those differing only in the point's own quantity said once, over the
     range of it the points span ("concurrency 1,184-3,696 above SGLang's largest measured 512 ..."): a frontier's points
-    past an engine's measured range each named theirs, the same line twenty times over. Merged by the reasons' fields;
-    a plain string (a reason read back from JSON) is kept once as it is."""
+    past an engine's measured range each named theirs, the same line twenty times over. Merged by the reasons' fields
+    (every caller's frontier holds Widening objects: Frontier.banded, before any JSON)."""
     from dataclasses import replace
 
     groups: dict[object, list] = {}
     for w in reasons:
-        groups.setdefault((w.kind, w.quantity, w.what, w.factors, w.levels) if hasattr(w, "kind") else str(w), []).append(w)
-    return [ws[0] if not hasattr(ws[0], "kind") or ws[0].quantity is None
-            else replace(ws[0], span=(min(w.span[0] for w in ws), max(w.span[1] for w in ws))) for ws in groups.values()]
+        groups.setdefault((w.kind, w.quantity, w.what, w.factors, w.levels), []).append(w)
+    return [ws[0] if ws[0].quantity is None else replace(ws[0], span=(min(w.span[0] for w in ws), max(w.span[1] for w in ws)))
+            for ws in groups.values()]
 
 
 def frontier_reasons(frontier: list[dict]) -> list[str]:

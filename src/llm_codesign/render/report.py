@@ -13,6 +13,7 @@ import json
 from pathlib import Path
 
 from llm_codesign.errors import InputError
+from llm_codesign.render.accuracy import accuracy_said
 from llm_codesign.render.intervals import frontier_reasons
 from llm_codesign.render.plot import Drawing, PlotProcess, bound_in_view, bound_label, data_limits, draw, gpus_text, series_label
 
@@ -279,20 +280,12 @@ BAND_TEXT = ("The shaded band is each frontier point's 80% interval on tok/s/GPU
 _BAND_SENTENCE = f'<p id="band-note">{html.escape(BAND_TEXT)}</p>'
 
 
-def _accuracy_words(a: dict | None) -> str:
-    """A point's accuracy (explore.accuracy_model.point_accuracy) against what: '-1.5±1.3% (proxy) against bf16'."""
-    if not a:
-        return "none"
-    ref = a.get("reference_precision")
-    return a["short"] + (f" against {ref}" if ref and (a.get("relative_drop_pct") or a.get("drop_uncertainty_pct")) else "")
-
-
 def basis_text(r: dict) -> str:
     """What a result's points were priced at and how far to trust them, said once in words: the precisions, the
     accuracy at each, where the tok/s/GPU intervals come from and each reason they were widened (the hover gave the
     figures only, and the band's 'saying why' was said nowhere on the page)."""
     fr = r["frontier"]
-    precs = {f"W {d['weight_dtype']} / A {d['activation_dtype']} / KV {d['kv_dtype']}": _accuracy_words(p.get("accuracy"))
+    precs = {f"W {d['weight_dtype']} / A {d['activation_dtype']} / KV {d['kv_dtype']}": accuracy_said(p.get("accuracy"))
              for p in fr for d in (p["deployment"],)}
     src = dict.fromkeys(p["intervals"]["output_tok_s_per_gpu"]["source"] for p in fr if "output_tok_s_per_gpu" in (p.get("intervals") or {}))
     why = frontier_reasons(fr)

@@ -29,7 +29,8 @@ GB = 1e9  # memory as the reports state it
 @dataclass(frozen=True)
 class Memory:
     """Bytes per GPU at the estimate's load: weights, the running sequences' KV cache (less the
-    recurrent state) and recurrent state, activations, what is left free, and the GPU's capacity."""
+    recurrent state) and recurrent state, activations, what is left free, and the GPU's capacity; the rest of it
+    (`reserve`) is what the engine's memory fraction keeps from its KV pool (Engine.kv_budget, cost.memory.fit)."""
     weights: float
     kv: float
     state: float
@@ -39,7 +40,11 @@ class Memory:
 
     def to_dict(self) -> dict:
         return {"weights_gb": self.weights / GB, "kv_gb": self.kv / GB, "state_gb": self.state / GB, "activations_gb": self.activations / GB,
-                "free_gb": self.free / GB, "capacity_gb": self.capacity / GB}
+                "free_gb": self.free / GB, "capacity_gb": self.capacity / GB, "reserve_gb": self.reserve / GB}
+
+    @property
+    def reserve(self) -> float:
+        return self.capacity - self.weights - self.kv - self.state - self.activations - self.free
 
 
 @dataclass(frozen=True)
@@ -111,8 +116,8 @@ class Estimate:
             "model": self.model, "gpu": dep.gpu.id, "num_gpus": dep.num_gpus, "plan": dep.plan.label(),
             "precision": dep.precision.label(), "backend": dep.backend, "mode": self.mode,
             "isl": w.isl, "osl": w.osl, "concurrency": self.concurrency, "max_num_tokens": dep.step_tokens,
-            # a rank's share where the engine splits the server's figure over its attention-DP ranks (Engine.rank_step_tokens)
-            "rank_step_tokens": int(dep.engine.rank_step_tokens(dep.step_tokens, dep.plan.adp)),
+            # a rank's share where the engine splits the server's figure over its attention-DP ranks (Deployment.rank_step_tokens)
+            "rank_step_tokens": dep.rank_step_tokens,
             "ttft_ms": self.ttft_s * 1e3, "tpot_ms": self.tpot_s * 1e3, "tok_s_per_user": self.tok_s_per_user,
             "output_tok_s_per_gpu": self.output_tok_s_per_gpu, "io_tok_s_per_gpu": self.io_tok_s_per_gpu,
             **_per_joule(self.energy), "tokens_per_joule_at_tdp": self.tokens_per_joule_at_tdp, "max_batch": self.max_batch,
@@ -194,8 +199,7 @@ def _refuse_unfit(dep: Deployment, m) -> None:
 def prefill_ops(model: ModelSpec, dep: Deployment, cal: Calibration, workload: Workload):
     """The operators of one prefill chunk of one request, priced with the calibration the serving
     metrics use inside a step (the engine's in-step calibration, Engine.costs)."""
-    rank_budget = float(np.asarray(dep.engine.rank_step_tokens(dep.step_tokens, int(np.asarray(dep.plan.adp)))))  # engine_budget's
-    chunk = Batch(pf_tokens=min(workload.isl, rank_budget), pf_seqs=1, pf_ctx=0)
+    chunk = Batch(pf_tokens=min(workload.isl, dep.rank_step_tokens), pf_seqs=1, pf_ctx=0)
     return forward_ops(model, dep.gpu, dep.engine.costs(cal).cal, dep.precision, dep.plan.broadcast(), b=chunk, engine=dep.engine)
 
 
@@ -260,7 +264,7 @@ def _over_capacity(dep: Deployment, workload: Workload, *, max_batch: int, budge
         rank = (" per attention-DP rank" if int(np.asarray(dep.plan.adp)) > 1 else "") + \
             (" per pipeline micro-batch" if int(np.asarray(dep.plan.pp)) > 1 else "")
         plural = "s" if max_batch != 1 else ""
-        budget = int(np.asarray(dep.engine.rank_step_tokens(dep.step_tokens, int(np.asarray(dep.plan.adp)))))  # a rank's (engine_budget)
+        budget = dep.rank_step_tokens
         if osl == 1:  # a request's one output token comes from its prefill: the prompts take the budget (budget_fill)
             return (f"a step of {dep.backend} schedules at most {budget} tokens{rank} and at OSL 1 nothing decodes: "
                     f"the prompts arriving take them ({workload.new_tokens} tokens and 1 output token each), so {max_batch} request{plural} "

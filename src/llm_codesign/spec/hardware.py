@@ -93,7 +93,9 @@ def _check_id(given) -> str:
     (`a/b`, `-x`, `.x`), one line (an empty one is check_gpu's)."""
     gid = str(given).lower()
     if any(c.isspace() for c in gid.strip()):
-        raise InputError("gpu.id", given, f"a name without spaces, e.g. {'-'.join(gid.split())}")
+        # a suggestion the twin check (get_gpu) would refuse in turn: "H100 SXM" -> h100-sxm, the bundled H100's alias
+        e_g = '-'.join(gid.split())
+        raise InputError("gpu.id", given, f"a name without spaces, e.g. {'my-' if _norm(e_g) in _alias_table() else ''}{e_g}")
     if not _ID.fullmatch(gid):
         raise InputError("gpu.id", given, "letters, digits, '.', '_' and '-', the first a letter or digit, at most 64 "
                          "(it is typed on command lines and may name a file)")

@@ -287,6 +287,13 @@ class Deployment:
         return self.engine.step_tokens(self.gpu) if self.max_num_tokens is None else self.max_num_tokens
 
     @property
+    def rank_step_tokens(self):
+        """The step budget one attention-DP rank runs (Engine.rank_step_tokens: step_tokens, or SGLang's share of it):
+        an int, or an int array over a sweep's plans."""
+        r = np.asarray(self.engine.rank_step_tokens(self.step_tokens, self.plan.adp)).astype(int)
+        return int(r) if r.ndim == 0 else r
+
+    @property
     def engine(self):
         return get_engine(self.backend)
 
@@ -457,11 +464,11 @@ def deployment(model: ModelSpec, *, gpu: Gpu | str, num_gpus: int | None = None,
 def check_step_budget(dep: Deployment, field: str = "max_num_tokens") -> None:
     """Refuse a step token budget below one decoding request's tokens (1 + its draft length) where the engine counts
     the decodes in it (Engine.budget_batch): no request would ever decode; or one that leaves an attention-DP rank no token
-    where the engine splits the server's figure over its ranks (Engine.rank_step_tokens: SGLang's chunked_prefill_size //
+    where the engine splits the server's figure over its ranks (Deployment.rank_step_tokens: SGLang's chunked_prefill_size //
     dp_size), the engine's default included. `field`: the option that set it."""
     check_budget_holds(dep.max_num_tokens, dep.engine, dep.spec.k if dep.spec is not None else 0, field)
     adp = int(np.max(dep.plan.adp))
-    if float(np.min(dep.engine.rank_step_tokens(dep.step_tokens, adp))) < 1:
+    if np.min(dep.rank_step_tokens) < 1:
         raise InputError(field, dep.step_tokens, f"at least {adp}: {dep.engine.title} splits a prefill step's budget over its {adp} "
                                                  "attention-DP ranks")
 

@@ -93,8 +93,7 @@ class SGLangEngine(Engine):
         is the instance's."""
         import numpy as np
 
-        adp = np.asarray(adp, float)
-        return np.where(adp > 1, np.floor(np.asarray(max_num_tokens, float) / adp), max_num_tokens)
+        return np.floor(np.asarray(max_num_tokens, float) / np.asarray(adp, float))
 
     def max_batch(self, gpu, kv_tokens=None, context_len: int = 0):
         """max_running_requests = the request pool, int(KV tokens / context_len x 512) clipped to
