@@ -78,7 +78,8 @@ READERS = {
     "hub hf_quant_config.json": ("models--someorg--m/snapshots/" + "0" * 40 + "/hf_quant_config.json",
                                  lambda t: (DATA / "models" / "nvidia--Qwen3-235B-A22B-NVFP4_hf_quant_config.json").read_text(),
                                  ["estimate", "someorg/m", "--gpu", "b200", "--json"], deep_json),
-    "GPU TOML": ("gpu.toml", lambda t: (DATA / "gpus" / "h100.toml").read_text(),
+    # a user's file takes an id of its own (a bundled GPU's id is refused: spec.hardware)
+    "GPU TOML": ("gpu.toml", lambda t: (DATA / "gpus" / "h100.toml").read_text().replace('id = "h100"', 'id = "my-h100"', 1),
                  ["estimate", "llama-3.1-8b", "--gpu", "{p}", "--json"], deep_toml),
     "calibration TOML": ("cal.toml", lambda t: "[hopper]\ngemm_eff_bf16 = 0.5\n",
                          ["estimate", "llama-3.1-8b", "--gpu", "h100", "--calibration", "{p}", "--json"], deep_toml),
