@@ -58,16 +58,25 @@ def decode_split(seqs, kv_heads, keys, gpu: Gpu):
     return np.maximum(mb / np.maximum(adj, 1.0), 1.0)
 
 
-def mla_decode_work_items(tokens, heads, keys, gpu: Gpu):
-    """Work items of absorbed MLA's decode kernel over `tokens` decode tokens (sequences x query tokens each), `heads` query
-    heads on this GPU sharing the one latent KV head, `keys` keys each. TRTLLM-Gen's MLA generation kernel
-    (include/flashinfer/trtllm/fmha/fmhaKernels.cuh:906-937 selectMlaGenerationKernel@fb28d72) packs the heads into
-    the MMA's rows, a CTA per query token (numCtasPerSeqQ = its query tokens, :553-555) and tile of heads: 64 heads
-    a CTA (KeepsMmaAb; 128 heads on a 2-CTA pair, :932-935), or 16 (8 heads or fewer: 8) where the heads are 32 or
+def mla_decode_work_items(tokens, heads, keys, gpu: Gpu, *, seqs):
+    """Work items of absorbed MLA's decode kernel over `tokens` decode tokens of `seqs` sequences (each its tokens / seqs
+    query tokens), `heads` query heads on this GPU sharing the one latent KV head, `keys` keys each. TRTLLM-Gen's MLA
+    generation kernel (include/flashinfer/trtllm/fmha/fmhaKernels.cuh:906-937 selectMlaGenerationKernel@fb28d72) packs the
+    heads into the MMA's rows, a CTA per query token (numCtasPerSeqQ = its query tokens, :553-555) and tile of heads: 64
+    heads a CTA (KeepsMmaAb; 128 heads on a 2-CTA pair, :932-935), or 16 (8 heads or fewer: 8) where the heads are 32 or
     fewer or its useSwapsMmaAbMlaGenKernel (:738-757) finds the 16-head CTAs within one wave of the SMs and their
-    split of the keys at most 1,024 a CTA. Elsewhere (other kernels, not read) one item per token and head, as before.
-    The split of the keys over CTAs at small batch is not counted, as for GQA (GqaDecode)."""
+    split of the keys at most 1,024 a CTA. Hopper's MLA decode kernels each pack a sequence's query tokens x heads into
+    64-row tiles, an item per tile: FlashMLA, TensorRT-LLM's on SM90 (aiconfigurator collector/trtllm/collect_mla.py:37-51
+    @095f58a5, enable_flash_mla), and vLLM's (FlashMLA csrc/sm90/decode/dense/config.h:5 BLOCK_SIZE_M 64, the query
+    reshaped to seqlen_q x heads rows, csrc/api/dense_decode.h:73-78@9241ae3); FlashAttention-3's, SGLang's fa3 backend
+    (hopper/tile_size.h:19-20 kBlockM 64 at head dims 64 + 512, PackGQA on a paged or varlen launch, flash_api.cpp:429,
+    heuristics.h:11@0251105a); FlashInfer's (include/flashinfer/attention/scheduler.cuh:1603-1626 MLAPlan, cta_tile_q
+    64 over qo_len x num_heads, 2-CTA clusters past 64 rows@fb28d72). Elsewhere (other kernels, not read) one item per
+    token and head. The split of the keys over CTAs at small batch is not counted, as for GQA (GqaDecode)."""
     tokens, heads = np.asarray(tokens, float), np.asarray(heads, float)
+    if gpu.family == "hopper":
+        seqs = np.asarray(seqs, float)
+        return seqs * np.ceil(tokens / np.maximum(seqs, 1.0) * heads / 64.0 - 1e-9)
     if gpu.family not in TRTLLM_GEN_FAMILIES:
         return tokens * heads
     ctas16 = np.maximum(tokens * np.ceil(heads / 16.0 - 1e-9), 1.0)

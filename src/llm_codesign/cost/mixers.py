@@ -56,7 +56,8 @@ def _mla(a: MLA, ops: list[Op], P: Site, *, at: _At, s: _Step, b: Batch, prec: P
     dcal = replace(at.cal, attn_decode_flops_eff=at.cal.mla_decode_flops_eff, attn_decode_head_s=at.cal.decode_item_s)
     # the dense kernel's CTAs (mla_decode_work_items); DSA's sparse kernel (not read) one item per token and head
     items = s.dec_tok * heads_l if a.kernel != "mla" else \
-        cost.mla_decode_work_items(s.dec_tok, heads_l, a.decode_keys(np.asarray(b.dec_ctx, float)) / s.kvp, at.gpu)
+        cost.mla_decode_work_items(s.dec_tok, heads_l, a.decode_keys(np.asarray(b.dec_ctx, float)) / s.kvp, at.gpu,
+                                   seqs=b.dec_seqs)
     # the preprocessing kernel before it (TensorRT-LLM's mla_rope_generation, timed with the kernel in the MLA tables:
     # aiconfigurator collector/trtllm/collect_mla.py:559-584@095f58a5): RoPE on the query's rope part (BF16 read and
     # written), the token's latent written to the cache and, on an FP8 cache, the whole latent query quantised to FP8
