@@ -552,13 +552,7 @@ def test_mla_decode_work_items_on_hopper_are_64_row_tiles_of_tokens_x_heads(gpu)
     assert got.tolist() == [1536.0, 768.0, 256.0, 512.0, 1.0]
 
 
-def test_mla_decode_on_h100_at_1024_sequences_prices_flashmlas_tiles():
-    # DeepSeek-R1's absorbed MLA on H100, TP 1 (128 heads), BF16 KV: 1,024 sequences at 1,023 cached keys, FlashMLA's
-    # shape in the H100 MLA table (TensorRT-LLM 1.3.0rc20 generation_mla_perf: 684.8 us with its RoPE pass). Math
-    # 2 x 1,024 x 128 x 1,023 x 1,088 = 291.77 GFLOP at 0.6 of 989.4 TFLOP/s: 491.5 us; bytes the 1,152-byte latent of
-    # each key plus each head's query (1,152) read and output (1,024) written, 1.492 GB at 0.852 of 3.35 TB/s: 522.5 us,
-    # binding; the fixed cost and 2,048 64-row tiles (2 a sequence) at decode_item_s, 17.8 us, where 131,072 head items
-    # cost 1.142 ms before (1.674 ms in all, 2.4x the table)
+def _h100_mla_core(seqs, keys):
     from llm_codesign.cost.calibration import calibration_for
     from llm_codesign.cost.ops import Batch, layer_ops
     from llm_codesign.spec.plan import Plan
@@ -569,13 +563,49 @@ def test_mla_decode_on_h100_at_1024_sequences_prices_flashmlas_tiles():
     cal = calibration_for(h100)
     m = get_model("deepseek-r1")
     got = layer_ops(m, m.groups[0][0], 1.0, h100, cal, prec=Precision.of("fp8_block", kv="bf16"), sh=Plan(),
-                    b=Batch(dec_seqs=1024.0, dec_ctx=1023.0), prefix="layer", parts=("attn",))
-    core = next(o for o in got if o.role == "core_decode")
-    nbytes = 1024 * 1023 * 1152.0 + 1024 * 128 * (1152.0 + 1024.0)
-    assert float(core.work[1]) == nbytes
+                    b=Batch(dec_seqs=seqs, dec_ctx=keys), prefix="layer", parts=("attn",))
+    return next(o for o in got if o.role == "core_decode"), cal
+
+
+def test_mla_decode_on_h100_at_1024_sequences_prices_flashmlas_tiles_and_its_per_sequence_blocks():
+    # DeepSeek-R1's absorbed MLA on H100, TP 1 (128 heads), BF16 KV: 1,024 sequences at 1,023 cached keys, FlashMLA's
+    # shape in the H100 MLA table (TensorRT-LLM 1.3.0rc20 generation_mla_perf: 684.8 us with its RoPE pass). FlashMLA
+    # works a sequence as ceil(1,023 / 64) = 16 key blocks + 5 of fixed overhead (get_decoding_sched_meta.cu:51), 21
+    # blocks = 1,344 keys. Math 2 x 1,024 x 128 x 1,344 x 1,088 = 383.3 GFLOP at 0.6 of 989.4 TFLOP/s: 645.7 us; bytes
+    # the 1,152-byte latent of 1,344 keys plus each head's query (1,152) read and output (1,024) written, 1.871 GB at
+    # 0.852 of 3.35 TB/s: 655.4 us, binding; the fixed cost and 2,048 64-row tiles (2 a sequence) at decode_item_s:
+    # 682.2 us in all (549.6 us without the overhead blocks, 1.674 ms with an item per head). The op's reported
+    # bytes stay the 1,023 keys read.
+    core, cal = _h100_mla_core(1024.0, 1023.0)
+    assert float(core.work[1]) == 1024 * 1023 * 1152.0 + 1024 * 128 * (1152.0 + 1024.0)
+    nbytes = 1024 * 1344 * 1152.0 + 1024 * 128 * (1152.0 + 1024.0)
     t = nbytes / (3.35e12 * cal.attn_decode_bw_eff) + cal.attn_overhead_s + 2048 * cal.decode_item_s
     assert float(core.time) == pytest.approx(t, rel=1e-9)
-    assert float(core.time) == pytest.approx(549.59e-6, abs=0.01e-6)
+    assert float(core.time) == pytest.approx(682.21e-6, abs=0.01e-6)
+
+
+def test_mla_decode_of_one_sequence_at_1k_keys_on_h100_pays_flashmlas_5_overhead_blocks():
+    # one sequence, 1,024 keys, 128 heads (2 tiles), BF16 KV: 16 key blocks + 5 = 21 blocks = 1,344 keys.
+    # Bytes 1,344 x 1,152 + 128 x 2,176 = 1,826,816 at 0.852 of 3.35 TB/s: 0.640 us; math 2 x 128 x 1,344 x 1,088 =
+    # 374.3 MFLOP at 0.6 of 989.4 TFLOP/s: 0.631 us; the bytes bind, plus the fixed cost and 2 tiles
+    core, cal = _h100_mla_core(1.0, 1024.0)
+    nbytes = 1344 * 1152.0 + 128 * 2176.0
+    assert nbytes == 1_826_816.0
+    t = nbytes / (3.35e12 * cal.attn_decode_bw_eff) + cal.attn_overhead_s + 2 * cal.decode_item_s
+    assert float(core.time) == pytest.approx(t, rel=1e-9)
+    assert float(core.time) - cal.attn_overhead_s - 2 * cal.decode_item_s == pytest.approx(0.63981e-6, abs=0.0001e-6)
+
+
+def test_flashmla_keys_and_where_it_runs():
+    # ceil(keys / 64) blocks + 5 (dense_decode.h:103-104), in keys: 1 -> 6 blocks, 64 -> 6, 65 -> 7, 1,024 -> 21
+    assert cost.flashmla_keys(np.array([1.0, 64.0, 65.0, 1024.0])).tolist() == [384.0, 384.0, 448.0, 1344.0]
+    from llm_codesign.spec.engines import get_engine
+
+    h100, b200 = get_gpu("h100"), get_gpu("b200")
+    # TensorRT-LLM (and the kernel tables' own) on SM90; vLLM's and SGLang's Hopper MLA decode is FlashAttention-3's
+    assert [cost.runs_flashmla_decode(e, h100) for e in (None, get_engine("trtllm"), get_engine("vllm"), get_engine("sglang"))] \
+        == [True, True, False, False]
+    assert not cost.runs_flashmla_decode(None, b200)
 
 
 def test_mla_decode_work_items_elsewhere_are_tokens_x_heads():

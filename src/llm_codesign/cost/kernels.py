@@ -118,6 +118,23 @@ def runs_fa3_decode(engine: Engine | None, gpu: Gpu) -> bool:
     return engine is not None and gpu.family in engine.fa3_decode
 
 
+def runs_flashmla_decode(engine: Engine | None, gpu: Gpu) -> bool:
+    """Whether an engine's dense MLA decode runs FlashMLA on this GPU (Engine.flashmla_decode; None: the kernel tables'
+    TensorRT-LLM). vLLM's and SGLang's defaults on Hopper are FlashAttention-3's MLA kernel (vLLM platforms/cuda.py
+    _get_backend_priorities:92-98@0.19.0 FLASH_ATTN_MLA first; SGLang's fa3 backend), whose split heuristic counts tiles
+    only, no per-sequence overhead (hopper/heuristics.h:25-53 num_splits_heuristic@0251105a)."""
+    return gpu.family == "hopper" and (engine is None or gpu.family in engine.flashmla_decode)
+
+
+def flashmla_keys(keys):
+    """Keys FlashMLA's decode does a sequence's work as: its scheduler splits the batch over SMs in 64-key blocks and
+    counts each sequence ceil(keys / 64) blocks plus fixed_overhead_num_blocks = 5 for its fixed work (prologue, query
+    load, output and split merge) (csrc/smxx/decode/get_decoding_sched_meta/get_decoding_sched_meta.cu:51, block_size_n
+    64 and the 5 set at csrc/api/dense_decode.h:103-104@9241ae3): priced as that many blocks of the kernel's own
+    per-block cost, every tile of the sequence."""
+    return (np.ceil(np.asarray(keys, float) / 64.0 - 1e-9) + 5.0) * 64.0
+
+
 def runs_fa3_prefill(engine: Engine | None, gpu: Gpu) -> bool:
     """Whether an engine's GQA prefill runs FlashAttention-3's kernel on this GPU (Engine.fa3_prefill: SGLang's and vLLM's
     default backends on Hopper), priced at that kernel's own rates (attention_prefill_time's `fa3`)."""
