@@ -531,12 +531,87 @@ def test_mla_decode_work_items_are_trtllm_gens_ctas_on_blackwell():
     # rows: 768 tokens of 128 heads on B200 (148 SMs) need 768 x 8 = 6,144 16-head CTAs, over one wave, so 64-head
     # tiles, 2 a token; one token over 1,024 keys: 8 CTAs, split min(1,024 / 256, 148 // 8) = 4 ways, 256 keys a CTA,
     # so 16-head tiles, 8; over 32,768 keys the split (18) leaves 1,820 keys a CTA, over 1,024: 64-head tiles; 16 heads
-    # (32 or fewer) 16-head tiles; 8 heads one 8-head tile. Hopper keeps one item per token and head
-    b200, h100 = get_gpu("b200"), get_gpu("h100")
+    # (32 or fewer) 16-head tiles; 8 heads one 8-head tile: a CTA per query token, whatever the sequences
+    b200 = get_gpu("b200")
     got = cost.mla_decode_work_items(np.array([768.0, 1.0, 1.0, 64.0, 64.0]), np.array([128.0, 128.0, 128.0, 16.0, 8.0]),
-                                     np.array([1536.0, 1024.0, 32768.0, 1536.0, 1536.0]), b200)
+                                     np.array([1536.0, 1024.0, 32768.0, 1536.0, 1536.0]), b200, seqs=np.array([768.0, 1, 1, 32, 32]))
     assert got.tolist() == [1536.0, 8.0, 2.0, 64.0, 64.0]
-    assert float(cost.mla_decode_work_items(768.0, 128.0, 1536.0, h100)) == 768.0 * 128
+
+
+@pytest.mark.parametrize("gpu", ["h100", "h200"])
+def test_mla_decode_work_items_on_hopper_are_64_row_tiles_of_tokens_x_heads(gpu):
+    # FlashMLA (TensorRT-LLM's and vLLM's SM90 MLA decode: BLOCK_SIZE_M 64 over seqlen_q x heads rows), FlashAttention-3
+    # (SGLang: kBlockM 64 at head dims 64 + 512, PackGQA) and FlashInfer's MLA (cta_tile_q 64 over qo_len x heads) each
+    # tile a sequence's query tokens x heads in 64 rows: 768 sequences of one token at 128 heads (TP 1) 2 tiles each,
+    # 1,536; 16 heads (TP 8) one tile each, 768; 4 MTP tokens a sequence x 16 heads = 64 rows, one tile, 256 items for
+    # 1,024 tokens; 4 x 32 = 128 rows, 2 tiles, 512; 1 head, 1 tile. The old count was tokens x heads: 98,304, 12,288,
+    # 16,384, 32,768 and 1. The keys do not enter.
+    g = get_gpu(gpu)
+    got = cost.mla_decode_work_items(np.array([768.0, 768.0, 1024.0, 1024.0, 1.0]), np.array([128.0, 16.0, 16.0, 32.0, 1.0]),
+                                     np.array([1536.0, 1536.0, 8192.0, 8192.0, 1.0]), g, seqs=np.array([768.0, 768.0, 256.0, 256.0, 1.0]))
+    assert got.tolist() == [1536.0, 768.0, 256.0, 512.0, 1.0]
+
+
+def _h100_mla_core(seqs, keys):
+    from llm_codesign.cost.calibration import calibration_for
+    from llm_codesign.cost.ops import Batch, layer_ops
+    from llm_codesign.spec.plan import Plan
+    from llm_codesign.spec.precision import Precision
+    from llm_codesign.spec.registry import get_model
+
+    h100 = get_gpu("h100")
+    cal = calibration_for(h100)
+    m = get_model("deepseek-r1")
+    got = layer_ops(m, m.groups[0][0], 1.0, h100, cal, prec=Precision.of("fp8_block", kv="bf16"), sh=Plan(),
+                    b=Batch(dec_seqs=seqs, dec_ctx=keys), prefix="layer", parts=("attn",))
+    return next(o for o in got if o.role == "core_decode"), cal
+
+
+def test_mla_decode_on_h100_at_1024_sequences_prices_flashmlas_tiles_and_its_per_sequence_blocks():
+    # DeepSeek-R1's absorbed MLA on H100, TP 1 (128 heads), BF16 KV: 1,024 sequences at 1,023 cached keys, FlashMLA's
+    # shape in the H100 MLA table (TensorRT-LLM 1.3.0rc20 generation_mla_perf: 684.8 us with its RoPE pass). FlashMLA
+    # works a sequence as ceil(1,023 / 64) = 16 key blocks + 5 of fixed overhead (get_decoding_sched_meta.cu:51), 21
+    # blocks = 1,344 keys. Math 2 x 1,024 x 128 x 1,344 x 1,088 = 383.3 GFLOP at 0.6 of 989.4 TFLOP/s: 645.7 us; bytes
+    # the 1,152-byte latent of 1,344 keys plus each head's query (1,152) read and output (1,024) written, 1.871 GB at
+    # 0.852 of 3.35 TB/s: 655.4 us, binding; the fixed cost and 2,048 64-row tiles (2 a sequence) at decode_item_s:
+    # 682.2 us in all (549.6 us without the overhead blocks, 1.674 ms with an item per head). The op's reported
+    # bytes stay the 1,023 keys read.
+    core, cal = _h100_mla_core(1024.0, 1023.0)
+    assert float(core.work[1]) == 1024 * 1023 * 1152.0 + 1024 * 128 * (1152.0 + 1024.0)
+    nbytes = 1024 * 1344 * 1152.0 + 1024 * 128 * (1152.0 + 1024.0)
+    t = nbytes / (3.35e12 * cal.attn_decode_bw_eff) + cal.attn_overhead_s + 2048 * cal.decode_item_s
+    assert float(core.time) == pytest.approx(t, rel=1e-9)
+    assert float(core.time) == pytest.approx(682.21e-6, abs=0.01e-6)
+
+
+def test_mla_decode_of_one_sequence_at_1k_keys_on_h100_pays_flashmlas_5_overhead_blocks():
+    # one sequence, 1,024 keys, 128 heads (2 tiles), BF16 KV: 16 key blocks + 5 = 21 blocks = 1,344 keys.
+    # Bytes 1,344 x 1,152 + 128 x 2,176 = 1,826,816 at 0.852 of 3.35 TB/s: 0.640 us; math 2 x 128 x 1,344 x 1,088 =
+    # 374.3 MFLOP at 0.6 of 989.4 TFLOP/s: 0.631 us; the bytes bind, plus the fixed cost and 2 tiles
+    core, cal = _h100_mla_core(1.0, 1024.0)
+    nbytes = 1344 * 1152.0 + 128 * 2176.0
+    assert nbytes == 1_826_816.0
+    t = nbytes / (3.35e12 * cal.attn_decode_bw_eff) + cal.attn_overhead_s + 2 * cal.decode_item_s
+    assert float(core.time) == pytest.approx(t, rel=1e-9)
+    assert float(core.time) - cal.attn_overhead_s - 2 * cal.decode_item_s == pytest.approx(0.63981e-6, abs=0.0001e-6)
+
+
+def test_flashmla_keys_and_where_it_runs():
+    # ceil(keys / 64) blocks + 5 (dense_decode.h:103-104), in keys: 1 -> 6 blocks, 64 -> 6, 65 -> 7, 1,024 -> 21
+    assert cost.flashmla_keys(np.array([1.0, 64.0, 65.0, 1024.0])).tolist() == [384.0, 384.0, 448.0, 1344.0]
+    from llm_codesign.spec.engines import get_engine
+
+    h100, b200 = get_gpu("h100"), get_gpu("b200")
+    # TensorRT-LLM (and the kernel tables' own) on SM90; vLLM's and SGLang's Hopper MLA decode is FlashAttention-3's
+    assert [cost.runs_flashmla_decode(e, h100) for e in (None, get_engine("trtllm"), get_engine("vllm"), get_engine("sglang"))] \
+        == [True, True, False, False]
+    assert not cost.runs_flashmla_decode(None, b200)
+
+
+def test_mla_decode_work_items_elsewhere_are_tokens_x_heads():
+    # kernels not read (A100's, AMD's): one item per token and head
+    for gpu in ("a100", "mi300x"):
+        assert float(cost.mla_decode_work_items(768.0, 128.0, 1536.0, get_gpu(gpu), seqs=768.0)) == 768.0 * 128
 
 
 def test_mla_decode_at_768_sequences_prices_the_kernels_ctas_and_its_rope_pass():

@@ -58,16 +58,25 @@ def decode_split(seqs, kv_heads, keys, gpu: Gpu):
     return np.maximum(mb / np.maximum(adj, 1.0), 1.0)
 
 
-def mla_decode_work_items(tokens, heads, keys, gpu: Gpu):
-    """Work items of absorbed MLA's decode kernel over `tokens` decode tokens (sequences x query tokens each), `heads` query
-    heads on this GPU sharing the one latent KV head, `keys` keys each. TRTLLM-Gen's MLA generation kernel
-    (include/flashinfer/trtllm/fmha/fmhaKernels.cuh:906-937 selectMlaGenerationKernel@fb28d72) packs the heads into
-    the MMA's rows, a CTA per query token (numCtasPerSeqQ = its query tokens, :553-555) and tile of heads: 64 heads
-    a CTA (KeepsMmaAb; 128 heads on a 2-CTA pair, :932-935), or 16 (8 heads or fewer: 8) where the heads are 32 or
+def mla_decode_work_items(tokens, heads, keys, gpu: Gpu, *, seqs):
+    """Work items of absorbed MLA's decode kernel over `tokens` decode tokens of `seqs` sequences (each its tokens / seqs
+    query tokens), `heads` query heads on this GPU sharing the one latent KV head, `keys` keys each. TRTLLM-Gen's MLA
+    generation kernel (include/flashinfer/trtllm/fmha/fmhaKernels.cuh:906-937 selectMlaGenerationKernel@fb28d72) packs the
+    heads into the MMA's rows, a CTA per query token (numCtasPerSeqQ = its query tokens, :553-555) and tile of heads: 64
+    heads a CTA (KeepsMmaAb; 128 heads on a 2-CTA pair, :932-935), or 16 (8 heads or fewer: 8) where the heads are 32 or
     fewer or its useSwapsMmaAbMlaGenKernel (:738-757) finds the 16-head CTAs within one wave of the SMs and their
-    split of the keys at most 1,024 a CTA. Elsewhere (other kernels, not read) one item per token and head, as before.
-    The split of the keys over CTAs at small batch is not counted, as for GQA (GqaDecode)."""
+    split of the keys at most 1,024 a CTA. Hopper's MLA decode kernels each pack a sequence's query tokens x heads into
+    64-row tiles, an item per tile: FlashMLA, TensorRT-LLM's on SM90 (aiconfigurator collector/trtllm/collect_mla.py:37-51
+    @095f58a5, enable_flash_mla), and vLLM's (FlashMLA csrc/sm90/decode/dense/config.h:5 BLOCK_SIZE_M 64, the query
+    reshaped to seqlen_q x heads rows, csrc/api/dense_decode.h:73-78@9241ae3); FlashAttention-3's, SGLang's fa3 backend
+    (hopper/tile_size.h:19-20 kBlockM 64 at head dims 64 + 512, PackGQA on a paged or varlen launch, flash_api.cpp:429,
+    heuristics.h:11@0251105a); FlashInfer's (include/flashinfer/attention/scheduler.cuh:1603-1626 MLAPlan, cta_tile_q
+    64 over qo_len x num_heads, 2-CTA clusters past 64 rows@fb28d72). Elsewhere (other kernels, not read) one item per
+    token and head. The split of the keys over CTAs at small batch is not counted, as for GQA (GqaDecode)."""
     tokens, heads = np.asarray(tokens, float), np.asarray(heads, float)
+    if gpu.family == "hopper":
+        seqs = np.asarray(seqs, float)
+        return seqs * np.ceil(tokens / np.maximum(seqs, 1.0) * heads / 64.0 - 1e-9)
     if gpu.family not in TRTLLM_GEN_FAMILIES:
         return tokens * heads
     ctas16 = np.maximum(tokens * np.ceil(heads / 16.0 - 1e-9), 1.0)
@@ -107,6 +116,23 @@ def runs_fa3_decode(engine: Engine | None, gpu: Gpu) -> bool:
     """Whether an engine's GQA decode runs FlashAttention-3's paged split-KV kernel on this GPU (Engine.fa3_decode:
     SGLang's and vLLM's default backends on Hopper), priced by its own tile and split rules (fa3_tile, fa3_split)."""
     return engine is not None and gpu.family in engine.fa3_decode
+
+
+def runs_flashmla_decode(engine: Engine | None, gpu: Gpu) -> bool:
+    """Whether an engine's dense MLA decode runs FlashMLA on this GPU (Engine.flashmla_decode; None: the kernel tables'
+    TensorRT-LLM). vLLM's and SGLang's defaults on Hopper are FlashAttention-3's MLA kernel (vLLM platforms/cuda.py
+    _get_backend_priorities:92-98@0.19.0 FLASH_ATTN_MLA first; SGLang's fa3 backend), whose split heuristic counts tiles
+    only, no per-sequence overhead (hopper/heuristics.h:25-53 num_splits_heuristic@0251105a)."""
+    return gpu.family == "hopper" and (engine is None or gpu.family in engine.flashmla_decode)
+
+
+def flashmla_keys(keys):
+    """Keys FlashMLA's decode does a sequence's work as: its scheduler splits the batch over SMs in 64-key blocks and
+    counts each sequence ceil(keys / 64) blocks plus fixed_overhead_num_blocks = 5 for its fixed work (prologue, query
+    load, output and split merge) (csrc/smxx/decode/get_decoding_sched_meta/get_decoding_sched_meta.cu:51, block_size_n
+    64 and the 5 set at csrc/api/dense_decode.h:103-104@9241ae3): priced as that many blocks of the kernel's own
+    per-block cost, every tile of the sequence."""
+    return (np.ceil(np.asarray(keys, float) / 64.0 - 1e-9) + 5.0) * 64.0
 
 
 def runs_fa3_prefill(engine: Engine | None, gpu: Gpu) -> bool:

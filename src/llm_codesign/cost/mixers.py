@@ -56,7 +56,8 @@ def _mla(a: MLA, ops: list[Op], P: Site, *, at: _At, s: _Step, b: Batch, prec: P
     dcal = replace(at.cal, attn_decode_flops_eff=at.cal.mla_decode_flops_eff, attn_decode_head_s=at.cal.decode_item_s)
     # the dense kernel's CTAs (mla_decode_work_items); DSA's sparse kernel (not read) one item per token and head
     items = s.dec_tok * heads_l if a.kernel != "mla" else \
-        cost.mla_decode_work_items(s.dec_tok, heads_l, a.decode_keys(np.asarray(b.dec_ctx, float)) / s.kvp, at.gpu)
+        cost.mla_decode_work_items(s.dec_tok, heads_l, a.decode_keys(np.asarray(b.dec_ctx, float)) / s.kvp, at.gpu,
+                                   seqs=b.dec_seqs)
     # the preprocessing kernel before it (TensorRT-LLM's mla_rope_generation, timed with the kernel in the MLA tables:
     # aiconfigurator collector/trtllm/collect_mla.py:559-584@095f58a5): RoPE on the query's rope part (BF16 read and
     # written), the token's latent written to the cache and, on an FP8 cache, the whole latent query quantised to FP8
@@ -268,15 +269,23 @@ def _core_decode(a: Attention, b: Batch, at: _At, P: Site, *, s: _Step, prec: Pr
     dec_flops = 2.0 * dec_tok * heads_l * ctx_l * width
     seqs = np.asarray(b.dec_seqs, float)
     kv_fp8 = prec.kv.math == "fp8"
+    blocks = 1.0  # the kernel's work in keys a sequence over the keys it attends
     if kv_l is None:  # MLA's latent kernels: unsplit, every key read once, FP8 math on an FP8 cache
         read, merge, rope_fused, mmha, fa3, fp8_math = ctx_l, 1.0, False, False, False, True
+        eng = at.engine
+        flashmla = np.array([cost.runs_flashmla_decode(e, gpu) for e in eng]) if isinstance(eng, list) else \
+            cost.runs_flashmla_decode(eng, gpu)
+        if isinstance(a, MLA) and a.kernel == "mla" and np.any(flashmla):
+            blocks = np.where(flashmla & (ctx_l > 0), cost.flashmla_keys(ctx_l) / np.maximum(ctx_l, 1.0), 1.0)
     else:
         k = GqaDecode(gpu, at.engine, tokens=dec_tok, seqs=seqs, kv_heads=kv_l, heads=heads_l, head_dim=a.head_dim, keys=ctx_l,
                       ctx=dec_ctx, window=a.window, kv_fp8=kv_fp8)
         mmha, read, items, fp8_math = k.priced(dcal)
         merge, rope_fused, fa3 = k.merge, k.rope_fused, k.fa3
     dec_bytes = seqs * read * per_tok_kv + dec_tok * heads_l * qo_b
-    times = cost.attention_decode_time(dec_flops, dec_bytes, gpu, dcal, seq_heads=items, kv_fp8=kv_fp8, group=group, split=merge,
+    # FlashMLA's per-sequence overhead (flashmla_keys) as blocks of its per-block math and key stream
+    t_flops, t_bytes = dec_flops * blocks, seqs * read * per_tok_kv * blocks + dec_tok * heads_l * qo_b
+    times = cost.attention_decode_time(t_flops, t_bytes, gpu, dcal, seq_heads=items, kv_fp8=kv_fp8, group=group, split=merge,
                                        rope_fused=rope_fused, mmha=mmha, fa3=fa3, fp8_math=fp8_math)
     f = _attention_factor(at, a, "decode", kv_fp8=kv_fp8, dec_tokens=dec_tok)
     return _attention(P / "core_decode", dec_flops, dec_bytes, tuple(x * f for x in times), at)

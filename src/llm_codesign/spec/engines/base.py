@@ -112,6 +112,9 @@ class Engine(ABC):
     # GPU families where its GQA decode runs FlashAttention-3's paged split-KV kernel, priced by that kernel's
     # tile and split rules (cost.kernels.runs_fa3_decode) rather than TensorRT-LLM's times a factor
     fa3_decode: tuple[str, ...] = ()
+    # GPU families where its dense MLA decode runs FlashMLA, priced with FlashMLA's per-sequence overhead
+    # (cost.kernels.runs_flashmla_decode); the kernel tables' own (no engine) are TensorRT-LLM's
+    flashmla_decode: tuple[str, ...] = ()
     # GPU families where its GQA prefill (context) attention runs FlashAttention-3's kernel, priced at that kernel's own
     # fitted rates (cost.kernels.runs_fa3_prefill: attn_prefill_*_fa3) rather than TensorRT-LLM's times a factor
     fa3_prefill: tuple[str, ...] = ()

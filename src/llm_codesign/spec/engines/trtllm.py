@@ -152,4 +152,6 @@ TRTLLM = register_engine(TensorRTLLMEngine(
     fp8_cutlass=False,
     # modeling_deepseekv3.py DeepseekV3MTP: eh_proj TensorParallelMode.ROW unless attention DP is on
     eh_proj_tp=True,
+    # its MLA generation on SM90 is FlashMLA (aiconfigurator collector/trtllm/collect_mla.py:37-51@095f58a5, enable_flash_mla)
+    flashmla_decode=("hopper",),
 ))
