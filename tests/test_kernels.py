@@ -538,6 +538,18 @@ def test_mla_decode_work_items_are_trtllm_gens_ctas_on_blackwell():
     assert got.tolist() == [1536.0, 8.0, 2.0, 64.0, 64.0]
 
 
+def test_a_speculative_verify_of_few_sequences_packs_query_tokens_x_heads_on_blackwell():
+    # the grouped MLA generation kernel (fmhaKernels.cuh:853-897 usesGroupedMlaGenerationKernel@fb28d72: more than one
+    # query token, 8/16/32 heads, at most 16 sequences): a sequence's q x heads rows in 64-row CTAs. MTP3's verify on
+    # B200 at TP8 (16 heads): 4 x 16 = 64 rows, one CTA, not 4 per-token 16-head CTAs; 16 sequences: 16; 2 sequences of
+    # 4 tokens at 32 heads: 2 x ceil(128 / 64) = 4 (per token: 8 x 2 = 16); 128 heads or 17 sequences keep the per-token
+    # CTAs (4 tokens of 128 heads over 1,536 keys: 32 16-head CTAs split 4 ways, 384 keys each, so 16-head tiles: 4 x 8)
+    b200 = get_gpu("b200")
+    got = cost.mla_decode_work_items(np.array([4.0, 64.0, 8.0, 4.0, 68.0]), np.array([16.0, 16.0, 32.0, 128.0, 16.0]),
+                                     np.full(5, 1536.0), b200, seqs=np.array([1.0, 16.0, 2.0, 1.0, 17.0]))
+    assert got.tolist() == [1.0, 16.0, 4.0, 32.0, 68.0]
+
+
 @pytest.mark.parametrize("gpu", ["h100", "h200"])
 def test_mla_decode_work_items_on_hopper_are_64_row_tiles_of_tokens_x_heads(gpu):
     # FlashMLA (TensorRT-LLM's and vLLM's SM90 MLA decode: BLOCK_SIZE_M 64 over seqlen_q x heads rows), FlashAttention-3

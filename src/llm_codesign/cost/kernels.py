@@ -61,7 +61,7 @@ def decode_split(seqs, kv_heads, keys, gpu: Gpu):
 def mla_decode_work_items(tokens, heads, keys, gpu: Gpu, *, seqs):
     """Work items of absorbed MLA's decode kernel over `tokens` decode tokens of `seqs` sequences (each its tokens / seqs
     query tokens), `heads` query heads on this GPU sharing the one latent KV head, `keys` keys each. TRTLLM-Gen's MLA
-    generation kernel (include/flashinfer/trtllm/fmha/fmhaKernels.cuh:906-937 selectMlaGenerationKernel@fb28d72) packs the
+    generation kernel (include/flashinfer/trtllm/fmha/fmhaKernels.cuh:898-937 selectMlaGenerationKernel@fb28d72) packs the
     heads into the MMA's rows, a CTA per query token (numCtasPerSeqQ = its query tokens, :553-555) and tile of heads: 64
     heads a CTA (KeepsMmaAb; 128 heads on a 2-CTA pair, :932-935), or 16 (8 heads or fewer: 8) where the heads are 32 or
     fewer or its useSwapsMmaAbMlaGenKernel (:738-757) finds the 16-head CTAs within one wave of the SMs and their
@@ -83,7 +83,14 @@ def mla_decode_work_items(tokens, heads, keys, gpu: Gpu, *, seqs):
     split = np.minimum(np.ceil(np.asarray(keys, float) / 256.0 - 1e-9), np.maximum(np.floor(gpu.sms / ctas16), 1.0))
     swaps = (heads <= 32) | ((ctas16 <= gpu.sms) & (np.asarray(keys, float) / np.maximum(split, 1.0) <= 1024.0))
     tile = np.where(swaps, np.where(heads <= 8, 8.0, 16.0), 64.0)
-    return tokens * np.ceil(heads / tile - 1e-9)
+    # a speculative verify (more than one query token a sequence) of at most 16 sequences at 8, 16 or 32 heads runs the
+    # grouped kernel instead: query tokens x heads packed into 64-row CTAs, a sequence's ceil(q x heads / 64)
+    # (usesGroupedMlaGenerationKernel / selectGroupedMlaGenerationKernel, fmhaKernels.cuh:853-897@fb28d72; its page of 32
+    # tokens is TensorRT-LLM's default tokens_per_block)
+    seqs = np.maximum(np.asarray(seqs, float), 1.0)
+    q = tokens / seqs
+    grouped = (q > 1.0) & np.isin(heads, (8.0, 16.0, 32.0)) & (seqs <= 16.0)
+    return np.where(grouped, seqs * np.ceil(q * heads / 64.0 - 1e-9), tokens * np.ceil(heads / tile - 1e-9))
 
 
 def decode_merge_share(split, gpu: Gpu):

@@ -54,7 +54,8 @@ def _mla(a: MLA, ops: list[Op], P: Site, *, at: _At, s: _Step, b: Batch, prec: P
     replicated latent (2 x kv_lora_rank + rope_dim FLOPs per key, its own decode efficiency)."""
     heads_l = a.heads / s.tp
     dcal = replace(at.cal, attn_decode_flops_eff=at.cal.mla_decode_flops_eff, attn_decode_head_s=at.cal.decode_item_s)
-    # the dense kernel's CTAs (mla_decode_work_items); DSA's sparse kernel (not read) one item per token and head
+    # the dense kernel's CTAs (mla_decode_work_items); DSA's sparse kernel one item per token and head (its head tiles,
+    # selectSparseMlaGenerationKernel fmhaKernels.cuh:776-851@fb28d72, are not priced yet)
     items = s.dec_tok * heads_l if a.kernel != "mla" else \
         cost.mla_decode_work_items(s.dec_tok, heads_l, a.decode_keys(np.asarray(b.dec_ctx, float)) / s.kvp, at.gpu,
                                    seqs=b.dec_seqs)
