@@ -123,8 +123,8 @@ def test_trtllm_blackwell_keeps_its_one_shot():
     # Hopper's table (SM90) switches elsewhere: the faster of the two there (450 GB/s NVLink: two-shot 13.83 us, one-shot
     # 28.30 us), as vLLM's everywhere
     assert ar(1 * MIB, 8, get_gpu("h100")) == pytest.approx(8e-6 + 1.75 * MIB / (4.5e11 * 0.7), rel=1e-9)
-    assert t.oneshot_limit(np.array([1.0, 2.0, 8.0, 16.0]), "blackwell").tolist() == [0.0, 8 * MIB, 2 * MIB, 0.0]
-    assert get_engine("vllm").oneshot_limit(8.0, "blackwell") == 0.0
+    limit, named = t.oneshot_limit(np.array([1.0, 2.0, 8.0, 16.0]), "blackwell")
+    assert limit.tolist() == [0.0, 8 * MIB, 2 * MIB, 0.0] and not named.any()
 
 
 def test_vllm_blackwell_all_reduce_dispatch():
@@ -159,8 +159,17 @@ def test_vllm_blackwell_all_reduce_dispatch():
         assert ar(nbytes, n) == pytest.approx(min(symm(nbytes, n), nccl(nbytes, n)), rel=1e-12)
     slow = replace(cal, comm_latency_s=40e-6)  # an NCCL slower than either: the symmetric-memory price itself
     assert float(collective_time("all_reduce", 1 * MIB, 8, g, slow, engine=v)) == pytest.approx(19.530e-6, abs=1e-9)
-    for n, limit in ((2, 8 * MIB), (4, 32 * MIB), (8, 128 * MIB)):
-        assert ar(limit, n) == nccl(limit, n) and ar(limit - 16, n) <= nccl(limit - 16, n)
+    # each limit, under an NCCL that starts at 200 us (comm_latency_s and comm_large_latency_s; 900 GB/s x 0.8 on its
+    # Simple protocol, the faster one here): symmetric memory 16 B below it, NCCL at it. TP2, 8 MiB: 8 + 8 MiB / bw + 2 + 6
+    # + 4 x 8 MiB / hbm = 34.250 us, then NCCL's 200 + 8 MiB / 720 GB/s = 211.651; TP4, 32 MiB: 8 + 1.5 x 32 MiB / bw + 8
+    # + 4 x 32 MiB / hbm = 115.629, then 200 + 1.5 x 32 MiB / 720 GB/s = 269.905; TP8, 128 MiB: 8 + 1.75 x 128 MiB / bw
+    # + 8 + 4 x 128 MiB / hbm = 467.779, then 200 + 1.75 x 128 MiB / 720 GB/s = 526.224
+    slow_nccl = replace(cal, comm_latency_s=200e-6, comm_large_latency_s=200e-6)
+    at = lambda nbytes, n: float(collective_time("all_reduce", nbytes, n, g, slow_nccl, engine=v))  # noqa: E731
+    below = [at(limit - 16, n) for n, limit in ((2, 8 * MIB), (4, 32 * MIB), (8, 128 * MIB))]
+    assert below == pytest.approx([34.250e-6, 115.629e-6, 467.779e-6], abs=1e-9)
+    assert [at(limit, n) for n, limit in ((2, 8 * MIB), (4, 32 * MIB), (8, 128 * MIB))] == pytest.approx(
+        [211.651e-6, 269.905e-6, 526.224e-6], abs=1e-9)
     assert VLLM_SYMM(np.array([1 * MIB, 2 * MIB, 2 * MIB, 1 * MIB - 16]), np.array([8.0, 4.0, 3.0, 8.0])).tolist() == [True, True, False, False]
     # an all-reduce its fusion pass puts in FlashInfer's all-reduce + RMSNorm kernel is that kernel's, not the dispatch's:
     # the faster of the two Lamport kernels without barriers, 256 KiB at TP8 the one-shot's 5 + 7 x 256 KiB / bw = 7.913 us,
@@ -172,10 +181,10 @@ def test_vllm_blackwell_all_reduce_dispatch():
     sizes = np.linspace(1 * KIB, 160 * MIB, 8000)
     for n in (2, 4, 8):
         assert np.all(np.diff(collective_time("all_reduce", sizes, n, g, cal, engine=v)) >= 0)
-    # Hopper keeps its custom kernel's limits and the faster of its two kernels
+    # Hopper keeps its custom kernel's limits
     assert not v.symm_allreduce(1 * MIB, 8, "hopper") and bool(v.own_allreduce(1 * MIB, 8, "hopper"))
-    assert float(v.twoshot_from(8.0, "hopper")) == np.inf and v.twoshot_from(np.array([2.0, 4.0, 8.0]), "blackwell").tolist() == [
-        np.inf, 512 * KIB, 256 * KIB]
+    limit, named = v.oneshot_limit(np.array([2.0, 4.0, 6.0, 8.0]), "blackwell")
+    assert limit.tolist() == [np.inf, 512 * KIB, 256 * KIB, 256 * KIB] and named.tolist() == [True] * 4
 
 
 def VLLM_SYMM(nbytes, n):
