@@ -181,10 +181,29 @@ def test_vllm_blackwell_all_reduce_dispatch():
     sizes = np.linspace(1 * KIB, 160 * MIB, 8000)
     for n in (2, 4, 8):
         assert np.all(np.diff(collective_time("all_reduce", sizes, n, g, cal, engine=v)) >= 0)
-    # Hopper keeps its custom kernel's limits
+    # Hopper keeps its custom kernel's limits (its launcher's switch: test_vllm_launcher_switch_on_hopper)
     assert not v.symm_allreduce(1 * MIB, 8, "hopper") and bool(v.own_allreduce(1 * MIB, 8, "hopper"))
     limit, named = v.oneshot_limit(np.array([2.0, 4.0, 6.0, 8.0]), "blackwell")
     assert limit.tolist() == [np.inf, 512 * KIB, 256 * KIB, 256 * KIB] and named.tolist() == [True] * 4
+
+
+def test_vllm_launcher_switch_on_hopper():
+    """vLLM's launcher names its two-stage kernel by size alone on every architecture (no capability in its switch,
+    vllm_custom_all_reduce.cuh:476-487@fb28d72), so on Hopper too from 512 KiB up to 4 GPUs, where the one-shot is the
+    faster one up to 615 KiB (5 + 3x / bw = 8 + 1.5x / bw at x = 2 us x bw). Hand values at default.toml's documented 5 us
+    one-shot, 8 us two-shot, no cost a peer, vLLM's two 1 us barriers, H100's 450 GB/s x 0.7 = 315 GB/s."""
+    h, cal, v = get_gpu("h100"), _blackwell(), get_engine("vllm")
+    bw = 4.5e11 * 0.7
+    ar = lambda nbytes, **kw: float(collective_time("all_reduce", nbytes, 4, h, cal, engine=v, **kw))  # noqa: E731
+    # 16 B below 512 KiB the one-stage: 5 + 3 x 524,272 / bw + 2 = 11.993 us; at it the two-stage 8 + 1.5 x 512 KiB / bw
+    # + 2 = 12.497 us (the faster-of-two rule priced the one-shot's 11.993)
+    assert ar(512 * KIB - 16) == pytest.approx(5e-6 + 3 * (512 * KIB - 16) / bw + 2e-6, rel=1e-9)
+    assert ar(512 * KIB) == pytest.approx(8e-6 + 1.5 * 512 * KIB / bw + 2e-6, rel=1e-9) == pytest.approx(12.497e-6, abs=1e-9)
+    # inside FlashInfer's all-reduce + RMSNorm kernel (its pass takes 2 MiB at TP4 on Hopper) no such switch: the faster
+    # Lamport kernel without barriers, the one-shot's 5 + 3 x 512 KiB / bw = 9.993 us
+    assert ar(512 * KIB, norm_fused=True) == pytest.approx(9.993e-6, abs=1e-9)
+    limit, named = v.oneshot_limit(np.array([2.0, 4.0, 8.0]), "hopper")
+    assert limit.tolist() == [np.inf, 512 * KIB, 256 * KIB] and named.all()
 
 
 def VLLM_SYMM(nbytes, n):

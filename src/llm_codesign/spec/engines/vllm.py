@@ -36,7 +36,7 @@ SYMM_MEM_MAX_MIB = {"blackwell": {2: 8.0, 4: 32.0, 6: 128.0, 8: 128.0}}
 # architecture (no capability in the switch: "Threshold is different for A100 and H100", its TODO at :474). Priced so on
 # TWOSHOT_FAMILIES (oneshot_limit); elsewhere the faster of the two
 TWOSHOT_FROM_KIB = {4: 512.0, 8: 256.0}
-TWOSHOT_FAMILIES = ("blackwell",)
+TWOSHOT_FAMILIES = ("hopper", "blackwell")
 
 
 def _per_world(table: dict, n, default: float = 0.0):
