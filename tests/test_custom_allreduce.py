@@ -123,8 +123,8 @@ def test_trtllm_blackwell_keeps_its_one_shot():
     # Hopper's table (SM90) switches elsewhere: the faster of the two there (450 GB/s NVLink: two-shot 13.83 us, one-shot
     # 28.30 us), as vLLM's everywhere
     assert ar(1 * MIB, 8, get_gpu("h100")) == pytest.approx(8e-6 + 1.75 * MIB / (4.5e11 * 0.7), rel=1e-9)
-    assert t.oneshot_limit(np.array([1.0, 2.0, 8.0, 16.0]), "blackwell").tolist() == [0.0, 8 * MIB, 2 * MIB, 0.0]
-    assert get_engine("vllm").oneshot_limit(8.0, "blackwell") == 0.0
+    limit, named = t.oneshot_limit(np.array([1.0, 2.0, 8.0, 16.0]), "blackwell")
+    assert limit.tolist() == [0.0, 8 * MIB, 2 * MIB, 0.0] and not named.any()
 
 
 def test_vllm_blackwell_all_reduce_dispatch():
@@ -159,8 +159,17 @@ def test_vllm_blackwell_all_reduce_dispatch():
         assert ar(nbytes, n) == pytest.approx(min(symm(nbytes, n), nccl(nbytes, n)), rel=1e-12)
     slow = replace(cal, comm_latency_s=40e-6)  # an NCCL slower than either: the symmetric-memory price itself
     assert float(collective_time("all_reduce", 1 * MIB, 8, g, slow, engine=v)) == pytest.approx(19.530e-6, abs=1e-9)
-    for n, limit in ((2, 8 * MIB), (4, 32 * MIB), (8, 128 * MIB)):
-        assert ar(limit, n) == nccl(limit, n) and ar(limit - 16, n) <= nccl(limit - 16, n)
+    # each limit, under an NCCL that starts at 200 us (comm_latency_s and comm_large_latency_s; 900 GB/s x 0.8 on its
+    # Simple protocol, the faster one here): symmetric memory 16 B below it, NCCL at it. TP2, 8 MiB: 8 + 8 MiB / bw + 2 + 6
+    # + 4 x 8 MiB / hbm = 34.250 us, then NCCL's 200 + 8 MiB / 720 GB/s = 211.651; TP4, 32 MiB: 8 + 1.5 x 32 MiB / bw + 8
+    # + 4 x 32 MiB / hbm = 115.629, then 200 + 1.5 x 32 MiB / 720 GB/s = 269.905; TP8, 128 MiB: 8 + 1.75 x 128 MiB / bw
+    # + 8 + 4 x 128 MiB / hbm = 467.779, then 200 + 1.75 x 128 MiB / 720 GB/s = 526.224
+    slow_nccl = replace(cal, comm_latency_s=200e-6, comm_large_latency_s=200e-6)
+    at = lambda nbytes, n: float(collective_time("all_reduce", nbytes, n, g, slow_nccl, engine=v))  # noqa: E731
+    below = [at(limit - 16, n) for n, limit in ((2, 8 * MIB), (4, 32 * MIB), (8, 128 * MIB))]
+    assert below == pytest.approx([34.250e-6, 115.629e-6, 467.779e-6], abs=1e-9)
+    assert [at(limit, n) for n, limit in ((2, 8 * MIB), (4, 32 * MIB), (8, 128 * MIB))] == pytest.approx(
+        [211.651e-6, 269.905e-6, 526.224e-6], abs=1e-9)
     assert VLLM_SYMM(np.array([1 * MIB, 2 * MIB, 2 * MIB, 1 * MIB - 16]), np.array([8.0, 4.0, 3.0, 8.0])).tolist() == [True, True, False, False]
     # an all-reduce its fusion pass puts in FlashInfer's all-reduce + RMSNorm kernel is that kernel's, not the dispatch's:
     # the faster of the two Lamport kernels without barriers, 256 KiB at TP8 the one-shot's 5 + 7 x 256 KiB / bw = 7.913 us,
@@ -172,10 +181,29 @@ def test_vllm_blackwell_all_reduce_dispatch():
     sizes = np.linspace(1 * KIB, 160 * MIB, 8000)
     for n in (2, 4, 8):
         assert np.all(np.diff(collective_time("all_reduce", sizes, n, g, cal, engine=v)) >= 0)
-    # Hopper keeps its custom kernel's limits and the faster of its two kernels
+    # Hopper keeps its custom kernel's limits (its launcher's switch: test_vllm_launcher_switch_on_hopper)
     assert not v.symm_allreduce(1 * MIB, 8, "hopper") and bool(v.own_allreduce(1 * MIB, 8, "hopper"))
-    assert float(v.twoshot_from(8.0, "hopper")) == np.inf and v.twoshot_from(np.array([2.0, 4.0, 8.0]), "blackwell").tolist() == [
-        np.inf, 512 * KIB, 256 * KIB]
+    limit, named = v.oneshot_limit(np.array([2.0, 4.0, 6.0, 8.0]), "blackwell")
+    assert limit.tolist() == [np.inf, 512 * KIB, 256 * KIB, 256 * KIB] and named.tolist() == [True] * 4
+
+
+def test_vllm_launcher_switch_on_hopper():
+    """vLLM's launcher names its two-stage kernel by size alone on every architecture (no capability in its switch,
+    vllm_custom_all_reduce.cuh:476-487@fb28d72), so on Hopper too from 512 KiB up to 4 GPUs, where the one-shot is the
+    faster one up to 615 KiB (5 + 3x / bw = 8 + 1.5x / bw at x = 2 us x bw). Hand values at default.toml's documented 5 us
+    one-shot, 8 us two-shot, no cost a peer, vLLM's two 1 us barriers, H100's 450 GB/s x 0.7 = 315 GB/s."""
+    h, cal, v = get_gpu("h100"), _blackwell(), get_engine("vllm")
+    bw = 4.5e11 * 0.7
+    ar = lambda nbytes, **kw: float(collective_time("all_reduce", nbytes, 4, h, cal, engine=v, **kw))  # noqa: E731
+    # 16 B below 512 KiB the one-stage: 5 + 3 x 524,272 / bw + 2 = 11.993 us; at it the two-stage 8 + 1.5 x 512 KiB / bw
+    # + 2 = 12.497 us (the faster-of-two rule priced the one-shot's 11.993)
+    assert ar(512 * KIB - 16) == pytest.approx(5e-6 + 3 * (512 * KIB - 16) / bw + 2e-6, rel=1e-9)
+    assert ar(512 * KIB) == pytest.approx(8e-6 + 1.5 * 512 * KIB / bw + 2e-6, rel=1e-9) == pytest.approx(12.497e-6, abs=1e-9)
+    # inside FlashInfer's all-reduce + RMSNorm kernel (its pass takes 2 MiB at TP4 on Hopper) no such switch: the faster
+    # Lamport kernel without barriers, the one-shot's 5 + 3 x 512 KiB / bw = 9.993 us
+    assert ar(512 * KIB, norm_fused=True) == pytest.approx(9.993e-6, abs=1e-9)
+    limit, named = v.oneshot_limit(np.array([2.0, 4.0, 8.0]), "hopper")
+    assert limit.tolist() == [np.inf, 512 * KIB, 256 * KIB] and named.all()
 
 
 def VLLM_SYMM(nbytes, n):

@@ -367,9 +367,10 @@ def collective_time(op: str, nbytes, n, gpu: Gpu, cal: Calibration, *, engine: E
     fused = np.asarray(norm_fused, bool)
     own = (engine.own_allreduce(nbytes, n, gpu.family) | fused) & inside if op == "all_reduce" and engine is not None else None
     def custom():
-        twoshot = np.where(fused, np.inf, engine.twoshot_from(n, gpu.family))
-        return _custom_all_reduce(nbytes, n, gpu, cal, oneshot=engine.oneshot_limit(n, gpu.family),
-                                  twoshot=twoshot) + _own_barriers(engine, cal, norm_fused)
+        # inside the fused kernel the launcher's named switch does not run: the faster of its two Lamport kernels
+        limit, named = engine.oneshot_limit(n, gpu.family)
+        limit, named = np.where(fused & named, 0.0, limit), named & ~fused
+        return _custom_all_reduce(nbytes, n, gpu, cal, oneshot=limit, named=named) + _own_barriers(engine, cal, norm_fused)
 
     if own is not None and own.all():
         t = custom()
@@ -434,11 +435,11 @@ def _symm_all_reduce(nbytes, n, gpu: Gpu, cal: Calibration, engine: Engine):
     torch's two_shot_all_reduce_ reduce-scatters and all-gathers through the peers' buffers between barriers, as the
     custom kernel's two-stage does; its multimem_all_reduce_ (NVLS, 6 and 8 GPUs on SM100) reduces in the switch, which
     no table here times, so it is priced the same (docs/modelling-notes.md#vllm-allreduce-dispatch)."""
-    two = _custom_all_reduce(nbytes, n, gpu, cal, twoshot=0.0) + _own_barriers(engine, cal, norm_fused=False)
+    two = _custom_all_reduce(nbytes, n, gpu, cal, named=True) + _own_barriers(engine, cal, norm_fused=False)
     return two + elementwise_time(4.0 * np.asarray(nbytes, float), 2, gpu, cal)[0]
 
 
-def _custom_all_reduce(nbytes, n, gpu: Gpu, cal: Calibration, *, oneshot=0.0, twoshot=np.inf):
+def _custom_all_reduce(nbytes, n, gpu: Gpu, cal: Calibration, *, oneshot=0.0, named=False):
     """An engine's own all-reduce inside one scale-up domain, where it runs one instead of NCCL
     (Engine.own_allreduce): one-shot, each GPU reading every peer's whole buffer and reducing
     locally, (n - 1) x bytes over its link after one flag exchange; two-shot, a reduce-scatter then an
@@ -447,27 +448,26 @@ def _custom_all_reduce(nbytes, n, gpu: Gpu, cal: Calibration, *, oneshot=0.0, tw
     polls one slot per rank, loops unrolled over the rank count (trtllm_allreduce_fusion.cuh:1526-1530, 1546-1551
     allreduce_fusion_kernel_oneshot_lamport@fb28d72; vLLM's cross_device_reduce_1stage likewise), up to 8 GPUs (the
     tables' largest group; beyond, as at 8), far less than NCCL's ring adds a GPU (collective_time prices NCCL where the
-    engine does not run its own). The engines switch between their two kernels where they measured the crossover (vLLM's
-    256/512 KiB, TensorRT-LLM's tuned table), so a step pays the faster of the two: pricing the kernel the
-    threshold names would let a larger message cost less wherever these two formulas cross elsewhere. Where the engine's
-    table keeps the one-shot whatever the two-shot costs (`oneshot`: bytes, Engine.oneshot_limit; 0: none), it pays the
-    one-shot up to that size and, past it, the faster of the two but never less than the one-shot at the limit. Where the
-    engine's launcher names the kernel by size alone (`twoshot`: bytes, Engine.twoshot_from; inf: none), it pays the
-    one-shot below that size and the two-shot from it, never less than the one-shot there."""
+    engine does not run its own). An engine that switches between its two kernels where it measured the crossover
+    (TensorRT-LLM's tuned table) has a step pay the faster of the two: pricing the kernel the threshold names would let
+    a larger message cost less wherever these two formulas cross elsewhere. Where the engine keeps the one-shot whatever the two-shot costs (`oneshot`: bytes, Engine.oneshot_limit; 0: none), it pays the
+    one-shot below that size and, from it, the two-shot where its launcher names the kernel by size alone (`named`) or
+    else the faster of the two, never less than the one-shot at the limit."""
     bw = gpu.scale_up_bandwidth_bytes_per_s * cal.custom_ar_bw_eff
     spread = np.maximum(n - 1.0, 0.0) / np.maximum(bw, 1e-9)
     # beyond the 8 GPUs the tables time (MNNVL's multicast kernels in an NVL72 domain, spec/engines/trtllm.py) at 8 GPUs' cost
     peers = cal.custom_ar_peer_s * np.clip(n - 2.0, 0.0, 6.0)
-    one = cal.custom_ar_latency_s + peers + spread * nbytes
+
+    def one(size):
+        return cal.custom_ar_latency_s + peers + spread * size
+
     two = cal.custom_ar_twoshot_latency_s + peers + 2.0 / np.maximum(n, 1.0) * spread * nbytes
-    fastest = np.minimum(one, two)
-    twoshot = np.asarray(twoshot, float)
-    if np.any(np.isfinite(twoshot)):
-        at = np.where(np.isfinite(twoshot), twoshot, 0.0)
-        named = np.where(nbytes >= at, np.maximum(two, cal.custom_ar_latency_s + peers + spread * at), one)
-        fastest = np.where(np.isfinite(twoshot), named, fastest)
-    oneshot = np.asarray(oneshot, float)
-    if not np.any(oneshot > 0):
+    fastest = np.minimum(one(nbytes), two)
+    oneshot, named = np.asarray(oneshot, float), np.asarray(named, bool)
+    switched = (oneshot > 0) | named
+    if not np.any(switched):
         return fastest
-    kept = np.where(nbytes <= oneshot, one, np.maximum(fastest, cal.custom_ar_latency_s + peers + spread * oneshot))
-    return np.where(oneshot > 0, kept, fastest)
+    # an infinite limit (the one-shot at every size) prices no floor: its branch is never taken
+    floor = one(np.where(np.isfinite(oneshot), oneshot, 0.0))
+    kept = np.where(nbytes < oneshot, one(nbytes), np.maximum(np.where(named, two, fastest), floor))
+    return np.where(switched, kept, fastest)

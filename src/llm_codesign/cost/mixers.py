@@ -60,7 +60,7 @@ def _mla(a: MLA, ops: list[Op], P: Site, *, at: _At, s: _Step, b: Batch, prec: P
         cost.mla_decode_work_items(s.dec_tok, heads_l, a.decode_keys(np.asarray(b.dec_ctx, float)) / s.kvp, at.gpu,
                                    seqs=b.dec_seqs)
     # the preprocessing kernel before it (TensorRT-LLM's mla_rope_generation, timed with the kernel in the MLA tables:
-    # aiconfigurator collector/trtllm/collect_mla.py:559-584@095f58a5): RoPE on the query's rope part (BF16 read and
+    # aiconfigurator collector/trtllm/collect_mla.py:589-625@095f58a5): RoPE on the query's rope part (BF16 read and
     # written), the token's latent written to the cache and, on an FP8 cache, the whole latent query quantised to FP8
     # for the kernel's FP8 math (its quant_q_buffer, read BF16 and written FP8). Its launch is in attn_overhead_s.
     latent = a.kv_lora_rank + a.rope_dim

@@ -82,7 +82,10 @@ GRID = {"attn_decode_max_group": (8, 16, 24, 32, 48, 64, 1024), "attn_decode_wid
         "gemm_max_split_k": (1, 2, 4, 8, 16, 64), "moe_overhead_s": (1e-6, 2e-6, 4e-6, 8e-6, 16e-6, 32e-6, 64e-6),
         "moe_eff": (0.2, 0.4, 0.6, 0.8, 1.0, 1.2), "moe_route_s": (0.1e-9, 0.3e-9, 1e-9, 3e-9, 10e-9, 30e-9)}
 GRID.update({"moe_kernel_eff": (0.1, 0.2, 0.3, 0.45, 0.6, 0.8), "moe_kernel_overhead_s": GRID["moe_overhead_s"],
-             "moe_kernel_route_s": GRID["moe_route_s"], "moe_kernel_expert_s": (0.01e-6, 0.03e-6, 0.1e-6, 0.3e-6)})
+             "moe_kernel_route_s": GRID["moe_route_s"], "moe_kernel_expert_s": (0.01e-6, 0.03e-6, 0.1e-6, 0.3e-6),
+             # a profile written before the cost per further peer existed reads it as 0 (calibration._before_peer), which
+             # the local search's steps, multiples of the current value, never leave
+             "custom_ar_peer_s": (0.05e-6, 0.1e-6, 0.2e-6)})
 # serving-software parameters fitted on serving runs: (field, start, lower, upper); per engine where
 # the field is in BACKEND_KEYED. Eager launch: PyTorch eager dispatch costs a few to ~30 us per op; its spread
 # over the ranks of a stage (eager_skew_s) from none (0: every rank alike) up to 50 us. A limit of none is 0 itself,

@@ -76,7 +76,7 @@ def engine_budget(gpu: Gpu, *, engine: Engine, max_num_tokens=None, plan: Plan |
     # SGLang sizes its memory on the server's chunk before it splits it (_handle_gpu_memory_settings runs before
     # _handle_data_parallelism: server_args.py:710, :727@0.5.8.post1)
     fraction = engine.kv_fraction(gpu, plan, chunk=mnt, spec_method=spec.method if spec else None, draft_len=draft_len)
-    return engine.rank_step_tokens(mnt, np.asarray(plan.arrays()[4], float)), (budget, fraction, occupancy)
+    return engine.rank_step_tokens(mnt, np.asarray(plan.adp, float)), (budget, fraction, occupancy)
 
 
 def kv_fraction_of(fl: SchedulerFlags, own):

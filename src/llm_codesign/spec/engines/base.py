@@ -196,20 +196,14 @@ class Engine(ABC):
         scale-up domain of a GPU family, as a boolean array."""
 
     def oneshot_limit(self, n, family: str):
-        """Bytes per GPU up to which its own all-reduce (own_allreduce) over `n` GPUs of a GPU family runs its one-shot
-        kernel whatever the two-shot would cost (its strategy table keeps it there), as an array; 0 where it switches
-        to the faster of the two (cost.kernels._custom_all_reduce)."""
+        """(bytes, named): below `bytes` per GPU its own all-reduce (own_allreduce) over `n` GPUs of a GPU family runs its
+        one-shot kernel whatever the two-shot would cost; from there its two-shot where `named` (a fixed threshold in its
+        launcher), else the faster of the two (where its strategy table stops keeping the one-shot), never less than the
+        one-shot at the limit (cost.kernels._custom_all_reduce). Arrays broadcast with `n`; (0, False): the faster of the
+        two at every size."""
         import numpy as np
 
-        return np.zeros(np.shape(n))
-
-    def twoshot_from(self, n, family: str):
-        """Bytes per GPU from which its own all-reduce (own_allreduce) over `n` GPUs of a GPU family runs its two-shot
-        kernel whatever the one-shot would cost (a fixed threshold in its launcher), as an array; inf where it is priced
-        as the faster of the two (cost.kernels._custom_all_reduce)."""
-        import numpy as np
-
-        return np.full(np.shape(n), np.inf)
+        return np.zeros(np.shape(n)), np.zeros(np.shape(n), dtype=bool)
 
     def symm_allreduce(self, nbytes, n, family: str):
         """Where an all-reduce its own kernel does not take (own_allreduce) runs through torch's symmetric memory

@@ -85,11 +85,12 @@ class TensorRTLLMEngine(Engine):
 
     def oneshot_limit(self, n, family: str):
         """Its one-shot up to ONESHOT_GATHERED bytes gathered from the group (n x the message) on the families its
-        table covers, TP 2-8 (MNNVL's one-shot beyond 8 GPUs has its own limit: the faster of the two there)."""
+        table covers, TP 2-8, the faster of the two past it (never named); elsewhere, and for MNNVL's kernels beyond 8
+        GPUs, the faster of the two at every size."""
         import numpy as np
 
         n = np.asarray(n, float)
-        return np.where((n >= 2) & (n <= 8), ONESHOT_GATHERED.get(family, 0.0) / np.maximum(n, 1.0), 0.0)
+        return np.where((n >= 2) & (n <= 8), ONESHOT_GATHERED.get(family, 0.0) / np.maximum(n, 1.0), 0.0), np.zeros(n.shape, dtype=bool)
 
     def moe_kernel(self, family: str, kernel: str, *, weight: str = "", ep: bool = False, gated: bool = True) -> str | None:
         """On Hopper, MXFP4 experts (gpt-oss) on its Triton MoE backend (TritonFusedMoE, on OpenAI's triton_kernels):

@@ -9,9 +9,8 @@ from llm_codesign.spec.engines.base import CDNA_FAMILIES, GIB, PCIE_FAMILIES, En
 # (vllm/distributed/device_communicators/custom_all_reduce.py CustomAllreduce.__init__ max_size=8192*1024
 # and should_custom_ar: inp_size < max_size); NCCL beyond. Inside it the kernel is one-shot or two-shot
 # (csrc/custom_all_reduce.cuh: one-shot at world size 2, below 512 KiB up to 4 GPUs and below 256 KiB up
-# to 8), switched where vLLM measured the crossover, so the cost model prices the faster of the two
-# (kernels._custom_all_reduce); on Blackwell the launcher's own switch is priced (twoshot_from, TWOSHOT_FROM_KIB) and
-# torch symmetric memory takes the larger inputs (SYMM_CUSTOM_MAX_MIB). SGLang's custom_all_reduce.py is the same code.
+# to 8), switched by size whatever either costs (oneshot_limit, TWOSHOT_FROM_KIB); on Blackwell torch symmetric memory
+# takes the larger inputs (SYMM_CUSTOM_MAX_MIB). SGLang's custom_all_reduce.py is the same code.
 CUSTOM_AR_SIZES = (2, 4, 6, 8)
 CUSTOM_AR_MAX_BYTES = 8.0 * 2.0**20
 TRTLLM_DECODE_TOKENS = 256  # its FlashInfer backend takes trtllm-gen decode kernels up to this many decode tokens
@@ -33,16 +32,21 @@ SYMM_CUSTOM_MAX_MIB = {"blackwell": {2: 2.0, 4: 2.0, 6: 1.0, 8: 1.0}}
 SYMM_MEM_MAX_MIB = {"blackwell": {2: 8.0, 4: 32.0, 6: 128.0, 8: 128.0}}
 # Its custom kernel's launcher runs the one-stage kernel at two GPUs and below 512 KiB up to 4 GPUs / 256 KiB up to 8,
 # the two-stage one (reduce-scatter, a fenced barrier, all-gather) otherwise (csrc/custom_all_reduce.cuh; FlashInfer's
-# port, include/flashinfer/comm/vllm_custom_all_reduce.cuh:471-486@fb28d72), whatever either costs: applied where
-# SYMM_CUSTOM_MAX_MIB is (twoshot_from)
+# port, include/flashinfer/comm/vllm_custom_all_reduce.cuh:476-487@fb28d72), whatever either costs and on every
+# architecture (no capability in the switch: "Threshold is different for A100 and H100", its TODO at :474). Priced so on
+# TWOSHOT_FAMILIES (oneshot_limit); elsewhere the faster of the two
 TWOSHOT_FROM_KIB = {4: 512.0, 8: 256.0}
+TWOSHOT_FAMILIES = ("hopper", "blackwell")
 
 
 def _per_world(table: dict, n, default: float = 0.0):
-    """`table`'s value (MiB) per world size, as bytes for each element of `n`; `default` elsewhere."""
+    """`table`'s value (MiB) per world size, as bytes for each element of `n`; `default` elsewhere (everywhere for an
+    empty table)."""
     import numpy as np
 
     n = np.asarray(n, float)
+    if not table:
+        return np.full(n.shape, default)
     return np.select([n == k for k in table], [v * 2.0**20 for v in table.values()], default)
 
 
@@ -109,14 +113,17 @@ class VLLMEngine(Engine):
             return super().symm_allreduce(nbytes, n, family)
         return ~self.own_allreduce(nbytes, n, family) & (nbytes < _per_world(SYMM_MEM_MAX_MIB[family], n))
 
-    def twoshot_from(self, n, family: str):
-        """TWOSHOT_FROM_KIB where the custom kernel's limits are SYMM_CUSTOM_MAX_MIB's (none at two GPUs)."""
+    def oneshot_limit(self, n, family: str):
+        """Its launcher's switch (TWOSHOT_FROM_KIB, named; the one-stage kernel at every size at two GPUs) on the families
+        in TWOSHOT_FAMILIES."""
         import numpy as np
 
         n = np.asarray(n, float)
-        if family not in SYMM_CUSTOM_MAX_MIB:
-            return super().twoshot_from(n, family)
-        return np.select([n == 2, n <= 4, n <= 8], [np.inf, TWOSHOT_FROM_KIB[4] * 1024.0, TWOSHOT_FROM_KIB[8] * 1024.0], np.inf)
+        if family not in TWOSHOT_FAMILIES:
+            return super().oneshot_limit(n, family)
+        worlds = sorted(TWOSHOT_FROM_KIB)
+        limit = np.select([n == 2] + [n <= k for k in worlds], [np.inf] + [TWOSHOT_FROM_KIB[k] * 1024.0 for k in worlds], np.inf)
+        return limit, np.ones(n.shape, dtype=bool)
 
     def ar_norm_fused(self, architecture: str, *, adp, nbytes, n, family: str):
         """Where its -O2 default fuses a layer's all-reduce with the residual add + RMSNorm (FlashInfer's kernel,
@@ -129,10 +136,8 @@ class VLLMEngine(Engine):
 
         if not self.fuses("ar_norm"):
             return super().ar_norm_fused(architecture, adp=adp, nbytes=nbytes, n=n, family=family)
-        limit = FI_AR_NORM_MAX_MIB.get(family, {})
         n = np.asarray(n, float)
-        cap = np.select([n == k for k in limit], [v * 2.0**20 for v in limit.values()], 0.0) if limit else 0.0
-        return (np.asarray(nbytes, float) <= cap) & (np.asarray(adp) <= 1) & (n > 1)
+        return (np.asarray(nbytes, float) <= _per_world(FI_AR_NORM_MAX_MIB.get(family, {}), n)) & (np.asarray(adp) <= 1) & (n > 1)
 
     def attention_time_factor(self, family: str, kind: str, phase: str, *, kv_fp8: bool, dec_tokens=None):
         """As listed (attention_kernels), but GQA decode on Blackwell with a BF16 KV cache runs trtllm-gen
