@@ -368,9 +368,6 @@ def evaluate(model: ModelSpec, at: Serving, *, cal: Calibration, concurrency, is
         fl.recv_interval, 1.0), per_step=np.where(mix, acc / np.maximum(time_share, 1e-30), 0.0)) if arrival == "closed_loop" and not offline else None)
     # requests beyond what the engine admits wait for whole waves
     waves_ahead = np.maximum(c_rank / np.maximum(admitted, 1.0) - 1.0, 0.0)
-    if offline and np.any(mix):  # an offline run's steady state where the engine takes prompts beside the decodes
-        life = np.where(mix, _offline_round(model, gpu, prec, sh, r=r, costs=costs, t_stage=t_stage, acc=acc, spec=spec,
-                                            rounds=np.maximum(c_rank / np.maximum(admitted, 1.0), 1.0)) * time_share, life)
     life = life if offline or arrival == "burst" else _slot_cycle(ttft, tpot, osl)
     ttft = ttft + waves_ahead * life
     # requests served over the ranks: all C unless every rank is full (busiest-rank counts over-count where adp does not divide C)
@@ -593,30 +590,6 @@ def _prefill_wave(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, r: _
         # fills the budget (once_at_cap)
         t_wave_step, = once_along_last(below_cap, sh, wave_tok, r.mnt, r.new, r.chunk, r.cached)
     return wave_tok, t_wave_step, _over_pipeline(r, n_wave) * t_wave_step
-
-
-def _offline_round(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, r: _Rank, costs: EngineCosts, t_stage, acc,
-                   rounds, spec: SpecDecoding | None = None):
-    """An offline run's round in steady state where the engine takes prompts beside the decodes (mixes): every request
-    queued, each slot refilled the step its request ends, so each step carries the prompt tokens the running decodes
-    leave (_Rank.beside, the running less one decoding) and a slot's round is its request's steps, its prefill's
-    (new / those tokens, at least one) and (OSL - 1) / acc decode steps; a micro-batch's running x new prompt tokens a
-    round go in mixed steps, the rest are decode steps, each pp stage times. TensorRT-LLM's PyTorch executor schedules
-    the generation requests first and a context request only whole with chunked context off (MicroBatchScheduler, read
-    in the code index; serve.aggregated.prompt_budget), so beside 896 decodes in a 2,048-token budget each step takes one
-    1,024-token prompt (docs/modelling-notes.md, lbh); vLLM V1 (v1/core/sched/scheduler.py:383-517@0.19.0) fills
-    the budget's rest with a chunk. Not a single wave's burst of prompt-only steps then pure decode, which left the
-    decodes' steps free of prompts (B200 DeepSeek-R1 FP8-KV max throughput +35.9% tok/s/GPU)."""
-    dec = np.maximum(r.running - 1.0, 0.0) / r.pp
-    step_tok = np.maximum(np.minimum(r.beside(dec), r.running / r.pp * r.new), 1.0)  # no more prompts than the slots hold
-    t_mix = prefill_step(model, gpu, prec, sh, costs=costs, tokens=step_tok, isl=r.new, chunk=np.minimum(r.new, step_tok), dec_seqs=dec,
-                         dec_ctx=r.isl + r.osl / 2.0, cached=r.cached, k=r.k, spec=spec)
-    steps = np.maximum(r.new / step_tok, 1.0) + np.maximum(r.osl - 1.0, 0.0) / acc
-    n_mix = np.minimum(r.running / r.pp * r.new / step_tok, steps)
-    # the run's last round: its slots refilled no more, the decodes end over the n_mix steps their prompts took, half as
-    # many decoding on average; a run of `rounds` rounds (its requests over those admitted) pays it once
-    t_tail = decode_step(model, gpu, prec, sh, costs=costs, b=r.running / r.pp / 2.0, ctx=r.isl + r.osl / 2.0, k=r.k, spec=spec)[0]
-    return r.pp * (n_mix * t_mix + (steps - n_mix) * t_stage + n_mix * t_tail / rounds)
 
 
 def _over_pipeline(r: _Rank, n):
