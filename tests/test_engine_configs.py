@@ -246,13 +246,15 @@ def _trtllm_yaml(chunked: str) -> str:
     # unset; with it on, the 2,048 less the other 63 requests' decode tokens a step (serve.aggregated.prompt_budget), so the
     # 64 prompts' 96,000 tokens take 49 steps, not 64, less of each decode
     # (the final fit's figures; each re-fit moves them by < 0.1%; the one-shot all-reduce's cost per further peer, 2.69 us
-    # + 0.104 us a peer on H100's table, moved them by < 0.05%: 270.675, 36.3344, 214.767 and 273.177, 33.3622, 233.243 before)
-    ("", 1500, 270.700, 36.3469, 214.694),
-    ("enable_chunked_prefill: false\n", 1500, 270.700, 36.3469, 214.694),
-    ("enable_chunked_prefill: true\n", 1500, 273.202, 33.3758, 233.150),
+    # + 0.104 us a peer on H100's table, moved them by < 0.05%: 270.675, 36.3344, 214.767 and 273.177, 33.3622, 233.243 before;
+    # the serving re-fit 43e853e, TensorRT-LLM's prefill queue share 0.017 -> 0.028 and host step 35 -> 45 us, moved them by
+    # up to 12%: 270.700, 36.3469, 214.694 and 273.202, 33.3758, 233.150 before)
+    ("", 1500, 303.937, 35.0297, 221.729),
+    ("enable_chunked_prefill: false\n", 1500, 303.937, 35.0297, 221.729),
+    ("enable_chunked_prefill: true\n", 1500, 302.212, 32.3403, 239.561),
     # a 4,000-token prompt runs chunked or not at all (TensorRT-LLM refuses a prompt past max_num_tokens unchunked): chunked either way
-    ("", 4000, 549.479, 72.4677, 107.627),  # 549.454, 72.459, 107.639 before
-    ("enable_chunked_prefill: true\n", 4000, 549.479, 72.4677, 107.627),
+    ("", 4000, 634.030, 69.8939, 110.961),  # 549.479, 72.4677, 107.627 before the serving re-fit 43e853e
+    ("enable_chunked_prefill: true\n", 4000, 634.030, 69.8939, 110.961),
 ])
 def test_trtllm_chunked_prefill_reaches_the_estimate(tmp_path, chunked, isl, ttft_ms, tpot_ms, tok_s_gpu):
     """An imported TensorRT-LLM configuration's enable_chunked_prefill is how its steps take prompts (golden figures: H200,

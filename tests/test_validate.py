@@ -88,7 +88,9 @@ def test_offline_throughput_generalises():
     # 10.2 / 42.5 at trtllm-bench's own max_num_tokens and max_batch_size (spec/engines/trtllm_bench.py: Llama 4 on H100
     # +86.3 -> +59.2% signed in v1.0, the tool's 2-3k-token steps where 8192 was priced)
     assert rep["overall"]["output_tok_s_per_gpu"]["median_ape"] <= 11.0
-    assert rep["overall"]["output_tok_s_per_gpu"]["p90_ape"] <= 43.5
+    # 10.1 / 43.6 since the serving re-fit 43e853e (10.2 / 43.0 on the same code before it), the fit no longer offset by the
+    # compensating MLA price removed (docs/modelling-notes.md#mla-decode-ctas, #mla-decode-hopper-tiles)
+    assert rep["overall"]["output_tok_s_per_gpu"]["p90_ape"] <= 43.7
     assert len(rep["unmodeled"]) + rep["modeled"] == rep["rows"]
 
 
@@ -137,7 +139,10 @@ def test_published_single_runs_held_out():
     # reads -29 / -35% (BF16 / FP8 KV) at 256+ sequences, not +285 / +263%: the old count hid a ~46 ns cost a tile and
     # TensorRT-LLM's FP8-cache kernel at the BF16 rate, docs/modelling-notes.md#mla-decode-hopper-tiles; FlashMLA's 5 key
     # blocks of overhead a sequence, branch hml: +29.7 -> +27.5)
-    ceiling = {"b200-max-throughput-fp8-kv": 37, "b200-max-throughput-bf16-kv": 15, "h200-max-throughput": 29,
+    # (the serving re-fit 43e853e on the model without the compensating MLA price, docs/modelling-notes.md#mla-decode-ctas,
+    # #mla-decode-hopper-tiles: max throughput +35.9 / +13.1 -> +39.3 / +15.9, H200 +27.5 -> +28.6, min latency +41.4,
+    # strict +16.0, relaxed +17.8, H200 min latency +59.9, Maverick -3.3)
+    ceiling = {"b200-max-throughput-fp8-kv": 40, "b200-max-throughput-bf16-kv": 16, "h200-max-throughput": 29,
                "b200-min-latency": 44, "b200-strict-mtp3": 18, "b200-relaxed-mtp3": 20, "h200-min-latency": 68, "b200-eagle3": 10}
     for r, p in zip(rows, preds, strict=True):
         m = "output_tok_s_per_gpu" if r["output_tok_s_per_gpu"] else "output_tok_s_per_user"
