@@ -1,3 +1,4 @@
+import json
 import os
 import subprocess
 import sys
@@ -82,3 +83,13 @@ def disagg_pair(gpu, prec, prefill_plan, decode_plan, *, decode_gpu=None, backen
     one = dict(precision=prec, backend=backend, spec=spec, max_num_tokens=max_num_tokens)
     return (Deployment(gpu=gpu, num_gpus=int(prefill_plan.gpus), plan=prefill_plan, **one),
             Deployment(gpu=decode_gpu or gpu, num_gpus=int(decode_plan.gpus), plan=decode_plan, **one))
+
+
+def hf_config(tmp_path, name, **shape):
+    """A Hugging Face config.json of the shape (llama's fields; qwen3_moe's where experts are given)."""
+    cfg = {"model_type": "qwen3_moe" if "num_experts" in shape else "llama", "hidden_size": 4096, "intermediate_size": 14336,
+           "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8, "head_dim": 128, "vocab_size": 128256,
+           "max_position_embeddings": 131072, "torch_dtype": "bfloat16", **shape}
+    path = tmp_path / f"{name}.json"
+    path.write_text(json.dumps(cfg))
+    return str(path)

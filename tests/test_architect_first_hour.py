@@ -4,7 +4,7 @@ import json
 import re
 
 import pytest
-from conftest import cli
+from conftest import cli, hf_config
 
 # lint's key to its cost column, each rule's own measure (explore.lint.COST_MEASURE)
 COST_KEY = ("cost %, each rule its own measure: R1 the GEMM's time over its compute roofline; R2 the regime's objective "
@@ -12,16 +12,6 @@ COST_KEY = ("cost %, each rule its own measure: R1 the GEMM's time over its comp
             "the padding's width; R5 the MoE layer's extra time at batch 8 against batch 1; R6 the regime's objective re-priced "
             "with even stages (blocks: the slowest kind of layer over the mean); R7 the KV heads' extra copies, or Helix's "
             "decode tok/s/GPU gain; R8 the proxy loss against the nearest published model.")
-
-
-def _config(tmp_path, name, **shape):
-    """A Hugging Face config.json of the shape (llama's fields; qwen3_moe's where experts are given)."""
-    cfg = {"model_type": "qwen3_moe" if "num_experts" in shape else "llama", "hidden_size": 4096, "intermediate_size": 14336,
-           "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8, "head_dim": 128, "vocab_size": 128256,
-           "max_position_embeddings": 131072, "torch_dtype": "bfloat16", **shape}
-    path = tmp_path / f"{name}.json"
-    path.write_text(json.dumps(cfg))
-    return str(path)
 
 
 def test_designs_baseline_line_names_its_objective_as_the_table_does_and_the_proxys_unit():
@@ -41,7 +31,7 @@ def test_designs_baseline_line_names_its_objective_as_the_table_does_and_the_pro
 def test_lints_cost_column_says_each_rules_measure(tmp_path):
     # the key read "what the violation costs in the regime's objective, measured by re-pricing the fixed shape" above an
     # info R5 of 84.3% (the MoE layer at batch 8 against batch 1) and an R3 priced at batch 1 in the throughput regime
-    moe = _config(tmp_path, "moe30", hidden_size=6144, num_hidden_layers=48, num_attention_heads=64, num_experts=128,
+    moe = hf_config(tmp_path, "moe30", hidden_size=6144, num_hidden_layers=48, num_attention_heads=64, num_experts=128,
                   num_experts_per_tok=8, moe_intermediate_size=1536, intermediate_size=12288, vocab_size=151936)
     code, out, _ = cli("lint", moe, "--gpu", "b200")
     assert code == 0 and COST_KEY in " ".join(out.split())
@@ -50,13 +40,13 @@ def test_lints_cost_column_says_each_rules_measure(tmp_path):
 def test_one_expert_and_a_pipeline_of_three_layers_read_as_english(tmp_path):
     # "1 experts do not split over EP 8, ...", "1 experts, top-1 ... reads 1 experts per layer", and R6's
     # "TPOT per layer takes 31.6% less time than 2 layers"
-    one = _config(tmp_path, "e1", num_experts=1, num_experts_per_tok=1, moe_intermediate_size=14336, vocab_size=151936)
+    one = hf_config(tmp_path, "e1", num_experts=1, num_experts_per_tok=1, moe_intermediate_size=14336, vocab_size=151936)
     code, out, _ = cli("lint", one, "--gpu", "b200", "--regime", "latency", "--json")
     r5 = [f["message"] for f in json.loads(out)["findings"] if f["rule"] == "R5"]
     assert code == 0 and r5[0] == "1 expert does not split over EP 8, 16, 32, 64"
     assert re.fullmatch(r"1 expert, top-1, width 14336 \(3\.50x hidden\): decode at batch 8 reads 1 expert per layer; "
                         r"the MoE layer costs 1\.\dx batch 1", r5[1]), r5[1]
-    three = _config(tmp_path, "l3", hidden_size=8192, intermediate_size=28672, num_hidden_layers=3, num_attention_heads=64)
+    three = hf_config(tmp_path, "l3", hidden_size=8192, intermediate_size=28672, num_hidden_layers=3, num_attention_heads=64)
     code, out, _ = cli("lint", three, "--gpu", "b200", "--regime", "latency", "--json")
     r6 = next(f for f in json.loads(out)["findings"] if f["rule"] == "R6")
     assert code == 0 and re.fullmatch(r"3 layers do not split evenly over PP 2; at PP2 \(TP8 PP2, 1 request, 3584/1024 tokens\) "
@@ -66,7 +56,7 @@ def test_one_expert_and_a_pipeline_of_three_layers_read_as_english(tmp_path):
 def test_compares_accuracy_note_says_which_benchmark_is_missing(tmp_path):
     # "no benchmark was published for every precision shown" read as "not for every one", beside a shape of one's own
     # that has no published score at all
-    dense = _config(tmp_path, "dense8")
+    dense = hf_config(tmp_path, "dense8")
     code, out, _ = cli("compare", f"llama-3.1-8b,{dense}", "--gpu", "h100", "--gpus", "1", "--min-tps-user", "50")
     text = " ".join(out.split())
     said = "accuracy: the change against bf16 (ref), from published pairs or the proxy's (± 1 sigma); "
@@ -133,7 +123,7 @@ def test_a_budget_no_shape_reaches_says_the_grids_range_not_a_tolerance(args, sa
 def test_estimates_memory_row_accounts_for_the_whole_capacity(tmp_path):
     # it read "weights 23.0 GB, KV 1.6 GB, free 148.9 GB of 192.3 GB usable": 18.8 GB of the capacity were nowhere
     # (the activations and what TensorRT-LLM's free_gpu_memory_fraction 0.9 keeps back from its KV pool)
-    moe = _config(tmp_path, "moe30", hidden_size=6144, num_hidden_layers=48, num_attention_heads=64, num_experts=128,
+    moe = hf_config(tmp_path, "moe30", hidden_size=6144, num_hidden_layers=48, num_attention_heads=64, num_experts=128,
                   num_experts_per_tok=8, moe_intermediate_size=1536, intermediate_size=12288, vocab_size=151936)
     args = ("estimate", moe, "--gpu", "b200", "--tp", "8", "--weight-dtype", "fp8", "--kv-dtype", "fp8", "--concurrency", "64")
     code, out, _ = cli(*args, "--json")

@@ -4,21 +4,11 @@ rounding and wrapping that read as one."""
 import json
 import math
 
-from conftest import cli
-
-
-def _config(tmp_path, name, **shape):
-    """A Hugging Face config.json of the shape (llama's fields; qwen3_moe's where experts are given)."""
-    cfg = {"model_type": "qwen3_moe" if "num_experts" in shape else "llama", "hidden_size": 4096, "intermediate_size": 14336,
-           "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8, "head_dim": 128, "vocab_size": 128256,
-           "max_position_embeddings": 131072, "torch_dtype": "bfloat16", **shape}
-    path = tmp_path / f"{name}.json"
-    path.write_text(json.dumps(cfg))
-    return str(path)
+from conftest import cli, hf_config
 
 
 def _dense70(tmp_path):
-    return _config(tmp_path, "dense70", hidden_size=8192, intermediate_size=28672, num_hidden_layers=80, num_attention_heads=64)
+    return hf_config(tmp_path, "dense70", hidden_size=8192, intermediate_size=28672, num_hidden_layers=80, num_attention_heads=64)
 
 
 def test_two_shapes_the_proxy_prices_alike_still_differ_by_a_band(tmp_path):
@@ -36,7 +26,7 @@ def test_two_shapes_the_proxy_prices_alike_still_differ_by_a_band(tmp_path):
 
 
 def _moe30(tmp_path):
-    return _config(tmp_path, "moe30", hidden_size=6144, num_hidden_layers=48, num_attention_heads=64, num_experts=128,
+    return hf_config(tmp_path, "moe30", hidden_size=6144, num_hidden_layers=48, num_attention_heads=64, num_experts=128,
                    num_experts_per_tok=8, moe_intermediate_size=1536, intermediate_size=12288, vocab_size=151936)
 
 
@@ -95,7 +85,7 @@ def test_an_active_parameter_budget_and_estimates_parameter_row(tmp_path):
 def test_lints_block_and_tile_proposals_agree_and_estimate_notes_the_block(tmp_path):
     # hidden 5000: R4 proposed 5008 (the next multiple of NVFP4's 16) while R2 proposed 4992 (the nearest of 128); both
     # now propose 4992, the nearest multiple of 128, which every scale block (16, 32, 128) and the tile grid divide
-    h5000 = _config(tmp_path, "h5000", hidden_size=5000)
+    h5000 = hf_config(tmp_path, "h5000", hidden_size=5000)
     code, out, _ = cli("lint", h5000, "--gpu", "b200", "--weight-dtype", "nvfp4", "--json")
     fixes = {f["rule"]: f["fix"] for f in json.loads(out)["findings"] if f["where"] == "hidden"}
     assert code == 0 and fixes == {
@@ -103,7 +93,7 @@ def test_lints_block_and_tile_proposals_agree_and_estimate_notes_the_block(tmp_p
         "R2": "hidden 5000 -> 4992 (-0.02B parameters)"}
     # a dense FFN R2 checks per GPU at the TP lint prices (TP2 for this 8B shape on B200): 14,330 (not a multiple of 16) ->
     # the nearest multiple of 2 x 128 = 256, 14,336
-    ffn = _config(tmp_path, "ffn", intermediate_size=14330)
+    ffn = hf_config(tmp_path, "ffn", intermediate_size=14330)
     code, out, _ = cli("lint", ffn, "--gpu", "b200", "--json")
     r4 = [f["fix"] for f in json.loads(out)["findings"] if f["rule"] == "R4" and f["where"] == "inter"]
     assert code == 0 and r4 == ["inter -> 14336 (the nearest multiple of 256: every scale block and R2's tile grid over 2 GPUs; or "
@@ -122,7 +112,7 @@ def test_lints_objective_costs_also_read_as_the_rate_lost(tmp_path):
     # R2 prices hidden 5000 in NVFP4 against the aligned shape, and now also as 1000 / aligned ms - 1000 / ms tok/s/GPU lost
     # (152.2 on the final fit: 130.6 before the serving re-fit 43e853e, 132.0 before the one-shot all-reduce's cost per
     # further peer); the JSON carries each finding's measure beside it
-    h5000 = _config(tmp_path, "h5000", hidden_size=5000)
+    h5000 = hf_config(tmp_path, "h5000", hidden_size=5000)
     code, out, _ = cli("lint", h5000, "--gpu", "b200", "--weight-dtype", "nvfp4", "--json")
     fs = {f["rule"]: f for f in json.loads(out)["findings"]}
     r2 = fs["R2"]
