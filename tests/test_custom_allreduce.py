@@ -13,8 +13,8 @@ from llm_codesign.spec.hardware import get_gpu
 KIB, MIB = 1024.0, 2.0**20
 
 
-def _blackwell():
-    """default.toml's Blackwell values with the one-shot and two-shot at their [default] 5 and 8 us and no cost per further
+def _documented_flat():
+    """default.toml's Blackwell values (used for any GPU's golden values here) with the one-shot and two-shot at their [default] 5 and 8 us and no cost per further
     peer, the golden values' (Blackwell documents its own 4.73 and 12.4 us and 0.12 us a peer: test_one_shot_latency_measured_not_fitted,
     test_each_peer_adds_to_the_fixed_cost)."""
     return replace(documented("blackwell"), custom_ar_latency_s=5e-6, custom_ar_twoshot_latency_s=8e-6, custom_ar_peer_s=0.0)
@@ -22,7 +22,7 @@ def _blackwell():
 
 def test_custom_all_reduce_golden_and_nearly_flat_in_gpu_count():
     g = get_gpu("b200")  # 900 GB/s NVLink per direction, 8 per domain
-    cal = _blackwell()
+    cal = _documented_flat()
     v = get_engine("vllm")
     bw = 9e11 * 0.7  # custom_ar_bw_eff
     # 16 KiB: one-shot at TP2 and TP8; 5 us plus (n - 1) x 16 KiB read from the peers, plus vLLM's two flag barriers
@@ -61,7 +61,7 @@ def test_each_peer_adds_to_the_fixed_cost():
 
 
 def test_engine_limits_and_the_faster_kernel():
-    g, cal = get_gpu("b200"), _blackwell()
+    g, cal = get_gpu("b200"), _documented_flat()
     bw = 9e11 * 0.7
     v, t = get_engine("vllm"), get_engine("trtllm")
     own = {e.name: e.own_allreduce for e in (v, t)}
@@ -105,7 +105,7 @@ def test_trtllm_blackwell_keeps_its_one_shot():
     gathered from the group, 128 tokens of hidden 8192 at TP8, where the faster-of-two rule priced its two-shot: Llama-3.1-70B
     decoding 64 / 128 sequences at TP8 lacked 1.1 / 2.4 ms a step (160 all-reduces) on the clean sample's B200 runs.
     Hand values at default.toml's documented 5 us latency, 8 us two-shot, 900 GB/s x 0.7."""
-    g, cal, t = get_gpu("b200"), _blackwell(), get_engine("trtllm")
+    g, cal, t = get_gpu("b200"), _documented_flat(), get_engine("trtllm")
     bw = 9e11 * 0.7
     ar = lambda nbytes, n, gpu=g: float(collective_time("all_reduce", nbytes, n, gpu, cal, engine=t))  # noqa: E731
     # 64 tokens x 8,192 x 2 B = 1 MiB over 8: one-shot 5 + 7 x 1 MiB / bw = 16.65 us (aiconfigurator times 17.8 us); the
@@ -133,7 +133,7 @@ def test_vllm_blackwell_all_reduce_dispatch():
     (all_reduce_utils.py:30-56@0.11.0); the custom kernel's launcher names its two-stage kernel from 512 KiB up to 4 GPUs
     and 256 KiB up to 8. Hand values at default.toml's documented 5 us one-shot, 8 us two-shot, no cost a peer, vLLM's two
     1 us barriers, 900 GB/s x 0.7; a copy kernel 3 us plus its bytes at 8 TB/s x 0.85. Llama-3.1-70B, 16 KiB a token."""
-    g, cal, v = get_gpu("b200"), _blackwell(), get_engine("vllm")
+    g, cal, v = get_gpu("b200"), _documented_flat(), get_engine("vllm")
     bw, hbm = 9e11 * 0.7, 8e12 * 0.85
     ar = lambda nbytes, n: float(collective_time("all_reduce", nbytes, n, g, cal, engine=v))  # noqa: E731
     # 8 tokens at TP8, 128 KiB: the one-stage kernel, 5 + 7 x 128 KiB / bw + 2 = 8.456 us, as before
@@ -170,7 +170,7 @@ def test_vllm_blackwell_all_reduce_dispatch():
     assert below == pytest.approx([34.250e-6, 115.629e-6, 467.779e-6], abs=1e-9)
     assert [at(limit, n) for n, limit in ((2, 8 * MIB), (4, 32 * MIB), (8, 128 * MIB))] == pytest.approx(
         [211.651e-6, 269.905e-6, 526.224e-6], abs=1e-9)
-    assert VLLM_SYMM(np.array([1 * MIB, 2 * MIB, 2 * MIB, 1 * MIB - 16]), np.array([8.0, 4.0, 3.0, 8.0])).tolist() == [True, True, False, False]
+    assert get_engine("vllm").symm_allreduce(np.array([1 * MIB, 2 * MIB, 2 * MIB, 1 * MIB - 16]), np.array([8.0, 4.0, 3.0, 8.0]), "blackwell").tolist() == [True, True, False, False]
     # an all-reduce its fusion pass puts in FlashInfer's all-reduce + RMSNorm kernel is that kernel's, not the dispatch's:
     # the faster of the two Lamport kernels without barriers, 256 KiB at TP8 the one-shot's 5 + 7 x 256 KiB / bw = 7.913 us,
     # 1 MiB the two-shot's 10.913 us, and 16 MiB at TP4 (inside the pass's 32 MiB) 8 + 1.5 x 16 MiB / bw = 47.946 us, NCCL's
@@ -192,7 +192,7 @@ def test_vllm_launcher_switch_on_hopper():
     vllm_custom_all_reduce.cuh:476-487@fb28d72), so on Hopper too from 512 KiB up to 4 GPUs, where the one-shot is the
     faster one up to 615 KiB (5 + 3x / bw = 8 + 1.5x / bw at x = 2 us x bw). Hand values at default.toml's documented 5 us
     one-shot, 8 us two-shot, no cost a peer, vLLM's two 1 us barriers, H100's 450 GB/s x 0.7 = 315 GB/s."""
-    h, cal, v = get_gpu("h100"), _blackwell(), get_engine("vllm")
+    h, cal, v = get_gpu("h100"), _documented_flat(), get_engine("vllm")
     bw = 4.5e11 * 0.7
     ar = lambda nbytes, **kw: float(collective_time("all_reduce", nbytes, 4, h, cal, engine=v, **kw))  # noqa: E731
     # 16 B below 512 KiB the one-stage: 5 + 3 x 524,272 / bw + 2 = 11.993 us; at it the two-stage 8 + 1.5 x 512 KiB / bw
@@ -206,15 +206,11 @@ def test_vllm_launcher_switch_on_hopper():
     assert limit.tolist() == [np.inf, 512 * KIB, 256 * KIB] and named.all()
 
 
-def VLLM_SYMM(nbytes, n):
-    return get_engine("vllm").symm_allreduce(nbytes, n, "blackwell")
-
-
 def test_trtllm_mnnvl_all_reduce_on_nvl72():
     """Beyond 8 GPUs of a GB200 NVL72, TensorRT-LLM runs MNNVLAllReduce (one-shot / two-shot through a
     multicast buffer, flat in the GPU count), not NCCL's ~38 us: the all-reduce that made Helix lose to
     TP x PP for Llama-3.1-405B at 64 GPUs (issue 38)."""
-    g, cal = get_gpu("gb200"), _blackwell()
+    g, cal = get_gpu("gb200"), _documented_flat()
     t = get_engine("trtllm")
     bw = 9e11 * 0.7
     # Llama-3.1-405B, one token: 16,384 x 2 B = 32 KiB over 64 GPUs; two-shot 8 + 2 x 63/64 x 32 KiB / bw = 8.10 us
@@ -259,7 +255,7 @@ def test_vllm_barriers_where_its_own_kernel_runs():
     from llm_codesign.spec.precision import Precision
     from llm_codesign.spec.registry import get_model
 
-    g, cal = get_gpu("b200"), _blackwell()
+    g, cal = get_gpu("b200"), _documented_flat()
     bw = 9e11 * 0.7
     m = get_model("minimax-m2.5")
     v = get_engine("vllm")

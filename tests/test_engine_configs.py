@@ -245,7 +245,7 @@ def _trtllm_yaml(chunked: str) -> str:
     # 1,500-token prompts under a 2,048-token budget: whole prompts, one a step, with the flag off (TensorRT-LLM's default) or
     # unset; with it on, the 2,048 less the other 63 requests' decode tokens a step (serve.aggregated.prompt_budget), so the
     # 64 prompts' 96,000 tokens take 49 steps, not 64, less of each decode
-    # (the final fit's figures; each re-fit moves them by < 0.1%; the one-shot all-reduce's cost per further peer, 2.69 us
+    # (the final fit's figures; the one-shot all-reduce's cost per further peer, 2.69 us
     # + 0.104 us a peer on H100's table, moved them by < 0.05%: 270.675, 36.3344, 214.767 and 273.177, 33.3622, 233.243 before;
     # the serving re-fit 43e853e, TensorRT-LLM's prefill queue share 0.017 -> 0.028 and host step 35 -> 45 us, moved them by
     # up to 12%: 270.700, 36.3469, 214.694 and 273.202, 33.3758, 233.150 before)
