@@ -1,0 +1,74 @@
+"""An inference engineer's first hour with their own runs (n7): which rows were not modelled, by line; a misspelt or
+absent column of a serving file named, not ignored; validate --out saying where it wrote; calibrate's refusal naming
+every reason after what a fit must be; a profile with too few runs for bands of its own saying how many it has."""
+from conftest import cli
+
+HEADER = ("source,model,gpu,num_gpus,backend,weight_dtype,kv_dtype,isl,osl,concurrency,tp,pp,ep,moe_tp,attention_dp,spec_method,"
+          "spec_draft_len,spec_acceptance,ttft_ms,tpot_ms,output_tok_s_per_gpu,output_tok_s_per_user")
+ROW = "run{i},llama-3.3-70b,h200,8,{backend},fp8,fp8,1024,1024,{c},8,1,1,1,1,,,,{ttft},{tpot},,"
+
+
+def _runs(tmp_path, header=HEADER, backends=("vllm", "vllm", "sglang")):
+    rows = [ROW.format(i=i, backend=b, c=c, ttft=t, tpot=p)
+            for i, (b, c, t, p) in enumerate(zip(backends, (8, 32, 64), (95, 210, 380), (7.4, 9.3, 11.2), strict=True))]
+    path = tmp_path / "mine.csv"
+    path.write_text("\n".join([header, *rows]) + "\n")
+    return str(path)
+
+
+def test_rows_not_modelled_are_named_by_line(tmp_path):
+    # it read "1 rows not modelled:" and a backend's reason with no word of which rows it was about
+    code, out, _ = cli("validate", "--serving", _runs(tmp_path, backends=("vllm", "vllm-0.11", "sglang")))
+    assert code == 0
+    text = " ".join(out.split())
+    assert "1 row not modelled: 1 backend: 'vllm-0.11' is not valid; one of: trtllm, vllm, sglang, atom (line 3)" in text
+
+
+def test_a_misspelt_column_and_an_absent_metric_are_named(tmp_path):
+    # `tpot_msec` for tpot_ms: the file validated with TPOT silently left out
+    code, out, _ = cli("validate", "--serving", _runs(tmp_path, header=HEADER.replace("tpot_ms", "tpot_msec")))
+    assert code == 0
+    assert " ".join(out.split()).endswith("columns not read: tpot_msec (the measured metrics' columns are ttft_ms, tpot_ms, "
+                                          "output_tok_s_per_gpu, output_tok_s_per_user); no tpot_ms column, so it is not compared "
+                                          "arrival: 3 runs at a concurrency state no `arrival` column and no bundled campaign of "
+                                          "theirs sets one, so they are priced as waves (identical requests kept in step, as aiperf "
+                                          "and trtllm-bench run them); a bench_serving --max-concurrency run is a closed loop: "
+                                          "arrival=closed_loop (its first tokens queue less)")
+    code, out, _ = cli("validate", "--serving", _runs(tmp_path))  # canonical columns: no such line
+    assert code == 0 and "columns " not in out
+
+
+def test_validate_out_says_where_it_wrote(tmp_path):
+    # the predictions were written without a word
+    dest = tmp_path / "pred.csv"
+    code, out, _ = cli("validate", "--serving", _runs(tmp_path), "--out", str(dest))
+    assert code == 0 and out.splitlines()[-1] == f"wrote {dest}" and dest.read_text().count("\n") == 4
+
+
+def test_a_refused_fit_names_every_reason_after_what_a_fit_must_be():
+    # it read "a fit no worse than the starting profile: <a parameter on its bound> (and 1 more)": a reason that
+    # contradicted its own clause, the second one hidden
+    import pytest
+
+    from llm_codesign.cli.accuracy import _refuse
+    from llm_codesign.errors import InputError
+
+    with pytest.raises(InputError) as e:
+        _refuse([], ["default serving: a on the bound", "default serving: not converged"], "p.toml", force=False)
+    assert str(e.value) == ("calibrate: 'p.toml' is not valid; a fit no worse than the starting profile, with no parameter on a bound "
+                            "of its range and its search converged; this one: default serving: a on the bound; default serving: "
+                            "not converged; nothing written (--force writes it anyway)")
+
+
+def test_a_profile_with_too_few_runs_says_how_many_it_has():
+    # it said only "no engine and GPU family has the 39 runs bands of their own need"
+    from rich.console import Console
+
+    from llm_codesign.cli.accuracy import _print_own_intervals
+
+    con = Console(width=2000)
+    with con.capture() as got:
+        _print_own_intervals('[intervals.slices.ttft_ms]\n[intervals.envelope.serving]\nruns = {"sglang|hopper" = 6, "vllm|hopper" = 7}\n',
+                             con)
+    assert got.get() == ("intervals: a band of the profile's own needs 39 runs of one engine on one GPU family; it has 6 with SGLang "
+                         "on Hopper GPUs, 7 with vLLM on Hopper GPUs, so answers with this profile keep the bundled bands, and say so\n")
