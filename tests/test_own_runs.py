@@ -1,6 +1,7 @@
 """An inference engineer's first hour with their own runs (n7): which rows were not modelled, by line; a misspelt or
-absent column of a serving file named, not ignored; validate --out saying where it wrote; calibrate's refusal naming
-every reason after what a fit must be; a profile with too few runs for bands of its own saying how many it has."""
+absent column of a serving file named, not ignored; validate --out saying where it wrote; compare naming the GPUs whose
+bands are widened beyond the runs; calibrate's refusal naming every reason after what a fit must be; a profile with too
+few runs for bands of its own saying how many it has."""
 from conftest import cli
 
 HEADER = ("source,model,gpu,num_gpus,backend,weight_dtype,kv_dtype,isl,osl,concurrency,tp,pp,ep,moe_tp,attention_dp,spec_method,"
@@ -72,3 +73,23 @@ def test_a_profile_with_too_few_runs_says_how_many_it_has():
                              con)
     assert got.get() == ("intervals: a band of the profile's own needs 39 runs of one engine on one GPU family; it has 6 with SGLang "
                          "on Hopper GPUs, 7 with vLLM on Hopper GPUs, so answers with this profile keep the bundled bands, and say so\n")
+
+
+def test_compare_says_which_gpus_bands_are_widened_beyond_the_runs():
+    # pareto and estimate named "no serving run on any Hopper GPU"; compare put H200's band beside B200's without a word
+    code, out, _ = cli("compare", "llama-3.3-70b", "--gpu", "h200,b200", "--weight-dtype", "fp8", "--backend", "vllm", "--min-tps-user", "50")
+    assert code == 0
+    assert out.splitlines()[-1] == "intervals widened beyond the runs: h200: no serving run on any Hopper GPU (x1.17/x1.69 at 80/95%)"
+
+
+def test_a_gpu_toml_with_a_misspelt_required_key_names_it(tmp_path):
+    # it read "gpu.hbm_bandwidth_bytes_per_s: None is not valid; ... must define ..." with the misspelt key unnamed
+    from importlib import resources
+
+    text = resources.files("llm_codesign").joinpath("data/gpus/h200.toml").read_text()
+    mine = tmp_path / "mine.toml"
+    mine.write_text(text.replace('id = "h200"', 'id = "my-h200"').replace("hbm_bandwidth_bytes_per_s =", "hbm_bandwith_bytes_per_s ="))
+    code, _, err = cli("estimate", "llama-3.3-70b", "--gpu", str(mine), "--tp", "8")
+    assert code == 2
+    assert err.strip() == (f"error: gpu.hbm_bandwidth_bytes_per_s: no value is not valid; {mine} must define id, family, sms, hbm_bytes, "
+                           "hbm_bandwidth_bytes_per_s, peak_flops, tdp_w (it has hbm_bandwith_bytes_per_s: a misspelling?)")

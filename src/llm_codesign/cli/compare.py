@@ -235,6 +235,15 @@ def compare(
               "tok/s/user, TTFT, tok/J (output tokens per joule of the GPU at its modelled power)"
               + (f", $/Mtok (per million output tokens at {gpu_hour_price} GPU-hour prices)" if priced else "")
               + " and plan are that deployment's.", highlight=False)
+    # the GPUs whose interval is widened beyond the runs it came from (an H200 row has no serving run of its family):
+    # pareto and estimate said so, compare did not, beside a B200 row whose band had no such stretch
+    beyond: dict[str, list[str]] = {}
+    for r in rows:
+        for why in ((r["best"] or {}).get("intervals", {}).get("output_tok_s_per_gpu", {}).get("widened") or []):
+            beyond.setdefault(why, []).append(r["gpu"] if one_gpu or len({x["model"] for x in rows}) == 1 else f"{r['model']} on {r['gpu']}")
+    if beyond:
+        con.print("intervals widened beyond the runs: " + "; ".join(f"{', '.join(dict.fromkeys(at))}: {why}" for why, at in beyond.items()),
+                  highlight=False)
     if unpriced:
         con.print(f"$/Mtok -: the bundled prices (data/prices.toml) cite no GPU-hour price for {', '.join(unpriced)}; a price file "
                   "(--gpu-hour-price FILE) can give one.", highlight=False)
