@@ -1,7 +1,9 @@
 """An inference engineer's first hour with their own runs (n7): which rows were not modelled, by line; a misspelt or
 absent column of a serving file named, not ignored; validate --out saying where it wrote; compare naming the GPUs whose
-bands are widened beyond the runs; calibrate's refusal naming every reason after what a fit must be; a profile with too
-few runs for bands of its own saying how many it has."""
+bands are widened beyond the runs, and each row's instances and batch; calibrate's refusal naming every reason after
+what a fit must be; a profile with too few runs for bands of its own saying how many it has; a GPU TOML's misspelt key."""
+import json
+
 from conftest import cli
 
 HEADER = ("source,model,gpu,num_gpus,backend,weight_dtype,kv_dtype,isl,osl,concurrency,tp,pp,ep,moe_tp,attention_dp,spec_method,"
@@ -93,3 +95,15 @@ def test_a_gpu_toml_with_a_misspelt_required_key_names_it(tmp_path):
     assert code == 2
     assert err.strip() == (f"error: gpu.hbm_bandwidth_bytes_per_s: no value is not valid; {mine} must define id, family, sms, hbm_bytes, "
                            "hbm_bandwidth_bytes_per_s, peak_flops, tdp_w (it has hbm_bandwith_bytes_per_s: a misspelling?)")
+
+
+def test_compare_gives_the_points_instances_and_batch_as_estimate_prices_them():
+    # the plan column read "TP2": the replicas and the requests per instance were in --json only, so the row could not be
+    # priced again with estimate; TP2 at 48 requests is estimate's 1162.7 tok/s/GPU, 796.1 ms TTFT
+    code, out, _ = cli("compare", "llama-3.3-70b", "--gpu", "h200", "--weight-dtype", "fp8", "--backend", "vllm", "--min-tps-user", "50")
+    lines = out.splitlines()
+    at = next(i for i, line in enumerate(lines) if line.split()[:1] == ["fp8"] and "1163" in line)
+    assert code == 0 and lines[at].split()[-2:] == ["TP2", "x4"] and lines[at + 1].split()[-2:] == ["48", "each"]
+    code, out, _ = cli("estimate", "llama-3.3-70b", "--gpu", "h200", "--tp", "2", "--weight-dtype", "fp8", "--kv-dtype", "fp8",
+                       "--backend", "vllm", "--concurrency", "48", "--json")
+    assert code == 0 and round(json.loads(out)["output_tok_s_per_gpu"]) == 1163
