@@ -1,7 +1,8 @@
 """An inference engineer's first hour with their own runs (n7): which rows were not modelled, by line; a misspelt or
 absent column of a serving file named, not ignored; validate --out saying where it wrote; compare naming the GPUs whose
 bands are widened beyond the runs, and each row's instances and batch; calibrate's refusal naming every reason after
-what a fit must be; a profile with too few runs for bands of its own saying how many it has; a GPU TOML's misspelt key."""
+what a fit must be; a profile with too few runs for bands of its own saying how many it has; a GPU TOML's misspelt key;
+import naming the profile its export was priced with."""
 import json
 
 from conftest import cli
@@ -107,3 +108,17 @@ def test_compare_gives_the_points_instances_and_batch_as_estimate_prices_them():
     code, out, _ = cli("estimate", "llama-3.3-70b", "--gpu", "h200", "--tp", "2", "--weight-dtype", "fp8", "--kv-dtype", "fp8",
                        "--backend", "vllm", "--concurrency", "48", "--json")
     assert code == 0 and round(json.loads(out)["output_tok_s_per_gpu"]) == 1163
+
+
+def test_import_names_the_profile_an_export_was_priced_with(tmp_path, monkeypatch):
+    # exported with --calibration, imported without: other figures than the export printed, without a word of why
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "mine.toml").write_text("[default.step_overhead_s]\nvllm = 0.002\n")
+    code, _, err = cli("export", "llama-3.3-70b", "--gpu", "h200", "--tp", "8", "--backend", "vllm", "--concurrency", "32",
+                       "--calibration", "mine.toml", "-o", "v.yaml")
+    assert code == 0, err
+    code, out, _ = cli("import", "v.yaml")
+    assert code == 0 and out.splitlines()[-1] == ("exported with --calibration mine.toml (its predicted figures are that profile's); "
+                                                  "pass --calibration mine.toml to price it alike")
+    code, out, _ = cli("import", "v.yaml", "--calibration", "mine.toml")
+    assert code == 0 and "exported with" not in out
