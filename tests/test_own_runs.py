@@ -2,7 +2,7 @@
 absent column of a serving file named, not ignored; validate --out saying where it wrote; compare naming the GPUs whose
 bands are widened beyond the runs, and each row's instances and batch; calibrate's refusal naming every reason after
 what a fit must be; a profile with too few runs for bands of its own saying how many it has; a GPU TOML's misspelt key;
-import naming the profile its export was priced with."""
+import naming the profile its export was priced with; pareto saying whose runs its bands come from."""
 import json
 
 from conftest import cli
@@ -122,3 +122,14 @@ def test_import_names_the_profile_an_export_was_priced_with(tmp_path, monkeypatc
                                                   "pass --calibration mine.toml to price it alike")
     code, out, _ = cli("import", "v.yaml", "--calibration", "mine.toml")
     assert code == 0 and "exported with" not in out
+
+
+def test_a_frontier_priced_with_a_profile_says_whose_runs_its_bands_come_from(tmp_path, monkeypatch):
+    # estimate's interval basis said "the bundled profile's (not mine.toml's: ...)"; pareto's band line said nothing of it
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "mine.toml").write_text("[default.step_overhead_s]\nvllm = 0.002\n")
+    code, out, _ = cli("pareto", "llama-3.3-70b", "--gpu", "h200", "--gpus", "8", "--weight-dtype", "fp8", "--kv-dtype", "fp8",
+                       "--backend", "vllm", "--min-tps-user", "50", "--calibration", "mine.toml")
+    assert code == 0
+    assert ("(every point's, on every metric, in --json); bands from the bundled profile's runs (not mine.toml's: it holds no "
+            "serving runs of its own; `calibrate --serving` writes them); no serving run on any Hopper GPU") in " ".join(out.split())
