@@ -146,7 +146,7 @@ def test_compare_prices_the_gpus_the_bundled_prices_cite_and_dashes_the_rest():
     assert r.exit_code == 0 and lines[-1] == ("$/Mtok -: the bundled prices (data/prices.toml) cite no GPU-hour price for mi355x; a price file "
                                               "(--gpu-hour-price FILE) can give one.")
     row = next(line.split() for line in lines if line.split()[:1] == ["mi355x"])
-    assert row[-2:] == ["-", "TP1"]
+    assert row[-3:] == ["-", "TP1", "x1"]  # the plan and its instances (the batch beneath)
 
 
 def test_every_disaggregated_point_carries_its_units_energy():

@@ -59,9 +59,15 @@ def _print_report(rep: dict, title: str, *, stderr: bool = False) -> None:
     if rep["unmodeled"]:
         from collections import Counter
 
-        con.print(f"{len(rep['unmodeled'])} rows not modelled:")
+        n_un = len(rep["unmodeled"])
+        con.print(f"{n_un} row{'s' if n_un > 1 else ''} not modelled:")
+        lines: dict[str, list[int]] = {}
+        for u in rep["unmodeled"]:
+            lines.setdefault(u["reason"], []).append(u["row"] + 2)  # the file's line: the header is line 1
         for reason, n in Counter(u["reason"] for u in rep["unmodeled"]).most_common():
-            con.print(f"  {n:5d}  {reason}")
+            # which rows, where the reason does not say (a backend's or a plan's reason names none)
+            at = "" if reason.startswith("line ") else _lines(lines[reason])
+            con.print(f"  {n:5d}  {reason}{at}", highlight=False)
     checks = rep.get("data_checks") or {}
     if any(checks.get(k) for k in ("replanned", "repeat", "conflict", "suspect", "inconsistent", "unrecorded")):
         con.print(f"data checks: {checks['repeat']} rows repeat another row's measurement, {checks['conflict']} give another row's "
@@ -135,7 +141,34 @@ def validate(
     if "interval_coverage" in rep:
         _print_coverage(rep["interval_coverage"], stderr=out == "-")
     if serving:
+        _print_columns(rows, _console(stderr=out == "-"))
         _print_arrival(rows, _console(stderr=out == "-"))
+    if out and out != "-":
+        _console().print(f"wrote {out}", highlight=False)
+
+
+def _lines(lines: list[int], shown: int = 5) -> str:
+    """ ' (line 8)', ' (lines 8, 9, 10, 11, 12 and 3 more)': which rows of the file a reason is about."""
+    more = f" and {len(lines) - shown} more" if len(lines) > shown else ""
+    return f" (line{'s' if len(lines) > 1 else ''} {', '.join(map(str, lines[:shown]))}{more})"
+
+
+def _print_columns(rows: list[dict], con) -> None:
+    """A line on a serving file's columns that nothing reads (a misspelt `tpot_msec` was ignored without a word) and on
+    the measured metrics it has no column for (those are not compared)."""
+    from llm_codesign.measure.validate import METRICS, OPTIONAL_COLUMNS, POOL_COLUMNS, SERVING_COLUMNS
+
+    head = list(rows[0]) if rows else []
+    unread = [c for c in head if c not in (*SERVING_COLUMNS, *OPTIONAL_COLUMNS, *POOL_COLUMNS, "decode_max_batch")]
+    absent = [m for m in METRICS if m not in head]
+    said = []
+    if unread:
+        said.append(f"not read: {', '.join(unread)} (the measured metrics' columns are {', '.join(METRICS)})")
+    if absent:
+        said.append(f"no {', '.join(absent)} column{'s' if len(absent) > 1 else ''}, so {'those are' if len(absent) > 1 else 'it is'} "
+                    "not compared")
+    if said:
+        con.print("columns " + "; ".join(said), highlight=False)
 
 
 def _print_arrival(rows: list[dict], con) -> None:
@@ -273,6 +306,7 @@ def calibrate(
                                           for label, key, scale, fmt, unit in shown if srv[key]))
     if srv:
         _print_own_intervals(text, con)
+        _print_columns(srv_rows, con)
         _print_arrival(srv_rows, con)
     con.print(f"wrote {'standard output' if output == '-' else output}")
 
@@ -290,8 +324,10 @@ def _print_own_intervals(text: str, con) -> None:
         con.print(f"intervals: answers with this profile on {', '.join(cover)} take the bands of its own runs instead of the bundled ones, "
                   "and say so")
     else:  # it read "answers ... on none of its engines and GPU families (too few runs) take the bands of its own runs"
-        con.print(f"intervals: no engine and GPU family has the {MIN_ROWS} runs bands of their own need, so answers with this profile "
-                  "keep the bundled bands, and say so")
+        runs = own.get("envelope", {}).get("serving", {}).get("runs", {})
+        have = ", ".join(f"{n} with {engine_title(k.split('|')[0])} on {family_name(k.split('|')[1])} GPUs" for k, n in sorted(runs.items()))
+        con.print(f"intervals: a band of the profile's own needs {MIN_ROWS} runs of one engine on one GPU family" + (f"; it has {have}" if have else "")
+                  + ", so answers with this profile keep the bundled bands, and say so", highlight=False)
 
 
 def _refuse(broken: list[str], bad: list[str], output: str, force: bool) -> None:
@@ -301,8 +337,10 @@ def _refuse(broken: list[str], bad: list[str], output: str, force: bool) -> None
         raise InputError("calibrate", output, f"a fit whose error is a finite figure: {broken[0]}"
                          + (f" (and {len(broken) - 1} more)" if len(broken) > 1 else "") + "; nothing written")
     if bad and not force:
-        raise InputError("calibrate", output, f"a fit no worse than the starting profile: {bad[0]}" + (f" (and {len(bad) - 1} more)" if len(bad) > 1 else "")
-                         + "; nothing written (--force writes it anyway)")
+        # every reason (an "(and 1 more)" hid the second), after what a fit must be: it read "a fit no worse than the
+        # starting profile: <a parameter on its bound>", a reason that contradicted its own clause
+        raise InputError("calibrate", output, "a fit no worse than the starting profile, with no parameter on a bound of its range and "
+                         f"its search converged; this one: {'; '.join(bad)}; nothing written (--force writes it anyway)")
 
 
 def _nk_list(value: str) -> list[tuple[int, int]]:

@@ -463,7 +463,22 @@ def _frontier_band(fr: list[dict]) -> str:
     why = frontier_reasons(fr)
     return (f"80% interval of tok/s/GPU: {lo['lo80']:.0f}-{lo['hi80']:.0f}{lo_c} at the interactive end, {hi['lo80']:.0f}-"
             f"{hi['hi80']:.0f}{hi_c} at the throughput end (every point's, on every metric, in --json)"
-            + "".join(f"; {x}" for x in why) + (f"; {CENTRE}" if lo_c or hi_c else ""))
+            + "".join(f"; {x}" for x in (*_profile_bands(fr), *why)) + (f"; {CENTRE}" if lo_c or hi_c else ""))
+
+
+def _profile_bands(fr: list[dict]) -> list[str]:
+    """Whose runs a frontier priced with --calibration takes its bands from, as estimate's interval basis says it
+    (measure.intervals: "the bundled profile's (not P's: WHY) N serving runs ..." or "P's own N ..."): a pareto with a
+    profile too small for bands of its own read as if its bands were the profile's."""
+    import re
+
+    said = []
+    for src in dict.fromkeys(p["intervals"]["output_tok_s_per_gpu"].get("source", "") for p in fr):
+        if m := re.match(r"the bundled profile's \(not (.+?)'s: (.+)\) [\d,]+ ", src):
+            said.append(f"bands from the bundled profile's runs (not {m[1]}'s: {m[2]})")
+        elif m := re.match(r"(.+?)'s own [\d,]+ ", src):
+            said.append(f"bands from {m[1]}'s own runs")
+    return list(dict.fromkeys(said))
 
 
 def _print_frontiers(con, results: list[dict], *, isl: int, osl: int, prefix_hit: float, names: dict[str, str]) -> None:

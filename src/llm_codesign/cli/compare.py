@@ -130,6 +130,12 @@ def _accuracy_notes(rows: list[dict]) -> dict[str, str]:
     return out
 
 
+def _plan_cell(dep: dict) -> str:
+    """'TP2 x4' over '48 each': the point whole, as `estimate --tp 2 --concurrency 48` (per instance) or `export` prices it
+    again; the plan alone ("TP2") left its instances and batch to --json."""
+    return f"{dep['plan']} x{dep['replicas']}\n{dep['concurrency_per_instance']} each"
+
+
 def _lo_hi(b: dict, value: float) -> str:
     """A tok/s/GPU's 80% interval, with its centre where the prediction lies outside it (render.intervals.CENTRE)."""
     from llm_codesign.render.intervals import off_centre
@@ -210,7 +216,7 @@ def compare(
                + (" $/Mtok:n" if priced else "") + " plan:t")
     cells = [[*(() if one_gpu else (r["gpu"],)), f"{r['weight_dtype']}\n{r['activation_dtype']}/{r['kv_dtype']}", _accuracy_cell(r["accuracy_compared"]),
               *((f"{b['output_tok_s_per_gpu']:.0f}\n{_lo_hi(b['intervals']['output_tok_s_per_gpu'], b['output_tok_s_per_gpu'])}", f"{b['tok_s_per_user']:.1f}", f"{b['ttft_ms']:.0f}", f"{b['energy']['tokens_per_joule']:.2f}",
-                 *((f"{b['cost']['usd_per_m_output_tokens']:.3f}" if b["cost"] else "-",) if priced else ()), b["deployment"]["plan"])
+                 *((f"{b['cost']['usd_per_m_output_tokens']:.3f}" if b["cost"] else "-",) if priced else ()), _plan_cell(b["deployment"]))
                 if b else ("-", "-", "-", "-", *(("-",) if priced else ()), r.get("why_none", "-")))] for r in rows for b in (r["best"],)]
     heads = [max(len(x) for x in spec.rsplit(":", 1)[0].split("|")) for spec in columns.split()]
     widths = [max([h] + [len(line) for c in cells for line in c[i].split("\n")]) for i, h in enumerate(heads)]
@@ -234,7 +240,16 @@ def compare(
               "interval beneath; "
               "tok/s/user, TTFT, tok/J (output tokens per joule of the GPU at its modelled power)"
               + (f", $/Mtok (per million output tokens at {gpu_hour_price} GPU-hour prices)" if priced else "")
-              + " and plan are that deployment's.", highlight=False)
+              + " and plan are that deployment's; plan: x its instances, beneath the requests in flight in each.", highlight=False)
+    # the GPUs whose interval is widened beyond the runs it came from (an H200 row has no serving run of its family):
+    # pareto and estimate said so, compare did not, beside a B200 row whose band had no such stretch
+    beyond: dict[str, list[str]] = {}
+    for r in rows:
+        for why in ((r["best"] or {}).get("intervals", {}).get("output_tok_s_per_gpu", {}).get("widened") or []):
+            beyond.setdefault(why, []).append(r["gpu"] if one_gpu or len({x["model"] for x in rows}) == 1 else f"{r['model']} on {r['gpu']}")
+    if beyond:
+        con.print("intervals widened beyond the runs: " + "; ".join(f"{', '.join(dict.fromkeys(at))}: {why}" for why, at in beyond.items()),
+                  highlight=False)
     if unpriced:
         con.print(f"$/Mtok -: the bundled prices (data/prices.toml) cite no GPU-hour price for {', '.join(unpriced)}; a price file "
                   "(--gpu-hour-price FILE) can give one.", highlight=False)

@@ -169,8 +169,9 @@ def export(
             summary["chosen_by"] = chosen
         if not chosen and r.get("over_capacity"):  # what estimate says of requests the deployment cannot run at once
             summary["over_capacity"] = r["over_capacity"]
+        # the profile its predicted figures are priced with, so that `import` can say which to pass to price it alike
         text = export_config(m, dep, engine=engine, concurrency=conc, replicas=n_rep, file_name=_file_name(out),
-                             extra={"isl": isl, "osl": osl, "predicted": predicted})
+                             extra={"isl": isl, "osl": osl, "predicted": predicted, **({"calibration": calibration} if calibration else {})})
     from llm_codesign.outputs import write_text
 
     write_text(out, text, executable=text.startswith("#!"))
@@ -325,6 +326,11 @@ def import_(
               f"{r['output_tok_s_per_gpu']:.0f} tok/s/GPU{short(r, 'output_tok_s_per_gpu')}", highlight=False)
     if imp.ignored:
         con.print(f"ignored (not modelled): {', '.join(imp.ignored)}", highlight=False)
+    if meta.get("calibration") and meta["calibration"] != calibration:
+        # priced without the export's profile, the same configuration read 1374 tok/s/GPU exported and 1246 imported
+        con.print(f"exported with --calibration {meta['calibration']} (its predicted figures are that profile's); "
+                  + ("" if calibration is None else f"these are {calibration}'s; ") + f"pass --calibration {meta['calibration']} to price it alike",
+                  highlight=False)
 
 
 def _import_dynamo(text: str, path: str, meta: dict, *, isl: int, osl: int, calibration, as_json: bool) -> None:

@@ -8,7 +8,7 @@ from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 
-from llm_codesign.errors import InputError, close_matches, did_you_mean, parse_nested
+from llm_codesign.errors import InputError, MissingInput, close_matches, did_you_mean, parse_nested
 from llm_codesign.spec.validation import check_gpu
 
 MATH_PRECISIONS = ("bf16", "fp8", "fp4")
@@ -109,7 +109,9 @@ def gpu_from_toml(text: str, origin: str) -> Gpu:
         raise InputError("gpu", origin, f"a valid TOML file ({e})") from None
     for f in _REQUIRED:
         if f not in d:
-            raise InputError(f"gpu.{f}", None, f"{origin} must define {', '.join(_REQUIRED)}")
+            # a misspelt key named ("hbm_bandwith_bytes_per_s"): it read "gpu.hbm_bandwidth_bytes_per_s: None is not valid"
+            near = close_matches(f, [k for k in d if k not in _REQUIRED], n=1, cutoff=0.8)
+            raise MissingInput(f"gpu.{f}", f"{origin} must define {', '.join(_REQUIRED)}" + (f" (it has {near[0]}: a misspelling?)" if near else ""))
     check_gpu(d, origin)  # types, finite positive figures, tile shapes (spec.validation)
     gid = _check_id(d["id"])
     peaks = {k: float(v) for k, v in d["peak_flops"].items() if k in MATH_PRECISIONS}
