@@ -17,3 +17,19 @@ def test_compare_refuses_a_kv_dtype_it_does_not_know_in_one_line():
     code, out, err = cli("compare", "llama-3.3-70b", "--gpu", "h200", "--kv-dtype", "fp3")
     assert code == 2 and out == ""
     assert err == "error: kv_dtype: 'fp3' is not valid; one of: bf16, fp16, fp8, fp8_block, nvfp4, mxfp4, int4\n"
+
+
+DISAGG = ("disagg", "llama-3.1-70b", "--gpu", "h200", "--prefill", "tp=4", "--decode", "tp=4", "--concurrency", "8")
+NO_EFFECT = "prefill_routing random: no effect, the prefill plan TP4 has no attention-DP ranks"
+
+
+def test_disagg_says_a_prefill_routing_without_attention_dp_ranks_does_nothing():
+    # accepted without a word: with one rank per prefill instance, random and balanced price alike
+    code, out, _ = cli(*DISAGG, "--prefill-routing", "random")
+    assert code == 0 and f"\n{NO_EFFECT}\n" in out
+    code, out, _ = cli(*DISAGG, "--prefill-routing", "random", "--json")
+    assert code == 0 and json.loads(out)["notes"] == [NO_EFFECT]
+    # not said where the routing was left to the engine, nor where the prefill plan has ranks to spread requests over
+    assert json.loads(cli(*DISAGG, "--json")[1])["notes"] == []
+    code, out, _ = cli(*DISAGG[:5], "attention_dp=4", *DISAGG[6:], "--prefill-routing", "random", "--json")
+    assert code == 0 and json.loads(out)["notes"] == []
