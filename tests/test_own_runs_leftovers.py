@@ -33,3 +33,15 @@ def test_disagg_says_a_prefill_routing_without_attention_dp_ranks_does_nothing()
     assert json.loads(cli(*DISAGG, "--json")[1])["notes"] == []
     code, out, _ = cli(*DISAGG[:5], "attention_dp=4", *DISAGG[6:], "--prefill-routing", "random", "--json")
     assert code == 0 and json.loads(out)["notes"] == []
+
+
+def test_the_api_says_which_columns_of_a_serving_file_it_did_not_read(tmp_path):
+    # the CLI named `tpot_msec` (n7); llm_codesign.validate_serving gave no word of it
+    from test_own_runs import HEADER, _runs
+
+    import llm_codesign
+
+    rep = llm_codesign.validate_serving(_runs(tmp_path, header=HEADER.replace("tpot_ms", "tpot_msec")))
+    assert rep["columns"] == {"not_read": ["tpot_msec"], "absent_metrics": ["tpot_ms"]}
+    assert set(rep["overall"]) == {"ttft_ms"}  # TPOT not compared, as the CLI says
+    assert llm_codesign.validate_serving(_runs(tmp_path))["columns"] == {"not_read": [], "absent_metrics": []}
