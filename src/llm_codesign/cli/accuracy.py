@@ -304,7 +304,9 @@ def calibrate(
                                           for label, key, scale, fmt, unit in shown if srv[key]))
     if srv:
         _print_own_intervals(text, con)
-        _print_columns(srv_rows, con)
+        from llm_codesign.measure.validate import columns_read
+
+        _print_columns(columns_read(srv_rows), con)
         _print_arrival(srv_rows, con)
     con.print(f"wrote {'standard output' if output == '-' else output}")
 
