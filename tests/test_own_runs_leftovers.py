@@ -45,3 +45,35 @@ def test_the_api_says_which_columns_of_a_serving_file_it_did_not_read(tmp_path):
     assert rep["columns"] == {"not_read": ["tpot_msec"], "absent_metrics": ["tpot_ms"]}
     assert set(rep["overall"]) == {"ttft_ms"}  # TPOT not compared, as the CLI says
     assert llm_codesign.validate_serving(_runs(tmp_path))["columns"] == {"not_read": [], "absent_metrics": []}
+
+
+# a profile holding 3 H200 vLLM runs of its own (too few for a slice, MIN_ROWS 39), its [intervals] as calibrate --serving
+# writes them: they put Hopper within the runs (measure.intervals._profile_table), the band itself the bundled Blackwell one's
+OWN_H200 = """[intervals.slices]
+[intervals.envelope]
+kinds = ["gqa", "dense"]
+formats = ["hopper|fp8|dense"]
+models = ["llama-3.3-70b"]
+[intervals.envelope.serving]
+metrics = ["ttft_ms", "tpot_ms", "output_tok_s_per_gpu", "output_tok_s_per_user"]
+families = ["hopper"]
+engines = ["vllm"]
+runs = {"vllm|hopper" = 3}
+"""
+
+
+def test_a_band_not_widened_for_hopper_names_the_profiles_own_hopper_runs(tmp_path, monkeypatch):
+    # the basis said "286 serving runs with vLLM, on Blackwell GPUs" and the Hopper widening was gone without a word of why
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "own.toml").write_text(OWN_H200)
+    ask = ("estimate", "llama-3.3-70b", "--gpu", "{}", "--tp", "8", "--backend", "vllm", "--weight-dtype", "fp8", "--kv-dtype", "fp8",
+           "--concurrency", "32", "--calibration", "own.toml", "--json")
+    code, out, _ = cli(*(a.format("h200") for a in ask))
+    b = json.loads(out)["intervals"]["tpot_ms"]
+    assert code == 0 and b["widened"] == []
+    assert b["source"] == ("the bundled profile's (not own.toml's: too few of its runs (3; 39 per slice needed)) 286 serving runs "
+                           "with vLLM, on Blackwell GPUs, 5-32 requests; Hopper GPUs measured by own.toml's own 3 serving runs "
+                           "(so not widened for the GPU family)")
+    # on Blackwell, which the bundled runs measure, nothing more is said
+    code, out, _ = cli(*(a.format("b200") for a in ask))
+    assert json.loads(out)["intervals"]["tpot_ms"]["source"].endswith("on Blackwell GPUs, 5-32 requests")
