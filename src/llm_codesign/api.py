@@ -155,7 +155,9 @@ def design(params: float, gpu: str | Gpu, *, num_gpus: int = 8, regime: str = "t
 
 def validate_serving(path: str, *, calibration: str | None = None) -> dict:
     """Predict each run of a serving CSV (the canonical columns; `path` or the name of a bundled one) and report the
-    errors and the share of runs inside the stated intervals, as `llm-codesign validate --serving FILE --json` does."""
+    errors and the share of runs inside the stated intervals, as `llm-codesign validate --serving FILE --json` does;
+    `columns`: the file's columns nothing reads (`not_read`) and the measured metrics it has no column for
+    (`absent_metrics`, not compared), measure.validate.columns_read."""
     from llm_codesign.measure.intervals import row_intervals, table_for
     from llm_codesign.measure.validate import predict_serving, read_rows, serving_report
 

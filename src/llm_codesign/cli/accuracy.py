@@ -141,7 +141,7 @@ def validate(
     if "interval_coverage" in rep:
         _print_coverage(rep["interval_coverage"], stderr=out == "-")
     if serving:
-        _print_columns(rows, _console(stderr=out == "-"))
+        _print_columns(rep["columns"], _console(stderr=out == "-"))
         _print_arrival(rows, _console(stderr=out == "-"))
     if out and out != "-":
         _console().print(f"wrote {out}", highlight=False)
@@ -153,14 +153,12 @@ def _lines(lines: list[int], shown: int = 5) -> str:
     return f" (line{'s' if len(lines) > 1 else ''} {', '.join(map(str, lines[:shown]))}{more})"
 
 
-def _print_columns(rows: list[dict], con) -> None:
-    """A line on a serving file's columns that nothing reads (a misspelt `tpot_msec` was ignored without a word) and on
-    the measured metrics it has no column for (those are not compared)."""
-    from llm_codesign.measure.validate import METRICS, OPTIONAL_COLUMNS, POOL_COLUMNS, SERVING_COLUMNS
+def _print_columns(columns: dict, con) -> None:
+    """A line on a serving file's columns that nothing reads and on the measured metrics it has no column for
+    (measure.validate.columns_read)."""
+    from llm_codesign.measure.validate import METRICS
 
-    head = list(rows[0]) if rows else []
-    unread = [c for c in head if c not in (*SERVING_COLUMNS, *OPTIONAL_COLUMNS, *POOL_COLUMNS, "decode_max_batch")]
-    absent = [m for m in METRICS if m not in head]
+    unread, absent = columns["not_read"], columns["absent_metrics"]
     said = []
     if unread:
         said.append(f"not read: {', '.join(unread)} (the measured metrics' columns are {', '.join(METRICS)})")
@@ -306,7 +304,9 @@ def calibrate(
                                           for label, key, scale, fmt, unit in shown if srv[key]))
     if srv:
         _print_own_intervals(text, con)
-        _print_columns(srv_rows, con)
+        from llm_codesign.measure.validate import columns_read
+
+        _print_columns(columns_read(srv_rows), con)
         _print_arrival(srv_rows, con)
     con.print(f"wrote {'standard output' if output == '-' else output}")
 

@@ -28,18 +28,20 @@ MAX_COMBINATIONS = 48  # each combination is one whole deployment search
 
 def compare_rows(model_refs: list[str], gpu_refs: list[str], weight_formats: list[str] | None, *, num_gpus: int, isl: int,
                  osl: int, engines: dict, min_tps_user: float | None = None, max_ttft_ms: float | None = None,
-                 calibration: str | None = None, gpu_hour_price: str | None = None, unpriced: frozenset[str] = frozenset()) -> list[dict]:
+                 calibration: str | None = None, gpu_hour_price: str | None = None, unpriced: frozenset[str] = frozenset(),
+                 kv_dtype: str | None = None) -> list[dict]:
     """For each model x precision x GPU, the deployment with the most output tok/s/GPU that meets the SLO
     (None where none does), with its tok/s/user, TTFT, output tokens per joule (serve.energy), its cost
     at `gpu_hour_price` where given (None on the GPUs of `unpriced`, which it has no price for), the intervals of its metrics, and the model's accuracy at that precision (and the one
     measure the model's rows are compared on: accuracy_compared). `engines`: each GPU's engine (by its reference), resolved
-    once at the edge."""
+    once at the edge. `kv_dtype`: every row's KV-cache format (default: each precision's own)."""
     from llm_codesign.cost.calibration import calibration_for
     from llm_codesign.explore.accuracy_model import accuracy_of
     from llm_codesign.explore.search import SearchSpace, default_precisions, search
     from llm_codesign.measure.intervals import table_for
-    from llm_codesign.spec.precision import Precision
+    from llm_codesign.spec.precision import Precision, get_dtype
 
+    kv = get_dtype(kv_dtype, "kv_dtype") if kv_dtype else None
     rows = []
     for mref in model_refs:
         m = _model(mref)
@@ -53,6 +55,8 @@ def compare_rows(model_refs: list[str], gpu_refs: list[str], weight_formats: lis
                          else Precision.of(w, kv="fp8" if g.supports("fp8") else None) for w in weight_formats]
             else:
                 precs = list(default_precisions(m, g))
+            if kv:  # the KV format named, as pareto's --kv-dtype: rows that then coincide are one row
+                precs = list(dict.fromkeys(replace(p, kv=kv) for p in precs))
             for p in precs:
                 p = p.on(g)  # the activation that runs on this GPU (MXFP4: W4A4 on CDNA4), as the row prices it
                 acc = accuracy_of(m, p)
@@ -150,6 +154,8 @@ def compare(
     gpus_: int = typer.Option(8, "--gpus", min=1, max=1 << 16, help="GPUs per deployment (replicas fill them)."),
     weight_dtype: Optional[str] = typer.Option(None, "--weight-dtype",
                                                help="Weight formats, comma-separated (default: the checkpoint's and what each GPU runs natively)."),
+    kv_dtype: Optional[str] = typer.Option(None, "--kv-dtype", help="KV-cache format of every row, one of --weight-dtype's (default: the "
+                                           "checkpoint's with its own weights, FP8 with the others where the GPU runs it)."),
     isl: int = O_ISL, osl: int = O_OSL, backend: Optional[str] = O_BACKEND,
     min_tps_user: Optional[float] = typer.Option(None, "--min-tps-user", help="SLO: minimum tokens/s per user."),
     max_ttft_ms: Optional[float] = typer.Option(None, "--max-ttft-ms", help="SLO: maximum TTFT in ms."),
@@ -170,6 +176,7 @@ def compare(
     models = [x.strip() for x in model.split(",") if x.strip()]
     gpus = [x.strip() for x in gpu.split(",") if x.strip()]
     formats = [get_dtype(x.strip(), "weight_dtype").name for x in weight_dtype.split(",") if x.strip()] if weight_dtype else None
+    kv = get_dtype(kv_dtype, "kv_dtype").name if kv_dtype else None  # refused before any search
     if not models or not gpus:
         raise InputError("model" if not models else "gpu", model if not models else gpu, "at least one name")
     n = len(models) * len(gpus) * (len(formats) if formats else 3)
@@ -195,7 +202,8 @@ def compare(
         plot_extra(plot_path)
         check_paths([("--plot", plot_path)], {"MODEL": models, "--gpu": gpus, "--calibration": calibration, "--gpu-hour-price": gpu_hour_price})
     rows = compare_rows(models, gpus, formats, num_gpus=gpus_, isl=isl, osl=osl, engines=engines, min_tps_user=min_tps_user,
-                        max_ttft_ms=max_ttft_ms, calibration=calibration, gpu_hour_price=gpu_hour_price, unpriced=frozenset(unpriced))
+                        max_ttft_ms=max_ttft_ms, calibration=calibration, gpu_hour_price=gpu_hour_price, unpriced=frozenset(unpriced),
+                        kv_dtype=kv)
     slo = ", ".join(x for x in (f">= {min_tps_user:g} tok/s/user" if min_tps_user else "",
                                 f"TTFT <= {max_ttft_ms:g} ms" if max_ttft_ms else "") if x) or "none"
     if plot_path:

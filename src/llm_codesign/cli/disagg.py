@@ -120,6 +120,8 @@ def disagg(
                   f"{row['prefill_wait_ms']:.1f}", f"{row['tpot_ms']:.2f}", f"{row['tok_s_per_user']:.1f}",
                   f"{row['output_tok_s_per_gpu']:.1f}", "yes" if row["fits"] else "no")
     _console().print(t)
+    for note in r["notes"]:
+        _console().print(note, highlight=False)
     from llm_codesign.render.intervals import CENTRE, basis_rows, interval_text, off_centre
 
     for row in r["rows"]:

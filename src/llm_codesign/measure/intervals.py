@@ -570,7 +570,19 @@ def lookup(metric: str, ctx: Context, table: dict) -> tuple[dict, str, Context, 
         who = f"{table['profile']}'s own " if mine else f"the bundled profile's (not {table['profile']}'s: {_why_bundled(metric, ctx, table)}) "
     else:
         who = ""
-    return c, who + _describe(level, ctx, c) + note, ctx, mine
+    return c, who + _describe(level, ctx, c) + note + _family_by_own_runs(ctx, table, mine), ctx, mine
+
+
+def _family_by_own_runs(ctx: Context, table: dict, mine: bool) -> str:
+    """Where a bundled slice answers but the profile's own runs (too few for a slice) are what put the question's GPU
+    family within the runs (_profile_table merges their envelope): whose runs those are, as the band is not widened for
+    a family no bundled run measures."""
+    # the envelope's families are the mode's, any engine's: the profile's runs on this family with every engine
+    n = sum(v for k, v in table.get("own_runs", {}).get(ctx.mode, {}).items() if k.rpartition("|")[2] == ctx.family)
+    if mine or not n or ctx.family in table.get("bundled_families", {}).get(ctx.mode, [ctx.family]):
+        return ""
+    return (f"; {family_name(ctx.family)} GPUs measured by {table['profile']}'s own {n} {RUNS[ctx.mode]}{'s' if n > 1 else ''} "
+            "(so not widened for the GPU family)")
 
 
 def _why_bundled(metric: str, ctx: Context, table: dict) -> str:
@@ -675,7 +687,7 @@ def _profile_table(profile: str) -> dict:
     except (KeyError, TypeError, ValueError, AttributeError):
         raise InputError("calibration.intervals", profile, "the [intervals] section `calibrate --serving` writes (slices and envelope)") from None
     return t | {"own": slices, "envelope": envelope, "profile": name, "why_bundled": "none of its runs is like this one",
-                "own_runs": own_runs}
+                "own_runs": own_runs, "bundled_families": {mode: t["envelope"].get(mode, {}).get("families", []) for mode in MODES}}
 
 
 def _wider(a: dict, b: dict) -> dict:

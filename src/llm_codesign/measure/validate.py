@@ -280,6 +280,14 @@ def bench_limits(model, gpu, prec, a: dict, oi, *, isl, osl, sub: list[dict]) ->
     return per_rank, tokens, flags
 
 
+def columns_read(rows: list[dict]) -> dict:
+    """A serving file's columns that nothing reads (`not_read`: a misspelt `tpot_msec` was ignored without a word) and
+    the measured metrics it has no column for (`absent_metrics`: those are not compared)."""
+    head = list(rows[0]) if rows else []
+    return {"not_read": [c for c in head if c not in (*SERVING_COLUMNS, *OPTIONAL_COLUMNS, *POOL_COLUMNS, "decode_max_batch")],
+            "absent_metrics": [m for m in METRICS if m not in head]}
+
+
 def serving_report(rows: list[dict], preds: list[dict], unmodeled: list[dict]) -> dict:
     def stats(sel):
         out = {}
@@ -309,6 +317,7 @@ def serving_report(rows: list[dict], preds: list[dict], unmodeled: list[dict]) -
                  sorted(groups, key=lambda g: tuple(int(x) for x in g.split("/"))) if key == "lengths" else sorted(groups))
         rep["by"][key] = {g: stats(groups[g]) for g in order if g in groups}
     rep["unmodeled"] = unmodeled
+    rep["columns"] = columns_read(rows)
     cleaned = audit.clean(rows)
     rep["data_checks"] = {**audit.summary(cleaned[1]), "changes": cleaned[1], "repeatability": audit.repeatability(rows, preds, cleaned)}
     return rep

@@ -61,6 +61,14 @@ def routing_of(engine, routing: str | None) -> str:
     return routing
 
 
+def _notes(prefill_plan: Plan, prefill_routing: str | None) -> list[str]:
+    """What was asked and changes nothing: a routing named for a prefill plan of one attention-DP rank, where every
+    request goes to that rank and balanced and random price alike (prefill_pool's queue_s)."""
+    if prefill_routing is not None and int(prefill_plan.adp) == 1:
+        return [f"prefill_routing {prefill_routing}: no effect, the prefill plan {prefill_plan.label()} has no attention-DP ranks"]
+    return []
+
+
 def prefill_pool(model: ModelSpec, gpu: Gpu, prec: Precision, plan: Plan, *, costs: EngineCosts, isl, max_num_tokens=None,
                  routing: str | None = None, chunked_prefill: bool | None = None, kv_fraction: float | None = None) -> dict:
     """One prefill instance (`costs`: its engine's fitted costs and in-step calibration): a lone
@@ -387,7 +395,7 @@ def estimate_disagg(model: ModelSpec, prefill: Deployment, decode: Deployment, *
     """One disaggregated deployment (one instance of each pool, as evaluate_disagg takes them) at each
     concurrency, after checking both plans on their GPUs; `decode_max_batch` caps the sequences each
     decode attention-DP rank runs (the engine's max batch size), the rest waiting for a slot; `arrival`
-    how the requests come, `prefill_routing` how a prefill instance spreads them over its ranks (evaluate_disagg)."""
+    how the requests come, `prefill_routing` how a prefill instance spreads them over its ranks (evaluate_disagg; _notes)."""
     gpu, dg, prefill_plan, decode_plan = prefill.gpu, decode.gpu, prefill.plan, decode.plan
     from llm_codesign.spec.plan import check_step_budget, reason_text, validity
 
@@ -439,4 +447,4 @@ def estimate_disagg(model: ModelSpec, prefill: Deployment, decode: Deployment, *
                        "instances": decode_instances, "gpus_each": int(decode_plan.gpus),
                        "max_concurrency": int(np.asarray(r["max_concurrency"]).reshape(-1)[0]),
                        **({"max_batch": int(decode_max_batch)} if decode_max_batch is not None else {})},
-            "num_gpus": int(np.asarray(r["gpus"]).reshape(-1)[0]), "rows": rows}
+            "num_gpus": int(np.asarray(r["gpus"]).reshape(-1)[0]), "notes": _notes(prefill_plan, prefill_routing), "rows": rows}
