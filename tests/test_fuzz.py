@@ -381,6 +381,15 @@ def _opt(args, what, flag, value, note=None):
         what.append(note)
 
 
+def _profile_and_json(g: Gen, args, what):
+    """validate's and mix's tail: a calibration profile now and then (its flaw, if any, noted), --json mostly."""
+    if g.r.random() < 0.05:
+        cal, w = g.profile()
+        _opt(args, what, "--calibration", cal, w)
+    if g.r.random() < 0.7:
+        args.append("--json")
+
+
 def gen_case(g: Gen) -> Case:
     r = g.r
     cmd = r.choices(["estimate", "roofline", "lint", "pareto", "disagg", "validate", "gpus", "models", "design", "calibrate", "bench",
@@ -507,11 +516,7 @@ def gen_case(g: Gen) -> Case:
             out = Path("/proc/fuzz.csv") if p(0.2) else g.path("pred.csv")
             args += ["--out", str(out)]
             case.outputs.append(out)
-        if p(0.05):
-            cal, w = g.profile()
-            _opt(args, what, "--calibration", cal, w)
-        if p(0.7):
-            args.append("--json")
+        _profile_and_json(g, args, what)
     elif cmd == "calibrate":
         f, w = g.csv(r.choice(list(KERNEL_TABLES)))
         what.append(w)
@@ -575,11 +580,7 @@ def gen_case(g: Gen) -> Case:
             args += ["--concurrency", g.num(["1", "16", "256"], BAD_INT + ["1048576"])]
         if p(0.2):
             args += ["--backend", g.pick(["trtllm", "vllm", "sglang", "atom"], BAD_STR)]
-        if p(0.05):
-            cal, w = g.profile()
-            _opt(args, what, "--calibration", cal, w)
-        if p(0.7):
-            args.append("--json")
+        _profile_and_json(g, args, what)
     elif cmd == "import":
         f, w = g.engine_config()
         what.append(w)
