@@ -224,7 +224,8 @@ def predict_serving(rows: list[dict], profile: str | None = None, cal_override=N
         fits = np.broadcast_to(res["fits"], (len(idx),)) | offline
         for j, i in enumerate(idx):
             if code[j] >= 0:
-                unmodeled.append({"row": i, "source": rows[i].get("source", ""), "reason": reason_text(model, gpu, int(code[j]))})
+                why = _sizes_off(a, j, i + 2, model.is_moe) if REASONS[code[j]] == "gpus_mismatch" else reason_text(model, gpu, int(code[j]))
+                unmodeled.append({"row": i, "source": rows[i].get("source", ""), "reason": why})
                 preds[i] = {}
             elif not np.isfinite(out["output_tok_s_per_gpu"][j]):
                 unmodeled.append({"row": i, "source": rows[i].get("source", ""), "reason": "the model does not fit in this plan's GPU memory"})
@@ -233,6 +234,15 @@ def predict_serving(rows: list[dict], profile: str | None = None, cal_override=N
                 preds[i] = {k: float(out[k][j]) for k in METRICS}
                 preds[i]["fits"] = bool(fits[j])
     return preds, unmodeled
+
+
+def _sizes_off(a: dict, j: int, line: int, is_moe: bool) -> str:
+    """A row whose parallel sizes (`a`, column -> array over a group's rows; row `j`, the file's `line`) do not
+    multiply to its num_gpus, with its own sizes: spec.plan.validity's products, kvp 1 (a serving file states none)."""
+    tp, pp, ep, moe_tp, adp, n = (int(a[k][j]) for k in ("tp", "pp", "ep", "moe_tp", "attention_dp", "num_gpus"))
+    off = [f"tp {tp} x attention_dp {adp} x pp {pp} = {tp * adp * pp} GPUs"] if tp * adp * pp != n else []
+    off += [f"ep {ep} x moe_tp {moe_tp} x pp {pp} = {ep * moe_tp * pp} GPUs"] if is_moe and ep * moe_tp * pp != n else []
+    return f"line {line}: {' and '.join(off)}, num_gpus {n} (the parallel sizes must multiply to the GPU count)"
 
 
 def _offline_best(objs: tuple, a: dict, *, out: dict, offline, lengths, sub: list[dict]) -> None:
