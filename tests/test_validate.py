@@ -335,6 +335,23 @@ def test_a_plan_off_its_gpu_count_is_listed_with_its_own_sizes(tmp_path):
     assert preds[3]["ttft_ms"] > 0
 
 
+def test_a_framework_column_is_read_where_it_names_the_backends_engine(tmp_path):
+    from llm_codesign.measure.validate import columns_read
+
+    # the shipped disaggregated file's framework (dynamo-trt, dynamo-sglang) was "not read", noise on a file we ship
+    shipped = read_rows(Path(__file__).parents[1] / "src/llm_codesign/data/measurements/serving_disagg_blackwell.csv")
+    assert columns_read(shipped) == {"not_read": [], "absent_metrics": []}
+    s = tmp_path / "s.csv"
+    s.write_text(SERVING_HEAD.replace("backend,", "framework,backend,") + "a,llama-3.1-8b,h100,1,dynamo-trt,vllm,1024,1024,8,1,50,8,,\n"
+                 "b,llama-3.1-8b,h100,1,vllm,vllm,1024,1024,8,1,50,8,,\nc,llama-3.1-8b,h100,1,trt,,1024,1024,8,1,50,8,,\n"
+                 "d,llama-3.1-8b,h100,1,,sglang,1024,1024,8,1,50,8,,\n")
+    preds, unmodeled = predict_serving(read_rows(s))
+    # a row whose framework says another engine than the backend that prices it is named, not priced as the backend says
+    assert unmodeled == [{"row": 0, "source": "a", "reason": "line 2 framework: 'dynamo-trt' is not valid; one naming its backend "
+                                                             "column's engine, vllm (e.g. dynamo-vllm), or empty"}]
+    assert all(preds[i]["ttft_ms"] > 0 for i in (1, 2, 3))
+
+
 def test_a_run_on_a_build_without_the_all_reduce_norm_fusion_pays_its_norm_kernels():
     # the same TP8 Llama-3.1-70B run, once under a model name the silicon sample's 2025-10 vLLM runs (0.11: no all-reduce +
     # RMSNorm fusion, campaigns.toml) carry, once under an alias of it no campaign entry names (0.19.0's default: fused at

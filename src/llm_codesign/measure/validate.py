@@ -100,7 +100,25 @@ def row_problem(r: dict, line: int) -> str | None:
             return f"line {line} {col}: {v!r} is not valid; 0 or empty (not measured), or at least {_LEAST[col]:g}"
         if x > _MOST.get(col, math.inf):
             return f"line {line} {col}: {v!r} is not valid; a whole number from 1 to {_MOST[col]:,} or empty"
-    return campaigns.problem(r, line)
+    return _framework_problem(r, line) or campaigns.problem(r, line)
+
+
+# a `framework` column, as InferenceX's results name the serving stack (its disaggregated ones `dynamo-trt` and
+# `dynamo-sglang`: Dynamo with TensorRT-LLM or SGLang workers, SemiAnalysisAI/InferenceX
+# .github/codeowner-signoff-verify-prompt.md:131@843c6254), says again what `backend` says: read to check the two agree
+FRAMEWORK_ENGINES = {"trt": "trtllm"}
+
+
+def _framework_problem(r: dict, line: int) -> str | None:
+    """Why a row's `framework` contradicts its `backend` (which is what prices it), or None: a framework names the engine,
+    after `dynamo-` where Dynamo runs it."""
+    given = (r.get("framework") or "").strip()
+    engine = (r.get("backend") or "trtllm").strip().lower()
+    name = given.lower().removeprefix("dynamo-")
+    if given and FRAMEWORK_ENGINES.get(name, name) != engine:
+        own = [f for f, e in FRAMEWORK_ENGINES.items() if e == engine] or [engine]
+        return f"line {line} framework: {given!r} is not valid; one naming its backend column's engine, {engine} (e.g. dynamo-{own[0]}), or empty"
+    return None
 
 
 def _int(r, k, default=1):
@@ -294,7 +312,7 @@ def columns_read(rows: list[dict]) -> dict:
     """A serving file's columns that nothing reads (`not_read`: a misspelt `tpot_msec` was ignored without a word) and
     the measured metrics it has no column for (`absent_metrics`: those are not compared)."""
     head = list(rows[0]) if rows else []
-    return {"not_read": [c for c in head if c not in (*SERVING_COLUMNS, *OPTIONAL_COLUMNS, *POOL_COLUMNS, "decode_max_batch")],
+    return {"not_read": [c for c in head if c not in (*SERVING_COLUMNS, *OPTIONAL_COLUMNS, *POOL_COLUMNS, "decode_max_batch", "framework")],
             "absent_metrics": [m for m in METRICS if m not in head]}
 
 
