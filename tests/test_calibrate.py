@@ -265,6 +265,19 @@ def test_calibrate_serving_lists_only_the_values_it_fitted(tmp_path, monkeypatch
     line = next(x for x in stdout.splitlines() if x.startswith("serving: "))
     assert code == 0 and line.startswith("serving: step overhead atom ") and "; wait steps atom " in line, err
     assert "eager launch" not in line and "spread" not in line and " ; " not in line
+    # no search (rounds 0): the search's starts, the re-bunching share no row responds to at its documented 0, and the one
+    # scale-out latency (not per engine)
+    assert line == ("serving: step overhead atom 2.00 ms; request overhead atom 20.0 ms; waves' re-bunching share atom 0.00; "
+                    "scale-out latency per level 25.0 us; wait steps atom 1.00; host cost per running sequence atom 5.0 us")
+
+
+def test_serving_parameters_in_words():
+    from llm_codesign.measure.calibrate import SERVING_FIELDS, SERVING_WORDS, serving_words
+
+    # one wording for the fitted values calibrate lists and the ones its refusal names on a bound
+    assert set(SERVING_WORDS) == SERVING_FIELDS
+    assert serving_words("ttft_overhead_s", {"sglang": 1e-4, "trtllm": 0.02}) == "request overhead sglang 0.1 ms, trtllm 20.0 ms"
+    assert serving_words("scale_out_latency_s", 2.7e-6) == "scale-out latency per level 2.7 us"
 
 
 def test_calibrate_keeps_the_start_profiles_values_it_did_not_fit(tmp_path, monkeypatch):

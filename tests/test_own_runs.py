@@ -124,6 +124,35 @@ def test_import_names_the_profile_an_export_was_priced_with(tmp_path, monkeypatc
     assert code == 0 and "exported with" not in out
 
 
+def test_a_dynamo_export_names_its_profile_as_export_does(tmp_path, monkeypatch):
+    # export recorded its profile and import named it; a Dynamo export recorded none (imported without it: TTFT 33 ms
+    # against the 38 exported, in silence)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "mine.toml").write_text("[default.step_overhead_s]\ntrtllm = 0.002\n")
+    said = "exported with --calibration mine.toml (its predicted figures are that profile's); pass --calibration mine.toml to price it alike"
+    code, _, err = cli("export", "llama-3.1-8b", "--gpu", "h200", "--backend", "dynamo", "--prefill", "tp=1", "--decode", "tp=1",
+                       "--concurrency", "8", "--calibration", "mine.toml", "-o", "dyn.yaml")
+    assert code == 0, err
+    code, out, _ = cli("import", "dyn.yaml")
+    assert code == 0 and out.splitlines()[-1] == said
+    code, out, _ = cli("import", "dyn.yaml", "--calibration", "mine.toml")
+    assert code == 0 and "exported with" not in out
+
+
+def test_an_exported_frontier_point_names_the_profile_pareto_priced_it_with(tmp_path, monkeypatch):
+    # pareto --json recorded no profile, so export-point could not: imported without it, other figures in silence
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "mine.toml").write_text("[default.step_overhead_s]\nvllm = 0.002\n")
+    said = "exported with --calibration mine.toml (its predicted figures are that profile's); pass --calibration mine.toml to price it alike"
+    code, out, err = cli("pareto", "llama-3.1-8b", "--gpu", "h200", "--gpus", "1", "--backend", "vllm", "--calibration", "mine.toml", "--json")
+    assert code == 0 and json.loads(out)["calibration"] == "mine.toml", err
+    (tmp_path / "fr.json").write_text(out)
+    code, _, err = cli("export-point", "fr.json", "--index", "0", "-o", "p.yaml")
+    assert code == 0, err
+    code, out, _ = cli("import", "p.yaml")
+    assert code == 0 and out.splitlines()[-1] == said
+
+
 def test_a_frontier_priced_with_a_profile_says_whose_runs_its_bands_come_from(tmp_path, monkeypatch):
     # estimate's interval basis said "the bundled profile's (not mine.toml's: ...)"; pareto's band line said nothing of it
     monkeypatch.chdir(tmp_path)

@@ -317,6 +317,41 @@ def test_a_ragged_serving_line_is_listed_not_a_crash(tmp_path):
     assert preds[1]["ttft_ms"] > 0
 
 
+def test_a_plan_off_its_gpu_count_is_listed_with_its_own_sizes(tmp_path):
+    # each said only "the parallel sizes must multiply to the GPU count: tp*attention_dp*kvp*pp = ep*moe_tp*pp = gpus"
+    s = tmp_path / "s.csv"
+    s.write_text("source,model,gpu,num_gpus,backend,isl,osl,concurrency,tp,pp,ep,moe_tp,attention_dp,ttft_ms,tpot_ms\n"
+                 "a,llama-3.3-70b,h200,8,vllm,1024,1024,8,4,1,1,1,1,95,7.4\n"
+                 "b,deepseek-r1,b200,8,sglang,1024,1024,8,8,1,4,1,1,95,7.4\n"
+                 "c,deepseek-r1,b200,8,sglang,1024,1024,8,2,2,2,1,1,95,7.4\n"
+                 "d,llama-3.3-70b,h200,8,vllm,1024,1024,8,8,1,1,1,1,95,7.4\n")
+    preds, unmodeled = predict_serving(read_rows(s))
+    why = " (the parallel sizes must multiply to the GPU count)"
+    assert unmodeled == [
+        {"row": 0, "source": "a", "reason": "line 2: tp 4 x attention_dp 1 x pp 1 = 4 GPUs, num_gpus 8" + why},
+        {"row": 1, "source": "b", "reason": "line 3: ep 4 x moe_tp 1 x pp 1 = 4 GPUs, num_gpus 8" + why},
+        {"row": 2, "source": "c", "reason": "line 4: tp 2 x attention_dp 1 x pp 2 = 4 GPUs and ep 2 x moe_tp 1 x pp 2 = 4 GPUs, "
+                                             "num_gpus 8" + why}]
+    assert preds[3]["ttft_ms"] > 0
+
+
+def test_a_framework_column_is_read_where_it_names_the_backends_engine(tmp_path):
+    from llm_codesign.measure.validate import columns_read
+
+    # the shipped disaggregated file's framework (dynamo-trt, dynamo-sglang) was "not read", noise on a file we ship
+    shipped = read_rows(Path(__file__).parents[1] / "src/llm_codesign/data/measurements/serving_disagg_blackwell.csv")
+    assert columns_read(shipped) == {"not_read": [], "absent_metrics": []}
+    s = tmp_path / "s.csv"
+    s.write_text(SERVING_HEAD.replace("backend,", "framework,backend,") + "a,llama-3.1-8b,h100,1,dynamo-trt,vllm,1024,1024,8,1,50,8,,\n"
+                 "b,llama-3.1-8b,h100,1,vllm,vllm,1024,1024,8,1,50,8,,\nc,llama-3.1-8b,h100,1,trt,,1024,1024,8,1,50,8,,\n"
+                 "d,llama-3.1-8b,h100,1,,sglang,1024,1024,8,1,50,8,,\n")
+    preds, unmodeled = predict_serving(read_rows(s))
+    # a row whose framework says another engine than the backend that prices it is named, not priced as the backend says
+    assert unmodeled == [{"row": 0, "source": "a", "reason": "line 2 framework: 'dynamo-trt' is not valid; one naming its backend "
+                                                             "column's engine, vllm (e.g. dynamo-vllm), or empty"}]
+    assert all(preds[i]["ttft_ms"] > 0 for i in (1, 2, 3))
+
+
 def test_a_run_on_a_build_without_the_all_reduce_norm_fusion_pays_its_norm_kernels():
     # the same TP8 Llama-3.1-70B run, once under a model name the silicon sample's 2025-10 vLLM runs (0.11: no all-reduce +
     # RMSNorm fusion, campaigns.toml) carry, once under an alias of it no campaign entry names (0.19.0's default: fused at

@@ -209,11 +209,13 @@ def calibrate(
     from datetime import date
 
     from llm_codesign.measure.calibrate import (
+        SERVING_WORDS,
         doubtful,
         fit_kernels,
         fit_serving,
         held_out,
         serving_trials,
+        serving_words,
         to_toml,
         unfit,
         unfittable,
@@ -295,13 +297,8 @@ def calibrate(
             err = f"median APE {r['median_ape']:.1f}%  p90 {r['p90_ape']:.1f}%"
         con.print(f"{r['family']:10s} {r['kind']:18s} {r['rows']:6d} rows  {err}")
     if srv:
-        # per engine, the fitted ones (an engine's documented values, measure.calibrate.NOT_FITTED, are not listed)
-        shown = (("step overhead", "step_overhead_s", 1e3, ".2f", " ms"), ("request overhead", "ttft_overhead_s", 1e3, ".1f", " ms"),
-                 ("waves' re-bunching share", "prefill_queue_fraction", 1.0, ".2f", ""), ("eager launch", "eager_launch_s", 1e6, ".1f", " us"),
-                 ("its spread over a stage's ranks", "eager_skew_s", 1e6, ".1f", " us"), ("wait steps", "ttft_wait_steps", 1.0, ".2f", ""),
-                 ("host cost per running sequence", "seq_overhead_s", 1e6, ".1f", " us"))
-        con.print("serving: " + "; ".join(f"{label} {', '.join(f'{b} {v * scale:{fmt}}{unit}' for b, v in srv[key].items())}"
-                                          for label, key, scale, fmt, unit in shown if srv[key]))
+        # the fitted ones, per engine where they are (an engine's documented values, measure.calibrate.NOT_FITTED, are not listed)
+        con.print("serving: " + "; ".join(serving_words(name, srv[name]) for name in SERVING_WORDS if srv.get(name, {}) != {}))
     if srv:
         _print_own_intervals(text, con)
         from llm_codesign.measure.validate import columns_read

@@ -51,6 +51,7 @@ from llm_codesign.cli.common import (
     check_paths,
     check_search_size,
     nothing_found,
+    priced_with,
 )
 from llm_codesign.errors import InputError
 from llm_codesign.render.accuracy import NO_ACCURACY, accuracy_said, drop_text
@@ -420,7 +421,8 @@ def pareto(
         limits = dict(max_num_tokens=max_num_tokens, min_tps_user=min_tps_user, max_ttft_ms=max_ttft_ms, max_accuracy_drop=max_accuracy_drop)
         results, breakdowns = _pareto_runs(model_refs, gpu_refs, space=space, limits=limits, workload=workload, engines=engines,
                                            calibration=calibration, disagg=disagg, gpu_hour_price=gpu_hour_price)
-        slim = [r.to_dict() for r in results]  # what --json prints and the tables show
+        # what --json prints (with the profile it was priced with, for export-point to record) and the tables show
+        slim = [r.to_dict() | priced_with(calibration) for r in results]
         if not any(r.points for r in results):  # nothing to show: one line naming what to change, nothing written
             raise nothing_found(slim, gpus_, {"min_tps_user": min_tps_user, "max_ttft_ms": max_ttft_ms})
         jobs = []  # all of them written, or none; the figure first, so that its process draws while the rest is written

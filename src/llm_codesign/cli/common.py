@@ -417,6 +417,12 @@ O_MNT = typer.Option(None, "--max-num-tokens", min=1, max=MAX_TOKENS,
                      help="Token budget per step: the prefill chunk, and in TensorRT-LLM, vLLM and ATOM "
                      "each decoding request's 1 + draft tokens too, so it caps the decode batch; default: the engine's own on the GPU.")
 O_CAL = typer.Option(None, "--calibration", help="Calibration profile .toml.")
+
+
+def priced_with(calibration: str | None) -> dict:
+    """What an answer a file keeps (export's and export-point's header, pareto --json) records of the profile its figures
+    are priced with, none for the bundled one: `import` says which to pass to price it alike (export.profile_note)."""
+    return {"calibration": calibration} if calibration else {}
 O_PREFIX = typer.Option(0.0, "--prefix-hit", help="Share of each prompt already in the prefix cache (0 to <1): not prefilled.")
 O_ARRIVAL = typer.Option(DEFAULT_ARRIVAL, "--arrival", help="How requests arrive: waves (identical requests started together and kept in "
                          "step, as a fixed-length benchmark runs them), closed_loop (each slot refilled as its request ends, lengths "

@@ -36,6 +36,7 @@ from llm_codesign.cli.common import (
     _model,
     app,
     check_paths,
+    priced_with,
     vendor_engines,
 )
 from llm_codesign.errors import InputError, MissingInput, parse_nested, read_text
@@ -169,9 +170,8 @@ def export(
             summary["chosen_by"] = chosen
         if not chosen and r.get("over_capacity"):  # what estimate says of requests the deployment cannot run at once
             summary["over_capacity"] = r["over_capacity"]
-        # the profile its predicted figures are priced with, so that `import` can say which to pass to price it alike
         text = export_config(m, dep, engine=engine, concurrency=conc, replicas=n_rep, file_name=_file_name(out),
-                             extra={"isl": isl, "osl": osl, "predicted": predicted, **({"calibration": calibration} if calibration else {})})
+                             extra={"isl": isl, "osl": osl, "predicted": predicted, **priced_with(calibration)})
     from llm_codesign.outputs import write_text
 
     write_text(out, text, executable=text.startswith("#!"))
@@ -260,7 +260,7 @@ def _dynamo(m, gpu, *, prefill, decode, n_pre, n_dec, concurrency, isl, osl, bac
     row = r["rows"][0]
     predicted = {k: row[k] for k in ("ttft_ms", "tpot_ms", "tok_s_per_user", "output_tok_s_per_gpu")}
     text = export_dynamo(m, prefill=pre, decode=dec, prefill_instances=n_pre, decode_instances=n_dec, concurrency=concurrency,
-                         extra={"isl": isl, "osl": osl, "predicted": predicted})
+                         extra={"isl": isl, "osl": osl, "predicted": predicted, **priced_with(calibration)})
     return text, {"prefill": pre.to_dict() | {"instances": n_pre}, "decode": dec.to_dict() | {"instances": n_dec},
                   "concurrency": concurrency, "predicted": predicted}
 
@@ -326,11 +326,17 @@ def import_(
               f"{r['output_tok_s_per_gpu']:.0f} tok/s/GPU{short(r, 'output_tok_s_per_gpu')}", highlight=False)
     if imp.ignored:
         con.print(f"ignored (not modelled): {', '.join(imp.ignored)}", highlight=False)
-    if meta.get("calibration") and meta["calibration"] != calibration:
-        # priced without the export's profile, the same configuration read 1374 tok/s/GPU exported and 1246 imported
-        con.print(f"exported with --calibration {meta['calibration']} (its predicted figures are that profile's); "
-                  + ("" if calibration is None else f"these are {calibration}'s; ") + f"pass --calibration {meta['calibration']} to price it alike",
-                  highlight=False)
+    if note := profile_note(meta, calibration):
+        con.print(note, highlight=False)
+
+
+def profile_note(meta: dict, calibration: str | None) -> str | None:
+    """What `import` says of an export priced with another profile than the one given (common.priced_with records it):
+    priced without it, the same configuration read 1374 tok/s/GPU exported and 1246 imported, without a word of why."""
+    if not meta.get("calibration") or meta["calibration"] == calibration:
+        return None
+    return (f"exported with --calibration {meta['calibration']} (its predicted figures are that profile's); "
+            + ("" if calibration is None else f"these are {calibration}'s; ") + f"pass --calibration {meta['calibration']} to price it alike")
 
 
 def _import_dynamo(text: str, path: str, meta: dict, *, isl: int, osl: int, calibration, as_json: bool) -> None:
@@ -352,8 +358,11 @@ def _import_dynamo(text: str, path: str, meta: dict, *, isl: int, osl: int, cali
            "decode": dd.to_dict() | {"instances": d["instances"]}, **r["rows"][0]}
     if as_json:
         return _dump(out)
-    _console().print(f"{out['model']}: prefill {p['instances']}x {p['deployment'].plan.label()}, decode {d['instances']}x "
-                     f"{dd.plan.label()} ({dd.backend}): TTFT {out['ttft_ms']:.0f} ms, TPOT {out['tpot_ms']:.2f} ms")
+    con = _console()
+    con.print(f"{out['model']}: prefill {p['instances']}x {p['deployment'].plan.label()}, decode {d['instances']}x "
+              f"{dd.plan.label()} ({dd.backend}): TTFT {out['ttft_ms']:.0f} ms, TPOT {out['tpot_ms']:.2f} ms")
+    if note := profile_note(meta, calibration):
+        con.print(note, highlight=False)
 
 
 @app.command("export-point")
@@ -389,7 +398,8 @@ def export_point(
     m = _model(r["model"])
     text = export_config(m, dep, engine=dep.backend, concurrency=int(rec["concurrency_per_instance"]), replicas=int(rec.get("replicas", 1)),
                          file_name=_file_name(out), extra={"isl": r.get("isl"), "osl": r.get("osl"), "predicted": {
-                             k: p[k] for k in ("ttft_ms", "tpot_ms", "tok_s_per_user", "output_tok_s_per_gpu")}})
+                             k: p[k] for k in ("ttft_ms", "tpot_ms", "tok_s_per_user", "output_tok_s_per_gpu")},
+                             **priced_with(r.get("calibration"))})  # the profile the frontier was priced with (pareto --json)
     write_text(out, text, executable=text.startswith("#!"))
     es = engine_spec(dep.backend)
     _console(stderr=out == "-").print(f"wrote {dep.backend} {es['version']} configuration of point {index} ({rec['plan']}, {rec['concurrency_per_instance']} "

@@ -107,6 +107,20 @@ SERVING_BOUNDS = (("step_overhead_s", 2e-3, 1e-5, 0.05), ("ttft_overhead_s", 20e
                   ("ttft_wait_steps", 1.0, 0.5, 3.0), ("adp_wait_steps", 10.0, 0.0, 60.0),
                   ("seq_overhead_s", 5e-6, 0.0, 1e-4))
 SERVING_FIELDS = {n for n, *_ in SERVING_BOUNDS}
+# each in words, as `calibrate` lists the fitted values and names one on a bound (serving_words): label, scale, format, unit
+SERVING_WORDS = {"step_overhead_s": ("step overhead", 1e3, ".2f", " ms"), "ttft_overhead_s": ("request overhead", 1e3, ".1f", " ms"),
+                 "prefill_queue_fraction": ("waves' re-bunching share", 1.0, ".2f", ""),
+                 "eager_launch_s": ("eager launch", 1e6, ".1f", " us"), "eager_skew_s": ("eager launch's spread over a stage's ranks", 1e6, ".1f", " us"),
+                 "scale_out_latency_s": ("scale-out latency per level", 1e6, ".1f", " us"), "ttft_wait_steps": ("wait steps", 1.0, ".2f", ""),
+                 "adp_wait_steps": ("attention-DP wait steps", 1.0, ".1f", ""), "seq_overhead_s": ("host cost per running sequence", 1e6, ".1f", " us")}
+
+
+def serving_words(name: str, value: float | dict[str, float]) -> str:
+    """A serving parameter (SERVING_WORDS) in words: its label, then its value in its unit, per engine where
+    `value` is engine -> value ("request overhead sglang 0.1 ms, trtllm 20.0 ms")."""
+    label, scale, fmt, unit = SERVING_WORDS[name]
+    vals = value.items() if isinstance(value, dict) else [("", value)]
+    return f"{label} " + ", ".join(f"{b} {v * scale:{fmt}}{unit}".lstrip() for b, v in vals)
 # (field, engine) pairs whose mechanism the engine does not have: kept at default.toml's zero, never fitted
 # (an engine that never holds a request under attention DP, Engine.holds_adp_requests, has no adp_wait_steps)
 STRUCTURAL_ZEROS = {("adp_wait_steps", name) for name, e in ENGINES.items() if not e.holds_adp_requests}
@@ -581,7 +595,8 @@ class _ServingFit:
             moved = self.loss(self.predicted(), smooth=False)
             v[0] = cur
             if abs(moved - best) > 1e-6:
-                out.append(f"{key} = {cur:.3g}")
+                name, _, b = key.partition(":")
+                out.append(serving_words(name, {b: cur} if b else cur))
         return out
 
 

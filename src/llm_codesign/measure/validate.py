@@ -100,7 +100,25 @@ def row_problem(r: dict, line: int) -> str | None:
             return f"line {line} {col}: {v!r} is not valid; 0 or empty (not measured), or at least {_LEAST[col]:g}"
         if x > _MOST.get(col, math.inf):
             return f"line {line} {col}: {v!r} is not valid; a whole number from 1 to {_MOST[col]:,} or empty"
-    return campaigns.problem(r, line)
+    return _framework_problem(r, line) or campaigns.problem(r, line)
+
+
+# a `framework` column, as InferenceX's results name the serving stack (its disaggregated ones `dynamo-trt` and
+# `dynamo-sglang`: Dynamo with TensorRT-LLM or SGLang workers, SemiAnalysisAI/InferenceX
+# .github/codeowner-signoff-verify-prompt.md:131@843c6254), says again what `backend` says: read to check the two agree
+FRAMEWORK_ENGINES = {"trt": "trtllm"}
+
+
+def _framework_problem(r: dict, line: int) -> str | None:
+    """Why a row's `framework` contradicts its `backend` (which is what prices it), or None: a framework names the engine,
+    after `dynamo-` where Dynamo runs it."""
+    given = (r.get("framework") or "").strip()
+    engine = (r.get("backend") or "trtllm").strip().lower()
+    name = given.lower().removeprefix("dynamo-")
+    if given and FRAMEWORK_ENGINES.get(name, name) != engine:
+        own = [f for f, e in FRAMEWORK_ENGINES.items() if e == engine] or [engine]
+        return f"line {line} framework: {given!r} is not valid; one naming its backend column's engine, {engine} (e.g. dynamo-{own[0]}), or empty"
+    return None
 
 
 def _int(r, k, default=1):
@@ -224,7 +242,8 @@ def predict_serving(rows: list[dict], profile: str | None = None, cal_override=N
         fits = np.broadcast_to(res["fits"], (len(idx),)) | offline
         for j, i in enumerate(idx):
             if code[j] >= 0:
-                unmodeled.append({"row": i, "source": rows[i].get("source", ""), "reason": reason_text(model, gpu, int(code[j]))})
+                why = _sizes_off(a, j, i + 2, model.is_moe) if REASONS[code[j]] == "gpus_mismatch" else reason_text(model, gpu, int(code[j]))
+                unmodeled.append({"row": i, "source": rows[i].get("source", ""), "reason": why})
                 preds[i] = {}
             elif not np.isfinite(out["output_tok_s_per_gpu"][j]):
                 unmodeled.append({"row": i, "source": rows[i].get("source", ""), "reason": "the model does not fit in this plan's GPU memory"})
@@ -233,6 +252,15 @@ def predict_serving(rows: list[dict], profile: str | None = None, cal_override=N
                 preds[i] = {k: float(out[k][j]) for k in METRICS}
                 preds[i]["fits"] = bool(fits[j])
     return preds, unmodeled
+
+
+def _sizes_off(a: dict, j: int, line: int, is_moe: bool) -> str:
+    """A row whose parallel sizes (`a`, column -> array over a group's rows; row `j`, the file's `line`) do not
+    multiply to its num_gpus, with its own sizes: spec.plan.validity's products, kvp 1 (a serving file states none)."""
+    tp, pp, ep, moe_tp, adp, n = (int(a[k][j]) for k in ("tp", "pp", "ep", "moe_tp", "attention_dp", "num_gpus"))
+    off = [f"tp {tp} x attention_dp {adp} x pp {pp} = {tp * adp * pp} GPUs"] if tp * adp * pp != n else []
+    off += [f"ep {ep} x moe_tp {moe_tp} x pp {pp} = {ep * moe_tp * pp} GPUs"] if is_moe and ep * moe_tp * pp != n else []
+    return f"line {line}: {' and '.join(off)}, num_gpus {n} (the parallel sizes must multiply to the GPU count)"
 
 
 def _offline_best(objs: tuple, a: dict, *, out: dict, offline, lengths, sub: list[dict]) -> None:
@@ -284,7 +312,7 @@ def columns_read(rows: list[dict]) -> dict:
     """A serving file's columns that nothing reads (`not_read`: a misspelt `tpot_msec` was ignored without a word) and
     the measured metrics it has no column for (`absent_metrics`: those are not compared)."""
     head = list(rows[0]) if rows else []
-    return {"not_read": [c for c in head if c not in (*SERVING_COLUMNS, *OPTIONAL_COLUMNS, *POOL_COLUMNS, "decode_max_batch")],
+    return {"not_read": [c for c in head if c not in (*SERVING_COLUMNS, *OPTIONAL_COLUMNS, *POOL_COLUMNS, "decode_max_batch", "framework")],
             "absent_metrics": [m for m in METRICS if m not in head]}
 
 

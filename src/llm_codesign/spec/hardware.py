@@ -82,6 +82,28 @@ class Gpu:
 
 
 _REQUIRED = ("id", "family", "sms", "hbm_bytes", "hbm_bandwidth_bytes_per_s", "peak_flops", "tdp_w")
+# every key a GPU file takes, per table ("" the top level; [sources] is free-form): what gpu_from_toml reads, and the
+# documentation-only keys the bundled files carry (the *_source citations, confidence), read by people, not the model.
+# Any other key is refused: a misspelt optional one ("hbm_bandwith_tbs") was ignored in silence, its default priced.
+_KEYS = {"": (*_REQUIRED, "name", "vendor", "arch", "aliases", "memory_bytes", "l2_bytes", "scale_up_bandwidth_bytes_per_s",
+              "scale_up_domain", "scale_out_bandwidth_bytes_per_s", "fp4_formats", "tiles", "sources",
+              "memory_source", "nic_source", "scale_up_source", "confidence"),
+         "peak_flops": MATH_PRECISIONS,
+         "tiles": ("shapes", "smem_bytes_per_bf16_flop", "block_scale_rate", "source", "smem_source", "block_scale_source")}
+
+
+def _check_keys(d: dict, origin: str) -> None:
+    """Each key of a parsed GPU file one it takes (_KEYS), else one InputError naming the key, the file and the keys
+    that table takes, the closest first."""
+    import difflib
+
+    for table, known in _KEYS.items():
+        sub = d if not table else d.get(table)
+        for k in sub if isinstance(sub, dict) else ():  # a table that is not one is check_gpu's to refuse
+            if k not in known:
+                closest = sorted(known, key=lambda n: -difflib.SequenceMatcher(None, k.lower(), n).ratio())
+                raise InputError(f"gpu.{table}" if table else "gpu", k, f"a key a GPU file{f' [{table}]' if table else ''} takes "
+                                 f"({origin} has it), the closest first: {', '.join(closest)}")
 
 
 # a GPU file's id: typed on command lines (--gpu ID, sweep's tasks name their GPU by it) and shown in every answer
@@ -112,6 +134,7 @@ def gpu_from_toml(text: str, origin: str) -> Gpu:
             # a misspelt key named ("hbm_bandwith_bytes_per_s"): it read "gpu.hbm_bandwidth_bytes_per_s: None is not valid"
             near = close_matches(f, [k for k in d if k not in _REQUIRED], n=1, cutoff=0.8)
             raise MissingInput(f"gpu.{f}", f"{origin} must define {', '.join(_REQUIRED)}" + (f" (it has {near[0]}: a misspelling?)" if near else ""))
+    _check_keys(d, origin)
     check_gpu(d, origin)  # types, finite positive figures, tile shapes (spec.validation)
     gid = _check_id(d["id"])
     peaks = {k: float(v) for k, v in d["peak_flops"].items() if k in MATH_PRECISIONS}
