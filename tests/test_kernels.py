@@ -564,7 +564,7 @@ def test_mla_decode_work_items_on_hopper_are_64_row_tiles_of_tokens_x_heads(gpu)
     assert got.tolist() == [1536.0, 768.0, 256.0, 512.0, 1.0]
 
 
-def _h100_mla_core(seqs, keys):
+def _h100_mla_core(seqs, keys, kv="bf16"):
     from llm_codesign.cost.calibration import calibration_for
     from llm_codesign.cost.ops import Batch, layer_ops
     from llm_codesign.spec.plan import Plan
@@ -574,7 +574,7 @@ def _h100_mla_core(seqs, keys):
     h100 = get_gpu("h100")
     cal = calibration_for(h100)
     m = get_model("deepseek-r1")
-    got = layer_ops(m, m.groups[0][0], 1.0, h100, cal, prec=Precision.of("fp8_block", kv="bf16"), sh=Plan(),
+    got = layer_ops(m, m.groups[0][0], 1.0, h100, cal, prec=Precision.of("fp8_block", kv=kv), sh=Plan(),
                     b=Batch(dec_seqs=seqs, dec_ctx=keys), prefix="layer", parts=("attn",))
     return next(o for o in got if o.role == "core_decode"), cal
 
@@ -606,6 +606,32 @@ def test_mla_decode_of_one_sequence_at_1k_keys_on_h100_pays_flashmlas_5_overhead
     t = nbytes / (3.35e12 * cal.attn_decode_bw_eff) + cal.attn_overhead_s + 2 * cal.decode_item_s
     assert float(core.time) == pytest.approx(t, rel=1e-9)
     assert float(core.time) - cal.attn_overhead_s - 2 * cal.decode_item_s == pytest.approx(0.63981e-6, abs=0.0001e-6)
+
+
+def test_flashmla_fp8_transpose_of_one_block_on_h100():
+    # one 64-key block of V, 64 keys x 512 FP8 values = 32 KiB read and 32 KiB written in shared memory: 65,536 bytes at
+    # 128 B/clk is 512 clocks of one SM, 279.8 ns at 1.83 GHz; over the GPU's 132 SMs (989.4 TFLOP/s / 32 = 30.92 TB/s of
+    # shared memory) 2.120 ns a block. 132 tiles of one block each take the 512 clocks. Blocks are ceil(keys / 64): 1 key
+    # and 64 keys 1 block, 65 keys 2; FlashMLA's 5 overhead blocks hold no keys and no keys none
+    h100 = get_gpu("h100")
+    assert float(cost.flashmla_fp8_transpose_time(1.0, 64.0, 512, h100)) == pytest.approx(2.1196e-9, abs=0.0001e-9)
+    assert float(cost.flashmla_fp8_transpose_time(132.0, 64.0, 512, h100)) == pytest.approx(512 / 1.83e9, rel=1e-4)
+    got = cost.flashmla_fp8_transpose_time(np.array([2.0, 2.0, 2.0, 2.0]), np.array([0.0, 1.0, 64.0, 65.0]), 512, h100)
+    assert (got / float(cost.flashmla_fp8_transpose_time(1.0, 64.0, 512, h100))).tolist() == pytest.approx([0.0, 2.0, 2.0, 4.0])
+
+
+def test_mla_decode_of_one_sequence_on_an_fp8_cache_on_h100_pays_flashmlas_v_transpose():
+    # one sequence, 1,024 keys, 128 heads (2 tiles), FP8 KV, TensorRT-LLM's FlashMLA (the kernel tables' own). Math
+    # 2 x 128 x 1,344 x 1,088 = 374.3 MFLOP (21 blocks, as BF16's) at 0.6 of 1,978.9 TFLOP/s: 0.3153 us, then the V
+    # transpose of 2 tiles x 16 key blocks x 65,536 bytes = 2,097,152 bytes at 30.92 TB/s: 0.0678 us, serialised with the
+    # math: 0.3831 us. Bytes 1,344 x 576 (the FP8 latent) + 128 x (576 FP8 query + 1,024 BF16 output) = 978,944 at 0.861
+    # of 3.35 TB/s: 0.3395 us, which bound it before the transpose was priced
+    core, cal = _h100_mla_core(1.0, 1024.0, kv="fp8")
+    math = 2 * 128 * 1344 * 1088 / (0.6 * 1.9789e15)
+    transpose = 2 * 16 * 65536 / (9.894e14 / 32)
+    assert 978944 / (3.35e12 * cal.attn_decode_bw_eff_fp8) == pytest.approx(0.3395e-6, abs=0.0001e-6)
+    assert float(core.time) == pytest.approx(math + transpose + cal.attn_overhead_s + 2 * cal.decode_item_s, rel=1e-9)
+    assert float(core.time) - cal.attn_overhead_s - 2 * cal.decode_item_s == pytest.approx(0.3831e-6, abs=0.0001e-6)
 
 
 def test_flashmla_keys_and_where_it_runs():

@@ -142,6 +142,26 @@ def flashmla_keys(keys):
     return (np.ceil(np.asarray(keys, float) / 64.0 - 1e-9) + 5.0) * 64.0
 
 
+# A Hopper SM's shared memory moves 128 bytes a clock (32 banks of 4 bytes), against 4,096 dense BF16 FLOP a clock of its
+# tensor cores (H100 SXM: 989.4 TFLOPS over 132 SMs at 1.83 GHz): 1/32 byte per BF16 FLOP. Not the GPU file's GEMM feed
+# (Gpu.smem_bytes_per_bf16_flop), which Hopper leaves unset: its GEMM tiles are not bound by it (modelling-notes.md)
+HOPPER_SMEM_BYTES_PER_BF16_FLOP = 128.0 / 4096.0
+
+
+def flashmla_fp8_transpose_time(tiles, keys, v_dim, gpu: Gpu):
+    """Time TensorRT-LLM's FlashMLA on SM90 spends, on an FP8 cache, transposing each 64-key block's V in shared memory
+    before its P x V GEMM, whose FP8 GMMA takes V K-major where BF16's reads it MN-major in place (MmaMajorV,
+    Flash_fwd_kernel_traits_mla in NVIDIA/TensorRT-LLM cpp/tensorrt_llm/kernels/flashMLA/flash_fwd_mla_kernel.h@08f1ea31).
+    In compute_attn_1rowblock_splitkv_mla the second warpgroup transposes the block (TransV: 64 x 64 transposes,
+    SmemTransposeFp8_64x64 in fp8_transpose_v.h, same commit) into smem_vt while the first waits on TransVReady and a
+    __syncthreads() before the GEMM both then split, so the transpose adds to each block's math rather than
+    overlapping it. Each of `tiles` 64-row tiles (mla_decode_work_items) reads and writes v_dim x 64 FP8 bytes a block
+    of its ceil(`keys` / 64) (the blocks of FlashMLA's scheduler overhead, flashmla_keys, hold no keys to transpose), at
+    the SMs' shared-memory rate (HOPPER_SMEM_BYTES_PER_BF16_FLOP of the BF16 peak)."""
+    blocks = np.ceil(np.asarray(keys, float) / 64.0 - 1e-9)
+    return np.asarray(tiles, float) * blocks * 2.0 * 64.0 * v_dim / (gpu.peak("bf16") * HOPPER_SMEM_BYTES_PER_BF16_FLOP)
+
+
 def runs_fa3_prefill(engine: Engine | None, gpu: Gpu) -> bool:
     """Whether an engine's GQA prefill runs FlashAttention-3's kernel on this GPU (Engine.fa3_prefill: SGLang's and vLLM's
     default backends on Hopper), priced at that kernel's own rates (attention_prefill_time's `fa3`)."""
@@ -252,7 +272,7 @@ def decode_rope_fused(gpu: Gpu, kv_fp8: bool, engine: Engine | None = None) -> b
 
 
 def attention_decode_time(flops, nbytes, gpu: Gpu, cal: Calibration, *, seq_heads=0.0, kv_fp8: bool = False, group=1.0, split=1.0,
-                          rope_fused=False, fp8_math=True, mmha=False, fa3=False):
+                          rope_fused=False, fp8_math=True, mmha=False, fa3=False, serial_s=0.0):
     """Decode attention: KV-cache read at a fraction of HBM bandwidth, or its math, whichever binds,
     plus a cost per work item (softmax/reduction, CTA scheduling) that dominates at large batch
     with short contexts. Query groups wider than the tensor-core kernels take (`group` query heads
@@ -264,14 +284,15 @@ def attention_decode_time(flops, nbytes, gpu: Gpu, cal: Calibration, *, seq_head
     FP8 cache the math runs at the FP8 peak where `fp8_math` (decode_fp8_math), else at the BF16 peak. Items of
     the masked MHA kernel (`mmha`: decode_mmha, one CTA per sequence and query head) cost attn_decode_mmha_s each.
     FlashAttention-3's kernel (`fa3`: runs_fa3_decode) streams an FP8 cache at its own rate (attn_decode_bw_eff_fa3_fp8)
-    after a launch that casts the query to FP8 (kernel_overhead_s)."""
+    after a launch that casts the query to FP8 (kernel_overhead_s). `serial_s`: time the math waits on inside the
+    kernel's loop, added to it (flashmla_fp8_transpose_time)."""
     flops = np.asarray(flops, float)
     # FP8 KV: the kernel runs its MMAs in FP8 where the GPU has them and the kernel does (fp8_math), and pays
     # for dequantisation, seen as its own bandwidth efficiency
     fp8 = kv_fp8 and gpu.supports("fp8")
     eff = np.where(np.asarray(group, float) > cal.attn_decode_max_group, cal.attn_decode_wide_flops_eff, cal.attn_decode_flops_eff)
     peak = np.where(np.asarray(fp8_math, bool) & fp8, gpu.peak("fp8" if fp8 else "bf16"), gpu.peak("bf16"))
-    t_c = flops / (peak * eff)
+    t_c = flops / (peak * eff) + serial_s
     bw = np.where(fa3, cal.attn_decode_bw_eff_fa3_fp8, cal.attn_decode_bw_eff_fp8) if fp8 else cal.attn_decode_bw_eff
     t_m = np.asarray(nbytes, float) / (gpu.hbm_bandwidth_bytes_per_s * bw)
     live = flops > 0

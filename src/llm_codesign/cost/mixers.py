@@ -271,6 +271,7 @@ def _core_decode(a: Attention, b: Batch, at: _At, P: Site, *, s: _Step, prec: Pr
     seqs = np.asarray(b.dec_seqs, float)
     kv_fp8 = prec.kv.math == "fp8"
     blocks = 1.0  # the kernel's work in keys a sequence over the keys it attends
+    serial = 0.0  # FlashMLA's FP8 V transpose (flashmla_fp8_transpose_time)
     if kv_l is None:  # MLA's latent kernels: unsplit, every key read once, FP8 math on an FP8 cache
         read, merge, rope_fused, mmha, fa3, fp8_math = ctx_l, 1.0, False, False, False, True
         eng = at.engine
@@ -278,6 +279,8 @@ def _core_decode(a: Attention, b: Batch, at: _At, P: Site, *, s: _Step, prec: Pr
             cost.runs_flashmla_decode(eng, gpu)
         if isinstance(a, MLA) and a.kernel == "mla" and np.any(flashmla):
             blocks = np.where(flashmla & (ctx_l > 0), cost.flashmla_keys(ctx_l) / np.maximum(ctx_l, 1.0), 1.0)
+            if kv_fp8 and gpu.supports("fp8"):
+                serial = np.where(flashmla, cost.flashmla_fp8_transpose_time(items, ctx_l, a.kv_lora_rank, gpu), 0.0)
     else:
         k = GqaDecode(gpu, at.engine, tokens=dec_tok, seqs=seqs, kv_heads=kv_l, heads=heads_l, head_dim=a.head_dim, keys=ctx_l,
                       ctx=dec_ctx, window=a.window, kv_fp8=kv_fp8)
@@ -287,7 +290,7 @@ def _core_decode(a: Attention, b: Batch, at: _At, P: Site, *, s: _Step, prec: Pr
     # FlashMLA's per-sequence overhead (flashmla_keys) as blocks of its per-block math and key stream
     t_flops, t_bytes = dec_flops * blocks, seqs * read * per_tok_kv * blocks + dec_tok * heads_l * qo_b
     times = cost.attention_decode_time(t_flops, t_bytes, gpu, dcal, seq_heads=items, kv_fp8=kv_fp8, group=group, split=merge,
-                                       rope_fused=rope_fused, mmha=mmha, fa3=fa3, fp8_math=fp8_math)
+                                       rope_fused=rope_fused, mmha=mmha, fa3=fa3, fp8_math=fp8_math, serial_s=serial)
     f = _attention_factor(at, a, "decode", kv_fp8=kv_fp8, dec_tokens=dec_tok)
     return _attention(P / "core_decode", dec_flops, dec_bytes, tuple(x * f for x in times), at)
 
