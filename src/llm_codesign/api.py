@@ -10,6 +10,7 @@ command's `--json` prints, and `to_pandas()` a table.
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 
 from llm_codesign.cost.calibration import Calibration, calibration_for
 from llm_codesign.errors import InputError
@@ -21,7 +22,7 @@ from llm_codesign.spec.engines import engine_for
 from llm_codesign.spec.hardware import Gpu
 from llm_codesign.spec.hardware import get_gpu as _get_gpu
 from llm_codesign.spec.model import ModelSpec
-from llm_codesign.spec.plan import Deployment, Plan, SpecDecoding, Workload, deployment, spec_decoding
+from llm_codesign.spec.plan import Deployment, Plan, SpecDecoding, Workload, check_sizes, deployment, spec_decoding
 from llm_codesign.spec.precision import Precision
 from llm_codesign.spec.registry import get_model as _get_model
 
@@ -29,9 +30,17 @@ __all__ = ["Deployment", "Estimate", "Frontier", "FrontierPoint", "Gpu", "InputE
            "SpecDecoding", "Workload", "deployment", "design", "estimate", "evaluate", "get_gpu", "get_model", "lint", "pareto", "validate_serving"]
 
 
-def get_model(model: str | ModelSpec) -> ModelSpec:
-    """A model from a registry name, a Hugging Face id or a config.json path (a ModelSpec passes through)."""
-    return model if isinstance(model, ModelSpec) else _get_model(model)
+def get_model(model: str | Path | dict | ModelSpec, *, name: str | None = None) -> ModelSpec:
+    """A model from a registry name, a Hugging Face id, a config.json path, or a config.json's contents as a dict: a
+    shape of one's own, nothing read or downloaded, e.g. `get_model({"model_type": "llama", "hidden_size": 6144,
+    "num_hidden_layers": 60, "num_attention_heads": 48, "num_key_value_heads": 8, "intermediate_size": 16384,
+    "vocab_size": 128256})` (a ModelSpec passes through). `name` names it in answers (a dict's default: "custom")."""
+    m = model if isinstance(model, ModelSpec) else _get_model(model)
+    if name is None:
+        return m
+    if not isinstance(name, str) or not name.strip():
+        raise InputError("name", name, "a non-empty string")
+    return replace(m, name=name.strip())
 
 
 def get_gpu(gpu: str | Gpu) -> Gpu:
@@ -43,11 +52,21 @@ def _calibration(gpu: Gpu, calibration: Calibration | str | None) -> Calibration
     return calibration if isinstance(calibration, Calibration) else calibration_for(gpu, calibration)
 
 
+def _checked(deployment, workload) -> Workload:
+    """The workload (the default where None) of a deployment and workload of the right types: a GPU id or a dict in
+    their place was an AttributeError from deep in the cost model."""
+    if not isinstance(deployment, Deployment):
+        raise InputError("deployment", deployment, "a Deployment: lc.deployment(model, gpu=..., num_gpus=...)")
+    if workload is not None and not isinstance(workload, Workload):
+        raise InputError("workload", workload, "a Workload: lc.Workload(isl=..., osl=..., concurrency=...)")
+    return workload or Workload()
+
+
 def evaluate(model: str | ModelSpec, deployment: Deployment, workload: Workload | None = None, *,
              calibration: Calibration | str | None = None, concurrency=None) -> Metrics:
     """Typed, array-valued serving metrics (SI units) of one deployment; `concurrency` may be an array."""
-    return _evaluate(get_model(model), deployment, workload or Workload(), calibration=_calibration(deployment.gpu, calibration),
-                     concurrency=concurrency)
+    w = _checked(deployment, workload)
+    return _evaluate(get_model(model), deployment, w, calibration=_calibration(deployment.gpu, calibration), concurrency=concurrency)
 
 
 def estimate(model: str | ModelSpec, deployment: Deployment, workload: Workload | None = None, *,
@@ -61,7 +80,7 @@ def estimate(model: str | ModelSpec, deployment: Deployment, workload: Workload 
     from llm_codesign.measure import intervals
     from llm_codesign.serve.estimate import estimate as run
 
-    m, w, dep = get_model(model), workload or Workload(), deployment
+    m, w, dep = get_model(model), _checked(deployment, workload), deployment
     r = run(m, dep, w, calibration=_calibration(dep.gpu, calibration), breakdown=breakdown)
     ctx = intervals.context(m, dep.gpu, dep.precision, engine=dep.backend, concurrency=w.concurrency, isl=w.isl, osl=w.osl,
                             spec=dep.spec is not None, arrival=w.arrival)
@@ -77,13 +96,14 @@ def pareto(model: str | ModelSpec, gpu: str | Gpu, *, num_gpus: int = 8, instanc
            moe_tp: int | None = None, attention_dp: int | None = None, kvp: int | None = None, weight_dtype: str | None = None,
            activation_dtype: str | None = None, kv_dtype: str | None = None, spec: SpecDecoding | str | None = None,
            draft_len: int | None = None, acceptance: float | None = None, acceptance_rates: str | tuple | None = None,
-           max_num_tokens: int | None = None, step_tokens: tuple[int, ...] = (), min_tps_user: float | None = None,
+           draft_model: str | None = None, max_num_tokens: int | None = None, step_tokens: tuple[int, ...] = (), min_tps_user: float | None = None,
            max_ttft_ms: float | None = None, max_accuracy_drop: float | None = None, calibration: Calibration | str | None = None,
            progress=None) -> Frontier:
     """The frontier over every valid plan x batch x precision (x draft length) on `num_gpus` GPUs, as
     `llm-codesign pareto` searches it (the same SearchSpace.build): fixed sizes (`tp=8`, ...) narrow the
     plans, precisions default to the checkpoint's own plus the formats the GPU runs natively, with
-    `spec` draft lengths 1..5 (or `draft_len`) beside none, `step_tokens` searches step budgets too;
+    `spec` draft lengths 1..5 (or `draft_len`; `draft_model`: the draft of `spec="draft"`) beside none, `step_tokens`
+    searches step budgets too (the CLI's `--max-num-tokens-grid`);
     `workload` gives the lengths and the prefix cache's hit share, `min_tps_user`/`max_ttft_ms` filter
     by SLO and `max_accuracy_drop` (%) keeps the precisions known to lose at most that much. `engine` defaults
     to the GPU vendor's and one that does not run on the GPU is refused (spec.engines.engine_for). Each point
@@ -92,10 +112,14 @@ def pareto(model: str | ModelSpec, gpu: str | Gpu, *, num_gpus: int = 8, instanc
     from llm_codesign.measure.intervals import table_for
     from llm_codesign.spec.plan import check_budget_holds
 
-    m, g, w = get_model(model), get_gpu(gpu), workload or Workload()
+    m, g = get_model(model), get_gpu(gpu)
+    if workload is not None and not isinstance(workload, Workload):
+        raise InputError("workload", workload, "a Workload: lc.Workload(isl=..., osl=...)")
+    w = workload or Workload()
+    check_sizes(max_num_tokens=max_num_tokens)
     eng = engine_for(g, engine)
     sd = spec if isinstance(spec, SpecDecoding) or spec is None else spec_decoding(
-        spec, draft_len=draft_len, acceptance=acceptance, acceptance_rates=acceptance_rates)
+        spec, draft_len=draft_len, acceptance=acceptance, acceptance_rates=acceptance_rates, draft_model=draft_model)
     if sd is not None and draft_len:  # a fixed draft length the budget cannot hold is refused as estimate refuses it
         check_budget_holds(max_num_tokens, eng, draft_len)
     space = SearchSpace.build(m, g, num_gpus=num_gpus, instance_gpus=instance_gpus, tp=tp, pp=pp, ep=ep, moe_tp=moe_tp,
@@ -126,19 +150,23 @@ def design(params: float, gpu: str | Gpu, *, num_gpus: int = 8, regime: str = "t
            kv_dtype: str | None = None, engine: str | None = None, isl: int | None = None, osl: int | None = None,
            min_tps_user: float = 20.0, min_tps_gpu: float = 50.0, budget_tol: float = 0.1, quality_tol: float = 0.0,
            quality_sigmas: float = 1.0, outside_envelope: bool = False, max_candidates: int = 20000, top: int = 10,
-           calibration: Calibration | str | None = None, progress=None) -> dict:
+           active_params: float | None = None, calibration: Calibration | str | None = None, progress=None) -> dict:
     """Model shapes at a parameter budget, inside the published models' envelope (unless `outside_envelope`)
     and no worse in proxy loss than the baseline (without one, the nearest published model of the kind) beyond
-    `quality_sigmas` of the difference's uncertainty, ranked by the frontier value they reach at the regime's
+    `quality_sigmas` of the difference's uncertainty (MoE: `active_params`, an active-parameter budget within `budget_tol`
+    too), ranked by the frontier value they reach at the regime's
     SLO (the dict `llm-codesign design --json` prints): each row with its lint counts and its objective's 80% and
     95% intervals (`intervals`), and the top three beside the reference in `side_by_side` (explore.design_report)."""
-    from llm_codesign.explore.design import Slo
+    from llm_codesign.explore.design import Slo, check_options
     from llm_codesign.explore.design import design as run
     from llm_codesign.explore.design_report import complete
     from llm_codesign.measure.intervals import table_for
     from llm_codesign.spec.plan import precision_for
     from llm_codesign.spec.precision import Precision as _P
 
+    check_options(params=params, active_params=active_params, budget_tol=budget_tol, quality_tol=quality_tol, quality_sigmas=quality_sigmas,
+                  min_tps_user=min_tps_user, min_tps_gpu=min_tps_gpu, num_gpus=num_gpus, isl=isl, osl=osl, max_candidates=max_candidates,
+                  top=top)
     g = get_gpu(gpu)
     base = get_model(baseline) if baseline is not None else None
     prec = precision_for(base, weight_dtype, activation_dtype, kv_dtype) if base else (
@@ -147,7 +175,7 @@ def design(params: float, gpu: str | Gpu, *, num_gpus: int = 8, regime: str = "t
     prec = prec or (base.default_precision if base else _P.of("bf16"))  # what design prices: the baseline's, else BF16
     r = run(params, g, cal, num_gpus, slo, baseline=base, moe=moe, prec=prec, budget_tol=budget_tol, quality_tol=quality_tol,
             quality_sigmas=quality_sigmas, outside_envelope=outside_envelope, engine=eng, max_candidates=max_candidates, top=top,
-            progress=progress)
+            progress=progress, active_params=active_params)
     # each row's lint and intervals, and the top designs beside the reference (explore.design_report), as `design --json`
     return complete(r, params=params, gpu=g, cal=cal, prec=prec, num_gpus=num_gpus, slo=slo, moe=moe, engine=eng, baseline=base,
                     budget_tol=budget_tol, table=table_for(calibration, gpu=g))

@@ -6,7 +6,7 @@ import tomllib
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
-from pathlib import Path
+from pathlib import Path, PurePath
 
 from llm_codesign.errors import InputError, MissingInput, close_matches, did_you_mean, parse_nested
 from llm_codesign.spec.validation import check_gpu
@@ -166,6 +166,10 @@ def _alias_table() -> dict[str, str]:
 
 def get_gpu(name_or_path: str) -> Gpu:
     """A catalog id, a common spelling of it, or a path to the user's own GPU TOML."""
+    if isinstance(name_or_path, PurePath):
+        name_or_path = str(name_or_path)
+    if not isinstance(name_or_path, str):  # a notebook's None or number: one line, not an AttributeError
+        raise InputError("gpu", name_or_path, "a GPU id, one of: " + ", ".join(catalog()) + " (or a path to a GPU .toml)")
     if name_or_path.endswith(".toml"):
         p = Path(name_or_path)
         if not p.is_file():

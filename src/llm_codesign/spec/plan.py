@@ -16,6 +16,7 @@ from llm_codesign.spec.harness import DEFAULT_ARRIVAL, FRACTION, OFFLINE_ARRIVAL
 from llm_codesign.spec.kinds import DenseFfn, MoE
 from llm_codesign.spec.model import ModelSpec
 from llm_codesign.spec.precision import Precision, get_dtype
+from llm_codesign.spec.registry import get_model
 
 # reason codes, in the order they are checked; the first failing one is reported
 REASONS = (
@@ -275,6 +276,8 @@ class Deployment:
     kv_fraction: float | None = None
 
     def __post_init__(self):
+        if not isinstance(self.gpu, Gpu):  # a catalog id or a TOML path, as lc.deployment takes it (else an AttributeError below)
+            object.__setattr__(self, "gpu", get_gpu(self.gpu))
         # the engine by its registry name, one that runs on this GPU (spec.engines.engine_for): TensorRT-LLM on an MI355X is refused
         object.__setattr__(self, "backend", engine_for(self.gpu, self.backend).name)
         if self.kv_fraction is not None and memory_fraction(self.kv_fraction) is None:
@@ -430,7 +433,15 @@ def spec_decoding(method: str | None, *, draft_len: int | None = None, acceptanc
     return SpecDecoding(method, k, acceptance, rates, draft_model)
 
 
-def deployment(model: ModelSpec, *, gpu: Gpu | str, num_gpus: int | None = None, tp: int | None = None, pp: int | None = None,
+def check_sizes(**sizes) -> None:
+    """Each size given (not None) a positive integer: a float (2.5, NaN), a string or a boolean is refused in one line
+    before it reaches an array (where NaN became a plan and '2' a TypeError)."""
+    for name, v in sizes.items():
+        if v is not None and (isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1):
+            raise InputError(name, v, "a positive integer")
+
+
+def deployment(model: ModelSpec | str | dict, *, gpu: Gpu | str, num_gpus: int | None = None, tp: int | None = None, pp: int | None = None,
                ep: int | None = None, moe_tp: int | None = None, attention_dp: int | None = None, kvp: int | None = None,
                weight_dtype: str | None = None, activation_dtype: str | None = None, kv_dtype: str | None = None,
                engine: str | None = None, spec: str | SpecDecoding | None = None, draft_len: int | None = None,
@@ -438,12 +449,12 @@ def deployment(model: ModelSpec, *, gpu: Gpu | str, num_gpus: int | None = None,
                max_num_tokens: int | None = None, cpp: bool = False) -> Deployment:
     """A Deployment from loose options, filled in as the engines do: TP takes the GPUs the other sizes
     leave, MoE TP what EP and PP leave; precision defaults to the checkpoint's own; the engine to the GPU
-    vendor's, and one that does not run on the GPU is refused (spec.engines.engine_for)."""
-    g = get_gpu(gpu) if isinstance(gpu, str) else gpu
-    for name, v in (("tp", tp), ("pp", pp), ("ep", ep), ("moe_tp", moe_tp), ("attention_dp", attention_dp), ("kvp", kvp),
-                    ("max_num_tokens", max_num_tokens), ("gpus", num_gpus)):
-        if v is not None and v < 1:
-            raise InputError(name, v, "a positive integer")
+    vendor's, and one that does not run on the GPU is refused (spec.engines.engine_for). `model` is a ModelSpec
+    or anything `get_model` takes; `gpu` a Gpu, a catalog id or a GPU TOML path."""
+    if not isinstance(model, ModelSpec):  # a name, an id, a path or a config dict, as every other entry point takes it
+        model = get_model(model)
+    g = gpu if isinstance(gpu, Gpu) else get_gpu(gpu)
+    check_sizes(tp=tp, pp=pp, ep=ep, moe_tp=moe_tp, attention_dp=attention_dp, kvp=kvp, max_num_tokens=max_num_tokens, gpus=num_gpus)
     tp_, pp_, ep_, adp_, kvp_ = tp or 1, pp or 1, ep or 1, attention_dp or 1, kvp or 1
     n = num_gpus or tp_ * pp_ * adp_ * kvp_
     if tp is None and num_gpus and n % (pp_ * adp_ * kvp_) == 0:

@@ -1,0 +1,121 @@
+"""A researcher's first hour with the Python API in a notebook: a shape of one's own without a file, every bad
+argument refused in one InputError line, results as flat tables, the CLI's options in the API's functions."""
+import json
+import math
+import re
+
+import numpy as np
+import pytest
+
+import llm_codesign as lc
+
+# a dense ~25B shape of one's own (Llama-style, untied), nothing on disk
+DENSE = {"model_type": "llama", "hidden_size": 6144, "num_hidden_layers": 60, "num_attention_heads": 48, "num_key_value_heads": 8,
+         "intermediate_size": 16384, "vocab_size": 128256, "max_position_embeddings": 32768}
+
+
+def test_a_shape_of_ones_own_is_a_config_dict(tmp_path):
+    m = lc.get_model(DENSE, name="dense25b")
+    # per layer: Q and O 6144^2 each, K and V 6144 x (8 x 128) each, a gated FFN 3 x 6144 x 16384; embedding and LM head 128256 x 6144
+    layer = 2 * 6144 * 6144 + 2 * 6144 * 1024 + 3 * 6144 * 16384
+    assert m.name == "dense25b" and m.total_params == 60 * layer + 2 * 128256 * 6144 == 24_980_226_048
+    assert lc.get_model(DENSE).name == "custom"
+    (tmp_path / "config.json").write_text(json.dumps(DENSE))
+    from dataclasses import replace
+
+    assert replace(lc.get_model(tmp_path / "config.json"), name="dense25b") == m  # a pathlib.Path too
+    # every entry point takes the dict where it takes a name, lc.deployment included
+    dep = lc.deployment(DENSE, gpu="h100", num_gpus=2)
+    assert dep.plan.label() == "TP2" and lc.Deployment(gpu="h100", num_gpus=2, plan=dep.plan) == dep
+    w = lc.Workload(isl=2048, osl=512, concurrency=64)
+    assert lc.estimate(DENSE, dep, w).tpot_s == lc.estimate(m, dep, w).tpot_s
+
+
+BAD = [
+    (lambda: lc.get_gpu(None), "gpu: None is not valid; a GPU id, one of: "),
+    (lambda: lc.get_gpu(5), "gpu: 5 is not valid; a GPU id, one of: "),
+    (lambda: lc.get_model(5), "model: 5 is not valid; a registry name"),
+    (lambda: lc.get_model(DENSE, name=""), "name: '' is not valid; a non-empty string"),
+    (lambda: lc.deployment(DENSE, gpu=None), "gpu: None is not valid; a GPU id, one of: "),
+    (lambda: lc.deployment(DENSE, gpu="h100", tp="2"), "tp: '2' is not valid; a positive integer"),
+    (lambda: lc.deployment(DENSE, gpu="h100", tp=2.5), "tp: 2.5 is not valid; a positive integer"),
+    (lambda: lc.deployment(DENSE, gpu="h100", tp=math.nan), "tp: nan is not valid; a positive integer"),
+    (lambda: lc.deployment(DENSE, gpu="h100", num_gpus=True), "gpus: True is not valid; a positive integer"),
+    (lambda: lc.estimate(DENSE, "h100"), "deployment: 'h100' is not valid; a Deployment: lc.deployment(model, gpu=..., num_gpus=...)"),
+    (lambda: lc.estimate(DENSE, lc.deployment(DENSE, gpu="h100", tp=2), {"isl": 8}),
+     "workload: {'isl': 8} is not valid; a Workload: lc.Workload(isl=..., osl=..., concurrency=...)"),
+    (lambda: lc.evaluate(DENSE, lc.deployment(DENSE, gpu="h100", tp=2), concurrency=-1),
+     "concurrency: -1 is not valid; a positive integer up to 10,000,000, or an array of them"),
+    (lambda: lc.evaluate(DENSE, lc.deployment(DENSE, gpu="h100", tp=2), concurrency=[0, 1]),
+     "concurrency: [0, 1] is not valid; a positive integer up to 10,000,000, or an array of them"),
+    (lambda: lc.evaluate(DENSE, lc.deployment(DENSE, gpu="h100", tp=2), concurrency=math.nan),
+     "concurrency: nan is not valid; a positive integer up to 10,000,000, or an array of them"),
+    (lambda: lc.evaluate(DENSE, lc.deployment(DENSE, gpu="h100", tp=2), concurrency=np.arange(1, 9) * 0.5),
+     "concurrency: [0.5, 1.0, 1.5, 2.0, 2.5, 3.0, '...'] is not valid; a positive integer up to 10,000,000, or an array of them"),
+    (lambda: lc.pareto(DENSE, "h100", num_gpus="8"), "gpus: '8' is not valid; a positive integer"),
+    (lambda: lc.pareto(DENSE, "h100", num_gpus=4, tp=0), "tp: 0 is not valid; a positive integer"),  # was 'gpus: 4 ...'
+    (lambda: lc.pareto(DENSE, "h100", num_gpus=2, step_tokens=(4096, 0)), "step_tokens[1]: 0 is not valid; a positive integer"),
+    (lambda: lc.pareto(DENSE, "h100", num_gpus=2, max_num_tokens=0), "max_num_tokens: 0 is not valid; a positive integer"),
+    (lambda: lc.pareto(DENSE, "h100", num_gpus=2, min_tps_user=math.nan), "min_tps_user: nan is not valid; a finite number from 0"),
+    (lambda: lc.pareto(DENSE, "h100", num_gpus=2, max_ttft_ms=0), "max_ttft_ms: 0 is not valid; a finite number above 0"),
+    (lambda: lc.pareto(DENSE, "h100", workload={"isl": 8}), "workload: {'isl': 8} is not valid; a Workload: lc.Workload(isl=..., osl=...)"),
+    (lambda: lc.design(math.nan, "h100"), "params: nan is not valid; a total-parameter budget from 1e6 to 1e14, e.g. 70e9"),
+    (lambda: lc.design("8e9", "h100"), "params: '8e9' is not valid; a total-parameter budget from 1e6 to 1e14, e.g. 70e9"),
+    (lambda: lc.design(8e9, "h100", num_gpus=0), "gpus: 0 is not valid; an integer from 1 to 65,536"),
+    (lambda: lc.design(8e9, "h100", top=0), "top: 0 is not valid; an integer from 1 to 1,000"),
+    (lambda: lc.design(30e9, "h100", moe=True, active_params=-3e9),
+     "active_params: -3000000000.0 is not valid; an active-parameter budget from 1e6 to 1e14, e.g. 30e9"),
+]
+
+
+@pytest.mark.parametrize("call,message", BAD, ids=[m.split(" is not valid")[0] + f"#{i}" for i, (_, m) in enumerate(BAD)])
+def test_a_bad_argument_is_one_input_error_line(call, message):
+    # each was an AttributeError, a TypeError, a ValueError, an IndexError or an InvariantError from deep in the
+    # code, or (NaN sizes and SLOs, a zero step budget, top=0) no error at all
+    with pytest.raises(lc.InputError) as e:
+        call()
+    assert str(e.value).startswith(message) and "\n" not in str(e.value)
+
+
+def _plain(v) -> bool:
+    return v is None or type(v) in (str, int, float, bool) or (type(v) is list and all(_plain(x) for x in v))
+
+
+def test_a_frontier_is_a_flat_table_of_plain_values():
+    f = lc.pareto("qwen3-30b-a3b", "h100", num_gpus=2, workload=lc.Workload(isl=1024, osl=512))
+    recs = f.to_records()
+    assert len(recs) == len(f.points) > 3 and all(_plain(v) for r in recs for v in r.values())
+    r, p = recs[0], f.points[0]
+    assert (r["model"], r["gpu"], r["plan"], r["concurrency_per_instance"]) == ("qwen3-30b-a3b", "h100", p.deployment.plan.label(), p.concurrency)
+    assert r["accuracy_source"] == p.accuracy["source"] and r["tokens_per_joule"] == p.energy["tokens_per_joule"]
+    for m in ("ttft_ms", "tpot_ms", "tok_s_per_user", "output_tok_s_per_gpu"):
+        assert [r[f"{m}_{e}"] for e in ("lo80", "hi80", "lo95", "hi95")] == [p.intervals[m][e] for e in ("lo80", "hi80", "lo95", "hi95")]
+    # H100 lies outside the bundled runs (Blackwell): every metric's band says so, once
+    assert r["interval_widened"].count("no serving run on any Hopper GPU") == 1
+    df = f.to_pandas()
+    assert list(df.columns) == list(r) and df["ttft_ms_hi80"].tolist() == [x["ttft_ms_hi80"] for x in recs]
+    assert not any(df[c].map(lambda v: isinstance(v, dict)).any() for c in df.columns)  # the accuracy, energy, intervals dicts were cells
+
+
+def test_an_estimate_row_carries_its_intervals():
+    m = lc.get_model(DENSE)
+    e = lc.estimate(m, lc.deployment(m, gpu="b200", num_gpus=1), lc.Workload(isl=1024, osl=1024, concurrency=32))
+    row = e.to_pandas().iloc[0]
+    assert row["tpot_ms"] == e.tpot_s * 1e3 and row["tpot_ms_lo80"] == e.intervals["tpot_ms"]["lo80"]
+    assert row["output_tok_s_per_gpu_hi95"] == e.intervals["output_tok_s_per_gpu"]["hi95"]
+    assert "no measured run of custom" in row["interval_widened"]
+
+
+def test_the_api_takes_the_clis_design_and_pareto_options():
+    # design --active-params and pareto --draft-model had no keyword in the API
+    r = lc.design(30e9, "h100", moe=True, active_params=3e9, max_candidates=300, top=3)
+    assert r["designs"] and all(2.7e9 <= d["active_params"] <= 3.3e9 for d in r["designs"])  # within budget_tol 0.1 of 3e9
+    f = lc.pareto("qwen3-32b", "h100", num_gpus=2, spec="draft", draft_model="qwen3-0.6b", draft_len=2, acceptance=2.0,
+                  workload=lc.Workload(isl=512, osl=256))
+    assert {p.deployment.spec.draft_model for p in f.points if p.deployment.spec} == {"qwen3-0.6b"}
+
+
+def test_the_package_docstring_example_runs():
+    code = "\n".join(line[4:] for line in lc.__doc__.split("\n\n")[2].splitlines())
+    assert re.match(r"import llm_codesign as lc\n", code)
+    exec(compile(code, "llm_codesign/__init__.py", "exec"), {})
