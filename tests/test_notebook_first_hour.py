@@ -119,3 +119,49 @@ def test_the_package_docstring_example_runs():
     code = "\n".join(line[4:] for line in lc.__doc__.split("\n\n")[2].splitlines())
     assert re.match(r"import llm_codesign as lc\n", code)
     exec(compile(code, "llm_codesign/__init__.py", "exec"), {})
+
+
+def test_the_api_references_notebook_block_runs(capsys):
+    from pathlib import Path
+
+    section = (Path(__file__).resolve().parents[1] / "docs" / "api.md").read_text().split("### In a notebook", 1)[1]
+    code = re.search(r"```python\n(.*?)```", section, re.S).group(1)
+    exec(compile(code, "docs/api.md", "exec"), {})
+    assert re.fullmatch(r"(h100|b200|mi355x) TP\d+( PP\d+)?( EP\d+/MoE-TP\d+)? \d+ tok/s/GPU, 80%: \d+-\d+\n", capsys.readouterr().out)
+
+
+RUNS = """source,model,gpu,num_gpus,backend,weight_dtype,isl,osl,concurrency,tp,ep,moe_tp,ttft_ms,tpot_ms,output_tok_s_per_gpu
+r1,llama-3.1-8b,h100,1,vllm,bf16,1024,256,8,1,,,60,7.5,
+r2,llama-3.1-8b,h100,1,vllm,bf16,1024,256,64,1,,,210,11.0,2600
+r3,qwen3-30b-a3b,h100,2,vllm,bf16,1024,256,16,2,,,90,9.0,
+"""
+
+
+def test_validate_serving_gives_each_run_beside_its_prediction(tmp_path):
+    p = tmp_path / "runs.csv"
+    p.write_text(RUNS)
+    rep = lc.validate_serving(str(p), runs=True)
+    assert (rep["rows"], rep["modeled"], [u["source"] for u in rep["unmodeled"]]) == (3, 2, ["r3"])  # MoE TP2 with EP x MoE-TP = 1
+    r1, r2, r3 = rep["runs"]
+    assert (r2["concurrency"], r2["tp"], r2["ep"], r2["ttft_ms"], r2["output_tok_s_per_gpu"]) == (64, 1, None, 210.0, 2600.0)
+    assert r1["predicted_tpot_ms_lo"] < r1["predicted_tpot_ms"] < r1["predicted_tpot_ms_hi"] and "predicted_tpot_ms" not in r3
+    # the report's TPOT errors are these runs' own
+    ape = sorted(abs(r["predicted_tpot_ms"] / r["tpot_ms"] - 1) * 100 for r in (r1, r2))
+    assert rep["overall"]["tpot_ms"]["median_ape"] == pytest.approx(sum(ape) / 2) and "runs" not in lc.validate_serving(str(p))
+    # a file none of whose runs is priced is refused, as `validate --serving` refuses it (an empty report before)
+    q = tmp_path / "moe.csv"
+    q.write_text(RUNS.split("\n", 1)[0] + "\n" + RUNS.strip().splitlines()[-1] + "\n")
+    with pytest.raises(lc.InputError, match=r"^serving: '.*moe.csv' is not valid; a file with at least one row the model can price; "
+                                            r"none of its 1 rows is \(the parallel sizes must multiply"):
+        lc.validate_serving(str(q))
+
+
+def test_the_engine_is_backend_as_the_answers_and_the_cli_call_it():
+    # to_dict(), to_records() and Deployment say `backend`, the CLI --backend (or --engine); the functions took engine= alone
+    m = lc.get_model("llama-3.1-8b")
+    assert lc.deployment(m, gpu="h100", backend="vllm") == lc.deployment(m, gpu="h100", engine="vllm") == lc.Deployment(
+        gpu="h100", num_gpus=1, backend="vllm")
+    assert lc.pareto(m, "h100", num_gpus=1, backend="sglang", workload=lc.Workload(isl=512, osl=128)).to_records()[0]["backend"] == "sglang"
+    assert lc.lint(m, "mi355x", backend="atom") == lc.lint(m, "mi355x", engine="atom")
+    with pytest.raises(lc.InputError, match=r"^backend: 'vllm' is not valid; the engine engine='sglang' names, or only one of the two$"):
+        lc.deployment(m, gpu="h100", engine="sglang", backend="vllm")

@@ -1,11 +1,13 @@
 """The Python API: what the CLI, the web page and a notebook call, over the private modules.
 
-Every function takes a model as a registry name, a Hugging Face id, a config.json path or a
-`ModelSpec`, and a GPU as a catalog id, a TOML path or a `Gpu`; an `engine` left out is the GPU vendor's and one
+Every function takes a model as a registry name, a Hugging Face id, a config.json path, its contents as a dict or a
+`ModelSpec`, and a GPU as a catalog id, a TOML path or a `Gpu`; the engine is `engine=` or `backend=` (the CLI's
+`--engine` and `--backend`, the answers' `backend`); one left out is the GPU vendor's and one
 that does not run on the GPU is refused (spec.engines.engine_for: SGLang on an MI355X, TensorRT-LLM refused there). Results are typed data in SI units:
 `evaluate` returns array-valued `Metrics`, `estimate` an `Estimate`, `pareto` a `Frontier` whose
 points (`FrontierPoint`) hold their `Deployment`; each result's `to_dict()` is what the matching
-command's `--json` prints, and `to_pandas()` a table.
+command's `--json` prints, and `to_pandas()` a table of plain values (a frontier's `to_records()` the same rows without
+pandas). Bad arguments raise `InputError` in one line naming the field, the value and what is valid.
 """
 from __future__ import annotations
 
@@ -22,7 +24,7 @@ from llm_codesign.spec.engines import engine_for
 from llm_codesign.spec.hardware import Gpu
 from llm_codesign.spec.hardware import get_gpu as _get_gpu
 from llm_codesign.spec.model import ModelSpec
-from llm_codesign.spec.plan import Deployment, Plan, SpecDecoding, Workload, check_sizes, deployment, spec_decoding
+from llm_codesign.spec.plan import Deployment, Plan, SpecDecoding, Workload, check_sizes, deployment, engine_arg, spec_decoding
 from llm_codesign.spec.precision import Precision
 from llm_codesign.spec.registry import get_model as _get_model
 
@@ -98,11 +100,11 @@ def pareto(model: str | ModelSpec, gpu: str | Gpu, *, num_gpus: int = 8, instanc
            draft_len: int | None = None, acceptance: float | None = None, acceptance_rates: str | tuple | None = None,
            draft_model: str | None = None, max_num_tokens: int | None = None, step_tokens: tuple[int, ...] = (), min_tps_user: float | None = None,
            max_ttft_ms: float | None = None, max_accuracy_drop: float | None = None, calibration: Calibration | str | None = None,
-           progress=None) -> Frontier:
+           progress=None, backend: str | None = None) -> Frontier:
     """The frontier over every valid plan x batch x precision (x draft length) on `num_gpus` GPUs, as
     `llm-codesign pareto` searches it (the same SearchSpace.build): fixed sizes (`tp=8`, ...) narrow the
-    plans, precisions default to the checkpoint's own plus the formats the GPU runs natively, with
-    `spec` draft lengths 1..5 (or `draft_len`; `draft_model`: the draft of `spec="draft"`) beside none, `step_tokens`
+    plans, `instance_gpus` the instance sizes (the CLI's `--gpus 8-72` is `num_gpus=72, instance_gpus=tuple(range(8, 73))`),
+    precisions default to the checkpoint's own plus the formats the GPU runs natively, with `spec` draft lengths 1..5 (or `draft_len`; `draft_model`: the draft of `spec="draft"`) beside none, `step_tokens`
     searches step budgets too (the CLI's `--max-num-tokens-grid`);
     `workload` gives the lengths and the prefix cache's hit share, `min_tps_user`/`max_ttft_ms` filter
     by SLO and `max_accuracy_drop` (%) keeps the precisions known to lose at most that much. `engine` defaults
@@ -117,7 +119,7 @@ def pareto(model: str | ModelSpec, gpu: str | Gpu, *, num_gpus: int = 8, instanc
         raise InputError("workload", workload, "a Workload: lc.Workload(isl=..., osl=...)")
     w = workload or Workload()
     check_sizes(max_num_tokens=max_num_tokens)
-    eng = engine_for(g, engine)
+    eng = engine_for(g, engine_arg(engine, backend))
     sd = spec if isinstance(spec, SpecDecoding) or spec is None else spec_decoding(
         spec, draft_len=draft_len, acceptance=acceptance, acceptance_rates=acceptance_rates, draft_model=draft_model)
     if sd is not None and draft_len:  # a fixed draft length the budget cannot hold is refused as estimate refuses it
@@ -134,15 +136,16 @@ def pareto(model: str | ModelSpec, gpu: str | Gpu, *, num_gpus: int = 8, instanc
 
 def lint(model: str | ModelSpec, gpu: str | Gpu, *, regime: str = "throughput", weight_dtype: str | None = None,
          activation_dtype: str | None = None, kv_dtype: str | None = None, engine: str | None = None,
-         calibration: Calibration | str | None = None) -> list[dict]:
-    """The guideline findings for a shape on a GPU, each with its predicted cost and fix, as dicts, priced on `engine`
+         calibration: Calibration | str | None = None, backend: str | None = None) -> list[dict]:
+    """The guideline findings for a shape on a GPU (the `findings` of `llm-codesign lint --json`), each with its predicted
+    cost and fix, as dicts, priced on `engine`
     (default: the GPU vendor's; one that does not run on the GPU is refused: spec.engines.engine_for)."""
     from llm_codesign.explore.lint import lint as run
     from llm_codesign.spec.plan import precision_for
 
     m, g = get_model(model), get_gpu(gpu)
     return [f.to_dict() for f in run(m, g, _calibration(g, calibration), regime, prec=precision_for(m, weight_dtype, activation_dtype, kv_dtype),
-                                     engine=engine_for(g, engine))]
+                                     engine=engine_for(g, engine_arg(engine, backend)))]
 
 
 def design(params: float, gpu: str | Gpu, *, num_gpus: int = 8, regime: str = "throughput", moe: bool = False,
@@ -150,7 +153,8 @@ def design(params: float, gpu: str | Gpu, *, num_gpus: int = 8, regime: str = "t
            kv_dtype: str | None = None, engine: str | None = None, isl: int | None = None, osl: int | None = None,
            min_tps_user: float = 20.0, min_tps_gpu: float = 50.0, budget_tol: float = 0.1, quality_tol: float = 0.0,
            quality_sigmas: float = 1.0, outside_envelope: bool = False, max_candidates: int = 20000, top: int = 10,
-           active_params: float | None = None, calibration: Calibration | str | None = None, progress=None) -> dict:
+           active_params: float | None = None, calibration: Calibration | str | None = None, progress=None,
+           backend: str | None = None) -> dict:
     """Model shapes at a parameter budget, inside the published models' envelope (unless `outside_envelope`)
     and no worse in proxy loss than the baseline (without one, the nearest published model of the kind) beyond
     `quality_sigmas` of the difference's uncertainty (MoE: `active_params`, an active-parameter budget within `budget_tol`
@@ -171,7 +175,7 @@ def design(params: float, gpu: str | Gpu, *, num_gpus: int = 8, regime: str = "t
     base = get_model(baseline) if baseline is not None else None
     prec = precision_for(base, weight_dtype, activation_dtype, kv_dtype) if base else (
         _P.of(weight_dtype or "bf16", activation_dtype, kv_dtype) if (weight_dtype or activation_dtype or kv_dtype) else None)
-    slo, cal, eng = Slo(regime, min_tps_user, min_tps_gpu, isl, osl), _calibration(g, calibration), engine_for(g, engine)
+    slo, cal, eng = Slo(regime, min_tps_user, min_tps_gpu, isl, osl), _calibration(g, calibration), engine_for(g, engine_arg(engine, backend))
     prec = prec or (base.default_precision if base else _P.of("bf16"))  # what design prices: the baseline's, else BF16
     r = run(params, g, cal, num_gpus, slo, baseline=base, moe=moe, prec=prec, budget_tol=budget_tol, quality_tol=quality_tol,
             quality_sigmas=quality_sigmas, outside_envelope=outside_envelope, engine=eng, max_candidates=max_candidates, top=top,
@@ -181,15 +185,16 @@ def design(params: float, gpu: str | Gpu, *, num_gpus: int = 8, regime: str = "t
                     budget_tol=budget_tol, table=table_for(calibration, gpu=g))
 
 
-def validate_serving(path: str, *, calibration: str | None = None) -> dict:
+def validate_serving(path: str, *, calibration: str | None = None, clean: bool = False, runs: bool = False) -> dict:
     """Predict each run of a serving CSV (the canonical columns; `path` or the name of a bundled one) and report the
-    errors and the share of runs inside the stated intervals, as `llm-codesign validate --serving FILE --json` does;
-    `columns`: the file's columns nothing reads (`not_read`) and the measured metrics it has no column for
-    (`absent_metrics`, not compared), measure.validate.columns_read."""
-    from llm_codesign.measure.intervals import row_intervals, table_for
-    from llm_codesign.measure.validate import predict_serving, read_rows, serving_report
+    errors and the share of runs inside the stated intervals, as `llm-codesign validate --serving FILE --json` does
+    (`clean` as its `--clean`); `columns`: the file's columns nothing reads (`not_read`) and the measured metrics it has
+    no column for (`absent_metrics`, not compared), measure.validate.columns_read. With `runs`, `runs` holds each row
+    with its predictions and their 80% interval beside it (`predicted_tpot_ms`, `predicted_tpot_ms_lo`, ...: the rows
+    `validate --out` writes, numeric columns as numbers), a table of measured against predicted. A file none of whose rows
+    can be priced is refused."""
+    from llm_codesign.measure.validate import predicted_rows, typed_row
+    from llm_codesign.measure.validate import validate_serving as run
 
-    rows = read_rows(path)
-    preds, unmodeled = predict_serving(rows, calibration)
-    # and how many of the runs lie inside the intervals the predictions state (measure.intervals)
-    return serving_report(rows, preds, unmodeled) | {"interval_coverage": row_intervals(rows, preds, table=table_for(calibration))[1]}
+    rows, preds, rep = run(path, calibration, clean=clean)
+    return rep | {"runs": predicted_rows([typed_row(r) for r in rows], preds)} if runs else rep

@@ -22,6 +22,8 @@ BLOCK_SCALE_RATE = {"hopper": 0.8}
 
 @dataclass(frozen=True)
 class Gpu:
+    """One GPU's specifications in SI units (bytes, bytes/s, FLOP/s, watts), each with its source (`sources`): a catalog
+    entry (`get_gpu("h100")`, `llm-codesign gpus`) or a GPU TOML of one's own; `to_dict()` in GB, TB/s and TFLOP/s."""
     id: str
     name: str
     vendor: str
@@ -59,6 +61,7 @@ class Gpu:
         return dict(self.peak_flops).get(math, 0.0)
 
     def supports(self, math: str) -> bool:
+        """Whether the tensor cores run this math precision (bf16, fp8, nvfp4, ...)."""
         return self.peak(math) > 0
 
     @property

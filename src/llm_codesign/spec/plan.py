@@ -441,15 +441,24 @@ def check_sizes(**sizes) -> None:
             raise InputError(name, v, "a positive integer")
 
 
+def engine_arg(engine: str | None, backend: str | None) -> str | None:
+    """The engine named as `engine=` or as `backend=` (the CLI takes --backend and --engine; answers, records and
+    Deployment call it `backend`): one of the two, or both naming the same."""
+    if engine is not None and backend is not None and engine != backend:
+        raise InputError("backend", backend, f"the engine engine={engine!r} names, or only one of the two")
+    return engine if engine is not None else backend
+
+
 def deployment(model: ModelSpec | str | dict, *, gpu: Gpu | str, num_gpus: int | None = None, tp: int | None = None, pp: int | None = None,
                ep: int | None = None, moe_tp: int | None = None, attention_dp: int | None = None, kvp: int | None = None,
                weight_dtype: str | None = None, activation_dtype: str | None = None, kv_dtype: str | None = None,
                engine: str | None = None, spec: str | SpecDecoding | None = None, draft_len: int | None = None,
                acceptance: float | None = None, acceptance_rates: str | tuple | None = None, draft_model: str | None = None,
-               max_num_tokens: int | None = None, cpp: bool = False) -> Deployment:
+               max_num_tokens: int | None = None, cpp: bool = False, backend: str | None = None) -> Deployment:
     """A Deployment from loose options, filled in as the engines do: TP takes the GPUs the other sizes
     leave, MoE TP what EP and PP leave; precision defaults to the checkpoint's own; the engine to the GPU
-    vendor's, and one that does not run on the GPU is refused (spec.engines.engine_for). `model` is a ModelSpec
+    vendor's, and one that does not run on the GPU is refused (spec.engines.engine_for; `backend=` names it as well).
+    `model` is a ModelSpec
     or anything `get_model` takes; `gpu` a Gpu, a catalog id or a GPU TOML path."""
     if not isinstance(model, ModelSpec):  # a name, an id, a path or a config dict, as every other entry point takes it
         model = get_model(model)
@@ -466,7 +475,7 @@ def deployment(model: ModelSpec | str | dict, *, gpu: Gpu | str, num_gpus: int |
     sd = spec if isinstance(spec, SpecDecoding) else spec_decoding(spec, draft_len=draft_len, acceptance=acceptance,
                                                                    acceptance_rates=acceptance_rates, draft_model=draft_model)
     dep = Deployment(gpu=g, num_gpus=n, plan=Plan(tp_, pp_, ep_, moe_tp_, adp_, kvp_),
-                     precision=precision_for(model, weight_dtype, activation_dtype, kv_dtype), backend=engine,
+                     precision=precision_for(model, weight_dtype, activation_dtype, kv_dtype), backend=engine_arg(engine, backend),
                      spec=sd, max_num_tokens=max_num_tokens, cpp=cpp)
     check_step_budget(dep)
     return dep
