@@ -41,6 +41,9 @@ BAD = [
     (lambda: lc.deployment(DENSE, gpu="h100", tp=2.5), "tp: 2.5 is not valid; a positive integer"),
     (lambda: lc.deployment(DENSE, gpu="h100", tp=math.nan), "tp: nan is not valid; a positive integer"),
     (lambda: lc.deployment(DENSE, gpu="h100", num_gpus=True), "gpus: True is not valid; a positive integer"),
+    (lambda: lc.Deployment(gpu="h100", num_gpus=1, plan=lc.Plan(tp=0)), "plan.tp: 0 is not valid; a positive integer"),
+    (lambda: lc.Deployment(gpu="h100", num_gpus=1, plan="tp=2"), "plan: 'tp=2' is not valid; a Plan, e.g. Plan(tp=4)"),
+    (lambda: lc.Deployment(gpu="h100", num_gpus=1, precision="fp8"), "precision: 'fp8' is not valid; a Precision, e.g. Precision.of"),
     (lambda: lc.estimate(DENSE, "h100"), "deployment: 'h100' is not valid; a Deployment: lc.deployment(model, gpu=..., num_gpus=...)"),
     (lambda: lc.estimate(DENSE, lc.deployment(DENSE, gpu="h100", tp=2), {"isl": 8}),
      "workload: {'isl': 8} is not valid; a Workload: lc.Workload(isl=..., osl=..., concurrency=...)"),
@@ -70,7 +73,7 @@ BAD = [
 
 @pytest.mark.parametrize("call,message", BAD, ids=[m.split(" is not valid")[0] + f"#{i}" for i, (_, m) in enumerate(BAD)])
 def test_a_bad_argument_is_one_input_error_line(call, message):
-    # each was an AttributeError, a TypeError, a ValueError, an IndexError or an InvariantError from deep in the
+    # each was an AttributeError, a TypeError, a ValueError, an IndexError, a ZeroDivisionError or an InvariantError from deep in the
     # code, or (NaN sizes and SLOs, a zero step budget, top=0) no error at all
     with pytest.raises(lc.InputError) as e:
         call()

@@ -278,6 +278,16 @@ class Deployment:
     def __post_init__(self):
         if not isinstance(self.gpu, Gpu):  # a catalog id or a TOML path, as lc.deployment takes it (else an AttributeError below)
             object.__setattr__(self, "gpu", get_gpu(self.gpu))
+        # built by hand in a notebook: a plan size of 0 was a ZeroDivisionError, a precision named as text an AttributeError
+        if not isinstance(self.plan, Plan):
+            raise InputError("plan", self.plan, "a Plan, e.g. Plan(tp=4), or lc.deployment(model, gpu=..., tp=4)")
+        for name in ("tp", "pp", "ep", "moe_tp", "adp", "kvp"):
+            v = np.asarray(getattr(self.plan, name))
+            if v.dtype.kind not in "iu" or v.size == 0 or v.min() < 1:
+                raise InputError(f"plan.{name}", getattr(self.plan, name) if v.ndim == 0 else v.reshape(-1)[:6].tolist(), "a positive integer")
+        if not isinstance(self.precision, Precision):
+            raise InputError("precision", self.precision, "a Precision, e.g. Precision.of('fp8', kv='fp8'), or lc.deployment(model, "
+                                                          "gpu=..., weight_dtype='fp8')")
         # the engine by its registry name, one that runs on this GPU (spec.engines.engine_for): TensorRT-LLM on an MI355X is refused
         object.__setattr__(self, "backend", engine_for(self.gpu, self.backend).name)
         if self.kv_fraction is not None and memory_fraction(self.kv_fraction) is None:
