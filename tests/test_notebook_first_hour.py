@@ -20,10 +20,9 @@ def test_a_shape_of_ones_own_is_a_config_dict(tmp_path):
     layer = 2 * 6144 * 6144 + 2 * 6144 * 1024 + 3 * 6144 * 16384
     assert m.name == "dense25b" and m.total_params == 60 * layer + 2 * 128256 * 6144 == 24_980_226_048
     assert lc.get_model(DENSE).name == "custom"
-    (tmp_path / "config.json").write_text(json.dumps(DENSE))
-    from dataclasses import replace
-
-    assert replace(lc.get_model(tmp_path / "config.json"), name="dense25b") == m  # a pathlib.Path too
+    (tmp_path / "dense25b").mkdir()
+    (tmp_path / "dense25b" / "config.json").write_text(json.dumps(DENSE))
+    assert lc.get_model(tmp_path / "dense25b" / "config.json") == m  # a pathlib.Path too, named by its folder
     # every entry point takes the dict where it takes a name, lc.deployment included
     dep = lc.deployment(DENSE, gpu="h100", num_gpus=2)
     assert dep.plan.label() == "TP2" and lc.Deployment(gpu="h100", num_gpus=2, plan=dep.plan) == dep
@@ -36,6 +35,8 @@ BAD = [
     (lambda: lc.get_gpu(5), "gpu: 5 is not valid; a GPU id, one of: "),
     (lambda: lc.get_model(5), "model: 5 is not valid; a registry name"),
     (lambda: lc.get_model(DENSE, name=""), "name: '' is not valid; a non-empty string"),
+    # renamed, llama-3.1-70b was 'no measured run of mine' and lost its published accuracy
+    (lambda: lc.get_model("llama-3.1-70b", name="mine"), "name: 'mine' is not valid; left out unless the model is a config dict"),
     (lambda: lc.deployment(DENSE, gpu=None), "gpu: None is not valid; a GPU id, one of: "),
     (lambda: lc.deployment(DENSE, gpu="h100", tp="2"), "tp: '2' is not valid; a positive integer"),
     (lambda: lc.deployment(DENSE, gpu="h100", tp=2.5), "tp: 2.5 is not valid; a positive integer"),

@@ -36,7 +36,11 @@ def get_model(model: str | Path | dict | ModelSpec, *, name: str | None = None) 
     """A model from a registry name, a Hugging Face id, a config.json path, or a config.json's contents as a dict: a
     shape of one's own, nothing read or downloaded, e.g. `get_model({"model_type": "llama", "hidden_size": 6144,
     "num_hidden_layers": 60, "num_attention_heads": 48, "num_key_value_heads": 8, "intermediate_size": 16384,
-    "vocab_size": 128256})` (a ModelSpec passes through). `name` names it in answers (a dict's default: "custom")."""
+    "vocab_size": 128256})` (a ModelSpec passes through). `name` names a dict's shape in answers (default: "custom");
+    another model keeps its own name, by which its measured runs and published scores are found."""
+    if name is not None and not isinstance(model, dict):
+        raise InputError("name", name, "left out unless the model is a config dict (renamed, a bundled model would lose its "
+                                       "measured runs and published scores)")
     m = model if isinstance(model, ModelSpec) else _get_model(model)
     if name is None:
         return m
