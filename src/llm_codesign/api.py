@@ -113,7 +113,8 @@ def pareto(model: str | ModelSpec, gpu: str | Gpu, *, num_gpus: int = 8, instanc
     `workload` gives the lengths and the prefix cache's hit share, `min_tps_user`/`max_ttft_ms` filter
     by SLO and `max_accuracy_drop` (%) keeps the precisions known to lose at most that much. `engine` defaults
     to the GPU vendor's and one that does not run on the GPU is refused (spec.engines.engine_for). Each point
-    carries its metrics' 80% and 95% intervals (`intervals`, as `estimate`'s)."""
+    carries its metrics' 80% and 95% intervals (`intervals`, as `estimate`'s). `progress`, where given, is called as
+    `progress(done, total)` on the calling thread with the deployments priced so far."""
     from llm_codesign.explore.search import SearchSpace, search
     from llm_codesign.measure.intervals import table_for
     from llm_codesign.spec.plan import check_budget_holds
@@ -164,7 +165,8 @@ def design(params: float, gpu: str | Gpu, *, num_gpus: int = 8, regime: str = "t
     `quality_sigmas` of the difference's uncertainty (MoE: `active_params`, an active-parameter budget within `budget_tol`
     too), ranked by the frontier value they reach at the regime's
     SLO (the dict `llm-codesign design --json` prints): each row with its lint counts and its objective's 80% and
-    95% intervals (`intervals`), and the top three beside the reference in `side_by_side` (explore.design_report)."""
+    95% intervals (`intervals`), and the top three beside the reference in `side_by_side` (explore.design_report).
+    `progress`, where given, is called as `progress(done, total)` with the shapes priced so far."""
     from llm_codesign.explore.design import Slo, check_options
     from llm_codesign.explore.design import design as run
     from llm_codesign.explore.design_report import complete
