@@ -23,6 +23,7 @@ from llm_codesign.serve.metrics import evaluate as _evaluate
 from llm_codesign.spec.engines import engine_for
 from llm_codesign.spec.hardware import Gpu
 from llm_codesign.spec.hardware import get_gpu as _get_gpu
+from llm_codesign.spec.harness import DEFAULT_ARRIVAL
 from llm_codesign.spec.model import ModelSpec
 from llm_codesign.spec.plan import Deployment, Plan, SpecDecoding, Workload, check_sizes, deployment, engine_arg, spec_decoding
 from llm_codesign.spec.precision import Precision
@@ -110,7 +111,7 @@ def pareto(model: str | ModelSpec, gpu: str | Gpu, *, num_gpus: int = 8, instanc
     plans, `instance_gpus` the instance sizes (the CLI's `--gpus 8-72` is `num_gpus=72, instance_gpus=tuple(range(8, 73))`),
     precisions default to the checkpoint's own plus the formats the GPU runs natively, with `spec` draft lengths 1..5 (or `draft_len`; `draft_model`: the draft of `spec="draft"`) beside none, `step_tokens`
     searches step budgets too (the CLI's `--max-num-tokens-grid`);
-    `workload` gives the lengths and the prefix cache's hit share, `min_tps_user`/`max_ttft_ms` filter
+    `workload` gives the lengths and the prefix cache's hit share (no concurrency: every load is searched), `min_tps_user`/`max_ttft_ms` filter
     by SLO and `max_accuracy_drop` (%) keeps the precisions known to lose at most that much. `engine` defaults
     to the GPU vendor's and one that does not run on the GPU is refused (spec.engines.engine_for). Each point
     carries its metrics' 80% and 95% intervals (`intervals`, as `estimate`'s). `progress`, where given, is called as
@@ -123,6 +124,12 @@ def pareto(model: str | ModelSpec, gpu: str | Gpu, *, num_gpus: int = 8, instanc
     if workload is not None and not isinstance(workload, Workload):
         raise InputError("workload", workload, "a Workload: lc.Workload(isl=..., osl=...)")
     w = workload or Workload()
+    # what the search does not price is refused rather than dropped without a word (the frontier was the same)
+    if w.concurrency is not None:
+        raise InputError("workload.concurrency", w.concurrency, "left out: a frontier searches every load (lc.estimate or lc.evaluate "
+                                                                "price one)")
+    if w.arrival != DEFAULT_ARRIVAL:
+        raise InputError("workload.arrival", w.arrival, f"{DEFAULT_ARRIVAL!r}, what the search prices (as `pareto`, which has no --arrival)")
     check_sizes(max_num_tokens=max_num_tokens)
     eng = engine_for(g, engine_arg(engine, backend))
     sd = spec if isinstance(spec, SpecDecoding) or spec is None else spec_decoding(
