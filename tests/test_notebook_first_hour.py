@@ -33,7 +33,8 @@ def test_a_shape_of_ones_own_is_a_config_dict(tmp_path):
 BAD = [
     (lambda: lc.get_gpu(None), "gpu: None is not valid; a GPU id, one of: "),
     (lambda: lc.get_gpu(5), "gpu: 5 is not valid; a GPU id, one of: "),
-    (lambda: lc.get_model(5), "model: 5 is not valid; a registry name"),
+    (lambda: lc.get_model(5), "model: 5 is not valid; a registry name (see `llm-codesign models`), a Hugging Face id, a config.json "
+                              "path, or a config.json's contents as a dict"),
     (lambda: lc.get_model(DENSE, name=""), "name: '' is not valid; a non-empty string"),
     # renamed, llama-3.1-70b was 'no measured run of mine' and lost its published accuracy
     (lambda: lc.get_model("llama-3.1-70b", name="mine"), "name: 'mine' is not valid; left out unless the model is a config dict"),

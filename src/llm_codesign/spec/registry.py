@@ -52,7 +52,10 @@ def get_model(ref: str | Path | dict) -> ModelSpec:
     if isinstance(ref, dict):
         return from_hf_config(ref, "custom")
     ref = str(ref) if isinstance(ref, PurePath) else ref
-    key = ref.strip().lower() if isinstance(ref, str) else ""  # None or a number: refused below
+    if ref is not None and not isinstance(ref, str):  # a number or a list, from Python alone
+        raise InputError("model", ref, "a registry name (see `llm-codesign models`), a Hugging Face id, a config.json path, or a "
+                                       "config.json's contents as a dict")
+    key = "" if ref is None else ref.strip().lower()
     if not key:
         raise InputError("model", ref, "a registry name (see `llm-codesign models`), a Hugging Face id, or a config.json path")
     if key in _index():
