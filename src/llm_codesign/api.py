@@ -1,15 +1,18 @@
 """The Python API: what the CLI, the web page and a notebook call, over the private modules.
 
-Every function takes a model as a registry name, a Hugging Face id, a config.json path or a
-`ModelSpec`, and a GPU as a catalog id, a TOML path or a `Gpu`; an `engine` left out is the GPU vendor's and one
+Every function takes a model as a registry name, a Hugging Face id, a config.json path, its contents as a dict or a
+`ModelSpec`, and a GPU as a catalog id, a TOML path or a `Gpu`; the engine is `engine=` or `backend=` (the CLI's
+`--engine` and `--backend`, the answers' `backend`); one left out is the GPU vendor's and one
 that does not run on the GPU is refused (spec.engines.engine_for: SGLang on an MI355X, TensorRT-LLM refused there). Results are typed data in SI units:
 `evaluate` returns array-valued `Metrics`, `estimate` an `Estimate`, `pareto` a `Frontier` whose
 points (`FrontierPoint`) hold their `Deployment`; each result's `to_dict()` is what the matching
-command's `--json` prints, and `to_pandas()` a table.
+command's `--json` prints, and `to_pandas()` a table of plain values (a frontier's `to_records()` the same rows without
+pandas). Bad arguments raise `InputError` in one line naming the field, the value and what is valid.
 """
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 
 from llm_codesign.cost.calibration import Calibration, calibration_for
 from llm_codesign.errors import InputError
@@ -20,8 +23,9 @@ from llm_codesign.serve.metrics import evaluate as _evaluate
 from llm_codesign.spec.engines import engine_for
 from llm_codesign.spec.hardware import Gpu
 from llm_codesign.spec.hardware import get_gpu as _get_gpu
+from llm_codesign.spec.harness import DEFAULT_ARRIVAL
 from llm_codesign.spec.model import ModelSpec
-from llm_codesign.spec.plan import Deployment, Plan, SpecDecoding, Workload, deployment, spec_decoding
+from llm_codesign.spec.plan import Deployment, Plan, SpecDecoding, Workload, check_sizes, deployment, engine_arg, spec_decoding
 from llm_codesign.spec.precision import Precision
 from llm_codesign.spec.registry import get_model as _get_model
 
@@ -29,9 +33,21 @@ __all__ = ["Deployment", "Estimate", "Frontier", "FrontierPoint", "Gpu", "InputE
            "SpecDecoding", "Workload", "deployment", "design", "estimate", "evaluate", "get_gpu", "get_model", "lint", "pareto", "validate_serving"]
 
 
-def get_model(model: str | ModelSpec) -> ModelSpec:
-    """A model from a registry name, a Hugging Face id or a config.json path (a ModelSpec passes through)."""
-    return model if isinstance(model, ModelSpec) else _get_model(model)
+def get_model(model: str | Path | dict | ModelSpec, *, name: str | None = None) -> ModelSpec:
+    """A model from a registry name, a Hugging Face id, a config.json path, or a config.json's contents as a dict: a
+    shape of one's own, nothing read or downloaded, e.g. `get_model({"model_type": "llama", "hidden_size": 6144,
+    "num_hidden_layers": 60, "num_attention_heads": 48, "num_key_value_heads": 8, "intermediate_size": 16384,
+    "vocab_size": 128256})` (a ModelSpec passes through). `name` names a dict's shape in answers (default: "custom");
+    another model keeps its own name, by which its measured runs and published scores are found."""
+    if name is not None and not isinstance(model, dict):
+        raise InputError("name", name, "left out unless the model is a config dict (renamed, a bundled model would lose its "
+                                       "measured runs and published scores)")
+    m = model if isinstance(model, ModelSpec) else _get_model(model)
+    if name is None:
+        return m
+    if not isinstance(name, str) or not name.strip():
+        raise InputError("name", name, "a non-empty string")
+    return replace(m, name=name.strip())
 
 
 def get_gpu(gpu: str | Gpu) -> Gpu:
@@ -43,11 +59,21 @@ def _calibration(gpu: Gpu, calibration: Calibration | str | None) -> Calibration
     return calibration if isinstance(calibration, Calibration) else calibration_for(gpu, calibration)
 
 
+def _checked(deployment, workload) -> Workload:
+    """The workload (the default where None) of a deployment and workload of the right types: a GPU id or a dict in
+    their place was an AttributeError from deep in the cost model."""
+    if not isinstance(deployment, Deployment):
+        raise InputError("deployment", deployment, "a Deployment: lc.deployment(model, gpu=..., num_gpus=...)")
+    if workload is not None and not isinstance(workload, Workload):
+        raise InputError("workload", workload, "a Workload: lc.Workload(isl=..., osl=..., concurrency=...)")
+    return workload or Workload()
+
+
 def evaluate(model: str | ModelSpec, deployment: Deployment, workload: Workload | None = None, *,
              calibration: Calibration | str | None = None, concurrency=None) -> Metrics:
     """Typed, array-valued serving metrics (SI units) of one deployment; `concurrency` may be an array."""
-    return _evaluate(get_model(model), deployment, workload or Workload(), calibration=_calibration(deployment.gpu, calibration),
-                     concurrency=concurrency)
+    w = _checked(deployment, workload)
+    return _evaluate(get_model(model), deployment, w, calibration=_calibration(deployment.gpu, calibration), concurrency=concurrency)
 
 
 def estimate(model: str | ModelSpec, deployment: Deployment, workload: Workload | None = None, *,
@@ -61,7 +87,7 @@ def estimate(model: str | ModelSpec, deployment: Deployment, workload: Workload 
     from llm_codesign.measure import intervals
     from llm_codesign.serve.estimate import estimate as run
 
-    m, w, dep = get_model(model), workload or Workload(), deployment
+    m, w, dep = get_model(model), _checked(deployment, workload), deployment
     r = run(m, dep, w, calibration=_calibration(dep.gpu, calibration), breakdown=breakdown)
     ctx = intervals.context(m, dep.gpu, dep.precision, engine=dep.backend, concurrency=w.concurrency, isl=w.isl, osl=w.osl,
                             spec=dep.spec is not None, arrival=w.arrival)
@@ -77,25 +103,37 @@ def pareto(model: str | ModelSpec, gpu: str | Gpu, *, num_gpus: int = 8, instanc
            moe_tp: int | None = None, attention_dp: int | None = None, kvp: int | None = None, weight_dtype: str | None = None,
            activation_dtype: str | None = None, kv_dtype: str | None = None, spec: SpecDecoding | str | None = None,
            draft_len: int | None = None, acceptance: float | None = None, acceptance_rates: str | tuple | None = None,
-           max_num_tokens: int | None = None, step_tokens: tuple[int, ...] = (), min_tps_user: float | None = None,
+           draft_model: str | None = None, max_num_tokens: int | None = None, step_tokens: tuple[int, ...] = (), min_tps_user: float | None = None,
            max_ttft_ms: float | None = None, max_accuracy_drop: float | None = None, calibration: Calibration | str | None = None,
-           progress=None) -> Frontier:
+           progress=None, backend: str | None = None) -> Frontier:
     """The frontier over every valid plan x batch x precision (x draft length) on `num_gpus` GPUs, as
     `llm-codesign pareto` searches it (the same SearchSpace.build): fixed sizes (`tp=8`, ...) narrow the
-    plans, precisions default to the checkpoint's own plus the formats the GPU runs natively, with
-    `spec` draft lengths 1..5 (or `draft_len`) beside none, `step_tokens` searches step budgets too;
-    `workload` gives the lengths and the prefix cache's hit share, `min_tps_user`/`max_ttft_ms` filter
+    plans, `instance_gpus` the instance sizes (the CLI's `--gpus 8-72` is `num_gpus=72, instance_gpus=tuple(range(8, 73))`),
+    precisions default to the checkpoint's own plus the formats the GPU runs natively, with `spec` draft lengths 1..5 (or `draft_len`; `draft_model`: the draft of `spec="draft"`) beside none, `step_tokens`
+    searches step budgets too (the CLI's `--max-num-tokens-grid`);
+    `workload` gives the lengths and the prefix cache's hit share (no concurrency: every load is searched), `min_tps_user`/`max_ttft_ms` filter
     by SLO and `max_accuracy_drop` (%) keeps the precisions known to lose at most that much. `engine` defaults
     to the GPU vendor's and one that does not run on the GPU is refused (spec.engines.engine_for). Each point
-    carries its metrics' 80% and 95% intervals (`intervals`, as `estimate`'s)."""
+    carries its metrics' 80% and 95% intervals (`intervals`, as `estimate`'s). `progress`, where given, is called as
+    `progress(done, total)` on the calling thread with the deployments priced so far."""
     from llm_codesign.explore.search import SearchSpace, search
     from llm_codesign.measure.intervals import table_for
     from llm_codesign.spec.plan import check_budget_holds
 
-    m, g, w = get_model(model), get_gpu(gpu), workload or Workload()
-    eng = engine_for(g, engine)
+    m, g = get_model(model), get_gpu(gpu)
+    if workload is not None and not isinstance(workload, Workload):
+        raise InputError("workload", workload, "a Workload: lc.Workload(isl=..., osl=...)")
+    w = workload or Workload()
+    # what the search does not price is refused rather than dropped without a word (the frontier was the same)
+    if w.concurrency is not None:
+        raise InputError("workload.concurrency", w.concurrency, "left out: a frontier searches every load (lc.estimate or lc.evaluate "
+                                                                "price one)")
+    if w.arrival != DEFAULT_ARRIVAL:
+        raise InputError("workload.arrival", w.arrival, f"{DEFAULT_ARRIVAL!r}, what the search prices (as `pareto`, which has no --arrival)")
+    check_sizes(max_num_tokens=max_num_tokens)
+    eng = engine_for(g, engine_arg(engine, backend))
     sd = spec if isinstance(spec, SpecDecoding) or spec is None else spec_decoding(
-        spec, draft_len=draft_len, acceptance=acceptance, acceptance_rates=acceptance_rates)
+        spec, draft_len=draft_len, acceptance=acceptance, acceptance_rates=acceptance_rates, draft_model=draft_model)
     if sd is not None and draft_len:  # a fixed draft length the budget cannot hold is refused as estimate refuses it
         check_budget_holds(max_num_tokens, eng, draft_len)
     space = SearchSpace.build(m, g, num_gpus=num_gpus, instance_gpus=instance_gpus, tp=tp, pp=pp, ep=ep, moe_tp=moe_tp,
@@ -110,15 +148,16 @@ def pareto(model: str | ModelSpec, gpu: str | Gpu, *, num_gpus: int = 8, instanc
 
 def lint(model: str | ModelSpec, gpu: str | Gpu, *, regime: str = "throughput", weight_dtype: str | None = None,
          activation_dtype: str | None = None, kv_dtype: str | None = None, engine: str | None = None,
-         calibration: Calibration | str | None = None) -> list[dict]:
-    """The guideline findings for a shape on a GPU, each with its predicted cost and fix, as dicts, priced on `engine`
+         calibration: Calibration | str | None = None, backend: str | None = None) -> list[dict]:
+    """The guideline findings for a shape on a GPU (the `findings` of `llm-codesign lint --json`), each with its predicted
+    cost and fix, as dicts, priced on `engine`
     (default: the GPU vendor's; one that does not run on the GPU is refused: spec.engines.engine_for)."""
     from llm_codesign.explore.lint import lint as run
     from llm_codesign.spec.plan import precision_for
 
     m, g = get_model(model), get_gpu(gpu)
     return [f.to_dict() for f in run(m, g, _calibration(g, calibration), regime, prec=precision_for(m, weight_dtype, activation_dtype, kv_dtype),
-                                     engine=engine_for(g, engine))]
+                                     engine=engine_for(g, engine_arg(engine, backend)))]
 
 
 def design(params: float, gpu: str | Gpu, *, num_gpus: int = 8, regime: str = "throughput", moe: bool = False,
@@ -126,42 +165,49 @@ def design(params: float, gpu: str | Gpu, *, num_gpus: int = 8, regime: str = "t
            kv_dtype: str | None = None, engine: str | None = None, isl: int | None = None, osl: int | None = None,
            min_tps_user: float = 20.0, min_tps_gpu: float = 50.0, budget_tol: float = 0.1, quality_tol: float = 0.0,
            quality_sigmas: float = 1.0, outside_envelope: bool = False, max_candidates: int = 20000, top: int = 10,
-           calibration: Calibration | str | None = None, progress=None) -> dict:
+           active_params: float | None = None, calibration: Calibration | str | None = None, progress=None,
+           backend: str | None = None) -> dict:
     """Model shapes at a parameter budget, inside the published models' envelope (unless `outside_envelope`)
     and no worse in proxy loss than the baseline (without one, the nearest published model of the kind) beyond
-    `quality_sigmas` of the difference's uncertainty, ranked by the frontier value they reach at the regime's
+    `quality_sigmas` of the difference's uncertainty (MoE: `active_params`, an active-parameter budget within `budget_tol`
+    too), ranked by the frontier value they reach at the regime's
     SLO (the dict `llm-codesign design --json` prints): each row with its lint counts and its objective's 80% and
-    95% intervals (`intervals`), and the top three beside the reference in `side_by_side` (explore.design_report)."""
-    from llm_codesign.explore.design import Slo
+    95% intervals (`intervals`), and the top three beside the reference in `side_by_side` (explore.design_report).
+    `progress`, where given, is called as `progress(done, total)` with the shapes priced so far."""
+    from llm_codesign.explore.design import Slo, check_options
     from llm_codesign.explore.design import design as run
     from llm_codesign.explore.design_report import complete
     from llm_codesign.measure.intervals import table_for
     from llm_codesign.spec.plan import precision_for
     from llm_codesign.spec.precision import Precision as _P
 
+    check_options(params=params, active_params=active_params, budget_tol=budget_tol, quality_tol=quality_tol, quality_sigmas=quality_sigmas,
+                  min_tps_user=min_tps_user, min_tps_gpu=min_tps_gpu, num_gpus=num_gpus, isl=isl, osl=osl, max_candidates=max_candidates,
+                  top=top)
     g = get_gpu(gpu)
     base = get_model(baseline) if baseline is not None else None
     prec = precision_for(base, weight_dtype, activation_dtype, kv_dtype) if base else (
         _P.of(weight_dtype or "bf16", activation_dtype, kv_dtype) if (weight_dtype or activation_dtype or kv_dtype) else None)
-    slo, cal, eng = Slo(regime, min_tps_user, min_tps_gpu, isl, osl), _calibration(g, calibration), engine_for(g, engine)
+    slo, cal, eng = Slo(regime, min_tps_user, min_tps_gpu, isl, osl), _calibration(g, calibration), engine_for(g, engine_arg(engine, backend))
     prec = prec or (base.default_precision if base else _P.of("bf16"))  # what design prices: the baseline's, else BF16
     r = run(params, g, cal, num_gpus, slo, baseline=base, moe=moe, prec=prec, budget_tol=budget_tol, quality_tol=quality_tol,
             quality_sigmas=quality_sigmas, outside_envelope=outside_envelope, engine=eng, max_candidates=max_candidates, top=top,
-            progress=progress)
+            progress=progress, active_params=active_params)
     # each row's lint and intervals, and the top designs beside the reference (explore.design_report), as `design --json`
     return complete(r, params=params, gpu=g, cal=cal, prec=prec, num_gpus=num_gpus, slo=slo, moe=moe, engine=eng, baseline=base,
                     budget_tol=budget_tol, table=table_for(calibration, gpu=g))
 
 
-def validate_serving(path: str, *, calibration: str | None = None) -> dict:
+def validate_serving(path: str, *, calibration: str | None = None, clean: bool = False, runs: bool = False) -> dict:
     """Predict each run of a serving CSV (the canonical columns; `path` or the name of a bundled one) and report the
-    errors and the share of runs inside the stated intervals, as `llm-codesign validate --serving FILE --json` does;
-    `columns`: the file's columns nothing reads (`not_read`) and the measured metrics it has no column for
-    (`absent_metrics`, not compared), measure.validate.columns_read."""
-    from llm_codesign.measure.intervals import row_intervals, table_for
-    from llm_codesign.measure.validate import predict_serving, read_rows, serving_report
+    errors and the share of runs inside the stated intervals, as `llm-codesign validate --serving FILE --json` does
+    (`clean` as its `--clean`); `columns`: the file's columns nothing reads (`not_read`) and the measured metrics it has
+    no column for (`absent_metrics`, not compared), measure.validate.columns_read. With `runs`, `runs` holds each row
+    with its predictions and their 80% interval beside it (`predicted_tpot_ms`, `predicted_tpot_ms_lo`, ...: the rows
+    `validate --out` writes, numeric columns as numbers), a table of measured against predicted. A file none of whose rows
+    can be priced is refused."""
+    from llm_codesign.measure.validate import predicted_rows, typed_row
+    from llm_codesign.measure.validate import validate_serving as run
 
-    rows = read_rows(path)
-    preds, unmodeled = predict_serving(rows, calibration)
-    # and how many of the runs lie inside the intervals the predictions state (measure.intervals)
-    return serving_report(rows, preds, unmodeled) | {"interval_coverage": row_intervals(rows, preds, table=table_for(calibration))[1]}
+    rows, preds, rep = run(path, calibration, clean=clean)
+    return rep | {"runs": predicted_rows([typed_row(r) for r in rows], preds)} if runs else rep

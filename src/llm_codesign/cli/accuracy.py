@@ -11,30 +11,13 @@ from llm_codesign.errors import InputError
 
 
 def _write_predictions(path: str, rows: list[dict], preds: list[dict]) -> None:
-    """Input rows plus `predicted_<metric>` columns, written whole or not at all."""
+    """Input rows plus `predicted_<metric>` columns (measure.validate.predicted_rows), written whole or not at all."""
+    from llm_codesign.measure.validate import predicted_rows
     from llm_codesign.outputs import write_rows
 
-    def name(k: str) -> str:
-        return k if k.startswith("predicted") else f"predicted_{k}"
-
+    out = predicted_rows(rows, preds)
     keys = list(rows[0].keys())
-    extra = sorted({name(k) for p in preds for k in p} - set(keys))
-    write_rows(path, keys + extra, ({**r, **{name(k): v for k, v in p.items()}} for r, p in zip(rows, preds, strict=True)))
-
-
-def _clean_form(rows: list[dict], path: str) -> list[dict]:
-    """--clean: the serving rows' clean form (measure.audit.clean); an error naming what it dropped where it keeps none
-    (every run of a file can contradict its series or record no concurrency)."""
-    from collections import Counter
-
-    from llm_codesign.measure.audit import DROPPED, clean
-
-    kept, changes = clean(rows)
-    if rows and not kept:
-        why = ", ".join(f"{n} {a}" for a, n in sorted(Counter(c["action"] for c in changes if c["action"] in DROPPED).items()))
-        raise InputError("clean", path, f"a serving file whose clean form keeps a row; it drops all {len(rows)} ({why}; "
-                         "`llm-codesign validate --serving FILE --json` lists each one's reason)")
-    return kept
+    write_rows(path, keys + sorted({k for r in out for k in r} - set(keys)), out)
 
 
 def _print_report(rep: dict, title: str, *, stderr: bool = False) -> None:
@@ -98,7 +81,7 @@ def validate(
     calibration: Optional[str] = O_CAL, as_json: bool = typer.Option(False, "--json", help="Print the answer as JSON (what the table shows, and more)."),
 ):
     """Predict published measurements and report the errors, and how many runs fall inside the stated intervals."""
-    from llm_codesign.measure.validate import kernel_report, predict_serving, read_rows, serving_file, serving_report, unpriced
+    from llm_codesign.measure.validate import kernel_report, serving_file, validate_serving
     from llm_codesign.spec.validation import check_result
 
     if (kernels is None) == (serving is None):
@@ -117,22 +100,11 @@ def validate(
         rep, rows, pred = kernel_report(kernels, calibration)
         preds = [{"predicted_ms": (float(p) if p == p else "")} for p in pred]
         title = f"kernel validation ({rep['kind']})"
-    else:
-        rows = read_rows(serving)
-        if clean:
-            rows = _clean_form(rows, serving)
-        preds, unmodeled = predict_serving(rows, calibration)
-        if len(unmodeled) == len(rows):  # nothing to report on: an error, not an empty table
-            raise InputError("serving", serving, unpriced(rows, unmodeled))
-        rep = serving_report(rows, preds, unmodeled)
-        from llm_codesign.measure.intervals import row_intervals, table_for
-
-        bounds, rep["interval_coverage"] = row_intervals(rows, preds, table=table_for(calibration))
-        preds = [{**p, **b} for p, b in zip(preds, bounds, strict=True)]  # each prediction with its 80% interval beside it
+        # the table, as --json, shows only finite figures: one line naming the figure otherwise, before anything is written
+        check_result(rep)
+    else:  # each prediction with its 80% interval beside it, the report checked as the kernels' (measure.validate)
+        rows, preds, rep = validate_serving(serving, calibration, clean=clean)
         title = "serving validation"
-    # the table, as --json, shows only finite figures (a throughput of 1e-306 measured makes an error of inf%):
-    # one line naming the figure otherwise, before anything is written
-    check_result(rep)
     if out:
         _write_predictions(out, rows, preds)
     if as_json:
@@ -221,7 +193,7 @@ def calibrate(
         unfittable,
     )
     from llm_codesign.measure.kernel_tables import read_csv
-    from llm_codesign.measure.validate import predict_serving, read_rows
+    from llm_codesign.measure.validate import clean_form, predict_serving, read_rows
     from llm_codesign.outputs import check_writable, write_text
 
     if not kernels and not serving:
@@ -235,7 +207,7 @@ def calibrate(
     # serving rows first: a bad file or --hold-out fails before minutes of kernel fitting
     srv_rows = read_rows(serving) if serving else None
     if srv_rows is not None and clean:
-        srv_rows = _clean_form(srv_rows, serving)
+        srv_rows = clean_form(srv_rows, serving)
     srv_rows = held_out(srv_rows, hold_out or []) if serving else None
     if serving:  # rows the fit can use: priced, with a measured metric its loss reads
         why = unfittable(srv_rows, *predict_serving(srv_rows, calibration))

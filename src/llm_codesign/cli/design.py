@@ -158,20 +158,13 @@ def design(
 ):
     """Search model shapes that move the frontier out at equal quality proxy."""
     from llm_codesign.cost.calibration import calibration_for
-    from llm_codesign.explore.design import DEFAULT_VOCAB, Slo, design_nsga2, hf_config, to_model
+    from llm_codesign.explore.design import DEFAULT_VOCAB, Slo, check_options, design_nsga2, hf_config, to_model
     from llm_codesign.explore.design import design as run
     from llm_codesign.outputs import check_writable, write_all, write_text
-    from llm_codesign.spec.validation import as_float
 
     # every option before the shape grid (seconds) and the search (minutes)
-    as_float("params", params, lo=1e6, hi=1e14, what="a total-parameter budget from 1e6 to 1e14, e.g. 70e9")
-    if active_params is not None:
-        as_float("active_params", active_params, lo=1e6, hi=1e14, what="an active-parameter budget from 1e6 to 1e14, e.g. 30e9")
-    as_float("budget_tol", budget_tol, lo=0.0, hi=1.0, lo_open=True, what="a relative tolerance in (0, 1], e.g. 0.1")
-    as_float("quality_tol", quality_tol, lo=0.0, hi=1.0, what="a relative tolerance in [0, 1], e.g. 0.002")
-    as_float("quality_sigmas", quality_sigmas, lo=0.0, hi=10.0, what="a number of standard deviations in [0, 10], e.g. 1")
-    as_float("min_tps_user", min_tps_user, lo=0.0, hi=1e7)
-    as_float("min_tps_gpu", min_tps_gpu, lo=0.0, hi=1e9)
+    check_options(params=params, active_params=active_params, budget_tol=budget_tol, quality_tol=quality_tol, quality_sigmas=quality_sigmas,
+                  min_tps_user=min_tps_user, min_tps_gpu=min_tps_gpu, num_gpus=gpus_, isl=isl, osl=osl, max_candidates=max_candidates, top=top)
     if search_mode not in ("grid", "nsga2"):
         raise InputError("search", search_mode, "grid or nsga2")
     if plot_path and not plot_path.endswith((".png", ".svg")):

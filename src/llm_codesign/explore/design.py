@@ -19,8 +19,9 @@ from llm_codesign.spec.engines import TRTLLM, Engine
 from llm_codesign.spec.hardware import Gpu
 from llm_codesign.spec.kinds import GQA, DenseFfn, MoE
 from llm_codesign.spec.model import Layer, ModelSpec
-from llm_codesign.spec.plan import Plan, validity
+from llm_codesign.spec.plan import MAX_TOKENS, Plan, validity
 from llm_codesign.spec.precision import Precision
+from llm_codesign.spec.validation import as_float, as_int
 
 # the vocabulary of design's shapes without a baseline (with one they take its own): Llama 3's tokenizer, 128,000
 # BPE tokens and 256 reserved special ones (meta-llama/Meta-Llama-3-8B config.json vocab_size 128256)
@@ -338,6 +339,26 @@ def _setup(params, baseline, moe, prec, *, budget_tol, quality_tol, quality_sigm
     env = envelope_at(params)
     jk = dict(ref=ref, weight_dtype=prec.weight.name, qc=qc, pc=pc, outside_envelope=outside_envelope)
     return prec, (baseline.vocab if baseline else DEFAULT_VOCAB), ref, env, jk
+
+
+def check_options(*, params, active_params=None, budget_tol=0.1, quality_tol=0.0, quality_sigmas=1.0, min_tps_user=20.0,
+                  min_tps_gpu=50.0, num_gpus=8, isl=None, osl=None, max_candidates=20000, top=10) -> None:
+    """design's numbers, each refused in one line before the shape grid (seconds) and the search (minutes): one check for
+    `llm-codesign design` and llm_codesign.design (whose NaN budget reached the grid as a ValueError, 0 GPUs an IndexError)."""
+    as_float("params", params, lo=1e6, hi=1e14, what="a total-parameter budget from 1e6 to 1e14, e.g. 70e9")
+    if active_params is not None:
+        as_float("active_params", active_params, lo=1e6, hi=1e14, what="an active-parameter budget from 1e6 to 1e14, e.g. 30e9")
+    as_float("budget_tol", budget_tol, lo=0.0, hi=1.0, lo_open=True, what="a relative tolerance in (0, 1], e.g. 0.1")
+    as_float("quality_tol", quality_tol, lo=0.0, hi=1.0, what="a relative tolerance in [0, 1], e.g. 0.002")
+    as_float("quality_sigmas", quality_sigmas, lo=0.0, hi=10.0, what="a number of standard deviations in [0, 10], e.g. 1")
+    as_float("min_tps_user", min_tps_user, lo=0.0, hi=1e7)
+    as_float("min_tps_gpu", min_tps_gpu, lo=0.0, hi=1e9)
+    as_int("gpus", num_gpus, hi=1 << 16)
+    for name, v in (("isl", isl), ("osl", osl)):
+        if v is not None:
+            as_int(name, v, hi=MAX_TOKENS)
+    as_int("max_candidates", max_candidates, hi=1_000_000)
+    as_int("top", top, hi=1000)
 
 
 def design(params: float, gpu: Gpu, cal: Calibration, num_gpus: int, slo: Slo, *, baseline: ModelSpec | None = None,

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from llm_codesign.serve.estimate import interval_columns
 from llm_codesign.spec.hardware import Gpu
 from llm_codesign.spec.plan import Deployment, Workload
 
@@ -80,6 +81,22 @@ class DisaggPoint:
                 **({"intervals": self.intervals} if self.intervals is not None else {})}
 
 
+def _flat(d: dict, prefix: str = "") -> dict:
+    """A nested record as one level: a disaggregated point's `prefill` pool gives `prefill_plan`, `prefill_tp`, ..."""
+    out = {}
+    for k, v in d.items():
+        out |= _flat(v, f"{prefix}{k}_") if isinstance(v, dict) else {prefix + k: v}
+    return out
+
+
+def point_row(d: dict) -> dict:
+    """A point's `to_dict()` as one row of plain values: its nested records flattened, its intervals as columns
+    (serve.estimate.interval_columns; a pandas cell held the dict before)."""
+    row = {k: v for k, v in d.items() if not isinstance(v, dict)}
+    row |= _flat(d.get("deployment") or {}) | _flat(d.get("accuracy") or {}, "accuracy_") | _flat(d.get("energy") or {})
+    return row | _flat(d.get("cost") or {}) | interval_columns(d.get("intervals"))
+
+
 def _metrics(p) -> dict:
     return {"tok_s_per_user": p.tok_s_per_user, "output_tok_s_per_gpu": p.output_tok_s_per_gpu, "ttft_ms": p.ttft_s * 1e3,
             "tpot_ms": p.tpot_s * 1e3}
@@ -118,15 +135,17 @@ class Frontier:
                 "frontier": [p.to_dict() for p in self.points]}
         return (out | {"cloud": self.cloud, "roofline_bound": self.roofline_bound}) if plot else out
 
+    def to_records(self) -> list[dict]:
+        """One flat dict of plain values per point, no pandas needed: the model, metrics (ms), its deployment's record, accuracy
+        (`accuracy_*`), energy and cost, then each metric's 80% and 95% bounds (`ttft_ms_lo80` ... `tpot_ms_hi95`, the
+        CSV's `_lo80`/`_hi80` and the 95% beside them) and why the bands are widened beyond the runs (`interval_widened`)."""
+        return [{"model": self.model, **point_row(p.to_dict())} for p in self.points]
+
     def to_pandas(self):
-        """One row per point: metrics (ms), then its deployment's record (pandas is an optional dependency)."""
+        """`to_records()` as a DataFrame, one row per point (pandas is an optional dependency)."""
         import pandas as pd
 
-        rows = []
-        for p in self.points:
-            d = p.to_dict()
-            rows.append({**{k: v for k, v in d.items() if k != "deployment"}, **d["deployment"]})
-        return pd.DataFrame(rows)
+        return pd.DataFrame(self.to_records())
 
     def banded(self, model, *, table: dict | None = None) -> "Frontier":
         """Every point with its metrics' 80% and 95% intervals (measure.intervals: `table`, the bundled one

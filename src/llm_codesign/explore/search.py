@@ -21,8 +21,9 @@ from llm_codesign.serve.invariants import check_values, weight_floor_s
 from llm_codesign.spec.engines import TRTLLM, Engine
 from llm_codesign.spec.hardware import Gpu
 from llm_codesign.spec.model import ModelSpec
-from llm_codesign.spec.plan import Deployment, Plan, SpecDecoding, Workload, divisors, precision_for, validity
+from llm_codesign.spec.plan import Deployment, Plan, SpecDecoding, Workload, check_sizes, divisors, precision_for, validity
 from llm_codesign.spec.precision import Precision, get_dtype
+from llm_codesign.spec.validation import as_float
 
 CHUNK = 1 << 17  # deployments per vectorised pass: bounds peak memory (~60 ops x a few arrays each)
 THREADED_CHUNK = 1 << 16  # the least a chunk holds to be priced beside others on threads
@@ -61,6 +62,9 @@ class SearchSpace:
         given fixes it; a precision given fixes that part (parse_precisions: otherwise the
         checkpoint's own and the formats the GPU runs natively); with `spec`, no speculation and
         `draft_len` drafts, or every length of DRAFT_LENGTHS; `step_tokens` the budgets searched."""
+        check_sizes(gpus=num_gpus, tp=tp, pp=pp, ep=ep, moe_tp=moe_tp, attention_dp=attention_dp, kvp=kvp,
+                    **{f"instance_gpus[{i}]": n for i, n in enumerate(instance_gpus or ())},
+                    **{f"step_tokens[{i}]": n for i, n in enumerate(step_tokens)})
         one = (lambda v: None if v is None else (v,))  # noqa: E731
         ks = (0,) if spec is None else (0, draft_len) if draft_len else (0, *DRAFT_LENGTHS)
         return cls(num_gpus, one(tp), one(pp), one(ep), one(moe_tp), one(attention_dp), one(kvp), instance_gpus=instance_gpus,
@@ -159,6 +163,11 @@ def search(model: ModelSpec, gpu: Gpu, cal: Calibration, space: SearchSpace, *, 
     """Evaluate the whole space; return the frontier, each point with its deployment and accuracy, and the cloud.
     max_accuracy_drop (percent, against the model's best precision) keeps only the precisions known to be within it.
     prefix_hit: the share of each prompt already in the prefix cache, not prefilled (as estimate's Workload)."""
+    # an SLO that is NaN or negative filtered nothing, or everything, without a word
+    if min_tps_user is not None:
+        as_float("min_tps_user", min_tps_user, lo=0.0)
+    if max_ttft_ms is not None:
+        as_float("max_ttft_ms", max_ttft_ms, lo=0.0, lo_open=True)
     model.check_context(isl, osl)
     t0 = time.perf_counter()
     plan, inst = plans(model, gpu, space)

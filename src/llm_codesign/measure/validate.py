@@ -205,6 +205,63 @@ def unpriced(rows: list[dict], unmodeled: list[dict]) -> str:
             f"({'; '.join(reasons[:2])}{'; ...' if len(reasons) > 2 else ''})")
 
 
+def clean_form(rows: list[dict], path: str) -> list[dict]:
+    """--clean: the serving rows' clean form (measure.audit.clean); an error naming what it dropped where it keeps none
+    (every run of a file can contradict its series or record no concurrency)."""
+    from collections import Counter
+
+    kept, changes = audit.clean(rows)
+    if rows and not kept:
+        why = ", ".join(f"{n} {a}" for a, n in sorted(Counter(c["action"] for c in changes if c["action"] in audit.DROPPED).items()))
+        raise InputError("clean", path, f"a serving file whose clean form keeps a row; it drops all {len(rows)} ({why}; "
+                         "`llm-codesign validate --serving FILE --json` lists each one's reason)")
+    return kept
+
+
+def validate_serving(path: str, calibration: str | None = None, *, clean: bool = False) -> tuple[list[dict], list[dict], dict]:
+    """What `validate --serving` and llm_codesign.validate_serving share: the file's rows (their clean form with `clean`),
+    each row's predictions with their 80% interval (`{metric}_lo`, `{metric}_hi`), and the report (serving_report, with
+    the share of runs inside the intervals in `interval_coverage`). A file none of whose rows is priced is refused in
+    one line (the API returned an empty report), as is a report with a figure that is not finite."""
+    from llm_codesign.measure.intervals import row_intervals, table_for
+    from llm_codesign.spec.validation import check_result
+
+    rows = read_rows(path)
+    if clean:
+        rows = clean_form(rows, path)
+    preds, unmodeled = predict_serving(rows, calibration)
+    if len(unmodeled) == len(rows):  # nothing to report on: an error, not an empty table
+        raise InputError("serving", path, unpriced(rows, unmodeled))
+    rep = serving_report(rows, preds, unmodeled)
+    bounds, rep["interval_coverage"] = row_intervals(rows, preds, table=table_for(calibration))
+    # the table, as --json, shows only finite figures (a throughput of 1e-306 measured makes an error of inf%)
+    check_result(rep)
+    return rows, [{**p, **b} for p, b in zip(preds, bounds, strict=True)], rep
+
+
+def predicted_rows(rows: list[dict], preds: list[dict]) -> list[dict]:
+    """Each input row with its predictions beside it as `predicted_<metric>` (and `_lo`, `_hi`): `validate --out`'s rows."""
+    def name(k: str) -> str:
+        return k if k.startswith("predicted") else f"predicted_{k}"
+
+    return [{**r, **{name(k): v for k, v in p.items()}} for r, p in zip(rows, preds, strict=True)]
+
+
+def typed_row(row: dict) -> dict:
+    """A read row with its numeric columns as numbers (None where blank; a cell that is no number, on a row not priced,
+    as read): what a table of runs needs, where the CSV gave strings."""
+    def num(k: str, v):
+        if not isinstance(v, str) or k not in (*_POSITIVE, *_REAL, "spec_draft_len"):
+            return v
+        try:
+            x = float(v) if v.strip() else None
+        except ValueError:
+            return v
+        return int(x) if x is not None and k not in _REAL and x.is_integer() else x
+
+    return {k: num(k, v) for k, v in row.items()}
+
+
 def predict_serving(rows: list[dict], profile: str | None = None, cal_override=None) -> tuple[list[dict], list[dict]]:
     """Per row: predictions (same metric names) or an `unmodeled` reason. A file with both pools'
     columns (POOL_COLUMNS) is disaggregated: predict_disagg prices it."""

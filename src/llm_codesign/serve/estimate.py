@@ -143,12 +143,22 @@ class Estimate:
         return out
 
     def to_pandas(self):
-        """One row: the scalar figures of `to_dict()` and the memory's (pandas is an optional dependency)."""
+        """One row: the scalar figures of `to_dict()`, the memory's (`memory_*`) and the intervals' (`interval_columns`)
+        (pandas is an optional dependency)."""
         import pandas as pd
 
         d = self.to_dict()
         return pd.DataFrame([{**{k: v for k, v in d.items() if not isinstance(v, (dict, list))},
-                              **{f"memory_{k}": v for k, v in d["memory"].items()}}])
+                              **{f"memory_{k}": v for k, v in d["memory"].items()}, **interval_columns(self.intervals)}])
+
+
+def interval_columns(bands: dict | None) -> dict:
+    """An answer's intervals (measure.intervals.band, per metric) as flat columns: `{metric}_lo80` ... `{metric}_hi95`, and
+    why they are widened beyond the runs, every metric's reasons once, in `interval_widened` (empty where none is)."""
+    if not bands:
+        return {}
+    cols = {f"{m}_{e}": b[e] for m, b in bands.items() for e in ("lo80", "hi80", "lo95", "hi95")}
+    return cols | {"interval_widened": "; ".join(dict.fromkeys(str(w) for b in bands.values() for w in b.get("widened", ())))}
 
 
 def _per_joule(e: dict) -> dict:

@@ -6,7 +6,7 @@ import tomllib
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
-from pathlib import Path
+from pathlib import Path, PurePath
 
 from llm_codesign.errors import InputError, MissingInput, close_matches, did_you_mean, parse_nested
 from llm_codesign.spec.validation import check_gpu
@@ -22,6 +22,8 @@ BLOCK_SCALE_RATE = {"hopper": 0.8}
 
 @dataclass(frozen=True)
 class Gpu:
+    """One GPU's specifications in SI units (bytes, bytes/s, FLOP/s, watts), each with its source (`sources`): a catalog
+    entry (`get_gpu("h100")`, `llm-codesign gpus`) or a GPU TOML of one's own; `to_dict()` in GB, TB/s and TFLOP/s."""
     id: str
     name: str
     vendor: str
@@ -59,6 +61,7 @@ class Gpu:
         return dict(self.peak_flops).get(math, 0.0)
 
     def supports(self, math: str) -> bool:
+        """Whether the tensor cores run this math precision (bf16, fp8, nvfp4, ...)."""
         return self.peak(math) > 0
 
     @property
@@ -189,6 +192,10 @@ def _alias_table() -> dict[str, str]:
 
 def get_gpu(name_or_path: str) -> Gpu:
     """A catalog id, a common spelling of it, or a path to the user's own GPU TOML."""
+    if isinstance(name_or_path, PurePath):
+        name_or_path = str(name_or_path)
+    if not isinstance(name_or_path, str):  # a notebook's None or number: one line, not an AttributeError
+        raise InputError("gpu", name_or_path, "a GPU id, one of: " + ", ".join(catalog()) + " (or a path to a GPU .toml)")
     if name_or_path.endswith(".toml"):
         p = Path(name_or_path)
         if not p.is_file():

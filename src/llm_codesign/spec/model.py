@@ -50,6 +50,10 @@ class Layer:
 
 @dataclass(frozen=True)
 class ModelSpec:
+    """A model's shape, immutable: hidden width, vocabulary and its layers as (Layer, count) groups in `layout`'s
+    order, the checkpoint's own precision and longest context. Built from a Hugging Face config.json (`get_model`:
+    a registry name, an id, a path, or the config as a dict; spec.model.from_hf_config); parameter counts exclude
+    norms and biases."""
     name: str
     hidden: int
     vocab: int
@@ -136,6 +140,7 @@ class ModelSpec:
         return sum(n * layer.attn.state_bytes_per_seq() for layer, n in self.groups)
 
     def with_precision(self, p: Precision) -> "ModelSpec":
+        """This model as a checkpoint in `p` (its `default_precision`: what a deployment runs when no format is named)."""
         return replace(self, default_precision=p)
 
 

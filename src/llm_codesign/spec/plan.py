@@ -16,6 +16,7 @@ from llm_codesign.spec.harness import DEFAULT_ARRIVAL, FRACTION, OFFLINE_ARRIVAL
 from llm_codesign.spec.kinds import DenseFfn, MoE
 from llm_codesign.spec.model import ModelSpec
 from llm_codesign.spec.precision import Precision, get_dtype
+from llm_codesign.spec.registry import get_model
 
 # reason codes, in the order they are checked; the first failing one is reported
 REASONS = (
@@ -275,6 +276,18 @@ class Deployment:
     kv_fraction: float | None = None
 
     def __post_init__(self):
+        if not isinstance(self.gpu, Gpu):  # a catalog id or a TOML path, as lc.deployment takes it (else an AttributeError below)
+            object.__setattr__(self, "gpu", get_gpu(self.gpu))
+        # built by hand in a notebook: a plan size of 0 was a ZeroDivisionError, a precision named as text an AttributeError
+        if not isinstance(self.plan, Plan):
+            raise InputError("plan", self.plan, "a Plan, e.g. Plan(tp=4), or lc.deployment(model, gpu=..., tp=4)")
+        for name in ("tp", "pp", "ep", "moe_tp", "adp", "kvp"):
+            v = np.asarray(getattr(self.plan, name))
+            if v.dtype.kind not in "iu" or v.size == 0 or v.min() < 1:
+                raise InputError(f"plan.{name}", getattr(self.plan, name) if v.ndim == 0 else v.reshape(-1)[:6].tolist(), "a positive integer")
+        if not isinstance(self.precision, Precision):
+            raise InputError("precision", self.precision, "a Precision, e.g. Precision.of('fp8', kv='fp8'), or lc.deployment(model, "
+                                                          "gpu=..., weight_dtype='fp8')")
         # the engine by its registry name, one that runs on this GPU (spec.engines.engine_for): TensorRT-LLM on an MI355X is refused
         object.__setattr__(self, "backend", engine_for(self.gpu, self.backend).name)
         if self.kv_fraction is not None and memory_fraction(self.kv_fraction) is None:
@@ -430,20 +443,37 @@ def spec_decoding(method: str | None, *, draft_len: int | None = None, acceptanc
     return SpecDecoding(method, k, acceptance, rates, draft_model)
 
 
-def deployment(model: ModelSpec, *, gpu: Gpu | str, num_gpus: int | None = None, tp: int | None = None, pp: int | None = None,
+def check_sizes(**sizes) -> None:
+    """Each size given (not None) a positive integer: a float (2.5, NaN), a string or a boolean is refused in one line
+    before it reaches an array (where NaN became a plan and '2' a TypeError)."""
+    for name, v in sizes.items():
+        if v is not None and (isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1):
+            raise InputError(name, v, "a positive integer")
+
+
+def engine_arg(engine: str | None, backend: str | None) -> str | None:
+    """The engine named as `engine=` or as `backend=` (the CLI takes --backend and --engine; answers, records and
+    Deployment call it `backend`): one of the two, or both naming the same."""
+    if engine is not None and backend is not None and engine != backend:
+        raise InputError("backend", backend, f"the engine engine={engine!r} names, or only one of the two")
+    return engine if engine is not None else backend
+
+
+def deployment(model: ModelSpec | str | dict, *, gpu: Gpu | str, num_gpus: int | None = None, tp: int | None = None, pp: int | None = None,
                ep: int | None = None, moe_tp: int | None = None, attention_dp: int | None = None, kvp: int | None = None,
                weight_dtype: str | None = None, activation_dtype: str | None = None, kv_dtype: str | None = None,
                engine: str | None = None, spec: str | SpecDecoding | None = None, draft_len: int | None = None,
                acceptance: float | None = None, acceptance_rates: str | tuple | None = None, draft_model: str | None = None,
-               max_num_tokens: int | None = None, cpp: bool = False) -> Deployment:
+               max_num_tokens: int | None = None, cpp: bool = False, backend: str | None = None) -> Deployment:
     """A Deployment from loose options, filled in as the engines do: TP takes the GPUs the other sizes
     leave, MoE TP what EP and PP leave; precision defaults to the checkpoint's own; the engine to the GPU
-    vendor's, and one that does not run on the GPU is refused (spec.engines.engine_for)."""
-    g = get_gpu(gpu) if isinstance(gpu, str) else gpu
-    for name, v in (("tp", tp), ("pp", pp), ("ep", ep), ("moe_tp", moe_tp), ("attention_dp", attention_dp), ("kvp", kvp),
-                    ("max_num_tokens", max_num_tokens), ("gpus", num_gpus)):
-        if v is not None and v < 1:
-            raise InputError(name, v, "a positive integer")
+    vendor's, and one that does not run on the GPU is refused (spec.engines.engine_for; `backend=` names it as well).
+    `model` is a ModelSpec
+    or anything `get_model` takes; `gpu` a Gpu, a catalog id or a GPU TOML path."""
+    if not isinstance(model, ModelSpec):  # a name, an id, a path or a config dict, as every other entry point takes it
+        model = get_model(model)
+    g = gpu if isinstance(gpu, Gpu) else get_gpu(gpu)
+    check_sizes(tp=tp, pp=pp, ep=ep, moe_tp=moe_tp, attention_dp=attention_dp, kvp=kvp, max_num_tokens=max_num_tokens, gpus=num_gpus)
     tp_, pp_, ep_, adp_, kvp_ = tp or 1, pp or 1, ep or 1, attention_dp or 1, kvp or 1
     n = num_gpus or tp_ * pp_ * adp_ * kvp_
     if tp is None and num_gpus and n % (pp_ * adp_ * kvp_) == 0:
@@ -455,7 +485,7 @@ def deployment(model: ModelSpec, *, gpu: Gpu | str, num_gpus: int | None = None,
     sd = spec if isinstance(spec, SpecDecoding) else spec_decoding(spec, draft_len=draft_len, acceptance=acceptance,
                                                                    acceptance_rates=acceptance_rates, draft_model=draft_model)
     dep = Deployment(gpu=g, num_gpus=n, plan=Plan(tp_, pp_, ep_, moe_tp_, adp_, kvp_),
-                     precision=precision_for(model, weight_dtype, activation_dtype, kv_dtype), backend=engine,
+                     precision=precision_for(model, weight_dtype, activation_dtype, kv_dtype), backend=engine_arg(engine, backend),
                      spec=sd, max_num_tokens=max_num_tokens, cpp=cpp)
     check_step_budget(dep)
     return dep

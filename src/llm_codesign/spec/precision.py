@@ -128,6 +128,9 @@ def _executable_cached(prec, gpu):
 
 @dataclass(frozen=True)
 class Precision:
+    """The number formats a deployment runs: weights, activations (the GEMMs' math), KV cache, and the attention
+    projections' where the checkpoint keeps them wider. Built with `Precision.of("fp8", kv="fp8")`; `label()` is
+    what answers print ("W:fp8 A:fp8 KV:fp8")."""
     weight: Dtype  # FFN weights: dense MLP, experts, shared experts
     # None: left to the GPU (MXFP4 weights named without an activation: W4A4 on CDNA4, W4A16 elsewhere,
     # mxfp4_activation) until `on(gpu)` settles it; nothing reads the math or bytes of an unsettled one
@@ -145,6 +148,8 @@ class Precision:
 
     @classmethod
     def of(cls, weight: str = "bf16", activation: str | None = None, kv: str | None = None) -> "Precision":
+        """A precision from format names (bf16, fp16, fp8, fp8_block, nvfp4, mxfp4, int4): the activation defaults to what
+        the weight format runs with (W8A8 for FP8, W4A4 for NVFP4, BF16 else; MXFP4's is the GPU's), the KV cache to BF16."""
         w = get_dtype(weight, "weight_dtype")
         # default activations: FP4 checkpoints run W4A4 in NVFP4 (modelopt), FP8 checkpoints W8A8; MXFP4's
         # depend on the GPU (left unsettled: `on`)

@@ -6,7 +6,7 @@ import tomllib
 from collections import Counter
 from functools import lru_cache
 from importlib import resources
-from pathlib import Path
+from pathlib import Path, PurePath
 
 from llm_codesign.errors import InputError, close_matches, did_you_mean
 from llm_codesign.spec.kinds import NoMixer
@@ -46,9 +46,16 @@ def _load_entry(name: str) -> ModelSpec:
     return spec
 
 
-def get_model(ref: str) -> ModelSpec:
-    """A registry name, a Hugging Face id, or a path to a config.json (or a folder holding one)."""
-    key = "" if ref is None else str(ref).strip().lower()
+def get_model(ref: str | Path | dict) -> ModelSpec:
+    """A registry name, a Hugging Face id, a path to a config.json (or a folder holding one), or a config.json's
+    contents as a dict (a shape of one's own, named "custom": nothing is read or downloaded)."""
+    if isinstance(ref, dict):
+        return from_hf_config(ref, "custom")
+    ref = str(ref) if isinstance(ref, PurePath) else ref
+    if ref is not None and not isinstance(ref, str):  # a number or a list, from Python alone
+        raise InputError("model", ref, "a registry name (see `llm-codesign models`), a Hugging Face id, a config.json path, or a "
+                                       "config.json's contents as a dict")
+    key = "" if ref is None else ref.strip().lower()
     if not key:
         raise InputError("model", ref, "a registry name (see `llm-codesign models`), a Hugging Face id, or a config.json path")
     if key in _index():
