@@ -14,9 +14,8 @@ pooled over every slice of its metric, mode, model class and load (`spread`), so
 typical error's size and the shape of its tails the pool's: held out, this meets the per-fold target in
 more folds than each slice's own quantiles (docs/modelling-notes.md#interval-adaptive). That holds at 80%;
 at 95% a pool's tail is a few queueing runs 10-100x off, so the 95% bounds are each slice's own, each side
-stretched by the factor normalising stretched the slice's own 80% bound on that side (never shrunk): the
-slice's own tail shape at the normalised scale, reaching past the 80% bound wherever its own tail does
-(docs/modelling-notes.md#interval-nested). A profile's own
+moved out by as much as normalising moved the slice's own 80% bound on that side (never in): the slice's own
+tail beyond its 80% bound, laid past the normalised one (docs/modelling-notes.md#interval-nested). A profile's own
 slices keep their own quantiles (they are the user's campaign). The bounds are not symmetric where the
 residuals are biased: a slice whose first tokens come early has its whole interval above the prediction.
 A slice with fewer than MIN_ROWS runs is not stored; a question takes the most specific stored slice
@@ -243,10 +242,12 @@ def spread_key(metric: str, ctx: Context) -> str:
 def within(metric: str, c: dict, ctx: Context, table: dict, level: float, *, own: bool = False) -> tuple[float, float]:
     """The within-slice part of a `level`% interval of slice `c` (found for `ctx`): its distances below and
     above the slice's median, log units. At NORMALISED_LEVELS mad x the pooled normalised quantiles where the
-    table has them (the bundled slices); above them, on each side, the slice's own conformal distance times the
-    factor the normalisation widened the slice's own distance at the highest normalised level below (never below
-    1): the slice's own tail shape (its 95% over its 80% distance) at the normalised scale, so that a 95% bound
-    lies beyond the 80% one wherever the slice's own tail does (issue 40: the 95% had equalled the 80% on a side).
+    table has them (the bundled slices); above them, on each side, the slice's own conformal distance plus what
+    the normalisation added to the slice's own distance at the highest normalised level below (never less than
+    0): the slice's own tail beyond that level laid past the normalised bound, so that a 95% bound lies beyond
+    the 80% one wherever the slice's own tail does (issue 40: the 95% had equalled the 80% on a side). Added, not
+    multiplied: in a slice of under 79 runs the own 95% distance is its most extreme run, and a factor put one
+    mislabelled run's 57x into a TTFT band reaching 1/10,000 of the prediction (docs/modelling-notes.md#interval-nested).
     Else (a level below them, a profile's `own` slices, a pool too thin) the slice's own conformal bounds."""
     q_lo, q_hi = tails(level)
     lo, hi = c["q500"] - c[qname(q_lo)], c[qname(q_hi)] - c["q500"]
@@ -264,7 +265,7 @@ def within(metric: str, c: dict, ctx: Context, table: dict, level: float, *, own
     n_lo, n_hi = within(metric, c, ctx, table, ref)
     # the slice's own distance at `ref`, floored as the mad is: a slice's 10th percentile may equal its median
     o_lo, o_hi = max(c["q500"] - c[qname(r_lo)], MAD_FLOOR), max(c[qname(r_hi)] - c["q500"], MAD_FLOOR)
-    return lo * max(1.0, n_lo / o_lo), hi * max(1.0, n_hi / o_hi)
+    return lo + max(0.0, n_lo - o_lo), hi + max(0.0, n_hi - o_hi)
 
 
 def _number(cell) -> float:
