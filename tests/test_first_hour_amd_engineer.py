@@ -1,0 +1,44 @@
+"""A platform engineer's first hour choosing between AMD Instinct and NVIDIA GPUs (n8): what an AMD answer launches,
+states and refuses. An SGLang launch on an Instinct GPU sets the AITER switch its price assumes, and a Dynamo manifest
+asks for AMD's GPUs by AMD's resource name; `export --backend atom` says ATOM is priced, not exported."""
+import yaml
+from conftest import cli
+
+
+def test_an_sglang_export_on_an_instinct_gpu_sets_the_aiter_switch_its_price_assumes(tmp_path):
+    # priced on AITER's fused MoE, which SGLang runs only with SGLANG_USE_AITER=1 (off by default, sglang 0.5.23
+    # environ.py:949): the script launched SGLang's Triton MoE instead
+    amd, nvidia = tmp_path / "amd.sh", tmp_path / "nvidia.sh"
+    for gpu, path in (("mi355x", amd), ("h200", nvidia)):
+        code, _, _ = cli("export", "deepseek-r1", "--gpu", gpu, "--backend", "sglang", "--tp", "8", "--concurrency", "8", "-o", str(path))
+        assert code == 0
+    assert "\nSGLANG_USE_AITER=1 python -m sglang.launch_server \\\n  --model-path deepseek-ai/DeepSeek-R1 \\\n" in amd.read_text()
+    assert "\npython -m sglang.launch_server \\\n" in nvidia.read_text() and "AITER" not in nvidia.read_text()
+    code, out, _ = cli("import", str(amd))  # read back as the deployment it starts
+    assert code == 0 and out.startswith("deepseek-r1 on 8x MI355X, TP8 EP1/MoE-TP8, W:fp8_block A:fp8_block KV:bf16, sglang: 8 requests")
+
+
+def test_a_dynamo_manifest_asks_for_amd_gpus_by_amds_resource_name_with_the_aiter_switch(tmp_path):
+    # it asked for nvidia.com/gpu on MI355X, which no AMD node's device plugin advertises (amd.com/gpu)
+    pods = {}
+    for gpu in ("mi355x", "h200"):
+        path = tmp_path / f"{gpu}.yaml"
+        code, _, _ = cli("export", "deepseek-r1", "--gpu", gpu, "--backend", "sglang", "--prefill", "tp=8", "--decode", "tp=8", "-o", str(path))
+        assert code == 0
+        pods[gpu] = [c["podTemplate"]["spec"]["containers"][0] for c in yaml.safe_load(path.read_text().split("\n", 4)[4])["spec"]["components"]]
+    assert [(c.get("env"), c.get("resources")) for c in pods["mi355x"]] == [(None, None)] + 2 * [
+        ([{"name": "SGLANG_USE_AITER", "value": "1"}], {"limits": {"amd.com/gpu": "8"}})]
+    assert [(c.get("env"), c.get("resources")) for c in pods["h200"]] == [(None, None)] + 2 * [(None, {"limits": {"nvidia.com/gpu": "8"}})]
+
+
+def test_export_says_atom_is_priced_not_exported_and_its_help_lists_what_it_writes():
+    code, out, err = cli("export", "deepseek-r1", "--gpu", "mi355x", "--backend", "atom", "-o", "x.sh")
+    assert (code, out) == (2, "") and err == ("error: backend: 'atom' is not valid; one of: vllm, sglang (ATOM has no launch-configuration "
+                                              "writer: it is priced, not exported)\n")
+    from llm_codesign.cli.export import _written
+    from llm_codesign.explore.export_engines import exportable
+
+    # the help offered atom ("trtllm, vllm, sglang or atom: the engine the file starts"), then refused it
+    assert _written() == "trtllm, vllm or sglang (ATOM priced, not exported)"
+    assert exportable() == ("trtllm", "vllm", "sglang", "dynamo")
+
