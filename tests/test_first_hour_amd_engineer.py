@@ -1,6 +1,8 @@
 """A platform engineer's first hour choosing between AMD Instinct and NVIDIA GPUs (n8): what an AMD answer launches,
 states and refuses. An SGLang launch on an Instinct GPU sets the AITER switch its price assumes, and a Dynamo manifest
 asks for AMD's GPUs by AMD's resource name; `export --backend atom` says ATOM is priced, not exported."""
+import json
+
 import yaml
 from conftest import cli
 
@@ -41,4 +43,18 @@ def test_export_says_atom_is_priced_not_exported_and_its_help_lists_what_it_writ
     # the help offered atom ("trtllm, vllm, sglang or atom: the engine the file starts"), then refused it
     assert _written() == "trtllm, vllm or sglang (ATOM priced, not exported)"
     assert exportable() == ("trtllm", "vllm", "sglang", "dynamo")
+
+
+def test_a_basis_across_engines_names_them_and_why_the_questions_engine_has_no_slice():
+    # ATOM's answer read "from 2050 serving runs, on Blackwell and CDNA4 GPUs", as if ATOM's own: its 36 runs are under
+    # the 39 a slice needs, and the 2050 are every engine's
+    code, out, _ = cli("estimate", "deepseek-r1", "--gpu", "mi355x", "--tp", "8", "--concurrency", "64", "--backend", "atom", "--json")
+    assert code == 0
+    assert {b["source"] for b in json.loads(out)["intervals"].values() if isinstance(b, dict)} == {
+        "2050 serving runs with ATOM, SGLang, TensorRT-LLM and vLLM (ATOM's own 36: too few for a slice of their own, 39 needed), "
+        "on Blackwell and CDNA4 GPUs"}
+    # an engine with no run there names the engines whose runs answer (its own reason says it has none)
+    code, out, _ = cli("disagg", "deepseek-r1", "--gpu", "mi355x", "--prefill", "tp=8", "--decode", "tp=8", "--backend", "atom")
+    assert code == 0 and "interval basis: from 175 disaggregated runs with SGLang and TensorRT-LLM, on Blackwell GPUs" in out
+    assert "beyond the runs: no disaggregated run with ATOM" in out
 
