@@ -58,3 +58,23 @@ def test_a_basis_across_engines_names_them_and_why_the_questions_engine_has_no_s
     assert code == 0 and "interval basis: from 175 disaggregated runs with SGLang and TensorRT-LLM, on Blackwell GPUs" in out
     assert "beyond the runs: no disaggregated run with ATOM" in out
 
+
+def test_an_amd_answer_names_amds_links_and_cores_not_nvidias():
+    # "scale-up domain (NVLink; ...)", "its tensor cores" and "as vLLM's Marlin kernel does" (a CUDA kernel) on AMD GPUs
+    code, _, err = cli("estimate", "deepseek-r1", "--gpu", "mi355x", "--tp", "16", "--concurrency", "8")
+    assert code == 2 and err == ("error: deployment: 'TP16 EP1/MoE-TP16 on 16 GPUs' is not valid; a tensor-parallel group must fit in one "
+                                 "scale-up domain (AMD's Infinity Fabric) of 8 GPUs\n")
+    code, _, err = cli("estimate", "deepseek-r1", "--gpu", "h200", "--tp", "16", "--concurrency", "8")
+    assert code == 2 and err.endswith("scale-up domain (NVLink; PCIe within a server for PCIe cards) of 8 GPUs\n")
+    notes = {}
+    for gpu in ("mi355x", "mi300x", "h100"):
+        code, out, _ = cli("estimate", "deepseek-r1-nvfp4", "--gpu", gpu, "--tp", "8", "--concurrency", "8", "--json")
+        assert code == 0
+        notes[gpu] = json.loads(out)["precision_notes"]
+    assert notes == {
+        "mi355x": ["nvfp4 has no MI355X kernel: priced as mxfp4 (the FP4 format its matrix cores run, a re-quantised checkpoint)"],
+        "mi300x": ["MI300X has no FP4 math: W4A4 runs as W4A16 (4-bit weights dequantised to BF16, at an assumed rate: no such kernel "
+                   "timed on AMD GPUs)"],
+        "h100": ["H100 SXM has no FP4 math: W4A4 runs as W4A16 (4-bit weights dequantised to BF16, as vLLM's Marlin kernel does)"]}
+    code, out, _ = cli("gpus")
+    assert code == 0 and "(NVLink, AMD's Infinity Fabric; PCIe within a server for PCIe cards)" in " ".join(out.split())

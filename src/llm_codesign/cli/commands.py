@@ -69,8 +69,8 @@ def gpus(as_json: bool = typer.Option(False, "--json", help="Emit JSON.")):
     if as_json:
         return _dump(rows)
     t = _table("GPU catalog", "id:k name:t BF16:n FP8:n FP4:n HBM:n GiB:n TB/s:n dom:n GB/s:n TDP:n",
-               "BF16, FP8, FP4: dense peak TFLOP/s. HBM: GB as sold; GiB: as nvidia-smi reports it. TB/s: HBM bandwidth. "
-               "dom: GPUs in the scale-up domain (NVLink; PCIe within a server for PCIe cards); GB/s: its bandwidth per "
+               "BF16, FP8, FP4: dense peak TFLOP/s. HBM: GB as sold; GiB: as nvidia-smi or rocm-smi reports it. TB/s: HBM "
+               "bandwidth. dom: GPUs in the scale-up domain (NVLink, AMD's Infinity Fabric; PCIe within a server for PCIe cards); GB/s: its bandwidth per "
                "direction. TDP: watts.")
     for g in rows:
         p = g["peak_tflops"]
