@@ -33,9 +33,11 @@ def test_without_backend_each_gpu_runs_its_vendors_engine(gpu, engine):
      "error: backend: 'dynamo' is not valid; an engine that runs on MI355X: dynamo's workers are TensorRT-LLM's, which runs on "
      "NVIDIA GPUs only (Dynamo with vllm or sglang workers: --backend vllm or sglang with --prefill/--decode)\n"),
     # an engine export writes no file for offers those that run on the GPU (it offered trtllm and dynamo on an MI355X)
-    (["export", "llama-3.1-8b", "--gpu", "mi355x", "--backend", "atom", "-o", "-"], "error: backend: 'atom' is not valid; one of: vllm, sglang\n"),
+    (["export", "llama-3.1-8b", "--gpu", "mi355x", "--backend", "atom", "-o", "-"], "error: backend: 'atom' is not valid; one of: vllm, sglang"
+     " (ATOM has no launch-configuration writer: it is priced, not exported)\n"),
     (["export", "llama-3.1-8b", "--gpu", "h100", "--backend", "atom", "-o", "-"],
-     "error: backend: 'atom' is not valid; one of: trtllm, vllm, sglang, dynamo\n"),
+     "error: backend: 'atom' is not valid; one of: trtllm, vllm, sglang, dynamo (ATOM has no launch-configuration writer: it is priced, "
+     "not exported)\n"),
 ])
 def test_an_engine_the_gpu_does_not_run_is_one_line(args, line):
     code, out, err = cli(*args)
