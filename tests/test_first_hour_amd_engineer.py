@@ -78,3 +78,21 @@ def test_an_amd_answer_names_amds_links_and_cores_not_nvidias():
         "h100": ["H100 SXM has no FP4 math: W4A4 runs as W4A16 (4-bit weights dequantised to BF16, as vLLM's Marlin kernel does)"]}
     code, out, _ = cli("gpus")
     assert code == 0 and "(NVLink, AMD's Infinity Fabric; PCIe within a server for PCIe cards)" in " ".join(out.split())
+
+
+def test_compare_and_pareto_say_when_they_price_a_format_as_another_as_estimate_does():
+    # compare and pareto labelled MI355X's NVFP4 row "nvfp4" beside the NVFP4 checkpoint's published score, silently priced
+    # as MXFP4 (its tok/s/GPU the MXFP4 row's); estimate alone said "precision as run"
+    note = "nvfp4 has no MI355X kernel: priced as mxfp4 (the FP4 format its matrix cores run, a re-quantised checkpoint)"
+    args = ("deepseek-r1", "--gpu", "mi355x,b200", "--weight-dtype", "nvfp4", "--min-tps-user", "50")
+    code, out, _ = cli("compare", *args, "--json")
+    assert code == 0 and {r["gpu"]: r["precision_notes"] for r in json.loads(out)["rows"]} == {"mi355x": [note], "b200": []}
+    code, out, _ = cli("compare", *args)
+    assert code == 0 and f"precision as run: mi355x: {note}" in " ".join(out.split())
+    code, out, _ = cli("pareto", *args, "--json")
+    assert code == 0
+    series = {c["gpu"]: c["frontier"] for c in json.loads(out)["comparisons"]}
+    assert {tuple(p.get("precision_notes", ())) for p in series["mi355x"]} == {(note,)}
+    assert {tuple(p.get("precision_notes", ())) for p in series["b200"]} == {()}
+    code, out, _ = cli("pareto", "deepseek-r1", "--gpu", "mi355x", "--weight-dtype", "nvfp4", "--min-tps-user", "50")
+    assert code == 0 and f"precision as run: {note}" in " ".join(out.split())

@@ -521,6 +521,8 @@ def _print_frontiers(con, results: list[dict], *, isl: int, osl: int, prefix_hit
         sources = {f"{p['deployment']['weight_dtype']}/{p['deployment']['kv_dtype']}": p.get("accuracy") or {} for p in fr}
         for prec, acc in sources.items():
             con.print(f"accuracy at {prec}: {accuracy_said(acc)}", highlight=False)
+        for note in dict.fromkeys(n for p in fr for n in p.get("precision_notes", ())):  # a format priced as another, as estimate says it
+            con.print(f"[yellow]precision as run: {note}[/yellow]", highlight=False)
         if fr and "cost" in fr[0]:
             usd = [p["cost"]["usd_per_m_output_tokens"] for p in fr]
             c = fr[0]["cost"]

@@ -9,6 +9,7 @@ import numpy as np
 
 from llm_codesign.spec.hardware import Gpu
 from llm_codesign.spec.plan import Deployment, Workload
+from llm_codesign.spec.precision import executable
 
 
 @dataclass(frozen=True)
@@ -37,7 +38,10 @@ class FrontierPoint:
         return d
 
     def to_dict(self) -> dict:
+        # a format the GPU cannot run, priced as engines map it (NVFP4 as MXFP4 on CDNA4), said as estimate's precision_notes
+        notes = list(executable(self.deployment.precision, self.deployment.gpu)[1])
         return {**_metrics(self), "deployment": self.record(), "accuracy": self.accuracy,
+                **({"precision_notes": notes} if notes else {}),
                 **({"cost": self.cost} if self.cost is not None else {}), **({"energy": self.energy} if self.energy is not None else {}),
                 **({"intervals": self.intervals} if self.intervals is not None else {})}
 
