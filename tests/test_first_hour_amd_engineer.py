@@ -96,3 +96,23 @@ def test_compare_and_pareto_say_when_they_price_a_format_as_another_as_estimate_
     assert {tuple(p.get("precision_notes", ())) for p in series["b200"]} == {()}
     code, out, _ = cli("pareto", "deepseek-r1", "--gpu", "mi355x", "--weight-dtype", "nvfp4", "--min-tps-user", "50")
     assert code == 0 and f"precision as run: {note}" in " ".join(out.split())
+
+
+def test_gpt_oss_on_cdna4_is_searched_as_its_checkpoint_runs_not_re_quantised_w4a4():
+    # every MI355X search added W4A4 MXFP4 for every model: gpt-oss's frontier was W4A4 throughout (attention too) under the
+    # BF16-activation checkpoint's published score, though AITER runs its SwiGLU experts on BF16 (FP8) activations
+    from llm_codesign.explore.search import default_precisions
+    from llm_codesign.spec.hardware import get_gpu
+    from llm_codesign.spec.registry import get_model
+
+    def searched(model, gpu):
+        return [(p.weight.name, p.attn.name, p.on(get_gpu(gpu)).activation.name, p.kv.name)
+                for p in default_precisions(get_model(model), get_gpu(gpu))]
+
+    assert searched("gpt-oss-120b", "mi355x") == [("mxfp4", "bf16", "bf16", "bf16"), ("fp8", "fp8", "fp8", "fp8"),
+                                                  ("mxfp4", "bf16", "bf16", "fp8")]
+    # a checkpoint in another format, re-quantised to MXFP4, runs W4A4 as AMD's Quark checkpoints of DeepSeek-R1 do
+    assert searched("deepseek-r1", "mi355x")[-1] == ("mxfp4", "mxfp4", "mxfp4", "fp8")
+    assert searched("gpt-oss-120b", "h200") == [("mxfp4", "bf16", "bf16", "bf16"), ("fp8", "fp8", "fp8", "fp8")]
+    code, out, _ = cli("pareto", "gpt-oss-120b", "--gpu", "mi355x", "--gpus", "8", "--min-tps-user", "100", "--json")
+    assert code == 0 and {p["deployment"]["activation_dtype"] for p in json.loads(out)["frontier"]} <= {"bf16", "fp8"}
