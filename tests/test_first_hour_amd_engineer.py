@@ -116,3 +116,13 @@ def test_gpt_oss_on_cdna4_is_searched_as_its_checkpoint_runs_not_re_quantised_w4
     assert searched("gpt-oss-120b", "h200") == [("mxfp4", "bf16", "bf16", "bf16"), ("fp8", "fp8", "fp8", "fp8")]
     code, out, _ = cli("pareto", "gpt-oss-120b", "--gpu", "mi355x", "--gpus", "8", "--min-tps-user", "100", "--json")
     assert code == 0 and {p["deployment"]["activation_dtype"] for p in json.loads(out)["frontier"]} <= {"bf16", "fp8"}
+
+
+def test_disagg_given_a_searchs_options_points_to_the_search():
+    # `disagg --gpus 16 --min-tps-user 50` (a search, as pareto's) was met with "did you mean --gpu?" alone
+    code, out, err = cli("disagg", "deepseek-r1", "--gpu", "mi355x", "--gpus", "16")
+    assert (code, out) == (2, "") and err == (
+        "error: option: '--gpus' is not valid; did you mean --gpu? the options are listed by `llm-codesign disagg --help`; a search over "
+        "disaggregated plans takes it: `llm-codesign pareto --disagg --gpus ...`\n")
+    code, _, err = cli("disagg", "deepseek-r1", "--gpu", "mi355x", "--foo", "1")
+    assert code == 2 and err == "error: option: '--foo' is not valid; the options are listed by `llm-codesign disagg --help`\n"
