@@ -126,3 +126,13 @@ def test_disagg_given_a_searchs_options_points_to_the_search():
         "disaggregated plans takes it: `llm-codesign pareto --disagg --gpus ...`\n")
     code, _, err = cli("disagg", "deepseek-r1", "--gpu", "mi355x", "--foo", "1")
     assert code == 2 and err == "error: option: '--foo' is not valid; the options are listed by `llm-codesign disagg --help`\n"
+
+
+def test_the_apis_what_if_gpu_names_amds_scale_up_link_too():
+    import pytest
+
+    pytest.importorskip("fastapi")
+    from llm_codesign.web.app import WhatIfGpu
+
+    assert WhatIfGpu.model_fields["scale_up_gb_s"].description == (
+        "Scale-up (NVLink, AMD's Infinity Fabric) bandwidth per GPU, one direction, GB/s.")
