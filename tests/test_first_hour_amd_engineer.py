@@ -136,3 +136,19 @@ def test_the_apis_what_if_gpu_names_amds_scale_up_link_too():
 
     assert WhatIfGpu.model_fields["scale_up_gb_s"].description == (
         "Scale-up (NVLink, AMD's Infinity Fabric) bandwidth per GPU, one direction, GB/s.")
+
+
+def test_import_says_when_an_amd_sglang_launch_leaves_aiter_off(tmp_path):
+    # priced on AITER's MoE whatever the line set: a launch without SGLANG_USE_AITER=1 runs SGLang's Triton MoE on ROCm
+    line = "python3 -m sglang.launch_server --model-path deepseek-ai/DeepSeek-R1-0528 --tensor-parallel-size 8 --max-running-requests 64\n"
+    unset = {}
+    for name, text, gpu in (("bare", line, "mi355x"), ("exported", "export SGLANG_USE_AITER=1\n" + line, "mi355x"),
+                            ("prefixed", "SGLANG_USE_AITER=true " + line, "mi300x"), ("nvidia", line, "h200")):
+        (tmp_path / f"{name}.sh").write_text(text)
+        code, out, _ = cli("import", str(tmp_path / f"{name}.sh"), "--gpu", gpu, "--json")
+        assert code == 0
+        unset[name] = json.loads(out)["unset_env"]
+    assert unset == {"bare": ["SGLANG_USE_AITER=1"], "exported": [], "prefixed": [], "nvidia": []}
+    code, out, _ = cli("import", str(tmp_path / "bare.sh"), "--gpu", "mi355x")
+    assert code == 0 and ("the launch does not set SGLANG_USE_AITER=1: priced as if it did, on the kernels it selects (export sets it); "
+                          "without it the engine runs others") in " ".join(out.split())
