@@ -96,6 +96,10 @@ def test_compare_and_pareto_say_when_they_price_a_format_as_another_as_estimate_
     assert {tuple(p.get("precision_notes", ())) for p in series["b200"]} == {()}
     code, out, _ = cli("pareto", "deepseek-r1", "--gpu", "mi355x", "--weight-dtype", "nvfp4", "--min-tps-user", "50")
     assert code == 0 and f"precision as run: {note}" in " ".join(out.split())
+    code, out, _ = cli("pareto", "deepseek-r1", "--gpu", "mi355x", "--gpus", "16", "--disagg", "--weight-dtype", "nvfp4", "--min-tps-user", "50",
+                       "--json")
+    assert code == 0 and {c.get("mode", "aggregated"): {tuple(p.get("precision_notes", ())) for p in c["frontier"]}
+                          for c in json.loads(out)["comparisons"]} == {"aggregated": {(note,)}, "disaggregated": {(note,)}}
 
 
 def test_gpt_oss_on_cdna4_is_searched_as_its_checkpoint_runs_not_re_quantised_w4a4():

@@ -79,7 +79,9 @@ class DisaggPoint:
                 "spec": s.method if s else None, "draft_len": s.k if s else 0}
 
     def to_dict(self) -> dict:
+        notes = list(executable(self.decode.precision, self.decode.gpu)[1])  # both pools run one precision, as FrontierPoint's
         return {**_metrics(self), "deployment": self.record(), "accuracy": self.accuracy,
+                **({"precision_notes": notes} if notes else {}),
                 **({"cost": self.cost} if self.cost is not None else {}), **({"energy": self.energy} if self.energy is not None else {}),
                 **({"intervals": self.intervals} if self.intervals is not None else {})}
 

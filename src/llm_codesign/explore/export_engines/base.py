@@ -48,8 +48,8 @@ class Exporter(ABC):
 
     @abstractmethod
     def render(self, opts: dict, *, head: list[str], model: ModelSpec, file_name: str, env: dict[str, str]) -> str:
-        """The file's text: the comment lines `head`, the launch line and the options; `env`, the variables the
-        launch sets (env(): an engine whose file cannot set them returns none there)."""
+        """The file's text: the comment lines `head`, the launch line and the options; `env` (env()), the variables set
+        before the launch command, in the script or in its `# launch:` line."""
 
     @abstractmethod
     def parse(self, text: str, origin: str = "export") -> tuple[dict, str]:
