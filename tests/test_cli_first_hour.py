@@ -33,9 +33,11 @@ def test_without_backend_each_gpu_runs_its_vendors_engine(gpu, engine):
      "error: backend: 'dynamo' is not valid; an engine that runs on MI355X: dynamo's workers are TensorRT-LLM's, which runs on "
      "NVIDIA GPUs only (Dynamo with vllm or sglang workers: --backend vllm or sglang with --prefill/--decode)\n"),
     # an engine export writes no file for offers those that run on the GPU (it offered trtllm and dynamo on an MI355X)
-    (["export", "llama-3.1-8b", "--gpu", "mi355x", "--backend", "atom", "-o", "-"], "error: backend: 'atom' is not valid; one of: vllm, sglang\n"),
+    (["export", "llama-3.1-8b", "--gpu", "mi355x", "--backend", "atom", "-o", "-"], "error: backend: 'atom' is not valid; one of: vllm, sglang"
+     " (ATOM has no launch-configuration writer: it is priced, not exported)\n"),
     (["export", "llama-3.1-8b", "--gpu", "h100", "--backend", "atom", "-o", "-"],
-     "error: backend: 'atom' is not valid; one of: trtllm, vllm, sglang, dynamo\n"),
+     "error: backend: 'atom' is not valid; one of: trtllm, vllm, sglang, dynamo (ATOM has no launch-configuration writer: it is priced, "
+     "not exported)\n"),
 ])
 def test_an_engine_the_gpu_does_not_run_is_one_line(args, line):
     code, out, err = cli(*args)
@@ -60,17 +62,17 @@ def test_compare_names_each_gpus_engine_and_tells_rows_of_one_weight_format_apar
     code, out, _ = cli("compare", "gpt-oss-120b", "--gpu", "b200,mi355x", "--gpus", "1", "--min-tps-user", "100", columns=80)
     assert code == 0
     assert out.startswith("compare at ISL/OSL 1024/1024 on 1x b200 (trtllm) / 1x mi355x (sglang), SLO >= \n100 tok/s/user\n")
-    # MI355X runs gpt-oss's MXFP4 weights on BF16 activations (the checkpoint's W4A16) and on MXFP4 ones: two rows that
-    # read "mi355x  mxfp4" alike before, their A/KV beneath now
+    # MI355X runs gpt-oss's MXFP4 weights on BF16 activations (the checkpoint's W4A16; AITER's SwiGLU MoE, not W4A4 since
+    # 517770e) with its own KV cache and an FP8 one: two rows that read "mi355x  mxfp4" alike before, their A/KV beneath now
     rows = [(a.split()[0], a.split()[1], b.split()[0]) for a, b in zip(out.splitlines(), out.splitlines()[1:], strict=False)
             if a.startswith(" mi355x")]
-    assert rows == [("mi355x", "mxfp4", "bf16/bf16"), ("mi355x", "fp8", "fp8/fp8"), ("mi355x", "mxfp4", "mxfp4/fp8")]
+    assert rows == [("mi355x", "mxfp4", "bf16/bf16"), ("mi355x", "fp8", "fp8/fp8"), ("mi355x", "mxfp4", "bf16/fp8")]
     assert "W: weight format, A/KV beneath: activation and KV-cache formats." in out
     code, out, _ = cli("compare", "llama-3.1-8b", "--gpu", "h100,h200", "--gpus", "1", "--min-tps-user", "100")
     assert code == 0 and out.startswith("compare at ISL/OSL 1024/1024 on 1x h100 / 1x h200, trtllm, SLO >= 100 tok/s/user\n")
     code, out, _ = cli("compare", "gpt-oss-120b", "--gpu", "mi355x", "--gpus", "1", "--min-tps-user", "100", "--json")
     assert [(r["engine"], r["weight_dtype"], r["activation_dtype"], r["kv_dtype"]) for r in json.loads(out)["rows"]] == [
-        ("sglang", "mxfp4", "bf16", "bf16"), ("sglang", "fp8", "fp8", "fp8"), ("sglang", "mxfp4", "mxfp4", "fp8")]
+        ("sglang", "mxfp4", "bf16", "bf16"), ("sglang", "fp8", "fp8", "fp8"), ("sglang", "mxfp4", "bf16", "fp8")]
 
 
 def test_every_option_and_argument_says_what_it_takes():

@@ -115,5 +115,6 @@ print(json.dumps([O_BACKEND.help, typing.get_args(Engine), r.exit_code, json.loa
     help_, choices, code_, backend, x_code, x_out = json.loads(out.stdout.strip().splitlines()[-1])
     assert help_.startswith("trtllm, vllm, sglang, atom or toy (default: ") and choices == ["trtllm", "vllm", "sglang", "atom", "toy"]
     assert (code_, backend) == (0, "toy")
-    # no exporter is registered for it: export refuses in one line naming those that are
-    assert x_code == 2 and " ".join(x_out.split()) == "error: backend: 'toy' is not valid; one of: trtllm, vllm, sglang, dynamo"
+    # no exporter is registered for it: export refuses in one line naming those that are, and why not it
+    assert x_code == 2 and " ".join(x_out.split()) == ("error: backend: 'toy' is not valid; one of: trtllm, vllm, sglang, dynamo (Toy has no "
+                                                       "launch-configuration writer: it is priced, not exported)")

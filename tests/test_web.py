@@ -813,8 +813,8 @@ def test_the_engine_menu_lists_what_the_chosen_gpus_run_and_defaults_to_the_vend
     _run_frontier(page, gpus=("mi355x",))
     assert _fragment(page)["engine"] == "sglang" and not page.text_content("#error")
     page.select_option("#engine", "vllm")
-    _choose_gpus(page, ("h200", "mi355x"), None)  # both vendors: the engines both run, the one picked kept
-    assert _engines(page) == (["vllm", "sglang"], "vllm")
+    _choose_gpus(page, ("h200", "mi355x"), None)  # both vendors: each GPU's own, then the engines both run, the one picked kept
+    assert _engines(page) == (["", "vllm", "sglang"], "vllm")
     _choose_gpus(page, ("h200",), None)
     assert _engines(page) == (["trtllm", "vllm", "sglang"], "vllm")
     other = browser.new_page()
@@ -825,6 +825,20 @@ def test_the_engine_menu_lists_what_the_chosen_gpus_run_and_defaults_to_the_vend
     finally:
         other.close()
     assert not page.errors
+
+
+def test_gpus_of_two_vendors_are_each_priced_on_their_own_engine_as_the_cli_prices_them(page, server):
+    """An MI355X beside a B200 ran both on vLLM (the B200's TensorRT-LLM runs on no MI355X, so the first engine both run):
+    `pareto --gpu mi355x,b200` prices SGLang on the one and TensorRT-LLM on the other, and so does the page until an engine
+    is picked."""
+    page.goto(server + "/")
+    _ready(page)
+    _choose_gpus(page, ("b200", "mi355x"), "8")
+    assert _engines(page) == (["", "vllm", "sglang"], "")
+    assert page.text_content("#engine option[value='']") == "each GPU's own (trtllm, sglang)"
+    _run_frontier(page, gpus=("b200", "mi355x"), num_gpus="8", model="deepseek-r1")
+    assert "trtllm on b200, sglang on mi355x" in page.text_content("#what")
+    assert "engine" not in _fragment(page) and not page.text_content("#error") and not page.errors
 
 
 def test_lint_table_gives_each_rules_measure_and_an_objective_cost_as_a_rate(page, server):

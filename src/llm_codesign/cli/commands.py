@@ -70,8 +70,8 @@ def gpus(as_json: bool = typer.Option(False, "--json", help="Emit JSON.")):
     if as_json:
         return _dump(rows)
     t = _table("GPU catalog", "id:k name:t BF16:n FP8:n FP4:n HBM:n GiB:n TB/s:n dom:n GB/s:n TDP:n",
-               "BF16, FP8, FP4: dense peak TFLOP/s. HBM: GB as sold; GiB: as nvidia-smi reports it. TB/s: HBM bandwidth. "
-               "dom: GPUs in the scale-up domain (NVLink; PCIe within a server for PCIe cards); GB/s: its bandwidth per "
+               "BF16, FP8, FP4: dense peak TFLOP/s. HBM: GB as sold; GiB: as nvidia-smi or rocm-smi reports it. TB/s: HBM "
+               "bandwidth. dom: GPUs in the scale-up domain (NVLink, AMD's Infinity Fabric; PCIe within a server for PCIe cards); GB/s: its bandwidth per "
                "direction. TDP: watts.")
     for g in rows:
         p = g["peak_tflops"]
@@ -523,6 +523,8 @@ def _print_frontiers(con, results: list[dict], *, isl: int, osl: int, prefix_hit
         sources = {f"{p['deployment']['weight_dtype']}/{p['deployment']['kv_dtype']}": p.get("accuracy") or {} for p in fr}
         for prec, acc in sources.items():
             con.print(f"accuracy at {prec}: {accuracy_said(acc)}", highlight=False)
+        for note in dict.fromkeys(n for p in fr for n in p.get("precision_notes", ())):  # a format priced as another, as estimate says it
+            con.print(f"[yellow]precision as run: {note}[/yellow]", highlight=False)
         if fr and "cost" in fr[0]:
             usd = [p["cost"]["usd_per_m_output_tokens"] for p in fr]
             c = fr[0]["cost"]

@@ -138,7 +138,14 @@ def usage_line(e: UsageError, group_ctx=None) -> str:
             return f"{name}: {value!r} is not valid; {_valid(param)} ({flags})"
         return f"{name}: {' '.join((e.message or '').split())} ({flags})"
     if isinstance(e, NoSuchOption):
-        return f"option: {e.option_name!r} is not valid; " + did_you_mean(near_options(e.option_name, ctx)) + f"the options are listed by {where}"
+        # `disagg` prices the pools it is given; a search's options (--gpus, an SLO) are `pareto --disagg`'s, which
+        # `disagg --gpus 16 --min-tps-user 50` met only as "did you mean --gpu?"
+        search = ""
+        if names == ["disagg"] and ctx.parent is not None and (pareto := ctx.parent.command.get_command(ctx.parent, "pareto")) is not None \
+                and any(e.option_name in getattr(q, "opts", ()) for q in pareto.params):
+            search = f"; a search over disaggregated plans takes it: `llm-codesign pareto --disagg {e.option_name} ...`"
+        return (f"option: {e.option_name!r} is not valid; " + did_you_mean(near_options(e.option_name, ctx)) + f"the options are listed by {where}"
+                + search)
     msg = " ".join((e.message or "").split())
     m = re.match(r"No such command '(.*?)'\.?( Did you mean .*)?$", msg)
     if m and ctx is not None:

@@ -39,7 +39,7 @@ def compare_rows(model_refs: list[str], gpu_refs: list[str], weight_formats: lis
     from llm_codesign.explore.accuracy_model import accuracy_of
     from llm_codesign.explore.search import SearchSpace, default_precisions, search
     from llm_codesign.measure.intervals import table_for
-    from llm_codesign.spec.precision import Precision, get_dtype
+    from llm_codesign.spec.precision import Precision, executable, get_dtype
 
     kv = get_dtype(kv_dtype, "kv_dtype") if kv_dtype else None
     rows = []
@@ -61,7 +61,9 @@ def compare_rows(model_refs: list[str], gpu_refs: list[str], weight_formats: lis
                 p = p.on(g)  # the activation that runs on this GPU (MXFP4: W4A4 on CDNA4), as the row prices it
                 acc = accuracy_of(m, p)
                 row = {"model": m.name, "gpu": g.id, "num_gpus": num_gpus, "engine": engine.name, "precision": p.label(), "weight_dtype": p.weight.name,
-                       "activation_dtype": p.activation.name, "kv_dtype": p.kv.name, "accuracy": acc, "best": None}
+                       "activation_dtype": p.activation.name, "kv_dtype": p.kv.name, "accuracy": acc, "best": None,
+                       # a format the GPU cannot run, priced as engines map it (NVFP4 as MXFP4 on CDNA4), as estimate says it
+                       "precision_notes": list(executable(p, g)[1])}
                 try:
                     r = search(m, g, cal, SearchSpace(num_gpus, precisions=(p,)), isl=isl, osl=osl, engine=engine,
                                min_tps_user=min_tps_user, max_ttft_ms=max_ttft_ms)
@@ -255,6 +257,12 @@ def compare(
     for r in rows:
         for why in ((r["best"] or {}).get("intervals", {}).get("output_tok_s_per_gpu", {}).get("widened") or []):
             beyond.setdefault(why, []).append(r["gpu"] if one_gpu or len({x["model"] for x in rows}) == 1 else f"{r['model']} on {r['gpu']}")
+    ran = {}
+    for r in rows:
+        for note in r["precision_notes"]:
+            ran.setdefault(note, []).append(r["gpu"] if len({x["model"] for x in rows}) == 1 else f"{r['model']} on {r['gpu']}")
+    for note, at in ran.items():
+        con.print(f"[yellow]precision as run: {', '.join(dict.fromkeys(at))}: {note}[/yellow]", highlight=False)
     if beyond:
         con.print("intervals widened beyond the runs: " + "; ".join(f"{', '.join(dict.fromkeys(at))}: {why}" for why, at in beyond.items()),
                   highlight=False)

@@ -40,7 +40,7 @@ from llm_codesign.cli.common import (
     vendor_engines,
 )
 from llm_codesign.errors import InputError, MissingInput, parse_nested, read_text
-from llm_codesign.spec.engines import TRTLLM, VENDOR_NAMES, engine_for, engines_on, listed
+from llm_codesign.spec.engines import ENGINES, TRTLLM, VENDOR_NAMES, engine_for, engines_on
 
 
 def _check_out(out: str, inputs: dict, *, as_json: bool = False) -> None:
@@ -58,6 +58,18 @@ def _file_name(out: str) -> str:
     return "config.yaml" if out == "-" else Path(out).name
 
 
+def _written() -> str:
+    """The registered engines `export` writes a launch configuration for, as its help lists them: those with their
+    documented options in data/engines/NAME.toml, which each export builder writes from (explore.export_engines.exportable;
+    read here by name, as importing the builders would slow every command's start); then the others, priced only."""
+    from importlib import resources
+
+    data = resources.files("llm_codesign").joinpath("data/engines")
+    ours = [n for n in ENGINES if data.joinpath(f"{n}.toml").is_file()]
+    rest = [ENGINES[n].title for n in ENGINES if n not in ours]
+    return f"{', '.join(ours[:-1])} or {ours[-1]}" + (f" ({' and '.join(rest)} priced, not exported)" if rest else "")
+
+
 # export's default SLO where neither a batch nor an SLO is given: a reader's pace (a person reads 4-5
 # words, about 6 tokens, a second; 20 tok/s/user streams well ahead of them) and a first token within
 # 2 s. Not the offline max-throughput batch, which on 8x H200 runs Llama-3.1-70B at ~10 tok/s/user and
@@ -69,7 +81,7 @@ INTERACTIVE_SLO = {"min_tps_user": 20.0, "max_ttft_ms": 2000.0}
 def export(
     model: str = typer.Argument(..., help="Registry name, Hugging Face id or config.json path."),
     gpu: str = O_GPU, gpus_: Optional[int] = O_GPUS,
-    backend: Optional[str] = typer.Option(None, "--backend", "--engine", help=f"{listed()}: the engine the file starts (default: "
+    backend: Optional[str] = typer.Option(None, "--backend", "--engine", help=f"{_written()}: the engine the file starts (default: "
                                           f"{vendor_engines()}; with --prefill/--decode, the engine of Dynamo's workers); "
                                           f"dynamo: Dynamo with {TRTLLM.name} workers."),
     out: str = typer.Option(..., "-o", "--out", help="The file to write (YAML; a shell script for SGLang); - for standard output."),
@@ -103,7 +115,8 @@ def export(
 
     if backend is not None and backend not in exportable():  # offered: those this GPU runs (Dynamo's default workers: TensorRT-LLM)
         runs = engines_on(_gpu(gpu))
-        raise InputError("backend", backend, "one of: " + ", ".join(n for n in exportable() if (TRTLLM.name if n == "dynamo" else n) in runs))
+        why = f" ({ENGINES[backend].title} has no launch-configuration writer: it is priced, not exported)" if backend in ENGINES else ""
+        raise InputError("backend", backend, "one of: " + ", ".join(n for n in exportable() if (TRTLLM.name if n == "dynamo" else n) in runs) + why)
     for name, v in (("min_tps_user", min_tps_user), ("max_ttft_ms", max_ttft_ms)):
         if v is not None and not (0 < v < float("inf")):
             raise InputError(name, v, "a positive finite number")
@@ -311,7 +324,7 @@ def import_(
     conc = concurrency or imp.concurrency
     r = run(imp.model, imp.deployment, Workload(isl=isl, osl=osl, concurrency=conc), calibration=calibration).to_dict()
     r["deployment"] = imp.deployment.to_dict()
-    r |= {"engine": imp.engine, "replicas": imp.replicas, "ignored": list(imp.ignored)}
+    r |= {"engine": imp.engine, "replicas": imp.replicas, "ignored": list(imp.ignored), "unset_env": _unset_env(text, imp)}
     if as_json:
         return _dump(r)
     from llm_codesign.render.intervals import short
@@ -326,6 +339,9 @@ def import_(
               f"{r['output_tok_s_per_gpu']:.0f} tok/s/GPU{short(r, 'output_tok_s_per_gpu')}", highlight=False)
     if imp.ignored:
         con.print(f"ignored (not modelled): {', '.join(imp.ignored)}", highlight=False)
+    if r["unset_env"]:
+        con.print(f"[yellow]the launch does not set {', '.join(r['unset_env'])}: priced as if it did, on the kernels it selects (export "
+                  "sets it); without it the engine runs others[/yellow]", highlight=False)
     if note := profile_note(meta, calibration):
         con.print(note, highlight=False)
 
@@ -337,6 +353,24 @@ def profile_note(meta: dict, calibration: str | None) -> str | None:
         return None
     return (f"exported with --calibration {meta['calibration']} (its predicted figures are that profile's); "
             + ("" if calibration is None else f"these are {calibration}'s; ") + f"pass --calibration {meta['calibration']} to price it alike")
+
+
+def _unset_env(text: str, imp) -> list[str]:
+    """The variables the engine must be given to run the kernels the deployment is priced with (Exporter.env: SGLANG_USE_AITER=1
+    for SGLang on AMD Instinct GPUs) that the configuration's lines do not set (NAME=value, as `export NAME=value` or before
+    the command; a switch's 1 also as true)."""
+    import re
+
+    from llm_codesign.explore.export_engines import exporter
+    from llm_codesign.explore.export_engines.base import code_lines
+
+    code = code_lines(text)
+    out = []
+    for k, v in exporter(imp.engine).env(imp.deployment).items():
+        said = "|".join(re.escape(x) for x in ({v, "true", "True", "TRUE"} if v == "1" else {v}))
+        if not re.search(rf"(^|\s){re.escape(k)}=[\"']?({said})[\"']?(\s|$)", code, re.M):
+            out.append(f"{k}={v}")
+    return out
 
 
 def _import_dynamo(text: str, path: str, meta: dict, *, isl: int, osl: int, calibration, as_json: bool) -> None:
@@ -370,7 +404,7 @@ def export_point(
     path: str = typer.Argument(..., help="A frontier as `pareto --json` writes it."),
     index: int = typer.Option(..., "--index", min=0, help="The frontier point, in the JSON's order (0: the throughput end, the last: the interactive end)."),
     out: str = typer.Option(..., "-o", "--out", help="The file to write; - for standard output."),
-    engine: Optional[str] = typer.Option(None, "--backend", "--engine", help=listed() + " (default: the frontier's engine)."),
+    engine: Optional[str] = typer.Option(None, "--backend", "--engine", help=_written() + " (default: the frontier's engine)."),
 ):
     """The engine's launch configuration of one frontier point: its plan, precision, step token budget and batch."""
     import json

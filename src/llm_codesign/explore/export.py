@@ -71,7 +71,7 @@ def export_config(model: ModelSpec, dep: Deployment, *, engine: str, concurrency
                     f"{model.default_precision.weight.name} one named here is not): point the model at such a checkpoint")
     if replicas > 1:
         head.append(f"# run {replicas} instances of this configuration behind a load balancer ({dep.num_gpus} GPUs each)")
-    return x.render(opts, head=head, model=model, file_name=file_name)
+    return x.render(opts, head=head, model=model, file_name=file_name, env=x.env(dep))
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -298,6 +298,11 @@ def read_config(text: str, origin: str = "config", *, engine: str | None = None,
 # Dynamo: a disaggregated deployment, two pools
 
 
+# the Kubernetes resource each vendor's device plugin advertises its GPUs as (NVIDIA/k8s-device-plugin and
+# ROCm/k8s-device-plugin READMEs: a pod's `resources.limits`)
+GPU_RESOURCE = {"nvidia": "nvidia.com/gpu", "amd": "amd.com/gpu"}
+
+
 def dynamo_workers() -> tuple[str, ...]:
     """The engines Dynamo runs as workers that have an exporter (data/engines/dynamo.toml modules)."""
     modules = engine_spec(DYNAMO)["modules"]
@@ -320,18 +325,21 @@ def export_dynamo(model: ModelSpec, *, prefill: Deployment, decode: Deployment, 
     # a prefill instance holds the prompts it is computing: at most what its step budget and the queue give it
     pre_conc = max(1, math.ceil(concurrency / prefill_instances))
 
-    def component(cname, ctype, replicas, args, gpus=None):
+    def component(cname, ctype, replicas, args, dep=None):
         c = {"name": "main", "image": image, "command": ["python3", "-m", spec["modules"][ctype if ctype == "frontend" else backend]],
              "args": args}
-        if gpus:
-            c["resources"] = {"limits": {"nvidia.com/gpu": str(gpus)}}
+        if dep is not None:
+            if env := x.env(dep):
+                c["env"] = [{"name": k, "value": v} for k, v in env.items()]
+            # another vendor's GPU (a GPU file's) runs the reference engine, NVIDIA's (spec.engines.VENDOR_ENGINE)
+            c["resources"] = {"limits": {GPU_RESOURCE.get(dep.gpu.vendor, GPU_RESOURCE["nvidia"]): str(dep.num_gpus)}}
         return {"name": cname, "type": ctype, "replicas": replicas, "podTemplate": {"spec": {"containers": [c]}}}
 
     doc = {"apiVersion": spec["api_version"], "kind": spec["kind"], "metadata": {"name": name},
            "spec": {"components": [
                component("Frontend", "frontend", 1, ["--http-port", "8000"]),
-               component("prefill", "prefill", prefill_instances, x.worker_args(model, prefill, pre_conc, "prefill"), prefill.num_gpus),
-               component("decode", "decode", decode_instances, x.worker_args(model, decode, dec_conc, "decode"), decode.num_gpus)]}}
+               component("prefill", "prefill", prefill_instances, x.worker_args(model, prefill, pre_conc, "prefill"), prefill),
+               component("decode", "decode", decode_instances, x.worker_args(model, decode, dec_conc, "decode"), decode)]}}
     meta = {"model": model.name, "gpu": decode.gpu.id, "backend": backend, "concurrency": concurrency,
             "prefill": {"plan": prefill.plan.label(), "instances": prefill_instances, "num_gpus": prefill.num_gpus},
             "decode": {"plan": decode.plan.label(), "instances": decode_instances, "num_gpus": decode.num_gpus},

@@ -10,6 +10,7 @@ import numpy as np
 from llm_codesign.serve.estimate import interval_columns
 from llm_codesign.spec.hardware import Gpu
 from llm_codesign.spec.plan import Deployment, Workload
+from llm_codesign.spec.precision import executable
 
 
 @dataclass(frozen=True)
@@ -38,7 +39,10 @@ class FrontierPoint:
         return d
 
     def to_dict(self) -> dict:
+        # a format the GPU cannot run, priced as engines map it (NVFP4 as MXFP4 on CDNA4), said as estimate's precision_notes
+        notes = list(executable(self.deployment.precision, self.deployment.gpu)[1])
         return {**_metrics(self), "deployment": self.record(), "accuracy": self.accuracy,
+                **({"precision_notes": notes} if notes else {}),
                 **({"cost": self.cost} if self.cost is not None else {}), **({"energy": self.energy} if self.energy is not None else {}),
                 **({"intervals": self.intervals} if self.intervals is not None else {})}
 
@@ -76,7 +80,9 @@ class DisaggPoint:
                 "spec": s.method if s else None, "draft_len": s.k if s else 0}
 
     def to_dict(self) -> dict:
+        notes = list(executable(self.decode.precision, self.decode.gpu)[1])  # both pools run one precision, as FrontierPoint's
         return {**_metrics(self), "deployment": self.record(), "accuracy": self.accuracy,
+                **({"precision_notes": notes} if notes else {}),
                 **({"cost": self.cost} if self.cost is not None else {}), **({"energy": self.energy} if self.energy is not None else {}),
                 **({"intervals": self.intervals} if self.intervals is not None else {})}
 

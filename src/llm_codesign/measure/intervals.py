@@ -520,13 +520,20 @@ def reasons(ctx: Context, table: dict) -> list[Widening]:
 ARRIVAL_NAMES = {"waves": "waves", "closed_loop": "closed loops", "burst": "bursts"}
 
 
-def _describe(level: tuple[str, ...], ctx: Context, c: dict) -> str:
+def _describe(level: tuple[str, ...], ctx: Context, c: dict, table: dict) -> str:
     """A slice `c` found at `level` for `ctx` in words: its runs, what they share and, at a level across GPU families,
-    the families they were measured on; then, where none of its runs arrived as the question's requests do, how they did
-    (a slice mixing both holds runs like the question)."""
+    the families they were measured on; at the level across engines, theirs, and how many runs the question's engine has
+    where it has some (too few for a slice of its own); then, where none of its runs arrived as the question's requests
+    do, how they did (a slice mixing both holds runs like the question)."""
     parts = {"engine": engine_title(ctx.engine), "family": f"on {family_name(ctx.family)} GPUs", "model_class":
              f"{'MoE' if ctx.model_class == 'moe' else 'dense'} models", "load": "offline" if ctx.load == "offline"
              else f"{ctx.load} requests", "lengths": f"{ctx.lengths} ISL/OSL"}
+    if "engine" not in level:  # it read as the question's engine's own runs ("from 2050 serving runs" for ATOM's 36)
+        env = table["envelope"].get(ctx.mode, {})
+        n = sum(v for k, v in env.get("runs", {}).items() if k.partition("|")[0] == ctx.engine)
+        parts["engine"] = _listed([engine_title(e) for e in env.get("engines", ())]) + (
+            f" ({engine_title(ctx.engine)}'s own {n}: too few for a slice of their own, {MIN_ROWS} needed)" if n else "")
+        level = (level[0], "engine", *level[1:])
     if "family" not in level and c.get("families"):
         parts["family"] = f"on {_listed([family_name(f) for f in c['families']])} GPUs"
         level = (*level[:2], "family", *level[2:]) if "engine" in level else (*level[:1], "family", *level[1:])
@@ -571,7 +578,7 @@ def lookup(metric: str, ctx: Context, table: dict) -> tuple[dict, str, Context, 
         who = f"{table['profile']}'s own " if mine else f"the bundled profile's (not {table['profile']}'s: {_why_bundled(metric, ctx, table)}) "
     else:
         who = ""
-    return c, who + _describe(level, ctx, c) + note + _family_by_own_runs(ctx, table, mine), ctx, mine
+    return c, who + _describe(level, ctx, c, table) + note + _family_by_own_runs(ctx, table, mine), ctx, mine
 
 
 def _family_by_own_runs(ctx: Context, table: dict, mine: bool) -> str:

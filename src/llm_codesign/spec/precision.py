@@ -101,13 +101,16 @@ def _executable(prec: "Precision", gpu) -> tuple["Precision", tuple[str, ...]]:
             alt = DTYPES[gpu.fp4_formats[0]]
             w, a = (alt if x.name == d.name else x for x in (w, a))
             attn = alt if attn is not None and attn.name == d.name else attn
-            notes.append(f"{d.name} has no {gpu.name} kernel: priced as {alt.name} (the FP4 format its tensor cores run, "
+            cores = "matrix cores" if gpu.vendor == "amd" else "tensor cores"  # each vendor's name for them (AMD CDNA4 ISA)
+            notes.append(f"{d.name} has no {gpu.name} kernel: priced as {alt.name} (the FP4 format its {cores} run, "
                          "a re-quantised checkpoint)")
     if a.math == "fp4" and not (has_fp4 and a.name in gpu.fp4_formats):
         # no FP4 math: FP4 weights run weight-only, dequantised to BF16 in the GEMM (vLLM's Marlin
         # FP4 fallback, "Weight-only FP4 compression will be used leveraging the Marlin kernel")
         a = DTYPES["bf16"]
-        notes.append(f"{gpu.name} has no FP4 math: W4A4 runs as W4A16 (4-bit weights dequantised to BF16, as vLLM's Marlin kernel does)")
+        # Marlin is a CUDA kernel: on AMD's GPUs (CDNA3) the weight-only rate is an assumption (default.toml's w4a16), no kernel timed
+        how = "as vLLM's Marlin kernel does" if gpu.vendor == "nvidia" else "at an assumed rate: no such kernel timed on AMD GPUs"
+        notes.append(f"{gpu.name} has no FP4 math: W4A4 runs as W4A16 (4-bit weights dequantised to BF16, {how})")
     if a.math == "fp8" and not gpu.supports("fp8"):
         # no FP8 math (Ampere): FP8 checkpoints run weight-only FP8 (vLLM Marlin W8A16 fallback)
         a = DTYPES["bf16"]

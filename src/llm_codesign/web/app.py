@@ -132,7 +132,7 @@ class WhatIfGpu(_Req):
     bf16_tflops: Optional[Float] = Field(None, description="Dense BF16 TFLOP/s.")
     fp8_tflops: Optional[Float] = Field(None, description="Dense FP8 TFLOP/s (0: none).")
     fp4_tflops: Optional[Float] = Field(None, description="Dense FP4 TFLOP/s (0: none).")
-    scale_up_gb_s: Optional[Float] = Field(None, description="Scale-up (NVLink) bandwidth per GPU, one direction, GB/s.")
+    scale_up_gb_s: Optional[Float] = Field(None, description="Scale-up (NVLink, AMD's Infinity Fabric) bandwidth per GPU, one direction, GB/s.")
     scale_up_domain: Optional[Int] = Field(None, description="GPUs in one scale-up domain.")
 
 

@@ -47,8 +47,9 @@ class Exporter(ABC):
         """The engine's options for one instance of `dep` (a plan it cannot express: refuse())."""
 
     @abstractmethod
-    def render(self, opts: dict, *, head: list[str], model: ModelSpec, file_name: str) -> str:
-        """The file's text: the comment lines `head`, the launch line and the options."""
+    def render(self, opts: dict, *, head: list[str], model: ModelSpec, file_name: str, env: dict[str, str]) -> str:
+        """The file's text: the comment lines `head`, the launch line and the options; `env` (env()), the variables set
+        before the launch command, in the script or in its `# launch:` line."""
 
     @abstractmethod
     def parse(self, text: str, origin: str = "export") -> tuple[dict, str]:
@@ -87,6 +88,11 @@ class Exporter(ABC):
         options less that, the copies)."""
         return o, 1
 
+    def env(self, dep: Deployment) -> dict[str, str]:
+        """The environment variables the launch must set for the engine to run the kernels `dep` is priced with; none
+        by default."""
+        return {}
+
     def worker_args(self, model: ModelSpec, dep: Deployment, concurrency: int, mode: str) -> list[str]:
         """The command-line words of its Dynamo worker in `mode` (prefill or decode): its own options
         as flags."""
@@ -116,7 +122,8 @@ def exportable() -> tuple[str, ...]:
 def exporter(name: str) -> Exporter:
     """The exporter of a registered engine, or one line naming the exportable ones."""
     if name not in EXPORTERS:
-        raise InputError("engine", name, "one of: " + ", ".join(exportable()[:-1]))
+        why = f" ({ENGINES[name].title} has no launch-configuration writer: it is priced, not exported)" if name in ENGINES else ""
+        raise InputError("engine", name, "one of: " + ", ".join(exportable()[:-1]) + why)
     return EXPORTERS[name]
 
 
@@ -297,6 +304,11 @@ def file_beside(path: str, origin: str) -> str:
     if not p.is_file():
         raise InputError("config", path, f"a file beside {origin} (the configuration names it)")
     return p.read_text(encoding="utf-8-sig")
+
+
+def env_words(env: dict[str, str]) -> list[str]:
+    """The words that set `env` for the one command they precede (NAME=value)."""
+    return [f"{k}={v}" for k, v in env.items()]
 
 
 def command_words(text: str, origin: str = "config") -> list[str]:

@@ -10,6 +10,7 @@ from llm_codesign.explore.export_engines.base import (
     Exporter,
     command_words,
     engine_spec,
+    env_words,
     exporter,
     flags,
     fraction,
@@ -24,6 +25,7 @@ from llm_codesign.explore.export_engines.base import (
     whole,
 )
 from llm_codesign.spec.engines import SGLANG
+from llm_codesign.spec.engines.base import CDNA_FAMILIES
 from llm_codesign.spec.model import ModelSpec
 from llm_codesign.spec.plan import Deployment, Plan
 
@@ -71,10 +73,17 @@ class SGLangExporter(Exporter):
     def options(self, model: ModelSpec, dep: Deployment, concurrency: int) -> dict:
         return sglang_options(model, dep, concurrency)
 
-    def render(self, opts: dict, *, head: list[str], model: ModelSpec, file_name: str) -> str:
+    def env(self, dep: Deployment) -> dict[str, str]:
+        """SGLANG_USE_AITER=1 on AMD Instinct GPUs: their experts are priced on AITER's fused MoE (the CDNA kernel tables'
+        own, cost.ffns.FC1_FUSED; fitted on InferenceX's MI355X runs, which set it: benchmarks/single_node/fixed_seq_len/
+        dsr1_fp8_mi355x.sh@843c6254), which SGLang takes only with it set: off by default (sglang/srt/environ.py:949,
+        layers/quantization/fp8.py:149 and mxfp4.py:200@0.5.23), its Triton fused MoE otherwise."""
+        return {"SGLANG_USE_AITER": "1"} if dep.gpu.family in CDNA_FAMILIES else {}
+
+    def render(self, opts: dict, *, head: list[str], model: ModelSpec, file_name: str, env: dict[str, str]) -> str:
         words = flags(opts)
         starts = [i for i, w in enumerate(words) if w.startswith("--")] + [len(words)]
-        lines = ["python -m sglang.launch_server"] + [shlex.join(words[a:b]) for a, b in zip(starts[:-1], starts[1:], strict=True)]
+        lines = [shlex.join([*env_words(env), "python", "-m", "sglang.launch_server"])] + [shlex.join(words[a:b]) for a, b in zip(starts[:-1], starts[1:], strict=True)]
         return "\n".join(["#!/bin/sh"] + head + [" \\\n  ".join(lines)]) + "\n"
 
     def parse(self, text: str, origin: str = "export") -> tuple[dict, str | None]:

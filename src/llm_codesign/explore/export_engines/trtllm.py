@@ -12,6 +12,7 @@ from llm_codesign.explore.export_engines.base import (
     code_lines,
     command_words,
     engine_spec,
+    env_words,
     exporter,
     file_beside,
     flags,
@@ -76,8 +77,8 @@ class TRTLLMExporter(Exporter):
     def options(self, model: ModelSpec, dep: Deployment, concurrency: int) -> dict:
         return trtllm_options(model, dep, concurrency)
 
-    def render(self, opts: dict, *, head: list[str], model: ModelSpec, file_name: str) -> str:
-        cmd = shlex.join(["trtllm-serve", hf_id(model), "--backend", "pytorch", "--extra_llm_api_options", file_name])
+    def render(self, opts: dict, *, head: list[str], model: ModelSpec, file_name: str, env: dict[str, str]) -> str:
+        cmd = shlex.join([*env_words(env), "trtllm-serve", hf_id(model), "--backend", "pytorch", "--extra_llm_api_options", file_name])
         return "\n".join(head + [f"# launch: {cmd}", yaml_io.dump(opts)]) + "\n"
 
     def parse(self, text: str, origin: str = "export") -> tuple[dict, str | None]:

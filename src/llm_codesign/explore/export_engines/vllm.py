@@ -10,6 +10,7 @@ from llm_codesign.explore.export_engines.base import (
     code_lines,
     command_words,
     engine_spec,
+    env_words,
     exporter,
     file_beside,
     fraction,
@@ -68,9 +69,10 @@ class VLLMExporter(Exporter):
     def options(self, model: ModelSpec, dep: Deployment, concurrency: int) -> dict:
         return vllm_options(model, dep, concurrency)
 
-    def render(self, opts: dict, *, head: list[str], model: ModelSpec, file_name: str) -> str:
+    def render(self, opts: dict, *, head: list[str], model: ModelSpec, file_name: str, env: dict[str, str]) -> str:
         # quoted as trtllm's line is (shlex.join): a name with a space ran as two arguments
-        return "\n".join(head + [f"# launch: vllm serve --config {shlex.quote(file_name)}", yaml_io.dump(opts)]) + "\n"
+        cmd = shlex.join([*env_words(env), "vllm", "serve", "--config", file_name])
+        return "\n".join(head + [f"# launch: {cmd}", yaml_io.dump(opts)]) + "\n"
 
     def parse(self, text: str, origin: str = "export") -> tuple[dict, str | None]:
         """Its export or a `vllm serve --config` YAML (keys as flags, underscores or dashes), or a `vllm

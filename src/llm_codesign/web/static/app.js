@@ -185,16 +185,25 @@ function whatIf(s) {
 
 // the base GPU's figures in the form's units
 // The engine menu: the engines that run on every GPU checked (and the what-if GPU's base), as /api/gpus lists them
-// (spec.engines.engines_on); until one is picked, the first GPU's vendor's (TensorRT-LLM on NVIDIA's, SGLang on AMD's).
+// (spec.engines.engines_on); until one is picked, the first GPU's vendor's (TensorRT-LLM on NVIDIA's, SGLang on AMD's), or
+// where the GPUs' vendors' engines differ, each GPU's own (value "": no engine sent), as `pareto --gpu mi355x,b200` prices
+// them: an MI355X beside a B200 ran both on vLLM, the first engine both run, or SGLang.
 function syncEngines(want) {
   const ids = [...document.querySelectorAll("#gpus input:checked")].map((c) => c.value);
   if ($("wi_on").checked) ids.push($("wi_base").value);
   const gs = ids.map((id) => GPUS[id]).filter((g) => g);
   if (!gs.length) return;  // no GPU chosen: the menu stays, and the search says to choose one
   const ok = gs[0].engines.filter((e) => gs.every((g) => g.engines.includes(e)));
+  const own = [...new Set(gs.map((g) => g.engine))];
   const keep = want || $("engine").value;
-  $("engine").replaceChildren(...ok.map((e) => el("option", e)));
-  $("engine").value = enginePicked && ok.includes(keep) ? keep : ok.includes(gs[0].engine) ? gs[0].engine : ok[0];
+  const options = ok.map((e) => el("option", e));
+  if (own.length > 1) {
+    const each = el("option", `each GPU's own (${own.join(", ")})`);
+    each.value = "";
+    options.unshift(each);
+  }
+  $("engine").replaceChildren(...options);
+  $("engine").value = enginePicked && ok.includes(keep) ? keep : own.length > 1 ? "" : ok.includes(gs[0].engine) ? gs[0].engine : ok[0];
 }
 
 function fillWhatIf(id) {
@@ -223,7 +232,7 @@ async function runFrontier(sel) {
   if (!gpus.length) { showError("gpus: choose at least one GPU"); return; }
   let req;
   try {
-    req = {...modelRef(s), ...dtypes(s), gpus, num_gpus: num(s.num_gpus), engine: s.engine, isl: num(s.isl), osl: num(s.osl),
+    req = {...modelRef(s), ...dtypes(s), gpus, num_gpus: num(s.num_gpus), engine: s.engine || undefined, isl: num(s.isl), osl: num(s.osl),
            min_tps_user: num(s.min_tps_user), max_ttft_ms: num(s.max_ttft_ms), plot: true, ...speculation(s, "s_"), ...(wi ? {what_if: wi} : {})};
   } catch (e) { showError(e.message); return; }
   // what is shown is what the form last ran: the previous run's results go (a design, a search of its own, stays)
@@ -237,7 +246,8 @@ async function runFrontier(sel) {
     last = {req, series: r.series, plot: r.plot, csv: r.csv, handle: null, sel: null};
     const s0 = r.series[0];
     $("what").textContent = `${modelName(s0.model)} on ${s0.num_gpus}x ${r.series.map((x) => x.gpu).join(", ")}: ISL/OSL ${s0.isl}/${s0.osl}, `
-      + `${s0.backend}, weights ${req.weight_dtype || "searched"}, KV ${req.kv_dtype || "default"}`
+      + `${[...new Set(r.series.map((x) => x.backend))].length > 1 ? r.series.map((x) => `${x.backend} on ${x.gpu}`).join(", ") : s0.backend}, `
+      + `weights ${req.weight_dtype || "searched"}, KV ${req.kv_dtype || "default"}`
       + (req.spec ? `, ${req.spec} drafting ${req.draft_len || "1-5"} tokens` : "");
     drawPlot();
     downloads();
@@ -436,7 +446,7 @@ async function runPrice() {
   let ref;
   try { ref = modelRef(s); } catch (e) { showError(e.message); return; }
   const prec = {...dtypes(s), ...(s.p_weight_dtype ? {weight_dtype: s.p_weight_dtype} : {}), ...(s.p_kv_dtype ? {kv_dtype: s.p_kv_dtype} : {})};
-  const common = {...ref, ...prec, gpu, engine: s.engine, isl: num(s.isl), osl: num(s.osl), ...speculation(s, "p_"), ...(wi ? {what_if: wi} : {})};
+  const common = {...ref, ...prec, gpu, engine: s.engine || undefined, isl: num(s.isl), osl: num(s.osl), ...speculation(s, "p_"), ...(wi ? {what_if: wi} : {})};
   const disagg = s.p_mode === "disaggregated";
   $("priced").replaceChildren();
   status("pricing the deployment", true);
@@ -523,7 +533,7 @@ async function runDesign() {
   const wi = whatIf(s);
   const req = {params: num(s.params), gpu: s.gpus[0] || (wi ? wi.id : "h200"), num_gpus: num(s.num_gpus), max_candidates: num(s.max_candidates),
                ...(s.quality_sigmas.trim() ? {quality_sigmas: num(s.quality_sigmas)} : {}),
-               regime: s.regime, engine: s.engine, ...(s.weight_dtype ? {weight_dtype: s.weight_dtype} : {}), ...(wi ? {what_if: wi} : {}),
+               regime: s.regime, engine: s.engine || undefined, ...(s.weight_dtype ? {weight_dtype: s.weight_dtype} : {}), ...(wi ? {what_if: wi} : {}),
                ...(s.baseline.trim() ? {baseline: s.baseline.trim()} : {})};
   saveHash();
   $("design").replaceChildren();

@@ -1,0 +1,158 @@
+"""A platform engineer's first hour choosing between AMD Instinct and NVIDIA GPUs (n8): what an AMD answer launches,
+states and refuses. An SGLang launch on an Instinct GPU sets the AITER switch its price assumes, and a Dynamo manifest
+asks for AMD's GPUs by AMD's resource name; `export --backend atom` says ATOM is priced, not exported."""
+import json
+
+import yaml
+from conftest import cli
+
+
+def test_an_sglang_export_on_an_instinct_gpu_sets_the_aiter_switch_its_price_assumes(tmp_path):
+    # priced on AITER's fused MoE, which SGLang runs only with SGLANG_USE_AITER=1 (off by default, sglang 0.5.23
+    # environ.py:949): the script launched SGLang's Triton MoE instead
+    amd, nvidia = tmp_path / "amd.sh", tmp_path / "nvidia.sh"
+    for gpu, path in (("mi355x", amd), ("h200", nvidia)):
+        code, _, _ = cli("export", "deepseek-r1", "--gpu", gpu, "--backend", "sglang", "--tp", "8", "--concurrency", "8", "-o", str(path))
+        assert code == 0
+    assert "\nSGLANG_USE_AITER=1 python -m sglang.launch_server \\\n  --model-path deepseek-ai/DeepSeek-R1 \\\n" in amd.read_text()
+    assert "\npython -m sglang.launch_server \\\n" in nvidia.read_text() and "AITER" not in nvidia.read_text()
+    code, out, _ = cli("import", str(amd))  # read back as the deployment it starts
+    assert code == 0 and out.startswith("deepseek-r1 on 8x MI355X, TP8 EP1/MoE-TP8, W:fp8_block A:fp8_block KV:bf16, sglang: 8 requests")
+
+
+def test_a_dynamo_manifest_asks_for_amd_gpus_by_amds_resource_name_with_the_aiter_switch(tmp_path):
+    # it asked for nvidia.com/gpu on MI355X, which no AMD node's device plugin advertises (amd.com/gpu)
+    pods = {}
+    for gpu in ("mi355x", "h200"):
+        path = tmp_path / f"{gpu}.yaml"
+        code, _, _ = cli("export", "deepseek-r1", "--gpu", gpu, "--backend", "sglang", "--prefill", "tp=8", "--decode", "tp=8", "-o", str(path))
+        assert code == 0
+        pods[gpu] = [c["podTemplate"]["spec"]["containers"][0] for c in yaml.safe_load(path.read_text().split("\n", 4)[4])["spec"]["components"]]
+    assert [(c.get("env"), c.get("resources")) for c in pods["mi355x"]] == [(None, None)] + 2 * [
+        ([{"name": "SGLANG_USE_AITER", "value": "1"}], {"limits": {"amd.com/gpu": "8"}})]
+    assert [(c.get("env"), c.get("resources")) for c in pods["h200"]] == [(None, None)] + 2 * [(None, {"limits": {"nvidia.com/gpu": "8"}})]
+
+
+def test_export_says_atom_is_priced_not_exported_and_its_help_lists_what_it_writes():
+    code, out, err = cli("export", "deepseek-r1", "--gpu", "mi355x", "--backend", "atom", "-o", "x.sh")
+    assert (code, out) == (2, "") and err == ("error: backend: 'atom' is not valid; one of: vllm, sglang (ATOM has no launch-configuration "
+                                              "writer: it is priced, not exported)\n")
+    from llm_codesign.cli.export import _written
+    from llm_codesign.explore.export_engines import exportable
+
+    # the help offered atom ("trtllm, vllm, sglang or atom: the engine the file starts"), then refused it
+    assert _written() == "trtllm, vllm or sglang (ATOM priced, not exported)"
+    assert exportable() == ("trtllm", "vllm", "sglang", "dynamo")
+
+
+def test_a_basis_across_engines_names_them_and_why_the_questions_engine_has_no_slice():
+    # ATOM's answer read "from 2050 serving runs, on Blackwell and CDNA4 GPUs", as if ATOM's own: its 36 runs are under
+    # the 39 a slice needs, and the 2050 are every engine's
+    code, out, _ = cli("estimate", "deepseek-r1", "--gpu", "mi355x", "--tp", "8", "--concurrency", "64", "--backend", "atom", "--json")
+    assert code == 0
+    assert {b["source"] for b in json.loads(out)["intervals"].values() if isinstance(b, dict)} == {
+        "2050 serving runs with ATOM, SGLang, TensorRT-LLM and vLLM (ATOM's own 36: too few for a slice of their own, 39 needed), "
+        "on Blackwell and CDNA4 GPUs"}
+    # an engine with no run there names the engines whose runs answer (its own reason says it has none)
+    code, out, _ = cli("disagg", "deepseek-r1", "--gpu", "mi355x", "--prefill", "tp=8", "--decode", "tp=8", "--backend", "atom")
+    assert code == 0 and "interval basis: from 175 disaggregated runs with SGLang and TensorRT-LLM, on Blackwell GPUs" in out
+    assert "beyond the runs: no disaggregated run with ATOM" in out
+
+
+def test_an_amd_answer_names_amds_links_and_cores_not_nvidias():
+    # "scale-up domain (NVLink; ...)", "its tensor cores" and "as vLLM's Marlin kernel does" (a CUDA kernel) on AMD GPUs
+    code, _, err = cli("estimate", "deepseek-r1", "--gpu", "mi355x", "--tp", "16", "--concurrency", "8")
+    assert code == 2 and err == ("error: deployment: 'TP16 EP1/MoE-TP16 on 16 GPUs' is not valid; a tensor-parallel group must fit in one "
+                                 "scale-up domain (AMD's Infinity Fabric) of 8 GPUs\n")
+    code, _, err = cli("estimate", "deepseek-r1", "--gpu", "h200", "--tp", "16", "--concurrency", "8")
+    assert code == 2 and err.endswith("scale-up domain (NVLink; PCIe within a server for PCIe cards) of 8 GPUs\n")
+    notes = {}
+    for gpu in ("mi355x", "mi300x", "h100"):
+        code, out, _ = cli("estimate", "deepseek-r1-nvfp4", "--gpu", gpu, "--tp", "8", "--concurrency", "8", "--json")
+        assert code == 0
+        notes[gpu] = json.loads(out)["precision_notes"]
+    assert notes == {
+        "mi355x": ["nvfp4 has no MI355X kernel: priced as mxfp4 (the FP4 format its matrix cores run, a re-quantised checkpoint)"],
+        "mi300x": ["MI300X has no FP4 math: W4A4 runs as W4A16 (4-bit weights dequantised to BF16, at an assumed rate: no such kernel "
+                   "timed on AMD GPUs)"],
+        "h100": ["H100 SXM has no FP4 math: W4A4 runs as W4A16 (4-bit weights dequantised to BF16, as vLLM's Marlin kernel does)"]}
+    code, out, _ = cli("gpus")
+    assert code == 0 and "(NVLink, AMD's Infinity Fabric; PCIe within a server for PCIe cards)" in " ".join(out.split())
+
+
+def test_compare_and_pareto_say_when_they_price_a_format_as_another_as_estimate_does():
+    # compare and pareto labelled MI355X's NVFP4 row "nvfp4" beside the NVFP4 checkpoint's published score, silently priced
+    # as MXFP4 (its tok/s/GPU the MXFP4 row's); estimate alone said "precision as run"
+    note = "nvfp4 has no MI355X kernel: priced as mxfp4 (the FP4 format its matrix cores run, a re-quantised checkpoint)"
+    args = ("deepseek-r1", "--gpu", "mi355x,b200", "--weight-dtype", "nvfp4", "--min-tps-user", "50")
+    code, out, _ = cli("compare", *args, "--json")
+    assert code == 0 and {r["gpu"]: r["precision_notes"] for r in json.loads(out)["rows"]} == {"mi355x": [note], "b200": []}
+    code, out, _ = cli("compare", *args)
+    assert code == 0 and f"precision as run: mi355x: {note}" in " ".join(out.split())
+    code, out, _ = cli("pareto", *args, "--json")
+    assert code == 0
+    series = {c["gpu"]: c["frontier"] for c in json.loads(out)["comparisons"]}
+    assert {tuple(p.get("precision_notes", ())) for p in series["mi355x"]} == {(note,)}
+    assert {tuple(p.get("precision_notes", ())) for p in series["b200"]} == {()}
+    code, out, _ = cli("pareto", "deepseek-r1", "--gpu", "mi355x", "--weight-dtype", "nvfp4", "--min-tps-user", "50")
+    assert code == 0 and f"precision as run: {note}" in " ".join(out.split())
+    code, out, _ = cli("pareto", "deepseek-r1", "--gpu", "mi355x", "--gpus", "16", "--disagg", "--weight-dtype", "nvfp4", "--min-tps-user", "50",
+                       "--json")
+    assert code == 0 and {c.get("mode", "aggregated"): {tuple(p.get("precision_notes", ())) for p in c["frontier"]}
+                          for c in json.loads(out)["comparisons"]} == {"aggregated": {(note,)}, "disaggregated": {(note,)}}
+
+
+def test_gpt_oss_on_cdna4_is_searched_as_its_checkpoint_runs_not_re_quantised_w4a4():
+    # every MI355X search added W4A4 MXFP4 for every model: gpt-oss's frontier was W4A4 throughout (attention too) under the
+    # BF16-activation checkpoint's published score, though AITER runs its SwiGLU experts on BF16 (FP8) activations
+    from llm_codesign.explore.search import default_precisions
+    from llm_codesign.spec.hardware import get_gpu
+    from llm_codesign.spec.registry import get_model
+
+    def searched(model, gpu):
+        return [(p.weight.name, p.attn.name, p.on(get_gpu(gpu)).activation.name, p.kv.name)
+                for p in default_precisions(get_model(model), get_gpu(gpu))]
+
+    assert searched("gpt-oss-120b", "mi355x") == [("mxfp4", "bf16", "bf16", "bf16"), ("fp8", "fp8", "fp8", "fp8"),
+                                                  ("mxfp4", "bf16", "bf16", "fp8")]
+    # a checkpoint in another format, re-quantised to MXFP4, runs W4A4 as AMD's Quark checkpoints of DeepSeek-R1 do
+    assert searched("deepseek-r1", "mi355x")[-1] == ("mxfp4", "mxfp4", "mxfp4", "fp8")
+    assert searched("gpt-oss-120b", "h200") == [("mxfp4", "bf16", "bf16", "bf16"), ("fp8", "fp8", "fp8", "fp8")]
+    code, out, _ = cli("pareto", "gpt-oss-120b", "--gpu", "mi355x", "--gpus", "8", "--min-tps-user", "100", "--json")
+    assert code == 0 and {p["deployment"]["activation_dtype"] for p in json.loads(out)["frontier"]} <= {"bf16", "fp8"}
+
+
+def test_disagg_given_a_searchs_options_points_to_the_search():
+    # `disagg --gpus 16 --min-tps-user 50` (a search, as pareto's) was met with "did you mean --gpu?" alone
+    code, out, err = cli("disagg", "deepseek-r1", "--gpu", "mi355x", "--gpus", "16")
+    assert (code, out) == (2, "") and err == (
+        "error: option: '--gpus' is not valid; did you mean --gpu? the options are listed by `llm-codesign disagg --help`; a search over "
+        "disaggregated plans takes it: `llm-codesign pareto --disagg --gpus ...`\n")
+    code, _, err = cli("disagg", "deepseek-r1", "--gpu", "mi355x", "--foo", "1")
+    assert code == 2 and err == "error: option: '--foo' is not valid; the options are listed by `llm-codesign disagg --help`\n"
+
+
+def test_the_apis_what_if_gpu_names_amds_scale_up_link_too():
+    import pytest
+
+    pytest.importorskip("fastapi")
+    from llm_codesign.web.app import WhatIfGpu
+
+    assert WhatIfGpu.model_fields["scale_up_gb_s"].description == (
+        "Scale-up (NVLink, AMD's Infinity Fabric) bandwidth per GPU, one direction, GB/s.")
+
+
+def test_import_says_when_an_amd_sglang_launch_leaves_aiter_off(tmp_path):
+    # priced on AITER's MoE whatever the line set: a launch without SGLANG_USE_AITER=1 runs SGLang's Triton MoE on ROCm
+    line = "python3 -m sglang.launch_server --model-path deepseek-ai/DeepSeek-R1-0528 --tensor-parallel-size 8 --max-running-requests 64\n"
+    unset = {}
+    for name, text, gpu in (("bare", line, "mi355x"), ("exported", "export SGLANG_USE_AITER=1\n" + line, "mi355x"),
+                            ("prefixed", "SGLANG_USE_AITER=true " + line, "mi300x"), ("nvidia", line, "h200")):
+        (tmp_path / f"{name}.sh").write_text(text)
+        code, out, _ = cli("import", str(tmp_path / f"{name}.sh"), "--gpu", gpu, "--json")
+        assert code == 0
+        unset[name] = json.loads(out)["unset_env"]
+    assert unset == {"bare": ["SGLANG_USE_AITER=1"], "exported": [], "prefixed": [], "nvidia": []}
+    code, out, _ = cli("import", str(tmp_path / "bare.sh"), "--gpu", "mi355x")
+    assert code == 0 and ("the launch does not set SGLANG_USE_AITER=1: priced as if it did, on the kernels it selects (export sets it); "
+                          "without it the engine runs others") in " ".join(out.split())
