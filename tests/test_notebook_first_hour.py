@@ -161,7 +161,7 @@ def test_validate_serving_gives_each_run_beside_its_prediction(tmp_path):
     q = tmp_path / "moe.csv"
     q.write_text(RUNS.split("\n", 1)[0] + "\n" + RUNS.strip().splitlines()[-1] + "\n")
     with pytest.raises(lc.InputError, match=r"^serving: '.*moe.csv' is not valid; a file with at least one row the model can price; "
-                                            r"none of its 1 rows is \(the parallel sizes must multiply"):
+                                            r"none of its 1 rows is \(line 2: ep 1 x moe_tp 1 x pp 1 = 1 GPUs, num_gpus 2 \(the parallel sizes must multiply"):
         lc.validate_serving(str(q))
 
 
