@@ -206,8 +206,8 @@ def validate_serving(path: str, *, calibration: str | None = None, clean: bool =
     with its predictions and their 80% interval beside it (`predicted_tpot_ms`, `predicted_tpot_ms_lo`, ...: the rows
     `validate --out` writes, numeric columns as numbers), a table of measured against predicted. A file none of whose rows
     can be priced is refused."""
+    from llm_codesign.measure.serving_check import validate_serving as run
     from llm_codesign.measure.validate import predicted_rows, typed_row
-    from llm_codesign.measure.validate import validate_serving as run
 
     rows, preds, rep = run(path, calibration, clean=clean)
     return rep | {"runs": predicted_rows([typed_row(r) for r in rows], preds)} if runs else rep

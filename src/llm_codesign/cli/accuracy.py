@@ -81,7 +81,8 @@ def validate(
     calibration: Optional[str] = O_CAL, as_json: bool = typer.Option(False, "--json", help="Print the answer as JSON (what the table shows, and more)."),
 ):
     """Predict published measurements and report the errors, and how many runs fall inside the stated intervals."""
-    from llm_codesign.measure.validate import kernel_report, serving_file, validate_serving
+    from llm_codesign.measure.serving_check import validate_serving
+    from llm_codesign.measure.validate import kernel_report, serving_file
     from llm_codesign.spec.validation import check_result
 
     if (kernels is None) == (serving is None):

@@ -218,27 +218,6 @@ def clean_form(rows: list[dict], path: str) -> list[dict]:
     return kept
 
 
-def validate_serving(path: str, calibration: str | None = None, *, clean: bool = False) -> tuple[list[dict], list[dict], dict]:
-    """What `validate --serving` and llm_codesign.validate_serving share: the file's rows (their clean form with `clean`),
-    each row's predictions with their 80% interval (`{metric}_lo`, `{metric}_hi`), and the report (serving_report, with
-    the share of runs inside the intervals in `interval_coverage`). A file none of whose rows is priced is refused in
-    one line (the API returned an empty report), as is a report with a figure that is not finite."""
-    from llm_codesign.measure.intervals import row_intervals, table_for
-    from llm_codesign.spec.validation import check_result
-
-    rows = read_rows(path)
-    if clean:
-        rows = clean_form(rows, path)
-    preds, unmodeled = predict_serving(rows, calibration)
-    if len(unmodeled) == len(rows):  # nothing to report on: an error, not an empty table
-        raise InputError("serving", path, unpriced(rows, unmodeled))
-    rep = serving_report(rows, preds, unmodeled)
-    bounds, rep["interval_coverage"] = row_intervals(rows, preds, table=table_for(calibration))
-    # the table, as --json, shows only finite figures (a throughput of 1e-306 measured makes an error of inf%)
-    check_result(rep)
-    return rows, [{**p, **b} for p, b in zip(preds, bounds, strict=True)], rep
-
-
 def predicted_rows(rows: list[dict], preds: list[dict]) -> list[dict]:
     """Each input row with its predictions beside it as `predicted_<metric>` (and `_lo`, `_hi`): `validate --out`'s rows."""
     def name(k: str) -> str:
