@@ -99,16 +99,21 @@ def serving_section(title: str, path: Path) -> tuple[list[str], list[dict], list
     return lines, rows, preds
 
 
+# the clean form's drops that are not another listing of a kept measurement (measure.audit.DROPPED less repeat and conflict)
+LEFT_OUT = ("inconsistent", "unrecorded", "unplanned")
+
+
 def left_out_section(path: Path) -> list[str]:
     """The sample's runs the clean form leaves out because no reading of their columns holds (measure.audit), priced
     as recorded: listed, not silently dropped."""
     rows = read_rows(path)
-    out = {c["row"]: c["action"] for c in clean(rows)[1] if c["action"] in ("inconsistent", "unrecorded")}
+    out = {c["row"]: c["action"] for c in clean(rows)[1] if c["action"] in LEFT_OUT}
     sel = [{**rows[i], "_action": out[i]} for i in sorted(out)]
     preds = predict_serving(sel)[0]
-    groups = {a: _subset(sel, preds, lambda r, a=a: r["_action"] == a) for a in ("inconsistent", "unrecorded")}
+    groups = {a: _subset(sel, preds, lambda r, a=a: r["_action"] == a) for a in LEFT_OUT}
     return ["Left out of the clean sample, and of its fit and figures above, priced here as recorded: runs whose own series "
-            "contradicts every reading of their concurrency (`inconsistent`) and runs that record none (`unrecorded`); "
+            "contradicts every reading of their concurrency (`inconsistent`), runs that record none (`unrecorded`) and runs at a "
+            "TP their model's heads divide in a series recorded mostly at TPs they do not, whose plans are not recorded (`unplanned`); "
             "`serving_measured_blackwell_clean.changes.csv` gives each one's reason, data/measurements/SOURCES.md the evidence.",
             "", *_table("left out", groups, SERVING_METRICS)]
 

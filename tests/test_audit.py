@@ -35,7 +35,8 @@ def test_product_plan_is_rederived_from_the_run_name():
     kept, changes = audit.clean([tp_row, adp_row, ok_row])
     assert [(r["num_gpus"], r["tp"], r["ep"], r["moe_tp"], r["attention_dp"]) for r in kept] == [
         ("8", "8", "8", "1", "1"), ("8", "1", "8", "1", "8"), ("8", "8", "8", "1", "1")]
-    assert audit.summary(changes) == {"replanned": 2, "repeat": 0, "conflict": 0, "suspect": 0, "inconsistent": 0, "unrecorded": 0}
+    assert audit.summary(changes) == {"replanned": 2, "repeat": 0, "conflict": 0, "suspect": 0, "inconsistent": 0, "unrecorded": 0,
+                                      "unplanned": 0}
     # a concurrency other than the run name's is kept, and doubted
     kept, changes = audit.clean([dict(ok_row, concurrency="4")])
     assert kept[0]["concurrency"] == "4" and [c["action"] for c in changes] == ["suspect"] and "c16" in changes[0]["detail"]
@@ -57,7 +58,7 @@ def test_repeats_and_conflicts_keep_the_named_run():
     assert {c["row"]: c["action"] for c in changes} == {0: "conflict", 2: "repeat", 3: "replanned", 4: "suspect"}
     # cleaning is idempotent but for the doubted row
     assert audit.summary(audit.clean(kept)[1]) == {"replanned": 0, "repeat": 0, "conflict": 0, "suspect": 1, "inconsistent": 0,
-                                                   "unrecorded": 0}
+                                                   "unrecorded": 0, "unplanned": 0}
 
 
 def test_a_configuration_takes_a_plan_only_from_named_runs_that_agree():
@@ -133,6 +134,47 @@ def test_a_measurement_keeps_a_valid_listing_when_the_one_kept_first_is_dropped(
     assert changes[0]["detail"].startswith("its run series (2 runs) contradicts itself at the recorded concurrency, TPOT 8.00 ms")
 
 
+def gb200_run(conc, tp, k, ttft, tpot, **over):
+    """A DeepSeek-R1 (128 attention heads) GB200 run of one 2026_04_06 TensorRT-LLM NVFP4 8k/1k series, recorded as pure TP."""
+    return row(f"2026_04_06_deepseek_r1_gb200_trtllm_fp4_agg_8192x1024_c{conc}_tp{tp}_ep1_{k}", ttft, tpot, gpu="gb200",
+               weight_dtype="nvfp4", isl=8192, concurrency=conc, num_gpus=tp, tp=tp, moe_tp=tp, **over)
+
+
+def test_a_series_recorded_mostly_at_tps_the_heads_do_not_divide_records_no_plan():
+    # TP 28, 40 and 48 do not divide 128 heads (three of the series' four measurements): the TP32 run is no evidence of a TP
+    # plan either, and goes; the others stay (validate lists them as unmodelled)
+    odd = [gb200_run(c, tp, k, f"{4000 + k}.5", f"{40 + k}.25") for k, (c, tp) in enumerate(((2150, 28), (1075, 40), (2150, 48)))]
+    tp32 = gb200_run(2150, 32, 9, "5755.5", "43.875")
+    kept, changes = audit.clean([*odd, tp32])
+    assert kept == odd and [(c["row"], c["action"]) for c in changes] == [(3, "unplanned")]
+    assert changes[0]["detail"] == (
+        "its run series (4 measurements) records TP 28, 40 or 48 on 3 of them, which deepseek-ai/DeepSeek-R1's 128 attention "
+        "heads do not divide: the series does not record its plans, so TP 32 is not shown to be the run's")
+    # half the series at a dividing TP is not "most" elsewhere: two of four measurements, kept
+    half = [odd[0], odd[1], tp32, gb200_run(538, 64, 8, "1389.5", "10.125")]
+    assert audit.clean(half) == (half, [])
+    # the TP32 run listed twice counts once: still three of four, and both listings go (one as the other's repeat)
+    again = dict(tp32, source=tp32["source"].replace("_9", "_10"))
+    kept, changes = audit.clean([*odd, tp32, again])
+    assert kept == odd and [(c["row"], c["action"]) for c in changes] == [(3, "unplanned"), (4, "repeat")]
+    assert changes[0]["detail"].startswith("its run series (4 measurements) records TP 28, 40 or 48 on 3 of them")
+    # another campaign's date, engine or lengths is another series; a model the registry does not know has no head count
+    for other in ({"source": tp32["source"].replace("2026_04_06", "2026_03_25")}, {"backend": "sglang"}, {"osl": "2048"}):
+        assert audit.clean([*odd, dict(tp32, **other)])[0] == [*odd, dict(tp32, **other)]
+    unknown = [dict(r, model="no-such-model") for r in (*odd, tp32)]
+    assert audit.clean(unknown) == (unknown, [])
+
+
+def test_the_samples_gb200_deepseek_r1_runs_at_tp32_and_tp64_record_no_plan():
+    # aiconfigurator-core 0.12.0 silicon sample, 2026_04_06 DeepSeek-R1 NVFP4 TensorRT-LLM 8k/1k on GB200: 15 runs at TP 28-52
+    # and these two; no other series of the sample is recorded mostly at TPs its model's heads do not divide with a run at one
+    # they do
+    rows = read_rows(DATA / "serving_measured_blackwell.csv")
+    gone = [(c["row"], c["source"].split(":")[-1]) for c in audit.clean(rows)[1] if c["action"] == "unplanned"]
+    assert gone == [(1161, "2026_04_06_deepseek_r1_gb200_trtllm_fp4_agg_8192x1024_c538_tp64_ep1_113"),
+                    (1169, "2026_04_06_deepseek_r1_gb200_trtllm_fp4_agg_8192x1024_c2150_tp32_ep1_121")]
+
+
 def test_the_samples_gb200_qwen3_32b_series_contradict_themselves():
     # aiconfigurator-core 0.12.0 silicon_sample.csv: Qwen3-32B BF16, TP2 on GB200, TensorRT-LLM 1.3.0rc1, 2000/500; each row's
     # batch_size (recorded as concurrency) is half its silicon_concurrency (the run name's c), and the c1 and c2 runs (both
@@ -202,9 +244,9 @@ def test_repeatability_is_the_spread_of_a_settings_runs():
 def test_shipped_clean_file_is_the_clean_form_of_the_sample():
     rows = read_rows(DATA / "serving_measured_blackwell.csv")
     kept, changes = audit.clean(rows)
-    assert (len(rows), len(kept)) == (2026, 1401)
+    assert (len(rows), len(kept)) == (2026, 1399)
     assert audit.summary(changes) == {"replanned": 139, "repeat": 505, "conflict": 101, "suspect": 45, "inconsistent": 15,
-                                      "unrecorded": 4}
+                                      "unrecorded": 4, "unplanned": 2}
     shipped = read_rows(DATA / "serving_measured_blackwell_clean.csv")
     assert shipped == [{k: r.get(k) or "" for k in shipped[0]} for r in kept]
     with (DATA / "serving_measured_blackwell_clean.changes.csv").open(newline="") as f:
@@ -220,13 +262,14 @@ def test_shipped_clean_file_is_the_clean_form_of_the_sample():
 def test_validate_reports_and_applies_the_checks():
     src = str(DATA / "serving_measured_blackwell.csv")
     rep = json.loads(run("validate", "--serving", src, "--json").stdout)
-    assert {k: rep["data_checks"][k] for k in ("replanned", "repeat", "conflict", "suspect", "inconsistent", "unrecorded")} == {
-        "replanned": 139, "repeat": 505, "conflict": 101, "suspect": 45, "inconsistent": 15, "unrecorded": 4}
+    assert {k: rep["data_checks"][k] for k in ("replanned", "repeat", "conflict", "suspect", "inconsistent", "unrecorded", "unplanned")} == {
+        "replanned": 139, "repeat": 505, "conflict": 101, "suspect": 45, "inconsistent": 15, "unrecorded": 4, "unplanned": 2}
     text = " ".join(run("validate", "--serving", src).stdout.split())
     assert "505 rows repeat another row's measurement" in text and "153 settings measured more than once (342 runs)" in text
-    assert "15 contradict their own run series at every reading of their concurrency, 4 have a run name that records none" in text
+    assert ("15 contradict their own run series at every reading of their concurrency, 4 have a run name that records none, 2 "
+            "belong to a series that records TP sizes its model's heads do not divide") in text
     cleaned = json.loads(run("validate", "--serving", src, "--json", "--clean").stdout)
-    assert cleaned["rows"] == 1401 and cleaned["data_checks"]["repeat"] == 0
+    assert cleaned["rows"] == 1399 and cleaned["data_checks"]["repeat"] == 0
     # settings measured more than once, counted on the clean form either way
     for r in (rep, cleaned):
         rp = r["data_checks"]["repeatability"]

@@ -52,11 +52,12 @@ def _print_report(rep: dict, title: str, *, stderr: bool = False) -> None:
             at = "" if reason.startswith("line ") else _lines(lines[reason])
             con.print(f"  {n:5d}  {reason}{at}", highlight=False)
     checks = rep.get("data_checks") or {}
-    if any(checks.get(k) for k in ("replanned", "repeat", "conflict", "suspect", "inconsistent", "unrecorded")):
+    if any(checks.get(k) for k in ("replanned", "repeat", "conflict", "suspect", "inconsistent", "unrecorded", "unplanned")):
         con.print(f"data checks: {checks['repeat']} rows repeat another row's measurement, {checks['conflict']} give another row's "
                   f"measurement under a different plan, {checks['replanned']} carry a plan their run name contradicts, "
                   f"{checks['inconsistent']} contradict their own run series at every reading of their concurrency, "
-                  f"{checks['unrecorded']} have a run name that records none, {checks['suspect']} are kept but doubtful "
+                  f"{checks['unrecorded']} have a run name that records none, {checks['unplanned']} belong to a series that records "
+                  f"TP sizes its model's heads do not divide, {checks['suspect']} are kept but doubtful "
                   "(--clean fixes or drops the others; --json lists them all)")
     repeats = checks.get("repeatability") or {}
     spreads = [(LABELS[m], repeats[m]) for m in REPEAT_METRICS if (repeats.get(m) or {}).get("model_median_ape") is not None]
@@ -77,7 +78,7 @@ def validate(
                                           "bundled one (e.g. serving_inferencex_mi355x.csv)."),
     out: Optional[str] = typer.Option(None, "--out", help="Write the input rows plus predictions and their 80% intervals "
                                       "(predicted_<metric>_lo, _hi) here (CSV; - for standard output)."),
-    clean: bool = typer.Option(False, "--clean", help="Serving: re-derive plans from the run names that state them, keep each measurement once, and drop runs whose own series rules out every reading of their concurrency or whose run name records none (llm_codesign.measure.audit)."),
+    clean: bool = typer.Option(False, "--clean", help="Serving: re-derive plans from the run names that state them, keep each measurement once, and drop runs whose own series rules out every reading of their concurrency, whose run name records none, or whose series is recorded mostly at TP sizes the heads do not divide (llm_codesign.measure.audit)."),
     calibration: Optional[str] = O_CAL, as_json: bool = typer.Option(False, "--json", help="Print the answer as JSON (what the table shows, and more)."),
 ):
     """Predict published measurements and report the errors, and how many runs fall inside the stated intervals."""
@@ -174,7 +175,7 @@ def calibrate(
     serving: Optional[str] = typer.Option(None, "--serving", help="Serving measurements to fit step overheads on: a CSV in the canonical columns, or the name of a bundled one (as validate takes)."),
     output: str = typer.Option(..., "-o", "--output", help="Profile .toml to write; - for standard output."),
     hold_out: Optional[list[str]] = typer.Option(None, "--hold-out", help="Leave this model's serving rows out of the fit, to judge it out of sample (repeat the option)."),
-    clean: bool = typer.Option(False, "--clean", help="Fit the serving rows' clean form: plans re-derived from the run names that state them, each measurement once, without runs whose own series rules out every reading of their concurrency or whose run name records none (llm_codesign.measure.audit)."),
+    clean: bool = typer.Option(False, "--clean", help="Fit the serving rows' clean form: plans re-derived from the run names that state them, each measurement once, without runs whose own series rules out every reading of their concurrency, whose run name records none, or whose series is recorded mostly at TP sizes the heads do not divide (llm_codesign.measure.audit)."),
     force: bool = typer.Option(False, "--force", help="Write the profile even when a fit is worse than the starting profile on the same rows, lands a kernel efficiency or a serving parameter on a bound of its range, or ends its serving search still gaining (never one whose error is not a finite figure)."),
     calibration: Optional[str] = O_CAL,
 ):

@@ -19,8 +19,17 @@ suspect, as are rows whose concurrency differs from the run name's `_cN_`, where
 right. Where something does, they go: a run series (one deployment's runs: the name but for its `_cN_` and
 run index) that contradicts itself both at its recorded concurrencies and at its names' is *inconsistent*
 (`contradiction` states the two bounds), and a run whose name leaves the concurrency blank (`_c_`) is
-*unrecorded*: no column of such rows describes what ran. A measurement listed more than once keeps a listing that
-neither rule drops, where it has one. `clean` applies these rules and says, per row,
+*unrecorded*: no column of such rows describes what ran. A run series read across its plans (the name but for its
+`_cN_`, its `_tpN_epN` and run index: one campaign's runs of one model, GPU, engine, format and lengths) whose recorded
+TP does not divide the model's attention heads on most of its measurements did not run the plans its columns record
+(the sample's DeepSeek-R1 GB200 runs at TP 12-72 most likely ran attention DP with wide expert parallelism, which no
+column holds): its runs whose TP does divide are no evidence of a TP plan either, and go as *unplanned* (its other
+runs stay, and validate lists them as unmodelled). Not *unrecorded*: that run's own name lacks a field, where here each
+name is whole and only its series shows the plan columns are not what ran. In the shipped sample one series has such
+runs: DeepSeek-R1 NVFP4 8k/1k on GB200, 15 runs at TP 28-52 and two at TP 32 and 64 (priced as pure TP, TTFT 57x and
+4.6x off). It needs the model's head count (spec.registry, by the row's model id): runs of a model the registry does
+not know are left alone. A measurement listed more than once keeps a listing
+that none of these rules drops, where it has one. `clean` applies these rules and says, per row,
 what it changed, dropped or doubts, and why.
 `repeatability` measures how far independent runs of one setting lie apart: the data's own noise.
 """
@@ -28,6 +37,8 @@ from __future__ import annotations
 
 import math
 import re
+
+from llm_codesign.spec.registry import get_model
 
 PLAN_FIELDS = ("num_gpus", "tp", "pp", "ep", "moe_tp", "attention_dp")
 # a disaggregated row's pools (measure.validate.predict_disagg); blank in aggregated files, so their settings are unchanged
@@ -40,7 +51,7 @@ _CONFIG = re.compile(r"_\d+x\d+_c\d+(_cfg\d+)$")
 _NAMED_CONC = re.compile(r"_\d+x\d+_c(\d*)_")
 _RUN_INDEX = re.compile(r"_\d+$")
 # actions that take a row out of the clean form (each listed in its changes)
-DROPPED = ("repeat", "conflict", "inconsistent", "unrecorded")
+DROPPED = ("repeat", "conflict", "inconsistent", "unrecorded", "unplanned")
 
 
 def _num(v: str) -> float:
@@ -149,22 +160,26 @@ def clean(rows: list[dict]) -> tuple[list[dict], list[dict]]:
         fixed.append(f if f is not None else r)
     groups, coarse = _measurements(fixed)
     # The repeat check runs first (a series is read with each measurement once, under its settled plan), so a run it keeps
-    # may be dropped later: an unrecorded run is kept only where no other listing of its measurement can be, and where a
-    # kept run turns out inconsistent the checks run again with that series' verdict fixed and its runs out of the repeat
-    # check, so that another listing of the measurement speaks for it. `found` only grows, so this ends (the sample needs
-    # one pass).
+    # may be dropped later: an unrecorded or unplanned run is kept only where no other listing of its measurement can be,
+    # and where a kept run turns out inconsistent the checks run again with that series' verdict fixed and its runs out of
+    # the repeat check, so that another listing of the measurement speaks for it. `found` only grows, so this ends (the
+    # sample needs one pass).
     unrecorded = {i for i, r in enumerate(fixed) if _unrecorded(r)}
+    unplanned = _unplanned(fixed, groups)
     found: dict[int, dict] = {}  # row -> its `inconsistent` change, from the pass that found it
     base = list(changes)
     while True:
         current, changes, drop = list(fixed), [*base, *found.values()], {i: i for i in found}
-        drop.update(_drop_repeats(rows, current, groups, coarse, changes, skip=found.keys(), last=unrecorded))
+        drop.update(_drop_repeats(rows, current, groups, coarse, changes, skip=found.keys(), last=unrecorded | set(unplanned)))
         _replan_configs(rows, current, drop, changes)
         for i in sorted(unrecorded - drop.keys()):
             drop[i] = i
             changes.append({"row": i, "source": current[i].get("source", ""), "action": "unrecorded",
                             "detail": f"the run name states no concurrency (`_c_`), so the recorded "
                             f"{current[i].get('concurrency') or 'blank'} is not shown to be the run's"})
+        for i in sorted(unplanned.keys() - drop.keys()):
+            drop[i] = i
+            changes.append({"row": i, "source": current[i].get("source", ""), "action": "unplanned", "detail": unplanned[i]})
         _inconsistent_series(current, drop, changes)
         new = {c["row"]: c for c in changes if c["action"] == "inconsistent" and c["row"] not in found}
         if not any(j != k and k in new for j, k in drop.items()):
@@ -186,6 +201,53 @@ def _unrecorded(r: dict) -> bool:
     """A run name that leaves the concurrency blank (`_c_`)."""
     m = _NAMED_CONC.search(r.get("source", "") or "")
     return m is not None and not m[1]
+
+
+def _heads(model: str, known: dict) -> tuple[int, ...] | None:
+    """The attention head counts TP must divide (spec.plan.validity's), by model id, or None for a model the registry
+    does not know; `known` caches them."""
+    if model not in known:
+        try:
+            spec = get_model(model)
+        except (KeyError, ValueError):  # InputError is a ValueError; validate's _grouped lists such rows as unmodelled
+            known[model] = None
+        else:
+            known[model] = tuple(sorted({int(h) for layer, _ in spec.groups for h in layer.attn.tp_heads}))
+    return known[model]
+
+
+def _unplanned(fixed: list[dict], groups: dict) -> dict[int, str]:
+    """Row -> its `unplanned` detail: the runs, at a TP that divides the model's attention heads, of a run series (named
+    runs, `_tpN_epN`, read across their concurrencies and plans) whose TP divides them on fewer than half its
+    measurements (each counted once): such a series does not record its plans, so the dividing TP is no plan either."""
+    measurement = {i: k for k, idx in groups.items() for i in idx}
+    series: dict[tuple, list[int]] = {}
+    for i, r in enumerate(fixed):
+        source = r.get("source", "") or ""
+        if named_plan(source) is None or _int(r, "tp") < 1:
+            continue
+        name = _NAMED_PLAN.sub("", _NAMED_CONC.sub(lambda m: m[0].replace(f"_c{m[1]}_", "_c_"), source))
+        key = (name, *((r.get(k) or "").strip() for k in ("model", "gpu", "backend", "weight_dtype", "isl", "osl")))
+        series.setdefault(key, []).append(i)
+    known: dict = {}
+    out: dict[int, str] = {}
+    for key, idx in series.items():
+        model = key[1]
+        tps = {i: _int(fixed[i], "tp") for i in idx}
+        if len(set(tps.values())) < 2 or (heads := _heads(model, known)) is None:
+            continue
+        fits = {i: all(h % tps[i] == 0 for h in heads) for i in idx}
+        once = {measurement.get(i, i): fits[i] for i in idx}  # a measurement listed twice counts once
+        if 2 * sum(once.values()) >= len(once):
+            continue
+        odd = sorted({tps[i] for i in idx if not fits[i]})
+        said = ", ".join(map(str, odd[:-1])) + (" or " if len(odd) > 1 else "") + str(odd[-1])
+        for i in idx:
+            if fits[i]:
+                out[i] = (f"its run series ({len(once)} measurements) records TP {said} on {len(once) - sum(once.values())} of them, "
+                          f"which {model}'s {'/'.join(map(str, heads))} attention heads do not divide: the series does not "
+                          f"record its plans, so TP {tps[i]} is not shown to be the run's")
+    return out
 
 
 def _named_concurrency(r: dict) -> float:
@@ -325,7 +387,7 @@ def _replan_configs(rows: list[dict], fixed: list[dict], drop: dict[int, int], c
 
 def summary(changes: list[dict]) -> dict:
     """Counts per action, for reports."""
-    out = {"replanned": 0, "repeat": 0, "conflict": 0, "suspect": 0, "inconsistent": 0, "unrecorded": 0}
+    out = {"replanned": 0, "repeat": 0, "conflict": 0, "suspect": 0, "inconsistent": 0, "unrecorded": 0, "unplanned": 0}
     for c in changes:
         out[c["action"]] += 1
     return out
