@@ -218,12 +218,21 @@ def _expert_gemm(label: _Label, n, k, at: _At, *, load, math, a_b, w_b, kernel, 
     kw = dict(eff_scale=eff, kernel=kernel, swap_ab=True, overhead_s=overhead, fused_quant="epilogue" if epilogue_quant else not quant)
     rest_groups = active - 1.0
     m_rest = np.where(rest_groups > 0, (on_rank - top) / np.maximum(rest_groups, 1e-30), 0.0)
+
+    def fb(top=top, m_rest=m_rest):  # the work done: the experts' own rows (as routed, before a tile's padding)
+        f1, b1 = gemm.gemm_flops_bytes(top, n, k, a_bytes=a_b, w_bytes=w_b, c_bytes=2.0, groups=1.0 if alpha > 0.0 else active,
+                                       distinct_groups=1.0 if alpha > 0.0 else active)
+        if alpha <= 0.0:
+            return f1, b1
+        f2, b2 = gemm.gemm_flops_bytes(m_rest, n, k, a_bytes=a_b, w_bytes=w_b, c_bytes=2.0, groups=rest_groups, distinct_groups=rest_groups)
+        return f1 + f2, b1 + b2
     if tile is not None:
         # each expert's rows padded to whole token tiles: the routing lays them out so in the permuted buffers
         # (expanded -> permuted index padded to the tile, mPaddingLog2) and the GEMMs compute and move whole tiles
         top, m_rest = np.ceil(top / tile) * tile, np.ceil(m_rest / tile) * tile
     if alpha <= 0.0:
-        return _gemm(label, top, n, k, at, math=math, a_b=a_b, w_b=w_b, groups=active, distinct=active, weight=weight, quant_rows=quant_rows, **kw)
+        op = _gemm(label, top, n, k, at, math=math, a_b=a_b, w_b=w_b, groups=active, distinct=active, weight=weight, quant_rows=quant_rows, **kw)
+        return op if tile is None else op.replace(work=fb)
     # (a quantise pass over `quant_rows` priced once, with the first)
     th, ch, mh = gemm.gemm_time(top, n, k, at.gpu, cal, math=math, a_bytes=a_b, w_bytes=w_b, engine=at.engine, quant_rows=quant_rows, **kw)
     tr, cr, mr = gemm.gemm_time(m_rest, n, k, at.gpu, cal, math=math, a_bytes=a_b, w_bytes=w_b, groups=rest_groups,
@@ -234,11 +243,6 @@ def _expert_gemm(label: _Label, n, k, at: _At, *, load, math, a_b, w_b, kernel, 
     fixed = (overhead + (cal.kernel_overhead_s if quant else 0.0)
              + np.where(padded, cal.kernel_overhead_s, 0.0))
     t = th + np.where(tr > 0, tr - fixed, 0.0)
-
-    def fb():
-        f1, b1 = gemm.gemm_flops_bytes(top, n, k, a_bytes=a_b, w_bytes=w_b, c_bytes=2.0, groups=1.0, distinct_groups=1.0)
-        f2, b2 = gemm.gemm_flops_bytes(m_rest, n, k, a_bytes=a_b, w_bytes=w_b, c_bytes=2.0, groups=rest_groups, distinct_groups=rest_groups)
-        return f1 + f2, b1 + b2
     return _op(label, "gemm", at, time=t, split=(ch + cr, mh + mr), work=fb, math=math, weight=weight)
 
 
