@@ -202,8 +202,9 @@ def _expert_gemm(label: _Label, n, k, at: _At, *, load, math, a_b, w_b, kernel, 
     and the other active experts' mean rows, in one launch (one fixed cost), their tiles quantised per
     expert as the grouped kernel tiles them. A family that sets up every expert the rank holds (`local`) each
     launch adds its time per such expert (Calibration.moe_kernel_expert) to the launch's fixed cost. `quant_rows`:
-    the rows an activation quantisation of its own reads where they are not the GEMM's routed rows (AITER's stage 1:
-    gemm.gemm_time)."""
+    the rows an activation quantisation of its own reads where they are not the GEMM's routed rows (AITER's stage 1,
+    TRTLLM-Gen's FC1: gemm.gemm_time); `epilogue_quant`: the previous GEMM's epilogue wrote them quantised (TRTLLM-Gen's
+    FC2, no pass); `tile`: each expert's rows computed in whole tiles of it (token_tile), its work still its own rows."""
     active, top, on_rank, alpha = load
     cal = at.cal
     eff, overhead, _ = cal.moe_kernel(fam, kernel, rate=gemm.main_loop_rate(kernel, at.gpu))
