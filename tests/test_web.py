@@ -841,3 +841,60 @@ def test_lint_table_gives_each_rules_measure_and_an_objective_cost_as_a_rate(pag
     r2 = [r for r in rows if r[0] == "R2 tile-alignment"]
     assert [r[3:5] for r in r2] == [["0.3 (-4.8 tok/s/GPU)", "the regime's objective re-priced aligned (vocab: its padding)"]]
     assert all(r[4] for r in rows) and not page.errors
+
+
+def _cli_interval_cell(b: dict, metric: str, value: float) -> str:
+    """The page's "80% / 95% interval" cell as the CLI's estimate writes the same intervals (render.intervals.interval_text)."""
+    from llm_codesign.render.intervals import interval_text
+
+    return interval_text(b, metric, value).replace("80%: ", "", 1).replace(", 95%: ", " / ", 1)
+
+
+def test_a_point_of_the_second_gpu_is_priced_on_its_gpu_with_the_clis_intervals(page, server):
+    """A row of MI355X's series reached from the keyboard (Tab, Enter) fills the pricing form with its GPU, and Price
+    prices it there: it used to price the plan on the first GPU checked (H200), under the H200's name, and without
+    intervals. Both tables give the CLI estimate's figures and its intervals at its precision (TTFT 1,234-2,345 ms, not
+    1234.5-2345.1)."""
+    import llm_codesign as lc
+
+    page.goto(server + "/")
+    _ready(page)
+    _run_frontier(page, gpus=("h200", "mi355x"), model="llama-3.1-8b")
+    f = lc.pareto("llama-3.1-8b", "mi355x", num_gpus=1, engine=page.input_value("#engine"))
+    n0 = len(lc.pareto("llama-3.1-8b", "h200", num_gpus=1, engine=page.input_value("#engine")).points)
+    k = len(f.points) // 2
+    row = f"#frontier-table tbody tr:nth-child({n0 + k + 1})"
+    assert page.get_attribute(row, "tabindex") == "0"
+    page.focus(row)
+    page.keyboard.press("Enter")
+    page.wait_for_selector("#breakdown-table")
+    assert _fragment(page)["sel"] == f"1:{k}" and page.input_value("#p_gpu") == "mi355x"
+    page.click("#run-price")
+    page.wait_for_selector("#priced-table")
+    e = f.points[k].to_dict()  # the point priced at its batch, as `estimate --json` prices it (the test above)
+    priced, est = dict(_rows(page, "#priced-table")), dict(_rows(page, "#estimate-table"))
+    assert priced["deployment"].startswith(f"{e['deployment']['plan']} on {e['deployment']['instance_gpus']}x mi355x, ")
+    assert priced["TTFT"] == est["TTFT"] == f"{e['ttft_ms']:.1f} ms"
+    for m, name in (("ttft_ms", "TTFT"), ("tpot_ms", "TPOT"), ("tok_s_per_user", "tokens/s per user"),
+                    ("output_tok_s_per_gpu", "output tokens/s per GPU")):
+        want = _cli_interval_cell(e["intervals"][m], m, e[m])
+        assert priced[f"{name}: 80% / 95% interval"] == est[f"{name}: 80% / 95% interval"] == want, m
+    assert page.text_content("#error") == "" and not page.errors
+
+
+def test_at_a_phones_width_the_legend_wraps_inside_the_plot(page, server):
+    """At 390 px the legend's lines broke off at the SVG's edge; they now wrap between words inside it, their text
+    unchanged. The figure has a name for screen readers, and the status line is announced."""
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.goto(server + "/")
+    _ready(page)
+    _run_frontier(page, gpus=("h200", "mi355x"), model="llama-3.1-8b")
+    spill = page.evaluate("""() => { const s = document.querySelector('#frontier-svg').getBoundingClientRect();
+        return [...document.querySelectorAll('#plot g.legend text')].map((t) => t.getBoundingClientRect().right - s.right); }""")
+    assert spill and max(spill) <= 0
+    assert page.eval_on_selector_all("#plot g.legend text.series tspan", "xs => xs.length") >= 4  # two lines a series, at least
+    assert [x.split(" (")[0] for x in page.eval_on_selector_all("#plot g.legend text.series", "xs => xs.map(x => x.textContent)")] == [
+        "llama-3.1-8b on h200", "llama-3.1-8b on mi355x"]
+    assert page.get_attribute("#frontier-svg", "aria-label") == (
+        "Pareto frontier, log-log: output tokens/s per GPU against output tokens/s per user, of llama-3.1-8b on h200, llama-3.1-8b on mi355x")
+    assert page.get_attribute("#status", "aria-live") == "polite" and _overflow(page) == 0 and not page.errors

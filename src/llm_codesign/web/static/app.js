@@ -7,7 +7,7 @@ const $ = (id) => document.getElementById(id);
 const WHAT_IF = ["hbm_tb_s", "memory_gb", "bf16_tflops", "fp8_tflops", "fp4_tflops", "scale_up_gb_s", "scale_up_domain"];
 const PLAN = ["tp", "pp", "ep", "attention_dp", "kvp"];
 const POOL = ["tp", "ep", "attention_dp", "instances"];
-const PRICE = ["p_mode", "p_weight_dtype", "p_kv_dtype", "p_num_gpus", ...PLAN.map((f) => "p_" + f), "p_concurrency",
+const PRICE = ["p_gpu", "p_mode", "p_weight_dtype", "p_kv_dtype", "p_num_gpus", ...PLAN.map((f) => "p_" + f), "p_concurrency",
                ...POOL.map((f) => "pf_" + f), ...POOL.map((f) => "dc_" + f), "p_concurrencies", "p_spec", "p_draft_len", "p_acceptance",
                "p_acceptance_rates", "p_draft_model"];
 const FIELDS = ["model", "config", "num_gpus", "weight_dtype", "kv_dtype", "engine", "s_spec", "s_acceptance", "s_draft_len", "isl", "osl",
@@ -39,7 +39,11 @@ function table(id, columns, rows, onclick) {
   rows.forEach((r, i) => {
     const tr = body.insertRow();
     r.forEach((c, j) => tr.appendChild(el("td", c, columns[j][1] === "t" ? "t" : "")));
-    if (onclick) tr.addEventListener("click", () => onclick(i));
+    if (onclick) {  // a row that acts is reached by Tab and acts on Enter or Space, as a button does
+      tr.tabIndex = 0;
+      tr.addEventListener("click", () => onclick(i));
+      tr.addEventListener("keydown", (ev) => { if (ev.key === "Enter" || ev.key === " ") { ev.preventDefault(); onclick(i); } });
+    }
   });
   const box = el("div", null, "scroll");
   box.appendChild(t);
@@ -87,6 +91,7 @@ function readForm() {
 }
 
 function writeForm(s) {
+  if (s.p_gpu) priceGpu(s.p_gpu);
   for (const f of FIELDS) if (s[f] !== undefined && s[f] !== null && f !== "model" && f !== "engine") $(f).value = s[f];
   if (s.model) bundledModel = s.model;
   if (s.gpus) for (const c of document.querySelectorAll("#gpus input")) c.checked = s.gpus.includes(c.value);
@@ -299,16 +304,20 @@ function downloads() {
 const CENTRE = "the intervals are centred on the prediction times the median measured / predicted of the runs they come from, " +
   "which can put the prediction itself outside them";
 
+// an interval's bound at the CLI's precision (render/intervals.py _fmt): TPOT to 0.01 ms, the rest to 0.1 below 100, else whole
+function bound(k, x) { return k === "tpot_ms" ? fix(x, 2) : fix(x, Math.abs(x) < 100 ? 1 : 0); }
+
 function intervalRows(b, e) {
   // a point's 80% and 95% intervals per metric, centred on where the prediction `e[k]` lies outside the 80% one,
   // the runs they come from and why they were widened
   if (!b) return [];
-  const names = [["ttft_ms", "TTFT", " ms", 1], ["tpot_ms", "TPOT", " ms", 2], ["tok_s_per_user", "tokens/s per user", "", 1],
-                 ["output_tok_s_per_gpu", "output tokens/s per GPU", "", 0]];
+  const names = [["ttft_ms", "TTFT", " ms"], ["tpot_ms", "TPOT", " ms"], ["tok_s_per_user", "tokens/s per user", ""],
+                 ["output_tok_s_per_gpu", "output tokens/s per GPU", ""]];
   const off = (k) => e && !(b[k].lo80 <= e[k] && e[k] <= b[k].hi80);
-  const rows = names.filter(([k]) => b[k]).map(([k, name, unit, d]) =>
-    [`${name}: 80% / 95% interval`, `${fix(b[k].lo80, d)}-${fix(b[k].hi80, d)}${unit} / ${fix(b[k].lo95, d)}-${fix(b[k].hi95, d)}${unit}` +
-      (off(k) ? `, centred on ${fix(b[k].centre, d)}${unit}` : "")]);
+  const f = (k, x) => bound(k, x);
+  const rows = names.filter(([k]) => b[k]).map(([k, name, unit]) =>
+    [`${name}: 80% / 95% interval`, `${f(k, b[k].lo80)}-${f(k, b[k].hi80)}${unit} / ${f(k, b[k].lo95)}-${f(k, b[k].hi95)}${unit}` +
+      (off(k) ? `, centred on ${f(k, b[k].centre)}${unit}` : "")]);
   const said = [...new Set(Object.values(b).flatMap((x) => [`from ${x.source}`, ...x.widened]))];
   return rows.concat(names.some(([k]) => b[k] && off(k)) ? [["centred on", CENTRE]] : [],
                      said.map((t) => [t.startsWith("from ") ? "interval basis" : "beyond the runs", t]));
@@ -338,7 +347,8 @@ function frontierTable(series) {
 }
 
 // a frontier point's deployment in the pricing form: Price then prices that plan at any other batch or speculation
-function fillPrice(d) {
+function fillPrice(d, gpu) {
+  priceGpu(gpu);
   $("p_mode").value = "aggregated";
   $("p_num_gpus").value = d.instance_gpus;
   for (const f of PLAN) $("p_" + f).value = d[f];
@@ -364,7 +374,7 @@ async function selectPoint(si, pi) {
     view.sel = `${si}:${pi}`;
     last.handle.select(si, pi);
     for (const tr of document.querySelectorAll("#frontier-table tbody tr")) tr.classList.toggle("chosen", tr.dataset.sel === view.sel);
-    fillPrice(p.deployment);
+    fillPrice(p.deployment, s.gpu);
     saveHash();
     const m = e.memory || {};
     const summary = [["deployment", `${e.plan}, ${e.precision}, ${e.backend}, ${p.deployment.instance_gpus}x ${s.gpu} per instance`],
@@ -408,6 +418,13 @@ async function runLint(s, req) {
     r.findings.map((f) => [`${f.rule} ${f.rule_name}`, f.severity, f.where, lintCost(f), f.measure, f.message, f.fix])));
 }
 
+// the pricing form's GPU: a catalog GPU, or the what-if GPU's name (added to the menu when first chosen)
+function priceGpu(id) {
+  const sel = $("p_gpu");
+  if (id && ![...sel.options].some((o) => o.value === id)) sel.appendChild(el("option", id));
+  sel.value = id || "";
+}
+
 // a finding's cost in its rule's own measure, and where R2 or R6 priced it in the regime's objective, the rate lost
 // (explore.lint Finding.objective_cost), as the CLI's lint table gives it
 function lintCost(f) {
@@ -431,7 +448,7 @@ function speculation(s, prefix) {
 async function runPrice() {
   const s = readForm();
   showError("");
-  const wi = whatIf(s), gpu = s.gpus[0] || (wi ? wi.id : null);
+  const wi = whatIf(s), gpu = s.p_gpu || s.gpus[0] || (wi ? wi.id : null);
   if (!gpu) { showError("gpus: choose at least one GPU"); return; }
   let ref;
   try { ref = modelRef(s); } catch (e) { showError(e.message); return; }
@@ -467,7 +484,7 @@ function showPriced(e) {
     ["output tokens/s per GPU", fix(e.output_tok_s_per_gpu, 1)], ["output tokens/J (GPU)", fix(e.tokens_per_joule, 2)],
     ["largest batch that fits", e.fits ? e.max_batch : `${e.max_batch}: ${e.over_capacity}`],
     ["memory per GPU", `weights ${fix(m.weights_gb, 1)} GB, KV ${fix(m.kv_gb, 1)} GB, free ${fix(m.free_gb, 1)} GB`],
-    ["decode bound by", e.decode_bound], ["prefill bound by", e.prefill_bound]];
+    ["decode bound by", e.decode_bound], ["prefill bound by", e.prefill_bound], ...intervalRows(e.intervals, e)];
   if (sp) {
     rows.push(["speculation", `${sp.method} k=${sp.draft_len}, ${fix(e.accepted_per_step, 2)} tokens/step, speed-up ${fix(sp.speedup_at_concurrency, 2)}x `
                + `here, ${fix(sp.speedup_at_1, 2)}x at batch 1`],
@@ -665,6 +682,7 @@ async function init() {
       $("wi_base").appendChild(o);
     }
     $("wi_base").value = "h200";
+    for (const g of gpus) $("p_gpu").appendChild(el("option", g.id));
     fillWhatIf("h200");
     syncEngines();
   } catch (e) { showError(e.message); return; }
