@@ -898,3 +898,31 @@ def test_at_a_phones_width_the_legend_wraps_inside_the_plot(page, server):
     assert page.get_attribute("#frontier-svg", "aria-label") == (
         "Pareto frontier, log-log: output tokens/s per GPU against output tokens/s per user, of llama-3.1-8b on h200, llama-3.1-8b on mi355x")
     assert page.get_attribute("#status", "aria-live") == "polite" and _overflow(page) == 0 and not page.errors
+
+
+def test_the_static_report_at_a_phones_width_and_from_the_keyboard(page, tmp_path):
+    """report.html at 390 px: its 16-column frontier table ran 615 px past the window's edge (it now scrolls in its own
+    box); a row is reached by Tab and shows its breakdown on Enter; the plot has a name for screen readers."""
+    import llm_codesign as lc
+    from llm_codesign.cost.calibration import calibration_for
+    from llm_codesign.explore.search import point_breakdown
+    from llm_codesign.render.report import write_html
+
+    m, g = lc.get_model("llama-3.1-8b"), lc.get_gpu("mi355x")
+    res = lc.pareto(m, g, num_gpus=1)
+    bd = {f"0:{j}": point_breakdown(m, calibration_for(g, None), p.deployment, p.concurrency, isl=1024, osl=1024)
+          for j, p in enumerate(res.points)}
+    path = tmp_path / "report.html"
+    write_html([res], bd, path)
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.goto(path.as_uri())
+    page.wait_for_selector("#frontier-table")
+    assert _overflow(page) == 0
+    assert page.get_attribute("#frontier-svg", "aria-label") == (
+        "Pareto frontier, log-log: output tokens/s per GPU against output tokens/s per user, of llama-3.1-8b on mi355x")
+    page.focus("#frontier-table tbody tr:nth-child(3)")
+    page.keyboard.press("Enter")
+    rows = _rows(page, "#breakdown-table")
+    assert [r[0] for r in rows] == [o["name"] for o in bd["0:2"]]
+    assert page.get_attribute("circle.pt[data-i='0'][data-j='2']", "r") == "7"
+    assert page.hosts <= {""} and not page.errors

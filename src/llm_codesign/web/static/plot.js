@@ -71,7 +71,7 @@ function drawFrontier(box, data, opts) {
   // a screen reader's name for the figure (role img): what it plots, of which series
   const svg = svgEl("svg", {viewBox: `0 0 ${W} ${H}`, width: W, height: H, id: "frontier-svg", role: "img",
                             "aria-label": "Pareto frontier, log-log: output tokens/s per GPU against output tokens/s per user, of "
-                              + data.series.map((r) => r.label).join(", "),
+                              + data.series.map((r) => r.gpu ? `${r.model} on ${r.gpu}` : r.label).join(", "),
                             "font-family": "system-ui, sans-serif", "font-size": 12, "data-scale": "log"});
   svgEl("rect", {x: 0, y: 0, width: W, height: H, fill: "#fff"}, svg);  // an opaque PNG
   const lx = data.limits.x.map(Math.log10), ly = data.limits.y.map(Math.log10);
