@@ -851,7 +851,7 @@ def _cli_interval_cell(b: dict, metric: str, value: float) -> str:
 
 
 def test_a_point_of_the_second_gpu_is_priced_on_its_gpu_with_the_clis_intervals(page, server):
-    """A row of MI355X's series reached from the keyboard (Tab, Enter) fills the pricing form with its GPU, and Price
+    """The lint findings say whose they are. A row of MI355X's series reached from the keyboard (Tab, Enter) fills the pricing form with its GPU, and Price
     prices it there: it used to price the plan on the first GPU checked (H200), under the H200's name, and without
     intervals. Both tables give the CLI estimate's figures and its intervals at its precision (TTFT 1,234-2,345 ms, not
     1234.5-2345.1)."""
@@ -860,6 +860,9 @@ def test_a_point_of_the_second_gpu_is_priced_on_its_gpu_with_the_clis_intervals(
     page.goto(server + "/")
     _ready(page)
     _run_frontier(page, gpus=("h200", "mi355x"), model="llama-3.1-8b")
+    # the lint findings are the first GPU's: said, where the frontier shows two (they read as both's)
+    page.wait_for_selector("#lint-table")
+    assert page.text_content("#lint .hint") == "findings for llama-3.1-8b on h200, the first GPU checked, throughput regime"
     f = lc.pareto("llama-3.1-8b", "mi355x", num_gpus=1, engine=page.input_value("#engine"))
     n0 = len(lc.pareto("llama-3.1-8b", "h200", num_gpus=1, engine=page.input_value("#engine")).points)
     k = len(f.points) // 2
@@ -926,3 +929,22 @@ def test_the_static_report_at_a_phones_width_and_from_the_keyboard(page, tmp_pat
     assert [r[0] for r in rows] == [o["name"] for o in bd["0:2"]]
     assert page.get_attribute("circle.pt[data-i='0'][data-j='2']", "r") == "7"
     assert page.hosts <= {""} and not page.errors
+
+
+def test_a_speculation_figure_without_a_method_is_one_line_in_the_forms_words(page, server):
+    """Tokens per step with speculation 'none' came back as the CLI's line, 'spec: None is not valid; --spec
+    mtp|eagle3|draft when --acceptance or --acceptance-rates is given': flags the page has not, and a None."""
+    page.goto(server + "/")
+    _ready(page)
+    page.fill("#s_acceptance", "2.5")
+    page.click("#run")
+    page.wait_for_function("document.getElementById('error').textContent !== ''")
+    assert page.text_content("#error") == "speculation: none is not valid with tokens/step given; mtp, eagle3, or tokens/step left empty"
+    page.fill("#s_acceptance", "")
+    page.fill("#p_draft_len", "3")
+    page.fill("#p_acceptance_rates", "0.8,0.6,0.5")
+    page.click("#run-price")
+    page.wait_for_function("document.getElementById('error').textContent.startsWith('speculation')")
+    assert page.text_content("#error") == ("speculation: none is not valid with acceptance per draft position and draft tokens given; "
+                                           "mtp, eagle3, draft, or acceptance per draft position and draft tokens left empty")
+    assert not page.query_selector("#priced-table") and not page.errors

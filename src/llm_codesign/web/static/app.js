@@ -412,8 +412,10 @@ async function runLint(s, req) {
                                     ...(req.what_if ? {what_if: req.what_if} : {})});
   const box = $("lint");
   box.className = "";
-  if (!r.findings.length) { box.replaceChildren(el("div", `no findings for ${r.model} on ${r.gpu}`, "hint")); return; }
-  box.replaceChildren(table("lint-table", [["rule", "t"], ["severity", "t"], ["where", "t"], ["cost %", "n"], ["cost measured as", "t"],
+  if (!r.findings.length) { box.replaceChildren(el("div", `no findings for ${modelName(r.model)} on ${r.gpu}`, "hint")); return; }
+  // whose findings: the first GPU's only, where several are checked (a B200's beside an MI355X's frontier read as both's)
+  const which = req.gpus.length > 1 ? ", the first GPU checked" : "";
+  box.replaceChildren(el("div", `findings for ${modelName(r.model)} on ${r.gpu}${which}, ${s.regime} regime`, "hint"), table("lint-table", [["rule", "t"], ["severity", "t"], ["where", "t"], ["cost %", "n"], ["cost measured as", "t"],
                                            ["finding", "t"], ["fix", "t"]],
     r.findings.map((f) => [`${f.rule} ${f.rule_name}`, f.severity, f.where, lintCost(f), f.measure, f.message, f.fix])));
 }
@@ -434,8 +436,17 @@ function lintCost(f) {
 
 // ---- one deployment priced: a plan x requests in flight x speculation, aggregated or disaggregated
 // the speculation fields of the search (prefix "s_") or of the pricing form ("p_")
+// A figure of speculation with none chosen is refused here, named by its label: the server's line names the CLI's flags
+// ("spec: None is not valid; --spec mtp|eagle3|draft when --acceptance ...").
+const SPEC_FIELDS = ["acceptance", "acceptance_rates", "draft_len", "draft_model"];
+const labelOf = (id) => $(id).parentElement.firstChild.textContent.trim().replace(/^or /, "");  // "or acceptance per ..."
 function speculation(s, prefix) {
   const o = {}, v = (f) => s[prefix + f] || "";
+  const given = SPEC_FIELDS.filter((f) => v(f).trim()).map((f) => labelOf(prefix + f));
+  if (!v("spec") && given.length) {
+    const methods = [...$(prefix + "spec").options].map((x) => x.value).filter((x) => x);
+    throw new Error(`speculation: none is not valid with ${given.join(" and ")} given; ${methods.join(", ")}, or ${given.join(" and ")} left empty`);
+  }
   if (v("spec")) o.spec = v("spec");
   const k = num(v("draft_len")), a = num(v("acceptance"));
   if (k !== null) o.draft_len = k;
@@ -450,10 +461,11 @@ async function runPrice() {
   showError("");
   const wi = whatIf(s), gpu = s.p_gpu || s.gpus[0] || (wi ? wi.id : null);
   if (!gpu) { showError("gpus: choose at least one GPU"); return; }
-  let ref;
-  try { ref = modelRef(s); } catch (e) { showError(e.message); return; }
   const prec = {...dtypes(s), ...(s.p_weight_dtype ? {weight_dtype: s.p_weight_dtype} : {}), ...(s.p_kv_dtype ? {kv_dtype: s.p_kv_dtype} : {})};
-  const common = {...ref, ...prec, gpu, engine: s.engine, isl: num(s.isl), osl: num(s.osl), ...speculation(s, "p_"), ...(wi ? {what_if: wi} : {})};
+  let common;
+  try {
+    common = {...modelRef(s), ...prec, gpu, engine: s.engine, isl: num(s.isl), osl: num(s.osl), ...speculation(s, "p_"), ...(wi ? {what_if: wi} : {})};
+  } catch (e) { showError(e.message); return; }
   const disagg = s.p_mode === "disaggregated";
   $("priced").replaceChildren();
   status("pricing the deployment", true);
