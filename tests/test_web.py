@@ -948,3 +948,43 @@ def test_a_speculation_figure_without_a_method_is_one_line_in_the_forms_words(pa
     assert page.text_content("#error") == ("speculation: none is not valid with acceptance per draft position and draft tokens given; "
                                            "mtp, eagle3, draft, or acceptance per draft position and draft tokens left empty")
     assert not page.query_selector("#priced-table") and not page.errors
+
+
+def test_a_disaggregated_price_gives_each_rows_intervals_as_disagg_prints_them(page, server):
+    """`disagg` prints each row's TTFT and TPOT intervals, the runs they come from and why they were widened; the page
+    showed the rows' centres only. Llama-3.1-8B on MI355X, a TP1 prefill and a TP1 decode instance, 1 and 512 requests:
+    no disaggregated run on any CDNA4 GPU, 1 request below SGLang's smallest measured 4, no CDNA4 kernel tables (as the CLI says)."""
+    import llm_codesign as lc
+    from llm_codesign.cost.calibration import calibration_for
+    from llm_codesign.measure.intervals import band_disagg_rows
+    from llm_codesign.serve.disagg import estimate_disagg
+    from llm_codesign.spec.harness import DEFAULT_ARRIVAL
+    from llm_codesign.spec.plan import Deployment, Plan, precision_for
+
+    page.goto(server + "/")
+    _ready(page)
+    _choose_gpus(page, ("mi355x",), None)
+    page.select_option("#p_mode", "disaggregated")
+    for f, v in (("#pf_tp", "1"), ("#dc_tp", "1"), ("#p_concurrencies", "1,512")):
+        page.fill(f, v)
+    page.click("#run-price")
+    page.wait_for_selector("#disagg-intervals")
+    m, g = lc.get_model("llama-3.1-8b"), lc.get_gpu("mi355x")
+    pool = Deployment(gpu=g, num_gpus=1, plan=Plan.parse("tp=1", m), precision=precision_for(m, None, None, None), backend="sglang")
+    want = estimate_disagg(m, pool, pool, calibration=calibration_for(g, None), prefill_instances=1, decode_instances=1,
+                           concurrencies=[1, 512], isl=1024, osl=1024)
+    band_disagg_rows(want["rows"], m, pool, isl=1024, osl=1024, calibration=None, arrival=DEFAULT_ARRIVAL)
+    assert [r[1] for r in _rows(page, "#disagg-table")] == [f"{x['ttft_ms']:.1f}" for x in want["rows"]]
+    assert _rows(page, "#disagg-intervals") == [
+        [str(x["concurrency"]), _cli_interval_cell(x["intervals"]["ttft_ms"], "ttft_ms", x["ttft_ms"]),
+         _cli_interval_cell(x["intervals"]["tpot_ms"], "tpot_ms", x["tpot_ms"])] for x in want["rows"]]
+    notes = page.eval_on_selector_all("#priced > .hint", "xs => xs.map(x => x.textContent)")[1:]
+    src = want["rows"][0]["intervals"]["ttft_ms"]["source"]
+    assert page.text_content("#priced h2") == "Priced, disaggregated: llama-3.1-8b on 2x mi355x, W:bf16 A:bf16 KV:bf16, sglang"  # its engine, as disagg's title
+    assert f"interval basis: from {src}" in notes and src.startswith("42 disaggregated runs with SGLang")
+    assert [n for n in notes if n.startswith("beyond the runs")] == [
+        "beyond the runs: no disaggregated run on any CDNA4 GPU (x1.17/x1.69 at 80/95%)",
+        "beyond the runs: concurrency 1 below SGLang's smallest measured 4 (disaggregated runs) (x1.21/x1.21 at 80/95%)",
+        "beyond the runs: no GEMM bf16 kernel table on CDNA4; no attention kernel table on CDNA4; no collectives kernel table on CDNA4 "
+        "(x1.33/x2.02 at 80/95%)"]
+    assert page.text_content("#error") == "" and not page.errors

@@ -510,13 +510,39 @@ function showDisagg(r) {
   const p = r.prefill, d = r.decode;
   const where = r.decode_gpu === r.gpu ? `${r.num_gpus}x ${r.gpu}` : `${r.num_gpus} GPUs (prefill on ${r.gpu}, decode on ${r.decode_gpu})`;
   $("priced").replaceChildren(
-    el("h2", `Priced, disaggregated: ${modelName(r.model)} on ${where}, ${r.precision}`),
+    el("h2", `Priced, disaggregated: ${modelName(r.model)} on ${where}, ${r.precision}, ${r.backend}`),
     el("div", `prefill ${p.instances}x ${p.plan} (${fix(p.capacity_req_s, 2)} req/s), decode ${d.instances}x ${d.plan} `
        + `(holds ${d.max_concurrency.toLocaleString()} requests). Times in ms: TTFT = queue + prefill + KV hand-off + the engine's overhead.`, "hint"),
     table("disagg-table", [["requests", "n"], ["TTFT", "n"], ["prefill", "n"], ["KV move", "n"], ["queue", "n"], ["TPOT", "n"],
                            ["tok/s/user", "n"], ["tok/s/GPU", "n"], ["fits", "t"]],
           r.rows.map((x) => [x.concurrency, fix(x.ttft_ms, 1), fix(x.prefill_ms, 1), fix(x.kv_transfer_ms, 2), fix(x.prefill_wait_ms, 1),
-                             fix(x.tpot_ms, 2), fix(x.tok_s_per_user, 1), fix(x.output_tok_s_per_gpu, 1), x.fits ? "yes" : "no"])));
+                             fix(x.tpot_ms, 2), fix(x.tok_s_per_user, 1), fix(x.output_tok_s_per_gpu, 1), x.fits ? "yes" : "no"])),
+    ...disaggIntervals(r.rows));
+}
+
+// each row's TTFT and TPOT intervals, as `disagg` prints them under its table (cli/disagg.py), in the cells the estimate's take:
+// why centred where a prediction lies outside its 80% one, each basis once (with its rows where the rows' differ), each reason once
+function disaggIntervals(rows) {
+  const banded = rows.filter((x) => x.intervals && x.intervals.ttft_ms && x.intervals.tpot_ms);
+  if (!banded.length) return [];
+  const off = (x, k) => !(x.intervals[k].lo80 <= x[k] && x[k] <= x.intervals[k].hi80);
+  const cell = (x, k) => { const b = x.intervals[k];
+    return `${bound(k, b.lo80)}-${bound(k, b.hi80)} ms / ${bound(k, b.lo95)}-${bound(k, b.hi95)} ms` + (off(x, k) ? `, centred on ${bound(k, b.centre)} ms` : ""); };
+  const bases = new Map(), reasons = new Set();
+  for (const x of banded) {
+    for (const b of Object.values(x.intervals)) {
+      if (!bases.has(b.source)) bases.set(b.source, new Set());
+      bases.get(b.source).add(x.concurrency);
+      b.widened.forEach((w) => reasons.add(w));
+    }
+  }
+  const split = new Set([...bases.values()].map((c) => [...c].join(","))).size > 1;
+  const notes = [...(banded.some((x) => off(x, "ttft_ms") || off(x, "tpot_ms")) ? [["centred on", CENTRE]] : []),
+    ...[...bases].map(([src, c]) => [split ? `interval basis (${[...c].join(", ")} request${[...c].join() === "1" ? "" : "s"})` : "interval basis", `from ${src}`]),
+    ...[...reasons].map((w) => ["beyond the runs", w])];
+  return [table("disagg-intervals", [["requests", "n"], ["TTFT: 80% / 95% interval", "t"], ["TPOT: 80% / 95% interval", "t"]],
+                banded.map((x) => [x.concurrency, cell(x, "ttft_ms"), cell(x, "tpot_ms")])),
+          ...notes.map(([k, v]) => el("div", `${k}: ${v}`, "hint"))];
 }
 
 // ---- design
