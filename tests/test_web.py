@@ -988,3 +988,19 @@ def test_a_disaggregated_price_gives_each_rows_intervals_as_disagg_prints_them(p
         "beyond the runs: no GEMM bf16 kernel table on CDNA4; no attention kernel table on CDNA4; no collectives kernel table on CDNA4 "
         "(x1.33/x2.02 at 80/95%)"]
     assert page.text_content("#error") == "" and not page.errors
+
+
+def test_a_first_visit_says_how_to_start_and_enter_runs_the_frontier(page, server):
+    """At 1280x800 the page opened on a blank results column, Run frontier below the fold: the status line says how to
+    start, and Enter in a box runs the frontier, as it says."""
+    page.set_viewport_size({"width": 1280, "height": 800})
+    page.goto(server + "/")
+    _ready(page)
+    assert page.text_content("#status") == ("Choose a model and its GPUs in the form, then Run frontier (under Workload and SLOs), "
+                                            "or press Enter in any box")
+    assert page.evaluate("document.getElementById('run').getBoundingClientRect().top") > 800  # the reason: below the fold
+    page.focus("#num_gpus")
+    page.fill("#num_gpus", "1")
+    page.keyboard.press("Enter")
+    page.wait_for_selector("#frontier-table")
+    assert page.text_content("#status").endswith("deployments") and not page.errors

@@ -743,6 +743,8 @@ async function init() {
   showValidation().catch((e) => { $("validation").textContent = `validation report: ${e.message}`; });
   const s = loadHash();
   if (s) await fromHash(s);
+  // a first visit: the button that starts is below a laptop's fold (1280x800), and the results column was blank
+  else status("Choose a model and its GPUs in the form, then Run frontier (under Workload and SLOs), or press Enter in any box");
   document.body.dataset.ready = "1";
 }
 
