@@ -868,7 +868,9 @@ def test_a_point_of_the_second_gpu_is_priced_on_its_gpu_with_the_clis_intervals(
     k = len(f.points) // 2
     row = f"#frontier-table tbody tr:nth-child({n0 + k + 1})"
     assert page.get_attribute(row, "tabindex") == "0"
-    page.focus(row)
+    page.focus(f"#frontier-table tbody tr:nth-child({n0 + k})")
+    page.keyboard.press("Tab")  # to the next row, as a keyboard goes
+    assert page.eval_on_selector(row, "r => r === document.activeElement")
     page.keyboard.press("Enter")
     page.wait_for_selector("#breakdown-table")
     assert _fragment(page)["sel"] == f"1:{k}" and page.input_value("#p_gpu") == "mi355x"
@@ -923,7 +925,9 @@ def test_the_static_report_at_a_phones_width_and_from_the_keyboard(page, tmp_pat
     assert _overflow(page) == 0
     assert page.get_attribute("#frontier-svg", "aria-label") == (
         "Pareto frontier, log-log: output tokens/s per GPU against output tokens/s per user, of llama-3.1-8b on mi355x")
-    page.focus("#frontier-table tbody tr:nth-child(3)")
+    page.focus("#frontier-table tbody tr:nth-child(2)")
+    page.keyboard.press("Tab")
+    assert page.eval_on_selector("#frontier-table tbody tr:nth-child(3)", "r => r === document.activeElement")
     page.keyboard.press("Enter")
     rows = _rows(page, "#breakdown-table")
     assert [r[0] for r in rows] == [o["name"] for o in bd["0:2"]]
