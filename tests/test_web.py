@@ -851,7 +851,7 @@ def _cli_interval_cell(b: dict, metric: str, value: float) -> str:
 
 
 def test_a_point_of_the_second_gpu_is_priced_on_its_gpu_with_the_clis_intervals(page, server):
-    """The lint findings say whose they are. A row of MI355X's series reached from the keyboard (Tab, Enter) fills the pricing form with its GPU, and Price
+    """The lint findings say whose they are; a hovered point its intervals. A row of MI355X's series reached from the keyboard (Tab, Enter) fills the pricing form with its GPU, and Price
     prices it there: it used to price the plan on the first GPU checked (H200), under the H200's name, and without
     intervals. Both tables give the CLI estimate's figures and its intervals at its precision (TTFT 1,234-2,345 ms, not
     1234.5-2345.1)."""
@@ -864,6 +864,12 @@ def test_a_point_of_the_second_gpu_is_priced_on_its_gpu_with_the_clis_intervals(
     page.wait_for_selector("#lint-table")
     assert page.text_content("#lint .hint") == "findings for llama-3.1-8b on h200, the first GPU checked, throughput regime"
     f = lc.pareto("llama-3.1-8b", "mi355x", num_gpus=1, engine=page.input_value("#engine"))
+    # a hovered point gives its intervals, as the HTML report's hover does (it gave its centres only)
+    p3 = f.points[3].to_dict()
+    box = page.query_selector("#plot circle.pt[data-i='1'][data-j='3']").bounding_box()
+    page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    b = p3["intervals"]["output_tok_s_per_gpu"]
+    assert f"tok/s/GPU {b['lo80']:.0f}-{b['hi80']:.0f} ({b['lo95']:.0f}-{b['hi95']:.0f})" in page.text_content("#tip")
     n0 = len(lc.pareto("llama-3.1-8b", "h200", num_gpus=1, engine=page.input_value("#engine")).points)
     k = len(f.points) // 2
     row = f"#frontier-table tbody tr:nth-child({n0 + k + 1})"

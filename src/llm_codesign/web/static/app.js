@@ -266,7 +266,16 @@ function describe(p) {
           `W ${d.weight_dtype} / A ${d.activation_dtype} / KV ${d.kv_dtype}` + (d.spec ? `, ${d.spec} k=${d.draft_len}` : ""),
           `${fix(p.tok_s_per_user, 1)} tok/s/user, ${fix(p.output_tok_s_per_gpu, 0)} tok/s/GPU`,
           `TTFT ${fix(p.ttft_ms, 0)} ms, TPOT ${fix(p.tpot_ms, 2)} ms`,
-          `accuracy ${(p.accuracy && p.accuracy.short) || "none"}`];
+          `accuracy ${(p.accuracy && p.accuracy.short) || "none"}`, ...tipIntervals(p)];
+}
+
+// a hovered point's 80% (95%) intervals, as the HTML report's hover gives them (render/report.py), at the CLI's precision
+function tipIntervals(p) {
+  const b = p.intervals;
+  if (!b) return [];
+  const names = {tok_s_per_user: "tok/s/user", output_tok_s_per_gpu: "tok/s/GPU", ttft_ms: "TTFT ms", tpot_ms: "TPOT ms"};
+  return ["80% (95%) interval: " + Object.keys(names).filter((k) => b[k]).map((k) =>
+    `${names[k]} ${bound(k, b[k].lo80)}-${bound(k, b[k].hi80)} (${bound(k, b[k].lo95)}-${bound(k, b[k].hi95)})`).join(", ")];
 }
 
 // the plot at the column's width (drawn again when the column's width changes)
