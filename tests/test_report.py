@@ -298,3 +298,17 @@ def test_the_report_names_each_series_engine_where_they_differ(tmp_path):
     text = p.read_text()
     assert "ISL/OSL 1024/1024, 1 GPU, backends trtllm (h200, b200), sglang (mi355x);" in text
     assert '<meta name="viewport" content="width=device-width, initial-scale=1">' in text
+
+
+def test_the_csv_names_each_series_engine(tmp_path):
+    """`pareto --gpu h200,mi355x` prices the H200 on TensorRT-LLM and the MI355X on SGLang: the CSV's rows now say
+    which (a `backend` column beside the GPU); they did not."""
+    import llm_codesign as lc
+
+    rs = [lc.pareto("llama-3.1-8b", g, num_gpus=1) for g in ("h200", "mi355x")]
+    p = tmp_path / "f.csv"
+    write_csv(rs, p)
+    rows = list(csv.DictReader(p.open()))
+    assert list(rows[0])[:4] == ["model", "gpu", "backend", "tok_s_per_user"]
+    assert {(r["gpu"], r["backend"]) for r in rows} == {("h200", "trtllm"), ("mi355x", "sglang")}
+    assert len(rows) == sum(len(r.points) for r in rs)

@@ -20,10 +20,11 @@ from llm_codesign.render.plot import Drawing, PlotProcess, bound_in_view, bound_
 _METRICS = ("tok_s_per_user", "output_tok_s_per_gpu", "ttft_ms", "tpot_ms")
 # each point's 80% interval per metric (measure.intervals), blank where the search gave none
 _BANDS = tuple(f"{m}_{end}80" for m in _METRICS for end in ("lo", "hi"))
-FIELDS = ("model", "gpu", *_METRICS, "plan", "instance_gpus",
-          "replicas", "concurrency_per_instance", "weight_dtype", "activation_dtype", "kv_dtype", "spec", "draft_len",
-          "accuracy_source", "accuracy_drop_pct", "accuracy", *_BANDS)
-_DEP_FIELDS = FIELDS[6:15]
+_DEP_FIELDS = ("plan", "instance_gpus", "replicas", "concurrency_per_instance", "weight_dtype", "activation_dtype", "kv_dtype", "spec",
+               "draft_len")
+# the series' engine beside its GPU: `pareto --gpu b200,mi355x` prices each on its vendor's (TensorRT-LLM, SGLang), which the
+# file did not say
+FIELDS = ("model", "gpu", "backend", *_METRICS, *_DEP_FIELDS, "accuracy_source", "accuracy_drop_pct", "accuracy", *_BANDS)
 
 
 def _accuracy_cells(p: dict) -> dict:
@@ -40,7 +41,7 @@ def frontier_rows(results: list[dict]) -> list[dict]:
         for p in r["frontier"]:
             d = p["deployment"]
             b = p.get("intervals") or {}
-            rows.append({"model": r["model"], "gpu": r["gpu"], **{k: p[k] for k in _METRICS},
+            rows.append({"model": r["model"], "gpu": r["gpu"], "backend": r.get("backend", ""), **{k: p[k] for k in _METRICS},
                          **{k: d[k] for k in _DEP_FIELDS}, **_accuracy_cells(p),
                          **{f"{m}_{end}80": b[m][f"{end}80"] if m in b else "" for m in _METRICS for end in ("lo", "hi")}})
     return rows
