@@ -481,7 +481,8 @@ def test_the_pages_breakdown_shows_the_centre_where_the_prediction_lies_outside_
     e = {"ttft_ms": 100, "tpot_ms": 10}
     out = subprocess.run([node, "-e", f"{fix}\n{rows}\nconsole.log(JSON.stringify(intervalRows({json.dumps(b)}, {json.dumps(e)})))"],
                          capture_output=True, text=True, timeout=60, check=True).stdout
-    assert json.loads(out) == [["TTFT: 80% / 95% interval", "200.0-1800.0 ms / 50.0-1950.0 ms, centred on 1000.0 ms"],
+    # at the CLI's precision (render.intervals.interval_text: '80%: 200-1800 ms, 95%: 50.0-1950 ms, centred on 1000 ms')
+    assert json.loads(out) == [["TTFT: 80% / 95% interval", "200-1800 ms / 50.0-1950 ms, centred on 1000 ms"],
                                ["TPOT: 80% / 95% interval", "8.00-12.00 ms / 7.00-13.00 ms"],
                                ["centred on", CENTRE], ["interval basis", "from s"]]
 

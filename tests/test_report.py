@@ -281,3 +281,34 @@ def test_write_all_runs_meanwhile_after_the_writers_and_before_the_renames(tmp_p
     with pytest.raises(OSError):
         write_all([(writer("c"), tmp_path / "c.txt"), (fails, tmp_path / "d.txt")], meanwhile=meanwhile)
     assert seen == ["c"] and not (tmp_path / "c.txt").exists()
+
+
+def test_the_report_names_each_series_engine_where_they_differ(tmp_path):
+    """An MI355X beside an H200 is priced on SGLang, the H200 on TensorRT-LLM (each vendor's engine): the report's
+    header said 'backend trtllm' for both, the first series' engine."""
+    import llm_codesign as lc
+    from llm_codesign.render.report import engines_text
+
+    rs = [lc.pareto("llama-3.1-8b", g, num_gpus=1) for g in ("h200", "mi355x", "b200")]
+    assert [r.to_dict()["backend"] for r in rs] == ["trtllm", "sglang", "trtllm"]
+    assert engines_text([r.to_dict() for r in rs]) == "backends trtllm (h200, b200), sglang (mi355x)"
+    assert engines_text([rs[0].to_dict()]) == "backend trtllm"
+    p = tmp_path / "r.html"
+    write_html(rs, {}, p)
+    text = p.read_text()
+    assert "ISL/OSL 1024/1024, 1 GPU, backends trtllm (h200, b200), sglang (mi355x);" in text
+    assert '<meta name="viewport" content="width=device-width, initial-scale=1">' in text
+
+
+def test_the_csv_names_each_series_engine(tmp_path):
+    """`pareto --gpu h200,mi355x` prices the H200 on TensorRT-LLM and the MI355X on SGLang: the CSV's rows now say
+    which (a `backend` column beside the GPU); they did not."""
+    import llm_codesign as lc
+
+    rs = [lc.pareto("llama-3.1-8b", g, num_gpus=1) for g in ("h200", "mi355x")]
+    p = tmp_path / "f.csv"
+    write_csv(rs, p)
+    rows = list(csv.DictReader(p.open()))
+    assert list(rows[0])[:4] == ["model", "gpu", "backend", "tok_s_per_user"]
+    assert {(r["gpu"], r["backend"]) for r in rows} == {("h200", "trtllm"), ("mi355x", "sglang")}
+    assert len(rows) == sum(len(r.points) for r in rs)

@@ -855,3 +855,176 @@ def test_lint_table_gives_each_rules_measure_and_an_objective_cost_as_a_rate(pag
     r2 = [r for r in rows if r[0] == "R2 tile-alignment"]
     assert [r[3:5] for r in r2] == [["0.3 (-4.8 tok/s/GPU)", "the regime's objective re-priced aligned (vocab: its padding)"]]
     assert all(r[4] for r in rows) and not page.errors
+
+
+def _cli_interval_cell(b: dict, metric: str, value: float) -> str:
+    """The page's "80% / 95% interval" cell as the CLI's estimate writes the same intervals (render.intervals.interval_text)."""
+    from llm_codesign.render.intervals import interval_text
+
+    return interval_text(b, metric, value).replace("80%: ", "", 1).replace(", 95%: ", " / ", 1)
+
+
+def test_a_point_of_the_second_gpu_is_priced_on_its_gpu_with_the_clis_intervals(page, server):
+    """The lint findings say whose they are; a hovered point its intervals. A row of MI355X's series reached from the keyboard (Tab, Enter) fills the pricing form with its GPU, and Price
+    prices it there: it used to price the plan on the first GPU checked (H200), under the H200's name, and without
+    intervals. Both tables give the CLI estimate's figures and its intervals at its precision (TTFT 1,234-2,345 ms, not
+    1234.5-2345.1)."""
+    import llm_codesign as lc
+
+    page.goto(server + "/")
+    _ready(page)
+    _run_frontier(page, gpus=("h200", "mi355x"), model="llama-3.1-8b")
+    # the lint findings are the first GPU's: said, where the frontier shows two (they read as both's)
+    page.wait_for_selector("#lint-table")
+    assert page.text_content("#lint .hint") == "findings for llama-3.1-8b on h200, the first GPU checked, throughput regime"
+    f = lc.pareto("llama-3.1-8b", "mi355x", num_gpus=1, engine=page.input_value("#engine"))
+    # a hovered point gives its intervals, as the HTML report's hover does (it gave its centres only)
+    p3 = f.points[3].to_dict()
+    box = page.query_selector("#plot circle.pt[data-i='1'][data-j='3']").bounding_box()
+    page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    b = p3["intervals"]["output_tok_s_per_gpu"]
+    assert f"tok/s/GPU {b['lo80']:.0f}-{b['hi80']:.0f} ({b['lo95']:.0f}-{b['hi95']:.0f})" in page.text_content("#tip")
+    n0 = len(lc.pareto("llama-3.1-8b", "h200", num_gpus=1, engine=page.input_value("#engine")).points)
+    k = len(f.points) // 2
+    row = f"#frontier-table tbody tr:nth-child({n0 + k + 1})"
+    assert page.get_attribute(row, "tabindex") == "0"
+    page.focus(f"#frontier-table tbody tr:nth-child({n0 + k})")
+    page.keyboard.press("Tab")  # to the next row, as a keyboard goes
+    assert page.eval_on_selector(row, "r => r === document.activeElement")
+    page.keyboard.press("Enter")
+    page.wait_for_selector("#breakdown-table")
+    assert _fragment(page)["sel"] == f"1:{k}" and page.input_value("#p_gpu") == "mi355x"
+    page.click("#run-price")
+    page.wait_for_selector("#priced-table")
+    e = f.points[k].to_dict()  # the point priced at its batch, as `estimate --json` prices it (the test above)
+    priced, est = dict(_rows(page, "#priced-table")), dict(_rows(page, "#estimate-table"))
+    assert priced["deployment"].startswith(f"{e['deployment']['plan']} on {e['deployment']['instance_gpus']}x mi355x, ")
+    assert priced["TTFT"] == est["TTFT"] == f"{e['ttft_ms']:.1f} ms"
+    for m, name in (("ttft_ms", "TTFT"), ("tpot_ms", "TPOT"), ("tok_s_per_user", "tokens/s per user"),
+                    ("output_tok_s_per_gpu", "output tokens/s per GPU")):
+        want = _cli_interval_cell(e["intervals"][m], m, e[m])
+        assert priced[f"{name}: 80% / 95% interval"] == est[f"{name}: 80% / 95% interval"] == want, m
+    assert page.text_content("#error") == "" and not page.errors
+
+
+def test_at_a_phones_width_the_legend_wraps_inside_the_plot(page, server):
+    """At 390 px the legend's lines broke off at the SVG's edge; they now wrap between words inside it, their text
+    unchanged. The figure has a name for screen readers, and the status line is announced."""
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.goto(server + "/")
+    _ready(page)
+    _run_frontier(page, gpus=("h200", "mi355x"), model="llama-3.1-8b")
+    spill = page.evaluate("""() => { const s = document.querySelector('#frontier-svg').getBoundingClientRect();
+        return [...document.querySelectorAll('#plot g.legend text')].map((t) => t.getBoundingClientRect().right - s.right); }""")
+    assert spill and max(spill) <= 0
+    assert page.eval_on_selector_all("#plot g.legend text.series tspan", "xs => xs.length") >= 4  # two lines a series, at least
+    assert [x.split(" (")[0] for x in page.eval_on_selector_all("#plot g.legend text.series", "xs => xs.map(x => x.textContent)")] == [
+        "llama-3.1-8b on h200", "llama-3.1-8b on mi355x"]
+    assert page.get_attribute("#frontier-svg", "aria-label") == (
+        "Pareto frontier, log-log: output tokens/s per GPU against output tokens/s per user, of llama-3.1-8b on h200, llama-3.1-8b on mi355x")
+    assert page.get_attribute("#status", "aria-live") == "polite" and _overflow(page) == 0 and not page.errors
+
+
+def test_the_static_report_at_a_phones_width_and_from_the_keyboard(page, tmp_path):
+    """report.html at 390 px: its 16-column frontier table ran 615 px past the window's edge (it now scrolls in its own
+    box); a row is reached by Tab and shows its breakdown on Enter; the plot has a name for screen readers."""
+    import llm_codesign as lc
+    from llm_codesign.cost.calibration import calibration_for
+    from llm_codesign.explore.search import point_breakdown
+    from llm_codesign.render.report import write_html
+
+    m, g = lc.get_model("llama-3.1-8b"), lc.get_gpu("mi355x")
+    res = lc.pareto(m, g, num_gpus=1)
+    bd = {f"0:{j}": point_breakdown(m, calibration_for(g, None), p.deployment, p.concurrency, isl=1024, osl=1024)
+          for j, p in enumerate(res.points)}
+    path = tmp_path / "report.html"
+    write_html([res], bd, path)
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.goto(path.as_uri())
+    page.wait_for_selector("#frontier-table")
+    assert _overflow(page) == 0
+    assert page.get_attribute("#frontier-svg", "aria-label") == (
+        "Pareto frontier, log-log: output tokens/s per GPU against output tokens/s per user, of llama-3.1-8b on mi355x")
+    page.focus("#frontier-table tbody tr:nth-child(2)")
+    page.keyboard.press("Tab")
+    assert page.eval_on_selector("#frontier-table tbody tr:nth-child(3)", "r => r === document.activeElement")
+    page.keyboard.press("Enter")
+    rows = _rows(page, "#breakdown-table")
+    assert [r[0] for r in rows] == [o["name"] for o in bd["0:2"]]
+    assert page.get_attribute("circle.pt[data-i='0'][data-j='2']", "r") == "7"
+    assert page.hosts <= {""} and not page.errors
+
+
+def test_a_speculation_figure_without_a_method_is_one_line_in_the_forms_words(page, server):
+    """Tokens per step with speculation 'none' came back as the CLI's line, 'spec: None is not valid; --spec
+    mtp|eagle3|draft when --acceptance or --acceptance-rates is given': flags the page has not, and a None."""
+    page.goto(server + "/")
+    _ready(page)
+    page.fill("#s_acceptance", "2.5")
+    page.click("#run")
+    page.wait_for_function("document.getElementById('error').textContent !== ''")
+    assert page.text_content("#error") == "speculation: none is not valid with tokens/step given; mtp, eagle3, or tokens/step left empty"
+    page.fill("#s_acceptance", "")
+    page.fill("#p_draft_len", "3")
+    page.fill("#p_acceptance_rates", "0.8,0.6,0.5")
+    page.click("#run-price")
+    page.wait_for_function("document.getElementById('error').textContent.startsWith('speculation')")
+    assert page.text_content("#error") == ("speculation: none is not valid with acceptance per draft position and draft tokens given; "
+                                           "mtp, eagle3, draft, or acceptance per draft position and draft tokens left empty")
+    assert not page.query_selector("#priced-table") and not page.errors
+
+
+def test_a_disaggregated_price_gives_each_rows_intervals_as_disagg_prints_them(page, server):
+    """`disagg` prints each row's TTFT and TPOT intervals, the runs they come from and why they were widened; the page
+    showed the rows' centres only. Llama-3.1-8B on MI355X, a TP1 prefill and a TP1 decode instance, 1 and 512 requests:
+    no disaggregated run on any CDNA4 GPU, 1 request below SGLang's smallest measured 4, no CDNA4 kernel tables (as the CLI says)."""
+    import llm_codesign as lc
+    from llm_codesign.cost.calibration import calibration_for
+    from llm_codesign.measure.intervals import band_disagg_rows
+    from llm_codesign.serve.disagg import estimate_disagg
+    from llm_codesign.spec.harness import DEFAULT_ARRIVAL
+    from llm_codesign.spec.plan import Deployment, Plan, precision_for
+
+    page.goto(server + "/")
+    _ready(page)
+    _choose_gpus(page, ("mi355x",), None)
+    page.select_option("#p_mode", "disaggregated")
+    for f, v in (("#pf_tp", "1"), ("#dc_tp", "1"), ("#p_concurrencies", "1,512")):
+        page.fill(f, v)
+    page.click("#run-price")
+    page.wait_for_selector("#disagg-intervals")
+    m, g = lc.get_model("llama-3.1-8b"), lc.get_gpu("mi355x")
+    pool = Deployment(gpu=g, num_gpus=1, plan=Plan.parse("tp=1", m), precision=precision_for(m, None, None, None), backend="sglang")
+    want = estimate_disagg(m, pool, pool, calibration=calibration_for(g, None), prefill_instances=1, decode_instances=1,
+                           concurrencies=[1, 512], isl=1024, osl=1024)
+    band_disagg_rows(want["rows"], m, pool, isl=1024, osl=1024, calibration=None, arrival=DEFAULT_ARRIVAL)
+    assert [r[1] for r in _rows(page, "#disagg-table")] == [f"{x['ttft_ms']:.1f}" for x in want["rows"]]
+    assert _rows(page, "#disagg-intervals") == [
+        [str(x["concurrency"]), _cli_interval_cell(x["intervals"]["ttft_ms"], "ttft_ms", x["ttft_ms"]),
+         _cli_interval_cell(x["intervals"]["tpot_ms"], "tpot_ms", x["tpot_ms"])] for x in want["rows"]]
+    notes = page.eval_on_selector_all("#priced > .hint", "xs => xs.map(x => x.textContent)")[1:]
+    src = want["rows"][0]["intervals"]["ttft_ms"]["source"]
+    assert page.text_content("#priced h2") == "Priced, disaggregated: llama-3.1-8b on 2x mi355x, W:bf16 A:bf16 KV:bf16, sglang"  # its engine, as disagg's title
+    assert f"interval basis: from {src}" in notes and src.startswith("42 disaggregated runs with SGLang")
+    assert [n for n in notes if n.startswith("beyond the runs")] == [
+        "beyond the runs: no disaggregated run on any CDNA4 GPU (x1.17/x1.69 at 80/95%)",
+        "beyond the runs: concurrency 1 below SGLang's smallest measured 4 (disaggregated runs) (x1.21/x1.21 at 80/95%)",
+        "beyond the runs: no GEMM bf16 kernel table on CDNA4; no attention kernel table on CDNA4; no collectives kernel table on CDNA4 "
+        "(x1.33/x2.02 at 80/95%)"]
+    assert page.text_content("#error") == "" and not page.errors
+
+
+def test_a_first_visit_says_how_to_start_and_enter_runs_the_frontier(page, server):
+    """At 1280x800 the page opened on a blank results column, Run frontier below the fold: the status line says how to
+    start, and Enter in a box runs the frontier, as it says."""
+    page.set_viewport_size({"width": 1280, "height": 800})
+    page.goto(server + "/")
+    _ready(page)
+    assert page.text_content("#status") == ("Choose a model and its GPUs in the form, then Run frontier (under Workload and SLOs), "
+                                            "or press Enter in any box")
+    assert page.evaluate("document.getElementById('run').getBoundingClientRect().top") > 800  # the reason: below the fold
+    page.focus("#num_gpus")
+    page.fill("#num_gpus", "1")
+    page.keyboard.press("Enter")
+    page.wait_for_selector("#frontier-table")
+    assert page.text_content("#status").endswith("deployments") and not page.errors

@@ -20,10 +20,11 @@ from llm_codesign.render.plot import Drawing, PlotProcess, bound_in_view, bound_
 _METRICS = ("tok_s_per_user", "output_tok_s_per_gpu", "ttft_ms", "tpot_ms")
 # each point's 80% interval per metric (measure.intervals), blank where the search gave none
 _BANDS = tuple(f"{m}_{end}80" for m in _METRICS for end in ("lo", "hi"))
-FIELDS = ("model", "gpu", *_METRICS, "plan", "instance_gpus",
-          "replicas", "concurrency_per_instance", "weight_dtype", "activation_dtype", "kv_dtype", "spec", "draft_len",
-          "accuracy_source", "accuracy_drop_pct", "accuracy", *_BANDS)
-_DEP_FIELDS = FIELDS[6:15]
+_DEP_FIELDS = ("plan", "instance_gpus", "replicas", "concurrency_per_instance", "weight_dtype", "activation_dtype", "kv_dtype", "spec",
+               "draft_len")
+# the series' engine beside its GPU: `pareto --gpu b200,mi355x` prices each on its vendor's (TensorRT-LLM, SGLang), which the
+# file did not say
+FIELDS = ("model", "gpu", "backend", *_METRICS, *_DEP_FIELDS, "accuracy_source", "accuracy_drop_pct", "accuracy", *_BANDS)
 
 
 def _accuracy_cells(p: dict) -> dict:
@@ -40,7 +41,7 @@ def frontier_rows(results: list[dict]) -> list[dict]:
         for p in r["frontier"]:
             d = p["deployment"]
             b = p.get("intervals") or {}
-            rows.append({"model": r["model"], "gpu": r["gpu"], **{k: p[k] for k in _METRICS},
+            rows.append({"model": r["model"], "gpu": r["gpu"], "backend": r.get("backend", ""), **{k: p[k] for k in _METRICS},
                          **{k: d[k] for k in _DEP_FIELDS}, **_accuracy_cells(p),
                          **{f"{m}_{end}80": b[m][f"{end}80"] if m in b else "" for m in _METRICS for end in ("lo", "hi")}})
     return rows
@@ -155,7 +156,9 @@ function intervals(p) {  // the point's 80% and 95% intervals (measure.intervals
   return ['80% (95%) interval: ' + Object.keys(names).filter((k) => b[k]).map((k) =>
     `${names[k]} ${f(b[k].lo80, k)}-${f(b[k].hi80, k)} (${f(b[k].lo95, k)}-${f(b[k].hi95, k)})`).join(', ')];
 }
-const svg = S('svg', {viewBox: `0 0 ${W} ${H}`, width: W, height: H, id: 'frontier-svg', role: 'img'});
+const svg = S('svg', {viewBox: `0 0 ${W} ${H}`, width: W, height: H, id: 'frontier-svg', role: 'img',  // its name for a screen reader
+                     'aria-label': 'Pareto frontier, log-log: output tokens/s per GPU against output tokens/s per user, of '
+                       + D.results.map((r) => r.gpu ? `${r.model} on ${r.gpu}` : r.label).join(', ')});
 document.getElementById('plot').appendChild(svg);
 S('clipPath', {id: 'area'}, S('defs', {}, svg)).appendChild(S('rect', {x: M.l, y: M.t, width: W - M.l - M.r, height: H - M.t - M.b}));
 const grid = S('g', {class: 'grid'}, svg);
@@ -260,7 +263,10 @@ T.id = 'frontier-table';
 D.results.forEach((r, i) => r.frontier.forEach((p, j) => {
   const d = p.deployment, tr = T.tBodies[0].insertRow();
   tr.onclick = () => show(i, j);
-  tr.title = 'click for its per-operator breakdown';
+  // reached by Tab, shown on Enter or Space, as a button is
+  tr.tabIndex = 0;
+  tr.onkeydown = (ev) => { if (ev.key === 'Enter' || ev.key === ' ') { ev.preventDefault(); show(i, j); } };
+  tr.title = 'click (or Enter) for its per-operator breakdown';
   rows[i + ':' + j] = tr;
   const g = p.intervals && p.intervals.output_tok_s_per_gpu;
   [r.model, r.gpu, p.tok_s_per_user.toFixed(1), p.output_tok_s_per_gpu.toFixed(0), p.ttft_ms.toFixed(0), p.tpot_ms.toFixed(2), d.plan,
@@ -294,6 +300,17 @@ def basis_text(r: dict) -> str:
             + (f" Widened: {'; '.join(why)}." if why else ""))
 
 
+def engines_text(results: list[dict]) -> str:
+    """'backend trtllm', or each engine with its GPUs where the series' differ: an MI355X beside NVIDIA GPUs is priced on
+    SGLang (its vendor's, spec.engines), and the report named the first series' engine for all of them."""
+    by: dict[str, list[str]] = {}
+    for r in results:
+        by.setdefault(str(r["backend"]), []).append(str(r["gpu"]))
+    if len(by) == 1:
+        return f"backend {next(iter(by))}"
+    return "backends " + ", ".join(f"{b} ({', '.join(gs)})" for b, gs in by.items())
+
+
 def profile_text(profile: str) -> str:
     """What a report priced with a calibration profile of one's own (`profile`, its path) says of its error: the intervals
     name whose runs they come from (basis_text), and where they are the bundled profile's they measure that profile, not
@@ -317,15 +334,16 @@ def write_html(results: list, breakdowns: dict, path: str | Path, *, profile: st
     safe = data.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
     r0 = results[0]
     page = f"""<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><title>llm-codesign Pareto report</title>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<title>llm-codesign Pareto report</title>
 <style>body{{font-family:sans-serif;margin:1.5em;color:#222}} table{{border-collapse:collapse;font-size:12px}}
 td,th{{border:1px solid #ccc;padding:2px 6px;text-align:right}} td:first-child,th:first-child{{text-align:left}}
-#frontier-table tbody tr{{cursor:pointer}} #frontier-table tbody tr:hover{{background:#eef4ff}} tr.chosen{{background:#dde8ff}}
+#table,#breakdown{{max-width:100%;overflow-x:auto}} #frontier-table tbody tr{{cursor:pointer}} #frontier-table tbody tr:hover{{background:#eef4ff}} tr.chosen{{background:#dde8ff}}
 #plot svg{{max-width:100%;height:auto;font-size:12px}} circle.pt{{cursor:pointer}} .hint{{color:#666;font-size:12px}}
 #legend div{{margin:2px 0;font-size:13px}} #legend svg{{vertical-align:middle;margin-right:4px}} .empty{{color:#a00}}
 #tip{{position:absolute;display:none;background:#fff;border:1px solid #999;padding:4px 8px;font-size:12px;pointer-events:none}}</style></head>
 <body><h1>Pareto report: {html.escape(', '.join(series_label(r, many=True) for r in results))}</h1>
-<p>ISL/OSL {r0['isl']}/{r0['osl']}, {gpus_text(r0['num_gpus'])}, backend {html.escape(str(r0['backend']))};
+<p>ISL/OSL {r0['isl']}/{r0['osl']}, {gpus_text(r0['num_gpus'])}, {html.escape(engines_text(results))};
 {sum(r['evaluated'] for r in results):,} deployments evaluated. Hover a point for its deployment; click a point or a table row for its per-operator breakdown.</p>
 {_BAND_SENTENCE if any(p.get("intervals") for r in results for p in r["frontier"]) else ""}
 {"".join(f'<p class="basis">{html.escape(basis_text(r))}</p>' for r in results if r["frontier"])}

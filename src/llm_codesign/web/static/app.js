@@ -7,7 +7,7 @@ const $ = (id) => document.getElementById(id);
 const WHAT_IF = ["hbm_tb_s", "memory_gb", "bf16_tflops", "fp8_tflops", "fp4_tflops", "scale_up_gb_s", "scale_up_domain"];
 const PLAN = ["tp", "pp", "ep", "attention_dp", "kvp"];
 const POOL = ["tp", "ep", "attention_dp", "instances"];
-const PRICE = ["p_mode", "p_weight_dtype", "p_kv_dtype", "p_num_gpus", ...PLAN.map((f) => "p_" + f), "p_concurrency",
+const PRICE = ["p_gpu", "p_mode", "p_weight_dtype", "p_kv_dtype", "p_num_gpus", ...PLAN.map((f) => "p_" + f), "p_concurrency",
                ...POOL.map((f) => "pf_" + f), ...POOL.map((f) => "dc_" + f), "p_concurrencies", "p_spec", "p_draft_len", "p_acceptance",
                "p_acceptance_rates", "p_draft_model"];
 const FIELDS = ["model", "config", "num_gpus", "weight_dtype", "kv_dtype", "engine", "s_spec", "s_acceptance", "s_draft_len", "isl", "osl",
@@ -39,7 +39,11 @@ function table(id, columns, rows, onclick) {
   rows.forEach((r, i) => {
     const tr = body.insertRow();
     r.forEach((c, j) => tr.appendChild(el("td", c, columns[j][1] === "t" ? "t" : "")));
-    if (onclick) tr.addEventListener("click", () => onclick(i));
+    if (onclick) {  // a row that acts is reached by Tab and acts on Enter or Space, as a button does
+      tr.tabIndex = 0;
+      tr.addEventListener("click", () => onclick(i));
+      tr.addEventListener("keydown", (ev) => { if (ev.key === "Enter" || ev.key === " ") { ev.preventDefault(); onclick(i); } });
+    }
   });
   const box = el("div", null, "scroll");
   box.appendChild(t);
@@ -87,6 +91,7 @@ function readForm() {
 }
 
 function writeForm(s) {
+  if (s.p_gpu) priceGpu(s.p_gpu);
   for (const f of FIELDS) if (s[f] !== undefined && s[f] !== null && f !== "model" && f !== "engine") $(f).value = s[f];
   if (s.model) bundledModel = s.model;
   if (s.gpus) for (const c of document.querySelectorAll("#gpus input")) c.checked = s.gpus.includes(c.value);
@@ -271,7 +276,16 @@ function describe(p) {
           `W ${d.weight_dtype} / A ${d.activation_dtype} / KV ${d.kv_dtype}` + (d.spec ? `, ${d.spec} k=${d.draft_len}` : ""),
           `${fix(p.tok_s_per_user, 1)} tok/s/user, ${fix(p.output_tok_s_per_gpu, 0)} tok/s/GPU`,
           `TTFT ${fix(p.ttft_ms, 0)} ms, TPOT ${fix(p.tpot_ms, 2)} ms`,
-          `accuracy ${(p.accuracy && p.accuracy.short) || "none"}`];
+          `accuracy ${(p.accuracy && p.accuracy.short) || "none"}`, ...tipIntervals(p)];
+}
+
+// a hovered point's 80% (95%) intervals, as the HTML report's hover gives them (render/report.py), at the CLI's precision
+function tipIntervals(p) {
+  const b = p.intervals;
+  if (!b) return [];
+  const names = {tok_s_per_user: "tok/s/user", output_tok_s_per_gpu: "tok/s/GPU", ttft_ms: "TTFT ms", tpot_ms: "TPOT ms"};
+  return ["80% (95%) interval: " + Object.keys(names).filter((k) => b[k]).map((k) =>
+    `${names[k]} ${bound(k, b[k].lo80)}-${bound(k, b[k].hi80)} (${bound(k, b[k].lo95)}-${bound(k, b[k].hi95)})`).join(", ")];
 }
 
 // the plot at the column's width (drawn again when the column's width changes)
@@ -309,16 +323,20 @@ function downloads() {
 const CENTRE = "the intervals are centred on the prediction times the median measured / predicted of the runs they come from, " +
   "which can put the prediction itself outside them";
 
+// an interval's bound at the CLI's precision (render/intervals.py _fmt): TPOT to 0.01 ms, the rest to 0.1 below 100, else whole
+function bound(k, x) { return k === "tpot_ms" ? fix(x, 2) : fix(x, Math.abs(x) < 100 ? 1 : 0); }
+
 function intervalRows(b, e) {
   // a point's 80% and 95% intervals per metric, centred on where the prediction `e[k]` lies outside the 80% one,
   // the runs they come from and why they were widened
   if (!b) return [];
-  const names = [["ttft_ms", "TTFT", " ms", 1], ["tpot_ms", "TPOT", " ms", 2], ["tok_s_per_user", "tokens/s per user", "", 1],
-                 ["output_tok_s_per_gpu", "output tokens/s per GPU", "", 0]];
+  const names = [["ttft_ms", "TTFT", " ms"], ["tpot_ms", "TPOT", " ms"], ["tok_s_per_user", "tokens/s per user", ""],
+                 ["output_tok_s_per_gpu", "output tokens/s per GPU", ""]];
   const off = (k) => e && !(b[k].lo80 <= e[k] && e[k] <= b[k].hi80);
-  const rows = names.filter(([k]) => b[k]).map(([k, name, unit, d]) =>
-    [`${name}: 80% / 95% interval`, `${fix(b[k].lo80, d)}-${fix(b[k].hi80, d)}${unit} / ${fix(b[k].lo95, d)}-${fix(b[k].hi95, d)}${unit}` +
-      (off(k) ? `, centred on ${fix(b[k].centre, d)}${unit}` : "")]);
+  const f = (k, x) => bound(k, x);
+  const rows = names.filter(([k]) => b[k]).map(([k, name, unit]) =>
+    [`${name}: 80% / 95% interval`, `${f(k, b[k].lo80)}-${f(k, b[k].hi80)}${unit} / ${f(k, b[k].lo95)}-${f(k, b[k].hi95)}${unit}` +
+      (off(k) ? `, centred on ${f(k, b[k].centre)}${unit}` : "")]);
   const said = [...new Set(Object.values(b).flatMap((x) => [`from ${x.source}`, ...x.widened]))];
   return rows.concat(names.some(([k]) => b[k] && off(k)) ? [["centred on", CENTRE]] : [],
                      said.map((t) => [t.startsWith("from ") ? "interval basis" : "beyond the runs", t]));
@@ -348,7 +366,8 @@ function frontierTable(series) {
 }
 
 // a frontier point's deployment in the pricing form: Price then prices that plan at any other batch or speculation
-function fillPrice(d) {
+function fillPrice(d, gpu) {
+  priceGpu(gpu);
   $("p_mode").value = "aggregated";
   $("p_num_gpus").value = d.instance_gpus;
   for (const f of PLAN) $("p_" + f).value = d[f];
@@ -374,7 +393,7 @@ async function selectPoint(si, pi) {
     view.sel = `${si}:${pi}`;
     last.handle.select(si, pi);
     for (const tr of document.querySelectorAll("#frontier-table tbody tr")) tr.classList.toggle("chosen", tr.dataset.sel === view.sel);
-    fillPrice(p.deployment);
+    fillPrice(p.deployment, s.gpu);
     saveHash();
     const m = e.memory || {};
     const summary = [["deployment", `${e.plan}, ${e.precision}, ${e.backend}, ${p.deployment.instance_gpus}x ${s.gpu} per instance`],
@@ -412,10 +431,19 @@ async function runLint(s, req) {
                                     ...(req.what_if ? {what_if: req.what_if} : {})});
   const box = $("lint");
   box.className = "";
-  if (!r.findings.length) { box.replaceChildren(el("div", `no findings for ${r.model} on ${r.gpu}`, "hint")); return; }
-  box.replaceChildren(table("lint-table", [["rule", "t"], ["severity", "t"], ["where", "t"], ["cost %", "n"], ["cost measured as", "t"],
+  if (!r.findings.length) { box.replaceChildren(el("div", `no findings for ${modelName(r.model)} on ${r.gpu}`, "hint")); return; }
+  // whose findings: the first GPU's only, where several are checked (a B200's beside an MI355X's frontier read as both's)
+  const which = req.gpus.length > 1 ? ", the first GPU checked" : "";
+  box.replaceChildren(el("div", `findings for ${modelName(r.model)} on ${r.gpu}${which}, ${s.regime} regime`, "hint"), table("lint-table", [["rule", "t"], ["severity", "t"], ["where", "t"], ["cost %", "n"], ["cost measured as", "t"],
                                            ["finding", "t"], ["fix", "t"]],
     r.findings.map((f) => [`${f.rule} ${f.rule_name}`, f.severity, f.where, lintCost(f), f.measure, f.message, f.fix])));
+}
+
+// the pricing form's GPU: a catalog GPU, or the what-if GPU's name (added to the menu when first chosen)
+function priceGpu(id) {
+  const sel = $("p_gpu");
+  if (id && ![...sel.options].some((o) => o.value === id)) sel.appendChild(el("option", id));
+  sel.value = id || "";
 }
 
 // a finding's cost in its rule's own measure, and where R2 or R6 priced it in the regime's objective, the rate lost
@@ -427,8 +455,17 @@ function lintCost(f) {
 
 // ---- one deployment priced: a plan x requests in flight x speculation, aggregated or disaggregated
 // the speculation fields of the search (prefix "s_") or of the pricing form ("p_")
+// A figure of speculation with none chosen is refused here, named by its label: the server's line names the CLI's flags
+// ("spec: None is not valid; --spec mtp|eagle3|draft when --acceptance ...").
+const SPEC_FIELDS = ["acceptance", "acceptance_rates", "draft_len", "draft_model"];
+const labelOf = (id) => $(id).parentElement.firstChild.textContent.trim().replace(/^or /, "");  // "or acceptance per ..."
 function speculation(s, prefix) {
   const o = {}, v = (f) => s[prefix + f] || "";
+  const given = SPEC_FIELDS.filter((f) => v(f).trim()).map((f) => labelOf(prefix + f));
+  if (!v("spec") && given.length) {
+    const methods = [...$(prefix + "spec").options].map((x) => x.value).filter((x) => x);
+    throw new Error(`speculation: none is not valid with ${given.join(" and ")} given; ${methods.join(", ")}, or ${given.join(" and ")} left empty`);
+  }
   if (v("spec")) o.spec = v("spec");
   const k = num(v("draft_len")), a = num(v("acceptance"));
   if (k !== null) o.draft_len = k;
@@ -441,12 +478,13 @@ function speculation(s, prefix) {
 async function runPrice() {
   const s = readForm();
   showError("");
-  const wi = whatIf(s), gpu = s.gpus[0] || (wi ? wi.id : null);
+  const wi = whatIf(s), gpu = s.p_gpu || s.gpus[0] || (wi ? wi.id : null);
   if (!gpu) { showError("gpus: choose at least one GPU"); return; }
-  let ref;
-  try { ref = modelRef(s); } catch (e) { showError(e.message); return; }
   const prec = {...dtypes(s), ...(s.p_weight_dtype ? {weight_dtype: s.p_weight_dtype} : {}), ...(s.p_kv_dtype ? {kv_dtype: s.p_kv_dtype} : {})};
-  const common = {...ref, ...prec, gpu, engine: s.engine || undefined, isl: num(s.isl), osl: num(s.osl), ...speculation(s, "p_"), ...(wi ? {what_if: wi} : {})};
+  let common;
+  try {
+    common = {...modelRef(s), ...prec, gpu, engine: s.engine || undefined, isl: num(s.isl), osl: num(s.osl), ...speculation(s, "p_"), ...(wi ? {what_if: wi} : {})};
+  } catch (e) { showError(e.message); return; }
   const disagg = s.p_mode === "disaggregated";
   $("priced").replaceChildren();
   status("pricing the deployment", true);
@@ -477,7 +515,7 @@ function showPriced(e) {
     ["output tokens/s per GPU", fix(e.output_tok_s_per_gpu, 1)], ["output tokens/J (GPU)", fix(e.tokens_per_joule, 2)],
     ["largest batch that fits", e.fits ? e.max_batch : `${e.max_batch}: ${e.over_capacity}`],
     ["memory per GPU", `weights ${fix(m.weights_gb, 1)} GB, KV ${fix(m.kv_gb, 1)} GB, free ${fix(m.free_gb, 1)} GB`],
-    ["decode bound by", e.decode_bound], ["prefill bound by", e.prefill_bound]];
+    ["decode bound by", e.decode_bound], ["prefill bound by", e.prefill_bound], ...intervalRows(e.intervals, e)];
   if (sp) {
     rows.push(["speculation", `${sp.method} k=${sp.draft_len}, ${fix(e.accepted_per_step, 2)} tokens/step, speed-up ${fix(sp.speedup_at_concurrency, 2)}x `
                + `here, ${fix(sp.speedup_at_1, 2)}x at batch 1`],
@@ -491,13 +529,39 @@ function showDisagg(r) {
   const p = r.prefill, d = r.decode;
   const where = r.decode_gpu === r.gpu ? `${r.num_gpus}x ${r.gpu}` : `${r.num_gpus} GPUs (prefill on ${r.gpu}, decode on ${r.decode_gpu})`;
   $("priced").replaceChildren(
-    el("h2", `Priced, disaggregated: ${modelName(r.model)} on ${where}, ${r.precision}`),
+    el("h2", `Priced, disaggregated: ${modelName(r.model)} on ${where}, ${r.precision}, ${r.backend}`),
     el("div", `prefill ${p.instances}x ${p.plan} (${fix(p.capacity_req_s, 2)} req/s), decode ${d.instances}x ${d.plan} `
        + `(holds ${d.max_concurrency.toLocaleString()} requests). Times in ms: TTFT = queue + prefill + KV hand-off + the engine's overhead.`, "hint"),
     table("disagg-table", [["requests", "n"], ["TTFT", "n"], ["prefill", "n"], ["KV move", "n"], ["queue", "n"], ["TPOT", "n"],
                            ["tok/s/user", "n"], ["tok/s/GPU", "n"], ["fits", "t"]],
           r.rows.map((x) => [x.concurrency, fix(x.ttft_ms, 1), fix(x.prefill_ms, 1), fix(x.kv_transfer_ms, 2), fix(x.prefill_wait_ms, 1),
-                             fix(x.tpot_ms, 2), fix(x.tok_s_per_user, 1), fix(x.output_tok_s_per_gpu, 1), x.fits ? "yes" : "no"])));
+                             fix(x.tpot_ms, 2), fix(x.tok_s_per_user, 1), fix(x.output_tok_s_per_gpu, 1), x.fits ? "yes" : "no"])),
+    ...disaggIntervals(r.rows));
+}
+
+// each row's TTFT and TPOT intervals, as `disagg` prints them under its table (cli/disagg.py), in the cells the estimate's take:
+// why centred where a prediction lies outside its 80% one, each basis once (with its rows where the rows' differ), each reason once
+function disaggIntervals(rows) {
+  const banded = rows.filter((x) => x.intervals && x.intervals.ttft_ms && x.intervals.tpot_ms);
+  if (!banded.length) return [];
+  const off = (x, k) => !(x.intervals[k].lo80 <= x[k] && x[k] <= x.intervals[k].hi80);
+  const cell = (x, k) => { const b = x.intervals[k];
+    return `${bound(k, b.lo80)}-${bound(k, b.hi80)} ms / ${bound(k, b.lo95)}-${bound(k, b.hi95)} ms` + (off(x, k) ? `, centred on ${bound(k, b.centre)} ms` : ""); };
+  const bases = new Map(), reasons = new Set();
+  for (const x of banded) {
+    for (const b of Object.values(x.intervals)) {
+      if (!bases.has(b.source)) bases.set(b.source, new Set());
+      bases.get(b.source).add(x.concurrency);
+      b.widened.forEach((w) => reasons.add(w));
+    }
+  }
+  const split = new Set([...bases.values()].map((c) => [...c].join(","))).size > 1;
+  const notes = [...(banded.some((x) => off(x, "ttft_ms") || off(x, "tpot_ms")) ? [["centred on", CENTRE]] : []),
+    ...[...bases].map(([src, c]) => [split ? `interval basis (${[...c].join(", ")} request${[...c].join() === "1" ? "" : "s"})` : "interval basis", `from ${src}`]),
+    ...[...reasons].map((w) => ["beyond the runs", w])];
+  return [table("disagg-intervals", [["requests", "n"], ["TTFT: 80% / 95% interval", "t"], ["TPOT: 80% / 95% interval", "t"]],
+                banded.map((x) => [x.concurrency, cell(x, "ttft_ms"), cell(x, "tpot_ms")])),
+          ...notes.map(([k, v]) => el("div", `${k}: ${v}`, "hint"))];
 }
 
 // ---- design
@@ -675,6 +739,7 @@ async function init() {
       $("wi_base").appendChild(o);
     }
     $("wi_base").value = "h200";
+    for (const g of gpus) $("p_gpu").appendChild(el("option", g.id));
     fillWhatIf("h200");
     syncEngines();
   } catch (e) { showError(e.message); return; }
@@ -697,6 +762,8 @@ async function init() {
   showValidation().catch((e) => { $("validation").textContent = `validation report: ${e.message}`; });
   const s = loadHash();
   if (s) await fromHash(s);
+  // a first visit: the button that starts is below a laptop's fold (1280x800), and the results column was blank
+  else status("Choose a model and its GPUs in the form, then Run frontier (under Workload and SLOs), or press Enter in any box");
   document.body.dataset.ready = "1";
 }
 

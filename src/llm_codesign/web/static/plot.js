@@ -32,6 +32,22 @@ function bandPoints(frontier) {
   return frontier.filter((p) => p.intervals && p.intervals.output_tok_s_per_gpu);
 }
 
+// `text` in lines of at most `width` px at the plot's 12 px font, broken between words, each line but the last keeping its
+// space so the lines' text together is `text` (measured on a canvas: the SVG is not in the page yet). A phone's 390 px
+// cut a legend line off at the SVG's edge.
+let legendCtx = null;
+function wrapLine(text, width) {
+  legendCtx = legendCtx || document.createElement("canvas").getContext("2d");
+  legendCtx.font = "12px system-ui, sans-serif";
+  const lines = [];
+  let cur = "";
+  for (const w of text.split(" ")) {
+    const t = cur ? `${cur} ${w}` : w;
+    if (cur && legendCtx.measureText(t).width > width) { lines.push(cur + " "); cur = w; } else cur = t;
+  }
+  return [...lines, cur];
+}
+
 // drawFrontier(box, data, opts): the plot of `data` ({limits: {x, y}, series: [{label, empty, frontier, cloud, bound,
 // evaluated, at}], floor}: /api/pareto's `plot` beside each series' frontier; a design's `at`, its best deployment at the
 // SLO, ringed, and `floor` {axis: "x" or "y", value, label}, the SLO's line) in `box`, at its width. opts.onClick(i, j) on a point,
@@ -50,8 +66,12 @@ function drawFrontier(box, data, opts) {
     if (r.empty) legend.push([null, `${r.label}: no deployment on the frontier: ${r.empty}`, "empty"]);
   });
   if (data.floor) legend.push([{stroke: "#a00", "stroke-dasharray": "6,4"}, data.floor.label, "floor"]);
-  const H = PH + 8 + legend.length * ROW;
+  const wrapped = legend.map(([, text]) => wrapLine(text, W - M.l - 32 - M.r));
+  const H = PH + 8 + wrapped.reduce((a, ls) => a + ls.length, 0) * ROW;
+  // a screen reader's name for the figure (role img): what it plots, of which series
   const svg = svgEl("svg", {viewBox: `0 0 ${W} ${H}`, width: W, height: H, id: "frontier-svg", role: "img",
+                            "aria-label": "Pareto frontier, log-log: output tokens/s per GPU against output tokens/s per user, of "
+                              + data.series.map((r) => r.gpu ? `${r.model} on ${r.gpu}` : r.label).join(", "),
                             "font-family": "system-ui, sans-serif", "font-size": 12, "data-scale": "log"});
   svgEl("rect", {x: 0, y: 0, width: W, height: H, fill: "#fff"}, svg);  // an opaque PNG
   const lx = data.limits.x.map(Math.log10), ly = data.limits.y.map(Math.log10);
@@ -112,10 +132,14 @@ function drawFrontier(box, data, opts) {
                    "stroke-dasharray": "6,4", "pointer-events": "none", class: "floor"}, area);
   }
   const lg = svgEl("g", {class: "legend"}, svg);
-  legend.forEach(([line, text, cls], k) => {
-    const y = PH + 8 + k * ROW + ROW / 2;
+  let row = 0;
+  legend.forEach(([line, , cls], k) => {
+    const y = PH + 8 + row * ROW + ROW / 2;
     if (line) svgEl("line", {x1: M.l, x2: M.l + 26, y1: y, y2: y, "stroke-width": 2, ...line}, lg);
-    svgEl("text", {x: M.l + 32, y: y + 4, class: cls, fill: cls === "empty" ? "#a00" : "#222"}, lg).textContent = text;
+    const t = svgEl("text", {x: M.l + 32, y: y + 4, class: cls, fill: cls === "empty" ? "#a00" : "#222"}, lg);
+    if (wrapped[k].length === 1) t.textContent = wrapped[k][0];
+    else wrapped[k].forEach((l, n) => { svgEl("tspan", {x: M.l + 32, dy: n ? ROW : 0}, t).textContent = l; });
+    row += wrapped[k].length;
   });
   box.replaceChildren(svg);
   let chosen = null;
