@@ -3,6 +3,7 @@
 
 Skipped when chromium, playwright or the serve extra is missing; LLM_CODESIGN_BROWSER_TESTS=1 (set by
 .ci/run, which installs them) turns the skip into a failure."""
+import math
 import os
 import re
 import shutil
@@ -877,14 +878,14 @@ def test_a_point_of_the_second_gpu_is_priced_on_its_gpu_with_the_clis_intervals(
     # the lint findings are the first GPU's: said, where the frontier shows two (they read as both's)
     page.wait_for_selector("#lint-table")
     assert page.text_content("#lint .hint") == "findings for llama-3.1-8b on h200, the first GPU checked, throughput regime"
-    f = lc.pareto("llama-3.1-8b", "mi355x", num_gpus=1, engine=page.input_value("#engine"))
+    f = lc.pareto("llama-3.1-8b", "mi355x", num_gpus=1, engine=page.input_value("#engine") or None)
     # a hovered point gives its intervals, as the HTML report's hover does (it gave its centres only)
     p3 = f.points[3].to_dict()
     box = page.query_selector("#plot circle.pt[data-i='1'][data-j='3']").bounding_box()
     page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
     b = p3["intervals"]["output_tok_s_per_gpu"]
     assert f"tok/s/GPU {b['lo80']:.0f}-{b['hi80']:.0f} ({b['lo95']:.0f}-{b['hi95']:.0f})" in page.text_content("#tip")
-    n0 = len(lc.pareto("llama-3.1-8b", "h200", num_gpus=1, engine=page.input_value("#engine")).points)
+    n0 = len(lc.pareto("llama-3.1-8b", "h200", num_gpus=1, engine=page.input_value("#engine") or None).points)
     k = len(f.points) // 2
     row = f"#frontier-table tbody tr:nth-child({n0 + k + 1})"
     assert page.get_attribute(row, "tabindex") == "0"
@@ -980,7 +981,7 @@ def test_a_disaggregated_price_gives_each_rows_intervals_as_disagg_prints_them(p
     no disaggregated run on any CDNA4 GPU, 1 request below SGLang's smallest measured 4, no CDNA4 kernel tables (as the CLI says)."""
     import llm_codesign as lc
     from llm_codesign.cost.calibration import calibration_for
-    from llm_codesign.measure.intervals import band_disagg_rows
+    from llm_codesign.measure.intervals import band_disagg_rows, bundled
     from llm_codesign.serve.disagg import estimate_disagg
     from llm_codesign.spec.harness import DEFAULT_ARRIVAL
     from llm_codesign.spec.plan import Deployment, Plan, precision_for
@@ -1006,11 +1007,13 @@ def test_a_disaggregated_price_gives_each_rows_intervals_as_disagg_prints_them(p
     src = want["rows"][0]["intervals"]["ttft_ms"]["source"]
     assert page.text_content("#priced h2") == "Priced, disaggregated: llama-3.1-8b on 2x mi355x, W:bf16 A:bf16 KV:bf16, sglang"  # its engine, as disagg's title
     assert f"interval basis: from {src}" in notes and src.startswith("42 disaggregated runs with SGLang")
+    # each reason with its own between-group term from the shipped table (re-measured whenever the bands are rebuilt)
+    terms = {k: f"(x{math.exp(t['t80']):.2f}/x{math.exp(max(t['t80'], t['t95'])):.2f} at 80/95%)" for k, t in bundled()["between"].items()}
     assert [n for n in notes if n.startswith("beyond the runs")] == [
-        "beyond the runs: no disaggregated run on any CDNA4 GPU (x1.17/x1.69 at 80/95%)",
-        "beyond the runs: concurrency 1 below SGLang's smallest measured 4 (disaggregated runs) (x1.21/x1.21 at 80/95%)",
+        f"beyond the runs: no disaggregated run on any CDNA4 GPU {terms['family']}",
+        f"beyond the runs: concurrency 1 below SGLang's smallest measured 4 (disaggregated runs) {terms['low_load']}",
         "beyond the runs: no GEMM bf16 kernel table on CDNA4; no attention kernel table on CDNA4; no collectives kernel table on CDNA4 "
-        "(x1.33/x2.02 at 80/95%)"]
+        f"{terms['kernel']}"]
     assert page.text_content("#error") == "" and not page.errors
 
 
