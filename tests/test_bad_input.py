@@ -576,3 +576,38 @@ def test_sglang_own_fraction_below_zero_is_worded_as_such():
     line = one_line_error(["estimate", "deepseek-r1", "--gpu", "h200", "--gpus", "8", "--tp", "8", "--backend", "sglang",
                            "--max-num-tokens", "120000"], "deployment")
     assert line.endswith("(sglang's own --mem-fraction-static for a step of 120000 tokens is -0.27): a smaller step budget")
+
+
+@pytest.mark.parametrize("args, kv, valid", [
+    # SGLang, AMD's engine where none is named: FP4 caches need CUDA ("KV4 is not tested on non-CUDA platforms")
+    (["estimate", "llama-3.1-8b", "--gpu", "mi355x"], "nvfp4", "one of bf16, fp16, fp8: the KV-cache formats SGLang runs on MI355X"),
+    # TensorRT-LLM's NVFP4 cache is Blackwell's
+    (["estimate", "llama-3.1-8b", "--gpu", "h100"], "nvfp4", "one of bf16, fp16, fp8: the KV-cache formats TensorRT-LLM runs on H100 SXM"),
+    (["estimate", "llama-3.1-8b", "--gpu", "mi300x", "--backend", "atom"], "fp16", "one of bf16, fp8: the KV-cache formats ATOM runs on MI300X"),
+    (["estimate", "llama-3.1-8b", "--gpu", "b200", "--backend", "vllm"], "nvfp4", "one of bf16, fp16, fp8: the KV-cache formats vLLM runs on B200"),
+    (["compare", "llama-3.1-8b", "--gpu", "b200,mi355x", "--gpus", "1"], "nvfp4",
+     "one of bf16, fp16, fp8: the KV-cache formats SGLang runs on MI355X"),
+    (["pareto", "llama-3.1-8b", "--gpu", "mi300x", "--gpus", "1"], "mxfp4", "one of bf16, fp16, fp8: the KV-cache formats SGLang runs on MI300X"),
+])
+def test_a_kv_format_the_engine_does_not_hold_there_is_one_line(args, kv, valid):
+    # each was priced: NVFP4 KV on an MI355X or an H100 as if the engine held it
+    assert one_line_error([*args, "--kv-dtype", kv], "kv_dtype") == f"error: kv_dtype: '{kv}' is not valid; {valid}"
+
+
+def test_import_of_an_fp4_kv_cache_off_blackwell_is_one_line(tmp_path):
+    f = tmp_path / "launch.sh"
+    f.write_text("python -m sglang.launch_server --model-path meta-llama/Llama-3.1-8B-Instruct --kv-cache-dtype nvfp4\n")
+    assert one_line_error(["import", str(f), "--gpu", "mi355x"], "kv_dtype") == (
+        "error: kv_dtype: 'nvfp4' is not valid; one of bf16, fp16, fp8: the KV-cache formats SGLang runs on MI355X")
+    code, out, _ = cli("import", str(f), "--gpu", "b200", "--json")  # SM100 runs it (kv_cache_hook.py:124-131@0.5.23)
+    assert code == 0 and json.loads(out)["deployment"]["kv_dtype"] == "nvfp4"
+
+
+def test_the_api_refuses_an_unheld_kv_format():
+    from llm_codesign.errors import InputError
+    from llm_codesign.spec.plan import deployment
+
+    with pytest.raises(InputError) as e:
+        deployment("llama-3.1-8b", gpu="h100", kv_dtype="nvfp4")
+    assert str(e.value) == "kv_dtype: 'nvfp4' is not valid; one of bf16, fp16, fp8: the KV-cache formats TensorRT-LLM runs on H100 SXM"
+    assert deployment("llama-3.1-8b", gpu="b200", kv_dtype="nvfp4").precision.kv.name == "nvfp4"

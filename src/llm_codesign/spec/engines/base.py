@@ -225,6 +225,11 @@ class Engine(ABC):
         """The fraction of its KV budget (kv_budget) for a plan: fixed unless the engine derives it."""
         return self.kv_budget[1]
 
+    @abstractmethod
+    def kv_formats(self, gpu) -> tuple[str, ...]:
+        """The KV-cache formats (spec.precision names) its cache holds on `gpu`, as its launch option lists them and its
+        platform checks admit them (check_kv_format)."""
+
     def fuses(self, fusion: str) -> bool:
         """Whether its step makes one of the fusions (`fusions`)."""
         return fusion in self.fusions
@@ -442,6 +447,14 @@ def engine_for(gpu, backend: str | None = None) -> Engine:
         raise InputError("backend", backend, f"an engine that runs on {gpu.name} ({e.title} runs on {only} GPUs only): "
                                              + ", ".join(engines_on(gpu)))
     return e
+
+
+def check_kv_format(engine: Engine, gpu, kv: str) -> None:
+    """One line naming the formats `engine` holds its KV cache in on `gpu` (Engine.kv_formats) where `kv` is none of them:
+    the rule estimate, compare, pareto, import and the API share."""
+    ok = engine.kv_formats(gpu)
+    if kv not in ok:
+        raise InputError("kv_dtype", kv, f"one of {', '.join(ok)}: the KV-cache formats {engine.title} runs on {gpu.name}")
 
 
 def engine_for_pools(gpu, decode_gpu, backend: str | None = None) -> Engine:
