@@ -225,10 +225,13 @@ class Engine(ABC):
         """The fraction of its KV budget (kv_budget) for a plan: fixed unless the engine derives it."""
         return self.kv_budget[1]
 
-    @abstractmethod
     def kv_formats(self, gpu) -> tuple[str, ...]:
         """The KV-cache formats (spec.precision names) its cache holds on `gpu`, as its launch option lists them and its
-        platform checks admit them (check_kv_format)."""
+        platform checks admit them (check_kv_format): BF16, FP16 and FP8 unless its module says otherwise, vLLM's
+        --kv-cache-dtype CacheDType (auto, float16, bfloat16, fp8, fp8_e4m3, fp8_e5m2; fp8_inc is Gaudi's, fp8_ds_mla
+        DeepSeek-V3.2's) on CUDA and on ROCm, where fp8 is E4M3 (vllm/config/cache.py:14-23,51-52@0.19.0, :25-26@0.11.0):
+        no FP4 cache in the campaigns' versions."""
+        return ("bf16", "fp16", "fp8")
 
     def fuses(self, fusion: str) -> bool:
         """Whether its step makes one of the fusions (`fusions`)."""

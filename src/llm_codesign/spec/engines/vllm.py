@@ -93,12 +93,6 @@ class VLLMEngine(Engine):
 
         return np.minimum(super().budget_batch(max_num_tokens, draft_len, pp), np.asarray(max_num_tokens, float))
 
-    def kv_formats(self, gpu) -> tuple[str, ...]:
-        """--kv-cache-dtype's CacheDType: auto, float16, bfloat16 and FP8 (fp8, fp8_e4m3, fp8_e5m2; fp8_inc is Gaudi's,
-        fp8_ds_mla DeepSeek-V3.2's), on CUDA and on ROCm, where fp8 is E4M3 (vllm/config/cache.py:14-23,51-52@0.19.0,
-        :25-26@0.11.0): no FP4 cache in the campaigns' versions."""
-        return ("bf16", "fp16", "fp8")
-
     def own_allreduce(self, nbytes, n, family: str):
         """Its custom all-reduce (custom_allreduce), below SYMM_CUSTOM_MAX_MIB where torch symmetric memory takes the rest."""
         import numpy as np
