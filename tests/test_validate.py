@@ -373,3 +373,12 @@ def test_a_run_on_a_build_without_the_all_reduce_norm_fusion_pays_its_norm_kerne
     step = 80 * 2 * (cal.kernel_overhead_s + 2 * cal.custom_ar_barrier_s)
     assert (old["tpot_ms"] - new["tpot_ms"]) / 1e3 == pytest.approx(step, rel=0.02)
 
+
+def test_a_moe_row_with_blank_ep_and_moe_tp_reads_them_as_lc_deployment_fills_them():
+    # MoE-TP is what EP and PP leave of the GPUs (2 // (1 x 1) = 2), as lc.deployment fills it: read as 1, the TP2 row
+    # was a plan of 2 attention and 1 expert GPU, not priced ("moe_tp x ep must be the stage's GPUs")
+    row = {"source": "x", "model": "Qwen/Qwen3-30B-A3B", "gpu": "h100", "num_gpus": "2", "backend": "vllm", "weight_dtype": "bf16",
+           "isl": "1024", "osl": "1024", "concurrency": "8", "tp": "2", "pp": "1", "ep": "", "moe_tp": "", "attention_dp": "1",
+           "tpot_ms": "8"}
+    preds, unmodeled = predict_serving([row, {**row, "ep": "1", "moe_tp": "2"}])
+    assert unmodeled == [] and preds[0] == preds[1] and preds[0]["tpot_ms"] > 0

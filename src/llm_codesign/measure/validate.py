@@ -278,6 +278,9 @@ def predict_serving(rows: list[dict], profile: str | None = None, cal_override=N
         if not model.is_moe:
             a["ep"][:] = 1
             a["moe_tp"][:] = 1
+        else:  # a blank MoE TP is what EP and PP leave of the GPUs, as lc.deployment fills it (a TP2 row read MoE-TP 1: not priced)
+            blank = np.array([not (r.get("moe_tp") or "").strip() for r in sub])
+            a["moe_tp"] = np.where(blank, np.maximum(a["num_gpus"] // (a["ep"] * a["pp"]), 1), a["moe_tp"])
         plan = Plan(a["tp"], a["pp"], a["ep"], a["moe_tp"], a["attention_dp"], np.ones(len(idx), dtype=np.int64))
         code = validity(model, gpu, plan, a["num_gpus"])
         # multi-node TP is unusual but measured: price it over the network instead of rejecting it
