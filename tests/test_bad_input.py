@@ -387,7 +387,7 @@ USAGE_CASES = [
     (["estimate", "--gpu", "h100"], "error: model: no value is not valid; the MODEL argument is required (see `llm-codesign estimate --help`)"),
     (["estimate", "llama-3.1-8b", "--gpu", "h100", "--tp"], "error: tp: no value is not valid; --tp takes an integer from 1 to 65,536"),
     (["estimate", "llama-3.1-8b", "--gpu", "h100", "--nope", "3"], "error: option: '--nope' is not valid; the options are listed by `llm-codesign estimate --help`"),
-    (["nocmd"], "error: command: 'nocmd' is not valid; one of: gpus, models, roofline, estimate, pareto"),
+    (["nocmd"], "error: command: 'nocmd' is not valid; one of: gpus, engines, models, roofline, estimate, pareto"),
     (["--bogus"], "error: option: '--bogus' is not valid; the options are listed by `llm-codesign --help`"),
     (["estimate", "llama-3.1-8b", "--gpu", "h100", "--cpp", "3"], "error: arguments: '3' is not valid; no more arguments"),
 ]

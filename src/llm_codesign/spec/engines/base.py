@@ -106,6 +106,8 @@ class Engine(ABC):
     # without attention DP, rather than kept whole on every GPU
     eh_proj_tp: bool
     aliases: tuple[str, ...] = ()  # other spellings get_engine accepts (lower case)
+    about: str = ""  # what it is, in a few words (`llm-codesign engines`)
+    versions: str = ""  # the releases (or commit) its documented defaults are read from, as its module cites them
     # the GPU vendors (VENDOR_NAMES) its software ships for: engine_for refuses it on another's GPU. vLLM and SGLang
     # build for CUDA and ROCm; an engine's module narrows it
     vendors: tuple[str, ...] = ("nvidia", "amd")
@@ -232,6 +234,15 @@ class Engine(ABC):
         DeepSeek-V3.2's) on CUDA and on ROCm, where fp8 is E4M3 (vllm/config/cache.py:14-23,51-52@0.19.0, :25-26@0.11.0):
         no FP4 cache in the campaigns' versions."""
         return ("bf16", "fp16", "fp8")
+
+    def kv_budget_text(self) -> str:
+        """How it sizes its KV cache by default (kv_budget), in words: the share and what of."""
+        budget, fraction, _ = self.kv_budget
+        derived = type(self).kv_fraction is not Engine.kv_fraction  # SGLang's follows the GPU and the plan
+        share = f"{fraction:g} (or per GPU and plan)" if derived else f"{fraction:g}"
+        return {"free": f"{share} of what weights + activations leave",
+                "total": f"{share} of the GPU: weights + activations + KV",
+                "static": f"{share} of the GPU: weights + KV (activations outside)"}[budget]
 
     def fuses(self, fusion: str) -> bool:
         """Whether its step makes one of the fusions (`fusions`)."""
