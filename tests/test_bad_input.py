@@ -387,7 +387,7 @@ USAGE_CASES = [
     (["estimate", "--gpu", "h100"], "error: model: no value is not valid; the MODEL argument is required (see `llm-codesign estimate --help`)"),
     (["estimate", "llama-3.1-8b", "--gpu", "h100", "--tp"], "error: tp: no value is not valid; --tp takes an integer from 1 to 65,536"),
     (["estimate", "llama-3.1-8b", "--gpu", "h100", "--nope", "3"], "error: option: '--nope' is not valid; the options are listed by `llm-codesign estimate --help`"),
-    (["nocmd"], "error: command: 'nocmd' is not valid; one of: gpus, models, roofline, estimate, pareto"),
+    (["nocmd"], "error: command: 'nocmd' is not valid; one of: gpus, engines, models, roofline, estimate, pareto"),
     (["--bogus"], "error: option: '--bogus' is not valid; the options are listed by `llm-codesign --help`"),
     (["estimate", "llama-3.1-8b", "--gpu", "h100", "--cpp", "3"], "error: arguments: '3' is not valid; no more arguments"),
 ]
@@ -527,3 +527,87 @@ def test_import_with_an_empty_model_is_one_line(tmp_path):
     r = CliRunner().invoke(app, ["import", str(f), "--gpu", "mi300x", "--model", ""])
     assert r.exit_code == 2 and r.stderr.strip() == ("error: model: '' is not valid; a registry name (see `llm-codesign models`), a Hugging Face id, "
                                           "or a config.json path")
+
+
+SGLANG_R1 = "python -m sglang.launch_server --model-path deepseek-ai/DeepSeek-R1 --tp 8 --mem-fraction-static {f}{extra}\n"
+
+
+@pytest.mark.parametrize("fraction, extra, left, step, act, top", [
+    # activations = 8192 x (12 x 7168 + 3 x 18432 / 8) x 2 B + 0.75 GB context = 2.27 GB; 0.99 leaves 1% of 150.75 GB;
+    # the most that leaves them: floor((1 - 2.2725 / 150.7548) x 1000) / 1000 = 0.984
+    ("0.99", "", "1.5", "8192", "2.3", "at most 0.984, or a smaller step budget"),
+    # a 300,000-token chunk: 300000 x 185856 B + 0.75 GB = 56.5 GB, more than the 30.2 GB 0.8 leaves
+    ("0.8", " --chunked-prefill-size 300000", "30.2", "300000", "56.5", "at most 0.625, or a smaller step budget"),
+])
+def test_an_sglang_fraction_leaving_no_room_for_activations_is_one_line(tmp_path, fraction, extra, left, step, act, top):
+    # the engine's reserve beside weights and KV (1 - fraction) smaller than a step's activations was an internal error,
+    # "memory.reserve_gb is negative"; SGLang sizes its pool the same way and runs out of memory capturing its graphs
+    f = tmp_path / "launch.sh"
+    f.write_text(SGLANG_R1.format(f=fraction, extra=extra))
+    line = one_line_error(["import", str(f), "--gpu", "h200"], "--mem-fraction-static")
+    assert line == (f"error: --mem-fraction-static: {fraction} is not valid; it leaves {left} GB of the H200 SXM's 151 GB beside "
+                    f"weights and KV cache, and the activations of a step of {step} tokens and the CUDA context take {act} GB: {top}")
+
+
+def test_an_sglang_fraction_that_leaves_room_is_priced(tmp_path):
+    # 0.8 of 150.75 GB holds R1's 85.1 GB of FP8 weights and a KV cache; the 30 GB beside them, the 2.3 GB of activations
+    f = tmp_path / "launch.sh"
+    f.write_text(SGLANG_R1.format(f="0.8", extra=""))
+    code, out, err = cli("import", str(f), "--gpu", "h200", "--json")
+    mem = json.loads(out)["memory"]
+    assert code == 0 and round(mem["reserve_gb"], 2) == round(150.754820096 * 0.2 - 2.272532352, 2) == 27.88
+
+
+def test_the_api_refuses_a_tight_sglang_fraction_as_the_cli_does():
+    from dataclasses import replace
+
+    from llm_codesign.errors import InputError
+    from llm_codesign.spec.plan import deployment
+
+    dep = replace(deployment("deepseek-r1", gpu="h200", num_gpus=8, tp=8, engine="sglang"), kv_fraction=0.99)
+    with pytest.raises(InputError) as e:
+        llm_codesign.estimate("deepseek-r1", dep)
+    assert str(e.value).startswith("--mem-fraction-static: 0.99 is not valid; it leaves 1.5 GB")
+
+
+def test_sglang_own_fraction_below_zero_is_worded_as_such():
+    # a 120,000-token step: SGLang's own fraction reserves 1.5 MiB a chunk token, 1 - (512 + 180000 + 1024 + 1024) MiB / 143771 MiB
+    # = -0.27; the line said "-41 GB usable by sglang"
+    line = one_line_error(["estimate", "deepseek-r1", "--gpu", "h200", "--gpus", "8", "--tp", "8", "--backend", "sglang",
+                           "--max-num-tokens", "120000"], "deployment")
+    assert line.endswith("(sglang's own --mem-fraction-static for a step of 120000 tokens is -0.27): a smaller step budget")
+
+
+@pytest.mark.parametrize("args, kv, valid", [
+    # SGLang, AMD's engine where none is named: FP4 caches need CUDA ("KV4 is not tested on non-CUDA platforms")
+    (["estimate", "llama-3.1-8b", "--gpu", "mi355x"], "nvfp4", "one of bf16, fp16, fp8: the KV-cache formats SGLang runs on MI355X"),
+    # TensorRT-LLM's NVFP4 cache is Blackwell's
+    (["estimate", "llama-3.1-8b", "--gpu", "h100"], "nvfp4", "one of bf16, fp16, fp8: the KV-cache formats TensorRT-LLM runs on H100 SXM"),
+    (["estimate", "llama-3.1-8b", "--gpu", "mi300x", "--backend", "atom"], "fp16", "one of bf16, fp8: the KV-cache formats ATOM runs on MI300X"),
+    (["estimate", "llama-3.1-8b", "--gpu", "b200", "--backend", "vllm"], "nvfp4", "one of bf16, fp16, fp8: the KV-cache formats vLLM runs on B200"),
+    (["compare", "llama-3.1-8b", "--gpu", "b200,mi355x", "--gpus", "1"], "nvfp4",
+     "one of bf16, fp16, fp8: the KV-cache formats SGLang runs on MI355X"),
+    (["pareto", "llama-3.1-8b", "--gpu", "mi300x", "--gpus", "1"], "mxfp4", "one of bf16, fp16, fp8: the KV-cache formats SGLang runs on MI300X"),
+])
+def test_a_kv_format_the_engine_does_not_hold_there_is_one_line(args, kv, valid):
+    # each was priced: NVFP4 KV on an MI355X or an H100 as if the engine held it
+    assert one_line_error([*args, "--kv-dtype", kv], "kv_dtype") == f"error: kv_dtype: '{kv}' is not valid; {valid}"
+
+
+def test_import_of_an_fp4_kv_cache_off_blackwell_is_one_line(tmp_path):
+    f = tmp_path / "launch.sh"
+    f.write_text("python -m sglang.launch_server --model-path meta-llama/Llama-3.1-8B-Instruct --kv-cache-dtype nvfp4\n")
+    assert one_line_error(["import", str(f), "--gpu", "mi355x"], "kv_dtype") == (
+        "error: kv_dtype: 'nvfp4' is not valid; one of bf16, fp16, fp8: the KV-cache formats SGLang runs on MI355X")
+    code, out, _ = cli("import", str(f), "--gpu", "b200", "--json")  # SM100 runs it (kv_cache_hook.py:124-131@0.5.23)
+    assert code == 0 and json.loads(out)["deployment"]["kv_dtype"] == "nvfp4"
+
+
+def test_the_api_refuses_an_unheld_kv_format():
+    from llm_codesign.errors import InputError
+    from llm_codesign.spec.plan import deployment
+
+    with pytest.raises(InputError) as e:
+        deployment("llama-3.1-8b", gpu="h100", kv_dtype="nvfp4")
+    assert str(e.value) == "kv_dtype: 'nvfp4' is not valid; one of bf16, fp16, fp8: the KV-cache formats TensorRT-LLM runs on H100 SXM"
+    assert deployment("llama-3.1-8b", gpu="b200", kv_dtype="nvfp4").precision.kv.name == "nvfp4"

@@ -25,6 +25,21 @@ def test_gpus_and_models_json():
     assert q["kv_values_per_token"] == 15 * 2 * 256 * 2
 
 
+def test_engines_lists_each_engine_with_its_gpus_releases_step_budget_and_kv_cache():
+    r = run("engines", "--json")
+    e = {x["name"]: x for x in json.loads(r.stdout)}
+    assert r.returncode == 0 and list(e) == ["trtllm", "vllm", "sglang", "atom"]
+    atom, sglang, trt = e["atom"], e["sglang"], e["trtllm"]
+    assert (atom["gpus"], atom["families"], atom["versions"]) == (["mi300x", "mi325x", "mi355x"], ["cdna3", "cdna4"], "ROCm/ATOM@ffdf3bb5")
+    assert atom["kv_formats"]["mi300x"] == ["bf16", "fp8"] and atom["kv_budget"] == "0.9 of the GPU: weights + activations + KV"
+    # SGLang's chunk by GPU memory: 4096 below 60 GiB (L40S's 44.4), 8192 below 160 GiB (H100), 16384 above (B200)
+    assert (sglang["step_tokens"]["l40s"], sglang["step_tokens"]["h100"], sglang["step_tokens"]["b200"]) == (4096, 8192, 16384)
+    assert sglang["default_on"] == ["amd"] and trt["default_on"] == ["nvidia"] and "mi355x" not in trt["gpus"]
+    assert trt["kv_formats"]["b200"] == ["bf16", "fp16", "fp8", "nvfp4"] and trt["kv_budget"] == "0.9 of what weights + activations leave"
+    table = run("engines").stdout
+    assert "ROCm/ATOM@ffdf3bb5" in table and "0.5.7-0.5.23" in table
+
+
 def test_roofline_json_keys_and_floor():
     r = run("roofline", "llama-3.1-8b", "--gpu", "h100", "--json")
     assert r.returncode == 0, r.stderr

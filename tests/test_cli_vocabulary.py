@@ -60,7 +60,7 @@ def test_a_misspelt_model_gets_the_close_names_not_the_whole_list():
     (["pareto", "llama-3.1-8b", "--gpu", "h100", "--max-ttft", "500"], "error: option: '--max-ttft' is not valid; did you mean --max-ttft-ms?"),
     (["estimate", "--model", "llama-3.1-8b", "--gpu", "h100"],
      "error: option: '--model' is not valid; did you mean the MODEL argument (no flag) or --draft-model?"),
-    (["paretto"], "error: command: 'paretto' is not valid; did you mean pareto? one of: gpus, models, "),
+    (["paretto"], "error: command: 'paretto' is not valid; did you mean pareto? one of: gpus, engines, models, "),
 ])
 def test_did_you_mean_on_gpus_flags_and_commands(args, line):
     code, out, err = cli(*args)

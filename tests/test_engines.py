@@ -291,3 +291,18 @@ def test_a_deployment_prices_its_gpu_vendors_engine_and_refuses_one_it_cannot_ru
                  lambda: Deployment.from_dict(deployment(m, gpu="h200", num_gpus=8).to_dict(), mi355x)):
         with pytest.raises(InputError, match=re.escape("backend: 'trtllm' is not valid; an engine that runs on MI355X")):
             make()
+
+
+def test_each_engine_s_kv_formats_per_gpu():
+    """What each engine's --kv-cache-dtype admits per GPU, from its source (Engine.kv_formats): NVFP4 on Blackwell in
+    TensorRT-LLM and SGLang, never in vLLM's CacheDType (0.11-0.19); FP4 nowhere on AMD; ATOM bf16 or fp8 alone; TensorRT-LLM
+    no FP8 cache without FP8 math (A100)."""
+    from llm_codesign.spec.engines import ENGINES
+    from llm_codesign.spec.hardware import get_gpu
+
+    got = {g: {n: e.kv_formats(get_gpu(g)) for n, e in ENGINES.items()} for g in ("a100", "h100", "b200", "mi300x", "mi355x")}
+    nv3 = ("bf16", "fp16", "fp8")
+    assert got["b200"] == {"trtllm": (*nv3, "nvfp4"), "vllm": nv3, "sglang": (*nv3, "nvfp4"), "atom": ("bf16", "fp8")}
+    assert got["h100"] == {"trtllm": nv3, "vllm": nv3, "sglang": nv3, "atom": ("bf16", "fp8")}
+    assert got["a100"]["trtllm"] == ("bf16", "fp16")
+    assert got["mi300x"] == got["mi355x"] == {"trtllm": nv3, "vllm": nv3, "sglang": nv3, "atom": ("bf16", "fp8")}

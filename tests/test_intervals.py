@@ -616,3 +616,20 @@ def test_a_wider_levels_between_group_term_is_never_below_a_narrower_ones():
     table = {"between": {"low_load": {"t80": 0.1681, "t95": 0.1259}, "campaign": {"t80": 0.05, "t95": 0.2}}}
     assert iv.between(["low_load"], table, own=True) == {80: 0.1681, 95: 0.1681}
     assert iv.between(["low_load"], table) == {80: 0.1681, 95: 0.2}
+
+
+@pytest.mark.parametrize("gpu, engine, said", [
+    # AITER's fused MoE on CDNA3 takes the MI355X's fit (fitted.toml [cdna3]): the answer says so beside the missing table
+    ("mi300x", "sglang", "no MoE fp8_block kernel table on CDNA3; AITER's MoE priced at the MI355X's (CDNA4) fitted rates, assumed"),
+    ("mi325x", "atom", "no MoE fp8_block kernel table on CDNA3; AITER's MoE priced at the MI355X's (CDNA4) fitted rates, assumed"),
+    # vLLM runs its Triton MoE there, at the generic values (default.toml [cdna3.moe_kernel_eff.vllm_triton]): nothing lent
+    ("mi300x", "vllm", "no MoE fp8_block kernel table on CDNA3"),
+    # the MI355X's own fit
+    ("mi355x", "sglang", None),
+])
+def test_cdna3_says_its_moe_rates_are_the_mi355x_s(gpu, engine, said):
+    m, g = lc.get_model("deepseek-r1"), lc.get_gpu(gpu)
+    ctx = iv.context(m, g, m.default_precision, engine=engine, concurrency=16, isl=1024, osl=1024)
+    assert dict(pairs(iv.reasons(ctx, iv.bundled()))).get("moe") == said
+    dense = iv.context(lc.get_model("llama-3.1-8b"), g, lc.Precision.of("bf16"), engine=engine, concurrency=16, isl=1024, osl=1024)
+    assert not any("AITER" in w for w in iv.reasons(dense, iv.bundled()))

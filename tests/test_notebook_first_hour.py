@@ -150,16 +150,18 @@ def test_validate_serving_gives_each_run_beside_its_prediction(tmp_path):
     p = tmp_path / "runs.csv"
     p.write_text(RUNS)
     rep = lc.validate_serving(str(p), runs=True)
-    assert (rep["rows"], rep["modeled"], [u["source"] for u in rep["unmodeled"]]) == (3, 2, ["r3"])  # MoE TP2 with EP x MoE-TP = 1
+    # the MoE TP2 run's blank ep and moe_tp read as lc.deployment fills them (EP 1, MoE-TP 2): priced, not EP x MoE-TP = 1
+    assert (rep["rows"], rep["modeled"], [u["source"] for u in rep["unmodeled"]]) == (3, 3, [])
     r1, r2, r3 = rep["runs"]
     assert (r2["concurrency"], r2["tp"], r2["ep"], r2["ttft_ms"], r2["output_tok_s_per_gpu"]) == (64, 1, None, 210.0, 2600.0)
-    assert r1["predicted_tpot_ms_lo"] < r1["predicted_tpot_ms"] < r1["predicted_tpot_ms_hi"] and "predicted_tpot_ms" not in r3
+    assert r1["predicted_tpot_ms_lo"] < r1["predicted_tpot_ms"] < r1["predicted_tpot_ms_hi"] and r3["predicted_tpot_ms"] > 0
     # the report's TPOT errors are these runs' own
-    ape = sorted(abs(r["predicted_tpot_ms"] / r["tpot_ms"] - 1) * 100 for r in (r1, r2))
-    assert rep["overall"]["tpot_ms"]["median_ape"] == pytest.approx(sum(ape) / 2) and "runs" not in lc.validate_serving(str(p))
-    # a file none of whose runs is priced is refused, as `validate --serving` refuses it (an empty report before)
+    ape = sorted(abs(r["predicted_tpot_ms"] / r["tpot_ms"] - 1) * 100 for r in (r1, r2, r3))
+    assert rep["overall"]["tpot_ms"]["median_ape"] == pytest.approx(ape[1]) and "runs" not in lc.validate_serving(str(p))
+    # a file none of whose runs is priced is refused, as `validate --serving` refuses it (an empty report before): the
+    # MoE run stating EP 1 x MoE-TP 1 on its 2 GPUs
     q = tmp_path / "moe.csv"
-    q.write_text(RUNS.split("\n", 1)[0] + "\n" + RUNS.strip().splitlines()[-1] + "\n")
+    q.write_text(RUNS.split("\n", 1)[0] + "\n" + RUNS.strip().splitlines()[-1].replace(",2,,,", ",2,1,1,") + "\n")
     with pytest.raises(lc.InputError, match=r"^serving: '.*moe.csv' is not valid; a file with at least one row the model can price; "
                                             r"none of its 1 rows is \(line 2: ep 1 x moe_tp 1 x pp 1 = 1 GPUs, num_gpus 2 \(the parallel sizes must multiply"):
         lc.validate_serving(str(q))

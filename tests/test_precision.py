@@ -95,7 +95,7 @@ def test_a_search_settles_the_precisions_it_is_given():
 
     m, mi355 = get_model("llama-3.1-8b"), get_gpu("mi355x")
     space = SearchSpace(1, tp=(1,), pp=(1,), precisions=(Precision.of("mxfp4", kv="fp8"),), batches=(1, 64))
-    precs, _ = searched_precisions(m, mi355, space)
+    precs, _ = searched_precisions(m, mi355, space, engine=get_engine("sglang"))
     assert precs == (Precision(DTYPES["mxfp4"], DTYPES["mxfp4"], DTYPES["fp8"]),)
     f = search(m, mi355, calibration_for(mi355), space, isl=1024, osl=1024, engine=get_engine("sglang"))
     assert f.roofline_bound == roofline_bound(m, mi355, precs, 1)

@@ -188,8 +188,11 @@ def test_speculative_rows_need_a_measured_acceptance():
     row = {"source": "x", "model": "deepseek-r1", "gpu": "b200", "num_gpus": "8", "backend": "trtllm", "weight_dtype": "fp8",
            "isl": "1024", "osl": "1024", "concurrency": "8", "tp": "8", "ep": "8", "moe_tp": "1", "spec_method": "mtp",
            "spec_draft_len": "3", "spec_acceptance": "", "tpot_ms": "10"}
-    preds, unmodeled = predict_serving([row, {**row, "spec_acceptance": "2.8"}])
-    assert [u["row"] for u in unmodeled] == [0] and "spec_acceptance" in unmodeled[0]["reason"]
+    preds, unmodeled = predict_serving([row, {**row, "spec_acceptance": "2.8"}, {**row, "spec_acceptance": "2.8", "spec_draft_len": ""}])
+    # said as what the row lacks: the bundled MI355X file's 69 MTP runs read "spec_acceptance: '' is not valid"
+    assert [(u["row"], u["reason"]) for u in unmodeled] == [
+        (0, "speculative decoding with no mean accepted length recorded (spec_acceptance: the model needs it to price a speculative run)"),
+        (2, "speculative decoding with no draft length recorded (spec_draft_len: the model needs it to price a speculative run)")]
     assert preds[1]["tpot_ms"] > 0
 
 
@@ -371,3 +374,13 @@ def test_a_run_on_a_build_without_the_all_reduce_norm_fusion_pays_its_norm_kerne
     cal = calibration_for(get_gpu("b200"))
     step = 80 * 2 * (cal.kernel_overhead_s + 2 * cal.custom_ar_barrier_s)
     assert (old["tpot_ms"] - new["tpot_ms"]) / 1e3 == pytest.approx(step, rel=0.02)
+
+
+def test_a_moe_row_with_blank_ep_and_moe_tp_reads_them_as_lc_deployment_fills_them():
+    # MoE-TP is what EP and PP leave of the GPUs (2 // (1 x 1) = 2), as lc.deployment fills it: read as 1, the TP2 row
+    # was a plan of 2 attention and 1 expert GPU, not priced ("moe_tp x ep must be the stage's GPUs")
+    row = {"source": "x", "model": "Qwen/Qwen3-30B-A3B", "gpu": "h100", "num_gpus": "2", "backend": "vllm", "weight_dtype": "bf16",
+           "isl": "1024", "osl": "1024", "concurrency": "8", "tp": "2", "pp": "1", "ep": "", "moe_tp": "", "attention_dp": "1",
+           "tpot_ms": "8"}
+    preds, unmodeled = predict_serving([row, {**row, "ep": "1", "moe_tp": "2"}])
+    assert unmodeled == [] and preds[0] == preds[1] and preds[0]["tpot_ms"] > 0

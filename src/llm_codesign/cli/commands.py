@@ -82,6 +82,34 @@ def gpus(as_json: bool = typer.Option(False, "--json", help="Emit JSON.")):
 
 
 @app.command()
+def engines(as_json: bool = typer.Option(False, "--json", help="Emit JSON.")):
+    """List the serving engines priced: what each is, the GPUs it runs on, the releases its defaults are read from, its
+    default step budget and how it sizes its KV cache (--json: with the KV-cache formats it holds on each GPU)."""
+    from llm_codesign.spec.engines import ENGINES, VENDOR_ENGINE, VENDOR_NAMES, engines_on
+    from llm_codesign.spec.hardware import catalog
+
+    gpus = list(catalog().values())
+    rows = []
+    for e in ENGINES.values():
+        on = [g for g in gpus if e.name in engines_on(g)]
+        rows.append({"name": e.name, "title": e.title, "about": e.about, "aliases": list(e.aliases), "versions": e.versions,
+                     "gpus": [g.id for g in on], "families": sorted({g.family for g in on}),
+                     "default_on": [v for v, n in VENDOR_ENGINE.items() if n == e.name],
+                     "step_tokens": {g.id: e.step_tokens(g) for g in on}, "kv_budget": e.kv_budget_text(),
+                     "kv_formats": {g.id: list(e.kv_formats(g)) for g in on}})
+    if as_json:
+        return _dump(rows)
+    t = _table("Serving engines", "name:k what:t GPUs:t defaults_from:t step_tokens:t KV_cache:t",
+               "GPUs: the families it runs on. step tokens: its default budget a step (by GPU memory where it varies). KV cache: "
+               "the share of memory it gives it by default. --json: each GPU, and the KV-cache formats it holds there.")
+    for r in rows:
+        steps = sorted(set(r["step_tokens"].values()))
+        t.add_row(r["name"], f"{r['title']}: {r['about']}" + "".join(f"; default on {VENDOR_NAMES[v]}" for v in r["default_on"]),
+                  ", ".join(r["families"]), r["versions"], "-".join(str(x) for x in steps[::max(len(steps) - 1, 1)]), r["kv_budget"])
+    _console().print(t)
+
+
+@app.command()
 def models(as_json: bool = typer.Option(False, "--json", help="Emit JSON.")):
     """List the bundled models with total and active parameters."""
     from llm_codesign.spec.registry import list_models

@@ -21,7 +21,7 @@ from llm_codesign.cli.common import (
 )
 from llm_codesign.errors import InputError
 from llm_codesign.render.accuracy import drop_pct
-from llm_codesign.spec.engines import engine_for
+from llm_codesign.spec.engines import check_kv_format, engine_for
 
 MAX_COMBINATIONS = 48  # each combination is one whole deployment search
 
@@ -42,6 +42,8 @@ def compare_rows(model_refs: list[str], gpu_refs: list[str], weight_formats: lis
     from llm_codesign.spec.precision import Precision, executable, get_dtype
 
     kv = get_dtype(kv_dtype, "kv_dtype") if kv_dtype else None
+    for gref in gpu_refs if kv else ():  # a KV format some GPU's engine does not hold: refused before any search
+        check_kv_format(engines[gref], _gpu(gref), kv.name)
     rows = []
     for mref in model_refs:
         m = _model(mref)

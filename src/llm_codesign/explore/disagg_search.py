@@ -43,7 +43,7 @@ def search_disagg(model: ModelSpec, gpu: Gpu, cal: Calibration, space, *, isl: i
     N = space.num_gpus
     plan, inst = plans(model, gpu, space)
     costs = engine.costs(cal)
-    precs, accs = searched_precisions(model, gpu, space)
+    precs, accs = searched_precisions(model, gpu, space, engine=engine)
     ks = np.asarray(space.spec_ks if space.spec is not None else (0,), dtype=np.int64)
     B, K = len(space.batches), len(ks)
     g = inst.astype(float)

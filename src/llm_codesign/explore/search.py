@@ -18,7 +18,7 @@ from llm_codesign.errors import InputError
 from llm_codesign.explore.frontier import Frontier, FrontierPoint
 from llm_codesign.serve.aggregated import Serving, evaluate, max_running, op_step_time, pdl_per_launch
 from llm_codesign.serve.invariants import check_values, weight_floor_s
-from llm_codesign.spec.engines import TRTLLM, Engine
+from llm_codesign.spec.engines import TRTLLM, Engine, check_kv_format
 from llm_codesign.spec.hardware import Gpu
 from llm_codesign.spec.model import ModelSpec
 from llm_codesign.spec.plan import Deployment, Plan, SpecDecoding, Workload, check_sizes, divisors, precision_for, validity
@@ -175,7 +175,7 @@ def search(model: ModelSpec, gpu: Gpu, cal: Calibration, space: SearchSpace, *, 
     model.check_context(isl, osl)
     t0 = time.perf_counter()
     plan, inst = plans(model, gpu, space)
-    precs, accs = searched_precisions(model, gpu, space, max_accuracy_drop=max_accuracy_drop)
+    precs, accs = searched_precisions(model, gpu, space, engine=engine, max_accuracy_drop=max_accuracy_drop)
     ks = np.asarray(space.spec_ks if space.spec is not None else (0,), dtype=np.int64)
     grid = _Grid(plan, inst, np.asarray(space.batches, dtype=np.int64), ks, precs, tuple(space.step_tokens) or (max_num_tokens,))
     c, total = _evaluate_grid(model, gpu, cal, space, grid, isl=isl, osl=osl, engine=engine, prefix_hit=prefix_hit, progress=progress)
@@ -188,13 +188,17 @@ def search(model: ModelSpec, gpu: Gpu, cal: Calibration, space: SearchSpace, *, 
                         [space.spec.at(int(k)).accepted() for k in ks if k] if space.spec else [], default=1.0)))
 
 
-def searched_precisions(model: ModelSpec, gpu: Gpu, space: SearchSpace, *, max_accuracy_drop: float | None = None) -> tuple:
+def searched_precisions(model: ModelSpec, gpu: Gpu, space: SearchSpace, *, engine: Engine,
+                        max_accuracy_drop: float | None = None) -> tuple:
     """The precisions searched (the space's, else the defaults), each settled on `gpu` (Precision.on: a space built
     from Precision.of("mxfp4") leaves its activation to the GPU), and the accuracy known of each, keeping only those
-    within `max_accuracy_drop` percent where it is given."""
+    within `max_accuracy_drop` percent where it is given. A KV-cache format `engine` does not hold on `gpu` is refused
+    (check_kv_format: the defaults' BF16 and FP8 every engine holds where they are offered)."""
     from llm_codesign.explore.accuracy_model import accuracy_of
 
     precs = tuple(p.on(gpu) for p in space.precisions or default_precisions(model, gpu))
+    for kv in dict.fromkeys(p.kv.name for p in precs):
+        check_kv_format(engine, gpu, kv)
     accs = [accuracy_of(model, p) for p in precs]
     if max_accuracy_drop is not None:
         keep = [i for i, a in enumerate(accs) if a["relative_drop_pct"] is not None and a["relative_drop_pct"] <= max_accuracy_drop]

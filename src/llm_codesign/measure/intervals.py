@@ -511,9 +511,29 @@ def reasons(ctx: Context, table: dict) -> list[Widening]:
         if what:
             out.append(Widening("family", what[0]))
     out += [Widening("moe", f"no fitted {k} MoE kernel values for {engine_title(ctx.engine)} on {fam}") for k in ctx.moe_kernels]
+    lent = lent_moe(ctx)
+    if lent:  # said with the MoE reason it explains (one line, one term), or alone where the family had a MoE table
+        i = next((i for i, w in enumerate(out) if w.kind == "moe"), None)
+        out = out + [Widening("moe", lent)] if i is None else [*out[:i], Widening("moe", f"{out[i].what}; {lent}"), *out[i + 1:]]
     if ctx.spec:
         out.append(Widening("spec", f"speculative decoding: no {run} with it"))
     return out
+
+
+# GPU families whose fused-MoE rates are another family's fit, assumed (data/calibration/fitted.toml [cdna3]: AITER's
+# fused MoE on MI300X/MI325X takes the values fitted on the MI355X's InferenceX runs, no CDNA3 serving run or MoE table
+# to fit on); an engine running its own MoE kernel family there (vLLM's Triton: Engine.moe_kernel) borrows nothing
+LENT_MOE = {"cdna3": "AITER's MoE priced at the MI355X's (CDNA4) fitted rates, assumed"}
+
+
+def lent_moe(ctx: Context) -> str | None:
+    """Where a MoE question's expert rates on its GPU family are another family's (LENT_MOE), that in words; else None."""
+    from llm_codesign.spec.engines import ENGINES
+
+    e = ENGINES.get(ctx.engine)
+    if ctx.model_class != "moe" or ctx.family not in LENT_MOE or (e is not None and e.moe_kernel(ctx.family, ctx.fmt) is not None):
+        return None
+    return LENT_MOE[ctx.family]
 
 
 # how each arrival pattern (spec.harness.ARRIVALS) reads in a basis: the runs' and the answer's

@@ -152,9 +152,11 @@ def _spec(r):
     m = (r.get("spec_method") or "").strip().lower()
     if not m or m == "none":
         return None
-    if not (r.get("spec_draft_len") or "").strip() or not (r.get("spec_acceptance") or "").strip():
-        # an acceptance rate is a measurement; the row cannot be modelled without it
-        raise InputError("spec_acceptance", r.get("spec_acceptance"), "a mean accepted length and a draft length for speculative rows")
+    # an acceptance rate is a measurement; the row cannot be modelled without it. Said as what the row lacks, not as bad
+    # input: the bundled MI355X and disaggregated files record none for their MTP runs (InferenceX publishes none)
+    for col, what in (("spec_acceptance", "mean accepted length"), ("spec_draft_len", "draft length")):
+        if not (r.get(col) or "").strip():
+            raise ValueError(f"speculative decoding with no {what} recorded ({col}: the model needs it to price a speculative run)")
     return SpecDecoding(m, _int(r, "spec_draft_len"), float(r["spec_acceptance"]))
 
 
@@ -255,6 +257,9 @@ def predict_serving(rows: list[dict], profile: str | None = None, cal_override=N
         if not model.is_moe:
             a["ep"][:] = 1
             a["moe_tp"][:] = 1
+        else:  # a blank MoE TP is what EP and PP leave of the GPUs, as lc.deployment fills it (a TP2 row read MoE-TP 1: not priced)
+            blank = np.array([not (r.get("moe_tp") or "").strip() for r in sub])
+            a["moe_tp"] = np.where(blank, np.maximum(a["num_gpus"] // (a["ep"] * a["pp"]), 1), a["moe_tp"])
         plan = Plan(a["tp"], a["pp"], a["ep"], a["moe_tp"], a["attention_dp"], np.ones(len(idx), dtype=np.int64))
         code = validity(model, gpu, plan, a["num_gpus"])
         # multi-node TP is unusual but measured: price it over the network instead of rejecting it

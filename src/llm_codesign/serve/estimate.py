@@ -189,6 +189,27 @@ _FRACTION_OPTION = {"sglang": "--mem-fraction-static", "vllm": "--gpu-memory-uti
                     "trtllm": "kv_cache_config.free_gpu_memory_fraction"}
 
 
+def _refuse_tight_fraction(dep: Deployment, activations: float) -> None:
+    """SGLang's mem_fraction_static caps weights and KV pool, and what it leaves (1 - fraction of the GPU) is all its
+    activations, CUDA graphs and context get (ModelRunnerKVCacheMixin._profile_available_bytes sizes the pool as free
+    memory less pre-load memory x (1 - fraction), model_executor/model_runner_kv_cache_mixin.py:85-120@0.5.14). A
+    fraction leaving less than a step's activations starts a server that runs out of memory capturing its graphs or on
+    its first full chunk (its hint: "set --mem-fraction-static to a smaller value", runner_backend_utils/__init__.py:
+    14-29@0.5.14): refused in one line naming the option and the fractions that fit, where the deployment states it
+    (its own, static_fraction, reserves 1.5 MiB per chunk token, more than a step's activations)."""
+    budget = dep.engine.kv_budget[0]
+    if budget != "static" or dep.kv_fraction is None:
+        return
+    mem, stated = dep.gpu.memory_bytes, float(dep.kv_fraction)
+    if activations <= (1.0 - stated) * mem:
+        return
+    top = np.floor((1.0 - activations / mem) * 1000.0) / 1000.0
+    raise InputError(_FRACTION_OPTION.get(dep.engine.name, "kv_fraction"), stated,
+                     f"it leaves {(1.0 - stated) * mem / GB:.1f} GB of the {dep.gpu.name}'s {mem / GB:.0f} GB beside weights and KV cache, "
+                     f"and the activations of a step of {dep.rank_step_tokens:g} tokens and the CUDA context take {activations / GB:.1f} GB: "
+                     + (f"at most {top:.3f}, or a smaller step budget" if top > 0 else "a smaller step budget"))
+
+
 def _refuse_unfit(dep: Deployment, m) -> None:
     """One line on why not even one sequence fits, with what it needs and what the engine leaves: where the deployment
     states its KV fraction (Deployment.kv_fraction) and the whole GPU would hold the sequence, that launch option."""
@@ -201,9 +222,11 @@ def _refuse_unfit(dep: Deployment, m) -> None:
     option = _FRACTION_OPTION.get(dep.engine.name, "kv_fraction")
     advice = (f"raise {option} (the deployment states {stated:g})" if dep.kv_fraction is not None and need <= mem
               else "add GPUs, raise TP/EP/PP or lower the precision")
+    usable = f" ({frac * mem / GB:.0f} GB usable by {dep.backend})" if frac < 1 else ""
+    if frac <= 0:  # SGLang's own fraction reserves 1.5 MiB per chunk token (static_fraction): a huge step budget leaves none
+        usable, advice = f" ({dep.backend}'s own {option} for a step of {dep.step_tokens:g} tokens is {stated:g})", "a smaller step budget"
     raise InputError("deployment", dep.plan.label() + f" on {dep.num_gpus}x{dep.gpu.id}",
-                     f"needs {need / GB:.0f} GB per GPU for one sequence, {dep.gpu.name} reports {mem / GB:.0f} GB"
-                     + (f" ({frac * mem / GB:.0f} GB usable by {dep.backend})" if frac < 1 else "") + f": {advice}")
+                     f"needs {need / GB:.0f} GB per GPU for one sequence, {dep.gpu.name} reports {mem / GB:.0f} GB{usable}: {advice}")
 
 
 def prefill_ops(model: ModelSpec, dep: Deployment, cal: Calibration, workload: Workload):
@@ -226,6 +249,7 @@ def estimate(model: ModelSpec, dep: Deployment, workload: Workload, *, calibrati
     max_conc = int(r.max_concurrency.reshape(-1)[0])
     if max_conc < 1:
         _refuse_unfit(dep, r)
+    _refuse_tight_fraction(dep, float(r.activation_bytes.reshape(-1)[0]))
     concurrency = workload.concurrency
     if concurrency is None:
         concurrency = int(grid[int(np.argmax(np.where(r.fits, r.output_tok_s_per_gpu, -1)))])

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from llm_codesign.errors import InputError
-from llm_codesign.spec.engines import engine_for, get_engine
+from llm_codesign.spec.engines import check_kv_format, engine_for, get_engine
 from llm_codesign.spec.hardware import Gpu, get_gpu
 from llm_codesign.spec.harness import DEFAULT_ARRIVAL, FRACTION, OFFLINE_ARRIVAL, check_arrival, memory_fraction
 from llm_codesign.spec.kinds import DenseFfn, MoE
@@ -291,7 +291,10 @@ class Deployment:
             raise InputError("precision", self.precision, "a Precision, e.g. Precision.of('fp8', kv='fp8'), or lc.deployment(model, "
                                                           "gpu=..., weight_dtype='fp8')")
         # the engine by its registry name, one that runs on this GPU (spec.engines.engine_for): TensorRT-LLM on an MI355X is refused
-        object.__setattr__(self, "backend", engine_for(self.gpu, self.backend).name)
+        engine = engine_for(self.gpu, self.backend)
+        object.__setattr__(self, "backend", engine.name)
+        # a KV-cache format the engine holds on this GPU (Engine.kv_formats): NVFP4 on an MI355X or an H100 was priced
+        check_kv_format(engine, self.gpu, self.precision.kv.name)
         if self.kv_fraction is not None and memory_fraction(self.kv_fraction) is None:
             raise InputError("kv_fraction", self.kv_fraction, FRACTION + ", or absent (the engine's own)")
         # an activation format left to the GPU settled on this one (MXFP4 weights: W4A4 on CDNA4), so that its label says what runs

@@ -11,6 +11,7 @@ from llm_codesign.spec.engines.base import (
     VENDOR_NAMES,
     Engine,
     EngineCosts,
+    check_kv_format,
     engine_choices,
     engine_for,
     engine_for_pools,
@@ -30,4 +31,4 @@ from llm_codesign.spec.engines.atom import ATOM
 # isort: on
 
 __all__ = ["AR_NORM_KERNELS", "ATOM", "ENGINES", "FUSIONS", "MOE_KERNELS", "SGLANG", "TRTLLM", "VENDOR_ENGINE", "VENDOR_NAMES", "VLLM", "Engine",
-           "EngineCosts", "engine_choices", "engine_for", "engine_for_pools", "engine_names", "engines_on", "get_engine", "listed", "register_engine"]
+           "EngineCosts", "check_kv_format", "engine_choices", "engine_for", "engine_for_pools", "engine_names", "engines_on", "get_engine", "listed", "register_engine"]

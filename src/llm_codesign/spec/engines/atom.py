@@ -36,6 +36,11 @@ class AtomEngine(Engine):
 
         return np.full(np.shape(moe_tp), "all_to_all")
 
+    def kv_formats(self, gpu) -> tuple[str, ...]:
+        """--kv_cache_dtype bf16 or fp8 (atom/model_engine/arg_utils.py:163-169@ffdf3bb5); FP8 is AITER's per GPU, E4M3FNUZ on
+        gfx942 (MI300X, MI325X) and E4M3FN on gfx950 (MI355X) (aiter/utility/dtypes.py:11-13@e4048607), one byte either way."""
+        return ("bf16", "fp8")
+
     def own_allreduce(self, nbytes, n, family: str):
         """AITER's custom all-reduce (aiter.dist.communication_op, atom/model_ops/communication_op.py:42-56),
         vLLM's kernel ported to xGMI, at vLLM's sizes and limit (vllm.custom_allreduce)."""
@@ -50,6 +55,7 @@ class AtomEngine(Engine):
 
 ATOM = register_engine(AtomEngine(
     name="atom", title="ATOM",
+    about="AMD's engine on AITER; priced, not exported", versions="ROCm/ATOM@ffdf3bb5",
     # ROCm only: built on AITER, AMD's kernels for Instinct GPUs (ROCm/ATOM@ffdf3bb5 README.md:12)
     vendors=("amd",),
     # weights, peak activations, graphs and KV cache share gpu_memory_utilization = 0.9 of the GPU (Config,

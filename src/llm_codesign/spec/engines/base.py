@@ -106,6 +106,8 @@ class Engine(ABC):
     # without attention DP, rather than kept whole on every GPU
     eh_proj_tp: bool
     aliases: tuple[str, ...] = ()  # other spellings get_engine accepts (lower case)
+    about: str = ""  # what it is, in a few words (`llm-codesign engines`)
+    versions: str = ""  # the releases (or commit) its documented defaults are read from, as its module cites them
     # the GPU vendors (VENDOR_NAMES) its software ships for: engine_for refuses it on another's GPU. vLLM and SGLang
     # build for CUDA and ROCm; an engine's module narrows it
     vendors: tuple[str, ...] = ("nvidia", "amd")
@@ -224,6 +226,23 @@ class Engine(ABC):
     def kv_fraction(self, gpu, plan, *, chunk, spec_method: str | None = None, draft_len=None):
         """The fraction of its KV budget (kv_budget) for a plan: fixed unless the engine derives it."""
         return self.kv_budget[1]
+
+    def kv_formats(self, gpu) -> tuple[str, ...]:
+        """The KV-cache formats (spec.precision names) its cache holds on `gpu`, as its launch option lists them and its
+        platform checks admit them (check_kv_format): BF16, FP16 and FP8 unless its module says otherwise, vLLM's
+        --kv-cache-dtype CacheDType (auto, float16, bfloat16, fp8, fp8_e4m3, fp8_e5m2; fp8_inc is Gaudi's, fp8_ds_mla
+        DeepSeek-V3.2's) on CUDA and on ROCm, where fp8 is E4M3 (vllm/config/cache.py:14-23,51-52@0.19.0, :25-26@0.11.0):
+        no FP4 cache in the campaigns' versions."""
+        return ("bf16", "fp16", "fp8")
+
+    def kv_budget_text(self) -> str:
+        """How it sizes its KV cache by default (kv_budget), in words: the share and what of."""
+        budget, fraction, _ = self.kv_budget
+        derived = type(self).kv_fraction is not Engine.kv_fraction  # SGLang's follows the GPU and the plan
+        share = f"{fraction:g} (or per GPU and plan)" if derived else f"{fraction:g}"
+        return {"free": f"{share} of what weights + activations leave",
+                "total": f"{share} of the GPU: weights + activations + KV",
+                "static": f"{share} of the GPU: weights + KV (activations outside)"}[budget]
 
     def fuses(self, fusion: str) -> bool:
         """Whether its step makes one of the fusions (`fusions`)."""
@@ -442,6 +461,14 @@ def engine_for(gpu, backend: str | None = None) -> Engine:
         raise InputError("backend", backend, f"an engine that runs on {gpu.name} ({e.title} runs on {only} GPUs only): "
                                              + ", ".join(engines_on(gpu)))
     return e
+
+
+def check_kv_format(engine: Engine, gpu, kv: str) -> None:
+    """One line naming the formats `engine` holds its KV cache in on `gpu` (Engine.kv_formats) where `kv` is none of them:
+    the rule estimate, compare, pareto, import and the API share."""
+    ok = engine.kv_formats(gpu)
+    if kv not in ok:
+        raise InputError("kv_dtype", kv, f"one of {', '.join(ok)}: the KV-cache formats {engine.title} runs on {gpu.name}")
 
 
 def engine_for_pools(gpu, decode_gpu, backend: str | None = None) -> Engine:

@@ -107,6 +107,14 @@ class SGLangEngine(Engine):
         tok = np.asarray(kv_tokens, float)
         return np.minimum(np.clip(np.floor(tok / context_len * 512.0), 2048.0, 4096.0), np.maximum(np.floor(tok / 2.0), 1.0))
 
+    def kv_formats(self, gpu) -> tuple[str, ...]:
+        """--kv-cache-dtype's choices (arg_groups/fields/model.py:197-221@0.5.23, the version its export writes): auto (the
+        checkpoint's BF16 or FP16), bf16, fp8_e4m3, fp8_e5m2 (on ROCm the GPU's own FP8, E4M3FNUZ on CDNA3: model_executor/
+        model_runner.py:2357-2366@0.5.14) and nvfp4, which needs Blackwell (SM100 or SM120) and CUDA: "KV4 is not tested on
+        non-CUDA platforms" (arg_groups/kv_cache_hook.py:124-131,318@0.5.23). Its MX-style FP4 caches (fp4_e2m1 up to 0.5.14,
+        fp4_mx_block16 since) are not formats priced here."""
+        return ("bf16", "fp16", "fp8") + (("nvfp4",) if gpu.vendor == "nvidia" and "nvfp4" in gpu.fp4_formats else ())
+
     def own_allreduce(self, nbytes, n, family: str):
         """vLLM's custom all-reduce's sizes and limit, the limit itself included: should_custom_ar takes inp_size <=
         max_size, 8 MiB (srt/distributed/device_communicators/custom_all_reduce.py:42,273,280@0.5.14), where vLLM's
@@ -152,6 +160,7 @@ class SGLangEngine(Engine):
 
 SGLANG = register_engine(SGLangEngine(
     name="sglang", title="SGLang",
+    about="CUDA and ROCm (AITER's kernels on Instinct GPUs)", versions="0.5.7-0.5.23",
     # weights and KV cache share mem_fraction_static of the GPU, which it derives from the GPU and the plan
     # (static_fraction, kv_fraction; 0.88 is the fraction where no plan is given); pages are allocated as
     # tokens arrive, so a sequence holds ISL + OSL/2 on average in steady state

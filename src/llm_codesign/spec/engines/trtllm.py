@@ -66,6 +66,12 @@ class TensorRTLLMEngine(Engine):
         trtllm-serve's own default max_batch_size is 2048 (TorchLlmArgs), which this does not yet distinguish."""
         return float(BATCH_CAP)
 
+    def kv_formats(self, gpu) -> tuple[str, ...]:
+        """kv_cache_config.dtype auto, fp8 or nvfp4 (trtllm-serve --kv_cache_dtype, NVIDIA/TensorRT-LLM#11487): FP8 where the
+        GPU has FP8 math (Ada and newer), NVFP4 on Blackwell alone (docs/source/features/quantization.md, "NVFP4 KV Cache",
+        1.3.0rc27); auto is the checkpoint's BF16 or FP16."""
+        return ("bf16", "fp16") + (("fp8",) if gpu.supports("fp8") else ()) + (("nvfp4",) if "nvfp4" in gpu.fp4_formats else ())
+
     def own_allreduce(self, nbytes, n, family: str):
         """Its custom kernels up to the workspace at each TP size (AR_MAX_BYTES), over NVLink only (its
         custom kernels need it: NCCL on PCIe families)."""
@@ -128,6 +134,7 @@ class TensorRTLLMEngine(Engine):
 
 TRTLLM = register_engine(TensorRTLLMEngine(
     name="trtllm", title="TensorRT-LLM", aliases=("tensorrt-llm", "tensorrt_llm", "trt-llm"),
+    about="NVIDIA's engine, PyTorch backend (the kernel tables' own)", versions="1.3.0rc1-1.3.0rc27",
     # CUDA only: "to perform inference efficiently on NVIDIA GPUs" (NVIDIA/TensorRT-LLM README.md)
     vendors=("nvidia",),
     # free_gpu_memory_fraction = 0.9 of the memory left after weights and activations (KvCacheConfig
