@@ -80,10 +80,9 @@ def test_a_profile_with_too_few_runs_says_how_many_it_has():
 
 def test_compare_says_which_gpus_bands_are_widened_beyond_the_runs():
     # pareto and estimate named "no serving run on any Hopper GPU"; compare put H200's band beside B200's without a word
-    # (the widening as intervals.toml has it: x1.17/x1.69 until B200's MoE was re-priced on TRTLLM-Gen's token tile, moeb)
     code, out, _ = cli("compare", "llama-3.3-70b", "--gpu", "h200,b200", "--weight-dtype", "fp8", "--backend", "vllm", "--min-tps-user", "50")
     assert code == 0
-    assert out.splitlines()[-1] == "intervals widened beyond the runs: h200: no serving run on any Hopper GPU (x1.19/x1.73 at 80/95%)"
+    assert out.splitlines()[-1] == "intervals widened beyond the runs: h200: no serving run on any Hopper GPU (x1.17/x1.69 at 80/95%)"
 
 
 def test_a_gpu_toml_with_a_misspelt_required_key_names_it(tmp_path):

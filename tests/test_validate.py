@@ -153,10 +153,9 @@ def test_published_single_runs_held_out():
 
 def test_mtp_depth_scan_at_one_request_held_out():
     # TensorRT-LLM blog 1's scan of MTP depths on 8xB200 (published_mtp_depth.csv, never fitted on): the draft
-    # passes' cost against what they save reproduces the published speedups over no MTP to 4.4% at every
-    # depth (reached 1.81 / 2.29 / 2.38 / 2.29 / 2.20 against 1.78 / 2.25 / 2.28 / 2.21 / 2.15; 3.6% before B200's MoE
-    # three were re-fitted with TRTLLM-Gen's token tile, branch moeb: depth 3 moved most) and the best depth, 3;
-    # every row is +41-47% fast in absolute terms (+52-57% before), the target step's own error at that software
+    # passes' cost against what they save reproduces the published speedups over no MTP to 3.6% at every
+    # depth (reached 1.80 / 2.26 / 2.33 / 2.28 / 2.18 against 1.78 / 2.25 / 2.28 / 2.21 / 2.15) and the best
+    # depth, 3; every row is +52-57% fast in absolute terms, the target step's own error at that software
     # (its 253 stage; 368 later; docs/accuracy.md#one-request-step)
     rows = read_rows(MEAS / "published_mtp_depth.csv")
     preds, unmodeled = predict_serving(rows)
@@ -165,10 +164,10 @@ def test_mtp_depth_scan_at_one_request_held_out():
     y = [float(r[m]) for r in rows]
     p = [q[m] for q in preds]
     for yk, pk in zip(y[1:], p[1:], strict=True):
-        assert abs((pk / p[0]) / (yk / y[0]) - 1) <= 0.045
+        assert abs((pk / p[0]) / (yk / y[0]) - 1) <= 0.04
     assert int(np.argmax(p)) == int(np.argmax(y)) == 3
     # (+55-59% with the one-shot all-reduce's latency measured, 4.8 us on Blackwell in place of the fitted 5.67)
-    assert all(0.40 <= pk / yk - 1 <= 0.48 for yk, pk in zip(y, p, strict=True))
+    assert all(0.50 <= pk / yk - 1 <= 0.60 for yk, pk in zip(y, p, strict=True))
 
 
 def test_max_num_tokens_column(tmp_path):

@@ -44,10 +44,8 @@ def test_disagg_errors_do_not_regress():
     # token as the cache arrives (its bootstrap under the prefill's wait) and its prefill ranks taking turns as the
     # campaign's recipes set (round_robin): both take milliseconds off first tokens measured seconds late under load.
     # SGLang's TPOT 15.4 -> 15.7 (+15.7 signed: its DeepSeek-R1 decode is priced slow already), TensorRT-LLM's 8.6 -> 8.4 and
-    # all rows' 9.8 -> 9.0 with the one-shot's cost per further peer (custom_ar_peer_s). With TRTLLM-Gen's token tile and
-    # B200's MoE three re-fitted on it (moeb; the serving values not yet re-fitted on them): SGLang 72.2 / 15.7 -> 64.0 /
-    # 17.4 (its GB200 decode on TRTLLM-Gen's MoE priced slower still, +17.4 signed), TensorRT-LLM 38.1 / 7.6 -> 27.5 / 5.9
-    for backend, (ttft, tpot) in {"sglang": (72.5, 17.5), "trtllm": (41.5, 10.0)}.items():
+    # all rows' 9.8 -> 9.0 with the one-shot's cost per further peer (custom_ar_peer_s)
+    for backend, (ttft, tpot) in {"sglang": (72.5, 16.0), "trtllm": (41.5, 10.0)}.items():
         b = rep["by"]["backend"][backend]
         assert b["ttft_ms"]["median_ape"] <= ttft and b["tpot_ms"]["median_ape"] <= tpot, backend
     reasons = [u["reason"] for u in unmodeled]

@@ -53,13 +53,12 @@ def tma_padded(k, a_bytes: float, w_bytes: float):
     return np.ceil(np.asarray(k) * np.float32(1.0 / unit) - np.float32(1e-6)) * np.float32(unit)
 
 
-def quantise_kernel(engine: Engine | None, a_bytes: float, *, kernel: str = "", fused: bool | str | None = None) -> bool:
+def quantise_kernel(engine: Engine | None, a_bytes: float, *, kernel: str = "", fused: bool | None = None) -> bool:
     """Whether FP8/FP4 activations are quantised by a kernel of their own before a GEMM: in the kernel
     tables' rows (`engine` None), for block-scaled FP8 (per 1x128 group at run time) everywhere, and in
     the steps of engines that do not fuse it into the previous kernel (`fused`: the caller knows, else
-    the engine's act_quant, Engine.fusions); never where `fused` is "epilogue" (the previous GEMM's
-    epilogue wrote them quantised, with their scales: TRTLLM-Gen's FC1 for its FC2)."""
-    if a_bytes >= 2.0 or fused == "epilogue":
+    the engine's act_quant, Engine.fusions)."""
+    if a_bytes >= 2.0:
         return False
     if engine is None or kernel in ("fp8_block", "fp8_deepgemm"):
         return True
@@ -172,7 +171,7 @@ def reuse_gemm_prices():
 
 def gemm_time(m, n, k, gpu: Gpu, cal: Calibration, *, math: str, a_bytes, w_bytes, c_bytes=2.0,
               groups=1.0, distinct_groups=None, eff_scale=1.0, kernel: str | None = None, swap_ab: bool | None = None,
-              overhead_s=None, fused_quant: bool | str | None = None, engine: Engine | None = None, quant_rows=None):
+              overhead_s=None, fused_quant: bool | None = None, engine: Engine | None = None, quant_rows=None):
     """C[m,n] = A[m,k] B[k,n], repeated over `groups` independent problems (grouped/batched GEMM):
     _gemm_time's (time, compute time, memory time), reused within reuse_gemm_prices(). `quant_rows`: the rows an
     activation quantisation of its own reads where they are not A's (None: A's rows over the groups)."""
@@ -193,7 +192,7 @@ def gemm_time(m, n, k, gpu: Gpu, cal: Calibration, *, math: str, a_bytes, w_byte
 
 def _gemm_time(m, n, k, gpu: Gpu, cal: Calibration, *, math: str, a_bytes, w_bytes, c_bytes=2.0,
               groups=1.0, distinct_groups=None, eff_scale=1.0, kernel: str | None = None, swap_ab: bool | None = None,
-              overhead_s=None, fused_quant: bool | str | None = None, engine: Engine | None = None, quant_rows=None):
+              overhead_s=None, fused_quant: bool | None = None, engine: Engine | None = None, quant_rows=None):
     """C[m,n] = A[m,k] B[k,n], repeated over `groups` independent problems (grouped/batched GEMM).
 
     Compute: FLOPs padded to whole CTA tiles (tile quantisation) and whole waves over the SMs (wave
