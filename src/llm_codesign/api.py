@@ -25,7 +25,17 @@ from llm_codesign.spec.hardware import Gpu
 from llm_codesign.spec.hardware import get_gpu as _get_gpu
 from llm_codesign.spec.harness import DEFAULT_ARRIVAL
 from llm_codesign.spec.model import ModelSpec
-from llm_codesign.spec.plan import Deployment, Plan, SpecDecoding, Workload, check_sizes, deployment, engine_arg, spec_decoding
+from llm_codesign.spec.plan import (
+    Deployment,
+    Plan,
+    SpecDecoding,
+    Workload,
+    check_concurrency,
+    check_sizes,
+    deployment,
+    engine_arg,
+    spec_decoding,
+)
 from llm_codesign.spec.precision import Precision
 from llm_codesign.spec.registry import get_model as _get_model
 
@@ -73,7 +83,8 @@ def evaluate(model: str | ModelSpec, deployment: Deployment, workload: Workload 
              calibration: Calibration | str | None = None, concurrency=None) -> Metrics:
     """Typed, array-valued serving metrics (SI units) of one deployment; `concurrency` may be an array."""
     w = _checked(deployment, workload)
-    return _evaluate(get_model(model), deployment, w, calibration=_calibration(deployment.gpu, calibration), concurrency=concurrency)
+    conc = None if concurrency is None else check_concurrency(concurrency, arrays=True)
+    return _evaluate(get_model(model), deployment, w, calibration=_calibration(deployment.gpu, calibration), concurrency=conc)
 
 
 def estimate(model: str | ModelSpec, deployment: Deployment, workload: Workload | None = None, *,

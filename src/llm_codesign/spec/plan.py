@@ -359,6 +359,18 @@ MAX_CONCURRENCY = 10_000_000
 MAX_TOKENS = 100_000_000  # per request; the longest contexts of bundled models are 10M (Llama 4 Scout)
 
 
+def check_concurrency(c, *, arrays: bool = False) -> np.ndarray:
+    """A user's requests in flight: an integer from 1 to MAX_CONCURRENCY (`arrays`: or an array of them, as lc.evaluate
+    takes). Only what a user gives: the load grids the core builds (BATCH_GRID times attention-DP) run past it."""
+    a = np.asarray(c)
+    if a.dtype.kind not in "iu" or a.size == 0 or (a.ndim and not arrays) or a.min() < 1 or a.max() > MAX_CONCURRENCY:
+        flat = a.reshape(-1).tolist()  # an array said in one line: its first values
+        shown = c if a.ndim == 0 else flat if len(flat) <= 6 else [*flat[:6], "..."]
+        tail = ", or an array of them" if arrays else " (or omit it for offline max throughput)"
+        raise InputError("concurrency", shown, f"a positive integer up to {MAX_CONCURRENCY:,}{tail}")
+    return a
+
+
 def cached_tokens(isl, prefix_hit):
     """The prompt tokens found in the prefix cache, not prefilled (array-valued): whole tokens, as an engine caches whole
     blocks, and a fraction of a token would quantise as a whole tile row."""
@@ -383,9 +395,8 @@ class Workload:
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or not 1 <= v <= MAX_TOKENS:
                 raise InputError(name, v, f"a positive integer number of tokens (at most {MAX_TOKENS:,})")
-        c = self.concurrency
-        if c is not None and (isinstance(c, bool) or not isinstance(c, (int, np.integer)) or not 1 <= c <= MAX_CONCURRENCY):
-            raise InputError("concurrency", c, f"a positive integer up to {MAX_CONCURRENCY:,} (or omit it for offline max throughput)")
+        if self.concurrency is not None:
+            check_concurrency(self.concurrency)
         h = self.prefix_hit
         if isinstance(h, bool) or not isinstance(h, (int, float, np.floating)) or not 0.0 <= h < 1.0:
             raise InputError("prefix_hit", h, "a share of the prompt found in the prefix cache, from 0 up to (not including) 1")
