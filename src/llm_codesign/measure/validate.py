@@ -104,18 +104,18 @@ def row_problem(r: dict, line: int) -> str | None:
 
 
 # a `framework` column, as InferenceX's results name the serving stack (its disaggregated ones `dynamo-trt` and
-# `dynamo-sglang`: Dynamo with TensorRT-LLM or SGLang workers, SemiAnalysisAI/InferenceX
-# .github/codeowner-signoff-verify-prompt.md:131@843c6254), says again what `backend` says: read to check the two agree
+# `dynamo-sglang`: Dynamo with TensorRT-LLM or SGLang workers; AMD's `sglang-disagg`, since relabelled `mori-sglang`:
+# SGLang moving KV over MoRI, SemiAnalysisAI/InferenceX .github/codeowner-signoff-verify-prompt.md:131-132 and
+# .github/workflows/benchmark-multinode-tmpl.yml:313@843c6254), says again what `backend` says: read to check the two agree
 FRAMEWORK_ENGINES = {"trt": "trtllm"}
 
 
 def _framework_problem(r: dict, line: int) -> str | None:
-    """Why a row's `framework` contradicts its `backend` (which is what prices it), or None: a framework names the engine,
-    after `dynamo-` where Dynamo runs it."""
+    """Why a row's `framework` contradicts its `backend` (which is what prices it), or None: a framework names the engine
+    as one of its `-`-separated parts, the others the stack around it (dynamo-trt, mori-sglang, sglang-disagg)."""
     given = (r.get("framework") or "").strip()
     engine = (r.get("backend") or "trtllm").strip().lower()
-    name = given.lower().removeprefix("dynamo-")
-    if given and FRAMEWORK_ENGINES.get(name, name) != engine:
+    if given and engine not in {FRAMEWORK_ENGINES.get(p, p) for p in given.lower().split("-")}:
         own = [f for f, e in FRAMEWORK_ENGINES.items() if e == engine] or [engine]
         return f"line {line} framework: {given!r} is not valid; one naming its backend column's engine, {engine} (e.g. dynamo-{own[0]}), or empty"
     return None
