@@ -61,6 +61,12 @@ BAD = [
     (lambda: lc.pareto(DENSE, "h100", num_gpus=4, tp=0), "tp: 0 is not valid; a positive integer"),  # was 'gpus: 4 ...'
     (lambda: lc.pareto(DENSE, "h100", num_gpus=2, step_tokens=(4096, 0)), "step_tokens[1]: 0 is not valid; a positive integer"),
     (lambda: lc.pareto(DENSE, "h100", num_gpus=2, max_num_tokens=0), "max_num_tokens: 0 is not valid; a positive integer"),
+    # the CLI's bounds (--gpus, --max-num-tokens): 10^12 tokens was a memory error, 10^9 GPUs a frontier of 10^9 replicas
+    (lambda: lc.deployment(DENSE, gpu="h100", max_num_tokens=10**12),
+     "max_num_tokens: 1000000000000 is not valid; a positive integer up to 16,777,216"),
+    (lambda: lc.pareto(DENSE, "h100", num_gpus=10**9), "gpus: 1000000000 is not valid; a positive integer up to 65,536"),
+    (lambda: lc.pareto(DENSE, "h100", num_gpus=2, step_tokens=(4096, (1 << 24) + 1)),
+     "step_tokens[1]: 16777217 is not valid; a positive integer up to 16,777,216"),
     (lambda: lc.pareto(DENSE, "h100", num_gpus=2, min_tps_user=math.nan), "min_tps_user: nan is not valid; a finite number from 0"),
     (lambda: lc.pareto(DENSE, "h100", num_gpus=2, max_ttft_ms=0), "max_ttft_ms: 0 is not valid; a finite number above 0"),
     (lambda: lc.pareto(DENSE, "h100", workload={"isl": 8}), "workload: {'isl': 8} is not valid; a Workload: lc.Workload(isl=..., osl=...)"),
@@ -174,3 +180,12 @@ def test_the_engine_is_backend_as_the_answers_and_the_cli_call_it():
     assert lc.lint(m, "mi355x", backend="atom") == lc.lint(m, "mi355x", engine="atom")
     with pytest.raises(lc.InputError, match=r"^backend: 'vllm' is not valid; the engine engine='sglang' names, or only one of the two$"):
         lc.deployment(m, gpu="h100", engine="sglang", backend="vllm")
+
+
+def test_a_numpy_integer_is_an_integer_size():
+    from llm_codesign.spec.validation import as_int
+
+    # a size read off an array (np.int64) was refused as 'not an integer' where a Python int passed
+    assert as_int("gpus", np.int64(8), hi=65_536) == 8 and type(as_int("gpus", np.int64(8))) is int
+    with pytest.raises(lc.InputError, match=r"^gpus: 65537 is not valid; an integer from 1 to 65,536$"):
+        as_int("gpus", np.int64(65_537), hi=65_536)

@@ -26,6 +26,7 @@ from llm_codesign.spec.hardware import get_gpu as _get_gpu
 from llm_codesign.spec.harness import DEFAULT_ARRIVAL
 from llm_codesign.spec.model import ModelSpec
 from llm_codesign.spec.plan import (
+    MAX_STEP_TOKENS,
     Deployment,
     Plan,
     SpecDecoding,
@@ -141,7 +142,7 @@ def pareto(model: str | ModelSpec, gpu: str | Gpu, *, num_gpus: int = 8, instanc
                                                                 "price one)")
     if w.arrival != DEFAULT_ARRIVAL:
         raise InputError("workload.arrival", w.arrival, f"{DEFAULT_ARRIVAL!r}, what the search prices (as `pareto`, which has no --arrival)")
-    check_sizes(max_num_tokens=max_num_tokens)
+    check_sizes(MAX_STEP_TOKENS, max_num_tokens=max_num_tokens)
     eng = engine_for(g, engine_arg(engine, backend))
     sd = spec if isinstance(spec, SpecDecoding) or spec is None else spec_decoding(
         spec, draft_len=draft_len, acceptance=acceptance, acceptance_rates=acceptance_rates, draft_model=draft_model)

@@ -8,7 +8,7 @@ import typer
 
 from llm_codesign.cli.common import (
     MAX_GPUS,
-    MAX_TOKENS,
+    MAX_STEP_TOKENS,
     O_A,
     O_BACKEND,
     O_CAL,
@@ -128,9 +128,9 @@ def design(
                                                   "30e9, within --budget-tol as the total (--params) is."),
     min_tps_user: float = typer.Option(20.0, "--min-tps-user", help="Throughput/long-context SLO: tokens/s per user."),
     min_tps_gpu: float = typer.Option(50.0, "--min-tps-gpu", help="Latency-regime floor: output tokens/s per GPU."),
-    isl: Optional[int] = typer.Option(None, "--isl", min=1, max=MAX_TOKENS, help="Input tokens per request (default: the regime's, "
+    isl: Optional[int] = typer.Option(None, "--isl", min=1, max=MAX_STEP_TOKENS, help="Input tokens per request (default: the regime's, "
                                       "1024; long-context 32768)."),
-    osl: Optional[int] = typer.Option(None, "--osl", min=1, max=MAX_TOKENS, help="Output tokens per request (default: 1024)."),
+    osl: Optional[int] = typer.Option(None, "--osl", min=1, max=MAX_STEP_TOKENS, help="Output tokens per request (default: 1024)."),
     weight_dtype: Optional[str] = O_W, activation_dtype: Optional[str] = O_A, kv_dtype: Optional[str] = O_KV,
     budget_tol: float = typer.Option(0.1, "--budget-tol", help="Relative tolerance on total parameters (and active ones, --active-params)."),
     quality_sigmas: float = typer.Option(1.0, "--quality-sigmas", help="Equal quality: a shape's proxy loss at most this many "

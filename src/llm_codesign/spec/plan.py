@@ -17,6 +17,7 @@ from llm_codesign.spec.kinds import DenseFfn, MoE
 from llm_codesign.spec.model import ModelSpec
 from llm_codesign.spec.precision import Precision, get_dtype
 from llm_codesign.spec.registry import get_model
+from llm_codesign.spec.validation import as_int
 
 # reason codes, in the order they are checked; the first failing one is reported
 REASONS = (
@@ -357,6 +358,10 @@ class Deployment:
 # vLLM's max_num_seqs 256-1024): larger figures are typing errors, not loads
 MAX_CONCURRENCY = 10_000_000
 MAX_TOKENS = 100_000_000  # per request; the longest contexts of bundled models are 10M (Llama 4 Scout)
+# the CLI's and the API's bounds on what a user sizes: far beyond any real deployment, low enough that no product of
+# them overflows
+MAX_GPUS = 1 << 16  # GPUs, and each parallel size
+MAX_STEP_TOKENS = 1 << 24  # tokens of one step (max_num_tokens), and of one request as the CLI takes it
 
 
 def check_concurrency(c, *, arrays: bool = False) -> np.ndarray:
@@ -456,12 +461,13 @@ def spec_decoding(method: str | None, *, draft_len: int | None = None, acceptanc
     return SpecDecoding(method, k, acceptance, rates, draft_model)
 
 
-def check_sizes(**sizes) -> None:
-    """Each size given (not None) a positive integer: a float (2.5, NaN), a string or a boolean is refused in one line
-    before it reaches an array (where NaN became a plan and '2' a TypeError)."""
+def check_sizes(hi: int = MAX_GPUS, **sizes) -> None:
+    """Each size given (not None) an integer from 1 to `hi` (GPUs and parallel sizes: MAX_GPUS; step budgets: pass
+    MAX_STEP_TOKENS), the CLI's bounds: a float (2.5, NaN), a string or a boolean is refused in one line before it
+    reaches an array (where NaN became a plan and '2' a TypeError), and 10^9 GPUs before a frontier of 10^9 replicas."""
     for name, v in sizes.items():
-        if v is not None and (isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1):
-            raise InputError(name, v, "a positive integer")
+        if v is not None:
+            as_int(name, v, hi=hi, what=f"a positive integer up to {hi:,}")
 
 
 def engine_arg(engine: str | None, backend: str | None) -> str | None:
@@ -486,7 +492,8 @@ def deployment(model: ModelSpec | str | dict, *, gpu: Gpu | str, num_gpus: int |
     if not isinstance(model, ModelSpec):  # a name, an id, a path or a config dict, as every other entry point takes it
         model = get_model(model)
     g = gpu if isinstance(gpu, Gpu) else get_gpu(gpu)
-    check_sizes(tp=tp, pp=pp, ep=ep, moe_tp=moe_tp, attention_dp=attention_dp, kvp=kvp, max_num_tokens=max_num_tokens, gpus=num_gpus)
+    check_sizes(tp=tp, pp=pp, ep=ep, moe_tp=moe_tp, attention_dp=attention_dp, kvp=kvp, gpus=num_gpus)
+    check_sizes(MAX_STEP_TOKENS, max_num_tokens=max_num_tokens)
     tp_, pp_, ep_, adp_, kvp_ = tp or 1, pp or 1, ep or 1, attention_dp or 1, kvp or 1
     n = num_gpus or tp_ * pp_ * adp_ * kvp_
     if tp is None and num_gpus and n % (pp_ * adp_ * kvp_) == 0:
