@@ -38,7 +38,7 @@ from __future__ import annotations
 import math
 import re
 
-from llm_codesign.spec.registry import get_model
+from llm_codesign.spec.registry import bundled
 
 PLAN_FIELDS = ("num_gpus", "tp", "pp", "ep", "moe_tp", "attention_dp")
 # a disaggregated row's pools (measure.validate.predict_disagg); blank in aggregated files, so their settings are unchanged
@@ -205,14 +205,10 @@ def _unrecorded(r: dict) -> bool:
 
 def _heads(model: str, known: dict) -> tuple[int, ...] | None:
     """The attention head counts TP must divide (spec.plan.validity's), by model id, or None for a model the registry
-    does not know; `known` caches them."""
+    does not bundle (read from the package alone: a clean never goes to the Hugging Face cache or Hub); `known` caches them."""
     if model not in known:
-        try:
-            spec = get_model(model)
-        except (KeyError, ValueError):  # InputError is a ValueError; validate's _grouped lists such rows as unmodelled
-            known[model] = None
-        else:
-            known[model] = tuple(sorted({int(h) for layer, _ in spec.groups for h in layer.attn.tp_heads}))
+        spec = bundled(model)
+        known[model] = None if spec is None else tuple(sorted({int(h) for layer, _ in spec.groups for h in layer.attn.tp_heads}))
     return known[model]
 
 
