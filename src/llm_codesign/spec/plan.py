@@ -126,7 +126,7 @@ class Plan:
         return " ".join(parts)
 
 
-def _attn_dims(model: ModelSpec):
+def attn_dims(model: ModelSpec):
     """Head counts TP must divide, and KV heads it must divide or be divided by, as each mixer splits
     (spec.kinds tp_heads, tp_kv_heads)."""
     heads = [h for layer, _ in model.groups for h in layer.attn.tp_heads]
@@ -153,7 +153,7 @@ def validity(model: ModelSpec, gpu: Gpu, plan: Plan, num_gpus) -> np.ndarray:
     n = np.asarray(num_gpus)
     moe_bad = (ep * moe_tp * pp != n) if model.is_moe else False
     flag("gpus_mismatch", (tp * adp * kvp * pp != n) | moe_bad)
-    heads, kvh = _attn_dims(model)
+    heads, kvh = attn_dims(model)
     for h in heads:  # ints, or arrays when shapes are swept
         flag("heads", h % tp != 0)
     for k in kvh:
@@ -180,7 +180,7 @@ def divisors(n: int) -> list[int]:
 
 
 def reason_text(model: ModelSpec, gpu: Gpu, code: int) -> str:
-    heads, kvh = _attn_dims(model)
+    heads, kvh = attn_dims(model)
     moe = _moe(model)
     dense = [layer.ffn.inter for layer, _ in model.groups if isinstance(layer.ffn, DenseFfn)]
     head_counts = sorted({int(np.max(h)) for h in heads})
