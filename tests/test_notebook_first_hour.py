@@ -110,6 +110,17 @@ def test_a_frontier_is_a_flat_table_of_plain_values():
     df = f.to_pandas()
     assert list(df.columns) == list(r) and df["ttft_ms_hi80"].tolist() == [x["ttft_ms_hi80"] for x in recs]
     assert not any(df[c].map(lambda v: isinstance(v, dict)).any() for c in df.columns)  # the accuracy, energy, intervals dicts were cells
+    # the CSV is these records' columns under the same names (to_records said accuracy_relative_drop_pct and accuracy_short
+    # where the CSV says accuracy_drop_pct and accuracy): one flattening, the CSV rounding the drop to 0.001%
+    import csv
+    import io
+
+    from llm_codesign.render.report import FIELDS, csv_text
+
+    rows = list(csv.DictReader(io.StringIO(csv_text([f]))))
+    assert (r["accuracy_drop_pct"], r["accuracy"]) == (p.accuracy["relative_drop_pct"], p.accuracy["short"])
+    assert [[row[k] for k in FIELDS] for row in rows] == [
+        ["" if x[k] is None else str(round(x[k], 3) if k == "accuracy_drop_pct" else x[k]) for k in FIELDS] for x in recs]
 
 
 def test_an_estimate_row_carries_its_intervals():
