@@ -75,8 +75,13 @@ def _checked(deployment, workload) -> Workload:
     their place was an AttributeError from deep in the cost model."""
     if not isinstance(deployment, Deployment):
         raise InputError("deployment", deployment, "a Deployment: lc.deployment(model, gpu=..., num_gpus=...)")
+    return _workload(workload)
+
+
+def _workload(workload, example: str = "isl=..., osl=..., concurrency=...") -> Workload:
+    """The workload given (the default where None), refused where it is no Workload; `example`: the fields a call takes."""
     if workload is not None and not isinstance(workload, Workload):
-        raise InputError("workload", workload, "a Workload: lc.Workload(isl=..., osl=..., concurrency=...)")
+        raise InputError("workload", workload, f"a Workload: lc.Workload({example})")
     return workload or Workload()
 
 
@@ -133,9 +138,7 @@ def pareto(model: str | ModelSpec, gpu: str | Gpu, *, num_gpus: int = 8, instanc
     from llm_codesign.spec.plan import check_budget_holds
 
     m, g = get_model(model), get_gpu(gpu)
-    if workload is not None and not isinstance(workload, Workload):
-        raise InputError("workload", workload, "a Workload: lc.Workload(isl=..., osl=...)")
-    w = workload or Workload()
+    w = _workload(workload, "isl=..., osl=...")
     # what the search does not price is refused rather than dropped without a word (the frontier was the same)
     if w.concurrency is not None:
         raise InputError("workload.concurrency", w.concurrency, "left out: a frontier searches every load (lc.estimate or lc.evaluate "
