@@ -292,10 +292,12 @@ def predict_serving(rows: list[dict], profile: str | None = None, cal_override=N
 
 def _sizes_off(a: dict, j: int, line: int, is_moe: bool) -> str:
     """A row whose parallel sizes (`a`, column -> array over a group's rows; row `j`, the file's `line`) do not
-    multiply to its num_gpus, with its own sizes: spec.plan.validity's products, kvp 1 (a serving file states none)."""
-    tp, pp, ep, moe_tp, adp, n = (int(a[k][j]) for k in ("tp", "pp", "ep", "moe_tp", "attention_dp", "num_gpus"))
-    off = [f"tp {tp} x attention_dp {adp} x pp {pp} = {tp * adp * pp} GPUs"] if tp * adp * pp != n else []
-    off += [f"ep {ep} x moe_tp {moe_tp} x pp {pp} = {ep * moe_tp * pp} GPUs"] if is_moe and ep * moe_tp * pp != n else []
+    multiply to its num_gpus, with its own sizes: spec.plan.validity's products (Plan.gpus, Plan.moe_gpus), kvp 1 (a
+    serving file states none)."""
+    p = Plan(*(int(a[k][j]) for k in ("tp", "pp", "ep", "moe_tp", "attention_dp")), 1)
+    n, attn, moe = int(a["num_gpus"][j]), int(p.gpus), int(p.moe_gpus)
+    off = [f"tp {p.tp} x attention_dp {p.adp} x pp {p.pp} = {attn} GPUs"] if attn != n else []
+    off += [f"ep {p.ep} x moe_tp {p.moe_tp} x pp {p.pp} = {moe} GPUs"] if is_moe and moe != n else []
     return f"line {line}: {' and '.join(off)}, num_gpus {n} (the parallel sizes must multiply to the GPU count)"
 
 

@@ -112,7 +112,13 @@ class Plan:
 
     @property
     def gpus(self):
+        """The GPUs the attention side spans (TP x attention DP x Helix KVP x PP)."""
         return np.asarray(self.tp) * np.asarray(self.adp) * np.asarray(self.kvp) * np.asarray(self.pp)
+
+    @property
+    def moe_gpus(self):
+        """The GPUs a MoE model's expert side spans (EP x MoE TP x PP): `validity` holds both sides to the GPU count."""
+        return np.asarray(self.ep) * np.asarray(self.moe_tp) * np.asarray(self.pp)
 
     def label(self, i: int | None = None) -> str:
         tp, pp, ep, moe_tp, adp, kvp = self.at(i or 0).sizes
@@ -151,8 +157,8 @@ def validity(model: ModelSpec, gpu: Gpu, plan: Plan, num_gpus) -> np.ndarray:
         reason = np.where((reason < 0) & bad, REASONS.index(code), reason)
 
     n = np.asarray(num_gpus)
-    moe_bad = (ep * moe_tp * pp != n) if model.is_moe else False
-    flag("gpus_mismatch", (tp * adp * kvp * pp != n) | moe_bad)
+    moe_bad = (plan.moe_gpus != n) if model.is_moe else False
+    flag("gpus_mismatch", (plan.gpus != n) | moe_bad)
     heads, kvh = attn_dims(model)
     for h in heads:  # ints, or arrays when shapes are swept
         flag("heads", h % tp != 0)
