@@ -26,6 +26,7 @@ from llm_codesign.cli.common import (
     check_paths,
 )
 from llm_codesign.errors import InputError
+from llm_codesign.explore import MAX_CANDIDATES, MAX_TOP
 from llm_codesign.spec.engines import engine_for
 
 O_PROXY = typer.Option(None, "--accuracy-proxy", help="Accuracy-proxy constants .toml (overrides data/accuracy/proxy.toml).")
@@ -141,9 +142,9 @@ def design(
                                           "envelope too (their accuracy is extrapolated)."),
     quality_file: Optional[str] = typer.Option(None, "--quality", help="Quality-proxy constants .toml (overrides)."),
     accuracy_proxy: Optional[str] = O_PROXY,
-    max_candidates: int = typer.Option(20000, "--max-candidates", min=1, max=1_000_000,
+    max_candidates: int = typer.Option(20000, "--max-candidates", min=1, max=MAX_CANDIDATES,
                                        help="Grid search: at most this many shapes priced, an even spread over the grid."),
-    top: int = typer.Option(10, "--top", min=1, max=1000, help="Designs listed."),
+    top: int = typer.Option(10, "--top", min=1, max=MAX_TOP, help="Designs listed."),
     search_mode: str = typer.Option("grid", "--search", help="grid (enumerate every shape) or nsga2 (optuna, the dist extra)."),
     trials: int = typer.Option(300, "--trials", min=1, max=100_000, help="NSGA-II trials."),
     export: Optional[str] = typer.Option(None, "--export", help="Write the best design as a Hugging Face config.json; - for standard output."),
