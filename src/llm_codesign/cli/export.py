@@ -40,7 +40,7 @@ from llm_codesign.cli.common import (
     vendor_engines,
 )
 from llm_codesign.errors import InputError, MissingInput, parse_nested, read_text
-from llm_codesign.spec.engines import ENGINES, TRTLLM, VENDOR_NAMES, engine_for, engines_on
+from llm_codesign.spec.engines import ENGINES, EXPORTABLE, TRTLLM, VENDOR_NAMES, engine_for, engines_on
 
 
 def _check_out(out: str, inputs: dict, *, as_json: bool = False) -> None:
@@ -59,15 +59,10 @@ def _file_name(out: str) -> str:
 
 
 def _written() -> str:
-    """The registered engines `export` writes a launch configuration for, as its help lists them: those with their
-    documented options in data/engines/NAME.toml, which each export builder writes from (explore.export_engines.exportable;
-    read here by name, as importing the builders would slow every command's start); then the others, priced only."""
-    from importlib import resources
-
-    data = resources.files("llm_codesign").joinpath("data/engines")
-    ours = [n for n in ENGINES if data.joinpath(f"{n}.toml").is_file()]
-    rest = [ENGINES[n].title for n in ENGINES if n not in ours]
-    return f"{', '.join(ours[:-1])} or {ours[-1]}" + (f" ({' and '.join(rest)} priced, not exported)" if rest else "")
+    """The registered engines `export` writes a launch configuration for (spec.engines.EXPORTABLE, read there as importing
+    the builders would slow every command's start), as its help lists them; then the others, priced only."""
+    rest = [ENGINES[n].title for n in ENGINES if n not in EXPORTABLE]
+    return f"{', '.join(EXPORTABLE[:-1])} or {EXPORTABLE[-1]}" + (f" ({' and '.join(rest)} priced, not exported)" if rest else "")
 
 
 # export's default SLO where neither a batch nor an SLO is given: a reader's pace (a person reads 4-5
