@@ -319,7 +319,7 @@ def import_(
     conc = concurrency or imp.concurrency
     r = run(imp.model, imp.deployment, Workload(isl=isl, osl=osl, concurrency=conc), calibration=calibration).to_dict()
     r["deployment"] = imp.deployment.to_dict()
-    r |= {"engine": imp.engine, "replicas": imp.replicas, "ignored": list(imp.ignored), "unset_env": _unset_env(text, imp)}
+    r |= {"engine": imp.engine, "replicas": imp.replicas, "ignored": list(imp.ignored), "unset_env": list(imp.unset_env)}
     if as_json:
         return _dump(r)
     from llm_codesign.render.intervals import short
@@ -348,24 +348,6 @@ def profile_note(meta: dict, calibration: str | None) -> str | None:
         return None
     return (f"exported with --calibration {meta['calibration']} (its predicted figures are that profile's); "
             + ("" if calibration is None else f"these are {calibration}'s; ") + f"pass --calibration {meta['calibration']} to price it alike")
-
-
-def _unset_env(text: str, imp) -> list[str]:
-    """The variables the engine must be given to run the kernels the deployment is priced with (Exporter.env: SGLANG_USE_AITER=1
-    for SGLang on AMD Instinct GPUs) that the configuration's lines do not set (NAME=value, as `export NAME=value` or before
-    the command; a switch's 1 also as true)."""
-    import re
-
-    from llm_codesign.explore.export_engines import exporter
-    from llm_codesign.explore.export_engines.base import code_lines
-
-    code = code_lines(text)
-    out = []
-    for k, v in exporter(imp.engine).env(imp.deployment).items():
-        said = "|".join(re.escape(x) for x in ({v, "true", "True", "TRUE"} if v == "1" else {v}))
-        if not re.search(rf"(^|\s){re.escape(k)}=[\"']?({said})[\"']?(\s|$)", code, re.M):
-            out.append(f"{k}={v}")
-    return out
 
 
 def _import_dynamo(text: str, path: str, meta: dict, *, isl: int, osl: int, calibration, as_json: bool) -> None:
