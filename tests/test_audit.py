@@ -165,6 +165,19 @@ def test_a_series_recorded_mostly_at_tps_the_heads_do_not_divide_records_no_plan
     assert audit.clean(unknown) == (unknown, [])
 
 
+def test_a_model_id_not_bundled_is_never_looked_up_on_the_hub(monkeypatch):
+    from llm_codesign.spec import hub
+
+    # a Hugging Face id the registry does not bundle went to the local cache, then the network: a clean stays offline
+    def online(ref, **_):
+        raise AssertionError(f"went to the hub for {ref}")
+
+    monkeypatch.setattr(hub, "get_hub_model", online)
+    odd = [gb200_run(c, tp, k, f"{4000 + k}.5", f"{40 + k}.25") for k, (c, tp) in enumerate(((2150, 28), (1075, 40), (2150, 48)))]
+    rows = [dict(r, model="some-org/Not-Bundled-R1") for r in (*odd, gb200_run(2150, 32, 9, "5755.5", "43.875"))]
+    assert audit.clean(rows) == (rows, [])  # no head count: the series is left alone, as for an unknown name
+
+
 def test_the_samples_gb200_deepseek_r1_runs_at_tp32_and_tp64_record_no_plan():
     # aiconfigurator-core 0.12.0 silicon sample, 2026_04_06 DeepSeek-R1 NVFP4 TensorRT-LLM 8k/1k on GB200: 15 runs at TP 28-52
     # and these two; no other series of the sample is recorded mostly at TPs its model's heads do not divide with a run at one

@@ -342,6 +342,17 @@ def test_json_is_strict_and_finite():
     json.loads(out, parse_constant=bad)
 
 
+def test_a_wide_attention_dp_prices_loads_past_a_users_ceiling():
+    # estimate's own offline grid is BATCH_GRID x attention-DP (up to 65,536 x 256 here, past MAX_CONCURRENCY): the
+    # ceiling is on a user's concurrency only, and this command was 'concurrency: [256, 512, ...] is not valid'
+    from llm_codesign.serve.metrics import BATCH_GRID
+
+    code, out, err = cli("estimate", "deepseek-r1", "--gpu", "gb200", "--gpus", "256", "--attention-dp", "256", "--ep", "256", "--json")
+    assert code == 0, err
+    r = json.loads(out)
+    assert r["plan"] == "DP256xTP1 EP256" and r["mode"] == "offline-max-throughput" and r["concurrency"] in set((BATCH_GRID * 256).tolist())
+
+
 def test_full_disk_names_the_output_path(tmp_path, monkeypatch):
     import errno
 

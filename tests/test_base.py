@@ -74,6 +74,20 @@ def test_exporters_are_registered_per_engine():
         exporter("tgi")
 
 
+
+def test_the_exportable_engines_are_one_list():
+    from llm_codesign.cli.export import _written
+    from llm_codesign.explore.export_engines import EXPORTERS, register_exporter
+    from llm_codesign.spec.engines import EXPORTABLE
+
+    # export's help, its --backend check and the exporters read spec.engines.EXPORTABLE (help worked it out from the data
+    # files, the check from the registered builders): each engine in it has its builder, and no builder stands outside it
+    assert EXPORTABLE == ("trtllm", "vllm", "sglang") and set(EXPORTERS) == set(EXPORTABLE)
+    assert _written() == "trtllm, vllm or sglang (ATOM priced, not exported)"
+    with pytest.raises(ValueError, match=r"^exporter 'atom': not a registered engine, not in spec.engines.EXPORTABLE, or exported"):
+        register_exporter(type("AtomExporter", (), {"name": "atom"})())
+
+
 def test_a_build_without_a_fusion_names_a_fusion_engines_know():
     """Engine.without drops a fusion its step makes, keeps the engine where it makes none, and refuses a name no engine
     knows: a misspelt one would price today's build for an older one."""

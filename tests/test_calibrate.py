@@ -272,10 +272,9 @@ def test_calibrate_serving_lists_only_the_values_it_fitted(tmp_path, monkeypatch
 
 
 def test_serving_parameters_in_words():
-    from llm_codesign.measure.calibrate import SERVING_FIELDS, SERVING_WORDS, serving_words
+    from llm_codesign.measure.calibrate import serving_words
 
     # one wording for the fitted values calibrate lists and the ones its refusal names on a bound
-    assert set(SERVING_WORDS) == SERVING_FIELDS
     assert serving_words("ttft_overhead_s", {"sglang": 1e-4, "trtllm": 0.02}) == "request overhead sglang 0.1 ms, trtllm 20.0 ms"
     assert serving_words("scale_out_latency_s", 2.7e-6) == "scale-out latency per level 2.7 us"
 
@@ -335,7 +334,7 @@ def test_serving_search_reaches_every_natural_floor():
     # toward the bound: it lands on the bound, and the bound is none (0) for every one but the host step, whose 10 us stands
     # for SGLang's hidden host work (the per-sequence cost and the eager launch's rank spread had 1e-8 standing for 0)
     floors = {}
-    for name, start, lo, hi in calibrate.SERVING_BOUNDS:
+    for name, start, lo, hi, *_ in calibrate.SERVING_BOUNDS:
         if (name, "lo") in calibrate.SERVING_NATURAL_LIMITS:
             state, best = {name: [start, lo, hi]}, start / hi
             for step in (1.0, 0.5, 0.5, 0.5, 0.5):

@@ -156,3 +156,15 @@ def test_import_says_when_an_amd_sglang_launch_leaves_aiter_off(tmp_path):
     code, out, _ = cli("import", str(tmp_path / "bare.sh"), "--gpu", "mi355x")
     assert code == 0 and ("the launch does not set SGLANG_USE_AITER=1: priced as if it did, on the kernels it selects (export sets it); "
                           "without it the engine runs others") in " ".join(out.split())
+
+
+def test_the_apis_import_reads_the_unset_variables_too():
+    from llm_codesign.explore.export import read_config
+    from llm_codesign.spec.hardware import get_gpu
+
+    # the check lived in the command alone: read_config (the API's import) priced a launch without AITER on AITER's kernels
+    # and said nothing
+    line = "python3 -m sglang.launch_server --model-path deepseek-ai/DeepSeek-R1-0528 --tensor-parallel-size 8\n"
+    assert read_config(line, "bare.sh", gpu=get_gpu("mi355x")).unset_env == ("SGLANG_USE_AITER=1",)
+    assert read_config("export SGLANG_USE_AITER=1\n" + line, "set.sh", gpu=get_gpu("mi355x")).unset_env == ()
+    assert read_config(line, "nvidia.sh", gpu=get_gpu("h200")).unset_env == ()

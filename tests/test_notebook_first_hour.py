@@ -61,6 +61,12 @@ BAD = [
     (lambda: lc.pareto(DENSE, "h100", num_gpus=4, tp=0), "tp: 0 is not valid; a positive integer"),  # was 'gpus: 4 ...'
     (lambda: lc.pareto(DENSE, "h100", num_gpus=2, step_tokens=(4096, 0)), "step_tokens[1]: 0 is not valid; a positive integer"),
     (lambda: lc.pareto(DENSE, "h100", num_gpus=2, max_num_tokens=0), "max_num_tokens: 0 is not valid; a positive integer"),
+    # the CLI's bounds (--gpus, --max-num-tokens): 10^12 tokens was a memory error, 10^9 GPUs a frontier of 10^9 replicas
+    (lambda: lc.deployment(DENSE, gpu="h100", max_num_tokens=10**12),
+     "max_num_tokens: 1000000000000 is not valid; a positive integer up to 16,777,216"),
+    (lambda: lc.pareto(DENSE, "h100", num_gpus=10**9), "gpus: 1000000000 is not valid; a positive integer up to 65,536"),
+    (lambda: lc.pareto(DENSE, "h100", num_gpus=2, step_tokens=(4096, (1 << 24) + 1)),
+     "step_tokens[1]: 16777217 is not valid; a positive integer up to 16,777,216"),
     (lambda: lc.pareto(DENSE, "h100", num_gpus=2, min_tps_user=math.nan), "min_tps_user: nan is not valid; a finite number from 0"),
     (lambda: lc.pareto(DENSE, "h100", num_gpus=2, max_ttft_ms=0), "max_ttft_ms: 0 is not valid; a finite number above 0"),
     (lambda: lc.pareto(DENSE, "h100", workload={"isl": 8}), "workload: {'isl': 8} is not valid; a Workload: lc.Workload(isl=..., osl=...)"),
@@ -104,6 +110,17 @@ def test_a_frontier_is_a_flat_table_of_plain_values():
     df = f.to_pandas()
     assert list(df.columns) == list(r) and df["ttft_ms_hi80"].tolist() == [x["ttft_ms_hi80"] for x in recs]
     assert not any(df[c].map(lambda v: isinstance(v, dict)).any() for c in df.columns)  # the accuracy, energy, intervals dicts were cells
+    # the CSV is these records' columns under the same names (to_records said accuracy_relative_drop_pct and accuracy_short
+    # where the CSV says accuracy_drop_pct and accuracy): one flattening, the CSV rounding the drop to 0.001%
+    import csv
+    import io
+
+    from llm_codesign.render.report import FIELDS, csv_text
+
+    rows = list(csv.DictReader(io.StringIO(csv_text([f]))))
+    assert (r["accuracy_drop_pct"], r["accuracy"]) == (p.accuracy["relative_drop_pct"], p.accuracy["short"])
+    assert [[row[k] for k in FIELDS] for row in rows] == [
+        ["" if x[k] is None else str(round(x[k], 3) if k == "accuracy_drop_pct" else x[k]) for k in FIELDS] for x in recs]
 
 
 def test_an_estimate_row_carries_its_intervals():
@@ -176,3 +193,12 @@ def test_the_engine_is_backend_as_the_answers_and_the_cli_call_it():
     assert lc.lint(m, "mi355x", backend="atom") == lc.lint(m, "mi355x", engine="atom")
     with pytest.raises(lc.InputError, match=r"^backend: 'vllm' is not valid; the engine engine='sglang' names, or only one of the two$"):
         lc.deployment(m, gpu="h100", engine="sglang", backend="vllm")
+
+
+def test_a_numpy_integer_is_an_integer_size():
+    from llm_codesign.spec.validation import as_int
+
+    # a size read off an array (np.int64) was refused as 'not an integer' where a Python int passed
+    assert as_int("gpus", np.int64(8), hi=65_536) == 8 and type(as_int("gpus", np.int64(8))) is int
+    with pytest.raises(lc.InputError, match=r"^gpus: 65537 is not valid; an integer from 1 to 65,536$"):
+        as_int("gpus", np.int64(65_537), hi=65_536)

@@ -1,12 +1,16 @@
 """measure.serving_check: one serving validation for the CLI and the API (the runs priced, each with its 80% interval)."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
+import llm_codesign
 from llm_codesign.errors import InputError
 from llm_codesign.measure.serving_check import validate_serving
 
-MI355X = "src/llm_codesign/data/measurements/serving_inferencex_mi355x.csv"
+DATA = Path(llm_codesign.__file__).parent / "data"
+MI355X = str(DATA / "measurements" / "serving_inferencex_mi355x.csv")  # the package's copy, wherever pytest runs from
 
 
 def test_each_priced_run_carries_its_interval_and_the_coverage_counts_them():

@@ -348,12 +348,17 @@ def test_a_framework_column_is_read_where_it_names_the_backends_engine(tmp_path)
     s = tmp_path / "s.csv"
     s.write_text(SERVING_HEAD.replace("backend,", "framework,backend,") + "a,llama-3.1-8b,h100,1,dynamo-trt,vllm,1024,1024,8,1,50,8,,\n"
                  "b,llama-3.1-8b,h100,1,vllm,vllm,1024,1024,8,1,50,8,,\nc,llama-3.1-8b,h100,1,trt,,1024,1024,8,1,50,8,,\n"
-                 "d,llama-3.1-8b,h100,1,,sglang,1024,1024,8,1,50,8,,\n")
+                 "d,llama-3.1-8b,h100,1,,sglang,1024,1024,8,1,50,8,,\n"
+                 # InferenceX's AMD disaggregated SGLang runs, under their old and new labels: the file was refused whole
+                 "e,llama-3.1-8b,h100,1,mori-sglang,sglang,1024,1024,8,1,50,8,,\nf,llama-3.1-8b,h100,1,sglang-disagg,sglang,1024,1024,8,1,50,8,,\n"
+                 "g,llama-3.1-8b,h100,1,mori-sglang,vllm,1024,1024,8,1,50,8,,\n")
     preds, unmodeled = predict_serving(read_rows(s))
     # a row whose framework says another engine than the backend that prices it is named, not priced as the backend says
     assert unmodeled == [{"row": 0, "source": "a", "reason": "line 2 framework: 'dynamo-trt' is not valid; one naming its backend "
+                                                             "column's engine, vllm (e.g. dynamo-vllm), or empty"},
+                         {"row": 6, "source": "g", "reason": "line 8 framework: 'mori-sglang' is not valid; one naming its backend "
                                                              "column's engine, vllm (e.g. dynamo-vllm), or empty"}]
-    assert all(preds[i]["ttft_ms"] > 0 for i in (1, 2, 3))
+    assert all(preds[i]["ttft_ms"] > 0 for i in (1, 2, 3, 4, 5))
 
 
 def test_a_run_on_a_build_without_the_all_reduce_norm_fusion_pays_its_norm_kernels():

@@ -25,7 +25,18 @@ from llm_codesign.spec.hardware import Gpu
 from llm_codesign.spec.hardware import get_gpu as _get_gpu
 from llm_codesign.spec.harness import DEFAULT_ARRIVAL
 from llm_codesign.spec.model import ModelSpec
-from llm_codesign.spec.plan import Deployment, Plan, SpecDecoding, Workload, check_sizes, deployment, engine_arg, spec_decoding
+from llm_codesign.spec.plan import (
+    MAX_STEP_TOKENS,
+    Deployment,
+    Plan,
+    SpecDecoding,
+    Workload,
+    check_concurrency,
+    check_sizes,
+    deployment,
+    engine_arg,
+    spec_decoding,
+)
 from llm_codesign.spec.precision import Precision
 from llm_codesign.spec.registry import get_model as _get_model
 
@@ -64,8 +75,13 @@ def _checked(deployment, workload) -> Workload:
     their place was an AttributeError from deep in the cost model."""
     if not isinstance(deployment, Deployment):
         raise InputError("deployment", deployment, "a Deployment: lc.deployment(model, gpu=..., num_gpus=...)")
+    return _workload(workload)
+
+
+def _workload(workload, example: str = "isl=..., osl=..., concurrency=...") -> Workload:
+    """The workload given (the default where None), refused where it is no Workload; `example`: the fields a call takes."""
     if workload is not None and not isinstance(workload, Workload):
-        raise InputError("workload", workload, "a Workload: lc.Workload(isl=..., osl=..., concurrency=...)")
+        raise InputError("workload", workload, f"a Workload: lc.Workload({example})")
     return workload or Workload()
 
 
@@ -73,7 +89,8 @@ def evaluate(model: str | ModelSpec, deployment: Deployment, workload: Workload 
              calibration: Calibration | str | None = None, concurrency=None) -> Metrics:
     """Typed, array-valued serving metrics (SI units) of one deployment; `concurrency` may be an array."""
     w = _checked(deployment, workload)
-    return _evaluate(get_model(model), deployment, w, calibration=_calibration(deployment.gpu, calibration), concurrency=concurrency)
+    conc = None if concurrency is None else check_concurrency(concurrency, arrays=True)
+    return _evaluate(get_model(model), deployment, w, calibration=_calibration(deployment.gpu, calibration), concurrency=conc)
 
 
 def estimate(model: str | ModelSpec, deployment: Deployment, workload: Workload | None = None, *,
@@ -121,16 +138,14 @@ def pareto(model: str | ModelSpec, gpu: str | Gpu, *, num_gpus: int = 8, instanc
     from llm_codesign.spec.plan import check_budget_holds
 
     m, g = get_model(model), get_gpu(gpu)
-    if workload is not None and not isinstance(workload, Workload):
-        raise InputError("workload", workload, "a Workload: lc.Workload(isl=..., osl=...)")
-    w = workload or Workload()
+    w = _workload(workload, "isl=..., osl=...")
     # what the search does not price is refused rather than dropped without a word (the frontier was the same)
     if w.concurrency is not None:
         raise InputError("workload.concurrency", w.concurrency, "left out: a frontier searches every load (lc.estimate or lc.evaluate "
                                                                 "price one)")
     if w.arrival != DEFAULT_ARRIVAL:
         raise InputError("workload.arrival", w.arrival, f"{DEFAULT_ARRIVAL!r}, what the search prices (as `pareto`, which has no --arrival)")
-    check_sizes(max_num_tokens=max_num_tokens)
+    check_sizes(MAX_STEP_TOKENS, max_num_tokens=max_num_tokens)
     eng = engine_for(g, engine_arg(engine, backend))
     sd = spec if isinstance(spec, SpecDecoding) or spec is None else spec_decoding(
         spec, draft_len=draft_len, acceptance=acceptance, acceptance_rates=acceptance_rates, draft_model=draft_model)

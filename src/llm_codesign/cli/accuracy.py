@@ -183,7 +183,7 @@ def calibrate(
     from datetime import date
 
     from llm_codesign.measure.calibrate import (
-        SERVING_WORDS,
+        SERVING_BOUNDS,
         doubtful,
         fit_kernels,
         fit_serving,
@@ -272,7 +272,7 @@ def calibrate(
         con.print(f"{r['family']:10s} {r['kind']:18s} {r['rows']:6d} rows  {err}")
     if srv:
         # the fitted ones, per engine where they are (an engine's documented values, measure.calibrate.NOT_FITTED, are not listed)
-        con.print("serving: " + "; ".join(serving_words(name, srv[name]) for name in SERVING_WORDS if srv.get(name, {}) != {}))
+        con.print("serving: " + "; ".join(serving_words(name, srv[name]) for name, *_ in SERVING_BOUNDS if srv.get(name, {}) != {}))
     if srv:
         _print_own_intervals(text, con)
         from llm_codesign.measure.validate import columns_read

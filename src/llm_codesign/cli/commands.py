@@ -13,7 +13,7 @@ import typer
 from llm_codesign.cli.common import (
     MAX_CONCURRENCY,
     MAX_GPUS,
-    MAX_TOKENS,
+    MAX_STEP_TOKENS,
     O_A,
     O_ACC,
     O_ADP,
@@ -137,7 +137,7 @@ def roofline(
     gpu: str = typer.Option(..., "--gpu", help="GPU id (see `gpus`) or a GPU .toml."),
     phase: str = typer.Option("decode", help="decode or prefill."),
     batch: int = typer.Option(1, min=1, max=MAX_CONCURRENCY, help="Sequences in the step."),
-    context: int = typer.Option(1024, min=1, max=MAX_TOKENS, help="Context per sequence (decode: cached tokens; prefill: prompt)."),
+    context: int = typer.Option(1024, min=1, max=MAX_STEP_TOKENS, help="Context per sequence (decode: cached tokens; prefill: prompt)."),
     tp: int = typer.Option(1, "--tp", "--tensor-parallel-size", min=1, max=MAX_GPUS, help="Tensor parallel size."),
     weight_dtype: Optional[str] = typer.Option(None, help="bf16, fp8, fp8_block, nvfp4, mxfp4, int4."),
     activation_dtype: Optional[str] = O_A, kv_dtype: Optional[str] = O_KV,

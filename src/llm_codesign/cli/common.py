@@ -10,6 +10,7 @@ import typer
 from llm_codesign.errors import InputError, close_matches, did_you_mean
 from llm_codesign.spec.engines import ENGINES, VENDOR_ENGINE, VENDOR_NAMES, listed
 from llm_codesign.spec.harness import DEFAULT_ARRIVAL
+from llm_codesign.spec.plan import MAX_GPUS, MAX_STEP_TOKENS
 
 try:
     from typer._click.exceptions import BadOptionUsage, MissingParameter, NoArgsIsHelpError, NoSuchOption, UsageError
@@ -375,10 +376,8 @@ def _deployment(m, gpu, gpus_, *, tp, pp, ep, moe_tp, attention_dp, kvp, weight_
                       max_num_tokens=max_num_tokens, cpp=cpp)
 
 
-# shared option declarations (vLLM / TensorRT-LLM vocabulary); the bounds make a bad value one line
-# naming the option (far beyond any real deployment, low enough that no product of them overflows)
-MAX_GPUS = 1 << 16
-MAX_TOKENS = 1 << 24  # tokens per request or per step
+# shared option declarations (vLLM / TensorRT-LLM vocabulary); the bounds (spec.plan's, which the API checks too) make a
+# bad value one line naming the option
 MAX_CONCURRENCY = 1 << 20  # requests in flight
 O_GPU = typer.Option(..., "--gpu", help="GPU id (see `gpus`) or a GPU .toml file.")
 O_GPUS = typer.Option(None, "--gpus", min=1, max=MAX_GPUS, help="Total GPUs.")
@@ -394,8 +393,8 @@ O_KVP = typer.Option(None, "--kvp", min=1, max=MAX_GPUS, help="Helix KV-parallel
 O_W = typer.Option(None, "--weight-dtype", help="Weight format: bf16, fp16, fp8, fp8_block, nvfp4, mxfp4 or int4 (default: the checkpoint's).")
 O_A = typer.Option(None, "--activation-dtype", help="Activation format (default: what the weight format runs with on this GPU).")
 O_KV = typer.Option(None, "--kv-dtype", help="KV-cache format, one of --weight-dtype's (default: the checkpoint's).")
-O_ISL = typer.Option(1024, "--isl", min=1, max=MAX_TOKENS, help="Input tokens per request.")
-O_OSL = typer.Option(1024, "--osl", min=1, max=MAX_TOKENS, help="Output tokens per request.")
+O_ISL = typer.Option(1024, "--isl", min=1, max=MAX_STEP_TOKENS, help="Input tokens per request.")
+O_OSL = typer.Option(1024, "--osl", min=1, max=MAX_STEP_TOKENS, help="Output tokens per request.")
 
 
 def vendor_engines() -> str:
@@ -420,7 +419,7 @@ O_K = typer.Option(None, "--draft-len", min=1, max=16, help="Draft tokens per st
 O_ACC = typer.Option(None, "--acceptance", help="Mean accepted tokens per step (1..k+1).")
 O_RATES = typer.Option(None, "--acceptance-rates", help="Per-position acceptance rates r1,r2,...")
 O_DRAFT = typer.Option(None, "--draft-model", help="Draft model for --spec draft.")
-O_MNT = typer.Option(None, "--max-num-tokens", min=1, max=MAX_TOKENS,
+O_MNT = typer.Option(None, "--max-num-tokens", min=1, max=MAX_STEP_TOKENS,
                      help="Token budget per step: the prefill chunk, and in TensorRT-LLM, vLLM and ATOM "
                      "each decoding request's 1 + draft tokens too, so it caps the decode batch; default: the engine's own on the GPU.")
 O_CAL = typer.Option(None, "--calibration", help="Calibration profile .toml.")

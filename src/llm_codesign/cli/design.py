@@ -8,7 +8,7 @@ import typer
 
 from llm_codesign.cli.common import (
     MAX_GPUS,
-    MAX_TOKENS,
+    MAX_STEP_TOKENS,
     O_A,
     O_BACKEND,
     O_CAL,
@@ -26,6 +26,7 @@ from llm_codesign.cli.common import (
     check_paths,
 )
 from llm_codesign.errors import InputError
+from llm_codesign.explore import MAX_CANDIDATES, MAX_TOP
 from llm_codesign.spec.engines import engine_for
 
 O_PROXY = typer.Option(None, "--accuracy-proxy", help="Accuracy-proxy constants .toml (overrides data/accuracy/proxy.toml).")
@@ -128,9 +129,9 @@ def design(
                                                   "30e9, within --budget-tol as the total (--params) is."),
     min_tps_user: float = typer.Option(20.0, "--min-tps-user", help="Throughput/long-context SLO: tokens/s per user."),
     min_tps_gpu: float = typer.Option(50.0, "--min-tps-gpu", help="Latency-regime floor: output tokens/s per GPU."),
-    isl: Optional[int] = typer.Option(None, "--isl", min=1, max=MAX_TOKENS, help="Input tokens per request (default: the regime's, "
+    isl: Optional[int] = typer.Option(None, "--isl", min=1, max=MAX_STEP_TOKENS, help="Input tokens per request (default: the regime's, "
                                       "1024; long-context 32768)."),
-    osl: Optional[int] = typer.Option(None, "--osl", min=1, max=MAX_TOKENS, help="Output tokens per request (default: 1024)."),
+    osl: Optional[int] = typer.Option(None, "--osl", min=1, max=MAX_STEP_TOKENS, help="Output tokens per request (default: 1024)."),
     weight_dtype: Optional[str] = O_W, activation_dtype: Optional[str] = O_A, kv_dtype: Optional[str] = O_KV,
     budget_tol: float = typer.Option(0.1, "--budget-tol", help="Relative tolerance on total parameters (and active ones, --active-params)."),
     quality_sigmas: float = typer.Option(1.0, "--quality-sigmas", help="Equal quality: a shape's proxy loss at most this many "
@@ -141,9 +142,9 @@ def design(
                                           "envelope too (their accuracy is extrapolated)."),
     quality_file: Optional[str] = typer.Option(None, "--quality", help="Quality-proxy constants .toml (overrides)."),
     accuracy_proxy: Optional[str] = O_PROXY,
-    max_candidates: int = typer.Option(20000, "--max-candidates", min=1, max=1_000_000,
+    max_candidates: int = typer.Option(20000, "--max-candidates", min=1, max=MAX_CANDIDATES,
                                        help="Grid search: at most this many shapes priced, an even spread over the grid."),
-    top: int = typer.Option(10, "--top", min=1, max=1000, help="Designs listed."),
+    top: int = typer.Option(10, "--top", min=1, max=MAX_TOP, help="Designs listed."),
     search_mode: str = typer.Option("grid", "--search", help="grid (enumerate every shape) or nsga2 (optuna, the dist extra)."),
     trials: int = typer.Option(300, "--trials", min=1, max=100_000, help="NSGA-II trials."),
     export: Optional[str] = typer.Option(None, "--export", help="Write the best design as a Hugging Face config.json; - for standard output."),

@@ -8,7 +8,7 @@ import typer
 
 from llm_codesign.cli.common import (
     MAX_CONCURRENCY,
-    MAX_TOKENS,
+    MAX_STEP_TOKENS,
     O_A,
     O_ACC,
     O_BACKEND,
@@ -66,7 +66,7 @@ def disagg(
     kv_dtype: Optional[str] = O_KV, backend: Optional[str] = O_BACKEND, spec: Optional[str] = O_SPEC, draft_len: Optional[int] = O_K,
     acceptance: Optional[float] = O_ACC, acceptance_rates: Optional[str] = O_RATES, draft_model: Optional[str] = O_DRAFT,
     max_num_tokens: Optional[int] = O_MNT,
-    decode_max_num_tokens: Optional[int] = typer.Option(None, "--decode-max-num-tokens", min=1, max=MAX_TOKENS,
+    decode_max_num_tokens: Optional[int] = typer.Option(None, "--decode-max-num-tokens", min=1, max=MAX_STEP_TOKENS,
                                                         help="The decode instances' token budget per step where it differs "
                                                         "from --max-num-tokens (recipes set the prefill's chunk alone)."),
     decode_max_batch: Optional[int] = typer.Option(None, "--decode-max-batch", min=1, max=MAX_CONCURRENCY, help="The decode instances' max batch per attention-DP "

@@ -40,7 +40,7 @@ from llm_codesign.cli.common import (
     vendor_engines,
 )
 from llm_codesign.errors import InputError, MissingInput, parse_nested, read_text
-from llm_codesign.spec.engines import ENGINES, TRTLLM, VENDOR_NAMES, engine_for, engines_on
+from llm_codesign.spec.engines import ENGINES, EXPORTABLE, TRTLLM, VENDOR_NAMES, engine_for, engines_on
 
 
 def _check_out(out: str, inputs: dict, *, as_json: bool = False) -> None:
@@ -59,15 +59,10 @@ def _file_name(out: str) -> str:
 
 
 def _written() -> str:
-    """The registered engines `export` writes a launch configuration for, as its help lists them: those with their
-    documented options in data/engines/NAME.toml, which each export builder writes from (explore.export_engines.exportable;
-    read here by name, as importing the builders would slow every command's start); then the others, priced only."""
-    from importlib import resources
-
-    data = resources.files("llm_codesign").joinpath("data/engines")
-    ours = [n for n in ENGINES if data.joinpath(f"{n}.toml").is_file()]
-    rest = [ENGINES[n].title for n in ENGINES if n not in ours]
-    return f"{', '.join(ours[:-1])} or {ours[-1]}" + (f" ({' and '.join(rest)} priced, not exported)" if rest else "")
+    """The registered engines `export` writes a launch configuration for (spec.engines.EXPORTABLE, read there as importing
+    the builders would slow every command's start), as its help lists them; then the others, priced only."""
+    rest = [ENGINES[n].title for n in ENGINES if n not in EXPORTABLE]
+    return f"{', '.join(EXPORTABLE[:-1])} or {EXPORTABLE[-1]}" + (f" ({' and '.join(rest)} priced, not exported)" if rest else "")
 
 
 # export's default SLO where neither a batch nor an SLO is given: a reader's pace (a person reads 4-5
@@ -324,7 +319,7 @@ def import_(
     conc = concurrency or imp.concurrency
     r = run(imp.model, imp.deployment, Workload(isl=isl, osl=osl, concurrency=conc), calibration=calibration).to_dict()
     r["deployment"] = imp.deployment.to_dict()
-    r |= {"engine": imp.engine, "replicas": imp.replicas, "ignored": list(imp.ignored), "unset_env": _unset_env(text, imp)}
+    r |= {"engine": imp.engine, "replicas": imp.replicas, "ignored": list(imp.ignored), "unset_env": list(imp.unset_env)}
     if as_json:
         return _dump(r)
     from llm_codesign.render.intervals import short
@@ -353,24 +348,6 @@ def profile_note(meta: dict, calibration: str | None) -> str | None:
         return None
     return (f"exported with --calibration {meta['calibration']} (its predicted figures are that profile's); "
             + ("" if calibration is None else f"these are {calibration}'s; ") + f"pass --calibration {meta['calibration']} to price it alike")
-
-
-def _unset_env(text: str, imp) -> list[str]:
-    """The variables the engine must be given to run the kernels the deployment is priced with (Exporter.env: SGLANG_USE_AITER=1
-    for SGLang on AMD Instinct GPUs) that the configuration's lines do not set (NAME=value, as `export NAME=value` or before
-    the command; a switch's 1 also as true)."""
-    import re
-
-    from llm_codesign.explore.export_engines import exporter
-    from llm_codesign.explore.export_engines.base import code_lines
-
-    code = code_lines(text)
-    out = []
-    for k, v in exporter(imp.engine).env(imp.deployment).items():
-        said = "|".join(re.escape(x) for x in ({v, "true", "True", "TRUE"} if v == "1" else {v}))
-        if not re.search(rf"(^|\s){re.escape(k)}=[\"']?({said})[\"']?(\s|$)", code, re.M):
-            out.append(f"{k}={v}")
-    return out
 
 
 def _import_dynamo(text: str, path: str, meta: dict, *, isl: int, osl: int, calibration, as_json: bool) -> None:

@@ -11,7 +11,7 @@ import numpy as np
 
 from llm_codesign.cost.calibration import Calibration
 from llm_codesign.errors import InputError
-from llm_codesign.explore import accuracy_model, quality
+from llm_codesign.explore import MAX_CANDIDATES, MAX_TOP, accuracy_model, quality
 from llm_codesign.explore.envelope import reference_model
 from llm_codesign.explore.search import BATCHES, divisors
 from llm_codesign.serve.aggregated import Serving, evaluate
@@ -19,7 +19,7 @@ from llm_codesign.spec.engines import TRTLLM, Engine
 from llm_codesign.spec.hardware import Gpu
 from llm_codesign.spec.kinds import GQA, DenseFfn, MoE
 from llm_codesign.spec.model import Layer, ModelSpec
-from llm_codesign.spec.plan import MAX_TOKENS, Plan, validity
+from llm_codesign.spec.plan import MAX_GPUS, MAX_TOKENS, Plan, validity
 from llm_codesign.spec.precision import Precision
 from llm_codesign.spec.validation import as_float, as_int
 
@@ -353,12 +353,12 @@ def check_options(*, params, active_params=None, budget_tol=0.1, quality_tol=0.0
     as_float("quality_sigmas", quality_sigmas, lo=0.0, hi=10.0, what="a number of standard deviations in [0, 10], e.g. 1")
     as_float("min_tps_user", min_tps_user, lo=0.0, hi=1e7)
     as_float("min_tps_gpu", min_tps_gpu, lo=0.0, hi=1e9)
-    as_int("gpus", num_gpus, hi=1 << 16)
+    as_int("gpus", num_gpus, hi=MAX_GPUS)
     for name, v in (("isl", isl), ("osl", osl)):
         if v is not None:
             as_int(name, v, hi=MAX_TOKENS)
-    as_int("max_candidates", max_candidates, hi=1_000_000)
-    as_int("top", top, hi=1000)
+    as_int("max_candidates", max_candidates, hi=MAX_CANDIDATES)
+    as_int("top", top, hi=MAX_TOP)
 
 
 def design(params: float, gpu: Gpu, cal: Calibration, num_gpus: int, slo: Slo, *, baseline: ModelSpec | None = None,

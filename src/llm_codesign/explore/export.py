@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -21,6 +22,7 @@ from llm_codesign.explore import yaml_io
 from llm_codesign.explore.export_engines import DYNAMO, EXPORTERS, engine_spec, exportable, exporter
 from llm_codesign.explore.export_engines.base import (
     check_nested,
+    code_lines,
     parse_flags,
     read_value,
     resolve_option,
@@ -83,7 +85,8 @@ class Imported:
     """What a configuration starts: one instance of `deployment` run as `replicas` copies with
     `concurrency` requests in flight each (None: the configuration caps none, so the engine's own
     default and the KV cache do), and the options read from it; `ignored`, a real configuration's
-    options the deployment does not hold (an export has none)."""
+    options the deployment does not hold (an export has none); `unset_env`, the variables the engine needs to run the
+    kernels the deployment is priced with that the file does not set (unset_env), each NAME=value."""
     engine: str
     model: ModelSpec
     deployment: Deployment
@@ -91,6 +94,20 @@ class Imported:
     replicas: int
     options: dict
     ignored: tuple[str, ...] = ()
+    unset_env: tuple[str, ...] = ()
+
+
+def unset_env(text: str, engine: str, dep: Deployment) -> tuple[str, ...]:
+    """The variables the engine must be given to run the kernels `dep` is priced with (Exporter.env: SGLANG_USE_AITER=1
+    for SGLang on AMD Instinct GPUs) that the configuration's lines do not set (NAME=value, as `export NAME=value` or before
+    the command; a switch's 1 also as true)."""
+    code = code_lines(text)
+    out = []
+    for k, v in EXPORTERS[engine].env(dep).items():
+        said = "|".join(re.escape(x) for x in ({v, "true", "True", "TRUE"} if v == "1" else {v}))
+        if not re.search(rf"(^|\s){re.escape(k)}=[\"']?({said})[\"']?(\s|$)", code, re.M):
+            out.append(f"{k}={v}")
+    return tuple(out)
 
 
 def _meta(text: str, origin: str = "export") -> dict:
@@ -199,14 +216,13 @@ def read_export(text: str, origin: str = "export") -> Imported:
     check_nested(engine, o)
     model = get_model(model_ref)
     dep, conc = _deployment(engine, o, model, gpu=get_gpu(meta["gpu"]), meta=meta, cpp=bool(meta.get("cpp")))
-    return Imported(engine, model, dep, conc, int(meta.get("replicas", 1)), o)
+    return Imported(engine, model, dep, conc, int(meta.get("replicas", 1)), o, unset_env=unset_env(text, engine, dep))
 
 
 def config_engine(text: str, origin: str = "config") -> str:
     """The engine a real configuration is for: its launcher on a command line (`vllm serve`, `python -m
     sglang.launch_server`, `trtllm-serve`), else the engine whose documented options its YAML keys are
     (vLLM's --config keys against TensorRT-LLM's LLM API fields, counting the keys only one documents)."""
-    from llm_codesign.explore.export_engines.base import code_lines
     from llm_codesign.explore.export_engines.vllm import COMMAND_MARKERS
 
     code = code_lines(text)
@@ -291,7 +307,7 @@ def read_config(text: str, origin: str = "config", *, engine: str | None = None,
     # chunked prefill is always priced: turned off, it is one more option the deployment does not hold
     ignored = sorted(k for k in _option_names(name, o) if k not in x.reads or (k == "enable-chunked-prefill" and o[k] is False))
     ignored = [k if k.split(".")[0] in documented else f"{k} (not a {name} {es['version']} option)" for k in ignored]
-    return Imported(name, m, dep, conc, copies, o, tuple(ignored))
+    return Imported(name, m, dep, conc, copies, o, tuple(ignored), unset_env(text, name, dep))
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -95,11 +95,21 @@ def _flat(d: dict, prefix: str = "") -> dict:
     return out
 
 
+def _accuracy_columns(a: dict | None) -> dict:
+    """A point's accuracy (explore.accuracy_model.point_accuracy) under the frontier CSV's names (`accuracy_source`,
+    `accuracy_drop_pct`, `accuracy`: its words), the rest as `accuracy_*`; a point without one says none."""
+    a = a or {}
+    rest = {k: v for k, v in a.items() if k not in ("source", "relative_drop_pct", "short")}
+    return {"accuracy_source": a.get("source", "none"), "accuracy_drop_pct": a.get("relative_drop_pct"),
+            "accuracy": a.get("short", "none")} | _flat(rest, "accuracy_")
+
+
 def point_row(d: dict) -> dict:
     """A point's `to_dict()` as one row of plain values: its nested records flattened, its intervals as columns
-    (serve.estimate.interval_columns; a pandas cell held the dict before)."""
+    (serve.estimate.interval_columns; a pandas cell held the dict before). The frontier CSV is these rows' FIELDS
+    (render.report.frontier_rows), under the same names."""
     row = {k: v for k, v in d.items() if not isinstance(v, dict)}
-    row |= _flat(d.get("deployment") or {}) | _flat(d.get("accuracy") or {}, "accuracy_") | _flat(d.get("energy") or {})
+    row |= _flat(d.get("deployment") or {}) | _accuracy_columns(d.get("accuracy")) | _flat(d.get("energy") or {})
     return row | _flat(d.get("cost") or {}) | interval_columns(d.get("intervals"))
 
 

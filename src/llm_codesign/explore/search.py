@@ -21,7 +21,17 @@ from llm_codesign.serve.invariants import check_values, weight_floor_s
 from llm_codesign.spec.engines import TRTLLM, Engine, check_kv_format
 from llm_codesign.spec.hardware import Gpu
 from llm_codesign.spec.model import ModelSpec
-from llm_codesign.spec.plan import Deployment, Plan, SpecDecoding, Workload, check_sizes, divisors, precision_for, validity
+from llm_codesign.spec.plan import (
+    MAX_STEP_TOKENS,
+    Deployment,
+    Plan,
+    SpecDecoding,
+    Workload,
+    check_sizes,
+    divisors,
+    precision_for,
+    validity,
+)
 from llm_codesign.spec.precision import Precision, get_dtype
 from llm_codesign.spec.validation import as_float
 
@@ -63,8 +73,8 @@ class SearchSpace:
         checkpoint's own and the formats the GPU runs natively); with `spec`, no speculation and
         `draft_len` drafts, or every length of DRAFT_LENGTHS; `step_tokens` the budgets searched."""
         check_sizes(gpus=num_gpus, tp=tp, pp=pp, ep=ep, moe_tp=moe_tp, attention_dp=attention_dp, kvp=kvp,
-                    **{f"instance_gpus[{i}]": n for i, n in enumerate(instance_gpus or ())},
-                    **{f"step_tokens[{i}]": n for i, n in enumerate(step_tokens)})
+                    **{f"instance_gpus[{i}]": n for i, n in enumerate(instance_gpus or ())})
+        check_sizes(MAX_STEP_TOKENS, **{f"step_tokens[{i}]": n for i, n in enumerate(step_tokens)})
         one = (lambda v: None if v is None else (v,))  # noqa: E731
         ks = (0,) if spec is None else (0, draft_len) if draft_len else (0, *DRAFT_LENGTHS)
         return cls(num_gpus, one(tp), one(pp), one(ep), one(moe_tp), one(attention_dp), one(kvp), instance_gpus=instance_gpus,

@@ -38,7 +38,8 @@ from __future__ import annotations
 import math
 import re
 
-from llm_codesign.spec.registry import get_model
+from llm_codesign.spec.plan import attn_dims
+from llm_codesign.spec.registry import bundled
 
 PLAN_FIELDS = ("num_gpus", "tp", "pp", "ep", "moe_tp", "attention_dp")
 # a disaggregated row's pools (measure.validate.predict_disagg); blank in aggregated files, so their settings are unchanged
@@ -203,16 +204,18 @@ def _unrecorded(r: dict) -> bool:
     return m is not None and not m[1]
 
 
+def _series_name(r: dict, tail: re.Pattern) -> str:
+    """What the runs of one series share in their names: the run name with its concurrency blanked (`_c_`) and `tail`
+    (the run index, or the plan and run index) cut."""
+    return tail.sub("", _NAMED_CONC.sub(lambda m: m[0].replace(f"_c{m[1]}_", "_c_"), r.get("source", "") or ""))
+
+
 def _heads(model: str, known: dict) -> tuple[int, ...] | None:
     """The attention head counts TP must divide (spec.plan.validity's), by model id, or None for a model the registry
-    does not know; `known` caches them."""
+    does not bundle (read from the package alone: a clean never goes to the Hugging Face cache or Hub); `known` caches them."""
     if model not in known:
-        try:
-            spec = get_model(model)
-        except (KeyError, ValueError):  # InputError is a ValueError; validate's _grouped lists such rows as unmodelled
-            known[model] = None
-        else:
-            known[model] = tuple(sorted({int(h) for layer, _ in spec.groups for h in layer.attn.tp_heads}))
+        spec = bundled(model)
+        known[model] = None if spec is None else tuple(sorted({int(h) for h in attn_dims(spec)[0]}))
     return known[model]
 
 
@@ -226,8 +229,7 @@ def _unplanned(fixed: list[dict], groups: dict) -> dict[int, str]:
         source = r.get("source", "") or ""
         if named_plan(source) is None or _int(r, "tp") < 1:
             continue
-        name = _NAMED_PLAN.sub("", _NAMED_CONC.sub(lambda m: m[0].replace(f"_c{m[1]}_", "_c_"), source))
-        key = (name, *((r.get(k) or "").strip() for k in ("model", "gpu", "backend", "weight_dtype", "isl", "osl")))
+        key = (_series_name(r, _NAMED_PLAN), *((r.get(k) or "").strip() for k in ("model", "gpu", "backend", "weight_dtype", "isl", "osl")))
         series.setdefault(key, []).append(i)
     known: dict = {}
     out: dict[int, str] = {}
@@ -278,8 +280,7 @@ def _inconsistent_series(fixed: list[dict], drop: dict[int, int], changes: list[
         c, t = _num((r.get("concurrency") or "").strip() or "nan"), _float(r, "tpot_ms")
         if i in drop or not (math.isfinite(c) and math.isfinite(t) and t > 0):
             continue
-        name = _RUN_INDEX.sub("", _NAMED_CONC.sub(lambda m: m[0].replace(f"_c{m[1]}_", "_c_"), r.get("source", "") or ""))
-        key = (name, (r.get("model") or "").strip(), *(v for k, v in zip(SETTING_FIELDS, _setting(r), strict=True) if k != "concurrency"))
+        key = (_series_name(r, _RUN_INDEX), (r.get("model") or "").strip(), *(v for k, v in zip(SETTING_FIELDS, _setting(r), strict=True) if k != "concurrency"))
         series.setdefault(key, []).append(i)
     for idx in series.values():
         recorded = [(_num(fixed[i]["concurrency"]), _float(fixed[i], "tpot_ms")) for i in idx]

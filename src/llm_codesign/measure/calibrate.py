@@ -100,27 +100,18 @@ GRID.update({"moe_kernel_eff": (0.1, 0.2, 0.3, 0.45, 0.6, 0.8), "moe_kernel_over
 # model's NET Ring LL; Tree LL 5.0, LL128 4.0-8.5, Simple 14: NVIDIA/nccl src/graph/tuning.cc hwLat), up to 100 us.
 # The engines' one-shot all-reduce fixed cost is not among them: measured on the H100 per-engine all-reduce rows
 # and derived for Blackwell from them (default.toml custom_ar_*; docs/modelling-notes.md#own-allreduce-measured).
-SERVING_BOUNDS = (("step_overhead_s", 2e-3, 1e-5, 0.05), ("ttft_overhead_s", 20e-3, 1e-4, 0.5),
-                  ("prefill_queue_fraction", 0.1, 0.0, 1.0),
-                  ("eager_launch_s", 1e-5, 1e-7, 3e-5), ("eager_skew_s", 5e-6, 0.0, 5e-5),
-                  ("scale_out_latency_s", 25e-6, 2.7e-6, 1e-4),
-                  ("ttft_wait_steps", 1.0, 0.5, 3.0), ("adp_wait_steps", 10.0, 0.0, 60.0),
-                  ("seq_overhead_s", 5e-6, 0.0, 1e-4))
+# each with its words, as `calibrate` lists the fitted values and names one on a bound (serving_words): label, scale,
+# format, unit
+SERVING_BOUNDS = (("step_overhead_s", 2e-3, 1e-5, 0.05, "step overhead", 1e3, ".2f", " ms"),
+                  ("ttft_overhead_s", 20e-3, 1e-4, 0.5, "request overhead", 1e3, ".1f", " ms"),
+                  ("prefill_queue_fraction", 0.1, 0.0, 1.0, "waves' re-bunching share", 1.0, ".2f", ""),
+                  ("eager_launch_s", 1e-5, 1e-7, 3e-5, "eager launch", 1e6, ".1f", " us"),
+                  ("eager_skew_s", 5e-6, 0.0, 5e-5, "eager launch's spread over a stage's ranks", 1e6, ".1f", " us"),
+                  ("scale_out_latency_s", 25e-6, 2.7e-6, 1e-4, "scale-out latency per level", 1e6, ".1f", " us"),
+                  ("ttft_wait_steps", 1.0, 0.5, 3.0, "wait steps", 1.0, ".2f", ""),
+                  ("adp_wait_steps", 10.0, 0.0, 60.0, "attention-DP wait steps", 1.0, ".1f", ""),
+                  ("seq_overhead_s", 5e-6, 0.0, 1e-4, "host cost per running sequence", 1e6, ".1f", " us"))
 SERVING_FIELDS = {n for n, *_ in SERVING_BOUNDS}
-# each in words, as `calibrate` lists the fitted values and names one on a bound (serving_words): label, scale, format, unit
-SERVING_WORDS = {"step_overhead_s": ("step overhead", 1e3, ".2f", " ms"), "ttft_overhead_s": ("request overhead", 1e3, ".1f", " ms"),
-                 "prefill_queue_fraction": ("waves' re-bunching share", 1.0, ".2f", ""),
-                 "eager_launch_s": ("eager launch", 1e6, ".1f", " us"), "eager_skew_s": ("eager launch's spread over a stage's ranks", 1e6, ".1f", " us"),
-                 "scale_out_latency_s": ("scale-out latency per level", 1e6, ".1f", " us"), "ttft_wait_steps": ("wait steps", 1.0, ".2f", ""),
-                 "adp_wait_steps": ("attention-DP wait steps", 1.0, ".1f", ""), "seq_overhead_s": ("host cost per running sequence", 1e6, ".1f", " us")}
-
-
-def serving_words(name: str, value: float | dict[str, float]) -> str:
-    """A serving parameter (SERVING_WORDS) in words: its label, then its value in its unit, per engine where
-    `value` is engine -> value ("request overhead sglang 0.1 ms, trtllm 20.0 ms")."""
-    label, scale, fmt, unit = SERVING_WORDS[name]
-    vals = value.items() if isinstance(value, dict) else [("", value)]
-    return f"{label} " + ", ".join(f"{b} {v * scale:{fmt}}{unit}".lstrip() for b, v in vals)
 # (field, engine) pairs whose mechanism the engine does not have: kept at default.toml's zero, never fitted
 # (an engine that never holds a request under attention DP, Engine.holds_adp_requests, has no adp_wait_steps)
 STRUCTURAL_ZEROS = {("adp_wait_steps", name) for name, e in ENGINES.items() if not e.holds_adp_requests}
@@ -136,6 +127,16 @@ STRUCTURAL_ZEROS = {("adp_wait_steps", name) for name, e in ENGINES.items() if n
 DOCUMENTED = {("eager_launch_s", "atom"), ("eager_skew_s", "atom"), ("ttft_wait_steps", "trtllm"), ("ttft_wait_steps", "vllm"),
               ("ttft_wait_steps", "sglang")}
 NOT_FITTED = STRUCTURAL_ZEROS | DOCUMENTED
+
+
+def serving_words(name: str, value: float | dict[str, float]) -> str:
+    """A serving parameter (SERVING_BOUNDS) in words: its label, then its value in its unit, per engine where
+    `value` is engine -> value ("request overhead sglang 0.1 ms, trtllm 20.0 ms")."""
+    label, scale, fmt, unit = next(b[4:] for b in SERVING_BOUNDS if b[0] == name)
+    vals = value.items() if isinstance(value, dict) else [("", value)]
+    return f"{label} " + ", ".join(f"{b} {v * scale:{fmt}}{unit}".lstrip() for b, v in vals)
+
+
 # serving search: two cycles on the smooth loss from log steps of 1 and 0.5, then median cycles from a step of
 # 0.5 until one gains under POLISH_GAIN (at most POLISH_CYCLES); see fit_serving
 POLISH_CYCLES, POLISH_GAIN = 4, 1e-4
@@ -503,7 +504,7 @@ class _ServingFit:
         self.rows = [rows[i] for i in kept]
         self.ys = {m: y[kept] for m, y in ys.items()}
         self.state = {}
-        for name, init, lo, hi in SERVING_BOUNDS:
+        for name, init, lo, hi, *_ in SERVING_BOUNDS:
             for key in ([f"{name}:{b}" for b in backends if (name, b) not in NOT_FITTED] if name in BACKEND_KEYED else [name]):
                 v = init
                 if start is not None:

@@ -104,18 +104,18 @@ def row_problem(r: dict, line: int) -> str | None:
 
 
 # a `framework` column, as InferenceX's results name the serving stack (its disaggregated ones `dynamo-trt` and
-# `dynamo-sglang`: Dynamo with TensorRT-LLM or SGLang workers, SemiAnalysisAI/InferenceX
-# .github/codeowner-signoff-verify-prompt.md:131@843c6254), says again what `backend` says: read to check the two agree
+# `dynamo-sglang`: Dynamo with TensorRT-LLM or SGLang workers; AMD's `sglang-disagg`, since relabelled `mori-sglang`:
+# SGLang moving KV over MoRI, SemiAnalysisAI/InferenceX .github/codeowner-signoff-verify-prompt.md:131-132 and
+# .github/workflows/benchmark-multinode-tmpl.yml:313@843c6254), says again what `backend` says: read to check the two agree
 FRAMEWORK_ENGINES = {"trt": "trtllm"}
 
 
 def _framework_problem(r: dict, line: int) -> str | None:
-    """Why a row's `framework` contradicts its `backend` (which is what prices it), or None: a framework names the engine,
-    after `dynamo-` where Dynamo runs it."""
+    """Why a row's `framework` contradicts its `backend` (which is what prices it), or None: a framework names the engine
+    as one of its `-`-separated parts, the others the stack around it (dynamo-trt, mori-sglang, sglang-disagg)."""
     given = (r.get("framework") or "").strip()
     engine = (r.get("backend") or "trtllm").strip().lower()
-    name = given.lower().removeprefix("dynamo-")
-    if given and FRAMEWORK_ENGINES.get(name, name) != engine:
+    if given and engine not in {FRAMEWORK_ENGINES.get(p, p) for p in given.lower().split("-")}:
         own = [f for f, e in FRAMEWORK_ENGINES.items() if e == engine] or [engine]
         return f"line {line} framework: {given!r} is not valid; one naming its backend column's engine, {engine} (e.g. dynamo-{own[0]}), or empty"
     return None
@@ -297,10 +297,12 @@ def predict_serving(rows: list[dict], profile: str | None = None, cal_override=N
 
 def _sizes_off(a: dict, j: int, line: int, is_moe: bool) -> str:
     """A row whose parallel sizes (`a`, column -> array over a group's rows; row `j`, the file's `line`) do not
-    multiply to its num_gpus, with its own sizes: spec.plan.validity's products, kvp 1 (a serving file states none)."""
-    tp, pp, ep, moe_tp, adp, n = (int(a[k][j]) for k in ("tp", "pp", "ep", "moe_tp", "attention_dp", "num_gpus"))
-    off = [f"tp {tp} x attention_dp {adp} x pp {pp} = {tp * adp * pp} GPUs"] if tp * adp * pp != n else []
-    off += [f"ep {ep} x moe_tp {moe_tp} x pp {pp} = {ep * moe_tp * pp} GPUs"] if is_moe and ep * moe_tp * pp != n else []
+    multiply to its num_gpus, with its own sizes: spec.plan.validity's products (Plan.gpus, Plan.moe_gpus), kvp 1 (a
+    serving file states none)."""
+    p = Plan(*(int(a[k][j]) for k in ("tp", "pp", "ep", "moe_tp", "attention_dp")), 1)
+    n, attn, moe = int(a["num_gpus"][j]), int(p.gpus), int(p.moe_gpus)
+    off = [f"tp {p.tp} x attention_dp {p.adp} x pp {p.pp} = {attn} GPUs"] if attn != n else []
+    off += [f"ep {p.ep} x moe_tp {p.moe_tp} x pp {p.pp} = {moe} GPUs"] if is_moe and moe != n else []
     return f"line {line}: {' and '.join(off)}, num_gpus {n} (the parallel sizes must multiply to the GPU count)"
 
 

@@ -13,6 +13,7 @@ import json
 from pathlib import Path
 
 from llm_codesign.errors import InputError
+from llm_codesign.explore.frontier import point_row
 from llm_codesign.render.accuracy import accuracy_said
 from llm_codesign.render.intervals import frontier_reasons
 from llm_codesign.render.plot import Drawing, PlotProcess, bound_in_view, bound_label, data_limits, draw, gpus_text, series_label
@@ -27,23 +28,15 @@ _DEP_FIELDS = ("plan", "instance_gpus", "replicas", "concurrency_per_instance", 
 FIELDS = ("model", "gpu", "backend", *_METRICS, *_DEP_FIELDS, "accuracy_source", "accuracy_drop_pct", "accuracy", *_BANDS)
 
 
-def _accuracy_cells(p: dict) -> dict:
-    """A point's accuracy (explore.accuracy_model.point_accuracy) as CSV cells; a point without one says none."""
-    a = p.get("accuracy") or {}
-    drop = a.get("relative_drop_pct")
-    return {"accuracy_source": a.get("source", "none"), "accuracy_drop_pct": "" if drop is None else round(drop, 3),
-            "accuracy": a.get("short", "none")}
-
-
 def frontier_rows(results: list[dict]) -> list[dict]:
+    """The CSV's rows: each point's explore.frontier.point_row (what Frontier.to_records holds), its FIELDS, blank where a
+    point has none, beside its series' model, GPU and engine."""
     rows = []
     for r in results:
         for p in r["frontier"]:
-            d = p["deployment"]
-            b = p.get("intervals") or {}
-            rows.append({"model": r["model"], "gpu": r["gpu"], "backend": r.get("backend", ""), **{k: p[k] for k in _METRICS},
-                         **{k: d[k] for k in _DEP_FIELDS}, **_accuracy_cells(p),
-                         **{f"{m}_{end}80": b[m][f"{end}80"] if m in b else "" for m in _METRICS for end in ("lo", "hi")}})
+            row = point_row(p) | {"model": r["model"], "gpu": r["gpu"], "backend": r.get("backend", "")}
+            drop = row["accuracy_drop_pct"]
+            rows.append({k: row.get(k, "") for k in FIELDS} | {"accuracy_drop_pct": "" if drop is None else round(drop, 3)})
     return rows
 
 

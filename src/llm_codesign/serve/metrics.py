@@ -7,12 +7,11 @@ from dataclasses import dataclass, fields
 import numpy as np
 
 from llm_codesign.cost.calibration import Calibration, calibration_for
-from llm_codesign.errors import InputError
 from llm_codesign.serve.aggregated import Serving
 from llm_codesign.serve.aggregated import evaluate as _evaluate
 from llm_codesign.serve.invariants import check_metrics
 from llm_codesign.spec.model import ModelSpec
-from llm_codesign.spec.plan import MAX_CONCURRENCY, Deployment, Workload
+from llm_codesign.spec.plan import Deployment, Workload
 
 # the batch grid offline max throughput is searched over (requests in flight per attention-DP rank)
 BATCH_GRID = np.unique(np.concatenate([np.arange(1, 17), np.round(np.geomspace(16, 65536, 120))])).astype(np.int64)
@@ -61,12 +60,12 @@ class Metrics:
 
 def evaluate(model: ModelSpec, deployment: Deployment, workload: Workload, *, calibration: Calibration | str | None = None,
              concurrency=None) -> Metrics:
-    """Metrics of `deployment` serving `workload`. `concurrency` (an int or an array) overrides the
-    workload's; with neither, the offline maximum throughput: the load of the batch grid that fits
+    """Metrics of `deployment` serving `workload`. `concurrency` (an int or an array; a user's is checked where it
+    enters, spec.plan.check_concurrency) overrides the workload's; with neither, the offline maximum throughput: the load of the batch grid that fits
     and gives the most output tokens/s per GPU."""
     dep = deployment
     cal = calibration if isinstance(calibration, Calibration) else calibration_for(dep.gpu, calibration)
-    conc = workload.concurrency if concurrency is None else _loads(concurrency)
+    conc = workload.concurrency if concurrency is None else concurrency
     kw = dict(cal=cal, isl=workload.isl, osl=workload.osl, prefix_hit=workload.prefix_hit, arrival=workload.priced_arrival,
               offline=workload.concurrency is None)
     if conc is None:
@@ -78,17 +77,6 @@ def evaluate(model: ModelSpec, deployment: Deployment, workload: Workload, *, ca
     shape = np.broadcast(conc, r["ttft_s"]).shape
     val = {f.name: np.broadcast_to(np.asarray(r[f.name] if f.name != "concurrency" else conc), shape) for f in fields(Metrics)}
     return check_metrics(model, dep, Metrics(**val))  # no impossible answer leaves the core (issue 20)
-
-
-def _loads(concurrency) -> np.ndarray:
-    """Requests in flight as `evaluate` is given them: integers from 1 to the Workload's ceiling, one or an array. A NaN,
-    a float or a string reached the core as a ValueError, a zero or a negative as an InvariantError on its answer."""
-    c = np.asarray(concurrency)
-    if c.dtype.kind not in "iu" or c.size == 0 or c.min() < 1 or c.max() > MAX_CONCURRENCY:
-        flat = c.reshape(-1).tolist()  # an array said in one line: its first values
-        shown = concurrency if c.ndim == 0 else flat if len(flat) <= 6 else [*flat[:6], "..."]
-        raise InputError("concurrency", shown, f"a positive integer up to {MAX_CONCURRENCY:,}, or an array of them")
-    return c
 
 
 def decode_operators(model: ModelSpec, deployment: Deployment, workload: Workload, concurrency: int, *,

@@ -96,17 +96,14 @@ _KEYS = {"": (*_REQUIRED, "name", "vendor", "arch", "aliases", "memory_bytes", "
 
 
 def _check_keys(d: dict, origin: str) -> None:
-    """Each key of a parsed GPU file one it takes (_KEYS), else one InputError naming the key, the file and the keys
-    that table takes, the closest first."""
-    import difflib
-
+    """Each key of a parsed GPU file one it takes (_KEYS), else one InputError naming the key, the file, the close keys
+    (errors.close_matches) and the keys that table takes."""
     for table, known in _KEYS.items():
         sub = d if not table else d.get(table)
         for k in sub if isinstance(sub, dict) else ():  # a table that is not one is check_gpu's to refuse
             if k not in known:
-                closest = sorted(known, key=lambda n: -difflib.SequenceMatcher(None, k.lower(), n).ratio())
-                raise InputError(f"gpu.{table}" if table else "gpu", k, f"a key a GPU file{f' [{table}]' if table else ''} takes "
-                                 f"({origin} has it), the closest first: {', '.join(closest)}")
+                raise InputError(f"gpu.{table}" if table else "gpu", k, did_you_mean(close_matches(k, known)) + f"a key a GPU file"
+                                 f"{f' [{table}]' if table else ''} takes ({origin} has it), one of: {', '.join(sorted(known))}")
 
 
 # a GPU file's id: typed on command lines (--gpu ID, sweep's tasks name their GPU by it) and shown in every answer
@@ -140,7 +137,7 @@ def gpu_from_toml(text: str, origin: str) -> Gpu:
     _check_keys(d, origin)
     check_gpu(d, origin)  # types, finite positive figures, tile shapes (spec.validation)
     gid = _check_id(d["id"])
-    peaks = {k: float(v) for k, v in d["peak_flops"].items() if k in MATH_PRECISIONS}
+    peaks = {k: float(v) for k, v in d["peak_flops"].items()}  # _check_keys took MATH_PRECISIONS alone
     if peaks.get("bf16", 0) <= 0:
         raise InputError("gpu.peak_flops.bf16", d["peak_flops"].get("bf16"), "a positive FLOP/s figure")
     for f in ("sms", "hbm_bytes", "hbm_bandwidth_bytes_per_s", "tdp_w", "memory_bytes"):

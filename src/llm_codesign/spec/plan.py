@@ -17,6 +17,7 @@ from llm_codesign.spec.kinds import DenseFfn, MoE
 from llm_codesign.spec.model import ModelSpec
 from llm_codesign.spec.precision import Precision, get_dtype
 from llm_codesign.spec.registry import get_model
+from llm_codesign.spec.validation import as_int
 
 # reason codes, in the order they are checked; the first failing one is reported
 REASONS = (
@@ -111,7 +112,13 @@ class Plan:
 
     @property
     def gpus(self):
+        """The GPUs the attention side spans (TP x attention DP x Helix KVP x PP)."""
         return np.asarray(self.tp) * np.asarray(self.adp) * np.asarray(self.kvp) * np.asarray(self.pp)
+
+    @property
+    def moe_gpus(self):
+        """The GPUs a MoE model's expert side spans (EP x MoE TP x PP): `validity` holds both sides to the GPU count."""
+        return np.asarray(self.ep) * np.asarray(self.moe_tp) * np.asarray(self.pp)
 
     def label(self, i: int | None = None) -> str:
         tp, pp, ep, moe_tp, adp, kvp = self.at(i or 0).sizes
@@ -125,7 +132,7 @@ class Plan:
         return " ".join(parts)
 
 
-def _attn_dims(model: ModelSpec):
+def attn_dims(model: ModelSpec):
     """Head counts TP must divide, and KV heads it must divide or be divided by, as each mixer splits
     (spec.kinds tp_heads, tp_kv_heads)."""
     heads = [h for layer, _ in model.groups for h in layer.attn.tp_heads]
@@ -150,9 +157,9 @@ def validity(model: ModelSpec, gpu: Gpu, plan: Plan, num_gpus) -> np.ndarray:
         reason = np.where((reason < 0) & bad, REASONS.index(code), reason)
 
     n = np.asarray(num_gpus)
-    moe_bad = (ep * moe_tp * pp != n) if model.is_moe else False
-    flag("gpus_mismatch", (tp * adp * kvp * pp != n) | moe_bad)
-    heads, kvh = _attn_dims(model)
+    moe_bad = (plan.moe_gpus != n) if model.is_moe else False
+    flag("gpus_mismatch", (plan.gpus != n) | moe_bad)
+    heads, kvh = attn_dims(model)
     for h in heads:  # ints, or arrays when shapes are swept
         flag("heads", h % tp != 0)
     for k in kvh:
@@ -179,7 +186,7 @@ def divisors(n: int) -> list[int]:
 
 
 def reason_text(model: ModelSpec, gpu: Gpu, code: int) -> str:
-    heads, kvh = _attn_dims(model)
+    heads, kvh = attn_dims(model)
     moe = _moe(model)
     dense = [layer.ffn.inter for layer, _ in model.groups if isinstance(layer.ffn, DenseFfn)]
     head_counts = sorted({int(np.max(h)) for h in heads})
@@ -360,6 +367,22 @@ class Deployment:
 # vLLM's max_num_seqs 256-1024): larger figures are typing errors, not loads
 MAX_CONCURRENCY = 10_000_000
 MAX_TOKENS = 100_000_000  # per request; the longest contexts of bundled models are 10M (Llama 4 Scout)
+# the CLI's and the API's bounds on what a user sizes: far beyond any real deployment, low enough that no product of
+# them overflows
+MAX_GPUS = 1 << 16  # GPUs, and each parallel size
+MAX_STEP_TOKENS = 1 << 24  # tokens of one step (max_num_tokens), and of one request as the CLI takes it
+
+
+def check_concurrency(c, *, arrays: bool = False) -> np.ndarray:
+    """A user's requests in flight: an integer from 1 to MAX_CONCURRENCY (`arrays`: or an array of them, as lc.evaluate
+    takes). Only what a user gives: the load grids the core builds (BATCH_GRID times attention-DP) run past it."""
+    a = np.asarray(c)
+    if a.dtype.kind not in "iu" or a.size == 0 or (a.ndim and not arrays) or a.min() < 1 or a.max() > MAX_CONCURRENCY:
+        flat = a.reshape(-1).tolist()  # an array said in one line: its first values
+        shown = c if a.ndim == 0 else flat if len(flat) <= 6 else [*flat[:6], "..."]
+        tail = ", or an array of them" if arrays else " (or omit it for offline max throughput)"
+        raise InputError("concurrency", shown, f"a positive integer up to {MAX_CONCURRENCY:,}{tail}")
+    return a
 
 
 def cached_tokens(isl, prefix_hit):
@@ -386,9 +409,8 @@ class Workload:
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or not 1 <= v <= MAX_TOKENS:
                 raise InputError(name, v, f"a positive integer number of tokens (at most {MAX_TOKENS:,})")
-        c = self.concurrency
-        if c is not None and (isinstance(c, bool) or not isinstance(c, (int, np.integer)) or not 1 <= c <= MAX_CONCURRENCY):
-            raise InputError("concurrency", c, f"a positive integer up to {MAX_CONCURRENCY:,} (or omit it for offline max throughput)")
+        if self.concurrency is not None:
+            check_concurrency(self.concurrency)
         h = self.prefix_hit
         if isinstance(h, bool) or not isinstance(h, (int, float, np.floating)) or not 0.0 <= h < 1.0:
             raise InputError("prefix_hit", h, "a share of the prompt found in the prefix cache, from 0 up to (not including) 1")
@@ -448,12 +470,13 @@ def spec_decoding(method: str | None, *, draft_len: int | None = None, acceptanc
     return SpecDecoding(method, k, acceptance, rates, draft_model)
 
 
-def check_sizes(**sizes) -> None:
-    """Each size given (not None) a positive integer: a float (2.5, NaN), a string or a boolean is refused in one line
-    before it reaches an array (where NaN became a plan and '2' a TypeError)."""
+def check_sizes(hi: int = MAX_GPUS, **sizes) -> None:
+    """Each size given (not None) an integer from 1 to `hi` (GPUs and parallel sizes: MAX_GPUS; step budgets: pass
+    MAX_STEP_TOKENS), the CLI's bounds: a float (2.5, NaN), a string or a boolean is refused in one line before it
+    reaches an array (where NaN became a plan and '2' a TypeError), and 10^9 GPUs before a frontier of 10^9 replicas."""
     for name, v in sizes.items():
-        if v is not None and (isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1):
-            raise InputError(name, v, "a positive integer")
+        if v is not None:
+            as_int(name, v, hi=hi, what=f"a positive integer up to {hi:,}")
 
 
 def engine_arg(engine: str | None, backend: str | None) -> str | None:
@@ -477,8 +500,8 @@ def deployment(model: ModelSpec | str | dict, *, gpu: Gpu | str, num_gpus: int |
     or anything `get_model` takes; `gpu` a Gpu, a catalog id or a GPU TOML path."""
     if not isinstance(model, ModelSpec):  # a name, an id, a path or a config dict, as every other entry point takes it
         model = get_model(model)
-    g = gpu if isinstance(gpu, Gpu) else get_gpu(gpu)
-    check_sizes(tp=tp, pp=pp, ep=ep, moe_tp=moe_tp, attention_dp=attention_dp, kvp=kvp, max_num_tokens=max_num_tokens, gpus=num_gpus)
+    check_sizes(tp=tp, pp=pp, ep=ep, moe_tp=moe_tp, attention_dp=attention_dp, kvp=kvp, gpus=num_gpus)
+    check_sizes(MAX_STEP_TOKENS, max_num_tokens=max_num_tokens)
     tp_, pp_, ep_, adp_, kvp_ = tp or 1, pp or 1, ep or 1, attention_dp or 1, kvp or 1
     n = num_gpus or tp_ * pp_ * adp_ * kvp_
     if tp is None and num_gpus and n % (pp_ * adp_ * kvp_) == 0:
@@ -489,7 +512,7 @@ def deployment(model: ModelSpec | str | dict, *, gpu: Gpu | str, num_gpus: int |
         moe_tp_ = moe_tp or 1
     sd = spec if isinstance(spec, SpecDecoding) else spec_decoding(spec, draft_len=draft_len, acceptance=acceptance,
                                                                    acceptance_rates=acceptance_rates, draft_model=draft_model)
-    dep = Deployment(gpu=g, num_gpus=n, plan=Plan(tp_, pp_, ep_, moe_tp_, adp_, kvp_),
+    dep = Deployment(gpu=gpu, num_gpus=n, plan=Plan(tp_, pp_, ep_, moe_tp_, adp_, kvp_),
                      precision=precision_for(model, weight_dtype, activation_dtype, kv_dtype), backend=engine_arg(engine, backend),
                      spec=sd, max_num_tokens=max_num_tokens, cpp=cpp)
     check_step_budget(dep)

@@ -46,6 +46,13 @@ def _load_entry(name: str) -> ModelSpec:
     return spec
 
 
+def bundled(ref: str) -> ModelSpec | None:
+    """The bundled model a registry name or Hugging Face id names, or None: nothing read beyond the package (no
+    config path, no Hugging Face cache or Hub), for a reader of ids that must stay offline."""
+    key = ref.strip().lower()
+    return _load_entry(key) if key in _index() else None
+
+
 def get_model(ref: str | Path | dict) -> ModelSpec:
     """A registry name, a Hugging Face id, a path to a config.json (or a folder holding one), or a config.json's
     contents as a dict (a shape of one's own, named "custom": nothing is read or downloaded)."""

@@ -12,6 +12,8 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 
+import numpy as np
+
 from llm_codesign.errors import InputError
 
 # generous ceilings: far beyond any real model or GPU, low enough that no product overflows
@@ -27,7 +29,8 @@ def _is_number(v) -> bool:
 
 
 def as_int(field: str, v, *, lo: int = 1, hi: int = 1 << 62, what: str = "") -> int:
-    """An integer in [lo, hi] (a float with a fractional part, a string or a boolean is refused)."""
+    """An integer (a numpy one too) in [lo, hi] (a float with a fractional part, a string or a boolean is refused)."""
+    v = int(v) if isinstance(v, np.integer) else v  # said as a plain number, not np.int64(...)
     if not (isinstance(v, int) and not isinstance(v, bool)) or not lo <= v <= hi:
         raise InputError(field, v, what or f"an integer from {lo:,} to {hi:,}")
     return int(v)

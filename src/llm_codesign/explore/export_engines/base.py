@@ -19,7 +19,7 @@ from importlib import resources
 import numpy as np
 
 from llm_codesign.errors import InputError, parse_nested
-from llm_codesign.spec.engines import ENGINES
+from llm_codesign.spec.engines import ENGINES, EXPORTABLE
 from llm_codesign.spec.harness import FRACTION, memory_fraction
 from llm_codesign.spec.model import ModelSpec
 from llm_codesign.spec.plan import Deployment, Plan, SpecDecoding
@@ -107,16 +107,16 @@ EXPORTERS: dict[str, Exporter] = {}
 
 
 def register_exporter(exporter: Exporter) -> Exporter:
-    """Make an engine exportable: the engine must be registered (spec.engines) and have a data file."""
-    if exporter.name not in ENGINES or exporter.name in EXPORTERS:
-        raise ValueError(f"exporter {exporter.name!r}: not a registered engine, or exported already")
+    """Make an engine exportable: the engine must be registered (spec.engines), named in EXPORTABLE and have a data file."""
+    if exporter.name not in ENGINES or exporter.name not in EXPORTABLE or exporter.name in EXPORTERS:
+        raise ValueError(f"exporter {exporter.name!r}: not a registered engine, not in spec.engines.EXPORTABLE, or exported already")
     EXPORTERS[exporter.name] = exporter
     return exporter
 
 
 def exportable() -> tuple[str, ...]:
-    """What `export` writes: the engines with an exporter, in the registry's order, and Dynamo."""
-    return (*(n for n in ENGINES if n in EXPORTERS), DYNAMO)
+    """What `export` writes: the engines with an exporter (spec.engines.EXPORTABLE), in the registry's order, and Dynamo."""
+    return (*EXPORTABLE, DYNAMO)
 
 
 def exporter(name: str) -> Exporter:

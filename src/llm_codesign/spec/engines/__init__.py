@@ -1,10 +1,12 @@
 """Serving engines: one module each (trtllm.py, vllm.py, sglang.py, atom.py), each one `Engine` object holding the
 engine's documented defaults with their sources, registered in `ENGINES` (base.py). Adding an engine is
 one module here, its import below, and its name in each per-engine table of data/calibration/default.toml;
-an export builder (explore/export_engines/) and its options file (data/engines/) make it exportable."""
+an export builder (explore/export_engines/), its options file (data/engines/) and its name in EXPORTABLE make it
+exportable."""
 from llm_codesign.spec.engines.base import (
     AR_NORM_KERNELS,
     ENGINES,
+    EXPORTABLE,
     FUSIONS,
     MOE_KERNELS,
     VENDOR_ENGINE,
@@ -30,5 +32,6 @@ from llm_codesign.spec.engines.sglang import SGLANG
 from llm_codesign.spec.engines.atom import ATOM
 # isort: on
 
-__all__ = ["AR_NORM_KERNELS", "ATOM", "ENGINES", "FUSIONS", "MOE_KERNELS", "SGLANG", "TRTLLM", "VENDOR_ENGINE", "VENDOR_NAMES", "VLLM", "Engine",
-           "EngineCosts", "check_kv_format", "engine_choices", "engine_for", "engine_for_pools", "engine_names", "engines_on", "get_engine", "listed", "register_engine"]
+__all__ = ["AR_NORM_KERNELS", "ATOM", "ENGINES", "EXPORTABLE", "FUSIONS", "MOE_KERNELS", "SGLANG", "TRTLLM", "VENDOR_ENGINE", "VENDOR_NAMES", "VLLM",
+           "Engine", "EngineCosts", "check_kv_format", "engine_choices", "engine_for", "engine_for_pools", "engine_names", "engines_on",
+           "get_engine", "listed", "register_engine"]

@@ -394,6 +394,9 @@ VENDOR_NAMES = {"nvidia": "NVIDIA", "amd": "AMD"}
 # of another vendor (a GPU file's) takes the reference, and any engine is priced on it.
 VENDOR_ENGINE = {"nvidia": "trtllm", "amd": "sglang"}
 ENGINES: dict[str, Engine] = {}  # name -> engine, in the order registered
+# the engines `export` writes a launch configuration for (each with a builder in explore/export_engines/ and its options
+# in data/engines/NAME.toml, register_exporter refusing any other), in ENGINES' order; the others are priced, not exported
+EXPORTABLE = ("trtllm", "vllm", "sglang")
 _ALIASES: dict[str, str] = {}
 
 
