@@ -16,6 +16,7 @@ from typer.testing import CliRunner
 
 import llm_codesign
 from llm_codesign.cli import app
+from llm_codesign.spec.hardware import get_gpu
 
 DATA = Path(llm_codesign.__file__).parent / "data"
 LLAMA = "meta-llama--Meta-Llama-3.1-8B_config.json"  # 32 heads, 8 KV heads, hidden 4096
@@ -444,7 +445,6 @@ def _serving_rows_priced_by_the_bundled_profile() -> list[dict]:
 def test_serving_fit_worse_than_its_start_is_doubtful(monkeypatch):
     from llm_codesign.cost.calibration import calibration_for
     from llm_codesign.measure import calibrate
-    from llm_codesign.spec.hardware import get_gpu
 
     _quick_serving_fit(monkeypatch)
     rows = _serving_rows_priced_by_the_bundled_profile()  # the profile the fit starts from has no error on them
@@ -566,7 +566,10 @@ def test_an_sglang_fraction_that_leaves_room_is_priced(tmp_path):
     f.write_text(SGLANG_R1.format(f="0.8", extra=""))
     code, out, err = cli("import", str(f), "--gpu", "h200", "--json")
     mem = json.loads(out)["memory"]
-    assert code == 0 and round(mem["reserve_gb"], 2) == round(150.754820096 * 0.2 - 2.272532352, 2) == 27.88
+    # the reserve is what 1 - 0.8 of the GPU leaves after the step's own activations
+    capacity_gb = get_gpu("h200").memory_bytes / 1e9
+    assert code == 0 and mem["capacity_gb"] == pytest.approx(capacity_gb)
+    assert mem["reserve_gb"] == pytest.approx(capacity_gb * 0.2 - mem["activations_gb"]) and round(mem["reserve_gb"], 2) == 27.88
 
 
 def test_the_api_refuses_a_tight_sglang_fraction_as_the_cli_does():
