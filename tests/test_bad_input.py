@@ -625,3 +625,19 @@ def test_the_api_refuses_an_unheld_kv_format():
         deployment("llama-3.1-8b", gpu="h100", kv_dtype="nvfp4")
     assert str(e.value) == "kv_dtype: 'nvfp4' is not valid; one of bf16, fp16, fp8: the KV-cache formats TensorRT-LLM runs on H100 SXM"
     assert deployment("llama-3.1-8b", gpu="b200", kv_dtype="nvfp4").precision.kv.name == "nvfp4"
+
+
+def test_the_gpus_the_sizes_multiply_to_are_bounded():
+    # each size was bounded but not their product: 65,536 attention-DP ranks x KVP 8 priced 524,288 GPUs, exit 0
+    line = one_line_error(["estimate", "llama-3.1-8b", "--gpu", "h100", "--attention-dp", "65536", "--kvp", "8"], "gpus")
+    assert line == "error: gpus: 524288 is not valid; a positive integer up to 65,536"
+    with pytest.raises(llm_codesign.InputError) as e:
+        llm_codesign.deployment("llama-3.1-8b", gpu="h100", tp=512, pp=256)
+    assert str(e.value) == "gpus: 131072 is not valid; a positive integer up to 65,536"
+
+
+def test_the_api_names_num_gpus_as_it_is_called():
+    # lc.pareto(num_gpus="8") was refused as "gpus: '8'", the CLI's word for it
+    with pytest.raises(llm_codesign.InputError) as e:
+        llm_codesign.pareto("llama-3.1-8b", "h100", num_gpus="8")
+    assert str(e.value) == "num_gpus: '8' is not valid; a positive integer up to 65,536"

@@ -504,6 +504,7 @@ def deployment(model: ModelSpec | str | dict, *, gpu: Gpu | str, num_gpus: int |
     check_sizes(MAX_STEP_TOKENS, max_num_tokens=max_num_tokens)
     tp_, pp_, ep_, adp_, kvp_ = tp or 1, pp or 1, ep or 1, attention_dp or 1, kvp or 1
     n = num_gpus or tp_ * pp_ * adp_ * kvp_
+    check_sizes(gpus=n)  # each size bounded, their product too (--attention-dp 65536 --kvp 8 priced 524,288 GPUs)
     if tp is None and num_gpus and n % (pp_ * adp_ * kvp_) == 0:
         tp_ = n // (pp_ * adp_ * kvp_)
     if model.is_moe:
