@@ -582,6 +582,10 @@ def test_the_api_refuses_a_tight_sglang_fraction_as_the_cli_does():
     with pytest.raises(InputError) as e:
         llm_codesign.estimate("deepseek-r1", dep)
     assert str(e.value).startswith("--mem-fraction-static: 0.99 is not valid; it leaves 1.5 GB")
+    # lc.evaluate priced it (a TPOT where SGLang would not start): the same line
+    with pytest.raises(InputError) as ev:
+        llm_codesign.evaluate("deepseek-r1", dep, llm_codesign.Workload(isl=1024, osl=1024, concurrency=8))
+    assert str(ev.value) == str(e.value)
 
 
 def test_sglang_own_fraction_below_zero_is_worded_as_such():
