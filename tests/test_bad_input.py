@@ -645,3 +645,20 @@ def test_the_api_names_num_gpus_as_it_is_called():
     with pytest.raises(llm_codesign.InputError) as e:
         llm_codesign.pareto("llama-3.1-8b", "h100", num_gpus="8")
     assert str(e.value) == "num_gpus: '8' is not valid; a positive integer up to 65,536"
+
+
+@pytest.mark.parametrize("args, line", [
+    # lint and design never checked the KV-cache format against the engine (exit 0, NVFP4 priced on an H100)
+    (["design", "--params", "8e9", "--gpu", "h100"], "one of bf16, fp16, fp8: the KV-cache formats TensorRT-LLM runs on H100 SXM"),
+    (["lint", "llama-3.1-8b", "--gpu", "h100"], "one of bf16, fp16, fp8: the KV-cache formats TensorRT-LLM runs on H100 SXM"),
+    # roofline has no engine: the GPU's own formats, and an MI355X's FP4 is MXFP4 only
+    (["roofline", "llama-3.1-8b", "--gpu", "mi355x"], "one of bf16, fp16, fp8, mxfp4: the KV-cache formats MI355X holds"),
+])
+def test_lint_design_and_roofline_refuse_a_kv_format_not_held(args, line):
+    assert one_line_error([*args, "--kv-dtype", "nvfp4"], "kv_dtype") == f"error: kv_dtype: 'nvfp4' is not valid; {line}"
+
+
+def test_the_api_lint_refuses_a_kv_format_the_engine_does_not_hold():
+    with pytest.raises(llm_codesign.InputError) as e:
+        llm_codesign.lint("llama-3.1-8b", "h100", kv_dtype="nvfp4")
+    assert str(e.value) == "kv_dtype: 'nvfp4' is not valid; one of bf16, fp16, fp8: the KV-cache formats TensorRT-LLM runs on H100 SXM"
