@@ -57,14 +57,14 @@ BAD = [
      "concurrency: nan is not valid; a positive integer up to 10,000,000, or an array of them"),
     (lambda: lc.evaluate(DENSE, lc.deployment(DENSE, gpu="h100", tp=2), concurrency=np.arange(1, 9) * 0.5),
      "concurrency: [0.5, 1.0, 1.5, 2.0, 2.5, 3.0, '...'] is not valid; a positive integer up to 10,000,000, or an array of them"),
-    (lambda: lc.pareto(DENSE, "h100", num_gpus="8"), "gpus: '8' is not valid; a positive integer"),
+    (lambda: lc.pareto(DENSE, "h100", num_gpus="8"), "num_gpus: '8' is not valid; a positive integer"),
     (lambda: lc.pareto(DENSE, "h100", num_gpus=4, tp=0), "tp: 0 is not valid; a positive integer"),  # was 'gpus: 4 ...'
     (lambda: lc.pareto(DENSE, "h100", num_gpus=2, step_tokens=(4096, 0)), "step_tokens[1]: 0 is not valid; a positive integer"),
     (lambda: lc.pareto(DENSE, "h100", num_gpus=2, max_num_tokens=0), "max_num_tokens: 0 is not valid; a positive integer"),
     # the CLI's bounds (--gpus, --max-num-tokens): 10^12 tokens was a memory error, 10^9 GPUs a frontier of 10^9 replicas
     (lambda: lc.deployment(DENSE, gpu="h100", max_num_tokens=10**12),
      "max_num_tokens: 1000000000000 is not valid; a positive integer up to 16,777,216"),
-    (lambda: lc.pareto(DENSE, "h100", num_gpus=10**9), "gpus: 1000000000 is not valid; a positive integer up to 65,536"),
+    (lambda: lc.pareto(DENSE, "h100", num_gpus=10**9), "num_gpus: 1000000000 is not valid; a positive integer up to 65,536"),
     (lambda: lc.pareto(DENSE, "h100", num_gpus=2, step_tokens=(4096, (1 << 24) + 1)),
      "step_tokens[1]: 16777217 is not valid; a positive integer up to 16,777,216"),
     (lambda: lc.pareto(DENSE, "h100", num_gpus=2, min_tps_user=math.nan), "min_tps_user: nan is not valid; a finite number from 0"),
