@@ -151,7 +151,7 @@ def at_bounds(params: dict) -> list[str]:
     """The fitted serving parameters (per engine where keyed) that ended on a bound of SERVING_BOUNDS that is not the
     quantity's own limit (SERVING_NATURAL_LIMITS: no attention-DP wait, no host cost per sequence, ...)."""
     out = []
-    for name, _, lo, hi, *_ in SERVING_BOUNDS:
+    for name, lo, hi in ((b.name, b.lo, b.hi) for b in SERVING_BOUNDS):
         v = params.get(name)
         for key, x in (sorted(v.items()) if isinstance(v, dict) else [("", v)] if v is not None else []):
             side = "lo" if x <= lo * (1 + 1e-3) else "hi" if x >= hi * (1 - 1e-3) else None

@@ -20,6 +20,7 @@ import re
 import subprocess
 import sys
 import tempfile
+import tomllib
 from pathlib import Path
 
 import interval_folds
@@ -116,6 +117,26 @@ def left_out_section(path: Path) -> list[str]:
             "TP their model's heads divide in a series recorded mostly at TPs they do not, whose plans are not recorded (`unplanned`); "
             "`serving_measured_blackwell_clean.changes.csv` gives each one's reason, data/measurements/SOURCES.md the evidence.",
             "", *_table("left out", groups, SERVING_METRICS)]
+
+
+def in_sample_coverage(table: dict) -> list[str]:
+    """The intervals' in-sample coverage the README quotes: the three serving campaigns' runs (the clean sample, InferenceX
+    on Blackwell and on MI355X), each priced with the bundled profile and banded with `table` as shipped (its TOML read
+    back: the rounding `estimate` reads), TTFT and TPOT pooled (`validate --serving --json`'s interval_coverage, summed)."""
+    shipped = tomllib.loads(accuracy_intervals.to_toml(table, []))
+    runs = n = inside80 = inside95 = 0
+    for name in ("serving_measured_blackwell_clean.csv", "serving_inferencex_blackwell.csv", "serving_inferencex_mi355x.csv"):
+        rows = read_rows(MEAS / name)
+        found = accuracy_intervals.row_intervals(rows, predict_serving(rows)[0], table=shipped)[1]
+        both = [found[m] for m in ("ttft_ms", "tpot_ms") if m in found]
+        runs += max(f["n"] for f in both)
+        n += sum(f["n"] for f in both)
+        inside80 += sum(f["inside80"] for f in both)
+        inside95 += sum(f["inside95"] for f in both)
+    return [f"In sample, of the {runs:,} serving runs of the three campaigns (the clean sample and InferenceX on Blackwell and on "
+            f"MI355X, priced with the bundled profile), {100 * inside80 / n:.1f}% of their {n:,} TTFT and TPOT measurements fall "
+            f"inside the 80% interval, {100 * inside95 / n:.1f}% inside the 95% (`validate --serving --json`'s interval_coverage, "
+            "pooled over the three files).", ""]
 
 
 def inferencex_sections() -> list[str]:
@@ -370,6 +391,7 @@ def main() -> None:
     lines += accuracy_section(table)
     interval_lines, svg, intervals = interval_folds.section(interval_folds.residual_sets())
     lines += interval_lines
+    lines += in_sample_coverage(intervals)
     _, changes = clean(read_rows(MEAS / "serving_measured_blackwell.csv"))
     lines += [f"Data checks on the sample as shipped: {summary(changes)} "
               "(`serving_measured_blackwell_clean.changes.csv` lists each).", ""]

@@ -16,6 +16,7 @@ from typer.testing import CliRunner
 
 import llm_codesign
 from llm_codesign.cli import app
+from llm_codesign.spec.hardware import get_gpu
 
 DATA = Path(llm_codesign.__file__).parent / "data"
 LLAMA = "meta-llama--Meta-Llama-3.1-8B_config.json"  # 32 heads, 8 KV heads, hidden 4096
@@ -444,7 +445,6 @@ def _serving_rows_priced_by_the_bundled_profile() -> list[dict]:
 def test_serving_fit_worse_than_its_start_is_doubtful(monkeypatch):
     from llm_codesign.cost.calibration import calibration_for
     from llm_codesign.measure import calibrate
-    from llm_codesign.spec.hardware import get_gpu
 
     _quick_serving_fit(monkeypatch)
     rows = _serving_rows_priced_by_the_bundled_profile()  # the profile the fit starts from has no error on them
@@ -566,7 +566,10 @@ def test_an_sglang_fraction_that_leaves_room_is_priced(tmp_path):
     f.write_text(SGLANG_R1.format(f="0.8", extra=""))
     code, out, err = cli("import", str(f), "--gpu", "h200", "--json")
     mem = json.loads(out)["memory"]
-    assert code == 0 and round(mem["reserve_gb"], 2) == round(150.754820096 * 0.2 - 2.272532352, 2) == 27.88
+    # the reserve is what 1 - 0.8 of the GPU leaves after the step's own activations
+    capacity_gb = get_gpu("h200").memory_bytes / 1e9
+    assert code == 0 and mem["capacity_gb"] == pytest.approx(capacity_gb)
+    assert mem["reserve_gb"] == pytest.approx(capacity_gb * 0.2 - mem["activations_gb"]) and round(mem["reserve_gb"], 2) == 27.88
 
 
 def test_the_api_refuses_a_tight_sglang_fraction_as_the_cli_does():
@@ -579,6 +582,10 @@ def test_the_api_refuses_a_tight_sglang_fraction_as_the_cli_does():
     with pytest.raises(InputError) as e:
         llm_codesign.estimate("deepseek-r1", dep)
     assert str(e.value).startswith("--mem-fraction-static: 0.99 is not valid; it leaves 1.5 GB")
+    # lc.evaluate priced it (a TPOT where SGLang would not start): the same line
+    with pytest.raises(InputError) as ev:
+        llm_codesign.evaluate("deepseek-r1", dep, llm_codesign.Workload(isl=1024, osl=1024, concurrency=8))
+    assert str(ev.value) == str(e.value)
 
 
 def test_sglang_own_fraction_below_zero_is_worded_as_such():
@@ -622,3 +629,36 @@ def test_the_api_refuses_an_unheld_kv_format():
         deployment("llama-3.1-8b", gpu="h100", kv_dtype="nvfp4")
     assert str(e.value) == "kv_dtype: 'nvfp4' is not valid; one of bf16, fp16, fp8: the KV-cache formats TensorRT-LLM runs on H100 SXM"
     assert deployment("llama-3.1-8b", gpu="b200", kv_dtype="nvfp4").precision.kv.name == "nvfp4"
+
+
+def test_the_gpus_the_sizes_multiply_to_are_bounded():
+    # each size was bounded but not their product: 65,536 attention-DP ranks x KVP 8 priced 524,288 GPUs, exit 0
+    line = one_line_error(["estimate", "llama-3.1-8b", "--gpu", "h100", "--attention-dp", "65536", "--kvp", "8"], "gpus")
+    assert line == "error: gpus: 524288 is not valid; a positive integer up to 65,536"
+    with pytest.raises(llm_codesign.InputError) as e:
+        llm_codesign.deployment("llama-3.1-8b", gpu="h100", tp=512, pp=256)
+    assert str(e.value) == "gpus: 131072 is not valid; a positive integer up to 65,536"
+
+
+def test_the_api_names_num_gpus_as_it_is_called():
+    # lc.pareto(num_gpus="8") was refused as "gpus: '8'", the CLI's word for it
+    with pytest.raises(llm_codesign.InputError) as e:
+        llm_codesign.pareto("llama-3.1-8b", "h100", num_gpus="8")
+    assert str(e.value) == "num_gpus: '8' is not valid; a positive integer up to 65,536"
+
+
+@pytest.mark.parametrize("args, line", [
+    # lint and design never checked the KV-cache format against the engine (exit 0, NVFP4 priced on an H100)
+    (["design", "--params", "8e9", "--gpu", "h100"], "one of bf16, fp16, fp8: the KV-cache formats TensorRT-LLM runs on H100 SXM"),
+    (["lint", "llama-3.1-8b", "--gpu", "h100"], "one of bf16, fp16, fp8: the KV-cache formats TensorRT-LLM runs on H100 SXM"),
+    # roofline has no engine: the GPU's own formats, and an MI355X's FP4 is MXFP4 only
+    (["roofline", "llama-3.1-8b", "--gpu", "mi355x"], "one of bf16, fp16, fp8, mxfp4: the KV-cache formats MI355X holds"),
+])
+def test_lint_design_and_roofline_refuse_a_kv_format_not_held(args, line):
+    assert one_line_error([*args, "--kv-dtype", "nvfp4"], "kv_dtype") == f"error: kv_dtype: 'nvfp4' is not valid; {line}"
+
+
+def test_the_api_lint_refuses_a_kv_format_the_engine_does_not_hold():
+    with pytest.raises(llm_codesign.InputError) as e:
+        llm_codesign.lint("llama-3.1-8b", "h100", kv_dtype="nvfp4")
+    assert str(e.value) == "kv_dtype: 'nvfp4' is not valid; one of bf16, fp16, fp8: the KV-cache formats TensorRT-LLM runs on H100 SXM"

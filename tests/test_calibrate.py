@@ -15,7 +15,7 @@ def test_serving_fit_reprices_one_engine_at_a_time_without_changing_the_answer(m
     # per-engine parameters re-price only their engine's rows; the loss it reports must still be the
     # loss of the whole fitted profile priced from scratch
     keep = ("step_overhead_s", "ttft_overhead_s", "custom_ar_latency_s")
-    monkeypatch.setattr(calibrate, "SERVING_BOUNDS", tuple(b for b in calibrate.SERVING_BOUNDS if b[0] in keep))
+    monkeypatch.setattr(calibrate, "SERVING_BOUNDS", tuple(b for b in calibrate.SERVING_BOUNDS if b.name in keep))
     monkeypatch.setattr(stats, "MIN_BAND_ROWS", 1)  # two rows per band here
     rows = [{"model": "meta-llama/Llama-3.1-8B", "gpu": "h100", "num_gpus": "1", "backend": be, "weight_dtype": "bf16",
              "kv_dtype": "bf16", "isl": "1024", "osl": "256", "concurrency": str(c), "tp": "1", "ttft_ms": str(t),

@@ -122,3 +122,20 @@ def test_every_campaign_is_a_fold_mi355x_and_the_perf_overview_releases_too(fold
     assert [r for _, r in top.test] != [r for _, r in sets["B"]][:len(top.test)]  # priced with the fit below the cut
     low = edges["lengths bottom of A (clean Blackwell sample)"]
     assert {c.isl for c, _ in low.train if c.mode == "serving"} == {8192.0, 15000.0} and max(c.isl for c, _ in low.test) < 8192
+
+
+def test_the_readme_quotes_the_in_sample_coverage_the_report_prints(monkeypatch):
+    # the README's "Of the 2,048 serving runs ... 84.1% ... 99.7% the 95%" was summed by hand from validate --serving --json;
+    # benchmarks/validation_report.py now prints it (in_sample_coverage) with the shipped table, and the README quotes that
+    import re
+
+    from llm_codesign.measure import intervals
+
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    line = importlib.import_module("validation_report").in_sample_coverage(intervals.bundled())[0]
+    runs, cov80, n, cov95 = re.search(r"of the ([\d,]+) serving runs .*?([\d.]+)% of their ([\d,]+) TTFT and TPOT measurements fall "
+                                      r"inside the 80% interval, ([\d.]+)% inside the 95%", line).groups()
+    assert n.replace(",", "") == str(2 * int(runs.replace(",", "")))  # every run measures both
+    readme = " ".join((ROOT / "README.md").read_text().split())
+    assert f"Of the {runs} serving runs it was built from, {cov80}% of TTFT and TPOT measurements fall inside the 80% interval, " \
+           f"{cov95}% the 95%" in readme

@@ -57,14 +57,14 @@ BAD = [
      "concurrency: nan is not valid; a positive integer up to 10,000,000, or an array of them"),
     (lambda: lc.evaluate(DENSE, lc.deployment(DENSE, gpu="h100", tp=2), concurrency=np.arange(1, 9) * 0.5),
      "concurrency: [0.5, 1.0, 1.5, 2.0, 2.5, 3.0, '...'] is not valid; a positive integer up to 10,000,000, or an array of them"),
-    (lambda: lc.pareto(DENSE, "h100", num_gpus="8"), "gpus: '8' is not valid; a positive integer"),
+    (lambda: lc.pareto(DENSE, "h100", num_gpus="8"), "num_gpus: '8' is not valid; a positive integer"),
     (lambda: lc.pareto(DENSE, "h100", num_gpus=4, tp=0), "tp: 0 is not valid; a positive integer"),  # was 'gpus: 4 ...'
     (lambda: lc.pareto(DENSE, "h100", num_gpus=2, step_tokens=(4096, 0)), "step_tokens[1]: 0 is not valid; a positive integer"),
     (lambda: lc.pareto(DENSE, "h100", num_gpus=2, max_num_tokens=0), "max_num_tokens: 0 is not valid; a positive integer"),
     # the CLI's bounds (--gpus, --max-num-tokens): 10^12 tokens was a memory error, 10^9 GPUs a frontier of 10^9 replicas
     (lambda: lc.deployment(DENSE, gpu="h100", max_num_tokens=10**12),
      "max_num_tokens: 1000000000000 is not valid; a positive integer up to 16,777,216"),
-    (lambda: lc.pareto(DENSE, "h100", num_gpus=10**9), "gpus: 1000000000 is not valid; a positive integer up to 65,536"),
+    (lambda: lc.pareto(DENSE, "h100", num_gpus=10**9), "num_gpus: 1000000000 is not valid; a positive integer up to 65,536"),
     (lambda: lc.pareto(DENSE, "h100", num_gpus=2, step_tokens=(4096, (1 << 24) + 1)),
      "step_tokens[1]: 16777217 is not valid; a positive integer up to 16,777,216"),
     (lambda: lc.pareto(DENSE, "h100", num_gpus=2, min_tps_user=math.nan), "min_tps_user: nan is not valid; a finite number from 0"),
@@ -119,8 +119,17 @@ def test_a_frontier_is_a_flat_table_of_plain_values():
 
     rows = list(csv.DictReader(io.StringIO(csv_text([f]))))
     assert (r["accuracy_drop_pct"], r["accuracy"]) == (p.accuracy["relative_drop_pct"], p.accuracy["short"])
-    assert [[row[k] for k in FIELDS] for row in rows] == [
-        ["" if x[k] is None else str(round(x[k], 3) if k == "accuracy_drop_pct" else x[k]) for k in FIELDS] for x in recs]
+    assert len(rows) == len(recs) and list(rows[0]) == list(FIELDS) and set(FIELDS) <= set(r)
+    # the first point's row as a reader sees it: its deployment spelled out, no speculation a blank, the drop to 0.001%
+    row = rows[0]
+    assert {k: row[k] for k in FIELDS[:3] + FIELDS[7:19]} == {
+        "model": "qwen3-30b-a3b", "gpu": "h100", "backend": "trtllm", "plan": "TP1 PP2", "instance_gpus": "2", "replicas": "1",
+        "concurrency_per_instance": str(p.concurrency), "weight_dtype": "fp8", "activation_dtype": "fp8", "kv_dtype": "fp8",
+        "spec": "", "draft_len": "0", "accuracy_source": "proxy", "accuracy_drop_pct": "0.1", "accuracy": "-0.1±0.1% (proxy)"}
+    # its metrics are the point's own (TTFT and TPOT in ms) and its bands the point's intervals
+    assert [float(row[k]) for k in ("tok_s_per_user", "output_tok_s_per_gpu", "ttft_ms", "tpot_ms")] == pytest.approx(
+        [p.tok_s_per_user, p.output_tok_s_per_gpu, p.ttft_s * 1e3, p.tpot_s * 1e3])
+    assert float(row["ttft_ms_hi80"]) == pytest.approx(p.intervals["ttft_ms"]["hi80"])
 
 
 def test_an_estimate_row_carries_its_intervals():

@@ -118,3 +118,15 @@ print(json.dumps([O_BACKEND.help, typing.get_args(Engine), r.exit_code, json.loa
     # no exporter is registered for it: export refuses in one line naming those that are, and why not it
     assert x_code == 2 and " ".join(x_out.split()) == ("error: backend: 'toy' is not valid; one of: trtllm, vllm, sglang, dynamo (Toy has no "
                                                        "launch-configuration writer: it is priced, not exported)")
+
+
+def test_engines_says_an_engine_without_an_exporter_is_priced_not_exported(registered):
+    # the words came from each engine's about= (ATOM wrote them by hand); `engines` adds them for those outside EXPORTABLE
+    from typer.testing import CliRunner
+
+    from llm_codesign.cli import app
+
+    r = CliRunner().invoke(app, ["engines", "--json"])
+    about = {e["name"]: e["about"] for e in json.loads(r.stdout)}
+    assert about["toy"] == "priced, not exported" and about["atom"] == "AMD's engine on AITER; priced, not exported"
+    assert not about["vllm"].endswith("priced, not exported") and about["twin"] == about["vllm"] + "; priced, not exported"

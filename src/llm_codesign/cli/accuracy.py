@@ -272,7 +272,7 @@ def calibrate(
         con.print(f"{r['family']:10s} {r['kind']:18s} {r['rows']:6d} rows  {err}")
     if srv:
         # the fitted ones, per engine where they are (an engine's documented values, measure.calibrate.NOT_FITTED, are not listed)
-        con.print("serving: " + "; ".join(serving_words(name, srv[name]) for name, *_ in SERVING_BOUNDS if srv.get(name, {}) != {}))
+        con.print("serving: " + "; ".join(serving_words(b.name, srv[b.name]) for b in SERVING_BOUNDS if srv.get(b.name, {}) != {}))
     if srv:
         _print_own_intervals(text, con)
         from llm_codesign.measure.validate import columns_read

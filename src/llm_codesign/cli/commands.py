@@ -85,14 +85,14 @@ def gpus(as_json: bool = typer.Option(False, "--json", help="Emit JSON.")):
 def engines(as_json: bool = typer.Option(False, "--json", help="Emit JSON.")):
     """List the serving engines priced: what each is, the GPUs it runs on, the releases its defaults are read from, its
     default step budget and how it sizes its KV cache (--json: with the KV-cache formats it holds on each GPU)."""
-    from llm_codesign.spec.engines import ENGINES, VENDOR_ENGINE, VENDOR_NAMES, engines_on
+    from llm_codesign.spec.engines import ENGINES, EXPORTABLE, VENDOR_ENGINE, VENDOR_NAMES, engines_on
     from llm_codesign.spec.hardware import catalog
 
     gpus = list(catalog().values())
     rows = []
     for e in ENGINES.values():
         on = [g for g in gpus if e.name in engines_on(g)]
-        rows.append({"name": e.name, "title": e.title, "about": e.about, "aliases": list(e.aliases), "versions": e.versions,
+        rows.append({"name": e.name, "title": e.title, "about": "; ".join(x for x in (e.about, e.name not in EXPORTABLE and "priced, not exported") if x), "aliases": list(e.aliases), "versions": e.versions,
                      "gpus": [g.id for g in on], "families": sorted({g.family for g in on}),
                      "default_on": [v for v, n in VENDOR_ENGINE.items() if n == e.name],
                      "step_tokens": {g.id: e.step_tokens(g) for g in on}, "kv_budget": e.kv_budget_text(),

@@ -6,6 +6,7 @@ import numpy as np
 from llm_codesign.cost.calibration import Calibration
 from llm_codesign.cost.ops import Batch, forward_ops
 from llm_codesign.errors import InputError
+from llm_codesign.spec.engines import check_kv_format
 from llm_codesign.spec.hardware import Gpu
 from llm_codesign.spec.model import ModelSpec
 from llm_codesign.spec.plan import Plan
@@ -20,6 +21,7 @@ def roofline(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, phas
         raise InputError("batch", batch, "a positive integer")
     if context < 1:
         raise InputError("context", context, "a positive integer")
+    check_kv_format(None, gpu, prec.kv.name)  # no engine here: a KV-cache format this GPU holds (NVFP4 on an MI355X was priced)
     if phase == "decode":
         b = Batch(dec_seqs=batch, dec_ctx=context)
     else:

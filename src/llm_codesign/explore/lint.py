@@ -14,7 +14,7 @@ from llm_codesign.cost.ffns import EXPERT_GEMMS, distinct_experts
 from llm_codesign.cost.ops import Batch, layer_ops, step_time
 from llm_codesign.errors import InputError
 from llm_codesign.serve.aggregated import Serving, decode_step, evaluate
-from llm_codesign.spec.engines import Engine, engine_for
+from llm_codesign.spec.engines import Engine, check_kv_format, engine_for
 from llm_codesign.spec.hardware import Gpu
 from llm_codesign.spec.kinds import GQA, MLA, DenseFfn, GatedDeltaNet, Mamba2, MoE, NoFfn, NoMixer
 from llm_codesign.spec.model import Layer, ModelSpec
@@ -157,6 +157,7 @@ def lint(model: ModelSpec, gpu: Gpu, cal: Calibration, regime: str = "throughput
     if regime not in REGIMES:
         raise InputError("regime", regime, "one of: " + ", ".join(REGIMES))
     prec, engine = prec or model.default_precision, engine or engine_for(gpu)
+    check_kv_format(engine, gpu, prec.kv.name)  # a KV-cache format the engine holds on this GPU, as estimate's
     most = 64 if gpus is None else gpus
     tp = _tp_for(model, gpu, most)
     moe = next((layer.ffn for layer, _ in model.groups if isinstance(layer.ffn, MoE)), None)

@@ -7,6 +7,7 @@ formulas the cost model uses, so a fitted parameter means the same thing everywh
 from __future__ import annotations
 
 from dataclasses import fields, replace
+from typing import NamedTuple
 
 import numpy as np
 
@@ -100,18 +101,30 @@ GRID.update({"moe_kernel_eff": (0.1, 0.2, 0.3, 0.45, 0.6, 0.8), "moe_kernel_over
 # model's NET Ring LL; Tree LL 5.0, LL128 4.0-8.5, Simple 14: NVIDIA/nccl src/graph/tuning.cc hwLat), up to 100 us.
 # The engines' one-shot all-reduce fixed cost is not among them: measured on the H100 per-engine all-reduce rows
 # and derived for Blackwell from them (default.toml custom_ar_*; docs/modelling-notes.md#own-allreduce-measured).
-# each with its words, as `calibrate` lists the fitted values and names one on a bound (serving_words): label, scale,
-# format, unit
-SERVING_BOUNDS = (("step_overhead_s", 2e-3, 1e-5, 0.05, "step overhead", 1e3, ".2f", " ms"),
-                  ("ttft_overhead_s", 20e-3, 1e-4, 0.5, "request overhead", 1e3, ".1f", " ms"),
-                  ("prefill_queue_fraction", 0.1, 0.0, 1.0, "waves' re-bunching share", 1.0, ".2f", ""),
-                  ("eager_launch_s", 1e-5, 1e-7, 3e-5, "eager launch", 1e6, ".1f", " us"),
-                  ("eager_skew_s", 5e-6, 0.0, 5e-5, "eager launch's spread over a stage's ranks", 1e6, ".1f", " us"),
-                  ("scale_out_latency_s", 25e-6, 2.7e-6, 1e-4, "scale-out latency per level", 1e6, ".1f", " us"),
-                  ("ttft_wait_steps", 1.0, 0.5, 3.0, "wait steps", 1.0, ".2f", ""),
-                  ("adp_wait_steps", 10.0, 0.0, 60.0, "attention-DP wait steps", 1.0, ".1f", ""),
-                  ("seq_overhead_s", 5e-6, 0.0, 1e-4, "host cost per running sequence", 1e6, ".1f", " us"))
-SERVING_FIELDS = {n for n, *_ in SERVING_BOUNDS}
+class ServingBound(NamedTuple):
+    """One serving parameter's search: its start and range, and its words as `calibrate` lists the fitted values and
+    names one on a bound (serving_words): label, the scale to its unit, format and unit."""
+    name: str
+    start: float
+    lo: float
+    hi: float
+    label: str
+    scale: float
+    fmt: str
+    unit: str
+
+
+SERVING_BOUNDS = (
+    ServingBound("step_overhead_s", 2e-3, 1e-5, 0.05, "step overhead", 1e3, ".2f", " ms"),
+    ServingBound("ttft_overhead_s", 20e-3, 1e-4, 0.5, "request overhead", 1e3, ".1f", " ms"),
+    ServingBound("prefill_queue_fraction", 0.1, 0.0, 1.0, "waves' re-bunching share", 1.0, ".2f", ""),
+    ServingBound("eager_launch_s", 1e-5, 1e-7, 3e-5, "eager launch", 1e6, ".1f", " us"),
+    ServingBound("eager_skew_s", 5e-6, 0.0, 5e-5, "eager launch's spread over a stage's ranks", 1e6, ".1f", " us"),
+    ServingBound("scale_out_latency_s", 25e-6, 2.7e-6, 1e-4, "scale-out latency per level", 1e6, ".1f", " us"),
+    ServingBound("ttft_wait_steps", 1.0, 0.5, 3.0, "wait steps", 1.0, ".2f", ""),
+    ServingBound("adp_wait_steps", 10.0, 0.0, 60.0, "attention-DP wait steps", 1.0, ".1f", ""),
+    ServingBound("seq_overhead_s", 5e-6, 0.0, 1e-4, "host cost per running sequence", 1e6, ".1f", " us"))
+SERVING_FIELDS = {b.name for b in SERVING_BOUNDS}
 # (field, engine) pairs whose mechanism the engine does not have: kept at default.toml's zero, never fitted
 # (an engine that never holds a request under attention DP, Engine.holds_adp_requests, has no adp_wait_steps)
 STRUCTURAL_ZEROS = {("adp_wait_steps", name) for name, e in ENGINES.items() if not e.holds_adp_requests}
@@ -132,9 +145,9 @@ NOT_FITTED = STRUCTURAL_ZEROS | DOCUMENTED
 def serving_words(name: str, value: float | dict[str, float]) -> str:
     """A serving parameter (SERVING_BOUNDS) in words: its label, then its value in its unit, per engine where
     `value` is engine -> value ("request overhead sglang 0.1 ms, trtllm 20.0 ms")."""
-    label, scale, fmt, unit = next(b[4:] for b in SERVING_BOUNDS if b[0] == name)
+    w = next(b for b in SERVING_BOUNDS if b.name == name)
     vals = value.items() if isinstance(value, dict) else [("", value)]
-    return f"{label} " + ", ".join(f"{b} {v * scale:{fmt}}{unit}".lstrip() for b, v in vals)
+    return f"{w.label} " + ", ".join(f"{b} {v * w.scale:{w.fmt}}{w.unit}".lstrip() for b, v in vals)
 
 
 # serving search: two cycles on the smooth loss from log steps of 1 and 0.5, then median cycles from a step of
@@ -351,7 +364,7 @@ def moe_parts(rows: list[dict], cal: Calibration) -> list[tuple[dict | None, lis
 def to_toml(fams: dict[str, Calibration], report: list[dict], header: str, serving: dict | None = None) -> str:
     lines = [f"# {line}" for line in header.splitlines()]
     if serving:
-        lines += ["", "[default]"] + [f"{n} = {serving[n]:.6g}" for n, *_ in SERVING_BOUNDS if n not in BACKEND_KEYED]
+        lines += ["", "[default]"] + [f"{b.name} = {serving[b.name]:.6g}" for b in SERVING_BOUNDS if b.name not in BACKEND_KEYED]
         # every engine's value as the fit priced it: the fitted ones and those it held (NOT_FITTED, other engines'),
         # which a start profile may have set; left out, they would read back as the bundled defaults
         priced = next(iter(fams.values()), None)
@@ -504,7 +517,7 @@ class _ServingFit:
         self.rows = [rows[i] for i in kept]
         self.ys = {m: y[kept] for m, y in ys.items()}
         self.state = {}
-        for name, init, lo, hi, *_ in SERVING_BOUNDS:
+        for name, init, lo, hi in ((b.name, b.start, b.lo, b.hi) for b in SERVING_BOUNDS):
             for key in ([f"{name}:{b}" for b in backends if (name, b) not in NOT_FITTED] if name in BACKEND_KEYED else [name]):
                 v = init
                 if start is not None:
@@ -605,7 +618,7 @@ def serving_trials(rows: list[dict], rounds: int = 8, *, warm: bool = False) -> 
     """The most steps fit_serving tries on `rows` (its cycles all run: the polish may stop sooner);
     `warm`: from a given start, the median cycles only."""
     engines = {(r.get("backend") or "trtllm").strip().lower() for r in rows}
-    params = sum(sum((name, b) not in NOT_FITTED for b in engines) if name in BACKEND_KEYED else 1 for name, *_ in SERVING_BOUNDS)
+    params = sum(sum((name, b) not in NOT_FITTED for b in engines) if name in BACKEND_KEYED else 1 for name in (b.name for b in SERVING_BOUNDS))
     return ((0 if warm else 2) + POLISH_CYCLES) * rounds * params * 4
 
 

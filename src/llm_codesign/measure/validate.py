@@ -23,7 +23,17 @@ from llm_codesign.serve.metrics import BATCH_GRID
 from llm_codesign.spec.engines import TRTLLM, get_engine, trtllm_bench
 from llm_codesign.spec.hardware import get_gpu
 from llm_codesign.spec.harness import OFFLINE_ARRIVAL, SchedulerFlags
-from llm_codesign.spec.plan import MAX_CONCURRENCY, MAX_TOKENS, REASONS, Deployment, Plan, SpecDecoding, reason_text, validity
+from llm_codesign.spec.plan import (
+    MAX_CONCURRENCY,
+    MAX_TOKENS,
+    REASONS,
+    Deployment,
+    Plan,
+    SpecDecoding,
+    default_moe_tp,
+    reason_text,
+    validity,
+)
 from llm_codesign.spec.precision import Precision, get_dtype
 from llm_codesign.spec.registry import get_model
 
@@ -259,7 +269,7 @@ def predict_serving(rows: list[dict], profile: str | None = None, cal_override=N
             a["moe_tp"][:] = 1
         else:  # a blank MoE TP is what EP and PP leave of the GPUs, as lc.deployment fills it (a TP2 row read MoE-TP 1: not priced)
             blank = np.array([not (r.get("moe_tp") or "").strip() for r in sub])
-            a["moe_tp"] = np.where(blank, np.maximum(a["num_gpus"] // (a["ep"] * a["pp"]), 1), a["moe_tp"])
+            a["moe_tp"] = np.where(blank, default_moe_tp(a["num_gpus"], a["ep"], a["pp"]), a["moe_tp"])
         plan = Plan(a["tp"], a["pp"], a["ep"], a["moe_tp"], a["attention_dp"], np.ones(len(idx), dtype=np.int64))
         code = validity(model, gpu, plan, a["num_gpus"])
         # multi-node TP is unusual but measured: price it over the network instead of rejecting it

@@ -17,13 +17,11 @@ from llm_codesign.serve.aggregated import (
 )
 from llm_codesign.serve.energy import energy
 from llm_codesign.serve.invariants import check_estimate
-from llm_codesign.serve.metrics import BATCH_GRID, decode_operators, evaluate
+from llm_codesign.serve.metrics import BATCH_GRID, FRACTION_OPTION, GB, decode_operators, evaluate
 from llm_codesign.spec.harness import DEFAULT_ARRIVAL
 from llm_codesign.spec.model import ModelSpec
 from llm_codesign.spec.plan import REASONS, Deployment, Workload, check_step_budget, reason_text, validity
 from llm_codesign.spec.precision import executable
-
-GB = 1e9  # memory as the reports state it
 
 
 @dataclass(frozen=True)
@@ -184,32 +182,6 @@ def check(model: ModelSpec, dep: Deployment) -> None:
     check_step_budget(dep)  # a deployment read from a file, not built by spec.plan.deployment
 
 
-# each engine's launch option for Deployment.kv_fraction (spec.harness.SchedulerFlags.kv_fraction)
-_FRACTION_OPTION = {"sglang": "--mem-fraction-static", "vllm": "--gpu-memory-utilization",
-                    "trtllm": "kv_cache_config.free_gpu_memory_fraction"}
-
-
-def _refuse_tight_fraction(dep: Deployment, activations: float) -> None:
-    """SGLang's mem_fraction_static caps weights and KV pool, and what it leaves (1 - fraction of the GPU) is all its
-    activations, CUDA graphs and context get (ModelRunnerKVCacheMixin._profile_available_bytes sizes the pool as free
-    memory less pre-load memory x (1 - fraction), model_executor/model_runner_kv_cache_mixin.py:85-120@0.5.14). A
-    fraction leaving less than a step's activations starts a server that runs out of memory capturing its graphs or on
-    its first full chunk (its hint: "set --mem-fraction-static to a smaller value", runner_backend_utils/__init__.py:
-    14-29@0.5.14): refused in one line naming the option and the fractions that fit, where the deployment states it
-    (its own, static_fraction, reserves 1.5 MiB per chunk token, more than a step's activations)."""
-    budget = dep.engine.kv_budget[0]
-    if budget != "static" or dep.kv_fraction is None:
-        return
-    mem, stated = dep.gpu.memory_bytes, float(dep.kv_fraction)
-    if activations <= (1.0 - stated) * mem:
-        return
-    top = np.floor((1.0 - activations / mem) * 1000.0) / 1000.0
-    raise InputError(_FRACTION_OPTION.get(dep.engine.name, "kv_fraction"), stated,
-                     f"it leaves {(1.0 - stated) * mem / GB:.1f} GB of the {dep.gpu.name}'s {mem / GB:.0f} GB beside weights and KV cache, "
-                     f"and the activations of a step of {dep.rank_step_tokens:g} tokens and the CUDA context take {activations / GB:.1f} GB: "
-                     + (f"at most {top:.3f}, or a smaller step budget" if top > 0 else "a smaller step budget"))
-
-
 def _refuse_unfit(dep: Deployment, m) -> None:
     """One line on why not even one sequence fits, with what it needs and what the engine leaves: where the deployment
     states its KV fraction (Deployment.kv_fraction) and the whole GPU would hold the sequence, that launch option."""
@@ -219,7 +191,7 @@ def _refuse_unfit(dep: Deployment, m) -> None:
     # TensorRT-LLM's fraction is of what weights and activations leave; the others cap the whole
     frac = 1.0 if budget == "free" else stated
     need = float(m.weights_bytes.reshape(-1)[0] + m.activation_bytes.reshape(-1)[0] + m.kv_bytes_per_seq.reshape(-1)[0])
-    option = _FRACTION_OPTION.get(dep.engine.name, "kv_fraction")
+    option = FRACTION_OPTION.get(dep.engine.name, "kv_fraction")
     advice = (f"raise {option} (the deployment states {stated:g})" if dep.kv_fraction is not None and need <= mem
               else "add GPUs, raise TP/EP/PP or lower the precision")
     usable = f" ({frac * mem / GB:.0f} GB usable by {dep.backend})" if frac < 1 else ""
@@ -249,7 +221,6 @@ def estimate(model: ModelSpec, dep: Deployment, workload: Workload, *, calibrati
     max_conc = int(r.max_concurrency.reshape(-1)[0])
     if max_conc < 1:
         _refuse_unfit(dep, r)
-    _refuse_tight_fraction(dep, float(r.activation_bytes.reshape(-1)[0]))
     concurrency = workload.concurrency
     if concurrency is None:
         concurrency = int(grid[int(np.argmax(np.where(r.fits, r.output_tok_s_per_gpu, -1)))])

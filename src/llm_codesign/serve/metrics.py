@@ -7,6 +7,7 @@ from dataclasses import dataclass, fields
 import numpy as np
 
 from llm_codesign.cost.calibration import Calibration, calibration_for
+from llm_codesign.errors import InputError
 from llm_codesign.serve.aggregated import Serving
 from llm_codesign.serve.aggregated import evaluate as _evaluate
 from llm_codesign.serve.invariants import check_metrics
@@ -14,6 +15,7 @@ from llm_codesign.spec.model import ModelSpec
 from llm_codesign.spec.plan import Deployment, Workload
 
 # the batch grid offline max throughput is searched over (requests in flight per attention-DP rank)
+GB = 1e9  # memory as the reports state it
 BATCH_GRID = np.unique(np.concatenate([np.arange(1, 17), np.round(np.geomspace(16, 65536, 120))])).astype(np.int64)
 
 
@@ -58,6 +60,33 @@ class Metrics:
         return pd.DataFrame({f.name: np.asarray(getattr(self, f.name)).reshape(-1) for f in fields(self)})
 
 
+# each engine's launch option for Deployment.kv_fraction (spec.harness.SchedulerFlags.kv_fraction)
+FRACTION_OPTION = {"sglang": "--mem-fraction-static", "vllm": "--gpu-memory-utilization",
+                    "trtllm": "kv_cache_config.free_gpu_memory_fraction"}
+
+
+def _refuse_tight_fraction(dep: Deployment, activations: float) -> None:
+    """SGLang's mem_fraction_static caps weights and KV pool, and what it leaves (1 - fraction of the GPU) is all its
+    activations, CUDA graphs and context get (ModelRunnerKVCacheMixin._profile_available_bytes sizes the pool as free
+    memory less pre-load memory x (1 - fraction), model_executor/model_runner_kv_cache_mixin.py:85-120@0.5.14). A
+    fraction leaving less than a step's activations starts a server that runs out of memory capturing its graphs or on
+    its first full chunk (its hint: "set --mem-fraction-static to a smaller value", runner_backend_utils/__init__.py:
+    14-29@0.5.14): refused in one line naming the option and the fractions that fit, where the deployment states it
+    (its own, static_fraction, reserves 1.5 MiB per chunk token, more than a step's activations). Here, under evaluate, so
+    that lc.evaluate refuses it as estimate does."""
+    budget = dep.engine.kv_budget[0]
+    if budget != "static" or dep.kv_fraction is None:
+        return
+    mem, stated = dep.gpu.memory_bytes, float(dep.kv_fraction)
+    if activations <= (1.0 - stated) * mem:
+        return
+    top = np.floor((1.0 - activations / mem) * 1000.0) / 1000.0
+    raise InputError(FRACTION_OPTION.get(dep.engine.name, "kv_fraction"), stated,
+                     f"it leaves {(1.0 - stated) * mem / GB:.1f} GB of the {dep.gpu.name}'s {mem / GB:.0f} GB beside weights and KV cache, "
+                     f"and the activations of a step of {dep.rank_step_tokens:g} tokens and the CUDA context take {activations / GB:.1f} GB: "
+                     + (f"at most {top:.3f}, or a smaller step budget" if top > 0 else "a smaller step budget"))
+
+
 def evaluate(model: ModelSpec, deployment: Deployment, workload: Workload, *, calibration: Calibration | str | None = None,
              concurrency=None) -> Metrics:
     """Metrics of `deployment` serving `workload`. `concurrency` (an int or an array; a user's is checked where it
@@ -74,6 +103,7 @@ def evaluate(model: ModelSpec, deployment: Deployment, workload: Workload, *, ca
         conc = int(grid[int(np.argmax(np.where(r["fits"], r["output_tok_s_per_gpu"], -1)))])
     conc = np.asarray(conc, dtype=np.int64)
     r = _evaluate(model, Serving.of(dep), concurrency=conc, **kw)
+    _refuse_tight_fraction(dep, float(np.max(r["activation_bytes"])))
     shape = np.broadcast(conc, r["ttft_s"]).shape
     val = {f.name: np.broadcast_to(np.asarray(r[f.name] if f.name != "concurrency" else conc), shape) for f in fields(Metrics)}
     return check_metrics(model, dep, Metrics(**val))  # no impossible answer leaves the core (issue 20)

@@ -487,6 +487,12 @@ def engine_arg(engine: str | None, backend: str | None) -> str | None:
     return engine if engine is not None else backend
 
 
+def default_moe_tp(num_gpus, ep, pp):
+    """MoE TP where none is given: what EP and PP leave of the GPUs, at least 1 (scalars or arrays: lc.deployment and
+    the validation rows fill a blank one alike)."""
+    return np.maximum(np.asarray(num_gpus) // (np.asarray(ep) * np.asarray(pp)), 1)
+
+
 def deployment(model: ModelSpec | str | dict, *, gpu: Gpu | str, num_gpus: int | None = None, tp: int | None = None, pp: int | None = None,
                ep: int | None = None, moe_tp: int | None = None, attention_dp: int | None = None, kvp: int | None = None,
                weight_dtype: str | None = None, activation_dtype: str | None = None, kv_dtype: str | None = None,
@@ -504,10 +510,11 @@ def deployment(model: ModelSpec | str | dict, *, gpu: Gpu | str, num_gpus: int |
     check_sizes(MAX_STEP_TOKENS, max_num_tokens=max_num_tokens)
     tp_, pp_, ep_, adp_, kvp_ = tp or 1, pp or 1, ep or 1, attention_dp or 1, kvp or 1
     n = num_gpus or tp_ * pp_ * adp_ * kvp_
+    check_sizes(gpus=n)  # each size bounded, their product too (--attention-dp 65536 --kvp 8 priced 524,288 GPUs)
     if tp is None and num_gpus and n % (pp_ * adp_ * kvp_) == 0:
         tp_ = n // (pp_ * adp_ * kvp_)
     if model.is_moe:
-        moe_tp_ = moe_tp if moe_tp is not None else max(n // (ep_ * pp_), 1)
+        moe_tp_ = moe_tp if moe_tp is not None else int(default_moe_tp(n, ep_, pp_))
     else:
         moe_tp_ = moe_tp or 1
     sd = spec if isinstance(spec, SpecDecoding) else spec_decoding(spec, draft_len=draft_len, acceptance=acceptance,

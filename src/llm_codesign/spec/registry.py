@@ -62,11 +62,10 @@ def get_model(ref: str | Path | dict) -> ModelSpec:
     if ref is not None and not isinstance(ref, str):  # a number or a list, from Python alone
         raise InputError("model", ref, "a registry name (see `llm-codesign models`), a Hugging Face id, a config.json path, or a "
                                        "config.json's contents as a dict")
-    key = "" if ref is None else ref.strip().lower()
-    if not key:
+    if ref is None or not ref.strip():
         raise InputError("model", ref, "a registry name (see `llm-codesign models`), a Hugging Face id, or a config.json path")
-    if key in _index():
-        return _load_entry(key)
+    if (m := bundled(ref)) is not None:
+        return m
     p = Path(ref)
     if p.suffix == ".json" or p.name.lower().startswith("config.") or p.is_dir() or p.exists():  # a file meant
         return load_config_file(p)

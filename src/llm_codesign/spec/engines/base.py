@@ -466,12 +466,14 @@ def engine_for(gpu, backend: str | None = None) -> Engine:
     return e
 
 
-def check_kv_format(engine: Engine, gpu, kv: str) -> None:
+def check_kv_format(engine: Engine | None, gpu, kv: str) -> None:
     """One line naming the formats `engine` holds its KV cache in on `gpu` (Engine.kv_formats) where `kv` is none of them:
-    the rule estimate, compare, pareto, import and the API share."""
-    ok = engine.kv_formats(gpu)
+    the rule estimate, compare, pareto, import, lint, design and the API share. No engine (roofline): the formats the GPU
+    holds, BF16, FP16, FP8 and its own FP4 ones (Gpu.fp4_formats: an MI355X has MXFP4, not NVFP4)."""
+    ok = engine.kv_formats(gpu) if engine is not None else ("bf16", "fp16", "fp8", *gpu.fp4_formats)
     if kv not in ok:
-        raise InputError("kv_dtype", kv, f"one of {', '.join(ok)}: the KV-cache formats {engine.title} runs on {gpu.name}")
+        who = f"{engine.title} runs on {gpu.name}" if engine is not None else f"{gpu.name} holds"
+        raise InputError("kv_dtype", kv, f"one of {', '.join(ok)}: the KV-cache formats {who}")
 
 
 def engine_for_pools(gpu, decode_gpu, backend: str | None = None) -> Engine:
