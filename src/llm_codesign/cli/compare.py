@@ -22,6 +22,7 @@ from llm_codesign.cli.common import (
 from llm_codesign.errors import InputError
 from llm_codesign.render.accuracy import drop_pct
 from llm_codesign.spec.engines import check_kv_format, engine_for
+from llm_codesign.spec.plan import MAX_GPUS
 
 MAX_COMBINATIONS = 48  # each combination is one whole deployment search
 
@@ -155,7 +156,7 @@ def _lo_hi(b: dict, value: float) -> str:
 def compare(
     model: str = typer.Argument(..., help="Models, comma-separated."),
     gpu: str = typer.Option("h200", "--gpu", help="GPU ids, comma-separated."),
-    gpus_: int = typer.Option(8, "--gpus", min=1, max=1 << 16, help="GPUs per deployment (replicas fill them)."),
+    gpus_: int = typer.Option(8, "--gpus", min=1, max=MAX_GPUS, help="GPUs per deployment (replicas fill them)."),
     weight_dtype: Optional[str] = typer.Option(None, "--weight-dtype",
                                                help="Weight formats, comma-separated (default: the checkpoint's and what each GPU runs natively)."),
     kv_dtype: Optional[str] = typer.Option(None, "--kv-dtype", help="KV-cache format of every row, one of --weight-dtype's (default: the "

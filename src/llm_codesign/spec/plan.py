@@ -68,8 +68,8 @@ class Plan:
         kw: dict[str, int] = {}
         for part in (p.strip() for p in text.split(",") if p.strip()):
             key, _, val = part.partition("=")
-            if key.strip().lower() not in PLAN_KEYS or not val.strip().isdigit() or not 1 <= int(val) <= 1 << 16:
-                raise InputError(field, text, "comma-separated sizes from 1 to 65,536 such as tp=4,ep=4 (keys: tp, pp, ep, moe_tp, attention_dp, kvp)")
+            if key.strip().lower() not in PLAN_KEYS or not val.strip().isdigit() or not 1 <= int(val) <= MAX_GPUS:
+                raise InputError(field, text, f"comma-separated sizes from 1 to {MAX_GPUS:,} such as tp=4,ep=4 (keys: tp, pp, ep, moe_tp, attention_dp, kvp)")
             if PLAN_KEYS[key.strip().lower()] in kw:  # tp=8,tp=4: which one was meant is not ours to guess
                 raise InputError(field, text, f"each size once ({key.strip()} is given twice)")
             kw[PLAN_KEYS[key.strip().lower()]] = int(val)

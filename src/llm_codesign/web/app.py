@@ -45,12 +45,13 @@ from pydantic_core import PydanticCustomError
 
 from llm_codesign.errors import InputError
 from llm_codesign.spec.engines import engine_for, engine_for_pools, engine_names
+from llm_codesign.spec.plan import MAX_STEP_TOKENS
 
 STATIC = resources.files("llm_codesign.web") / "static"
 # at most one NVL72 rack: any count up to 72 has at most 12 divisors, so a search visits < 0.4 M plans
 # (the CLI's bound is 4 M, cli/common.py check_search_size) and the page answers in seconds
 MAX_SERVE_GPUS = 72
-MAX_TOKENS = 1 << 24
+MAX_TOKENS = MAX_STEP_TOKENS  # the CLI's and the API's bound on a request's and a step's tokens
 # a pasted config.json is kilobytes (DeepSeek-R1's 1.7 kB; the largest bundled, Nemotron Super 49B's, 37 kB):
 # past 1 MiB a body is no request of the page's
 MAX_BODY = 1 << 20
