@@ -259,48 +259,20 @@ def decode_fp8_math(gpu: Gpu, kv_fp8: bool, group, head_dim, cal: Calibration, *
     return kv_fp8 & tensor_fp8 & ~decode_mmha(gpu, group, cal, trtllm=trtllm)
 
 
-def decode_rope_fused(gpu: Gpu, kv_fp8, engine: Engine | None = None, *, head_dim=None, rope_dim=None, mmha=False):
+def decode_rope_fused(gpu: Gpu, kv_fp8: bool, engine: Engine | None = None) -> bool:
     """Whether a GQA decode kernel applies RoPE itself, saving the preprocessing kernel (RoPE and the KV-cache
     append) launched before it: XQA's Hopper GMMA kernel, which runs where the KV cache is FP8 on SM90
     (TensorRT-LLM decoderXQAImplJIT.cpp runImpl, applyRoPEInXqaKernel = isGMMAKernel && ...@000a01de;
     isGmmaKernel == (SM 90 and FP8 KV)), in the engines that run it (Engine.fusions "rope_decode"; None: the
-    kernel tables' TensorRT-LLM kernels). XQA's other kernels, TRTLLM-Gen's and the masked MHA kernel (`mmha`:
-    decode_mmha, not XQA) launch the preprocessing kernel first (xqaDispatcher.cpp runImpl,
-    invokeQKVPreprocessing@026da036). The GMMA kernel's RoPE rotates a whole head (flashinfer csrc/xqa/mha_sm90.cu:1264-1284
-    @fb28d72, cos/sin of validElemsPerHead); TensorRT-LLM fuses it only where the rotary dim is a multiple of 16 no
-    wider than the head (kernelUtils.cpp appliesRoPEInXqaKernel, isSupportedRotary: "unsupported shapes fall back
-    to invokeQKVPreprocessing"): `rope_dim` (None: the head's) against `head_dim`. Array-valued over `kv_fp8`,
-    `head_dim`, `rope_dim`, `mmha`."""
-    if gpu.family != "hopper" or not (engine is None or engine.fuses("rope_decode")):
-        return np.zeros(np.shape(kv_fp8), bool) if np.ndim(kv_fp8) else False
-    fits = True if rope_dim is None or head_dim is None else np.asarray(rope_dim, float) <= np.asarray(head_dim, float)
-    out = np.asarray(kv_fp8, bool) & fits & ~np.asarray(mmha, bool)
-    return out if np.ndim(out) else bool(out)
-
-
-# XQA's GMMA kernel with RoPE fused loads its query group through two warps (nbQLdWarps = nbIOWarps - 2 where the
-# input is converted for an FP8 cache, mha_sm90.cu:239), min(32, head_dim / 4) threads a head (thrdsPerHead, :1255),
-# so 64 / that many heads an iteration of a serial loop (:1273-1285) before its first MMA; its K-load warp runs its
-# own chain of dependent global round trips before the first key tile (the page indices, the new token's K head
-# and its cos/sin, rotated into the cache, then the tile's TMA load, :1303-1350), which hides this many iterations
-ROPE_Q_HIDDEN_ITERS = 4.0
-
-
-def decode_rope_q_time(group, head_dim, ctas, gpu: Gpu, cal: Calibration, *, fused):
-    """Time XQA's GMMA kernel spends loading and rotating its query group where it applies RoPE itself (`fused`:
-    decode_rope_fused): ceil(group / heads an iteration) iterations of its query-load loop, each one dependent global
-    load round trip and its rotation (attn_decode_rope_q_s), past the ROPE_Q_HIDDEN_ITERS its K-load warp's own
-    chain hides, once a CTA: over the waves of the kernel's `ctas` on the SMs (one CTA an SM: its shared memory), at
-    least one. H100's FP8 rows at <= 64 keys and <= 8 CTAs: groups 2-8 5.7-6.0 us, 16 6.9 us, 32 8.9 us at head dim
-    128 (10.4 at 256). Array-valued."""
-    per_iter = 64.0 / np.minimum(32.0, np.asarray(head_dim, float) / 4.0)
-    iters = np.ceil(np.asarray(group, float) / per_iter - 1e-9)
-    waves = np.maximum(np.asarray(ctas, float) / gpu.sms, 1.0)
-    return np.where(fused, np.maximum(iters - ROPE_Q_HIDDEN_ITERS, 0.0) * waves * cal.attn_decode_rope_q_s, 0.0)
+    kernel tables' TensorRT-LLM kernels). XQA's other kernels and TRTLLM-Gen's launch the preprocessing
+    kernel first (xqaDispatcher.cpp runImpl, invokeQKVPreprocessing@026da036). Priced on every FP8 row on
+    Hopper, the masked MHA kernel's (decode_mmha) too, though it launches the preprocessing kernel: see
+    docs/modelling-notes.md#decode-kernel-choice."""
+    return kv_fp8 and gpu.family == "hopper" and (engine is None or engine.fuses("rope_decode"))
 
 
 def attention_decode_time(flops, nbytes, gpu: Gpu, cal: Calibration, *, seq_heads=0.0, kv_fp8: bool = False, group=1.0, split=1.0,
-                          rope_fused=False, fp8_math=True, mmha=False, fa3=False, serial_s=0.0, prologue_s=0.0):
+                          rope_fused=False, fp8_math=True, mmha=False, fa3=False, serial_s=0.0):
     """Decode attention: KV-cache read at a fraction of HBM bandwidth, or its math, whichever binds,
     plus a cost per work item (softmax/reduction, CTA scheduling) that dominates at large batch
     with short contexts. Query groups wider than the tensor-core kernels take (`group` query heads
@@ -313,8 +285,7 @@ def attention_decode_time(flops, nbytes, gpu: Gpu, cal: Calibration, *, seq_head
     the masked MHA kernel (`mmha`: decode_mmha, one CTA per sequence and query head) cost attn_decode_mmha_s each.
     FlashAttention-3's kernel (`fa3`: runs_fa3_decode) streams an FP8 cache at its own rate (attn_decode_bw_eff_fa3_fp8)
     after a launch that casts the query to FP8 (kernel_overhead_s). `serial_s`: time the math waits on inside the
-    kernel's loop, added to it (flashmla_fp8_transpose_time). `prologue_s`: the kernel's own serial work before its
-    first MMA, added (decode_rope_q_time)."""
+    kernel's loop, added to it (flashmla_fp8_transpose_time)."""
     flops = np.asarray(flops, float)
     # FP8 KV: the kernel runs its MMAs in FP8 where the GPU has them and the kernel does (fp8_math), and pays
     # for dequantisation, seen as its own bandwidth efficiency
@@ -329,7 +300,7 @@ def attention_decode_time(flops, nbytes, gpu: Gpu, cal: Calibration, *, seq_head
     fixed = fixed + np.where(np.asarray(fa3, bool) & bool(kv_fp8), cal.kernel_overhead_s, 0.0)
     item_s = np.where(mmha, cal.attn_decode_mmha_s, cal.attn_decode_head_s)
     t = (np.maximum(t_c, t_m) + fixed + np.asarray(seq_heads, float) * item_s
-         + decode_merge_share(split, gpu) * cal.attn_decode_split_s + prologue_s)
+         + decode_merge_share(split, gpu) * cal.attn_decode_split_s)
     return masked(live, t, t_c, t_m)
 
 

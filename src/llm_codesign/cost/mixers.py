@@ -204,10 +204,9 @@ class GqaDecode:
     tables' rows); `tokens`: decode tokens (sequences x tokens each); `seqs`: sequences; `kv_heads`, `heads`: KV and
     query heads on this GPU; `keys`: keys each query reads on it (its window, chunk or Helix share applied); `ctx`,
     `window`: each sequence's context and its sliding window (0: none), which decide FlashAttention-3's tile;
-    `kv_fp8`: an FP8 cache; `rope_dim`: the rotary dims of a head (None: all of it; the kernel tables' collector rotates
-    128, cost.kernels.decode_rope_fused)."""
+    `kv_fp8`: an FP8 cache."""
 
-    def __init__(self, gpu: Gpu, engine, *, tokens, seqs, kv_heads, heads, head_dim, keys, ctx, window, kv_fp8, rope_dim=None):
+    def __init__(self, gpu: Gpu, engine, *, tokens, seqs, kv_heads, heads, head_dim, keys, ctx, window, kv_fp8):
         def each(f):  # an engine's fact, one per element where the caller gives an engine per element
             return np.array([f(e) for e in engine]) if isinstance(engine, list) else f(engine)
 
@@ -215,11 +214,7 @@ class GqaDecode:
         self.group = heads / kv_heads
         self.kv_fp8 = kv_fp8
         self.trtllm = each(cost.runs_trtllm_decode)
-        # where the engine's kernel may apply RoPE itself (its dtype and rotary dims); the masked MHA kernel never does (priced)
-        self._rope = np.asarray(kv_fp8, bool) & each(lambda e: cost.decode_rope_fused(gpu, True, engine=e)) \
-            & np.asarray(cost.decode_rope_fused(gpu, True, None, head_dim=head_dim, rope_dim=rope_dim))
-        self.seqs = seqs
-        self.rope_fused = self._rope
+        self.rope_fused = np.asarray(kv_fp8, bool) & each(lambda e: cost.decode_rope_fused(gpu, kv_fp8=True, engine=e))
         self.fa3 = fa3 = each(lambda e: cost.runs_fa3_decode(e, gpu))
         # CTAs each (sequence, KV head)'s keys are split over, keys per tile, the split the merge is priced from
         split = tile = merge = items = None
@@ -259,15 +254,7 @@ class GqaDecode:
             xqa = cost.decode_work_items(self.tokens, self.kv_heads, self.heads, cal, kv_fp8=fp8)
             items = xqa if items is None else np.where(fa3, items, xqa)
         fp8_math = cost.decode_fp8_math(gpu, self.kv_fp8, self.group, self.head_dim, cal, trtllm=self.trtllm)
-        self.rope_fused = self._rope & ~np.asarray(mmha, bool)
         return mmha, read, items, fp8_math
-
-    def prologue(self, cal):
-        """The GMMA kernel's query load with RoPE fused, per launch (cost.kernels.decode_rope_q_time), after `priced`."""
-        if not np.any(self.rope_fused):
-            return 0.0
-        ctas = np.asarray(self.seqs, float) * self.kv_heads * self.split
-        return cost.decode_rope_q_time(self.group, self.head_dim, ctas, self.gpu, cal, fused=self.rope_fused)
 
 
 def _core_decode(a: Attention, b: Batch, at: _At, P: Site, *, s: _Step, prec: Precision, per_tok_kv, qo_b, decode) -> Op:
@@ -285,7 +272,6 @@ def _core_decode(a: Attention, b: Batch, at: _At, P: Site, *, s: _Step, prec: Pr
     kv_fp8 = prec.kv.math == "fp8"
     blocks = 1.0  # the kernel's work in keys a sequence over the keys it attends
     serial = 0.0  # FlashMLA's FP8 V transpose (flashmla_fp8_transpose_time)
-    prologue = 0.0  # XQA's GMMA kernel's query load with RoPE fused (decode_rope_q_time)
     if kv_l is None:  # MLA's latent kernels: unsplit, every key read once, FP8 math on an FP8 cache
         read, merge, rope_fused, mmha, fa3, fp8_math = ctx_l, 1.0, False, False, False, True
         eng = at.engine
@@ -299,13 +285,12 @@ def _core_decode(a: Attention, b: Batch, at: _At, P: Site, *, s: _Step, prec: Pr
         k = GqaDecode(gpu, at.engine, tokens=dec_tok, seqs=seqs, kv_heads=kv_l, heads=heads_l, head_dim=a.head_dim, keys=ctx_l,
                       ctx=dec_ctx, window=a.window, kv_fp8=kv_fp8)
         mmha, read, items, fp8_math = k.priced(dcal)
-        merge, rope_fused, fa3, prologue = k.merge, k.rope_fused, k.fa3, k.prologue(dcal)
+        merge, rope_fused, fa3 = k.merge, k.rope_fused, k.fa3
     dec_bytes = seqs * read * per_tok_kv + dec_tok * heads_l * qo_b
     # FlashMLA's per-sequence overhead (flashmla_keys) as blocks of its per-block math and key stream
     t_flops, t_bytes = dec_flops * blocks, seqs * read * per_tok_kv * blocks + dec_tok * heads_l * qo_b
     times = cost.attention_decode_time(t_flops, t_bytes, gpu, dcal, seq_heads=items, kv_fp8=kv_fp8, group=group, split=merge,
-                                       rope_fused=rope_fused, mmha=mmha, fa3=fa3, fp8_math=fp8_math, serial_s=serial,
-                                       prologue_s=prologue)
+                                       rope_fused=rope_fused, mmha=mmha, fa3=fa3, fp8_math=fp8_math, serial_s=serial)
     f = _attention_factor(at, a, "decode", kv_fp8=kv_fp8, dec_tokens=dec_tok)
     return _attention(P / "core_decode", dec_flops, dec_bytes, tuple(x * f for x in times), at)
 

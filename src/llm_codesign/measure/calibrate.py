@@ -50,7 +50,7 @@ PARAMS = {
                          "attn_decode_flops_eff": (1e-3, 1.0), "attn_decode_group_bf16": (1.0, 128.0),
                          "attn_decode_group_fp8": (1.0, 128.0), "attn_decode_wide_flops_eff": (1e-4, 1.0),
                          "attn_decode_max_group": (1.0, 1024.0), "attn_decode_split_s": (1e-7, 2e-5),
-                         "attn_decode_mmha_s": (1e-9, 1e-7), "attn_decode_rope_q_s": (1e-8, 1e-6)},
+                         "attn_decode_mmha_s": (1e-9, 1e-7)},
     "collectives": {"comm_latency_s": (1e-7, 1e-3), "comm_latency_slope_s": (1e-9, 1e-4), "comm_gather_latency_s": (1e-7, 1e-3),
                     "comm_gather_latency_slope_s": (1e-9, 1e-4), "comm_a2a_latency_s": (1e-7, 1e-3),
                     "comm_a2a_latency_slope_s": (1e-9, 1e-4), "comm_bw_eff": (0.05, 1.0), "comm_bw_half_bytes": (1e2, 1e8),

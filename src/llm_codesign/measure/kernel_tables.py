@@ -323,12 +323,6 @@ def _window(rows):
     return np.array([float(r.get("window_size") or 0) for r in rows])
 
 
-# the rotary dims of aiconfigurator's generation-attention rows (TensorRT-LLM's op built with RopeParams(dim=128) at every
-# head dim, collector/trtllm/collect_attn.py:202@095f58a5): at head dim 64 XQA's GMMA kernel cannot apply it
-# (cost.kernels.decode_rope_fused)
-ROPE_DIM = 128.0
-
-
 def _decode(rows, gpu):
     B, held = _col(rows, "batch_size"), _col(rows, "isl") + _col(rows, "step")
     w = _window(rows)
@@ -340,19 +334,18 @@ def _decode(rows, gpu):
     # the serving step's decode kernel (cost.mixers.GqaDecode), one token per sequence: per-engine rows (a framework
     # column) run their engine's, the tables' own TensorRT-LLM's
     k = GqaDecode(gpu, [get_engine(engine_of(r)) for r in rows], tokens=B, seqs=B, kv_heads=KV, heads=H, head_dim=d, keys=ctx,
-                  ctx=held, window=w, kv_fp8=fp8, rope_dim=ROPE_DIM)
+                  ctx=held, window=w, kv_fp8=fp8)
 
     def price(cal: Calibration):
         t = np.empty(len(rows))
         mmha, keys, items, fp8_math = k.priced(cal)
-        pro = np.broadcast_to(k.prologue(cal), (len(rows),))
         nbytes = B * keys * KV * 2 * d * kvb + B * H * 2 * d * 2.0
         for flag in (False, True):
             m = fp8 == flag
             if m.any():
                 t[m] = cost.attention_decode_time(flops[m], nbytes[m], gpu, cal, seq_heads=items[m], kv_fp8=flag, group=k.group[m],
                                                   split=k.merge[m], rope_fused=k.rope_fused[m], mmha=mmha[m], fa3=k.fa3[m],
-                                                  fp8_math=fp8_math[m], prologue_s=pro[m])[0]
+                                                  fp8_math=fp8_math[m])[0]
         return t * 1e3
     return _engine_factor(rows, gpu, "decode", price, [f"kv {r['kv_cache_dtype']}" for r in rows], kv_fp8=fp8, fa3=k.fa3)
 
