@@ -162,6 +162,11 @@ class Engine(ABC):
     # format (TensorRT-LLM's AllGatherReduceScatter, vLLM's naive DP/EP prepare); otherwise the BF16 hidden states
     # (SGLang's dp_gather_partial of its global DP buffer, layers/communicator.py:783-803@0.5.9)
     gathers_quantised: ClassVar[bool] = False
+    # the activation format AITER's fused MoE switches a SwiGLU MXFP4 MoE's experts to (gpt-oss's: the only AITER
+    # per-1x32 MXFP4 MoE on BF16 activations) from AITER_SWIGLU_BOUND tokens on gfx950 (cost.ffns.aiter_swiglu_activation):
+    # its gate/up weights interleaved (GateMode.INTERLEAVE) run group-32 FP8, separated ones MXFP4
+    # (ROCm/aiter aiter/fused_moe.py:789-795@e4048607). FP8 unless the engine's module says it separates them
+    aiter_swiglu_high: ClassVar[str] = "fp8"
 
     @abstractmethod
     def step_tokens(self, gpu) -> int:
