@@ -209,7 +209,7 @@ def searched_precisions(model: ModelSpec, gpu: Gpu, space: SearchSpace, *, engin
 
     precs = tuple(p.on(gpu) for p in space.precisions or default_precisions(model, gpu))
     for kv in dict.fromkeys(p.kv.name for p in precs):
-        check_kv_format(engine, gpu, kv)
+        check_kv_format(engine, gpu, kv, model)
     accs = [accuracy_of(model, p) for p in precs]
     if max_accuracy_drop is not None:
         keep = [i for i, a in enumerate(accs) if a["relative_drop_pct"] is not None and a["relative_drop_pct"] <= max_accuracy_drop]

@@ -41,7 +41,7 @@ class AtomEngine(Engine):
 
         return np.full(np.shape(moe_tp), "all_to_all")
 
-    def kv_formats(self, gpu) -> tuple[str, ...]:
+    def kv_formats(self, gpu, model=None) -> tuple[str, ...]:
         """--kv_cache_dtype bf16 or fp8 (atom/model_engine/arg_utils.py:163-169@ffdf3bb5); FP8 is AITER's per GPU, E4M3FNUZ on
         gfx942 (MI300X, MI325X) and E4M3FN on gfx950 (MI355X) (aiter/utility/dtypes.py:11-13@e4048607), one byte either way."""
         return ("bf16", "fp8")
