@@ -602,7 +602,11 @@ def test_sglang_own_fraction_below_zero_is_worded_as_such():
     # TensorRT-LLM's NVFP4 cache is Blackwell's
     (["estimate", "llama-3.1-8b", "--gpu", "h100"], "nvfp4", "one of bf16, fp16, fp8: the KV-cache formats TensorRT-LLM runs on H100 SXM"),
     (["estimate", "llama-3.1-8b", "--gpu", "mi300x", "--backend", "atom"], "fp16", "one of bf16, fp8: the KV-cache formats ATOM runs on MI300X"),
-    (["estimate", "llama-3.1-8b", "--gpu", "b200", "--backend", "vllm"], "nvfp4", "one of bf16, fp16, fp8: the KV-cache formats vLLM runs on B200"),
+    # vLLM's NVFP4 cache: SM100's trtllm-gen kernels (B200), fa2 elsewhere (RTX Pro: no table), no MLA backend (DeepSeek)
+    (["estimate", "llama-3.1-8b", "--gpu", "rtx-pro-6000", "--backend", "vllm"], "nvfp4",
+     "one of bf16, fp16, fp8: the KV-cache formats vLLM runs on RTX PRO 6000 Blackwell Server"),
+    (["estimate", "deepseek-r1", "--gpu", "b200", "--gpus", "8", "--backend", "vllm"], "nvfp4",
+     "one of bf16, fp16, fp8: the KV-cache formats vLLM runs on B200 for deepseek-r1's attention"),
     (["compare", "llama-3.1-8b", "--gpu", "b200,mi355x", "--gpus", "1"], "nvfp4",
      "one of bf16, fp16, fp8: the KV-cache formats SGLang runs on MI355X"),
     (["pareto", "llama-3.1-8b", "--gpu", "mi300x", "--gpus", "1"], "mxfp4", "one of bf16, fp16, fp8: the KV-cache formats SGLang runs on MI300X"),

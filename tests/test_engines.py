@@ -295,14 +295,38 @@ def test_a_deployment_prices_its_gpu_vendors_engine_and_refuses_one_it_cannot_ru
 
 def test_each_engine_s_kv_formats_per_gpu():
     """What each engine's --kv-cache-dtype admits per GPU, from its source (Engine.kv_formats): NVFP4 on Blackwell in
-    TensorRT-LLM and SGLang, never in vLLM's CacheDType (0.11-0.19); FP4 nowhere on AMD; ATOM bf16 or fp8 alone; TensorRT-LLM
-    no FP8 cache without FP8 math (A100)."""
+    TensorRT-LLM and SGLang, in vLLM (CacheDType's nvfp4, 0.33.0) on the SM100 family alone, where FlashInfer's trtllm-gen
+    kernels read it, and not for MLA; FP4 nowhere on AMD; ATOM bf16 or fp8 alone; TensorRT-LLM no FP8 cache without FP8 math
+    (A100)."""
     from llm_codesign.spec.engines import ENGINES
     from llm_codesign.spec.hardware import get_gpu
 
     got = {g: {n: e.kv_formats(get_gpu(g)) for n, e in ENGINES.items()} for g in ("a100", "h100", "b200", "mi300x", "mi355x")}
     nv3 = ("bf16", "fp16", "fp8")
-    assert got["b200"] == {"trtllm": (*nv3, "nvfp4"), "vllm": nv3, "sglang": (*nv3, "nvfp4"), "atom": ("bf16", "fp8")}
+    assert got["b200"] == {"trtllm": (*nv3, "nvfp4"), "vllm": (*nv3, "nvfp4"), "sglang": (*nv3, "nvfp4"), "atom": ("bf16", "fp8")}
     assert got["h100"] == {"trtllm": nv3, "vllm": nv3, "sglang": nv3, "atom": ("bf16", "fp8")}
     assert got["a100"]["trtllm"] == ("bf16", "fp16")
     assert got["mi300x"] == got["mi355x"] == {"trtllm": nv3, "vllm": nv3, "sglang": nv3, "atom": ("bf16", "fp8")}
+
+
+def test_vllm_holds_an_nvfp4_cache_on_sm100_for_gqa_only_and_prices_its_bytes():
+    """vLLM 0.33.0's --kv-cache-dtype nvfp4 runs FlashInfer's trtllm-gen kernels on SM100 (B200, B300, GB200, GB300), fa2
+    elsewhere (no table: refused), and no MLA backend takes it. Its cache holds 4-bit values and one E4M3 scale per 16:
+    4.5 bits a value, so Llama-3.1-70B's KV per token at TP8 (80 layers x K and V x 1 head x 128) is 80 x 2 x 128 x 4.5 / 8
+    = 11,520 bytes against FP8's 20,480."""
+    from llm_codesign.errors import InputError
+    from llm_codesign.spec.engines import VLLM, check_kv_format
+    from llm_codesign.spec.hardware import get_gpu
+    from llm_codesign.spec.precision import Precision
+    from llm_codesign.spec.registry import get_model
+
+    llama, r1 = get_model("llama-3.1-70b"), get_model("deepseek-r1")
+    assert [("nvfp4" in VLLM.kv_formats(get_gpu(g), llama)) for g in ("b200", "b300", "gb200", "h200", "rtx-pro-6000")] == [
+        True, True, True, False, False]
+    check_kv_format(VLLM, get_gpu("b200"), "nvfp4", llama)
+    with pytest.raises(InputError, match=re.escape("one of bf16, fp16, fp8: the KV-cache formats vLLM runs on B200 for "
+                                                   "deepseek-r1's attention")):
+        check_kv_format(VLLM, get_gpu("b200"), "nvfp4", r1)
+    attn = llama.groups[0][0].attn
+    assert attn.kv_values_per_gpu(8) * Precision.of("bf16", kv="nvfp4").kv.bytes_per_value() * 80 == 11520.0
+    assert attn.kv_values_per_gpu(8) * Precision.of("bf16", kv="fp8").kv.bytes_per_value() * 80 == 20480.0

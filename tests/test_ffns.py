@@ -276,3 +276,49 @@ def test_aiters_mxfp4_moe_runs_w4a4_and_quantises_its_own_inputs():
     without = float(gemm.gemm_time(1.0, 4096, 7168, g, cal, groups=T * 8, fused_quant=True, **kw)[0])
     assert with_q - without == pytest.approx(T * 8 * 7168 * (2 + a_b) / (g.hbm_bandwidth_bytes_per_s * cal.bw_eff) + cal.kernel_overhead_s,
                                              rel=1e-5)
+
+
+def test_aiter_swiglu_mxfp4_moe_switches_its_activations_at_256_tokens():
+    """gpt-oss's MXFP4 experts on BF16 activations (W4A16) run AITER's SwiGLU MoE on MI355X, which quantises its
+    activations from 256 tokens (aiter/fused_moe.py:789-795@e4048607): ATOM (gate/up de-interleaved, GateMode.SEPARATED)
+    to MXFP4, priced then as W4A4 exactly; SGLang (and the kernel tables' own) to group-32 FP8, 1 + 1/32 bytes a value.
+    Per step by its token count, an array of them at once. Hand-derived bytes of the up-projection, hidden 2880, 128
+    experts, top 4, width 2880, uniform routing: T x 4 rows of 2880 in, active x 5760 x 2880 weights at 4.25 bits,
+    T x 4 x 5760 BF16 out, active = 128 (1 - (124/128)^T)."""
+    from llm_codesign.cost.calibration import calibration_for
+    from llm_codesign.spec.engines import get_engine
+    from llm_codesign.spec.hardware import get_gpu
+    from llm_codesign.spec.kinds import MoE
+    from llm_codesign.spec.precision import Precision
+
+    g = get_gpu("mi355x")
+    cal = calibration_for(g)
+    assert cal.moe_routing_alpha == 0.0  # uniform routing: the bytes below
+    m = ModelSpec("moe", hidden=2880, vocab=32000, groups=((Layer(NoMixer(), MoE(experts=128, top_k=4, expert_inter=2880)), 1),))
+    w4a16, w4a4 = Precision.of("mxfp4", activation="bf16"), Precision.of("mxfp4", activation="mxfp4")
+
+    def ops(engine, prec, T, gpu=g):
+        return {o.role: o for o in layer_ops(m, m.groups[0][0], 1.0, gpu, calibration_for(gpu), prec=prec, sh=Plan(tp=1),
+                                             b=Batch(dec_seqs=np.asarray(T, float), dec_ctx=100), prefix="x", parts=("ffn",),
+                                             engine=get_engine(engine) if engine else None)}
+
+    def up_bytes(T, a_b):
+        active = 128 * (1 - (124 / 128) ** T)
+        return T * 4 * 2880 * a_b + active * 5760 * 2880 * 4.25 / 8 + T * 4 * 5760 * 2
+
+    roles = ("experts_gate_up", "experts_down")
+    for engine in ("sglang", None):
+        lo, hi = ops(engine, w4a16, 255), ops(engine, w4a16, 256)
+        assert (lo["experts_gate_up"].math, hi["experts_gate_up"].math) == ("bf16", "fp8")
+        assert float(lo["experts_gate_up"].bytes) == pytest.approx(up_bytes(255, 2.0), rel=1e-9)
+        assert float(hi["experts_gate_up"].bytes) == pytest.approx(up_bytes(256, 1 + 1 / 32), rel=1e-9)
+    atom = ops("atom", w4a16, [255, 256, 1024])
+    for T, i in ((255, 0), (256, 1), (1024, 2)):
+        ref = ops("atom", w4a4 if T >= 256 else w4a16, T)
+        for r in roles:  # each step at the precision it runs, from the one array
+            assert np.ravel(atom[r].time)[i] == pytest.approx(float(np.ravel(ref[r].time)[0]), rel=1e-12)
+    assert ops("atom", w4a16, 256)["experts_down"].math == "fp4"
+    # BF16 below the bound whatever the engine; no switch on vLLM's Triton MoE or on CDNA3 (gfx942 stays BF16: :792)
+    assert float(ops("atom", w4a16, 255)["experts_gate_up"].time) == float(ops("sglang", w4a16, 255)["experts_gate_up"].time)
+    assert ops("vllm", w4a16, 1024)["experts_gate_up"].math == "bf16"
+    assert ops("sglang", w4a16, 1024, get_gpu("mi300x"))["experts_gate_up"].math == "bf16"

@@ -175,3 +175,22 @@ def test_the_apis_import_reads_the_unset_variables_too():
     assert read_config(line, "bare.sh", gpu=get_gpu("mi355x")).unset_env == ("SGLANG_USE_AITER=1",)
     assert read_config("export SGLANG_USE_AITER=1\n" + line, "set.sh", gpu=get_gpu("mi355x")).unset_env == ()
     assert read_config(line, "nvidia.sh", gpu=get_gpu("h200")).unset_env == ()
+
+
+def test_sglang_on_instinct_gpus_exports_and_reads_the_aiter_attention_it_is_priced_on(tmp_path):
+    # every InferenceX SGLang run on MI3xx passes --attention-backend aiter, at TP 4 and 8 alike (dsr1_fp8_mi355x.sh:38,
+    # dsr1_fp4_mi355x.sh:50@843c6254); no AMD kernel table prices SGLang's Triton MLA decode, so a launch naming it is
+    # priced as AITER's and says so; NVIDIA's launches read no attention backend (listed as before); DSA not AITER's
+    from llm_codesign.explore.export import read_config
+    from llm_codesign.spec.hardware import get_gpu
+
+    for model, gpu, tp, said in (("deepseek-r1", "mi355x", "4", True), ("deepseek-r1", "h200", "8", False), ("deepseek-v3.2", "mi355x", "8", False)):
+        path = tmp_path / f"{model}-{gpu}.sh"
+        code, _, _ = cli("export", model, "--gpu", gpu, "--backend", "sglang", "--tp", tp, "--concurrency", "8", "-o", str(path))
+        assert code == 0 and ("  --attention-backend aiter \\\n" in path.read_text()) == said
+        if said:
+            assert read_config(path.read_text()).ignored == ()
+    line = "python3 -m sglang.launch_server --model-path deepseek-ai/DeepSeek-R1-0528 --tp 8 --attention-backend {} --max-running-requests 64\n"
+    ignored = {(b, g): read_config(line.format(b), gpu=get_gpu(g)).ignored for b in ("aiter", "triton") for g in ("mi355x", "h200")}
+    assert ignored == {("aiter", "mi355x"): (), ("aiter", "h200"): ("attention-backend",), ("triton", "h200"): ("attention-backend",),
+                       ("triton", "mi355x"): ("attention-backend (triton: priced as AITER's, no AMD kernel table or run prices another)",)}

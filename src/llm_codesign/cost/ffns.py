@@ -12,7 +12,7 @@ from llm_codesign.cost import gemm
 from llm_codesign.cost.ops import _BF16, Batch, Op, Site, _At, _comm, _elementwise, _gemm, _Label, _op, _Step, op_builder
 from llm_codesign.spec.engines.base import CDNA_FAMILIES
 from llm_codesign.spec.kinds import DenseFfn, LinearFfn, MoE, NoFfn
-from llm_codesign.spec.precision import Precision
+from llm_codesign.spec.precision import DTYPES, Dtype, Precision, gemm_math
 
 
 @op_builder(DenseFfn, part="ffn")
@@ -121,20 +121,31 @@ def _routed_experts(f: MoE, M: Site, *, at: _At, s: _Step, prec: Precision, load
     # topk=1, aiter/ops/quant.py:697-699@3c5f0ba) and the activation's routed rows before its second, each a kernel of
     # its own (fused_dynamic_mxfp4_quant_moe_sort for MXFP4, quant_func for FP8: aiter/fused_moe.py:1520,1637@3c5f0ba)
     own_quant = all(x is None for x in fams) and at.gpu.family in CDNA_FAMILIES
-    rates, kept = MOE_RATES.get(at.gpu.family, {}).get(kernel, (kernel, 1.0)) if all(x is None for x in fams) else (kernel, 1.0)
-    ops = []
-    for name, n_dim, k_dim in (("experts_gate_up", (f.mats - 1) * f.expert_inter / s.moe_tp, s.h), ("experts_down", s.h, f.expert_inter / s.moe_tp)):
-        by = [_expert_gemm(M / name, n_dim, k_dim, at, load=load, fam=fam, kernel=rates, kept=kept, quant_kernel=kernel, own_quant=own_quant,
-                           local=f.experts / ep, quant_rows=tokens if own_quant and name == "experts_gate_up" else None,
-                           **{k: ff[k] for k in ("math", "a_b", "w_b", "weight")})
-              for fam in dict.fromkeys(fams)]
-        ops.append(by[0] if len(by) == 1 else _either(ep > 1, by[1], by[0]))
-        if name == "experts_gate_up" and not act_fused:
-            # the activation between them, a kernel of its own (TensorRT-LLM's doActivation on Hopper, vLLM's and
-            # SGLang's silu_and_mul): the rank's routed rows of the up-projection's BF16 output ((mats - 1)
-            # halves) read, the down-projection's input written
-            act = on_rank * (f.expert_inter / s.moe_tp) * ((f.mats - 1) * 2.0 + ff["a_b"])
-            ops.append(_elementwise(M / "experts_act", np.where(T_all > 0, act, 0.0), 1.0, at))
+
+    def gemms(ff, kernel):
+        rates, kept = MOE_RATES.get(at.gpu.family, {}).get(kernel, (kernel, 1.0)) if all(x is None for x in fams) else (kernel, 1.0)
+        ops = []
+        for name, n_dim, k_dim in (("experts_gate_up", (f.mats - 1) * f.expert_inter / s.moe_tp, s.h), ("experts_down", s.h, f.expert_inter / s.moe_tp)):
+            by = [_expert_gemm(M / name, n_dim, k_dim, at, load=load, fam=fam, kernel=rates, kept=kept, quant_kernel=kernel, own_quant=own_quant,
+                               local=f.experts / ep, quant_rows=tokens if own_quant and name == "experts_gate_up" else None,
+                               **{k: ff[k] for k in ("math", "a_b", "w_b", "weight")})
+                  for fam in dict.fromkeys(fams)]
+            ops.append(by[0] if len(by) == 1 else _either(ep > 1, by[1], by[0]))
+            if name == "experts_gate_up" and not act_fused:
+                # the activation between them, a kernel of its own (TensorRT-LLM's doActivation on Hopper, vLLM's and
+                # SGLang's silu_and_mul): the rank's routed rows of the up-projection's BF16 output ((mats - 1)
+                # halves) read, the down-projection's input written
+                act = on_rank * (f.expert_inter / s.moe_tp) * ((f.mats - 1) * 2.0 + ff["a_b"])
+                ops.append(_elementwise(M / "experts_act", np.where(T_all > 0, act, 0.0), 1.0, at))
+        return ops
+
+    ops = gemms(ff, kernel)
+    high = aiter_swiglu_activation(at, fams, prec)
+    if high is not None:
+        # AITER's SwiGLU MXFP4 MoE: BF16 activations below AITER_SWIGLU_BOUND tokens, `high`'s from it, each step as its tokens fall
+        math = gemm_math(prec.weight, high, at.gpu)
+        hi = gemms({**ff, "math": math, "a_b": high.bytes_per_value()}, gemm.gemm_kernel(math, prec.weight.name, fp4_math=True))
+        ops = [_by_tokens(np.asarray(tokens) >= AITER_SWIGLU_BOUND, h, lo) for h, lo in zip(hi, ops, strict=True)]
     route = [at.cal.moe_kernel(fam, kernel)[2] for fam in fams]
     return ops, route[0] if len(set(route)) == 1 else np.where(ep > 1, route[1], route[0]), gathered
 
@@ -165,6 +176,32 @@ FC1_FUSED = {"blackwell": ("fp8_block",), "cdna3": (), "cdna4": ()}
 # range 2/3-1 (1 where a kernel overlaps them with the next block's MMA). Not measured on Blackwell:
 # docs/modelling-notes.md#ds-fp8-prefill-blackwell.
 MOE_RATES = {"blackwell": {"fp8_block": ("fp8", 2.0 / 3.0)}}
+
+
+# The token count from which AITER's fused MoE runs a SwiGLU MXFP4 MoE (gpt-oss's) on quantised activations on gfx950,
+# BF16 below it: M (the tokens the call takes, topk_ids.shape[0]) against AITER_BF16_FP8_MOE_BOUND and
+# GPTOSS_SWIGLU_MXFP4_BF16_BOUND, both 256 by default (ROCm/aiter aiter/fused_moe.py:76, 768, 789-795@e4048607)
+AITER_SWIGLU_BOUND = 256
+# the per-1x32 FP8 AITER quantises to on that path: E4M3 values and one E8M0 scale per 32 (its fused_dynamic_mxfp8_quant_moe_sort,
+# aiter/fused_moe.py:21@e4048607), 1 + 1/32 bytes a value
+_MXFP8 = Dtype("mxfp8", 8, 8, 32, 32, "fp8")
+
+
+def aiter_swiglu_activation(at: _At, fams, prec: Precision) -> Dtype | None:
+    """The activation format AITER's fused MoE switches to from AITER_SWIGLU_BOUND tokens where it runs a SwiGLU MXFP4
+    MoE on gfx950 (CDNA4), else None. Its only per-1x32 MXFP4 MoE on BF16 activations is the SwiGLU one (a SiLU MoE
+    quantises to MXFP4 at every size: aiter/fused_moe.py:796-797@e4048607), so MXFP4 weights on BF16 activations in
+    the kernel tables' own MoE (`fams` all None: AITER's, cost.ffns.FC1_FUSED) are it; the format the engine's gate/up
+    layout takes it to (Engine.aiter_swiglu_high: ATOM's MXFP4, else group-32 FP8)."""
+    if not (at.gpu.family == "cdna4" and all(x is None for x in fams) and prec.weight.name == "mxfp4" and prec.activation.math == "bf16"):
+        return None
+    name = "fp8" if at.engine is None else at.engine.aiter_swiglu_high
+    return _MXFP8 if name == "fp8" else DTYPES[name]
+
+
+def _by_tokens(sel, a: Op, b: Op) -> Op:
+    """`a` where `sel`, `b` elsewhere; one of them whole where `sel` is all one way (its math and breakdown as it runs)."""
+    return a if np.all(sel) else b if not np.any(sel) else _either(sel, a, b)
 
 
 def fc1_fused(gpu_family: str, fams, kernel: str) -> tuple[bool, bool]:

@@ -307,6 +307,7 @@ def read_config(text: str, origin: str = "config", *, engine: str | None = None,
     # chunked prefill is always priced: turned off, it is one more option the deployment does not hold
     ignored = sorted(k for k in _option_names(name, o) if k not in x.reads or (k == "enable-chunked-prefill" and o[k] is False))
     ignored = [k if k.split(".")[0] in documented else f"{k} (not a {name} {es['version']} option)" for k in ignored]
+    ignored = sorted(ignored + x.unread(o, m, dep))
     return Imported(name, m, dep, conc, copies, o, tuple(ignored), unset_env(text, name, dep))
 
 

@@ -157,7 +157,7 @@ def lint(model: ModelSpec, gpu: Gpu, cal: Calibration, regime: str = "throughput
     if regime not in REGIMES:
         raise InputError("regime", regime, "one of: " + ", ".join(REGIMES))
     prec, engine = prec or model.default_precision, engine or engine_for(gpu)
-    check_kv_format(engine, gpu, prec.kv.name)  # a KV-cache format the engine holds on this GPU, as estimate's
+    check_kv_format(engine, gpu, prec.kv.name, model)  # a KV-cache format the engine holds on this GPU, as estimate's
     most = 64 if gpus is None else gpus
     tp = _tp_for(model, gpu, most)
     moe = next((layer.ffn for layer, _ in model.groups if isinstance(layer.ffn, MoE)), None)

@@ -125,8 +125,9 @@ def default_precisions(model: ModelSpec, gpu: Gpu) -> tuple[Precision, ...]:
         out.append(Precision.of("nvfp4", kv="fp8"))
     elif "mxfp4" in gpu.fp4_formats:
         # an MXFP4 checkpoint runs as it states, not re-quantised W4A4: gpt-oss's clamped-SwiGLU experts on AITER's BF16
-        # activations (FP8 from 256 tokens on gfx950; aiter/fused_moe.py:311-317@3c5f0ba, the path SGLang's mxfp4.py
-        # _apply_aiter takes, sglang 0.5.23), its attention in BF16; it priced every layer W4A4 under the checkpoint's score
+        # activations (the path SGLang's mxfp4.py _apply_aiter takes, sglang 0.5.23; FP8 or MXFP4 from 256 tokens on gfx950,
+        # priced per step: cost.ffns.aiter_swiglu_activation), its attention in BF16; it priced every layer W4A4 under the
+        # checkpoint's score
         own = model.default_precision.weight.name == "mxfp4"
         out.append(replace(model.default_precision, kv=get_dtype("fp8", "kv_dtype")) if own else Precision.of("mxfp4", activation="mxfp4", kv="fp8"))
     uniq = []
@@ -208,7 +209,7 @@ def searched_precisions(model: ModelSpec, gpu: Gpu, space: SearchSpace, *, engin
 
     precs = tuple(p.on(gpu) for p in space.precisions or default_precisions(model, gpu))
     for kv in dict.fromkeys(p.kv.name for p in precs):
-        check_kv_format(engine, gpu, kv)
+        check_kv_format(engine, gpu, kv, model)
     accs = [accuracy_of(model, p) for p in precs]
     if max_accuracy_drop is not None:
         keep = [i for i, a in enumerate(accs) if a["relative_drop_pct"] is not None and a["relative_drop_pct"] <= max_accuracy_drop]

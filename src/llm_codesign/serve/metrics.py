@@ -11,6 +11,7 @@ from llm_codesign.errors import InputError
 from llm_codesign.serve.aggregated import Serving
 from llm_codesign.serve.aggregated import evaluate as _evaluate
 from llm_codesign.serve.invariants import check_metrics
+from llm_codesign.spec.engines import check_kv_format
 from llm_codesign.spec.model import ModelSpec
 from llm_codesign.spec.plan import Deployment, Workload
 
@@ -93,6 +94,8 @@ def evaluate(model: ModelSpec, deployment: Deployment, workload: Workload, *, ca
     enters, spec.plan.check_concurrency) overrides the workload's; with neither, the offline maximum throughput: the load of the batch grid that fits
     and gives the most output tokens/s per GPU."""
     dep = deployment
+    # a KV-cache format the engine holds for this model's attention (Engine.kv_formats: vLLM's NVFP4 cache, not for MLA)
+    check_kv_format(dep.engine, dep.gpu, dep.precision.kv.name, model)
     cal = calibration if isinstance(calibration, Calibration) else calibration_for(dep.gpu, calibration)
     conc = workload.concurrency if concurrency is None else concurrency
     kw = dict(cal=cal, isl=workload.isl, osl=workload.osl, prefix_hit=workload.prefix_hit, arrival=workload.priced_arrival,

@@ -88,6 +88,11 @@ class Exporter(ABC):
         options less that, the copies)."""
         return o, 1
 
+    def unread(self, o: dict, model: ModelSpec, dep: Deployment) -> list[str]:
+        """Options among `reads` that a real configuration sets to a value the deployment is not priced with (import lists
+        them as ignored, each with why); none by default."""
+        return []
+
     def env(self, dep: Deployment) -> dict[str, str]:
         """The environment variables the launch must set for the engine to run the kernels `dep` is priced with; none
         by default."""

@@ -26,6 +26,7 @@ from llm_codesign.explore.export_engines.base import (
 )
 from llm_codesign.spec.engines import SGLANG
 from llm_codesign.spec.engines.base import CDNA_FAMILIES
+from llm_codesign.spec.kinds import DSA
 from llm_codesign.spec.model import ModelSpec
 from llm_codesign.spec.plan import Deployment, Plan
 
@@ -34,6 +35,17 @@ def _own_fraction(dep: Deployment) -> float:
     """mem_fraction_static as SGLang derives it for the plan (Engine.kv_fraction)."""
     spec = dep.spec.method if dep.spec else None
     return float(np.asarray(SGLANG.kv_fraction(dep.gpu, dep.plan, chunk=dep.step_tokens, spec_method=spec)).reshape(-1)[0])
+
+
+def aiter_attention(model: ModelSpec, dep: Deployment) -> bool:
+    """Whether SGLang's attention on `dep` is priced as AITER's kernels and its export names them (--attention-backend aiter):
+    on AMD Instinct GPUs, where every InferenceX SGLang run the CDNA fit and validation read passes it, at TP 4 and 8 alike
+    (benchmarks/single_node/fixed_seq_len/dsr1_fp8_mi355x.sh:38, dsr1_fp4_mi355x.sh:50, qwen3.5_fp8_mi355x.sh@843c6254),
+    AITER's MLA decode taking 16-128 heads a rank (aiter/mla.py:819-839@e4048607). Its Triton attention, the other ROCm
+    backend, has no AMD kernel table or run to price it by (data/measurements/kernels_amd: GEMMs and collectives only).
+    Not for DeepSeek's sparse attention (DSA), which SGLang runs on a backend of its own (InferenceX's DeepSeek-V4
+    MI355X scripts pass dsv)."""
+    return dep.gpu.family in CDNA_FAMILIES and not any(isinstance(layer.attn, DSA) for layer, _ in model.groups)
 
 
 def sglang_options(model: ModelSpec, dep: Deployment, concurrency: int) -> dict:
@@ -50,6 +62,8 @@ def sglang_options(model: ModelSpec, dep: Deployment, concurrency: int) -> dict:
     if q := weight_option(model, dep.precision, "sglang"):
         o["quantization"] = q
     o["kv-cache-dtype"] = kv_option(dep.precision, "sglang")
+    if aiter_attention(model, dep):
+        o["attention-backend"] = "aiter"
     o["max-running-requests"] = concurrency
     o["chunked-prefill-size"] = dep.step_tokens
     o["mem-fraction-static"] = exporter("sglang").written_kv_fraction(dep)
@@ -66,7 +80,7 @@ def sglang_options(model: ModelSpec, dep: Deployment, concurrency: int) -> dict:
 class SGLangExporter(Exporter):
     name, file_name, dynamo_image = SGLANG.name, "launch_sglang.sh", "sglang"
     marker = "sglang.launch_server"
-    reads = frozenset({"model-path", "tp-size", "pp-size", "dp-size", "attn-dp-size", "dcp-size", "ep-size", "quantization", "kv-cache-dtype",
+    reads = frozenset({"attention-backend", "model-path", "tp-size", "pp-size", "dp-size", "attn-dp-size", "dcp-size", "ep-size", "quantization", "kv-cache-dtype",
                        "max-running-requests", "chunked-prefill-size", "mem-fraction-static", "speculative-algorithm", "speculative-num-steps",
                        "speculative-draft-model-path", "speculative-eagle-topk", "speculative-num-draft-tokens"})
 
@@ -117,6 +131,15 @@ class SGLangExporter(Exporter):
 
     def own_kv_fraction(self, dep: Deployment) -> float:
         return _own_fraction(dep)
+
+    def unread(self, o: dict, model: ModelSpec, dep: Deployment) -> list[str]:
+        """--attention-backend is read only as the one priced (aiter_attention: AITER's on CDNA); another, or any on NVIDIA's
+        GPUs (priced by the engine's kernel families, not by the flag), is listed as ignored, with what was priced on CDNA."""
+        said = o.get("attention-backend")
+        if said is None or (said == "aiter" and aiter_attention(model, dep)):
+            return []
+        return [f"attention-backend ({said}: priced as AITER's, no AMD kernel table or run prices another)" if aiter_attention(model, dep)
+                else "attention-backend"]
 
     def kv_fraction(self, o: dict) -> float | None:
         """--mem-fraction-static: weights and KV pool's share of the GPU (Engine.kv_budget "static")."""

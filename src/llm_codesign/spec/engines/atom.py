@@ -19,6 +19,11 @@ class AtomEngine(Engine):
     # no attention-DP hold: the CoreManager routes each request to a DP rank as it comes (--dp-load-balance,
     # least_requests by default, atom/model_engine/arg_utils.py:244-256)
     holds_adp_requests = False
+    # gpt-oss's experts on AITER's fused MoE with their gate/up rows de-interleaved at load (_interleave_swiglu_weights,
+    # atom/models/gpt_oss.py:156-184, 237-239) and GateMode.SEPARATED passed (ATOM_MOE_GU_ITLV off by default,
+    # atom/utils/envs.py:325; atom/model_ops/moe.py:1038, 1567-1572; no Triton MoE on gfx950 without ATOM_USE_TRITON_GEMM,
+    # :1046-1051): AITER runs them MXFP4 x MXFP4 from 256 tokens (aiter/fused_moe.py:789-790@e4048607)
+    aiter_swiglu_high = "mxfp4"
 
     def step_tokens(self, gpu) -> int:
         """max_num_batched_tokens = 16384 (Config, atom/config.py:1428) on every GPU."""
@@ -36,7 +41,7 @@ class AtomEngine(Engine):
 
         return np.full(np.shape(moe_tp), "all_to_all")
 
-    def kv_formats(self, gpu) -> tuple[str, ...]:
+    def kv_formats(self, gpu, model=None) -> tuple[str, ...]:
         """--kv_cache_dtype bf16 or fp8 (atom/model_engine/arg_utils.py:163-169@ffdf3bb5); FP8 is AITER's per GPU, E4M3FNUZ on
         gfx942 (MI300X, MI325X) and E4M3FN on gfx950 (MI355X) (aiter/utility/dtypes.py:11-13@e4048607), one byte either way."""
         return ("bf16", "fp8")

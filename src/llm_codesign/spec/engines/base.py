@@ -162,6 +162,11 @@ class Engine(ABC):
     # format (TensorRT-LLM's AllGatherReduceScatter, vLLM's naive DP/EP prepare); otherwise the BF16 hidden states
     # (SGLang's dp_gather_partial of its global DP buffer, layers/communicator.py:783-803@0.5.9)
     gathers_quantised: ClassVar[bool] = False
+    # the activation format AITER's fused MoE switches a SwiGLU MXFP4 MoE's experts to (gpt-oss's: the only AITER
+    # per-1x32 MXFP4 MoE on BF16 activations) from AITER_SWIGLU_BOUND tokens on gfx950 (cost.ffns.aiter_swiglu_activation):
+    # its gate/up weights interleaved (GateMode.INTERLEAVE) run group-32 FP8, separated ones MXFP4
+    # (ROCm/aiter aiter/fused_moe.py:789-795@e4048607). FP8 unless the engine's module says it separates them
+    aiter_swiglu_high: ClassVar[str] = "fp8"
 
     @abstractmethod
     def step_tokens(self, gpu) -> int:
@@ -227,8 +232,9 @@ class Engine(ABC):
         """The fraction of its KV budget (kv_budget) for a plan: fixed unless the engine derives it."""
         return self.kv_budget[1]
 
-    def kv_formats(self, gpu) -> tuple[str, ...]:
-        """The KV-cache formats (spec.precision names) its cache holds on `gpu`, as its launch option lists them and its
+    def kv_formats(self, gpu, model=None) -> tuple[str, ...]:
+        """The KV-cache formats (spec.precision names) its cache holds on `gpu` (for `model`'s attention where a format
+        depends on it; None: any model), as its launch option lists them and its
         platform checks admit them (check_kv_format): BF16, FP16 and FP8 unless its module says otherwise, vLLM's
         --kv-cache-dtype CacheDType (auto, float16, bfloat16, fp8, fp8_e4m3, fp8_e5m2; fp8_inc is Gaudi's, fp8_ds_mla
         DeepSeek-V3.2's) on CUDA and on ROCm, where fp8 is E4M3 (vllm/config/cache.py:14-23,51-52@0.19.0, :25-26@0.11.0):
@@ -466,13 +472,16 @@ def engine_for(gpu, backend: str | None = None) -> Engine:
     return e
 
 
-def check_kv_format(engine: Engine | None, gpu, kv: str) -> None:
-    """One line naming the formats `engine` holds its KV cache in on `gpu` (Engine.kv_formats) where `kv` is none of them:
-    the rule estimate, compare, pareto, import, lint, design and the API share. No engine (roofline): the formats the GPU
-    holds, BF16, FP16, FP8 and its own FP4 ones (Gpu.fp4_formats: an MI355X has MXFP4, not NVFP4)."""
-    ok = engine.kv_formats(gpu) if engine is not None else ("bf16", "fp16", "fp8", *gpu.fp4_formats)
+def check_kv_format(engine: Engine | None, gpu, kv: str, model=None) -> None:
+    """One line naming the formats `engine` holds its KV cache in on `gpu` (Engine.kv_formats; for `model` where it is
+    known) where `kv` is none of them: the rule estimate, compare, pareto, import, lint, design and the API share. No
+    engine (roofline): the formats the GPU holds, BF16, FP16, FP8 and its own FP4 ones (Gpu.fp4_formats: an MI355X has
+    MXFP4, not NVFP4)."""
+    ok = engine.kv_formats(gpu, model) if engine is not None else ("bf16", "fp16", "fp8", *gpu.fp4_formats)
     if kv not in ok:
         who = f"{engine.title} runs on {gpu.name}" if engine is not None else f"{gpu.name} holds"
+        if model is not None and kv in engine.kv_formats(gpu):
+            who += f" for {model.name}'s attention"
         raise InputError("kv_dtype", kv, f"one of {', '.join(ok)}: the KV-cache formats {who}")
 
 

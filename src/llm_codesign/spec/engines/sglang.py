@@ -107,12 +107,15 @@ class SGLangEngine(Engine):
         tok = np.asarray(kv_tokens, float)
         return np.minimum(np.clip(np.floor(tok / context_len * 512.0), 2048.0, 4096.0), np.maximum(np.floor(tok / 2.0), 1.0))
 
-    def kv_formats(self, gpu) -> tuple[str, ...]:
+    def kv_formats(self, gpu, model=None) -> tuple[str, ...]:
         """--kv-cache-dtype's choices (arg_groups/fields/model.py:197-221@0.5.23, the version its export writes): auto (the
         checkpoint's BF16 or FP16), bf16, fp8_e4m3, fp8_e5m2 (on ROCm the GPU's own FP8, E4M3FNUZ on CDNA3: model_executor/
         model_runner.py:2357-2366@0.5.14) and nvfp4, which needs Blackwell (SM100 or SM120) and CUDA: "KV4 is not tested on
-        non-CUDA platforms" (arg_groups/kv_cache_hook.py:124-131,318@0.5.23). Its MX-style FP4 caches (fp4_e2m1 up to 0.5.14,
-        fp4_mx_block16 since) are not formats priced here."""
+        non-CUDA platforms" (arg_groups/kv_cache_hook.py:124-131,318@0.5.23). Its MX-style FP4 cache (fp4_e2m1 up to 0.5.14,
+        fp4_mx_block16 since) is refused: its attention backends read it as BF16 (a "plain" BF16 access, layers/quantization/
+        fp4_kv_cache_quant_method.py:932-935, 1008-1011@0.5.23), which the pool makes by dequantising the layer's whole buffer,
+        every slot it holds, on each read (mem_cache/memory_pool.py:2836-2850, 3677-3711): a pass over the cache's capacity
+        per layer and step that the step model, which prices the tokens attended, has no term for."""
         return ("bf16", "fp16", "fp8") + (("nvfp4",) if gpu.vendor == "nvidia" and "nvfp4" in gpu.fp4_formats else ())
 
     def own_allreduce(self, nbytes, n, family: str):

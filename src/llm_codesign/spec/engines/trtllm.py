@@ -66,7 +66,7 @@ class TensorRTLLMEngine(Engine):
         trtllm-serve's own default max_batch_size is 2048 (TorchLlmArgs), which this does not yet distinguish."""
         return float(BATCH_CAP)
 
-    def kv_formats(self, gpu) -> tuple[str, ...]:
+    def kv_formats(self, gpu, model=None) -> tuple[str, ...]:
         """kv_cache_config.dtype auto, fp8 or nvfp4 (trtllm-serve --kv_cache_dtype, NVIDIA/TensorRT-LLM#11487): FP8 where the
         GPU has FP8 math (Ada and newer), NVFP4 on Blackwell alone (docs/source/features/quantization.md, "NVFP4 KV Cache",
         1.3.0rc27); auto is the checkpoint's BF16 or FP16."""

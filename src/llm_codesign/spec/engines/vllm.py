@@ -93,6 +93,19 @@ class VLLMEngine(Engine):
 
         return np.minimum(super().budget_batch(max_num_tokens, draft_len, pp), np.asarray(max_num_tokens, float))
 
+    def kv_formats(self, gpu, model=None) -> tuple[str, ...]:
+        """BF16, FP16, FP8 (Engine.kv_formats) and, on Blackwell's SM100 family (B200, B300, GB200, GB300), NVFP4: --kv-cache-dtype
+        nvfp4 (vllm/config/cache.py:65@0.33.0, the release its export writes; 0.21.0 added it, vllm-project/vllm#40177, not read here) runs FlashInfer's backend on
+        the trtllm-gen kernels there, FP8 queries over E2M1 values with an E4M3 scale per 16 (v1/attention/backends/
+        flashinfer.py:114-115, 654-664, 951-974, 1168-1171@0.33.0; flashinfer decode.py:1931-1963@fb28d72), the kernels
+        TensorRT-LLM's NVFP4 cache runs, priced as its is. Elsewhere it reads the cache with FlashInfer's fa2 (SM80, SM90,
+        SM120: flashinfer.py:114-115), a kernel no table times: refused. Not for MLA (DeepSeek's), whose backends take no
+        nvfp4 (mla/flashinfer_mla.py:195-201, mla/cutlass_mla.py:40-46@0.33.0)."""
+        from llm_codesign.spec.kinds import MLA
+
+        mla = model is not None and any(isinstance(layer.attn, MLA) for layer, _ in model.groups)
+        return super().kv_formats(gpu) + (("nvfp4",) if gpu.family == "blackwell" and not mla else ())
+
     def own_allreduce(self, nbytes, n, family: str):
         """Its custom all-reduce (custom_allreduce), below SYMM_CUSTOM_MAX_MIB where torch symmetric memory takes the rest."""
         import numpy as np
