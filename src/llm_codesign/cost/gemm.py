@@ -125,8 +125,8 @@ def _fastest_tile(rows: Rows, n, k, gpu: Gpu, cal: Calibration, *, tiles, groups
     # split-K: at most the split factor the GEMM libraries pick (gemm_max_split_k, fitted per family)
     k_split_max = np.maximum(np.minimum(np.floor(k / f32(256.0)), f32(np.floor(cal.gemm_max_split_k))), f32(1.0))
     k_half = f32(cal.gemm_k_half(kernel))
-    # a tile whose epilogue the next tile's main loop cannot hide stores its output at the HBM rate the GEMM's memory term uses
-    store = gpu.hbm_bandwidth_bytes_per_s * cal.gemm_bw(kernel) if kernel == "fp4" and not grouped and gpu.family in ONE_ACCUMULATOR else 0.0
+    # a tile whose epilogue the next tile's main loop cannot hide stores its output at the GPU's HBM bandwidth (its datasheet figure)
+    store = gpu.hbm_bandwidth_bytes_per_s if kernel == "fp4" and not grouped and gpu.family in ONE_ACCUMULATOR else 0.0
     per_tile, columns = _per_tile(tiles, gpu, q=rows.q, peak=float(peak), math=math, a_bytes=float(a_bytes), w_bytes=float(w_bytes),
                                   c_bytes=float(c_bytes), store=float(store))
     tile_time = partial(_tile_times, n=n, k=k, groups=groups, k_split_max=k_split_max, k_half=k_half, can_split=can_split)
