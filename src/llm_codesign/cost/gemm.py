@@ -136,12 +136,12 @@ def _fastest_tile(rows: Rows, n, k, gpu: Gpu, cal: Calibration, *, tiles, groups
 @lru_cache(maxsize=512)  # a search prices each GEMM format's tiles in every chunk
 def _per_tile(tiles, gpu: Gpu, *, q, peak, math, a_bytes, w_bytes, c_bytes=2.0, store=0.0):
     """Per tile: 1 / its M in row quanta of q, 1 / its N, its CTA slots and 1 / them, its time per
-    K step and wave, and the time of an epilogue it does not overlap (one_accumulator; `store`: the rate
-    its output is written at, 0 where none) (float32 scalars); and each over the tiles, a float32 array."""
+    K step and wave, and where `store` (the rate its output is written at) is given, the time of an epilogue
+    it does not overlap (one_accumulator) (float32 scalars); and each over the tiles, a float32 array."""
     f32 = np.float32
     per_tile = tuple((f32((q or 1) / tm), f32(1.0 / tn), f32(gpu.sms // ctas), f32(1.0 / (gpu.sms // ctas)),
-                      f32(2.0 * tm * tn * gpu.sms / (ctas * peak * tile_feed(tm, tn, gpu, math=math, a_bytes=a_bytes, w_bytes=w_bytes))),
-                      f32(tm * tn * c_bytes / store if store > 0.0 and one_accumulator(gpu, tn) else 0.0))
+                      f32(2.0 * tm * tn * gpu.sms / (ctas * peak * tile_feed(tm, tn, gpu, math=math, a_bytes=a_bytes, w_bytes=w_bytes))))
+                     + ((f32(tm * tn * c_bytes / store if one_accumulator(gpu, tn) else 0.0),) if store > 0.0 else ())
                      for tm, tn, ctas in tiles)
     columns = tuple(np.array(col, f32) for col in zip(*per_tile, strict=True))
     for c in columns:
@@ -149,7 +149,7 @@ def _per_tile(tiles, gpu: Gpu, *, q, peak, math, a_bytes, w_bytes, c_bytes=2.0, 
     return per_tile, columns
 
 
-def _tile_times(m_tiles, inv_n, slots, inv_slots, per_wave, epilogue, *, n, k, groups, k_split_max, k_half, can_split):
+def _tile_times(m_tiles, inv_n, slots, inv_slots, per_wave, *epilogue, n, k, groups, k_split_max, k_half, can_split):
     """One tile's time (or every tile's, along a leading axis), its whole tiles along M given."""
     f32 = np.float32
     count = m_tiles * (np.ceil(n * inv_n) * groups)  # output tiles
@@ -161,7 +161,7 @@ def _tile_times(m_tiles, inv_n, slots, inv_slots, per_wave, epilogue, *, n, k, g
     # per wave: one tile's K main loop plus a fixed prologue/epilogue cost of k_half steps; an epilogue not
     # overlapped adds each tile's output written at the HBM rate (a wave's tiles store together)
     t = np.ceil(count * inv_slots) * ((k + k_half) * per_wave)
-    return t + count * epilogue if np.any(epilogue) else t
+    return t + count * epilogue[0] if epilogue else t
 
 
 # GPU families whose CUTLASS block-scaled (NVFP4/MXFP4) kernels keep one accumulator stage in tensor memory at
