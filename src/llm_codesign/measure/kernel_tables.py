@@ -280,7 +280,7 @@ def _gemm(rows, gpu):
             continue
         math, ab, wb = GEMM_DTYPES[dt]
         sub = [rows[i] for i in idx]
-        tiles = NVFP4_TABLE_TILES.get(gpu.family) if dt == "nvfp4" and not engine else None
+        tiles = NVFP4_TABLE_TILES.get(gpu.family) if dt == "nvfp4" and engine in ("", "trtllm") else None  # TensorRT-LLM's collector
         parts.append((np.array(idx), _col(sub, "m"), _col(sub, "n"), _col(sub, "k"), math, ab, wb, kernel, tiles))
         for i in idx:
             lab[i] = f"{engine} {dt} {kernel}" if engine else dt
