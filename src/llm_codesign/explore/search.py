@@ -7,7 +7,6 @@ import itertools
 import os
 import time
 import types
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import NamedTuple
@@ -38,7 +37,8 @@ from llm_codesign.spec.validation import as_float
 
 CHUNK = 1 << 17  # deployments per vectorised pass: bounds peak memory (~60 ops x a few arrays each)
 THREADED_CHUNK = 1 << 16  # the least a chunk holds to be priced beside others on threads
-BATCHES = np.unique(np.concatenate([np.arange(1, 9), np.round(np.geomspace(8, 16384, 48))])).astype(np.int64)
+# sorted(set()), not np.unique: the same values, without numpy.ma's import (np.unique's) in every process
+BATCHES = np.array(sorted({*range(1, 9), *np.round(np.geomspace(8, 16384, 48)).tolist()}), dtype=np.int64)
 
 
 DRAFT_LENGTHS = (1, 2, 3, 4, 5)  # the draft lengths a search with speculation tries, beside none
@@ -319,6 +319,8 @@ def _pool(workers: int):
     if workers <= 1:
         yield types.SimpleNamespace(map=map)
         return
+    from concurrent.futures import ThreadPoolExecutor  # here: its import (logging's too) is a search on one thread's 10 ms
+
     with ThreadPoolExecutor(workers, thread_name_prefix="llm-codesign-search") as ex:
         yield ex
 

@@ -16,7 +16,8 @@ from llm_codesign.spec.plan import Deployment, Workload
 
 # the batch grid offline max throughput is searched over (requests in flight per attention-DP rank)
 GB = 1e9  # memory as the reports state it
-BATCH_GRID = np.unique(np.concatenate([np.arange(1, 17), np.round(np.geomspace(16, 65536, 120))])).astype(np.int64)
+# sorted(set()), not np.unique: the same values, without numpy.ma's import (np.unique's) in every process
+BATCH_GRID = np.array(sorted({*range(1, 17), *np.round(np.geomspace(16, 65536, 120)).tolist()}), dtype=np.int64)
 
 
 @dataclass(frozen=True)
