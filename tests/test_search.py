@@ -185,3 +185,34 @@ def test_the_callers_floating_point_error_handling_reaches_every_thread(monkeypa
     with np.errstate(divide="ignore"):
         search(m, g, calibration_for(g), SearchSpace(8, precisions=(Precision.of("fp8", kv="fp8"),)), isl=1024, osl=256)
     assert len(seen) > 1 and set(seen) == {"ignore"}
+
+
+@pytest.mark.parametrize("model, gpu, n, precs", [
+    ("llama-3.1-70b", "h200", 8, (Precision.of("fp8", kv="fp8"),)),  # one group: 7 plans, up to 17 loads each
+    ("qwen3-30b-a3b", "b200", 2, None),  # MoE, NVFP4 and FP8 frontier points: a group each
+])
+def test_frontier_priced_together_is_each_deployment_alone_bit_for_bit(model, gpu, n, precs):
+    """with_energy and point_breakdowns price a frontier's deployments of one precision together (plans as
+    rows, loads as columns: _frontier_priced); each point's energy and operator rows are what pricing its
+    deployment alone at its loads gives, to the last bit, and the breakdowns reuse the energy's pricing."""
+    from llm_codesign.explore.search import _frontier_priced, op_rows, point_breakdowns
+    from llm_codesign.serve.aggregated import pdl_per_launch
+    from llm_codesign.serve.energy import energy
+    from llm_codesign.serve.metrics import decode_operators
+    from llm_codesign.spec.plan import Workload
+
+    g, m = get_gpu(gpu), get_model(model)
+    cal, wl = calibration_for(g), Workload(isl=1024, osl=1024)
+    r = search(m, g, cal, SearchSpace(n, precisions=precs or ()), isl=1024, osl=1024)
+    deps = {p.deployment: [q for q in r.points if q.deployment == p.deployment] for p in r.points}
+    assert len(deps) > 1 and len(r.points) > len(deps)  # several plans, several at more than one load
+    hits = _frontier_priced.cache_info().hits
+    rows = point_breakdowns(m, cal, [(p.deployment, p.concurrency) for p in r.points], 1024, 1024)
+    assert _frontier_priced.cache_info().hits == hits + 1  # the search's own pricing, not another
+    for dep, pts in deps.items():
+        conc = np.array([p.concurrency for p in pts])
+        e = energy(m, dep, wl, conc, calibration=cal, output_tok_s_per_gpu=np.array([p.output_tok_s_per_gpu for p in pts]))
+        ops = decode_operators(m, dep, wl, conc, calibration=cal)
+        for j, p in enumerate(pts):
+            assert p.energy == {k: e.at(j)[k] for k in p.energy}
+            assert rows[r.points.index(p)] == op_rows(ops, at=j, n=len(pts), pdl_per_launch=pdl_per_launch(g, dep.engine.costs(cal)))

@@ -439,7 +439,6 @@ def _progress():
     """A rich progress bar on stderr for long searches; when stderr is not a terminal (a log, CI), one
     plain line every 5 s of a search that runs that long, so quick runs print nothing."""
     from rich.console import Console
-    from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
     con = Console(stderr=True)
     if not con.is_terminal:
@@ -456,6 +455,8 @@ def _progress():
                 typer.echo(f"searching: {done:,} of {total:,} ({100 * done / total:.0f}%)", err=True)
 
         return None, plain
+    from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn  # a terminal's alone: its import is ~10 ms
+
     prog = Progress(TextColumn("searching"), BarColumn(), TextColumn("{task.completed:,}/{task.total:,}"), TimeRemainingColumn(),
                     console=con, transient=True)
     task = prog.add_task("search", total=1)

@@ -66,7 +66,7 @@ def busiest_stage(model: ModelSpec, pp, per_layer: list):
         return np.where((n % pp == 0) | (n < pp), n / pp, np.ceil(n / pp)) * per_layer[0]
     total = sum(n * v for v, (_, n) in zip(per_layer, model.groups, strict=True))
     out = total / pp  # stages holding the same layers, and a one-layer draft spread over the stages
-    for v in np.unique(pp):
+    for v in sorted(set(pp.reshape(-1).tolist())):  # np.unique's values; its hash path imports numpy.ma (~15 ms a process)
         if int(v) > model.num_layers or int(v) <= 1:
             continue
         most = None

@@ -7,8 +7,8 @@ import itertools
 import os
 import time
 import types
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
 from typing import NamedTuple
 
 import numpy as np
@@ -37,7 +37,8 @@ from llm_codesign.spec.validation import as_float
 
 CHUNK = 1 << 17  # deployments per vectorised pass: bounds peak memory (~60 ops x a few arrays each)
 THREADED_CHUNK = 1 << 16  # the least a chunk holds to be priced beside others on threads
-BATCHES = np.unique(np.concatenate([np.arange(1, 9), np.round(np.geomspace(8, 16384, 48))])).astype(np.int64)
+# sorted(set()), not np.unique: the same values, without numpy.ma's import (np.unique's) in every process
+BATCHES = np.array(sorted({*range(1, 9), *np.round(np.geomspace(8, 16384, 48)).tolist()}), dtype=np.int64)
 
 
 DRAFT_LENGTHS = (1, 2, 3, 4, 5)  # the draft lengths a search with speculation tries, beside none
@@ -319,6 +320,8 @@ def _pool(workers: int):
     if workers <= 1:
         yield types.SimpleNamespace(map=map)
         return
+    from concurrent.futures import ThreadPoolExecutor  # here: its import (logging's too) is a search on one thread's 10 ms
+
     with ThreadPoolExecutor(workers, thread_name_prefix="llm-codesign-search") as ex:
         yield ex
 
@@ -437,21 +440,56 @@ def parse_precisions(weight: str | None, activation: str | None, kv: str | None,
     return tuple(precision_for(model, w, activation, k).on(gpu) for w in ws for k in kvs)
 
 
+class _Priced(NamedTuple):
+    """A group of a frontier's deployments priced together (_frontier_priced): evaluate(with_ops=True)'s
+    dict over their plans (rows) and loads (columns), the shape of that grid, each cell's point (a
+    row's last load repeats to fill it) and the group's PDL credit per launch."""
+    r: dict
+    shape: tuple
+    cell: np.ndarray
+    pdl: float
+
+
+@lru_cache(maxsize=32)  # a comparison's frontiers: each priced for its energy, then again for its breakdowns
+def _frontier_priced(model: ModelSpec, cal: Calibration, points: tuple, workload: Workload) -> tuple:
+    """Each (deployment, concurrency) of `points` with its operators: the deployments that differ in
+    their plan alone priced in one evaluation, their plans as rows and their loads as columns, as a
+    search's grid prices them (elementwise: the same values bit for bit as pricing each deployment
+    alone, tests/test_search.py); per point, (its group, its flat cell). DeepSeek-R1 on 32 GB200's 23
+    frontier deployments: 2 evaluations, not 23 (0.31 -> 0.06 s)."""
+    groups: dict[Serving, dict[Deployment, list[int]]] = {}
+    for i, (dep, _) in enumerate(points):
+        groups.setdefault(replace(Serving.of(dep), plan=Plan()), {}).setdefault(dep, []).append(i)
+    out: list = [None] * len(points)
+    for at, deps in groups.items():
+        width = max(len(idx) for idx in deps.values())
+        cell = np.array([idx[min(j, len(idx) - 1)] for idx in deps.values() for j in range(width)]).reshape(len(deps), width)
+        plan = Plan(*(np.array([d.plan.at(0).sizes[f] for d in deps], dtype=np.int64)[:, None] for f in range(6)))
+        conc = np.array([points[i][1] for i in cell.reshape(-1)], dtype=np.int64).reshape(cell.shape)
+        r = evaluate(model, replace(at, plan=plan), cal=cal, concurrency=conc, isl=workload.isl, osl=workload.osl, with_ops=True,
+                     prefix_hit=workload.prefix_hit, arrival=workload.priced_arrival, offline=workload.concurrency is None)
+        g = _Priced(r, cell.shape, cell, pdl_per_launch(at.gpu, at.engine.costs(cal)))
+        for row, idx in enumerate(deps.values()):
+            for j, i in enumerate(idx):
+                out[i] = (g, row * width + j)
+    return tuple(out)
+
+
 def with_energy(model: ModelSpec, cal: Calibration, points: tuple, workload: Workload) -> tuple:
     """Each frontier point with its energy (serve.energy) charged to its own output tok/s per GPU: the
-    points of one deployment priced together, their concurrencies as one array."""
-    from llm_codesign.serve.energy import energy
+    points priced together (_frontier_priced)."""
+    from llm_codesign.serve.energy import energy_of
 
-    groups: dict[Deployment, list[int]] = {}
-    for i, p in enumerate(points):
-        groups.setdefault(p.deployment, []).append(i)
+    priced = _frontier_priced(model, cal, tuple((p.deployment, p.concurrency) for p in points), workload)
+    energies: dict[int, dict] = {}  # per group (by id: the groups are held by `priced`), each energy array over its cells
     out = list(points)
-    for dep, idx in groups.items():
-        e = energy(model, dep, workload, np.array([points[i].concurrency for i in idx]), calibration=cal,
-                   output_tok_s_per_gpu=np.array([points[i].output_tok_s_per_gpu for i in idx]))
-        for j, i in enumerate(idx):
-            d = e.at(j)
-            out[i] = replace(points[i], energy={k: d[k] for k in ("tokens_per_joule", "tokens_per_joule_node", "tokens_per_joule_at_tdp", "gpu_w")})
+    for i, (g, f) in enumerate(priced):
+        if id(g) not in energies:
+            tok = np.array([points[c].output_tok_s_per_gpu for c in g.cell.reshape(-1)]).reshape(g.shape)
+            e = energy_of(g.r, points[i].deployment.gpu, g.pdl, tok)
+            energies[id(g)] = {k: getattr(e, k) for k in ("tokens_per_joule", "tokens_per_joule_node", "tokens_per_joule_at_tdp", "gpu_w")}
+        out[i] = replace(points[i], energy={k: None if v is None else float(np.broadcast_to(v, g.shape).reshape(-1)[f])
+                                            for k, v in energies[id(g)].items()})
     return tuple(out)
 
 
@@ -462,28 +500,16 @@ def point_breakdown(model: ModelSpec, cal: Calibration, dep: Deployment, concurr
 
 
 def point_breakdowns(model: ModelSpec, cal: Calibration, points: list[tuple[Deployment, int]], isl: int, osl: int) -> list[list[dict]]:
-    """`point_breakdown` of many (deployment, concurrency) points: the points of one deployment are
-    priced together, their concurrencies as one array (a frontier holds a few deployments at many
-    batch sizes)."""
-    from llm_codesign.serve.metrics import decode_operators
-
-    groups: dict[Deployment, list[int]] = {}
-    for i, (dep, _) in enumerate(points):
-        groups.setdefault(dep, []).append(i)
-    out: list[list[dict]] = [[] for _ in points]
-    for one, idx in groups.items():
-        conc = np.array([points[i][1] for i in idx])
-        ops = decode_operators(model, one, Workload(isl=isl, osl=osl), conc, calibration=cal)
-        per = pdl_per_launch(one.gpu, one.engine.costs(cal))
-        for j, i in enumerate(idx):
-            out[i] = op_rows(ops, at=j, n=len(idx), pdl_per_launch=per)
-    return out
+    """`point_breakdown` of many (deployment, concurrency) points, priced together (_frontier_priced:
+    a frontier's, priced for its energy already, are not priced again)."""
+    priced = _frontier_priced(model, cal, tuple((dep, int(c)) for dep, c in points), Workload(isl=isl, osl=osl))
+    return [op_rows(g.r["ops"], at=f, n=g.shape, pdl_per_launch=g.pdl) for g, f in priced]
 
 
-def op_rows(ops, prefix: str = "", *, at: int = 0, n: int = 1, pdl_per_launch: float = 0.0) -> list[dict]:
+def op_rows(ops, prefix: str = "", *, at: int = 0, n: int | tuple = 1, pdl_per_launch: float = 0.0) -> list[dict]:
     """Operators that take time, slowest first: name, kind and ms per step on one GPU (of point `at`,
-    where the operators were priced for `n` points at once), as the step prices them (op_step_time:
-    less what programmatic dependent launch saves, `pdl_per_launch` s per launch)."""
+    a flat index where the operators were priced for `n` points at once, a count or a shape), as the
+    step prices them (op_step_time: less what programmatic dependent launch saves, `pdl_per_launch` s per launch)."""
     rows = [{"name": prefix + op.name, "kind": op.kind,
-             "time_ms": float(np.broadcast_to(op_step_time(op, pdl_per_launch), (n,))[at]) * 1e3} for op in ops]
+             "time_ms": float(np.broadcast_to(op_step_time(op, pdl_per_launch), n).reshape(-1)[at]) * 1e3} for op in ops]
     return sorted((x for x in rows if x["time_ms"] > 0), key=lambda x: -x["time_ms"])

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, replace
-from functools import partial
+from functools import lru_cache, partial
 from typing import NamedTuple
 
 import numpy as np
@@ -387,6 +387,27 @@ def evaluate(model: ModelSpec, at: Serving, *, cal: Calibration, concurrency, is
     if with_ops:
         res |= _phase_parts(model, gpu, prec, sh, costs=costs, r=r, steps=(wave_tok, t_wave_step, t_stage, t_draft, ops), share=pf_span / life)
     return res
+
+
+def deployment_ops(model: ModelSpec, dep: Deployment, *, cal: Calibration, concurrency, isl: int, osl: int, prefix_hit=0.0,
+                   arrival: str = DEFAULT_ARRIVAL, offline: bool = False) -> dict:
+    """evaluate(with_ops=True) of one deployment at `concurrency` (an int or an array), the last
+    _OPS_KEPT kept by their inputs: a frontier's energy (explore.search.with_energy) and its
+    breakdowns (point_breakdowns), and estimate's energy and bottlenecks, price the same deployment at
+    the same loads, and the second asks for what the first priced (the same dict, read only)."""
+    c = np.asarray(concurrency, dtype=np.int64)
+    return _deployment_ops(model, dep, cal, shape=c.shape, raw=c.tobytes(), isl=isl, osl=osl, prefix_hit=prefix_hit, arrival=arrival,
+                           offline=offline)
+
+
+_OPS_KEPT = 512  # a few frontiers' deployments (up to ~60 each), each one's operators over its few loads
+
+
+@lru_cache(maxsize=_OPS_KEPT)
+def _deployment_ops(model, dep, cal, *, shape, raw, isl, osl, prefix_hit, arrival, offline) -> dict:
+    c = np.frombuffer(raw, dtype=np.int64).reshape(shape).copy()
+    return evaluate(model, Serving.of(dep), cal=cal, concurrency=c, isl=isl, osl=osl, with_ops=True, prefix_hit=prefix_hit,
+                    arrival=arrival, offline=offline)
 
 
 def _budget_batch(engine: Engine, mnt, *, fill, cap, k, pp, adp) -> dict:

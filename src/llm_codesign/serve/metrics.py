@@ -8,7 +8,7 @@ import numpy as np
 
 from llm_codesign.cost.calibration import Calibration, calibration_for
 from llm_codesign.errors import InputError
-from llm_codesign.serve.aggregated import Serving
+from llm_codesign.serve.aggregated import Serving, deployment_ops
 from llm_codesign.serve.aggregated import evaluate as _evaluate
 from llm_codesign.serve.invariants import check_metrics
 from llm_codesign.spec.engines import check_kv_format
@@ -17,7 +17,8 @@ from llm_codesign.spec.plan import Deployment, Workload
 
 # the batch grid offline max throughput is searched over (requests in flight per attention-DP rank)
 GB = 1e9  # memory as the reports state it
-BATCH_GRID = np.unique(np.concatenate([np.arange(1, 17), np.round(np.geomspace(16, 65536, 120))])).astype(np.int64)
+# sorted(set()), not np.unique: the same values, without numpy.ma's import (np.unique's) in every process
+BATCH_GRID = np.array(sorted({*range(1, 17), *np.round(np.geomspace(16, 65536, 120)).tolist()}), dtype=np.int64)
 
 
 @dataclass(frozen=True)
@@ -116,6 +117,6 @@ def decode_operators(model: ModelSpec, deployment: Deployment, workload: Workloa
                      calibration: Calibration) -> list:
     """The operators of the decode step the metrics at `concurrency` time (per GPU, the in-step
     calibration, draft and verify included): what a breakdown or a bottleneck is read from."""
-    return _evaluate(model, Serving.of(deployment), cal=calibration, concurrency=np.asarray(concurrency, dtype=np.int64), isl=workload.isl,
-                     osl=workload.osl, with_ops=True, prefix_hit=workload.prefix_hit, arrival=workload.priced_arrival,
-                     offline=workload.concurrency is None)["ops"]
+    # energy() prices the same evaluation (deployment_ops keeps it): a list of its own, the operators shared
+    return list(deployment_ops(model, deployment, cal=calibration, concurrency=concurrency, isl=workload.isl, osl=workload.osl,
+                               prefix_hit=workload.prefix_hit, arrival=workload.priced_arrival, offline=workload.concurrency is None)["ops"])
