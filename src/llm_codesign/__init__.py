@@ -17,12 +17,13 @@ from typing import TYPE_CHECKING
 
 __version__ = "0.1.0"
 
-__all__ = ["Deployment", "Estimate", "Frontier", "FrontierPoint", "Gpu", "InputError", "Metrics", "ModelSpec", "Plan", "Precision",
-           "SpecDecoding", "Workload", "__version__", "deployment", "design", "estimate", "evaluate", "get_gpu", "get_model", "lint", "pareto",
+__all__ = ["Comparison", "Deployment", "Estimate", "Frontier", "FrontierPoint", "Gpu", "InputError", "Metrics", "ModelSpec", "Plan", "Precision",
+           "SpecDecoding", "Workload", "__version__", "compare", "deployment", "design", "estimate", "evaluate", "get_gpu", "get_model", "lint", "pareto",
            "validate_serving"]
 
 if TYPE_CHECKING:
     from llm_codesign.api import (
+        Comparison,
         Deployment,
         Estimate,
         Frontier,
@@ -35,6 +36,7 @@ if TYPE_CHECKING:
         Precision,
         SpecDecoding,
         Workload,
+        compare,
         deployment,
         design,
         estimate,

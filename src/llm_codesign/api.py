@@ -16,6 +16,7 @@ from pathlib import Path
 
 from llm_codesign.cost.calibration import Calibration, calibration_for
 from llm_codesign.errors import InputError
+from llm_codesign.explore.compare import Comparison
 from llm_codesign.explore.frontier import Frontier, FrontierPoint
 from llm_codesign.serve.estimate import Estimate
 from llm_codesign.serve.metrics import Metrics
@@ -40,8 +41,8 @@ from llm_codesign.spec.plan import (
 from llm_codesign.spec.precision import Precision
 from llm_codesign.spec.registry import get_model as _get_model
 
-__all__ = ["Deployment", "Estimate", "Frontier", "FrontierPoint", "Gpu", "InputError", "Metrics", "ModelSpec", "Plan", "Precision",
-           "SpecDecoding", "Workload", "deployment", "design", "estimate", "evaluate", "get_gpu", "get_model", "lint", "pareto", "validate_serving"]
+__all__ = ["Comparison", "Deployment", "Estimate", "Frontier", "FrontierPoint", "Gpu", "InputError", "Metrics", "ModelSpec", "Plan", "Precision",
+           "SpecDecoding", "Workload", "compare", "deployment", "design", "estimate", "evaluate", "get_gpu", "get_model", "lint", "pareto", "validate_serving"]
 
 
 def get_model(model: str | Path | dict | ModelSpec, *, name: str | None = None) -> ModelSpec:
@@ -160,6 +161,43 @@ def pareto(model: str | ModelSpec, gpu: str | Gpu, *, num_gpus: int = 8, instanc
                progress=progress)
     # each point's intervals, once per point after the search (not per evaluated deployment)
     return f.banded(m, table=table_for(calibration, gpu=g))
+
+
+def _lengths_only(w: Workload, call: str) -> None:
+    """Refuses a workload's field the call does not price (it searches every load, with no prefix cache, requests arriving
+    as the command prices them) rather than dropping it without a word."""
+    for k, default in (("concurrency", None), ("prefix_hit", 0.0), ("arrival", DEFAULT_ARRIVAL)):
+        if getattr(w, k) != default:
+            raise InputError(f"workload.{k}", getattr(w, k), f"{default!r} (left out): `{call}` prices the lengths alone")
+
+
+def _names(value, field: str, what: str) -> list:
+    """One name or object, or a list or tuple of them (a string is one name: a path may hold a comma)."""
+    if isinstance(value, (list, tuple)):
+        return list(value)
+    if value is None or (isinstance(value, str) and not value.strip()):
+        raise InputError(field, value, f"{what}, or a list of them")
+    return [value]
+
+
+def compare(model, gpu="h200", *, num_gpus: int = 8, weight_dtype: str | list[str] | None = None, kv_dtype: str | None = None,
+            workload: Workload | None = None, engine: str | None = None, min_tps_user: float | None = None, max_ttft_ms: float | None = None,
+            calibration: Calibration | str | None = None, gpu_hour_price: str | float | None = None, backend: str | None = None):
+    """Models x precisions x GPUs at one SLO, side by side, as `llm-codesign compare` searches them (explore.compare, one
+    code path): `model` and `gpu` one or a list each (anything get_model and get_gpu take), `weight_dtype` the formats
+    (default: each checkpoint's and what each GPU runs natively), `workload` the lengths. Returns a `Comparison`: per
+    model x precision x GPU the deployment with the most output tok/s/GPU that meets `min_tps_user`/`max_ttft_ms`, with
+    its metrics' 80% and 95% intervals, its accuracy and, with `gpu_hour_price` (dollars, `bundled` or a price file), its
+    cost; `to_dict()` is what `compare --json` prints, `to_records()`/`to_pandas()` a table of it."""
+    from llm_codesign.explore import compare as run
+
+    w = _workload(workload, "isl=..., osl=...")
+    _lengths_only(w, "compare")
+    formats = _names(weight_dtype, "weight_dtype", "a weight format") if weight_dtype is not None else None
+    q = run.ask([get_model(m) for m in _names(model, "model", "a model")], _names(gpu, "gpu", "a GPU id"), formats, kv_dtype=kv_dtype, num_gpus=num_gpus, isl=w.isl,
+                osl=w.osl, engine=engine_arg(engine, backend), min_tps_user=min_tps_user, max_ttft_ms=max_ttft_ms,
+                gpu_hour_price=gpu_hour_price, model_value=model, gpu_value=gpu)
+    return run.compare(q, calibration=calibration)
 
 
 def lint(model: str | ModelSpec, gpu: str | Gpu, *, regime: str = "throughput", weight_dtype: str | None = None,
