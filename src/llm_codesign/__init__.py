@@ -17,14 +17,15 @@ from typing import TYPE_CHECKING
 
 __version__ = "0.1.0"
 
-__all__ = ["Comparison", "Deployment", "Estimate", "Frontier", "FrontierPoint", "Gpu", "InputError", "Metrics", "ModelSpec", "Plan", "Precision",
-           "SpecDecoding", "Workload", "__version__", "compare", "deployment", "design", "estimate", "evaluate", "get_gpu", "get_model", "lint", "pareto",
+__all__ = ["Comparison", "Deployment", "DisaggEstimate", "Estimate", "Frontier", "FrontierPoint", "Gpu", "InputError", "Metrics", "ModelSpec", "Plan", "Precision",
+           "SpecDecoding", "Workload", "__version__", "compare", "deployment", "design", "disagg", "estimate", "evaluate", "get_gpu", "get_model", "lint", "pareto",
            "validate_serving"]
 
 if TYPE_CHECKING:
     from llm_codesign.api import (
         Comparison,
         Deployment,
+        DisaggEstimate,
         Estimate,
         Frontier,
         FrontierPoint,
@@ -39,6 +40,7 @@ if TYPE_CHECKING:
         compare,
         deployment,
         design,
+        disagg,
         estimate,
         evaluate,
         get_gpu,

@@ -18,6 +18,7 @@ from llm_codesign.cost.calibration import Calibration, calibration_for
 from llm_codesign.errors import InputError
 from llm_codesign.explore.compare import Comparison
 from llm_codesign.explore.frontier import Frontier, FrontierPoint
+from llm_codesign.serve.disagg import DisaggEstimate
 from llm_codesign.serve.estimate import Estimate
 from llm_codesign.serve.metrics import Metrics
 from llm_codesign.serve.metrics import evaluate as _evaluate
@@ -41,8 +42,8 @@ from llm_codesign.spec.plan import (
 from llm_codesign.spec.precision import Precision
 from llm_codesign.spec.registry import get_model as _get_model
 
-__all__ = ["Comparison", "Deployment", "Estimate", "Frontier", "FrontierPoint", "Gpu", "InputError", "Metrics", "ModelSpec", "Plan", "Precision",
-           "SpecDecoding", "Workload", "compare", "deployment", "design", "estimate", "evaluate", "get_gpu", "get_model", "lint", "pareto", "validate_serving"]
+__all__ = ["Comparison", "Deployment", "DisaggEstimate", "Estimate", "Frontier", "FrontierPoint", "Gpu", "InputError", "Metrics", "ModelSpec", "Plan", "Precision",
+           "SpecDecoding", "Workload", "compare", "deployment", "design", "disagg", "estimate", "evaluate", "get_gpu", "get_model", "lint", "pareto", "validate_serving"]
 
 
 def get_model(model: str | Path | dict | ModelSpec, *, name: str | None = None) -> ModelSpec:
@@ -198,6 +199,46 @@ def compare(model, gpu="h200", *, num_gpus: int = 8, weight_dtype: str | list[st
                 osl=w.osl, engine=engine_arg(engine, backend), min_tps_user=min_tps_user, max_ttft_ms=max_ttft_ms,
                 gpu_hour_price=gpu_hour_price, model_value=model, gpu_value=gpu)
     return run.compare(q, calibration=calibration)
+
+
+def disagg(model: str | ModelSpec, gpu: str | Gpu, *, prefill: str | Plan, decode: str | Plan, decode_gpu: str | Gpu | None = None,
+           prefill_instances: int = 1, decode_instances: int = 1, concurrency=(1, 8, 32, 128, 512), workload: Workload | None = None,
+           weight_dtype: str | None = None, activation_dtype: str | None = None, kv_dtype: str | None = None, engine: str | None = None,
+           spec: SpecDecoding | str | None = None, draft_len: int | None = None, acceptance: float | None = None,
+           acceptance_rates: str | tuple | None = None, draft_model: str | None = None, max_num_tokens: int | None = None,
+           decode_max_num_tokens: int | None = None, decode_max_batch: int | None = None, prefill_routing: str | None = None,
+           calibration: Calibration | str | None = None, backend: str | None = None) -> DisaggEstimate:
+    """One disaggregated deployment, as `llm-codesign disagg` prices it (explore.disagg_search.price_pools, one code
+    path): `prefill_instances` instances of the `prefill` plan (`"tp=4"`, `"tp=8,ep=8"` or a `Plan`) on `gpu` hand each
+    prompt's KV cache to `decode_instances` of the `decode` plan (on `decode_gpu` where it differs), at each load of
+    `concurrency` (requests in flight, one or a list); `workload` the lengths and how requests arrive
+    (`arrival`), `decode_max_batch` the decode ranks' max batch. Returns a `DisaggEstimate`: per load TTFT and its
+    parts, TPOT, tok/s/user, tok/s/GPU and their 80% and 95% intervals; `to_dict()` is what `disagg --json` prints."""
+    from llm_codesign.explore.disagg_search import price_pools
+    from llm_codesign.spec.plan import MAX_CONCURRENCY, precision_for
+    from llm_codesign.spec.validation import as_int
+
+    m, g = get_model(model), get_gpu(gpu)
+    dg = get_gpu(decode_gpu) if decode_gpu is not None else g
+    w = _workload(workload, "isl=..., osl=..., arrival=...")
+    for k, default in (("concurrency", None), ("prefix_hit", 0.0)):  # the loads are `concurrency=`; no prefix cache is priced
+        if getattr(w, k) != default:
+            raise InputError(f"workload.{k}", getattr(w, k), f"{default!r} (left out): `disagg` takes its loads as concurrency= "
+                                                             "and prices no prefix cache")
+    for name, p in (("prefill", prefill), ("decode", decode)):
+        if not isinstance(p, (str, Plan)):
+            raise InputError(name, p, "a plan as text, e.g. 'tp=4' or 'attention_dp=8,ep=8', or an lc.Plan")
+    check_sizes(prefill_instances=prefill_instances, decode_instances=decode_instances)
+    check_sizes(MAX_STEP_TOKENS, max_num_tokens=max_num_tokens, decode_max_num_tokens=decode_max_num_tokens)
+    if decode_max_batch is not None:
+        as_int("decode_max_batch", decode_max_batch, hi=MAX_CONCURRENCY, what=f"a positive integer up to {MAX_CONCURRENCY:,}")
+    conc = [int(c) for c in check_concurrency(concurrency, arrays=True).reshape(-1)]
+    sd = spec if isinstance(spec, SpecDecoding) or spec is None else spec_decoding(
+        spec, draft_len=draft_len, acceptance=acceptance, acceptance_rates=acceptance_rates, draft_model=draft_model)
+    return price_pools(m, g, prefill=prefill, decode=decode, decode_gpu=dg, precision=precision_for(m, weight_dtype, activation_dtype, kv_dtype),
+                       engine=engine_arg(engine, backend), spec=sd, max_num_tokens=max_num_tokens, decode_max_num_tokens=decode_max_num_tokens,
+                       prefill_instances=prefill_instances, decode_instances=decode_instances, concurrencies=conc, isl=w.isl, osl=w.osl,
+                       decode_max_batch=decode_max_batch, arrival=w.arrival, prefill_routing=prefill_routing, calibration=calibration)
 
 
 def lint(model: str | ModelSpec, gpu: str | Gpu, *, regime: str = "throughput", weight_dtype: str | None = None,
