@@ -18,6 +18,7 @@ from llm_codesign.cost.calibration import Calibration, calibration_for
 from llm_codesign.errors import InputError
 from llm_codesign.explore.compare import Comparison
 from llm_codesign.explore.frontier import Frontier, FrontierPoint
+from llm_codesign.measure.calibrate import Profile
 from llm_codesign.serve.disagg import DisaggEstimate
 from llm_codesign.serve.estimate import Estimate
 from llm_codesign.serve.metrics import Metrics
@@ -42,8 +43,9 @@ from llm_codesign.spec.plan import (
 from llm_codesign.spec.precision import Precision
 from llm_codesign.spec.registry import get_model as _get_model
 
-__all__ = ["Comparison", "Deployment", "DisaggEstimate", "Estimate", "Frontier", "FrontierPoint", "Gpu", "InputError", "Metrics", "ModelSpec", "Plan", "Precision",
-           "SpecDecoding", "Workload", "compare", "deployment", "design", "disagg", "estimate", "evaluate", "get_gpu", "get_model", "lint", "pareto", "validate_serving"]
+__all__ = ["Comparison", "Deployment", "DisaggEstimate", "Estimate", "Frontier", "FrontierPoint", "Gpu", "InputError", "Metrics", "ModelSpec",
+           "Plan", "Precision", "Profile", "SpecDecoding", "Workload", "calibrate", "compare", "deployment", "design", "disagg", "estimate", "evaluate", "get_gpu",
+           "get_model", "lint", "pareto", "validate_serving"]
 
 
 def get_model(model: str | Path | dict | ModelSpec, *, name: str | None = None) -> ModelSpec:
@@ -68,7 +70,13 @@ def get_gpu(gpu: str | Gpu) -> Gpu:
     return gpu if isinstance(gpu, Gpu) else _get_gpu(gpu)
 
 
-def _calibration(gpu: Gpu, calibration: Calibration | str | None) -> Calibration:
+def _ref(calibration):
+    """A profile as the pricing reads it: a Profile (lc.calibrate's) by its path, the rest as given."""
+    return calibration.as_path() if isinstance(calibration, Profile) else calibration
+
+
+def _calibration(gpu: Gpu, calibration: Calibration | Profile | str | None) -> Calibration:
+    calibration = _ref(calibration)
     return calibration if isinstance(calibration, Calibration) else calibration_for(gpu, calibration)
 
 
@@ -88,7 +96,7 @@ def _workload(workload, example: str = "isl=..., osl=..., concurrency=...") -> W
 
 
 def evaluate(model: str | ModelSpec, deployment: Deployment, workload: Workload | None = None, *,
-             calibration: Calibration | str | None = None, concurrency=None) -> Metrics:
+             calibration: Calibration | Profile | str | None = None, concurrency=None) -> Metrics:
     """Typed, array-valued serving metrics (SI units) of one deployment; `concurrency` may be an array."""
     w = _checked(deployment, workload)
     conc = None if concurrency is None else check_concurrency(concurrency, arrays=True)
@@ -96,7 +104,7 @@ def evaluate(model: str | ModelSpec, deployment: Deployment, workload: Workload 
 
 
 def estimate(model: str | ModelSpec, deployment: Deployment, workload: Workload | None = None, *,
-             calibration: Calibration | str | None = None, breakdown: bool = False) -> Estimate:
+             calibration: Calibration | Profile | str | None = None, breakdown: bool = False) -> Estimate:
     """What one deployment delivers (`to_dict()`: what `llm-codesign estimate --json` prints): metrics,
     memory, bottlenecks, speculation's break-even, the accuracy of its precision and how far to trust
     each metric: its 80% and 95% intervals (`intervals`: measure.intervals, from the residuals of the runs
@@ -112,7 +120,7 @@ def estimate(model: str | ModelSpec, deployment: Deployment, workload: Workload 
                             spec=dep.spec is not None, arrival=w.arrival)
     values = {"ttft_ms": r.ttft_s * 1e3, "tpot_ms": r.tpot_s * 1e3, "tok_s_per_user": r.tok_s_per_user,
               "output_tok_s_per_gpu": r.output_tok_s_per_gpu}
-    bands = intervals.bands(values, ctx, table=intervals.table_for(calibration, gpu=dep.gpu))
+    bands = intervals.bands(values, ctx, table=intervals.table_for(_ref(calibration), gpu=dep.gpu))
     # the third dimension: published where known, else the proxy
     return replace(r, accuracy=accuracy_of(m, dep.precision), intervals=bands)
 
@@ -123,7 +131,7 @@ def pareto(model: str | ModelSpec, gpu: str | Gpu, *, num_gpus: int = 8, instanc
            activation_dtype: str | None = None, kv_dtype: str | None = None, spec: SpecDecoding | str | None = None,
            draft_len: int | None = None, acceptance: float | None = None, acceptance_rates: str | tuple | None = None,
            draft_model: str | None = None, max_num_tokens: int | None = None, step_tokens: tuple[int, ...] = (), min_tps_user: float | None = None,
-           max_ttft_ms: float | None = None, max_accuracy_drop: float | None = None, calibration: Calibration | str | None = None,
+           max_ttft_ms: float | None = None, max_accuracy_drop: float | None = None, calibration: Calibration | Profile | str | None = None,
            progress=None, backend: str | None = None) -> Frontier:
     """The frontier over every valid plan x batch x precision (x draft length) on `num_gpus` GPUs, as
     `llm-codesign pareto` searches it (the same SearchSpace.build): fixed sizes (`tp=8`, ...) narrow the
@@ -161,7 +169,7 @@ def pareto(model: str | ModelSpec, gpu: str | Gpu, *, num_gpus: int = 8, instanc
                max_num_tokens=max_num_tokens, min_tps_user=min_tps_user, max_ttft_ms=max_ttft_ms, max_accuracy_drop=max_accuracy_drop,
                progress=progress)
     # each point's intervals, once per point after the search (not per evaluated deployment)
-    return f.banded(m, table=table_for(calibration, gpu=g))
+    return f.banded(m, table=table_for(_ref(calibration), gpu=g))
 
 
 def _lengths_only(w: Workload, call: str) -> None:
@@ -183,7 +191,7 @@ def _names(value, field: str, what: str) -> list:
 
 def compare(model, gpu="h200", *, num_gpus: int = 8, weight_dtype: str | list[str] | None = None, kv_dtype: str | None = None,
             workload: Workload | None = None, engine: str | None = None, min_tps_user: float | None = None, max_ttft_ms: float | None = None,
-            calibration: Calibration | str | None = None, gpu_hour_price: str | float | None = None, backend: str | None = None):
+            calibration: Calibration | Profile | str | None = None, gpu_hour_price: str | float | None = None, backend: str | None = None):
     """Models x precisions x GPUs at one SLO, side by side, as `llm-codesign compare` searches them (explore.compare, one
     code path): `model` and `gpu` one or a list each (anything get_model and get_gpu take), `weight_dtype` the formats
     (default: each checkpoint's and what each GPU runs natively), `workload` the lengths. Returns a `Comparison`: per
@@ -198,7 +206,7 @@ def compare(model, gpu="h200", *, num_gpus: int = 8, weight_dtype: str | list[st
     q = run.ask([get_model(m) for m in _names(model, "model", "a model")], _names(gpu, "gpu", "a GPU id"), formats, kv_dtype=kv_dtype, num_gpus=num_gpus, isl=w.isl,
                 osl=w.osl, engine=engine_arg(engine, backend), min_tps_user=min_tps_user, max_ttft_ms=max_ttft_ms,
                 gpu_hour_price=gpu_hour_price, model_value=model, gpu_value=gpu)
-    return run.compare(q, calibration=calibration)
+    return run.compare(q, calibration=_ref(calibration))
 
 
 def disagg(model: str | ModelSpec, gpu: str | Gpu, *, prefill: str | Plan, decode: str | Plan, decode_gpu: str | Gpu | None = None,
@@ -207,7 +215,7 @@ def disagg(model: str | ModelSpec, gpu: str | Gpu, *, prefill: str | Plan, decod
            spec: SpecDecoding | str | None = None, draft_len: int | None = None, acceptance: float | None = None,
            acceptance_rates: str | tuple | None = None, draft_model: str | None = None, max_num_tokens: int | None = None,
            decode_max_num_tokens: int | None = None, decode_max_batch: int | None = None, prefill_routing: str | None = None,
-           calibration: Calibration | str | None = None, backend: str | None = None) -> DisaggEstimate:
+           calibration: Calibration | Profile | str | None = None, backend: str | None = None) -> DisaggEstimate:
     """One disaggregated deployment, as `llm-codesign disagg` prices it (explore.disagg_search.price_pools, one code
     path): `prefill_instances` instances of the `prefill` plan (`"tp=4"`, `"tp=8,ep=8"` or a `Plan`) on `gpu` hand each
     prompt's KV cache to `decode_instances` of the `decode` plan (on `decode_gpu` where it differs), at each load of
@@ -238,12 +246,44 @@ def disagg(model: str | ModelSpec, gpu: str | Gpu, *, prefill: str | Plan, decod
     return price_pools(m, g, prefill=prefill, decode=decode, decode_gpu=dg, precision=precision_for(m, weight_dtype, activation_dtype, kv_dtype),
                        engine=engine_arg(engine, backend), spec=sd, max_num_tokens=max_num_tokens, decode_max_num_tokens=decode_max_num_tokens,
                        prefill_instances=prefill_instances, decode_instances=decode_instances, concurrencies=conc, isl=w.isl, osl=w.osl,
-                       decode_max_batch=decode_max_batch, arrival=w.arrival, prefill_routing=prefill_routing, calibration=calibration)
+                       decode_max_batch=decode_max_batch, arrival=w.arrival, prefill_routing=prefill_routing, calibration=_ref(calibration))
+
+
+def calibrate(*, kernels: str | list[str] | None = None, serving: str | None = None, output: str | None = None,
+              hold_out: str | list[str] | None = None, clean: bool = False, force: bool = False,
+              calibration: str | Profile | None = None, progress=None) -> Profile:
+    """A calibration profile fitted to your own measurements, as `llm-codesign calibrate` fits it (measure.calibrate.
+    fit_profile, one code path): `kernels` kernel CSVs (or bundled tables' names, e.g. "hopper/comm"), `serving` a
+    serving CSV in the canonical columns (or a bundled one's name; `clean`: its clean form, `hold_out`: models left out
+    of the fit), fitted from `calibration` (a profile; default the bundled fit). A fit whose error is not a finite
+    figure is refused, and one worse than its start, on a bound of its range or unconverged unless `force`, as the
+    CLI refuses them. Returns the `Profile` (its TOML `text`, each fit's `report`), written to `output` only where
+    given; pass it as `calibration=` to any function here. `progress(done, total)` is called as the fits go."""
+    from llm_codesign.measure.calibrate import fit_profile
+    from llm_codesign.outputs import check_writable
+
+    ks = [kernels] if isinstance(kernels, str) else list(kernels or [])
+    held = [hold_out] if isinstance(hold_out, str) else list(hold_out or [])
+    if not ks and not serving:
+        raise InputError("kernels", kernels, "at least one kernel CSV (kernels=) or a serving CSV (serving=) to fit")
+    if serving is not None and not isinstance(serving, (str, Path)):
+        raise InputError("serving", serving, "a serving CSV's path or a bundled one's name")
+    if held and not serving:
+        raise InputError("hold_out", hold_out, "left out unless serving= is given (it leaves serving rows out of the fit)")
+    if clean and not serving:
+        raise InputError("clean", clean, "False unless serving= is given (it checks serving rows)")
+    if isinstance(calibration, Calibration):
+        raise InputError("calibration", "a Calibration", "a profile's path or a Profile (a fit starts from a profile file's values)")
+    if output is not None:
+        check_writable("output", output)  # before minutes of fitting, not after
+    p = fit_profile(ks, None if serving is None else str(serving), hold_out=held, clean=clean, force=force,
+                    calibration=_ref(calibration), output=output, progress=progress, force_words="force=True")
+    return p.write(output) if output is not None else p
 
 
 def lint(model: str | ModelSpec, gpu: str | Gpu, *, regime: str = "throughput", weight_dtype: str | None = None,
          activation_dtype: str | None = None, kv_dtype: str | None = None, engine: str | None = None,
-         calibration: Calibration | str | None = None, backend: str | None = None) -> list[dict]:
+         calibration: Calibration | Profile | str | None = None, backend: str | None = None) -> list[dict]:
     """The guideline findings for a shape on a GPU (the `findings` of `llm-codesign lint --json`), each with its predicted
     cost and fix, as dicts, priced on `engine`
     (default: the GPU vendor's; one that does not run on the GPU is refused: spec.engines.engine_for)."""
@@ -260,7 +300,7 @@ def design(params: float, gpu: str | Gpu, *, num_gpus: int = 8, regime: str = "t
            kv_dtype: str | None = None, engine: str | None = None, isl: int | None = None, osl: int | None = None,
            min_tps_user: float = 20.0, min_tps_gpu: float = 50.0, budget_tol: float = 0.1, quality_tol: float = 0.0,
            quality_sigmas: float = 1.0, outside_envelope: bool = False, max_candidates: int = 20000, top: int = 10,
-           active_params: float | None = None, calibration: Calibration | str | None = None, progress=None,
+           active_params: float | None = None, calibration: Calibration | Profile | str | None = None, progress=None,
            backend: str | None = None) -> dict:
     """Model shapes at a parameter budget, inside the published models' envelope (unless `outside_envelope`)
     and no worse in proxy loss than the baseline (without one, the nearest published model of the kind) beyond
@@ -290,10 +330,10 @@ def design(params: float, gpu: str | Gpu, *, num_gpus: int = 8, regime: str = "t
             progress=progress, active_params=active_params)
     # each row's lint and intervals, and the top designs beside the reference (explore.design_report), as `design --json`
     return complete(r, params=params, gpu=g, cal=cal, prec=prec, num_gpus=num_gpus, slo=slo, moe=moe, engine=eng, baseline=base,
-                    budget_tol=budget_tol, table=table_for(calibration, gpu=g))
+                    budget_tol=budget_tol, table=table_for(_ref(calibration), gpu=g))
 
 
-def validate_serving(path: str, *, calibration: str | None = None, clean: bool = False, runs: bool = False) -> dict:
+def validate_serving(path: str, *, calibration: str | Profile | None = None, clean: bool = False, runs: bool = False) -> dict:
     """Predict each run of a serving CSV (the canonical columns; `path` or the name of a bundled one) and report the
     errors and the share of runs inside the stated intervals, as `llm-codesign validate --serving FILE --json` does
     (`clean` as its `--clean`); `columns`: the file's columns nothing reads (`not_read`) and the measured metrics it has
@@ -304,5 +344,5 @@ def validate_serving(path: str, *, calibration: str | None = None, clean: bool =
     from llm_codesign.measure.serving_check import validate_serving as run
     from llm_codesign.measure.validate import predicted_rows, typed_row
 
-    rows, preds, rep = run(path, calibration, clean=clean)
+    rows, preds, rep = run(path, _ref(calibration), clean=clean)
     return rep | {"runs": predicted_rows([typed_row(r) for r in rows], preds)} if runs else rep
