@@ -370,10 +370,15 @@ def _deployment(m, gpu, gpus_, *, tp, pp, ep, moe_tp, attention_dp, kvp, weight_
     from llm_codesign.spec.plan import deployment
 
     g = _gpu(gpu)
-    return deployment(m, gpu=g, num_gpus=gpus_, tp=tp, pp=pp, ep=ep, moe_tp=moe_tp, attention_dp=attention_dp, kvp=kvp,
-                      weight_dtype=weight_dtype, activation_dtype=activation_dtype, kv_dtype=kv_dtype, engine=backend, spec=spec,
-                      draft_len=draft_len, acceptance=acceptance, acceptance_rates=acceptance_rates, draft_model=draft_model,
-                      max_num_tokens=max_num_tokens, cpp=cpp)
+    try:
+        return deployment(m, gpu=g, num_gpus=gpus_, tp=tp, pp=pp, ep=ep, moe_tp=moe_tp, attention_dp=attention_dp, kvp=kvp,
+                          weight_dtype=weight_dtype, activation_dtype=activation_dtype, kv_dtype=kv_dtype, engine=backend, spec=spec,
+                          draft_len=draft_len, acceptance=acceptance, acceptance_rates=acceptance_rates, draft_model=draft_model,
+                          max_num_tokens=max_num_tokens, cpp=cpp)
+    except InputError as e:  # the GPUs as the CLI names them (spec.plan.deployment names its num_gpus keyword)
+        if e.field == "num_gpus":
+            raise InputError("gpus", e.value, e.valid) from None
+        raise
 
 
 # shared option declarations (vLLM / TensorRT-LLM vocabulary); the bounds (spec.plan's, which the API checks too) make a
