@@ -1,0 +1,196 @@
+"""The CLI's compare, disagg and calibrate as Python functions (lc.compare, lc.disagg, lc.calibrate): one code path each
+(explore.compare, explore.disagg_search.price_pools, measure.calibrate.fit_profile), so the API and the CLI agree number
+for number, the answers are tables of plain values, and a bad argument is one InputError naming the keyword."""
+import json
+
+import pytest
+
+import llm_codesign as lc
+
+
+def _cli(*args):
+    from typer.testing import CliRunner
+
+    from llm_codesign.cli import app
+
+    r = CliRunner().invoke(app, [str(a) for a in args])
+    assert r.exit_code == 0, r.output
+    return r.stdout
+
+
+def _plain(x):
+    return json.loads(json.dumps(x, default=str))
+
+
+# ---- compare
+
+@pytest.fixture(scope="module")
+def comparison():
+    return lc.compare("llama-3.1-8b", ["h100", "b200"], num_gpus=2, workload=lc.Workload(isl=512, osl=128), min_tps_user=50,
+                      gpu_hour_price="bundled")
+
+
+def test_compare_is_what_the_cli_prints(comparison):
+    want = json.loads(_cli("compare", "llama-3.1-8b", "--gpu", "h100,b200", "--gpus", 2, "--isl", 512, "--osl", 128, "--min-tps-user", 50,
+                           "--gpu-hour-price", "bundled", "--json"))
+    assert _plain(comparison.to_dict()) == want
+    # the checkpoint's BF16 and what each GPU runs natively: FP8 on H100; FP8 and NVFP4 on B200
+    assert [(r["gpu"], r["weight_dtype"]) for r in comparison.rows] == [("h100", "bf16"), ("h100", "fp8"), ("b200", "bf16"), ("b200", "fp8"),
+                                                                        ("b200", "nvfp4")]
+
+
+def test_compare_records_are_flat_rows_with_intervals_and_cost(comparison):
+    recs = comparison.to_records()
+    assert len(recs) == len(comparison.rows) == len(comparison.to_pandas()) == 5
+    for rec, row in zip(recs, comparison.rows, strict=True):
+        b = row["best"]
+        assert all(not isinstance(v, dict) for v in rec.values())  # flat, as Frontier.to_records (acceptance_rates a list)
+        assert rec["output_tok_s_per_gpu"] == b["output_tok_s_per_gpu"] and rec["tp"] == b["deployment"]["tp"]
+        assert rec["tok_s_per_user"] >= 50  # the SLO
+        iv = b["intervals"]["output_tok_s_per_gpu"]
+        assert (rec["output_tok_s_per_gpu_lo80"], rec["output_tok_s_per_gpu_hi95"]) == (iv["lo80"], iv["hi95"])
+        assert rec["accuracy_kind"] == row["accuracy_compared"]["kind"] == "drop"
+        # dollars per million output tokens, by hand: data/prices.toml's GPU-hour over an hour's output tokens per GPU
+        usd = {"h100": 3.00, "b200": 5.25}[rec["gpu"]]
+        assert rec["usd_per_m_output_tokens"] == pytest.approx(usd / (3600 * rec["output_tok_s_per_gpu"]) * 1e6, rel=1e-12)
+    assert recs[0]["accuracy_source"] == "reference" and recs[0]["accuracy_value"] == 0.0  # BF16 against itself
+
+
+@pytest.mark.parametrize("kw,line", [
+    ({"num_gpus": 0}, "num_gpus: 0 is not valid; a positive integer up to 65,536"),
+    ({"model": []}, "model: [] is not valid; at least one name"),
+    ({"gpu": "h900"}, "gpu: 'h900' is not valid"),
+    ({"weight_dtype": "fp7"}, "weight_dtype: 'fp7' is not valid"),
+    ({"min_tps_user": -1}, "min_tps_user: -1 is not valid; a positive finite number"),
+    ({"workload": lc.Workload(isl=512, osl=128, concurrency=8)}, "workload.concurrency: 8 is not valid"),
+    ({"workload": {"isl": 512}}, "workload: {'isl': 512} is not valid; a Workload"),
+    ({"model": ["llama-3.1-8b"] * 9, "gpu": ["h100", "b200"]}, "model: ['llama-3.1-8b'"),
+    ({"engine": "vllm", "backend": "sglang"}, "backend: 'sglang' is not valid"),
+])
+def test_compare_refuses_a_bad_argument_naming_its_keyword(kw, line):
+    args = {"model": "llama-3.1-8b", "gpu": "h100", "num_gpus": 1} | kw
+    with pytest.raises(lc.InputError) as e:
+        lc.compare(args.pop("model"), **args)
+    assert str(e.value).startswith(line) and "\n" not in str(e.value)
+
+
+# ---- disagg
+
+DISAGG = dict(prefill="tp=4,ep=4", decode="attention_dp=8,ep=8", prefill_instances=2, concurrency=[1, 64, 512], spec="mtp", draft_len=2,
+              acceptance=2.2)
+
+
+@pytest.fixture(scope="module")
+def pools():
+    return lc.disagg("deepseek-r1", "b200", **DISAGG)
+
+
+def test_disagg_is_what_the_cli_prints(pools):
+    want = json.loads(_cli("disagg", "deepseek-r1", "--gpu", "b200", "--prefill", "tp=4,ep=4", "--decode", "attention_dp=8,ep=8",
+                           "--prefill-instances", 2, "--concurrency", "1,64,512", "--spec", "mtp", "--draft-len", 2, "--acceptance", 2.2, "--json"))
+    assert _plain(pools.to_dict()) == want
+    # by hand: two TP4 prefill instances and one DP8 decode instance
+    assert (pools.num_gpus, pools.prefill["gpus_each"], pools.decode["gpus_each"]) == (2 * 4 + 8, 4, 8)
+
+
+def test_disagg_records_are_one_flat_row_per_load(pools):
+    recs = pools.to_records()
+    assert [r["concurrency"] for r in recs] == [1, 64, 512] and len(pools.to_pandas()) == 3
+    for rec, row in zip(recs, pools.rows, strict=True):
+        assert all(not isinstance(v, dict) for v in rec.values())  # flat, as Frontier.to_records (acceptance_rates a list)
+        assert (rec["prefill_plan"], rec["prefill_instances"], rec["decode_plan"]) == ("TP4 EP4", 2, "DP8xTP1 EP8")
+        assert rec["tok_s_per_user"] == pytest.approx(1e3 / rec["tpot_ms"], rel=1e-12)  # one user's tokens, one per TPOT
+        assert (rec["ttft_ms_lo80"], rec["tpot_ms_hi95"]) == (row["intervals"]["ttft_ms"]["lo80"], row["intervals"]["tpot_ms"]["hi95"])
+
+
+def test_disagg_takes_a_plan_object_as_its_text():
+    a = lc.disagg("llama-3.1-70b", "b200", prefill="tp=4", decode="tp=4", concurrency=8)
+    b = lc.disagg("llama-3.1-70b", "b200", prefill=lc.Plan(tp=4), decode=lc.Plan(tp=4), concurrency=8)
+    assert a.to_dict() == b.to_dict() and a.rows[0]["concurrency"] == 8
+
+
+@pytest.mark.parametrize("kw,line", [
+    ({"concurrency": 0}, "concurrency: 0 is not valid"),
+    ({"prefill_instances": 0}, "prefill_instances: 0 is not valid; a positive integer up to 65,536"),
+    ({"decode_max_batch": 2.5}, "decode_max_batch: 2.5 is not valid"),
+    ({"prefill": {"tp": 4}}, "prefill: {'tp': 4} is not valid; a plan as text"),
+    ({"decode": "tp=four"}, "decode: 'tp=four' is not valid"),
+    ({"workload": lc.Workload(concurrency=4)}, "workload.concurrency: 4 is not valid"),
+    ({"workload": lc.Workload(prefix_hit=0.5)}, "workload.prefix_hit: 0.5 is not valid"),
+    ({"max_num_tokens": 0}, "max_num_tokens: 0 is not valid"),
+])
+def test_disagg_refuses_a_bad_argument_naming_its_keyword(kw, line):
+    with pytest.raises(lc.InputError) as e:
+        lc.disagg("llama-3.1-70b", "b200", **({"prefill": "tp=4", "decode": "tp=4"} | kw))
+    assert str(e.value).startswith(line) and "\n" not in str(e.value)
+
+
+# ---- calibrate
+
+def test_calibrate_returns_the_profile_the_cli_writes_and_writes_only_where_asked(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    _cli("calibrate", "--kernels", "hopper/comm", "-o", "cli.toml")
+    p = lc.calibrate(kernels="hopper/comm")
+    assert p.text == (tmp_path / "cli.toml").read_text() and p.path is None
+    assert sorted(x.name for x in tmp_path.iterdir()) == ["cli.toml"]  # nothing written
+    (r,) = p.report
+    assert (r["family"], r["kind"], r["rows"]) == ("hopper", "collectives", 849)
+    q = lc.calibrate(kernels=["hopper/comm"], output="own.toml")
+    assert q.path == "own.toml" and (tmp_path / "own.toml").read_text() == p.text
+
+
+def test_a_profile_prices_as_its_file_does(tmp_path):
+    p = lc.calibrate(kernels="hopper/comm", output=str(tmp_path / "own.toml"))
+    unwritten = lc.calibrate(kernels="hopper/comm")
+    m = lc.get_model("llama-3.1-70b")
+    dep = lc.deployment(m, gpu="h100", num_gpus=8)
+    w = lc.Workload(isl=1024, osl=256, concurrency=32)
+    by_file = lc.estimate(m, dep, w, calibration=p.path)
+    for prof in (p, unwritten):
+        e = lc.estimate(m, dep, w, calibration=prof)
+        assert (e.tpot_s, e.ttft_s) == (by_file.tpot_s, by_file.ttft_s)
+    # the profile moves the price: the all-reduce is refitted on the H100's own collectives
+    assert by_file.tpot_s != lc.estimate(m, dep, w).tpot_s
+    # a frontier too: the same points, the intervals' words naming the file each was read from (an unwritten one's private copy)
+    f, g = (lc.pareto("llama-3.1-8b", "h100", num_gpus=2, workload=lc.Workload(isl=512, osl=128), calibration=c) for c in (unwritten, p.path))
+    assert unwritten.path is None and unwritten.as_path().endswith(".toml")
+    said = json.dumps(_plain(f.to_dict()["frontier"]), default=str).replace(unwritten.as_path().rsplit("/", 1)[1], "own.toml")
+    assert said == json.dumps(_plain(g.to_dict()["frontier"]), default=str)
+
+
+@pytest.mark.parametrize("kw,line", [
+    ({}, "kernels: None is not valid; at least one kernel CSV (kernels=) or a serving CSV (serving=)"),
+    ({"kernels": "hopper/comm", "hold_out": "llama-3.1-8b"}, "hold_out: 'llama-3.1-8b' is not valid; left out unless serving="),
+    ({"kernels": "hopper/comm", "clean": True}, "clean: True is not valid; False unless serving="),
+    ({"kernels": "nope.csv"}, "kernels: 'nope.csv' is not valid; an existing CSV file"),
+    ({"kernels": "hopper/comm", "output": "/proc/p.toml"}, "output: '/proc/p.toml' is not valid"),
+])
+def test_calibrate_refuses_a_bad_argument_naming_its_keyword(kw, line):
+    with pytest.raises(lc.InputError) as e:
+        lc.calibrate(**kw)
+    assert str(e.value).startswith(line) and "\n" not in str(e.value)
+
+
+def test_calibrate_refuses_a_fit_on_its_bounds_unless_forced(tmp_path):
+    # GEMMs 1000x slower than any GPU runs them (as tests/test_bad_input's CLI case): the fit lands on its lower bound
+    k = tmp_path / "g.csv"
+    rows = [f"h100_sxm,x,bfloat16,{m},{n},4096,{2 * m * n * 4096 / 600e12 * 1e6:.6f}" for m in (256, 1024, 4096) for n in (4096, 14336)]
+    k.write_text("\n".join(["system,trtllm_version,gemm_dtype,m,n,k,latency_ms", *rows]) + "\n")
+    out = tmp_path / "p.toml"
+    with pytest.raises(lc.InputError, match=r"^calibrate: .* nothing written \(force=True writes it anyway\)$"):
+        lc.calibrate(kernels=str(k), output=str(out))
+    assert not out.exists()
+    assert lc.calibrate(kernels=str(k), output=str(out), force=True).path == str(out) and out.exists()
+
+
+# ---- keywords named as the call names them
+
+def test_num_gpus_is_named_as_the_call_names_it():
+    for call in (lambda: lc.deployment("llama-3.1-8b", gpu="h100", num_gpus=0), lambda: lc.pareto("llama-3.1-8b", "h100", num_gpus=0),
+                 lambda: lc.design(8e9, "h100", num_gpus=0), lambda: lc.compare("llama-3.1-8b", "h100", num_gpus=0)):
+        with pytest.raises(lc.InputError) as e:
+            call()
+        assert e.value.field == "num_gpus"
+    with pytest.raises(lc.InputError) as e:  # the GPUs the sizes multiply to: 65,536 x 8
+        lc.deployment("llama-3.1-8b", gpu="h100", attention_dp=65536, kvp=8)
+    assert str(e.value) == "num_gpus: 524288 is not valid; at most 65,536 GPUs, which tp x pp x attention_dp x kvp multiply to"
