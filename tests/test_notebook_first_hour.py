@@ -162,7 +162,11 @@ def test_the_api_references_notebook_block_runs(capsys):
     section = (Path(__file__).resolve().parents[1] / "docs" / "api.md").read_text().split("### In a notebook", 1)[1]
     code = re.search(r"```python\n(.*?)```", section, re.S).group(1)
     exec(compile(code, "docs/api.md", "exec"), {})
-    assert re.fullmatch(r"(h100|b200|mi355x) TP\d+( PP\d+)?( EP\d+/MoE-TP\d+)? \d+ tok/s/GPU, 80%: \d+-\d+\n", capsys.readouterr().out)
+    out = capsys.readouterr().out
+    assert re.fullmatch(r"(h100|b200|mi355x) TP\d+( PP\d+)?( EP\d+/MoE-TP\d+)? \d+ tok/s/GPU, 80%: \d+-\d+\n"
+                        r"((h100|b200) \w+ \d+ tok/s/GPU, accuracy drop \d+\.\d\d%\n){5}", out), out
+    # compare's rows: the checkpoint's BF16 and what each GPU runs natively (FP8 on H100; FP8 and NVFP4 on B200)
+    assert re.findall(r"^(\w+) (\w+) ", out, re.M)[1:] == [("h100", "bf16"), ("h100", "fp8"), ("b200", "bf16"), ("b200", "fp8"), ("b200", "nvfp4")]
 
 
 RUNS = """source,model,gpu,num_gpus,backend,weight_dtype,isl,osl,concurrency,tp,ep,moe_tp,ttft_ms,tpot_ms,output_tok_s_per_gpu
