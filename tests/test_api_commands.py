@@ -118,6 +118,7 @@ def test_disagg_takes_a_plan_object_as_its_text():
     ({"workload": lc.Workload(concurrency=4)}, "workload.concurrency: 4 is not valid"),
     ({"workload": lc.Workload(prefix_hit=0.5)}, "workload.prefix_hit: 0.5 is not valid"),
     ({"max_num_tokens": 0}, "max_num_tokens: 0 is not valid"),
+    ({"decode_gpu": "h900"}, "decode_gpu: 'h900' is not valid"),
 ])
 def test_disagg_refuses_a_bad_argument_naming_its_keyword(kw, line):
     with pytest.raises(lc.InputError) as e:
@@ -194,3 +195,9 @@ def test_num_gpus_is_named_as_the_call_names_it():
     with pytest.raises(lc.InputError) as e:  # the GPUs the sizes multiply to: 65,536 x 8
         lc.deployment("llama-3.1-8b", gpu="h100", attention_dp=65536, kvp=8)
     assert str(e.value) == "num_gpus: 524288 is not valid; at most 65,536 GPUs, which tp x pp x attention_dp x kvp multiply to"
+
+
+def test_validate_serving_names_its_file_path_as_the_call_does():
+    with pytest.raises(lc.InputError) as e:
+        lc.validate_serving("no-such-runs.csv")
+    assert e.value.field == "path" and str(e.value).startswith("path: 'no-such-runs.csv' is not valid; an existing CSV file")

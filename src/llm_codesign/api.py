@@ -11,6 +11,7 @@ pandas). Bad arguments raise `InputError` in one line naming the field, the valu
 """
 from __future__ import annotations
 
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 
@@ -180,6 +181,17 @@ def _lengths_only(w: Workload, call: str) -> None:
             raise InputError(f"workload.{k}", getattr(w, k), f"{default!r} (left out): `{call}` prices the lengths alone")
 
 
+@contextmanager
+def _named(inner: str, outer: str):
+    """A refusal from below naming `inner` said as this call's keyword `outer` (a lower layer's name for it: the CLI's)."""
+    try:
+        yield
+    except InputError as e:
+        if e.field != inner:
+            raise
+        raise InputError(outer, e.value, e.valid) from None
+
+
 def _names(value, field: str, what: str) -> list:
     """One name or object, or a list or tuple of them (a string is one name: a path may hold a comma)."""
     if isinstance(value, (list, tuple)):
@@ -227,7 +239,8 @@ def disagg(model: str | ModelSpec, gpu: str | Gpu, *, prefill: str | Plan, decod
     from llm_codesign.spec.validation import as_int
 
     m, g = get_model(model), get_gpu(gpu)
-    dg = get_gpu(decode_gpu) if decode_gpu is not None else g
+    with _named("gpu", "decode_gpu"):
+        dg = get_gpu(decode_gpu) if decode_gpu is not None else g
     w = _workload(workload, "isl=..., osl=..., arrival=...")
     for k, default in (("concurrency", None), ("prefix_hit", 0.0)):  # the loads are `concurrency=`; no prefix cache is priced
         if getattr(w, k) != default:
@@ -344,5 +357,6 @@ def validate_serving(path: str, *, calibration: str | Profile | None = None, cle
     from llm_codesign.measure.serving_check import validate_serving as run
     from llm_codesign.measure.validate import predicted_rows, typed_row
 
-    rows, preds, rep = run(path, _ref(calibration), clean=clean)
+    with _named("serving", "path"):  # the CLI's --serving FILE is this call's `path`
+        rows, preds, rep = run(path, _ref(calibration), clean=clean)
     return rep | {"runs": predicted_rows([typed_row(r) for r in rows], preds)} if runs else rep
