@@ -201,3 +201,28 @@ def test_validate_serving_names_its_file_path_as_the_call_does():
     with pytest.raises(lc.InputError) as e:
         lc.validate_serving("no-such-runs.csv")
     assert e.value.field == "path" and str(e.value).startswith("path: 'no-such-runs.csv' is not valid; an existing CSV file")
+
+
+# ---- the disaggregated search: lc.pareto(disagg=True), `pareto --disagg`'s second answer
+
+def test_the_disaggregated_frontier_is_what_pareto_disagg_prints():
+    w = lc.Workload(isl=512, osl=128)
+    f = lc.pareto("llama-3.1-8b", "h100", num_gpus=2, workload=w, disagg=True)
+    out = json.loads(_cli("pareto", "llama-3.1-8b", "--gpu", "h100", "--gpus", 2, "--isl", 512, "--osl", 128, "--disagg", "--json"))
+    want = [c for c in out["comparisons"] if c.get("mode") == "disaggregated"][0]
+    got = _plain(f.to_dict())
+    assert {k: v for k, v in got.items() if k != "seconds"} == {k: v for k, v in want.items() if k != "seconds"}
+    # by hand: 2 GPUs hold one TP1 prefill and one TP1 decode instance, nothing else
+    assert {(p.prefill.num_gpus, p.prefill_instances, p.decode.num_gpus, p.decode_instances) for p in f.points} == {(1, 1, 1, 1)}
+    assert f.mode == "disaggregated" and len(f.to_records()) == len(f.points) > 0 and "prefill_plan" in f.to_records()[0]
+
+
+@pytest.mark.parametrize("kw,line", [
+    ({"workload": lc.Workload(prefix_hit=0.5)}, "workload.prefix_hit: 0.5 is not valid; 0 with disagg=True"),
+    ({"step_tokens": (1024, 4096)}, "step_tokens: (1024, 4096) is not valid; left out with disagg=True"),
+    ({"max_accuracy_drop": 1.0}, "max_accuracy_drop: 1.0 is not valid; left out with disagg=True"),
+])
+def test_the_disaggregated_search_refuses_what_it_does_not_price(kw, line):
+    with pytest.raises(lc.InputError) as e:
+        lc.pareto("llama-3.1-8b", "h100", num_gpus=2, disagg=True, **kw)
+    assert str(e.value).startswith(line)

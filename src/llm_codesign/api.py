@@ -133,7 +133,7 @@ def pareto(model: str | ModelSpec, gpu: str | Gpu, *, num_gpus: int = 8, instanc
            draft_len: int | None = None, acceptance: float | None = None, acceptance_rates: str | tuple | None = None,
            draft_model: str | None = None, max_num_tokens: int | None = None, step_tokens: tuple[int, ...] = (), min_tps_user: float | None = None,
            max_ttft_ms: float | None = None, max_accuracy_drop: float | None = None, calibration: Calibration | Profile | str | None = None,
-           progress=None, backend: str | None = None) -> Frontier:
+           progress=None, backend: str | None = None, disagg: bool = False) -> Frontier:
     """The frontier over every valid plan x batch x precision (x draft length) on `num_gpus` GPUs, as
     `llm-codesign pareto` searches it (the same SearchSpace.build): fixed sizes (`tp=8`, ...) narrow the
     plans, `instance_gpus` the instance sizes (the CLI's `--gpus 8-72` is `num_gpus=72, instance_gpus=tuple(range(8, 73))`),
@@ -143,7 +143,9 @@ def pareto(model: str | ModelSpec, gpu: str | Gpu, *, num_gpus: int = 8, instanc
     by SLO and `max_accuracy_drop` (%) keeps the precisions known to lose at most that much. `engine` defaults
     to the GPU vendor's and one that does not run on the GPU is refused (spec.engines.engine_for). Each point
     carries its metrics' 80% and 95% intervals (`intervals`, as `estimate`'s). `progress`, where given, is called as
-    `progress(done, total)` on the calling thread with the deployments priced so far."""
+    `progress(done, total)` on the calling thread with the deployments priced so far. With `disagg`, the disaggregated
+    frontier over the same space instead (`pareto --disagg`'s second answer, explore.disagg_search.search_disagg: units
+    of prefill and decode instances, `DisaggPoint`s), which prices one step budget, no prefix cache and every precision."""
     from llm_codesign.explore.search import SearchSpace, search
     from llm_codesign.measure.intervals import table_for
     from llm_codesign.spec.plan import check_budget_holds
@@ -157,6 +159,13 @@ def pareto(model: str | ModelSpec, gpu: str | Gpu, *, num_gpus: int = 8, instanc
     if w.arrival != DEFAULT_ARRIVAL:
         raise InputError("workload.arrival", w.arrival, f"{DEFAULT_ARRIVAL!r}, what the search prices (as `pareto`, which has no --arrival)")
     check_sizes(num_gpus=num_gpus)  # named as this call names it, before SearchSpace.build checks it as the CLI's --gpus
+    if disagg:  # what the disaggregated search does not price, refused as `pareto --disagg` refuses it
+        for k, v, why in (("workload.prefix_hit", w.prefix_hit, "0 with disagg=True (the disaggregated search prices no prefix cache)"),
+                          ("step_tokens", step_tokens or None, "left out with disagg=True (it prices one step budget: max_num_tokens)"),
+                          ("max_accuracy_drop", max_accuracy_drop, "left out with disagg=True (the disaggregated search keeps every "
+                                                                   "precision; each point's accuracy says its drop)")):
+            if v:
+                raise InputError(k, v, why)
     check_sizes(MAX_STEP_TOKENS, max_num_tokens=max_num_tokens)
     eng = engine_for(g, engine_arg(engine, backend))
     sd = spec if isinstance(spec, SpecDecoding) or spec is None else spec_decoding(
@@ -166,6 +175,12 @@ def pareto(model: str | ModelSpec, gpu: str | Gpu, *, num_gpus: int = 8, instanc
     space = SearchSpace.build(m, g, num_gpus=num_gpus, instance_gpus=instance_gpus, tp=tp, pp=pp, ep=ep, moe_tp=moe_tp,
                               attention_dp=attention_dp, kvp=kvp, weight_dtype=weight_dtype, activation_dtype=activation_dtype,
                               kv_dtype=kv_dtype, spec=sd, draft_len=draft_len, step_tokens=step_tokens)
+    if disagg:
+        from llm_codesign.explore.disagg_search import search_disagg
+
+        f = search_disagg(m, g, _calibration(g, calibration), space, isl=w.isl, osl=w.osl, engine=eng, max_num_tokens=max_num_tokens,
+                          min_tps_user=min_tps_user, max_ttft_ms=max_ttft_ms)
+        return f.banded(m, table=table_for(_ref(calibration), gpu=g))
     f = search(m, g, _calibration(g, calibration), space, isl=w.isl, osl=w.osl, prefix_hit=w.prefix_hit, engine=eng,
                max_num_tokens=max_num_tokens, min_tps_user=min_tps_user, max_ttft_ms=max_ttft_ms, max_accuracy_drop=max_accuracy_drop,
                progress=progress)
