@@ -226,3 +226,37 @@ def test_the_disaggregated_search_refuses_what_it_does_not_price(kw, line):
     with pytest.raises(lc.InputError) as e:
         lc.pareto("llama-3.1-8b", "h100", num_gpus=2, disagg=True, **kw)
     assert str(e.value).startswith(line)
+
+
+# ---- export_point: a frontier point's launch configuration, as `export-point` writes it from `pareto --json`
+
+@pytest.mark.parametrize("engine", ["trtllm", "vllm"])
+def test_export_point_is_the_file_export_point_writes(tmp_path, monkeypatch, engine):
+    monkeypatch.chdir(tmp_path)
+    w = lc.Workload(isl=1024, osl=256)
+    f = lc.pareto("llama-3.1-8b", "h100", num_gpus=2, workload=w, engine=engine)
+    (tmp_path / "f.json").write_text(_cli("pareto", "llama-3.1-8b", "--gpu", "h100", "--gpus", 2, "--isl", 1024, "--osl", 256, "--backend", engine,
+                                          "--json"))
+    last = len(f.points) - 1
+    for i in (0, last):
+        name = "cfg.yaml"
+        _cli("export-point", "f.json", "--index", i, "-o", name)
+        assert lc.export_point(f, i, file_name=name) == {name: (tmp_path / name).read_text()}
+    (default_name,) = lc.export_point(f, 0)  # the engine's own name for it (explore.export_engines), as the page offers it
+    assert default_name == {"trtllm": "extra_llm_api_options.yaml", "vllm": "vllm_config.yaml"}[engine]
+
+
+def test_export_point_refuses_a_bad_argument_naming_its_keyword():
+    f = lc.pareto("llama-3.1-8b", "h100", num_gpus=1, workload=lc.Workload(isl=512, osl=128))
+    d = lc.pareto("llama-3.1-8b", "h100", num_gpus=2, workload=lc.Workload(isl=512, osl=128), disagg=True)
+    n = len(f.points)
+    for call, line in ((lambda: lc.export_point(f, n), f"index: {n} is not valid; a point of the frontier, 0 to {n - 1}"),
+                       (lambda: lc.export_point(f, -1), "index: -1 is not valid"),
+                       (lambda: lc.export_point(d, 0), "frontier: 'a disaggregated Frontier' is not valid; an aggregated Frontier"),
+                       (lambda: lc.export_point(f.to_dict(), 0), "frontier: 'dict' is not valid"),
+                       (lambda: lc.export_point(f, 0, file_name="a/b.yaml"), "file_name: 'a/b.yaml' is not valid"),
+                       (lambda: lc.export_point(f, 0, calibration=lc.calibrate(kernels="hopper/comm")),
+                        "calibration: 'an unwritten Profile' is not valid")):
+        with pytest.raises(lc.InputError) as e:
+            call()
+        assert str(e.value).startswith(line), str(e.value)

@@ -19,7 +19,7 @@ __version__ = "0.1.0"
 
 __all__ = ["Comparison", "Deployment", "DisaggEstimate", "Estimate", "Frontier", "FrontierPoint", "Gpu", "InputError", "Metrics", "ModelSpec",
            "Plan", "Precision", "Profile", "SpecDecoding", "Workload", "__version__", "calibrate", "compare", "deployment", "design", "disagg", "estimate", "evaluate",
-           "get_gpu", "get_model", "lint", "pareto", "validate_serving"]
+           "export_point", "get_gpu", "get_model", "lint", "pareto", "validate_serving"]
 
 if TYPE_CHECKING:
     from llm_codesign.api import (
@@ -45,6 +45,7 @@ if TYPE_CHECKING:
         disagg,
         estimate,
         evaluate,
+        export_point,
         get_gpu,
         get_model,
         lint,

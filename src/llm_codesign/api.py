@@ -45,8 +45,8 @@ from llm_codesign.spec.precision import Precision
 from llm_codesign.spec.registry import get_model as _get_model
 
 __all__ = ["Comparison", "Deployment", "DisaggEstimate", "Estimate", "Frontier", "FrontierPoint", "Gpu", "InputError", "Metrics", "ModelSpec",
-           "Plan", "Precision", "Profile", "SpecDecoding", "Workload", "calibrate", "compare", "deployment", "design", "disagg", "estimate", "evaluate", "get_gpu",
-           "get_model", "lint", "pareto", "validate_serving"]
+           "Plan", "Precision", "Profile", "SpecDecoding", "Workload", "calibrate", "compare", "deployment", "design", "disagg", "estimate", "evaluate", "export_point",
+           "get_gpu", "get_model", "lint", "pareto", "validate_serving"]
 
 
 def get_model(model: str | Path | dict | ModelSpec, *, name: str | None = None) -> ModelSpec:
@@ -307,6 +307,38 @@ def calibrate(*, kernels: str | list[str] | None = None, serving: str | None = N
     p = fit_profile(ks, None if serving is None else str(serving), hold_out=held, clean=clean, force=force,
                     calibration=_ref(calibration), output=output, progress=progress, force_words="force=True")
     return p.write(output) if output is not None else p
+
+
+def export_point(frontier: Frontier, index: int, *, file_name: str | None = None, calibration: str | Profile | None = None) -> dict:
+    """The engine's launch configuration of one point of an aggregated frontier (`frontier.points[index]`: 0 the
+    throughput end, the last the interactive end), as `llm-codesign export-point` writes it from `pareto --json`
+    (explore.export.point_config, one code path): its plan, precision, step token budget and batch, its predicted
+    metrics in the header. Returns `{file name: text}`, nothing written; `file_name` is the name the file launches
+    itself by (default: the engine's own), `calibration` the profile the frontier was priced with, recorded as
+    `pareto --json` records it (a path, or a Profile written to one)."""
+    from llm_codesign.explore.export import point_config
+    from llm_codesign.spec.validation import as_int
+
+    if not isinstance(frontier, Frontier) or frontier.mode != "aggregated":
+        raise InputError("frontier", type(frontier).__name__ if not isinstance(frontier, Frontier) else f"a {frontier.mode} Frontier",
+                         "an aggregated Frontier (lc.pareto; a disaggregated deployment's files: `llm-codesign export --prefill/--decode`)")
+    if not frontier.points:
+        raise InputError("frontier", "no points", "a frontier with at least one point (no deployment met its SLO)")
+    as_int("index", index, lo=0, hi=len(frontier.points) - 1, what=f"a point of the frontier, 0 to {len(frontier.points) - 1}")
+    if file_name is not None and (not isinstance(file_name, str) or not file_name.strip() or "/" in file_name):
+        raise InputError("file_name", file_name, "a file's name without a folder, e.g. config.yaml")
+    if isinstance(calibration, Profile):
+        if calibration.path is None:
+            raise InputError("calibration", "an unwritten Profile", "a path, or a Profile written to one (lc.calibrate(output=...)): "
+                                                                   "the file records it, so that `import` prices it alike")
+        calibration = calibration.path
+    p = frontier.points[index]
+    d = p.to_dict()
+    name, text = point_config(get_model(frontier.model), p.deployment, concurrency=p.concurrency, replicas=p.replicas,
+                              isl=frontier.workload.isl, osl=frontier.workload.osl,
+                              predicted={k: d[k] for k in ("ttft_ms", "tpot_ms", "tok_s_per_user", "output_tok_s_per_gpu")},
+                              calibration=calibration, file_name=file_name)
+    return {name: text}
 
 
 def lint(model: str | ModelSpec, gpu: str | Gpu, *, regime: str = "throughput", weight_dtype: str | None = None,

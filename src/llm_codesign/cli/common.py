@@ -431,9 +431,10 @@ O_CAL = typer.Option(None, "--calibration", help="Calibration profile .toml.")
 
 
 def priced_with(calibration: str | None) -> dict:
-    """What an answer a file keeps (export's and export-point's header, pareto --json) records of the profile its figures
-    are priced with, none for the bundled one: `import` says which to pass to price it alike (export.profile_note)."""
-    return {"calibration": calibration} if calibration else {}
+    """explore.export.priced_with: what a file keeps of the profile its figures are priced with."""
+    from llm_codesign.explore.export import priced_with as recorded
+
+    return recorded(calibration)
 O_PREFIX = typer.Option(0.0, "--prefix-hit", help="Share of each prompt already in the prefix cache (0 to <1): not prefilled.")
 O_ARRIVAL = typer.Option(DEFAULT_ARRIVAL, "--arrival", help="How requests arrive: waves (identical requests started together and kept in "
                          "step, as a fixed-length benchmark runs them), closed_loop (each slot refilled as its request ends, lengths "

@@ -663,12 +663,12 @@ def _disagg(req: DisaggRequest, *, hub_cache: bool = False) -> dict:
 def _export(m, dep, req: EstimateRequest, *, conc: int | None, replicas: int, predicted: dict) -> dict:
     """The engine's launch configuration of a frontier point, as `export-point` writes it (`predicted`:
     the point's metrics, priced again); a plan the engine cannot express is its one-line reason instead."""
-    from llm_codesign.explore.export import EXPORTERS, export_config
+    from llm_codesign.explore.export import EXPORTERS, point_config
 
     name = EXPORTERS[dep.backend].file_name if dep.backend in EXPORTERS else "config.yaml"
-    try:
-        text = export_config(m, dep, engine=dep.backend, concurrency=conc or 1, replicas=replicas,
-                             file_name=name, extra={"isl": req.isl, "osl": req.osl, "predicted": predicted})
+    try:  # as export-point and lc.export_point write it (explore.export.point_config)
+        name, text = point_config(m, dep, concurrency=conc or 1, replicas=replicas, isl=req.isl, osl=req.osl, predicted=predicted,
+                                  file_name=name)
     except InputError as e:
         return {"engine": dep.backend, "file_name": name, "text": None, "error": " ".join(str(e).split())}
     return {"engine": dep.backend, "file_name": name, "text": text, "error": None}
