@@ -22,58 +22,6 @@ def _plain(x):
     return json.loads(json.dumps(x, default=str))
 
 
-# ---- compare
-
-@pytest.fixture(scope="module")
-def comparison():
-    return lc.compare("llama-3.1-8b", ["h100", "b200"], num_gpus=2, workload=lc.Workload(isl=512, osl=128), min_tps_user=50,
-                      gpu_hour_price="bundled")
-
-
-def test_compare_is_what_the_cli_prints(comparison):
-    want = json.loads(_cli("compare", "llama-3.1-8b", "--gpu", "h100,b200", "--gpus", 2, "--isl", 512, "--osl", 128, "--min-tps-user", 50,
-                           "--gpu-hour-price", "bundled", "--json"))
-    assert _plain(comparison.to_dict()) == want
-    # the checkpoint's BF16 and what each GPU runs natively: FP8 on H100; FP8 and NVFP4 on B200
-    assert [(r["gpu"], r["weight_dtype"]) for r in comparison.rows] == [("h100", "bf16"), ("h100", "fp8"), ("b200", "bf16"), ("b200", "fp8"),
-                                                                        ("b200", "nvfp4")]
-
-
-def test_compare_records_are_flat_rows_with_intervals_and_cost(comparison):
-    recs = comparison.to_records()
-    assert len(recs) == len(comparison.rows) == len(comparison.to_pandas()) == 5
-    for rec, row in zip(recs, comparison.rows, strict=True):
-        b = row["best"]
-        assert all(not isinstance(v, dict) for v in rec.values())  # flat, as Frontier.to_records (acceptance_rates a list)
-        assert rec["output_tok_s_per_gpu"] == b["output_tok_s_per_gpu"] and rec["tp"] == b["deployment"]["tp"]
-        assert rec["tok_s_per_user"] >= 50  # the SLO
-        iv = b["intervals"]["output_tok_s_per_gpu"]
-        assert (rec["output_tok_s_per_gpu_lo80"], rec["output_tok_s_per_gpu_hi95"]) == (iv["lo80"], iv["hi95"])
-        assert rec["accuracy_kind"] == row["accuracy_compared"]["kind"] == "drop"
-        # dollars per million output tokens, by hand: data/prices.toml's GPU-hour over an hour's output tokens per GPU
-        usd = {"h100": 3.00, "b200": 5.25}[rec["gpu"]]
-        assert rec["usd_per_m_output_tokens"] == pytest.approx(usd / (3600 * rec["output_tok_s_per_gpu"]) * 1e6, rel=1e-12)
-    assert recs[0]["accuracy_source"] == "reference" and recs[0]["accuracy_value"] == 0.0  # BF16 against itself
-
-
-@pytest.mark.parametrize("kw,line", [
-    ({"num_gpus": 0}, "num_gpus: 0 is not valid; a positive integer up to 65,536"),
-    ({"model": []}, "model: [] is not valid; at least one name"),
-    ({"gpu": "h900"}, "gpu: 'h900' is not valid"),
-    ({"weight_dtype": "fp7"}, "weight_dtype: 'fp7' is not valid"),
-    ({"min_tps_user": -1}, "min_tps_user: -1 is not valid; a positive finite number"),
-    ({"workload": lc.Workload(isl=512, osl=128, concurrency=8)}, "workload.concurrency: 8 is not valid"),
-    ({"workload": {"isl": 512}}, "workload: {'isl': 512} is not valid; a Workload"),
-    ({"model": ["llama-3.1-8b"] * 9, "gpu": ["h100", "b200"]}, "model: ['llama-3.1-8b'"),
-    ({"engine": "vllm", "backend": "sglang"}, "backend: 'sglang' is not valid"),
-])
-def test_compare_refuses_a_bad_argument_naming_its_keyword(kw, line):
-    args = {"model": "llama-3.1-8b", "gpu": "h100", "num_gpus": 1} | kw
-    with pytest.raises(lc.InputError) as e:
-        lc.compare(args.pop("model"), **args)
-    assert str(e.value).startswith(line) and "\n" not in str(e.value)
-
-
 # ---- disagg
 
 DISAGG = dict(prefill="tp=4,ep=4", decode="attention_dp=8,ep=8", prefill_instances=2, concurrency=[1, 64, 512], spec="mtp", draft_len=2,
