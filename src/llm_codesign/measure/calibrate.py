@@ -718,11 +718,10 @@ def _temporary(text: str) -> str:
     import tempfile
 
     if text not in _TEMPORARY:
-        if not _TEMPORARY:
-            folder = tempfile.mkdtemp(prefix="llm-codesign-profile-")
-            atexit.register(shutil.rmtree, folder, True)
-            _TEMPORARY["\0folder"] = folder
-        path = os.path.join(_TEMPORARY["\0folder"], f"lc-calibrate-{len(_TEMPORARY)}.toml")
+        if not _TEMPORARY:  # one private folder, removed at exit
+            _temporary.folder = tempfile.mkdtemp(prefix="llm-codesign-profile-")
+            atexit.register(shutil.rmtree, _temporary.folder, True)
+        path = os.path.join(_temporary.folder, f"lc-calibrate-{len(_TEMPORARY) + 1}.toml")
         with open(path, "w") as f:
             f.write(text)
         _TEMPORARY[text] = path
