@@ -720,7 +720,7 @@ def _temporary(text: str) -> str:
     if text not in _TEMPORARY:
         if not _TEMPORARY:  # one private folder, removed at exit
             _temporary.folder = tempfile.mkdtemp(prefix="llm-codesign-profile-")
-            atexit.register(shutil.rmtree, _temporary.folder, True)
+            atexit.register(shutil.rmtree, _temporary.folder, ignore_errors=True)
         path = os.path.join(_temporary.folder, f"lc-calibrate-{len(_TEMPORARY) + 1}.toml")
         with open(path, "w") as f:
             f.write(text)
@@ -741,6 +741,19 @@ def refuse(broken: list[str], bad: list[str], output: str | None, force: bool, *
                          f"its search converged; this one: {'; '.join(bad)}; nothing written ({force_words} writes it anyway)")
 
 
+def _serving_rows(serving: str, *, clean: bool, hold_out: list[str] | None, calibration: str | None) -> list[dict]:
+    """The serving rows a fit reads (their clean form with `clean`, `hold_out`'s models left out), refused where none can
+    be used: priced, with a measured metric the loss reads."""
+    from llm_codesign.measure.validate import clean_form, predict_serving, read_rows
+
+    rows = read_rows(serving)
+    rows = held_out(clean_form(rows, serving) if clean else rows, hold_out or [])
+    why = unfittable(rows, *predict_serving(rows, calibration))
+    if why:
+        raise InputError("serving", serving, why)
+    return rows
+
+
 def fit_profile(kernels: list[str] | None = None, serving: str | None = None, *, hold_out: list[str] | None = None, clean: bool = False,
                 force: bool = False, calibration: str | None = None, output: str | None = None, progress=None,
                 force_words: str = "--force") -> Profile:
@@ -752,17 +765,10 @@ def fit_profile(kernels: list[str] | None = None, serving: str | None = None, *,
     from datetime import date
 
     from llm_codesign.measure.kernel_tables import read_csv
-    from llm_codesign.measure.validate import clean_form, predict_serving, read_rows
+    from llm_codesign.measure.validate import predict_serving
 
     # serving rows first: a bad file or hold-out fails before minutes of kernel fitting
-    srv_rows = read_rows(serving) if serving else None
-    if srv_rows is not None and clean:
-        srv_rows = clean_form(srv_rows, serving)
-    srv_rows = held_out(srv_rows, hold_out or []) if serving else None
-    if serving:  # rows the fit can use: priced, with a measured metric its loss reads
-        why = unfittable(srv_rows, *predict_serving(srv_rows, calibration))
-        if why:
-            raise InputError("serving", serving, why)
+    srv_rows = _serving_rows(serving, clean=clean, hold_out=hold_out, calibration=calibration) if serving else None
     kernels = list(kernels or [])
     tables: dict[str, list[dict]] = {}
     for k in kernels:
