@@ -161,6 +161,19 @@ def test_bad_requests_are_422_naming_the_field(client, body, field, text):
     assert "\n" not in j["error"] and "Traceback" not in j["error"]
 
 
+def test_the_forms_gpu_count_is_checked_by_the_server_as_the_other_fields_are(client):
+    # the field was <input type=number min=1 max=72>: past its range the browser's own bubble stopped the form (in the
+    # browser's words, the page's one line never shown); like every other field it is now text the server checks
+    page = client.get("/").text
+    field = re.search(r'<input id="num_gpus"[^>]*>', page).group(0)
+    assert not re.search(r'\b(type="number"|min=|max=|required)', field), field
+    assert not re.search(r'<input[^>]*\b(min|max)=', page)  # no field of the form carries browser bounds
+    for v, text in ((100, "num_gpus: 100 is not valid; Input should be less than or equal to 72"),
+                    (0, "num_gpus: 0 is not valid; Input should be greater than or equal to 1")):
+        r = client.post("/api/pareto", json={"model": "llama-3.1-8b", "gpus": ["h200"], "num_gpus": v})
+        assert r.status_code == 422 and r.json() == {"error": text, "field": "num_gpus"}
+
+
 def test_the_cores_error_is_the_clis_line(client):
     r = client.post("/api/estimate", json={"model": "deepseek-r1", "gpu": "h200", "num_gpus": 8, "isl": 1_000_000, "osl": 1024})
     assert r.status_code == 422

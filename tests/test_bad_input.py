@@ -638,10 +638,11 @@ def test_the_api_refuses_an_unheld_kv_format():
 def test_the_gpus_the_sizes_multiply_to_are_bounded():
     # each size was bounded but not their product: 65,536 attention-DP ranks x KVP 8 priced 524,288 GPUs, exit 0
     line = one_line_error(["estimate", "llama-3.1-8b", "--gpu", "h100", "--attention-dp", "65536", "--kvp", "8"], "gpus")
-    assert line == "error: gpus: 524288 is not valid; a positive integer up to 65,536"
+    assert line == "error: gpus: 524288 is not valid; at most 65,536 GPUs, which tp x pp x attention_dp x kvp multiply to"
+    # the API names the GPU count as its keyword, num_gpus (512 x 256 = 131,072)
     with pytest.raises(llm_codesign.InputError) as e:
         llm_codesign.deployment("llama-3.1-8b", gpu="h100", tp=512, pp=256)
-    assert str(e.value) == "gpus: 131072 is not valid; a positive integer up to 65,536"
+    assert str(e.value) == "num_gpus: 131072 is not valid; at most 65,536 GPUs, which tp x pp x attention_dp x kvp multiply to"
 
 
 def test_the_api_names_num_gpus_as_it_is_called():

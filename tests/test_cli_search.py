@@ -161,7 +161,8 @@ def test_step_budget_grid_with_disagg_is_one_line():
 def test_pareto_and_compare_resolve_each_gpus_engine_once(monkeypatch):
     # the edge resolves each GPU's engine (refusing one it does not run before any search) and passes it on: the runs
     # had resolved it again (pareto twice per GPU; compare twice)
-    from llm_codesign.cli import commands, compare
+    from llm_codesign.cli import commands
+    from llm_codesign.explore import compare  # compare's checks, the CLI's and lc.compare's
     from llm_codesign.spec.engines import engine_for
 
     asked = []

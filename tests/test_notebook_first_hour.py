@@ -42,7 +42,7 @@ BAD = [
     (lambda: lc.deployment(DENSE, gpu="h100", tp="2"), "tp: '2' is not valid; a positive integer"),
     (lambda: lc.deployment(DENSE, gpu="h100", tp=2.5), "tp: 2.5 is not valid; a positive integer"),
     (lambda: lc.deployment(DENSE, gpu="h100", tp=math.nan), "tp: nan is not valid; a positive integer"),
-    (lambda: lc.deployment(DENSE, gpu="h100", num_gpus=True), "gpus: True is not valid; a positive integer"),
+    (lambda: lc.deployment(DENSE, gpu="h100", num_gpus=True), "num_gpus: True is not valid; a positive integer"),
     (lambda: lc.Deployment(gpu="h100", num_gpus=1, plan=lc.Plan(tp=0)), "plan.tp: 0 is not valid; a positive integer"),
     (lambda: lc.Deployment(gpu="h100", num_gpus=1, plan="tp=2"), "plan: 'tp=2' is not valid; a Plan, e.g. Plan(tp=4)"),
     (lambda: lc.Deployment(gpu="h100", num_gpus=1, precision="fp8"), "precision: 'fp8' is not valid; a Precision, e.g. Precision.of"),
@@ -76,7 +76,7 @@ BAD = [
      "workload.arrival: 'closed_loop' is not valid; 'waves', what the search prices"),
     (lambda: lc.design(math.nan, "h100"), "params: nan is not valid; a total-parameter budget from 1e6 to 1e14, e.g. 70e9"),
     (lambda: lc.design("8e9", "h100"), "params: '8e9' is not valid; a total-parameter budget from 1e6 to 1e14, e.g. 70e9"),
-    (lambda: lc.design(8e9, "h100", num_gpus=0), "gpus: 0 is not valid; an integer from 1 to 65,536"),
+    (lambda: lc.design(8e9, "h100", num_gpus=0), "num_gpus: 0 is not valid; an integer from 1 to 65,536"),
     (lambda: lc.design(8e9, "h100", top=0), "top: 0 is not valid; an integer from 1 to 1,000"),
     (lambda: lc.design(30e9, "h100", moe=True, active_params=-3e9),
      "active_params: -3000000000.0 is not valid; an active-parameter budget from 1e6 to 1e14, e.g. 30e9"),
@@ -162,7 +162,11 @@ def test_the_api_references_notebook_block_runs(capsys):
     section = (Path(__file__).resolve().parents[1] / "docs" / "api.md").read_text().split("### In a notebook", 1)[1]
     code = re.search(r"```python\n(.*?)```", section, re.S).group(1)
     exec(compile(code, "docs/api.md", "exec"), {})
-    assert re.fullmatch(r"(h100|b200|mi355x) TP\d+( PP\d+)?( EP\d+/MoE-TP\d+)? \d+ tok/s/GPU, 80%: \d+-\d+\n", capsys.readouterr().out)
+    out = capsys.readouterr().out
+    assert re.fullmatch(r"(h100|b200|mi355x) TP\d+( PP\d+)?( EP\d+/MoE-TP\d+)? \d+ tok/s/GPU, 80%: \d+-\d+\n"
+                        r"((h100|b200) \w+ \d+ tok/s/GPU, accuracy drop \d+\.\d\d%\n){5}", out), out
+    # compare's rows: the checkpoint's BF16 and what each GPU runs natively (FP8 on H100; FP8 and NVFP4 on B200)
+    assert re.findall(r"^(\w+) (\w+) ", out, re.M)[1:] == [("h100", "bf16"), ("h100", "fp8"), ("b200", "bf16"), ("b200", "fp8"), ("b200", "nvfp4")]
 
 
 RUNS = """source,model,gpu,num_gpus,backend,weight_dtype,isl,osl,concurrency,tp,ep,moe_tp,ttft_ms,tpot_ms,output_tok_s_per_gpu
@@ -185,10 +189,10 @@ def test_validate_serving_gives_each_run_beside_its_prediction(tmp_path):
     ape = sorted(abs(r["predicted_tpot_ms"] / r["tpot_ms"] - 1) * 100 for r in (r1, r2, r3))
     assert rep["overall"]["tpot_ms"]["median_ape"] == pytest.approx(ape[1]) and "runs" not in lc.validate_serving(str(p))
     # a file none of whose runs is priced is refused, as `validate --serving` refuses it (an empty report before): the
-    # MoE run stating EP 1 x MoE-TP 1 on its 2 GPUs
+    # MoE run stating EP 1 x MoE-TP 1 on its 2 GPUs; named as the call names the file (`path`; the CLI's --serving)
     q = tmp_path / "moe.csv"
     q.write_text(RUNS.split("\n", 1)[0] + "\n" + RUNS.strip().splitlines()[-1].replace(",2,,,", ",2,1,1,") + "\n")
-    with pytest.raises(lc.InputError, match=r"^serving: '.*moe.csv' is not valid; a file with at least one row the model can price; "
+    with pytest.raises(lc.InputError, match=r"^path: '.*moe.csv' is not valid; a file with at least one row the model can price; "
                                             r"none of its 1 rows is \(line 2: ep 1 x moe_tp 1 x pp 1 = 1 GPUs, num_gpus 2 \(the parallel sizes must multiply"):
         lc.validate_serving(str(q))
 

@@ -55,11 +55,11 @@ def test_a_refused_fit_names_every_reason_after_what_a_fit_must_be():
     # contradicted its own clause, the second one hidden
     import pytest
 
-    from llm_codesign.cli.accuracy import _refuse
     from llm_codesign.errors import InputError
+    from llm_codesign.measure.calibrate import refuse  # calibrate's and lc.calibrate's refusal
 
     with pytest.raises(InputError) as e:
-        _refuse([], ["default serving: a on the bound", "default serving: not converged"], "p.toml", force=False)
+        refuse([], ["default serving: a on the bound", "default serving: not converged"], "p.toml", force=False)
     assert str(e.value) == ("calibrate: 'p.toml' is not valid; a fit no worse than the starting profile, with no parameter on a bound "
                             "of its range and its search converged; this one: default serving: a on the bound; default serving: "
                             "not converged; nothing written (--force writes it anyway)")

@@ -201,6 +201,17 @@ def test_a_bad_value_is_one_line_naming_the_field(page, server):
     assert not page.errors
 
 
+def test_a_gpu_count_past_its_range_is_the_pages_one_line_not_the_browsers_bubble(page, server):
+    # num_gpus was <input type=number max=72>: 100 raised the browser's validation bubble and no request went out
+    page.goto(server + "/")
+    _ready(page)
+    page.fill("#num_gpus", "100")
+    page.click("#run")
+    page.wait_for_function("document.getElementById('error').textContent !== ''")
+    assert page.text_content("#error") == "num_gpus: 100 is not valid; Input should be less than or equal to 72"
+    assert page.evaluate("document.getElementById('num_gpus').validity.valid") and not page.errors
+
+
 def test_a_permalink_reproduces_the_view(page, browser, server):
     page.goto(server + "/")
     _ready(page)

@@ -17,13 +17,15 @@ from typing import TYPE_CHECKING
 
 __version__ = "0.1.0"
 
-__all__ = ["Deployment", "Estimate", "Frontier", "FrontierPoint", "Gpu", "InputError", "Metrics", "ModelSpec", "Plan", "Precision",
-           "SpecDecoding", "Workload", "__version__", "deployment", "design", "estimate", "evaluate", "get_gpu", "get_model", "lint", "pareto",
-           "validate_serving"]
+__all__ = ["Comparison", "Deployment", "DisaggEstimate", "Estimate", "Frontier", "FrontierPoint", "Gpu", "InputError", "Metrics", "ModelSpec",
+           "Plan", "Precision", "Profile", "SpecDecoding", "Workload", "__version__", "calibrate", "compare", "deployment", "design", "disagg", "estimate", "evaluate",
+           "export_point", "get_gpu", "get_model", "lint", "pareto", "validate_serving"]
 
 if TYPE_CHECKING:
     from llm_codesign.api import (
+        Comparison,
         Deployment,
+        DisaggEstimate,
         Estimate,
         Frontier,
         FrontierPoint,
@@ -33,12 +35,17 @@ if TYPE_CHECKING:
         ModelSpec,
         Plan,
         Precision,
+        Profile,
         SpecDecoding,
         Workload,
+        calibrate,
+        compare,
         deployment,
         design,
+        disagg,
         estimate,
         evaluate,
+        export_point,
         get_gpu,
         get_model,
         lint,

@@ -11,12 +11,16 @@ pandas). Bad arguments raise `InputError` in one line naming the field, the valu
 """
 from __future__ import annotations
 
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 
 from llm_codesign.cost.calibration import Calibration, calibration_for
 from llm_codesign.errors import InputError
+from llm_codesign.explore.compare import Comparison
 from llm_codesign.explore.frontier import Frontier, FrontierPoint
+from llm_codesign.measure.calibrate import Profile
+from llm_codesign.serve.disagg import DisaggEstimate
 from llm_codesign.serve.estimate import Estimate
 from llm_codesign.serve.metrics import Metrics
 from llm_codesign.serve.metrics import evaluate as _evaluate
@@ -40,8 +44,9 @@ from llm_codesign.spec.plan import (
 from llm_codesign.spec.precision import Precision
 from llm_codesign.spec.registry import get_model as _get_model
 
-__all__ = ["Deployment", "Estimate", "Frontier", "FrontierPoint", "Gpu", "InputError", "Metrics", "ModelSpec", "Plan", "Precision",
-           "SpecDecoding", "Workload", "deployment", "design", "estimate", "evaluate", "get_gpu", "get_model", "lint", "pareto", "validate_serving"]
+__all__ = ["Comparison", "Deployment", "DisaggEstimate", "Estimate", "Frontier", "FrontierPoint", "Gpu", "InputError", "Metrics", "ModelSpec",
+           "Plan", "Precision", "Profile", "SpecDecoding", "Workload", "calibrate", "compare", "deployment", "design", "disagg", "estimate", "evaluate", "export_point",
+           "get_gpu", "get_model", "lint", "pareto", "validate_serving"]
 
 
 def get_model(model: str | Path | dict | ModelSpec, *, name: str | None = None) -> ModelSpec:
@@ -66,7 +71,13 @@ def get_gpu(gpu: str | Gpu) -> Gpu:
     return gpu if isinstance(gpu, Gpu) else _get_gpu(gpu)
 
 
-def _calibration(gpu: Gpu, calibration: Calibration | str | None) -> Calibration:
+def _ref(calibration):
+    """A profile as the pricing reads it: a Profile (lc.calibrate's) by its path, the rest as given."""
+    return calibration.as_path() if isinstance(calibration, Profile) else calibration
+
+
+def _calibration(gpu: Gpu, calibration: Calibration | Profile | str | None) -> Calibration:
+    calibration = _ref(calibration)
     return calibration if isinstance(calibration, Calibration) else calibration_for(gpu, calibration)
 
 
@@ -86,7 +97,7 @@ def _workload(workload, example: str = "isl=..., osl=..., concurrency=...") -> W
 
 
 def evaluate(model: str | ModelSpec, deployment: Deployment, workload: Workload | None = None, *,
-             calibration: Calibration | str | None = None, concurrency=None) -> Metrics:
+             calibration: Calibration | Profile | str | None = None, concurrency=None) -> Metrics:
     """Typed, array-valued serving metrics (SI units) of one deployment; `concurrency` may be an array."""
     w = _checked(deployment, workload)
     conc = None if concurrency is None else check_concurrency(concurrency, arrays=True)
@@ -94,7 +105,7 @@ def evaluate(model: str | ModelSpec, deployment: Deployment, workload: Workload 
 
 
 def estimate(model: str | ModelSpec, deployment: Deployment, workload: Workload | None = None, *,
-             calibration: Calibration | str | None = None, breakdown: bool = False) -> Estimate:
+             calibration: Calibration | Profile | str | None = None, breakdown: bool = False) -> Estimate:
     """What one deployment delivers (`to_dict()`: what `llm-codesign estimate --json` prints): metrics,
     memory, bottlenecks, speculation's break-even, the accuracy of its precision and how far to trust
     each metric: its 80% and 95% intervals (`intervals`: measure.intervals, from the residuals of the runs
@@ -110,7 +121,7 @@ def estimate(model: str | ModelSpec, deployment: Deployment, workload: Workload 
                             spec=dep.spec is not None, arrival=w.arrival)
     values = {"ttft_ms": r.ttft_s * 1e3, "tpot_ms": r.tpot_s * 1e3, "tok_s_per_user": r.tok_s_per_user,
               "output_tok_s_per_gpu": r.output_tok_s_per_gpu}
-    bands = intervals.bands(values, ctx, table=intervals.table_for(calibration, gpu=dep.gpu))
+    bands = intervals.bands(values, ctx, table=intervals.table_for(_ref(calibration), gpu=dep.gpu))
     # the third dimension: published where known, else the proxy
     return replace(r, accuracy=accuracy_of(m, dep.precision), intervals=bands)
 
@@ -121,8 +132,8 @@ def pareto(model: str | ModelSpec, gpu: str | Gpu, *, num_gpus: int = 8, instanc
            activation_dtype: str | None = None, kv_dtype: str | None = None, spec: SpecDecoding | str | None = None,
            draft_len: int | None = None, acceptance: float | None = None, acceptance_rates: str | tuple | None = None,
            draft_model: str | None = None, max_num_tokens: int | None = None, step_tokens: tuple[int, ...] = (), min_tps_user: float | None = None,
-           max_ttft_ms: float | None = None, max_accuracy_drop: float | None = None, calibration: Calibration | str | None = None,
-           progress=None, backend: str | None = None) -> Frontier:
+           max_ttft_ms: float | None = None, max_accuracy_drop: float | None = None, calibration: Calibration | Profile | str | None = None,
+           progress=None, backend: str | None = None, disagg: bool = False) -> Frontier:
     """The frontier over every valid plan x batch x precision (x draft length) on `num_gpus` GPUs, as
     `llm-codesign pareto` searches it (the same SearchSpace.build): fixed sizes (`tp=8`, ...) narrow the
     plans, `instance_gpus` the instance sizes (the CLI's `--gpus 8-72` is `num_gpus=72, instance_gpus=tuple(range(8, 73))`),
@@ -132,7 +143,9 @@ def pareto(model: str | ModelSpec, gpu: str | Gpu, *, num_gpus: int = 8, instanc
     by SLO and `max_accuracy_drop` (%) keeps the precisions known to lose at most that much. `engine` defaults
     to the GPU vendor's and one that does not run on the GPU is refused (spec.engines.engine_for). Each point
     carries its metrics' 80% and 95% intervals (`intervals`, as `estimate`'s). `progress`, where given, is called as
-    `progress(done, total)` on the calling thread with the deployments priced so far."""
+    `progress(done, total)` on the calling thread with the deployments priced so far. With `disagg`, the disaggregated
+    frontier over the same space instead (`pareto --disagg`'s second answer, explore.disagg_search.search_disagg: units
+    of prefill and decode instances, `DisaggPoint`s), which prices one step budget, no prefix cache and every precision."""
     from llm_codesign.explore.search import SearchSpace, search
     from llm_codesign.measure.intervals import table_for
     from llm_codesign.spec.plan import check_budget_holds
@@ -146,6 +159,13 @@ def pareto(model: str | ModelSpec, gpu: str | Gpu, *, num_gpus: int = 8, instanc
     if w.arrival != DEFAULT_ARRIVAL:
         raise InputError("workload.arrival", w.arrival, f"{DEFAULT_ARRIVAL!r}, what the search prices (as `pareto`, which has no --arrival)")
     check_sizes(num_gpus=num_gpus)  # named as this call names it, before SearchSpace.build checks it as the CLI's --gpus
+    if disagg:  # what the disaggregated search does not price, refused as `pareto --disagg` refuses it
+        for k, v, why in (("workload.prefix_hit", w.prefix_hit, "0 with disagg=True (the disaggregated search prices no prefix cache)"),
+                          ("step_tokens", step_tokens or None, "left out with disagg=True (it prices one step budget: max_num_tokens)"),
+                          ("max_accuracy_drop", max_accuracy_drop, "left out with disagg=True (the disaggregated search keeps every "
+                                                                   "precision; each point's accuracy says its drop)")):
+            if v:
+                raise InputError(k, v, why)
     check_sizes(MAX_STEP_TOKENS, max_num_tokens=max_num_tokens)
     eng = engine_for(g, engine_arg(engine, backend))
     sd = spec if isinstance(spec, SpecDecoding) or spec is None else spec_decoding(
@@ -155,16 +175,175 @@ def pareto(model: str | ModelSpec, gpu: str | Gpu, *, num_gpus: int = 8, instanc
     space = SearchSpace.build(m, g, num_gpus=num_gpus, instance_gpus=instance_gpus, tp=tp, pp=pp, ep=ep, moe_tp=moe_tp,
                               attention_dp=attention_dp, kvp=kvp, weight_dtype=weight_dtype, activation_dtype=activation_dtype,
                               kv_dtype=kv_dtype, spec=sd, draft_len=draft_len, step_tokens=step_tokens)
+    if disagg:
+        from llm_codesign.explore.disagg_search import search_disagg
+
+        f = search_disagg(m, g, _calibration(g, calibration), space, isl=w.isl, osl=w.osl, engine=eng, max_num_tokens=max_num_tokens,
+                          min_tps_user=min_tps_user, max_ttft_ms=max_ttft_ms)
+        return f.banded(m, table=table_for(_ref(calibration), gpu=g))
     f = search(m, g, _calibration(g, calibration), space, isl=w.isl, osl=w.osl, prefix_hit=w.prefix_hit, engine=eng,
                max_num_tokens=max_num_tokens, min_tps_user=min_tps_user, max_ttft_ms=max_ttft_ms, max_accuracy_drop=max_accuracy_drop,
                progress=progress)
     # each point's intervals, once per point after the search (not per evaluated deployment)
-    return f.banded(m, table=table_for(calibration, gpu=g))
+    return f.banded(m, table=table_for(_ref(calibration), gpu=g))
+
+
+def _lengths_only(w: Workload, call: str) -> None:
+    """Refuses a workload's field the call does not price (it searches every load, with no prefix cache, requests arriving
+    as the command prices them) rather than dropping it without a word."""
+    for k, default in (("concurrency", None), ("prefix_hit", 0.0), ("arrival", DEFAULT_ARRIVAL)):
+        if getattr(w, k) != default:
+            raise InputError(f"workload.{k}", getattr(w, k), f"{default!r} (left out): `{call}` prices the lengths alone")
+
+
+@contextmanager
+def _named(inner: str, outer: str):
+    """A refusal from below naming `inner` said as this call's keyword `outer` (a lower layer's name for it: the CLI's)."""
+    try:
+        yield
+    except InputError as e:
+        if e.field != inner:
+            raise
+        raise InputError(outer, e.value, e.valid) from None
+
+
+def _names(value, field: str, what: str) -> list:
+    """One name or object, or a list or tuple of them (a string is one name: a path may hold a comma)."""
+    if isinstance(value, (list, tuple)):
+        return list(value)
+    if value is None or (isinstance(value, str) and not value.strip()):
+        raise InputError(field, value, f"{what}, or a list of them")
+    return [value]
+
+
+def compare(model, gpu="h200", *, num_gpus: int = 8, weight_dtype: str | list[str] | None = None, kv_dtype: str | None = None,
+            workload: Workload | None = None, engine: str | None = None, min_tps_user: float | None = None, max_ttft_ms: float | None = None,
+            calibration: Calibration | Profile | str | None = None, gpu_hour_price: str | float | None = None, backend: str | None = None):
+    """Models x precisions x GPUs at one SLO, side by side, as `llm-codesign compare` searches them (explore.compare, one
+    code path): `model` and `gpu` one or a list each (anything get_model and get_gpu take), `weight_dtype` the formats
+    (default: each checkpoint's and what each GPU runs natively), `workload` the lengths. Returns a `Comparison`: per
+    model x precision x GPU the deployment with the most output tok/s/GPU that meets `min_tps_user`/`max_ttft_ms`, with
+    its metrics' 80% and 95% intervals, its accuracy and, with `gpu_hour_price` (dollars, `bundled` or a price file), its
+    cost; `to_dict()` is what `compare --json` prints, `to_records()`/`to_pandas()` a table of it."""
+    from llm_codesign.explore import compare as run
+
+    w = _workload(workload, "isl=..., osl=...")
+    _lengths_only(w, "compare")
+    formats = _names(weight_dtype, "weight_dtype", "a weight format") if weight_dtype is not None else None
+    q = run.ask([get_model(m) for m in _names(model, "model", "a model")], _names(gpu, "gpu", "a GPU id"), formats, kv_dtype=kv_dtype, num_gpus=num_gpus, isl=w.isl,
+                osl=w.osl, engine=engine_arg(engine, backend), min_tps_user=min_tps_user, max_ttft_ms=max_ttft_ms,
+                gpu_hour_price=gpu_hour_price, model_value=model, gpu_value=gpu)
+    return run.compare(q, calibration=_ref(calibration))
+
+
+def disagg(model: str | ModelSpec, gpu: str | Gpu, *, prefill: str | Plan, decode: str | Plan, decode_gpu: str | Gpu | None = None,
+           prefill_instances: int = 1, decode_instances: int = 1, concurrency=(1, 8, 32, 128, 512), workload: Workload | None = None,
+           weight_dtype: str | None = None, activation_dtype: str | None = None, kv_dtype: str | None = None, engine: str | None = None,
+           spec: SpecDecoding | str | None = None, draft_len: int | None = None, acceptance: float | None = None,
+           acceptance_rates: str | tuple | None = None, draft_model: str | None = None, max_num_tokens: int | None = None,
+           decode_max_num_tokens: int | None = None, decode_max_batch: int | None = None, prefill_routing: str | None = None,
+           calibration: Calibration | Profile | str | None = None, backend: str | None = None) -> DisaggEstimate:
+    """One disaggregated deployment, as `llm-codesign disagg` prices it (explore.disagg_search.price_pools, one code
+    path): `prefill_instances` instances of the `prefill` plan (`"tp=4"`, `"tp=8,ep=8"` or a `Plan`) on `gpu` hand each
+    prompt's KV cache to `decode_instances` of the `decode` plan (on `decode_gpu` where it differs), at each load of
+    `concurrency` (requests in flight, one or a list); `workload` the lengths and how requests arrive
+    (`arrival`), `decode_max_batch` the decode ranks' max batch. Returns a `DisaggEstimate`: per load TTFT and its
+    parts, TPOT, tok/s/user, tok/s/GPU and their 80% and 95% intervals; `to_dict()` is what `disagg --json` prints."""
+    from llm_codesign.explore.disagg_search import price_pools
+    from llm_codesign.spec.plan import MAX_CONCURRENCY, precision_for
+    from llm_codesign.spec.validation import as_int
+
+    m, g = get_model(model), get_gpu(gpu)
+    with _named("gpu", "decode_gpu"):
+        dg = get_gpu(decode_gpu) if decode_gpu is not None else g
+    w = _workload(workload, "isl=..., osl=..., arrival=...")
+    for k, default in (("concurrency", None), ("prefix_hit", 0.0)):  # the loads are `concurrency=`; no prefix cache is priced
+        if getattr(w, k) != default:
+            raise InputError(f"workload.{k}", getattr(w, k), f"{default!r} (left out): `disagg` takes its loads as concurrency= "
+                                                             "and prices no prefix cache")
+    for name, p in (("prefill", prefill), ("decode", decode)):
+        if not isinstance(p, (str, Plan)):
+            raise InputError(name, p, "a plan as text, e.g. 'tp=4' or 'attention_dp=8,ep=8', or an lc.Plan")
+    check_sizes(prefill_instances=prefill_instances, decode_instances=decode_instances)
+    check_sizes(MAX_STEP_TOKENS, max_num_tokens=max_num_tokens, decode_max_num_tokens=decode_max_num_tokens)
+    if decode_max_batch is not None:
+        as_int("decode_max_batch", decode_max_batch, hi=MAX_CONCURRENCY, what=f"a positive integer up to {MAX_CONCURRENCY:,}")
+    conc = [int(c) for c in check_concurrency(concurrency, arrays=True).reshape(-1)]
+    sd = spec if isinstance(spec, SpecDecoding) or spec is None else spec_decoding(
+        spec, draft_len=draft_len, acceptance=acceptance, acceptance_rates=acceptance_rates, draft_model=draft_model)
+    return price_pools(m, g, prefill=prefill, decode=decode, decode_gpu=dg, precision=precision_for(m, weight_dtype, activation_dtype, kv_dtype),
+                       engine=engine_arg(engine, backend), spec=sd, max_num_tokens=max_num_tokens, decode_max_num_tokens=decode_max_num_tokens,
+                       prefill_instances=prefill_instances, decode_instances=decode_instances, concurrencies=conc, isl=w.isl, osl=w.osl,
+                       decode_max_batch=decode_max_batch, arrival=w.arrival, prefill_routing=prefill_routing, calibration=_ref(calibration))
+
+
+def calibrate(*, kernels: str | list[str] | None = None, serving: str | None = None, output: str | None = None,
+              hold_out: str | list[str] | None = None, clean: bool = False, force: bool = False,
+              calibration: str | Profile | None = None, progress=None) -> Profile:
+    """A calibration profile fitted to your own measurements, as `llm-codesign calibrate` fits it (measure.calibrate.
+    fit_profile, one code path): `kernels` kernel CSVs (or bundled tables' names, e.g. "hopper/comm"), `serving` a
+    serving CSV in the canonical columns (or a bundled one's name; `clean`: its clean form, `hold_out`: models left out
+    of the fit), fitted from `calibration` (a profile; default the bundled fit). A fit whose error is not a finite
+    figure is refused, and one worse than its start, on a bound of its range or unconverged unless `force`, as the
+    CLI refuses them. Returns the `Profile` (its TOML `text`, each fit's `report`), written to `output` only where
+    given; pass it as `calibration=` to any function here. `progress(done, total)` is called as the fits go."""
+    from llm_codesign.measure.calibrate import fit_profile
+    from llm_codesign.outputs import check_writable
+
+    ks = [kernels] if isinstance(kernels, str) else list(kernels or [])
+    held = [hold_out] if isinstance(hold_out, str) else list(hold_out or [])
+    if not ks and not serving:
+        raise InputError("kernels", kernels, "at least one kernel CSV (kernels=) or a serving CSV (serving=) to fit")
+    if serving is not None and not isinstance(serving, (str, Path)):
+        raise InputError("serving", serving, "a serving CSV's path or a bundled one's name")
+    if held and not serving:
+        raise InputError("hold_out", hold_out, "left out unless serving= is given (it leaves serving rows out of the fit)")
+    if clean and not serving:
+        raise InputError("clean", clean, "False unless serving= is given (it checks serving rows)")
+    if isinstance(calibration, Calibration):
+        raise InputError("calibration", "a Calibration", "a profile's path or a Profile (a fit starts from a profile file's values)")
+    if output is not None:
+        check_writable("output", output)  # before minutes of fitting, not after
+    p = fit_profile(ks, None if serving is None else str(serving), hold_out=held, clean=clean, force=force,
+                    calibration=_ref(calibration), output=output, progress=progress, force_words="force=True")
+    return p.write(output) if output is not None else p
+
+
+def export_point(frontier: Frontier, index: int, *, file_name: str | None = None, calibration: str | Profile | None = None) -> dict:
+    """The engine's launch configuration of one point of an aggregated frontier (`frontier.points[index]`: 0 the
+    throughput end, the last the interactive end), as `llm-codesign export-point` writes it from `pareto --json`
+    (explore.export.point_config, one code path): its plan, precision, step token budget and batch, its predicted
+    metrics in the header. Returns `{file name: text}`, nothing written; `file_name` is the name the file launches
+    itself by (default: the engine's own), `calibration` the profile the frontier was priced with, recorded as
+    `pareto --json` records it (a path, or a Profile written to one)."""
+    from llm_codesign.explore.export import point_config
+    from llm_codesign.spec.validation import as_int
+
+    if not isinstance(frontier, Frontier) or frontier.mode != "aggregated":
+        raise InputError("frontier", type(frontier).__name__ if not isinstance(frontier, Frontier) else f"a {frontier.mode} Frontier",
+                         "an aggregated Frontier (lc.pareto; a disaggregated deployment's files: `llm-codesign export --prefill/--decode`)")
+    if not frontier.points:
+        raise InputError("frontier", "no points", "a frontier with at least one point (no deployment met its SLO)")
+    as_int("index", index, lo=0, hi=len(frontier.points) - 1, what=f"a point of the frontier, 0 to {len(frontier.points) - 1}")
+    if file_name is not None and (not isinstance(file_name, str) or not file_name.strip() or "/" in file_name):
+        raise InputError("file_name", file_name, "a file's name without a folder, e.g. config.yaml")
+    if isinstance(calibration, Profile):
+        if calibration.path is None:
+            raise InputError("calibration", "an unwritten Profile", "a path, or a Profile written to one (lc.calibrate(output=...)): "
+                                                                   "the file records it, so that `import` prices it alike")
+        calibration = calibration.path
+    p = frontier.points[index]
+    d = p.to_dict()
+    name, text = point_config(get_model(frontier.model), p.deployment, concurrency=p.concurrency, replicas=p.replicas,
+                              isl=frontier.workload.isl, osl=frontier.workload.osl,
+                              predicted={k: d[k] for k in ("ttft_ms", "tpot_ms", "tok_s_per_user", "output_tok_s_per_gpu")},
+                              calibration=calibration, file_name=file_name)
+    return {name: text}
 
 
 def lint(model: str | ModelSpec, gpu: str | Gpu, *, regime: str = "throughput", weight_dtype: str | None = None,
          activation_dtype: str | None = None, kv_dtype: str | None = None, engine: str | None = None,
-         calibration: Calibration | str | None = None, backend: str | None = None) -> list[dict]:
+         calibration: Calibration | Profile | str | None = None, backend: str | None = None) -> list[dict]:
     """The guideline findings for a shape on a GPU (the `findings` of `llm-codesign lint --json`), each with its predicted
     cost and fix, as dicts, priced on `engine`
     (default: the GPU vendor's; one that does not run on the GPU is refused: spec.engines.engine_for)."""
@@ -181,7 +360,7 @@ def design(params: float, gpu: str | Gpu, *, num_gpus: int = 8, regime: str = "t
            kv_dtype: str | None = None, engine: str | None = None, isl: int | None = None, osl: int | None = None,
            min_tps_user: float = 20.0, min_tps_gpu: float = 50.0, budget_tol: float = 0.1, quality_tol: float = 0.0,
            quality_sigmas: float = 1.0, outside_envelope: bool = False, max_candidates: int = 20000, top: int = 10,
-           active_params: float | None = None, calibration: Calibration | str | None = None, progress=None,
+           active_params: float | None = None, calibration: Calibration | Profile | str | None = None, progress=None,
            backend: str | None = None) -> dict:
     """Model shapes at a parameter budget, inside the published models' envelope (unless `outside_envelope`)
     and no worse in proxy loss than the baseline (without one, the nearest published model of the kind) beyond
@@ -211,10 +390,10 @@ def design(params: float, gpu: str | Gpu, *, num_gpus: int = 8, regime: str = "t
             progress=progress, active_params=active_params)
     # each row's lint and intervals, and the top designs beside the reference (explore.design_report), as `design --json`
     return complete(r, params=params, gpu=g, cal=cal, prec=prec, num_gpus=num_gpus, slo=slo, moe=moe, engine=eng, baseline=base,
-                    budget_tol=budget_tol, table=table_for(calibration, gpu=g))
+                    budget_tol=budget_tol, table=table_for(_ref(calibration), gpu=g))
 
 
-def validate_serving(path: str, *, calibration: str | None = None, clean: bool = False, runs: bool = False) -> dict:
+def validate_serving(path: str, *, calibration: str | Profile | None = None, clean: bool = False, runs: bool = False) -> dict:
     """Predict each run of a serving CSV (the canonical columns; `path` or the name of a bundled one) and report the
     errors and the share of runs inside the stated intervals, as `llm-codesign validate --serving FILE --json` does
     (`clean` as its `--clean`); `columns`: the file's columns nothing reads (`not_read`) and the measured metrics it has
@@ -225,5 +404,6 @@ def validate_serving(path: str, *, calibration: str | None = None, clean: bool =
     from llm_codesign.measure.serving_check import validate_serving as run
     from llm_codesign.measure.validate import predicted_rows, typed_row
 
-    rows, preds, rep = run(path, calibration, clean=clean)
+    with _named("serving", "path"):  # the CLI's --serving FILE is this call's `path`
+        rows, preds, rep = run(path, _ref(calibration), clean=clean)
     return rep | {"runs": predicted_rows([typed_row(r) for r in rows], preds)} if runs else rep

@@ -180,22 +180,7 @@ def calibrate(
     calibration: Optional[str] = O_CAL,
 ):
     """Re-fit the efficiency parameters from measurements; use the profile with --calibration."""
-    from datetime import date
-
-    from llm_codesign.measure.calibrate import (
-        SERVING_BOUNDS,
-        doubtful,
-        fit_kernels,
-        fit_serving,
-        held_out,
-        serving_trials,
-        serving_words,
-        to_toml,
-        unfit,
-        unfittable,
-    )
-    from llm_codesign.measure.kernel_tables import read_csv
-    from llm_codesign.measure.validate import clean_form, predict_serving, read_rows
+    from llm_codesign.measure.calibrate import SERVING_BOUNDS, fit_profile, serving_words
     from llm_codesign.outputs import check_writable, write_text
 
     if not kernels and not serving:
@@ -206,65 +191,20 @@ def calibrate(
         raise InputError("hold-out", hold_out[0], "used with --serving (it leaves serving rows out of the fit)")
     if clean and not serving:
         raise InputError("clean", "--kernels", "used with --serving (it checks serving rows)")
-    # serving rows first: a bad file or --hold-out fails before minutes of kernel fitting
-    srv_rows = read_rows(serving) if serving else None
-    if srv_rows is not None and clean:
-        srv_rows = clean_form(srv_rows, serving)
-    srv_rows = held_out(srv_rows, hold_out or []) if serving else None
-    if serving:  # rows the fit can use: priced, with a measured metric its loss reads
-        why = unfittable(srv_rows, *predict_serving(srv_rows, calibration))
-        if why:
-            raise InputError("serving", serving, why)
-    kernels = kernels or []
-    tables: dict[str, list[dict]] = {}
-    for k in kernels:
-        kind, rows = read_csv(k)
-        tables.setdefault(kind, []).extend(rows)
     # one progress display for both fits (stderr: a bar on a terminal, a line every 5 s otherwise)
-    warm = calibration is not None
-    srv_total, k_total = serving_trials(srv_rows, warm=warm) if serving else 0, [0]
     prog, cb = _progress()
     if prog:
         prog.start()
-    try:
-        def kernel_progress(done, total):
-            k_total[0] = total
-            cb(done, total + srv_total)
-
-        fams, report = fit_kernels(tables, calibration, progress=kernel_progress)
-        if kernels and not report:
-            raise InputError("kernels", ", ".join(kernels), "tables with at least one row the model can price (`llm-codesign validate --kernels` lists why not)")
-        _refuse(unfit(report), doubtful(report), output, force)  # before minutes of serving fit, not after
-        srv = None
-        if serving:
-            if not fams:
-                from llm_codesign.cost.calibration import calibration_for
-                from llm_codesign.spec.hardware import catalog
-
-                fams = {g.family: calibration_for(g, calibration) for g in catalog().values()}
-            # a given profile is where the serving search starts (its kernel values are the kernel fits' start)
-            srv_report: dict = {}
-            fams, srv = fit_serving(srv_rows, fams, start=next(iter(fams.values())) if warm else None, report=srv_report,
-                                    progress=lambda done, total: cb(k_total[0] + done, k_total[0] + total))
-            # as a kernel fit: refused where worse than the profile it started from, on a bound or unconverged, unless --force
-            _refuse(unfit([srv_report]), doubtful([srv_report]), output, force)
+    try:  # the fit lc.calibrate makes (measure.calibrate.fit_profile)
+        profile = fit_profile(kernels, serving, hold_out=hold_out, clean=clean, force=force, calibration=calibration, output=output,
+                              progress=cb)
     finally:
         if prog:
             prog.stop()
-    header = (f"llm-codesign calibration profile, fitted {date.today().isoformat()} by `llm-codesign calibrate`\n"
-              f"kernels: {', '.join(kernels) or 'none'}\nserving: {serving or 'none'}{' (cleaned)' if serving and clean else ''}"
-              + (f"\nheld out of the serving fit: {', '.join(hold_out)}" if hold_out else ""))
-    text = to_toml(fams, report, header, srv)
-    if srv:  # the intervals of the profile's own runs, priced with it: they narrow its answers' bands where they cover them
-        from llm_codesign.cost.calibration import calibration_for
-        from llm_codesign.measure.intervals import profile_section
-        from llm_codesign.measure.validate import predict_serving
-
-        own = predict_serving(srv_rows, cal_override=lambda g: fams.get(g.family) or calibration_for(g, calibration))[0]
-        text += "\n" + profile_section(srv_rows, own) + "\n"
+    text, srv, srv_rows = profile.text, profile.serving, list(profile.serving_rows)
     write_text(output, text)
     con = _console(stderr=output == "-")
-    for r in report + ([srv_report] if srv else []):
+    for r in profile.report:
         if r["kind"] == "serving":  # the serving fit's own measure, against the profile it started from
             err = f"error {r['median_ape']:.1f}% (banded median), starting profile {r['start_median_ape']:.1f}%"
         else:
@@ -299,19 +239,6 @@ def _print_own_intervals(text: str, con) -> None:
         have = ", ".join(f"{n} with {engine_title(k.split('|')[0])} on {family_name(k.split('|')[1])} GPUs" for k, n in sorted(runs.items()))
         con.print(f"intervals: a band of the profile's own needs {MIN_ROWS} runs of one engine on one GPU family" + (f"; it has {have}" if have else "")
                   + ", so answers with this profile keep the bundled bands, and say so", highlight=False)
-
-
-def _refuse(broken: list[str], bad: list[str], output: str, force: bool) -> None:
-    """calibrate's refusal, one line, nothing written: of a fit whose error is not a finite figure
-    (measure.calibrate.unfit), always; of a doubtful fit (measure.calibrate.doubtful), unless --force."""
-    if broken:
-        raise InputError("calibrate", output, f"a fit whose error is a finite figure: {broken[0]}"
-                         + (f" (and {len(broken) - 1} more)" if len(broken) > 1 else "") + "; nothing written")
-    if bad and not force:
-        # every reason (an "(and 1 more)" hid the second), after what a fit must be: it read "a fit no worse than the
-        # starting profile: <a parameter on its bound>", a reason that contradicted its own clause
-        raise InputError("calibrate", output, "a fit no worse than the starting profile, with no parameter on a bound of its range and "
-                         f"its search converged; this one: {'; '.join(bad)}; nothing written (--force writes it anyway)")
 
 
 def _nk_list(value: str) -> list[tuple[int, int]]:

@@ -316,7 +316,7 @@ def _pareto_runs(model_refs, gpu_refs, *, space: dict, limits: dict, workload, e
     reference), resolved once at the edge."""
     from llm_codesign.api import pareto as run
     from llm_codesign.cost.calibration import calibration_for
-    from llm_codesign.explore.search import SearchSpace, point_breakdowns
+    from llm_codesign.explore.search import point_breakdowns
 
     isl, osl = workload.isl, workload.osl
     results, pending = [], []  # pending: (result index, its breakdowns' pricing)
@@ -334,13 +334,11 @@ def _pareto_runs(model_refs, gpu_refs, *, space: dict, limits: dict, workload, e
                 pending.append((len(results), lambda m=m, cal=cal, r=r: point_breakdowns(
                     m, cal, [(p.deployment, p.concurrency) for p in r.points], isl, osl)))
                 results.append(r)
-                if disagg:
-                    from llm_codesign.explore.disagg_search import decode_breakdown, search_disagg
-                    from llm_codesign.measure.intervals import table_for
+                if disagg:  # the same space's disaggregated frontier, as llm_codesign.pareto(disagg=True) searches it
+                    from llm_codesign.explore.disagg_search import decode_breakdown
 
-                    rd = search_disagg(m, g, cal, SearchSpace.build(m, g, **space), isl=isl, osl=osl, engine=engine,
-                                       **{k: v for k, v in limits.items() if k != "max_accuracy_drop"}).priced(gpu_hour_price).banded(
-                                           m, table=table_for(calibration))
+                    rd = run(m, g, workload=workload, engine=engine.name, calibration=calibration, disagg=True, **space,
+                             **{k: v for k, v in limits.items() if k != "max_accuracy_drop"}).priced(gpu_hour_price)
                     pending.append((len(results), lambda m=m, cal=cal, rd=rd: [
                         decode_breakdown(m, cal, p, isl=isl, osl=osl) for p in rd.points]))
                     results.append(rd)

@@ -370,10 +370,15 @@ def _deployment(m, gpu, gpus_, *, tp, pp, ep, moe_tp, attention_dp, kvp, weight_
     from llm_codesign.spec.plan import deployment
 
     g = _gpu(gpu)
-    return deployment(m, gpu=g, num_gpus=gpus_, tp=tp, pp=pp, ep=ep, moe_tp=moe_tp, attention_dp=attention_dp, kvp=kvp,
-                      weight_dtype=weight_dtype, activation_dtype=activation_dtype, kv_dtype=kv_dtype, engine=backend, spec=spec,
-                      draft_len=draft_len, acceptance=acceptance, acceptance_rates=acceptance_rates, draft_model=draft_model,
-                      max_num_tokens=max_num_tokens, cpp=cpp)
+    try:
+        return deployment(m, gpu=g, num_gpus=gpus_, tp=tp, pp=pp, ep=ep, moe_tp=moe_tp, attention_dp=attention_dp, kvp=kvp,
+                          weight_dtype=weight_dtype, activation_dtype=activation_dtype, kv_dtype=kv_dtype, engine=backend, spec=spec,
+                          draft_len=draft_len, acceptance=acceptance, acceptance_rates=acceptance_rates, draft_model=draft_model,
+                          max_num_tokens=max_num_tokens, cpp=cpp)
+    except InputError as e:  # the GPUs as the CLI names them (spec.plan.deployment names its num_gpus keyword)
+        if e.field == "num_gpus":
+            raise InputError("gpus", e.value, e.valid) from None
+        raise
 
 
 # shared option declarations (vLLM / TensorRT-LLM vocabulary); the bounds (spec.plan's, which the API checks too) make a
@@ -426,9 +431,10 @@ O_CAL = typer.Option(None, "--calibration", help="Calibration profile .toml.")
 
 
 def priced_with(calibration: str | None) -> dict:
-    """What an answer a file keeps (export's and export-point's header, pareto --json) records of the profile its figures
-    are priced with, none for the bundled one: `import` says which to pass to price it alike (export.profile_note)."""
-    return {"calibration": calibration} if calibration else {}
+    """explore.export.priced_with: what a file keeps of the profile its figures are priced with."""
+    from llm_codesign.explore.export import priced_with as recorded
+
+    return recorded(calibration)
 O_PREFIX = typer.Option(0.0, "--prefix-hit", help="Share of each prompt already in the prefix cache (0 to <1): not prefilled.")
 O_ARRIVAL = typer.Option(DEFAULT_ARRIVAL, "--arrival", help="How requests arrive: waves (identical requests started together and kept in "
                          "step, as a fixed-length benchmark runs them), closed_loop (each slot refilled as its request ends, lengths "

@@ -1,7 +1,6 @@
 """`compare`: a few models x precisions x GPUs at one SLO, side by side on accuracy, throughput and interactivity."""
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Optional
 
 import typer
@@ -13,105 +12,14 @@ from llm_codesign.cli.common import (
     O_OSL,
     _console,
     _dump,
-    _gpu,
-    _model,
     _table,
     app,
     check_paths,
 )
 from llm_codesign.errors import InputError
+from llm_codesign.explore.compare import MAX_COMBINATIONS, accuracy_compared  # noqa: F401 (compare's names, where they were)
 from llm_codesign.render.accuracy import drop_pct
-from llm_codesign.spec.engines import check_kv_format, engine_for
 from llm_codesign.spec.plan import MAX_GPUS
-
-MAX_COMBINATIONS = 48  # each combination is one whole deployment search
-
-
-def compare_rows(model_refs: list[str], gpu_refs: list[str], weight_formats: list[str] | None, *, num_gpus: int, isl: int,
-                 osl: int, engines: dict, min_tps_user: float | None = None, max_ttft_ms: float | None = None,
-                 calibration: str | None = None, gpu_hour_price: str | None = None, unpriced: frozenset[str] = frozenset(),
-                 kv_dtype: str | None = None) -> list[dict]:
-    """For each model x precision x GPU, the deployment with the most output tok/s/GPU that meets the SLO
-    (None where none does), with its tok/s/user, TTFT, output tokens per joule (serve.energy), its cost
-    at `gpu_hour_price` where given (None on the GPUs of `unpriced`, which it has no price for), the intervals of its metrics, and the model's accuracy at that precision (and the one
-    measure the model's rows are compared on: accuracy_compared). `engines`: each GPU's engine (by its reference), resolved
-    once at the edge. `kv_dtype`: every row's KV-cache format (default: each precision's own)."""
-    from llm_codesign.cost.calibration import calibration_for
-    from llm_codesign.explore.accuracy_model import accuracy_of
-    from llm_codesign.explore.search import SearchSpace, default_precisions, search
-    from llm_codesign.measure.intervals import table_for
-    from llm_codesign.spec.precision import Precision, executable, get_dtype
-
-    kv = get_dtype(kv_dtype, "kv_dtype") if kv_dtype else None
-    for gref in gpu_refs if kv else ():  # a KV format some GPU's engine does not hold: refused before any search
-        check_kv_format(engines[gref], _gpu(gref), kv.name)
-    rows = []
-    for mref in model_refs:
-        m = _model(mref)
-        for gref in gpu_refs:
-            g = _gpu(gref)
-            engine = engines[gref]
-            cal, table = calibration_for(g, calibration), table_for(calibration, gpu=g)
-            price = None if g.id in unpriced else gpu_hour_price
-            if weight_formats:
-                precs = [m.default_precision if w == m.default_precision.weight.name
-                         else Precision.of(w, kv="fp8" if g.supports("fp8") else None) for w in weight_formats]
-            else:
-                precs = list(default_precisions(m, g))
-            if kv:  # the KV format named, as pareto's --kv-dtype: rows that then coincide are one row
-                precs = list(dict.fromkeys(replace(p, kv=kv) for p in precs))
-            for p in precs:
-                p = p.on(g)  # the activation that runs on this GPU (MXFP4: W4A4 on CDNA4), as the row prices it
-                acc = accuracy_of(m, p)
-                row = {"model": m.name, "gpu": g.id, "num_gpus": num_gpus, "engine": engine.name, "precision": p.label(), "weight_dtype": p.weight.name,
-                       "activation_dtype": p.activation.name, "kv_dtype": p.kv.name, "accuracy": acc, "best": None,
-                       # a format the GPU cannot run, priced as engines map it (NVFP4 as MXFP4 on CDNA4), as estimate says it
-                       "precision_notes": list(executable(p, g)[1])}
-                try:
-                    r = search(m, g, cal, SearchSpace(num_gpus, precisions=(p,)), isl=isl, osl=osl, engine=engine,
-                               min_tps_user=min_tps_user, max_ttft_ms=max_ttft_ms)
-                except InputError as e:  # no valid plan for this model on these GPUs: say so in the row
-                    row["why_none"] = str(e)
-                    rows.append(row)
-                    continue
-                if r.points:  # the best point, with its metrics' intervals
-                    top = replace(r, points=(max(r.priced(price).points, key=lambda q: q.output_tok_s_per_gpu),)).banded(m, table=table)
-                    best = top.points[0].to_dict()
-                    row["best"] = {k: best[k] for k in ("output_tok_s_per_gpu", "tok_s_per_user", "ttft_ms", "tpot_ms", "energy", "cost",
-                                                        "deployment", "intervals") if k in best}
-                    if g.id in unpriced:
-                        row["best"]["cost"] = None
-                else:
-                    row["why_none"] = "no deployment meets the SLO"
-                rows.append(row)
-    accuracy_compared(rows)
-    return rows
-
-
-def accuracy_compared(rows: list[dict]) -> None:
-    """Sets each row's `accuracy_compared`: the one measure its model's rows are compared on. A score
-    on the benchmark (and setting) every row of the model was published with; else each precision's
-    drop against the model's reference precision (published pairs on shared benchmarks, or the proxy's);
-    else n/a. A model's rows never mix benchmarks: BF16's MMLU beside FP8's OpenLLM average would
-    make FP8 look the more accurate."""
-    by_model: dict[str, list[dict]] = {}
-    for r in rows:
-        by_model.setdefault(r["model"], []).append(r)
-    for group in by_model.values():
-        keys = [[(s["benchmark"], s["setting"]) for s in r["accuracy"]["scores"]] for r in group]
-        common = [k for k in keys[0] if all(k in ks for ks in keys[1:])]
-        for r, ks in zip(group, keys, strict=True):
-            a = r["accuracy"]
-            if common:
-                b, setting = common[0]
-                r["accuracy_compared"] = {"kind": "score", "benchmark": b, "setting": setting,
-                                          "value": a["scores"][ks.index(common[0])]["score"], "source": "published"}
-            elif a["relative_drop_pct"] is not None:
-                r["accuracy_compared"] = {"kind": "drop", "precision": a["precision"], "against": a["reference_precision"],
-                                          "value": a["relative_drop_pct"],
-                                          "sigma": a["drop_uncertainty_pct"], "source": a["drop_source"]}
-            else:
-                r["accuracy_compared"] = {"kind": "n/a", "source": "none"}
 
 
 def _accuracy_cell(c: dict) -> str:
@@ -172,31 +80,15 @@ def compare(
                                                       "adds $ per million output tokens of each best deployment."),
 ):
     """Models x precisions x GPUs at one SLO, side by side: accuracy, tok/s/GPU, tok/s/user."""
-    from llm_codesign.explore.pricing import gpu_hour_price as price_of
-    from llm_codesign.spec.precision import get_dtype
+    from llm_codesign.explore import compare as cmp
 
-    for name, v in (("min_tps_user", min_tps_user), ("max_ttft_ms", max_ttft_ms)):
-        if v is not None and not (0 < v < float("inf")):
-            raise InputError(name, v, "a positive finite number")
     models = [x.strip() for x in model.split(",") if x.strip()]
     gpus = [x.strip() for x in gpu.split(",") if x.strip()]
-    formats = [get_dtype(x.strip(), "weight_dtype").name for x in weight_dtype.split(",") if x.strip()] if weight_dtype else None
-    kv = get_dtype(kv_dtype, "kv_dtype").name if kv_dtype else None  # refused before any search
-    if not models or not gpus:
-        raise InputError("model" if not models else "gpu", model if not models else gpu, "at least one name")
-    n = len(models) * len(gpus) * (len(formats) if formats else 3)
-    if n > MAX_COMBINATIONS:
-        raise InputError("model", model, f"at most {MAX_COMBINATIONS} model x GPU x precision combinations ({n} asked)")
-    engines = {g: engine_for(_gpu(g), backend) for g in gpus}  # each GPU's, once: one it does not run fails before any search
-    unpriced: list[str] = []  # GPUs the bundled prices cite no figure for (data/prices.toml: B300, MI355X): their cost is "-"
-    for g in gpus:  # a price that cannot be read, or a GPU a number or the user's own price file does not price, fails before any search
-        if gpu_hour_price is not None:
-            try:
-                price_of(_gpu(g), gpu_hour_price)
-            except InputError as e:
-                if gpu_hour_price != "bundled" or e.field != "gpu_hour_price" or len(unpriced) + 1 == len(gpus):
-                    raise
-                unpriced.append(_gpu(g).id)
+    formats = [x.strip() for x in weight_dtype.split(",") if x.strip()] if weight_dtype else None
+    # every check before any search, as lc.compare makes them (explore.compare.ask)
+    question = cmp.ask(models, gpus, formats, kv_dtype=kv_dtype, num_gpus=gpus_, isl=isl, osl=osl, engine=backend,
+                       min_tps_user=min_tps_user, max_ttft_ms=max_ttft_ms, gpu_hour_price=gpu_hour_price, model_value=model, gpu_value=gpu)
+    unpriced = list(question.unpriced)
     if plot_path:  # refused before the searches, not after
         from llm_codesign.outputs import check_writable
         from llm_codesign.render.report import plot_extra
@@ -206,9 +98,8 @@ def compare(
         check_writable("plot", plot_path)
         plot_extra(plot_path)
         check_paths([("--plot", plot_path)], {"MODEL": models, "--gpu": gpus, "--calibration": calibration, "--gpu-hour-price": gpu_hour_price})
-    rows = compare_rows(models, gpus, formats, num_gpus=gpus_, isl=isl, osl=osl, engines=engines, min_tps_user=min_tps_user,
-                        max_ttft_ms=max_ttft_ms, calibration=calibration, gpu_hour_price=gpu_hour_price, unpriced=frozenset(unpriced),
-                        kv_dtype=kv)
+    answer = cmp.compare(question, calibration=calibration)
+    rows = list(answer.rows)
     slo = ", ".join(x for x in (f">= {min_tps_user:g} tok/s/user" if min_tps_user else "",
                                 f"TTFT <= {max_ttft_ms:g} ms" if max_ttft_ms else "") if x) or "none"
     if plot_path:
@@ -218,8 +109,7 @@ def compare(
         title = f"compare at ISL/OSL {isl}/{osl} on {gpus_} GPUs, SLO {slo}"
         write_all([(lambda p: draw_compare(rows, [_accuracy_cell(r["accuracy_compared"]) for r in rows], p, title=title), plot_path)])
     if as_json:
-        return _dump({"isl": isl, "osl": osl, "num_gpus": gpus_, "min_tps_user": min_tps_user, "max_ttft_ms": max_ttft_ms,
-                      "gpu_hour_price": gpu_hour_price, **({"unpriced_gpus": unpriced} if gpu_hour_price is not None else {}), "rows": rows})
+        return _dump(answer.to_dict())
     # one table per model, its name the title and what its accuracy cells are beneath: a long name
     # (qwen3-235b-a22b-nvfp4) takes no column's width, so 80 columns hold every figure whole; the
     # columns take one width in every table, so the models still line up

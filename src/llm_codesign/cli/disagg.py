@@ -33,7 +33,6 @@ from llm_codesign.cli.common import (
     _table,
     app,
 )
-from llm_codesign.spec.engines import engine_for_pools
 from llm_codesign.spec.harness import DEFAULT_ARRIVAL
 
 
@@ -83,31 +82,23 @@ def disagg(
     calibration: Optional[str] = O_CAL, as_json: bool = typer.Option(False, "--json", help="Print the answer as JSON (what the table shows, and more)."),
 ):
     """Disaggregated serving: prefill instances hand each prompt's KV cache to decode instances."""
-    from llm_codesign.cost.calibration import calibration_for
-    from llm_codesign.serve.disagg import estimate_disagg
-    from llm_codesign.spec.plan import Deployment, Plan
+    from llm_codesign.explore.disagg_search import price_pools
 
     m, g = _model(model), _gpu(gpu)
     dg = _gpu(decode_gpu) if decode_gpu else g
     conc = _int_list("concurrency", concurrency)
-    # one instance of each pool, resolved here: its GPU, plan, precision, engine and step budget
-    # one engine on both pools' GPUs
-    one = dict(precision=_precision(m, weight_dtype, activation_dtype, kv_dtype), backend=engine_for_pools(g, dg, backend).name,
-               spec=_spec(spec, draft_len, acceptance, acceptance_rates, draft_model))
-    pp_, dp_ = Plan.parse(prefill, m, "prefill"), Plan.parse(decode, m, "decode")
-    pools = (Deployment(gpu=g, num_gpus=int(pp_.gpus), plan=pp_, max_num_tokens=max_num_tokens, **one),
-             Deployment(gpu=dg, num_gpus=int(dp_.gpus), plan=dp_, max_num_tokens=decode_max_num_tokens or max_num_tokens, **one))
-    r = estimate_disagg(m, *pools, calibration=calibration_for(g, calibration), decode_calibration=calibration_for(dg, calibration),
-                        prefill_instances=prefill_instances, decode_instances=decode_instances, concurrencies=conc, isl=isl, osl=osl,
-                        decode_max_batch=decode_max_batch, arrival=arrival, prefill_routing=prefill_routing)
-    from llm_codesign.measure.intervals import band_disagg_rows
-
-    band_disagg_rows(r["rows"], m, pools[1], isl=isl, osl=osl, calibration=calibration, arrival=arrival)
+    # the pools built and priced as lc.disagg and the page price them (explore.disagg_search.price_pools)
+    answer = price_pools(m, g, prefill=prefill, decode=decode, decode_gpu=dg, precision=_precision(m, weight_dtype, activation_dtype, kv_dtype),
+                         engine=backend, spec=_spec(spec, draft_len, acceptance, acceptance_rates, draft_model), max_num_tokens=max_num_tokens,
+                         decode_max_num_tokens=decode_max_num_tokens, prefill_instances=prefill_instances, decode_instances=decode_instances,
+                         concurrencies=conc, isl=isl, osl=osl, decode_max_batch=decode_max_batch, arrival=arrival,
+                         prefill_routing=prefill_routing, calibration=calibration)
+    r = answer.to_dict()
     if as_json:
         return _dump(r)
     p, d = r["prefill"], r["decode"]
     where = f"{r['num_gpus']}x {g.name}" if dg.id == g.id else f"{r['num_gpus']} GPUs (prefill on {g.name}, decode on {dg.name})"
-    t = _table(f"{m.name} on {where}, {r['precision']}, {one['backend']}, ISL/OSL {isl}/{osl}: "
+    t = _table(f"{m.name} on {where}, {r['precision']}, {r['backend']}, ISL/OSL {isl}/{osl}: "
                f"prefill {p['instances']}x {p['plan']} ({p['capacity_req_s']:.2f} req/s), decode {d['instances']}x {d['plan']}"
                + (f" (max batch {d['max_batch']} per rank)" if "max_batch" in d else ""),
                "requests:n TTFT:n prefill:n KV_move:n queue:n TPOT:n tok/s/user:n tok/s/GPU:n fits:k",

@@ -386,7 +386,7 @@ def export_point(
     """The engine's launch configuration of one frontier point: its plan, precision, step token budget and batch."""
     import json
 
-    from llm_codesign.explore.export import engine_spec, export_config
+    from llm_codesign.explore.export import engine_spec, point_config
     from llm_codesign.outputs import write_text
     from llm_codesign.spec.plan import Deployment
 
@@ -407,10 +407,10 @@ def export_point(
     if engine and engine != dep.backend:
         raise InputError("backend", engine, f"the engine the frontier was priced for ({dep.backend}); search again with --backend {engine}")
     m = _model(r["model"])
-    text = export_config(m, dep, engine=dep.backend, concurrency=int(rec["concurrency_per_instance"]), replicas=int(rec.get("replicas", 1)),
-                         file_name=_file_name(out), extra={"isl": r.get("isl"), "osl": r.get("osl"), "predicted": {
-                             k: p[k] for k in ("ttft_ms", "tpot_ms", "tok_s_per_user", "output_tok_s_per_gpu")},
-                             **priced_with(r.get("calibration"))})  # the profile the frontier was priced with (pareto --json)
+    # as lc.export_point writes it (explore.export.point_config), with the profile the frontier was priced with (pareto --json)
+    _, text = point_config(m, dep, concurrency=int(rec["concurrency_per_instance"]), replicas=int(rec.get("replicas", 1)), isl=r.get("isl"),
+                           osl=r.get("osl"), predicted={k: p[k] for k in ("ttft_ms", "tpot_ms", "tok_s_per_user", "output_tok_s_per_gpu")},
+                           calibration=r.get("calibration"), file_name=_file_name(out))
     write_text(out, text, executable=text.startswith("#!"))
     es = engine_spec(dep.backend)
     _console(stderr=out == "-").print(f"wrote {dep.backend} {es['version']} configuration of point {index} ({rec['plan']}, {rec['concurrency_per_instance']} "

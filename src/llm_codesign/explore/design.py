@@ -353,7 +353,7 @@ def check_options(*, params, active_params=None, budget_tol=0.1, quality_tol=0.0
     as_float("quality_sigmas", quality_sigmas, lo=0.0, hi=10.0, what="a number of standard deviations in [0, 10], e.g. 1")
     as_float("min_tps_user", min_tps_user, lo=0.0, hi=1e7)
     as_float("min_tps_gpu", min_tps_gpu, lo=0.0, hi=1e9)
-    as_int("gpus", num_gpus, hi=MAX_GPUS)
+    as_int("num_gpus", num_gpus, hi=MAX_GPUS)  # as llm_codesign.design and the page name it (the CLI's --gpus is bounded first)
     for name, v in (("isl", isl), ("osl", osl)):
         if v is not None:
             as_int(name, v, hi=MAX_TOKENS)

@@ -17,6 +17,7 @@ from llm_codesign.serve.aggregated import decode_step, pdl_per_launch
 from llm_codesign.serve.disagg import decode_pool, first_token, kv_hand_off, prefill_pool
 from llm_codesign.spec.engines import TRTLLM, Engine, EngineCosts
 from llm_codesign.spec.hardware import Gpu
+from llm_codesign.spec.harness import DEFAULT_ARRIVAL
 from llm_codesign.spec.model import ModelSpec
 from llm_codesign.spec.plan import Deployment, Plan, Workload
 from llm_codesign.spec.precision import Precision
@@ -151,3 +152,34 @@ def decode_breakdown(model: ModelSpec, cal: Calibration, point: DisaggPoint, *, 
     costs = dep.engine.costs(cal)
     ops = decode_step(model, dep.gpu, dep.precision, dep.plan.broadcast(), costs=costs, b=per_rank, ctx=isl + osl / 2.0, k=k, spec=dep.spec)[2]
     return op_rows(ops, "decode/", pdl_per_launch=pdl_per_launch(dep.gpu, costs))
+
+
+def price_pools(model: ModelSpec, gpu: Gpu, *, prefill: Plan | str, decode: Plan | str, decode_gpu: Gpu | None = None,
+                precision: Precision, engine: str | None = None, spec=None, max_num_tokens: int | None = None,
+                decode_max_num_tokens: int | None = None, prefill_instances: int = 1, decode_instances: int = 1,
+                concurrencies=(1, 8, 32, 128, 512), isl: int = 1024, osl: int = 1024, decode_max_batch: int | None = None,
+                arrival: str = DEFAULT_ARRIVAL, prefill_routing: str | None = None, calibration=None):
+    """One disaggregated deployment over `concurrencies`: one instance of each pool built from its plan (`tp=4,ep=4`
+    text, as `disagg --prefill/--decode` takes it, or a Plan) on its GPU (`decode_gpu`: the decode pool's where it
+    differs), one engine on both (spec.engines.engine_for_pools), priced by serve.disagg.estimate_disagg and each row
+    banded with its metrics' 80% and 95% intervals (measure.intervals.band_disagg_rows). The one code path of `disagg`,
+    `lc.disagg` and the page's disaggregated estimate. `calibration`: a profile's path, a Calibration or None."""
+    from llm_codesign.cost.calibration import calibration_for
+    from llm_codesign.measure.intervals import band_disagg_rows
+    from llm_codesign.serve.disagg import DisaggEstimate, estimate_disagg
+    from llm_codesign.spec.engines import engine_for_pools
+
+    dg = decode_gpu or gpu
+    one = dict(precision=precision, backend=engine_for_pools(gpu, dg, engine).name, spec=spec)
+    plans_ = [p if isinstance(p, Plan) else Plan.parse(p, model, name) for name, p in (("prefill", prefill), ("decode", decode))]
+    pools = (Deployment(gpu=gpu, num_gpus=int(plans_[0].gpus), plan=plans_[0], max_num_tokens=max_num_tokens, **one),
+             Deployment(gpu=dg, num_gpus=int(plans_[1].gpus), plan=plans_[1], max_num_tokens=decode_max_num_tokens or max_num_tokens, **one))
+
+    def cal(g):
+        return calibration if isinstance(calibration, Calibration) else calibration_for(g, calibration)
+
+    r = estimate_disagg(model, *pools, calibration=cal(gpu), decode_calibration=cal(dg), prefill_instances=prefill_instances,
+                        decode_instances=decode_instances, concurrencies=list(concurrencies), isl=isl, osl=osl,
+                        decode_max_batch=decode_max_batch, arrival=arrival, prefill_routing=prefill_routing)
+    band_disagg_rows(r["rows"], model, pools[1], isl=isl, osl=osl, calibration=calibration, arrival=arrival)
+    return DisaggEstimate(**{k: tuple(v) if k in ("notes", "rows") else v for k, v in r.items()})

@@ -49,6 +49,23 @@ def _header(model: ModelSpec, dep: Deployment, *, concurrency: int, replicas: in
     return HEADER + json.dumps(meta, default=float)
 
 
+def priced_with(calibration: str | None) -> dict:
+    """What an answer a file keeps (export's and export-point's header, pareto --json) records of the profile its figures
+    are priced with, none for the bundled one: `import` says which to pass to price it alike (cli.export.profile_note)."""
+    return {"calibration": calibration} if calibration else {}
+
+
+def point_config(model: ModelSpec, dep: Deployment, *, concurrency: int, replicas: int = 1, isl: int | None, osl: int | None,
+                 predicted: dict, calibration: str | None = None, file_name: str | None = None) -> tuple[str, str]:
+    """(file name, text) of the launch configuration of one frontier point: one instance of `dep` with `concurrency`
+    requests in flight, `replicas` of it, its predicted metrics and the profile they were priced with in the header.
+    `file_name` (the name the file launches itself by) defaults to the engine's own (EXPORTERS). The one code path of
+    `export-point`, `lc.export_point` and the page's launch configuration."""
+    name = file_name or (EXPORTERS[dep.backend].file_name if dep.backend in EXPORTERS else "config.yaml")
+    return name, export_config(model, dep, engine=dep.backend, concurrency=concurrency, replicas=replicas, file_name=name,
+                               extra={"isl": isl, "osl": osl, "predicted": predicted, **priced_with(calibration)})
+
+
 def export_config(model: ModelSpec, dep: Deployment, *, engine: str, concurrency: int, replicas: int = 1,
                   file_name: str = "config.yaml", extra: dict | None = None) -> str:
     """The launch configuration of one instance of `dep` in `engine` (text of the file to write)."""

@@ -6,7 +6,7 @@ formulas the cost model uses, so a fitted parameter means the same thing everywh
 """
 from __future__ import annotations
 
-from dataclasses import fields, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import NamedTuple
 
 import numpy as np
@@ -679,3 +679,132 @@ def fit_serving(rows: list[dict], fams: dict[str, Calibration], rounds: int = 8,
                            "median_ape": 100 * float(np.expm1(best)), "start_median_ape": 100 * float(np.expm1(start_loss)),
                            "at_bounds": fit.at_bounds(best), "converged": converged, "gain": prev - best if POLISH_CYCLES else 0.0})
     return {fam: fit.apply(c) for fam, c in fams.items()}, {**fit.fitted(), "loss": best}
+
+
+@dataclass(frozen=True)
+class Profile:
+    """A calibration profile fitted by `calibrate` (fit_profile): its TOML `text` (what `calibrate -o` writes), each
+    fit's `report` (family, kind, rows, error against the starting profile) and the fitted serving parameters
+    (`serving`, None without serving runs). `path` is where it was written (None: not written); `as_path()` is the
+    path to price with (a profile is read by its path, caches keyed by it: an unwritten one is written once to a
+    private temporary file, removed at exit), which the API's `calibration=` takes a Profile through."""
+    text: str
+    report: tuple
+    serving: dict | None = None
+    path: str | None = None
+    serving_rows: tuple = field(default=(), repr=False)  # the fitted serving runs, for what calibrate says of their columns
+
+    def as_path(self) -> str:
+        if self.path is not None:
+            return self.path
+        return _temporary(self.text)
+
+    def write(self, path: str) -> "Profile":
+        """The profile written to `path` (whole or not at all; checked first: outputs.check_writable), as `calibrate -o`."""
+        from llm_codesign.outputs import check_writable, write_text
+
+        check_writable("output", path)
+        write_text(path, self.text)
+        return replace(self, path=str(path))
+
+
+_TEMPORARY: dict[str, str] = {}  # a profile's text -> its private file, one per text for the process's life
+
+
+def _temporary(text: str) -> str:
+    import atexit
+    import os
+    import shutil
+    import tempfile
+
+    if text not in _TEMPORARY:
+        if not _TEMPORARY:  # one private folder, removed at exit
+            _temporary.folder = tempfile.mkdtemp(prefix="llm-codesign-profile-")
+            atexit.register(shutil.rmtree, _temporary.folder, ignore_errors=True)
+        path = os.path.join(_temporary.folder, f"lc-calibrate-{len(_TEMPORARY) + 1}.toml")
+        with open(path, "w") as f:
+            f.write(text)
+        _TEMPORARY[text] = path
+    return _TEMPORARY[text]
+
+
+def refuse(broken: list[str], bad: list[str], output: str | None, force: bool, *, force_words: str = "--force") -> None:
+    """calibrate's refusal, one line, nothing written: of a fit whose error is not a finite figure (unfit), always; of a
+    doubtful fit (doubtful), unless `force` (`force_words`: how the caller says it)."""
+    if broken:
+        raise InputError("calibrate", output, f"a fit whose error is a finite figure: {broken[0]}"
+                         + (f" (and {len(broken) - 1} more)" if len(broken) > 1 else "") + "; nothing written")
+    if bad and not force:
+        # every reason (an "(and 1 more)" hid the second), after what a fit must be: it read "a fit no worse than the
+        # starting profile: <a parameter on its bound>", a reason that contradicted its own clause
+        raise InputError("calibrate", output, "a fit no worse than the starting profile, with no parameter on a bound of its range and "
+                         f"its search converged; this one: {'; '.join(bad)}; nothing written ({force_words} writes it anyway)")
+
+
+def _serving_rows(serving: str, *, clean: bool, hold_out: list[str] | None, calibration: str | None) -> list[dict]:
+    """The serving rows a fit reads (their clean form with `clean`, `hold_out`'s models left out), refused where none can
+    be used: priced, with a measured metric the loss reads."""
+    from llm_codesign.measure.validate import clean_form, predict_serving, read_rows
+
+    rows = read_rows(serving)
+    rows = held_out(clean_form(rows, serving) if clean else rows, hold_out or [])
+    why = unfittable(rows, *predict_serving(rows, calibration))
+    if why:
+        raise InputError("serving", serving, why)
+    return rows
+
+
+def fit_profile(kernels: list[str] | None = None, serving: str | None = None, *, hold_out: list[str] | None = None, clean: bool = False,
+                force: bool = False, calibration: str | None = None, output: str | None = None, progress=None,
+                force_words: str = "--force") -> Profile:
+    """The one code path of `llm-codesign calibrate` and `lc.calibrate`: the kernel tables (CSVs or bundled tables' names)
+    and the serving runs (a canonical CSV or a bundled one's name; `clean`: its clean form; `hold_out`: models left
+    out) fitted from `calibration` (a profile's path; None: the bundled fit), refused where a fit's error is not a
+    finite figure or, unless `force`, where it is doubtful (worse than its start, on a bound, unconverged). `output`:
+    what a refusal names; `progress(done, total)` where given. Nothing is written."""
+    from datetime import date
+
+    from llm_codesign.measure.kernel_tables import read_csv
+    from llm_codesign.measure.validate import predict_serving
+
+    # serving rows first: a bad file or hold-out fails before minutes of kernel fitting
+    srv_rows = _serving_rows(serving, clean=clean, hold_out=hold_out, calibration=calibration) if serving else None
+    kernels = list(kernels or [])
+    tables: dict[str, list[dict]] = {}
+    for k in kernels:
+        kind, rows = read_csv(k)
+        tables.setdefault(kind, []).extend(rows)
+    cb = progress or (lambda done, total: None)
+    warm = calibration is not None
+    srv_total, k_total = serving_trials(srv_rows, warm=warm) if serving else 0, [0]
+
+    def kernel_progress(done, total):
+        k_total[0] = total
+        cb(done, total + srv_total)
+
+    fams, report = fit_kernels(tables, calibration, progress=kernel_progress)
+    if kernels and not report:
+        raise InputError("kernels", ", ".join(kernels), "tables with at least one row the model can price (`llm-codesign validate --kernels` lists why not)")
+    refuse(unfit(report), doubtful(report), output, force, force_words=force_words)  # before minutes of serving fit, not after
+    srv, srv_report = None, {}
+    if serving:
+        if not fams:
+            from llm_codesign.spec.hardware import catalog
+
+            fams = {g.family: calibration_for(g, calibration) for g in catalog().values()}
+        # a given profile is where the serving search starts (its kernel values are the kernel fits' start)
+        fams, srv = fit_serving(srv_rows, fams, start=next(iter(fams.values())) if warm else None, report=srv_report,
+                                progress=lambda done, total: cb(k_total[0] + done, k_total[0] + total))
+        # as a kernel fit: refused where worse than the profile it started from, on a bound or unconverged, unless forced
+        refuse(unfit([srv_report]), doubtful([srv_report]), output, force, force_words=force_words)
+    header = (f"llm-codesign calibration profile, fitted {date.today().isoformat()} by `llm-codesign calibrate`\n"
+              f"kernels: {', '.join(kernels) or 'none'}\nserving: {serving or 'none'}{' (cleaned)' if serving and clean else ''}"
+              + (f"\nheld out of the serving fit: {', '.join(hold_out)}" if hold_out else ""))
+    text = to_toml(fams, report, header, srv)
+    if srv:  # the intervals of the profile's own runs, priced with it: they narrow its answers' bands where they cover them
+        from llm_codesign.measure.intervals import profile_section
+
+        own = predict_serving(srv_rows, cal_override=lambda g: fams.get(g.family) or calibration_for(g, calibration))[0]
+        text += "\n" + profile_section(srv_rows, own) + "\n"
+    return Profile(text=text, report=tuple(report + ([srv_report] if srv else [])), serving=srv,
+                   serving_rows=tuple(srv_rows) if srv else ())

@@ -1,6 +1,6 @@
 """`compare --plot`: each model x precision x GPU's best deployment at the SLO, throughput against
 interactivity, each point labelled with its precision and its accuracy on the model's one compared
-measure (cli.compare.accuracy_compared)."""
+measure (explore.compare.accuracy_compared)."""
 from __future__ import annotations
 
 from pathlib import Path

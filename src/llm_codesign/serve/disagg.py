@@ -18,6 +18,8 @@ measure.validate.predict_disagg) with evaluate_disagg: docs/validation_report.md
 """
 from __future__ import annotations
 
+from dataclasses import dataclass, fields
+
 import numpy as np
 
 from llm_codesign.cost import memory
@@ -448,3 +450,47 @@ def estimate_disagg(model: ModelSpec, prefill: Deployment, decode: Deployment, *
                        "max_concurrency": int(np.asarray(r["max_concurrency"]).reshape(-1)[0]),
                        **({"max_batch": int(decode_max_batch)} if decode_max_batch is not None else {})},
             "num_gpus": int(np.asarray(r["gpus"]).reshape(-1)[0]), "notes": _notes(prefill_plan, prefill_routing), "rows": rows}
+
+
+@dataclass(frozen=True)
+class DisaggEstimate:
+    """One disaggregated deployment over its loads (estimate_disagg's answer, typed): the prefill pool's GPU and the
+    decode pool's, the precision and engine both run, each pool's plan, instances and figures (`prefill`, `decode`),
+    the GPUs in all, and per concurrency a row (`rows`: TTFT and its parts, TPOT, tok/s/user, tok/s/GPU, whether the
+    decode pools' KV cache holds every request, and the metrics' 80% and 95% `intervals`). Times in ms, as `disagg --json`
+    prints them: `to_dict()` is that JSON, `to_records()`/`to_pandas()` one flat row per concurrency."""
+    model: str
+    gpu: str
+    decode_gpu: str
+    precision: str
+    backend: str
+    isl: int
+    osl: int
+    arrival: str
+    prefill: dict
+    decode: dict
+    num_gpus: int
+    notes: tuple
+    rows: tuple
+
+    def to_dict(self) -> dict:
+        """What `llm-codesign disagg --json` prints."""
+        return {f.name: list(getattr(self, f.name)) if isinstance(getattr(self, f.name), tuple) else getattr(self, f.name)
+                for f in fields(self)}
+
+    def to_records(self) -> list[dict]:
+        """One flat dict of plain values per concurrency, no pandas needed: the deployment (`prefill_plan`,
+        `decode_instances`, ...), the row's metrics (ms) and each metric's 80% and 95% bounds (`ttft_ms_lo80` ...,
+        `interval_widened`: serve.estimate.interval_columns)."""
+        from llm_codesign.serve.estimate import interval_columns
+
+        head = {"model": self.model, "gpu": self.gpu, "decode_gpu": self.decode_gpu, "precision": self.precision, "backend": self.backend,
+                "isl": self.isl, "osl": self.osl, "arrival": self.arrival, "num_gpus": self.num_gpus,
+                **{f"{pool}_{k}": v for pool in ("prefill", "decode") for k, v in getattr(self, pool).items()}}
+        return [head | {k: v for k, v in r.items() if k != "intervals"} | interval_columns(r.get("intervals")) for r in self.rows]
+
+    def to_pandas(self):
+        """`to_records()` as a DataFrame, one row per concurrency (pandas is an optional dependency)."""
+        import pandas as pd
+
+        return pd.DataFrame(self.to_records())

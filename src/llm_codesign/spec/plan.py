@@ -506,11 +506,13 @@ def deployment(model: ModelSpec | str | dict, *, gpu: Gpu | str, num_gpus: int |
     or anything `get_model` takes; `gpu` a Gpu, a catalog id or a GPU TOML path."""
     if not isinstance(model, ModelSpec):  # a name, an id, a path or a config dict, as every other entry point takes it
         model = get_model(model)
-    check_sizes(tp=tp, pp=pp, ep=ep, moe_tp=moe_tp, attention_dp=attention_dp, kvp=kvp, gpus=num_gpus)
+    # each named as this call names it (num_gpus, not the CLI's --gpus: cli.common._deployment says it as the CLI does)
+    check_sizes(tp=tp, pp=pp, ep=ep, moe_tp=moe_tp, attention_dp=attention_dp, kvp=kvp, num_gpus=num_gpus)
     check_sizes(MAX_STEP_TOKENS, max_num_tokens=max_num_tokens)
     tp_, pp_, ep_, adp_, kvp_ = tp or 1, pp or 1, ep or 1, attention_dp or 1, kvp or 1
     n = num_gpus or tp_ * pp_ * adp_ * kvp_
-    check_sizes(gpus=n)  # each size bounded, their product too (--attention-dp 65536 --kvp 8 priced 524,288 GPUs)
+    if n > MAX_GPUS:  # each size bounded, their product too (--attention-dp 65536 --kvp 8 priced 524,288 GPUs)
+        raise InputError("num_gpus", n, f"at most {MAX_GPUS:,} GPUs, which tp x pp x attention_dp x kvp multiply to")
     if tp is None and num_gpus and n % (pp_ * adp_ * kvp_) == 0:
         tp_ = n // (pp_ * adp_ * kvp_)
     if model.is_moe:

@@ -640,44 +640,35 @@ def _registry_model(name: str, field: str) -> None:
 
 
 def _disagg(req: DisaggRequest, *, hub_cache: bool = False) -> dict:
-    """What `disagg --json` prints: one instance of each pool, built as the CLI builds them."""
-    from llm_codesign.cost.calibration import calibration_for
-    from llm_codesign.serve.disagg import estimate_disagg
-    from llm_codesign.spec.plan import Deployment, Plan, precision_for
+    """What `disagg --json` prints: one instance of each pool, built and priced as the CLI and lc.disagg do
+    (explore.disagg_search.price_pools)."""
+    from llm_codesign.explore.disagg_search import price_pools
+    from llm_codesign.spec.plan import precision_for
 
     m = _model(req, hub_cache=hub_cache)
     g = _gpu(req.gpu, what_if=req.what_if)
     dg = _gpu(req.decode_gpu, "decode_gpu", req.what_if) if req.decode_gpu else g
-    # one engine on both pools' GPUs, as `disagg` resolves it
-    one = dict(precision=precision_for(m, req.weight_dtype, req.activation_dtype, req.kv_dtype), backend=_pools_engine(g, dg, req.engine),
-               spec=_speculation(req))
-    pools = []
-    for name, pool, gpu, budget in (("prefill", req.prefill, g, req.max_num_tokens),
-                                    ("decode", req.decode, dg, req.decode_max_num_tokens or req.max_num_tokens)):
-        sizes = {k: getattr(pool, k) for k in ("tp", "pp", "ep", "moe_tp", "attention_dp", "kvp") if getattr(pool, k) is not None}
-        plan = Plan.parse(",".join(f"{k}={v}" for k, v in sizes.items()), m, name)  # disagg's --prefill/--decode text
-        pools.append(Deployment(gpu=gpu, num_gpus=int(plan.gpus), plan=plan, max_num_tokens=budget, **one))
-    from llm_codesign.measure.intervals import band_disagg_rows
-    from llm_codesign.spec.harness import DEFAULT_ARRIVAL
-
-    r = estimate_disagg(m, *pools, calibration=calibration_for(g, None), decode_calibration=calibration_for(dg, None),
-                        prefill_instances=req.prefill.instances, decode_instances=req.decode.instances,
-                        concurrencies=list(req.concurrency), isl=req.isl, osl=req.osl, decode_max_batch=req.decode_max_batch,
-                        prefill_routing=req.prefill_routing)
-    # as `disagg` bands them, its requests arriving as estimate_disagg prices them (the default)
-    band_disagg_rows(r["rows"], m, pools[1], isl=req.isl, osl=req.osl, calibration=None, arrival=DEFAULT_ARRIVAL)
-    return _plain(r)
+    prec = precision_for(m, req.weight_dtype, req.activation_dtype, req.kv_dtype)
+    engine = _pools_engine(g, dg, req.engine)  # one engine on both pools' GPUs, a refusal naming the form's field
+    # disagg's --prefill/--decode text of each pool's sizes
+    plans_ = {name: ",".join(f"{k}={getattr(pool, k)}" for k in ("tp", "pp", "ep", "moe_tp", "attention_dp", "kvp") if getattr(pool, k) is not None)
+              for name, pool in (("prefill", req.prefill), ("decode", req.decode))}
+    r = price_pools(m, g, decode_gpu=dg, precision=prec, engine=engine, spec=_speculation(req), max_num_tokens=req.max_num_tokens,
+                    decode_max_num_tokens=req.decode_max_num_tokens, prefill_instances=req.prefill.instances,
+                    decode_instances=req.decode.instances, concurrencies=list(req.concurrency), isl=req.isl, osl=req.osl,
+                    decode_max_batch=req.decode_max_batch, prefill_routing=req.prefill_routing, **plans_)
+    return _plain(r.to_dict())
 
 
 def _export(m, dep, req: EstimateRequest, *, conc: int | None, replicas: int, predicted: dict) -> dict:
     """The engine's launch configuration of a frontier point, as `export-point` writes it (`predicted`:
     the point's metrics, priced again); a plan the engine cannot express is its one-line reason instead."""
-    from llm_codesign.explore.export import EXPORTERS, export_config
+    from llm_codesign.explore.export import EXPORTERS, point_config
 
     name = EXPORTERS[dep.backend].file_name if dep.backend in EXPORTERS else "config.yaml"
-    try:
-        text = export_config(m, dep, engine=dep.backend, concurrency=conc or 1, replicas=replicas,
-                             file_name=name, extra={"isl": req.isl, "osl": req.osl, "predicted": predicted})
+    try:  # as export-point and lc.export_point write it (explore.export.point_config)
+        name, text = point_config(m, dep, concurrency=conc or 1, replicas=replicas, isl=req.isl, osl=req.osl, predicted=predicted,
+                                  file_name=name)
     except InputError as e:
         return {"engine": dep.backend, "file_name": name, "text": None, "error": " ".join(str(e).split())}
     return {"engine": dep.backend, "file_name": name, "text": text, "error": None}
