@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from llm_codesign.cost.calibration import calibration_for
 from llm_codesign.cost.ops import Batch, forward_ops, step_time
-from llm_codesign.serve.aggregated import Serving, evaluate, host_bound
+from llm_codesign.serve.aggregated import Serving, evaluate
 from llm_codesign.spec.engines import get_engine
 from llm_codesign.spec.hardware import get_gpu
 from llm_codesign.spec.plan import Plan, SpecDecoding
@@ -657,30 +657,3 @@ def test_one_rule_merges_the_deployments_chunked_prefill_into_the_runs_flags():
     assert run_flags(SchedulerFlags(chunked_prefill=True), chunked_prefill=False).chunked_prefill is True
     # a deployment that turns chunking off takes whole prompts: a 2,524-token budget two 1,024-token prompts, not 2.46
     assert prompt_budget(2524.0, 1024.0, engine=get_engine("vllm"), flags=run_flags(None, chunked_prefill=False)) == 2048.0
-
-
-def test_host_bound_step_by_hand(h100, monkeypatch):
-    # issue 39's experiment (not kept). Kernels 5 ms, 0.1 ms exposed
-    # per step, no exposed per-request time, 40 us of host work per request: 64 requests 2.56 ms of host work, hidden
-    # (GPU-bound, 5.1 ms); 256 requests 10.24 ms (host-bound: 0.1 + 10.24 = 10.34 ms)
-    from llm_codesign.serve import aggregated as ag
-
-    monkeypatch.setitem(ag.HOST_SEQ_S, "trtllm", 40e-6)
-    costs = get_engine("trtllm").costs(calibration_for(h100))
-    n = np.array([64.0, 256.0])
-    assert host_bound(np.full(2, 5e-3), 1e-4, 0.0, n, gpu=h100, costs=costs) == pytest.approx([5.1e-3, 10.34e-3], rel=1e-12)
-    # a Grace host at 0.6 of x86's single-thread speed (Gpu.host_speed): 10.34 / 0.6 = 17.2333 ms; at 64 requests
-    # 2.66 / 0.6 = 4.433 ms, still under the GPU's 5.1 ms
-    grace = replace(h100, host_speed=0.6)
-    assert host_bound(np.full(2, 5e-3), 1e-4, 0.0, n, gpu=grace, costs=costs) == pytest.approx([5.1e-3, 10.34e-3 / 0.6], rel=1e-12)
-    # the bundled GB200 / GB300 trays carry Grace's value; the x86 boards 1
-    assert get_gpu("gb200").host_speed == get_gpu("gb300").host_speed == 0.6 and get_gpu("b200").host_speed == 1.0
-    # an exposed per-request cost (seq_overhead_s) stays on the GPU's side: 5 + 0.1 + 64 x 1.4 us
-    assert host_bound(5e-3, 1e-4, 64 * 1.4e-6, 64.0, gpu=h100, costs=costs) == pytest.approx(5.1e-3 + 64 * 1.4e-6, rel=1e-12)
-    # an engine that does not overlap its host adds the host's work: 5 + 0.1 + 10.24 = 15.34 ms
-    monkeypatch.setattr(type(costs.engine), "overlaps_host", False)
-    assert host_bound(5e-3, 1e-4, 0.0, 256.0, gpu=h100, costs=costs) == pytest.approx(15.34e-3, rel=1e-12)
-    # another engine has no such cost: its step is the GPU's
-    monkeypatch.setattr(type(costs.engine), "overlaps_host", True)
-    vllm = get_engine("vllm").costs(calibration_for(h100))
-    assert host_bound(5e-3, 1e-4, 0.0, 256.0, gpu=h100, costs=vllm) == pytest.approx(5.1e-3, rel=1e-12)

@@ -115,19 +115,3 @@ def test_user_toml_refuses_a_key_it_does_not_take(tmp_path, extra, line):
     # the documentation-only keys the bundled files carry are taken: a copy of one loads as it
     p.write_text((resources.files("llm_codesign") / "data/gpus/h100.toml").read_text().replace('id = "h100"', 'id = "my-h100"'))
     assert get_gpu(str(p)).sources == get_gpu("h100").sources
-
-
-@pytest.mark.parametrize("value, ok", [(0.6, True), (1, True), (0.05, False), (5.0, False), ("fast", False), (True, False)])
-def test_user_toml_host_speed(tmp_path, value, ok):
-    # the host CPU's single-thread speed relative to an x86 DGX/HGX host (Gpu.host_speed): 1 unless the file says
-    p = tmp_path / "mine.toml"
-    v = f'"{value}"' if isinstance(value, str) else str(value).lower()
-    p.write_text(f'id = "x1"\nfamily = "blackwell"\nsms = 200\nhbm_bytes = 4e11\nhbm_bandwidth_bytes_per_s = 4.8e12\ntdp_w = 1500\n'
-                 f'host_speed = {v}\n[peak_flops]\nbf16 = 5e15\n')
-    if ok:
-        assert get_gpu(str(p)).host_speed == float(value)
-        return
-    with pytest.raises(InputError) as e:
-        get_gpu(str(p))
-    assert str(e.value) == (f"gpu.host_speed: {value!r} is not valid; the host CPU's single-thread speed relative to an x86 "
-                            "DGX/HGX host, from 0.1 to 4 (1: x86)")

@@ -91,11 +91,6 @@ TILES = {
 # families' tensor cores run at half the rate or less against the same 128 B/clk: no bound written.
 SMEM_FEED = {"blackwell": (128 / 8192, "SemiAnalysis, Dissecting Nvidia Blackwell (2026-03-31): SS-mode tcgen05 MMA with N < 128 is "
                            "shared-memory bound at ~128 B/cycle per SM; 8,192 dense BF16 FLOP/clk per SM (B200: 2.25 PFLOPS over 148 SMs at ~1.86 GHz)")}
-# the host CPU's single-thread speed relative to the x86 hosts of DGX/HGX boards (Gpu.host_speed; 1 where absent): the
-# Grace trays' (issue 39's experiment, docs/modelling-notes.md#host-bound-step)
-_GRACE = (0.6, "experiment (issue 39, branch host): Grace Neoverse V2 single-thread speed relative to the x86 hosts of DGX/HGX "
-          "boards, fitted on the TensorRT-LLM perf overview v1.0 GB200 rows (docs/modelling-notes.md#host-bound-step); range 0.4-1.2")
-HOST = {"gb200": _GRACE, "gb300": _GRACE}
 # block-scaled FP8 on Hopper runs at a share of its kernel's rate (Gpu.block_scale_rate; spec/hardware.py)
 BLOCK_SCALE = {"hopper": (0.8, (
     'block-scaled FP8 on Hopper: WGMMA accumulates each 128-deep K block, then CUDA cores scale and add '
@@ -160,7 +155,6 @@ def main(ref_path: Path) -> int:
             f"tdp_w = {g['tdp_w']}",
             f"fp4_formats = [{', '.join(q(f) for f in fp4_formats)}]",
             f"confidence = {q(g.get('confidence', 'medium'))}",
-            *([f"host_speed = {HOST[gid][0]:.6g}  # the Grace host CPU, see host_source", f"host_source = {q(HOST[gid][1])}"] if gid in HOST else []),
             "",
             "[peak_flops]  # dense FLOP/s per math precision (no 2:4 sparsity)",
             f"bf16 = {float(tf['bf16']) * 1e12:.6g}",

@@ -13,7 +13,6 @@ requests' output over their prefill plus decode time.
 from __future__ import annotations
 
 import dataclasses
-import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -130,31 +129,10 @@ def decode_step(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, costs:
     and per running sequence, and the draft passes' share. Returns (stage time, draft time, operators)."""
     t_kernels, t_draft, ops = _reused(lambda: _decode_kernels(model, gpu, prec, sh, costs=costs, b=b, ctx=ctx, k=k, spec=spec),
                                       what=("decode", spec), model=model, gpu=gpu, prec=prec, sh=sh, costs=costs, arrays=(b, ctx, k))
-    t_stage = host_bound(t_kernels, costs.step_overhead, costs.seq_overhead * b, b, gpu=gpu, costs=costs)
+    t_stage = t_kernels + costs.step_overhead + costs.seq_overhead * b
     if spec is not None:
         t_stage = t_stage + t_draft / np.asarray(sh.pp, float)
     return t_stage, t_draft, ops
-
-
-# EXPERIMENT (issue 39, branch host; not kept): TensorRT-LLM's host work per scheduled request and step (s, x86 host), hidden
-# under the GPU's step by its overlap scheduler until it outlasts it (LLM_CODESIGN_HOST_SEQ_S=0 turns it off).
-# 25e-6 is what the perf overview's v1.0 GB200/B200 single-GPU rows imply (docs/modelling-notes.md#host-bound-step)
-HOST_SEQ_S = {"trtllm": float(os.environ.get("LLM_CODESIGN_HOST_SEQ_S", "25e-6"))}
-
-
-def host_bound(t_kernels, exposed, per_request, requests, *, gpu: Gpu, costs: EngineCosts):
-    """A step's time from its kernels' time, the host time the GPU waits for in every step (`exposed`: the per-step
-    overhead, an eager step's launches), the per-request host time it waits for (`per_request`: seq_overhead_s x the
-    requests) and the host's whole work per scheduled request (HOST_SEQ_S x `requests`: the scheduler's bookkeeping,
-    sampling, output handling). Where the engine's scheduler overlaps the host with the GPU (Engine.overlaps_host) the
-    host prepares step n+1 while step n runs, so the step takes the longer of the GPU's time (kernels + exposed +
-    per_request) and the host's iteration ((exposed + HOST_SEQ_S x requests) / Gpu.host_speed, the host CPU's
-    single-thread speed relative to x86); otherwise the host's work adds. Arrays broadcast."""
-    t_gpu = t_kernels + exposed + per_request
-    host = HOST_SEQ_S.get(costs.engine.name, 0.0) * np.asarray(requests, float)
-    if not costs.engine.overlaps_host:
-        return t_gpu + host / gpu.host_speed
-    return np.maximum(t_gpu, (exposed + host) / gpu.host_speed)
 
 
 def _decode_kernels(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, costs: EngineCosts, b, ctx, k, spec):
@@ -274,8 +252,7 @@ def prefill_step(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, costs
 
     t_kernels, n = _reused(kernels, what=("prefill",), model=model, gpu=gpu, prec=prec, sh=sh, costs=costs,
                            arrays=(b.pf_tokens, b.pf_seqs, b.pf_ctx, b.dec_seqs, b.dec_ctx, b.dec_tokens_per_seq))
-    t = host_bound(t_kernels, costs.step_overhead + costs.eager_per_launch(stage_ranks(sh)) * n, costs.seq_overhead * (b.pf_seqs + dec_seqs),
-                   b.pf_seqs + dec_seqs, gpu=gpu, costs=costs)
+    t = t_kernels + costs.step_overhead + costs.seq_overhead * (b.pf_seqs + dec_seqs) + costs.eager_per_launch(stage_ranks(sh)) * n
     decoding = np.asarray(dec_seqs) > 0
     if spec is None or not np.any(decoding):
         return t

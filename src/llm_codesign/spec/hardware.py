@@ -50,10 +50,6 @@ class Gpu:
     # Capacity the driver reports (nvidia-smi, rocm-smi, torch.cuda.mem_get_info): what serving engines
     # size their KV caches from, and what every fit in this package uses. 0 reads as hbm_bytes.
     memory_bytes: float = 0.0
-    # single-thread speed of the host CPU that drives it, relative to the x86 hosts of DGX/HGX boards (1 by definition):
-    # a serving engine's host work per step and per request (serve.aggregated.host_bound) takes 1 / host_speed as long.
-    # Grace (Neoverse V2, GB200/GB300 trays) has its own value, fitted (range 0.4-1.2; the file's host_source says where)
-    host_speed: float = 1.0
     sources: tuple[tuple[str, str], ...] = ()
 
     def __post_init__(self):
@@ -94,7 +90,7 @@ _REQUIRED = ("id", "family", "sms", "hbm_bytes", "hbm_bandwidth_bytes_per_s", "p
 # Any other key is refused: a misspelt optional one ("hbm_bandwith_tbs") was ignored in silence, its default priced.
 _KEYS = {"": (*_REQUIRED, "name", "vendor", "arch", "aliases", "memory_bytes", "l2_bytes", "scale_up_bandwidth_bytes_per_s",
               "scale_up_domain", "scale_out_bandwidth_bytes_per_s", "fp4_formats", "tiles", "sources",
-              "memory_source", "nic_source", "scale_up_source", "confidence", "host_speed", "host_source"),
+              "memory_source", "nic_source", "scale_up_source", "confidence"),
          "peak_flops": MATH_PRECISIONS,
          "tiles": ("shapes", "smem_bytes_per_bf16_flop", "block_scale_rate", "source", "smem_source", "block_scale_source")}
 
@@ -161,10 +157,9 @@ def gpu_from_toml(text: str, origin: str) -> Gpu:
         tiles=tuple(tuple(int(x) for x in t) for t in tiles),
         smem_bytes_per_bf16_flop=float(d.get("tiles", {}).get("smem_bytes_per_bf16_flop", 0.0)),
         block_scale_rate=float(d.get("tiles", {}).get("block_scale_rate", BLOCK_SCALE_RATE.get(str(d["family"]), 1.0))),
-        aliases=tuple(d.get("aliases", ())), memory_bytes=float(d.get("memory_bytes", 0.0)), host_speed=float(d.get("host_speed", 1.0)),
+        aliases=tuple(d.get("aliases", ())), memory_bytes=float(d.get("memory_bytes", 0.0)),
         sources=tuple((k, str(v)) for k, v in d.get("sources", {}).items())
         + ((("memory", str(d["memory_source"])),) if "memory_source" in d else ())
-        + ((("host", str(d["host_source"])),) if "host_source" in d else ())
         + ((("smem_feed", str(d["tiles"]["smem_source"])),) if "smem_source" in d.get("tiles", {}) else ()),
     )
 

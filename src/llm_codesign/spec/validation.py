@@ -273,9 +273,6 @@ def check_gpu(d: dict, origin: str) -> None:
             as_float(f"gpu.peak_flops.{k}", v, lo=PEAK_FLOPS[0], hi=PEAK_FLOPS[1], what="dense FLOP/s from 1e11 to 1e18")
     if "bf16" not in pf:
         raise InputError("gpu.peak_flops.bf16", None, "a positive FLOP/s figure")
-    host = d.get("host_speed", 1.0)
-    if isinstance(host, bool) or not isinstance(host, int | float) or not 0.1 <= float(host) <= 4.0:
-        raise InputError("gpu.host_speed", host, "the host CPU's single-thread speed relative to an x86 DGX/HGX host, from 0.1 to 4 (1: x86)")
     tiles = d.get("tiles", {})
     if not isinstance(tiles, dict):
         raise InputError("gpu.tiles", tiles, "a table with shapes = [[M, N, SMs per tile], ...]")

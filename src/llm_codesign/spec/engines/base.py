@@ -162,12 +162,6 @@ class Engine(ABC):
     # format (TensorRT-LLM's AllGatherReduceScatter, vLLM's naive DP/EP prepare); otherwise the BF16 hidden states
     # (SGLang's dp_gather_partial of its global DP buffer, layers/communicator.py:783-803@0.5.9)
     gathers_quantised: ClassVar[bool] = False
-    # whether its default scheduler prepares step n+1 on the host while the GPU runs step n, so a step takes the longer
-    # of the two (serve.aggregated.host_bound) rather than their sum: TensorRT-LLM's PyTorch executor (overlap scheduler,
-    # on unless disable_overlap_scheduler), SGLang's overlap scheduler (on unless --disable-overlap-schedule), vLLM's
-    # async scheduling (default from 0.15.1) and ATOM's deferred output ([default.ttft_overhead_s] and [default.
-    # ttft_wait_steps] in data/calibration/default.toml cite each); an engine whose host waits for the GPU says so
-    overlaps_host: ClassVar[bool] = True
 
     @abstractmethod
     def step_tokens(self, gpu) -> int:
