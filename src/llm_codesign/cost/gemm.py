@@ -124,11 +124,12 @@ def _best_tile_time(m: Tokens, n, k, gpu: Gpu, cal: Calibration, *, groups, peak
 def _token_tile_time(m, n, k, gpu: Gpu, cal: Calibration, *, tiles, token_tile, peak, kernel, math, groups, a_bytes, w_bytes):
     """Compute time of a grouped GEMM whose kernel fixes its tile (TRTLLM-Gen's MoE: cost.ffns.token_tile): the MMA
     output transposed (transposeMmaOutput, hard-coded true: flashinfer-ai/flashinfer csrc/trtllm_fused_moe_runner.cu:
-    97-109@fb28d72), so each CTA computes `token_tile` routed rows (MMA N) x the GPU's 1-CTA MMA M of weight rows
-    (tcgen05 cta_group::1: 128), over the whole of K (one CTA per tile and expert: no split-K), at that tile's
-    shared-memory feed rate (tile_feed: the weight tile's bytes a K step reads whatever the token tile, so narrow
-    tiles are feed-bound), in waves over the SMs. Each expert's rows are computed in whole tiles (the routing pads
-    them so), so the padding is priced, not chosen away: the tile is the launcher's, not the fastest."""
+    99-108,243-252@fb28d72), so each CTA computes `token_tile` routed rows (MMA N) x the GPU's 1-CTA MMA M of weight rows
+    (tcgen05 cta_group::1: 128), over the whole of K (one CTA per tile and expert: its configs, sorted by tile K, M, N
+    and scheduler, split none: csrc/trtllm_batched_gemm_runner.cu:471-522), in waves over the SMs; a K step the longer
+    of the MMA at the kernel's share of the peak and the tile's shared-memory feed (tile_feed: a narrow tile reads the
+    same weight tile a K step for less MMA work). Each expert's rows are computed in whole tiles (the routing pads them
+    so), so the padding is priced, not chosen away: the tile is the launcher's, not the fastest."""
     f32 = np.float32
     wide = max(t[0] for t in tiles if t[2] == 1)
     tt = np.asarray(token_tile, f32)
