@@ -31,27 +31,28 @@ def _moe30(tmp_path):
 
 
 def test_design_says_what_stops_each_rows_batch(tmp_path):
-    # designs 1 and 2 read 14,990.2 and 14,989.5 tok/s/GPU with nothing said: both run 751 requests per rank (3,004 on DP4),
-    # and one batch up the grid (884 per rank) design 1 misses the 20 tok/s/user floor (18.8) while design 2 outgrows its KV
-    # cache (3,308 requests). At one batch the objective is batch x OSL over a request's life (TTFT + OSL x TPOT). (The
-    # serving re-fit 43e853e moved them from a 14,524.8 tie, the two lives agreeing to 2e-6, and swapped the two; the final
-    # re-fit b5dd5a5's longer TensorRT-LLM first token, ttft_overhead 0.736 -> 1.070 ms, from 14,999.8 and 14,997.3.)
+    # design 1 (256 experts of 1,536) runs 5,752 requests (1,438 per rank on DP4) at 14,951.7 tok/s/GPU and one batch up the
+    # grid (6,764) misses the 20 tok/s/user floor (19.6); design 2 runs 3,004 at 14,455.0 and misses it at 3,536 (18.1);
+    # design 3 (3,004 too) outgrows its KV cache there (3,308 requests). At one batch the objective is batch x OSL over a
+    # request's life (TTFT + OSL x TPOT). (The serving re-fit 43e853e moved them from a 14,524.8 tie; the final re-fit
+    # b5dd5a5's longer TensorRT-LLM first token from 14,999.8 and 14,997.3; TRTLLM-Gen's MoE on its own token-tile grid,
+    # B200's MoE three re-fitted (docs/modelling-notes.md#moe-tile), from 14,990.2 and 14,989.5 at 3,004 each.)
     code, out, _ = cli("design", "--moe", "--params", "180e9", "--gpu", "b200", "--weight-dtype", "fp8", "--kv-dtype", "fp8",
                        "--baseline", _moe30(tmp_path), "--top", "4", "--json")
     d = json.loads(out)["designs"]
-    assert code == 0 and [x["deployment"]["concurrency_per_instance"] for x in d[:2]] == [3004, 3004]
-    assert [round(x["objective"], 1) for x in d[:2]] == [14990.2, 14989.5]
-    assert d[1]["deployment"]["batch"] | {"next_tok_s_per_user": 0} == {
+    assert code == 0 and [x["deployment"]["concurrency_per_instance"] for x in d[:3]] == [5752, 3004, 3004]
+    assert [round(x["objective"], 1) for x in d[:3]] == [14951.7, 14455.0, 14451.3]
+    assert d[2]["deployment"]["batch"] | {"next_tok_s_per_user": 0} == {
         "binds": "memory", "next_batch": 3536, "floor": 20.0, "max_concurrency": 3308, "next_tok_s_per_user": 0}
     assert d[0]["deployment"]["batch"]["binds"] == "floor" and 18 < d[0]["deployment"]["batch"]["next_tok_s_per_user"] < 20
     from llm_codesign.render.design_report import _next_batch  # the forwarded report's row
 
-    assert [_next_batch(x["deployment"]["batch"]) for x in d[:2]] == ["3,536 misses the SLO's floor",
+    assert [_next_batch(x["deployment"]["batch"]) for x in d[:3]] == ["6,764 misses the SLO's floor", "3,536 misses the SLO's floor",
                                                                       "3,536 outgrows the KV cache or batch limit (3,308 requests)"]
     code, out, _ = cli("design", "--moe", "--params", "180e9", "--gpu", "b200", "--weight-dtype", "fp8", "--kv-dtype", "fp8",
                        "--baseline", _moe30(tmp_path), "--top", "4")
-    assert code == 0 and ("batch: one step up the search's batch grid, rows 1, 3 miss the 20 tok/s/user floor (the objective "
-                          "sits at the floor: shapes at one batch and plan score alike); rows 2, 4 outgrow the KV cache or the "
+    assert code == 0 and ("batch: one step up the search's batch grid, rows 1-2, 4 miss the 20 tok/s/user floor (the objective "
+                          "sits at the floor: shapes at one batch and plan score alike); row 3 outgrow the KV cache or the "
                           "engine's batch limit") in " ".join(out.split())
 
 

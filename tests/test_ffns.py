@@ -203,8 +203,10 @@ def test_blackwell_block_fp8_experts_at_trtllm_gens_fp8_rates_with_fp32_scales_o
     """DeepSeek's block-FP8 experts on B200 run TRTLLM-Gen's DeepSeekFp8 grouped kernels (cost.ffns.MOE_RATES): priced
     at the per-tensor fp8 family's rates (the B200 MoE table's TRTLLM-Gen rows moe_eff is fitted against), not DeepGEMM's
     dense block-FP8 ones, keeping 1 / (1 + 16384 / (2 x 128 x 128)) = 2/3 of them (FP32 scales applied on the CUDA cores
-    per 128-deep K block, SM100's 16,384 dense FP8 FLOPs per SM and clock), their activations still quantised by a
-    kernel of their own. EP 8, 8,192 tokens of top-8 over 256 experts: 32 experts of 256 rows per rank."""
+    per 128-deep K block, SM100's 16,384 dense FP8 FLOPs per SM and clock), the up-projection's activations still
+    quantised by a kernel of their own, the down-projection's written in FP8 by TRTLLM-Gen's activation kernel (no pass
+    of their own). EP 8, 8,192 tokens of top-8 over 256 experts: 32 experts of 256 rows per rank, on TRTLLM-Gen's own grid
+    of token tiles of 128 (8,192 x 8 / 32 = 2,048 per local expert, past block FP8's largest tile): two a CTA column."""
     from llm_codesign.cost import gemm
     from llm_codesign.cost.calibration import calibration_for
     from llm_codesign.cost.ffns import MOE_RATES
@@ -224,15 +226,19 @@ def test_blackwell_block_fp8_experts_at_trtllm_gens_fp8_rates_with_fp32_scales_o
     a_b, w_b = prec.activation.bytes_per_value(), prec.weight.bytes_per_weight()
     def priced(n, k, eff, fused, kernel="fp8"):
         return gemm.gemm_time(256.0, n, k, b200, step, math="fp8", a_bytes=a_b, w_bytes=w_b, groups=32.0, distinct_groups=32.0,
-                              eff_scale=eff, kernel=kernel, swap_ab=True, overhead_s=step.moe_overhead_s, fused_quant=fused, engine=e)
+                              eff_scale=eff, kernel=kernel, swap_ab=True, overhead_s=step.moe_overhead_s, fused_quant=fused, engine=e,
+                              token_tile=128.0)
 
-    for role, n, k in (("experts_gate_up", 4096, 7168), ("experts_down", 7168, 2048)):
-        t = float(priced(n, k, step.moe_eff * kept, False)[0])
+    for role, n, k, quant in (("experts_gate_up", 4096, 7168, False), ("experts_down", 7168, 2048, "epilogue")):
+        t = float(priced(n, k, step.moe_eff * kept, quant)[0])
         assert float(np.ravel(ops[role].time)[0]) == pytest.approx(t, rel=1e-6)
         # the CUDA cores' share: the same tiles take 1.5x as long as at the fp8 family's own rate
-        assert float(np.ravel(ops[role].t_compute)[0]) == pytest.approx(1.5 * float(priced(n, k, step.moe_eff, False)[1]), rel=1e-5)
-        assert t > float(priced(n, k, step.moe_eff * kept, True)[0])  # the 1x128 activation quantisation: a kernel of its own
-        assert t != pytest.approx(float(priced(n, k, step.moe_eff, False, "fp8_block")[0]), rel=1e-3)  # not DeepGEMM's dense rates
+        assert float(np.ravel(ops[role].t_compute)[0]) == pytest.approx(1.5 * float(priced(n, k, step.moe_eff, quant)[1]), rel=1e-5)
+        assert t != pytest.approx(float(priced(n, k, step.moe_eff, quant, "fp8_block")[0]), rel=1e-3)  # not DeepGEMM's dense rates
+    # the 1x128 quantisation of the up-projection's input, a kernel of its own: 8,192 tokens x 7,168 read in BF16 and
+    # written in FP8 with their scales, at the HBM rate, one launch
+    quant = 8192.0 * 7168 * (2.0 + a_b) / (b200.hbm_bandwidth_bytes_per_s * step.bw_eff) + step.kernel_overhead_s
+    assert float(priced(4096, 7168, step.moe_eff * kept, False)[0]) - float(priced(4096, 7168, step.moe_eff * kept, True)[0]) == pytest.approx(quant, rel=1e-5)
 
 
 def test_aiters_mxfp4_moe_runs_w4a4_and_quantises_its_own_inputs():
@@ -322,3 +328,83 @@ def test_aiter_swiglu_mxfp4_moe_switches_its_activations_at_256_tokens():
     assert float(ops("atom", w4a16, 255)["experts_gate_up"].time) == float(ops("sglang", w4a16, 255)["experts_gate_up"].time)
     assert ops("vllm", w4a16, 1024)["experts_gate_up"].math == "bf16"
     assert ops("sglang", w4a16, 1024, get_gpu("mi300x"))["experts_gate_up"].math == "bf16"
+def test_token_tile_counts_every_assignment_as_the_ranks_own():
+    """TRTLLM-Gen's token tile: the next power of two of tokens x top_k / local experts, within the launcher's tiles
+    (cost.ffns.token_tile): 320 tokens of top-6 on 12 local experts (384 over EP 32) -> 160 -> 256, though the rank's
+    own rows are 5 an expert; one token -> the least tile, 8; BF16 activations on 4-bit weights stop at 64, 8-bit
+    weights at 128."""
+    from llm_codesign.cost.ffns import token_tile
+
+    assert float(token_tile(320.0, 6, 12.0, a_b=1.03125, w_b=0.53125)) == 256.0
+    assert float(token_tile(64.0, 6, 12.0, a_b=1.03125, w_b=0.53125)) == 32.0
+    assert float(token_tile(1.0, 6, 12.0, a_b=1.03125, w_b=0.53125)) == 8.0
+    assert float(token_tile(320.0, 6, 12.0, a_b=2.0, w_b=0.53125)) == 64.0
+    assert float(token_tile(320.0, 6, 12.0, a_b=1.03125, w_b=1.0)) == 128.0
+
+
+def test_trtllm_gen_moe_block_on_its_own_tile_grid_and_quantises_the_tokens_once(b200):
+    """The B200 MoE table's kernel (TensorRT-LLM's TRTLLM-Gen MoE, W4A8 MXFP4 x MXFP8), 320 tokens of top-6 over 384
+    experts, EP 32, uniform routing: 384 (1 - (1 - 6/384)^320) / 32 = 11.92 experts read on the rank, 1,920 / 32 / 11.92
+    = 5.03 rows each, computed on the kernel's own grid of token tiles of 256 (token_tile): each CTA 256 routed rows x
+    128 weight rows over the whole of K, no split-K. The up-projection (N 6,144, K 7,168): 1 token tile x 48 weight tiles
+    x 11.92 experts = 572.2 CTAs, ceil(572.2 / 148) = 4 waves of (7,168 + k_half 83.99) K steps, each 2 x 256 x 128 x 148
+    FLOPs over B200's 4.5 PFLOPS x gemm_eff_fp8 0.636 x moe_eff 0.778 (its feed, (256 x 1 + 128 x 0.53125) / (2 x 256 x 128)
+    = 0.0049 byte per FLOP, under the 1/128 shared memory gives at the FP8 rate): 126.4 us, though the rows' own work at
+    that rate would take 2.4 us. Its input is the 320 tokens quantised to FP8 once before routing (320 x
+    7,168 x (2 + 1) bytes at 8 TB/s x bw_eff 0.718 and one 3 us launch: 4.20 us); the down-projection's is written in FP8
+    by the up-projection's epilogue (no pass)."""
+    from llm_codesign.cost import gemm
+    from llm_codesign.cost.calibration import calibration_for
+    from llm_codesign.measure.kernel_tables import MOE_PRECISION
+    from llm_codesign.spec.kinds import MoE
+
+    cal = calibration_for(b200)
+    prec = MOE_PRECISION["w4a8_mxfp4_mxfp8"]
+    a_b, w_b = prec.activation.bytes_per_value(), prec.weight.bytes_per_weight()
+    m = ModelSpec("kernel", hidden=7168, vocab=1, groups=((Layer(NoMixer(), MoE(experts=384, top_k=6, expert_inter=3072)), 1),))
+    ops = {o.role: o for o in layer_ops(m, m.groups[0][0], 1.0, b200, cal, prec=prec, sh=Plan(ep=32.0, moe_tp=1.0),
+                                        b=Batch(pf_tokens=320.0, pf_seqs=1.0), prefix="moe")}
+    active = 384 * (1 - (1 - 6 / 384) ** 320) / 32
+    rows = 1920 / 32 / active
+    assert active == pytest.approx(11.92, abs=5e-3) and rows == pytest.approx(5.03, abs=5e-3)
+
+    def priced(n, k, fused):
+        return gemm.gemm_time(rows, n, k, b200, cal, math="fp8", a_bytes=a_b, w_bytes=w_b, groups=active, distinct_groups=active,
+                              eff_scale=cal.moe_eff, kernel="fp8", swap_ab=True, overhead_s=cal.moe_overhead_s, fused_quant=fused,
+                              quant_rows=320.0, token_tile=256.0)
+
+    assert (a_b, w_b, cal.gemm_eff("fp8"), cal.moe_eff, cal.gemm_k_half("fp8")) == (1.0, 0.53125, 0.635998, 0.777813, 83.9947)
+    grid = 4 * (7168 + 83.9947) * 2 * 256 * 128 * 148 / (4.5e15 * 0.635998 * 0.777813)
+    assert grid == pytest.approx(126.39e-6, rel=1e-4)
+    assert float(priced(6144, 7168, False)[1]) == pytest.approx(grid, rel=1e-5)
+    assert float(ops["experts_gate_up"].t_compute) == pytest.approx(grid, rel=1e-5)
+    assert float(ops["experts_gate_up"].flops) == pytest.approx(2 * rows * active * 6144 * 7168, rel=1e-6)  # the rows' own work
+    quant = 320.0 * 7168 * (2.0 + a_b) / (b200.hbm_bandwidth_bytes_per_s * cal.bw_eff) + cal.kernel_overhead_s
+    assert (b200.hbm_bandwidth_bytes_per_s, cal.bw_eff, cal.kernel_overhead_s) == (8e12, 0.718012, 3e-6)
+    assert quant == pytest.approx(4.198e-6, rel=1e-4)
+    assert float(ops["experts_gate_up"].time) == pytest.approx(float(priced(6144, 7168, False)[0]), rel=1e-6)
+    assert float(priced(6144, 7168, False)[0]) - float(priced(6144, 7168, "epilogue")[0]) == pytest.approx(quant, rel=1e-4)
+    assert float(ops["experts_down"].time) == pytest.approx(float(priced(7168, 3072, "epilogue")[0]), rel=1e-6)
+
+
+def test_narrow_token_tiles_are_fed_by_shared_memory():
+    """A token tile of 8 rows on TRTLLM-Gen's grid reads the same 128-row weight tile a K step as a tile of 256 (gemm.
+    tile_feed): (8 x 1 + 128 x 0.53125) / (2 x 8 x 128) = 0.0371 byte per FLOP against the 1/128 B200's shared memory
+    gives at the FP8 rate: a K step at 16 / 76 = 0.211 of the peak, longer than the MMA at gemm_eff_fp8's 0.636 of it (a
+    bandwidth the kernel's share does not scale). 5 rows an expert over 12 experts, N 6,144, K 7,168, 576 CTAs in 4 waves:
+    4 x 7,251.99 x 2 x 8 x 128 x 148 / (4.5e15 x 16 / 76) = 9.28 us, 0.094 of the 256-row tile's 4 x 7,251.99 x 2 x 256 x
+    128 x 148 / (4.5e15 x 0.635998) = 98.31 us (its MMA's, fed at full rate) for 1/32 of its MMA work."""
+    from llm_codesign.cost import gemm
+    from llm_codesign.cost.calibration import calibration_for
+    from llm_codesign.spec.hardware import get_gpu
+
+    g = get_gpu("b200")
+    cal = calibration_for(g)
+
+    def t(tile):
+        return float(gemm.gemm_time(5.0, 6144, 7168, g, cal, math="fp8", a_bytes=1.0, w_bytes=0.53125, groups=12.0, kernel="fp8",
+                                     swap_ab=True, token_tile=tile)[1])
+    assert t(8.0) == pytest.approx(4 * 7251.9947 * 2 * 8 * 128 * 148 / (4.5e15 * 16 / 76), rel=1e-5)
+    assert t(8.0) == pytest.approx(9.281e-6, rel=1e-4)
+    assert t(256.0) == pytest.approx(4 * 7251.9947 * 2 * 256 * 128 * 148 / (4.5e15 * 0.635998), rel=1e-5)
+    assert t(256.0) == pytest.approx(98.308e-6, rel=1e-4)

@@ -122,13 +122,18 @@ def _routed_experts(f: MoE, M: Site, *, at: _At, s: _Step, prec: Precision, load
     # its own (fused_dynamic_mxfp4_quant_moe_sort for MXFP4, quant_func for FP8: aiter/fused_moe.py:1520,1637@3c5f0ba)
     own_quant = all(x is None for x in fams) and at.gpu.family in CDNA_FAMILIES
 
+    # TRTLLM-Gen's MoE (the Blackwell tables' own, TRTLLM_GEN): the tokens quantised once before routing, the down-projection's
+    # input written quantised by the up-projection's epilogue, and its grouped GEMMs on their own tile grid (token_tile)
+    gen = gathered and at.gpu.family in TRTLLM_GEN
+
     def gemms(ff, kernel):
+        tile = token_tile(tokens, f.top_k, f.experts / ep, a_b=ff["a_b"], w_b=ff["w_b"]) if gen else None
         rates, kept = MOE_RATES.get(at.gpu.family, {}).get(kernel, (kernel, 1.0)) if all(x is None for x in fams) else (kernel, 1.0)
         ops = []
         for name, n_dim, k_dim in (("experts_gate_up", (f.mats - 1) * f.expert_inter / s.moe_tp, s.h), ("experts_down", s.h, f.expert_inter / s.moe_tp)):
             by = [_expert_gemm(M / name, n_dim, k_dim, at, load=load, fam=fam, kernel=rates, kept=kept, quant_kernel=kernel, own_quant=own_quant,
-                               local=f.experts / ep, quant_rows=tokens if own_quant and name == "experts_gate_up" else None,
-                               **{k: ff[k] for k in ("math", "a_b", "w_b", "weight")})
+                               local=f.experts / ep, quant_rows=tokens if (own_quant or gen) and name == "experts_gate_up" else None,
+                               epilogue_quant=gen and name == "experts_down", tile=tile, **{k: ff[k] for k in ("math", "a_b", "w_b", "weight")})
                   for fam in dict.fromkeys(fams)]
             ops.append(by[0] if len(by) == 1 else _either(ep > 1, by[1], by[0]))
             if name == "experts_gate_up" and not act_fused:
@@ -162,6 +167,14 @@ def _routed_experts(f: MoE, M: Site, *, at: _At, s: _Step, prec: Precision, load
 # them (SGLang and ATOM on AITER); vLLM on ROCm runs its Triton fused MoE (VLLMEngine.moe_kernel), whose
 # permuted copy and activation are kernels of their own.
 FC1_FUSED = {"blackwell": ("fp8_block",), "cdna3": (), "cdna4": ()}
+# GPU families whose FC1_FUSED MoE is TRTLLM-Gen's (the fused runner: routing, PermuteGemm1, Gemm2, finalize,
+# flashinfer-ai/flashinfer csrc/trtllm_fused_moe_runner.cu:521-617@fb28d72): the tokens arrive quantised (one pass over
+# them before routing, as the kernel tables' TensorRT-LLM quantises the hidden states to MXFP8 before its MoE op),
+# FC1's epilogue writes FC2's input quantised with its scales (gemm1_output uint8 for MXFP8/FP4 activations,
+# csrc/trtllm_fused_moe_kernel_launcher.cu:3155-3163; DeepSeek FP8's activation kernel writes FP8, trtllm_fused_moe_runner.cu:566-571),
+# so no quantise pass before FC2; its grouped GEMMs each CTA one token tile (token_tile) of an expert's routed rows x 128
+# weight rows over the whole of K (gemm._token_tile_time), every expert's rows in whole tiles
+TRTLLM_GEN = ("blackwell",)
 # GPU families whose kernel tables' own MoE runs a GEMM kernel family's experts at another dense family's rates, with the
 # share of them it keeps. Blackwell: DeepSeek's block-FP8 experts run TRTLLM-Gen's grouped kernels in their DeepSeekFp8
 # mode (FlashInfer's trtllm_fp8_block_scale_moe: SGLang's flashinfer_trtllm on SM100, server_args.py:1288-1310@0.5.9;
@@ -218,7 +231,7 @@ def _either(sel, a: Op, b: Op) -> Op:
 
 
 def _expert_gemm(label: _Label, n, k, at: _At, *, load, math, a_b, w_b, kernel, weight, fam, local, quant_kernel, kept=1.0, own_quant=False,
-                 quant_rows=None):
+                 quant_rows=None, epilogue_quant=False, tile=None):
     """The busiest rank's grouped expert GEMM in MoE kernel family `fam` (Engine.moe_kernel; None: the
     kernel tables') at the rates of dense GEMM kernel family `kernel`, keeping `kept` of them (MOE_RATES), its
     activations quantised as the weights' own family `quant_kernel` has them (gemm.quantise_kernel); `load` is
@@ -228,8 +241,10 @@ def _expert_gemm(label: _Label, n, k, at: _At, *, load, math, a_b, w_b, kernel, 
     and the other active experts' mean rows, in one launch (one fixed cost), their tiles quantised per
     expert as the grouped kernel tiles them. A family that sets up every expert the rank holds (`local`) each
     launch adds its time per such expert (Calibration.moe_kernel_expert) to the launch's fixed cost. `quant_rows`:
-    the rows an activation quantisation of its own reads where they are not the GEMM's routed rows (AITER's stage 1:
-    gemm.gemm_time)."""
+    the rows an activation quantisation of its own reads where they are not the GEMM's routed rows (AITER's stage 1,
+    TRTLLM-Gen's FC1: gemm.gemm_time); `epilogue_quant`: the previous GEMM's epilogue wrote them quantised (TRTLLM-Gen's
+    FC2, no pass); `tile`: the kernel's token tile (token_tile), each expert's rows computed in whole tiles of it on the
+    kernel's own grid (gemm._token_tile_time), its work (FLOPs, bytes) still its own rows."""
     active, top, on_rank, alpha = load
     cal = at.cal
     eff, overhead, _ = cal.moe_kernel(fam, kernel, rate=gemm.main_loop_rate(kernel, at.gpu))
@@ -240,8 +255,9 @@ def _expert_gemm(label: _Label, n, k, at: _At, *, load, math, a_b, w_b, kernel, 
     overhead = overhead + cal.moe_kernel_expert(fam, kernel) * np.asarray(local, float)
     # at another family's rates (MOE_RATES) the activations are still quantised, or not, as the weights' own family's are;
     # by a kernel of its own where the MoE kernel quantises them itself (`own_quant`: AITER's)
-    quant = gemm.quantise_kernel(at.engine, a_b, kernel=quant_kernel, fused=False if own_quant else None)
-    kw = dict(eff_scale=eff, kernel=kernel, swap_ab=True, overhead_s=overhead, fused_quant=not quant, grouped=True)
+    quant = not epilogue_quant and gemm.quantise_kernel(at.engine, a_b, kernel=quant_kernel, fused=False if own_quant else None)
+    kw = dict(eff_scale=eff, kernel=kernel, swap_ab=True, overhead_s=overhead, fused_quant="epilogue" if epilogue_quant else not quant,
+              grouped=True, token_tile=tile)
     if alpha <= 0.0:
         return _gemm(label, top, n, k, at, math=math, a_b=a_b, w_b=w_b, groups=active, distinct=active, weight=weight, quant_rows=quant_rows, **kw)
     rest_groups = active - 1.0
@@ -262,6 +278,22 @@ def _expert_gemm(label: _Label, n, k, at: _At, *, load, math, a_b, w_b, kernel, 
         f2, b2 = gemm.gemm_flops_bytes(m_rest, n, k, a_bytes=a_b, w_bytes=w_b, c_bytes=2.0, groups=rest_groups, distinct_groups=rest_groups)
         return f1 + f2, b1 + b2
     return _op(label, "gemm", at, time=t, split=(ch + cr, mh + mr), work=fb, math=math, weight=weight)
+
+
+def token_tile(tokens, top_k, local, *, a_b, w_b):
+    """TRTLLM-Gen's token tile (tile_N, the rows of routed tokens one CTA computes for one expert) for `tokens` entering a
+    rank that holds `local` experts: the next power of two of tokens x top_k / local experts, within the launcher's
+    tiles (8 up to 256 for 4-bit weights on quantised activations, 64 on BF16 ones, 128 for 8- and 16-bit weights).
+    It counts every token's top_k assignments as the rank's own, so under EP it is EP times the tile the rank's rows
+    would take, and every expert computes whole tiles of it: flashinfer-ai/flashinfer
+    csrc/trtllm_fused_moe_kernel_launcher.cu:953-989 (computeSelectedTileN; avg_tokens_per_expert = num_tokens x
+    top_k / num_local_experts), :1604,1834,2137-2145,2923-2945 (the tiles per launcher)@fb28d72, and TensorRT-LLM's
+    own (cpp/tensorrt_llm/thop/fp8BlockScaleMoe.cpp getValidConfigs: computeSelectedTileN(mSupportedTileN, numTokens,
+    totalExpertsPerToken, numTotalLocalExperts)). Of the candidates the autotuner times (half, one, two and four times
+    this tile) the heuristic's own is priced."""
+    top = 256.0 if w_b < 1.0 and a_b < 2.0 else 64.0 if w_b < 1.0 else 128.0
+    per_expert = np.asarray(tokens, float) * top_k / np.maximum(np.asarray(local, float), 1.0)
+    return np.clip(2.0 ** np.ceil(np.log2(np.maximum(per_expert, 1.0))), 8.0, top)
 
 
 def distinct_experts(E, k, tokens):
