@@ -43,8 +43,9 @@ def compare_rows(model_refs: list[str], gpu_refs: list[str], weight_formats: lis
     from llm_codesign.spec.precision import Precision, executable, get_dtype
 
     kv = get_dtype(kv_dtype, "kv_dtype") if kv_dtype else None
-    for gref in gpu_refs if kv else ():  # a KV format some GPU's engine does not hold: refused before any search
-        check_kv_format(engines[gref], _gpu(gref), kv.name)
+    for mref in model_refs if kv else ():  # a KV format some GPU's engine does not hold for some model: refused before any search
+        for gref in gpu_refs:
+            check_kv_format(engines[gref], _gpu(gref), kv.name, _model(mref))
     rows = []
     for mref in model_refs:
         m = _model(mref)

@@ -38,7 +38,7 @@ from llm_codesign.serve.aggregated import (
     prompt_budget,
     run_flags,
 )
-from llm_codesign.spec.engines import EngineCosts
+from llm_codesign.spec.engines import EngineCosts, check_kv_format
 from llm_codesign.spec.hardware import Gpu
 from llm_codesign.spec.harness import DEFAULT_ARRIVAL, check_arrival
 from llm_codesign.spec.model import ModelSpec
@@ -400,6 +400,8 @@ def estimate_disagg(model: ModelSpec, prefill: Deployment, decode: Deployment, *
     from llm_codesign.spec.plan import check_step_budget, reason_text, validity
 
     check_arrival(arrival)
+    for d in (prefill, decode):  # a KV-cache format each pool's engine holds for the model's attention, as estimate's check
+        check_kv_format(d.engine, d.gpu, d.precision.kv.name, model)
     check_step_budget(decode, "max_num_tokens" if decode.max_num_tokens == prefill.max_num_tokens else "decode_max_num_tokens")
     check_step_budget(prefill)
     routing = routing_of(prefill.engine, prefill_routing)

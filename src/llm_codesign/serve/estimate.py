@@ -18,6 +18,7 @@ from llm_codesign.serve.aggregated import (
 from llm_codesign.serve.energy import energy
 from llm_codesign.serve.invariants import check_estimate
 from llm_codesign.serve.metrics import BATCH_GRID, FRACTION_OPTION, GB, decode_operators, evaluate
+from llm_codesign.spec.engines import check_kv_format
 from llm_codesign.spec.harness import DEFAULT_ARRIVAL
 from llm_codesign.spec.model import ModelSpec
 from llm_codesign.spec.plan import REASONS, Deployment, Workload, check_step_budget, reason_text, validity
@@ -171,6 +172,10 @@ def _power(e: dict) -> dict:
 
 
 def check(model: ModelSpec, dep: Deployment) -> None:
+    """Refuses in one line a deployment `model` cannot be priced on: a KV-cache format its engine does not hold for the
+    model's attention (check_kv_format; vLLM's NVFP4 cache, not for MLA), a plan that does not fit its GPUs, a step
+    budget the engine refuses. The one check estimate, mix and (each pool) disagg run."""
+    check_kv_format(dep.engine, dep.gpu, dep.precision.kv.name, model)
     code = int(validity(model, dep.gpu, dep.plan, dep.num_gpus).reshape(-1)[0])
     if code >= 0:
         why, own = reason_text(model, dep.gpu, code), int(np.asarray(dep.plan.gpus).reshape(-1)[0])
