@@ -140,7 +140,7 @@ def _routed_experts(f: MoE, M: Site, *, at: _At, s: _Step, prec: Precision, load
         return ops
 
     ops = gemms(ff, kernel)
-    high, bound = aiter_quantised_activation(at, fams, prec, f)
+    high, bound = aiter_quantised_activation(at.gpu, at.engine, fams, prec, f)
     if high is not None:
         # AITER's MXFP4 MoE on BF16 activations: `high`'s activations from `bound` tokens, BF16 below (the SwiGLU one's
         # switch), each step as its tokens fall. AITER compares M, the tokens of its call: under ATOM's MoRI all-to-all the
@@ -191,19 +191,34 @@ AITER_SWIGLU_BOUND = 256
 _MXFP8 = Dtype("mxfp8", 8, 8, 32, 32, "fp8")
 
 
-def aiter_quantised_activation(at: _At, fams, prec: Precision, f: MoE) -> tuple[Dtype | None, float]:
+def aiter_quantised_activation(gpu, engine, fams, prec: Precision, f: MoE) -> tuple[Dtype | None, float]:
     """(the activation format AITER's fused MoE quantises an MXFP4 MoE's BF16 activations to on gfx950 (CDNA4), the
     tokens from which it does), or (None, inf) where no such switch applies: MXFP4 weights on BF16 activations in the
     kernel tables' own MoE (`fams` all None: AITER's, cost.ffns.FC1_FUSED). A SwiGLU one (gpt-oss's clamped SwiGLU,
     MoE.activation "swiglu_clamped") runs BF16 below AITER_SWIGLU_BOUND tokens and, from it, the format the engine's
     gate/up layout takes it to (Engine.aiter_swiglu_high: separated MXFP4, interleaved group-32 FP8); a SiLU one is run
     per-1x32 on MXFP4 activations at every M (aiter/fused_moe.py:796-797@e4048607), so from 0 tokens."""
-    if not (at.gpu.family == "cdna4" and all(x is None for x in fams) and prec.weight.name == "mxfp4" and prec.activation.math == "bf16"):
+    if not (gpu.family == "cdna4" and all(x is None for x in fams) and prec.weight.name == "mxfp4" and prec.activation.math == "bf16"):
         return None, float("inf")
     if f.activation != "swiglu_clamped":
         return DTYPES["mxfp4"], 0.0
-    name = (Engine if at.engine is None else at.engine).aiter_swiglu_high  # engine-less: AITER's API default (Engine's)
+    name = (Engine if engine is None else engine).aiter_swiglu_high  # engine-less: AITER's API default (Engine's)
     return (_MXFP8 if name == "fp8" else DTYPES[name]), float(AITER_SWIGLU_BOUND)
+
+
+def aiter_step_activation(model, gpu, prec: Precision, engine, concurrency) -> Dtype | None:
+    """The activation format `model`'s MoE runs on at an instance's decode steps of `concurrency` requests (about as many
+    tokens; None: offline, its largest batches) where AITER's switch takes it off BF16 (aiter_quantised_activation), else
+    None: what the precision label and the intervals' format say of those points (measure.intervals.context). `prec` is
+    as the GPU executes it, `engine` an Engine or None."""
+    moes = [layer.ffn for layer, _ in model.groups if isinstance(layer.ffn, MoE)]
+    if not moes or prec.activation is None:
+        return None
+    kernel = gemm.gemm_kernel(gemm_math(prec.weight, prec.activation, gpu), prec.weight.name, fp4_math=gpu.supports("fp4"))
+    fams = [None] if engine is None else [engine.moe_kernel(gpu.family, kernel, weight=prec.weight.name, ep=x, gated=moes[0].gated)
+                                          for x in (False, True)]
+    high, bound = aiter_quantised_activation(gpu, engine, fams, prec, moes[0])
+    return high if high is not None and (concurrency is None or float(concurrency) >= bound) else None
 
 
 def _capped(lo: Op, hi: Op) -> Op:
