@@ -7,10 +7,10 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from llm_codesign.cost.ffns import AITER_SWIGLU_BOUND
 from llm_codesign.serve.estimate import interval_columns
 from llm_codesign.spec.hardware import Gpu
 from llm_codesign.spec.plan import Deployment, Workload
-from llm_codesign.cost.ffns import AITER_SWIGLU_BOUND
 from llm_codesign.spec.precision import executable
 
 
