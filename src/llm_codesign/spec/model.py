@@ -462,7 +462,7 @@ def _moe_layers(cfg: dict, mtype: str, L: int, name: str, *, experts: tuple[int,
     if not e_inter:
         raise InputError("config.moe_intermediate_size", None, f"{name}: the expert width is required")
     # gpt-oss's clamped SwiGLU: its config's swiglu_limit (transformers GptOssConfig), the activation AITER's fused MoE
-    # runs on its own path (cost.ffns.aiter_swiglu_activation)
+    # runs on its own path (cost.ffns.aiter_quantised_activation)
     act = "swiglu_clamped" if cfg.get("swiglu_limit") else "silu"
     moe = MoE(experts=int(experts[0]), top_k=int(experts[1]), expert_inter=int(e_inter), shared_inter=int(shared), activation=act)
     if not dense_inter and not all(is_moe):
