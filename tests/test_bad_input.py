@@ -610,6 +610,14 @@ def test_sglang_own_fraction_below_zero_is_worded_as_such():
     (["compare", "llama-3.1-8b", "--gpu", "b200,mi355x", "--gpus", "1"], "nvfp4",
      "one of bf16, fp16, fp8: the KV-cache formats SGLang runs on MI355X"),
     (["pareto", "llama-3.1-8b", "--gpu", "mi300x", "--gpus", "1"], "mxfp4", "one of bf16, fp16, fp8: the KV-cache formats SGLang runs on MI300X"),
+    # the model-aware refusal in every command that prices the model (serve.estimate.check, each disagg pool, compare up
+    # front): mix, disagg and compare priced DeepSeek-R1's MLA on vLLM's NVFP4 cache (compare: exit 0, the error per row)
+    (["mix", "deepseek-r1", "--gpu", "b200", "--gpus", "8", "--backend", "vllm", "--isl-dist", "fixed:1024", "--osl-dist", "fixed:1024"],
+     "nvfp4", "one of bf16, fp16, fp8: the KV-cache formats vLLM runs on B200 for deepseek-r1's attention"),
+    (["disagg", "deepseek-r1", "--gpu", "b200", "--prefill", "tp=8", "--decode", "tp=8", "--backend", "vllm"],
+     "nvfp4", "one of bf16, fp16, fp8: the KV-cache formats vLLM runs on B200 for deepseek-r1's attention"),
+    (["compare", "deepseek-r1", "--gpu", "b200", "--gpus", "8", "--backend", "vllm"],
+     "nvfp4", "one of bf16, fp16, fp8: the KV-cache formats vLLM runs on B200 for deepseek-r1's attention"),
 ])
 def test_a_kv_format_the_engine_does_not_hold_there_is_one_line(args, kv, valid):
     # each was priced: NVFP4 KV on an MI355X or an H100 as if the engine held it
@@ -623,6 +631,26 @@ def test_import_of_an_fp4_kv_cache_off_blackwell_is_one_line(tmp_path):
         "error: kv_dtype: 'nvfp4' is not valid; one of bf16, fp16, fp8: the KV-cache formats SGLang runs on MI355X")
     code, out, _ = cli("import", str(f), "--gpu", "b200", "--json")  # SM100 runs it (kv_cache_hook.py:124-131@0.5.23)
     assert code == 0 and json.loads(out)["deployment"]["kv_dtype"] == "nvfp4"
+
+
+def test_import_names_a_known_unpriced_kv_format_with_why(tmp_path):
+    # SGLang's fp4_mx_block16 and vLLM's nvfp4_ds_mla are their engines' formats, not unknown ones: the line says why unpriced
+    f = tmp_path / "sg.sh"
+    f.write_text("python3 -m sglang.launch_server --model-path openai/gpt-oss-120b --tp 8 --kv-cache-dtype fp4_mx_block16\n")
+    assert one_line_error(["import", str(f), "--gpu", "b200"], "kv_cache_dtype") == (
+        "error: kv_cache_dtype: 'fp4_mx_block16' is not valid; a format priced here (sglang's fp4_mx_block16 is known, not priced: "
+        "SGLang dequantises the whole cache to BF16 on each read, a pass no step term prices): auto, bf16, bfloat16, fp8_e4m3, fp8_e5m2, nvfp4")
+    f = tmp_path / "v.sh"
+    f.write_text("vllm serve deepseek-ai/DeepSeek-V3.2 --tensor-parallel-size 8 --kv-cache-dtype nvfp4_ds_mla\n")
+    assert "(vllm's nvfp4_ds_mla is known, not priced: SM100 FlashMLA-sparse's DSA cache, a kernel no table times)" in one_line_error(
+        ["import", str(f), "--gpu", "b200"], "kv_cache_dtype")
+
+
+def test_a_bare_attention_backend_is_a_missing_value(tmp_path):
+    f = tmp_path / "sg.sh"
+    f.write_text("python3 -m sglang.launch_server --model-path deepseek-ai/DeepSeek-R1-0528 --tp 8 --attention-backend\n")
+    assert one_line_error(["import", str(f), "--gpu", "mi355x"], "attention-backend") == (
+        "error: attention-backend: no value is not valid; a backend named after the flag (aiter, triton, fa3, flashinfer, ...), as SGLang requires")
 
 
 def test_the_api_refuses_an_unheld_kv_format():

@@ -310,23 +310,38 @@ def test_each_engine_s_kv_formats_per_gpu():
 
 
 def test_vllm_holds_an_nvfp4_cache_on_sm100_for_gqa_only_and_prices_its_bytes():
-    """vLLM 0.33.0's --kv-cache-dtype nvfp4 runs FlashInfer's trtllm-gen kernels on SM100 (B200, B300, GB200, GB300), fa2
-    elsewhere (no table: refused), and no MLA backend takes it. Its cache holds 4-bit values and one E4M3 scale per 16:
-    4.5 bits a value, so Llama-3.1-70B's KV per token at TP8 (80 layers x K and V x 1 head x 128) is 80 x 2 x 128 x 4.5 / 8
-    = 11,520 bytes against FP8's 20,480."""
+    """vLLM 0.33.0's --kv-cache-dtype nvfp4 runs FlashInfer's trtllm-gen kernels on SM100 (B200, B300, GB200, GB300); SM90
+    decodes it with fa2 and SM120 with XQA (prefill fa2: flashinfer.py:114-115, 994-998), neither timed on an NVFP4 cache
+    (refused); no MLA backend takes it (refused with the model named). What the change decides: accepted on B200 for
+    Llama-3.1-70B, where a deployment then holds 4.5 bits a value: 80 layers x K and V x 1 head x 128 at TP8 = 11,520 bytes a
+    token against FP8's 20,480 (its KV budget's tokens 20,480 / 11,520 = 1.78x FP8's); refused on H100 and for deepseek-r1."""
     from llm_codesign.errors import InputError
     from llm_codesign.spec.engines import VLLM, check_kv_format
     from llm_codesign.spec.hardware import get_gpu
-    from llm_codesign.spec.precision import Precision
+    from llm_codesign.spec.plan import deployment
     from llm_codesign.spec.registry import get_model
 
     llama, r1 = get_model("llama-3.1-70b"), get_model("deepseek-r1")
     assert [("nvfp4" in VLLM.kv_formats(get_gpu(g), llama)) for g in ("b200", "b300", "gb200", "h200", "rtx-pro-6000")] == [
         True, True, True, False, False]
-    check_kv_format(VLLM, get_gpu("b200"), "nvfp4", llama)
+    dep = deployment(llama, gpu="b200", num_gpus=8, tp=8, backend="vllm", kv_dtype="nvfp4")
+    attn = llama.groups[0][0].attn
+    assert attn.kv_values_per_gpu(8) * dep.precision.kv.bytes_per_value() * 80 == 11520.0
+    with pytest.raises(InputError, match=re.escape("one of bf16, fp16, fp8: the KV-cache formats vLLM runs on H100 SXM")):
+        deployment(llama, gpu="h100", num_gpus=8, tp=8, backend="vllm", kv_dtype="nvfp4")
     with pytest.raises(InputError, match=re.escape("one of bf16, fp16, fp8: the KV-cache formats vLLM runs on B200 for "
                                                    "deepseek-r1's attention")):
         check_kv_format(VLLM, get_gpu("b200"), "nvfp4", r1)
-    attn = llama.groups[0][0].attn
-    assert attn.kv_values_per_gpu(8) * Precision.of("bf16", kv="nvfp4").kv.bytes_per_value() * 80 == 11520.0
-    assert attn.kv_values_per_gpu(8) * Precision.of("bf16", kv="fp8").kv.bytes_per_value() * 80 == 20480.0
+
+
+def test_the_kv_check_without_an_engine_takes_a_model():
+    """The roofline's check (no engine) with a model named: the GPU's formats, one line, not an AttributeError."""
+    from llm_codesign.errors import InputError
+    from llm_codesign.spec.engines import check_kv_format
+    from llm_codesign.spec.hardware import get_gpu
+    from llm_codesign.spec.registry import get_model
+
+    check_kv_format(None, get_gpu("b200"), "nvfp4", get_model("deepseek-r1"))
+    with pytest.raises(InputError, match=re.escape("one of bf16, fp16, fp8, mxfp4: the KV-cache formats MI355X holds")):
+        check_kv_format(None, get_gpu("mi355x"), "nvfp4", get_model("deepseek-r1"))
+

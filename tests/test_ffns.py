@@ -284,50 +284,67 @@ def test_aiters_mxfp4_moe_runs_w4a4_and_quantises_its_own_inputs():
                                              rel=1e-5)
 
 
-def test_aiter_swiglu_mxfp4_moe_switches_its_activations_at_256_tokens():
-    """gpt-oss's MXFP4 experts on BF16 activations (W4A16) run AITER's SwiGLU MoE on MI355X, which quantises its
-    activations from 256 tokens (aiter/fused_moe.py:789-795@e4048607): ATOM (gate/up de-interleaved, GateMode.SEPARATED)
-    to MXFP4, priced then as W4A4 exactly; SGLang (and the kernel tables' own) to group-32 FP8, 1 + 1/32 bytes a value.
-    Per step by its token count, an array of them at once. Hand-derived bytes of the up-projection, hidden 2880, 128
-    experts, top 4, width 2880, uniform routing: T x 4 rows of 2880 in, active x 5760 x 2880 weights at 4.25 bits,
-    T x 4 x 5760 BF16 out, active = 128 (1 - (124/128)^T)."""
+def _aiter_moe(activation="swiglu_clamped"):
+    """gpt-oss-120b's MoE block (hidden 2880, 128 experts, top 4, width 2880) with its experts' activation."""
+    from llm_codesign.spec.kinds import MoE
+
+    return ModelSpec("moe", hidden=2880, vocab=32000,
+                     groups=((Layer(NoMixer(), MoE(experts=128, top_k=4, expert_inter=2880, activation=activation)), 1),))
+
+
+def _aiter_ops(m, engine, prec, T, gpu="mi355x", plan=None):
     from llm_codesign.cost.calibration import calibration_for
     from llm_codesign.spec.engines import get_engine
     from llm_codesign.spec.hardware import get_gpu
-    from llm_codesign.spec.kinds import MoE
+
+    g = get_gpu(gpu)
+    return {o.role: o for o in layer_ops(m, m.groups[0][0], 1.0, g, calibration_for(g), prec=prec, sh=plan or Plan(tp=1),
+                                         b=Batch(dec_seqs=np.asarray(T, float), dec_ctx=100), prefix="x", parts=("ffn",),
+                                         engine=get_engine(engine) if engine else None)}
+
+
+def test_aiter_swiglu_mxfp4_moe_switches_its_activations_at_256_tokens():
+    """gpt-oss's MXFP4 experts on BF16 activations (W4A16) run AITER's clamped-SwiGLU MoE on MI355X, which quantises its
+    activations from 256 tokens (aiter/fused_moe.py:789-795@e4048607): ATOM (gate/up de-interleaved, GateMode.SEPARATED)
+    and the engine-less price (AITER's API default, SEPARATED: :487) to MXFP4, priced then as W4A4 exactly; SGLang
+    (INTERLEAVE: moe_runner/aiter.py:226-244@0.5.23) to group-32 FP8, 1 + 1/32 bytes a value. Per step by its token count,
+    an array of them at once. Hand-derived bytes of the up-projection, uniform routing: T x 4 rows of 2880 in,
+    active x 5760 x 2880 weights at 4.25 bits, T x 4 x 5760 BF16 out, active = 128 (1 - (124/128)^T)."""
+    from llm_codesign.cost.calibration import calibration_for
+    from llm_codesign.spec.hardware import get_gpu
     from llm_codesign.spec.precision import Precision
 
-    g = get_gpu("mi355x")
-    cal = calibration_for(g)
-    assert cal.moe_routing_alpha == 0.0  # uniform routing: the bytes below
-    m = ModelSpec("moe", hidden=2880, vocab=32000, groups=((Layer(NoMixer(), MoE(experts=128, top_k=4, expert_inter=2880)), 1),))
+    assert calibration_for(get_gpu("mi355x")).moe_routing_alpha == 0.0  # uniform routing: the bytes below
+    m = _aiter_moe()
     w4a16, w4a4 = Precision.of("mxfp4", activation="bf16"), Precision.of("mxfp4", activation="mxfp4")
 
-    def ops(engine, prec, T, gpu=g):
-        return {o.role: o for o in layer_ops(m, m.groups[0][0], 1.0, gpu, calibration_for(gpu), prec=prec, sh=Plan(tp=1),
-                                             b=Batch(dec_seqs=np.asarray(T, float), dec_ctx=100), prefix="x", parts=("ffn",),
-                                             engine=get_engine(engine) if engine else None)}
+    def ops(engine, prec, T, gpu="mi355x"):
+        return _aiter_ops(m, engine, prec, T, gpu)
 
     def up_bytes(T, a_b):
         active = 128 * (1 - (124 / 128) ** T)
         return T * 4 * 2880 * a_b + active * 5760 * 2880 * 4.25 / 8 + T * 4 * 5760 * 2
 
     roles = ("experts_gate_up", "experts_down")
-    for engine in ("sglang", None):
+    for engine, math, a_b in (("sglang", "fp8", 1 + 1 / 32), (None, "fp4", 4.25 / 8), ("atom", "fp4", 4.25 / 8)):
         lo, hi = ops(engine, w4a16, 255), ops(engine, w4a16, 256)
-        assert (lo["experts_gate_up"].math, hi["experts_gate_up"].math) == ("bf16", "fp8")
+        assert (lo["experts_gate_up"].math, hi["experts_gate_up"].math) == ("bf16", math)
         assert float(lo["experts_gate_up"].bytes) == pytest.approx(up_bytes(255, 2.0), rel=1e-9)
-        assert float(hi["experts_gate_up"].bytes) == pytest.approx(up_bytes(256, 1 + 1 / 32), rel=1e-9)
+        assert float(hi["experts_gate_up"].bytes) == pytest.approx(up_bytes(256, a_b), rel=1e-9)
     atom = ops("atom", w4a16, [255, 256, 1024])
-    for T, i in ((255, 0), (256, 1), (1024, 2)):
-        ref = ops("atom", w4a4 if T >= 256 else w4a16, T)
+    for T, i in ((256, 1), (1024, 2)):
+        ref = ops("atom", w4a4, T)
         for r in roles:  # each step at the precision it runs, from the one array
             assert np.ravel(atom[r].time)[i] == pytest.approx(float(np.ravel(ref[r].time)[0]), rel=1e-12)
+    # per element, the work and math too: 255 tokens' BF16 bytes and math, 256's MXFP4 ones (energy takes each peak)
+    assert list(np.ravel(atom["experts_gate_up"].math)) == ["bf16", "fp4", "fp4"]
+    assert np.ravel(atom["experts_gate_up"].bytes)[:2] == pytest.approx([up_bytes(255, 2.0), up_bytes(256, 4.25 / 8)], rel=1e-9)
     assert ops("atom", w4a16, 256)["experts_down"].math == "fp4"
-    # BF16 below the bound whatever the engine; no switch on vLLM's Triton MoE or on CDNA3 (gfx942 stays BF16: :792)
-    assert float(ops("atom", w4a16, 255)["experts_gate_up"].time) == float(ops("sglang", w4a16, 255)["experts_gate_up"].time)
+    # no switch on vLLM's Triton MoE or on CDNA3 (gfx942 stays BF16: :792)
     assert ops("vllm", w4a16, 1024)["experts_gate_up"].math == "bf16"
     assert ops("sglang", w4a16, 1024, get_gpu("mi300x"))["experts_gate_up"].math == "bf16"
+
+
 def test_token_tile_counts_every_assignment_as_the_ranks_own():
     """TRTLLM-Gen's token tile: the next power of two of tokens x top_k / local experts, within the launcher's tiles
     (cost.ffns.token_tile): 320 tokens of top-6 on 12 local experts (384 over EP 32) -> 160 -> 256, though the rank's
@@ -408,3 +425,61 @@ def test_narrow_token_tiles_are_fed_by_shared_memory():
     assert t(8.0) == pytest.approx(9.281e-6, rel=1e-4)
     assert t(256.0) == pytest.approx(4 * 7251.9947 * 2 * 256 * 128 * 148 / (4.5e15 * 0.635998), rel=1e-5)
     assert t(256.0) == pytest.approx(98.308e-6, rel=1e-4)
+    assert ops("sglang", w4a16, 1024, "mi300x")["experts_gate_up"].math == "bf16"
+
+
+def test_aiter_bf16_path_below_its_bound_costs_no_more_than_the_quantised_one():
+    """AITER set 256 where its two paths cost about the same and runs BF16 below it because it is no slower there: each
+    expert GEMM below the bound is priced at min(the BF16 price, the quantised one at the same tokens), so a step below
+    the bound never costs more than one at it (the BF16 price x the DeepSeek-fitted moe_eff put 255 tokens above 256).
+    The work and math stay BF16's."""
+    from llm_codesign.spec.precision import Precision
+
+    m = _aiter_moe()
+    w4a16, w4a4 = Precision.of("mxfp4", activation="bf16"), Precision.of("mxfp4", activation="mxfp4")
+    T = np.array([1.0, 64.0, 128.0, 200.0, 255.0, 256.0, 300.0, 512.0])
+    for engine in ("atom", "sglang"):
+        got = _aiter_ops(m, engine, w4a16, T)
+        hi = _aiter_ops(m, engine, w4a4 if engine == "atom" else Precision.of("mxfp4", activation="bf16"), T)
+        for r in ("experts_gate_up", "experts_down"):
+            t = np.ravel(got[r].time)
+            assert np.all(np.diff(t) >= 0), (engine, r, t)  # non-decreasing in the step's tokens, across 255 -> 256
+            if engine == "atom":
+                assert np.all(t[:5] <= np.ravel(hi[r].time)[:5] * (1 + 1e-12))
+        assert list(np.ravel(got["experts_gate_up"].math)[:5]) == ["bf16"] * 5
+    # the 255-token up-projection was priced compute-bound above 256's; now at most 256's (ATOM)
+    atom = np.ravel(_aiter_ops(m, "atom", w4a16, [255.0, 256.0])["experts_gate_up"].time)
+    assert atom[0] <= atom[1]
+
+
+def test_aiter_switch_counts_every_dp_ranks_tokens_under_moris_all_to_all():
+    """ATOM's fused MoE takes MoRI's receive buffer, every attention-DP rank's rows (graph_bs x dp in a uniform decode:
+    atom/model_ops/fused_moe/modular_kernel.py:369-411@ffdf3bb5), so AITER's M is T x adp: at 8 ranks of 40 tokens, M =
+    320 >= 256 runs MXFP4, though each EP rank's routed rows are 320 x 4 / 8 = 160."""
+    from llm_codesign.spec.precision import Precision
+
+    m = _aiter_moe()
+    plan = Plan(tp=1, adp=8, ep=8)
+    w4a16 = Precision.of("mxfp4", activation="bf16")
+    assert _aiter_ops(m, "atom", w4a16, 40.0, plan=plan)["experts_gate_up"].math == "fp4"
+    assert _aiter_ops(m, "atom", w4a16, 31.0, plan=plan)["experts_gate_up"].math == "bf16"  # M = 248
+
+
+def test_aiter_silu_mxfp4_moe_runs_fp4_activations_at_every_size():
+    """A SiLU MoE (DeepSeek's) with MXFP4 weights on BF16 activations: AITER's per-1x32 path quantises to MXFP4 at every M
+    (aiter/fused_moe.py:796-797@e4048607), so 8 tokens are priced as W4A4 exactly, on SGLang as on ATOM."""
+    from llm_codesign.spec.precision import Precision
+
+    m = _aiter_moe("silu")
+    for engine in ("sglang", "atom"):
+        got = _aiter_ops(m, engine, Precision.of("mxfp4", activation="bf16"), 8.0)
+        ref = _aiter_ops(m, engine, Precision.of("mxfp4", activation="mxfp4"), 8.0)
+        assert got["experts_gate_up"].math == "fp4"
+        assert float(got["experts_down"].time) == pytest.approx(float(ref["experts_down"].time), rel=1e-12)
+
+
+def test_gpt_oss_config_reads_its_clamped_swiglu():
+    from llm_codesign.spec.registry import get_model
+
+    assert {layer.ffn.activation for layer, _ in get_model("gpt-oss-120b").groups} == {"swiglu_clamped"}
+    assert {layer.ffn.activation for layer, _ in get_model("deepseek-r1").groups if hasattr(layer.ffn, "activation")} == {"silu"}

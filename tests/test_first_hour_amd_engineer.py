@@ -194,3 +194,32 @@ def test_sglang_on_instinct_gpus_exports_and_reads_the_aiter_attention_it_is_pri
     ignored = {(b, g): read_config(line.format(b), gpu=get_gpu(g)).ignored for b in ("aiter", "triton") for g in ("mi355x", "h200")}
     assert ignored == {("aiter", "mi355x"): (), ("aiter", "h200"): ("attention-backend",), ("triton", "h200"): ("attention-backend",),
                        ("triton", "mi355x"): ("attention-backend (triton: priced as AITER's, no AMD kernel table or run prices another)",)}
+
+
+def test_gpt_oss_tpot_on_cdna4_does_not_fall_crossing_aiters_256_token_switch():
+    """ATOM's and SGLang's gpt-oss-120b on 8x MI355X, TP8 EP8: TPOT fell from 8.44 ms at 255 requests to 7.31 at 256 (the BF16
+    path priced above the quantised one); with the BF16 path at no more than the quantised one below the bound
+    (cost.ffns._capped), TPOT is non-decreasing in load, across 255 -> 256 too. Points from 256 say the MoE's format in
+    their label and their intervals take it: ATOM's W4A4 is "mxfp4" (DeepSeek's W4A4 runs), not "W4A16"."""
+    import numpy as np
+
+    from llm_codesign.measure.intervals import context
+    from llm_codesign.serve.metrics import evaluate
+    from llm_codesign.spec.hardware import get_gpu
+    from llm_codesign.spec.plan import Workload, deployment
+    from llm_codesign.spec.registry import get_model
+
+    m = get_model("gpt-oss-120b")
+    C = np.array([1, 16, 64, 128, 200, 255, 256, 300, 512])
+    for engine in ("atom", "sglang"):
+        dep = deployment(m, gpu="mi355x", num_gpus=8, tp=8, ep=8, backend=engine)
+        tpot = np.ravel(evaluate(m, dep, Workload(1024, 1024), concurrency=C).tpot_s)
+        assert np.all(np.diff(tpot) >= 0), (engine, tpot * 1e3)
+        fmt = {c: context(m, get_gpu("mi355x"), dep.precision, engine=engine, concurrency=c, isl=1024, osl=1024).fmt for c in (255, 256, None)}
+        assert fmt == {255: "W4A16", 256: "mxfp4" if engine == "atom" else "W4A8", None: "mxfp4" if engine == "atom" else "W4A8"}
+    code, out, _ = cli("estimate", "gpt-oss-120b", "--gpu", "mi355x", "--gpus", "8", "--tp", "8", "--ep", "8", "--backend", "atom",
+                       "--concurrency", "256", "--json")
+    assert code == 0 and json.loads(out)["precision"] == "W:mxfp4 attn-W:bf16 A:bf16 MoE-A:mxfp4 KV:bf16"
+    code, out, _ = cli("estimate", "gpt-oss-120b", "--gpu", "mi355x", "--gpus", "8", "--tp", "8", "--ep", "8", "--backend", "atom",
+                       "--concurrency", "255", "--json")
+    assert code == 0 and json.loads(out)["precision"] == "W:mxfp4 attn-W:bf16 A:bf16 KV:bf16"

@@ -63,7 +63,7 @@ def test_every_field_the_normaliser_reads_is_validated():
     assert read - set(CONFIG_FIELDS) - nested == set()
 
 
-WRONG = {"int": ["8", True, 1.5, math.nan, math.inf, -1, 10**30], "bool": ["yes", 1], "str": [5, ["a"]], "str_list": [5, [1]],
+WRONG = {"int": ["8", True, 1.5, math.nan, math.inf, -1, 10**30], "float": ["7", True, math.nan, math.inf, -1.0, 1e7], "bool": ["yes", 1], "str": [5, ["a"]], "str_list": [5, [1]],
          "int_list": [True, ["a"], [-1]], "dict": [5, "fp8"], "dict_list": [5, [1]]}
 
 

@@ -10,7 +10,7 @@ import numpy as np
 
 from llm_codesign.cost import gemm
 from llm_codesign.cost.ops import _BF16, Batch, Op, Site, _At, _comm, _elementwise, _gemm, _Label, _op, _Step, op_builder
-from llm_codesign.spec.engines.base import CDNA_FAMILIES
+from llm_codesign.spec.engines.base import CDNA_FAMILIES, Engine
 from llm_codesign.spec.kinds import DenseFfn, LinearFfn, MoE, NoFfn
 from llm_codesign.spec.precision import DTYPES, Dtype, Precision, gemm_math
 
@@ -145,12 +145,16 @@ def _routed_experts(f: MoE, M: Site, *, at: _At, s: _Step, prec: Precision, load
         return ops
 
     ops = gemms(ff, kernel)
-    high = aiter_swiglu_activation(at, fams, prec)
+    high, bound = aiter_quantised_activation(at.gpu, at.engine, fams, prec, f)
     if high is not None:
-        # AITER's SwiGLU MXFP4 MoE: BF16 activations below AITER_SWIGLU_BOUND tokens, `high`'s from it, each step as its tokens fall
+        # AITER's MXFP4 MoE on BF16 activations: `high`'s activations from `bound` tokens, BF16 below (the SwiGLU one's
+        # switch), each step as its tokens fall. AITER compares M, the tokens of its call: under ATOM's MoRI all-to-all the
+        # rows of the receive buffer, every DP rank's (graph_bs x dp in a uniform decode, max_tokens x world otherwise:
+        # atom/model_ops/fused_moe/modular_kernel.py:369-411@ffdf3bb5), so T_all, not the rank's routed rows (`tokens`,
+        # which its own quantise pass reads)
         math = gemm_math(prec.weight, high, at.gpu)
         hi = gemms({**ff, "math": math, "a_b": high.bytes_per_value()}, gemm.gemm_kernel(math, prec.weight.name, fp4_math=True))
-        ops = [_by_tokens(np.asarray(tokens) >= AITER_SWIGLU_BOUND, h, lo) for h, lo in zip(hi, ops, strict=True)]
+        ops = [_by_tokens(np.asarray(T_all) >= bound, h, _capped(lo, h)) for h, lo in zip(hi, ops, strict=True)]
     route = [at.cal.moe_kernel(fam, kernel)[2] for fam in fams]
     return ops, route[0] if len(set(route)) == 1 else np.where(ep > 1, route[1], route[0]), gathered
 
@@ -200,16 +204,46 @@ AITER_SWIGLU_BOUND = 256
 _MXFP8 = Dtype("mxfp8", 8, 8, 32, 32, "fp8")
 
 
-def aiter_swiglu_activation(at: _At, fams, prec: Precision) -> Dtype | None:
-    """The activation format AITER's fused MoE switches to from AITER_SWIGLU_BOUND tokens where it runs a SwiGLU MXFP4
-    MoE on gfx950 (CDNA4), else None. Its only per-1x32 MXFP4 MoE on BF16 activations is the SwiGLU one (a SiLU MoE
-    quantises to MXFP4 at every size: aiter/fused_moe.py:796-797@e4048607), so MXFP4 weights on BF16 activations in
-    the kernel tables' own MoE (`fams` all None: AITER's, cost.ffns.FC1_FUSED) are it; the format the engine's gate/up
-    layout takes it to (Engine.aiter_swiglu_high: ATOM's MXFP4, else group-32 FP8)."""
-    if not (at.gpu.family == "cdna4" and all(x is None for x in fams) and prec.weight.name == "mxfp4" and prec.activation.math == "bf16"):
+def aiter_quantised_activation(gpu, engine, fams, prec: Precision, f: MoE) -> tuple[Dtype | None, float]:
+    """(the activation format AITER's fused MoE quantises an MXFP4 MoE's BF16 activations to on gfx950 (CDNA4), the
+    tokens from which it does), or (None, inf) where no such switch applies: MXFP4 weights on BF16 activations in the
+    kernel tables' own MoE (`fams` all None: AITER's, cost.ffns.FC1_FUSED). A SwiGLU one (gpt-oss's clamped SwiGLU,
+    MoE.activation "swiglu_clamped") runs BF16 below AITER_SWIGLU_BOUND tokens and, from it, the format the engine's
+    gate/up layout takes it to (Engine.aiter_swiglu_high: separated MXFP4, interleaved group-32 FP8); a SiLU one is run
+    per-1x32 on MXFP4 activations at every M (aiter/fused_moe.py:796-797@e4048607), so from 0 tokens."""
+    if not (gpu.family == "cdna4" and all(x is None for x in fams) and prec.weight.name == "mxfp4" and prec.activation.math == "bf16"):
+        return None, float("inf")
+    if f.activation != "swiglu_clamped":
+        return DTYPES["mxfp4"], 0.0
+    name = (Engine if engine is None else engine).aiter_swiglu_high  # engine-less: AITER's API default (Engine's)
+    return (_MXFP8 if name == "fp8" else DTYPES[name]), float(AITER_SWIGLU_BOUND)
+
+
+def aiter_step_activation(model, gpu, prec: Precision, engine, concurrency) -> Dtype | None:
+    """The activation format `model`'s MoE runs on at an instance's decode steps of `concurrency` requests (about as many
+    tokens; None: offline, its largest batches) where AITER's switch takes it off BF16 (aiter_quantised_activation), else
+    None: what the precision label and the intervals' format say of those points (measure.intervals.context). `prec` is
+    as the GPU executes it, `engine` an Engine or None."""
+    moes = [layer.ffn for layer, _ in model.groups if isinstance(layer.ffn, MoE)]
+    if not moes or prec.activation is None:
         return None
-    name = "fp8" if at.engine is None else at.engine.aiter_swiglu_high
-    return _MXFP8 if name == "fp8" else DTYPES[name]
+    kernel = gemm.gemm_kernel(gemm_math(prec.weight, prec.activation, gpu), prec.weight.name, fp4_math=gpu.supports("fp4"))
+    fams = [None] if engine is None else [engine.moe_kernel(gpu.family, kernel, weight=prec.weight.name, ep=x, gated=moes[0].gated)
+                                          for x in (False, True)]
+    high, bound = aiter_quantised_activation(gpu, engine, fams, prec, moes[0])
+    return high if high is not None and (concurrency is None or float(concurrency) >= bound) else None
+
+
+def _capped(lo: Op, hi: Op) -> Op:
+    """The BF16-activation path below AITER's bound at no more than the quantised one's price at the same tokens. AITER set
+    the bound where the two cost about the same and runs BF16 below it because it is not slower there; our BF16 price (BF16
+    peak x the AITER moe_eff fitted on W4A4/FP8 DeepSeek runs, 32-row tile padding) has no run of its own to hold it and
+    would put a step below the bound above one at it. The time is capped (each part scaled alike: which of them the
+    unpriced A16W4 rate would move is not known); the work and math stay BF16's, what runs."""
+    t_lo, t_hi = np.asarray(lo.time, float), np.asarray(hi.time, float)
+    t = np.minimum(t_lo, t_hi)
+    r = np.where(t_lo > 0, t / np.where(t_lo > 0, t_lo, 1.0), 1.0)
+    return lo.replace(time=t, split=lambda: (np.asarray(lo.t_compute) * r, np.asarray(lo.t_memory) * r))
 
 
 def _by_tokens(sel, a: Op, b: Op) -> Op:
@@ -225,8 +259,11 @@ def fc1_fused(gpu_family: str, fams, kernel: str) -> tuple[bool, bool]:
 
 
 def _either(sel, a: Op, b: Op) -> Op:
-    """One operator: `a`'s times where `sel`, `b`'s elsewhere (the same work priced for two kernels)."""
-    return a.replace(time=np.where(sel, a.time, b.time), work=lambda: (a.flops, a.bytes),
+    """One operator: `a` where `sel`, `b` elsewhere, element by element: times, work (FLOPs, bytes) and math (an array of
+    names where the two differ: serve.energy takes each element's peak)."""
+    math = a.math if a.math == b.math else np.where(sel, a.math, b.math)
+    return a.replace(time=np.where(sel, a.time, b.time), math=math,
+                     work=lambda: (np.where(sel, a.flops, b.flops), np.where(sel, a.bytes, b.bytes)),
                      split=lambda: (np.where(sel, a.t_compute, b.t_compute), np.where(sel, a.t_memory, b.t_memory)))
 
 

@@ -38,7 +38,8 @@ def roofline(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, phas
         t = float(np.asarray(op.time).reshape(-1)[0]) * n
         if t == 0 and f == 0 and by == 0:
             continue
-        math = op.math if op.kind == "gemm" else "bf16"  # the math the GEMM was priced with (router, LM head: BF16)
+        # the math the GEMM was priced with (router, LM head: BF16), at the first load as its figures are
+        math = str(np.ravel(op.math)[0]) if op.kind == "gemm" else "bf16"
         peak = gpu.peak(math)
         intensity = f / by if by else float("inf")
         kernel_ridge = None

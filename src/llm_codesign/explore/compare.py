@@ -65,10 +65,11 @@ def ask(models: list, gpus: list, weight_formats: list[str] | None = None, *, kv
                 if gpu_hour_price != "bundled" or e.field != "gpu_hour_price" or len(unpriced) + 1 == len(gs):
                     raise
                 unpriced.append(g.id)
-    if kv:  # a KV format some GPU's engine does not hold: refused before any search
-        for g, eng in pairs:
-            check_kv_format(eng, g, kv)
     ms = tuple(m if isinstance(m, ModelSpec) else get_model(m) for m in models)
+    if kv:  # a KV format some GPU's engine does not hold for some model (vLLM's MLA backends take no NVFP4): refused before any search
+        for m in ms:
+            for g, eng in pairs:
+                check_kv_format(eng, g, kv, m)
     return Ask(models=ms, gpus=pairs, weight_formats=formats, kv_dtype=kv, num_gpus=num_gpus, isl=isl, osl=osl, min_tps_user=min_tps_user,
                max_ttft_ms=max_ttft_ms, gpu_hour_price=None if gpu_hour_price is None else str(gpu_hour_price), unpriced=tuple(unpriced))
 

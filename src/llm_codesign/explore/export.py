@@ -166,9 +166,23 @@ def _real_precision(model: ModelSpec, engine: str, quant: str | None, kv: str) -
         ours = read_value(engine, "kv_cache_dtype", kv)
         if ours is None:
             known = sorted({"auto", *engine_spec(engine)["kv_cache_dtype"].values(), *engine_spec(engine).get("read", {}).get("kv_cache_dtype", {})})
-            raise InputError("kv_cache_dtype", kv, "one of: " + ", ".join(known))
+            why = UNPRICED_KV.get(engine, {}).get(kv)
+            raise InputError("kv_cache_dtype", kv, (f"a format priced here ({engine}'s {kv} is known, not priced: {why}): " if why else "one of: ")
+                             + ", ".join(known))
         kvd = get_dtype(ours, "kv_dtype")
     return replace(base, kv=kvd) if w == base.weight else Precision.of(w.name, None, kvd.name)
+
+
+# KV-cache formats an engine takes that no price here models, with why (import names them as known, not as unknown)
+UNPRICED_KV = {
+    # its attention backends read it as BF16 the pool dequantises, the layer's whole buffer each read
+    # (layers/quantization/fp4_kv_cache_quant_method.py:932-935, mem_cache/memory_pool.py:2836-2850@0.5.23): a pass the step model has no term for
+    "sglang": {"fp4_mx_block16": "SGLang dequantises the whole cache to BF16 on each read, a pass no step term prices",
+               "fp4_e2m1": "SGLang dequantises the whole cache to BF16 on each read, a pass no step term prices"},
+    # DeepSeek-V3.2's sparse MLA cache, NVFP4 NoPE + FP8 RoPE, read by FlashMLA-sparse on SM100 only
+    # (v1/attention/backends/mla/flashmla_sparse.py:111, 154, 250@0.33.0): no table times that kernel
+    "vllm": {"nvfp4_ds_mla": "SM100 FlashMLA-sparse's DSA cache, a kernel no table times"},
+}
 
 
 def _precision(model: ModelSpec, engine: str, quant: str | None, kv: str, meta: dict) -> Precision:

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from llm_codesign.cost.ffns import AITER_SWIGLU_BOUND
 from llm_codesign.serve.estimate import interval_columns
 from llm_codesign.spec.hardware import Gpu
 from llm_codesign.spec.plan import Deployment, Workload
@@ -173,7 +174,8 @@ class Frontier:
         groups: dict = {}
         for i, p in enumerate(self.points):
             dep = p.decode if disagg else p.deployment
-            key = (dep.precision, dep.spec is not None, iv.load_of(p.concurrency))
+            # (and the side of AITER's MoE switch its steps fall on: intervals.context's format follows it)
+            key = (dep.precision, dep.spec is not None, iv.load_of(p.concurrency), p.concurrency is None or p.concurrency >= AITER_SWIGLU_BOUND)
             if key not in contexts:
                 contexts[key] = iv.context(model, self.gpu, dep.precision, engine=self.backend, concurrency=p.concurrency, isl=w.isl,
                                            osl=w.osl, spec=dep.spec is not None, disaggregated=disagg, arrival=w.arrival)

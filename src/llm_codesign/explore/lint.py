@@ -194,7 +194,7 @@ def _memory_bound_gemm(model, gpu, cal, prec, sh, *, b, regime):
             f, by = float(np.sum(op.flops)), float(np.sum(op.bytes))
             if f <= 0:
                 continue
-            math_ = op.math  # the math and weight format the operator was priced with
+            math_ = str(np.ravel(op.math)[0])  # the math and weight format the operator was priced with (its first load's)
             kern = gemm.gemm_kernel(math_, op.weight, fp4_math=gpu.supports("fp4"))
             ridge = gpu.peak(math_) * cal.gemm_eff(kern) / (gpu.hbm_bandwidth_bytes_per_s * cal.gemm_bw(kern))
             inten = f / by

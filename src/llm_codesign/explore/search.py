@@ -127,7 +127,7 @@ def default_precisions(model: ModelSpec, gpu: Gpu) -> tuple[Precision, ...]:
     elif "mxfp4" in gpu.fp4_formats:
         # an MXFP4 checkpoint runs as it states, not re-quantised W4A4: gpt-oss's clamped-SwiGLU experts on AITER's BF16
         # activations (the path SGLang's mxfp4.py _apply_aiter takes, sglang 0.5.23; FP8 or MXFP4 from 256 tokens on gfx950,
-        # priced per step: cost.ffns.aiter_swiglu_activation), its attention in BF16; it priced every layer W4A4 under the
+        # priced per step: cost.ffns.aiter_quantised_activation), its attention in BF16; it priced every layer W4A4 under the
         # checkpoint's score
         own = model.default_precision.weight.name == "mxfp4"
         out.append(replace(model.default_precision, kv=get_dtype("fp8", "kv_dtype")) if own else Precision.of("mxfp4", activation="mxfp4", kv="fp8"))

@@ -40,7 +40,7 @@ from llm_codesign.serve.aggregated import (
     prompt_budget,
     run_flags,
 )
-from llm_codesign.spec.engines import EngineCosts
+from llm_codesign.spec.engines import EngineCosts, check_kv_format
 from llm_codesign.spec.hardware import Gpu
 from llm_codesign.spec.harness import DEFAULT_ARRIVAL, check_arrival
 from llm_codesign.spec.model import ModelSpec
@@ -390,6 +390,18 @@ def _within_slots(C, base, t_kv, slots, *, decode_time, arrival, **pools) -> tup
     return rate, ttft + slot_wait, admit, step_wait, slot_wait
 
 
+def _check_pools(model: ModelSpec, prefill: Deployment, decode: Deployment) -> None:
+    """Each pool's KV-cache format (one its engine holds for the model's attention, as serve.estimate.check's) and plan
+    (one its GPUs run), refused in one line naming the pool."""
+    from llm_codesign.spec.plan import reason_text, validity
+
+    for field, d in (("prefill", prefill), ("decode", decode)):
+        check_kv_format(d.engine, d.gpu, d.precision.kv.name, model)
+        code = int(np.asarray(validity(model, d.gpu, d.plan, d.plan.gpus)).reshape(-1)[0])
+        if code >= 0:
+            raise InputError(field, d.plan.label(), reason_text(model, d.gpu, code))
+
+
 def estimate_disagg(model: ModelSpec, prefill: Deployment, decode: Deployment, *, calibration: Calibration,
                     decode_calibration: Calibration | None = None, prefill_instances: int, decode_instances: int, concurrencies,
                     isl: int, osl: int, decode_max_batch: int | None = None, arrival: str = DEFAULT_ARRIVAL,
@@ -399,7 +411,7 @@ def estimate_disagg(model: ModelSpec, prefill: Deployment, decode: Deployment, *
     decode attention-DP rank runs (the engine's max batch size), the rest waiting for a slot; `arrival`
     how the requests come, `prefill_routing` how a prefill instance spreads them over its ranks (evaluate_disagg; _notes)."""
     gpu, dg, prefill_plan, decode_plan = prefill.gpu, decode.gpu, prefill.plan, decode.plan
-    from llm_codesign.spec.plan import check_step_budget, reason_text, validity
+    from llm_codesign.spec.plan import check_step_budget
 
     check_arrival(arrival)
     check_step_budget(decode, "max_num_tokens" if decode.max_num_tokens == prefill.max_num_tokens else "decode_max_num_tokens")
@@ -412,10 +424,7 @@ def estimate_disagg(model: ModelSpec, prefill: Deployment, decode: Deployment, *
             raise InputError(name, v, "a positive integer")
     if not len(concurrencies) or min(concurrencies) < 1:
         raise InputError("concurrency", concurrencies, "positive integers")
-    for field, plan, g in (("prefill", prefill_plan, gpu), ("decode", decode_plan, dg)):
-        code = int(np.asarray(validity(model, g, plan, plan.gpus)).reshape(-1)[0])
-        if code >= 0:
-            raise InputError(field, plan.label(), reason_text(model, g, code))
+    _check_pools(model, prefill, decode)
     model.check_context(isl, osl)
     C = np.asarray(concurrencies, float)
     r = evaluate_disagg(model, prefill, decode, calibration=calibration, decode_calibration=decode_calibration,

@@ -75,6 +75,14 @@ def board_power(gpu: Gpu) -> BoardPower:
     return BoardPower(tdp_w=gpu.tdp_w, idle_w=idle_w, idle_source=idle_src, node_w=node_w, node_source=node_src)
 
 
+def _peak(gpu: Gpu, math):
+    """The GPU's dense peak for a GEMM's math (BF16's where none, or where the GPU has none for it); an array of maths (an
+    operator whose loads run two kernels: cost.ffns._either) gives each element its own."""
+    if isinstance(math, np.ndarray):
+        return np.vectorize(lambda m: _peak(gpu, str(m)), otypes=[float])(math)
+    return gpu.peak(math or "bf16") or gpu.peak("bf16")
+
+
 def kernel_activity(ops, gpu: Gpu, pdl: float = 0.0):
     """The time-weighted activity of a step's operators (0 .. 1), arrays over what they were priced
     for: each operator's min(1, compute * u_c + memory * u_m), weighted by its time in the step
@@ -92,7 +100,7 @@ def kernel_activity(ops, gpu: Gpu, pdl: float = 0.0):
         if op.kind == "comm":
             a = np.full(np.shape(time), w["memory"])
         else:
-            peak = gpu.peak(op.math if op.kind == "gemm" and op.math else "bf16") or gpu.peak("bf16")
+            peak = _peak(gpu, op.math if op.kind == "gemm" else None)
             u_c = np.minimum(np.asarray(op.flops, float) / (safe * peak), 1.0)
             u_m = np.minimum(np.asarray(op.t_memory, float) / safe, 1.0)
             a = np.minimum(w["compute"] * u_c + w["memory"] * u_m, 1.0)

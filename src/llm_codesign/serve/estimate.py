@@ -7,6 +7,7 @@ from dataclasses import asdict, dataclass, replace
 import numpy as np
 
 from llm_codesign.cost.calibration import Calibration
+from llm_codesign.cost.ffns import aiter_step_activation
 from llm_codesign.cost.ops import Batch, forward_ops
 from llm_codesign.errors import InputError
 from llm_codesign.serve.aggregated import (
@@ -18,6 +19,7 @@ from llm_codesign.serve.aggregated import (
 from llm_codesign.serve.energy import energy
 from llm_codesign.serve.invariants import check_estimate
 from llm_codesign.serve.metrics import BATCH_GRID, FRACTION_OPTION, GB, decode_operators, evaluate
+from llm_codesign.spec.engines import check_kv_format
 from llm_codesign.spec.harness import DEFAULT_ARRIVAL
 from llm_codesign.spec.model import ModelSpec
 from llm_codesign.spec.plan import REASONS, Deployment, Workload, check_step_budget, reason_text, validity
@@ -102,6 +104,7 @@ class Estimate:
     accuracy: dict | None = None
     cost: dict | None = None
     intervals: dict | None = None
+    moe_activation: str | None = None  # the format the MoE runs on at this load where AITER's switch takes it off A:'s
 
     @property
     def fits(self) -> bool:
@@ -112,7 +115,7 @@ class Estimate:
         dep, w = self.deployment, self.workload
         out = {
             "model": self.model, "gpu": dep.gpu.id, "num_gpus": dep.num_gpus, "plan": dep.plan.label(),
-            "precision": dep.precision.label(), "backend": dep.backend, "mode": self.mode,
+            "precision": dep.precision.label(self.moe_activation), "backend": dep.backend, "mode": self.mode,
             "isl": w.isl, "osl": w.osl, "concurrency": self.concurrency, "max_num_tokens": dep.step_tokens,
             # a rank's share where the engine splits the server's figure over its attention-DP ranks (Deployment.rank_step_tokens)
             "rank_step_tokens": dep.rank_step_tokens,
@@ -171,6 +174,10 @@ def _power(e: dict) -> dict:
 
 
 def check(model: ModelSpec, dep: Deployment) -> None:
+    """Refuses in one line a deployment `model` cannot be priced on: a KV-cache format its engine does not hold for the
+    model's attention (check_kv_format; vLLM's NVFP4 cache, not for MLA), a plan that does not fit its GPUs, a step
+    budget the engine refuses. The one check estimate, mix and (each pool) disagg run."""
+    check_kv_format(dep.engine, dep.gpu, dep.precision.kv.name, model)
     code = int(validity(model, dep.gpu, dep.plan, dep.num_gpus).reshape(-1)[0])
     if code >= 0:
         why, own = reason_text(model, dep.gpu, code), int(np.asarray(dep.plan.gpus).reshape(-1)[0])
@@ -247,7 +254,8 @@ def estimate(model: ModelSpec, dep: Deployment, workload: Workload, *, calibrati
         over_capacity=_over_capacity(dep, workload, max_batch=max_batch, budget_binds=bool(r.budget_binds.reshape(-1)[0]))
         if concurrency > max_batch else None,
         spec=_spec_break_even(model, dep, workload, cal, r=r, grid=grid, concurrency=concurrency) if dep.spec is not None else None,
-        breakdown=_breakdown(dec_ops, per) if breakdown else None)
+        breakdown=_breakdown(dec_ops, per) if breakdown else None,
+        moe_activation=getattr(aiter_step_activation(model, dep.gpu, executable(dep.precision, dep.gpu)[0], dep.engine, concurrency), "name", None))
     return check_estimate(model, est)
 
 

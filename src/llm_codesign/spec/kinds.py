@@ -539,7 +539,9 @@ class DenseFfn(Ffn):
 @dataclass(frozen=True, kw_only=True)
 class MoE(Ffn):
     """A mixture of `experts` experts of width `expert_inter`, `top_k` per token, a router, and
-    always-on shared experts of total width `shared_inter` (0: none)."""
+    always-on shared experts of total width `shared_inter` (0: none). `activation`: the experts' gated
+    activation, "silu" (SwiGLU) or "swiglu_clamped" (gpt-oss's clamped SwiGLU, config `swiglu_limit`), which
+    AITER's fused MoE runs on another path (cost.ffns.aiter_quantised_activation)."""
 
     kind: ClassVar[str] = "moe"
     experts: int
@@ -547,6 +549,7 @@ class MoE(Ffn):
     expert_inter: int
     shared_inter: int = 0
     gated: bool = True
+    activation: str = "silu"
 
     @property
     def mats(self) -> int:

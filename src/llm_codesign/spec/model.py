@@ -461,7 +461,10 @@ def _moe_layers(cfg: dict, mtype: str, L: int, name: str, *, experts: tuple[int,
             is_moe = [(i + 1) % freq == 0 and i not in mlp_only for i in range(L)]
     if not e_inter:
         raise InputError("config.moe_intermediate_size", None, f"{name}: the expert width is required")
-    moe = MoE(experts=int(experts[0]), top_k=int(experts[1]), expert_inter=int(e_inter), shared_inter=int(shared))
+    # gpt-oss's clamped SwiGLU: its config's swiglu_limit (transformers GptOssConfig), the activation AITER's fused MoE
+    # runs on its own path (cost.ffns.aiter_quantised_activation)
+    act = "swiglu_clamped" if cfg.get("swiglu_limit") else "silu"
+    moe = MoE(experts=int(experts[0]), top_k=int(experts[1]), expert_inter=int(e_inter), shared_inter=int(shared), activation=act)
     if not dense_inter and not all(is_moe):
         raise InputError("config.intermediate_size", None, f"{name}: the width of its {is_moe.count(False)} dense layers is required")
     return [moe if m else DenseFfn(inter=int(dense_inter)) for m in is_moe]

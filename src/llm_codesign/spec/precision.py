@@ -167,6 +167,9 @@ class Precision:
         """This precision on `gpu`: its activation format settled where it was left to the GPU (mxfp4_activation)."""
         return self if self.activation is not None else replace(self, activation=mxfp4_activation(gpu))
 
-    def label(self) -> str:
+    def label(self, moe_activation: str | None = None) -> str:
+        """W:, A: and KV: formats; `moe_activation`: the format the MoE's experts run on where it is not A:'s (AITER's
+        switch: cost.ffns.aiter_step_activation)."""
         attn = f" attn-W:{self.attn_weight.name}" if self.attn_weight and self.attn_weight != self.weight else ""
-        return f"W:{self.weight.name}{attn} A:{self.activation.name if self.activation else 'per GPU'} KV:{self.kv.name}"
+        moe = f" MoE-A:{moe_activation}" if moe_activation else ""
+        return f"W:{self.weight.name}{attn} A:{self.activation.name if self.activation else 'per GPU'}{moe} KV:{self.kv.name}"

@@ -92,6 +92,8 @@ CONFIG_FIELDS: dict[str, tuple] = {
     "quantization_config": ("dict",), "block_configs": ("dict_list",),
     "max_position_embeddings": (_I, 1, TOKENS), "attention_chunk_size": (_I, 0, TOKENS), "nope_layer_interval": (_I, 1, LAYERS),
     "no_rope_layers": ("int_list",), "rope_scaling": ("dict",),
+    # gpt-oss's clamped SwiGLU: the clamp on the gate and linear halves (transformers GptOssConfig, 7.0); 0 or absent: none
+    "swiglu_limit": ("float", 0.0, 1e6),
 }
 # fields inside the nested objects the normaliser reads
 BLOCK_FIELDS = {"attention": ("no_op", "replace_with_linear", "n_heads_in_group", "window_length"),
@@ -106,6 +108,8 @@ def _field(name: str, v, spec: tuple) -> None:
     kind = spec[0]
     if kind == _I:
         as_int(f, v, lo=spec[1], hi=spec[2], what=f"an integer from {spec[1]} to {spec[2]:,}" if spec[1] else f"a non-negative integer up to {spec[2]:,}")
+    elif kind == "float":
+        as_float(f, v, lo=spec[1], hi=spec[2])
     elif kind == "bool":
         as_bool(f, v)
     elif kind == "str":

@@ -5,7 +5,7 @@ import shlex
 
 import numpy as np
 
-from llm_codesign.errors import InputError
+from llm_codesign.errors import InputError, MissingInput
 from llm_codesign.explore.export_engines.base import (
     Exporter,
     command_words,
@@ -136,6 +136,8 @@ class SGLangExporter(Exporter):
         """--attention-backend is read only as the one priced (aiter_attention: AITER's on CDNA); another, or any on NVIDIA's
         GPUs (priced by the engine's kernel families, not by the flag), is listed as ignored, with what was priced on CDNA."""
         said = o.get("attention-backend")
+        if said is True or (isinstance(said, str) and not said.strip()):  # the flag with no value: SGLang's argparse refuses it
+            raise MissingInput("attention-backend", "a backend named after the flag (aiter, triton, fa3, flashinfer, ...), as SGLang requires")
         if said is None or (said == "aiter" and aiter_attention(model, dep)):
             return []
         return [f"attention-backend ({said}: priced as AITER's, no AMD kernel table or run prices another)" if aiter_attention(model, dep)

@@ -162,11 +162,12 @@ class Engine(ABC):
     # format (TensorRT-LLM's AllGatherReduceScatter, vLLM's naive DP/EP prepare); otherwise the BF16 hidden states
     # (SGLang's dp_gather_partial of its global DP buffer, layers/communicator.py:783-803@0.5.9)
     gathers_quantised: ClassVar[bool] = False
-    # the activation format AITER's fused MoE switches a SwiGLU MXFP4 MoE's experts to (gpt-oss's: the only AITER
-    # per-1x32 MXFP4 MoE on BF16 activations) from AITER_SWIGLU_BOUND tokens on gfx950 (cost.ffns.aiter_swiglu_activation):
-    # its gate/up weights interleaved (GateMode.INTERLEAVE) run group-32 FP8, separated ones MXFP4
-    # (ROCm/aiter aiter/fused_moe.py:789-795@e4048607). FP8 unless the engine's module says it separates them
-    aiter_swiglu_high: ClassVar[str] = "fp8"
+    # the activation format AITER's fused MoE switches a SwiGLU MXFP4 MoE's experts to (gpt-oss's clamped SwiGLU) from
+    # AITER_SWIGLU_BOUND tokens on gfx950 (cost.ffns.aiter_quantised_activation): its gate/up weights interleaved
+    # (GateMode.INTERLEAVE) run group-32 FP8, separated ones MXFP4 (ROCm/aiter aiter/fused_moe.py:789-795@e4048607).
+    # MXFP4: what AITER's API does unless told otherwise (fused_moe's gate_mode defaults to SEPARATED, :487), also the
+    # engine-less price's; an engine that passes INTERLEAVE says so in its module (SGLang's)
+    aiter_swiglu_high: ClassVar[str] = "mxfp4"
 
     @abstractmethod
     def step_tokens(self, gpu) -> int:
@@ -480,7 +481,7 @@ def check_kv_format(engine: Engine | None, gpu, kv: str, model=None) -> None:
     ok = engine.kv_formats(gpu, model) if engine is not None else ("bf16", "fp16", "fp8", *gpu.fp4_formats)
     if kv not in ok:
         who = f"{engine.title} runs on {gpu.name}" if engine is not None else f"{gpu.name} holds"
-        if model is not None and kv in engine.kv_formats(gpu):
+        if model is not None and engine is not None and kv in engine.kv_formats(gpu):
             who += f" for {model.name}'s attention"
         raise InputError("kv_dtype", kv, f"one of {', '.join(ok)}: the KV-cache formats {who}")
 

@@ -50,6 +50,11 @@ class SGLangEngine(Engine):
     # prefill batches run on their own: "Run prefill first if possible", no decodes mixed in unless
     # --enable-mixed-chunk (off by default, server_args.py:729; sglang 0.5.12 managers/scheduler.py:2578-2592)
     mixes_prefill = False
+    # gpt-oss's experts on AITER with GateMode.INTERLEAVE: its runner sets it on gfx95 where the layer keeps its gate/up rows
+    # interleaved (MoeRunnerConfig.gate_up_interleaved, default True: moe_runner/base.py:70@0.5.23) and
+    # SGLANG_USE_AITER_MOE_GU_ITLV holds (default True: environ.py:990) (moe_runner/aiter.py:226-244), so AITER runs them
+    # on group-32 FP8 from 256 tokens (aiter/fused_moe.py:791-795@e4048607)
+    aiter_swiglu_high = "fp8"
     # and never under speculative decoding, --enable-mixed-chunk or not: EAGLE, EAGLE3 (NEXTN, DeepSeek's MTP, is run as
     # EAGLE) and STANDALONE (a draft model) turn it off (server_args.py:2390-2395@0.5.9), NGRAM too (:2474)
     mixes_while_speculating = False

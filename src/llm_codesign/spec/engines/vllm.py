@@ -98,9 +98,12 @@ class VLLMEngine(Engine):
         nvfp4 (vllm/config/cache.py:65@0.33.0, the release its export writes; 0.21.0 added it, vllm-project/vllm#40177, not read here) runs FlashInfer's backend on
         the trtllm-gen kernels there, FP8 queries over E2M1 values with an E4M3 scale per 16 (v1/attention/backends/
         flashinfer.py:114-115, 654-664, 951-974, 1168-1171@0.33.0; flashinfer decode.py:1931-1963@fb28d72), the kernels
-        TensorRT-LLM's NVFP4 cache runs, priced as its is. Elsewhere it reads the cache with FlashInfer's fa2 (SM80, SM90,
-        SM120: flashinfer.py:114-115), a kernel no table times: refused. Not for MLA (DeepSeek's), whose backends take no
-        nvfp4 (mla/flashinfer_mla.py:195-201, mla/cutlass_mla.py:40-46@0.33.0)."""
+        TensorRT-LLM's NVFP4 cache runs, priced as its is. Elsewhere FlashInfer's fa2 takes part of it (SM80, SM90, SM120:
+        _nvfp4_kv_on_fa2, flashinfer.py:114-115): SM80/SM90 decode and prefill with fa2, SM120 decodes with XQA and prefills
+        with fa2 (:994-998); no shipped table times XQA or fa2 on an NVFP4 cache, and no NVFP4-KV run ships: refused. Not for
+        MLA (DeepSeek's), whose backends take no nvfp4 (mla/flashinfer_mla.py:195-201, mla/cutlass_mla.py:40-46@0.33.0);
+        DeepSeek-V3.2's own nvfp4_ds_mla (FlashMLA-sparse, SM100 only: mla/flashmla_sparse.py:111, 154, 250) is a format
+        import names as known but not priced (explore.export.UNPRICED_KV)."""
         from llm_codesign.spec.kinds import MLA
 
         mla = model is not None and any(isinstance(layer.attn, MLA) for layer, _ in model.groups)
