@@ -422,7 +422,8 @@ def deployment_ops(model: ModelSpec, dep: Deployment, workload: Workload, *, cal
     """evaluate_for of one deployment at `concurrency` (an int or an array), read only (read_only), the
     last _OPS_KEPT kept by their inputs: estimate prices its energy (serve.energy.energy) and its
     operators (serve.metrics.decode_operators) from the same evaluation. A deployment whose plan sizes
-    are numpy arrays (Deployment takes a 0-d one) is unhashable: priced without the cache, as before it."""
+    are numpy arrays (Deployment takes them; estimate gives ints, serve.estimate._one_plan) is
+    unhashable: priced without the cache, as before it."""
     c = np.asarray(concurrency, dtype=np.int64)
     try:
         hash((dep, workload))
@@ -431,7 +432,7 @@ def deployment_ops(model: ModelSpec, dep: Deployment, workload: Workload, *, cal
     return _deployment_ops(model, dep, workload, cal, shape=c.shape, raw=c.tobytes())
 
 
-_OPS_KEPT = 8  # one reuse per estimate (its energy, then its operators), ~115 KB each: a few estimates' worth
+_OPS_KEPT = 8  # one reuse per estimate (its energy, then its operators), ~50 KB each (Llama-70B TP8, tracemalloc): a few estimates
 
 
 @lru_cache(maxsize=_OPS_KEPT)
