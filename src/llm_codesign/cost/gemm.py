@@ -100,6 +100,8 @@ def _best_tile_time(m: Tokens, n, k, gpu: Gpu, cal: Calibration, *, groups, peak
     if token_tile is not None:
         return _token_tile_time(m.m, n, k, gpu, cal, tiles=candidates, token_tile=token_tile, peak=peak, kernel=kernel, math=math,
                                 groups=groups, a_bytes=a_bytes, w_bytes=w_bytes)
+    if tiles is None and kernel == "fp4" and not grouped:
+        tiles = FP4_KERNEL_TILES.get(gpu.family)  # a dense block-scaled FP4 GEMM chooses among its kernel's own configurations
     tiles = candidates if tiles is None else tuple(tiles)
     # split-K keeps >= 256 of K per split; block-scaled kernels (fp8_block, fp4) do not split K; Marlin's
     # striped partition (W4A16) spreads K over the SMs as stream-K does
@@ -202,6 +204,12 @@ def _tile_times(m_tiles, inv_n, slots, inv_slots, per_wave, *epilogue, n, k, gro
 # accumulator before the next tile's MMAs may write it. TensorRT-LLM's FP4 GEMM builds its main loop with that
 # builder (FlashInfer's copy, include/flashinfer/gemm/fp4_gemm_template_sm100.h:163-169@fb28d72).
 ONE_ACCUMULATOR = {"blackwell": 256}
+
+# The tiles a dense NVFP4 GEMM's tactics choose among on SM100 (TensorRT-LLM's CUTLASS FP4 runner, FlashInfer's copy:
+# CutlassFp4GemmRunner::getConfigs, include/flashinfer/gemm/fp4_gemm_cutlass_template.h:194-231@fb28d72): CTA 128 x 64 / 128 /
+# 256 (the 256-wide at two K depths), clusters 1x1 .. 4x4; a cluster M of 2 or 4 runs the 2SM kernel, MMA M 256 over the
+# pair (:45-105; fp4_gemm_template_sm100.h:50-79,155, MmaTileShape = CTA_M x Scale), one CTA M of 128 everywhere, no swap-AB.
+FP4_KERNEL_TILES = {"blackwell": ((128, 64, 1), (128, 128, 1), (128, 256, 1), (256, 64, 2), (256, 128, 2), (256, 256, 2))}
 
 
 def one_accumulator(gpu: Gpu, tn: int) -> bool:
