@@ -4,6 +4,7 @@ priced as estimate prices it, a search with nothing to show refused in one line 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -178,3 +179,29 @@ def test_pareto_and_compare_resolve_each_gpus_engine_once(monkeypatch):
     code, out, err = cli("compare", "llama-3.1-8b", "--gpu", "h100,mi300x", "--gpus", "1", "--weight-dtype", "fp8", "--json")
     assert code == 0, err
     assert [r["engine"] for r in json.loads(out)["rows"]] == ["trtllm", "sglang"] and asked == [("h100", None), ("mi300x", None)]
+
+
+def test_pareto_breakdowns_priced_at_its_prefix_hit(tmp_path, monkeypatch):
+    """The report's per-operator breakdowns (pareto --html) are priced at the frontier's prefix hit, as its
+    points are: each equals point_breakdown of that point at 0.95. At no hit (as they were), 1 of these
+    26 differed (tests/test_search.py::test_breakdowns_priced_at_the_frontiers_prefix_hit)."""
+    import llm_codesign.render.report as report
+    from llm_codesign.cost.calibration import calibration_for
+    from llm_codesign.explore.search import point_breakdown
+    from llm_codesign.spec.registry import get_model
+
+    seen = {}
+
+    def write_html(results, bd, path, **kw):  # what the report would draw, kept
+        seen.update(results=results, bd=bd)
+        Path(path).write_text("")
+
+    monkeypatch.setattr(report, "write_html", write_html)
+    code, _, err = cli("pareto", "llama-3.1-70b", "--gpu", "h200", "--gpus", "8", "--weight-dtype", "fp8", "--kv-dtype", "fp8",
+                       "--isl", "32768", "--osl", "128", "--prefix-hit", "0.95", "--html", str(tmp_path / "r.html"), "--json")
+    assert code == 0, err
+    (r,) = seen["results"]
+    m, cal = get_model("llama-3.1-70b"), calibration_for(r.gpu)
+    assert len(r.points) == 26 and len(seen["bd"]) == 26
+    for j, p in enumerate(r.points):
+        assert seen["bd"][f"0:{j}"] == point_breakdown(m, cal, p.deployment, p.concurrency, isl=32768, osl=128, prefix_hit=0.95)

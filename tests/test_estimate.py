@@ -1,4 +1,7 @@
 """serve/estimate.py: one deployment's report — its figures are the metrics', its refusals one line."""
+from dataclasses import replace
+
+import numpy as np
 import pytest
 
 from llm_codesign.cost.calibration import calibration_for
@@ -85,3 +88,50 @@ def test_mxfp4_deepseek_on_mi355x_reads_w4a4_in_its_header():
     code, out, _ = cli("estimate", "deepseek-r1", "--gpu", "mi355x", "--gpus", "8", "--weight-dtype", "mxfp4",
                        "--backend", "sglang", "--concurrency", "32")
     assert code == 0 and out.lstrip().startswith("deepseek-r1 on 8x MI355X, TP8 EP1/MoE-TP8, W:mxfp4 A:mxfp4 KV:bf16, sglang")
+
+
+@pytest.mark.parametrize("size", [np.array, lambda v: np.array([v])], ids=["0-d", "one-element"])
+def test_a_plan_of_numpy_sizes_estimates_as_its_plan_of_ints(size):
+    """A Deployment built with numpy sizes (Deployment.__post_init__ takes 0-d and one-element arrays)
+    estimates as the same plan of ints, bit for bit, through lc.estimate: a 0-d one raised `unhashable
+    type: 'numpy.ndarray'` from deployment_ops's cache, a one-element one `only 0-dimensional arrays can
+    be converted` (estimate's int(adp)). Several sizes are a sweep's: one line naming the size."""
+    import llm_codesign as lc
+    from llm_codesign.serve.aggregated import _deployment_ops
+
+    m = get_model("llama-3.1-8b")
+    ints = deployment(m, gpu="h100", tp=2)
+    arrays = replace(ints, plan=Plan(*(size(v) for v in ints.plan.sizes)))
+    w = Workload(isl=1024, osl=1024, concurrency=16)
+    _deployment_ops.cache_clear()
+    got, want = lc.estimate(m, arrays, w, breakdown=True), lc.estimate(m, ints, w, breakdown=True)
+    assert got.to_dict() == want.to_dict() and got.deployment.plan == ints.plan  # the same plan, as ints
+    assert got.breakdown and got.energy["tokens_per_joule"] > 0
+    # the plan of ints' evaluation kept once: its energy priced it, its operators (and the second estimate's) reused it
+    assert _deployment_ops.cache_info()[:2] == (3, 1)
+    with pytest.raises(InputError) as e:
+        lc.estimate(m, replace(ints, plan=Plan(tp=np.array([1, 2]))), w)
+    assert e.value.field == "plan.tp" and e.value.value == [1, 2]
+
+
+def test_deployment_ops_keeps_a_few_read_only():
+    """deployment_ops's cache: an estimate asks it twice (energy, then operators), so it keeps a few
+    (_OPS_KEPT, ~115 KB each), read only: a caller writing into an array or the dict would change every
+    later estimate of that deployment."""
+    from types import MappingProxyType
+
+    from llm_codesign.serve.aggregated import _OPS_KEPT, _deployment_ops, deployment_ops
+
+    assert _deployment_ops.cache_info().maxsize == _OPS_KEPT == 8
+    m = get_model("llama-3.1-8b")
+    dep, w = deployment(m, gpu="h100"), Workload(isl=1024, osl=1024, concurrency=16)
+    r = deployment_ops(m, dep, w, cal=calibration_for(dep.gpu), concurrency=16)
+    assert isinstance(r, MappingProxyType) and isinstance(r["ops"], tuple) and isinstance(r["prefill_ops"], tuple)
+    with pytest.raises(TypeError):
+        r["ttft_s"] = 0.0  # the dict is read only
+    held = [v for v in r.values() if isinstance(v, np.ndarray)]
+    held += [x for op in r["ops"] + r["prefill_ops"] for x in (op.time, op.count) if isinstance(x, np.ndarray)]
+    assert len(held) > 20 and not any(a.flags.writeable for a in held)
+    with pytest.raises(ValueError, match="read-only"):
+        r["ttft_s"][...] = 0.0
+    assert deployment_ops(m, dep, w, cal=calibration_for(dep.gpu), concurrency=16) is r

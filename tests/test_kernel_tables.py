@@ -366,24 +366,3 @@ def test_hopper_comm_table_per_engine():
                        ("sglang all_reduce eager", 6.66), ("vllm all_reduce eager", 35.47), ("nccl all_reduce", 6.23)):
         assert by[group]["median_ape"] == pytest.approx(med, abs=0.2), group
         assert by[group]["n"] == (126 if group.startswith("nccl") else 69)
-
-
-def test_nvfp4_rows_are_priced_at_the_fallback_tile_the_collector_runs():
-    """The GEMM collector times Linear.forward outside the AutoTuner's tuning mode, so TensorRT-LLM's NVFP4 GEMM runs its
-    fallback, CUTLASS's default config: 128 x 256, one SM, on SM100 (fp4Gemm.cpp getDefaultGemmConfig); the other dtypes
-    and serving's NVFP4 GEMMs take the fastest of the GPU's tiles."""
-    from llm_codesign.cost import gemm
-    from llm_codesign.cost.calibration import calibration_for
-    from llm_codesign.measure.kernel_tables import NVFP4_TABLE_TILES, predict
-    from llm_codesign.spec.hardware import get_gpu
-
-    assert NVFP4_TABLE_TILES["blackwell"] == ((128, 256, 1),)
-    b200 = get_gpu("b200")
-    cal = calibration_for(b200)
-    row = {"system": "b200_sxm", "trtllm_version": "1.3.0rc20", "gemm_dtype": "nvfp4", "m": "64", "n": "1024", "k": "4096", "latency_ms": "0.01"}
-    [t] = predict("gemm", [row], lambda g: cal)[0]
-    kw = dict(math="fp4", a_bytes=0.5625, w_bytes=0.5625, kernel="fp4")
-    pinned = float(gemm.gemm_time(64, 1024, 4096, b200, cal, tiles=((128, 256, 1),), **kw)[0]) * 1e3
-    free = float(gemm.gemm_time(64, 1024, 4096, b200, cal, **kw)[0]) * 1e3
-    assert t == pytest.approx(pinned, rel=1e-6)
-    assert free < 0.8 * pinned  # 1,024 columns: 4 tiles of 256 on 4 SMs, where 16 tiles of 64 spread the K loop wider

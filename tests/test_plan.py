@@ -102,7 +102,7 @@ def test_point_breakdowns_price_each_point_as_alone():
                isl=1024, osl=1024)
     points = [(p.deployment, p.concurrency) for p in r.points]
     assert len({(d.plan, d.spec, d.precision) for d, _ in points}) >= 3
-    batched = point_breakdowns(m, cal, points, 1024, 1024)
+    batched = point_breakdowns(m, cal, points, r.workload)
     for (d, c), rows in zip(points, batched, strict=True):
         alone = point_breakdown(m, cal, d, c, isl=1024, osl=1024)
         assert [x["name"] for x in rows] == [x["name"] for x in alone]

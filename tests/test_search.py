@@ -207,7 +207,7 @@ def test_frontier_priced_together_is_each_deployment_alone_bit_for_bit(model, gp
     deps = {p.deployment: [q for q in r.points if q.deployment == p.deployment] for p in r.points}
     assert len(deps) > 1 and len(r.points) > len(deps)  # several plans, several at more than one load
     hits = _frontier_priced.cache_info().hits
-    rows = point_breakdowns(m, cal, [(p.deployment, p.concurrency) for p in r.points], 1024, 1024)
+    rows = point_breakdowns(m, cal, [(p.deployment, p.concurrency) for p in r.points], r.workload)
     assert _frontier_priced.cache_info().hits == hits + 1  # the search's own pricing, not another
     for dep, pts in deps.items():
         conc = np.array([p.concurrency for p in pts])
@@ -216,3 +216,47 @@ def test_frontier_priced_together_is_each_deployment_alone_bit_for_bit(model, gp
         for j, p in enumerate(pts):
             assert p.energy == {k: e.at(j)[k] for k in p.energy}
             assert rows[r.points.index(p)] == op_rows(ops, at=j, n=len(pts), pdl_per_launch=pdl_per_launch(g, dep.engine.costs(cal)))
+
+
+def test_breakdowns_priced_at_the_frontiers_prefix_hit():
+    """A frontier's breakdowns are priced at its own workload, its prefix hits with it (Frontier.workload),
+    as its points and their energy are: each point's rows are its deployment's operators priced alone at
+    its load and that workload. Priced at no hit (point_breakdowns built Workload(isl, osl)), 1 of these
+    26 points' rows differed: its core_decode 21.34 ms where its own pricing gives 23.35 ms."""
+    from llm_codesign.explore.search import _frontier_priced, op_rows, point_breakdowns
+    from llm_codesign.serve.aggregated import pdl_per_launch
+    from llm_codesign.serve.metrics import decode_operators
+    from llm_codesign.spec.plan import Workload
+
+    g, m = get_gpu("h200"), get_model("llama-3.1-70b")
+    cal = calibration_for(g)
+    r = search(m, g, cal, SearchSpace(8, precisions=(Precision.of("fp8", kv="fp8"),)), isl=32768, osl=128, prefix_hit=0.95)
+    assert r.workload == Workload(isl=32768, osl=128, prefix_hit=0.95) and len(r.points) == 26
+    points = [(p.deployment, p.concurrency) for p in r.points]
+    hits = _frontier_priced.cache_info().hits
+    rows = point_breakdowns(m, cal, points, r.workload)
+    assert _frontier_priced.cache_info().hits == hits + 1  # the pricing the frontier's energy made
+    own = [op_rows(decode_operators(m, d, r.workload, c, calibration=cal), pdl_per_launch=pdl_per_launch(g, d.engine.costs(cal)))
+           for d, c in points]
+    assert rows == own
+    no_hit = point_breakdowns(m, cal, points, Workload(isl=32768, osl=128))
+    moved = [(a, b) for a, b in zip(rows, no_hit, strict=True) if a != b]
+    assert len(moved) == 1
+    core = [{x["name"]: x["time_ms"] for x in side}["layer/attn/core_decode"] for side in moved[0]]
+    assert core == pytest.approx([23.3515, 21.3402], abs=1e-4)
+
+
+def test_frontier_pricing_is_held_read_only():
+    """_frontier_priced's groups are cached and shared by with_energy and point_breakdowns: their
+    evaluation (serve.aggregated.read_only) and cell index cannot be written into."""
+    from types import MappingProxyType
+
+    from llm_codesign.explore.search import _frontier_priced
+
+    g, m = get_gpu("h200"), get_model("llama-3.1-70b")
+    cal = calibration_for(g)
+    r = search(m, g, cal, SearchSpace(8, precisions=(Precision.of("fp8", kv="fp8"),)), isl=1024, osl=1024)
+    for grp, _ in _frontier_priced(m, cal, tuple((p.deployment, p.concurrency) for p in r.points), r.workload):
+        assert isinstance(grp.r, MappingProxyType) and isinstance(grp.r["ops"], tuple)
+        assert not grp.cell.flags.writeable and not grp.r["output_tok_s_per_gpu"].flags.writeable
+        assert all(not op.time.flags.writeable for op in grp.r["ops"] if isinstance(op.time, np.ndarray))

@@ -127,20 +127,3 @@ def test_gpu_file_block_scale_rate_is_checked():
     assert gpu_from_toml(text.replace("block_scale_rate = 0.8\n", ""), "h.toml").block_scale_rate == 0.8
     other = text.replace("block_scale_rate = 0.8\n", "").replace('family = "hopper"', 'family = "blackwell"')
     assert 'family = "blackwell"' in other and gpu_from_toml(other, "b.toml").block_scale_rate == 1.0
-
-
-def test_block_scaled_256_wide_tile_runs_its_epilogue_after_its_main_loop(b200, h100):
-    """CUTLASS's block-scaled builder keeps one accumulator stage at MMA N = 256 (two below): such a tile's output is
-    drained before the next tile's MMAs start, its bytes at the HBM datasheet rate (sm100_blockscaled_umma_builder.inl:242).
-    By hand, NVFP4 on B200 at the kernel tables' fallback tile, one full wave of 148 tiles (4,736 x 1,024), K 8,192."""
-    assert gemm.one_accumulator(b200, 256) and not gemm.one_accumulator(b200, 128) and not gemm.one_accumulator(h100, 256)
-    cal = calibration_for(b200)
-    kw = dict(math="fp4", a_bytes=0.5625, w_bytes=0.5625, kernel="fp4", tiles=((128, 256, 1),))
-    # shared memory feeds it fully: (128 + 256) x 0.5625 / (2 x 128 x 256) = 1/303 byte per FLOP against 1/256
-    assert gemm.tile_feed(128, 256, b200, math="fp4", a_bytes=0.5625, w_bytes=0.5625) == 1.0
-    per_k = 2 * 128 * 256 * 148 / (9e15 * cal.gemm_eff("fp4"))  # one wave's K step: 1.948 ns at 0.553 of 9 PFLOPS
-    main = (8192 + cal.gemm_k_half("fp4")) * per_k  # 15.99 us
-    epilogue = 148 * 128 * 256 * 2 / 8e12  # 148 BF16 tiles of 128 x 256 at 8 TB/s: 1.212 us
-    assert float(gemm.gemm_time(4736, 1024, 8192, b200, cal, **kw)[1]) == pytest.approx(main + epilogue, rel=1e-5)
-    # a MoE kernel's grouped GEMM at the FP4 rates is not CUTLASS's dense kernel: no such epilogue
-    assert float(gemm.gemm_time(4736, 1024, 8192, b200, cal, grouped=True, **kw)[1]) == pytest.approx(main, rel=1e-5)

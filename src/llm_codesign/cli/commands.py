@@ -331,8 +331,9 @@ def _pareto_runs(model_refs, gpu_refs, *, space: dict, limits: dict, workload, e
                 cal, engine = calibration_for(g, calibration), engines[gref]
                 # the profile by name, so that its points' intervals are the profile's own (measure.intervals.table_for)
                 r = run(m, g, workload=workload, engine=engine.name, calibration=calibration, progress=cb, **space, **limits).priced(gpu_hour_price)
+                # at the frontier's own workload, its prefix hits with it (as its points and their energy were priced)
                 pending.append((len(results), lambda m=m, cal=cal, r=r: point_breakdowns(
-                    m, cal, [(p.deployment, p.concurrency) for p in r.points], isl, osl)))
+                    m, cal, [(p.deployment, p.concurrency) for p in r.points], r.workload)))
                 results.append(r)
                 if disagg:  # the same space's disaggregated frontier, as llm_codesign.pareto(disagg=True) searches it
                     from llm_codesign.explore.disagg_search import decode_breakdown

@@ -294,7 +294,7 @@ def _expert_gemm(label: _Label, n, k, at: _At, *, load, math, a_b, w_b, kernel, 
     # by a kernel of its own where the MoE kernel quantises them itself (`own_quant`: AITER's)
     quant = not epilogue_quant and gemm.quantise_kernel(at.engine, a_b, kernel=quant_kernel, fused=False if own_quant else None)
     kw = dict(eff_scale=eff, kernel=kernel, swap_ab=True, overhead_s=overhead, fused_quant="epilogue" if epilogue_quant else not quant,
-              grouped=True, token_tile=tile)
+              token_tile=tile)
     if alpha <= 0.0:
         return _gemm(label, top, n, k, at, math=math, a_b=a_b, w_b=w_b, groups=active, distinct=active, weight=weight, quant_rows=quant_rows, **kw)
     rest_groups = active - 1.0

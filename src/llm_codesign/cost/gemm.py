@@ -87,22 +87,17 @@ def main_loop_rate(kernel: str, gpu: Gpu) -> float:
     return gpu.block_scale_rate if kernel == "fp8_block" else 1.0
 
 
-def _best_tile_time(m: Tokens, n, k, gpu: Gpu, cal: Calibration, *, groups, peak, kernel, math, a_bytes, w_bytes, swap_ab, tiles=None,
-                    c_bytes=2.0, grouped=False, token_tile=None):
+def _best_tile_time(m: Tokens, n, k, gpu: Gpu, cal: Calibration, *, groups, peak, kernel, math, a_bytes, w_bytes, swap_ab, token_tile=None):
     """Compute time of the fastest of the GPU's tiles (float32 arrays), tile and wave quantised, with
     split-K for dense BF16/FP8 kernels and each tile at its shared-memory feed rate. M enters only as
     whole tile rows, ceil(M / tile M), so where N, K and the groups vary along fewer elements than M
     (a search's chunk: per plan against plans x batches x k) the tiles are priced once per distinct
-    (N, K, groups) and whole-row count and gathered (cost.arrays.tabulated): the same values. `tiles`: the one
-    configuration a kernel runs where it picks none (a library's fallback), in place of the GPU's candidates.
-    `token_tile`: the kernel's own tile, not the fastest (_token_tile_time)."""
-    candidates = _candidate_tiles(gpu, math, float(a_bytes), float(w_bytes))
+    (N, K, groups) and whole-row count and gathered (cost.arrays.tabulated): the same values. `token_tile`:
+    the kernel's own tile, not the fastest (_token_tile_time)."""
+    tiles = _candidate_tiles(gpu, math, float(a_bytes), float(w_bytes))
     if token_tile is not None:
-        return _token_tile_time(m.m, n, k, gpu, cal, tiles=candidates, token_tile=token_tile, peak=peak, kernel=kernel, math=math,
+        return _token_tile_time(m.m, n, k, gpu, cal, tiles=tiles, token_tile=token_tile, peak=peak, kernel=kernel, math=math,
                                 groups=groups, a_bytes=a_bytes, w_bytes=w_bytes)
-    if tiles is None and kernel == "fp4" and not grouped:
-        tiles = FP4_KERNEL_TILES.get(gpu.family)  # a dense block-scaled FP4 GEMM chooses among its kernel's own configurations
-    tiles = candidates if tiles is None else tuple(tiles)
     # split-K keeps >= 256 of K per split; block-scaled kernels (fp8_block, fp4) do not split K; Marlin's
     # striped partition (W4A16) spreads K over the SMs as stream-K does
     can_split = kernel in ("bf16", "fp8", "w4a16")
@@ -118,7 +113,7 @@ def _best_tile_time(m: Tokens, n, k, gpu: Gpu, cal: Calibration, *, groups, peak
 
     def price(rows, n, k, groups):
         return _fastest_tile(rows, n, k, gpu, cal, tiles=tiles, groups=groups, peak=peak, kernel=kernel, math=math, a_bytes=a_bytes,
-                          w_bytes=w_bytes, c_bytes=c_bytes, can_split=can_split, grouped=grouped)
+                          w_bytes=w_bytes, can_split=can_split)
 
     q = min(t[0] for t in tiles)
     if any(t[0] & (t[0] - 1) for t in tiles):  # a tile M not a power of two (a GPU file's own): M as it is
@@ -152,30 +147,25 @@ def _token_tile_time(m, n, k, gpu: Gpu, cal: Calibration, *, tiles, token_tile, 
     return out
 
 
-def _fastest_tile(rows: Rows, n, k, gpu: Gpu, cal: Calibration, *, tiles, groups, peak, kernel, math, a_bytes, w_bytes, c_bytes, can_split, grouped):
+def _fastest_tile(rows: Rows, n, k, gpu: Gpu, cal: Calibration, *, tiles, groups, peak, kernel, math, a_bytes, w_bytes, can_split):
     """The fastest of `tiles` at each element (the loop of _best_tile_time): each tile's time with the
     split-K the GEMM libraries allow, at its feed rate (cost.arrays.fastest stacks them or loops)."""
     f32 = np.float32
     # split-K: at most the split factor the GEMM libraries pick (gemm_max_split_k, fitted per family)
     k_split_max = np.maximum(np.minimum(np.floor(k / f32(256.0)), f32(np.floor(cal.gemm_max_split_k))), f32(1.0))
     k_half = f32(cal.gemm_k_half(kernel))
-    # a tile whose epilogue the next tile's main loop cannot hide stores its output at the GPU's HBM bandwidth (its datasheet figure)
-    store = gpu.hbm_bandwidth_bytes_per_s if kernel == "fp4" and not grouped and gpu.family in ONE_ACCUMULATOR else 0.0
-    per_tile, columns = _per_tile(tiles, gpu, q=rows.q, peak=float(peak), math=math, a_bytes=float(a_bytes), w_bytes=float(w_bytes),
-                                  c_bytes=float(c_bytes), store=float(store))
+    per_tile, columns = _per_tile(tiles, gpu, q=rows.q, peak=float(peak), math=math, a_bytes=float(a_bytes), w_bytes=float(w_bytes))
     tile_time = partial(_tile_times, n=n, k=k, groups=groups, k_split_max=k_split_max, k_half=k_half, can_split=can_split)
     return fastest(rows, per_tile, columns, tile_time, shapes=(n, k, groups))
 
 
 @lru_cache(maxsize=512)  # a search prices each GEMM format's tiles in every chunk
-def _per_tile(tiles, gpu: Gpu, *, q, peak, math, a_bytes, w_bytes, c_bytes=2.0, store=0.0):
-    """Per tile: 1 / its M in row quanta of q, 1 / its N, its CTA slots and 1 / them, its time per
-    K step and wave, and where `store` (the rate its output is written at) is given, the time of an epilogue
-    it does not overlap (one_accumulator) (float32 scalars); and each over the tiles, a float32 array."""
+def _per_tile(tiles, gpu: Gpu, *, q, peak, math, a_bytes, w_bytes):
+    """Per tile: 1 / its M in row quanta of q, 1 / its N, its CTA slots and 1 / them, and its time per
+    K step and wave (float32 scalars); and each of those over the tiles, as a float32 array."""
     f32 = np.float32
     per_tile = tuple((f32((q or 1) / tm), f32(1.0 / tn), f32(gpu.sms // ctas), f32(1.0 / (gpu.sms // ctas)),
                       f32(2.0 * tm * tn * gpu.sms / (ctas * peak * tile_feed(tm, tn, gpu, math=math, a_bytes=a_bytes, w_bytes=w_bytes))))
-                     + ((f32(tm * tn * c_bytes / store if one_accumulator(gpu, tn) else 0.0),) if store > 0.0 else ())
                      for tm, tn, ctas in tiles)
     columns = tuple(np.array(col, f32) for col in zip(*per_tile, strict=True))
     for c in columns:
@@ -183,7 +173,7 @@ def _per_tile(tiles, gpu: Gpu, *, q, peak, math, a_bytes, w_bytes, c_bytes=2.0, 
     return per_tile, columns
 
 
-def _tile_times(m_tiles, inv_n, slots, inv_slots, per_wave, *epilogue, n, k, groups, k_split_max, k_half, can_split):
+def _tile_times(m_tiles, inv_n, slots, inv_slots, per_wave, *, n, k, groups, k_split_max, k_half, can_split):
     """One tile's time (or every tile's, along a leading axis), its whole tiles along M given."""
     f32 = np.float32
     count = m_tiles * (np.ceil(n * inv_n) * groups)  # output tiles
@@ -192,29 +182,8 @@ def _tile_times(m_tiles, inv_n, slots, inv_slots, per_wave, *epilogue, n, k, gro
         split = np.minimum(np.maximum(np.floor(slots / np.maximum(count, f32(1.0))), f32(1.0)), k_split_max)
         waves = np.ceil(count * split * inv_slots)
         return waves * (k / split + k_half) * per_wave
-    # per wave: one tile's K main loop plus a fixed prologue/epilogue cost of k_half steps; an epilogue not
-    # overlapped adds each tile's output written at the HBM rate (a wave's tiles store together)
-    t = np.ceil(count * inv_slots) * ((k + k_half) * per_wave)
-    return t + count * epilogue[0] if epilogue else t
-
-
-# GPU families whose CUTLASS block-scaled (NVFP4/MXFP4) kernels keep one accumulator stage in tensor memory at
-# MMA N = 256, and two below (CUTLASS sm100_blockscaled_umma_builder.inl:242@7107b05, AccumulatorPipelineStageCount
-# = (MMA_N == 256) ? 1 : 2: the scale factors share TMEM's 512 columns): with one, a tile's epilogue drains its
-# accumulator before the next tile's MMAs may write it. TensorRT-LLM's FP4 GEMM builds its main loop with that
-# builder (FlashInfer's copy, include/flashinfer/gemm/fp4_gemm_template_sm100.h:163-169@fb28d72).
-ONE_ACCUMULATOR = {"blackwell": 256}
-
-# The tiles a dense NVFP4 GEMM's tactics choose among on SM100 (TensorRT-LLM's CUTLASS FP4 runner, FlashInfer's copy:
-# CutlassFp4GemmRunner::getConfigs, include/flashinfer/gemm/fp4_gemm_cutlass_template.h:194-231@fb28d72): CTA 128 x 64 / 128 /
-# 256 (the 256-wide at two K depths), clusters 1x1 .. 4x4; a cluster M of 2 or 4 runs the 2SM kernel, MMA M 256 over the
-# pair (:45-105; fp4_gemm_template_sm100.h:50-79,155, MmaTileShape = CTA_M x Scale), one CTA M of 128 everywhere, no swap-AB.
-FP4_KERNEL_TILES = {"blackwell": ((128, 64, 1), (128, 128, 1), (128, 256, 1), (256, 64, 2), (256, 128, 2), (256, 256, 2))}
-
-
-def one_accumulator(gpu: Gpu, tn: int) -> bool:
-    """Whether a block-scaled tile of N `tn` runs its epilogue after its main loop, not under the next tile's."""
-    return ONE_ACCUMULATOR.get(gpu.family) == tn
+    # per wave: one tile's K main loop plus a fixed prologue/epilogue cost of k_half steps
+    return np.ceil(count * inv_slots) * ((k + k_half) * per_wave)
 
 
 # What a GEMM reads of a profile: all but the collectives' fields (collective_time's) and the per-engine
@@ -233,21 +202,19 @@ def reuse_gemm_prices():
 
 def gemm_time(m, n, k, gpu: Gpu, cal: Calibration, *, math: str, a_bytes, w_bytes, c_bytes=2.0,
               groups=1.0, distinct_groups=None, eff_scale=1.0, kernel: str | None = None, swap_ab: bool | None = None,
-              overhead_s=None, fused_quant: bool | str | None = None, engine: Engine | None = None, quant_rows=None, tiles=None, grouped: bool = False,
-              token_tile=None):
+              overhead_s=None, fused_quant: bool | str | None = None, engine: Engine | None = None, quant_rows=None, token_tile=None):
     """C[m,n] = A[m,k] B[k,n], repeated over `groups` independent problems (grouped/batched GEMM):
     _gemm_time's (time, compute time, memory time), reused within reuse_gemm_prices(). `quant_rows`: the rows an
-    activation quantisation of its own reads where they are not A's (None: A's rows over the groups). `grouped`: a MoE
-    kernel's grouped GEMM, priced at this kernel family's rates but not its library's tile rules (ONE_ACCUMULATOR)."""
+    activation quantisation of its own reads where they are not A's (None: A's rows over the groups)."""
     def price():
         return _gemm_time(m, n, k, gpu, cal, math=math, a_bytes=a_bytes, w_bytes=w_bytes, c_bytes=c_bytes, groups=groups,
                           distinct_groups=distinct_groups, eff_scale=eff_scale, kernel=kernel, swap_ab=swap_ab, overhead_s=overhead_s,
-                          fused_quant=fused_quant, engine=engine, quant_rows=quant_rows, tiles=tiles, grouped=grouped, token_tile=token_tile)
+                          fused_quant=fused_quant, engine=engine, quant_rows=quant_rows, token_tile=token_tile)
 
     memo = _GEMMS.get()
     if memo is None:
         return price()
-    key = (gpu, memo.cal_key(cal), None if engine is None else engine.name, math, kernel, swap_ab, fused_quant, overhead_s is None, tiles, grouped,
+    key = (gpu, memo.cal_key(cal), None if engine is None else engine.name, math, kernel, swap_ab, fused_quant, overhead_s is None,
            *(array_key(x.m if isinstance(x, Tokens) else x) for x in (m, n, k, a_bytes, w_bytes, c_bytes, groups, eff_scale)),
            array_key(-1.0 if distinct_groups is None else distinct_groups), array_key(0.0 if overhead_s is None else overhead_s),
            array_key(-1.0 if quant_rows is None else quant_rows), array_key(-1.0 if token_tile is None else token_tile))
@@ -256,8 +223,7 @@ def gemm_time(m, n, k, gpu: Gpu, cal: Calibration, *, math: str, a_bytes, w_byte
 
 def _gemm_time(m, n, k, gpu: Gpu, cal: Calibration, *, math: str, a_bytes, w_bytes, c_bytes=2.0,
               groups=1.0, distinct_groups=None, eff_scale=1.0, kernel: str | None = None, swap_ab: bool | None = None,
-              overhead_s=None, fused_quant: bool | str | None = None, engine: Engine | None = None, quant_rows=None, tiles=None, grouped: bool = False,
-              token_tile=None):
+              overhead_s=None, fused_quant: bool | str | None = None, engine: Engine | None = None, quant_rows=None, token_tile=None):
     """C[m,n] = A[m,k] B[k,n], repeated over `groups` independent problems (grouped/batched GEMM).
 
     Compute: FLOPs padded to whole CTA tiles (tile quantisation) and whole waves over the SMs (wave
@@ -282,7 +248,7 @@ def _gemm_time(m, n, k, gpu: Gpu, cal: Calibration, *, math: str, a_bytes, w_byt
     kernel = kernel or math
     peak = gpu.peak(math) * cal.gemm_eff(kernel) * main_loop_rate(kernel, gpu) * eff_scale
     best = _best_tile_time(tokens, n, k, gpu, cal, groups=groups, peak=peak, kernel=kernel, math=math, a_bytes=a_bytes,
-                           w_bytes=w_bytes, swap_ab=swap_ab, tiles=tiles, c_bytes=c_bytes, grouped=grouped, token_tile=token_tile)
+                           w_bytes=w_bytes, swap_ab=swap_ab, token_tile=token_tile)
     rows = m if groups.ndim == 0 and groups == 1.0 else m * groups  # A's rows over the groups (m * 1 is m)
     nbytes = _gemm_bytes(rows, n, k, a_bytes=a_bytes, w_bytes=w_bytes, c_bytes=c_bytes, distinct_groups=dg)
     t_mem = nbytes * f32(1.0 / (gpu.hbm_bandwidth_bytes_per_s * cal.gemm_bw(kernel)))

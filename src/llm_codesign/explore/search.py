@@ -7,6 +7,7 @@ import itertools
 import os
 import time
 import types
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import NamedTuple
@@ -16,7 +17,7 @@ import numpy as np
 from llm_codesign.cost.calibration import Calibration
 from llm_codesign.errors import InputError
 from llm_codesign.explore.frontier import Frontier, FrontierPoint
-from llm_codesign.serve.aggregated import Serving, evaluate, max_running, op_step_time, pdl_per_launch
+from llm_codesign.serve.aggregated import Serving, evaluate, evaluate_for, max_running, op_step_time, pdl_per_launch, read_only
 from llm_codesign.serve.invariants import check_values, weight_floor_s
 from llm_codesign.spec.engines import TRTLLM, Engine, check_kv_format
 from llm_codesign.spec.hardware import Gpu
@@ -193,8 +194,9 @@ def search(model: ModelSpec, gpu: Gpu, cal: Calibration, space: SearchSpace, *, 
     c, total = _evaluate_grid(model, gpu, cal, space, grid, isl=isl, osl=osl, engine=engine, prefix_hit=prefix_hit, progress=progress)
     sel, front = select_frontier(c, min_tps_user, max_ttft_ms)
     points = tuple(_point(model, gpu, space, grid, c=c, j=j, accs=accs, engine=engine) for j in front)
-    points = with_energy(model, cal, points, Workload(isl=isl, osl=osl, prefix_hit=prefix_hit))
-    return Frontier(model=model.name, gpu=gpu, num_gpus=space.num_gpus, workload=Workload(isl=isl, osl=osl, prefix_hit=prefix_hit),
+    workload = Workload(isl=isl, osl=osl, prefix_hit=prefix_hit)  # the frontier's: its energy and its breakdowns priced at it
+    points = with_energy(model, cal, points, workload)
+    return Frontier(model=model.name, gpu=gpu, num_gpus=space.num_gpus, workload=workload,
                     backend=engine.name, points=points, evaluated=int(total), fitting=int(c["fits"].sum()), seconds=time.perf_counter() - t0,
                     cloud=thinned_cloud(c, sel), roofline_bound=roofline_bound(model, gpu, precs, space.num_gpus, accepted=max(
                         [space.spec.at(int(k)).accepted() for k in ks if k] if space.spec else [], default=1.0)))
@@ -441,10 +443,10 @@ def parse_precisions(weight: str | None, activation: str | None, kv: str | None,
 
 
 class _Priced(NamedTuple):
-    """A group of a frontier's deployments priced together (_frontier_priced): evaluate(with_ops=True)'s
-    dict over their plans (rows) and loads (columns), the shape of that grid, each cell's point (a
-    row's last load repeats to fill it) and the group's PDL credit per launch."""
-    r: dict
+    """A group of a frontier's deployments priced together (_frontier_priced): evaluate_for's dict
+    (read only) over their plans (rows) and loads (columns), the shape of that grid, each cell's point
+    (a row's last load repeats to fill it; read only) and the group's PDL credit per launch."""
+    r: Mapping
     shape: tuple
     cell: np.ndarray
     pdl: float
@@ -466,8 +468,8 @@ def _frontier_priced(model: ModelSpec, cal: Calibration, points: tuple, workload
         cell = np.array([idx[min(j, len(idx) - 1)] for idx in deps.values() for j in range(width)]).reshape(len(deps), width)
         plan = Plan(*(np.array([d.plan.at(0).sizes[f] for d in deps], dtype=np.int64)[:, None] for f in range(6)))
         conc = np.array([points[i][1] for i in cell.reshape(-1)], dtype=np.int64).reshape(cell.shape)
-        r = evaluate(model, replace(at, plan=plan), cal=cal, concurrency=conc, isl=workload.isl, osl=workload.osl, with_ops=True,
-                     prefix_hit=workload.prefix_hit, arrival=workload.priced_arrival, offline=workload.concurrency is None)
+        cell.flags.writeable = False  # held by the cache, as the evaluation is (read_only)
+        r = read_only(evaluate_for(model, replace(at, plan=plan), workload, cal=cal, concurrency=conc))
         g = _Priced(r, cell.shape, cell, pdl_per_launch(at.gpu, at.engine.costs(cal)))
         for row, idx in enumerate(deps.values()):
             for j, i in enumerate(idx):
@@ -493,16 +495,18 @@ def with_energy(model: ModelSpec, cal: Calibration, points: tuple, workload: Wor
     return tuple(out)
 
 
-def point_breakdown(model: ModelSpec, cal: Calibration, dep: Deployment, concurrency: int, *, isl: int, osl: int) -> list[dict]:
+def point_breakdown(model: ModelSpec, cal: Calibration, dep: Deployment, concurrency: int, *, isl: int, osl: int,
+                    prefix_hit: float = 0.0) -> list[dict]:
     """Per-operator time (ms per step, one GPU) of a frontier point: one instance of `dep` with
-    `concurrency` requests in flight."""
-    return point_breakdowns(model, cal, [(dep, concurrency)], isl, osl)[0]
+    `concurrency` requests in flight, `prefix_hit` of each prompt found in the prefix cache (as the search's)."""
+    return point_breakdowns(model, cal, [(dep, concurrency)], Workload(isl=isl, osl=osl, prefix_hit=prefix_hit))[0]
 
 
-def point_breakdowns(model: ModelSpec, cal: Calibration, points: list[tuple[Deployment, int]], isl: int, osl: int) -> list[list[dict]]:
-    """`point_breakdown` of many (deployment, concurrency) points, priced together (_frontier_priced:
-    a frontier's, priced for its energy already, are not priced again)."""
-    priced = _frontier_priced(model, cal, tuple((dep, int(c)) for dep, c in points), Workload(isl=isl, osl=osl))
+def point_breakdowns(model: ModelSpec, cal: Calibration, points: list[tuple[Deployment, int]], workload: Workload) -> list[list[dict]]:
+    """`point_breakdown` of many (deployment, concurrency) points serving `workload` (a frontier's own,
+    its prefix hits with it: Frontier.workload), priced together (_frontier_priced: a frontier's, priced
+    for its energy already, are not priced again)."""
+    priced = _frontier_priced(model, cal, tuple((dep, int(c)) for dep, c in points), workload)
     return [op_rows(g.r["ops"], at=f, n=g.shape, pdl_per_launch=g.pdl) for g, f in priced]
 
 

@@ -89,14 +89,6 @@ MOE_EXPERT0_EP = {(2816, 704, 8, 128), (4096, 14336, 2, 8), (6144, 16384, 2, 8),
 # work in eager mode (scale layout, quantisation), not the GEMM (research notes of issue 39)
 GEMM_SOURCES = {"sglang_deepgemm_gemm_nt_f8f8bf16": "fp8_deepgemm", "sglang_sgl_kernel_fp8_scaled_mm": "fp8_cutlass",
                "CutlassFP8ScaledMMLinearKernel": "fp8_cutlass"}
-# The tile TensorRT-LLM's NVFP4 GEMM runs in the GEMM tables' rows, per GPU family. The collector times Linear.forward
-# outside the AutoTuner's tuning mode (aiconfigurator collector/trtllm/collect_gemm.py:202-245@095f58a: no autotune()),
-# so trtllm::nvfp4_gemm's choose_one misses its cache and returns the fallback tactic -1 (_torch/autotuner.py
-# AutoTuner.choose_one, "use cache found one or fallback one"), which NVFP4GemmUnifiedRunner.forward maps to CUTLASS's
-# (_torch/custom_ops/torch_custom_ops.py: tactic -1 -> ("cutlass", -1)), whose config -1 is getDefaultGemmConfig
-# (cpp/tensorrt_llm/thop/fp4Gemm.cpp@05289e8): SM100 CtaShape128x256x128B, SM103 128x256x256B, cluster 1x1x1 (one SM
-# per tile), SM120 128x128x256B. One tile for every shape: no 2-SM tile, no narrower one. Serving autotunes at warm-up.
-NVFP4_TABLE_TILES = {"blackwell": ((128, 256, 1),), "blackwell_sm120": ((128, 128, 1),)}
 GEMM_HOST_TIMED = {"DeepGemmFp8BlockScaledMMKernel", "CutlassFp8BlockScaledMMKernel", "FlashInferFp8BlockScaledMMKernel"}
 NCCL_BYTES = {"half": 2, "bfloat16": 2, "float": 4, "int8": 1, "fp8": 1}
 NCCL_OPS = {"all_reduce": "all_reduce", "all_gather": "all_gather", "reduce_scatter": "reduce_scatter", "alltoall": "all_to_all"}
@@ -280,15 +272,14 @@ def _gemm(rows, gpu):
             continue
         math, ab, wb = GEMM_DTYPES[dt]
         sub = [rows[i] for i in idx]
-        tiles = NVFP4_TABLE_TILES.get(gpu.family) if dt == "nvfp4" and engine in ("", "trtllm") else None  # TensorRT-LLM's collector
-        parts.append((np.array(idx), _col(sub, "m"), _col(sub, "n"), _col(sub, "k"), math, ab, wb, kernel, tiles))
+        parts.append((np.array(idx), _col(sub, "m"), _col(sub, "n"), _col(sub, "k"), math, ab, wb, kernel))
         for i in idx:
             lab[i] = f"{engine} {dt} {kernel}" if engine else dt
 
     def price(cal: Calibration):
         out = np.full(len(rows), np.nan)
-        for idx, m, n, k, math, ab, wb, kernel, tiles in parts:
-            out[idx] = gemm.gemm_time(m, n, k, gpu, cal, math=math, a_bytes=ab, w_bytes=wb, kernel=kernel, tiles=tiles)[0] * 1e3
+        for idx, m, n, k, math, ab, wb, kernel in parts:
+            out[idx] = gemm.gemm_time(m, n, k, gpu, cal, math=math, a_bytes=ab, w_bytes=wb, kernel=kernel)[0] * 1e3
         return out
     return price, lab
 

@@ -18,6 +18,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, replace
 from functools import lru_cache, partial
+from types import MappingProxyType
 from typing import NamedTuple
 
 import numpy as np
@@ -34,7 +35,7 @@ from llm_codesign.spec.hardware import Gpu
 from llm_codesign.spec.harness import DEFAULT_ARRIVAL, DEFAULT_FLAGS, SchedulerFlags
 from llm_codesign.spec.kinds import GQA, DenseFfn
 from llm_codesign.spec.model import Layer, ModelSpec
-from llm_codesign.spec.plan import Deployment, Plan, SpecDecoding, cached_tokens
+from llm_codesign.spec.plan import Deployment, Plan, SpecDecoding, Workload, cached_tokens
 from llm_codesign.spec.precision import Precision
 
 
@@ -389,25 +390,55 @@ def evaluate(model: ModelSpec, at: Serving, *, cal: Calibration, concurrency, is
     return res
 
 
-def deployment_ops(model: ModelSpec, dep: Deployment, *, cal: Calibration, concurrency, isl: int, osl: int, prefix_hit=0.0,
-                   arrival: str = DEFAULT_ARRIVAL, offline: bool = False) -> dict:
-    """evaluate(with_ops=True) of one deployment at `concurrency` (an int or an array), the last
-    _OPS_KEPT kept by their inputs: a frontier's energy (explore.search.with_energy) and its
-    breakdowns (point_breakdowns), and estimate's energy and bottlenecks, price the same deployment at
-    the same loads, and the second asks for what the first priced (the same dict, read only)."""
+def evaluate_for(model: ModelSpec, at: Serving, workload: Workload, *, cal: Calibration, concurrency) -> dict:
+    """evaluate(with_ops=True) of `at` serving `workload` at `concurrency` requests in flight (an int or an
+    array), as its metrics are priced (its prefix hits, the arrival it is priced at, offline where it
+    names no load): the one call behind estimate's energy and bottlenecks (deployment_ops) and a
+    frontier's energy and breakdowns (explore.search._frontier_priced)."""
+    return evaluate(model, at, cal=cal, concurrency=np.asarray(concurrency, dtype=np.int64), isl=workload.isl, osl=workload.osl,
+                    with_ops=True, prefix_hit=workload.prefix_hit, arrival=workload.priced_arrival, offline=workload.concurrency is None)
+
+
+def read_only(r: dict) -> MappingProxyType:
+    """A priced dict held by a cache, shared by whoever asks: read-only views of its arrays, its operator
+    lists as tuples of operators whose arrays are read-only views (a lazy work/split is computed again
+    when asked), the dict itself a MappingProxyType. A caller that wrote into one would change every later answer."""
+    def ro(v):
+        if isinstance(v, np.ndarray):
+            v = v.view()
+            v.flags.writeable = False
+        return v
+
+    def held(v):  # an operator's value, or its (work) or (split) pair; a function computing them is left to compute
+        return tuple(ro(x) for x in v) if isinstance(v, tuple) else ro(v)
+
+    def ops(seq):
+        return tuple(op.replace(**{f: held(getattr(op, f)) for f in ("time", "count", "work", "split", "kernels")}) for op in seq)
+
+    return MappingProxyType({k: ops(v) if k in ("ops", "prefill_ops") else ro(v) for k, v in r.items()})
+
+
+def deployment_ops(model: ModelSpec, dep: Deployment, workload: Workload, *, cal: Calibration, concurrency) -> MappingProxyType:
+    """evaluate_for of one deployment at `concurrency` (an int or an array), read only (read_only), the
+    last _OPS_KEPT kept by their inputs: estimate prices its energy (serve.energy.energy) and its
+    operators (serve.metrics.decode_operators) from the same evaluation. A deployment whose plan sizes
+    are numpy arrays (Deployment takes them; estimate gives ints, serve.estimate._one_plan) is
+    unhashable: priced without the cache, as before it."""
     c = np.asarray(concurrency, dtype=np.int64)
-    return _deployment_ops(model, dep, cal, shape=c.shape, raw=c.tobytes(), isl=isl, osl=osl, prefix_hit=prefix_hit, arrival=arrival,
-                           offline=offline)
+    try:
+        hash((dep, workload))
+    except TypeError:
+        return read_only(evaluate_for(model, Serving.of(dep), workload, cal=cal, concurrency=c))
+    return _deployment_ops(model, dep, workload, cal, shape=c.shape, raw=c.tobytes())
 
 
-_OPS_KEPT = 512  # a few frontiers' deployments (up to ~60 each), each one's operators over its few loads
+_OPS_KEPT = 8  # one reuse per estimate (its energy, then its operators), ~50 KB each (Llama-70B TP8, tracemalloc): a few estimates
 
 
 @lru_cache(maxsize=_OPS_KEPT)
-def _deployment_ops(model, dep, cal, *, shape, raw, isl, osl, prefix_hit, arrival, offline) -> dict:
+def _deployment_ops(model, dep, workload, cal, *, shape, raw) -> MappingProxyType:
     c = np.frombuffer(raw, dtype=np.int64).reshape(shape).copy()
-    return evaluate(model, Serving.of(dep), cal=cal, concurrency=c, isl=isl, osl=osl, with_ops=True, prefix_hit=prefix_hit,
-                    arrival=arrival, offline=offline)
+    return read_only(evaluate_for(model, Serving.of(dep), workload, cal=cal, concurrency=c))
 
 
 def _budget_batch(engine: Engine, mnt, *, fill, cap, k, pp, adp) -> dict:

@@ -154,8 +154,7 @@ def energy(model: ModelSpec, dep: Deployment, workload: Workload, concurrency, *
     """Energy of `dep` serving `workload` at `concurrency` requests in flight (an int or an array),
     charged to the output tok/s per GPU the same evaluation gives, or to `output_tok_s_per_gpu` where
     the caller holds them already (a search's frontier: the very figures it prints)."""
-    r = agg.deployment_ops(model, dep, cal=calibration, concurrency=concurrency, isl=workload.isl, osl=workload.osl,
-                           prefix_hit=workload.prefix_hit, arrival=workload.priced_arrival, offline=workload.concurrency is None)
+    r = agg.deployment_ops(model, dep, workload, cal=calibration, concurrency=concurrency)
     out = r["output_tok_s_per_gpu"] if output_tok_s_per_gpu is None else output_tok_s_per_gpu
     return energy_of(r, dep.gpu, agg.pdl_per_launch(dep.gpu, dep.engine.costs(calibration)), out)
 

@@ -215,10 +215,24 @@ def prefill_ops(model: ModelSpec, dep: Deployment, cal: Calibration, workload: W
     return forward_ops(model, dep.gpu, dep.engine.costs(cal).cal, dep.precision, dep.plan.broadcast(), b=chunk, engine=dep.engine)
 
 
+def _one_plan(dep: Deployment) -> Deployment:
+    """`dep` with its plan's sizes as ints where they are numpy values of one element each (Deployment
+    takes them: a notebook's np.array(8)), so that it is priced, and kept (serve.aggregated.deployment_ops),
+    as the same plan of ints is; sizes of several elements are a sweep's, refused."""
+    if not any(isinstance(v, np.ndarray) for v in dep.plan.sizes):
+        return dep
+    for name, v in zip(("tp", "pp", "ep", "moe_tp", "adp", "kvp"), dep.plan.sizes, strict=True):
+        if np.size(v) != 1:
+            raise InputError(f"plan.{name}", np.asarray(v).reshape(-1)[:6].tolist(),
+                             "one size for an estimate (an array of several is a sweep's: lc.pareto, or serve.aggregated.evaluate)")
+    return replace(dep, plan=dep.plan.at(0))
+
+
 def estimate(model: ModelSpec, dep: Deployment, workload: Workload, *, calibration: Calibration, breakdown: bool = False) -> Estimate:
     """What `dep` delivers on `workload`: the metrics at its concurrency (or at the offline maximum
     throughput), memory per GPU, the binding resource of each phase, speculation's break-even and,
     with `breakdown`, per-operator times of the decode step."""
+    dep = _one_plan(dep)
     check(model, dep)
     model.check_context(workload.isl, workload.osl)
     cal = calibration

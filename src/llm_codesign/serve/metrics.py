@@ -118,5 +118,4 @@ def decode_operators(model: ModelSpec, deployment: Deployment, workload: Workloa
     """The operators of the decode step the metrics at `concurrency` time (per GPU, the in-step
     calibration, draft and verify included): what a breakdown or a bottleneck is read from."""
     # energy() prices the same evaluation (deployment_ops keeps it): a list of its own, the operators shared
-    return list(deployment_ops(model, deployment, cal=calibration, concurrency=concurrency, isl=workload.isl, osl=workload.osl,
-                               prefix_hit=workload.prefix_hit, arrival=workload.priced_arrival, offline=workload.concurrency is None)["ops"])
+    return list(deployment_ops(model, deployment, workload, cal=calibration, concurrency=concurrency)["ops"])
