@@ -285,7 +285,8 @@ def _expert_gemm(label: _Label, n, k, at: _At, *, load, math, a_b, w_b, kernel, 
     run at their family's rate against the dense tile model of their GEMM kernel family, with their own fixed cost
     (Calibration.moe_kernel, fitted on MoE kernels), not a dense GEMM's. Uniform routing: `active` groups of equal rows. Skewed: the busiest expert's rows
     and the other active experts' mean rows, in one launch (one fixed cost), their tiles quantised per
-    expert as the grouped kernel tiles them. A family that sets up every expert the rank holds (`local`) each
+    expert as the grouped kernel tiles them; on a token-tile grid (`tile`) their CTAs wave-quantised together, as the
+    one launch runs them (elsewhere each part's own tiles, waves and split-K, as before). A family that sets up every expert the rank holds (`local`) each
     launch adds its time per such expert (Calibration.moe_kernel_expert) to the launch's fixed cost. `quant_rows`:
     the rows an activation quantisation of its own reads where they are not the GEMM's routed rows (AITER's stage 1,
     TRTLLM-Gen's FC1: gemm.gemm_time); `epilogue_quant`: the previous GEMM's epilogue wrote them quantised (TRTLLM-Gen's
@@ -342,8 +343,14 @@ def token_tile(tokens, top_k, local, *, a_b, w_b):
     csrc/trtllm_fused_moe_kernel_launcher.cu:953-989 (computeSelectedTileN; avg_tokens_per_expert = num_tokens x
     top_k / num_local_experts), :1604,1834,2137-2145,2923-2945 (the tiles per launcher)@fb28d72, and TensorRT-LLM's
     own (cpp/tensorrt_llm/thop/fp8BlockScaleMoe.cpp getValidConfigs: computeSelectedTileN(mSupportedTileN, numTokens,
-    totalExpertsPerToken, numTotalLocalExperts)). Of the candidates the autotuner times (half, one, two and four times
-    this tile) the heuristic's own is priced."""
+    totalExpertsPerToken, numTotalLocalExperts)). `tokens`: those the call receives (under an all-to-all the dispatched
+    ones, not their routed rows). Priced: the heuristic tile (computeSelectedTileN's centre), the one the B200 MoE table's
+    fit supports (docs/modelling-notes.md#moe-tile). Neither engine pick is it: the autotuner's tactic is the fastest of
+    the candidates computeSelectedTileN returns (this tile, the launcher's next two and its previous one, :972-986: half,
+    two and four times it on a power-of-two ladder), and the untuned fallback (tactic -1) is selectDefaultTileN's
+    *selected.begin(), the smallest candidate (:991-996,1012-1016@fb28d72). Not priced: the 256 block FP8 also offers under
+    MxFp8 quantisation (:2137-2145) and the 192 of MXFP4 x MXFP8 and NVFP4 x NVFP4 (:2936-2941), which also makes 192 the
+    previous candidate of 256 there."""
     top = 256.0 if w_b < 1.0 and a_b < 2.0 else 64.0 if w_b < 1.0 else 128.0
     per_expert = np.asarray(tokens, float) * top_k / np.maximum(np.asarray(local, float), 1.0)
     return np.clip(2.0 ** np.ceil(np.log2(np.maximum(per_expert, 1.0))), 8.0, top)

@@ -130,9 +130,9 @@ def _token_tile_time(m, n, k, gpu: Gpu, cal: Calibration, *, tiles, token_tile, 
     and scheduler, split none: csrc/trtllm_batched_gemm_runner.cu:471-522), in waves over the SMs; a K step the longer
     of the MMA at the kernel's share of the peak and the tile's shared-memory feed (tile_feed: a narrow tile reads the
     same weight tile a K step for less MMA work). Each expert's rows are computed in whole tiles (the routing pads them
-    so), so the padding is priced, not chosen away: the tile is the launcher's, not the fastest. `parts`: the launch's
-    groups where their rows differ, ((rows, groups), ...) (a skewed load's busiest expert and the rest), their CTAs
-    wave-quantised together, as the one launch runs them (else `m` rows in each of `groups`)."""
+    so), so the padding is priced, not chosen away: the tile is the launcher's heuristic one (cost.ffns.token_tile), not the
+    fastest. `parts`: the launch's groups where their rows differ, ((rows, groups), ...) (a skewed load's busiest expert
+    and the rest), their CTAs wave-quantised together, as the one launch runs them (else `m` rows in each of `groups`)."""
     f32 = np.float32
     wide = max(t[0] for t in tiles if t[2] == 1)
     tt = np.asarray(token_tile, f32)
