@@ -67,17 +67,13 @@ def moe_ops(f: MoE, M: Site, *, at: _At, s: _Step, b: Batch, prec: Precision) ->
     exchange = "all_to_all" if at.engine is None else at.engine.moe_exchange(at.gpu, moe_tp=s.moe_tp)
     a2a = (s.adp > 1) & (ep > 1) & (exchange == "all_to_all")
     gather = (s.adp > 1) & ~a2a
-    # the gather's activations: quantised to the GEMMs' format where the engine quantises before it (Engine.gathers_quantised;
-    # the kernel tables' alone are TensorRT-LLM's), else BF16
+    # the gather's activations in the GEMMs' format where the engine quantises first (Engine.gathers_quantised; tables': TensorRT-LLM's)
     gathers_quantised = at.engine is None or at.engine.gathers_quantised
-    # the tokens the rank's MoE takes in: every token of the step unless an all-to-all brought it only its routed rows;
-    # TRTLLM-Gen's token tile counts the tokens its call receives (computeSelectedTileN's num_tokens: the all-to-all's
-    # received tokens, each with its top_k, so the routed rows over top_k), and its one quantise pass reads the tokens
-    # where they are quantised: the rank's own T before the exchange (an all-to-all's dispatch or a quantised gather,
-    # both sending a_b bytes below), all of them only after a BF16 gather
+    # the rank's MoE takes in every token of the step unless an all-to-all brought it only its routed rows; TRTLLM-Gen's tile
+    # counts the tokens its call receives (rows / top_k under an all-to-all: computeSelectedTileN's num_tokens), its one
+    # quantise the rank's own T where they are quantised before the exchange (a dispatch, a quantised gather), else all
     experts, route, gathered = _routed_experts(f, M, at=at, s=s, prec=prec, load=(active, top, on_rank, alpha),
-                                               tokens=np.where(a2a, on_rank, T_all),
-                                               tile_tokens=np.where(a2a, on_rank / f.top_k, T_all),
+                                               tokens=np.where(a2a, on_rank, T_all), tile_tokens=np.where(a2a, on_rank / f.top_k, T_all),
                                                quant_tokens=np.where(gather & ~gathers_quantised, T_all, T))
     ops += experts
     # token permutation into expert order and back (gather/scatter), one launch each way: the rank's routed
@@ -286,8 +282,8 @@ def _expert_gemm(label: _Label, n, k, at: _At, *, load, math, a_b, w_b, kernel, 
     (Calibration.moe_kernel, fitted on MoE kernels), not a dense GEMM's. Uniform routing: `active` groups of equal rows. Skewed: the busiest expert's rows
     and the other active experts' mean rows, in one launch (one fixed cost), their tiles quantised per
     expert as the grouped kernel tiles them; on a token-tile grid (`tile`) their CTAs wave-quantised together, as the
-    one launch runs them (elsewhere each part's own tiles, waves and split-K, as before). A family that sets up every expert the rank holds (`local`) each
-    launch adds its time per such expert (Calibration.moe_kernel_expert) to the launch's fixed cost. `quant_rows`:
+    one launch runs them (elsewhere each part's own tiles, waves and split-K). A family that sets up every expert the
+    rank holds (`local`) each launch adds its time per such expert (Calibration.moe_kernel_expert) to the launch's fixed cost. `quant_rows`:
     the rows an activation quantisation of its own reads where they are not the GEMM's routed rows (AITER's stage 1,
     TRTLLM-Gen's FC1: gemm.gemm_time); `epilogue_quant`: the previous GEMM's epilogue wrote them quantised (TRTLLM-Gen's
     FC2, no pass); `tile`: the kernel's token tile (token_tile), each expert's rows computed in whole tiles of it on the
