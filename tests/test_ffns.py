@@ -369,9 +369,9 @@ def test_trtllm_gen_moe_block_on_its_own_tile_grid_and_quantises_the_tokens_once
     = 5.03 rows each, computed on the kernel's own grid of token tiles of 256 (token_tile): each CTA 256 routed rows x
     128 weight rows over the whole of K, no split-K. The up-projection (N 6,144, K 7,168): 1 token tile x 48 weight tiles
     x 11.92 experts = 572.2 CTAs, ceil(572.2 / 148) = 4 waves of (7,168 + k_half 83.99) K steps, each 2 x 256 x 128 x 148
-    FLOPs over B200's 4.5 PFLOPS x gemm_eff_fp8 0.636 x moe_eff 0.778 (its feed, (256 x 1 + 128 x 0.53125) / (2 x 256 x 128)
-    = 0.0049 byte per FLOP, under the 1/128 shared memory gives at the FP8 rate): 126.4 us, though the rows' own work at
-    that rate would take 2.4 us. Its input is the 320 tokens quantised to FP8 once before routing (320 x
+    FLOPs over B200's 4.5 PFLOPS x gemm_eff_fp8 0.636 x moe_eff 0.531 (its feed, (256 x 1 + 128 x 0.53125) / (2 x 256 x 128)
+    = 0.0049 byte per FLOP, under the 1/128 shared memory gives at the FP8 rate): 185.1 us, though the rows' own work at
+    that rate would take 3.5 us. Its input is the 320 tokens quantised to FP8 once before routing (320 x
     7,168 x (2 + 1) bytes at 8 TB/s x bw_eff 0.718 and one 3 us launch: 4.20 us); the down-projection's is written in FP8
     by the up-projection's epilogue (no pass)."""
     from llm_codesign.cost import gemm
@@ -394,9 +394,9 @@ def test_trtllm_gen_moe_block_on_its_own_tile_grid_and_quantises_the_tokens_once
                               eff_scale=cal.moe_eff, kernel="fp8", swap_ab=True, overhead_s=cal.moe_overhead_s, fused_quant=fused,
                               quant_rows=320.0, token_tile=256.0)
 
-    assert (a_b, w_b, cal.gemm_eff("fp8"), cal.moe_eff, cal.gemm_k_half("fp8")) == (1.0, 0.53125, 0.635998, 0.777813, 83.9947)
-    grid = 4 * (7168 + 83.9947) * 2 * 256 * 128 * 148 / (4.5e15 * 0.635998 * 0.777813)
-    assert grid == pytest.approx(126.39e-6, rel=1e-4)
+    assert (a_b, w_b, cal.gemm_eff("fp8"), cal.moe_eff, cal.gemm_k_half("fp8")) == (1.0, 0.53125, 0.635998, 0.531155, 83.9947)
+    grid = 4 * (7168 + 83.9947) * 2 * 256 * 128 * 148 / (4.5e15 * 0.635998 * 0.531155)
+    assert grid == pytest.approx(185.08e-6, rel=1e-4)
     assert float(priced(6144, 7168, False)[1]) == pytest.approx(grid, rel=1e-5)
     assert float(ops["experts_gate_up"].t_compute) == pytest.approx(grid, rel=1e-5)
     assert float(ops["experts_gate_up"].flops) == pytest.approx(2 * rows * active * 6144 * 7168, rel=1e-6)  # the rows' own work
@@ -406,6 +406,98 @@ def test_trtllm_gen_moe_block_on_its_own_tile_grid_and_quantises_the_tokens_once
     assert float(ops["experts_gate_up"].time) == pytest.approx(float(priced(6144, 7168, False)[0]), rel=1e-6)
     assert float(priced(6144, 7168, False)[0]) - float(priced(6144, 7168, "epilogue")[0]) == pytest.approx(quant, rel=1e-4)
     assert float(ops["experts_down"].time) == pytest.approx(float(priced(7168, 3072, "epilogue")[0]), rel=1e-6)
+
+
+def _gen_ops(gpu, cal, plan, tokens, engine=None):
+    """The B200 MoE table's block (W4A8 MXFP4 x MXFP8, 384 experts of top 6, h 7,168, inter 3,072) at `tokens` a rank,
+    its operators by role."""
+    from llm_codesign.measure.kernel_tables import MOE_PRECISION
+    from llm_codesign.spec.kinds import MoE
+
+    prec = MOE_PRECISION["w4a8_mxfp4_mxfp8"]
+    m = ModelSpec("kernel", hidden=7168, vocab=1, groups=((Layer(NoMixer(), MoE(experts=384, top_k=6, expert_inter=3072)), 1),))
+    return {o.role: o for o in layer_ops(m, m.groups[0][0], 1.0, gpu, cal, prec=prec, sh=plan,
+                                         b=Batch(pf_tokens=tokens, pf_seqs=1.0), prefix="moe", engine=engine)}
+
+
+def test_a_skewed_trtllm_gen_launch_fills_its_waves_once(b200):
+    """A skewed load (moe_routing_alpha 1.2) on TRTLLM-Gen's token-tile grid: the busiest expert and the rest are one launch,
+    so their CTAs share its waves. 320 tokens of top 6 over 384 experts at EP 32: the busiest rank reads 8.665 experts,
+    its busiest one 40.37 rows and the other 7.665 10.23 each (routed_load), each in one token tile of 256 (token_tile:
+    320 x 6 / 12 = 160 -> 256). The up-projection's 48 weight tiles (6,144 / 128): (1 + 7.665) x 48 = 415.9 CTAs, 3 waves
+    of 148, not the 1 + ceil(7.665 x 48 / 148) = 4 waves of the hot expert and the rest wave-quantised apart:
+    3 x 7,251.99 x 2 x 256 x 128 x 148 / (4.5e15 x 0.635998 x 0.531155) = 138.8 us."""
+    from llm_codesign.cost.calibration import calibration_for
+    from llm_codesign.cost.ffns import routed_load
+
+    cal = calibration_for(b200).with_param("moe_routing_alpha", 1.2)
+    active, top, on_rank = routed_load(384, 6, 320.0, 32.0, 1.2)
+    assert (active, top, on_rank) == pytest.approx((8.6648, 40.371, 118.802), abs=1e-3)
+    ops = _gen_ops(b200, cal, Plan(ep=32.0, moe_tp=1.0), 320.0)
+    one_grid = 3 * 7251.9947 * 2 * 256 * 128 * 148 / (4.5e15 * 0.635998 * 0.531155)
+    assert one_grid == pytest.approx(138.81e-6, rel=1e-4)
+    assert float(ops["experts_gate_up"].t_compute) == pytest.approx(one_grid, rel=1e-5)
+    # its work is still the rank's rows': 118.8 x 6,144 x 7,168 x 2 FLOPs
+    assert float(ops["experts_gate_up"].flops) == pytest.approx(2 * 118.802 * 6144 * 7168, rel=1e-4)
+
+
+def test_trtllm_gens_quantise_reads_the_ranks_own_tokens_before_a_quantised_gather(b200):
+    """Under attention DP TensorRT-LLM gathers the tokens already quantised (Engine.gathers_quantised; B200's 8-GPU NVLink:
+    the AllGather + ReduceScatter exchange), so the one 1x128 quantise pass before TRTLLM-Gen's block-FP8 FC1 (a kernel of
+    its own in every engine, gemm.quantise_kernel) reads the rank's own 40 tokens, not the 8 ranks' 320: 40 x 7,168 x
+    (2 + 1.03125) bytes at 8 TB/s x bw_eff 0.718 and one 3 us launch = 3.151 us. DeepSeek's MoE (256 experts of top 8,
+    inter 2,048) at EP 8: 320 x 8 / 32 local = 80 -> a tile of 128, 32.0 experts of 10.0 rows."""
+    from llm_codesign.cost import gemm
+    from llm_codesign.cost.calibration import calibration_for
+    from llm_codesign.cost.ffns import routed_load
+    from llm_codesign.spec.engines import get_engine
+    from llm_codesign.spec.kinds import MoE
+    from llm_codesign.spec.precision import Precision
+
+    e = get_engine("trtllm")
+    cal = e.costs(calibration_for(b200)).cal
+    assert e.gathers_quantised and e.moe_exchange(b200, moe_tp=1.0) == "gather"
+    m = ModelSpec("moe", hidden=7168, vocab=32000, groups=((Layer(NoMixer(), MoE(experts=256, top_k=8, expert_inter=2048)), 1),))
+    prec = Precision.of("fp8_block")
+    ops = {o.role: o for o in layer_ops(m, m.groups[0][0], 1.0, b200, cal, prec=prec, sh=Plan(tp=1, adp=8, ep=8, moe_tp=1),
+                                        b=Batch(pf_tokens=40.0, pf_seqs=1.0, pf_ctx=0.0), prefix="x", parts=("ffn",), engine=e)}
+    active, top, _ = routed_load(256, 8, 320.0, 8.0, 0.0)  # every rank's 320 tokens gathered
+
+    def priced(fused, rows):
+        return float(gemm.gemm_time(top, 4096, 7168, b200, cal, math="fp8", a_bytes=1.03125, w_bytes=1.000244140625, groups=active,
+                                    distinct_groups=active, eff_scale=cal.moe_eff * 2.0 / 3.0, kernel="fp8", swap_ab=True,
+                                    overhead_s=cal.moe_overhead_s, fused_quant=fused, engine=e, quant_rows=rows, token_tile=128.0)[0])
+    quant = 40.0 * 7168 * 3.03125 / (8e12 * 0.718012) + 3e-6
+    assert quant == pytest.approx(3.1513e-6, rel=1e-4)
+    assert float(ops["experts_gate_up"].time) == pytest.approx(priced(False, 40.0), rel=1e-6)
+    assert priced(False, 40.0) - priced("epilogue", None) == pytest.approx(quant, rel=1e-4)
+
+
+def test_trtllm_gens_tile_counts_the_tokens_an_all_to_all_brings(b200):
+    """Under an all-to-all (the kernel tables' exchange, engine-less) the rank's call receives its routed rows' tokens:
+    8 ranks of 40 tokens, top 6 of 384 at EP 8, 320 x 6 / 8 = 240 rows, 40 tokens, so computeSelectedTileN's tile is
+    40 x 6 / 48 local experts = 5 -> 8 (not 240 x 6 / 48 = 30 -> 32, the rows counted as tokens); the rows (5.03 an expert
+    over 47.69 read) on that grid: ceil(5.03 / 8) x 48 x 47.69 = 2,289 CTAs, 16 waves of 148 at tile 8's feed rate
+    (tile_feed: 16 / 76 of the FP8 peak, under the MMA's share), and the quantise pass reads the rank's own 40 tokens."""
+    from llm_codesign.cost import gemm
+    from llm_codesign.cost.calibration import calibration_for
+    from llm_codesign.cost.ffns import routed_load, token_tile
+
+    cal = calibration_for(b200)
+    active, top, on_rank = routed_load(384, 6, 320.0, 8.0, 0.0)
+    assert (active, top, on_rank) == pytest.approx((47.689, 5.0326, 240.0), abs=1e-3)
+    assert float(token_tile(on_rank / 6, 6, 48.0, a_b=1.0, w_b=0.53125)) == 8.0
+    ops = _gen_ops(b200, cal, Plan(tp=1, adp=8, ep=8, moe_tp=1), 40.0)
+    narrow = 16 * 7251.9947 * 2 * 8 * 128 * 148 / (4.5e15 * 16 / 76)
+    assert float(ops["experts_gate_up"].t_compute) == pytest.approx(narrow, rel=1e-5)
+    assert narrow == pytest.approx(37.12e-6, rel=1e-3)
+
+    def priced(fused, rows, tile):
+        return float(gemm.gemm_time(top, 6144, 7168, b200, cal, math="fp8", a_bytes=1.0, w_bytes=0.53125, groups=active,
+                                    distinct_groups=active, eff_scale=cal.moe_eff, kernel="fp8", swap_ab=True,
+                                    overhead_s=cal.moe_overhead_s, fused_quant=fused, quant_rows=rows, token_tile=tile)[0])
+    assert float(ops["experts_gate_up"].time) == pytest.approx(priced(False, 40.0, 8.0), rel=1e-6)
+    assert priced(False, 40.0, 8.0) < priced(False, 40.0, 32.0)
 
 
 def test_narrow_token_tiles_are_fed_by_shared_memory():

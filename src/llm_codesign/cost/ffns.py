@@ -66,9 +66,15 @@ def moe_ops(f: MoE, M: Site, *, at: _At, s: _Step, b: Batch, prec: Precision) ->
     # the exchange the engine runs under attention DP with EP (Engine.moe_exchange); the kernel tables' alone: all-to-all
     exchange = "all_to_all" if at.engine is None else at.engine.moe_exchange(at.gpu, moe_tp=s.moe_tp)
     a2a = (s.adp > 1) & (ep > 1) & (exchange == "all_to_all")
-    # the tokens the rank's MoE takes in: every token of the step unless an all-to-all brought it only its routed rows
+    gather = (s.adp > 1) & ~a2a
+    # the gather's activations in the GEMMs' format where the engine quantises first (Engine.gathers_quantised; tables': TensorRT-LLM's)
+    gathers_quantised = at.engine is None or at.engine.gathers_quantised
+    # the rank's MoE takes in every token of the step unless an all-to-all brought it only its routed rows; TRTLLM-Gen's tile
+    # counts the tokens its call receives (rows / top_k under an all-to-all: computeSelectedTileN's num_tokens), its one
+    # quantise the rank's own T where they are quantised before the exchange (a dispatch, a quantised gather), else all
     experts, route, gathered = _routed_experts(f, M, at=at, s=s, prec=prec, load=(active, top, on_rank, alpha),
-                                               tokens=np.where(a2a, on_rank, T_all))
+                                               tokens=np.where(a2a, on_rank, T_all), tile_tokens=np.where(a2a, on_rank / f.top_k, T_all),
+                                               quant_tokens=np.where(gather & ~gathers_quantised, T_all, T))
     ops += experts
     # token permutation into expert order and back (gather/scatter), one launch each way: the rank's routed
     # rows in and out, and every output row of the tokens it holds written by the un-permute (TensorRT-LLM's
@@ -90,26 +96,24 @@ def moe_ops(f: MoE, M: Site, *, at: _At, s: _Step, b: Batch, prec: Precision) ->
     # otherwise (SGLang's and vLLM's defaults, TensorRT-LLM off NVL72 or with MoE TP) and over a
     # tensor-parallel MoE every rank's tokens are gathered and the outputs reduce-scattered (the permute and
     # route terms above then see all the step's tokens)
-    gather = (s.adp > 1) & ~a2a
     sent = skew * (T / dense_tp * f.top_k * h)  # what the busiest rank receives
     ops.append(_comm(M / "dispatch", "all_to_all", np.where(a2a, sent * ff["a_b"], 0.0), stage_gpus, at))
     ops.append(_comm(M / "combine", "all_to_all", np.where(a2a, sent * 2.0, 0.0), stage_gpus, at))
-    # the gather's activations: quantised to the GEMMs' format where the engine quantises before it (Engine.gathers_quantised;
-    # the kernel tables' alone are TensorRT-LLM's), else BF16
-    g_b = ff["a_b"] if at.engine is None or at.engine.gathers_quantised else 2.0
+    g_b = ff["a_b"] if gathers_quantised else 2.0
     ops.append(_comm(M / "all_gather", "all_gather", np.where(gather, T_all * h * g_b, 0.0), stage_gpus, at))
     ops.append(_comm(M / "reduce_scatter", "reduce_scatter", np.where(gather, T_all * h * 2.0, 0.0), stage_gpus, at))
     ops.append(_comm(M / "all_reduce", "all_reduce", np.where(s.adp > 1, 0.0, T * h * 2.0), stage_gpus, at))
     return ops
 
 
-def _routed_experts(f: MoE, M: Site, *, at: _At, s: _Step, prec: Precision, load, tokens) -> tuple[list[Op], object, bool]:
+def _routed_experts(f: MoE, M: Site, *, at: _At, s: _Step, prec: Precision, load, tokens, tile_tokens, quant_tokens) -> tuple[list[Op], object, bool]:
     """The busiest rank's expert GEMMs and the activation between them, in the MoE kernel family the
     engine runs (Engine.moe_kernel; without an engine, `at.moe`, a kernel table row's), chosen per plan
     where it switches with expert parallelism (vLLM's block-FP8 MoE on Hopper); and that family's time per
     assignment to another rank's expert (Calibration.moe_kernel), per plan; and whether the up-projection
     gathers the routed rows (fc1_fused). `load` is routed_load's and the routing skew alpha; `tokens` the rank's
-    tokens before routing. The tables' own
+    tokens before routing (AITER's own quantise reads them); `tile_tokens` the tokens TRTLLM-Gen's call receives
+    (token_tile's) and `quant_tokens` the tokens its one quantise pass reads. The tables' own
     family runs some GEMM kernel families at another dense family's rates (MOE_RATES)."""
     ff, ep, T_all, on_rank = s.ff, s.ep, s.T * s.adp, load[2]
     kernel = gemm.gemm_kernel(ff["math"], prec.weight.name, fp4_math=at.gpu.supports("fp4"))  # the tables', not the engine's dense kernel
@@ -127,12 +131,13 @@ def _routed_experts(f: MoE, M: Site, *, at: _At, s: _Step, prec: Precision, load
     gen = gathered and at.gpu.family in TRTLLM_GEN
 
     def gemms(ff, kernel):
-        tile = token_tile(tokens, f.top_k, f.experts / ep, a_b=ff["a_b"], w_b=ff["w_b"]) if gen else None
+        tile = token_tile(tile_tokens, f.top_k, f.experts / ep, a_b=ff["a_b"], w_b=ff["w_b"]) if gen else None
         rates, kept = MOE_RATES.get(at.gpu.family, {}).get(kernel, (kernel, 1.0)) if all(x is None for x in fams) else (kernel, 1.0)
         ops = []
         for name, n_dim, k_dim in (("experts_gate_up", (f.mats - 1) * f.expert_inter / s.moe_tp, s.h), ("experts_down", s.h, f.expert_inter / s.moe_tp)):
             by = [_expert_gemm(M / name, n_dim, k_dim, at, load=load, fam=fam, kernel=rates, kept=kept, quant_kernel=kernel, own_quant=own_quant,
-                               local=f.experts / ep, quant_rows=tokens if (own_quant or gen) and name == "experts_gate_up" else None,
+                               local=f.experts / ep,
+                               quant_rows=(tokens if own_quant else quant_tokens if gen else None) if name == "experts_gate_up" else None,
                                epilogue_quant=gen and name == "experts_down", tile=tile, **{k: ff[k] for k in ("math", "a_b", "w_b", "weight")})
                   for fam in dict.fromkeys(fams)]
             ops.append(by[0] if len(by) == 1 else _either(ep > 1, by[1], by[0]))
@@ -276,8 +281,9 @@ def _expert_gemm(label: _Label, n, k, at: _At, *, load, math, a_b, w_b, kernel, 
     run at their family's rate against the dense tile model of their GEMM kernel family, with their own fixed cost
     (Calibration.moe_kernel, fitted on MoE kernels), not a dense GEMM's. Uniform routing: `active` groups of equal rows. Skewed: the busiest expert's rows
     and the other active experts' mean rows, in one launch (one fixed cost), their tiles quantised per
-    expert as the grouped kernel tiles them. A family that sets up every expert the rank holds (`local`) each
-    launch adds its time per such expert (Calibration.moe_kernel_expert) to the launch's fixed cost. `quant_rows`:
+    expert as the grouped kernel tiles them; on a token-tile grid (`tile`) their CTAs wave-quantised together, as the
+    one launch runs them (elsewhere each part's own tiles, waves and split-K). A family that sets up every expert the
+    rank holds (`local`) each launch adds its time per such expert (Calibration.moe_kernel_expert) to the launch's fixed cost. `quant_rows`:
     the rows an activation quantisation of its own reads where they are not the GEMM's routed rows (AITER's stage 1,
     TRTLLM-Gen's FC1: gemm.gemm_time); `epilogue_quant`: the previous GEMM's epilogue wrote them quantised (TRTLLM-Gen's
     FC2, no pass); `tile`: the kernel's token tile (token_tile), each expert's rows computed in whole tiles of it on the
@@ -299,6 +305,18 @@ def _expert_gemm(label: _Label, n, k, at: _At, *, load, math, a_b, w_b, kernel, 
         return _gemm(label, top, n, k, at, math=math, a_b=a_b, w_b=w_b, groups=active, distinct=active, weight=weight, quant_rows=quant_rows, **kw)
     rest_groups = active - 1.0
     m_rest = np.where(rest_groups > 0, (on_rank - top) / np.maximum(rest_groups, 1e-30), 0.0)
+
+    def fb():
+        f1, b1 = gemm.gemm_flops_bytes(top, n, k, a_bytes=a_b, w_bytes=w_b, c_bytes=2.0, groups=1.0, distinct_groups=1.0)
+        f2, b2 = gemm.gemm_flops_bytes(m_rest, n, k, a_bytes=a_b, w_bytes=w_b, c_bytes=2.0, groups=rest_groups, distinct_groups=rest_groups)
+        return f1 + f2, b1 + b2
+    if tile is not None:
+        # on the token-tile grid (no split-K) the busiest expert's CTAs and the rest's fill one launch's waves together:
+        # one call, the rank's rows over its active experts as its work, the two parts' whole tiles as its grid
+        t, c, mm = gemm.gemm_time(on_rank / np.maximum(active, 1e-30), n, k, at.gpu, cal, math=math, a_bytes=a_b, w_bytes=w_b,
+                                  groups=active, distinct_groups=active, engine=at.engine, quant_rows=quant_rows,
+                                  parts=((top, 1.0), (m_rest, rest_groups)), **kw)
+        return _op(label, "gemm", at, time=t, split=(c, mm), work=fb, math=math, weight=weight)
     # (a quantise pass over `quant_rows` priced once, with the first)
     th, ch, mh = gemm.gemm_time(top, n, k, at.gpu, cal, math=math, a_bytes=a_b, w_bytes=w_b, engine=at.engine, quant_rows=quant_rows, **kw)
     tr, cr, mr = gemm.gemm_time(m_rest, n, k, at.gpu, cal, math=math, a_bytes=a_b, w_bytes=w_b, groups=rest_groups,
@@ -309,11 +327,6 @@ def _expert_gemm(label: _Label, n, k, at: _At, *, load, math, a_b, w_b, kernel, 
     fixed = (overhead + (cal.kernel_overhead_s if quant else 0.0)
              + np.where(padded, cal.kernel_overhead_s, 0.0))
     t = th + np.where(tr > 0, tr - fixed, 0.0)
-
-    def fb():
-        f1, b1 = gemm.gemm_flops_bytes(top, n, k, a_bytes=a_b, w_bytes=w_b, c_bytes=2.0, groups=1.0, distinct_groups=1.0)
-        f2, b2 = gemm.gemm_flops_bytes(m_rest, n, k, a_bytes=a_b, w_bytes=w_b, c_bytes=2.0, groups=rest_groups, distinct_groups=rest_groups)
-        return f1 + f2, b1 + b2
     return _op(label, "gemm", at, time=t, split=(ch + cr, mh + mr), work=fb, math=math, weight=weight)
 
 
@@ -326,8 +339,14 @@ def token_tile(tokens, top_k, local, *, a_b, w_b):
     csrc/trtllm_fused_moe_kernel_launcher.cu:953-989 (computeSelectedTileN; avg_tokens_per_expert = num_tokens x
     top_k / num_local_experts), :1604,1834,2137-2145,2923-2945 (the tiles per launcher)@fb28d72, and TensorRT-LLM's
     own (cpp/tensorrt_llm/thop/fp8BlockScaleMoe.cpp getValidConfigs: computeSelectedTileN(mSupportedTileN, numTokens,
-    totalExpertsPerToken, numTotalLocalExperts)). Of the candidates the autotuner times (half, one, two and four times
-    this tile) the heuristic's own is priced."""
+    totalExpertsPerToken, numTotalLocalExperts)). `tokens`: those the call receives (under an all-to-all the dispatched
+    ones, not their routed rows). Priced: the heuristic tile (computeSelectedTileN's centre), the one the B200 MoE table's
+    fit supports (docs/modelling-notes.md#moe-tile). Neither engine pick is it: the autotuner's tactic is the fastest of
+    the candidates computeSelectedTileN returns (this tile, the launcher's next two and its previous one, :972-986: half,
+    two and four times it on a power-of-two ladder), and the untuned fallback (tactic -1) is selectDefaultTileN's
+    *selected.begin(), the smallest candidate (:991-996,1012-1016@fb28d72). Not priced: the 256 block FP8 also offers under
+    MxFp8 quantisation (:2137-2145) and the 192 of MXFP4 x MXFP8 and NVFP4 x NVFP4 (:2936-2941), which also makes 192 the
+    previous candidate of 256 there."""
     top = 256.0 if w_b < 1.0 and a_b < 2.0 else 64.0 if w_b < 1.0 else 128.0
     per_expert = np.asarray(tokens, float) * top_k / np.maximum(np.asarray(local, float), 1.0)
     return np.clip(2.0 ** np.ceil(np.log2(np.maximum(per_expert, 1.0))), 8.0, top)

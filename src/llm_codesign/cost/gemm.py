@@ -87,17 +87,18 @@ def main_loop_rate(kernel: str, gpu: Gpu) -> float:
     return gpu.block_scale_rate if kernel == "fp8_block" else 1.0
 
 
-def _best_tile_time(m: Tokens, n, k, gpu: Gpu, cal: Calibration, *, groups, peak, kernel, math, a_bytes, w_bytes, swap_ab, token_tile=None):
+def _best_tile_time(m: Tokens, n, k, gpu: Gpu, cal: Calibration, *, groups, peak, kernel, math, a_bytes, w_bytes, swap_ab, token_tile=None,
+                    parts=None):
     """Compute time of the fastest of the GPU's tiles (float32 arrays), tile and wave quantised, with
     split-K for dense BF16/FP8 kernels and each tile at its shared-memory feed rate. M enters only as
     whole tile rows, ceil(M / tile M), so where N, K and the groups vary along fewer elements than M
     (a search's chunk: per plan against plans x batches x k) the tiles are priced once per distinct
     (N, K, groups) and whole-row count and gathered (cost.arrays.tabulated): the same values. `token_tile`:
-    the kernel's own tile, not the fastest (_token_tile_time)."""
+    the kernel's own tile, not the fastest (_token_tile_time, with its `parts`)."""
     tiles = _candidate_tiles(gpu, math, float(a_bytes), float(w_bytes))
     if token_tile is not None:
         return _token_tile_time(m.m, n, k, gpu, cal, tiles=tiles, token_tile=token_tile, peak=peak, kernel=kernel, math=math,
-                                groups=groups, a_bytes=a_bytes, w_bytes=w_bytes)
+                                groups=groups, a_bytes=a_bytes, w_bytes=w_bytes, parts=parts)
     # split-K keeps >= 256 of K per split; block-scaled kernels (fp8_block, fp4) do not split K; Marlin's
     # striped partition (W4A16) spreads K over the SMs as stream-K does
     can_split = kernel in ("bf16", "fp8", "w4a16")
@@ -121,7 +122,7 @@ def _best_tile_time(m: Tokens, n, k, gpu: Gpu, cal: Calibration, *, groups, peak
     return tabulated(price, m.rows(q), n, k, groups)
 
 
-def _token_tile_time(m, n, k, gpu: Gpu, cal: Calibration, *, tiles, token_tile, peak, kernel, math, groups, a_bytes, w_bytes):
+def _token_tile_time(m, n, k, gpu: Gpu, cal: Calibration, *, tiles, token_tile, peak, kernel, math, groups, a_bytes, w_bytes, parts=None):
     """Compute time of a grouped GEMM whose kernel fixes its tile (TRTLLM-Gen's MoE: cost.ffns.token_tile): the MMA
     output transposed (transposeMmaOutput, hard-coded true: flashinfer-ai/flashinfer csrc/trtllm_fused_moe_runner.cu:
     99-108,243-252@fb28d72), so each CTA computes `token_tile` routed rows (MMA N) x the GPU's 1-CTA MMA M of weight rows
@@ -129,7 +130,9 @@ def _token_tile_time(m, n, k, gpu: Gpu, cal: Calibration, *, tiles, token_tile, 
     and scheduler, split none: csrc/trtllm_batched_gemm_runner.cu:471-522), in waves over the SMs; a K step the longer
     of the MMA at the kernel's share of the peak and the tile's shared-memory feed (tile_feed: a narrow tile reads the
     same weight tile a K step for less MMA work). Each expert's rows are computed in whole tiles (the routing pads them
-    so), so the padding is priced, not chosen away: the tile is the launcher's, not the fastest."""
+    so), so the padding is priced, not chosen away: the tile is the launcher's heuristic one (cost.ffns.token_tile), not the
+    fastest. `parts`: the launch's groups where their rows differ, ((rows, groups), ...) (a skewed load's busiest expert
+    and the rest), their CTAs wave-quantised together, as the one launch runs them (else `m` rows in each of `groups`)."""
     f32 = np.float32
     wide = max(t[0] for t in tiles if t[2] == 1)
     tt = np.asarray(token_tile, f32)
@@ -141,7 +144,11 @@ def _token_tile_time(m, n, k, gpu: Gpu, cal: Calibration, *, tiles, token_tile, 
         ((rq, inv_n, slots, inv_slots, feed),), _ = _per_tile(((int(t), wide, 1),), gpu, q=0, peak=float(gpu.peak(math)), math=math,
                                                            a_bytes=float(a_bytes), w_bytes=float(w_bytes))
         per_wave = np.maximum(f32(2.0 * float(t) * wide * gpu.sms / float(peak)), feed)
-        time = _tile_times(np.ceil(m * rq), inv_n, slots, inv_slots, per_wave, n=n, k=k, groups=groups, k_split_max=f32(1.0),
+        if parts is None:
+            m_tiles, g = np.ceil(m * rq), groups
+        else:  # every group's whole token tiles, one grid
+            m_tiles, g = sum(np.ceil(np.asarray(r, f32) * rq) * np.asarray(gr, f32) for r, gr in parts), f32(1.0)
+        time = _tile_times(m_tiles, inv_n, slots, inv_slots, per_wave, n=n, k=k, groups=g, k_split_max=f32(1.0),
                            k_half=k_half, can_split=False)
         out = time if out is None else np.where(tt == t, time, out)
     return out
@@ -202,14 +209,17 @@ def reuse_gemm_prices():
 
 def gemm_time(m, n, k, gpu: Gpu, cal: Calibration, *, math: str, a_bytes, w_bytes, c_bytes=2.0,
               groups=1.0, distinct_groups=None, eff_scale=1.0, kernel: str | None = None, swap_ab: bool | None = None,
-              overhead_s=None, fused_quant: bool | str | None = None, engine: Engine | None = None, quant_rows=None, token_tile=None):
+              overhead_s=None, fused_quant: bool | str | None = None, engine: Engine | None = None, quant_rows=None, token_tile=None,
+              parts=None):
     """C[m,n] = A[m,k] B[k,n], repeated over `groups` independent problems (grouped/batched GEMM):
     _gemm_time's (time, compute time, memory time), reused within reuse_gemm_prices(). `quant_rows`: the rows an
-    activation quantisation of its own reads where they are not A's (None: A's rows over the groups)."""
+    activation quantisation of its own reads where they are not A's (None: A's rows over the groups). `parts`: with
+    `token_tile`, the launch's groups of unequal rows, ((rows, groups), ...), on one grid (_token_tile_time); `m` and
+    `groups` then still give its work (their rows over the groups: the parts' total)."""
     def price():
         return _gemm_time(m, n, k, gpu, cal, math=math, a_bytes=a_bytes, w_bytes=w_bytes, c_bytes=c_bytes, groups=groups,
                           distinct_groups=distinct_groups, eff_scale=eff_scale, kernel=kernel, swap_ab=swap_ab, overhead_s=overhead_s,
-                          fused_quant=fused_quant, engine=engine, quant_rows=quant_rows, token_tile=token_tile)
+                          fused_quant=fused_quant, engine=engine, quant_rows=quant_rows, token_tile=token_tile, parts=parts)
 
     memo = _GEMMS.get()
     if memo is None:
@@ -217,13 +227,15 @@ def gemm_time(m, n, k, gpu: Gpu, cal: Calibration, *, math: str, a_bytes, w_byte
     key = (gpu, memo.cal_key(cal), None if engine is None else engine.name, math, kernel, swap_ab, fused_quant, overhead_s is None,
            *(array_key(x.m if isinstance(x, Tokens) else x) for x in (m, n, k, a_bytes, w_bytes, c_bytes, groups, eff_scale)),
            array_key(-1.0 if distinct_groups is None else distinct_groups), array_key(0.0 if overhead_s is None else overhead_s),
-           array_key(-1.0 if quant_rows is None else quant_rows), array_key(-1.0 if token_tile is None else token_tile))
+           array_key(-1.0 if quant_rows is None else quant_rows), array_key(-1.0 if token_tile is None else token_tile),
+           -1 if parts is None else len(parts), *(array_key(x) for part in (parts or ()) for x in part))
     return memo.get(key, price)
 
 
 def _gemm_time(m, n, k, gpu: Gpu, cal: Calibration, *, math: str, a_bytes, w_bytes, c_bytes=2.0,
               groups=1.0, distinct_groups=None, eff_scale=1.0, kernel: str | None = None, swap_ab: bool | None = None,
-              overhead_s=None, fused_quant: bool | str | None = None, engine: Engine | None = None, quant_rows=None, token_tile=None):
+              overhead_s=None, fused_quant: bool | str | None = None, engine: Engine | None = None, quant_rows=None, token_tile=None,
+              parts=None):
     """C[m,n] = A[m,k] B[k,n], repeated over `groups` independent problems (grouped/batched GEMM).
 
     Compute: FLOPs padded to whole CTA tiles (tile quantisation) and whole waves over the SMs (wave
@@ -248,7 +260,7 @@ def _gemm_time(m, n, k, gpu: Gpu, cal: Calibration, *, math: str, a_bytes, w_byt
     kernel = kernel or math
     peak = gpu.peak(math) * cal.gemm_eff(kernel) * main_loop_rate(kernel, gpu) * eff_scale
     best = _best_tile_time(tokens, n, k, gpu, cal, groups=groups, peak=peak, kernel=kernel, math=math, a_bytes=a_bytes,
-                           w_bytes=w_bytes, swap_ab=swap_ab, token_tile=token_tile)
+                           w_bytes=w_bytes, swap_ab=swap_ab, token_tile=token_tile, parts=parts)
     rows = m if groups.ndim == 0 and groups == 1.0 else m * groups  # A's rows over the groups (m * 1 is m)
     nbytes = _gemm_bytes(rows, n, k, a_bytes=a_bytes, w_bytes=w_bytes, c_bytes=c_bytes, distinct_groups=dg)
     t_mem = nbytes * f32(1.0 / (gpu.hbm_bandwidth_bytes_per_s * cal.gemm_bw(kernel)))
