@@ -330,8 +330,21 @@ def _before_peer(doc: dict) -> dict:
             else v for k, v in doc.items()}
 
 
+def file_stamp(path) -> tuple | None:
+    """What a cache of a file read by its path is keyed on beside the path: its resolved path, inode, size and
+    modification time, so that a file rewritten in place (Profile.write, `calibrate -o` twice to one name) is read
+    again rather than answered from the first read. None where it cannot be read (the reader then says why)."""
+    import os
+
+    try:
+        st = os.stat(path)
+    except (OSError, TypeError, ValueError):
+        return None
+    return os.path.realpath(path), st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns
+
+
 @lru_cache(maxsize=64)
-def _cached(family: str, profile: str | None) -> Calibration:
+def _cached(family: str, profile: str | None, stamp: tuple | None = None) -> Calibration:  # stamp: file_stamp(profile)
     c = _layers(_bundled()[1], family, "fitted.toml", documented(family))
     if profile:
         doc = _sections(read_toml(profile, "calibration", "a calibration profile"), family, profile)
@@ -351,4 +364,22 @@ def documented(family: str = "") -> Calibration:
 
 def calibration_for(gpu, profile: str | None = None) -> Calibration:
     """Parameters of a GPU's family: defaults, then the bundled fit, then the user's profile."""
-    return _cached(gpu.family, profile)
+    return _cached(gpu.family, profile, file_stamp(profile) if profile else None)
+
+
+LABELS: dict[str, str] = {}  # a private file's path -> what answers call it (measure.calibrate._temporary's: "this Profile")
+
+
+def profile_label(path) -> str:
+    """A profile as answers name it: its file's name, or the label of a private file (an unwritten Profile's)."""
+    from pathlib import Path
+
+    return LABELS.get(str(path)) or Path(path).name
+
+
+def forget_profiles() -> None:
+    """Drops every profile read so far (Profile.write's: a file timestamp's tick may be coarser than two writes)."""
+    from llm_codesign.measure.intervals import _profile_table
+
+    _cached.cache_clear()
+    _profile_table.cache_clear()
