@@ -356,8 +356,10 @@ def export_point(frontier: Frontier, index: int, *, file_name: str | None = None
     throughput end, the last the interactive end), as `llm-codesign export-point` writes it from `pareto --json`
     (explore.export.point_config, one code path): its plan, precision, step token budget and batch, its predicted
     metrics in the header. Returns `{file name: text}`, nothing written; `file_name` is the name the file launches
-    itself by (default: the engine's own), `calibration` the profile the frontier was priced with, recorded as
-    `pareto --json` records it (a path, or a Profile written to one)."""
+    itself by (default: the engine's own; no folder, path separator or control character). The header records the
+    profile the frontier was priced with (the Frontier keeps it: lc.pareto's `calibration`), as `pareto --json` records
+    it; `calibration` may name that one again (a path, or a Profile written to one: an unwritten one given to pareto
+    and written since), and another is refused, the launch file's figures being that profile's."""
     from llm_codesign.explore.export import point_config
     from llm_codesign.spec.validation import as_int
 

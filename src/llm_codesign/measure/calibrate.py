@@ -687,8 +687,9 @@ class Profile:
     """A calibration profile fitted by `calibrate` (fit_profile): its TOML `text` (what `calibrate -o` writes), each
     fit's `report` (family, kind, rows, error against the starting profile) and the fitted serving parameters
     (`serving`, None without serving runs). `path` is where it was written (None: not written); `as_path()` is the
-    path to price with (a profile is read by its path, caches keyed by it: an unwritten one is written once to a
-    private temporary file, removed at exit), which the API's `calibration=` takes a Profile through."""
+    path to price with (a profile is read by its path, caches keyed by it and the file's stamp: an unwritten one is
+    written once to a private file named by its text, removed at exit, which answers call "this Profile"), which the
+    API's `calibration=` takes a Profile through."""
     text: str
     report: tuple
     serving: dict | None = None

@@ -806,8 +806,8 @@ def _field_line(err: dict) -> tuple[str, str]:
     return name, " ".join(f"{name}{shown}; {msg}".split())
 
 
-# pydantic's complaints of a GPU count that is not a whole number in range
-_GPU_COUNT_ERRORS = frozenset({"int_parsing", "int_type", "int_from_float", "greater_than_equal", "less_than_equal", "bool_not_number"})
+# pydantic's complaints of a GPU count that is not a whole number in range (true/false keeps its own: Int, _not_bool)
+_GPU_COUNT_ERRORS = frozenset({"int_parsing", "int_type", "int_from_float", "greater_than_equal", "less_than_equal"})
 
 
 def _json_line(err: dict, doc) -> str:
