@@ -170,20 +170,7 @@ def pareto(model: str | ModelSpec, gpu: str | Gpu, *, num_gpus: int = 8, instanc
     if w.arrival != DEFAULT_ARRIVAL:
         raise InputError("workload.arrival", w.arrival, f"{DEFAULT_ARRIVAL!r}, what the search prices (as `pareto`, which has no --arrival)")
     check_sizes(num_gpus=num_gpus)  # named as this call names it, before SearchSpace.build checks it as the CLI's --gpus
-    if not isinstance(disagg, bool):  # "no" was truthy: the disaggregated search
-        raise InputError("disagg", disagg, "True or False")
-    if progress is not None and not callable(progress):
-        raise InputError("progress", progress, "a function called as progress(done, total), or None")
-    if disagg and progress is not None:  # search_disagg reports no progress: refused rather than never called
-        raise InputError("progress", getattr(progress, "__name__", type(progress).__name__),
-                         "left out with disagg=True (the disaggregated search reports no progress)")
-    if disagg:  # what the disaggregated search does not price, refused as `pareto --disagg` refuses it
-        for k, v, why in (("workload.prefix_hit", w.prefix_hit, "0 with disagg=True (the disaggregated search prices no prefix cache)"),
-                          ("step_tokens", step_tokens or None, "left out with disagg=True (it prices one step budget: max_num_tokens)"),
-                          ("max_accuracy_drop", max_accuracy_drop, "left out with disagg=True (the disaggregated search keeps every "
-                                                                   "precision; each point's accuracy says its drop)")):
-            if v:
-                raise InputError(k, v, why)
+    _search_mode(disagg, progress, w, step_tokens, max_accuracy_drop)
     check_sizes(MAX_STEP_TOKENS, max_num_tokens=max_num_tokens)
     eng = engine_for(g, engine_arg(engine, backend))
     sd = spec if isinstance(spec, SpecDecoding) or spec is None else spec_decoding(
@@ -205,6 +192,26 @@ def pareto(model: str | ModelSpec, gpu: str | Gpu, *, num_gpus: int = 8, instanc
     # each point's intervals, once per point after the search (not per evaluated deployment); the profile it was priced
     # with kept, for export_point to record
     return replace(f.banded(m, table=table_for(_ref(calibration), gpu=g)), calibration=calibration)
+
+
+def _search_mode(disagg, progress, w: Workload, step_tokens, max_accuracy_drop) -> None:
+    """pareto's `disagg` (a bool: "no" was truthy, the disaggregated search) and `progress`, and what the disaggregated
+    search does not price, refused as `pareto --disagg` refuses it."""
+    if not isinstance(disagg, bool):
+        raise InputError("disagg", disagg, "True or False")
+    if progress is not None and not callable(progress):
+        raise InputError("progress", progress, "a function called as progress(done, total), or None")
+    if not disagg:
+        return
+    if progress is not None:  # search_disagg reports no progress: refused rather than never called
+        raise InputError("progress", getattr(progress, "__name__", type(progress).__name__),
+                         "left out with disagg=True (the disaggregated search reports no progress)")
+    for k, v, why in (("workload.prefix_hit", w.prefix_hit, "0 with disagg=True (the disaggregated search prices no prefix cache)"),
+                      ("step_tokens", step_tokens or None, "left out with disagg=True (it prices one step budget: max_num_tokens)"),
+                      ("max_accuracy_drop", max_accuracy_drop, "left out with disagg=True (the disaggregated search keeps every "
+                                                               "precision; each point's accuracy says its drop)")):
+        if v:
+            raise InputError(k, v, why)
 
 
 def _lengths_only(w: Workload, call: str) -> None:

@@ -379,10 +379,3 @@ def profile_label(path) -> str:
 
     return LABELS.get(str(path)) or Path(path).name
 
-
-def forget_profiles() -> None:
-    """Drops every profile read so far (Profile.write's: a file timestamp's tick may be coarser than two writes)."""
-    from llm_codesign.measure.intervals import _profile_table
-
-    _cached.cache_clear()
-    _profile_table.cache_clear()

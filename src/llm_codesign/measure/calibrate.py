@@ -705,11 +705,15 @@ class Profile:
         """The profile written to `path` (whole or not at all; checked first: outputs.check_writable), as `calibrate -o`."""
         from llm_codesign.outputs import check_writable, write_text
 
-        from llm_codesign.cost.calibration import forget_profiles
+        from llm_codesign.cost.calibration import _cached
+        from llm_codesign.measure.intervals import _profile_table
 
         check_writable("output", path)
         write_text(path, self.text)
-        forget_profiles()  # a file written twice in one timestamp tick would keep its first read (cost.calibration.file_stamp)
+        # every profile read so far dropped: a file written twice in one timestamp tick would keep its first read
+        # (cost.calibration.file_stamp keys the caches on the file's times, which tick coarser than two writes)
+        _cached.cache_clear()
+        _profile_table.cache_clear()
         return replace(self, path=str(path))
 
 
