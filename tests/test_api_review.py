@@ -137,3 +137,15 @@ def test_export_point_refuses_another_profile_than_the_frontiers(frontiers):
         lc.export_point(own, 0, calibration=calibration_for(lc.get_gpu("h100")))
     # the bundled fit as an object is the bundled profile: nothing recorded
     assert lc.export_point(bundled, 0, calibration=calibration_for(lc.get_gpu("h100"))) == lc.export_point(bundled, 0)
+
+
+def test_a_frontier_priced_with_an_unwritten_profile_exports_once_it_is_written(tmp_path):
+    u = Profile(text=SLOW, report=())
+    f = lc.pareto(M, "h100", num_gpus=1, workload=lc.Workload(isl=512, osl=128), calibration=u)
+    with pytest.raises(lc.InputError, match=r"^calibration: 'an unwritten Profile' is not valid; a path, or a Profile written to one"):
+        lc.export_point(f, 0)
+    p = str(tmp_path / "slow.toml")
+    (text,) = lc.export_point(f, 0, calibration=u.write(p)).values()
+    assert f'"calibration": "{p}"' in text
+    with pytest.raises(lc.InputError, match=r"^calibration: 'Profile' is not valid; left out or the profile the frontier was priced with"):
+        lc.export_point(f, 0, calibration=Profile(text="", report=()).write(str(tmp_path / "other.toml")))

@@ -379,15 +379,17 @@ def export_point(frontier: Frontier, index: int, *, file_name: str | None = None
     if file_name is not None and (not isinstance(file_name, str) or file_name.strip() in ("", ".", "..") or "/" in file_name
                                   or "\\" in file_name or any(ord(c) < 32 or ord(c) == 127 for c in file_name)):
         raise InputError("file_name", file_name, "a file's name without a folder, path separator or control character, e.g. config.yaml")
-    was = frontier.calibration
-    if isinstance(was, Profile) and was.path is None and isinstance(calibration, Profile) and calibration.text == was.text:
+    was, shown = frontier.calibration, calibration if isinstance(calibration, (str, int, float)) else type(calibration).__name__
+    # the file's header must name the profile its figures were priced with: another one would price them otherwise
+    other = ("left out or the profile the frontier was priced with ({}): the launch file records the profile of its "
+             "predicted figures")
+    if isinstance(was, Profile) and was.path is None and calibration is not None:
+        if not (isinstance(calibration, Profile) and calibration.text == was.text):
+            raise InputError("calibration", shown, other.format("an unwritten Profile: that one, written, profile.write(path)"))
         was = calibration  # priced with an unwritten Profile, given here as written since (Profile.write)
     priced = _recorded(was, frontier.gpu, "the frontier's")
-    if calibration is not None and _same(_recorded(calibration, frontier.gpu, "calibration"), priced) is False:
-        # the file's header must name the profile its figures were priced with: another one would price them otherwise
-        raise InputError("calibration", calibration if isinstance(calibration, (str, int, float)) else type(calibration).__name__,
-                         f"left out or the profile the frontier was priced with ({priced or 'the bundled one'}): the launch file "
-                         "records the profile of its predicted figures")
+    if calibration is not None and not _same(_recorded(calibration, frontier.gpu, "calibration"), priced):
+        raise InputError("calibration", shown, other.format(priced or "the bundled one"))
     calibration = priced
     p = frontier.points[index]
     d = p.to_dict()

@@ -703,10 +703,9 @@ class Profile:
 
     def write(self, path: str) -> "Profile":
         """The profile written to `path` (whole or not at all; checked first: outputs.check_writable), as `calibrate -o`."""
-        from llm_codesign.outputs import check_writable, write_text
-
         from llm_codesign.cost.calibration import _cached
         from llm_codesign.measure.intervals import _profile_table
+        from llm_codesign.outputs import check_writable, write_text
 
         check_writable("output", path)
         write_text(path, self.text)
