@@ -55,7 +55,7 @@ def test_compare_records_are_flat_rows_with_intervals_and_cost(comparison):
 
 @pytest.mark.parametrize("kw,line", [
     ({"num_gpus": 0}, "num_gpus: 0 is not valid; a positive integer up to 65,536"),
-    ({"model": []}, "model: [] is not valid; at least one name"),
+    ({"model": []}, "model: [] is not valid; a model, or a non-empty list of them"),
     ({"gpu": "h900"}, "gpu: 'h900' is not valid"),
     ({"weight_dtype": "fp7"}, "weight_dtype: 'fp7' is not valid"),
     ({"min_tps_user": -1}, "min_tps_user: -1 is not valid; a positive finite number"),

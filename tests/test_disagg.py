@@ -266,7 +266,7 @@ def test_cli_decode_max_batch_caps_the_decode_batch():
     assert capped[1]["ttft_ms"] == pytest.approx(7 * 255 * capped[0]["tpot_ms"], rel=1e-9)
     assert free[1]["tpot_ms"] > 1.3 * free[0]["tpot_ms"] and free[1]["ttft_ms"] < capped[1]["ttft_ms"] / 5
     assert capped[0] == free[0]  # below the slots nothing changes
-    for bad in ("0", "-3", "many", "99999999999999999999"):  # the last past the API's 1 << 20 too
+    for bad in ("0", "-3", "many", "99999999999999999999"):  # the last past the one bound (spec.plan.MAX_CONCURRENCY)
         r = run(*args, "--decode-max-batch", bad)
         lines = [x for x in r.stderr.splitlines() if x.strip()]
         assert r.returncode == 2 and len(lines) == 1 and "decode" in lines[0] and "max" in lines[0] and not r.stdout, (bad, r.stderr)

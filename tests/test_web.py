@@ -208,8 +208,14 @@ def test_a_gpu_count_past_its_range_is_the_pages_one_line_not_the_browsers_bubbl
     page.fill("#num_gpus", "100")
     page.click("#run")
     page.wait_for_function("document.getElementById('error').textContent !== ''")
-    assert page.text_content("#error") == "num_gpus: 100 is not valid; Input should be less than or equal to 72"
+    assert page.text_content("#error") == "num_gpus: 100 is not valid; a whole number of GPUs from 1 to 72"
     assert page.evaluate("document.getElementById('num_gpus').validity.valid") and not page.errors
+    # an empty field: the project's line, with the value as typed (it read "num_gpus; Input should be a valid integer")
+    page.fill("#num_gpus", "")
+    page.evaluate("document.getElementById('error').textContent = ''")
+    page.click("#run")
+    page.wait_for_function("document.getElementById('error').textContent !== ''")
+    assert page.text_content("#error") == "num_gpus: '' is not valid; a whole number of GPUs from 1 to 72"
 
 
 def test_a_permalink_reproduces_the_view(page, browser, server):

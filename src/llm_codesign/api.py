@@ -71,9 +71,20 @@ def get_gpu(gpu: str | Gpu) -> Gpu:
     return gpu if isinstance(gpu, Gpu) else _get_gpu(gpu)
 
 
-def _ref(calibration):
-    """A profile as the pricing reads it: a Profile (lc.calibrate's) by its path, the rest as given."""
-    return calibration.as_path() if isinstance(calibration, Profile) else calibration
+PROFILE_WORDS = "None (the bundled profile), a Profile (lc.calibrate's) or a calibration profile's path"
+
+
+def _ref(calibration, *, objects: bool = True):
+    """A profile as the pricing reads it: a Profile (lc.calibrate's) by its path, a path as text, a Calibration (where
+    `objects`) or None as given; anything else refused in one line (an int was a TypeError from the cache's file read)."""
+    if isinstance(calibration, Profile):
+        return calibration.as_path()
+    if isinstance(calibration, Path):
+        return str(calibration)
+    if calibration is None or (isinstance(calibration, str) and calibration.strip()) or (objects and isinstance(calibration, Calibration)):
+        return calibration
+    raise InputError("calibration", calibration if isinstance(calibration, (str, int, float)) else type(calibration).__name__,
+                     PROFILE_WORDS + (", or a Calibration" if objects else ""))
 
 
 def _calibration(gpu: Gpu, calibration: Calibration | Profile | str | None) -> Calibration:
@@ -159,13 +170,7 @@ def pareto(model: str | ModelSpec, gpu: str | Gpu, *, num_gpus: int = 8, instanc
     if w.arrival != DEFAULT_ARRIVAL:
         raise InputError("workload.arrival", w.arrival, f"{DEFAULT_ARRIVAL!r}, what the search prices (as `pareto`, which has no --arrival)")
     check_sizes(num_gpus=num_gpus)  # named as this call names it, before SearchSpace.build checks it as the CLI's --gpus
-    if disagg:  # what the disaggregated search does not price, refused as `pareto --disagg` refuses it
-        for k, v, why in (("workload.prefix_hit", w.prefix_hit, "0 with disagg=True (the disaggregated search prices no prefix cache)"),
-                          ("step_tokens", step_tokens or None, "left out with disagg=True (it prices one step budget: max_num_tokens)"),
-                          ("max_accuracy_drop", max_accuracy_drop, "left out with disagg=True (the disaggregated search keeps every "
-                                                                   "precision; each point's accuracy says its drop)")):
-            if v:
-                raise InputError(k, v, why)
+    _search_mode(disagg, progress, w, step_tokens, max_accuracy_drop)
     check_sizes(MAX_STEP_TOKENS, max_num_tokens=max_num_tokens)
     eng = engine_for(g, engine_arg(engine, backend))
     sd = spec if isinstance(spec, SpecDecoding) or spec is None else spec_decoding(
@@ -180,12 +185,33 @@ def pareto(model: str | ModelSpec, gpu: str | Gpu, *, num_gpus: int = 8, instanc
 
         f = search_disagg(m, g, _calibration(g, calibration), space, isl=w.isl, osl=w.osl, engine=eng, max_num_tokens=max_num_tokens,
                           min_tps_user=min_tps_user, max_ttft_ms=max_ttft_ms)
-        return f.banded(m, table=table_for(_ref(calibration), gpu=g))
+        return replace(f.banded(m, table=table_for(_ref(calibration), gpu=g)), calibration=calibration)
     f = search(m, g, _calibration(g, calibration), space, isl=w.isl, osl=w.osl, prefix_hit=w.prefix_hit, engine=eng,
                max_num_tokens=max_num_tokens, min_tps_user=min_tps_user, max_ttft_ms=max_ttft_ms, max_accuracy_drop=max_accuracy_drop,
                progress=progress)
-    # each point's intervals, once per point after the search (not per evaluated deployment)
-    return f.banded(m, table=table_for(_ref(calibration), gpu=g))
+    # each point's intervals, once per point after the search (not per evaluated deployment); the profile it was priced
+    # with kept, for export_point to record
+    return replace(f.banded(m, table=table_for(_ref(calibration), gpu=g)), calibration=calibration)
+
+
+def _search_mode(disagg, progress, w: Workload, step_tokens, max_accuracy_drop) -> None:
+    """pareto's `disagg` (a bool: "no" was truthy, the disaggregated search) and `progress`, and what the disaggregated
+    search does not price, refused as `pareto --disagg` refuses it."""
+    if not isinstance(disagg, bool):
+        raise InputError("disagg", disagg, "True or False")
+    if progress is not None and not callable(progress):
+        raise InputError("progress", progress, "a function called as progress(done, total), or None")
+    if not disagg:
+        return
+    if progress is not None:  # search_disagg reports no progress: refused rather than never called
+        raise InputError("progress", getattr(progress, "__name__", type(progress).__name__),
+                         "left out with disagg=True (the disaggregated search reports no progress)")
+    for k, v, why in (("workload.prefix_hit", w.prefix_hit, "0 with disagg=True (the disaggregated search prices no prefix cache)"),
+                      ("step_tokens", step_tokens or None, "left out with disagg=True (it prices one step budget: max_num_tokens)"),
+                      ("max_accuracy_drop", max_accuracy_drop, "left out with disagg=True (the disaggregated search keeps every "
+                                                               "precision; each point's accuracy says its drop)")):
+        if v:
+            raise InputError(k, v, why)
 
 
 def _lengths_only(w: Workload, call: str) -> None:
@@ -210,6 +236,8 @@ def _named(inner: str, outer: str):
 def _names(value, field: str, what: str) -> list:
     """One name or object, or a list or tuple of them (a string is one name: a path may hold a comma)."""
     if isinstance(value, (list, tuple)):
+        if not value:  # an empty list was the defaults, silently
+            raise InputError(field, value, f"{what}, or a non-empty list of them")
         return list(value)
     if value is None or (isinstance(value, str) and not value.strip()):
         raise InputError(field, value, f"{what}, or a list of them")
@@ -277,6 +305,16 @@ def disagg(model: str | ModelSpec, gpu: str | Gpu, *, prefill: str | Plan, decod
                        decode_max_batch=decode_max_batch, arrival=w.arrival, prefill_routing=prefill_routing, calibration=_ref(calibration))
 
 
+def _texts(value, field: str, what: str) -> list[str]:
+    """One name (a string or a path) or a list or tuple of them, as strings; None: none. A number there was a TypeError."""
+    if value is None:
+        return []
+    items = [value] if isinstance(value, (str, Path)) else value if isinstance(value, (list, tuple)) else None
+    if items is None or any(not isinstance(x, (str, Path)) or not str(x).strip() for x in items):
+        raise InputError(field, value, f"{what}, or a list of them")
+    return [str(x) for x in items]
+
+
 def calibrate(*, kernels: str | list[str] | None = None, serving: str | None = None, output: str | None = None,
               hold_out: str | list[str] | None = None, clean: bool = False, force: bool = False,
               calibration: str | Profile | None = None, progress=None) -> Profile:
@@ -290,8 +328,7 @@ def calibrate(*, kernels: str | list[str] | None = None, serving: str | None = N
     from llm_codesign.measure.calibrate import fit_profile
     from llm_codesign.outputs import check_writable
 
-    ks = [kernels] if isinstance(kernels, str) else list(kernels or [])
-    held = [hold_out] if isinstance(hold_out, str) else list(hold_out or [])
+    ks, held = _texts(kernels, "kernels", "a kernel CSV's path or a bundled table's name"), _texts(hold_out, "hold_out", "a model's name")
     if not ks and not serving:
         raise InputError("kernels", kernels, "at least one kernel CSV (kernels=) or a serving CSV (serving=) to fit")
     if serving is not None and not isinstance(serving, (str, Path)):
@@ -302,10 +339,22 @@ def calibrate(*, kernels: str | list[str] | None = None, serving: str | None = N
         raise InputError("clean", clean, "False unless serving= is given (it checks serving rows)")
     if isinstance(calibration, Calibration):
         raise InputError("calibration", "a Calibration", "a profile's path or a Profile (a fit starts from a profile file's values)")
+    start = _ref(calibration, objects=False)
+    if start is not None:  # read now: a missing file fails before minutes of fitting
+        from llm_codesign.spec.hardware import catalog
+
+        calibration_for(next(iter(catalog().values())), start)
+    for k, v in (("clean", clean), ("force", force)):
+        if not isinstance(v, bool):
+            raise InputError(k, v, "True or False")
+    if progress is not None and not callable(progress):
+        raise InputError("progress", progress, "a function called as progress(done, total), or None")
     if output is not None:
+        if not isinstance(output, (str, Path)) or not str(output).strip():
+            raise InputError("output", output, "a file's path to write the profile to, or None")
         check_writable("output", output)  # before minutes of fitting, not after
     p = fit_profile(ks, None if serving is None else str(serving), hold_out=held, clean=clean, force=force,
-                    calibration=_ref(calibration), output=output, progress=progress, force_words="force=True")
+                    calibration=start, output=output, progress=progress, force_words="force=True")
     return p.write(output) if output is not None else p
 
 
@@ -314,8 +363,10 @@ def export_point(frontier: Frontier, index: int, *, file_name: str | None = None
     throughput end, the last the interactive end), as `llm-codesign export-point` writes it from `pareto --json`
     (explore.export.point_config, one code path): its plan, precision, step token budget and batch, its predicted
     metrics in the header. Returns `{file name: text}`, nothing written; `file_name` is the name the file launches
-    itself by (default: the engine's own), `calibration` the profile the frontier was priced with, recorded as
-    `pareto --json` records it (a path, or a Profile written to one)."""
+    itself by (default: the engine's own; no folder, path separator or control character). The header records the
+    profile the frontier was priced with (the Frontier keeps it: lc.pareto's `calibration`), as `pareto --json` records
+    it; `calibration` may name that one again (a path, or a Profile written to one: an unwritten one given to pareto
+    and written since), and another is refused, the launch file's figures being that profile's."""
     from llm_codesign.explore.export import point_config
     from llm_codesign.spec.validation import as_int
 
@@ -325,13 +376,21 @@ def export_point(frontier: Frontier, index: int, *, file_name: str | None = None
     if not frontier.points:
         raise InputError("frontier", "no points", "a frontier with at least one point (no deployment met its SLO)")
     as_int("index", index, lo=0, hi=len(frontier.points) - 1, what=f"a point of the frontier, 0 to {len(frontier.points) - 1}")
-    if file_name is not None and (not isinstance(file_name, str) or not file_name.strip() or "/" in file_name):
-        raise InputError("file_name", file_name, "a file's name without a folder, e.g. config.yaml")
-    if isinstance(calibration, Profile):
-        if calibration.path is None:
-            raise InputError("calibration", "an unwritten Profile", "a path, or a Profile written to one (lc.calibrate(output=...)): "
-                                                                   "the file records it, so that `import` prices it alike")
-        calibration = calibration.path
+    if file_name is not None and (not isinstance(file_name, str) or file_name.strip() in ("", ".", "..") or "/" in file_name
+                                  or "\\" in file_name or any(ord(c) < 32 or ord(c) == 127 for c in file_name)):
+        raise InputError("file_name", file_name, "a file's name without a folder, path separator or control character, e.g. config.yaml")
+    was, shown = frontier.calibration, calibration if isinstance(calibration, (str, int, float)) else type(calibration).__name__
+    # the file's header must name the profile its figures were priced with: another one would price them otherwise
+    other = ("left out or the profile the frontier was priced with ({}): the launch file records the profile of its "
+             "predicted figures")
+    if isinstance(was, Profile) and was.path is None and calibration is not None:
+        if not (isinstance(calibration, Profile) and calibration.text == was.text):
+            raise InputError("calibration", shown, other.format("an unwritten Profile: that one, written, profile.write(path)"))
+        was = calibration  # priced with an unwritten Profile, given here as written since (Profile.write)
+    priced = _recorded(was, frontier.gpu, "the frontier's")
+    if calibration is not None and not _same(_recorded(calibration, frontier.gpu, "calibration"), priced):
+        raise InputError("calibration", shown, other.format(priced or "the bundled one"))
+    calibration = priced
     p = frontier.points[index]
     d = p.to_dict()
     name, text = point_config(get_model(frontier.model), p.deployment, concurrency=p.concurrency, replicas=p.replicas,
@@ -339,6 +398,32 @@ def export_point(frontier: Frontier, index: int, *, file_name: str | None = None
                               predicted={k: d[k] for k in ("ttft_ms", "tpot_ms", "tok_s_per_user", "output_tok_s_per_gpu")},
                               calibration=calibration, file_name=file_name)
     return {name: text}
+
+
+def _same(a: str | None, b: str | None) -> bool:
+    """Whether two profiles' paths (None: the bundled one) name one file."""
+    import os
+
+    return a == b or (a is not None and b is not None and os.path.realpath(a) == os.path.realpath(b))
+
+
+def _recorded(calibration, gpu: Gpu, whose: str) -> str | None:
+    """The profile a launch file records (explore.export.priced_with): None for the bundled one, else a readable profile's
+    path; an unwritten Profile or a Calibration other than the bundled one has no path a file could name, and is refused."""
+    if isinstance(calibration, Calibration):
+        if calibration == calibration_for(gpu):
+            return None
+        raise InputError("calibration", f"{whose} Calibration", "a profile's path, or a Profile written to one: the file records it, "
+                                                                "so that `import` prices it alike (an object has no path)")
+    if isinstance(calibration, Profile):
+        if calibration.path is None:
+            raise InputError("calibration", "an unwritten Profile", "a path, or a Profile written to one (lc.calibrate(output=...)): "
+                                                                   "the file records it, so that `import` prices it alike")
+        calibration = calibration.path
+    path = _ref(calibration, objects=False)
+    if path is not None:
+        calibration_for(gpu, path)  # a missing or unreadable profile refused as every pricing call refuses it
+    return path
 
 
 def lint(model: str | ModelSpec, gpu: str | Gpu, *, regime: str = "throughput", weight_dtype: str | None = None,

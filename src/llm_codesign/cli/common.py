@@ -10,7 +10,7 @@ import typer
 from llm_codesign.errors import InputError, close_matches, did_you_mean
 from llm_codesign.spec.engines import ENGINES, VENDOR_ENGINE, VENDOR_NAMES, listed
 from llm_codesign.spec.harness import DEFAULT_ARRIVAL
-from llm_codesign.spec.plan import MAX_GPUS, MAX_STEP_TOKENS
+from llm_codesign.spec.plan import MAX_CONCURRENCY, MAX_GPUS, MAX_STEP_TOKENS  # MAX_CONCURRENCY: the one bound, spec.plan's
 
 try:
     from typer._click.exceptions import BadOptionUsage, MissingParameter, NoArgsIsHelpError, NoSuchOption, UsageError
@@ -383,7 +383,6 @@ def _deployment(m, gpu, gpus_, *, tp, pp, ep, moe_tp, attention_dp, kvp, weight_
 
 # shared option declarations (vLLM / TensorRT-LLM vocabulary); the bounds (spec.plan's, which the API checks too) make a
 # bad value one line naming the option
-MAX_CONCURRENCY = 1 << 20  # requests in flight
 O_GPU = typer.Option(..., "--gpu", help="GPU id (see `gpus`) or a GPU .toml file.")
 O_GPUS = typer.Option(None, "--gpus", min=1, max=MAX_GPUS, help="Total GPUs.")
 # estimate and mix price one instance: `--gpus 8 --tp 4` is refused there, two TP4 replicas are export's and pareto's

@@ -9,6 +9,7 @@ from typing import Optional
 import typer
 
 from llm_codesign.cli.common import (
+    MAX_CONCURRENCY,
     O_A,
     O_ACC,
     O_ADP,
@@ -84,7 +85,7 @@ def export(
     attention_dp: Optional[int] = O_ADP, kvp: Optional[int] = O_KVP,
     weight_dtype: Optional[str] = O_W, activation_dtype: Optional[str] = O_A, kv_dtype: Optional[str] = O_KV,
     isl: int = O_ISL, osl: int = O_OSL,
-    concurrency: Optional[int] = typer.Option(None, "--concurrency", min=1, max=1 << 20,
+    concurrency: Optional[int] = typer.Option(None, "--concurrency", min=1, max=MAX_CONCURRENCY,
                                               help="Requests in flight per instance, the engine's max batch (omit: the plans the "
                                                    "flags leave open and every batch are searched, and the point with the most "
                                                    "tok/s/GPU that meets the SLO is exported)."),
@@ -283,7 +284,7 @@ def import_(
                                         "or one the registry does not know (a local checkpoint path)."),
     backend: Optional[str] = typer.Option(None, "--backend", "--engine", help="The engine of a YAML whose keys do not tell (default: "
                                           "found from the file)."),
-    concurrency: Optional[int] = typer.Option(None, "--concurrency", min=1, max=1 << 20,
+    concurrency: Optional[int] = typer.Option(None, "--concurrency", min=1, max=MAX_CONCURRENCY,
                                               help="Requests in flight per instance (default: the configuration's max batch)."),
     isl: Optional[int] = typer.Option(None, "--isl", min=1, help="Input tokens per request (default: the export's, else 1024)."),
     osl: Optional[int] = typer.Option(None, "--osl", min=1, help="Output tokens per request (default: the export's, else 1024)."),

@@ -6,6 +6,7 @@ from typing import Optional
 import typer
 
 from llm_codesign.cli.common import (
+    MAX_CONCURRENCY,
     O_A,
     O_ACC,
     O_ADP,
@@ -45,7 +46,7 @@ def mix(
     lengths: Optional[str] = typer.Option(None, "--lengths", help="CSV of requests: columns isl, osl (and count or weight)."),
     isl_dist: Optional[str] = typer.Option(None, "--isl-dist", help="fixed:N, uniform:LO,HI or lognormal:median=M,sigma=S."),
     osl_dist: Optional[str] = typer.Option(None, "--osl-dist", help="Same forms as --isl-dist."),
-    concurrency: int = typer.Option(64, "--concurrency", min=1, max=1 << 20, help="Requests in flight."),
+    concurrency: int = typer.Option(64, "--concurrency", min=1, max=MAX_CONCURRENCY, help="Requests in flight."),
     backend: Optional[str] = O_BACKEND, spec: Optional[str] = O_SPEC, draft_len: Optional[int] = O_K,
     acceptance: Optional[float] = O_ACC, acceptance_rates: Optional[str] = O_RATES, draft_model: Optional[str] = O_DRAFT,
     max_num_tokens: Optional[int] = O_MNT, calibration: Optional[str] = O_CAL, as_json: bool = typer.Option(False, "--json", help="Print the answer as JSON (what the table shows, and more)."),

@@ -330,12 +330,28 @@ def _before_peer(doc: dict) -> dict:
             else v for k, v in doc.items()}
 
 
+def file_stamp(path) -> tuple | None:
+    """What a cache of a file read by its path is keyed on beside the path: the file it resolves to now (device and
+    inode: a relative path after a chdir, a file replaced by os.replace) and its size and modification and change times,
+    so that a file rewritten (Profile.write, `calibrate -o` twice to one name, while the page runs) is read again rather
+    than answered from the first read. One stat, ~1 us a call (a realpath was 15). None where it cannot be read (the
+    reader then says why)."""
+    import os
+
+    try:
+        st = os.stat(path)
+    except (OSError, TypeError, ValueError):
+        return None
+    return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns
+
+
 @lru_cache(maxsize=64)
-def _cached(family: str, profile: str | None) -> Calibration:
+def _cached(family: str, profile: str | None, stamp: tuple | None = None) -> Calibration:  # stamp: file_stamp(profile)
     c = _layers(_bundled()[1], family, "fitted.toml", documented(family))
     if profile:
-        doc = _sections(read_toml(profile, "calibration", "a calibration profile"), family, profile)
-        c = _layers(_before_peer(doc), family, profile, c)
+        origin = LABELS.get(profile, profile)  # an unwritten Profile's private file by what answers call it
+        doc = _sections(read_toml(profile, "calibration", "a calibration profile"), family, origin)
+        c = _layers(_before_peer(doc), family, origin, c)
     return c
 
 
@@ -351,4 +367,15 @@ def documented(family: str = "") -> Calibration:
 
 def calibration_for(gpu, profile: str | None = None) -> Calibration:
     """Parameters of a GPU's family: defaults, then the bundled fit, then the user's profile."""
-    return _cached(gpu.family, profile)
+    return _cached(gpu.family, profile, file_stamp(profile) if profile else None)
+
+
+LABELS: dict[str, str] = {}  # a private file's path -> what answers call it (measure.calibrate._temporary's: "this Profile")
+
+
+def profile_label(path) -> str:
+    """A profile as answers name it: its file's name, or the label of a private file (an unwritten Profile's)."""
+    from pathlib import Path
+
+    return LABELS.get(str(path)) or Path(path).name
+

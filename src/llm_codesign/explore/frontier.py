@@ -138,6 +138,9 @@ class Frontier:
     cloud: dict = field(repr=False)
     roofline_bound: dict = field(repr=False)
     mode: str = "aggregated"
+    # the profile it was priced with, as lc.pareto was given it (None: the bundled one; a path, a Profile or a
+    # Calibration): what lc.export_point records in the launch file's header, so that `import` prices it alike
+    calibration: object = field(default=None, repr=False, compare=False)
 
     def to_dict(self, *, plot: bool = False) -> dict:
         """What `pareto --json` prints; with `plot`, the cloud and the ideal bound as well (what the

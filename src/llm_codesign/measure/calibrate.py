@@ -6,6 +6,7 @@ formulas the cost model uses, so a fitted parameter means the same thing everywh
 """
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field, fields, replace
 from typing import NamedTuple
 
@@ -686,8 +687,9 @@ class Profile:
     """A calibration profile fitted by `calibrate` (fit_profile): its TOML `text` (what `calibrate -o` writes), each
     fit's `report` (family, kind, rows, error against the starting profile) and the fitted serving parameters
     (`serving`, None without serving runs). `path` is where it was written (None: not written); `as_path()` is the
-    path to price with (a profile is read by its path, caches keyed by it: an unwritten one is written once to a
-    private temporary file, removed at exit), which the API's `calibration=` takes a Profile through."""
+    path to price with (a profile is read by its path, caches keyed by it and the file's stamp: an unwritten one is
+    written once to a private file named by its text, removed at exit, which answers call "this Profile"), which the
+    API's `calibration=` takes a Profile through."""
     text: str
     report: tuple
     serving: dict | None = None
@@ -701,31 +703,48 @@ class Profile:
 
     def write(self, path: str) -> "Profile":
         """The profile written to `path` (whole or not at all; checked first: outputs.check_writable), as `calibrate -o`."""
+        from llm_codesign.cost.calibration import _cached
+        from llm_codesign.measure.intervals import _profile_table
         from llm_codesign.outputs import check_writable, write_text
 
         check_writable("output", path)
         write_text(path, self.text)
+        # every profile read so far dropped: a file written twice in one timestamp tick would keep its first read
+        # (cost.calibration.file_stamp keys the caches on the file's times, which tick coarser than two writes)
+        _cached.cache_clear()
+        _profile_table.cache_clear()
         return replace(self, path=str(path))
 
 
 _TEMPORARY: dict[str, str] = {}  # a profile's text -> its private file, one per text for the process's life
+_TEMPORARY_LOCK = threading.Lock()
 
 
 def _temporary(text: str) -> str:
+    """The private file of an unwritten profile's `text`, named by the text's sha256 (the same text, the same file; two
+    threads with two texts, two files), written whole under a temporary name and renamed into place under a lock, in
+    one folder removed at exit; answers call it "this Profile" (cost.calibration.LABELS), never by its private name."""
     import atexit
+    import hashlib
     import os
     import shutil
     import tempfile
 
-    if text not in _TEMPORARY:
-        if not _TEMPORARY:  # one private folder, removed at exit
-            _temporary.folder = tempfile.mkdtemp(prefix="llm-codesign-profile-")
-            atexit.register(shutil.rmtree, _temporary.folder, ignore_errors=True)
-        path = os.path.join(_temporary.folder, f"lc-calibrate-{len(_TEMPORARY) + 1}.toml")
-        with open(path, "w") as f:
-            f.write(text)
-        _TEMPORARY[text] = path
-    return _TEMPORARY[text]
+    from llm_codesign.cost.calibration import LABELS
+
+    with _TEMPORARY_LOCK:
+        if text not in _TEMPORARY:
+            if not hasattr(_temporary, "folder"):  # one private folder, removed at exit
+                _temporary.folder = tempfile.mkdtemp(prefix="llm-codesign-profile-")
+                atexit.register(shutil.rmtree, _temporary.folder, ignore_errors=True)
+            path = os.path.join(_temporary.folder, f"profile-{hashlib.sha256(text.encode()).hexdigest()[:16]}.toml")
+            fd, part = tempfile.mkstemp(dir=_temporary.folder, suffix=".part")
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                f.write(text)
+            os.replace(part, path)
+            LABELS[path] = "this Profile"
+            _TEMPORARY[text] = path
+        return _TEMPORARY[text]
 
 
 def refuse(broken: list[str], bad: list[str], output: str | None, force: bool, *, force_words: str = "--force") -> None:

@@ -695,17 +695,18 @@ def table_for(profile=None, *, gpu=None) -> dict:
         if gpu is not None and profile == calibration_for(gpu):
             return bundled()
         return bundled() | {"profile": "this Calibration", "why_bundled": "an object carries no runs of its own"}
-    return _profile_table(profile)
+    from llm_codesign.cost.calibration import file_stamp
+
+    return _profile_table(profile, file_stamp(profile))
 
 
 @lru_cache(maxsize=16)
-def _profile_table(profile: str) -> dict:
-    from pathlib import Path
-
+def _profile_table(profile: str, stamp: tuple | None = None) -> dict:  # stamp: cost.calibration.file_stamp, a rewrite re-read
+    from llm_codesign.cost.calibration import profile_label
     from llm_codesign.errors import InputError, read_toml
 
     own = read_toml(profile, "calibration", "a calibration profile").get("intervals")
-    t, name = bundled(), Path(profile).name
+    t, name = bundled(), profile_label(profile)
     if own is None:
         return t | {"profile": name, "why_bundled": "it holds no serving runs of its own; `calibrate --serving` writes them"}
     try:

@@ -364,8 +364,9 @@ class Deployment:
 
 
 # a request count past which no engine runs one instance (TensorRT-LLM's max_batch_size default is 2048,
-# vLLM's max_num_seqs 256-1024): larger figures are typing errors, not loads
-MAX_CONCURRENCY = 10_000_000
+# vLLM's max_num_seqs 256-1024): larger figures are typing errors, not loads. The one bound of the CLI, the page and the
+# API (lc.disagg priced 2,000,000 where the CLI refused it past its own 1 << 20)
+MAX_CONCURRENCY = 1 << 20
 MAX_TOKENS = 100_000_000  # per request; the longest contexts of bundled models are 10M (Llama 4 Scout)
 # the CLI's and the API's bounds on what a user sizes: far beyond any real deployment, low enough that no product of
 # them overflows

@@ -45,7 +45,7 @@ from pydantic_core import PydanticCustomError
 
 from llm_codesign.errors import InputError
 from llm_codesign.spec.engines import engine_for, engine_for_pools, engine_names
-from llm_codesign.spec.plan import MAX_STEP_TOKENS
+from llm_codesign.spec.plan import MAX_CONCURRENCY, MAX_STEP_TOKENS
 
 STATIC = resources.files("llm_codesign.web") / "static"
 # at most one NVL72 rack: any count up to 72 has at most 12 divisors, so a search visits < 0.4 M plans
@@ -118,7 +118,7 @@ class PointDeployment(BaseModel):
     cpp: StrictBool = False
     instance_gpus: Optional[Int] = Field(None, ge=1, le=MAX_SERVE_GPUS)
     replicas: Int = Field(1, ge=1, le=MAX_SERVE_GPUS)
-    concurrency_per_instance: Optional[Int] = Field(None, ge=1, le=1 << 20,
+    concurrency_per_instance: Optional[Int] = Field(None, ge=1, le=MAX_CONCURRENCY,
                                                     description="The point's batch (else the request's `concurrency`).")
 
 
@@ -167,7 +167,7 @@ class EstimateRequest(ModelRef, Precisions, WhatIf, Speculation):
     engine: Optional[Engine] = Field(None, description="Omitted: the GPU vendor's (TensorRT-LLM on NVIDIA's, SGLang on AMD's).")
     isl: Int = Field(1024, ge=1, le=MAX_TOKENS)
     osl: Int = Field(1024, ge=1, le=MAX_TOKENS)
-    concurrency: Optional[Int] = Field(None, ge=1, le=1 << 20, description="Requests in flight; omit for offline max throughput.")
+    concurrency: Optional[Int] = Field(None, ge=1, le=MAX_CONCURRENCY, description="Requests in flight; omit for offline max throughput.")
     breakdown: StrictBool = False
     deployment: Optional[PointDeployment] = Field(
         None, description="A frontier point's `deployment` record: priced at its batch, with the point's per-operator breakdown.")
@@ -191,7 +191,7 @@ class DisaggRequest(ModelRef, Precisions, WhatIf, Speculation):
     decode_gpu: Optional[str] = Field(None, max_length=100, description="The decode instances' GPU where it differs.")
     prefill: PoolPlan
     decode: PoolPlan
-    concurrency: list[Annotated[Int, Field(ge=1, le=1 << 20)]] = Field(
+    concurrency: list[Annotated[Int, Field(ge=1, le=MAX_CONCURRENCY)]] = Field(
         [1, 8, 32, 128, 512], min_length=1, max_length=32, description="Requests in flight, one row each.")
     engine: Optional[Engine] = Field(None, description="Omitted: the GPU vendor's (TensorRT-LLM on NVIDIA's, SGLang on AMD's).")
     isl: Int = Field(1024, ge=1, le=MAX_TOKENS)
@@ -199,7 +199,7 @@ class DisaggRequest(ModelRef, Precisions, WhatIf, Speculation):
     max_num_tokens: Optional[Int] = Field(None, ge=1, le=MAX_TOKENS)
     decode_max_num_tokens: Optional[Int] = Field(None, ge=1, le=MAX_TOKENS,
                                                  description="The decode instances' token budget per step where it differs from max_num_tokens.")
-    decode_max_batch: Optional[Int] = Field(None, ge=1, le=1 << 20, description="The decode instances' max batch per attention-DP rank.")
+    decode_max_batch: Optional[Int] = Field(None, ge=1, le=MAX_CONCURRENCY, description="The decode instances' max batch per attention-DP rank.")
     # checked by serve.disagg (PREFILL_ROUTINGS), as `disagg --prefill-routing` is
     prefill_routing: Optional[str] = Field(None, max_length=100, description="How a prefill instance under attention DP spreads "
                                            "requests over its ranks: balanced or random; default: the engine's.")
@@ -797,9 +797,17 @@ def _field_line(err: dict) -> tuple[str, str]:
     value = err.get("input")
     if not loc and isinstance(value, bytes):  # FastAPI passes a body of another content type on as bytes
         return name, "body: not valid; a JSON object sent as Content-Type: application/json"
-    shown = "" if value is None or isinstance(value, (dict, list)) else repr(value)
+    # a null where a value belongs reads as JSON's null ("num_gpus; Input should be ..." had no value)
+    shown = "null" if value is None and "input" in err and loc else "" if value is None or isinstance(value, (dict, list)) else repr(value)
     shown = f": {shown[:80] + '...' if len(shown) > 80 else shown} is not valid" if shown else ""  # a 1 MB string is no line
-    return name, " ".join(f"{name}{shown}; {err.get('msg', 'invalid')}".split())
+    msg = err.get("msg", "invalid")
+    if loc and loc[-1] == "num_gpus" and err.get("type") in _GPU_COUNT_ERRORS:  # in the project's words, as the CLI says --gpus
+        msg = f"a whole number of GPUs from 1 to {MAX_SERVE_GPUS}"
+    return name, " ".join(f"{name}{shown}; {msg}".split())
+
+
+# pydantic's complaints of a GPU count that is not a whole number in range (true/false keeps its own: Int, _not_bool)
+_GPU_COUNT_ERRORS = frozenset({"int_parsing", "int_type", "int_from_float", "greater_than_equal", "less_than_equal"})
 
 
 def _json_line(err: dict, doc) -> str:

@@ -125,7 +125,8 @@ function loadHash() {
   return s;
 }
 
-// a field's text as a number when it reads as one; otherwise as typed, for the server to name it in a 422
+// a field's text as a number when it reads as one; otherwise as typed, for the server to name it in a 422 (an empty
+// num_gpus is sent as "": the server's line then reads "num_gpus: '' is not valid; ..." rather than a null)
 function num(v) {
   const t = String(v).trim();
   if (t === "") return null;
@@ -237,7 +238,7 @@ async function runFrontier(sel) {
   if (!gpus.length) { showError("gpus: choose at least one GPU"); return; }
   let req;
   try {
-    req = {...modelRef(s), ...dtypes(s), gpus, num_gpus: num(s.num_gpus), engine: s.engine || undefined, isl: num(s.isl), osl: num(s.osl),
+    req = {...modelRef(s), ...dtypes(s), gpus, num_gpus: num(s.num_gpus) ?? "", engine: s.engine || undefined, isl: num(s.isl), osl: num(s.osl),
            min_tps_user: num(s.min_tps_user), max_ttft_ms: num(s.max_ttft_ms), plot: true, ...speculation(s, "s_"), ...(wi ? {what_if: wi} : {})};
   } catch (e) { showError(e.message); return; }
   // what is shown is what the form last ran: the previous run's results go (a design, a search of its own, stays)
@@ -595,7 +596,7 @@ async function runDesign() {
   const s = readForm();
   showError("");
   const wi = whatIf(s);
-  const req = {params: num(s.params), gpu: s.gpus[0] || (wi ? wi.id : "h200"), num_gpus: num(s.num_gpus), max_candidates: num(s.max_candidates),
+  const req = {params: num(s.params), gpu: s.gpus[0] || (wi ? wi.id : "h200"), num_gpus: num(s.num_gpus) ?? "", max_candidates: num(s.max_candidates),
                ...(s.quality_sigmas.trim() ? {quality_sigmas: num(s.quality_sigmas)} : {}),
                regime: s.regime, engine: s.engine || undefined, ...(s.weight_dtype ? {weight_dtype: s.weight_dtype} : {}), ...(wi ? {what_if: wi} : {}),
                ...(s.baseline.trim() ? {baseline: s.baseline.trim()} : {})};
