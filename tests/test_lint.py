@@ -44,8 +44,8 @@ def test_thin_experts_are_memory_bound():
     # (moe_eff 0.778 -> 0.531, fixed 4.74 us) the same rows' compute, padded to 3 x 128 rows and at 0.531 of the dense
     # rate, exceeds their reads (down 53 vs 42 us; gate_up 117 vs 63 us): not memory-bound, so no R1 there. Top-2 (66
     # rows, one 128-row tile) is memory-bound on B200 (down 26 vs 19 us, gate_up 46.5 vs 39 us).
-    cfg = {**BASE, "n_routed_experts": 256, "num_experts_per_tok": 8, "moe_intermediate_size": 256}
-    for cfg, gpu in ((cfg, "h100"), ({**cfg, "num_experts_per_tok": 2}, "b200")):
+    top8 = {**BASE, "n_routed_experts": 256, "num_experts_per_tok": 8, "moe_intermediate_size": 256}
+    for cfg, gpu in ((top8, "h100"), ({**top8, "num_experts_per_tok": 2}, "b200")):
         fs = [f for f in run(from_hf_config(cfg, "thin-experts"), gpu) if f.rule == "R1"]
         assert any("experts" in f.where for f in fs), gpu
         assert all(f.cost_pct > 0 and math.isfinite(f.cost_pct) for f in fs)
