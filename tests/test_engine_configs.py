@@ -250,13 +250,15 @@ def _trtllm_yaml(chunked: str) -> str:
     # the serving re-fit 43e853e, TensorRT-LLM's prefill queue share 0.017 -> 0.028 and host step 35 -> 45 us, moved them by
     # up to 12%: 270.700, 36.3469, 214.694 and 273.202, 33.3758, 233.150 before; the final re-fit b5dd5a5, the queue share
     # 0.0282 -> 0.0171 and request overhead 0.736 -> 1.070 ms: TTFT down by up to 16%, TPOT up 0.7-0.9%, the rate down
-    # 0.3-0.4%; 303.937, 35.0297, 221.729 and 302.212, 32.3403, 239.561 before)
-    ("", 1500, 262.400, 35.3032, 221.053),
-    ("enable_chunked_prefill: false\n", 1500, 262.400, 35.3032, 221.053),
-    ("enable_chunked_prefill: true\n", 1500, 266.125, 32.5831, 238.839),
+    # 0.3-0.4%; 303.937, 35.0297, 221.729 and 302.212, 32.3403, 239.561 before; mtf's serving re-fit 117a840, TensorRT-LLM's
+    # queue share 0.0171 -> 0.0151, host step 121.8 -> 34.9 us, eager launch 3.89 -> 1.84 us: TTFT down 5.3-5.9%, TPOT down
+    # 0.7-1.0%, the rate up 0.8-1.1%; 262.400, 35.3032, 221.053 and 266.125, 32.5831, 238.839 before)
+    ("", 1500, 246.989, 34.9620, 223.525),
+    ("enable_chunked_prefill: false\n", 1500, 246.989, 34.9620, 223.525),
+    ("enable_chunked_prefill: true\n", 1500, 252.071, 32.3613, 240.822),
     # a 4,000-token prompt runs chunked or not at all (TensorRT-LLM refuses a prompt past max_num_tokens unchunked): chunked either way
-    ("", 4000, 534.298, 70.5420, 110.568),  # 549.479, 72.4677, 107.627 before the serving re-fit 43e853e; 634.030, 69.8939, 110.961 before b5dd5a5
-    ("enable_chunked_prefill: true\n", 4000, 534.298, 70.5420, 110.568),
+    ("", 4000, 508.351, 69.8297, 111.821),  # 549.479, 72.4677, 107.627 before the serving re-fit 43e853e; 634.030, 69.8939, 110.961 before b5dd5a5; 534.298, 70.5420, 110.568 before mtf's re-fit 117a840
+    ("enable_chunked_prefill: true\n", 4000, 508.351, 69.8297, 111.821),
 ])
 def test_trtllm_chunked_prefill_reaches_the_estimate(tmp_path, chunked, isl, ttft_ms, tpot_ms, tok_s_gpu):
     """An imported TensorRT-LLM configuration's enable_chunked_prefill is how its steps take prompts (golden figures: H200,

@@ -356,13 +356,15 @@ def test_hopper_comm_table_per_engine():
     5.7%, vLLM 3.2% (3.3% with the faster of its two kernels for its launcher's switch by size; 6.3 / 8.6 / 5.5% with the fixed cost flat in the GPU count, before custom_ar_peer_s; 41.5 / 37.5 /
     32.3% at default.toml's documented four, +36% signed); SGLang's eager rows 6.7%,
     vLLM's 35.5% (+35% signed: two launches at its serving-fitted eager launch cost against rows of ~20 us; it moves
-    with each serving re-fit: 7.4 / 30.3% before the serving re-fit 43e853e: SGLang's eager skew 1.18 -> 1.34 us, vLLM's 1.23 -> 1.58 us)."""
+    with each serving re-fit: 7.4 / 30.3% before the serving re-fit 43e853e: SGLang's eager skew 1.18 -> 1.34 us, vLLM's 1.23 -> 1.58 us;
+    since mtf's serving re-fit 117a840, SGLang's eager launch 13.3 -> 11.7 us and skew 1.18 -> 1.04 us, vLLM's skew 1.58 ->
+    0.75 us: SGLang's eager rows 6.66 -> 13.31% (signed -9.0%, now under), vLLM's 35.47 -> 5.60% (signed +3.3%))."""
     rep, _, _ = kernel_report("hopper/comm")
     by = {k.removeprefix("h100 "): v["latency_ms"] for k, v in rep["by"].items()}
     assert rep["modeled"] == rep["rows"] == 849 and set(by) == {
         "trtllm all_reduce graph", "sglang all_reduce graph", "vllm all_reduce graph", "sglang all_reduce eager",
         "vllm all_reduce eager", "nccl all_reduce", "nccl all_gather", "nccl reduce_scatter", "nccl all_to_all"}
     for group, med in (("trtllm all_reduce graph", 5.03), ("sglang all_reduce graph", 5.69), ("vllm all_reduce graph", 3.24),
-                       ("sglang all_reduce eager", 6.66), ("vllm all_reduce eager", 35.47), ("nccl all_reduce", 6.23)):
+                       ("sglang all_reduce eager", 13.31), ("vllm all_reduce eager", 5.60), ("nccl all_reduce", 6.23)):
         assert by[group]["median_ape"] == pytest.approx(med, abs=0.2), group
         assert by[group]["n"] == (126 if group.startswith("nccl") else 69)
