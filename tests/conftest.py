@@ -75,6 +75,22 @@ def cli(*args: str, columns: int = 2000):
     return r.exit_code, r.stdout, r.stderr
 
 
+def cli_ok(*args) -> str:
+    """The CLI in process (typer's runner, its own terminal width), arguments as text; its stdout, exit 0 asserted."""
+    from typer.testing import CliRunner
+
+    from llm_codesign.cli import app
+
+    r = CliRunner().invoke(app, [str(a) for a in args])
+    assert r.exit_code == 0, r.output
+    return r.stdout
+
+
+def plain(x):
+    """`x` as JSON reads it back (tuples as lists, other objects as text): what `--json` prints, to compare with."""
+    return json.loads(json.dumps(x, default=str))
+
+
 def disagg_pair(gpu, prec, prefill_plan, decode_plan, *, decode_gpu=None, backend="trtllm", spec=None, max_num_tokens=None):
     """One prefill and one decode instance as serve.disagg.evaluate_disagg takes them (decode on
     `decode_gpu` where given), both with the same precision, engine and step budget."""

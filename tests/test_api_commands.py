@@ -4,22 +4,11 @@ for number, the answers are tables of plain values, and a bad argument is one In
 import json
 
 import pytest
+from conftest import cli_ok, plain
 
 import llm_codesign as lc
 
-
-def _cli(*args):
-    from typer.testing import CliRunner
-
-    from llm_codesign.cli import app
-
-    r = CliRunner().invoke(app, [str(a) for a in args])
-    assert r.exit_code == 0, r.output
-    return r.stdout
-
-
-def _plain(x):
-    return json.loads(json.dumps(x, default=str))
+_cli, _plain = cli_ok, plain
 
 
 # ---- disagg

@@ -3,22 +3,11 @@ number for number), its rows flat with their intervals and cost, its checks one 
 import json
 
 import pytest
+from conftest import cli_ok, plain
 
 import llm_codesign as lc
 
-
-def _cli(*args):
-    from typer.testing import CliRunner
-
-    from llm_codesign.cli import app
-
-    r = CliRunner().invoke(app, [str(a) for a in args])
-    assert r.exit_code == 0, r.output
-    return r.stdout
-
-
-def _plain(x):
-    return json.loads(json.dumps(x, default=str))
+_cli, _plain = cli_ok, plain
 
 
 @pytest.fixture(scope="module")
