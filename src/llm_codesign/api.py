@@ -185,10 +185,10 @@ def pareto(model: str | ModelSpec, gpu: str | Gpu, *, num_gpus: int = 8, instanc
 
         f = search_disagg(m, g, _calibration(g, calibration), space, isl=w.isl, osl=w.osl, engine=eng, max_num_tokens=max_num_tokens,
                           min_tps_user=min_tps_user, max_ttft_ms=max_ttft_ms)
-        return replace(f.banded(m, table=table_for(_ref(calibration), gpu=g)), calibration=calibration)
-    f = search(m, g, _calibration(g, calibration), space, isl=w.isl, osl=w.osl, prefix_hit=w.prefix_hit, engine=eng,
-               max_num_tokens=max_num_tokens, min_tps_user=min_tps_user, max_ttft_ms=max_ttft_ms, max_accuracy_drop=max_accuracy_drop,
-               progress=progress)
+    else:
+        f = search(m, g, _calibration(g, calibration), space, isl=w.isl, osl=w.osl, prefix_hit=w.prefix_hit, engine=eng,
+                   max_num_tokens=max_num_tokens, min_tps_user=min_tps_user, max_ttft_ms=max_ttft_ms, max_accuracy_drop=max_accuracy_drop,
+                   progress=progress)
     # each point's intervals, once per point after the search (not per evaluated deployment); the profile it was priced
     # with kept, for export_point to record
     return replace(f.banded(m, table=table_for(_ref(calibration), gpu=g)), calibration=calibration)
@@ -214,12 +214,12 @@ def _search_mode(disagg, progress, w: Workload, step_tokens, max_accuracy_drop) 
             raise InputError(k, v, why)
 
 
-def _lengths_only(w: Workload, call: str) -> None:
-    """Refuses a workload's field the call does not price (it searches every load, with no prefix cache, requests arriving
-    as the command prices them) rather than dropping it without a word."""
+def _unpriced(w: Workload, why: str, fields=("concurrency", "prefix_hit", "arrival")) -> None:
+    """Refuses a workload's field the call does not price (`why` says what it prices instead) rather than dropping it
+    without a word: each of `fields` must be left at Workload's default."""
     for k, default in (("concurrency", None), ("prefix_hit", 0.0), ("arrival", DEFAULT_ARRIVAL)):
-        if getattr(w, k) != default:
-            raise InputError(f"workload.{k}", getattr(w, k), f"{default!r} (left out): `{call}` prices the lengths alone")
+        if k in fields and getattr(w, k) != default:
+            raise InputError(f"workload.{k}", getattr(w, k), f"{default!r} (left out): {why}")
 
 
 @contextmanager
@@ -256,7 +256,7 @@ def compare(model, gpu="h200", *, num_gpus: int = 8, weight_dtype: str | list[st
     from llm_codesign.explore import compare as run
 
     w = _workload(workload, "isl=..., osl=...")
-    _lengths_only(w, "compare")
+    _unpriced(w, "`compare` prices the lengths alone")
     formats = _names(weight_dtype, "weight_dtype", "a weight format") if weight_dtype is not None else None
     q = run.ask([get_model(m) for m in _names(model, "model", "a model")], _names(gpu, "gpu", "a GPU id"), formats, kv_dtype=kv_dtype, num_gpus=num_gpus, isl=w.isl,
                 osl=w.osl, engine=engine_arg(engine, backend), min_tps_user=min_tps_user, max_ttft_ms=max_ttft_ms,
@@ -285,10 +285,7 @@ def disagg(model: str | ModelSpec, gpu: str | Gpu, *, prefill: str | Plan, decod
     with _named("gpu", "decode_gpu"):
         dg = get_gpu(decode_gpu) if decode_gpu is not None else g
     w = _workload(workload, "isl=..., osl=..., arrival=...")
-    for k, default in (("concurrency", None), ("prefix_hit", 0.0)):  # the loads are `concurrency=`; no prefix cache is priced
-        if getattr(w, k) != default:
-            raise InputError(f"workload.{k}", getattr(w, k), f"{default!r} (left out): `disagg` takes its loads as concurrency= "
-                                                             "and prices no prefix cache")
+    _unpriced(w, "`disagg` takes its loads as concurrency= and prices no prefix cache", fields=("concurrency", "prefix_hit"))
     for name, p in (("prefill", prefill), ("decode", decode)):
         if not isinstance(p, (str, Plan)):
             raise InputError(name, p, "a plan as text, e.g. 'tp=4' or 'attention_dp=8,ep=8', or an lc.Plan")
