@@ -120,7 +120,7 @@ def test_a_key_the_table_does_not_know_is_one_line():
               "campaigns.toml [aiconfigurator-core] flags.set: 'arnorm_fusion' is not valid; one of: max_num_tokens, arrival, "
               "max_prefill_tokens, max_running_requests, cuda_graph_max_bs, recv_interval, ignore_eos, mixed_chunk, chunked_prefill, "
               "kv_fraction, rounds, prefill_routing, offline, act_quant_fusion, attn_out_fusion, ar_norm_fusion, rope_decode_fusion, "
-              "hop_b_fusion"),
+              "hop_b_fusion, pdl_fusion"),
              ("set = { ar_norm_fusion = false }", 'set = { ar_norm_fusion = "no" }',
               "campaigns.toml [aiconfigurator-core] flags.set.ar_norm_fusion: 'no' is not valid; true or false"),
              ("rounds = 20", "round = 20", "campaigns.toml [aiconfigurator-core]: 'round' is not valid; one of: source, flags, arrival, "
@@ -169,3 +169,21 @@ def test_a_key_the_table_does_not_know_is_one_line():
         with pytest.raises(InputError) as e:
             campaigns.read_campaigns(text.replace(old, new, 1))
         assert str(e.value) == line
+
+
+def test_the_best_perf_pages_h200_min_latency_build_launches_nothing_with_pdl():
+    """The page's H200 min-latency run exports no TRTLLM_ENABLE_PDL=1 on a spring-2025 build (data/measurements/
+    campaigns.toml): pdl_fusion false there only; its B200 min-latency run exports it, its H200 max-throughput run is
+    not the one-request figure of that build."""
+    rows = {r["source"].split(":")[1]: r for r in _published()}
+    assert campaigns.fusions_off(campaigns.settings(rows["h200-min-latency"])) == ("pdl",)
+    for other in ("b200-min-latency", "h200-max-throughput", "b200-max-throughput-bf16-kv"):
+        assert campaigns.fusions_off(campaigns.settings(rows[other])) == ()
+
+
+def _published():
+    import csv
+    from importlib import resources
+
+    text = resources.files("llm_codesign").joinpath("data/measurements/published_runs.csv").read_text()
+    return [r for r in csv.DictReader(text.splitlines()) if r["source"].startswith("trtllm-best-perf")]

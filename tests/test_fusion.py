@@ -94,7 +94,7 @@ def test_a_build_without_a_fusion_is_one_engine_under_the_same_name(b200, cal):
     vllm = get_engine("vllm")
     old = vllm.without("ar_norm")
     assert old is vllm.without("ar_norm") and old is not vllm and old.name == "vllm"
-    assert old.fusions == ("act_quant",) and vllm.without("hop_b") is vllm  # a fusion it never made: itself
+    assert old.fusions == ("act_quant", "pdl") and vllm.without("hop_b") is vllm  # a fusion it never made: itself
     assert old.ar_norm_fused("LlamaForCausalLM", adp=1, nbytes=1e5, n=8, family="blackwell").tolist() is False
     # TP8 Llama-3.1-70B, 16 sequences: the two add + RMSNorm kernels launch again, 80 layers a step
     llama, tp8 = get_model("llama-3.1-70b"), Plan(tp=8)
@@ -130,3 +130,29 @@ def test_architecture_read_from_the_config():
     assert from_hf_config({**cfg, "architectures": []}).architecture == ""
     with pytest.raises(InputError, match="config.architectures"):
         from_hf_config({**cfg, "architectures": "oops"})
+
+
+def test_a_build_without_pdl_overlaps_no_kernel_boundary(h200):
+    """Engine.without("pdl"): TensorRT-LLM before 1.2 without TRTLLM_ENABLE_PDL=1 (the best-perf page's H200
+    min-latency run). Today's build saves 0.7 of pdl_credit_s (0.25 us) = 0.175 us at each launch of a Hopper step;
+    the older build saves nothing, so the same decode step costs 0.175 us x its launches more."""
+    from llm_codesign.cost.ops import launches, step_time
+    from llm_codesign.serve.aggregated import kernels_time, pdl_per_launch
+
+    trt = get_engine("trtllm")
+    old = trt.without("pdl")
+    assert old.fusions == ("act_quant", "attn_out", "ar_norm", "rope_decode") and old.name == "trtllm" and old is trt.without("pdl")
+    assert (trt.pdl_share("hopper"), old.pdl_share("hopper"), old.pdl_share("blackwell")) == (0.7, 0.0, 0.0)
+    cal = calibration_for(h200)
+    assert cal.pdl_credit_s == 0.25e-6
+    new_c, old_c = trt.costs(cal), old.costs(cal)
+    assert pdl_per_launch(h200, new_c) == pytest.approx(0.175e-6, rel=1e-12) and pdl_per_launch(h200, old_c) == 0.0
+    # one decode step of DeepSeek-R1 FP8 at TP 8, one sequence of 2k context: the old build pays every boundary
+    m = get_model("deepseek-r1")
+    ops = forward_ops(m, h200, cal.in_step("trtllm"), m.default_precision, Plan(tp=8), engine=trt, sample=True,
+                      b=Batch(dec_seqs=1.0, dec_ctx=2048.0))
+    n = float(np.ravel(launches(ops))[0])
+    assert n > 61 * 15  # ~20 launches in each of the 61 layers
+    assert float(np.ravel(kernels_time(ops, h200, old_c))[0]) == pytest.approx(float(np.ravel(step_time(ops))[0]), rel=1e-12)
+    gap = float(np.ravel(kernels_time(ops, h200, old_c) - kernels_time(ops, h200, new_c))[0])
+    assert gap == pytest.approx(0.175e-6 * n, rel=1e-9)

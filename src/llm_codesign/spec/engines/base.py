@@ -34,7 +34,7 @@ CDNA_FAMILIES = ("cdna3", "cdna4")
 # the two residual-add + RMSNorm kernels of a layer that ar_norm folds into its all-reduces
 AR_NORM_KERNELS = 2.0
 # every fusion an engine's step may make (Engine.fusions says what each is): a name outside it is a typing error
-FUSIONS = ("act_quant", "attn_out", "ar_norm", "rope_decode", "hop_b")
+FUSIONS = ("act_quant", "attn_out", "ar_norm", "rope_decode", "hop_b", "pdl")
 # The MoE kernel families an engine runs for its expert GEMMs (Engine.moe_kernel), each with the
 # kernel_source of the per-engine kernel tables that times it (data/measurements/kernels_hopper/moe.csv.gz,
 # H100; measure.kernel_tables.MOE_SOURCES maps them). Their rates are per GPU family in the calibration
@@ -82,7 +82,9 @@ class Engine(ABC):
     # - rope_decode: its GQA decode kernel applies RoPE itself where it runs XQA's Hopper GMMA kernel (FP8 KV
     #   on SM90), so the decode op launches no preprocessing kernel (cost.kernels.decode_rope_fused);
     # - hop_b: Helix's all-to-all sent request by request behind the next request's attention (HOP-B,
-    #   Bhatia et al. 2025); no engine's step runs it yet (TensorRT-LLM tech blog 22 lists it as future work).
+    #   Bhatia et al. 2025); no engine's step runs it yet (TensorRT-LLM tech blog 22 lists it as future work);
+    # - pdl: its kernels launched with programmatic dependent launch at the shares `pdl` lists (pdl_share): a
+    #   build that does not (TensorRT-LLM before 1.2 without `TRTLLM_ENABLE_PDL=1`) overlaps no kernel boundary.
     fusions: tuple[str, ...]
     # The attention kernels its default backend picks, as time relative to TensorRT-LLM's own kernels on
     # the same shape (the kernel tables'): GPU family -> {(kind, phase): factor}; a cell not listed runs
@@ -283,8 +285,9 @@ class Engine(ABC):
         return self.attention_kernels.get(family, {}).get((kind, phase), 1.0)
 
     def pdl_share(self, family: str) -> float:
-        """Share of a serving step's kernel boundaries whose next kernel it launches with PDL (0 before SM90)."""
-        return self.pdl.get(family, 0.0)
+        """Share of a serving step's kernel boundaries whose next kernel it launches with PDL (0 before SM90, and in a
+        build without it: Engine.without("pdl"))."""
+        return self.pdl.get(family, 0.0) if self.fuses("pdl") else 0.0
 
     def gemm_kernel(self, family: str, kernel: str) -> str:
         """The GEMM kernel family it runs: on Hopper DeepGEMM's (fp8_deepgemm) for block-scaled FP8 where it
