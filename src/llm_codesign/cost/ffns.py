@@ -67,10 +67,7 @@ def moe_ops(f: MoE, M: Site, *, at: _At, s: _Step, b: Batch, prec: Precision) ->
     exchange = "all_to_all" if at.engine is None else at.engine.moe_exchange(at.gpu, moe_tp=s.moe_tp)
     a2a = (s.adp > 1) & (ep > 1) & (exchange == "all_to_all")
     gather = (s.adp > 1) & ~a2a
-    # the gather's activations in the GEMMs' format where the engine quantises first (Engine.gathers_quantised; tables': TensorRT-LLM's),
-    # in BF16 where its MoE kernel takes them so (BF16_IN)
-    bf16_in = _takes_bf16(f, at, prec, math=ff["math"])
-    gathers_quantised = (at.engine is None or at.engine.gathers_quantised) & ~bf16_in
+    bf16_in, gathers_quantised = _gather_format(f, at, prec, math=ff["math"])
     # the rank's MoE takes in every token of the step unless an all-to-all brought it only its routed rows; TRTLLM-Gen's tile
     # counts the tokens its call receives (rows / top_k under an all-to-all: computeSelectedTileN's num_tokens), its one
     # quantise the rank's own T where they are quantised before the exchange (a dispatch, a quantised gather), else all
@@ -120,12 +117,15 @@ def moe_ops(f: MoE, M: Site, *, at: _At, s: _Step, b: Batch, prec: Precision) ->
 BF16_IN = (("cutlass", "fp8_block"),)
 
 
-def _takes_bf16(f: MoE, at: _At, prec: Precision, *, math: str) -> bool:
-    """Whether the MoE kernel family the engine runs for these experts of GEMM math `math` (the kernel table row's, `at.moe`,
-    without an engine) takes its tokens in BF16 and quantises them itself after its permutation (BF16_IN)."""
+def _gather_format(f: MoE, at: _At, prec: Precision, *, math: str) -> tuple[bool, bool]:
+    """(Whether the MoE kernel family the engine runs for these experts of GEMM math `math` (the kernel table row's,
+    `at.moe`, without an engine) takes its tokens in BF16 and quantises them itself after its permutation (BF16_IN);
+    whether the attention-DP gather moves them in the GEMMs' format: where the engine quantises first
+    (Engine.gathers_quantised; the tables': TensorRT-LLM's) and its MoE kernel does not take them in BF16)."""
     kernel = gemm.gemm_kernel(math, prec.weight.name, fp4_math=at.gpu.supports("fp4"))  # as _routed_experts reads it
     fam = at.moe if at.engine is None else at.engine.moe_kernel(at.gpu.family, kernel, weight=prec.weight.name, ep=True, gated=f.gated)
-    return (fam, kernel) in BF16_IN
+    bf16_in = (fam, kernel) in BF16_IN
+    return bf16_in, (at.engine is None or at.engine.gathers_quantised) and not bf16_in
 
 
 def _routed_experts(f: MoE, M: Site, *, at: _At, s: _Step, prec: Precision, load, tokens, tile_tokens, quant_tokens) -> tuple[list[Op], object, bool]:
