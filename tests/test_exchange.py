@@ -139,3 +139,31 @@ def test_helix_with_attention_dp_is_a_plan(b200):
     m = get_model("deepseek-r1")
     # 2 attention-DP ranks, each a Helix group of 4 GPUs sharding its requests' cache along the sequence
     assert int(validity(m, b200, Plan(tp=1, kvp=4, adp=2, ep=8, moe_tp=1), 8)) < 0
+
+
+def test_trtllm_cutlass_block_fp8_moe_takes_its_tokens_in_bf16_on_hopper(h200):
+    """DeepSeek-R1 block FP8 on H200 under TensorRT-LLM, attention DP 8 x EP 8, 4 decode tokens a rank, uniform routing:
+    its CUTLASS MoE (Hopper's) takes the tokens in BF16 (CutlassFusedMoE.forward_chunk quantises only FP8 per tensor and
+    NVFP4 before its gather) and quantises the permuted rows itself, so one MoE layer gathers 32 x 7168 x 2 = 458,752
+    bytes, not the 229,376 of FP8, and its permuted copy writes the rank's 32 routed rows in BF16: 32 x 7168 x (2 + 2)
+    read and written, plus every token's BF16 output row written by the un-permute, 32 x 7168 x 2. Per-tensor FP8 on the
+    same kernels is quantised before the gather (229,376, its permuted copy FP8: 32 x 7168 x (1 + 2) + 32 x 7168 x 2);
+    vLLM's block FP8 gathers quantised as before, with its FP32 scale a 128-group: 229,376 + 32 x 56 x 4 = 236,544."""
+    from llm_codesign.cost.calibration import calibration_for
+    from llm_codesign.spec.registry import get_model
+
+    m = get_model("deepseek-r1")
+    layers = sum(n for layer, n in m.groups if layer.ffn.kind == "moe")
+    h, k, T_all = m.hidden, 8, 4 * 8
+    on_rank = T_all * k / 8
+    assert (T_all * h * 2, on_rank * h * 4 + T_all * h * 2, on_rank * h * 3 + T_all * h * 2) == (458_752, 1_376_256, 1_146_880)
+    for engine, weight, nbytes, perm in ((TRTLLM, "fp8_block", 458_752.0, 1_376_256.0), (TRTLLM, "fp8", 229_376.0, 1_146_880.0),
+                                         (VLLM, "fp8_block", 236_544.0, None)):
+        cal = replace(calibration_for(h200).in_step(engine.name), moe_routing_alpha=0.0)
+        ops = forward_ops(m, h200, cal, Precision.of(weight), Plan(tp=1, adp=8, ep=8, moe_tp=1).broadcast(),
+                          b=Batch(dec_seqs=4, dec_ctx=2048), engine=engine)
+        ag = float(cost.collective_time("all_gather", nbytes, 8, h200, cal, engine=engine))
+        assert _sum(ops, "moe", "all_gather") / layers == pytest.approx(ag, rel=1e-12)
+        assert [float(np.max(o.bytes)) for o in ops if (o.part, o.role) == ("moe", "all_gather")] == [nbytes]
+        if perm:
+            assert [float(np.max(o.bytes)) for o in ops if (o.part, o.role) == ("moe", "permute")] == [perm]

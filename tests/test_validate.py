@@ -146,7 +146,9 @@ def test_published_single_runs_held_out():
     # (TRTLLM-Gen's MoE on its own token-tile grid, B200's MoE three re-fitted, docs/modelling-notes.md#moe-tile, the serving
     # profile not re-fitted: max throughput +39.3 / +15.9 -> +40.7 / +8.8, min latency +41.4 -> +41.2, strict +16.0 -> +15.8,
     # relaxed +17.8 -> +17.6, Eagle-3 -3.2 -> -4.1, H200 unmoved)
-    ceiling = {"b200-max-throughput-fp8-kv": 41, "b200-max-throughput-bf16-kv": 16, "h200-max-throughput": 29,
+    # (TensorRT-LLM's CUTLASS MoE on Hopper takes DeepSeek's block-FP8 tokens in BF16, gathered and permuted so under
+    # attention DP, branch hopmax, the profile not re-fitted: H200 max throughput +28.6 -> +25.2, docs/modelling-notes.md#hopper-max-throughput)
+    ceiling = {"b200-max-throughput-fp8-kv": 41, "b200-max-throughput-bf16-kv": 16, "h200-max-throughput": 26,
                "b200-min-latency": 44, "b200-strict-mtp3": 18, "b200-relaxed-mtp3": 20, "h200-min-latency": 68, "b200-eagle3": 10}
     for r, p in zip(rows, preds, strict=True):
         m = "output_tok_s_per_gpu" if r["output_tok_s_per_gpu"] else "output_tok_s_per_user"

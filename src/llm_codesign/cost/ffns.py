@@ -67,8 +67,7 @@ def moe_ops(f: MoE, M: Site, *, at: _At, s: _Step, b: Batch, prec: Precision) ->
     exchange = "all_to_all" if at.engine is None else at.engine.moe_exchange(at.gpu, moe_tp=s.moe_tp)
     a2a = (s.adp > 1) & (ep > 1) & (exchange == "all_to_all")
     gather = (s.adp > 1) & ~a2a
-    # the gather's activations in the GEMMs' format where the engine quantises first (Engine.gathers_quantised; tables': TensorRT-LLM's)
-    gathers_quantised = at.engine is None or at.engine.gathers_quantised
+    bf16_in, gathers_quantised = _gather_format(f, at, prec, math=ff["math"])
     # the rank's MoE takes in every token of the step unless an all-to-all brought it only its routed rows; TRTLLM-Gen's tile
     # counts the tokens its call receives (rows / top_k under an all-to-all: computeSelectedTileN's num_tokens), its one
     # quantise the rank's own T where they are quantised before the exchange (a dispatch, a quantised gather), else all
@@ -81,7 +80,7 @@ def moe_ops(f: MoE, M: Site, *, at: _At, s: _Step, b: Batch, prec: Precision) ->
     # finalize, vLLM's and SGLang's moe_sum: a zero row where none of its experts took the token), all the
     # step's tokens unless an all-to-all brought it only its own. Where the up-projection gathers its rows
     # (FC1_FUSED), no permuted copy: one launch, the un-permute's
-    routed_in = 0.0 if gathered else ff["a_b"]
+    routed_in = 0.0 if gathered else np.where(bf16_in, 2.0, ff["a_b"])
     perm = np.where(T_all > 0, skew * (T_all / ep * f.top_k * h * (routed_in + 2.0)) + np.where(a2a, T, T_all) * h * 2.0, 0.0)
     permute = _elementwise(M / "permute", perm, 1.0 if gathered else 2.0, at)
     # and, under EP without an all-to-all, the token-expert assignments of the tokens it holds that go to
@@ -104,6 +103,29 @@ def moe_ops(f: MoE, M: Site, *, at: _At, s: _Step, b: Batch, prec: Precision) ->
     ops.append(_comm(M / "reduce_scatter", "reduce_scatter", np.where(gather, T_all * h * 2.0, 0.0), stage_gpus, at))
     ops.append(_comm(M / "all_reduce", "all_reduce", np.where(s.adp > 1, 0.0, T * h * 2.0), stage_gpus, at))
     return ops
+
+
+# MoE kernel families (Engine.moe_kernel) x GEMM kernel families whose fused op takes the tokens in BF16, permutes them in
+# BF16 and quantises the permuted rows itself: TensorRT-LLM's CUTLASS MoE on DeepSeek's block FP8 (Hopper's). Its
+# CutlassFusedMoE.forward_chunk quantises x before the op for FP8 per tensor and NVFP4 but for block FP8 only sets
+# use_deepseek_fp8_block_scale, so under attention DP it all-gathers the BF16 hidden states (x_sf None)
+# (NVIDIA/TensorRT-LLM tensorrt_llm/_torch/modules/fused_moe/fused_moe_cutlass.py forward_chunk@000a01de, the mid-2025
+# module the H200 best-perf run's builds ran; the same in 1.3's); the op's block-scale runner quantises the permuted BF16
+# rows per 1x128 group in the grouped GEMM's own pass (fp8_grouped_gemm_run's scale_1x128_kernel over problem_m_offsets,
+# cpp/tensorrt_llm/kernels/cutlass_kernels/fp8_blockscale_gemm/fp8_blockscale_gemm_kernel.cuh@0249976), which the
+# expert GEMM's quantise pass already prices (gemm.quantise_kernel: fp8_block); both read in the code index, not mirrored.
+BF16_IN = (("cutlass", "fp8_block"),)
+
+
+def _gather_format(f: MoE, at: _At, prec: Precision, *, math: str) -> tuple[bool, bool]:
+    """(Whether the MoE kernel family the engine runs for these experts of GEMM math `math` (the kernel table row's,
+    `at.moe`, without an engine) takes its tokens in BF16 and quantises them itself after its permutation (BF16_IN);
+    whether the attention-DP gather moves them in the GEMMs' format: where the engine quantises first
+    (Engine.gathers_quantised; the tables': TensorRT-LLM's) and its MoE kernel does not take them in BF16)."""
+    kernel = gemm.gemm_kernel(math, prec.weight.name, fp4_math=at.gpu.supports("fp4"))  # as _routed_experts reads it
+    fam = at.moe if at.engine is None else at.engine.moe_kernel(at.gpu.family, kernel, weight=prec.weight.name, ep=True, gated=f.gated)
+    bf16_in = (fam, kernel) in BF16_IN
+    return bf16_in, (at.engine is None or at.engine.gathers_quantised) and not bf16_in
 
 
 def _routed_experts(f: MoE, M: Site, *, at: _At, s: _Step, prec: Precision, load, tokens, tile_tokens, quant_tokens) -> tuple[list[Op], object, bool]:

@@ -35,7 +35,8 @@ class TensorRTLLMEngine(Engine):
     adp_hold_needs_every_rank_decoding = True
     # its AllGatherReduceScatter gathers the activations quantised (with their scale factors), as aiconfigurator prices
     # it: "all_gather((x+sf volumes)*dp) ... quant-compressed volumes on the pre side" (ai-dynamo/aiconfigurator
-    # aic-core/rust/aiconfigurator-core/src/operators/moe_dispatch.rs:315-317@095f58a5)
+    # aic-core/rust/aiconfigurator-core/src/operators/moe_dispatch.rs:315-317@095f58a5), but where its MoE kernel takes them in
+    # BF16 and quantises them itself: its CUTLASS MoE on DeepSeek's block FP8, Hopper's (cost.ffns.BF16_IN)
     gathers_quantised = True
     # whole prompts only: enable_chunked_prefill is off by default (TorchLlmArgs), and with it off
     # MicroBatchScheduler::operator() schedules a context request whole or stops scheduling at it
