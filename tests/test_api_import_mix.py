@@ -192,3 +192,30 @@ def test_the_api_references_import_and_mix_block_runs(tmp_path, monkeypatch, cap
     exec(compile(code, "docs/api.md", "exec"), {})
     out = capsys.readouterr().out
     assert re.fullmatch(r"TP1 TPOT \d+\.\d\d ms \d+\.\d+\nTTFT p90 \d+ ms, \d+ tok/s/GPU \(\d+, 7\)\n", out), out
+
+
+# ---- the README's export-then-import, a newcomer's --gpu: an export states its GPU, model and engine
+
+
+@pytest.mark.parametrize("flag,value,line", [
+    ("--gpu", "b200", "gpu: 'b200' is not valid; left out or h100: v.yaml is an export, which states its gpu"),
+    ("--model", "llama-3.1-70b", "model: 'llama-3.1-70b' is not valid; left out or llama-3.1-8b: v.yaml is an export"),
+    ("--backend", "sglang", "backend: 'sglang' is not valid; left out or vllm: v.yaml is an export"),
+])
+def test_import_of_an_export_refuses_another_gpu_model_or_engine(exported, flag, value, line):
+    # `import vllm.yaml --gpu b200` priced the export's own H200 and said nothing of the B200 asked for
+    from conftest import cli
+
+    code, out, err = cli("import", str(exported / "v.yaml"), flag, value)
+    assert code == 2 and f"error: {line}" in out + err and "Traceback" not in out + err
+    with pytest.raises(lc.InputError) as e:
+        lc.import_config(exported / "v.yaml", **{flag[2:]: value})
+    assert str(e.value).startswith(line)
+    # the export's own (by any of its names) is no override: the same answer as without it
+    own = {"--gpu": "H100", "--model": "meta-llama/Llama-3.1-8B-Instruct", "--backend": "vllm"}[flag]
+    assert lc.import_config(exported / "v.yaml", **{flag[2:]: own}).to_dict() == lc.import_config(exported / "v.yaml").to_dict()
+
+
+def test_import_of_a_dynamo_export_refuses_another_gpu(exported):
+    with pytest.raises(lc.InputError, match=r"^gpu: 'h200' is not valid; left out or b200: dynamo.yaml is an export"):
+        lc.import_config(exported / "dynamo.yaml", gpu="h200")

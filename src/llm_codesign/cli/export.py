@@ -279,7 +279,7 @@ def import_(
     path: str = typer.Argument(..., help="A file `llm-codesign export` wrote, or an engine's own configuration: a `vllm serve MODEL ...` "
                                "command line or its --config YAML, a `python -m sglang.launch_server ...` command line, a TensorRT-LLM "
                                "extra_llm_api_options YAML or `trtllm-serve` command."),
-    gpu: Optional[str] = typer.Option(None, "--gpu", help="The GPU an engine's configuration runs on (it names none); an export states its own."),
+    gpu: Optional[str] = typer.Option(None, "--gpu", help="The GPU an engine's configuration runs on (it names none); an export states its own (another is refused)."),
     model: Optional[str] = typer.Option(None, "--model", help="The model served, where the configuration names none (a TensorRT-LLM YAML) "
                                         "or one the registry does not know (a local checkpoint path)."),
     backend: Optional[str] = typer.Option(None, "--backend", "--engine", help="The engine of a YAML whose keys do not tell (default: "

@@ -516,7 +516,9 @@ def import_config(path: str, *, gpu=None, model: str | None = None, backend: str
     meta = _meta(text, path) if any(line.startswith(HEADER) for line in text.splitlines()) else {}
     isl, osl = isl or meta.get("isl", 1024), osl or meta.get("osl", 1024)
     if meta and "DynamoGraphDeployment" in text:
-        return _import_dynamo(text, path, meta, isl=isl, osl=osl, calibration=calibration)
+        r = _import_dynamo(text, path, meta, isl=isl, osl=osl, calibration=calibration)
+        _as_exported(r, Path(path).name, gpu=gpu, model=model, backend=backend)
+        return r
     if not meta and gpu is None:
         raise MissingInput("gpu", f"{Path(path).name} names no GPU (an engine's configuration does not): give --gpu, the one it runs on "
                            "(e.g. --gpu h200)")
@@ -525,6 +527,8 @@ def import_config(path: str, *, gpu=None, model: str | None = None, backend: str
     from llm_codesign.spec.plan import Workload
 
     imp = read_config(text, path, engine=backend, model=model, gpu=gpu, acceptance=acceptance, acceptance_rates=rates)
+    if meta:
+        _as_exported(imp, Path(path).name, gpu=gpu, model=model, backend=backend)
     engine_for(imp.deployment.gpu, imp.engine)  # a TensorRT-LLM YAML on an AMD GPU (--gpu mi355x) runs nowhere
     conc = concurrency or imp.concurrency
     est = run(imp.model, imp.deployment, Workload(isl=isl, osl=osl, concurrency=conc), calibration=calibration)
@@ -535,6 +539,21 @@ def import_config(path: str, *, gpu=None, model: str | None = None, backend: str
     return ImportEstimate(path=str(path), engine=imp.engine, model=imp.model, deployment=imp.deployment, replicas=imp.replicas,
                           concurrency=r["concurrency"], batch=batch, answer=r, estimate=est, ignored=imp.ignored, unset_env=imp.unset_env,
                           note=profile_note(meta, calibration))
+
+
+def _as_exported(imp, name: str, *, gpu, model: str | None, backend: str | None) -> None:
+    """An export states its GPU, model and engine (its plan and batch were chosen for them): another one given is
+    refused in one line rather than dropped without a word (`import vllm.yaml --gpu b200` priced the export's H200)."""
+    from llm_codesign.spec.registry import get_model
+
+    stated = {"gpu": (gpu.id if gpu is not None else None, imp.deployment.gpu.id),
+              "model": (get_model(model).name if model is not None else None, imp.model.name),
+              "backend": (backend, imp.engine)}
+    for field_, (given, own) in stated.items():
+        if given is not None and given != own:
+            again = f"`llm-codesign export {given} ...`" if field_ == "model" else f"export again with --{field_} {given}"
+            raise InputError(field_, given, f"left out or {own}: {name} is an export, which states its {field_} (its plan and batch "
+                                            f"were chosen for it); {again} to price that")
 
 
 def _import_dynamo(text: str, path: str, meta: dict, *, isl: int, osl: int, calibration) -> ImportEstimate:
