@@ -356,8 +356,8 @@ def import_config(path: str | Path, *, gpu: str | Gpu | None = None, model: str 
     if acceptance is not None:
         as_float("acceptance", acceptance, lo=1.0, what="mean accepted tokens per step, a number of at least 1")
     g = get_gpu(gpu) if gpu is not None else None
-    return run(str(path), gpu=g, model=model, backend=engine_arg(engine, backend), concurrency=concurrency, isl=isl, osl=osl,
-               acceptance=acceptance, acceptance_rates=acceptance_rates, calibration=_ref(calibration, objects=False))
+    return run(str(path), price=estimate, gpu=g, model=model, backend=engine_arg(engine, backend), concurrency=concurrency, isl=isl,
+               osl=osl, acceptance=acceptance, acceptance_rates=acceptance_rates, calibration=_ref(calibration, objects=False))
 
 
 def _texts(value, field: str, what: str) -> list[str]:

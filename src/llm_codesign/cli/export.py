@@ -297,10 +297,11 @@ def import_(
 
     The configuration: an export, or the engine's own command line or YAML; options the model does not hold are
     listed as ignored."""
+    from llm_codesign.api import estimate
     from llm_codesign.explore.export import import_config
 
-    # one code path with lc.import_config (explore.export.import_config)
-    imp = import_config(path, gpu=_gpu(gpu) if gpu else None, model=model, backend=backend, concurrency=concurrency, isl=isl, osl=osl,
+    # one code path with lc.import_config (explore.export.import_config), priced as estimate prices
+    imp = import_config(path, price=estimate, gpu=_gpu(gpu) if gpu else None, model=model, backend=backend, concurrency=concurrency, isl=isl, osl=osl,
                         acceptance=acceptance, acceptance_rates=acceptance_rates, calibration=calibration)
     r = imp.to_dict()
     if as_json:

@@ -499,14 +499,15 @@ def acceptance_rates_of(rates) -> tuple[float, ...]:
                      "comma-separated probabilities, e.g. 0.8,0.6,0.5")
 
 
-def import_config(path: str, *, gpu=None, model: str | None = None, backend: str | None = None, concurrency: int | None = None,
+def import_config(path: str, *, price, gpu=None, model: str | None = None, backend: str | None = None, concurrency: int | None = None,
                   isl: int | None = None, osl: int | None = None, acceptance: float | None = None, acceptance_rates=None,
                   calibration: str | None = None) -> ImportEstimate:
     """The deployment the configuration at `path` starts (read_config: an export, or an engine's own command line or
     YAML; `gpu` a Gpu where it names none, `model` a registry name where it names none or one the registry lacks),
-    priced as `estimate` prices it at `concurrency` requests per instance (default: its max batch) and `isl`/`osl`
-    (default: the export's, else 1024); an exported Dynamo deployment priced as `disagg` prices its pools. `calibration`:
-    a profile's path or None (the bundled one)."""
+    priced by `price` (llm_codesign.api.estimate, which both callers pass: it sits a layer above this one) at
+    `concurrency` requests per instance (default: its max batch) and `isl`/`osl` (default: the export's, else 1024); an
+    exported Dynamo deployment priced as `disagg` prices its pools. `calibration`: a profile's path or None (the bundled
+    one)."""
     from pathlib import Path
 
     from llm_codesign.errors import read_text
@@ -523,7 +524,6 @@ def import_config(path: str, *, gpu=None, model: str | None = None, backend: str
         raise MissingInput("gpu", f"{Path(path).name} names no GPU (an engine's configuration does not): give --gpu, the one it runs on "
                            "(e.g. --gpu h200)")
     rates = acceptance_rates_of(acceptance_rates)
-    from llm_codesign.api import estimate as run
     from llm_codesign.spec.plan import Workload
 
     imp = read_config(text, path, engine=backend, model=model, gpu=gpu, acceptance=acceptance, acceptance_rates=rates)
@@ -531,7 +531,7 @@ def import_config(path: str, *, gpu=None, model: str | None = None, backend: str
         _as_exported(imp, Path(path).name, gpu=gpu, model=model, backend=backend)
     engine_for(imp.deployment.gpu, imp.engine)  # a TensorRT-LLM YAML on an AMD GPU (--gpu mi355x) runs nowhere
     conc = concurrency or imp.concurrency
-    est = run(imp.model, imp.deployment, Workload(isl=isl, osl=osl, concurrency=conc), calibration=calibration)
+    est = price(imp.model, imp.deployment, Workload(isl=isl, osl=osl, concurrency=conc), calibration=calibration)
     r = est.to_dict()
     r["deployment"] = imp.deployment.to_dict()
     r |= {"engine": imp.engine, "replicas": imp.replicas, "ignored": list(imp.ignored), "unset_env": list(imp.unset_env)}
