@@ -51,6 +51,28 @@ def test_thin_experts_are_memory_bound():
         assert all(f.cost_pct > 0 and math.isfinite(f.cost_pct) for f in fs)
 
 
+def test_r1_compares_expert_gemms_with_the_grouped_kernels_ridge():
+    # An expert GEMM is priced at its MoE family's share of the dense rate (cost.ffns.expert_scale: the kernel tables'
+    # family, moe_eff), so its ridge is that share of the dense GEMM's (notes #pin-mtf). B200 BF16, bundled profile
+    # (data/calibration/fitted.toml [blackwell]: gemm_eff_bf16 0.744281, bw_eff 0.718012, moe_eff 0.531155; the
+    # catalog's 2.25 PFLOP/s BF16 and 8.0 TB/s): dense 2.25e15 x 0.744281 / (8.0e12 x 0.718012) = 291.540 FLOP/B,
+    # experts x 0.531155 = 154.853.
+    dense, expert = 2.25e15 * 0.744281 / (8.0e12 * 0.718012), 2.25e15 * 0.744281 * 0.531155 / (8.0e12 * 0.718012)
+    assert (round(dense, 3), round(expert, 3)) == (291.54, 154.853)
+    # thin: 256 experts of width 256, top-2 of the throughput regime's 8,448 tokens = 66 rows an expert; the down
+    # projection (K 256, N 7168, BF16) reads 66 x (256 + 7168) x 2 B of rows and 256 x 7168 x 2 B of weights per expert
+    # for 2 x 66 x 7168 x 256 FLOPs: 242,221,056 / 4,649,984 = 52.09 FLOP/B, below half of either ridge
+    thin = {**BASE, "n_routed_experts": 256, "num_experts_per_tok": 2, "moe_intermediate_size": 256}
+    down = {f.where: f for f in run(from_hf_config(thin, "thin-experts"), "b200") if f.rule == "R1"}["moe/experts_down"]
+    assert down.figures["flop_per_byte"] == pytest.approx(242221056 / 4649984, rel=1e-9)
+    assert down.figures["ridge_flop_per_byte"] == pytest.approx(expert, rel=1e-6) and "ridge point 155 FLOP/B" in down.message
+    # wide: width 2048, top-3 = 99 rows an expert: 2 x 99 x 7168 x 2048 / (99 x (2048 + 7168) x 2 + 2048 x 7168 x 2)
+    # = 93.21 FLOP/B, above half the grouped kernel's ridge (77.4): no R1, where the dense ridge's half (145.8) flagged it
+    wide = {**BASE, "n_routed_experts": 256, "num_experts_per_tok": 3, "moe_intermediate_size": 2048}
+    assert 0.5 * expert < 2 * 99 * 7168 * 2048 / (99 * (2048 + 7168) * 2 + 2048 * 7168 * 2) < 0.5 * dense
+    assert not [f for f in run(from_hf_config(wide, "wide-experts"), "b200") if f.rule == "R1" and "experts" in f.where]
+
+
 def test_kv_heads_not_dividing_tp8():
     cfg = {**BASE, "num_attention_heads": 48, "num_key_value_heads": 6}
     fs = [f for f in run(from_hf_config(cfg, "kv6"), "h100") if f.rule == "R7" and f.where == "kv_heads@TP8"]

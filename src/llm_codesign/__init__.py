@@ -17,9 +17,9 @@ from typing import TYPE_CHECKING
 
 __version__ = "0.1.0"
 
-__all__ = ["Comparison", "Deployment", "DisaggEstimate", "Estimate", "Frontier", "FrontierPoint", "Gpu", "InputError", "Metrics", "ModelSpec",
-           "Plan", "Precision", "Profile", "SpecDecoding", "Workload", "__version__", "calibrate", "compare", "deployment", "design", "disagg", "estimate", "evaluate",
-           "export_point", "get_gpu", "get_model", "lint", "pareto", "validate_serving"]
+__all__ = ["Comparison", "Deployment", "DisaggEstimate", "Estimate", "Frontier", "FrontierPoint", "Gpu", "ImportEstimate", "InputError", "Metrics",
+           "Mix", "ModelSpec", "Plan", "Precision", "Profile", "SpecDecoding", "Workload", "__version__", "calibrate", "compare", "deployment", "design",
+           "disagg", "estimate", "evaluate", "export_point", "get_gpu", "get_model", "import_config", "lint", "mix", "pareto", "validate_serving"]
 
 if TYPE_CHECKING:
     from llm_codesign.api import (
@@ -30,8 +30,10 @@ if TYPE_CHECKING:
         Frontier,
         FrontierPoint,
         Gpu,
+        ImportEstimate,
         InputError,
         Metrics,
+        Mix,
         ModelSpec,
         Plan,
         Precision,
@@ -48,7 +50,9 @@ if TYPE_CHECKING:
         export_point,
         get_gpu,
         get_model,
+        import_config,
         lint,
+        mix,
         pareto,
         validate_serving,
     )

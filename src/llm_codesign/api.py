@@ -18,7 +18,9 @@ from pathlib import Path
 from llm_codesign.cost.calibration import Calibration, calibration_for
 from llm_codesign.errors import InputError
 from llm_codesign.explore.compare import Comparison
+from llm_codesign.explore.export import ImportEstimate
 from llm_codesign.explore.frontier import Frontier, FrontierPoint
+from llm_codesign.explore.lengths import Mix
 from llm_codesign.measure.calibrate import Profile
 from llm_codesign.serve.disagg import DisaggEstimate
 from llm_codesign.serve.estimate import Estimate
@@ -44,9 +46,9 @@ from llm_codesign.spec.plan import (
 from llm_codesign.spec.precision import Precision
 from llm_codesign.spec.registry import get_model as _get_model
 
-__all__ = ["Comparison", "Deployment", "DisaggEstimate", "Estimate", "Frontier", "FrontierPoint", "Gpu", "InputError", "Metrics", "ModelSpec",
-           "Plan", "Precision", "Profile", "SpecDecoding", "Workload", "calibrate", "compare", "deployment", "design", "disagg", "estimate", "evaluate", "export_point",
-           "get_gpu", "get_model", "lint", "pareto", "validate_serving"]
+__all__ = ["Comparison", "Deployment", "DisaggEstimate", "Estimate", "Frontier", "FrontierPoint", "Gpu", "ImportEstimate", "InputError", "Metrics",
+           "Mix", "ModelSpec", "Plan", "Precision", "Profile", "SpecDecoding", "Workload", "calibrate", "compare", "deployment", "design", "disagg",
+           "estimate", "evaluate", "export_point", "get_gpu", "get_model", "import_config", "lint", "mix", "pareto", "validate_serving"]
 
 
 def get_model(model: str | Path | dict | ModelSpec, *, name: str | None = None) -> ModelSpec:
@@ -300,6 +302,62 @@ def disagg(model: str | ModelSpec, gpu: str | Gpu, *, prefill: str | Plan, decod
                        engine=engine_arg(engine, backend), spec=sd, max_num_tokens=max_num_tokens, decode_max_num_tokens=decode_max_num_tokens,
                        prefill_instances=prefill_instances, decode_instances=decode_instances, concurrencies=conc, isl=w.isl, osl=w.osl,
                        decode_max_batch=decode_max_batch, arrival=w.arrival, prefill_routing=prefill_routing, calibration=_ref(calibration))
+
+
+def mix(model: str | ModelSpec, deployment: Deployment, *, lengths: str | Path | None = None, isl_dist: str | None = None,
+        osl_dist: str | None = None, concurrency: int = 64, calibration: Calibration | Profile | str | None = None) -> Mix:
+    """One deployment (one instance: `lc.deployment(...)`) serving requests of many lengths, as `llm-codesign mix` prices
+    them (explore.lengths.mix, one code path): `lengths` a CSV of requests (columns isl, osl, and count or weight) or
+    `isl_dist` and `osl_dist` (`fixed:N`, `uniform:LO,HI` or `lognormal:median=M,sigma=S`), at `concurrency` requests in
+    flight. Returns a `Mix`: TTFT mean and percentiles over the requests, TPOT per output token, tok/s/user, tok/s/GPU
+    and each distinct length's figures; `to_dict()` is what `mix --json` prints."""
+    from llm_codesign.explore.lengths import check_lengths
+    from llm_codesign.explore.lengths import mix as run
+    from llm_codesign.spec.plan import MAX_CONCURRENCY
+    from llm_codesign.spec.validation import as_int
+
+    if not isinstance(deployment, Deployment):
+        raise InputError("deployment", deployment if isinstance(deployment, (str, int, float)) else type(deployment).__name__,
+                         "a Deployment: lc.deployment(model, gpu=..., num_gpus=...)")
+    check_lengths(lengths, isl_dist, osl_dist)
+    as_int("concurrency", concurrency, hi=MAX_CONCURRENCY, what=f"requests in flight, an integer from 1 to {MAX_CONCURRENCY:,}")
+    return run(get_model(model), deployment, lengths=lengths, isl_dist=isl_dist, osl_dist=osl_dist, concurrency=concurrency,
+               calibration=_calibration(deployment.gpu, calibration))
+
+
+def import_config(path: str | Path, *, gpu: str | Gpu | None = None, model: str | None = None, backend: str | None = None,
+                  concurrency: int | None = None, isl: int | None = None, osl: int | None = None, acceptance: float | None = None,
+                  acceptance_rates: str | tuple | list | None = None, calibration: str | Profile | None = None,
+                  engine: str | None = None) -> ImportEstimate:
+    """The deployment an engine configuration starts, priced as `llm-codesign import` prices it (explore.export.
+    import_config, one code path; `import` is Python's keyword): `path` a file `export` wrote, or the engine's own `vllm
+    serve ...` / `sglang.launch_server ...` command line, vLLM `--config` YAML, TensorRT-LLM extra_llm_api_options YAML
+    or `trtllm-serve` command; `gpu` the GPU an engine's configuration runs on (an export states its own), `model` the
+    model where it names none or one the registry lacks, `backend` (or `engine`) the engine of a YAML whose keys do not
+    tell, `concurrency` requests per instance (default: its max batch), `isl`/`osl` (default: the export's, else 1024),
+    `acceptance`/`acceptance_rates` its speculation's. Returns an `ImportEstimate` (its `estimate` the Estimate with its
+    intervals, `ignored` the options not modelled); `to_dict()` is what `import --json` prints."""
+    from llm_codesign.explore.export import import_config as run
+    from llm_codesign.spec.plan import MAX_CONCURRENCY, MAX_STEP_TOKENS
+    from llm_codesign.spec.validation import as_float, as_int
+
+    if not isinstance(path, (str, Path)) or not str(path).strip():
+        raise InputError("path", path if isinstance(path, (int, float)) else type(path).__name__,
+                         "an export's or an engine configuration's path")
+    for k, v, what in (("model", model, "a registry name, Hugging Face id or config.json path"),
+                       ("backend", backend, "an engine's name (llm-codesign engines)"), ("engine", engine, "an engine's name (llm-codesign engines)")):
+        if v is not None and not (isinstance(v, str) and v.strip()):
+            raise InputError(k, v if isinstance(v, (int, float)) else type(v).__name__, what + ", or None")
+    if concurrency is not None:
+        as_int("concurrency", concurrency, hi=MAX_CONCURRENCY, what=f"requests in flight per instance, an integer from 1 to {MAX_CONCURRENCY:,}")
+    for k, v in (("isl", isl), ("osl", osl)):
+        if v is not None:
+            as_int(k, v, hi=MAX_STEP_TOKENS, what=f"tokens per request, an integer from 1 to {MAX_STEP_TOKENS:,}")
+    if acceptance is not None:
+        as_float("acceptance", acceptance, lo=1.0, what="mean accepted tokens per step, a number of at least 1")
+    g = get_gpu(gpu) if gpu is not None else None
+    return run(str(path), price=estimate, gpu=g, model=model, backend=engine_arg(engine, backend), concurrency=concurrency, isl=isl,
+               osl=osl, acceptance=acceptance, acceptance_rates=acceptance_rates, calibration=_ref(calibration, objects=False))
 
 
 def _texts(value, field: str, what: str) -> list[str]:

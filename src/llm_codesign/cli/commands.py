@@ -51,7 +51,6 @@ from llm_codesign.cli.common import (
     check_paths,
     check_search_size,
     nothing_found,
-    priced_with,
 )
 from llm_codesign.errors import InputError
 from llm_codesign.render.accuracy import NO_ACCURACY, accuracy_said, drop_text
@@ -449,7 +448,7 @@ def pareto(
         results, breakdowns = _pareto_runs(model_refs, gpu_refs, space=space, limits=limits, workload=workload, engines=engines,
                                            calibration=calibration, disagg=disagg, gpu_hour_price=gpu_hour_price)
         # what --json prints (with the profile it was priced with, for export-point to record) and the tables show
-        slim = [r.to_dict() | priced_with(calibration) for r in results]
+        slim = [r.to_dict() for r in results]
         if not any(r.points for r in results):  # nothing to show: one line naming what to change, nothing written
             raise nothing_found(slim, gpus_, {"min_tps_user": min_tps_user, "max_ttft_ms": max_ttft_ms})
         jobs = []  # all of them written, or none; the figure first, so that its process draws while the rest is written

@@ -40,7 +40,7 @@ from llm_codesign.cli.common import (
     priced_with,
     vendor_engines,
 )
-from llm_codesign.errors import InputError, MissingInput, parse_nested, read_text
+from llm_codesign.errors import InputError, parse_nested, read_text
 from llm_codesign.spec.engines import ENGINES, EXPORTABLE, TRTLLM, VENDOR_NAMES, engine_for, engines_on
 
 
@@ -279,7 +279,7 @@ def import_(
     path: str = typer.Argument(..., help="A file `llm-codesign export` wrote, or an engine's own configuration: a `vllm serve MODEL ...` "
                                "command line or its --config YAML, a `python -m sglang.launch_server ...` command line, a TensorRT-LLM "
                                "extra_llm_api_options YAML or `trtllm-serve` command."),
-    gpu: Optional[str] = typer.Option(None, "--gpu", help="The GPU an engine's configuration runs on (it names none); an export states its own."),
+    gpu: Optional[str] = typer.Option(None, "--gpu", help="The GPU an engine's configuration runs on (it names none); an export states its own (another is refused)."),
     model: Optional[str] = typer.Option(None, "--model", help="The model served, where the configuration names none (a TensorRT-LLM YAML) "
                                         "or one the registry does not know (a local checkpoint path)."),
     backend: Optional[str] = typer.Option(None, "--backend", "--engine", help="The engine of a YAML whose keys do not tell (default: "
@@ -297,84 +297,35 @@ def import_(
 
     The configuration: an export, or the engine's own command line or YAML; options the model does not hold are
     listed as ignored."""
-    from llm_codesign.explore.export import HEADER, _meta, read_config
+    from llm_codesign.api import estimate
+    from llm_codesign.explore.export import import_config
 
-    text = read_text(path, "path", "an export or an engine's command line or YAML")
-    meta = _meta(text, path) if any(line.startswith(HEADER) for line in text.splitlines()) else {}
-    isl, osl = isl or meta.get("isl", 1024), osl or meta.get("osl", 1024)
-    if meta and "DynamoGraphDeployment" in text:
-        _import_dynamo(text, path, meta, isl=isl, osl=osl, calibration=calibration, as_json=as_json)
-        return
-    if not meta and gpu is None:
-        raise MissingInput("gpu", f"{Path(path).name} names no GPU (an engine's configuration does not): give --gpu, the one it runs on "
-                           "(e.g. --gpu h200)")
-    try:
-        rates = tuple(float(x) for x in acceptance_rates.split(",")) if acceptance_rates else ()
-    except ValueError:
-        raise InputError("acceptance_rates", acceptance_rates, "comma-separated probabilities, e.g. 0.8,0.6,0.5") from None
-    from llm_codesign.api import estimate as run
-    from llm_codesign.spec.plan import Workload
-
-    imp = read_config(text, path, engine=backend, model=model, gpu=_gpu(gpu) if gpu else None, acceptance=acceptance, acceptance_rates=rates)
-    engine_for(imp.deployment.gpu, imp.engine)  # a TensorRT-LLM YAML on an AMD GPU (--gpu mi355x) runs nowhere
-    conc = concurrency or imp.concurrency
-    r = run(imp.model, imp.deployment, Workload(isl=isl, osl=osl, concurrency=conc), calibration=calibration).to_dict()
-    r["deployment"] = imp.deployment.to_dict()
-    r |= {"engine": imp.engine, "replicas": imp.replicas, "ignored": list(imp.ignored), "unset_env": list(imp.unset_env)}
+    # one code path with lc.import_config (explore.export.import_config), priced as estimate prices
+    imp = import_config(path, price=estimate, gpu=_gpu(gpu) if gpu else None, model=model, backend=backend, concurrency=concurrency, isl=isl, osl=osl,
+                        acceptance=acceptance, acceptance_rates=acceptance_rates, calibration=calibration)
+    r = imp.to_dict()
     if as_json:
         return _dump(r)
-    from llm_codesign.render.intervals import short
-
-    d = imp.deployment
-    batch = ("--concurrency" if concurrency else "the configuration's max batch") if conc else "no max batch given: the engine's own and the KV cache's"
-    # each figure with its 80% interval, as estimate gives it (the 95% and the runs they come from: --json)
     con = _console()
-    con.print(f"{imp.model.name} on {d.num_gpus}x {d.gpu.name}" + (f" (x{imp.replicas} replicas)" if imp.replicas > 1 else "")
-              + f", {d.plan.label()}, {d.precision.label()}, {imp.engine}: {r['concurrency']} requests ({batch}), "
-              f"TTFT {r['ttft_ms']:.0f} ms{short(r, 'ttft_ms')}, TPOT {r['tpot_ms']:.2f} ms{short(r, 'tpot_ms')}, "
-              f"{r['output_tok_s_per_gpu']:.0f} tok/s/GPU{short(r, 'output_tok_s_per_gpu')}", highlight=False)
-    if imp.ignored:
-        con.print(f"ignored (not modelled): {', '.join(imp.ignored)}", highlight=False)
-    if r["unset_env"]:
-        con.print(f"[yellow]the launch does not set {', '.join(r['unset_env'])}: priced as if it did, on the kernels it selects (export "
-                  "sets it); without it the engine runs others[/yellow]", highlight=False)
-    if note := profile_note(meta, calibration):
-        con.print(note, highlight=False)
+    if imp.engine == "dynamo":
+        con.print(f"{r['model']}: prefill {imp.prefill_instances}x {imp.prefill.plan.label()}, decode {imp.decode_instances}x "
+                  f"{imp.deployment.plan.label()} ({imp.deployment.backend}): TTFT {r['ttft_ms']:.0f} ms, TPOT {r['tpot_ms']:.2f} ms")
+    else:
+        from llm_codesign.render.intervals import short
 
-
-def profile_note(meta: dict, calibration: str | None) -> str | None:
-    """What `import` says of an export priced with another profile than the one given (common.priced_with records it):
-    priced without it, the same configuration read 1374 tok/s/GPU exported and 1246 imported, without a word of why."""
-    if not meta.get("calibration") or meta["calibration"] == calibration:
-        return None
-    return (f"exported with --calibration {meta['calibration']} (its predicted figures are that profile's); "
-            + ("" if calibration is None else f"these are {calibration}'s; ") + f"pass --calibration {meta['calibration']} to price it alike")
-
-
-def _import_dynamo(text: str, path: str, meta: dict, *, isl: int, osl: int, calibration, as_json: bool) -> None:
-    """`import` of an exported Dynamo deployment: both pools priced as the export priced them."""
-    from dataclasses import replace
-
-    from llm_codesign.cost.calibration import calibration_for
-    from llm_codesign.explore.export import read_dynamo
-    from llm_codesign.serve.disagg import estimate_disagg
-
-    pools = read_dynamo(text, path)
-    p, d = pools["prefill"], pools["decode"]
-    dd = d["deployment"]
-    # priced as the export was: both pools on the decode pool's GPU, precision, engine and step budget
-    pre = replace(dd, plan=p["deployment"].plan, num_gpus=p["deployment"].num_gpus)
-    r = estimate_disagg(d["model"], pre, dd, calibration=calibration_for(dd.gpu, calibration), prefill_instances=p["instances"],
-                        decode_instances=d["instances"], concurrencies=[int(meta["concurrency"])], isl=isl, osl=osl)
-    out = {"engine": "dynamo", "model": d["model"].name, "prefill": p["deployment"].to_dict() | {"instances": p["instances"]},
-           "decode": dd.to_dict() | {"instances": d["instances"]}, **r["rows"][0]}
-    if as_json:
-        return _dump(out)
-    con = _console()
-    con.print(f"{out['model']}: prefill {p['instances']}x {p['deployment'].plan.label()}, decode {d['instances']}x "
-              f"{dd.plan.label()} ({dd.backend}): TTFT {out['ttft_ms']:.0f} ms, TPOT {out['tpot_ms']:.2f} ms")
-    if note := profile_note(meta, calibration):
-        con.print(note, highlight=False)
+        d = imp.deployment
+        # each figure with its 80% interval, as estimate gives it (the 95% and the runs they come from: --json)
+        con.print(f"{imp.model.name} on {d.num_gpus}x {d.gpu.name}" + (f" (x{imp.replicas} replicas)" if imp.replicas > 1 else "")
+                  + f", {d.plan.label()}, {d.precision.label()}, {imp.engine}: {r['concurrency']} requests ({imp.batch}), "
+                  f"TTFT {r['ttft_ms']:.0f} ms{short(r, 'ttft_ms')}, TPOT {r['tpot_ms']:.2f} ms{short(r, 'tpot_ms')}, "
+                  f"{r['output_tok_s_per_gpu']:.0f} tok/s/GPU{short(r, 'output_tok_s_per_gpu')}", highlight=False)
+        if imp.ignored:
+            con.print(f"ignored (not modelled): {', '.join(imp.ignored)}", highlight=False)
+        if imp.unset_env:
+            con.print(f"[yellow]the launch does not set {', '.join(imp.unset_env)}: priced as if it did, on the kernels it selects (export "
+                      "sets it); without it the engine runs others[/yellow]", highlight=False)
+    if imp.note:
+        con.print(imp.note, highlight=False)
 
 
 @app.command("export-point")
@@ -403,6 +354,9 @@ def export_point(
     if index >= len(points):
         raise InputError("index", index, f"a point of the frontier, 0 to {len(points) - 1}")
     r, p = points[index]
+    if r.get("calibration_unrecorded"):  # the launch file's header would claim the bundled profile for its figures
+        raise InputError("path", path, f"a frontier priced with the bundled profile or a profile's file (this one: {r['calibration_unrecorded']}, "
+                                       "which no path names; write it and search again)")
     rec = p["deployment"]
     dep = Deployment.from_dict(rec)
     if engine and engine != dep.backend:

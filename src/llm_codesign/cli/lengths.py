@@ -33,7 +33,6 @@ from llm_codesign.cli.common import (
     _table,
     app,
 )
-from llm_codesign.errors import InputError
 
 
 @app.command()
@@ -52,23 +51,16 @@ def mix(
     max_num_tokens: Optional[int] = O_MNT, calibration: Optional[str] = O_CAL, as_json: bool = typer.Option(False, "--json", help="Print the answer as JSON (what the table shows, and more)."),
 ):
     """What one deployment delivers on a mix of request lengths: TTFT percentiles, TPOT, tok/s/GPU."""
-    from llm_codesign.cost.calibration import calibration_for
-    from llm_codesign.explore.lengths import from_csv, from_distributions, price_mix
+    from llm_codesign.explore.lengths import check_lengths
+    from llm_codesign.explore.lengths import mix as run
 
-    if bool(lengths) == bool(isl_dist or osl_dist):
-        raise InputError("lengths", lengths or isl_dist or osl_dist, "either --lengths FILE.csv or --isl-dist and --osl-dist")
-    if not lengths and not (isl_dist and osl_dist):
-        raise InputError("osl_dist" if isl_dist else "isl_dist", None, "both --isl-dist and --osl-dist")
+    check_lengths(lengths, isl_dist, osl_dist)  # before the model is read, as before: lc.mix checks them again
     m = _model(model)
     dep = _deployment(m, gpu, gpus_, tp=tp, pp=pp, ep=ep, moe_tp=moe_tp, attention_dp=attention_dp, kvp=kvp, weight_dtype=weight_dtype,
                       activation_dtype=activation_dtype, kv_dtype=kv_dtype, backend=backend, spec=spec, draft_len=draft_len, acceptance=acceptance,
                       acceptance_rates=acceptance_rates, draft_model=draft_model, max_num_tokens=max_num_tokens, cpp=False)
-    mixture = from_csv(lengths) if lengths else from_distributions(isl_dist, osl_dist)
-    from llm_codesign.serve.estimate import check
-
-    check(m, dep)
-    r = price_mix(m, dep, mixture, concurrency, calibration=calibration_for(dep.gpu, calibration))
-    r |= {"model": m.name, "gpu": dep.gpu.id, "num_gpus": dep.num_gpus, "plan": dep.plan.label(), "backend": dep.backend}
+    # one code path with lc.mix (explore.lengths.mix)
+    r = run(m, dep, lengths=lengths, isl_dist=isl_dist, osl_dist=osl_dist, concurrency=concurrency, calibration=calibration).to_dict()
     if as_json:
         return _dump(r)
     t = _table(f"{m.name} on {dep.num_gpus}x {dep.gpu.name}, {r['plan']}, {dep.backend}: {r['lengths']} "

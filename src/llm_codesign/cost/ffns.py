@@ -9,6 +9,7 @@ from statistics import NormalDist
 import numpy as np
 
 from llm_codesign.cost import gemm
+from llm_codesign.cost.calibration import Calibration
 from llm_codesign.cost.ops import _BF16, Batch, Op, Site, _At, _comm, _elementwise, _gemm, _Label, _op, _Step, op_builder
 from llm_codesign.spec.engines.base import CDNA_FAMILIES, Engine
 from llm_codesign.spec.kinds import DenseFfn, LinearFfn, MoE, NoFfn
@@ -154,7 +155,7 @@ def _routed_experts(f: MoE, M: Site, *, at: _At, s: _Step, prec: Precision, load
 
     def gemms(ff, kernel):
         tile = token_tile(tile_tokens, f.top_k, f.experts / ep, a_b=ff["a_b"], w_b=ff["w_b"]) if gen else None
-        rates, kept = MOE_RATES.get(at.gpu.family, {}).get(kernel, (kernel, 1.0)) if all(x is None for x in fams) else (kernel, 1.0)
+        rates, kept = moe_rates(at.gpu.family, kernel, tables=all(x is None for x in fams))
         ops = []
         for name, n_dim, k_dim in (("experts_gate_up", (f.mats - 1) * f.expert_inter / s.moe_tp, s.h), ("experts_down", s.h, f.expert_inter / s.moe_tp)):
             by = [_expert_gemm(M / name, n_dim, k_dim, at, load=load, fam=fam, kernel=rates, kept=kept, quant_kernel=kernel, own_quant=own_quant,
@@ -312,8 +313,7 @@ def _expert_gemm(label: _Label, n, k, at: _At, *, load, math, a_b, w_b, kernel, 
     kernel's own grid (gemm._token_tile_time), its work (FLOPs, bytes) still its own rows."""
     active, top, on_rank, alpha = load
     cal = at.cal
-    eff, overhead, _ = cal.moe_kernel(fam, kernel, rate=gemm.main_loop_rate(kernel, at.gpu))
-    eff = eff * kept
+    eff, overhead = expert_scale(cal, at.gpu, fam, kernel, kept), cal.moe_kernel(fam, kernel)[1]
     # TensorRT-LLM's CUTLASS MoE runner writes each local expert's problem (offsets, strides, TMA descriptors) and
     # its grouped GEMM's scheduler walks them all, busy or not: a cost per launch that grows with the experts per
     # rank, not with the tokens (the H100 table's one-token rows: ~30 us at 1-8 experts per rank, 60-110 us at 64-256)
@@ -350,6 +350,19 @@ def _expert_gemm(label: _Label, n, k, at: _At, *, load, math, a_b, w_b, kernel, 
              + np.where(padded, cal.kernel_overhead_s, 0.0))
     t = th + np.where(tr > 0, tr - fixed, 0.0)
     return _op(label, "gemm", at, time=t, split=(ch + cr, mh + mr), work=fb, math=math, weight=weight)
+
+
+def moe_rates(family: str, kernel: str, *, tables: bool) -> tuple[str, float]:
+    """(the dense GEMM kernel family whose rates a grouped expert GEMM of weight family `kernel` runs at, the share of
+    them it keeps): MOE_RATES where the kernel tables' own MoE runs it (`tables`: no engine's MoE kernel family), else
+    its own at 1."""
+    return MOE_RATES.get(family, {}).get(kernel, (kernel, 1.0)) if tables else (kernel, 1.0)
+
+
+def expert_scale(cal: Calibration, gpu, fam: str | None, kernel: str, kept: float = 1.0) -> float:
+    """The scale on the dense rate (gemm.peak_rate's eff_scale) of a grouped expert GEMM at the rates of dense family
+    `kernel` in MoE kernel family `fam` (None: the kernel tables'): Calibration.moe_kernel's, times `kept` (moe_rates)."""
+    return cal.moe_kernel(fam, kernel, rate=gemm.main_loop_rate(kernel, gpu))[0] * kept
 
 
 def token_tile(tokens, top_k, local, *, a_b, w_b):

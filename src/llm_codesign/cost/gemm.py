@@ -87,6 +87,19 @@ def main_loop_rate(kernel: str, gpu: Gpu) -> float:
     return gpu.block_scale_rate if kernel == "fp8_block" else 1.0
 
 
+def peak_rate(gpu: Gpu, cal: Calibration, math: str, kernel: str, eff_scale=1.0):
+    """FLOP/s a GEMM of kernel family `kernel` in `math` computes at (before tiles and waves): the GPU's peak, its
+    family's efficiency, the share its main loop keeps on this GPU, and `eff_scale` (a grouped GEMM's MoE kernel family,
+    Calibration.moe_kernel). The one rate gemm_time prices with and lint's ridge point (ridge) divides."""
+    return gpu.peak(math) * cal.gemm_eff(kernel) * main_loop_rate(kernel, gpu) * eff_scale
+
+
+def ridge(gpu: Gpu, cal: Calibration, math: str, kernel: str, eff_scale=1.0):
+    """FLOP/B at which a GEMM's compute time (peak_rate) equals its memory time (HBM at the family's streaming share,
+    Calibration.gemm_bw): below it gemm_time's memory term is the larger."""
+    return peak_rate(gpu, cal, math, kernel, eff_scale) / (gpu.hbm_bandwidth_bytes_per_s * cal.gemm_bw(kernel))
+
+
 def _best_tile_time(m: Tokens, n, k, gpu: Gpu, cal: Calibration, *, groups, peak, kernel, math, a_bytes, w_bytes, swap_ab, token_tile=None,
                     parts=None):
     """Compute time of the fastest of the GPU's tiles (float32 arrays), tile and wave quantised, with
@@ -258,7 +271,7 @@ def _gemm_time(m, n, k, gpu: Gpu, cal: Calibration, *, math: str, a_bytes, w_byt
     if not (tokens.positive and live.all()):
         live = (m > 0) & live
     kernel = kernel or math
-    peak = gpu.peak(math) * cal.gemm_eff(kernel) * main_loop_rate(kernel, gpu) * eff_scale
+    peak = peak_rate(gpu, cal, math, kernel, eff_scale)
     best = _best_tile_time(tokens, n, k, gpu, cal, groups=groups, peak=peak, kernel=kernel, math=math, a_bytes=a_bytes,
                            w_bytes=w_bytes, swap_ab=swap_ab, token_tile=token_tile, parts=parts)
     rows = m if groups.ndim == 0 and groups == 1.0 else m * groups  # A's rows over the groups (m * 1 is m)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -425,3 +425,151 @@ def read_dynamo(text: str, origin: str = "export") -> dict:
         dep, conc = _deployment(backend, o, model, gpu=gpu, meta=meta)
         out[comp["type"]] = {"model": model, "deployment": dep, "instances": int(comp["replicas"]), "concurrency": conc}
     return out
+
+
+# ---------------------------------------------------------------------------------------------------------
+# `import`: a configuration priced again, the one code path of `llm-codesign import` and `lc.import_config`
+
+
+@dataclass(frozen=True)
+class ImportEstimate:
+    """`import`'s answer: the deployment a configuration starts (`deployment`, one instance, `replicas` copies, in
+    `engine`) and what it delivers, priced as `estimate` prices it (`estimate`, an Estimate with its intervals), at
+    `concurrency` requests in flight per instance (`batch` says where that came from). An exported Dynamo deployment is
+    its two pools (`prefill` and its instances beside `deployment`'s, the decode pool), priced as `disagg` prices them
+    (`estimate` None). `ignored`: the configuration's options the model does not hold; `unset_env`: variables the launch
+    must set to run the kernels priced; `note`: what to pass to price an export as it was priced. `to_dict()` is what
+    `import --json` prints."""
+    path: str
+    engine: str
+    model: ModelSpec = field(repr=False)
+    deployment: Deployment = field(repr=False)
+    replicas: int
+    concurrency: int | None
+    batch: str
+    answer: dict = field(repr=False)
+    estimate: object = field(default=None, repr=False)
+    prefill: Deployment | None = field(default=None, repr=False)
+    prefill_instances: int = 0
+    decode_instances: int = 0
+    ignored: tuple[str, ...] = ()
+    unset_env: tuple[str, ...] = ()
+    note: str | None = None
+
+    @property
+    def ttft_s(self) -> float:
+        return self.answer["ttft_ms"] / 1e3
+
+    @property
+    def tpot_s(self) -> float:
+        return self.answer["tpot_ms"] / 1e3
+
+    @property
+    def output_tok_s_per_gpu(self) -> float:
+        return self.answer["output_tok_s_per_gpu"]
+
+    def to_dict(self) -> dict:
+        """What `import --json` prints."""
+        import copy
+
+        return copy.deepcopy(self.answer)
+
+
+def profile_note(meta: dict, calibration: str | None) -> str | None:
+    """What `import` says of an export priced with another profile than the one given (priced_with records it):
+    priced without it, the same configuration read 1374 tok/s/GPU exported and 1246 imported, without a word of why."""
+    if not meta.get("calibration") or meta["calibration"] == calibration:
+        return None
+    return (f"exported with --calibration {meta['calibration']} (its predicted figures are that profile's); "
+            + ("" if calibration is None else f"these are {calibration}'s; ") + f"pass --calibration {meta['calibration']} to price it alike")
+
+
+def acceptance_rates_of(rates) -> tuple[float, ...]:
+    """Per-position acceptance rates as given: "0.8,0.6" (the CLI's), a list or tuple of numbers, or None (none)."""
+    if rates is None or rates == "":
+        return ()
+    try:
+        if isinstance(rates, str):
+            return tuple(float(x) for x in rates.split(","))
+        if isinstance(rates, (list, tuple)) and all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in rates):
+            return tuple(float(x) for x in rates)
+    except ValueError:
+        pass
+    raise InputError("acceptance_rates", rates if isinstance(rates, (str, int, float, list, tuple)) else type(rates).__name__,
+                     "comma-separated probabilities, e.g. 0.8,0.6,0.5")
+
+
+def import_config(path: str, *, price, gpu=None, model: str | None = None, backend: str | None = None, concurrency: int | None = None,
+                  isl: int | None = None, osl: int | None = None, acceptance: float | None = None, acceptance_rates=None,
+                  calibration: str | None = None) -> ImportEstimate:
+    """The deployment the configuration at `path` starts (read_config: an export, or an engine's own command line or
+    YAML; `gpu` a Gpu where it names none, `model` a registry name where it names none or one the registry lacks),
+    priced by `price` (llm_codesign.api.estimate, which both callers pass: it sits a layer above this one) at
+    `concurrency` requests per instance (default: its max batch) and `isl`/`osl` (default: the export's, else 1024); an
+    exported Dynamo deployment priced as `disagg` prices its pools. `calibration`: a profile's path or None (the bundled
+    one)."""
+    from pathlib import Path
+
+    from llm_codesign.errors import read_text
+    from llm_codesign.spec.engines import engine_for
+
+    text = read_text(path, "path", "an export or an engine's command line or YAML")
+    meta = _meta(text, path) if any(line.startswith(HEADER) for line in text.splitlines()) else {}
+    isl, osl = isl or meta.get("isl", 1024), osl or meta.get("osl", 1024)
+    if meta and "DynamoGraphDeployment" in text:
+        r = _import_dynamo(text, path, meta, isl=isl, osl=osl, calibration=calibration)
+        _as_exported(r, Path(path).name, gpu=gpu, model=model, backend=backend)
+        return r
+    if not meta and gpu is None:
+        raise MissingInput("gpu", f"{Path(path).name} names no GPU (an engine's configuration does not): give --gpu, the one it runs on "
+                           "(e.g. --gpu h200)")
+    rates = acceptance_rates_of(acceptance_rates)
+    from llm_codesign.spec.plan import Workload
+
+    imp = read_config(text, path, engine=backend, model=model, gpu=gpu, acceptance=acceptance, acceptance_rates=rates)
+    if meta:
+        _as_exported(imp, Path(path).name, gpu=gpu, model=model, backend=backend)
+    engine_for(imp.deployment.gpu, imp.engine)  # a TensorRT-LLM YAML on an AMD GPU (--gpu mi355x) runs nowhere
+    conc = concurrency or imp.concurrency
+    est = price(imp.model, imp.deployment, Workload(isl=isl, osl=osl, concurrency=conc), calibration=calibration)
+    r = est.to_dict()
+    r["deployment"] = imp.deployment.to_dict()
+    r |= {"engine": imp.engine, "replicas": imp.replicas, "ignored": list(imp.ignored), "unset_env": list(imp.unset_env)}
+    batch = ("--concurrency" if concurrency else "the configuration's max batch") if conc else "no max batch given: the engine's own and the KV cache's"
+    return ImportEstimate(path=str(path), engine=imp.engine, model=imp.model, deployment=imp.deployment, replicas=imp.replicas,
+                          concurrency=r["concurrency"], batch=batch, answer=r, estimate=est, ignored=imp.ignored, unset_env=imp.unset_env,
+                          note=profile_note(meta, calibration))
+
+
+def _as_exported(imp, name: str, *, gpu, model: str | None, backend: str | None) -> None:
+    """An export states its GPU, model and engine (its plan and batch were chosen for them): another one given is
+    refused in one line rather than dropped without a word (`import vllm.yaml --gpu b200` priced the export's H200)."""
+    from llm_codesign.spec.registry import get_model
+
+    stated = {"gpu": (gpu.id if gpu is not None else None, imp.deployment.gpu.id),
+              "model": (get_model(model).name if model is not None else None, imp.model.name),
+              "backend": (backend, imp.engine)}
+    for field_, (given, own) in stated.items():
+        if given is not None and given != own:
+            again = f"`llm-codesign export {given} ...`" if field_ == "model" else f"export again with --{field_} {given}"
+            raise InputError(field_, given, f"left out or {own}: {name} is an export, which states its {field_} (its plan and batch "
+                                            f"were chosen for it); {again} to price that")
+
+
+def _import_dynamo(text: str, path: str, meta: dict, *, isl: int, osl: int, calibration) -> ImportEstimate:
+    """`import` of an exported Dynamo deployment: both pools priced as the export priced them."""
+    from llm_codesign.cost.calibration import calibration_for
+    from llm_codesign.serve.disagg import estimate_disagg
+
+    pools = read_dynamo(text, path)
+    p, d = pools["prefill"], pools["decode"]
+    dd = d["deployment"]
+    # priced as the export was: both pools on the decode pool's GPU, precision, engine and step budget
+    pre = replace(dd, plan=p["deployment"].plan, num_gpus=p["deployment"].num_gpus)
+    r = estimate_disagg(d["model"], pre, dd, calibration=calibration_for(dd.gpu, calibration), prefill_instances=p["instances"],
+                        decode_instances=d["instances"], concurrencies=[int(meta["concurrency"])], isl=isl, osl=osl)
+    out = {"engine": "dynamo", "model": d["model"].name, "prefill": p["deployment"].to_dict() | {"instances": p["instances"]},
+           "decode": dd.to_dict() | {"instances": d["instances"]}, **r["rows"][0]}
+    return ImportEstimate(path=str(path), engine="dynamo", model=d["model"], deployment=dd, replicas=1, concurrency=int(meta["concurrency"]),
+                          batch="the export's", answer=out, prefill=p["deployment"], prefill_instances=p["instances"],
+                          decode_instances=d["instances"], note=profile_note(meta, calibration))

@@ -153,7 +153,27 @@ class Frontier:
             out |= {"num_gpus": self.num_gpus, "isl": w.isl, "osl": w.osl, "prefix_hit": w.prefix_hit}
         out |= {"backend": self.backend, "evaluated": self.evaluated, "fitting": self.fitting, "seconds": self.seconds,
                 "frontier": [p.to_dict() for p in self.points]}
+        out |= self.profile()  # last, where `pareto --json` put it before the Frontier kept it
         return (out | {"cloud": self.cloud, "roofline_bound": self.roofline_bound}) if plot else out
+
+    def profile(self) -> dict:
+        """What the answer records of the profile it was priced with (`calibration`), as export's header records it
+        (explore.export.priced_with): nothing for the bundled one, `calibration` the path of a file (a path given, or a
+        written Profile's), so that `export-point` writes it into the launch file and `import` prices it alike; a profile
+        with no file (an unwritten Profile, a Calibration other than the bundled one) as `calibration_unrecorded`, what it
+        was, since no path can name it (export-point refuses such a frontier)."""
+        from pathlib import Path
+
+        from llm_codesign.cost.calibration import Calibration, calibration_for
+        from llm_codesign.explore.export import priced_with
+
+        c = self.calibration
+        if isinstance(c, Calibration):
+            return {} if c == calibration_for(self.gpu) else {"calibration_unrecorded": "a Calibration object"}
+        if isinstance(c, (str, Path)) or c is None:
+            return priced_with(None if c is None else str(c))
+        path = getattr(c, "path", None)  # a Profile (measure.calibrate): its file where it was written
+        return priced_with(path) if path is not None else {"calibration_unrecorded": "an unwritten Profile (Profile.write(path) gives it one)"}
 
     def to_records(self) -> list[dict]:
         """One flat dict of plain values per point, no pandas needed: the model, metrics (ms), its deployment's record, accuracy

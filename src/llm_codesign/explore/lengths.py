@@ -8,12 +8,13 @@ writes C E[OSL] / E[life] output tokens a second; TTFT is read per request (mean
 the requests), TPOT per output token. That a long request slows the short ones sharing its batch is
 left out: each length's step is its own, so a wide mix reads optimistic for the short requests. A mix any of whose
 requests is longer than the model's context is refused up front, naming the part that draws them and their share
-(within_context): an engine refuses those requests, so pricing the rest, or clipping them, would answer another mix."""
+(within_context): an engine refuses those requests, so pricing the rest, or clipping them, would answer another mix.
+`mix` is the one code path of `llm-codesign mix` (which prints its answer) and `lc.mix` (which returns it)."""
 from __future__ import annotations
 
 import csv
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from statistics import NormalDist
 
@@ -187,3 +188,85 @@ def price_mix(model, dep, lengths: Lengths, concurrency: int, *, calibration) ->
         "per_length": [{"isl": int(a), "osl": int(b), "share": float(c), "ttft_ms": float(d) * 1e3, "tpot_ms": float(e) * 1e3,
                         "fits": bool(f)} for a, b, c, d, e, f in zip(lengths.isl, lengths.osl, w, ttft, tpot, fits, strict=True)],
     }
+
+
+def check_lengths(lengths, isl_dist, osl_dist) -> None:
+    """`mix`'s request lengths: a CSV (`lengths`) or both distributions, not both kinds and not one distribution alone;
+    refused as both callers name them (the CLI's --lengths, --isl-dist, --osl-dist; the API's keywords of those names)."""
+    for name, v, what in (("lengths", lengths, "a CSV's path (columns isl, osl, and count or weight)"),
+                          ("isl_dist", isl_dist, "fixed:N, uniform:LO,HI or lognormal:median=M,sigma=S"),
+                          ("osl_dist", osl_dist, "fixed:N, uniform:LO,HI or lognormal:median=M,sigma=S")):
+        if v is not None and not (isinstance(v, (str, Path)) and str(v).strip()):
+            raise InputError(name, v if isinstance(v, (int, float)) else type(v).__name__, what + ", or None")
+    if bool(lengths) == bool(isl_dist or osl_dist):
+        raise InputError("lengths", lengths or isl_dist or osl_dist, "either --lengths FILE.csv or --isl-dist and --osl-dist")
+    if not lengths and not (isl_dist and osl_dist):
+        raise InputError("osl_dist" if isl_dist else "isl_dist", None, "both --isl-dist and --osl-dist")
+
+
+@dataclass(frozen=True)
+class Mix:
+    """`mix`'s answer: one deployment (`deployment`, one instance) serving `concurrency` requests of many lengths; its
+    TTFT over the requests (`ttft_s`: mean, p50, p90, p99), TPOT per output token, tok/s/user and tok/s/GPU, whether
+    every length fits (`fits`, else `share_not_fitting` of the requests do not) and each distinct length's own figures
+    (`per_length`); `to_dict()` is what `mix --json` prints (times in ms), `to_records()`/`to_pandas()` a row per length."""
+    model: str
+    deployment: object = field(repr=False)
+    concurrency: int
+    answer: dict = field(repr=False)
+
+    @property
+    def ttft_s(self) -> dict[str, float]:
+        return {k: v / 1e3 for k, v in self.answer["ttft_ms"].items()}
+
+    @property
+    def tpot_s(self) -> float:
+        return self.answer["tpot_ms"] / 1e3
+
+    @property
+    def tok_s_per_user(self) -> float:
+        return self.answer["tok_s_per_user"]
+
+    @property
+    def output_tok_s_per_gpu(self) -> float:
+        return self.answer["output_tok_s_per_gpu"]
+
+    @property
+    def fits(self) -> bool:
+        return self.answer["fits"]
+
+    @property
+    def share_not_fitting(self) -> float:
+        return self.answer["share_not_fitting"]
+
+    def to_dict(self) -> dict:
+        """What `mix --json` prints."""
+        import copy
+
+        return copy.deepcopy(self.answer)
+
+    def to_records(self) -> list[dict]:
+        """One flat dict per distinct length: its ISL, OSL, share of the requests, TTFT and TPOT (ms) and whether it fits."""
+        return [{"model": self.model, **r} for r in self.answer["per_length"]]
+
+    def to_pandas(self):
+        """`to_records()` as a DataFrame (pandas is an optional dependency)."""
+        import pandas as pd
+
+        return pd.DataFrame(self.to_records())
+
+
+def mix(model, dep, *, lengths=None, isl_dist=None, osl_dist=None, concurrency: int = 64, calibration=None) -> Mix:
+    """One deployment on a mix of request lengths, as `mix` prices it: the lengths from a CSV (`lengths`) or two
+    distributions (`isl_dist`, `osl_dist`), the deployment checked as estimate checks it (serve.estimate.check),
+    priced by price_mix at `concurrency` requests in flight. `calibration`: a profile's path, a Calibration or None."""
+    from llm_codesign.cost.calibration import Calibration, calibration_for
+    from llm_codesign.serve.estimate import check
+
+    check_lengths(lengths, isl_dist, osl_dist)
+    mixture = from_csv(str(lengths)) if lengths else from_distributions(str(isl_dist), str(osl_dist))
+    check(model, dep)
+    cal = calibration if isinstance(calibration, Calibration) else calibration_for(dep.gpu, calibration)
+    r = price_mix(model, dep, mixture, concurrency, calibration=cal)
+    r |= {"model": model.name, "gpu": dep.gpu.id, "num_gpus": dep.num_gpus, "plan": dep.plan.label(), "backend": dep.backend}
+    return Mix(model=model.name, deployment=dep, concurrency=concurrency, answer=r)

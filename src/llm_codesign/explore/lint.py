@@ -10,7 +10,7 @@ import numpy as np
 
 from llm_codesign.cost import gemm
 from llm_codesign.cost.calibration import Calibration
-from llm_codesign.cost.ffns import EXPERT_GEMMS, distinct_experts
+from llm_codesign.cost.ffns import EXPERT_GEMMS, distinct_experts, expert_scale, moe_rates
 from llm_codesign.cost.ops import Batch, layer_ops, step_time
 from llm_codesign.errors import InputError
 from llm_codesign.serve.aggregated import Serving, decode_step, evaluate
@@ -196,7 +196,15 @@ def _memory_bound_gemm(model, gpu, cal, prec, sh, *, b, regime):
                 continue
             math_ = str(np.ravel(op.math)[0])  # the math and weight format the operator was priced with (its first load's)
             kern = gemm.gemm_kernel(math_, op.weight, fp4_math=gpu.supports("fp4"))
-            ridge = gpu.peak(math_) * cal.gemm_eff(kern) / (gpu.hbm_bandwidth_bytes_per_s * cal.gemm_bw(kern))
+            # the ridge of the rate the operator was priced at (gemm.peak_rate): an expert GEMM's is its grouped kernel's,
+            # the kernel tables' MoE family (layer_ops without an engine) at its share of the dense rate (moe_eff: B200's
+            # BF16 experts at 0.53 of the dense 292 FLOP/B, notes #pin-mtf), a dense GEMM's with its main loop's share
+            # (Hopper's block-scaled FP8)
+            scale = 1.0
+            if op.role in EXPERT_GEMMS:
+                kern, kept = moe_rates(gpu.family, kern, tables=True)
+                scale = expert_scale(cal, gpu, None, kern, kept)
+            ridge = float(gemm.ridge(gpu, cal, math_, kern, scale))
             inten = f / by
             if inten < 0.5 * ridge and float(np.sum(op.t_memory)) > float(np.sum(op.t_compute)):
                 seen.add(key)
