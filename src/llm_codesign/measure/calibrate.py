@@ -580,11 +580,16 @@ class _ServingFit:
     def cycle(self, step: float, *, smooth: bool, rounds: int, tried=None) -> float:
         """`rounds` passes of `descend` over the parameters from a log step of `step`, each engine's
         parameters re-pricing that engine's rows; returns the loss reached."""
+        held = [self.loss(self.accepted, smooth=smooth)]
+
         def price(key: str) -> tuple[float, np.ndarray]:
             p = self.predicted(key.partition(":")[2] or None)
-            return self.loss(p, smooth=smooth), p
+            val = self.loss(p, smooth=smooth)
+            if val < held[0] - 1e-6:  # descend keeps this step (its rule): the next engine's re-pricing takes these rows
+                held[0], self.accepted = val, p
+            return val, p
 
-        best, accepted = descend(self.state, price, self.loss(self.accepted, smooth=smooth), step, rounds=rounds, tried=tried)
+        best, accepted = descend(self.state, price, held[0], step, rounds=rounds, tried=tried)
         if accepted is not None:
             self.accepted = accepted
         return best
