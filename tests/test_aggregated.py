@@ -302,7 +302,9 @@ def test_scheduling_wait_adds_decode_iterations_to_ttft_only(h100):
     b200 = get_gpu("b200")
 
     def run(wait, adp_wait, adp):
-        cal = replace(calibration_for(b200), ttft_wait_steps=(("trtllm", wait),), adp_wait_steps=(("trtllm", adp_wait),))
+        # no request cost: in a closed loop it would hide under the wait (test_request_cost_overlaps_the_wait)
+        cal = replace(calibration_for(b200), ttft_wait_steps=(("trtllm", wait),), adp_wait_steps=(("trtllm", adp_wait),),
+                      ttft_overhead_s=(("trtllm", 0.0),))
         plan = Plan(*(np.array([v]) for v in (8 // adp, 1, 8, 1, adp, 1)))
         return evaluate(m, Serving(gpu=b200, prec=Precision.of("fp8_block"), plan=plan, engine=get_engine("trtllm")), cal=cal,
                         concurrency=64.0, isl=1024.0, osl=1024.0)
@@ -314,6 +316,31 @@ def test_scheduling_wait_adds_decode_iterations_to_ttft_only(h100):
     c, d = run(0.0, 0.0, 8), run(2.0, 10.0, 8)
     # eight attention-DP ranks: 2 + 10 iterations
     assert d["ttft_s"].item() - c["ttft_s"].item() == pytest.approx(12.0 * c["step_s"].item(), rel=1e-9)
+
+
+def test_request_cost_overlaps_the_wait():
+    # one request (q = 1) waits 1 decode step (ttft_wait_steps 1) before its prefill: in a closed loop (waves) its front
+    # end's cost c runs during that wait, so the first token moves by max(step, c) - step, 0 for c below a step and
+    # c - step above; a burst arrives out of phase with the steps and pays c on top; SGLang's cost (not front-end work,
+    # SGLangEngine.request_cost_overlaps_wait) is added under waves too
+    m = get_model("deepseek-v3")
+    b200 = get_gpu("b200")
+    plan = Plan(*(np.array([v]) for v in (8, 1, 8, 1, 1, 1)))
+
+    def run(engine, c, arrival):
+        cal = replace(calibration_for(b200), ttft_wait_steps=((engine, 1.0),), ttft_overhead_s=((engine, c),))
+        r = evaluate(m, Serving(gpu=b200, prec=Precision.of("fp8_block"), plan=plan, engine=get_engine(engine)), cal=cal,
+                     concurrency=1.0, isl=1024.0, osl=1024.0, arrival=arrival)
+        return r["ttft_s"].item(), r["step_s"].item()
+
+    t0, step = run("trtllm", 0.0, "waves")
+    assert 1e-3 < step < 0.1
+    assert run("trtllm", 0.5 * step, "waves")[0] == pytest.approx(t0, rel=1e-12)
+    assert run("trtllm", 1.0, "waves")[0] - t0 == pytest.approx(1.0 - step, rel=1e-9)
+    b0 = run("trtllm", 0.0, "burst")[0]
+    assert run("trtllm", 0.5 * step, "burst")[0] - b0 == pytest.approx(0.5 * step, rel=1e-9)
+    s0 = run("sglang", 0.0, "waves")[0]
+    assert run("sglang", 0.5 * step, "waves")[0] - s0 == pytest.approx(0.5 * step, rel=1e-9)
 
 
 def test_attention_dp_hold_needs_every_rank_decoding():

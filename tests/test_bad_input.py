@@ -421,14 +421,14 @@ def test_help_still_shows_usage():
 
 # ---- calibrate --serving: refused as a kernel fit is, where worse than its start or on a bound, unless --force
 
-def _quick_serving_fit(monkeypatch, rounds=1):
-    """The serving search cut to `rounds` rounds and one polish cycle (the refusal, not the optimum, is under test)."""
+def _quick_serving_fit(monkeypatch, rounds=1, polish=1):
+    """The serving search cut to `rounds` rounds and `polish` polish cycles (the refusal, not the optimum, is under test)."""
     import functools
 
     from llm_codesign.measure import calibrate
 
     monkeypatch.setattr(calibrate, "fit_serving", functools.partial(calibrate.fit_serving, rounds=rounds))
-    monkeypatch.setattr(calibrate, "POLISH_CYCLES", 1)
+    monkeypatch.setattr(calibrate, "POLISH_CYCLES", polish)
 
 
 def _serving_rows_priced_by_the_bundled_profile() -> list[dict]:
@@ -468,9 +468,10 @@ def test_calibrate_serving_refuses_a_worse_fit_unless_forced(tmp_path, monkeypat
 
 
 def test_calibrate_serving_refuses_a_fit_on_its_bounds(tmp_path, monkeypatch):
-    # first tokens after 100 and 200 s on an 8B model on ATOM (whose wait before a prefill is fitted; the other engines'
-    # are documented): no serving overhead within its range explains them (in two rounds that wait reaches its top of 3)
-    _quick_serving_fit(monkeypatch, rounds=2)
+    # first tokens after 100 and 200 s on an 8B model on ATOM (whose wait before a prefill and request cost are fitted):
+    # no serving overhead within its range explains them; the request cost, which in a closed loop covers the wait
+    # (Engine.request_cost_overlaps_wait), reaches its top of 500 ms (the wait reached its top of 3 when they were added)
+    _quick_serving_fit(monkeypatch, rounds=2, polish=4)
     s = tmp_path / "s.csv"
     row = SERVING_ROW.replace(",h100,1,vllm,", ",mi355x,1,atom,")
     slow = [row.replace(",50,8,", ",100000,8,"), row.replace(",8,1,1,1,1,1,", ",64,1,1,1,1,1,").replace(",50,8,", ",200000,12,")]
@@ -478,7 +479,8 @@ def test_calibrate_serving_refuses_a_fit_on_its_bounds(tmp_path, monkeypatch):
     out = tmp_path / "p.toml"
     msg = one_line_error(["calibrate", "--serving", str(s), "-o", str(out)], "calibrate")
     # named in words, as the success output lists the fitted values (it read "ttft_wait_steps:atom = 3")
-    assert "default serving: wait steps atom 3.00 on the bound of its range" in msg and "ttft_wait_steps" not in msg and not out.exists()
+    assert "default serving: request overhead atom 500.0 ms on the bound of its range" in msg and "ttft_overhead_s" not in msg
+    assert not out.exists()
 
 
 def test_gpu_file_without_scale_up_bandwidth_is_one_line(tmp_path):

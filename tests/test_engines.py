@@ -60,8 +60,10 @@ def test_calibration_view_reads_the_fitted_profile():
     for name in ("trtllm", "vllm", "sglang"):
         c = get_engine(name).costs(cal)
         got = (c.step_overhead, c.seq_overhead, c.ttft_overhead, c.eager_launch, c.eager_skew, c.queue_fraction)
-        want = tuple(fit[k][name] for k in ("step_overhead_s", "seq_overhead_s", "ttft_overhead_s", "eager_launch_s", "eager_skew_s",
-                                            "prefill_queue_fraction"))
+        # TensorRT-LLM's and vLLM's request cost: documented (3 ms), not fitted (measure.calibrate.DOCUMENTED), so not in fitted.toml
+        want = tuple(fit[k].get(name, 3e-3) if k == "ttft_overhead_s" else fit[k][name]
+                     for k in ("step_overhead_s", "seq_overhead_s", "ttft_overhead_s", "eager_launch_s", "eager_skew_s", "prefill_queue_fraction"))
+        assert (name in fit["ttft_overhead_s"]) == (name == "sglang")
         assert got == want
         # the fit, not default.toml's starting values
         assert c.step_overhead != documented(b200.family).step_overhead(name)

@@ -550,8 +550,14 @@ def _request_times(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, r: 
     # one at a time (SGLang's server tokenises in one process, sglang 0.5.12 server_args.py:372, tokenizer_manager.py:708;
     # SGLang's fitted 60 ms is not that: the clean sample's workers skip it, ai-dynamo 0.9.0 dynamo/sglang/args.py:525-534,
     # and it does not grow with the prompt; what it stands for is open, docs/modelling-notes.md#sglang-request-cost: 4,096
-    # one-token requests together wait 123 s on a B200)
-    return q, t_pf_stage, span + t_wait + costs.ttft_overhead * (q + 1.0) / 2.0, tpot, life
+    # one-token requests together wait 123 s on a B200). In a closed loop (waves, closed_loop) a request is sent as its
+    # slot's last one returns, at a step's end, so its front end's work runs while the engine runs the steps it waits out
+    # anyway (t_wait) and shows only beyond them; arrivals out of phase with the steps (burst) pay both
+    # (docs/modelling-notes.md#request-overhead-overlap)
+    front = costs.ttft_overhead * (q + 1.0) / 2.0
+    overlaps = engine.request_cost_overlaps_wait and arrival in ("waves", "closed_loop")
+    before = np.maximum(t_wait, front) if overlaps else t_wait + front
+    return q, t_pf_stage, span + before, tpot, life
 
 
 def _phase_parts(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, costs: EngineCosts, r: _Rank, steps, share) -> dict:

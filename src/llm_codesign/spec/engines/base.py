@@ -149,6 +149,10 @@ class Engine(ABC):
     # first token (the prefill's) as soon as it sees the cache arrive (SGLang's); otherwise the decode worker
     # takes the request only after the prefill, then pulls the cache and answers in a later iteration
     first_token_on_kv_arrival: ClassVar[bool] = False
+    # whether its per-request cost (ttft_overhead_s) is the front end's work before the engine's queue (HTTP, template,
+    # tokenising), which in a closed loop runs while the engine runs the steps a new request waits out anyway
+    # (serve.aggregated._request_times); an engine whose measured cost is not that says so in its module
+    request_cost_overlaps_wait: ClassVar[bool] = True
     # whether its scheduler may hold a context request under attention DP to balance the ranks (adp_wait_steps);
     # an engine that dispatches each request to a rank at once and never holds it says so in its module: its
     # adp_wait_steps is a structural zero, neither charged nor fitted

@@ -83,6 +83,10 @@ class SGLangEngine(Engine):
     # managers/data_parallel_controller.py:571-606) and a rank without work runs an idle batch beside the others
     # (managers/scheduler_dp_attn_mixin.py:131-220, prepare_mlp_sync_batch_raw; sglang 0.5.12)
     holds_adp_requests = False
+    # its fitted per-request cost is not front-end work: the clean sample's workers skip SGLang's tokenizer (Dynamo's front
+    # end tokenises: ai-dynamo 0.9.0 dynamo/sglang/args.py:525-534), it does not grow with the prompt, and it is paid on top
+    # of the wait in both campaigns (docs/modelling-notes.md#sglang-request-cost, #request-overhead-overlap): added as before
+    request_cost_overlaps_wait = False
 
     def step_tokens(self, gpu) -> int:
         """chunked_prefill_size = 2048 below 35 GiB, 4096 below 60 GiB, 8192 below 160 GiB, else 16384
