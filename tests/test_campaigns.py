@@ -187,3 +187,47 @@ def _published():
 
     text = resources.files("llm_codesign").joinpath("data/measurements/published_runs.csv").read_text()
     return [r for r in csv.DictReader(text.splitlines()) if r["source"].startswith("trtllm-best-perf")]
+
+
+def test_tensorrt_llm_builds_before_1_2_launch_nothing_with_pdl():
+    """TensorRT-LLM launches with PDL by default from 1.2; a row whose source or the silicon sample's record names an older
+    build runs without it (pdl_fusion false) unless its campaign says otherwise. Builds read: an InferenceX release image,
+    a perf-overview table's release, the sample's backend_version (serving_measured_blackwell.builds.csv); a Dynamo runtime
+    image names Dynamo's version, no build; another engine's row none."""
+    ix = "inferencex https://github.com/SemiAnalysisAI/InferenceX/actions/runs/1/attempts/1 image=nvcr.io/nvidia/tensorrt-llm/release:"
+    po = "trtllm_perf_overview_v0_20_total.csv:2 (dominicshanshan/TensorRT-LLM (fork of NVIDIA/TensorRT-LLM) d; v0.20 (PyTorch backend))"
+    sample = "aiconfigurator-core-0.12.0-silicon-sample:"
+    cases = [({"source": ix + "1.1.0rc2.post2", "backend": "trtllm"}, (1, 1), ("pdl",)),
+             ({"source": ix + "1.2.0rc6.post2", "backend": "trtllm"}, (1, 2), ()),
+             ({"source": ix + "1.3.0rc14", "backend": "trtllm"}, (1, 3), ()),
+             ({"source": po, "backend": "trtllm"}, (0, 20), ("pdl",)),
+             ({"source": sample + "dsr1_b200_trtllm_fp8_agg_1024x1024_c8_cfg177", "backend": "trtllm"}, (1, 1), ("pdl",)),
+             ({"source": sample + "2026_03_25_deepseek_r1_b200_sxm_trtllm_fp4_agg_1024x1024_c32_tp8_0_ep8_0_973", "backend": "trtllm"},
+              (1, 2), ()),
+             # no build recorded (October 2025): today's
+             ({"source": sample + "2026_04_06_llama_3_1_70b_b200_sxm_trtllm_fp4_agg_1024x1024_c8_tp2_ep1_257", "backend": "trtllm"}, None, ()),
+             ({"source": "inferencex x image=nvcr.io/nvidia/ai-dynamo/tensorrtllm-runtime:0.5.1-rc0.pre3", "backend": "trtllm"}, None, ()),
+             ({"source": ix + "1.1.0rc2.post2", "backend": "sglang"}, None, ())]
+    for row, build, off in cases:
+        assert (campaigns.trtllm_build(row), campaigns.fusions_off(campaigns.settings(row))) == (build, off), row["source"]
+
+
+def test_which_bundled_runs_lose_pdl():
+    """Per bundled file, the runs priced without PDL: the clean sample's 52 on 1.1.0rc2.post2 (39 DeepSeek-R1, 13
+    DeepSeek-V3, B200), InferenceX's 26 on the 1.1.0rc2.post2 image, every perf-overview row (v0.17, v0.20, v1.0: 881),
+    the best-perf page's H200 min-latency run; none of the disaggregated runs (their recipes export TRTLLM_ENABLE_PDL=1)
+    nor MI355X's."""
+    import csv
+    from collections import Counter
+    from importlib import resources
+
+    def off(name):
+        text = resources.files("llm_codesign").joinpath(f"data/measurements/{name}").read_text()
+        rows = [r for r in csv.DictReader(text.splitlines()) if "pdl" in campaigns.fusions_off(campaigns.settings(r))]
+        return len(rows), Counter(r["model"] for r in rows)
+
+    assert off("serving_measured_blackwell_clean.csv") == (52, Counter({"deepseek-ai/DeepSeek-R1": 39, "deepseek-ai/DeepSeek-V3": 13}))
+    assert off("serving_inferencex_blackwell.csv")[0] == 26
+    assert off("trtllm_perf_overview.csv")[0] == 881
+    assert off("published_runs.csv")[0] == 1
+    assert off("serving_disagg_blackwell.csv")[0] == off("serving_inferencex_mi355x.csv")[0] == off("published_mtp_depth.csv")[0] == 0

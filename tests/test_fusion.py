@@ -156,3 +156,38 @@ def test_a_build_without_pdl_overlaps_no_kernel_boundary(h200):
     assert float(np.ravel(kernels_time(ops, h200, old_c))[0]) == pytest.approx(float(np.ravel(step_time(ops))[0]), rel=1e-12)
     gap = float(np.ravel(kernels_time(ops, h200, old_c) - kernels_time(ops, h200, new_c))[0])
     assert gap == pytest.approx(0.175e-6 * n, rel=1e-9)
+
+
+def test_a_blackwell_step_without_pdl_costs_the_credit_at_each_launch(b200, cal):
+    """The B200 runs on TensorRT-LLM before 1.2 (measure.campaigns.trtllm_build): 0.7 x pdl_credit_s (0.25 us) = 0.175 us
+    a launch more than today's build, over every launch of a DeepSeek-R1 FP8 decode step at TP 8 with 8 sequences."""
+    from llm_codesign.cost.ops import launches
+    from llm_codesign.serve.aggregated import kernels_time, pdl_per_launch
+
+    trt = get_engine("trtllm")
+    old = trt.without("pdl")
+    assert cal.pdl_credit_s == 0.25e-6 and trt.pdl_share("blackwell") == 0.7 and old.pdl_share("blackwell") == 0.0
+    new_c, old_c = trt.costs(cal), old.costs(cal)
+    assert pdl_per_launch(b200, new_c) == pytest.approx(0.175e-6, rel=1e-12) and pdl_per_launch(b200, old_c) == 0.0
+    m = get_model("deepseek-r1")
+    ops = forward_ops(m, b200, cal.in_step("trtllm"), m.default_precision, Plan(tp=8), engine=trt, sample=True,
+                      b=Batch(dec_seqs=8.0, dec_ctx=2048.0))
+    n = float(np.ravel(launches(ops))[0])
+    gap = float(np.ravel(kernels_time(ops, b200, old_c) - kernels_time(ops, b200, new_c))[0])
+    assert gap == pytest.approx(0.175e-6 * n, rel=1e-9)
+
+
+def test_an_offline_run_on_a_build_without_pdl_keeps_trtllm_benchs_limits():
+    """A perf-overview row of TensorRT-LLM v0.17 is priced without PDL (its build) and still at trtllm-bench's own
+    batch and token limits (validate._offline_best read them only for the TRTLLM object itself, so a build from
+    Engine.without lost them: 4650 -> 4582 tok/s/GPU on this A100 row, where PDL saves nothing). On Ampere, with no
+    PDL share, the two builds price the row alike."""
+    from llm_codesign.measure.validate import predict_serving
+
+    row = {"source": "trtllm_perf_overview_v0_17_total.csv:10 (NVIDIA/TensorRT-LLM docs/source/performance/perf-overview.md; v0.17 (x)",
+           "model": "llama-3.1-8b", "gpu": "a100", "num_gpus": "1", "backend": "trtllm", "weight_dtype": "fp8", "kv_dtype": "fp8",
+           "isl": "128", "osl": "2048", "concurrency": "", "tp": "1", "pp": "1", "ep": "1", "moe_tp": "1", "attention_dp": "1",
+           "output_tok_s_per_gpu": "1"}
+    (old,), _ = predict_serving([row])
+    (new,), _ = predict_serving([{**row, "source": "a run of today's build"}])
+    assert old["output_tok_s_per_gpu"] == new["output_tok_s_per_gpu"]

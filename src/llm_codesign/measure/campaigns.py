@@ -3,7 +3,9 @@
 override it. validate prices every row with them (spec.harness)."""
 from __future__ import annotations
 
+import csv
 import math
+import re
 import tomllib
 from functools import lru_cache
 from importlib import resources
@@ -144,12 +146,45 @@ def campaign_of(r: dict) -> dict | None:
     return out
 
 
+# TensorRT-LLM launches its kernels with PDL by default from 1.2 (spec/engines/trtllm.py `pdl`); before it only where the
+# run exports TRTLLM_ENABLE_PDL=1 (flashinfer_utils.get_env_enable_pdl's default "0" then, "1" after)
+TRTLLM_PDL_DEFAULT_FROM = (1, 2)
+# a row's TensorRT-LLM build where its source names it: an InferenceX run's release image (`image=nvcr.io/nvidia/tensorrt-
+# llm/release:1.1.0rc2.post2`), a perf-overview table's release (`..._total.csv:2 (...; v0.17 (...`); the silicon sample's
+# runs from its backend_version column (serving_measured_blackwell.builds.csv, tools/silicon_builds.py). A Dynamo runtime
+# image (`tensorrtllm-runtime:0.8.1`) names Dynamo's version, not the engine's: no build read
+_BUILD_IN_SOURCE = re.compile(r"tensorrt-llm/release:(\d+)\.(\d+)|_total\.csv:\d+ \(.*; v(\d+)\.(\d+) \(")
+_VERSION = re.compile(r"^(\d+)\.(\d+)")
+
+
+@lru_cache(maxsize=1)
+def _sample_builds() -> dict[str, str]:
+    text = resources.files("llm_codesign").joinpath("data/measurements/serving_measured_blackwell.builds.csv").read_text()
+    return {r["source"]: r["build"] for r in csv.DictReader(text.splitlines())}
+
+
+def trtllm_build(r: dict) -> tuple[int, int] | None:
+    """The (major, minor) TensorRT-LLM build a TensorRT-LLM row ran where its source or the sample's record names it, else None."""
+    if (r.get("backend") or "trtllm").strip().lower() != "trtllm":
+        return None
+    source = (r.get("source") or "").strip()
+    m = _BUILD_IN_SOURCE.search(source)
+    if m:
+        major, minor = (m.group(1), m.group(2)) if m.group(1) else (m.group(3), m.group(4))
+        return int(major), int(minor)
+    v = _VERSION.match(_sample_builds().get(source, ""))
+    return (int(v.group(1)), int(v.group(2))) if v else None
+
+
 def settings(r: dict) -> dict:
     """The row's arrival pattern, step chunk (max_num_tokens, None: the engine's default) and scheduler
     flags (SchedulerFlags field -> value), the campaign's where the row gives none (campaign_of), and the
     campaign's CAMPAIGN_KEYS it names. Values as read:
     `problem` says which of the row's own are not valid."""
     out: dict = {"arrival": DEFAULT_ARRIVAL, "max_num_tokens": None}  # a row of no campaign: the tool's default (Workload)
+    build = trtllm_build(r)
+    if build is not None and build < TRTLLM_PDL_DEFAULT_FROM:  # PDL off by default; a campaign entry saying more overrides
+        out["pdl_fusion"] = False
     out |= campaign_of(r) or {}
     for col in ("max_num_tokens", *FLAG_COLUMNS):
         v = (r.get(col) or "").strip()

@@ -327,7 +327,7 @@ def _offline_best(objs: tuple, a: dict, *, out: dict, offline, lengths, sub: lis
     op = Plan(*(x[oi, None] for x in (a["tp"], a["pp"], a["ep"], a["moe_tp"], a["attention_dp"], np.ones(len(offline), dtype=np.int64))))
     grid = BATCH_GRID[None, :] * a["attention_dp"][oi, None]
     flags = None
-    if engine is TRTLLM:
+    if engine.name == TRTLLM.name:  # any build of it (Engine.without keeps the name, not the object)
         per_rank, tokens, flags = bench_limits(model, gpu, prec, a, oi, isl=isl[oi], osl=osl[oi], sub=[sub[i] for i in oi])
         mnt = mnt.copy()
         mnt[oi] = np.where([bool((sub[i].get("max_num_tokens") or "").strip()) for i in oi], mnt[oi], tokens)

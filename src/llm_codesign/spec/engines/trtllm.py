@@ -152,7 +152,7 @@ TRTLLM = register_engine(TensorRTLLMEngine(
     fusions=("act_quant", "attn_out", "ar_norm", "rope_decode", "pdl"),
     # the kernel tables' own: trtllm-gen FMHA/MLA kernels on Blackwell, FMHA-v2 and XQA on Hopper
     attention_kernels={},
-    # TRTLLM_ENABLE_PDL, on by default from 1.2: its norms, fused all-reduce+norm, quantisation, XQA /
+    # TRTLLM_ENABLE_PDL, on by default from 1.2 (a run on an older build: measure.campaigns.trtllm_build): its norms, fused all-reduce+norm, quantisation, XQA /
     # trtllm-gen attention, MoE routing/finalize and CUTLASS GEMMs; not cuBLAS or NCCL: ~0.7
     pdl={"hopper": 0.7, "blackwell": 0.7, "blackwell_sm120": 0.7},
     # its own block-scale kernels (linear layers, and the CUTLASS MoE's DeepGEMM-derived ones): the tables'
