@@ -333,7 +333,6 @@ def _offline_best(objs: tuple, a: dict, *, out: dict, offline, lengths, sub: lis
         mnt[oi] = np.where([bool((sub[i].get("max_num_tokens") or "").strip()) for i in oi], mnt[oi], tokens)
         # the tool's own limit is one of the loads tried: the grid steps 7% apart
         grid = np.concatenate([grid, (per_rank * a["attention_dp"][oi])[:, None]], axis=1)
-        flags = replace(flags, rounds=np.maximum(flags.rounds / grid, 1.0))
     g = evaluate(model, Serving(gpu=gpu, prec=prec, plan=op, engine=engine, spec=spec, max_num_tokens=mnt[oi, None]), cal=cal,
                  concurrency=grid, isl=isl[oi, None], osl=osl[oi, None], flags=flags, arrival=OFFLINE_ARRIVAL, offline=True)
     thr = np.where(g["fits"], g["output_tok_s_per_gpu"], -1.0)
@@ -357,11 +356,8 @@ def bench_limits(model, gpu, prec, a: dict, oi, *, isl, osl, sub: list[dict]) ->
     tool_tp = a["tp"][oi] * a["attention_dp"][oi]
     bs, tokens = trtllm_bench.settings(model, gpu, prec, tp=tool_tp, pp=a["pp"][oi], isl=isl, osl=osl, chunked_prefill=engine_flow)
     per_rank = bs * a["pp"][oi]
-    # every request queued at once (no --concurrency): the dataset's requests over the load's slots (SchedulerFlags.rounds;
-    # serve.aggregated.evaluate spreads them over the slots the engine runs), set on _offline_best's grid
-    n_req = np.array([trtllm_bench.num_requests(r.get("source") or "", i, o) for r, i, o in zip(sub, isl, osl, strict=True)])
     flags = SchedulerFlags(max_running_requests=per_rank[:, None], kv_fraction=np.full((len(oi), 1), trtllm_bench.KV_FRACTION),
-                           chunked_prefill=engine_flow[:, None], rounds=n_req[:, None])
+                           chunked_prefill=engine_flow[:, None])
     return per_rank, tokens, flags
 
 

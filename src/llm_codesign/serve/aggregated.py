@@ -371,7 +371,7 @@ def evaluate(model: ModelSpec, at: Serving, *, cal: Calibration, concurrency, is
     waves_ahead = np.maximum(c_rank / np.maximum(admitted, 1.0) - 1.0, 0.0)
     if offline and np.any(mix):  # every request queued: each slot refilled as its request ends (_offline_round)
         life = np.where(mix, _offline_round(model, gpu, prec, sh, r=r, costs=costs, t_stage=t_stage, acc=acc, spec=spec,
-                                            rounds=fl.rounds * np.maximum(c_rank / np.maximum(admitted, 1.0), 1.0)) * time_share, life)
+                                            rounds=fl.rounds) * time_share, life)
     life = life if offline or arrival == "burst" else _slot_cycle(ttft, tpot, osl)
     ttft = ttft + waves_ahead * life
     # requests served over the ranks: all C unless every rank is full (busiest-rank counts over-count where adp does not divide C)

@@ -30,12 +30,6 @@ BATCH_CAP, TOKEN_CAP = 4096, 32768  # finetune_setting: decoder buffers, TRT act
 # use a higher KV cache percentage by setting --kv_cache_free_gpu_mem_fraction 0.95 ... We fall back to 0.90
 # or lower if out-of-memory errors are encountered"); calc_engine_setting's own default is 0.95 too
 KV_FRACTION = 0.95
-# the perf overview's $num_requests by (ISL, OSL), as the v0.20 page states them ("For each input and output sequence
-# length combination, the table below details the $num_requests that were used", dominicshanshan/TensorRT-LLM
-# docs/source/performance/perf-overview.md@ab4143e, the v0.20 page: its tables, its v0.20 llm_options.yml); 1024/2048 is
-# not in it. The v0.17 and v1.0 pages' tables were not read: their rows price the steady state (num_requests None)
-NUM_REQUESTS_V0_20 = {(128, 128): 30000, (128, 2048): 3000, (128, 4096): 1500, (1000, 2000): 1500, (2048, 128): 3000,
-                      (2048, 2048): 1500, (5000, 500): 1500, (1000, 1000): 3000, (500, 2000): 3000, (20000, 2000): 1000}
 
 
 def _quant(dtype) -> str:
@@ -103,10 +97,3 @@ def settings(model, gpu, prec, *, tp, pp, isl, osl, kv_fraction=KV_FRACTION, chu
                           np.where(raw_tok < 8192, _round_up(raw_tok, 512), _round_up(raw_tok, 1024)))
     tokens = np.where(np.asarray(chunked_prefill, bool), tokens, np.maximum(tokens, isl + bs))
     return np.broadcast_to(bs, tokens.shape).copy(), tokens
-
-
-def num_requests(source: str, isl, osl) -> float:
-    """The requests a perf-overview row's dataset holds (its page's $num_requests), inf where the page read states none."""
-    if not source.startswith("trtllm_perf_overview_v0_20"):
-        return float("inf")
-    return float(NUM_REQUESTS_V0_20.get((int(isl), int(osl)), float("inf")))
