@@ -369,9 +369,6 @@ def evaluate(model: ModelSpec, at: Serving, *, cal: Calibration, concurrency, is
         fl.recv_interval, 1.0), per_step=np.where(mix, acc / np.maximum(time_share, 1e-30), 0.0)) if arrival == "closed_loop" and not offline else None)
     # requests beyond what the engine admits wait for whole waves
     waves_ahead = np.maximum(c_rank / np.maximum(admitted, 1.0) - 1.0, 0.0)
-    if offline and np.any(mix):  # every request queued: each slot refilled as its request ends (_offline_round)
-        life = np.where(mix, _offline_round(model, gpu, prec, sh, r=r, costs=costs, t_stage=t_stage, acc=acc, spec=spec,
-                                            rounds=fl.rounds) * time_share, life)
     life = life if offline or arrival == "burst" else _slot_cycle(ttft, tpot, osl)
     ttft = ttft + waves_ahead * life
     # requests served over the ranks: all C unless every rank is full (busiest-rank counts over-count where adp does not divide C)
@@ -651,45 +648,6 @@ def _prefill_wave(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, r: _
         # fills the budget (once_at_cap)
         t_wave_step, = once_along_last(below_cap, sh, wave_tok, r.mnt, r.new, r.chunk, r.cached)
     return wave_tok, t_wave_step, _over_pipeline(r, n_wave) * t_wave_step
-
-
-def _offline_round(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, r: _Rank, costs: EngineCosts, t_stage, acc, rounds,
-                   spec: SpecDecoding | None = None):
-    """A slot's share of an offline run's time (every request queued at once, each slot refilled the step its request
-    ends) where the engine takes prompts beside the decodes, in a micro-batch of B = running / pp: the decodes take the
-    budget first and the prompts what they leave (prompt_budget: TensorRT-LLM's MicroBatchScheduler schedules the
-    generation requests first and, chunked context off, a context request only whole; docs/modelling-notes.md#budget-decode-batch),
-    m = those tokens / new prompts a step. A slot's round is S = new / step tokens + (OSL - 1) / acc steps (its prefill,
-    whose step gives its first token, then its decodes); the B prompts of a round take n = B / m steps, each beside the
-    B - m decodes of the slots not being refilled, so a round is P = max(S, n) steps: n mixed (prefill_step, eager),
-    P - n decode steps (`t_stage`). A run of `rounds` rounds (its requests over its slots, SchedulerFlags.rounds; inf:
-    the steady state alone) adds its first round's ramp, n mixed steps beside (B - m) / 2 decodes on average rather than
-    B - m, and its last round's tail, the n - 1 steps after its last prompt in which the slots, no longer refilled,
-    drain from B - m decodes to m, B / 2 on average (decode_step), each paid once over the run's rounds. Four requests
-    of one round, one prompt a step: prompts beside 0, 1, 2, 3 decodes, OSL - 4 steps of 4, then 3, 2, 1: OSL + 3
-    steps. Not one wave of prompt-only steps then pure decode, which left the decode steps free of prompts
-    (docs/modelling-notes.md#offline-schedule)."""
-    b = r.running / r.pp
-    m = np.maximum(r.beside(np.maximum(b - 1.0, 0.0)), 1.0) / np.maximum(r.new, 1.0)  # prompts a step beside the others' decodes
-    step_tok = np.minimum(m, b) * r.new
-    dec = np.maximum(b - m, 0.0)
-    chunk = np.minimum(r.new, step_tok)
-
-    def mixed(d):
-        return prefill_step(model, gpu, prec, sh, costs=costs, tokens=step_tok, isl=r.new, chunk=chunk, dec_seqs=d,
-                            dec_ctx=r.isl + r.osl / 2.0, cached=r.cached, k=r.k, spec=spec)
-
-    n = b / np.minimum(m, b)  # steps a round's prompts take
-    period = np.maximum(r.new / np.maximum(step_tok, 1.0) + np.maximum(r.osl - 1.0, 0.0) / acc, n)
-    t_mix = mixed(dec)
-    steady = n * t_mix + (period - n) * t_stage
-    once = np.asarray(rounds, float)
-    if not np.any(np.isfinite(once)):
-        return r.pp * steady
-    t_ramp = mixed(dec / 2.0)
-    t_tail = decode_step(model, gpu, prec, sh, costs=costs, b=b / 2.0, ctx=r.isl + r.osl / 2.0, k=r.k, spec=spec)[0]
-    edges = n * (t_ramp - t_mix) + np.maximum(n - 1.0, 0.0) * t_tail
-    return r.pp * (steady + np.where(np.isfinite(once), edges / np.maximum(once, 1.0), 0.0))
 
 
 def _over_pipeline(r: _Rank, n):
