@@ -334,8 +334,10 @@ def import_config(path: str | Path, *, gpu: str | Gpu | None = None, model: str 
     serve ...` / `sglang.launch_server ...` command line, vLLM `--config` YAML, TensorRT-LLM extra_llm_api_options YAML
     or `trtllm-serve` command; `gpu` the GPU an engine's configuration runs on (an export states its own), `model` the
     model where it names none or one the registry lacks, `backend` (or `engine`) the engine of a YAML whose keys do not
-    tell, `concurrency` requests per instance (default: its max batch), `isl`/`osl` (default: the export's, else 1024),
-    `acceptance`/`acceptance_rates` its speculation's. Returns an `ImportEstimate` (its `estimate` the Estimate with its
+    tell (any of its names: an export's own, or on a Dynamo export dynamo or its workers'), `concurrency` requests per
+    instance (default: its max batch; a Dynamo export's, its own), `isl`/`osl` (default: the export's, else 1024),
+    `acceptance`/`acceptance_rates` its speculation's (one rate per draft token; an export's own only: it is priced at
+    it). Returns an `ImportEstimate` (its `estimate` the Estimate with its
     intervals, `ignored` the options not modelled); `to_dict()` is what `import --json` prints."""
     from llm_codesign.explore.export import import_config as run
     from llm_codesign.explore.lengths import shown
