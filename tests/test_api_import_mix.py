@@ -269,7 +269,6 @@ def test_import_of_a_dynamo_export_takes_dynamo_or_its_workers_engine(exported):
 
 def test_import_of_a_dynamo_export_honours_its_concurrency(exported):
     # `_import_dynamo` always priced the export's 256 requests: concurrency=5 gave .concurrency == 256
-    from conftest import cli
 
     p = exported / "dynamo.yaml"
     r = lc.import_config(p, concurrency=5)
@@ -407,11 +406,11 @@ def test_import_of_a_local_models_export_from_another_directory(tmp_path, monkey
 
 def test_a_profile_no_path_names_is_one_word_in_pareto_json_and_export_point():
     # api._recorded and Frontier.profile each decided what an answer records, in their own words ("the frontier's
-    # Calibration" against "a Calibration object"): one rule, explore.frontier.recorded_profile
+    # Calibration" against "a Calibration object"): one rule, explore.export.recorded_profile
     from dataclasses import replace
 
     from llm_codesign.cost.calibration import calibration_for
-    from llm_codesign.explore.frontier import recorded_profile, same_profile
+    from llm_codesign.explore.export import recorded_profile, same_profile
 
     h100 = lc.get_gpu("h100")
     other = replace(calibration_for(h100), moe_routing_alpha=0.5)

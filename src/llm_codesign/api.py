@@ -18,8 +18,8 @@ from pathlib import Path
 from llm_codesign.cost.calibration import Calibration, calibration_for
 from llm_codesign.errors import InputError
 from llm_codesign.explore.compare import Comparison
-from llm_codesign.explore.export import ImportEstimate
-from llm_codesign.explore.frontier import Frontier, FrontierPoint, recorded_profile, same_profile
+from llm_codesign.explore.export import ImportEstimate, recorded_profile, same_profile
+from llm_codesign.explore.frontier import Frontier, FrontierPoint
 from llm_codesign.explore.lengths import Mix
 from llm_codesign.measure.calibrate import Profile
 from llm_codesign.serve.disagg import DisaggEstimate
@@ -458,7 +458,7 @@ def export_point(frontier: Frontier, index: int, *, file_name: str | None = None
 
 
 def _recorded(calibration, gpu: Gpu) -> str | None:
-    """The profile a launch file records (explore.frontier.recorded_profile, the rule pareto --json records by): None for
+    """The profile a launch file records (explore.export.recorded_profile, the rule pareto --json records by): None for
     the bundled one, else a readable profile's path; one no path names (an unwritten Profile, a Calibration other than the
     bundled one) is refused."""
     path, unrecorded = recorded_profile(calibration if isinstance(calibration, (Calibration, Profile)) else _ref(calibration, objects=False), gpu)

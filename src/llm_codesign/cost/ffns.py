@@ -125,8 +125,7 @@ BF16_IN = (("cutlass", "fp8_block", "fp8_block"), ("cutlass", "w4a16", "int4"))
 def _gather_format(f: MoE, at: _At, prec: Precision, *, math: str) -> tuple[bool, bool]:
     """(Whether the MoE kernel family the engine runs for these experts of GEMM math `math` (the kernel table row's,
     `at.moe`, without an engine) takes its tokens in BF16 and quantises them itself after its permutation (BF16_IN, by
-    the weight format too);
-    whether the attention-DP gather moves them in the GEMMs' format: where the engine quantises first
+    the weight format too); whether the attention-DP gather moves them in the GEMMs' format: where the engine quantises first
     (Engine.gathers_quantised; the tables': TensorRT-LLM's) and its MoE kernel does not take them in BF16)."""
     kernel = gemm.gemm_kernel(math, prec.weight.name, fp4_math=at.gpu.supports("fp4"))  # as _routed_experts reads it
     fam = at.moe if at.engine is None else at.engine.moe_kernel(at.gpu.family, kernel, weight=prec.weight.name, ep=True, gated=f.gated)

@@ -14,6 +14,7 @@ import json
 import math
 import re
 from dataclasses import dataclass, field, replace
+from typing import NoReturn
 
 import numpy as np
 
@@ -30,8 +31,8 @@ from llm_codesign.explore.export_engines.base import (
     weight_option,
     whole,
 )
-from llm_codesign.spec.model import ModelSpec
 from llm_codesign.spec.engines import get_engine
+from llm_codesign.spec.model import ModelSpec
 from llm_codesign.spec.plan import Deployment, acceptance_rates_of
 from llm_codesign.spec.precision import Precision, get_dtype
 
@@ -54,6 +55,30 @@ def priced_with(calibration: str | None) -> dict:
     """What an answer a file keeps (export's and export-point's header, pareto --json) records of the profile its figures
     are priced with, none for the bundled one: `import` says which to pass to price it alike (cli.export.profile_note)."""
     return {"calibration": calibration} if calibration else {}
+
+
+def recorded_profile(calibration, gpu) -> tuple[str | None, str | None]:
+    """(path, unrecorded) of the profile an answer a file keeps was priced with: (None, None) for the bundled one (None,
+    or a Calibration equal to the GPU's bundled fit), (its path, None) for a path or a written Profile, else (None, what
+    it was: "a Calibration object" or "an unwritten Profile"), which no path names. The one rule of Frontier.profile
+    (pareto --json records it) and lc.export_point (which refuses an unrecorded one)."""
+    from pathlib import Path
+
+    from llm_codesign.cost.calibration import Calibration, calibration_for
+
+    if isinstance(calibration, Calibration):
+        return (None, None) if calibration == calibration_for(gpu) else (None, "a Calibration object")
+    if calibration is None or isinstance(calibration, (str, Path)):
+        return (None if calibration is None else str(calibration)), None
+    path = getattr(calibration, "path", None)  # a Profile (measure.calibrate): its file where it was written
+    return (str(path), None) if path is not None else (None, "an unwritten Profile")
+
+
+def same_profile(a: str | None, b: str | None) -> bool:
+    """Whether two profiles' paths (None: the bundled one) name one file, however each is spelt (os.path.realpath)."""
+    import os
+
+    return a == b or (a is not None and b is not None and os.path.realpath(a) == os.path.realpath(b))
 
 
 def point_config(model: ModelSpec, dep: Deployment, *, concurrency: int, replicas: int = 1, isl: int | None, osl: int | None,
@@ -480,8 +505,6 @@ class ImportEstimate:
 def profile_note(meta: dict, calibration: str | None) -> str | None:
     """What `import` says of an export priced with another profile than the one given (priced_with records it):
     priced without it, the same configuration read 1374 tok/s/GPU exported and 1246 imported, without a word of why."""
-    from llm_codesign.explore.frontier import same_profile
-
     if not meta.get("calibration") or same_profile(meta["calibration"], calibration):  # one file however it is spelt
         return None
     return (f"exported with --calibration {meta['calibration']} (its predicted figures are that profile's); "
@@ -535,7 +558,8 @@ def import_config(path: str, *, price, gpu=None, model: str | None = None, backe
                           note=profile_note(meta, calibration))
 
 
-def _refuse_stated(field_: str, shown, given: str, own: str, name: str):
+def _refuse_stated(field_: str, shown, given: str, own: str, name: str) -> NoReturn:
+    """The one line refusing, on export `name`, a GPU or model (`given`; as typed: `shown`) other than its own."""
     again = f"`llm-codesign export {given} ...`" if field_ == "model" else f"export again with --{field_} {given}"
     raise InputError(field_, shown, f"left out or {own}: {name} is an export, which states its {field_} (its plan and batch "
                                     f"were chosen for it); {again} to price that")
@@ -566,11 +590,11 @@ def _as_exported(imp, name: str, *, gpu, model: str | None, backend: str | None,
                                ("acceptance_rates", tuple(rates) or None, tuple(spec.rates) or None if spec else None)):
         if given is None or given == own:
             continue
-        shown = given if field_ == "acceptance" else ",".join(f"{r:g}" for r in given)
+        shown = given if field_ == "acceptance" else ",".join(map(repr, given))  # as typed: 0.8,0.6
         if spec is None:
             raise InputError(field_, shown, f"left out: {name} is an export of a deployment that drafts no tokens; export again with "
                                             f"--spec to price speculation")
-        mine = "" if own is None else f" or the export's own, {own if field_ == 'acceptance' else ','.join(f'{r:g}' for r in own)}"
+        mine = "" if own is None else f" or the export's own, {own if field_ == 'acceptance' else ','.join(map(repr, own))}"
         raise InputError(field_, shown, f"left out{mine}: {name} is an export, priced at its own acceptance (its plan and batch were "
                                         f"chosen for it); export again with --{field_.replace('_', '-')} {shown} to price that")
 

@@ -158,10 +158,10 @@ class Frontier:
 
     def profile(self) -> dict:
         """What the answer records of the profile it was priced with (`calibration`), as export's header records it
-        (explore.export.priced_with; the rule: recorded_profile): nothing for the bundled one, `calibration` the path of a
-        file, so that `export-point` writes it into the launch file and `import` prices it alike; a profile with no file
-        as `calibration_unrecorded`, what it was, since no path can name it (export-point refuses such a frontier)."""
-        from llm_codesign.explore.export import priced_with
+        (explore.export.priced_with; the rule: explore.export.recorded_profile): nothing for the bundled one, `calibration`
+        the path of a file, so that `export-point` writes it into the launch file and `import` prices it alike; a profile
+        with no file as `calibration_unrecorded`, what it was, since no path can name it (export-point refuses it)."""
+        from llm_codesign.explore.export import priced_with, recorded_profile
 
         path, unrecorded = recorded_profile(self.calibration, self.gpu)
         if unrecorded is not None:
@@ -218,26 +218,3 @@ class Frontier:
         return replace(self, points=tuple(replace(p, cost=cost_of(self.gpu, price, p.output_tok_s_per_gpu, w.isl, w.osl))
                                           for p in self.points))
 
-
-def recorded_profile(calibration, gpu) -> tuple[str | None, str | None]:
-    """(path, unrecorded) of the profile an answer a file keeps was priced with: (None, None) for the bundled one (None,
-    or a Calibration equal to the GPU's bundled fit), (its path, None) for a path or a written Profile, else (None, what it
-    was: "a Calibration object" or "an unwritten Profile"), which no path names. The one rule of Frontier.profile
-    (pareto --json records it) and lc.export_point (which refuses an unrecorded one)."""
-    from pathlib import Path
-
-    from llm_codesign.cost.calibration import Calibration, calibration_for
-
-    if isinstance(calibration, Calibration):
-        return (None, None) if calibration == calibration_for(gpu) else (None, "a Calibration object")
-    if calibration is None or isinstance(calibration, (str, Path)):
-        return (None if calibration is None else str(calibration)), None
-    path = getattr(calibration, "path", None)  # a Profile (measure.calibrate): its file where it was written
-    return (str(path), None) if path is not None else (None, "an unwritten Profile")
-
-
-def same_profile(a: str | None, b: str | None) -> bool:
-    """Whether two profiles' paths (None: the bundled one) name one file, however each is spelt (os.path.realpath)."""
-    import os
-
-    return a == b or (a is not None and b is not None and os.path.realpath(a) == os.path.realpath(b))
