@@ -2,6 +2,7 @@
 import_config, explore.lengths.mix), so the API and the CLI agree number for number on the same input, the answers
 are typed objects, and a bad argument is one InputError naming the keyword, the value and what is valid."""
 import json
+from pathlib import Path
 
 import pytest
 from conftest import cli_ok, plain
@@ -219,3 +220,204 @@ def test_import_of_an_export_refuses_another_gpu_model_or_engine(exported, flag,
 def test_import_of_a_dynamo_export_refuses_another_gpu(exported):
     with pytest.raises(lc.InputError, match=r"^gpu: 'h200' is not valid; left out or b200: dynamo.yaml is an export"):
         lc.import_config(exported / "dynamo.yaml", gpu="h200")
+
+
+# ---- review fixes (branch revfix): an export's own engine by any name, options it would drop refused or honoured
+
+
+@pytest.fixture(scope="module")
+def more_exports(tmp_path_factory):
+    d = tmp_path_factory.mktemp("import_more")
+    cli_ok("export", *L8, "--tp", 1, "--backend", "trtllm", "--concurrency", 16, "-o", d / "t.yaml")
+    cli_ok("export", *L8, "--tp", 1, "--backend", "vllm", "--spec", "eagle3", "--draft-len", 3, "--acceptance-rates", "0.8,0.6,0.5",
+           "--concurrency", 16, "-o", d / "e.yaml")
+    return d
+
+
+@pytest.mark.parametrize("name", ["tensorrt-llm", "TRTLLM", "trt-llm", " TensorRT_LLM "])
+def test_import_of_an_export_takes_its_engine_by_any_of_its_names(more_exports, exported, name):
+    # `_as_exported` compared the raw strings: TensorRT-LLM's own aliases and its name in capitals were refused
+    from conftest import cli
+
+    p = more_exports / "t.yaml"
+    assert lc.import_config(p, backend=name).to_dict() == lc.import_config(p).to_dict()
+    assert cli("import", str(p), "--backend", name)[0] == 0
+    assert lc.import_config(exported / "v.yaml", backend="VLLM").to_dict() == lc.import_config(exported / "v.yaml").to_dict()
+
+
+def test_import_of_an_export_refuses_an_unknown_engine_as_every_backend_is(more_exports):
+    from conftest import cli
+
+    # was "left out or trtllm: ...; export again with --backend bogus", an engine that does not exist
+    line = "backend: 'bogus' is not valid; one of: trtllm, vllm, sglang"
+    code, out, err = cli("import", str(more_exports / "t.yaml"), "--backend", "bogus")
+    assert code == 2 and f"error: {line}" in out + err and "export again" not in out + err
+    with pytest.raises(lc.InputError) as e:
+        lc.import_config(more_exports / "t.yaml", backend="bogus")
+    assert str(e.value).startswith(line)
+
+
+def test_import_of_a_dynamo_export_takes_dynamo_or_its_workers_engine(exported):
+    p = exported / "dynamo.yaml"
+    base = lc.import_config(p).to_dict()
+    # its header's backend is its workers' (TensorRT-LLM here): refused before as "export again with --backend trtllm"
+    for name in ("dynamo", "Dynamo", "trtllm", "TRT-LLM"):
+        assert lc.import_config(p, backend=name).to_dict() == base
+    with pytest.raises(lc.InputError, match=r"^backend: 'vllm' is not valid; left out or dynamo or trtllm: dynamo.yaml is an export"):
+        lc.import_config(p, backend="vllm")
+
+
+def test_import_of_a_dynamo_export_honours_its_concurrency(exported):
+    # `_import_dynamo` always priced the export's 256 requests: concurrency=5 gave .concurrency == 256
+
+    p = exported / "dynamo.yaml"
+    r = lc.import_config(p, concurrency=5)
+    assert (r.concurrency, r.batch, r.to_dict()["concurrency"]) == (5, "--concurrency", 5)
+    assert plain(r.to_dict()) == json.loads(cli_ok("import", p, "--concurrency", 5, "--json"))
+    # the pools priced as disagg prices them at those 5 requests: estimate_disagg's own row
+    from dataclasses import replace
+
+    from llm_codesign.cost.calibration import calibration_for
+    from llm_codesign.serve.disagg import estimate_disagg
+
+    dd, pre = r.deployment, replace(r.deployment, plan=r.prefill.plan, num_gpus=r.prefill.num_gpus)
+    row = estimate_disagg(r.model, pre, dd, calibration=calibration_for(dd.gpu), prefill_instances=1, decode_instances=2,
+                          concurrencies=[5], isl=1024, osl=1024)["rows"][0]
+    assert (r.answer["ttft_ms"], r.answer["tpot_ms"]) == (row["ttft_ms"], row["tpot_ms"])
+    assert r.answer["tpot_ms"] < lc.import_config(p).answer["tpot_ms"]  # 5 requests a pool step, not 256
+
+
+@pytest.mark.parametrize("kw,line", [
+    ({"acceptance": 2.5}, "acceptance: 2.5 is not valid; left out: e.yaml is an export, priced at its own acceptance"),
+    ({"acceptance_rates": "0.9,0.6,0.5"}, "acceptance_rates: '0.9,0.6,0.5' is not valid; left out or the export's own, 0.8,0.6,0.5: "
+                                           "e.yaml is an export"),
+    ({"acceptance_rates": [0.8, 0.6]}, "acceptance_rates: '0.8,0.6' is not valid; left out or the export's own, 0.8,0.6,0.5"),
+])
+def test_import_of_an_export_refuses_another_acceptance(more_exports, kw, line):
+    # were dropped without a word: the export's own acceptance priced it whatever was asked
+    from conftest import cli
+
+    p = more_exports / "e.yaml"
+    with pytest.raises(lc.InputError) as e:
+        lc.import_config(p, **kw)
+    assert str(e.value).startswith(line) and "\n" not in str(e.value)
+    flag, value = next(iter(kw.items()))
+    code, out, err = cli("import", str(p), "--" + flag.replace("_", "-"), value if isinstance(value, (str, float)) else "0.8,0.6")
+    assert code == 2 and "error: " + line.split(" is not valid")[0] in out + err
+    # its own rates are no override
+    assert lc.import_config(p, acceptance_rates="0.8,0.6,0.5").to_dict() == lc.import_config(p).to_dict()
+
+
+def test_import_of_an_export_without_speculation_refuses_an_acceptance(exported):
+    with pytest.raises(lc.InputError, match=r"^acceptance: 2.0 is not valid; left out: v.yaml is an export of a deployment that drafts no tokens"):
+        lc.import_config(exported / "v.yaml", acceptance=2.0)
+    with pytest.raises(lc.InputError, match=r"^acceptance_rates: '0.8' is not valid; left out: v.yaml is an export of a deployment that"):
+        lc.import_config(exported / "v.yaml", acceptance_rates="0.8")
+
+
+@pytest.mark.parametrize("rates", ["0.8,0.6", "0.8,0.6,0.5,0.4,0.3"])
+def test_import_of_an_engines_line_takes_one_acceptance_rate_per_draft_token(tmp_path, rates):
+    # 2 or 5 rates for its 3 draft tokens were taken (explore.export's own parser had no length check)
+    from conftest import cli
+
+    p = tmp_path / "serve.yaml"
+    p.write_text("model: meta-llama/Llama-3.1-8B\ntensor-parallel-size: 1\nmax-num-seqs: 16\n"
+                 "speculative-config:\n  method: eagle3\n  num_speculative_tokens: 3\n  model: yuhuili/EAGLE3-LLaMA3.1-Instruct-8B\n")
+    line = f"acceptance_rates: '{rates}' is not valid; 3 rates, one per draft token (the configuration drafts 3 tokens a step)"
+    with pytest.raises(lc.InputError) as e:
+        lc.import_config(p, gpu="h100", acceptance_rates=rates)
+    assert str(e.value) == line
+    code, out, err = cli("import", str(p), "--gpu", "h100", "--acceptance-rates", rates)
+    assert code == 2 and f"error: {line}" in out + err
+    r = lc.import_config(p, gpu="h100", acceptance_rates="0.8,0.6,0.5")
+    assert (r.deployment.spec.k, r.deployment.spec.rates) == (3, (0.8, 0.6, 0.5))
+
+
+@pytest.mark.parametrize("kw,line", [
+    ({"path": ""}, "path: '' is not valid; an export's or an engine configuration's path"),
+    ({"model": "  "}, "model: '  ' is not valid; a registry name"),
+    ({"backend": ""}, "backend: '' is not valid; an engine's name"),
+    ({"engine": " "}, "engine: ' ' is not valid; an engine's name"),
+])
+def test_import_names_a_blank_argument_as_given(exported, kw, line):
+    # the refusal printed the type's name, 'str', for '' and '  '
+    with pytest.raises(lc.InputError) as e:
+        lc.import_config(**({"path": exported / "v.yaml"} | kw))
+    assert str(e.value).startswith(line)
+
+
+def test_mix_names_a_blank_argument_as_each_caller_gives_it():
+    from conftest import cli
+
+    m = lc.get_model("llama-3.1-8b")
+    with pytest.raises(lc.InputError, match=r"^lengths: '' is not valid; a CSV's path \(columns isl, osl, and count or weight\), or None$"):
+        lc.mix(m, lc.deployment(m, gpu="h100", num_gpus=1), lengths="")
+    with pytest.raises(lc.InputError, match=r"^isl_dist: '  ' is not valid; fixed:N"):
+        lc.mix(m, lc.deployment(m, gpu="h100", num_gpus=1), isl_dist="  ", osl_dist="fixed:1")
+    # the CLI's empty option is one left out, worded as before the API shared the check
+    code, out, err = cli("mix", *L8, "--lengths", "")
+    assert code == 2 and "error: lengths: None is not valid; either --lengths FILE.csv or --isl-dist and --osl-dist" in out + err
+    assert "or None" not in out + err
+
+
+def test_import_refuses_an_empty_gpu_as_the_api_does(exported):
+    # `_gpu(gpu) if gpu else None` dropped --gpu "" and priced the export's own GPU
+    from conftest import cli
+
+    code, out, err = cli("import", str(exported / "v.yaml"), "--gpu", "")
+    assert code == 2 and "error: gpu: '' is not valid" in out + err
+    with pytest.raises(lc.InputError, match=r"^gpu: '' is not valid"):
+        lc.import_config(exported / "v.yaml", gpu="")
+
+
+def test_import_of_an_export_priced_with_a_profile_by_another_spelling_says_nothing(tmp_path, monkeypatch):
+    # profile_note compared the strings: own.toml exported, /abs/own.toml imported printed a note to pass own.toml
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "own.toml").write_text((Path(lc.__file__).parent / "data" / "calibration" / "fitted.toml").read_text())
+    cli_ok("export", *L8, "--tp", 1, "--backend", "vllm", "--concurrency", 16, "--calibration", "own.toml", "-o", "c.yaml")
+    assert lc.import_config("c.yaml", calibration=str(tmp_path / "own.toml")).note is None
+    assert lc.import_config("c.yaml", calibration="./own.toml").note is None
+    assert lc.import_config("c.yaml").note.startswith("exported with --calibration own.toml")
+
+
+def test_import_of_a_local_models_export_from_another_directory(tmp_path, monkeypatch):
+    # its header names `mymodel`, which the file's reference resolves against the directory it is read in; --model with
+    # the model's path (its name the header's) is honoured, another model refused as before
+    from conftest import cli
+
+    from llm_codesign.spec.registry import get_model
+
+    src = tmp_path / "a"
+    (src / "mymodel").mkdir(parents=True)
+    cfg = Path(lc.__file__).parent / "data" / "models" / "Qwen--Qwen3-0.6B_config.json"
+    (src / "mymodel" / "config.json").write_text(cfg.read_text())
+    monkeypatch.chdir(src)
+    cli_ok("export", "mymodel", "--gpu", "h100", "--gpus", 1, "--tp", 1, "--backend", "vllm", "--concurrency", 8, "-o", tmp_path / "c.yaml")
+    here = lc.import_config(tmp_path / "c.yaml").to_dict()
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(lc.InputError, match=r"^model: 'mymodel' is not valid"):  # the file's own reference, read here
+        lc.import_config("c.yaml")
+    assert lc.import_config("c.yaml", model=str(src / "mymodel")).to_dict() == here
+    assert plain(here) == json.loads(cli_ok("import", "c.yaml", "--model", src / "mymodel", "--json"))
+    code, out, err = cli("import", "c.yaml", "--model", "llama-3.1-8b")
+    assert code == 2 and "error: model: 'llama-3.1-8b' is not valid; left out or mymodel: c.yaml is an export" in out + err
+    assert get_model(str(src / "mymodel")).name == "mymodel"
+
+
+def test_a_profile_no_path_names_is_one_word_in_pareto_json_and_export_point():
+    # api._recorded and Frontier.profile each decided what an answer records, in their own words ("the frontier's
+    # Calibration" against "a Calibration object"): one rule, explore.export.recorded_profile
+    from dataclasses import replace
+
+    from llm_codesign.cost.calibration import calibration_for
+    from llm_codesign.explore.export import recorded_profile, same_profile
+
+    h100 = lc.get_gpu("h100")
+    other = replace(calibration_for(h100), moe_routing_alpha=0.5)
+    f = lc.pareto("llama-3.1-8b", "h100", num_gpus=1, tp=1, workload=lc.Workload(isl=512, osl=128), calibration=other)
+    assert f.to_dict()["calibration_unrecorded"] == "a Calibration object"
+    with pytest.raises(lc.InputError, match=r"^calibration: 'a Calibration object' is not valid; a path, or a Profile written to one"):
+        lc.export_point(f, 0)
+    assert recorded_profile(calibration_for(h100), h100) == (None, None) and recorded_profile(other, h100) == (None, "a Calibration object")
+    assert recorded_profile(Path("x.toml"), h100) == ("x.toml", None)
+    assert same_profile("x.toml", str(Path("x.toml").resolve())) and not same_profile("x.toml", None)

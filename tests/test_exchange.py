@@ -167,3 +167,22 @@ def test_trtllm_cutlass_block_fp8_moe_takes_its_tokens_in_bf16_on_hopper(h200):
         assert [float(np.max(o.bytes)) for o in ops if (o.part, o.role) == ("moe", "all_gather")] == [nbytes]
         if perm:
             assert [float(np.max(o.bytes)) for o in ops if (o.part, o.role) == ("moe", "permute")] == [perm]
+
+
+def test_trtllm_cutlass_w4afp8_moe_gathers_its_tokens_in_bf16_on_hopper(h200):
+    """W4AFP8 (INT4 weights per group, FP8 activations; its GEMMs the w4a16 family) on the same H200 plan as above: forward_chunk
+    sets only use_w4a8_group_scaling for it (fused_moe_cutlass.py@000a01de), so, as for block FP8, one MoE layer gathers
+    the BF16 hidden states, 32 x 7168 x 2 = 458,752 bytes (229,376 had it been quantised to FP8 first), and its permuted
+    copy reads and writes the 32 routed rows in BF16 with every token's output row: 32 x 7168 x (2 + 2) + 32 x 7168 x 2."""
+    from llm_codesign.cost.calibration import calibration_for
+    from llm_codesign.spec.registry import get_model
+
+    m = get_model("deepseek-r1")
+    layers = sum(n for layer, n in m.groups if layer.ffn.kind == "moe")
+    cal = replace(calibration_for(h200).in_step(TRTLLM.name), moe_routing_alpha=0.0)
+    ops = forward_ops(m, h200, cal, Precision.of("int4", "fp8"), Plan(tp=1, adp=8, ep=8, moe_tp=1).broadcast(),
+                      b=Batch(dec_seqs=4, dec_ctx=2048), engine=TRTLLM)
+    assert [float(np.max(o.bytes)) for o in ops if (o.part, o.role) == ("moe", "all_gather")] == [458_752.0]
+    assert [float(np.max(o.bytes)) for o in ops if (o.part, o.role) == ("moe", "permute")] == [1_376_256.0]
+    ag = float(cost.collective_time("all_gather", 458_752.0, 8, h200, cal, engine=TRTLLM))
+    assert _sum(ops, "moe", "all_gather") / layers == pytest.approx(ag, rel=1e-12)

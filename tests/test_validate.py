@@ -148,8 +148,10 @@ def test_published_single_runs_held_out():
     # relaxed +17.8 -> +17.6, Eagle-3 -3.2 -> -4.1, H200 unmoved)
     # (TensorRT-LLM's CUTLASS MoE on Hopper takes DeepSeek's block-FP8 tokens in BF16, gathered and permuted so under
     # attention DP, branch hopmax, the profile not re-fitted: H200 max throughput +28.6 -> +25.2, docs/modelling-notes.md#hopper-max-throughput)
+    # (H200 min latency's ceiling was still 68, set before its row came down to +56.8 per GPU at a9ae149 (+58.9 per user
+    # with PDL off, not what this row checks): now that figure + ~2 points, branch revfix)
     ceiling = {"b200-max-throughput-fp8-kv": 41, "b200-max-throughput-bf16-kv": 16, "h200-max-throughput": 26,
-               "b200-min-latency": 44, "b200-strict-mtp3": 18, "b200-relaxed-mtp3": 20, "h200-min-latency": 68, "b200-eagle3": 10}
+               "b200-min-latency": 44, "b200-strict-mtp3": 18, "b200-relaxed-mtp3": 20, "h200-min-latency": 59, "b200-eagle3": 10}
     for r, p in zip(rows, preds, strict=True):
         m = "output_tok_s_per_gpu" if r["output_tok_s_per_gpu"] else "output_tok_s_per_user"
         err = 100 * abs(p[m] / float(r[m]) - 1)

@@ -18,7 +18,7 @@ from pathlib import Path
 from llm_codesign.cost.calibration import Calibration, calibration_for
 from llm_codesign.errors import InputError
 from llm_codesign.explore.compare import Comparison
-from llm_codesign.explore.export import ImportEstimate
+from llm_codesign.explore.export import ImportEstimate, recorded_profile, same_profile
 from llm_codesign.explore.frontier import Frontier, FrontierPoint
 from llm_codesign.explore.lengths import Mix
 from llm_codesign.measure.calibrate import Profile
@@ -334,20 +334,22 @@ def import_config(path: str | Path, *, gpu: str | Gpu | None = None, model: str 
     serve ...` / `sglang.launch_server ...` command line, vLLM `--config` YAML, TensorRT-LLM extra_llm_api_options YAML
     or `trtllm-serve` command; `gpu` the GPU an engine's configuration runs on (an export states its own), `model` the
     model where it names none or one the registry lacks, `backend` (or `engine`) the engine of a YAML whose keys do not
-    tell, `concurrency` requests per instance (default: its max batch), `isl`/`osl` (default: the export's, else 1024),
-    `acceptance`/`acceptance_rates` its speculation's. Returns an `ImportEstimate` (its `estimate` the Estimate with its
+    tell (any of its names: an export's own, or on a Dynamo export dynamo or its workers'), `concurrency` requests per
+    instance (default: its max batch; a Dynamo export's, its own), `isl`/`osl` (default: the export's, else 1024),
+    `acceptance`/`acceptance_rates` its speculation's (one rate per draft token; an export's own only: it is priced at
+    it). Returns an `ImportEstimate` (its `estimate` the Estimate with its
     intervals, `ignored` the options not modelled); `to_dict()` is what `import --json` prints."""
     from llm_codesign.explore.export import import_config as run
+    from llm_codesign.explore.lengths import shown
     from llm_codesign.spec.plan import MAX_CONCURRENCY, MAX_STEP_TOKENS
     from llm_codesign.spec.validation import as_float, as_int
 
     if not isinstance(path, (str, Path)) or not str(path).strip():
-        raise InputError("path", path if isinstance(path, (int, float)) else type(path).__name__,
-                         "an export's or an engine configuration's path")
+        raise InputError("path", shown(path), "an export's or an engine configuration's path")
     for k, v, what in (("model", model, "a registry name, Hugging Face id or config.json path"),
                        ("backend", backend, "an engine's name (llm-codesign engines)"), ("engine", engine, "an engine's name (llm-codesign engines)")):
         if v is not None and not (isinstance(v, str) and v.strip()):
-            raise InputError(k, v if isinstance(v, (int, float)) else type(v).__name__, what + ", or None")
+            raise InputError(k, shown(v), what + ", or None")
     if concurrency is not None:
         as_int("concurrency", concurrency, hi=MAX_CONCURRENCY, what=f"requests in flight per instance, an integer from 1 to {MAX_CONCURRENCY:,}")
     for k, v in (("isl", isl), ("osl", osl)):
@@ -442,8 +444,8 @@ def export_point(frontier: Frontier, index: int, *, file_name: str | None = None
         if not (isinstance(calibration, Profile) and calibration.text == was.text):
             raise InputError("calibration", shown, other.format("an unwritten Profile: that one, written, profile.write(path)"))
         was = calibration  # priced with an unwritten Profile, given here as written since (Profile.write)
-    priced = _recorded(was, frontier.gpu, "the frontier's")
-    if calibration is not None and not _same(_recorded(calibration, frontier.gpu, "calibration"), priced):
+    priced = _recorded(was, frontier.gpu)
+    if calibration is not None and not same_profile(_recorded(calibration, frontier.gpu), priced):
         raise InputError("calibration", shown, other.format(priced or "the bundled one"))
     calibration = priced
     p = frontier.points[index]
@@ -455,27 +457,14 @@ def export_point(frontier: Frontier, index: int, *, file_name: str | None = None
     return {name: text}
 
 
-def _same(a: str | None, b: str | None) -> bool:
-    """Whether two profiles' paths (None: the bundled one) name one file."""
-    import os
-
-    return a == b or (a is not None and b is not None and os.path.realpath(a) == os.path.realpath(b))
-
-
-def _recorded(calibration, gpu: Gpu, whose: str) -> str | None:
-    """The profile a launch file records (explore.export.priced_with): None for the bundled one, else a readable profile's
-    path; an unwritten Profile or a Calibration other than the bundled one has no path a file could name, and is refused."""
-    if isinstance(calibration, Calibration):
-        if calibration == calibration_for(gpu):
-            return None
-        raise InputError("calibration", f"{whose} Calibration", "a profile's path, or a Profile written to one: the file records it, "
-                                                                "so that `import` prices it alike (an object has no path)")
-    if isinstance(calibration, Profile):
-        if calibration.path is None:
-            raise InputError("calibration", "an unwritten Profile", "a path, or a Profile written to one (lc.calibrate(output=...)): "
-                                                                   "the file records it, so that `import` prices it alike")
-        calibration = calibration.path
-    path = _ref(calibration, objects=False)
+def _recorded(calibration, gpu: Gpu) -> str | None:
+    """The profile a launch file records (explore.export.recorded_profile, the rule pareto --json records by): None for
+    the bundled one, else a readable profile's path; one no path names (an unwritten Profile, a Calibration other than the
+    bundled one) is refused."""
+    path, unrecorded = recorded_profile(calibration if isinstance(calibration, (Calibration, Profile)) else _ref(calibration, objects=False), gpu)
+    if unrecorded is not None:
+        raise InputError("calibration", unrecorded, "a path, or a Profile written to one (lc.calibrate(output=...), profile.write(path)): "
+                                                    "the file records it, so that `import` prices it alike")
     if path is not None:
         calibration_for(gpu, path)  # a missing or unreadable profile refused as every pricing call refuses it
     return path

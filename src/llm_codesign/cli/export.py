@@ -301,7 +301,7 @@ def import_(
     from llm_codesign.explore.export import import_config
 
     # one code path with lc.import_config (explore.export.import_config), priced as estimate prices
-    imp = import_config(path, price=estimate, gpu=_gpu(gpu) if gpu else None, model=model, backend=backend, concurrency=concurrency, isl=isl, osl=osl,
+    imp = import_config(path, price=estimate, gpu=_gpu(gpu) if gpu is not None else None, model=model, backend=backend, concurrency=concurrency, isl=isl, osl=osl,
                         acceptance=acceptance, acceptance_rates=acceptance_rates, calibration=calibration)
     r = imp.to_dict()
     if as_json:

@@ -54,7 +54,7 @@ def mix(
     from llm_codesign.explore.lengths import check_lengths
     from llm_codesign.explore.lengths import mix as run
 
-    check_lengths(lengths, isl_dist, osl_dist)  # before the model is read, as before: lc.mix checks them again
+    check_lengths(lengths, isl_dist, osl_dist, cli=True)  # before the model is read, as before: lc.mix checks them again
     m = _model(model)
     dep = _deployment(m, gpu, gpus_, tp=tp, pp=pp, ep=ep, moe_tp=moe_tp, attention_dp=attention_dp, kvp=kvp, weight_dtype=weight_dtype,
                       activation_dtype=activation_dtype, kv_dtype=kv_dtype, backend=backend, spec=spec, draft_len=draft_len, acceptance=acceptance,

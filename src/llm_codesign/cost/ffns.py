@@ -115,17 +115,21 @@ def moe_ops(f: MoE, M: Site, *, at: _At, s: _Step, b: Batch, prec: Precision) ->
 # rows per 1x128 group in the grouped GEMM's own pass (fp8_grouped_gemm_run's scale_1x128_kernel over problem_m_offsets,
 # cpp/tensorrt_llm/kernels/cutlass_kernels/fp8_blockscale_gemm/fp8_blockscale_gemm_kernel.cuh@0249976), which the
 # expert GEMM's quantise pass already prices (gemm.quantise_kernel: fp8_block); both read in the code index, not mirrored.
-BF16_IN = (("cutlass", "fp8_block"),)
+# The same forward_chunk leaves INT4 weights per group unquantised too (has_w4afp8, W4AFP8 whatever the activation: it
+# only sets use_w4a8_group_scaling, fused_moe_cutlass.py forward_chunk@000a01de, read in the code index); INT4's GEMMs
+# run the w4a16 kernel family (gemm.gemm_kernel: INT4's math is BF16) with FP8 or BF16 activations alike, so the
+# key holds the weight format too: (MoE kernel family, GEMM kernel family, weight format).
+BF16_IN = (("cutlass", "fp8_block", "fp8_block"), ("cutlass", "w4a16", "int4"))
 
 
 def _gather_format(f: MoE, at: _At, prec: Precision, *, math: str) -> tuple[bool, bool]:
     """(Whether the MoE kernel family the engine runs for these experts of GEMM math `math` (the kernel table row's,
-    `at.moe`, without an engine) takes its tokens in BF16 and quantises them itself after its permutation (BF16_IN);
-    whether the attention-DP gather moves them in the GEMMs' format: where the engine quantises first
+    `at.moe`, without an engine) takes its tokens in BF16 and quantises them itself after its permutation (BF16_IN, by
+    the weight format too); whether the attention-DP gather moves them in the GEMMs' format: where the engine quantises first
     (Engine.gathers_quantised; the tables': TensorRT-LLM's) and its MoE kernel does not take them in BF16)."""
     kernel = gemm.gemm_kernel(math, prec.weight.name, fp4_math=at.gpu.supports("fp4"))  # as _routed_experts reads it
     fam = at.moe if at.engine is None else at.engine.moe_kernel(at.gpu.family, kernel, weight=prec.weight.name, ep=True, gated=f.gated)
-    bf16_in = (fam, kernel) in BF16_IN
+    bf16_in = (fam, kernel, prec.weight.name) in BF16_IN
     return bf16_in, (at.engine is None or at.engine.gathers_quantised) and not bf16_in
 
 

@@ -14,6 +14,7 @@ import json
 import math
 import re
 from dataclasses import dataclass, field, replace
+from typing import NoReturn
 
 import numpy as np
 
@@ -30,8 +31,9 @@ from llm_codesign.explore.export_engines.base import (
     weight_option,
     whole,
 )
+from llm_codesign.spec.engines import get_engine
 from llm_codesign.spec.model import ModelSpec
-from llm_codesign.spec.plan import Deployment
+from llm_codesign.spec.plan import Deployment, acceptance_rates_of
 from llm_codesign.spec.precision import Precision, get_dtype
 
 HEADER = "# llm-codesign export: "
@@ -53,6 +55,30 @@ def priced_with(calibration: str | None) -> dict:
     """What an answer a file keeps (export's and export-point's header, pareto --json) records of the profile its figures
     are priced with, none for the bundled one: `import` says which to pass to price it alike (cli.export.profile_note)."""
     return {"calibration": calibration} if calibration else {}
+
+
+def recorded_profile(calibration, gpu) -> tuple[str | None, str | None]:
+    """(path, unrecorded) of the profile an answer a file keeps was priced with: (None, None) for the bundled one (None,
+    or a Calibration equal to the GPU's bundled fit), (its path, None) for a path or a written Profile, else (None, what
+    it was: "a Calibration object" or "an unwritten Profile"), which no path names. The one rule of Frontier.profile
+    (pareto --json records it) and lc.export_point (which refuses an unrecorded one)."""
+    from pathlib import Path
+
+    from llm_codesign.cost.calibration import Calibration, calibration_for
+
+    if isinstance(calibration, Calibration):
+        return (None, None) if calibration == calibration_for(gpu) else (None, "a Calibration object")
+    if calibration is None or isinstance(calibration, (str, Path)):
+        return (None if calibration is None else str(calibration)), None
+    path = getattr(calibration, "path", None)  # a Profile (measure.calibrate): its file where it was written
+    return (str(path), None) if path is not None else (None, "an unwritten Profile")
+
+
+def same_profile(a: str | None, b: str | None) -> bool:
+    """Whether two profiles' paths (None: the bundled one) name one file, however each is spelt (os.path.realpath)."""
+    import os
+
+    return a == b or (a is not None and b is not None and os.path.realpath(a) == os.path.realpath(b))
 
 
 def point_config(model: ModelSpec, dep: Deployment, *, concurrency: int, replicas: int = 1, isl: int | None, osl: int | None,
@@ -229,9 +255,10 @@ def _deployment(engine: str, o: dict, model: ModelSpec, *, gpu, meta: dict, cpp:
     return dep, conc
 
 
-def read_export(text: str, origin: str = "export") -> Imported:
+def read_export(text: str, origin: str = "export", *, model: ModelSpec | None = None) -> Imported:
     """Rebuild the model, deployment and concurrency of an exported vLLM, SGLang or TensorRT-LLM file
-    (`origin`: its name, for errors)."""
+    (`origin`: its name, for errors). `model`: the one its header names, read from elsewhere (a local model's config,
+    which the file names relative to the directory it was exported in): used in place of the file's reference."""
     from llm_codesign.spec.hardware import get_gpu
     from llm_codesign.spec.registry import get_model
 
@@ -245,7 +272,7 @@ def read_export(text: str, origin: str = "export") -> Imported:
     if unknown:
         raise InputError("export", unknown[0], f"a documented {engine} {engine_spec(engine)['version']} option")
     check_nested(engine, o)
-    model = get_model(model_ref)
+    model = model if model is not None and model.name == meta.get("model") else get_model(model_ref)
     dep, conc = _deployment(engine, o, model, gpu=get_gpu(meta["gpu"]), meta=meta, cpp=bool(meta.get("cpp")))
     return Imported(engine, model, dep, conc, int(meta.get("replicas", 1)), o, unset_env=unset_env(text, engine, dep))
 
@@ -299,8 +326,8 @@ def read_config(text: str, origin: str = "config", *, engine: str | None = None,
     from llm_codesign.spec.registry import get_model
 
     if any(line.startswith(HEADER) for line in text.splitlines()):
-        return read_export(text, origin)
-    name = engine or config_engine(text, origin)
+        return read_export(text, origin, model=get_model(model) if model is not None else None)
+    name = engine if engine is not None else config_engine(text, origin)  # --backend "" refused, not found from the file
     if name not in EXPORTERS:
         raise InputError("backend", name, "one of: " + ", ".join(EXPORTERS))
     x = EXPORTERS[name]
@@ -478,25 +505,10 @@ class ImportEstimate:
 def profile_note(meta: dict, calibration: str | None) -> str | None:
     """What `import` says of an export priced with another profile than the one given (priced_with records it):
     priced without it, the same configuration read 1374 tok/s/GPU exported and 1246 imported, without a word of why."""
-    if not meta.get("calibration") or meta["calibration"] == calibration:
+    if not meta.get("calibration") or same_profile(meta["calibration"], calibration):  # one file however it is spelt
         return None
     return (f"exported with --calibration {meta['calibration']} (its predicted figures are that profile's); "
             + ("" if calibration is None else f"these are {calibration}'s; ") + f"pass --calibration {meta['calibration']} to price it alike")
-
-
-def acceptance_rates_of(rates) -> tuple[float, ...]:
-    """Per-position acceptance rates as given: "0.8,0.6" (the CLI's), a list or tuple of numbers, or None (none)."""
-    if rates is None or rates == "":
-        return ()
-    try:
-        if isinstance(rates, str):
-            return tuple(float(x) for x in rates.split(","))
-        if isinstance(rates, (list, tuple)) and all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in rates):
-            return tuple(float(x) for x in rates)
-    except ValueError:
-        pass
-    raise InputError("acceptance_rates", rates if isinstance(rates, (str, int, float, list, tuple)) else type(rates).__name__,
-                     "comma-separated probabilities, e.g. 0.8,0.6,0.5")
 
 
 def import_config(path: str, *, price, gpu=None, model: str | None = None, backend: str | None = None, concurrency: int | None = None,
@@ -516,19 +528,24 @@ def import_config(path: str, *, price, gpu=None, model: str | None = None, backe
     text = read_text(path, "path", "an export or an engine's command line or YAML")
     meta = _meta(text, path) if any(line.startswith(HEADER) for line in text.splitlines()) else {}
     isl, osl = isl or meta.get("isl", 1024), osl or meta.get("osl", 1024)
+    rates = acceptance_rates_of(acceptance_rates)
     if meta and "DynamoGraphDeployment" in text:
-        r = _import_dynamo(text, path, meta, isl=isl, osl=osl, calibration=calibration)
-        _as_exported(r, Path(path).name, gpu=gpu, model=model, backend=backend)
+        r = _import_dynamo(text, path, meta, isl=isl, osl=osl, calibration=calibration, concurrency=concurrency)
+        _as_exported(r, Path(path).name, gpu=gpu, model=model, backend=backend, acceptance=acceptance, rates=rates)
         return r
     if not meta and gpu is None:
         raise MissingInput("gpu", f"{Path(path).name} names no GPU (an engine's configuration does not): give --gpu, the one it runs on "
                            "(e.g. --gpu h200)")
-    rates = acceptance_rates_of(acceptance_rates)
     from llm_codesign.spec.plan import Workload
 
+    if meta and model is not None:  # an export's model given as the header names it, from anywhere (a local model's path)
+        from llm_codesign.spec.registry import get_model
+
+        if (m := get_model(model).name) != meta.get("model"):
+            _refuse_stated("model", model, m, meta.get("model"), Path(path).name)
     imp = read_config(text, path, engine=backend, model=model, gpu=gpu, acceptance=acceptance, acceptance_rates=rates)
     if meta:
-        _as_exported(imp, Path(path).name, gpu=gpu, model=model, backend=backend)
+        _as_exported(imp, Path(path).name, gpu=gpu, model=model, backend=backend, acceptance=acceptance, rates=rates)
     engine_for(imp.deployment.gpu, imp.engine)  # a TensorRT-LLM YAML on an AMD GPU (--gpu mi355x) runs nowhere
     conc = concurrency or imp.concurrency
     est = price(imp.model, imp.deployment, Workload(isl=isl, osl=osl, concurrency=conc), calibration=calibration)
@@ -541,35 +558,63 @@ def import_config(path: str, *, price, gpu=None, model: str | None = None, backe
                           note=profile_note(meta, calibration))
 
 
-def _as_exported(imp, name: str, *, gpu, model: str | None, backend: str | None) -> None:
-    """An export states its GPU, model and engine (its plan and batch were chosen for them): another one given is
-    refused in one line rather than dropped without a word (`import vllm.yaml --gpu b200` priced the export's H200)."""
+def _refuse_stated(field_: str, shown, given: str, own: str, name: str) -> NoReturn:
+    """The one line refusing, on export `name`, a GPU or model (`given`; as typed: `shown`) other than its own."""
+    again = f"`llm-codesign export {given} ...`" if field_ == "model" else f"export again with --{field_} {given}"
+    raise InputError(field_, shown, f"left out or {own}: {name} is an export, which states its {field_} (its plan and batch "
+                                    f"were chosen for it); {again} to price that")
+
+
+def _as_exported(imp, name: str, *, gpu, model: str | None, backend: str | None, acceptance: float | None = None,
+                 rates: tuple[float, ...] = ()) -> None:
+    """An export states its GPU, model, engine and the acceptance its speculation was priced at (its plan and batch
+    were chosen for them): another one given is refused in one line rather than dropped without a word (`import
+    vllm.yaml --gpu b200` priced the export's H200). An engine is compared by name, an unknown one refused as every
+    --backend is (get_engine: `TRT-LLM` is trtllm); a Dynamo export's is dynamo or its workers' (its header's)."""
     from llm_codesign.spec.registry import get_model
 
-    stated = {"gpu": (gpu.id if gpu is not None else None, imp.deployment.gpu.id),
-              "model": (get_model(model).name if model is not None else None, imp.model.name),
-              "backend": (backend, imp.engine)}
-    for field_, (given, own) in stated.items():
+    stated = {"gpu": (gpu.id if gpu is not None else None, imp.deployment.gpu.id, gpu.id if gpu is not None else None),
+              "model": (get_model(model).name if model is not None else None, imp.model.name, model)}
+    for field_, (given, own, shown) in stated.items():
         if given is not None and given != own:
-            again = f"`llm-codesign export {given} ...`" if field_ == "model" else f"export again with --{field_} {given}"
-            raise InputError(field_, given, f"left out or {own}: {name} is an export, which states its {field_} (its plan and batch "
-                                            f"were chosen for it); {again} to price that")
+            _refuse_stated(field_, shown, given, own, name)
+    engines = (DYNAMO, imp.deployment.backend) if imp.engine == DYNAMO else (imp.engine,)
+    if backend is not None and not (imp.engine == DYNAMO and backend.strip().lower() == DYNAMO):
+        engine = get_engine(backend).name
+        if engine not in engines:
+            raise InputError("backend", backend, f"left out or {' or '.join(engines)}: {name} is an export, which states its engine "
+                                                 f"(its plan and batch were chosen for it); export again with --backend {engine} to price that")
+    # its acceptance prices it as exported: another, like another GPU, is another export's
+    spec = imp.deployment.spec
+    for field_, given, own in (("acceptance", acceptance, spec.mean_accepted if spec else None),
+                               ("acceptance_rates", tuple(rates) or None, tuple(spec.rates) or None if spec else None)):
+        if given is None or given == own:
+            continue
+        shown = given if field_ == "acceptance" else ",".join(map(repr, given))  # as typed: 0.8,0.6
+        if spec is None:
+            raise InputError(field_, shown, f"left out: {name} is an export of a deployment that drafts no tokens; export again with "
+                                            f"--spec to price speculation")
+        mine = "" if own is None else f" or the export's own, {own if field_ == 'acceptance' else ','.join(map(repr, own))}"
+        raise InputError(field_, shown, f"left out{mine}: {name} is an export, priced at its own acceptance (its plan and batch were "
+                                        f"chosen for it); export again with --{field_.replace('_', '-')} {shown} to price that")
 
 
-def _import_dynamo(text: str, path: str, meta: dict, *, isl: int, osl: int, calibration) -> ImportEstimate:
-    """`import` of an exported Dynamo deployment: both pools priced as the export priced them."""
+def _import_dynamo(text: str, path: str, meta: dict, *, isl: int, osl: int, calibration, concurrency: int | None = None) -> ImportEstimate:
+    """`import` of an exported Dynamo deployment: both pools priced as the export priced them, at `concurrency`
+    requests in flight where given (default: the export's)."""
     from llm_codesign.cost.calibration import calibration_for
     from llm_codesign.serve.disagg import estimate_disagg
 
+    conc = int(concurrency or meta["concurrency"])
     pools = read_dynamo(text, path)
     p, d = pools["prefill"], pools["decode"]
     dd = d["deployment"]
     # priced as the export was: both pools on the decode pool's GPU, precision, engine and step budget
     pre = replace(dd, plan=p["deployment"].plan, num_gpus=p["deployment"].num_gpus)
     r = estimate_disagg(d["model"], pre, dd, calibration=calibration_for(dd.gpu, calibration), prefill_instances=p["instances"],
-                        decode_instances=d["instances"], concurrencies=[int(meta["concurrency"])], isl=isl, osl=osl)
+                        decode_instances=d["instances"], concurrencies=[conc], isl=isl, osl=osl)
     out = {"engine": "dynamo", "model": d["model"].name, "prefill": p["deployment"].to_dict() | {"instances": p["instances"]},
            "decode": dd.to_dict() | {"instances": d["instances"]}, **r["rows"][0]}
-    return ImportEstimate(path=str(path), engine="dynamo", model=d["model"], deployment=dd, replicas=1, concurrency=int(meta["concurrency"]),
-                          batch="the export's", answer=out, prefill=p["deployment"], prefill_instances=p["instances"],
+    return ImportEstimate(path=str(path), engine="dynamo", model=d["model"], deployment=dd, replicas=1, concurrency=conc,
+                          batch="--concurrency" if concurrency else "the export's", answer=out, prefill=p["deployment"], prefill_instances=p["instances"],
                           decode_instances=d["instances"], note=profile_note(meta, calibration))

@@ -158,22 +158,15 @@ class Frontier:
 
     def profile(self) -> dict:
         """What the answer records of the profile it was priced with (`calibration`), as export's header records it
-        (explore.export.priced_with): nothing for the bundled one, `calibration` the path of a file (a path given, or a
-        written Profile's), so that `export-point` writes it into the launch file and `import` prices it alike; a profile
-        with no file (an unwritten Profile, a Calibration other than the bundled one) as `calibration_unrecorded`, what it
-        was, since no path can name it (export-point refuses such a frontier)."""
-        from pathlib import Path
+        (explore.export.priced_with; the rule: explore.export.recorded_profile): nothing for the bundled one, `calibration`
+        the path of a file, so that `export-point` writes it into the launch file and `import` prices it alike; a profile
+        with no file as `calibration_unrecorded`, what it was, since no path can name it (export-point refuses it)."""
+        from llm_codesign.explore.export import priced_with, recorded_profile
 
-        from llm_codesign.cost.calibration import Calibration, calibration_for
-        from llm_codesign.explore.export import priced_with
-
-        c = self.calibration
-        if isinstance(c, Calibration):
-            return {} if c == calibration_for(self.gpu) else {"calibration_unrecorded": "a Calibration object"}
-        if isinstance(c, (str, Path)) or c is None:
-            return priced_with(None if c is None else str(c))
-        path = getattr(c, "path", None)  # a Profile (measure.calibrate): its file where it was written
-        return priced_with(path) if path is not None else {"calibration_unrecorded": "an unwritten Profile (Profile.write(path) gives it one)"}
+        path, unrecorded = recorded_profile(self.calibration, self.gpu)
+        if unrecorded is not None:
+            return {"calibration_unrecorded": unrecorded + (" (Profile.write(path) gives it one)" if "Profile" in unrecorded else "")}
+        return priced_with(path)
 
     def to_records(self) -> list[dict]:
         """One flat dict of plain values per point, no pandas needed: the model, metrics (ms), its deployment's record, accuracy
@@ -224,3 +217,4 @@ class Frontier:
         w = self.workload
         return replace(self, points=tuple(replace(p, cost=cost_of(self.gpu, price, p.output_tok_s_per_gpu, w.isl, w.osl))
                                           for p in self.points))
+

@@ -190,18 +190,26 @@ def price_mix(model, dep, lengths: Lengths, concurrency: int, *, calibration) ->
     }
 
 
-def check_lengths(lengths, isl_dist, osl_dist) -> None:
+def check_lengths(lengths, isl_dist, osl_dist, *, cli: bool = False) -> None:
     """`mix`'s request lengths: a CSV (`lengths`) or both distributions, not both kinds and not one distribution alone;
-    refused as both callers name them (the CLI's --lengths, --isl-dist, --osl-dist; the API's keywords of those names)."""
+    refused as both callers name them (the CLI's --lengths, --isl-dist, --osl-dist; the API's keywords of those names).
+    The API's keywords must be text or None (a blank or a number is named as given); the CLI's (`cli`) are text, an
+    empty one an option left out (`--lengths ""`: either --lengths FILE.csv or --isl-dist and --osl-dist)."""
     for name, v, what in (("lengths", lengths, "a CSV's path (columns isl, osl, and count or weight)"),
                           ("isl_dist", isl_dist, "fixed:N, uniform:LO,HI or lognormal:median=M,sigma=S"),
                           ("osl_dist", osl_dist, "fixed:N, uniform:LO,HI or lognormal:median=M,sigma=S")):
-        if v is not None and not (isinstance(v, (str, Path)) and str(v).strip()):
-            raise InputError(name, v if isinstance(v, (int, float)) else type(v).__name__, what + ", or None")
+        if not cli and v is not None and not (isinstance(v, (str, Path)) and str(v).strip()):
+            raise InputError(name, shown(v), what + ", or None")
     if bool(lengths) == bool(isl_dist or osl_dist):
         raise InputError("lengths", lengths or isl_dist or osl_dist, "either --lengths FILE.csv or --isl-dist and --osl-dist")
     if not lengths and not (isl_dist and osl_dist):
         raise InputError("osl_dist" if isl_dist else "isl_dist", None, "both --isl-dist and --osl-dist")
+
+
+def shown(v):
+    """A bad argument as a refusal names it: a string, path or number as given (repr: '' and '  ' read as such), any
+    other object by its type's name."""
+    return str(v) if isinstance(v, Path) else v if isinstance(v, (str, int, float)) else type(v).__name__
 
 
 @dataclass(frozen=True)

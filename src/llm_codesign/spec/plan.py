@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from numbers import Real
 
 import numpy as np
 
@@ -456,19 +457,32 @@ def spec_decoding(method: str | None, *, draft_len: int | None = None, acceptanc
         if draft_len is not None:
             raise InputError("draft_len", draft_len, "used with --spec mtp|eagle3|draft (without it nothing is drafted)")
         return None
-    rates = ()
-    if acceptance_rates:
-        if isinstance(acceptance_rates, str):
-            try:
-                rates = tuple(float(x) for x in acceptance_rates.split(","))
-            except ValueError:
-                raise InputError("acceptance_rates", acceptance_rates, "comma-separated probabilities, e.g. 0.8,0.6,0.5") from None
-        else:
-            rates = tuple(float(x) for x in acceptance_rates)
+    rates = acceptance_rates_of(acceptance_rates)
     k = draft_len if draft_len is not None else (len(rates) if rates else 3)
-    if rates and len(rates) != k:  # neither padded nor cut: one rate per draft position
-        raise InputError("acceptance_rates", acceptance_rates, f"{k} rates, one per draft token (--draft-len {k})")
+    acceptance_rates_of(acceptance_rates, k=k, draft=f"--draft-len {k}")
     return SpecDecoding(method, k, acceptance, rates, draft_model)
+
+
+def acceptance_rates_of(rates, *, k: int | None = None, draft: str = "") -> tuple[float, ...]:
+    """Per-position acceptance rates as given: "0.8,0.6" (the CLI's), a list, tuple or array of numbers, or None or ""
+    (none); with `k`, one per draft token, neither padded nor cut (`draft` says where k comes from, for the refusal).
+    The one parser of --acceptance-rates: estimate's and the searches' (spec_decoding), import's (explore.export)."""
+    if rates is None or (isinstance(rates, str) and not rates):
+        return ()
+    out = None
+    try:
+        if isinstance(rates, str):
+            out = tuple(float(x) for x in rates.split(","))
+        elif isinstance(rates, (list, tuple, np.ndarray)) and all(isinstance(x, Real) and not isinstance(x, bool) for x in np.ravel(rates)):
+            out = tuple(float(x) for x in np.ravel(rates))
+    except ValueError:
+        pass
+    if out is None:
+        raise InputError("acceptance_rates", rates if isinstance(rates, (str, int, float, list, tuple)) else type(rates).__name__,
+                         "comma-separated probabilities, e.g. 0.8,0.6,0.5")
+    if out and k is not None and len(out) != k:
+        raise InputError("acceptance_rates", rates, f"{k} rates, one per draft token ({draft})")
+    return out
 
 
 def check_sizes(hi: int = MAX_GPUS, **sizes) -> None:

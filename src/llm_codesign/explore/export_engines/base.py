@@ -22,7 +22,7 @@ from llm_codesign.errors import InputError, parse_nested
 from llm_codesign.spec.engines import ENGINES, EXPORTABLE
 from llm_codesign.spec.harness import FRACTION, memory_fraction
 from llm_codesign.spec.model import ModelSpec
-from llm_codesign.spec.plan import Deployment, Plan, SpecDecoding
+from llm_codesign.spec.plan import Deployment, Plan, SpecDecoding, acceptance_rates_of
 from llm_codesign.spec.precision import Precision
 
 DYNAMO = "dynamo"  # the disaggregated deployment's manifest (data/engines/dynamo.toml), over a worker engine's options
@@ -288,7 +288,13 @@ def read_spec(meta: dict, method_value: str | None, k: int | None, engine: str, 
     if k is None:
         raise InputError("speculative method", method_value, "with its draft length stated (the tokens drafted a step)")
     s = meta.get("spec") or {}
-    return SpecDecoding(method, whole("draft length", k, hi=16), s.get("mean_accepted"), tuple(s.get("rates") or ()), draft or s.get("draft_model"))
+    k = whole("draft length", k, hi=16)
+    # one rate per draft token, as estimate's --acceptance-rates (import's are the user's, the configuration's k)
+    given = s.get("rates") or None
+    if isinstance(given, list) and all(isinstance(r, (int, float)) and not isinstance(r, bool) for r in given):
+        given = ",".join(repr(float(r)) for r in given)  # named as typed, 0.8,0.6 (repr round-trips)
+    rates = acceptance_rates_of(given, k=k, draft=f"the configuration drafts {k} tokens a step")
+    return SpecDecoding(method, k, s.get("mean_accepted"), rates, draft or s.get("draft_model"))
 
 
 # ---------------------------------------------------------------------------------------------------------
