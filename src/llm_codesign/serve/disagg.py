@@ -372,13 +372,10 @@ def evaluate_disagg(model: ModelSpec, prefill: Deployment, decode: Deployment, *
     # the cache leaves in the prefill pool's format (the engines hand over KV only between pools that agree on it)
     t_kv = kv_hand_off(model, gpu, pcost.cal, prefill.precision, isl, prefill_gpus=g_p, total_gpus=gpus, decode_plan=decode_plan,
                        decode_gpu=dg, decode_cal=dcost.cal)
-    base = p["t_alone"] + 0.0
-    decode_time = np.maximum(osl - 1.0, 0.0) * d["tpot"]
-    pp_d = np.asarray(decode_plan.arrays()[1], float)
-    rate, ttft, admit, step_wait, slot_wait, front = _within_slots(C, base, t_kv, slots, t_decode_step=pp_d * d["t_stage"], decode_time=decode_time,
-                                                            prefill=p, n_p=n_p, arrival=arrival, on_arrival=dcost.engine.first_token_on_kv_arrival,
-                                                            front=pcost.ttft_overhead,
-                                                            overlaps=cost_overlaps(prefill.engine, arrival))
+    base, decode_time, pp_d = p["t_alone"] + 0.0, np.maximum(osl - 1.0, 0.0) * d["tpot"], np.asarray(decode_plan.arrays()[1], float)
+    rate, ttft, admit, step_wait, slot_wait, front = _within_slots(
+        C, base, t_kv, slots, t_decode_step=pp_d * d["t_stage"], decode_time=decode_time, prefill=p, n_p=n_p, arrival=arrival,
+        on_arrival=dcost.engine.first_token_on_kv_arrival, front=pcost.ttft_overhead, overlaps=cost_overlaps(prefill.engine, arrival))
     base = base + front + admit + step_wait
     return {
         "ttft_s": ttft, "tpot_s": d["tpot"], "tok_s_per_user": 1.0 / d["tpot"], "output_tok_s_per_gpu": rate * osl / gpus,
