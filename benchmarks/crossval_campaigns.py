@@ -44,9 +44,9 @@ from functools import partial
 from pathlib import Path
 
 from llm_codesign.cost.calibration import BACKEND_KEYED, calibration_for, documented
-from llm_codesign.measure.campaigns import TRTLLM_NEW_BUILDS
 from llm_codesign.explore.sweep import execute
 from llm_codesign.measure.calibrate import SERVING_BOUNDS, SERVING_FIELDS, SERVING_NATURAL_LIMITS, fit_serving, held_out
+from llm_codesign.measure.campaigns import TRTLLM_NEW_BUILDS
 from llm_codesign.measure.validate import predict_serving, read_rows, serving_report
 from llm_codesign.spec.hardware import catalog
 
