@@ -46,6 +46,7 @@ from pathlib import Path
 from llm_codesign.cost.calibration import BACKEND_KEYED, calibration_for, documented
 from llm_codesign.explore.sweep import execute
 from llm_codesign.measure.calibrate import SERVING_BOUNDS, SERVING_FIELDS, SERVING_NATURAL_LIMITS, fit_serving, held_out
+from llm_codesign.measure.campaigns import TRTLLM_NEW_BUILDS
 from llm_codesign.measure.validate import predict_serving, read_rows, serving_report
 from llm_codesign.spec.hardware import catalog
 
@@ -66,7 +67,7 @@ NEW_BUILDS = 2.1e10
 # MOE backend from DEEPGEMM to TRTLLM"): 14.6 ms per token at TP8 EP8 and 4 requests, the newer builds 8.7-10.3 ms at
 # TP8. A fit on them puts ~1.6 ms of host cost on every TensorRT-LLM step, which the newer builds and the clean
 # sample's do not have (docs/modelling-notes.md#trtllm-builds)
-TRTLLM_NEW_BUILDS = 21484110885
+# the run-id rule lives in measure.campaigns (TRTLLM_NEW_BUILDS), which prices the older runs without PDL too
 METRICS = ("ttft_ms", "tpot_ms")
 
 

@@ -319,28 +319,57 @@ def test_scheduling_wait_adds_decode_iterations_to_ttft_only(h100):
 
 
 def test_request_cost_overlaps_the_wait():
-    # one request (q = 1) waits 1 decode step (ttft_wait_steps 1) before its prefill: in a closed loop (waves) its front
-    # end's cost c runs during that wait, so the first token moves by max(step, c) - step, 0 for c below a step and
-    # c - step above; a burst arrives out of phase with the steps and pays c on top; SGLang's cost (not front-end work,
+    # one request (q = 1, front end's work c) with ttft_wait_steps 1 on one rank (no attention-DP hold, recv_interval 1):
+    # its wait is 1 step, of which only the running step's rest, min(1, 0.5) = 0.5 step (EngineCosts.phase_steps), is
+    # phase. The timeline of a closed loop (waves): the request is sent at a step's end; its front end's work runs
+    # while the engine runs that half step; it reaches the queue at max(c, 0.5 step), then waits the other 0.5 step
+    # (already scheduled), so its first token moves by max(c - 0.5 step, 0): 0 for c = 0.4 step, 0.25 step for
+    # 0.75 step, 1 - 0.5 step for 1 s (never max(wait, c), which hid c under the whole step and dropped the rest of
+    # the wait). A burst arrives out of phase with the steps and pays c on top; SGLang's cost (not front-end work,
     # SGLangEngine.request_cost_overlaps_wait) is added under waves too
     m = get_model("deepseek-v3")
     b200 = get_gpu("b200")
     plan = Plan(*(np.array([v]) for v in (8, 1, 8, 1, 1, 1)))
 
-    def run(engine, c, arrival):
-        cal = replace(calibration_for(b200), ttft_wait_steps=((engine, 1.0),), ttft_overhead_s=((engine, c),))
+    def run(engine, c, arrival, wait=1.0):
+        cal = replace(calibration_for(b200), ttft_wait_steps=((engine, wait),), ttft_overhead_s=((engine, c),))
         r = evaluate(m, Serving(gpu=b200, prec=Precision.of("fp8_block"), plan=plan, engine=get_engine(engine)), cal=cal,
                      concurrency=1.0, isl=1024.0, osl=1024.0, arrival=arrival)
         return r["ttft_s"].item(), r["step_s"].item()
 
     t0, step = run("trtllm", 0.0, "waves")
     assert 1e-3 < step < 0.1
-    assert run("trtllm", 0.5 * step, "waves")[0] == pytest.approx(t0, rel=1e-12)
-    assert run("trtllm", 1.0, "waves")[0] - t0 == pytest.approx(1.0 - step, rel=1e-9)
+    assert run("trtllm", 0.4 * step, "waves")[0] == pytest.approx(t0, rel=1e-12)
+    assert run("trtllm", 0.75 * step, "waves")[0] - t0 == pytest.approx(0.25 * step, rel=1e-9)
+    assert run("trtllm", 1.0, "waves")[0] - t0 == pytest.approx(1.0 - 0.5 * step, rel=1e-9)
+    # a wait of 0.25 step is all phase (min(0.25, 0.5)): c = 0.75 step shows 0.5 step of it
+    w0 = run("trtllm", 0.0, "waves", wait=0.25)[0]
+    assert run("trtllm", 0.75 * step, "waves", wait=0.25)[0] - w0 == pytest.approx(0.5 * step, rel=1e-9)
     b0 = run("trtllm", 0.0, "burst")[0]
     assert run("trtllm", 0.5 * step, "burst")[0] - b0 == pytest.approx(0.5 * step, rel=1e-9)
     s0 = run("sglang", 0.0, "waves")[0]
     assert run("sglang", 0.5 * step, "waves")[0] - s0 == pytest.approx(0.5 * step, rel=1e-9)
+
+
+def test_request_cost_overlap_excludes_the_attention_dp_hold():
+    # under attention DP (8 ranks, 9 requests: every rank decoding) TensorRT-LLM's hold of adp_wait_steps 50 starts only
+    # once the request is in the queue: the front end's work hides under the running step's rest alone (0.5 step),
+    # never under the hold (50 steps, ~0.8 s, which max(wait, work) hid all of it under). The busiest rank holds 2 of
+    # the 9 requests, arriving together (q = 2): the work is c (q + 1) / 2 = 0.75 s at c = 0.5 s, so the first token
+    # moves by 0.75 s - 0.5 step
+    m = get_model("deepseek-v3")
+    b200 = get_gpu("b200")
+    plan = Plan(*(np.array([v]) for v in (1, 1, 8, 1, 8, 1)))
+
+    def run(c):
+        cal = replace(calibration_for(b200), adp_wait_steps=(("trtllm", 50.0),), ttft_wait_steps=(("trtllm", 1.5),),
+                      ttft_overhead_s=(("trtllm", c),))
+        r = evaluate(m, Serving(gpu=b200, prec=Precision.of("fp8_block"), plan=plan, engine=get_engine("trtllm")), cal=cal,
+                     concurrency=9.0, isl=1024.0, osl=1024.0, arrival="waves")
+        return r["ttft_s"].item(), r["step_s"].item()
+
+    t0, step = run(0.0)
+    assert run(0.5)[0] - t0 == pytest.approx(0.75 - 0.5 * step, rel=1e-9)
 
 
 def test_attention_dp_hold_needs_every_rank_decoding():

@@ -191,30 +191,76 @@ def _published():
 
 def test_tensorrt_llm_builds_before_1_2_launch_nothing_with_pdl():
     """TensorRT-LLM launches with PDL by default from 1.2; a row whose source or the silicon sample's record names an older
-    build runs without it (pdl_fusion false) unless its campaign says otherwise. Builds read: an InferenceX release image,
-    a perf-overview table's release, the sample's backend_version (serving_measured_blackwell.builds.csv); a Dynamo runtime
-    image names Dynamo's version, no build; another engine's row none."""
+    build runs without it (pdl_fusion false) unless its campaign says otherwise. Builds read, as full versions (major, minor,
+    patch, rc, post; a final release's rc 10**6): an InferenceX release image, else its run id (TRTLLM_NEW_BUILDS: 1.1.0rc2.post2
+    before run 21484110885, 1.2.0rc6.post2 from it), a perf-overview table's release, the sample's backend_version
+    (serving_measured_blackwell.builds.csv), else its measured date before the first 1.2 build's (1.2.0rc2, 2025-12-17): 1.1;
+    a Dynamo runtime image names Dynamo's version, no build; another engine's row none, whatever alias names TensorRT-LLM."""
     ix = "inferencex https://github.com/SemiAnalysisAI/InferenceX/actions/runs/1/attempts/1 image=nvcr.io/nvidia/tensorrt-llm/release:"
+    ix_run = "inferencex https://github.com/SemiAnalysisAI/InferenceX/actions/runs/{}/attempts/1 image="
     po = "trtllm_perf_overview_v0_20_total.csv:2 (dominicshanshan/TensorRT-LLM (fork of NVIDIA/TensorRT-LLM) d; v0.20 (PyTorch backend))"
     sample = "aiconfigurator-core-0.12.0-silicon-sample:"
-    cases = [({"source": ix + "1.1.0rc2.post2", "backend": "trtllm"}, (1, 1), ("pdl",)),
-             ({"source": ix + "1.2.0rc6.post2", "backend": "trtllm"}, (1, 2), ()),
-             ({"source": ix + "1.3.0rc14", "backend": "trtllm"}, (1, 3), ()),
-             ({"source": po, "backend": "trtllm"}, (0, 20), ("pdl",)),
-             ({"source": sample + "dsr1_b200_trtllm_fp8_agg_1024x1024_c8_cfg177", "backend": "trtllm"}, (1, 1), ("pdl",)),
+    old, final = (1, 1, 0, 2, 2), 10**6
+    cases = [({"source": ix + "1.1.0rc2.post2", "backend": "trtllm"}, old, ("pdl",)),
+             ({"source": ix + "1.1.0rc2.post2", "backend": "TensorRT-LLM"}, old, ("pdl",)),
+             ({"source": ix + "1.1.0rc2.post2", "backend": "tensorrt-llm"}, old, ("pdl",)),
+             ({"source": ix + "1.2.0rc6.post2", "backend": "trtllm"}, (1, 2, 0, 6, 2), ()),
+             ({"source": ix + "1.3.0rc14", "backend": "trtllm"}, (1, 3, 0, 14, 0), ()),
+             ({"source": ix_run.format(21484110884), "backend": "trtllm"}, old, ("pdl",)),
+             ({"source": ix_run.format(21484110885), "backend": "trtllm"}, (1, 2, 0, 6, 2), ()),
+             ({"source": po, "backend": "trtllm"}, (0, 20, 0, final, 0), ("pdl",)),
+             ({"source": sample + "dsr1_b200_trtllm_fp8_agg_1024x1024_c8_cfg177", "backend": "trtllm"}, old, ("pdl",)),
              ({"source": sample + "2026_03_25_deepseek_r1_b200_sxm_trtllm_fp4_agg_1024x1024_c32_tp8_0_ep8_0_973", "backend": "trtllm"},
-              (1, 2), ()),
-             # no build recorded (October 2025): today's
-             ({"source": sample + "2026_04_06_llama_3_1_70b_b200_sxm_trtllm_fp4_agg_1024x1024_c8_tp2_ep1_257", "backend": "trtllm"}, None, ()),
+              (1, 2, 0, 6, 3), ()),
+             # no build recorded, measured 2025-10-29, before the first 1.2 build's 2025-12-17: 1.1
+             ({"source": sample + "2026_04_06_llama_3_1_70b_b200_sxm_trtllm_fp4_agg_1024x1024_c8_tp2_ep1_257", "backend": "trtllm"}, old,
+              ("pdl",)),
              ({"source": "inferencex x image=nvcr.io/nvidia/ai-dynamo/tensorrtllm-runtime:0.5.1-rc0.pre3", "backend": "trtllm"}, None, ()),
              ({"source": ix + "1.1.0rc2.post2", "backend": "sglang"}, None, ())]
     for row, build, off in cases:
         assert (campaigns.trtllm_build(row), campaigns.fusions_off(campaigns.settings(row))) == (build, off), row["source"]
 
 
+def test_trtllm_versions_parse_only_in_known_formats():
+    p = campaigns.parse_trtllm_version
+    assert p("1.1.0rc2.post2") == (1, 1, 0, 2, 2) and p("1.2.0rc2") == (1, 2, 0, 2, 0) and p("v0.17") == (0, 17, 0, 10**6, 0)
+    # full versions compare as releases do: rc < final, post above its rc
+    assert p("1.2.0rc2") < p("1.2.0rc6.post2") < p("1.2.0") < p("1.3.0rc1") and p("1.1.0rc2.post2") < campaigns.TRTLLM_PDL_DEFAULT_FROM
+    # Dynamo's versions and dev tags are no TensorRT-LLM release
+    assert p("0.5.1-rc0.pre3") is None and p("gpt-oss-dev") is None and p("1.1.0-dev.2") is None and p("") is None
+    # the shipped builds CSV holds only TensorRT-LLM releases: nothing unparsed for validate's data checks to warn of
+    assert campaigns.unparsed_builds() == []
+
+
+def test_silicon_builds_keeps_only_tensorrt_llm_versions():
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
+    from silicon_builds import records
+
+    src = "db-dump/2026-04-27; config_id=1; measured={}T00:00:00.000Z; {}"
+    rows = [{"id": "a", "backend": "trtllm", "backend_version": "0.8.1.post2",
+             "silicon_data_source": src.format("2026-02-05", "nvcr.io/nvidia/ai-dynamo/tensorrtllm-runtime:0.8.1.post2")},
+            {"id": "b", "backend": "trtllm", "backend_version": "1.3.0rc1",
+             "silicon_data_source": "measured=2026-03-17; image=nvcr.io/nvidia/ai-dynamo/tensorrtllm-runtime:0.9.0; dynamo_version=0.9.0"},
+            {"id": "c", "backend": "trtllm", "backend_version": "1.2.0rc2",
+             "silicon_data_source": src.format("2025-12-17", "image=nvcr.io/nvidia/tensorrt-llm/release:1.2.0rc2")},
+            {"id": "d", "backend": "trtllm", "backend_version": "", "silicon_data_source": src.format("2025-10-29", "wip=False")},
+            {"id": "e", "backend": "trtllm", "backend_version": "gpt-oss-dev", "silicon_data_source": "image=x"},
+            {"id": "f", "backend": "vllm", "backend_version": "0.19.0", "silicon_data_source": src.format("2026-04-17", "")}]
+    pre = "aiconfigurator-core-0.12.0-silicon-sample:"
+    out, rejected = records(rows, [pre + k for k in "abcdef"])
+    assert out == [(pre + "a", "", "2026-02-05"), (pre + "b", "1.3.0rc1", "2026-03-17"), (pre + "c", "1.2.0rc2", "2025-12-17"),
+                   (pre + "d", "", "2025-10-29")]
+    assert rejected == {"0.8.1.post2": 1, "gpt-oss-dev": 1}
+
+
 def test_which_bundled_runs_lose_pdl():
     """Per bundled file, the runs priced without PDL: the clean sample's 52 on 1.1.0rc2.post2 (39 DeepSeek-R1, 13
-    DeepSeek-V3, B200), InferenceX's 26 on the 1.1.0rc2.post2 image, every perf-overview row (v0.17, v0.20, v1.0: 881),
+    DeepSeek-V3, B200) and its 221 with no build recorded, measured before 2025-12-17 (144 Llama-3.1-70B, 53 DeepSeek-R1,
+    19 gpt-oss-120b, 5 DeepSeek-V3; B200 and GB200), InferenceX's 26 on the 1.1.0rc2.post2 image and 125 with no image
+    before run 21484110885, every perf-overview row (v0.17, v0.20, v1.0: 881),
     the best-perf page's H200 min-latency run; none of the disaggregated runs (their recipes export TRTLLM_ENABLE_PDL=1)
     nor MI355X's."""
     import csv
@@ -226,8 +272,9 @@ def test_which_bundled_runs_lose_pdl():
         rows = [r for r in csv.DictReader(text.splitlines()) if "pdl" in campaigns.fusions_off(campaigns.settings(r))]
         return len(rows), Counter(r["model"] for r in rows)
 
-    assert off("serving_measured_blackwell_clean.csv") == (52, Counter({"deepseek-ai/DeepSeek-R1": 39, "deepseek-ai/DeepSeek-V3": 13}))
-    assert off("serving_inferencex_blackwell.csv")[0] == 26
+    assert off("serving_measured_blackwell_clean.csv") == (273, Counter({"meta-llama/Llama-3.1-70B": 144, "deepseek-ai/DeepSeek-R1": 92,
+                                                                     "openai/gpt-oss-120b": 19, "deepseek-ai/DeepSeek-V3": 18}))
+    assert off("serving_inferencex_blackwell.csv")[0] == 26 + 125
     assert off("trtllm_perf_overview.csv")[0] == 881
     assert off("published_runs.csv")[0] == 1
     assert off("serving_disagg_blackwell.csv")[0] == off("serving_inferencex_mi355x.csv")[0] == off("published_mtp_depth.csv")[0] == 0

@@ -59,6 +59,9 @@ def _print_report(rep: dict, title: str, *, stderr: bool = False) -> None:
                   f"{checks['unrecorded']} have a run name that records none, {checks['unplanned']} belong to a series that records "
                   f"TP sizes its model's heads do not divide, {checks['suspect']} are kept but doubtful "
                   "(--clean fixes or drops the others; --json lists them all)")
+    if checks.get("unparsed_builds"):
+        con.print(f"data checks: {len(checks['unparsed_builds'])} TensorRT-LLM builds in serving_measured_blackwell.builds.csv read as "
+                  f"no release ({', '.join(checks['unparsed_builds'])}): priced as no build recorded", highlight=False)
     repeats = checks.get("repeatability") or {}
     spreads = [(LABELS[m], repeats[m]) for m in REPEAT_METRICS if (repeats.get(m) or {}).get("model_median_ape") is not None]
     if spreads:

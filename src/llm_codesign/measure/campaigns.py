@@ -147,33 +147,84 @@ def campaign_of(r: dict) -> dict | None:
 
 
 # TensorRT-LLM launches its kernels with PDL by default from 1.2 (spec/engines/trtllm.py `pdl`); before it only where the
-# run exports TRTLLM_ENABLE_PDL=1 (flashinfer_utils.get_env_enable_pdl's default "0" then, "1" after)
-TRTLLM_PDL_DEFAULT_FROM = (1, 2)
+# run exports TRTLLM_ENABLE_PDL=1 (flashinfer_utils.get_env_enable_pdl's default "0" then, "1" after). Any 1.2 pre-release
+# counts (1.2.0rc0 on): the data's first 1.2 build is 1.2.0rc2
+TRTLLM_PDL_DEFAULT_FROM = (1, 2, 0, 0, 0)
+# a TensorRT-LLM release as its images and tables name it: 1.1.0rc2.post2, 1.2.0rc2, 1.3.0rc14, v0.17 (the perf overview's);
+# nothing else (a Dynamo version such as 0.5.1-rc0.pre3, a dev tag) is read as one. Parsed to (major, minor, patch, rc, post),
+# a final release's rc above any pre-release's, so tuples compare as the releases do
+_TRTLLM_VERSION = re.compile(r"^v?(\d+)\.(\d+)(?:\.(\d+))?(?:rc(\d+))?(?:\.post(\d+))?$")
+_FINAL = 10**6
 # a row's TensorRT-LLM build where its source names it: an InferenceX run's release image (`image=nvcr.io/nvidia/tensorrt-
 # llm/release:1.1.0rc2.post2`), a perf-overview table's release (`..._total.csv:2 (...; v0.17 (...`); the silicon sample's
 # runs from its backend_version column (serving_measured_blackwell.builds.csv, tools/silicon_builds.py). A Dynamo runtime
 # image (`tensorrtllm-runtime:0.8.1`) names Dynamo's version, not the engine's: no build read
-_BUILD_IN_SOURCE = re.compile(r"tensorrt-llm/release:(\d+)\.(\d+)|_total\.csv:\d+ \(.*; v(\d+)\.(\d+) \(")
-_VERSION = re.compile(r"^(\d+)\.(\d+)")
+_BUILD_IN_SOURCE = re.compile(r"tensorrt-llm/release:(\S+)|_total\.csv:\d+ \(.*; (v\d+\.\d+) \(")
+# InferenceX's TensorRT-LLM runs with no image in their source: the release by GitHub Actions run id, from the runs that
+# name theirs (data/measurements/serving_inferencex_blackwell.csv: 1.1.0rc2.post2 below run 21484110885, Dec. 2025;
+# 1.2.0rc6.post2 from it, Jan. 2026), the one rule benchmarks/crossval_campaigns.py's campaign B and validation_report.py use
+TRTLLM_NEW_BUILDS = 21484110885
+_INFERENCEX_BUILDS = ("1.1.0rc2.post2", "1.2.0rc6.post2")
+# the silicon sample's TensorRT-LLM rows with no build recorded but measured before the data's first 1.2 build
+# (1.2.0rc2, measured 2025-12-17: aiconfigurator@095f58a5 systems/silicon_sample.csv, its silicon_data_source
+# `measured=`; the builds CSV's `measured` column) ran an older one: priced as < 1.2
+TRTLLM_FIRST_1_2_MEASURED = "2025-12-17"
+
+
+def parse_trtllm_version(text: str) -> tuple[int, int, int, int, int] | None:
+    """(major, minor, patch, rc, post) of a TensorRT-LLM release string in a known format (_TRTLLM_VERSION), else None."""
+    m = _TRTLLM_VERSION.match((text or "").strip())
+    if m is None:
+        return None
+    major, minor, patch, rc, post = m.groups()
+    return int(major), int(minor), int(patch or 0), _FINAL if rc is None else int(rc), int(post or 0)
+
+
+def inferencex_run_id(source: str) -> int | None:
+    """The GitHub Actions run that measured an InferenceX row (its source's URL), None for another source."""
+    m = re.search(r"InferenceX/actions/runs/(\d+)", source or "")
+    return int(m.group(1)) if m else None
 
 
 @lru_cache(maxsize=1)
-def _sample_builds() -> dict[str, str]:
+def _sample_builds() -> dict[str, tuple[str, str]]:
     text = resources.files("llm_codesign").joinpath("data/measurements/serving_measured_blackwell.builds.csv").read_text()
-    return {r["source"]: r["build"] for r in csv.DictReader(text.splitlines())}
+    return {r["source"]: (r["build"], r.get("measured") or "") for r in csv.DictReader(text.splitlines())}
 
 
-def trtllm_build(r: dict) -> tuple[int, int] | None:
-    """The (major, minor) TensorRT-LLM build a TensorRT-LLM row ran where its source or the sample's record names it, else None."""
-    if (r.get("backend") or "trtllm").strip().lower() != "trtllm":
+def unparsed_builds() -> list[str]:
+    """The builds the sample's builds CSV names that parse_trtllm_version does not read (validate's data checks warn)."""
+    return sorted({b for b, _ in _sample_builds().values() if b and parse_trtllm_version(b) is None})
+
+
+def trtllm_build(r: dict) -> tuple[int, int, int, int, int] | None:
+    """The TensorRT-LLM build (parse_trtllm_version's tuple) a TensorRT-LLM row ran where its source, its InferenceX run id
+    or the sample's record names it; a sample row with none recorded but measured before TRTLLM_FIRST_1_2_MEASURED is
+    taken as 1.1 (1.1.0rc2.post2, the sample's one older build); else None."""
+    from llm_codesign.spec.engines import get_engine
+
+    backend = (r.get("backend") or "trtllm").strip()
+    try:
+        if get_engine(backend).name != "trtllm":
+            return None
+    except InputError:
         return None
     source = (r.get("source") or "").strip()
     m = _BUILD_IN_SOURCE.search(source)
     if m:
-        major, minor = (m.group(1), m.group(2)) if m.group(1) else (m.group(3), m.group(4))
-        return int(major), int(minor)
-    v = _VERSION.match(_sample_builds().get(source, ""))
-    return (int(v.group(1)), int(v.group(2))) if v else None
+        return parse_trtllm_version(m.group(1) or m.group(2))
+    run = inferencex_run_id(source)
+    # no image named (`image=` blank) on a run of TensorRT-LLM's own server; a Dynamo run (framework dynamo-trt: the
+    # disaggregated recipes) ran a runtime image the rule was not read from
+    dynamo = "tensorrtllm-runtime" in source or (r.get("framework") or "").strip().lower().startswith("dynamo")
+    if run is not None and not dynamo:
+        return parse_trtllm_version(_INFERENCEX_BUILDS[run >= TRTLLM_NEW_BUILDS])
+    build, measured = _sample_builds().get(source, ("", ""))
+    if build:
+        return parse_trtllm_version(build)
+    if measured and measured < TRTLLM_FIRST_1_2_MEASURED:
+        return parse_trtllm_version("1.1.0rc2.post2")
+    return None
 
 
 def settings(r: dict) -> dict:

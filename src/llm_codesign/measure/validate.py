@@ -401,6 +401,9 @@ def serving_report(rows: list[dict], preds: list[dict], unmodeled: list[dict]) -
     rep["columns"] = columns_read(rows)
     cleaned = audit.clean(rows)
     rep["data_checks"] = {**audit.summary(cleaned[1]), "changes": cleaned[1], "repeatability": audit.repeatability(rows, preds, cleaned)}
+    # the sample's recorded TensorRT-LLM builds no known release format reads (priced as no build): said only where any
+    if unparsed := campaigns.unparsed_builds():
+        rep["data_checks"]["unparsed_builds"] = unparsed
     return rep
 
 

@@ -552,12 +552,31 @@ def _request_times(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, r: 
     # and it does not grow with the prompt; what it stands for is open, docs/modelling-notes.md#sglang-request-cost: 4,096
     # one-token requests together wait 123 s on a B200). In a closed loop (waves, closed_loop) a request is sent as its
     # slot's last one returns, at a step's end, so its front end's work runs while the engine runs the steps it waits out
-    # anyway (t_wait) and shows only beyond them; arrivals out of phase with the steps (burst) pay both
-    # (docs/modelling-notes.md#request-overhead-overlap)
+    # anyway and shows only beyond them; arrivals out of phase with the steps (burst) pay both
+    # (docs/modelling-notes.md#request-overhead-overlap): only the phase part of t_wait (costs.phase_steps: the running
+    # step's rest and the poll interval's) hides it; the step already scheduled and the attention-DP hold start only once
+    # the request is in the engine's queue
     front = costs.ttft_overhead * (q + 1.0) / 2.0
-    overlaps = engine.request_cost_overlaps_wait and arrival in ("waves", "closed_loop")
-    before = np.maximum(t_wait, front) if overlaps else t_wait + front
+    slack = (costs.phase_steps + (np.maximum(fl.recv_interval, 1.0) - 1.0) / 2.0) * t_iter
+    before = front_end_wait(t_wait, front, slack=slack, overlaps=cost_overlaps(engine, arrival))
     return q, t_pf_stage, span + before, tpot, life
+
+
+def cost_overlaps(engine: Engine, arrival: str) -> bool:
+    """Whether `engine`'s per-request cost is front-end work that runs while the request's wait's phase runs:
+    a closed loop (waves, closed_loop) sends a request as its slot's last one returns, at a step's end; a burst
+    arrives out of phase with the steps and pays the cost on top."""
+    return bool(engine.request_cost_overlaps_wait) and arrival in ("waves", "closed_loop")
+
+
+def front_end_wait(wait, cost, *, slack, overlaps: bool):
+    """A request's `wait` before its prefill and its front end's work `cost` (ttft_overhead): the request reaches
+    the engine's queue after the work, then waits for the next batch formation and what follows, so the work hides
+    only under `slack`, the phase part of the wait before the scheduler next forms a batch (the running step's rest):
+    wait + max(cost - slack, 0) where it `overlaps` (cost_overlaps), else wait + cost. The one rule serve.aggregated
+    and serve.disagg share."""
+    cost = np.asarray(cost, float)
+    return np.asarray(wait, float) + (np.maximum(cost - np.asarray(slack, float), 0.0) if overlaps else cost)
 
 
 def _phase_parts(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, costs: EngineCosts, r: _Rank, steps, share) -> dict:

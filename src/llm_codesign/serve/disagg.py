@@ -29,10 +29,12 @@ from llm_codesign.cost.kernels import collective_time
 from llm_codesign.cost.ops import forward_ops
 from llm_codesign.errors import InputError
 from llm_codesign.serve.aggregated import (
+    cost_overlaps,
     decode_step,
     draft_lengths,
     draft_model,
     engine_budget,
+    front_end_wait,
     kernels_time,
     kv_fraction_of,
     prefill_batch,
@@ -198,13 +200,20 @@ def step_residual(rate, n_p, t_step, per_instance, queue_s=None):
     a step lasts a whole prompt's t_step while s is its 1/adp share, and the wait is U t_step / 2 -
     rho q / 2 more (0 for one prompt per step, where t_step = q)."""
     lam = np.asarray(rate, float) / np.asarray(n_p, float)
-    t = np.asarray(t_step, float)
     s = 1.0 / np.asarray(per_instance, float)
     q = s if queue_s is None else np.asarray(queue_s, float)
-    x = np.minimum(lam * t, 30.0)  # e^30: always busy
-    busy = x * np.exp(x) / (1.0 + x * np.exp(x))
     rho = np.minimum(lam * s, 1.0)
-    return np.maximum(busy * t / 2.0 - rho * q / 2.0, 0.0)
+    return np.maximum(running_rest(rate, n_p, t_step) - rho * q / 2.0, 0.0)
+
+
+def running_rest(rate, n_p, t_step):
+    """Mean rest of the prefill step running when a request arrives, U t_step / 2 (step_residual's U): the phase
+    part of its wait before the instance next forms a batch, the only part its front end's work hides under
+    (serve.aggregated.front_end_wait)."""
+    lam = np.asarray(rate, float) / np.asarray(n_p, float)
+    t = np.asarray(t_step, float)
+    x = np.minimum(lam * t, 30.0)  # e^30: always busy
+    return x * np.exp(x) / (1.0 + x * np.exp(x)) * t / 2.0
 
 
 def shared_steps(others, prefill: dict):
@@ -236,7 +245,7 @@ def decode_admission(t_decode_step, t_kv, *, on_arrival: bool = False, hidden=0.
 
 
 def first_token(C, base, t_kv, *, t_decode_step, decode_time, prefill: dict, n_p, arrival: str = DEFAULT_ARRIVAL,
-                on_arrival: bool = False, iterations: int = 6) -> tuple:
+                on_arrival: bool = False, front=0.0, overlaps: bool = False, iterations: int = 6) -> tuple:
     """Request rate, TTFT and the waits in it for C requests cycling through a prefill pool (prefill:
     prefill_pool's dict; base: the lone prefill and the front end's overhead) and decode: the decode
     worker's admission (decode_admission; `on_arrival`, Engine.first_token_on_kv_arrival: its bootstrap
@@ -249,30 +258,35 @@ def first_token(C, base, t_kv, *, t_decode_step, decode_time, prefill: dict, n_p
     spaced ones queue less than M/D/1).
     Under attention DP a request's steps also carry the prompts other ranks run (shared_steps): the
     x = lam t_step arriving during a step in a closed loop, the wave's others in a burst.
-    Returns (rate, ttft, admission, step wait and shared steps)."""
+    The front end's work `front` (ttft_overhead) is paid before the prefill pool's queue, by serve.aggregated.
+    front_end_wait's rule: in a closed loop where it `overlaps` (serve.aggregated.cost_overlaps) only beyond the running
+    step's rest (running_rest), in a burst (the pool idle, no step to wait for) whole.
+    Returns (rate, ttft, admission, step wait and shared steps, the front end's work paid)."""
     def admission(hidden):
         return decode_admission(t_decode_step, t_kv, on_arrival=on_arrival, hidden=hidden)
 
     admit = admission(0.0)
     if arrival == "burst":
         shared = shared_steps(np.asarray(C, float) / np.asarray(n_p, float) - 1.0, prefill)
-        rate, ttft = lockstep_waves(C, base + admit + shared, decode_time, prefill["per_instance"], n_p)
+        paid = front_end_wait(0.0, front, slack=0.0, overlaps=False)
+        rate, ttft = lockstep_waves(C, base + paid + admit + shared, decode_time, prefill["per_instance"], n_p)
         if on_arrival:  # the bootstrap overlaps the wave's queue at the prefill pool
-            admit = admission(ttft - (base + admit + shared))
-            rate, ttft = lockstep_waves(C, base + admit + shared, decode_time, prefill["per_instance"], n_p)
-        return rate, ttft, admit, shared
-    extra = np.zeros(1)
+            admit = admission(ttft - (base + paid + admit + shared))
+            rate, ttft = lockstep_waves(C, base + paid + admit + shared, decode_time, prefill["per_instance"], n_p)
+        return rate, ttft, admit, shared, paid + 0.0 * ttft
+    extra, paid = np.zeros(1), front_end_wait(0.0, front, slack=0.0, overlaps=overlaps)
     queue = dict(per_instance=prefill["per_instance"], n_p=n_p, queue_s=prefill["queue_s"])
     for _ in range(iterations):
-        rate, ttft = closed_loop(C, base + admit + extra, decode_time, **queue)
+        rate, ttft = closed_loop(C, base + paid + admit + extra, decode_time, **queue)
         # the arrival theorem of a closed loop: an arriving request sees the other C - 1 at their rate, never its own step
         others = rate * (C - 1.0) / C
         wait = step_residual(others, n_p, prefill["t_step"], prefill["per_instance"], prefill["queue_s"])
-        hidden = wait + np.maximum(ttft - (base + admit + extra), 0.0)  # the step running, then the queue
+        hidden = wait + np.maximum(ttft - (base + paid + admit + extra), 0.0)  # the step running, then the queue
         extra = wait + shared_steps(others / n_p * prefill["t_step"], prefill)
+        paid = front_end_wait(0.0, front, slack=running_rest(others, n_p, prefill["t_step"]), overlaps=overlaps)
         admit = admission(hidden)
-    rate, ttft = closed_loop(C, base + admit + extra, decode_time, **queue)
-    return rate, ttft, admit, extra
+    rate, ttft = closed_loop(C, base + paid + admit + extra, decode_time, **queue)
+    return rate, ttft, admit, extra, paid + 0.0 * ttft
 
 
 def lockstep_waves(C, base, decode_time, per_instance, n_p) -> tuple:
@@ -332,8 +346,8 @@ def evaluate_disagg(model: ModelSpec, prefill: Deployment, decode: Deployment, *
     a closed loop of C slots (the default; "waves" the same, first_token) or C sent together in
     lockstep waves ("burst"); in a burst, past the decode slots a wave is what they hold and the rest
     wait whole waves, as serve.aggregated prices them. `prefill_routing`: PREFILL_ROUTINGS (None: the engine's).
-    TTFT = prefill_alone_s + the front end's overhead + decode_admission_s (kv_transfer_s in it) +
-    prefill_step_wait_s + prefill_wait_s (the prefill pool's queue) + decode_slot_wait_s (past the slots)."""
+    TTFT = prefill_alone_s + front_end_s (the front end's overhead, beyond the running step's rest where it
+    overlaps: first_token) + decode_admission_s (kv_transfer_s in it) + prefill_step_wait_s + prefill_wait_s (the prefill pool's queue) + decode_slot_wait_s (past the slots)."""
     gpu, dg, prefill_plan, decode_plan = prefill.gpu, decode.gpu, prefill.plan, decode.plan
     dcost = decode.engine.costs(decode_calibration or calibration)
     pcost = prefill.engine.costs(calibration)
@@ -358,36 +372,35 @@ def evaluate_disagg(model: ModelSpec, prefill: Deployment, decode: Deployment, *
     # the cache leaves in the prefill pool's format (the engines hand over KV only between pools that agree on it)
     t_kv = kv_hand_off(model, gpu, pcost.cal, prefill.precision, isl, prefill_gpus=g_p, total_gpus=gpus, decode_plan=decode_plan,
                        decode_gpu=dg, decode_cal=dcost.cal)
-    base = p["t_alone"] + pcost.ttft_overhead
-    decode_time = np.maximum(osl - 1.0, 0.0) * d["tpot"]
-    pp_d = np.asarray(decode_plan.arrays()[1], float)
-    rate, ttft, admit, step_wait, slot_wait = _within_slots(C, base, t_kv, slots, t_decode_step=pp_d * d["t_stage"], decode_time=decode_time,
-                                                            prefill=p, n_p=n_p, arrival=arrival, on_arrival=dcost.engine.first_token_on_kv_arrival)
-    base = base + admit + step_wait
+    base, decode_time, pp_d = p["t_alone"] + 0.0, np.maximum(osl - 1.0, 0.0) * d["tpot"], np.asarray(decode_plan.arrays()[1], float)
+    rate, ttft, admit, step_wait, slot_wait, front = _within_slots(
+        C, base, t_kv, slots, t_decode_step=pp_d * d["t_stage"], decode_time=decode_time, prefill=p, n_p=n_p, arrival=arrival,
+        on_arrival=dcost.engine.first_token_on_kv_arrival, front=pcost.ttft_overhead, overlaps=cost_overlaps(prefill.engine, arrival))
+    base = base + front + admit + step_wait
     return {
         "ttft_s": ttft, "tpot_s": d["tpot"], "tok_s_per_user": 1.0 / d["tpot"], "output_tok_s_per_gpu": rate * osl / gpus,
         "io_tok_s_per_gpu": rate * (np.asarray(isl, float) + osl) / gpus, "accepted_per_step": d["acc"] + 0.0 * d["tpot"],
         "step_s": d["t_stage"], "draft_s": d["t_draft"] + 0.0 * d["t_stage"], "prefill_alone_s": p["t_alone"], "kv_transfer_s": t_kv,
         "decode_admission_s": admit + 0.0 * ttft, "prefill_step_wait_s": step_wait + 0.0 * ttft, "prefill_wait_s": ttft - base - slot_wait,
-        "decode_slot_wait_s": slot_wait + 0.0 * ttft, "prefill_capacity_req_s": n_p * p["per_instance"], "request_rate": rate, "gpus": gpus,
+        "decode_slot_wait_s": slot_wait + 0.0 * ttft, "front_end_s": front + 0.0 * ttft, "prefill_capacity_req_s": n_p * p["per_instance"], "request_rate": rate, "gpus": gpus,
         "fits": d["fits"] & p["fits"], "prefill_fits": p["fits"], "max_concurrency": d["max_per_instance"] * n_d,
     }
 
 
 def _within_slots(C, base, t_kv, slots, *, decode_time, arrival, **pools) -> tuple:
-    """first_token's (rate, ttft, admission, step wait) and the wait for a decode slot where the decode
-    pool holds `slots` requests: in a closed loop it completes at most slots / decode time a second and
-    TTFT is what is left of the cycle, C / rate - decode time; in a burst a wave is what the slots hold
-    and the rest wait whole waves, each one cycle, as serve.aggregated prices them."""
+    """first_token's (rate, ttft, admission, step wait), the wait for a decode slot where the decode
+    pool holds `slots` requests, and first_token's front end's work paid: in a closed loop it completes at most
+    slots / decode time a second and TTFT is what is left of the cycle, C / rate - decode time; in a burst a wave
+    is what the slots hold and the rest wait whole waves, each one cycle, as serve.aggregated prices them."""
     if arrival != "burst":
-        rate, ttft, admit, step_wait = first_token(C, base, t_kv, decode_time=decode_time, arrival=arrival, **pools)
+        rate, ttft, admit, step_wait, front = first_token(C, base, t_kv, decode_time=decode_time, arrival=arrival, **pools)
         rate = np.minimum(rate, slots / np.maximum(decode_time, 1e-12))
         slot_wait = np.maximum(C / rate - decode_time - ttft, 0.0)
-        return rate, ttft + slot_wait, admit, step_wait, slot_wait
+        return rate, ttft + slot_wait, admit, step_wait, slot_wait, front
     held = np.minimum(C, slots)
-    rate, ttft, admit, step_wait = first_token(held, base, t_kv, decode_time=decode_time, arrival=arrival, **pools)
+    rate, ttft, admit, step_wait, front = first_token(held, base, t_kv, decode_time=decode_time, arrival=arrival, **pools)
     slot_wait = np.maximum(C / held - 1.0, 0.0) * held / rate
-    return rate, ttft + slot_wait, admit, step_wait, slot_wait
+    return rate, ttft + slot_wait, admit, step_wait, slot_wait, front
 
 
 def _check_pools(model: ModelSpec, prefill: Deployment, decode: Deployment) -> None:

@@ -10,6 +10,9 @@ from llm_codesign.spec.engines.vllm import custom_allreduce
 
 
 class AtomEngine(Engine):
+    # its per-request cost is its OpenAI server's front end, before EngineCore's queue (parsing, HF tokenizer), as vLLM's
+    # (default.toml [default.ttft_overhead_s])
+    request_cost_overlaps_wait = True
     # Scheduler.schedule "tries prefill first; if no new prefills are ready, falls back to decoding already-
     # running sequences" (atom/model_engine/scheduler.py:1099-1104): prefill batches run on their own
     mixes_prefill = False

@@ -151,8 +151,8 @@ class Engine(ABC):
     first_token_on_kv_arrival: ClassVar[bool] = False
     # whether its per-request cost (ttft_overhead_s) is the front end's work before the engine's queue (HTTP, template,
     # tokenising), which in a closed loop runs while the engine runs the steps a new request waits out anyway
-    # (serve.aggregated._request_times); an engine whose measured cost is not that says so in its module
-    request_cost_overlaps_wait: ClassVar[bool] = True
+    # (serve.aggregated.front_end_wait); only an engine whose module cites such a front end says so
+    request_cost_overlaps_wait: ClassVar[bool] = False
     # whether its scheduler may hold a context request under attention DP to balance the ranks (adp_wait_steps);
     # an engine that dispatches each request to a rank at once and never holds it says so in its module: its
     # adp_wait_steps is a structural zero, neither charged nor fitted
@@ -376,6 +376,15 @@ class EngineCosts:
         import numpy as np
 
         return self.eager_launch + self.eager_skew * np.sqrt(2.0 * np.log(np.maximum(np.asarray(ranks, float), 1.0)))
+
+    @property
+    def phase_steps(self) -> float:
+        """The part of ttft_wait_steps that is the running step's rest, the phase of a request's arrival before the
+        scheduler next forms a batch: half a step on average ([default.ttft_wait_steps] in default.toml: half the running
+        step, plus one already scheduled under an overlap scheduler), never more than ttft_wait_steps. The step already
+        scheduled, the scheduler's additions and the attention-DP hold (adp_wait_steps) are not phase: they start
+        only once the request is in the engine's queue."""
+        return min(float(self.ttft_wait_steps), 0.5)
 
     def wait_steps(self, adp, concurrency):
         """Decode iterations a new request waits before its prefill step: the rest of the running step

@@ -30,6 +30,10 @@ ONESHOT_GATHERED = {"blackwell": 2.0**24}
 
 
 class TensorRTLLMEngine(Engine):
+    # its per-request cost is trtllm-serve's front end, before the engine's queue: one FastAPI/uvicorn process parses the
+    # request and tokenises with the model's HF tokenizer (serve/openai_server.py _init_llm, NVIDIA/TensorRT-LLM@00057725;
+    # default.toml [default.ttft_overhead_s])
+    request_cost_overlaps_wait = True
     # attention-DP balancing (attention_dp_config enable_balance) holds context requests only while every rank has
     # a generation request: PyExecutor._balance_adp_requests schedules them at once when one has none
     adp_hold_needs_every_rank_decoding = True

@@ -68,6 +68,10 @@ def _large_gpu(gpu) -> bool:
 
 
 class VLLMEngine(Engine):
+    # its per-request cost is the OpenAI server's front end, before EngineCore's queue: JSON parsing and the HF tokenizer
+    # in the API process (default.toml [default.ttft_overhead_s]; Dynamo's front end tokenises on its own task,
+    # aiconfigurator@095f58a5 backend_templates/vllm/run.sh.j2:15)
+    request_cost_overlaps_wait = True
     # its gather moves the activations quantised: the naive DP/EP prepare (allgather_reducescatter's) quantises the hidden
     # states to the experts' format, then dispatches them with their scales (model_executor/layers/fused_moe/prepare_finalize/
     # naive_dp_ep.py:16-52,124-131@0.19.0). Not modelled: the experts kernels that take BF16 and quantise themselves
