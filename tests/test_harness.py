@@ -81,8 +81,8 @@ def test_closed_loop_cohort_is_sized_from_the_cycle_its_throughput_uses():
     # 0.0171 -> 0.0151; 176.840, 143.107, 220.363 before the request cost overlapped the wait: 0.24 ms fitted, added 8.875
     # times, 2.12 ms; now the documented 3 ms x 8.875 = 26.6 ms runs beside the 1.5 x 16.83 = 25.2 ms wait, 1.4 ms beyond it);
     # 176.102, 143.107, 220.433 before revfix2 + the re-fit ba3a87f: the front end's work hides only under the running step's
-    # rest (serve.aggregated.front_end_wait), no longer under the whole wait, so most of the 26.6 ms adds to it (+14.7 ms),
-    # and TensorRT-LLM's host step 39.6 -> 10 us shortens TPOT)
+    # rest (serve.aggregated.front_end_wait), no longer under the whole wait: the 3 ms cost now adds 18.0 ms (172.741 ms at 0),
+    # the 26.6 ms less about half the 16.5 ms step; and TensorRT-LLM's host step 39.6 -> 10 us shortens TPOT)
     assert (ttft * 1e3, tpot * 1e3, r["output_tok_s_per_gpu"].item()) == pytest.approx((190.786, 142.228, 220.291), rel=1e-4)
     assert r["output_tok_s_per_gpu"].item() == pytest.approx(256.0 * 16.0 / (ttft + 15.0 * tpot) / 8.0)
     # 29.69 ms with the decode iteration's count; 28.841 before i46a (256 x 8,192 x 2 B = 4 MiB a GPU: the two-shot at the
