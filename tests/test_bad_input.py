@@ -470,7 +470,8 @@ def test_calibrate_serving_refuses_a_worse_fit_unless_forced(tmp_path, monkeypat
 def test_calibrate_serving_refuses_a_fit_on_its_bounds(tmp_path, monkeypatch):
     # first tokens after 100 and 200 s on an 8B model on ATOM (whose wait before a prefill and request cost are fitted):
     # no serving overhead within its range explains them; the request cost reaches its top of 500 ms and, since that cost
-    # now hides only under the running step's rest (serve.aggregated.front_end_wait), the wait its top of 3 steps too
+    # now hides only under the running step's rest (serve.aggregated.front_end_wait), the wait its top of 3 steps too; the
+    # wait is held at its documented 1.5 since ba3a87f (measure.calibrate.DOCUMENTED), so only the request cost is named
     _quick_serving_fit(monkeypatch, rounds=2, polish=4)
     s = tmp_path / "s.csv"
     row = SERVING_ROW.replace(",h100,1,vllm,", ",mi355x,1,atom,")
@@ -479,7 +480,7 @@ def test_calibrate_serving_refuses_a_fit_on_its_bounds(tmp_path, monkeypatch):
     out = tmp_path / "p.toml"
     msg = one_line_error(["calibrate", "--serving", str(s), "-o", str(out)], "calibrate")
     # named in words, as the success output lists the fitted values (it read "ttft_wait_steps:atom = 3")
-    assert "default serving: request overhead atom 500.0 ms, wait steps atom 3.00 on the bound of its range" in msg
+    assert "default serving: request overhead atom 500.0 ms on the bound of its range" in msg
     assert "ttft_overhead_s" not in msg
     assert not out.exists()
 
