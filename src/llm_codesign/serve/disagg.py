@@ -268,13 +268,13 @@ def first_token(C, base, t_kv, *, t_decode_step, decode_time, prefill: dict, n_p
     admit = admission(0.0)
     if arrival == "burst":
         shared = shared_steps(np.asarray(C, float) / np.asarray(n_p, float) - 1.0, prefill)
-        paid = front_end_wait(0.0, front, slack=0.0, overlaps=False)
+        paid = np.asarray(front, float)  # a burst reaches an idle pool: no running step to hide the work under
         rate, ttft = lockstep_waves(C, base + paid + admit + shared, decode_time, prefill["per_instance"], n_p)
         if on_arrival:  # the bootstrap overlaps the wave's queue at the prefill pool
             admit = admission(ttft - (base + paid + admit + shared))
             rate, ttft = lockstep_waves(C, base + paid + admit + shared, decode_time, prefill["per_instance"], n_p)
         return rate, ttft, admit, shared, paid + 0.0 * ttft
-    extra, paid = np.zeros(1), front_end_wait(0.0, front, slack=0.0, overlaps=overlaps)
+    extra, paid = np.zeros(1), np.asarray(front, float)  # before the first rate: no running step known yet
     queue = dict(per_instance=prefill["per_instance"], n_p=n_p, queue_s=prefill["queue_s"])
     for _ in range(iterations):
         rate, ttft = closed_loop(C, base + paid + admit + extra, decode_time, **queue)

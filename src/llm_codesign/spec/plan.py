@@ -457,9 +457,8 @@ def spec_decoding(method: str | None, *, draft_len: int | None = None, acceptanc
         if draft_len is not None:
             raise InputError("draft_len", draft_len, "used with --spec mtp|eagle3|draft (without it nothing is drafted)")
         return None
-    rates = acceptance_rates_of(acceptance_rates)
+    rates = acceptance_rates_of(acceptance_rates, k=draft_len, draft=f"--draft-len {draft_len}")  # one per draft token
     k = draft_len if draft_len is not None else (len(rates) if rates else 3)
-    acceptance_rates_of(acceptance_rates, k=k, draft=f"--draft-len {k}")
     return SpecDecoding(method, k, acceptance, rates, draft_model)
 
 
