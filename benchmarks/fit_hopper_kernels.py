@@ -31,6 +31,7 @@ Three fits, each through measure.calibrate (fit_kind / fit_kernels), the code `c
    priced on the other half, out of sample. No earlier fit moves a prefill parameter, so it runs alone too.
 
     python benchmarks/fit_hopper_kernels.py          # figures and the TOML for data/calibration/fitted.toml (~10 min)
+    python benchmarks/fit_hopper_kernels.py --moe-only marlin marlin_fp4   # fit 2 alone for Marlin's MoE (INT4, MXFP4)
     python benchmarks/fit_hopper_kernels.py --moe-only cutlass sglang_triton   # fit 2 alone, on the bundled Hopper
                                                      # profile's tables' three, for the MoE kernel families named
     python benchmarks/fit_hopper_kernels.py --fa3-prefill-only   # fit 6 alone, from the bundled Hopper profile (seconds)

@@ -363,6 +363,49 @@ def test_token_tile_counts_every_assignment_as_the_ranks_own():
     assert float(token_tile(320.0, 6, 12.0, a_b=1.03125, w_b=1.0)) == 128.0
 
 
+def test_marlin_block_is_the_engines_block_size_loop():
+    """Marlin's MoE block (cost.ffns.marlin_block): the first of 8, 16, 32, 48, 64 with tokens x top_k / local experts /
+    block < 0.9, else 64 (vLLM's fused_marlin_moe, SGLang's the same). Kimi-K2's shape, 384 experts of top 8 on one rank:
+    1,024 tokens -> 21.3 rows an expert (21.3 / 16 = 1.33, / 32 = 0.67) -> 32; 2,048 -> 42.7 (/ 32 = 1.33, / 48 = 0.89) -> 48;
+    3,072 -> 64 rows (/ 48 = 1.33) -> 64 and 4,096 -> 85.3 -> 64 (the loop's end); one token -> 8; under EP 8 (48 local
+    experts) 1,024 tokens -> 170.7 rows -> 64."""
+    from llm_codesign.cost.ffns import marlin_block
+
+    got = marlin_block(np.array([1.0, 1024.0, 2048.0, 3072.0, 4096.0]), 8, 384.0)
+    assert got.tolist() == [8.0, 32.0, 48.0, 64.0, 64.0]
+    assert float(marlin_block(1024.0, 8, 48.0)) == 64.0
+    assert float(marlin_block(16.0, 16, 896.0)) == 8.0  # 0.29 rows an expert
+
+
+def test_marlin_moe_computes_each_experts_rows_in_whole_blocks(h100):
+    """The H100 per-engine MoE table's Marlin rows (Kimi-K2 INT4, 384 experts of top 8, h 7,168, inter 2,048, EP 1, TP 1,
+    balanced): every expert's rows in whole blocks of marlin_block's rows, each block computed against the expert's whole
+    weight slice. The up-projection (N 4,096, K 7,168) at 3,072 tokens: 64 rows an expert, one 64-row block, so 1 x 32
+    weight tiles of 128 x 384 experts = 12,288 CTAs, ceil(12,288 / 132) = 94 waves of (7,168 + k_half 64) K steps of
+    2 x 64 x 128 x 132 FLOPs at H100's 989.4 TFLOPS x gemm_eff_w4a16 0.30 x the family's 0.305678 / 0.30: 4.861 ms. At
+    2,880 tokens (60 rows, the same block) the same; at 4,096 (85.3 rows) two blocks, 187 waves, 9.670 ms (the table:
+    7.36 -> 13.97 ms, SGLang, 1.90x); at 2,048 (42.7 rows, blocks of 48) 48 / 64 of 3,072's."""
+    from llm_codesign.cost.calibration import calibration_for
+    from llm_codesign.measure.kernel_tables import MOE_PRECISION
+    from llm_codesign.spec.kinds import MoE
+
+    cal = calibration_for(h100)
+    eff, _, _ = cal.moe_kernel("marlin", "w4a16")
+    assert (cal.gemm_eff("w4a16"), cal.gemm_k_half("w4a16"), eff * 0.30) == pytest.approx((0.30, 64.0, 0.305678), rel=1e-6)
+    m = ModelSpec("kernel", hidden=7168, vocab=1, groups=((Layer(NoMixer(), MoE(experts=384, top_k=8, expert_inter=2048)), 1),))
+
+    def up(tokens):
+        ops = layer_ops(m, m.groups[0][0], 1.0, h100, cal, prec=MOE_PRECISION["int4_wo"], sh=Plan(ep=1.0, moe_tp=1.0),
+                        b=Batch(pf_tokens=tokens, pf_seqs=1.0), prefix="moe", moe_kernel="marlin")
+        return float(next(o for o in ops if o.role == "experts_gate_up").t_compute)
+
+    wave = (7168 + 64) * 2 * 64 * 128 * 132 / (989.4e12 * 0.305678)
+    assert up(3072.0) == pytest.approx(94 * wave, rel=1e-5) and 94 * wave == pytest.approx(4.861e-3, rel=1e-3)
+    assert up(2880.0) == pytest.approx(94 * wave, rel=1e-5)
+    assert up(4096.0) == pytest.approx(187 * wave, rel=1e-5) and 187 * wave == pytest.approx(9.670e-3, rel=1e-3)
+    assert up(2048.0) == pytest.approx(0.75 * 94 * wave, rel=1e-5)
+
+
 def test_trtllm_gen_moe_block_on_its_own_tile_grid_and_quantises_the_tokens_once(b200):
     """The B200 MoE table's kernel (TensorRT-LLM's TRTLLM-Gen MoE, W4A8 MXFP4 x MXFP8), 320 tokens of top-6 over 384
     experts, EP 32, uniform routing: 384 (1 - (1 - 6/384)^320) / 32 = 11.92 experts read on the rank, 1,920 / 32 / 11.92

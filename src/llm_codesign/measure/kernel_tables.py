@@ -58,12 +58,12 @@ MOE_PRECISION = {"bfloat16": Precision.of("bf16"), "fp8": Precision.of("fp8"), "
 MOE_SOURCES = {
     "moe_torch_flow_cutlass": "cutlass", "moe_torch_flow_nongated": None, "moe_torch_flow": "trtllm_w4a16",
     "sglang_fused_moe_triton": "sglang_triton", "sglang_flashinfer_cutlass_moe": "flashinfer_cutlass",
-    "sglang_marlin_moe": "marlin", "sglang_marlin_moe_situ_as_silu": "marlin",
+    "sglang_marlin_moe": "marlin", "sglang_marlin_moe_situ_as_silu": "marlin_fp4",
     "vllm_fp8moe_triton_tritonexperts": "vllm_triton", "vllm_unquantizedfusedmoe_triton_tritonexperts": "vllm_triton",
     "vllm_fp8moe_flashinfer_cutlass_flashinferexperts": "flashinfer_cutlass",
     "vllm_modeloptfp8moe_flashinfer_cutlass_flashinferexperts": "flashinfer_cutlass",
     "vllm_gptossmxfp4moe_triton_oaitritonmxfp4expertsmonolithic": "triton_kernels",
-    "vllm_compressedtensorsw4a4mxfp4moe_marlin_marlinexperts_situ_as_silu": "marlin",
+    "vllm_compressedtensorsw4a4mxfp4moe_marlin_marlinexperts_situ_as_silu": "marlin_fp4",
     "vllm_compressedtensorswna16marlinmoe_marlin_marlinexperts": "marlin",
 }
 # MoE rows that do not time their kernel at a rate: FlashInfer's CUTLASS MoE, whose kernels are TensorRT-LLM's

@@ -48,7 +48,8 @@ MOE_KERNELS = {
     "sglang_triton": "SGLang's Triton fused MoE, its own fork and tuned configs (fused_moe_triton; sglang_fused_moe_triton)",
     "flashinfer_cutlass": "FlashInfer's CUTLASS fused MoE (FlashInferExperts; vllm_*_flashinfer_cutlass_*, sglang_flashinfer_cutlass_moe)",
     "triton_kernels": "OpenAI triton_kernels' MXFP4 matmul_ogs (vLLM OAITritonExperts, SGLang triton_kernel; vllm_gptossmxfp4moe_triton_oai*)",
-    "marlin": "Marlin's W4A16 MoE, MXFP4 or INT4 weights (sglang_marlin_moe*, vllm_*marlin*)",
+    "marlin": "Marlin's W4A16 MoE on INT4 weights (sglang_marlin_moe, vllm_compressedtensorswna16marlinmoe_marlin_*)",
+    "marlin_fp4": "Marlin's W4A16 MoE on MXFP4 weights, its FP4 dequantisation (sglang_marlin_moe_situ_as_silu, vllm_*mxfp4moe_marlin_*)",
 }
 
 
