@@ -151,9 +151,10 @@ def test_fitted_moe_kernel_families_lie_inside_their_ranges():
             for kern, v in per.items():
                 assert lo * 1.001 < v < hi / 1.001, (t, fam, kern, v)
                 pairs += 1
-    # three values for each of the twelve kept pairs, but the route time vLLM's Triton block-FP8 rows (no EP) leave
-    # unfitted; and the CUTLASS pairs' (bf16, fp8, fp8_block; FlashInfer's fp8_block) time per expert the rank holds
-    assert pairs == 3 * 12 - 1 + 4
+    # three values for each of the thirteen kept pairs (Marlin's MXFP4 rows, marlin_fp4, the thirteenth), but the route time
+    # vLLM's Triton block-FP8 rows (no EP) leave unfitted; and the CUTLASS pairs' (bf16, fp8, fp8_block; FlashInfer's
+    # fp8_block) time per expert the rank holds
+    assert pairs == 3 * 13 - 1 + 4
     c = calibration_for(get_gpu("h100"))
     assert 0.55 < c.gemm_eff_fp8_deepgemm < 0.70  # SGLang's DeepGEMM rows: ~0.60 of the FP8 peak on large GEMMs
 
