@@ -29,12 +29,17 @@ Three fits, each through measure.calibrate (fit_kind / fit_kernels), the code `c
    vLLM's GQA prefill on Hopper (cost.kernels.runs_fa3_prefill), on both engines' FA3 rows of
    kernels_hopper/prefill_attention.csv.gz, with each engine's fit priced on the other's rows and a fit on half the shapes
    priced on the other half, out of sample. No earlier fit moves a prefill parameter, so it runs alone too.
+7. vLLM's dynamic per-token FP8 quantise kernel's time per token (quant_token_s_vllm; cost.gemm.vllm_token_quant, which also
+   prices its second read of each row), on vLLM's CutlassFP8ScaledMM rows of kernels_hopper/gemm.csv.gz, CUTLASS's values
+   (fit 4's, SGLang's rows) held; a fit on alternate rows priced on the others. Runs alone (--vllm-quant-only); in the full
+   run it is not chained (fit 4's values there are the run's own).
 
     python benchmarks/fit_hopper_kernels.py          # figures and the TOML for data/calibration/fitted.toml (~10 min)
     python benchmarks/fit_hopper_kernels.py --moe-only marlin marlin_fp4   # fit 2 alone for Marlin's MoE (INT4, MXFP4)
     python benchmarks/fit_hopper_kernels.py --moe-only cutlass sglang_triton   # fit 2 alone, on the bundled Hopper
                                                      # profile's tables' three, for the MoE kernel families named
     python benchmarks/fit_hopper_kernels.py --fa3-prefill-only   # fit 6 alone, from the bundled Hopper profile (seconds)
+    python benchmarks/fit_hopper_kernels.py --vllm-quant-only    # fit 7 alone, from the bundled Hopper profile (seconds)
 """
 from __future__ import annotations
 
@@ -54,6 +59,9 @@ CUTLASS_FP8 = {p: b for p, b in PARAMS["gemm"].items() if p.endswith(("_fp8_cutl
 # its share of HBM bandwidth on an FP8 cache, the range default.toml states (fitted here only: the kernel tables time no FA3 rows)
 FA3_FP8 = {"attn_decode_bw_eff_fa3_fp8": (0.2, 1.0)}
 # FlashAttention-3's prefill: its matmuls' shares of the BF16 and FP8 peaks and the op's fixed cost, the ranges default.toml states
+# vLLM's dynamic per-token FP8 quantise kernel's time per token (one CTA a token; cost.gemm.vllm_token_quant), the range
+# default.toml states
+VLLM_QUANT = {"quant_token_s_vllm": (1e-10, 2e-8)}
 FA3_PREFILL = {"attn_prefill_eff_fa3": (0.3, 1.0), "attn_prefill_eff_fa3_fp8": (0.2, 1.0), "attn_prefill_overhead_fa3_s": (1e-6, 1e-4)}
 
 
@@ -67,8 +75,13 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--moe-only", nargs="+", metavar="FAMILY", help="fit 2 alone for these MoE kernel families (spec.engines.MOE_KERNELS)")
     ap.add_argument("--fa3-prefill-only", action="store_true", help="fit 6 alone, from the bundled Hopper profile")
+    ap.add_argument("--vllm-quant-only", action="store_true", help="fit 7 alone, from the bundled Hopper profile")
     args = ap.parse_args()
     toml: dict[str, list[str]] = {}
+    if args.vllm_quant_only:
+        hopper = _vllm_quant(calibration_for(get_gpu("h100_sxm")))
+        print("\nTOML:", "[hopper]", *(f"{p} = {hopper.param(p):.6g}" for p in VLLM_QUANT), sep="\n")
+        return
     if args.fa3_prefill_only:
         hopper = _fa3_prefill(calibration_for(get_gpu("h100_sxm")))
         print("\nTOML:", "[hopper]", *(f"{p} = {hopper.param(p):.6g}" for p in FA3_PREFILL), sep="\n")
@@ -186,6 +199,26 @@ def _fa3_prefill(hopper):
     print(f"   both: {vals(hopper)}; {_line(r)}")
     for e in ("sglang", "vllm"):
         held(hopper, fa3[e], f"{e}'s rows, in sample,")
+    return hopper
+
+
+def _vllm_quant(hopper):
+    """Fit 7: vLLM's per-token FP8 quantise kernel's time per token on vLLM's CutlassFP8ScaledMM rows (CUTLASS's own
+    values, fit 4's on SGLang's rows, held), with a fit on alternate rows of the table's order priced on the rest."""
+    print("7. vLLM's per-token FP8 quantise kernel (vLLM's CutlassFP8ScaledMM rows of kernels_hopper/gemm.csv.gz)")
+    rows = [r for r in read_csv("hopper/gemm")[1] if r["kernel_source"] == "CutlassFP8ScaledMMLinearKernel"]
+
+    def held(cal, sub, what):
+        s = error_stats(predict("gemm", sub, lambda g: cal)[0], np.array([float(r["latency_ms"]) for r in sub]))
+        print(f"      {what}: median APE {s['median_ape']:.1f}% (p90 {s['p90_ape']:.1f}, signed {s['signed_median_pe']:+.1f}), {s['n']} rows")
+
+    for h in (0, 1):
+        fit_on, price_on = rows[h::2], rows[1 - h::2]
+        cal, r = fit_kind("gemm", fit_on, hopper, "hopper", params=VLLM_QUANT)
+        print(f"   half {h}: quant_token_s_vllm {cal.quant_token_s_vllm:.4g}; {_line(r)}")
+        held(cal, price_on, "the other half, out of sample")
+    hopper, r = fit_kind("gemm", rows, hopper, "hopper", params=VLLM_QUANT)
+    print(f"   all: quant_token_s_vllm {hopper.quant_token_s_vllm:.4g}; {_line(r)}")
     return hopper
 
 

@@ -159,6 +159,27 @@ def test_gated_per_tensor_fp8_cutlass_moe_floor_on_hopper():
     assert predict("moe", rows, lambda g: cal)[0] * 1e3 == pytest.approx([41.0, 37.8, 37.7], rel=0.01)
 
 
+def test_vllm_fp8_rows_time_its_per_token_quantise_kernel():
+    """vLLM's per-tensor FP8 rows (CutlassFP8ScaledMMLinearKernel) time its dynamic per-token quantise kernel, which reads
+    each row twice and runs one CTA per token (cost.gemm.vllm_token_quant), beyond the one pass gemm_time prices: at M 1,280,
+    K 32, 1,280 x 32 x 2 bytes at 3.35 TB/s x bw_eff 0.811 (0.030 us) and 1,280 x quant_token_s_vllm 5.406 ns (6.920 us),
+    6.950 us; the same shape's SGLang row (its per_token_quant_fp8 keeps the row in shared memory) is priced without it,
+    5.81 us against 12.76 (the table: vLLM's 14.2 us at N 128, SGLang's 7.5 us at M 1,281, N 64)."""
+    from llm_codesign.cost import gemm
+
+    h100 = get_gpu("h100_sxm")
+    cal = calibration_for(h100)
+    assert (cal.bw_eff, cal.quant_token_s_vllm, h100.hbm_bandwidth_bytes_per_s) == (0.811076, 5.40595e-09, 3.35e12)
+    extra = 1280 * 32 * 2.0 / (3.35e12 * 0.811076) + 1280 * 5.40595e-09
+    assert extra == pytest.approx(6.950e-6, rel=1e-3)
+    assert float(gemm.vllm_token_quant(1280, 32, h100, cal)) == pytest.approx(extra, rel=1e-9)
+    rows = [{"framework": fw, "version": "x", "kernel_source": ks, "system": "h100_sxm", "gemm_dtype": "fp8", "m": "1280", "n": "128",
+             "k": "32", "latency_ms": "0.01"} for fw, ks in (("vllm", "CutlassFP8ScaledMMLinearKernel"), ("sglang", "sglang_sgl_kernel_fp8_scaled_mm"))]
+    vllm, sglang = predict("gemm", rows, lambda g: cal)[0] * 1e-3
+    assert vllm - sglang == pytest.approx(extra, rel=1e-5)
+    assert (vllm * 1e6, sglang * 1e6) == pytest.approx((12.76, 5.81), abs=0.01)
+
+
 def test_hopper_moe_table_per_engine_and_kernel_family():
     """`validate --kernels hopper/moe` with the bundled profile: every MoE kernel family fitted on its own rows
     (benchmarks/fit_hopper_kernels.py). Reached, median APE: 10.7% over 40,987 rows (11.5% on the same rows and over

@@ -51,6 +51,7 @@ class Calibration:
     gemm_max_split_k: float
     bw_eff: float
     kernel_overhead_s: float
+    quant_token_s_vllm: float
     pdl_credit_s: float
     attn_decode_bw_eff: float
     attn_decode_bw_eff_fp8: float

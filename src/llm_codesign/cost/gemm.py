@@ -301,6 +301,19 @@ def _gemm_time(m, n, k, gpu: Gpu, cal: Calibration, *, math: str, a_bytes, w_byt
     return masked(live, t, best, t_mem, shape=np.broadcast_shapes(m.shape, live.shape))
 
 
+def vllm_token_quant(m, k, gpu: Gpu, cal: Calibration):
+    """What vLLM's dynamic per-token FP8 quantise kernel (its per-tensor FP8 linear's activations: Fp8LinearMethod takes
+    per-token scales where the scheme is dynamic and CUTLASS runs, quantization/fp8.py) costs beyond the one pass
+    gemm_time prices for a quantise kernel: it reads each row twice, once for the row's absmax and once to convert
+    (dynamic_per_token_scaled_fp8_quant_kernel_strided, "1) per-token absmax" / "2) quantize", against SGLang's
+    per_token_quant_fp8, which keeps the row in shared memory), so M x K BF16 bytes more; and it runs one CTA per
+    token (dim3 grid(num_tokens), a block-wide cub reduction in each), a time per token (quant_token_s_vllm):
+    vllm-project/vllm csrc/quantization/w8a8/fp8/common.cu@cda1b34. The H100 per-engine GEMM table's vLLM rows at
+    K 32 take 14.2 us at M 1,280 and 25.3 us at 3,072 (N 128), SGLang's 7.5 us at 1,281."""
+    m, k = np.asarray(m, float), np.asarray(k, float)
+    return m * k * 2.0 / (gpu.hbm_bandwidth_bytes_per_s * cal.bw_eff) + m * cal.quant_token_s_vllm
+
+
 def gemm_bytes(m, n, k, *, a_bytes, w_bytes, c_bytes, groups, distinct_groups):
     """Bytes moved: A and C for every group, B (weights) for the groups whose weights are read.
     Keeps the dtype of its array arguments (float32 in the hot path, float64 in reports)."""

@@ -89,6 +89,9 @@ MOE_EXPERT0_EP = {(2816, 704, 8, 128), (4096, 14336, 2, 8), (6144, 16384, 2, 8),
 # work in eager mode (scale layout, quantisation), not the GEMM (research notes of issue 39)
 GEMM_SOURCES = {"sglang_deepgemm_gemm_nt_f8f8bf16": "fp8_deepgemm", "sglang_sgl_kernel_fp8_scaled_mm": "fp8_cutlass",
                "CutlassFP8ScaledMMLinearKernel": "fp8_cutlass"}
+# GEMM rows that time vLLM's dynamic per-token FP8 quantise kernel before CUTLASS's per-tensor scaled-mm (gemm.vllm_token_quant;
+# ai-dynamo/aiconfigurator collector/vllm/collect_gemm.py: Fp8Config(activation_scheme="dynamic"), the layer's forward timed)
+VLLM_TOKEN_QUANT = {"CutlassFP8ScaledMMLinearKernel"}
 GEMM_HOST_TIMED = {"DeepGemmFp8BlockScaledMMKernel", "CutlassFp8BlockScaledMMKernel", "FlashInferFp8BlockScaledMMKernel"}
 NCCL_BYTES = {"half": 2, "bfloat16": 2, "float": 4, "int8": 1, "fp8": 1}
 NCCL_OPS = {"all_reduce": "all_reduce", "all_gather": "all_gather", "reduce_scatter": "reduce_scatter", "alltoall": "all_to_all"}
@@ -272,14 +275,20 @@ def _gemm(rows, gpu):
             continue
         math, ab, wb = GEMM_DTYPES[dt]
         sub = [rows[i] for i in idx]
-        parts.append((np.array(idx), _col(sub, "m"), _col(sub, "n"), _col(sub, "k"), math, ab, wb, kernel))
+        # vLLM's per-tensor FP8 rows time its per-token quantise kernel with the GEMM (the collector's layer forward,
+        # activation_scheme "dynamic"): what it costs beyond the quantise pass gemm_time prices (gemm.vllm_token_quant)
+        vq = np.array([r.get("kernel_source") in VLLM_TOKEN_QUANT for r in sub])
+        parts.append((np.array(idx), _col(sub, "m"), _col(sub, "n"), _col(sub, "k"), math, ab, wb, kernel, vq))
         for i in idx:
             lab[i] = f"{engine} {dt} {kernel}" if engine else dt
 
     def price(cal: Calibration):
         out = np.full(len(rows), np.nan)
-        for idx, m, n, k, math, ab, wb, kernel in parts:
-            out[idx] = gemm.gemm_time(m, n, k, gpu, cal, math=math, a_bytes=ab, w_bytes=wb, kernel=kernel)[0] * 1e3
+        for idx, m, n, k, math, ab, wb, kernel, vq in parts:
+            t = gemm.gemm_time(m, n, k, gpu, cal, math=math, a_bytes=ab, w_bytes=wb, kernel=kernel)[0]
+            if vq.any():
+                t = t + np.where(vq, gemm.vllm_token_quant(m, k, gpu, cal), 0.0)
+            out[idx] = t * 1e3
         return out
     return price, lab
 
