@@ -35,7 +35,8 @@ Three fits, each through measure.calibrate (fit_kind / fit_kernels), the code `c
    run it is not chained (fit 4's values there are the run's own).
 
     python benchmarks/fit_hopper_kernels.py          # figures and the TOML for data/calibration/fitted.toml (~10 min)
-    python benchmarks/fit_hopper_kernels.py --moe-only marlin marlin_fp4   # fit 2 alone for Marlin's MoE (INT4, MXFP4)
+    python benchmarks/fit_hopper_kernels.py --moe-only marlin marlin_fp4 --holdout   # fit 2 alone for Marlin's MoE (INT4,
+                                                     # MXFP4), each also fitted on half the token counts, priced on the rest
     python benchmarks/fit_hopper_kernels.py --moe-only cutlass sglang_triton   # fit 2 alone, on the bundled Hopper
                                                      # profile's tables' three, for the MoE kernel families named
     python benchmarks/fit_hopper_kernels.py --fa3-prefill-only   # fit 6 alone, from the bundled Hopper profile (seconds)
@@ -74,6 +75,7 @@ def _line(r: dict) -> str:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--moe-only", nargs="+", metavar="FAMILY", help="fit 2 alone for these MoE kernel families (spec.engines.MOE_KERNELS)")
+    ap.add_argument("--holdout", action="store_true", help="fit 2: each family also fitted on alternate token counts, priced on the rest")
     ap.add_argument("--fa3-prefill-only", action="store_true", help="fit 6 alone, from the bundled Hopper profile")
     ap.add_argument("--vllm-quant-only", action="store_true", help="fit 7 alone, from the bundled Hopper profile")
     args = ap.parse_args()
@@ -106,6 +108,8 @@ def main() -> None:
             continue  # (the per-engine table's rows of the tables' own kernels: fit 1's three price them)
         cal, r = fit_kind("moe", part, hopper, "hopper", params=params)
         print("  ", _line(r))
+        if args.holdout:
+            _moe_holdout(part, hopper, params)
         pair = r["kind"].split()[1]
         fixed = f"moe_kernel_overhead_s.{pair}"
         if r["at_bounds"] == [fixed] and f"moe_kernel_expert_s.{pair}" in params:
@@ -200,6 +204,20 @@ def _fa3_prefill(hopper):
     for e in ("sglang", "vllm"):
         held(hopper, fa3[e], f"{e}'s rows, in sample,")
     return hopper
+
+
+def _moe_holdout(part, start, params) -> None:
+    """Out of sample for a MoE kernel family's fit: fitted on alternate token counts of its rows (the table's 27 counts, 1 to
+    16,384), priced on the other counts, each engine's rows apart."""
+    counts = sorted({int(r["num_tokens"]) for r in part})
+    for h in (0, 1):
+        mine = set(counts[h::2])
+        cal, r = fit_kind("moe", [x for x in part if int(x["num_tokens"]) in mine], start, "hopper", params=params)
+        for e in sorted({x["framework"] for x in part}):
+            held = [x for x in part if int(x["num_tokens"]) not in mine and x["framework"] == e]
+            s = error_stats(predict("moe", held, lambda g: cal)[0], np.array([float(x["latency_ms"]) for x in held]))
+            print(f"      half {h} ({r['median_ape']:.1f}% in sample) -> {e}'s other counts, out of sample: median APE "
+                  f"{s['median_ape']:.1f}% (signed {s['signed_median_pe']:+.1f}), {s['n']} rows")
 
 
 def _vllm_quant(hopper):
