@@ -22,8 +22,10 @@ from llm_codesign.spec.harness import ARRIVALS, DEFAULT_ARRIVAL, FLAG_NAMES, FRA
 FLAG_COLUMNS = ("arrival", *FLAG_NAMES)
 # a campaign's settings no row column overrides: how its disaggregated prefill instances spread requests over their
 # attention-DP ranks (serve.disagg.PREFILL_ROUTINGS), where the campaign names it; whether its runs are an offline
-# benchmark's (every request queued, throughput over the batch's life: serve.aggregated.evaluate's `offline`)
-CAMPAIGN_KEYS = ("prefill_routing", "offline")
+# benchmark's (every request queued, throughput over the batch's life: serve.aggregated.evaluate's `offline`); the decode
+# iterations between a disaggregated decode server's polls for new requests (SGLang --scheduler-recv-interval on its
+# decode workers: serve.disagg.evaluate_disagg's `decode_recv_interval`, 1 where not named)
+CAMPAIGN_KEYS = ("prefill_routing", "offline", "decode_recv_interval")
 _BOOL = ("ignore_eos", "mixed_chunk", "chunked_prefill")
 _TRUE, _FALSE = ("true", "1", "yes"), ("false", "0", "no")
 # an entry's `NAME_fusion = false`: the run's engine build does not make that fusion (Engine.without)
