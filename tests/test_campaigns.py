@@ -298,3 +298,20 @@ def test_the_disaggregated_sglang_low_latency_recipes_poll_their_decode_workers_
              ({"gpu": "gb200", "weight_dtype": "nvfp4", "tp": "4", "prefill_attention_dp": "", "decode_instances": ""}, None)]
     for extra, want in cases:
         assert campaigns.settings(base | extra).get("decode_recv_interval") == want, extra
+
+
+def test_sglang_builds_before_0_5_10_stream_the_disaggregated_first_token_a_loop_later():
+    """The build an SGLang row's image names (lmsysorg/sglang:vX.Y.Z...), and the first-token rule read from it: before
+    0.5.10, or no image named (the shipped rows' December 2025 runs), a loop later; 0.5.10 on, and every other engine, not."""
+    src = "inferencex https://github.com/SemiAnalysisAI/InferenceX/actions/runs/21831958748/attempts/2 image="
+    cases = [("lmsysorg/sglang:v0.5.8.post1-cu130", "sglang", (0, 5, 8), True),
+             ("lmsysorg/sglang:v0.5.5.post2 (inferred from same run)", "sglang", (0, 5, 5), True),
+             ("lmsysorg/sglang:v0.5.9-cu130", "sglang", (0, 5, 9), True),
+             ("lmsysorg/sglang:v0.5.10", "sglang", (0, 5, 10), False),
+             ("lmsysorg/sglang:v0.5.12.post1", "sglang", (0, 5, 12), False),
+             ("", "sglang", None, True),
+             ("nvcr.io/nvidia/ai-dynamo/tensorrtllm-runtime:0.8.1.post2", "trtllm", None, False)]
+    for image, backend, build, late in cases:
+        r = {"source": src + image, "backend": backend}
+        assert campaigns.sglang_build(r) == build, image
+        assert campaigns.first_token_next_loop(r) is late, image

@@ -593,3 +593,27 @@ def test_decode_recv_interval_is_refused_below_one():
     r = run("disagg", "deepseek-r1", "--gpu", "gb200", "--backend", "sglang", "--prefill", "tp=4", "--decode", "tp=4",
             "--decode-recv-interval", "0")
     assert r.returncode == 2 and "decode-recv-interval" in r.stderr + r.stdout
+
+
+def test_sglang_before_0_5_10_streams_the_first_token_a_loop_later_golden():
+    # t = 20 ms, t_kv = 2 ms, SGLang (the cache pre-allocated, the first token streamed on its arrival): 10 + 2 + 10 = 22 ms.
+    # A build before 0.5.10 runs the arrived request as that loop's prebuilt batch and, under the overlap scheduler,
+    # processes its result (the first token) in the next loop, once the decode step in flight ends: t = 20 ms more while
+    # the worker decodes (42 ms), half of it at busy 0.5 (32 ms), none when it idles (22 ms); with R = 10 and busy 1,
+    # 100 + 2 + 10 + 20 = 132 ms. The flag changes nothing on TensorRT-LLM's path (30 ms)
+    t, t_kv = 0.020, 0.002
+    assert float(decode_admission(t, t_kv, on_arrival=True, next_loop=True)) == pytest.approx(0.042, rel=1e-12)
+    assert float(decode_admission(t, t_kv, on_arrival=True, next_loop=True, busy=0.5)) == pytest.approx(0.032, rel=1e-12)
+    assert float(decode_admission(t, t_kv, on_arrival=True, next_loop=True, busy=0.0)) == pytest.approx(0.022, rel=1e-12)
+    assert float(decode_admission(t, t_kv, on_arrival=True, next_loop=True, recv_interval=10)) == pytest.approx(0.132, rel=1e-12)
+    assert float(decode_admission(t, t_kv, next_loop=True)) == pytest.approx(0.030, rel=1e-12)
+    both = decode_admission(t, t_kv, on_arrival=True, next_loop=np.array([False, True]))
+    assert both.tolist() == pytest.approx([0.022, 0.042], rel=1e-12)
+    # evaluate_disagg: a lone request finds the worker idle (no change); at 4 requests the admission grows by ~ t
+    m, g = get_model("deepseek-r1"), get_gpu("gb200")
+    pools = disagg_pair(g, Precision.of("fp8_block", kv="fp8"), Plan(tp=4), Plan(tp=4), backend="sglang")
+    kw = dict(calibration=calibration_for(g), prefill_instances=1, decode_instances=1, isl=1024, osl=1024)
+    one, late = (evaluate_disagg(m, *pools, concurrency=1, first_token_next_loop=x, **kw) for x in (False, True))
+    assert late["ttft_s"].item() == one["ttft_s"].item()
+    one, late = (evaluate_disagg(m, *pools, concurrency=4, first_token_next_loop=x, **kw) for x in (False, True))
+    assert late["decode_admission_s"].item() - one["decode_admission_s"].item() == pytest.approx(one["step_s"].item(), rel=0.03)

@@ -199,6 +199,32 @@ def unparsed_builds() -> list[str]:
     return sorted({b for b, _ in _sample_builds().values() if b and parse_trtllm_version(b) is None})
 
 
+# an SGLang row's build where its source names the image (`image=lmsysorg/sglang:v0.5.8.post1-cu130`): (major, minor, patch)
+_SGLANG_IMAGE = re.compile(r"lmsysorg/sglang:v(\d+)\.(\d+)\.(\d+)")
+# the first SGLang build whose disaggregated decode server streams a prebuilt request's first token in the loop that sees
+# its cache (0.5.10 disaggregation/decode.py:1211-1230, get_next_disagg_decode_batch_to_run processes the prebuilt batch's
+# result before scheduling the decode step); up to 0.5.9 the prebuilt batch runs as that loop's batch and its result,
+# under the overlap scheduler, is processed in the next loop (0.5.5.post2 decode.py:850, 0.5.8.post1 :860-945, 0.5.9 :979)
+SGLANG_SAME_LOOP_FIRST_TOKEN = (0, 5, 10)
+
+
+def sglang_build(r: dict) -> tuple[int, int, int] | None:
+    """The SGLang build (major, minor, patch) an SGLang row's source names in its image, else None."""
+    m = _SGLANG_IMAGE.search(r.get("source") or "")
+    return (int(m.group(1)), int(m.group(2)), int(m.group(3))) if m else None
+
+
+def first_token_next_loop(r: dict) -> bool:
+    """Whether a disaggregated SGLang row's decode servers stream the first token a loop after they see the cache (a build
+    before SGLANG_SAME_LOOP_FIRST_TOKEN, or none named: the shipped disaggregated rows without an image are InferenceX runs
+    of December 2025, GitHub runs 20047470193-20413316138, the same weeks as the runs naming 0.5.5.post2); False for any other
+    engine's row and for a later build (serve.disagg.decode_admission's `next_loop`)."""
+    if (r.get("backend") or "").strip().lower() != "sglang":
+        return False
+    build = sglang_build(r)
+    return build is None or build < SGLANG_SAME_LOOP_FIRST_TOKEN
+
+
 def trtllm_build(r: dict) -> tuple[int, int, int, int, int] | None:
     """The TensorRT-LLM build (parse_trtllm_version's tuple) a TensorRT-LLM row ran where its source, its InferenceX run id
     or the sample's record names it; a sample row with none recorded but measured before TRTLLM_FIRST_1_2_MEASURED is

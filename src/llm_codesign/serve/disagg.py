@@ -226,7 +226,7 @@ def shared_steps(others, prefill: dict):
     return share * (prefill["t_loaded"] - prefill["t_alone"])
 
 
-def decode_admission(t_decode_step, t_kv, *, on_arrival: bool = False, hidden=0.0, recv_interval=1.0, busy=1.0):
+def decode_admission(t_decode_step, t_kv, *, on_arrival: bool = False, hidden=0.0, recv_interval=1.0, busy=1.0, next_loop=False):
     """What the decode worker adds to the first token, t = one decode iteration, t_kv = the hand-off's
     transfer, `recv_interval` R the decode iterations between its scheduler's polls for new requests
     (SGLang --scheduler-recv-interval: SchedulerRecvSkipper weighs a decode step 1, so a busy decode worker
@@ -234,6 +234,9 @@ def decode_admission(t_decode_step, t_kv, *, on_arrival: bool = False, hidden=0.
     environ.py:222-225, managers/scheduler.py:1182-1187; 1 reads it every loop, every other engine's case):
     a request reaches it R t / 2 after it arrives on average, in place of t / 2, where the worker is decoding (`busy`: the
     probability that it is; an idle worker's loops count 1 each too, but take microseconds, so R - 1 of them cost nothing).
+    `next_loop` (where the worker streams the first token on the cache's arrival: SGLang builds before 0.5.10, whose
+    overlap loop runs the arrived request as that loop's prebuilt batch and processes its result, the first token, only
+    in the next loop, after the decode step in flight ends: decode.py:860-945@0.5.8.post1): t more while it decodes (`busy`).
     Where it takes the request after the prefill (TensorRT-LLM: the disaggregated server sends
     the generation request once the context phase answers): at a step boundary (t / 2 on average), then
     it pulls the cache and sees the transfer done at the first boundary after it completes (t_kv + t / 2
@@ -248,12 +251,14 @@ def decode_admission(t_decode_step, t_kv, *, on_arrival: bool = False, hidden=0.
     # the request read at the worker's next poll: the skipped iterations are decode steps only while it decodes
     reach = 0.5 * t * (1.0 + (np.maximum(np.asarray(recv_interval, float), 1.0) - 1.0) * np.asarray(busy, float))
     if on_arrival:  # SGLang: the poll gates the pre-allocation, so the prefill's start (decode.py:834-858@0.5.8.post1)
-        return np.maximum(reach - np.asarray(hidden, float), 0.0) + t_kv + 0.5 * t
+        late = np.where(np.asarray(next_loop, bool), t * np.asarray(busy, float), 0.0)  # the step in flight, then its loop
+        return np.maximum(reach - np.asarray(hidden, float), 0.0) + t_kv + 0.5 * t + late
     return reach + np.maximum(t, t_kv + 0.5 * t)
 
 
 def first_token(C, base, t_kv, *, t_decode_step, decode_time, prefill: dict, n_p, arrival: str = DEFAULT_ARRIVAL,
-                on_arrival: bool = False, front=0.0, overlaps: bool = False, recv_interval=1.0, n_d=1.0, iterations: int = 6) -> tuple:
+                on_arrival: bool = False, front=0.0, overlaps: bool = False, recv_interval=1.0, n_d=1.0, next_loop=False,
+                iterations: int = 6) -> tuple:
     """Request rate, TTFT and the waits in it for C requests cycling through a prefill pool (prefill:
     prefill_pool's dict; base: the lone prefill and the front end's overhead) and decode: the decode
     worker's admission (decode_admission; `on_arrival`, Engine.first_token_on_kv_arrival: its bootstrap
@@ -272,10 +277,11 @@ def first_token(C, base, t_kv, *, t_decode_step, decode_time, prefill: dict, n_p
     `recv_interval`: the decode worker's polls for new requests (decode_admission), whose skipped steps count where the
     decode instance the request goes to (one of `n_d`) is decoding one of the other C - 1 requests when it arrives (the
     arrival theorem again): each decodes a share f = rate x decode time / C of its cycle, so busy = 1 - (1 - f)^((C - 1) /
-    n_d); 0 in a burst, whose wave finds both pools idle.
+    n_d); 0 in a burst, whose wave finds both pools idle; the same busy prices `next_loop` (decode_admission).
     Returns (rate, ttft, admission, step wait and shared steps, the front end's work paid)."""
     def admission(hidden, busy):
-        return decode_admission(t_decode_step, t_kv, on_arrival=on_arrival, hidden=hidden, recv_interval=recv_interval, busy=busy)
+        return decode_admission(t_decode_step, t_kv, on_arrival=on_arrival, hidden=hidden, recv_interval=recv_interval, busy=busy,
+                                next_loop=next_loop)
 
     others_each = np.maximum(np.asarray(C, float) - 1.0, 0.0) / np.asarray(n_d, float)
     busy = 1.0 - 0.0 ** others_each  # before the first rate: a decoding worker wherever another request is in flight
@@ -344,7 +350,7 @@ def closed_loop(C, base, decode_time, per_instance, n_p, *, queue_s=None) -> tup
 def evaluate_disagg(model: ModelSpec, prefill: Deployment, decode: Deployment, *, calibration: Calibration,
                     decode_calibration: Calibration | None = None, prefill_instances, decode_instances, concurrency, isl, osl,
                     spec_k=None, decode_max_batch=None, arrival: str = DEFAULT_ARRIVAL, prefill_routing: str | None = None,
-                    decode_recv_interval=1.0) -> dict:
+                    decode_recv_interval=1.0, first_token_next_loop=False) -> dict:
     """Metrics for every deployment in the broadcast of both pools' plans, instance counts,
     concurrency, ISL/OSL and k; the same keys as serving.evaluate where they mean the same thing.
     `prefill` and `decode` are one instance of each pool: its GPU, plan, precision, engine and step
@@ -365,7 +371,8 @@ def evaluate_disagg(model: ModelSpec, prefill: Deployment, decode: Deployment, *
     `decode_recv_interval`: decode iterations between the decode worker's polls for new requests (SGLang
     --scheduler-recv-interval on the decode server; 1, the default, polls every loop): decode_admission. The prefill
     server's own interval is not priced: its prefill step weighs 1000 in the skipper (a poll after every step) and its
-    idle loops take well under a millisecond each.
+    idle loops take well under a millisecond each. `first_token_next_loop`: whether the decode servers stream the first
+    token a loop after they see the cache (SGLang before 0.5.10; today's build streams it in that loop): decode_admission.
     TTFT = prefill_alone_s + front_end_s (the front end's overhead, beyond the running step's rest where it
     overlaps: first_token) + decode_admission_s (kv_transfer_s in it) + prefill_step_wait_s + prefill_wait_s (the prefill pool's queue) + decode_slot_wait_s (past the slots)."""
     gpu, dg, prefill_plan, decode_plan = prefill.gpu, decode.gpu, prefill.plan, decode.plan
@@ -396,7 +403,7 @@ def evaluate_disagg(model: ModelSpec, prefill: Deployment, decode: Deployment, *
     rate, ttft, admit, step_wait, slot_wait, front = _within_slots(
         C, base, t_kv, slots, t_decode_step=pp_d * d["t_stage"], decode_time=decode_time, prefill=p, n_p=n_p, arrival=arrival,
         on_arrival=dcost.engine.first_token_on_kv_arrival, front=pcost.ttft_overhead, overlaps=cost_overlaps(prefill.engine, arrival),
-        recv_interval=decode_recv_interval, n_d=n_d)
+        recv_interval=decode_recv_interval, n_d=n_d, next_loop=first_token_next_loop)
     base = base + front + admit + step_wait
     return {
         "ttft_s": ttft, "tpot_s": d["tpot"], "tok_s_per_user": 1.0 / d["tpot"], "output_tok_s_per_gpu": rate * osl / gpus,
