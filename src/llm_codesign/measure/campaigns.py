@@ -202,9 +202,9 @@ def unparsed_builds() -> list[str]:
 # an SGLang row's build where its source names the image (`image=lmsysorg/sglang:v0.5.8.post1-cu130`): (major, minor, patch)
 _SGLANG_IMAGE = re.compile(r"lmsysorg/sglang:v(\d+)\.(\d+)\.(\d+)")
 # the first SGLang build whose disaggregated decode server streams a prebuilt request's first token in the loop that sees
-# its cache (0.5.10 disaggregation/decode.py:1211-1230, get_next_disagg_decode_batch_to_run processes the prebuilt batch's
+# its cache (0.5.10 disaggregation/decode.py:1212-1243, get_next_disagg_decode_batch_to_run processes the prebuilt batch's
 # result before scheduling the decode step); up to 0.5.9 the prebuilt batch runs as that loop's batch and its result,
-# under the overlap scheduler, is processed in the next loop (0.5.5.post2 decode.py:850, 0.5.8.post1 :860-945, 0.5.9 :979)
+# under the overlap scheduler, is processed in the next loop (0.5.5.post2 decode.py:806-884, 0.5.8.post1 :860-945, 0.5.9 :926-1012)
 SGLANG_SAME_LOOP_FIRST_TOKEN = (0, 5, 10)
 
 
