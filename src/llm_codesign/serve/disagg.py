@@ -234,6 +234,8 @@ def decode_admission(t_decode_step, t_kv, *, on_arrival: bool = False, hidden=0.
     environ.py:222-225, managers/scheduler.py:1182-1187; 1 reads it every loop, every other engine's case):
     a request reaches it R t / 2 after it arrives on average, in place of t / 2, where the worker is decoding (`busy`: the
     probability that it is; an idle worker's loops count 1 each too, but take microseconds, so R - 1 of them cost nothing).
+    The prefill server's own interval costs nothing: a prefill step weighs 1000 (a poll after every step), its idle loops
+    take microseconds.
     `next_loop` (where the worker streams the first token on the cache's arrival: SGLang builds before 0.5.10, whose
     overlap loop runs the arrived request as that loop's prebuilt batch and processes its result, the first token, only
     in the next loop, after the decode step in flight ends: decode.py:860-945@0.5.8.post1): t more while it decodes (`busy`).
@@ -351,28 +353,21 @@ def evaluate_disagg(model: ModelSpec, prefill: Deployment, decode: Deployment, *
                     decode_calibration: Calibration | None = None, prefill_instances, decode_instances, concurrency, isl, osl,
                     spec_k=None, decode_max_batch=None, arrival: str = DEFAULT_ARRIVAL, prefill_routing: str | None = None,
                     decode_recv_interval=1.0, first_token_next_loop=False) -> dict:
-    """Metrics for every deployment in the broadcast of both pools' plans, instance counts,
-    concurrency, ISL/OSL and k; the same keys as serving.evaluate where they mean the same thing.
-    `prefill` and `decode` are one instance of each pool: its GPU, plan, precision, engine and step
-    token budget (the decode one's speculation; num_gpus is not read, the plans' sizes are), each
-    priced with its engine's costs (Engine.costs) in its calibration (`decode_calibration` where the
-    decode GPU's profile differs; by default `calibration`). The front end's request overhead is the
-    prefill engine's. Every request in flight is counted in the decode batch (those in prefill or
-    hand-off too: a slight overestimate of the decode batch), up to the decode pool's slots when the
-    decode engine's batch limit is given (decode_max_batch per attention-DP rank: TensorRT-LLM
-    max_batch_size, SGLang max-running-requests over its DP ranks). Past the slots, a request whose
-    prefill is done waits for a decoding one to finish (the decode engine admits a transfer only into
-    a free slot), the pool completes at most slots / decode time requests a second, and TTFT is what
-    is left of the cycle: C / rate - decode time. A decode GPU other than the prefill one puts the KV
-    hand-off on the NICs. `arrival` (spec.harness.ARRIVALS): how the requests reach the prefill pool,
-    a closed loop of C slots (the default; "waves" the same, first_token) or C sent together in
-    lockstep waves ("burst"); in a burst, past the decode slots a wave is what they hold and the rest
-    wait whole waves, as serve.aggregated prices them. `prefill_routing`: PREFILL_ROUTINGS (None: the engine's).
-    `decode_recv_interval`: decode iterations between the decode worker's polls for new requests (SGLang
-    --scheduler-recv-interval on the decode server; 1, the default, polls every loop): decode_admission. The prefill
-    server's own interval is not priced: its prefill step weighs 1000 in the skipper (a poll after every step) and its
-    idle loops take well under a millisecond each. `first_token_next_loop`: whether the decode servers stream the first
-    token a loop after they see the cache (SGLang before 0.5.10; today's build streams it in that loop): decode_admission.
+    """Metrics for every deployment in the broadcast of both pools' plans, instance counts, concurrency, ISL/OSL and k; the same
+    keys as serving.evaluate where they mean the same thing. `prefill` and `decode` are one instance of each pool: its GPU,
+    plan, precision, engine and step token budget (the decode one's speculation; num_gpus is not read, the plans' sizes are),
+    each priced with its engine's costs (Engine.costs) in its calibration (`decode_calibration` where the decode GPU's profile
+    differs; by default `calibration`). The front end's request overhead is the prefill engine's. Every request in flight is
+    counted in the decode batch (those in prefill or hand-off too: a slight overestimate of the decode batch), up to the
+    decode pool's slots when the decode engine's batch limit is given (decode_max_batch per attention-DP rank: TensorRT-LLM
+    max_batch_size, SGLang max-running-requests over its DP ranks). Past the slots, a request whose prefill is done waits for
+    a decoding one to finish (the decode engine admits a transfer only into a free slot), the pool completes at most slots /
+    decode time requests a second, and TTFT is what is left of the cycle: C / rate - decode time. A decode GPU other than the
+    prefill one puts the KV hand-off on the NICs. `arrival` (spec.harness.ARRIVALS): how the requests reach the prefill pool,
+    a closed loop of C slots (the default; "waves" the same, first_token) or C sent together in lockstep waves ("burst"); in a
+    burst, past the decode slots a wave is what they hold and the rest wait whole waves, as serve.aggregated prices them.
+    `prefill_routing`: PREFILL_ROUTINGS (None: the engine's). `decode_recv_interval` (SGLang's --scheduler-recv-interval),
+    `first_token_next_loop` (SGLang < 0.5.10): decode_admission's.
     TTFT = prefill_alone_s + front_end_s (the front end's overhead, beyond the running step's rest where it
     overlaps: first_token) + decode_admission_s (kv_transfer_s in it) + prefill_step_wait_s + prefill_wait_s (the prefill pool's queue) + decode_slot_wait_s (past the slots)."""
     gpu, dg, prefill_plan, decode_plan = prefill.gpu, decode.gpu, prefill.plan, decode.plan
@@ -387,9 +382,8 @@ def evaluate_disagg(model: ModelSpec, prefill: Deployment, decode: Deployment, *
     pool = dict(costs=dcost, isl=isl, osl=osl, spec=decode.spec, spec_k=spec_k, max_num_tokens=decode.max_num_tokens,
                 kv_fraction=decode.kv_fraction)
     d = decode_pool(model, dg, decode.precision, decode_plan, per_instance=C / n_d, **pool)
-    # the decode pool's slots: what its KV cache holds (as the engine reserves it, Engine.kv_budget) and its
-    # step budget schedules (decode_pool), and the engine's batch limit where given; a pool that holds no
-    # sequence keeps C (and fits False)
+    # the decode pool's slots: what its KV cache holds (as the engine reserves it, Engine.kv_budget) and its step budget
+    # schedules (decode_pool), and the engine's batch limit where given; a pool that holds no sequence keeps C (fits False)
     per_rank = np.where(d["max_per_instance"] >= 1, d["max_per_instance"], np.inf) / np.asarray(decode_plan.arrays()[4], float)
     if decode_max_batch is not None:
         per_rank = np.minimum(per_rank, np.asarray(decode_max_batch, float))
@@ -451,8 +445,7 @@ def estimate_disagg(model: ModelSpec, prefill: Deployment, decode: Deployment, *
     concurrency, after checking both plans on their GPUs; `decode_max_batch` caps the sequences each
     decode attention-DP rank runs (the engine's max batch size), the rest waiting for a slot; `arrival`
     how the requests come, `prefill_routing` how a prefill instance spreads them over its ranks (evaluate_disagg; _notes),
-    `decode_recv_interval` the decode iterations between the decode workers' polls for new requests (SGLang
-    --scheduler-recv-interval; decode_admission)."""
+    `decode_recv_interval` the decode iterations between the decode workers' polls (decode_admission)."""
     gpu, dg, prefill_plan, decode_plan = prefill.gpu, decode.gpu, prefill.plan, decode.plan
     from llm_codesign.spec.plan import check_step_budget
 
@@ -462,8 +455,7 @@ def estimate_disagg(model: ModelSpec, prefill: Deployment, decode: Deployment, *
     routing = routing_of(prefill.engine, prefill_routing)
 
     for name, v in (("isl", isl), ("osl", osl), ("prefill_instances", prefill_instances), ("decode_instances", decode_instances),
-                    ("decode_max_batch", 1 if decode_max_batch is None else decode_max_batch),
-                    ("decode_recv_interval", decode_recv_interval)):
+                    ("decode_max_batch", 1 if decode_max_batch is None else decode_max_batch), ("decode_recv_interval", decode_recv_interval)):
         if v is None or v < 1:
             raise InputError(name, v, "a positive integer")
     if not len(concurrencies) or min(concurrencies) < 1:
