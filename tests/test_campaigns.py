@@ -119,13 +119,13 @@ def test_a_key_the_table_does_not_know_is_one_line():
     cases = [("set = { ar_norm_fusion = false }", "set = { arnorm_fusion = false }",
               "campaigns.toml [aiconfigurator-core] flags.set: 'arnorm_fusion' is not valid; one of: max_num_tokens, arrival, "
               "max_prefill_tokens, max_running_requests, cuda_graph_max_bs, recv_interval, ignore_eos, mixed_chunk, chunked_prefill, "
-              "kv_fraction, rounds, prefill_routing, offline, act_quant_fusion, attn_out_fusion, ar_norm_fusion, rope_decode_fusion, "
-              "hop_b_fusion, pdl_fusion"),
+              "kv_fraction, rounds, prefill_routing, offline, decode_recv_interval, act_quant_fusion, attn_out_fusion, ar_norm_fusion, "
+              "rope_decode_fusion, hop_b_fusion, pdl_fusion"),
              ("set = { ar_norm_fusion = false }", 'set = { ar_norm_fusion = "no" }',
               "campaigns.toml [aiconfigurator-core] flags.set.ar_norm_fusion: 'no' is not valid; true or false"),
              ("rounds = 20", "round = 20", "campaigns.toml [aiconfigurator-core]: 'round' is not valid; one of: source, flags, arrival, "
               "max_prefill_tokens, max_running_requests, cuda_graph_max_bs, recv_interval, ignore_eos, mixed_chunk, chunked_prefill, "
-              "kv_fraction, rounds, prefill_routing, offline"),
+              "kv_fraction, rounds, prefill_routing, offline, decode_recv_interval"),
              ("over_isl = {", "over_isls = {", "campaigns.toml [aiconfigurator-core] flags: 'over_isls' is not valid; one of: when, set, "
               "over_isl, over_isl_and_batch, round_up"),
              ("over_isl_and_batch = { max_num_tokens", "over_isl_and_batch = { max_num_token",
@@ -161,6 +161,8 @@ def test_a_key_the_table_does_not_know_is_one_line():
               "campaigns.toml [inferencex] flags.set.max_prefill_tokens: True is not valid; a whole number of at least 1"),
              ('arrival = "closed_loop"', 'arrival = "closed_loop"\nprefill_routing = "roundrobin"',
               "campaigns.toml [inferencex] prefill_routing: 'roundrobin' is not valid; one of balanced, random"),
+             ("set = { decode_recv_interval = 10 }", "set = { decode_recv_interval = 0 }",
+              "campaigns.toml [inferencex] flags.set.decode_recv_interval: 0 is not valid; a whole number of at least 1"),
              ("rounds = 20", "rounds = 0", "campaigns.toml [aiconfigurator-core] rounds: 0 is not valid; a whole number of at least 1, or inf"),
              ('arrival = "waves"', 'arrival = "poisson"',
               "campaigns.toml [aiconfigurator-core] arrival: 'poisson' is not valid; one of waves, closed_loop, burst")]
@@ -278,3 +280,38 @@ def test_which_bundled_runs_lose_pdl():
     assert off("trtllm_perf_overview.csv")[0] == 881
     assert off("published_runs.csv")[0] == 1
     assert off("serving_disagg_blackwell.csv")[0] == off("serving_inferencex_mi355x.csv")[0] == off("published_mtp_depth.csv")[0] == 0
+
+
+def test_the_disaggregated_sglang_low_latency_recipes_poll_their_decode_workers_every_ten_steps():
+    """InferenceX's GB200/GB300 SGLang recipes whose decode workers run no attention DP (the low-latency ones, at commit
+    792d8aa4) set scheduler-recv-interval 10 on the decode servers, GB300 FP8's 1; attention-DP decode pools poll every
+    loop (SGLang refuses the interval under attention DP), as do B200's recipes and every aggregated row."""
+    base = {"source": "inferencex https://github.com/SemiAnalysisAI/InferenceX/actions/runs/1", "model": "deepseek-ai/DeepSeek-R1-0528",
+            "backend": "sglang", "isl": "1024", "osl": "1024", "concurrency": "4", "prefill_instances": "1",
+            "decode_instances": "2", "prefill_attention_dp": "1"}
+    cases = [({"gpu": "gb200", "weight_dtype": "nvfp4", "decode_attention_dp": "1"}, 10),
+             ({"gpu": "gb300", "weight_dtype": "nvfp4", "decode_attention_dp": "1"}, 10),
+             ({"gpu": "gb300", "weight_dtype": "fp8_block", "decode_attention_dp": "1"}, 1),
+             ({"gpu": "gb200", "weight_dtype": "fp8_block", "decode_attention_dp": "32"}, None),
+             ({"gpu": "b200", "weight_dtype": "fp8_block", "decode_attention_dp": "1"}, None),
+             ({"gpu": "gb200", "weight_dtype": "fp8_block", "decode_attention_dp": "1", "backend": "trtllm"}, None),
+             ({"gpu": "gb200", "weight_dtype": "nvfp4", "tp": "4", "prefill_attention_dp": "", "decode_instances": ""}, None)]
+    for extra, want in cases:
+        assert campaigns.settings(base | extra).get("decode_recv_interval") == want, extra
+
+
+def test_sglang_builds_before_0_5_10_stream_the_disaggregated_first_token_a_loop_later():
+    """The build an SGLang row's image names (lmsysorg/sglang:vX.Y.Z...), and the first-token rule read from it: before
+    0.5.10, or no image named (the shipped rows' December 2025 runs), a loop later; 0.5.10 on, and every other engine, not."""
+    src = "inferencex https://github.com/SemiAnalysisAI/InferenceX/actions/runs/21831958748/attempts/2 image="
+    cases = [("lmsysorg/sglang:v0.5.8.post1-cu130", "sglang", (0, 5, 8), True),
+             ("lmsysorg/sglang:v0.5.5.post2 (inferred from same run)", "sglang", (0, 5, 5), True),
+             ("lmsysorg/sglang:v0.5.9-cu130", "sglang", (0, 5, 9), True),
+             ("lmsysorg/sglang:v0.5.10", "sglang", (0, 5, 10), False),
+             ("lmsysorg/sglang:v0.5.12.post1", "sglang", (0, 5, 12), False),
+             ("", "sglang", None, True),
+             ("nvcr.io/nvidia/ai-dynamo/tensorrtllm-runtime:0.8.1.post2", "trtllm", None, False)]
+    for image, backend, build, late in cases:
+        r = {"source": src + image, "backend": backend}
+        assert campaigns.sglang_build(r) == build, image
+        assert campaigns.first_token_next_loop(r) is late, image

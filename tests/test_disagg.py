@@ -551,3 +551,69 @@ def test_a_pools_stated_kv_fraction_sizes_its_cache(fraction, held):
     r = evaluate_disagg(m, dep, dep, calibration=calibration_for(h100), prefill_instances=1, decode_instances=1, concurrency=16,
                         isl=1024, osl=1024)
     assert (float(r["max_concurrency"]), bool(r["fits"]), bool(r["prefill_fits"])) == (held, held > 0, True)
+
+
+def test_the_decode_workers_receive_interval_delays_the_bootstrap_golden():
+    # t = one decode iteration 20 ms, t_kv = 2 ms, SGLang's --scheduler-recv-interval R = 10 on the decode server: a busy
+    # decode worker reads its socket every 10th step, so the request reaches it R t / 2 = 100 ms after it arrives (not
+    # t / 2 = 10), then the transfer and the next loop top: 100 + 2 + 10 = 112 ms; 30 ms spent anyway before the prefill
+    # hide 30 of the 100 (82 ms); a worker decoding half the time skips R - 1 = 9 steps half the time: 10 (1 + 4.5) = 55,
+    # 55 + 2 + 10 = 67 ms. TensorRT-LLM's path takes the same reach: 100 + max(20, 2 + 10) = 120 ms. R = 1 is the old price
+    t, t_kv = 0.020, 0.002
+    assert float(decode_admission(t, t_kv, on_arrival=True, recv_interval=10)) == pytest.approx(0.112, rel=1e-12)
+    assert float(decode_admission(t, t_kv, on_arrival=True, recv_interval=10, hidden=0.030)) == pytest.approx(0.082, rel=1e-12)
+    assert float(decode_admission(t, t_kv, on_arrival=True, recv_interval=10, busy=0.5)) == pytest.approx(0.067, rel=1e-12)
+    assert float(decode_admission(t, t_kv, recv_interval=10)) == pytest.approx(0.120, rel=1e-12)
+    assert float(decode_admission(t, t_kv, on_arrival=True, recv_interval=1, busy=0.3)) == pytest.approx(0.022, rel=1e-12)
+
+
+def test_a_lone_request_finds_the_decode_worker_idle_whatever_its_receive_interval():
+    # DeepSeek-R1 on GB200, SGLang TP4 / TP4, 1k/1k. At one request in a closed loop (or a burst) nothing else decodes when it
+    # arrives, so the decode worker's idle loops (microseconds) are all R skips: TTFT as at R = 1. At 4 requests on one decode
+    # instance the other 3 decode f ~ 99% of their cycles (1,023 steps against a ~0.2 s first token), so the worker is busy
+    # with probability 1 - (1 - f)^3 ~ 1 and the bootstrap waits ~ R t / 2 = 5 t: the admission grows by ~ 9 t / 2
+    m, g = get_model("deepseek-r1"), get_gpu("gb200")
+    pools = disagg_pair(g, Precision.of("fp8_block", kv="fp8"), Plan(tp=4), Plan(tp=4), backend="sglang")
+    kw = dict(calibration=calibration_for(g), prefill_instances=1, decode_instances=1, isl=1024, osl=1024)
+    for arrival in ("closed_loop", "burst"):
+        one, ten = (evaluate_disagg(m, *pools, concurrency=1, arrival=arrival, decode_recv_interval=r, **kw) for r in (1, 10))
+        assert ten["ttft_s"].item() == one["ttft_s"].item(), arrival
+    one, ten = (evaluate_disagg(m, *pools, concurrency=4, decode_recv_interval=r, **kw) for r in (1, 10))
+    t = one["step_s"].item()
+    grown = ten["decode_admission_s"].item() - one["decode_admission_s"].item()
+    assert grown == pytest.approx(4.5 * t, rel=0.03)
+    assert ten["ttft_s"].item() > one["ttft_s"].item() and ten["tpot_s"].item() == one["tpot_s"].item()
+
+
+def test_decode_recv_interval_is_refused_below_one():
+    import llm_codesign as lc
+
+    with pytest.raises(InputError, match="decode_recv_interval"):
+        lc.disagg("deepseek-r1", "gb200", prefill="tp=4", decode="tp=4", engine="sglang", concurrency=4, decode_recv_interval=0)
+    r = run("disagg", "deepseek-r1", "--gpu", "gb200", "--backend", "sglang", "--prefill", "tp=4", "--decode", "tp=4",
+            "--decode-recv-interval", "0")
+    assert r.returncode == 2 and "decode-recv-interval" in r.stderr + r.stdout
+
+
+def test_sglang_before_0_5_10_streams_the_first_token_a_loop_later_golden():
+    # t = 20 ms, t_kv = 2 ms, SGLang (the cache pre-allocated, the first token streamed on its arrival): 10 + 2 + 10 = 22 ms.
+    # A build before 0.5.10 runs the arrived request as that loop's prebuilt batch and, under the overlap scheduler,
+    # processes its result (the first token) in the next loop, once the decode step in flight ends: t = 20 ms more while
+    # the worker decodes (42 ms), half of it at busy 0.5 (32 ms), none when it idles (22 ms); with R = 10 and busy 1,
+    # 100 + 2 + 10 + 20 = 132 ms. The flag changes nothing on TensorRT-LLM's path (30 ms)
+    t, t_kv = 0.020, 0.002
+    assert float(decode_admission(t, t_kv, on_arrival=True, next_loop=True)) == pytest.approx(0.042, rel=1e-12)
+    assert float(decode_admission(t, t_kv, on_arrival=True, next_loop=True, busy=0.5)) == pytest.approx(0.032, rel=1e-12)
+    assert float(decode_admission(t, t_kv, on_arrival=True, next_loop=True, busy=0.0)) == pytest.approx(0.022, rel=1e-12)
+    assert float(decode_admission(t, t_kv, on_arrival=True, next_loop=True, recv_interval=10)) == pytest.approx(0.132, rel=1e-12)
+    assert float(decode_admission(t, t_kv, next_loop=True)) == pytest.approx(0.030, rel=1e-12)
+    both = decode_admission(t, t_kv, on_arrival=True, next_loop=np.array([False, True]))
+    assert both.tolist() == pytest.approx([0.022, 0.042], rel=1e-12)
+    # evaluate_disagg: a lone request finds the worker idle (no change); at 4 requests the admission grows by ~ t
+    m, g = get_model("deepseek-r1"), get_gpu("gb200")
+    pools = disagg_pair(g, Precision.of("fp8_block", kv="fp8"), Plan(tp=4), Plan(tp=4), backend="sglang")
+    kw = dict(calibration=calibration_for(g), prefill_instances=1, decode_instances=1, isl=1024, osl=1024)
+    one, late = (evaluate_disagg(m, *pools, concurrency=1, first_token_next_loop=x, **kw) for x in (False, True))
+    assert late["ttft_s"].item() == one["ttft_s"].item()
+    one, late = (evaluate_disagg(m, *pools, concurrency=4, first_token_next_loop=x, **kw) for x in (False, True))
+    assert late["decode_admission_s"].item() - one["decode_admission_s"].item() == pytest.approx(one["step_s"].item(), rel=0.03)

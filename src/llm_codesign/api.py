@@ -272,14 +272,17 @@ def disagg(model: str | ModelSpec, gpu: str | Gpu, *, prefill: str | Plan, decod
            spec: SpecDecoding | str | None = None, draft_len: int | None = None, acceptance: float | None = None,
            acceptance_rates: str | tuple | None = None, draft_model: str | None = None, max_num_tokens: int | None = None,
            decode_max_num_tokens: int | None = None, decode_max_batch: int | None = None, prefill_routing: str | None = None,
-           calibration: Calibration | Profile | str | None = None, backend: str | None = None) -> DisaggEstimate:
+           decode_recv_interval: int = 1, calibration: Calibration | Profile | str | None = None,
+           backend: str | None = None) -> DisaggEstimate:
     """One disaggregated deployment, as `llm-codesign disagg` prices it (explore.disagg_search.price_pools, one code
     path): `prefill_instances` instances of the `prefill` plan (`"tp=4"`, `"tp=8,ep=8"` or a `Plan`) on `gpu` hand each
     prompt's KV cache to `decode_instances` of the `decode` plan (on `decode_gpu` where it differs), at each load of
     `concurrency` (requests in flight, one or a list); `workload` the lengths and how requests arrive
-    (`arrival`), `decode_max_batch` the decode ranks' max batch. Returns a `DisaggEstimate`: per load TTFT and its
+    (`arrival`), `decode_max_batch` the decode ranks' max batch, `decode_recv_interval` the decode iterations between the
+    decode workers' polls for new requests (SGLang --scheduler-recv-interval). Returns a `DisaggEstimate`: per load TTFT and its
     parts, TPOT, tok/s/user, tok/s/GPU and their 80% and 95% intervals; `to_dict()` is what `disagg --json` prints."""
     from llm_codesign.explore.disagg_search import price_pools
+    from llm_codesign.spec.harness import MAX_RECV_INTERVAL
     from llm_codesign.spec.plan import MAX_CONCURRENCY, precision_for
     from llm_codesign.spec.validation import as_int
 
@@ -295,13 +298,15 @@ def disagg(model: str | ModelSpec, gpu: str | Gpu, *, prefill: str | Plan, decod
     check_sizes(MAX_STEP_TOKENS, max_num_tokens=max_num_tokens, decode_max_num_tokens=decode_max_num_tokens)
     if decode_max_batch is not None:
         as_int("decode_max_batch", decode_max_batch, hi=MAX_CONCURRENCY, what=f"a positive integer up to {MAX_CONCURRENCY:,}")
+    as_int("decode_recv_interval", decode_recv_interval, hi=MAX_RECV_INTERVAL, what=f"a positive integer up to {MAX_RECV_INTERVAL:,}")
     conc = [int(c) for c in check_concurrency(concurrency, arrays=True).reshape(-1)]
     sd = spec if isinstance(spec, SpecDecoding) or spec is None else spec_decoding(
         spec, draft_len=draft_len, acceptance=acceptance, acceptance_rates=acceptance_rates, draft_model=draft_model)
     return price_pools(m, g, prefill=prefill, decode=decode, decode_gpu=dg, precision=precision_for(m, weight_dtype, activation_dtype, kv_dtype),
                        engine=engine_arg(engine, backend), spec=sd, max_num_tokens=max_num_tokens, decode_max_num_tokens=decode_max_num_tokens,
                        prefill_instances=prefill_instances, decode_instances=decode_instances, concurrencies=conc, isl=w.isl, osl=w.osl,
-                       decode_max_batch=decode_max_batch, arrival=w.arrival, prefill_routing=prefill_routing, calibration=_ref(calibration))
+                       decode_max_batch=decode_max_batch, arrival=w.arrival, prefill_routing=prefill_routing,
+                       decode_recv_interval=decode_recv_interval, calibration=_ref(calibration))
 
 
 def mix(model: str | ModelSpec, deployment: Deployment, *, lengths: str | Path | None = None, isl_dist: str | None = None,

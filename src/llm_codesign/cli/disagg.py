@@ -33,7 +33,7 @@ from llm_codesign.cli.common import (
     _table,
     app,
 )
-from llm_codesign.spec.harness import DEFAULT_ARRIVAL
+from llm_codesign.spec.harness import DEFAULT_ARRIVAL, MAX_RECV_INTERVAL
 
 
 def _measured() -> str:
@@ -79,6 +79,10 @@ def disagg(
                                                   "spreads requests over its ranks: balanced (TensorRT-LLM; SGLang 0.5.12+'s "
                                                   "--load-balance-method round_robin) or random (SGLang's bootstrap room, which "
                                                   "0.5.8-0.5.9 use even under round_robin). Default: the engine's."),
+    decode_recv_interval: int = typer.Option(1, "--decode-recv-interval", min=1, max=MAX_RECV_INTERVAL,
+                                             help="Decode iterations between the decode workers' polls for new requests "
+                                             "(SGLang --scheduler-recv-interval on the decode servers): a request waits for "
+                                             "the next poll before its cache is pre-allocated and its prefill may start."),
     calibration: Optional[str] = O_CAL, as_json: bool = typer.Option(False, "--json", help="Print the answer as JSON (what the table shows, and more)."),
 ):
     """Disaggregated serving: prefill instances hand each prompt's KV cache to decode instances."""
@@ -92,7 +96,7 @@ def disagg(
                          engine=backend, spec=_spec(spec, draft_len, acceptance, acceptance_rates, draft_model), max_num_tokens=max_num_tokens,
                          decode_max_num_tokens=decode_max_num_tokens, prefill_instances=prefill_instances, decode_instances=decode_instances,
                          concurrencies=conc, isl=isl, osl=osl, decode_max_batch=decode_max_batch, arrival=arrival,
-                         prefill_routing=prefill_routing, calibration=calibration)
+                         prefill_routing=prefill_routing, decode_recv_interval=decode_recv_interval, calibration=calibration)
     r = answer.to_dict()
     if as_json:
         return _dump(r)

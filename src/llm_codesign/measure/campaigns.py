@@ -22,8 +22,10 @@ from llm_codesign.spec.harness import ARRIVALS, DEFAULT_ARRIVAL, FLAG_NAMES, FRA
 FLAG_COLUMNS = ("arrival", *FLAG_NAMES)
 # a campaign's settings no row column overrides: how its disaggregated prefill instances spread requests over their
 # attention-DP ranks (serve.disagg.PREFILL_ROUTINGS), where the campaign names it; whether its runs are an offline
-# benchmark's (every request queued, throughput over the batch's life: serve.aggregated.evaluate's `offline`)
-CAMPAIGN_KEYS = ("prefill_routing", "offline")
+# benchmark's (every request queued, throughput over the batch's life: serve.aggregated.evaluate's `offline`); the decode
+# iterations between a disaggregated decode server's polls for new requests (SGLang --scheduler-recv-interval on its
+# decode workers: serve.disagg.evaluate_disagg's `decode_recv_interval`, 1 where not named)
+CAMPAIGN_KEYS = ("prefill_routing", "offline", "decode_recv_interval")
 _BOOL = ("ignore_eos", "mixed_chunk", "chunked_prefill")
 _TRUE, _FALSE = ("true", "1", "yes"), ("false", "0", "no")
 # an entry's `NAME_fusion = false`: the run's engine build does not make that fusion (Engine.without)
@@ -195,6 +197,32 @@ def _sample_builds() -> dict[str, tuple[str, str]]:
 def unparsed_builds() -> list[str]:
     """The builds the sample's builds CSV names that parse_trtllm_version does not read (validate's data checks warn)."""
     return sorted({b for b, _ in _sample_builds().values() if b and parse_trtllm_version(b) is None})
+
+
+# an SGLang row's build where its source names the image (`image=lmsysorg/sglang:v0.5.8.post1-cu130`): (major, minor, patch)
+_SGLANG_IMAGE = re.compile(r"lmsysorg/sglang:v(\d+)\.(\d+)\.(\d+)")
+# the first SGLang build whose disaggregated decode server streams a prebuilt request's first token in the loop that sees
+# its cache (0.5.10 disaggregation/decode.py:1212-1243, get_next_disagg_decode_batch_to_run processes the prebuilt batch's
+# result before scheduling the decode step); up to 0.5.9 the prebuilt batch runs as that loop's batch and its result,
+# under the overlap scheduler, is processed in the next loop (0.5.5.post2 decode.py:806-884, 0.5.8.post1 :860-945, 0.5.9 :926-1012)
+SGLANG_SAME_LOOP_FIRST_TOKEN = (0, 5, 10)
+
+
+def sglang_build(r: dict) -> tuple[int, int, int] | None:
+    """The SGLang build (major, minor, patch) an SGLang row's source names in its image, else None."""
+    m = _SGLANG_IMAGE.search(r.get("source") or "")
+    return (int(m.group(1)), int(m.group(2)), int(m.group(3))) if m else None
+
+
+def first_token_next_loop(r: dict) -> bool:
+    """Whether a disaggregated SGLang row's decode servers stream the first token a loop after they see the cache (a build
+    before SGLANG_SAME_LOOP_FIRST_TOKEN, or none named: the shipped disaggregated rows without an image are InferenceX runs
+    of December 2025, GitHub runs 20047470193-20413316138, the same weeks as the runs naming 0.5.5.post2); False for any other
+    engine's row and for a later build (serve.disagg.decode_admission's `next_loop`)."""
+    if (r.get("backend") or "").strip().lower() != "sglang":
+        return False
+    build = sglang_build(r)
+    return build is None or build < SGLANG_SAME_LOOP_FIRST_TOKEN
 
 
 def trtllm_build(r: dict) -> tuple[int, int, int, int, int] | None:

@@ -226,9 +226,20 @@ def shared_steps(others, prefill: dict):
     return share * (prefill["t_loaded"] - prefill["t_alone"])
 
 
-def decode_admission(t_decode_step, t_kv, *, on_arrival: bool = False, hidden=0.0):
+def decode_admission(t_decode_step, t_kv, *, on_arrival: bool = False, hidden=0.0, recv_interval=1.0, busy=1.0, next_loop=False):
     """What the decode worker adds to the first token, t = one decode iteration, t_kv = the hand-off's
-    transfer. Where it takes the request after the prefill (TensorRT-LLM: the disaggregated server sends
+    transfer, `recv_interval` R the decode iterations between its scheduler's polls for new requests
+    (SGLang --scheduler-recv-interval: SchedulerRecvSkipper weighs a decode step 1, so a busy decode worker
+    reads its socket every R-th step, sglang 0.5.8.post1 managers/scheduler_recv_skipper.py:26-38,
+    environ.py:222-225, managers/scheduler.py:1182-1187; 1 reads it every loop, every other engine's case):
+    a request reaches it R t / 2 after it arrives on average, in place of t / 2, where the worker is decoding (`busy`: the
+    probability that it is; an idle worker's loops count 1 each too, but take microseconds, so R - 1 of them cost nothing).
+    The prefill server's own interval costs nothing: a prefill step weighs 1000 (a poll after every step), its idle loops
+    take microseconds.
+    `next_loop` (where the worker streams the first token on the cache's arrival: SGLang builds before 0.5.10, whose
+    overlap loop runs the arrived request as that loop's prebuilt batch and processes its result, the first token, only
+    in the next loop, after the decode step in flight ends: decode.py:860-945@0.5.8.post1): t more while it decodes (`busy`).
+    Where it takes the request after the prefill (TensorRT-LLM: the disaggregated server sends
     the generation request once the context phase answers): at a step boundary (t / 2 on average), then
     it pulls the cache and sees the transfer done at the first boundary after it completes (t_kv + t / 2
     on average, one step at least), answering at the top of that iteration (PyExecutor
@@ -239,13 +250,17 @@ def decode_admission(t_decode_step, t_kv, *, on_arrival: bool = False, hidden=0.
     starts: the step running and the queue), and the token leaves at the first loop top after the
     transfer, t_kv + t / 2, with no step of its own."""
     t, t_kv = np.asarray(t_decode_step, float), np.asarray(t_kv, float)
-    if on_arrival:
-        return np.maximum(0.5 * t - np.asarray(hidden, float), 0.0) + t_kv + 0.5 * t
-    return 0.5 * t + np.maximum(t, t_kv + 0.5 * t)
+    # the request read at the worker's next poll: the skipped iterations are decode steps only while it decodes
+    reach = 0.5 * t * (1.0 + (np.maximum(np.asarray(recv_interval, float), 1.0) - 1.0) * np.asarray(busy, float))
+    if on_arrival:  # SGLang: the poll gates the pre-allocation, so the prefill's start (decode.py:834-858@0.5.8.post1)
+        late = np.where(np.asarray(next_loop, bool), t * np.asarray(busy, float), 0.0)  # the step in flight, then its loop
+        return np.maximum(reach - np.asarray(hidden, float), 0.0) + t_kv + 0.5 * t + late
+    return reach + np.maximum(t, t_kv + 0.5 * t)
 
 
 def first_token(C, base, t_kv, *, t_decode_step, decode_time, prefill: dict, n_p, arrival: str = DEFAULT_ARRIVAL,
-                on_arrival: bool = False, front=0.0, overlaps: bool = False, iterations: int = 6) -> tuple:
+                on_arrival: bool = False, front=0.0, overlaps: bool = False, recv_interval=1.0, n_d=1.0, next_loop=False,
+                iterations: int = 6) -> tuple:
     """Request rate, TTFT and the waits in it for C requests cycling through a prefill pool (prefill:
     prefill_pool's dict; base: the lone prefill and the front end's overhead) and decode: the decode
     worker's admission (decode_admission; `on_arrival`, Engine.first_token_on_kv_arrival: its bootstrap
@@ -261,17 +276,24 @@ def first_token(C, base, t_kv, *, t_decode_step, decode_time, prefill: dict, n_p
     The front end's work `front` (ttft_overhead) is paid before the prefill pool's queue, by serve.aggregated.
     front_end_wait's rule: in a closed loop where it `overlaps` (serve.aggregated.cost_overlaps) only beyond the running
     step's rest (running_rest), in a burst (the pool idle, no step to wait for) whole.
+    `recv_interval`: the decode worker's polls for new requests (decode_admission), whose skipped steps count where the
+    decode instance the request goes to (one of `n_d`) is decoding one of the other C - 1 requests when it arrives (the
+    arrival theorem again): each decodes a share f = rate x decode time / C of its cycle, so busy = 1 - (1 - f)^((C - 1) /
+    n_d); 0 in a burst, whose wave finds both pools idle; the same busy prices `next_loop` (decode_admission).
     Returns (rate, ttft, admission, step wait and shared steps, the front end's work paid)."""
-    def admission(hidden):
-        return decode_admission(t_decode_step, t_kv, on_arrival=on_arrival, hidden=hidden)
+    def admission(hidden, busy):
+        return decode_admission(t_decode_step, t_kv, on_arrival=on_arrival, hidden=hidden, recv_interval=recv_interval, busy=busy,
+                                next_loop=next_loop)
 
-    admit = admission(0.0)
+    others_each = np.maximum(np.asarray(C, float) - 1.0, 0.0) / np.asarray(n_d, float)
+    busy = 1.0 - 0.0 ** others_each  # before the first rate: a decoding worker wherever another request is in flight
+    admit = admission(0.0, 0.0 if arrival == "burst" else busy)
     if arrival == "burst":
         shared = shared_steps(np.asarray(C, float) / np.asarray(n_p, float) - 1.0, prefill)
         paid = np.asarray(front, float)  # a burst reaches an idle pool: no running step to hide the work under
         rate, ttft = lockstep_waves(C, base + paid + admit + shared, decode_time, prefill["per_instance"], n_p)
         if on_arrival:  # the bootstrap overlaps the wave's queue at the prefill pool
-            admit = admission(ttft - (base + paid + admit + shared))
+            admit = admission(ttft - (base + paid + admit + shared), 0.0)
             rate, ttft = lockstep_waves(C, base + paid + admit + shared, decode_time, prefill["per_instance"], n_p)
         return rate, ttft, admit, shared, paid + 0.0 * ttft
     extra, paid = np.zeros(1), np.asarray(front, float)  # before the first rate: no running step known yet
@@ -284,7 +306,8 @@ def first_token(C, base, t_kv, *, t_decode_step, decode_time, prefill: dict, n_p
         hidden = wait + np.maximum(ttft - (base + paid + admit + extra), 0.0)  # the step running, then the queue
         extra = wait + shared_steps(others / n_p * prefill["t_step"], prefill)
         paid = front_end_wait(0.0, front, slack=running_rest(others, n_p, prefill["t_step"]), overlaps=overlaps)
-        admit = admission(hidden)
+        f = np.clip(rate * np.asarray(decode_time, float) / np.asarray(C, float), 0.0, 1.0)
+        admit = admission(hidden, 1.0 - (1.0 - f) ** others_each)
     rate, ttft = closed_loop(C, base + paid + admit + extra, decode_time, **queue)
     return rate, ttft, admit, extra, paid + 0.0 * ttft
 
@@ -328,24 +351,23 @@ def closed_loop(C, base, decode_time, per_instance, n_p, *, queue_s=None) -> tup
 
 def evaluate_disagg(model: ModelSpec, prefill: Deployment, decode: Deployment, *, calibration: Calibration,
                     decode_calibration: Calibration | None = None, prefill_instances, decode_instances, concurrency, isl, osl,
-                    spec_k=None, decode_max_batch=None, arrival: str = DEFAULT_ARRIVAL, prefill_routing: str | None = None) -> dict:
-    """Metrics for every deployment in the broadcast of both pools' plans, instance counts,
-    concurrency, ISL/OSL and k; the same keys as serving.evaluate where they mean the same thing.
-    `prefill` and `decode` are one instance of each pool: its GPU, plan, precision, engine and step
-    token budget (the decode one's speculation; num_gpus is not read, the plans' sizes are), each
-    priced with its engine's costs (Engine.costs) in its calibration (`decode_calibration` where the
-    decode GPU's profile differs; by default `calibration`). The front end's request overhead is the
-    prefill engine's. Every request in flight is counted in the decode batch (those in prefill or
-    hand-off too: a slight overestimate of the decode batch), up to the decode pool's slots when the
-    decode engine's batch limit is given (decode_max_batch per attention-DP rank: TensorRT-LLM
-    max_batch_size, SGLang max-running-requests over its DP ranks). Past the slots, a request whose
-    prefill is done waits for a decoding one to finish (the decode engine admits a transfer only into
-    a free slot), the pool completes at most slots / decode time requests a second, and TTFT is what
-    is left of the cycle: C / rate - decode time. A decode GPU other than the prefill one puts the KV
-    hand-off on the NICs. `arrival` (spec.harness.ARRIVALS): how the requests reach the prefill pool,
-    a closed loop of C slots (the default; "waves" the same, first_token) or C sent together in
-    lockstep waves ("burst"); in a burst, past the decode slots a wave is what they hold and the rest
-    wait whole waves, as serve.aggregated prices them. `prefill_routing`: PREFILL_ROUTINGS (None: the engine's).
+                    spec_k=None, decode_max_batch=None, arrival: str = DEFAULT_ARRIVAL, prefill_routing: str | None = None,
+                    decode_recv_interval=1.0, first_token_next_loop=False) -> dict:
+    """Metrics for every deployment in the broadcast of both pools' plans, instance counts, concurrency, ISL/OSL and k; the same
+    keys as serving.evaluate where they mean the same thing. `prefill` and `decode` are one instance of each pool: its GPU,
+    plan, precision, engine and step token budget (the decode one's speculation; num_gpus is not read, the plans' sizes are),
+    each priced with its engine's costs (Engine.costs) in its calibration (`decode_calibration` where the decode GPU's profile
+    differs; by default `calibration`). The front end's request overhead is the prefill engine's. Every request in flight is
+    counted in the decode batch (those in prefill or hand-off too: a slight overestimate of the decode batch), up to the
+    decode pool's slots when the decode engine's batch limit is given (decode_max_batch per attention-DP rank: TensorRT-LLM
+    max_batch_size, SGLang max-running-requests over its DP ranks). Past the slots, a request whose prefill is done waits for
+    a decoding one to finish (the decode engine admits a transfer only into a free slot), the pool completes at most slots /
+    decode time requests a second, and TTFT is what is left of the cycle: C / rate - decode time. A decode GPU other than the
+    prefill one puts the KV hand-off on the NICs. `arrival` (spec.harness.ARRIVALS): how the requests reach the prefill pool,
+    a closed loop of C slots (the default; "waves" the same, first_token) or C sent together in lockstep waves ("burst"); in a
+    burst, past the decode slots a wave is what they hold and the rest wait whole waves, as serve.aggregated prices them.
+    `prefill_routing`: PREFILL_ROUTINGS (None: the engine's). `decode_recv_interval` (SGLang's --scheduler-recv-interval),
+    `first_token_next_loop` (SGLang < 0.5.10): decode_admission's.
     TTFT = prefill_alone_s + front_end_s (the front end's overhead, beyond the running step's rest where it
     overlaps: first_token) + decode_admission_s (kv_transfer_s in it) + prefill_step_wait_s + prefill_wait_s (the prefill pool's queue) + decode_slot_wait_s (past the slots)."""
     gpu, dg, prefill_plan, decode_plan = prefill.gpu, decode.gpu, prefill.plan, decode.plan
@@ -360,9 +382,8 @@ def evaluate_disagg(model: ModelSpec, prefill: Deployment, decode: Deployment, *
     pool = dict(costs=dcost, isl=isl, osl=osl, spec=decode.spec, spec_k=spec_k, max_num_tokens=decode.max_num_tokens,
                 kv_fraction=decode.kv_fraction)
     d = decode_pool(model, dg, decode.precision, decode_plan, per_instance=C / n_d, **pool)
-    # the decode pool's slots: what its KV cache holds (as the engine reserves it, Engine.kv_budget) and its
-    # step budget schedules (decode_pool), and the engine's batch limit where given; a pool that holds no
-    # sequence keeps C (and fits False)
+    # the decode pool's slots: what its KV cache holds (as the engine reserves it, Engine.kv_budget) and its step budget
+    # schedules (decode_pool), and the engine's batch limit where given; a pool that holds no sequence keeps C (fits False)
     per_rank = np.where(d["max_per_instance"] >= 1, d["max_per_instance"], np.inf) / np.asarray(decode_plan.arrays()[4], float)
     if decode_max_batch is not None:
         per_rank = np.minimum(per_rank, np.asarray(decode_max_batch, float))
@@ -375,7 +396,8 @@ def evaluate_disagg(model: ModelSpec, prefill: Deployment, decode: Deployment, *
     base, decode_time, pp_d = p["t_alone"] + 0.0, np.maximum(osl - 1.0, 0.0) * d["tpot"], np.asarray(decode_plan.arrays()[1], float)
     rate, ttft, admit, step_wait, slot_wait, front = _within_slots(
         C, base, t_kv, slots, t_decode_step=pp_d * d["t_stage"], decode_time=decode_time, prefill=p, n_p=n_p, arrival=arrival,
-        on_arrival=dcost.engine.first_token_on_kv_arrival, front=pcost.ttft_overhead, overlaps=cost_overlaps(prefill.engine, arrival))
+        on_arrival=dcost.engine.first_token_on_kv_arrival, front=pcost.ttft_overhead, overlaps=cost_overlaps(prefill.engine, arrival),
+        recv_interval=decode_recv_interval, n_d=n_d, next_loop=first_token_next_loop)
     base = base + front + admit + step_wait
     return {
         "ttft_s": ttft, "tpot_s": d["tpot"], "tok_s_per_user": 1.0 / d["tpot"], "output_tok_s_per_gpu": rate * osl / gpus,
@@ -418,11 +440,12 @@ def _check_pools(model: ModelSpec, prefill: Deployment, decode: Deployment) -> N
 def estimate_disagg(model: ModelSpec, prefill: Deployment, decode: Deployment, *, calibration: Calibration,
                     decode_calibration: Calibration | None = None, prefill_instances: int, decode_instances: int, concurrencies,
                     isl: int, osl: int, decode_max_batch: int | None = None, arrival: str = DEFAULT_ARRIVAL,
-                    prefill_routing: str | None = None) -> dict:
+                    prefill_routing: str | None = None, decode_recv_interval: int = 1) -> dict:
     """One disaggregated deployment (one instance of each pool, as evaluate_disagg takes them) at each
     concurrency, after checking both plans on their GPUs; `decode_max_batch` caps the sequences each
     decode attention-DP rank runs (the engine's max batch size), the rest waiting for a slot; `arrival`
-    how the requests come, `prefill_routing` how a prefill instance spreads them over its ranks (evaluate_disagg; _notes)."""
+    how the requests come, `prefill_routing` how a prefill instance spreads them over its ranks (evaluate_disagg; _notes),
+    `decode_recv_interval` the decode iterations between the decode workers' polls (decode_admission)."""
     gpu, dg, prefill_plan, decode_plan = prefill.gpu, decode.gpu, prefill.plan, decode.plan
     from llm_codesign.spec.plan import check_step_budget
 
@@ -432,7 +455,7 @@ def estimate_disagg(model: ModelSpec, prefill: Deployment, decode: Deployment, *
     routing = routing_of(prefill.engine, prefill_routing)
 
     for name, v in (("isl", isl), ("osl", osl), ("prefill_instances", prefill_instances), ("decode_instances", decode_instances),
-                    ("decode_max_batch", 1 if decode_max_batch is None else decode_max_batch)):
+                    ("decode_max_batch", 1 if decode_max_batch is None else decode_max_batch), ("decode_recv_interval", decode_recv_interval)):
         if v is None or v < 1:
             raise InputError(name, v, "a positive integer")
     if not len(concurrencies) or min(concurrencies) < 1:
@@ -442,7 +465,8 @@ def estimate_disagg(model: ModelSpec, prefill: Deployment, decode: Deployment, *
     C = np.asarray(concurrencies, float)
     r = evaluate_disagg(model, prefill, decode, calibration=calibration, decode_calibration=decode_calibration,
                         prefill_instances=prefill_instances, decode_instances=decode_instances, concurrency=C, isl=isl, osl=osl,
-                        decode_max_batch=decode_max_batch, arrival=arrival, prefill_routing=prefill_routing)
+                        decode_max_batch=decode_max_batch, arrival=arrival, prefill_routing=prefill_routing,
+                        decode_recv_interval=decode_recv_interval)
     if not bool(np.all(r["prefill_fits"])):
         raise InputError("prefill", prefill_plan.label(), f"a plan whose {int(prefill_plan.gpus)} GPUs hold the model and one {isl}-token prompt")
     if float(np.max(r["max_concurrency"])) < 1:
@@ -470,7 +494,8 @@ def estimate_disagg(model: ModelSpec, prefill: Deployment, decode: Deployment, *
             "decode": {"plan": decode_plan.label(), "backend": decode.backend, "precision": decode.precision.label(),
                        "instances": decode_instances, "gpus_each": int(decode_plan.gpus),
                        "max_concurrency": int(np.asarray(r["max_concurrency"]).reshape(-1)[0]),
-                       **({"max_batch": int(decode_max_batch)} if decode_max_batch is not None else {})},
+                       **({"max_batch": int(decode_max_batch)} if decode_max_batch is not None else {}),
+                       **({"recv_interval": int(decode_recv_interval)} if decode_recv_interval != 1 else {})},
             "num_gpus": int(np.asarray(r["gpus"]).reshape(-1)[0]), "notes": _notes(prefill_plan, prefill_routing), "rows": rows}
 
 

@@ -78,6 +78,9 @@ class SchedulerFlags:
 
 
 FLAG_NAMES = tuple(f.name for f in fields(SchedulerFlags))
+# the most decode iterations between a scheduler's polls `disagg --decode-recv-interval` takes (a bound against typos:
+# the recipes set 1-30)
+MAX_RECV_INTERVAL = 1 << 10
 DEFAULT_FLAGS = SchedulerFlags()
 FRACTION = "a fraction in (0, 1]"
 

@@ -45,6 +45,7 @@ from pydantic_core import PydanticCustomError
 
 from llm_codesign.errors import InputError
 from llm_codesign.spec.engines import engine_for, engine_for_pools, engine_names
+from llm_codesign.spec.harness import MAX_RECV_INTERVAL
 from llm_codesign.spec.plan import MAX_CONCURRENCY, MAX_STEP_TOKENS
 
 STATIC = resources.files("llm_codesign.web") / "static"
@@ -203,6 +204,8 @@ class DisaggRequest(ModelRef, Precisions, WhatIf, Speculation):
     # checked by serve.disagg (PREFILL_ROUTINGS), as `disagg --prefill-routing` is
     prefill_routing: Optional[str] = Field(None, max_length=100, description="How a prefill instance under attention DP spreads "
                                            "requests over its ranks: balanced or random; default: the engine's.")
+    decode_recv_interval: Int = Field(1, ge=1, le=MAX_RECV_INTERVAL, description="Decode iterations between the decode workers' "
+                                      "polls for new requests (SGLang --scheduler-recv-interval on the decode servers).")
 
 
 class ParetoRequest(ModelRef, Precisions, WhatIf, Speculation):
@@ -656,7 +659,8 @@ def _disagg(req: DisaggRequest, *, hub_cache: bool = False) -> dict:
     r = price_pools(m, g, decode_gpu=dg, precision=prec, engine=engine, spec=_speculation(req), max_num_tokens=req.max_num_tokens,
                     decode_max_num_tokens=req.decode_max_num_tokens, prefill_instances=req.prefill.instances,
                     decode_instances=req.decode.instances, concurrencies=list(req.concurrency), isl=req.isl, osl=req.osl,
-                    decode_max_batch=req.decode_max_batch, prefill_routing=req.prefill_routing, **plans_)
+                    decode_max_batch=req.decode_max_batch, prefill_routing=req.prefill_routing,
+                    decode_recv_interval=req.decode_recv_interval, **plans_)
     return _plain(r.to_dict())
 
 

@@ -77,7 +77,8 @@ class SGLangEngine(Engine):
     # the decode worker pre-allocates the KV of a request the router sent it beside the prefill (its bootstrap, before
     # the prefill may run: disaggregation/prefill.py:265-360, decode.py:731-1006), polls the transfers at the top of each
     # loop (decode.py:1753-1784, polling interval 1: server_args.py:805) and streams the first token before scheduling
-    # that loop's decode step (decode.py:1646-1664, managers/scheduler_output_processor_mixin.py:91-106; sglang 0.5.12)
+    # that loop's decode step (decode.py:1646-1664, managers/scheduler_output_processor_mixin.py:91-106; sglang 0.5.12; builds
+    # before 0.5.10 stream it a loop later: measure.campaigns.first_token_next_loop, serve.disagg.decode_admission's next_loop)
     first_token_on_kv_arrival = True
     # no attention-DP hold: the DP controller sends each request to a rank as it comes (round robin or by load,
     # managers/data_parallel_controller.py:571-606) and a rank without work runs an idle batch beside the others
