@@ -713,3 +713,34 @@ def test_one_rule_merges_the_deployments_chunked_prefill_into_the_runs_flags():
     assert run_flags(SchedulerFlags(chunked_prefill=True), chunked_prefill=False).chunked_prefill is True
     # a deployment that turns chunking off takes whole prompts: a 2,524-token budget two 1,024-token prompts, not 2.46
     assert prompt_budget(2524.0, 1024.0, engine=get_engine("vllm"), flags=run_flags(None, chunked_prefill=False)) == 2048.0
+
+
+def test_sglangs_mixed_step_runs_its_deepseek_decodes_as_mha_on_blackwell(b200, h200):
+    # SGLang's trtllm_mla backend (its SM100 default for DeepSeek-V3/R1, server_args.py:1277-1286@0.5.9) sends every extend
+    # batch to MHA_CHUNKED_KV (attention_backend_handler.py:124-134), a mixed step's decodes included: each decode's cached
+    # latent is up-projected by kv_b_proj and attended by the ragged MHA kernel (forward_mha.py:344-380). DeepSeek-R1 at TP 8:
+    # 128 / 8 = 16 heads a GPU, kv_b_proj 512 -> 16 x (128 + 128) = 4096. One 8,192-token prompt beside 4 decodes at 1,000
+    # cached tokens: the up-projection takes 8,192 + 4 x (1,000 + 1) = 12,196 rows; the absorbed products and the latent
+    # kernel take none; the decodes' MHA reads 1,000 + (1 + 1) / 2 = 1,001 keys each, 2 x 4 x 16 x 1,001 x (192 + 128) FLOPs
+    from llm_codesign.serve.aggregated import prefill_batch
+
+    m = get_model("deepseek-r1")
+    sh = Plan.parse("tp=8", m).broadcast()
+    sgl, trt = get_engine("sglang"), get_engine("trtllm")
+    assert sgl.mixed_decodes_as_mha(b200) and not sgl.mixed_decodes_as_mha(h200) and not trt.mixed_decodes_as_mha(b200)
+
+    def ops(dec_mha):
+        b = prefill_batch(tokens=8192.0, isl=8192.0, chunk=8192.0, dec_seqs=4.0, dec_ctx=1000.0, dec_mha=dec_mha)
+        return {op.role: op for op in forward_ops(m, b200, sgl.costs(calibration_for(b200)).cal, m.default_precision, sh, b=b, engine=sgl)
+                if op.part == "attention" and op.group == 0}
+
+    mha, lat = ops(True), ops(False)
+    assert float(mha["mla_kv_up"].flops) == pytest.approx(2.0 * 12196.0 * 4096.0 * 512.0, rel=1e-12)
+    assert float(lat["mla_kv_up"].flops) == pytest.approx(2.0 * 8192.0 * 4096.0 * 512.0, rel=1e-12)
+    assert float(mha["mla_q_absorb"].flops) == 0.0 and float(mha["core_decode"].flops) == 0.0
+    assert float(lat["mla_q_absorb"].flops) > 0.0
+    assert float(mha["core_prefill_decodes"].flops) == pytest.approx(2.0 * 4.0 * 16.0 * 1001.0 * 320.0, rel=1e-12)
+    assert "core_prefill_decodes" not in lat
+    # the prompt's own attention is the same either way, and the QKV projections still carry the decodes' 4 tokens
+    assert float(mha["core_prefill"].flops) == pytest.approx(float(lat["core_prefill"].flops), rel=1e-12)
+    assert float(mha["qkv_a"].flops) == pytest.approx(float(lat["qkv_a"].flops), rel=1e-12)

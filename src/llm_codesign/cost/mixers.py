@@ -36,8 +36,26 @@ def gqa_ops(a: GQA, P: Site, *, at: _At, s: _Step, b: Batch, prec: Precision) ->
 
 @op_builder(MLA, part="attention")
 def mla_ops(a: MLA, P: Site, *, at: _At, s: _Step, b: Batch, prec: Precision) -> list[Op]:
-    """MLA: its projections (_mla_proj), then the attention over the latent cache (_attend)."""
+    """MLA: its projections (_mla_proj), then the attention over the latent cache (_attend); a step whose decodes attend
+    as its prompts do (Batch.dec_mha) prices them so (_mla_decodes_as_mha)."""
+    if b.dec_mha and a.kernel == "mla":
+        return _mla_decodes_as_mha(a, P, at=at, s=s, b=b, prec=prec)
     return _mla(a, _mla_proj(a, b, at, P, s=s), P, at=at, s=s, b=b, prec=prec)
+
+
+def _mla_decodes_as_mha(a: MLA, P: Site, *, at: _At, s: _Step, b: Batch, prec: Precision) -> list[Op]:
+    """MLA in a step whose decodes run the prompts' path (SGLang's MHA_CHUNKED_KV: SGLangEngine.mixed_decodes_as_mha): no
+    absorbed products or latent kernel for them; their cached latent (dec_ctx each) and new tokens up-projected with the
+    prompts' (mla_kv_up) and attended by the prefill kernel, a query of 1 + k tokens per decode over its context, reading
+    the up-projected per-head K and V (BF16) it wrote."""
+    lat = replace(b, dec_seqs=np.zeros_like(np.asarray(b.dec_seqs, float)))
+    s_lat = s._replace(dec_tok=np.zeros_like(np.asarray(s.dec_tok, float)))
+    ops = _mla_proj(a, lat, at, P, s=s_lat, extra_kv_rows=np.asarray(b.dec_seqs, float) * (np.asarray(b.dec_ctx, float) + b.dec_tokens_per_seq))
+    ops = _mla(a, ops, P, at=at, s=s_lat, b=lat, prec=prec)
+    dec = Batch(pf_tokens=s.dec_tok, pf_seqs=b.dec_seqs, pf_ctx=b.dec_ctx)
+    up_kv = a.heads / s.tp * (a.head_dim + a.v_head_dim) * 2.0
+    ops.append(_core_prefill(a, dec, at, P, s=s, prec=prec, per_tok_kv=up_kv, qkv_d=a.head_dim + a.v_head_dim, name="core_prefill_decodes"))
+    return ops
 
 
 @op_builder(DSA, part="attention")
@@ -117,9 +135,9 @@ def _helix_exchange(core: list[Op], b: Batch, at: _At, P: Site, *, nbytes, kvp) 
     return _comm_of(P / "helix_all_to_all", np.minimum(whole, c + (B - 1.0) * np.maximum(c - a, 0.0)), nbytes, at)
 
 
-def _mla_proj(a: MLA, b: Batch, at: _At, P: Site, *, s: _Step) -> list[Op]:
+def _mla_proj(a: MLA, b: Batch, at: _At, P: Site, *, s: _Step, extra_kv_rows=0.0) -> list[Op]:
     """MLA's low-rank projections, the absorbed decode products and the prefill's up-projection of
-    the latent."""
+    the latent (and `extra_kv_rows` more: _mla_decodes_as_mha's)."""
     M, h, fa, dec_tok = s.M, s.h, s.fa, s.dec_tok
     heads_l = a.heads / s.tp
     ops = []
@@ -149,7 +167,7 @@ def _mla_proj(a: MLA, b: Batch, at: _At, P: Site, *, s: _Step) -> list[Op]:
     ops.append(_gemm(P / "mla_q_absorb", dec, a.kv_lora_rank, a.nope_dim, at, groups=heads_l, **_BF16))
     ops.append(_gemm(P / "mla_v_up", dec, a.v_head_dim, a.kv_lora_rank, at, groups=heads_l, **_BF16))
     # prefill: latent up-projected to per-head K and V for the chunk and its cached context
-    kv_rows = np.asarray(b.pf_tokens, float) + np.asarray(b.pf_seqs, float) * b.pf_ctx
+    kv_rows = np.asarray(b.pf_tokens, float) + np.asarray(b.pf_seqs, float) * b.pf_ctx + extra_kv_rows
     ops.append(_gemm(P / "mla_kv_up", kv_rows, heads_l * (a.nope_dim + a.v_head_dim), a.kv_lora_rank, at, **fa))
     return ops
 
@@ -295,7 +313,7 @@ def _core_decode(a: Attention, b: Batch, at: _At, P: Site, *, s: _Step, prec: Pr
     return _attention(P / "core_decode", dec_flops, dec_bytes, tuple(x * f for x in times), at)
 
 
-def _core_prefill(a: Attention, b: Batch, at: _At, P: Site, *, s: _Step, prec: Precision, per_tok_kv, qkv_d) -> Op:
+def _core_prefill(a: Attention, b: Batch, at: _At, P: Site, *, s: _Step, prec: Precision, per_tok_kv, qkv_d, name: str = "core_prefill") -> Op:
     """Prefill attention, causal: a chunk of T_p tokens from s sequences over c cached tokens each,
     reading the keys the mixer reads (Attention.prefill_keys); `per_tok_kv` as _core_decode's, `qkv_d` a head's query-key
     plus value width. GQA's
@@ -312,7 +330,7 @@ def _core_prefill(a: Attention, b: Batch, at: _At, P: Site, *, s: _Step, prec: P
                                         seq_heads=seqs * heads_l, keys=keys, scores=tp_tok * heads_l * keys,
                                         fa3=a.kernel == "gqa" and cost.runs_fa3_prefill(at.engine, at.gpu))
     f = _attention_factor(at, a, "prefill", kv_fp8=prec.kv.math == "fp8")
-    return _attention(P / "core_prefill", pf_flops, pf_bytes, tuple(x * f for x in times), at)
+    return _attention(P / name, pf_flops, pf_bytes, tuple(x * f for x in times), at)
 
 
 def _attention_factor(at: _At, a: Attention, phase: str, *, kv_fp8: bool, dec_tokens=None):

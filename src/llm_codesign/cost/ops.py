@@ -37,6 +37,9 @@ class Batch:
     pf_tokens: object = 0.0
     pf_seqs: object = 0.0
     pf_ctx: object = 0.0  # average cached context before the prefill chunk
+    # whether the decodes of a step that carries prefill attend as the prompts do: MLA's latent up-projected over each one's
+    # whole context and MHA over it (Engine.mixed_decodes_as_mha), not the absorbed latent kernel
+    dec_mha: bool = False
 
 
 @dataclass(frozen=True, slots=True, eq=False, kw_only=True)

@@ -244,14 +244,17 @@ def prefill_step(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, costs
     piecewise graphs leave attention outside). `isl` counts the prompt tokens computed; `cached` those
     of its prefix found in the prefix cache, which the computed ones attend to but nothing recomputes.
     Kernels are priced with costs.cal, the engine's in-step calibration."""
-    b = prefill_batch(tokens=tokens, isl=isl, chunk=chunk, dec_seqs=dec_seqs, dec_ctx=dec_ctx, cached=cached, k=k)
+    # a mixed step's decodes as the engine's extend path runs them (Engine.mixed_decodes_as_mha); never under speculation,
+    # whose extend SGLang runs on the absorbed path (is_extend_without_speculative) and which does not mix there anyway
+    b = prefill_batch(tokens=tokens, isl=isl, chunk=chunk, dec_seqs=dec_seqs, dec_ctx=dec_ctx, cached=cached, k=k,
+                      dec_mha=spec is None and costs.engine.mixed_decodes_as_mha(gpu))
 
     def kernels():
         ops = forward_ops(model, gpu, costs.cal, prec, sh, b=b, engine=costs.engine, sample=True)
         n = launches(ops)  # counted once: each launch pays its host cost, and PDL's share of a boundary comes off
         return kernels_time(ops, gpu, costs, n_launches=n), n
 
-    t_kernels, n = _reused(kernels, what=("prefill",), model=model, gpu=gpu, prec=prec, sh=sh, costs=costs,
+    t_kernels, n = _reused(kernels, what=("prefill", b.dec_mha), model=model, gpu=gpu, prec=prec, sh=sh, costs=costs,
                            arrays=(b.pf_tokens, b.pf_seqs, b.pf_ctx, b.dec_seqs, b.dec_ctx, b.dec_tokens_per_seq))
     t = t_kernels + costs.step_overhead + costs.seq_overhead * (b.pf_seqs + dec_seqs) + costs.eager_per_launch(stage_ranks(sh)) * n
     decoding = np.asarray(dec_seqs) > 0
@@ -265,14 +268,15 @@ def prefill_step(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, costs
     return t + np.where(decoding, t_draft, 0.0) / np.asarray(sh.pp, float)
 
 
-def prefill_batch(*, tokens, isl, chunk, dec_seqs=0.0, dec_ctx=0.0, cached=0.0, k=0.0) -> Batch:
+def prefill_batch(*, tokens, isl, chunk, dec_seqs=0.0, dec_ctx=0.0, cached=0.0, k=0.0, dec_mha=False) -> Batch:
     """The batch of prefill_step's step: `tokens` of prompts of `isl` (whole, or chunks of `chunk`
     over the earlier ones, half of them on average) after `cached` tokens, beside `dec_seqs` decodes of
     1 + `k` tokens each, a token and its k drafts verified as in a decode step (vLLM schedules a running request's
     draft tokens with it, num_tokens_with_spec, v1/core/sched/scheduler.py:404-411, 521-532@0.19.0; aiconfigurator's mixed
-    step, decode_query_tokens, aic-core/.../sdk/backends/base_backend.py:1073@095f58a5)."""
+    step, decode_query_tokens, aic-core/.../sdk/backends/base_backend.py:1073@095f58a5); `dec_mha`: the decodes attend as the
+    prompts do (Batch.dec_mha)."""
     return Batch(pf_tokens=tokens, pf_seqs=np.maximum(tokens / isl, 1.0), pf_ctx=cached + np.maximum(isl - chunk, 0.0) / 2.0,
-                 dec_seqs=dec_seqs, dec_ctx=dec_ctx, dec_tokens_per_seq=1.0 + k)
+                 dec_seqs=dec_seqs, dec_ctx=dec_ctx, dec_tokens_per_seq=1.0 + k, dec_mha=bool(dec_mha))
 
 
 class _Rank(NamedTuple):

@@ -288,6 +288,13 @@ class Engine(ABC):
         """Time of its attention kernel relative to TensorRT-LLM's on the same shape (attention_kernels)."""
         return self.attention_kernels.get(family, {}).get((kind, phase), 1.0)
 
+    def mixed_decodes_as_mha(self, gpu) -> bool:
+        """Whether the decodes of a step that carries prefill attend as the prompts do on `gpu` (Batch.dec_mha): an MLA
+        model's latent up-projected over each decode's whole context and MHA over it, not the absorbed latent kernel a
+        decode step runs. No: TensorRT-LLM's and vLLM's mixed steps run their decodes on the generation kernel; an
+        engine whose extend path does otherwise says so in its module."""
+        return False
+
     def pdl_share(self, family: str) -> float:
         """Share of a serving step's kernel boundaries whose next kernel it launches with PDL (0 before SM90, and in a
         build without it: Engine.without("pdl"))."""

@@ -88,6 +88,15 @@ class SGLangEngine(Engine):
     # of the wait in both campaigns (docs/modelling-notes.md#sglang-request-cost, #request-overhead-overlap): added as before
     request_cost_overlaps_wait = False
 
+    def mixed_decodes_as_mha(self, gpu) -> bool:
+        """On SM100/SM103 its DeepSeek-V3/R1 default attention backend is trtllm_mla (server_args.py:1277-1286@0.5.9),
+        which sends every extend batch without speculation to MHA_CHUNKED_KV (models/deepseek_common/
+        attention_backend_handler.py:124-134@0.5.9). A mixed step (--enable-mixed-chunk) is such a batch, its decodes
+        extends of one token over their whole context (managers/schedule_batch.py mix_with_running:1770-1799,
+        scheduler.py:2184-2197), so each step gathers every decode's cached latent in chunks, up-projects it with kv_b_proj
+        and attends over it with the ragged MHA kernel (attention_forward_methods/forward_mha.py:278-310, 344-380)."""
+        return gpu.family == "blackwell"
+
     def step_tokens(self, gpu) -> int:
         """chunked_prefill_size = 2048 below 35 GiB, 4096 below 60 GiB, 8192 below 160 GiB, else 16384
         (_handle_gpu_memory_settings: "A100 (40GB), L40", "H20, H200", "B200, MI300"), of the memory the
