@@ -46,6 +46,12 @@ def static_fraction(gpu, tp, pp=1, adp=1, *, spec_method: str | None = None, chu
     return np.round((mem - reserved) / mem, 3)
 
 
+# whether SGLang's mixed steps price their DeepSeek decodes on the MHA path they run on Blackwell (mixed_decodes_as_mha): off,
+# every run priced as before (the warm fit on all three moved TensorRT-LLM's values and the clean sample's TTFT 18.8 -> 19.3%;
+# docs/modelling-notes.md#sgab-mixed-mha)
+MIXED_DECODES_MHA_PRICED = False
+
+
 class SGLangEngine(Engine):
     # prefill batches run on their own: "Run prefill first if possible", no decodes mixed in unless
     # --enable-mixed-chunk (off by default, server_args.py:729; sglang 0.5.12 managers/scheduler.py:2578-2592)
@@ -94,8 +100,9 @@ class SGLangEngine(Engine):
         attention_backend_handler.py:124-134@0.5.9). A mixed step (--enable-mixed-chunk) is such a batch, its decodes
         extends of one token over their whole context (managers/schedule_batch.py mix_with_running:1770-1799,
         scheduler.py:2184-2197), so each step gathers every decode's cached latent in chunks, up-projects it with kv_b_proj
-        and attends over it with the ragged MHA kernel (attention_forward_methods/forward_mha.py:278-310, 344-380)."""
-        return gpu.family == "blackwell"
+        and attends over it with the ragged MHA kernel (attention_forward_methods/forward_mha.py:278-310, 344-380).
+        Priced only where MIXED_DECODES_MHA_PRICED (off: not kept, docs/modelling-notes.md#sgab-mixed-mha)."""
+        return MIXED_DECODES_MHA_PRICED and gpu.family == "blackwell"
 
     def step_tokens(self, gpu) -> int:
         """chunked_prefill_size = 2048 below 35 GiB, 4096 below 60 GiB, 8192 below 160 GiB, else 16384
