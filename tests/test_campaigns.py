@@ -278,3 +278,22 @@ def test_which_bundled_runs_lose_pdl():
     assert off("trtllm_perf_overview.csv")[0] == 881
     assert off("published_runs.csv")[0] == 1
     assert off("serving_disagg_blackwell.csv")[0] == off("serving_inferencex_mi355x.csv")[0] == off("published_mtp_depth.csv")[0] == 0
+
+
+def test_sglang_rocm_builds_read_from_the_run_id():
+    """InferenceX's MI355X SGLang rows by the release of their run's image (amd-master.yaml's history): both formats on the
+    sgl-dev 0.5.2 image first; MXFP4 on 0.5.6.post1 from run 20384527243; FP8 on 0.5.5.post3 from run 20720630953 and 0.5.8
+    from run 21407590933 (the first run of each, hand-read from serving_inferencex_mi355x.csv where its TPOT steps down).
+    Another engine (ATOM), GPU or source: none; the engine read through its aliases."""
+    run = "inferencex https://github.com/SemiAnalysisAI/InferenceX/actions/runs/{}/attempts/1"
+    row = {"backend": "sglang", "gpu": "mi355x", "weight_dtype": "fp8_block"}
+    cases = [(20216754736, "fp8_block", "0.5.2"), (20720630952, "fp8_block", "0.5.2"), (20720630953, "fp8_block", "0.5.5.post3"),
+             (21407590932, "fp8_block", "0.5.5.post3"), (21407590933, "fp8_block", "0.5.8"), (26486957776, "fp8_block", "0.5.8"),
+             (18268966303, "mxfp4", "0.5.2"), (20384527242, "mxfp4", "0.5.2"), (20384527243, "mxfp4", "0.5.6.post1"),
+             (27213443242, "mxfp4", "0.5.6.post1")]
+    for rid, w, build in cases:
+        assert campaigns.sglang_rocm_build({**row, "source": run.format(rid), "weight_dtype": w}) == build, (rid, w)
+    assert campaigns.sglang_rocm_build({**row, "source": run.format(20216754736), "backend": "SGLang"}) == "0.5.2"
+    for other in ({"backend": "atom"}, {"gpu": "b200"}, {"source": "aiconfigurator-core-0.12.0-silicon-sample:x"}, {"weight_dtype": "nvfp4"},
+                  {"backend": "no-such-engine"}):
+        assert campaigns.sglang_rocm_build({**row, "source": run.format(20216754736), **other}) is None, other
