@@ -120,7 +120,7 @@ def test_a_key_the_table_does_not_know_is_one_line():
               "campaigns.toml [aiconfigurator-core] flags.set: 'arnorm_fusion' is not valid; one of: max_num_tokens, arrival, "
               "max_prefill_tokens, max_running_requests, cuda_graph_max_bs, recv_interval, ignore_eos, mixed_chunk, chunked_prefill, "
               "kv_fraction, rounds, prefill_routing, offline, act_quant_fusion, attn_out_fusion, ar_norm_fusion, rope_decode_fusion, "
-              "hop_b_fusion, pdl_fusion"),
+              "hop_b_fusion, pdl_fusion, fp8_bmm_fusion"),
              ("set = { ar_norm_fusion = false }", 'set = { ar_norm_fusion = "no" }',
               "campaigns.toml [aiconfigurator-core] flags.set.ar_norm_fusion: 'no' is not valid; true or false"),
              ("rounds = 20", "round = 20", "campaigns.toml [aiconfigurator-core]: 'round' is not valid; one of: source, flags, arrival, "
@@ -297,3 +297,7 @@ def test_sglang_rocm_builds_read_from_the_run_id():
     for other in ({"backend": "atom"}, {"gpu": "b200"}, {"source": "aiconfigurator-core-0.12.0-silicon-sample:x"}, {"weight_dtype": "nvfp4"},
                   {"backend": "no-such-engine"}):
         assert campaigns.sglang_rocm_build({**row, "source": run.format(20216754736), **other}) is None, other
+    # 0.5.2's FP8 rows are priced without FP8 MLA products (Engine.without("fp8_bmm")); its MXFP4 ones and later builds with them
+    fp8_bmm = {rid_w: campaigns.fusions_off(campaigns.settings({**row, "source": run.format(rid_w[0]), "weight_dtype": rid_w[1]}))
+               for rid_w in ((20216754736, "fp8_block"), (20720630953, "fp8_block"), (20216754736, "mxfp4"))}
+    assert fp8_bmm == {(20216754736, "fp8_block"): ("fp8_bmm",), (20720630953, "fp8_block"): (), (20216754736, "mxfp4"): ()}
