@@ -274,8 +274,9 @@ def settings(r: dict) -> dict:
     if build is not None and build < TRTLLM_PDL_DEFAULT_FROM:  # PDL off by default; a campaign entry saying more overrides
         out["pdl_fusion"] = False
     if sglang_rocm_build(r) == SGLANG_ROCM_FIRST and (r.get("weight_dtype") or "").strip().lower() == "fp8_block":
-        # 0.5.2's MLA products on ROCm dequantise their FP8 weights each step (Engine fusions, fp8_bmm); the MXFP4
-        # checkpoint's run AITER's FP4 batched GEMM (batched_gemm_afp4wfp4_pre_quant, models/deepseek_v2.py:1379-1394@0.5.2)
+        # 0.5.2's MLA products on ROCm dequantise their FP8 weights each step (Engine fusions, fp8_bmm). Not the MXFP4 rows:
+        # an MXFP4 kv_b_proj runs AITER's FP4 batched GEMM (models/deepseek_v2.py:1379-1394@0.5.2); which format that
+        # checkpoint keeps kv_b_proj in was not checked
         out["fp8_bmm_fusion"] = False
     out |= campaign_of(r) or {}
     for col in ("max_num_tokens", *FLAG_COLUMNS):
