@@ -30,6 +30,7 @@ from crossval_campaigns import NEW_BUILDS, TRTLLM_NEW_BUILDS, _run_id  # the bui
 from llm_codesign.measure import accuracy
 from llm_codesign.measure import intervals as accuracy_intervals
 from llm_codesign.measure.audit import DISCORDANT_RATIO, clean, summary
+from llm_codesign.measure.campaigns import SGLANG_ROCM_BUILDS, SGLANG_ROCM_FIRST, sglang_rocm_build
 from llm_codesign.measure.stats import error_stats
 from llm_codesign.measure.validate import kernel_report, predict_serving, read_rows, serving_report
 
@@ -157,8 +158,16 @@ def inferencex_sections() -> list[str]:
     groups = {f"{b}, {'newer' if n else 'earlier'} builds": _subset(rows, preds, lambda r, b=b, n=n: r["backend"] == b and new(r) == n)
               for b in ("sglang", "atom") for n in (True, False)}
     groups["all newer builds (the fit's, `benchmarks/fit_amd_serving.py`)"] = _subset(rows, preds, new)
+    # the same SGLang runs by the release their run's image held (measure.campaigns.sglang_rocm_build)
+    for w in ("fp8_block", "mxfp4"):
+        for release in dict.fromkeys([SGLANG_ROCM_FIRST, *(b for _, b in SGLANG_ROCM_BUILDS[w])]):
+            groups[f"sglang {w}, {release}{'' if release == SGLANG_ROCM_FIRST else ' on'}"] = _subset(
+                rows, preds, lambda r, w=w, b=release: r["weight_dtype"] == w and sglang_rocm_build(r) == b)
     lines += ["By software build: the SGLang runs before GitHub Actions run id 2.1e10 take ~2x as long per token at the same "
-              "settings (an older ROCm build; `data/measurements/SOURCES.md`); every ATOM run is newer.", ""]
+              "settings (an older ROCm build; `data/measurements/SOURCES.md`); every ATOM run is newer. By release (the run's "
+              "image, `measure.campaigns.sglang_rocm_build`): the MXFP4 runs from 0.5.6.post1 (Dec. 2025) are among the "
+              "earlier ones by run id but take the newer ones' time per token; the 0.5.2 and 0.5.5.post3 runs are not priced "
+              "as their builds (`docs/modelling-notes.md#sglang-rocm-builds`).", ""]
     lines += _table("build", {k: v for k, v in groups.items() if v}, SERVING_METRICS)
     waves = []
     for path in (MEAS / "serving_inferencex_blackwell.csv", MEAS / "serving_inferencex_mi355x.csv"):

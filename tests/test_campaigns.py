@@ -120,7 +120,7 @@ def test_a_key_the_table_does_not_know_is_one_line():
               "campaigns.toml [aiconfigurator-core] flags.set: 'arnorm_fusion' is not valid; one of: max_num_tokens, arrival, "
               "max_prefill_tokens, max_running_requests, cuda_graph_max_bs, recv_interval, ignore_eos, mixed_chunk, chunked_prefill, "
               "kv_fraction, rounds, prefill_routing, offline, decode_recv_interval, act_quant_fusion, attn_out_fusion, ar_norm_fusion, "
-              "rope_decode_fusion, hop_b_fusion, pdl_fusion"),
+              "rope_decode_fusion, hop_b_fusion, pdl_fusion, fp8_bmm_fusion"),
              ("set = { ar_norm_fusion = false }", 'set = { ar_norm_fusion = "no" }',
               "campaigns.toml [aiconfigurator-core] flags.set.ar_norm_fusion: 'no' is not valid; true or false"),
              ("rounds = 20", "round = 20", "campaigns.toml [aiconfigurator-core]: 'round' is not valid; one of: source, flags, arrival, "
@@ -315,3 +315,26 @@ def test_sglang_builds_before_0_5_10_stream_the_disaggregated_first_token_a_loop
         r = {"source": src + image, "backend": backend}
         assert campaigns.sglang_build(r) == build, image
         assert campaigns.first_token_next_loop(r) is late, image
+
+
+def test_sglang_rocm_builds_read_from_the_run_id():
+    """InferenceX's MI355X SGLang rows by the release of their run's image (amd-master.yaml's history): both formats on the
+    sgl-dev 0.5.2 image first; MXFP4 on 0.5.6.post1 from run 20384527243; FP8 on 0.5.5.post3 from run 20720630953 and 0.5.8
+    from run 21407590933 (the first run of each, hand-read from serving_inferencex_mi355x.csv where its TPOT steps down).
+    Another engine (ATOM), GPU or source: none; the engine read through its aliases."""
+    run = "inferencex https://github.com/SemiAnalysisAI/InferenceX/actions/runs/{}/attempts/1"
+    row = {"backend": "sglang", "gpu": "mi355x", "weight_dtype": "fp8_block"}
+    cases = [(20216754736, "fp8_block", "0.5.2"), (20720630952, "fp8_block", "0.5.2"), (20720630953, "fp8_block", "0.5.5.post3"),
+             (21407590932, "fp8_block", "0.5.5.post3"), (21407590933, "fp8_block", "0.5.8"), (26486957776, "fp8_block", "0.5.8"),
+             (18268966303, "mxfp4", "0.5.2"), (20384527242, "mxfp4", "0.5.2"), (20384527243, "mxfp4", "0.5.6.post1"),
+             (27213443242, "mxfp4", "0.5.6.post1")]
+    for rid, w, build in cases:
+        assert campaigns.sglang_rocm_build({**row, "source": run.format(rid), "weight_dtype": w}) == build, (rid, w)
+    assert campaigns.sglang_rocm_build({**row, "source": run.format(20216754736), "backend": "SGLang"}) == "0.5.2"
+    for other in ({"backend": "atom"}, {"gpu": "b200"}, {"source": "aiconfigurator-core-0.12.0-silicon-sample:x"}, {"weight_dtype": "nvfp4"},
+                  {"backend": "no-such-engine"}):
+        assert campaigns.sglang_rocm_build({**row, "source": run.format(20216754736), **other}) is None, other
+    # 0.5.2's FP8 rows are priced without FP8 MLA products (Engine.without("fp8_bmm")); its MXFP4 ones and later builds with them
+    fp8_bmm = {rid_w: campaigns.fusions_off(campaigns.settings({**row, "source": run.format(rid_w[0]), "weight_dtype": rid_w[1]}))
+               for rid_w in ((20216754736, "fp8_block"), (20720630953, "fp8_block"), (20216754736, "mxfp4"))}
+    assert fp8_bmm == {(20216754736, "fp8_block"): ("fp8_bmm",), (20720630953, "fp8_block"): (), (20216754736, "mxfp4"): ()}

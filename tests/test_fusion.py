@@ -94,7 +94,7 @@ def test_a_build_without_a_fusion_is_one_engine_under_the_same_name(b200, cal):
     vllm = get_engine("vllm")
     old = vllm.without("ar_norm")
     assert old is vllm.without("ar_norm") and old is not vllm and old.name == "vllm"
-    assert old.fusions == ("act_quant", "pdl") and vllm.without("hop_b") is vllm  # a fusion it never made: itself
+    assert old.fusions == ("act_quant", "pdl", "fp8_bmm") and vllm.without("hop_b") is vllm  # a fusion it never made: itself
     assert old.ar_norm_fused("LlamaForCausalLM", adp=1, nbytes=1e5, n=8, family="blackwell").tolist() is False
     # TP8 Llama-3.1-70B, 16 sequences: the two add + RMSNorm kernels launch again, 80 layers a step
     llama, tp8 = get_model("llama-3.1-70b"), Plan(tp=8)
@@ -141,7 +141,7 @@ def test_a_build_without_pdl_overlaps_no_kernel_boundary(h200):
 
     trt = get_engine("trtllm")
     old = trt.without("pdl")
-    assert old.fusions == ("act_quant", "attn_out", "ar_norm", "rope_decode") and old.name == "trtllm" and old is trt.without("pdl")
+    assert old.fusions == ("act_quant", "attn_out", "ar_norm", "rope_decode", "fp8_bmm") and old.name == "trtllm" and old is trt.without("pdl")
     assert (trt.pdl_share("hopper"), old.pdl_share("hopper"), old.pdl_share("blackwell")) == (0.7, 0.0, 0.0)
     cal = calibration_for(h200)
     assert cal.pdl_credit_s == 0.25e-6
@@ -191,3 +191,28 @@ def test_an_offline_run_on_a_build_without_pdl_keeps_trtllm_benchs_limits():
     (old,), _ = predict_serving([row])
     (new,), _ = predict_serving([{**row, "source": "a run of today's build"}])
     assert old["output_tok_s_per_gpu"] == new["output_tok_s_per_gpu"]
+
+
+def test_sglang_0_5_2_on_rocm_dequantises_the_mla_products_each_step():
+    """SGLang 0.5.2 on ROCm (no FP8 bmm) casts and scales its per-tensor FP8 W_UK and W_UV to BF16 at every decode step:
+    DeepSeek-R1 at TP 8 on MI355X holds 128 / 8 = 16 heads, 16 x (128 + 128) x 512 = 2,097,152 weights, each read as FP8
+    and written as BF16 (3 B), then read and written as BF16 (4 B): 14,680,064 B in 4 launches per layer, at 8 TB/s x
+    bw_eff 0.85 and kernel_overhead_s 3 us, 2.1588 + 12 = 14.1588 us. Today's build (fp8_bmm) pays none; a step with no
+    decode tokens none; the kernel tables' rows (no engine) none."""
+    from llm_codesign.spec.hardware import get_gpu
+
+    mi355x = get_gpu("mi355x")
+    cal = calibration_for(mi355x).in_step("sglang")
+    assert (mi355x.hbm_bandwidth_bytes_per_s, cal.bw_eff, cal.kernel_overhead_s) == (8e12, 0.85, 3e-6)
+    m, sglang = get_model("deepseek-r1"), get_engine("sglang")
+
+    def dequant(engine, b=Batch(dec_seqs=4.0, dec_ctx=1500.0)):
+        ops = forward_ops(m, mi355x, cal, m.default_precision, Plan(tp=8), engine=engine, sample=True, b=b)
+        return [o for o in ops if str(o.name).endswith("mla_bmm_dequant")]
+
+    (op,) = dequant(sglang.without("fp8_bmm"))
+    assert float(np.ravel(op.work[1])[0]) == 14_680_064.0 and op.kernels == 4.0
+    assert float(np.ravel(op.time)[0]) == pytest.approx(14_680_064 / (8e12 * 0.85) + 4 * 3e-6, rel=1e-12)
+    assert dequant(sglang) == [] and dequant(None) == []
+    (pf,) = dequant(sglang.without("fp8_bmm"), Batch(pf_tokens=1024.0, pf_seqs=1.0))
+    assert float(np.ravel(pf.time)[0]) == 0.0

@@ -255,6 +255,43 @@ def trtllm_build(r: dict) -> tuple[int, int, int, int, int] | None:
     return None
 
 
+# SGLang's ROCm releases InferenceX ran for DeepSeek-R1 on MI355X (SemiAnalysisAI/InferenceX .github/configs/amd-master.yaml,
+# its history to 843c6254): both formats on rocm/7.0:...sgl-dev-v0.5.2-rocm7.0-mi35x-20250915 from Sept. 2025; MXFP4 on
+# lmsysorg/sglang:v0.5.6.post1-rocm700-mi35x from PR #330 (332fec529, 2025-12-16), then v0.5.6.post2, 0.5.7, 0.5.8, ...; FP8
+# on v0.5.5.post3-rocm700-mi35x from PR #332 ("Use upstream SGLang images ...", #307; 70c1eceb6, 2026-01-05), v0.5.8 from
+# PR #572 (2a796d10e, 2026-01-27: "Disables mla persistent kernel when not using fp8 kv_cache", sglang#17327), then later.
+# (PR #247's lmsysorg images of 2025-12-05 were reverted within the day, #295.) The rows name a run, not an image: each
+# release's first run is where the runs' time per token steps down at the same settings (data/measurements/
+# serving_inferencex_mi355x.csv: FP8 TP8 1k/1k at 4 requests 18.5 -> 14.5 -> 9.2-9.9 ms; MXFP4 TP8 at 16 requests 15.9 ->
+# 12.1 ms, as later), and the run ids fall in the dates above (anchors: 21484110885 is a 1.2.0rc6.post2 run, merged
+# 2026-01-29 (ec7bafaae); 20621824084 an SGLang v0.5.6 B200 run, merged 2025-12-31 (d27433dff); serving_inferencex_blackwell.csv)
+SGLANG_ROCM_FIRST = "0.5.2"
+# weight format -> (first run id, release) from which the runs ran that release or a later one
+SGLANG_ROCM_BUILDS = {"fp8_block": ((20720630953, "0.5.5.post3"), (21407590933, "0.5.8")),
+                      "mxfp4": ((20384527243, "0.5.6.post1"),)}
+
+
+def sglang_rocm_build(r: dict) -> str | None:
+    """The SGLang ROCm release an InferenceX MI355X SGLang row ran (SGLANG_ROCM_BUILDS: the first release of its run's
+    image, or the lowest one where later images followed), None for another row (another engine, GPU or source)."""
+    from llm_codesign.spec.engines import get_engine
+
+    try:
+        if get_engine((r.get("backend") or "").strip() or "-").name != "sglang":
+            return None
+    except InputError:
+        return None
+    run = inferencex_run_id(r.get("source") or "")
+    weight = (r.get("weight_dtype") or "").strip().lower()
+    if run is None or (r.get("gpu") or "").strip().lower() != "mi355x" or weight not in SGLANG_ROCM_BUILDS:
+        return None
+    out = SGLANG_ROCM_FIRST
+    for first, release in SGLANG_ROCM_BUILDS[weight]:
+        if run >= first:
+            out = release
+    return out
+
+
 def settings(r: dict) -> dict:
     """The row's arrival pattern, step chunk (max_num_tokens, None: the engine's default) and scheduler
     flags (SchedulerFlags field -> value), the campaign's where the row gives none (campaign_of), and the
@@ -264,6 +301,11 @@ def settings(r: dict) -> dict:
     build = trtllm_build(r)
     if build is not None and build < TRTLLM_PDL_DEFAULT_FROM:  # PDL off by default; a campaign entry saying more overrides
         out["pdl_fusion"] = False
+    if sglang_rocm_build(r) == SGLANG_ROCM_FIRST and (r.get("weight_dtype") or "").strip().lower() == "fp8_block":
+        # 0.5.2's MLA products on ROCm dequantise their FP8 weights each step (Engine fusions, fp8_bmm). Not the MXFP4 rows:
+        # an MXFP4 kv_b_proj runs AITER's FP4 batched GEMM (models/deepseek_v2.py:1379-1394@0.5.2); which format that
+        # checkpoint keeps kv_b_proj in was not checked
+        out["fp8_bmm_fusion"] = False
     out |= campaign_of(r) or {}
     for col in ("max_num_tokens", *FLAG_COLUMNS):
         v = (r.get(col) or "").strip()

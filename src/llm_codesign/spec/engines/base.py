@@ -34,7 +34,7 @@ CDNA_FAMILIES = ("cdna3", "cdna4")
 # the two residual-add + RMSNorm kernels of a layer that ar_norm folds into its all-reduces
 AR_NORM_KERNELS = 2.0
 # every fusion an engine's step may make (Engine.fusions says what each is): a name outside it is a typing error
-FUSIONS = ("act_quant", "attn_out", "ar_norm", "rope_decode", "hop_b", "pdl")
+FUSIONS = ("act_quant", "attn_out", "ar_norm", "rope_decode", "hop_b", "pdl", "fp8_bmm")
 # The MoE kernel families an engine runs for its expert GEMMs (Engine.moe_kernel), each with the
 # kernel_source of the per-engine kernel tables that times it (data/measurements/kernels_hopper/moe.csv.gz,
 # H100; measure.kernel_tables.MOE_SOURCES maps them). Their rates are per GPU family in the calibration
@@ -86,6 +86,10 @@ class Engine(ABC):
     #   Bhatia et al. 2025); no engine's step runs it yet (TensorRT-LLM tech blog 22 lists it as future work);
     # - pdl: its kernels launched with programmatic dependent launch at the shares `pdl` lists (pdl_share): a
     #   build that does not (TensorRT-LLM before 1.2 without `TRTLLM_ENABLE_PDL=1`) overlaps no kernel boundary.
+    # - fp8_bmm: MLA's absorbed decode products (q x W_UK, o x W_UV) read an FP8 checkpoint's weights in the kernel
+    #   (priced as the BF16 batched GEMMs mla_q_absorb / mla_v_up either way): every engine's build here. A build that
+    #   does not (SGLang 0.5.2 on ROCm: no FP8 bmm there) casts each weight to BF16 and scales it at every step
+    #   (cost.mixers._mla_proj, mla_bmm_dequant).
     fusions: tuple[str, ...]
     # The attention kernels its default backend picks, as time relative to TensorRT-LLM's own kernels on
     # the same shape (the kernel tables'): GPU family -> {(kind, phase): factor}; a cell not listed runs
