@@ -120,7 +120,7 @@ def test_a_key_the_table_does_not_know_is_one_line():
               "campaigns.toml [aiconfigurator-core] flags.set: 'arnorm_fusion' is not valid; one of: max_num_tokens, arrival, "
               "max_prefill_tokens, max_running_requests, cuda_graph_max_bs, recv_interval, ignore_eos, mixed_chunk, chunked_prefill, "
               "kv_fraction, rounds, prefill_routing, offline, act_quant_fusion, attn_out_fusion, ar_norm_fusion, rope_decode_fusion, "
-              "hop_b_fusion, pdl_fusion"),
+              "hop_b_fusion, pdl_fusion, kv_dtype"),
              ("set = { ar_norm_fusion = false }", 'set = { ar_norm_fusion = "no" }',
               "campaigns.toml [aiconfigurator-core] flags.set.ar_norm_fusion: 'no' is not valid; true or false"),
              ("rounds = 20", "round = 20", "campaigns.toml [aiconfigurator-core]: 'round' is not valid; one of: source, flags, arrival, "
@@ -136,7 +136,7 @@ def test_a_key_the_table_does_not_know_is_one_line():
               "campaigns.toml [aiconfigurator-core] flags.when: 'backnd' is not valid; one of: model, gpu, backend, weight_dtype, "
               "kv_dtype, isl, osl, concurrency, num_gpus, tp, pp, ep, moe_tp, attention_dp, spec_method, spec_draft_len, "
               "prefill_instances, prefill_gpus_per_instance, prefill_tp, prefill_attention_dp, prefill_ep, decode_instances, "
-              "decode_gpus_per_instance, decode_tp, decode_attention_dp, decode_ep, min_concurrency, max_concurrency"),
+              "decode_gpus_per_instance, decode_tp, decode_attention_dp, decode_ep, min_concurrency, max_concurrency, min_run_id"),
              ("round_up = { max_num_tokens = 32 }", "round_up = { max_num_tokens = 0 }",
               "campaigns.toml [aiconfigurator-core] flags.round_up.max_num_tokens: 0 is not valid; a whole number of tokens, 1 or more"),
              ("over_isl = { max_prefill_tokens = 1500 }", "over_isl = { max_prefill_tokens = -1500 }",

@@ -145,7 +145,8 @@ def _precision(model, r) -> Precision:
         p = d  # the checkpoint's own format (e.g. "fp8" for DeepSeek's block-scaled FP8)
     else:
         p = quark_mxfp4(model, Precision.of(base.name))  # a re-quantised MXFP4 checkpoint's attention format
-    kv = (r.get("kv_dtype") or "").strip()
+    # the row's own, else its campaign's: the KV cache its scripts pass (data/measurements/campaigns.toml)
+    kv = (r.get("kv_dtype") or "").strip() or (campaigns.campaign_of(r) or {}).get("kv_dtype", "")
     if kv:
         p = replace(p, kv=get_dtype(kv, "kv_dtype"))
     elif base.name == "nvfp4" or base.math == "fp8":
