@@ -1,5 +1,5 @@
 """AMD's Quark MXFP4 checkpoints of DeepSeek-R1 keep self_attn BF16 (spec.plan.quark_mxfp4;
-docs/modelling-notes.md#mxfp4-mla-attention)."""
+docs/modelling-notes.md#mxtrue-kv)."""
 import numpy as np
 
 from llm_codesign.cost.memory import weight_bytes_per_gpu

@@ -438,7 +438,7 @@ def quark_mxfp4(model: ModelSpec, prec: Precision) -> Precision:
     (atom/models/deepseek_v2.py:1297-1304@fb7cef64; envs.py:32); only the later full-MXFP4 "V2" checkpoints store
     attention weights in MXFP4 (:2448-2463@ffdf3bb5). SGLang's profile of the same checkpoint shows the q/kv/o
     projections as hipBLASLt GEMMs beside the MoE's ck moe_mxgemm (SemiAnalysisAI/InferenceX issue #1005, run
-    23997779285). docs/modelling-notes.md#mxfp4-mla-attention."""
+    23997779285). docs/modelling-notes.md#mxtrue-kv."""
     from dataclasses import replace
 
     from llm_codesign.spec.kinds import MLA
