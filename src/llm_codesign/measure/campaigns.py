@@ -30,8 +30,8 @@ _TRUE, _FALSE = ("true", "1", "yes"), ("false", "0", "no")
 # an entry's `NAME_fusion = false`: the run's engine build does not make that fusion (Engine.without)
 FUSION_KEYS = tuple(f"{f}_fusion" for f in FUSIONS)
 # what an entry's `when` may test: the row's model and the columns saying what ran (measure.audit.SETTING_FIELDS), and
-# inclusive bounds on its concurrency and on its InferenceX run id (a script's flag from the run a change to it first ran
-# on: a row with no run id matches no bound); a misspelt column would match no row, quietly
+# inclusive bounds on its concurrency, and a least InferenceX run id (min_run_id: a script's flag from the first run of the
+# change that set it; a row with no run id matches none); a misspelt column would match no row, quietly
 WHEN_KEYS = ("model", *SETTING_FIELDS, "min_concurrency", "max_concurrency", "min_run_id")
 # a campaign's KV-cache format where its rows leave kv_dtype blank (the engine flag its scripts pass: --kv-cache-dtype);
 # validate reads it before its own blank-column rule
