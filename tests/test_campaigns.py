@@ -120,7 +120,7 @@ def test_a_key_the_table_does_not_know_is_one_line():
               "campaigns.toml [aiconfigurator-core] flags.set: 'arnorm_fusion' is not valid; one of: max_num_tokens, arrival, "
               "max_prefill_tokens, max_running_requests, cuda_graph_max_bs, recv_interval, ignore_eos, mixed_chunk, chunked_prefill, "
               "kv_fraction, rounds, prefill_routing, offline, decode_recv_interval, act_quant_fusion, attn_out_fusion, ar_norm_fusion, "
-              "rope_decode_fusion, hop_b_fusion, pdl_fusion, fp8_bmm_fusion"),
+              "rope_decode_fusion, hop_b_fusion, pdl_fusion, fp8_bmm_fusion, kv_dtype"),
              ("set = { ar_norm_fusion = false }", 'set = { ar_norm_fusion = "no" }',
               "campaigns.toml [aiconfigurator-core] flags.set.ar_norm_fusion: 'no' is not valid; true or false"),
              ("rounds = 20", "round = 20", "campaigns.toml [aiconfigurator-core]: 'round' is not valid; one of: source, flags, arrival, "
@@ -136,7 +136,7 @@ def test_a_key_the_table_does_not_know_is_one_line():
               "campaigns.toml [aiconfigurator-core] flags.when: 'backnd' is not valid; one of: model, gpu, backend, weight_dtype, "
               "kv_dtype, isl, osl, concurrency, num_gpus, tp, pp, ep, moe_tp, attention_dp, spec_method, spec_draft_len, "
               "prefill_instances, prefill_gpus_per_instance, prefill_tp, prefill_attention_dp, prefill_ep, decode_instances, "
-              "decode_gpus_per_instance, decode_tp, decode_attention_dp, decode_ep, min_concurrency, max_concurrency"),
+              "decode_gpus_per_instance, decode_tp, decode_attention_dp, decode_ep, min_concurrency, max_concurrency, min_run_id"),
              ("round_up = { max_num_tokens = 32 }", "round_up = { max_num_tokens = 0 }",
               "campaigns.toml [aiconfigurator-core] flags.round_up.max_num_tokens: 0 is not valid; a whole number of tokens, 1 or more"),
              ("over_isl = { max_prefill_tokens = 1500 }", "over_isl = { max_prefill_tokens = -1500 }",
@@ -338,3 +338,51 @@ def test_sglang_rocm_builds_read_from_the_run_id():
     fp8_bmm = {rid_w: campaigns.fusions_off(campaigns.settings({**row, "source": run.format(rid_w[0]), "weight_dtype": rid_w[1]}))
                for rid_w in ((20216754736, "fp8_block"), (20720630953, "fp8_block"), (20216754736, "mxfp4"))}
     assert fp8_bmm == {(20216754736, "fp8_block"): ("fp8_bmm",), (20720630953, "fp8_block"): (), (20216754736, "mxfp4"): ()}
+
+
+def test_mi355x_rows_kv_cache_is_the_one_their_scripts_pass():
+    """The MI355X rows leave kv_dtype blank; the campaign's scripts set it (data/measurements/campaigns.toml, InferenceX
+    dsr1_*_mi355x*.sh): ATOM --kv_cache_dtype fp8 always, SGLang MXFP4 --kv-cache-dtype fp8_e4m3 from #330 (run
+    20384527243 on), SGLang FP8 from #865 (run 22712332470 on), SGLang's "auto" (the checkpoint's BF16) before."""
+    from llm_codesign.cost.memory import kv_bytes_per_token
+    from llm_codesign.measure.validate import _precision
+    from llm_codesign.spec.plan import Plan
+    from llm_codesign.spec.registry import get_model
+
+    r1 = get_model("deepseek-ai/DeepSeek-R1-0528")
+    run = "inferencex https://github.com/SemiAnalysisAI/InferenceX/actions/runs/{}/attempts/1"
+
+    def kv(backend, dtype, run_id, own=""):
+        r = {"source": run.format(run_id), "gpu": "mi355x", "backend": backend, "weight_dtype": dtype, "kv_dtype": own}
+        return _precision(r1, r).kv.name
+
+    assert kv("atom", "mxfp4", 21012127808) == kv("atom", "fp8_block", 21012127808) == "fp8"
+    assert kv("sglang", "mxfp4", 20216754736) == "bf16" and kv("sglang", "mxfp4", 20384527243) == "fp8"
+    assert kv("sglang", "fp8_block", 22469096331) == "bf16" and kv("sglang", "fp8_block", 22712332470) == "fp8"
+    assert kv("sglang", "fp8_block", 22469096331, own="fp8") == "fp8"  # the row's own column first
+    # a row of no MI355X entry keeps the blank-column rule (FP8 weights: an FP8 cache); no run id matches no bound
+    assert _precision(r1, {"source": run.format(22469096331), "gpu": "b200", "backend": "sglang",
+                           "weight_dtype": "fp8_block"}).kv.name == "fp8"
+    assert _precision(r1, {"source": "inferencex", "gpu": "mi355x", "backend": "sglang", "weight_dtype": "mxfp4"}).kv.name == "bf16"
+    # what it moves: MLA caches 512 + 64 values a layer a token, 61 layers: 35,136 bytes at FP8, twice that at BF16
+    p = _precision(r1, {"source": run.format(20384527243), "gpu": "mi355x", "backend": "sglang", "weight_dtype": "mxfp4"})
+    assert float(kv_bytes_per_token(r1, p, Plan(8, 1, 1, 8, 1, 1))) == 61 * 576 * 1
+
+
+def test_a_campaigns_kv_dtype_and_run_bound_are_checked():
+    from importlib import resources
+
+    import pytest
+
+    from llm_codesign.errors import InputError
+
+    text = resources.files("llm_codesign").joinpath("data/measurements/campaigns.toml").read_text()
+    for old, new, line in (
+            ('set = { kv_dtype = "bf16" }', 'set = { kv_dtype = "fp6" }',
+             "campaigns.toml [inferencex] flags.set.kv_dtype: 'fp6' is not valid; one of: "),
+            ("min_run_id = 22712332470", "min_run_id = 0",
+             "campaigns.toml [inferencex] flags.when.min_run_id: 0 is not valid; a whole number of at least 1")):
+        assert old in text
+        with pytest.raises(InputError) as e:
+            campaigns.read_campaigns(text.replace(old, new, 1))
+        assert str(e.value).startswith(line)

@@ -82,12 +82,13 @@ def test_offline_max_throughput_prices_the_offline_benchmarks_arrival():
 
 
 def test_mxfp4_deepseek_on_mi355x_reads_w4a4_in_its_header():
-    # SGLang and ATOM run AMD's MXFP4 DeepSeek-R1 W4A4 on CDNA4 (spec.precision.mxfp4_activation): the header says so
+    # SGLang and ATOM run AMD's MXFP4 DeepSeek-R1 W4A4 on CDNA4 (spec.precision.mxfp4_activation), its MLA projections
+    # BF16 as AMD's Quark checkpoint stores them (spec.plan.quark_mxfp4): the header says so
     from conftest import cli
 
     code, out, _ = cli("estimate", "deepseek-r1", "--gpu", "mi355x", "--gpus", "8", "--weight-dtype", "mxfp4",
                        "--backend", "sglang", "--concurrency", "32")
-    assert code == 0 and out.lstrip().startswith("deepseek-r1 on 8x MI355X, TP8 EP1/MoE-TP8, W:mxfp4 A:mxfp4 KV:bf16, sglang")
+    assert code == 0 and out.lstrip().startswith("deepseek-r1 on 8x MI355X, TP8 EP1/MoE-TP8, W:mxfp4 attn-W:bf16 A:mxfp4 KV:bf16, sglang")
 
 
 @pytest.mark.parametrize("size", [np.array, lambda v: np.array([v])], ids=["0-d", "one-element"])

@@ -80,9 +80,10 @@ def test_an_activation_named_after_the_fact_is_kept_and_a_sweep_records_what_run
     assert replace(p, activation=DTYPES["fp8"]).on(mi355).activation.name == "fp8"
     # a BF16 named after the fact is kept (the flag it took to say so, forgotten, read it as the placeholder: W4A4)
     assert replace(p, activation=DTYPES["bf16"]).on(mi355).activation.name == "bf16"
-    # a sweep's task carries the activation's name: the one the GPU runs, not the placeholder
+    # a sweep's task carries the activation's name: the one the GPU runs, not the placeholder (and a re-quantised MLA
+    # model's BF16 attention projections, spec.plan.quark_mxfp4)
     got = parse_precisions("mxfp4", None, "fp8", get_model("deepseek-r1"), mi355)
-    assert [x.label() for x in got] == ["W:mxfp4 A:mxfp4 KV:fp8"]
+    assert [x.label() for x in got] == ["W:mxfp4 attn-W:bf16 A:mxfp4 KV:fp8"]
 
 
 def test_a_search_settles_the_precisions_it_is_given():

@@ -31,6 +31,7 @@ from llm_codesign.spec.plan import (
     check_sizes,
     divisors,
     precision_for,
+    quark_mxfp4,
     validity,
 )
 from llm_codesign.spec.precision import Precision, get_dtype
@@ -131,7 +132,8 @@ def default_precisions(model: ModelSpec, gpu: Gpu) -> tuple[Precision, ...]:
         # priced per step: cost.ffns.aiter_quantised_activation), its attention in BF16; it priced every layer W4A4 under the
         # checkpoint's score
         own = model.default_precision.weight.name == "mxfp4"
-        out.append(replace(model.default_precision, kv=get_dtype("fp8", "kv_dtype")) if own else Precision.of("mxfp4", activation="mxfp4", kv="fp8"))
+        out.append(replace(model.default_precision, kv=get_dtype("fp8", "kv_dtype")) if own
+                   else quark_mxfp4(model, Precision.of("mxfp4", activation="mxfp4", kv="fp8")))  # AMD's: attention BF16 (MLA)
     uniq = []
     for p in out:
         if p not in uniq:

@@ -17,6 +17,7 @@ from llm_codesign.measure.audit import SETTING_FIELDS
 from llm_codesign.serve.disagg import PREFILL_ROUTINGS
 from llm_codesign.spec.engines import FUSIONS
 from llm_codesign.spec.harness import ARRIVALS, DEFAULT_ARRIVAL, FLAG_NAMES, FRACTION, SchedulerFlags, memory_fraction
+from llm_codesign.spec.precision import DTYPES, get_dtype
 
 # optional serving columns beside max_num_tokens: the arrival pattern and SchedulerFlags' fields
 FLAG_COLUMNS = ("arrival", *FLAG_NAMES)
@@ -31,13 +32,17 @@ _TRUE, _FALSE = ("true", "1", "yes"), ("false", "0", "no")
 # an entry's `NAME_fusion = false`: the run's engine build does not make that fusion (Engine.without)
 FUSION_KEYS = tuple(f"{f}_fusion" for f in FUSIONS)
 # what an entry's `when` may test: the row's model and the columns saying what ran (measure.audit.SETTING_FIELDS), and
-# inclusive bounds on its concurrency; a misspelt column would match no row, quietly
-WHEN_KEYS = ("model", *SETTING_FIELDS, "min_concurrency", "max_concurrency")
+# inclusive bounds on its concurrency, and a least InferenceX run id (min_run_id: a script's flag from the first run of the
+# change that set it; a row with no run id matches none); a misspelt column would match no row, quietly
+WHEN_KEYS = ("model", *SETTING_FIELDS, "min_concurrency", "max_concurrency", "min_run_id")
+# a campaign's KV-cache format where its rows leave kv_dtype blank (the engine flag its scripts pass: --kv-cache-dtype);
+# validate reads it before its own blank-column rule
+ROW_DEFAULTS = ("kv_dtype",)
 # the keys a campaign, one of its [[campaign.flags]] entries, its `when`, its `set` and its budget rules (`over_isl`,
 # `over_isl_and_batch`, `round_up`) may hold
 BUDGET_RULES = ("over_isl", "over_isl_and_batch", "round_up")
 _KEYS = {"campaign": ("source", "flags", *FLAG_COLUMNS, *CAMPAIGN_KEYS), "entry": ("when", "set", *BUDGET_RULES), "when": WHEN_KEYS,
-         "set": ("max_num_tokens", *FLAG_COLUMNS, *CAMPAIGN_KEYS, *FUSION_KEYS),
+         "set": ("max_num_tokens", *FLAG_COLUMNS, *CAMPAIGN_KEYS, *FUSION_KEYS, *ROW_DEFAULTS),
          **{rule: ("max_num_tokens", "max_prefill_tokens") for rule in BUDGET_RULES}}
 # each budget rule's values: token counts added to a budget (over_*) or the multiple it rounds up to (round_up, of which
 # 0 would divide by zero in `settings`)
@@ -67,7 +72,7 @@ def read_campaigns(text: str, origin: str = "campaigns.toml") -> tuple[dict, ...
             if what is not None:
                 raise InputError(field, v, what)
         for entry in c.get("flags", ()):
-            for key in ("min_concurrency", "max_concurrency"):
+            for key in ("min_concurrency", "max_concurrency", "min_run_id"):
                 if key in entry.get("when", {}) and not _whole(entry["when"][key], 1):
                     raise InputError(f"{where} flags.when.{key}", entry["when"][key], "a whole number of at least 1")
             for rule, least in _RULE_LEAST.items():
@@ -88,6 +93,12 @@ def _invalid(key: str, v) -> str | None:
         return None if isinstance(v, bool) else "true or false"
     if key == "kv_fraction":
         return None if memory_fraction(v) is not None else FRACTION
+    if key == "kv_dtype":
+        try:
+            get_dtype(v if isinstance(v, str) else "", "kv_dtype")
+        except InputError:
+            return "one of: " + ", ".join(DTYPES)
+        return None
     x = float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else float("nan")
     if key == "rounds":  # inf: the steady state, no first-wave burst (SchedulerFlags.rounds)
         return None if x >= 1 and (x.is_integer() or math.isinf(x)) else "a whole number of at least 1, or inf"
@@ -112,6 +123,11 @@ def fusions_off(sets: dict) -> tuple[str, ...]:
 
 def _matches(when: dict, r: dict) -> bool:
     for key, want in when.items():
+        if key == "min_run_id":
+            run = inferencex_run_id(r.get("source") or "")
+            if run is None or run < want:
+                return False
+            continue
         if key in ("min_concurrency", "max_concurrency"):
             c = (r.get("concurrency") or "").strip()
             if not c or (float(c) < want if key == "min_concurrency" else float(c) > want):

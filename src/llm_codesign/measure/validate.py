@@ -31,6 +31,7 @@ from llm_codesign.spec.plan import (
     Plan,
     SpecDecoding,
     default_moe_tp,
+    quark_mxfp4,
     reason_text,
     validity,
 )
@@ -143,8 +144,9 @@ def _precision(model, r) -> Precision:
     if base.math == d.weight.math and base.bits == d.weight.bits:
         p = d  # the checkpoint's own format (e.g. "fp8" for DeepSeek's block-scaled FP8)
     else:
-        p = Precision.of(base.name)
-    kv = (r.get("kv_dtype") or "").strip()
+        p = quark_mxfp4(model, Precision.of(base.name))  # a re-quantised MXFP4 checkpoint's attention format
+    # the row's own, else its campaign's: the KV cache its scripts pass (data/measurements/campaigns.toml)
+    kv = (r.get("kv_dtype") or "").strip() or (campaigns.campaign_of(r) or {}).get("kv_dtype", "")
     if kv:
         p = replace(p, kv=get_dtype(kv, "kv_dtype"))
     elif base.name == "nvfp4" or base.math == "fp8":

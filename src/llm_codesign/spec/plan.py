@@ -429,6 +429,28 @@ class Workload:
         return self.isl - int(cached_tokens(self.isl, self.prefix_hit))
 
 
+def quark_mxfp4(model: ModelSpec, prec: Precision) -> Precision:
+    """`prec` with an MLA model's attention projections in BF16 where its weights are MXFP4 re-quantised (not the
+    checkpoint's own format) and no attention format is stated: AMD's Quark MXFP4 checkpoints of DeepSeek-R1
+    (amd/DeepSeek-R1-0528-MXFP4-Preview, InferenceX's MI355X FP4 model) quantise the MoE and dense MLPs and keep
+    self_attn BF16. ATOM's May 2026 build loads every MLA projection of such a checkpoint unquantised, quant_config
+    None, when its fused_qkv_a_proj reads fp4x2 and ATOM_USE_TRITON_GEMM is off, InferenceX's launch
+    (atom/models/deepseek_v2.py:1297-1304@fb7cef64; envs.py:32); only the later full-MXFP4 "V2" checkpoints store
+    attention weights in MXFP4 (:2448-2463@ffdf3bb5). SGLang's profile of the same checkpoint shows the q/kv/o
+    projections as hipBLASLt GEMMs beside the MoE's ck moe_mxgemm (SemiAnalysisAI/InferenceX issue #1005, run
+    23997779285). docs/modelling-notes.md#mxtrue-kv."""
+    from dataclasses import replace
+
+    from llm_codesign.spec.kinds import MLA
+
+    own = model.default_precision.weight.name == "mxfp4"
+    if prec.weight.name != "mxfp4" or own or prec.attn_weight is not None:
+        return prec
+    if any(isinstance(layer.attn, MLA) for layer, _ in model.groups):
+        return replace(prec, attn_weight=get_dtype("bf16"))
+    return prec
+
+
 def precision_for(model: ModelSpec, weight: str | None = None, activation: str | None = None, kv: str | None = None) -> Precision:
     """The checkpoint's own precision with the formats given overridden. Naming the checkpoint's own
     weight format keeps what the checkpoint keeps wider (gpt-oss: MXFP4 experts, BF16 attention)."""
@@ -438,7 +460,7 @@ def precision_for(model: ModelSpec, weight: str | None = None, activation: str |
     if weight:
         q = Precision.of(weight, activation, kv or p.kv.name)
         if q.weight != p.weight:
-            return q
+            return quark_mxfp4(model, q)
         # the checkpoint's own format: its activations too unless others are named (gpt-oss's MXFP4 runs W4A16)
         return replace(p, kv=q.kv) if activation is None else replace(q, attn_weight=p.attn_weight)
     if activation:

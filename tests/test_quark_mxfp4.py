@@ -1,0 +1,32 @@
+"""AMD's Quark MXFP4 checkpoints of DeepSeek-R1 keep self_attn BF16 (spec.plan.quark_mxfp4;
+docs/modelling-notes.md#mxtrue-kv)."""
+import numpy as np
+
+from llm_codesign.cost.memory import weight_bytes_per_gpu
+from llm_codesign.measure.validate import _precision
+from llm_codesign.spec.hardware import get_gpu
+from llm_codesign.spec.plan import Plan, precision_for
+from llm_codesign.spec.precision import Precision
+from llm_codesign.spec.registry import get_model
+
+
+def test_a_re_quantised_mxfp4_mla_checkpoint_keeps_its_attention_bf16():
+    r1 = get_model("deepseek-ai/DeepSeek-R1-0528")
+    assert precision_for(r1, "mxfp4").label() == "W:mxfp4 attn-W:bf16 A:per GPU KV:bf16"
+    assert _precision(r1, {"weight_dtype": "mxfp4", "kv_dtype": ""}).attn.name == "bf16"
+    # the checkpoint's own FP8 and a GQA model's MXFP4 are as before; gpt-oss's own MXFP4 keeps its BF16 attention
+    assert precision_for(r1, "fp8_block").attn.name == "fp8_block"
+    assert precision_for(get_model("meta-llama/Llama-3.3-70B-Instruct"), "mxfp4").attn.name == "mxfp4"
+    assert precision_for(get_model("openai/gpt-oss-120b"), "mxfp4").label() == "W:mxfp4 attn-W:bf16 A:bf16 KV:bf16"
+
+
+def test_bf16_attention_weights_of_the_mxfp4_checkpoint_per_gpu():
+    # per layer at TP 8: q_a and kv_a replicated (7168 x 1536, 7168 x 576), q_b, kv_b and o split 8 ways
+    # (1536 x 128 x 192, 512 x 128 x (128 + 128), 128 x 128 x 7168); 61 layers; BF16's 2 bytes against MXFP4's
+    # 4.25 bits (4 bits and an 8-bit scale per 32)
+    r1, g, sh = get_model("deepseek-ai/DeepSeek-R1-0528"), get_gpu("mi355x"), Plan(8, 1, 1, 8, 1, 1)
+    per_gpu = 7168 * (1536 + 576) + (1536 * 128 * 192 + 512 * 128 * 256 + 128 * 128 * 7168) / 8
+    golden = 61 * per_gpu * (2.0 - 4.25 / 8)
+    assert golden == 3_282_233_344
+    got = weight_bytes_per_gpu(r1, precision_for(r1, "mxfp4").on(g), sh) - weight_bytes_per_gpu(r1, Precision.of("mxfp4").on(g), sh)
+    assert np.isclose(float(got), golden, rtol=1e-12)
