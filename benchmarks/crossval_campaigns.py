@@ -46,7 +46,7 @@ from pathlib import Path
 from llm_codesign.cost.calibration import BACKEND_KEYED, calibration_for, documented
 from llm_codesign.explore.sweep import execute
 from llm_codesign.measure.calibrate import SERVING_BOUNDS, SERVING_FIELDS, SERVING_NATURAL_LIMITS, fit_serving, held_out
-from llm_codesign.measure.campaigns import TRTLLM_NEW_BUILDS
+from llm_codesign.measure.campaigns import TRTLLM_NEW_BUILDS, sglang_rocm_build
 from llm_codesign.measure.validate import predict_serving, read_rows, serving_report
 from llm_codesign.spec.hardware import catalog
 
@@ -57,9 +57,17 @@ CAMPAIGNS = {"A": ("aiconfigurator silicon sample (clean)", MEAS / "serving_meas
              "C": ("InferenceX DeepSeek-R1-0528 on MI355X (newer builds)", MEAS / "serving_inferencex_mi355x.csv"),
              "AB": ("both Blackwell campaigns", None), "ABC": ("all three campaigns", None)}
 HELD_OUT = {"A": ["qwen3.5-397b"], "B": [], "C": []}  # as in the bundled fit
-# C: the runs from SGLang's newer ROCm builds on (GitHub Actions run ids from 2.1e10; every ATOM run): the
-# earlier builds take ~2x as long per token at the same settings (benchmarks/fit_amd_serving.py)
-NEW_BUILDS = 2.1e10
+# C: the runs from SGLang's ROCm release 0.5.6.post1 on (the run's image, measure.campaigns.sglang_rocm_build) and every
+# ATOM run. 0.5.2's take ~2x as long per token at the same settings and 0.5.5.post3's ran AITER's persistent MLA decode on a
+# BF16 cache, neither priced as its build (docs/modelling-notes.md#sglang-rocm-builds)
+EARLIER_ROCM = ("0.5.2", "0.5.5.post3")
+
+
+def newer_build(r: dict) -> bool:
+    """Whether an MI355X row ran a build campaign C keeps (every row not SGLang's ROCm 0.5.2 or 0.5.5.post3)."""
+    return sglang_rocm_build(r) not in EARLIER_ROCM
+
+
 # B: TensorRT-LLM's runs from release 1.2.0rc6.post2 on (run ids from 21484110885, Jan. 2026; SGLang's all). The earlier
 # 1.1.0rc2.post2 runs (Dec. 2025, each setting re-run daily: 130 of the 165 TensorRT-LLM rows priced) take 7-16% longer
 # per token at the six settings both builds ran (NVFP4 TP4 at 4 requests 8.4 against 7.8 ms, TP4 EP4 at 32 24.5 against
@@ -79,7 +87,7 @@ def campaign_rows(key: str, rows: dict[str, list[dict]] | None = None) -> list[d
         return rows[key]
     out = read_rows(CAMPAIGNS[key][1])
     if key == "C":
-        out = [r for r in out if _run_id(r) >= NEW_BUILDS]
+        out = [r for r in out if newer_build(r)]
     if key == "B":
         out = [r for r in out if (r.get("backend") or "").strip().lower() != "trtllm" or _run_id(r) >= TRTLLM_NEW_BUILDS]
     return held_out(out, HELD_OUT[key]) if HELD_OUT[key] else out

@@ -8,9 +8,9 @@ moe_eff (the grouped kernels' rate against a dense GEMM of the same shape; range
 reaches 0.12-0.48 of roofline on H100 where the dense GEMMs reach 0.5-0.75, docs/modelling-notes.md) and
 moe_overhead_s (its fixed cost per grouped GEMM: launch, routing set-up; range 2-40 us, the H100 tables'
 one-token MoE blocks take 20-80 us in all). Searched on a log grid, then refined, minimising the median
-absolute log error of TPOT over the runs from SGLang's upstream ROCm images on (run ids from 2.1e10: the
-earlier runs of the same settings take ~2x as long per token, an older software build, and are reported
-apart). The other parameters stay as bundled. Then prints the newer runs' TTFT and TPOT errors per engine and
+absolute log error of TPOT over campaign C's runs (every ATOM run, SGLang's from ROCm release 0.5.6.post1 on:
+crossval_campaigns.newer_build; 0.5.2's runs of the same settings take ~2x as long per token and 0.5.5.post3's ran a
+decode kernel not priced, so both are reported apart). The other parameters stay as bundled. Then prints the newer runs' TTFT and TPOT errors per engine and
 weight format, bundled and fitted. Takes a few minutes.
 """
 from __future__ import annotations
@@ -19,6 +19,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
+from crossval_campaigns import newer_build
 
 from llm_codesign.cost.calibration import calibration_for
 from llm_codesign.measure.stats import error_stats
@@ -28,11 +29,6 @@ from llm_codesign.spec.hardware import get_gpu
 ROOT = Path(__file__).resolve().parents[1]
 RUNS = ROOT / "src" / "llm_codesign" / "data" / "measurements" / "serving_inferencex_mi355x.csv"
 RANGES = {"moe_eff": (0.1, 0.8), "moe_overhead_s": (2e-6, 40e-6)}
-NEW_BUILDS = 2.1e10  # the GitHub Actions run id from which the SGLang runs take half the time per token
-
-
-def run_id(row: dict) -> int:
-    return int(row["source"].split("runs/")[1].split("/")[0])
 
 
 def tpot_errors(rows, cal, metric: str = "tpot_ms") -> tuple[np.ndarray, np.ndarray]:
@@ -68,8 +64,8 @@ def loss(rows, cal) -> float:
 
 def main() -> None:
     rows = read_rows(RUNS)
-    new = [r for r in rows if run_id(r) >= NEW_BUILDS]
-    old = [r for r in rows if run_id(r) < NEW_BUILDS]
+    new = [r for r in rows if newer_build(r)]
+    old = [r for r in rows if not newer_build(r)]
     cal = calibration_for(get_gpu("mi355x"))
     start = cal
     best = loss(new, cal)

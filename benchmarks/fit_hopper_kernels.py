@@ -215,7 +215,7 @@ def _moe_holdout(part, start, params) -> None:
         cal, r = fit_kind("moe", [x for x in part if int(x["num_tokens"]) in mine], start, "hopper", params=params)
         for e in sorted({x["framework"] for x in part}):
             held = [x for x in part if int(x["num_tokens"]) not in mine and x["framework"] == e]
-            s = error_stats(predict("moe", held, lambda g: cal)[0], np.array([float(x["latency_ms"]) for x in held]))
+            s = error_stats(predict("moe", held, lambda g, cal=cal: cal)[0], np.array([float(x["latency_ms"]) for x in held]))
             print(f"      half {h} ({r['median_ape']:.1f}% in sample) -> {e}'s other counts, out of sample: median APE "
                   f"{s['median_ape']:.1f}% (signed {s['signed_median_pe']:+.1f}), {s['n']} rows")
 

@@ -16,6 +16,7 @@ import argparse
 from pathlib import Path
 
 import numpy as np
+from crossval_campaigns import newer_build
 
 from llm_codesign.cost.ops import forward_ops
 from llm_codesign.measure import campaigns
@@ -24,7 +25,6 @@ from llm_codesign.serve import aggregated as agg
 from llm_codesign.spec.plan import Plan
 
 RUNS = Path(__file__).resolve().parents[1] / "src" / "llm_codesign" / "data" / "measurements" / "serving_inferencex_mi355x.csv"
-NEW_BUILDS = 2.1e10  # benchmarks/fit_amd_serving.py's: SGLang's earlier ROCm builds take ~2x per token
 BANDS = ((1, 4, "1-4"), (5, 32, "5-32"), (33, 10**9, "33+"))
 # (engine, weights, ISL, concurrency, TP): the settings whose first token is taken apart
 PARTS = (("atom", "fp8_block", 1024, 4, 8), ("atom", "mxfp4", 1024, 4, 8), ("atom", "fp8_block", 8192, 4, 8),
@@ -37,7 +37,7 @@ def run_id(r: dict) -> float:
 
 
 def newer(r: dict) -> bool:
-    return r["backend"] == "atom" or run_id(r) >= NEW_BUILDS
+    return newer_build(r)  # campaign C's builds (benchmarks/crossval_campaigns.py)
 
 
 def band(c: float) -> str:

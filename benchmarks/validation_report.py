@@ -25,7 +25,7 @@ from pathlib import Path
 
 import interval_folds
 import numpy as np
-from crossval_campaigns import NEW_BUILDS, TRTLLM_NEW_BUILDS, _run_id  # the builds each campaign's fit keeps
+from crossval_campaigns import TRTLLM_NEW_BUILDS, _run_id, newer_build  # the builds each campaign's fit keeps
 
 from llm_codesign.measure import accuracy
 from llm_codesign.measure import intervals as accuracy_intervals
@@ -154,7 +154,7 @@ def inferencex_sections() -> list[str]:
     amd_lines, rows, preds = serving_section("Serving, InferenceX on MI355X (SGLang and ATOM; closed loop, scripts' flags)",
                                              MEAS / "serving_inferencex_mi355x.csv")
     lines += amd_lines
-    new = lambda r: _run_id(r) >= NEW_BUILDS  # noqa: E731
+    new = newer_build
     groups = {f"{b}, {'newer' if n else 'earlier'} builds": _subset(rows, preds, lambda r, b=b, n=n: r["backend"] == b and new(r) == n)
               for b in ("sglang", "atom") for n in (True, False)}
     groups["all newer builds (the fit's, `benchmarks/fit_amd_serving.py`)"] = _subset(rows, preds, new)

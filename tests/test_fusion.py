@@ -206,7 +206,8 @@ def test_sglang_0_5_2_on_rocm_dequantises_the_mla_products_each_step():
     assert (mi355x.hbm_bandwidth_bytes_per_s, cal.bw_eff, cal.kernel_overhead_s) == (8e12, 0.85, 3e-6)
     m, sglang = get_model("deepseek-r1"), get_engine("sglang")
 
-    def dequant(engine, b=Batch(dec_seqs=4.0, dec_ctx=1500.0)):
+    def dequant(engine, b=None):
+        b = Batch(dec_seqs=4.0, dec_ctx=1500.0) if b is None else b
         ops = forward_ops(m, mi355x, cal, m.default_precision, Plan(tp=8), engine=engine, sample=True, b=b)
         return [o for o in ops if str(o.name).endswith("mla_bmm_dequant")]
 
