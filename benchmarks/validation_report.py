@@ -163,11 +163,11 @@ def inferencex_sections() -> list[str]:
         for release in dict.fromkeys([SGLANG_ROCM_FIRST, *(b for _, b in SGLANG_ROCM_BUILDS[w])]):
             groups[f"sglang {w}, {release}{'' if release == SGLANG_ROCM_FIRST else ' on'}"] = _subset(
                 rows, preds, lambda r, w=w, b=release: r["weight_dtype"] == w and sglang_rocm_build(r) == b)
-    lines += ["By software build: the SGLang runs before GitHub Actions run id 2.1e10 take ~2x as long per token at the same "
-              "settings (an older ROCm build; `data/measurements/SOURCES.md`); every ATOM run is newer. By release (the run's "
-              "image, `measure.campaigns.sglang_rocm_build`): the MXFP4 runs from 0.5.6.post1 (Dec. 2025) are among the "
-              "earlier ones by run id but take the newer ones' time per token; the 0.5.2 and 0.5.5.post3 runs are not priced "
-              "as their builds (`docs/modelling-notes.md#sglang-rocm-builds`).", ""]
+    lines += ["By software build (the release of the run's image, `measure.campaigns.sglang_rocm_build`): SGLang's ROCm 0.5.2 "
+              "runs take ~2x as long per token as the later ones at the same settings, and 0.5.5.post3's ran AITER's "
+              "persistent MLA decode on a BF16 cache; neither is priced as its build (0.5.2's FP8 MLA products are: "
+              "`docs/modelling-notes.md#sglang-rocm-builds`), so both are \"earlier\" and left out of the fit; the runs "
+              "from 0.5.6.post1 (MXFP4) and 0.5.8 (FP8) on, and every ATOM run, are \"newer\".", ""]
     lines += _table("build", {k: v for k, v in groups.items() if v}, SERVING_METRICS)
     waves = []
     for path in (MEAS / "serving_inferencex_blackwell.csv", MEAS / "serving_inferencex_mi355x.csv"):
