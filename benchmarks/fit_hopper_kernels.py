@@ -39,6 +39,8 @@ Three fits, each through measure.calibrate (fit_kind / fit_kernels), the code `c
                                                      # MXFP4), each also fitted on half the token counts, priced on the rest
     python benchmarks/fit_hopper_kernels.py --moe-only cutlass sglang_triton   # fit 2 alone, on the bundled Hopper
                                                      # profile's tables' three, for the MoE kernel families named
+    python benchmarks/fit_hopper_kernels.py --moe-only sglang_triton --holdout   # SGLang's Triton MoE: its BF16 pair fitted
+                                                     # on its BF16 rows and its MXFP4 ones (upcast at load: MOE_RUNS_AS)
     python benchmarks/fit_hopper_kernels.py --fa3-prefill-only   # fit 6 alone, from the bundled Hopper profile (seconds)
     python benchmarks/fit_hopper_kernels.py --vllm-quant-only    # fit 7 alone, from the bundled Hopper profile (seconds)
 """

@@ -406,6 +406,43 @@ def test_marlin_moe_computes_each_experts_rows_in_whole_blocks(h100):
     assert up(2048.0) == pytest.approx(0.75 * 94 * wave, rel=1e-5)
 
 
+def test_triton_block_is_sglangs_default_block_m():
+    """SGLang's Triton fused MoE on BF16 weights, no tuned config (get_default_config's unquantised branch): BLOCK_SIZE_M 16
+    for a call of at most as many tokens as the rank's experts, else 64. 32 experts: 1 and 32 tokens -> 16, 33 -> 64;
+    under EP 8 (4 local) 5 tokens -> 64."""
+    from llm_codesign.cost.ffns import triton_block
+
+    assert triton_block(np.array([1.0, 32.0, 33.0, 512.0]), 32.0).tolist() == [16.0, 16.0, 64.0, 64.0]
+    assert float(triton_block(5.0, 4.0)) == 64.0
+
+
+def test_sglang_triton_moe_computes_each_experts_rows_in_whole_blocks(h100):
+    """SGLang's Triton fused MoE (BF16; gpt-oss's shape, 32 experts of top 4, h 2,880, inter 2,880, EP 1, TP 1, balanced):
+    each expert's rows padded to whole blocks of triton_block's rows (moe_align_block_size), each block against the
+    expert's whole weight slice. The up-projection (N 5,760, K 2,880) at 512 tokens: 64 rows an expert, one 64-row block,
+    so 1 x 45 weight tiles of 128 x 32 experts = 1,440 CTAs, ceil(1,440 / 132) = 11 waves of (2,880 + k_half 77.2) K steps
+    of 2 x 64 x 128 x 132 FLOPs at 989.4 TFLOPS x gemm_eff_bf16 0.815 x the family's share 0.2966: 26.73 us a wave,
+    294.0 us; at 33 tokens (4.1 rows an expert, the same one block) the same; at 513 (64.1 rows) two blocks, 22 waves."""
+    from llm_codesign.cost.calibration import calibration_for
+    from llm_codesign.measure.kernel_tables import MOE_PRECISION
+    from llm_codesign.spec.kinds import MoE
+
+    cal = calibration_for(h100)
+    share = cal.moe_kernel("sglang_triton", "bf16")[0]
+    assert (cal.gemm_eff("bf16"), cal.gemm_k_half("bf16"), share) == pytest.approx((0.815142, 77.1987, 0.296649), rel=1e-5)
+    m = ModelSpec("kernel", hidden=2880, vocab=1, groups=((Layer(NoMixer(), MoE(experts=32, top_k=4, expert_inter=2880)), 1),))
+
+    def up(tokens):
+        ops = layer_ops(m, m.groups[0][0], 1.0, h100, cal, prec=MOE_PRECISION["bfloat16"], sh=Plan(ep=1.0, moe_tp=1.0),
+                        b=Batch(pf_tokens=tokens, pf_seqs=1.0), prefix="moe", moe_kernel="sglang_triton")
+        return float(next(o for o in ops if o.role == "experts_gate_up").t_compute)
+
+    wave = (2880 + 77.1987) * 2 * 64 * 128 * 132 / (989.4e12 * 0.815142 * 0.296649)
+    assert wave == pytest.approx(26.73e-6, rel=1e-3)
+    assert up(512.0) == pytest.approx(11 * wave, rel=1e-5) and up(33.0) == pytest.approx(11 * wave, rel=1e-5)
+    assert up(513.0) == pytest.approx(22 * wave, rel=1e-5)
+
+
 def test_trtllm_gen_moe_block_on_its_own_tile_grid_and_quantises_the_tokens_once(b200):
     """The B200 MoE table's kernel (TensorRT-LLM's TRTLLM-Gen MoE, W4A8 MXFP4 x MXFP8), 320 tokens of top-6 over 384
     experts, EP 32, uniform routing: 384 (1 - (1 - 6/384)^320) / 32 = 11.92 experts read on the rank, 1,920 / 32 / 11.92

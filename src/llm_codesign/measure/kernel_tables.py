@@ -48,6 +48,12 @@ GEMM_DTYPES = {
 MOE_PRECISION = {"bfloat16": Precision.of("bf16"), "fp8": Precision.of("fp8"), "fp8_block": Precision.of("fp8_block"),
                  "nvfp4": Precision.of("nvfp4"), "w4a8_mxfp4_mxfp8": Precision.of("mxfp4", activation="fp8"),
                  "w4a16_mxfp4": Precision.of("mxfp4", activation="bf16"), "int4_wo": Precision.of("int4")}
+# MoE rows whose kernel runs another precision than the row's dtype, (MoE kernel family, moe_dtype) -> the precision
+# it runs: SGLang's MXFP4 experts on its Triton fused MoE (the "triton" runner, not OpenAI's triton_kernels) are
+# upcast to BF16 once at load (Mxfp4MoEMethod.process_weights_after_loading: upcast_from_mxfp(..., target_dtype=
+# torch.bfloat16)) and run its BF16 fused_experts (TritonMoeQuantInfo with the BF16 weights, no quant flag):
+# sglang 0.5.14 python/sglang/srt/layers/quantization/mxfp4.py:861-881,1294-1300, the table's version (pip wheel)
+MOE_RUNS_AS = {("sglang_triton", "w4a16_mxfp4"): Precision.of("bf16")}
 # The per-engine tables (a `framework` column: data/measurements/kernels_hopper) name the kernel each row
 # timed in `kernel_source`; its MoE kernel family (spec.engines.MOE_KERNELS). Rows without the column are
 # TensorRT-LLM's, the kernel tables' own kernels (moe_eff / moe_overhead_s), as are the per-engine table's
@@ -467,7 +473,7 @@ def _moe(rows, gpu):
     for (dt, h, inter, E, topk, gated, alpha, engine, fam), idx in groups.items():
         sub = [rows[i] for i in idx]
         m = ModelSpec("kernel", h, 1, ((Layer(NoMixer(), MoE(experts=E, top_k=topk, expert_inter=inter, gated=gated)), 1),))
-        parts.append((np.array(idx), m, MOE_PRECISION[dt], alpha, fam, Plan(ep=_col(sub, "moe_ep_size"), moe_tp=_col(sub, "moe_tp_size")),
+        parts.append((np.array(idx), m, moe_row_precision(dt, fam), alpha, fam, Plan(ep=_col(sub, "moe_ep_size"), moe_tp=_col(sub, "moe_tp_size")),
                       Batch(pf_tokens=_col(sub, "num_tokens"), pf_seqs=1.0)))
         for i in idx:
             # (a per-engine table's row of the tables' own kernel: TensorRT-LLM's non-gated CUTLASS MoE)
@@ -489,10 +495,15 @@ def moe_row_family(r: dict) -> str | None:
     return MOE_SOURCES.get(r.get("kernel_source", "")) if "framework" in r else None
 
 
+def moe_row_precision(dtype: str, fam: str | None) -> Precision:
+    """The precision a MoE row's kernel runs: its dtype's (MOE_PRECISION), or the one its family runs it at (MOE_RUNS_AS)."""
+    return MOE_RUNS_AS.get((fam, dtype), MOE_PRECISION[dtype])
+
+
 def moe_row_kernel(r: dict, gpu) -> tuple[str | None, str]:
     """(MoE kernel family, GEMM kernel family of its weights) whose rates a MoE row informs on `gpu`: the
     keys of Calibration.moe_kernel (a family None: moe_eff / moe_overhead_s)."""
-    p = executable(MOE_PRECISION[r["moe_dtype"]], gpu)[0]  # as layer_ops prices it
+    p = executable(moe_row_precision(r["moe_dtype"], moe_row_family(r)), gpu)[0]  # as layer_ops prices it
     return moe_row_family(r), gemm.gemm_kernel(gemm_math(p.weight, p.activation, gpu), p.weight.name, fp4_math=gpu.supports("fp4"))
 
 
