@@ -217,3 +217,31 @@ def test_sglang_0_5_2_on_rocm_dequantises_the_mla_products_each_step():
     assert dequant(sglang) == [] and dequant(None) == []
     (pf,) = dequant(sglang.without("fp8_bmm"), Batch(pf_tokens=1024.0, pf_seqs=1.0))
     assert float(np.ravel(pf.time)[0]) == 0.0
+
+
+def test_sglang_on_cdna3_dequantises_o_x_w_uv_each_step():
+    """On gfx942 today's SGLang runs q x W_UK on its FP8 Triton kernel but still casts and scales W_UV (AITER's FP8 batched
+    GEMM is gfx95 only; forward_mla.py:317-343, 585-600@0.5.12): DeepSeek-R1 at TP 8 on MI300X, 16 heads x 128 x 512 =
+    1,048,576 weights x (1 + 2 + 2 + 2) B = 7,340,032 B in 2 launches a layer, at 5.3 TB/s x 0.85 and 3 us a launch:
+    1.62928 + 6 = 7.62928 us. MI355X (cdna4) pays none; a build without fp8_bmm pays both products on either; another
+    engine on MI300X (ATOM, its fusions) none."""
+    from llm_codesign.spec.hardware import get_gpu
+
+    m = get_model("deepseek-r1")
+    sglang = get_engine("sglang")
+
+    def dequant(gpu_name, engine):
+        gpu = get_gpu(gpu_name)
+        cal = calibration_for(gpu).in_step(engine.name)
+        ops = forward_ops(m, gpu, cal, m.default_precision, Plan(tp=8), engine=engine, sample=True,
+                          b=Batch(dec_seqs=4.0, dec_ctx=1500.0))
+        return [o for o in ops if str(o.name).endswith("mla_bmm_dequant")]
+
+    gpu, cal = get_gpu("mi300x"), calibration_for(get_gpu("mi300x")).in_step("sglang")
+    assert (gpu.family, gpu.hbm_bandwidth_bytes_per_s, cal.bw_eff, cal.kernel_overhead_s) == ("cdna3", 5.3e12, 0.85, 3e-6)
+    (op,) = dequant("mi300x", sglang)
+    assert float(np.ravel(op.work[1])[0]) == 7_340_032.0 and op.kernels == 2.0
+    assert float(np.ravel(op.time)[0]) == pytest.approx(7_340_032 / (5.3e12 * 0.85) + 2 * 3e-6, rel=1e-12)
+    assert dequant("mi355x", sglang) == [] and dequant("mi300x", get_engine("atom")) == []
+    (both,) = dequant("mi300x", sglang.without("fp8_bmm"))
+    assert float(np.ravel(both.work[1])[0]) == 14_680_064.0 and both.kernels == 4.0

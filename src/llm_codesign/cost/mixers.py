@@ -148,13 +148,15 @@ def _mla_proj(a: MLA, b: Batch, at: _At, P: Site, *, s: _Step) -> list[Op]:
     dec = Tokens(dec_tok)
     ops.append(_gemm(P / "mla_q_absorb", dec, a.kv_lora_rank, a.nope_dim, at, groups=heads_l, **_BF16))
     ops.append(_gemm(P / "mla_v_up", dec, a.v_head_dim, a.kv_lora_rank, at, groups=heads_l, **_BF16))
-    if at.engine is not None and not at.engine.fuses("fp8_bmm") and s.fa["weight"] in ("fp8", "fp8_block"):
+    products = at.engine.dequantised_mla_products(at.gpu.family) if at.engine is not None else ()
+    if products and s.fa["weight"] in ("fp8", "fp8_block"):
         # a build with no FP8 bmm (SGLang 0.5.2 on ROCm, "TODO(haishaw): add bmm_fp8 to ROCm") runs each absorbed product
         # as torch.bmm(x, w.to(torch.bfloat16) * w_scale) over its per-tensor FP8 copy of kv_b_proj (sglang 0.5.2
         # models/deepseek_v2.py:1377-1399, 1485-1510; requantised per tensor at load, :2545-2551): per product and
         # decode step a cast (FP8 read, BF16 written) and a scale (BF16 read and written) of the rank's whole weight
-        n_w = heads_l * (a.nope_dim + a.v_head_dim) * a.kv_lora_rank
-        ops.append(_elementwise(P / "mla_bmm_dequant", np.where(np.asarray(dec_tok) > 0, n_w * (1.0 + 2.0 + 2.0 + 2.0), 0.0), 4.0, at))
+        n_w = heads_l * sum({"uk": a.nope_dim, "uv": a.v_head_dim}[p] for p in products) * a.kv_lora_rank
+        ops.append(_elementwise(P / "mla_bmm_dequant", np.where(np.asarray(dec_tok) > 0, n_w * (1.0 + 2.0 + 2.0 + 2.0), 0.0),
+                                2.0 * len(products), at))
     # prefill: latent up-projected to per-head K and V for the chunk and its cached context
     kv_rows = np.asarray(b.pf_tokens, float) + np.asarray(b.pf_seqs, float) * b.pf_ctx
     ops.append(_gemm(P / "mla_kv_up", kv_rows, heads_l * (a.nope_dim + a.v_head_dim), a.kv_lora_rank, at, **fa))

@@ -266,6 +266,12 @@ class Engine(ABC):
         """Whether its step makes one of the fusions (`fusions`)."""
         return fusion in self.fusions
 
+    def dequantised_mla_products(self, family: str) -> tuple[str, ...]:
+        """MLA's absorbed decode products ("uk": q x W_UK, "uv": o x W_UV) whose FP8 checkpoint weights this build
+        casts to BF16 and scales at every decode step (cost.mixers._mla_proj, mla_bmm_dequant): both in a build
+        without fp8_bmm, none otherwise; an engine whose kernels differ by GPU family says so itself."""
+        return () if self.fuses("fp8_bmm") else ("uk", "uv")
+
     def without(self, fusion: str) -> "Engine":
         """This engine as a build whose step does not make `fusion` (a measured run's older release, where
         data/measurements/campaigns.toml says so): the same name and fitted costs, one object per engine and

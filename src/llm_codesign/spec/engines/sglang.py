@@ -154,6 +154,14 @@ class SGLangEngine(Engine):
             return self._fusable_allreduce(nbytes, n, family) & (np.asarray(adp) <= 1)
         return super().ar_norm_fused(architecture, adp=adp, nbytes=nbytes, n=n, family=family)
 
+    def dequantised_mla_products(self, family: str) -> tuple[str, ...]:
+        """On gfx942 (CDNA3) AITER's FP8 batched GEMM is not built (gfx95 only), so o x W_UV still casts and scales its FP8
+        weight at every decode step in today's build while q x W_UK runs the FP8 Triton kernel under graph capture
+        (sglang models/deepseek_common/attention_forward_methods/forward_mla.py:317-343, 585-600@0.5.12;
+        docs/modelling-notes.md#sglang-rocm-builds); elsewhere as its build's fusions say."""
+        both = super().dequantised_mla_products(family)
+        return both if both or family != "cdna3" else ("uv",)
+
     def moe_kernel(self, family: str, kernel: str, *, weight: str = "", ep: bool = False, gated: bool = True) -> str | None:
         """On Hopper (sglang 0.5.12, sglang/srt/): block-scaled FP8 on its Triton fused MoE (DeepGEMM's grouped
         kernels run only with a DeepEP, Mooncake or NIXL all-to-all, not its default, "none", server_args.py:613-622,
