@@ -10,7 +10,7 @@ import numpy as np
 
 from llm_codesign.cost import gemm
 from llm_codesign.cost.calibration import Calibration
-from llm_codesign.cost.ops import _BF16, Batch, Op, Site, _At, _comm, _elementwise, _gemm, _Label, _op, _Step, op_builder
+from llm_codesign.cost.ops import _BF16, Batch, Op, Site, _At, _comm, _comm_of, _elementwise, _gemm, _Label, _op, _Step, op_builder
 from llm_codesign.spec.engines.base import CDNA_FAMILIES, Engine
 from llm_codesign.spec.kinds import DenseFfn, LinearFfn, MoE, NoFfn
 from llm_codesign.spec.precision import DTYPES, Dtype, Precision, gemm_math
@@ -66,7 +66,9 @@ def moe_ops(f: MoE, M: Site, *, at: _At, s: _Step, b: Batch, prec: Precision) ->
     skew = 1.0 if alpha <= 0.0 else on_rank / np.maximum(T_all * f.top_k / ep, 1e-30)  # busiest rank over the mean
     # the exchange the engine runs under attention DP with EP (Engine.moe_exchange); the kernel tables' alone: all-to-all
     exchange = "all_to_all" if at.engine is None else at.engine.moe_exchange(at.gpu, moe_tp=s.moe_tp)
-    a2a = (s.adp > 1) & (ep > 1) & (exchange == "all_to_all")
+    # or the DeepEP low-latency all-to-all its launch flags name (Engine.moe_a2a), priced by deepep_time below
+    ll = (s.adp > 1) & (ep > 1) & (at.engine is not None and at.engine.moe_a2a == "deepep_low_latency")
+    a2a = (s.adp > 1) & (ep > 1) & (exchange == "all_to_all") | ll
     gather = (s.adp > 1) & ~a2a
     bf16_in, gathers_quantised = _gather_format(f, at, prec, math=ff["math"])
     # the rank's MoE takes in every token of the step unless an all-to-all brought it only its routed rows; TRTLLM-Gen's tile
@@ -97,8 +99,15 @@ def moe_ops(f: MoE, M: Site, *, at: _At, s: _Step, b: Batch, prec: Precision) ->
     # tensor-parallel MoE every rank's tokens are gathered and the outputs reduce-scattered (the permute and
     # route terms above then see all the step's tokens)
     sent = skew * (T / dense_tp * f.top_k * h)  # what the busiest rank receives
-    ops.append(_comm(M / "dispatch", "all_to_all", np.where(a2a, sent * ff["a_b"], 0.0), stage_gpus, at))
-    ops.append(_comm(M / "combine", "all_to_all", np.where(a2a, sent * 2.0, 0.0), stage_gpus, at))
+    ops.append(_comm(M / "dispatch", "all_to_all", np.where(a2a & ~ll, sent * ff["a_b"], 0.0), stage_gpus, at))
+    ops.append(_comm(M / "combine", "all_to_all", np.where(a2a & ~ll, sent * 2.0, 0.0), stage_gpus, at))
+    if np.any(ll):
+        # DeepEP low-latency: the rank's T tokens' top-k copies, dispatched in the expert GEMMs' activation format and
+        # combined in BF16, on the DeepEP table's fitted launch, per-expert signal and link share (deepep_time)
+        for i, (phase, b_el) in enumerate((("dispatch", ff["a_b"]), ("combine", 2.0))):
+            t = deepep_time("low_latency", phase, T, at.gpu, at.cal, hidden=h, top_k=f.top_k, experts=f.experts, ep=ep, payload_b=b_el)
+            gen = ops[i - 2]
+            ops[i - 2] = _comm_of(M / phase, np.where(ll, t, gen.time), np.where(ll, T * f.top_k * h * b_el, 0.0) + gen.bytes, at)
     g_b = ff["a_b"] if gathers_quantised else 2.0
     ops.append(_comm(M / "all_gather", "all_gather", np.where(gather, T_all * h * g_b, 0.0), stage_gpus, at))
     ops.append(_comm(M / "reduce_scatter", "reduce_scatter", np.where(gather, T_all * h * 2.0, 0.0), stage_gpus, at))
