@@ -509,9 +509,9 @@ def deepep_ranks_hit(experts, top_k, ep):
 def deepep_time(mode: str, phase: str, tokens, gpu, cal, *, hidden, top_k, experts, ep, payload_b, sms=0.0):
     """Seconds of one DeepEP `phase` (dispatch or combine) in `mode` (DEEPEP_MODES) on a rank holding `tokens`, each routed
     to `top_k` of `experts` experts spread evenly over `ep` ranks of one NVLink domain, `payload_b` bytes per hidden element
-    on the wire (FP8 with its 1x128 scales, BF16, NVFP4); normal mode on `sms` SMs (0: DeepEP's default). Serving does not
-    route through it (moe_ops prices each engine's default exchange, none of which is DeepEP): `validate` and `calibrate`
-    price the DeepEP table with it, until an engine runs DeepEP by default."""
+    on the wire (FP8 with its 1x128 scales, BF16, NVFP4); normal mode on `sms` SMs (0: DeepEP's default). `validate` and
+    `calibrate` price the DeepEP table with it; serving, low-latency mode only where a run's flags name it (Engine.moe_a2a:
+    moe_ops), each engine's default exchange being none of DeepEP's."""
     if mode not in DEEPEP_MODES or phase not in ("dispatch", "combine"):  # a caller's slip, not a user's input
         raise ValueError(f"DeepEP mode {mode!r} phase {phase!r}: one of {DEEPEP_MODES}, dispatch or combine")
     T, h = np.asarray(tokens, float), np.asarray(hidden, float)
