@@ -99,20 +99,27 @@ def moe_ops(f: MoE, M: Site, *, at: _At, s: _Step, b: Batch, prec: Precision) ->
     # tensor-parallel MoE every rank's tokens are gathered and the outputs reduce-scattered (the permute and
     # route terms above then see all the step's tokens)
     sent = skew * (T / dense_tp * f.top_k * h)  # what the busiest rank receives
-    ops.append(_comm(M / "dispatch", "all_to_all", np.where(a2a & ~ll, sent * ff["a_b"], 0.0), stage_gpus, at))
-    ops.append(_comm(M / "combine", "all_to_all", np.where(a2a & ~ll, sent * 2.0, 0.0), stage_gpus, at))
-    if np.any(ll):
-        # DeepEP low-latency: the rank's T tokens' top-k copies, dispatched in the expert GEMMs' activation format and
-        # combined in BF16, on the DeepEP table's fitted launch, per-expert signal and link share (deepep_time)
-        for i, (phase, b_el) in enumerate((("dispatch", ff["a_b"]), ("combine", 2.0))):
-            t = deepep_time("low_latency", phase, T, at.gpu, at.cal, hidden=h, top_k=f.top_k, experts=f.experts, ep=ep, payload_b=b_el)
-            gen = ops[i - 2]
-            ops[i - 2] = _comm_of(M / phase, np.where(ll, t, gen.time), np.where(ll, T * f.top_k * h * b_el, 0.0) + gen.bytes, at)
+    ops += _all_to_all_ops(f, M, at, T=T, h=h, ep=ep, sent=sent, a_b=ff["a_b"], a2a=a2a, ll=ll, gpus=stage_gpus)
     g_b = ff["a_b"] if gathers_quantised else 2.0
     ops.append(_comm(M / "all_gather", "all_gather", np.where(gather, T_all * h * g_b, 0.0), stage_gpus, at))
     ops.append(_comm(M / "reduce_scatter", "reduce_scatter", np.where(gather, T_all * h * 2.0, 0.0), stage_gpus, at))
     ops.append(_comm(M / "all_reduce", "all_reduce", np.where(s.adp > 1, 0.0, T * h * 2.0), stage_gpus, at))
     return ops
+
+
+def _all_to_all_ops(f: MoE, M: Site, at: _At, *, T, h, ep, sent, a_b, a2a, ll, gpus) -> list[Op]:
+    """moe_ops' dispatch and combine where `a2a`: `sent` bytes a rank receives over the engine's all-to-all, dispatched in
+    the expert GEMMs' activation format (`a_b` bytes an element) and combined in BF16; where `ll`, DeepEP's low-latency
+    kernels instead (Engine.moe_a2a): the rank's T tokens' top-k copies on the DeepEP table's fitted launch, per-expert
+    signal and link share (deepep_time)."""
+    out = []
+    for phase, b_el in (("dispatch", a_b), ("combine", 2.0)):
+        op = _comm(M / phase, "all_to_all", np.where(a2a & ~ll, sent * b_el, 0.0), gpus, at)
+        if np.any(ll):
+            t = deepep_time("low_latency", phase, T, at.gpu, at.cal, hidden=h, top_k=f.top_k, experts=f.experts, ep=ep, payload_b=b_el)
+            op = _comm_of(M / phase, np.where(ll, t, op.time), np.where(ll, T * f.top_k * h * b_el, 0.0) + op.bytes, at)
+        out.append(op)
+    return out
 
 
 # MoE kernel families (Engine.moe_kernel) x GEMM kernel families whose fused op takes the tokens in BF16, permutes them in
