@@ -163,6 +163,8 @@ def test_a_key_the_table_does_not_know_is_one_line():
               "campaigns.toml [inferencex] prefill_routing: 'roundrobin' is not valid; one of balanced, random"),
              ("set = { decode_recv_interval = 10 }", "set = { decode_recv_interval = 0 }",
               "campaigns.toml [inferencex] flags.set.decode_recv_interval: 0 is not valid; a whole number of at least 1"),
+             ('set = { decode_moe_a2a = "deepep_low_latency" }', 'set = { decode_moe_a2a = "deepep" }',
+              "campaigns.toml [inferencex] flags.set.decode_moe_a2a: 'deepep' is not valid; one of '', 'deepep_low_latency'"),
              ("rounds = 20", "rounds = 0", "campaigns.toml [aiconfigurator-core] rounds: 0 is not valid; a whole number of at least 1, or inf"),
              ('arrival = "waves"', 'arrival = "poisson"',
               "campaigns.toml [aiconfigurator-core] arrival: 'poisson' is not valid; one of waves, closed_loop, burst")]
