@@ -119,13 +119,13 @@ def test_a_key_the_table_does_not_know_is_one_line():
     cases = [("set = { ar_norm_fusion = false }", "set = { arnorm_fusion = false }",
               "campaigns.toml [aiconfigurator-core] flags.set: 'arnorm_fusion' is not valid; one of: max_num_tokens, arrival, "
               "max_prefill_tokens, max_running_requests, cuda_graph_max_bs, recv_interval, ignore_eos, mixed_chunk, chunked_prefill, "
-              "kv_fraction, rounds, prefill_routing, offline, decode_recv_interval, act_quant_fusion, attn_out_fusion, ar_norm_fusion, "
-              "rope_decode_fusion, hop_b_fusion, pdl_fusion, fp8_bmm_fusion, kv_dtype"),
+              "kv_fraction, rounds, prefill_routing, offline, decode_recv_interval, decode_moe_a2a, act_quant_fusion, attn_out_fusion, "
+              "ar_norm_fusion, rope_decode_fusion, hop_b_fusion, pdl_fusion, fp8_bmm_fusion, kv_dtype"),
              ("set = { ar_norm_fusion = false }", 'set = { ar_norm_fusion = "no" }',
               "campaigns.toml [aiconfigurator-core] flags.set.ar_norm_fusion: 'no' is not valid; true or false"),
              ("rounds = 20", "round = 20", "campaigns.toml [aiconfigurator-core]: 'round' is not valid; one of: source, flags, arrival, "
               "max_prefill_tokens, max_running_requests, cuda_graph_max_bs, recv_interval, ignore_eos, mixed_chunk, chunked_prefill, "
-              "kv_fraction, rounds, prefill_routing, offline, decode_recv_interval"),
+              "kv_fraction, rounds, prefill_routing, offline, decode_recv_interval, decode_moe_a2a"),
              ("over_isl = {", "over_isls = {", "campaigns.toml [aiconfigurator-core] flags: 'over_isls' is not valid; one of: when, set, "
               "over_isl, over_isl_and_batch, round_up"),
              ("over_isl_and_batch = { max_num_tokens", "over_isl_and_batch = { max_num_token",
@@ -163,6 +163,8 @@ def test_a_key_the_table_does_not_know_is_one_line():
               "campaigns.toml [inferencex] prefill_routing: 'roundrobin' is not valid; one of balanced, random"),
              ("set = { decode_recv_interval = 10 }", "set = { decode_recv_interval = 0 }",
               "campaigns.toml [inferencex] flags.set.decode_recv_interval: 0 is not valid; a whole number of at least 1"),
+             ('set = { decode_moe_a2a = "deepep_low_latency" }', 'set = { decode_moe_a2a = "deepep" }',
+              "campaigns.toml [inferencex] flags.set.decode_moe_a2a: 'deepep' is not valid; one of '', 'deepep_low_latency'"),
              ("rounds = 20", "rounds = 0", "campaigns.toml [aiconfigurator-core] rounds: 0 is not valid; a whole number of at least 1, or inf"),
              ('arrival = "waves"', 'arrival = "poisson"',
               "campaigns.toml [aiconfigurator-core] arrival: 'poisson' is not valid; one of waves, closed_loop, burst")]

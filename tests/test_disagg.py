@@ -617,3 +617,42 @@ def test_sglang_before_0_5_10_streams_the_first_token_a_loop_later_golden():
     assert late["ttft_s"].item() == one["ttft_s"].item()
     one, late = (evaluate_disagg(m, *pools, concurrency=4, first_token_next_loop=x, **kw) for x in (False, True))
     assert late["decode_admission_s"].item() - one["decode_admission_s"].item() == pytest.approx(one["step_s"].item(), rel=0.03)
+
+
+def test_sglang_wide_ep_decode_exchanges_by_deepep_low_latency():
+    from llm_codesign.cost.ops import Batch, forward_ops
+    from llm_codesign.measure import campaigns
+    from llm_codesign.spec.engines import get_engine
+
+    # a GB200 DP32 EP32 decode rank of 64 sequences: SGLang's default gathers all 32 x 64 tokens and reduce-scatters them back;
+    # the InferenceX recipes' --moe-a2a-backend deepep --deepep-mode low_latency sends each token's 8 copies instead
+    m, g = get_model("deepseek-r1"), get_gpu("gb200")
+    cal = calibration_for(g)
+    sg = get_engine("sglang")
+    ll = sg.with_moe_a2a("deepep_low_latency")
+    assert ll is sg.with_moe_a2a("deepep_low_latency") and ll.name == "sglang" and sg.with_moe_a2a("") is sg
+    prec, plan = Precision.of("fp8_block"), Plan(tp=1, ep=32, moe_tp=1, adp=32)
+
+    def moe(engine):
+        ops = forward_ops(m, g, cal, prec, plan.broadcast(), b=Batch(dec_seqs=64.0, dec_ctx=1536.0), engine=engine)
+        return {op.role: np.asarray(op.time).item() for op in ops if op.part == "moe"}
+
+    base, low = moe(sg), moe(ll)
+    assert base["all_gather"] > 0 and base["dispatch"] == 0 and low["all_gather"] == 0 and low["reduce_scatter"] == 0
+    # hand-derived (cost.ffns.deepep_time, default.toml's DeepEP low-latency fit): 10 us launch + 256 experts x 7.9 ns +
+    # 64 tokens x 8 copies x 7,168 x bytes an element over 900 GB/s x 0.60; dispatch in FP8 with its 1x128 scales (1.03125 B),
+    # combine in BF16: 18.98 us and 25.64 us a layer
+    assert (cal.deepep_ll_latency_s, cal.deepep_ll_expert_s, cal.deepep_ll_bw_eff) == (1.0e-5, 7.9e-9, 0.60)
+    copies = 64 * 8 * 7168
+    assert low["dispatch"] == pytest.approx(1e-5 + 256 * 7.9e-9 + copies * 1.03125 / (900e9 * 0.60), rel=1e-9)
+    assert low["combine"] == pytest.approx(1e-5 + 256 * 7.9e-9 + copies * 2.0 / (900e9 * 0.60), rel=1e-9)
+    # no attention DP: every rank holds every token, one all-reduce, whatever the flag
+    tp = Plan(tp=4, ep=4, moe_tp=1)
+    one, two = (forward_ops(m, g, cal, prec, tp.broadcast(), b=Batch(dec_seqs=8.0, dec_ctx=1536.0), engine=e) for e in (sg, ll))
+    assert [np.asarray(o.time).item() for o in one] == [np.asarray(o.time).item() for o in two]
+    # the campaign names it for the GB200 / GB300 SGLang runs only
+    row = {"source": "inferencex https://github.com/x image=lmsysorg/sglang:v0.5.8.post1-cu130", "backend": "sglang", "gpu": "gb200"}
+    assert campaigns.settings(row)["decode_moe_a2a"] == "deepep_low_latency"
+    assert "decode_moe_a2a" not in campaigns.settings(row | {"gpu": "b200"})
+    with pytest.raises(InputError, match="moe_a2a"):
+        sg.with_moe_a2a("deepep_normal")

@@ -10,7 +10,7 @@ import numpy as np
 
 from llm_codesign.cost import gemm
 from llm_codesign.cost.calibration import Calibration
-from llm_codesign.cost.ops import _BF16, Batch, Op, Site, _At, _comm, _elementwise, _gemm, _Label, _op, _Step, op_builder
+from llm_codesign.cost.ops import _BF16, Batch, Op, Site, _At, _comm, _comm_of, _elementwise, _gemm, _Label, _op, _Step, op_builder
 from llm_codesign.spec.engines.base import CDNA_FAMILIES, Engine
 from llm_codesign.spec.kinds import DenseFfn, LinearFfn, MoE, NoFfn
 from llm_codesign.spec.precision import DTYPES, Dtype, Precision, gemm_math
@@ -66,7 +66,9 @@ def moe_ops(f: MoE, M: Site, *, at: _At, s: _Step, b: Batch, prec: Precision) ->
     skew = 1.0 if alpha <= 0.0 else on_rank / np.maximum(T_all * f.top_k / ep, 1e-30)  # busiest rank over the mean
     # the exchange the engine runs under attention DP with EP (Engine.moe_exchange); the kernel tables' alone: all-to-all
     exchange = "all_to_all" if at.engine is None else at.engine.moe_exchange(at.gpu, moe_tp=s.moe_tp)
-    a2a = (s.adp > 1) & (ep > 1) & (exchange == "all_to_all")
+    # or the DeepEP low-latency all-to-all its launch flags name (Engine.moe_a2a), priced by deepep_time below
+    ll = (s.adp > 1) & (ep > 1) & (at.engine is not None and at.engine.moe_a2a == "deepep_low_latency")
+    a2a = (s.adp > 1) & (ep > 1) & (exchange == "all_to_all") | ll
     gather = (s.adp > 1) & ~a2a
     bf16_in, gathers_quantised = _gather_format(f, at, prec, math=ff["math"])
     # the rank's MoE takes in every token of the step unless an all-to-all brought it only its routed rows; TRTLLM-Gen's tile
@@ -97,13 +99,27 @@ def moe_ops(f: MoE, M: Site, *, at: _At, s: _Step, b: Batch, prec: Precision) ->
     # tensor-parallel MoE every rank's tokens are gathered and the outputs reduce-scattered (the permute and
     # route terms above then see all the step's tokens)
     sent = skew * (T / dense_tp * f.top_k * h)  # what the busiest rank receives
-    ops.append(_comm(M / "dispatch", "all_to_all", np.where(a2a, sent * ff["a_b"], 0.0), stage_gpus, at))
-    ops.append(_comm(M / "combine", "all_to_all", np.where(a2a, sent * 2.0, 0.0), stage_gpus, at))
+    ops += _all_to_all_ops(f, M, at, T=T, h=h, ep=ep, sent=sent, a_b=ff["a_b"], a2a=a2a, ll=ll, gpus=stage_gpus)
     g_b = ff["a_b"] if gathers_quantised else 2.0
     ops.append(_comm(M / "all_gather", "all_gather", np.where(gather, T_all * h * g_b, 0.0), stage_gpus, at))
     ops.append(_comm(M / "reduce_scatter", "reduce_scatter", np.where(gather, T_all * h * 2.0, 0.0), stage_gpus, at))
     ops.append(_comm(M / "all_reduce", "all_reduce", np.where(s.adp > 1, 0.0, T * h * 2.0), stage_gpus, at))
     return ops
+
+
+def _all_to_all_ops(f: MoE, M: Site, at: _At, *, T, h, ep, sent, a_b, a2a, ll, gpus) -> list[Op]:
+    """moe_ops' dispatch and combine where `a2a`: `sent` bytes a rank receives over the engine's all-to-all, dispatched in
+    the expert GEMMs' activation format (`a_b` bytes an element) and combined in BF16; where `ll`, DeepEP's low-latency
+    kernels instead (Engine.moe_a2a): the rank's T tokens' top-k copies on the DeepEP table's fitted launch, per-expert
+    signal and link share (deepep_time)."""
+    out = []
+    for phase, b_el in (("dispatch", a_b), ("combine", 2.0)):
+        op = _comm(M / phase, "all_to_all", np.where(a2a & ~ll, sent * b_el, 0.0), gpus, at)
+        if np.any(ll):
+            t = deepep_time("low_latency", phase, T, at.gpu, at.cal, hidden=h, top_k=f.top_k, experts=f.experts, ep=ep, payload_b=b_el)
+            op = _comm_of(M / phase, np.where(ll, t, op.time), np.where(ll, T * f.top_k * h * b_el, 0.0) + op.bytes, at)
+        out.append(op)
+    return out
 
 
 # MoE kernel families (Engine.moe_kernel) x GEMM kernel families whose fused op takes the tokens in BF16, permutes them in
@@ -511,9 +527,9 @@ def deepep_ranks_hit(experts, top_k, ep):
 def deepep_time(mode: str, phase: str, tokens, gpu, cal, *, hidden, top_k, experts, ep, payload_b, sms=0.0):
     """Seconds of one DeepEP `phase` (dispatch or combine) in `mode` (DEEPEP_MODES) on a rank holding `tokens`, each routed
     to `top_k` of `experts` experts spread evenly over `ep` ranks of one NVLink domain, `payload_b` bytes per hidden element
-    on the wire (FP8 with its 1x128 scales, BF16, NVFP4); normal mode on `sms` SMs (0: DeepEP's default). Serving does not
-    route through it (moe_ops prices each engine's default exchange, none of which is DeepEP): `validate` and `calibrate`
-    price the DeepEP table with it, until an engine runs DeepEP by default."""
+    on the wire (FP8 with its 1x128 scales, BF16, NVFP4); normal mode on `sms` SMs (0: DeepEP's default). `validate` and
+    `calibrate` price the DeepEP table with it; serving, low-latency mode only where a run's flags name it (Engine.moe_a2a:
+    moe_ops), each engine's default exchange being none of DeepEP's."""
     if mode not in DEEPEP_MODES or phase not in ("dispatch", "combine"):  # a caller's slip, not a user's input
         raise ValueError(f"DeepEP mode {mode!r} phase {phase!r}: one of {DEEPEP_MODES}, dispatch or combine")
     T, h = np.asarray(tokens, float), np.asarray(hidden, float)

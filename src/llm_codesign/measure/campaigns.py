@@ -15,7 +15,7 @@ import numpy as np
 from llm_codesign.errors import InputError
 from llm_codesign.measure.audit import SETTING_FIELDS
 from llm_codesign.serve.disagg import PREFILL_ROUTINGS
-from llm_codesign.spec.engines import FUSIONS
+from llm_codesign.spec.engines import FUSIONS, MOE_A2A_BACKENDS
 from llm_codesign.spec.harness import ARRIVALS, DEFAULT_ARRIVAL, FLAG_NAMES, FRACTION, SchedulerFlags, memory_fraction
 from llm_codesign.spec.precision import DTYPES, get_dtype
 
@@ -25,8 +25,9 @@ FLAG_COLUMNS = ("arrival", *FLAG_NAMES)
 # attention-DP ranks (serve.disagg.PREFILL_ROUTINGS), where the campaign names it; whether its runs are an offline
 # benchmark's (every request queued, throughput over the batch's life: serve.aggregated.evaluate's `offline`); the decode
 # iterations between a disaggregated decode server's polls for new requests (SGLang --scheduler-recv-interval on its
-# decode workers: serve.disagg.evaluate_disagg's `decode_recv_interval`, 1 where not named)
-CAMPAIGN_KEYS = ("prefill_routing", "offline", "decode_recv_interval")
+# decode workers: serve.disagg.evaluate_disagg's `decode_recv_interval`, 1 where not named); the MoE exchange a disaggregated
+# decode pool's launch flags name (Engine.with_moe_a2a: evaluate_disagg's `decode_moe_a2a`, the engine's default where not named)
+CAMPAIGN_KEYS = ("prefill_routing", "offline", "decode_recv_interval", "decode_moe_a2a")
 _BOOL = ("ignore_eos", "mixed_chunk", "chunked_prefill")
 _TRUE, _FALSE = ("true", "1", "yes"), ("false", "0", "no")
 # an entry's `NAME_fusion = false`: the run's engine build does not make that fusion (Engine.without)
@@ -89,6 +90,8 @@ def _invalid(key: str, v) -> str | None:
         return None if v in ARRIVALS else "one of " + ", ".join(ARRIVALS)
     if key == "prefill_routing":
         return None if v in PREFILL_ROUTINGS else "one of " + ", ".join(PREFILL_ROUTINGS)
+    if key == "decode_moe_a2a":
+        return None if v in MOE_A2A_BACKENDS else "one of " + ", ".join(repr(b) for b in MOE_A2A_BACKENDS)
     if key in _BOOL or key == "offline" or key in FUSION_KEYS:
         return None if isinstance(v, bool) else "true or false"
     if key == "kv_fraction":

@@ -115,11 +115,12 @@ def reuse_step_kernels() -> Iterator[None]:
 
 def _reused(price, *, what: tuple, model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, costs: EngineCosts, arrays: tuple):
     """price() within reuse_step_kernels() where the same inputs were priced before (the profile
-    compared on _KERNEL_FIELDS, the engine by name and fusions: Engine.without's builds share a name); price() elsewhere."""
+    compared on _KERNEL_FIELDS, the engine by name, fusions and MoE exchange: Engine.without's and with_moe_a2a's builds
+    share a name); price() elsewhere."""
     memo = _STEP_KERNELS.get()
     if memo is None:
         return price()
-    key = (*what, model, gpu, prec, costs.engine.name, costs.engine.fusions, memo.cal_key(costs.cal),
+    key = (*what, model, gpu, prec, costs.engine.name, costs.engine.fusions, costs.engine.moe_a2a, memo.cal_key(costs.cal),
            *(array_key(getattr(sh, f.name)) for f in dataclasses.fields(Plan)), *(array_key(x) for x in arrays))
     return memo.get(key, price)
 

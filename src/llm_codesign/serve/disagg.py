@@ -352,7 +352,7 @@ def closed_loop(C, base, decode_time, per_instance, n_p, *, queue_s=None) -> tup
 def evaluate_disagg(model: ModelSpec, prefill: Deployment, decode: Deployment, *, calibration: Calibration,
                     decode_calibration: Calibration | None = None, prefill_instances, decode_instances, concurrency, isl, osl,
                     spec_k=None, decode_max_batch=None, arrival: str = DEFAULT_ARRIVAL, prefill_routing: str | None = None,
-                    decode_recv_interval=1.0, first_token_next_loop=False) -> dict:
+                    decode_recv_interval=1.0, first_token_next_loop=False, decode_moe_a2a: str = "") -> dict:
     """Metrics for every deployment in the broadcast of both pools' plans, instance counts, concurrency, ISL/OSL and k; the same
     keys as serving.evaluate where they mean the same thing. `prefill` and `decode` are one instance of each pool: its GPU,
     plan, precision, engine and step token budget (the decode one's speculation; num_gpus is not read, the plans' sizes are),
@@ -367,11 +367,12 @@ def evaluate_disagg(model: ModelSpec, prefill: Deployment, decode: Deployment, *
     a closed loop of C slots (the default; "waves" the same, first_token) or C sent together in lockstep waves ("burst"); in a
     burst, past the decode slots a wave is what they hold and the rest wait whole waves, as serve.aggregated prices them.
     `prefill_routing`: PREFILL_ROUTINGS (None: the engine's). `decode_recv_interval` (SGLang's --scheduler-recv-interval),
-    `first_token_next_loop` (SGLang < 0.5.10): decode_admission's.
+    `first_token_next_loop` (SGLang < 0.5.10): decode_admission's. `decode_moe_a2a`: the MoE exchange the decode servers' launch
+    flags name (Engine.with_moe_a2a; "" the engine's default).
     TTFT = prefill_alone_s + front_end_s (the front end's overhead, beyond the running step's rest where it
     overlaps: first_token) + decode_admission_s (kv_transfer_s in it) + prefill_step_wait_s + prefill_wait_s (the prefill pool's queue) + decode_slot_wait_s (past the slots)."""
     gpu, dg, prefill_plan, decode_plan = prefill.gpu, decode.gpu, prefill.plan, decode.plan
-    dcost = decode.engine.costs(decode_calibration or calibration)
+    dcost = decode.engine.with_moe_a2a(decode_moe_a2a).costs(decode_calibration or calibration)
     pcost = prefill.engine.costs(calibration)
     g_p, g_d = np.asarray(prefill_plan.gpus, float), np.asarray(decode_plan.gpus, float)
     n_p, n_d = np.asarray(prefill_instances, float), np.asarray(decode_instances, float)

@@ -8,6 +8,7 @@ from llm_codesign.spec.engines.base import (
     ENGINES,
     EXPORTABLE,
     FUSIONS,
+    MOE_A2A_BACKENDS,
     MOE_KERNELS,
     VENDOR_ENGINE,
     VENDOR_NAMES,
@@ -32,6 +33,6 @@ from llm_codesign.spec.engines.sglang import SGLANG
 from llm_codesign.spec.engines.atom import ATOM
 # isort: on
 
-__all__ = ["AR_NORM_KERNELS", "ATOM", "ENGINES", "EXPORTABLE", "FUSIONS", "MOE_KERNELS", "SGLANG", "TRTLLM", "VENDOR_ENGINE", "VENDOR_NAMES", "VLLM",
+__all__ = ["AR_NORM_KERNELS", "ATOM", "ENGINES", "EXPORTABLE", "FUSIONS", "MOE_A2A_BACKENDS", "MOE_KERNELS", "SGLANG", "TRTLLM", "VENDOR_ENGINE", "VENDOR_NAMES", "VLLM",
            "Engine", "EngineCosts", "check_kv_format", "engine_choices", "engine_for", "engine_for_pools", "engine_names", "engines_on",
            "get_engine", "listed", "register_engine"]

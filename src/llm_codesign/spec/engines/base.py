@@ -35,6 +35,8 @@ CDNA_FAMILIES = ("cdna3", "cdna4")
 AR_NORM_KERNELS = 2.0
 # every fusion an engine's step may make (Engine.fusions says what each is): a name outside it is a typing error
 FUSIONS = ("act_quant", "attn_out", "ar_norm", "rope_decode", "hop_b", "pdl", "fp8_bmm")
+# the MoE exchanges a launch flag may name in place of the engine's default (Engine.moe_a2a): "" the default
+MOE_A2A_BACKENDS = ("", "deepep_low_latency")
 # The MoE kernel families an engine runs for its expert GEMMs (Engine.moe_kernel), each with the
 # kernel_source of the per-engine kernel tables that times it (data/measurements/kernels_hopper/moe.csv.gz,
 # H100; measure.kernel_tables.MOE_SOURCES maps them). Their rates are per GPU family in the calibration
@@ -134,6 +136,11 @@ class Engine(ABC):
     # custom_ar_barrier_s; 0: a Lamport one-shot (TensorRT-LLM's), which pushes its data to the peers and polls its own
     # buffer, as does the all-reduce + RMSNorm kernel that carries a layer's all-reduce where ar_norm_fused says so
     own_ar_barriers: int = 0
+    # the MoE token exchange its launch flags name in place of its default one (moe_exchange) under attention DP with EP:
+    # "" (the default's) or "deepep_low_latency" (SGLang --moe-a2a-backend deepep --deepep-mode low_latency: every
+    # (token, expert) copy put straight into the expert's receive slot, cost.ffns.deepep_time). A run's recipe names it
+    # (data/measurements/campaigns.toml `decode_moe_a2a`, a disaggregated decode pool's): with_moe_a2a
+    moe_a2a: str = ""
     # whether its steps mix prefill chunks into the running decodes (TensorRT-LLM's in-flight batching and
     # vLLM's chunked prefill do); an engine that runs prefill batches on their own says so in its module
     mixes_prefill: ClassVar[bool] = True
@@ -281,6 +288,13 @@ class Engine(ABC):
             raise InputError("fusion", fusion, "one of: " + ", ".join(FUSIONS))
         return _without(self, fusion) if self.fuses(fusion) else self
 
+    def with_moe_a2a(self, backend: str) -> "Engine":
+        """This engine launched with the MoE exchange `backend` (MOE_A2A_BACKENDS; "" its default): the same name and
+        fitted costs, one object per engine and backend, as `without`."""
+        if backend not in MOE_A2A_BACKENDS:
+            raise InputError("moe_a2a", backend, "one of: " + ", ".join(repr(b) for b in MOE_A2A_BACKENDS))
+        return self if backend == self.moe_a2a else _with_moe_a2a(self, backend)
+
     def _fusable_allreduce(self, nbytes, n, family: str):
         """Where its own all-reduce kernel can carry the residual add + RMSNorm (FUSION_FAMILIES)."""
         return self.own_allreduce(nbytes, n, family) & (family in FUSION_FAMILIES)
@@ -414,6 +428,11 @@ class EngineCosts:
         if not self.engine.holds_adp_requests:
             return self.ttft_wait_steps + 0.0 * adp
         return self.ttft_wait_steps + np.where((adp > 1) & busy, self.adp_wait_steps, 0.0)
+
+
+@cache
+def _with_moe_a2a(engine: Engine, backend: str) -> Engine:
+    return replace(engine, moe_a2a=backend)
 
 
 @cache
