@@ -159,7 +159,7 @@ def _routed_experts(f: MoE, M: Site, *, at: _At, s: _Step, prec: Precision, load
 
     def gemms(ff, kernel):
         tile = (token_tile(tile_tokens, f.top_k, f.experts / ep, a_b=ff["a_b"], w_b=ff["w_b"]) if gen
-                else marlin_block(tile_tokens, f.top_k, f.experts / ep) if all(x in MARLIN for x in fams) else None)
+                else -marlin_block(tile_tokens, f.top_k, f.experts / ep) if all(x in MARLIN for x in fams) else None)
         rates, kept = moe_rates(at.gpu.family, kernel, tables=all(x is None for x in fams))
         ops = []
         for name, n_dim, k_dim in (("experts_gate_up", (f.mats - 1) * f.expert_inter / s.moe_tp, s.h), ("experts_down", s.h, f.expert_inter / s.moe_tp)):
