@@ -444,9 +444,10 @@ def _within_slots(C, base, t_kv, slots, *, decode_time, arrival, **pools) -> tup
     return rate, ttft + slot_wait, admit, step_wait, slot_wait, front
 
 
-def _check_pools(model: ModelSpec, prefill: Deployment, decode: Deployment) -> None:
+def _check_pools(model: ModelSpec, prefill: Deployment, decode: Deployment, recv_interval=1) -> None:
     """Each pool's KV-cache format (one its engine holds for the model's attention, as serve.estimate.check's) and plan
-    (one its GPUs run), refused in one line naming the pool."""
+    (one its GPUs run), refused in one line naming the pool; the decode pool's receive interval (check_recv_interval)."""
+    check_recv_interval(decode, recv_interval)
     from llm_codesign.spec.plan import reason_text, validity
 
     for field, d in (("prefill", prefill), ("decode", decode)):
@@ -495,10 +496,9 @@ def estimate_disagg(model: ModelSpec, prefill: Deployment, decode: Deployment, *
                     ("decode_max_batch", 1 if decode_max_batch is None else decode_max_batch), ("decode_recv_interval", decode_recv_interval)):
         if v is None or isinstance(v, bool) or v < 1 or v != int(v):
             raise InputError(name, v, "a positive integer")
-    check_recv_interval(decode, decode_recv_interval)
     if not len(concurrencies) or min(concurrencies) < 1:
         raise InputError("concurrency", concurrencies, "positive integers")
-    _check_pools(model, prefill, decode)
+    _check_pools(model, prefill, decode, decode_recv_interval)
     model.check_context(isl, osl)
     C = np.asarray(concurrencies, float)
     r = evaluate_disagg(model, prefill, decode, calibration=calibration, decode_calibration=decode_calibration,
