@@ -119,13 +119,13 @@ def test_a_key_the_table_does_not_know_is_one_line():
     cases = [("set = { ar_norm_fusion = false }", "set = { arnorm_fusion = false }",
               "campaigns.toml [aiconfigurator-core] flags.set: 'arnorm_fusion' is not valid; one of: max_num_tokens, arrival, "
               "max_prefill_tokens, max_running_requests, cuda_graph_max_bs, recv_interval, ignore_eos, mixed_chunk, chunked_prefill, "
-              "kv_fraction, rounds, prefill_routing, offline, decode_recv_interval, decode_moe_a2a, act_quant_fusion, attn_out_fusion, "
-              "ar_norm_fusion, rope_decode_fusion, hop_b_fusion, pdl_fusion, fp8_bmm_fusion, kv_dtype"),
+              "kv_fraction, rounds, prefill_routing, offline, decode_recv_interval, decode_moe_a2a, sglang_build, act_quant_fusion, "
+              "attn_out_fusion, ar_norm_fusion, rope_decode_fusion, hop_b_fusion, pdl_fusion, fp8_bmm_fusion, kv_dtype"),
              ("set = { ar_norm_fusion = false }", 'set = { ar_norm_fusion = "no" }',
               "campaigns.toml [aiconfigurator-core] flags.set.ar_norm_fusion: 'no' is not valid; true or false"),
              ("rounds = 20", "round = 20", "campaigns.toml [aiconfigurator-core]: 'round' is not valid; one of: source, flags, arrival, "
               "max_prefill_tokens, max_running_requests, cuda_graph_max_bs, recv_interval, ignore_eos, mixed_chunk, chunked_prefill, "
-              "kv_fraction, rounds, prefill_routing, offline, decode_recv_interval, decode_moe_a2a"),
+              "kv_fraction, rounds, prefill_routing, offline, decode_recv_interval, decode_moe_a2a, sglang_build"),
              ("over_isl = {", "over_isls = {", "campaigns.toml [aiconfigurator-core] flags: 'over_isls' is not valid; one of: when, set, "
               "over_isl, over_isl_and_batch, round_up"),
              ("over_isl_and_batch = { max_num_tokens", "over_isl_and_batch = { max_num_token",
@@ -136,7 +136,7 @@ def test_a_key_the_table_does_not_know_is_one_line():
               "campaigns.toml [aiconfigurator-core] flags.when: 'backnd' is not valid; one of: model, gpu, backend, weight_dtype, "
               "kv_dtype, isl, osl, concurrency, num_gpus, tp, pp, ep, moe_tp, attention_dp, spec_method, spec_draft_len, "
               "prefill_instances, prefill_gpus_per_instance, prefill_tp, prefill_attention_dp, prefill_ep, decode_instances, "
-              "decode_gpus_per_instance, decode_tp, decode_attention_dp, decode_ep, min_concurrency, max_concurrency, min_run_id"),
+              "decode_gpus_per_instance, decode_tp, decode_attention_dp, decode_ep, min_concurrency, max_concurrency, min_run_id, max_run_id"),
              ("round_up = { max_num_tokens = 32 }", "round_up = { max_num_tokens = 0 }",
               "campaigns.toml [aiconfigurator-core] flags.round_up.max_num_tokens: 0 is not valid; a whole number of tokens, 1 or more"),
              ("over_isl = { max_prefill_tokens = 1500 }", "over_isl = { max_prefill_tokens = -1500 }",
@@ -311,12 +311,28 @@ def test_sglang_builds_before_0_5_10_stream_the_disaggregated_first_token_a_loop
              ("lmsysorg/sglang:v0.5.9-cu130", "sglang", (0, 5, 9), True),
              ("lmsysorg/sglang:v0.5.10", "sglang", (0, 5, 10), False),
              ("lmsysorg/sglang:v0.5.12.post1", "sglang", (0, 5, 12), False),
-             ("", "sglang", None, True),
+             ("", "sglang", None, False),
              ("nvcr.io/nvidia/ai-dynamo/tensorrtllm-runtime:0.8.1.post2", "trtllm", None, False)]
     for image, backend, build, late in cases:
         r = {"source": src + image, "backend": backend}
         assert campaigns.sglang_build(r) == build, image
         assert campaigns.first_token_next_loop(r) is late, image
+    # no image named: today's build, unless the campaign names the run's (the shipped December 2025 runs, 0.5.5.post2)
+    for source, build, late in (("inferencex https://github.com/SemiAnalysisAI/InferenceX/actions/runs/20047470193/attempts/3 image=", (0, 5, 5), True),
+                                ("inferencex https://github.com/SemiAnalysisAI/InferenceX/actions/runs/20413316138/attempts/1 image=", (0, 5, 5), True),
+                                ("inferencex https://github.com/SemiAnalysisAI/InferenceX/actions/runs/20413316139/attempts/1 image=", None, False),
+                                ("my own GB200 runs", None, False)):
+        r = {"source": source, "backend": "sglang"}
+        assert campaigns.sglang_build(r) == build and campaigns.first_token_next_loop(r) is late, source
+    import pytest
+
+    from llm_codesign.errors import InputError
+
+    bad = 'source = "x"\n[[campaign.flags]]\nwhen = { min_run_id = 0 }\nset = { sglang_build = "new" }\n'
+    with pytest.raises(InputError, match="sglang_build: 'new' is not valid; an SGLang version"):
+        campaigns.read_campaigns('[[campaign]]\n' + bad.replace("min_run_id = 0", "min_run_id = 1"))
+    with pytest.raises(InputError, match="min_run_id: 0 is not valid; a whole number of at least 1"):
+        campaigns.read_campaigns('[[campaign]]\n' + bad.replace('"new"', '"0.5.5"'))
 
 
 def test_sglang_rocm_builds_read_from_the_run_id():

@@ -10,7 +10,7 @@ from llm_codesign.cost.calibration import calibration_for
 from llm_codesign.cost.kernels import collective_time
 from llm_codesign.errors import InputError
 from llm_codesign.serve.aggregated import Serving, evaluate, front_end_wait, prefill_step
-from llm_codesign.serve.disagg import decode_admission, evaluate_disagg, running_rest, step_residual
+from llm_codesign.serve.disagg import decode_admission, decode_busy, evaluate_disagg, running_rest, step_residual
 from llm_codesign.spec.hardware import get_gpu
 from llm_codesign.spec.plan import Deployment, Plan, SpecDecoding, precision_for
 from llm_codesign.spec.precision import Precision
@@ -593,6 +593,62 @@ def test_decode_recv_interval_is_refused_below_one():
     r = run("disagg", "deepseek-r1", "--gpu", "gb200", "--backend", "sglang", "--prefill", "tp=4", "--decode", "tp=4",
             "--decode-recv-interval", "0")
     assert r.returncode == 2 and "decode-recv-interval" in r.stderr + r.stdout
+
+
+def test_decode_recv_interval_is_sglang_only_and_refused_under_attention_dp():
+    # TensorRT-LLM and vLLM poll every loop (no such flag): R = 10 there used to add ~60 ms to a GB200 TP4/TP4 first token
+    # at 8 requests; SGLang refuses the interval with --enable-dp-attention (scheduler_recv_skipper.py:15@0.5.8.post1)
+    import llm_codesign as lc
+
+    for engine, decode, what in (("trtllm", "tp=4", "SGLang only"), ("sglang", "attention_dp=4,ep=4", "attention-DP")):
+        with pytest.raises(InputError, match=f"decode_recv_interval: 10 is not valid; .*{what}"):
+            lc.disagg("deepseek-r1", "gb200", prefill="tp=4", decode=decode, engine=engine, concurrency=8, decode_recv_interval=10)
+        r = run("disagg", "deepseek-r1", "--gpu", "gb200", "--backend", engine, "--prefill", "tp=4", "--decode", decode,
+                "--decode-recv-interval", "10")
+        assert r.returncode == 2 and what in r.stderr + r.stdout and len((r.stderr + r.stdout).strip().splitlines()) == 1
+    # R = 1 is every engine's own loop, accepted everywhere
+    assert lc.disagg("deepseek-r1", "gb200", prefill="tp=4", decode="tp=4", engine="trtllm", concurrency=8,
+                     decode_recv_interval=1).rows[0]["ttft_ms"] > 0
+
+
+def test_estimate_disagg_refuses_a_fractional_receive_interval():
+    from llm_codesign.serve.disagg import estimate_disagg
+
+    m, g = get_model("deepseek-r1"), get_gpu("gb200")
+    pools = disagg_pair(g, Precision.of("fp8_block", kv="fp8"), Plan(tp=4), Plan(tp=4), backend="sglang")
+    with pytest.raises(InputError, match="decode_recv_interval: 2.5 is not valid; a positive integer"):
+        estimate_disagg(m, *pools, calibration=calibration_for(g), prefill_instances=1, decode_instances=1, concurrencies=[4],
+                        isl=1024, osl=1024, decode_recv_interval=2.5)
+
+
+def test_decode_busy_spreads_the_others_round_robin_golden():
+    # Dynamo's frontend routes round-robin: (C - 1) / n_d others per instance, floor m with weight 1 - phi, m + 1 with phi.
+    # n_d = 8, C = 2, f = 0.98: one other on 1 instance in 8, busy = f / 8 = 0.1225 (1 - (1 - f)^(1/8) read 0.387)
+    assert float(decode_busy(0.98, 1 / 8)) == pytest.approx(0.1225, rel=1e-12)
+    # integer shares: 1 - (1 - f)^k; C = 4 on one instance at f = 0.5: 1 - 0.5^3 = 0.875
+    assert float(decode_busy(0.5, 3.0)) == pytest.approx(0.875, rel=1e-12)
+    # k = 1.5 at f = 0.5: half the instances hold 1 (busy 0.5), half 2 (0.75): 0.625
+    assert float(decode_busy(0.5, 1.5)) == pytest.approx(0.625, rel=1e-12)
+    # the starting guess (f = 1): busy wherever an other sits, the share phi of instances below one other each
+    assert decode_busy(1.0, np.array([0.0, 0.25, 1.0, 2.5])).tolist() == pytest.approx([0.0, 0.25, 1.0, 1.0], rel=1e-12)
+
+
+def test_the_receive_interval_is_capped_at_the_decode_steps_between_admissions():
+    # an arrived request's prebuilt batch weighs 1000 in SGLang's recv skipper (ForwardMode.PREBUILT takes the default weight,
+    # environ.py:222@0.5.8.post1), so the loop after each admission polls at once. With 64 output tokens and 16 requests on
+    # one decode instance the others' admissions come every ~ (63 + TTFT / t) / 15 ~ 5 steps, under R = 10: R = 10 and
+    # R = 1000 then price alike, and above R = 1
+    m, g = get_model("deepseek-r1"), get_gpu("gb200")
+    pools = disagg_pair(g, Precision.of("fp8_block", kv="fp8"), Plan(tp=4), Plan(tp=4), backend="sglang")
+    kw = dict(calibration=calibration_for(g), prefill_instances=1, decode_instances=1, isl=1024, osl=64, concurrency=16)
+    one, ten, many = (evaluate_disagg(m, *pools, decode_recv_interval=r, **kw) for r in (1, 10, 1000))
+    t, rate = ten["step_s"].item(), ten["request_rate"].item()
+    gap = 1.0 / (rate * 15 / 16 * t)
+    assert 1.0 < gap < 10.0
+    assert many["ttft_s"].item() == pytest.approx(ten["ttft_s"].item(), rel=1e-6)  # the fixed point starts from R
+    assert ten["decode_admission_s"].item() > one["decode_admission_s"].item()
+    # at most the skipped steps' half-gap: 0.5 t (gap - 1) more
+    assert ten["decode_admission_s"].item() - one["decode_admission_s"].item() <= 0.5 * t * (gap - 1.0) * 1.05
 
 
 def test_sglang_before_0_5_10_streams_the_first_token_a_loop_later_golden():

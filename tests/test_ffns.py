@@ -379,19 +379,20 @@ def test_marlin_block_is_the_engines_block_size_loop():
 
 def test_marlin_moe_computes_each_experts_rows_in_whole_blocks(h100):
     """The H100 per-engine MoE table's Marlin rows (Kimi-K2 INT4, 384 experts of top 8, h 7,168, inter 2,048, EP 1, TP 1,
-    balanced): every expert's rows in whole blocks of marlin_block's rows, each block computed against the expert's whole
-    weight slice. The up-projection (N 4,096, K 7,168) at 3,072 tokens: 64 rows an expert, one 64-row block, so 1 x 32
-    weight tiles of 128 x 384 experts = 12,288 CTAs, ceil(12,288 / 132) = 94 waves of (7,168 + k_half 64) K steps of
-    2 x 64 x 128 x 132 FLOPs at H100's 989.4 TFLOPS x gemm_eff_w4a16 0.30 x the family's 0.305678 / 0.30: 4.861 ms. At
-    2,880 tokens (60 rows, the same block) the same; at 4,096 (85.3 rows) two blocks, 187 waves, 9.670 ms (the table:
-    7.36 -> 13.97 ms, SGLang, 1.90x); at 2,048 (42.7 rows, blocks of 48) 48 / 64 of 3,072's."""
+    balanced) on Marlin's own grid (gemm._marlin_grid_time): every expert's rows padded to whole blocks of marlin_block's
+    rows, the units (a block's rows x a 128 x 128 weight tile) spread evenly over the 132 SMs with split-K, iters =
+    div_ceil(units, SMs). The up-projection (N 4,096, K 7,168 + k_half 64) at 3,072 tokens: 64 rows an expert, one 64-row
+    block, 384 x 32 x ceil(7,232 / 128) = 57 = 700,416 units, ceil(700,416 / 132) = 5,307 iters, each 2 x 64 x 16,384 FLOPs
+    at one SM's share of H100's 989.4 TFLOPS x the family's 0.29168: 5.091 ms. At 2,880 tokens (60 rows, the same block) the
+    same; at 4,096 (85.3 rows) two blocks, 10,613 iters, 10.181 ms (the table: 7.36 -> 13.97 ms, SGLang, 1.90x); at 2,048
+    (42.7 rows, blocks of 48) 48 / 64 of 3,072's (the same units)."""
     from llm_codesign.cost.calibration import calibration_for
     from llm_codesign.measure.kernel_tables import MOE_PRECISION
     from llm_codesign.spec.kinds import MoE
 
     cal = calibration_for(h100)
     eff, _, _ = cal.moe_kernel("marlin", "w4a16")
-    assert (cal.gemm_eff("w4a16"), cal.gemm_k_half("w4a16"), eff * 0.30) == pytest.approx((0.30, 64.0, 0.305678), rel=1e-6)
+    assert (cal.gemm_eff("w4a16"), cal.gemm_k_half("w4a16"), eff * 0.30) == pytest.approx((0.30, 64.0, 0.29168), rel=1e-6)
     m = ModelSpec("kernel", hidden=7168, vocab=1, groups=((Layer(NoMixer(), MoE(experts=384, top_k=8, expert_inter=2048)), 1),))
 
     def up(tokens):
@@ -399,11 +400,47 @@ def test_marlin_moe_computes_each_experts_rows_in_whole_blocks(h100):
                         b=Batch(pf_tokens=tokens, pf_seqs=1.0), prefix="moe", moe_kernel="marlin")
         return float(next(o for o in ops if o.role == "experts_gate_up").t_compute)
 
-    wave = (7168 + 64) * 2 * 64 * 128 * 132 / (989.4e12 * 0.305678)
-    assert up(3072.0) == pytest.approx(94 * wave, rel=1e-5) and 94 * wave == pytest.approx(4.861e-3, rel=1e-3)
-    assert up(2880.0) == pytest.approx(94 * wave, rel=1e-5)
-    assert up(4096.0) == pytest.approx(187 * wave, rel=1e-5) and 187 * wave == pytest.approx(9.670e-3, rel=1e-3)
-    assert up(2048.0) == pytest.approx(0.75 * 94 * wave, rel=1e-5)
+    unit = 2 * 64 * 128 * 128 * 132 / (989.4e12 * 0.29168)
+    assert up(3072.0) == pytest.approx(5307 * unit, rel=1e-5) and 5307 * unit == pytest.approx(5.091e-3, rel=1e-3)
+    assert up(2880.0) == pytest.approx(5307 * unit, rel=1e-5)
+    assert up(4096.0) == pytest.approx(10613 * unit, rel=1e-5) and 10613 * unit == pytest.approx(10.181e-3, rel=1e-3)
+    assert up(2048.0) == pytest.approx(0.75 * 5307 * unit, rel=1e-5)
+
+
+def test_hopper_int4_serving_decode_step_marlin_golden():
+    """A Hopper INT4 serving answer that kfam's Marlin pricing moved (Kimi-K2.5 on H200, TP 8 EP 8, vLLM, one request:
+    TPOT 9.25 -> 7.96 ms at kfam, TTFT 110.7 -> 125.1; 8.38 / 128.3 on Marlin's own grid). The decode step's up-projection,
+    by hand: one token of top 8 over EP 8 is 1 routed row on the rank, 1 expert read (work 2 x 4,096 x 7,168 = 58,720,256
+    FLOPs; bytes 4,096 x 7,168 x 0.5625 (INT4 and its BF16 scale per 32) + the row's 7,168 x 2 in and 4,096 x 2 out =
+    16,537,600). Memory: 16,537,600 / (4.8 TB/s x gemm_bw 0.73) = 4.7196 us. Compute on Marlin's grid: 8 rows a block
+    (0.17 rows an expert), 1 block x 32 x ceil((7,168 + 64) / 128) = 1,824 units, ceil(1,824 / 132) = 14 iters of
+    2 x 8 x 16,384 x 132 / (989.4 TFLOPS x 0.29168) = 0.11991 us: 1.6787 us. Blended at p = 2.47978, 4.7196 x (1 + (1.6787 /
+    4.7196)^p)^(1/p) = 4.8630 us, plus the family's 14.2976 us a launch: 19.161 us, 60 layers."""
+    import llm_codesign as lc
+    from llm_codesign.cost.calibration import calibration_for
+    from llm_codesign.serve.aggregated import decode_step
+    from llm_codesign.spec.engines import get_engine
+    from llm_codesign.spec.hardware import get_gpu
+    from llm_codesign.spec.plan import precision_for
+    from llm_codesign.spec.registry import get_model
+
+    m, g = get_model("kimi-k2.5"), get_gpu("h200")
+    costs = get_engine("vllm").costs(calibration_for(g))
+    ops = decode_step(m, g, precision_for(m, None, None, None), Plan(tp=8, ep=8).broadcast(), costs=costs, b=np.asarray(1.0),
+                      ctx=1536.0, k=np.asarray(0.0), spec=None)[2]
+    up = next(o for o in ops if o.name == "layer1/moe/experts_gate_up")
+    assert float(up.count) == 60.0 and [float(x) for x in up.work()] == pytest.approx([58_720_256.0, 16_537_600.0], rel=1e-9)
+    mem, comp = 16_537_600 / (4.8e12 * 0.73), 14 * 2 * 8 * 16384 * 132 / (989.4e12 * 0.29168)
+    assert [float(x) for x in up.split()] == pytest.approx([comp, mem], rel=1e-5)
+    assert (mem, comp) == pytest.approx((4.7196e-6, 1.6787e-6), rel=1e-4)
+    p = 2.47978
+    assert float(up.time) == pytest.approx(mem * (1 + (comp / mem) ** p) ** (1 / p) + 14.2976e-6, rel=1e-5)
+    assert float(up.time) == pytest.approx(19.161e-6, rel=1e-4)
+    # the serving answer it sits in (regression figures: the step's other ops are not re-derived here)
+    row = lc.estimate("kimi-k2.5", lc.Deployment(gpu=g, num_gpus=8, plan=Plan(tp=8, ep=8), backend="vllm",
+                                                 precision=precision_for(m, None, None, None)),
+                      lc.Workload(isl=1024, osl=1024, concurrency=1)).to_dict()
+    assert (row["tpot_ms"], row["ttft_ms"]) == pytest.approx((8.38, 128.3), abs=0.05)
 
 
 def test_triton_block_is_sglangs_default_block_m():

@@ -192,21 +192,25 @@ def test_hopper_moe_table_per_engine_and_kernel_family():
     at 25.0, 18.8, 6.8, 28.2 and 27.1."""
     rep, rows, _ = kernel_report("hopper/moe")
     by = {k.removeprefix("h100 "): v["latency_ms"] for k, v in rep["by"].items()}
-    assert rep["modeled"] == 40987 and rep["overall"]["latency_ms"]["median_ape"] == pytest.approx(9.78, abs=0.3)
-    # Marlin's MoE in whole blocks of its rows (cost.ffns.marlin_block), INT4 and MXFP4 each fitted on its own rows:
-    # 14.2, 24.8, 12.9 and 16.7 at one Marlin family without its blocks (docs/modelling-notes.md#marlin-moe-blocks)
+    assert rep["modeled"] == 40987 and rep["overall"]["latency_ms"]["median_ape"] == pytest.approx(9.6, abs=0.3)
+    # Marlin's MoE in whole blocks of its rows (cost.ffns.marlin_block) on its own grid (gemm._marlin_grid_time), INT4 and
+    # MXFP4 each fitted on its own rows: 14.2, 24.8, 12.9 and 16.7 at one Marlin family without its blocks, 10.9, 21.4,
+    # 10.5 and 9.5 on TRTLLM-Gen's tile grid (docs/modelling-notes.md#marlin-moe-blocks, #revfix3-kfam)
     for group, med in (("trtllm fp8_block cutlass", 9.80), ("trtllm fp8 cutlass", 9.10), ("trtllm fp8 tables_moe", 6.82),
                        ("sglang fp8_block sglang_triton", 10.16), ("vllm fp8_block vllm_triton", 5.66),
                        ("vllm w4a16_mxfp4 triton_kernels", 15.71), ("trtllm w4a16_mxfp4 trtllm_w4a16", 10.47),
-                       ("sglang int4_wo marlin", 10.94), ("vllm int4_wo marlin", 10.53), ("sglang w4a16_mxfp4 marlin_fp4", 21.44),
-                       ("vllm w4a16_mxfp4 marlin_fp4", 9.50),
+                       ("sglang int4_wo marlin", 8.74), ("vllm int4_wo marlin", 9.75), ("sglang w4a16_mxfp4 marlin_fp4", 20.13),
+                       ("vllm w4a16_mxfp4 marlin_fp4", 8.59),
                        # SGLang's Triton MoE in whole blocks of its rows (cost.ffns.triton_block), its MXFP4 rows the BF16
                        # MoE they run (MOE_RUNS_AS): 16.4 and 23.7 before (docs/modelling-notes.md#sglang-triton-moe-blocks)
                        ("sglang bfloat16 sglang_triton", 14.04), ("sglang w4a16_mxfp4 sglang_triton", 11.38)):
         assert by[group]["median_ape"] == pytest.approx(med, abs=0.3), group
-    # no family is more than 25% off at the median, nor biased by more than 5% (Marlin's strata aside: SGLang's MXFP4 rows
-    # time a router its 896 experts run unfused, vLLM's INT4 rows run 8% slower than SGLang's at one fit)
-    assert all(v["median_ape"] < 25.0 and (abs(v["signed_median_pe"]) < 5.0 or "marlin" in k) for k, v in by.items())
+    # no family is more than 25% off at the median, nor biased by more than 5%, but two Marlin strata, each held to its own
+    # stated bias (docs/modelling-notes.md#marlin-moe-blocks): vLLM's INT4 rows (-6.5: they run ~7% slower than SGLang's
+    # at the one INT4 fit) and SGLang's MXFP4 rows (-18.1: they time a router its 896 experts run unfused)
+    bias = {"vllm int4_wo marlin": 8.0, "sglang w4a16_mxfp4 marlin_fp4": 20.0}
+    assert all(v["median_ape"] < 25.0 and abs(v["signed_median_pe"]) < bias.get(k, 5.0) for k, v in by.items()), \
+        {k: v["signed_median_pe"] for k, v in by.items()}
 
 
 def test_the_fa3_label_is_the_one_the_price_read_once_per_engine(tmp_path, monkeypatch):

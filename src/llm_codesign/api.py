@@ -279,7 +279,7 @@ def disagg(model: str | ModelSpec, gpu: str | Gpu, *, prefill: str | Plan, decod
     prompt's KV cache to `decode_instances` of the `decode` plan (on `decode_gpu` where it differs), at each load of
     `concurrency` (requests in flight, one or a list); `workload` the lengths and how requests arrive
     (`arrival`), `decode_max_batch` the decode ranks' max batch, `decode_recv_interval` the decode iterations between the
-    decode workers' polls for new requests (SGLang --scheduler-recv-interval). Returns a `DisaggEstimate`: per load TTFT and its
+    decode workers' polls for new requests (SGLang only, without attention DP: --scheduler-recv-interval). Returns a `DisaggEstimate`: per load TTFT and its
     parts, TPOT, tok/s/user, tok/s/GPU and their 80% and 95% intervals; `to_dict()` is what `disagg --json` prints."""
     from llm_codesign.explore.disagg_search import price_pools
     from llm_codesign.spec.harness import MAX_RECV_INTERVAL

@@ -81,8 +81,9 @@ def disagg(
                                                   "0.5.8-0.5.9 use even under round_robin). Default: the engine's."),
     decode_recv_interval: int = typer.Option(1, "--decode-recv-interval", min=1, max=MAX_RECV_INTERVAL,
                                              help="Decode iterations between the decode workers' polls for new requests "
-                                             "(SGLang --scheduler-recv-interval on the decode servers): a request waits for "
-                                             "the next poll before its cache is pre-allocated and its prefill may start."),
+                                             "(SGLang only: --scheduler-recv-interval on the decode servers, which SGLang refuses "
+                                             "under attention DP): a request waits for the next poll before its cache is "
+                                             "pre-allocated and its prefill may start."),
     calibration: Optional[str] = O_CAL, as_json: bool = typer.Option(False, "--json", help="Print the answer as JSON (what the table shows, and more)."),
 ):
     """Disaggregated serving: prefill instances hand each prompt's KV cache to decode instances."""

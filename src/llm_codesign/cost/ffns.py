@@ -174,8 +174,9 @@ def _routed_experts(f: MoE, M: Site, *, at: _At, s: _Step, prec: Precision, load
     gen = gathered and at.gpu.family in TRTLLM_GEN
 
     def gemms(ff, kernel):
+        # TRTLLM-Gen's token tile, or Marlin's block negated: Marlin's own even grid (gemm._marlin_grid_time)
         tile = (token_tile(tile_tokens, f.top_k, f.experts / ep, a_b=ff["a_b"], w_b=ff["w_b"]) if gen
-                else marlin_block(tile_tokens, f.top_k, f.experts / ep) if all(x in MARLIN for x in fams)
+                else -marlin_block(tile_tokens, f.top_k, f.experts / ep) if all(x in MARLIN for x in fams)
                 else triton_block(tile_tokens, f.experts / ep) if kernel == "bf16" and all(x == "sglang_triton" for x in fams) else None)
         rates, kept = moe_rates(at.gpu.family, kernel, tables=all(x is None for x in fams))
         ops = []
@@ -332,7 +333,8 @@ def _expert_gemm(label: _Label, n, k, at: _At, *, load, math, a_b, w_b, kernel, 
     the rows an activation quantisation of its own reads where they are not the GEMM's routed rows (AITER's stage 1,
     TRTLLM-Gen's FC1: gemm.gemm_time); `epilogue_quant`: the previous GEMM's epilogue wrote them quantised (TRTLLM-Gen's
     FC2, no pass); `tile`: the kernel's token tile (token_tile), each expert's rows computed in whole tiles of it on the
-    kernel's own grid (gemm._token_tile_time), its work (FLOPs, bytes) still its own rows."""
+    kernel's own grid (gemm._token_tile_time), or minus Marlin's block (marlin_block), its padded blocks spread evenly over
+    the SMs (gemm._marlin_grid_time); its work (FLOPs, bytes) still its own rows."""
     active, top, on_rank, alpha = load
     cal = at.cal
     eff, overhead = expert_scale(cal, at.gpu, fam, kernel, kept), cal.moe_kernel(fam, kernel)[1]

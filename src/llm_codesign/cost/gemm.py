@@ -109,6 +109,9 @@ def _best_tile_time(m: Tokens, n, k, gpu: Gpu, cal: Calibration, *, groups, peak
     (N, K, groups) and whole-row count and gathered (cost.arrays.tabulated): the same values. `token_tile`:
     the kernel's own tile, not the fastest (_token_tile_time, with its `parts`)."""
     tiles = _candidate_tiles(gpu, math, float(a_bytes), float(w_bytes))
+    if token_tile is not None and np.all(np.asarray(token_tile) < 0):  # Marlin's block, as cost.ffns passes it: its own grid
+        return _marlin_grid_time(m.m, n, k, gpu, cal, block=-np.asarray(token_tile, np.float32), peak=peak, kernel=kernel,
+                                 groups=groups, parts=parts)
     if token_tile is not None:
         return _token_tile_time(m.m, n, k, gpu, cal, tiles=tiles, token_tile=token_tile, peak=peak, kernel=kernel, math=math,
                                 groups=groups, a_bytes=a_bytes, w_bytes=w_bytes, parts=parts)
@@ -133,6 +136,29 @@ def _best_tile_time(m: Tokens, n, k, gpu: Gpu, cal: Calibration, *, groups, peak
     if any(t[0] & (t[0] - 1) for t in tiles):  # a tile M not a power of two (a GPU file's own): M as it is
         return price(m.rows(0), n, k, groups)
     return tabulated(price, m.rows(q), n, k, groups)
+
+
+# Marlin's work unit: one 16 x 4-row block's slice of a thread_k x thread_n = 128 x 128 weight tile (its configs' product:
+# 128 x 128 or 64 x 256, vllm-project/vllm csrc/moe/marlin_moe_wna16/ops.cu@fb4ff9f small_batch / large_batch thread configs)
+MARLIN_UNIT_NK = 128.0 * 128.0
+
+
+def _marlin_grid_time(m, n, k, gpu: Gpu, cal: Calibration, *, block, peak, kernel, groups, parts=None):
+    """Compute time of Marlin's MoE (cost.ffns.marlin_block's `block` rows an expert-block): it spreads the work evenly over
+    its grid of one CTA per SM with split-K, each CTA taking iters = div_ceil(k_tiles x n_tiles x parallel, gridDim.x) of the
+    units (vllm-project/vllm csrc/moe/marlin_moe_wna16/marlin_template.h@31106f4 Marlin: "iters = div_ceil(k_tiles * n_tiles *
+    parallel, gridDim.x)", its stripes over the SMs), so the work is every expert's rows padded to whole blocks, ceil(rows /
+    block) x block, in whole units over the SMs, with no wave of whole tiles to quantise; each unit's K steps at the kernel's
+    share of the peak plus the pipeline's fill (gemm_k_half). At few rows the weights' read (the memory time beside it) binds."""
+    f32 = np.float32
+    b = np.asarray(block, f32)
+    if parts is None:
+        blocks = np.ceil(np.asarray(m, f32) / b) * np.asarray(groups, f32)
+    else:
+        blocks = sum(np.ceil(np.asarray(r, f32) / b) * np.asarray(g, f32) for r, g in parts)
+    units = blocks * np.ceil(np.asarray(n, f32) * f32(1.0 / 128.0)) * np.ceil((np.asarray(k, f32) + f32(cal.gemm_k_half(kernel))) * f32(1.0 / 128.0))
+    per_unit = f32(2.0) * b * f32(MARLIN_UNIT_NK) * f32(gpu.sms) / f32(peak)  # one SM's share of the rate
+    return np.ceil(units / f32(gpu.sms)) * per_unit
 
 
 def _token_tile_time(m, n, k, gpu: Gpu, cal: Calibration, *, tiles, token_tile, peak, kernel, math, groups, a_bytes, w_bytes, parts=None):
@@ -309,7 +335,16 @@ def vllm_token_quant(m, k, gpu: Gpu, cal: Calibration):
     per_token_quant_fp8, which keeps the row in shared memory), so M x K BF16 bytes more; and it runs one CTA per
     token (dim3 grid(num_tokens), a block-wide cub reduction in each), a time per token (quant_token_s_vllm):
     vllm-project/vllm csrc/quantization/w8a8/fp8/common.cu@cda1b34. The H100 per-engine GEMM table's vLLM rows at
-    K 32 take 14.2 us at M 1,280 and 25.3 us at 3,072 (N 128), SGLang's 7.5 us at 1,281."""
+    K 32 take 14.2 us at M 1,280 and 25.3 us at 3,072 (N 128), SGLang's 7.5 us at 1,281.
+    Table-only: the kernel tables' vLLM rows (the collector's bare linear layer) take it, no serving step does. In serving,
+    vLLM's torch.compile passes fuse the per-token quantise into the RMSNorm before the QKV and gate-up GEMMs
+    (vllm/compilation/fusion.py RMSNormDynamicQuantPattern, GroupShape.PER_TOKEN@ef0feb37) and into the SiLU-and-mul
+    before the down GEMM (activation_quant_fusion.py@0a1ee72), which Engine.fusions prices; the o_proj input alone stays
+    unfused (fusion_attn.py's attention + quant fusion is off by default), and pricing this kernel there would move the
+    Blackwell vLLM FP8 serving runs, whose campaigns it was not fitted on. quant_token_s_vllm (fitted 5.41 ns, range
+    0.1-20 ns) stands for the time per token of the kernel's CTAs, one per token (its launch on an SM, the block reduction
+    and the two passes' latency beyond the bandwidth priced); its holdout (alternate rows fitted, the rest priced) is
+    interpolation inside the table's M range, not extrapolation."""
     m, k = np.asarray(m, float), np.asarray(k, float)
     return m * k * 2.0 / (gpu.hbm_bandwidth_bytes_per_s * cal.bw_eff) + m * cal.quant_token_s_vllm
 

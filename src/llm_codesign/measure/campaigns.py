@@ -26,16 +26,18 @@ FLAG_COLUMNS = ("arrival", *FLAG_NAMES)
 # benchmark's (every request queued, throughput over the batch's life: serve.aggregated.evaluate's `offline`); the decode
 # iterations between a disaggregated decode server's polls for new requests (SGLang --scheduler-recv-interval on its
 # decode workers: serve.disagg.evaluate_disagg's `decode_recv_interval`, 1 where not named); the MoE exchange a disaggregated
-# decode pool's launch flags name (Engine.with_moe_a2a: evaluate_disagg's `decode_moe_a2a`, the engine's default where not named)
-CAMPAIGN_KEYS = ("prefill_routing", "offline", "decode_recv_interval", "decode_moe_a2a")
+# decode pool's launch flags name (Engine.with_moe_a2a: evaluate_disagg's `decode_moe_a2a`, the engine's default where not
+# named); the SGLang build a row that names no image ran ("X.Y.Z", first_token_next_loop: the shipped runs that name none; a
+# row of no such entry is today's)
+CAMPAIGN_KEYS = ("prefill_routing", "offline", "decode_recv_interval", "decode_moe_a2a", "sglang_build")
 _BOOL = ("ignore_eos", "mixed_chunk", "chunked_prefill")
 _TRUE, _FALSE = ("true", "1", "yes"), ("false", "0", "no")
 # an entry's `NAME_fusion = false`: the run's engine build does not make that fusion (Engine.without)
 FUSION_KEYS = tuple(f"{f}_fusion" for f in FUSIONS)
 # what an entry's `when` may test: the row's model and the columns saying what ran (measure.audit.SETTING_FIELDS), and
-# inclusive bounds on its concurrency, and a least InferenceX run id (min_run_id: a script's flag from the first run of the
-# change that set it; a row with no run id matches none); a misspelt column would match no row, quietly
-WHEN_KEYS = ("model", *SETTING_FIELDS, "min_concurrency", "max_concurrency", "min_run_id")
+# inclusive bounds on its concurrency and on its InferenceX run id (min_run_id / max_run_id: e.g. a script's flag from the
+# first run of the change that set it; a row with no run id matches none); a misspelt column would match no row, quietly
+WHEN_KEYS = ("model", *SETTING_FIELDS, "min_concurrency", "max_concurrency", "min_run_id", "max_run_id")
 # a campaign's KV-cache format where its rows leave kv_dtype blank (the engine flag its scripts pass: --kv-cache-dtype);
 # validate reads it before its own blank-column rule
 ROW_DEFAULTS = ("kv_dtype",)
@@ -73,7 +75,7 @@ def read_campaigns(text: str, origin: str = "campaigns.toml") -> tuple[dict, ...
             if what is not None:
                 raise InputError(field, v, what)
         for entry in c.get("flags", ()):
-            for key in ("min_concurrency", "max_concurrency", "min_run_id"):
+            for key in ("min_concurrency", "max_concurrency", "min_run_id", "max_run_id"):
                 if key in entry.get("when", {}) and not _whole(entry["when"][key], 1):
                     raise InputError(f"{where} flags.when.{key}", entry["when"][key], "a whole number of at least 1")
             for rule, least in _RULE_LEAST.items():
@@ -92,6 +94,8 @@ def _invalid(key: str, v) -> str | None:
         return None if v in PREFILL_ROUTINGS else "one of " + ", ".join(PREFILL_ROUTINGS)
     if key == "decode_moe_a2a":
         return None if v in MOE_A2A_BACKENDS else "one of " + ", ".join(repr(b) for b in MOE_A2A_BACKENDS)
+    if key == "sglang_build":
+        return None if isinstance(v, str) and _SGLANG_VERSION.fullmatch(v) else 'an SGLang version such as "0.5.5.post2"'
     if key in _BOOL or key == "offline" or key in FUSION_KEYS:
         return None if isinstance(v, bool) else "true or false"
     if key == "kv_fraction":
@@ -126,14 +130,14 @@ def fusions_off(sets: dict) -> tuple[str, ...]:
 
 def _matches(when: dict, r: dict) -> bool:
     for key, want in when.items():
-        if key == "min_run_id":
-            run = inferencex_run_id(r.get("source") or "")
-            if run is None or run < want:
-                return False
-            continue
         if key in ("min_concurrency", "max_concurrency"):
             c = (r.get("concurrency") or "").strip()
             if not c or (float(c) < want if key == "min_concurrency" else float(c) > want):
+                return False
+            continue
+        if key in ("min_run_id", "max_run_id"):
+            run = inferencex_run_id(r.get("source") or "")
+            if run is None or (run < want if key == "min_run_id" else run > want):
                 return False
             continue
         have = (r.get(key) or "").strip().lower()
@@ -220,6 +224,8 @@ def unparsed_builds() -> list[str]:
 
 # an SGLang row's build where its source names the image (`image=lmsysorg/sglang:v0.5.8.post1-cu130`): (major, minor, patch)
 _SGLANG_IMAGE = re.compile(r"lmsysorg/sglang:v(\d+)\.(\d+)\.(\d+)")
+# a campaign's `sglang_build` (0.5.5.post2): (major, minor, patch) and an optional suffix
+_SGLANG_VERSION = re.compile(r"(\d+)\.(\d+)\.(\d+)(?:\.post\d+|rc\d+)?")
 # the first SGLang build whose disaggregated decode server streams a prebuilt request's first token in the loop that sees
 # its cache (0.5.10 disaggregation/decode.py:1212-1243, get_next_disagg_decode_batch_to_run processes the prebuilt batch's
 # result before scheduling the decode step); up to 0.5.9 the prebuilt batch runs as that loop's batch and its result,
@@ -228,20 +234,21 @@ SGLANG_SAME_LOOP_FIRST_TOKEN = (0, 5, 10)
 
 
 def sglang_build(r: dict) -> tuple[int, int, int] | None:
-    """The SGLang build (major, minor, patch) an SGLang row's source names in its image, else None."""
-    m = _SGLANG_IMAGE.search(r.get("source") or "")
+    """The SGLang build (major, minor, patch) an SGLang row's source names in its image, else its campaign's `sglang_build`
+    for it (campaigns.toml: the shipped runs that name none), else None (today's build)."""
+    m = _SGLANG_IMAGE.search(r.get("source") or "") or _SGLANG_VERSION.fullmatch(str((campaign_of(r) or {}).get("sglang_build", "")))
     return (int(m.group(1)), int(m.group(2)), int(m.group(3))) if m else None
 
 
 def first_token_next_loop(r: dict) -> bool:
     """Whether a disaggregated SGLang row's decode servers stream the first token a loop after they see the cache (a build
-    before SGLANG_SAME_LOOP_FIRST_TOKEN, or none named: the shipped disaggregated rows without an image are InferenceX runs
-    of December 2025, GitHub runs 20047470193-20413316138, the same weeks as the runs naming 0.5.5.post2); False for any other
-    engine's row and for a later build (serve.disagg.decode_admission's `next_loop`)."""
+    before SGLANG_SAME_LOOP_FIRST_TOKEN, as the row's image or its campaign's `sglang_build` names it); False for any other
+    engine's row, for a later build and for a row naming none, which is read as today's build (serve.disagg.decode_admission's
+    `next_loop`)."""
     if (r.get("backend") or "").strip().lower() != "sglang":
         return False
     build = sglang_build(r)
-    return build is None or build < SGLANG_SAME_LOOP_FIRST_TOKEN
+    return build is not None and build < SGLANG_SAME_LOOP_FIRST_TOKEN
 
 
 def trtllm_build(r: dict) -> tuple[int, int, int, int, int] | None:

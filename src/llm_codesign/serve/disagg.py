@@ -258,6 +258,20 @@ def decode_admission(t_decode_step, t_kv, *, on_arrival: bool = False, hidden=0.
     return reach + np.maximum(t, t_kv + 0.5 * t)
 
 
+def decode_busy(f, others_each):
+    """The probability that the decode instance a request reaches is decoding one of the other requests in flight, each
+    decoding a share `f` of its cycle, where `others_each` = (C - 1) / n_d of them sit on each instance on average.
+    Dynamo's frontend, which the InferenceX disaggregated recipes run with no --router-mode, routes round-robin
+    (ai-dynamo/dynamo components/src/dynamo/frontend/main.py parse_args, --router-mode default "round-robin",
+    @0179043a): the instance holds floor or ceil of
+    (C - 1) / n_d others, m = floor with weight 1 - phi and m + 1 with weight phi, so busy = 1 - (1 - f)^m (1 - phi f)
+    (n_d = 8, C = 2: f / 8, where 1 - (1 - f)^(1/8) overstated it three times at f = 0.98)."""
+    k = np.maximum(np.asarray(others_each, float), 0.0)
+    m = np.floor(k)
+    f = np.clip(np.asarray(f, float), 0.0, 1.0)
+    return 1.0 - (1.0 - f) ** m * (1.0 - (k - m) * f)
+
+
 def first_token(C, base, t_kv, *, t_decode_step, decode_time, prefill: dict, n_p, arrival: str = DEFAULT_ARRIVAL,
                 on_arrival: bool = False, front=0.0, overlaps: bool = False, recv_interval=1.0, n_d=1.0, next_loop=False,
                 iterations: int = 6) -> tuple:
@@ -278,15 +292,16 @@ def first_token(C, base, t_kv, *, t_decode_step, decode_time, prefill: dict, n_p
     step's rest (running_rest), in a burst (the pool idle, no step to wait for) whole.
     `recv_interval`: the decode worker's polls for new requests (decode_admission), whose skipped steps count where the
     decode instance the request goes to (one of `n_d`) is decoding one of the other C - 1 requests when it arrives (the
-    arrival theorem again): each decodes a share f = rate x decode time / C of its cycle, so busy = 1 - (1 - f)^((C - 1) /
-    n_d); 0 in a burst, whose wave finds both pools idle; the same busy prices `next_loop` (decode_admission).
+    arrival theorem again; its polls come at least after each admission there, so every min(R, the decode steps between the
+    others' admissions) steps): each decodes a share f = rate x decode time / C of its cycle (decode_busy, the others spread
+    evenly over the n_d instances); 0 in a burst, whose wave finds both pools idle; the same busy prices `next_loop`.
     Returns (rate, ttft, admission, step wait and shared steps, the front end's work paid)."""
-    def admission(hidden, busy):
-        return decode_admission(t_decode_step, t_kv, on_arrival=on_arrival, hidden=hidden, recv_interval=recv_interval, busy=busy,
+    def admission(hidden, busy, interval=recv_interval):
+        return decode_admission(t_decode_step, t_kv, on_arrival=on_arrival, hidden=hidden, recv_interval=interval, busy=busy,
                                 next_loop=next_loop)
 
     others_each = np.maximum(np.asarray(C, float) - 1.0, 0.0) / np.asarray(n_d, float)
-    busy = 1.0 - 0.0 ** others_each  # before the first rate: a decoding worker wherever another request is in flight
+    busy = decode_busy(1.0, others_each)  # before the first rate: a decoding worker wherever another request is on it
     admit = admission(0.0, 0.0 if arrival == "burst" else busy)
     if arrival == "burst":
         shared = shared_steps(np.asarray(C, float) / np.asarray(n_p, float) - 1.0, prefill)
@@ -307,7 +322,11 @@ def first_token(C, base, t_kv, *, t_decode_step, decode_time, prefill: dict, n_p
         extra = wait + shared_steps(others / n_p * prefill["t_step"], prefill)
         paid = front_end_wait(0.0, front, slack=running_rest(others, n_p, prefill["t_step"]), overlaps=overlaps)
         f = np.clip(rate * np.asarray(decode_time, float) / np.asarray(C, float), 0.0, 1.0)
-        admit = admission(hidden, 1.0 - (1.0 - f) ** others_each)
+        # an arrived request's prebuilt batch weighs 1000 in SGLang's recv skipper (ForwardMode.PREBUILT takes the default
+        # weight, environ.py:222@0.5.8.post1, scheduler_recv_skipper.py:29-36), so the loop after each admission polls at
+        # once: the polls come every min(R, decode steps between the instance's admissions) steps
+        gap = np.asarray(n_d, float) / np.maximum(others * np.asarray(t_decode_step, float), 1e-30)
+        admit = admission(hidden, decode_busy(f, others_each), np.minimum(recv_interval, np.maximum(gap, 1.0)))
     rate, ttft = closed_loop(C, base + paid + admit + extra, decode_time, **queue)
     return rate, ttft, admit, extra, paid + 0.0 * ttft
 
@@ -426,9 +445,10 @@ def _within_slots(C, base, t_kv, slots, *, decode_time, arrival, **pools) -> tup
     return rate, ttft + slot_wait, admit, step_wait, slot_wait, front
 
 
-def _check_pools(model: ModelSpec, prefill: Deployment, decode: Deployment) -> None:
+def _check_pools(model: ModelSpec, prefill: Deployment, decode: Deployment, recv_interval=1) -> None:
     """Each pool's KV-cache format (one its engine holds for the model's attention, as serve.estimate.check's) and plan
-    (one its GPUs run), refused in one line naming the pool."""
+    (one its GPUs run), refused in one line naming the pool; the decode pool's receive interval (check_recv_interval)."""
+    check_recv_interval(decode, recv_interval)
     from llm_codesign.spec.plan import reason_text, validity
 
     for field, d in (("prefill", prefill), ("decode", decode)):
@@ -436,6 +456,24 @@ def _check_pools(model: ModelSpec, prefill: Deployment, decode: Deployment) -> N
         code = int(np.asarray(validity(model, d.gpu, d.plan, d.plan.gpus)).reshape(-1)[0])
         if code >= 0:
             raise InputError(field, d.plan.label(), reason_text(model, d.gpu, code))
+
+
+def check_recv_interval(decode: Deployment, interval) -> None:
+    """A decode receive interval past 1 only where the decode engine has one: SGLang's --scheduler-recv-interval (no other
+    engine skips polls: TensorRT-LLM's and vLLM's loops read new requests every iteration), and only on a decode pool
+    without attention DP, which SGLang refuses (SchedulerRecvSkipper: `assert not server_args.enable_dp_attention`,
+    managers/scheduler_recv_skipper.py:15@0.5.8.post1, still there @0.5.12.post1)."""
+    from llm_codesign.spec.engines.sglang import SGLANG
+
+    if interval == 1:
+        return
+    if decode.engine.name != SGLANG.name:
+        raise InputError("decode_recv_interval", interval, f"1 with {decode.engine.name} decode servers "
+                         "(SGLang only: --scheduler-recv-interval)")
+    adp = int(np.max(np.asarray(decode.plan.arrays()[4])))
+    if adp > 1:
+        raise InputError("decode_recv_interval", interval, f"1 with an attention-DP decode pool ({decode.plan.label()}: "
+                         "SGLang refuses --scheduler-recv-interval under --enable-dp-attention)")
 
 
 def estimate_disagg(model: ModelSpec, prefill: Deployment, decode: Deployment, *, calibration: Calibration,
@@ -457,11 +495,11 @@ def estimate_disagg(model: ModelSpec, prefill: Deployment, decode: Deployment, *
 
     for name, v in (("isl", isl), ("osl", osl), ("prefill_instances", prefill_instances), ("decode_instances", decode_instances),
                     ("decode_max_batch", 1 if decode_max_batch is None else decode_max_batch), ("decode_recv_interval", decode_recv_interval)):
-        if v is None or v < 1:
+        if v is None or isinstance(v, bool) or v < 1 or v != int(v):
             raise InputError(name, v, "a positive integer")
     if not len(concurrencies) or min(concurrencies) < 1:
         raise InputError("concurrency", concurrencies, "positive integers")
-    _check_pools(model, prefill, decode)
+    _check_pools(model, prefill, decode, decode_recv_interval)
     model.check_context(isl, osl)
     C = np.asarray(concurrencies, float)
     r = evaluate_disagg(model, prefill, decode, calibration=calibration, decode_calibration=decode_calibration,

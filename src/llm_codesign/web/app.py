@@ -205,7 +205,8 @@ class DisaggRequest(ModelRef, Precisions, WhatIf, Speculation):
     prefill_routing: Optional[str] = Field(None, max_length=100, description="How a prefill instance under attention DP spreads "
                                            "requests over its ranks: balanced or random; default: the engine's.")
     decode_recv_interval: Int = Field(1, ge=1, le=MAX_RECV_INTERVAL, description="Decode iterations between the decode workers' "
-                                      "polls for new requests (SGLang --scheduler-recv-interval on the decode servers).")
+                                      "polls for new requests (SGLang only: --scheduler-recv-interval on the decode servers, "
+                                      "refused under attention DP; 1 elsewhere).")
 
 
 class ParetoRequest(ModelRef, Precisions, WhatIf, Speculation):
