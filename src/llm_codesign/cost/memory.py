@@ -41,7 +41,7 @@ def weight_bytes_per_gpu(model: ModelSpec, prec: Precision, sh: Plan, *, expert_
     tp, pp, ep, moe_tp, kvp = (np.asarray(x, float) for x in (sh.tp, sh.pp, sh.ep, sh.moe_tp, sh.kvp))
     h = model.hidden
     wa, wf = prec.attn.bytes_per_weight(), prec.weight.bytes_per_weight()
-    per_layer = [_layer_weight_bytes(layer, h, wa, wf, (tp, ep, moe_tp, kvp), expert_bytes) for layer, _ in model.groups]
+    per_layer = [_layer_weight_bytes(layer, h, wa, wf, (tp, ep, moe_tp, kvp), expert_bytes=expert_bytes) for layer, _ in model.groups]
     # embedding on the first stage, LM head on the last (vocab-parallel over TP), kept in BF16
     emb = model.embedding_params * 2.0 / (tp * kvp)
     head = model.lm_head_params * 2.0 / (tp * kvp)
@@ -49,7 +49,7 @@ def weight_bytes_per_gpu(model: ModelSpec, prec: Precision, sh: Plan, *, expert_
     return busiest_stage(model, pp, per_layer) + ends
 
 
-def _layer_weight_bytes(layer, h, wa, wf, shards, expert_bytes=None):
+def _layer_weight_bytes(layer, h, wa, wf, shards, *, expert_bytes=None):
     """One layer's weights on one GPU (`wa`, `wf`: bytes per attention / FFN weight, `expert_bytes` per routed-expert
     weight where not `wf`'s; `shards`: TP, EP, MoE-TP and Helix degrees as arrays)."""
     tp, ep, moe_tp, kvp = shards
