@@ -695,3 +695,35 @@ def test_gpt_oss_config_reads_its_clamped_swiglu():
 
     assert {layer.ffn.activation for layer, _ in get_model("gpt-oss-120b").groups} == {"swiglu_clamped"}
     assert {layer.ffn.activation for layer, _ in get_model("deepseek-r1").groups if hasattr(layer.ffn, "activation")} == {"silu"}
+
+
+def test_sglangs_mxfp4_moe_under_ep_on_hopper_reads_and_runs_bf16_experts():
+    """gpt-oss-120b's MoE (128 experts of top 4, h 2,880, inter 2,880) under SGLang on H100: at EP 8 its Triton MoE
+    runs the BF16 weights it upcast at load (spec.engines.base.MOE_UPCAST), so a decode step of 4,096 tokens reads
+    all 16 of the rank's experts at 2 B a weight: up-projection 16 x 5,760 x 2,880 x 2 = 530,841,600 B and the
+    2,048 routed rows' (4,096 x 4 / 8) input and output, 2,048 x (2,880 + 5,760) x 2 = 35,389,440 B; down-projection
+    16 x 2,880 x 2,880 x 2 = 265,420,800 + 2,048 x 5,760 x 2 = 23,592,960 B. MXFP4's 4.25 bits (141,004,800 B of
+    up-projection weights) only on triton_kernels at EP 1. The ops are the BF16 checkpoint's, the H100 table's pair."""
+    from llm_codesign.cost.calibration import calibration_for
+    from llm_codesign.spec.engines import get_engine
+    from llm_codesign.spec.hardware import get_gpu
+    from llm_codesign.spec.precision import Precision
+    from llm_codesign.spec.registry import get_model
+
+    m, g = get_model("gpt-oss-120b"), get_gpu("h100")
+    layer = next(x for x, _ in m.groups if getattr(x.ffn, "experts", 0))
+    cal, e = calibration_for(g), get_engine("sglang")
+
+    def ops(prec, ep):
+        return {o.role: o for o in layer_ops(m, layer, 1.0, g, cal, prec=Precision.of(prec), sh=Plan(tp=8, ep=ep, moe_tp=8 / ep),
+                                             b=Batch(dec_seqs=4096.0, dec_ctx=1000), prefix="x", parts=("ffn",), engine=e)}
+
+    mx, bf = ops("mxfp4", 8.0), ops("bf16", 8.0)
+    assert float(mx["experts_gate_up"].bytes) == 530_841_600 + 35_389_440
+    assert float(mx["experts_down"].bytes) == 265_420_800 + 23_592_960
+    for r in ("experts_gate_up", "experts_down"):
+        assert mx[r].math == "bf16"
+        assert float(mx[r].time) == float(bf[r].time) and float(mx[r].bytes) == float(bf[r].bytes)
+    # EP 1 (MoE-TP 8): triton_kernels on the MXFP4 weights, 16 experts' worth of weights over 128 x 1/8 slices
+    one = ops("mxfp4", 1.0)
+    assert float(one["experts_gate_up"].bytes) == pytest.approx(128 * 720 * 2880 * 4.25 / 8 + 16384 * (2880 + 720) * 2.0)

@@ -225,3 +225,28 @@ def test_static_budget_leaves_activations_outside(h100):
     prec, sh = m.default_precision, Plan(tp=4)
     r = fit(m, h100, prec, sh, 1024, osl=1024, max_num_tokens=8192, usable_fraction=0.824, budget="static")
     assert float(r["free_for_kv"]) == pytest.approx(0.824 * h100.memory_bytes - weight_bytes_per_gpu(m, prec, sh))
+
+
+def test_sglangs_mxfp4_experts_held_as_the_bf16_they_are_upcast_to_under_ep_on_hopper():
+    # SGLang's Triton MoE upcasts MXFP4 experts to BF16 at load (spec.engines.base.MOE_UPCAST); it runs gpt-oss's
+    # MXFP4 MoE there on Hopper where EP > 1, OpenAI's triton_kernels (MXFP4 held) at EP 1. gpt-oss-120b, 36 layers of
+    # 128 experts of 3 x 2,880 x 2,880 weights: under EP 8 a GPU holds 16 a layer, 36 x 16 x 24,883,200 = 14.33e9
+    # weights, at 2 B instead of MXFP4's 4.25 / 8 B: 21,051,187,200 B more. vLLM (Marlin/triton_kernels) and EP 1 keep MXFP4.
+    from llm_codesign.cost.memory import expert_weight_bytes, fit
+    from llm_codesign.spec.engines import SGLANG, VLLM
+
+    m, g = get_model("gpt-oss-120b"), get_gpu("h200")
+    prec = Precision.of("mxfp4").on(g)
+    ep8, ep1 = Plan(tp=8, ep=8), Plan(tp=8, ep=1, moe_tp=8)
+    assert float(expert_weight_bytes(g, prec, SGLANG, ep8.ep)) == 2.0
+    assert float(expert_weight_bytes(g, prec, SGLANG, ep1.ep)) == 4.25 / 8
+    assert float(expert_weight_bytes(g, prec, VLLM, ep8.ep)) == 4.25 / 8
+    assert float(expert_weight_bytes(get_gpu("b200"), Precision.of("mxfp4").on(get_gpu("b200")), SGLANG, ep8.ep)) == 4.25 / 8
+    assert np.asarray(expert_weight_bytes(g, prec, SGLANG, np.array([1.0, 8.0]))).tolist() == [4.25 / 8, 2.0]
+    held = 36 * 16 * 3 * 2880 * 2880
+    assert held == 14_332_723_200
+    args = dict(osl=1024, budget="static")
+    w = {(e.name, p.ep): float(fit(m, g, prec, p, 1024, engine=e, **args)["weights"]) for e in (SGLANG, VLLM) for p in (ep8, ep1)}
+    assert w["sglang", 8] - float(weight_bytes_per_gpu(m, prec, ep8)) == pytest.approx(held * (2.0 - 4.25 / 8), rel=1e-12)
+    assert w["sglang", 8] - w["vllm", 8] == pytest.approx(21_051_187_200.0, rel=1e-12)
+    assert w["sglang", 1] == w["vllm", 1] == float(weight_bytes_per_gpu(m, prec, ep1))

@@ -10,7 +10,21 @@ import numpy as np
 
 from llm_codesign.cost import gemm
 from llm_codesign.cost.calibration import Calibration
-from llm_codesign.cost.ops import _BF16, Batch, Op, Site, _At, _comm, _comm_of, _elementwise, _gemm, _Label, _op, _Step, op_builder
+from llm_codesign.cost.ops import (
+    _BF16,
+    Batch,
+    Op,
+    Site,
+    _At,
+    _comm,
+    _comm_of,
+    _elementwise,
+    _gemm,
+    _Label,
+    _op,
+    _Step,
+    op_builder,
+)
 from llm_codesign.spec.engines.base import CDNA_FAMILIES, Engine
 from llm_codesign.spec.kinds import DenseFfn, LinearFfn, MoE, NoFfn
 from llm_codesign.spec.precision import DTYPES, Dtype, Precision, gemm_math
@@ -162,6 +176,7 @@ def _routed_experts(f: MoE, M: Site, *, at: _At, s: _Step, prec: Precision, load
     kernel = gemm.gemm_kernel(ff["math"], prec.weight.name, fp4_math=at.gpu.supports("fp4"))  # the tables', not the engine's dense kernel
     fams = [at.moe] if at.engine is None else [at.engine.moe_kernel(at.gpu.family, kernel, weight=prec.weight.name, ep=x, gated=f.gated)
                                                for x in (False, True)]
+    run_as = held_as(at, f, prec, fams, kernel)
     gathered, act_fused = fc1_fused(at.gpu.family, fams, kernel)
     # AITER's fused MoE (the CDNA tables' own) quantises its inputs itself, whatever the engine fuses before it: the
     # tokens before its first stage (each once: its stage-1 call quantises the (token_num, model_dim) input with
@@ -173,19 +188,19 @@ def _routed_experts(f: MoE, M: Site, *, at: _At, s: _Step, prec: Precision, load
     # input written quantised by the up-projection's epilogue, and its grouped GEMMs on their own tile grid (token_tile)
     gen = gathered and at.gpu.family in TRTLLM_GEN
 
-    def gemms(ff, kernel):
-        # TRTLLM-Gen's token tile, or Marlin's block negated: Marlin's own even grid (gemm._marlin_grid_time)
-        tile = (token_tile(tile_tokens, f.top_k, f.experts / ep, a_b=ff["a_b"], w_b=ff["w_b"]) if gen
-                else -marlin_block(tile_tokens, f.top_k, f.experts / ep) if all(x in MARLIN for x in fams)
-                else triton_block(tile_tokens, f.experts / ep) if kernel == "bf16" and all(x == "sglang_triton" for x in fams) else None)
+    def gemm_of(name, n_dim, k_dim, *, fam, ff, kernel):
+        ff, kernel = _held_gemm(ff, kernel, run_as.get(fam), prec=prec, gpu=at.gpu)
+        tile = _moe_tile([fam] if fam in run_as else fams, kernel, ff, gen=gen, tokens=tile_tokens, f=f, local=f.experts / ep)
         rates, kept = moe_rates(at.gpu.family, kernel, tables=all(x is None for x in fams))
+        return _expert_gemm(M / name, n_dim, k_dim, at, load=load, fam=fam, kernel=rates, kept=kept, quant_kernel=kernel, own_quant=own_quant,
+                            local=f.experts / ep,
+                            quant_rows=(tokens if own_quant else quant_tokens if gen else None) if name == "experts_gate_up" else None,
+                            epilogue_quant=gen and name == "experts_down", tile=tile, **{k: ff[k] for k in ("math", "a_b", "w_b", "weight")})
+
+    def gemms(ff, kernel):
         ops = []
         for name, n_dim, k_dim in (("experts_gate_up", (f.mats - 1) * f.expert_inter / s.moe_tp, s.h), ("experts_down", s.h, f.expert_inter / s.moe_tp)):
-            by = [_expert_gemm(M / name, n_dim, k_dim, at, load=load, fam=fam, kernel=rates, kept=kept, quant_kernel=kernel, own_quant=own_quant,
-                               local=f.experts / ep,
-                               quant_rows=(tokens if own_quant else quant_tokens if gen else None) if name == "experts_gate_up" else None,
-                               epilogue_quant=gen and name == "experts_down", tile=tile, **{k: ff[k] for k in ("math", "a_b", "w_b", "weight")})
-                  for fam in dict.fromkeys(fams)]
+            by = [gemm_of(name, n_dim, k_dim, fam=fam, ff=ff, kernel=kernel) for fam in dict.fromkeys(fams)]
             ops.append(by[0] if len(by) == 1 else _either(ep > 1, by[1], by[0]))
             if name == "experts_gate_up" and not act_fused:
                 # the activation between them, a kernel of its own (TensorRT-LLM's doActivation on Hopper, vLLM's and
@@ -206,9 +221,38 @@ def _routed_experts(f: MoE, M: Site, *, at: _At, s: _Step, prec: Precision, load
         math = gemm_math(prec.weight, high, at.gpu)
         hi = gemms({**ff, "math": math, "a_b": high.bytes_per_value()}, gemm.gemm_kernel(math, prec.weight.name, fp4_math=True))
         ops = [_by_tokens(np.asarray(T_all) >= bound, h, _capped(lo, h)) for h, lo in zip(hi, ops, strict=True)]
-    route = [at.cal.moe_kernel(fam, kernel)[2] for fam in fams]
+    route = [at.cal.moe_kernel(fam, _held_gemm(ff, kernel, run_as.get(fam), prec=prec, gpu=at.gpu)[1])[2] for fam in fams]
     return ops, route[0] if len(set(route)) == 1 else np.where(ep > 1, route[1], route[0]), gathered
 
+
+
+def held_as(at: _At, f: MoE, prec: Precision, fams, kernel: str) -> dict:
+    """{MoE kernel family: the format it holds the experts in} for those of `fams` (per plan: EP 1, EP > 1) that convert
+    the checkpoint's at load and run that format's GEMMs (Engine.moe_weight, spec.engines.base.MOE_UPCAST: SGLang's MXFP4
+    experts on its Triton MoE, BF16); `kernel` the checkpoint's GEMM kernel family, as moe_kernel takes it."""
+    if at.engine is None:
+        return {}
+    runs = [at.engine.moe_weight(at.gpu.family, kernel, weight=prec.weight.name, ep=x, gated=f.gated) for x in (False, True)]
+    return {fam: DTYPES[r] for fam, r in zip(fams, runs, strict=True) if r != prec.weight.name}
+
+
+def _held_gemm(ff: dict, kernel: str, held: Dtype | None, *, prec: Precision, gpu) -> tuple[dict, str]:
+    """The expert GEMMs' values and kernel family for weights held as `held` (held_as; None: as the checkpoint's)."""
+    if held is None:
+        return ff, kernel
+    math = gemm_math(held, prec.activation, gpu)
+    return {**ff, "math": math, "w_b": held.bytes_per_weight(), "weight": held.name}, gemm.gemm_kernel(math, held.name, fp4_math=gpu.supports("fp4"))
+
+
+def _moe_tile(grid, kernel: str, ff: dict, *, gen: bool, tokens, f: MoE, local):
+    """The token tile the MoE kernel families `grid` compute each expert's rows in (None: none): TRTLLM-Gen's (`gen`,
+    token_tile), Marlin's (marlin_block, negated: Marlin's own even grid, gemm._marlin_grid_time) or SGLang's Triton MoE on
+    BF16 (triton_block); `local` the rank's experts."""
+    if gen:
+        return token_tile(tokens, f.top_k, local, a_b=ff["a_b"], w_b=ff["w_b"])
+    if all(x in MARLIN for x in grid):
+        return -marlin_block(tokens, f.top_k, local)
+    return triton_block(tokens, local) if kernel == "bf16" and all(x == "sglang_triton" for x in grid) else None
 
 # GPU families whose kernel tables' own MoE (fam None) reads its routed rows in the up-projection's GEMM
 # (a gather by the sorted indices, no permuted copy: one permutation launch, the un-permute's or its sort's)

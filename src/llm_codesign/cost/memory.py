@@ -7,10 +7,11 @@ from dataclasses import replace
 
 import numpy as np
 
+from llm_codesign.cost import gemm
 from llm_codesign.spec.engines import Engine
 from llm_codesign.spec.model import ModelSpec
 from llm_codesign.spec.plan import Plan, SpecDecoding
-from llm_codesign.spec.precision import Precision, executable
+from llm_codesign.spec.precision import DTYPES, Precision, executable, gemm_math
 
 # Fraction of HBM an engine lets itself use where the caller names none (Engine.kv_budget).
 USABLE_FRACTION = 0.90
@@ -33,12 +34,14 @@ VLLM_SAMPLER_BYTES_PER_LOGIT = 18.0
 TRTLLM_GRAPH_MAX_BATCH = 128
 
 
-def weight_bytes_per_gpu(model: ModelSpec, prec: Precision, sh: Plan):
-    """Weights held by one GPU of the largest pipeline stage (replicated where the plan replicates)."""
+def weight_bytes_per_gpu(model: ModelSpec, prec: Precision, sh: Plan, *, expert_bytes=None):
+    """Weights held by one GPU of the largest pipeline stage (replicated where the plan replicates); `expert_bytes`:
+    bytes per routed-expert weight where the engine holds them in another format than the checkpoint's
+    (expert_weight_bytes), per plan."""
     tp, pp, ep, moe_tp, kvp = (np.asarray(x, float) for x in (sh.tp, sh.pp, sh.ep, sh.moe_tp, sh.kvp))
     h = model.hidden
     wa, wf = prec.attn.bytes_per_weight(), prec.weight.bytes_per_weight()
-    per_layer = [_layer_weight_bytes(layer, h, wa, wf, (tp, ep, moe_tp, kvp)) for layer, _ in model.groups]
+    per_layer = [_layer_weight_bytes(layer, h, wa, wf, (tp, ep, moe_tp, kvp), expert_bytes=expert_bytes) for layer, _ in model.groups]
     # embedding on the first stage, LM head on the last (vocab-parallel over TP), kept in BF16
     emb = model.embedding_params * 2.0 / (tp * kvp)
     head = model.lm_head_params * 2.0 / (tp * kvp)
@@ -46,14 +49,27 @@ def weight_bytes_per_gpu(model: ModelSpec, prec: Precision, sh: Plan):
     return busiest_stage(model, pp, per_layer) + ends
 
 
-def _layer_weight_bytes(layer, h, wa, wf, shards):
-    """One layer's weights on one GPU (`wa`, `wf`: bytes per attention / FFN weight; `shards`: TP,
-    EP, MoE-TP and Helix degrees as arrays)."""
+def _layer_weight_bytes(layer, h, wa, wf, shards, *, expert_bytes=None):
+    """One layer's weights on one GPU (`wa`, `wf`: bytes per attention / FFN weight, `expert_bytes` per routed-expert
+    weight where not `wf`'s; `shards`: TP, EP, MoE-TP and Helix degrees as arrays)."""
     tp, ep, moe_tp, kvp = shards
     # the mixer sharded by TP, replicated across attention-DP and Helix ranks (as each kind holds it:
     # spec.kinds weight_bytes_per_gpu); the FFN split by TP and Helix, experts by EP and MoE-TP
     return (layer.attn.weight_bytes_per_gpu(h, wa, tp, kvp)
-            + layer.ffn.weight_bytes_per_gpu(h, wf, tp=tp, kvp=kvp, ep=ep, moe_tp=moe_tp))
+            + layer.ffn.weight_bytes_per_gpu(h, wf, tp=tp, kvp=kvp, ep=ep, moe_tp=moe_tp, expert_bytes=expert_bytes))
+
+
+def expert_weight_bytes(gpu, prec: Precision, engine: Engine | None, ep):
+    """Bytes per routed-expert weight as `engine` holds them on `gpu` (Engine.moe_weight: the checkpoint's format, or
+    the one its MoE kernel converts them to at load, spec.engines.base.MOE_UPCAST), per plan's EP (`ep`); `prec` as
+    the GPU executes it. SGLang's MXFP4 experts on Hopper under EP: BF16, 2 bytes, not MXFP4's 4.25 bits."""
+    w = prec.weight.bytes_per_weight()
+    if engine is None:
+        return w
+    kernel = gemm.gemm_kernel(gemm_math(prec.weight, prec.activation, gpu), prec.weight.name, fp4_math=gpu.supports("fp4"))  # as cost.ffns reads it
+    run = [engine.moe_weight(gpu.family, kernel, weight=prec.weight.name, ep=x) for x in (False, True)]
+    by = [w if r == prec.weight.name else DTYPES[r].bytes_per_weight() for r in run]
+    return w if by == [w, w] else np.where(np.asarray(ep, float) > 1, by[1], by[0])
 
 
 def busiest_stage(model: ModelSpec, pp, per_layer: list):
@@ -183,7 +199,7 @@ def fit(model: ModelSpec, gpu, prec: Precision, sh: Plan, isl, *, osl, max_num_t
     where it is 0 speculation is off and no draft is loaded. `engine`: the engine, which decides how it
     shards the draft (draft_weight_bytes_per_gpu)."""
     prec = executable(prec, gpu)[0]  # e.g. NVFP4 re-quantised to MXFP4 on CDNA4 holds MXFP4's scale bytes
-    w = weight_bytes_per_gpu(model, prec, sh)
+    w = weight_bytes_per_gpu(model, prec, sh, expert_bytes=expert_weight_bytes(gpu, prec, engine, sh.ep))
     w_draft, k = 0.0, np.asarray(0.0 if spec is None else (spec.k if draft_len is None else draft_len), float)
     if spec is not None:
         w_draft = np.where(k > 0, draft_weight_bytes_per_gpu(model, draft, spec.method, executable(spec.draft_precision(prec), gpu)[0], sh,

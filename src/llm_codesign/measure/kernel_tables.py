@@ -24,6 +24,7 @@ from llm_codesign.cost.mixers import GqaDecode
 from llm_codesign.cost.ops import Batch, layer_ops
 from llm_codesign.errors import InputError, check_header
 from llm_codesign.spec.engines import get_engine
+from llm_codesign.spec.engines.base import MOE_UPCAST
 from llm_codesign.spec.hardware import get_gpu
 from llm_codesign.spec.kinds import MoE, NoMixer
 from llm_codesign.spec.model import Layer, ModelSpec
@@ -53,7 +54,8 @@ MOE_PRECISION = {"bfloat16": Precision.of("bf16"), "fp8": Precision.of("fp8"), "
 # upcast to BF16 once at load (Mxfp4MoEMethod.process_weights_after_loading: upcast_from_mxfp(..., target_dtype=
 # torch.bfloat16)) and run its BF16 fused_experts (TritonMoeQuantInfo with the BF16 weights, no quant flag):
 # sglang 0.5.14 python/sglang/srt/layers/quantization/mxfp4.py:861-881,1294-1300, the table's version (pip wheel)
-MOE_RUNS_AS = {("sglang_triton", "w4a16_mxfp4"): Precision.of("bf16")}
+# (spec.engines.base.MOE_UPCAST, which serving prices by)
+MOE_RUNS_AS = {("sglang_triton", "w4a16_mxfp4"): Precision.of(MOE_UPCAST["sglang_triton", "mxfp4"])}
 # The per-engine tables (a `framework` column: data/measurements/kernels_hopper) name the kernel each row
 # timed in `kernel_source`; its MoE kernel family (spec.engines.MOE_KERNELS). Rows without the column are
 # TensorRT-LLM's, the kernel tables' own kernels (moe_eff / moe_overhead_s), as are the per-engine table's

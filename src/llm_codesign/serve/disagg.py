@@ -103,7 +103,7 @@ def prefill_pool(model: ModelSpec, gpu: Gpu, prec: Precision, plan: Plan, *, cos
     full = np.maximum(prompt_budget(mnt, isl, engine=costs.engine, flags=fl), chunk)
     per_inst = adp * full / isl / prefill_step(model, gpu, prec, sh, costs=costs, tokens=full, isl=isl, chunk=chunk)
     mem = memory.fit(model, gpu, prec, sh, isl, osl=0.0, max_num_tokens=mnt, usable_fraction=kv_fraction_of(fl, own), osl_occupancy=0.0, budget=budget,
-                     max_seqs=costs.engine.max_batch(gpu))
+                     max_seqs=costs.engine.max_batch(gpu), engine=costs.engine)
     queue_s = (adp if at_random else 1.0) / per_inst
     return {"t_alone": t_alone, "t_loaded": t_loaded, "adp": adp, "t_step": t_step, "per_instance": per_inst, "queue_s": queue_s,
             "fits": mem["max_seqs_per_rank"] >= 1}

@@ -6,6 +6,7 @@ from dataclasses import asdict, dataclass, replace
 
 import numpy as np
 
+from llm_codesign.cost import gemm
 from llm_codesign.cost.calibration import Calibration
 from llm_codesign.cost.ffns import aiter_step_activation
 from llm_codesign.cost.ops import Batch, forward_ops
@@ -23,7 +24,7 @@ from llm_codesign.spec.engines import check_kv_format
 from llm_codesign.spec.harness import DEFAULT_ARRIVAL
 from llm_codesign.spec.model import ModelSpec
 from llm_codesign.spec.plan import REASONS, Deployment, Workload, check_step_budget, reason_text, validity
-from llm_codesign.spec.precision import executable
+from llm_codesign.spec.precision import executable, gemm_math
 
 
 @dataclass(frozen=True)
@@ -264,7 +265,7 @@ def estimate(model: ModelSpec, dep: Deployment, workload: Workload, *, calibrati
         energy=energy(model, dep, workload, concurrency, calibration=cal).at(),
         decode_bound=binding_resource(dec_ops, per), prefill_bound=binding_resource(pf_ops, per), accepted_per_step=s("accepted_per_step"),
         # a format this GPU cannot execute is priced as the engines map it, and the answer says so
-        precision_notes=tuple(executable(dep.precision, dep.gpu)[1]),
+        precision_notes=tuple(executable(dep.precision, dep.gpu)[1]) + _expert_notes(model, dep),
         over_capacity=_over_capacity(dep, workload, max_batch=max_batch, budget_binds=bool(r.budget_binds.reshape(-1)[0]))
         if concurrency > max_batch else None,
         spec=_spec_break_even(model, dep, workload, cal, r=r, grid=grid, concurrency=concurrency) if dep.spec is not None else None,
@@ -281,6 +282,22 @@ def _breakdown(ops, per: float) -> tuple[OperatorTime, ...]:
         if t > 0:
             out.append(OperatorTime(op.name, op.kind, t, float(np.sum(op.flops * op.count)), float(np.sum(op.bytes * op.count))))
     return tuple(out)
+
+
+def _expert_notes(model: ModelSpec, dep: Deployment) -> tuple[str, ...]:
+    """One note where the engine holds the routed experts in another format than the checkpoint's (Engine.moe_weight:
+    SGLang's MXFP4 experts on its Triton MoE, upcast to BF16 at load), priced and held so (cost.ffns, cost.memory)."""
+    if not any(getattr(layer.ffn, "experts", 0) for layer, _ in model.groups):
+        return ()
+    prec, gpu = executable(dep.precision, dep.gpu)[0], dep.gpu
+    kernel = gemm.gemm_kernel(gemm_math(prec.weight, prec.activation, gpu), prec.weight.name, fp4_math=gpu.supports("fp4"))
+    ep = bool(np.asarray(dep.plan.ep).reshape(-1)[0] > 1)
+    run = dep.engine.moe_weight(gpu.family, kernel, weight=prec.weight.name, ep=ep)
+    if run == prec.weight.name:
+        return ()
+    fam = dep.engine.moe_kernel(gpu.family, kernel, weight=prec.weight.name, ep=ep)
+    return (f"{dep.engine.title} runs these {prec.weight.name} experts on its {fam} MoE kernel on {gpu.name}"
+            f"{' under EP' if ep else ''}, which converts them to {run} at load: held, read and priced as {run}",)
 
 
 def _over_capacity(dep: Deployment, workload: Workload, *, max_batch: int, budget_binds: bool) -> str:

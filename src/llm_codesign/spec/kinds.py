@@ -495,9 +495,9 @@ class Ffn(ABC):
     def params(self, hidden: int) -> tuple[int, int]:
         """(total, active per token) parameters of this FFN."""
 
-    def weight_bytes_per_gpu(self, hidden: int, w_bytes: float, *, tp, kvp, ep, moe_tp):
+    def weight_bytes_per_gpu(self, hidden: int, w_bytes: float, *, tp, kvp, ep, moe_tp, expert_bytes=None):
         """Weights one GPU holds at `w_bytes` a weight: split by TP and Helix's KV-parallel GPUs (which act
-        as TP after attention)."""
+        as TP after attention). `expert_bytes`: a MoE's routed experts' bytes a weight where not `w_bytes`."""
         return self.params(hidden)[0] * w_bytes / (tp * kvp)
 
     @property
@@ -562,11 +562,12 @@ class MoE(Ffn):
         router = h * self.experts
         return self.experts * one + shared + router, self.top_k * one + shared + router
 
-    def weight_bytes_per_gpu(self, hidden: int, w_bytes: float, *, tp, kvp, ep, moe_tp):
-        """Experts split by EP and MoE-TP, shared experts by TP, the router (BF16) on every GPU."""
+    def weight_bytes_per_gpu(self, hidden: int, w_bytes: float, *, tp, kvp, ep, moe_tp, expert_bytes=None):
+        """Experts split by EP and MoE-TP (at `expert_bytes` a weight where the engine holds them so), shared experts
+        by TP, the router (BF16) on every GPU."""
         h = hidden
         expert = self.mats * h * self.expert_inter
-        return self.experts * expert * w_bytes / (ep * moe_tp) + self.mats * h * self.shared_inter * w_bytes / (tp * kvp) + h * self.experts * 2.0
+        return self.experts * expert * (w_bytes if expert_bytes is None else expert_bytes) / (ep * moe_tp) + self.mats * h * self.shared_inter * w_bytes / (tp * kvp) + h * self.experts * 2.0
 
     @property
     def act_width(self) -> int:

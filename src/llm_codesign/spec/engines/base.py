@@ -53,6 +53,14 @@ MOE_KERNELS = {
     "marlin": "Marlin's W4A16 MoE on INT4 weights (sglang_marlin_moe, vllm_compressedtensorswna16marlinmoe_marlin_*)",
     "marlin_fp4": "Marlin's W4A16 MoE on MXFP4 weights, its FP4 dequantisation (sglang_marlin_moe_situ_as_silu, vllm_*mxfp4moe_marlin_*)",
 }
+# MoE kernel families that hold a checkpoint format's experts in another, (family, checkpoint weight format) -> the
+# format they are converted to once at load and held and run in. SGLang's Mxfp4MoEMethod on its "triton" runner (every
+# runner but triton_kernel, FlashInfer's and Marlin's: on Hopper where EP > 1, as server_args picks triton_kernel for
+# gpt-oss only at ep_size 1, server_args.py:3913-3939@0.5.14) upcasts the MXFP4 experts to BF16 (process_weights_after_loading: upcast_from_mxfp(...,
+# target_dtype=torch.bfloat16), then frees the MXFP4 tensors) and runs its BF16 fused_experts on them (TritonMoeQuantInfo,
+# no quant flag): sglang 0.5.14 python/sglang/srt/layers/quantization/mxfp4.py:861-881,1294-1300 (pip wheel); the same
+# branch at 0.5.8.post1 (:564-585) and 0.5.9 (:704-724). measure.kernel_tables.MOE_RUNS_AS prices the H100 table's rows so.
+MOE_UPCAST = {("sglang_triton", "mxfp4"): "bf16"}
 
 
 @dataclass(frozen=True, eq=False)
@@ -336,6 +344,11 @@ class Engine(ABC):
         kernel tables' own (TensorRT-LLM's), which the engines are told apart from only on Hopper, where the
         per-engine tables are."""
         return None
+
+    def moe_weight(self, family: str, kernel: str, *, weight: str, ep: bool = False, gated: bool = True) -> str:
+        """The format the experts' weights are held in and run at under this engine (moe_kernel's arguments):
+        the checkpoint's (`weight`), or the one its MoE kernel family converts them to at load (MOE_UPCAST)."""
+        return MOE_UPCAST.get((self.moe_kernel(family, kernel, weight=weight, ep=ep, gated=gated), weight), weight)
 
     def moe_exchange(self, gpu, *, moe_tp):
         """How its MoE layers exchange tokens under attention DP with expert parallelism, over the plans' MoE-TP
