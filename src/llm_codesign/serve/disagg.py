@@ -507,12 +507,11 @@ def estimate_disagg(model: ModelSpec, prefill: Deployment, decode: Deployment, *
                     decode_calibration: Calibration | None = None, prefill_instances: int, decode_instances: int, concurrencies,
                     isl: int, osl: int, decode_max_batch: int | None = None, arrival: str = DEFAULT_ARRIVAL,
                     prefill_routing: str | None = None, decode_recv_interval: int = 1, decode_moe_a2a: str = "") -> dict:
-    """One disaggregated deployment (one instance of each pool, as evaluate_disagg takes them) at each
-    concurrency, after checking both plans on their GPUs; `decode_max_batch` caps the sequences each
-    decode attention-DP rank runs (the engine's max batch size), the rest waiting for a slot; `arrival`
-    how the requests come, `prefill_routing` how a prefill instance spreads them over its ranks (evaluate_disagg; _notes),
-    `decode_recv_interval` the decode iterations between the decode workers' polls (decode_admission), `decode_moe_a2a`
-    the decode servers' MoE exchange ("" the engine's own; check_moe_a2a says where another applies)."""
+    """One disaggregated deployment (one instance of each pool, as evaluate_disagg takes them) at each concurrency, after
+    checking both plans on their GPUs; `decode_max_batch` caps the sequences each decode attention-DP rank runs (the engine's
+    max batch size), the rest waiting for a slot; `arrival` how the requests come, `prefill_routing` how a prefill instance
+    spreads them over its ranks (evaluate_disagg; _notes), `decode_recv_interval` the decode iterations between the decode
+    workers' polls (decode_admission), `decode_moe_a2a` their MoE exchange ("" the engine's own; check_moe_a2a)."""
     gpu, dg, prefill_plan, decode_plan = prefill.gpu, decode.gpu, prefill.plan, decode.plan
     from llm_codesign.spec.plan import check_step_budget
 
@@ -542,8 +541,7 @@ def estimate_disagg(model: ModelSpec, prefill: Deployment, decode: Deployment, *
     def col(key, scale=1.0):
         return [float(x) * scale for x in np.broadcast_to(r[key], C.shape)]
 
-    # the parts of TTFT as the CLI lists them: the hand-off is the transfer and the decode worker's
-    # admission; the wait is for the running prefill step, a prefill instance and a decode slot
+    # TTFT's parts as the CLI lists them: hand-off = transfer + decode admission; wait = running prefill step + queue + slot
     r = {**r, "hand_off_s": r["decode_admission_s"], "waits_s": r["prefill_step_wait_s"] + r["prefill_wait_s"] + r["decode_slot_wait_s"]}
 
     rows = [dict(zip(("concurrency", "ttft_ms", "prefill_ms", "kv_transfer_ms", "prefill_wait_ms", "tpot_ms", "tok_s_per_user",
