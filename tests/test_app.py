@@ -429,6 +429,20 @@ def test_disagg_is_the_clis(client):
     assert r.json()["prefill"]["routing"] == "balanced"  # SGLang's own is random
     r = client.post("/api/disagg", json={**body, "prefill_routing": "fastest"})
     assert r.status_code == 422 and r.json() == {"error": "prefill_routing: 'fastest' is not valid; balanced or random", "field": "prefill_routing"}
+    # the decode servers' MoE exchange, as --decode-moe-a2a sets it (SGLang's DeepEP low-latency on an attention-DP x EP pool)
+    body = {"model": "qwen3-30b-a3b", "gpu": "h200", "engine": "sglang", "prefill": {"tp": 2}, "decode": {"attention_dp": 2, "ep": 2},
+            "concurrency": [8], "decode_moe_a2a": "deepep_low_latency"}
+    r = client.post("/api/disagg", json=body)
+    assert r.status_code == 200, r.text
+    assert r.json() == _cli_json("disagg", "qwen3-30b-a3b", "--gpu", "h200", "--backend", "sglang", "--prefill", "tp=2",
+                                 "--decode", "attention_dp=2,ep=2", "--concurrency", "8", "--decode-moe-a2a", "deepep_low_latency")
+    assert r.json()["decode"]["moe_a2a"] == "deepep_low_latency"
+    r = client.post("/api/disagg", json={**body, "decode": {"tp": 2}})
+    assert r.status_code == 422 and r.json()["field"] == "decode_moe_a2a" and r.json()["error"].startswith(
+        "decode_moe_a2a: 'deepep_low_latency' is not valid; the engine's own ('') with a decode pool of TP2")
+    r = client.post("/api/disagg", json={**body, "decode_moe_a2a": "deepep"})
+    assert r.status_code == 422 and r.json() == {"error": "decode_moe_a2a: 'deepep' is not valid; one of: '', 'deepep_low_latency' "
+                                                 "('' the engine's own exchange)", "field": "decode_moe_a2a"}
 
 
 @pytest.mark.parametrize("path,body,field,text", [

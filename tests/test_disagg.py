@@ -712,3 +712,70 @@ def test_sglang_wide_ep_decode_exchanges_by_deepep_low_latency():
     assert "decode_moe_a2a" not in campaigns.settings(row | {"gpu": "b200"})
     with pytest.raises(InputError, match="moe_a2a"):
         sg.with_moe_a2a("deepep_normal")
+
+
+def test_disagg_takes_the_decode_pools_moe_exchange_golden():
+    # a GB200 SGLang DP8 EP8 decode pool, 64 sequences a rank: by default each MoE layer all-gathers the 8 x 64 tokens and
+    # reduce-scatters them back; with --decode-moe-a2a deepep_low_latency (the wide-EP recipes' --moe-a2a-backend deepep
+    # --deepep-mode low_latency) each token's 8 expert copies go to their ranks instead (cost.ffns.deepep_time)
+    import llm_codesign as lc
+    from llm_codesign.cost.ops import Batch, forward_ops
+    from llm_codesign.spec.engines import get_engine
+
+    m, g = get_model("deepseek-r1"), get_gpu("gb200")
+    cal = calibration_for(g)
+    sg = get_engine("sglang")
+    prec, plan = Precision.of("fp8_block"), Plan(tp=1, ep=8, moe_tp=1, adp=8)
+
+    def moe(engine):
+        ops = forward_ops(m, g, cal, prec, plan.broadcast(), b=Batch(dec_seqs=64.0, dec_ctx=1536.0), engine=engine)
+        return {op.role: np.asarray(op.time).item() for op in ops if op.part == "moe"}
+
+    base, low = moe(sg), moe(sg.with_moe_a2a("deepep_low_latency"))
+    assert base["all_gather"] > 0 and base["reduce_scatter"] > 0 and base["dispatch"] == 0 and base["combine"] == 0
+    assert low["all_gather"] == 0 and low["reduce_scatter"] == 0
+    # hand-derived, per layer: 10 us launch + 256 experts x 7.9 ns + 64 tokens x 8 copies x 7,168 x bytes an element over
+    # GB200's 900 GB/s NVLink x 0.60 = 12.022 us + 3,670,016 copies x B / 540 GB/s; dispatch FP8 with 1x128 scales (1.03125 B)
+    # 12.022 + 7.009 = 19.031 us, combine BF16 12.022 + 13.593 = 25.615 us (dwide's note read 18.98 / 25.64)
+    copies = 64 * 8 * 7168
+    assert low["dispatch"] == pytest.approx(1e-5 + 256 * 7.9e-9 + copies * 1.03125 / (900e9 * 0.60), rel=1e-9)
+    assert low["dispatch"] == pytest.approx(19.031e-6, abs=0.001e-6)
+    assert low["combine"] == pytest.approx(1e-5 + 256 * 7.9e-9 + copies * 2.0 / (900e9 * 0.60), rel=1e-9)
+    assert low["combine"] == pytest.approx(25.615e-6, abs=0.001e-6)
+    # the option reaches the pool through lc.disagg (one code path, estimate_disagg) as evaluate_disagg prices it: 512 requests
+    # on one DP8 instance are 64 a rank
+    kw = dict(prefill="attention_dp=8,ep=8", decode="attention_dp=8,ep=8", engine="sglang", concurrency=512)
+    own, ll = lc.disagg("deepseek-r1", "gb200", **kw), lc.disagg("deepseek-r1", "gb200", decode_moe_a2a="deepep_low_latency", **kw)
+    assert "moe_a2a" not in own.decode and ll.decode["moe_a2a"] == "deepep_low_latency"
+    pools = disagg_pair(g, precision_for(m, None, None, None), Plan.parse(kw["prefill"], m), Plan.parse(kw["decode"], m), backend="sglang")
+    ev = evaluate_disagg(m, *pools, calibration=cal, prefill_instances=1, decode_instances=1, concurrency=512, isl=1024, osl=1024,
+                         decode_moe_a2a="deepep_low_latency")
+    assert ll.rows[0]["tpot_ms"] == pytest.approx(np.asarray(ev["tpot_s"]).item() * 1e3, rel=1e-12)
+    assert ll.rows[0]["tpot_ms"] < own.rows[0]["tpot_ms"]
+    assert lc.disagg("deepseek-r1", "gb200", decode_moe_a2a="", **kw).rows == own.rows
+
+
+@pytest.mark.parametrize("engine,decode,a2a,what", [
+    ("trtllm", "attention_dp=8,ep=8", "deepep_low_latency", "with trtllm decode servers (SGLang only"),
+    ("sglang", "tp=8,ep=8", "deepep_low_latency", "with a decode pool of TP8 EP8 (DeepEP's exchange is priced on a MoE model's "
+     "decode pool with attention DP and EP > 1"),
+    ("sglang", "attention_dp=8", "deepep_low_latency", "with a decode pool of DP8xTP1 EP1/MoE-TP8 (DeepEP"),
+    ("sglang", "attention_dp=8,ep=8", "deepep_normal", "one of: '', 'deepep_low_latency'"),
+])
+def test_decode_moe_a2a_is_refused_where_it_cannot_apply(engine, decode, a2a, what):
+    import llm_codesign as lc
+
+    with pytest.raises(InputError, match="decode_moe_a2a: '" + a2a + "' is not valid; ") as e:
+        lc.disagg("deepseek-r1", "gb200", prefill="tp=8", decode=decode, engine=engine, concurrency=8, decode_moe_a2a=a2a)
+    assert what in str(e.value)
+    r = run("disagg", "deepseek-r1", "--gpu", "gb200", "--backend", engine, "--prefill", "tp=8", "--decode", decode,
+            "--decode-moe-a2a", a2a)
+    out = " ".join((r.stderr + r.stdout).split())
+    assert r.returncode == 2 and what in out and len((r.stderr + r.stdout).strip().splitlines()) <= 2
+
+
+def test_lc_disagg_refuses_a_decode_moe_a2a_that_is_no_string():
+    import llm_codesign as lc
+
+    with pytest.raises(InputError, match=r"decode_moe_a2a: 1 is not valid; one of: ''"):
+        lc.disagg("deepseek-r1", "gb200", prefill="tp=8", decode="attention_dp=8,ep=8", engine="sglang", concurrency=8, decode_moe_a2a=1)

@@ -272,14 +272,16 @@ def disagg(model: str | ModelSpec, gpu: str | Gpu, *, prefill: str | Plan, decod
            spec: SpecDecoding | str | None = None, draft_len: int | None = None, acceptance: float | None = None,
            acceptance_rates: str | tuple | None = None, draft_model: str | None = None, max_num_tokens: int | None = None,
            decode_max_num_tokens: int | None = None, decode_max_batch: int | None = None, prefill_routing: str | None = None,
-           decode_recv_interval: int = 1, calibration: Calibration | Profile | str | None = None,
+           decode_recv_interval: int = 1, decode_moe_a2a: str = "", calibration: Calibration | Profile | str | None = None,
            backend: str | None = None) -> DisaggEstimate:
     """One disaggregated deployment, as `llm-codesign disagg` prices it (explore.disagg_search.price_pools, one code
     path): `prefill_instances` instances of the `prefill` plan (`"tp=4"`, `"tp=8,ep=8"` or a `Plan`) on `gpu` hand each
     prompt's KV cache to `decode_instances` of the `decode` plan (on `decode_gpu` where it differs), at each load of
     `concurrency` (requests in flight, one or a list); `workload` the lengths and how requests arrive
     (`arrival`), `decode_max_batch` the decode ranks' max batch, `decode_recv_interval` the decode iterations between the
-    decode workers' polls for new requests (SGLang only, without attention DP: --scheduler-recv-interval). Returns a `DisaggEstimate`: per load TTFT and its
+    decode workers' polls for new requests (SGLang only, without attention DP: --scheduler-recv-interval), `decode_moe_a2a`
+    the decode servers' MoE exchange ("" the engine's own; "deepep_low_latency": SGLang's --moe-a2a-backend deepep
+    --deepep-mode low_latency, on a decode pool with attention DP and EP > 1). Returns a `DisaggEstimate`: per load TTFT and its
     parts, TPOT, tok/s/user, tok/s/GPU and their 80% and 95% intervals; `to_dict()` is what `disagg --json` prints."""
     from llm_codesign.explore.disagg_search import price_pools
     from llm_codesign.spec.harness import MAX_RECV_INTERVAL
@@ -306,7 +308,7 @@ def disagg(model: str | ModelSpec, gpu: str | Gpu, *, prefill: str | Plan, decod
                        engine=engine_arg(engine, backend), spec=sd, max_num_tokens=max_num_tokens, decode_max_num_tokens=decode_max_num_tokens,
                        prefill_instances=prefill_instances, decode_instances=decode_instances, concurrencies=conc, isl=w.isl, osl=w.osl,
                        decode_max_batch=decode_max_batch, arrival=w.arrival, prefill_routing=prefill_routing,
-                       decode_recv_interval=decode_recv_interval, calibration=_ref(calibration))
+                       decode_recv_interval=decode_recv_interval, decode_moe_a2a=decode_moe_a2a, calibration=_ref(calibration))
 
 
 def mix(model: str | ModelSpec, deployment: Deployment, *, lengths: str | Path | None = None, isl_dist: str | None = None,

@@ -84,6 +84,11 @@ def disagg(
                                              "(SGLang only: --scheduler-recv-interval on the decode servers, which SGLang refuses "
                                              "under attention DP): a request waits for the next poll before its cache is "
                                              "pre-allocated and its prefill may start."),
+    decode_moe_a2a: str = typer.Option("", "--decode-moe-a2a", help="The decode servers' MoE token exchange: "
+                                       "deepep_low_latency (SGLang's --moe-a2a-backend deepep --deepep-mode low_latency, as "
+                                       "the wide-EP decode recipes run it: each token's expert copies sent to their ranks "
+                                       "in place of the all-gather and reduce-scatter of every rank's tokens; SGLang only, "
+                                       "on a decode pool with attention DP and EP > 1). Default: the engine's own."),
     calibration: Optional[str] = O_CAL, as_json: bool = typer.Option(False, "--json", help="Print the answer as JSON (what the table shows, and more)."),
 ):
     """Disaggregated serving: prefill instances hand each prompt's KV cache to decode instances."""
@@ -97,7 +102,8 @@ def disagg(
                          engine=backend, spec=_spec(spec, draft_len, acceptance, acceptance_rates, draft_model), max_num_tokens=max_num_tokens,
                          decode_max_num_tokens=decode_max_num_tokens, prefill_instances=prefill_instances, decode_instances=decode_instances,
                          concurrencies=conc, isl=isl, osl=osl, decode_max_batch=decode_max_batch, arrival=arrival,
-                         prefill_routing=prefill_routing, decode_recv_interval=decode_recv_interval, calibration=calibration)
+                         prefill_routing=prefill_routing, decode_recv_interval=decode_recv_interval,
+                         decode_moe_a2a=decode_moe_a2a, calibration=calibration)
     r = answer.to_dict()
     if as_json:
         return _dump(r)

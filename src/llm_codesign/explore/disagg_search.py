@@ -159,7 +159,8 @@ def price_pools(model: ModelSpec, gpu: Gpu, *, prefill: Plan | str, decode: Plan
                 precision: Precision, engine: str | None = None, spec=None, max_num_tokens: int | None = None,
                 decode_max_num_tokens: int | None = None, prefill_instances: int = 1, decode_instances: int = 1,
                 concurrencies=(1, 8, 32, 128, 512), isl: int = 1024, osl: int = 1024, decode_max_batch: int | None = None,
-                arrival: str = DEFAULT_ARRIVAL, prefill_routing: str | None = None, decode_recv_interval: int = 1, calibration=None):
+                arrival: str = DEFAULT_ARRIVAL, prefill_routing: str | None = None, decode_recv_interval: int = 1, decode_moe_a2a: str = "",
+                calibration=None):
     """One disaggregated deployment over `concurrencies`: one instance of each pool built from its plan (`tp=4,ep=4`
     text, as `disagg --prefill/--decode` takes it, or a Plan) on its GPU (`decode_gpu`: the decode pool's where it
     differs), one engine on both (spec.engines.engine_for_pools), priced by serve.disagg.estimate_disagg and each row
@@ -182,6 +183,6 @@ def price_pools(model: ModelSpec, gpu: Gpu, *, prefill: Plan | str, decode: Plan
     r = estimate_disagg(model, *pools, calibration=cal(gpu), decode_calibration=cal(dg), prefill_instances=prefill_instances,
                         decode_instances=decode_instances, concurrencies=list(concurrencies), isl=isl, osl=osl,
                         decode_max_batch=decode_max_batch, arrival=arrival, prefill_routing=prefill_routing,
-                        decode_recv_interval=decode_recv_interval)
+                        decode_recv_interval=decode_recv_interval, decode_moe_a2a=decode_moe_a2a)
     band_disagg_rows(r["rows"], model, pools[1], isl=isl, osl=osl, calibration=calibration, arrival=arrival)
     return DisaggEstimate(**{k: tuple(v) if k in ("notes", "rows") else v for k, v in r.items()})

@@ -445,10 +445,12 @@ def _within_slots(C, base, t_kv, slots, *, decode_time, arrival, **pools) -> tup
     return rate, ttft + slot_wait, admit, step_wait, slot_wait, front
 
 
-def _check_pools(model: ModelSpec, prefill: Deployment, decode: Deployment, recv_interval=1) -> None:
+def _check_pools(model: ModelSpec, prefill: Deployment, decode: Deployment, recv_interval=1, moe_a2a: str = "") -> None:
     """Each pool's KV-cache format (one its engine holds for the model's attention, as serve.estimate.check's) and plan
-    (one its GPUs run), refused in one line naming the pool; the decode pool's receive interval (check_recv_interval)."""
+    (one its GPUs run), refused in one line naming the pool; the decode pool's receive interval (check_recv_interval) and
+    MoE exchange (check_moe_a2a)."""
     check_recv_interval(decode, recv_interval)
+    check_moe_a2a(model, decode, moe_a2a)
     from llm_codesign.spec.plan import reason_text, validity
 
     for field, d in (("prefill", prefill), ("decode", decode)):
@@ -476,15 +478,40 @@ def check_recv_interval(decode: Deployment, interval) -> None:
                          "SGLang refuses --scheduler-recv-interval under --enable-dp-attention)")
 
 
+def check_moe_a2a(model: ModelSpec, decode: Deployment, backend) -> None:
+    """A decode MoE exchange other than the engine's own only where it is priced: SGLang's (`--moe-a2a-backend deepep
+    --deepep-mode low_latency`, the InferenceX wide-EP decode recipes'; TensorRT-LLM and vLLM name their exchanges
+    otherwise) on a MoE model's decode pool with attention DP and EP > 1. DeepEP needs EP > 1 (SGLang forces ep_size =
+    tp_size under deepep, server_args.py `_handle_a2a_moe`); under TP attention SGLang would scatter the tokens and
+    dispatch them too, which cost.ffns.moe_ops does not price (it keeps the all-reduce there), so that is refused rather
+    than answered as if the flag were absent."""
+    from llm_codesign.spec.engines import MOE_A2A_BACKENDS
+    from llm_codesign.spec.engines.sglang import SGLANG
+
+    if backend == "":
+        return
+    if not isinstance(backend, str) or backend not in MOE_A2A_BACKENDS:
+        raise InputError("decode_moe_a2a", backend, "one of: " + ", ".join(repr(b) for b in MOE_A2A_BACKENDS)
+                         + " ('' the engine's own exchange)")
+    if decode.engine.name != SGLANG.name:
+        raise InputError("decode_moe_a2a", backend, f"the engine's own ('') with {decode.engine.name} decode servers "
+                         "(SGLang only: --moe-a2a-backend deepep --deepep-mode low_latency)")
+    _, _, ep, _, adp, _ = (int(np.max(x)) for x in decode.plan.arrays())
+    if not model.is_moe or adp < 2 or ep < 2:
+        raise InputError("decode_moe_a2a", backend, f"the engine's own ('') with a decode pool of {decode.plan.label()} "
+                         "(DeepEP's exchange is priced on a MoE model's decode pool with attention DP and EP > 1, "
+                         "e.g. attention_dp=8,ep=8)")
+
+
 def estimate_disagg(model: ModelSpec, prefill: Deployment, decode: Deployment, *, calibration: Calibration,
                     decode_calibration: Calibration | None = None, prefill_instances: int, decode_instances: int, concurrencies,
                     isl: int, osl: int, decode_max_batch: int | None = None, arrival: str = DEFAULT_ARRIVAL,
-                    prefill_routing: str | None = None, decode_recv_interval: int = 1) -> dict:
-    """One disaggregated deployment (one instance of each pool, as evaluate_disagg takes them) at each
-    concurrency, after checking both plans on their GPUs; `decode_max_batch` caps the sequences each
-    decode attention-DP rank runs (the engine's max batch size), the rest waiting for a slot; `arrival`
-    how the requests come, `prefill_routing` how a prefill instance spreads them over its ranks (evaluate_disagg; _notes),
-    `decode_recv_interval` the decode iterations between the decode workers' polls (decode_admission)."""
+                    prefill_routing: str | None = None, decode_recv_interval: int = 1, decode_moe_a2a: str = "") -> dict:
+    """One disaggregated deployment (one instance of each pool, as evaluate_disagg takes them) at each concurrency, after
+    checking both plans on their GPUs; `decode_max_batch` caps the sequences each decode attention-DP rank runs (the engine's
+    max batch size), the rest waiting for a slot; `arrival` how the requests come, `prefill_routing` how a prefill instance
+    spreads them over its ranks (evaluate_disagg; _notes), `decode_recv_interval` the decode iterations between the decode
+    workers' polls (decode_admission), `decode_moe_a2a` their MoE exchange ("" the engine's own; check_moe_a2a)."""
     gpu, dg, prefill_plan, decode_plan = prefill.gpu, decode.gpu, prefill.plan, decode.plan
     from llm_codesign.spec.plan import check_step_budget
 
@@ -499,13 +526,13 @@ def estimate_disagg(model: ModelSpec, prefill: Deployment, decode: Deployment, *
             raise InputError(name, v, "a positive integer")
     if not len(concurrencies) or min(concurrencies) < 1:
         raise InputError("concurrency", concurrencies, "positive integers")
-    _check_pools(model, prefill, decode, decode_recv_interval)
+    _check_pools(model, prefill, decode, decode_recv_interval, decode_moe_a2a)
     model.check_context(isl, osl)
     C = np.asarray(concurrencies, float)
     r = evaluate_disagg(model, prefill, decode, calibration=calibration, decode_calibration=decode_calibration,
                         prefill_instances=prefill_instances, decode_instances=decode_instances, concurrency=C, isl=isl, osl=osl,
                         decode_max_batch=decode_max_batch, arrival=arrival, prefill_routing=prefill_routing,
-                        decode_recv_interval=decode_recv_interval)
+                        decode_recv_interval=decode_recv_interval, decode_moe_a2a=decode_moe_a2a)
     if not bool(np.all(r["prefill_fits"])):
         raise InputError("prefill", prefill_plan.label(), f"a plan whose {int(prefill_plan.gpus)} GPUs hold the model and one {isl}-token prompt")
     if float(np.max(r["max_concurrency"])) < 1:
@@ -514,8 +541,7 @@ def estimate_disagg(model: ModelSpec, prefill: Deployment, decode: Deployment, *
     def col(key, scale=1.0):
         return [float(x) * scale for x in np.broadcast_to(r[key], C.shape)]
 
-    # the parts of TTFT as the CLI lists them: the hand-off is the transfer and the decode worker's
-    # admission; the wait is for the running prefill step, a prefill instance and a decode slot
+    # TTFT's parts as the CLI lists them: hand-off = transfer + decode admission; wait = running prefill step + queue + slot
     r = {**r, "hand_off_s": r["decode_admission_s"], "waits_s": r["prefill_step_wait_s"] + r["prefill_wait_s"] + r["decode_slot_wait_s"]}
 
     rows = [dict(zip(("concurrency", "ttft_ms", "prefill_ms", "kv_transfer_ms", "prefill_wait_ms", "tpot_ms", "tok_s_per_user",
@@ -534,7 +560,8 @@ def estimate_disagg(model: ModelSpec, prefill: Deployment, decode: Deployment, *
                        "instances": decode_instances, "gpus_each": int(decode_plan.gpus),
                        "max_concurrency": int(np.asarray(r["max_concurrency"]).reshape(-1)[0]),
                        **({"max_batch": int(decode_max_batch)} if decode_max_batch is not None else {}),
-                       **({"recv_interval": int(decode_recv_interval)} if decode_recv_interval != 1 else {})},
+                       **({"recv_interval": int(decode_recv_interval)} if decode_recv_interval != 1 else {}),
+                       **({"moe_a2a": decode_moe_a2a} if decode_moe_a2a else {})},
             "num_gpus": int(np.asarray(r["gpus"]).reshape(-1)[0]), "notes": _notes(prefill_plan, prefill_routing), "rows": rows}
 
 

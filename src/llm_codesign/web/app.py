@@ -207,6 +207,11 @@ class DisaggRequest(ModelRef, Precisions, WhatIf, Speculation):
     decode_recv_interval: Int = Field(1, ge=1, le=MAX_RECV_INTERVAL, description="Decode iterations between the decode workers' "
                                       "polls for new requests (SGLang only: --scheduler-recv-interval on the decode servers, "
                                       "refused under attention DP; 1 elsewhere).")
+    # checked by serve.disagg (check_moe_a2a), as `disagg --decode-moe-a2a` is
+    decode_moe_a2a: str = Field("", max_length=100, description="The decode servers' MoE token exchange: deepep_low_latency "
+                                "(SGLang's --moe-a2a-backend deepep --deepep-mode low_latency: each token's expert copies sent "
+                                "to their ranks in place of the all-gather and reduce-scatter; SGLang only, on a decode pool "
+                                "with attention DP and EP > 1); empty: the engine's own.")
 
 
 class ParetoRequest(ModelRef, Precisions, WhatIf, Speculation):
@@ -661,7 +666,7 @@ def _disagg(req: DisaggRequest, *, hub_cache: bool = False) -> dict:
                     decode_max_num_tokens=req.decode_max_num_tokens, prefill_instances=req.prefill.instances,
                     decode_instances=req.decode.instances, concurrencies=list(req.concurrency), isl=req.isl, osl=req.osl,
                     decode_max_batch=req.decode_max_batch, prefill_routing=req.prefill_routing,
-                    decode_recv_interval=req.decode_recv_interval, **plans_)
+                    decode_recv_interval=req.decode_recv_interval, decode_moe_a2a=req.decode_moe_a2a, **plans_)
     return _plain(r.to_dict())
 
 
