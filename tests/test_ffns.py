@@ -413,8 +413,9 @@ def test_hopper_int4_serving_decode_step_marlin_golden():
     14086fe: vLLM's host step 258.8 -> 293.2 us, host cost a sequence 19.8 -> 17.5 us, eager skew 2.03 -> 2.30 us). The decode
     step's up-projection, by hand: one token of top 8 over EP 8 is 1 routed row on the rank, 1 expert read (work
     2 x 4,096 x 7,168 = 58,720,256 FLOPs; bytes 4,096 x 7,168 x 0.5625 (INT4 and its BF16 scale per 32) + the row's
-    7,168 x 2 in and 4,096 x 2 out = 16,537,600). Memory: 16,537,600 / (4.8 TB/s x gemm_bw 0.73) = 4.7196 us. Compute on Marlin's grid: 8 rows a block
-    (0.17 rows an expert), 1 block x 32 x ceil((7,168 + 64) / 128) = 1,824 units, ceil(1,824 / 132) = 14 iters of
+    7,168 x 2 in and 4,096 x 2 out = 16,537,600). Memory: 16,537,600 / (4.8 TB/s x gemm_bw 0.73) = 4.7196 us. Compute on
+    Marlin's grid: 8 rows a block (0.17 rows an expert), 1 block x 32 x ceil((7,168 + 64) / 128) = 1,824 units,
+    ceil(1,824 / 132) = 14 iters of
     2 x 8 x 16,384 x 132 / (989.4 TFLOPS x 0.29168) = 0.11991 us: 1.6787 us. Blended at p = 2.47978, 4.7196 x (1 + (1.6787 /
     4.7196)^p)^(1/p) = 4.8630 us, plus the family's 14.2976 us a launch: 19.161 us, 60 layers."""
     import llm_codesign as lc
