@@ -269,8 +269,9 @@ def test_calibrate_serving_lists_only_the_values_it_fitted(tmp_path, monkeypatch
     # no search (rounds 0): the search's starts, the re-bunching share no row responds to at its documented 0, the wait
     # polished to 1.00 step (the front end's work hides only under the running step's rest, so the row responds to the
     # rest of the wait: it stood at its documented 1.5 while the work covered all of it) and the one scale-out latency.
-    # ba3a87f holds ATOM's wait at its documented 1.5 (DOCUMENTED), so "wait steps atom 1.00" left the list
-    assert line == ("serving: step overhead atom 2.00 ms; request overhead atom 20.0 ms; waves' re-bunching share atom 0.00; "
+    # ba3a87f holds ATOM's wait at its documented 1.5 (DOCUMENTED), so "wait steps atom 1.00" left the list; 14086fe holds its
+    # request cost at its documented 3 ms too, so "request overhead atom 20.0 ms" left it
+    assert line == ("serving: step overhead atom 2.00 ms; waves' re-bunching share atom 0.00; "
                     "scale-out latency per level 25.0 us; host cost per running sequence atom 5.0 us")
 
 
