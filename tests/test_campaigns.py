@@ -381,7 +381,10 @@ def test_mi355x_rows_kv_cache_is_the_one_their_scripts_pass():
     # a row of no MI355X entry keeps the blank-column rule (FP8 weights: an FP8 cache); no run id matches no bound
     assert _precision(r1, {"source": run.format(22469096331), "gpu": "b200", "backend": "sglang",
                            "weight_dtype": "fp8_block"}).kv.name == "fp8"
-    assert _precision(r1, {"source": "inferencex", "gpu": "mi355x", "backend": "sglang", "weight_dtype": "mxfp4"}).kv.name == "bf16"
+    # ... and an MI355X SGLang row naming no run is today's scripts' (FP8), not the oldest runs' BF16
+    for w in ("mxfp4", "fp8_block"):
+        assert _precision(r1, {"source": "inferencex", "gpu": "mi355x", "backend": "sglang", "weight_dtype": w}).kv.name == "fp8", w
+    assert kv("sglang", "mxfp4", 20384527242) == "bf16" and kv("sglang", "fp8_block", 22712332469) == "bf16"
     # what it moves: MLA caches 512 + 64 values a layer a token, 61 layers: 35,136 bytes at FP8, twice that at BF16
     p = _precision(r1, {"source": run.format(20384527243), "gpu": "mi355x", "backend": "sglang", "weight_dtype": "mxfp4"})
     assert float(kv_bytes_per_token(r1, p, Plan(8, 1, 1, 8, 1, 1))) == 61 * 576 * 1
@@ -398,8 +401,18 @@ def test_a_campaigns_kv_dtype_and_run_bound_are_checked():
     for old, new, line in (
             ('set = { kv_dtype = "bf16" }', 'set = { kv_dtype = "fp6" }',
              "campaigns.toml [inferencex] flags.set.kv_dtype: 'fp6' is not valid; one of: "),
-            ("min_run_id = 22712332470", "min_run_id = 0",
-             "campaigns.toml [inferencex] flags.when.min_run_id: 0 is not valid; a whole number of at least 1")):
+            ("max_run_id = 22712332469", "max_run_id = 0",
+             "campaigns.toml [inferencex] flags.when.max_run_id: 0 is not valid; a whole number of at least 1"),
+            # a weight-only format no engine caches KV in (get_dtype knows it): the formats the CLI takes (check_kv_format)
+            ('set = { kv_dtype = "bf16" }', 'set = { kv_dtype = "fp8_block" }',
+             "campaigns.toml [inferencex] flags.set.kv_dtype: 'fp8_block' is not valid; one of bf16, fp16, fp8: the KV-cache formats SGLang runs on"),
+            ('set = { kv_dtype = "bf16" }', 'set = { kv_dtype = "int4" }',
+             "campaigns.toml [inferencex] flags.set.kv_dtype: 'int4' is not valid; one of bf16, fp16, fp8"),
+            ('set = { kv_dtype = "bf16" }', 'set = { kv_dtype = "mxfp4" }',
+             "campaigns.toml [inferencex] flags.set.kv_dtype: 'mxfp4' is not valid; one of bf16, fp16, fp8"),
+            # bounds no row meets
+            ('weight_dtype = "mxfp4", max_run_id = 20384527242', 'weight_dtype = "mxfp4", min_run_id = 20384527243, max_run_id = 20384527242',
+             "campaigns.toml [inferencex] flags.when.min_run_id: 20384527243 is not valid; at most its max_run_id, 20384527242")):
         assert old in text
         with pytest.raises(InputError) as e:
             campaigns.read_campaigns(text.replace(old, new, 1))

@@ -75,14 +75,39 @@ def read_campaigns(text: str, origin: str = "campaigns.toml") -> tuple[dict, ...
             if what is not None:
                 raise InputError(field, v, what)
         for entry in c.get("flags", ()):
+            when = entry.get("when", {})
             for key in ("min_concurrency", "max_concurrency", "min_run_id", "max_run_id"):
-                if key in entry.get("when", {}) and not _whole(entry["when"][key], 1):
-                    raise InputError(f"{where} flags.when.{key}", entry["when"][key], "a whole number of at least 1")
+                if key in when and not _whole(when[key], 1):
+                    raise InputError(f"{where} flags.when.{key}", when[key], "a whole number of at least 1")
+            for lo, hi in (("min_concurrency", "max_concurrency"), ("min_run_id", "max_run_id")):
+                if lo in when and hi in when and when[lo] > when[hi]:  # a bound no row meets: the entry would never apply
+                    raise InputError(f"{where} flags.when.{lo}", when[lo], f"at most its {hi}, {when[hi]}")
+            if "kv_dtype" in entry.get("set", {}):
+                _check_kv(f"{where} flags.set.kv_dtype", entry["set"]["kv_dtype"], when)
             for rule, least in _RULE_LEAST.items():
                 for key, v in entry.get(rule, {}).items():
                     if not _whole(v, least):
                         raise InputError(f"{where} flags.{rule}.{key}", v, f"a whole number of tokens, {least} or more")
     return out
+
+
+def _check_kv(field: str, kv: str, when: dict) -> None:
+    """An entry's KV-cache format, as the CLI takes it (spec.engines.check_kv_format): on each engine and GPU its `when`
+    names (every registered one where it names none), one a cache of that engine holds on that GPU; one line naming the
+    entry where it is not (get_dtype's names include weight-only formats, int4 and fp8_block, no engine caches KV in)."""
+    from llm_codesign.spec.engines import ENGINES, engines_on, get_engine
+    from llm_codesign.spec.engines.base import check_kv_format
+    from llm_codesign.spec.hardware import catalog, get_gpu
+
+    listed = lambda k: [when[k]] if isinstance(when.get(k), str) else when.get(k)  # noqa: E731
+    gpus = [get_gpu(g) for g in listed("gpu") or ()] or list(catalog().values())
+    wanted = [get_engine(b).name for b in listed("backend") or ()] or list(ENGINES)
+    pairs = [(get_engine(e), g) for g in gpus for e in wanted if e in engines_on(g)]
+    try:
+        for engine, gpu in pairs:
+            check_kv_format(engine, gpu, kv)
+    except InputError as e:
+        raise InputError(field, kv, e.valid) from None
 
 
 def _invalid(key: str, v) -> str | None:
