@@ -417,3 +417,18 @@ def test_a_campaigns_kv_dtype_and_run_bound_are_checked():
         with pytest.raises(InputError) as e:
             campaigns.read_campaigns(text.replace(old, new, 1))
         assert str(e.value).startswith(line)
+
+
+def test_every_shipped_imageless_sglang_disagg_row_has_its_build():
+    """Each disaggregated SGLang row naming no image (`image=` blank) is read as a build a campaigns.toml entry names,
+    not today's: the December 2025 runs as 0.5.5.post2 and B200 runs 21854539594 / 21933642539 (February 2026, between
+    runs naming v0.5.8.post1) as 0.5.8.post1."""
+    import csv
+    from importlib import resources
+
+    text = resources.files("llm_codesign").joinpath("data/measurements/serving_disagg_blackwell.csv").read_text()
+    rows = [r for r in csv.DictReader(text.splitlines()) if r["backend"].strip().lower() == "sglang" and "lmsysorg/sglang:" not in r["source"]]
+    assert len(rows) == 60 and [r for r in rows if campaigns.sglang_build(r) is None] == []
+    feb = [r for r in rows if campaigns.inferencex_run_id(r["source"]) in (21854539594, 21933642539)]
+    assert len(feb) == 12 and {campaigns.sglang_build(r) for r in feb} == {(0, 5, 8)}
+    assert all(campaigns.first_token_next_loop(r) for r in feb)
