@@ -432,3 +432,19 @@ def test_every_shipped_imageless_sglang_disagg_row_has_its_build():
     feb = [r for r in rows if campaigns.inferencex_run_id(r["source"]) in (21854539594, 21933642539)]
     assert len(feb) == 12 and {campaigns.sglang_build(r) for r in feb} == {(0, 5, 8)}
     assert all(campaigns.first_token_next_loop(r) for r in feb)
+
+
+def test_sglang_rocm_build_is_the_inferencex_campaigns_only():
+    """A user's row citing an InferenceX run URL but not of the `inferencex` campaign (its source starts otherwise) is
+    today's build: no release read, no fp8_bmm off; the campaign's own rows as before. The entries repeating
+    SGLANG_ROCM_BUILDS' boundaries in campaigns.toml agree with it."""
+    row = {"backend": "sglang", "gpu": "mi355x", "weight_dtype": "fp8_block"}
+    user = {**row, "source": "my https://github.com/SemiAnalysisAI/InferenceX/actions/runs/20000/attempts/1"}
+    ours = {**row, "source": "inferencex https://github.com/SemiAnalysisAI/InferenceX/actions/runs/20000/attempts/1"}
+    assert campaigns.sglang_rocm_build(user) is None and campaigns.fusions_off(campaigns.settings(user)) == ()
+    assert campaigns.sglang_rocm_build(ours) == "0.5.2" and campaigns.fusions_off(campaigns.settings(ours)) == ("fp8_bmm",)
+    entries = [e for c in campaigns.campaigns() for e in c.get("flags", ()) if e.get("when", {}).get("gpu") == "mi355x"]
+    bounds = {(e["when"].get("weight_dtype"), e["when"]["max_run_id"]) for e in entries if "max_run_id" in e["when"]
+              and ("fp8_bmm_fusion" in e["set"] or e["set"].get("kv_dtype") == "bf16" and e["when"].get("weight_dtype") == "mxfp4")}
+    assert bounds == {("fp8_block", campaigns.SGLANG_ROCM_BUILDS["fp8_block"][0][0] - 1),
+                      ("mxfp4", campaigns.SGLANG_ROCM_BUILDS["mxfp4"][0][0] - 1)}
