@@ -35,8 +35,9 @@ def test_bf16_attention_weights_of_the_mxfp4_checkpoint_per_gpu():
 def test_the_quark_checkpoint_is_amds_only():
     """AMD's Quark MXFP4 checkpoint runs on CDNA GPUs (InferenceX's MI355X): DeepSeek-R1 at MXFP4 on a B200 is every
     layer MXFP4, as before mxtrue; on an MI355X its attention stays BF16 and the answer says so."""
-    from conftest import cli
     import json
+
+    from conftest import cli
 
     r1 = get_model("deepseek-ai/DeepSeek-R1-0528")
     assert precision_for(r1, "mxfp4", gpu=get_gpu("b200")).attn.name == "mxfp4"

@@ -232,7 +232,7 @@ def held_as(at: _At, f: MoE, prec: Precision, fams, kernel: str) -> dict:
     experts on its Triton MoE, BF16); `kernel` the checkpoint's GEMM kernel family, as moe_kernel takes it."""
     if at.engine is None:
         return {}
-    runs = [at.engine.moe_weight(at.gpu.family, kernel, weight=prec.weight.name, ep=x, gated=f.gated) for x in (False, True)]
+    runs = gemm.expert_formats(at.engine, at.gpu, prec, gated=f.gated, kernel=kernel)
     return {fam: DTYPES[r] for fam, r in zip(fams, runs, strict=True) if r != prec.weight.name}
 
 

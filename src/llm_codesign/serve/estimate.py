@@ -291,12 +291,12 @@ def _expert_notes(model: ModelSpec, dep: Deployment) -> tuple[str, ...]:
     if not any(getattr(layer.ffn, "experts", 0) for layer, _ in model.groups):
         return ()
     prec, gpu = executable(dep.precision, dep.gpu)[0], dep.gpu
-    kernel = gemm.gemm_kernel(gemm_math(prec.weight, prec.activation, gpu), prec.weight.name, fp4_math=gpu.supports("fp4"))
     ep = bool(np.asarray(dep.plan.ep).reshape(-1)[0] > 1)
-    run = dep.engine.moe_weight(gpu.family, kernel, weight=prec.weight.name, ep=ep)
+    run = gemm.expert_formats(dep.engine, gpu, prec, gated=model.moe_gated)[ep]
     if run == prec.weight.name:
         return ()
-    fam = dep.engine.moe_kernel(gpu.family, kernel, weight=prec.weight.name, ep=ep)
+    kernel = gemm.gemm_kernel(gemm_math(prec.weight, prec.activation, gpu), prec.weight.name, fp4_math=gpu.supports("fp4"))
+    fam = dep.engine.moe_kernel(gpu.family, kernel, weight=prec.weight.name, ep=ep, gated=model.moe_gated)
     return (f"{dep.engine.title} runs these {prec.weight.name} experts on its {fam} MoE kernel on {gpu.name}"
             f"{' under EP' if ep else ''}, which converts them to {run} at load: held, read and priced as {run}",)
 
@@ -307,9 +307,8 @@ def _ep_upcast(model: ModelSpec, dep: Deployment) -> str:
     #sgmx), else ""."""
     if not any(getattr(layer.ffn, "experts", 0) for layer, _ in model.groups) or int(np.asarray(dep.plan.ep).reshape(-1)[0]) <= 1:
         return ""
-    prec, gpu = executable(dep.precision, dep.gpu)[0], dep.gpu
-    kernel = gemm.gemm_kernel(gemm_math(prec.weight, prec.activation, gpu), prec.weight.name, fp4_math=gpu.supports("fp4"))
-    held = {ep: dep.engine.moe_weight(gpu.family, kernel, weight=prec.weight.name, ep=ep) for ep in (True, False)}
+    prec = executable(dep.precision, dep.gpu)[0]
+    held = dict(zip((False, True), gemm.expert_formats(dep.engine, dep.gpu, prec, gated=model.moe_gated), strict=True))
     if held[True] == held[False] or held[True] == prec.weight.name:
         return ""
     return (f"; {dep.engine.title} holds these {prec.weight.name} experts as {held[True]} under EP (converted at load): "
