@@ -11,7 +11,7 @@ from llm_codesign.cost import gemm
 from llm_codesign.spec.engines import Engine
 from llm_codesign.spec.model import ModelSpec
 from llm_codesign.spec.plan import Plan, SpecDecoding
-from llm_codesign.spec.precision import DTYPES, Precision, executable, gemm_math
+from llm_codesign.spec.precision import DTYPES, Precision, executable
 
 # Fraction of HBM an engine lets itself use where the caller names none (Engine.kv_budget).
 USABLE_FRACTION = 0.90
