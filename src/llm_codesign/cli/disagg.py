@@ -84,7 +84,7 @@ def disagg(
                                              "(SGLang only: --scheduler-recv-interval on the decode servers, which SGLang refuses "
                                              "under attention DP): a request waits for the next poll before its cache is "
                                              "pre-allocated and its prefill may start."),
-    decode_moe_a2a: str = typer.Option("", "--decode-moe-a2a", help="The decode servers' MoE token exchange: "
+    decode_moe_a2a: Optional[str] = typer.Option(None, "--decode-moe-a2a", show_default=False, help="The decode servers' MoE token exchange: "
                                        "deepep_low_latency (SGLang's --moe-a2a-backend deepep --deepep-mode low_latency, as "
                                        "the wide-EP decode recipes run it: each token's expert copies sent to their ranks "
                                        "in place of the all-gather and reduce-scatter of every rank's tokens; SGLang only, "
@@ -103,7 +103,7 @@ def disagg(
                          decode_max_num_tokens=decode_max_num_tokens, prefill_instances=prefill_instances, decode_instances=decode_instances,
                          concurrencies=conc, isl=isl, osl=osl, decode_max_batch=decode_max_batch, arrival=arrival,
                          prefill_routing=prefill_routing, decode_recv_interval=decode_recv_interval,
-                         decode_moe_a2a=decode_moe_a2a, calibration=calibration)
+                         decode_moe_a2a=decode_moe_a2a or "", calibration=calibration)
     r = answer.to_dict()
     if as_json:
         return _dump(r)
