@@ -94,7 +94,8 @@ class ModelSpec:
     def moe_gated(self) -> bool:
         """Whether its routed experts are gated (SwiGLU; MoE.gated: False for relu2's, Nemotron-H): the first MoE layer's,
         as the one expert format the weights are held in (cost.memory.expert_weight_bytes) reads it; True without a MoE."""
-        return next((layer.ffn.gated for layer, _ in self.groups if isinstance(layer.ffn, MoE)), True)
+        gated = [layer.ffn.gated for layer, _ in self.groups if isinstance(layer.ffn, MoE)]
+        return gated[0] if gated else True
 
     @property
     def embedding_params(self) -> int:
