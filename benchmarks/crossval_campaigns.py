@@ -46,7 +46,7 @@ from pathlib import Path
 from llm_codesign.cost.calibration import BACKEND_KEYED, calibration_for, documented
 from llm_codesign.explore.sweep import execute
 from llm_codesign.measure.calibrate import SERVING_BOUNDS, SERVING_FIELDS, SERVING_NATURAL_LIMITS, fit_serving, held_out
-from llm_codesign.measure.campaigns import TRTLLM_NEW_BUILDS, sglang_rocm_build
+from llm_codesign.measure.campaigns import TRTLLM_NEW_BUILDS, inferencex_run_id, sglang_rocm_build
 from llm_codesign.measure.validate import predict_serving, read_rows, serving_report
 from llm_codesign.spec.hardware import catalog
 
@@ -89,13 +89,8 @@ def campaign_rows(key: str, rows: dict[str, list[dict]] | None = None) -> list[d
     if key == "C":
         out = [r for r in out if newer_build(r)]
     if key == "B":
-        out = [r for r in out if (r.get("backend") or "").strip().lower() != "trtllm" or _run_id(r) >= TRTLLM_NEW_BUILDS]
+        out = [r for r in out if (r.get("backend") or "").strip().lower() != "trtllm" or (inferencex_run_id(r["source"]) or 0) >= TRTLLM_NEW_BUILDS]
     return held_out(out, HELD_OUT[key]) if HELD_OUT[key] else out
-
-
-def _run_id(r: dict) -> int:
-    """The GitHub Actions run that measured an InferenceX row (its source's URL)."""
-    return int(r["source"].split("runs/")[1].split("/")[0])
 
 
 def start_families(routing_alpha: float | None = None) -> dict:

@@ -32,10 +32,6 @@ PARTS = (("atom", "fp8_block", 1024, 4, 8), ("atom", "mxfp4", 1024, 4, 8), ("ato
          ("sglang", "mxfp4", 8192, 4, 8))
 
 
-def run_id(r: dict) -> float:
-    return float(r["source"].split("runs/")[1].split("/")[0])
-
-
 def newer(r: dict) -> bool:
     return newer_build(r)  # campaign C's builds (benchmarks/crossval_campaigns.py)
 
@@ -62,8 +58,8 @@ def split(rows: list[dict], preds: list[dict], show_rows: bool) -> list[tuple]:
     if show_rows:
         print("\nrun id, engine, weights, ISL/OSL, concurrency, TP: TTFT measured -> priced (error %), TPOT measured -> priced")
         for (r, p), e in sorted(zip(keep, err["ttft_ms"], strict=True), key=lambda x: (x[0][0]["backend"], x[0][0]["weight_dtype"],
-                                                                                       int(x[0][0]["isl"]), run_id(x[0][0]))):
-            print(f"  {run_id(r):.4e} {r['backend']:6s} {r['weight_dtype']:9s} {r['isl']}/{r['osl']} c={r['concurrency']:>3s} TP{r['tp']}: "
+                                                                                       int(x[0][0]["isl"]), campaigns.inferencex_run_id(x[0][0]["source"]))):
+            print(f"  {float(campaigns.inferencex_run_id(r['source'])):.4e} {r['backend']:6s} {r['weight_dtype']:9s} {r['isl']}/{r['osl']} c={r['concurrency']:>3s} TP{r['tp']}: "
                   f"{float(r['ttft_ms']):7.1f} -> {p['ttft_ms']:7.1f} ({e:+6.1f})  {float(r['tpot_ms']):6.2f} -> {p['tpot_ms']:6.2f}")
     return keep
 

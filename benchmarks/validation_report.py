@@ -25,12 +25,12 @@ from pathlib import Path
 
 import interval_folds
 import numpy as np
-from crossval_campaigns import TRTLLM_NEW_BUILDS, _run_id, newer_build  # the builds each campaign's fit keeps
+from crossval_campaigns import TRTLLM_NEW_BUILDS, newer_build  # the builds each campaign's fit keeps
 
 from llm_codesign.measure import accuracy
 from llm_codesign.measure import intervals as accuracy_intervals
 from llm_codesign.measure.audit import DISCORDANT_RATIO, clean, summary
-from llm_codesign.measure.campaigns import SGLANG_ROCM_BUILDS, SGLANG_ROCM_FIRST, sglang_rocm_build
+from llm_codesign.measure.campaigns import SGLANG_ROCM_BUILDS, SGLANG_ROCM_FIRST, inferencex_run_id, sglang_rocm_build
 from llm_codesign.measure.stats import error_stats
 from llm_codesign.measure.validate import kernel_report, predict_serving, read_rows, serving_report
 
@@ -145,7 +145,7 @@ def inferencex_sections() -> list[str]:
     data/measurements/campaigns.toml) on Blackwell and on MI355X, the latter also by build and engine, and the
     same runs priced as lockstep waves (the arrival the model assumed before issue 39) for comparison."""
     lines, rows, preds = serving_section("Serving, InferenceX on B200/B300 (closed loop, scripts' flags)", MEAS / "serving_inferencex_blackwell.csv")
-    trt = {f"trtllm, release {'1.2 on' if n else '1.1'}": _subset(rows, preds, lambda r, n=n: r["backend"] == "trtllm" and (_run_id(r) >= TRTLLM_NEW_BUILDS) == n)
+    trt = {f"trtllm, release {'1.2 on' if n else '1.1'}": _subset(rows, preds, lambda r, n=n: r["backend"] == "trtllm" and ((inferencex_run_id(r["source"]) or 0) >= TRTLLM_NEW_BUILDS) == n)
            for n in (True, False)}
     lines += ["By software build: TensorRT-LLM's release 1.1.0rc2.post2 runs (before run id 21484110885) take 7-16% longer per token "
               "at the same settings and ran FP8 on the DEEPGEMM MoE backend; the serving fit leaves them out "

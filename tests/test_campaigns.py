@@ -381,7 +381,10 @@ def test_mi355x_rows_kv_cache_is_the_one_their_scripts_pass():
     # a row of no MI355X entry keeps the blank-column rule (FP8 weights: an FP8 cache); no run id matches no bound
     assert _precision(r1, {"source": run.format(22469096331), "gpu": "b200", "backend": "sglang",
                            "weight_dtype": "fp8_block"}).kv.name == "fp8"
-    assert _precision(r1, {"source": "inferencex", "gpu": "mi355x", "backend": "sglang", "weight_dtype": "mxfp4"}).kv.name == "bf16"
+    # ... and an MI355X SGLang row naming no run is today's scripts' (FP8), not the oldest runs' BF16
+    for w in ("mxfp4", "fp8_block"):
+        assert _precision(r1, {"source": "inferencex", "gpu": "mi355x", "backend": "sglang", "weight_dtype": w}).kv.name == "fp8", w
+    assert kv("sglang", "mxfp4", 20384527242) == "bf16" and kv("sglang", "fp8_block", 22712332469) == "bf16"
     # what it moves: MLA caches 512 + 64 values a layer a token, 61 layers: 35,136 bytes at FP8, twice that at BF16
     p = _precision(r1, {"source": run.format(20384527243), "gpu": "mi355x", "backend": "sglang", "weight_dtype": "mxfp4"})
     assert float(kv_bytes_per_token(r1, p, Plan(8, 1, 1, 8, 1, 1))) == 61 * 576 * 1
@@ -398,9 +401,50 @@ def test_a_campaigns_kv_dtype_and_run_bound_are_checked():
     for old, new, line in (
             ('set = { kv_dtype = "bf16" }', 'set = { kv_dtype = "fp6" }',
              "campaigns.toml [inferencex] flags.set.kv_dtype: 'fp6' is not valid; one of: "),
-            ("min_run_id = 22712332470", "min_run_id = 0",
-             "campaigns.toml [inferencex] flags.when.min_run_id: 0 is not valid; a whole number of at least 1")):
+            ("max_run_id = 22712332469", "max_run_id = 0",
+             "campaigns.toml [inferencex] flags.when.max_run_id: 0 is not valid; a whole number of at least 1"),
+            # a weight-only format no engine caches KV in (get_dtype knows it): the formats the CLI takes (check_kv_format)
+            ('set = { kv_dtype = "bf16" }', 'set = { kv_dtype = "fp8_block" }',
+             "campaigns.toml [inferencex] flags.set.kv_dtype: 'fp8_block' is not valid; one of bf16, fp16, fp8: the KV-cache formats SGLang runs on"),
+            ('set = { kv_dtype = "bf16" }', 'set = { kv_dtype = "int4" }',
+             "campaigns.toml [inferencex] flags.set.kv_dtype: 'int4' is not valid; one of bf16, fp16, fp8"),
+            ('set = { kv_dtype = "bf16" }', 'set = { kv_dtype = "mxfp4" }',
+             "campaigns.toml [inferencex] flags.set.kv_dtype: 'mxfp4' is not valid; one of bf16, fp16, fp8"),
+            # bounds no row meets
+            ('weight_dtype = "mxfp4", max_run_id = 20384527242', 'weight_dtype = "mxfp4", min_run_id = 20384527243, max_run_id = 20384527242',
+             "campaigns.toml [inferencex] flags.when.min_run_id: 20384527243 is not valid; at most its max_run_id, 20384527242")):
         assert old in text
         with pytest.raises(InputError) as e:
             campaigns.read_campaigns(text.replace(old, new, 1))
         assert str(e.value).startswith(line)
+
+
+def test_every_shipped_imageless_sglang_disagg_row_has_its_build():
+    """Each disaggregated SGLang row naming no image (`image=` blank) is read as a build a campaigns.toml entry names,
+    not today's: the December 2025 runs as 0.5.5.post2 and B200 runs 21854539594 / 21933642539 (February 2026, between
+    runs naming v0.5.8.post1) as 0.5.8.post1."""
+    import csv
+    from importlib import resources
+
+    text = resources.files("llm_codesign").joinpath("data/measurements/serving_disagg_blackwell.csv").read_text()
+    rows = [r for r in csv.DictReader(text.splitlines()) if r["backend"].strip().lower() == "sglang" and "lmsysorg/sglang:" not in r["source"]]
+    assert len(rows) == 60 and [r for r in rows if campaigns.sglang_build(r) is None] == []
+    feb = [r for r in rows if campaigns.inferencex_run_id(r["source"]) in (21854539594, 21933642539)]
+    assert len(feb) == 12 and {campaigns.sglang_build(r) for r in feb} == {(0, 5, 8)}
+    assert all(campaigns.first_token_next_loop(r) for r in feb)
+
+
+def test_sglang_rocm_build_is_the_inferencex_campaigns_only():
+    """A user's row citing an InferenceX run URL but not of the `inferencex` campaign (its source starts otherwise) is
+    today's build: no release read, no fp8_bmm off; the campaign's own rows as before. The entries repeating
+    SGLANG_ROCM_BUILDS' boundaries in campaigns.toml agree with it."""
+    row = {"backend": "sglang", "gpu": "mi355x", "weight_dtype": "fp8_block"}
+    user = {**row, "source": "my https://github.com/SemiAnalysisAI/InferenceX/actions/runs/20000/attempts/1"}
+    ours = {**row, "source": "inferencex https://github.com/SemiAnalysisAI/InferenceX/actions/runs/20000/attempts/1"}
+    assert campaigns.sglang_rocm_build(user) is None and campaigns.fusions_off(campaigns.settings(user)) == ()
+    assert campaigns.sglang_rocm_build(ours) == "0.5.2" and campaigns.fusions_off(campaigns.settings(ours)) == ("fp8_bmm",)
+    entries = [e for c in campaigns.campaigns() for e in c.get("flags", ()) if e.get("when", {}).get("gpu") == "mi355x"]
+    bounds = {(e["when"].get("weight_dtype"), e["when"]["max_run_id"]) for e in entries if "max_run_id" in e["when"]
+              and ("fp8_bmm_fusion" in e["set"] or e["set"].get("kv_dtype") == "bf16" and e["when"].get("weight_dtype") == "mxfp4")}
+    assert bounds == {("fp8_block", campaigns.SGLANG_ROCM_BUILDS["fp8_block"][0][0] - 1),
+                      ("mxfp4", campaigns.SGLANG_ROCM_BUILDS["mxfp4"][0][0] - 1)}

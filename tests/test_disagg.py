@@ -701,7 +701,7 @@ def test_sglang_wide_ep_decode_exchanges_by_deepep_low_latency():
     assert base["all_gather"] > 0 and base["dispatch"] == 0 and low["all_gather"] == 0 and low["reduce_scatter"] == 0
     # hand-derived (cost.ffns.deepep_time, default.toml's DeepEP low-latency fit): 10 us launch + 256 experts x 7.9 ns +
     # 64 tokens x 8 copies x 7,168 x bytes an element over 900 GB/s x 0.60; dispatch in FP8 with its 1x128 scales (1.03125 B),
-    # combine in BF16: 18.98 us and 25.64 us a layer
+    # combine in BF16: 19.03 us and 25.62 us a layer
     assert (cal.deepep_ll_latency_s, cal.deepep_ll_expert_s, cal.deepep_ll_bw_eff) == (1.0e-5, 7.9e-9, 0.60)
     copies = 64 * 8 * 7168
     assert low["dispatch"] == pytest.approx(1e-5 + 256 * 7.9e-9 + copies * 1.03125 / (900e9 * 0.60), rel=1e-9)
@@ -783,3 +783,29 @@ def test_lc_disagg_refuses_a_decode_moe_a2a_that_is_no_string():
 
     with pytest.raises(InputError, match=r"decode_moe_a2a: 1 is not valid; one of: ''"):
         lc.disagg("deepseek-r1", "gb200", prefill="tp=8", decode="attention_dp=8,ep=8", engine="sglang", concurrency=8, decode_moe_a2a=1)
+
+
+def test_deepep_low_latency_waits_on_the_busiest_receiver():
+    """Under routing skew (Calibration.moe_routing_alpha > 0) DeepEP's low-latency dispatch and combine carry the busiest
+    receiving rank's copies, skew x a rank's T x top-k (skew: cost.ffns.routed_load's busiest rank over the mean, as the
+    default all-to-all's `sent`), not the rank's own T x top-k; at alpha 0 (every shipped profile) nothing moves."""
+    from dataclasses import replace as _replace
+
+    from llm_codesign.cost.ffns import deepep_time, routed_load
+    from llm_codesign.cost.ops import Batch, forward_ops
+    from llm_codesign.spec.engines import get_engine
+
+    m, g = get_model("deepseek-r1"), get_gpu("gb200")
+    ll = get_engine("sglang").with_moe_a2a("deepep_low_latency")
+    prec, plan = Precision.of("fp8_block"), Plan(tp=1, ep=8, moe_tp=1, adp=8)
+    for alpha in (0.0, 1.2):
+        cal = _replace(calibration_for(g), moe_routing_alpha=alpha)
+        ops = forward_ops(m, g, cal, prec, plan.broadcast(), b=Batch(dec_seqs=64.0, dec_ctx=1536.0), engine=ll)
+        got = {op.role: op for op in ops if op.part == "moe"}
+        on_rank = routed_load(256, 8, 64.0 * 8, 8, alpha)[2]
+        skew = 1.0 if alpha == 0 else float(on_rank / (64.0 * 8 * 8 / 8))
+        assert (skew == 1.0) == (alpha == 0.0) and skew < 8
+        for phase, b_el in (("dispatch", 1.03125), ("combine", 2.0)):
+            want = deepep_time("low_latency", phase, 64.0 * skew, g, cal, hidden=7168, top_k=8, experts=256, ep=8, payload_b=b_el)
+            assert np.asarray(got[phase].time).item() == pytest.approx(float(want), rel=1e-9), (alpha, phase)
+            assert np.asarray(got[phase].bytes).item() == pytest.approx(64.0 * skew * 8 * 7168 * b_el, rel=1e-9)

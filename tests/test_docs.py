@@ -222,3 +222,14 @@ def test_nothing_refers_outside_the_repository():
                            cwd=ROOT, check=True).stdout.split()
     hits = [f for f in files if (ROOT / f).is_file() and outside.search((ROOT / f).read_text(errors="replace"))]
     assert not hits
+
+
+def test_cli_reference_shows_no_empty_default():
+    """An option whose default is the empty string rendered as an empty code span (`--decode-moe-a2a`'s, `` in the
+    default column); such an option defaults to None and its help says the default."""
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "docs" / "cli.md").read_text()
+    assert "| `` |" not in text
+    row = next(line for line in text.splitlines() if line.startswith("| `--decode-moe-a2a` |"))
+    assert row.startswith("| `--decode-moe-a2a` | str |  | ") and row.endswith("Default: the engine's own. |")

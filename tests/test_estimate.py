@@ -136,3 +136,15 @@ def test_deployment_ops_keeps_a_few_read_only():
     with pytest.raises(ValueError, match="read-only"):
         r["ttft_s"][...] = 0.0
     assert deployment_ops(m, dep, w, cal=calibration_for(dep.gpu), concurrency=16) is r
+
+
+def test_an_unfit_sglang_ep_deployment_names_the_bf16_upcast():
+    """gpt-oss-120b on 2x H100 TP2 EP2 with SGLang: its Triton MoE holds the MXFP4 experts as BF16 under EP (Engine.moe_weight),
+    118 GB per GPU; the refusal names that, and what keeps MXFP4 (EP=1, another engine)."""
+    from conftest import cli
+
+    code, _, err = cli("estimate", "gpt-oss-120b", "--gpu", "h100", "--gpus", "2", "--tp", "2", "--ep", "2", "--backend", "sglang",
+                       "--concurrency", "8")
+    assert code == 2
+    assert ("raise TP/EP/PP or lower the precision; SGLang holds these mxfp4 experts as bf16 under EP (converted at load): "
+            "EP=1 or another engine keeps mxfp4") in " ".join(err.split())

@@ -250,3 +250,27 @@ def test_sglangs_mxfp4_experts_held_as_the_bf16_they_are_upcast_to_under_ep_on_h
     assert w["sglang", 8] - float(weight_bytes_per_gpu(m, prec, ep8)) == pytest.approx(held * (2.0 - 4.25 / 8), rel=1e-12)
     assert w["sglang", 8] - w["vllm", 8] == pytest.approx(21_051_187_200.0, rel=1e-12)
     assert w["sglang", 1] == w["vllm", 1] == float(weight_bytes_per_gpu(m, prec, ep1))
+
+
+def test_expert_bytes_read_the_moe_gated_or_not(monkeypatch):
+    """cost.memory asks the engine for the experts' held format of the model's own MoE, gated or not (MoE.gated, as
+    cost.ffns prices it: one derivation, cost.gemm.expert_formats); it had asked for a gated one always."""
+    from dataclasses import replace as _replace
+
+    from llm_codesign.cost.memory import fit
+    from llm_codesign.spec.engines import get_engine
+    from llm_codesign.spec.kinds import MoE
+
+    m = get_model("gpt-oss-120b")
+    relu2 = _replace(m, groups=tuple((_replace(layer, ffn=_replace(layer.ffn, gated=False)) if isinstance(layer.ffn, MoE) else layer, n)
+                                     for layer, n in m.groups))
+    assert m.moe_gated and not relu2.moe_gated
+    seen = []
+    engine = get_engine("sglang")
+    real = type(engine).moe_weight
+    monkeypatch.setattr(type(engine), "moe_weight", lambda self, *a, **k: seen.append(k["gated"]) or real(self, *a, **k))
+    g = get_gpu("h100")
+    for model in (m, relu2):
+        seen.clear()
+        fit(model, g, model.default_precision, Plan(2, 1, 2, 1, 1, 1), 1024, osl=1024, engine=engine)
+        assert seen and set(seen) == {model.moe_gated}, model

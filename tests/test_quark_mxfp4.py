@@ -30,3 +30,26 @@ def test_bf16_attention_weights_of_the_mxfp4_checkpoint_per_gpu():
     assert golden == 3_282_233_344
     got = weight_bytes_per_gpu(r1, precision_for(r1, "mxfp4").on(g), sh) - weight_bytes_per_gpu(r1, Precision.of("mxfp4").on(g), sh)
     assert np.isclose(float(got), golden, rtol=1e-12)
+
+
+def test_the_quark_checkpoint_is_amds_only():
+    """AMD's Quark MXFP4 checkpoint runs on CDNA GPUs (InferenceX's MI355X): DeepSeek-R1 at MXFP4 on a B200 is every
+    layer MXFP4, as before mxtrue; on an MI355X its attention stays BF16 and the answer says so."""
+    import json
+
+    from conftest import cli
+
+    r1 = get_model("deepseek-ai/DeepSeek-R1-0528")
+    assert precision_for(r1, "mxfp4", gpu=get_gpu("b200")).attn.name == "mxfp4"
+    assert precision_for(r1, "mxfp4", gpu=get_gpu("mi355x")).attn.name == "bf16"
+    assert _precision(r1, {"weight_dtype": "mxfp4", "kv_dtype": "", "gpu": "b200"}).attn.name == "mxfp4"
+    assert _precision(r1, {"weight_dtype": "mxfp4", "kv_dtype": "", "gpu": "mi355x"}).attn.name == "bf16"
+    out = {}
+    for gpu, backend in (("b200", "trtllm"), ("mi355x", "sglang")):
+        code, text, _ = cli("estimate", "deepseek-r1", "--gpu", gpu, "--gpus", "8", "--weight-dtype", "mxfp4", "--backend", backend,
+                            "--concurrency", "16", "--json")
+        assert code == 0
+        out[gpu] = json.loads(text)
+    assert out["b200"]["precision"] == "W:mxfp4 A:bf16 KV:bf16" and out["b200"]["precision_notes"] == []
+    assert out["mi355x"]["precision"] == "W:mxfp4 attn-W:bf16 A:mxfp4 KV:bf16"
+    assert out["mi355x"]["precision_notes"] == ["attention projections BF16 (AMD Quark MXFP4 checkpoint)"]

@@ -304,7 +304,7 @@ def disagg(model: str | ModelSpec, gpu: str | Gpu, *, prefill: str | Plan, decod
     conc = [int(c) for c in check_concurrency(concurrency, arrays=True).reshape(-1)]
     sd = spec if isinstance(spec, SpecDecoding) or spec is None else spec_decoding(
         spec, draft_len=draft_len, acceptance=acceptance, acceptance_rates=acceptance_rates, draft_model=draft_model)
-    return price_pools(m, g, prefill=prefill, decode=decode, decode_gpu=dg, precision=precision_for(m, weight_dtype, activation_dtype, kv_dtype),
+    return price_pools(m, g, prefill=prefill, decode=decode, decode_gpu=dg, precision=precision_for(m, weight_dtype, activation_dtype, kv_dtype, gpu=g),
                        engine=engine_arg(engine, backend), spec=sd, max_num_tokens=max_num_tokens, decode_max_num_tokens=decode_max_num_tokens,
                        prefill_instances=prefill_instances, decode_instances=decode_instances, concurrencies=conc, isl=w.isl, osl=w.osl,
                        decode_max_batch=decode_max_batch, arrival=w.arrival, prefill_routing=prefill_routing,
@@ -487,7 +487,7 @@ def lint(model: str | ModelSpec, gpu: str | Gpu, *, regime: str = "throughput", 
     from llm_codesign.spec.plan import precision_for
 
     m, g = get_model(model), get_gpu(gpu)
-    return [f.to_dict() for f in run(m, g, _calibration(g, calibration), regime, prec=precision_for(m, weight_dtype, activation_dtype, kv_dtype),
+    return [f.to_dict() for f in run(m, g, _calibration(g, calibration), regime, prec=precision_for(m, weight_dtype, activation_dtype, kv_dtype, gpu=g),
                                      engine=engine_for(g, engine_arg(engine, backend)))]
 
 
@@ -517,7 +517,7 @@ def design(params: float, gpu: str | Gpu, *, num_gpus: int = 8, regime: str = "t
                   top=top)
     g = get_gpu(gpu)
     base = get_model(baseline) if baseline is not None else None
-    prec = precision_for(base, weight_dtype, activation_dtype, kv_dtype) if base else (
+    prec = precision_for(base, weight_dtype, activation_dtype, kv_dtype, gpu=g) if base else (
         _P.of(weight_dtype or "bf16", activation_dtype, kv_dtype) if (weight_dtype or activation_dtype or kv_dtype) else None)
     slo, cal, eng = Slo(regime, min_tps_user, min_tps_gpu, isl, osl), _calibration(g, calibration), engine_for(g, engine_arg(engine, backend))
     prec = prec or (base.default_precision if base else _P.of("bf16"))  # what design prices: the baseline's, else BF16

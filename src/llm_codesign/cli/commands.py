@@ -154,7 +154,7 @@ def roofline(
     code = int(validity(m, g, Plan(tp=tp, moe_tp=tp if m.is_moe else 1), tp)[()])
     if code >= 0:
         raise InputError("tp", tp, reason_text(m, g, code))
-    r = run(m, g, calibration_for(g, calibration), _precision(m, weight_dtype, activation_dtype, kv_dtype), phase, batch=batch, context=context,
+    r = run(m, g, calibration_for(g, calibration), _precision(m, weight_dtype, activation_dtype, kv_dtype, g), phase, batch=batch, context=context,
             tp=tp)
     if as_json:
         return _dump(r)

@@ -346,10 +346,10 @@ def _model(ref):
     return get_model(ref)
 
 
-def _precision(model, weight, activation, kv):
+def _precision(model, weight, activation, kv, gpu=None):
     from llm_codesign.spec.plan import precision_for
 
-    return precision_for(model, weight, activation, kv)
+    return precision_for(model, weight, activation, kv, gpu=gpu)
 
 
 def _spec(spec, draft_len, acceptance, acceptance_rates, draft_model):

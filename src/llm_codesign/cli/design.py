@@ -97,7 +97,7 @@ def lint(
     if fail_on is not None and fail_on not in ("warning", "error"):
         raise InputError("fail_on", fail_on, "warning or error")
     m, g = _model(model), _gpu(gpu)
-    findings = run(m, g, calibration_for(g, calibration), regime, prec=_precision(m, weight_dtype, activation_dtype, kv_dtype),
+    findings = run(m, g, calibration_for(g, calibration), regime, prec=_precision(m, weight_dtype, activation_dtype, kv_dtype, g),
                    proxy_file=accuracy_proxy, engine=engine_for(g, backend))
     if fmt == "json":
         _dump({"model": m.name, "gpu": g.id, "regime": regime, "findings": [f.to_dict() for f in findings]})
@@ -184,7 +184,7 @@ def design(
     eng = engine_for(g, backend)
     base = _model(baseline) if baseline else None
     if base:
-        prec = _precision(base, weight_dtype, activation_dtype, kv_dtype)
+        prec = _precision(base, weight_dtype, activation_dtype, kv_dtype, g)
     else:
         from llm_codesign.spec.precision import Precision
 

@@ -84,7 +84,7 @@ def disagg(
                                              "(SGLang only: --scheduler-recv-interval on the decode servers, which SGLang refuses "
                                              "under attention DP): a request waits for the next poll before its cache is "
                                              "pre-allocated and its prefill may start."),
-    decode_moe_a2a: str = typer.Option("", "--decode-moe-a2a", help="The decode servers' MoE token exchange: "
+    decode_moe_a2a: Optional[str] = typer.Option(None, "--decode-moe-a2a", show_default=False, help="The decode servers' MoE token exchange: "
                                        "deepep_low_latency (SGLang's --moe-a2a-backend deepep --deepep-mode low_latency, as "
                                        "the wide-EP decode recipes run it: each token's expert copies sent to their ranks "
                                        "in place of the all-gather and reduce-scatter of every rank's tokens; SGLang only, "
@@ -98,12 +98,12 @@ def disagg(
     dg = _gpu(decode_gpu) if decode_gpu else g
     conc = _int_list("concurrency", concurrency)
     # the pools built and priced as lc.disagg and the page price them (explore.disagg_search.price_pools)
-    answer = price_pools(m, g, prefill=prefill, decode=decode, decode_gpu=dg, precision=_precision(m, weight_dtype, activation_dtype, kv_dtype),
+    answer = price_pools(m, g, prefill=prefill, decode=decode, decode_gpu=dg, precision=_precision(m, weight_dtype, activation_dtype, kv_dtype, g),
                          engine=backend, spec=_spec(spec, draft_len, acceptance, acceptance_rates, draft_model), max_num_tokens=max_num_tokens,
                          decode_max_num_tokens=decode_max_num_tokens, prefill_instances=prefill_instances, decode_instances=decode_instances,
                          concurrencies=conc, isl=isl, osl=osl, decode_max_batch=decode_max_batch, arrival=arrival,
                          prefill_routing=prefill_routing, decode_recv_interval=decode_recv_interval,
-                         decode_moe_a2a=decode_moe_a2a, calibration=calibration)
+                         decode_moe_a2a=decode_moe_a2a or "", calibration=calibration)
     r = answer.to_dict()
     if as_json:
         return _dump(r)

@@ -259,7 +259,7 @@ def _dynamo(m, gpu, *, prefill, decode, n_pre, n_dec, concurrency, isl, osl, bac
         raise InputError("prefill/decode", f"{prefill or '(none)'} / {decode or '(none)'}", "both plans of a Dynamo disaggregated "
                          "deployment, e.g. --prefill tp=8 --decode tp=8")
     g = _gpu(gpu)
-    prec = _precision(m, weight_dtype, activation_dtype, kv_dtype)
+    prec = _precision(m, weight_dtype, activation_dtype, kv_dtype, g)
     sd = _spec(spec, draft_len, acceptance, acceptance_rates, draft_model)
     pp_, dp_ = Plan.parse(prefill, m, "prefill"), Plan.parse(decode, m, "decode")
     pre = Deployment(gpu=g, num_gpus=int(pp_.gpus), plan=pp_, precision=prec, backend=backend, spec=sd, max_num_tokens=max_num_tokens)

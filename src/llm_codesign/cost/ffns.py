@@ -113,7 +113,7 @@ def moe_ops(f: MoE, M: Site, *, at: _At, s: _Step, b: Batch, prec: Precision) ->
     # tensor-parallel MoE every rank's tokens are gathered and the outputs reduce-scattered (the permute and
     # route terms above then see all the step's tokens)
     sent = skew * (T / dense_tp * f.top_k * h)  # what the busiest rank receives
-    ops += _all_to_all_ops(f, M, at, T=T, h=h, ep=ep, sent=sent, a_b=ff["a_b"], a2a=a2a, ll=ll, gpus=stage_gpus)
+    ops += _all_to_all_ops(f, M, at, T=T, h=h, ep=ep, sent=sent, skew=skew, a_b=ff["a_b"], a2a=a2a, ll=ll, gpus=stage_gpus)
     g_b = ff["a_b"] if gathers_quantised else 2.0
     ops.append(_comm(M / "all_gather", "all_gather", np.where(gather, T_all * h * g_b, 0.0), stage_gpus, at))
     ops.append(_comm(M / "reduce_scatter", "reduce_scatter", np.where(gather, T_all * h * 2.0, 0.0), stage_gpus, at))
@@ -121,17 +121,22 @@ def moe_ops(f: MoE, M: Site, *, at: _At, s: _Step, b: Batch, prec: Precision) ->
     return ops
 
 
-def _all_to_all_ops(f: MoE, M: Site, at: _At, *, T, h, ep, sent, a_b, a2a, ll, gpus) -> list[Op]:
+def _all_to_all_ops(f: MoE, M: Site, at: _At, *, T, h, ep, sent, skew, a_b, a2a, ll, gpus) -> list[Op]:
     """moe_ops' dispatch and combine where `a2a`: `sent` bytes a rank receives over the engine's all-to-all, dispatched in
     the expert GEMMs' activation format (`a_b` bytes an element) and combined in BF16; where `ll`, DeepEP's low-latency
-    kernels instead (Engine.moe_a2a): the rank's T tokens' top-k copies on the DeepEP table's fitted launch, per-expert
-    signal and link share (deepep_time)."""
+    kernels instead (Engine.moe_a2a): the busiest receiver's top-k copies, `skew` (the routing's busiest rank over the
+    mean, as `sent`) times a rank's T tokens' (under attention DP each rank sends its own T tokens' copies and, EP = DP,
+    receives T x top_k on the mean), on the DeepEP table's fitted launch, per-expert signal and link share (deepep_time).
+    The step waits on the rank that receives most, as the default all-to-all's `sent` reads it: a dispatch ends when the
+    copies bound for a rank's experts have landed (deepep_time's per-expert receive signal), so the rank the routing loads
+    most sets the time (DeepEP not mirrored here: the receive-side wait is its documented low-latency design, not a line read)."""
     out = []
+    recv = skew * np.asarray(T, float)  # the receiving rank's load, in a rank's tokens (1 without routing skew)
     for phase, b_el in (("dispatch", a_b), ("combine", 2.0)):
         op = _comm(M / phase, "all_to_all", np.where(a2a & ~ll, sent * b_el, 0.0), gpus, at)
         if np.any(ll):
-            t = deepep_time("low_latency", phase, T, at.gpu, at.cal, hidden=h, top_k=f.top_k, experts=f.experts, ep=ep, payload_b=b_el)
-            op = _comm_of(M / phase, np.where(ll, t, op.time), np.where(ll, T * f.top_k * h * b_el, 0.0) + op.bytes, at)
+            t = deepep_time("low_latency", phase, recv, at.gpu, at.cal, hidden=h, top_k=f.top_k, experts=f.experts, ep=ep, payload_b=b_el)
+            op = _comm_of(M / phase, np.where(ll, t, op.time), np.where(ll, recv * f.top_k * h * b_el, 0.0) + op.bytes, at)
         out.append(op)
     return out
 
@@ -232,7 +237,7 @@ def held_as(at: _At, f: MoE, prec: Precision, fams, kernel: str) -> dict:
     experts on its Triton MoE, BF16); `kernel` the checkpoint's GEMM kernel family, as moe_kernel takes it."""
     if at.engine is None:
         return {}
-    runs = [at.engine.moe_weight(at.gpu.family, kernel, weight=prec.weight.name, ep=x, gated=f.gated) for x in (False, True)]
+    runs = gemm.expert_formats(at.engine, at.gpu, prec, gated=f.gated, kernel=kernel)
     return {fam: DTYPES[r] for fam, r in zip(fams, runs, strict=True) if r != prec.weight.name}
 
 

@@ -366,3 +366,18 @@ def gemm_flops_bytes(m, n, k, *, a_bytes, w_bytes, c_bytes=2.0, groups=1.0, dist
     groups = np.asarray(groups, dtype=float)
     dg = groups if distinct_groups is None else np.asarray(distinct_groups, dtype=float)
     return 2.0 * m * n * k * groups, gemm_bytes(m, n, k, a_bytes=a_bytes, w_bytes=w_bytes, c_bytes=c_bytes, groups=groups, distinct_groups=dg)
+
+
+def expert_formats(engine: Engine | None, gpu: Gpu, prec, *, gated: bool = True, kernel: str | None = None) -> tuple[str, str]:
+    """The formats `engine` holds a MoE's routed experts in on `gpu` at EP 1 and at EP > 1 (Engine.moe_weight: the
+    checkpoint's, or the one its MoE kernel converts them to at load, spec.engines.base.MOE_UPCAST), for a gated (SwiGLU)
+    MoE or not; `kernel` the checkpoint's GEMM kernel family (default: its weight and activation as `gpu` runs them).
+    The one derivation cost.ffns (held_as), cost.memory (expert_weight_bytes) and serve.estimate's notes read."""
+    if engine is None:
+        return prec.weight.name, prec.weight.name
+    if kernel is None:
+        from llm_codesign.spec.precision import gemm_math
+
+        kernel = gemm_kernel(gemm_math(prec.weight, prec.activation, gpu), prec.weight.name, fp4_math=gpu.supports("fp4"))
+    off, on = (engine.moe_weight(gpu.family, kernel, weight=prec.weight.name, ep=x, gated=gated) for x in (False, True))
+    return off, on

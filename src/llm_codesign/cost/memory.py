@@ -11,7 +11,7 @@ from llm_codesign.cost import gemm
 from llm_codesign.spec.engines import Engine
 from llm_codesign.spec.model import ModelSpec
 from llm_codesign.spec.plan import Plan, SpecDecoding
-from llm_codesign.spec.precision import DTYPES, Precision, executable, gemm_math
+from llm_codesign.spec.precision import DTYPES, Precision, executable
 
 # Fraction of HBM an engine lets itself use where the caller names none (Engine.kv_budget).
 USABLE_FRACTION = 0.90
@@ -59,15 +59,15 @@ def _layer_weight_bytes(layer, h, wa, wf, shards, *, expert_bytes=None):
             + layer.ffn.weight_bytes_per_gpu(h, wf, tp=tp, kvp=kvp, ep=ep, moe_tp=moe_tp, expert_bytes=expert_bytes))
 
 
-def expert_weight_bytes(gpu, prec: Precision, engine: Engine | None, ep):
-    """Bytes per routed-expert weight as `engine` holds them on `gpu` (Engine.moe_weight: the checkpoint's format, or
-    the one its MoE kernel converts them to at load, spec.engines.base.MOE_UPCAST), per plan's EP (`ep`); `prec` as
-    the GPU executes it. SGLang's MXFP4 experts on Hopper under EP: BF16, 2 bytes, not MXFP4's 4.25 bits."""
+def expert_weight_bytes(gpu, prec: Precision, engine: Engine | None, ep, *, gated: bool = True):
+    """Bytes per routed-expert weight as `engine` holds them on `gpu` (gemm.expert_formats: the checkpoint's format, or
+    the one its MoE kernel converts them to at load, spec.engines.base.MOE_UPCAST), per plan's EP (`ep`), for a gated
+    MoE or not (`gated`); `prec` as the GPU executes it. SGLang's MXFP4 experts on Hopper under EP: BF16, 2 bytes, not
+    MXFP4's 4.25 bits."""
     w = prec.weight.bytes_per_weight()
     if engine is None:
         return w
-    kernel = gemm.gemm_kernel(gemm_math(prec.weight, prec.activation, gpu), prec.weight.name, fp4_math=gpu.supports("fp4"))  # as cost.ffns reads it
-    run = [engine.moe_weight(gpu.family, kernel, weight=prec.weight.name, ep=x) for x in (False, True)]
+    run = gemm.expert_formats(engine, gpu, prec, gated=gated)
     by = [w if r == prec.weight.name else DTYPES[r].bytes_per_weight() for r in run]
     return w if by == [w, w] else np.where(np.asarray(ep, float) > 1, by[1], by[0])
 
@@ -199,7 +199,7 @@ def fit(model: ModelSpec, gpu, prec: Precision, sh: Plan, isl, *, osl, max_num_t
     where it is 0 speculation is off and no draft is loaded. `engine`: the engine, which decides how it
     shards the draft (draft_weight_bytes_per_gpu)."""
     prec = executable(prec, gpu)[0]  # e.g. NVFP4 re-quantised to MXFP4 on CDNA4 holds MXFP4's scale bytes
-    w = weight_bytes_per_gpu(model, prec, sh, expert_bytes=expert_weight_bytes(gpu, prec, engine, sh.ep))
+    w = weight_bytes_per_gpu(model, prec, sh, expert_bytes=expert_weight_bytes(gpu, prec, engine, sh.ep, gated=model.moe_gated))
     w_draft, k = 0.0, np.asarray(0.0 if spec is None else (spec.k if draft_len is None else draft_len), float)
     if spec is not None:
         w_draft = np.where(k > 0, draft_weight_bytes_per_gpu(model, draft, spec.method, executable(spec.draft_precision(prec), gpu)[0], sh,

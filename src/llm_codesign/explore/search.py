@@ -133,7 +133,7 @@ def default_precisions(model: ModelSpec, gpu: Gpu) -> tuple[Precision, ...]:
         # checkpoint's score
         own = model.default_precision.weight.name == "mxfp4"
         out.append(replace(model.default_precision, kv=get_dtype("fp8", "kv_dtype")) if own
-                   else quark_mxfp4(model, Precision.of("mxfp4", activation="mxfp4", kv="fp8")))  # AMD's: attention BF16 (MLA)
+                   else quark_mxfp4(model, Precision.of("mxfp4", activation="mxfp4", kv="fp8"), gpu))  # AMD's: attention BF16 (MLA)
     uniq = []
     for p in out:
         if p not in uniq:
@@ -441,7 +441,7 @@ def parse_precisions(weight: str | None, activation: str | None, kv: str | None,
     kvs = [kv] if kv else ["bf16", "fp8"] if gpu.supports("fp8") else ["bf16"]
     # precision_for keeps what the checkpoint keeps wider when its own weight format is named; on this GPU, so that
     # a sweep's task records the activations it runs (MXFP4's: Precision.on)
-    return tuple(precision_for(model, w, activation, k).on(gpu) for w in ws for k in kvs)
+    return tuple(precision_for(model, w, activation, k, gpu=gpu).on(gpu) for w in ws for k in kvs)
 
 
 class _Priced(NamedTuple):

@@ -99,7 +99,7 @@ def run_task(task: Task) -> dict:
 
     t0 = time.perf_counter()
     m, g = get_model(task.model), get_gpu(task.gpu)
-    prec = precision_for(m, task.weight_dtype, task.activation_dtype, task.kv_dtype)
+    prec = precision_for(m, task.weight_dtype, task.activation_dtype, task.kv_dtype, gpu=g)
     space = SearchSpace(task.num_gpus, instance_gpus=(task.instance_gpus,), precisions=(prec,), step_tokens=task.step_tokens)
     try:
         r = search(m, g, calibration_for(g, task.calibration), space, isl=task.isl, osl=task.osl, engine=get_engine(task.backend),

@@ -75,14 +75,39 @@ def read_campaigns(text: str, origin: str = "campaigns.toml") -> tuple[dict, ...
             if what is not None:
                 raise InputError(field, v, what)
         for entry in c.get("flags", ()):
+            when = entry.get("when", {})
             for key in ("min_concurrency", "max_concurrency", "min_run_id", "max_run_id"):
-                if key in entry.get("when", {}) and not _whole(entry["when"][key], 1):
-                    raise InputError(f"{where} flags.when.{key}", entry["when"][key], "a whole number of at least 1")
+                if key in when and not _whole(when[key], 1):
+                    raise InputError(f"{where} flags.when.{key}", when[key], "a whole number of at least 1")
+            for lo, hi in (("min_concurrency", "max_concurrency"), ("min_run_id", "max_run_id")):
+                if lo in when and hi in when and when[lo] > when[hi]:  # a bound no row meets: the entry would never apply
+                    raise InputError(f"{where} flags.when.{lo}", when[lo], f"at most its {hi}, {when[hi]}")
+            if "kv_dtype" in entry.get("set", {}):
+                _check_kv(f"{where} flags.set.kv_dtype", entry["set"]["kv_dtype"], when)
             for rule, least in _RULE_LEAST.items():
                 for key, v in entry.get(rule, {}).items():
                     if not _whole(v, least):
                         raise InputError(f"{where} flags.{rule}.{key}", v, f"a whole number of tokens, {least} or more")
     return out
+
+
+def _check_kv(field: str, kv: str, when: dict) -> None:
+    """An entry's KV-cache format, as the CLI takes it (spec.engines.check_kv_format): on each engine and GPU its `when`
+    names (every registered one where it names none), one a cache of that engine holds on that GPU; one line naming the
+    entry where it is not (get_dtype's names include weight-only formats, int4 and fp8_block, no engine caches KV in)."""
+    from llm_codesign.spec.engines import ENGINES, engines_on, get_engine
+    from llm_codesign.spec.engines.base import check_kv_format
+    from llm_codesign.spec.hardware import catalog, get_gpu
+
+    listed = lambda k: [when[k]] if isinstance(when.get(k), str) else when.get(k)  # noqa: E731
+    gpus = [get_gpu(g) for g in listed("gpu") or ()] or list(catalog().values())
+    wanted = [get_engine(b).name for b in listed("backend") or ()] or list(ENGINES)
+    pairs = [(get_engine(e), g) for g in gpus for e in wanted if e in engines_on(g)]
+    try:
+        for engine, gpu in pairs:
+            check_kv_format(engine, gpu, kv)
+    except InputError as e:
+        raise InputError(field, kv, e.valid) from None
 
 
 def _invalid(key: str, v) -> str | None:
@@ -292,16 +317,30 @@ def trtllm_build(r: dict) -> tuple[int, int, int, int, int] | None:
 # 12.1 ms, as later), and the run ids fall in the dates above (anchors: 21484110885 is a 1.2.0rc6.post2 run, merged
 # 2026-01-29 (ec7bafaae); 20621824084 an SGLang v0.5.6 B200 run, merged 2025-12-31 (d27433dff); serving_inferencex_blackwell.csv)
 SGLANG_ROCM_FIRST = "0.5.2"
-# weight format -> (first run id, release) from which the runs ran that release or a later one
+# the campaign (campaigns.toml `source`) whose runs SGLANG_ROCM_BUILDS dates
+INFERENCEX = "inferencex"
+# weight format -> (first run id, release) from which the runs ran that release or a later one. campaigns.toml's entries
+# bounded one below two of these (its 0.5.2 FP8 rows' fp8_bmm_fusion = false, max_run_id 20720630952; the MXFP4 rows'
+# BF16 KV cache, max_run_id 20384527242) read the same boundaries: a `when` tests the row's columns and run id, not
+# this table, so a boundary moved here is moved there too (tests/test_campaigns.py checks they agree)
 SGLANG_ROCM_BUILDS = {"fp8_block": ((20720630953, "0.5.5.post3"), (21407590933, "0.5.8")),
                       "mxfp4": ((20384527243, "0.5.6.post1"),)}
 
 
+def _campaign_source(r: dict) -> str | None:
+    """The bundled campaign's `source` prefix a row's source starts with (campaign_of's match), None where none does."""
+    source = (r.get("source") or "").strip().lower()
+    return next((c["source"] for c in campaigns() if source.startswith(c["source"])), None)
+
+
 def sglang_rocm_build(r: dict) -> str | None:
     """The SGLang ROCm release an InferenceX MI355X SGLang row ran (SGLANG_ROCM_BUILDS: the first release of its run's
-    image, or the lowest one where later images followed), None for another row (another engine, GPU or source)."""
+    image, or the lowest one where later images followed), None for another row (another engine, GPU or source: a
+    user's row citing an InferenceX run URL but not of the `inferencex` campaign is today's build)."""
     from llm_codesign.spec.engines import get_engine
 
+    if _campaign_source(r) != INFERENCEX:
+        return None
     try:
         if get_engine((r.get("backend") or "").strip() or "-").name != "sglang":
             return None
@@ -327,11 +366,6 @@ def settings(r: dict) -> dict:
     build = trtllm_build(r)
     if build is not None and build < TRTLLM_PDL_DEFAULT_FROM:  # PDL off by default; a campaign entry saying more overrides
         out["pdl_fusion"] = False
-    if sglang_rocm_build(r) == SGLANG_ROCM_FIRST and (r.get("weight_dtype") or "").strip().lower() == "fp8_block":
-        # 0.5.2's MLA products on ROCm dequantise their FP8 weights each step (Engine fusions, fp8_bmm). Not the MXFP4 rows:
-        # an MXFP4 kv_b_proj runs AITER's FP4 batched GEMM (models/deepseek_v2.py:1379-1394@0.5.2); which format that
-        # checkpoint keeps kv_b_proj in was not checked
-        out["fp8_bmm_fusion"] = False
     out |= campaign_of(r) or {}
     for col in ("max_num_tokens", *FLAG_COLUMNS):
         v = (r.get(col) or "").strip()

@@ -144,7 +144,11 @@ def _precision(model, r) -> Precision:
     if base.math == d.weight.math and base.bits == d.weight.bits:
         p = d  # the checkpoint's own format (e.g. "fp8" for DeepSeek's block-scaled FP8)
     else:
-        p = quark_mxfp4(model, Precision.of(base.name))  # a re-quantised MXFP4 checkpoint's attention format
+        try:  # a re-quantised MXFP4 checkpoint's attention format: AMD's Quark checkpoint on a CDNA GPU
+            gpu = get_gpu((r.get("gpu") or "").strip())
+        except InputError:
+            gpu = None
+        p = quark_mxfp4(model, Precision.of(base.name), gpu)
     # the row's own, else its campaign's: the KV cache its scripts pass (data/measurements/campaigns.toml)
     kv = (r.get("kv_dtype") or "").strip() or (campaigns.campaign_of(r) or {}).get("kv_dtype", "")
     if kv:

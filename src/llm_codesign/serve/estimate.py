@@ -23,7 +23,7 @@ from llm_codesign.serve.metrics import BATCH_GRID, FRACTION_OPTION, GB, decode_o
 from llm_codesign.spec.engines import check_kv_format
 from llm_codesign.spec.harness import DEFAULT_ARRIVAL
 from llm_codesign.spec.model import ModelSpec
-from llm_codesign.spec.plan import REASONS, Deployment, Workload, check_step_budget, reason_text, validity
+from llm_codesign.spec.plan import REASONS, Deployment, Workload, check_step_budget, quark_note, reason_text, validity
 from llm_codesign.spec.precision import executable, gemm_math
 
 
@@ -190,9 +190,10 @@ def check(model: ModelSpec, dep: Deployment) -> None:
     check_step_budget(dep)  # a deployment read from a file, not built by spec.plan.deployment
 
 
-def _refuse_unfit(dep: Deployment, m) -> None:
+def _refuse_unfit(dep: Deployment, m, model: ModelSpec) -> None:
     """One line on why not even one sequence fits, with what it needs and what the engine leaves: where the deployment
-    states its KV fraction (Deployment.kv_fraction) and the whole GPU would hold the sequence, that launch option."""
+    states its KV fraction (Deployment.kv_fraction) and the whole GPU would hold the sequence, that launch option; where
+    the engine holds the experts wider under EP than without (_ep_upcast), that too."""
     mem = dep.gpu.memory_bytes
     budget, own, _ = engine_budget(dep.gpu, engine=dep.engine, max_num_tokens=dep.max_num_tokens, plan=dep.plan, spec=dep.spec)[1]
     stated = float(np.asarray(own if dep.kv_fraction is None else dep.kv_fraction).reshape(-1)[0])
@@ -201,7 +202,7 @@ def _refuse_unfit(dep: Deployment, m) -> None:
     need = float(m.weights_bytes.reshape(-1)[0] + m.activation_bytes.reshape(-1)[0] + m.kv_bytes_per_seq.reshape(-1)[0])
     option = FRACTION_OPTION.get(dep.engine.name, "kv_fraction")
     advice = (f"raise {option} (the deployment states {stated:g})" if dep.kv_fraction is not None and need <= mem
-              else "add GPUs, raise TP/EP/PP or lower the precision")
+              else "add GPUs, raise TP/EP/PP or lower the precision" + _ep_upcast(model, dep))
     usable = f" ({frac * mem / GB:.0f} GB usable by {dep.backend})" if frac < 1 else ""
     if frac <= 0:  # SGLang's own fraction reserves 1.5 MiB per chunk token (static_fraction): a huge step budget leaves none
         usable, advice = f" ({dep.backend}'s own {option} for a step of {dep.step_tokens:g} tokens is {stated:g})", "a smaller step budget"
@@ -242,7 +243,7 @@ def estimate(model: ModelSpec, dep: Deployment, workload: Workload, *, calibrati
     r = evaluate(model, dep, workload, calibration=cal, concurrency=grid)
     max_conc = int(r.max_concurrency.reshape(-1)[0])
     if max_conc < 1:
-        _refuse_unfit(dep, r)
+        _refuse_unfit(dep, r, model)
     concurrency = workload.concurrency
     if concurrency is None:
         concurrency = int(grid[int(np.argmax(np.where(r.fits, r.output_tok_s_per_gpu, -1)))])
@@ -265,7 +266,7 @@ def estimate(model: ModelSpec, dep: Deployment, workload: Workload, *, calibrati
         energy=energy(model, dep, workload, concurrency, calibration=cal).at(),
         decode_bound=binding_resource(dec_ops, per), prefill_bound=binding_resource(pf_ops, per), accepted_per_step=s("accepted_per_step"),
         # a format this GPU cannot execute is priced as the engines map it, and the answer says so
-        precision_notes=tuple(executable(dep.precision, dep.gpu)[1]) + _expert_notes(model, dep),
+        precision_notes=tuple(executable(dep.precision, dep.gpu)[1]) + quark_note(model, dep.precision) + _expert_notes(model, dep),
         over_capacity=_over_capacity(dep, workload, max_batch=max_batch, budget_binds=bool(r.budget_binds.reshape(-1)[0]))
         if concurrency > max_batch else None,
         spec=_spec_break_even(model, dep, workload, cal, r=r, grid=grid, concurrency=concurrency) if dep.spec is not None else None,
@@ -290,14 +291,28 @@ def _expert_notes(model: ModelSpec, dep: Deployment) -> tuple[str, ...]:
     if not any(getattr(layer.ffn, "experts", 0) for layer, _ in model.groups):
         return ()
     prec, gpu = executable(dep.precision, dep.gpu)[0], dep.gpu
-    kernel = gemm.gemm_kernel(gemm_math(prec.weight, prec.activation, gpu), prec.weight.name, fp4_math=gpu.supports("fp4"))
     ep = bool(np.asarray(dep.plan.ep).reshape(-1)[0] > 1)
-    run = dep.engine.moe_weight(gpu.family, kernel, weight=prec.weight.name, ep=ep)
+    run = gemm.expert_formats(dep.engine, gpu, prec, gated=model.moe_gated)[ep]
     if run == prec.weight.name:
         return ()
-    fam = dep.engine.moe_kernel(gpu.family, kernel, weight=prec.weight.name, ep=ep)
+    kernel = gemm.gemm_kernel(gemm_math(prec.weight, prec.activation, gpu), prec.weight.name, fp4_math=gpu.supports("fp4"))
+    fam = dep.engine.moe_kernel(gpu.family, kernel, weight=prec.weight.name, ep=ep, gated=model.moe_gated)
     return (f"{dep.engine.title} runs these {prec.weight.name} experts on its {fam} MoE kernel on {gpu.name}"
             f"{' under EP' if ep else ''}, which converts them to {run} at load: held, read and priced as {run}",)
+
+
+def _ep_upcast(model: ModelSpec, dep: Deployment) -> str:
+    """The advice's clause where the engine converts the experts to a wider format under EP only (Engine.moe_weight with
+    ep: SGLang's MXFP4 experts on its Triton MoE, upcast to BF16, sglang quantization/mxfp4.py; docs/modelling-notes.md
+    #sgmx), else ""."""
+    if not any(getattr(layer.ffn, "experts", 0) for layer, _ in model.groups) or int(np.asarray(dep.plan.ep).reshape(-1)[0]) <= 1:
+        return ""
+    prec = executable(dep.precision, dep.gpu)[0]
+    held = dict(zip((False, True), gemm.expert_formats(dep.engine, dep.gpu, prec, gated=model.moe_gated), strict=True))
+    if held[True] == held[False] or held[True] == prec.weight.name:
+        return ""
+    return (f"; {dep.engine.title} holds these {prec.weight.name} experts as {held[True]} under EP (converted at load): "
+            f"EP=1 or another engine keeps {prec.weight.name}")
 
 
 def _over_capacity(dep: Deployment, workload: Workload, *, max_batch: int, budget_binds: bool) -> str:

@@ -91,6 +91,13 @@ class ModelSpec:
         return any(isinstance(layer.ffn, MoE) for layer, _ in self.groups)
 
     @property
+    def moe_gated(self) -> bool:
+        """Whether its routed experts are gated (SwiGLU; MoE.gated: False for relu2's, Nemotron-H): the first MoE layer's,
+        as the one expert format the weights are held in (cost.memory.expert_weight_bytes) reads it; True without a MoE."""
+        gated = [layer.ffn.gated for layer, _ in self.groups if isinstance(layer.ffn, MoE)]
+        return gated[0] if gated else True
+
+    @property
     def embedding_params(self) -> int:
         return self.vocab * self.hidden
 

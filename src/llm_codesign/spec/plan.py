@@ -429,9 +429,10 @@ class Workload:
         return self.isl - int(cached_tokens(self.isl, self.prefix_hit))
 
 
-def quark_mxfp4(model: ModelSpec, prec: Precision) -> Precision:
+def quark_mxfp4(model: ModelSpec, prec: Precision, gpu=None) -> Precision:
     """`prec` with an MLA model's attention projections in BF16 where its weights are MXFP4 re-quantised (not the
-    checkpoint's own format) and no attention format is stated: AMD's Quark MXFP4 checkpoints of DeepSeek-R1
+    checkpoint's own format), no attention format is stated and `gpu` is a CDNA one (None: not known, taken as one; an
+    NVIDIA GPU's MXFP4 is priced as every layer MXFP4, as before): AMD's Quark MXFP4 checkpoints of DeepSeek-R1
     (amd/DeepSeek-R1-0528-MXFP4-Preview, InferenceX's MI355X FP4 model) quantise the MoE and dense MLPs and keep
     self_attn BF16. ATOM's May 2026 build loads every MLA projection of such a checkpoint unquantised, quant_config
     None, when its fused_qkv_a_proj reads fp4x2 and ATOM_USE_TRITON_GEMM is off, InferenceX's launch
@@ -444,23 +445,39 @@ def quark_mxfp4(model: ModelSpec, prec: Precision) -> Precision:
     from llm_codesign.spec.kinds import MLA
 
     own = model.default_precision.weight.name == "mxfp4"
-    if prec.weight.name != "mxfp4" or own or prec.attn_weight is not None:
+    if prec.weight.name != "mxfp4" or own or prec.attn_weight is not None or not quark_runs_on(gpu):
         return prec
     if any(isinstance(layer.attn, MLA) for layer, _ in model.groups):
         return replace(prec, attn_weight=get_dtype("bf16"))
     return prec
 
 
-def precision_for(model: ModelSpec, weight: str | None = None, activation: str | None = None, kv: str | None = None) -> Precision:
-    """The checkpoint's own precision with the formats given overridden. Naming the checkpoint's own
-    weight format keeps what the checkpoint keeps wider (gpt-oss: MXFP4 experts, BF16 attention)."""
+def quark_runs_on(gpu) -> bool:
+    """Whether AMD's Quark MXFP4 checkpoint is the one an MXFP4 answer on `gpu` runs: a CDNA GPU's (InferenceX runs
+    amd/DeepSeek-R1-0528-MXFP4-Preview on MI355X only: .github/configs/amd-master.yaml@843c6254); None (no GPU known)
+    counts as one."""
+    return gpu is None or str(getattr(gpu, "family", "")).startswith("cdna")
+
+
+def quark_note(model: ModelSpec, prec: Precision) -> tuple[str, ...]:
+    """The precision note of an answer quark_mxfp4 applied to (MXFP4 weights re-quantised, an MLA model's attention BF16)."""
+    own = model.default_precision.weight.name == "mxfp4"
+    if prec.weight.name == "mxfp4" and not own and prec.attn_weight is not None and prec.attn_weight.name == "bf16":
+        return ("attention projections BF16 (AMD Quark MXFP4 checkpoint)",)
+    return ()
+
+
+def precision_for(model: ModelSpec, weight: str | None = None, activation: str | None = None, kv: str | None = None, *,
+                  gpu=None) -> Precision:
+    """The checkpoint's own precision with the formats given overridden, on `gpu` where known (quark_mxfp4). Naming the
+    checkpoint's own weight format keeps what the checkpoint keeps wider (gpt-oss: MXFP4 experts, BF16 attention)."""
     from dataclasses import replace
 
     p = model.default_precision
     if weight:
         q = Precision.of(weight, activation, kv or p.kv.name)
         if q.weight != p.weight:
-            return quark_mxfp4(model, q)
+            return quark_mxfp4(model, q, gpu)
         # the checkpoint's own format: its activations too unless others are named (gpt-oss's MXFP4 runs W4A16)
         return replace(p, kv=q.kv) if activation is None else replace(q, attn_weight=p.attn_weight)
     if activation:
@@ -558,7 +575,7 @@ def deployment(model: ModelSpec | str | dict, *, gpu: Gpu | str, num_gpus: int |
     sd = spec if isinstance(spec, SpecDecoding) else spec_decoding(spec, draft_len=draft_len, acceptance=acceptance,
                                                                    acceptance_rates=acceptance_rates, draft_model=draft_model)
     dep = Deployment(gpu=gpu, num_gpus=n, plan=Plan(tp_, pp_, ep_, moe_tp_, adp_, kvp_),
-                     precision=precision_for(model, weight_dtype, activation_dtype, kv_dtype), backend=engine_arg(engine, backend),
+                     precision=precision_for(model, weight_dtype, activation_dtype, kv_dtype, gpu=gpu), backend=engine_arg(engine, backend),
                      spec=sd, max_num_tokens=max_num_tokens, cpp=cpp)
     check_step_budget(dep)
     return dep

@@ -657,7 +657,7 @@ def _disagg(req: DisaggRequest, *, hub_cache: bool = False) -> dict:
     m = _model(req, hub_cache=hub_cache)
     g = _gpu(req.gpu, what_if=req.what_if)
     dg = _gpu(req.decode_gpu, "decode_gpu", req.what_if) if req.decode_gpu else g
-    prec = precision_for(m, req.weight_dtype, req.activation_dtype, req.kv_dtype)
+    prec = precision_for(m, req.weight_dtype, req.activation_dtype, req.kv_dtype, gpu=g)
     engine = _pools_engine(g, dg, req.engine)  # one engine on both pools' GPUs, a refusal naming the form's field
     # disagg's --prefill/--decode text of each pool's sizes
     plans_ = {name: ",".join(f"{k}={getattr(pool, k)}" for k in ("tp", "pp", "ep", "moe_tp", "attention_dp", "kvp") if getattr(pool, k) is not None)
