@@ -195,12 +195,12 @@ def _routed_experts(f: MoE, M: Site, *, at: _At, s: _Step, prec: Precision, load
 
     def gemm_of(name, n_dim, k_dim, *, fam, ff, kernel):
         ff, kernel = _held_gemm(ff, kernel, run_as.get(fam), prec=prec, gpu=at.gpu)
-        tile = _moe_tile([fam] if fam in run_as else fams, kernel, ff, gen=gen, tokens=tile_tokens, f=f, local=f.experts / ep)
+        tile, even = _moe_tile([fam] if fam in run_as else fams, kernel, ff, gen=gen, tokens=tile_tokens, f=f, local=f.experts / ep)
         rates, kept = moe_rates(at.gpu.family, kernel, tables=all(x is None for x in fams))
         return _expert_gemm(M / name, n_dim, k_dim, at, load=load, fam=fam, kernel=rates, kept=kept, quant_kernel=kernel, own_quant=own_quant,
                             local=f.experts / ep,
                             quant_rows=(tokens if own_quant else quant_tokens if gen else None) if name == "experts_gate_up" else None,
-                            epilogue_quant=gen and name == "experts_down", tile=tile, **{k: ff[k] for k in ("math", "a_b", "w_b", "weight")})
+                            epilogue_quant=gen and name == "experts_down", tile=tile, even_grid=even, **{k: ff[k] for k in ("math", "a_b", "w_b", "weight")})
 
     def gemms(ff, kernel):
         ops = []
@@ -250,14 +250,14 @@ def _held_gemm(ff: dict, kernel: str, held: Dtype | None, *, prec: Precision, gp
 
 
 def _moe_tile(grid, kernel: str, ff: dict, *, gen: bool, tokens, f: MoE, local):
-    """The token tile the MoE kernel families `grid` compute each expert's rows in (None: none): TRTLLM-Gen's (`gen`,
-    token_tile), Marlin's (marlin_block, negated: Marlin's own even grid, gemm._marlin_grid_time) or SGLang's Triton MoE on
-    BF16 (triton_block); `local` the rank's experts."""
+    """The token tile the MoE kernel families `grid` compute each expert's rows in (None: none) and whether its blocks
+    spread evenly over the kernel's grid: TRTLLM-Gen's (`gen`, token_tile), Marlin's (marlin_block, on Marlin's own even
+    grid: gemm._marlin_grid_time) or SGLang's Triton MoE on BF16 (triton_block); `local` the rank's experts."""
     if gen:
-        return token_tile(tokens, f.top_k, local, a_b=ff["a_b"], w_b=ff["w_b"])
+        return token_tile(tokens, f.top_k, local, a_b=ff["a_b"], w_b=ff["w_b"]), False
     if all(x in MARLIN for x in grid):
-        return -marlin_block(tokens, f.top_k, local)
-    return triton_block(tokens, local) if kernel == "bf16" and all(x == "sglang_triton" for x in grid) else None
+        return marlin_block(tokens, f.top_k, local), True
+    return (triton_block(tokens, local) if kernel == "bf16" and all(x == "sglang_triton" for x in grid) else None), False
 
 # GPU families whose kernel tables' own MoE (fam None) reads its routed rows in the up-projection's GEMM
 # (a gather by the sorted indices, no permuted copy: one permutation launch, the un-permute's or its sort's)
@@ -368,7 +368,7 @@ def _either(sel, a: Op, b: Op) -> Op:
 
 
 def _expert_gemm(label: _Label, n, k, at: _At, *, load, math, a_b, w_b, kernel, weight, fam, local, quant_kernel, kept=1.0, own_quant=False,
-                 quant_rows=None, epilogue_quant=False, tile=None):
+                 quant_rows=None, epilogue_quant=False, tile=None, even_grid=False):
     """The busiest rank's grouped expert GEMM in MoE kernel family `fam` (Engine.moe_kernel; None: the
     kernel tables') at the rates of dense GEMM kernel family `kernel`, keeping `kept` of them (MOE_RATES), its
     activations quantised as the weights' own family `quant_kernel` has them (gemm.quantise_kernel); `load` is
@@ -382,8 +382,8 @@ def _expert_gemm(label: _Label, n, k, at: _At, *, load, math, a_b, w_b, kernel, 
     the rows an activation quantisation of its own reads where they are not the GEMM's routed rows (AITER's stage 1,
     TRTLLM-Gen's FC1: gemm.gemm_time); `epilogue_quant`: the previous GEMM's epilogue wrote them quantised (TRTLLM-Gen's
     FC2, no pass); `tile`: the kernel's token tile (token_tile), each expert's rows computed in whole tiles of it on the
-    kernel's own grid (gemm._token_tile_time), or minus Marlin's block (marlin_block), its padded blocks spread evenly over
-    the SMs (gemm._marlin_grid_time); its work (FLOPs, bytes) still its own rows."""
+    kernel's own grid (gemm._token_tile_time), or with `even_grid` Marlin's block (marlin_block), its padded blocks spread
+    evenly over the SMs (gemm._marlin_grid_time); its work (FLOPs, bytes) still its own rows."""
     active, top, on_rank, alpha = load
     cal = at.cal
     eff, overhead = expert_scale(cal, at.gpu, fam, kernel, kept), cal.moe_kernel(fam, kernel)[1]
@@ -395,7 +395,7 @@ def _expert_gemm(label: _Label, n, k, at: _At, *, load, math, a_b, w_b, kernel, 
     # by a kernel of its own where the MoE kernel quantises them itself (`own_quant`: AITER's)
     quant = not epilogue_quant and gemm.quantise_kernel(at.engine, a_b, kernel=quant_kernel, fused=False if own_quant else None)
     kw = dict(eff_scale=eff, kernel=kernel, swap_ab=True, overhead_s=overhead, fused_quant="epilogue" if epilogue_quant else not quant,
-              token_tile=tile)
+              token_tile=tile, even_grid=even_grid)
     if alpha <= 0.0:
         return _gemm(label, top, n, k, at, math=math, a_b=a_b, w_b=w_b, groups=active, distinct=active, weight=weight, quant_rows=quant_rows, **kw)
     rest_groups = active - 1.0

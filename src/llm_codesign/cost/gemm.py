@@ -101,17 +101,18 @@ def ridge(gpu: Gpu, cal: Calibration, math: str, kernel: str, eff_scale=1.0):
 
 
 def _best_tile_time(m: Tokens, n, k, gpu: Gpu, cal: Calibration, *, groups, peak, kernel, math, a_bytes, w_bytes, swap_ab, token_tile=None,
+                    even_grid: bool = False,
                     parts=None):
     """Compute time of the fastest of the GPU's tiles (float32 arrays), tile and wave quantised, with
     split-K for dense BF16/FP8 kernels and each tile at its shared-memory feed rate. M enters only as
     whole tile rows, ceil(M / tile M), so where N, K and the groups vary along fewer elements than M
     (a search's chunk: per plan against plans x batches x k) the tiles are priced once per distinct
     (N, K, groups) and whole-row count and gathered (cost.arrays.tabulated): the same values. `token_tile`:
-    the kernel's own tile, not the fastest (_token_tile_time, with its `parts`)."""
+    the kernel's own tile, not the fastest (_token_tile_time, with its `parts`); with `even_grid`, Marlin's block rows
+    spread evenly over its grid (_marlin_grid_time)."""
+    if even_grid:
+        return _marlin_grid_time(m.m, n, k, gpu, cal, block=token_tile, peak=peak, kernel=kernel, groups=groups, parts=parts)
     tiles = _candidate_tiles(gpu, math, float(a_bytes), float(w_bytes))
-    if token_tile is not None and np.all(np.asarray(token_tile) < 0):  # Marlin's block, as cost.ffns passes it: its own grid
-        return _marlin_grid_time(m.m, n, k, gpu, cal, block=-np.asarray(token_tile, np.float32), peak=peak, kernel=kernel,
-                                 groups=groups, parts=parts)
     if token_tile is not None:
         return _token_tile_time(m.m, n, k, gpu, cal, tiles=tiles, token_tile=token_tile, peak=peak, kernel=kernel, math=math,
                                 groups=groups, a_bytes=a_bytes, w_bytes=w_bytes, parts=parts)
@@ -151,7 +152,7 @@ def _marlin_grid_time(m, n, k, gpu: Gpu, cal: Calibration, *, block, peak, kerne
     block) x block, in whole units over the SMs, with no wave of whole tiles to quantise; each unit's K steps at the kernel's
     share of the peak plus the pipeline's fill (gemm_k_half). At few rows the weights' read (the memory time beside it) binds."""
     f32 = np.float32
-    b = np.asarray(block, f32)
+    b = np.asarray(block, f32)  # cost.ffns.marlin_block's rows
     if parts is None:
         blocks = np.ceil(np.asarray(m, f32) / b) * np.asarray(groups, f32)
     else:
@@ -249,16 +250,18 @@ def reuse_gemm_prices():
 def gemm_time(m, n, k, gpu: Gpu, cal: Calibration, *, math: str, a_bytes, w_bytes, c_bytes=2.0,
               groups=1.0, distinct_groups=None, eff_scale=1.0, kernel: str | None = None, swap_ab: bool | None = None,
               overhead_s=None, fused_quant: bool | str | None = None, engine: Engine | None = None, quant_rows=None, token_tile=None,
-              parts=None):
+              even_grid: bool = False, parts=None):
     """C[m,n] = A[m,k] B[k,n], repeated over `groups` independent problems (grouped/batched GEMM):
     _gemm_time's (time, compute time, memory time), reused within reuse_gemm_prices(). `quant_rows`: the rows an
     activation quantisation of its own reads where they are not A's (None: A's rows over the groups). `parts`: with
     `token_tile`, the launch's groups of unequal rows, ((rows, groups), ...), on one grid (_token_tile_time); `m` and
-    `groups` then still give its work (their rows over the groups: the parts' total)."""
+    `groups` then still give its work (their rows over the groups: the parts' total). `even_grid`: `token_tile` is
+    Marlin's block and its blocks are spread evenly over its grid (_marlin_grid_time)."""
     def price():
         return _gemm_time(m, n, k, gpu, cal, math=math, a_bytes=a_bytes, w_bytes=w_bytes, c_bytes=c_bytes, groups=groups,
                           distinct_groups=distinct_groups, eff_scale=eff_scale, kernel=kernel, swap_ab=swap_ab, overhead_s=overhead_s,
-                          fused_quant=fused_quant, engine=engine, quant_rows=quant_rows, token_tile=token_tile, parts=parts)
+                          fused_quant=fused_quant, engine=engine, quant_rows=quant_rows, token_tile=token_tile, even_grid=even_grid,
+                          parts=parts)
 
     memo = _GEMMS.get()
     if memo is None:
@@ -266,7 +269,7 @@ def gemm_time(m, n, k, gpu: Gpu, cal: Calibration, *, math: str, a_bytes, w_byte
     key = (gpu, memo.cal_key(cal), None if engine is None else engine.name, math, kernel, swap_ab, fused_quant, overhead_s is None,
            *(array_key(x.m if isinstance(x, Tokens) else x) for x in (m, n, k, a_bytes, w_bytes, c_bytes, groups, eff_scale)),
            array_key(-1.0 if distinct_groups is None else distinct_groups), array_key(0.0 if overhead_s is None else overhead_s),
-           array_key(-1.0 if quant_rows is None else quant_rows), array_key(-1.0 if token_tile is None else token_tile),
+           array_key(-1.0 if quant_rows is None else quant_rows), array_key(-1.0 if token_tile is None else token_tile), even_grid,
            -1 if parts is None else len(parts), *(array_key(x) for part in (parts or ()) for x in part))
     return memo.get(key, price)
 
@@ -274,7 +277,7 @@ def gemm_time(m, n, k, gpu: Gpu, cal: Calibration, *, math: str, a_bytes, w_byte
 def _gemm_time(m, n, k, gpu: Gpu, cal: Calibration, *, math: str, a_bytes, w_bytes, c_bytes=2.0,
               groups=1.0, distinct_groups=None, eff_scale=1.0, kernel: str | None = None, swap_ab: bool | None = None,
               overhead_s=None, fused_quant: bool | str | None = None, engine: Engine | None = None, quant_rows=None, token_tile=None,
-              parts=None):
+              even_grid: bool = False, parts=None):
     """C[m,n] = A[m,k] B[k,n], repeated over `groups` independent problems (grouped/batched GEMM).
 
     Compute: FLOPs padded to whole CTA tiles (tile quantisation) and whole waves over the SMs (wave
@@ -299,7 +302,7 @@ def _gemm_time(m, n, k, gpu: Gpu, cal: Calibration, *, math: str, a_bytes, w_byt
     kernel = kernel or math
     peak = peak_rate(gpu, cal, math, kernel, eff_scale)
     best = _best_tile_time(tokens, n, k, gpu, cal, groups=groups, peak=peak, kernel=kernel, math=math, a_bytes=a_bytes,
-                           w_bytes=w_bytes, swap_ab=swap_ab, token_tile=token_tile, parts=parts)
+                           w_bytes=w_bytes, swap_ab=swap_ab, token_tile=token_tile, even_grid=even_grid, parts=parts)
     rows = m if groups.ndim == 0 and groups == 1.0 else m * groups  # A's rows over the groups (m * 1 is m)
     nbytes = _gemm_bytes(rows, n, k, a_bytes=a_bytes, w_bytes=w_bytes, c_bytes=c_bytes, distinct_groups=dg)
     t_mem = nbytes * f32(1.0 / (gpu.hbm_bandwidth_bytes_per_s * cal.gemm_bw(kernel)))
