@@ -633,3 +633,17 @@ def test_cdna3_says_its_moe_rates_are_the_mi355x_s(gpu, engine, said):
     assert dict(pairs(iv.reasons(ctx, iv.bundled()))).get("moe") == said
     dense = iv.context(lc.get_model("llama-3.1-8b"), g, lc.Precision.of("bf16"), engine=engine, concurrency=16, isl=1024, osl=1024)
     assert not any("AITER" in w for w in iv.reasons(dense, iv.bundled()))
+
+
+def test_hopper_w4a16_moe_rows_count_as_a_w4a16_moe_table():
+    """The H100 per-engine MoE table's INT4 and MXFP4 weight-only rows (Marlin, triton_kernels, TensorRT-LLM's W4A16) run
+    BF16 activations, the format format_label calls W4A16: a W4A16 MoE question on Hopper (Kimi-K2.5's INT4 experts) is no
+    longer widened for a missing MoE W4A16 table, only for the GEMM W4A16 one no table times."""
+    from llm_codesign import api as lc
+
+    kt = iv.kernel_tables()
+    assert "MoE W4A16" in kt["hopper"] and not any(t.startswith("MoE int4") or "mxfp4" in t for t in kt["hopper"])
+    dep = lc.deployment("kimi-k2.5", gpu="h200", tp=8, ep=8, engine="vllm")
+    row = lc.estimate("kimi-k2.5", dep, lc.Workload(isl=1024, osl=1024, concurrency=16)).to_dict()
+    said = " ".join(str(r) for m in row["intervals"].values() if isinstance(m, dict) for r in m.get("widened", ()))
+    assert "no GEMM W4A16 kernel table on Hopper" in said and "no MoE W4A16 kernel table" not in said

@@ -775,7 +775,9 @@ def scores(records: list[tuple[Context, dict[str, float]]], table: dict, *, leve
 
 
 _GEMM = {"bfloat16": "bf16", "float16": "bf16"}
-_MOE = {"bfloat16": "bf16", "w4a8_mxfp4_mxfp8": "W4A8"}
+# the tables' MoE formats as format_label names a question's: the H100 per-engine tables' INT4 and MXFP4 weight-only
+# rows (Marlin, triton_kernels, TensorRT-LLM's W4A16) run BF16 activations, W4A16
+_MOE = {"bfloat16": "bf16", "w4a8_mxfp4_mxfp8": "W4A8", "int4_wo": "W4A16", "w4a16_mxfp4": "W4A16"}
 
 
 def kernel_tables() -> dict[str, list[str]]:
