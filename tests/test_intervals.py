@@ -212,12 +212,14 @@ def test_missing_kernel_tables_and_shapes_are_named():
     assert pairs(iv.reasons(moe, t)) == [("family", "no serving run on any Hopper GPU"),
                                   ("shape", "no measured run of a model with Mamba-2, MoE layers"),
                                   ("kernel", "no GEMM W4A16 kernel table on Hopper"), ("moe", "no MoE W4A16 kernel table on Hopper")]
-    # the shipped table: DeepSeek-R1 in NVFP4 on H200 runs W4A16 (no FP4 math), and says what is missing
+    # the shipped table: DeepSeek-R1 in NVFP4 on H200 runs W4A16 (no FP4 math), and says what is missing: the GEMMs' W4A16
+    # table, not the MoE's (the H100 per-engine tables' INT4 and MXFP4 weight-only MoE rows are W4A16)
     m, g = lc.get_model("deepseek-r1"), lc.get_gpu("h200")
     ctx = iv.context(m, g, lc.Precision.of("nvfp4"), engine="trtllm", concurrency=16, isl=1024, osl=1024)
     assert ctx.fmt == "W4A16"
     why = dict(pairs(iv.reasons(ctx, iv.bundled())))
-    assert why["family"] == "no serving run on any Hopper GPU" and why["moe"] == "no MoE W4A16 kernel table on Hopper"
+    assert why["family"] == "no serving run on any Hopper GPU" and why["kernel"] == "no GEMM W4A16 kernel table on Hopper"
+    assert "moe" not in why
 
 
 def test_a_moe_question_without_a_moe_table_takes_the_moe_term_and_a_dense_one_the_kernel_term():
