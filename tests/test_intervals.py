@@ -91,6 +91,43 @@ def test_a_thin_slice_backs_off_to_its_parent_and_says_which():
     assert b["n"] == 44 and b["source"] == "44 serving runs with vLLM, on Blackwell GPUs, 5-32 requests"
 
 
+def test_a_question_on_an_engine_with_no_slice_takes_its_own_gpus_runs_not_every_runs_pooled():
+    # issue 40: the hierarchy is a lattice dropping first the dimension the question has no slice for. 39 vLLM runs on
+    # Blackwell (GOLDEN) and 39 TensorRT-LLM runs on Hopper (GOLDEN + 1: measured e = 2.7x the prediction), all dense,
+    # 5-32 requests, balanced. An SGLang question (no SGLang run) took the mode's 78 runs of both (main 3829fda); it now
+    # takes its own family's runs across engines, the family x class x load x lengths slice
+    hop = replace(CTX, engine="trtllm", family="hopper")
+    t = _table([(CTX, {"ttft_ms": r}) for r in GOLDEN] + [(hop, {"ttft_ms": r + 1.0}) for r in GOLDEN])
+    t["kernel_tables"]["hopper"] = ["GEMM fp8", "attention", "collectives"]
+    sg = replace(CTX, engine="sglang")
+    assert t["slices"]["ttft_ms"]["serving|blackwell|dense|5-32|balanced"]["engines"] == ["vllm"]
+    b = iv.band("ttft_ms", 100.0, sg, table=t)
+    # Blackwell's 39: median 0, the 4th and 36th of 39 at 80% (x0.2, x1.8), the 1st and 39th at 95% (x0.05, x1.95); the
+    # pooled scores are the two groups' alike, so the normalised 80% bounds are the slice's own; no between terms here
+    assert (b["n"], b["lo80"], b["hi80"], b["lo95"], b["hi95"]) == pytest.approx((39, 20.0, 180.0, 5.0, 195.0), rel=1e-3)
+    assert b["source"] == "39 serving runs with vLLM, on Blackwell GPUs, dense models, 5-32 requests, balanced ISL/OSL"
+    # on Hopper, Hopper's: 100 e x (0.2, 1.8) = (54.37, 489.3), 100 e x (0.05, 1.95) = (13.59, 530.1)
+    h = iv.band("ttft_ms", 100.0, replace(sg, family="hopper"), table=t)
+    assert (h["lo80"], h["hi80"], h["lo95"], h["hi95"]) == pytest.approx((54.37, 489.3, 13.59, 530.1), rel=1e-3)
+    assert h["source"] == "39 serving runs with TensorRT-LLM, on Hopper GPUs, dense models, 5-32 requests, balanced ISL/OSL"
+    # thin there (no MoE prefill-heavy run), the family x load slice, then the family's
+    moe = replace(sg, model_class="moe", lengths="prefill-heavy")
+    assert iv.band("ttft_ms", 100.0, moe, table=t)["source"] == "39 serving runs with vLLM, on Blackwell GPUs, 5-32 requests"
+    assert iv.band("ttft_ms", 100.0, replace(moe, load="33+"), table=t)["source"] == "39 serving runs with vLLM, on Blackwell GPUs"
+    # a measured engine on a family it has no run on keeps the order before: its own runs across families, not the family's
+    v = iv.band("ttft_ms", 100.0, replace(CTX, family="hopper"), table=t)
+    assert v["source"] == "39 serving runs with vLLM, on Blackwell GPUs, dense models, 5-32 requests, balanced ISL/OSL" and v["lo80"] == pytest.approx(20.0, rel=1e-3)
+    # neither the engine nor the family measured: all runs of the mode, as before
+    assert iv.band("ttft_ms", 100.0, replace(sg, family="ampere"), table=t)["source"] == (
+        "78 serving runs with TensorRT-LLM and vLLM, on Blackwell and Hopper GPUs")
+    # an engine with runs too few for a slice (ATOM's 36 in the shipped runs): its family's runs, its own among them
+    t = _table([(CTX, {"ttft_ms": r}) for r in GOLDEN] + [(sg, {"ttft_ms": 0.0})] * 5)
+    assert "serving|sglang" not in t["slices"]["ttft_ms"]
+    assert iv.band("ttft_ms", 100.0, sg, table=t)["source"] == ("44 serving runs with SGLang and vLLM (SGLang's own 5: too few for "
+                                                                "a slice of their own, 39 needed), on Blackwell GPUs, dense models, "
+                                                                "5-32 requests, balanced ISL/OSL")
+
+
 def test_the_basis_names_the_runs_arrival_where_it_differs_from_the_answers_and_the_families_across_families():
     # 39 SGLang runs on CDNA4 measured in closed loops (InferenceX's harness): an answer priced for waves says how its runs
     # arrived (issue 40: DeepSeek-R1 on 8 MI355X at 64 requests, 2,280 ms in waves against 115-150 ms measured in closed loops)

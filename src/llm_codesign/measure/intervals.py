@@ -20,7 +20,8 @@ slices keep their own quantiles (they are the user's campaign). The bounds are n
 residuals are biased: a slice whose first tokens come early has its whole interval above the prediction.
 A slice with fewer than MIN_ROWS runs is not stored; a question takes the most specific stored slice
 along HIERARCHY (slice -> engine x family x load -> engine x family, then across GPU families: engine x
-class x load x lengths -> engine x load -> engine -> mode), and the answer names it.
+class x load x lengths -> engine x load -> engine, then, for an engine with no slice, across engines: family x
+class x load x lengths -> family x load -> family, then the mode), and the answer names it.
 
 Measured runs of one campaign (a harness, its engine builds) or one GPU family share a shift that
 another's do not, so the slices' own spread is the within-slice part of a random-effects decomposition
@@ -65,10 +66,17 @@ COLUMNS = {"ttft_ms": "ttft_ms", "tpot_ms": "tpot_ms", "tok_s_per_user": "output
 LABELS = {"ttft_ms": "TTFT", "tpot_ms": "TPOT", "tok_s_per_user": "tok/s/user", "output_tok_s_per_gpu": "tok/s/GPU"}
 LEVELS = (80, 95)  # the stated coverages, %
 KEYS = ("mode", "engine", "family", "model_class", "load", "lengths")
-# from the slice to the whole mode; a question on a family no run covers skips to the levels across
-# families (same engine, class, load and lengths first)
+# from the slice to the whole mode, a lattice walked in one order: each level drops first the dimension the question
+# has no slice for. A question on a family no run covers skips to the levels across families (same engine, class, load
+# and lengths first); one on an engine with no slice (no run, or under MIN_ROWS: ATOM's 36) to the levels across
+# engines (same family, class, load and lengths first), the runs of its own GPUs rather than every engine and family
+# pooled: the nearest exchangeable group (Lei et al. 2018 sec. 5.2's scores are exchangeable within a slice; partial
+# pooling toward the nearest parent group, Gelman and Hill 2007 ch. 12). One order serves every case: a level holds at
+# most its parent's runs, so an engine with no (mode, engine) slice has no slice at any level naming it, and one with it
+# stops there before the levels across engines; where every dimension is measured the order is the one before.
 HIERARCHY = (KEYS, ("mode", "engine", "family", "load"), ("mode", "engine", "family"), ("mode", "engine", "model_class", "load", "lengths"),
-             ("mode", "engine", "load"), ("mode", "engine"), ("mode",))
+             ("mode", "engine", "load"), ("mode", "engine"), ("mode", "family", "model_class", "load", "lengths"),
+             ("mode", "family", "load"), ("mode", "family"), ("mode",))
 MIN_ROWS = 39  # the fewest residuals whose 97.5th percentile is an order statistic: ceil((n+1) 0.975) <= n
 MODES = ("serving", "offline", "disaggregated")
 # a slice's typical error below which z would blow up (log units: 0.1%; no slice of the shipped runs is this narrow)
@@ -365,8 +373,8 @@ def row_intervals(rows: list[dict], preds: list[dict], *, table: dict | None = N
 
 def build(records: list[tuple[Context, dict[str, float]]], *, min_rows: int = MIN_ROWS, levels=LEVELS) -> dict:
     """The slices (per metric, every HIERARCHY level holding at least `min_rows` residuals, each with the arrival
-    patterns its runs were measured under, `arrivals`, and, at a level across GPU families, their `families`: what
-    an answer's basis names) and the envelope of residual records (`residuals`): per mode, the metrics, GPU families
+    patterns its runs were measured under, `arrivals`, at a level across GPU families their `families` and at a level
+    across engines their `engines`: what an answer's basis names) and the envelope of residual records (`residuals`): per mode, the metrics, GPU families
     and engines its runs cover, the runs per engine|family (`runs`: how many a profile's own are where too few for a
     slice) and, per engine, the smallest and largest concurrency, ISL and OSL they measure (`ranges`); over all
     modes, the layer kinds, the family|format|class triples (what the kernels a run prices have been measured on)
@@ -395,14 +403,16 @@ def build(records: list[tuple[Context, dict[str, float]]], *, min_rows: int = MI
         for m, r in res.items():
             for level in HIERARCHY:
                 groups.setdefault((m, ctx.key(level)), []).append(r)
-                fams, arrivals = basis.setdefault((m, ctx.key(level)), (set(), set()))
+                fams, engines, arrivals = basis.setdefault((m, ctx.key(level)), (set(), set(), set()))
                 fams.update([ctx.family] if "family" not in level else [])
+                engines.update([ctx.engine] if "engine" not in level else [])
                 arrivals.update([ctx.arrival] if ctx.arrival else [])
     slices: dict[str, dict] = {m: {} for m in METRICS}
     for (m, key), rs in sorted(groups.items()):
         if len(rs) >= min_rows:
-            fams, arrivals = basis[m, key]
-            slices[m][key] = cell(rs, levels=levels) | {k: sorted(v) for k, v in (("arrivals", arrivals), ("families", fams)) if v}
+            fams, engines, arrivals = basis[m, key]
+            slices[m][key] = cell(rs, levels=levels) | {k: sorted(v) for k, v in (("arrivals", arrivals), ("families", fams),
+                                                                                ("engines", engines)) if v}
     # each run's normalised score about the slice it falls in, pooled per metric x mode x model class x load
     scores: dict[str, list[float]] = {}
     for ctx, res in records:
@@ -557,7 +567,8 @@ def _describe(level: tuple[str, ...], ctx: Context, c: dict, table: dict) -> str
     if "engine" not in level:  # it read as the question's engine's own runs ("from 2050 serving runs" for ATOM's 36)
         env = table["envelope"].get(ctx.mode, {})
         n = sum(v for k, v in env.get("runs", {}).items() if k.partition("|")[0] == ctx.engine)
-        parts["engine"] = _listed([engine_title(e) for e in env.get("engines", ())]) + (
+        # the slice's own engines (a level across engines on one family holds that family's); a table without them, the mode's
+        parts["engine"] = _listed([engine_title(e) for e in c.get("engines", env.get("engines", ()))]) + (
             f" ({engine_title(ctx.engine)}'s own {n}: too few for a slice of their own, {MIN_ROWS} needed)" if n else "")
         level = (level[0], "engine", *level[1:])
     if "family" not in level and c.get("families"):
