@@ -193,19 +193,20 @@ def _routed_experts(f: MoE, M: Site, *, at: _At, s: _Step, prec: Precision, load
     # input written quantised by the up-projection's epilogue, and its grouped GEMMs on their own tile grid (token_tile)
     gen = gathered and at.gpu.family in TRTLLM_GEN
 
-    def gemm_of(name, n_dim, k_dim, *, fam, ff, kernel):
+    def gemm_of(name, n_dim, k_dim, *, fam, ff, kernel, self_quant=False):
         ff, kernel = _held_gemm(ff, kernel, run_as.get(fam), prec=prec, gpu=at.gpu)
         tile, even = _moe_tile([fam] if fam in run_as else fams, kernel, ff, gen=gen, tokens=tile_tokens, f=f, local=f.experts / ep)
         rates, kept = moe_rates(at.gpu.family, kernel, tables=all(x is None for x in fams))
-        return _expert_gemm(M / name, n_dim, k_dim, at, load=load, fam=fam, kernel=rates, kept=kept, quant_kernel=kernel, own_quant=own_quant,
+        return _expert_gemm(M / name, n_dim, k_dim, at, load=load, fam=fam, kernel=rates, kept=kept, quant_kernel=kernel,
+                            own_quant=own_quant or self_quant,
                             local=f.experts / ep,
                             quant_rows=(tokens if own_quant else quant_tokens if gen else None) if name == "experts_gate_up" else None,
                             epilogue_quant=gen and name == "experts_down", tile=tile, even_grid=even, **{k: ff[k] for k in ("math", "a_b", "w_b", "weight")})
 
-    def gemms(ff, kernel):
+    def gemms(ff, kernel, self_quant=False):
         ops = []
         for name, n_dim, k_dim in (("experts_gate_up", (f.mats - 1) * f.expert_inter / s.moe_tp, s.h), ("experts_down", s.h, f.expert_inter / s.moe_tp)):
-            by = [gemm_of(name, n_dim, k_dim, fam=fam, ff=ff, kernel=kernel) for fam in dict.fromkeys(fams)]
+            by = [gemm_of(name, n_dim, k_dim, fam=fam, ff=ff, kernel=kernel, self_quant=self_quant) for fam in dict.fromkeys(fams)]
             ops.append(by[0] if len(by) == 1 else _either(ep > 1, by[1], by[0]))
             if name == "experts_gate_up" and not act_fused:
                 # the activation between them, a kernel of its own (TensorRT-LLM's doActivation on Hopper, vLLM's and
@@ -215,6 +216,14 @@ def _routed_experts(f: MoE, M: Site, *, at: _At, s: _Step, prec: Precision, load
                 ops.append(_elementwise(M / "experts_act", np.where(T_all > 0, act, 0.0), 1.0, at))
         return ops
 
+    high, bound = trtllm_gen_activation(at.gpu, at.engine, fams, prec)
+    if high is not None:
+        # TRTLLM-Gen's MXFP4 MoE on the activations the engine quantises the BF16 hidden states to, at every token count (its
+        # MoE op's own quantise kernel: a pass of its own, not fused into the norm before it)
+        math = gemm_math(prec.weight, high, at.gpu)
+        ff = {**ff, "math": math, "a_b": high.bytes_per_value()}
+        return (gemms(ff, gemm.gemm_kernel(math, prec.weight.name, fp4_math=True), self_quant=True),
+                at.cal.moe_kernel(None, gemm.gemm_kernel(math, prec.weight.name, fp4_math=True))[2], gathered)
     ops = gemms(ff, kernel)
     high, bound = aiter_quantised_activation(at.gpu, at.engine, fams, prec, f)
     if high is not None:
@@ -304,6 +313,26 @@ AITER_SWIGLU_BOUND = 256
 _MXFP8 = Dtype("mxfp8", 8, 8, 32, 32, "fp8")
 
 
+def trtllm_gen_activation(gpu, engine, fams, prec: Precision) -> tuple[Dtype | None, float]:
+    """(the activation format TRTLLM-Gen's fused MoE runs an MXFP4 checkpoint's experts on, 0: from every token count) where
+    the engine quantises the checkpoint's BF16 activations for it (Engine.trtllm_gen_mxfp4_act: TensorRT-LLM's
+    W4A8_MXFP4_MXFP8 on SM100), else (None, inf): MXFP4 weights on BF16 activations in the kernel tables' own MoE (`fams`
+    all None) on a TRTLLM_GEN family. MXFP8 is E4M3 values with one E8M0 scale per 32 (_MXFP8), FP8 math."""
+    if not (gpu.family in TRTLLM_GEN and all(x is None for x in fams) and prec.weight.name == "mxfp4" and prec.activation.math == "bf16"):
+        return None, float("inf")
+    if (Engine if engine is None else engine).trtllm_gen_mxfp4_act != "mxfp8":
+        return None, float("inf")
+    return _MXFP8, 0.0
+
+
+def quantised_activation(gpu, engine, fams, prec: Precision, f: MoE) -> tuple[Dtype | None, float]:
+    """(the activation format an MXFP4 MoE's experts run on where the engine or its MoE kernel quantises the checkpoint's BF16
+    activations, the tokens from which it does), or (None, inf): TRTLLM-Gen's on Blackwell (trtllm_gen_activation), AITER's
+    on CDNA4 (aiter_quantised_activation)."""
+    high, bound = trtllm_gen_activation(gpu, engine, fams, prec)
+    return (high, bound) if high is not None else aiter_quantised_activation(gpu, engine, fams, prec, f)
+
+
 def aiter_quantised_activation(gpu, engine, fams, prec: Precision, f: MoE) -> tuple[Dtype | None, float]:
     """(the activation format AITER's fused MoE quantises an MXFP4 MoE's BF16 activations to on gfx950 (CDNA4), the
     tokens from which it does), or (None, inf) where no such switch applies: MXFP4 weights on BF16 activations in the
@@ -321,7 +350,8 @@ def aiter_quantised_activation(gpu, engine, fams, prec: Precision, f: MoE) -> tu
 
 def aiter_step_activation(model, gpu, prec: Precision, engine, concurrency) -> Dtype | None:
     """The activation format `model`'s MoE runs on at an instance's decode steps of `concurrency` requests (about as many
-    tokens; None: offline, its largest batches) where AITER's switch takes it off BF16 (aiter_quantised_activation), else
+    tokens; None: offline, its largest batches) where AITER's switch or the engine's TRTLLM-Gen MXFP8 takes it off BF16
+    (quantised_activation), else
     None: what the precision label and the intervals' format say of those points (measure.intervals.context). `prec` is
     as the GPU executes it, `engine` an Engine or None."""
     moes = [layer.ffn for layer, _ in model.groups if isinstance(layer.ffn, MoE)]
@@ -330,7 +360,7 @@ def aiter_step_activation(model, gpu, prec: Precision, engine, concurrency) -> D
     kernel = gemm.gemm_kernel(gemm_math(prec.weight, prec.activation, gpu), prec.weight.name, fp4_math=gpu.supports("fp4"))
     fams = [None] if engine is None else [engine.moe_kernel(gpu.family, kernel, weight=prec.weight.name, ep=x, gated=moes[0].gated)
                                           for x in (False, True)]
-    high, bound = aiter_quantised_activation(gpu, engine, fams, prec, moes[0])
+    high, bound = quantised_activation(gpu, engine, fams, prec, moes[0])
     return high if high is not None and (concurrency is None or float(concurrency) >= bound) else None
 
 
