@@ -188,25 +188,23 @@ def _routed_experts(f: MoE, M: Site, *, at: _At, s: _Step, prec: Precision, load
     # topk=1, aiter/ops/quant.py:697-699@3c5f0ba) and the activation's routed rows before its second, each a kernel of
     # its own (fused_dynamic_mxfp4_quant_moe_sort for MXFP4, quant_func for FP8: aiter/fused_moe.py:1520,1637@3c5f0ba)
     own_quant = all(x is None for x in fams) and at.gpu.family in CDNA_FAMILIES
-
     # TRTLLM-Gen's MoE (the Blackwell tables' own, TRTLLM_GEN): the tokens quantised once before routing, the down-projection's
     # input written quantised by the up-projection's epilogue, and its grouped GEMMs on their own tile grid (token_tile)
     gen = gathered and at.gpu.family in TRTLLM_GEN
 
-    def gemm_of(name, n_dim, k_dim, *, fam, ff, kernel, self_quant=False):
+    def gemm_of(name, n_dim, k_dim, *, fam, ff, kernel):
         ff, kernel = _held_gemm(ff, kernel, run_as.get(fam), prec=prec, gpu=at.gpu)
         tile, even = _moe_tile([fam] if fam in run_as else fams, kernel, ff, gen=gen, tokens=tile_tokens, f=f, local=f.experts / ep)
         rates, kept = moe_rates(at.gpu.family, kernel, tables=all(x is None for x in fams))
         return _expert_gemm(M / name, n_dim, k_dim, at, load=load, fam=fam, kernel=rates, kept=kept, quant_kernel=kernel,
-                            own_quant=own_quant or self_quant,
-                            local=f.experts / ep,
+                            own_quant=own_quant or gen_quant, local=f.experts / ep,
                             quant_rows=(tokens if own_quant else quant_tokens if gen else None) if name == "experts_gate_up" else None,
                             epilogue_quant=gen and name == "experts_down", tile=tile, even_grid=even, **{k: ff[k] for k in ("math", "a_b", "w_b", "weight")})
 
-    def gemms(ff, kernel, self_quant=False):
+    def gemms(ff, kernel):
         ops = []
         for name, n_dim, k_dim in (("experts_gate_up", (f.mats - 1) * f.expert_inter / s.moe_tp, s.h), ("experts_down", s.h, f.expert_inter / s.moe_tp)):
-            by = [gemm_of(name, n_dim, k_dim, fam=fam, ff=ff, kernel=kernel, self_quant=self_quant) for fam in dict.fromkeys(fams)]
+            by = [gemm_of(name, n_dim, k_dim, fam=fam, ff=ff, kernel=kernel) for fam in dict.fromkeys(fams)]
             ops.append(by[0] if len(by) == 1 else _either(ep > 1, by[1], by[0]))
             if name == "experts_gate_up" and not act_fused:
                 # the activation between them, a kernel of its own (TensorRT-LLM's doActivation on Hopper, vLLM's and
@@ -216,14 +214,7 @@ def _routed_experts(f: MoE, M: Site, *, at: _At, s: _Step, prec: Precision, load
                 ops.append(_elementwise(M / "experts_act", np.where(T_all > 0, act, 0.0), 1.0, at))
         return ops
 
-    high, bound = trtllm_gen_activation(at.gpu, at.engine, fams, prec)
-    if high is not None:
-        # TRTLLM-Gen's MXFP4 MoE on the activations the engine quantises the BF16 hidden states to, at every token count (its
-        # MoE op's own quantise kernel: a pass of its own, not fused into the norm before it)
-        math = gemm_math(prec.weight, high, at.gpu)
-        ff = {**ff, "math": math, "a_b": high.bytes_per_value()}
-        return (gemms(ff, gemm.gemm_kernel(math, prec.weight.name, fp4_math=True), self_quant=True),
-                at.cal.moe_kernel(None, gemm.gemm_kernel(math, prec.weight.name, fp4_math=True))[2], gathered)
+    ff, kernel, gen_quant = _trtllm_gen_values(at, fams, prec, ff, kernel)
     ops = gemms(ff, kernel)
     high, bound = aiter_quantised_activation(at.gpu, at.engine, fams, prec, f)
     if high is not None:
@@ -238,6 +229,17 @@ def _routed_experts(f: MoE, M: Site, *, at: _At, s: _Step, prec: Precision, load
     route = [at.cal.moe_kernel(fam, _held_gemm(ff, kernel, run_as.get(fam), prec=prec, gpu=at.gpu)[1])[2] for fam in fams]
     return ops, route[0] if len(set(route)) == 1 else np.where(ep > 1, route[1], route[0]), gathered
 
+
+
+def _trtllm_gen_values(at: _At, fams, prec: Precision, ff: dict, kernel: str) -> tuple[dict, str, bool]:
+    """The expert GEMMs' values and kernel family, and whether the MoE op quantises their input by a pass of its own: on the
+    activation format TRTLLM-Gen's MXFP4 MoE runs on where the engine quantises the checkpoint's BF16 hidden states for it
+    (trtllm_gen_activation: TensorRT-LLM's MXFP8, quantised in its MoE op, not fused into the norm before it); else as given."""
+    act = trtllm_gen_activation(at.gpu, at.engine, fams, prec)[0]
+    if act is None:
+        return ff, kernel, False
+    math = gemm_math(prec.weight, act, at.gpu)
+    return {**ff, "math": math, "a_b": act.bytes_per_value()}, gemm.gemm_kernel(math, prec.weight.name, fp4_math=True), True
 
 
 def held_as(at: _At, f: MoE, prec: Precision, fams, kernel: str) -> dict:
