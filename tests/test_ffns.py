@@ -729,3 +729,48 @@ def test_sglangs_mxfp4_moe_under_ep_on_hopper_reads_and_runs_bf16_experts():
     # EP 1 (MoE-TP 8): triton_kernels on the MXFP4 weights, 16 experts' worth of weights over 128 x 1/8 slices
     one = ops("mxfp4", 1.0)
     assert float(one["experts_gate_up"].bytes) == pytest.approx(128 * 720 * 2880 * 4.25 / 8 + 16384 * (2880 + 720) * 2.0)
+
+
+def test_trtllm_runs_gpt_oss_experts_on_blackwell_as_w4a8_mxfp4_mxfp8():
+    """gpt-oss's MXFP4 experts on a BF16-activation checkpoint run TRTLLM-Gen's MoE on B200 in every engine, on the
+    activations the engine gives it: TensorRT-LLM quantises them to MXFP8 (W4A8_MXFP4_MXFP8: get_mxfp4_quant_algo on SM >= 100,
+    tensorrt_llm/_torch/model_config.py@008e0af8), FP8 math, E4M3 values and an E8M0 scale per 32, 1 + 1/32 bytes a value;
+    vLLM's default SM100_FI_MXFP4_BF16 keeps BF16 (mxfp4.py get_mxfp4_backend@007d5005), as does the engine-less price.
+    Hand-derived bytes of the up-projection at T tokens, uniform routing: T x 4 rows of 2880 in at a_b, active x 5760 x
+    2880 weights at 4.25 bits, T x 4 x 5760 BF16 out, active = 128 (1 - (124/128)^T). TensorRT-LLM's MoE op quantises the
+    hidden states itself (a pass of its own: T x 2880 x (2 + 1.03125) bytes at 8 TB/s x bw_eff 0.718 and one 3 us launch,
+    15.5 us at 8,192 tokens), so its price is the engine-less price of the same experts on MXFP8 activations exactly."""
+    from dataclasses import replace
+
+    from llm_codesign.cost.calibration import calibration_for
+    from llm_codesign.cost.ffns import _MXFP8
+    from llm_codesign.spec.hardware import get_gpu
+    from llm_codesign.spec.precision import Precision
+
+    b200 = get_gpu("b200")
+    cal = calibration_for(b200)
+    assert cal.moe_routing_alpha == 0.0  # uniform routing: the bytes below
+    m = _aiter_moe()
+    w4a16 = Precision.of("mxfp4", activation="bf16")
+    w4a8 = replace(w4a16, activation=_MXFP8)
+    assert _MXFP8.bytes_per_value() == 1 + 1 / 32
+
+    def up_bytes(T, a_b):
+        active = 128 * (1 - (124 / 128) ** T)
+        return T * 4 * 2880 * a_b + active * 5760 * 2880 * 4.25 / 8 + T * 4 * 5760 * 2
+
+    for T in (64.0, 8192.0):
+        trt, vllm, tables = (_aiter_ops(m, e, w4a16, T, "b200") for e in ("trtllm", "vllm", None))
+        assert (trt["experts_gate_up"].math, vllm["experts_gate_up"].math, tables["experts_gate_up"].math) == ("fp8", "bf16", "bf16")
+        assert trt["experts_down"].math == "fp8"
+        assert float(trt["experts_gate_up"].bytes) == pytest.approx(up_bytes(T, 1 + 1 / 32), rel=1e-9)
+        assert float(vllm["experts_gate_up"].bytes) == pytest.approx(up_bytes(T, 2.0), rel=1e-9)
+        ref = _aiter_ops(m, None, w4a8, T, "b200")  # the tables' price of W4A8 experts: their quantise pass counted
+        for r in ("experts_gate_up", "experts_down"):
+            assert float(trt[r].time) == pytest.approx(float(ref[r].time), rel=1e-9)
+    quant = 8192 * 2880 * (2 + 1 + 1 / 32) / (8e12 * 0.718012) + 3e-6
+    assert (b200.hbm_bandwidth_bytes_per_s, cal.bw_eff, cal.kernel_overhead_s) == (8e12, 0.718012, 3e-6)
+    assert quant == pytest.approx(15.45e-6, rel=1e-3)
+    # at 8,192 tokens, compute-bound: the FP8 rate is twice the BF16 one, less the quantise pass and the tiles (0.63x)
+    trt, vllm = (_aiter_ops(m, e, w4a16, 8192.0, "b200") for e in ("trtllm", "vllm"))
+    assert float(trt["experts_gate_up"].time) < 0.7 * float(vllm["experts_gate_up"].time)

@@ -50,6 +50,8 @@ def test_the_quark_checkpoint_is_amds_only():
                             "--concurrency", "16", "--json")
         assert code == 0
         out[gpu] = json.loads(text)
-    assert out["b200"]["precision"] == "W:mxfp4 A:bf16 KV:bf16" and out["b200"]["precision_notes"] == []
+    # its experts on TensorRT-LLM's MXFP8 activations: get_mxfp4_quant_algo gives any MXFP4 checkpoint W4A8_MXFP4_MXFP8 on
+    # SM >= 100 (model_config.py@008e0af8; cost.ffns.trtllm_gen_activation)
+    assert out["b200"]["precision"] == "W:mxfp4 A:bf16 MoE-A:mxfp8 KV:bf16" and out["b200"]["precision_notes"] == []
     assert out["mi355x"]["precision"] == "W:mxfp4 attn-W:bf16 A:mxfp4 KV:bf16"
     assert out["mi355x"]["precision_notes"] == ["attention projections BF16 (AMD Quark MXFP4 checkpoint)"]

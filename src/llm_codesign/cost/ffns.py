@@ -188,7 +188,6 @@ def _routed_experts(f: MoE, M: Site, *, at: _At, s: _Step, prec: Precision, load
     # topk=1, aiter/ops/quant.py:697-699@3c5f0ba) and the activation's routed rows before its second, each a kernel of
     # its own (fused_dynamic_mxfp4_quant_moe_sort for MXFP4, quant_func for FP8: aiter/fused_moe.py:1520,1637@3c5f0ba)
     own_quant = all(x is None for x in fams) and at.gpu.family in CDNA_FAMILIES
-
     # TRTLLM-Gen's MoE (the Blackwell tables' own, TRTLLM_GEN): the tokens quantised once before routing, the down-projection's
     # input written quantised by the up-projection's epilogue, and its grouped GEMMs on their own tile grid (token_tile)
     gen = gathered and at.gpu.family in TRTLLM_GEN
@@ -197,8 +196,8 @@ def _routed_experts(f: MoE, M: Site, *, at: _At, s: _Step, prec: Precision, load
         ff, kernel = _held_gemm(ff, kernel, run_as.get(fam), prec=prec, gpu=at.gpu)
         tile, even = _moe_tile([fam] if fam in run_as else fams, kernel, ff, gen=gen, tokens=tile_tokens, f=f, local=f.experts / ep)
         rates, kept = moe_rates(at.gpu.family, kernel, tables=all(x is None for x in fams))
-        return _expert_gemm(M / name, n_dim, k_dim, at, load=load, fam=fam, kernel=rates, kept=kept, quant_kernel=kernel, own_quant=own_quant,
-                            local=f.experts / ep,
+        return _expert_gemm(M / name, n_dim, k_dim, at, load=load, fam=fam, kernel=rates, kept=kept, quant_kernel=kernel,
+                            own_quant=own_quant or gen_quant, local=f.experts / ep,
                             quant_rows=(tokens if own_quant else quant_tokens if gen else None) if name == "experts_gate_up" else None,
                             epilogue_quant=gen and name == "experts_down", tile=tile, even_grid=even, **{k: ff[k] for k in ("math", "a_b", "w_b", "weight")})
 
@@ -215,6 +214,7 @@ def _routed_experts(f: MoE, M: Site, *, at: _At, s: _Step, prec: Precision, load
                 ops.append(_elementwise(M / "experts_act", np.where(T_all > 0, act, 0.0), 1.0, at))
         return ops
 
+    ff, kernel, gen_quant = _trtllm_gen_values(at, fams, prec, ff, kernel)
     ops = gemms(ff, kernel)
     high, bound = aiter_quantised_activation(at.gpu, at.engine, fams, prec, f)
     if high is not None:
@@ -229,6 +229,17 @@ def _routed_experts(f: MoE, M: Site, *, at: _At, s: _Step, prec: Precision, load
     route = [at.cal.moe_kernel(fam, _held_gemm(ff, kernel, run_as.get(fam), prec=prec, gpu=at.gpu)[1])[2] for fam in fams]
     return ops, route[0] if len(set(route)) == 1 else np.where(ep > 1, route[1], route[0]), gathered
 
+
+
+def _trtllm_gen_values(at: _At, fams, prec: Precision, ff: dict, kernel: str) -> tuple[dict, str, bool]:
+    """The expert GEMMs' values and kernel family, and whether the MoE op quantises their input by a pass of its own: on the
+    activation format TRTLLM-Gen's MXFP4 MoE runs on where the engine quantises the checkpoint's BF16 hidden states for it
+    (trtllm_gen_activation: TensorRT-LLM's MXFP8, quantised in its MoE op, not fused into the norm before it); else as given."""
+    act = trtllm_gen_activation(at.gpu, at.engine, fams, prec)[0]
+    if act is None:
+        return ff, kernel, False
+    math = gemm_math(prec.weight, act, at.gpu)
+    return {**ff, "math": math, "a_b": act.bytes_per_value()}, gemm.gemm_kernel(math, prec.weight.name, fp4_math=True), True
 
 
 def held_as(at: _At, f: MoE, prec: Precision, fams, kernel: str) -> dict:
@@ -304,6 +315,26 @@ AITER_SWIGLU_BOUND = 256
 _MXFP8 = Dtype("mxfp8", 8, 8, 32, 32, "fp8")
 
 
+def trtllm_gen_activation(gpu, engine, fams, prec: Precision) -> tuple[Dtype | None, float]:
+    """(the activation format TRTLLM-Gen's fused MoE runs an MXFP4 checkpoint's experts on, 0: from every token count) where
+    the engine quantises the checkpoint's BF16 activations for it (Engine.trtllm_gen_mxfp4_act: TensorRT-LLM's
+    W4A8_MXFP4_MXFP8 on SM100), else (None, inf): MXFP4 weights on BF16 activations in the kernel tables' own MoE (`fams`
+    all None) on a TRTLLM_GEN family. MXFP8 is E4M3 values with one E8M0 scale per 32 (_MXFP8), FP8 math."""
+    if not (gpu.family in TRTLLM_GEN and all(x is None for x in fams) and prec.weight.name == "mxfp4" and prec.activation.math == "bf16"):
+        return None, float("inf")
+    if (Engine if engine is None else engine).trtllm_gen_mxfp4_act != "mxfp8":
+        return None, float("inf")
+    return _MXFP8, 0.0
+
+
+def quantised_activation(gpu, engine, fams, prec: Precision, f: MoE) -> tuple[Dtype | None, float]:
+    """(the activation format an MXFP4 MoE's experts run on where the engine or its MoE kernel quantises the checkpoint's BF16
+    activations, the tokens from which it does), or (None, inf): TRTLLM-Gen's on Blackwell (trtllm_gen_activation), AITER's
+    on CDNA4 (aiter_quantised_activation)."""
+    high, bound = trtllm_gen_activation(gpu, engine, fams, prec)
+    return (high, bound) if high is not None else aiter_quantised_activation(gpu, engine, fams, prec, f)
+
+
 def aiter_quantised_activation(gpu, engine, fams, prec: Precision, f: MoE) -> tuple[Dtype | None, float]:
     """(the activation format AITER's fused MoE quantises an MXFP4 MoE's BF16 activations to on gfx950 (CDNA4), the
     tokens from which it does), or (None, inf) where no such switch applies: MXFP4 weights on BF16 activations in the
@@ -321,7 +352,8 @@ def aiter_quantised_activation(gpu, engine, fams, prec: Precision, f: MoE) -> tu
 
 def aiter_step_activation(model, gpu, prec: Precision, engine, concurrency) -> Dtype | None:
     """The activation format `model`'s MoE runs on at an instance's decode steps of `concurrency` requests (about as many
-    tokens; None: offline, its largest batches) where AITER's switch takes it off BF16 (aiter_quantised_activation), else
+    tokens; None: offline, its largest batches) where AITER's switch or the engine's TRTLLM-Gen MXFP8 takes it off BF16
+    (quantised_activation), else
     None: what the precision label and the intervals' format say of those points (measure.intervals.context). `prec` is
     as the GPU executes it, `engine` an Engine or None."""
     moes = [layer.ffn for layer, _ in model.groups if isinstance(layer.ffn, MoE)]
@@ -330,7 +362,7 @@ def aiter_step_activation(model, gpu, prec: Precision, engine, concurrency) -> D
     kernel = gemm.gemm_kernel(gemm_math(prec.weight, prec.activation, gpu), prec.weight.name, fp4_math=gpu.supports("fp4"))
     fams = [None] if engine is None else [engine.moe_kernel(gpu.family, kernel, weight=prec.weight.name, ep=x, gated=moes[0].gated)
                                           for x in (False, True)]
-    high, bound = aiter_quantised_activation(gpu, engine, fams, prec, moes[0])
+    high, bound = quantised_activation(gpu, engine, fams, prec, moes[0])
     return high if high is not None and (concurrency is None or float(concurrency) >= bound) else None
 
 

@@ -42,6 +42,13 @@ class TensorRTLLMEngine(Engine):
     # aic-core/rust/aiconfigurator-core/src/operators/moe_dispatch.rs:315-317@095f58a5), but where its MoE kernel takes them in
     # BF16 and quantises them itself: its CUTLASS MoE on DeepSeek's block FP8, Hopper's (cost.ffns.BF16_IN)
     gathers_quantised = True
+    # an MXFP4 checkpoint's experts (gpt-oss) on Blackwell run W4A8_MXFP4_MXFP8: MoeConfig.backend AUTO resolves to TRTLLM for
+    # GptOssForCausalLM on SM100-119 (ModelConfig.resolve_moe_backend) and get_mxfp4_quant_algo gives W4A8_MXFP4_MXFP8 on
+    # SM >= 100 for every backend but TRITON, W4A16_MXFP4 only below SM100 or by OVERRIDE_QUANT_ALGO
+    # (NVIDIA/TensorRT-LLM tensorrt_llm/_torch/model_config.py@008e0af8; the same function in the 1.1-1.3 sources read in
+    # the code index): the hidden states quantised to MXFP8 by the MoE op (MXFP4MXFP8QuantizeUtil), FP8 math, the
+    # format the B200 kernel table's w4a8_mxfp4_mxfp8 rows time (docs/modelling-notes.md#oss-w4a8)
+    trtllm_gen_mxfp4_act = "mxfp8"
     # whole prompts only: enable_chunked_prefill is off by default (TorchLlmArgs), and with it off
     # MicroBatchScheduler::operator() schedules a context request whole or stops scheduling at it
     # (cpp/tensorrt_llm/batch_manager/microBatchScheduler.cpp, read in the code index: not mirrored here).

@@ -77,6 +77,11 @@ class VLLMEngine(Engine):
     # naive_dp_ep.py:16-52,124-131@0.19.0). Not modelled: the experts kernels that take BF16 and quantise themselves
     # (expects_unquantized_inputs: its CUTLASS and gpt-oss Triton experts, FlashInfer's CUTLASS at block FP8)
     gathers_quantised = True
+    # MXFP4 experts (gpt-oss) on SM100 by default on FlashInfer's TRTLLM-Gen MoE with BF16 activations, SM100_FI_MXFP4_BF16:
+    # MXFP8 activations only with VLLM_USE_FLASHINFER_MOE_MXFP4_MXFP8=1 (get_mxfp4_backend, vllm/model_executor/layers/
+    # quantization/mxfp4.py@007d5005; its log line: "For faster performance on SM100, consider setting
+    # VLLM_USE_FLASHINFER_MOE_MXFP4_MXFP8=1"), which no campaign here records
+    trtllm_gen_mxfp4_act = "bf16"
 
     def step_tokens(self, gpu) -> int:
         """max_num_batched_tokens = 8192 on GPUs with >= 70 GiB other than A100, else 2048
