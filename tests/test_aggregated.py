@@ -713,3 +713,29 @@ def test_one_rule_merges_the_deployments_chunked_prefill_into_the_runs_flags():
     assert run_flags(SchedulerFlags(chunked_prefill=True), chunked_prefill=False).chunked_prefill is True
     # a deployment that turns chunking off takes whole prompts: a 2,524-token budget two 1,024-token prompts, not 2.46
     assert prompt_budget(2524.0, 1024.0, engine=get_engine("vllm"), flags=run_flags(None, chunked_prefill=False)) == 2048.0
+
+
+def test_vllm_closed_loop_request_waits_two_steps_one_of_them_phase():
+    # vLLM's documented wait (default.toml [default.ttft_wait_steps], docs/modelling-notes.md#vdoc-first-token): in a
+    # closed loop a request is sent once step n's output is out, when step n + 2 is already scheduled (v1/engine/core.py
+    # step_with_batch_queue@0.19.0), so it waits out all of n + 1 and n + 2: 2 steps, of which the whole first is the
+    # running step's rest (EngineCosts.phase_steps = max(2 - 1, 0.5) = 1), under which the front end's work c hides.
+    # By hand, one request (q = 1) at TP8: TTFT(c) = TTFT(0) + max(c - 1 step, 0); and 2 steps against the 1.5 of the
+    # other engines' overlap schedulers is half a decode step more at c = 0
+    m = get_model("llama-3.1-70b")
+    b200 = get_gpu("b200")
+    plan = Plan(*(np.array([v]) for v in (8, 1, 1, 1, 1, 1)))
+
+    def run(c, wait=None):
+        cal = replace(calibration_for(b200), ttft_overhead_s=(("vllm", c),),
+                      **({"ttft_wait_steps": (("vllm", wait),)} if wait is not None else {}))
+        r = evaluate(m, Serving(gpu=b200, prec=Precision.of("fp8"), plan=plan, engine=get_engine("vllm")), cal=cal,
+                     concurrency=1.0, isl=1024.0, osl=1024.0, arrival="waves")
+        return r["ttft_s"].item(), r["step_s"].item()
+
+    assert dict(calibration_for(b200).ttft_wait_steps)["vllm"] == 2.0
+    t0, step = run(0.0)
+    assert 1e-3 < step < 0.1
+    assert run(0.9 * step)[0] == pytest.approx(t0, rel=1e-12)
+    assert run(1.25 * step)[0] - t0 == pytest.approx(0.25 * step, rel=1e-9)
+    assert t0 - run(0.0, wait=1.5)[0] == pytest.approx(0.5 * step, rel=1e-9)

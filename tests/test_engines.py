@@ -69,10 +69,11 @@ def test_calibration_view_reads_the_fitted_profile():
         assert got == want
         # the fit, not default.toml's starting values
         assert c.step_overhead != documented(b200.family).step_overhead(name)
-        # the scheduler's wait (TensorRT-LLM's, SGLang's and vLLM's documented 1.5, not fitted: measure.calibrate.DOCUMENTED),
-        # and attention DP's on top where adp > 1
+        # the scheduler's wait (TensorRT-LLM's and SGLang's documented 1.5, vLLM's 2 in a closed loop, not fitted:
+        # measure.calibrate.DOCUMENTED), and attention DP's on top where adp > 1
         # (since ba3a87f ATOM's too: fitted.toml has no [default.ttft_wait_steps] left)
-        wait = fit.get("ttft_wait_steps", {}).get(name, 1.5)
+        wait = fit.get("ttft_wait_steps", {}).get(name, {"vllm": 2.0}.get(name, 1.5))
+        assert wait == start["ttft_wait_steps"][name]
         assert (name not in fit.get("ttft_wait_steps", {})) == (("ttft_wait_steps", name) in DOCUMENTED)
         assert float(c.wait_steps(1, 64)) == wait
         assert float(c.wait_steps(8, 64)) == wait + fit["adp_wait_steps"][name]

@@ -424,10 +424,13 @@ class EngineCosts:
     def phase_steps(self) -> float:
         """The part of ttft_wait_steps that is the running step's rest, the phase of a request's arrival before the
         scheduler next forms a batch: half a step on average ([default.ttft_wait_steps] in default.toml: half the running
-        step, plus one already scheduled under an overlap scheduler), never more than ttft_wait_steps. The step already
-        scheduled, the scheduler's additions and the attention-DP hold (adp_wait_steps) are not phase: they start
-        only once the request is in the engine's queue."""
-        return min(float(self.ttft_wait_steps), 0.5)
+        step, plus one already scheduled under an overlap scheduler), never more than ttft_wait_steps; where the wait
+        is longer than that one step and a half, what it has beyond the step already scheduled (vLLM's 2.0: a closed
+        loop's request arrives as step n + 1 starts, its whole rest). The step already scheduled, the scheduler's
+        additions and the attention-DP hold (adp_wait_steps) are not phase: they start only once the request is in the
+        engine's queue."""
+        wait = float(self.ttft_wait_steps)
+        return min(wait, max(wait - 1.0, 0.5))
 
     def wait_steps(self, adp, concurrency):
         """Decode iterations a new request waits before its prefill step: the rest of the running step
