@@ -349,7 +349,7 @@ def test_serving_search_reaches_every_natural_floor():
                 best, _ = calibrate.descend(state, lambda key, state=state, hi=hi: (state[key][0] / hi, None), best, step, rounds=8)
             floors[name] = state[name][0]
     assert floors == {"prefill_queue_fraction": 0.0, "eager_skew_s": 0.0, "adp_wait_steps": 0.0, "seq_overhead_s": 0.0,
-                      "step_overhead_s": 1e-5}
+                      "eager_launch_s": 0.0, "step_overhead_s": 1e-5}
 
 
 def test_kernel_fit_refits_the_engines_own_all_reduce_only_from_rows_that_run_it():

@@ -89,7 +89,8 @@ GRID.update({"moe_kernel_eff": (0.1, 0.2, 0.3, 0.45, 0.6, 0.8), "moe_kernel_over
              # the local search's steps, multiples of the current value, never leave
              "custom_ar_peer_s": (0.05e-6, 0.1e-6, 0.2e-6)})
 # serving-software parameters fitted on serving runs: (field, start, lower, upper); per engine where
-# the field is in BACKEND_KEYED. Eager launch: PyTorch eager dispatch costs a few to ~30 us per op; its spread
+# the field is in BACKEND_KEYED. Eager launch: PyTorch eager dispatch costs a few to ~30 us per op, none where an overlap
+# scheduler hides it (SERVING_NATURAL_LIMITS); its spread
 # over the ranks of a stage (eager_skew_s) from none (0: every rank alike) up to 50 us. A limit of none is 0 itself,
 # which the search reaches (`moved`).
 # The share of a "waves" run's wave re-arriving with a request's cohort (serve.aggregated._own_prefill): 0-1, from 0.1.
@@ -119,7 +120,7 @@ SERVING_BOUNDS = (
     ServingBound("step_overhead_s", 2e-3, 1e-5, 0.05, "step overhead", 1e3, ".2f", " ms"),
     ServingBound("ttft_overhead_s", 20e-3, 1e-4, 0.5, "request overhead", 1e3, ".1f", " ms"),
     ServingBound("prefill_queue_fraction", 0.1, 0.0, 1.0, "waves' re-bunching share", 1.0, ".2f", ""),
-    ServingBound("eager_launch_s", 1e-5, 1e-7, 3e-5, "eager launch", 1e6, ".1f", " us"),
+    ServingBound("eager_launch_s", 1e-5, 0.0, 3e-5, "eager launch", 1e6, ".1f", " us"),
     ServingBound("eager_skew_s", 5e-6, 0.0, 5e-5, "eager launch's spread over a stage's ranks", 1e6, ".1f", " us"),
     ServingBound("scale_out_latency_s", 25e-6, 2.7e-6, 1e-4, "scale-out latency per level", 1e6, ".1f", " us"),
     ServingBound("ttft_wait_steps", 1.0, 0.5, 3.0, "wait steps", 1.0, ".2f", ""),
@@ -427,11 +428,15 @@ def held_out(rows: list[dict], models: list[str]) -> list[dict]:
 # no host cost per running sequence ("from none"). Any other bound a fit lands on stands for a missing mechanism or unusable
 # rows, and `calibrate` refuses it as it refuses a kernel efficiency on its bound.
 # The host step's lower end too: an engine whose overlap scheduler hides its host work (SGLang's) leaves the GPU none
-# to wait for, and the search's 10 us stands for that. No spread of the eager launch over a stage's ranks (every rank alike).
+# to wait for, and the search's 10 us stands for that. The eager launch's lower end likewise: an overlap scheduler launches
+# step n+1's kernels while step n runs (TensorRT-LLM's PyTorch executor, default.toml [default.ttft_wait_steps]), so its
+# prefill steps' launches can be all hidden: none (TensorRT-LLM's fit went to the search's old 0.1 us floor in the
+# 2026-12-06 re-fit after vdoc, 0.28 us before). No spread of the eager launch over a stage's ranks (every rank alike).
 # TensorRT-LLM's attention-DP hold at its top (a "name:engine" entry: that engine's only): it holds a context request at most
 # timeout_iters iterations, 60 in the InferenceX scripts that turn the balancing on (default.toml [default.adp_wait_steps]).
 SERVING_NATURAL_LIMITS = {("adp_wait_steps", "lo"), ("adp_wait_steps:trtllm", "hi"), ("prefill_queue_fraction", "lo"), ("prefill_queue_fraction", "hi"), ("seq_overhead_s", "lo"),
-                          ("step_overhead_s", "lo"), ("eager_skew_s", "lo")}
+                          ("step_overhead_s", "lo"), ("eager_launch_s", "lo"),
+                          ("eager_skew_s", "lo")}
 
 
 _SERVING_METRICS = ("ttft_ms", "tpot_ms", "output_tok_s_per_gpu")  # the metrics a serving fit's loss reads
