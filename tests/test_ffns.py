@@ -411,7 +411,7 @@ def test_hopper_int4_serving_decode_step_marlin_golden():
     """A Hopper INT4 serving answer that kfam's Marlin pricing moved (Kimi-K2.5 on H200, TP 8 EP 8, vLLM, one request:
     TPOT 9.25 -> 7.96 ms at kfam, TTFT 110.7 -> 125.1; 8.38 / 128.3 on Marlin's own grid; 8.41 / 129.1 since the re-fit
     14086fe: vLLM's host step 258.8 -> 293.2 us, host cost a sequence 19.8 -> 17.5 us, eager skew 2.03 -> 2.30 us; TTFT 133.3 at
-vdoc: vLLM's closed-loop wait 1.5 -> 2 decode steps, + 0.5 x 8.41 ms, docs/modelling-notes.md#vdoc-first-token). The decode
+    vdoc: vLLM's closed-loop wait 1.5 -> 2 decode steps, + 0.5 x 8.41 ms, docs/modelling-notes.md#vdoc-first-token). The decode
     step's up-projection, by hand: one token of top 8 over EP 8 is 1 routed row on the rank, 1 expert read (work
     2 x 4,096 x 7,168 = 58,720,256 FLOPs; bytes 4,096 x 7,168 x 0.5625 (INT4 and its BF16 scale per 32) + the row's
     7,168 x 2 in and 4,096 x 2 out = 16,537,600). Memory: 16,537,600 / (4.8 TB/s x gemm_bw 0.73) = 4.7196 us. Compute on
@@ -732,11 +732,38 @@ def test_sglangs_mxfp4_moe_under_ep_on_hopper_reads_and_runs_bf16_experts():
     assert float(one["experts_gate_up"].bytes) == pytest.approx(128 * 720 * 2880 * 4.25 / 8 + 16384 * (2880 + 720) * 2.0)
 
 
+def _expert_gemm_calls(m, engine, prec, T, gpu, plan=None):
+    """{role: (args, kwargs, op)} of each ffns._expert_gemm call _aiter_ops makes (the expert GEMMs as priced)."""
+    from unittest import mock
+
+    from llm_codesign.cost import ffns
+
+    calls, real = {}, ffns._expert_gemm
+
+    def spy(label, *a, **kw):
+        op = real(label, *a, **kw)
+        calls[op.role] = ((label, *a), kw, op)
+        return op
+    with mock.patch.object(ffns, "_expert_gemm", spy):
+        _aiter_ops(m, engine, prec, T, gpu, plan)
+    return calls
+
+
+def _reprice(call, **change):
+    """The time of an _expert_gemm call re-priced with some of its arguments changed."""
+    from llm_codesign.cost import ffns
+
+    args, kw, _ = call
+    return float(ffns._expert_gemm(*args, **{**kw, **change}).time)
+
+
 def test_trtllm_runs_gpt_oss_experts_on_blackwell_as_w4a8_mxfp4_mxfp8():
-    """gpt-oss's MXFP4 experts on a BF16-activation checkpoint run TRTLLM-Gen's MoE on B200 in every engine, on the
-    activations the engine gives it: TensorRT-LLM quantises them to MXFP8 (W4A8_MXFP4_MXFP8: get_mxfp4_quant_algo on SM >= 100,
-    tensorrt_llm/_torch/model_config.py@008e0af8), FP8 math, E4M3 values and an E8M0 scale per 32, 1 + 1/32 bytes a value;
-    vLLM's default SM100_FI_MXFP4_BF16 keeps BF16 (mxfp4.py get_mxfp4_backend@007d5005), as does the engine-less price.
+    """gpt-oss's MXFP4 experts on a BF16-activation checkpoint run TRTLLM-Gen's MoE on B200 in TensorRT-LLM, vLLM, SGLang and
+    the engine-less price, on the activations the engine gives it: TensorRT-LLM quantises them to MXFP8 (W4A8_MXFP4_MXFP8:
+    get_mxfp4_quant_algo on SM >= 100, tensorrt_llm/_torch/model_config.py@008e0af8), FP8 math, E4M3 values and an E8M0
+    scale per 32, 1 + 1/32 bytes a value, as SGLang's flashinfer_mxfp4 default does (mxfp8_quantize in Mxfp4MoEMethod.apply,
+    layers/quantization/mxfp4.py:768-769@0.5.9); vLLM's default SM100_FI_MXFP4_BF16 keeps BF16 (mxfp4.py get_mxfp4_backend
+    @007d5005), as does the engine-less price.
     Hand-derived bytes of the up-projection at T tokens, uniform routing: T x 4 rows of 2880 in at a_b, active x 5760 x
     2880 weights at 4.25 bits, T x 4 x 5760 BF16 out, active = 128 (1 - (124/128)^T). TensorRT-LLM's MoE op quantises the
     hidden states itself (a pass of its own: T x 2880 x (2 + 1.03125) bytes at 8 TB/s x bw_eff 0.718 and one 3 us launch,
@@ -761,8 +788,10 @@ def test_trtllm_runs_gpt_oss_experts_on_blackwell_as_w4a8_mxfp4_mxfp8():
         return T * 4 * 2880 * a_b + active * 5760 * 2880 * 4.25 / 8 + T * 4 * 5760 * 2
 
     for T in (64.0, 8192.0):
-        trt, vllm, tables = (_aiter_ops(m, e, w4a16, T, "b200") for e in ("trtllm", "vllm", None))
+        trt, vllm, tables, sgl = (_aiter_ops(m, e, w4a16, T, "b200") for e in ("trtllm", "vllm", None, "sglang"))
         assert (trt["experts_gate_up"].math, vllm["experts_gate_up"].math, tables["experts_gate_up"].math) == ("fp8", "bf16", "bf16")
+        assert (sgl["experts_gate_up"].math, sgl["experts_down"].math) == ("fp8", "fp8")
+        assert float(sgl["experts_gate_up"].bytes) == pytest.approx(up_bytes(T, 1 + 1 / 32), rel=1e-9)
         assert trt["experts_down"].math == "fp8"
         assert float(trt["experts_gate_up"].bytes) == pytest.approx(up_bytes(T, 1 + 1 / 32), rel=1e-9)
         assert float(vllm["experts_gate_up"].bytes) == pytest.approx(up_bytes(T, 2.0), rel=1e-9)
@@ -772,6 +801,57 @@ def test_trtllm_runs_gpt_oss_experts_on_blackwell_as_w4a8_mxfp4_mxfp8():
     quant = 8192 * 2880 * (2 + 1 + 1 / 32) / (8e12 * 0.718012) + 3e-6
     assert (b200.hbm_bandwidth_bytes_per_s, cal.bw_eff, cal.kernel_overhead_s) == (8e12, 0.718012, 3e-6)
     assert quant == pytest.approx(15.45e-6, rel=1e-3)
+    # the pass in the price, once: the up-projection re-priced with its pass reading 0 rows is cheaper by the 8,192 tokens'
+    # read and write, 12.45 us (its launch stays); the down-projection's input comes quantised from FC1's epilogue, so
+    # re-pricing it with a pass over 8,192 rows moves nothing
+    calls = _expert_gemm_calls(m, "trtllm", w4a16, 8192.0, "b200")
+    up, down = calls["experts_gate_up"], calls["experts_down"]
+    assert float(up[1]["quant_rows"]) == 8192.0 and down[1]["quant_rows"] is None
+    assert float(up[2].time) - _reprice(up, quant_rows=0.0) == pytest.approx(quant - 3e-6, rel=1e-5)  # float32 prices
+    assert quant - 3e-6 == pytest.approx(12.45e-6, rel=1e-3)
+    assert _reprice(down, quant_rows=8192.0) == float(down[2].time)
     # at 8,192 tokens, compute-bound: the FP8 rate is twice the BF16 one, less the quantise pass and the tiles (0.63x)
     trt, vllm = (_aiter_ops(m, e, w4a16, 8192.0, "b200") for e in ("trtllm", "vllm"))
     assert float(trt["experts_gate_up"].time) < 0.7 * float(vllm["experts_gate_up"].time)
+
+
+def test_sm120_trtllm_runs_gpt_oss_experts_on_cutlass_mxfp8():
+    """On SM120 (RTX Pro 6000) TensorRT-LLM's AUTO MoE backend for gpt-oss is CUTLASS (resolve_moe_backend: TRTLLM only for
+    SM 100-119) and get_mxfp4_quant_algo still gives W4A8_MXFP4_MXFP8 (SM >= 100, every backend but TRITON;
+    tensorrt_llm/_torch/model_config.py@008e0af8): CutlassFusedMoE.forward_chunk quantises x with mxfp8_quantize before its
+    op. So the experts run FP8 math on MXFP8 (1 + 1/32 bytes a value), the one quantise pass reads the 8,192 tokens before
+    routing, the permuted rows are MXFP8 and the activation, a kernel of its own on SM120 (no FC1-fused MoE there), writes
+    FC2's input quantised: (8,192 x 4 rows) x 2,880 x (2 x 2 + 1.03125) bytes, no pass before FC2. vLLM keeps BF16."""
+    from llm_codesign.spec.precision import Precision
+
+    m, w4a16 = _aiter_moe(), Precision.of("mxfp4", activation="bf16")
+    trt, vllm = (_aiter_ops(m, e, w4a16, 8192.0, "rtx-pro-6000") for e in ("trtllm", "vllm"))
+    assert (trt["experts_gate_up"].math, trt["experts_down"].math, vllm["experts_gate_up"].math) == ("fp8", "fp8", "bf16")
+    assert float(trt["experts_act"].bytes) == pytest.approx(8192 * 4 * 2880 * (4 + 1 + 1 / 32), rel=1e-9)
+    calls = _expert_gemm_calls(m, "trtllm", w4a16, 8192.0, "rtx-pro-6000")
+    assert float(calls["experts_gate_up"][1]["quant_rows"]) == 8192.0
+    assert calls["experts_down"][1]["epilogue_quant"] is True
+    assert _reprice(calls["experts_down"], quant_rows=8192.0) == float(calls["experts_down"][2].time)
+
+
+def test_sm120_trtllm_gpt_oss_answer_names_its_mxfp8_experts():
+    import json
+
+    from conftest import cli
+
+    code, text, _ = cli("estimate", "gpt-oss-120b", "--gpu", "rtx-pro-6000", "--backend", "trtllm", "--json")
+    assert code == 0 and json.loads(text)["precision"] == "W:mxfp4 attn-W:bf16 A:bf16 MoE-A:mxfp8 KV:bf16"
+
+
+def test_the_attention_dp_exchange_moves_the_moe_ops_activation_format():
+    """Under attention DP TensorRT-LLM quantises gpt-oss's hidden states to MXFP8 before its exchange (TRTLLMGenFusedMoE
+    quantize_input, "prior to post-communication"), so the AllGather moves 1 + 1/32 bytes a value, not BF16's 2: 8 ranks
+    x 64 tokens x 2,880 x 1.03125 = 1,520,640 bytes (2,949,120 in BF16). SGLang quantises after its gather
+    (Mxfp4MoEMethod.apply on the dispatched tokens): BF16. The reduce-scatter returns BF16 outputs in both."""
+    from llm_codesign.spec.precision import Precision
+
+    m, w4a16, plan = _aiter_moe(), Precision.of("mxfp4", activation="bf16"), Plan(tp=1, adp=8, ep=8)
+    trt, sgl = (_aiter_ops(m, e, w4a16, 64.0, "b200", plan) for e in ("trtllm", "sglang"))
+    assert float(trt["all_gather"].bytes) == 512 * 2880 * (1 + 1 / 32) == 1_520_640
+    assert float(sgl["all_gather"].bytes) == 512 * 2880 * 2 == 2_949_120
+    assert float(trt["reduce_scatter"].bytes) == 512 * 2880 * 2

@@ -50,8 +50,12 @@ def test_the_quark_checkpoint_is_amds_only():
                             "--concurrency", "16", "--json")
         assert code == 0
         out[gpu] = json.loads(text)
-    # its experts on TensorRT-LLM's MXFP8 activations: get_mxfp4_quant_algo gives any MXFP4 checkpoint W4A8_MXFP4_MXFP8 on
-    # SM >= 100 (model_config.py@008e0af8; cost.ffns.trtllm_gen_activation)
+    # its experts on TensorRT-LLM's MXFP8 activations: on B200 the MXFP4 answer is a checkpoint whose quant_method is "mxfp4"
+    # (AMD's Quark one, quant_method "quark", which never reaches get_mxfp4_quant_algo, runs on CDNA only: quark_runs_on),
+    # and load_hf_quant_config gives such a checkpoint get_mxfp4_quant_algo's W4A8_MXFP4_MXFP8 on SM >= 100 whatever the MoE
+    # backend but TRITON (model_config.py@008e0af8; cost.ffns.trtllm_gen_activation). DeepseekV3's AUTO backend resolves to
+    # CUTLASS, not TRTLLM-Gen: the format is the source's, the kernel family priced (the Blackwell tables' TRTLLM-Gen) is not
+    # (docs/modelling-notes.md#revfix5-mxfp8)
     assert out["b200"]["precision"] == "W:mxfp4 A:bf16 MoE-A:mxfp8 KV:bf16" and out["b200"]["precision_notes"] == []
     assert out["mi355x"]["precision"] == "W:mxfp4 attn-W:bf16 A:mxfp4 KV:bf16"
     assert out["mi355x"]["precision_notes"] == ["attention projections BF16 (AMD Quark MXFP4 checkpoint)"]

@@ -84,7 +84,7 @@ def moe_ops(f: MoE, M: Site, *, at: _At, s: _Step, b: Batch, prec: Precision) ->
     ll = (s.adp > 1) & (ep > 1) & (at.engine is not None and at.engine.moe_a2a == "deepep_low_latency")
     a2a = (s.adp > 1) & (ep > 1) & (exchange == "all_to_all") | ll
     gather = (s.adp > 1) & ~a2a
-    bf16_in, gathers_quantised = _gather_format(f, at, prec, math=ff["math"])
+    bf16_in, gathers_quantised, x_b, in_b = _gather_format(f, at, prec, math=ff["math"], a_b=ff["a_b"])
     # the rank's MoE takes in every token of the step unless an all-to-all brought it only its routed rows; TRTLLM-Gen's tile
     # counts the tokens its call receives (rows / top_k under an all-to-all: computeSelectedTileN's num_tokens), its one
     # quantise the rank's own T where they are quantised before the exchange (a dispatch, a quantised gather), else all
@@ -97,7 +97,7 @@ def moe_ops(f: MoE, M: Site, *, at: _At, s: _Step, b: Batch, prec: Precision) ->
     # finalize, vLLM's and SGLang's moe_sum: a zero row where none of its experts took the token), all the
     # step's tokens unless an all-to-all brought it only its own. Where the up-projection gathers its rows
     # (FC1_FUSED), no permuted copy: one launch, the un-permute's
-    routed_in = 0.0 if gathered else np.where(bf16_in, 2.0, ff["a_b"])
+    routed_in = 0.0 if gathered else np.where(bf16_in, 2.0, in_b)
     perm = np.where(T_all > 0, skew * (T_all / ep * f.top_k * h * (routed_in + 2.0)) + np.where(a2a, T, T_all) * h * 2.0, 0.0)
     permute = _elementwise(M / "permute", perm, 1.0 if gathered else 2.0, at)
     # and, under EP without an all-to-all, the token-expert assignments of the tokens it holds that go to
@@ -113,8 +113,8 @@ def moe_ops(f: MoE, M: Site, *, at: _At, s: _Step, b: Batch, prec: Precision) ->
     # tensor-parallel MoE every rank's tokens are gathered and the outputs reduce-scattered (the permute and
     # route terms above then see all the step's tokens)
     sent = skew * (T / dense_tp * f.top_k * h)  # what the busiest rank receives
-    ops += _all_to_all_ops(f, M, at, T=T, h=h, ep=ep, sent=sent, skew=skew, a_b=ff["a_b"], a2a=a2a, ll=ll, gpus=stage_gpus)
-    g_b = ff["a_b"] if gathers_quantised else 2.0
+    ops += _all_to_all_ops(f, M, at, T=T, h=h, ep=ep, sent=sent, skew=skew, a_b=x_b, a2a=a2a, ll=ll, gpus=stage_gpus)
+    g_b = x_b if gathers_quantised else 2.0
     ops.append(_comm(M / "all_gather", "all_gather", np.where(gather, T_all * h * g_b, 0.0), stage_gpus, at))
     ops.append(_comm(M / "reduce_scatter", "reduce_scatter", np.where(gather, T_all * h * 2.0, 0.0), stage_gpus, at))
     ops.append(_comm(M / "all_reduce", "all_reduce", np.where(s.adp > 1, 0.0, T * h * 2.0), stage_gpus, at))
@@ -157,15 +157,22 @@ def _all_to_all_ops(f: MoE, M: Site, at: _At, *, T, h, ep, sent, skew, a_b, a2a,
 BF16_IN = (("cutlass", "fp8_block", "fp8_block"), ("cutlass", "w4a16", "int4"))
 
 
-def _gather_format(f: MoE, at: _At, prec: Precision, *, math: str) -> tuple[bool, bool]:
+def _gather_format(f: MoE, at: _At, prec: Precision, *, math: str, a_b) -> tuple[bool, bool, object, object]:
     """(Whether the MoE kernel family the engine runs for these experts of GEMM math `math` (the kernel table row's,
     `at.moe`, without an engine) takes its tokens in BF16 and quantises them itself after its permutation (BF16_IN, by
     the weight format too); whether the attention-DP gather moves them in the GEMMs' format: where the engine quantises first
-    (Engine.gathers_quantised; the tables': TensorRT-LLM's) and its MoE kernel does not take them in BF16)."""
+    (Engine.gathers_quantised; the tables': TensorRT-LLM's) and its MoE kernel does not take them in BF16; the bytes a value
+    of what its dispatch or quantised gather moves, and of the rows its MoE op permutes: the GEMMs' `a_b`, or where the engine
+    quantises an MXFP4 checkpoint's BF16 hidden states in its MoE op (trtllm_gen_activation) that format's, 1 + 1/32 for
+    MXFP8 (TensorRT-LLM quantises before the exchange, "prior to post-communication": its dispatch and all-gather move
+    MXFP8 values and scales; SGLang after it, in Mxfp4MoEMethod.apply: BF16 over the gather, gathers_quantised False))."""
     kernel = gemm.gemm_kernel(math, prec.weight.name, fp4_math=at.gpu.supports("fp4"))  # as _routed_experts reads it
     fam = at.moe if at.engine is None else at.engine.moe_kernel(at.gpu.family, kernel, weight=prec.weight.name, ep=True, gated=f.gated)
     bf16_in = (fam, kernel, prec.weight.name) in BF16_IN
-    return bf16_in, (at.engine is None or at.engine.gathers_quantised) and not bf16_in
+    act = trtllm_gen_activation(at.gpu, at.engine, [fam], prec)[0]
+    in_b = a_b if act is None else act.bytes_per_value()
+    first = (at.engine is None or at.engine.gathers_quantised) and not bf16_in
+    return bf16_in, first, in_b if first else a_b, in_b
 
 
 def _routed_experts(f: MoE, M: Site, *, at: _At, s: _Step, prec: Precision, load, tokens, tile_tokens, quant_tokens) -> tuple[list[Op], object, bool]:
@@ -198,8 +205,8 @@ def _routed_experts(f: MoE, M: Site, *, at: _At, s: _Step, prec: Precision, load
         rates, kept = moe_rates(at.gpu.family, kernel, tables=all(x is None for x in fams))
         return _expert_gemm(M / name, n_dim, k_dim, at, load=load, fam=fam, kernel=rates, kept=kept, quant_kernel=kernel,
                             own_quant=own_quant or gen_quant, local=f.experts / ep,
-                            quant_rows=(tokens if own_quant else quant_tokens if gen else None) if name == "experts_gate_up" else None,
-                            epilogue_quant=gen and name == "experts_down", tile=tile, even_grid=even, **{k: ff[k] for k in ("math", "a_b", "w_b", "weight")})
+                            quant_rows=(tokens if own_quant else quant_tokens if gen or gen_quant else None) if name == "experts_gate_up" else None,
+                            epilogue_quant=(gen or gen_quant) and name == "experts_down", tile=tile, even_grid=even, **{k: ff[k] for k in ("math", "a_b", "w_b", "weight")})
 
     def gemms(ff, kernel):
         ops = []
@@ -214,8 +221,9 @@ def _routed_experts(f: MoE, M: Site, *, at: _At, s: _Step, prec: Precision, load
                 ops.append(_elementwise(M / "experts_act", np.where(T_all > 0, act, 0.0), 1.0, at))
         return ops
 
-    ff, kernel, gen_quant = _trtllm_gen_values(at, fams, prec, ff, kernel)
-    ops = gemms(ff, kernel)
+    act = trtllm_gen_activation(at.gpu, at.engine, fams, prec)[0]
+    gen_quant = act is not None
+    ops = gemms(*(_activation_values(ff, prec, act, at.gpu) if gen_quant else (ff, kernel)))
     high, bound = aiter_quantised_activation(at.gpu, at.engine, fams, prec, f)
     if high is not None:
         # AITER's MXFP4 MoE on BF16 activations: `high`'s activations from `bound` tokens, BF16 below (the SwiGLU one's
@@ -223,23 +231,18 @@ def _routed_experts(f: MoE, M: Site, *, at: _At, s: _Step, prec: Precision, load
         # rows of the receive buffer, every DP rank's (graph_bs x dp in a uniform decode, max_tokens x world otherwise:
         # atom/model_ops/fused_moe/modular_kernel.py:369-411@ffdf3bb5), so T_all, not the rank's routed rows (`tokens`,
         # which its own quantise pass reads)
-        math = gemm_math(prec.weight, high, at.gpu)
-        hi = gemms({**ff, "math": math, "a_b": high.bytes_per_value()}, gemm.gemm_kernel(math, prec.weight.name, fp4_math=True))
+        hi = gemms(*_activation_values(ff, prec, high, at.gpu))
         ops = [_by_tokens(np.asarray(T_all) >= bound, h, _capped(lo, h)) for h, lo in zip(hi, ops, strict=True)]
     route = [at.cal.moe_kernel(fam, _held_gemm(ff, kernel, run_as.get(fam), prec=prec, gpu=at.gpu)[1])[2] for fam in fams]
     return ops, route[0] if len(set(route)) == 1 else np.where(ep > 1, route[1], route[0]), gathered
 
 
 
-def _trtllm_gen_values(at: _At, fams, prec: Precision, ff: dict, kernel: str) -> tuple[dict, str, bool]:
-    """The expert GEMMs' values and kernel family, and whether the MoE op quantises their input by a pass of its own: on the
-    activation format TRTLLM-Gen's MXFP4 MoE runs on where the engine quantises the checkpoint's BF16 hidden states for it
-    (trtllm_gen_activation: TensorRT-LLM's MXFP8, quantised in its MoE op, not fused into the norm before it); else as given."""
-    act = trtllm_gen_activation(at.gpu, at.engine, fams, prec)[0]
-    if act is None:
-        return ff, kernel, False
-    math = gemm_math(prec.weight, act, at.gpu)
-    return {**ff, "math": math, "a_b": act.bytes_per_value()}, gemm.gemm_kernel(math, prec.weight.name, fp4_math=True), True
+def _activation_values(ff: dict, prec: Precision, act: Dtype, gpu) -> tuple[dict, str]:
+    """The expert GEMMs' values and kernel family on activation format `act` where the engine or its MoE kernel quantises the
+    checkpoint's BF16 hidden states for them (quantised_activation: TensorRT-LLM's and SGLang's MXFP8, AITER's switch)."""
+    math = gemm_math(prec.weight, act, gpu)
+    return {**ff, "math": math, "a_b": act.bytes_per_value()}, gemm.gemm_kernel(math, prec.weight.name, fp4_math=True)
 
 
 def held_as(at: _At, f: MoE, prec: Precision, fams, kernel: str) -> dict:
@@ -290,6 +293,14 @@ FC1_FUSED = {"blackwell": ("fp8_block",), "cdna3": (), "cdna4": ()}
 # so no quantise pass before FC2; its grouped GEMMs each CTA one token tile (token_tile) of an expert's routed rows x 128
 # weight rows over the whole of K (gemm._token_tile_time), every expert's rows in whole tiles
 TRTLLM_GEN = ("blackwell",)
+# GPU families on which an engine whose trtllm_gen_mxfp4_act is "mxfp8" runs an MXFP4 checkpoint's experts on MXFP8 in a
+# CUTLASS MoE instead (trtllm_gen_activation): SM120 (RTX Pro), where TensorRT-LLM's resolve_moe_backend returns CUTLASS for
+# GptOssForCausalLM (TRTLLM only for SM 100-119) and get_mxfp4_quant_algo still gives W4A8_MXFP4_MXFP8 (SM >= 100, every
+# backend but TRITON; tensorrt_llm/_torch/model_config.py@008e0af8, read in the code index), so CutlassFusedMoE.forward_chunk
+# quantises x with mxfp8_quantize before its op (modules/fused_moe/fused_moe_cutlass.py, read in the code index). No
+# permute-fused FC1 there (FC1_FUSED): the quantised rows are permuted and the activation is a kernel of its own. No SM120
+# MoE kernel table: its GEMMs run at the tables' fallback rates (the intervals' "no ... kernel table" reason says so)
+MXFP8_CUTLASS = ("blackwell_sm120",)
 # GPU families whose kernel tables' own MoE runs a GEMM kernel family's experts at another dense family's rates, with the
 # share of them it keeps. Blackwell: DeepSeek's block-FP8 experts run TRTLLM-Gen's grouped kernels in their DeepSeekFp8
 # mode (FlashInfer's trtllm_fp8_block_scale_moe: SGLang's flashinfer_trtllm on SM100, server_args.py:1288-1310@0.5.9;
@@ -316,11 +327,13 @@ _MXFP8 = Dtype("mxfp8", 8, 8, 32, 32, "fp8")
 
 
 def trtllm_gen_activation(gpu, engine, fams, prec: Precision) -> tuple[Dtype | None, float]:
-    """(the activation format TRTLLM-Gen's fused MoE runs an MXFP4 checkpoint's experts on, 0: from every token count) where
-    the engine quantises the checkpoint's BF16 activations for it (Engine.trtllm_gen_mxfp4_act: TensorRT-LLM's
-    W4A8_MXFP4_MXFP8 on SM100), else (None, inf): MXFP4 weights on BF16 activations in the kernel tables' own MoE (`fams`
-    all None) on a TRTLLM_GEN family. MXFP8 is E4M3 values with one E8M0 scale per 32 (_MXFP8), FP8 math."""
-    if not (gpu.family in TRTLLM_GEN and all(x is None for x in fams) and prec.weight.name == "mxfp4" and prec.activation.math == "bf16"):
+    """(the activation format the MoE op runs an MXFP4 checkpoint's experts on, 0: from every token count) where the engine
+    quantises the checkpoint's BF16 activations for it (Engine.trtllm_gen_mxfp4_act: TensorRT-LLM's W4A8_MXFP4_MXFP8 on
+    SM100 and SM120, SGLang's flashinfer_mxfp4 default), else (None, inf): MXFP4 weights on BF16 activations in the kernel
+    tables' own MoE (`fams` all None) on a TRTLLM_GEN or MXFP8_CUTLASS family. MXFP8 is E4M3 values with one E8M0 scale
+    per 32 (_MXFP8), FP8 math, its quantise pass the MoE op's own (_routed_experts' quant_rows)."""
+    if not (gpu.family in TRTLLM_GEN + MXFP8_CUTLASS and all(x is None for x in fams) and prec.weight.name == "mxfp4"
+            and prec.activation.math == "bf16"):
         return None, float("inf")
     if (Engine if engine is None else engine).trtllm_gen_mxfp4_act != "mxfp8":
         return None, float("inf")
@@ -350,7 +363,7 @@ def aiter_quantised_activation(gpu, engine, fams, prec: Precision, f: MoE) -> tu
     return (_MXFP8 if name == "fp8" else DTYPES[name]), float(AITER_SWIGLU_BOUND)
 
 
-def aiter_step_activation(model, gpu, prec: Precision, engine, concurrency) -> Dtype | None:
+def moe_step_activation(model, gpu, prec: Precision, engine, concurrency) -> Dtype | None:
     """The activation format `model`'s MoE runs on at an instance's decode steps of `concurrency` requests (about as many
     tokens; None: offline, its largest batches) where AITER's switch or the engine's TRTLLM-Gen MXFP8 takes it off BF16
     (quantised_activation), else

@@ -143,13 +143,13 @@ def context(model, gpu, prec, *, engine: str, concurrency, isl: float, osl: floa
             disaggregated: bool = False, arrival: str = "") -> Context:
     """The Context of a question: `prec` as asked (mapped here to what `gpu` executes), `concurrency`
     None for offline max throughput (its `arrival` is then not said: every request queued at once)."""
-    from llm_codesign.cost.ffns import aiter_step_activation
+    from llm_codesign.cost.ffns import moe_step_activation
     from llm_codesign.spec.engines import ENGINES
     from llm_codesign.spec.precision import executable
 
     run = executable(prec, gpu)[0]
     # where AITER's MoE runs these steps on quantised activations (gpt-oss's from 256 tokens on CDNA4), its format's runs
-    high = aiter_step_activation(model, gpu, run, ENGINES.get(engine), concurrency)
+    high = moe_step_activation(model, gpu, run, ENGINES.get(engine), concurrency)
     if high is not None:
         run = replace(run, activation=high)
     mode = "disaggregated" if disaggregated else "offline" if concurrency is None else "serving"

@@ -8,7 +8,7 @@ import numpy as np
 
 from llm_codesign.cost import gemm
 from llm_codesign.cost.calibration import Calibration
-from llm_codesign.cost.ffns import aiter_step_activation
+from llm_codesign.cost.ffns import moe_step_activation
 from llm_codesign.cost.ops import Batch, forward_ops
 from llm_codesign.errors import InputError
 from llm_codesign.serve.aggregated import (
@@ -271,7 +271,7 @@ def estimate(model: ModelSpec, dep: Deployment, workload: Workload, *, calibrati
         if concurrency > max_batch else None,
         spec=_spec_break_even(model, dep, workload, cal, r=r, grid=grid, concurrency=concurrency) if dep.spec is not None else None,
         breakdown=_breakdown(dec_ops, per) if breakdown else None,
-        moe_activation=getattr(aiter_step_activation(model, dep.gpu, executable(dep.precision, dep.gpu)[0], dep.engine, concurrency), "name", None))
+        moe_activation=getattr(moe_step_activation(model, dep.gpu, executable(dep.precision, dep.gpu)[0], dep.engine, concurrency), "name", None))
     return check_estimate(model, est)
 
 

@@ -169,7 +169,7 @@ class Precision:
 
     def label(self, moe_activation: str | None = None) -> str:
         """W:, A: and KV: formats; `moe_activation`: the format the MoE's experts run on where it is not A:'s (AITER's
-        switch: cost.ffns.aiter_step_activation)."""
+        switch: cost.ffns.moe_step_activation)."""
         attn = f" attn-W:{self.attn_weight.name}" if self.attn_weight and self.attn_weight != self.weight else ""
         moe = f" MoE-A:{moe_activation}" if moe_activation else ""
         return f"W:{self.weight.name}{attn} A:{self.activation.name if self.activation else 'per GPU'}{moe} KV:{self.kv.name}"

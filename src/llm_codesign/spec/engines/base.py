@@ -194,10 +194,11 @@ class Engine(ABC):
     # MXFP4: what AITER's API does unless told otherwise (fused_moe's gate_mode defaults to SEPARATED, :487), also the
     # engine-less price's; an engine that passes INTERLEAVE says so in its module (SGLang's)
     aiter_swiglu_high: ClassVar[str] = "mxfp4"
-    # the activation format TRTLLM-Gen's MXFP4 MoE (the Blackwell kernel tables' own, cost.ffns.TRTLLM_GEN) runs an MXFP4
-    # checkpoint's experts on where the checkpoint's activations are BF16 (gpt-oss; cost.ffns.trtllm_gen_activation):
-    # "bf16" (W4A16: FlashInfer's MXFP4 x BF16 kernels) unless an engine's module names the MXFP8 it quantises them to;
-    # also the engine-less price's (a kernel table row names its own activation format)
+    # the activation format the Blackwell MoE (TRTLLM-Gen's, the kernel tables' own, cost.ffns.TRTLLM_GEN; on SM120 a
+    # CUTLASS MoE, cost.ffns.MXFP8_CUTLASS) runs an MXFP4 checkpoint's experts on where the checkpoint's activations are
+    # BF16 (gpt-oss; cost.ffns.trtllm_gen_activation): "bf16" (W4A16: FlashInfer's MXFP4 x BF16 kernels) unless an engine's
+    # module names the MXFP8 it quantises them to (TensorRT-LLM's, SGLang's: each cites its source); also the engine-less
+    # price's (a kernel table row names its own activation format)
     trtllm_gen_mxfp4_act: ClassVar[str] = "bf16"
 
     @abstractmethod

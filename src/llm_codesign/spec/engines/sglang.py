@@ -55,6 +55,14 @@ class SGLangEngine(Engine):
     # SGLANG_USE_AITER_MOE_GU_ITLV holds (default True: environ.py:990) (moe_runner/aiter.py:226-244), so AITER runs them
     # on group-32 FP8 from 256 tokens (aiter/fused_moe.py:791-795@e4048607)
     aiter_swiglu_high = "fp8"
+    # gpt-oss's MXFP4 experts on Blackwell on MXFP8 activations: moe_runner_backend "auto" becomes "flashinfer_mxfp4" for
+    # GptOssForCausalLM with an mxfp4 checkpoint where is_blackwell_supported (SM 10.x-12.x: server_args.py:1370-1372,
+    # utils/common.py:246-252@0.5.9), and flashinfer_mxfp4_moe_precision defaults to "default" (server_args.py:499), whose
+    # branch of Mxfp4MoEMethod.apply quantises the (dispatched: after the gather) BF16 hidden states with
+    # mxfp8_quantize(x, False, alignment=hidden_size) before trtllm_fp4_block_scale_moe (layers/quantization/mxfp4.py:
+    # 754-770@0.5.9, pip wheel; "bf16" only by --flashinfer-mxfp4-moe-precision bf16). The campaigns' SGLang Blackwell runs
+    # are DeepSeek's and Qwen's: no measured run moves
+    trtllm_gen_mxfp4_act = "mxfp8"
     # and never under speculative decoding, --enable-mixed-chunk or not: EAGLE, EAGLE3 (NEXTN, DeepSeek's MTP, is run as
     # EAGLE) and STANDALONE (a draft model) turn it off (server_args.py:2390-2395@0.5.9), NGRAM too (:2474)
     mixes_while_speculating = False

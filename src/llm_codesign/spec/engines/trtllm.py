@@ -47,7 +47,10 @@ class TensorRTLLMEngine(Engine):
     # SM >= 100 for every backend but TRITON, W4A16_MXFP4 only below SM100 or by OVERRIDE_QUANT_ALGO
     # (NVIDIA/TensorRT-LLM tensorrt_llm/_torch/model_config.py@008e0af8; the same function in the 1.1-1.3 sources read in
     # the code index): the hidden states quantised to MXFP8 by the MoE op (MXFP4MXFP8QuantizeUtil), FP8 math, the
-    # format the B200 kernel table's w4a8_mxfp4_mxfp8 rows time (docs/modelling-notes.md#oss-w4a8)
+    # format the B200 kernel table's w4a8_mxfp4_mxfp8 rows time (docs/modelling-notes.md#oss-w4a8). On SM120 (RTX Pro) AUTO
+    # resolves to CUTLASS ("Fallback to CUTLASS for other SM versions (e.g., SM120)") while the quant algo stays
+    # W4A8_MXFP4_MXFP8, which CutlassFusedMoE.forward_chunk quantises with mxfp8_quantize before its op: MXFP8 there too, on a
+    # CUTLASS MoE (cost.ffns.MXFP8_CUTLASS) for which no SM120 kernel table has rows (docs/modelling-notes.md#revfix5-mxfp8)
     trtllm_gen_mxfp4_act = "mxfp8"
     # whole prompts only: enable_chunked_prefill is off by default (TorchLlmArgs), and with it off
     # MicroBatchScheduler::operator() schedules a context request whole or stops scheduling at it
