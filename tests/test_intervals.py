@@ -686,3 +686,51 @@ def test_hopper_w4a16_moe_rows_count_as_a_w4a16_moe_table():
     row = lc.estimate("kimi-k2.5", dep, lc.Workload(isl=1024, osl=1024, concurrency=16)).to_dict()
     said = " ".join(str(r) for m in row["intervals"].values() if isinstance(m, dict) for r in m.get("widened", ()))
     assert "no GEMM W4A16 kernel table on Hopper" in said and "no MoE W4A16 kernel table" not in said
+
+
+def test_own_runs_count_is_the_familys_at_a_family_level_and_survives_a_profile():
+    """(SGLang's own N ...) counts SGLang's runs in the slice's family at a level within the question's family: 39 vLLM runs
+    on Blackwell and 20 SGLang runs on Hopper only put none of SGLang's in a Blackwell slice, so no parenthetical there
+    (it read "SGLang's own 20"); on Hopper the 20 are counted. A profile (_profile_table) keeps the envelope's runs, the
+    bundled ones and its own summed per engine|family, so the parenthetical stays under --calibration."""
+    sg = replace(CTX, engine="sglang")
+    t = _table([(CTX, {"ttft_ms": r}) for r in GOLDEN] + [(replace(sg, family="hopper"), {"ttft_ms": 0.0})] * 20)
+    t["kernel_tables"]["hopper"] = ["GEMM fp8", "attention", "collectives"]
+    assert iv.band("ttft_ms", 100.0, sg, table=t)["source"] == (
+        "39 serving runs with vLLM, on Blackwell GPUs, dense models, 5-32 requests, balanced ISL/OSL")
+    t = _table([(CTX, {"ttft_ms": r}) for r in GOLDEN] + [(sg, {"ttft_ms": 0.0})] * 5 + [(replace(sg, family="hopper"), {"ttft_ms": 0.0})] * 20)
+    assert "(SGLang's own 5: too few" in iv.band("ttft_ms", 100.0, sg, table=t)["source"]
+
+
+def test_a_profiles_envelope_keeps_the_runs_per_engine_and_family(tmp_path):
+    from importlib import resources
+
+    prof = tmp_path / "mine.toml"
+    prof.write_text(resources.files("llm_codesign").joinpath("data/calibration/fitted.toml").read_text()
+                    + '\n[intervals.envelope]\nserving = {metrics = ["ttft_ms"], families = ["hopper"], engines = ["sglang"], '
+                    + 'runs = {"sglang|hopper" = 20, "atom|cdna4" = 4}}\nkinds = []\nformats = []\n\n[intervals.slices.ttft_ms]\n')
+    bundled = iv.bundled()["envelope"]["serving"]["runs"]
+    got = iv._profile_table(str(prof), None)["envelope"]["serving"]["runs"]
+    assert got["sglang|hopper"] == bundled.get("sglang|hopper", 0) + 20 and got["atom|cdna4"] == bundled["atom|cdna4"] + 4
+    assert got["trtllm|blackwell"] == bundled["trtllm|blackwell"]
+
+
+def test_gpt_oss_on_trtllm_blackwell_looks_its_gemm_table_up_at_its_bf16_attention_and_its_moe_table_at_w4a8():
+    """gpt-oss's dense GEMMs are its BF16 attention projections (attn-W:bf16; every FFN is a MoE), its experts W4A8 on
+    TensorRT-LLM's Blackwell (MXFP8 activations): the GEMM table is looked up at bf16 and the MoE one at W4A8, both shipped
+    for Blackwell (the B200 MoE table's w4a8_mxfp4_mxfp8 rows), so no kernel reason; it read "no GEMM W4A8 kernel table".
+    Runs priced as they are now (row_contexts -> context) record the B200 runs' triple as blackwell|W4A8|moe, so with them
+    in the envelope no measured-run reason either."""
+    m, g = lc.get_model("gpt-oss-120b"), lc.get_gpu("b200")
+    ctx = iv.context(m, g, m.default_precision, engine="trtllm", concurrency=64, isl=1024, osl=1024)
+    assert (ctx.fmt, ctx.gemm_fmt) == ("W4A8", "bf16")
+    assert iv.needed_tables(ctx) == ["GEMM bf16", "attention", "collectives", "MoE W4A8"]
+    t = iv.bundled()
+    assert {"GEMM bf16", "MoE W4A8"} <= set(t["kernel_tables"]["blackwell"])
+    kinds = [w.kind for w in iv.reasons(ctx, t)]
+    assert "kernel" not in kinds and "moe" not in kinds
+    t = t | {"envelope": t["envelope"] | {"formats": [*t["envelope"]["formats"], "blackwell|W4A8|moe"]}}
+    assert iv.reasons(ctx, t) == []
+    # a dense model's GEMMs and a MoE model with dense FFN layers keep the one format (gemm_fmt "")
+    dense = iv.context(lc.get_model("llama-3.1-8b"), g, lc.Precision.of("fp8"), engine="trtllm", concurrency=16, isl=1024, osl=1024)
+    assert (dense.fmt, dense.gemm_fmt) == ("fp8", "")

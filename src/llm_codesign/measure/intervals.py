@@ -94,10 +94,12 @@ class Context:
     """What a question is, as the residual slices see it: serving at a concurrency, offline max
     throughput or disaggregated; the engine; the GPU's family; dense or MoE; the concurrency band
     (stats.concurrency_band); the ISL/OSL class; and, for the envelope, the model's layer kinds, the
-    weight/activation format the GPU runs, whether it speculates, the MoE kernel families the engine
-    runs for its experts that have no fitted values (unfitted_moe), the model's name ("" for a shape
-    `design` made), the requests in flight, ISL and OSL (None: not known, e.g. offline's concurrency) and how the
-    requests arrive (spec.harness.ARRIVALS; "": not said, e.g. offline)."""
+    weight/activation format the GPU runs its experts in (a MoE model's) or its GEMMs (a dense one's), whether it
+    speculates, the MoE kernel families the engine runs for its experts that have no fitted values (unfitted_moe), the
+    model's name ("" for a shape `design` made), the requests in flight, ISL and OSL (None: not known, e.g. offline's
+    concurrency), how the requests arrive (spec.harness.ARRIVALS; "": not said, e.g. offline) and the format a MoE
+    model's dense GEMMs run where it is not its experts' (`gemm_fmt`, "": `fmt`): gpt-oss's BF16 attention projections
+    beside its W4A8 experts on TensorRT-LLM's Blackwell (needed_tables)."""
     mode: str
     engine: str
     family: str
@@ -113,6 +115,7 @@ class Context:
     isl: float | None = None
     osl: float | None = None
     arrival: str = ""
+    gemm_fmt: str = ""
 
     def key(self, level: tuple[str, ...]) -> str:
         return "|".join(getattr(self, k) for k in level)
@@ -145,10 +148,16 @@ def context(model, gpu, prec, *, engine: str, concurrency, isl: float, osl: floa
     None for offline max throughput (its `arrival` is then not said: every request queued at once)."""
     from llm_codesign.cost.ffns import moe_step_activation
     from llm_codesign.spec.engines import ENGINES
+    from llm_codesign.spec.kinds import MoE
     from llm_codesign.spec.precision import executable
 
     run = executable(prec, gpu)[0]
-    # where AITER's MoE runs these steps on quantised activations (gpt-oss's from 256 tokens on CDNA4), its format's runs
+    # the dense GEMMs' format: a MoE model with no dense FFN runs them in its attention's weights where the checkpoint keeps
+    # those apart (gpt-oss's BF16 attention: attn-W:bf16), else in the precision's own
+    dense = not model.is_moe or any(not isinstance(layer.ffn, MoE) and layer.ffn.kind != "none" for layer, _ in model.groups)
+    gemm_fmt = format_label(run if dense or run.attn_weight is None else replace(run, weight=run.attn_weight, activation=run.attn_weight))
+    # where the engine or AITER's MoE runs these steps' experts on quantised activations (TensorRT-LLM's and SGLang's MXFP8 on
+    # Blackwell, AITER's switch on CDNA4 from 256 tokens), its format's runs
     high = moe_step_activation(model, gpu, run, ENGINES.get(engine), concurrency)
     if high is not None:
         run = replace(run, activation=high)
@@ -157,7 +166,8 @@ def context(model, gpu, prec, *, engine: str, concurrency, isl: float, osl: floa
     load = load_of(concurrency)
     return Context(mode, engine, gpu.family, "moe" if model.is_moe else "dense", load, lengths_class(isl, osl), tuple(kinds),
                    format_label(run), spec, unfitted_moe(gpu, run, engine) if model.is_moe else (), model.name,
-                   None if concurrency is None else float(concurrency), float(isl), float(osl), "" if concurrency is None else arrival)
+                   None if concurrency is None else float(concurrency), float(isl), float(osl), "" if concurrency is None else arrival,
+                   gemm_fmt if gemm_fmt != format_label(run) else "")
 
 
 # MoE kernel families priced at the kernel tables' values by design where unfitted: TensorRT-LLM's CUTLASS
@@ -456,8 +466,8 @@ def engine_title(name: str) -> str:
 
 def needed_tables(ctx: Context) -> list[str]:
     """The kernel tables pricing a question needs (their labels in the file's kernel_tables): the
-    GEMMs at its format, the MoE's where it has experts, attention and collectives."""
-    out = [f"GEMM {ctx.fmt}", "attention", "collectives"]
+    GEMMs at its dense layers' format (gemm_fmt), the MoE's at its experts' where it has experts, attention and collectives."""
+    out = [f"GEMM {ctx.gemm_fmt or ctx.fmt}", "attention", "collectives"]
     return out + ([f"MoE {ctx.fmt}"] if ctx.model_class == "moe" else [])
 
 
@@ -566,7 +576,9 @@ def _describe(level: tuple[str, ...], ctx: Context, c: dict, table: dict) -> str
              else f"{ctx.load} requests", "lengths": f"{ctx.lengths} ISL/OSL"}
     if "engine" not in level:  # it read as the question's engine's own runs ("from 2050 serving runs" for ATOM's 36)
         env = table["envelope"].get(ctx.mode, {})
-        n = sum(v for k, v in env.get("runs", {}).items() if k.partition("|")[0] == ctx.engine)
+        # at a level within the question's GPU family its engine's runs there (runs[engine|family]), else on every family
+        n = (env.get("runs", {}).get(f"{ctx.engine}|{ctx.family}", 0) if "family" in level
+             else sum(v for k, v in env.get("runs", {}).items() if k.partition("|")[0] == ctx.engine))
         # the slice's own engines (a level across engines on one family holds that family's); a table without them, the mode's
         parts["engine"] = _listed([engine_title(e) for e in c.get("engines", env.get("engines", ()))]) + (
             f" ({engine_title(ctx.engine)}'s own {n}: too few for a slice of their own, {MIN_ROWS} needed)" if n else "")
@@ -730,6 +742,13 @@ def _profile_table(profile: str, stamp: tuple | None = None) -> dict:  # stamp: 
                     | {"ranges": _wider(t["envelope"].get(mode, {}).get("ranges", {}), env.get(mode, {}).get("ranges", {}))} for mode in MODES}
         envelope |= {k: sorted(set(t["envelope"][k]) | set(env.get(k, ()))) for k in ("kinds", "formats", "models")}
         own_runs = {mode: {str(k): int(v) for k, v in env.get(mode, {}).get("runs", {}).items()} for mode in MODES}
+        # the runs per engine|family behind either table (the bundled runs and the profile's own, its own campaign's),
+        # which _describe's "(X's own N ...)" counts
+        for mode in MODES:
+            at = dict(t["envelope"].get(mode, {}).get("runs", {}))
+            for k, v in own_runs[mode].items():
+                at[k] = at.get(k, 0) + v
+            envelope[mode]["runs"] = dict(sorted(at.items()))
     except (KeyError, TypeError, ValueError, AttributeError):
         raise InputError("calibration.intervals", profile, "the [intervals] section `calibrate --serving` writes (slices and envelope)") from None
     return t | {"own": slices, "envelope": envelope, "profile": name, "why_bundled": "none of its runs is like this one",
