@@ -363,7 +363,7 @@ def evaluate(model: ModelSpec, at: Serving, *, cal: Calibration, concurrency, is
     # loop: EngineCosts.wait_steps), the iterations attention DP may hold context requests while every rank decodes
     # (AttentionDpConfig; none with fewer requests than ranks), and half the interval less one where the scheduler polls
     # every recv_interval (its front end's work: _request_times)
-    t_wait = (costs.wait_steps(adp, C, arrival, fl.queued_steps) + (np.maximum(fl.recv_interval, 1.0) - 1.0) / 2.0) * t_iter
+    t_wait = (costs.wait_steps(adp, C, arrival, fl.queued_steps, fl.rounds) + (np.maximum(fl.recv_interval, 1.0) - 1.0) / 2.0) * t_iter
     request = partial(_request_times, model, gpu, prec, sh, r=r, costs=costs, arrival=arrival,
                       steps=(t_stage, acc, time_share, t_wait), wave=(wave_tok, t_wave_step, pf_span), spec=spec)
     # a closed loop's cohort from the slot cycle its throughput uses, in its steps; offline, both take the wave's life (_cohort)
@@ -559,7 +559,7 @@ def _request_times(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, r: 
     # arrival's: the running step's rest, and the poll interval's) hides it; the steps queued ahead and the attention-DP
     # hold start only once the request is in the engine's queue
     front = costs.ttft_overhead * (q + 1.0) / 2.0
-    slack = (costs.phase_steps(arrival) + (np.maximum(fl.recv_interval, 1.0) - 1.0) / 2.0) * t_iter
+    slack = (costs.phase_steps(arrival, fl.rounds) + (np.maximum(fl.recv_interval, 1.0) - 1.0) / 2.0) * t_iter
     before = front_end_wait(t_wait, front, slack=slack, overlaps=cost_overlaps(engine, arrival))
     return q, t_pf_stage, span + before, tpot, life
 

@@ -421,16 +421,21 @@ class EngineCosts:
         return self.eager_launch + self.eager_skew * np.sqrt(2.0 * np.log(np.maximum(np.asarray(ranks, float), 1.0)))
 
     @staticmethod
-    def phase_steps(arrival: str) -> float:
+    def phase_steps(arrival: str, rounds=float("inf")):
         """The phase part of a new request's wait: the rest of the running step, which its `arrival` fixes
         (spec.harness.ARRIVAL_PHASE_STEPS: a closed loop's request arrives as a step starts, 1; a burst on an idle
         engine, 0), never the engine's profile, so a wait fitted or set high cannot hide front-end work under queueing.
-        The steps queued ahead (ttft_wait_steps) and the attention-DP hold start only once the request is queued."""
+        Under "waves" the first wave, a share 1 / `rounds` of the requests (SchedulerFlags.rounds), is a burst on an
+        idle engine: 1 - 1 / rounds on average. The steps queued ahead (ttft_wait_steps) and the attention-DP hold start
+        only once the request is queued."""
+        import numpy as np
+
         from llm_codesign.spec.harness import ARRIVAL_PHASE_STEPS
 
-        return ARRIVAL_PHASE_STEPS[arrival]
+        first = 1.0 / np.maximum(np.asarray(rounds, float), 1.0) if arrival == "waves" else 0.0
+        return ARRIVAL_PHASE_STEPS[arrival] * (1.0 - first)
 
-    def wait_steps(self, adp, concurrency, arrival: str = "closed_loop", queued=float("nan")):
+    def wait_steps(self, adp, concurrency, arrival: str = "closed_loop", queued=float("nan"), rounds=float("inf")):
         """Decode iterations a new request waits before its prefill step: the running step's rest, which the
         `arrival` fixes (phase_steps), plus the steps the engine's scheduler has queued ahead of it (ttft_wait_steps:
         1 under an overlap scheduler, 0 for a synchronous loop), and under attention DP the iterations
@@ -441,11 +446,11 @@ class EngineCosts:
         any rank has no generation request), of `concurrency` requests in flight over `adp` ranks,
         spread as evenly as they go, the C - 1 others leave every rank one only when C > adp: below
         that (one request alone, say) nothing waits. `queued`: the run's build's count where it differs
-        (SchedulerFlags.queued_steps; NaN: the engine's)."""
+        (SchedulerFlags.queued_steps; NaN: the engine's); `rounds`: a "waves" run's (phase_steps)."""
         import numpy as np
 
         queued = np.asarray(queued, float)
-        own = self.phase_steps(arrival) + np.where(np.isnan(queued), self.ttft_wait_steps, queued)
+        own = self.phase_steps(arrival, rounds) + np.where(np.isnan(queued), self.ttft_wait_steps, queued)
         adp = np.asarray(adp)
         busy = np.asarray(concurrency) > adp if self.engine.adp_hold_needs_every_rank_decoding else True
         if not self.engine.holds_adp_requests:
