@@ -413,7 +413,7 @@ def test_a_campaigns_kv_dtype_and_run_bound_are_checked():
              "campaigns.toml [inferencex] flags.set.kv_dtype: 'int4' is not valid; one of bf16, fp16, fp8"),
             ('set = { kv_dtype = "bf16" }', 'set = { kv_dtype = "mxfp4" }',
              "campaigns.toml [inferencex] flags.set.kv_dtype: 'mxfp4' is not valid; one of bf16, fp16, fp8"),
-            ("set = { queued_steps = 0 }", "set = { queued_steps = -1 }",
+            ("set = { ar_norm_fusion = false }", "set = { queued_steps = -1 }",
              "campaigns.toml [aiconfigurator-core] flags.set.queued_steps: -1 is not valid; a number of steps from 0 to 1"),
             # bounds no row meets
             ('weight_dtype = "mxfp4", max_run_id = 20384527242', 'weight_dtype = "mxfp4", min_run_id = 20384527243, max_run_id = 20384527242',
