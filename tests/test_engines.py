@@ -78,7 +78,7 @@ def test_calibration_view_reads_the_fitted_profile():
         assert float(c.wait_steps(1, 64)) == float(c.wait_steps(1, 64, "waves")) == 2.0
         assert float(c.wait_steps(1, 64, "burst")) == 1.0
         # a synchronous build (vLLM 0.11, SchedulerFlags.queued_steps 0) queues none: the phase alone
-        assert float(c.wait_steps(1, 64, "closed_loop", 0.0)) == 1.0 and float(c.wait_steps(1, 64, "burst", 0.0)) == 0.0
+        assert float(c.wait_steps(1, 64, "closed_loop", queued=0.0)) == 1.0 and float(c.wait_steps(1, 64, "burst", queued=0.0)) == 0.0
         # "waves" of 4 rounds: the first wave (1 / 4 of the requests) is a burst on an idle engine, phase 0: 0.75 + 1
         assert float(c.wait_steps(1, 64, "waves", rounds=4.0)) == 1.75 and float(c.phase_steps("waves", 20.0)) == 0.95
         assert float(c.phase_steps("closed_loop", 4.0)) == 1.0

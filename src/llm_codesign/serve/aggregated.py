@@ -358,12 +358,11 @@ def evaluate(model: ModelSpec, at: Serving, *, cal: Calibration, concurrency, is
     t_stage, t_draft, ops = decode_step(model, gpu, prec, sh, costs=costs, b=running / pp, ctx=isl + osl / 2.0, k=k, spec=spec)
     t_stage = t_stage + _eager_decode(ops, running / pp, fl, costs, stage_ranks(sh))
     ops, t_iter = ops if with_ops else None, pp * t_stage  # a search's chunk: the step's operators need not outlive their price
-    # a new request first waits for decode iterations: the rest of the running one, as its arrival sets it (a closed
-    # loop's whole step, a burst's none), the one an overlap scheduler has queued ahead (every engine's documented
-    # loop: EngineCosts.wait_steps), the iterations attention DP may hold context requests while every rank decodes
-    # (AttentionDpConfig; none with fewer requests than ranks), and half the interval less one where the scheduler polls
-    # every recv_interval (its front end's work: _request_times)
-    t_wait = (costs.wait_steps(adp, C, arrival, fl.queued_steps, fl.rounds) + (np.maximum(fl.recv_interval, 1.0) - 1.0) / 2.0) * t_iter
+    # a new request first waits for decode iterations: the running one's rest as its arrival sets it (a closed loop's
+    # whole step, a burst's none), the one an overlap scheduler queued ahead (EngineCosts.wait_steps), the attention-DP
+    # hold (AttentionDpConfig; none with fewer requests than ranks), and half the interval less one where the scheduler
+    # polls every recv_interval (its front end's work: _request_times)
+    t_wait = (costs.wait_steps(adp, C, arrival, queued=fl.queued_steps, rounds=fl.rounds) + (np.maximum(fl.recv_interval, 1.0) - 1.0) / 2.0) * t_iter
     request = partial(_request_times, model, gpu, prec, sh, r=r, costs=costs, arrival=arrival,
                       steps=(t_stage, acc, time_share, t_wait), wave=(wave_tok, t_wave_step, pf_span), spec=spec)
     # a closed loop's cohort from the slot cycle its throughput uses, in its steps; offline, both take the wave's life (_cohort)

@@ -435,7 +435,7 @@ class EngineCosts:
         first = 1.0 / np.maximum(np.asarray(rounds, float), 1.0) if arrival == "waves" else 0.0
         return ARRIVAL_PHASE_STEPS[arrival] * (1.0 - first)
 
-    def wait_steps(self, adp, concurrency, arrival: str = "closed_loop", queued=float("nan"), rounds=float("inf")):
+    def wait_steps(self, adp, concurrency, arrival: str = "closed_loop", *, queued=float("nan"), rounds=float("inf")):
         """Decode iterations a new request waits before its prefill step: the running step's rest, which the
         `arrival` fixes (phase_steps), plus the steps the engine's scheduler has queued ahead of it (ttft_wait_steps:
         1 under an overlap scheduler, 0 for a synchronous loop), and under attention DP the iterations
