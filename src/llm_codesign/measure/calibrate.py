@@ -94,8 +94,8 @@ GRID.update({"moe_kernel_eff": (0.1, 0.2, 0.3, 0.45, 0.6, 0.8), "moe_kernel_over
 # over the ranks of a stage (eager_skew_s) from none (0: every rank alike) up to 50 us. A limit of none is 0 itself,
 # which the search reaches (`moved`).
 # The share of a "waves" run's wave re-arriving with a request's cohort (serve.aggregated._own_prefill): 0-1, from 0.1.
-# Wait steps: half the running step (what a random arrival waits on average) plus up to two more from
-# an overlapping scheduler and the step that returns the token. Attention-DP balancing holds context
+# Wait steps: the steps an engine's loop queues ahead of a new request, 0 (synchronous) to 1 (overlapped); the running
+# step's rest is the arrival's, not searched (EngineCosts.phase_steps). Attention-DP balancing holds context
 # requests for batching_wait_iters = 10, at most timeout_iters = 50 iterations (AttentionDpConfig
 # defaults when balancing is on); the search starts at the former.
 # Host cost per running sequence: from none up to 100 us (Python per-request work per step).
