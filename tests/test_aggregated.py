@@ -12,6 +12,7 @@ from llm_codesign.cost.ops import Batch, forward_ops, step_time
 from llm_codesign.serve.aggregated import Serving, evaluate
 from llm_codesign.spec.engines import get_engine
 from llm_codesign.spec.hardware import get_gpu
+from llm_codesign.spec.harness import SchedulerFlags
 from llm_codesign.spec.plan import Plan, SpecDecoding
 from llm_codesign.spec.precision import Precision
 from llm_codesign.spec.registry import get_model
@@ -143,7 +144,8 @@ def test_waves_cohort_is_the_prompts_one_step_completes(h100):
     # prompts (TensorRT-LLM takes no part of one), so the 16 requests leave it in cohorts of 3, which refill and
     # prefill together: one step of 3072 tokens (beside the other 13 requests' decodes, 4083 tokens left) before the
     # first token, and the front end's 10 ms for each of the (3 + 1) / 2 requests ahead of it on average:
-    # TTFT = t_step + 20 ms (with the whole budget for the prompts: cohorts of 4, one step of 4096 tokens, + 25 ms)
+    # TTFT = t_step + 20 ms (with the whole budget for the prompts: cohorts of 4, one step of 4096 tokens, + 25 ms); the
+    # closed loop's phase, one decode step (under 10 ms here, EngineCosts.phase_steps("waves")), hides under that front-end work
     m, cal, r = _cohort_case(h100)
     assert r["prefill_step_s"].item() == pytest.approx(_mixed_step_s(m, h100, cal, "trtllm", 3072.0, 13.0), rel=1e-12)
     assert r["ttft_s"].item() == pytest.approx(r["prefill_step_s"].item() + 2.0 * 0.01, rel=1e-9)
@@ -272,16 +274,18 @@ def test_waves_rebunching_share_adds_the_rest_of_the_wave(h100):
 def test_waves_on_an_engine_prefilling_first_stay_one_cohort(h100):
     # SGLang (prefill first, no decode beside it) prefills the whole wave before any decode: one cohort of 16, a
     # request's first token (16 + 1) / 2 x 1024 / 4096 + 1/2 = 2.625 steps in, and after it the request waits for the
-    # rest of the wave's prompts, 16 x 1024 / 4096 - 2.625 = 1.375 steps, spread over its 255 decode steps
+    # rest of the wave's prompts, 16 x 1024 / 4096 - 2.625 = 1.375 steps, spread over its 255 decode steps. Before its
+    # prefill, with no step queued (_cohort_case's ttft_wait_steps 0), the closed loop's phase: the decode step it
+    # arrives at the start of, whole (EngineCosts.phase_steps("waves") = 1), under which SGLang's cost does not hide
     _, _, r = _cohort_case(h100, engine="sglang")
     t_pf = r["prefill_step_s"].item()
-    assert r["ttft_s"].item() == pytest.approx(2.625 * t_pf + 8.5 * 0.01, rel=1e-9)
+    assert r["ttft_s"].item() == pytest.approx(2.625 * t_pf + 8.5 * 0.01 + r["step_s"].item(), rel=1e-9)
     # --enable-mixed-chunk: the running batch's size comes off the chunk (PrefillAdder), so beside the other 15 requests'
     # decodes q = 4081 / 1024 prompts a step, one step of 4081 tokens (16 - q decodes beside) and (q + 1) / 2 turns
     m, cal, mixed = _cohort_case(h100, engine="sglang", mixed=True)
     q = 4081.0 / 1024.0
     assert mixed["prefill_step_s"].item() == pytest.approx(_mixed_step_s(m, h100, cal, "sglang", 4081.0, 16.0 - q), rel=1e-12)
-    assert mixed["ttft_s"].item() == pytest.approx(mixed["prefill_step_s"].item() + (q + 1.0) / 2.0 * 0.01, rel=1e-9)
+    assert mixed["ttft_s"].item() == pytest.approx(mixed["prefill_step_s"].item() + (q + 1.0) / 2.0 * 0.01 + mixed["step_s"].item(), rel=1e-9)
     assert r["tpot_s"].item() == pytest.approx(r["step_s"].item() + 1.375 * t_pf / 255, rel=1e-9)
 
 
@@ -319,13 +323,13 @@ def test_scheduling_wait_adds_decode_iterations_to_ttft_only(h100):
 
 
 def test_request_cost_overlaps_the_wait():
-    # one request (q = 1, front end's work c) with ttft_wait_steps 1 on one rank (no attention-DP hold, recv_interval 1):
-    # its wait is 1 step, of which only the running step's rest, min(1, 0.5) = 0.5 step (EngineCosts.phase_steps), is
-    # phase. The timeline of a closed loop (waves): the request is sent at a step's end; its front end's work runs
-    # while the engine runs that half step; it reaches the queue at max(c, 0.5 step), then waits the other 0.5 step
-    # (already scheduled), so its first token moves by max(c - 0.5 step, 0): 0 for c = 0.4 step, 0.25 step for
-    # 0.75 step, 1 - 0.5 step for 1 s (never max(wait, c), which hid c under the whole step and dropped the rest of
-    # the wait). A burst arrives out of phase with the steps and pays c on top; SGLang's cost (not front-end work,
+    # one request (q = 1, front end's work c) with one step queued ahead (ttft_wait_steps 1) on one rank (no attention-DP
+    # hold, recv_interval 1): in a closed loop (waves) it is sent as a step starts and waits that step whole, the phase
+    # (EngineCosts.phase_steps("waves") = 1, the arrival's), then the queued one. Its front end's work runs during the
+    # phase: it reaches the queue at max(c, 1 step), then waits the queued step, so its first token moves by
+    # max(c - 1 step, 0): 0 for c = 0.9 step, 0.25 step for 1.25 step, 1 - 1 step for 1 s. The phase is the arrival's
+    # whatever the profile's wait: with 3 steps queued, c = 1.25 step still shows 0.25 step (queueing hides none). A
+    # burst arrives on an idle engine (phase 0) and pays c on top; SGLang's cost (not front-end work,
     # SGLangEngine.request_cost_overlaps_wait) is added under waves too
     m = get_model("deepseek-v3")
     b200 = get_gpu("b200")
@@ -339,12 +343,12 @@ def test_request_cost_overlaps_the_wait():
 
     t0, step = run("trtllm", 0.0, "waves")
     assert 1e-3 < step < 0.1
-    assert run("trtllm", 0.4 * step, "waves")[0] == pytest.approx(t0, rel=1e-12)
-    assert run("trtllm", 0.75 * step, "waves")[0] - t0 == pytest.approx(0.25 * step, rel=1e-9)
-    assert run("trtllm", 1.0, "waves")[0] - t0 == pytest.approx(1.0 - 0.5 * step, rel=1e-9)
-    # a wait of 0.25 step is all phase (min(0.25, 0.5)): c = 0.75 step shows 0.5 step of it
-    w0 = run("trtllm", 0.0, "waves", wait=0.25)[0]
-    assert run("trtllm", 0.75 * step, "waves", wait=0.25)[0] - w0 == pytest.approx(0.5 * step, rel=1e-9)
+    assert run("trtllm", 0.9 * step, "waves")[0] == pytest.approx(t0, rel=1e-12)
+    assert run("trtllm", 1.25 * step, "waves")[0] - t0 == pytest.approx(0.25 * step, rel=1e-9)
+    assert run("trtllm", 1.0, "waves")[0] - t0 == pytest.approx(1.0 - step, rel=1e-9)
+    w0 = run("trtllm", 0.0, "waves", wait=3.0)[0]
+    assert w0 - t0 == pytest.approx(2.0 * step, rel=1e-9)
+    assert run("trtllm", 1.25 * step, "waves", wait=3.0)[0] - w0 == pytest.approx(0.25 * step, rel=1e-9)
     b0 = run("trtllm", 0.0, "burst")[0]
     assert run("trtllm", 0.5 * step, "burst")[0] - b0 == pytest.approx(0.5 * step, rel=1e-9)
     s0 = run("sglang", 0.0, "waves")[0]
@@ -353,23 +357,23 @@ def test_request_cost_overlaps_the_wait():
 
 def test_request_cost_overlap_excludes_the_attention_dp_hold():
     # under attention DP (8 ranks, 9 requests: every rank decoding) TensorRT-LLM's hold of adp_wait_steps 50 starts only
-    # once the request is in the queue: the front end's work hides under the running step's rest alone (0.5 step),
+    # once the request is in the queue: the front end's work hides under the running step's rest alone (1 step),
     # never under the hold (50 steps, ~0.8 s, which max(wait, work) hid all of it under). The busiest rank holds 2 of
     # the 9 requests, arriving together (q = 2): the work is c (q + 1) / 2 = 0.75 s at c = 0.5 s, so the first token
-    # moves by 0.75 s - 0.5 step
+    # moves by 0.75 s - 1 step
     m = get_model("deepseek-v3")
     b200 = get_gpu("b200")
     plan = Plan(*(np.array([v]) for v in (1, 1, 8, 1, 8, 1)))
 
     def run(c):
-        cal = replace(calibration_for(b200), adp_wait_steps=(("trtllm", 50.0),), ttft_wait_steps=(("trtllm", 1.5),),
+        cal = replace(calibration_for(b200), adp_wait_steps=(("trtllm", 50.0),), ttft_wait_steps=(("trtllm", 1.0),),
                       ttft_overhead_s=(("trtllm", c),))
         r = evaluate(m, Serving(gpu=b200, prec=Precision.of("fp8_block"), plan=plan, engine=get_engine("trtllm")), cal=cal,
                      concurrency=9.0, isl=1024.0, osl=1024.0, arrival="waves")
         return r["ttft_s"].item(), r["step_s"].item()
 
     t0, step = run(0.0)
-    assert run(0.5)[0] - t0 == pytest.approx(0.75 - 0.5 * step, rel=1e-9)
+    assert run(0.5)[0] - t0 == pytest.approx(0.75 - step, rel=1e-9)
 
 
 def test_attention_dp_hold_needs_every_rank_decoding():
@@ -715,27 +719,34 @@ def test_one_rule_merges_the_deployments_chunked_prefill_into_the_runs_flags():
     assert prompt_budget(2524.0, 1024.0, engine=get_engine("vllm"), flags=run_flags(None, chunked_prefill=False)) == 2048.0
 
 
-def test_vllm_closed_loop_request_waits_two_steps_one_of_them_phase():
-    # vLLM's documented wait (default.toml [default.ttft_wait_steps], docs/modelling-notes.md#vdoc-first-token): in a
-    # closed loop a request is sent once step n's output is out, when step n + 2 is already scheduled (v1/engine/core.py
-    # step_with_batch_queue@0.19.0), so it waits out all of n + 1 and n + 2: 2 steps, of which the whole first is the
-    # running step's rest (EngineCosts.phase_steps = max(2 - 1, 0.5) = 1), under which the front end's work c hides.
-    # By hand, one request (q = 1) at TP8: TTFT(c) = TTFT(0) + max(c - 1 step, 0); and 2 steps against the 1.5 of the
-    # other engines' overlap schedulers is half a decode step more at c = 0
+def test_first_token_waits_the_arrivals_phase_and_the_engines_queued_step():
+    # docs/modelling-notes.md#wait-arrival-phase: the wait before the prefill is the arrival's phase (a closed loop's
+    # request is sent as a step starts and waits it whole: 1; a burst on an idle engine: 0) plus the steps the engine's
+    # loop has queued ahead (1 for vLLM's async batch queue, v1/engine/core.py step_with_batch_queue@0.19.0; 0 for a
+    # synchronous build, SchedulerFlags.queued_steps). By hand, one request (q = 1) at TP8 with no front-end work: the
+    # synchronous build's first token is 1 decode step sooner in either arrival (the queued step), and a burst's is the
+    # closed loop's less the phase wherever the rest of the request prices alike; with front-end work c it hides under
+    # the closed loop's phase, TTFT(c) = TTFT(0) + max(c - 1 step, 0), whatever the build
     m = get_model("llama-3.1-70b")
     b200 = get_gpu("b200")
     plan = Plan(*(np.array([v]) for v in (8, 1, 1, 1, 1, 1)))
 
-    def run(c, wait=None):
-        cal = replace(calibration_for(b200), ttft_overhead_s=(("vllm", c),),
-                      **({"ttft_wait_steps": (("vllm", wait),)} if wait is not None else {}))
+    def run(c, arrival="waves", queued=float("nan")):
+        cal = replace(calibration_for(b200), ttft_overhead_s=(("vllm", c),))
         r = evaluate(m, Serving(gpu=b200, prec=Precision.of("fp8"), plan=plan, engine=get_engine("vllm")), cal=cal,
-                     concurrency=1.0, isl=1024.0, osl=1024.0, arrival="waves")
+                     concurrency=1.0, isl=1024.0, osl=1024.0, arrival=arrival, flags=SchedulerFlags(queued_steps=queued))
         return r["ttft_s"].item(), r["step_s"].item()
 
-    assert dict(calibration_for(b200).ttft_wait_steps)["vllm"] == 2.0
+    assert dict(calibration_for(b200).ttft_wait_steps)["vllm"] == 1.0
     t0, step = run(0.0)
     assert 1e-3 < step < 0.1
+    assert run(0.0, queued=1.0)[0] == pytest.approx(t0, rel=1e-12)
+    assert t0 - run(0.0, queued=0.0)[0] == pytest.approx(step, rel=1e-9)
     assert run(0.9 * step)[0] == pytest.approx(t0, rel=1e-12)
     assert run(1.25 * step)[0] - t0 == pytest.approx(0.25 * step, rel=1e-9)
-    assert t0 - run(0.0, wait=1.5)[0] == pytest.approx(0.5 * step, rel=1e-9)
+    assert run(1.25 * step, queued=0.0)[0] - run(0.0, queued=0.0)[0] == pytest.approx(0.25 * step, rel=1e-9)
+    b0 = run(0.0, "burst")[0]
+    assert b0 - run(0.0, "burst", queued=0.0)[0] == pytest.approx(step, rel=1e-9)
+    # a burst pays its front end's work on top: nothing of its wait is phase
+    assert run(0.5 * step, "burst")[0] - b0 == pytest.approx(0.5 * step, rel=1e-9)
+

@@ -10,7 +10,7 @@ def test_atom_is_registered_with_its_calibration():
     assert get_engine("ATOM") is ATOM and "atom" in engine_names() and listed().endswith("or atom")
     # every per-engine table of the bundled profiles lists it (vLLM's documented values to start)
     v = documented().engine_values("atom")
-    assert v["ttft_wait_steps"] == 1.5 and v["step_overhead_s"] == 0.16e-3
+    assert v["ttft_wait_steps"] == 1.0 and v["step_overhead_s"] == 0.16e-3
     assert set(calibration_for(get_gpu("mi355x")).engine_values("atom")) == set(v)
 
 

@@ -42,6 +42,9 @@ def test_a_row_with_a_bad_harness_column_says_which():
     # a harness's rounds: whole, or inf for the steady state alone (SchedulerFlags.rounds' default)
     assert row_problem({"rounds": "inf"}, 5) is None and row_problem({"rounds": "20"}, 5) is None
     assert row_problem({"rounds": "0.5"}, 5) == "line 5 rounds: '0.5' is not valid; a whole number of at least 1, or inf or empty"
+    # the steps a build's scheduler queues ahead of a new request (SchedulerFlags.queued_steps): 0 (synchronous) to 1
+    assert row_problem({"queued_steps": "0"}, 4) is None and row_problem({"queued_steps": "1"}, 4) is None
+    assert row_problem({"queued_steps": "2"}, 4) == "line 4 queued_steps: '2' is not valid; a number of steps from 0 to 1 or empty"
 
 
 def test_group_flags_keep_each_rows_value_and_the_engines_defaults():
@@ -119,13 +122,13 @@ def test_a_key_the_table_does_not_know_is_one_line():
     cases = [("set = { ar_norm_fusion = false }", "set = { arnorm_fusion = false }",
               "campaigns.toml [aiconfigurator-core] flags.set: 'arnorm_fusion' is not valid; one of: max_num_tokens, arrival, "
               "max_prefill_tokens, max_running_requests, cuda_graph_max_bs, recv_interval, ignore_eos, mixed_chunk, chunked_prefill, "
-              "kv_fraction, rounds, prefill_routing, offline, decode_recv_interval, decode_moe_a2a, sglang_build, act_quant_fusion, "
+              "kv_fraction, rounds, queued_steps, prefill_routing, offline, decode_recv_interval, decode_moe_a2a, sglang_build, act_quant_fusion, "
               "attn_out_fusion, ar_norm_fusion, rope_decode_fusion, hop_b_fusion, pdl_fusion, fp8_bmm_fusion, kv_dtype"),
              ("set = { ar_norm_fusion = false }", 'set = { ar_norm_fusion = "no" }',
               "campaigns.toml [aiconfigurator-core] flags.set.ar_norm_fusion: 'no' is not valid; true or false"),
              ("rounds = 20", "round = 20", "campaigns.toml [aiconfigurator-core]: 'round' is not valid; one of: source, flags, arrival, "
               "max_prefill_tokens, max_running_requests, cuda_graph_max_bs, recv_interval, ignore_eos, mixed_chunk, chunked_prefill, "
-              "kv_fraction, rounds, prefill_routing, offline, decode_recv_interval, decode_moe_a2a, sglang_build"),
+              "kv_fraction, rounds, queued_steps, prefill_routing, offline, decode_recv_interval, decode_moe_a2a, sglang_build"),
              ("over_isl = {", "over_isls = {", "campaigns.toml [aiconfigurator-core] flags: 'over_isls' is not valid; one of: when, set, "
               "over_isl, over_isl_and_batch, round_up"),
              ("over_isl_and_batch = { max_num_tokens", "over_isl_and_batch = { max_num_token",
@@ -410,6 +413,8 @@ def test_a_campaigns_kv_dtype_and_run_bound_are_checked():
              "campaigns.toml [inferencex] flags.set.kv_dtype: 'int4' is not valid; one of bf16, fp16, fp8"),
             ('set = { kv_dtype = "bf16" }', 'set = { kv_dtype = "mxfp4" }',
              "campaigns.toml [inferencex] flags.set.kv_dtype: 'mxfp4' is not valid; one of bf16, fp16, fp8"),
+            ("set = { ar_norm_fusion = false }", "set = { queued_steps = -1 }",
+             "campaigns.toml [aiconfigurator-core] flags.set.queued_steps: -1 is not valid; a number of steps from 0 to 1"),
             # bounds no row meets
             ('weight_dtype = "mxfp4", max_run_id = 20384527242', 'weight_dtype = "mxfp4", min_run_id = 20384527243, max_run_id = 20384527242',
              "campaigns.toml [inferencex] flags.when.min_run_id: 20384527243 is not valid; at most its max_run_id, 20384527242")):

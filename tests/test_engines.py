@@ -69,13 +69,20 @@ def test_calibration_view_reads_the_fitted_profile():
         assert got == want
         # the fit, not default.toml's starting values
         assert c.step_overhead != documented(b200.family).step_overhead(name)
-        # the scheduler's wait (TensorRT-LLM's and SGLang's documented 1.5, vLLM's 2 in a closed loop, not fitted:
-        # measure.calibrate.DOCUMENTED), and attention DP's on top where adp > 1
-        # (since ba3a87f ATOM's too: fitted.toml has no [default.ttft_wait_steps] left)
-        wait = fit.get("ttft_wait_steps", {}).get(name, {"vllm": 2.0}.get(name, 1.5))
-        assert wait == start["ttft_wait_steps"][name]
+        # the steps each engine's overlap loop has queued ahead of a new request (1, documented, not fitted:
+        # measure.calibrate.DOCUMENTED), plus the arrival's phase (a closed loop's whole running step: 2 in all; a
+        # burst's none: 1), and attention DP's on top where adp > 1
+        wait = fit.get("ttft_wait_steps", {}).get(name, 1.0)
+        assert wait == start["ttft_wait_steps"][name] == 1.0
         assert (name not in fit.get("ttft_wait_steps", {})) == (("ttft_wait_steps", name) in DOCUMENTED)
-        assert float(c.wait_steps(1, 64)) == wait
+        assert float(c.wait_steps(1, 64)) == float(c.wait_steps(1, 64, "waves")) == 2.0
+        assert float(c.wait_steps(1, 64, "burst")) == 1.0
+        # a synchronous build (vLLM 0.11, SchedulerFlags.queued_steps 0) queues none: the phase alone
+        assert float(c.wait_steps(1, 64, "closed_loop", queued=0.0)) == 1.0 and float(c.wait_steps(1, 64, "burst", queued=0.0)) == 0.0
+        # "waves" of 4 rounds: the first wave (1 / 4 of the requests) is a burst on an idle engine, phase 0: 0.75 + 1
+        assert float(c.wait_steps(1, 64, "waves", rounds=4.0)) == 1.75 and float(c.phase_steps("waves", 20.0)) == 0.95
+        assert float(c.phase_steps("closed_loop", 4.0)) == 1.0
+        wait = 2.0
         assert float(c.wait_steps(8, 64)) == wait + fit["adp_wait_steps"][name]
         # TensorRT-LLM holds none while a rank has no request to decode (8 requests over 8 ranks: the 7 others leave one
         # idle); the others' hold applies at any load
@@ -249,7 +256,7 @@ def test_attention_dp_hold_is_charged_only_where_the_engine_has_one():
     cal = replace(calibration_for(b200), adp_wait_steps=tuple((e, 10.0) for e in ("atom", "sglang", "trtllm", "vllm")))
     for name, held in (("trtllm", 10.0), ("vllm", 10.0), ("sglang", 0.0), ("atom", 0.0)):
         c = get_engine(name).costs(cal)
-        assert float(c.wait_steps(np.array([4.0]), np.array([64.0]))[0]) == pytest.approx(c.ttft_wait_steps + held)
+        assert float(c.wait_steps(np.array([4.0]), np.array([64.0]))[0]) == pytest.approx(1.0 + c.ttft_wait_steps + held)
 
 
 def test_each_gpu_runs_its_vendors_engines_and_defaults_to_its_vendors():

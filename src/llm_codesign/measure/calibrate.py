@@ -94,8 +94,8 @@ GRID.update({"moe_kernel_eff": (0.1, 0.2, 0.3, 0.45, 0.6, 0.8), "moe_kernel_over
 # over the ranks of a stage (eager_skew_s) from none (0: every rank alike) up to 50 us. A limit of none is 0 itself,
 # which the search reaches (`moved`).
 # The share of a "waves" run's wave re-arriving with a request's cohort (serve.aggregated._own_prefill): 0-1, from 0.1.
-# Wait steps: half the running step (what a random arrival waits on average) plus up to two more from
-# an overlapping scheduler and the step that returns the token. Attention-DP balancing holds context
+# Wait steps: the steps an engine's loop queues ahead of a new request, 0 (synchronous) to 1 (overlapped); the running
+# step's rest is the arrival's, not searched (EngineCosts.phase_steps). Attention-DP balancing holds context
 # requests for batching_wait_iters = 10, at most timeout_iters = 50 iterations (AttentionDpConfig
 # defaults when balancing is on); the search starts at the former.
 # Host cost per running sequence: from none up to 100 us (Python per-request work per step).
@@ -123,7 +123,7 @@ SERVING_BOUNDS = (
     ServingBound("eager_launch_s", 1e-5, 0.0, 3e-5, "eager launch", 1e6, ".1f", " us"),
     ServingBound("eager_skew_s", 5e-6, 0.0, 5e-5, "eager launch's spread over a stage's ranks", 1e6, ".1f", " us"),
     ServingBound("scale_out_latency_s", 25e-6, 2.7e-6, 1e-4, "scale-out latency per level", 1e6, ".1f", " us"),
-    ServingBound("ttft_wait_steps", 1.0, 0.5, 3.0, "wait steps", 1.0, ".2f", ""),
+    ServingBound("ttft_wait_steps", 1.0, 0.0, 1.0, "steps queued ahead of a new request", 1.0, ".2f", ""),
     ServingBound("adp_wait_steps", 10.0, 0.0, 60.0, "attention-DP wait steps", 1.0, ".1f", ""),
     ServingBound("seq_overhead_s", 5e-6, 0.0, 1e-4, "host cost per running sequence", 1e6, ".1f", " us"))
 SERVING_FIELDS = {b.name for b in SERVING_BOUNDS}
@@ -133,18 +133,15 @@ STRUCTURAL_ZEROS = {("adp_wait_steps", name) for name, e in ENGINES.items() if n
 # (field, engine) pairs the serving runs cannot place: kept at default.toml's documented value (cited there), never fitted.
 # ATOM's eager launch and its spread over ranks: re-fitting ATOM's other host costs on its 36 MI355X runs with either held,
 # the loss is flat (0.065-0.066) from 0.1 to 5 us and from 0 to 2 us, its request overhead trading 8.3 -> 3.5 ms against them
-# TensorRT-LLM's wait before a prefill: with its prompts scheduled whole (chunked prefill off) the fit puts it on its
-# 3-step top, standing for the clean sample's DeepSeek-R1 queue from 64 requests that no recorded setting explains
-# (docs/modelling-notes.md#trtllm-dsr1-queue): held at its overlap scheduler's 1.5 rather than swallow that.
-# vLLM's and SGLang's too (2026-12-05): once prompts got only the budget their decodes leave, the fit put both on the
-# search's 0.5 floor, below the 1-2 steps their overlapped loops allow (default.toml): the floor standing for what the
-# model lacks, as TensorRT-LLM's top did (held, the warm search stopped at a lower loss, 0.1062 against 0.1068 free)
+# Every engine's wait before a prefill: the steps its overlap loop has queued ahead of a new request (1, read in each
+# engine's loop: default.toml [default.ttft_wait_steps]); the running step's rest is the arrival's (EngineCosts.phase_steps).
+# Fitted, it stood for what the model lacks: TensorRT-LLM's went to the search's top with its prompts scheduled whole
+# (the clean sample's DeepSeek-R1 queue, docs/modelling-notes.md#trtllm-dsr1-queue), vLLM's and SGLang's to its floor
+# once prompts got only the budget their decodes leave, ATOM's to the top once the front end's work hid only under the
+# running step's rest (2026-12-05/06); held at the loops' count instead (docs/modelling-notes.md#wait-arrival-phase)
 # TensorRT-LLM's and vLLM's request cost (2026-12-06): their front end's work overlaps the wait in a closed loop
 # (Engine.request_cost_overlaps_wait), so the clean sample prices alike from 0 to ~3 ms and InferenceX's 35 TensorRT-LLM
 # rows cannot place it either; held at the documented tokenising and JSON (docs/modelling-notes.md#request-overhead-overlap)
-# ATOM's wait too (2026-12-06): once the front end's work hides only under the running step's rest, not the whole wait,
-# its fit went to the search's 3-step top (loss 0.10143), beyond the 1-2 steps its loop allows (engine_core.py busy_loop,
-# default.toml): held at 1.5 as the other three engines'
 DOCUMENTED = {("eager_launch_s", "atom"), ("eager_skew_s", "atom"), ("ttft_wait_steps", "trtllm"), ("ttft_wait_steps", "vllm"),
               ("ttft_wait_steps", "atom"),
               ("ttft_wait_steps", "sglang"), ("ttft_overhead_s", "trtllm"), ("ttft_overhead_s", "vllm"), ("ttft_overhead_s", "atom")}

@@ -125,6 +125,9 @@ def _invalid(key: str, v) -> str | None:
         return None if isinstance(v, bool) else "true or false"
     if key == "kv_fraction":
         return None if memory_fraction(v) is not None else FRACTION
+    if key == "queued_steps":  # SchedulerFlags.queued_steps: a synchronous loop's none to an overlap loop's one step
+        x = float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else float("nan")
+        return None if 0.0 <= x <= 1.0 else "a number of steps from 0 to 1"
     if key == "kv_dtype":
         try:
             get_dtype(v if isinstance(v, str) else "", "kv_dtype")

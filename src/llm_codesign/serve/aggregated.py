@@ -358,11 +358,11 @@ def evaluate(model: ModelSpec, at: Serving, *, cal: Calibration, concurrency, is
     t_stage, t_draft, ops = decode_step(model, gpu, prec, sh, costs=costs, b=running / pp, ctx=isl + osl / 2.0, k=k, spec=spec)
     t_stage = t_stage + _eager_decode(ops, running / pp, fl, costs, stage_ranks(sh))
     ops, t_iter = ops if with_ops else None, pp * t_stage  # a search's chunk: the step's operators need not outlive their price
-    # a new request first waits for decode iterations: the rest of the running one, one more under an overlap scheduler
-    # (TensorRT-LLM's, SGLang's), the iterations attention DP may hold context requests while every rank decodes
-    # (AttentionDpConfig; none with fewer requests than ranks), fitted per engine (EngineCosts.wait_steps), and half the
-    # interval less one where the scheduler polls every recv_interval (its front end's work: _request_times)
-    t_wait = (costs.wait_steps(adp, C) + (np.maximum(fl.recv_interval, 1.0) - 1.0) / 2.0) * t_iter
+    # a new request first waits for decode iterations: the running one's rest as its arrival sets it (a closed loop's
+    # whole step, a burst's none), the one an overlap scheduler queued ahead (EngineCosts.wait_steps), the attention-DP
+    # hold (AttentionDpConfig; none with fewer requests than ranks), and half the interval less one where the scheduler
+    # polls every recv_interval (its front end's work: _request_times)
+    t_wait = (costs.wait_steps(adp, C, arrival, queued=fl.queued_steps, rounds=fl.rounds) + (np.maximum(fl.recv_interval, 1.0) - 1.0) / 2.0) * t_iter
     request = partial(_request_times, model, gpu, prec, sh, r=r, costs=costs, arrival=arrival,
                       steps=(t_stage, acc, time_share, t_wait), wave=(wave_tok, t_wave_step, pf_span), spec=spec)
     # a closed loop's cohort from the slot cycle its throughput uses, in its steps; offline, both take the wave's life (_cohort)
@@ -554,11 +554,11 @@ def _request_times(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, r: 
     # one-token requests together wait 123 s on a B200). In a closed loop (waves, closed_loop) a request is sent as its
     # slot's last one returns, at a step's end, so its front end's work runs while the engine runs the steps it waits out
     # anyway and shows only beyond them; arrivals out of phase with the steps (burst) pay both
-    # (docs/modelling-notes.md#request-overhead-overlap): only the phase part of t_wait (costs.phase_steps: the running
-    # step's rest and the poll interval's) hides it; the step already scheduled and the attention-DP hold start only once
-    # the request is in the engine's queue
+    # (docs/modelling-notes.md#request-overhead-overlap): only the phase part of t_wait (EngineCosts.phase_steps, the
+    # arrival's: the running step's rest, and the poll interval's) hides it; the steps queued ahead and the attention-DP
+    # hold start only once the request is in the engine's queue
     front = costs.ttft_overhead * (q + 1.0) / 2.0
-    slack = (costs.phase_steps + (np.maximum(fl.recv_interval, 1.0) - 1.0) / 2.0) * t_iter
+    slack = (costs.phase_steps(arrival, fl.rounds) + (np.maximum(fl.recv_interval, 1.0) - 1.0) / 2.0) * t_iter
     before = front_end_wait(t_wait, front, slack=slack, overlaps=cost_overlaps(engine, arrival))
     return q, t_pf_stage, span + before, tpot, life
 

@@ -30,6 +30,13 @@ DEFAULT_ARRIVAL = "waves"
 # the offline maximum throughput: every request queued at once with one ISL and OSL, kept in step (trtllm-bench
 # throughput on its synthetic sets, the TensorRT-LLM perf overview's harness: data/measurements/SOURCES.md)
 OFFLINE_ARRIVAL = "waves"
+# the phase of a new request's wait, in steps: the rest of the step running when it reaches the engine's queue, which the
+# arrival fixes, not the engine (docs/modelling-notes.md#wait-arrival-phase). A closed loop (waves, closed_loop) sends it
+# as its slot's last token returns, which every engine emits only after processing that step's output, once the next
+# step has started: it arrives phase-locked at a step's start and waits that step whole (1). A burst on an idle engine
+# waits for none (0). A random (Poisson) arrival would wait half a step on average (0.5; no harness here sends one).
+# The steps the scheduler has queued ahead of it are the engine's (EngineCosts.ttft_wait_steps)
+ARRIVAL_PHASE_STEPS = {"waves": 1.0, "closed_loop": 1.0, "burst": 0.0}
 
 
 def check_arrival(value) -> str:
@@ -65,6 +72,9 @@ class SchedulerFlags:
       vLLM --gpu-memory-utilization, TensorRT-LLM free_gpu_memory_fraction); NaN: the engine's own.
     - rounds: requests each concurrency slot sends in the timed run ("waves": aiperf --num-requests over
       --concurrency); its first wave, a share 1 / rounds, arrives as one burst. inf: the steady state only.
+    - queued_steps: steps the build's scheduler has queued ahead of a new request, 0 (a synchronous loop: vLLM
+      before async scheduling, 0.11) to 1 (an overlap loop); NaN: the engine's documented count
+      (EngineCosts.ttft_wait_steps, default.toml [default.ttft_wait_steps]).
     """
     max_prefill_tokens: object = float("inf")
     max_running_requests: object = float("inf")
@@ -75,6 +85,7 @@ class SchedulerFlags:
     chunked_prefill: object = None
     kv_fraction: object = float("nan")
     rounds: object = float("inf")
+    queued_steps: object = float("nan")
 
 
 FLAG_NAMES = tuple(f.name for f in fields(SchedulerFlags))

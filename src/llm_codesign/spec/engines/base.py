@@ -402,7 +402,7 @@ class EngineCosts:
     ttft_overhead: float  # s per request, outside the GPU's steps
     eager_launch: float  # s per kernel launch in steps that run outside CUDA graphs (prefill)
     eager_skew: float  # spread of that cost over the ranks of a stage (eager_per_launch)
-    ttft_wait_steps: float  # decode iterations a new request waits before its prefill step
+    ttft_wait_steps: float  # steps the scheduler has queued ahead of a new request (1: overlap scheduler; 0: synchronous)
     adp_wait_steps: float  # further iterations under attention DP
     queue_fraction: float  # share of the rest of a "waves" run's wave re-arriving with a cohort (0: cohorts kept, 1: lockstep)
     pdl_credit: float  # s saved per kernel boundary the engine PDL-launches (pdl_credit_s; pdl_share weighs it)
@@ -421,35 +421,42 @@ class EngineCosts:
 
         return self.eager_launch + self.eager_skew * np.sqrt(2.0 * np.log(np.maximum(np.asarray(ranks, float), 1.0)))
 
-    @property
-    def phase_steps(self) -> float:
-        """The part of ttft_wait_steps that is the running step's rest, the phase of a request's arrival before the
-        scheduler next forms a batch: half a step on average ([default.ttft_wait_steps] in default.toml: half the running
-        step, plus one already scheduled under an overlap scheduler), never more than ttft_wait_steps; where the wait
-        is longer than that one step and a half, what it has beyond the step already scheduled (vLLM's 2.0: a closed
-        loop's request arrives as step n + 1 starts, its whole rest). The step already scheduled, the scheduler's
-        additions and the attention-DP hold (adp_wait_steps) are not phase: they start only once the request is in the
-        engine's queue."""
-        wait = float(self.ttft_wait_steps)
-        return min(wait, max(wait - 1.0, 0.5))
+    @staticmethod
+    def phase_steps(arrival: str, rounds=float("inf")):
+        """The phase part of a new request's wait: the rest of the running step, which its `arrival` fixes
+        (spec.harness.ARRIVAL_PHASE_STEPS: a closed loop's request arrives as a step starts, 1; a burst on an idle
+        engine, 0), never the engine's profile, so a wait fitted or set high cannot hide front-end work under queueing.
+        Under "waves" the first wave, a share 1 / `rounds` of the requests (SchedulerFlags.rounds), is a burst on an
+        idle engine: 1 - 1 / rounds on average. The steps queued ahead (ttft_wait_steps) and the attention-DP hold start
+        only once the request is queued."""
+        import numpy as np
 
-    def wait_steps(self, adp, concurrency):
-        """Decode iterations a new request waits before its prefill step: the rest of the running step
-        plus what the engine's scheduler adds (ttft_wait_steps), and under attention DP the iterations
+        from llm_codesign.spec.harness import ARRIVAL_PHASE_STEPS
+
+        first = 1.0 / np.maximum(np.asarray(rounds, float), 1.0) if arrival == "waves" else 0.0
+        return ARRIVAL_PHASE_STEPS[arrival] * (1.0 - first)
+
+    def wait_steps(self, adp, concurrency, arrival: str = "closed_loop", *, queued=float("nan"), rounds=float("inf")):
+        """Decode iterations a new request waits before its prefill step: the running step's rest, which the
+        `arrival` fixes (phase_steps), plus the steps the engine's scheduler has queued ahead of it (ttft_wait_steps:
+        1 under an overlap scheduler, 0 for a synchronous loop), and under attention DP the iterations
         it may hold context requests to balance the ranks (adp_wait_steps). Where the engine holds them
         only while every rank is decoding (Engine.adp_hold_needs_every_rank_decoding: TensorRT-LLM's
         PyExecutor._balance_adp_requests, attention_dp_config enable_balance, holds a context request
         until every rank has one, for at most timeout_iters, default 50, and schedules it at once when
         any rank has no generation request), of `concurrency` requests in flight over `adp` ranks,
         spread as evenly as they go, the C - 1 others leave every rank one only when C > adp: below
-        that (one request alone, say) nothing waits."""
+        that (one request alone, say) nothing waits. `queued`: the run's build's count where it differs
+        (SchedulerFlags.queued_steps; NaN: the engine's); `rounds`: a "waves" run's (phase_steps)."""
         import numpy as np
 
+        queued = np.asarray(queued, float)
+        own = self.phase_steps(arrival, rounds) + np.where(np.isnan(queued), self.ttft_wait_steps, queued)
         adp = np.asarray(adp)
         busy = np.asarray(concurrency) > adp if self.engine.adp_hold_needs_every_rank_decoding else True
         if not self.engine.holds_adp_requests:
-            return self.ttft_wait_steps + 0.0 * adp
-        return self.ttft_wait_steps + np.where((adp > 1) & busy, self.adp_wait_steps, 0.0)
+            return own + 0.0 * adp
+        return own + np.where((adp > 1) & busy, self.adp_wait_steps, 0.0)
 
 
 @cache
