@@ -220,14 +220,15 @@ def test_documented_serving_values_of_vllm_and_atom_are_their_sources():
     # (2.2 us a prompt token at 1,024 tokens, under 1 ms of JSON), an eager launch the driver's 3 us (ATOM's whole
     # prefill) or Inductor's launcher's 8 us (vLLM past its graphs: its compiled model runs without them), with no spread
     # over ranks, and neither holds requests under attention DP. Both wait 2 steps in a closed loop: the running step
-    # whole (the arrival's phase, 1) and the one queued ahead (vLLM's batch queue, ATOM's deferred output); a burst on
-    # an idle engine only the queued one (docs/modelling-notes.md#wait-arrival-phase)
+    # whole (the arrival's phase, 1) and the one queued ahead (vLLM's batch queue, ATOM's deferred output) while another
+    # request keeps the loop running; a burst's wave lands on an idle engine: none (docs/modelling-notes.md#wait-arrival-phase)
     for engine, family, wait, eager, phase in (("vllm", "blackwell", 1.0, 8.0e-6, 1.0), ("atom", "cdna4", 1.0, 3.0e-6, 1.0)):
         costs = get_engine(engine).costs(documented(family))
         assert (costs.step_overhead, costs.seq_overhead, costs.ttft_overhead) == (0.16e-3, 0.0, 3.0e-3), engine
         assert (costs.ttft_wait_steps, costs.eager_launch, costs.eager_skew, costs.queue_fraction) == (wait, eager, 0.0, 0.0)
         assert costs.wait_steps(np.array([1.0, 8.0]), np.array([64.0, 64.0])).tolist() == [2.0, 2.0], engine
-        assert costs.wait_steps(np.array([1.0, 8.0]), np.array([64.0, 64.0]), "burst").tolist() == [1.0, 1.0], engine
+        assert costs.wait_steps(np.array([1.0, 8.0]), np.array([64.0, 64.0]), "burst").tolist() == [0.0, 0.0], engine
+        assert costs.wait_steps(np.array([1.0]), np.array([1.0])).tolist() == [1.0], engine  # alone: the phase only
         assert (costs.phase_steps("closed_loop"), costs.phase_steps("waves"), costs.phase_steps("burst")) == (phase, phase, 0.0)
 
 

@@ -70,17 +70,20 @@ def test_calibration_view_reads_the_fitted_profile():
         # the fit, not default.toml's starting values
         assert c.step_overhead != documented(b200.family).step_overhead(name)
         # the steps each engine's overlap loop has queued ahead of a new request (1, documented, not fitted:
-        # measure.calibrate.DOCUMENTED), plus the arrival's phase (a closed loop's whole running step: 2 in all; a
-        # burst's none: 1), and attention DP's on top where adp > 1
+        # measure.calibrate.DOCUMENTED) while another request keeps it running, plus the arrival's phase (a closed
+        # loop's whole running step: 2 in all; a burst's wave lands on an idle engine: none), and attention DP's on top
         wait = fit.get("ttft_wait_steps", {}).get(name, 1.0)
         assert wait == start["ttft_wait_steps"][name] == 1.0
         assert (name not in fit.get("ttft_wait_steps", {})) == (("ttft_wait_steps", name) in DOCUMENTED)
         assert float(c.wait_steps(1, 64)) == float(c.wait_steps(1, 64, "waves")) == 2.0
-        assert float(c.wait_steps(1, 64, "burst")) == 1.0
+        assert float(c.wait_steps(1, 64, "burst")) == 0.0
+        # a lone request: nothing else keeps the loop running, so nothing is queued ahead of it: the phase alone
+        assert float(c.wait_steps(1, 1)) == 1.0
         # a synchronous build (vLLM 0.11, SchedulerFlags.queued_steps 0) queues none: the phase alone
         assert float(c.wait_steps(1, 64, "closed_loop", queued=0.0)) == 1.0 and float(c.wait_steps(1, 64, "burst", queued=0.0)) == 0.0
-        # "waves" of 4 rounds: the first wave (1 / 4 of the requests) is a burst on an idle engine, phase 0: 0.75 + 1
-        assert float(c.wait_steps(1, 64, "waves", rounds=4.0)) == 1.75 and float(c.phase_steps("waves", 20.0)) == 0.95
+        # "waves" of 4 rounds: the first wave (1 / 4 of the requests) is a burst on an idle engine, no phase and
+        # nothing queued: 0.75 x (1 + 1)
+        assert float(c.wait_steps(1, 64, "waves", rounds=4.0)) == 1.5 and float(c.phase_steps("waves", 20.0)) == 0.95
         assert float(c.phase_steps("closed_loop", 4.0)) == 1.0
         wait = 2.0
         assert float(c.wait_steps(8, 64)) == wait + fit["adp_wait_steps"][name]

@@ -821,12 +821,15 @@ def test_sm120_trtllm_runs_gpt_oss_experts_on_cutlass_mxfp8():
     tensorrt_llm/_torch/model_config.py@008e0af8): CutlassFusedMoE.forward_chunk quantises x with mxfp8_quantize before its
     op. So the experts run FP8 math on MXFP8 (1 + 1/32 bytes a value), the one quantise pass reads the 8,192 tokens before
     routing, the permuted rows are MXFP8 and the activation, a kernel of its own on SM120 (no FC1-fused MoE there), writes
-    FC2's input quantised: (8,192 x 4 rows) x 2,880 x (2 x 2 + 1.03125) bytes, no pass before FC2. vLLM keeps BF16."""
+    FC2's input quantised: (8,192 x 4 rows) x 2,880 x (2 x 2 + 1.03125) bytes, no pass before FC2. vLLM keeps BF16, and
+    SGLang, whose SM120 path is not read."""
     from llm_codesign.spec.precision import Precision
 
     m, w4a16 = _aiter_moe(), Precision.of("mxfp4", activation="bf16")
-    trt, vllm = (_aiter_ops(m, e, w4a16, 8192.0, "rtx-pro-6000") for e in ("trtllm", "vllm"))
+    trt, vllm, sgl = (_aiter_ops(m, e, w4a16, 8192.0, "rtx-pro-6000") for e in ("trtllm", "vllm", "sglang"))
     assert (trt["experts_gate_up"].math, trt["experts_down"].math, vllm["experts_gate_up"].math) == ("fp8", "fp8", "bf16")
+    # SGLang's MXFP8 is read on SM100 only (its FlashInfer kernel is picked per SM): BF16 on SM120 (Engine.mxfp8_on_sm120)
+    assert sgl["experts_gate_up"].math == "bf16"
     assert float(trt["experts_act"].bytes) == pytest.approx(8192 * 4 * 2880 * (4 + 1 + 1 / 32), rel=1e-9)
     calls = _expert_gemm_calls(m, "trtllm", w4a16, 8192.0, "rtx-pro-6000")
     assert float(calls["experts_gate_up"][1]["quant_rows"]) == 8192.0

@@ -335,7 +335,8 @@ def trtllm_gen_activation(gpu, engine, fams, prec: Precision) -> tuple[Dtype | N
     if not (gpu.family in TRTLLM_GEN + MXFP8_CUTLASS and all(x is None for x in fams) and prec.weight.name == "mxfp4"
             and prec.activation.math == "bf16"):
         return None, float("inf")
-    if (Engine if engine is None else engine).trtllm_gen_mxfp4_act != "mxfp8":
+    eng = Engine if engine is None else engine
+    if eng.trtllm_gen_mxfp4_act != "mxfp8" or (gpu.family in MXFP8_CUTLASS and not eng.mxfp8_on_sm120):
         return None, float("inf")
     return _MXFP8, 0.0
 

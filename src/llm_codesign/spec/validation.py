@@ -317,7 +317,7 @@ def param_range(name: str) -> tuple[float, float, bool]:
     return {"gemm_blend_p": (1.0, 100.0, False), "gemm_max_split_k": (1.0, 1024.0, False), "moe_routing_alpha": (0.0, 3.0, False),
             "attn_decode_group_bf16": (1.0, 1e6, False), "attn_decode_group_fp8": (1.0, 1e6, False),
             "attn_decode_max_group": (1.0, 1e6, False),
-            "ttft_wait_steps": (0.0, 1e3, False), "adp_wait_steps": (0.0, 1e3, False),
+            "ttft_wait_steps": (0.0, 1.0, False), "adp_wait_steps": (0.0, 1e3, False),
             "comm_latency_scale": (0.0, 100.0, False),
             "elementwise_kernels_per_layer": (0.0, 1e3, False)}.get(name, (0.0, 1e12, False))
 

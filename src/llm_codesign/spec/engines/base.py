@@ -200,6 +200,9 @@ class Engine(ABC):
     # module names the MXFP8 it quantises them to (TensorRT-LLM's, SGLang's: each cites its source); also the engine-less
     # price's (a kernel table row names its own activation format)
     trtllm_gen_mxfp4_act: ClassVar[str] = "bf16"
+    # whether that MXFP8 path also holds on SM120 (cost.ffns.MXFP8_CUTLASS): TensorRT-LLM's, whose source is read there; an
+    # engine whose SM120 MoE path is not read (SGLang's: its FlashInfer kernel is picked per SM) keeps BF16 activations there
+    mxfp8_on_sm120: ClassVar[bool] = False
 
     @abstractmethod
     def step_tokens(self, gpu) -> int:
@@ -439,8 +442,8 @@ class EngineCosts:
     def wait_steps(self, adp, concurrency, arrival: str = "closed_loop", *, queued=float("nan"), rounds=float("inf")):
         """Decode iterations a new request waits before its prefill step: the running step's rest, which the
         `arrival` fixes (phase_steps), plus the steps the engine's scheduler has queued ahead of it (ttft_wait_steps:
-        1 under an overlap scheduler, 0 for a synchronous loop), and under attention DP the iterations
-        it may hold context requests to balance the ranks (adp_wait_steps). Where the engine holds them
+        1 under an overlap scheduler while another request is in flight, 0 for a synchronous loop), and under
+        attention DP the iterations it may hold context requests to balance the ranks (adp_wait_steps). Where the engine holds them
         only while every rank is decoding (Engine.adp_hold_needs_every_rank_decoding: TensorRT-LLM's
         PyExecutor._balance_adp_requests, attention_dp_config enable_balance, holds a context request
         until every rank has one, for at most timeout_iters, default 50, and schedules it at once when
@@ -451,7 +454,10 @@ class EngineCosts:
         import numpy as np
 
         queued = np.asarray(queued, float)
-        own = self.phase_steps(arrival, rounds) + np.where(np.isnan(queued), self.ttft_wait_steps, queued)
+        # a step is queued ahead only while another request keeps the loop running: none for a lone request (C <= 1),
+        # a burst's wave or a "waves" run's first wave, each on an idle engine (the phase's own share of the arrivals)
+        in_flight = self.phase_steps(arrival, rounds) * (np.asarray(concurrency, float) > 1.0)
+        own = self.phase_steps(arrival, rounds) + in_flight * np.where(np.isnan(queued), self.ttft_wait_steps, queued)
         adp = np.asarray(adp)
         busy = np.asarray(concurrency) > adp if self.engine.adp_hold_needs_every_rank_decoding else True
         if not self.engine.holds_adp_requests:
