@@ -38,7 +38,7 @@ def priced(bundled: bool) -> pd.DataFrame:
     preds, _ = predict_serving(rows, cal_override=cal)
     out = [dict(model=r["model"].split("/")[-1], gpu=r["gpu"], w=r["weight_dtype"], tp=int(r["tp"]), ep=int(r.get("ep") or 1),
                 isl=int(r["isl"]), osl=int(r["osl"]), c=float(r["concurrency"]), m=float(r["ttft_ms"]), p=p["ttft_ms"])
-           for r, p in zip(rows, preds) if "ttft_ms" in p]
+           for r, p in zip(rows, preds, strict=True) if "ttft_ms" in p]
     return pd.DataFrame(out)
 
 
@@ -53,7 +53,7 @@ def fits(d: pd.DataFrame) -> pd.DataFrame:
             continue
         X = np.c_[np.ones_like(tp), 1.0 / tp]
         (am, bm), (ap, bp) = (np.linalg.lstsq(X, s[k].to_numpy(), rcond=None)[0] for k in ("m", "p"))
-        row = dict(zip(SERIES, key), tps=",".join(str(int(t)) for t in tp), a_m=am, a_p=ap, b_m=bm, b_p=bp,
+        row = dict(zip(SERIES, key, strict=True), tps=",".join(str(int(t)) for t in tp), a_m=am, a_p=ap, b_m=bm, b_p=bp,
                    resid_m=np.abs(X @ [am, bm] - s.m.to_numpy()).max(), c_m=np.nan, c_p=np.nan)
         if len(tp) >= 4 and 1 in tp:
             X3 = np.c_[X, (tp > 1).astype(float)]
