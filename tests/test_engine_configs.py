@@ -258,13 +258,16 @@ def _trtllm_yaml(chunked: str) -> str:
     # 39.6 -> 10 us, eager launch 1.84 -> 0.68 us: TTFT down 5.4-6.3%, TPOT down 0.7-0.8%, the rate up 0.7-1.0%; 246.637,
     # 34.9620, 223.534 and 251.681, 32.3613, 240.833 before; the re-fit 14086fe, the queue share 0.0133 -> 0.0151, host step
     # 10.0 -> 18.7 us, eager launch 0.68 -> 0.28 us: TTFT up 2.9-5.3%, TPOT down 0.3%, the rate up 0.2%; 231.069, 34.6692,
-    # 225.757 and 238.036, 32.1265, 242.934 before)
-    ("", 1500, 243.346, 34.5424, 226.257),
-    ("enable_chunked_prefill: false\n", 1500, 243.346, 34.5424, 226.257),
-    ("enable_chunked_prefill: true\n", 1500, 248.770, 32.0266, 243.359),
+    # 225.757 and 238.036, 32.1265, 242.934 before; the 2026-12-06 wait split 0d4c090, TensorRT-LLM's closed-loop wait
+    # 1.5 -> 2 steps (TTFT 258.506 and 263.033 at it: up half a decode step, 14-15 ms), and the re-fit 8ddcbce, host step
+    # 10.0 -> 12.8 us, eager launch 0 -> 0.71 us, host cost a sequence 1.43 -> 2.36 us: TTFT up 6.3-6.9%, TPOT up 0.2-0.3%,
+    # the rate down 0.4%; 243.346, 34.5424, 226.257 and 248.770, 32.0266, 243.359 before)
+    ("", 1500, 260.147, 34.6335, 225.261),
+    ("enable_chunked_prefill: false\n", 1500, 260.147, 34.6335, 225.261),
+    ("enable_chunked_prefill: true\n", 1500, 264.483, 32.1026, 242.348),
     # a 4,000-token prompt runs chunked or not at all (TensorRT-LLM refuses a prompt past max_num_tokens unchunked): chunked either way
-    ("", 4000, 502.266, 69.1118, 112.988),  # 487.950, 69.3756, 112.659 before the re-fit 14086fe; 507.999, 69.8297, 111.824 before the re-fit ba3a87f; 508.351, 69.8297, 111.821 before the request cost overlapped the wait; 549.479, 72.4677, 107.627 before the serving re-fit 43e853e; 634.030, 69.8939, 110.961 before b5dd5a5; 534.298, 70.5420, 110.568 before mtf's re-fit 117a840
-    ("enable_chunked_prefill: true\n", 4000, 502.266, 69.1118, 112.988),
+    ("", 4000, 528.333, 69.2077, 112.674),  # 502.266, 69.1118, 112.988 before the 2026-12-06 wait split 0d4c090 + re-fit 8ddcbce (TTFT 525.532 at 0d4c090); 487.950, 69.3756, 112.659 before the re-fit 14086fe; 507.999, 69.8297, 111.824 before the re-fit ba3a87f; 508.351, 69.8297, 111.821 before the request cost overlapped the wait; 549.479, 72.4677, 107.627 before the serving re-fit 43e853e; 634.030, 69.8939, 110.961 before b5dd5a5; 534.298, 70.5420, 110.568 before mtf's re-fit 117a840
+    ("enable_chunked_prefill: true\n", 4000, 528.333, 69.2077, 112.674),
 ])
 def test_trtllm_chunked_prefill_reaches_the_estimate(tmp_path, chunked, isl, ttft_ms, tpot_ms, tok_s_gpu):
     """An imported TensorRT-LLM configuration's enable_chunked_prefill is how its steps take prompts (golden figures: H200,
