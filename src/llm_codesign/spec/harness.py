@@ -14,7 +14,8 @@ Arrival patterns (`Workload.arrival`, serve.aggregated prices each):
   lifetime the completions, hence the arrivals, are spread out, C / (life in iterations) per iteration,
   and a request shares its prefill step only with those arriving within the scheduler's receive window.
 - "burst": all C requests sent at once and kept in lockstep waves: each waits for the prefills of those
-  ahead of it in its wave.
+  ahead of it in its wave; a wave lands on an engine its last one left idle, so it waits out no running step and
+  none queued ahead (ARRIVAL_PHASE_STEPS, EngineCosts.wait_steps).
 """
 from __future__ import annotations
 
