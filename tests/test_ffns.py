@@ -830,7 +830,7 @@ def test_sm120_trtllm_runs_gpt_oss_experts_on_cutlass_mxfp8():
     m, w4a16 = _aiter_moe(), Precision.of("mxfp4", activation="bf16")
     trt, vllm, sgl = (_aiter_ops(m, e, w4a16, 8192.0, "rtx-pro-6000") for e in ("trtllm", "vllm", "sglang"))
     assert (trt["experts_gate_up"].math, trt["experts_down"].math, vllm["experts_gate_up"].math) == ("fp8", "fp8", "bf16")
-    # SGLang's MXFP8 is read on SM100 only (its FlashInfer kernel is picked per SM): BF16 on SM120 (Engine.mxfp8_on_sm120)
+    # SGLang's MXFP8 is read on SM100 only (its FlashInfer kernel is picked per SM): BF16 on SM120 (Engine.mxfp8_moe_families)
     assert sgl["experts_gate_up"].math == "bf16"
     assert float(trt["experts_act"].bytes) == pytest.approx(8192 * 4 * 2880 * (4 + 1 + 1 / 32), rel=1e-9)
     calls = _expert_gemm_calls(m, "trtllm", w4a16, 8192.0, "rtx-pro-6000")

@@ -293,7 +293,7 @@ FC1_FUSED = {"blackwell": ("fp8_block",), "cdna3": (), "cdna4": ()}
 # so no quantise pass before FC2; its grouped GEMMs each CTA one token tile (token_tile) of an expert's routed rows x 128
 # weight rows over the whole of K (gemm._token_tile_time), every expert's rows in whole tiles
 TRTLLM_GEN = ("blackwell",)
-# GPU families on which an engine whose trtllm_gen_mxfp4_act is "mxfp8" runs an MXFP4 checkpoint's experts on MXFP8 in a
+# GPU families on which an engine that names them in its mxfp8_moe_families runs an MXFP4 checkpoint's experts on MXFP8 in a
 # CUTLASS MoE instead (trtllm_gen_activation): SM120 (RTX Pro), where TensorRT-LLM's resolve_moe_backend returns CUTLASS for
 # GptOssForCausalLM (TRTLLM only for SM 100-119) and get_mxfp4_quant_algo still gives W4A8_MXFP4_MXFP8 (SM >= 100, every
 # backend but TRITON; tensorrt_llm/_torch/model_config.py@008e0af8, read in the code index), so CutlassFusedMoE.forward_chunk
@@ -328,15 +328,12 @@ _MXFP8 = Dtype("mxfp8", 8, 8, 32, 32, "fp8")
 
 def trtllm_gen_activation(gpu, engine, fams, prec: Precision) -> tuple[Dtype | None, float]:
     """(the activation format the MoE op runs an MXFP4 checkpoint's experts on, 0: from every token count) where the engine
-    quantises the checkpoint's BF16 activations for it (Engine.trtllm_gen_mxfp4_act: TensorRT-LLM's W4A8_MXFP4_MXFP8 on
+    quantises the checkpoint's BF16 activations for it (Engine.mxfp8_moe_families: TensorRT-LLM's W4A8_MXFP4_MXFP8 on
     SM100 and SM120, SGLang's flashinfer_mxfp4 default), else (None, inf): MXFP4 weights on BF16 activations in the kernel
     tables' own MoE (`fams` all None) on a TRTLLM_GEN or MXFP8_CUTLASS family. MXFP8 is E4M3 values with one E8M0 scale
     per 32 (_MXFP8), FP8 math, its quantise pass the MoE op's own (_routed_experts' quant_rows)."""
     if not (gpu.family in TRTLLM_GEN + MXFP8_CUTLASS and all(x is None for x in fams) and prec.weight.name == "mxfp4"
-            and prec.activation.math == "bf16"):
-        return None, float("inf")
-    eng = Engine if engine is None else engine
-    if eng.trtllm_gen_mxfp4_act != "mxfp8" or (gpu.family in MXFP8_CUTLASS and not eng.mxfp8_on_sm120):
+            and prec.activation.math == "bf16" and gpu.family in (Engine if engine is None else engine).mxfp8_moe_families):
         return None, float("inf")
     return _MXFP8, 0.0
 

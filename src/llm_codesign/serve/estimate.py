@@ -288,7 +288,7 @@ def _breakdown(ops, per: float) -> tuple[OperatorTime, ...]:
 def _expert_notes(model: ModelSpec, dep: Deployment) -> tuple[str, ...]:
     """One note where the engine holds the routed experts in another format than the checkpoint's (Engine.moe_weight:
     SGLang's MXFP4 experts on its Triton MoE, upcast to BF16 at load), priced and held so (cost.ffns, cost.memory)."""
-    if not any(getattr(layer.ffn, "experts", 0) for layer, _ in model.groups):
+    if not model.is_moe:
         return ()
     prec, gpu = executable(dep.precision, dep.gpu)[0], dep.gpu
     ep = bool(np.asarray(dep.plan.ep).reshape(-1)[0] > 1)
@@ -305,7 +305,7 @@ def _ep_upcast(model: ModelSpec, dep: Deployment) -> str:
     """The advice's clause where the engine converts the experts to a wider format under EP only (Engine.moe_weight with
     ep: SGLang's MXFP4 experts on its Triton MoE, upcast to BF16, sglang quantization/mxfp4.py; docs/modelling-notes.md
     #sgmx), else ""."""
-    if not any(getattr(layer.ffn, "experts", 0) for layer, _ in model.groups) or int(np.asarray(dep.plan.ep).reshape(-1)[0]) <= 1:
+    if not model.is_moe or int(np.asarray(dep.plan.ep).reshape(-1)[0]) <= 1:
         return ""
     prec = executable(dep.precision, dep.gpu)[0]
     held = dict(zip((False, True), gemm.expert_formats(dep.engine, dep.gpu, prec, gated=model.moe_gated), strict=True))

@@ -194,15 +194,12 @@ class Engine(ABC):
     # MXFP4: what AITER's API does unless told otherwise (fused_moe's gate_mode defaults to SEPARATED, :487), also the
     # engine-less price's; an engine that passes INTERLEAVE says so in its module (SGLang's)
     aiter_swiglu_high: ClassVar[str] = "mxfp4"
-    # the activation format the Blackwell MoE (TRTLLM-Gen's, the kernel tables' own, cost.ffns.TRTLLM_GEN; on SM120 a
-    # CUTLASS MoE, cost.ffns.MXFP8_CUTLASS) runs an MXFP4 checkpoint's experts on where the checkpoint's activations are
-    # BF16 (gpt-oss; cost.ffns.trtllm_gen_activation): "bf16" (W4A16: FlashInfer's MXFP4 x BF16 kernels) unless an engine's
-    # module names the MXFP8 it quantises them to (TensorRT-LLM's, SGLang's: each cites its source); also the engine-less
-    # price's (a kernel table row names its own activation format)
-    trtllm_gen_mxfp4_act: ClassVar[str] = "bf16"
-    # whether that MXFP8 path also holds on SM120 (cost.ffns.MXFP8_CUTLASS): TensorRT-LLM's, whose source is read there; an
-    # engine whose SM120 MoE path is not read (SGLang's: its FlashInfer kernel is picked per SM) keeps BF16 activations there
-    mxfp8_on_sm120: ClassVar[bool] = False
+    # the GPU families on which the engine quantises an MXFP4 checkpoint's BF16 activations (gpt-oss's) to MXFP8 for its
+    # experts (cost.ffns.trtllm_gen_activation: TRTLLM-Gen's MoE on Blackwell, the kernel tables' own, cost.ffns.TRTLLM_GEN;
+    # a CUTLASS MoE on SM120, cost.ffns.MXFP8_CUTLASS): none (W4A16, FlashInfer's MXFP4 x BF16 kernels) unless an engine's
+    # module names them with its source (TensorRT-LLM's, SGLang's); also the engine-less price's (a kernel table row names
+    # its own activation format)
+    mxfp8_moe_families: ClassVar[tuple[str, ...]] = ()
 
     @abstractmethod
     def step_tokens(self, gpu) -> int:

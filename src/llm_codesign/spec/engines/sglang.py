@@ -61,8 +61,9 @@ class SGLangEngine(Engine):
     # branch of Mxfp4MoEMethod.apply quantises the (dispatched: after the gather) BF16 hidden states with
     # mxfp8_quantize(x, False, alignment=hidden_size) before trtllm_fp4_block_scale_moe (layers/quantization/mxfp4.py:
     # 754-770@0.5.9, pip wheel; "bf16" only by --flashinfer-mxfp4-moe-precision bf16). The campaigns' SGLang Blackwell runs
-    # are DeepSeek's and Qwen's: no measured run moves
-    trtllm_gen_mxfp4_act = "mxfp8"
+    # are DeepSeek's and Qwen's: no measured run moves. Not on SM120, whose path is not read (its FlashInfer kernel is
+    # picked per SM): BF16 there
+    mxfp8_moe_families = ("blackwell",)
     # and never under speculative decoding, --enable-mixed-chunk or not: EAGLE, EAGLE3 (NEXTN, DeepSeek's MTP, is run as
     # EAGLE) and STANDALONE (a draft model) turn it off (server_args.py:2390-2395@0.5.9), NGRAM too (:2474)
     mixes_while_speculating = False

@@ -51,8 +51,7 @@ class TensorRTLLMEngine(Engine):
     # resolves to CUTLASS ("Fallback to CUTLASS for other SM versions (e.g., SM120)") while the quant algo stays
     # W4A8_MXFP4_MXFP8, which CutlassFusedMoE.forward_chunk quantises with mxfp8_quantize before its op: MXFP8 there too, on a
     # CUTLASS MoE (cost.ffns.MXFP8_CUTLASS) for which no SM120 kernel table has rows (docs/modelling-notes.md#revfix5-mxfp8)
-    trtllm_gen_mxfp4_act = "mxfp8"
-    mxfp8_on_sm120 = True  # CutlassFusedMoE on MXFP8 there (cost.ffns.MXFP8_CUTLASS cites it)
+    mxfp8_moe_families = ("blackwell", "blackwell_sm120")
     # whole prompts only: enable_chunked_prefill is off by default (TorchLlmArgs), and with it off
     # MicroBatchScheduler::operator() schedules a context request whole or stops scheduling at it
     # (cpp/tensorrt_llm/batch_manager/microBatchScheduler.cpp, read in the code index: not mirrored here).

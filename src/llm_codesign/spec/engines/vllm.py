@@ -81,7 +81,7 @@ class VLLMEngine(Engine):
     # MXFP8 activations only with VLLM_USE_FLASHINFER_MOE_MXFP4_MXFP8=1 (get_mxfp4_backend, vllm/model_executor/layers/
     # quantization/mxfp4.py@007d5005; its log line: "For faster performance on SM100, consider setting
     # VLLM_USE_FLASHINFER_MOE_MXFP4_MXFP8=1"), which no campaign here records
-    trtllm_gen_mxfp4_act = "bf16"
+    mxfp8_moe_families = ()
 
     def step_tokens(self, gpu) -> int:
         """max_num_batched_tokens = 8192 on GPUs with >= 70 GiB other than A100, else 2048
