@@ -21,13 +21,15 @@ The engines' admission rules (read, not installed):
 - "trtllm": TensorRT-LLM as aiconfigurator's generator sets it (max_num_tokens = batch + ISL + 1500, chunked prefill
   off, overlap on: docs/modelling-notes.md#trtllm-first-token-steps): decodes and whole prompts in one step, a prompt
   admitted only if it fits what the decodes leave, the first one too.
-- "vllm": vLLM V1 (chunked prefill on, decodes first, then prompts chunked to max_num_batched_tokens, --mnbt).
+- "vllm": vLLM V1 (chunked prefill on, decodes first, then the waiting prompts first come first served, the last one
+  chunked, to max_num_batched_tokens = batch + ISL + 1500 as the workflow sets it).
 
 Step times are the model's (serve.aggregated.evaluate on the clean sample's row: its decode step at each batch and a
 prefill step's cost per prompt token), so the loop adds only the scheduling. Prints, per concurrency, the simulated
-mean TTFT, the mean cohort (requests whose prompts ran in the same uninterrupted prefill run: one step where the engine
-mixes, the run of prefill-only steps where it does not), the share of the rest of the wave that implies, and the
-measured row.
+mean TTFT, the mean cohort of every timed request (requests whose prompts ran in the same uninterrupted prefill run: one step where the engine
+mixes, the run of prefill-only steps where it does not), the share of the rest of the wave that the cohorts after
+the first wave imply (serve.aggregated._cohort: q = q_c + d (C - q_c), q_c the prompts one step takes, 1 at 8k, 2 at
+1k), the mean TPOT, and the measured rows' TTFT.
 
     python benchmarks/rebunch_sim.py                      # B200 DeepSeek-R1 FP8 TP8 8k/1k, the four rules
     python benchmarks/rebunch_sim.py --isl 1024 --osl 1024
@@ -67,13 +69,15 @@ def step_times(row: dict):
     return (lambda b: float(np.interp(b, bs, np.broadcast_to(dec, bs.shape)))), (lambda n: icpt + slope * n), (icpt, slope)
 
 
-def simulate(rule: str, *, C: int, isl: int, osl: int, t_dec, t_pf, tau=0.002, rounds=20, warm=2, mnbt=8192,
+def simulate(rule: str, *, C: int, isl: int, osl: int, t_dec, t_pf, tau=0.002, rounds=20, warm=2, mnbt=None,
              accept=0.7, rng=None) -> dict:
     """`accept`: the draft's acceptance where the rule speculates (sglang-eagle); `tau`: s from a last token to the
-    next request in the engine's queue; `mnbt`: vLLM's max_num_batched_tokens."""
+    next request in the engine's queue; `mnbt`: vLLM's max_num_batched_tokens, by default the workflow's
+    batch + ISL + 1500 (vllm.rule:15, data/measurements/campaigns.toml), the batch the concurrency."""
     """One run of the harness against `rule`: mean TTFT (s) of the timed requests, their mean cohort, TPOT (s)."""
     rng = rng or np.random.default_rng(0)
     budget = isl + 1500
+    mnbt = C + isl + 1500 if mnbt is None else mnbt
     overlap = rule in ("sglang-mixed", "trtllm", "vllm")
     mixes = rule != "sglang-eagle"
     t = 0.0
@@ -174,7 +178,8 @@ def simulate(rule: str, *, C: int, isl: int, osl: int, t_dec, t_pf, tau=0.002, r
     ttft = np.array([first[r] - sent[r] for r in timed])
     tpot = np.array([(done[r] - first[r]) / (osl - 1) for r in timed])
     q = np.array([cohort.get(r, 1) for r in timed])
-    return {"ttft": ttft.mean(), "ttft_p50": np.median(ttft), "q": q.mean(), "tpot": tpot.mean()}
+    # the model prices the first timed wave (a burst, 1 / rounds of the requests) apart: the share is the rest's
+    return {"ttft": ttft.mean(), "ttft_p50": np.median(ttft), "q": q.mean(), "q_rest": q[C:].mean(), "tpot": tpot.mean()}
 
 
 def measured(model: str, gpu: str, wd: str, tp: int, ep: int, isl: int, osl: int) -> dict:
@@ -198,6 +203,7 @@ def main() -> None:
     ap.add_argument("--osl", type=int, default=1024)
     ap.add_argument("--tau", type=float, default=2.0, help="ms from a slot's last token to its next request in the queue")
     ap.add_argument("--accept", type=float, default=0.7, help="NEXTN's draft acceptance (sglang-eagle)")
+    ap.add_argument("--rounds", type=int, default=20, help="timed requests per slot (aiperf --request-count / C)")
     ap.add_argument("--pf-scale", type=float, default=1.0, help="what-if: the model's prefill step times this")
     ap.add_argument("--conc", type=int, nargs="+", default=[4, 8, 16, 32, 64, 128])
     ap.add_argument("--rules", nargs="+", default=["trtllm", "sglang-mixed", "sglang-eagle", "vllm"])
@@ -212,9 +218,10 @@ def main() -> None:
     for C in args.conc:
         cells = []
         for rule in args.rules:
-            s = simulate(rule, C=C, isl=args.isl, osl=args.osl, t_dec=t_dec, t_pf=t_pf, tau=args.tau / 1e3, accept=args.accept)
+            s = simulate(rule, C=C, isl=args.isl, osl=args.osl, t_dec=t_dec, t_pf=t_pf, tau=args.tau / 1e3, accept=args.accept,
+                         rounds=args.rounds)
             qc = 1.0 if args.isl > 1500 else 2.0  # the model's cohort where the engine mixes: the prompts one step takes
-            share = (s["q"] - qc) / max(C - qc, 1.0)
+            share = (s["q_rest"] - qc) / max(C - qc, 1.0)  # after the first wave, as the model's share
             cells.append(f"{s['ttft'] * 1e3:6.0f} ({s['q']:5.1f}, {share:4.2f}) {s['tpot'] * 1e3:5.1f}")
         m = "; ".join(f"{b} {'/'.join(f'{x:.0f}' for x in v[C])}" for b, v in meas.items() if b != "row" and C in v)
         print(f"{C:4d} | " + " | ".join(cells) + f" | {m}")
