@@ -202,7 +202,9 @@ def main() -> None:
     ap.add_argument("--isl", type=int, default=8192)
     ap.add_argument("--osl", type=int, default=1024)
     ap.add_argument("--tau", type=float, default=2.0, help="ms from a slot's last token to its next request in the queue")
-    ap.add_argument("--accept", type=float, default=0.7, help="NEXTN's draft acceptance (sglang-eagle)")
+    # aiconfigurator's own assumption for DeepSeek's first draft (sdk/task.py:348 @77374298: nextn_accept_rates 0.85); the
+    # rows record none
+    ap.add_argument("--accept", type=float, default=0.85, help="NEXTN's draft acceptance (sglang-eagle)")
     ap.add_argument("--rounds", type=int, default=20, help="timed requests per slot (aiperf --request-count / C)")
     ap.add_argument("--pf-scale", type=float, default=1.0, help="what-if: the model's prefill step times this")
     ap.add_argument("--conc", type=int, nargs="+", default=[4, 8, 16, 32, 64, 128])
