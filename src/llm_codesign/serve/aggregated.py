@@ -791,6 +791,13 @@ def _own_prefill(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, r: _R
                               dec_seqs=dec, dec_ctx=r.isl + r.osl / 2.0, cached=r.cached, k=r.k, spec=spec)
 
     span = _over_pipeline(r, n_pf) * t_pf_stage
+    lone = np.asarray(r.running, float) <= 1.0
+    if costs.idle_launch and np.any(lone):
+        # a lone request finds its rank idle: its first step has no step before it to launch under (prefill_step's `idle`);
+        # its later chunks launch under the one before, as under load (docs/modelling-notes.md#hostp-idle-prefill)
+        t_idle = prefill_step(model, gpu, prec, sh, costs=costs, tokens=pf_step_tok, isl=r.new, chunk=np.minimum(r.new, step_tok),
+                              dec_seqs=dec, dec_ctx=r.isl + r.osl / 2.0, cached=r.cached, k=r.k, spec=spec, idle=True)
+        span = span + np.where(lone, t_idle - t_pf_stage, 0.0)
     # after its first token a request of a cohort prefilled on its own waits for the cohort's prompts behind it: the
     # steps after its own, through the pipeline as the cohort's steps stream (one stage time each where they stream)
     whole = np.maximum(q * r.new / np.maximum(pf_step_tok, 1.0), n_pf)
