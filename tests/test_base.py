@@ -50,7 +50,7 @@ def test_a_calibration_without_the_engine_names_every_missing_table():
     twin = replace(VLLM, name="twin")
     msg = ("engine: 'twin' is not valid; a name every per-engine calibration table lists; missing from [default.step_overhead_s], "
            "[default.ttft_overhead_s], [default.comm_latency_scale], [default.prefill_queue_fraction], [default.eager_launch_s], [default.eager_skew_s], "
-           "[default.ttft_wait_steps], [default.adp_wait_steps], [default.seq_overhead_s] "
+           "[default.idle_launch_s], [default.ttft_wait_steps], [default.adp_wait_steps], [default.seq_overhead_s] "
            "(data/calibration/default.toml, or a profile)")
     with pytest.raises(InputError) as e:
         twin.costs(cal)

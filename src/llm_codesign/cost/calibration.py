@@ -11,6 +11,7 @@ from llm_codesign.spec.engines import ENGINES, MOE_KERNELS
 from llm_codesign.spec.validation import check_param
 
 BACKEND_KEYED = ("step_overhead_s", "ttft_overhead_s", "comm_latency_scale", "prefill_queue_fraction", "eager_launch_s", "eager_skew_s",
+                 "idle_launch_s",
                  "ttft_wait_steps", "adp_wait_steps", "seq_overhead_s")  # per serving engine
 # per MoE kernel family (spec.engines.MOE_KERNELS) and GEMM kernel family of its weights (cost.kernels.
 # gemm_kernel), within a GPU family's section ([hopper.moe_kernel_eff.cutlass] fp8_block = ...), held as
@@ -110,6 +111,7 @@ class Calibration:
     comm_latency_scale: tuple[tuple[str, float], ...]
     eager_launch_s: tuple[tuple[str, float], ...]
     eager_skew_s: tuple[tuple[str, float], ...]
+    idle_launch_s: tuple[tuple[str, float], ...]
     ttft_wait_steps: tuple[tuple[str, float], ...]
     adp_wait_steps: tuple[tuple[str, float], ...]
     seq_overhead_s: tuple[tuple[str, float], ...]

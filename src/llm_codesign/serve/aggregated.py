@@ -234,7 +234,7 @@ def _last_layer_time(model: ModelSpec, ops, gpu: Gpu, costs: EngineCosts) -> obj
 
 
 def prefill_step(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, costs: EngineCosts, tokens, isl, chunk,
-                 dec_seqs=0.0, dec_ctx=0.0, cached=0.0, k=0.0, spec: SpecDecoding | None = None):
+                 dec_seqs=0.0, dec_ctx=0.0, cached=0.0, k=0.0, spec: SpecDecoding | None = None, idle: bool = False):
     """One pipeline stage's step carrying `tokens` of prefill (whole prompts of `isl`, or chunks of
     `chunk` over the earlier ones) and `dec_seqs` decoding sequences at `dec_ctx`, each verifying its `k`
     drafts under `spec` and drafting the next k (decode_step's passes, their share of the stage as there): kernels, the
@@ -244,7 +244,10 @@ def prefill_step(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, costs
     capture CUDA graphs for decode-only batches; vLLM's
     piecewise graphs leave attention outside). `isl` counts the prompt tokens computed; `cached` those
     of its prefix found in the prefix cache, which the computed ones attend to but nothing recomputes.
-    Kernels are priced with costs.cal, the engine's in-step calibration."""
+    Kernels are priced with costs.cal, the engine's in-step calibration. `idle`: the step runs on an idle engine (a
+    lone request, a disaggregated prefill server between requests), where no earlier step's execution hides the host's
+    dispatch of its launches (what an overlap scheduler does under load): the kernels and eager launches take at least
+    n x idle_launch_s (EngineCosts.idle_launch; docs/modelling-notes.md#hostp-idle-prefill)."""
     b = prefill_batch(tokens=tokens, isl=isl, chunk=chunk, dec_seqs=dec_seqs, dec_ctx=dec_ctx, cached=cached, k=k)
 
     def kernels():
@@ -254,7 +257,10 @@ def prefill_step(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, costs
 
     t_kernels, n = _reused(kernels, what=("prefill",), model=model, gpu=gpu, prec=prec, sh=sh, costs=costs,
                            arrays=(b.pf_tokens, b.pf_seqs, b.pf_ctx, b.dec_seqs, b.dec_ctx, b.dec_tokens_per_seq))
-    t = t_kernels + costs.step_overhead + costs.seq_overhead * (b.pf_seqs + dec_seqs) + costs.eager_per_launch(stage_ranks(sh)) * n
+    eager = costs.eager_per_launch(stage_ranks(sh)) * n
+    t = t_kernels + costs.step_overhead + costs.seq_overhead * (b.pf_seqs + dec_seqs) + eager
+    if idle and costs.idle_launch:  # launches are asynchronous: the GPU waits on the host's dispatch where that is the longer
+        t = t + np.maximum(costs.idle_launch * n - (t_kernels + eager), 0.0)
     decoding = np.asarray(dec_seqs) > 0
     if spec is None or not np.any(decoding):
         return t
@@ -785,6 +791,13 @@ def _own_prefill(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, r: _R
                               dec_seqs=dec, dec_ctx=r.isl + r.osl / 2.0, cached=r.cached, k=r.k, spec=spec)
 
     span = _over_pipeline(r, n_pf) * t_pf_stage
+    lone = np.asarray(r.running, float) <= 1.0
+    if costs.idle_launch and np.any(lone):
+        # a lone request finds its rank idle: its first step has no step before it to launch under (prefill_step's `idle`);
+        # its later chunks launch under the one before, as under load (docs/modelling-notes.md#hostp-idle-prefill)
+        t_idle = prefill_step(model, gpu, prec, sh, costs=costs, tokens=pf_step_tok, isl=r.new, chunk=np.minimum(r.new, step_tok),
+                              dec_seqs=dec, dec_ctx=r.isl + r.osl / 2.0, cached=r.cached, k=r.k, spec=spec, idle=True)
+        span = span + np.where(lone, t_idle - t_pf_stage, 0.0)
     # after its first token a request of a cohort prefilled on its own waits for the cohort's prompts behind it: the
     # steps after its own, through the pipeline as the cohort's steps stream (one stage time each where they stream)
     whole = np.maximum(q * r.new / np.maximum(pf_step_tok, 1.0), n_pf)

@@ -98,6 +98,10 @@ def prefill_pool(model: ModelSpec, gpu: Gpu, prec: Precision, plan: Plan, *, cos
     t_step = prefill_step(model, gpu, prec, sh, costs=costs, tokens=chunk, isl=isl, chunk=chunk)
     t_loaded = isl / chunk * pp * t_step
     t_alone = t_loaded - isl / chunk * pp * _lone_prompt_credit(model, gpu, prec, sh, costs=costs, chunk=chunk, isl=isl, adp=adp)
+    # a lone prompt reaches an idle server: its first chunk's step has no earlier step to launch under, so its host dispatch
+    # shows where it outlasts the GPU (prefill_step's `idle`); later chunks launch under the one before (the overlap loop)
+    idle_extra = pp * (prefill_step(model, gpu, prec, sh, costs=costs, tokens=chunk, isl=isl, chunk=chunk, idle=True) - t_step)
+    t_alone = t_alone + idle_extra
     # a full step: the prompt tokens the budget takes (whole prompts where the engine does not chunk, prompt_budget), or one
     # whole chunk if larger
     full = np.maximum(prompt_budget(mnt, isl, engine=costs.engine, flags=fl), chunk)
@@ -105,7 +109,7 @@ def prefill_pool(model: ModelSpec, gpu: Gpu, prec: Precision, plan: Plan, *, cos
     mem = memory.fit(model, gpu, prec, sh, isl, osl=0.0, max_num_tokens=mnt, usable_fraction=kv_fraction_of(fl, own), osl_occupancy=0.0, budget=budget,
                      max_seqs=costs.engine.max_batch(gpu), engine=costs.engine)
     queue_s = (adp if at_random else 1.0) / per_inst
-    return {"t_alone": t_alone, "t_loaded": t_loaded, "adp": adp, "t_step": t_step, "per_instance": per_inst, "queue_s": queue_s,
+    return {"t_alone": t_alone, "t_loaded": t_loaded, "t_idle": idle_extra, "adp": adp, "t_step": t_step, "per_instance": per_inst, "queue_s": queue_s,
             "fits": mem["max_seqs_per_rank"] >= 1}
 
 
@@ -223,7 +227,7 @@ def shared_steps(others, prefill: dict):
     worth). 0 without attention DP, where the two are one."""
     adp = np.asarray(prefill["adp"], float)
     share = np.minimum(np.asarray(others, float), adp - 1.0) / np.maximum(adp - 1.0, 1.0)
-    return share * (prefill["t_loaded"] - prefill["t_alone"])
+    return share * (prefill["t_loaded"] - (prefill["t_alone"] - prefill.get("t_idle", 0.0)))  # the steps' kernels, not the idle host's
 
 
 def decode_admission(t_decode_step, t_kv, *, on_arrival: bool = False, hidden=0.0, recv_interval=1.0, busy=1.0, next_loop=False):

@@ -386,7 +386,7 @@ class Engine(ABC):
         v = cal.engine_values(self.name)
         return EngineCosts(self, cal.in_step(self.name), v["step_overhead_s"], v["seq_overhead_s"], v["ttft_overhead_s"],
                            v["eager_launch_s"], v["eager_skew_s"], v["ttft_wait_steps"], v["adp_wait_steps"],
-                           v["prefill_queue_fraction"], cal.pdl_credit_s)
+                           v["prefill_queue_fraction"], cal.pdl_credit_s, v["idle_launch_s"])
 
 
 @dataclass(frozen=True)
@@ -406,6 +406,7 @@ class EngineCosts:
     adp_wait_steps: float  # further iterations under attention DP
     queue_fraction: float  # share of the rest of a "waves" run's wave re-arriving with a cohort (0: cohorts kept, 1: lockstep)
     pdl_credit: float  # s saved per kernel boundary the engine PDL-launches (pdl_credit_s; pdl_share weighs it)
+    idle_launch: float = 0.0  # host s per launch of an eager step on an idle engine, none hidden (idle_launch_s)
 
     def eager_per_launch(self, ranks):
         """Host seconds per kernel launch of an eager step over `ranks` GPUs that meet at every collective of
