@@ -67,7 +67,7 @@ def test_wide_query_groups_fall_back_to_per_head_kernels(h100):
     from llm_codesign.cost.kernels import attention_decode_time, decode_work_items
 
     cal = replace(documented(), attn_decode_group_bf16=8.0, attn_decode_max_group=32.0,
-                  attn_decode_flops_eff=0.05, attn_decode_wide_flops_eff=0.005)
+                  attn_decode_flops_eff=0.05, attn_decode_wide_flop_clk=20.48)
     # group 16 fits the tensor-core kernel: 2 slices of 8 per KV head; group 128 falls back per head
     assert float(decode_work_items(1, 8, 128, cal, kv_fp8=False)) == 8 * 2
     assert float(decode_work_items(1, 1, 128, cal, kv_fp8=False)) == 128
