@@ -78,6 +78,23 @@ def test_wide_query_groups_fall_back_to_per_head_kernels(h100):
     assert wide == pytest.approx(10 * narrow)
 
 
+def test_per_head_fallback_math_runs_at_flops_per_sm_clock(h100, b200):
+    # the masked MHA fallback's CUDA-core math: SMs x clock x attn_decode_wide_flop_clk, the clock the BF16 peak is quoted
+    # at (dense BF16 FLOP per SM-clock: Hopper 4,096, Blackwell 8,192). By hand: H100 989.4 TFLOPS / 4,096 = 2.4155e11
+    # SM-clocks/s (132 SMs at 1.83 GHz), B200 2.25 PFLOPS / 8,192 = 2.7466e11 (148 at 1.856 GHz)
+    from dataclasses import replace
+
+    assert h100.sm_clocks_per_s == pytest.approx(2.4155e11, rel=1e-4)
+    assert b200.sm_clocks_per_s == pytest.approx(2.7466e11, rel=1e-4)
+    assert h100.sm_clocks_per_s / h100.sms == pytest.approx(1.830e9, rel=1e-3)
+    cal = replace(documented(), attn_decode_max_group=32.0, attn_decode_wide_flop_clk=30.0, attn_overhead_s=0.0, attn_decode_head_s=0.0)
+    # 1e12 FLOPs of a group-64 (wide) decode, compute-bound: 1e12 / (2.4155e11 x 30) = 0.13800 s on H100, 0.12136 s on
+    # B200: 1.14x faster, where the tensor peak is 2.27x H100's
+    t_h = float(cost.attention_decode_time(1e12, 1.0, h100, cal, group=64.0)[0])
+    t_b = float(cost.attention_decode_time(1e12, 1.0, b200, cal, group=64.0)[0])
+    assert t_h == pytest.approx(0.13800, rel=1e-4) and t_b == pytest.approx(0.12136, rel=1e-4)
+
+
 def test_fp8_prefill_attention_has_its_own_efficiency(h100, cal_h100):
     # FP8 context attention runs at its own share of the FP8 peak (the kernel tables: FP8-KV prefill is
     # 1.3-1.45x faster than BF16 at large sizes, not the 2x of the peaks). By hand, 1 PFLOP compute-bound:
