@@ -71,11 +71,13 @@ def test_wide_query_groups_fall_back_to_per_head_kernels(h100):
     # group 16 fits the tensor-core kernel: 2 slices of 8 per KV head; group 128 falls back per head
     assert float(decode_work_items(1, 8, 128, cal, kv_fp8=False)) == 8 * 2
     assert float(decode_work_items(1, 1, 128, cal, kv_fp8=False)) == 128
-    # and its math runs 10x slower (compute-bound case: tiny KV, long context)
+    # and its math, TensorRT-LLM's masked MHA kernel (mmha), runs 10x slower (compute-bound case: tiny KV, long context);
+    # another engine's kernel packs the wide group into tensor-core tiles (FlashAttention-3's PackGQA): the tensor rate
     flops = 2.0 * 128 * 100_000 * 256
     narrow = float(attention_decode_time(flops, 1.0, h100, cal, seq_heads=0.0, group=16.0)[1])
-    wide = float(attention_decode_time(flops, 1.0, h100, cal, seq_heads=0.0, group=128.0)[1])
-    assert wide == pytest.approx(10 * narrow)
+    wide = float(attention_decode_time(flops, 1.0, h100, cal, seq_heads=0.0, group=128.0, mmha=True)[1])
+    packed = float(attention_decode_time(flops, 1.0, h100, cal, seq_heads=0.0, group=128.0, mmha=False)[1])
+    assert wide == pytest.approx(10 * narrow) and packed == pytest.approx(narrow)
 
 
 def test_per_head_fallback_math_runs_at_flops_per_sm_clock(h100, b200):
@@ -90,8 +92,8 @@ def test_per_head_fallback_math_runs_at_flops_per_sm_clock(h100, b200):
     cal = replace(documented(), attn_decode_max_group=32.0, attn_decode_wide_flop_clk=30.0, attn_overhead_s=0.0, attn_decode_head_s=0.0)
     # 1e12 FLOPs of a group-64 (wide) decode, compute-bound: 1e12 / (2.4155e11 x 30) = 0.13800 s on H100, 0.12136 s on
     # B200: 1.14x faster, where the tensor peak is 2.27x H100's
-    t_h = float(cost.attention_decode_time(1e12, 1.0, h100, cal, group=64.0)[0])
-    t_b = float(cost.attention_decode_time(1e12, 1.0, b200, cal, group=64.0)[0])
+    t_h = float(cost.attention_decode_time(1e12, 1.0, h100, cal, group=64.0, mmha=True)[0])
+    t_b = float(cost.attention_decode_time(1e12, 1.0, b200, cal, group=64.0, mmha=True)[0])
     assert t_h == pytest.approx(0.13800, rel=1e-4) and t_b == pytest.approx(0.12136, rel=1e-4)
 
 
