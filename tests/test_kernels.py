@@ -67,15 +67,34 @@ def test_wide_query_groups_fall_back_to_per_head_kernels(h100):
     from llm_codesign.cost.kernels import attention_decode_time, decode_work_items
 
     cal = replace(documented(), attn_decode_group_bf16=8.0, attn_decode_max_group=32.0,
-                  attn_decode_flops_eff=0.05, attn_decode_wide_flops_eff=0.005)
+                  attn_decode_flops_eff=0.05, attn_decode_wide_flop_clk=20.48)
     # group 16 fits the tensor-core kernel: 2 slices of 8 per KV head; group 128 falls back per head
     assert float(decode_work_items(1, 8, 128, cal, kv_fp8=False)) == 8 * 2
     assert float(decode_work_items(1, 1, 128, cal, kv_fp8=False)) == 128
-    # and its math runs 10x slower (compute-bound case: tiny KV, long context)
+    # and its math, TensorRT-LLM's masked MHA kernel (mmha), runs 10x slower (compute-bound case: tiny KV, long context);
+    # another engine's kernel packs the wide group into tensor-core tiles (FlashAttention-3's PackGQA): the tensor rate
     flops = 2.0 * 128 * 100_000 * 256
     narrow = float(attention_decode_time(flops, 1.0, h100, cal, seq_heads=0.0, group=16.0)[1])
-    wide = float(attention_decode_time(flops, 1.0, h100, cal, seq_heads=0.0, group=128.0)[1])
-    assert wide == pytest.approx(10 * narrow)
+    wide = float(attention_decode_time(flops, 1.0, h100, cal, seq_heads=0.0, group=128.0, mmha=True)[1])
+    packed = float(attention_decode_time(flops, 1.0, h100, cal, seq_heads=0.0, group=128.0, mmha=False)[1])
+    assert wide == pytest.approx(10 * narrow) and packed == pytest.approx(narrow)
+
+
+def test_per_head_fallback_math_runs_at_flops_per_sm_clock(h100, b200):
+    # the masked MHA fallback's CUDA-core math: SMs x clock x attn_decode_wide_flop_clk, the clock the BF16 peak is quoted
+    # at (dense BF16 FLOP per SM-clock: Hopper 4,096, Blackwell 8,192). By hand: H100 989.4 TFLOPS / 4,096 = 2.4155e11
+    # SM-clocks/s (132 SMs at 1.83 GHz), B200 2.25 PFLOPS / 8,192 = 2.7466e11 (148 at 1.856 GHz)
+    from dataclasses import replace
+
+    assert h100.sm_clocks_per_s == pytest.approx(2.4155e11, rel=1e-4)
+    assert b200.sm_clocks_per_s == pytest.approx(2.7466e11, rel=1e-4)
+    assert h100.sm_clocks_per_s / h100.sms == pytest.approx(1.830e9, rel=1e-3)
+    cal = replace(documented(), attn_decode_max_group=32.0, attn_decode_wide_flop_clk=30.0, attn_overhead_s=0.0, attn_decode_head_s=0.0)
+    # 1e12 FLOPs of a group-64 (wide) decode, compute-bound: 1e12 / (2.4155e11 x 30) = 0.13800 s on H100, 0.12136 s on
+    # B200: 1.14x faster, where the tensor peak is 2.27x H100's
+    t_h = float(cost.attention_decode_time(1e12, 1.0, h100, cal, group=64.0, mmha=True)[0])
+    t_b = float(cost.attention_decode_time(1e12, 1.0, b200, cal, group=64.0, mmha=True)[0])
+    assert t_h == pytest.approx(0.13800, rel=1e-4) and t_b == pytest.approx(0.12136, rel=1e-4)
 
 
 def test_fp8_prefill_attention_has_its_own_efficiency(h100, cal_h100):

@@ -70,7 +70,7 @@ class Calibration:
     attn_decode_group_bf16: float
     attn_decode_group_fp8: float
     attn_decode_max_group: float
-    attn_decode_wide_flops_eff: float
+    attn_decode_wide_flop_clk: float
     attn_decode_split_s: float
     attn_decode_mmha_s: float
     attn_prefill_head_s: float

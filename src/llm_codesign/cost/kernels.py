@@ -276,7 +276,8 @@ def attention_decode_time(flops, nbytes, gpu: Gpu, cal: Calibration, *, seq_head
     """Decode attention: KV-cache read at a fraction of HBM bandwidth, or its math, whichever binds,
     plus a cost per work item (softmax/reduction, CTA scheduling) that dominates at large batch
     with short contexts. Query groups wider than the tensor-core kernels take (`group` query heads
-    per KV head > attn_decode_max_group) run per-head math at their own, lower rate. A kernel that
+    per KV head > attn_decode_max_group) run TensorRT-LLM's masked MHA kernel (`mmha`), its math on CUDA cores at their own
+    rate, per SM and clock. A kernel that
     splits the keys over CTAs (`split`: decode_split) pays the merge of their partial outputs where it
     goes through global memory (decode_merge_share; FlashAttention-3's launch count, fa3_launch_splits, decides its
     combine). attn_overhead_s is the op's fixed cost with its preprocessing
@@ -290,9 +291,14 @@ def attention_decode_time(flops, nbytes, gpu: Gpu, cal: Calibration, *, seq_head
     # FP8 KV: the kernel runs its MMAs in FP8 where the GPU has them and the kernel does (fp8_math), and pays
     # for dequantisation, seen as its own bandwidth efficiency
     fp8 = kv_fp8 and gpu.supports("fp8")
-    eff = np.where(np.asarray(group, float) > cal.attn_decode_max_group, cal.attn_decode_wide_flops_eff, cal.attn_decode_flops_eff)
     peak = np.where(np.asarray(fp8_math, bool) & fp8, gpu.peak("fp8" if fp8 else "bf16"), gpu.peak("bf16"))
-    t_c = flops / (peak * eff) + serial_s
+    # TensorRT-LLM's per-head fallback for wide groups (masked MHA) does its math on CUDA cores, which keep their FLOPs per
+    # SM and clock across generations while the tensor peak per clock doubles: attn_decode_wide_flop_clk FLOPs an SM-clock
+    # (fitted per family on the decode tables: A100 27.6, H100 30.3, B200 28.4; at most 256, 128 FP32 lanes' FMAs).
+    # Other engines' kernels pack any group into tensor-core tiles (FlashAttention-3's PackGQA): their tensor rate.
+    wide = (np.asarray(group, float) > cal.attn_decode_max_group) & np.asarray(mmha, bool)
+    rate = np.where(wide, gpu.sm_clocks_per_s * cal.attn_decode_wide_flop_clk, peak * cal.attn_decode_flops_eff)
+    t_c = flops / rate + serial_s
     bw = np.where(fa3, cal.attn_decode_bw_eff_fa3_fp8, cal.attn_decode_bw_eff_fp8) if fp8 else cal.attn_decode_bw_eff
     t_m = np.asarray(nbytes, float) / (gpu.hbm_bandwidth_bytes_per_s * bw)
     live = flops > 0

@@ -49,7 +49,7 @@ PARAMS = {
                           "attn_prefill_s_half": (1.0, 8192.0)},
     "decode_attention": {"attn_decode_bw_eff": (0.05, 1.0), "attn_decode_bw_eff_fp8": (0.05, 1.0), "attn_overhead_s": (1e-7, 1e-3), "attn_decode_head_s": (1e-12, 1e-6),
                          "attn_decode_flops_eff": (1e-3, 1.0), "attn_decode_group_bf16": (1.0, 128.0),
-                         "attn_decode_group_fp8": (1.0, 128.0), "attn_decode_wide_flops_eff": (1e-4, 1.0),
+                         "attn_decode_group_fp8": (1.0, 128.0), "attn_decode_wide_flop_clk": (1.0, 256.0),
                          "attn_decode_max_group": (1.0, 1024.0), "attn_decode_split_s": (1e-7, 2e-5),
                          "attn_decode_mmha_s": (1e-9, 1e-7)},
     "collectives": {"comm_latency_s": (1e-7, 1e-3), "comm_latency_slope_s": (1e-9, 1e-4), "comm_gather_latency_s": (1e-7, 1e-3),
@@ -79,7 +79,7 @@ EXPERT_SETUP_FAMILIES = ("cutlass", "flashinfer_cutlass")
 GROUPED_OVER_DENSE = 1.1
 # parameters the local search cannot reach from any start: query-group sizes act through thresholds and
 # ceil(); the grouped-GEMM fixed cost and the per-head fallback rate span decades between GPUs
-GRID = {"attn_decode_max_group": (8, 16, 24, 32, 48, 64, 1024), "attn_decode_wide_flops_eff": (0.002, 0.005, 0.01, 0.02, 0.05),
+GRID = {"attn_decode_max_group": (8, 16, 24, 32, 48, 64, 1024), "attn_decode_wide_flop_clk": (8, 16, 32, 64, 128),
         "attn_decode_group_bf16": (1, 2, 4, 8, 16, 32, 64, 128), "attn_decode_group_fp8": (1, 2, 4, 8, 16, 32, 64, 128),
         "gemm_max_split_k": (1, 2, 4, 8, 16, 64), "moe_overhead_s": (1e-6, 2e-6, 4e-6, 8e-6, 16e-6, 32e-6, 64e-6),
         "moe_eff": (0.2, 0.4, 0.6, 0.8, 1.0, 1.2), "moe_route_s": (0.1e-9, 0.3e-9, 1e-9, 3e-9, 10e-9, 30e-9)}

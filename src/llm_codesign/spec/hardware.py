@@ -19,6 +19,14 @@ MATH_PRECISIONS = ("bf16", "fp8", "fp4")
 # (data/gpus/h100.toml block_scale_source; [hopper] gemm_eff_fp8_block is the scale-free rate); the tensor
 # cores of later families apply them
 BLOCK_SCALE_RATE = {"hopper": 0.8}
+# dense BF16 tensor FLOP per SM (CU) per clock by family, so that peak("bf16") / (sms x it) is the clock the peak is
+# quoted at (Gpu.sm_clocks_per_s): Ampere GA100 2,048 (1,024 FMA, A100 whitepaper; 312 TFLOPS / 108 SMs = 1.41 GHz),
+# Ada and Blackwell SM120 1,024 (L40S 362 TFLOPS / 142 SMs = 2.49 GHz, RTX PRO 6000 500 / 188 = 2.60 GHz), Hopper
+# 4,096 (data/gpus/h100.toml block_scale_source's 8,192 FP8; 989 TFLOPS / 132 SMs = 1.83 GHz), Blackwell 8,192
+# (b200.toml smem_source: 2.25 PFLOPS / 148 SMs at ~1.86 GHz), CDNA3 2,048 (MI300X 1,307 TFLOPS / 304 CUs = 2.10 GHz),
+# CDNA4 4,096 (MI355X 2,517 / 256 = 2.40 GHz): each the vendor's peak clock. A family not listed takes Hopper's.
+BF16_FLOP_PER_CLK_SM = {"ampere": 2048, "ada": 1024, "blackwell_sm120": 1024, "hopper": 4096, "blackwell": 8192,
+                        "cdna3": 2048, "cdna4": 4096}
 
 @dataclass(frozen=True)
 class Gpu:
@@ -63,6 +71,12 @@ class Gpu:
     def supports(self, math: str) -> bool:
         """Whether the tensor cores run this math precision (bf16, fp8, nvfp4, ...)."""
         return self.peak(math) > 0
+
+    @property
+    def sm_clocks_per_s(self) -> float:
+        """SM (CU) clock cycles the GPU runs a second, all SMs together: what CUDA-core (vector-ALU) work scales by,
+        where the tensor-core peak per SM and clock doubles from one generation to the next (BF16_FLOP_PER_CLK_SM)."""
+        return self.peak("bf16") / BF16_FLOP_PER_CLK_SM.get(self.family, 4096)
 
     @property
     def ridge_point(self) -> float:
