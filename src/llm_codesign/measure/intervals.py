@@ -21,7 +21,10 @@ residuals are biased: a slice whose first tokens come early has its whole interv
 A slice with fewer than MIN_ROWS runs is not stored; a question takes the most specific stored slice
 along HIERARCHY (slice -> engine x family x load -> engine x family, then across GPU families: engine x
 class x load x lengths -> engine x load -> engine, then, for an engine with no slice, across engines: family x
-class x load x lengths -> family x load -> family, then the mode), and the answer names it.
+class x load x lengths -> family x load -> family, then the mode), and the answer names it. TTFT's levels naming the
+engine are walked first with the harness's arrival pattern too (waves, closed loop, burst: `hierarchy`): how first
+tokens queue is the harness's, so a question takes its engine's runs sent as its requests are before its own GPU
+family's sent otherwise (docs/modelling-notes.md#interval-arrival).
 
 Measured runs of one campaign (a harness, its engine builds) or one GPU family share a shift that
 another's do not, so the slices' own spread is the within-slice part of a random-effects decomposition
