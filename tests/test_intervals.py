@@ -136,7 +136,8 @@ def test_the_basis_names_the_runs_arrival_where_it_differs_from_the_answers_and_
     assert t["slices"]["ttft_ms"][amd.key(iv.KEYS)]["arrivals"] == ["closed_loop"]
     base = "39 serving runs with SGLang, on CDNA4 GPUs, MoE models, 33+ requests, balanced ISL/OSL"
     assert iv.band("ttft_ms", 100.0, replace(amd, arrival="waves"), table=t)["source"] == base + " (closed loops; this answer: waves)"
-    assert iv.band("ttft_ms", 100.0, amd, table=t)["source"] == base  # the same arrival: nothing to say
+    # the same arrival: its slice by arrival (TTFT's levels naming the engine split by it), which says it
+    assert iv.band("ttft_ms", 100.0, amd, table=t)["source"] == base + ", in closed loops"
     assert iv.band("ttft_ms", 100.0, replace(amd, arrival=""), table=t)["source"] == base  # not said (offline)
     # runs of two families and both arrivals, asked about a third family: the families by their names; runs arriving as
     # the answer's are among them, so no arrival is said, but bursts none of them measured are
@@ -159,12 +160,14 @@ def test_the_runs_arrival_is_their_harness_and_the_cli_says_it(tmp_path):
     assert [c.arrival for c in iv.row_contexts(rows, predict_serving(rows)[0])] == ["closed_loop", "waves"]
     args = ("estimate", "deepseek-r1", "--gpu", "mi355x", "--tp", "8", "--concurrency", "64", "--isl", "1024", "--osl", "1024")
     d = json.loads(run(*args, "--json").stdout)["intervals"]["ttft_ms"]
-    assert d["source"].endswith(" (closed loops; this answer: waves)")
-    # the table says what --json says, once
+    # waves (the default): SGLang's runs in waves, the clean sample's on Blackwell, before its MI355X runs in closed loops
+    # (TTFT's levels naming the engine split by arrival, walked first: docs/modelling-notes.md#interval-arrival)
+    assert d["source"] == "46 serving runs with SGLang, on Blackwell GPUs, MoE models, 33+ requests, balanced ISL/OSL, in waves"
+    # the table says what --json says, TTFT's apart from the other metrics' (their runs on CDNA4, whatever their arrival)
     text = " ".join(run(*args).stdout.split()).replace("│", "")
-    assert " ".join(f"interval basis from {d['source']}".split()) in " ".join(text.split())
+    assert " ".join(f"basis: TTFT from {d['source']}".split()) in " ".join(text.split())
     closed = json.loads(run(*args, "--arrival", "closed_loop", "--json").stdout)["intervals"]["ttft_ms"]
-    assert closed["source"] == d["source"].removesuffix(" (closed loops; this answer: waves)")
+    assert closed["source"] == "69 serving runs with SGLang, on CDNA4 GPUs, 33+ requests, in closed loops"
 
 
 def test_a_question_outside_the_runs_widens_with_its_reason():
@@ -734,3 +737,29 @@ def test_gpt_oss_on_trtllm_blackwell_looks_its_gemm_table_up_at_its_bf16_attenti
     # a dense model's GEMMs and a MoE model with dense FFN layers keep the one format (gemm_fmt "")
     dense = iv.context(lc.get_model("llama-3.1-8b"), g, lc.Precision.of("fp8"), engine="trtllm", concurrency=16, isl=1024, osl=1024)
     assert (dense.fmt, dense.gemm_fmt) == ("fp8", "")
+
+
+def test_ttft_slices_split_by_arrival_at_the_engines_levels_before_the_gpu_family():
+    # issue 40 (docs/modelling-notes.md#interval-arrival): 39 SGLang runs on Blackwell sent in waves (GOLDEN, median 0) and
+    # 39 on CDNA4 in closed loops (GOLDEN + 1: measured e = 2.72x the prediction), MoE, 33+ requests, balanced. A TTFT
+    # question takes its engine's runs under its own arrival first, on any family, then the levels without arrival
+    bw = iv.Context("serving", "sglang", "blackwell", "moe", "33+", "balanced", ("mla", "moe"), "fp8_block", arrival="waves")
+    amd = replace(bw, family="cdna4", arrival="closed_loop")
+    t = _table([(bw, {"ttft_ms": r, "tpot_ms": r}) for r in GOLDEN] + [(amd, {"ttft_ms": r + 1.0, "tpot_ms": r + 1.0}) for r in GOLDEN])
+    assert "serving|sglang|moe|33+|balanced|closed_loop" in t["slices"]["ttft_ms"]
+    assert not any(k.endswith(("waves", "closed_loop")) for k in t["slices"]["tpot_ms"])  # TPOT: no arrival levels
+    # Blackwell in closed loops: CDNA4's closed loops, 100 e x (4/20, 36/20) = (54.37, 489.3) at 80% and x (1/20, 39/20) =
+    # (13.59, 530.1) at 95% (each group's scores alike, so the pooled normalised bounds are the slice's own; no between terms)
+    b = iv.band("ttft_ms", 100.0, replace(bw, arrival="closed_loop"), table=t)
+    assert (b["n"], b["lo80"], b["hi80"], b["lo95"], b["hi95"]) == pytest.approx((39, 54.37, 489.3, 13.59, 530.1), rel=1e-3)
+    assert b["source"] == "39 serving runs with SGLang, on CDNA4 GPUs, MoE models, 33+ requests, balanced ISL/OSL, in closed loops"
+    # in waves, its own family's waves: (20, 180) and (5, 195); its TPOT takes its family's runs whatever the arrival
+    w = iv.band("ttft_ms", 100.0, bw, table=t)
+    assert (w["lo80"], w["hi80"], w["lo95"], w["hi95"]) == pytest.approx((20.0, 180.0, 5.0, 195.0), rel=1e-3)
+    assert w["source"] == "39 serving runs with SGLang, on Blackwell GPUs, MoE models, 33+ requests, balanced ISL/OSL, in waves"
+    p = iv.band("tpot_ms", 100.0, replace(bw, arrival="closed_loop"), table=t)
+    assert (p["lo80"], p["hi80"]) == pytest.approx((20.0, 180.0), rel=1e-3)
+    assert p["source"] == "39 serving runs with SGLang, on Blackwell GPUs, MoE models, 33+ requests, balanced ISL/OSL (waves; this answer: closed loops)"
+    # an arrival no run of the engine measured (bursts): the levels without arrival, its family's runs as before
+    assert iv.band("ttft_ms", 100.0, replace(bw, arrival="burst"), table=t)["source"] == (
+        "39 serving runs with SGLang, on Blackwell GPUs, MoE models, 33+ requests, balanced ISL/OSL (waves; this answer: bursts)")

@@ -21,7 +21,10 @@ residuals are biased: a slice whose first tokens come early has its whole interv
 A slice with fewer than MIN_ROWS runs is not stored; a question takes the most specific stored slice
 along HIERARCHY (slice -> engine x family x load -> engine x family, then across GPU families: engine x
 class x load x lengths -> engine x load -> engine, then, for an engine with no slice, across engines: family x
-class x load x lengths -> family x load -> family, then the mode), and the answer names it.
+class x load x lengths -> family x load -> family, then the mode), and the answer names it. TTFT's levels naming the
+engine are walked first with the harness's arrival pattern too (waves, closed loop, burst: `hierarchy`): how first
+tokens queue is the harness's, so a question takes its engine's runs sent as its requests are before its own GPU
+family's sent otherwise (docs/modelling-notes.md#interval-arrival).
 
 Measured runs of one campaign (a harness, its engine builds) or one GPU family share a shift that
 another's do not, so the slices' own spread is the within-slice part of a random-effects decomposition
@@ -77,6 +80,24 @@ KEYS = ("mode", "engine", "family", "model_class", "load", "lengths")
 HIERARCHY = (KEYS, ("mode", "engine", "family", "load"), ("mode", "engine", "family"), ("mode", "engine", "model_class", "load", "lengths"),
              ("mode", "engine", "load"), ("mode", "engine"), ("mode", "family", "model_class", "load", "lengths"),
              ("mode", "family", "load"), ("mode", "family"), ("mode",))
+# the metrics whose slices also split by how the harness sent the requests (Context.arrival), at the levels naming the
+# engine, walked before every level without it: a waves harness's first tokens queue behind their cohort's prefills, a
+# closed loop's behind arrivals spread over the requests' lives (spec/harness.py), and the serving fit learnt each engine's
+# queueing from its campaigns' harnesses, so an engine's TTFT residuals shift with the harness more than with the GPU
+# family. Held out, B's and C's SGLang TTFT sit on each other's closed loops, not on A's waves on B's family: B's TTFT
+# 89.0 -> 83.8% inside the 80% interval, C's 94.2 -> 85.2%; TPOT's residuals do not shift so (A's waves priced from B's
+# closed loops x1.02 on TPOT, x1.32 on TTFT) and C's TPOT fell out of its target with them (docs/modelling-notes.md#interval-arrival)
+ARRIVAL_METRICS = ("ttft_ms",)
+
+
+def hierarchy(metric: str) -> tuple[tuple[str, ...], ...]:
+    """The levels a question's slice of `metric` is looked for along, most specific first: HIERARCHY, after its levels
+    naming the engine with the arrival pattern too for ARRIVAL_METRICS."""
+    if metric not in ARRIVAL_METRICS:
+        return HIERARCHY
+    return (*((*lv, "arrival") for lv in HIERARCHY if "engine" in lv), *HIERARCHY)
+
+
 MIN_ROWS = 39  # the fewest residuals whose 97.5th percentile is an order statistic: ceil((n+1) 0.975) <= n
 MODES = ("serving", "offline", "disaggregated")
 # a slice's typical error below which z would blow up (log units: 0.1%; no slice of the shipped runs is this narrow)
@@ -411,7 +432,9 @@ def build(records: list[tuple[Context, dict[str, float]]], *, min_rows: int = MI
         formats.add(f"{ctx.family}|{ctx.fmt}|{ctx.model_class}")
         models.add(ctx.model)
         for m, r in res.items():
-            for level in HIERARCHY:
+            for level in hierarchy(m):
+                if "arrival" in level and not ctx.arrival:  # not said (offline)
+                    continue
                 groups.setdefault((m, ctx.key(level)), []).append(r)
                 fams, engines, arrivals = basis.setdefault((m, ctx.key(level)), (set(), set(), set()))
                 fams.update([ctx.family] if "family" not in level else [])
@@ -427,7 +450,7 @@ def build(records: list[tuple[Context, dict[str, float]]], *, min_rows: int = MI
     scores: dict[str, list[float]] = {}
     for ctx, res in records:
         for m, r in res.items():
-            c = next((slices[m][ctx.key(level)] for level in HIERARCHY if ctx.key(level) in slices[m]), None)
+            c = next((slices[m][ctx.key(level)] for level in hierarchy(m) if ctx.key(level) in slices[m]), None)
             if c is not None:
                 scores.setdefault(spread_key(m, ctx), []).append((r - c["q500"]) / max(c["mad"], MAD_FLOOR))
     spread = {k: cell(z, levels=levels) for k, z in sorted(scores.items()) if len(z) >= min_rows}
@@ -573,7 +596,8 @@ def _describe(level: tuple[str, ...], ctx: Context, c: dict, table: dict) -> str
     do, how they did (a slice mixing both holds runs like the question)."""
     parts = {"engine": engine_title(ctx.engine), "family": f"on {family_name(ctx.family)} GPUs", "model_class":
              f"{'MoE' if ctx.model_class == 'moe' else 'dense'} models", "load": "offline" if ctx.load == "offline"
-             else f"{ctx.load} requests", "lengths": f"{ctx.lengths} ISL/OSL"}
+             else f"{ctx.load} requests", "lengths": f"{ctx.lengths} ISL/OSL",
+             "arrival": f"in {ARRIVAL_NAMES.get(ctx.arrival, ctx.arrival)}"}
     if "engine" not in level:  # it read as the question's engine's own runs ("from 2050 serving runs" for ATOM's 36)
         env = table["envelope"].get(ctx.mode, {})
         # at a level within the question's GPU family its engine's runs there (runs[engine|family]), else on every family
@@ -606,7 +630,7 @@ def _slice(metric: str, ctx: Context, table: dict) -> tuple[dict, tuple[str, ...
     for level in HIERARCHY[:3]:
         if ctx.key(level) in own:
             return own[ctx.key(level)], level, True
-    for level in HIERARCHY:
+    for level in hierarchy(metric):
         if ctx.key(level) in slices:
             return slices[ctx.key(level)], level, False
     return None
