@@ -287,6 +287,12 @@ class Engine(ABC):
         """Whether its step makes one of the fusions (`fusions`)."""
         return fusion in self.fusions
 
+    def moe_input_quant_fused(self, architecture: str) -> bool | None:
+        """Whether a MoE layer's input reaches its shared expert's first GEMM already quantised (by the norm or all-reduce
+        before it): None where its act_quant says (Engine.fusions, every architecture alike); an engine whose model code
+        leaves it BF16 for an architecture says False (TensorRTLLMEngine, DeepSeek-V3's)."""
+        return None
+
     def dequantised_mla_products(self, family: str) -> tuple[str, ...]:
         """MLA's absorbed decode products ("uk": q x W_UK, "uv": o x W_UV) whose FP8 checkpoint weights this build
         casts to BF16 and scales at every decode step (cost.mixers._mla_proj, mla_bmm_dequant): both in a build

@@ -69,6 +69,17 @@ class TensorRTLLMEngine(Engine):
     # max_batch_size and searches decode batches only up to it (ai-dynamo/aiconfigurator@095f58a5
     # generator/rule_plugin/trtllm.rule:18, sdk/inference_session.py:851-854)
 
+    # DeepSeek-V3's MoE layers (DeepSeek-R1, Kimi K2) fuse only RESIDUAL_RMS_NORM into the all-reduce before the MoE
+    # ("TODO: unify the two min-latency MoE backends by enabling quant fusion"; under attention DP a plain RMSNorm), so
+    # the BF16 hidden states reach the shared expert's gate_up, whose quantised Linear runs its own quantise kernel
+    # (NVFP4LinearMethod.apply: fp4_quantize unless the input is an Fp4QuantizedTensor); only the dense layers' MLP takes
+    # RESIDUAL_RMS_NORM_QUANT_NVFP4 (DeepseekV3DecoderLayer.forward_MoE / forward_mlp,
+    # tensorrt_llm/_torch/models/modeling_deepseekv3.py@000561df; modules/linear.py, code index)
+    BF16_MOE_INPUT = ("DeepseekV3ForCausalLM",)
+
+    def moe_input_quant_fused(self, architecture: str) -> bool | None:
+        return False if architecture in self.BF16_MOE_INPUT else None
+
     def step_tokens(self, gpu) -> int:
         """max_num_tokens = 8192 (LlmArgs / BuildConfig default), on every GPU (trtllm-bench picks its own per
         run: spec/engines/trtllm_bench.py)."""
