@@ -293,6 +293,11 @@ class Engine(ABC):
         leaves it BF16 for an architecture says False (TensorRTLLMEngine, DeepSeek-V3's)."""
         return None
 
+    def mla_bmm_quantised(self, family: str) -> bool:
+        """Whether MLA's absorbed decode products of an FP8 checkpoint quantise their BF16 input by a kernel of their own on
+        GPU `family` (TensorRT-LLM's SM90 FP8 block BMM): False unless an engine says so."""
+        return False
+
     def dequantised_mla_products(self, family: str) -> tuple[str, ...]:
         """MLA's absorbed decode products ("uk": q x W_UK, "uv": o x W_UV) whose FP8 checkpoint weights this build
         casts to BF16 and scales at every decode step (cost.mixers._mla_proj, mla_bmm_dequant): both in a build

@@ -80,6 +80,12 @@ class TensorRTLLMEngine(Engine):
     def moe_input_quant_fused(self, architecture: str) -> bool | None:
         return False if architecture in self.BF16_MOE_INPUT else None
 
+    def mla_bmm_quantised(self, family: str) -> bool:
+        # fp8_block_scaling_bmm_out on SM89/90: fp8_batched_quantize_1x128_permute102(mat1), then the FP8 block-scaled BMM;
+        # on SM100 a BF16 torch.bmm over the dequantised weight (tensorrt_llm/_torch/modules/attention.py, every version
+        # in the code index, e.g. @000561df)
+        return family == "hopper"
+
     def step_tokens(self, gpu) -> int:
         """max_num_tokens = 8192 (LlmArgs / BuildConfig default), on every GPU (trtllm-bench picks its own per
         run: spec/engines/trtllm_bench.py)."""
