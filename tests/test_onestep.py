@@ -58,3 +58,24 @@ def test_hopper_block_fp8_mla_bmms_quantise_their_input(h200, b200):
     assert "layer0/attn/mla_bmm_quant" not in _times(m, b200, Precision.of("fp8_block"), "trtllm")
     assert "layer0/attn/mla_bmm_quant" not in _times(m, h200, Precision.of("fp8_block"), "sglang")
     assert "layer0/attn/mla_bmm_quant" not in _times(m, h200, Precision.of("bf16"), "trtllm")
+
+
+def test_mtp_worker_kernels_per_step(b200, monkeypatch):
+    # MTPEagleWorker's own small kernels a step, counted op by op (TensorRTLLMEngine.spec_worker_kernels): 25 + 6 per
+    # draft token, 43 at MTP3, 31 at MTP1; none for EAGLE-3 (not read) nor another engine's worker
+    from llm_codesign.serve.aggregated import decode_step
+    from llm_codesign.spec.plan import SpecDecoding
+    trt = get_engine("trtllm")
+    assert float(trt.spec_worker_kernels("mtp", 3)) == 43.0 and float(trt.spec_worker_kernels("mtp", 1)) == 31.0
+    assert trt.spec_worker_kernels("eagle3", 3) == 0.0 and get_engine("sglang").spec_worker_kernels("mtp", 3) == 0.0
+    # each at the elementwise fixed cost, added once to the step's draft time
+    m, cal = get_model("deepseek-ai/DeepSeek-R1"), calibration_for(b200)
+    costs = trt.costs(cal)
+    spec = SpecDecoding(method="mtp", k=3, mean_accepted=2.82)
+
+    def draft():
+        return float(np.sum(decode_step(m, b200, Precision.of("nvfp4"), TP8.broadcast(), costs=costs, b=np.array([1.0]), ctx=np.array([2048.0]),
+                                 k=np.array([3.0]), spec=spec)[1]))
+    with_worker = draft()
+    monkeypatch.setattr(type(trt), "spec_worker_kernels", lambda self, method, k: 0.0)
+    assert with_worker - draft() == pytest.approx(43 * costs.cal.kernel_overhead_s, rel=1e-9)

@@ -293,6 +293,11 @@ class Engine(ABC):
         leaves it BF16 for an architecture says False (TensorRTLLMEngine, DeepSeek-V3's)."""
         return None
 
+    def spec_worker_kernels(self, method: str, k):
+        """The small kernels its speculative worker launches each step at draft length `k` beyond the draft passes' and
+        the sampler's priced operators (index arithmetic, acceptance, metadata updates): 0 unless an engine says so."""
+        return 0.0
+
     def mla_bmm_quantised(self, family: str) -> bool:
         """Whether MLA's absorbed decode products of an FP8 checkpoint quantise their BF16 input by a kernel of their own on
         GPU `family` (TensorRT-LLM's SM90 FP8 block BMM): False unless an engine says so."""
