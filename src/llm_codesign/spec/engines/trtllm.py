@@ -74,8 +74,11 @@ class TensorRTLLMEngine(Engine):
     # the BF16 hidden states reach the shared expert's gate_up, whose quantised Linear runs its own quantise kernel
     # (NVFP4LinearMethod.apply: fp4_quantize unless the input is an Fp4QuantizedTensor); only the dense layers' MLP takes
     # RESIDUAL_RMS_NORM_QUANT_NVFP4 (DeepseekV3DecoderLayer.forward_MoE / forward_mlp,
-    # tensorrt_llm/_torch/models/modeling_deepseekv3.py@000561df; modules/linear.py, code index)
-    BF16_MOE_INPUT = ("DeepseekV3ForCausalLM",)
+    # tensorrt_llm/_torch/models/modeling_deepseekv3.py@000561df, and its newest version in the code index, which
+    # registers DeepseekV32ForCausalLM on the same class; modules/linear.py, code index). The spring-2025 builds fed it
+    # BF16 too: their min-latency RESIDUAL_RMS_NORM_AND_QUANT_NVFP4 quantised for the routed experts (fc31_input_scale)
+    # while `_compute_shared_output` called shared_experts(hidden_states)
+    BF16_MOE_INPUT = ("DeepseekV3ForCausalLM", "DeepseekV32ForCausalLM")
 
     def moe_input_quant_fused(self, architecture: str) -> bool | None:
         return False if architecture in self.BF16_MOE_INPUT else None
