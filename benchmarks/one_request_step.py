@@ -143,6 +143,8 @@ def _ops_us(gpu: str, tokens: float) -> tuple[dict, dict, dict, int]:
     draft = {"mtp1/" + k.removeprefix("layer/"): v for k, v in us(dops).items()}
     draft |= {"mtp1/" + k: v for k, v in us(mtp_module_ops(dm, dep.gpu, cal, sh, tokens=1.0, seqs=1.0, engine=costs.engine)).items()}
     draft |= {"mtp4/" + k: v for k, v in us(mtp_module_ops(dm, dep.gpu, cal, sh, tokens=tokens, seqs=1.0, engine=costs.engine)).items()}
+    # the MTP worker's own small kernels a step (Engine.spec_worker_kernels), at the elementwise fixed cost
+    draft["worker/kernels"] = float(np.sum(costs.engine.spec_worker_kernels(dep.spec.method, dep.spec.k))) * cal.kernel_overhead_s * 1e6
     counts = {op.name: float(np.sum(op.count)) for op in ops}
     host = (costs.step_overhead + costs.seq_overhead) * 1e6  # the host's step, with its one running sequence
     return us(ops) | {"host/step_overhead": host}, counts | {"host/step_overhead": 1.0}, draft, dep.spec.k
@@ -228,7 +230,7 @@ def _h100_tables(shared: Path, kern: Path):
 
 # operators of one MLA module and one MoE block as the tables time them whole (the module's RoPE and cache
 # append are one of the layer's two elementwise launches: half of it)
-MLA_MODULE = ("qkv_a", "latent_norms", "q_b", "mla_q_absorb", "core_decode", "mla_v_up", "o")
+MLA_MODULE = ("qkv_a", "latent_norms", "q_b", "mla_q_absorb", "mla_bmm_quant", "core_decode", "mla_v_up", "o")
 MOE_BLOCK_OPS = ("topk", "permute", "experts_gate_up", "experts_act", "experts_down")
 DRAFTS = "drafts 2-3"  # the draft passes after the first, at the run's MTP 3
 
@@ -243,7 +245,7 @@ def iteration(gpu: str) -> list[tuple[str, str, float, float, float]]:
     its = [("verify", k, counts[k], 1.0 if k.startswith("host") else 4.0, v) for k, v in ops.items()]
     its += [("draft 1", k, 1.0, 4.0, v) for k, v in ops.items() if k.startswith(("layer0/attn", "layer1/"))]
     its += [("draft 1", k, 1.0, 4.0, v) for k, v in draft.items() if k.startswith("mtp4/")]
-    its += [("draft 1", "mtp1/lm_head", 1.0, 1.0, draft["mtp1/lm_head"])]
+    its += [("draft 1", "mtp1/lm_head", 1.0, 1.0, draft["mtp1/lm_head"]), ("worker", "worker/kernels", 1.0, 1.0, draft["worker/kernels"])]
     return its + [(DRAFTS, k, passes - 1.0, 1.0, v) for k, v in draft.items() if k.startswith("mtp1/")]
 
 
@@ -268,6 +270,8 @@ def h200(shared: Path) -> None:
         if role in MOE_BLOCK_OPS:  # timed whole by the tables: each of its operators at the block's table / priced
             t100, basis = table("moe_block", tokens)
             return us200 * t100 / block(tokens), f"MoE block whole: {basis}; H100 {t100:.1f} against {block(tokens):.1f}"
+        if role == "mla_bmm_quant":  # the SM90 BMMs' 1x128 quantise: inside the FP8 BMM rows the table times (mla_gen_pre/post)
+            return 0.0, "in the FP8 BMM rows"
         got = table(role, tokens)
         if got is None:
             return us200, "none (priced)"
@@ -307,7 +311,7 @@ def _family(name: str) -> str:
         return "block-FP8 GEMMs"
     if role in ("router", "eh_proj", "lm_head"):
         return "BF16 GEMMs (router, eh_proj, LM head)"
-    if role in ("mla_q_absorb", "mla_v_up"):
+    if role in ("mla_q_absorb", "mla_v_up", "mla_bmm_quant"):
         return "MLA absorbed BMMs"
     if role == "core_decode":
         return "MLA decode kernel"

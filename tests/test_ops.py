@@ -236,8 +236,11 @@ def test_mtp_draft_passes_price_the_module_and_the_first_pass_over_every_checked
     module = lambda tokens: less_pdl(mtp_module_ops(dm, g, costs.cal, sh, tokens=tokens, seqs=4.0, engine=costs.engine))  # noqa: E731
     head = layer(1.0, head=True)  # the LM head samples one position per sequence in every pass
     assert draft(0) == 0.0
-    # k = 3: the layer over 4 positions of each of the 4 sequences, then two passes of one token
-    assert draft(3) == pytest.approx(layer(4.0, head=False) + head + module(16.0) + 2.0 * (layer(1.0, head=False) + head + module(4.0)), rel=1e-9)
+    # k = 3: the layer over 4 positions of each of the 4 sequences, then two passes of one token, and the MTP Eagle worker's
+    # own 25 + 6 x 3 = 43 small kernels a step at the elementwise fixed cost, none PDL-launched (spec_worker_kernels)
+    worker = 43 * costs.cal.kernel_overhead_s
+    assert draft(3) == pytest.approx(layer(4.0, head=False) + head + module(16.0) + 2.0 * (layer(1.0, head=False) + head + module(4.0))
+                                     + worker, rel=1e-9)
     assert draft(1) > layer(1.0, head=False) + head + module(4.0)
 
 

@@ -71,7 +71,7 @@ def moe_ops(f: MoE, M: Site, *, at: _At, s: _Step, b: Batch, prec: Precision) ->
     # reads each token's FP32 expert scores and writes top_k ids and weights
     ops.append(_elementwise(M / "topk", np.where(T > 0, T * (f.experts + 2.0 * f.top_k) * 4.0, 0.0), 1.0, at))
     if np.any(f.shared_inter):
-        ops.append(_gemm(M / "shared_gate_up", s.M, (f.mats - 1) * f.shared_inter / dense_tp, h, at, **ff))
+        ops.append(_gemm(M / "shared_gate_up", s.M, (f.mats - 1) * f.shared_inter / dense_tp, h, at, fused_quant=s.shared_quant, **ff))
         ops.append(_gemm(M / "shared_down", s.M, h, f.shared_inter / dense_tp, at, **ff))
     # the busiest EP rank sets the step: the experts it reads, its busiest expert's tokens and its
     # own (routed_load; cal.moe_routing_alpha is the routing skew, 0 uniform)

@@ -148,6 +148,12 @@ def _mla_proj(a: MLA, b: Batch, at: _At, P: Site, *, s: _Step) -> list[Op]:
     dec = Tokens(dec_tok)
     ops.append(_gemm(P / "mla_q_absorb", dec, a.kv_lora_rank, a.nope_dim, at, groups=heads_l, **_BF16))
     ops.append(_gemm(P / "mla_v_up", dec, a.v_head_dim, a.kv_lora_rank, at, groups=heads_l, **_BF16))
+    if at.engine is not None and s.fa["weight"] == "fp8_block" and at.engine.mla_bmm_quantised(at.gpu.family):
+        # each product's BF16 input (q_nope, heads x nope_dim a token; the attention's latent output, heads x kv_lora_rank)
+        # quantised per 1x128 group to FP8 by a kernel of its own before the FP8 BMM (Engine.mla_bmm_quantised): BF16 read,
+        # FP8 written, one FP32 scale per 128 values
+        q_b = np.asarray(dec_tok, float) * heads_l * (a.nope_dim + a.kv_lora_rank) * (2.0 + 1.0 + 4.0 / 128.0)
+        ops.append(_elementwise(P / "mla_bmm_quant", q_b, 2.0, at))
     products = at.engine.dequantised_mla_products(at.gpu.family) if at.engine is not None else ()
     if products and s.fa["weight"] in ("fp8", "fp8_block"):
         # a build with no FP8 bmm (SGLang 0.5.2 on ROCm, "TODO(haishaw): add bmm_fp8 to ROCm") runs each absorbed product

@@ -191,6 +191,7 @@ class _Step(NamedTuple):
     moe_tp: object
     fa: dict  # attention GEMMs: math, activation and weight bytes, kernel, weight format
     ff: dict  # FFN and expert GEMMs
+    shared_quant: bool | None = None  # the shared expert's first GEMM's `fused_quant` (Engine.moe_input_quant_fused)
 
 
 def _step(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, b: Batch, *, engine: Engine | None) -> _Step:
@@ -206,7 +207,7 @@ def _step(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, b: Batch, *, en
     ff = {"math": math_ffn, "a_b": act_b, "w_b": prec.weight.bytes_per_weight(), "kernel": kernels[1], "weight": prec.weight.name}
     T = dec_tok + np.asarray(b.pf_tokens, float)
     return _Step(model.hidden, dec_tok, T, Tokens(T), *(np.asarray(x, float) for x in (sh.tp, sh.kvp, sh.adp, sh.ep, sh.moe_tp)),
-                 fa, ff)
+                 fa, ff, None if engine is None else engine.moe_input_quant_fused(model.architecture))
 
 
 class _Builder(NamedTuple):

@@ -186,7 +186,10 @@ def _draft_passes(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, cost
     else:
         first = forward_ops(dm, gpu, cal, dprec, dsh, b=verify, engine=costs.engine)
         t_first = kernels_time([op for op in first if op.part != "lm_head"], gpu, costs) + head
-    return np.where(k > 0, t_first + (k - 1.0) * t_rest, 0.0)
+    # and the speculative worker's own small kernels around the passes (acceptance, gather indices, metadata updates;
+    # Engine.spec_worker_kernels), each a launch at the elementwise fixed cost, none PDL-launched
+    worker = costs.engine.spec_worker_kernels(spec.method, k) * cal.kernel_overhead_s
+    return np.where(k > 0, t_first + (k - 1.0) * t_rest + worker, 0.0)
 
 
 def kernels_time(ops, gpu: Gpu, costs: EngineCosts, *, n_launches=None):

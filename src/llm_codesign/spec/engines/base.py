@@ -287,6 +287,22 @@ class Engine(ABC):
         """Whether its step makes one of the fusions (`fusions`)."""
         return fusion in self.fusions
 
+    def moe_input_quant_fused(self, architecture: str) -> bool | None:
+        """Whether a MoE layer's input reaches its shared expert's first GEMM already quantised (by the norm or all-reduce
+        before it): None where its act_quant says (Engine.fusions, every architecture alike); an engine whose model code
+        leaves it BF16 for an architecture says False (TensorRTLLMEngine, DeepSeek-V3's)."""
+        return None
+
+    def spec_worker_kernels(self, method: str, k):
+        """The small kernels its speculative worker launches each step at draft length `k` beyond the draft passes' and
+        the sampler's priced operators (index arithmetic, acceptance, metadata updates): 0 unless an engine says so."""
+        return 0.0
+
+    def mla_bmm_quantised(self, family: str) -> bool:
+        """Whether MLA's absorbed decode products of an FP8 checkpoint quantise their BF16 input by a kernel of their own on
+        GPU `family` (TensorRT-LLM's SM90 FP8 block BMM): False unless an engine says so."""
+        return False
+
     def dequantised_mla_products(self, family: str) -> tuple[str, ...]:
         """MLA's absorbed decode products ("uk": q x W_UK, "uv": o x W_UV) whose FP8 checkpoint weights this build
         casts to BF16 and scales at every decode step (cost.mixers._mla_proj, mla_bmm_dequant): both in a build

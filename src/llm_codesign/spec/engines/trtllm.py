@@ -69,6 +69,41 @@ class TensorRTLLMEngine(Engine):
     # max_batch_size and searches decode batches only up to it (ai-dynamo/aiconfigurator@095f58a5
     # generator/rule_plugin/trtllm.rule:18, sdk/inference_session.py:851-854)
 
+    # DeepSeek-V3's MoE layers (DeepSeek-R1, Kimi K2) fuse only RESIDUAL_RMS_NORM into the all-reduce before the MoE
+    # ("TODO: unify the two min-latency MoE backends by enabling quant fusion"; under attention DP a plain RMSNorm), so
+    # the BF16 hidden states reach the shared expert's gate_up, whose quantised Linear runs its own quantise kernel
+    # (NVFP4LinearMethod.apply: fp4_quantize unless the input is an Fp4QuantizedTensor); only the dense layers' MLP takes
+    # RESIDUAL_RMS_NORM_QUANT_NVFP4 (DeepseekV3DecoderLayer.forward_MoE / forward_mlp,
+    # tensorrt_llm/_torch/models/modeling_deepseekv3.py@000561df, and its newest version in the code index, which
+    # registers DeepseekV32ForCausalLM on the same class; modules/linear.py, code index). The spring-2025 builds fed it
+    # BF16 too: their min-latency RESIDUAL_RMS_NORM_AND_QUANT_NVFP4 quantised for the routed experts (fc31_input_scale)
+    # while `_compute_shared_output` called shared_experts(hidden_states)
+    BF16_MOE_INPUT = ("DeepseekV3ForCausalLM", "DeepseekV32ForCausalLM")
+
+    def moe_input_quant_fused(self, architecture: str) -> bool | None:
+        return False if architecture in self.BF16_MOE_INPUT else None
+
+    def spec_worker_kernels(self, method: str, k):
+        # MTPEagleWorker.forward with strict acceptance, one decoding request (tensorrt_llm/_torch/speculative/mtp.py
+        # @000a01de; ops on empty context slices launch nothing), counted op by op inside the captured graph:
+        # sample_and_accept_draft_tokens 9 (two ones, argmax, the copy, ==, int, cumprod, sum, +=; its argmax is the
+        # sampler already priced: 8), the seq_lens clone, cumsum and -1, prepare_drafter_inputs' concat (4), the first
+        # pass's gather ids (mul, long, +, -1, +, concat: 6), its hidden-state gathers (2), the draft token's int32 cast,
+        # the positions' gather and +1, seq_lens fill and the kv_lens update (rsub, sub_): 14; each later pass its two
+        # gathers, cast, position gather and +1, kv_lens += 1 (6); then stack, the seq_lens restore, the next tokens'
+        # -1, index and concat (5): 8 + 4 + 14 + 6 (k - 1) + 5 = 25 + 6k
+        import numpy as np
+
+        if method != "mtp":
+            return 0.0
+        return 25.0 + 6.0 * np.asarray(k, float)
+
+    def mla_bmm_quantised(self, family: str) -> bool:
+        # fp8_block_scaling_bmm_out on SM89/90: fp8_batched_quantize_1x128_permute102(mat1), then the FP8 block-scaled BMM;
+        # on SM100 a BF16 torch.bmm over the dequantised weight (tensorrt_llm/_torch/modules/attention.py, every version
+        # in the code index, e.g. @000561df)
+        return family == "hopper"
+
     def step_tokens(self, gpu) -> int:
         """max_num_tokens = 8192 (LlmArgs / BuildConfig default), on every GPU (trtllm-bench picks its own per
         run: spec/engines/trtllm_bench.py)."""

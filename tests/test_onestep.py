@@ -1,0 +1,81 @@
+"""The one-request DeepSeek-R1 step's kernels TensorRT-LLM runs that its fusions do not remove
+(docs/modelling-notes.md#onestep-inventory): the shared expert's own activation quantise in DeepSeek-V3's MoE
+layers, and the SM90 absorbed MLA BMMs' 1x128 quantise of a block-FP8 checkpoint; each priced by hand from the
+calibration."""
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from llm_codesign.cost.calibration import calibration_for
+from llm_codesign.cost.ops import Batch, forward_ops
+from llm_codesign.spec.engines import get_engine
+from llm_codesign.spec.plan import Plan
+from llm_codesign.spec.precision import Precision
+from llm_codesign.spec.registry import get_model
+
+TP8 = Plan(tp=8, ep=2, moe_tp=4)
+
+
+def _times(model, gpu, prec, engine, tokens=4.0):
+    ops = forward_ops(model, gpu, calibration_for(gpu), prec, TP8.broadcast(), b=Batch(dec_seqs=1.0, dec_ctx=2048.0, dec_tokens_per_seq=tokens),
+                      engine=get_engine(engine))
+    return {o.name: (float(np.sum(o.time)), float(np.sum(o.kernels))) for o in ops}
+
+
+def test_deepseek_shared_expert_quantises_its_bf16_input(b200):
+    # DeepSeek-V3's MoE layers fuse RESIDUAL_RMS_NORM only into the all-reduce before the MoE, so the shared expert's
+    # NVFP4 gate_up quantises the BF16 hidden states itself (fp4_quantize): 4 tokens x 7168, BF16 read and NVFP4 written
+    # (0.5 B + one E4M3 scale per 16 values), one launch
+    cal, m = calibration_for(b200), get_model("deepseek-ai/DeepSeek-R1")
+    assert m.architecture == "DeepseekV3ForCausalLM"
+    prec = Precision.of("nvfp4")
+    a_b = prec.activation.bytes_per_value()
+    assert a_b == pytest.approx(0.5 + 1.0 / 16.0)
+    ours = _times(m, b200, prec, "trtllm")["layer1/moe/shared_gate_up"][0]
+    other = _times(replace(m, architecture=""), b200, prec, "trtllm")["layer1/moe/shared_gate_up"][0]
+    quant = 4 * 7168 * (2.0 + a_b) / (b200.hbm_bandwidth_bytes_per_s * cal.bw_eff) + cal.kernel_overhead_s
+    assert ours - other == pytest.approx(quant, rel=1e-4)
+    # the routed experts, and another engine's shared expert, unchanged
+    for engine, name in (("trtllm", "layer1/moe/experts_gate_up"), ("sglang", "layer1/moe/shared_gate_up")):
+        assert _times(m, b200, prec, engine)[name] == _times(replace(m, architecture=""), b200, prec, engine)[name]
+    # a BF16 checkpoint has nothing to quantise
+    bf16 = Precision.of("bf16")
+    assert _times(m, b200, bf16, "trtllm")["layer1/moe/shared_gate_up"] == _times(replace(m, architecture=""), b200, bf16, "trtllm")[
+        "layer1/moe/shared_gate_up"]
+
+
+def test_hopper_block_fp8_mla_bmms_quantise_their_input(h200, b200):
+    # fp8_block_scaling_bmm_out on SM90: each absorbed product's BF16 input quantised per 1x128 group first. At TP 8, 16
+    # heads a rank, 4 tokens: q_nope 128 and the latent output 512 wide, BF16 read + FP8 written + an FP32 scale per 128
+    cal, m = calibration_for(h200), get_model("deepseek-ai/DeepSeek-R1")
+    t, n = _times(m, h200, Precision.of("fp8_block"), "trtllm")["layer0/attn/mla_bmm_quant"]
+    nbytes = 4 * 16 * (128 + 512) * (2.0 + 1.0 + 4.0 / 128.0)
+    assert nbytes == 124_160.0
+    assert t == pytest.approx(nbytes / (h200.hbm_bandwidth_bytes_per_s * cal.bw_eff) + 2 * cal.kernel_overhead_s, rel=1e-6)
+    assert n == 2.0
+    # not on Blackwell (a BF16 torch.bmm over the dequantised weight), nor in SGLang's step, nor for a BF16 checkpoint
+    assert "layer0/attn/mla_bmm_quant" not in _times(m, b200, Precision.of("fp8_block"), "trtllm")
+    assert "layer0/attn/mla_bmm_quant" not in _times(m, h200, Precision.of("fp8_block"), "sglang")
+    assert "layer0/attn/mla_bmm_quant" not in _times(m, h200, Precision.of("bf16"), "trtllm")
+
+
+def test_mtp_worker_kernels_per_step(b200, monkeypatch):
+    # MTPEagleWorker's own small kernels a step, counted op by op (TensorRTLLMEngine.spec_worker_kernels): 25 + 6 per
+    # draft token, 43 at MTP3, 31 at MTP1; none for EAGLE-3 (not read) nor another engine's worker
+    from llm_codesign.serve.aggregated import decode_step
+    from llm_codesign.spec.plan import SpecDecoding
+    trt = get_engine("trtllm")
+    assert float(trt.spec_worker_kernels("mtp", 3)) == 43.0 and float(trt.spec_worker_kernels("mtp", 1)) == 31.0
+    assert trt.spec_worker_kernels("eagle3", 3) == 0.0 and get_engine("sglang").spec_worker_kernels("mtp", 3) == 0.0
+    # each at the elementwise fixed cost, added once to the step's draft time
+    m, cal = get_model("deepseek-ai/DeepSeek-R1"), calibration_for(b200)
+    costs = trt.costs(cal)
+    spec = SpecDecoding(method="mtp", k=3, mean_accepted=2.82)
+
+    def draft():
+        return float(np.sum(decode_step(m, b200, Precision.of("nvfp4"), TP8.broadcast(), costs=costs, b=np.array([1.0]), ctx=np.array([2048.0]),
+                                 k=np.array([3.0]), spec=spec)[1]))
+    with_worker = draft()
+    monkeypatch.setattr(type(trt), "spec_worker_kernels", lambda self, method, k: 0.0)
+    assert with_worker - draft() == pytest.approx(43 * costs.cal.kernel_overhead_s, rel=1e-9)
