@@ -95,6 +95,7 @@ def measured_pairs(rows, runs) -> None:
 # (build, measured date) of the clean sample's TensorRT-LLM DeepSeek runs whose TPOT matches InferenceX's TensorRT-LLM MTP
 # runs of the same configuration (clean / InferenceX median 0.97), where the other dates match its runs without a draft
 # (0.97-1.00): data/measurements/serving_measured_blackwell.builds.csv
+# (campaigns.toml's entry for them)
 TRTLLM_MTP_DATES = {("1.1.0rc2.post2", "2026-01-14"), ("1.2.0rc6.post3", "2026-02-05"), ("1.2.0rc6.post3", "2026-02-06")}
 
 
@@ -110,7 +111,10 @@ def measured_pairs_trtllm(rows) -> None:
     from statistics import median
 
     ix = defaultdict(lambda: defaultdict(list))
-    for r in campaign_rows("B"):
+    from crossval_campaigns import CAMPAIGNS
+    from llm_codesign.measure.validate import read_rows
+
+    for r in read_rows(CAMPAIGNS["B"][1]):  # every InferenceX TensorRT-LLM run, its 1.1 builds' too
         if r["backend"] == "trtllm":
             ix[_key(r)][r["spec_method"] or "none"].append(float(r["tpot_ms"]))
     builds, ratio = trtllm_builds(), defaultdict(list)
@@ -183,8 +187,9 @@ def main() -> None:
         print("| variant | all A | SGLang | SGLang DeepSeek | " + " | ".join(f"{k[0]} {k[1]} {k[2]} {k[3]} {k[4]} ({len(v)})" for k, v in sorted(groups.items())) + " | twins' lower-TPOT run (11) | their other run (11) |")
         if trt_mtp:
             trt = [i for i, r in enumerate(rows) if r["backend"] == "trtllm"]
-            for vname, sel in (("TensorRT-LLM as priced", set()), ("TensorRT-LLM's MTP-dated DeepSeek rows as MTP-1, acc 1.85", trt_mtp)):
-                mod = [dict(r, spec_method="mtp", spec_draft_len="1", spec_acceptance="1.85") if i in sel else r for i, r in enumerate(rows)]
+            # campaigns.toml prices those rows as MTP-1 (the dates' entry); `none` on a row keeps its speculation off, as before
+            for vname, sel in (("TensorRT-LLM without the dates' MTP", trt_mtp), ("TensorRT-LLM's MTP-dated DeepSeek rows as MTP-1, acc 1.85", set())):
+                mod = [dict(r, spec_method="none") if i in sel else r for i, r in enumerate(rows)]
                 preds, _ = predict_serving(mod, cal_override=cal)
                 print(f"| {vname} | {fmt(stats(mod, preds, range(len(mod))))} | TensorRT-LLM {fmt(stats(mod, preds, trt))} | "
                       f"its DeepSeek rows of those dates ({len(trt_mtp)}) {fmt(stats(mod, preds, sorted(trt_mtp)))} |", flush=True)
