@@ -123,7 +123,7 @@ def test_a_key_the_table_does_not_know_is_one_line():
               "campaigns.toml [aiconfigurator-core] flags.set: 'arnorm_fusion' is not valid; one of: max_num_tokens, arrival, "
               "max_prefill_tokens, max_running_requests, cuda_graph_max_bs, recv_interval, ignore_eos, mixed_chunk, chunked_prefill, "
               "kv_fraction, rounds, queued_steps, prefill_routing, offline, decode_recv_interval, decode_moe_a2a, sglang_build, act_quant_fusion, "
-              "attn_out_fusion, ar_norm_fusion, rope_decode_fusion, hop_b_fusion, pdl_fusion, fp8_bmm_fusion, kv_dtype"),
+              "attn_out_fusion, ar_norm_fusion, rope_decode_fusion, hop_b_fusion, pdl_fusion, fp8_bmm_fusion, kv_dtype, spec_method, spec_draft_len, spec_acceptance"),
              ("set = { ar_norm_fusion = false }", 'set = { ar_norm_fusion = "no" }',
               "campaigns.toml [aiconfigurator-core] flags.set.ar_norm_fusion: 'no' is not valid; true or false"),
              ("rounds = 20", "round = 20", "campaigns.toml [aiconfigurator-core]: 'round' is not valid; one of: source, flags, arrival, "
@@ -139,7 +139,7 @@ def test_a_key_the_table_does_not_know_is_one_line():
               "campaigns.toml [aiconfigurator-core] flags.when: 'backnd' is not valid; one of: model, gpu, backend, weight_dtype, "
               "kv_dtype, isl, osl, concurrency, num_gpus, tp, pp, ep, moe_tp, attention_dp, spec_method, spec_draft_len, "
               "prefill_instances, prefill_gpus_per_instance, prefill_tp, prefill_attention_dp, prefill_ep, decode_instances, "
-              "decode_gpus_per_instance, decode_tp, decode_attention_dp, decode_ep, min_concurrency, max_concurrency, min_run_id, max_run_id"),
+              "decode_gpus_per_instance, decode_tp, decode_attention_dp, decode_ep, min_concurrency, max_concurrency, min_run_id, max_run_id, measured"),
              ("round_up = { max_num_tokens = 32 }", "round_up = { max_num_tokens = 0 }",
               "campaigns.toml [aiconfigurator-core] flags.round_up.max_num_tokens: 0 is not valid; a whole number of tokens, 1 or more"),
              ("over_isl = { max_prefill_tokens = 1500 }", "over_isl = { max_prefill_tokens = -1500 }",
@@ -453,3 +453,42 @@ def test_sglang_rocm_build_is_the_inferencex_campaigns_only():
               and ("fp8_bmm_fusion" in e["set"] or e["set"].get("kv_dtype") == "bf16" and e["when"].get("weight_dtype") == "mxfp4")}
     assert bounds == {("fp8_block", campaigns.SGLANG_ROCM_BUILDS["fp8_block"][0][0] - 1),
                       ("mxfp4", campaigns.SGLANG_ROCM_BUILDS["mxfp4"][0][0] - 1)}
+
+
+def test_tensorrt_llm_deepseek_rows_of_the_mtp_dates_run_one_draft_at_the_documented_acceptance():
+    # campaigns.toml: the sample's TensorRT-LLM DeepSeek runs measured 2026-01-14, -02-05 and -02-06 (builds CSV) ran MTP-1,
+    # their acceptance DeepSeek-V3's report's 85% (1.85 tokens a step); one build (1.1.0rc2.post2) ran both ways by date
+    from llm_codesign.measure.validate import _spec, read_rows
+    from llm_codesign.spec.plan import SpecDecoding
+
+    rows = {r["source"].split(":", 1)[1]: r for r in read_rows("serving_measured_blackwell_clean.csv")}
+    mtp = SpecDecoding("mtp", 1, 1.85)
+    assert _spec(rows["2026_03_25_deepseek_r1_b200_sxm_trtllm_fp8_agg_1024x1024_c8_tp8_0_ep1_0_1182"]) is None  # 1.2.0rc6.post2, 2026-01-29
+    on = [r for r in rows.values() if campaigns._sample_builds().get(r["source"], ("", ""))[1] in ("2026-01-14", "2026-02-05", "2026-02-06")]
+    deepseek = [r for r in on if r["backend"] == "trtllm" and r["model"] == "deepseek-ai/DeepSeek-R1"]
+    assert len(deepseek) == 78 and all(_spec(r) == mtp for r in deepseek)
+    # gpt-oss-120b measured 2026-02-05 has no MTP layer: the entry names DeepSeek's models only
+    assert all(_spec(r) is None for r in on if r["model"] == "openai/gpt-oss-120b")
+    # a row's own `none` keeps the campaign's speculation off
+    assert _spec({**deepseek[0], "spec_method": "none"}) is None
+
+
+def test_a_campaigns_speculation_is_checked():
+    from importlib import resources
+
+    import pytest
+
+    from llm_codesign.errors import InputError
+
+    text = resources.files("llm_codesign").joinpath("data/measurements/campaigns.toml").read_text()
+    old = 'set = { spec_method = "mtp", spec_draft_len = 1, spec_acceptance = 1.85 }'
+    assert old in text
+    for new, line in (('set = { spec_method = "nextn", spec_draft_len = 1, spec_acceptance = 1.85 }',
+                       "campaigns.toml [aiconfigurator-core] flags.set.spec_method: 'nextn' is not valid; one of mtp, eagle3, draft"),
+                      ('set = { spec_method = "mtp", spec_draft_len = 1, spec_acceptance = 0.85 }',
+                       "campaigns.toml [aiconfigurator-core] flags.set.spec_acceptance: 0.85 is not valid; a mean accepted length of at least 1"),
+                      ('set = { spec_method = "mtp", spec_draft_len = 0, spec_acceptance = 1.85 }',
+                       "campaigns.toml [aiconfigurator-core] flags.set.spec_draft_len: 0 is not valid; a whole number of at least 1")):
+        with pytest.raises(InputError) as e:
+            campaigns.read_campaigns(text.replace(old, new, 1))
+        assert str(e.value).startswith(line)

@@ -36,11 +36,16 @@ _TRUE, _FALSE = ("true", "1", "yes"), ("false", "0", "no")
 FUSION_KEYS = tuple(f"{f}_fusion" for f in FUSIONS)
 # what an entry's `when` may test: the row's model and the columns saying what ran (measure.audit.SETTING_FIELDS), and
 # inclusive bounds on its concurrency and on its InferenceX run id (min_run_id / max_run_id: e.g. a script's flag from the
-# first run of the change that set it; a row with no run id matches none); a misspelt column would match no row, quietly
-WHEN_KEYS = ("model", *SETTING_FIELDS, "min_concurrency", "max_concurrency", "min_run_id", "max_run_id")
+# first run of the change that set it; a row with no run id matches none); `measured`: the date (YYYY-MM-DD) the silicon
+# sample records for the row's run (serving_measured_blackwell.builds.csv; a row it does not list matches none); a misspelt
+# column would match no row, quietly
+WHEN_KEYS = ("model", *SETTING_FIELDS, "min_concurrency", "max_concurrency", "min_run_id", "max_run_id", "measured")
 # a campaign's KV-cache format where its rows leave kv_dtype blank (the engine flag its scripts pass: --kv-cache-dtype);
 # validate reads it before its own blank-column rule
-ROW_DEFAULTS = ("kv_dtype",)
+# and its speculative decoding where its rows leave spec_method blank (the method, its draft length and the mean accepted
+# length a step, the last from a documented source: the rows record none; validate._spec)
+ROW_DEFAULTS = ("kv_dtype", "spec_method", "spec_draft_len", "spec_acceptance")
+SPEC_METHODS = ("mtp", "eagle3", "draft")
 # the keys a campaign, one of its [[campaign.flags]] entries, its `when`, its `set` and its budget rules (`over_isl`,
 # `over_isl_and_batch`, `round_up`) may hold
 BUDGET_RULES = ("over_isl", "over_isl_and_batch", "round_up")
@@ -128,6 +133,11 @@ def _invalid(key: str, v) -> str | None:
     if key == "queued_steps":  # SchedulerFlags.queued_steps: a synchronous loop's none to an overlap loop's one step
         x = float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else float("nan")
         return None if 0.0 <= x <= 1.0 else "a number of steps from 0 to 1"
+    if key == "spec_method":
+        return None if v in SPEC_METHODS else "one of " + ", ".join(SPEC_METHODS)
+    if key == "spec_acceptance":  # tokens a verify step keeps on average: its own token and some of its drafts
+        x = float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else float("nan")
+        return None if x >= 1.0 else "a mean accepted length of at least 1"
     if key == "kv_dtype":
         try:
             get_dtype(v if isinstance(v, str) else "", "kv_dtype")
@@ -161,6 +171,11 @@ def _matches(when: dict, r: dict) -> bool:
         if key in ("min_concurrency", "max_concurrency"):
             c = (r.get("concurrency") or "").strip()
             if not c or (float(c) < want if key == "min_concurrency" else float(c) > want):
+                return False
+            continue
+        if key == "measured":
+            have = _sample_builds().get((r.get("source") or "").strip(), ("", ""))[1]
+            if have not in (want if isinstance(want, list) else [want]):
                 return False
             continue
         if key in ("min_run_id", "max_run_id"):

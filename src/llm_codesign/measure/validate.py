@@ -166,6 +166,13 @@ def _precision(model, r) -> Precision:
 
 def _spec(r):
     m = (r.get("spec_method") or "").strip().lower()
+    if not m:
+        # the campaign's speculation for rows that record none (campaigns.toml: e.g. the dates a workflow ran MTP-1), its
+        # draft length and documented acceptance with it; a row's own `none` keeps it off
+        camp = campaigns.campaign_of(r) or {}
+        if camp.get("spec_method"):
+            r = {**r, **{c: str(camp.get(c, "")) for c in ("spec_method", "spec_draft_len", "spec_acceptance")}}
+            m = r["spec_method"]
     if not m or m == "none":
         return None
     # an acceptance rate is a measurement; the row cannot be modelled without it. Said as what the row lacks, not as bad
