@@ -297,6 +297,7 @@ class _Rank(NamedTuple):
     pp: object
     pipelined: object  # chunks of different requests pipeline over PP stages; one request's chunks only with CPP
     scheduler: tuple  # (the engine, the run's SchedulerFlags): how a step's budget goes to prompts (prompt_budget)
+    alone: object = False  # one request in flight on the whole engine (every attention-DP rank's): it finds the engine idle
 
     def beside(self, decodes=0.0):
         """The prompt tokens a step takes beside `decodes` decoding requests: what their 1 + k tokens each leave (prompt_budget)."""
@@ -361,8 +362,16 @@ def evaluate(model: ModelSpec, at: Serving, *, cal: Calibration, concurrency, is
     fill = budget_fill(mnt, new=new, osl=osl, k=k, acc=acc, pp=pp, mixes=mix)
     running, admitted = (np.minimum(x, fill) for x in (running, admitted))
     time_share = admitted / np.maximum(running, 1.0)
-    r = _Rank(isl, osl, new, cached, mnt, k, running, pp, np.asarray(at.cpp) | (running >= pp), (engine, fl))
+    r = _Rank(isl, osl, new, cached, mnt, k, running, pp, np.asarray(at.cpp) | (running >= pp), (engine, fl), C <= 1.0)
     wave_tok, t_wave_step, pf_span = _prefill_wave(model, gpu, prec, sh, r=r, costs=costs)
+    wave_idle = 0.0
+    if arrival == "burst" and costs.idle_launch:
+        # a burst's wave reaches an idle engine: its first step, on every stage (serve.disagg.prefill_pool's rule), has no
+        # step to launch under (prefill_step's `idle`), and every request of the wave waits behind it: the wave's life
+        # (throughput) and each request's first token take it alike (docs/modelling-notes.md#revfix7-idle)
+        wave_idle = pp * (prefill_step(model, gpu, prec, sh, costs=costs, tokens=wave_tok, isl=r.new, chunk=r.chunk, cached=r.cached,
+                                       idle=True) - t_wave_step)
+        pf_span = pf_span + wave_idle
     # decode phase: every sequence of the micro-batch generates (k+1 verified tokens per step)
     t_stage, t_draft, ops = decode_step(model, gpu, prec, sh, costs=costs, b=running / pp, ctx=isl + osl / 2.0, k=k, spec=spec)
     t_stage = t_stage + _eager_decode(ops, running / pp, fl, costs, stage_ranks(sh))
@@ -377,6 +386,7 @@ def evaluate(model: ModelSpec, at: Serving, *, cal: Calibration, concurrency, is
     # a closed loop's cohort from the slot cycle its throughput uses, in its steps; offline, both take the wave's life (_cohort)
     q, t_pf_stage, ttft, tpot, life = request(q=_closed_loop_cohort(request, r.running, osl, t_iter=t_iter, window=np.maximum(
         fl.recv_interval, 1.0), per_step=np.where(mix, acc / np.maximum(time_share, 1e-30), 0.0)) if arrival == "closed_loop" and not offline else None)
+    ttft = ttft + wave_idle
     # requests beyond what the engine admits wait for whole waves
     waves_ahead = np.maximum(c_rank / np.maximum(admitted, 1.0) - 1.0, 0.0)
     life = life if offline or arrival == "burst" else _slot_cycle(ttft, tpot, osl)
@@ -794,13 +804,16 @@ def _own_prefill(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, r: _R
                               dec_seqs=dec, dec_ctx=r.isl + r.osl / 2.0, cached=r.cached, k=r.k, spec=spec)
 
     span = _over_pipeline(r, n_pf) * t_pf_stage
-    lone = np.asarray(r.running, float) <= 1.0
+    # a burst's wave pays its idle first step in evaluate (wave_idle), for every request of it
+    lone = np.asarray(r.alone, bool) & (arrival != "burst")
     if costs.idle_launch and np.any(lone):
-        # a lone request finds its rank idle: its first step has no step before it to launch under (prefill_step's `idle`);
-        # its later chunks launch under the one before, as under load (docs/modelling-notes.md#hostp-idle-prefill)
+        # a lone request (one in flight on the whole engine: under attention DP the other ranks' decodes keep it busy) finds
+        # the engine idle: its first step has no step before it to launch under (prefill_step's `idle`), on every pipeline
+        # stage, whose hosts dispatch one after another (serve.disagg.prefill_pool); its later chunks launch under the one
+        # before, as under load (docs/modelling-notes.md#hostp-idle-prefill, #revfix7-idle)
         t_idle = prefill_step(model, gpu, prec, sh, costs=costs, tokens=pf_step_tok, isl=r.new, chunk=np.minimum(r.new, step_tok),
                               dec_seqs=dec, dec_ctx=r.isl + r.osl / 2.0, cached=r.cached, k=r.k, spec=spec, idle=True)
-        span = span + np.where(lone, t_idle - t_pf_stage, 0.0)
+        span = span + np.where(lone, r.pp * (t_idle - t_pf_stage), 0.0)
     # after its first token a request of a cohort prefilled on its own waits for the cohort's prompts behind it: the
     # steps after its own, through the pipeline as the cohort's steps stream (one stage time each where they stream)
     whole = np.maximum(q * r.new / np.maximum(pf_step_tok, 1.0), n_pf)
