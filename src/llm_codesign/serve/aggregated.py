@@ -363,15 +363,7 @@ def evaluate(model: ModelSpec, at: Serving, *, cal: Calibration, concurrency, is
     running, admitted = (np.minimum(x, fill) for x in (running, admitted))
     time_share = admitted / np.maximum(running, 1.0)
     r = _Rank(isl, osl, new, cached, mnt, k, running, pp, np.asarray(at.cpp) | (running >= pp), (engine, fl), C <= 1.0)
-    wave_tok, t_wave_step, pf_span = _prefill_wave(model, gpu, prec, sh, r=r, costs=costs)
-    wave_idle = 0.0
-    if arrival == "burst" and costs.idle_launch:
-        # a burst's wave reaches an idle engine: its first step, on every stage (serve.disagg.prefill_pool's rule), has no
-        # step to launch under (prefill_step's `idle`), and every request of the wave waits behind it: the wave's life
-        # (throughput) and each request's first token take it alike (docs/modelling-notes.md#revfix7-idle)
-        wave_idle = pp * (prefill_step(model, gpu, prec, sh, costs=costs, tokens=wave_tok, isl=r.new, chunk=r.chunk, cached=r.cached,
-                                       idle=True) - t_wave_step)
-        pf_span = pf_span + wave_idle
+    wave_tok, t_wave_step, pf_span = _prefill_wave(model, gpu, prec, sh, r=r, costs=costs, arrival=arrival)
     # decode phase: every sequence of the micro-batch generates (k+1 verified tokens per step)
     t_stage, t_draft, ops = decode_step(model, gpu, prec, sh, costs=costs, b=running / pp, ctx=isl + osl / 2.0, k=k, spec=spec)
     t_stage = t_stage + _eager_decode(ops, running / pp, fl, costs, stage_ranks(sh))
@@ -386,7 +378,6 @@ def evaluate(model: ModelSpec, at: Serving, *, cal: Calibration, concurrency, is
     # a closed loop's cohort from the slot cycle its throughput uses, in its steps; offline, both take the wave's life (_cohort)
     q, t_pf_stage, ttft, tpot, life = request(q=_closed_loop_cohort(request, r.running, osl, t_iter=t_iter, window=np.maximum(
         fl.recv_interval, 1.0), per_step=np.where(mix, acc / np.maximum(time_share, 1e-30), 0.0)) if arrival == "closed_loop" and not offline else None)
-    ttft = ttft + wave_idle
     # requests beyond what the engine admits wait for whole waves
     waves_ahead = np.maximum(c_rank / np.maximum(admitted, 1.0) - 1.0, 0.0)
     life = life if offline or arrival == "burst" else _slot_cycle(ttft, tpot, osl)
@@ -667,9 +658,21 @@ def _running(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, C, *, adp, e
     return mem, cap, c_rank, running, admitted
 
 
-def _prefill_wave(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, r: _Rank, costs: EngineCosts):
+def _wave_idle(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, r: _Rank, costs: EngineCosts, arrival, wave) -> object:
+    """What a burst's wave pays for reaching an idle engine: its first step, on every stage (serve.disagg.prefill_pool's
+    rule), has no step to launch under (prefill_step's `idle`), and every request of the wave waits behind it, so the
+    wave's life (throughput, _prefill_wave) and each request's first token (_own_prefill) take it alike
+    (docs/modelling-notes.md#revfix7-idle). 0 for other arrivals and engines without the figure."""
+    if arrival != "burst" or not costs.idle_launch:
+        return 0.0
+    wave_tok, t_wave_step = wave
+    return r.pp * (prefill_step(model, gpu, prec, sh, costs=costs, tokens=wave_tok, isl=r.new, chunk=r.chunk, cached=r.cached,
+                                idle=True) - t_wave_step)
+
+
+def _prefill_wave(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, r: _Rank, costs: EngineCosts, arrival=DEFAULT_ARRIVAL):
     """A wave's prefill phase: every running sequence's prompt in chunks of the step budget; returns
-    (tokens per step, the step's time, the phase's span over the pipeline)."""
+    (tokens per step, the step's time, the phase's span over the pipeline, a burst's idle first step in it, _wave_idle)."""
     wave_tok = np.minimum(r.mnt, r.running * r.new)
     n_wave = r.running * r.new / np.maximum(wave_tok, 1.0)
 
@@ -686,7 +689,8 @@ def _prefill_wave(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, r: _
         # sequences running differ along k (once_along_last), each column once per plan where it
         # fills the budget (once_at_cap)
         t_wave_step, = once_along_last(below_cap, sh, wave_tok, r.mnt, r.new, r.chunk, r.cached)
-    return wave_tok, t_wave_step, _over_pipeline(r, n_wave) * t_wave_step
+    span = _over_pipeline(r, n_wave) * t_wave_step
+    return wave_tok, t_wave_step, span + _wave_idle(model, gpu, prec, sh, r=r, costs=costs, arrival=arrival, wave=(wave_tok, t_wave_step))
 
 
 def _over_pipeline(r: _Rank, n):
@@ -804,7 +808,8 @@ def _own_prefill(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, r: _R
                               dec_seqs=dec, dec_ctx=r.isl + r.osl / 2.0, cached=r.cached, k=r.k, spec=spec)
 
     span = _over_pipeline(r, n_pf) * t_pf_stage
-    # a burst's wave pays its idle first step in evaluate (wave_idle), for every request of it
+    # a burst's wave pays its idle first step for every request of it (_wave_idle)
+    span = span + _wave_idle(model, gpu, prec, sh, r=r, costs=costs, arrival=arrival, wave=wave)
     lone = np.asarray(r.alone, bool) & (arrival != "burst")
     if costs.idle_launch and np.any(lone):
         # a lone request (one in flight on the whole engine: under attention DP the other ranks' decodes keep it busy) finds

@@ -303,10 +303,7 @@ def first_token(C, base, t_kv, *, t_decode_step, decode_time, prefill: dict, n_p
     arrival theorem again; its polls come at least after each admission there, so every min(R, the decode steps between the
     others' admissions) steps): each decodes a share f = rate x decode time / C of its cycle (decode_busy, the others spread
     evenly over the n_d instances); 0 in a burst, whose wave finds both pools idle; the same busy prices `next_loop`.
-    The idle extra t_idle (prefill_pool) is paid only by an arrival that finds its prefill instance idle: with probability
-    1 - rho, rho the instance's utilisation as an arrival sees it (PASTA, Wolff 1982, for Poisson arrivals; in a closed loop
-    the arrival theorem, Reiser and Lavenberg 1980: the other C - 1 requests' rate, so a loop of one always finds it idle);
-    a burst's wave reaches an idle pool and every request queues behind the first prompt's idle step: all of it.
+    The idle host's extra (prefill_pool's t_idle) where an arrival finds its instance idle (_idle_paid).
     Returns (rate, ttft, admission, step wait and shared steps, the front end's work paid, the idle extra paid)."""
     def admission(hidden, busy, interval=recv_interval):
         return decode_admission(t_decode_step, t_kv, on_arrival=on_arrival, hidden=hidden, recv_interval=interval, busy=busy,
@@ -315,26 +312,24 @@ def first_token(C, base, t_kv, *, t_decode_step, decode_time, prefill: dict, n_p
     others_each = np.maximum(np.asarray(C, float) - 1.0, 0.0) / np.asarray(n_d, float)
     busy = decode_busy(1.0, others_each)  # before the first rate: a decoding worker wherever another request is on it
     admit = admission(0.0, 0.0 if arrival == "burst" else busy)
-    t_idle = np.asarray(prefill["t_idle"], float)
     if arrival == "burst":
         shared = shared_steps(np.asarray(C, float) / np.asarray(n_p, float) - 1.0, prefill)
         paid = np.asarray(front, float)  # a burst reaches an idle pool: no running step to hide the work under
-        base = base + t_idle
+        base = base + _idle_paid(prefill, None, n_p)
         rate, ttft = lockstep_waves(C, base + paid + admit + shared, decode_time, prefill["per_instance"], n_p)
         if on_arrival:  # the bootstrap overlaps the wave's queue at the prefill pool
             admit = admission(ttft - (base + paid + admit + shared), 0.0)
             rate, ttft = lockstep_waves(C, base + paid + admit + shared, decode_time, prefill["per_instance"], n_p)
-        return rate, ttft, admit, shared, paid + 0.0 * ttft, t_idle + 0.0 * ttft
-    extra, paid, idle = np.zeros(1), np.asarray(front, float), t_idle  # before the first rate: no running step known yet
+        return rate, ttft, admit, shared, paid + 0.0 * ttft, _idle_paid(prefill, None, n_p) + 0.0 * ttft
+    extra, paid, idle = np.zeros(1), np.asarray(front, float), _idle_paid(prefill, 0.0, n_p)  # no running step known yet
     queue = dict(per_instance=prefill["per_instance"], n_p=n_p, queue_s=prefill["queue_s"])
-    cap = np.asarray(n_p, float) * np.asarray(prefill["per_instance"], float)
     for _ in range(iterations):
         rate, ttft = closed_loop(C, base + idle + paid + admit + extra, decode_time, **queue)
         # the arrival theorem of a closed loop: an arriving request sees the other C - 1 at their rate, never its own step
         others = rate * (C - 1.0) / C
         wait = step_residual(others, n_p, prefill["t_step"], prefill["per_instance"], prefill["queue_s"])
         hidden = wait + np.maximum(ttft - (base + idle + paid + admit + extra), 0.0)  # the step running, then the queue
-        idle = (1.0 - np.clip(others / cap, 0.0, 1.0)) * t_idle  # an arrival that finds its instance idle
+        idle = _idle_paid(prefill, others, n_p)
         extra = wait + shared_steps(others / n_p * prefill["t_step"], prefill)
         paid = front_end_wait(0.0, front, slack=running_rest(others, n_p, prefill["t_step"]), overlaps=overlaps)
         f = np.clip(rate * np.asarray(decode_time, float) / np.asarray(C, float), 0.0, 1.0)
@@ -345,6 +340,18 @@ def first_token(C, base, t_kv, *, t_decode_step, decode_time, prefill: dict, n_p
         admit = admission(hidden, decode_busy(f, others_each), np.minimum(recv_interval, np.maximum(gap, 1.0)))
     rate, ttft = closed_loop(C, base + idle + paid + admit + extra, decode_time, **queue)
     return rate, ttft, admit, extra, paid + 0.0 * ttft, idle + 0.0 * ttft
+
+
+def _idle_paid(prefill: dict, others, n_p):
+    """The idle host's extra (prefill_pool's t_idle) an arrival pays where it finds its prefill instance idle: (1 - rho)
+    t_idle, rho = `others` (the rate of the other requests it sees: the arrival theorem of a closed loop, Reiser and
+    Lavenberg 1980; PASTA for Poisson arrivals, Wolff 1982) over the pool's capacity, so a loop of one pays all of it;
+    `others` None: a burst's wave, which reaches an idle pool and queues behind its first prompt's idle step: all of it."""
+    t_idle = np.asarray(prefill["t_idle"], float)
+    if others is None:
+        return t_idle
+    rho = np.asarray(others, float) / (np.asarray(n_p, float) * np.asarray(prefill["per_instance"], float))
+    return (1.0 - np.clip(rho, 0.0, 1.0)) * t_idle
 
 
 def lockstep_waves(C, base, decode_time, per_instance, n_p) -> tuple:
