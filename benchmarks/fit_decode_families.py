@@ -23,11 +23,11 @@ from llm_codesign.spec.hardware import get_gpu
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--family", action="append", help="a GPU family to fit (default: each in the table)")
-    args = ap.parse_args()
     rows: dict[str, list[dict]] = {}
     for r in read_csv("decode_attention")[1]:
         rows.setdefault(get_gpu(r["system"]).family, []).append(r)
+    ap.add_argument("--family", action="append", choices=sorted(rows), help="a GPU family to fit (default: each in the table)")
+    args = ap.parse_args()
     for fam in args.family or sorted(rows):
         part = rows[fam]
         gpu = get_gpu(part[0]["system"])

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import sys
 from collections import deque
 from pathlib import Path
 
@@ -71,10 +72,10 @@ def step_times(row: dict):
 
 def simulate(rule: str, *, C: int, isl: int, osl: int, t_dec, t_pf, tau=0.002, rounds=20, warm=2, mnbt=None,
              accept=0.7, rng=None) -> dict:
-    """`accept`: the draft's acceptance where the rule speculates (sglang-eagle); `tau`: s from a last token to the
+    """One run of the harness against `rule`: mean TTFT (s) of the timed requests, their mean cohort, TPOT (s).
+    `accept`: the draft's acceptance where the rule speculates (sglang-eagle); `tau`: s from a last token to the
     next request in the engine's queue; `mnbt`: vLLM's max_num_batched_tokens, by default the workflow's
     batch + ISL + 1500 (vllm.rule:15, data/measurements/campaigns.toml), the batch the concurrency."""
-    """One run of the harness against `rule`: mean TTFT (s) of the timed requests, their mean cohort, TPOT (s)."""
     rng = rng or np.random.default_rng(0)
     budget = isl + 1500
     mnbt = C + isl + 1500 if mnbt is None else mnbt
@@ -192,25 +193,54 @@ def measured(model: str, gpu: str, wd: str, tp: int, ep: int, isl: int, osl: int
     return out
 
 
+RULES = ("trtllm", "sglang-mixed", "sglang-eagle", "vllm")
+
+
+def model_cohort(isl: int) -> float:
+    """The model's cohort where the engine mixes: the whole prompts one step's budget, ISL + 1500 (sglang.rule:5), takes."""
+    return float((isl + 1500) // isl)
+
+
+def _positive(kind):
+    """An argparse type: a finite number above 0 (`kind` int or float), else one line naming what is valid."""
+    def parse(text: str):
+        try:
+            v = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not valid; a {'positive integer' if kind is int else 'finite number above 0'}")
+        if not (np.isfinite(v) and v > 0):
+            raise argparse.ArgumentTypeError(f"{text!r} is not valid; a {'positive integer' if kind is int else 'finite number above 0'}")
+        return v
+    return parse
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", default="deepseek-r1")
     ap.add_argument("--gpu", default="b200")
     ap.add_argument("--wd", default="fp8")
-    ap.add_argument("--tp", type=int, default=8)
-    ap.add_argument("--ep", type=int, default=1)
-    ap.add_argument("--isl", type=int, default=8192)
-    ap.add_argument("--osl", type=int, default=1024)
+    ap.add_argument("--tp", type=_positive(int), default=8)
+    ap.add_argument("--ep", type=_positive(int), default=1)
+    ap.add_argument("--isl", type=_positive(int), default=8192)
+    ap.add_argument("--osl", type=_positive(int), default=1024)
     ap.add_argument("--tau", type=float, default=2.0, help="ms from a slot's last token to its next request in the queue")
     # aiconfigurator's own assumption for DeepSeek's first draft (sdk/task.py:348 @77374298: nextn_accept_rates 0.85); the
     # rows record none
-    ap.add_argument("--accept", type=float, default=0.85, help="NEXTN's draft acceptance (sglang-eagle)")
-    ap.add_argument("--rounds", type=int, default=20, help="timed requests per slot (aiperf --request-count / C)")
-    ap.add_argument("--pf-scale", type=float, default=1.0, help="what-if: the model's prefill step times this")
-    ap.add_argument("--conc", type=int, nargs="+", default=[4, 8, 16, 32, 64, 128])
-    ap.add_argument("--rules", nargs="+", default=["trtllm", "sglang-mixed", "sglang-eagle", "vllm"])
+    ap.add_argument("--accept", type=_positive(float), default=0.85, help="NEXTN's draft acceptance (sglang-eagle)")
+    ap.add_argument("--rounds", type=_positive(int), default=20, help="timed requests per slot (aiperf --request-count / C)")
+    ap.add_argument("--pf-scale", type=_positive(float), default=1.0, help="what-if: the model's prefill step times this")
+    ap.add_argument("--conc", type=_positive(int), nargs="+", default=[4, 8, 16, 32, 64, 128])
+    ap.add_argument("--rules", nargs="+", choices=RULES, default=list(RULES))
     args = ap.parse_args()
+    if not 0.0 <= args.tau < float("inf"):
+        ap.error(f"argument --tau: {args.tau!r} is not valid; a finite number of ms, 0 or more")
+    if args.accept > 1.0:
+        ap.error(f"argument --accept: {args.accept!r} is not valid; a share above 0 and at most 1")
     meas = measured(args.model, args.gpu, args.wd, args.tp, args.ep, args.isl, args.osl)
+    if "row" not in meas:
+        print(f"error: --isl/--osl and the row's other fields: no clean-sample row is {args.model} {args.gpu} {args.wd} TP{args.tp} "
+              f"EP{args.ep} {args.isl}/{args.osl}; choose one that {CLEAN.name} holds", file=sys.stderr)
+        raise SystemExit(2)
     t_dec, t_pf0, (icpt, slope) = step_times({**meas["row"], "backend": "sglang"})
     t_pf = lambda n: args.pf_scale * t_pf0(n)  # noqa: E731
     print(f"{args.model} {args.gpu} {args.wd} TP{args.tp} EP{args.ep} {args.isl}/{args.osl}: the model's decode step "
@@ -222,7 +252,7 @@ def main() -> None:
         for rule in args.rules:
             s = simulate(rule, C=C, isl=args.isl, osl=args.osl, t_dec=t_dec, t_pf=t_pf, tau=args.tau / 1e3, accept=args.accept,
                          rounds=args.rounds)
-            qc = 1.0 if args.isl > 1500 else 2.0  # the model's cohort where the engine mixes: the prompts one step takes
+            qc = model_cohort(args.isl)
             share = (s["q_rest"] - qc) / max(C - qc, 1.0)  # after the first wave, as the model's share
             cells.append(f"{s['ttft'] * 1e3:6.0f} ({s['q']:5.1f}, {share:4.2f}) {s['tpot'] * 1e3:5.1f}")
         m = "; ".join(f"{b} {'/'.join(f'{x:.0f}' for x in v[C])}" for b, v in meas.items() if b != "row" and C in v)

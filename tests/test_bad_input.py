@@ -140,7 +140,9 @@ def test_gpu_file_not_utf8(tmp_path):
 
 @pytest.mark.parametrize("text,field", [("[default]\nbw_eff = 0\n", "bw_eff"), ("[default]\nbw_eff = 1.5\n", "bw_eff"),
                                         ("[hopper]\ngemm_eff_bf16 = nan\n", "gemm_eff_bf16"), ("[default]\nbw_eff = true\n", "bw_eff"),
-                                        ("[default.step_overhead_s]\ntrtllm = inf\n", "step_overhead_s")])
+                                        ("[default.step_overhead_s]\ntrtllm = inf\n", "step_overhead_s"),
+                                        ("[default]\nattn_decode_wide_flop_clk = 0\n", "attn_decode_wide_flop_clk"),
+                                        ("[hopper]\nattn_decode_wide_flops_eff = 0.01\n", "attn_decode_wide_flops_eff")])
 def test_bad_profile_value_is_one_line(tmp_path, text, field):
     p = tmp_path / "p.toml"
     p.write_text(text)

@@ -54,6 +54,14 @@ def test_bad_profiles_are_one_line(tmp_path):
      "calibration.step_overhead_s.vllm: -inf is not valid; a number in [0, 1] (step_overhead_s's physical range)"),
     ("[default]\ncustom_ar_latency_s = 2.0\n",
      "calibration.custom_ar_latency_s: 2.0 is not valid; a number in [0, 1] (custom_ar_latency_s's physical range)"),
+    # the per-head decode fallback's rate in FLOP per SM clock: 0 would price the op in infinite time (was accepted: its
+    # name lost the _eff suffix the range rule read)
+    ("[hopper]\nattn_decode_wide_flop_clk = 0\n",
+     "calibration.attn_decode_wide_flop_clk: 0 is not valid; a number in (0, 8192] (attn_decode_wide_flop_clk's physical range)"),
+    # the name before kdec f029b12: one line saying what it became (was the value refused beside ~120 known names)
+    ("[hopper]\nattn_decode_wide_flops_eff = 0.01\n",
+     "calibration.attn_decode_wide_flops_eff: 0.01 is not valid; {p}: attn_decode_wide_flops_eff was renamed "
+     "attn_decode_wide_flop_clk (FLOP per SM clock): multiply by 2048 (ampere), 4096 (hopper) or 8192 (blackwell)"),
     # an attention-DP hold for an engine that holds none would be ignored (a structural zero, Engine.holds_adp_requests)
     ("[default.adp_wait_steps]\nsglang = 50\n",
      "calibration.adp_wait_steps.sglang: 50 is not valid; {p}: 0 (sglang never holds a request under attention DP: Engine.holds_adp_requests)"),

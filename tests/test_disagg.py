@@ -428,7 +428,8 @@ def test_a_lone_attention_dp_prompt_routes_only_its_own_tokens():
     assert lone["t_alone"].item() < 0.7 * lone["t_loaded"].item()
     assert one["t_alone"].item() == one["t_loaded"].item()  # no attention DP: one and the same
     # hand-derived: a request's steps carry 3.5 other ranks' prompts of 7: half the way from alone (0.3 s) to loaded (0.6 s)
-    pool = {"adp": np.array([8.0, 8.0, 1.0]), "t_alone": np.array([0.3, 0.3, 0.3]), "t_loaded": np.array([0.6, 0.6, 0.3])}
+    pool = {"adp": np.array([8.0, 8.0, 1.0]), "t_alone": np.array([0.3, 0.3, 0.3]), "t_loaded": np.array([0.6, 0.6, 0.3]),
+            "t_idle": np.zeros(3)}
     assert np.allclose(shared_steps(np.array([3.5, 10.0, 5.0]), pool), [0.15, 0.3, 0.0], rtol=1e-12, atol=0)
 
 

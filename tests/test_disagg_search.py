@@ -47,3 +47,28 @@ def test_pareto_disagg_cli(tmp_path):
     assert modes == ["aggregated", "disaggregated"]
     assert all(p["deployment"]["plan"].startswith("P ") for p in d["comparisons"][1]["frontier"])
     assert "P 1x" in (tmp_path / "f.csv").read_text()
+
+
+def test_sglang_attention_dp_short_prompt_points_reprice_to_themselves():
+    # a short prompt on an SGLang attention-DP prefill pool: the lone prompt carries the idle host's extra (t_idle), which the
+    # search's pool must carry too, or shared_steps takes t_loaded - t_alone with the extra in it (main 56cce62 priced
+    # the 256-request point 140.9 ms here against evaluate_disagg's 144.1)
+    from llm_codesign.explore.disagg_search import search_disagg
+    from llm_codesign.explore.search import SearchSpace
+    from llm_codesign.spec.engines import get_engine
+    from llm_codesign.spec.hardware import get_gpu
+    from llm_codesign.spec.registry import get_model
+
+    m, g = get_model("deepseek-r1"), get_gpu("h200")
+    cal, prec = calibration_for(g), Precision.of("fp8_block", kv="fp8")
+    space = SearchSpace(16, tp=(1,), adp=(8,), ep=(8,), moe_tp=(1,), pp=(1,), kvp=(1,), instance_gpus=(8,), precisions=(prec,),
+                        batches=(1, 4, 32))
+    r = search_disagg(m, g, cal, space, isl=64, osl=256, engine=get_engine("sglang"), max_instances=1)
+    assert len(r.points) == 3
+    for p in r.points:
+        d = p.to_dict()["deployment"]
+        assert p.prefill.backend == "sglang" and p.prefill.plan.label() == "DP8xTP1 EP8"
+        one = evaluate_disagg(m, p.prefill, p.decode, calibration=cal, prefill_instances=d["prefill"]["instances"],
+                              decode_instances=d["decode"]["instances"], concurrency=p.concurrency, isl=64, osl=256)
+        assert float(np.ravel(one["ttft_s"])[0]) == pytest.approx(p.ttft_s, rel=1e-9)
+        assert float(np.ravel(one["output_tok_s_per_gpu"])[0]) == pytest.approx(p.output_tok_s_per_gpu, rel=1e-9)

@@ -698,3 +698,21 @@ def test_mla_decode_at_768_sequences_prices_the_kernels_ctas_and_its_rope_pass()
     assert float(core.time) == pytest.approx(t, rel=1e-9)
     assert float(core.time) == pytest.approx(144.66e-6, abs=0.01e-6)  # 121.69 us of math (117.6 of bytes) + 10.79 + 12.19
     assert float(rope.time) == pytest.approx(768 * (128 * 64 * 4.0 + 576 * 3.0 + 128 * 576 * 3.0) / (8e12 * cal.bw_eff), rel=1e-12)
+
+
+def test_an_unlisted_family_has_no_sm_clock_and_is_refused_where_one_is_read(h100):
+    # BF16 FLOP per SM clock is known by family (spec.hardware.BF16_FLOP_PER_CLK_SM); a GPU file's own family has none
+    # (was: Hopper's 4,096 guessed in silence). Narrow groups and packed kernels read no clock and still price
+    from dataclasses import replace
+
+    from llm_codesign.errors import InputError
+
+    mine = replace(h100, family="myfam")
+    cal = replace(documented(), attn_decode_max_group=32.0, attn_decode_wide_flop_clk=30.0)
+    with pytest.raises(InputError) as e:
+        mine.sm_clocks_per_s
+    assert str(e.value).startswith("gpu.family: 'myfam' is not valid; a family whose BF16 FLOP per SM clock is known")
+    with pytest.raises(InputError, match="gpu.family"):
+        cost.attention_decode_time(1e12, 1.0, mine, cal, group=64.0, mmha=True)
+    assert float(cost.attention_decode_time(1e12, 1.0, mine, cal, group=16.0, mmha=True)[0]) == \
+        float(cost.attention_decode_time(1e12, 1.0, h100, cal, group=16.0, mmha=True)[0])

@@ -244,6 +244,11 @@ def _missing(backend: str, tables: list[str]) -> InputError:
 
 
 _FIELDS = {f.name for f in fields(Calibration)}
+# parameters a profile may still name by an old name: what the value became (kdec f029b12: the per-head decode fallback's
+# rate went from a share of the BF16 tensor peak to FLOP per SM clock, the peak's FLOP per SM clock being 2,048 on
+# Ampere, 4,096 on Hopper, 8,192 on Blackwell: spec.hardware's per-family table)
+RENAMED = {"attn_decode_wide_flops_eff": "was renamed attn_decode_wide_flop_clk (FLOP per SM clock): multiply by 2048 (ampere), "
+                                         "4096 (hopper) or 8192 (blackwell)"}
 
 
 def _apply(c: Calibration, section: dict, origin: str) -> Calibration:
@@ -256,6 +261,8 @@ def _apply(c: Calibration, section: dict, origin: str) -> Calibration:
             # a table of engines under a name that is not per engine (or no longer is: the removed
             # gemm_eff_scale / attn_eff_scale) would otherwise be dropped in silence
             raise InputError(f"calibration.{k}", "a table", f"{origin}: per-engine tables are " + ", ".join(BACKEND_KEYED))
+        if k in RENAMED:
+            raise InputError(f"calibration.{k}", v, f"{origin}: {k} {RENAMED[k]}")
         if k not in _FIELDS:
             raise InputError(f"calibration.{k}", v, f"{origin}: known parameters are " + ", ".join(sorted(_FIELDS)))
         # every value finite and in the parameter's physical range (spec.validation.param_range)

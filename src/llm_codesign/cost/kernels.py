@@ -292,12 +292,15 @@ def attention_decode_time(flops, nbytes, gpu: Gpu, cal: Calibration, *, seq_head
     # for dequantisation, seen as its own bandwidth efficiency
     fp8 = kv_fp8 and gpu.supports("fp8")
     peak = np.where(np.asarray(fp8_math, bool) & fp8, gpu.peak("fp8" if fp8 else "bf16"), gpu.peak("bf16"))
-    # TensorRT-LLM's per-head fallback for wide groups (masked MHA) does its math on CUDA cores, which keep their FLOPs per
-    # SM and clock across generations while the tensor peak per clock doubles: attn_decode_wide_flop_clk FLOPs an SM-clock
-    # (fitted per family on the decode tables: A100 27.6, H100 30.3, B200 28.4; at most 256, 128 FP32 lanes' FMAs).
-    # Other engines' kernels pack any group into tensor-core tiles (FlashAttention-3's PackGQA): their tensor rate.
+    # TensorRT-LLM's per-head fallback for wide groups (masked MHA) runs off the tensor cores, so its rate does not follow
+    # the tensor peak, which doubles per SM clock from Ampere to Hopper to Blackwell; nor is it a CUDA-core constant (FP32
+    # lanes per SM: A100 64, H100 128). attn_decode_wide_flop_clk is the kernel's measured throughput per SM clock, an
+    # empirical normalisation the three families' fits on the decode tables agree on: A100 27.6, H100 30.3, B200 28.4
+    # (fitted.toml; calibrate's bounds 1-256, the profile's (0, 8192]). Other engines' kernels pack any group into
+    # tensor-core tiles (FlashAttention-3's PackGQA): their tensor rate.
     wide = (np.asarray(group, float) > cal.attn_decode_max_group) & np.asarray(mmha, bool)
-    rate = np.where(wide, gpu.sm_clocks_per_s * cal.attn_decode_wide_flop_clk, peak * cal.attn_decode_flops_eff)
+    per_clk = gpu.sm_clocks_per_s * cal.attn_decode_wide_flop_clk if np.any(wide) else 1.0  # a family's clock only where read
+    rate = np.where(wide, per_clk, peak * cal.attn_decode_flops_eff)
     t_c = flops / rate + serial_s
     bw = np.where(fa3, cal.attn_decode_bw_eff_fa3_fp8, cal.attn_decode_bw_eff_fp8) if fp8 else cal.attn_decode_bw_eff
     t_m = np.asarray(nbytes, float) / (gpu.hbm_bandwidth_bytes_per_s * bw)

@@ -98,12 +98,12 @@ def _price_units(model: ModelSpec, gpu: Gpu, prec: Precision, plan: Plan, *, cos
                       spec_k=ks[None, None, :] if spec is not None else None, max_num_tokens=max_num_tokens)
     tpot = np.broadcast_to(dec["tpot"], (P, B, K))[id_]  # (M, B, K)
     C = batches[None, :, None] * adp[id_, None, None] * ndd[:, None, None]
-    base = pf["t_alone"][ip][:, None, None]
+    base = (pf["t_alone"] - pf["t_idle"])[ip][:, None, None]  # first_token adds the idle extra where an arrival finds the pool idle
     t_kv = kv_hand_off(model, gpu, costs.cal, prec, isl, prefill_gpus=g[ip], total_gpus=U, decode_plan=plan.take(id_))[:, None, None]
     t_dec = np.broadcast_to(dec["t_stage"], (P, B, K))[id_] * sizes[id_, 1, None, None]  # one decode iteration
     decode_time = max(osl - 1, 0) * tpot
-    pre = {k: pf[k][ip, None, None] for k in ("per_instance", "t_step", "queue_s", "t_alone", "t_loaded", "adp")}
-    rate, ttft, _, _, _ = first_token(C, base, t_kv, t_decode_step=t_dec, decode_time=decode_time, prefill=pre, n_p=npp[:, None, None],
+    pre = {k: pf[k][ip, None, None] for k in ("per_instance", "t_step", "queue_s", "t_alone", "t_loaded", "t_idle", "adp")}
+    rate, ttft, *_ = first_token(C, base, t_kv, t_decode_step=t_dec, decode_time=decode_time, prefill=pre, n_p=npp[:, None, None],
                                    on_arrival=costs.engine.first_token_on_kv_arrival, front=costs.ttft_overhead,
                                    overlaps=cost_overlaps(costs.engine, DEFAULT_ARRIVAL))
     fits = np.broadcast_to(dec["fits"], (P, B, K))[id_] & pf["fits"][ip, None, None]

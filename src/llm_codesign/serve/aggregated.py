@@ -297,6 +297,7 @@ class _Rank(NamedTuple):
     pp: object
     pipelined: object  # chunks of different requests pipeline over PP stages; one request's chunks only with CPP
     scheduler: tuple  # (the engine, the run's SchedulerFlags): how a step's budget goes to prompts (prompt_budget)
+    alone: object = False  # one request in flight on the whole engine (every attention-DP rank's): it finds the engine idle
 
     def beside(self, decodes=0.0):
         """The prompt tokens a step takes beside `decodes` decoding requests: what their 1 + k tokens each leave (prompt_budget)."""
@@ -361,8 +362,8 @@ def evaluate(model: ModelSpec, at: Serving, *, cal: Calibration, concurrency, is
     fill = budget_fill(mnt, new=new, osl=osl, k=k, acc=acc, pp=pp, mixes=mix)
     running, admitted = (np.minimum(x, fill) for x in (running, admitted))
     time_share = admitted / np.maximum(running, 1.0)
-    r = _Rank(isl, osl, new, cached, mnt, k, running, pp, np.asarray(at.cpp) | (running >= pp), (engine, fl))
-    wave_tok, t_wave_step, pf_span = _prefill_wave(model, gpu, prec, sh, r=r, costs=costs)
+    r = _Rank(isl, osl, new, cached, mnt, k, running, pp, np.asarray(at.cpp) | (running >= pp), (engine, fl), C <= 1.0)
+    wave_tok, t_wave_step, pf_span = _prefill_wave(model, gpu, prec, sh, r=r, costs=costs, arrival=arrival)
     # decode phase: every sequence of the micro-batch generates (k+1 verified tokens per step)
     t_stage, t_draft, ops = decode_step(model, gpu, prec, sh, costs=costs, b=running / pp, ctx=isl + osl / 2.0, k=k, spec=spec)
     t_stage = t_stage + _eager_decode(ops, running / pp, fl, costs, stage_ranks(sh))
@@ -657,9 +658,21 @@ def _running(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, C, *, adp, e
     return mem, cap, c_rank, running, admitted
 
 
-def _prefill_wave(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, r: _Rank, costs: EngineCosts):
+def _wave_idle(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, r: _Rank, costs: EngineCosts, arrival, wave) -> object:
+    """What a burst's wave pays for reaching an idle engine: its first step, on every stage (serve.disagg.prefill_pool's
+    rule), has no step to launch under (prefill_step's `idle`), and every request of the wave waits behind it, so the
+    wave's life (throughput, _prefill_wave) and each request's first token (_own_prefill) take it alike
+    (docs/modelling-notes.md#revfix7-idle). 0 for other arrivals and engines without the figure."""
+    if arrival != "burst" or not costs.idle_launch:
+        return 0.0
+    wave_tok, t_wave_step = wave
+    return r.pp * (prefill_step(model, gpu, prec, sh, costs=costs, tokens=wave_tok, isl=r.new, chunk=r.chunk, cached=r.cached,
+                                idle=True) - t_wave_step)
+
+
+def _prefill_wave(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, r: _Rank, costs: EngineCosts, arrival=DEFAULT_ARRIVAL):
     """A wave's prefill phase: every running sequence's prompt in chunks of the step budget; returns
-    (tokens per step, the step's time, the phase's span over the pipeline)."""
+    (tokens per step, the step's time, the phase's span over the pipeline, a burst's idle first step in it, _wave_idle)."""
     wave_tok = np.minimum(r.mnt, r.running * r.new)
     n_wave = r.running * r.new / np.maximum(wave_tok, 1.0)
 
@@ -676,7 +689,8 @@ def _prefill_wave(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, r: _
         # sequences running differ along k (once_along_last), each column once per plan where it
         # fills the budget (once_at_cap)
         t_wave_step, = once_along_last(below_cap, sh, wave_tok, r.mnt, r.new, r.chunk, r.cached)
-    return wave_tok, t_wave_step, _over_pipeline(r, n_wave) * t_wave_step
+    span = _over_pipeline(r, n_wave) * t_wave_step
+    return wave_tok, t_wave_step, span + _wave_idle(model, gpu, prec, sh, r=r, costs=costs, arrival=arrival, wave=(wave_tok, t_wave_step))
 
 
 def _over_pipeline(r: _Rank, n):
@@ -794,13 +808,17 @@ def _own_prefill(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, r: _R
                               dec_seqs=dec, dec_ctx=r.isl + r.osl / 2.0, cached=r.cached, k=r.k, spec=spec)
 
     span = _over_pipeline(r, n_pf) * t_pf_stage
-    lone = np.asarray(r.running, float) <= 1.0
+    # a burst's wave pays its idle first step for every request of it (_wave_idle)
+    span = span + _wave_idle(model, gpu, prec, sh, r=r, costs=costs, arrival=arrival, wave=wave)
+    lone = np.asarray(r.alone, bool) & (arrival != "burst")
     if costs.idle_launch and np.any(lone):
-        # a lone request finds its rank idle: its first step has no step before it to launch under (prefill_step's `idle`);
-        # its later chunks launch under the one before, as under load (docs/modelling-notes.md#hostp-idle-prefill)
+        # a lone request (one in flight on the whole engine: under attention DP the other ranks' decodes keep it busy) finds
+        # the engine idle: its first step has no step before it to launch under (prefill_step's `idle`), on every pipeline
+        # stage, whose hosts dispatch one after another (serve.disagg.prefill_pool); its later chunks launch under the one
+        # before, as under load (docs/modelling-notes.md#hostp-idle-prefill, #revfix7-idle)
         t_idle = prefill_step(model, gpu, prec, sh, costs=costs, tokens=pf_step_tok, isl=r.new, chunk=np.minimum(r.new, step_tok),
                               dec_seqs=dec, dec_ctx=r.isl + r.osl / 2.0, cached=r.cached, k=r.k, spec=spec, idle=True)
-        span = span + np.where(lone, t_idle - t_pf_stage, 0.0)
+        span = span + np.where(lone, r.pp * (t_idle - t_pf_stage), 0.0)
     # after its first token a request of a cohort prefilled on its own waits for the cohort's prompts behind it: the
     # steps after its own, through the pipeline as the cohort's steps stream (one stage time each where they stream)
     whole = np.maximum(q * r.new / np.maximum(pf_step_tok, 1.0), n_pf)

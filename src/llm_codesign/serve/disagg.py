@@ -100,6 +100,10 @@ def prefill_pool(model: ModelSpec, gpu: Gpu, prec: Precision, plan: Plan, *, cos
     t_alone = t_loaded - isl / chunk * pp * _lone_prompt_credit(model, gpu, prec, sh, costs=costs, chunk=chunk, isl=isl, adp=adp)
     # a lone prompt reaches an idle server: its first chunk's step has no earlier step to launch under, so its host dispatch
     # shows where it outlasts the GPU (prefill_step's `idle`); later chunks launch under the one before (the overlap loop)
+    # (every stage's: SGLang's PP stage receives the previous stage's activations with a synchronous recv, sent only after
+    # that stage's launch returns, so the stages' host dispatches run one after another, event_loop_pp "async send but
+    # sync recv", python/sglang/srt/managers/scheduler_pp_mixin.py@00ff98d3; serve.aggregated._own_prefill the same).
+    # first_token pays it only where an arrival finds the pool idle
     idle_extra = pp * (prefill_step(model, gpu, prec, sh, costs=costs, tokens=chunk, isl=isl, chunk=chunk, idle=True) - t_step)
     t_alone = t_alone + idle_extra
     # a full step: the prompt tokens the budget takes (whole prompts where the engine does not chunk, prompt_budget), or one
@@ -227,7 +231,7 @@ def shared_steps(others, prefill: dict):
     worth). 0 without attention DP, where the two are one."""
     adp = np.asarray(prefill["adp"], float)
     share = np.minimum(np.asarray(others, float), adp - 1.0) / np.maximum(adp - 1.0, 1.0)
-    return share * (prefill["t_loaded"] - (prefill["t_alone"] - prefill.get("t_idle", 0.0)))  # the steps' kernels, not the idle host's
+    return share * (prefill["t_loaded"] - (prefill["t_alone"] - prefill["t_idle"]))  # the steps' kernels, not the idle host's
 
 
 def decode_admission(t_decode_step, t_kv, *, on_arrival: bool = False, hidden=0.0, recv_interval=1.0, busy=1.0, next_loop=False):
@@ -280,7 +284,7 @@ def first_token(C, base, t_kv, *, t_decode_step, decode_time, prefill: dict, n_p
                 on_arrival: bool = False, front=0.0, overlaps: bool = False, recv_interval=1.0, n_d=1.0, next_loop=False,
                 iterations: int = 6) -> tuple:
     """Request rate, TTFT and the waits in it for C requests cycling through a prefill pool (prefill:
-    prefill_pool's dict; base: the lone prefill and the front end's overhead) and decode: the decode
+    prefill_pool's dict; base: the lone prefill without its idle host's extra, prefill["t_idle"]) and decode: the decode
     worker's admission (decode_admission; `on_arrival`, Engine.first_token_on_kv_arrival: its bootstrap
     hidden under the wait before the prefill), then as the requests arrive (spec.harness.ARRIVALS):
     "closed_loop" or "waves", the wait for the running prefill step (step_residual, which grows with
@@ -299,7 +303,8 @@ def first_token(C, base, t_kv, *, t_decode_step, decode_time, prefill: dict, n_p
     arrival theorem again; its polls come at least after each admission there, so every min(R, the decode steps between the
     others' admissions) steps): each decodes a share f = rate x decode time / C of its cycle (decode_busy, the others spread
     evenly over the n_d instances); 0 in a burst, whose wave finds both pools idle; the same busy prices `next_loop`.
-    Returns (rate, ttft, admission, step wait and shared steps, the front end's work paid)."""
+    The idle host's extra (prefill_pool's t_idle) where an arrival finds its instance idle (_idle_paid).
+    Returns (rate, ttft, admission, step wait and shared steps, the front end's work paid, the idle extra paid)."""
     def admission(hidden, busy, interval=recv_interval):
         return decode_admission(t_decode_step, t_kv, on_arrival=on_arrival, hidden=hidden, recv_interval=interval, busy=busy,
                                 next_loop=next_loop)
@@ -310,19 +315,21 @@ def first_token(C, base, t_kv, *, t_decode_step, decode_time, prefill: dict, n_p
     if arrival == "burst":
         shared = shared_steps(np.asarray(C, float) / np.asarray(n_p, float) - 1.0, prefill)
         paid = np.asarray(front, float)  # a burst reaches an idle pool: no running step to hide the work under
+        base = base + _idle_paid(prefill, None, n_p)
         rate, ttft = lockstep_waves(C, base + paid + admit + shared, decode_time, prefill["per_instance"], n_p)
         if on_arrival:  # the bootstrap overlaps the wave's queue at the prefill pool
             admit = admission(ttft - (base + paid + admit + shared), 0.0)
             rate, ttft = lockstep_waves(C, base + paid + admit + shared, decode_time, prefill["per_instance"], n_p)
-        return rate, ttft, admit, shared, paid + 0.0 * ttft
-    extra, paid = np.zeros(1), np.asarray(front, float)  # before the first rate: no running step known yet
+        return rate, ttft, admit, shared, paid + 0.0 * ttft, _idle_paid(prefill, None, n_p) + 0.0 * ttft
+    extra, paid, idle = np.zeros(1), np.asarray(front, float), _idle_paid(prefill, 0.0, n_p)  # no running step known yet
     queue = dict(per_instance=prefill["per_instance"], n_p=n_p, queue_s=prefill["queue_s"])
     for _ in range(iterations):
-        rate, ttft = closed_loop(C, base + paid + admit + extra, decode_time, **queue)
+        rate, ttft = closed_loop(C, base + idle + paid + admit + extra, decode_time, **queue)
         # the arrival theorem of a closed loop: an arriving request sees the other C - 1 at their rate, never its own step
         others = rate * (C - 1.0) / C
         wait = step_residual(others, n_p, prefill["t_step"], prefill["per_instance"], prefill["queue_s"])
-        hidden = wait + np.maximum(ttft - (base + paid + admit + extra), 0.0)  # the step running, then the queue
+        hidden = wait + np.maximum(ttft - (base + idle + paid + admit + extra), 0.0)  # the step running, then the queue
+        idle = _idle_paid(prefill, others, n_p)
         extra = wait + shared_steps(others / n_p * prefill["t_step"], prefill)
         paid = front_end_wait(0.0, front, slack=running_rest(others, n_p, prefill["t_step"]), overlaps=overlaps)
         f = np.clip(rate * np.asarray(decode_time, float) / np.asarray(C, float), 0.0, 1.0)
@@ -331,8 +338,20 @@ def first_token(C, base, t_kv, *, t_decode_step, decode_time, prefill: dict, n_p
         # once: the polls come every min(R, decode steps between the instance's admissions) steps
         gap = np.asarray(n_d, float) / np.maximum(others * np.asarray(t_decode_step, float), 1e-30)
         admit = admission(hidden, decode_busy(f, others_each), np.minimum(recv_interval, np.maximum(gap, 1.0)))
-    rate, ttft = closed_loop(C, base + paid + admit + extra, decode_time, **queue)
-    return rate, ttft, admit, extra, paid + 0.0 * ttft
+    rate, ttft = closed_loop(C, base + idle + paid + admit + extra, decode_time, **queue)
+    return rate, ttft, admit, extra, paid + 0.0 * ttft, idle + 0.0 * ttft
+
+
+def _idle_paid(prefill: dict, others, n_p):
+    """The idle host's extra (prefill_pool's t_idle) an arrival pays where it finds its prefill instance idle: (1 - rho)
+    t_idle, rho = `others` (the rate of the other requests it sees: the arrival theorem of a closed loop, Reiser and
+    Lavenberg 1980; PASTA for Poisson arrivals, Wolff 1982) over the pool's capacity, so a loop of one pays all of it;
+    `others` None: a burst's wave, which reaches an idle pool and queues behind its first prompt's idle step: all of it."""
+    t_idle = np.asarray(prefill["t_idle"], float)
+    if others is None:
+        return t_idle
+    rho = np.asarray(others, float) / (np.asarray(n_p, float) * np.asarray(prefill["per_instance"], float))
+    return (1.0 - np.clip(rho, 0.0, 1.0)) * t_idle
 
 
 def lockstep_waves(C, base, decode_time, per_instance, n_p) -> tuple:
@@ -417,16 +436,17 @@ def evaluate_disagg(model: ModelSpec, prefill: Deployment, decode: Deployment, *
     # the cache leaves in the prefill pool's format (the engines hand over KV only between pools that agree on it)
     t_kv = kv_hand_off(model, gpu, pcost.cal, prefill.precision, isl, prefill_gpus=g_p, total_gpus=gpus, decode_plan=decode_plan,
                        decode_gpu=dg, decode_cal=dcost.cal)
-    base, decode_time, pp_d = p["t_alone"] + 0.0, np.maximum(osl - 1.0, 0.0) * d["tpot"], np.asarray(decode_plan.arrays()[1], float)
-    rate, ttft, admit, step_wait, slot_wait, front = _within_slots(
+    base, decode_time, pp_d = p["t_alone"] - p["t_idle"], np.maximum(osl - 1.0, 0.0) * d["tpot"], np.asarray(decode_plan.arrays()[1], float)
+    rate, ttft, admit, step_wait, slot_wait, front, idle = _within_slots(
         C, base, t_kv, slots, t_decode_step=pp_d * d["t_stage"], decode_time=decode_time, prefill=p, n_p=n_p, arrival=arrival,
         on_arrival=dcost.engine.first_token_on_kv_arrival, front=pcost.ttft_overhead, overlaps=cost_overlaps(prefill.engine, arrival),
         recv_interval=decode_recv_interval, n_d=n_d, next_loop=first_token_next_loop)
-    base = base + front + admit + step_wait
+    alone = base + idle  # the lone prefill as an arrival finds the pool: its idle extra where the pool is idle (first_token)
+    base = alone + front + admit + step_wait
     return {
         "ttft_s": ttft, "tpot_s": d["tpot"], "tok_s_per_user": 1.0 / d["tpot"], "output_tok_s_per_gpu": rate * osl / gpus,
         "io_tok_s_per_gpu": rate * (np.asarray(isl, float) + osl) / gpus, "accepted_per_step": d["acc"] + 0.0 * d["tpot"],
-        "step_s": d["t_stage"], "draft_s": d["t_draft"] + 0.0 * d["t_stage"], "prefill_alone_s": p["t_alone"], "kv_transfer_s": t_kv,
+        "step_s": d["t_stage"], "draft_s": d["t_draft"] + 0.0 * d["t_stage"], "prefill_alone_s": alone + 0.0 * ttft, "kv_transfer_s": t_kv,
         "decode_admission_s": admit + 0.0 * ttft, "prefill_step_wait_s": step_wait + 0.0 * ttft, "prefill_wait_s": ttft - base - slot_wait,
         "decode_slot_wait_s": slot_wait + 0.0 * ttft, "front_end_s": front + 0.0 * ttft, "prefill_capacity_req_s": n_p * p["per_instance"], "request_rate": rate, "gpus": gpus,
         "fits": d["fits"] & p["fits"], "prefill_fits": p["fits"], "max_concurrency": d["max_per_instance"] * n_d,
@@ -439,14 +459,14 @@ def _within_slots(C, base, t_kv, slots, *, decode_time, arrival, **pools) -> tup
     slots / decode time a second and TTFT is what is left of the cycle, C / rate - decode time; in a burst a wave
     is what the slots hold and the rest wait whole waves, each one cycle, as serve.aggregated prices them."""
     if arrival != "burst":
-        rate, ttft, admit, step_wait, front = first_token(C, base, t_kv, decode_time=decode_time, arrival=arrival, **pools)
+        rate, ttft, admit, step_wait, front, idle = first_token(C, base, t_kv, decode_time=decode_time, arrival=arrival, **pools)
         rate = np.minimum(rate, slots / np.maximum(decode_time, 1e-12))
         slot_wait = np.maximum(C / rate - decode_time - ttft, 0.0)
-        return rate, ttft + slot_wait, admit, step_wait, slot_wait, front
+        return rate, ttft + slot_wait, admit, step_wait, slot_wait, front, idle
     held = np.minimum(C, slots)
-    rate, ttft, admit, step_wait, front = first_token(held, base, t_kv, decode_time=decode_time, arrival=arrival, **pools)
+    rate, ttft, admit, step_wait, front, idle = first_token(held, base, t_kv, decode_time=decode_time, arrival=arrival, **pools)
     slot_wait = np.maximum(C / held - 1.0, 0.0) * held / rate
-    return rate, ttft + slot_wait, admit, step_wait, slot_wait, front
+    return rate, ttft + slot_wait, admit, step_wait, slot_wait, front, idle
 
 
 def _check_pools(model: ModelSpec, prefill: Deployment, decode: Deployment, recv_interval=1, moe_a2a: str = "") -> None:

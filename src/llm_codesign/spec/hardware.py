@@ -24,7 +24,8 @@ BLOCK_SCALE_RATE = {"hopper": 0.8}
 # Ada and Blackwell SM120 1,024 (L40S 362 TFLOPS / 142 SMs = 2.49 GHz, RTX PRO 6000 500 / 188 = 2.60 GHz), Hopper
 # 4,096 (data/gpus/h100.toml block_scale_source's 8,192 FP8; 989 TFLOPS / 132 SMs = 1.83 GHz), Blackwell 8,192
 # (b200.toml smem_source: 2.25 PFLOPS / 148 SMs at ~1.86 GHz), CDNA3 2,048 (MI300X 1,307 TFLOPS / 304 CUs = 2.10 GHz),
-# CDNA4 4,096 (MI355X 2,517 / 256 = 2.40 GHz): each the vendor's peak clock. A family not listed takes Hopper's.
+# CDNA4 4,096 (MI355X 2,517 / 256 = 2.40 GHz): each the vendor's peak clock. A family not listed has no clock to read
+# (Gpu.sm_clocks_per_s refuses it in one line where a price needs it).
 BF16_FLOP_PER_CLK_SM = {"ampere": 2048, "ada": 1024, "blackwell_sm120": 1024, "hopper": 4096, "blackwell": 8192,
                         "cdna3": 2048, "cdna4": 4096}
 
@@ -74,9 +75,16 @@ class Gpu:
 
     @property
     def sm_clocks_per_s(self) -> float:
-        """SM (CU) clock cycles the GPU runs a second, all SMs together: what CUDA-core (vector-ALU) work scales by,
-        where the tensor-core peak per SM and clock doubles from one generation to the next (BF16_FLOP_PER_CLK_SM)."""
-        return self.peak("bf16") / BF16_FLOP_PER_CLK_SM.get(self.family, 4096)
+        """SM (CU) clock cycles the GPU runs a second, all SMs together: the tensor peak over its BF16 FLOP per SM and
+        clock (BF16_FLOP_PER_CLK_SM, by family), what a kernel whose rate is stated per SM clock scales by
+        (cost.kernels' per-head decode fallback). A family not listed is refused: its FLOP per clock is not known."""
+        per_clk = BF16_FLOP_PER_CLK_SM.get(self.family)
+        if per_clk is None:
+            from llm_codesign.errors import InputError
+
+            raise InputError("gpu.family", self.family, "a family whose BF16 FLOP per SM clock is known, to price a decode "
+                             "kernel stated per SM clock: one of " + ", ".join(sorted(BF16_FLOP_PER_CLK_SM)))
+        return self.peak("bf16") / per_clk
 
     @property
     def ridge_point(self) -> float:

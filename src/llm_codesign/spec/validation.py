@@ -300,10 +300,11 @@ def check_gpu(d: dict, origin: str) -> None:
 
 def param_range(name: str) -> tuple[float, float, bool]:
     """The range a calibration parameter may take: efficiencies are fractions of a peak in
-    [1e-4, 1] (moe_eff and moe_eff_fp8_deepgemm are relative to a dense kernel, up to 2; the
-    smallest fitted, the per-head decode fallback's math rate, is 2e-3; below 1e-4 times overflow);
-    times are seconds up to 1 (what PDL hides of a kernel boundary up to 1 us); the others as their
-    meaning allows."""
+    [1e-4, 1] (moe_eff and moe_eff_fp8_deepgemm are relative to a dense kernel, up to 2; below 1e-4
+    times overflow); times are seconds up to 1 (what PDL hides of a kernel boundary up to 1 us); the
+    per-head decode fallback's rate attn_decode_wide_flop_clk in FLOP per SM clock above 0 and at most an
+    SM's BF16 tensor FLOP a clock, 8,192 (Blackwell; fitted 27.6-30.3, calibrate's bounds 1-256); the
+    others as their meaning allows."""
     if name in ("moe_eff", "moe_eff_fp8_deepgemm"):
         return 1e-4, 2.0, False
     if name.endswith("_eff") or "_eff_" in name:
@@ -316,7 +317,7 @@ def param_range(name: str) -> tuple[float, float, bool]:
         return 0.0, 1.0, False
     return {"gemm_blend_p": (1.0, 100.0, False), "gemm_max_split_k": (1.0, 1024.0, False), "moe_routing_alpha": (0.0, 3.0, False),
             "attn_decode_group_bf16": (1.0, 1e6, False), "attn_decode_group_fp8": (1.0, 1e6, False),
-            "attn_decode_max_group": (1.0, 1e6, False),
+            "attn_decode_max_group": (1.0, 1e6, False), "attn_decode_wide_flop_clk": (0.0, 8192.0, True),
             "ttft_wait_steps": (0.0, 1.0, False), "adp_wait_steps": (0.0, 1e3, False),
             "comm_latency_scale": (0.0, 100.0, False),
             "elementwise_kernels_per_layer": (0.0, 1e3, False)}.get(name, (0.0, 1e12, False))
