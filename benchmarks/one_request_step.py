@@ -31,7 +31,7 @@ import numpy as np
 from llm_codesign import api
 from llm_codesign.cost import gemm
 from llm_codesign.cost.calibration import calibration_for
-from llm_codesign.cost.ops import Batch, forward_ops, mtp_module_ops
+from llm_codesign.cost.ops import Batch, forward_ops, mtp_module_ops, spec_worker_ops
 from llm_codesign.measure.kernel_tables import GEMM_DTYPES, predict
 from llm_codesign.serve.aggregated import draft_model, op_step_time, pdl_per_launch
 from llm_codesign.spec.engines import get_engine
@@ -143,8 +143,9 @@ def _ops_us(gpu: str, tokens: float) -> tuple[dict, dict, dict, int]:
     draft = {"mtp1/" + k.removeprefix("layer/"): v for k, v in us(dops).items()}
     draft |= {"mtp1/" + k: v for k, v in us(mtp_module_ops(dm, dep.gpu, cal, sh, tokens=1.0, seqs=1.0, engine=costs.engine)).items()}
     draft |= {"mtp4/" + k: v for k, v in us(mtp_module_ops(dm, dep.gpu, cal, sh, tokens=tokens, seqs=1.0, engine=costs.engine)).items()}
-    # the MTP worker's own small kernels a step (Engine.spec_worker_kernels), at the elementwise fixed cost
-    draft["worker/kernels"] = float(np.sum(costs.engine.spec_worker_kernels(dep.spec.method, dep.spec.k))) * cal.kernel_overhead_s * 1e6
+    # the MTP worker's own small kernels a step (ops.spec_worker_ops: none PDL-launched, so at its own time)
+    draft |= {op.name: float(np.sum(op.total_time)) * 1e6
+              for op in spec_worker_ops(dep.gpu, cal, sh, engine=costs.engine, method=dep.spec.method, k=dep.spec.k)}
     counts = {op.name: float(np.sum(op.count)) for op in ops}
     host = (costs.step_overhead + costs.seq_overhead) * 1e6  # the host's step, with its one running sequence
     return us(ops) | {"host/step_overhead": host}, counts | {"host/step_overhead": 1.0}, draft, dep.spec.k
@@ -245,7 +246,7 @@ def iteration(gpu: str) -> list[tuple[str, str, float, float, float]]:
     its = [("verify", k, counts[k], 1.0 if k.startswith("host") else 4.0, v) for k, v in ops.items()]
     its += [("draft 1", k, 1.0, 4.0, v) for k, v in ops.items() if k.startswith(("layer0/attn", "layer1/"))]
     its += [("draft 1", k, 1.0, 4.0, v) for k, v in draft.items() if k.startswith("mtp4/")]
-    its += [("draft 1", "mtp1/lm_head", 1.0, 1.0, draft["mtp1/lm_head"]), ("worker", "worker/kernels", 1.0, 1.0, draft["worker/kernels"])]
+    its += [("draft 1", "mtp1/lm_head", 1.0, 1.0, draft["mtp1/lm_head"]), ("worker", "mtp/worker", 1.0, 1.0, draft["mtp/worker"])]
     return its + [(DRAFTS, k, passes - 1.0, 1.0, v) for k, v in draft.items() if k.startswith("mtp1/")]
 
 

@@ -158,3 +158,33 @@ def test_a_bad_report_path_is_one_line_before_the_search(tmp_path, name, why):
     code, out, err = cli(*ARGS, "--report", str(tmp_path / name))
     assert code == 2 and err == f"error: report: '{tmp_path / name}' is not valid; {why}\n", err
     assert out == "" and [x.name for x in tmp_path.iterdir()] == ["folder.html"]  # nothing written
+
+
+def test_design_and_estimate_band_ttft_on_the_same_arrival(monkeypatch):
+    # at_best's search prices TTFT at the default arrival (waves), so the side-by-side's TTFT band is drawn as estimate's is
+    # for that deployment: the same Context (arrival "waves", not the unsaid ""), hence the same band
+    from llm_codesign.cost.calibration import calibration_for
+    from llm_codesign.explore.design import Slo
+    from llm_codesign.explore.design_report import _at_slo
+    from llm_codesign.measure import intervals
+    from llm_codesign.spec.engines import get_engine
+    from llm_codesign.spec.hardware import get_gpu
+    from llm_codesign.spec.harness import DEFAULT_ARRIVAL
+    from llm_codesign.spec.plan import Workload
+    from llm_codesign.spec.precision import Precision
+    from llm_codesign.spec.registry import get_model
+
+    seen, real = [], intervals.bands
+    monkeypatch.setattr(intervals, "bands", lambda values, ctx, **kw: seen.append(ctx) or real(values, ctx, **kw))
+    m, gpu, prec, engine, slo = get_model("qwen3-8b"), get_gpu("h200"), Precision.of("bf16"), get_engine("trtllm"), Slo()
+    table = intervals.table_for(None, gpu=gpu)
+    at = _at_slo(m, gpu, calibration_for(gpu), prec, num_gpus=1, slo=slo, moe=False, engine=engine, table=table)
+    isl, osl = slo.lengths()
+    c = at["deployment"]["concurrency_per_instance"]
+    assert Workload(isl=isl, osl=osl, concurrency=c).arrival == DEFAULT_ARRIVAL == "waves" and seen[0].arrival == "waves"
+    # estimate's Context for the same deployment and workload (api.estimate)
+    ctx = intervals.context(m, gpu, prec, engine="trtllm", concurrency=c, isl=isl, osl=osl, spec=False, arrival=DEFAULT_ARRIVAL)
+    assert seen[0] == ctx
+    band = real({"ttft_ms": at["ttft_ms"]}, ctx, table=table)["ttft_ms"]
+    assert {k: float(band[k]) for k in ("lo80", "hi80", "lo95", "hi95")} == pytest.approx(
+        {k: at["intervals"]["ttft_ms"][k] for k in ("lo80", "hi80", "lo95", "hi95")}, rel=1e-12)

@@ -7,6 +7,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
+from llm_codesign.cost.arrays import Tokens
 from llm_codesign.cost.calibration import calibration_for
 from llm_codesign.cost.ops import Batch, forward_ops
 from llm_codesign.spec.engines import get_engine
@@ -58,6 +59,56 @@ def test_hopper_block_fp8_mla_bmms_quantise_their_input(h200, b200):
     assert "layer0/attn/mla_bmm_quant" not in _times(m, b200, Precision.of("fp8_block"), "trtllm")
     assert "layer0/attn/mla_bmm_quant" not in _times(m, h200, Precision.of("fp8_block"), "sglang")
     assert "layer0/attn/mla_bmm_quant" not in _times(m, h200, Precision.of("bf16"), "trtllm")
+
+
+def test_ada_and_sm120_block_fp8_mla_bmms_quantise_their_input_too():
+    # fp8_block_scaling_bmm_out quantises on SM89 as on SM90 (`sm_version == 90 or sm_version == 89`), and the 1.x builds on
+    # SM120 (per_token_quant_and_transform): the same 124,160 bytes in 2 launches on an L40S and an RTX PRO 6000
+    from llm_codesign.spec.hardware import get_gpu
+    m, nbytes = get_model("deepseek-ai/DeepSeek-R1"), 4 * 16 * (128 + 512) * (2.0 + 1.0 + 4.0 / 128.0)
+    for name, family in (("l40s", "ada"), ("rtx-pro-6000", "blackwell_sm120")):
+        gpu = get_gpu(name)
+        cal = calibration_for(gpu)
+        assert gpu.family == family and get_engine("trtllm").mla_bmm_quantised(family)
+        t, n = _times(m, gpu, Precision.of("fp8_block"), "trtllm")["layer0/attn/mla_bmm_quant"]
+        assert t == pytest.approx(nbytes / (gpu.hbm_bandwidth_bytes_per_s * cal.bw_eff) + 2 * cal.kernel_overhead_s, rel=1e-6) and n == 2.0
+    assert not get_engine("trtllm").mla_bmm_quantised("blackwell")  # SM100: BF16 maths by default (use_cute_dsl_blockscaling_bmm off)
+
+
+def test_quantised_mla_bmms_read_fp8_weights(h200, b200):
+    # where the input is quantised, the BMM is block FP8: 16 heads a rank, 4 tokens. q x W_UK: A 64 x 128 FP8 + one FP32 scale
+    # per 128 (8,448 B), W 16 x 512 x 128 FP8 + one scale per 128 x 128 (1,048,832 B), C 64 x 512 BF16 (65,536 B) = 1,122,816 B;
+    # o x W_UV: A 64 x 512 (33,792) + W (1,048,832) + C 64 x 128 (16,384) = 1,099,008 B. On B200 both stay BF16: 2,179,072 B
+    m = get_model("deepseek-ai/DeepSeek-R1")
+
+    def ops(gpu):
+        o = forward_ops(m, gpu, calibration_for(gpu), Precision.of("fp8_block"), TP8.broadcast(),
+                        b=Batch(dec_seqs=1.0, dec_ctx=2048.0, dec_tokens_per_seq=4.0), engine=get_engine("trtllm"))
+        return {x.name: x for x in o}
+    hop, bw = ops(h200), ops(b200)
+    assert float(np.sum(hop["layer0/attn/mla_q_absorb"].bytes)) == 1_122_816.0
+    assert float(np.sum(hop["layer0/attn/mla_v_up"].bytes)) == 1_099_008.0
+    assert hop["layer0/attn/mla_q_absorb"].math == "fp8" and hop["layer0/attn/mla_v_up"].weight == "fp8_block"
+    assert [float(np.sum(bw[f"layer0/attn/{r}"].bytes)) for r in ("mla_q_absorb", "mla_v_up")] == [2_179_072.0] * 2
+    assert bw["layer0/attn/mla_q_absorb"].math == "bf16"
+    # the quantise is priced once, by mla_bmm_quant: the FP8 BMM adds no quantise pass of its own (gemm.quantise_kernel)
+    from llm_codesign.cost import gemm
+    cal = calibration_for(h200)
+    alone = gemm.gemm_time(Tokens(np.float64(4.0)), 512, 128, h200, cal, math="fp8", a_bytes=1.0 + 4.0 / 128.0, w_bytes=1.0 + 4.0 / 16384.0,
+                           groups=16.0, kernel="fp8_block", engine=get_engine("trtllm"), fused_quant="epilogue")[0]
+    assert float(np.sum(hop["layer0/attn/mla_q_absorb"].time)) == pytest.approx(float(np.sum(alone)), rel=1e-6)
+
+
+def test_the_mtp_worker_is_one_operator(b200):
+    # the worker's 25 + 6k kernels as one elementwise operator (ops.spec_worker_ops): 43 launches x 3.0 us = 129 us at MTP3
+    from llm_codesign.cost.ops import spec_worker_ops
+    cal = calibration_for(b200)
+    assert cal.kernel_overhead_s == pytest.approx(3.0e-6)
+    (w,) = spec_worker_ops(b200, cal, TP8.broadcast(), engine=get_engine("trtllm"), method="mtp", k=np.array([3.0]))
+    assert (w.name, w.kind, float(np.sum(w.kernels))) == ("mtp/worker", "elementwise", 43.0)
+    assert float(np.sum(w.total_time)) == pytest.approx(129e-6, rel=1e-9) and float(np.sum(w.bytes)) == 0.0
+    assert spec_worker_ops(b200, cal, TP8.broadcast(), engine=get_engine("sglang"), method="mtp", k=3) == []
+    assert spec_worker_ops(b200, cal, TP8.broadcast(), engine=get_engine("trtllm"), method="eagle3", k=3) == []
 
 
 def test_mtp_worker_kernels_per_step(b200, monkeypatch):

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from llm_codesign.cost.ops import Batch, forward_ops, launches, mtp_module_ops
+from llm_codesign.cost.ops import Batch, forward_ops, launches, mtp_module_ops, spec_worker_ops
 from llm_codesign.measure.validate import _grouped, row_problem
 from llm_codesign.serve.aggregated import decode_step, draft_model, kernels_time, pdl_per_launch
 from llm_codesign.spec.plan import Plan
@@ -68,9 +68,10 @@ def main(keys) -> None:
                 dops = forward_ops(dm, gpu, costs.cal, dprec, plan, b=Batch(dec_seqs=np.array([1.0]), dec_ctx=ctx), engine=costs.engine)
                 dops += mtp_module_ops(dm, gpu, costs.cal, plan, tokens=np.array([1.0]), seqs=np.array([1.0]), engine=costs.engine)
                 _table(dops, per)
-                n = float(np.sum(engine.spec_worker_kernels(spec.method, k)))
-                print(f"  the speculative worker's own kernels (Engine.spec_worker_kernels): {n:.0f} x "
-                      f"{costs.cal.kernel_overhead_s * 1e6:.2f} us = {n * costs.cal.kernel_overhead_s * 1e6:.1f} us a step")
+                for op in spec_worker_ops(gpu, costs.cal, plan, engine=costs.engine, method=spec.method, k=k):
+                    n = float(np.sum(op.kernels))
+                    print(f"  the speculative worker's own kernels ({op.name}, Engine.spec_worker_kernels; none PDL-launched): {n:.0f} x "
+                          f"{costs.cal.kernel_overhead_s * 1e6:.2f} us = {float(np.sum(op.total_time)) * 1e6:.1f} us a step")
     for u in unmodeled:
         print("unmodelled", u)
 

@@ -58,7 +58,8 @@ def quantise_kernel(engine: Engine | None, a_bytes: float, *, kernel: str = "", 
     tables' rows (`engine` None), for block-scaled FP8 (per 1x128 group at run time) everywhere, and in
     the steps of engines that do not fuse it into the previous kernel (`fused`: the caller knows, else
     the engine's act_quant, Engine.fusions); never where `fused` is "epilogue" (the previous GEMM's
-    epilogue wrote them quantised, with their scales: TRTLLM-Gen's FC1 for its FC2)."""
+    epilogue wrote them quantised, with their scales: TRTLLM-Gen's FC1 for its FC2; or a quantise op the
+    caller prices itself: MLA's mla_bmm_quant)."""
     if a_bytes >= 2.0 or fused == "epilogue":
         return False
     if engine is None or kernel in ("fp8_block", "fp8_deepgemm"):

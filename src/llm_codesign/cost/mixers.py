@@ -146,9 +146,14 @@ def _mla_proj(a: MLA, b: Batch, at: _At, P: Site, *, s: _Step) -> list[Op]:
         ops.append(_elementwise(P / "latent_norms", norm_b, 2.0 if a.q_lora_rank else 1.0, at))
     # decode: weight absorption, attention runs in the latent space (DeepSeek-V2 sec. 2.1.2)
     dec = Tokens(dec_tok)
-    ops.append(_gemm(P / "mla_q_absorb", dec, a.kv_lora_rank, a.nope_dim, at, groups=heads_l, **_BF16))
-    ops.append(_gemm(P / "mla_v_up", dec, a.v_head_dim, a.kv_lora_rank, at, groups=heads_l, **_BF16))
-    if at.engine is not None and s.fa["weight"] == "fp8_block" and at.engine.mla_bmm_quantised(at.gpu.family):
+    quantised = at.engine is not None and s.fa["weight"] == "fp8_block" and at.engine.mla_bmm_quantised(at.gpu.family)
+    # where the build quantises the products' input (mla_bmm_quant below), fp8_block_scaling_bmm_out is a block-FP8 BMM over
+    # the FP8 input and the 1-byte weights: the attention GEMMs' block-FP8 format, its quantise priced once, by that op
+    # ("epilogue": the input arrives quantised; gemm.quantise_kernel); elsewhere BF16 maths on BF16 weights
+    bmm = {**fa, "fused_quant": "epilogue"} if quantised else _BF16
+    ops.append(_gemm(P / "mla_q_absorb", dec, a.kv_lora_rank, a.nope_dim, at, groups=heads_l, **bmm))
+    ops.append(_gemm(P / "mla_v_up", dec, a.v_head_dim, a.kv_lora_rank, at, groups=heads_l, **bmm))
+    if quantised:
         # each product's BF16 input (q_nope, heads x nope_dim a token; the attention's latent output, heads x kv_lora_rank)
         # quantised per 1x128 group to FP8 by a kernel of its own before the FP8 BMM (Engine.mla_bmm_quantised): BF16 read,
         # FP8 written, one FP32 scale per 128 values

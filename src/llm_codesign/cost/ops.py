@@ -346,6 +346,19 @@ def mtp_module_ops(model: ModelSpec, gpu: Gpu, cal: Calibration, sh: Plan, *, to
             _comm(P / "argmax_gather", "all_gather", seqs * 8.0 * tp, tp, at)]
 
 
+def spec_worker_ops(gpu: Gpu, cal: Calibration, sh: Plan, *, engine: Engine, method: str, k) -> list[Op]:
+    """The speculative worker's own small kernels in one step at draft length `k` (acceptance, gather indices, casts,
+    metadata updates: Engine.spec_worker_kernels), as one elementwise operator, mtp/worker, each launch at the
+    elementwise fixed cost and no bytes counted; none where the engine counts none. Its kernels are PyTorch's own,
+    none PDL-launched: price it with step_time, not kernels_time, which credits PDL at every launch."""
+    n = np.asarray(engine.spec_worker_kernels(method, k), float)
+    if not np.any(n > 0):
+        return []
+    at = _At(np.ones_like(np.asarray(sh.pp, float)), gpu, cal, engine)
+    return [_op(Site("mtp", "lm_head") / "worker", "elementwise", at, time=n * cal.kernel_overhead_s, split=(0.0, 0.0), work=(0.0, 0.0),
+                kernels=n)]
+
+
 def step_time(ops: list[Op]):
     """The operators' times over the layers that run them, summed in order: consecutive operators
     that share one `count` (forward_ops gives each part's operators the same array) summed first and

@@ -21,7 +21,6 @@ from llm_codesign.serve.energy import energy
 from llm_codesign.serve.invariants import check_estimate
 from llm_codesign.serve.metrics import BATCH_GRID, FRACTION_OPTION, GB, decode_operators, evaluate
 from llm_codesign.spec.engines import check_kv_format
-from llm_codesign.spec.harness import DEFAULT_ARRIVAL
 from llm_codesign.spec.model import ModelSpec
 from llm_codesign.spec.plan import REASONS, Deployment, Workload, check_step_budget, quark_note, reason_text, validity
 from llm_codesign.spec.precision import executable, gemm_math
@@ -138,8 +137,8 @@ class Estimate:
             out["intervals"] = self.intervals
         if w.prefix_hit:
             out["prefix_hit"] = w.prefix_hit
-        if w.arrival != DEFAULT_ARRIVAL:  # one the user asked for
-            out["arrival"] = w.arrival
+        # always: TTFT depends on it (the wait's phase, the intervals' basis), the default included
+        out["arrival"] = w.arrival
         if self.cost is not None:
             out["cost"] = self.cost
         return out

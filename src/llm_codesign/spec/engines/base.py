@@ -97,7 +97,8 @@ class Engine(ABC):
     # - pdl: its kernels launched with programmatic dependent launch at the shares `pdl` lists (pdl_share): a
     #   build that does not (TensorRT-LLM before 1.2 without `TRTLLM_ENABLE_PDL=1`) overlaps no kernel boundary.
     # - fp8_bmm: MLA's absorbed decode products (q x W_UK, o x W_UV) read an FP8 checkpoint's weights in the kernel
-    #   (priced as the BF16 batched GEMMs mla_q_absorb / mla_v_up either way): every engine's build here. A build that
+    #   (priced as the BF16 batched GEMMs mla_q_absorb / mla_v_up, except where the build quantises their input,
+    #   Engine.mla_bmm_quantised: block FP8 there): every engine's build here. A build that
     #   does not (SGLang 0.5.2 on ROCm: no FP8 bmm there) casts each weight to BF16 and scales it at every step
     #   (cost.mixers._mla_proj, mla_bmm_dequant).
     fusions: tuple[str, ...]
@@ -300,7 +301,8 @@ class Engine(ABC):
 
     def mla_bmm_quantised(self, family: str) -> bool:
         """Whether MLA's absorbed decode products of an FP8 checkpoint quantise their BF16 input by a kernel of their own on
-        GPU `family` (TensorRT-LLM's SM90 FP8 block BMM): False unless an engine says so."""
+        GPU `family` (TensorRT-LLM's FP8 block BMM on SM89/90/120), the products then priced as block-FP8 GEMMs
+        (cost.mixers._mla_proj): False unless an engine says so."""
         return False
 
     def dequantised_mla_products(self, family: str) -> tuple[str, ...]:

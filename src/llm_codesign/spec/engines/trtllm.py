@@ -98,11 +98,19 @@ class TensorRTLLMEngine(Engine):
             return 0.0
         return 25.0 + 6.0 * np.asarray(k, float)
 
+    # the GPU families on which fp8_block_scaling_bmm_out quantises the absorbed products' BF16 input before a block-FP8
+    # BMM (tensorrt_llm/_torch/modules/attention.py): SM89/90 (`sm_version == 90 or sm_version == 89`:
+    # fp8_batched_quantize_1x128_permute102) in every version read, NVIDIA/TensorRT-LLM@c6d3bb2a (spring 2025) and the
+    # 1.x versions in the code index; SM120 (`per_token_quant_and_transform(mat1, need_permute102=True)`) in the 1.x
+    # versions, whose defaults this engine carries (@c6d3bb2a raises NotImplementedError there). On SM100 the default
+    # is BF16 maths, no quantise kernel: @c6d3bb2a dequantises the weight and runs an einsum (its padded
+    # fp8_batched_quantize_1x128_permute102 + fp8_batched_gemm_trtllmgen path is commented out); the 1.x versions run
+    # torch.bmm over mat2_dequant, and the newest quantise only under use_cute_dsl_blockscaling_bmm (cute_dsl_fp8_bmm_blackwell),
+    # which ModelConfig leaves False
+    MLA_BMM_QUANT_FAMILIES = ("ada", "hopper", "blackwell_sm120")
+
     def mla_bmm_quantised(self, family: str) -> bool:
-        # fp8_block_scaling_bmm_out on SM89/90: fp8_batched_quantize_1x128_permute102(mat1), then the FP8 block-scaled BMM;
-        # on SM100 a BF16 torch.bmm over the dequantised weight (tensorrt_llm/_torch/modules/attention.py, every version
-        # in the code index, e.g. @000561df)
-        return family == "hopper"
+        return family in self.MLA_BMM_QUANT_FAMILIES
 
     def step_tokens(self, gpu) -> int:
         """max_num_tokens = 8192 (LlmArgs / BuildConfig default), on every GPU (trtllm-bench picks its own per
