@@ -26,7 +26,7 @@ import numpy as np
 from llm_codesign.cost import memory
 from llm_codesign.cost.calibration import BACKEND_KEYED, Calibration
 from llm_codesign.cost.gemm import reuse_gemm_prices
-from llm_codesign.cost.ops import Batch, forward_ops, launches, mtp_module_ops, step_time
+from llm_codesign.cost.ops import Batch, forward_ops, launches, mtp_module_ops, spec_worker_ops, step_time
 from llm_codesign.cost.reuse import PriceMemo, array_key, reusing
 from llm_codesign.errors import InputError
 from llm_codesign.serve.broadcast import once_along_last, once_at_cap
@@ -186,9 +186,9 @@ def _draft_passes(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, cost
     else:
         first = forward_ops(dm, gpu, cal, dprec, dsh, b=verify, engine=costs.engine)
         t_first = kernels_time([op for op in first if op.part != "lm_head"], gpu, costs) + head
-    # and the speculative worker's own small kernels around the passes (acceptance, gather indices, metadata updates;
-    # Engine.spec_worker_kernels), each a launch at the elementwise fixed cost, none PDL-launched
-    worker = costs.engine.spec_worker_kernels(spec.method, k) * cal.kernel_overhead_s
+    # and the speculative worker's own small kernels around the passes (ops.spec_worker_ops: acceptance, gather indices,
+    # metadata updates), none PDL-launched, so step_time, not kernels_time
+    worker = step_time(spec_worker_ops(gpu, cal, sh, engine=costs.engine, method=spec.method, k=k))
     return np.where(k > 0, t_first + (k - 1.0) * t_rest + worker, 0.0)
 
 
