@@ -19,11 +19,12 @@ class InputError(ValueError):
 
 
 class MissingInput(InputError):
-    """A value the input lacks, worded as a missing option is: `field: no value is not valid; ...`."""
+    """A value the input lacks: `field: missing; what to give` (`model: missing; this trtllm configuration names no model:
+    give --model ...`), not "no value is not valid", which read as if a value had been given."""
 
     def __init__(self, field: str, valid: str):
         self.field, self.value, self.valid = field, None, valid
-        ValueError.__init__(self, f"{field}: no value is not valid; {valid}")
+        ValueError.__init__(self, f"{field}: missing; {valid}")
 
 
 class UnsupportedModelError(InputError):

@@ -54,6 +54,24 @@ def _check_out(out: str, inputs: dict, *, as_json: bool = False) -> None:
     check_paths([("--out", out)], inputs)
 
 
+# what each engine's file is (explore/export_engines: SGLang's render writes a `#!/bin/sh` script, the others YAML), and the
+# extensions that say another kind: `-o sg.yaml` held a shell script its launch line ran as `sh sg.yaml`
+_SCRIPT_ENGINES = ("sglang",)
+_WRONG_SUFFIX = {"script": (".yaml", ".yml", ".json", ".toml"), "yaml": (".sh", ".bash", ".json", ".toml")}
+
+
+def _check_suffix(out: str, engine: str) -> None:
+    """-o's extension refused (one line, before any work) where it names another kind than the file written: a shell
+    script for SGLang, YAML for the others. No extension, or one not listed, is taken as given."""
+    if out == "-":
+        return
+    kind = "script" if engine in _SCRIPT_ENGINES else "yaml"
+    suffix = Path(out).suffix.lower()
+    if suffix in _WRONG_SUFFIX[kind]:
+        what = f"a .sh path ({engine}'s launch file is a shell script)" if kind == "script" else f"a .yaml path ({engine}'s launch file is YAML)"
+        raise InputError("out", out, what)
+
+
 def _file_name(out: str) -> str:
     """The name the file launches itself by (`vllm serve --config NAME`): config.yaml on standard output."""
     return "config.yaml" if out == "-" else Path(out).name
@@ -130,6 +148,7 @@ def export(
     _check_out(out, {"MODEL": model, "--gpu": gpu, "--calibration": calibration}, as_json=as_json)
     m = _model(model)
     backend = backend or engine_for(_gpu(gpu)).name
+    _check_suffix(out, "dynamo" if disagg else backend)  # before the search, as -o's other checks
     chosen = None
     if disagg:
         g = _gpu(gpu)
@@ -199,8 +218,8 @@ def export(
     b = {**p, "intervals": summary.get("intervals")}  # each figure with its 80% interval, where it has one
     con = _console(stderr=out == "-")
     if chosen:
-        con.print(_chosen_line(chosen), highlight=False)
-    con.print(f"wrote {engine} {es['version']} configuration: {'standard output' if out == '-' else out}\nlaunch: {launch}\n"
+        con.print(_chosen_line(chosen, precision=dep.precision, checkpoints=weight_dtype is None and kv_dtype is None), highlight=False)
+    con.print(f"wrote {engine} configuration{_read_at(engine, es['version'])}: {'standard output' if out == '-' else out}\nlaunch: {launch}\n"
               f"predicted: TTFT {p['ttft_ms']:.0f} ms{short(b, 'ttft_ms')}, TPOT {p['tpot_ms']:.2f} ms{short(b, 'tpot_ms')}, "
               f"{p['tok_s_per_user']:.1f} tok/s/user{short(b, 'tok_s_per_user')}, "
               f"{p['output_tok_s_per_gpu']:.0f} tok/s/GPU{short(b, 'output_tok_s_per_gpu')} at {summary['concurrency']} requests",
@@ -215,13 +234,33 @@ def _slo_text(slo: dict) -> str:
     return " and ".join(x for x in parts if x)
 
 
-def _chosen_line(chosen: dict) -> str:
-    """Which frontier point export chose and why (the SLO, and whether it was the default)."""
+def _read_at(engine: str, version: str) -> str:
+    """The release whose options the file was written from (data/engines/NAME.toml), said as such: the engine's own
+    defaults the cost model prices may be an older release's (`llm-codesign engines`)."""
+    return f" (options read at {engine} {version}; newer releases may differ)"
+
+
+def _precision_words(precision, checkpoints: bool) -> str:
+    """The exported point's precision (W:/A:/KV:), and, where the checkpoint's was kept, how to export another: export
+    searches plans and batches at one precision while `pareto` searches precisions too, so pareto's best point at the same
+    SLO may be another precision's (llama-3.1-70b on 8x H200 at 50 tok/s/user: pareto's TP2 x4 FP8 at 1634 tok/s/GPU,
+    export's BF16 TP8 at 812)."""
+    if precision is None:
+        return ""
+    if not checkpoints:
+        return f", {precision.label()}"
+    other = ("--weight-dtype fp8 --kv-dtype fp8" if precision.weight.name in ("bf16", "fp16")
+             else "--weight-dtype and --kv-dtype")
+    return f", {precision.label()} (the checkpoint's; pareto searches precisions too: {other} exports another)"
+
+
+def _chosen_line(chosen: dict, *, precision=None, checkpoints: bool = True) -> str:
+    """Which frontier point export chose and why (the SLO, and whether it was the default), at which precision."""
     why = (f"{_slo_text(chosen['slo'])}, the interactive default (--min-tps-user/--max-ttft-ms set another, --concurrency a batch)"
            if chosen["default"] else _slo_text(chosen["slo"]))
     x = f" x{chosen['replicas']}" if chosen["replicas"] > 1 else ""
-    return (f"chose {chosen['plan']}{x} at {chosen['concurrency']} requests per instance: the frontier point with the most "
-            f"tok/s/GPU that meets {why}")
+    return (f"chose {chosen['plan']}{x} at {chosen['concurrency']} requests per instance{_precision_words(precision, checkpoints)}: "
+            f"the frontier point with the most tok/s/GPU that meets {why}")
 
 
 def _slo_point(m, dep, *, fixed: dict, isl: int, osl: int, slo: dict, calibration, gpus_value):
@@ -361,6 +400,7 @@ def export_point(
     dep = Deployment.from_dict(rec)
     if engine and engine != dep.backend:
         raise InputError("backend", engine, f"the engine the frontier was priced for ({dep.backend}); search again with --backend {engine}")
+    _check_suffix(out, dep.backend)
     m = _model(r["model"])
     # as lc.export_point writes it (explore.export.point_config), with the profile the frontier was priced with (pareto --json)
     _, text = point_config(m, dep, concurrency=int(rec["concurrency_per_instance"]), replicas=int(rec.get("replicas", 1)), isl=r.get("isl"),
@@ -368,5 +408,5 @@ def export_point(
                            calibration=r.get("calibration"), file_name=_file_name(out))
     write_text(out, text, executable=text.startswith("#!"))
     es = engine_spec(dep.backend)
-    _console(stderr=out == "-").print(f"wrote {dep.backend} {es['version']} configuration of point {index} ({rec['plan']}, {rec['concurrency_per_instance']} "
+    _console(stderr=out == "-").print(f"wrote {dep.backend} configuration{_read_at(dep.backend, es['version'])} of point {index} ({rec['plan']}, {rec['concurrency_per_instance']} "
                      f"requests, max_num_tokens {rec['max_num_tokens']}, x{rec.get('replicas', 1)}): {'standard output' if out == '-' else out}")
