@@ -313,10 +313,34 @@ def _dynamo(m, gpu, *, prefill, decode, n_pre, n_dec, concurrency, isl, osl, bac
                   "concurrency": concurrency, "predicted": predicted}
 
 
+# the launchers an engine's command line starts with (explore.export.config_engine reads the same): an argument that is
+# none of them and no file is read as a path, and refused as one
+_LAUNCHERS = ("vllm", "trtllm-serve", "sglang")
+_MODULES = ("vllm.entrypoints", "sglang.launch_server")
+
+
+def _command_line(arg: str) -> bool:
+    """Whether `import`'s argument is an engine's command line (`vllm serve ...`, `python -m sglang.launch_server ...`,
+    `trtllm-serve ...`, leading VAR=value settings allowed) rather than a path."""
+    try:
+        words = shlex.split(arg)
+    except ValueError:  # an unclosed quote: no command line
+        return False
+    words = [w for w in words if w != "\\"]
+    while words and "=" in words[0] and not words[0].startswith("-"):  # CUDA_VISIBLE_DEVICES=0,1 vllm serve ...
+        words = words[1:]
+    if len(words) < 2:
+        return False
+    head = Path(words[0]).name
+    if head in _LAUNCHERS:
+        return True
+    return head.startswith("python") and words[1] == "-m" and len(words) > 2 and words[2].startswith(_MODULES)
+
+
 @app.command("import")
 def import_(
     path: str = typer.Argument(..., help="A file `llm-codesign export` wrote, or an engine's own configuration: a `vllm serve MODEL ...` "
-                               "command line or its --config YAML, a `python -m sglang.launch_server ...` command line, a TensorRT-LLM "
+                               "command line (in a file, or quoted as the argument) or its --config YAML, a `python -m sglang.launch_server ...` command line, a TensorRT-LLM "
                                "extra_llm_api_options YAML or `trtllm-serve` command."),
     gpu: Optional[str] = typer.Option(None, "--gpu", help="The GPU an engine's configuration runs on (it names none); an export states its own (another is refused)."),
     model: Optional[str] = typer.Option(None, "--model", help="The model served, where the configuration names none (a TensorRT-LLM YAML) "
@@ -339,9 +363,23 @@ def import_(
     from llm_codesign.api import estimate
     from llm_codesign.explore.export import import_config
 
-    # one code path with lc.import_config (explore.export.import_config), priced as estimate prices
-    imp = import_config(path, price=estimate, gpu=_gpu(gpu) if gpu is not None else None, model=model, backend=backend, concurrency=concurrency, isl=isl, osl=osl,
-                        acceptance=acceptance, acceptance_rates=acceptance_rates, calibration=calibration)
+    kw = dict(price=estimate, gpu=_gpu(gpu) if gpu is not None else None, model=model, backend=backend, concurrency=concurrency,
+              isl=isl, osl=osl, acceptance=acceptance, acceptance_rates=acceptance_rates, calibration=calibration)
+    if not Path(path).exists() and _command_line(path):
+        # the command line itself (`import 'vllm serve MODEL --tensor-parallel-size 8'`), as the help says it is taken: read from
+        # a file of that one line, named "the command line" in what the reader says of it ("the command line names no GPU")
+        import tempfile
+        from dataclasses import replace
+
+        with tempfile.TemporaryDirectory(prefix="llm-codesign-import-") as d:
+            f = Path(d) / "the command line"
+            f.write_text(path + "\n", encoding="utf-8")
+            imp = replace(import_config(str(f), **kw), path=path)
+    elif not Path(path).exists():
+        raise InputError("path", path, "an existing file (an export, an engine's YAML or command line) or an engine's command line "
+                                       "itself: 'vllm serve MODEL ...', 'python -m sglang.launch_server ...' or 'trtllm-serve MODEL ...'")
+    else:  # one code path with lc.import_config (explore.export.import_config), priced as estimate prices
+        imp = import_config(path, **kw)
     r = imp.to_dict()
     if as_json:
         return _dump(r)
