@@ -658,7 +658,7 @@ def test_a_bare_attention_backend_is_a_missing_value(tmp_path):
     f = tmp_path / "sg.sh"
     f.write_text("python3 -m sglang.launch_server --model-path deepseek-ai/DeepSeek-R1-0528 --tp 8 --attention-backend\n")
     assert one_line_error(["import", str(f), "--gpu", "mi355x"], "attention-backend") == (
-        "error: attention-backend: no value is not valid; a backend named after the flag (aiter, triton, fa3, flashinfer, ...), as SGLang requires")
+        "error: attention-backend: missing; a backend named after the flag (aiter, triton, fa3, flashinfer, ...), as SGLang requires")
 
 
 def test_the_api_refuses_an_unheld_kv_format():

@@ -98,9 +98,12 @@ def test_export_picks_the_interactive_point_and_says_why(tmp_path):
     assert f"max-num-seqs: {got['concurrency']}\n" in out.read_text()
     code, stdout, _ = cli("export", "llama-3.1-8b", "--gpu", "h100", "--gpus", "2", "--backend", "vllm", "-o", str(out))
     plan = f"{best['deployment']['plan']}" + (f" x{best['deployment']['replicas']}" if best["deployment"]["replicas"] > 1 else "")
-    assert stdout.splitlines()[0] == (f"chose {plan} at {got['concurrency']} requests per instance: the frontier point with the most "
-                                      "tok/s/GPU that meets >= 20 tok/s/user and TTFT <= 2000 ms, the interactive default "
-                                      "(--min-tps-user/--max-ttft-ms set another, --concurrency a batch)")
+    # the precision named, and how to export another: pareto searches precisions, export keeps the checkpoint's
+    assert stdout.splitlines()[0] == (f"chose {plan} at {got['concurrency']} requests per instance, W:bf16 A:bf16 KV:bf16 (the "
+                                      "checkpoint's; pareto searches precisions too: --weight-dtype fp8 --kv-dtype fp8 exports another): "
+                                      "the frontier point with the most tok/s/GPU that meets >= 20 tok/s/user and TTFT <= 2000 ms, the "
+                                      "interactive default (--min-tps-user/--max-ttft-ms set another, --concurrency a batch)")
+    assert stdout.splitlines()[1] == f"wrote vllm configuration (options read at vllm 0.33.0; newer releases may differ): {out}"
 
 
 def test_export_slo_options(tmp_path):

@@ -162,7 +162,7 @@ def test_trtllm_extra_llm_api_options_yaml_with_the_model_given():
     assert imp.engine == "trtllm" and imp.ignored == (
         "cuda_graph_config.enable_padding", "cuda_graph_config.max_batch_size", "moe_config.backend", "print_iter_log")
     assert imp.deployment.kv_fraction == 0.85
-    with pytest.raises(InputError, match=r"^model: no value is not valid; this trtllm configuration names no model: give --model"):
+    with pytest.raises(InputError, match=r"^model: missing; this trtllm configuration names no model: give --model"):
         read_config(TRTLLM_YAML, "x.yaml", gpu=get_gpu("b200"))
 
 
@@ -197,8 +197,8 @@ def test_trtllm_serve_command_with_its_yaml(tmp_path):
     ("port: 8000\n", {}, "config: 'c' is not valid; a vLLM or SGLang command line"),
     ("vllm serve meta-llama/Llama-3.1-8B -q awq_4bit", {}, "quantization: 'awq_4bit' is not valid; a method llm-codesign models: "),
     ("vllm serve meta-llama/Llama-3.1-8B --speculative-config '{\"method\": \"eagle3\", \"num_speculative_tokens\": 2}'", {},
-     "acceptance: no value is not valid; the configuration drafts tokens"),
-    ("vllm serve meta-llama/Llama-3.1-8B", {"gpu": None}, "gpu: no value is not valid; an engine's configuration names no GPU"),
+     "acceptance: missing; the configuration drafts tokens"),
+    ("vllm serve meta-llama/Llama-3.1-8B", {"gpu": None}, "gpu: missing; an engine's configuration names no GPU"),
     # values the engines would refuse: the option named, never a traceback or a TP0 plan
     ("vllm serve meta-llama/Llama-3.1-8B --tensor-parallel-size eight", {}, "tensor-parallel-size: 'eight' is not valid; a whole number"),
     ("vllm serve meta-llama/Llama-3.1-8B -tp -2", {}, "tensor-parallel-size: -2 is not valid; a whole number from 1 to 65,536"),
@@ -233,7 +233,7 @@ def test_cli_import_of_a_vllm_command_prices_as_estimate(tmp_path):
     assert r.exit_code == 0 and r.stdout.splitlines()[-1] == (
         "ignored (not modelled): enable-prefix-caching, host, max-model-len, port, served-model-name")
     r = runner.invoke(app, ["import", str(f)])
-    assert r.exit_code == 2 and r.stderr.strip() == ("error: gpu: no value is not valid; serve.sh names no GPU (an engine's configuration "
+    assert r.exit_code == 2 and r.stderr.strip() == ("error: gpu: missing; serve.sh names no GPU (an engine's configuration "
                                                      "does not): give --gpu, the one it runs on (e.g. --gpu h200)")
 
 

@@ -151,7 +151,7 @@ def test_exports_launch_line_names_the_file_where_it_was_written(tmp_path):
     # name with a space ran as two arguments
     for engine, gpu, launch in (("vllm", "h100", "vllm serve --config '{p}'"), ("sglang", "mi355x", "sh '{p}'"),
                                 ("trtllm", "h100", "trtllm-serve meta-llama/Llama-3.1-8B --backend pytorch --extra_llm_api_options '{p}'")):
-        path = tmp_path / "my runs" / f"{engine}.yaml"
+        path = tmp_path / "my runs" / f"{engine}.{'sh' if engine == 'sglang' else 'yaml'}"  # a .yaml shell script is refused
         code, out, _ = cli("export", "llama-3.1-8b", "--gpu", gpu, "--backend", engine, "--concurrency", "8", "-o", str(path))
         assert code == 0 and f"launch: {launch.format(p=path)}\n" in out
     assert "# launch: vllm serve --config vllm.yaml\n" in (tmp_path / "my runs" / "vllm.yaml").read_text()

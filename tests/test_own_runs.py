@@ -101,8 +101,18 @@ def test_a_gpu_toml_with_a_misspelt_required_key_names_it(tmp_path):
     mine.write_text(text.replace('id = "h200"', 'id = "my-h200"').replace("hbm_bandwidth_bytes_per_s =", "hbm_bandwith_bytes_per_s ="))
     code, _, err = cli("estimate", "llama-3.3-70b", "--gpu", str(mine), "--tp", "8")
     assert code == 2
-    assert err.strip() == (f"error: gpu.hbm_bandwidth_bytes_per_s: no value is not valid; {mine} must define id, family, sms, hbm_bytes, "
-                           "hbm_bandwidth_bytes_per_s, peak_flops, tdp_w (it has hbm_bandwith_bytes_per_s: a misspelling?)")
+    # the unknown key is named with its closest valid ones, the required key it misspells first
+    assert err.startswith("error: gpu: 'hbm_bandwith_bytes_per_s' is not valid; did you mean hbm_bandwidth_bytes_per_s, "
+                          f"scale_up_bandwidth_bytes_per_s or scale_out_bandwidth_bytes_per_s? a key a GPU file takes ({mine} has it), ")
+    # docs/howto/compare-gpus.md's example: it read "(it has scale_up_bandwidth_bytes_per_s: a misspelling?)", a valid key
+    mine.write_text(text.replace('id = "h200"', 'id = "my-h200"').replace("hbm_bandwidth_bytes_per_s =", "hbm_bandwith_tbs ="))
+    code, _, err = cli("estimate", "llama-3.3-70b", "--gpu", str(mine), "--tp", "8")
+    assert code == 2 and err.startswith("error: gpu: 'hbm_bandwith_tbs' is not valid; did you mean hbm_bandwidth_bytes_per_s? a key ")
+    # a required key left out, with nothing misspelt: named as missing
+    mine.write_text(text.replace('id = "h200"', 'id = "my-h200"').replace("tdp_w = 700\n", ""))
+    code, _, err = cli("estimate", "llama-3.3-70b", "--gpu", str(mine), "--tp", "8")
+    assert code == 2 and err.strip() == (f"error: gpu.tdp_w: missing; {mine} must define id, family, sms, hbm_bytes, "
+                                         "hbm_bandwidth_bytes_per_s, peak_flops, tdp_w")
 
 
 def test_compare_gives_the_points_instances_and_batch_as_estimate_prices_them():

@@ -19,11 +19,12 @@ class InputError(ValueError):
 
 
 class MissingInput(InputError):
-    """A value the input lacks, worded as a missing option is: `field: no value is not valid; ...`."""
+    """A value the input lacks: `field: missing; what to give` (`model: missing; this trtllm configuration names no model:
+    give --model ...`), not "no value is not valid", which read as if a value had been given."""
 
     def __init__(self, field: str, valid: str):
         self.field, self.value, self.valid = field, None, valid
-        ValueError.__init__(self, f"{field}: no value is not valid; {valid}")
+        ValueError.__init__(self, f"{field}: missing; {valid}")
 
 
 class UnsupportedModelError(InputError):
@@ -70,6 +71,25 @@ def read_text(path: str, field: str, valid: str) -> str:
         return p.read_text(encoding="utf-8-sig")
     except UnicodeDecodeError as e:
         raise InputError(field, path, f"{valid} in UTF-8 ({e.reason} at byte {e.start})") from None
+
+
+def check_output_path(field: str, path, *, folder: bool = False) -> None:
+    """An output path refused in one line where it names nothing (`--out ""` wrote nothing and exited 0) or where writing
+    it would create folders far from any that exists (`--csv /nonexistent/dir/x.csv` made /nonexistent/dir at the
+    filesystem root). The file's own folder (with `folder`, the folder itself) is created where its parent exists; a
+    relative path inside the working folder creates every folder it names (the README's `pareto --out out/gpus`)."""
+    from pathlib import Path
+
+    if not str(path).strip():
+        raise InputError(field, str(path), "a path (an empty one names no file)")
+    p = Path(path)
+    own = p if folder else p.parent
+    if own.exists() or own.parent.exists() or (not p.is_absolute() and own.resolve().is_relative_to(Path.cwd().resolve())):
+        return
+    top = own
+    while not top.parent.exists() and top.parent != top:
+        top = top.parent
+    raise InputError(field, str(path), f"a path whose folder, or the folder above it, exists ({top} does not: create it first)")
 
 
 def check_header(names, field: str, value: object, what: str) -> None:

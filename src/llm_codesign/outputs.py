@@ -12,7 +12,7 @@ import signal
 import sys
 from pathlib import Path
 
-from llm_codesign.errors import InputError
+from llm_codesign.errors import InputError, check_output_path
 
 STDOUT = "-"
 _TAG = "llmcs-tmp"
@@ -74,6 +74,7 @@ def check_writable(field: str, path: str | Path, *, folder: bool = False, stdout
         if stdout:
             return Path(path)
         raise InputError(field, str(path), "a file path ('-', standard output, is taken where a command writes one text file)")
+    check_output_path(field, path, folder=folder)  # an empty path; folders far from any that exists (errors.check_output_path)
     p = Path(path)
     if not folder and p.is_dir():
         raise InputError(field, str(path), "a file path, not a folder")

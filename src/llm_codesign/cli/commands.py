@@ -403,8 +403,8 @@ def pareto(
     # a comma separates models to compare, unless the whole argument is a path (a folder may hold a comma)
     if max_accuracy_drop is not None and not (max_accuracy_drop >= 0 and max_accuracy_drop < float("inf")):
         raise InputError("max_accuracy_drop", max_accuracy_drop, "a finite percentage >= 0")
-    model_refs = [model] if Path(model).exists() else [m for m in model.split(",") if m.strip()]
-    gpu_refs = [gpu] if Path(gpu).is_file() else [g for g in gpu.split(",") if g.strip()]
+    model_refs = [model] if Path(model).exists() else list(dict.fromkeys(m for m in model.split(",") if m.strip()))  # repeats once
+    gpu_refs = [gpu] if Path(gpu).is_file() else list(dict.fromkeys(g for g in gpu.split(",") if g.strip()))
     if not model_refs:
         raise InputError("model", model, "a model, or models separated by commas")
     if not gpu_refs:
@@ -423,14 +423,14 @@ def pareto(
                  weight_dtype=weight_dtype, activation_dtype=activation_dtype, kv_dtype=kv_dtype, spec=sd, draft_len=draft_len,
                  step_tokens=budget_grid(max_num_tokens_grid, max_num_tokens))
     paths = {"csv": csv_path, "plot": plot_path, "html": html_path}
-    if out:  # its folders are created only when the results are written (write_all)
+    if out is not None:  # its folders are created only when the results are written (write_all); "" refused there
         check_writable("out", out, folder=True)
         paths = {"csv": csv_path or str(Path(out) / "frontier.csv"), "plot": plot_path or str(Path(out) / "frontier.png"),
                  "html": html_path or str(Path(out) / "report.html")}
     if paths["plot"] and not paths["plot"].endswith((".png", ".svg")):
         raise InputError("plot", paths["plot"], "a .png or .svg path")
     for key, p in paths.items():  # every output checked before the search, not after
-        if p:
+        if p is not None:
             check_writable(key, p)
     given = {"csv": csv_path, "plot": plot_path, "html": html_path}  # a path --out chose is --out's
     check_paths([(f"--{k}" if given[k] else "--out", p) for k, p in paths.items()],

@@ -82,8 +82,8 @@ def compare(
     """Models x precisions x GPUs at one SLO, side by side: accuracy, tok/s/GPU, tok/s/user."""
     from llm_codesign.explore import compare as cmp
 
-    models = [x.strip() for x in model.split(",") if x.strip()]
-    gpus = [x.strip() for x in gpu.split(",") if x.strip()]
+    models = list(dict.fromkeys(x.strip() for x in model.split(",") if x.strip()))  # a repeat once (the first)
+    gpus = list(dict.fromkeys(x.strip() for x in gpu.split(",") if x.strip()))
     formats = [x.strip() for x in weight_dtype.split(",") if x.strip()] if weight_dtype else None
     # every check before any search, as lc.compare makes them (explore.compare.ask)
     question = cmp.ask(models, gpus, formats, kv_dtype=kv_dtype, num_gpus=gpus_, isl=isl, osl=osl, engine=backend,

@@ -54,6 +54,24 @@ def _check_out(out: str, inputs: dict, *, as_json: bool = False) -> None:
     check_paths([("--out", out)], inputs)
 
 
+# what each engine's file is (explore/export_engines: SGLang's render writes a `#!/bin/sh` script, the others YAML), and the
+# extensions that say another kind: `-o sg.yaml` held a shell script its launch line ran as `sh sg.yaml`
+_SCRIPT_ENGINES = ("sglang",)
+_WRONG_SUFFIX = {"script": (".yaml", ".yml", ".json", ".toml"), "yaml": (".sh", ".bash", ".json", ".toml")}
+
+
+def _check_suffix(out: str, engine: str) -> None:
+    """-o's extension refused (one line, before any work) where it names another kind than the file written: a shell
+    script for SGLang, YAML for the others. No extension, or one not listed, is taken as given."""
+    if out == "-":
+        return
+    kind = "script" if engine in _SCRIPT_ENGINES else "yaml"
+    suffix = Path(out).suffix.lower()
+    if suffix in _WRONG_SUFFIX[kind]:
+        what = f"a .sh path ({engine}'s launch file is a shell script)" if kind == "script" else f"a .yaml path ({engine}'s launch file is YAML)"
+        raise InputError("out", out, what)
+
+
 def _file_name(out: str) -> str:
     """The name the file launches itself by (`vllm serve --config NAME`): config.yaml on standard output."""
     return "config.yaml" if out == "-" else Path(out).name
@@ -130,6 +148,7 @@ def export(
     _check_out(out, {"MODEL": model, "--gpu": gpu, "--calibration": calibration}, as_json=as_json)
     m = _model(model)
     backend = backend or engine_for(_gpu(gpu)).name
+    _check_suffix(out, "dynamo" if disagg else backend)  # before the search, as -o's other checks
     chosen = None
     if disagg:
         g = _gpu(gpu)
@@ -199,8 +218,8 @@ def export(
     b = {**p, "intervals": summary.get("intervals")}  # each figure with its 80% interval, where it has one
     con = _console(stderr=out == "-")
     if chosen:
-        con.print(_chosen_line(chosen), highlight=False)
-    con.print(f"wrote {engine} {es['version']} configuration: {'standard output' if out == '-' else out}\nlaunch: {launch}\n"
+        con.print(_chosen_line(chosen, precision=dep.precision, checkpoints=weight_dtype is None and kv_dtype is None), highlight=False)
+    con.print(f"wrote {engine} configuration{_read_at(engine, es['version'])}: {'standard output' if out == '-' else out}\nlaunch: {launch}\n"
               f"predicted: TTFT {p['ttft_ms']:.0f} ms{short(b, 'ttft_ms')}, TPOT {p['tpot_ms']:.2f} ms{short(b, 'tpot_ms')}, "
               f"{p['tok_s_per_user']:.1f} tok/s/user{short(b, 'tok_s_per_user')}, "
               f"{p['output_tok_s_per_gpu']:.0f} tok/s/GPU{short(b, 'output_tok_s_per_gpu')} at {summary['concurrency']} requests",
@@ -215,13 +234,33 @@ def _slo_text(slo: dict) -> str:
     return " and ".join(x for x in parts if x)
 
 
-def _chosen_line(chosen: dict) -> str:
-    """Which frontier point export chose and why (the SLO, and whether it was the default)."""
+def _read_at(engine: str, version: str) -> str:
+    """The release whose options the file was written from (data/engines/NAME.toml), said as such: the engine's own
+    defaults the cost model prices may be an older release's (`llm-codesign engines`)."""
+    return f" (options read at {engine} {version}; newer releases may differ)"
+
+
+def _precision_words(precision, checkpoints: bool) -> str:
+    """The exported point's precision (W:/A:/KV:), and, where the checkpoint's was kept, how to export another: export
+    searches plans and batches at one precision while `pareto` searches precisions too, so pareto's best point at the same
+    SLO may be another precision's (llama-3.1-70b on 8x H200 at 50 tok/s/user: pareto's TP2 x4 FP8 at 1634 tok/s/GPU,
+    export's BF16 TP8 at 812)."""
+    if precision is None:
+        return ""
+    if not checkpoints:
+        return f", {precision.label()}"
+    other = ("--weight-dtype fp8 --kv-dtype fp8" if precision.weight.name in ("bf16", "fp16")
+             else "--weight-dtype and --kv-dtype")
+    return f", {precision.label()} (the checkpoint's; pareto searches precisions too: {other} exports another)"
+
+
+def _chosen_line(chosen: dict, *, precision=None, checkpoints: bool = True) -> str:
+    """Which frontier point export chose and why (the SLO, and whether it was the default), at which precision."""
     why = (f"{_slo_text(chosen['slo'])}, the interactive default (--min-tps-user/--max-ttft-ms set another, --concurrency a batch)"
            if chosen["default"] else _slo_text(chosen["slo"]))
     x = f" x{chosen['replicas']}" if chosen["replicas"] > 1 else ""
-    return (f"chose {chosen['plan']}{x} at {chosen['concurrency']} requests per instance: the frontier point with the most "
-            f"tok/s/GPU that meets {why}")
+    return (f"chose {chosen['plan']}{x} at {chosen['concurrency']} requests per instance{_precision_words(precision, checkpoints)}: "
+            f"the frontier point with the most tok/s/GPU that meets {why}")
 
 
 def _slo_point(m, dep, *, fixed: dict, isl: int, osl: int, slo: dict, calibration, gpus_value):
@@ -274,10 +313,34 @@ def _dynamo(m, gpu, *, prefill, decode, n_pre, n_dec, concurrency, isl, osl, bac
                   "concurrency": concurrency, "predicted": predicted}
 
 
+# the launchers an engine's command line starts with (explore.export.config_engine reads the same): an argument that is
+# none of them and no file is read as a path, and refused as one
+_LAUNCHERS = ("vllm", "trtllm-serve", "sglang")
+_MODULES = ("vllm.entrypoints", "sglang.launch_server")
+
+
+def _command_line(arg: str) -> bool:
+    """Whether `import`'s argument is an engine's command line (`vllm serve ...`, `python -m sglang.launch_server ...`,
+    `trtllm-serve ...`, leading VAR=value settings allowed) rather than a path."""
+    try:
+        words = shlex.split(arg)
+    except ValueError:  # an unclosed quote: no command line
+        return False
+    words = [w for w in words if w != "\\"]
+    while words and "=" in words[0] and not words[0].startswith("-"):  # CUDA_VISIBLE_DEVICES=0,1 vllm serve ...
+        words = words[1:]
+    if len(words) < 2:
+        return False
+    head = Path(words[0]).name
+    if head in _LAUNCHERS:
+        return True
+    return head.startswith("python") and words[1] == "-m" and len(words) > 2 and words[2].startswith(_MODULES)
+
+
 @app.command("import")
 def import_(
     path: str = typer.Argument(..., help="A file `llm-codesign export` wrote, or an engine's own configuration: a `vllm serve MODEL ...` "
-                               "command line or its --config YAML, a `python -m sglang.launch_server ...` command line, a TensorRT-LLM "
+                               "command line (in a file, or quoted as the argument) or its --config YAML, a `python -m sglang.launch_server ...` command line, a TensorRT-LLM "
                                "extra_llm_api_options YAML or `trtllm-serve` command."),
     gpu: Optional[str] = typer.Option(None, "--gpu", help="The GPU an engine's configuration runs on (it names none); an export states its own (another is refused)."),
     model: Optional[str] = typer.Option(None, "--model", help="The model served, where the configuration names none (a TensorRT-LLM YAML) "
@@ -300,9 +363,23 @@ def import_(
     from llm_codesign.api import estimate
     from llm_codesign.explore.export import import_config
 
-    # one code path with lc.import_config (explore.export.import_config), priced as estimate prices
-    imp = import_config(path, price=estimate, gpu=_gpu(gpu) if gpu is not None else None, model=model, backend=backend, concurrency=concurrency, isl=isl, osl=osl,
-                        acceptance=acceptance, acceptance_rates=acceptance_rates, calibration=calibration)
+    kw = dict(price=estimate, gpu=_gpu(gpu) if gpu is not None else None, model=model, backend=backend, concurrency=concurrency,
+              isl=isl, osl=osl, acceptance=acceptance, acceptance_rates=acceptance_rates, calibration=calibration)
+    if not Path(path).exists() and _command_line(path):
+        # the command line itself (`import 'vllm serve MODEL --tensor-parallel-size 8'`), as the help says it is taken: read from
+        # a file of that one line, named "the command line" in what the reader says of it ("the command line names no GPU")
+        import tempfile
+        from dataclasses import replace
+
+        with tempfile.TemporaryDirectory(prefix="llm-codesign-import-") as d:
+            f = Path(d) / "the command line"
+            f.write_text(path + "\n", encoding="utf-8")
+            imp = replace(import_config(str(f), **kw), path=path)
+    elif not Path(path).exists():
+        raise InputError("path", path, "an existing file (an export, an engine's YAML or command line) or an engine's command line "
+                                       "itself: 'vllm serve MODEL ...', 'python -m sglang.launch_server ...' or 'trtllm-serve MODEL ...'")
+    else:  # one code path with lc.import_config (explore.export.import_config), priced as estimate prices
+        imp = import_config(path, **kw)
     r = imp.to_dict()
     if as_json:
         return _dump(r)
@@ -361,6 +438,7 @@ def export_point(
     dep = Deployment.from_dict(rec)
     if engine and engine != dep.backend:
         raise InputError("backend", engine, f"the engine the frontier was priced for ({dep.backend}); search again with --backend {engine}")
+    _check_suffix(out, dep.backend)
     m = _model(r["model"])
     # as lc.export_point writes it (explore.export.point_config), with the profile the frontier was priced with (pareto --json)
     _, text = point_config(m, dep, concurrency=int(rec["concurrency_per_instance"]), replicas=int(rec.get("replicas", 1)), isl=r.get("isl"),
@@ -368,5 +446,5 @@ def export_point(
                            calibration=r.get("calibration"), file_name=_file_name(out))
     write_text(out, text, executable=text.startswith("#!"))
     es = engine_spec(dep.backend)
-    _console(stderr=out == "-").print(f"wrote {dep.backend} {es['version']} configuration of point {index} ({rec['plan']}, {rec['concurrency_per_instance']} "
+    _console(stderr=out == "-").print(f"wrote {dep.backend} configuration{_read_at(dep.backend, es['version'])} of point {index} ({rec['plan']}, {rec['concurrency_per_instance']} "
                      f"requests, max_num_tokens {rec['max_num_tokens']}, x{rec.get('replicas', 1)}): {'standard output' if out == '-' else out}")

@@ -51,7 +51,7 @@ def sweep(
     from llm_codesign.outputs import check_writable
 
     check_writable("out", out)  # before the tasks run, not after
-    names = lambda s: [x.strip() for x in s.split(",") if x.strip()]  # noqa: E731
+    names = lambda s: list(dict.fromkeys(x.strip() for x in s.split(",") if x.strip()))  # noqa: E731  (a repeat once)
     check_paths([("--out", out)], {"--models": names(models), "--gpu": names(gpu), "--calibration": calibration,
                                    "--gpu-hour-price": gpu_hour_price})
     if not names(gpu):  # else no task and no engine: "--gpu ," was priced as no plan fitting 8 GPUs

@@ -115,7 +115,7 @@ def export_config(model: ModelSpec, dep: Deployment, *, engine: str, concurrency
         head.append(f"# weights: {dep.precision.weight.name} is read from a checkpoint already quantized to it (the "
                     f"{model.default_precision.weight.name} one named here is not): point the model at such a checkpoint")
     if replicas > 1:
-        head.append(f"# run {replicas} instances of this configuration behind a load balancer ({dep.num_gpus} GPUs each)")
+        head.append(f"# run {replicas} instances of this configuration behind a load balancer ({dep.num_gpus} GPU{'s' if dep.num_gpus != 1 else ''} each)")
     return x.render(opts, head=head, model=model, file_name=file_name, env=x.env(dep))
 
 

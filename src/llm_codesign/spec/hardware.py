@@ -151,12 +151,13 @@ def gpu_from_toml(text: str, origin: str) -> Gpu:
         d = parse_nested(tomllib.loads, text, "gpu", origin)
     except tomllib.TOMLDecodeError as e:
         raise InputError("gpu", origin, f"a valid TOML file ({e})") from None
+    # unknown keys first, each with its closest valid name: a misspelt required one ("hbm_bandwith_tbs") is named as such
+    # ("did you mean hbm_bandwidth_bytes_per_s?"); checked after the required ones, the only key left to name was a
+    # valid optional one ("it has scale_up_bandwidth_bytes_per_s: a misspelling?")
+    _check_keys(d, origin)
     for f in _REQUIRED:
         if f not in d:
-            # a misspelt key named ("hbm_bandwith_bytes_per_s"): it read "gpu.hbm_bandwidth_bytes_per_s: None is not valid"
-            near = close_matches(f, [k for k in d if k not in _REQUIRED], n=1, cutoff=0.8)
-            raise MissingInput(f"gpu.{f}", f"{origin} must define {', '.join(_REQUIRED)}" + (f" (it has {near[0]}: a misspelling?)" if near else ""))
-    _check_keys(d, origin)
+            raise MissingInput(f"gpu.{f}", f"{origin} must define {', '.join(_REQUIRED)}")
     check_gpu(d, origin)  # types, finite positive figures, tile shapes (spec.validation)
     gid = _check_id(d["id"])
     peaks = {k: float(v) for k, v in d["peak_flops"].items()}  # _check_keys took MATH_PRECISIONS alone

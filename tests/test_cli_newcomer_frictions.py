@@ -1,0 +1,143 @@
+"""Small CLI frictions a newcomer review of main found (branch uxb): export's precision and the release its options were
+read at, a misspelt GPU key, a command line given to `import` as the argument, -o's extension, empty and far-off output
+paths, repeated names in comma lists, "missing" inputs, "1 GPU each"."""
+import json
+
+import pytest
+from conftest import cli
+
+from llm_codesign.errors import InputError, MissingInput, check_output_path
+from llm_codesign.explore.export import engine_spec
+from llm_codesign.spec.engines import ENGINES, EXPORTABLE
+
+
+def test_export_at_pareto_precision_reaches_pareto_best_point(tmp_path):
+    # pareto's best point at 50 tok/s/user is FP8 (TP2 x4, 1634 tok/s/GPU on 8x H200); export keeps the checkpoint's BF16
+    # (TP8, 812) unless told: its chose line names the precision and the flags that export pareto's
+    args = ["llama-3.1-70b", "--gpu", "h200", "--gpus", "8", "--min-tps-user", "50"]
+    code, fr, err = cli("pareto", *args, "--json")
+    assert code == 0, err
+    best = max(json.loads(fr)["frontier"], key=lambda p: p["output_tok_s_per_gpu"])
+    assert best["deployment"]["weight_dtype"] == best["deployment"]["kv_dtype"] == "fp8"
+    code, out, err = cli("export", *args, "-o", str(tmp_path / "t.yaml"))
+    assert code == 0, err
+    assert out.splitlines()[0] == ("chose TP8 at 126 requests per instance, W:bf16 A:bf16 KV:bf16 (the checkpoint's; pareto searches "
+                                   "precisions too: --weight-dtype fp8 --kv-dtype fp8 exports another): the frontier point with the "
+                                   "most tok/s/GPU that meets >= 50 tok/s/user")
+    code, out, err = cli("export", *args, "--weight-dtype", "fp8", "--kv-dtype", "fp8", "-o", str(tmp_path / "t.yaml"), "--json")
+    got = json.loads(out)
+    assert code == 0 and got["chosen_by"]["plan"] == best["deployment"]["plan"] and got["replicas"] == best["deployment"]["replicas"]
+    assert got["predicted"]["output_tok_s_per_gpu"] == pytest.approx(best["output_tok_s_per_gpu"], rel=1e-12)
+    code, out, _ = cli("export", *args, "--weight-dtype", "fp8", "--kv-dtype", "fp8", "-o", str(tmp_path / "t.yaml"))
+    assert out.splitlines()[0] == ("chose TP2 x4 at 66 requests per instance, W:fp8 A:fp8 KV:fp8: the frontier point with the most "
+                                   "tok/s/GPU that meets >= 50 tok/s/user")
+
+
+@pytest.mark.parametrize("name", [n for n in EXPORTABLE if n in ENGINES])
+def test_engines_names_the_release_export_reads(name):
+    # export wrote "vllm 0.33.0" while `engines` said 0.11-0.14: the table names the release export's options are read at
+    assert engine_spec(name)["version"] in ENGINES[name].versions
+
+
+def test_export_says_its_options_release_and_may_differ(tmp_path):
+    code, out, err = cli("export", "llama-3.1-8b", "--gpu", "h100", "--concurrency", "8", "-o", str(tmp_path / "t.yaml"))
+    assert code == 0, err
+    assert out.splitlines()[0] == f"wrote trtllm configuration (options read at trtllm 1.4.0rc4; newer releases may differ): {tmp_path / 't.yaml'}"
+
+
+def test_import_takes_a_command_line_as_its_argument(tmp_path):
+    line = "vllm serve meta-llama/Llama-3.1-70B-Instruct --tensor-parallel-size 8 --max-num-seqs 64"
+    f = tmp_path / "serve.sh"
+    f.write_text(line + "\n")
+    code, from_file, err = cli("import", str(f), "--gpu", "h200", "--json")
+    assert code == 0, err
+    code, from_arg, err = cli("import", line, "--gpu", "h200", "--json")
+    assert code == 0, err
+    assert json.loads(from_arg) == json.loads(from_file)
+    assert json.loads(from_arg)["deployment"]["tp"] == 8 and json.loads(from_arg)["concurrency"] == 64
+    for cmd in ("python -m sglang.launch_server --model-path meta-llama/Llama-3.1-8B-Instruct --tp 2",
+                "CUDA_VISIBLE_DEVICES=0,1 trtllm-serve meta-llama/Llama-3.1-8B --tp_size 2"):
+        code, out, err = cli("import", cmd, "--gpu", "h100", "--json")
+        assert code == 0 and json.loads(out)["deployment"]["tp"] == 2, err
+    # no GPU: the message names the command line, not a temporary file
+    code, _, err = cli("import", line)
+    assert code == 2 and err.strip() == ("error: gpu: missing; the command line names no GPU (an engine's configuration does not): "
+                                         "give --gpu, the one it runs on (e.g. --gpu h200)")
+    code, _, err = cli("import", str(tmp_path / "nosuch.yaml"), "--gpu", "h100")
+    assert code == 2 and err.strip() == (f"error: path: '{tmp_path / 'nosuch.yaml'}' is not valid; an existing file (an export, an "
+                                         "engine's YAML or command line) or an engine's command line itself: 'vllm serve MODEL ...', "
+                                         "'python -m sglang.launch_server ...' or 'trtllm-serve MODEL ...'")
+
+
+@pytest.mark.parametrize("engine,name,valid", [
+    ("sglang", "sg.yaml", "a .sh path (sglang's launch file is a shell script)"),
+    ("vllm", "v.sh", "a .yaml path (vllm's launch file is YAML)"),
+    ("trtllm", "t.json", "a .yaml path (trtllm's launch file is YAML)"),
+])
+def test_export_refuses_an_extension_of_another_kind(tmp_path, engine, name, valid):
+    out = tmp_path / name
+    code, _, err = cli("export", "llama-3.1-8b", "--gpu", "h100", "--backend", engine, "--concurrency", "8", "-o", str(out))
+    assert code == 2 and err.strip() == f"error: out: '{out}' is not valid; {valid}" and not out.exists()
+
+
+def test_export_takes_matching_or_no_extension(tmp_path):
+    for engine, name in (("sglang", "sg.sh"), ("sglang", "sg"), ("vllm", "v.yml"), ("vllm", "v.txt")):
+        code, out, err = cli("export", "llama-3.1-8b", "--gpu", "h100", "--backend", engine, "--concurrency", "8", "-o", str(tmp_path / name))
+        assert code == 0 and (tmp_path / name).read_text().startswith("#!/bin/sh" if engine == "sglang" else "# llm-codesign export"), err
+
+
+@pytest.mark.parametrize("args,field", [
+    (["pareto", "llama-3.1-8b", "--gpu", "h100", "--gpus", "1", "--out", ""], "out"),  # wrote nothing and exited 0
+    (["pareto", "llama-3.1-8b", "--gpu", "h100", "--gpus", "1", "--csv", ""], "csv"),
+    (["export", "llama-3.1-8b", "--gpu", "h100", "-o", ""], "out"),
+])
+def test_an_empty_output_path_is_one_line(args, field, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    code, out, err = cli(*args)
+    assert code == 2 and err.strip() == f"error: {field}: '' is not valid; a path (an empty one names no file)" and out == ""
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_far_off_output_folders_are_refused_not_made(tmp_path):
+    # --csv /nonexistent/dir/x.csv made /nonexistent/dir at the filesystem root
+    far = tmp_path / "no" / "such" / "x.csv"
+    code, _, err = cli("pareto", "llama-3.1-8b", "--gpu", "h100", "--gpus", "1", "--csv", str(far))
+    assert code == 2 and err.strip() == (f"error: csv: '{far}' is not valid; a path whose folder, or the folder above it, exists "
+                                         f"({tmp_path / 'no'} does not: create it first)")
+    assert list(tmp_path.iterdir()) == []
+    near = tmp_path / "new" / "x.csv"  # the file's own folder, whose parent exists: made
+    code, _, err = cli("pareto", "llama-3.1-8b", "--gpu", "h100", "--gpus", "1", "--csv", str(near))
+    assert code == 0 and near.read_text().startswith("model,"), err
+
+
+def test_check_output_path(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    for ok, folder in (("x.csv", False), ("a/x.csv", False), ("out/ds", True), ("a/b/c/x.csv", False), (str(tmp_path / "a" / "x.csv"), False)):
+        check_output_path("out", ok, folder=folder)  # relative paths inside the working folder create what they name
+    for bad, folder in ((str(tmp_path / "a" / "b" / "x.csv"), False), (str(tmp_path / "a" / "b"), True), ("../../zz/yy/x.csv", False)):
+        with pytest.raises(InputError, match="a path whose folder, or the folder above it, exists"):
+            check_output_path("out", bad, folder=folder)
+    assert not any(tmp_path.iterdir())
+
+
+def test_repeated_names_are_priced_once():
+    code, two, err = cli("pareto", "llama-3.1-8b,llama-3.1-8b", "--gpu", "h100,h100", "--gpus", "1", "--json")
+    assert code == 0, err
+    code, one, _ = cli("pareto", "llama-3.1-8b", "--gpu", "h100", "--gpus", "1", "--json")
+    two, one = json.loads(two), json.loads(one)
+    assert "comparisons" not in two and {**two, "seconds": 0} == {**one, "seconds": 0}  # one search, as for the names given once
+    code, rows, err = cli("compare", "llama-3.1-8b,llama-3.1-8b", "--gpu", "h100,h100", "--gpus", "1", "--json")
+    assert code == 0, err
+    assert [(r["model"], r["gpu"], r["weight_dtype"]) for r in json.loads(rows)["rows"]] == [("llama-3.1-8b", "h100", "bf16"),
+                                                                                            ("llama-3.1-8b", "h100", "fp8")]
+
+
+def test_a_missing_input_reads_missing():
+    assert str(MissingInput("model", "give --model NAME")) == "model: missing; give --model NAME"
+
+
+def test_one_gpu_each_is_singular(tmp_path):
+    code, _, err = cli("export", "llama-3.1-8b", "--gpu", "h100", "--gpus", "1", "--concurrency", "8", "--replicas", "2", "--backend", "vllm",
+                       "-o", str(tmp_path / "v.yaml"))
+    assert code == 0, err
+    assert "# run 2 instances of this configuration behind a load balancer (1 GPU each)\n" in (tmp_path / "v.yaml").read_text()
