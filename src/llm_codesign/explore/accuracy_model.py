@@ -6,6 +6,7 @@ setting. Otherwise the proxy answers: the cited scaling-law loss of explore/qual
 (GQA/MQA sharing, MLA, MoE granularity, hybrid recurrent mixers, sliding windows, head size) as multipliers on the
 effective parameter count, and per-format precision drops computed from the published pairs. Every constant lives
 in data/accuracy/proxy.toml (overridable) and every answer says whether it is `published`, `proxy` or `none`.
+A model's answers lead with one benchmark at every precision (`headline`) and say so where a precision has no score on it.
 """
 from __future__ import annotations
 
