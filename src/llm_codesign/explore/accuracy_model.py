@@ -467,18 +467,25 @@ def accuracy_of(model, precision=None, *, pc_override: str | None = None) -> dic
     elif source == "proxy" and not rows:
         out["note"] = f"no published score for {model.name}; the drop is the proxy's (published format deltas)"
     if head:
-        out["headline"] = {"benchmark": head["benchmark"], "setting": head["setting"], "precisions": sorted(head["scores"])}
-        r0 = head["scores"].get(ref)
-        if r0:
-            out["headline"]["reference"] = dict(zip(("precision", "score", "checkpoint", "source", "url"), (ref, *r0), strict=True))
-        if fmt not in head["scores"]:  # say so rather than show another benchmark's score as if comparable
-            shown = ", ".join(head["scores"])
-            was = f" ({ref} {r0[0]:g}, {r0[1]})" if r0 else ""
-            how = f"; the drop above is the {drop_source}'s" if drop_source == "proxy" else ""
-            other = (f"; its published scores ({', '.join(dict.fromkeys(x['benchmark'] for x in scores))}) are on other "
-                     "benchmarks, not comparable") if scores else ""
-            said = f"no {fmt} score published on {head['benchmark']}, the benchmark shown at {shown}{was}{how}{other}"
-            out["note"] = f"{out['note']}; {said}" if out.get("note") else said
+        out |= _headline_fields(head, out, fmt=fmt, ref=ref)
+    return out
+
+
+def _headline_fields(head: dict, acc: dict, *, fmt: str, ref: str) -> dict:
+    """accuracy_of's `headline` (the model's one benchmark, with the reference precision's score and citation) and, where
+    `fmt` has no score on it, a `note` saying so (after any note `acc` has)."""
+    out = {"headline": {"benchmark": head["benchmark"], "setting": head["setting"], "precisions": sorted(head["scores"])}}
+    r0 = head["scores"].get(ref)
+    if r0:
+        out["headline"]["reference"] = dict(zip(("precision", "score", "checkpoint", "source", "url"), (ref, *r0), strict=True))
+    if fmt not in head["scores"]:  # say so rather than show another benchmark's score as if comparable
+        shown = ", ".join(head["scores"])
+        was = f" ({ref} {r0[0]:g}, {r0[1]})" if r0 else ""
+        how = "; the drop above is the proxy's" if acc["drop_source"] == "proxy" else ""
+        other = (f"; its published scores ({', '.join(dict.fromkeys(x['benchmark'] for x in acc['scores']))}) are on other "
+                 "benchmarks, not comparable") if acc["scores"] else ""
+        said = f"no {fmt} score published on {head['benchmark']}, the benchmark shown at {shown}{was}{how}{other}"
+        out["note"] = f"{acc['note']}; {said}" if acc.get("note") else said
     return out
 
 
