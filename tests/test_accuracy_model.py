@@ -355,3 +355,36 @@ def test_the_proxy_band_outside_the_envelope_counts_the_difference_from_the_near
         "scaled to 12.44B (-0.0307 ± 0.0158 nats) as spread")
     # a shape inside the envelope keeps its terms' band
     assert "envelope" not in am.accuracy_of(get_model("qwen3-8b"))
+
+
+def test_one_models_accuracy_row_shows_one_benchmark_and_checkpoint_at_every_precision():
+    """BF16 Llama-3.1-70B led with Meta's base-model MMLU 79.3 and FP8 with Neural Magic's instruct OpenLLM v1 average 84.29,
+    so FP8 read as the more accurate: both now lead with OpenLLM v1 avg (instruct), the benchmark published at the most
+    precisions (RedHatAI/Meta-Llama-3.1-70B-Instruct-FP8 card: unquantized 84.40, FP8 84.29)."""
+    m = get_model("llama-3.1-70b")
+    bf16, fp8 = am.accuracy_of(m, "bf16"), am.accuracy_of(m, "fp8")
+    for a, score, ckpt in ((bf16, 84.40, "meta-llama/Meta-Llama-3.1-70B-Instruct (as evaluated by Neural Magic)"),
+                           (fp8, 84.29, "RedHatAI/Meta-Llama-3.1-70B-Instruct-FP8")):
+        s = a["scores"][0]
+        assert (s["benchmark"], s["score"], s["checkpoint"]) == ("OpenLLM v1 avg (instruct)", score, ckpt)
+        assert s["url"] == "https://huggingface.co/RedHatAI/Meta-Llama-3.1-70B-Instruct-FP8"
+        assert a["short"].startswith(f"OpenLLM v1 avg (instruct) {score:g}")
+    assert fp8["scores"][0]["score"] < bf16["scores"][0]["score"]
+    assert len(bf16["scores"]) == 7 and {s["benchmark"] for s in bf16["scores"]} >= {"MMLU", "GPQA"}  # the rest kept, after it
+    # the alias (NVIDIA's re-packaging) reads the same rows
+    assert am.accuracy_of(get_model("llama-3.1-70b-fp8"), "fp8")["scores"][0]["score"] == 84.29
+
+
+def test_a_precision_without_the_headline_score_says_so():
+    # NVFP4 Llama-3.1-70B: no published score; the drop is the format table's NVFP4 drop (1.472%, its published pairs), the note names bf16's 84.4
+    a = am.accuracy_of(get_model("llama-3.1-70b"), "nvfp4")
+    assert a["scores"] == [] and a["drop_source"] == "proxy" and a["relative_drop_pct"] == am.format_drops()["nvfp4"]["drop_pct"] == pytest.approx(1.4722, abs=1e-4)
+    assert a["headline"]["reference"]["score"] == 84.40 and a["headline"]["precisions"] == ["bf16", "fp8"]
+    assert a["note"] == ("no nvfp4 score published on OpenLLM v1 avg (instruct), the benchmark shown at bf16, fp8 (bf16 84.4, "
+                         "meta-llama/Meta-Llama-3.1-70B-Instruct (as evaluated by Neural Magic)); the drop above is the proxy's")
+    # a model whose precisions share one benchmark keeps its first: DeepSeek-R1's MMLU, FP8 90.8 and NVFP4 90.7
+    assert [am.accuracy_of(get_model("deepseek-r1"), f)["scores"][0]["score"] for f in ("fp8_block", "nvfp4")] == [90.8, 90.7]
+    # no source at all keeps its own note first: gpt-oss-20b is published at MXFP4 only
+    g = am.accuracy_of(get_model("gpt-oss-20b"), "bf16")
+    assert g["source"] == "none" and g["note"].startswith("no accuracy source for gpt-oss-20b at bf16")
+    assert g["note"].endswith("no bf16 score published on MMLU, the benchmark shown at mxfp4 (mxfp4 85.3, openai/gpt-oss-20b)")

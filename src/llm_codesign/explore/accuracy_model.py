@@ -6,6 +6,7 @@ setting. Otherwise the proxy answers: the cited scaling-law loss of explore/qual
 (GQA/MQA sharing, MLA, MoE granularity, hybrid recurrent mixers, sliding windows, head size) as multipliers on the
 effective parameter count, and per-format precision drops computed from the published pairs. Every constant lives
 in data/accuracy/proxy.toml (overridable) and every answer says whether it is `published`, `proxy` or `none`.
+A model's answers lead with one benchmark at every precision (`headline`) and say so where a precision has no score on it.
 """
 from __future__ import annotations
 
@@ -328,6 +329,22 @@ def rows_of(name: str) -> list[dict]:
     return [r for r in published()["score"] if r["model"] == b]
 
 
+def headline(name: str) -> dict | None:
+    """The one benchmark a model's accuracy row shows at every precision: of its published (benchmark, setting)
+    pairs, the one scored at the most precisions, the first in published.toml among equals (so the same checkpoint
+    line and harness across precisions: Llama-3.1-70B's BF16 MMLU, Meta's base model, beside FP8's OpenLLM v1
+    instruct average read as FP8 the more accurate). {benchmark, setting, scores: {precision: (score, checkpoint,
+    source, url)}}; None without published rows."""
+    keys: dict[tuple[str, str], dict] = {}
+    for r in rows_of(name):
+        for k, v in r["scores"].items():
+            keys.setdefault((k, r["setting"]), {}).setdefault(r["precision"], (v, r["checkpoint"], r["source"], r["url"]))
+    if not keys:
+        return None
+    (bench, setting), per = max(keys.items(), key=lambda kv: len(kv[1]))  # max keeps the first of equals
+    return {"benchmark": bench, "setting": setting, "scores": per}
+
+
 def _pair_drops(lo: list[dict], hi: list[dict]) -> list[float]:
     """Per-benchmark relative drops (percent) of rows `lo` against rows `hi` on the same benchmark and setting."""
     ref = {(r["setting"], k): v for r in hi for k, v in r["scores"].items()}
@@ -424,6 +441,10 @@ def accuracy_of(model, precision=None, *, pc_override: str | None = None) -> dic
     source = "published" if here else ("proxy" if drop is not None else "none")
     scores = [{"benchmark": k, "score": v, "setting": r["setting"], "checkpoint": r["checkpoint"], "source": r["source"],
                "url": r["url"]} for r in here for k, v in r["scores"].items()]
+    head = headline(model.name)
+    # the headline benchmark first (what estimate's row and a frontier point show), the rest in published order
+    if head:
+        scores.sort(key=lambda x: (x["benchmark"], x["setting"]) != (head["benchmark"], head["setting"]))
     if source == "published":
         s0 = scores[0]
         short = f"{s0['benchmark']} {s0['score']:g}" + (f", -{drop:.1f}%" if drop else "")
@@ -445,6 +466,26 @@ def accuracy_of(model, precision=None, *, pc_override: str | None = None) -> dic
                        f"delta from {ref} to {fmt}; the proxy loss covers the architecture only")
     elif source == "proxy" and not rows:
         out["note"] = f"no published score for {model.name}; the drop is the proxy's (published format deltas)"
+    if head:
+        out |= _headline_fields(head, out, fmt=fmt, ref=ref)
+    return out
+
+
+def _headline_fields(head: dict, acc: dict, *, fmt: str, ref: str) -> dict:
+    """accuracy_of's `headline` (the model's one benchmark, with the reference precision's score and citation) and, where
+    `fmt` has no score on it, a `note` saying so (after any note `acc` has)."""
+    out = {"headline": {"benchmark": head["benchmark"], "setting": head["setting"], "precisions": sorted(head["scores"])}}
+    r0 = head["scores"].get(ref)
+    if r0:
+        out["headline"]["reference"] = dict(zip(("precision", "score", "checkpoint", "source", "url"), (ref, *r0), strict=True))
+    if fmt not in head["scores"]:  # say so rather than show another benchmark's score as if comparable
+        shown = ", ".join(head["scores"])
+        was = f" ({ref} {r0[0]:g}, {r0[1]})" if r0 else ""
+        how = "; the drop above is the proxy's" if acc["drop_source"] == "proxy" else ""
+        other = (f"; its published scores ({', '.join(dict.fromkeys(x['benchmark'] for x in acc['scores']))}) are on other "
+                 "benchmarks, not comparable") if acc["scores"] else ""
+        said = f"no {fmt} score published on {head['benchmark']}, the benchmark shown at {shown}{was}{how}{other}"
+        out["note"] = f"{acc['note']}; {said}" if acc.get("note") else said
     return out
 
 
