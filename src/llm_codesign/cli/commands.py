@@ -541,6 +541,9 @@ def _profile_bands(fr: list[dict]) -> list[str]:
 def _print_frontiers(con, results: list[dict], *, isl: int, osl: int, prefix_hit: float, names: dict[str, str]) -> None:
     """Each search's frontier as a table (every point's in --json), its cost line, or why it is empty; `names`: each GPU's
     name by id, as estimate's title names it ("H200 SXM")."""
+    from llm_codesign.render.intervals import arrival_footer
+    from llm_codesign.spec.harness import DEFAULT_ARRIVAL
+
     for r in results:
         mode = " disaggregated" if r.get("mode") == "disaggregated" else ""
         hit = f", {prefix_hit:.0%} prefix-cache hits" if r.get("prefix_hit") else ""
@@ -570,6 +573,7 @@ def _print_frontiers(con, results: list[dict], *, isl: int, osl: int, prefix_hit
         if rows:  # the key to the columns (an empty frontier says why below)
             con.print(" ".join(["TTFT, TPOT: ms. x: instances of the plan. batch: requests per instance.", *(notes[i] for i in (7, 9) if i in keep)]),
                       highlight=False)
+            con.print(arrival_footer(DEFAULT_ARRIVAL), highlight=False)  # the arrival its TTFT turns on (the search's default)
         if shared:
             # a shared drop of "best" reads "drop none (the model's best precision)", not "drop best"
             said = {"-": "none", "best": "none (the model's best precision)", "n/a": f"n/a ({NO_ACCURACY})"}

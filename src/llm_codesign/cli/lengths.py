@@ -35,6 +35,18 @@ from llm_codesign.cli.common import (
 )
 
 
+def _mix_bands(m, dep, r: dict, concurrency: int, calibration) -> dict:
+    """The intervals of a mix's mean TTFT, TPOT and rates (measure.intervals.band), as estimate's at the mix's mean ISL
+    and OSL in the default arrival, as the mix is priced: the runs measured fixed lengths, none a mix."""
+    from llm_codesign.measure.intervals import bands, context, table_for
+    from llm_codesign.spec.harness import DEFAULT_ARRIVAL
+
+    ctx = context(m, dep.gpu, dep.precision, engine=dep.backend, concurrency=concurrency, isl=r["mean_isl"], osl=r["mean_osl"],
+                  spec=dep.spec is not None, arrival=DEFAULT_ARRIVAL)
+    return bands({"ttft_ms": r["ttft_ms"]["mean"], "tpot_ms": r["tpot_ms"], "tok_s_per_user": r["tok_s_per_user"],
+                  "output_tok_s_per_gpu": r["output_tok_s_per_gpu"]}, ctx, table=table_for(calibration, gpu=dep.gpu))
+
+
 @app.command()
 def mix(
     model: str = typer.Argument(..., help="Registry name, Hugging Face id or config.json path."),
@@ -61,15 +73,24 @@ def mix(
                       acceptance_rates=acceptance_rates, draft_model=draft_model, max_num_tokens=max_num_tokens, cpp=False)
     # one code path with lc.mix (explore.lengths.mix)
     r = run(m, dep, lengths=lengths, isl_dist=isl_dist, osl_dist=osl_dist, concurrency=concurrency, calibration=calibration).to_dict()
+    r["intervals"] = _mix_bands(m, dep, r, concurrency, calibration)
     if as_json:
         return _dump(r)
     t = _table(f"{m.name} on {dep.num_gpus}x {dep.gpu.name}, {r['plan']}, {dep.backend}: {r['lengths']} "
                f"(mean ISL {r['mean_isl']:.0f}, OSL {r['mean_osl']:.0f}), {concurrency} requests",
                "TTFT_mean:n TTFT_p50:n TTFT_p90:n TTFT_p99:n TPOT:n tok/s/user:n tok/s/GPU:n fits:k",
                "Times in ms. Each length priced as if the batch held it alone, then mixed by request share "
-               "(explore/lengths.py); TPOT is per output token.")
-    tt = r["ttft_ms"]
+               "(explore/lengths.py); TPOT is per output token. Beneath: the 80% interval of the mean TTFT, TPOT and rates.")
+    from llm_codesign.measure.intervals import METRICS
+    from llm_codesign.render.intervals import basis_rows, short
+
+    tt, b = r["ttft_ms"], r["intervals"]
     t.add_row(f"{tt['mean']:.0f}", f"{tt['p50']:.0f}", f"{tt['p90']:.0f}", f"{tt['p99']:.0f}", f"{r['tpot_ms']:.2f}",
               f"{r['tok_s_per_user']:.1f}", f"{r['output_tok_s_per_gpu']:.0f}",
               "yes" if r["fits"] else f"{(1 - r['share_not_fitting']) * 100:.0f}%")
+    lo_hi = [short({"intervals": b}, k).removeprefix(" (80%: ").removesuffix(")") for k in METRICS]
+    t.add_row(lo_hi[0], "", "", "", *lo_hi[1:], "")
     _console().print(t)
+    for k, v in basis_rows(b):  # the runs the intervals come from
+        _console().print(f"{k}: {v}", highlight=False)
+    _console().print("intervals as estimate's at the mix's mean ISL and OSL: every run measured one length", highlight=False)
