@@ -16,11 +16,11 @@ def _fmt(metric: str):
     return (lambda x: f"{x:.2f}") if metric == "tpot_ms" else (lambda x: f"{x:.1f}" if x < 100 else f"{x:.0f}")
 
 
-def _duration(ms: float, metric: str = "ttft_ms") -> tuple[str, str]:
+def _duration(ms: float, metric: str = "ttft_ms", value: bool = False) -> tuple[str, str]:
     """A time in ms as (number, unit): ms below 10 s, seconds below an hour, hours above ("13401712 ms" read as a
-    latency nobody could place: 3.7 h)."""
+    latency nobody could place: 3.7 h); `value`: a prediction's own, in ms at estimate's precision (0.1 ms; TPOT 0.01)."""
     if ms < 10_000:
-        return _fmt(metric)(ms), "ms"
+        return (f"{ms:.2f}" if metric == "tpot_ms" else f"{ms:.1f}") if value else _fmt(metric)(ms), "ms"
     if ms < 3_600_000:
         s = ms / 1e3
         return (f"{s:.1f}" if s < 100 else f"{s:.0f}"), "s"
@@ -29,8 +29,8 @@ def _duration(ms: float, metric: str = "ttft_ms") -> tuple[str, str]:
 
 
 def duration(ms: float, metric: str = "ttft_ms") -> str:
-    """'27.6 ms', '13.4 s', '3.7 h': a time for a human table (--json keeps ms)."""
-    return " ".join(_duration(ms, metric))
+    """'27.6 ms', '13.4 s', '3.7 h': a prediction's time for a human table (--json keeps ms)."""
+    return " ".join(_duration(ms, metric, value=True))
 
 
 def _range(metric: str, lo: float, hi: float) -> str:
@@ -55,7 +55,7 @@ def off_centre(b: dict, value: float) -> bool:
 def interval_text(b: dict, metric: str, value: float | None = None) -> str:
     """'80%: 95-160 ms, 95%: 80-210 ms': a metric's intervals (measure.intervals.band) at a precision that reads;
     with ', centred on 120 ms' where the prediction `value` lies outside the 80% one."""
-    f = (lambda x: duration(x, metric)) if UNITS[metric] else _fmt(metric)
+    f = (lambda x: " ".join(_duration(x, metric))) if UNITS[metric] else _fmt(metric)
     centre = f", centred on {f(b['centre'])}" if value is not None and off_centre(b, value) else ""
     return (f"80%: {_range(metric, b['lo80'], b['hi80'])}, 95%: {_range(metric, b['lo95'], b['hi95'])}{centre}"
             + (UNINFORMATIVE_TEXT if uninformative(b) else ""))
