@@ -25,7 +25,7 @@ def _duration(ms: float, metric: str = "ttft_ms", value: bool = False) -> tuple[
         s = ms / 1e3
         return (f"{s:.1f}" if s < 100 else f"{s:.0f}"), "s"
     h = ms / 3.6e6
-    return (f"{h:.1f}" if h < 100 else f"{h:,.0f}"), "h"
+    return (f"{h:.1f}" if h < 100 else f"{h:.0f}"), "h"
 
 
 def duration(ms: float, metric: str = "ttft_ms") -> str:
