@@ -35,18 +35,6 @@ from llm_codesign.cli.common import (
 )
 
 
-def _mix_bands(m, dep, r: dict, concurrency: int, calibration) -> dict:
-    """The intervals of a mix's mean TTFT, TPOT and rates (measure.intervals.band), as estimate's at the mix's mean ISL
-    and OSL in the default arrival, as the mix is priced: the runs measured fixed lengths, none a mix."""
-    from llm_codesign.measure.intervals import bands, context, table_for
-    from llm_codesign.spec.harness import DEFAULT_ARRIVAL
-
-    ctx = context(m, dep.gpu, dep.precision, engine=dep.backend, concurrency=concurrency, isl=r["mean_isl"], osl=r["mean_osl"],
-                  spec=dep.spec is not None, arrival=DEFAULT_ARRIVAL)
-    return bands({"ttft_ms": r["ttft_ms"]["mean"], "tpot_ms": r["tpot_ms"], "tok_s_per_user": r["tok_s_per_user"],
-                  "output_tok_s_per_gpu": r["output_tok_s_per_gpu"]}, ctx, table=table_for(calibration, gpu=dep.gpu))
-
-
 @app.command()
 def mix(
     model: str = typer.Argument(..., help="Registry name, Hugging Face id or config.json path."),
@@ -73,7 +61,6 @@ def mix(
                       acceptance_rates=acceptance_rates, draft_model=draft_model, max_num_tokens=max_num_tokens, cpp=False)
     # one code path with lc.mix (explore.lengths.mix)
     r = run(m, dep, lengths=lengths, isl_dist=isl_dist, osl_dist=osl_dist, concurrency=concurrency, calibration=calibration).to_dict()
-    r["intervals"] = _mix_bands(m, dep, r, concurrency, calibration)
     if as_json:
         return _dump(r)
     t = _table(f"{m.name} on {dep.num_gpus}x {dep.gpu.name}, {r['plan']}, {dep.backend}: {r['lengths']} "
