@@ -80,9 +80,9 @@ def compare(
                                                       "adds $ per million output tokens of each best deployment."),
 ):
     """Models x precisions x GPUs at one SLO, side by side: accuracy, tok/s/GPU, tok/s/user."""
+    from llm_codesign.explore import compare as cmp
     from llm_codesign.render.intervals import arrival_footer
     from llm_codesign.spec.harness import DEFAULT_ARRIVAL
-    from llm_codesign.explore import compare as cmp
 
     models = [x.strip() for x in model.split(",") if x.strip()]
     gpus = [x.strip() for x in gpu.split(",") if x.strip()]
