@@ -218,12 +218,13 @@ def estimate(
 
         est = replace(est, cost=cost_of(dep.gpu, gpu_hour_price, est.output_tok_s_per_gpu, isl, osl))
     r = est.to_dict()  # the table shows what --json prints (and the API: Estimate.to_dict), the shape's rows beside it
-    if r.get("intervals"):  # no rate's bound above what the hardware allows at the batch that runs (_ideal_rates)
+    if as_json:
+        return _dump(r)
+    if r.get("intervals"):  # the table's: no rate's bound above what the hardware allows at the batch that runs
+        # (_ideal_rates); --json stays lc.estimate's to_dict, key for key (the bands are serve.estimate's to cap)
         from llm_codesign.measure.intervals import capped
 
         r["intervals"] = capped(r["intervals"], _ideal_rates(m, dep, r))
-    if as_json:
-        return _dump(r)
     from rich.table import Table
 
     from llm_codesign.render.intervals import ARRIVAL_TEXT, ONE_TOKEN, basis_rows, duration, inline, one_token
