@@ -327,17 +327,13 @@ const CENTRE = "the intervals are centred on the prediction times the median mea
 // an interval's bound at the CLI's precision (render/intervals.py _fmt): TPOT to 0.01 ms, the rest to 0.1 below 100, else whole
 function bound(k, x) { return k === "tpot_ms" ? fix(x, 2) : fix(x, Math.abs(x) < 100 ? 1 : 0); }
 // a time bound in the CLI's units (render/intervals.py _duration): ms below 10 s, seconds below an hour, hours above
-function dur(k, ms) {
-  if (ms < 10000) return [bound(k, ms), "ms"];
-  if (ms < 3600000) { const s = ms / 1e3; return [fix(s, s < 100 ? 1 : 0), "s"]; }
-  const h = ms / 3.6e6; return [fix(h, h < 100 ? 1 : 0), "h"];
-}
+const dur = (k, ms) => (ms < 10000 ? [bound(k, ms), "ms"] : ms < 3600000 ? [fix(ms / 1e3, ms < 1e5 ? 1 : 0), "s"]
+  : [fix(ms / 3.6e6, ms < 3.6e8 ? 1 : 0), "h"]);
 // a bound pair as render/intervals.py _range writes it: "95-160 ms", each bound its unit where they differ ("739 s-59.8 h")
-function span(k, lo, hi) {
+const span = (k, lo, hi) => {
   if (k !== "ttft_ms" && k !== "tpot_ms") return `${bound(k, lo)}-${bound(k, hi)}`;
   const [a, ua] = dur(k, lo), [c, uc] = dur(k, hi);
-  return ua === uc ? `${a}-${c} ${uc}` : `${a} ${ua}-${c} ${uc}`;
-}
+  return ua === uc ? `${a}-${c} ${uc}` : `${a} ${ua}-${c} ${uc}`; };
 // render/intervals.py UNINFORMATIVE: a 95% interval over 100x wide said to tell nothing
 const uninformative = (b) => (b.lo95 > 0 && b.hi95 / b.lo95 > 100 ? " (uninformative: no measured run like it)" : "");
 
