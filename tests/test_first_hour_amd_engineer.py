@@ -63,7 +63,7 @@ def test_a_basis_across_engines_names_them_and_why_the_questions_engine_has_no_s
     assert code == 0
     assert {b["source"] for b in json.loads(out)["intervals"].values() if isinstance(b, dict)} == {
         f"{pooled['n']} serving runs with ATOM and SGLang (ATOM's own {atom}: too few for a slice of their own, "
-        "39 needed), on CDNA4 GPUs, 33+ requests (closed loops; this answer: waves)"}
+        "39 needed), on CDNA4 GPUs, in the load band 33+ requests (closed loops; this answer: waves)"}
     # an engine with no run there names the engines whose runs answer (its own reason says it has none)
     code, out, _ = cli("disagg", "deepseek-r1", "--gpu", "mi355x", "--prefill", "tp=8", "--decode", "tp=8", "--backend", "atom")
     disagg = table["slices"]["ttft_ms"]["disaggregated"]["n"]

@@ -47,7 +47,7 @@ def test_conformal_bounds_of_a_known_slice_by_hand():
     b = iv.band("ttft_ms", 100.0, CTX, table=t)  # predicted 100 ms: measured/predicted in [4/20, 36/20] 80% of the time
     assert (b["lo80"], b["hi80"], b["lo95"], b["hi95"]) == pytest.approx((20.0, 180.0, 5.0, 195.0), rel=1e-3)
     assert b["n"] == 39 and b["widened"] == []
-    assert b["source"] == "39 serving runs with vLLM, on Blackwell GPUs, dense models, 5-32 requests, balanced ISL/OSL"
+    assert b["source"] == "39 serving runs with vLLM, on Blackwell GPUs, dense models, in the load band 5-32 requests, balanced ISL/OSL"
     # vectorised over points: an array of predictions, the same bounds scaled
     arr = iv.band("ttft_ms", np.array([100.0, 50.0]), CTX, table=t)
     assert arr["lo80"] == pytest.approx([20.0, 10.0], rel=1e-3) and arr["hi95"] == pytest.approx([195.0, 97.5], rel=1e-3)
@@ -88,7 +88,7 @@ def test_a_thin_slice_backs_off_to_its_parent_and_says_which():
     t = _table([(CTX, {"ttft_ms": r}) for r in GOLDEN] + [(thin, {"ttft_ms": 0.0})] * 5)
     assert thin.key(iv.KEYS) not in t["slices"]["ttft_ms"]
     b = iv.band("ttft_ms", 100.0, thin, table=t)
-    assert b["n"] == 44 and b["source"] == "44 serving runs with vLLM, on Blackwell GPUs, 5-32 requests"
+    assert b["n"] == 44 and b["source"] == "44 serving runs with vLLM, on Blackwell GPUs, in the load band 5-32 requests"
 
 
 def test_a_question_on_an_engine_with_no_slice_takes_its_own_gpus_runs_not_every_runs_pooled():
@@ -105,18 +105,18 @@ def test_a_question_on_an_engine_with_no_slice_takes_its_own_gpus_runs_not_every
     # Blackwell's 39: median 0, the 4th and 36th of 39 at 80% (x0.2, x1.8), the 1st and 39th at 95% (x0.05, x1.95); the
     # pooled scores are the two groups' alike, so the normalised 80% bounds are the slice's own; no between terms here
     assert (b["n"], b["lo80"], b["hi80"], b["lo95"], b["hi95"]) == pytest.approx((39, 20.0, 180.0, 5.0, 195.0), rel=1e-3)
-    assert b["source"] == "39 serving runs with vLLM, on Blackwell GPUs, dense models, 5-32 requests, balanced ISL/OSL"
+    assert b["source"] == "39 serving runs with vLLM, on Blackwell GPUs, dense models, in the load band 5-32 requests, balanced ISL/OSL"
     # on Hopper, Hopper's: 100 e x (0.2, 1.8) = (54.37, 489.3), 100 e x (0.05, 1.95) = (13.59, 530.1)
     h = iv.band("ttft_ms", 100.0, replace(sg, family="hopper"), table=t)
     assert (h["lo80"], h["hi80"], h["lo95"], h["hi95"]) == pytest.approx((54.37, 489.3, 13.59, 530.1), rel=1e-3)
-    assert h["source"] == "39 serving runs with TensorRT-LLM, on Hopper GPUs, dense models, 5-32 requests, balanced ISL/OSL"
+    assert h["source"] == "39 serving runs with TensorRT-LLM, on Hopper GPUs, dense models, in the load band 5-32 requests, balanced ISL/OSL"
     # thin there (no MoE prefill-heavy run), the family x load slice, then the family's
     moe = replace(sg, model_class="moe", lengths="prefill-heavy")
-    assert iv.band("ttft_ms", 100.0, moe, table=t)["source"] == "39 serving runs with vLLM, on Blackwell GPUs, 5-32 requests"
+    assert iv.band("ttft_ms", 100.0, moe, table=t)["source"] == "39 serving runs with vLLM, on Blackwell GPUs, in the load band 5-32 requests"
     assert iv.band("ttft_ms", 100.0, replace(moe, load="33+"), table=t)["source"] == "39 serving runs with vLLM, on Blackwell GPUs"
     # a measured engine on a family it has no run on keeps the order before: its own runs across families, not the family's
     v = iv.band("ttft_ms", 100.0, replace(CTX, family="hopper"), table=t)
-    assert v["source"] == "39 serving runs with vLLM, on Blackwell GPUs, dense models, 5-32 requests, balanced ISL/OSL" and v["lo80"] == pytest.approx(20.0, rel=1e-3)
+    assert v["source"] == "39 serving runs with vLLM, on Blackwell GPUs, dense models, in the load band 5-32 requests, balanced ISL/OSL" and v["lo80"] == pytest.approx(20.0, rel=1e-3)
     # neither the engine nor the family measured: all runs of the mode, as before
     assert iv.band("ttft_ms", 100.0, replace(sg, family="ampere"), table=t)["source"] == (
         "78 serving runs with TensorRT-LLM and vLLM, on Blackwell and Hopper GPUs")
@@ -125,7 +125,7 @@ def test_a_question_on_an_engine_with_no_slice_takes_its_own_gpus_runs_not_every
     assert "serving|sglang" not in t["slices"]["ttft_ms"]
     assert iv.band("ttft_ms", 100.0, sg, table=t)["source"] == ("44 serving runs with SGLang and vLLM (SGLang's own 5: too few for "
                                                                 "a slice of their own, 39 needed), on Blackwell GPUs, dense models, "
-                                                                "5-32 requests, balanced ISL/OSL")
+                                                                "in the load band 5-32 requests, balanced ISL/OSL")
 
 
 def test_the_basis_names_the_runs_arrival_where_it_differs_from_the_answers_and_the_families_across_families():
@@ -134,7 +134,7 @@ def test_the_basis_names_the_runs_arrival_where_it_differs_from_the_answers_and_
     amd = iv.Context("serving", "sglang", "cdna4", "moe", "33+", "balanced", ("mla", "moe"), "fp8_block", arrival="closed_loop")
     t = _table([(amd, {"ttft_ms": r}) for r in GOLDEN])
     assert t["slices"]["ttft_ms"][amd.key(iv.KEYS)]["arrivals"] == ["closed_loop"]
-    base = "39 serving runs with SGLang, on CDNA4 GPUs, MoE models, 33+ requests, balanced ISL/OSL"
+    base = "39 serving runs with SGLang, on CDNA4 GPUs, MoE models, in the load band 33+ requests, balanced ISL/OSL"
     assert iv.band("ttft_ms", 100.0, replace(amd, arrival="waves"), table=t)["source"] == base + " (closed loops; this answer: waves)"
     # the same arrival: its slice by arrival (TTFT's levels naming the engine split by it), which says it
     assert iv.band("ttft_ms", 100.0, amd, table=t)["source"] == base + ", in closed loops"
@@ -145,7 +145,7 @@ def test_the_basis_names_the_runs_arrival_where_it_differs_from_the_answers_and_
     t = _table(mixed + [(amd, {"ttft_ms": r}) for r in GOLDEN[20:]])
     t["kernel_tables"]["cdna3"] = ["GEMM fp8_block", "MoE fp8_block", "attention", "collectives"]
     b = iv.band("ttft_ms", 100.0, replace(amd, family="cdna3", arrival="waves"), table=t)
-    assert b["source"] == "39 serving runs with SGLang, on Blackwell and CDNA4 GPUs, MoE models, 33+ requests, balanced ISL/OSL"
+    assert b["source"] == "39 serving runs with SGLang, on Blackwell and CDNA4 GPUs, MoE models, in the load band 33+ requests, balanced ISL/OSL"
     assert b["widened"][0].startswith("no serving run on any CDNA3 GPU")
     assert iv.band("ttft_ms", 100.0, replace(amd, family="cdna3", arrival="burst"), table=t)["source"] == (
         b["source"] + " (closed loops and waves; this answer: bursts)")
@@ -162,12 +162,12 @@ def test_the_runs_arrival_is_their_harness_and_the_cli_says_it(tmp_path):
     d = json.loads(run(*args, "--json").stdout)["intervals"]["ttft_ms"]
     # waves (the default): SGLang's runs in waves, the clean sample's on Blackwell, before its MI355X runs in closed loops
     # (TTFT's levels naming the engine split by arrival, walked first: docs/modelling-notes.md#interval-arrival)
-    assert d["source"] == "46 serving runs with SGLang, on Blackwell GPUs, MoE models, 33+ requests, balanced ISL/OSL, in waves"
+    assert d["source"] == "46 serving runs with SGLang, on Blackwell GPUs, MoE models, in the load band 33+ requests, balanced ISL/OSL, in waves"
     # the table says what --json says, TTFT's apart from the other metrics' (their runs on CDNA4, whatever their arrival)
     text = " ".join(run(*args).stdout.split()).replace("│", "")
     assert " ".join(f"basis: TTFT from {d['source']}".split()) in " ".join(text.split())
     closed = json.loads(run(*args, "--arrival", "closed_loop", "--json").stdout)["intervals"]["ttft_ms"]
-    assert closed["source"] == "69 serving runs with SGLang, on CDNA4 GPUs, 33+ requests, in closed loops"
+    assert closed["source"] == "69 serving runs with SGLang, on CDNA4 GPUs, in the load band 33+ requests, in closed loops"
 
 
 def test_a_question_outside_the_runs_widens_with_its_reason():
@@ -186,7 +186,7 @@ def test_a_question_outside_the_runs_widens_with_its_reason():
     assert (b["lo95"], b["hi95"]) == pytest.approx((3.967, 394.8), rel=1e-3)
     assert b["widened"] == ["no serving run on any Hopper GPU (x3.32/x3.32 at 80/95%)"]  # exp(1.2) at both
     # across families, naming the families its runs were measured on
-    assert b["source"] == "39 serving runs with vLLM, on Blackwell GPUs, dense models, 5-32 requests, balanced ISL/OSL"
+    assert b["source"] == "39 serving runs with vLLM, on Blackwell GPUs, dense models, in the load band 5-32 requests, balanced ISL/OSL"
     # inside the runs the campaign term alone: 100 exp(-sqrt(1.6094^2 + 0.3^2)) = 19.45, 100 exp(sqrt(0.5878^2 + 0.3^2)) = 193.5
     inside = iv.band("ttft_ms", 100.0, CTX, table=t)
     assert (inside["lo80"], inside["hi80"]) == pytest.approx((19.45, 193.5), rel=1e-3) and inside["widened"] == []
@@ -459,7 +459,7 @@ def test_api_estimate_and_frontier_points_carry_intervals():
     e = lc.estimate("llama-3.1-8b", lc.deployment(lc.get_model("llama-3.1-8b"), gpu="b200", weight_dtype="fp8"), lc.Workload(concurrency=8))
     b = e.intervals["tpot_ms"]
     # the clean sample's waves and InferenceX's closed loops: the answer's own (the default) among them, so not said
-    assert b["source"].endswith(" serving runs with TensorRT-LLM, on Blackwell GPUs, 5-32 requests") and b["widened"] == []
+    assert b["source"].endswith(" serving runs with TensorRT-LLM, on Blackwell GPUs, in the load band 5-32 requests") and b["widened"] == []
     assert e.to_dict()["intervals"] == e.intervals
     # BF16 dense weights: the sample's only such Blackwell runs (Qwen3-32B on GB200) contradict themselves and are out of
     # the clean sample (measure.audit), so no measured run covers the format and the family term widens the band
@@ -700,7 +700,7 @@ def test_own_runs_count_is_the_familys_at_a_family_level_and_survives_a_profile(
     t = _table([(CTX, {"ttft_ms": r}) for r in GOLDEN] + [(replace(sg, family="hopper"), {"ttft_ms": 0.0})] * 20)
     t["kernel_tables"]["hopper"] = ["GEMM fp8", "attention", "collectives"]
     assert iv.band("ttft_ms", 100.0, sg, table=t)["source"] == (
-        "39 serving runs with vLLM, on Blackwell GPUs, dense models, 5-32 requests, balanced ISL/OSL")
+        "39 serving runs with vLLM, on Blackwell GPUs, dense models, in the load band 5-32 requests, balanced ISL/OSL")
     t = _table([(CTX, {"ttft_ms": r}) for r in GOLDEN] + [(sg, {"ttft_ms": 0.0})] * 5 + [(replace(sg, family="hopper"), {"ttft_ms": 0.0})] * 20)
     assert "(SGLang's own 5: too few" in iv.band("ttft_ms", 100.0, sg, table=t)["source"]
 
@@ -752,14 +752,14 @@ def test_ttft_slices_split_by_arrival_at_the_engines_levels_before_the_gpu_famil
     # (13.59, 530.1) at 95% (each group's scores alike, so the pooled normalised bounds are the slice's own; no between terms)
     b = iv.band("ttft_ms", 100.0, replace(bw, arrival="closed_loop"), table=t)
     assert (b["n"], b["lo80"], b["hi80"], b["lo95"], b["hi95"]) == pytest.approx((39, 54.37, 489.3, 13.59, 530.1), rel=1e-3)
-    assert b["source"] == "39 serving runs with SGLang, on CDNA4 GPUs, MoE models, 33+ requests, balanced ISL/OSL, in closed loops"
+    assert b["source"] == "39 serving runs with SGLang, on CDNA4 GPUs, MoE models, in the load band 33+ requests, balanced ISL/OSL, in closed loops"
     # in waves, its own family's waves: (20, 180) and (5, 195); its TPOT takes its family's runs whatever the arrival
     w = iv.band("ttft_ms", 100.0, bw, table=t)
     assert (w["lo80"], w["hi80"], w["lo95"], w["hi95"]) == pytest.approx((20.0, 180.0, 5.0, 195.0), rel=1e-3)
-    assert w["source"] == "39 serving runs with SGLang, on Blackwell GPUs, MoE models, 33+ requests, balanced ISL/OSL, in waves"
+    assert w["source"] == "39 serving runs with SGLang, on Blackwell GPUs, MoE models, in the load band 33+ requests, balanced ISL/OSL, in waves"
     p = iv.band("tpot_ms", 100.0, replace(bw, arrival="closed_loop"), table=t)
     assert (p["lo80"], p["hi80"]) == pytest.approx((20.0, 180.0), rel=1e-3)
-    assert p["source"] == "39 serving runs with SGLang, on Blackwell GPUs, MoE models, 33+ requests, balanced ISL/OSL (waves; this answer: closed loops)"
+    assert p["source"] == "39 serving runs with SGLang, on Blackwell GPUs, MoE models, in the load band 33+ requests, balanced ISL/OSL (waves; this answer: closed loops)"
     # an arrival no run of the engine measured (bursts): the levels without arrival, its family's runs as before
     assert iv.band("ttft_ms", 100.0, replace(bw, arrival="burst"), table=t)["source"] == (
-        "39 serving runs with SGLang, on Blackwell GPUs, MoE models, 33+ requests, balanced ISL/OSL (waves; this answer: bursts)")
+        "39 serving runs with SGLang, on Blackwell GPUs, MoE models, in the load band 33+ requests, balanced ISL/OSL (waves; this answer: bursts)")

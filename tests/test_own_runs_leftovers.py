@@ -72,8 +72,8 @@ def test_a_band_not_widened_for_hopper_names_the_profiles_own_hopper_runs(tmp_pa
     b = json.loads(out)["intervals"]["tpot_ms"]
     assert code == 0 and b["widened"] == []
     assert b["source"] == ("the bundled profile's (not own.toml's: too few of its runs (3; 39 per slice needed)) 286 serving runs "
-                           "with vLLM, on Blackwell GPUs, 5-32 requests; Hopper GPUs measured by own.toml's own 3 serving runs "
+                           "with vLLM, on Blackwell GPUs, in the load band 5-32 requests; Hopper GPUs measured by own.toml's own 3 serving runs "
                            "(so not widened for the GPU family)")
     # on Blackwell, which the bundled runs measure, nothing more is said
     code, out, _ = cli(*(a.format("b200") for a in ask))
-    assert json.loads(out)["intervals"]["tpot_ms"]["source"].endswith("on Blackwell GPUs, 5-32 requests")
+    assert json.loads(out)["intervals"]["tpot_ms"]["source"].endswith("on Blackwell GPUs, in the load band 5-32 requests")

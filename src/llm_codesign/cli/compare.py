@@ -81,6 +81,8 @@ def compare(
 ):
     """Models x precisions x GPUs at one SLO, side by side: accuracy, tok/s/GPU, tok/s/user."""
     from llm_codesign.explore import compare as cmp
+    from llm_codesign.render.intervals import arrival_footer
+    from llm_codesign.spec.harness import DEFAULT_ARRIVAL
 
     models = list(dict.fromkeys(x.strip() for x in model.split(",") if x.strip()))  # a repeat once (the first)
     gpus = list(dict.fromkeys(x.strip() for x in gpu.split(",") if x.strip()))
@@ -144,6 +146,7 @@ def compare(
               "tok/s/user, TTFT, tok/J (output tokens per joule of the GPU at its modelled power)"
               + (f", $/Mtok (per million output tokens at {gpu_hour_price} GPU-hour prices)" if priced else "")
               + " and plan are that deployment's; plan: x its instances, beneath the requests in flight in each.", highlight=False)
+    con.print(arrival_footer(DEFAULT_ARRIVAL), highlight=False)  # the arrival its TTFT turns on (the searches price the default)
     # the GPUs whose interval is widened beyond the runs it came from (an H200 row has no serving run of its family):
     # pareto and estimate said so, compare did not, beside a B200 row whose band had no such stretch
     beyond: dict[str, list[str]] = {}

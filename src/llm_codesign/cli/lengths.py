@@ -67,9 +67,17 @@ def mix(
                f"(mean ISL {r['mean_isl']:.0f}, OSL {r['mean_osl']:.0f}), {concurrency} requests",
                "TTFT_mean:n TTFT_p50:n TTFT_p90:n TTFT_p99:n TPOT:n tok/s/user:n tok/s/GPU:n fits:k",
                "Times in ms. Each length priced as if the batch held it alone, then mixed by request share "
-               "(explore/lengths.py); TPOT is per output token.")
-    tt = r["ttft_ms"]
+               "(explore/lengths.py); TPOT is per output token. Beneath: the 80% interval of the mean TTFT, TPOT and rates.")
+    from llm_codesign.measure.intervals import METRICS
+    from llm_codesign.render.intervals import basis_rows, short
+
+    tt, b = r["ttft_ms"], r["intervals"]
     t.add_row(f"{tt['mean']:.0f}", f"{tt['p50']:.0f}", f"{tt['p90']:.0f}", f"{tt['p99']:.0f}", f"{r['tpot_ms']:.2f}",
               f"{r['tok_s_per_user']:.1f}", f"{r['output_tok_s_per_gpu']:.0f}",
               "yes" if r["fits"] else f"{(1 - r['share_not_fitting']) * 100:.0f}%")
+    lo_hi = [short({"intervals": b}, k).removeprefix(" (80%: ").removesuffix(")") for k in METRICS]
+    t.add_row(lo_hi[0], "", "", "", *lo_hi[1:], "")
     _console().print(t)
+    for k, v in basis_rows(b):  # the runs the intervals come from
+        _console().print(f"{k}: {v}", highlight=False)
+    _console().print("intervals as estimate's at the mix's mean ISL and OSL: every run measured one length", highlight=False)

@@ -277,4 +277,17 @@ def mix(model, dep, *, lengths=None, isl_dist=None, osl_dist=None, concurrency: 
     cal = calibration if isinstance(calibration, Calibration) else calibration_for(dep.gpu, calibration)
     r = price_mix(model, dep, mixture, concurrency, calibration=cal)
     r |= {"model": model.name, "gpu": dep.gpu.id, "num_gpus": dep.num_gpus, "plan": dep.plan.label(), "backend": dep.backend}
+    r["intervals"] = _mix_bands(model, dep, r, concurrency, calibration)  # issue 40: every predicted metric with its intervals
     return Mix(model=model.name, deployment=dep, concurrency=concurrency, answer=r)
+
+
+def _mix_bands(m, dep, r: dict, concurrency: int, calibration) -> dict:
+    """The intervals of a mix's mean TTFT, TPOT and rates (measure.intervals.band), as estimate's at the mix's mean ISL
+    and OSL in the default arrival, as the mix is priced: the runs measured fixed lengths, none a mix."""
+    from llm_codesign.measure.intervals import bands, context, table_for
+    from llm_codesign.spec.harness import DEFAULT_ARRIVAL
+
+    ctx = context(m, dep.gpu, dep.precision, engine=dep.backend, concurrency=concurrency, isl=r["mean_isl"], osl=r["mean_osl"],
+                  spec=dep.spec is not None, arrival=DEFAULT_ARRIVAL)
+    return bands({"ttft_ms": r["ttft_ms"]["mean"], "tpot_ms": r["tpot_ms"], "tok_s_per_user": r["tok_s_per_user"],
+                  "output_tok_s_per_gpu": r["output_tok_s_per_gpu"]}, ctx, table=table_for(calibration, gpu=dep.gpu))

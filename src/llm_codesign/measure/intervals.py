@@ -565,8 +565,22 @@ def reasons(ctx: Context, table: dict) -> list[Widening]:
         i = next((i for i, w in enumerate(out) if w.kind == "moe"), None)
         out = out + [Widening("moe", lent)] if i is None else [*out[:i], Widening("moe", f"{out[i].what}; {lent}"), *out[i + 1:]]
     if ctx.spec:
-        out.append(Widening("spec", f"speculative decoding: no {run} with it"))
+        t = table.get("between", {}).get("spec", {})
+        # one group (intervals.toml [between] spec: 7 published runs, groups = 1) measures no between-group term: said
+        # so, and widened as `between` does an unmeasured reason, not left at x1.00 beside its own name
+        out.append(Widening("spec", f"speculative decoding: no {run} with it" + ("" if measured(t) else
+                   f"; its term not measured ({_count(t.get('groups', 0), 'group')} of {t.get('n', 0)} published runs): "
+                   "widened as a new campaign, the term of held-out runs with no other reason")))
     return out
+
+
+def measured(term: dict) -> bool:
+    """Whether a between-group term (intervals.toml [between]) was measured: two groups at least, one held out."""
+    return term.get("groups", 2) >= 2
+
+
+def _count(n: int, what: str) -> str:
+    return f"{'one' if n == 1 else n} {what}{'' if n == 1 else 's'}"
 
 
 # GPU families whose fused-MoE rates are another family's fit, assumed (data/calibration/fitted.toml [cdna3]: AITER's
@@ -596,7 +610,8 @@ def _describe(level: tuple[str, ...], ctx: Context, c: dict, table: dict) -> str
     do, how they did (a slice mixing both holds runs like the question)."""
     parts = {"engine": engine_title(ctx.engine), "family": f"on {family_name(ctx.family)} GPUs", "model_class":
              f"{'MoE' if ctx.model_class == 'moe' else 'dense'} models", "load": "offline" if ctx.load == "offline"
-             else f"{ctx.load} requests", "lengths": f"{ctx.lengths} ISL/OSL",
+             # the load band's name, not the runs' measured range (a run at 1 request reads "1-4" as measured at 1)
+             else f"in the load band {ctx.load} requests", "lengths": f"{ctx.lengths} ISL/OSL",
              "arrival": f"in {ARRIVAL_NAMES.get(ctx.arrival, ctx.arrival)}"}
     if "engine" not in level:  # it read as the question's engine's own runs ("from 2050 serving runs" for ATOM's 36)
         env = table["envelope"].get(ctx.mode, {})
@@ -699,8 +714,12 @@ def band(metric: str, value, ctx: Context, *, table: dict | None = None, levels=
     centre = v * math.exp(c["q500"])  # the bias-corrected estimate the bounds sit about (the slice's median shift)
     out["centre"] = float(centre) if centre.ndim == 0 else centre
     # each reason with its own term alone (own=True: without the campaign term), as a factor at each level
+    # (an unmeasured reason's: the campaign term, which `between` widens it by; one factor for every point of a
+    # frontier, so that its points' reasons merge)
+    terms = t.get("between", {})
     widened = [replace(w, factors=tuple(math.exp(term[lvl]) for lvl in levels), levels=tuple(levels))
-               for w in why for term in (between([w.kind], t, own=True, levels=levels),)]
+               for w in why for term in (between([w.kind], t, own=True, levels=levels) if measured(terms.get(w.kind, {})) else
+                                         between([], t, levels=levels),)]
     return out | {"n": c["n"], "source": source, "widened": widened}
 
 
@@ -715,12 +734,28 @@ def between(why: list[str], table: dict, *, own: bool = False, levels=LEVELS) ->
     """The between-group term T of each level (log units): the largest of the campaign term (not for a
     profile's `own` runs: they are the user's campaign) and the terms of the reasons' kinds `why`; 0 where the
     table measures none; a wider level's term never below a narrower one's (each level is measured apart, and
-    low_load's 95% term came out under its 80%)."""
+    low_load's 95% term came out under its 80%); a reason whose term was not measured (one group: `measured`) takes the
+    campaign term, own or not."""
     terms = table.get("between", {})
-    kinds = ([] if own else ["campaign"]) + list(why)
+    kinds = ([] if own else ["campaign"]) + [k for k in why if k not in terms or measured(terms[k])]
+    if any(k in terms and not measured(terms[k]) for k in why):  # an unmeasured term: a new campaign's (reasons)
+        kinds.append("campaign")
     out, floor = {}, 0.0
     for lvl in sorted(levels):
         floor = out[lvl] = max([floor, *(terms[kind][f"t{lvl}"] for kind in kinds if kind in terms)])
+    return out
+
+
+def capped(bands: dict, ceilings: dict) -> dict:
+    """`bands` ({metric: band}) with each bound of a rate above its `ceilings` ({metric: the most the hardware allows})
+    brought down to it (a band's log-symmetric widening put llama-3.1-8b's tok/s/GPU 95% bound at 98975 on one H100,
+    2x its memory-bandwidth roofline), the band marked "capped" with the ceiling; the others as they were."""
+    out = dict(bands)
+    for m, top in ceilings.items():
+        b = bands.get(m)
+        if b is None or top is None or max(b[f"hi{lvl}"] for lvl in LEVELS) <= top:
+            continue
+        out[m] = b | {k: min(b[k], top) for k in b if k[:2] in ("lo", "hi")} | {"capped": float(top)}
     return out
 
 

@@ -7,8 +7,44 @@ CENTRE = ("the intervals are centred on the prediction times the median measured
           "which can put the prediction itself outside them")
 
 
+# a 95% interval wider than this high / low ratio tells nothing a reader can plan on: said so beside it
+UNINFORMATIVE = 100.0
+UNINFORMATIVE_TEXT = " (uninformative: no measured run like it)"
+
+
 def _fmt(metric: str):
     return (lambda x: f"{x:.2f}") if metric == "tpot_ms" else (lambda x: f"{x:.1f}" if x < 100 else f"{x:.0f}")
+
+
+def _duration(ms: float, metric: str = "ttft_ms", value: bool = False) -> tuple[str, str]:
+    """A time in ms as (number, unit): ms below 10 s, seconds below an hour, hours above ("13401712 ms" read as a
+    latency nobody could place: 3.7 h); `value`: a prediction's own, in ms at estimate's precision (0.1 ms; TPOT 0.01)."""
+    if ms < 10_000:
+        return (f"{ms:.2f}" if metric == "tpot_ms" else f"{ms:.1f}") if value else _fmt(metric)(ms), "ms"
+    if ms < 3_600_000:
+        s = ms / 1e3
+        return (f"{s:.1f}" if s < 100 else f"{s:.0f}"), "s"
+    h = ms / 3.6e6
+    return (f"{h:.1f}" if h < 100 else f"{h:.0f}"), "h"
+
+
+def duration(ms: float, metric: str = "ttft_ms") -> str:
+    """'27.6 ms', '13.4 s', '3.7 h': a prediction's time for a human table (--json keeps ms)."""
+    return " ".join(_duration(ms, metric, value=True))
+
+
+def _range(metric: str, lo: float, hi: float) -> str:
+    """'95-160 ms', or each bound with its own unit where they differ ('739 s-59.8 h'); tok/s bare."""
+    if metric not in ("ttft_ms", "tpot_ms"):
+        f = _fmt(metric)
+        return f"{f(lo)}-{f(hi)}"
+    (a, ua), (b, ub) = _duration(lo, metric), _duration(hi, metric)
+    return f"{a}-{b} {ub}" if ua == ub else f"{a} {ua}-{b} {ub}"
+
+
+def uninformative(b: dict) -> bool:
+    """Whether a band's 95% interval spans more than UNINFORMATIVE times (high / low)."""
+    return b["lo95"] > 0 and b["hi95"] / b["lo95"] > UNINFORMATIVE
 
 
 def off_centre(b: dict, value: float) -> bool:
@@ -19,16 +55,17 @@ def off_centre(b: dict, value: float) -> bool:
 def interval_text(b: dict, metric: str, value: float | None = None) -> str:
     """'80%: 95-160 ms, 95%: 80-210 ms': a metric's intervals (measure.intervals.band) at a precision that reads;
     with ', centred on 120 ms' where the prediction `value` lies outside the 80% one."""
-    f = _fmt(metric)
-    centre = f", centred on {f(b['centre'])}{UNITS[metric]}" if value is not None and off_centre(b, value) else ""
-    return f"80%: {f(b['lo80'])}-{f(b['hi80'])}{UNITS[metric]}, 95%: {f(b['lo95'])}-{f(b['hi95'])}{UNITS[metric]}{centre}"
+    f = (lambda x: " ".join(_duration(x, metric))) if UNITS[metric] else _fmt(metric)
+    centre = f", centred on {f(b['centre'])}" if value is not None and off_centre(b, value) else ""
+    return (f"80%: {_range(metric, b['lo80'], b['hi80'])}, 95%: {_range(metric, b['lo95'], b['hi95'])}{centre}"
+            + (UNINFORMATIVE_TEXT if uninformative(b) else ""))
 
 
 def short(result: dict, metric: str) -> str:
     """' (80%: 95-160)' after a metric's value in a one-line summary, where the result carries its intervals."""
     b = (result.get("intervals") or {}).get(metric)
-    f = _fmt(metric)
-    return f" (80%: {f(b['lo80'])}-{f(b['hi80'])})" if b else ""
+    # after "120 ms" the ms goes unsaid; a bound in s or h says its unit
+    return f" (80%: {_range(metric, b['lo80'], b['hi80']).removesuffix(' ms')})" if b else ""
 
 
 def inline(result: dict, metric: str) -> str:
@@ -50,8 +87,11 @@ def basis_rows(bands: dict, values: dict | None = None) -> list[tuple[str, str]]
         reasons += [x for x in b["widened"] if x not in reasons]
     one = len(sources) == 1
     centred = any(m in (values or {}) and off_centre(b, values[m]) for m, b in bands.items())
+    caps = [f"{LABELS[m]} at {_fmt(m)(b['capped'])}" for m, b in bands.items() if b.get("capped") is not None]
     return ([("interval basis" if one else f"basis: {', '.join(ms)}", src) for src, ms in sources.items()]
             + ([("centred on", CENTRE)] if centred else [])
+            + ([("bounds capped", f"{', '.join(caps)}: the most the GPUs allow at the batch that runs (the weights a step "
+                 "reads over HBM bandwidth, or its FLOPs at peak)")] if caps else [])
             + [("beyond the runs", f"[yellow]{x}[/yellow]") for x in reasons])
 
 
@@ -72,3 +112,32 @@ def merged(reasons: list) -> list:
 def frontier_reasons(frontier: list[dict]) -> list[str]:
     """Every reason a frontier's points' intervals were widened, each said once (merged)."""
     return merged(list(dict.fromkeys(x for p in frontier for b in (p.get("intervals") or {}).values() for x in b["widened"])))
+
+
+# how each arrival pattern (spec.harness.ARRIVALS) reads beside a TTFT: the answer turns on it (llama-3.1-70b on 8x
+# H200 at 128 requests, SGLang: 4223 ms in waves, 117.6 ms in a closed loop), and "in waves" at a basis row's end hid it
+ARRIVAL_TEXT = {
+    "waves": "waves: every request of a wave sent at once, as fixed-length benchmarks do; --arrival closed_loop for one "
+             "request per freed slot",
+    "closed_loop": "closed loop: one request sent per freed slot, lengths spread (bench_serving --max-concurrency); "
+                   "--arrival waves for every request of a wave sent at once",
+    "burst": "burst: every request sent at once and kept in lockstep; --arrival waves or closed_loop for the harnesses' patterns",
+}
+
+
+def arrival_footer(arrival: str, *, flag: bool = False) -> str:
+    """A table's one line on the arrival its TTFT assumes; `flag`: whether the command takes --arrival (compare and
+    pareto price the default and say which command prices the other)."""
+    head = f"TTFT with requests arriving in {ARRIVAL_TEXT[arrival].split(': ', 1)[0]}"
+    if flag:
+        return f"{head}: {ARRIVAL_TEXT[arrival].split(': ', 1)[1]}."
+    return (f"{head} (every request of a wave sent at once, as fixed-length benchmarks do); "
+            "`estimate --arrival closed_loop` prices one request per freed slot.")
+
+
+def one_token(osl: int) -> bool:
+    """Whether a request emits a single output token, so that it has no TPOT nor decode rate to show."""
+    return osl <= 1
+
+
+ONE_TOKEN = "n/a (one output token)"

@@ -326,6 +326,16 @@ const CENTRE = "the intervals are centred on the prediction times the median mea
 
 // an interval's bound at the CLI's precision (render/intervals.py _fmt): TPOT to 0.01 ms, the rest to 0.1 below 100, else whole
 function bound(k, x) { return k === "tpot_ms" ? fix(x, 2) : fix(x, Math.abs(x) < 100 ? 1 : 0); }
+// a time bound in the CLI's units (render/intervals.py _duration): ms below 10 s, seconds below an hour, hours above
+const dur = (k, ms) => (ms < 10000 ? [bound(k, ms), "ms"] : ms < 3600000 ? [fix(ms / 1e3, ms < 1e5 ? 1 : 0), "s"]
+  : [fix(ms / 3.6e6, ms < 3.6e8 ? 1 : 0), "h"]);
+// a bound pair as render/intervals.py _range writes it: "95-160 ms", each bound its unit where they differ ("739 s-59.8 h")
+const span = (k, lo, hi) => {
+  if (k !== "ttft_ms" && k !== "tpot_ms") return `${bound(k, lo)}-${bound(k, hi)}`;
+  const [a, ua] = dur(k, lo), [c, uc] = dur(k, hi);
+  return ua === uc ? `${a}-${c} ${uc}` : `${a} ${ua}-${c} ${uc}`; };
+// render/intervals.py UNINFORMATIVE: a 95% interval over 100x wide said to tell nothing
+const uninformative = (b) => (b.lo95 > 0 && b.hi95 / b.lo95 > 100 ? " (uninformative: no measured run like it)" : "");
 
 function intervalRows(b, e) {
   // a point's 80% and 95% intervals per metric, centred on where the prediction `e[k]` lies outside the 80% one,
@@ -336,8 +346,8 @@ function intervalRows(b, e) {
   const off = (k) => e && !(b[k].lo80 <= e[k] && e[k] <= b[k].hi80);
   const f = (k, x) => bound(k, x);
   const rows = names.filter(([k]) => b[k]).map(([k, name, unit]) =>
-    [`${name}: 80% / 95% interval`, `${f(k, b[k].lo80)}-${f(k, b[k].hi80)}${unit} / ${f(k, b[k].lo95)}-${f(k, b[k].hi95)}${unit}` +
-      (off(k) ? `, centred on ${f(k, b[k].centre)}${unit}` : "")]);
+    [`${name}: 80% / 95% interval`, `${span(k, b[k].lo80, b[k].hi80)} / ${span(k, b[k].lo95, b[k].hi95)}` +
+      (off(k) ? `, centred on ${unit ? dur(k, b[k].centre).join(" ") : f(k, b[k].centre)}` : "") + uninformative(b[k])]);
   const said = [...new Set(Object.values(b).flatMap((x) => [`from ${x.source}`, ...x.widened]))];
   return rows.concat(names.some(([k]) => b[k] && off(k)) ? [["centred on", CENTRE]] : [],
                      said.map((t) => [t.startsWith("from ") ? "interval basis" : "beyond the runs", t]));
@@ -547,7 +557,8 @@ function disaggIntervals(rows) {
   if (!banded.length) return [];
   const off = (x, k) => !(x.intervals[k].lo80 <= x[k] && x[k] <= x.intervals[k].hi80);
   const cell = (x, k) => { const b = x.intervals[k];
-    return `${bound(k, b.lo80)}-${bound(k, b.hi80)} ms / ${bound(k, b.lo95)}-${bound(k, b.hi95)} ms` + (off(x, k) ? `, centred on ${bound(k, b.centre)} ms` : ""); };
+    return `${span(k, b.lo80, b.hi80)} / ${span(k, b.lo95, b.hi95)}` + (off(x, k) ? `, centred on ${dur(k, b.centre).join(" ")}` : "")
+      + uninformative(b); };
   const bases = new Map(), reasons = new Set();
   for (const x of banded) {
     for (const b of Object.values(x.intervals)) {

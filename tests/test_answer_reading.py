@@ -1,0 +1,131 @@
+"""What a newcomer misread in an answer's intervals and basis (branch uxa): each printed value as the tables show it."""
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+from conftest import cli
+
+from llm_codesign.measure import intervals as iv
+from llm_codesign.render.intervals import ARRIVAL_TEXT, arrival_footer, basis_rows, duration, interval_text, short
+
+
+def _text(*args: str) -> str:
+    code, out, err = cli(*args)
+    assert code == 0, err
+    return " ".join(out.split())
+
+
+def _row(text: str, key: str, value: str) -> bool:
+    return f"│ {key} │ {value} │" in text
+
+
+def test_estimate_names_the_arrival_its_ttft_turns_on():
+    # llama-3.1-70b on 8x H200 at 128 requests with SGLang: 4223 ms in waves, 117.6 ms in a closed loop (the review's)
+    args = ("estimate", "llama-3.1-70b", "--gpu", "h200", "--tp", "8", "--weight-dtype", "fp8", "--kv-dtype", "fp8",
+            "--concurrency", "128", "--backend", "sglang")
+    assert _row(_text(*args), "arrival", "waves: every request of a wave sent at once, as fixed-length benchmarks do; "
+                "--arrival closed_loop for one request per freed slot")
+    assert _row(_text(*args, "--arrival", "closed_loop"), "arrival", ARRIVAL_TEXT["closed_loop"])
+    assert ARRIVAL_TEXT["closed_loop"].startswith("closed loop: one request sent per freed slot")
+    # offline: every request queued at once, no arrival to name
+    assert "│ arrival │" not in _text("estimate", "llama-3.1-8b", "--gpu", "h100")
+
+
+def test_compare_and_pareto_say_their_arrival_in_one_line():
+    line = ("TTFT with requests arriving in waves (every request of a wave sent at once, as fixed-length benchmarks do); "
+            "`estimate --arrival closed_loop` prices one request per freed slot.")
+    assert arrival_footer("waves") == line
+    assert line in _text("compare", "llama-3.1-8b", "--gpu", "h100", "--gpus", "1", "--weight-dtype", "fp8")
+    assert line in _text("pareto", "llama-3.1-8b", "--gpu", "h100", "--gpus", "1", "--weight-dtype", "fp8", "--kv-dtype", "fp8")
+
+
+def test_the_basis_names_the_load_band_not_a_measured_range():
+    # "1-4 requests" is the band's name (intervals.BAND_NAMES), not the runs' range: TensorRT-LLM's smallest measured is 4
+    text = _text("estimate", "llama-3.1-8b", "--gpu", "h100", "--tp", "8", "--concurrency", "1", "--weight-dtype", "fp8", "--kv-dtype", "fp8")
+    assert "from 112 serving runs with TensorRT-LLM, on Blackwell GPUs, in the load band 1-4 requests │" in text
+    assert "concurrency 1 below TensorRT-LLM's smallest measured 4 (serving runs)" in text
+
+
+def test_an_unmeasured_spec_term_says_so_and_widens_as_a_new_campaign():
+    from llm_codesign.spec.hardware import get_gpu
+    from llm_codesign.spec.precision import Precision
+    from llm_codesign.spec.registry import get_model
+
+    t = iv.bundled()
+    assert t["between"]["spec"]["groups"] == 1 and not iv.measured(t["between"]["spec"])
+    ctx = iv.context(get_model("llama-3.1-8b"), get_gpu("b200"), Precision.of("fp8", kv="fp8"), engine="trtllm", concurrency=16,
+                     isl=1024, osl=1024, spec=True, arrival="waves")
+    b = iv.band("tpot_ms", 10.0, ctx, table=t)
+    spec = [w for w in b["widened"] if w.kind == "spec"]
+    # the campaign term (intervals.toml [between] campaign: t80 0.104, t95 0.2536) as factors: e^0.104, e^0.2536
+    assert str(spec[0]) == ("speculative decoding: no serving run with it; its term not measured (one group of 7 published runs): "
+                            "widened as a new campaign, the term of held-out runs with no other reason (x1.11/x1.29 at 80/95%)")
+    assert spec[0].factors == pytest.approx((math.exp(0.104), math.exp(0.2536)))
+    # a profile's own runs carry no campaign term: an unmeasured reason still widens them by it, not by 0
+    assert iv.between(["spec"], t, own=True) == {80: 0.104, 95: 0.2536}
+    assert iv.between(["spec", "family"], t, own=True) == {80: 0.1602, 95: 0.4584}
+
+
+def test_times_of_ten_seconds_or_more_read_in_seconds_and_hours():
+    assert [duration(x) for x in (27.64, 9999.0, 13401.7, 13401712.1)] == ["27.6 ms", "9999.0 ms", "13.4 s", "3.7 h"]
+    assert duration(6.554, "tpot_ms") == "6.55 ms"
+    b = {"lo80": 6.48e6, "hi80": 2.66e7, "lo95": 739220.0, "hi95": 215376490.0, "centre": 1.3e7}
+    # 739220 ms = 739 s; 215376490 ms = 59.8 h; 6.48e6 ms = 1.8 h
+    assert interval_text(b, "ttft_ms") == "80%: 1.8-7.4 h, 95%: 739 s-59.8 h (uninformative: no measured run like it)"
+    assert short({"intervals": {"ttft_ms": b | {"lo95": 1e6}}}, "ttft_ms") == " (80%: 1.8-7.4 h)"
+    assert short({"intervals": {"ttft_ms": {"lo80": 95.0, "hi80": 160.0}}}, "ttft_ms") == " (80%: 95.0-160)"  # ms unsaid, as before
+
+
+def test_a_rates_bounds_stop_at_the_ideal_step_and_the_basis_says_so():
+    # llama-3.1-8b, BF16 on one H100, 100000 requests: 225 fit. The ideal step reads every weight but the input
+    # embedding, (8029995008 - 525336576) x 2 B = 15.009 GB, over 3.35 TB/s: 4.4804 ms (its FLOPs at peak, 2 x 7504658432
+    # x 225 / 989.4e12 = 3.413 ms, are shorter): 1 / 4.4804 ms = 223.2 tok/s/user, x 225 = 50219 tok/s/GPU
+    args = ("estimate", "llama-3.1-8b", "--gpu", "h100", "--concurrency", "100000")
+    text = _text(*args)
+    assert "95%: 616-50219 │" in text and "95%: 2.8-223 │" in text
+    assert _row(text, "bounds capped", "tok/s/user at 223, tok/s/GPU at 50219: the most the GPUs allow at the batch that runs "
+                "(the weights a step reads over HBM bandwidth, or its FLOPs at peak)")
+    assert _row(text, "TTFT", "3.7 h; 80%: 1.8-7.4 h, 95%: 739 s-59.8 h (uninformative: no measured run like it)")
+    d = json.loads(cli(*args, "--json")[1])
+    b = iv.capped(d["intervals"], {"output_tok_s_per_gpu": 225 / (15009316864 / 3.35e12)})["output_tok_s_per_gpu"]
+    assert b["hi95"] == b["capped"] == pytest.approx(50218.8, abs=0.1) and b["hi80"] == d["intervals"]["output_tok_s_per_gpu"]["hi80"]
+    # --json is lc.estimate's to_dict (test_api): its ms and its bands as measured, uncapped
+    assert d["ttft_ms"] > 1e7 and d["intervals"]["output_tok_s_per_gpu"]["hi95"] > 50219
+    # at 16 requests the 95% tok/s/user bound passes the same 4.48 ms step too (223); on 8 GPUs at FP8 and one request
+    # the ideal step is 7.5 GB over 8 x 3.35 TB/s, 0.28 ms (3571 tok/s/user), above the 95% bound 1421: nothing capped
+    assert "tok/s/user at 223, tok/s/GPU at 3571" in _text("estimate", "llama-3.1-8b", "--gpu", "h100", "--concurrency", "16")
+    assert "bounds capped" not in _text("estimate", "llama-3.1-8b", "--gpu", "h100", "--tp", "8", "--concurrency", "1",
+                                        "--weight-dtype", "fp8", "--kv-dtype", "fp8")
+
+
+def test_one_output_token_has_no_tpot_to_show():
+    text = _text("estimate", "llama-3.1-8b", "--gpu", "h100", "--isl", "1", "--osl", "1", "--concurrency", "1")
+    assert _row(text, "TPOT", "n/a (one output token)") and _row(text, "tokens/s per user", "n/a (one output token)")
+
+
+def test_the_title_prints_the_activation_the_model_prices():
+    # H100 has no FP4 math: NVFP4 weights run W4A16 (spec.precision.executable), so A:bf16, not A:nvfp4
+    text = _text("estimate", "llama-3.1-8b", "--gpu", "h100", "--weight-dtype", "nvfp4")
+    assert "llama-3.1-8b on 1x H100 SXM, TP1, W:nvfp4 A:bf16 KV:bf16 as run, trtllm" in text
+    assert "W:nvfp4 A:nvfp4" not in text
+
+
+def test_mix_shows_its_80_percent_intervals_and_their_basis():
+    args = ("mix", "llama-3.1-8b", "--gpu", "h100", "--isl-dist", "uniform:500,1500", "--osl-dist", "fixed:500")
+    d = json.loads(cli(*args, "--json")[1])
+    b = d["intervals"]
+    assert set(b) == set(iv.METRICS) and b["tpot_ms"]["lo80"] < d["tpot_ms"] < b["tpot_ms"]["hi80"]
+    text = _text(*args)
+    row = [short(d, m).removeprefix(" (80%: ").removesuffix(")") for m in iv.METRICS]
+    assert f"{row[0]} {row[1]} {row[2]} {row[3]}" in text  # beneath TTFT mean, TPOT, tok/s/user, tok/s/GPU
+    for k, v in basis_rows(b):
+        assert " ".join(f"{k}: {v}".split()).replace("[yellow]", "").replace("[/yellow]", "") in text
+    assert "intervals as estimate's at the mix's mean ISL and OSL: every run measured one length" in text
+
+
+def test_an_interval_wider_than_a_hundredfold_is_called_uninformative():
+    wide = {"lo80": 60.0, "hi80": 2000.0, "lo95": 24.0, "hi95": 25869.0, "centre": 300.0}  # disagg's, the review's
+    assert interval_text(wide, "ttft_ms") == "80%: 60.0-2000 ms, 95%: 24.0 ms-25.9 s (uninformative: no measured run like it)"
+    assert "uninformative" not in interval_text(wide | {"hi95": 2399.0}, "ttft_ms")  # 99.96x
