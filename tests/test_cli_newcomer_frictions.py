@@ -141,3 +141,34 @@ def test_one_gpu_each_is_singular(tmp_path):
                        "-o", str(tmp_path / "v.yaml"))
     assert code == 0, err
     assert "# run 2 instances of this configuration behind a load balancer (1 GPU each)\n" in (tmp_path / "v.yaml").read_text()
+
+
+def test_import_command_line_finds_its_config_in_the_working_folder(tmp_path, monkeypatch):
+    # review of uxb: `--config x.yaml` in a quoted command line was looked for beside a temporary file and always refused
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "x.yaml").write_text("max_num_seqs: 32\n")
+    code, out, err = cli("import", "vllm serve meta-llama/Llama-3.1-8B-Instruct --config x.yaml", "--gpu", "h100", "--json")
+    assert code == 0 and json.loads(out)["concurrency"] == 32, err
+    code, _, err = cli("import", "vllm serve meta-llama/Llama-3.1-8B-Instruct --config nosuch.yaml", "--gpu", "h100")
+    assert code == 2 and err.strip() == (f"error: config: 'nosuch.yaml' is not valid; a file in the working folder {tmp_path} or an "
+                                         "absolute path (the configuration names it)")
+    assert "llm-codesign-import" not in err
+
+
+def test_import_long_command_line_and_long_name(tmp_path, monkeypatch):
+    # over 255 characters without "/": Path.exists() raised "File name too long" before the command line was recognised
+    monkeypatch.chdir(tmp_path)
+    line = "vllm serve meta-llama/Llama-3.1-8B-Instruct" + " --max-num-seqs 8" * 20
+    assert len(line) > 255
+    code, out, err = cli("import", line, "--gpu", "h100", "--json")
+    assert code == 0 and json.loads(out)["concurrency"] == 8, err
+    code, _, err = cli("import", "x" * 300, "--gpu", "h100")
+    assert code == 2 and err.strip().startswith(f"error: path: '{'x' * 300}' is not valid; an existing file")
+
+
+@pytest.mark.parametrize("tail", ["$(touch made)", "; touch made", "`touch made`", "&& touch made"])
+def test_import_never_runs_the_command_line(tmp_path, monkeypatch, tail):
+    # shlex only: what a shell would run is a word to it (refused or ignored), never executed
+    monkeypatch.chdir(tmp_path)
+    cli("import", f"vllm serve meta-llama/Llama-3.1-8B-Instruct {tail}", "--gpu", "h100", "--json")
+    assert not (tmp_path / "made").exists() and list(tmp_path.iterdir()) == []

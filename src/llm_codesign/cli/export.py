@@ -337,6 +337,15 @@ def _command_line(arg: str) -> bool:
     return head.startswith("python") and words[1] == "-m" and len(words) > 2 and words[2].startswith(_MODULES)
 
 
+def _exists(path: str) -> bool:
+    """Whether `path` names an existing file or folder; a name the OS refuses (over 255 characters: "File name too
+    long") names none."""
+    try:
+        return Path(path).exists()
+    except (OSError, ValueError):  # ValueError: an embedded NUL
+        return False
+
+
 @app.command("import")
 def import_(
     path: str = typer.Argument(..., help="A file `llm-codesign export` wrote, or an engine's own configuration: a `vllm serve MODEL ...` "
@@ -360,22 +369,19 @@ def import_(
 
     The configuration: an export, or the engine's own command line or YAML; options the model does not hold are
     listed as ignored."""
+    from dataclasses import replace
+
     from llm_codesign.api import estimate
     from llm_codesign.explore.export import import_config
 
     kw = dict(price=estimate, gpu=_gpu(gpu) if gpu is not None else None, model=model, backend=backend, concurrency=concurrency,
               isl=isl, osl=osl, acceptance=acceptance, acceptance_rates=acceptance_rates, calibration=calibration)
-    if not Path(path).exists() and _command_line(path):
-        # the command line itself (`import 'vllm serve MODEL --tensor-parallel-size 8'`), as the help says it is taken: read from
-        # a file of that one line, named "the command line" in what the reader says of it ("the command line names no GPU")
-        import tempfile
-        from dataclasses import replace
-
-        with tempfile.TemporaryDirectory(prefix="llm-codesign-import-") as d:
-            f = Path(d) / "the command line"
-            f.write_text(path + "\n", encoding="utf-8")
-            imp = replace(import_config(str(f), **kw), path=path)
-    elif not Path(path).exists():
+    if _command_line(path):
+        # the command line itself (`import 'vllm serve MODEL --tensor-parallel-size 8'`), as the help says it is taken: read
+        # as text (shlex, never run), named "the command line" in messages; the files it names are found in the working
+        # folder, as its shell would. Asked before Path.exists(), which raised "File name too long" past 255 characters
+        imp = replace(import_config("the command line", text=path, **kw), path=path)
+    elif not _exists(path):
         raise InputError("path", path, "an existing file (an export, an engine's YAML or command line) or an engine's command line "
                                        "itself: 'vllm serve MODEL ...', 'python -m sglang.launch_server ...' or 'trtllm-serve MODEL ...'")
     else:  # one code path with lc.import_config (explore.export.import_config), priced as estimate prices

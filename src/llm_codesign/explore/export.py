@@ -513,19 +513,22 @@ def profile_note(meta: dict, calibration: str | None) -> str | None:
 
 def import_config(path: str, *, price, gpu=None, model: str | None = None, backend: str | None = None, concurrency: int | None = None,
                   isl: int | None = None, osl: int | None = None, acceptance: float | None = None, acceptance_rates=None,
-                  calibration: str | None = None) -> ImportEstimate:
+                  calibration: str | None = None, text: str | None = None) -> ImportEstimate:
     """The deployment the configuration at `path` starts (read_config: an export, or an engine's own command line or
     YAML; `gpu` a Gpu where it names none, `model` a registry name where it names none or one the registry lacks),
     priced by `price` (llm_codesign.api.estimate, which both callers pass: it sits a layer above this one) at
     `concurrency` requests per instance (default: its max batch) and `isl`/`osl` (default: the export's, else 1024); an
     exported Dynamo deployment priced as `disagg` prices its pools. `calibration`: a profile's path or None (the bundled
-    one)."""
+    one). `text`: the configuration itself (a command line given as the argument), `path` then only its name in
+    messages, with no folder: the files it names (`--config x.yaml`) are found in the working folder, as its shell
+    would find them (file_beside); the text is split by shlex, never run."""
     from pathlib import Path
 
     from llm_codesign.errors import read_text
     from llm_codesign.spec.engines import engine_for
 
-    text = read_text(path, "path", "an export or an engine's command line or YAML")
+    if text is None:
+        text = read_text(path, "path", "an export or an engine's command line or YAML")
     meta = _meta(text, path) if any(line.startswith(HEADER) for line in text.splitlines()) else {}
     isl, osl = isl or meta.get("isl", 1024), osl or meta.get("osl", 1024)
     rates = acceptance_rates_of(acceptance_rates)
