@@ -112,11 +112,23 @@ def test_far_off_output_folders_are_refused_not_made(tmp_path):
 
 def test_check_output_path(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    for ok, folder in (("x.csv", False), ("a/x.csv", False), ("out/ds", True), ("a/b/c/x.csv", False), (str(tmp_path / "a" / "x.csv"), False)):
-        check_output_path("out", ok, folder=folder)  # relative paths inside the working folder create what they name
-    for bad, folder in ((str(tmp_path / "a" / "b" / "x.csv"), False), (str(tmp_path / "a" / "b"), True), ("../../zz/yy/x.csv", False)):
-        with pytest.raises(InputError, match="a path whose folder, or the folder above it, exists"):
+    # paths inside the working folder create what they name, relative or absolute (review of uxb: `$PWD/a/b/c/x.csv` was
+    # refused where `a/b/c/x.csv`, the same place, was taken)
+    for ok, folder in (("x.csv", False), ("a/x.csv", False), ("out/ds", True), ("a/b/c/x.csv", False), (str(tmp_path / "a" / "x.csv"), False),
+                       (str(tmp_path / "a" / "b" / "c" / "x.csv"), False), (str(tmp_path / "a" / "b"), True)):
+        check_output_path("out", ok, folder=folder)
+    outside = tmp_path.parent / f"{tmp_path.name}-zz"  # a sibling of the working folder that does not exist
+    for bad, folder in ((str(outside / "yy" / "x.csv"), False), (str(outside / "yy"), True), (f"../{outside.name}/yy/x.csv", False),
+                        # the missing folder named is the resolved path's top one, not `a` (which `a/..` climbs through)
+                        (f"a/../../{outside.name}/yy/x.csv", False)):
+        with pytest.raises(InputError) as e:
             check_output_path("out", bad, folder=folder)
+        assert str(e.value) == (f"out: {bad!r} is not valid; a path whose folder, or the folder above it, exists ({outside} does not: "
+                                "create it first)")
+    # a quoted ~ reaches no shell: refused, where it made a folder named "~"
+    with pytest.raises(InputError) as e:
+        check_output_path("out", "~/new/x.yaml")
+    assert str(e.value) == "out: '~/new/x.yaml' is not valid; a path without a leading ~ (no shell expanded it: write $HOME/... or an absolute path)"
     assert not any(tmp_path.iterdir())
 
 
