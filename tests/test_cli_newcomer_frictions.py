@@ -184,3 +184,17 @@ def test_import_never_runs_the_command_line(tmp_path, monkeypatch, tail):
     monkeypatch.chdir(tmp_path)
     cli("import", f"vllm serve meta-llama/Llama-3.1-8B-Instruct {tail}", "--gpu", "h100", "--json")
     assert not (tmp_path / "made").exists() and list(tmp_path.iterdir()) == []
+
+
+def test_repeats_by_what_they_name_are_priced_once():
+    # review of uxb: repeats were dropped as typed, so "h100,H100" and "qwen3-0.6b,Qwen/Qwen3-0.6B" ran twice
+    code, one, err = cli("pareto", "qwen3-0.6b", "--gpu", "h100", "--gpus", "1", "--json")
+    assert code == 0, err
+    for models, gpus in (("qwen3-0.6b, qwen3-0.6b", "h100,H100"), ("qwen3-0.6b,Qwen/Qwen3-0.6B", "h100")):
+        code, two, err = cli("pareto", models, "--gpu", gpus, "--gpus", "1", "--json")
+        assert code == 0, err
+        assert "comparisons" not in json.loads(two) and {**json.loads(two), "seconds": 0} == {**json.loads(one), "seconds": 0}
+        code, rows, err = cli("compare", models, "--gpu", gpus, "--gpus", "1", "--json")
+        assert code == 0, err
+        assert {(r["model"], r["gpu"]) for r in json.loads(rows)["rows"]} == {("qwen3-0.6b", "h100")}
+        assert len(json.loads(rows)["rows"]) == len({r["weight_dtype"] for r in json.loads(rows)["rows"]})  # each precision once
