@@ -198,3 +198,19 @@ def test_repeats_by_what_they_name_are_priced_once():
         assert code == 0, err
         assert {(r["model"], r["gpu"]) for r in json.loads(rows)["rows"]} == {("qwen3-0.6b", "h100")}
         assert len(json.loads(rows)["rows"]) == len({r["weight_dtype"] for r in json.loads(rows)["rows"]})  # each precision once
+
+
+@pytest.mark.parametrize("gpu,hint", [
+    ("a100", " (the checkpoint's)"),  # FP8 was suggested, then refused: the A100 runs none of the lower formats
+    ("h100", " (the checkpoint's; pareto searches precisions too: --weight-dtype fp8 --kv-dtype fp8 exports another)"),
+    ("b200", " (the checkpoint's; pareto searches precisions too: --weight-dtype fp8 --kv-dtype fp8 or --weight-dtype nvfp4 "
+             "--kv-dtype fp8 exports another)"),
+])
+def test_export_suggests_only_precisions_the_gpu_runs(tmp_path, gpu, hint):
+    code, out, err = cli("export", "llama-3.1-8b", "--gpu", gpu, "-o", str(tmp_path / "t.yaml"))
+    assert code == 0, err
+    first = " ".join(out.split())  # the console wraps
+    assert first.startswith("chose TP1 at ") and f"W:bf16 A:bf16 KV:bf16{hint}: the frontier point" in first
+    if gpu == "a100":  # and what it no longer suggests is refused there
+        code, _, err = cli("export", "llama-3.1-8b", "--gpu", gpu, "--weight-dtype", "fp8", "--kv-dtype", "fp8", "-o", str(tmp_path / "u.yaml"))
+        assert code == 2

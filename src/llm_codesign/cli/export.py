@@ -218,7 +218,10 @@ def export(
     b = {**p, "intervals": summary.get("intervals")}  # each figure with its 80% interval, where it has one
     con = _console(stderr=out == "-")
     if chosen:
-        con.print(_chosen_line(chosen, precision=dep.precision, checkpoints=weight_dtype is None and kv_dtype is None), highlight=False)
+        from llm_codesign.explore.search import default_precisions
+
+        con.print(_chosen_line(chosen, precision=dep.precision, checkpoints=weight_dtype is None and kv_dtype is None,
+                               others=default_precisions(m, dep.gpu)), highlight=False)
     con.print(f"wrote {engine} configuration{_read_at(engine, es['version'])}: {'standard output' if out == '-' else out}\nlaunch: {launch}\n"
               f"predicted: TTFT {p['ttft_ms']:.0f} ms{short(b, 'ttft_ms')}, TPOT {p['tpot_ms']:.2f} ms{short(b, 'tpot_ms')}, "
               f"{p['tok_s_per_user']:.1f} tok/s/user{short(b, 'tok_s_per_user')}, "
@@ -240,26 +243,28 @@ def _read_at(engine: str, version: str) -> str:
     return f" (options read at {engine} {version}; newer releases may differ)"
 
 
-def _precision_words(precision, checkpoints: bool) -> str:
+def _precision_words(precision, checkpoints: bool, others=()) -> str:
     """The exported point's precision (W:/A:/KV:), and, where the checkpoint's was kept, how to export another: export
     searches plans and batches at one precision while `pareto` searches precisions too, so pareto's best point at the same
     SLO may be another precision's (llama-3.1-70b on 8x H200 at 50 tok/s/user: pareto's TP2 x4 FP8 at 1634 tok/s/GPU,
-    export's BF16 TP8 at 812)."""
+    export's BF16 TP8 at 812). `others`: the precisions pareto searches besides it (search.default_precisions: the
+    formats the GPU runs natively), the only ones suggested: FP8 was suggested on an A100, which refuses it."""
     if precision is None:
         return ""
     if not checkpoints:
         return f", {precision.label()}"
-    other = ("--weight-dtype fp8 --kv-dtype fp8" if precision.weight.name in ("bf16", "fp16")
-             else "--weight-dtype and --kv-dtype")
-    return f", {precision.label()} (the checkpoint's; pareto searches precisions too: {other} exports another)"
+    flags = [f"--weight-dtype {p.weight.name} --kv-dtype {p.kv.name}" for p in others if p != precision]
+    if not flags:
+        return f", {precision.label()} (the checkpoint's)"
+    return f", {precision.label()} (the checkpoint's; pareto searches precisions too: {' or '.join(flags)} exports another)"
 
 
-def _chosen_line(chosen: dict, *, precision=None, checkpoints: bool = True) -> str:
+def _chosen_line(chosen: dict, *, precision=None, checkpoints: bool = True, others=()) -> str:
     """Which frontier point export chose and why (the SLO, and whether it was the default), at which precision."""
     why = (f"{_slo_text(chosen['slo'])}, the interactive default (--min-tps-user/--max-ttft-ms set another, --concurrency a batch)"
            if chosen["default"] else _slo_text(chosen["slo"]))
     x = f" x{chosen['replicas']}" if chosen["replicas"] > 1 else ""
-    return (f"chose {chosen['plan']}{x} at {chosen['concurrency']} requests per instance{_precision_words(precision, checkpoints)}: "
+    return (f"chose {chosen['plan']}{x} at {chosen['concurrency']} requests per instance{_precision_words(precision, checkpoints, others)}: "
             f"the frontier point with the most tok/s/GPU that meets {why}")
 
 
