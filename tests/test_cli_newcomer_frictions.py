@@ -214,3 +214,16 @@ def test_export_suggests_only_precisions_the_gpu_runs(tmp_path, gpu, hint):
     if gpu == "a100":  # and what it no longer suggests is refused there
         code, _, err = cli("export", "llama-3.1-8b", "--gpu", gpu, "--weight-dtype", "fp8", "--kv-dtype", "fp8", "-o", str(tmp_path / "u.yaml"))
         assert code == 2
+
+
+def test_lc_import_config_takes_a_command_line_as_the_cli_does(tmp_path, monkeypatch):
+    # one code path (explore.export.import_config): the CLI's argument and lc.import_config's price a command line alike
+    import llm_codesign as lc
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "x.yaml").write_text("max_num_seqs: 32\n")
+    line = "vllm serve meta-llama/Llama-3.1-8B-Instruct --config x.yaml"
+    r = lc.import_config(line, gpu="h100")
+    assert r.path == line and r.concurrency == 32 and r.deployment.gpu.id == "h100"
+    code, out, err = cli("import", line, "--gpu", "h100", "--json")
+    assert code == 0 and json.loads(out) == r.to_dict(), err

@@ -318,28 +318,7 @@ def _dynamo(m, gpu, *, prefill, decode, n_pre, n_dec, concurrency, isl, osl, bac
                   "concurrency": concurrency, "predicted": predicted}
 
 
-# the launchers an engine's command line starts with (explore.export.config_engine reads the same): an argument that is
-# none of them and no file is read as a path, and refused as one
-_LAUNCHERS = ("vllm", "trtllm-serve", "sglang")
-_MODULES = ("vllm.entrypoints", "sglang.launch_server")
-
-
-def _command_line(arg: str) -> bool:
-    """Whether `import`'s argument is an engine's command line (`vllm serve ...`, `python -m sglang.launch_server ...`,
-    `trtllm-serve ...`, leading VAR=value settings allowed) rather than a path."""
-    try:
-        words = shlex.split(arg)
-    except ValueError:  # an unclosed quote: no command line
-        return False
-    words = [w for w in words if w != "\\"]
-    while words and "=" in words[0] and not words[0].startswith("-"):  # CUDA_VISIBLE_DEVICES=0,1 vllm serve ...
-        words = words[1:]
-    if len(words) < 2:
-        return False
-    head = Path(words[0]).name
-    if head in _LAUNCHERS:
-        return True
-    return head.startswith("python") and words[1] == "-m" and len(words) > 2 and words[2].startswith(_MODULES)
+from llm_codesign.explore.export import command_line as _command_line  # noqa: E402 (where it was)
 
 
 def _exists(path: str) -> bool:
@@ -374,18 +353,16 @@ def import_(
 
     The configuration: an export, or the engine's own command line or YAML; options the model does not hold are
     listed as ignored."""
-    from dataclasses import replace
-
     from llm_codesign.api import estimate
     from llm_codesign.explore.export import import_config
 
     kw = dict(price=estimate, gpu=_gpu(gpu) if gpu is not None else None, model=model, backend=backend, concurrency=concurrency,
               isl=isl, osl=osl, acceptance=acceptance, acceptance_rates=acceptance_rates, calibration=calibration)
     if _command_line(path):
-        # the command line itself (`import 'vllm serve MODEL --tensor-parallel-size 8'`), as the help says it is taken: read
-        # as text (shlex, never run), named "the command line" in messages; the files it names are found in the working
-        # folder, as its shell would. Asked before Path.exists(), which raised "File name too long" past 255 characters
-        imp = replace(import_config("the command line", text=path, **kw), path=path)
+        # the command line itself (`import 'vllm serve MODEL --tensor-parallel-size 8'`), as the help says it is taken:
+        # import_config reads it as text (shlex, never run), as lc.import_config does. Asked before Path.exists(), which
+        # raised "File name too long" past 255 characters
+        imp = import_config(path, **kw)
     elif not _exists(path):
         raise InputError("path", path, "an existing file (an export, an engine's YAML or command line) or an engine's command line "
                                        "itself: 'vllm serve MODEL ...', 'python -m sglang.launch_server ...' or 'trtllm-serve MODEL ...'")
