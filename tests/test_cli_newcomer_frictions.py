@@ -112,11 +112,23 @@ def test_far_off_output_folders_are_refused_not_made(tmp_path):
 
 def test_check_output_path(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    for ok, folder in (("x.csv", False), ("a/x.csv", False), ("out/ds", True), ("a/b/c/x.csv", False), (str(tmp_path / "a" / "x.csv"), False)):
-        check_output_path("out", ok, folder=folder)  # relative paths inside the working folder create what they name
-    for bad, folder in ((str(tmp_path / "a" / "b" / "x.csv"), False), (str(tmp_path / "a" / "b"), True), ("../../zz/yy/x.csv", False)):
-        with pytest.raises(InputError, match="a path whose folder, or the folder above it, exists"):
+    # paths inside the working folder create what they name, relative or absolute (review of uxb: `$PWD/a/b/c/x.csv` was
+    # refused where `a/b/c/x.csv`, the same place, was taken)
+    for ok, folder in (("x.csv", False), ("a/x.csv", False), ("out/ds", True), ("a/b/c/x.csv", False), (str(tmp_path / "a" / "x.csv"), False),
+                       (str(tmp_path / "a" / "b" / "c" / "x.csv"), False), (str(tmp_path / "a" / "b"), True)):
+        check_output_path("out", ok, folder=folder)
+    outside = tmp_path.parent / f"{tmp_path.name}-zz"  # a sibling of the working folder that does not exist
+    for bad, folder in ((str(outside / "yy" / "x.csv"), False), (str(outside / "yy"), True), (f"../{outside.name}/yy/x.csv", False),
+                        # the missing folder named is the resolved path's top one, not `a` (which `a/..` climbs through)
+                        (f"a/../../{outside.name}/yy/x.csv", False)):
+        with pytest.raises(InputError) as e:
             check_output_path("out", bad, folder=folder)
+        assert str(e.value) == (f"out: {bad!r} is not valid; a path whose folder, or the folder above it, exists ({outside} does not: "
+                                "create it first)")
+    # a quoted ~ reaches no shell: refused, where it made a folder named "~"
+    with pytest.raises(InputError) as e:
+        check_output_path("out", "~/new/x.yaml")
+    assert str(e.value) == "out: '~/new/x.yaml' is not valid; a path without a leading ~ (no shell expanded it: write $HOME/... or an absolute path)"
     assert not any(tmp_path.iterdir())
 
 
@@ -141,3 +153,77 @@ def test_one_gpu_each_is_singular(tmp_path):
                        "-o", str(tmp_path / "v.yaml"))
     assert code == 0, err
     assert "# run 2 instances of this configuration behind a load balancer (1 GPU each)\n" in (tmp_path / "v.yaml").read_text()
+
+
+def test_import_command_line_finds_its_config_in_the_working_folder(tmp_path, monkeypatch):
+    # review of uxb: `--config x.yaml` in a quoted command line was looked for beside a temporary file and always refused
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "x.yaml").write_text("max_num_seqs: 32\n")
+    code, out, err = cli("import", "vllm serve meta-llama/Llama-3.1-8B-Instruct --config x.yaml", "--gpu", "h100", "--json")
+    assert code == 0 and json.loads(out)["concurrency"] == 32, err
+    code, _, err = cli("import", "vllm serve meta-llama/Llama-3.1-8B-Instruct --config nosuch.yaml", "--gpu", "h100")
+    assert code == 2 and err.strip() == (f"error: config: 'nosuch.yaml' is not valid; a file in the working folder {tmp_path} or an "
+                                         "absolute path (the configuration names it)")
+    assert "llm-codesign-import" not in err
+
+
+def test_import_long_command_line_and_long_name(tmp_path, monkeypatch):
+    # over 255 characters without "/": Path.exists() raised "File name too long" before the command line was recognised
+    monkeypatch.chdir(tmp_path)
+    line = "vllm serve meta-llama/Llama-3.1-8B-Instruct" + " --max-num-seqs 8" * 20
+    assert len(line) > 255
+    code, out, err = cli("import", line, "--gpu", "h100", "--json")
+    assert code == 0 and json.loads(out)["concurrency"] == 8, err
+    code, _, err = cli("import", "x" * 300, "--gpu", "h100")
+    assert code == 2 and err.strip().startswith(f"error: path: '{'x' * 300}' is not valid; an existing file")
+
+
+@pytest.mark.parametrize("tail", ["$(touch made)", "; touch made", "`touch made`", "&& touch made"])
+def test_import_never_runs_the_command_line(tmp_path, monkeypatch, tail):
+    # shlex only: what a shell would run is a word to it (refused or ignored), never executed
+    monkeypatch.chdir(tmp_path)
+    cli("import", f"vllm serve meta-llama/Llama-3.1-8B-Instruct {tail}", "--gpu", "h100", "--json")
+    assert not (tmp_path / "made").exists() and list(tmp_path.iterdir()) == []
+
+
+def test_repeats_by_what_they_name_are_priced_once():
+    # review of uxb: repeats were dropped as typed, so "h100,H100" and "qwen3-0.6b,Qwen/Qwen3-0.6B" ran twice
+    code, one, err = cli("pareto", "qwen3-0.6b", "--gpu", "h100", "--gpus", "1", "--json")
+    assert code == 0, err
+    for models, gpus in (("qwen3-0.6b, qwen3-0.6b", "h100,H100"), ("qwen3-0.6b,Qwen/Qwen3-0.6B", "h100")):
+        code, two, err = cli("pareto", models, "--gpu", gpus, "--gpus", "1", "--json")
+        assert code == 0, err
+        assert "comparisons" not in json.loads(two) and {**json.loads(two), "seconds": 0} == {**json.loads(one), "seconds": 0}
+        code, rows, err = cli("compare", models, "--gpu", gpus, "--gpus", "1", "--json")
+        assert code == 0, err
+        assert {(r["model"], r["gpu"]) for r in json.loads(rows)["rows"]} == {("qwen3-0.6b", "h100")}
+        assert len(json.loads(rows)["rows"]) == len({r["weight_dtype"] for r in json.loads(rows)["rows"]})  # each precision once
+
+
+@pytest.mark.parametrize("gpu,hint", [
+    ("a100", " (the checkpoint's)"),  # FP8 was suggested, then refused: the A100 runs none of the lower formats
+    ("h100", " (the checkpoint's; pareto searches precisions too: --weight-dtype fp8 --kv-dtype fp8 exports another)"),
+    ("b200", " (the checkpoint's; pareto searches precisions too: --weight-dtype fp8 --kv-dtype fp8 or --weight-dtype nvfp4 "
+             "--kv-dtype fp8 exports another)"),
+])
+def test_export_suggests_only_precisions_the_gpu_runs(tmp_path, gpu, hint):
+    code, out, err = cli("export", "llama-3.1-8b", "--gpu", gpu, "-o", str(tmp_path / "t.yaml"))
+    assert code == 0, err
+    first = " ".join(out.split())  # the console wraps
+    assert first.startswith("chose TP1 at ") and f"W:bf16 A:bf16 KV:bf16{hint}: the frontier point" in first
+    if gpu == "a100":  # and what it no longer suggests is refused there
+        code, _, err = cli("export", "llama-3.1-8b", "--gpu", gpu, "--weight-dtype", "fp8", "--kv-dtype", "fp8", "-o", str(tmp_path / "u.yaml"))
+        assert code == 2
+
+
+def test_lc_import_config_takes_a_command_line_as_the_cli_does(tmp_path, monkeypatch):
+    # one code path (explore.export.import_config): the CLI's argument and lc.import_config's price a command line alike
+    import llm_codesign as lc
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "x.yaml").write_text("max_num_seqs: 32\n")
+    line = "vllm serve meta-llama/Llama-3.1-8B-Instruct --config x.yaml"
+    r = lc.import_config(line, gpu="h100")
+    assert r.path == line and r.concurrency == 32 and r.deployment.gpu.id == "h100"
+    code, out, err = cli("import", line, "--gpu", "h100", "--json")
+    assert code == 0 and json.loads(out) == r.to_dict(), err

@@ -77,14 +77,18 @@ def check_output_path(field: str, path, *, folder: bool = False) -> None:
     """An output path refused in one line where it names nothing (`--out ""` wrote nothing and exited 0) or where writing
     it would create folders far from any that exists (`--csv /nonexistent/dir/x.csv` made /nonexistent/dir at the
     filesystem root). The file's own folder (with `folder`, the folder itself) is created where its parent exists; a
-    relative path inside the working folder creates every folder it names (the README's `pareto --out out/gpus`)."""
+    path inside the working folder, relative or absolute, creates every folder it names (the README's `pareto --out
+    out/gpus`). A leading ~ is refused: quoted, nothing expands it."""
     from pathlib import Path
 
     if not str(path).strip():
         raise InputError(field, str(path), "a path (an empty one names no file)")
+    if str(path).startswith("~"):  # quoted, no shell expands it: `-o '~/new/x.yaml'` made a folder named "~"
+        raise InputError(field, str(path), "a path without a leading ~ (no shell expanded it: write $HOME/... or an absolute path)")
     p = Path(path)
-    own = p if folder else p.parent
-    if own.exists() or own.parent.exists() or (not p.is_absolute() and own.resolve().is_relative_to(Path.cwd().resolve())):
+    # compared resolved: `$PWD/a/b/x.csv` is `a/b/x.csv`'s place, and `a/../../x` names the folders it reaches, not `a`
+    own = (p if folder else p.parent).resolve()
+    if own.exists() or own.parent.exists() or own.is_relative_to(Path.cwd().resolve()):
         return
     top = own
     while not top.parent.exists() and top.parent != top:

@@ -433,8 +433,11 @@ def pareto(
     # a comma separates models to compare, unless the whole argument is a path (a folder may hold a comma)
     if max_accuracy_drop is not None and not (max_accuracy_drop >= 0 and max_accuracy_drop < float("inf")):
         raise InputError("max_accuracy_drop", max_accuracy_drop, "a finite percentage >= 0")
-    model_refs = [model] if Path(model).exists() else list(dict.fromkeys(m for m in model.split(",") if m.strip()))  # repeats once
-    gpu_refs = [gpu] if Path(gpu).is_file() else list(dict.fromkeys(g for g in gpu.split(",") if g.strip()))
+    # a repeat once, by what it names (compare.unique_refs): "qwen3-0.6b,Qwen/Qwen3-0.6B" and "h100,H100" are searched once
+    from llm_codesign.cli.compare import unique_refs
+
+    model_refs = [model] if Path(model).exists() else unique_refs((m for m in model.split(",") if m.strip()), _model)
+    gpu_refs = [gpu] if Path(gpu).is_file() else unique_refs((g for g in gpu.split(",") if g.strip()), _gpu)
     if not model_refs:
         raise InputError("model", model, "a model, or models separated by commas")
     if not gpu_refs:

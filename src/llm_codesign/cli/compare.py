@@ -12,6 +12,8 @@ from llm_codesign.cli.common import (
     O_OSL,
     _console,
     _dump,
+    _gpu,
+    _model,
     _table,
     app,
     check_paths,
@@ -60,6 +62,21 @@ def _lo_hi(b: dict, value: float) -> str:
     return f"{b['lo80']:.0f}-{b['hi80']:.0f}" + (f" c{b['centre']:.0f}" if off_centre(b, value) else "")
 
 
+def unique_refs(refs, resolve) -> list[str]:
+    """The names `refs` once each by what `resolve` makes of them (the first spelling kept): `h100,H100` is one GPU,
+    `qwen3-0.6b,Qwen/Qwen3-0.6B` one model (ModelSpec compares by its fields). A name that does not resolve is kept as
+    typed, to be refused where every name is checked, in that check's words."""
+    seen: dict = {}
+    for ref in refs:
+        try:
+            key = resolve(ref)
+            hash(key)
+        except (InputError, TypeError):
+            key = ("as typed", ref)
+        seen.setdefault(key, ref)
+    return list(seen.values())
+
+
 @app.command()
 def compare(
     model: str = typer.Argument(..., help="Models, comma-separated."),
@@ -84,8 +101,9 @@ def compare(
     from llm_codesign.render.intervals import arrival_footer
     from llm_codesign.spec.harness import DEFAULT_ARRIVAL
 
-    models = list(dict.fromkeys(x.strip() for x in model.split(",") if x.strip()))  # a repeat once (the first)
-    gpus = list(dict.fromkeys(x.strip() for x in gpu.split(",") if x.strip()))
+    # a repeat once (the first), by what it names: "qwen3-0.6b,Qwen/Qwen3-0.6B" is one model, "h100,H100" one GPU
+    models = unique_refs((x.strip() for x in model.split(",") if x.strip()), _model)
+    gpus = unique_refs((x.strip() for x in gpu.split(",") if x.strip()), _gpu)
     formats = [x.strip() for x in weight_dtype.split(",") if x.strip()] if weight_dtype else None
     # every check before any search, as lc.compare makes them (explore.compare.ask)
     question = cmp.ask(models, gpus, formats, kv_dtype=kv_dtype, num_gpus=gpus_, isl=isl, osl=osl, engine=backend,

@@ -218,7 +218,10 @@ def export(
     b = {**p, "intervals": summary.get("intervals")}  # each figure with its 80% interval, where it has one
     con = _console(stderr=out == "-")
     if chosen:
-        con.print(_chosen_line(chosen, precision=dep.precision, checkpoints=weight_dtype is None and kv_dtype is None), highlight=False)
+        from llm_codesign.explore.search import default_precisions
+
+        con.print(_chosen_line(chosen, precision=dep.precision, checkpoints=weight_dtype is None and kv_dtype is None,
+                               others=default_precisions(m, dep.gpu)), highlight=False)
     con.print(f"wrote {engine} configuration{_read_at(engine, es['version'])}: {'standard output' if out == '-' else out}\nlaunch: {launch}\n"
               f"predicted: TTFT {p['ttft_ms']:.0f} ms{short(b, 'ttft_ms')}, TPOT {p['tpot_ms']:.2f} ms{short(b, 'tpot_ms')}, "
               f"{p['tok_s_per_user']:.1f} tok/s/user{short(b, 'tok_s_per_user')}, "
@@ -240,26 +243,28 @@ def _read_at(engine: str, version: str) -> str:
     return f" (options read at {engine} {version}; newer releases may differ)"
 
 
-def _precision_words(precision, checkpoints: bool) -> str:
+def _precision_words(precision, checkpoints: bool, others=()) -> str:
     """The exported point's precision (W:/A:/KV:), and, where the checkpoint's was kept, how to export another: export
     searches plans and batches at one precision while `pareto` searches precisions too, so pareto's best point at the same
     SLO may be another precision's (llama-3.1-70b on 8x H200 at 50 tok/s/user: pareto's TP2 x4 FP8 at 1634 tok/s/GPU,
-    export's BF16 TP8 at 812)."""
+    export's BF16 TP8 at 812). `others`: the precisions pareto searches besides it (search.default_precisions: the
+    formats the GPU runs natively), the only ones suggested: FP8 was suggested on an A100, which refuses it."""
     if precision is None:
         return ""
     if not checkpoints:
         return f", {precision.label()}"
-    other = ("--weight-dtype fp8 --kv-dtype fp8" if precision.weight.name in ("bf16", "fp16")
-             else "--weight-dtype and --kv-dtype")
-    return f", {precision.label()} (the checkpoint's; pareto searches precisions too: {other} exports another)"
+    flags = [f"--weight-dtype {p.weight.name} --kv-dtype {p.kv.name}" for p in others if p != precision]
+    if not flags:
+        return f", {precision.label()} (the checkpoint's)"
+    return f", {precision.label()} (the checkpoint's; pareto searches precisions too: {' or '.join(flags)} exports another)"
 
 
-def _chosen_line(chosen: dict, *, precision=None, checkpoints: bool = True) -> str:
+def _chosen_line(chosen: dict, *, precision=None, checkpoints: bool = True, others=()) -> str:
     """Which frontier point export chose and why (the SLO, and whether it was the default), at which precision."""
     why = (f"{_slo_text(chosen['slo'])}, the interactive default (--min-tps-user/--max-ttft-ms set another, --concurrency a batch)"
            if chosen["default"] else _slo_text(chosen["slo"]))
     x = f" x{chosen['replicas']}" if chosen["replicas"] > 1 else ""
-    return (f"chose {chosen['plan']}{x} at {chosen['concurrency']} requests per instance{_precision_words(precision, checkpoints)}: "
+    return (f"chose {chosen['plan']}{x} at {chosen['concurrency']} requests per instance{_precision_words(precision, checkpoints, others)}: "
             f"the frontier point with the most tok/s/GPU that meets {why}")
 
 
@@ -313,28 +318,16 @@ def _dynamo(m, gpu, *, prefill, decode, n_pre, n_dec, concurrency, isl, osl, bac
                   "concurrency": concurrency, "predicted": predicted}
 
 
-# the launchers an engine's command line starts with (explore.export.config_engine reads the same): an argument that is
-# none of them and no file is read as a path, and refused as one
-_LAUNCHERS = ("vllm", "trtllm-serve", "sglang")
-_MODULES = ("vllm.entrypoints", "sglang.launch_server")
+from llm_codesign.explore.export import command_line as _command_line  # noqa: E402 (where it was)
 
 
-def _command_line(arg: str) -> bool:
-    """Whether `import`'s argument is an engine's command line (`vllm serve ...`, `python -m sglang.launch_server ...`,
-    `trtllm-serve ...`, leading VAR=value settings allowed) rather than a path."""
+def _exists(path: str) -> bool:
+    """Whether `path` names an existing file or folder; a name the OS refuses (over 255 characters: "File name too
+    long") names none."""
     try:
-        words = shlex.split(arg)
-    except ValueError:  # an unclosed quote: no command line
+        return Path(path).exists()
+    except (OSError, ValueError):  # ValueError: an embedded NUL
         return False
-    words = [w for w in words if w != "\\"]
-    while words and "=" in words[0] and not words[0].startswith("-"):  # CUDA_VISIBLE_DEVICES=0,1 vllm serve ...
-        words = words[1:]
-    if len(words) < 2:
-        return False
-    head = Path(words[0]).name
-    if head in _LAUNCHERS:
-        return True
-    return head.startswith("python") and words[1] == "-m" and len(words) > 2 and words[2].startswith(_MODULES)
 
 
 @app.command("import")
@@ -365,17 +358,12 @@ def import_(
 
     kw = dict(price=estimate, gpu=_gpu(gpu) if gpu is not None else None, model=model, backend=backend, concurrency=concurrency,
               isl=isl, osl=osl, acceptance=acceptance, acceptance_rates=acceptance_rates, calibration=calibration)
-    if not Path(path).exists() and _command_line(path):
-        # the command line itself (`import 'vllm serve MODEL --tensor-parallel-size 8'`), as the help says it is taken: read from
-        # a file of that one line, named "the command line" in what the reader says of it ("the command line names no GPU")
-        import tempfile
-        from dataclasses import replace
-
-        with tempfile.TemporaryDirectory(prefix="llm-codesign-import-") as d:
-            f = Path(d) / "the command line"
-            f.write_text(path + "\n", encoding="utf-8")
-            imp = replace(import_config(str(f), **kw), path=path)
-    elif not Path(path).exists():
+    if _command_line(path):
+        # the command line itself (`import 'vllm serve MODEL --tensor-parallel-size 8'`), as the help says it is taken:
+        # import_config reads it as text (shlex, never run), as lc.import_config does. Asked before Path.exists(), which
+        # raised "File name too long" past 255 characters
+        imp = import_config(path, **kw)
+    elif not _exists(path):
         raise InputError("path", path, "an existing file (an export, an engine's YAML or command line) or an engine's command line "
                                        "itself: 'vllm serve MODEL ...', 'python -m sglang.launch_server ...' or 'trtllm-serve MODEL ...'")
     else:  # one code path with lc.import_config (explore.export.import_config), priced as estimate prices

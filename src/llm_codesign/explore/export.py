@@ -511,21 +511,54 @@ def profile_note(meta: dict, calibration: str | None) -> str | None:
             + ("" if calibration is None else f"these are {calibration}'s; ") + f"pass --calibration {meta['calibration']} to price it alike")
 
 
+# the launchers an engine's command line starts with (config_engine reads the same): an argument that is
+# none of them and no file is read as a path, and refused as one
+_LAUNCHERS = ("vllm", "trtllm-serve", "sglang")
+_MODULES = ("vllm.entrypoints", "sglang.launch_server")
+
+
+def command_line(arg: str) -> bool:
+    """Whether `import`'s argument (the CLI's, lc.import_config's) is an engine's command line (`vllm serve ...`,
+    `python -m sglang.launch_server ...`, `trtllm-serve ...`, leading VAR=value settings allowed) rather than a path."""
+    import shlex
+    from pathlib import Path
+
+    try:
+        words = shlex.split(arg)
+    except ValueError:  # an unclosed quote: no command line
+        return False
+    words = [w for w in words if w != "\\"]
+    while words and "=" in words[0] and not words[0].startswith("-"):  # CUDA_VISIBLE_DEVICES=0,1 vllm serve ...
+        words = words[1:]
+    if len(words) < 2:
+        return False
+    head = Path(words[0]).name
+    if head in _LAUNCHERS:
+        return True
+    return head.startswith("python") and words[1] == "-m" and len(words) > 2 and words[2].startswith(_MODULES)
+
+
 def import_config(path: str, *, price, gpu=None, model: str | None = None, backend: str | None = None, concurrency: int | None = None,
                   isl: int | None = None, osl: int | None = None, acceptance: float | None = None, acceptance_rates=None,
-                  calibration: str | None = None) -> ImportEstimate:
+                  calibration: str | None = None, text: str | None = None) -> ImportEstimate:
     """The deployment the configuration at `path` starts (read_config: an export, or an engine's own command line or
     YAML; `gpu` a Gpu where it names none, `model` a registry name where it names none or one the registry lacks),
     priced by `price` (llm_codesign.api.estimate, which both callers pass: it sits a layer above this one) at
     `concurrency` requests per instance (default: its max batch) and `isl`/`osl` (default: the export's, else 1024); an
     exported Dynamo deployment priced as `disagg` prices its pools. `calibration`: a profile's path or None (the bundled
-    one)."""
+    one). `text`: the configuration itself, `path` then only its name in messages; a `path` that is an engine's command
+    line (command_line) is taken as its text, named "the command line", with no folder: the files it names (`--config x.yaml`) are found in the working folder, as its shell
+    would find them (file_beside); the text is split by shlex, never run."""
     from pathlib import Path
 
     from llm_codesign.errors import read_text
     from llm_codesign.spec.engines import engine_for
 
-    text = read_text(path, "path", "an export or an engine's command line or YAML")
+    given = str(path)
+    if text is None and command_line(given):  # the command line itself, as `import` and lc.import_config take it
+        text, path = given, "the command line"
+    if text is None:
+        text = read_text(path, "path", "an export or an engine's command line or YAML")
     meta = _meta(text, path) if any(line.startswith(HEADER) for line in text.splitlines()) else {}
     isl, osl = isl or meta.get("isl", 1024), osl or meta.get("osl", 1024)
     rates = acceptance_rates_of(acceptance_rates)
@@ -553,7 +586,7 @@ def import_config(path: str, *, price, gpu=None, model: str | None = None, backe
     r["deployment"] = imp.deployment.to_dict()
     r |= {"engine": imp.engine, "replicas": imp.replicas, "ignored": list(imp.ignored), "unset_env": list(imp.unset_env)}
     batch = ("--concurrency" if concurrency else "the configuration's max batch") if conc else "no max batch given: the engine's own and the KV cache's"
-    return ImportEstimate(path=str(path), engine=imp.engine, model=imp.model, deployment=imp.deployment, replicas=imp.replicas,
+    return ImportEstimate(path=given, engine=imp.engine, model=imp.model, deployment=imp.deployment, replicas=imp.replicas,
                           concurrency=r["concurrency"], batch=batch, answer=r, estimate=est, ignored=imp.ignored, unset_env=imp.unset_env,
                           note=profile_note(meta, calibration))
 

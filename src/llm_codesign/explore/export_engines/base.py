@@ -311,9 +311,11 @@ def file_beside(path: str, origin: str) -> str:
     configuration's own folder."""
     from pathlib import Path
 
-    p = Path(path) if Path(path).is_absolute() or origin == "export" else Path(origin).parent / path
+    # a command line given as text (origin "the command line", no folder): Path(origin).parent is ".", the working folder
+    p = Path(path).expanduser() if Path(path).expanduser().is_absolute() or origin == "export" else Path(origin).parent / path
     if not p.is_file():
-        raise InputError("config", path, f"a file beside {origin} (the configuration names it)")
+        where = f"beside {origin}" if Path(origin).parent != Path(".") else f"in the working folder {Path.cwd()} or an absolute path"
+        raise InputError("config", path, f"a file {where} (the configuration names it)")
     return p.read_text(encoding="utf-8-sig")
 
 
