@@ -34,10 +34,12 @@ def test_sglang_idle_launch_is_the_eager_step_over_its_launches():
     _, n, k = _parts(m, g, costs, Plan(tp=8, ep=1, moe_tp=8).broadcast(), 1.0)
     assert n == 1202.0
     assert (82.6e-3 - 0.1e-3) / n == pytest.approx(68.64e-6, abs=0.01e-6)
-    # the priced step reproduces the PR's 82.6 ms within the rounding: 1,202 x 68.6 us + the step's and one sequence's host costs
+    # the priced step is 1,202 x 68.6 us + the step's and one sequence's host costs: 82.457 + 0.292 + 0.019 = 82.769 ms since
+    # the re-fit 0db78f4 (SGLang's step overhead 0.108 -> 0.292 ms, host cost a sequence 15.1 -> 19.4 us), 0.17 ms (0.2%) over
+    # the PR's 82.6 ms, which idle_launch's ~0.1 ms of host costs assumed (82.580 ms before the re-fit)
     idle = float(prefill_step(m, g, FP8, Plan(tp=8, ep=1, moe_tp=8).broadcast(), costs=costs, tokens=np.array([1.0]),
                               isl=np.array([1.0]), chunk=np.array([1.0]), idle=True)[0])
-    assert idle == pytest.approx(82.6e-3, abs=0.1e-3)
+    assert idle == pytest.approx(82.769e-3, abs=0.1e-3)
     for other in ("trtllm", "vllm", "atom"):  # no idle-engine figure read: not priced
         assert get_engine(other).costs(calibration_for(g)).idle_launch == 0.0
 
@@ -132,10 +134,11 @@ def test_disaggregated_idle_extra_only_for_arrivals_that_find_the_pool_idle():
     # a closed loop of one always finds the pool idle: the whole extra
     assert paid[0] == pytest.approx(t_idle, rel=1e-9)
     # under load an arrival finds it idle with probability 1 - rho, rho = the other C - 1 requests' rate over the pool's
-    # capacity (the arrival theorem): at 512 requests rho ~ 0.975, so ~2.5% of the extra; at 64 ~ 0.21
+    # capacity (the arrival theorem): at 512 requests rho ~ 0.942, so ~5.8% of the extra; at 64 ~ 0.20 (0.975 and 0.205 before
+    # the re-fit 0db78f4: SGLang's step overhead 0.11 -> 0.29 ms a decode step, so fewer requests a second reach the pool)
     rho = r["request_rate"] * (C - 1.0) / C / r["prefill_capacity_req_s"]
     assert paid[1:] == pytest.approx((1.0 - rho[1:]) * t_idle, rel=2e-2)
-    assert paid[2] < 0.05 * t_idle and rho[2] > 0.95
+    assert paid[2] < 0.07 * t_idle and rho[2] > 0.93
     # a burst's wave reaches an idle pool and queues behind its first prompt: the whole extra at every concurrency
     b, b0 = (evaluate_disagg(m, *_sglang_pair(g, plan), calibration=c, arrival="burst", **kw) for c in (cal, zero))
     assert b["prefill_alone_s"] - b0["prefill_alone_s"] == pytest.approx(np.full(3, t_idle), rel=1e-9)

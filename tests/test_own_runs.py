@@ -122,14 +122,16 @@ def test_compare_gives_the_points_instances_and_batch_as_estimate_prices_them():
     # Since the re-fit ba3a87f (vLLM's eager skew 0.96 -> 2.03 us) TP2 at 48 runs 49.8 tok/s/user, under the 50 floor, so the
     # best point is TP4 x2 at 91 requests each: estimate's 1127.9 tok/s/GPU, 567.8 ms TTFT, 50.9 tok/s/user. Since the re-fit
     # 14086fe (vLLM's host step 258.8 -> 293.2 us, host cost a sequence 19.8 -> 17.5 us: 48 x -2.3 = -111.8 us a step) TP2 at 48
-    # is back over the floor, just (TPOT 19.99986 ms, 50.0004 tok/s/user): TP2 x4 at 48 each, 1157.8 tok/s/GPU, 766.2 ms TTFT
+    # is back over the floor, just (TPOT 19.99986 ms, 50.0004 tok/s/user): TP2 x4 at 48 each, 1157.8 tok/s/GPU, 766.2 ms TTFT.
+    # Since the re-fit 0db78f4 (vLLM's host cost a sequence 17.5 -> 19.8 us: 48 x 2.32 = 111.5 us a step) TP2 at 48 is under
+    # it again (TPOT 20.10 ms, 49.74 tok/s/user): TP4 x2 at 91 each, estimate's 1126.5 tok/s/GPU, 566.8 ms TTFT, 50.86 tok/s/user
     code, out, _ = cli("compare", "llama-3.3-70b", "--gpu", "h200", "--weight-dtype", "fp8", "--backend", "vllm", "--min-tps-user", "50")
     lines = out.splitlines()
-    at = next(i for i, line in enumerate(lines) if line.split()[:1] == ["fp8"] and "1158" in line)
-    assert code == 0 and lines[at].split()[-2:] == ["TP2", "x4"] and lines[at + 1].split()[-2:] == ["48", "each"]
-    code, out, _ = cli("estimate", "llama-3.3-70b", "--gpu", "h200", "--tp", "2", "--weight-dtype", "fp8", "--kv-dtype", "fp8",
-                       "--backend", "vllm", "--concurrency", "48", "--json")
-    assert code == 0 and round(json.loads(out)["output_tok_s_per_gpu"]) == 1158
+    at = next(i for i, line in enumerate(lines) if line.split()[:1] == ["fp8"] and "1126" in line)
+    assert code == 0 and lines[at].split()[-2:] == ["TP4", "x2"] and lines[at + 1].split()[-2:] == ["91", "each"]
+    code, out, _ = cli("estimate", "llama-3.3-70b", "--gpu", "h200", "--tp", "4", "--weight-dtype", "fp8", "--kv-dtype", "fp8",
+                       "--backend", "vllm", "--concurrency", "91", "--json")
+    assert code == 0 and round(json.loads(out)["output_tok_s_per_gpu"]) == 1126
 
 
 def test_import_names_the_profile_an_export_was_priced_with(tmp_path, monkeypatch):
