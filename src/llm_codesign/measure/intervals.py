@@ -570,7 +570,7 @@ def reasons(ctx: Context, table: dict) -> list[Widening]:
         # so, and widened as `between` does an unmeasured reason, not left at x1.00 beside its own name
         out.append(Widening("spec", f"speculative decoding: no {run} with it" + ("" if measured(t) else
                    f"; its term not measured ({_count(t.get('groups', 0), 'group')} of {t.get('n', 0)} published runs): "
-                   "widened as a new campaign, the term of held-out runs with no other reason")))
+                   "widened by the campaign term once more, in quadrature on top of the others: a new group and a new campaign")))
     return out
 
 
@@ -734,15 +734,18 @@ def between(why: list[str], table: dict, *, own: bool = False, levels=LEVELS) ->
     """The between-group term T of each level (log units): the largest of the campaign term (not for a
     profile's `own` runs: they are the user's campaign) and the terms of the reasons' kinds `why`; 0 where the
     table measures none; a wider level's term never below a narrower one's (each level is measured apart, and
-    low_load's 95% term came out under its 80%); a reason whose term was not measured (one group: `measured`) takes the
-    campaign term, own or not."""
+    low_load's 95% term came out under its 80%); a reason whose term was not measured (one group: `measured`) adds the
+    campaign term once more in quadrature, own or not: such a run (speculative decoding's) is a new group AND a new
+    campaign, and taking the largest term left the band exactly as without the reason (review of uxa)."""
     terms = table.get("between", {})
     kinds = ([] if own else ["campaign"]) + [k for k in why if k not in terms or measured(terms[k])]
-    if any(k in terms and not measured(terms[k]) for k in why):  # an unmeasured term: a new campaign's (reasons)
-        kinds.append("campaign")
+    new = any(k in terms and not measured(terms[k]) for k in why)  # an unmeasured term: a second campaign's on top
     out, floor = {}, 0.0
     for lvl in sorted(levels):
-        floor = out[lvl] = max([floor, *(terms[kind][f"t{lvl}"] for kind in kinds if kind in terms)])
+        top = max([0.0, *(terms[kind][f"t{lvl}"] for kind in kinds if kind in terms)])
+        if new and "campaign" in terms:
+            top = math.hypot(top, terms["campaign"][f"t{lvl}"])
+        floor = out[lvl] = max(floor, top)
     return out
 
 
