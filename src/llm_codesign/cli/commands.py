@@ -220,11 +220,6 @@ def estimate(
     r = est.to_dict()  # the table shows what --json prints (and the API: Estimate.to_dict), the shape's rows beside it
     if as_json:
         return _dump(r)
-    if r.get("intervals"):  # the table's: no rate's bound above what the hardware allows at the batch that runs
-        # (_ideal_rates); --json stays lc.estimate's to_dict, key for key (the bands are serve.estimate's to cap)
-        from llm_codesign.measure.intervals import capped
-
-        r["intervals"] = capped(r["intervals"], _ideal_rates(m, dep, r))
     from rich.table import Table
 
     from llm_codesign.render.intervals import ARRIVAL_TEXT, ONE_TOKEN, basis_rows, duration, inline, one_token
@@ -288,22 +283,6 @@ def estimate(
         for o in sorted(r["breakdown"], key=lambda o: -o["time_ms"]):
             bt.add_row(o["name"], o["kind"], f"{o['time_ms']:.3f}")
         _console().print(bt)
-
-
-def _ideal_rates(m, dep, r: dict) -> dict:
-    """The most tok/s/user and tok/s/GPU the deployment's GPUs allow at the batch that runs (the concurrency, at most
-    the largest batch that fits; offline: that batch): explore.search.roofline_bound's ideal step (the weights a step
-    reads at least over the GPUs' HBM bandwidth, or its FLOPs at peak, whichever is longer) at the format the GPU runs,
-    `accepted_per_step` tokens a request a step. Prefill, the KV cache's reads and the steps' overheads left out: an upper
-    bound."""
-    from llm_codesign.explore.search import weights_read
-    from llm_codesign.spec.precision import executable, gemm_math
-
-    p, g = executable(dep.precision, dep.gpu)[0], dep.gpu
-    b = max(1, min(r["concurrency"] or r["max_batch"], r["max_batch"]))
-    step = max(float(weights_read(m, b)) * p.weight.bytes_per_weight() / (dep.num_gpus * g.hbm_bandwidth_bytes_per_s),
-               2 * m.active_params * b * r["accepted_per_step"] / (dep.num_gpus * g.peak(gemm_math(p.weight, p.activation, g))))
-    return {"tok_s_per_user": r["accepted_per_step"] / step, "output_tok_s_per_gpu": r["accepted_per_step"] * b / step / dep.num_gpus}
 
 
 def _energy_rows(r: dict) -> list[tuple[str, str]]:

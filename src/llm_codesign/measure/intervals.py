@@ -749,19 +749,6 @@ def between(why: list[str], table: dict, *, own: bool = False, levels=LEVELS) ->
     return out
 
 
-def capped(bands: dict, ceilings: dict) -> dict:
-    """`bands` ({metric: band}) with each bound of a rate above its `ceilings` ({metric: the most the hardware allows})
-    brought down to it (a band's log-symmetric widening put llama-3.1-8b's tok/s/GPU 95% bound at 98975 on one H100,
-    2x its memory-bandwidth roofline), the band marked "capped" with the ceiling; the others as they were."""
-    out = dict(bands)
-    for m, top in ceilings.items():
-        b = bands.get(m)
-        if b is None or top is None or max(b[f"hi{lvl}"] for lvl in LEVELS) <= top:
-            continue
-        out[m] = b | {k: min(b[k], top) for k in b if k[:2] in ("lo", "hi")} | {"capped": float(top)}
-    return out
-
-
 def bands(values: dict, ctx: Context, *, table: dict | None = None) -> dict[str, dict]:
     """`band` of each metric in `values` ({metric: value}, METRICS' names)."""
     return {m: band(m, v, ctx, table=table) for m, v in values.items() if m in METRICS}

@@ -334,8 +334,10 @@ const span = (k, lo, hi) => {
   if (k !== "ttft_ms" && k !== "tpot_ms") return `${bound(k, lo)}-${bound(k, hi)}`;
   const [a, ua] = dur(k, lo), [c, uc] = dur(k, hi);
   return ua === uc ? `${a}-${c} ${uc}` : `${a} ${ua}-${c} ${uc}`; };
-// render/intervals.py UNINFORMATIVE: a 95% interval over 100x wide said to tell nothing
-const uninformative = (b) => (b.lo95 > 0 && b.hi95 / b.lo95 > 100 ? " (uninformative: no measured run like it)" : "");
+// render/intervals.py UNINFORMATIVE: a 95% interval over 100x wide said so, as a fact; "no measured run like it" only
+// where the band was widened for a reason
+const uninformative = (b) => (b.lo95 > 0 && b.hi95 / b.lo95 > 100
+  ? ((b.widened || []).length ? " (95% spans over 100x; no measured run like it)" : " (95% spans over 100x)") : "");
 
 function intervalRows(b, e) {
   // a point's 80% and 95% intervals per metric, centred on where the prediction `e[k]` lies outside the 80% one,
