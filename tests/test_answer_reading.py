@@ -103,20 +103,47 @@ def test_times_of_ten_seconds_or_more_read_in_seconds_and_hours():
     assert short({"intervals": {"ttft_ms": {"lo80": 95.0, "hi80": 160.0}}}, "ttft_ms") == " (80%: 95.0-160)"  # ms unsaid, as before
 
 
-def test_the_table_shows_the_bands_json_and_the_api_carry():
-    # the review of uxa: an ideal-step cap in the estimate table alone (its tok/s bounds 223 / 50219 beside --json's,
-    # lc.estimate's, the web page's and mix's uncapped ones) was removed, not half applied: every consumer shows one band.
-    # The expected text is formatted here from --json's own bands, so a regenerated intervals.toml moves it with them.
+def test_a_rates_bounds_stop_at_the_ideal_step_in_every_consumer():
+    # llama-3.1-8b, BF16 on one H100, 100000 requests: 225 fit. The ideal step (explore.search.ideal_step) reads every
+    # weight but the input embedding, (8029995008 - 525336576) x 2 B = 15.009 GB, over 3.35 TB/s: 4.4804 ms (its FLOPs
+    # at peak, 2 x 7504658432 x 225 / 989.4e12 = 3.413 ms, are shorter): 1 / 4.4804 ms = 223.2 tok/s/user, x 225 =
+    # 50219 tok/s/GPU, TPOT at least 4.48 ms. Applied where the bands are attached (api.estimate), so --json, lc.estimate,
+    # the web page and the table carry one band (the review of uxa: the table alone was capped, 309 vs 223)
     from llm_codesign.render.intervals import interval_text
 
+    step = (8029995008 - 525336576) * 2 / 3.35e12
     args = ("estimate", "llama-3.1-8b", "--gpu", "h100", "--concurrency", "100000")
     text, d = _text(*args), json.loads(cli(*args, "--json")[1])
     b = d["intervals"]
+    assert d["max_batch"] == 225
+    assert b["tok_s_per_user"]["capped"] == pytest.approx(1 / step, rel=1e-4) == pytest.approx(223.2, abs=0.05)
+    assert b["output_tok_s_per_gpu"]["capped"] == pytest.approx(225 / step, rel=1e-4) == pytest.approx(50219, abs=1)
+    assert b["tpot_ms"]["capped"] == pytest.approx(step * 1e3, rel=1e-4)
+    for m in ("tok_s_per_user", "output_tok_s_per_gpu"):  # no bound above the ceiling, none below the prediction's
+        assert max(b[m]["hi80"], b[m]["hi95"]) <= b[m]["capped"] + 1e-9 and b[m]["capped"] >= d[m]
+    assert min(b["tpot_ms"]["lo80"], b["tpot_ms"]["lo95"]) >= b["tpot_ms"]["capped"] - 1e-9
     for m, key in (("tok_s_per_user", "tokens/s per user"), ("output_tok_s_per_gpu", "output tokens/s per GPU")):
-        assert _row(text, key, f"{d[m]:.1f}; {interval_text(b[m], m, d[m])}")
-        assert "capped" not in b[m]
-    assert "bounds capped" not in text
+        assert _row(text, key, f"{d[m]:.1f}; {interval_text(b[m], m, d[m])}")  # the table shows --json's band
+    assert _row(text, "bounds capped", "TPOT from 4.48 ms, tok/s/user at 223, tok/s/GPU at 50219: what the GPUs allow at "
+                "the batch that runs (the weights a step reads over HBM bandwidth, or its FLOPs at peak)")
     assert b["ttft_ms"]["widened"] and "(95% spans over 100x; no measured run like it)" in interval_text(b["ttft_ms"], "ttft_ms")
+    # mix carries the same ceiling at its batch (225 too: the mix's lengths fit no more)
+    mix = json.loads(cli("mix", "llama-3.1-8b", "--gpu", "h100", "--isl-dist", "fixed:1024", "--osl-dist", "fixed:1024",
+                         "--concurrency", "100000", "--json")[1])["intervals"]
+    assert mix["tok_s_per_user"]["capped"] == pytest.approx(1 / step, rel=1e-4)
+
+
+def test_a_cap_never_falls_below_the_prediction_or_the_centre():
+    band = {"lo80": 80.0, "hi80": 120.0, "lo95": 60.0, "hi95": 150.0, "centre": 110.0, "widened": []}
+    # a ceiling of 100 under the prediction 105 and the centre 110: the band stops at 110, not below its own centre
+    out = iv.capped({"tok_s_per_user": band}, {"tok_s_per_user": 105.0}, {"tok_s_per_user": 100.0})["tok_s_per_user"]
+    assert (out["hi80"], out["hi95"], out["lo80"], out["capped"]) == (110.0, 110.0, 80.0, 110.0)
+    # TPOT's floor likewise never above the prediction (9 ms) nor the centre (9.5 ms)
+    t = {"lo80": 8.0, "hi80": 12.0, "lo95": 6.0, "hi95": 15.0, "centre": 9.5, "widened": []}
+    out = iv.capped({"tpot_ms": t}, {"tpot_ms": 9.0}, {"tpot_ms": 10.0})["tpot_ms"]
+    assert (out["lo80"], out["lo95"], out["hi80"], out["capped"]) == (9.0, 9.0, 12.0, 9.0)
+    # within the bounds: untouched, no "capped" key
+    assert iv.capped({"tpot_ms": t}, {"tpot_ms": 9.0}, {"tpot_ms": 5.0}) == {"tpot_ms": t}
 
 
 def test_one_output_token_has_no_tpot_to_show():

@@ -413,6 +413,19 @@ def weights_read(model: ModelSpec, tokens) -> np.ndarray:
     return read
 
 
+def ideal_step(model: ModelSpec, gpu: Gpu, prec, num_gpus: int, batch, accepted=1.0) -> np.ndarray:
+    """The shortest decode step `num_gpus` GPUs allow at `batch` requests (array ok) emitting `accepted` tokens each:
+    the weights it reads at least (weights_read) over their aggregate HBM bandwidth, or its FLOPs (2 x active params a
+    token) at their aggregate peak at `prec`'s GEMM math, whichever is longer. Prefill, the KV cache's reads and the
+    steps' overheads left out: a lower bound on any step (roofline_bound's, and measure.intervals.ideal's)."""
+    from llm_codesign.spec.precision import gemm_math
+
+    b = np.asarray(batch, float)
+    peak = gpu.peak(gemm_math(prec.weight, prec.activation, gpu))
+    return np.maximum(weights_read(model, b) * prec.weight.bytes_per_weight() / (num_gpus * gpu.hbm_bandwidth_bytes_per_s),
+                      2 * model.active_params * b * accepted / (num_gpus * peak))
+
+
 def roofline_bound(model: ModelSpec, gpu: Gpu, precs, num_gpus: int, accepted: float = 1.0) -> dict:
     """Ideal frontier at B requests in flight: a step >= max(weights it reads / aggregate bandwidth,
     2 * active params * tokens / aggregate peak), emitting up to `accepted` tokens per request (the
@@ -421,12 +434,9 @@ def roofline_bound(model: ModelSpec, gpu: Gpu, precs, num_gpus: int, accepted: f
     from llm_codesign.spec.precision import gemm_math
 
     b = np.geomspace(1, 65536, 64)
-    read = weights_read(model, b)
     t = None
     for p in precs:
-        peak = gpu.peak(gemm_math(p.weight, p.activation, gpu))
-        tp = np.maximum(read * p.weight.bytes_per_weight() / (num_gpus * gpu.hbm_bandwidth_bytes_per_s),
-                        2 * model.active_params * b * accepted / (num_gpus * peak))
+        tp = ideal_step(model, gpu, p, num_gpus, b, accepted)
         t = tp if t is None else np.minimum(t, tp)
     return {"tok_s_per_user": (accepted / t).tolist(), "output_tok_s_per_gpu": (accepted * b / t / num_gpus).tolist()}
 

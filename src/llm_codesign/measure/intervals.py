@@ -749,6 +749,44 @@ def between(why: list[str], table: dict, *, own: bool = False, levels=LEVELS) ->
     return out
 
 
+def ideal(model, dep, batch, *, accepted=1.0, gpus: int | None = None, streams: int = 1) -> dict:
+    """What `dep`'s GPUs (anything with a Deployment's gpu, num_gpus and precision) allow at `batch` requests a step (at least 1), `accepted` tokens a request a step, at the format
+    the GPU runs (spec.precision.executable): explore.search.ideal_step's step as the most tok/s/user and tok/s/GPU
+    (`streams` such instances over `gpus` GPUs: a disaggregated unit's decode pool; default one over its own) and the
+    least TPOT. A band's log-symmetric widening put llama-3.1-8b's tok/s/GPU 95% bound on one H100 at 2x its
+    memory-bandwidth roofline, and its TPOT 95% at 3.19 ms beside a 4.48 ms ideal step."""
+    from llm_codesign.explore.search import ideal_step
+    from llm_codesign.spec.precision import executable
+
+    b, acc = max(1.0, float(batch)), float(accepted)
+    step = float(ideal_step(model, dep.gpu, executable(dep.precision, dep.gpu)[0], dep.num_gpus, b, acc))
+    return {"tok_s_per_user": acc / step, "output_tok_s_per_gpu": acc * b * streams / step / (gpus or dep.num_gpus),
+            "tpot_ms": step / acc * 1e3}
+
+
+def capped(bands: dict, values: dict, bounds: dict) -> dict:
+    """`bands` ({metric: band}) held within `bounds` (ideal's): each rate's bounds above its ceiling brought down to it,
+    TPOT's below its floor brought up to it, the band marked "capped" with what it stopped at; a ceiling never below
+    the prediction (`values`) nor the band's centre, a floor never above them (the bound the model's own answer
+    passes is the model's to answer for, not the band's)."""
+    out = dict(bands)
+    for m, lim in bounds.items():
+        b = bands.get(m)
+        if b is None or lim is None:
+            continue
+        if m == "tpot_ms":
+            lim = min(lim, values.get(m, lim), b["centre"])
+            if min(b[f"lo{lvl}"] for lvl in LEVELS) >= lim:
+                continue
+            out[m] = b | {k: max(b[k], lim) for k in b if k[:2] in ("lo", "hi")} | {"capped": float(lim)}
+        else:
+            lim = max(lim, values.get(m, lim), b["centre"])
+            if max(b[f"hi{lvl}"] for lvl in LEVELS) <= lim:
+                continue
+            out[m] = b | {k: min(b[k], lim) for k in b if k[:2] in ("lo", "hi")} | {"capped": float(lim)}
+    return out
+
+
 def bands(values: dict, ctx: Context, *, table: dict | None = None) -> dict[str, dict]:
     """`band` of each metric in `values` ({metric: value}, METRICS' names)."""
     return {m: band(m, v, ctx, table=table) for m, v in values.items() if m in METRICS}

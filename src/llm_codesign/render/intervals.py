@@ -90,8 +90,12 @@ def basis_rows(bands: dict, values: dict | None = None) -> list[tuple[str, str]]
         reasons += [x for x in b["widened"] if x not in reasons]
     one = len(sources) == 1
     centred = any(m in (values or {}) and off_centre(b, values[m]) for m, b in bands.items())
+    caps = [f"{LABELS[m]} {'from' if m == 'tpot_ms' else 'at'} {_fmt(m)(b['capped'])}{UNITS[m]}"
+            for m, b in bands.items() if b.get("capped") is not None]
     return ([("interval basis" if one else f"basis: {', '.join(ms)}", src) for src, ms in sources.items()]
             + ([("centred on", CENTRE)] if centred else [])
+            + ([("bounds capped", f"{', '.join(caps)}: what the GPUs allow at the batch that runs (the weights a step "
+                 "reads over HBM bandwidth, or its FLOPs at peak)")] if caps else [])
             + [("beyond the runs", f"[yellow]{x}[/yellow]") for x in reasons])
 
 
