@@ -34,9 +34,13 @@ def test_estimate_names_the_arrival_its_ttft_turns_on():
 
 
 def test_compare_and_pareto_say_their_arrival_in_one_line():
+    # ARRIVAL_TEXT's words, the one source (the review of uxa: the footer held its own copy)
     line = ("TTFT with requests arriving in waves (every request of a wave sent at once, as fixed-length benchmarks do); "
-            "`estimate --arrival closed_loop` prices one request per freed slot.")
+            "estimate's --arrival closed_loop for one request per freed slot.")
     assert arrival_footer("waves") == line
+    assert arrival_footer("closed_loop") == ("TTFT with requests arriving in closed loop (one request sent per freed slot, lengths "
+                                             "spread (bench_serving --max-concurrency)); estimate's --arrival waves for every "
+                                             "request of a wave sent at once.")
     assert line in _text("compare", "llama-3.1-8b", "--gpu", "h100", "--gpus", "1", "--weight-dtype", "fp8")
     assert line in _text("pareto", "llama-3.1-8b", "--gpu", "h100", "--gpus", "1", "--weight-dtype", "fp8", "--kv-dtype", "fp8")
 
@@ -149,6 +153,12 @@ def test_a_cap_never_falls_below_the_prediction_or_the_centre():
 def test_one_output_token_has_no_tpot_to_show():
     text = _text("estimate", "llama-3.1-8b", "--gpu", "h100", "--isl", "1", "--osl", "1", "--concurrency", "1")
     assert _row(text, "TPOT", "n/a (one output token)") and _row(text, "tokens/s per user", "n/a (one output token)")
+    # mix as estimate: its TPOT and tok/s/user cells, not the model's numbers (--json keeps them)
+    args = ("mix", "llama-3.1-8b", "--gpu", "h100", "--isl-dist", "uniform:500,1500", "--osl-dist", "fixed:1")
+    d = json.loads(cli(*args, "--json")[1])
+    text = _text(*args)
+    assert f"{d['ttft_ms']['p99']:.0f} n/a (one output token) n/a (one output token) {d['output_tok_s_per_gpu']:.0f} yes" in text
+    assert d["tpot_ms"] > 0
 
 
 def test_the_title_prints_the_activation_the_model_prices():

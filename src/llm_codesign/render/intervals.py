@@ -129,14 +129,12 @@ ARRIVAL_TEXT = {
 }
 
 
-def arrival_footer(arrival: str, *, flag: bool = False) -> str:
-    """A table's one line on the arrival its TTFT assumes; `flag`: whether the command takes --arrival (compare and
-    pareto price the default and say which command prices the other)."""
-    head = f"TTFT with requests arriving in {ARRIVAL_TEXT[arrival].split(': ', 1)[0]}"
-    if flag:
-        return f"{head}: {ARRIVAL_TEXT[arrival].split(': ', 1)[1]}."
-    return (f"{head} (every request of a wave sent at once, as fixed-length benchmarks do); "
-            "`estimate --arrival closed_loop` prices one request per freed slot.")
+def arrival_footer(arrival: str) -> str:
+    """A table's one line on the arrival its TTFT assumes (compare's and pareto's: their searches price it), in
+    ARRIVAL_TEXT's words, the other pattern offered as estimate's flag."""
+    name, body = ARRIVAL_TEXT[arrival].split(": ", 1)
+    what, other = body.split("; ", 1)
+    return f"TTFT with requests arriving in {name} ({what}); estimate's {other}."
 
 
 def one_token(osl: int) -> bool:
