@@ -222,14 +222,10 @@ def estimate(
         return _dump(r)
     from rich.table import Table
 
-    from llm_codesign.render.intervals import ARRIVAL_TEXT, ONE_TOKEN, basis_rows, duration, inline, one_token
-    from llm_codesign.spec.precision import executable
+    from llm_codesign.render.intervals import ONE_TOKEN, basis_rows, duration, inline, one_token
 
-    # the formats the model prices (spec.precision.executable): "W:nvfp4 A:nvfp4" on an H100 read as FP4 math beside
-    # the note that it runs W4A16
-    ran = executable(dep.precision, dep.gpu)[0].label(est.moe_activation)
-    prec = r["precision"] if ran == r["precision"] else f"{ran} as run"
-    t = Table(title=f"{m.name} on {dep.num_gpus}x {dep.gpu.name}, {r['plan']}, {prec}, {dep.backend}", show_header=False)
+    # the formats the model prices (Estimate.to_dict's precision_as_run, the web page's too)
+    t = Table(title=f"{m.name} on {dep.num_gpus}x {dep.gpu.name}, {r['plan']}, {r['precision_as_run']}, {dep.backend}", show_header=False)
     t.add_column("metric")
     t.add_column("value", justify="right")
     mem = r["memory"]
@@ -240,7 +236,7 @@ def estimate(
                  # each metric with its 80% and 95% intervals (measure.intervals)
                  ("step token budget", f"{r['max_num_tokens']} ({r['backend']})" + _rank_share(r)), ("TTFT", duration(r["ttft_ms"]) + inline(r, "ttft_ms")),
                  # the arrival the TTFT turns on, said where it is read (the basis row's trailing "in waves" hid it)
-                 *((("arrival", ARRIVAL_TEXT[arrival]),) if concurrency is not None else ()),
+                 *((("arrival", r["arrival_text"]),) if r["arrival_text"] else ()),
                  # one output token: no second token, so no TPOT nor decode rate (--json keeps the model's numbers)
                  ("TPOT", ONE_TOKEN if one_token(osl) else duration(r["tpot_ms"], "tpot_ms") + inline(r, "tpot_ms")),
                  ("tokens/s per user", ONE_TOKEN if one_token(osl) else f"{r['tok_s_per_user']:.1f}" + inline(r, "tok_s_per_user")),
