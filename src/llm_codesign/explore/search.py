@@ -413,7 +413,7 @@ def weights_read(model: ModelSpec, tokens) -> np.ndarray:
     return read
 
 
-def ideal_step(model: ModelSpec, gpu: Gpu, prec, num_gpus: int, batch, accepted=1.0) -> np.ndarray:
+def ideal_step(model: ModelSpec, gpu: Gpu, prec, num_gpus: int, batch, *, accepted=1.0) -> np.ndarray:
     """The shortest decode step `num_gpus` GPUs allow at `batch` requests (array ok) emitting `accepted` tokens each:
     the weights it reads at least (weights_read) over their aggregate HBM bandwidth, or its FLOPs (2 x active params a
     token) at their aggregate peak at `prec`'s GEMM math, whichever is longer. Prefill, the KV cache's reads and the
@@ -431,12 +431,10 @@ def roofline_bound(model: ModelSpec, gpu: Gpu, precs, num_gpus: int, accepted: f
     2 * active params * tokens / aggregate peak), emitting up to `accepted` tokens per request (the
     best speculation searched; 1 without). MoE layers read only the experts B tokens pick (weights_read),
     so no deployment of the search lies above it. Over several precisions, the fastest at each B."""
-    from llm_codesign.spec.precision import gemm_math
-
     b = np.geomspace(1, 65536, 64)
     t = None
     for p in precs:
-        tp = ideal_step(model, gpu, p, num_gpus, b, accepted)
+        tp = ideal_step(model, gpu, p, num_gpus, b, accepted=accepted)
         t = tp if t is None else np.minimum(t, tp)
     return {"tok_s_per_user": (accepted / t).tolist(), "output_tok_s_per_gpu": (accepted * b / t / num_gpus).tolist()}
 

@@ -759,7 +759,7 @@ def ideal(model, dep, batch, *, accepted=1.0, gpus: int | None = None, streams: 
     from llm_codesign.spec.precision import executable
 
     b, acc = max(1.0, float(batch)), float(accepted)
-    step = float(ideal_step(model, dep.gpu, executable(dep.precision, dep.gpu)[0], dep.num_gpus, b, acc))
+    step = float(ideal_step(model, dep.gpu, executable(dep.precision, dep.gpu)[0], dep.num_gpus, b, accepted=acc))
     return {"tok_s_per_user": acc / step, "output_tok_s_per_gpu": acc * b * streams / step / (gpus or dep.num_gpus),
             "tpot_ms": step / acc * 1e3}
 
