@@ -108,7 +108,7 @@ def test_times_of_ten_seconds_or_more_read_in_seconds_and_hours():
 
 
 def test_a_rates_bounds_stop_at_the_ideal_step_in_every_consumer():
-    # llama-3.1-8b, BF16 on one H100, 100000 requests: 225 fit. The ideal step (explore.search.ideal_step) reads every
+    # llama-3.1-8b, BF16 on one H100, 100000 requests: 225 fit. The ideal step (cost.roofline.ideal_step) reads every
     # weight but the input embedding, (8029995008 - 525336576) x 2 B = 15.009 GB, over 3.35 TB/s: 4.4804 ms (its FLOPs
     # at peak, 2 x 7504658432 x 225 / 989.4e12 = 3.413 ms, are shorter): 1 / 4.4804 ms = 223.2 tok/s/user, x 225 =
     # 50219 tok/s/GPU, TPOT at least 4.48 ms. Applied where the bands are attached (api.estimate), so --json, lc.estimate,

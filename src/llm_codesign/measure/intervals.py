@@ -751,11 +751,11 @@ def between(why: list[str], table: dict, *, own: bool = False, levels=LEVELS) ->
 
 def ideal(model, dep, batch, *, accepted=1.0, gpus: int | None = None, streams: int = 1) -> dict:
     """What `dep`'s GPUs (anything with a Deployment's gpu, num_gpus and precision) allow at `batch` requests a step (at least 1), `accepted` tokens a request a step, at the format
-    the GPU runs (spec.precision.executable): explore.search.ideal_step's step as the most tok/s/user and tok/s/GPU
+    the GPU runs (spec.precision.executable): cost.roofline.ideal_step's step as the most tok/s/user and tok/s/GPU
     (`streams` such instances over `gpus` GPUs: a disaggregated unit's decode pool; default one over its own) and the
     least TPOT. A band's log-symmetric widening put llama-3.1-8b's tok/s/GPU 95% bound on one H100 at 2x its
     memory-bandwidth roofline, and its TPOT 95% at 3.19 ms beside a 4.48 ms ideal step."""
-    from llm_codesign.explore.search import ideal_step
+    from llm_codesign.cost.roofline import ideal_step
     from llm_codesign.spec.precision import executable
 
     b, acc = max(1.0, float(batch)), float(accepted)

@@ -118,15 +118,8 @@ def frontier_reasons(frontier: list[dict]) -> list[str]:
     return merged(list(dict.fromkeys(x for p in frontier for b in (p.get("intervals") or {}).values() for x in b["widened"])))
 
 
-# how each arrival pattern (spec.harness.ARRIVALS) reads beside a TTFT: the answer turns on it (llama-3.1-70b on 8x
-# H200 at 128 requests, SGLang: 4223 ms in waves, 117.6 ms in a closed loop), and "in waves" at a basis row's end hid it
-ARRIVAL_TEXT = {
-    "waves": "waves: every request of a wave sent at once, as fixed-length benchmarks do; --arrival closed_loop for one "
-             "request per freed slot",
-    "closed_loop": "closed loop: one request sent per freed slot, lengths spread (bench_serving --max-concurrency); "
-                   "--arrival waves for every request of a wave sent at once",
-    "burst": "burst: every request sent at once and kept in lockstep; --arrival waves or closed_loop for the harnesses' patterns",
-}
+# how each arrival pattern reads beside a TTFT: spec.harness's (serve.estimate's to_dict carries it too)
+from llm_codesign.spec.harness import ARRIVAL_TEXT  # noqa: E402
 
 
 def arrival_footer(arrival: str) -> str:

@@ -128,7 +128,7 @@ class Estimate:
             # the formats the model prices (spec.precision.executable), as the CLI's title and the web page's say them:
             # "W:nvfp4 A:nvfp4" on an H100 read as FP4 math beside the note that it runs W4A16
             "precision_as_run": _as_run(dep, self.moe_activation),
-            # the arrival the TTFT turns on, in words (render.intervals.ARRIVAL_TEXT); None offline (every request queued)
+            # the arrival the TTFT turns on, in words (spec.harness.ARRIVAL_TEXT); None offline (every request queued)
             "arrival_text": _arrival_text(w),
         }
         if self.over_capacity is not None:
@@ -176,7 +176,7 @@ def _as_run(dep, moe_activation) -> str:
 
 
 def _arrival_text(w) -> str | None:
-    from llm_codesign.render.intervals import ARRIVAL_TEXT
+    from llm_codesign.spec.harness import ARRIVAL_TEXT
 
     return None if w.concurrency is None else ARRIVAL_TEXT[w.arrival]
 
