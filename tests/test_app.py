@@ -495,29 +495,50 @@ def test_pareto_searches_speculation_as_the_cli(client):
         "error": "acceptance: 9.0 is not valid; a mean accepted length between 1 and k+1 = 4", "field": "acceptance"}
 
 
-def test_the_pages_breakdown_shows_the_centre_where_the_prediction_lies_outside_its_interval():
-    # app.js's intervalRows run in node on a band like measure.intervals.band's: TTFT 100 ms with its 80% interval at
-    # 200-1800 ms about 1000 ms (outside: the centre shown, and why, once), TPOT 10 ms inside 8-12 ms (no centre)
+def _page_rows(e: dict) -> list[list[str]]:
+    """app.js's metricRows and basisRows (what the page shows of an estimate) run in node on /api/estimate's answer."""
     import shutil
     import subprocess
-
-    from llm_codesign.render.intervals import CENTRE
 
     node = shutil.which("node")
     if node is None:
         pytest.skip("node is not installed")
     js = resources.files("llm_codesign").joinpath("web/static/app.js").read_text()
     fix = re.search(r"^function fix\(.*$", js, re.M)[0]
-    rows = re.search(r"^const CENTRE = .*?^}\n", js, re.M | re.S)[0]
-    b = {"ttft_ms": {"lo80": 200, "hi80": 1800, "lo95": 50, "hi95": 1950, "centre": 1000, "source": "s", "widened": []},
-         "tpot_ms": {"lo80": 8, "hi80": 12, "lo95": 7, "hi95": 13, "centre": 10, "source": "s", "widened": []}}
-    e = {"ttft_ms": 100, "tpot_ms": 10}
-    out = subprocess.run([node, "-e", f"{fix}\n{rows}\nconsole.log(JSON.stringify(intervalRows({json.dumps(b)}, {json.dumps(e)})))"],
+    body = js[js.index("const CENTRE = "):js.index("function frontierTable(")]
+    out = subprocess.run([node, "-e", f"{fix}\n{body}\nconst e = {json.dumps(e)};\n"
+                          "console.log(JSON.stringify([['title', e.precision_as_run], ...metricRows(e), ...basisRows(e.intervals, e)]))"],
                          capture_output=True, text=True, timeout=60, check=True).stdout
-    # at the CLI's precision (render.intervals.interval_text: '80%: 200-1800 ms, 95%: 50.0-1950 ms, centred on 1000 ms')
-    assert json.loads(out) == [["TTFT: 80% / 95% interval", "200-1800 ms / 50.0-1950 ms, centred on 1000 ms"],
-                               ["TPOT: 80% / 95% interval", "8.00-12.00 ms / 7.00-13.00 ms"],
-                               ["centred on", CENTRE], ["interval basis", "from s"]]
+    return json.loads(out)
+
+
+@pytest.mark.parametrize("body, args", [
+    # times past 10 s in s and h, the arrival row, the rates' bounds capped at the ideal step, 95% over 100x
+    ({"num_gpus": 1, "concurrency": 100000}, ("--concurrency", "100000")),
+    # one output token: TPOT and tok/s/user n/a; NVFP4 on an H100 runs W4A16: the format as run in the title
+    ({"num_gpus": 1, "concurrency": 1, "isl": 1, "osl": 1, "weight_dtype": "nvfp4"},
+     ("--concurrency", "1", "--isl", "1", "--osl", "1", "--weight-dtype", "nvfp4")),
+    # offline: no arrival row
+    ({"num_gpus": 1}, ()),
+])
+def test_the_pages_estimate_reads_as_the_clis(client, body, args):
+    from conftest import cli
+
+    e = client.post("/api/estimate", json={"model": "llama-3.1-8b", "gpu": "h100", **body}).json()
+    code, out, err = cli("estimate", "llama-3.1-8b", "--gpu", "h100", *args)
+    assert code == 0, err
+    text = " ".join(out.split())
+    rows = _page_rows(e)
+    (_, prec), rows = rows[0], rows[1:]
+    assert f"llama-3.1-8b on 1x H100 SXM, TP1, {prec}, trtllm" in text
+    for k, v in rows:  # every row the page shows, as the CLI prints it (its reasons in yellow there)
+        assert f"│ {k} │ {' '.join(v.split())} │" in text, (k, v)
+    keys = [k for k, _ in rows]
+    assert ("arrival" in keys) == ("concurrency" in body)
+    if body.get("osl") == 1:
+        assert prec == "W:nvfp4 A:bf16 KV:bf16 as run" and ["TPOT", "n/a (one output token)"] in rows
+    if body.get("concurrency") == 100000:
+        assert "bounds capped" in keys and dict(rows)["TTFT"].startswith(f"{e['ttft_ms'] / 3.6e6:.1f} h; ")
 
 
 def test_each_gpu_lists_the_engines_it_runs_and_prices_its_vendors(client):

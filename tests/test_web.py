@@ -162,11 +162,12 @@ def test_frontier_then_a_clicked_point_shows_its_breakdown(page, server):
     assert [r[0] for r in rows] == [o["name"] for o in ops]
     assert [r[2] for r in rows] == [f"{o['time_ms']:.3f}" for o in ops]
     est = dict(page.eval_on_selector_all("#estimate-table tbody tr", "rs => rs.map(r => [...r.cells].map(c => c.textContent))"))
-    assert est["tokens/s per user"] == f"{p['tok_s_per_user']:.1f}"
-    assert est["output tokens/s per GPU"] == f"{p['output_tok_s_per_gpu']:.1f}"
-    # its intervals (issue 40): the point priced again at its batch, so the frontier point's own band
-    g_ = p["intervals"]["output_tok_s_per_gpu"]
-    assert est["output tokens/s per GPU: 80% / 95% interval"] == f"{g_['lo80']:.0f}-{g_['hi80']:.0f} / {g_['lo95']:.0f}-{g_['hi95']:.0f}"
+    # each rate with its intervals (issue 40) as the CLI's estimate writes them (render.intervals.interval_text): the point
+    # priced again at its batch, so the frontier point's own band
+    from llm_codesign.render.intervals import interval_text
+
+    for m, name in (("tok_s_per_user", "tokens/s per user"), ("output_tok_s_per_gpu", "output tokens/s per GPU")):
+        assert est[name] == f"{p[m]:.1f}; {interval_text(p['intervals'][m], m, p[m])}"
     assert est["beyond the runs"].startswith("no serving run on any Hopper GPU")
     # the frontier's band: one shaded path per series, beneath the traces
     assert page.eval_on_selector_all("#plot polygon.band", "xs => xs.length") == 2
@@ -579,9 +580,11 @@ def test_price_any_plan_with_speculation_or_disaggregated(page, server):
     dep = lc.deployment(m, gpu="h200", num_gpus=4, tp=4, weight_dtype="fp8", spec="eagle3", draft_len=3, acceptance=2.6)
     e = lc.estimate(m, dep, lc.Workload(1024, 1024, 16)).to_dict()
     got = dict(_rows(page, "#priced-table"))
-    assert got["deployment"] == f"TP4 on 4x h200, {e['precision']}, trtllm"
-    assert (got["TTFT"], got["TPOT"]) == (f"{e['ttft_ms']:.1f} ms", f"{e['tpot_ms']:.2f} ms")
-    assert got["output tokens/s per GPU"] == f"{e['output_tok_s_per_gpu']:.1f}"
+    from llm_codesign.render.intervals import inline
+
+    assert got["deployment"] == f"TP4 on 4x h200, {e['precision_as_run']}, trtllm"
+    assert (got["TTFT"], got["TPOT"]) == (f"{e['ttft_ms']:.1f} ms" + inline(e, "ttft_ms"), f"{e['tpot_ms']:.2f} ms" + inline(e, "tpot_ms"))
+    assert got["output tokens/s per GPU"] == f"{e['output_tok_s_per_gpu']:.1f}" + inline(e, "output_tok_s_per_gpu")
     assert got["speculation"].startswith(f"eagle3 k=3, {e['accepted_per_step']:.2f} tokens/step, speed-up {e['spec']['speedup_at_concurrency']:.2f}x")
     assert "max_draft_len: 3" in page.text_content("#priced-export-text")  # its launch configuration, speculation included
     assert _fragment(page)["priced"] == "1" and _fragment(page)["p_spec"] == "eagle3"
@@ -922,11 +925,12 @@ def test_a_point_of_the_second_gpu_is_priced_on_its_gpu_with_the_clis_intervals(
     e = f.points[k].to_dict()  # the point priced at its batch, as `estimate --json` prices it (the test above)
     priced, est = dict(_rows(page, "#priced-table")), dict(_rows(page, "#estimate-table"))
     assert priced["deployment"].startswith(f"{e['deployment']['plan']} on {e['deployment']['instance_gpus']}x mi355x, ")
-    assert priced["TTFT"] == est["TTFT"] == f"{e['ttft_ms']:.1f} ms"
+    from llm_codesign.render.intervals import duration, interval_text
+
     for m, name in (("ttft_ms", "TTFT"), ("tpot_ms", "TPOT"), ("tok_s_per_user", "tokens/s per user"),
                     ("output_tok_s_per_gpu", "output tokens/s per GPU")):
-        want = _cli_interval_cell(e["intervals"][m], m, e[m])
-        assert priced[f"{name}: 80% / 95% interval"] == est[f"{name}: 80% / 95% interval"] == want, m
+        value = duration(e[m], m) if m.endswith("_ms") else f"{e[m]:.1f}"
+        assert priced[name] == est[name] == f"{value}; {interval_text(e['intervals'][m], m, e[m])}", m
     assert page.text_content("#error") == "" and not page.errors
 
 

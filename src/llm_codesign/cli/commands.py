@@ -220,21 +220,12 @@ def estimate(
     r = est.to_dict()  # the table shows what --json prints (and the API: Estimate.to_dict), the shape's rows beside it
     if as_json:
         return _dump(r)
-    if r.get("intervals"):  # the table's: no rate's bound above what the hardware allows at the batch that runs
-        # (_ideal_rates); --json stays lc.estimate's to_dict, key for key (the bands are serve.estimate's to cap)
-        from llm_codesign.measure.intervals import capped
-
-        r["intervals"] = capped(r["intervals"], _ideal_rates(m, dep, r))
     from rich.table import Table
 
-    from llm_codesign.render.intervals import ARRIVAL_TEXT, ONE_TOKEN, basis_rows, duration, inline, one_token
-    from llm_codesign.spec.precision import executable
+    from llm_codesign.render.intervals import ONE_TOKEN, basis_rows, duration, inline, one_token
 
-    # the formats the model prices (spec.precision.executable): "W:nvfp4 A:nvfp4" on an H100 read as FP4 math beside
-    # the note that it runs W4A16
-    ran = executable(dep.precision, dep.gpu)[0].label(est.moe_activation)
-    prec = r["precision"] if ran == r["precision"] else f"{ran} as run"
-    t = Table(title=f"{m.name} on {dep.num_gpus}x {dep.gpu.name}, {r['plan']}, {prec}, {dep.backend}", show_header=False)
+    # the formats the model prices (Estimate.to_dict's precision_as_run, the web page's too)
+    t = Table(title=f"{m.name} on {dep.num_gpus}x {dep.gpu.name}, {r['plan']}, {r['precision_as_run']}, {dep.backend}", show_header=False)
     t.add_column("metric")
     t.add_column("value", justify="right")
     mem = r["memory"]
@@ -245,7 +236,7 @@ def estimate(
                  # each metric with its 80% and 95% intervals (measure.intervals)
                  ("step token budget", f"{r['max_num_tokens']} ({r['backend']})" + _rank_share(r)), ("TTFT", duration(r["ttft_ms"]) + inline(r, "ttft_ms")),
                  # the arrival the TTFT turns on, said where it is read (the basis row's trailing "in waves" hid it)
-                 *((("arrival", ARRIVAL_TEXT[arrival]),) if concurrency is not None else ()),
+                 *((("arrival", r["arrival_text"]),) if r["arrival_text"] else ()),
                  # one output token: no second token, so no TPOT nor decode rate (--json keeps the model's numbers)
                  ("TPOT", ONE_TOKEN if one_token(osl) else duration(r["tpot_ms"], "tpot_ms") + inline(r, "tpot_ms")),
                  ("tokens/s per user", ONE_TOKEN if one_token(osl) else f"{r['tok_s_per_user']:.1f}" + inline(r, "tok_s_per_user")),
@@ -288,22 +279,6 @@ def estimate(
         for o in sorted(r["breakdown"], key=lambda o: -o["time_ms"]):
             bt.add_row(o["name"], o["kind"], f"{o['time_ms']:.3f}")
         _console().print(bt)
-
-
-def _ideal_rates(m, dep, r: dict) -> dict:
-    """The most tok/s/user and tok/s/GPU the deployment's GPUs allow at the batch that runs (the concurrency, at most
-    the largest batch that fits; offline: that batch): explore.search.roofline_bound's ideal step (the weights a step
-    reads at least over the GPUs' HBM bandwidth, or its FLOPs at peak, whichever is longer) at the format the GPU runs,
-    `accepted_per_step` tokens a request a step. Prefill, the KV cache's reads and the steps' overheads left out: an upper
-    bound."""
-    from llm_codesign.explore.search import weights_read
-    from llm_codesign.spec.precision import executable, gemm_math
-
-    p, g = executable(dep.precision, dep.gpu)[0], dep.gpu
-    b = max(1, min(r["concurrency"] or r["max_batch"], r["max_batch"]))
-    step = max(float(weights_read(m, b)) * p.weight.bytes_per_weight() / (dep.num_gpus * g.hbm_bandwidth_bytes_per_s),
-               2 * m.active_params * b * r["accepted_per_step"] / (dep.num_gpus * g.peak(gemm_math(p.weight, p.activation, g))))
-    return {"tok_s_per_user": r["accepted_per_step"] / step, "output_tok_s_per_gpu": r["accepted_per_step"] * b / step / dep.num_gpus}
 
 
 def _energy_rows(r: dict) -> list[tuple[str, str]]:

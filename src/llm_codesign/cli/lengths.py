@@ -69,13 +69,17 @@ def mix(
                "Times in ms. Each length priced as if the batch held it alone, then mixed by request share "
                "(explore/lengths.py); TPOT is per output token. Beneath: the 80% interval of the mean TTFT, TPOT and rates.")
     from llm_codesign.measure.intervals import METRICS
-    from llm_codesign.render.intervals import basis_rows, short
+    from llm_codesign.render.intervals import ONE_TOKEN, basis_rows, one_token, short
 
     tt, b = r["ttft_ms"], r["intervals"]
-    t.add_row(f"{tt['mean']:.0f}", f"{tt['p50']:.0f}", f"{tt['p90']:.0f}", f"{tt['p99']:.0f}", f"{r['tpot_ms']:.2f}",
-              f"{r['tok_s_per_user']:.1f}", f"{r['output_tok_s_per_gpu']:.0f}",
+    # every request one output token: no TPOT nor decode rate to show, as estimate's (--json keeps the model's numbers)
+    one = all(one_token(x["osl"]) for x in r["per_length"])
+    t.add_row(f"{tt['mean']:.0f}", f"{tt['p50']:.0f}", f"{tt['p90']:.0f}", f"{tt['p99']:.0f}", ONE_TOKEN if one else f"{r['tpot_ms']:.2f}",
+              ONE_TOKEN if one else f"{r['tok_s_per_user']:.1f}", f"{r['output_tok_s_per_gpu']:.0f}",
               "yes" if r["fits"] else f"{(1 - r['share_not_fitting']) * 100:.0f}%")
     lo_hi = [short({"intervals": b}, k).removeprefix(" (80%: ").removesuffix(")") for k in METRICS]
+    if one:
+        lo_hi[1] = lo_hi[2] = ""
     t.add_row(lo_hi[0], "", "", "", *lo_hi[1:], "")
     _console().print(t)
     for k, v in basis_rows(b):  # the runs the intervals come from

@@ -66,3 +66,34 @@ def roofline(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, phas
             "precision": prec.label(), "ops": rows,
             "totals": {"flops": tf, "bytes": tb, "time_s": tt, "intensity": tf / tb if tb else 0.0,
                        "bound_time_s": max(tf / gpu.peak(gemm_math(prec.weight, prec.activation, gpu)), tb / bw)}}
+
+
+def weights_read(model: ModelSpec, tokens) -> np.ndarray:
+    """Parameters one step over `tokens` tokens reads at least: every weight but the input embedding (a
+    gather) and the routed experts none of them picks, E * (1 - (1 - k/E)^tokens) experts per MoE layer
+    (cost.ffns.distinct_experts, the cost model's own count). Batches split over instances or
+    attention-DP ranks read no fewer (that count is concave in tokens). A profile with routing skew
+    (moe_routing_alpha > 0; serving's default is 0) reads fewer distinct experts, and its points may lie
+    above this bound."""
+    from llm_codesign.cost.ffns import distinct_experts
+    from llm_codesign.spec.kinds import MoE
+
+    tokens = np.asarray(tokens, float)
+    read = np.full(tokens.shape, float(model.total_params - model.embedding_params + model.vocab * model.hidden * model.tie_embeddings))
+    for layer, n in model.groups:
+        f = layer.ffn
+        if isinstance(f, MoE) and f.experts:
+            one = f.mats * model.hidden * f.expert_inter
+            read -= n * one * (f.experts - distinct_experts(f.experts, f.top_k, tokens))
+    return read
+
+
+def ideal_step(model: ModelSpec, gpu: Gpu, prec, num_gpus: int, batch, *, accepted=1.0) -> np.ndarray:
+    """The shortest decode step `num_gpus` GPUs allow at `batch` requests (array ok) emitting `accepted` tokens each:
+    the weights it reads at least (weights_read) over their aggregate HBM bandwidth, or its FLOPs (2 x active params a
+    token) at their aggregate peak at `prec`'s GEMM math, whichever is longer. Prefill, the KV cache's reads and the
+    steps' overheads left out: a lower bound on any step (explore.search.roofline_bound's and measure.intervals.ideal's)."""
+    b = np.asarray(batch, float)
+    peak = gpu.peak(gemm_math(prec.weight, prec.activation, gpu))
+    return np.maximum(weights_read(model, b) * prec.weight.bytes_per_weight() / (num_gpus * gpu.hbm_bandwidth_bytes_per_s),
+                      2 * model.active_params * b * accepted / (num_gpus * peak))

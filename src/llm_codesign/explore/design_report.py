@@ -53,7 +53,9 @@ def _frontier(m: ModelSpec, gpu, cal, prec, *, num_gpus, slo, engine, table) -> 
 
 def _at_slo(m: ModelSpec, gpu, cal, prec, *, num_gpus, slo, moe, engine, table) -> dict | None:
     """The shape's best deployment at the SLO (as design ranks it) with its four metrics' intervals there."""
-    from llm_codesign.measure.intervals import bands, context
+    from types import SimpleNamespace
+
+    from llm_codesign.measure.intervals import bands, capped, context, ideal
     from llm_codesign.spec.harness import DEFAULT_ARRIVAL
 
     best = at_best(m, gpu, cal, prec, num_gpus=num_gpus, slo=slo, moe=moe, engine=engine)
@@ -63,7 +65,10 @@ def _at_slo(m: ModelSpec, gpu, cal, prec, *, num_gpus, slo, moe, engine, table) 
     # at_best's search prices TTFT at the default arrival (Workload's), so its basis is that arrival's runs, as estimate's is
     ctx = context(m, gpu, prec, engine=engine.name, concurrency=best["deployment"]["concurrency_per_instance"], isl=isl, osl=osl,
                   arrival=DEFAULT_ARRIVAL)
-    b = bands({k: best[k] for k in ("tok_s_per_user", "output_tok_s_per_gpu", "ttft_ms", "tpot_ms")}, ctx, table=table)
+    values = {k: best[k] for k in ("tok_s_per_user", "output_tok_s_per_gpu", "ttft_ms", "tpot_ms")}
+    # held within what its GPUs allow at its batch, as estimate's (api.estimate); design prices no speculation
+    inst = SimpleNamespace(gpu=gpu, num_gpus=best["deployment"]["instance_gpus"], precision=prec)
+    b = capped(bands(values, ctx, table=table), values, ideal(m, inst, best["deployment"]["concurrency_per_instance"]))
     first = next(iter(b.values()))
     return best | {"intervals": {k: {x: float(v[x]) for x in _BOUNDS} for k, v in b.items()},
                    "interval_basis": {"source": first["source"], "widened": list(first["widened"])}}

@@ -114,6 +114,19 @@ def point_row(d: dict) -> dict:
     return row | _flat(d.get("cost") or {}) | interval_columns(d.get("intervals"))
 
 
+def _ideal(model, p, disagg: bool) -> dict:
+    """measure.intervals.ideal of a point: one instance at its concurrency (a frontier's points fit), or a disaggregated
+    unit's decode instances sharing its requests over the unit's GPUs."""
+    from llm_codesign.measure import intervals as iv
+
+    dep = p.decode if disagg else p.deployment
+    acc = 1.0 if dep.spec is None else float(dep.spec.accepted())
+    if not disagg:
+        return iv.ideal(model, dep, p.concurrency, accepted=acc)
+    gpus = p.prefill_instances * p.prefill.num_gpus + p.decode_instances * p.decode.num_gpus
+    return iv.ideal(model, dep, p.concurrency / p.decode_instances, accepted=acc, gpus=gpus, streams=p.decode_instances)
+
+
 def _metrics(p) -> dict:
     return {"tok_s_per_user": p.tok_s_per_user, "output_tok_s_per_gpu": p.output_tok_s_per_gpu, "ttft_ms": p.ttft_s * 1e3,
             "tpot_ms": p.tpot_s * 1e3}
@@ -205,7 +218,10 @@ class Frontier:
             bounds = {m: {k: v.tolist() for k, v in d.items() if k in iv.POINTWISE} for m, d in b.items()}
             rest = {m: {k: v for k, v in d.items() if k not in iv.POINTWISE} for m, d in b.items()}
             for j, i in enumerate(idx):
-                out[i] = replace(out[i], intervals={m: {**{k: v[j] for k, v in bounds[m].items()}, **rest[m]} for m in b})
+                p = out[i]
+                one = {m: {**{k: v[j] for k, v in bounds[m].items()}, **rest[m]} for m in b}
+                # held within what the point's GPUs allow at its batch, as estimate's (api.estimate, intervals.ideal)
+                out[i] = replace(p, intervals=iv.capped(one, _metrics(p), _ideal(model, p, disagg)))
         return replace(self, points=tuple(out))
 
     def priced(self, price: str | float | None) -> "Frontier":

@@ -185,6 +185,8 @@ def price_mix(model, dep, lengths: Lengths, concurrency: int, *, calibration) ->
         "tpot_ms": float(np.sum(tok_w * tpot)) * 1e3, "tok_s_per_user": float(1.0 / np.sum(tok_w * tpot)),
         "output_tok_s_per_gpu": concurrency * lengths.mean_osl / e_life / gpus,
         "io_tok_s_per_gpu": concurrency * (lengths.mean_isl + lengths.mean_osl) / e_life / gpus,
+        # the requests a step runs at once (popped by mix for its intervals' ideal step: measure.intervals.ideal)
+        "_batch": float(np.min(np.minimum(concurrency, r["max_batch"]))), "_accepted": float(np.mean(r["accepted_per_step"])),
         "per_length": [{"isl": int(a), "osl": int(b), "share": float(c), "ttft_ms": float(d) * 1e3, "tpot_ms": float(e) * 1e3,
                         "fits": bool(f)} for a, b, c, d, e, f in zip(lengths.isl, lengths.osl, w, ttft, tpot, fits, strict=True)],
     }
@@ -277,17 +279,20 @@ def mix(model, dep, *, lengths=None, isl_dist=None, osl_dist=None, concurrency: 
     cal = calibration if isinstance(calibration, Calibration) else calibration_for(dep.gpu, calibration)
     r = price_mix(model, dep, mixture, concurrency, calibration=cal)
     r |= {"model": model.name, "gpu": dep.gpu.id, "num_gpus": dep.num_gpus, "plan": dep.plan.label(), "backend": dep.backend}
-    r["intervals"] = _mix_bands(model, dep, r, concurrency, calibration)  # issue 40: every predicted metric with its intervals
+    batch, accepted = r.pop("_batch"), r.pop("_accepted")
+    r["intervals"] = _mix_bands(model, dep, r, concurrency, calibration, batch=batch, accepted=accepted)  # issue 40: every predicted metric with its intervals
     return Mix(model=model.name, deployment=dep, concurrency=concurrency, answer=r)
 
 
-def _mix_bands(m, dep, r: dict, concurrency: int, calibration) -> dict:
+def _mix_bands(m, dep, r: dict, concurrency: int, calibration, *, batch: float, accepted: float) -> dict:
     """The intervals of a mix's mean TTFT, TPOT and rates (measure.intervals.band), as estimate's at the mix's mean ISL
     and OSL in the default arrival, as the mix is priced: the runs measured fixed lengths, none a mix."""
-    from llm_codesign.measure.intervals import bands, context, table_for
+    from llm_codesign.measure.intervals import bands, capped, context, ideal, table_for
     from llm_codesign.spec.harness import DEFAULT_ARRIVAL
 
     ctx = context(m, dep.gpu, dep.precision, engine=dep.backend, concurrency=concurrency, isl=r["mean_isl"], osl=r["mean_osl"],
                   spec=dep.spec is not None, arrival=DEFAULT_ARRIVAL)
-    return bands({"ttft_ms": r["ttft_ms"]["mean"], "tpot_ms": r["tpot_ms"], "tok_s_per_user": r["tok_s_per_user"],
-                  "output_tok_s_per_gpu": r["output_tok_s_per_gpu"]}, ctx, table=table_for(calibration, gpu=dep.gpu))
+    values = {"ttft_ms": r["ttft_ms"]["mean"], "tpot_ms": r["tpot_ms"], "tok_s_per_user": r["tok_s_per_user"],
+              "output_tok_s_per_gpu": r["output_tok_s_per_gpu"]}
+    # held within what the GPUs allow at the batch that runs, as estimate's (api.estimate)
+    return capped(bands(values, ctx, table=table_for(calibration, gpu=dep.gpu)), values, ideal(m, dep, batch, accepted=accepted))

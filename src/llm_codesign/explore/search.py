@@ -393,24 +393,7 @@ def thinned_cloud(c: dict, sel: np.ndarray, most: int = 4000) -> dict:
     return {"tok_s_per_user": c["tok_s_per_user"][idx].tolist(), "output_tok_s_per_gpu": c["output_tok_s_per_gpu"][idx].tolist()}
 
 
-def weights_read(model: ModelSpec, tokens) -> np.ndarray:
-    """Parameters one step over `tokens` tokens reads at least: every weight but the input embedding (a
-    gather) and the routed experts none of them picks, E * (1 - (1 - k/E)^tokens) experts per MoE layer
-    (cost.ffns.distinct_experts, the cost model's own count). Batches split over instances or
-    attention-DP ranks read no fewer (that count is concave in tokens). A profile with routing skew
-    (moe_routing_alpha > 0; serving's default is 0) reads fewer distinct experts, and its points may lie
-    above this bound."""
-    from llm_codesign.cost.ffns import distinct_experts
-    from llm_codesign.spec.kinds import MoE
-
-    tokens = np.asarray(tokens, float)
-    read = np.full(tokens.shape, float(model.total_params - model.embedding_params + model.vocab * model.hidden * model.tie_embeddings))
-    for layer, n in model.groups:
-        f = layer.ffn
-        if isinstance(f, MoE) and f.experts:
-            one = f.mats * model.hidden * f.expert_inter
-            read -= n * one * (f.experts - distinct_experts(f.experts, f.top_k, tokens))
-    return read
+from llm_codesign.cost.roofline import ideal_step, weights_read  # noqa: E402, F401  (the cost layer's; weights_read re-exported)
 
 
 def roofline_bound(model: ModelSpec, gpu: Gpu, precs, num_gpus: int, accepted: float = 1.0) -> dict:
@@ -418,15 +401,10 @@ def roofline_bound(model: ModelSpec, gpu: Gpu, precs, num_gpus: int, accepted: f
     2 * active params * tokens / aggregate peak), emitting up to `accepted` tokens per request (the
     best speculation searched; 1 without). MoE layers read only the experts B tokens pick (weights_read),
     so no deployment of the search lies above it. Over several precisions, the fastest at each B."""
-    from llm_codesign.spec.precision import gemm_math
-
     b = np.geomspace(1, 65536, 64)
-    read = weights_read(model, b)
     t = None
     for p in precs:
-        peak = gpu.peak(gemm_math(p.weight, p.activation, gpu))
-        tp = np.maximum(read * p.weight.bytes_per_weight() / (num_gpus * gpu.hbm_bandwidth_bytes_per_s),
-                        2 * model.active_params * b * accepted / (num_gpus * peak))
+        tp = ideal_step(model, gpu, p, num_gpus, b, accepted=accepted)
         t = tp if t is None else np.minimum(t, tp)
     return {"tok_s_per_user": (accepted / t).tolist(), "output_tok_s_per_gpu": (accepted * b / t / num_gpus).tolist()}
 

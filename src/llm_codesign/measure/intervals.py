@@ -570,7 +570,7 @@ def reasons(ctx: Context, table: dict) -> list[Widening]:
         # so, and widened as `between` does an unmeasured reason, not left at x1.00 beside its own name
         out.append(Widening("spec", f"speculative decoding: no {run} with it" + ("" if measured(t) else
                    f"; its term not measured ({_count(t.get('groups', 0), 'group')} of {t.get('n', 0)} published runs): "
-                   "widened as a new campaign, the term of held-out runs with no other reason")))
+                   "widened by the campaign term once more, in quadrature on top of the others: a new group and a new campaign")))
     return out
 
 
@@ -734,28 +734,56 @@ def between(why: list[str], table: dict, *, own: bool = False, levels=LEVELS) ->
     """The between-group term T of each level (log units): the largest of the campaign term (not for a
     profile's `own` runs: they are the user's campaign) and the terms of the reasons' kinds `why`; 0 where the
     table measures none; a wider level's term never below a narrower one's (each level is measured apart, and
-    low_load's 95% term came out under its 80%); a reason whose term was not measured (one group: `measured`) takes the
-    campaign term, own or not."""
+    low_load's 95% term came out under its 80%); a reason whose term was not measured (one group: `measured`) adds the
+    campaign term once more in quadrature, own or not: such a run (speculative decoding's) is a new group AND a new
+    campaign, and taking the largest term left the band exactly as without the reason (review of uxa)."""
     terms = table.get("between", {})
     kinds = ([] if own else ["campaign"]) + [k for k in why if k not in terms or measured(terms[k])]
-    if any(k in terms and not measured(terms[k]) for k in why):  # an unmeasured term: a new campaign's (reasons)
-        kinds.append("campaign")
+    new = any(k in terms and not measured(terms[k]) for k in why)  # an unmeasured term: a second campaign's on top
     out, floor = {}, 0.0
     for lvl in sorted(levels):
-        floor = out[lvl] = max([floor, *(terms[kind][f"t{lvl}"] for kind in kinds if kind in terms)])
+        top = max([0.0, *(terms[kind][f"t{lvl}"] for kind in kinds if kind in terms)])
+        if new and "campaign" in terms:
+            top = math.hypot(top, terms["campaign"][f"t{lvl}"])
+        floor = out[lvl] = max(floor, top)
     return out
 
 
-def capped(bands: dict, ceilings: dict) -> dict:
-    """`bands` ({metric: band}) with each bound of a rate above its `ceilings` ({metric: the most the hardware allows})
-    brought down to it (a band's log-symmetric widening put llama-3.1-8b's tok/s/GPU 95% bound at 98975 on one H100,
-    2x its memory-bandwidth roofline), the band marked "capped" with the ceiling; the others as they were."""
+def ideal(model, dep, batch, *, accepted=1.0, gpus: int | None = None, streams: int = 1) -> dict:
+    """What `dep`'s GPUs (anything with a Deployment's gpu, num_gpus and precision) allow at `batch` requests a step (at least 1), `accepted` tokens a request a step, at the format
+    the GPU runs (spec.precision.executable): cost.roofline.ideal_step's step as the most tok/s/user and tok/s/GPU
+    (`streams` such instances over `gpus` GPUs: a disaggregated unit's decode pool; default one over its own) and the
+    least TPOT. A band's log-symmetric widening put llama-3.1-8b's tok/s/GPU 95% bound on one H100 at 2x its
+    memory-bandwidth roofline, and its TPOT 95% at 3.19 ms beside a 4.48 ms ideal step."""
+    from llm_codesign.cost.roofline import ideal_step
+    from llm_codesign.spec.precision import executable
+
+    b, acc = max(1.0, float(batch)), float(accepted)
+    step = float(ideal_step(model, dep.gpu, executable(dep.precision, dep.gpu)[0], dep.num_gpus, b, accepted=acc))
+    return {"tok_s_per_user": acc / step, "output_tok_s_per_gpu": acc * b * streams / step / (gpus or dep.num_gpus),
+            "tpot_ms": step / acc * 1e3}
+
+
+def capped(bands: dict, values: dict, bounds: dict) -> dict:
+    """`bands` ({metric: band}) held within `bounds` (ideal's): each rate's bounds above its ceiling brought down to it,
+    TPOT's below its floor brought up to it, the band marked "capped" with what it stopped at; a ceiling never below
+    the prediction (`values`) nor the band's centre, a floor never above them (the bound the model's own answer
+    passes is the model's to answer for, not the band's)."""
     out = dict(bands)
-    for m, top in ceilings.items():
+    for m, lim in bounds.items():
         b = bands.get(m)
-        if b is None or top is None or max(b[f"hi{lvl}"] for lvl in LEVELS) <= top:
+        if b is None or lim is None:
             continue
-        out[m] = b | {k: min(b[k], top) for k in b if k[:2] in ("lo", "hi")} | {"capped": float(top)}
+        if m == "tpot_ms":
+            lim = min(lim, values.get(m, lim), b["centre"])
+            if min(b[f"lo{lvl}"] for lvl in LEVELS) >= lim:
+                continue
+            out[m] = b | {k: max(b[k], lim) for k in b if k[:2] in ("lo", "hi")} | {"capped": float(lim)}
+        else:
+            lim = max(lim, values.get(m, lim), b["centre"])
+            if max(b[f"hi{lvl}"] for lvl in LEVELS) <= lim:
+                continue
+            out[m] = b | {k: min(b[k], lim) for k in b if k[:2] in ("lo", "hi")} | {"capped": float(lim)}
     return out
 
 

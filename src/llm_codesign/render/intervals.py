@@ -7,9 +7,12 @@ CENTRE = ("the intervals are centred on the prediction times the median measured
           "which can put the prediction itself outside them")
 
 
-# a 95% interval wider than this high / low ratio tells nothing a reader can plan on: said so beside it
+# a 95% interval wider than this high / low ratio is said so beside it, as a fact (the ratio is this project's
+# choice of where a range stops reading as one, no measured quantity); "no measured run like it" only where the band
+# was widened for a reason (measure.intervals.reasons), the one cause the answer checks (review of uxa)
 UNINFORMATIVE = 100.0
-UNINFORMATIVE_TEXT = " (uninformative: no measured run like it)"
+UNINFORMATIVE_TEXT = " (95% spans over 100x)"
+UNLIKE_TEXT = " (95% spans over 100x; no measured run like it)"
 
 
 def _fmt(metric: str):
@@ -58,7 +61,7 @@ def interval_text(b: dict, metric: str, value: float | None = None) -> str:
     f = (lambda x: " ".join(_duration(x, metric))) if UNITS[metric] else _fmt(metric)
     centre = f", centred on {f(b['centre'])}" if value is not None and off_centre(b, value) else ""
     return (f"80%: {_range(metric, b['lo80'], b['hi80'])}, 95%: {_range(metric, b['lo95'], b['hi95'])}{centre}"
-            + (UNINFORMATIVE_TEXT if uninformative(b) else ""))
+            + ((UNLIKE_TEXT if b.get("widened") else UNINFORMATIVE_TEXT) if uninformative(b) else ""))
 
 
 def short(result: dict, metric: str) -> str:
@@ -87,10 +90,11 @@ def basis_rows(bands: dict, values: dict | None = None) -> list[tuple[str, str]]
         reasons += [x for x in b["widened"] if x not in reasons]
     one = len(sources) == 1
     centred = any(m in (values or {}) and off_centre(b, values[m]) for m, b in bands.items())
-    caps = [f"{LABELS[m]} at {_fmt(m)(b['capped'])}" for m, b in bands.items() if b.get("capped") is not None]
+    caps = [f"{LABELS[m]} {'from' if m == 'tpot_ms' else 'at'} {_fmt(m)(b['capped'])}{UNITS[m]}"
+            for m, b in bands.items() if b.get("capped") is not None]
     return ([("interval basis" if one else f"basis: {', '.join(ms)}", src) for src, ms in sources.items()]
             + ([("centred on", CENTRE)] if centred else [])
-            + ([("bounds capped", f"{', '.join(caps)}: the most the GPUs allow at the batch that runs (the weights a step "
+            + ([("bounds capped", f"{', '.join(caps)}: what the GPUs allow at the batch that runs (the weights a step "
                  "reads over HBM bandwidth, or its FLOPs at peak)")] if caps else [])
             + [("beyond the runs", f"[yellow]{x}[/yellow]") for x in reasons])
 
@@ -114,25 +118,16 @@ def frontier_reasons(frontier: list[dict]) -> list[str]:
     return merged(list(dict.fromkeys(x for p in frontier for b in (p.get("intervals") or {}).values() for x in b["widened"])))
 
 
-# how each arrival pattern (spec.harness.ARRIVALS) reads beside a TTFT: the answer turns on it (llama-3.1-70b on 8x
-# H200 at 128 requests, SGLang: 4223 ms in waves, 117.6 ms in a closed loop), and "in waves" at a basis row's end hid it
-ARRIVAL_TEXT = {
-    "waves": "waves: every request of a wave sent at once, as fixed-length benchmarks do; --arrival closed_loop for one "
-             "request per freed slot",
-    "closed_loop": "closed loop: one request sent per freed slot, lengths spread (bench_serving --max-concurrency); "
-                   "--arrival waves for every request of a wave sent at once",
-    "burst": "burst: every request sent at once and kept in lockstep; --arrival waves or closed_loop for the harnesses' patterns",
-}
+# how each arrival pattern reads beside a TTFT: spec.harness's (serve.estimate's to_dict carries it too)
+from llm_codesign.spec.harness import ARRIVAL_TEXT  # noqa: E402
 
 
-def arrival_footer(arrival: str, *, flag: bool = False) -> str:
-    """A table's one line on the arrival its TTFT assumes; `flag`: whether the command takes --arrival (compare and
-    pareto price the default and say which command prices the other)."""
-    head = f"TTFT with requests arriving in {ARRIVAL_TEXT[arrival].split(': ', 1)[0]}"
-    if flag:
-        return f"{head}: {ARRIVAL_TEXT[arrival].split(': ', 1)[1]}."
-    return (f"{head} (every request of a wave sent at once, as fixed-length benchmarks do); "
-            "`estimate --arrival closed_loop` prices one request per freed slot.")
+def arrival_footer(arrival: str) -> str:
+    """A table's one line on the arrival its TTFT assumes (compare's and pareto's: their searches price it), in
+    ARRIVAL_TEXT's words, the other pattern offered as estimate's flag."""
+    name, body = ARRIVAL_TEXT[arrival].split(": ", 1)
+    what, other = body.split("; ", 1)
+    return f"TTFT with requests arriving in {name} ({what}); estimate's {other}."
 
 
 def one_token(osl: int) -> bool:

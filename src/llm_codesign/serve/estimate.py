@@ -125,6 +125,11 @@ class Estimate:
             "memory": self.memory.to_dict(), "power": _power(self.energy),
             "decode_bound": self.decode_bound, "prefill_bound": self.prefill_bound, "accepted_per_step": self.accepted_per_step,
             "fits": self.fits, "precision_notes": list(self.precision_notes),
+            # the formats the model prices (spec.precision.executable), as the CLI's title and the web page's say them:
+            # "W:nvfp4 A:nvfp4" on an H100 read as FP4 math beside the note that it runs W4A16
+            "precision_as_run": _as_run(dep, self.moe_activation),
+            # the arrival the TTFT turns on, in words (spec.harness.ARRIVAL_TEXT); None offline (every request queued)
+            "arrival_text": _arrival_text(w),
         }
         if self.over_capacity is not None:
             out["over_capacity"] = self.over_capacity
@@ -160,6 +165,20 @@ def interval_columns(bands: dict | None) -> dict:
         return {}
     cols = {f"{m}_{e}": b[e] for m, b in bands.items() for e in ("lo80", "hi80", "lo95", "hi95")}
     return cols | {"interval_widened": "; ".join(dict.fromkeys(str(w) for b in bands.values() for w in b.get("widened", ())))}
+
+
+def _as_run(dep, moe_activation) -> str:
+    """The precision's label where the GPU runs it as given, else the executable one's with " as run"."""
+    from llm_codesign.spec.precision import executable
+
+    given, ran = dep.precision.label(moe_activation), executable(dep.precision, dep.gpu)[0].label(moe_activation)
+    return given if ran == given else f"{ran} as run"
+
+
+def _arrival_text(w) -> str | None:
+    from llm_codesign.spec.harness import ARRIVAL_TEXT
+
+    return None if w.concurrency is None else ARRIVAL_TEXT[w.arrival]
 
 
 def _per_joule(e: dict) -> dict:

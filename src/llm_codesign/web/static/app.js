@@ -334,23 +334,44 @@ const span = (k, lo, hi) => {
   if (k !== "ttft_ms" && k !== "tpot_ms") return `${bound(k, lo)}-${bound(k, hi)}`;
   const [a, ua] = dur(k, lo), [c, uc] = dur(k, hi);
   return ua === uc ? `${a}-${c} ${uc}` : `${a} ${ua}-${c} ${uc}`; };
-// render/intervals.py UNINFORMATIVE: a 95% interval over 100x wide said to tell nothing
-const uninformative = (b) => (b.lo95 > 0 && b.hi95 / b.lo95 > 100 ? " (uninformative: no measured run like it)" : "");
+// render/intervals.py UNINFORMATIVE: a 95% interval over 100x wide said so, as a fact; "no measured run like it" only
+// where the band was widened for a reason
+const uninformative = (b) => (b.lo95 > 0 && b.hi95 / b.lo95 > 100
+  ? ((b.widened || []).length ? " (95% spans over 100x; no measured run like it)" : " (95% spans over 100x)") : "");
 
-function intervalRows(b, e) {
-  // a point's 80% and 95% intervals per metric, centred on where the prediction `e[k]` lies outside the 80% one,
-  // the runs they come from and why they were widened
+// ---- estimate's rows as the CLI prints them (cli/commands.py estimate; tests/test_app.py runs these in node against it)
+// a prediction's time (render/intervals.py duration): ms to 0.1 (TPOT 0.01) below 10 s, then seconds and hours
+const durValue = (k, ms) => (ms < 10000 ? `${fix(ms, k === "tpot_ms" ? 2 : 1)} ms` : dur(k, ms).join(" "));
+// render/intervals.py interval_text: "80%: 95-160 ms, 95%: 80-210 ms", centred where the prediction lies outside its 80%
+function intervalText(b, k, v) {
+  const timed = k === "ttft_ms" || k === "tpot_ms";
+  const centre = v !== undefined && !(b.lo80 <= v && v <= b.hi80) ? `, centred on ${timed ? dur(k, b.centre).join(" ") : bound(k, b.centre)}` : "";
+  return `80%: ${span(k, b.lo80, b.hi80)}, 95%: ${span(k, b.lo95, b.hi95)}${centre}` + uninformative(b);
+}
+// TTFT, the arrival it turns on, TPOT and the rates, each with its intervals; n/a for TPOT and tok/s/user at one output token
+function metricRows(e) {
+  const iv = (k) => (e.intervals && e.intervals[k] ? `; ${intervalText(e.intervals[k], k, e[k])}` : "");
+  const one = e.osl <= 1, na = "n/a (one output token)";
+  return [["TTFT", durValue("ttft_ms", e.ttft_ms) + iv("ttft_ms")], ...(e.arrival_text ? [["arrival", e.arrival_text]] : []),
+    ["TPOT", one ? na : durValue("tpot_ms", e.tpot_ms) + iv("tpot_ms")],
+    ["tokens/s per user", one ? na : fix(e.tok_s_per_user, 1) + iv("tok_s_per_user")],
+    ["output tokens/s per GPU", fix(e.output_tok_s_per_gpu, 1) + iv("output_tok_s_per_gpu")]];
+}
+// render/intervals.py basis_rows: the runs, why centred, the bounds the hardware stops, each reason once
+function basisRows(b, e) {
   if (!b) return [];
-  const names = [["ttft_ms", "TTFT", " ms"], ["tpot_ms", "TPOT", " ms"], ["tok_s_per_user", "tokens/s per user", ""],
-                 ["output_tok_s_per_gpu", "output tokens/s per GPU", ""]];
-  const off = (k) => e && !(b[k].lo80 <= e[k] && e[k] <= b[k].hi80);
-  const f = (k, x) => bound(k, x);
-  const rows = names.filter(([k]) => b[k]).map(([k, name, unit]) =>
-    [`${name}: 80% / 95% interval`, `${span(k, b[k].lo80, b[k].hi80)} / ${span(k, b[k].lo95, b[k].hi95)}` +
-      (off(k) ? `, centred on ${unit ? dur(k, b[k].centre).join(" ") : f(k, b[k].centre)}` : "") + uninformative(b[k])]);
-  const said = [...new Set(Object.values(b).flatMap((x) => [`from ${x.source}`, ...x.widened]))];
-  return rows.concat(names.some(([k]) => b[k] && off(k)) ? [["centred on", CENTRE]] : [],
-                     said.map((t) => [t.startsWith("from ") ? "interval basis" : "beyond the runs", t]));
+  const names = {ttft_ms: "TTFT", tpot_ms: "TPOT", tok_s_per_user: "tok/s/user", output_tok_s_per_gpu: "tok/s/GPU"};
+  const ks = Object.keys(names).filter((k) => b[k]);
+  const sources = new Map();
+  ks.forEach((k) => { const s = `from ${b[k].source}`; if (!sources.has(s)) sources.set(s, []); sources.get(s).push(names[k]); });
+  const caps = ks.filter((k) => b[k].capped !== undefined && b[k].capped !== null)
+    .map((k) => `${names[k]} ${k === "tpot_ms" ? "from" : "at"} ${bound(k, b[k].capped)}${k.endsWith("_ms") ? " ms" : ""}`);
+  const reasons = [...new Set(ks.flatMap((k) => b[k].widened))];
+  return [...[...sources].map(([s, ms]) => [sources.size === 1 ? "interval basis" : `basis: ${ms.join(", ")}`, s]),
+    ...(ks.some((k) => e && !(b[k].lo80 <= e[k] && e[k] <= b[k].hi80)) ? [["centred on", CENTRE]] : []),
+    ...(caps.length ? [["bounds capped", `${caps.join(", ")}: what the GPUs allow at the batch that runs (the weights a step `
+                        + "reads over HBM bandwidth, or its FLOPs at peak)"]] : []),
+    ...reasons.map((w) => ["beyond the runs", w])];
 }
 
 function frontierTable(series) {
@@ -407,11 +428,10 @@ async function selectPoint(si, pi) {
     fillPrice(p.deployment, s.gpu);
     saveHash();
     const m = e.memory || {};
-    const summary = [["deployment", `${e.plan}, ${e.precision}, ${e.backend}, ${p.deployment.instance_gpus}x ${s.gpu} per instance`],
-      ["concurrency", e.concurrency], ["TTFT", `${fix(e.ttft_ms, 1)} ms`], ["TPOT", `${fix(e.tpot_ms, 2)} ms`],
-      ["tokens/s per user", fix(e.tok_s_per_user, 1)], ["output tokens/s per GPU", fix(e.output_tok_s_per_gpu, 1)],
+    const summary = [["deployment", `${e.plan}, ${e.precision_as_run}, ${e.backend}, ${p.deployment.instance_gpus}x ${s.gpu} per instance`],
+      ["concurrency", e.concurrency], ...metricRows(e),
       ["memory per GPU", `weights ${fix(m.weights_gb, 1)} GB, KV ${fix(m.kv_gb, 1)} GB, free ${fix(m.free_gb, 1)} GB`],
-      ["decode bound by", e.decode_bound], ["prefill bound by", e.prefill_bound], ...intervalRows(e.intervals, e)];
+      ["decode bound by", e.decode_bound], ["prefill bound by", e.prefill_bound], ...basisRows(e.intervals, e)];
     const total = e.point_breakdown.reduce((a, o) => a + o.time_ms, 0);
     $("point").replaceChildren(
       el("h2", `Point ${pi + 1} of ${modelName(s.model)} on ${s.gpu}: estimate`),
@@ -520,13 +540,12 @@ async function runPrice() {
 
 function showPriced(e) {
   const m = e.memory || {}, sp = e.spec;
-  const rows = [["deployment", `${e.plan} on ${e.num_gpus}x ${e.gpu}, ${e.precision}, ${e.backend}`],
+  const rows = [["deployment", `${e.plan} on ${e.num_gpus}x ${e.gpu}, ${e.precision_as_run}, ${e.backend}`],
     ["requests in flight", `${e.concurrency}` + (e.mode === "offline-max-throughput" ? " (offline: the batch of the most tok/s/GPU)" : "")],
-    ["TTFT", `${fix(e.ttft_ms, 1)} ms`], ["TPOT", `${fix(e.tpot_ms, 2)} ms`], ["tokens/s per user", fix(e.tok_s_per_user, 1)],
-    ["output tokens/s per GPU", fix(e.output_tok_s_per_gpu, 1)], ["output tokens/J (GPU)", fix(e.tokens_per_joule, 2)],
+    ...metricRows(e), ["output tokens/J (GPU)", fix(e.tokens_per_joule, 2)],
     ["largest batch that fits", e.fits ? e.max_batch : `${e.max_batch}: ${e.over_capacity}`],
     ["memory per GPU", `weights ${fix(m.weights_gb, 1)} GB, KV ${fix(m.kv_gb, 1)} GB, free ${fix(m.free_gb, 1)} GB`],
-    ["decode bound by", e.decode_bound], ["prefill bound by", e.prefill_bound], ...intervalRows(e.intervals, e)];
+    ["decode bound by", e.decode_bound], ["prefill bound by", e.prefill_bound], ...basisRows(e.intervals, e)];
   if (sp) {
     rows.push(["speculation", `${sp.method} k=${sp.draft_len}, ${fix(e.accepted_per_step, 2)} tokens/step, speed-up ${fix(sp.speedup_at_concurrency, 2)}x `
                + `here, ${fix(sp.speedup_at_1, 2)}x at batch 1`],
