@@ -563,23 +563,28 @@ def _print_frontiers(con, results: list[dict], *, isl: int, osl: int, prefix_hit
             con.print(f"accuracy at {prec}: {accuracy_said(acc)}", highlight=False)
         for note in dict.fromkeys(n for p in fr for n in p.get("precision_notes", ())):  # a format priced as another, as estimate says it
             con.print(f"[yellow]precision as run: {note}[/yellow]", highlight=False)
-        if fr and "cost" in fr[0]:
-            usd = [p["cost"]["usd_per_m_output_tokens"] for p in fr]
-            c = fr[0]["cost"]
-            con.print(f"cost at ${c['usd_per_gpu_hour']:.2f}/GPU-hour ({c['price_source']}): ${min(usd):.3f} per M output tokens "
-                      f"at the throughput end to ${max(usd):.3f} at the interactive end (every point's in --json)")
-        if fr and "energy" in fr[0]:  # serve.energy: the power each point's GPUs are modelled to draw
-            e = [p["energy"] for p in fr]
-            node = f"; with the node's share {e[0]['tokens_per_joule_node']:.2f} to {e[-1]['tokens_per_joule_node']:.2f}" \
-                if e[0]["tokens_per_joule_node"] is not None else ""
-            con.print(f"output tokens per joule, GPU alone: {e[0]['tokens_per_joule']:.2f} at the throughput end to "
-                      f"{e[-1]['tokens_per_joule']:.2f} at the interactive end{node} (every point's in --json)", highlight=False)
-        if fr and "intervals" in fr[0]:  # how far to trust the frontier (measure.intervals), its two ends
-            con.print(_frontier_band(fr), highlight=False)
+        _print_frontier_footers(con, fr)
         if not fr:  # one comparison of several is empty (all of them empty is refused above)
             con.print("[yellow]no deployment meets the SLO filters[/yellow]" if r.get("fitting") else
                       f"[yellow]no deployment of {r['model']} fits on {r['num_gpus']}x {r['gpu']}: weights and KV cache exceed the "
                       "memory of every plan; give more GPUs (--gpus) or a smaller precision (--weight-dtype)[/yellow]")
+
+
+def _print_frontier_footers(con, fr: list[dict]) -> None:
+    """A frontier's cost, energy and interval lines beneath its table, each where the search priced it."""
+    if fr and "cost" in fr[0]:
+        usd = [p["cost"]["usd_per_m_output_tokens"] for p in fr]
+        c = fr[0]["cost"]
+        con.print(f"cost at ${c['usd_per_gpu_hour']:.2f}/GPU-hour ({c['price_source']}): ${min(usd):.3f} per M output tokens "
+                  f"at the throughput end to ${max(usd):.3f} at the interactive end (every point's in --json)")
+    if fr and "energy" in fr[0]:  # serve.energy: the power each point's GPUs are modelled to draw
+        e = [p["energy"] for p in fr]
+        node = f"; with the node's share {e[0]['tokens_per_joule_node']:.2f} to {e[-1]['tokens_per_joule_node']:.2f}" \
+            if e[0]["tokens_per_joule_node"] is not None else ""
+        con.print(f"output tokens per joule, GPU alone: {e[0]['tokens_per_joule']:.2f} at the throughput end to "
+                  f"{e[-1]['tokens_per_joule']:.2f} at the interactive end{node} (every point's in --json)", highlight=False)
+    if fr and "intervals" in fr[0]:  # how far to trust the frontier (measure.intervals), its two ends
+        con.print(_frontier_band(fr), highlight=False)
 
 
 # registered after the commands above, so `--help` lists them in workflow order
