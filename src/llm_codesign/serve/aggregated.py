@@ -275,6 +275,13 @@ def prefill_step(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, costs
     return t + np.where(decoding, t_draft, 0.0) / np.asarray(sh.pp, float)
 
 
+
+def idle_extra(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, costs: EngineCosts, pp, t_busy, **step):
+    """What a step on an idle engine adds over the same step under load (`t_busy`, prefill_step's without `idle`), on each
+    of `pp` pipeline stages, whose hosts dispatch one after another (docs/modelling-notes.md#hostp-idle-prefill): the
+    one rule a lone request, a burst's wave and a disaggregated prefill server's lone prompt pay."""
+    return pp * (prefill_step(model, gpu, prec, sh, costs=costs, idle=True, **step) - t_busy)
+
 def prefill_batch(*, tokens, isl, chunk, dec_seqs=0.0, dec_ctx=0.0, cached=0.0, k=0.0) -> Batch:
     """The batch of prefill_step's step: `tokens` of prompts of `isl` (whole, or chunks of `chunk`
     over the earlier ones, half of them on average) after `cached` tokens, beside `dec_seqs` decodes of
@@ -666,8 +673,8 @@ def _wave_idle(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, r: _Ran
     if arrival != "burst" or not costs.idle_launch:
         return 0.0
     wave_tok, t_wave_step = wave
-    return r.pp * (prefill_step(model, gpu, prec, sh, costs=costs, tokens=wave_tok, isl=r.new, chunk=r.chunk, cached=r.cached,
-                                idle=True) - t_wave_step)
+    return idle_extra(model, gpu, prec, sh, costs=costs, pp=r.pp, t_busy=t_wave_step, tokens=wave_tok, isl=r.new, chunk=r.chunk,
+                      cached=r.cached)
 
 
 def _prefill_wave(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, r: _Rank, costs: EngineCosts, arrival=DEFAULT_ARRIVAL):
@@ -816,9 +823,9 @@ def _own_prefill(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, r: _R
         # the engine idle: its first step has no step before it to launch under (prefill_step's `idle`), on every pipeline
         # stage, whose hosts dispatch one after another (serve.disagg.prefill_pool); its later chunks launch under the one
         # before, as under load (docs/modelling-notes.md#hostp-idle-prefill, #revfix7-idle)
-        t_idle = prefill_step(model, gpu, prec, sh, costs=costs, tokens=pf_step_tok, isl=r.new, chunk=np.minimum(r.new, step_tok),
-                              dec_seqs=dec, dec_ctx=r.isl + r.osl / 2.0, cached=r.cached, k=r.k, spec=spec, idle=True)
-        span = span + np.where(lone, r.pp * (t_idle - t_pf_stage), 0.0)
+        extra = idle_extra(model, gpu, prec, sh, costs=costs, pp=r.pp, t_busy=t_pf_stage, tokens=pf_step_tok, isl=r.new,
+                           chunk=np.minimum(r.new, step_tok), dec_seqs=dec, dec_ctx=r.isl + r.osl / 2.0, cached=r.cached, k=r.k, spec=spec)
+        span = span + np.where(lone, extra, 0.0)
     # after its first token a request of a cohort prefilled on its own waits for the cohort's prompts behind it: the
     # steps after its own, through the pipeline as the cohort's steps stream (one stage time each where they stream)
     whole = np.maximum(q * r.new / np.maximum(pf_step_tok, 1.0), n_pf)

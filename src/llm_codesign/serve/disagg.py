@@ -35,6 +35,7 @@ from llm_codesign.serve.aggregated import (
     draft_model,
     engine_budget,
     front_end_wait,
+    idle_extra,
     kernels_time,
     kv_fraction_of,
     prefill_batch,
@@ -104,8 +105,8 @@ def prefill_pool(model: ModelSpec, gpu: Gpu, prec: Precision, plan: Plan, *, cos
     # that stage's launch returns, so the stages' host dispatches run one after another, event_loop_pp "async send but
     # sync recv", python/sglang/srt/managers/scheduler_pp_mixin.py@00ff98d3; serve.aggregated._own_prefill the same).
     # first_token pays it only where an arrival finds the pool idle
-    idle_extra = pp * (prefill_step(model, gpu, prec, sh, costs=costs, tokens=chunk, isl=isl, chunk=chunk, idle=True) - t_step)
-    t_alone = t_alone + idle_extra
+    t_idle = idle_extra(model, gpu, prec, sh, costs=costs, pp=pp, t_busy=t_step, tokens=chunk, isl=isl, chunk=chunk)
+    t_alone = t_alone + t_idle
     # a full step: the prompt tokens the budget takes (whole prompts where the engine does not chunk, prompt_budget), or one
     # whole chunk if larger
     full = np.maximum(prompt_budget(mnt, isl, engine=costs.engine, flags=fl), chunk)
@@ -113,7 +114,7 @@ def prefill_pool(model: ModelSpec, gpu: Gpu, prec: Precision, plan: Plan, *, cos
     mem = memory.fit(model, gpu, prec, sh, isl, osl=0.0, max_num_tokens=mnt, usable_fraction=kv_fraction_of(fl, own), osl_occupancy=0.0, budget=budget,
                      max_seqs=costs.engine.max_batch(gpu), engine=costs.engine)
     queue_s = (adp if at_random else 1.0) / per_inst
-    return {"t_alone": t_alone, "t_loaded": t_loaded, "t_idle": idle_extra, "adp": adp, "t_step": t_step, "per_instance": per_inst, "queue_s": queue_s,
+    return {"t_alone": t_alone, "t_loaded": t_loaded, "t_idle": t_idle, "adp": adp, "t_step": t_step, "per_instance": per_inst, "queue_s": queue_s,
             "fits": mem["max_seqs_per_rank"] >= 1}
 
 
