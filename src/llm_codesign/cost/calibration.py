@@ -73,7 +73,6 @@ class Calibration:
     attn_decode_wide_flop_clk: float
     attn_decode_split_s: float
     attn_decode_mmha_s: float
-    attn_decode_gen_s: float
     attn_prefill_head_s: float
     attn_prefill_s_half: float
     comm_latency_s: float

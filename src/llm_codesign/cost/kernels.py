@@ -272,7 +272,7 @@ def decode_rope_fused(gpu: Gpu, kv_fp8: bool, engine: Engine | None = None) -> b
 
 
 def attention_decode_time(flops, nbytes, gpu: Gpu, cal: Calibration, *, seq_heads=0.0, kv_fp8: bool = False, group=1.0, split=1.0,
-                          rope_fused=False, fp8_math=True, mmha=False, fa3=False, serial_s=0.0, gqa=False):
+                          rope_fused=False, fp8_math=True, mmha=False, fa3=False, serial_s=0.0):
     """Decode attention: KV-cache read at a fraction of HBM bandwidth, or its math, whichever binds,
     plus a cost per work item (softmax/reduction, CTA scheduling) that dominates at large batch
     with short contexts. Query groups wider than the tensor-core kernels take (`group` query heads
@@ -307,8 +307,6 @@ def attention_decode_time(flops, nbytes, gpu: Gpu, cal: Calibration, *, seq_head
     live = flops > 0
     fixed = np.where(rope_fused, max(cal.attn_overhead_s - cal.kernel_overhead_s, 0.0), cal.attn_overhead_s)
     fixed = fixed + np.where(np.asarray(fa3, bool) & bool(kv_fp8), cal.kernel_overhead_s, 0.0)
-    if gqa and gpu.family in TRTLLM_GEN_FAMILIES:  # TRTLLM-Gen's own fixed cost, not the masked MHA kernel's nor FA3's
-        fixed = fixed + np.where(np.asarray(mmha, bool) | np.asarray(fa3, bool), 0.0, cal.attn_decode_gen_s)
     item_s = np.where(mmha, cal.attn_decode_mmha_s, cal.attn_decode_head_s)
     t = (np.maximum(t_c, t_m) + fixed + np.asarray(seq_heads, float) * item_s
          + decode_merge_share(split, gpu) * cal.attn_decode_split_s)

@@ -310,8 +310,7 @@ def _core_decode(a: Attention, b: Batch, at: _At, P: Site, *, s: _Step, prec: Pr
     # FlashMLA's per-sequence overhead (flashmla_keys) as blocks of its per-block math and key stream
     t_flops, t_bytes = dec_flops * blocks, seqs * read * per_tok_kv * blocks + dec_tok * heads_l * qo_b
     times = cost.attention_decode_time(t_flops, t_bytes, gpu, dcal, seq_heads=items, kv_fp8=kv_fp8, group=group, split=merge,
-                                       rope_fused=rope_fused, mmha=mmha, fa3=fa3, fp8_math=fp8_math, serial_s=serial,
-                                       gqa=kv_l is not None)
+                                       rope_fused=rope_fused, mmha=mmha, fa3=fa3, fp8_math=fp8_math, serial_s=serial)
     f = _attention_factor(at, a, "decode", kv_fp8=kv_fp8, dec_tokens=dec_tok)
     return _attention(P / "core_decode", dec_flops, dec_bytes, tuple(x * f for x in times), at)
 

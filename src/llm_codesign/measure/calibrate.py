@@ -51,7 +51,7 @@ PARAMS = {
                          "attn_decode_flops_eff": (1e-3, 1.0), "attn_decode_group_bf16": (1.0, 128.0),
                          "attn_decode_group_fp8": (1.0, 128.0), "attn_decode_wide_flop_clk": (1.0, 256.0),
                          "attn_decode_max_group": (1.0, 1024.0), "attn_decode_split_s": (1e-7, 2e-5),
-                         "attn_decode_mmha_s": (1e-9, 1e-7), "attn_decode_gen_s": (1e-8, 1e-5)},
+                         "attn_decode_mmha_s": (1e-9, 1e-7)},
     "collectives": {"comm_latency_s": (1e-7, 1e-3), "comm_latency_slope_s": (1e-9, 1e-4), "comm_gather_latency_s": (1e-7, 1e-3),
                     "comm_gather_latency_slope_s": (1e-9, 1e-4), "comm_a2a_latency_s": (1e-7, 1e-3),
                     "comm_a2a_latency_slope_s": (1e-9, 1e-4), "comm_bw_eff": (0.05, 1.0), "comm_bw_half_bytes": (1e2, 1e8),
@@ -87,9 +87,7 @@ GRID.update({"moe_kernel_eff": (0.1, 0.2, 0.3, 0.45, 0.6, 0.8), "moe_kernel_over
              "moe_kernel_route_s": GRID["moe_route_s"], "moe_kernel_expert_s": (0.01e-6, 0.03e-6, 0.1e-6, 0.3e-6),
              # a profile written before the cost per further peer existed reads it as 0 (calibration._before_peer), which
              # the local search's steps, multiples of the current value, never leave
-             "custom_ar_peer_s": (0.05e-6, 0.1e-6, 0.2e-6),
-             # documented as 0 (default.toml), which the local search never leaves
-             "attn_decode_gen_s": (0.5e-6, 1e-6, 2e-6, 4e-6)})
+             "custom_ar_peer_s": (0.05e-6, 0.1e-6, 0.2e-6)})
 # serving-software parameters fitted on serving runs: (field, start, lower, upper); per engine where
 # the field is in BACKEND_KEYED. Eager launch: PyTorch eager dispatch costs a few to ~30 us per op, none where an overlap
 # scheduler hides it (SERVING_NATURAL_LIMITS); its spread

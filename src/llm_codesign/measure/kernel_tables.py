@@ -362,7 +362,7 @@ def _decode(rows, gpu):
             if m.any():
                 t[m] = cost.attention_decode_time(flops[m], nbytes[m], gpu, cal, seq_heads=items[m], kv_fp8=flag, group=k.group[m],
                                                   split=k.merge[m], rope_fused=k.rope_fused[m], mmha=mmha[m], fa3=k.fa3[m],
-                                                  fp8_math=fp8_math[m], gqa=True)[0]
+                                                  fp8_math=fp8_math[m])[0]
         return t * 1e3
     return _engine_factor(rows, gpu, "decode", price, [f"kv {r['kv_cache_dtype']}" for r in rows], kv_fp8=fp8, fa3=k.fa3)
 
