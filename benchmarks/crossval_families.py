@@ -62,11 +62,31 @@ WHERE = {"gemm": (("M", lambda r: float(r["m"]), _SIZES), ("N", lambda r: float(
          "prefill_attention": (("kv dtype", lambda r: r["kv_cache_dtype"], None), ("batch", lambda r: float(r["batch_size"]), (1, 8, 64)),
                                ("prompt", lambda r: float(r["isl"]), (128, 1024, 8192)), ("head dim", lambda r: int(r["head_dim"]), None)),
          "decode_attention": (("kv dtype", lambda r: r["kv_cache_dtype"], None), ("batch", lambda r: float(r["batch_size"]), (1, 8, 64, 512)),
-                              ("context", lambda r: float(r["isl"]) + float(r["step"]), (1024, 4096, 16384)),
-                              ("KV heads", lambda r: int(r["num_key_value_heads"]), None)),
+                              ("context", lambda r: float(r["isl"]) + float(r["step"]), (64, 1024, 4096, 16384)),
+                              ("KV heads", lambda r: int(r["num_key_value_heads"]), None),
+                              ("q heads per KV head", lambda r: float(r["num_heads"]) / float(r["num_key_value_heads"]), (1, 8, 16, 32)),
+                              ("head dim", lambda r: int(r["head_dim"]), None), ("kernel", lambda r: decode_kernel(r), None),
+                              ("kernel, kv dtype", lambda r: f"{decode_kernel(r)} {r['kv_cache_dtype']}", None),
+                              ("latency us", lambda r: 1e3 * float(r["latency_ms"]), (15, 30, 100, 1000))),
          "moe": (("dtype", lambda r: r["moe_dtype"], None), ("tokens", lambda r: float(r["num_tokens"]), (8, 64, 512, 4096)),
                  ("EP", lambda r: int(r["moe_ep_size"]), None), ("routing", lambda r: r["distribution"], None))}
 WHERE_WITHIN = {"gemm": lambda r: r["gemm_dtype"]}
+
+
+def decode_kernel(r: dict) -> str:
+    """The TensorRT-LLM generation kernel a decode-table row runs, as the cost model picks it: the masked MHA kernel
+    (cost.kernels.decode_mmha at the GPU's bundled widest group), TRTLLM-Gen's on Blackwell, XQA's GMMA kernel where
+    it runs FP8 MMAs on Hopper (decode_fp8_math), else XQA's HMMA kernel (mha.cu)."""
+    from llm_codesign.cost.kernels import TRTLLM_GEN_FAMILIES, decode_fp8_math, decode_mmha
+
+    gpu = get_gpu(r["system"])
+    group, cal = float(r["num_heads"]) / float(r["num_key_value_heads"]), calibration_for(gpu)
+    if decode_mmha(gpu, group, cal):
+        return "masked MHA"
+    if gpu.family in TRTLLM_GEN_FAMILIES:
+        return "TRTLLM-Gen"
+    fp8 = r["kv_cache_dtype"] == "fp8" and gpu.supports("fp8")
+    return "XQA GMMA" if gpu.family == "hopper" and decode_fp8_math(gpu, fp8, group, float(r["head_dim"]), cal) else "XQA HMMA"
 
 
 def family_rows() -> dict[str, dict[str, list[dict]]]:

@@ -92,6 +92,23 @@ def test_where_a_held_out_error_is(monkeypatch):
     assert "| hopper | blackwell | gemm | M | nvfp4 1-16 |" in cf.markdown([[res]], 60, 0)
 
 
+def test_where_names_each_decode_rows_kernel(monkeypatch):
+    """--where's decode breakdown names the TensorRT-LLM kernel a row runs: XQA takes query groups up to 32 (wider and,
+    off Blackwell, vanilla MHA run the masked MHA kernel); on Hopper an FP8 cache runs XQA's GMMA kernel, a BF16 cache
+    its HMMA kernel, as on Ampere whatever the cache; Blackwell runs TRTLLM-Gen's."""
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    cf = importlib.import_module("crossval_families")
+
+    def row(system, heads, kv, dtype="bfloat16", d="128"):
+        return {"system": system, "num_heads": str(heads), "num_key_value_heads": str(kv), "kv_cache_dtype": dtype, "head_dim": d}
+
+    names = [cf.decode_kernel(r) for r in (row("h100_sxm", 32, 4, "fp8"), row("h100_sxm", 32, 4), row("h100_sxm", 8, 8, "fp8"),
+                                            row("h100_sxm", 64, 1, "fp8"), row("a100_sxm", 32, 4, "fp8"), row("b200_sxm", 32, 4),
+                                            row("b200_sxm", 8, 8), row("b200_sxm", 64, 1))]
+    assert names == ["XQA GMMA", "XQA HMMA", "masked MHA", "masked MHA", "XQA HMMA", "TRTLLM-Gen", "TRTLLM-Gen", "masked MHA"]
+    assert [cf._bucket(v, (1, 8, 16, 32)) for v in (1.0, 4.0, 12.0, 32.0, 48.0)] == ["1", "2-8", "9-16", "17-32", ">32"]
+
+
 def test_campaign_b_holds_tensorrt_llm_runs_from_release_1_2_on(monkeypatch):
     """Campaign B's TensorRT-LLM rows are the runs from release 1.2.0rc6.post2 on (run ids from 21484110885): the
     1.1.0rc2.post2 runs before them (Dec. 2025, FP8 on the DEEPGEMM MoE backend) are left out as C's older builds
