@@ -11,8 +11,8 @@ Median APE (signed median) over the held-out family's rows, and by dtype (docs/m
 from __future__ import annotations
 
 import numpy as np
-
 from crossval_families import family_rows
+
 from llm_codesign.cost.calibration import documented
 from llm_codesign.measure.calibrate import fit_kind
 from llm_codesign.measure.kernel_tables import predict
