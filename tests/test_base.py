@@ -92,7 +92,7 @@ def test_a_build_without_a_fusion_names_a_fusion_engines_know():
     """Engine.without drops a fusion its step makes, keeps the engine where it makes none, and refuses a name no engine
     knows: a misspelt one would price today's build for an older one."""
     old = TRTLLM.without("ar_norm")
-    assert old.fusions == ("act_quant", "attn_out", "rope_decode", "pdl", "fp8_bmm") and old.name == "trtllm" and TRTLLM.without("ar_norm") is old
+    assert old.fusions == ("act_quant", "attn_out", "rope_decode", "pdl", "fp8_bmm", "routing") and old.name == "trtllm" and TRTLLM.without("ar_norm") is old
     assert TRTLLM.without("hop_b") is TRTLLM  # known, not made today
     with pytest.raises(InputError) as e:
         TRTLLM.without("ar_nrom")
