@@ -96,7 +96,7 @@ def test_a_build_without_a_fusion_names_a_fusion_engines_know():
     assert TRTLLM.without("hop_b") is TRTLLM  # known, not made today
     with pytest.raises(InputError) as e:
         TRTLLM.without("ar_nrom")
-    assert str(e.value) == "fusion: 'ar_nrom' is not valid; one of: act_quant, attn_out, ar_norm, rope_decode, hop_b, pdl, fp8_bmm"
+    assert str(e.value) == "fusion: 'ar_nrom' is not valid; one of: act_quant, attn_out, ar_norm, rope_decode, hop_b, pdl, fp8_bmm, routing"
     with pytest.raises(ValueError, match=r"engine 'twin': fusions \['allreduce'\] are none of"):
         register_engine(replace(VLLM, name="twin", fusions=("allreduce",)))
     assert "twin" not in ENGINES
