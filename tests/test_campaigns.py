@@ -123,7 +123,7 @@ def test_a_key_the_table_does_not_know_is_one_line():
               "campaigns.toml [aiconfigurator-core] flags.set: 'arnorm_fusion' is not valid; one of: max_num_tokens, arrival, "
               "max_prefill_tokens, max_running_requests, cuda_graph_max_bs, recv_interval, ignore_eos, mixed_chunk, chunked_prefill, "
               "kv_fraction, rounds, queued_steps, prefill_routing, offline, decode_recv_interval, decode_moe_a2a, sglang_build, act_quant_fusion, "
-              "attn_out_fusion, ar_norm_fusion, rope_decode_fusion, hop_b_fusion, pdl_fusion, fp8_bmm_fusion, routing_fusion, kv_dtype, spec_method, spec_draft_len, spec_acceptance"),
+              "attn_out_fusion, ar_norm_fusion, rope_decode_fusion, hop_b_fusion, pdl_fusion, fp8_bmm_fusion, routing_fusion, mla_meta_fusion, kv_dtype, spec_method, spec_draft_len, spec_acceptance"),
              ("set = { ar_norm_fusion = false }", 'set = { ar_norm_fusion = "no" }',
               "campaigns.toml [aiconfigurator-core] flags.set.ar_norm_fusion: 'no' is not valid; true or false"),
              ("rounds = 20", "round = 20", "campaigns.toml [aiconfigurator-core]: 'round' is not valid; one of: source, flags, arrival, "
@@ -185,7 +185,7 @@ def test_the_best_perf_pages_h200_min_latency_build_launches_nothing_with_pdl():
     apart (routing_fusion false; docs/modelling-notes.md#onereq-hopper), as blog 1's depth scan (MoE TP 2 x EP 4,
     CUTLASS) does; the blog's TRTLLM-backend rows (EP 2) route inside the MoE op."""
     rows = {r["source"].split(":")[1]: r for r in _published()}
-    assert campaigns.fusions_off(campaigns.settings(rows["h200-min-latency"])) == ("pdl", "routing")
+    assert campaigns.fusions_off(campaigns.settings(rows["h200-min-latency"])) == ("pdl", "routing", "mla_meta")
     blog = {r["source"]: r for r in _published("trtllm-blog1")}
     assert {campaigns.fusions_off(campaigns.settings(r)) for s, r in blog.items() if "mtp-depth" in s} == {("routing",)}
     assert {campaigns.fusions_off(campaigns.settings(r)) for s, r in blog.items() if "mtp-depth" not in s} == {()}

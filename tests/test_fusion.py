@@ -141,7 +141,7 @@ def test_a_build_without_pdl_overlaps_no_kernel_boundary(h200):
 
     trt = get_engine("trtllm")
     old = trt.without("pdl")
-    assert old.fusions == ("act_quant", "attn_out", "ar_norm", "rope_decode", "fp8_bmm", "routing") and old.name == "trtllm" and old is trt.without("pdl")
+    assert old.fusions == ("act_quant", "attn_out", "ar_norm", "rope_decode", "fp8_bmm", "routing", "mla_meta") and old.name == "trtllm" and old is trt.without("pdl")
     assert (trt.pdl_share("hopper"), old.pdl_share("hopper"), old.pdl_share("blackwell")) == (0.7, 0.0, 0.0)
     cal = calibration_for(h200)
     assert cal.pdl_credit_s == 0.25e-6
