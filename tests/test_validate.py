@@ -176,8 +176,9 @@ def test_mtp_depth_scan_at_one_request_held_out():
     # (+55-59% with the one-shot all-reduce's latency measured, 4.8 us on Blackwell in place of the fitted 5.67; +52.1-57.5%
     # -> +53.7-60.2% with TRTLLM-Gen's MoE on its own token-tile grid and B200's MoE three re-fitted,
     # docs/modelling-notes.md#moe-tile, the serving profile not re-fitted; +47.9-54.1% with the shared expert's NVFP4 quantise
-    # and the MTP worker's 25 + 6k kernels, #onestep-inventory)
-    assert all(0.47 <= pk / yk - 1 <= 0.55 for yk, pk in zip(y, p, strict=True))
+    # and the MTP worker's 25 + 6k kernels, #onestep-inventory; +41.0-47.5% with the early-2025 gate's sigmoid and bias add
+    # as kernels of their own, campaigns.toml routing_fusion false, #onereq-hopper)
+    assert all(0.40 <= pk / yk - 1 <= 0.48 for yk, pk in zip(y, p, strict=True))
 
 
 def test_max_num_tokens_column(tmp_path):
