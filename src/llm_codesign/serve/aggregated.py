@@ -125,16 +125,37 @@ def _reused(price, *, what: tuple, model: ModelSpec, gpu: Gpu, prec: Precision, 
     return memo.get(key, price)
 
 
+class StepParts(NamedTuple):
+    """One pipeline stage's decode step as its time is summed (seconds, arrays over the deployments): the kernels, the
+    engine's host cost per step (step_overhead_s) and per running sequence (seq_overhead_s x b), the draft passes' share of
+    the stage (t_draft / pp) and the host launches of a batch above the largest captured CUDA graph (_eager_decode). What
+    decode_step returns and an estimate's breakdown prints (serve.estimate.step_rows) are the same sum."""
+    kernels: object
+    host_step: object
+    host_seq: object
+    draft: object = 0.0
+    eager: object = 0.0
+
+    @property
+    def stage(self):
+        # in this order: the sum decode_step and evaluate made before the parts were kept (the same values bit for bit)
+        return self.kernels + self.host_step + self.host_seq + self.draft + self.eager
+
+
 def decode_step(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, costs: EngineCosts, b, ctx, k, spec):
     """One pipeline stage's decode-only step for `b` sequences at context `ctx` verifying k drafts:
     kernels (priced with costs.cal, the engine's in-step calibration), the engine's host cost per step
     and per running sequence, and the draft passes' share. Returns (stage time, draft time, operators)."""
+    parts, t_draft, ops = decode_step_parts(model, gpu, prec, sh, costs=costs, b=b, ctx=ctx, k=k, spec=spec)
+    return parts.stage, t_draft, ops
+
+
+def decode_step_parts(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, costs: EngineCosts, b, ctx, k, spec):
+    """decode_step's (StepParts, draft time, operators): its stage time's parts, which it sums."""
     t_kernels, t_draft, ops = _reused(lambda: _decode_kernels(model, gpu, prec, sh, costs=costs, b=b, ctx=ctx, k=k, spec=spec),
                                       what=("decode", spec), model=model, gpu=gpu, prec=prec, sh=sh, costs=costs, arrays=(b, ctx, k))
-    t_stage = t_kernels + costs.step_overhead + costs.seq_overhead * b
-    if spec is not None:
-        t_stage = t_stage + t_draft / np.asarray(sh.pp, float)
-    return t_stage, t_draft, ops
+    draft = 0.0 if spec is None else t_draft / np.asarray(sh.pp, float)
+    return StepParts(t_kernels, costs.step_overhead, costs.seq_overhead * b, draft), t_draft, ops
 
 
 def _decode_kernels(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, costs: EngineCosts, b, ctx, k, spec):
@@ -372,8 +393,9 @@ def evaluate(model: ModelSpec, at: Serving, *, cal: Calibration, concurrency, is
     r = _Rank(isl, osl, new, cached, mnt, k, running, pp, np.asarray(at.cpp) | (running >= pp), (engine, fl), C <= 1.0)
     wave_tok, t_wave_step, pf_span = _prefill_wave(model, gpu, prec, sh, r=r, costs=costs, arrival=arrival)
     # decode phase: every sequence of the micro-batch generates (k+1 verified tokens per step)
-    t_stage, t_draft, ops = decode_step(model, gpu, prec, sh, costs=costs, b=running / pp, ctx=isl + osl / 2.0, k=k, spec=spec)
-    t_stage = t_stage + _eager_decode(ops, running / pp, fl, costs, stage_ranks(sh))
+    parts, t_draft, ops = decode_step_parts(model, gpu, prec, sh, costs=costs, b=running / pp, ctx=isl + osl / 2.0, k=k, spec=spec)
+    parts = parts._replace(eager=_eager_decode(ops, running / pp, fl, costs, stage_ranks(sh)))
+    t_stage = parts.stage
     ops, t_iter = ops if with_ops else None, pp * t_stage  # a search's chunk: the step's operators need not outlive their price
     # a new request first waits for decode iterations: the running one's rest as its arrival sets it (a closed loop's
     # whole step, a burst's none), the one an overlap scheduler queued ahead (EngineCosts.wait_steps), the attention-DP
@@ -383,12 +405,13 @@ def evaluate(model: ModelSpec, at: Serving, *, cal: Calibration, concurrency, is
     request = partial(_request_times, model, gpu, prec, sh, r=r, costs=costs, arrival=arrival,
                       steps=(t_stage, acc, time_share, t_wait), wave=(wave_tok, t_wave_step, pf_span), spec=spec)
     # a closed loop's cohort from the slot cycle its throughput uses, in its steps; offline, both take the wave's life (_cohort)
-    q, t_pf_stage, ttft, tpot, life = request(q=_closed_loop_cohort(request, r.running, osl, t_iter=t_iter, window=np.maximum(
+    q, t_pf_stage, ttft, tpot, life, said = request(q=_closed_loop_cohort(request, r.running, osl, t_iter=t_iter, window=np.maximum(
         fl.recv_interval, 1.0), per_step=np.where(mix, acc / np.maximum(time_share, 1e-30), 0.0)) if arrival == "closed_loop" and not offline else None)
     # requests beyond what the engine admits wait for whole waves
     waves_ahead = np.maximum(c_rank / np.maximum(admitted, 1.0) - 1.0, 0.0)
     life = life if offline or arrival == "burst" else _slot_cycle(ttft, tpot, osl)
-    ttft = ttft + waves_ahead * life
+    queued = waves_ahead * life
+    ttft = ttft + queued
     # requests served over the ranks: all C unless every rank is full (busiest-rank counts over-count where adp does not divide C)
     served = np.minimum(C, admitted * adp)
     out_per_gpu = served * osl / life / gpus
@@ -405,6 +428,10 @@ def evaluate(model: ModelSpec, at: Serving, *, cal: Calibration, concurrency, is
     }
     if with_ops:
         res |= _phase_parts(model, gpu, prec, sh, costs=costs, r=r, steps=(wave_tok, t_wave_step, t_stage, t_draft, ops), share=pf_span / life)
+        # the sums behind TTFT and TPOT as they were made (serve.estimate's breakdown prints them): the decode step's parts,
+        # and the rest of each metric (_request_times' parts, the wait for a slot)
+        res["step_parts"] = parts
+        res["time_parts"] = said | {"pp": pp, "accepted": acc, "time_share": time_share, "slot_queue": queued, "batch": running / pp}
     return res
 
 
@@ -550,7 +577,7 @@ def _eager_decode(ops, batch, fl: SchedulerFlags, costs: EngineCosts, ranks):
 
 def _request_times(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, r: _Rank, costs: EngineCosts, arrival: str, steps, wave,
                    spec: SpecDecoding | None = None, q=None):
-    """A request's (q, prefill step, first token, TPOT, life): its prefill (its step, and the steps' span before its
+    """A request's (q, prefill step, first token, TPOT, life, the parts they sum): its prefill (its step, and the steps' span before its
     first token, _own_prefill, after `steps`' wait in decode iterations and its front end's work) and decode (TPOT and
     life, _decode_times) as the harness delivers it: its `arrival` pattern, and the rank's engine and SchedulerFlags
     (_Rank.scheduler), whether the engine mixes prefill chunks into decodes (mixes); `spec`, the speculation its decodes run in
@@ -562,8 +589,8 @@ def _request_times(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, r: 
     q, t_pf_stage, span, t_req_pf, rest = _own_prefill(model, gpu, prec, sh, r=r, costs=costs, n_span=np.maximum(wave[2] / t_iter, 1.0),
                                                        arrival=arrival, window=np.maximum(fl.recv_interval, 1.0), acc=acc, mixes=mix,
                                                        t_stage=t_stage, wave=wave[:2], rounds=fl.rounds, spec=spec, q=q)
-    tpot, life = _decode_times(r, q=q, t_stage=t_stage, t_iter=t_iter / acc, time_share=time_share, wave=wave, t_req_pf=t_req_pf, mixes=mix,
-                               rest=rest)
+    tpot, life, others = _decode_times(r, q=q, t_stage=t_stage, t_iter=t_iter / acc, time_share=time_share, wave=wave, t_req_pf=t_req_pf,
+                                       mixes=mix, rest=rest)
     # the per-request work outside the steps, paid (q + 1) / 2 times as if the q requests arriving together were served
     # one at a time (SGLang's server tokenises in one process, sglang 0.5.12 server_args.py:372, tokenizer_manager.py:708;
     # SGLang's fitted 60 ms is not that: the clean sample's workers skip it, ai-dynamo 0.9.0 dynamo/sglang/args.py:525-534,
@@ -577,7 +604,12 @@ def _request_times(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, r: 
     front = costs.ttft_overhead * (q + 1.0) / 2.0
     slack = (costs.phase_steps(arrival, fl.rounds) + (np.maximum(fl.recv_interval, 1.0) - 1.0) / 2.0) * t_iter
     before = front_end_wait(t_wait, front, slack=slack, overlaps=cost_overlaps(engine, arrival))
-    return q, t_pf_stage, span + before, tpot, life
+    # what the first token and TPOT sum, kept for a breakdown (evaluate's time_parts): the wait in decode steps, the front
+    # end's work beyond what hides under it, the prefill steps' span; a token's share of the others' prompt steps and of
+    # its cohort's prompts behind its own
+    said = {"prefill_span": span, "wait": t_wait + 0.0 * span, "front_end": before - t_wait, "prompt_stall": others[0],
+            "cohort_stall": others[1]}
+    return q, t_pf_stage, span + before, tpot, life, said
 
 
 def cost_overlaps(engine: Engine, arrival: str) -> bool:
@@ -737,7 +769,7 @@ def _closed_loop_cohort(request, running, osl, *, t_iter, window, per_step):
     lo, hi = np.ones(np.shape(running)), np.maximum(running, 1.0)
     for _ in range(COHORT_PASSES):
         mid = np.sqrt(lo * hi)
-        _, _, ttft, tpot, _ = request(q=mid)
+        _, _, ttft, tpot, _, _ = request(q=mid)
         step = np.where(per_step > 0, np.maximum(tpot * per_step, t_iter), t_iter)
         up = closed_loop_batch(running, life=_slot_cycle(ttft, tpot, osl) / step, window=window) > mid
         lo, hi = np.where(up, mid, lo), np.where(up, hi, mid)
@@ -845,7 +877,7 @@ def _own_prefill(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, r: _R
 
 
 def _decode_times(r: _Rank, *, q, t_stage, t_iter, time_share, wave, t_req_pf=None, mixes=True, rest=0.0) -> tuple:
-    """(TPOT, a request's life: its wave's prefill span and its decode), `t_iter` the decode
+    """(TPOT, a request's life: its wave's prefill span and its decode, the stall's (prompts, cohort) parts per token), `t_iter` the decode
     iteration per accepted token. The running - q requests that arrive out of step put their prefill
     chunks into this request's decode steps, spread over its OSL - 1 steps. A step mixing a chunk
     into the decodes reads the weights once, so each chunk step lengthens the decode step only by
@@ -856,7 +888,9 @@ def _decode_times(r: _Rank, *, q, t_stage, t_iter, time_share, wave, t_req_pf=No
     if t_req_pf is None:
         t_req_pf = r.new / np.maximum(wave_tok, 1.0) * np.maximum(t_wave_step - np.where(mixes, t_stage, 0.0), 0.0)
     stall = (np.maximum(r.running - q, 0.0) * t_req_pf + rest) / np.maximum(r.osl - 1.0, 1.0)
-    return (t_iter + stall) * time_share, pf_span + np.maximum(r.osl - 1.0, 0.0) * t_iter * time_share
+    # the stall's two parts, the others' prompt chunks and the cohort's prompts behind (a breakdown's rows; the sum as before)
+    prompts = np.maximum(r.running - q, 0.0) * t_req_pf / np.maximum(r.osl - 1.0, 1.0)
+    return (t_iter + stall) * time_share, pf_span + np.maximum(r.osl - 1.0, 0.0) * t_iter * time_share, (prompts, stall - prompts)
 
 
 def _memory_metrics(mem: dict, running) -> dict:
