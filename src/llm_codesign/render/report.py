@@ -103,7 +103,15 @@ def report_data(results: list[dict], breakdowns: dict) -> dict:
                     "cloud": {k: _compact(r["cloud"][k]) for k in ("tok_s_per_user", "output_tok_s_per_gpu")},
                     "bound": None if not rb else {"label": bound_label(r, results),
                                                   **{k: _compact(rb[k]) for k in ("tok_s_per_user", "output_tok_s_per_gpu")}}})
-    return {"results": out, "breakdowns": breakdowns, "limits": {"x": [x0, x1], "y": [y0, y1]}}
+    # what each row beyond the operators is (explore.search.point_breakdowns' `what`), once for all points, a row keeping
+    # its own only where it differs (the running sequences it counts)
+    said: dict[str, str] = {}
+    for rows in breakdowns.values():
+        for o in rows:
+            if o.get("what"):
+                said.setdefault(o["name"], o["what"])
+    slim = {k: [{f: v for f, v in o.items() if f != "what" or v != said.get(o["name"])} for o in rows] for k, rows in breakdowns.items()}
+    return {"results": out, "breakdowns": slim, "parts": said, "limits": {"x": [x0, x1], "y": [y0, y1]}}
 
 
 # The report's script: a log-log SVG plot drawn from the embedded data (no plotting library: plotly.js
@@ -245,10 +253,12 @@ function show(i, j) {
   const box = document.getElementById('breakdown');
   box.replaceChildren(E('p', `${r.label}, point ${j + 1}: ` + describe(p).join('; ')));
   if (!b.length) { E('p', 'no per-operator breakdown was written for this point', box, 'hint'); return; }
-  const t = table(['operator', 'kind', 'ms per step', 'share']), total = b.reduce((a, o) => a + o.time_ms, 0);
-  for (const o of b) { const tr = t.tBodies[0].insertRow(); [o.name, o.kind, o.time_ms.toFixed(4), (100 * o.time_ms / total).toFixed(1) + '%'].forEach((x) => cell(tr, 'td', x)); }
+  // the rows' shares of TPOT sum to it (explore/search.py point_breakdowns); what a row beyond the operators is, beneath
+  const t = table(['part', 'kind', 'ms per step', 'ms of TPOT', 'share']), total = b.reduce((a, o) => a + o.tpot_ms, 0);
+  for (const o of b) { const tr = t.tBodies[0].insertRow(); [o.name, o.kind, o.time_ms.toFixed(4), o.tpot_ms.toFixed(4), (100 * o.tpot_ms / total).toFixed(1) + '%'].forEach((x) => cell(tr, 'td', x)); }
   t.id = 'breakdown-table';
   box.appendChild(t);
+  for (const o of b) if (o.what || D.parts[o.name]) E('p', `${o.name}: ${o.what || D.parts[o.name]}.`, box, 'hint');
 }
 const T = table(['model', 'GPU', 'tok/s/user', 'tok/s/GPU', 'TTFT ms', 'TPOT ms', 'plan', 'instances', 'GPUs each', 'batch',
                  'weights', 'activations', 'KV cache', 'speculation', 'accuracy', 'tok/s/GPU 80%']);

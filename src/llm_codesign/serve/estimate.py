@@ -319,7 +319,7 @@ def _breakdown(ops, per: float) -> tuple[OperatorTime, ...]:
     return tuple(out)
 
 
-def step_rows(priced, dep: Deployment, costs, *, op_sum: float) -> tuple[float, tuple[OperatorTime, ...]]:
+def step_rows(priced, dep: Deployment, costs, *, op_sum: float, at: int = 0, n: int | tuple = 1) -> tuple[float, tuple[OperatorTime, ...]]:
     """(TPOT per second of a decode step, the rows of a breakdown beyond the step's operator rows): read off the evaluation
     the metrics come from (serve.aggregated.evaluate's step_parts and time_parts, `priced`; `costs`: the engine's
     EngineCosts), so that the decode rows' shares of TPOT sum to it and the first-token rows to TTFT. TPOT = (pp x step /
@@ -329,8 +329,8 @@ def step_rows(priced, dep: Deployment, costs, *, op_sum: float) -> tuple[float, 
     sequence, the host launches of a batch above the largest captured CUDA graph, the draft passes' share of the stage;
     per token, the others' prompt chunks and the cohort's prompts behind, spread over a request's tokens. TTFT: the
     prefill steps' span, the wait in decode steps, the front end's work beyond what hides under that wait, the wait for a
-    slot."""
-    one = lambda x: float(np.asarray(x, float).reshape(-1)[0])  # noqa: E731 (one deployment at one load)
+    slot. `at`: the point's flat index where `priced` holds `n` points (a frontier's, explore.search.point_breakdowns)."""
+    one = lambda x: float(np.broadcast_to(np.asarray(x, float), n).reshape(-1)[at])  # noqa: E731
     sp, tp = priced["step_parts"], priced["time_parts"]
     pp, acc, share = one(tp["pp"]), one(tp["accepted"]), one(tp["time_share"])
     per_token = pp * share / acc

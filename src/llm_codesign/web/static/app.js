@@ -432,13 +432,16 @@ async function selectPoint(si, pi) {
       ["concurrency", e.concurrency], ...metricRows(e),
       ["memory per GPU", `weights ${fix(m.weights_gb, 1)} GB, KV ${fix(m.kv_gb, 1)} GB, free ${fix(m.free_gb, 1)} GB`],
       ["decode bound by", e.decode_bound], ["prefill bound by", e.prefill_bound], ...basisRows(e.intervals, e)];
-    const total = e.point_breakdown.reduce((a, o) => a + o.time_ms, 0);
+    // the rows' shares of TPOT sum to it (explore/search.py point_breakdowns: the operators, the host's step and per-sequence
+    // costs, the prompts' stalls per token); a row's share of TPOT is its share here
+    const total = e.point_breakdown.reduce((a, o) => a + o.tpot_ms, 0);
     $("point").replaceChildren(
       el("h2", `Point ${pi + 1} of ${modelName(s.model)} on ${s.gpu}: estimate`),
       table("estimate-table", [["metric", "t"], ["value", "t"]], summary),
-      el("h2", "Per-operator time of its decode step"),
-      table("breakdown-table", [["operator", "t"], ["kind", "t"], ["ms", "n"], ["share", "n"]],
-            e.point_breakdown.map((o) => [o.name, o.kind, fix(o.time_ms, 3), `${fix(100 * o.time_ms / total, 1)}%`])),
+      el("h2", "Its decode step and TPOT, part by part"),
+      table("breakdown-table", [["part", "t"], ["kind", "t"], ["ms a step", "n"], ["ms of TPOT", "n"], ["share", "n"]],
+            e.point_breakdown.map((o) => [o.name, o.kind, fix(o.time_ms, 3), fix(o.tpot_ms, 3), `${fix(100 * o.tpot_ms / total, 1)}%`])),
+      ...e.point_breakdown.filter((o) => o.what).map((o) => el("div", `${o.name}: ${o.what}.`, "hint")),
       ...exportBox(e.export, "export"));
     status("");
   } catch (err) {
