@@ -514,14 +514,18 @@ def pareto(
 def _frontier_band(fr: list[dict]) -> str:
     """The 80% interval of tok/s/GPU at a frontier's two ends, each with its centre where the prediction lies
     outside it (render.intervals), and every reason the points' intervals were widened."""
-    from llm_codesign.render.intervals import CENTRE, frontier_reasons, off_centre
+    from llm_codesign.render.intervals import CENTRE, capped_footnote, frontier_reasons, off_centre
 
     (lo, lo_c), (hi, hi_c) = ((b, f" (centred on {b['centre']:.0f})" if off_centre(b, p["output_tok_s_per_gpu"]) else "")
                               for p in (fr[-1], fr[0]) for b in (p["intervals"]["output_tok_s_per_gpu"],))
     why = frontier_reasons(fr)
+    # the two ends' bounds printed here that stop at the ideal step, as estimate's "bounds capped" row says them
+    caps = capped_footnote([("the interactive end", fr[-1]["intervals"]), ("the throughput end", fr[0]["intervals"])],
+                           ("output_tok_s_per_gpu",))
     return (f"80% interval of tok/s/GPU: {lo['lo80']:.0f}-{lo['hi80']:.0f}{lo_c} at the interactive end, {hi['lo80']:.0f}-"
             f"{hi['hi80']:.0f}{hi_c} at the throughput end (every point's, on every metric, in --json)"
-            + "".join(f"; {x}" for x in (*_profile_bands(fr), *why)) + (f"; {CENTRE}" if lo_c or hi_c else ""))
+            + "".join(f"; {x}" for x in (*_profile_bands(fr), *why)) + (f"; {CENTRE}" if lo_c or hi_c else "")
+            + (f"; {caps.removesuffix('.')}" if caps else ""))
 
 
 def _profile_bands(fr: list[dict]) -> list[str]:
