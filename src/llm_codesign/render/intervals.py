@@ -31,6 +31,12 @@ def _duration(ms: float, metric: str = "ttft_ms", value: bool = False) -> tuple[
     return (f"{h:.1f}" if h < 100 else f"{h:.0f}"), "h"
 
 
+def table_time(ms: float, digits: int = 1) -> str:
+    """A time in a table whose header says ms: the bare figure to `digits` below 10 s, else with its unit in s or h as
+    _duration writes it ('13.4 s', '3.7 h'; disagg's table, and the web page's, app.js tableTime)."""
+    return f"{ms:.{digits}f}" if ms < 10_000 else " ".join(_duration(ms, value=True))
+
+
 def duration(ms: float, metric: str = "ttft_ms") -> str:
     """'27.6 ms', '13.4 s', '3.7 h': a prediction's time for a human table (--json keeps ms)."""
     return " ".join(_duration(ms, metric, value=True))

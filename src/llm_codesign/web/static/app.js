@@ -339,6 +339,10 @@ const span = (k, lo, hi) => {
 const uninformative = (b) => (b.lo95 > 0 && b.hi95 / b.lo95 > 100
   ? ((b.widened || []).length ? " (95% spans over 100x; no measured run like it)" : " (95% spans over 100x)") : "");
 
+// a time in a table whose header says ms (render/intervals.py table_time, disagg's table): the bare figure to `d` below 10 s,
+// else in s or h as durValue writes it
+const tableTime = (ms, d = 1) => (ms < 10000 ? fix(ms, d) : dur("ttft_ms", ms).join(" "));
+
 // ---- estimate's rows as the CLI prints them (cli/commands.py estimate; tests/test_app.py runs these in node against it)
 // a prediction's time (render/intervals.py duration): ms to 0.1 (TPOT 0.01) below 10 s, then seconds and hours
 const durValue = (k, ms) => (ms < 10000 ? `${fix(ms, k === "tpot_ms" ? 2 : 1)} ms` : dur(k, ms).join(" "));
@@ -564,11 +568,13 @@ function showDisagg(r) {
   $("priced").replaceChildren(
     el("h2", `Priced, disaggregated: ${modelName(r.model)} on ${where}, ${r.precision}, ${r.backend}`),
     el("div", `prefill ${p.instances}x ${p.plan} (${fix(p.capacity_req_s, 2)} req/s), decode ${d.instances}x ${d.plan} `
-       + `(holds ${d.max_concurrency.toLocaleString()} requests). Times in ms: TTFT = queue + prefill + KV hand-off + the engine's overhead.`, "hint"),
+       + `(holds ${d.max_concurrency.toLocaleString()} requests). Times in ms (from 10 s in s or h): TTFT = queue + prefill + KV hand-off `
+       + "+ the engine's overhead.", "hint"),
     table("disagg-table", [["requests", "n"], ["TTFT", "n"], ["prefill", "n"], ["KV move", "n"], ["queue", "n"], ["TPOT", "n"],
                            ["tok/s/user", "n"], ["tok/s/GPU", "n"], ["fits", "t"]],
-          r.rows.map((x) => [x.concurrency, fix(x.ttft_ms, 1), fix(x.prefill_ms, 1), fix(x.kv_transfer_ms, 2), fix(x.prefill_wait_ms, 1),
-                             fix(x.tpot_ms, 2), fix(x.tok_s_per_user, 1), fix(x.output_tok_s_per_gpu, 1), x.fits ? "yes" : "no"])),
+          r.rows.map((x) => [x.concurrency, tableTime(x.ttft_ms), tableTime(x.prefill_ms), tableTime(x.kv_transfer_ms, 2),
+                             tableTime(x.prefill_wait_ms), tableTime(x.tpot_ms, 2), fix(x.tok_s_per_user, 1), fix(x.output_tok_s_per_gpu, 1),
+                             x.fits ? "yes" : "no"])),
     ...disaggIntervals(r.rows));
 }
 
