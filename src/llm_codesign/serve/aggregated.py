@@ -272,6 +272,30 @@ def prefill_step(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, costs
     lone request, a disaggregated prefill server between requests), where no earlier step's execution hides the host's
     dispatch of its launches (what an overlap scheduler does under load): the kernels and eager launches take at least
     n x idle_launch_s (EngineCosts.idle_launch; docs/modelling-notes.md#hostp-idle-prefill)."""
+    return prefill_step_parts(model, gpu, prec, sh, costs=costs, tokens=tokens, isl=isl, chunk=chunk, dec_seqs=dec_seqs, dec_ctx=dec_ctx,
+                              cached=cached, k=k, spec=spec, idle=idle).step
+
+
+class PrefillParts(NamedTuple):
+    """One pipeline stage's step carrying prefill as prefill_step sums it (seconds, arrays over the deployments): the kernels,
+    the host's cost per step and per running sequence, the eager launches, what an idle engine's dispatch adds beyond
+    them, the draft passes of the decodes beside (their share of the stage)."""
+    kernels: object
+    host_step: object
+    host_seq: object
+    eager: object
+    idle: object = 0.0
+    draft: object = 0.0
+
+    @property
+    def step(self):
+        # in this order: prefill_step's sum before its parts were kept (the same values bit for bit)
+        return self.kernels + self.host_step + self.host_seq + self.eager + self.idle + self.draft
+
+
+def prefill_step_parts(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, costs: EngineCosts, tokens, isl, chunk,
+                       dec_seqs=0.0, dec_ctx=0.0, cached=0.0, k=0.0, spec: SpecDecoding | None = None, idle: bool = False) -> PrefillParts:
+    """prefill_step's time in its parts (PrefillParts), which it sums."""
     b = prefill_batch(tokens=tokens, isl=isl, chunk=chunk, dec_seqs=dec_seqs, dec_ctx=dec_ctx, cached=cached, k=k)
 
     def kernels():
@@ -282,18 +306,18 @@ def prefill_step(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, costs
     t_kernels, n = _reused(kernels, what=("prefill",), model=model, gpu=gpu, prec=prec, sh=sh, costs=costs,
                            arrays=(b.pf_tokens, b.pf_seqs, b.pf_ctx, b.dec_seqs, b.dec_ctx, b.dec_tokens_per_seq))
     eager = costs.eager_per_launch(stage_ranks(sh)) * n
-    t = t_kernels + costs.step_overhead + costs.seq_overhead * (b.pf_seqs + dec_seqs) + eager
+    parts = PrefillParts(t_kernels, costs.step_overhead, costs.seq_overhead * (b.pf_seqs + dec_seqs), eager)
     if idle and costs.idle_launch:  # launches are asynchronous: the GPU waits on the host's dispatch where that is the longer
-        t = t + np.maximum(costs.idle_launch * n - (t_kernels + eager), 0.0)
+        parts = parts._replace(idle=np.maximum(costs.idle_launch * n - (t_kernels + eager), 0.0))
     decoding = np.asarray(dec_seqs) > 0
     if spec is None or not np.any(decoding):
-        return t
+        return parts
     # the step's decodes draft their next tokens as a decode step's do (vLLM runs its drafter on every step,
     # v1/spec_decode/eagle.py:384-560@0.19.0); its first pass over the prompt tokens too is not priced
     # (docs/modelling-notes.md#speculative-mixed-step)
     t_draft = _reused(lambda: _draft_passes(model, gpu, prec, sh, costs=costs, b=dec_seqs, ctx=dec_ctx, k=k, spec=spec),
                       what=("draft", spec), model=model, gpu=gpu, prec=prec, sh=sh, costs=costs, arrays=(dec_seqs, dec_ctx, k))
-    return t + np.where(decoding, t_draft, 0.0) / np.asarray(sh.pp, float)
+    return parts._replace(draft=np.where(decoding, t_draft, 0.0) / np.asarray(sh.pp, float))
 
 
 
@@ -586,7 +610,7 @@ def _request_times(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, r: 
     t_stage, acc, time_share, t_wait = steps
     t_iter = r.pp * t_stage
     mix = mixes(engine, fl, r.k)
-    q, t_pf_stage, span, t_req_pf, rest = _own_prefill(model, gpu, prec, sh, r=r, costs=costs, n_span=np.maximum(wave[2] / t_iter, 1.0),
+    q, t_pf_stage, span, t_req_pf, rest, parts = _own_prefill(model, gpu, prec, sh, r=r, costs=costs, n_span=np.maximum(wave[2] / t_iter, 1.0),
                                                        arrival=arrival, window=np.maximum(fl.recv_interval, 1.0), acc=acc, mixes=mix,
                                                        t_stage=t_stage, wave=wave[:2], rounds=fl.rounds, spec=spec, q=q)
     tpot, life, others = _decode_times(r, q=q, t_stage=t_stage, t_iter=t_iter / acc, time_share=time_share, wave=wave, t_req_pf=t_req_pf,
@@ -607,8 +631,8 @@ def _request_times(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, r: 
     # what the first token and TPOT sum, kept for a breakdown (evaluate's time_parts): the wait in decode steps, the front
     # end's work beyond what hides under it, the prefill steps' span; a token's share of the others' prompt steps and of
     # its cohort's prompts behind its own
-    said = {"prefill_span": span, "wait": t_wait + 0.0 * span, "front_end": before - t_wait, "prompt_stall": others[0],
-            "cohort_stall": others[1]}
+    said = parts | {"prefill_span": span, "wait": t_wait + 0.0 * span, "front_end": before - t_wait, "prompt_stall": others[0],
+                    "cohort_stall": others[1]}
     return q, t_pf_stage, span + before, tpot, life, said
 
 
@@ -769,7 +793,7 @@ def _closed_loop_cohort(request, running, osl, *, t_iter, window, per_step):
     lo, hi = np.ones(np.shape(running)), np.maximum(running, 1.0)
     for _ in range(COHORT_PASSES):
         mid = np.sqrt(lo * hi)
-        _, _, ttft, tpot, _, _ = request(q=mid)
+        ttft, tpot = request(q=mid)[2:4]
         step = np.where(per_step > 0, np.maximum(tpot * per_step, t_iter), t_iter)
         up = closed_loop_batch(running, life=_slot_cycle(ttft, tpot, osl) / step, window=window) > mid
         lo, hi = np.where(up, mid, lo), np.where(up, hi, mid)
@@ -823,7 +847,7 @@ def _own_prefill(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, r: _R
                  mixes, t_stage, wave, rounds, spec: SpecDecoding | None = None, q=None):
     """A request's prefill: (q, the step's time, the steps' span over the pipeline before its first
     token, the time one request's prefill adds to the steps of the requests decoding, the time it waits
-    after its first token for the rest of its cohort's prefill). Its chunks share steps with the prefills
+    after its first token for the rest of its cohort's prefill, the span's parts). Its chunks share steps with the prefills
     of the q - 1 requests arriving with it (`q` where the caller sized it, else _cohort), served first come first served in steps of
     min(budget, q x new) tokens: one step where they fit, else until the end of the step its prompt ends in
     (_steps_to_first_token). Steps count fractionally: a partial chunk costs its share of a full one. An engine that mixes
@@ -843,12 +867,15 @@ def _own_prefill(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, r: _R
     step_tok = beside(dec)
     pf_step_tok = np.minimum(step_tok, q * r.new)
     n_pf = _steps_to_first_token(q, r.new, pf_step_tok)
-    t_pf_stage = prefill_step(model, gpu, prec, sh, costs=costs, tokens=pf_step_tok, isl=r.new, chunk=np.minimum(r.new, step_tok),
-                              dec_seqs=dec, dec_ctx=r.isl + r.osl / 2.0, cached=r.cached, k=r.k, spec=spec)
+    pf = prefill_step_parts(model, gpu, prec, sh, costs=costs, tokens=pf_step_tok, isl=r.new, chunk=np.minimum(r.new, step_tok),
+                            dec_seqs=dec, dec_ctx=r.isl + r.osl / 2.0, cached=r.cached, k=r.k, spec=spec)
+    t_pf_stage = pf.step
 
-    span = _over_pipeline(r, n_pf) * t_pf_stage
+    own = _over_pipeline(r, n_pf)  # its own steps' stage times, and what an idle engine adds (the breakdown's parts)
+    span = own * t_pf_stage
     # a burst's wave pays its idle first step for every request of it (_wave_idle)
-    span = span + _wave_idle(model, gpu, prec, sh, r=r, costs=costs, arrival=arrival, wave=wave)
+    idle = _wave_idle(model, gpu, prec, sh, r=r, costs=costs, arrival=arrival, wave=wave)
+    span = span + idle
     lone = np.asarray(r.alone, bool) & (arrival != "burst")
     if costs.idle_launch and np.any(lone):
         # a lone request (one in flight on the whole engine: under attention DP the other ranks' decodes keep it busy) finds
@@ -858,6 +885,7 @@ def _own_prefill(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, r: _R
         extra = idle_extra(model, gpu, prec, sh, costs=costs, pp=r.pp, t_busy=t_pf_stage, tokens=pf_step_tok, isl=r.new,
                            chunk=np.minimum(r.new, step_tok), dec_seqs=dec, dec_ctx=r.isl + r.osl / 2.0, cached=r.cached, k=r.k, spec=spec)
         span = span + np.where(lone, extra, 0.0)
+        idle = idle + np.where(lone, extra, 0.0)
     # after its first token a request of a cohort prefilled on its own waits for the cohort's prompts behind it: the
     # steps after its own, through the pipeline as the cohort's steps stream (one stage time each where they stream)
     whole = np.maximum(q * r.new / np.maximum(pf_step_tok, 1.0), n_pf)
@@ -870,10 +898,17 @@ def _own_prefill(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, r: _R
         first = 1.0 / np.maximum(rounds, 1.0)
         span = (1.0 - first) * span + first * _over_pipeline(r, n_burst) * t_wave_step
         q = (1.0 - first) * q + first * np.maximum(r.running, 1.0)
+        own, idle, burst = (1.0 - first) * own, (1.0 - first) * idle, first * _over_pipeline(r, n_burst) * t_wave_step
+    else:
+        burst = 0.0
+    # the span's parts: its own steps' kernels, host (step and per sequence), eager launches and the decodes' drafts beside,
+    # what an idle engine's dispatch adds, the first wave's steps (evaluate's time_parts; they sum to `span`)
+    said = {"prefill_kernels": own * pf.kernels, "prefill_host": own * (pf.host_step + pf.host_seq), "prefill_eager": own * pf.eager,
+            "prefill_draft": own * pf.draft, "prefill_idle": idle + 0.0 * span, "first_wave": burst + 0.0 * span}
     # what one request's prefill adds to the others' decode (closed loop: its own batch's step, less the decode
     # step it stands in for where the engine mixes; otherwise the wave's step, _decode_times)
     t_req_pf = (np.maximum(t_pf_stage - np.where(mixes, t_stage, 0.0), 0.0) * r.new / np.maximum(pf_step_tok, 1.0)) if closed else None
-    return q, t_pf_stage, span, t_req_pf, rest
+    return q, t_pf_stage, span, t_req_pf, rest, said
 
 
 def _decode_times(r: _Rank, *, q, t_stage, t_iter, time_share, wave, t_req_pf=None, mixes=True, rest=0.0) -> tuple:

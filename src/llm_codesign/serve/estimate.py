@@ -329,7 +329,8 @@ def step_rows(priced, dep: Deployment, costs, *, op_sum: float, at: int = 0, n: 
     sequence, the host launches of a batch above the largest captured CUDA graph, the draft passes' share of the stage;
     per token, the others' prompt chunks and the cohort's prompts behind, spread over a request's tokens. TTFT: the
     prefill steps' span, the wait in decode steps, the front end's work beyond what hides under that wait, the wait for a
-    slot. `at`: the point's flat index where `priced` holds `n` points (a frontier's, explore.search.point_breakdowns)."""
+    slot. The first token's compute part is in the parts of its prefill steps (kernels, host, eager launches, the
+    decodes' drafts beside), what an idle engine adds and the first wave's share. `at`: the point's flat index where `priced` holds `n` points (a frontier's, explore.search.point_breakdowns)."""
     one = lambda x: float(np.broadcast_to(np.asarray(x, float), n).reshape(-1)[at])  # noqa: E731
     sp, tp = priced["step_parts"], priced["time_parts"]
     pp, acc, share = one(tp["pp"]), one(tp["accepted"]), one(tp["time_share"])
@@ -360,9 +361,18 @@ def step_rows(priced, dep: Deployment, costs, *, op_sum: float, at: int = 0, n: 
     add("prefill/cohort_behind", "per token", one(tp["cohort_stall"]),
         "the wait after its first token for the prompts of its cohort behind it, spread over its OSL - 1 tokens", scale=share)
     first = {"phase": "first token", "always": True}
-    add("first/prefill_steps", "first token", one(tp["prefill_span"]),
-        "the prefill steps to its first token: its prompt's and those sharing its steps, through the pipeline "
-        "(the compute part; the idle engine's launch dispatch where it finds it idle)", **first)
+    # the compute part: the prefill steps to its first token (its prompt's chunks and those sharing its steps, through the
+    # pipeline: serve.aggregated._own_prefill), by what each step is made of
+    steps = "in the prefill steps to its first token (its prompt's and those sharing them, through the pipeline)"
+    add("first/prefill_kernels", "first token", one(tp["prefill_kernels"]), f"the kernels {steps}", **first)
+    add("first/prefill_host", "first token", one(tp["prefill_host"]), f"the host's cost per step and per sequence {steps}", **first)
+    add("first/prefill_eager", "first token", one(tp["prefill_eager"]),
+        f"the host launches of those eager steps (eager_launch_s, at the stage's slowest rank) {steps}", **first)
+    add("first/prefill_draft", "first token", one(tp["prefill_draft"]), f"the draft passes of the decodes beside {steps}", phase="first token")
+    add("first/idle_engine", "first token", one(tp["prefill_idle"]),
+        "what the host's dispatch adds where the request finds the engine idle (idle_launch_s)", phase="first token")
+    add("first/first_wave", "first token", one(tp["first_wave"]),
+        "the first wave's share: it arrives as a burst and waits behind the whole wave's prompts", phase="first token")
     add("first/wait_steps", "first token", one(tp["wait"]),
         "the decode steps it waits before its prefill: the running step's rest, the steps the scheduler queued ahead", **first)
     add("first/front_end", "first token", one(tp["front_end"]),
