@@ -158,6 +158,12 @@ def decode_step_parts(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, 
     return StepParts(t_kernels, costs.step_overhead, costs.seq_overhead * b, draft), t_draft, ops
 
 
+def _decode_stage(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, costs: EngineCosts, b, ctx, k, spec, flags: SchedulerFlags):
+    """evaluate's decode step: decode_step_parts with the host launches of a batch above the largest captured CUDA graph."""
+    parts, t_draft, ops = decode_step_parts(model, gpu, prec, sh, costs=costs, b=b, ctx=ctx, k=k, spec=spec)
+    return parts._replace(eager=_eager_decode(ops, b, flags, costs, stage_ranks(sh))), t_draft, ops
+
+
 def _decode_kernels(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, costs: EngineCosts, b, ctx, k, spec):
     """decode_step's kernels: (the target's kernels' time, the draft passes' time, the target's operators)."""
     ops = forward_ops(model, gpu, costs.cal, prec, sh, b=Batch(dec_seqs=b, dec_ctx=ctx, dec_tokens_per_seq=1.0 + k), engine=costs.engine,
@@ -417,8 +423,7 @@ def evaluate(model: ModelSpec, at: Serving, *, cal: Calibration, concurrency, is
     r = _Rank(isl, osl, new, cached, mnt, k, running, pp, np.asarray(at.cpp) | (running >= pp), (engine, fl), C <= 1.0)
     wave_tok, t_wave_step, pf_span = _prefill_wave(model, gpu, prec, sh, r=r, costs=costs, arrival=arrival)
     # decode phase: every sequence of the micro-batch generates (k+1 verified tokens per step)
-    parts, t_draft, ops = decode_step_parts(model, gpu, prec, sh, costs=costs, b=running / pp, ctx=isl + osl / 2.0, k=k, spec=spec)
-    parts = parts._replace(eager=_eager_decode(ops, running / pp, fl, costs, stage_ranks(sh)))
+    parts, t_draft, ops = _decode_stage(model, gpu, prec, sh, costs=costs, b=running / pp, ctx=isl + osl / 2.0, k=k, spec=spec, flags=fl)
     t_stage = parts.stage
     ops, t_iter = ops if with_ops else None, pp * t_stage  # a search's chunk: the step's operators need not outlive their price
     # a new request first waits for decode iterations: the running one's rest as its arrival sets it (a closed loop's
@@ -431,10 +436,8 @@ def evaluate(model: ModelSpec, at: Serving, *, cal: Calibration, concurrency, is
     # a closed loop's cohort from the slot cycle its throughput uses, in its steps; offline, both take the wave's life (_cohort)
     q, t_pf_stage, ttft, tpot, life, said = request(q=_closed_loop_cohort(request, r.running, osl, t_iter=t_iter, window=np.maximum(
         fl.recv_interval, 1.0), per_step=np.where(mix, acc / np.maximum(time_share, 1e-30), 0.0)) if arrival == "closed_loop" and not offline else None)
-    # requests beyond what the engine admits wait for whole waves
-    waves_ahead = np.maximum(c_rank / np.maximum(admitted, 1.0) - 1.0, 0.0)
     life = life if offline or arrival == "burst" else _slot_cycle(ttft, tpot, osl)
-    queued = waves_ahead * life
+    queued = np.maximum(c_rank / np.maximum(admitted, 1.0) - 1.0, 0.0) * life  # beyond what the engine admits: whole waves
     ttft = ttft + queued
     # requests served over the ranks: all C unless every rank is full (busiest-rank counts over-count where adp does not divide C)
     served = np.minimum(C, admitted * adp)
@@ -450,12 +453,9 @@ def evaluate(model: ModelSpec, at: Serving, *, cal: Calibration, concurrency, is
         # (spec.plan.check_step_budget), a search's plan that does so does not fit
         "fits": (mem["free_for_kv"] > 0) & (c_rank <= cap) & (mnt >= 1),
     }
-    if with_ops:
-        res |= _phase_parts(model, gpu, prec, sh, costs=costs, r=r, steps=(wave_tok, t_wave_step, t_stage, t_draft, ops), share=pf_span / life)
-        # the sums behind TTFT and TPOT as they were made (serve.estimate's breakdown prints them): the decode step's parts,
-        # and the rest of each metric (_request_times' parts, the wait for a slot)
-        res["step_parts"] = parts
-        res["time_parts"] = said | {"pp": pp, "accepted": acc, "time_share": time_share, "slot_queue": queued, "batch": running / pp}
+    if with_ops:  # and the sums TTFT and TPOT were made of, as made (serve.estimate.step_rows, a breakdown's rows)
+        res |= _phase_parts(model, gpu, prec, sh, costs=costs, r=r, steps=(wave_tok, t_wave_step, t_stage, t_draft, ops), share=pf_span / life) | {
+            "step_parts": parts, "time_parts": said | {"pp": pp, "accepted": acc, "time_share": time_share, "slot_queue": queued, "batch": running / pp}}
     return res
 
 
@@ -871,11 +871,9 @@ def _own_prefill(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, r: _R
                             dec_seqs=dec, dec_ctx=r.isl + r.osl / 2.0, cached=r.cached, k=r.k, spec=spec)
     t_pf_stage = pf.step
 
-    own = _over_pipeline(r, n_pf)  # its own steps' stage times, and what an idle engine adds (the breakdown's parts)
-    span = own * t_pf_stage
+    own = _over_pipeline(r, n_pf)  # its own steps' stage times
     # a burst's wave pays its idle first step for every request of it (_wave_idle)
     idle = _wave_idle(model, gpu, prec, sh, r=r, costs=costs, arrival=arrival, wave=wave)
-    span = span + idle
     lone = np.asarray(r.alone, bool) & (arrival != "burst")
     if costs.idle_launch and np.any(lone):
         # a lone request (one in flight on the whole engine: under attention DP the other ranks' decodes keep it busy) finds
@@ -884,12 +882,13 @@ def _own_prefill(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, r: _R
         # before, as under load (docs/modelling-notes.md#hostp-idle-prefill, #revfix7-idle)
         extra = idle_extra(model, gpu, prec, sh, costs=costs, pp=r.pp, t_busy=t_pf_stage, tokens=pf_step_tok, isl=r.new,
                            chunk=np.minimum(r.new, step_tok), dec_seqs=dec, dec_ctx=r.isl + r.osl / 2.0, cached=r.cached, k=r.k, spec=spec)
-        span = span + np.where(lone, extra, 0.0)
-        idle = idle + np.where(lone, extra, 0.0)
+        idle = idle + np.where(lone, extra, 0.0)  # (a burst's wave idle, else 0: the one of the two that is paid)
+    span = own * t_pf_stage + idle
     # after its first token a request of a cohort prefilled on its own waits for the cohort's prompts behind it: the
     # steps after its own, through the pipeline as the cohort's steps stream (one stage time each where they stream)
     whole = np.maximum(q * r.new / np.maximum(pf_step_tok, 1.0), n_pf)
     rest = np.where(mixes, 0.0, (_over_pipeline(r, whole) - _over_pipeline(r, n_pf)) * t_pf_stage)
+    burst = 0.0
     if arrival == "waves":
         # the first wave: all running requests at once, prefilled at the wave's step (every one of them, no decode
         # beside), each behind the (running + 1) / 2 prompts ahead of it on average; 1 / rounds of the requests
@@ -899,16 +898,18 @@ def _own_prefill(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, r: _R
         span = (1.0 - first) * span + first * _over_pipeline(r, n_burst) * t_wave_step
         q = (1.0 - first) * q + first * np.maximum(r.running, 1.0)
         own, idle, burst = (1.0 - first) * own, (1.0 - first) * idle, first * _over_pipeline(r, n_burst) * t_wave_step
-    else:
-        burst = 0.0
-    # the span's parts: its own steps' kernels, host (step and per sequence), eager launches and the decodes' drafts beside,
-    # what an idle engine's dispatch adds, the first wave's steps (evaluate's time_parts; they sum to `span`)
-    said = {"prefill_kernels": own * pf.kernels, "prefill_host": own * (pf.host_step + pf.host_seq), "prefill_eager": own * pf.eager,
-            "prefill_draft": own * pf.draft, "prefill_idle": idle + 0.0 * span, "first_wave": burst + 0.0 * span}
     # what one request's prefill adds to the others' decode (closed loop: its own batch's step, less the decode
     # step it stands in for where the engine mixes; otherwise the wave's step, _decode_times)
     t_req_pf = (np.maximum(t_pf_stage - np.where(mixes, t_stage, 0.0), 0.0) * r.new / np.maximum(pf_step_tok, 1.0)) if closed else None
-    return q, t_pf_stage, span, t_req_pf, rest, said
+    return q, t_pf_stage, span, t_req_pf, rest, _span_parts(pf, own=own, idle=idle, burst=burst, span=span)
+
+
+def _span_parts(pf: PrefillParts, *, own, idle, burst, span) -> dict:
+    """A first token's prefill span in its parts (evaluate's time_parts; they sum to `span`): its `own` steps' kernels, host
+    (step and per sequence), eager launches and the decodes' drafts beside, what an idle engine's dispatch adds, the first
+    wave's steps (`burst`)."""
+    return {"prefill_kernels": own * pf.kernels, "prefill_host": own * (pf.host_step + pf.host_seq), "prefill_eager": own * pf.eager,
+            "prefill_draft": own * pf.draft, "prefill_idle": idle + 0.0 * span, "first_wave": burst + 0.0 * span}
 
 
 def _decode_times(r: _Rank, *, q, t_stage, t_iter, time_share, wave, t_req_pf=None, mixes=True, rest=0.0) -> tuple:

@@ -342,8 +342,7 @@ def step_rows(priced, dep: Deployment, costs, *, op_sum: float, at: int = 0, n: 
             rows.append(OperatorTime(name, kind, t, 0.0, 0.0, phase, what, None if phase != "decode" else t * scale))
 
     b = one(tp["batch"])
-    # the overlap loop (ttft_wait_steps 1: every engine here, spec/engines; 0 a synchronous one) runs most host work
-    # under the step before; the host rows are the share the GPU still waits for (docs/accuracy.md, step_overhead_s)
+    # an overlap loop (ttft_wait_steps 1, default.toml: every engine here) hides the rest of the host's work (accuracy.md)
     hidden = ("; the engine's overlap scheduler runs the rest of its host work under the step before, not in TPOT"
               if costs.ttft_wait_steps >= 1 else "; the engine's loop is synchronous: its host work runs in series")
     add("kernels/beyond_operators", "kernels", one(sp.kernels) - op_sum,
