@@ -581,6 +581,9 @@ def test_the_pages_table_times_follow_the_clis_rule():
                          capture_output=True, text=True, timeout=60, check=True).stdout
     assert json.loads(out) == [x for t in times for x in (table_time(t), table_time(t, 2))]
     assert [table_time(t) for t in (9999.94, 10_000.0, 3_600_000.0)] == ["9999.9", "10.0 s", "1.0 h"]
+    from llm_codesign.render.intervals import CAPPED_TEXT  # the frontier table's capped note, in the CLI's words
+
+    assert f'const CAPPED_TEXT = "{CAPPED_TEXT}";' in js
 
 
 def test_disaggs_table_gives_long_times_in_s_and_h():

@@ -43,3 +43,15 @@ def test_export_says_which_bound_is_capped(tmp_path):
     cap = d["intervals"]["output_tok_s_per_gpu"]["capped"]
     assert f"tok/s/GPU (80%: {d['intervals']['output_tok_s_per_gpu']['lo80']:.0f}-{cap:.0f})" in text
     assert f"bounds capped: tok/s/GPU at {cap:.0f}: {CAPPED_TEXT}." in text
+
+
+def test_the_pareto_report_says_how_many_points_are_capped(tmp_path):
+    # the HTML report's frontier table marks each capped 80% bound * (its script) and its basis says so once (basis_text)
+    prof = str(_profile_measuring(tmp_path, "output_tok_s_per_gpu", Q))
+    args = ("pareto", "llama-3.1-8b", "--gpu", "h100", "--gpus", "1", "--calibration", prof)
+    fr = json.loads(_ok(*args, "--json"))["frontier"]
+    n = sum(p["intervals"]["output_tok_s_per_gpu"]["hi80"] == p["intervals"]["output_tok_s_per_gpu"].get("capped") for p in fr)
+    assert 0 < n < len(fr)
+    _ok(*args, "--out", str(tmp_path / "out"))
+    html = (tmp_path / "out" / "report.html").read_text()
+    assert f"Bounds capped: the 80% tok/s/GPU bound of {n} points (marked *): {CAPPED_TEXT}." in html

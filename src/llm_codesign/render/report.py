@@ -15,7 +15,7 @@ from pathlib import Path
 from llm_codesign.errors import InputError
 from llm_codesign.explore.frontier import point_row
 from llm_codesign.render.accuracy import accuracy_said
-from llm_codesign.render.intervals import frontier_reasons
+from llm_codesign.render.intervals import CAPPED_TEXT, capped_bounds, frontier_reasons
 from llm_codesign.render.plot import Drawing, PlotProcess, bound_in_view, bound_label, data_limits, draw, gpus_text, series_label
 
 _METRICS = ("tok_s_per_user", "output_tok_s_per_gpu", "ttft_ms", "tpot_ms")
@@ -274,7 +274,8 @@ D.results.forEach((r, i) => r.frontier.forEach((p, j) => {
   const g = p.intervals && p.intervals.output_tok_s_per_gpu;
   [r.model, r.gpu, p.tok_s_per_user.toFixed(1), p.output_tok_s_per_gpu.toFixed(0), p.ttft_ms.toFixed(0), p.tpot_ms.toFixed(2), d.plan,
    d.replicas, d.instance_gpus, d.concurrency_per_instance, d.weight_dtype, d.activation_dtype, d.kv_dtype,
-   d.spec ? `${d.spec} k=${d.draft_len}` : 'none', p.accuracy ? p.accuracy.short : 'none', g ? `${g.lo80.toFixed(0)}-${g.hi80.toFixed(0)}` : '-']
+   d.spec ? `${d.spec} k=${d.draft_len}` : 'none', p.accuracy ? p.accuracy.short : 'none',
+   g ? `${g.lo80.toFixed(0)}-${g.hi80.toFixed(0)}${g.hi80 === g.capped || g.lo80 === g.capped ? '*' : ''}` : '-']
     .forEach((x) => cell(tr, 'td', x));
 }));
 document.getElementById('table').appendChild(T);
@@ -298,9 +299,12 @@ def basis_text(r: dict) -> str:
              for p in fr for d in (p["deployment"],)}
     src = dict.fromkeys(p["intervals"]["output_tok_s_per_gpu"]["source"] for p in fr if "output_tok_s_per_gpu" in (p.get("intervals") or {}))
     why = frontier_reasons(fr)
+    # the table's 80% bounds that stop at the ideal step (marked *), as the CLI's tables say them (capped_footnote)
+    caps = sum(bool(capped_bounds(p.get("intervals"), ("output_tok_s_per_gpu",), ("80",))) for p in fr)
     return (f"{series_label(r, many=True)}: {'; '.join(f'{k}, accuracy {v}' for k, v in precs.items())}."
             + (f" tok/s/GPU intervals: {'; '.join(f'from {x}' for x in src)}." if src else "")
-            + (f" Widened: {'; '.join(why)}." if why else ""))
+            + (f" Widened: {'; '.join(why)}." if why else "")
+            + (f" Bounds capped: the 80% tok/s/GPU bound of {caps} point{'s' if caps != 1 else ''} (marked *): {CAPPED_TEXT}." if caps else ""))
 
 
 def engines_text(results: list[dict]) -> str:

@@ -323,6 +323,8 @@ function downloads() {
 // why a centre is shown (render/intervals.py CENTRE)
 const CENTRE = "the intervals are centred on the prediction times the median measured / predicted of the runs they come from, " +
   "which can put the prediction itself outside them";
+// why a bound stops short (render/intervals.py CAPPED_TEXT)
+const CAPPED_TEXT = "what the GPUs allow at the batch that runs (the weights a step reads over HBM bandwidth, or its FLOPs at peak)";
 
 // an interval's bound at the CLI's precision (render/intervals.py _fmt): TPOT to 0.01 ms, the rest to 0.1 below 100, else whole
 function bound(k, x) { return k === "tpot_ms" ? fix(x, 2) : fix(x, Math.abs(x) < 100 ? 1 : 0); }
@@ -373,8 +375,7 @@ function basisRows(b, e) {
   const reasons = [...new Set(ks.flatMap((k) => b[k].widened))];
   return [...[...sources].map(([s, ms]) => [sources.size === 1 ? "interval basis" : `basis: ${ms.join(", ")}`, s]),
     ...(ks.some((k) => e && !(b[k].lo80 <= e[k] && e[k] <= b[k].hi80)) ? [["centred on", CENTRE]] : []),
-    ...(caps.length ? [["bounds capped", `${caps.join(", ")}: what the GPUs allow at the batch that runs (the weights a step `
-                        + "reads over HBM bandwidth, or its FLOPs at peak)"]] : []),
+    ...(caps.length ? [["bounds capped", `${caps.join(", ")}: ${CAPPED_TEXT}`]] : []),
     ...reasons.map((w) => ["beyond the runs", w])];
 }
 
@@ -385,7 +386,7 @@ function frontierTable(series) {
     const g = p.intervals && p.intervals.output_tok_s_per_gpu;
     rows.push([s.gpu, fix(p.tok_s_per_user, 1), fix(p.output_tok_s_per_gpu, 0), fix(p.ttft_ms, 0), fix(p.tpot_ms, 2), d.plan,
                d.replicas, d.concurrency_per_instance, `${d.weight_dtype}/${d.kv_dtype}`, d.spec ? `${d.spec} k=${d.draft_len}` : "-",
-               (p.accuracy && p.accuracy.short) || "none", g ? `${fix(g.lo80, 0)}-${fix(g.hi80, 0)}` : "-"]);
+               (p.accuracy && p.accuracy.short) || "none", g ? `${fix(g.lo80, 0)}-${fix(g.hi80, 0)}${g.hi80 === g.capped || g.lo80 === g.capped ? "*" : ""}` : "-"]);
     index.push([i, j]);
   }));
   const box = $("frontier");
@@ -396,7 +397,9 @@ function frontierTable(series) {
   box.replaceChildren(el("div", "click a row for its operators and estimate", "hint"),
     table("frontier-table", [["GPU", "t"], ["tok/s/user", "n"], ["tok/s/GPU", "n"], ["TTFT ms", "n"], ["TPOT ms", "n"], ["plan", "t"],
                              ["x", "n"], ["batch", "n"], ["W/KV", "t"], ["spec", "t"], ["accuracy", "t"], ["tok/s/GPU 80%", "n"]],
-          rows, (k) => selectPoint(...index[k])));
+          rows, (k) => selectPoint(...index[k])),
+    // render/intervals.py capped_footnote: a printed bound stopped at the ideal step says so, as the CLI's tables do
+    ...(rows.some((r) => r[11].endsWith("*")) ? [el("div", `bounds capped: tok/s/GPU 80% marked *: ${CAPPED_TEXT}.`, "hint")] : []));
   const trs = box.querySelectorAll("tbody tr");
   index.forEach(([i, j], k) => { trs[k].dataset.sel = `${i}:${j}`; });
 }
