@@ -1057,3 +1057,35 @@ def test_a_first_visit_says_how_to_start_and_enter_runs_the_frontier(page, serve
     page.keyboard.press("Enter")
     page.wait_for_selector("#frontier-table")
     assert page.text_content("#status").endswith("deployments") and not page.errors
+
+
+def test_a_disaggregated_table_gives_long_times_in_s_and_h(page, server):
+    """The disaggregated table's times read as the CLI's (render.intervals.table_time, app.js tableTime): ms below 10 s,
+    then s and h. Llama-3.1-70B on H200, a TP4 prefill and a TP4 decode instance: 2,048 requests queue 161 s for the
+    prefill instance, which the page printed as 161000-odd ms."""
+    import llm_codesign as lc
+    from llm_codesign.cost.calibration import calibration_for
+    from llm_codesign.render.intervals import table_time
+    from llm_codesign.serve.disagg import estimate_disagg
+    from llm_codesign.spec.plan import Deployment, Plan, precision_for
+
+    page.goto(server + "/")
+    _ready(page)
+    _choose_gpus(page, ("h200",), None)
+    page.select_option("#model", "llama-3.1-70b")
+    page.select_option("#p_mode", "disaggregated")
+    for f, v in (("#pf_tp", "4"), ("#dc_tp", "4"), ("#p_concurrencies", "1,2048")):
+        page.fill(f, v)
+    page.click("#run-price")
+    page.wait_for_selector("#disagg-table")
+    m, g = lc.get_model("llama-3.1-70b"), lc.get_gpu("h200")
+    pool = Deployment(gpu=g, num_gpus=4, plan=Plan.parse("tp=4", m), precision=precision_for(m, None, None, None))
+    want = estimate_disagg(m, pool, pool, calibration=calibration_for(g, None), prefill_instances=1, decode_instances=1,
+                           concurrencies=[1, 2048], isl=1024, osl=1024)["rows"]
+    assert want[1]["ttft_ms"] >= 10_000 and want[0]["ttft_ms"] < 10_000  # the question has both
+    rows = _rows(page, "#disagg-table")
+    assert [r[1:6] for r in rows] == [[table_time(x["ttft_ms"]), table_time(x["prefill_ms"]), table_time(x["kv_transfer_ms"], 2),
+                                       table_time(x["prefill_wait_ms"]), table_time(x["tpot_ms"], 2)] for x in want]
+    assert rows[1][1].endswith(" s") and not rows[0][1].endswith(("s", "h"))
+    assert "Times in ms (from 10 s in s or h)" in page.text_content("#priced")
+    assert not page.errors

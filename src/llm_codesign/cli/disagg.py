@@ -113,13 +113,15 @@ def disagg(
                f"prefill {p['instances']}x {p['plan']} ({p['capacity_req_s']:.2f} req/s), decode {d['instances']}x {d['plan']}"
                + (f" (max batch {d['max_batch']} per rank)" if "max_batch" in d else ""),
                "requests:n TTFT:n prefill:n KV_move:n queue:n TPOT:n tok/s/user:n tok/s/GPU:n fits:k",
-               "Times in ms: TTFT = queue (for the running prefill step, a prefill instance, a decode slot) + prefill + "
+               "Times in ms (from 10 s in s or h): TTFT = queue (for the running prefill step, a prefill instance, a decode slot) + prefill + "
                "KV hand-off (the transfer and the decode worker's admission: at its step boundaries, or as the cache arrives where "
                "it pre-allocated it, SGLang's) + the engine's request "
                "overhead. fits: the decode instances' KV cache holds every request." + ("" if calibration else _measured()))
-    for row in r["rows"]:
-        t.add_row(str(row["concurrency"]), f"{row['ttft_ms']:.1f}", f"{row['prefill_ms']:.1f}", f"{row['kv_transfer_ms']:.2f}",
-                  f"{row['prefill_wait_ms']:.1f}", f"{row['tpot_ms']:.2f}", f"{row['tok_s_per_user']:.1f}",
+    from llm_codesign.render.intervals import table_time
+
+    for row in r["rows"]:  # times past 10 s in s or h, as estimate's (render.intervals.table_time; the page's the same rule)
+        t.add_row(str(row["concurrency"]), table_time(row["ttft_ms"]), table_time(row["prefill_ms"]), table_time(row["kv_transfer_ms"], 2),
+                  table_time(row["prefill_wait_ms"]), table_time(row["tpot_ms"], 2), f"{row['tok_s_per_user']:.1f}",
                   f"{row['output_tok_s_per_gpu']:.1f}", "yes" if row["fits"] else "no")
     _console().print(t)
     for note in r["notes"]:

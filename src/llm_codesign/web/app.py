@@ -285,6 +285,8 @@ class Operator(_Open):
     name: str
     kind: str
     time_ms: float
+    tpot_ms: Optional[float] = Field(None, description="The row's share of TPOT (ms): a breakdown's rows sum to it.")
+    what: Optional[str] = Field(None, description="What a row beyond the step's operators is (host, draft, prompts' stalls).")
 
 
 class Export(BaseModel):
@@ -303,7 +305,8 @@ class Estimate(_Open):
     tpot_ms: float
     tok_s_per_user: float
     output_tok_s_per_gpu: float
-    point_breakdown: Optional[list[Operator]] = Field(None, description="The frontier point's per-operator times (with `deployment`).")
+    point_breakdown: Optional[list[Operator]] = Field(None, description="The frontier point's per-operator times (with `deployment`) "
+                                                      "and the rest of its decode step and TPOT; their `tpot_ms` sum to TPOT.")
     export: Optional[Export] = Field(None, description="The frontier point's engine launch configuration (with `deployment`).")
 
 
