@@ -398,3 +398,35 @@ def test_a_moe_row_with_blank_ep_and_moe_tp_reads_them_as_lc_deployment_fills_th
            "tpot_ms": "8"}
     preds, unmodeled = predict_serving([row, {**row, "ep": "1", "moe_tp": "2"}])
     assert unmodeled == [] and preds[0] == preds[1] and preds[0]["tpot_ms"] > 0
+
+
+def test_a_row_that_cannot_run_is_listed_with_estimates_reason_not_scored(tmp_path):
+    # Llama-3.1-70B in BF16 on one H100: 70.6B parameters x 2 B = 141 GB of weights alone against the 86 GB an H100 SXM
+    # reports, so no sequence fits (estimate refuses: "needs 145 GB per GPU for one sequence", the weights, activations and
+    # one 1024+512-token sequence's 0.5 GB of KV cache). It was scored (tok/s/GPU 4.7%, TPOT 3581%); now listed, as estimate says
+    # it. A load past what a deployment holds still prices (it queues): the B200 row at 8 requests stays in the stats.
+    s = tmp_path / "s.csv"
+    s.write_text(SERVING_HEAD + "a,llama-3.1-70b,h100,1,vllm,1024,512,512,1,120,9.5,1500,\n"
+                 "b,llama-3.1-70b,b200,4,vllm,1024,1024,8,4,108.9,8.18,,\n")
+    rows = read_rows(s)
+    preds, unmodeled = predict_serving(rows)
+    assert unmodeled == [{"row": 0, "source": "a", "reason": "TP1 on 1xh100 cannot run: needs 145 GB per GPU for one sequence, H100 SXM "
+                          "reports 86 GB (79 GB usable by vllm): add GPUs, raise TP/EP/PP or lower the precision"}]
+    assert preds[0] == {} and preds[1]["ttft_ms"] > 0
+    rep = serving_report(rows, preds, unmodeled)
+    assert rep["modeled"] == 1 and rep["overall"]["ttft_ms"]["n"] == 1 and "output_tok_s_per_gpu" not in rep["overall"]
+    code, out, _ = _cli("validate", "--serving", str(s))
+    assert code == 0 and "1 of 2 rows modelled" in out
+    assert "TP1 on 1xh100 cannot run: needs 145 GB per GPU for one sequence" in out and "(line 2)" in out
+
+
+def test_a_model_named_two_ways_is_one_group(tmp_path):
+    # "llama-3.1-70b" and "meta-llama/Llama-3.1-70B" resolve to one registry model, priced alike: one group, as the GPU
+    # "H200" and "h200" are one
+    s = tmp_path / "s.csv"
+    s.write_text(SERVING_HEAD + "a,llama-3.1-70b,h200,8,trtllm,1024,1024,8,8,60,8,,\n"
+                 "b,meta-llama/Llama-3.1-70B,H200,8,trtllm,1024,1024,64,8,90,12,,\n")
+    rows = read_rows(s)
+    rep = serving_report(rows, *predict_serving(rows))
+    assert list(rep["by"]["model"]) == ["llama-3.1-70b"] and rep["by"]["model"]["llama-3.1-70b"]["ttft_ms"]["n"] == 2
+    assert list(rep["by"]["gpu"]) == ["h200"]
