@@ -331,14 +331,20 @@ def _cannot_run(model, gpu, prec, engine, spec, *, plan: Plan, num_gpus: int, is
     from llm_codesign.serve.estimate import estimate
     from llm_codesign.spec.plan import Workload
 
-    generic = "the model and one sequence do not fit in this plan's GPU memory"
-    try:
-        dep = Deployment(gpu=gpu, num_gpus=num_gpus, plan=plan, precision=prec, backend=engine.name, spec=spec,
-                         max_num_tokens=max_num_tokens, kv_fraction=kv_fraction)
-        estimate(model, dep, Workload(isl=isl, osl=osl, concurrency=1), calibration=cal)
-    except InputError as e:
-        return f"{e.value} cannot run: {e.valid}"
-    return generic
+    # once per deployment and lengths: a memory fit, which no calibration moves (calibrate re-prices the rows every pass)
+    key = (model.name, gpu.id, prec, engine.name, spec, tuple(int(x) for x in plan.sizes), num_gpus, isl, osl, max_num_tokens, kv_fraction)
+    if key not in _CANNOT_RUN:
+        _CANNOT_RUN[key] = "the model and one sequence do not fit in this plan's GPU memory"
+        try:
+            dep = Deployment(gpu=gpu, num_gpus=num_gpus, plan=plan, precision=prec, backend=engine.name, spec=spec,
+                             max_num_tokens=max_num_tokens, kv_fraction=kv_fraction)
+            estimate(model, dep, Workload(isl=isl, osl=osl, concurrency=1), calibration=cal)
+        except InputError as e:
+            _CANNOT_RUN[key] = f"{e.value} cannot run: {e.valid}"
+    return _CANNOT_RUN[key]
+
+
+_CANNOT_RUN: dict[tuple, str] = {}
 
 
 def _sizes_off(a: dict, j: int, line: int, is_moe: bool) -> str:
