@@ -112,15 +112,20 @@ def disagg(
     t = _table(f"{m.name} on {where}, {r['precision']}, {r['backend']}, ISL/OSL {isl}/{osl}: "
                f"prefill {p['instances']}x {p['plan']} ({p['capacity_req_s']:.2f} req/s), decode {d['instances']}x {d['plan']}"
                + (f" (max batch {d['max_batch']} per rank)" if "max_batch" in d else ""),
-               "requests:n TTFT:n prefill:n KV_move:n queue:n slot_wait:n TPOT:n tok/s/user:n tok/s/GPU:n fits:k",
-               "Times in ms: TTFT = queue (for the running prefill step and a prefill instance) + prefill + "
+               "requests:n TTFT:n prefill:n KV|move:n queue:n slot|wait:n TPOT:n tok/s|/user:n tok/s|/GPU:n fits:k",
+               "Times in ms (s or h from 10 s): TTFT = queue (for the running prefill step and a prefill instance) + prefill + "
                "KV hand-off (the transfer and the decode worker's admission: at its step boundaries, or as the cache arrives where "
                "it pre-allocated it, SGLang's) + slot wait (for a decode slot, past what the decode pool holds) + the engine's "
                f"request overhead. fits: the decode pool holds every request at once ({d['max_concurrency']})."
                + ("" if calibration else _measured()))
+    from llm_codesign.render.intervals import duration
+
+    def ms(x: float) -> str:  # a wait of 10 s or more in s or h ("2940 s", not "2939725.6"), so the table stays whole at 80 columns
+        return f"{x:.1f}" if x < 10_000 else duration(x)
+
     for row in r["rows"]:
-        t.add_row(str(row["concurrency"]), f"{row['ttft_ms']:.1f}", f"{row['prefill_ms']:.1f}", f"{row['kv_transfer_ms']:.2f}",
-                  f"{row['prefill_wait_ms']:.1f}", f"{row['decode_slot_wait_ms']:.1f}", f"{row['tpot_ms']:.2f}",
+        t.add_row(str(row["concurrency"]), ms(row["ttft_ms"]), ms(row["prefill_ms"]), f"{row['kv_transfer_ms']:.2f}",
+                  ms(row["prefill_wait_ms"]), ms(row["decode_slot_wait_ms"]), f"{row['tpot_ms']:.2f}",
                   f"{row['tok_s_per_user']:.1f}", f"{row['output_tok_s_per_gpu']:.1f}", "yes" if row["fits"] else "no")
     _console().print(t)
     # each row that does not fit says why, as estimate's "largest batch that fits" does: the limit once, the loads it turns away
