@@ -445,6 +445,35 @@ def test_disagg_is_the_clis(client):
                                                  "('' the engine's own exchange)", "field": "decode_moe_a2a"}
 
 
+def test_disagg_takes_the_clis_plan_text_too(client):
+    # "tp=4" as disagg --prefill and lc.disagg take it, parsed by the CLI's parser (Plan.parse), the instances as the CLI's
+    # --decode-instances; the object form gives the same answer
+    body = {"model": "llama-3.1-70b", "gpu": "h200", "concurrency": [1, 64], "isl": 2048, "osl": 256}
+    text = client.post("/api/disagg", json={**body, "prefill": "tp=4", "decode": "tp=4", "decode_instances": 2})
+    assert text.status_code == 200, text.text
+    assert text.json() == client.post("/api/disagg", json={**body, "prefill": {"tp": 4}, "decode": {"tp": 4, "instances": 2}}).json()
+    assert text.json()["num_gpus"] == 12
+    moe = {"model": "qwen3-30b-a3b", "gpu": "h200", "concurrency": [8]}
+    assert (client.post("/api/disagg", json={**moe, "prefill": "tp=2", "decode": "attention_dp=2,ep=2"}).json()
+            == client.post("/api/disagg", json={**moe, "prefill": {"tp": 2}, "decode": {"attention_dp": 2, "ep": 2}}).json())
+    # neither form: one line naming the field and both forms (pydantic's "Input should be a valid dictionary" named neither)
+    forms = ('a plan as text, as disagg --prefill/--decode and lc.disagg take it ("tp=4", "attention_dp=8,ep=8"), '
+             'or an object ({"tp": 4, "instances": 1})')
+    r = client.post("/api/disagg", json={**body, "prefill": 4, "decode": "tp=4"})
+    assert r.status_code == 422 and r.json() == {"error": f"prefill: 4 is not valid; Input should be {forms}", "field": "prefill"}
+    r = client.post("/api/disagg", json={**body, "prefill": "tp=4", "decode": "tp=four"})
+    assert r.status_code == 422 and r.json()["field"] == "decode" and r.json()["error"] == (
+        "decode: 'tp=four' is not valid; comma-separated sizes from 1 to 65,536 such as tp=4,ep=4 (keys: tp, pp, ep, moe_tp, "
+        'attention_dp, kvp), or an object ({"tp": 4, "instances": 1})')
+    r = client.post("/api/disagg", json={**body, "prefill": {"tp": 4, "instances": 2}, "decode": "tp=4", "prefill_instances": 3})
+    assert r.status_code == 422 and r.json()["field"] == "prefill_instances"
+    # a load past the decode pool's slots: fits false with its reason and its slot wait, as disagg --json gives them
+    r = client.post("/api/disagg", json={"model": "llama-3.1-70b", "gpu": "h200", "prefill": "tp=1", "decode": "tp=1", "concurrency": [7, 512]})
+    rows = r.json()["rows"]
+    assert [x["fits"] for x in rows] == [True, False] and rows[1]["over_capacity"].startswith("decode pool holds 7 requests")
+    assert rows[1]["decode_slot_wait_ms"] > 0 and r.json()["decode"]["max_concurrency"] == 7
+
+
 @pytest.mark.parametrize("path,body,field,text", [
     ("/api/disagg", {"prefill": {"tp": 3}, "decode": {"tp": 4}}, "prefill",
      "prefill: 'TP3' is not valid; attention heads must be divisible by tp"),

@@ -614,7 +614,7 @@ def test_disagg_names_each_basis_with_the_requests_it_serves():
     one, many = (row["intervals"]["ttft_ms"]["source"] for row in rows)
     assert one != many and "33+ requests" in many
     text = " ".join(run(*args).stdout.split())
-    assert f"interval basis (1 request): from {one}" in text and f"interval basis (64 requests): from {many}" in text
+    assert f"interval basis (1 request): drawn from {one}" in text and f"interval basis (64 requests): drawn from {many}" in text
 
 
 def test_a_profile_with_too_few_runs_like_the_question_says_so(tmp_path):

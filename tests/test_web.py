@@ -609,7 +609,7 @@ def test_price_any_plan_with_speculation_or_disaggregated(page, server):
                            isl=1024, osl=1024)
     rows = _rows(page, "#disagg-table")
     assert [r[0] for r in rows] == ["1", "64"]
-    assert [(r[1], r[5], r[7]) for r in rows] == [(f"{x['ttft_ms']:.1f}", f"{x['tpot_ms']:.2f}", f"{x['output_tok_s_per_gpu']:.1f}")
+    assert [(r[1], r[6], r[8]) for r in rows] == [(f"{x['ttft_ms']:.1f}", f"{x['tpot_ms']:.2f}", f"{x['output_tok_s_per_gpu']:.1f}")
                                                   for x in want["rows"]]
     assert page.text_content("#priced h2").startswith("Priced, disaggregated: llama-3.1-70b on 12x h200")
     # a bad size is the server's one line naming the field

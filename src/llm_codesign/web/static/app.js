@@ -572,12 +572,12 @@ function showDisagg(r) {
     el("h2", `Priced, disaggregated: ${modelName(r.model)} on ${where}, ${r.precision}, ${r.backend}`),
     el("div", `prefill ${p.instances}x ${p.plan} (${fix(p.capacity_req_s, 2)} req/s), decode ${d.instances}x ${d.plan} `
        + `(holds ${d.max_concurrency.toLocaleString()} requests). Times in ms (from 10 s in s or h): TTFT = queue + prefill + KV hand-off `
-       + "+ the engine's overhead.", "hint"),
-    table("disagg-table", [["requests", "n"], ["TTFT", "n"], ["prefill", "n"], ["KV move", "n"], ["queue", "n"], ["TPOT", "n"],
+       + "+ slot wait (past what the decode pool holds) + the engine's overhead.", "hint"),
+    table("disagg-table", [["requests", "n"], ["TTFT", "n"], ["prefill", "n"], ["KV move", "n"], ["queue", "n"], ["slot wait", "n"], ["TPOT", "n"],
                            ["tok/s/user", "n"], ["tok/s/GPU", "n"], ["fits", "t"]],
           r.rows.map((x) => [x.concurrency, tableTime(x.ttft_ms), tableTime(x.prefill_ms), tableTime(x.kv_transfer_ms, 2),
-                             tableTime(x.prefill_wait_ms), tableTime(x.tpot_ms, 2), fix(x.tok_s_per_user, 1), fix(x.output_tok_s_per_gpu, 1),
-                             x.fits ? "yes" : "no"])),
+                             tableTime(x.prefill_wait_ms), tableTime(x.decode_slot_wait_ms), tableTime(x.tpot_ms, 2),
+                             fix(x.tok_s_per_user, 1), fix(x.output_tok_s_per_gpu, 1), x.fits ? "yes" : "no"])),
     ...disaggIntervals(r.rows));
 }
 
