@@ -46,7 +46,8 @@ COST_MEASURE = {
 }
 COST_KEY = "cost %, each rule its own measure: " + "; ".join(f"{r} {m}" for r, m in COST_MEASURE.items()) + "."
 # R2's and R6's costs are in the regime's objective: beneath the %, the rate it changes (Finding.objective_cost)
-OBJECTIVE_KEY = "Beneath R2's and R6's %: the same cost as tok/s/GPU (throughput; tok/s/user in the other regimes), the shape's against its neighbour's."
+OBJECTIVE_KEY = ("Beneath R2's and R6's %: the same cost as tok/s/GPU (throughput and long-context; tok/s/user in the latency regime), "
+                 "the shape's against its neighbour's.")
 SEVERITY_ORDER = {"info": 0, "warning": 1, "error": 2}
 # regime: (decode sequences, decode context, prefill tokens) per attention rank; TP 8 where valid
 REGIMES = {"latency": (1, 4096, 0), "throughput": (256, 2048, 8192), "long-context": (1, 131072, 0)}
@@ -438,12 +439,15 @@ def _width_vs_depth(model, gpu, cal, prec, point, *, regime, proxy_file=None, en
                             spec=None)
     floor = sum(float(np.sum((op.time if op.kind == "comm" else op.time - np.maximum(op.t_compute, op.t_memory)) * op.count))
                 for op in ops if op.part not in ("lm_head", "pipeline"))
+    lone = float(np.ravel(evaluate(model, Serving(gpu=gpu, prec=prec, plan=one, engine=engine), cal=cal, concurrency=1, isl=point.isl,
+                                   osl=point.osl)["tpot_s"])[0])  # the TPOT the floor is part of
     gain = 100.0 * (t0 / t1 - 1.0)
     obj = _objective(regime)
     n2, params = sum(n for _, n in wide.groups), wide.total_params
     heads = sorted({layer.attn.heads for layer, _ in wide.groups if isinstance(layer.attn, GQA)})
     figures = {"objective": obj, "time_ms": t0 * 1e3, "wider_time_ms": t1 * 1e3, "speed_gain_pct": gain, "wider_layers": n2,
-               "wider_hidden": h2, "wider_heads": heads, "wider_params": params, "depth_floor_ms": floor * 1e3, "point": point.to_dict(),
+               "wider_hidden": h2, "wider_heads": heads, "wider_params": params, "depth_floor_ms": floor * 1e3, "one_request_tpot_ms": lone * 1e3,
+               "point": point.to_dict(),
                "wider_point": pw.to_dict(), **q}
     quality = (f"proxy loss {_signed(q['quality_delta_pct'], 3)}% +- {q['quality_band_pct']:.3f}%, design's test at most "
                f"+{q['quality_test_pct']:.3f}%") + (f" (extrapolated: {', '.join(q['extrapolated'])})" if q["extrapolated"] else "")
@@ -458,7 +462,7 @@ def _width_vs_depth(model, gpu, cal, prec, point, *, regime, proxy_file=None, en
                         f"keep the depth: design would not propose the wider shape; {quality}", figures)]
     sev = "warning" if gain > 10 else "info"
     return [Finding("R3", sev, "layers", f"{L} layers x hidden {h} (aspect {aspect:.0f}): depth alone costs ~{floor * 1e3:.2f} ms per token "
-                    f"at one request on {one.label()} (fixed kernel costs and collectives); {at} {obj} {t0 * 1e3:.3f} ms",
+                    f"of one request's {lone * 1e3:.2f} ms TPOT on {one.label()} (fixed kernel costs and collectives); {at} {obj} {t0 * 1e3:.3f} ms",
                     gain, f"{variant} ({params / 1e9:.1f}B vs {model.total_params / 1e9:.1f}B params){at_w}: {obj} {t1 * 1e3:.3f} ms, "
                     f"{_faster(gain)}; accuracy: {quality}"
                     # the aspect term alone where it moves (on Kaplan's flat band it changes by nothing: no figure)
