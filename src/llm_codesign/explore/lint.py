@@ -412,43 +412,20 @@ def _width_vs_depth(model, gpu, cal, prec, point, *, regime, proxy_file=None, en
     t0 = _time(model, gpu, cal, prec, plan, regime=regime, engine=engine, point=point)
     if not math.isfinite(t0):
         return []
-    priced = []
-    variants = [_wider(model, tp=tp, hidden=h2, layers=L2, scale=scale, keep_heads=keep) for keep in (False, True)]
-    # each with its FFN widened to the shape's parameters where rounding left it short (fewer parameters never pass
-    # design's test where the terms the shapes share are all that differ)
-    variants += [w for w in (_topped_up(v, model.total_params) for v in variants) if w is not None]
-    for wide in variants:
-        if any(wide == w for w, *_ in priced):
-            continue
-        pw = place(wide) if point.chosen else point
-        pw = pw if pw.chosen or not point.chosen else point  # neither chosen: both at the shape's fixed point
-        if int(validity(wide, gpu, pw.plan, int(np.ravel(pw.plan.gpus)[0]))) >= 0:
-            continue
-        t1 = _time(wide, gpu, cal, prec, pw.plan, regime=regime, engine=engine, point=pw)
-        if math.isfinite(t1):
-            priced.append((wide, t1, pw, *_judge_wider(model, wide, prec, proxy_file=proxy_file)))
+    priced = _wider_priced(model, gpu, cal, prec, point, regime=regime, engine=engine, place=place, proxy_file=proxy_file,
+                           variants=[_wider(model, tp=tp, hidden=h2, layers=L2, scale=scale, keep_heads=keep) for keep in (False, True)])
     if not priced:
         return []
     wide, t1, pw, why, acc, q = min([x for x in priced if not x[3]] or priced, key=lambda x: x[1])
-    # what depth costs, read off the decode step of one request on the point's plan (same calibration, the point's
-    # context): each layer operator's fixed part (its time beyond the larger of its compute and memory times: launch
-    # and prologue costs) and its collectives whole (latency-bound at one token); the LM head and pipeline hand-offs
-    # do not grow with depth. A part of the step, so never above one request's TPOT.
     one = replace(plan, pp=1)  # a token's path through every stage: the whole stack on one stage
-    _, _, ops = decode_step(model, gpu, prec, one.broadcast(), costs=engine.costs(cal), b=1.0, ctx=point.isl + point.osl / 2.0, k=0.0,
-                            spec=None)
-    floor = sum(float(np.sum((op.time if op.kind == "comm" else op.time - np.maximum(op.t_compute, op.t_memory)) * op.count))
-                for op in ops if op.part not in ("lm_head", "pipeline"))
-    lone = float(np.ravel(evaluate(model, Serving(gpu=gpu, prec=prec, plan=one, engine=engine), cal=cal, concurrency=1, isl=point.isl,
-                                   osl=point.osl)["tpot_s"])[0])  # the TPOT the floor is part of
+    floor, lone = _depth_floor(model, gpu, cal, prec, one, point=point, engine=engine)
     gain = 100.0 * (t0 / t1 - 1.0)
     obj = _objective(regime)
     n2, params = sum(n for _, n in wide.groups), wide.total_params
     heads = sorted({layer.attn.heads for layer, _ in wide.groups if isinstance(layer.attn, GQA)})
     figures = {"objective": obj, "time_ms": t0 * 1e3, "wider_time_ms": t1 * 1e3, "speed_gain_pct": gain, "wider_layers": n2,
                "wider_hidden": h2, "wider_heads": heads, "wider_params": params, "depth_floor_ms": floor * 1e3, "one_request_tpot_ms": lone * 1e3,
-               "point": point.to_dict(),
-               "wider_point": pw.to_dict(), **q}
+               "point": point.to_dict(), "wider_point": pw.to_dict(), **q}
     quality = (f"proxy loss {_signed(q['quality_delta_pct'], 3)}% +- {q['quality_band_pct']:.3f}%, design's test at most "
                f"+{q['quality_test_pct']:.3f}%") + (f" (extrapolated: {', '.join(q['extrapolated'])})" if q["extrapolated"] else "")
     at = f"at {point.text()} on {gpu.name}"
@@ -467,6 +444,40 @@ def _width_vs_depth(model, gpu, cal, prec, point, *, regime, proxy_file=None, en
                     f"{_faster(gain)}; accuracy: {quality}"
                     # the aspect term alone where it moves (on Kaplan's flat band it changes by nothing: no figure)
                     + (f"; {acc}" if round(q["aspect_delta_pct"], 3) or round(q["aspect_band_pct"], 3) else ""), figures)]
+
+
+def _wider_priced(model, gpu, cal, prec, point, *, regime, engine, place, proxy_file, variants) -> list[tuple]:
+    """R3's variants, each also with its FFN widened to the shape's parameters where rounding left it short (fewer
+    parameters never pass design's test where the terms the shapes share are all that differ), each priced at its own
+    operating point (`place`; the shape's fixed point where the shape has no chosen one) and judged (_judge_wider):
+    (variant, time, point, why not, aspect text, quality figures)."""
+    variants = variants + [w for w in (_topped_up(v, model.total_params) for v in variants) if w is not None]
+    priced = []
+    for wide in variants:
+        if any(wide == w for w, *_ in priced):
+            continue
+        pw = place(wide) if point.chosen else point
+        pw = pw if pw.chosen or not point.chosen else point  # neither chosen: both at the shape's fixed point
+        if int(validity(wide, gpu, pw.plan, int(np.ravel(pw.plan.gpus)[0]))) >= 0:
+            continue
+        t1 = _time(wide, gpu, cal, prec, pw.plan, regime=regime, engine=engine, point=pw)
+        if math.isfinite(t1):
+            priced.append((wide, t1, pw, *_judge_wider(model, wide, prec, proxy_file=proxy_file)))
+    return priced
+
+
+def _depth_floor(model, gpu, cal, prec, one: Plan, *, point, engine) -> tuple[float, float]:
+    """What depth costs, read off the decode step of one request on `one` (the point's plan on one stage; same
+    calibration, the point's context): each layer operator's fixed part (its time beyond the larger of its compute and
+    memory times: launch and prologue costs) and its collectives whole (latency-bound at one token); the LM head and
+    pipeline hand-offs do not grow with depth. A part of the step, so never above one request's TPOT, returned beside it."""
+    _, _, ops = decode_step(model, gpu, prec, one.broadcast(), costs=engine.costs(cal), b=1.0, ctx=point.isl + point.osl / 2.0, k=0.0,
+                            spec=None)
+    floor = sum(float(np.sum((op.time if op.kind == "comm" else op.time - np.maximum(op.t_compute, op.t_memory)) * op.count))
+                for op in ops if op.part not in ("lm_head", "pipeline"))
+    lone = float(np.ravel(evaluate(model, Serving(gpu=gpu, prec=prec, plan=one, engine=engine), cal=cal, concurrency=1, isl=point.isl,
+                                   osl=point.osl)["tpot_s"])[0])
+    return floor, lone
 
 
 def _judge_wider(model, wide, prec, *, proxy_file) -> tuple[str, str, dict]:
