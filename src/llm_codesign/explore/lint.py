@@ -124,7 +124,8 @@ def operating_point(model: ModelSpec, gpu: Gpu, cal, prec: Precision, regime: st
     SLO's floor; `slo`, a design.Slo, else the regime's defaults), at the regime's lengths (design.REGIMES: 1,024/1,024,
     long-context 32,768/1,024) within the model's context. Where no deployment meets the floor: TP as _tp_for picks it,
     EP over the experts where they split, lint's fixed load (REGIMES) at those lengths."""
-    from llm_codesign.explore.design import Slo, at_best
+    from llm_codesign.explore.design import Slo, _plans, objective
+    from llm_codesign.explore.search import BATCHES
 
     slo = slo or Slo(regime)
     isl, osl = slo.lengths()
@@ -132,13 +133,14 @@ def operating_point(model: ModelSpec, gpu: Gpu, cal, prec: Precision, regime: st
         isl = max(model.max_context - osl, 1)
     slo = replace(slo, isl=isl, osl=osl)
     n = OPERATING_GPUS if gpus is None else gpus
-    best = at_best(model, gpu, cal, prec, num_gpus=n, slo=slo, moe=model.is_moe, engine=engine)
-    if best is not None:
-        d = best["deployment"]
-        cons = "min_tps_user" if slo.regime != "latency" else "min_tps_gpu"
-        floor = (f"{slo.min_tps_user:g} tok/s/user" if cons == "min_tps_user" else f"{slo.min_tps_gpu:g} tok/s/GPU")
-        return Point(Plan.from_dict(d), int(d["concurrency_per_instance"]), isl, osl,
-                     f"design's best deployment on {n} {gpu.name} at {floor}")
+    # at_best's choice (design's plans of a search of the shape's kind, every batch of its grid), without its
+    # batch_binds, which re-prices the next batch to say what binds: a fifth of a lint's time, for nothing lint says
+    plans, inst = _plans(n, gpu, moe=model.is_moe, long_context=slo.regime == "long-context")
+    best, ip, ib, _ = objective(model, gpu, cal, prec, plans, inst=inst, slo=slo, engine=engine)
+    if np.isfinite(best[0]):
+        p = plans.at(int(ip[0]))
+        floor = f"{slo.min_tps_gpu:g} tok/s/GPU" if slo.regime == "latency" else f"{slo.min_tps_user:g} tok/s/user"
+        return Point(p, int(BATCHES[int(ib[0])] * p.adp), isl, osl, f"design's best deployment on {n} {gpu.name} at {floor}")
     tp = _tp_for(model, gpu, n)
     moe = next((layer.ffn for layer, _ in model.groups if isinstance(layer.ffn, MoE)), None)
     ep = tp if moe and moe.experts % tp == 0 else 1  # experts whole on one GPU where they split
@@ -451,18 +453,20 @@ def _wider_priced(model, gpu, cal, prec, point, *, regime, engine, place, proxy_
     parameters never pass design's test where the terms the shapes share are all that differ), each priced at its own
     operating point (`place`; the shape's fixed point where the shape has no chosen one) and judged (_judge_wider):
     (variant, time, point, why not, aspect text, quality figures)."""
-    variants = variants + [w for w in (_topped_up(v, model.total_params) for v in variants) if w is not None]
     priced = []
-    for wide in variants:
-        if any(wide == w for w, *_ in priced):
-            continue
-        pw = place(wide) if point.chosen else point
-        pw = pw if pw.chosen or not point.chosen else point  # neither chosen: both at the shape's fixed point
-        if int(validity(wide, gpu, pw.plan, int(np.ravel(pw.plan.gpus)[0]))) >= 0:
-            continue
-        t1 = _time(wide, gpu, cal, prec, pw.plan, regime=regime, engine=engine, point=pw)
-        if math.isfinite(t1):
-            priced.append((wide, t1, pw, *_judge_wider(model, wide, prec, proxy_file=proxy_file)))
+    for batch in (variants, [w for w in (_topped_up(v, model.total_params) for v in variants) if w is not None]):
+        if any(not x[3] for x in priced):
+            break  # a variant as given passes design's test: topped up it would only be slower (more parameters)
+        for wide in batch:
+            if any(wide == w for w, *_ in priced):
+                continue
+            pw = place(wide) if point.chosen else point
+            pw = pw if pw.chosen or not point.chosen else point  # neither chosen: both at the shape's fixed point
+            if int(validity(wide, gpu, pw.plan, int(np.ravel(pw.plan.gpus)[0]))) >= 0:
+                continue
+            t1 = _time(wide, gpu, cal, prec, pw.plan, regime=regime, engine=engine, point=pw)
+            if math.isfinite(t1):
+                priced.append((wide, t1, pw, *_judge_wider(model, wide, prec, proxy_file=proxy_file)))
     return priced
 
 
