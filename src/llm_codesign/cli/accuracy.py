@@ -214,8 +214,17 @@ def calibrate(
             err = f"median APE {r['median_ape']:.1f}%  p90 {r['p90_ape']:.1f}%"
         con.print(f"{r['family']:10s} {r['kind']:18s} {r['rows']:6d} rows  {err}")
     if srv:
-        # the fitted ones, per engine where they are (an engine's documented values, measure.calibrate.NOT_FITTED, are not listed)
-        con.print("serving: " + "; ".join(serving_words(b.name, srv[b.name]) for b in SERVING_BOUNDS if srv.get(b.name, {}) != {}))
+        # the fitted ones, per engine where they are (an engine's documented values, measure.calibrate.NOT_FITTED, are not
+        # listed), then those no run responds to, kept at the starting profile's values (measure.calibrate.fit_profile)
+        rep = next(r for r in profile.report if r["kind"] == "serving")
+        moved = {b.name: ({e: x for e, x in srv[b.name].items() if f"{b.name}:{e}" in rep["fitted"]} if isinstance(srv.get(b.name), dict)
+                          else srv.get(b.name)) for b in SERVING_BOUNDS if b.name in rep["fitted"] or isinstance(srv.get(b.name), dict)}
+        con.print("serving: " + ("; ".join(serving_words(n, v) for n, v in moved.items() if v != {}) or "nothing fitted"), highlight=False)
+        con.print(f"fitted: {', '.join(rep['fitted']) or 'none'}; kept at {'the profile given' if calibration else 'the bundled fit'}'s "
+                  f"values (no run responds to them): {', '.join(rep['held']) or 'none'}", highlight=False)
+        _print_checks(profile.checks, con)
+    for x in profile.left_out:
+        con.print(f"left out, cannot run: {x}", highlight=False)
     if srv:
         _print_own_intervals(text, con)
         from llm_codesign.measure.validate import columns_read
@@ -223,6 +232,24 @@ def calibrate(
         _print_columns(columns_read(srv_rows), con)
         _print_arrival(srv_rows, con)
     con.print(f"wrote {'standard output' if output == '-' else output}")
+
+
+def _print_checks(checks: dict, con) -> None:
+    """validate's figures on the fitted rows, with the starting profile and the new one (measure.calibrate.own_check),
+    and one line where the new one is worse on any of them."""
+    from llm_codesign.measure.calibrate import worse
+    from llm_codesign.measure.intervals import LABELS
+
+    before, after = checks.get("before", {}), checks.get("after", {})
+    for m, a in after.items():
+        b = before.get(m, {})
+
+        def said(f):
+            return f"median {f.get('median_ape', float('nan')):.1f}%, p90 {f.get('p90_ape', float('nan')):.1f}%, inside 80%/95% {f.get('inside80', float('nan')):.1f}/{f.get('inside95', float('nan')):.1f}%"
+        con.print(f"validate on these {a['n']} runs, {LABELS[m]}: starting profile {said(b)}; new profile {said(a)}", highlight=False)
+    bad = worse(before, after)
+    if bad:
+        con.print(f"warning: the new profile is worse than the starting one on its own runs: {'; '.join(bad)}", highlight=False)
 
 
 def _print_own_intervals(text: str, con) -> None:

@@ -524,9 +524,19 @@ class Widening(str):
         return (self.kind, self.what), {"quantity": self.quantity, "span": self.span, "factors": self.factors, "levels": self.levels}
 
 
+def covered(ctx: Context, table: dict) -> bool:
+    """Whether a profile's own runs cover the question's engine on its GPU family: MIN_ROWS of them at least, a slice
+    of their own. Only there does the profile's envelope (_profile_table's `own_envelope`) replace the bundled one: 5
+    vLLM runs on H100s had dropped the Hopper widening of every engine's answers, TensorRT-LLM's too, and of their
+    own runs' (newcomer review 2026-12-06: its TPOT inside the 95% bands 100 -> 71.4%)."""
+    return table.get("own_runs", {}).get(ctx.mode, {}).get(f"{ctx.engine}|{ctx.family}", 0) >= MIN_ROWS
+
+
 def reasons(ctx: Context, table: dict) -> list[Widening]:
-    """Each way the question lies outside what its mode's runs cover (Widening, without its factors)."""
-    env, every = table["envelope"].get(ctx.mode, {}), table["envelope"]
+    """Each way the question lies outside what its mode's runs cover (Widening, without its factors): the bundled
+    runs', or with a profile's own runs too where they cover its engine and GPU family (`covered`)."""
+    every = table["own_envelope"] if "own_envelope" in table and covered(ctx, table) else table["envelope"]
+    env = every.get(ctx.mode, {})
     run, fam = RUNS[ctx.mode], family_name(ctx.family)
     out = []
     if ctx.family not in env.get("families", ()):
@@ -673,12 +683,13 @@ def _family_by_own_runs(ctx: Context, table: dict, mine: bool) -> str:
     """Where a bundled slice answers but the profile's own runs (too few for a slice) are what put the question's GPU
     family within the runs (_profile_table merges their envelope): whose runs those are, as the band is not widened for
     a family no bundled run measures."""
-    # the envelope's families are the mode's, any engine's: the profile's runs on this family with every engine
-    n = sum(v for k, v in table.get("own_runs", {}).get(ctx.mode, {}).items() if k.rpartition("|")[2] == ctx.family)
-    if mine or not n or ctx.family in table.get("bundled_families", {}).get(ctx.mode, [ctx.family]):
+    # the profile's runs of this engine on this family, where they cover it (`covered`: only then is the family's
+    # widening dropped)
+    n = table.get("own_runs", {}).get(ctx.mode, {}).get(f"{ctx.engine}|{ctx.family}", 0)
+    if mine or not covered(ctx, table) or ctx.family in table.get("bundled_families", {}).get(ctx.mode, [ctx.family]):
         return ""
-    return (f"; {family_name(ctx.family)} GPUs measured by {table['profile']}'s own {n} {RUNS[ctx.mode]}{'s' if n > 1 else ''} "
-            "(so not widened for the GPU family)")
+    return (f"; {family_name(ctx.family)} GPUs measured by {table['profile']}'s own {n} {RUNS[ctx.mode]}s with "
+            f"{engine_title(ctx.engine)} (so not widened for the GPU family)")
 
 
 def _why_bundled(metric: str, ctx: Context, table: dict) -> str:
@@ -687,8 +698,8 @@ def _why_bundled(metric: str, ctx: Context, table: dict) -> str:
     n = table.get("own_runs", {}).get(ctx.mode, {}).get(f"{ctx.engine}|{ctx.family}", 0)
     if not n:
         return table["why_bundled"]
-    if n < MIN_ROWS:
-        return f"too few of its runs ({n}; {MIN_ROWS} per slice needed)"
+    if n < MIN_ROWS:  # nor do they drop a widening (`covered`)
+        return f"too few of its runs ({n} with {engine_title(ctx.engine)} on {family_name(ctx.family)} GPUs; {MIN_ROWS} per slice needed)"
     return f"none of its runs measures {LABELS[metric]}"
 
 
@@ -838,8 +849,13 @@ def _profile_table(profile: str, stamp: tuple | None = None) -> dict:  # stamp: 
             envelope[mode]["runs"] = dict(sorted(at.items()))
     except (KeyError, TypeError, ValueError, AttributeError):
         raise InputError("calibration.intervals", profile, "the [intervals] section `calibrate --serving` writes (slices and envelope)") from None
-    return t | {"own": slices, "envelope": envelope, "profile": name, "why_bundled": "none of its runs is like this one",
-                "own_runs": own_runs, "bundled_families": {mode: t["envelope"].get(mode, {}).get("families", []) for mode in MODES}}
+    # the bundled envelope for every question its own runs do not cover (`covered`: engine x GPU family), with the runs
+    # per engine|family counted over both (what _describe's "(X's own N ...)" says); the merged one where they do
+    bundled_env = {mode: {**e, "runs": envelope[mode]["runs"]} if mode in envelope and isinstance(e, dict) else e
+                   for mode, e in t["envelope"].items()}
+    return t | {"own": slices, "envelope": bundled_env, "own_envelope": envelope, "profile": name,
+                "why_bundled": "none of its runs is like this one", "own_runs": own_runs,
+                "bundled_families": {mode: t["envelope"].get(mode, {}).get("families", []) for mode in MODES}}
 
 
 def _wider(a: dict, b: dict) -> dict:
