@@ -256,19 +256,20 @@ def _print_own_intervals(text: str, con) -> None:
     """What the profile's own intervals cover: its answers there take them instead of the bundled ones."""
     import tomllib
 
-    from llm_codesign.measure.intervals import MIN_ROWS, engine_title, family_name
+    from llm_codesign.measure.intervals import ARRIVAL_NAMES, MIN_ROWS, engine_title, family_name
 
     own = tomllib.loads(text)["intervals"]
+    # the engine x GPU family slices (an engine x arrival one, TTFT's, read "vLLM on Waves GPUs")
     cover = sorted({f"{engine_title(k.split('|')[1])} on {family_name(k.split('|')[2])} GPUs" for cells in own["slices"].values()
-                    for k in cells if k.count("|") == 2})
+                    for k in cells if k.count("|") == 2 and k.split("|")[2] not in ARRIVAL_NAMES})
     if cover:
         con.print(f"intervals: answers with this profile on {', '.join(cover)} take the bands of its own runs instead of the bundled ones, "
-                  "and say so")
+                  "and say so; every other engine and GPU family keeps the bundled bands and their widenings", highlight=False)
     else:  # it read "answers ... on none of its engines and GPU families (too few runs) take the bands of its own runs"
         runs = own.get("envelope", {}).get("serving", {}).get("runs", {})
         have = ", ".join(f"{n} with {engine_title(k.split('|')[0])} on {family_name(k.split('|')[1])} GPUs" for k, n in sorted(runs.items()))
         con.print(f"intervals: a band of the profile's own needs {MIN_ROWS} runs of one engine on one GPU family" + (f"; it has {have}" if have else "")
-                  + ", so answers with this profile keep the bundled bands, and say so", highlight=False)
+                  + ", so answers with this profile keep the bundled bands and their widenings, and say so", highlight=False)
 
 
 def _nk_list(value: str) -> list[tuple[int, int]]:

@@ -816,7 +816,7 @@ def _serving_rows(serving: str, *, clean: bool, hold_out: list[str] | None, cali
     preds, unmodeled = predict_serving(rows, calibration)
     runs = [not p or p.get("fits", True) for p in preds]
     left = [f"line {line[id(r)]} ({r.get('source') or r.get('model')}): {r.get('model')} on {r.get('num_gpus') or 1} {r.get('gpu')} "
-            f"cannot hold {r.get('concurrency') or 'its'} requests' KV cache (estimate refuses it)" for r, ok in zip(rows, runs, strict=True) if not ok]
+            f"does not fit its GPUs' memory at {r.get('concurrency') or 'its'} requests" for r, ok in zip(rows, runs, strict=True) if not ok]
     if left:
         kept = [i for i, ok in enumerate(runs) if ok]
         at = {i: j for j, i in enumerate(kept)}
@@ -853,7 +853,9 @@ def own_check(rows: list[dict], profile: str | None) -> dict:
 
 
 def worse(before: dict, after: dict) -> list[str]:
-    """Each figure of own_check where `after` is worse than `before` (a larger error, a smaller share inside a band):
+    """Each figure of own_check where `after` is worse than `before`: a larger error, or a smaller share inside a band
+    that falls short of the band's stated level (a profile's own bands hold about their level of its runs by
+    construction: 100 -> 82% inside the 80% band is the band's doing, 86 -> 71% inside the 95% one is not):
     "TPOT p90 20.5 -> 30.1%"."""
     from llm_codesign.measure.intervals import LABELS
 
@@ -863,7 +865,7 @@ def worse(before: dict, after: dict) -> list[str]:
         b = before.get(m, {})
         for k in CHECKED:
             x, y = b.get(k), a.get(k)
-            if x is not None and y is not None and (y > x + 0.05 if k.endswith("_ape") else y < x - 0.05):
+            if x is not None and y is not None and (y > x + 0.05 if k.endswith("_ape") else y < min(x - 0.05, float(k[-2:]))):
                 out.append(f"{LABELS[m]} {names[k]} {x:.1f} -> {y:.1f}%")
     return out
 

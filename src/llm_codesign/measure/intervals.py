@@ -526,10 +526,10 @@ class Widening(str):
 
 def covered(ctx: Context, table: dict) -> bool:
     """Whether a profile's own runs cover the question's engine on its GPU family: MIN_ROWS of them at least, a slice
-    of their own. Only there does the profile's envelope (_profile_table's `own_envelope`) replace the bundled one: 5
+    of their own (its mode|engine|family slice, or the runs counted for one). Only there does the profile's envelope (_profile_table's `own_envelope`) replace the bundled one: 5
     vLLM runs on H100s had dropped the Hopper widening of every engine's answers, TensorRT-LLM's too, and of their
     own runs' (newcomer review 2026-12-06: its TPOT inside the 95% bands 100 -> 71.4%)."""
-    return table.get("own_runs", {}).get(ctx.mode, {}).get(f"{ctx.engine}|{ctx.family}", 0) >= MIN_ROWS
+    return f"{ctx.mode}|{ctx.engine}|{ctx.family}" in table.get("covered", ())
 
 
 def reasons(ctx: Context, table: dict) -> list[Widening]:
@@ -853,7 +853,9 @@ def _profile_table(profile: str, stamp: tuple | None = None) -> dict:  # stamp: 
     # per engine|family counted over both (what _describe's "(X's own N ...)" says); the merged one where they do
     bundled_env = {mode: {**e, "runs": envelope[mode]["runs"]} if mode in envelope and isinstance(e, dict) else e
                    for mode, e in t["envelope"].items()}
-    return t | {"own": slices, "envelope": bundled_env, "own_envelope": envelope, "profile": name,
+    cover = {f"{mode}|{k}" for mode in MODES for k, n in own_runs[mode].items() if n >= MIN_ROWS}
+    cover |= {k for m in slices for k in slices[m] if k.count("|") == 2}
+    return t | {"own": slices, "envelope": bundled_env, "own_envelope": envelope, "covered": frozenset(cover), "profile": name,
                 "why_bundled": "none of its runs is like this one", "own_runs": own_runs,
                 "bundled_families": {mode: t["envelope"].get(mode, {}).get("families", []) for mode in MODES}}
 
