@@ -808,3 +808,23 @@ def test_a_vllm_only_profile_leaves_other_engines_bands_as_bundled(tmp_path, n):
         p = vllm["tpot_ms"]
         assert [b[k] for k in ("lo80", "hi80", "lo95", "hi95")] == pytest.approx(
             [p * math.exp(-0.1), p * math.exp(0.1), p * math.exp(-0.2), p * math.exp(0.2)], rel=1e-9)
+
+
+def test_a_profiles_own_dense_runs_leave_moe_answers_bundled(tmp_path):
+    """fixcal's out-of-sample check: a profile fitted on 120 dense Llama-3.1-70B vLLM runs on B200 (3.8% TPOT median) gave
+    its own vLLM Blackwell slice to the 635 MoE vLLM runs too, 34.6 / 55.0% of their TPOT inside the 80 / 95% bands
+    (bundled 79.2 / 96.7). calibrate records its runs' model classes (envelope `classes`); an own slice answers those only."""
+    from importlib import resources
+
+    prof = tmp_path / "mine.toml"
+    prof.write_text(resources.files("llm_codesign").joinpath("data/calibration/fitted.toml").read_text()
+                    + '\n[intervals.envelope]\nserving = {metrics = ["tpot_ms"], families = ["blackwell"], engines = ["vllm"], '
+                    + 'runs = {"vllm|blackwell" = 40}, classes = {"vllm|blackwell" = ["dense"]}}\nkinds = []\nformats = []\n\n'
+                    + '[intervals.slices.tpot_ms]\n"serving|vllm|blackwell" = {n = 40, q025 = -0.2, q100 = -0.1, q500 = 0.0, q900 = 0.1, q975 = 0.2}\n')
+    args = ("estimate", "--gpu", "b200", "--backend", "vllm", "--concurrency", "16", "--json")
+    dense = json.loads(run(args[0], "llama-3.1-70b", *args[1:], "--tp", "4", "--calibration", str(prof)).stdout)["intervals"]["tpot_ms"]
+    assert dense["source"] == "mine.toml's own 40 serving runs with vLLM, on Blackwell GPUs"
+    moe = [json.loads(run(args[0], "gpt-oss-120b", *args[1:], *cal).stdout)["intervals"]["tpot_ms"] for cal in ((), ("--calibration", str(prof)))]
+    assert moe[1]["source"] == ("the bundled profile's (not mine.toml's: none of its 40 runs with vLLM on Blackwell GPUs is of a MoE model) "
+                                + moe[0]["source"])
+    assert [moe[1][k] for k in ("lo80", "hi80", "lo95", "hi95")] == [moe[0][k] for k in ("lo80", "hi80", "lo95", "hi95")]

@@ -256,12 +256,18 @@ def _print_own_intervals(text: str, con) -> None:
     """What the profile's own intervals cover: its answers there take them instead of the bundled ones."""
     import tomllib
 
-    from llm_codesign.measure.intervals import ARRIVAL_NAMES, MIN_ROWS, engine_title, family_name
+    from llm_codesign.measure.intervals import MIN_ROWS, engine_title, family_name
 
     own = tomllib.loads(text)["intervals"]
-    # the engine x GPU family slices (an engine x arrival one, TTFT's, read "vLLM on Waves GPUs")
-    cover = sorted({f"{engine_title(k.split('|')[1])} on {family_name(k.split('|')[2])} GPUs" for cells in own["slices"].values()
-                    for k in cells if k.count("|") == 2 and k.split("|")[2] not in ARRIVAL_NAMES})
+    # the engine x GPU family slices, the ones answers take (intervals._slice): "vLLM on Waves GPUs" (engine x arrival) and
+    # "blackwell on 5-32 GPUs" (family x load) were listed too
+    env = own.get("envelope", {})
+    def classes(mode, e, f):  # the model classes of those runs (intervals.profile_section), where recorded
+        c = env.get(mode, {}).get("classes", {}).get(f"{e}|{f}")
+        return f" ({' and '.join('MoE' if x == 'moe' else x for x in c)} models)" if c else ""
+    cover = sorted({f"{engine_title(e)} on {family_name(f)} GPUs{classes(mode, e, f)}" for cells in own["slices"].values() for k in cells
+                    if k.count("|") == 2 for mode, e, f in [k.split("|")]
+                    if e in env.get(mode, {}).get("engines", ()) and f in env.get(mode, {}).get("families", ())})
     if cover:
         con.print(f"intervals: answers with this profile on {', '.join(cover)} take the bands of its own runs instead of the bundled ones, "
                   "and say so; every other engine and GPU family keeps the bundled bands and their widenings", highlight=False)
