@@ -908,7 +908,12 @@ def fit_profile(kernels: list[str] | None = None, serving: str | None = None, *,
 
             fams = {g.family: calibration_for(g, calibration) for g in catalog().values()}
         # the serving search starts from the profile given, else the bundled fit (its kernel values are the kernel fits'
-        # start), never from the search's own starts: a parameter no row responds to keeps that profile's value (hold)
+        # start), never from the search's own starts: a parameter no row responds to keeps that profile's value (hold).
+        # The median cycles only (fit_serving's `start`): fitted on the clean sample's 120 dense Llama-3.1-70B vLLM B200
+        # runs, the other 635 vLLM runs (MoE) out of sample take TTFT / TPOT 16.0 / 10.8% median (bundled 13.6 / 10.8);
+        # with the smooth cycles too from the same start 18.1 / 10.7 (in sample 13.4 against 14.4: it fits the model it
+        # sees), from the search's starts (before fixcal) 15.9 / 10.6 with the scale-out latency at 25 us
+        # (docs/modelling-notes.md#fixcal-calibrate)
         fams, srv = fit_serving(srv_rows, fams, start=next(iter(fams.values())), report=srv_report, hold=True,
                                 progress=lambda done, total: cb(k_total[0] + done, k_total[0] + total))
         # as a kernel fit: refused where worse than the profile it started from, on a bound or unconverged, unless forced
