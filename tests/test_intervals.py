@@ -787,7 +787,7 @@ def test_a_vllm_only_profile_leaves_other_engines_bands_as_bundled(tmp_path, n):
     from importlib import resources
 
     prof = tmp_path / "mine.toml"
-    slice_ = f'"serving|vllm|hopper" = {{n = 40, q025 = -0.2, q100 = -0.1, q500 = 0.0, q900 = 0.1, q975 = 0.2}}\n' if n >= iv.MIN_ROWS else ""
+    slice_ = '"serving|vllm|hopper" = {n = 40, q025 = -0.2, q100 = -0.1, q500 = 0.0, q900 = 0.1, q975 = 0.2}\n' if n >= iv.MIN_ROWS else ""
     prof.write_text(resources.files("llm_codesign").joinpath("data/calibration/fitted.toml").read_text()
                     + '\n[intervals.envelope]\nserving = {metrics = ["tpot_ms"], families = ["hopper"], engines = ["vllm"], '
                     + f'runs = {{"vllm|hopper" = {n}}}, ranges = {{vllm = {{concurrency = [1.0, 64.0]}}}}}}\nkinds = ["gqa", "dense"]\n'

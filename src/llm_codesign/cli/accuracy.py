@@ -245,7 +245,9 @@ def _print_checks(checks: dict, con) -> None:
         b = before.get(m, {})
 
         def said(f):
-            return f"median {f.get('median_ape', float('nan')):.1f}%, p90 {f.get('p90_ape', float('nan')):.1f}%, inside 80%/95% {f.get('inside80', float('nan')):.1f}/{f.get('inside95', float('nan')):.1f}%"
+            x = {k: f.get(k, float("nan")) for k in ("median_ape", "p90_ape", "inside80", "inside95")}
+            return (f"median {x['median_ape']:.1f}%, p90 {x['p90_ape']:.1f}%, inside 80%/95% "
+                    f"{x['inside80']:.1f}/{x['inside95']:.1f}%")
         con.print(f"validate on these {a['n']} runs, {LABELS[m]}: starting profile {said(b)}; new profile {said(a)}", highlight=False)
     bad = worse(before, after)
     if bad:

@@ -527,9 +527,11 @@ class Widening(str):
 def covered(ctx: Context, table: dict) -> bool:
     """Whether a profile's own runs cover the question's engine on its GPU family: MIN_ROWS of them at least, a slice
     of their own (its mode|engine|family slice, or the runs counted for one), of the question's model class where the
-    profile records its runs' (dense or MoE: `classes`, profile_section). Only there does the profile's envelope (_profile_table's `own_envelope`) replace the bundled one: 5
-    vLLM runs on H100s had dropped the Hopper widening of every engine's answers, TensorRT-LLM's too, and of their
-    own runs' (newcomer review 2026-12-06: its TPOT inside the 95% bands 100 -> 71.4%)."""
+    profile records its runs' (dense or MoE: `classes`, profile_section). Only there does the profile's envelope
+    (_profile_table's `own_envelope`) replace the bundled one, and its own slices answer (_slice): 5 vLLM runs on H100s
+    had dropped the Hopper widening of every engine's answers, TensorRT-LLM's too, and of their own runs' (newcomer review
+    2026-12-06: TPOT inside the 95% bands 100 -> 71.4%); an own slice of dense runs answered MoE questions
+    (docs/modelling-notes.md#fixcal-calibrate)."""
     key = f"{ctx.engine}|{ctx.family}"
     classes = table.get("own_classes", {}).get(ctx.mode, {}).get(key)  # None: a profile written before they were recorded
     return f"{ctx.mode}|{key}" in table.get("covered", ()) and (classes is None or ctx.model_class in classes)
@@ -856,16 +858,17 @@ def _profile_table(profile: str, stamp: tuple | None = None) -> dict:  # stamp: 
         # the engine|family pairs its runs cover (`covered`), and their runs' model classes where recorded (profile_section)
         own_classes = {mode: {str(k): [str(c) for c in v] for k, v in env.get(mode, {}).get("classes", {}).items()} for mode in MODES}
         cover = {f"{mode}|{k}" for mode in MODES for k, n in own_runs[mode].items() if n >= MIN_ROWS}
-        cover |= {k for m in slices for k in slices[m] if k.count("|") == 2 and k.split("|")[1] in envelope.get(k.split("|")[0], {}).get("engines", ())
-                  and k.split("|")[2] in envelope.get(k.split("|")[0], {}).get("families", ())}  # mode|engine|family, not mode|engine|load
+        # the slices at mode|engine|family (not mode|engine|load, mode|family|load or an arrival's)
+        cover |= {k for m in slices for k in slices[m] if k.count("|") == 2 for mode, e, f in [k.split("|")]
+                  if e in envelope.get(mode, {}).get("engines", ()) and f in envelope.get(mode, {}).get("families", ())}
     except (KeyError, TypeError, ValueError, AttributeError):
         raise InputError("calibration.intervals", profile, "the [intervals] section `calibrate --serving` writes (slices and envelope)") from None
     # the bundled envelope for every question its own runs do not cover (`covered`: engine x GPU family), with the runs
     # per engine|family counted over both (what _describe's "(X's own N ...)" says); the merged one where they do
     bundled_env = {mode: {**e, "runs": envelope[mode]["runs"]} if mode in envelope and isinstance(e, dict) else e
                    for mode, e in t["envelope"].items()}
-    return t | {"own": slices, "envelope": bundled_env, "own_envelope": envelope, "covered": frozenset(cover), "own_classes": own_classes, "profile": name,
-                "why_bundled": "none of its runs is like this one", "own_runs": own_runs,
+    return t | {"own": slices, "envelope": bundled_env, "own_envelope": envelope, "covered": frozenset(cover), "own_classes": own_classes,
+                "profile": name, "why_bundled": "none of its runs is like this one", "own_runs": own_runs,
                 "bundled_families": {mode: t["envelope"].get(mode, {}).get("families", []) for mode in MODES}}
 
 
