@@ -656,9 +656,8 @@ def serving_trials(rows: list[dict], rounds: int = 8, *, warm: bool = False) -> 
     return ((0 if warm else 2) + POLISH_CYCLES) * rounds * params * 4
 
 
-def fit_serving(rows: list[dict], fams: dict[str, Calibration], rounds: int = 8,
-                start: Calibration | None = None, *, report: dict | None = None, progress=None,
-                hold: bool = False) -> tuple[dict[str, Calibration], dict]:
+def fit_serving(rows: list[dict], fams: dict[str, Calibration], rounds: int = 8, start: Calibration | None = None, *,
+                report: dict | None = None, progress=None, hold: bool = False) -> tuple[dict[str, Calibration], dict]:
     """Fit the serving-software parameters on measured serving runs: per-backend step overheads,
     the prefill queue fraction, the engines' one-shot all-reduce and the scale-out collective
     latency (SERVING_BOUNDS). One set across the families present, written to [default].
@@ -670,10 +669,8 @@ def fit_serving(rows: list[dict], fams: dict[str, Calibration], rounds: int = 8,
     naturally at (SERVING_NATURAL_LIMITS) where the rows respond to them, and whether the polish
     converged (a cycle gained under POLISH_GAIN within POLISH_CYCLES). `progress(done, total)`, where
     given, is called after each step tried (serving_trials in all). Rows none of which the model prices
-    with a measured metric the loss reads are an InputError (`unfittable` says why, file by file).
-    `hold`: the parameters no row responds to keep `start`'s values (_ServingFit.hold_unexercised; `report`'s
-    "fitted" and "held" name them), as `calibrate` fits a user's runs; without it (the campaign folds) every
-    parameter is searched, as before."""
+    with a measured metric the loss reads are an InputError (`unfittable` says why, file by file). `hold`
+    (calibrate's): what no row responds to keeps `start`'s value (hold_unexercised; report's "fitted", "held")."""
     from llm_codesign.measure.validate import predict_serving
     from llm_codesign.serve.aggregated import reuse_step_kernels
 
@@ -689,8 +686,7 @@ def fit_serving(rows: list[dict], fams: dict[str, Calibration], rounds: int = 8,
         if not np.isfinite(fit.loss(fit.accepted, smooth=False)):  # nothing to fit: every step would be inf, and every profile as good
             raise InputError("serving", f"{len(rows)} rows", f"rows the model can price that measure {', '.join(_SERVING_METRICS)} "
                              "within a float's range of the predictions (`llm-codesign calibrate --serving FILE` names the rows)")
-        if hold:
-            fit.hold_unexercised()
+        fit.hold_unexercised() if hold else None
         if report is not None:  # the profile the fit starts from, priced on the same rows
             start_preds, _ = predict_serving(fit.rows, cal_override=lambda g: fams.get(g.family) or calibration_for(g))
             start_loss = fit.loss(np.array([[pr.get(m, np.nan) if pr else np.nan for pr in start_preds] for m in _SERVING_METRICS]), smooth=False)
@@ -870,6 +866,22 @@ def worse(before: dict, after: dict) -> list[str]:
     return out
 
 
+def _header(kernels: list[str], serving: str | None, *, clean: bool, hold_out: list[str] | None, left_out: list[str],
+            fitted: dict | None, given: bool) -> str:
+    """A profile's header comments: when and from what it was fitted, the models held out, the rows left out (they cannot
+    run), and the serving parameters the fit moved and those it kept at its start's values (`fitted`: its report)."""
+    from datetime import date
+
+    header = (f"llm-codesign calibration profile, fitted {date.today().isoformat()} by `llm-codesign calibrate`\n"
+              f"kernels: {', '.join(kernels) or 'none'}\nserving: {serving or 'none'}{' (cleaned)' if serving and clean else ''}"
+              + (f"\nheld out of the serving fit: {', '.join(hold_out)}" if hold_out else "")
+              + "".join(f"\nleft out (cannot run): {x}" for x in left_out))
+    if fitted:
+        header += (f"\nserving parameters fitted: {', '.join(fitted['fitted']) or 'none'}\nkept at "
+                   f"{'the profile given' if given else 'the bundled fit'}'s values (no run responds to them): {', '.join(fitted['held']) or 'none'}")
+    return header
+
+
 def fit_profile(kernels: list[str] | None = None, serving: str | None = None, *, hold_out: list[str] | None = None, clean: bool = False,
                 force: bool = False, calibration: str | None = None, output: str | None = None, progress=None,
                 force_words: str = "--force") -> Profile:
@@ -878,8 +890,6 @@ def fit_profile(kernels: list[str] | None = None, serving: str | None = None, *,
     out) fitted from `calibration` (a profile's path; None: the bundled fit), refused where a fit's error is not a
     finite figure or, unless `force`, where it is doubtful (worse than its start, on a bound, unconverged). `output`:
     what a refusal names; `progress(done, total)` where given. Nothing is written."""
-    from datetime import date
-
     from llm_codesign.measure.kernel_tables import read_csv
     from llm_codesign.measure.validate import predict_serving
 
@@ -907,27 +917,17 @@ def fit_profile(kernels: list[str] | None = None, serving: str | None = None, *,
             from llm_codesign.spec.hardware import catalog
 
             fams = {g.family: calibration_for(g, calibration) for g in catalog().values()}
-        # the serving search starts from the profile given, else the bundled fit (its kernel values are the kernel fits'
-        # start), never from the search's own starts: a parameter no row responds to keeps that profile's value (hold).
-        # The median cycles only (fit_serving's `start`): fitted on the clean sample's 120 dense Llama-3.1-70B vLLM B200
-        # runs, the other 635 vLLM runs (MoE) out of sample take TTFT / TPOT 16.0 / 10.8% median (bundled 13.6 / 10.8);
-        # with the smooth cycles too from the same start 18.1 / 10.7 (in sample 13.4 against 14.4: it fits the model it
-        # sees), from the search's starts (before fixcal) 15.9 / 10.6 with the scale-out latency at 25 us
-        # (docs/modelling-notes.md#fixcal-calibrate)
+        # from the profile given, else the bundled fit, never the search's own starts; what no row responds to is kept
+        # (hold). The median cycles only: fitted on 120 dense Llama-3.1-70B vLLM B200 runs, the 635 other (MoE) vLLM runs
+        # take TTFT / TPOT 16.0 / 10.8% median out of sample (bundled 13.6 / 10.8; with the smooth cycles too 18.1 / 10.7;
+        # before fixcal 15.9 / 10.6, scale-out latency 25 us): docs/modelling-notes.md#fixcal-calibrate
         fams, srv = fit_serving(srv_rows, fams, start=next(iter(fams.values())), report=srv_report, hold=True,
                                 progress=lambda done, total: cb(k_total[0] + done, k_total[0] + total))
         # as a kernel fit: refused where worse than the profile it started from, on a bound or unconverged, unless forced
         refuse(unfit([srv_report]), doubtful([srv_report]), output, force, force_words=force_words)
-    header = (f"llm-codesign calibration profile, fitted {date.today().isoformat()} by `llm-codesign calibrate`\n"
-              f"kernels: {', '.join(kernels) or 'none'}\nserving: {serving or 'none'}{' (cleaned)' if serving and clean else ''}"
-              + (f"\nheld out of the serving fit: {', '.join(hold_out)}" if hold_out else "")
-              + "".join(f"\nleft out (cannot run): {x}" for x in left_out))
-    if srv:  # which serving parameters the runs moved and which kept the start's value (none of them responds)
-        start_name = "the profile given" if calibration else "the bundled fit"
-        header += (f"\nserving parameters fitted: {', '.join(srv_report['fitted']) or 'none'}"
-                   f"\nkept at {start_name}'s values (no run responds to them): {', '.join(srv_report['held']) or 'none'}")
-    text = to_toml(fams, report, header, srv)
-    checks = {}
+    header = _header(kernels, serving, clean=clean, hold_out=hold_out, left_out=left_out, fitted=srv_report if srv else None,
+                     given=calibration is not None)
+    text, checks = to_toml(fams, report, header, srv), {}
     if srv:  # the intervals of the profile's own runs, priced with it: they narrow its answers' bands where they cover them
         from llm_codesign.measure.intervals import profile_section
 
