@@ -540,12 +540,29 @@ def stage_ranks(sh: Plan):
     return np.asarray(sh.tp, float) * np.asarray(sh.adp, float) * np.asarray(sh.kvp, float)
 
 
+def graph_misses(batch, fl: SchedulerFlags, engine: Engine):
+    """Whether a decode batch of `batch` sequences per rank runs eagerly: above the largest captured CUDA graph, or, where
+    the capture does not pad, at a batch it did not capture. The run's cuda_graph_max_bs pads every batch up to it;
+    where the run sets none (NaN) the engine's default capture applies (Engine.cuda_graphs_default). An unpadded capture
+    holds TensorRT-LLM's generated sizes for its max m: 1-32, the powers of 2 from 64 below m, and m
+    (CudaGraphConfig._generate_cuda_graph_batch_sizes, tensorrt_llm/llmapi/llm_args.py:236-255@00043967); a batch of
+    fractional mean (a pipeline's micro-batches) is taken at its ceiling."""
+    unset = np.isnan(np.asarray(fl.cuda_graph_max_bs, float))
+    top, padded = engine.cuda_graphs_default
+    m = np.where(unset, top, fl.cuda_graph_max_bs)
+    b = np.ceil(np.asarray(batch, float) - 1e-9)
+    pow2 = (b >= 64.0) & (np.exp2(np.round(np.log2(np.maximum(b, 1.0)))) == b)
+    listed = (b <= 32.0) | (b == m) | pow2
+    return (b > m) | (unset & (not padded) & ~listed)
+
+
 def _eager_decode(ops, batch, fl: SchedulerFlags, costs: EngineCosts, ranks):
-    """What a decode batch above the largest captured CUDA graph (cuda_graph_max_bs) adds: every kernel's
-    host launch over the stage's `ranks`, as in an eager step."""
-    if not np.any(np.isfinite(fl.cuda_graph_max_bs)):
+    """What a decode batch CUDA graphs do not capture (graph_misses) adds: every kernel's host launch over the stage's
+    `ranks`, as in an eager step."""
+    top, padded = costs.engine.cuda_graphs_default
+    if padded and np.isinf(top) and not np.any(np.isfinite(fl.cuda_graph_max_bs)):  # every batch captured
         return 0.0
-    return np.where(batch > fl.cuda_graph_max_bs, costs.eager_per_launch(ranks) * launches(ops), 0.0)
+    return np.where(graph_misses(batch, fl, costs.engine), costs.eager_per_launch(ranks) * launches(ops), 0.0)
 
 
 def _request_times(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, r: _Rank, costs: EngineCosts, arrival: str, steps, wave,
