@@ -339,11 +339,12 @@ class Serving:
     cpp: object = False  # chunked pipeline parallelism for long-context prefill
     chunked_prefill: bool | None = None  # the deployment's launch option (Deployment.chunked_prefill); None: the engine's default
     kv_fraction: float | None = None  # the deployment's launch option (Deployment.kv_fraction); None: the engine's own
+    cuda_graph_max_bs: int | None = None  # the deployment's CUDA graphs (Deployment.cuda_graph_max_bs); None: the engine's default
 
     @classmethod
     def of(cls, dep: Deployment) -> Serving:
         return cls(gpu=dep.gpu, prec=dep.precision, plan=dep.plan, engine=dep.engine, spec=dep.spec, max_num_tokens=dep.max_num_tokens,
-                   cpp=dep.cpp, chunked_prefill=dep.chunked_prefill, kv_fraction=dep.kv_fraction)
+                   cpp=dep.cpp, chunked_prefill=dep.chunked_prefill, kv_fraction=dep.kv_fraction, cuda_graph_max_bs=dep.cuda_graph_max_bs)
 
 
 def evaluate(model: ModelSpec, at: Serving, *, cal: Calibration, concurrency, isl, osl, with_ops: bool = False, prefix_hit=0.0, arrival: str = DEFAULT_ARRIVAL, flags: SchedulerFlags | None = None,
@@ -354,7 +355,8 @@ def evaluate(model: ModelSpec, at: Serving, *, cal: Calibration, concurrency, is
     cache). `arrival`: how requests reach the engine (spec.harness.ARRIVALS); `flags`: a run's scheduler flags; `offline`:
     every request queued at once (no front end, throughput over the batch's life), else a closed loop of C slots."""
     gpu, prec, plan, engine, spec = at.gpu, at.prec, at.plan, at.engine, at.spec
-    sh, fl, costs = plan.broadcast(), run_flags(flags, chunked_prefill=at.chunked_prefill, kv_fraction=at.kv_fraction), engine.costs(cal)
+    sh, fl, costs = plan.broadcast(), run_flags(flags, chunked_prefill=at.chunked_prefill, kv_fraction=at.kv_fraction,
+                                                cuda_graph_max_bs=at.cuda_graph_max_bs), engine.costs(cal)
     tp, pp, ep, moe_tp, adp, kvp = (np.asarray(x, float) for x in plan.arrays())
     gpus = tp * adp * kvp * pp
     C, isl, osl = (np.asarray(x, float) for x in (concurrency, isl, osl))
@@ -467,15 +469,20 @@ def _budget_batch(engine: Engine, mnt, *, fill, cap, k, pp, adp) -> dict:
     return {"max_batch": np.minimum(cap, sched) * adp, "budget_binds": sched <= cap}
 
 
-def run_flags(flags: SchedulerFlags | None, *, chunked_prefill: bool | None, kv_fraction: float | None = None) -> SchedulerFlags:
+def run_flags(flags: SchedulerFlags | None, *, chunked_prefill: bool | None, kv_fraction: float | None = None,
+              cuda_graph_max_bs: int | None = None) -> SchedulerFlags:
     """The run's scheduler flags (None: the engine's defaults), the deployment's own launch options where the run
-    sets none: its chunked prefill (Deployment.chunked_prefill) and KV fraction (Deployment.kv_fraction; a run's
-    rows may set theirs one by one, NaN where not): what an aggregated and a disaggregated pool read alike."""
+    sets none: its chunked prefill (Deployment.chunked_prefill), KV fraction (Deployment.kv_fraction; a run's
+    rows may set theirs one by one, NaN where not) and CUDA graphs (Deployment.cuda_graph_max_bs, likewise): what an
+    aggregated and a disaggregated pool read alike."""
     fl = DEFAULT_FLAGS if flags is None else flags
     if fl.chunked_prefill is None and chunked_prefill is not None:
         fl = replace(fl, chunked_prefill=chunked_prefill)
     if kv_fraction is not None:
         fl = replace(fl, kv_fraction=np.where(np.isnan(fl.kv_fraction), float(kv_fraction), fl.kv_fraction))
+    if cuda_graph_max_bs is not None:
+        g = np.asarray(fl.cuda_graph_max_bs, float)
+        fl = replace(fl, cuda_graph_max_bs=np.where(np.isnan(g), float(cuda_graph_max_bs), g))
     return fl
 
 
