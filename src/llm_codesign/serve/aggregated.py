@@ -482,7 +482,7 @@ def run_flags(flags: SchedulerFlags | None, *, chunked_prefill: bool | None, kv_
         fl = replace(fl, kv_fraction=np.where(np.isnan(fl.kv_fraction), float(kv_fraction), fl.kv_fraction))
     if cuda_graph_max_bs is not None:
         g = np.asarray(fl.cuda_graph_max_bs, float)
-        fl = replace(fl, cuda_graph_max_bs=np.where(np.isnan(g), float(cuda_graph_max_bs), g))
+        fl = replace(fl, cuda_graph_max_bs=np.where(np.isnan(g), np.asarray(cuda_graph_max_bs, float), g))
     return fl
 
 
