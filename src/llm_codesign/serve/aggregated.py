@@ -346,6 +346,10 @@ class Serving:
         return cls(gpu=dep.gpu, prec=dep.precision, plan=dep.plan, engine=dep.engine, spec=dep.spec, max_num_tokens=dep.max_num_tokens,
                    cpp=dep.cpp, chunked_prefill=dep.chunked_prefill, kv_fraction=dep.kv_fraction, cuda_graph_max_bs=dep.cuda_graph_max_bs)
 
+    def flags(self, flags: SchedulerFlags | None) -> SchedulerFlags:
+        """A run's flags with its deployment's launch options where it sets none (run_flags)."""
+        return run_flags(flags, chunked_prefill=self.chunked_prefill, kv_fraction=self.kv_fraction, cuda_graph_max_bs=self.cuda_graph_max_bs)
+
 
 def evaluate(model: ModelSpec, at: Serving, *, cal: Calibration, concurrency, isl, osl, with_ops: bool = False, prefix_hit=0.0, arrival: str = DEFAULT_ARRIVAL, flags: SchedulerFlags | None = None,
              offline: bool = False) -> dict:
@@ -355,8 +359,7 @@ def evaluate(model: ModelSpec, at: Serving, *, cal: Calibration, concurrency, is
     cache). `arrival`: how requests reach the engine (spec.harness.ARRIVALS); `flags`: a run's scheduler flags; `offline`:
     every request queued at once (no front end, throughput over the batch's life), else a closed loop of C slots."""
     gpu, prec, plan, engine, spec = at.gpu, at.prec, at.plan, at.engine, at.spec
-    sh, fl, costs = plan.broadcast(), run_flags(flags, chunked_prefill=at.chunked_prefill, kv_fraction=at.kv_fraction,
-                                                cuda_graph_max_bs=at.cuda_graph_max_bs), engine.costs(cal)
+    sh, fl, costs = plan.broadcast(), at.flags(flags), engine.costs(cal)
     tp, pp, ep, moe_tp, adp, kvp = (np.asarray(x, float) for x in plan.arrays())
     gpus = tp * adp * kvp * pp
     C, isl, osl = (np.asarray(x, float) for x in (concurrency, isl, osl))
