@@ -108,9 +108,14 @@ def _load(model: ModelSpec, regime: str) -> tuple[int, int, int]:
 def _time(model: ModelSpec, gpu, cal, prec, plan: Plan, *, regime: str, engine: Engine) -> float:
     """The regime's objective as a time, in seconds, of `model` at `plan` under the regime's load (_load), from
     the figures `estimate` prints: GPU time per output token (1 / output tokens/s per GPU) in the throughput
-    regime, TPOT in the others; inf where the deployment serves nothing (R2 and R6 then say nothing)."""
+    regime, TPOT in the others; inf where the deployment serves nothing (R2 and R6 then say nothing). With CUDA graphs at
+    its batch (`--cuda-graph-max-bs` the regime's sequences, as a search prices its points: explore.search.SEARCH_GRAPHS),
+    so that the shape's cost is not diluted by eager launches a tuned deployment does not pay."""
+    from llm_codesign.explore.search import SEARCH_GRAPHS
+
     seqs, isl, osl = _load(model, regime)
-    r = evaluate(model, Serving(gpu=gpu, prec=prec, plan=plan, engine=engine), cal=cal, concurrency=seqs, isl=isl, osl=osl)
+    r = evaluate(model, Serving(gpu=gpu, prec=prec, plan=plan, engine=engine, cuda_graph_max_bs=SEARCH_GRAPHS), cal=cal, concurrency=seqs,
+                 isl=isl, osl=osl)
     x = float(np.ravel(r["output_tok_s_per_gpu"])[0]) if regime == "throughput" else 1.0 / float(np.ravel(r["tpot_s"])[0])
     return 1.0 / x if math.isfinite(x) and x > 0 else math.inf
 
