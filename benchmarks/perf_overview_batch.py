@@ -24,7 +24,7 @@ import numpy as np
 
 from llm_codesign.measure import validate as V
 from llm_codesign.serve.aggregated import Serving, evaluate
-from llm_codesign.spec.harness import OFFLINE_ARRIVAL
+from llm_codesign.spec.harness import OFFLINE_ARRIVAL, SchedulerFlags
 from llm_codesign.spec.plan import Plan
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -72,8 +72,9 @@ def _group(objs: tuple, sub: list[dict], preds: list[dict]) -> list[dict]:
 
     running = np.take_along_axis(grid, best, 1)[:, 0]
     free_kv, kv_seq = at_best("free_bytes") + at_best("kv_bytes"), at_best("kv_bytes_per_seq")
-    # B*: memory unbounded, no harness limit; the throughput's running maximum, so the first batch reaching it
-    u = run(replace(gpu, memory_bytes=gpu.memory_bytes * UNBOUNDED), SEARCH[None, :] * adp, None)
+    # B*: memory unbounded, no harness limit; the throughput's running maximum, so the first batch reaching it. CUDA graphs
+    # at every batch: trtllm-bench pads them up to its max_batch_size (validate.bench_limits), here unbounded
+    u = run(replace(gpu, memory_bytes=gpu.memory_bytes * UNBOUNDED), SEARCH[None, :] * adp, SchedulerFlags(cuda_graph_max_bs=float("inf")))
     curve = np.maximum.accumulate(np.broadcast_to(u["output_tok_s_per_gpu"], (len(sub), SEARCH.size)), axis=1)
     out = []
     for j, (r, p) in enumerate(zip(sub, preds, strict=True)):

@@ -130,7 +130,7 @@ def test_a_key_the_table_does_not_know_is_one_line():
               "max_prefill_tokens, max_running_requests, cuda_graph_max_bs, recv_interval, ignore_eos, mixed_chunk, chunked_prefill, "
               "kv_fraction, rounds, queued_steps, prefill_routing, offline, decode_recv_interval, decode_moe_a2a, sglang_build"),
              ("over_isl = {", "over_isls = {", "campaigns.toml [aiconfigurator-core] flags: 'over_isls' is not valid; one of: when, set, "
-              "over_isl, over_isl_and_batch, round_up"),
+              "over_isl, over_isl_and_batch, round_up, over_batch"),
              ("over_isl_and_batch = { max_num_tokens", "over_isl_and_batch = { max_num_token",
               "campaigns.toml [aiconfigurator-core] flags.over_isl_and_batch: 'max_num_token' is not valid; one of: max_num_tokens, "
               "max_prefill_tokens"),
@@ -501,3 +501,31 @@ def test_a_campaigns_speculation_is_checked():
         with pytest.raises(InputError) as e:
             campaigns.read_campaigns(text.replace(old, new, 1))
         assert str(e.value).startswith(line)
+
+
+def test_a_campaigns_own_cuda_graphs_win_over_the_engines_default():
+    """TensorRT-LLM's LLM API captures 1-32, 64 and 128 unpadded by default (spec.engines.trtllm); every campaign here sizes
+    its own to the run: aiconfigurator's range(1, max_batch_size + 1), InferenceX's padded max CONC (CONC / 4 under
+    attention DP), the best-perf page's lists up to max_batch_size. So each row's flag is its batch per attention-DP rank,
+    ceil(concurrency / attention_dp): 896 and 384 for the B200 max-throughput runs, 128 for H200's, 1 at one request."""
+    rows = {r["source"].split(":")[1]: r for r in _published()}
+    want = {"b200-max-throughput-fp8-kv": 896.0, "b200-max-throughput-bf16-kv": 384.0, "h200-max-throughput": 128.0, "b200-min-latency": 1.0}
+    assert {k: campaigns.settings(rows[k])["cuda_graph_max_bs"] for k in want} == want
+    sample = {"source": "aiconfigurator-core:x", "backend": "trtllm", "concurrency": "256", "attention_dp": "1", "isl": "1024", "osl": "1024"}
+    assert campaigns.settings(sample)["cuda_graph_max_bs"] == 256.0
+    ix = {"source": "inferencex:1", "backend": "trtllm", "weight_dtype": "nvfp4", "concurrency": "512", "attention_dp": "8", "isl": "1024"}
+    assert campaigns.settings(ix)["cuda_graph_max_bs"] == 64.0
+    # SGLang's rows keep their scripts' --cuda-graph-max-bs (dsr1_fp4_b200.sh: 256)
+    sg = {"source": "inferencex:1", "backend": "sglang", "gpu": "b200", "weight_dtype": "nvfp4", "concurrency": "512", "isl": "1024"}
+    assert campaigns.settings(sg)["cuda_graph_max_bs"] == 256.0
+    from importlib import resources
+
+    import pytest
+
+    from llm_codesign.errors import InputError
+
+    text = resources.files("llm_codesign").joinpath("data/measurements/campaigns.toml").read_text()
+    with pytest.raises(InputError) as e:
+        campaigns.read_campaigns(text.replace("over_batch = { cuda_graph_max_bs = 0 }", "over_batch = { cuda_graph_max_bs = -1 }", 1))
+    assert str(e.value) == ("campaigns.toml [aiconfigurator-core] flags.over_batch.cuda_graph_max_bs: -1 is not valid; "
+                            "a whole number of requests, 0 or more")

@@ -43,13 +43,14 @@ def test_pareto_prefix_hit_is_estimates_prefix_hit():
     # and the frontier's throughput end rises (fewer prefill tokens per request)
     assert min(p["ttft_ms"] for p in warm["frontier"]) < 0.5 * min(p["ttft_ms"] for p in cold["frontier"])
     assert max(p["output_tok_s_per_gpu"] for p in warm["frontier"]) > 1.2 * max(p["output_tok_s_per_gpu"] for p in cold["frontier"])
-    # every frontier point is the deployment estimate prices at the same hit rate, to the last digit
+    # every frontier point is the deployment estimate prices at the same hit rate, to the last digit (with the CUDA graphs
+    # the point states: the search prices each with graphs at its batch)
     for p in (warm["frontier"][0], warm["frontier"][-1]):
         d = p["deployment"]
         code, out, err = cli("estimate", "llama-3.1-8b", "--gpu", "h100", "--gpus", str(d["instance_gpus"]), "--tp", str(d["tp"]),
                              "--pp", str(d["pp"]), "--weight-dtype", d["weight_dtype"], "--kv-dtype", d["kv_dtype"], "--isl", "8192",
                              "--osl", "256", "--concurrency", str(d["concurrency_per_instance"]), "--max-num-tokens",
-                             str(d["max_num_tokens"]), "--prefix-hit", "0.75", "--json")
+                             str(d["max_num_tokens"]), "--prefix-hit", "0.75", "--cuda-graph-max-bs", str(d["cuda_graph_max_bs"]), "--json")
         assert code == 0, err
         e = json.loads(out)
         assert e["ttft_ms"] == pytest.approx(p["ttft_ms"], rel=1e-6) and e["tpot_ms"] == pytest.approx(p["tpot_ms"], rel=1e-6)

@@ -304,7 +304,8 @@ def test_trtllm_chunked_prefill_is_the_run_flag_and_round_trips():
         assert np.array_equal(own[k], run[k]) and not np.array_equal(own[k], off[k]), k
     text = export_config(imp.model, dep, engine="trtllm", concurrency=64, extra={"isl": 1500, "osl": 256})
     assert "enable_chunked_prefill: true" in text
-    assert read_export(text).deployment == dep
+    # and its CUDA graphs padded up to the 64 a rank runs, which the import reads as the deployment's capture
+    assert read_export(text).deployment == replace(dep, cuda_graph_max_bs=64)
 
 
 @pytest.mark.parametrize("flag, max_batch", [
@@ -348,9 +349,10 @@ def test_a_stated_kv_fraction_round_trips_through_export(engine):
     text = export_config(model, dep, engine=engine, concurrency=64)
     assert {"vllm": "gpu-memory-utilization: 0.7", "sglang": "--mem-fraction-static 0.7",
             "trtllm": "free_gpu_memory_fraction: 0.7"}[engine] in text
-    assert read_export(text).deployment == dep and Deployment.from_dict(dep.to_dict()) == dep
+    graphs = {"cuda_graph_max_bs": 64} if engine == "trtllm" else {}  # TensorRT-LLM's export captures its 64 a rank
+    assert read_export(text).deployment == replace(dep, **graphs) and Deployment.from_dict(dep.to_dict()) == dep
     own = replace(dep, kv_fraction=None)
-    assert read_export(export_config(model, own, engine=engine, concurrency=64)).deployment == own
+    assert read_export(export_config(model, own, engine=engine, concurrency=64)).deployment == replace(own, **graphs)
     with pytest.raises(InputError) as e:  # a deployment read from JSON (the API, the page) is checked as the CLI's
         Deployment.from_dict(dep.to_dict() | {"kv_fraction": 1.5})
     assert str(e.value) == "kv_fraction: 1.5 is not valid; a fraction in (0, 1], or absent (the engine's own)"

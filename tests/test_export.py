@@ -9,6 +9,7 @@ import yaml  # PyYAML: an independent parser of what the exports write
 
 from llm_codesign.errors import InputError
 from llm_codesign.explore.export import engine_spec, export_config, export_dynamo, read_dynamo, read_export
+from llm_codesign.explore.export_engines.base import per_rank
 from llm_codesign.explore.search import SearchSpace, plans
 from llm_codesign.spec.engines import get_engine
 from llm_codesign.spec.hardware import get_gpu
@@ -70,8 +71,10 @@ def test_export_keys_are_documented_and_read_back(engine):
             flags = [w[2:] for w in shlex.split(launch) if w.startswith("--")]
             assert set(flags) <= set(engine_spec("trtllm")["command_options"])
         back = read_export(text)
-        # the export states the step budget the estimate assumed (the engine's default where none was set)
-        assert back.deployment == replace(dep, max_num_tokens=dep.step_tokens)
+        # the export states the step budget the estimate assumed (the engine's default where none was set), and TensorRT-LLM's
+        # CUDA graphs padded up to the per-rank batch (the LLM API's default capture stops at 128), which its import reads
+        graphs = {"cuda_graph_max_bs": per_rank(conc, int(dep.plan.adp))} if engine == "trtllm" else {}
+        assert back.deployment == replace(dep, max_num_tokens=dep.step_tokens, **graphs)
         assert back.concurrency == conc and back.model.name == model.name
 
 
@@ -155,6 +158,8 @@ def test_dynamo_manifest(backend):
     fe = comps["frontend"]["podTemplate"]["spec"]["containers"][0]
     assert {w[2:] for w in fe["args"] if w.startswith("--")} <= set(ds["options"]["frontend"])
     back = read_dynamo(text)
+    if backend == "trtllm":  # the workers' CUDA graphs, padded up to each pool's batch per rank: ceil(1024 / 3), 1024 / 2 / 8
+        pre, dec = replace(pre, cuda_graph_max_bs=342), replace(dec, cuda_graph_max_bs=64)
     assert back["prefill"]["deployment"] == pre and back["decode"]["deployment"] == dec
     assert (back["prefill"]["instances"], back["decode"]["instances"]) == (3, 2)
     if backend == "trtllm":  # the engine fields inside the worker's override mapping are checked too

@@ -61,8 +61,10 @@ def test_closed_loop_cohort_is_sized_from_the_cycle_its_throughput_uses():
     m, g = get_model("llama-3.1-70b"), get_gpu("h200")
 
     def run(osl, arrival="closed_loop"):
+        # graphs captured up to the 256 a rank runs, as a run that sets them (the LLM API's default stops at 128:
+        # test_trtllm_default_estimate_pays_the_eager_launches_above_128); the cohort is the subject here
         return _evaluate(m, g, calibration_for(g), m.default_precision, _plan(), concurrency=256.0, isl=128.0, osl=float(osl),
-                         engine=get_engine("trtllm"), arrival=arrival)
+                         engine=get_engine("trtllm"), arrival=arrival, flags=SchedulerFlags(cuda_graph_max_bs=256.0))
 
     r = run(16)
     ttft, tpot, t_s, t_pf = (r[f].item() for f in ("ttft_s", "tpot_s", "step_s", "prefill_step_s"))
@@ -270,3 +272,60 @@ def test_deepseek_mtp_layer_runs_in_bf16_under_nvfp4_checkpoints(monkeypatch):
     bf16 = draft()
     monkeypatch.setattr(SpecDecoding, "draft_precision", lambda self, prec: prec)
     assert bf16 > 1.05 * draft()  # one token's MTP MoE and dense GEMMs stream 3.6x the bytes in BF16
+
+
+def test_trtllm_default_graphs_stop_at_128_and_skip_the_gaps():
+    # the LLM API's default capture, unpadded: 1-32, 64, 128 (CudaGraphConfig, tensorrt_llm/llmapi/llm_args.py@00043967);
+    # a batch between them or above 128 runs eagerly, a run's own cuda_graph_max_bs pads every batch up to it
+    from llm_codesign.serve.aggregated import graph_misses
+
+    trt, b = get_engine("trtllm"), np.array([1, 32, 33, 63, 64, 65, 100, 127, 128, 129, 256, 257])
+    assert graph_misses(b, SchedulerFlags(), trt).tolist() == [False, False, True, True, False, True, True, True, False, True, True, True]
+    assert graph_misses(b, SchedulerFlags(cuda_graph_max_bs=256.0), trt).tolist() == [False] * 11 + [True]
+    # SGLang's default (no --cuda-graph-max-bs: every batch, as before) and its flag, padded
+    assert not graph_misses(b, SchedulerFlags(), SGLANG).any()
+    assert graph_misses(b, SchedulerFlags(cuda_graph_max_bs=64.0), SGLANG).tolist() == [False] * 5 + [True] * 7
+    # a fractional mean batch (a pipeline's micro-batches) at its ceiling: 63.5 -> 64, captured
+    assert not graph_misses(np.array([63.5]), SchedulerFlags(), trt).any()
+
+
+def test_trtllm_default_estimate_pays_the_eager_launches_above_128():
+    # llama-3.1-8b BF16 on one H100: a decode step launches 32 layers x (QKV, attention, O, gate-up, down and 4
+    # elementwise kernels) + the LM head + the sampler's sampling kernel = 290 kernels (the logits gather is free at one
+    # rank: no launch). At an eager launch of 10 us (no spread over one rank) the default
+    # capture's eager step at 256 requests (225 run: the KV cache holds 225) and at 100 (between 64 and 128) costs
+    # 290 x 10 us = 2.90 ms more than the same batch under a capture padded to 256; at 128 (captured) nothing
+    g, m = get_gpu("h100"), get_model("llama-3.1-8b")
+    cal = replace(calibration_for(g), eager_launch_s=(("trtllm", 10e-6),), eager_skew_s=(("trtllm", 0.0),))
+
+    def step(c, flags=None):
+        r = _evaluate(m, g, cal, m.default_precision, _plan(1), concurrency=float(c), isl=1024.0, osl=1024.0,
+                      engine=get_engine("trtllm"), flags=flags)
+        return r["step_s"].item(), r["max_batch"].item()
+
+    for c in (100, 256):
+        (eager, batch), (graphed, _) = step(c), step(c, SchedulerFlags(cuda_graph_max_bs=256.0))
+        assert batch == 225 and eager - graphed == pytest.approx(290 * 10e-6, rel=1e-9)
+    assert step(128)[0] == step(128, SchedulerFlags(cuda_graph_max_bs=256.0))[0]
+
+
+def test_a_deployments_cuda_graphs_reach_the_estimate():
+    # Deployment.cuda_graph_max_bs (estimate --cuda-graph-max-bs) pads the capture up to it, as a run's flag does: llama-3.1-8b
+    # on one H100 at 256 requests (225 run) under TensorRT-LLM's default capture pays 290 eager launches a step at the
+    # fitted 0.139522 us (one rank: no spread), 40.46 us, which a capture up to 256 removes
+    from llm_codesign.errors import InputError
+    from llm_codesign.serve.aggregated import Serving as S
+    from llm_codesign.spec.plan import Deployment, Precision
+
+    g, m = get_gpu("h100"), get_model("llama-3.1-8b")
+    cal = calibration_for(g)
+    dep = Deployment(gpu=g, num_gpus=1, precision=Precision.of("bf16"), backend="trtllm")
+
+    def step(d):
+        return evaluate(m, S.of(d), cal=cal, concurrency=256.0, isl=1024.0, osl=1024.0)["step_s"].item()
+
+    captured = replace(dep, cuda_graph_max_bs=256)
+    assert step(dep) - step(captured) == pytest.approx(290 * 0.139522e-6, rel=1e-4)
+    assert Deployment.from_dict(captured.to_dict()).cuda_graph_max_bs == 256 and "cuda_graph_max_bs" not in dep.to_dict()
+    with pytest.raises(InputError, match="cuda_graph_max_bs: 0 is not valid; a whole number of requests from 1"):
+        replace(dep, cuda_graph_max_bs=0)

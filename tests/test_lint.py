@@ -192,9 +192,10 @@ def test_each_rule_is_checked_by_a_function_named_after_it():
 
 
 def _estimate(model, gpu, plan, *, concurrency, isl, osl):
+    # with CUDA graphs at the batch, as lint prices its shapes (estimate --cuda-graph-max-bs: explore.search.SEARCH_GRAPHS)
     g = get_gpu(gpu)
-    return evaluate(model, Serving(gpu=g, prec=model.default_precision, plan=plan), cal=calibration_for(g), concurrency=concurrency,
-                    isl=isl, osl=osl)
+    return evaluate(model, Serving(gpu=g, prec=model.default_precision, plan=plan, cuda_graph_max_bs=float("inf")), cal=calibration_for(g),
+                    concurrency=concurrency, isl=isl, osl=osl)
 
 
 def _gpu_ms_per_token(model, gpu, plan, *, concurrency, isl=1024, osl=1024):

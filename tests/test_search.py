@@ -126,6 +126,7 @@ def test_chunks_are_shared_evenly_by_the_threads_largest_first(groups, workers):
 def test_batches_no_plan_holds_are_judged_by_the_memory_fit_alone():
     # the search leaves out the batches beyond every plan's KV cache: the same fitting count and
     # frontier as pricing the whole grid (plans x batches) with evaluate
+    import llm_codesign.explore.search as S
     from llm_codesign.serve.aggregated import Serving, evaluate
     from llm_codesign.spec.plan import Plan
 
@@ -135,7 +136,8 @@ def test_batches_no_plan_holds_are_judged_by_the_memory_fit_alone():
     r = search(m, g, calibration_for(g), space, isl=8192, osl=2048)
     pl, _ = plans(m, g, space)
     b = np.asarray(space.batches)
-    full = evaluate(m, Serving(gpu=g, prec=prec, plan=Plan(*(np.asarray(x)[:, None] for x in pl.arrays()))),
+    # with the CUDA graphs each point's export captures (S.SEARCH_GRAPHS), as the search prices it
+    full = evaluate(m, Serving(gpu=g, prec=prec, plan=Plan(*(np.asarray(x)[:, None] for x in pl.arrays())), cuda_graph_max_bs=S.SEARCH_GRAPHS),
                     cal=calibration_for(g), concurrency=b[None, :] * np.asarray(pl.adp)[:, None], isl=8192, osl=2048)
     fits = np.broadcast_to(full["fits"], (len(pl.tp), len(b)))
     assert not fits[:, -1].any()  # the largest batches fit no plan: the search skipped them

@@ -198,6 +198,11 @@ def estimate(
     calibration: Optional[str] = O_CAL, breakdown: bool = typer.Option(False, "--breakdown", help="TPOT and TTFT part by part: the decode step's operators, the host, the drafts, the prompts' stalls, the waits."),
     gpu_hour_price: Optional[str] = typer.Option(None, "--gpu-hour-price", help=O_PRICE_HELP),
     prefix_hit: float = O_PREFIX, arrival: str = O_ARRIVAL, as_json: bool = typer.Option(False, "--json", help="Print the answer as JSON (what the table shows, and more)."),
+    cuda_graph_max_bs: Optional[int] = typer.Option(
+        None, "--cuda-graph-max-bs", min=1, max=MAX_CONCURRENCY,
+        help="Largest decode batch per rank replayed from a CUDA graph, smaller ones padded up (SGLang --cuda-graph-max-bs, "
+             "TensorRT-LLM cuda_graph_config max_batch_size with enable_padding); larger ones run eagerly. Default: the "
+             "engine's (TensorRT-LLM's LLM API: 1-32, 64 and 128, unpadded)."),
 ):
     """What one deployment delivers: TTFT, TPOT, tok/s/user, tok/s/GPU, memory, bottlenecks."""
     from llm_codesign.api import estimate as run
@@ -209,6 +214,10 @@ def estimate(
     dep = _deployment(m, gpu, gpus_, tp=tp, pp=pp, ep=ep, moe_tp=moe_tp, attention_dp=attention_dp, kvp=kvp, weight_dtype=weight_dtype,
                       activation_dtype=activation_dtype, kv_dtype=kv_dtype, backend=backend, spec=spec, draft_len=draft_len, acceptance=acceptance,
                       acceptance_rates=acceptance_rates, draft_model=draft_model, max_num_tokens=max_num_tokens, cpp=cpp)
+    if cuda_graph_max_bs is not None:
+        from dataclasses import replace
+
+        dep = replace(dep, cuda_graph_max_bs=cuda_graph_max_bs)
     est = run(m, dep, Workload(isl=isl, osl=osl, concurrency=concurrency, prefix_hit=prefix_hit, arrival=arrival), calibration=calibration,
               breakdown=breakdown)
     if gpu_hour_price is not None:  # explore/pricing.py: the GPU time of serving charged to the tokens

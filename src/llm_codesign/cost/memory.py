@@ -9,6 +9,7 @@ import numpy as np
 
 from llm_codesign.cost import gemm
 from llm_codesign.spec.engines import Engine
+from llm_codesign.spec.engines.trtllm import GRAPH_MAX_BATCH as TRTLLM_GRAPH_MAX_BATCH
 from llm_codesign.spec.model import ModelSpec
 from llm_codesign.spec.plan import Plan, SpecDecoding
 from llm_codesign.spec.precision import DTYPES, Precision, executable
@@ -28,10 +29,9 @@ CUDA_CONTEXT_BYTES = 0.75e9
 # into float32 values and int64 indices (apply_top_k_top_p, 4 + 8 B): 18 B per logit.
 VLLM_SAMPLER_BYTES_PER_LOGIT = 18.0
 # TensorRT-LLM captures decode CUDA graphs up to cuda_graph_config.max_batch_size, 128 when unset
-# (CudaGraphConfig in tensorrt_llm/llmapi/llm_args.py: "max_batch_size or 128"), each padded batch
+# (CudaGraphConfig in tensorrt_llm/llmapi/llm_args.py: "max_batch_size or 128"; spec.engines.trtllm), each padded batch
 # carrying 1 + draft-length tokens per sequence; the graphs share one memory pool, which holds the
 # largest one's activations.
-TRTLLM_GRAPH_MAX_BATCH = 128
 
 
 def weight_bytes_per_gpu(model: ModelSpec, prec: Precision, sh: Plan, *, expert_bytes=None):

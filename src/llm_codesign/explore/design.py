@@ -13,7 +13,7 @@ from llm_codesign.cost.calibration import Calibration
 from llm_codesign.errors import InputError
 from llm_codesign.explore import MAX_CANDIDATES, MAX_TOP, accuracy_model, quality
 from llm_codesign.explore.envelope import reference_model
-from llm_codesign.explore.search import BATCHES, divisors
+from llm_codesign.explore.search import BATCHES, SEARCH_GRAPHS, divisors
 from llm_codesign.serve.aggregated import Serving, evaluate
 from llm_codesign.spec.engines import TRTLLM, Engine, check_kv_format
 from llm_codesign.spec.hardware import Gpu
@@ -178,7 +178,9 @@ def _priced(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, plan:
     _, cons, _, _ = REGIMES[slo.regime]
     pa = plan.take(np.s_[None, :, None])
     conc = np.asarray(batches)[None, None, :] * np.asarray(plan.adp)[None, :, None]
-    r = evaluate(model, Serving(gpu=gpu, prec=prec, plan=pa, engine=engine), cal=cal, concurrency=conc, isl=isl, osl=osl)
+    # with the CUDA graphs a deployment exported at its batch captures (explore.search.SEARCH_GRAPHS)
+    r = evaluate(model, Serving(gpu=gpu, prec=prec, plan=pa, engine=engine, cuda_graph_max_bs=SEARCH_GRAPHS), cal=cal, concurrency=conc,
+                 isl=isl, osl=osl)
     ok = (validity(model, gpu, pa, inst[None, :, None]) < 0) & r["fits"]
     if cons == "min_tps_user":
         ok = ok & (r["tok_s_per_user"] >= slo.min_tps_user)

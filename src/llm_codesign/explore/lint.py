@@ -152,8 +152,12 @@ def _time(model: ModelSpec, gpu, cal, prec, plan: Plan, *, regime: str, engine: 
     """The regime's objective as a time, in seconds, of `model` at `plan` under the operating point's load and lengths,
     from the figures `estimate` prints: GPU time per output token (1 / output tokens/s per GPU) in the throughput and
     long-context regimes (design's objective there), TPOT in the latency regime; inf where the deployment serves
-    nothing or its KV cache does not hold the point's requests (the rules then say nothing)."""
-    r = evaluate(model, Serving(gpu=gpu, prec=prec, plan=plan, engine=engine), cal=cal, concurrency=point.concurrency, isl=point.isl,
+    nothing or its KV cache does not hold the point's requests (the rules then say nothing). With CUDA graphs at its batch
+    (explore.search.SEARCH_GRAPHS, as a search prices its points), so that the shape's cost is not diluted by eager launches
+    a tuned deployment does not pay."""
+    from llm_codesign.explore.search import SEARCH_GRAPHS
+
+    r = evaluate(model, Serving(gpu=gpu, prec=prec, plan=plan, engine=engine, cuda_graph_max_bs=SEARCH_GRAPHS), cal=cal, concurrency=point.concurrency, isl=point.isl,
                  osl=point.osl)
     x = float(np.ravel(r["output_tok_s_per_gpu"])[0]) if regime != "latency" else 1.0 / float(np.ravel(r["tpot_s"])[0])
     ok = bool(np.all(r["fits"])) and int(validity(model, gpu, plan, int(np.ravel(plan.gpus)[0]))) < 0

@@ -255,7 +255,10 @@ def _evaluate_grid(model: ModelSpec, gpu: Gpu, cal: Calibration, space: SearchSp
         spec, spec_k = (space.spec, ks[None, None, :]) if space.spec else (None, None)
         with np.errstate(**err):
             # batches past what the roomiest plan of the chunk runs at once fit none of them: not priced
-            at = Serving(gpu=gpu, prec=prec, plan=sub, engine=engine, spec=spec, spec_k=spec_k, max_num_tokens=budget)
+            # each point with the CUDA graphs its export writes (cuda_graph_config padded up to its batch per rank,
+            # export_engines/trtllm.py), which its Deployment carries (_point): none of its batches runs eagerly
+            at = Serving(gpu=gpu, prec=prec, plan=sub, engine=engine, spec=spec, spec_k=spec_k, max_num_tokens=budget,
+                         cuda_graph_max_bs=SEARCH_GRAPHS)
             most = max_running(model, at, isl=isl, osl=osl)
             held = np.nonzero(batches <= np.max(most))[0]
             r = evaluate(model, at, cal=cal, concurrency=batches[None, held, None] * np.asarray(sub.adp), isl=isl, osl=osl,
@@ -344,13 +347,28 @@ def _point(model: ModelSpec, gpu: Gpu, space: SearchSpace, grid: _Grid, *, c: di
     spec = space.spec.at(k) if space.spec and k else None
     budget = grid.budgets[int(c["budget"][j])]
     one = Deployment(gpu=gpu, num_gpus=n_inst, plan=sub, precision=grid.precs[int(c["prec"][j])], backend=engine.name, spec=spec,
-                     max_num_tokens=engine.step_tokens(gpu) if budget is None else budget)
+                     max_num_tokens=engine.step_tokens(gpu) if budget is None else budget, cuda_graph_max_bs=point_graphs(engine, np.max(grid.batches)))
     vals = {k: float(c[k][j]) for k in ("tok_s_per_user", "output_tok_s_per_gpu", "ttft_s", "tpot_s")}
     # the frontier is what leaves the search: guarded here, not the whole space (issue 20)
     check_values(f"pareto {model.name} {sub.label()} on {n_inst}x{gpu.id}", vals, floor_s=weight_floor_s(model, one),
                  accepted=spec.accepted() if spec else 1.0)
     return FrontierPoint(one, replicas=max(space.num_gpus // n_inst, 1) if space.num_gpus % n_inst == 0 else 1,
                          concurrency=int(grid.batches[ib] * sub.adp), **vals, accuracy=point_accuracy(accs[int(c["prec"][j])]))
+
+
+# a search prices each deployment with the CUDA graphs the export of its point writes, padded up to the point's batch per
+# rank (point_graphs): no batch it runs misses them, as with a capture of every batch
+SEARCH_GRAPHS = float("inf")
+
+
+def point_graphs(engine: Engine, batch) -> int | None:
+    """The capture a search's points state (Deployment.cuda_graph_max_bs), so that an estimate of one prices what the search
+    did: up to `batch`, the search's largest batch per rank (one value for every load of a plan, so that a frontier's
+    points of one plan stay one deployment, search._frontier_priced), where the engine's default capture misses some batch
+    (TensorRT-LLM's), else None (the default, which captures every batch). Its export writes the smaller of it and the
+    point's own batch."""
+    top, padded = engine.cuda_graphs_default
+    return None if padded and np.isinf(top) else int(batch)
 
 
 AUTO_BUDGETS = (1024, 2048, 4096, 8192, 16384)  # the chunk sizes engines default to across GPUs (Engine.step_tokens)

@@ -46,15 +46,17 @@ WHEN_KEYS = ("model", *SETTING_FIELDS, "min_concurrency", "max_concurrency", "mi
 # length a step, the last from a documented source: the rows record none; validate._spec)
 ROW_DEFAULTS = ("kv_dtype", "spec_method", "spec_draft_len", "spec_acceptance")
 SPEC_METHODS = ("mtp", "eagle3", "draft")
-# the keys a campaign, one of its [[campaign.flags]] entries, its `when`, its `set` and its budget rules (`over_isl`,
-# `over_isl_and_batch`, `round_up`) may hold
+# the keys a campaign, one of its [[campaign.flags]] entries, its `when`, its `set`, its budget rules (`over_isl`,
+# `over_isl_and_batch`, `round_up`) and its batch rule (`over_batch`: a flag sized to the row's requests per attention-DP
+# rank plus the value, as a harness that sizes the engine's CUDA graphs to its run does) may hold
 BUDGET_RULES = ("over_isl", "over_isl_and_batch", "round_up")
-_KEYS = {"campaign": ("source", "flags", *FLAG_COLUMNS, *CAMPAIGN_KEYS), "entry": ("when", "set", *BUDGET_RULES), "when": WHEN_KEYS,
-         "set": ("max_num_tokens", *FLAG_COLUMNS, *CAMPAIGN_KEYS, *FUSION_KEYS, *ROW_DEFAULTS),
-         **{rule: ("max_num_tokens", "max_prefill_tokens") for rule in BUDGET_RULES}}
+BATCH_RULES = ("over_batch",)
+_KEYS = {"campaign": ("source", "flags", *FLAG_COLUMNS, *CAMPAIGN_KEYS), "entry": ("when", "set", *BUDGET_RULES, *BATCH_RULES),
+         "when": WHEN_KEYS, "set": ("max_num_tokens", *FLAG_COLUMNS, *CAMPAIGN_KEYS, *FUSION_KEYS, *ROW_DEFAULTS),
+         **{rule: ("max_num_tokens", "max_prefill_tokens") for rule in BUDGET_RULES}, "over_batch": ("cuda_graph_max_bs",)}
 # each budget rule's values: token counts added to a budget (over_*) or the multiple it rounds up to (round_up, of which
-# 0 would divide by zero in `settings`)
-_RULE_LEAST = {"over_isl": 0, "over_isl_and_batch": 0, "round_up": 1}
+# 0 would divide by zero in `settings`); over_batch's: requests added to the batch
+_RULE_LEAST = {"over_isl": 0, "over_isl_and_batch": 0, "round_up": 1, "over_batch": 0}
 
 
 def read_campaigns(text: str, origin: str = "campaigns.toml") -> tuple[dict, ...]:
@@ -67,7 +69,7 @@ def read_campaigns(text: str, origin: str = "campaigns.toml") -> tuple[dict, ...
         for entry in c.get("flags", ()):
             parts.append(("entry", f"{where} flags", entry))
             parts.append(("when", f"{where} flags.when", entry.get("when", {})))
-            parts += [(k, f"{where} flags.{k}", entry[k]) for k in ("set", *BUDGET_RULES) if k in entry]
+            parts += [(k, f"{where} flags.{k}", entry[k]) for k in ("set", *BUDGET_RULES, *BATCH_RULES) if k in entry]
         for kind, field, keys in parts:
             for key in keys:
                 if key not in _KEYS[kind]:
@@ -92,7 +94,8 @@ def read_campaigns(text: str, origin: str = "campaigns.toml") -> tuple[dict, ...
             for rule, least in _RULE_LEAST.items():
                 for key, v in entry.get(rule, {}).items():
                     if not _whole(v, least):
-                        raise InputError(f"{where} flags.{rule}.{key}", v, f"a whole number of tokens, {least} or more")
+                        unit = "requests" if rule in BATCH_RULES else "tokens"
+                        raise InputError(f"{where} flags.{rule}.{key}", v, f"a whole number of {unit}, {least} or more")
     return out
 
 
@@ -208,6 +211,8 @@ def campaign_of(r: dict) -> dict | None:
             batch = _batch_per_rank(r)
             if isl and batch:  # ... and from its batch too: ISL + max_batch_size + the value
                 out |= {k: float(isl) + batch + v for k, v in entry.get("over_isl_and_batch", {}).items()}
+            if batch:  # a flag sized to the run's batch per rank: max_batch_size + the value
+                out |= {k: float(batch + v) for k, v in entry.get("over_batch", {}).items()}
             for k, n in entry.get("round_up", {}).items():  # a budget the harness rounds up to a multiple of n
                 if out.get(k) is not None:
                     out[k] = float(math.ceil(out[k] / n) * n)

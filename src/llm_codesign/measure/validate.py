@@ -398,8 +398,10 @@ def bench_limits(model, gpu, prec, a: dict, oi, *, isl, osl, sub: list[dict]) ->
     tool_tp = a["tp"][oi] * a["attention_dp"][oi]
     bs, tokens = trtllm_bench.settings(model, gpu, prec, tp=tool_tp, pp=a["pp"][oi], isl=isl, osl=osl, chunked_prefill=engine_flow)
     per_rank = bs * a["pp"][oi]
+    # its CUDA graphs pad every batch up to its max_batch_size (get_settings: cuda_graph_config enable_padding, max_batch_size,
+    # tensorrt_llm/bench/benchmark/utils/general.py@0171265e, @c0b2ee6e), not the LLM API's default capture
     flags = SchedulerFlags(max_running_requests=per_rank[:, None], kv_fraction=np.full((len(oi), 1), trtllm_bench.KV_FRACTION),
-                           chunked_prefill=engine_flow[:, None])
+                           chunked_prefill=engine_flow[:, None], cuda_graph_max_bs=bs[:, None])
     return per_rank, tokens, flags
 
 

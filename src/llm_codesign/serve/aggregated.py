@@ -390,11 +390,16 @@ class Serving:
     cpp: object = False  # chunked pipeline parallelism for long-context prefill
     chunked_prefill: bool | None = None  # the deployment's launch option (Deployment.chunked_prefill); None: the engine's default
     kv_fraction: float | None = None  # the deployment's launch option (Deployment.kv_fraction); None: the engine's own
+    cuda_graph_max_bs: int | None = None  # the deployment's CUDA graphs (Deployment.cuda_graph_max_bs); None: the engine's default
 
     @classmethod
     def of(cls, dep: Deployment) -> Serving:
         return cls(gpu=dep.gpu, prec=dep.precision, plan=dep.plan, engine=dep.engine, spec=dep.spec, max_num_tokens=dep.max_num_tokens,
-                   cpp=dep.cpp, chunked_prefill=dep.chunked_prefill, kv_fraction=dep.kv_fraction)
+                   cpp=dep.cpp, chunked_prefill=dep.chunked_prefill, kv_fraction=dep.kv_fraction, cuda_graph_max_bs=dep.cuda_graph_max_bs)
+
+    def flags(self, flags: SchedulerFlags | None) -> SchedulerFlags:
+        """A run's flags with its deployment's launch options where it sets none (run_flags)."""
+        return run_flags(flags, chunked_prefill=self.chunked_prefill, kv_fraction=self.kv_fraction, cuda_graph_max_bs=self.cuda_graph_max_bs)
 
 
 def evaluate(model: ModelSpec, at: Serving, *, cal: Calibration, concurrency, isl, osl, with_ops: bool = False, prefix_hit=0.0, arrival: str = DEFAULT_ARRIVAL, flags: SchedulerFlags | None = None,
@@ -405,7 +410,7 @@ def evaluate(model: ModelSpec, at: Serving, *, cal: Calibration, concurrency, is
     cache). `arrival`: how requests reach the engine (spec.harness.ARRIVALS); `flags`: a run's scheduler flags; `offline`:
     every request queued at once (no front end, throughput over the batch's life), else a closed loop of C slots."""
     gpu, prec, plan, engine, spec = at.gpu, at.prec, at.plan, at.engine, at.spec
-    sh, fl, costs = plan.broadcast(), run_flags(flags, chunked_prefill=at.chunked_prefill, kv_fraction=at.kv_fraction), engine.costs(cal)
+    sh, fl, costs = plan.broadcast(), at.flags(flags), engine.costs(cal)
     tp, pp, ep, moe_tp, adp, kvp = (np.asarray(x, float) for x in plan.arrays())
     gpus = tp * adp * kvp * pp
     C, isl, osl = (np.asarray(x, float) for x in (concurrency, isl, osl))
@@ -518,15 +523,20 @@ def _budget_batch(engine: Engine, mnt, *, fill, cap, k, pp, adp) -> dict:
     return {"max_batch": np.minimum(cap, sched) * adp, "budget_binds": sched <= cap}
 
 
-def run_flags(flags: SchedulerFlags | None, *, chunked_prefill: bool | None, kv_fraction: float | None = None) -> SchedulerFlags:
+def run_flags(flags: SchedulerFlags | None, *, chunked_prefill: bool | None, kv_fraction: float | None = None,
+              cuda_graph_max_bs: int | None = None) -> SchedulerFlags:
     """The run's scheduler flags (None: the engine's defaults), the deployment's own launch options where the run
-    sets none: its chunked prefill (Deployment.chunked_prefill) and KV fraction (Deployment.kv_fraction; a run's
-    rows may set theirs one by one, NaN where not): what an aggregated and a disaggregated pool read alike."""
+    sets none: its chunked prefill (Deployment.chunked_prefill), KV fraction (Deployment.kv_fraction; a run's
+    rows may set theirs one by one, NaN where not) and CUDA graphs (Deployment.cuda_graph_max_bs, likewise): what an
+    aggregated and a disaggregated pool read alike."""
     fl = DEFAULT_FLAGS if flags is None else flags
     if fl.chunked_prefill is None and chunked_prefill is not None:
         fl = replace(fl, chunked_prefill=chunked_prefill)
     if kv_fraction is not None:
         fl = replace(fl, kv_fraction=np.where(np.isnan(fl.kv_fraction), float(kv_fraction), fl.kv_fraction))
+    if cuda_graph_max_bs is not None:
+        g = np.asarray(fl.cuda_graph_max_bs, float)
+        fl = replace(fl, cuda_graph_max_bs=np.where(np.isnan(g), np.asarray(cuda_graph_max_bs, float), g))
     return fl
 
 
@@ -591,12 +601,29 @@ def stage_ranks(sh: Plan):
     return np.asarray(sh.tp, float) * np.asarray(sh.adp, float) * np.asarray(sh.kvp, float)
 
 
+def graph_misses(batch, fl: SchedulerFlags, engine: Engine):
+    """Whether a decode batch of `batch` sequences per rank runs eagerly: above the largest captured CUDA graph, or, where
+    the capture does not pad, at a batch it did not capture. The run's cuda_graph_max_bs pads every batch up to it;
+    where the run sets none (NaN) the engine's default capture applies (Engine.cuda_graphs_default). An unpadded capture
+    holds TensorRT-LLM's generated sizes for its max m: 1-32, the powers of 2 from 64 below m, and m
+    (CudaGraphConfig._generate_cuda_graph_batch_sizes, tensorrt_llm/llmapi/llm_args.py:236-255@00043967); a batch of
+    fractional mean (a pipeline's micro-batches) is taken at its ceiling."""
+    unset = np.isnan(np.asarray(fl.cuda_graph_max_bs, float))
+    top, padded = engine.cuda_graphs_default
+    m = np.where(unset, top, fl.cuda_graph_max_bs)
+    b = np.ceil(np.asarray(batch, float) - 1e-9)
+    pow2 = (b >= 64.0) & (np.exp2(np.round(np.log2(np.maximum(b, 1.0)))) == b)
+    listed = (b <= 32.0) | (b == m) | pow2
+    return (b > m) | (unset & (not padded) & ~listed)
+
+
 def _eager_decode(ops, batch, fl: SchedulerFlags, costs: EngineCosts, ranks):
-    """What a decode batch above the largest captured CUDA graph (cuda_graph_max_bs) adds: every kernel's
-    host launch over the stage's `ranks`, as in an eager step."""
-    if not np.any(np.isfinite(fl.cuda_graph_max_bs)):
+    """What a decode batch CUDA graphs do not capture (graph_misses) adds: every kernel's host launch over the stage's
+    `ranks`, as in an eager step."""
+    top, padded = costs.engine.cuda_graphs_default
+    if padded and np.isinf(top) and not np.any(np.isfinite(fl.cuda_graph_max_bs)):  # every batch captured
         return 0.0
-    return np.where(batch > fl.cuda_graph_max_bs, costs.eager_per_launch(ranks) * launches(ops), 0.0)
+    return np.where(graph_misses(batch, fl, costs.engine), costs.eager_per_launch(ranks) * launches(ops), 0.0)
 
 
 def _request_times(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, r: _Rank, costs: EngineCosts, arrival: str, steps, wave,

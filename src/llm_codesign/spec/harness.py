@@ -58,7 +58,10 @@ class SchedulerFlags:
     - max_running_requests: sequences a rank runs at once (SGLang --max-running-requests, TensorRT-LLM
       max_batch_size, vLLM --max-num-seqs), below the engine's own limit.
     - cuda_graph_max_bs: the largest decode batch per rank replayed from a CUDA graph (SGLang
-      --cuda-graph-max-bs); a larger one runs eagerly and pays the host launch of every kernel.
+      --cuda-graph-max-bs, TensorRT-LLM cuda_graph_config.max_batch_size), every batch up to it padded to a
+      captured size (SGLang pads by default; the campaigns' TensorRT-LLM configs set enable_padding or list every
+      size); a larger one runs eagerly and pays the host launch of every kernel. NaN: the engine's default
+      capture (Engine.cuda_graphs_default: TensorRT-LLM's 1-32, 64 and 128 unpadded).
     - recv_interval: decode iterations between the scheduler's polls for new requests (SGLang
       --scheduler-recv-interval; a prefill step polls at once: SchedulerRecvSkipper weighs a decode
       step 1 and an extend step 1000, sglang 0.5.12 managers/scheduler_recv_skipper.py, environ.py:229-232).
@@ -79,7 +82,7 @@ class SchedulerFlags:
     """
     max_prefill_tokens: object = float("inf")
     max_running_requests: object = float("inf")
-    cuda_graph_max_bs: object = float("inf")
+    cuda_graph_max_bs: object = float("nan")
     recv_interval: object = 1.0
     ignore_eos: object = False
     mixed_chunk: object = None

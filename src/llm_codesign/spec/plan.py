@@ -284,6 +284,10 @@ class Deployment:
     # --gpu-memory-utilization, TensorRT-LLM kv_cache_config.free_gpu_memory_fraction; Engine.kv_budget says of what), read by
     # `import` and written by `export`; None: the engine's own (Engine.kv_fraction)
     kv_fraction: float | None = None
+    # the largest decode batch per rank its CUDA graphs capture, every batch up to it padded to a captured one (SGLang
+    # --cuda-graph-max-bs, TensorRT-LLM cuda_graph_config max_batch_size with enable_padding); None: the engine's default
+    # capture (Engine.cuda_graphs_default: TensorRT-LLM's LLM API stops at 128 and skips 33-63 and 65-127)
+    cuda_graph_max_bs: int | None = None
 
     def __post_init__(self):
         if not isinstance(self.gpu, Gpu):  # a catalog id or a TOML path, as lc.deployment takes it (else an AttributeError below)
@@ -305,6 +309,9 @@ class Deployment:
         check_kv_format(engine, self.gpu, self.precision.kv.name)
         if self.kv_fraction is not None and memory_fraction(self.kv_fraction) is None:
             raise InputError("kv_fraction", self.kv_fraction, FRACTION + ", or absent (the engine's own)")
+        g = self.cuda_graph_max_bs
+        if g is not None and (isinstance(g, bool) or not isinstance(g, (int, np.integer)) or not 1 <= g <= MAX_CONCURRENCY):
+            raise InputError("cuda_graph_max_bs", g, f"a whole number of requests from 1 to {MAX_CONCURRENCY:,}, or absent (the engine's default)")
         # an activation format left to the GPU settled on this one (MXFP4 weights: W4A4 on CDNA4), so that its label says what runs
         object.__setattr__(self, "precision", self.precision.on(self.gpu))
 
@@ -332,7 +339,8 @@ class Deployment:
                 "acceptance": s.mean_accepted if s else None, "acceptance_rates": list(s.rates) if s else [],
                 "draft_model": s.draft_model if s else None, "max_num_tokens": self.step_tokens, "cpp": bool(self.cpp),
                 **({} if self.chunked_prefill is None else {"chunked_prefill": bool(self.chunked_prefill)}),
-                **({} if self.kv_fraction is None else {"kv_fraction": float(self.kv_fraction)})}
+                **({} if self.kv_fraction is None else {"kv_fraction": float(self.kv_fraction)}),
+                **({} if self.cuda_graph_max_bs is None else {"cuda_graph_max_bs": int(self.cuda_graph_max_bs)})}
 
     @classmethod
     def from_dict(cls, d: dict, gpu: Gpu | None = None) -> "Deployment":
@@ -361,7 +369,7 @@ class Deployment:
         n = d.get("num_gpus") or d.get("instance_gpus") or int(plan.gpus)
         return cls(gpu=gpu or get_gpu(d["gpu"]), num_gpus=int(n), plan=plan, precision=prec, backend=d.get("backend"),
                    spec=spec, max_num_tokens=d.get("max_num_tokens"), cpp=bool(d.get("cpp", False)),
-                   chunked_prefill=chunked, kv_fraction=d.get("kv_fraction"))
+                   chunked_prefill=chunked, kv_fraction=d.get("kv_fraction"), cuda_graph_max_bs=d.get("cuda_graph_max_bs"))
 
 
 # a request count past which no engine runs one instance (TensorRT-LLM's max_batch_size default is 2048,

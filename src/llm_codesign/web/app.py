@@ -37,6 +37,7 @@ import re
 import sys
 import threading
 import time
+from dataclasses import replace
 from importlib import resources
 from typing import Annotated, Any, Literal, Optional
 
@@ -172,6 +173,9 @@ class EstimateRequest(ModelRef, Precisions, WhatIf, Speculation):
     breakdown: StrictBool = False
     deployment: Optional[PointDeployment] = Field(
         None, description="A frontier point's `deployment` record: priced at its batch, with the point's per-operator breakdown.")
+    cuda_graph_max_bs: Optional[Int] = Field(None, ge=1, le=MAX_CONCURRENCY, description=(
+        "Largest decode batch per rank replayed from a CUDA graph, smaller ones padded up (estimate --cuda-graph-max-bs); "
+        "omitted: the engine's default (TensorRT-LLM's: 1-32, 64 and 128 unpadded)."))
     export: StrictBool = Field(default=False, description="Also the engine's launch configuration (`export`), as a frontier point's has it.")
 
 
@@ -641,6 +645,8 @@ def _estimate(req: EstimateRequest, *, hub_cache: bool = False) -> dict:
     dep = lc.deployment(m, gpu=g, num_gpus=req.num_gpus, tp=req.tp, pp=req.pp, ep=req.ep, moe_tp=req.moe_tp,
                         attention_dp=req.attention_dp, kvp=req.kvp, weight_dtype=req.weight_dtype,
                         activation_dtype=req.activation_dtype, kv_dtype=req.kv_dtype, engine=_engine(g, req.engine), spec=_speculation(req))
+    if req.cuda_graph_max_bs is not None:
+        dep = replace(dep, cuda_graph_max_bs=req.cuda_graph_max_bs)
     r = lc.estimate(m, dep, lc.Workload(req.isl, req.osl, req.concurrency), breakdown=req.breakdown).to_dict()
     if req.export:  # the plan at the batch priced (offline: the batch of the most tok/s/GPU)
         r["export"] = _export(m, dep, req, conc=r["concurrency"], replicas=1,

@@ -74,6 +74,11 @@ class Exporter(ABC):
         fraction stands for); None where they set none: the engine's own."""
         return None
 
+    def cuda_graph_max_bs(self, o: dict) -> int | None:
+        """The largest decode batch its options capture in CUDA graphs, padded (Deployment.cuda_graph_max_bs); None where
+        they set none: the engine's default capture."""
+        return None
+
     def own_kv_fraction(self, dep: Deployment) -> float:
         """The fraction the engine takes for `dep` where the deployment states none (Engine.kv_budget), which
         its export writes out."""

@@ -31,6 +31,7 @@ from llm_codesign.explore.export_engines.base import (
     whole,
 )
 from llm_codesign.spec.engines import TRTLLM
+from llm_codesign.spec.engines.trtllm import GRAPH_MAX_BATCH
 from llm_codesign.spec.model import ModelSpec
 from llm_codesign.spec.plan import Deployment, Plan
 
@@ -58,7 +59,10 @@ def trtllm_options(model: ModelSpec, dep: Deployment, concurrency: int) -> dict:
         o["enable_chunked_prefill"] = dep.chunked_prefill
     o["kv_cache_config"] = nested("trtllm", "kv_cache_config", dtype=kv_option(dep.precision, "trtllm"),
                                   free_gpu_memory_fraction=exporter("trtllm").written_kv_fraction(dep))
-    o["cuda_graph_config"] = nested("trtllm", "cuda_graph_config", enable_padding=True, max_batch_size=o["max_batch_size"])
+    # every batch up to the per-rank batch, padded (the LLM API's default stops at 128 and skips 33-63 and 65-127), or the
+    # deployment's own capture where it stops below it (a search's points capture their whole grid, explore.search.point_graphs)
+    o["cuda_graph_config"] = nested("trtllm", "cuda_graph_config", enable_padding=True,
+                                    max_batch_size=min(dep.cuda_graph_max_bs or o["max_batch_size"], o["max_batch_size"]))
     if dep.spec is not None:
         draft = {"speculative_model": dep.spec.draft_model} if dep.spec.method in ("eagle3", "draft") and dep.spec.draft_model else {}
         o["speculative_config"] = nested("trtllm", "speculative_config", decoding_type=engine_spec("trtllm")["spec_method"][dep.spec.method],
@@ -143,6 +147,17 @@ class TRTLLMExporter(Exporter):
         """kv_cache_config.free_gpu_memory_fraction (trtllm-serve --kv_cache_free_gpu_memory_fraction): the share of the
         memory weights and activations leave that the KV cache takes (Engine.kv_budget "free")."""
         return fraction("free_gpu_memory_fraction", (o.get("kv_cache_config") or {}).get("free_gpu_memory_fraction"))
+
+    def cuda_graph_max_bs(self, o: dict) -> int | None:
+        """cuda_graph_config's largest batch (max_batch_size, else its batch_sizes' largest, else 128: CudaGraphConfig,
+        tensorrt_llm/llmapi/llm_args.py:175-255@00043967) where the options set one; None where they set none or set
+        an unpadded default (the engine's default capture). An unpadded list of sizes is read as padded up to its
+        largest: the batches between its sizes that run eagerly are not priced."""
+        g = o.get("cuda_graph_config")
+        if not isinstance(g, dict) or not (g.get("enable_padding") or g.get("batch_sizes") or g.get("max_batch_size")):
+            return None
+        sizes = [whole("cuda_graph_config.batch_sizes", b, hi=1 << 20) for b in (g.get("batch_sizes") or [])]
+        return whole("cuda_graph_config.max_batch_size", g.get("max_batch_size") or None, max(sizes, default=GRAPH_MAX_BATCH), hi=1 << 20)
 
     def worker_args(self, model: ModelSpec, dep: Deployment, concurrency: int, mode: str) -> list[str]:
         """Dynamo's TensorRT-LLM worker takes the sizes, batch, step budget and KV fraction as its own

@@ -167,6 +167,10 @@ class Engine(ABC):
     # whether it splits a prompt that does not fit the step's budget into chunks (vLLM's and SGLang's chunked prefill);
     # an engine that schedules whole prompts only, while the budget lasts, says so in its module (serve.aggregated.prompt_budget)
     chunks_prefill: ClassVar[bool] = True
+    # the decode CUDA graphs it captures where the run sets none (SchedulerFlags.cuda_graph_max_bs NaN): the largest
+    # batch per rank, and whether a batch between the captured sizes is padded up to the next one (else it runs eagerly,
+    # serve.aggregated.graph_misses). Every batch by default; an engine whose default stops or leaves gaps says so
+    cuda_graphs_default: ClassVar[tuple[float, bool]] = (float("inf"), True)
     # whether it admits a request that ignores EOS only with its whole remaining output reserved, whatever
     # its usual admission reservation (SGLang's add_one_req_ignore_eos)
     reserves_all_ignoring_eos: ClassVar[bool] = False

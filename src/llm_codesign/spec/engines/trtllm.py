@@ -29,6 +29,12 @@ MNNVL_MAX_BYTES = 2.0**31
 ONESHOT_GATHERED = {"blackwell": 2.0**24}
 
 
+# CudaGraphConfig's max_batch_size where none is set ("max_batch_size or 128", tensorrt_llm/llmapi/llm_args.py:216@00043967,
+# TorchLlmArgs at fcd3f316): the default capture's largest batch (TensorRTLLMEngine.cuda_graphs_default) and the batch
+# whose activations the graphs' memory pool holds (cost.memory)
+GRAPH_MAX_BATCH = 128
+
+
 class TensorRTLLMEngine(Engine):
     # its per-request cost is trtllm-serve's front end, before the engine's queue: one FastAPI/uvicorn process parses the
     # request and tokenises with the model's HF tokenizer (serve/openai_server.py _init_llm, NVIDIA/TensorRT-LLM@00057725;
@@ -59,6 +65,15 @@ class TensorRTLLMEngine(Engine):
     # trtllm/extra_engine_args.*.yaml.j2: `enable_chunked_prefill: {{ enable_chunked_prefill | default(false) }}`), and
     # InferenceX's DeepSeek-R1 scripts do not set it (SemiAnalysisAI/InferenceX@843c6254 benchmarks/single_node/fixed_seq_len/)
     chunks_prefill = False
+    # the LLM API's default CUDA graphs (trtllm-serve and the LLM class, where the options set no cuda_graph_config):
+    # TorchLlmArgs.cuda_graph_config = CudaGraphConfig() (enable_padding False, max_batch_size 0 -> "max_batch_size or
+    # 128"), whose generated sizes without padding are 1-32, 64 and 128 (list(range(1, 32)) + [32, 64, 128], powers of 2
+    # from 256 below the max, and the max; NVIDIA/TensorRT-LLM@00043967 tensorrt_llm/llmapi/llm_args.py:175-255, the same
+    # rule at fcd3f316 with floor for ceil of log2), and CUDAGraphRunner.maybe_get_cuda_graph runs a batch not among them
+    # eagerly (`if batch_size not in self.supported_batch_sizes: return False`, _torch/pyexecutor/cuda_graph_runner.py
+    # @7b437aaa). trtllm-bench builds its own (padding on, max = its max_batch_size: bench/benchmark/utils/general.py
+    # get_settings@0171265e, @c0b2ee6e), which validate sets per row (measure.validate.bench_limits)
+    cuda_graphs_default = (float(GRAPH_MAX_BATCH), False)
     # decodes in the step budget (Engine.budget_batch): MicroBatchScheduler::operator() takes the active requests in
     # order, a generation request costing its beam width + draft tokens, and stops at the first that would pass
     # max_num_tokens, skipping those in flight in another micro-batch (NVIDIA/TensorRT-LLM@0a949d31

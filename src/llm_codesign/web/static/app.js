@@ -7,7 +7,7 @@ const $ = (id) => document.getElementById(id);
 const WHAT_IF = ["hbm_tb_s", "memory_gb", "bf16_tflops", "fp8_tflops", "fp4_tflops", "scale_up_gb_s", "scale_up_domain"];
 const PLAN = ["tp", "pp", "ep", "attention_dp", "kvp"];
 const POOL = ["tp", "ep", "attention_dp", "instances"];
-const PRICE = ["p_gpu", "p_mode", "p_weight_dtype", "p_kv_dtype", "p_num_gpus", ...PLAN.map((f) => "p_" + f), "p_concurrency",
+const PRICE = ["p_gpu", "p_mode", "p_weight_dtype", "p_kv_dtype", "p_num_gpus", ...PLAN.map((f) => "p_" + f), "p_concurrency", "p_cuda_graph_max_bs",
                ...POOL.map((f) => "pf_" + f), ...POOL.map((f) => "dc_" + f), "p_concurrencies", "p_spec", "p_draft_len", "p_acceptance",
                "p_acceptance_rates", "p_draft_model"];
 const FIELDS = ["model", "config", "num_gpus", "weight_dtype", "kv_dtype", "engine", "s_spec", "s_acceptance", "s_draft_len", "isl", "osl",
@@ -411,6 +411,7 @@ function fillPrice(d, gpu) {
   $("p_num_gpus").value = d.instance_gpus;
   for (const f of PLAN) $("p_" + f).value = d[f];
   $("p_concurrency").value = d.concurrency_per_instance;
+  $("p_cuda_graph_max_bs").value = d.cuda_graph_max_bs || "";  // the capture the search priced the point with
   $("p_weight_dtype").value = d.weight_dtype;
   $("p_kv_dtype").value = d.kv_dtype;
   $("p_spec").value = d.spec || "";
@@ -536,7 +537,7 @@ async function runPrice() {
       showDisagg(r);
     } else {
       const e = await api("/api/estimate", {...common, num_gpus: num(s.p_num_gpus), ...sizes(s, "p_", PLAN), concurrency: num(s.p_concurrency),
-                                            export: true});
+                                            cuda_graph_max_bs: num(s.p_cuda_graph_max_bs), export: true});
       showPriced(e);
     }
     view.priced = true;
