@@ -536,7 +536,8 @@ def _num(x):
 def quality_why(delta: float, sigma: float, k: float) -> str:
     """Why a shape falls below the reference's quality: its proxy loss difference beyond k x the difference's
     sigma, or, where the sigma is 0 (no term the two differ in is uncertain), beyond the reference's with no band."""
-    band = f"beyond {k:g} x its sigma {sigma:.2g}" if sigma > 0 else "above it, with no band"
+    band = (f"beyond {k:g} x its sigma_delta {sigma:.2g}" if sigma > 0 else
+            "above it, with no band (no term the two differ in has a stated uncertainty: sigma_delta is 0)")
     return f"proxy loss {delta:+.4f} against the reference's, {band}"
 
 

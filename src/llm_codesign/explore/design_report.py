@@ -106,7 +106,8 @@ def side_by_side(r: dict, *, params: float, gpu: Gpu, cal: Calibration, prec: Pr
             "quality": {"loss": q["loss"], "delta_pct": q["delta_pct"], "sigma_pct": q["sigma_pct"], "sigma_delta_pct": q["sigma_delta_pct"],
                         "uncertainty_pct": q["uncertainty_pct"], "terms": q["terms"], "flat": q["flat"],
                         "delta_band_pct": [q["delta_pct"] - q["sigma_delta_pct"], q["delta_pct"] + q["sigma_delta_pct"]], "passes": q["passes"],
-                        "extrapolated": q["extrapolated"]}, "envelope": d["envelope"], "versus_reference": d.get("versus_reference")}))
+                        "extrapolated": q["extrapolated"]}, "envelope": d["envelope"], "versus_reference": d.get("versus_reference"),
+            "gain_band": d.get("gain_band")}))
     out = []
     for m, col in cols:
         at = _at_slo(m, gpu, cal, prec, num_gpus=num_gpus, slo=slo, moe=moe, engine=engine, table=table)
