@@ -292,15 +292,16 @@ def design(
         from llm_codesign.explore.search import SearchSpace, search
         from llm_codesign.render.report import write_plot
 
-        runs = []
+        from llm_codesign.explore.envelope import reference_model
+
+        # the baseline (else the reference) first, then designs 1-3: series i takes colour i, as design.html's columns do
+        who, name, _ = reference_model(params, baseline=base, moe=moe, budget_tol=budget_tol, active=active_params)
+        runs = [replace(search(who, g, cal, SearchSpace(gpus_, precisions=(prec,)), isl=r["isl_osl"][0], osl=r["isl_osl"][1], engine=eng),
+                        model=f"{'baseline' if base else 'reference'} {name}")]
         for j, d in enumerate(r["designs"][:3]):
             res = search(to_model(d, vocab, f"design {j + 1}"), g, cal, SearchSpace(gpus_, precisions=(prec,)),
                          isl=r["isl_osl"][0], osl=r["isl_osl"][1], engine=eng)
             runs.append(replace(res, model=f"design {j + 1} ({d['shape']['hidden']}x{d['shape']['layers']})"))
-        if base:
-            res = search(base, g, cal, SearchSpace(gpus_, precisions=(prec,)),
-                         isl=r["isl_osl"][0], osl=r["isl_osl"][1], engine=eng)
-            runs.append(replace(res, model=f"baseline {base.name}"))
         jobs.append((lambda p: write_plot(runs, p), plot_path))
     config = json.dumps(hf_config(r["designs"][0], vocab), indent=2) + "\n" if export and r["designs"] else None
     if config is not None and export != "-":
