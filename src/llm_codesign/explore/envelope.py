@@ -395,10 +395,10 @@ def reference_model(params: float, *, baseline: ModelSpec | None, moe: bool, bud
 
     near = min(pool, key=dist)
     kind = "MoE" if moe else "dense"
-    by = "by total and active parameters" if act else "by total parameters"
+    by = " by total and active parameters" if act else ""
     if abs(near.total_params / params - 1) <= budget_tol and (not act or abs(near.active_params / act - 1) <= budget_tol):
-        return near, near.name, f"no baseline: the nearest published {kind} model {by}"
+        return near, near.name, f"no baseline: the nearest published {kind} model{by}"
     m = _scaled(near, params, act)
     name = f"{near.name} scaled to {m.total_params / 1e9:,.4g}B" + (f" ({m.active_params / 1e9:.3g}B active)" if act else "")
-    return (m, name, f"no baseline: the nearest published {kind} model {by} ({near.name}, "
+    return (m, name, f"no baseline: the nearest published {kind} model{by} ({near.name}, "
             f"{near.total_params / 1e9:.3g}B" + (f" / {near.active_params / 1e9:.3g}B active" if act else "") + "), its shape scaled to the budget")
