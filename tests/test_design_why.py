@@ -50,6 +50,8 @@ def test_none_beating_the_baseline_is_said_first():
                "--regime", "throughput", "--baseline", "gpt-oss-120b", "--top", "2")
     first = " ".join(out.split("\n")[:2])
     assert first.startswith("no design beats gpt-oss-120b at equal quality proxy: the best is -")
+    # and why it may be out of reach: its alternating 128-token sliding-window layers (config.json sliding_window 128)
+    assert "gpt-oss-120b's sliding-window attention layers are outside the shape grid" in " ".join(out.split())
 
 
 def test_the_page_default_gives_the_clis_number_one(d70):

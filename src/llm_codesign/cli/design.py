@@ -289,10 +289,9 @@ def design(
     if plot_path and r["designs"]:
         from dataclasses import replace
 
+        from llm_codesign.explore.envelope import reference_model
         from llm_codesign.explore.search import SearchSpace, search
         from llm_codesign.render.report import write_plot
-
-        from llm_codesign.explore.envelope import reference_model
 
         # the baseline (else the reference) first, then designs 1-3: series i takes colour i, as design.html's columns do
         who, name, _ = reference_model(params, baseline=base, moe=moe, budget_tol=budget_tol, active=active_params)
@@ -318,6 +317,9 @@ def design(
         best = max((d["gain_pct"] for d in r["designs"] if d["gain_pct"] is not None), default=None)
         con.print(f"no design beats {(b or ref)['name']} at equal quality proxy: the best is {best:+.1f}% {short} "
                   "(the rows below are the least slow)" if best is not None else f"no design beats {(b or ref)['name']}", highlight=False)
+        if b and b.get("outside_grid"):
+            con.print(f"{b['name']}'s {', '.join(b['outside_grid'])} are outside the shape grid (full GQA attention in every layer)",
+                      highlight=False)
     if b:
         con.print(f"baseline {b['name']}: {b['total_params'] / 1e9:.1f}B params, quality proxy {b['quality_proxy']:.4f} nats/token, "
                   f"{short} {b['objective'] or 0:.1f} ({b['deployment']['plan']}, batch {b['deployment']['concurrency_per_instance']})")

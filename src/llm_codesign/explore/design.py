@@ -662,7 +662,7 @@ def _result(cand, obj, *, best, evaluated, plan, inst, gpu, cal, prec, slo, base
     at = {"objective": float(base_v[0]) if np.isfinite(base_v[0]) else None, "deployment": _dep(bplans, binst, int(bp[0]), int(bb[0]))}
     if baseline is not None:
         base = {"name": baseline.name, "total_params": int(baseline.total_params), "active_params": int(baseline.active_params),
-                "quality_proxy": bq, **at}
+                "quality_proxy": bq, **at, "outside_grid": outside_grid(baseline)}
     rank = np.argsort(-obj, kind="stable")[:top]
     bo = at["objective"] or None
     f = shape_arrays(cand)
@@ -715,6 +715,27 @@ def _result(cand, obj, *, best, evaluated, plan, inst, gpu, cal, prec, slo, base
             # none of the rows beats what they are measured against: said first (a 120B / 5B MoE search against
             # gpt-oss-120b listed -9.3%, -22.2%, ... as designs)
             "beats_reference": bool(bo) and any((d["gain_pct"] or 0.0) > 0 for d in designs)}
+
+
+def outside_grid(m: ModelSpec) -> list[str]:
+    """The traits of a baseline no design row can take (the grid's shapes: full GQA attention in every layer, one FFN
+    kind): gpt-oss-120b's sliding-window layers, MLA, chunked or recurrent mixers, mixed FFNs."""
+    from llm_codesign.spec.kinds import MLA
+
+    out = []
+    attn = [layer.attn for layer, _ in m.groups]
+    if any(isinstance(a, GQA) and a.window for a in attn):
+        out.append("sliding-window attention layers")
+    if any(isinstance(a, GQA) and a.attn_chunk for a in attn):
+        out.append("chunked attention layers")
+    if any(isinstance(a, MLA) for a in attn):
+        out.append("MLA attention")
+    if any(not isinstance(a, (GQA, MLA)) for a in attn):
+        out.append("recurrent or other non-attention mixers")
+    ffn = {type(layer.ffn) for layer, _ in m.groups}
+    if len(ffn) > 1:
+        out.append("dense and MoE FFN layers mixed")
+    return out
 
 
 def kv_bytes_per_token(m: ModelSpec, prec: Precision) -> float:

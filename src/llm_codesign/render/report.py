@@ -16,7 +16,17 @@ from llm_codesign.errors import InputError
 from llm_codesign.explore.frontier import point_row
 from llm_codesign.render.accuracy import accuracy_said
 from llm_codesign.render.intervals import frontier_reasons
-from llm_codesign.render.plot import PALETTE, Drawing, PlotProcess, bound_in_view, bound_label, data_limits, draw, gpus_text, series_label
+from llm_codesign.render.plot import (
+    PALETTE,
+    Drawing,
+    PlotProcess,
+    bound_in_view,
+    bound_label,
+    data_limits,
+    draw,
+    gpus_text,
+    series_label,
+)
 
 _METRICS = ("tok_s_per_user", "output_tok_s_per_gpu", "ttft_ms", "tpot_ms")
 # each point's 80% interval per metric (measure.intervals), blank where the search gave none
