@@ -644,6 +644,35 @@ def evaluate_shapes(cand: dict, gpu, cal, prec, plan, *, inst, slo, vocab, moe, 
     return obj, bplan, bbatch, evaluated
 
 
+def _quality_row(cand: dict, i: int, j: int, *, why: dict, f: dict, ref: Reference) -> dict:
+    """Row i's quality against the reference (j: its place in `why`, accuracy_model.delta_terms of the ranked rows).
+    sigma_delta (the test's band, each term's sigma at its studied edge) is the band the rows print; "uncertainty" adds
+    what the test leaves out: flat terms' spread per e-fold and extrapolation (quality_delta)."""
+    bq = float(ref.terms["loss"])
+    sd, ex = float(cand["q_sigma_test"][i]), sorted(k[3:] for k in cand if k.startswith("qx_") and cand[k][i] > 0)
+    flat = [{"term": t, "value": float(np.exp(pos)), "reference": float(np.exp(np.ravel(ref.terms["position"][t][0])[0])),
+             "flat_range": list(why["flat_range"][t])}
+            for t, pos in (("aspect", np.log(f["aspect_ratio"][i])), ("head_dim", np.log(f["head_dim"][i]))) if bool(why["flat"][t][j])]
+    return {"loss": float(cand["q_loss"][i]), "delta": float(cand["q_delta"][i]), "delta_pct": 100.0 * float(cand["q_delta"][i]) / bq,
+            "sigma_delta": sd, "sigma_delta_pct": 100.0 * sd / bq,
+            "uncertainty": float(cand["q_sigma"][i]), "uncertainty_pct": 100.0 * float(cand["q_sigma"][i]) / bq,
+            "sigma": float(cand["q_sigma"][i]), "sigma_pct": 100.0 * float(cand["q_sigma"][i]) / bq,
+            "sigma_test": sd, "k": ref.k, "passes": bool(cand["q_passes"][i]), "extrapolated": ex,
+            # each term's part of the delta, largest first; a flat term's difference is the proxy's blind spot, not a 0
+            "terms": sorted(({"term": t, "delta": float(v[j]), "delta_pct": 100.0 * float(v[j]) / bq}
+                             for t, v in why["nats"].items() if abs(float(v[j])) > 1e-7), key=lambda x: -abs(x["delta"])),
+            "flat": flat}
+
+
+def _versus(cand: dict, i: int, *, ref: Reference, prec: Precision, moe: bool, ref_kv: float) -> dict:
+    """Row i's parameters and KV-cache bytes per token against the reference's."""
+    kv = kv_bytes_per_token(_model(cand, slice(i, i + 1), DEFAULT_VOCAB, moe=moe), prec)  # the vocabulary holds no KV
+    return {"total_params_change_pct": 100.0 * (float(cand["total_params"][i]) / ref.model.total_params - 1.0),
+            "active_params_change_pct": 100.0 * (float(cand["active_params"][i]) / ref.model.active_params - 1.0),
+            "kv_bytes_per_token": kv, "reference_kv_bytes_per_token": ref_kv,
+            "kv_change_pct": 100.0 * (kv / ref_kv - 1.0) if ref_kv else None}
+
+
 def _result(cand, obj, *, best, evaluated, plan, inst, gpu, cal, prec, slo, baseline, ref, moe, params, num_gpus,
             engine, top, t0) -> dict:
     """The ranked designs (`best`: each shape's best plan and batch), each with its quality against the
@@ -663,10 +692,9 @@ def _result(cand, obj, *, best, evaluated, plan, inst, gpu, cal, prec, slo, base
     if baseline is not None:
         base = {"name": baseline.name, "total_params": int(baseline.total_params), "active_params": int(baseline.active_params),
                 "quality_proxy": bq, **at, "outside_grid": outside_grid(baseline)}
-    rank = np.argsort(-obj, kind="stable")[:top]
     bo = at["objective"] or None
     f = shape_arrays(cand)
-    rank = [i for i in rank if np.isfinite(obj[i])]
+    rank = [i for i in np.argsort(-obj, kind="stable")[:top] if np.isfinite(obj[i])]
     # why each row differs from the reference: the proxy's terms one by one (accuracy_model.delta_terms), with what
     # it costs in parameters and KV cache; the reference's terms at the search's weight format (Reference.terms)
     sub = {k: v[rank] for k, v in cand.items()}
@@ -680,28 +708,8 @@ def _result(cand, obj, *, best, evaluated, plan, inst, gpu, cal, prec, slo, base
             shape.update({k: int(cand[k][i]) for k in ("experts", "top_k", "expert_inter", "shared_inter")})
         else:
             shape["inter"] = int(cand["inter"][i])
-        ex = sorted(k[3:] for k in cand if k.startswith("qx_") and cand[k][i] > 0)
-        sd = float(cand["q_sigma_test"][i])
-        flat = [{"term": t, "value": float(np.exp(f_pos)), "reference": float(np.exp(np.ravel(ref.terms["position"][t][0])[0])),
-                 "flat_range": list(why["flat_range"][t])}
-                for t, f_pos in (("aspect", np.log(f["aspect_ratio"][i])), ("head_dim", np.log(f["head_dim"][i]))) if bool(why["flat"][t][j])]
-        # sigma_delta (the test's band, each term's sigma at its studied edge) is the band the rows print; "uncertainty"
-        # adds what the test leaves out: flat terms' spread per e-fold and extrapolation (quality_delta)
-        quality_row = {"loss": float(cand["q_loss"][i]), "delta": float(cand["q_delta"][i]), "delta_pct": 100.0 * float(cand["q_delta"][i]) / bq,
-                       "sigma_delta": sd, "sigma_delta_pct": 100.0 * sd / bq,
-                       "uncertainty": float(cand["q_sigma"][i]), "uncertainty_pct": 100.0 * float(cand["q_sigma"][i]) / bq,
-                       "sigma": float(cand["q_sigma"][i]), "sigma_pct": 100.0 * float(cand["q_sigma"][i]) / bq,
-                       "sigma_test": sd, "k": ref.k, "passes": bool(cand["q_passes"][i]), "extrapolated": ex,
-                       # each term's part of the delta, largest first; a flat term's difference is the proxy's blind spot, not a 0
-                       "terms": sorted(({"term": t, "delta": float(v[j]), "delta_pct": 100.0 * float(v[j]) / bq}
-                                        for t, v in why["nats"].items() if abs(float(v[j])) > 1e-7), key=lambda x: -abs(x["delta"])),
-                       "flat": flat}
-        m_i = _model(cand, slice(i, i + 1), vocab=ref.model.vocab if baseline is not None else DEFAULT_VOCAB, moe=moe)
-        kv = kv_bytes_per_token(m_i, prec)
-        versus = {"total_params_change_pct": 100.0 * (float(cand["total_params"][i]) / ref.model.total_params - 1.0),
-                  "active_params_change_pct": 100.0 * (float(cand["active_params"][i]) / ref.model.active_params - 1.0),
-                  "kv_bytes_per_token": kv, "reference_kv_bytes_per_token": ref_kv,
-                  "kv_change_pct": 100.0 * (kv / ref_kv - 1.0) if ref_kv else None}
+        quality_row = _quality_row(cand, i, j, why=why, f=f, ref=ref)
+        versus = _versus(cand, i, ref=ref, prec=prec, moe=moe, ref_kv=ref_kv)
         designs.append({"shape": shape, "total_params": int(cand["total_params"][i]), "active_params": int(cand["active_params"][i]),
                         "quality_proxy": float(cand["q_loss"][i]), "quality": quality_row, "versus_reference": versus,
                         "envelope": position(envelope_at(float(cand["total_params"][i]), dense=not moe), f, int(i)),

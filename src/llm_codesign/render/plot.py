@@ -150,6 +150,19 @@ def _axes(ax, results: list[dict], *, many: bool) -> None:
     _log_grid(ax, (x0, x1), (y0, y1))
 
 
+def _precision_markers(ax, r: dict, color: str, *, one_precision: bool, first: bool) -> None:
+    """The third dimension: one marker per precision on the frontier, its accuracy in the legend. Every series at one and
+    the same precision (design's shapes): one legend entry says so, not each series' "best precision (proxy)", which
+    read as a claim about the shapes' quality."""
+    precs = sorted({(q["deployment"]["weight_dtype"], q["deployment"]["kv_dtype"]) for q in r["frontier"]})
+    for mk, (w, kv) in zip("osD^vP*X" * 4, precs, strict=False):  # markers repeat past 8 precisions
+        pts = [q for q in r["frontier"] if (q["deployment"]["weight_dtype"], q["deployment"]["kv_dtype"]) == (w, kv)]
+        acc = (pts[0].get("accuracy") or {}).get("short") or "accuracy: no source"
+        label = f"{w}/{kv}: {acc}" if not one_precision else f"weights/KV {w}/{kv}: every series' precision" if first else None
+        ax.scatter([q["tok_s_per_user"] for q in pts], [q["output_tok_s_per_gpu"] for q in pts], marker=mk, s=22, color=color,
+                   edgecolors="black", linewidths=0.4, zorder=3, label=label)
+
+
 def draw(results: list[dict], path: str | Path) -> None:
     """PNG or SVG: dominated cloud, frontier, configs at key points, roofline-ideal bound. Several series
     (GPUs, models, designs): one colour and one bound dash each, the legend beside the axes, labels
@@ -181,17 +194,7 @@ def draw(results: list[dict], path: str | Path) -> None:
         if band:  # each point's 80% interval on tok/s/GPU (measure.intervals), shaded along the frontier
             ax.fill_between([x for x, _ in band], [b[0] for _, b in band], [b[1] for _, b in band], color=color, alpha=0.15, lw=0,
                             gid=f"interval-band-{i}", label=f"{series_label(r, many=many)}: 80% interval of tok/s/GPU")
-        # the third dimension: one marker per precision on the frontier, its accuracy in the legend
-        precs = sorted({(q["deployment"]["weight_dtype"], q["deployment"]["kv_dtype"]) for q in r["frontier"]})
-        for mk, (w, kv) in zip("osD^vP*X" * 4, precs, strict=False):  # markers repeat past 8 precisions
-            pts = [q for q in r["frontier"] if (q["deployment"]["weight_dtype"], q["deployment"]["kv_dtype"]) == (w, kv)]
-            acc = (pts[0].get("accuracy") or {}).get("short") or "accuracy: no source"
-            # every series at one and the same precision (design's shapes): one legend entry says so, not each series'
-            # "best precision (proxy)", which read as a claim about the shapes' quality
-            label = (f"{w}/{kv}: {acc}" if not one_precision else
-                     f"weights/KV {w}/{kv}: every series' precision" if i == 0 else None)
-            ax.scatter([q["tok_s_per_user"] for q in pts], [q["output_tok_s_per_gpu"] for q in pts], marker=mk, s=22, color=color,
-                       edgecolors="black", linewidths=0.4, zorder=3, label=label)
+        _precision_markers(ax, r, color, one_precision=one_precision, first=i == 0)
         rb = r["roofline_bound"]
         # the same bound as its aggregated sibling's; one that misses the axes is neither drawn nor named
         if r.get("mode") != "disaggregated" and bound_in_view(rb, data_limits(results)):
