@@ -61,7 +61,8 @@ def _breakdown(model: str, gpu: str, **kw) -> tuple[dict, dict, float]:
     ops = forward_ops(m, dep.gpu, costs.cal, dep.precision, dep.plan.broadcast(), b=Batch(dec_seqs=1.0, dec_ctx=2048.0),
                       engine=costs.engine, sample=True)
     counts = {op.name: float(np.sum(op.count)) for op in ops}
-    return {o.name: o.time_s for o in est.breakdown}, counts, est.tpot_s
+    # the operator rows (the rest of the step and of TPOT say `what` they are: serve.estimate.step_rows)
+    return {o.name: o.time_s for o in est.breakdown if not o.what}, counts, est.tpot_s
 
 
 def _gemm_table(rows, gpu, dt: str, n: int, k: int, m: int) -> tuple[float, float, int]:

@@ -447,6 +447,35 @@ def test_disagg_is_the_clis(client):
                                                  "('' the engine's own exchange)", "field": "decode_moe_a2a"}
 
 
+def test_disagg_takes_the_clis_plan_text_too(client):
+    # "tp=4" as disagg --prefill and lc.disagg take it, parsed by the CLI's parser (Plan.parse), the instances as the CLI's
+    # --decode-instances; the object form gives the same answer
+    body = {"model": "llama-3.1-70b", "gpu": "h200", "concurrency": [1, 64], "isl": 2048, "osl": 256}
+    text = client.post("/api/disagg", json={**body, "prefill": "tp=4", "decode": "tp=4", "decode_instances": 2})
+    assert text.status_code == 200, text.text
+    assert text.json() == client.post("/api/disagg", json={**body, "prefill": {"tp": 4}, "decode": {"tp": 4, "instances": 2}}).json()
+    assert text.json()["num_gpus"] == 12
+    moe = {"model": "qwen3-30b-a3b", "gpu": "h200", "concurrency": [8]}
+    assert (client.post("/api/disagg", json={**moe, "prefill": "tp=2", "decode": "attention_dp=2,ep=2"}).json()
+            == client.post("/api/disagg", json={**moe, "prefill": {"tp": 2}, "decode": {"attention_dp": 2, "ep": 2}}).json())
+    # neither form: one line naming the field and both forms (pydantic's "Input should be a valid dictionary" named neither)
+    forms = ('a plan as text, as disagg --prefill/--decode and lc.disagg take it ("tp=4", "attention_dp=8,ep=8"), '
+             'or an object ({"tp": 4, "instances": 1})')
+    r = client.post("/api/disagg", json={**body, "prefill": 4, "decode": "tp=4"})
+    assert r.status_code == 422 and r.json() == {"error": f"prefill: 4 is not valid; Input should be {forms}", "field": "prefill"}
+    r = client.post("/api/disagg", json={**body, "prefill": "tp=4", "decode": "tp=four"})
+    assert r.status_code == 422 and r.json()["field"] == "decode" and r.json()["error"] == (
+        "decode: 'tp=four' is not valid; comma-separated sizes from 1 to 65,536 such as tp=4,ep=4 (keys: tp, pp, ep, moe_tp, "
+        'attention_dp, kvp), or an object ({"tp": 4, "instances": 1})')
+    r = client.post("/api/disagg", json={**body, "prefill": {"tp": 4, "instances": 2}, "decode": "tp=4", "prefill_instances": 3})
+    assert r.status_code == 422 and r.json()["field"] == "prefill_instances"
+    # a load past the decode pool's slots: fits false with its reason and its slot wait, as disagg --json gives them
+    r = client.post("/api/disagg", json={"model": "llama-3.1-70b", "gpu": "h200", "prefill": "tp=1", "decode": "tp=1", "concurrency": [7, 512]})
+    rows = r.json()["rows"]
+    assert [x["fits"] for x in rows] == [True, False] and rows[1]["over_capacity"].startswith("decode pool holds 7 requests")
+    assert rows[1]["decode_slot_wait_ms"] > 0 and r.json()["decode"]["max_concurrency"] == 7
+
+
 @pytest.mark.parametrize("path,body,field,text", [
     ("/api/disagg", {"prefill": {"tp": 3}, "decode": {"tp": 4}}, "prefill",
      "prefill: 'TP3' is not valid; attention heads must be divisible by tp"),
@@ -563,3 +592,43 @@ def test_each_gpu_lists_the_engines_it_runs_and_prices_its_vendors(client):
     assert (r.status_code, r.json()) == (422, {"error": f"deployment.backend: 'trtllm' is not valid; {why}", "field": "deployment.backend"})
     r = client.post("/api/lint", json={"model": "llama-3.1-8b", "gpu": "mi355x", "engine": "trtllm"})
     assert (r.status_code, r.json()["field"]) == (422, "engine")
+
+
+def test_the_pages_table_times_follow_the_clis_rule():
+    """app.js tableTime (the disaggregated table's cells) is render.intervals.table_time: ms below 10 s, then s, then h."""
+    import shutil
+    import subprocess
+
+    from llm_codesign.render.intervals import table_time
+
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("node is not installed")
+    js = resources.files("llm_codesign").joinpath("web/static/app.js").read_text()
+    fix = re.search(r"^function fix\(.*$", js, re.M)[0]
+    body = js[js.index("function bound("):js.index("// ---- estimate's rows as the CLI prints them")]
+    times = [0.5, 123.45, 9999.94, 10_000.0, 99_949.0, 100_000.0, 3_599_000.0, 3_600_000.0, 4.0e8]
+    out = subprocess.run([node, "-e", f"{fix}\n{body}\nconsole.log(JSON.stringify({json.dumps(times)}.flatMap((t) => [tableTime(t), tableTime(t, 2)])))"],
+                         capture_output=True, text=True, timeout=60, check=True).stdout
+    assert json.loads(out) == [x for t in times for x in (table_time(t), table_time(t, 2))]
+    assert [table_time(t) for t in (9999.94, 10_000.0, 3_600_000.0)] == ["9999.9", "10.0 s", "1.0 h"]
+    from llm_codesign.render.intervals import CAPPED_TEXT  # the frontier table's capped note, in the CLI's words
+
+    assert f'const CAPPED_TEXT = "{CAPPED_TEXT}";' in js
+
+
+def test_disaggs_table_gives_long_times_in_s_and_h():
+    """disagg's table, as the page's: Llama-3.1-70B on H200, TP4 prefill and decode instances, 2,048 requests queue
+    for the prefill instance 161 s."""
+    from conftest import cli
+
+    from llm_codesign.render.intervals import table_time
+
+    args = ("disagg", "llama-3.1-70b", "--gpu", "h200", "--prefill", "tp=4", "--decode", "tp=4", "--concurrency", "1,2048")
+    code, out, err = cli(*args, "--json")
+    assert code == 0, err
+    rows = json.loads(out)["rows"]
+    code, out, _ = cli(*args)
+    line = next(x for x in out.splitlines() if x.split() and x.split()[0] == "2048")
+    assert rows[1]["ttft_ms"] >= 10_000 and line.split()[1:4] == table_time(rows[1]["ttft_ms"]).split() + [table_time(rows[1]["prefill_ms"])]
+    assert "Times in ms (from 10 s in s or h)" in out

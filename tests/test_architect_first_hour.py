@@ -8,7 +8,8 @@ from conftest import cli, hf_config
 
 # lint's key to its cost column, each rule's own measure (explore.lint.COST_MEASURE)
 COST_KEY = ("cost %, each rule its own measure: R1 the GEMM's time over its compute roofline; R2 the regime's objective "
-            "re-priced aligned (vocab: its padding); R3 how much faster a wider shape of equal parameters decodes at batch 1; R4 "
+            "re-priced aligned (vocab: its padding); R3 how much faster a wider shape of equal parameters runs at the operating point, in "
+            "the regime's objective; R4 "
             "the padding's width; R5 the MoE layer's extra time at batch 8 against batch 1; R6 the regime's objective re-priced "
             "with even stages (blocks: the slowest kind of layer over the mean); R7 the KV heads' extra copies, or Helix's "
             "decode tok/s/GPU gain; R8 the proxy loss against the nearest published model.")
@@ -49,8 +50,10 @@ def test_one_expert_and_a_pipeline_of_three_layers_read_as_english(tmp_path):
     three = hf_config(tmp_path, "l3", hidden_size=8192, intermediate_size=28672, num_hidden_layers=3, num_attention_heads=64)
     code, out, _ = cli("lint", three, "--gpu", "b200", "--regime", "latency", "--json")
     r6 = next(f for f in json.loads(out)["findings"] if f["rule"] == "R6")
-    assert code == 0 and re.fullmatch(r"3 layers do not split evenly over PP 2; at PP2 \(TP8 PP2, 1 request, 3584/1024 tokens\) "
-                                      r"TPOT per layer takes \d+\.\d% less time than at 2 layers, which PP2 divides", r6["message"]), r6
+    # (priced at the latency regime's operating point since the newcomer review: design's best, TP8 at one request, 1,024/1,024)
+    assert code == 0 and re.fullmatch(r"3 layers do not split evenly over PP 2; at PP2 \(stages of 2/1 layers; TP8 PP2, 1 request, "
+                                      r"1024/1024 tokens\) TPOT \d+\.\d{3} ms, per layer \d+\.\d% less time than at 2 layers "
+                                      r"\(\d+\.\d{3} ms\), which PP2 divides", r6["message"]), r6
 
 
 def test_compares_accuracy_note_says_which_benchmark_is_missing(tmp_path):
@@ -102,11 +105,11 @@ def test_the_design_reports_lint_costs_say_their_measure(tmp_path):
 
     text = html.unescape(page.read_text())
     assert code == 0 and (f'<h2>Lint findings</h2><p class="hint">{COST_KEY} Beneath R2\'s and R6\'s %: the same cost as tok/s/GPU '
-                          "(throughput; tok/s/user in the other regimes), the shape's against its neighbour's.</p>") in text
+                          "(throughput and long-context; tok/s/user in the latency regime), the shape's against its neighbour's.</p>") in text
     row = re.search(r"<th>largest predicted lint cost</th>(.*?)</tr>", text)[1]
     cells = re.findall(r"<td>(.*?)</td>", row)
     # Qwen3-8B (36 layers, aspect 114) and its designs: R3 the largest, a wider shape 8.9% faster at batch 1 for the baseline
-    r3 = "(R3 width-vs-depth: how much faster a wider shape of equal parameters decodes at batch 1)"
+    r3 = "(R3 width-vs-depth: how much faster a wider shape of equal parameters runs at the operating point, in the regime's objective)"
     assert len(cells) == 4 and all(re.fullmatch(r"\d+\.\d% " + re.escape(r3), c) for c in cells), cells
 
 

@@ -463,10 +463,22 @@ def test_calibrate_serving_refuses_a_worse_fit_unless_forced(tmp_path, monkeypat
     rows = _serving_rows_priced_by_the_bundled_profile()
     s.write_text(SERVING_HEADER + "\n" + "\n".join(",".join(r[k] for k in SERVING_HEADER.split(",")) for r in rows) + "\n")
     out = tmp_path / "p.toml"
-    msg = one_line_error(["calibrate", "--serving", str(s), "-o", str(out)], "--force")
-    assert "starting profile's 0.0%" in msg and not out.exists()
-    code, stdout, err = cli("calibrate", "--serving", str(s), "-o", str(out), "--force")
-    assert code == 0 and out.exists() and "starting profile 0.0%" in " ".join(stdout.split()), err
+    # since fixcal calibrate's search starts from the bundled fit, which prices these rows exactly: no worse, written unforced
+    code, stdout, err = cli("calibrate", "--serving", str(s), "-o", str(out))
+    assert code == 0 and out.exists() and "error 0.0% (banded median), starting profile 0.0%" in " ".join(stdout.split()), err
+    # a search from its own starts (the campaign folds') ends worse than the bundled fit: refused, one line, unless forced
+    from llm_codesign.cost.calibration import calibration_for
+    from llm_codesign.errors import InputError
+    from llm_codesign.measure import calibrate
+    from llm_codesign.spec.hardware import get_gpu
+
+    rep = {}
+    calibrate.fit_serving(rows, {"hopper": calibration_for(get_gpu("h100"))}, report=rep)
+    bad = calibrate.doubtful([rep])
+    with pytest.raises(InputError) as e:
+        calibrate.refuse([], bad, str(out), force=False)
+    assert "against the starting profile's 0.0% on the same rows" in str(e.value) and "(--force writes it anyway)" in str(e.value)
+    calibrate.refuse([], bad, str(out), force=True)  # forced: no refusal
 
 
 def test_calibrate_serving_refuses_a_fit_on_its_bounds(tmp_path, monkeypatch):

@@ -92,11 +92,11 @@ def test_a_build_without_a_fusion_names_a_fusion_engines_know():
     """Engine.without drops a fusion its step makes, keeps the engine where it makes none, and refuses a name no engine
     knows: a misspelt one would price today's build for an older one."""
     old = TRTLLM.without("ar_norm")
-    assert old.fusions == ("act_quant", "attn_out", "rope_decode", "pdl", "fp8_bmm") and old.name == "trtllm" and TRTLLM.without("ar_norm") is old
+    assert old.fusions == ("act_quant", "attn_out", "rope_decode", "pdl", "fp8_bmm", "routing", "mla_meta") and old.name == "trtllm" and TRTLLM.without("ar_norm") is old
     assert TRTLLM.without("hop_b") is TRTLLM  # known, not made today
     with pytest.raises(InputError) as e:
         TRTLLM.without("ar_nrom")
-    assert str(e.value) == "fusion: 'ar_nrom' is not valid; one of: act_quant, attn_out, ar_norm, rope_decode, hop_b, pdl, fp8_bmm"
+    assert str(e.value) == "fusion: 'ar_nrom' is not valid; one of: act_quant, attn_out, ar_norm, rope_decode, hop_b, pdl, fp8_bmm, routing, mla_meta"
     with pytest.raises(ValueError, match=r"engine 'twin': fusions \['allreduce'\] are none of"):
         register_engine(replace(VLLM, name="twin", fusions=("allreduce",)))
     assert "twin" not in ENGINES

@@ -1,5 +1,6 @@
 """measure/calibrate.py: the serving fit re-prices one engine at a time without changing its loss, and warm-starts from a profile."""
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -277,8 +278,13 @@ def test_calibrate_serving_lists_only_the_values_it_fitted(tmp_path, monkeypatch
     # rest of the wait: it stood at its documented 1.5 while the work covered all of it) and the one scale-out latency.
     # ba3a87f holds ATOM's wait at its documented 1.5 (DOCUMENTED), so "wait steps atom 1.00" left the list; 14086fe holds its
     # request cost at its documented 3 ms too, so "request overhead atom 20.0 ms" left it
-    assert line == ("serving: step overhead atom 2.00 ms; waves' re-bunching share atom 0.00; "
-                    "scale-out latency per level 25.0 us; host cost per running sequence atom 5.0 us")
+    # Since fixcal the search starts from the bundled fit (fitted.toml [default]: ATOM's step 2.14105 ms, its host cost per
+    # sequence 0.362 us), and what no row responds to is kept there and listed apart: one single-GPU run crosses no
+    # scale-up domain (scale-out), and this row's prediction does not move with the waves' re-bunching share
+    assert line == "serving: step overhead atom 2.14 ms; host cost per running sequence atom 0.4 us"
+    kept = next(x for x in stdout.splitlines() if x.startswith("fitted: "))
+    assert kept.startswith("fitted: step_overhead_s:atom, seq_overhead_s:atom; kept at the bundled fit's values (no run responds to them): ")
+    assert "scale_out_latency_s" in kept and "prefill_queue_fraction:atom" in kept
 
 
 def test_serving_parameters_in_words():
@@ -399,3 +405,63 @@ def test_kernel_fit_moves_an_old_profiles_cost_per_peer_off_zero(tmp_path):
     # on the shipped table, figures that move with any table or grid edit)
     assert 0.0 < cal.custom_ar_peer_s < 0.5e-6
     assert rep["median_ape"] < rep["start_median_ape"] - 1.0
+
+
+# ---- fixcal (newcomer review 2026-12-06, item 3): calibrate moves only what the user's runs inform
+
+NEWCOMER_RUNS = """source,model,gpu,num_gpus,backend,weight_dtype,kv_dtype,isl,osl,concurrency,tp,pp,ep,moe_tp,attention_dp,spec_method,spec_draft_len,spec_acceptance,ttft_ms,tpot_ms,output_tok_s_per_gpu,output_tok_s_per_user
+run1,meta-llama/Llama-3.1-70B,b200,4,vllm,fp8,,1024,1024,8,4,,,,,,,,108.9,8.18,,
+run2,meta-llama/Llama-3.1-70B,b200,8,vllm,nvfp4,,1024,1024,64,8,,,,,,,,263.3,13.78,,
+h1,llama-3.1-8b,h100,1,vllm,bf16,bf16,1024,512,1,1,,,,,,,,25,7.2,,
+h2,llama-3.1-8b,h100,1,vllm,bf16,bf16,1024,512,16,1,,,,,,,,120,9.5,1500,
+h3,llama-3.1-8b,h100,1,vllm,bf16,bf16,1024,512,64,1,,,,,,,,380,14.0,4200,
+h4,llama-3.1-70b,h100,4,vllm,fp8,fp8,2048,256,32,4,,,,,,,,900,22.0,350,
+h5,llama-3.1-70b,h100,8,vllm,fp8,fp8,2048,256,1,8,,,,,,,,110,6.8,,
+"""
+
+
+def test_calibrate_keeps_what_no_run_responds_to_at_the_bundled_fit(tmp_path):
+    # 7 single-node vLLM runs: the scale-out latency wrote the search's start, 25 us, over the bundled fit's 6.48 us
+    # (fitted.toml [default]); it is kept, as is every other engine's value, and the fit says which it moved
+    import tomllib
+
+    s, p = tmp_path / "runs.csv", tmp_path / "profile.toml"
+    s.write_text(NEWCOMER_RUNS)
+    code, out, err = _cli("calibrate", "--serving", str(s), "-o", str(p), "--force")
+    assert code == 0, err
+    prof = tomllib.loads(p.read_text())
+    bundled = tomllib.loads((Path(__file__).parents[1] / "src/llm_codesign/data/calibration/fitted.toml").read_text())["default"]
+    assert prof["default"]["scale_out_latency_s"] == 6.48e-06 == bundled["scale_out_latency_s"]
+    priced = calibration_for(get_gpu("h100"))  # the bundled fit as priced (fitted.toml over default.toml's documented values)
+    for name in ("step_overhead_s", "seq_overhead_s", "eager_launch_s", "prefill_queue_fraction"):  # other engines' as bundled
+        assert {e: v for e, v in prof["default"][name].items() if e != "vllm"} == pytest.approx(
+            {e: v for e, v in dict(getattr(priced, name)).items() if e != "vllm"}, rel=1e-5)  # the profile's 6 digits
+    head = p.read_text().splitlines()
+    assert "# kept at the bundled fit's values (no run responds to them): scale_out_latency_s, adp_wait_steps:vllm" in head
+    assert any(x.startswith("# serving parameters fitted: step_overhead_s:vllm") for x in head)
+    said = " ".join(out.split())
+    assert "kept at the bundled fit's values (no run responds to them): scale_out_latency_s, adp_wait_steps:vllm" in said
+    # validate's figures on the 7 runs, starting profile against the new one (the starting ones are validate's on the
+    # file: TPOT median 10.2%, p90 20.5%, 5 of 7 inside the 80% band, 7 of 7 inside the 95%), and the warning where worse
+    assert ("validate on these 7 runs, TPOT: starting profile median 10.2%, p90 20.5%, inside 80%/95% 71.4/100.0%; new profile "
+            in said)
+    assert "warning: the new profile is worse than the starting one on its own runs: " in said
+
+
+def test_calibrate_on_one_row_a_mixed_file_and_rows_that_cannot_run(tmp_path):
+    # one row fits; a file mixing engines fits each engine's own; a file none of whose rows can run is one line, exit 2
+    s, p = tmp_path / "one.csv", tmp_path / "p.toml"
+    lines = NEWCOMER_RUNS.splitlines()
+    s.write_text("\n".join(lines[:1] + lines[4:5]) + "\n")
+    code, out, err = _cli("calibrate", "--serving", str(s), "-o", str(p), "--force")
+    assert code == 0 and "validate on these 1 runs, TPOT" in " ".join(out.split()), err
+    s.write_text("\n".join(lines[:1] + lines[3:6] + [lines[5].replace("vllm", "sglang").replace("h3,", "g3,")]) + "\n")
+    code, out, err = _cli("calibrate", "--serving", str(s), "-o", str(p), "--force")
+    said = " ".join(out.split())
+    assert code == 0 and "step_overhead_s:sglang" in said and "step_overhead_s:vllm" in said, err
+    # 512 requests of Llama-3.1-70B in BF16 on one H100: the weights leave no room for their KV cache (fits False)
+    s.write_text(lines[0] + "\na,llama-3.1-70b,h100,1,vllm,bf16,bf16,1024,512,512,1,,,,,,,,120,9.5,1500,\n")
+    code, out, err = _cli("calibrate", "--serving", str(s), "-o", str(tmp_path / "none.toml"), "--force")
+    assert code == 2 and out == "" and not (tmp_path / "none.toml").exists()
+    assert err == (f"error: serving: {str(s)!r} is not valid; rows that can run on their GPUs; none of its 1 rows can: line 2 (a): "
+                   "llama-3.1-70b on 1 h100 does not fit its GPUs' memory at 512 requests\n")

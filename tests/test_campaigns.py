@@ -123,7 +123,7 @@ def test_a_key_the_table_does_not_know_is_one_line():
               "campaigns.toml [aiconfigurator-core] flags.set: 'arnorm_fusion' is not valid; one of: max_num_tokens, arrival, "
               "max_prefill_tokens, max_running_requests, cuda_graph_max_bs, recv_interval, ignore_eos, mixed_chunk, chunked_prefill, "
               "kv_fraction, rounds, queued_steps, prefill_routing, offline, decode_recv_interval, decode_moe_a2a, sglang_build, act_quant_fusion, "
-              "attn_out_fusion, ar_norm_fusion, rope_decode_fusion, hop_b_fusion, pdl_fusion, fp8_bmm_fusion, kv_dtype, spec_method, spec_draft_len, spec_acceptance"),
+              "attn_out_fusion, ar_norm_fusion, rope_decode_fusion, hop_b_fusion, pdl_fusion, fp8_bmm_fusion, routing_fusion, mla_meta_fusion, kv_dtype, spec_method, spec_draft_len, spec_acceptance"),
              ("set = { ar_norm_fusion = false }", 'set = { ar_norm_fusion = "no" }',
               "campaigns.toml [aiconfigurator-core] flags.set.ar_norm_fusion: 'no' is not valid; true or false"),
              ("rounds = 20", "round = 20", "campaigns.toml [aiconfigurator-core]: 'round' is not valid; one of: source, flags, arrival, "
@@ -181,19 +181,28 @@ def test_a_key_the_table_does_not_know_is_one_line():
 def test_the_best_perf_pages_h200_min_latency_build_launches_nothing_with_pdl():
     """The page's H200 min-latency run exports no TRTLLM_ENABLE_PDL=1 on a spring-2025 build (data/measurements/
     campaigns.toml): pdl_fusion false there only; its B200 min-latency run exports it, its H200 max-throughput run is
-    not the one-request figure of that build."""
+    not the one-request figure of that build. That build's DeepSeek-V3 gate also launches its sigmoid and bias add
+    apart (routing_fusion false; docs/modelling-notes.md#onereq-hopper), as blog 1's depth scan (MoE TP 2 x EP 4,
+    CUTLASS) does; the blog's TRTLLM-backend rows (EP 2) route inside the MoE op."""
     rows = {r["source"].split(":")[1]: r for r in _published()}
-    assert campaigns.fusions_off(campaigns.settings(rows["h200-min-latency"])) == ("pdl",)
+    assert campaigns.fusions_off(campaigns.settings(rows["h200-min-latency"])) == ("pdl", "routing", "mla_meta")
+    blog = {r["source"]: r for r in _published("trtllm-blog1")}
+    assert {campaigns.fusions_off(campaigns.settings(r)) for s, r in blog.items() if "mtp-depth" in s} == {("routing",)}
+    assert {campaigns.fusions_off(campaigns.settings(r)) for s, r in blog.items() if "mtp-depth" not in s} == {()}
+    assert sum("mtp-depth" in s for s in blog) == 6 and len(blog) == 8
     for other in ("b200-min-latency", "h200-max-throughput", "b200-max-throughput-bf16-kv"):
         assert campaigns.fusions_off(campaigns.settings(rows[other])) == ()
 
 
-def _published():
+def _published(prefix="trtllm-best-perf"):
     import csv
     from importlib import resources
 
-    text = resources.files("llm_codesign").joinpath("data/measurements/published_runs.csv").read_text()
-    return [r for r in csv.DictReader(text.splitlines()) if r["source"].startswith("trtllm-best-perf")]
+    rows = []
+    for f in ("published_runs.csv", "published_mtp_depth.csv"):
+        text = resources.files("llm_codesign").joinpath(f"data/measurements/{f}").read_text()
+        rows += [r for r in csv.DictReader(text.splitlines()) if r["source"].startswith(prefix)]
+    return rows
 
 
 def test_tensorrt_llm_builds_before_1_2_launch_nothing_with_pdl():

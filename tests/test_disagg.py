@@ -201,6 +201,76 @@ def test_decode_slots_hold_the_excess_requests(h200, llama70b):
     assert _one(free["ttft_s"]) == pytest.approx(_one(at8["ttft_s"]))
 
 
+def test_a_load_past_the_decode_slots_does_not_fit_and_says_why():
+    """Llama-3.1-70B BF16 on one H200 per pool: the decode GPU's 150.75 GB less 141.10 GB of weights, 3.82 GB of activations
+    and 0.58 GB of reserve leaves 5.25 GB, of which TensorRT-LLM takes 0.9 (free_gpu_memory_fraction) = 4.72 GB; a sequence
+    of 1024+1024 tokens holds 2 x 80 layers x 8 KV heads x 128 x 2 B x 2048 = 671.1 MB, so 7 run at once (7.04). 8 requests
+    do not fit (estimate's rule, concurrency <= what runs at once), and wait for a slot as their own part of TTFT."""
+    from conftest import cli
+
+    code, out, err = cli("disagg", "llama-3.1-70b", "--gpu", "h200", "--prefill", "tp=1", "--decode", "tp=1", "--concurrency", "1,7,8,512",
+                         "--json")
+    assert code == 0, err
+    d = json.loads(out)
+    assert d["decode"]["max_concurrency"] == 7
+    rows = {r["concurrency"]: r for r in d["rows"]}
+    assert [r["fits"] for r in d["rows"]] == [True, True, False, False]
+    assert "over_capacity" not in rows[7] and rows[7]["decode_slot_wait_ms"] == 0.0
+    assert rows[512]["over_capacity"] == ("decode pool holds 7 requests (the KV cache of 1 instance holds 7 sequences of 1024+1024 "
+                                          "tokens): 505 of 512 wait for a decode slot (decode_slot_wait_ms, in TTFT)")
+    # the slot wait is TTFT's largest part at 512 (7 decode at 25 tok/s for 1023 tokens, the rest wait), apart from the prefill queue
+    r = rows[512]
+    assert r["decode_slot_wait_ms"] > 0.9 * r["ttft_ms"]
+    assert r["prefill_ms"] + r["kv_transfer_ms"] + r["prefill_wait_ms"] + r["decode_slot_wait_ms"] <= r["ttft_ms"] + 1e-6
+    # two decode instances hold 14; an engine max batch of 4 per rank binds before the KV cache's 7 and says so
+    code, out, _ = cli("disagg", "llama-3.1-70b", "--gpu", "h200", "--prefill", "tp=1", "--decode", "tp=1", "--concurrency", "14,15",
+                       "--decode-instances", "2", "--json")
+    d = json.loads(out)
+    assert d["decode"]["max_concurrency"] == 14 and [r["fits"] for r in d["rows"]] == [True, False]
+    code, out, _ = cli("disagg", "llama-3.1-70b", "--gpu", "h200", "--prefill", "tp=1", "--decode", "tp=1", "--concurrency", "4,5",
+                       "--decode-max-batch", "4", "--json")
+    d = json.loads(out)
+    assert d["decode"]["max_concurrency"] == 4 and [r["fits"] for r in d["rows"]] == [True, False]
+    assert d["rows"][1]["over_capacity"].startswith("decode pool holds 4 requests (1 instance x 1 attention-DP rank x max batch 4): 1 of 5")
+    # the table says it, once, with the loads it turns away
+    code, out, _ = cli("disagg", "llama-3.1-70b", "--gpu", "h200", "--prefill", "tp=1", "--decode", "tp=1", "--concurrency", "1,8,512")
+    assert code == 0
+    assert ("fits no at 8, 512 requests: decode pool holds 7 requests (the KV cache of 1 instance holds 7 sequences of 1024+1024 "
+            "tokens); the rest wait for a decode slot (slot wait, in TTFT)") in " ".join(out.split())
+    # lc.disagg answers the same rows
+    import llm_codesign as lc
+
+    api = lc.disagg("llama-3.1-70b", "h200", prefill="tp=1", decode="tp=1", concurrency=[1, 8]).to_dict()
+    assert [r["fits"] for r in api["rows"]] == [True, False] and api["rows"][1]["over_capacity"].startswith("decode pool holds 7 requests")
+
+
+def test_mixed_vendor_pools_say_which_engine_runs_both():
+    # TensorRT-LLM does not run on an MI355X: with no --backend both pools run vLLM (the first engine both run), said in one line
+    from conftest import cli
+
+    code, out, err = cli("disagg", "llama-3.1-70b", "--gpu", "h200", "--decode-gpu", "mi355x", "--prefill", "tp=2", "--decode", "tp=2",
+                         "--concurrency", "8", "--json")
+    assert code == 0, err
+    d = json.loads(out)
+    assert d["backend"] == "vllm" and d["notes"] == [
+        "engine: vllm on both pools, not trtllm (the H200 SXM's own): trtllm does not run on the MI355X; --backend picks one both run: "
+        "vllm, sglang"]
+    code, out, _ = cli("disagg", "llama-3.1-70b", "--gpu", "h200", "--decode-gpu", "mi355x", "--prefill", "tp=2", "--decode", "tp=2",
+                       "--concurrency", "8", "--backend", "sglang", "--json")
+    assert code == 0 and json.loads(out)["notes"] == []  # asked for: nothing to say
+
+
+def test_interval_lines_tell_the_runs_drawn_from_from_what_they_lack():
+    # a Hopper answer: its bands come from the Blackwell disaggregated runs and are widened for the GPU family they lack
+    from conftest import cli
+
+    code, out, _ = cli("disagg", "llama-3.1-70b", "--gpu", "h200", "--prefill", "tp=1", "--decode", "tp=1", "--concurrency", "1")
+    assert code == 0
+    assert "no measured run like it" not in out
+    assert "(95% spans over 100x; widened for what its runs lack: beyond the runs, below)" in out
+    assert "interval basis: drawn from " in out and "beyond the runs: no disaggregated run on any Hopper GPU" in out
+
+
 RTOL_ACROSS_CPUS = 1e-6  # goldens through float32/pow ufuncs, whose SIMD paths differ between CPUs
 
 

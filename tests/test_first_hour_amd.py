@@ -133,7 +133,7 @@ def test_a_profile_with_too_few_runs_for_bands_of_its_own_says_it_keeps_the_bund
     with con.capture() as got:
         _print_own_intervals("[intervals.slices.ttft_ms]\n[intervals.envelope]\n", con)
     assert got.get() == ("intervals: a band of the profile's own needs 39 runs of one engine on one GPU family, so answers with this "
-                         "profile keep the bundled bands, and say so\n")
+                         "profile keep the bundled bands and their widenings, and say so\n")
 
 
 def test_a_bundled_serving_file_is_taken_by_name_by_calibrate_and_the_api(tmp_path, monkeypatch):

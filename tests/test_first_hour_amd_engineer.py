@@ -67,7 +67,7 @@ def test_a_basis_across_engines_names_them_and_why_the_questions_engine_has_no_s
     # an engine with no run there names the engines whose runs answer (its own reason says it has none)
     code, out, _ = cli("disagg", "deepseek-r1", "--gpu", "mi355x", "--prefill", "tp=8", "--decode", "tp=8", "--backend", "atom")
     disagg = table["slices"]["ttft_ms"]["disaggregated"]["n"]
-    assert code == 0 and f"interval basis: from {disagg} disaggregated runs with SGLang and TensorRT-LLM, on Blackwell GPUs" in out
+    assert code == 0 and f"interval basis: drawn from {disagg} disaggregated runs with SGLang and TensorRT-LLM, on Blackwell GPUs" in out
     assert "beyond the runs: no disaggregated run with ATOM" in out
 
 

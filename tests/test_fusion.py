@@ -94,7 +94,7 @@ def test_a_build_without_a_fusion_is_one_engine_under_the_same_name(b200, cal):
     vllm = get_engine("vllm")
     old = vllm.without("ar_norm")
     assert old is vllm.without("ar_norm") and old is not vllm and old.name == "vllm"
-    assert old.fusions == ("act_quant", "pdl", "fp8_bmm") and vllm.without("hop_b") is vllm  # a fusion it never made: itself
+    assert old.fusions == ("act_quant", "pdl", "fp8_bmm", "routing") and vllm.without("hop_b") is vllm  # a fusion it never made: itself
     assert old.ar_norm_fused("LlamaForCausalLM", adp=1, nbytes=1e5, n=8, family="blackwell").tolist() is False
     # TP8 Llama-3.1-70B, 16 sequences: the two add + RMSNorm kernels launch again, 80 layers a step
     llama, tp8 = get_model("llama-3.1-70b"), Plan(tp=8)
@@ -141,7 +141,7 @@ def test_a_build_without_pdl_overlaps_no_kernel_boundary(h200):
 
     trt = get_engine("trtllm")
     old = trt.without("pdl")
-    assert old.fusions == ("act_quant", "attn_out", "ar_norm", "rope_decode", "fp8_bmm") and old.name == "trtllm" and old is trt.without("pdl")
+    assert old.fusions == ("act_quant", "attn_out", "ar_norm", "rope_decode", "fp8_bmm", "routing", "mla_meta") and old.name == "trtllm" and old is trt.without("pdl")
     assert (trt.pdl_share("hopper"), old.pdl_share("hopper"), old.pdl_share("blackwell")) == (0.7, 0.0, 0.0)
     cal = calibration_for(h200)
     assert cal.pdl_credit_s == 0.25e-6

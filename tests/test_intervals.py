@@ -563,10 +563,20 @@ def test_a_profile_of_ones_own_narrows_the_bands_it_covers_and_says_so(tmp_path,
         main()
     assert done.value.code == 0
     assert "[intervals.slices.ttft_ms]" in prof.read_text()
+    # one of the 40 cannot run (128 requests of 4,096 + 1,024 tokens hold ~84 GB of KV cache on an 80 GB H100: predict_serving's
+    # `fits`), left out of the fit and of the profile's own runs since fixcal
+    assert "left out (cannot run): line 33 (r31): llama-3.1-8b on 1 h100 does not fit its GPUs' memory at 128 requests" in prof.read_text()
     args = ["estimate", "llama-3.1-8b", "--gpu", "h100", "--backend", "vllm", "--concurrency", "8", "--json"]
-    own = json.loads(run(*args, "--calibration", str(prof)).stdout)["intervals"]["tpot_ms"]
+    d = json.loads(run(*args, "--calibration", str(prof)).stdout)
+    own, pred = d["intervals"]["tpot_ms"], d["tpot_ms"]
     bundled = json.loads(run(*args).stdout)["intervals"]["tpot_ms"]
-    assert own["source"] == "mine.toml's own 40 serving runs with vLLM, on Hopper GPUs" and own["widened"] == []
+    assert own["source"] == "mine.toml's own 39 serving runs with vLLM, on Hopper GPUs" and own["widened"] == []
+    # the band is the profile's own slice's conformal quantiles about the prediction, no between-group term (its runs are
+    # the user's campaign) and no widening: read back from the file
+    q = tomllib.loads(prof.read_text())["intervals"]["slices"]["tpot_ms"]["serving|vllm|hopper"]
+    assert q["n"] == 39
+    assert [own[k] for k in ("lo80", "hi80", "lo95", "hi95", "centre")] == pytest.approx(
+        [pred * math.exp(q[k]) for k in ("q100", "q900", "q025", "q975", "q500")], rel=1e-9)
     assert own["hi80"] / own["lo80"] < bundled["hi80"] / bundled["lo80"]
     # a question its runs do not cover takes the bundled band, and says whose
     other = json.loads(run("estimate", "llama-3.1-8b", "--gpu", "b200", "--backend", "sglang", "--concurrency", "8", "--json",
@@ -614,7 +624,7 @@ def test_disagg_names_each_basis_with_the_requests_it_serves():
     one, many = (row["intervals"]["ttft_ms"]["source"] for row in rows)
     assert one != many and "33+ requests" in many
     text = " ".join(run(*args).stdout.split())
-    assert f"interval basis (1 request): from {one}" in text and f"interval basis (64 requests): from {many}" in text
+    assert f"interval basis (1 request): drawn from {one}" in text and f"interval basis (64 requests): drawn from {many}" in text
 
 
 def test_a_profile_with_too_few_runs_like_the_question_says_so(tmp_path):
@@ -628,7 +638,7 @@ def test_a_profile_with_too_few_runs_like_the_question_says_so(tmp_path):
                     + '"serving|vllm|blackwell" = {n = 40, q025 = -0.2, q100 = -0.1, q500 = 0.0, q900 = 0.1, q975 = 0.2}\n')
     args = ("estimate", "llama-3.1-8b", "--concurrency", "16", "--calibration", str(prof), "--json")
     few = json.loads(run(*args, "--gpu", "h100").stdout)["intervals"]["ttft_ms"]["source"]
-    assert few.startswith(f"the bundled profile's (not mine.toml's: too few of its runs (20; {iv.MIN_ROWS} per slice needed)) ")
+    assert few.startswith(f"the bundled profile's (not mine.toml's: too few of its runs (20 with TensorRT-LLM on Hopper GPUs; {iv.MIN_ROWS} per slice needed)) ")
     none = json.loads(run(*args, "--gpu", "mi355x").stdout)["intervals"]["ttft_ms"]["source"]
     assert none.startswith("the bundled profile's (not mine.toml's: none of its runs is like this one) ")
     # and `calibrate --serving` writes the counts: build's envelope, per mode, runs per engine|family
@@ -766,3 +776,55 @@ def test_ttft_slices_split_by_arrival_at_the_engines_levels_before_the_gpu_famil
     # an arrival no run of the engine measured (bursts): the levels without arrival, its family's runs as before
     assert iv.band("ttft_ms", 100.0, replace(bw, arrival="burst"), table=t)["source"] == (
         "39 serving runs with SGLang, on Blackwell GPUs, MoE models, in the load band 33+ requests, balanced ISL/OSL (waves; this answer: bursts)")
+
+
+@pytest.mark.parametrize("n", [5, 40])
+def test_a_vllm_only_profile_leaves_other_engines_bands_as_bundled(tmp_path, n):
+    """fixcal (newcomer review 2026-12-06): a profile whose own runs are vLLM's on Hopper, 5 of them, dropped the Hopper
+    widening of TensorRT-LLM's answers there too (TPOT 95% 8.84-26.42 -> 10.85-19.39 ms). A profile's runs count for their
+    own engine on their own GPU family only, and only where they are a slice's worth (MIN_ROWS): with 5, vLLM's Hopper
+    answer keeps the bundled band and its widening; with 40 (an own slice), vLLM's takes its own slice unwidened."""
+    from importlib import resources
+
+    prof = tmp_path / "mine.toml"
+    slice_ = '"serving|vllm|hopper" = {n = 40, q025 = -0.2, q100 = -0.1, q500 = 0.0, q900 = 0.1, q975 = 0.2}\n' if n >= iv.MIN_ROWS else ""
+    prof.write_text(resources.files("llm_codesign").joinpath("data/calibration/fitted.toml").read_text()
+                    + '\n[intervals.envelope]\nserving = {metrics = ["tpot_ms"], families = ["hopper"], engines = ["vllm"], '
+                    + f'runs = {{"vllm|hopper" = {n}}}, ranges = {{vllm = {{concurrency = [1.0, 64.0]}}}}}}\nkinds = ["gqa", "dense"]\n'
+                    + 'formats = ["hopper|fp8|dense", "hopper|bf16|dense"]\nmodels = ["llama-3.1-70b"]\n\n[intervals.slices.tpot_ms]\n' + slice_)
+    args = ("estimate", "llama-3.1-70b", "--gpu", "h100", "--tp", "8", "--concurrency", "64", "--json")
+    trt = [json.loads(run(*args, "--backend", "trtllm", *cal).stdout)["intervals"]["tpot_ms"] for cal in ((), ("--calibration", str(prof)))]
+    # the bundled answer: the TensorRT-LLM Blackwell slice, widened for the Hopper family (x1.17/x1.59, the shipped terms)
+    assert [str(w) for w in trt[0]["widened"]] == [str(w) for w in trt[1]["widened"]] and "no serving run on any Hopper GPU" in trt[0]["widened"][0]
+    assert [trt[1][k] for k in ("lo80", "hi80", "lo95", "hi95", "centre")] == [trt[0][k] for k in ("lo80", "hi80", "lo95", "hi95", "centre")]
+    vllm = json.loads(run(*args, "--backend", "vllm", "--calibration", str(prof)).stdout)
+    b = vllm["intervals"]["tpot_ms"]
+    if n < iv.MIN_ROWS:
+        assert b["source"].startswith(f"the bundled profile's (not mine.toml's: too few of its runs ({n} with vLLM on Hopper GPUs; "
+                                      f"{iv.MIN_ROWS} per slice needed)) ")
+        assert any("no serving run on any Hopper GPU" in w for w in b["widened"])
+    else:  # its own slice, +-10% at 80% and +-20% at 95% about the prediction (no campaign term, no widening)
+        assert b["source"] == "mine.toml's own 40 serving runs with vLLM, on Hopper GPUs" and b["widened"] == []
+        p = vllm["tpot_ms"]
+        assert [b[k] for k in ("lo80", "hi80", "lo95", "hi95")] == pytest.approx(
+            [p * math.exp(-0.1), p * math.exp(0.1), p * math.exp(-0.2), p * math.exp(0.2)], rel=1e-9)
+
+
+def test_a_profiles_own_dense_runs_leave_moe_answers_bundled(tmp_path):
+    """fixcal's out-of-sample check: a profile fitted on 120 dense Llama-3.1-70B vLLM runs on B200 (3.8% TPOT median) gave
+    its own vLLM Blackwell slice to the 635 MoE vLLM runs too, 34.6 / 55.0% of their TPOT inside the 80 / 95% bands
+    (bundled 79.2 / 96.7). calibrate records its runs' model classes (envelope `classes`); an own slice answers those only."""
+    from importlib import resources
+
+    prof = tmp_path / "mine.toml"
+    prof.write_text(resources.files("llm_codesign").joinpath("data/calibration/fitted.toml").read_text()
+                    + '\n[intervals.envelope]\nserving = {metrics = ["tpot_ms"], families = ["blackwell"], engines = ["vllm"], '
+                    + 'runs = {"vllm|blackwell" = 40}, classes = {"vllm|blackwell" = ["dense"]}}\nkinds = []\nformats = []\n\n'
+                    + '[intervals.slices.tpot_ms]\n"serving|vllm|blackwell" = {n = 40, q025 = -0.2, q100 = -0.1, q500 = 0.0, q900 = 0.1, q975 = 0.2}\n')
+    args = ("estimate", "--gpu", "b200", "--backend", "vllm", "--concurrency", "16", "--json")
+    dense = json.loads(run(args[0], "llama-3.1-70b", *args[1:], "--tp", "4", "--calibration", str(prof)).stdout)["intervals"]["tpot_ms"]
+    assert dense["source"] == "mine.toml's own 40 serving runs with vLLM, on Blackwell GPUs"
+    moe = [json.loads(run(args[0], "gpt-oss-120b", *args[1:], *cal).stdout)["intervals"]["tpot_ms"] for cal in ((), ("--calibration", str(prof)))]
+    assert moe[1]["source"] == ("the bundled profile's (not mine.toml's: none of its 40 runs with vLLM on Blackwell GPUs is of a MoE model) "
+                                + moe[0]["source"])
+    assert [moe[1][k] for k in ("lo80", "hi80", "lo95", "hi95")] == [moe[0][k] for k in ("lo80", "hi80", "lo95", "hi95")]

@@ -604,27 +604,29 @@ def test_mla_decode_on_h100_at_1024_sequences_prices_flashmlas_tiles_and_its_per
     # works a sequence as ceil(1,023 / 64) = 16 key blocks + 5 of fixed overhead (get_decoding_sched_meta.cu:51), 21
     # blocks = 1,344 keys. Math 2 x 1,024 x 128 x 1,344 x 1,088 = 383.3 GFLOP at 0.6 of 989.4 TFLOP/s: 645.7 us; bytes
     # the 1,152-byte latent of 1,344 keys plus each head's query (1,152) read and output (1,024) written, 1.871 GB at
-    # 0.852 of 3.35 TB/s: 655.4 us, binding; the fixed cost and 2,048 64-row tiles (2 a sequence) at decode_item_s:
-    # 682.2 us in all (549.6 us without the overhead blocks, 1.674 ms with an item per head). The op's reported
+    # 0.852 of 3.35 TB/s: 655.4 us, binding; the fixed cost, 2,048 64-row tiles (2 a sequence) at decode_item_s and
+    # the split-KV combine kernel FlashMLA launches after every decode kernel (3.0 us, kernel_overhead_s; two launches
+    # in all): 685.2 us (549.6 us without the overhead blocks, 1.674 ms with an item per head). The op's reported
     # bytes stay the 1,023 keys read.
     core, cal = _h100_mla_core(1024.0, 1023.0)
     assert float(core.work[1]) == 1024 * 1023 * 1152.0 + 1024 * 128 * (1152.0 + 1024.0)
     nbytes = 1024 * 1344 * 1152.0 + 1024 * 128 * (1152.0 + 1024.0)
-    t = nbytes / (3.35e12 * cal.attn_decode_bw_eff) + cal.attn_overhead_s + 2048 * cal.decode_item_s
+    t = nbytes / (3.35e12 * cal.attn_decode_bw_eff) + cal.attn_overhead_s + 2048 * cal.decode_item_s + cal.kernel_overhead_s
+    assert cal.kernel_overhead_s == 3.0e-6 and float(core.kernels) == 2.0
     assert float(core.time) == pytest.approx(t, rel=1e-9)
-    assert float(core.time) == pytest.approx(682.21e-6, abs=0.01e-6)
+    assert float(core.time) == pytest.approx(685.21e-6, abs=0.01e-6)
 
 
 def test_mla_decode_of_one_sequence_at_1k_keys_on_h100_pays_flashmlas_5_overhead_blocks():
     # one sequence, 1,024 keys, 128 heads (2 tiles), BF16 KV: 16 key blocks + 5 = 21 blocks = 1,344 keys.
     # Bytes 1,344 x 1,152 + 128 x 2,176 = 1,826,816 at 0.852 of 3.35 TB/s: 0.640 us; math 2 x 128 x 1,344 x 1,088 =
-    # 374.3 MFLOP at 0.6 of 989.4 TFLOP/s: 0.631 us; the bytes bind, plus the fixed cost and 2 tiles
+    # 374.3 MFLOP at 0.6 of 989.4 TFLOP/s: 0.631 us; the bytes bind, plus the fixed cost, 2 tiles and the combine launch
     core, cal = _h100_mla_core(1.0, 1024.0)
     nbytes = 1344 * 1152.0 + 128 * 2176.0
     assert nbytes == 1_826_816.0
-    t = nbytes / (3.35e12 * cal.attn_decode_bw_eff) + cal.attn_overhead_s + 2 * cal.decode_item_s
+    t = nbytes / (3.35e12 * cal.attn_decode_bw_eff) + cal.attn_overhead_s + 2 * cal.decode_item_s + cal.kernel_overhead_s
     assert float(core.time) == pytest.approx(t, rel=1e-9)
-    assert float(core.time) - cal.attn_overhead_s - 2 * cal.decode_item_s == pytest.approx(0.63981e-6, abs=0.0001e-6)
+    assert float(core.time) - cal.attn_overhead_s - 2 * cal.decode_item_s - cal.kernel_overhead_s == pytest.approx(0.63981e-6, abs=0.0001e-6)
 
 
 def test_flashmla_fp8_transpose_of_one_block_on_h100():
@@ -649,8 +651,9 @@ def test_mla_decode_of_one_sequence_on_an_fp8_cache_on_h100_pays_flashmlas_v_tra
     math = 2 * 128 * 1344 * 1088 / (0.6 * 1.9789e15)
     transpose = 2 * 16 * 65536 / (9.894e14 / 32)
     assert 978944 / (3.35e12 * cal.attn_decode_bw_eff_fp8) == pytest.approx(0.3395e-6, abs=0.0001e-6)
-    assert float(core.time) == pytest.approx(math + transpose + cal.attn_overhead_s + 2 * cal.decode_item_s, rel=1e-9)
-    assert float(core.time) - cal.attn_overhead_s - 2 * cal.decode_item_s == pytest.approx(0.3831e-6, abs=0.0001e-6)
+    fixed = cal.attn_overhead_s + 2 * cal.decode_item_s + cal.kernel_overhead_s  # the combine launch too
+    assert float(core.time) == pytest.approx(math + transpose + fixed, rel=1e-9)
+    assert float(core.time) - fixed == pytest.approx(0.3831e-6, abs=0.0001e-6)
 
 
 def test_flashmla_keys_and_where_it_runs():
@@ -716,3 +719,32 @@ def test_an_unlisted_family_has_no_sm_clock_and_is_refused_where_one_is_read(h10
         cost.attention_decode_time(1e12, 1.0, mine, cal, group=64.0, mmha=True)
     assert float(cost.attention_decode_time(1e12, 1.0, mine, cal, group=16.0, mmha=True)[0]) == \
         float(cost.attention_decode_time(1e12, 1.0, h100, cal, group=16.0, mmha=True)[0])
+
+
+def test_flashmla_launches_its_combine_always_and_its_metadata_per_layer_in_older_builds():
+    # TensorRT-LLM's FlashMLA launches the split-KV combine after every decode kernel (run_flash_splitkv_fwd_mla@08f1ea31),
+    # and a build without the mla_meta fusion (the spring-2025 H200 run's) the scheduler-metadata kernel before each call:
+    # one and two launches beside the decode kernel, 3.0 us each (kernel_overhead_s). H100, one sequence, 1,024 keys, BF16
+    from llm_codesign.cost.calibration import calibration_for
+    from llm_codesign.cost.ops import Batch, layer_ops
+    from llm_codesign.spec.engines import get_engine
+    from llm_codesign.spec.plan import Plan
+    from llm_codesign.spec.precision import Precision
+    from llm_codesign.spec.registry import get_model
+
+    trt, h100 = get_engine("trtllm"), get_gpu("h100")
+    assert cost.flashmla_extra_launches(None) == cost.flashmla_extra_launches(trt) == 1.0
+    assert cost.flashmla_extra_launches(trt.without("mla_meta")) == 2.0
+    cal, m = calibration_for(h100), get_model("deepseek-r1")
+
+    def core(engine, gpu=h100):
+        got = layer_ops(m, m.groups[0][0], 1.0, gpu, calibration_for(gpu), prec=Precision.of("fp8_block"), sh=Plan(),
+                        b=Batch(dec_seqs=1.0, dec_ctx=1024.0), prefix="layer", parts=("attn",), engine=engine)
+        o = next(o for o in got if o.role == "core_decode")
+        return float(o.time), float(o.kernels)
+
+    (t1, n1), (t2, n2), (t0, n0) = core(trt), core(trt.without("mla_meta")), core(None)
+    assert (n0, n1, n2) == (2.0, 2.0, 3.0)
+    assert t2 - t1 == pytest.approx(cal.kernel_overhead_s, rel=1e-9)
+    # not where FlashMLA does not run: SGLang's fa3 on Hopper, TensorRT-LLM's TRTLLM-Gen on B200
+    assert core(get_engine("sglang"))[1] == 1.0 and core(trt, get_gpu("b200"))[1] == 1.0

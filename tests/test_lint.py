@@ -6,8 +6,10 @@ import numpy as np
 import pytest
 
 from llm_codesign.cost.calibration import calibration_for
+from llm_codesign.explore.design import Slo, at_best
 from llm_codesign.explore.lint import full_rate_width, lint, to_sarif
-from llm_codesign.serve.aggregated import Serving, evaluate
+from llm_codesign.serve.aggregated import Serving, decode_step, evaluate
+from llm_codesign.spec.engines import engine_for
 from llm_codesign.spec.hardware import get_gpu
 from llm_codesign.spec.model import from_hf_config
 from llm_codesign.spec.plan import Plan
@@ -23,14 +25,29 @@ def run(model, gpu="b200", regime="throughput"):
     return lint(model, g, calibration_for(g), regime)
 
 
+def point(model, gpu, regime="throughput", gpus=8):
+    """The operating point lint prices R2, R3 and R6 at, as design picks it: its best deployment of `model` on `gpus`
+    GPUs at the regime's SLO (explore.design.at_best), its plan and requests per instance."""
+    g = get_gpu(gpu)
+    d = at_best(model, g, calibration_for(g), model.default_precision, num_gpus=gpus, slo=Slo(regime), moe=model.is_moe,
+                engine=engine_for(g))["deployment"]
+    return Plan.from_dict(d), d["concurrency_per_instance"]
+
+
 def test_gpt_oss_hidden_alignment_is_priced_at_equal_flops():
-    # hidden 2880 (22.5 x 128) against 2816 and 2944 interpolated to its FLOPs: at 256 requests the decode GEMMs
-    # are memory-bound and the prefill's padded N tiles (23 for 22.5) add no wave (64 M-tiles x 22 or 23 N-tiles
-    # over 148 SMs: 10 waves either way), so the padded tail costs nothing the estimate can see
-    fs = [f for f in run(get_model("gpt-oss-120b")) if f.rule == "R2" and f.where == "hidden"]
-    assert len(fs) == 1 and fs[0].severity == "info" and fs[0].cost_pct == 0.0 and fs[0].figures["neighbours"] == [2816, 2944]
-    assert "the padded tail costs nothing at this deployment" in fs[0].message
-    assert "-0.0%" not in fs[0].message and "%" not in fs[0].message.partition("interpolated to its FLOPs: ")[2].partition(";")[0]
+    # hidden 2880 (22.5 x 128) against 2816 and 2944 interpolated to its FLOPs, at design's best deployment of the shape on
+    # 8 B200 at 20 tok/s/user (TP1 PP2, 3,235 requests, 1,024/1,024: the regime's operating point, no longer TP8 at 256
+    # requests): the interpolation's own figures, estimate's GPU time per output token of each width there
+    m = get_model("gpt-oss-120b")
+    plan, conc = point(m, "b200")
+    assert (plan.label(), conc) == ("TP1 PP2", 3235)
+    fs = [f for f in run(m) if f.rule == "R2" and f.where == "hidden"]
+    assert len(fs) == 1 and fs[0].figures["neighbours"] == [2816, 2944] and fs[0].figures["point"]["concurrency"] == 3235
+    x = {h: _gpu_ms_per_token(replace(m, hidden=h), "b200", plan, concurrency=conc, isl=1024) for h in (2816, 2880, 2944)}
+    interp = x[2816] + (x[2944] - x[2816]) * (2880 - 2816) / 128
+    assert fs[0].figures["time_ms"] == pytest.approx(x[2880], rel=1e-9) and fs[0].figures["aligned_time_ms"] == pytest.approx(interp, rel=1e-9)
+    assert fs[0].cost_pct == pytest.approx(100 * (x[2880] / interp - 1), rel=1e-9)  # 0.35%: a warning from 1%
+    assert fs[0].severity == "info" and "at TP1 PP2, 3235 requests, 1024/1024 tokens on B200" in fs[0].message
 
 
 def test_llama8b_has_no_alignment_finding_on_hidden_or_ffn():
@@ -138,12 +155,13 @@ def test_the_8_layer_70b_gets_a_trust_region_finding_with_its_accuracy_cost():
 
 
 def test_r3_follows_designs_judgement_of_width():
-    # Llama-3.1-70B: 60 x 9472 stays in Kaplan's flat band and the envelope: go wider (+14.5% TPOT at batch 1)
+    # Llama-3.1-70B: 60 x 9472 stays in Kaplan's flat band and the envelope: go wider (+13.6% TPOT at the latency
+    # regime's operating point, TP8 at 3 requests)
     r3 = [f for f in run(get_model("llama-3.1-70b"), regime="latency") if f.rule == "R3"]
     assert r3[0].severity == "warning" and "aspect-ratio term" not in r3[0].fix  # it moves by nothing on the flat band
-    t0, t1, gain = (r3[0].figures[k] for k in ("tpot_ms", "wider_tpot_ms", "speed_gain_pct"))
-    assert t1 < t0 and gain == pytest.approx(100 * (t0 / t1 - 1)) and gain > 10
-    assert f"TPOT {t1:.2f} ms, {gain:.1f}% faster, on B200 TP" in r3[0].fix and "(+" not in r3[0].fix
+    t0, t1, gain = (r3[0].figures[k] for k in ("time_ms", "wider_time_ms", "speed_gain_pct"))
+    assert t1 < t0 and gain == pytest.approx(100 * (t0 / t1 - 1)) and gain > 10 and r3[0].figures["quality_passes"]
+    assert f"TPOT {t1:.3f} ms, {gain:.1f}% faster" in r3[0].fix and "(+" not in r3[0].fix
     # a shape already at the envelope's aspect edge: 58 x 8192 at 64.4B (aspect 141); 44 x 9472 (aspect 215) leaves it
     cfg = {**WIDE8, "hidden_size": 8192, "num_hidden_layers": 58, "num_attention_heads": 32, "head_dim": 256, "intermediate_size": 36864}
     r3 = [f for f in run(from_hf_config(cfg, "at-edge"), regime="latency") if f.rule == "R3"]
@@ -179,49 +197,33 @@ def _estimate(model, gpu, plan, *, concurrency, isl, osl):
                     isl=isl, osl=osl)
 
 
-def _gpu_ms_per_token(model, gpu, plan):
-    # the throughput regime's objective at its load: 256 requests at 2,048 tokens of decode context (1,536 in, 1,024 out)
-    r = _estimate(model, gpu, plan, concurrency=256, isl=1536, osl=1024)
+def _gpu_ms_per_token(model, gpu, plan, *, concurrency, isl=1024, osl=1024):
+    # the throughput regime's objective at an operating point's load and lengths: GPU ms per output token
+    r = _estimate(model, gpu, plan, concurrency=concurrency, isl=isl, osl=osl)
     return 1e3 / float(np.ravel(r["output_tok_s_per_gpu"])[0])
 
 
 def test_pipeline_cost_is_the_estimates_difference_from_the_nearest_regular_depth():
-    # the issue's case: DeepSeek-R1's 61 layers at PP4. lint said 4.7% (the slowest stage against an even split of
-    # the same layers), estimate 0.3% (against 64 layers). Now both are estimate's: the 61 layers (stages 15/15/16/15)
-    # against 60 (3 dense + 57 MoE, 15 per stage) at TP8 PP4 EP8, per layer since the depths differ: the 16th layer
-    # of a 15-layer stage is +6.7% step for +1.7% layers (+4.9% per layer), less the LM head and hand-offs that do not
-    # grow with depth: 2.85% since Blackwell's block-FP8 experts run at TRTLLM-Gen's FP8 rates (cost.ffns.MOE_RATES, i44b;
-    # 2.79% before); 2.79% since a closed loop's throughput is Little's law (first tokens' waits take their share; 2.95%
-    # before; 2.91% before issue 39's decode split-KV and the cohorts' serving re-fit; 4.0% before the one-request step's sampler on the last stage, the serving re-fit's host
-    # step and an eager step's launches paced by the slowest of a stage's 8 ranks, issue 39). 64 layers (16 per stage,
-    # as slow as 61's busiest) run 1.6% longer than 61 (1.7% before MOE_RATES).
+    # the issue's case: DeepSeek-R1's 61 layers at PP4, estimate's figures for the 61 layers (stages 15/15/16/15) against
+    # 60 (3 dense + 57 MoE, 15 per stage), per layer since the depths differ. Priced at the throughput regime's operating
+    # point: design's best deployment of R1 on 8 B200 at 20 tok/s/user (DP8 x TP1, EP2 x MoE-TP4, 1,008 requests,
+    # 1,024/1,024), PP4 added (32 GPUs). It was TP8 EP8 at 256 requests and 1,536/1,024 tokens whatever the model (2.89%
+    # there, a warning); at the operating point 0.51% per layer, an info (64 layers, 16 on every stage, 4.1% more than 61).
     m = get_model("deepseek-r1")
+    plan, conc = point(m, "b200")
+    assert (plan.label(), conc) == ("DP8xTP1 EP2/MoE-TP4", 1008)
     fs = [f for f in run(m) if f.rule == "R6" and f.where == "layers"]
-    assert len(fs) == 1 and fs[0].severity == "warning" and fs[0].figures["pp"] == 4 and fs[0].figures["neighbour_layers"] == 60
+    assert len(fs) == 1 and fs[0].figures["pp"] == 4 and fs[0].figures["neighbour_layers"] == 60
     dense, moe = m.groups
-    plan = Plan(tp=8, pp=4, ep=8, moe_tp=1)
-    x61, x60, x64 = (_gpu_ms_per_token(replace(m, groups=(dense, (moe[0], n)), layout=()), "b200", plan) for n in (58, 57, 61))
-    assert fs[0].cost_pct == pytest.approx(100 * ((x61 / 61) / (x60 / 60) - 1), abs=0.1)
-    # 2.85 before this session's re-fit; 2.90 before i46a's measured all-reduce; 2.89 before the one-shot's cost per further peer;
-    # 2.90 before MLA decode on TRTLLM-Gen was priced as its kernel's CTAs (branch tdd: the attention a layer adds is cheaper)
-    # 2.87 before the serving re-fit 43e853e (its host step and eager launches on TensorRT-LLM); 2.95 before TRTLLM-Gen's MoE
-    # on its own token-tile grid with B200's MoE three re-fitted (docs/modelling-notes.md#moe-tile; 64 layers 1.63% longer
-    # than 61 before it); 2.88 before mtf's re-fit 117a840 (B200 moe_eff 0.778 -> 0.531 and the serving values: the
-    # experts a layer adds cost more, the per-step host cost that does not grow with depth less; 64 layers 1.69% longer);
-    # 2.84 before the re-fit ba3a87f (TensorRT-LLM's host step 39.6 -> 10 us: the depth-independent cost shrinks again);
-    # 2.91 before the 2026-12-06 re-fit 8ddcbce (2.91 at 0d4c090; TensorRT-LLM's host step 10.0 -> 12.8 us, host cost a
-    # sequence 1.43 -> 2.36 us: the depth-independent cost grows); 2.87 before the re-fit 0db78f4 (host step 12.8 -> 16.5 us,
-    # eager launch 0.71 -> 0.14 us, host cost a sequence 2.36 -> 1.84 us: 2.8916 now)
-    assert fs[0].cost_pct == pytest.approx(2.89, abs=0.01)
-    assert 100 * (x64 / x61 - 1) == pytest.approx(1.71, abs=0.05)
-    assert ("at PP4 (stages of 15/15/16/15 layers; TP8 PP4 EP8, 256 requests, 1536/1024 tokens) GPU time per output token "
-            f"{x61:.3f} ms against {x60:.3f} ms with 60 layers: 2.9% more time per layer") in fs[0].message  # 2.8% before ba3a87f
-    # 4.4% and 1.7% since TRTLLM-Gen's token-tile grid (#moe-tile; 4.5% and 1.7% since the serving re-fit 43e853e, 4.4% and
-    # 1.6% before): the fix's figures are these estimates' own
+    pp4 = replace(plan, pp=4)
+    x61, x60, x64 = (_gpu_ms_per_token(replace(m, groups=(dense, (moe[0], n)), layout=()), "b200", pp4, concurrency=conc) for n in (58, 57, 61))
+    assert fs[0].cost_pct == pytest.approx(100 * ((x61 / 61) / (x60 / 60) - 1), rel=1e-9)
+    assert fs[0].severity == ("warning" if fs[0].cost_pct >= 1 else "info")
+    assert ("at PP4 (stages of 15/15/16/15 layers; DP8xTP1 PP4 EP2/MoE-TP4, 1008 requests, 1024/1024 tokens) GPU time per output "
+            f"token {x61:.3f} ms against {x60:.3f} ms with 60 layers: {fs[0].cost_pct:.1f}% more time per layer") in fs[0].message
     less, more = 100 * (1 - x60 / x61), 100 * (x64 / x61 - 1)
-    assert (f"{less:.1f}", f"{more:.1f}") == ("4.4", "1.7")
     assert fs[0].fix == f"60 layers {x60:.3f} ms ({less:.1f}% less time than 61), 64 layers {x64:.3f} ms ({more:.1f}% more time than 61) at PP4"
-
+    assert (round(fs[0].cost_pct, 2), f"{less:.1f}", f"{more:.1f}") == (0.51, "2.1", "4.1") and fs[0].severity == "info"
 
 
 def test_lint_prices_only_deployments_within_a_gpu_budget():
@@ -234,9 +236,11 @@ def test_lint_prices_only_deployments_within_a_gpu_budget():
     def found(gpus):
         return {(f.rule, f.where): f for f in lint(m, g, cal, "throughput", gpus=gpus) if f.rule in ("R6", "R7")}
 
+    # R6 adds PP to the operating point's plan (DP8 x TP1, 8 GPUs a stage): PP4 within 32 GPUs, PP2 within 16
     assert found(32).keys() == found(None).keys() == {("R6", "layers"), ("R7", "long-context")} and found(32)["R6", "layers"].figures["pp"] == 4
     r6 = found(16)["R6", "layers"]
-    assert r6.figures["pp"] == 2 and r6.cost_pct == 0.0 and r6.message.startswith("61 layers do not split evenly over PP 2; at PP2 (TP8 PP2 EP8")
+    assert r6.figures["pp"] == 2 and r6.cost_pct == 0.0
+    assert r6.message.startswith("61 layers do not split evenly over PP 2; at PP2 (stages of 31/30 layers; DP8xTP1 PP2 EP2/MoE-TP4")
     assert found(8).keys() == {("R7", "long-context")}
     assert found(4) == {}
 
@@ -244,32 +248,39 @@ def test_lint_prices_only_deployments_within_a_gpu_budget():
 BASE70 = {"hidden_size": 8192, "num_hidden_layers": 80, "num_attention_heads": 64, "num_key_value_heads": 8, "vocab_size": 128256}
 
 
+def _tpot_ms(model, gpu, plan, *, concurrency, isl=1024, osl=1024):
+    # the latency regime's objective at an operating point's load and lengths: TPOT in ms
+    return 1e3 * float(np.ravel(_estimate(model, gpu, plan, concurrency=concurrency, isl=isl, osl=osl)["tpot_s"])[0])
+
+
 def test_alignment_prices_the_padded_tail_only():
     # the issue's case: an FFN of 10,240 (1,280 per GPU at TP8, 5 x 256) was not flagged and 11,264 (1,408, 11 x 128)
     # was, yet 10,240 runs slower per FLOP: that is size (fewer FLOPs over the same fixed costs), not alignment. R2 now
-    # compares a width with its aligned neighbours interpolated to its FLOPs, so the neighbours' sizes and waves cancel
+    # compares a width with its aligned neighbours interpolated to its FLOPs, so the neighbours' sizes and waves cancel.
+    # In the latency regime, where design deploys these 70B shapes at TP8 on 8 B200 (2 requests, 1,024/1,024: the
+    # operating point; the throughput regime's is TP2, where 11,264 is 22 x 256 per GPU and aligned)
     def shape(inter):
         return from_hf_config({**BASE70, "intermediate_size": inter}, f"ffn{inter}")
 
-    x = {i: _gpu_ms_per_token(shape(i), "b200", Plan(tp=8)) for i in (10240, 10752, 11264, 12288)}
+    plan, conc = point(shape(11264), "b200", "latency")
+    assert (plan.label(), conc) == ("TP8", 2) and point(shape(10752), "b200", "latency") == (plan, conc)
+    x = {i: _tpot_ms(shape(i), "b200", plan, concurrency=conc) for i in (10240, 10752, 11264, 12288)}
     assert x[10240] / shape(10240).active_params > x[11264] / shape(11264).active_params  # slower per FLOP: size
-    assert not [f for f in run(shape(10240)) if f.rule == "R2" and f.where == "inter"]
-    # 11,264 against 10,240 and 12,288 at its FLOPs (the midpoint): no slower, and B200 runs 128-wide tiles at the full
-    # rate (128x128 UMMA: 128 x 2 B + 128 x 2 B per 2 x 128 x 128 FLOPs = 1/64 B/FLOP, what shared memory feeds)
-    f = [f for f in run(shape(11264)) if f.rule == "R2" and f.where == "inter"]
-    assert len(f) == 1 and f[0].severity == "info" and f[0].cost_pct == 0.0
-    assert f[0].figures["aligned_time_ms"] == pytest.approx((x[10240] + x[12288]) / 2, rel=1e-9)
-    assert f[0].message.startswith("inter 11264 (1408 per GPU at TP8) is not a multiple of 256: at TP8, 256 requests, 1536/1024 tokens")
-    assert f[0].message.endswith("on B200 alignment beyond 128 does not matter: B200's BF16 tiles run at their full rate from 128 wide (128x128)")
-    # 10,752 (1,344 per GPU, 10.5 x 128) pads its last tile: its time over the midpoint of 10,240's and 11,264's (0.24%
-    # before the eager rank skew's host cost, which does not grow with the width, diluted it to 0.22%; 0.228% on issue 39's
-    # merged model: the decode split-KV and the serving re-fit). Since a closed loop's throughput is Little's law, the
-    # first tokens' waits (which do not grow with the width) take their share of GPU time per token too, and the tail
-    # no longer shows: -0.009%, priced as no cost (R2 never credits a misalignment)
-    f = [f for f in run(shape(10752)) if f.rule == "R2" and f.where == "inter"]
+    assert not [f for f in run(shape(10240), regime="latency") if f.rule == "R2" and f.where == "inter"]
+    # 11,264 against 10,240 and 12,288 at its FLOPs (the midpoint): B200 runs 128-wide tiles at the full rate (128x128
+    # UMMA: 128 x 2 B + 128 x 2 B per 2 x 128 x 128 FLOPs = 1/64 B/FLOP, what shared memory feeds)
+    f = [f for f in run(shape(11264), regime="latency") if f.rule == "R2" and f.where == "inter"]
+    mid = (x[10240] + x[12288]) / 2
+    assert len(f) == 1 and f[0].figures["aligned_time_ms"] == pytest.approx(mid, rel=1e-9)
+    assert f[0].cost_pct == pytest.approx(max(100 * (x[11264] / mid - 1), 0.0), abs=1e-9) and f[0].cost_pct < 1.0
+    assert f[0].message.startswith("inter 11264 (1408 per GPU at TP8) is not a multiple of 256: at TP8, 2 requests, 1024/1024 tokens")
+    assert f[0].message.endswith("B200's BF16 tiles run at their full rate from 128 wide (128x128)")
+    # 10,752 (1,344 per GPU, 10.5 x 128) pads its last tile: its time over the midpoint of 10,240's and 11,264's
+    f = [f for f in run(shape(10752), regime="latency") if f.rule == "R2" and f.where == "inter"]
     tail = 100 * (x[10752] / ((x[10240] + x[11264]) / 2) - 1)
-    assert len(f) == 1 and f[0].cost_pct == pytest.approx(max(tail, 0.0), abs=1e-6) and abs(tail) < 0.05
-    assert f[0].severity == "info" and f[0].fix == "nothing to fix"
+    assert len(f) == 1 and f[0].cost_pct == pytest.approx(max(tail, 0.0), abs=1e-9)
+    # at 2 requests both tails are within 0.02% of their neighbours' interpolation (-0.014% and -0.004%): no cost
+    assert abs(100 * (x[11264] / mid - 1)) < 0.02 and abs(tail) < 0.02 and f[0].fix == "nothing to fix"
 
 
 def test_full_rate_tile_width_per_gpu():
@@ -285,32 +296,34 @@ def test_full_rate_tile_width_per_gpu():
 
 
 def test_wider_finding_gives_the_speed_gain_and_the_accuracy_cost_with_its_band():
-    # Llama-3.1-70B at batch 1 on B200 TP8 (estimate --concurrency 1 --isl 1024 --osl 256) against its equal-parameter
-    # wider variant, 60 layers x 9472 with 72 heads (9 per KV head) and FFN 33,024. The proxy: 9 query heads per KV
-    # head against 8 cost 0.22 x log2(9/8) = 0.0374 in ln N_eff (x the loss slope 0.0355 = 0.00133 nats), 0.18B
-    # fewer parameters 0.00009: +0.00147 nats of 1.8785, +0.078%; the band is the KV term's half-width change
-    # 0.11 x log2(9/8) = 0.0187 x 0.0355 = 0.00066 nats, 0.035%, and the aspect's position, 0.98% of the loss per e-fold
-    # of aspect ratio (quality.toml [shape] spread_per_efold), 9472 / 60 against 8192 / 80: 0.424%, 0.426% in all. Speed gain 14.42% on the re-fit with TensorRT-LLM's
-    # wait documented and whole prompts (15.04 before); 14.32 -> 15.04% since the eager rank skew:
-    # the prefill's host cost at TP8 (54 us a launch against 30) is paid per launch, and 60 layers launch fewer
+    # Llama-3.1-70B at the latency regime's operating point (design's best on 8 B200 at 50 tok/s/GPU: TP8, 3 requests,
+    # 1,024/1,024; it was batch 1 at 1,024/256 whatever the regime) against its equal-parameter wider variant that passes
+    # design's quality test: 60 layers x 9472 with the 64 heads kept (8 per KV head, as the shape: the KV-sharing term
+    # unchanged) and the FFN topped up from 33,024 (28,672 x sqrt(80/60) on the 256 grid) by the fewest 256-steps that
+    # restore the parameters: 60 x 3 x 9472 x 256 = 436,469,760 a step, 70,552,387,584 - 69,209,554,944 short = 4 steps,
+    # 34,048. Per layer 9472 x (8192 + 2048 + 8192) + 3 x 9472 x 34048 = 1,142,095,872, x 60 + 2 x 128,256 x 9472
+    # = 70,955,433,984 parameters. The 72-head variant (9 per KV head) costs +0.078% against a test of +0.000%: it fails,
+    # and was the fix lint offered before (the newcomer review's item 11)
     m = get_model("llama-3.1-70b")
-    wide = from_hf_config({**BASE70, "hidden_size": 9472, "num_hidden_layers": 60, "num_attention_heads": 72, "head_dim": 128,
-                           "intermediate_size": 33024}, "wide")
-    t0, t1 = (float(np.ravel(_estimate(x, "b200", Plan(tp=8), concurrency=1, isl=1024, osl=256)["tpot_s"])[0]) for x in (m, wide))
+    plan, conc = point(m, "b200", "latency")
+    assert (plan.label(), conc) == ("TP8", 3)
+    wide = from_hf_config({**BASE70, "hidden_size": 9472, "num_hidden_layers": 60, "num_attention_heads": 64, "head_dim": 128,
+                           "intermediate_size": 34048}, "wide")
+    assert wide.total_params == 70_955_433_984 and m.total_params == 70_552_387_584
+    t0, t1 = (_tpot_ms(x, "b200", plan, concurrency=conc) for x in (m, wide))
     f = [f for f in run(m, regime="latency") if f.rule == "R3"][0]
-    # 14.40 -> 14.02% with the one-shot all-reduce's latency measured (Blackwell 4.8 us in place of the fitted 5.67, i46a)
-    assert f.cost_pct == pytest.approx(100 * (t0 / t1 - 1), rel=1e-9)  # 14.3% since mtf's re-fit 117a840 (14.2% on the final fit)
+    assert f.severity == "warning" and f.cost_pct == pytest.approx(100 * (t0 / t1 - 1), rel=1e-9)  # 13.6%
     q = f.figures
-    assert q["wider_layers"] == 60 and q["wider_hidden"] == 9472 and q["wider_params"] == wide.total_params
-    assert q["quality_delta_pct"] == pytest.approx(0.0783, abs=1e-4) and q["quality_band_pct"] == pytest.approx(0.4260, abs=1e-4)
+    assert q["wider_layers"] == 60 and q["wider_hidden"] == 9472 and q["wider_heads"] == [64] and q["wider_params"] == wide.total_params
+    assert q["time_ms"] == pytest.approx(t0, rel=1e-9) and q["wider_time_ms"] == pytest.approx(t1, rel=1e-9)
+    # the band: the aspect's position, 0.98% of the loss per e-fold of aspect ratio (quality.toml [shape]
+    # spread_per_efold), ln((9472 / 60) / (8192 / 80)) = 0.4328: 0.424%; more parameters: a little less loss (-0.009%)
+    assert q["quality_band_pct"] == pytest.approx(0.98 * math.log((9472 / 60) / (8192 / 80)), abs=1e-3)
+    assert q["quality_passes"] and q["quality_delta_pct"] == pytest.approx(-0.0086, abs=1e-4) and q["quality_test_pct"] == 0.0
     assert q["extrapolated"] == [] and q["wider_inside_envelope"]
-    # TPOT 5.26 ms, 14.0% faster before the one-shot's cost per further peer (0.12 us a peer on Blackwell): the 80-layer model's
-    # 160 all-reduces a step pay it over the wider one's 120
-    # 5.34 ms, 14.3% before the serving re-fit 43e853e; 5.35 ms, 14.2% before mtf's serving re-fit 117a840 (TensorRT-LLM's
-    # host step 121.8 -> 34.9 us, a cost both shapes pay once a step, so the ratio of their layers' time shows more)
-    # 5.34 ms before the re-fit ba3a87f (TensorRT-LLM's host step 39.6 -> 10 us, paid once a step by both shapes); 5.31 ms
-    # before the re-fit 14086fe (host step 10.0 -> 18.7 us, both shapes; the gain still 14.3%)
-    assert f.fix.endswith("TPOT 5.32 ms, 14.3% faster, on B200 TP8; accuracy: proxy loss +0.078% +- 0.426%")
+    assert f.fix == (f"60 layers x hidden 9472 with 64 heads (71.0B vs 70.6B params): TPOT {t1:.3f} ms, {t0 / t1 * 100 - 100:.1f}% faster; "
+                     "accuracy: proxy loss -0.009% +- 0.424%, design's test at most +0.000%")
+    assert "at TP8, 3 requests, 1024/1024 tokens on B200 TPOT" in f.message
     # the JSON and SARIF outputs carry the same figures
     d = json.loads(json.dumps(f.to_dict()))
     assert d["figures"]["speed_gain_pct"] == f.cost_pct and d["figures"]["quality_band_pct"] == q["quality_band_pct"]
@@ -321,7 +334,9 @@ def test_wider_finding_gives_the_speed_gain_and_the_accuracy_cost_with_its_band(
 def test_pipeline_cost_of_kinds_stacked_in_blocks_is_against_the_same_layers_balanced():
     # 16 full-attention layers then 16 sliding-window (128) ones: at PP2 the first stage holds every full layer and
     # sets the pace. The regular neighbour is the same 32 layers with 8 of each kind per stage (estimate prices it
-    # through the layout): 6.3% more GPU time per output token at 256 requests, 2,048 tokens of context since a closed
+    # through the layout). At the throughput regime's operating point on 8 H100 (TP1, 393 requests, 1,024/1,024) with PP2
+    # added, the full layers' attention weighs more than at TP8: 24.9%. Before it was priced at TP8 PP2:
+    # 6.3% more GPU time per output token at 256 requests, 2,048 tokens of context since a closed
     # loop's throughput is Little's law (its first tokens' waits, alike on both stages, take their share; 7.4% before,
     # 6.7% before
     # this session's Hopper decode kernel choice and serving re-fit on its merged model, issue 39; 11.9% before
@@ -335,7 +350,110 @@ def test_pipeline_cost_of_kinds_stacked_in_blocks_is_against_the_same_layers_bal
     assert m.stage_counts(2) == ((16, 0), (0, 16))
     fs = [f for f in run(m, "h100") if f.rule == "R6" and f.where == "layers"]
     assert len(fs) == 1 and fs[0].figures["pp"] == 2 and "but their kinds do not" in fs[0].message
-    plan = Plan(tp=8, pp=2)
-    x, even = (_gpu_ms_per_token(s, "h100", plan) for s in (m, replace(m, layout=((0,) * 8 + (1,) * 8) * 2)))
-    assert fs[0].cost_pct == pytest.approx(100 * (x / even - 1), abs=1e-9)  # 6.33% on the final fit
+    plan, conc = point(m, "h100")
+    assert (plan.label(), conc) == ("TP1", 393)
+    x, even = (_gpu_ms_per_token(s, "h100", replace(plan, pp=2), concurrency=conc) for s in (m, replace(m, layout=((0,) * 8 + (1,) * 8) * 2)))
+    assert fs[0].cost_pct == pytest.approx(100 * (x / even - 1), abs=1e-9) and round(fs[0].cost_pct, 1) == 24.9
     assert fs[0].fix == "keep the layer pattern regular per stage"
+
+
+# ---- newcomer review (items 4 and 11): lint's costs priced where the user stands
+
+
+def _alternating(m, layers):
+    """gpt-oss-120b's stack cut or extended at `layers`: sliding and full layers in turn, as its 36 are."""
+    (s, _), (f, _) = m.groups
+    return replace(m, groups=((s, layers // 2), (f, layers // 2)), layout=(0, 1) * (layers // 2))
+
+
+def test_uneven_pipeline_is_compared_with_neighbours_that_keep_the_layer_pattern():
+    # gpt-oss-120b alternates sliding-window (128) and full-attention layers. R6 priced 36 layers at PP8 against "32
+    # layers" made by dropping four layers of its most numerous kind (both kinds hold 18: the sliding ones), so the
+    # 32-layer neighbour held 14 sliding + 18 full layers and its last stage (with the LM head) 4 full ones: slower
+    # per step than the 36 layers themselves (1.1164 against 1.1126 ms at TP8 PP8, 256 requests), which read as
+    # "36 layers take 11.4% less time per layer". The neighbours now repeat the pattern: 32 = 16 + 16, 40 = 20 + 20
+    m = get_model("gpt-oss-120b")
+    assert m.layout == (0, 1) * 18
+    plan, conc = point(m, "b200")  # TP1 PP2, 3,235 requests: R6 replaces its PP2 with 2, 4 and 8
+    f = [f for f in run(m) if f.rule == "R6" and f.where == "layers"][0]
+    assert f.figures["pp"] == 8 and f.figures["stages"] == [4, 4, 4, 5, 5, 5, 5, 4]  # vLLM's split: the extras before the last
+    pp8 = replace(plan, pp=8)
+    x = {n: _gpu_ms_per_token(_alternating(m, n), "b200", pp8, concurrency=conc) for n in (32, 36, 40)}
+    assert x[36] == pytest.approx(_gpu_ms_per_token(m, "b200", pp8, concurrency=conc), rel=1e-12)
+    assert f.figures["time_ms"] == pytest.approx(x[36], rel=1e-9)
+    assert f.figures["time_ms_by_layers"] == pytest.approx({"32": x[32], "40": x[40]}, rel=1e-9)
+    assert f.figures["neighbour_layers"] == 32 and f.cost_pct == 0.0 and f.fix == "nothing to fix"
+    per_layer = 100 * ((x[36] / 36) / (x[32] / 32) - 1)  # -5.9%: at PP8 the last stage, with the LM head, keeps 4 layers
+    assert per_layer < 0 and f"per layer {abs(per_layer):.1f}% less time than at 32 layers ({x[32]:.3f} ms)" in f.message
+    assert "(stages of 4/4/4/5/5/5/5/4 layers; TP1 PP8, 3235 requests, 1024/1024 tokens)" in f.message
+
+
+@pytest.mark.xfail(strict=True, reason="cost/ops.py forward_ops: slowest_stage weighs the LM head GEMM (head_time=head.time) but not "
+                   "the sampler (logits gather + sample) forward_ops appends with count=head_on, so a stage of ceil(L/PP) layers "
+                   "can outweigh the last stage's floor(L/PP) layers + head and the sampler drops out of the step. Outside "
+                   "lint: for the lead (docs/modelling-notes.md#lint-point)")
+def test_a_stage_with_the_lm_head_and_the_sampler_paces_the_pipeline():
+    # Hand-derived from the stage split alone: at PP8, 36 alternating layers split 4/4/4/5/5/5/5/4, the last stage
+    # (with the LM head and the sampler) holding 2 sliding + 2 full layers, as 32 alternating layers' last stage does,
+    # and every other stage at least as many of each kind. So a 36-layer decode step can never be shorter than a
+    # 32-layer one. Priced: 1,267.6 us against 1,357.1 at 256 requests, 2,048 tokens on B200 TP8 PP8 (kernels of the
+    # 5-layer stage 789 us without the head; the last stage's 622 + LM head 37 + logits gather 192 + sample 21 = 872 us)
+    m, g = get_model("gpt-oss-120b"), get_gpu("b200")
+    assert _alternating(m, 36).stage_counts(8)[-1] == _alternating(m, 32).stage_counts(8)[-1] == (2, 2)
+    costs = engine_for(g).costs(calibration_for(g))
+    step = {n: float(np.ravel(decode_step(_alternating(m, n), g, m.default_precision, Plan(tp=8, pp=8, ep=8, moe_tp=1).broadcast(),
+                                          costs=costs, b=256, ctx=2048, k=0.0, spec=None)[0])[0]) for n in (32, 36)}
+    assert step[36] >= step[32]
+
+
+def test_findings_are_priced_at_the_operating_point_design_picks():
+    # Llama-3.1-70B on H100, throughput: design's best on 8 GPUs at 20 tok/s/user is TP4 at 205 requests, 1,024/1,024;
+    # R3 prices the shape there and its variant at its own best (TP4, 241 requests), in GPU time per output token, not
+    # TPOT at batch 1 on TP8
+    m = get_model("llama-3.1-70b")
+    plan, conc = point(m, "h100")
+    assert (plan.label(), conc) == ("TP4", 205)
+    r3 = [f for f in run(m, "h100") if f.rule == "R3"][0]
+    p = r3.figures["point"]
+    assert (p["tp"], p["pp"], p["concurrency"], p["isl"], p["osl"]) == (4, 1, 205, 1024, 1024)
+    assert p["source"] == "design's best deployment on 8 H100 SXM at 20 tok/s/user"
+    assert r3.figures["objective"] == "GPU time per output token"
+    assert r3.figures["time_ms"] == pytest.approx(_gpu_ms_per_token(m, "h100", plan, concurrency=conc), rel=1e-9)
+    assert "at TP4, 205 requests, 1024/1024 tokens on H100 SXM GPU time per output token" in r3.message
+    wp = r3.figures["wider_point"]
+    wide = from_hf_config({**BASE70, "hidden_size": 9472, "num_hidden_layers": 60, "num_attention_heads": 64, "head_dim": 128,
+                           "intermediate_size": 34048}, "wide")
+    assert point(wide, "h100") == (Plan(tp=wp["tp"]), wp["concurrency"]) and wp["concurrency"] == 241
+    assert r3.figures["wider_time_ms"] == pytest.approx(_gpu_ms_per_token(wide, "h100", Plan(tp=4), concurrency=241), rel=1e-9)
+    # a 2.8B shape is not priced at TP8 and 256 requests: design's best on 8 B200 is its own (one GPU an instance)
+    small = from_hf_config({"hidden_size": 2560, "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8,
+                            "intermediate_size": 6976, "vocab_size": 128256}, "small")
+    plan, conc = point(small, "b200")
+    r2 = [f for f in run(small) if f.rule == "R2" and f.where == "inter"][0]
+    assert r2.figures["point"]["tp"] == int(plan.tp) and r2.figures["point"]["concurrency"] == conc and int(plan.tp) < 8
+    assert r2.message.startswith(f"inter 6976 is not a multiple of 128: at {plan.label()}, {conc} requests, 1024/1024 tokens")
+
+
+def test_a_wider_fix_that_fails_designs_quality_test_says_so():
+    # DeepSeek-R1 on B200, throughput: 46 layers x 8192 (652.8B against 671.0B: fewer parameters, and experts widen in
+    # 128 x 256 x 3 x 8192 x 46 = 37B steps, too coarse to top up) runs 15.8% faster but its proxy loss +0.044% exceeds
+    # design's test (+0.004%): design would not propose it, so neither does lint (an info at no cost, saying why)
+    r3 = [f for f in run(get_model("deepseek-r1")) if f.rule == "R3"][0]
+    q = r3.figures
+    assert r3.severity == "info" and r3.cost_pct == 0.0 and not q["quality_passes"] and q["quality_delta_pct"] > q["quality_test_pct"]
+    assert f"fails design's quality test: proxy loss +{q['quality_delta_pct']:.3f}% against at most +{q['quality_test_pct']:.3f}%" in r3.message
+    assert r3.fix.startswith("keep the depth: design would not propose the wider shape")
+
+
+def test_scale_blocks_of_formats_the_gpu_does_not_run_are_no_finding():
+    # hidden 5000 = 312.5 x 16 = 156.25 x 32 = 39.06 x 128: it misses every block. B200 runs NVFP4 (an error, the
+    # finest block first); H100 has no FP4 math, so only FP8-block's 128 is its business (an info); MI355X runs an NVFP4
+    # checkpoint as MXFP4 (spec.precision.executable), so its finest is MXFP4's 32 (a warning); A100 runs none of them
+    cfg = {"hidden_size": 5000, "num_hidden_layers": 24, "num_attention_heads": 40, "num_key_value_heads": 8, "head_dim": 128,
+           "vocab_size": 128256, "intermediate_size": 13312}
+    m = from_hf_config(cfg, "h5000")
+    got = {gpu: [(f.severity, f.message) for f in run(m, gpu) if f.rule == "R4" and f.where == "hidden"] for gpu in ("b200", "h100", "mi355x", "a100")}
+    assert got["b200"] == [("error", "hidden 5000 is not divisible by 16 (NVFP4 scale blocks, a format B200 runs)")]
+    assert got["h100"] == [("info", "hidden 5000 is not divisible by 128 (FP8-block scale blocks, a format H100 SXM runs)")]
+    assert got["mi355x"] == [("warning", "hidden 5000 is not divisible by 32 (MXFP4 scale blocks, a format MI355X runs)")]
+    assert got["a100"] == []

@@ -130,3 +130,28 @@ def test_mtp_worker_kernels_per_step(b200, monkeypatch):
     with_worker = draft()
     monkeypatch.setattr(type(trt), "spec_worker_kernels", lambda self, method, k: 0.0)
     assert with_worker - draft() == pytest.approx(43 * costs.cal.kernel_overhead_s, rel=1e-9)
+
+
+def test_spring_2025_gate_launches_its_sigmoid_and_bias_add(h200):
+    # TensorRT-LLM's DeepSeek-V3 gate of spring 2025 (Deepseekv3RoutingImpl.noaux_tc, docs/modelling-notes.md#onereq-hopper):
+    # F.sigmoid over the FP32 logits and `scores + e_score_correction_bias`, each a pass reading and writing 256 FP32 scores
+    # a token, before noaux_tc_op; today's top-k kernel takes the logits (one launch: 256 scores read, 8 ids and 8 weights
+    # written). H200, TP 8, EP 4 x MoE TP 2, 4 tokens
+    cal, m = calibration_for(h200), get_model("deepseek-ai/DeepSeek-R1")
+    trt = get_engine("trtllm")
+    old = trt.without("routing")
+    assert old.name == "trtllm" and "routing" not in old.fusions and trt.fuses("routing")
+
+    def topk(engine):
+        ops = forward_ops(m, h200, cal, Precision.of("fp8_block"), Plan(tp=8, ep=4, moe_tp=2).broadcast(),
+                          b=Batch(dec_seqs=1.0, dec_ctx=2048.0, dec_tokens_per_seq=4.0), engine=engine)
+        (o,) = [o for o in ops if o.name == "layer1/moe/topk"]
+        return float(np.sum(o.time)), float(np.sum(o.kernels))
+
+    bw = h200.hbm_bandwidth_bytes_per_s * cal.bw_eff
+    assert 4 * (256 + 2 * 8) * 4 == 4_352 and 4 * 256 * 4 * 4 == 16_384
+    assert topk(trt) == pytest.approx((4_352 / bw + cal.kernel_overhead_s, 1.0), rel=1e-6)
+    assert topk(old) == pytest.approx(((4_352 + 16_384) / bw + 3 * cal.kernel_overhead_s, 3.0), rel=1e-6)
+    # every other engine's step routes in one launch, as before
+    for name in ("vllm", "sglang"):
+        assert get_engine(name).fuses("routing")

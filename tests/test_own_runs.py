@@ -76,7 +76,7 @@ def test_a_profile_with_too_few_runs_says_how_many_it_has():
         _print_own_intervals('[intervals.slices.ttft_ms]\n[intervals.envelope.serving]\nruns = {"sglang|hopper" = 6, "vllm|hopper" = 7}\n',
                              con)
     assert got.get() == ("intervals: a band of the profile's own needs 39 runs of one engine on one GPU family; it has 6 with SGLang "
-                         "on Hopper GPUs, 7 with vLLM on Hopper GPUs, so answers with this profile keep the bundled bands, and say so\n")
+                         "on Hopper GPUs, 7 with vLLM on Hopper GPUs, so answers with this profile keep the bundled bands and their widenings, and say so\n")
 
 
 def test_compare_says_which_gpus_bands_are_widened_beyond_the_runs():

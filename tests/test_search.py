@@ -215,7 +215,13 @@ def test_frontier_priced_together_is_each_deployment_alone_bit_for_bit(model, gp
         ops = decode_operators(m, dep, wl, conc, calibration=cal)
         for j, p in enumerate(pts):
             assert p.energy == {k: e.at(j)[k] for k in p.energy}
-            assert rows[r.points.index(p)] == op_rows(ops, at=j, n=len(pts), pdl_per_launch=pdl_per_launch(g, dep.engine.costs(cal)))
+            assert _operators(rows[r.points.index(p)]) == op_rows(ops, at=j, n=len(pts), pdl_per_launch=pdl_per_launch(g, dep.engine.costs(cal)))
+            assert sum(x["tpot_ms"] for x in rows[r.points.index(p)]) == pytest.approx(p.tpot_s * 1e3, rel=1e-9)
+
+
+def _operators(rows: list[dict]) -> list[dict]:
+    """A point breakdown's operator rows (op_rows'), less their share of TPOT: the rows beyond them say `what` they are."""
+    return [{k: v for k, v in x.items() if k != "tpot_ms"} for x in rows if "what" not in x]
 
 
 def test_breakdowns_priced_at_the_frontiers_prefix_hit():
@@ -238,8 +244,9 @@ def test_breakdowns_priced_at_the_frontiers_prefix_hit():
     assert _frontier_priced.cache_info().hits == hits + 1  # the pricing the frontier's energy made
     own = [op_rows(decode_operators(m, d, r.workload, c, calibration=cal), pdl_per_launch=pdl_per_launch(g, d.engine.costs(cal)))
            for d, c in points]
+    rows = [_operators(x) for x in rows]
     assert rows == own
-    no_hit = point_breakdowns(m, cal, points, Workload(isl=32768, osl=128))
+    no_hit = [_operators(x) for x in point_breakdowns(m, cal, points, Workload(isl=32768, osl=128))]
     moved = [(a, b) for a, b in zip(rows, no_hit, strict=True) if a != b]
     assert len(moved) == 1
     core = [{x["name"]: x["time_ms"] for x in side}["layer/attn/core_decode"] for side in moved[0]]

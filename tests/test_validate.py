@@ -41,7 +41,9 @@ def test_serving_errors_do_not_regress():
     # memory rules; 10.8 / 37.4 and 21.5 / 63.2 with step_kernel_overhead_scale = 0.28)
     assert o["tpot_ms"]["median_ape"] <= 12.0 and o["ttft_ms"]["median_ape"] <= 22.5
     assert o["tpot_ms"]["p90_ape"] <= 38.5 and o["ttft_ms"]["p90_ape"] <= 72.0
-    assert o["tpot_ms"]["n"] == 1346  # 1,348 before 2 runs of a series that records no plans left, 1,367 before 19 runs that
+    assert o["tpot_ms"]["n"] == 1342  # 1,346 before 4 runs the model says cannot run left (DeepSeek-R1 FP8 on 4 B200s under SGLang
+    # at 8k/1k: 173 GB per GPU for one sequence against the 164 GB SGLang's memory fraction leaves, estimate's refusal;
+    # listed with that reason, not scored), 1,348 before 2 runs of a series that records no plans left, 1,367 before 19 runs that
     # contradict every reading of their columns left (issue 40)
     # per engine (reached TTFT / TPOT: vLLM 15.8 / 9.3, TensorRT-LLM 29.2 / 10.2, SGLang 29.5 / 13.0 without issue 40's left-out
     # runs, re-fitted; vLLM 15.7 / 9.2, TensorRT-LLM 29.9 / 10.6, SGLang 30.1 / 12.7 with the cohorts; vLLM 12.3
@@ -56,17 +58,17 @@ def test_serving_errors_do_not_regress():
     # before issue 39's MoE block, with the serving values fitted on the block before it; 14.4 / 10.0
     # fitted on this sample alone: InferenceX's first tokens at a few requests want a smaller per-request cost)
     lo = rep["by"]["concurrency"]["1-4"]
-    assert lo["ttft_ms"]["n"] == 229 and lo["ttft_ms"]["median_ape"] <= 21.5 and lo["tpot_ms"]["median_ape"] <= 11.0
+    assert lo["ttft_ms"]["n"] == 228 and lo["ttft_ms"]["median_ape"] <= 21.5 and lo["tpot_ms"]["median_ape"] <= 11.0
     # Qwen3.5 (Gated DeltaNet hybrid) is held out of the serving fit: reached TPOT 13.5, TTFT 25.7 (signed -19.7: SGLang's
     # re-fitted prefill_queue_fraction, issue 40); TTFT 26.2 (-0.2), TPOT 13.7 before it; 13.8, 29.3 earlier (14.4, 29.4 before issue
     # 39's MoE block; 14.5, 31.9 before the serving values fitted on three campaigns)
-    q = rep["by"]["model"]["Qwen/Qwen3.5-397B-A17B"]
+    q = rep["by"]["model"]["qwen3.5-397b"]  # grouped by the model each name resolves to
     assert q["tpot_ms"]["n"] == 156 and q["tpot_ms"]["median_ape"] <= 16.0 and q["ttft_ms"]["median_ape"] <= 33.0
     reasons = {u["reason"] for u in rep["unmodeled"]}
     assert any("heads" in r for r in reasons)  # DeepSeek-R1 at TP 72 etc.: listed, not dropped
     # by workload shape, in ISL then OSL order, every modelled row in exactly one group
     lengths = rep["by"]["lengths"]
-    assert list(lengths)[:3] == ["1024/1024", "1024/8192", "4000/1000"] and sum(v["tpot_ms"]["n"] for v in lengths.values()) == 1346
+    assert list(lengths)[:3] == ["1024/1024", "1024/8192", "4000/1000"] and sum(v["tpot_ms"]["n"] for v in lengths.values()) == 1342
 
 
 def test_serving_errors_on_the_sample_as_shipped():
@@ -76,7 +78,7 @@ def test_serving_errors_on_the_sample_as_shipped():
     # reached: TPOT 12.8 / 37.5, TTFT 22.0 / 64.3 (13.0 / 38.5, 23.0 / 62.7 before issue 39; 12.4 / 24.6 with step_kernel_overhead_scale; 11.1 / 23.7 when
     # per-engine collective scales were fitted); TTFT holds the issue's 25, TPOT misses its 12 here
     assert o["tpot_ms"]["median_ape"] <= 13.5 and o["ttft_ms"]["median_ape"] <= 25.0
-    assert o["tpot_ms"]["n"] == 1973
+    assert o["tpot_ms"]["n"] == 1963  # 1,973 before the 10 runs of deployments that cannot run (above) left
 
 
 def test_offline_throughput_generalises():
@@ -176,8 +178,9 @@ def test_mtp_depth_scan_at_one_request_held_out():
     # (+55-59% with the one-shot all-reduce's latency measured, 4.8 us on Blackwell in place of the fitted 5.67; +52.1-57.5%
     # -> +53.7-60.2% with TRTLLM-Gen's MoE on its own token-tile grid and B200's MoE three re-fitted,
     # docs/modelling-notes.md#moe-tile, the serving profile not re-fitted; +47.9-54.1% with the shared expert's NVFP4 quantise
-    # and the MTP worker's 25 + 6k kernels, #onestep-inventory)
-    assert all(0.47 <= pk / yk - 1 <= 0.55 for yk, pk in zip(y, p, strict=True))
+    # and the MTP worker's 25 + 6k kernels, #onestep-inventory; +41.0-47.5% with the early-2025 gate's sigmoid and bias add
+    # as kernels of their own, campaigns.toml routing_fusion false, #onereq-hopper)
+    assert all(0.40 <= pk / yk - 1 <= 0.48 for yk, pk in zip(y, p, strict=True))
 
 
 def test_max_num_tokens_column(tmp_path):
@@ -398,3 +401,35 @@ def test_a_moe_row_with_blank_ep_and_moe_tp_reads_them_as_lc_deployment_fills_th
            "tpot_ms": "8"}
     preds, unmodeled = predict_serving([row, {**row, "ep": "1", "moe_tp": "2"}])
     assert unmodeled == [] and preds[0] == preds[1] and preds[0]["tpot_ms"] > 0
+
+
+def test_a_row_that_cannot_run_is_listed_with_estimates_reason_not_scored(tmp_path):
+    # Llama-3.1-70B in BF16 on one H100: 70.6B parameters x 2 B = 141 GB of weights alone against the 86 GB an H100 SXM
+    # reports, so no sequence fits (estimate refuses: "needs 145 GB per GPU for one sequence", the weights, activations and
+    # one 1024+512-token sequence's 0.5 GB of KV cache). It was scored (tok/s/GPU 4.7%, TPOT 3581%); now listed, as estimate says
+    # it. A load past what a deployment holds still prices (it queues): the B200 row at 8 requests stays in the stats.
+    s = tmp_path / "s.csv"
+    s.write_text(SERVING_HEAD + "a,llama-3.1-70b,h100,1,vllm,1024,512,512,1,120,9.5,1500,\n"
+                 "b,llama-3.1-70b,b200,4,vllm,1024,1024,8,4,108.9,8.18,,\n")
+    rows = read_rows(s)
+    preds, unmodeled = predict_serving(rows)
+    assert unmodeled == [{"row": 0, "source": "a", "reason": "TP1 on 1xh100 cannot run: needs 145 GB per GPU for one sequence, H100 SXM "
+                          "reports 86 GB (79 GB usable by vllm): add GPUs, raise TP/EP/PP or lower the precision"}]
+    assert preds[0] == {} and preds[1]["ttft_ms"] > 0
+    rep = serving_report(rows, preds, unmodeled)
+    assert rep["modeled"] == 1 and rep["overall"]["ttft_ms"]["n"] == 1 and "output_tok_s_per_gpu" not in rep["overall"]
+    code, out, _ = _cli("validate", "--serving", str(s))
+    assert code == 0 and "1 of 2 rows modelled" in out
+    assert "TP1 on 1xh100 cannot run: needs 145 GB per GPU for one sequence" in out and "(line 2)" in out
+
+
+def test_a_model_named_two_ways_is_one_group(tmp_path):
+    # "llama-3.1-70b" and "meta-llama/Llama-3.1-70B" resolve to one registry model, priced alike: one group, as the GPU
+    # "H200" and "h200" are one
+    s = tmp_path / "s.csv"
+    s.write_text(SERVING_HEAD + "a,llama-3.1-70b,h200,8,trtllm,1024,1024,8,8,60,8,,\n"
+                 "b,meta-llama/Llama-3.1-70B,H200,8,trtllm,1024,1024,64,8,90,12,,\n")
+    rows = read_rows(s)
+    rep = serving_report(rows, *predict_serving(rows))
+    assert list(rep["by"]["model"]) == ["llama-3.1-70b"] and rep["by"]["model"]["llama-3.1-70b"]["ttft_ms"]["n"] == 2
+    assert list(rep["by"]["gpu"]) == ["h200"]

@@ -609,7 +609,7 @@ def test_price_any_plan_with_speculation_or_disaggregated(page, server):
                            isl=1024, osl=1024)
     rows = _rows(page, "#disagg-table")
     assert [r[0] for r in rows] == ["1", "64"]
-    assert [(r[1], r[5], r[7]) for r in rows] == [(f"{x['ttft_ms']:.1f}", f"{x['tpot_ms']:.2f}", f"{x['output_tok_s_per_gpu']:.1f}")
+    assert [(r[1], r[6], r[8]) for r in rows] == [(f"{x['ttft_ms']:.1f}", f"{x['tpot_ms']:.2f}", f"{x['output_tok_s_per_gpu']:.1f}")
                                                   for x in want["rows"]]
     assert page.text_content("#priced h2").startswith("Priced, disaggregated: llama-3.1-70b on 12x h200")
     # a bad size is the server's one line naming the field
@@ -874,13 +874,21 @@ def test_lint_table_gives_each_rules_measure_and_an_objective_cost_as_a_rate(pag
     # a sequence 2.36 -> 1.84 us)
     page.goto(server + "/")
     _ready(page)
-    _run_frontier(page, model="qwen3-32b")
+    # Since the newcomer review lint prices R2 at the regime's operating point (design's best deployment on 8 GPUs: Qwen3-32B's
+    # is TP2 on H200, where its FFN is 12,800 = 50 x 256 per GPU, aligned): gpt-oss-120b's hidden and expert width 2880 instead,
+    # at DP2 x TP1, MoE-TP2, 924 requests, 1,024/1,024 on H200, the page's figures those of the API's lint
+    import llm_codesign as lc
+
+    want = [[f"{f['cost_pct']:.1f} (-{f['objective_cost']['lost']:.1f} tok/s/GPU)", f["measure"]]
+            for f in lc.lint("gpt-oss-120b", "h200") if f["rule"] == "R2"]
+    assert [w[0].split(" ")[0] for w in want] == ["0.3", "0.2"]
+    _run_frontier(page, model="gpt-oss-120b")
     page.wait_for_selector("#lint-table")
     heads = page.eval_on_selector_all("#lint-table thead th", "xs => xs.map(x => x.textContent)")
     assert heads == ["rule", "severity", "where", "cost %", "cost measured as", "finding", "fix"]
     rows = page.eval_on_selector_all("#lint-table tbody tr", "rs => rs.map(r => [...r.cells].map(c => c.textContent))")
     r2 = [r for r in rows if r[0] == "R2 tile-alignment"]
-    assert [r[3:5] for r in r2] == [["0.3 (-4.8 tok/s/GPU)", "the regime's objective re-priced aligned (vocab: its padding)"]]
+    assert [r[3:5] for r in r2] == want and want[0][1] == "the regime's objective re-priced aligned (vocab: its padding)"
     assert all(r[4] for r in rows) and not page.errors
 
 
@@ -1058,3 +1066,35 @@ def test_a_first_visit_says_how_to_start_and_enter_runs_the_frontier(page, serve
     page.keyboard.press("Enter")
     page.wait_for_selector("#frontier-table")
     assert page.text_content("#status").endswith("deployments") and not page.errors
+
+
+def test_a_disaggregated_table_gives_long_times_in_s_and_h(page, server):
+    """The disaggregated table's times read as the CLI's (render.intervals.table_time, app.js tableTime): ms below 10 s,
+    then s and h. Llama-3.1-70B on H200, a TP4 prefill and a TP4 decode instance: 2,048 requests queue 161 s for the
+    prefill instance, which the page printed as 161000-odd ms."""
+    import llm_codesign as lc
+    from llm_codesign.cost.calibration import calibration_for
+    from llm_codesign.render.intervals import table_time
+    from llm_codesign.serve.disagg import estimate_disagg
+    from llm_codesign.spec.plan import Deployment, Plan, precision_for
+
+    page.goto(server + "/")
+    _ready(page)
+    _choose_gpus(page, ("h200",), None)
+    page.select_option("#model", "llama-3.1-70b")
+    page.select_option("#p_mode", "disaggregated")
+    for f, v in (("#pf_tp", "4"), ("#dc_tp", "4"), ("#p_concurrencies", "1,2048")):
+        page.fill(f, v)
+    page.click("#run-price")
+    page.wait_for_selector("#disagg-table")
+    m, g = lc.get_model("llama-3.1-70b"), lc.get_gpu("h200")
+    pool = Deployment(gpu=g, num_gpus=4, plan=Plan.parse("tp=4", m), precision=precision_for(m, None, None, None))
+    want = estimate_disagg(m, pool, pool, calibration=calibration_for(g, None), prefill_instances=1, decode_instances=1,
+                           concurrencies=[1, 2048], isl=1024, osl=1024)["rows"]
+    assert want[1]["ttft_ms"] >= 10_000 and want[0]["ttft_ms"] < 10_000  # the question has both
+    rows = _rows(page, "#disagg-table")
+    assert [r[1:6] for r in rows] == [[table_time(x["ttft_ms"]), table_time(x["prefill_ms"]), table_time(x["kv_transfer_ms"], 2),
+                                       table_time(x["prefill_wait_ms"]), table_time(x["tpot_ms"], 2)] for x in want]
+    assert rows[1][1].endswith(" s") and not rows[0][1].endswith(("s", "h"))
+    assert "Times in ms (from 10 s in s or h)" in page.text_content("#priced")
+    assert not page.errors

@@ -214,8 +214,17 @@ def calibrate(
             err = f"median APE {r['median_ape']:.1f}%  p90 {r['p90_ape']:.1f}%"
         con.print(f"{r['family']:10s} {r['kind']:18s} {r['rows']:6d} rows  {err}")
     if srv:
-        # the fitted ones, per engine where they are (an engine's documented values, measure.calibrate.NOT_FITTED, are not listed)
-        con.print("serving: " + "; ".join(serving_words(b.name, srv[b.name]) for b in SERVING_BOUNDS if srv.get(b.name, {}) != {}))
+        # the fitted ones, per engine where they are (an engine's documented values, measure.calibrate.NOT_FITTED, are not
+        # listed), then those no run responds to, kept at the starting profile's values (measure.calibrate.fit_profile)
+        rep = next(r for r in profile.report if r["kind"] == "serving")
+        moved = {b.name: ({e: x for e, x in srv[b.name].items() if f"{b.name}:{e}" in rep["fitted"]} if isinstance(srv.get(b.name), dict)
+                          else srv.get(b.name)) for b in SERVING_BOUNDS if b.name in rep["fitted"] or isinstance(srv.get(b.name), dict)}
+        con.print("serving: " + ("; ".join(serving_words(n, v) for n, v in moved.items() if v != {}) or "nothing fitted"), highlight=False)
+        con.print(f"fitted: {', '.join(rep['fitted']) or 'none'}; kept at {'the profile given' if calibration else 'the bundled fit'}'s "
+                  f"values (no run responds to them): {', '.join(rep['held']) or 'none'}", highlight=False)
+        _print_checks(profile.checks, con)
+    for x in profile.left_out:
+        con.print(f"left out, cannot run: {x}", highlight=False)
     if srv:
         _print_own_intervals(text, con)
         from llm_codesign.measure.validate import columns_read
@@ -225,6 +234,26 @@ def calibrate(
     con.print(f"wrote {'standard output' if output == '-' else output}")
 
 
+def _print_checks(checks: dict, con) -> None:
+    """validate's figures on the fitted rows, with the starting profile and the new one (measure.calibrate.own_check),
+    and one line where the new one is worse on any of them."""
+    from llm_codesign.measure.calibrate import worse
+    from llm_codesign.measure.intervals import LABELS
+
+    before, after = checks.get("before", {}), checks.get("after", {})
+    for m, a in after.items():
+        b = before.get(m, {})
+
+        def said(f):
+            x = {k: f.get(k, float("nan")) for k in ("median_ape", "p90_ape", "inside80", "inside95")}
+            return (f"median {x['median_ape']:.1f}%, p90 {x['p90_ape']:.1f}%, inside 80%/95% "
+                    f"{x['inside80']:.1f}/{x['inside95']:.1f}%")
+        con.print(f"validate on these {a['n']} runs, {LABELS[m]}: starting profile {said(b)}; new profile {said(a)}", highlight=False)
+    bad = worse(before, after)
+    if bad:
+        con.print(f"warning: the new profile is worse than the starting one on its own runs: {'; '.join(bad)}", highlight=False)
+
+
 def _print_own_intervals(text: str, con) -> None:
     """What the profile's own intervals cover: its answers there take them instead of the bundled ones."""
     import tomllib
@@ -232,16 +261,23 @@ def _print_own_intervals(text: str, con) -> None:
     from llm_codesign.measure.intervals import MIN_ROWS, engine_title, family_name
 
     own = tomllib.loads(text)["intervals"]
-    cover = sorted({f"{engine_title(k.split('|')[1])} on {family_name(k.split('|')[2])} GPUs" for cells in own["slices"].values()
-                    for k in cells if k.count("|") == 2})
+    # the engine x GPU family slices, the ones answers take (intervals._slice): "vLLM on Waves GPUs" (engine x arrival) and
+    # "blackwell on 5-32 GPUs" (family x load) were listed too
+    env = own.get("envelope", {})
+    def classes(mode, e, f):  # the model classes of those runs (intervals.profile_section), where recorded
+        c = env.get(mode, {}).get("classes", {}).get(f"{e}|{f}")
+        return f" ({' and '.join('MoE' if x == 'moe' else x for x in c)} models)" if c else ""
+    cover = sorted({f"{engine_title(e)} on {family_name(f)} GPUs{classes(mode, e, f)}" for cells in own["slices"].values() for k in cells
+                    if k.count("|") == 2 for mode, e, f in [k.split("|")]
+                    if e in env.get(mode, {}).get("engines", ()) and f in env.get(mode, {}).get("families", ())})
     if cover:
         con.print(f"intervals: answers with this profile on {', '.join(cover)} take the bands of its own runs instead of the bundled ones, "
-                  "and say so")
+                  "and say so; every other engine and GPU family keeps the bundled bands and their widenings", highlight=False)
     else:  # it read "answers ... on none of its engines and GPU families (too few runs) take the bands of its own runs"
         runs = own.get("envelope", {}).get("serving", {}).get("runs", {})
         have = ", ".join(f"{n} with {engine_title(k.split('|')[0])} on {family_name(k.split('|')[1])} GPUs" for k, n in sorted(runs.items()))
         con.print(f"intervals: a band of the profile's own needs {MIN_ROWS} runs of one engine on one GPU family" + (f"; it has {have}" if have else "")
-                  + ", so answers with this profile keep the bundled bands, and say so", highlight=False)
+                  + ", so answers with this profile keep the bundled bands and their widenings, and say so", highlight=False)
 
 
 def _nk_list(value: str) -> list[tuple[int, int]]:

@@ -195,7 +195,7 @@ def estimate(
     backend: Optional[str] = O_BACKEND, spec: Optional[str] = O_SPEC, draft_len: Optional[int] = O_K,
     acceptance: Optional[float] = O_ACC, acceptance_rates: Optional[str] = O_RATES, draft_model: Optional[str] = O_DRAFT,
     max_num_tokens: Optional[int] = O_MNT, cpp: bool = typer.Option(False, "--cpp", help="Chunked pipeline parallelism for prefill."),
-    calibration: Optional[str] = O_CAL, breakdown: bool = typer.Option(False, "--breakdown", help="Per-operator times."),
+    calibration: Optional[str] = O_CAL, breakdown: bool = typer.Option(False, "--breakdown", help="TPOT and TTFT part by part: the decode step's operators, the host, the drafts, the prompts' stalls, the waits."),
     gpu_hour_price: Optional[str] = typer.Option(None, "--gpu-hour-price", help=O_PRICE_HELP),
     prefix_hit: float = O_PREFIX, arrival: str = O_ARRIVAL, as_json: bool = typer.Option(False, "--json", help="Print the answer as JSON (what the table shows, and more)."),
 ):
@@ -275,10 +275,32 @@ def estimate(
         t.add_row(k, v)
     _console().print(t)
     if breakdown:
-        bt = _table("per-operator time per step (one GPU)", "operator:t kind:k time_ms:n")
-        for o in sorted(r["breakdown"], key=lambda o: -o["time_ms"]):
-            bt.add_row(o["name"], o["kind"], f"{o['time_ms']:.3f}")
-        _console().print(bt)
+        _print_breakdown(r)
+
+
+def _print_breakdown(r: dict) -> None:
+    """estimate's --breakdown: the decode step's operators (slowest first), then the rest of the step and of TPOT, each row's
+    ms in a step of one GPU and its share of TPOT, summing to it; then the first token's parts, summing to TTFT; what each
+    part beyond the operators is, beneath (serve.estimate.step_rows: the sums the metrics were made of)."""
+    con = _console()
+    dec = [o for o in r["breakdown"] if o["phase"] == "decode"]
+    ops = sorted((o for o in dec if "what" not in o), key=lambda o: -o["time_ms"])
+    bt = _table("decode: time per step (one GPU) and its share of TPOT", "part:t kind:k ms/step:n ms_of|TPOT:n")
+    for o in ops + [o for o in dec if "what" in o]:
+        bt.add_row(o["name"], o["kind"], f"{o['time_ms']:.3f}", f"{o['tpot_ms']:.3f}")
+    bt.add_row("TPOT", "", "", f"{sum(o['tpot_ms'] for o in dec):.3f}", style="bold")
+    con.print(bt)
+    for o in dec:
+        if "what" in o:
+            con.print(f"{o['name']}: {o['what']}.", highlight=False)
+    first = [o for o in r["breakdown"] if o["phase"] == "first token"]
+    ft = _table("first token: its parts", "part:t ms:n")
+    for o in first:
+        ft.add_row(o["name"], f"{o['time_ms']:.3f}")
+    ft.add_row("TTFT", f"{sum(o['time_ms'] for o in first):.3f}", style="bold")
+    con.print(ft)
+    for o in first:
+        con.print(f"{o['name']}: {o['what']}.", highlight=False)
 
 
 def _energy_rows(r: dict) -> list[tuple[str, str]]:
@@ -492,14 +514,18 @@ def pareto(
 def _frontier_band(fr: list[dict]) -> str:
     """The 80% interval of tok/s/GPU at a frontier's two ends, each with its centre where the prediction lies
     outside it (render.intervals), and every reason the points' intervals were widened."""
-    from llm_codesign.render.intervals import CENTRE, frontier_reasons, off_centre
+    from llm_codesign.render.intervals import CENTRE, capped_footnote, frontier_reasons, off_centre
 
     (lo, lo_c), (hi, hi_c) = ((b, f" (centred on {b['centre']:.0f})" if off_centre(b, p["output_tok_s_per_gpu"]) else "")
                               for p in (fr[-1], fr[0]) for b in (p["intervals"]["output_tok_s_per_gpu"],))
     why = frontier_reasons(fr)
+    # the two ends' bounds printed here that stop at the ideal step, as estimate's "bounds capped" row says them
+    caps = capped_footnote([("the interactive end", fr[-1]["intervals"]), ("the throughput end", fr[0]["intervals"])],
+                           ("output_tok_s_per_gpu",))
     return (f"80% interval of tok/s/GPU: {lo['lo80']:.0f}-{lo['hi80']:.0f}{lo_c} at the interactive end, {hi['lo80']:.0f}-"
             f"{hi['hi80']:.0f}{hi_c} at the throughput end (every point's, on every metric, in --json)"
-            + "".join(f"; {x}" for x in (*_profile_bands(fr), *why)) + (f"; {CENTRE}" if lo_c or hi_c else ""))
+            + "".join(f"; {x}" for x in (*_profile_bands(fr), *why)) + (f"; {CENTRE}" if lo_c or hi_c else "")
+            + (f"; {caps.removesuffix('.')}" if caps else ""))
 
 
 def _profile_bands(fr: list[dict]) -> list[str]:

@@ -183,9 +183,14 @@ def compare(
     if unpriced:
         con.print(f"$/Mtok -: the bundled prices (data/prices.toml) cite no GPU-hour price for {', '.join(unpriced)}; a price file "
                   "(--gpu-hour-price FILE) can give one.", highlight=False)
-    from llm_codesign.render.intervals import CENTRE, off_centre
+    from llm_codesign.render.intervals import CENTRE, capped_footnote, off_centre
 
     if any(b and off_centre(b["intervals"]["output_tok_s_per_gpu"], b["output_tok_s_per_gpu"]) for b in (r["best"] for r in rows)):
         con.print(f"c<n>: the interval's centre, where the prediction lies outside it ({CENTRE}).", highlight=False)
+    # the tok/s/GPU bounds printed beneath that stop at the ideal step, as estimate's "bounds capped" row says them
+    caps = capped_footnote([(f"{r['model']} on {r['gpu']}, {r['weight_dtype']}/{r['kv_dtype']}", r["best"]["intervals"])
+                            for r in rows if r["best"]], ("output_tok_s_per_gpu",))
+    if caps:
+        con.print(caps, highlight=False)
     if plot_path:
         con.print(f"wrote plot: {plot_path}", highlight=False)

@@ -146,12 +146,15 @@ def lint(
     fmt: str = typer.Option("table", "--format", help="table, json or sarif."),
     as_json: bool = typer.Option(False, "--json", help="Same as --format json."),
     fail_on: Optional[str] = typer.Option(None, "--fail-on", help="Exit 1 when a finding reaches this severity: warning or error."),
+    gpus_: Optional[int] = typer.Option(None, "--gpus", min=1, max=MAX_GPUS, help="GPUs the shape is deployed on: R2, R3 and R6 are "
+                                        "priced at design's best deployment on them at the regime's SLO (default 8), R6's and R7's "
+                                        "larger plans within them (default 64)."),
     weight_dtype: Optional[str] = O_W, activation_dtype: Optional[str] = O_A, kv_dtype: Optional[str] = O_KV,
     calibration: Optional[str] = O_CAL, accuracy_proxy: Optional[str] = O_PROXY, backend: Optional[str] = O_BACKEND,
 ):
     """Check a model shape against the hardware guidelines, with the predicted cost of each finding."""
     from llm_codesign.cost.calibration import calibration_for
-    from llm_codesign.explore.lint import COST_KEY, OBJECTIVE_KEY, RULES, SEVERITY_ORDER, to_sarif
+    from llm_codesign.explore.lint import COST_KEY, OBJECTIVE_KEY, RULES, SEVERITY_ORDER, operating_point, to_sarif
     from llm_codesign.explore.lint import lint as run
 
     fmt = "json" if as_json else fmt
@@ -160,15 +163,16 @@ def lint(
     if fail_on is not None and fail_on not in ("warning", "error"):
         raise InputError("fail_on", fail_on, "warning or error")
     m, g = _model(model), _gpu(gpu)
-    findings = run(m, g, calibration_for(g, calibration), regime, prec=_precision(m, weight_dtype, activation_dtype, kv_dtype, g),
-                   proxy_file=accuracy_proxy, engine=engine_for(g, backend))
-    if fmt == "json":
+    cal, prec, eng = calibration_for(g, calibration), _precision(m, weight_dtype, activation_dtype, kv_dtype, g), engine_for(g, backend)
+    findings = run(m, g, cal, regime, prec=prec, proxy_file=accuracy_proxy, engine=eng, gpus=gpus_)
+    if fmt == "json":  # as POST /api/lint answers; R2's, R3's and R6's figures carry the point they were priced at
         _dump({"model": m.name, "gpu": g.id, "regime": regime, "findings": [f.to_dict() for f in findings]})
     elif fmt == "sarif":
         _dump(to_sarif(findings, model))
     else:
+        at = operating_point(m, g, cal, prec, regime, gpus=gpus_, engine=eng)  # the point R2, R3 and R6 were priced at (0.03 s)
         t = _table(f"lint: {m.name} on {g.name}, {regime} regime ({len(findings)} finding{'s' if len(findings) != 1 else ''})", "rule:t severity:k where:t cost_%:n finding:t fix:t",
-                   f"{COST_KEY} {OBJECTIVE_KEY}")
+                   f"R2, R3 and R6 priced at {at.text()} ({at.source}). {COST_KEY} {OBJECTIVE_KEY}")
         color = {"error": "red", "warning": "yellow", "info": "cyan"}
         for f in findings:
             oc = f.objective_cost()

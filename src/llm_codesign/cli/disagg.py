@@ -112,24 +112,36 @@ def disagg(
     t = _table(f"{m.name} on {where}, {r['precision']}, {r['backend']}, ISL/OSL {isl}/{osl}: "
                f"prefill {p['instances']}x {p['plan']} ({p['capacity_req_s']:.2f} req/s), decode {d['instances']}x {d['plan']}"
                + (f" (max batch {d['max_batch']} per rank)" if "max_batch" in d else ""),
-               "requests:n TTFT:n prefill:n KV_move:n queue:n TPOT:n tok/s/user:n tok/s/GPU:n fits:k",
-               "Times in ms: TTFT = queue (for the running prefill step, a prefill instance, a decode slot) + prefill + "
+               "requests:n TTFT:n prefill:n KV|move:n queue:n slot|wait:n TPOT:n tok/s|/user:n tok/s|/GPU:n fits:k",
+               "Times in ms (from 10 s in s or h): TTFT = queue (for the running prefill step and a prefill instance) + prefill + "
                "KV hand-off (the transfer and the decode worker's admission: at its step boundaries, or as the cache arrives where "
-               "it pre-allocated it, SGLang's) + the engine's request "
-               "overhead. fits: the decode instances' KV cache holds every request." + ("" if calibration else _measured()))
-    for row in r["rows"]:
-        t.add_row(str(row["concurrency"]), f"{row['ttft_ms']:.1f}", f"{row['prefill_ms']:.1f}", f"{row['kv_transfer_ms']:.2f}",
-                  f"{row['prefill_wait_ms']:.1f}", f"{row['tpot_ms']:.2f}", f"{row['tok_s_per_user']:.1f}",
-                  f"{row['output_tok_s_per_gpu']:.1f}", "yes" if row["fits"] else "no")
+               "it pre-allocated it, SGLang's) + slot wait (for a decode slot, past what the decode pool holds) + the engine's "
+               f"request overhead. fits: the decode pool holds every request at once ({d['max_concurrency']})."
+               + ("" if calibration else _measured()))
+    from llm_codesign.render.intervals import table_time
+
+    for row in r["rows"]:  # times past 10 s in s or h, as estimate's (render.intervals.table_time; the page's the same rule)
+        t.add_row(str(row["concurrency"]), table_time(row["ttft_ms"]), table_time(row["prefill_ms"]), table_time(row["kv_transfer_ms"], 2),
+                  table_time(row["prefill_wait_ms"]), table_time(row["decode_slot_wait_ms"]), table_time(row["tpot_ms"], 2),
+                  f"{row['tok_s_per_user']:.1f}", f"{row['output_tok_s_per_gpu']:.1f}", "yes" if row["fits"] else "no")
     _console().print(t)
+    # each row that does not fit says why, as estimate's "largest batch that fits" does: the limit once, the loads it turns away
+    over = [row for row in r["rows"] if not row["fits"]]
+    if over:
+        why = over[0]["over_capacity"].split(": ", 1)[0]
+        _console().print(f"fits no at {', '.join(str(x['concurrency']) for x in over)} requests: {why}; the rest wait for a decode "
+                         "slot (slot wait, in TTFT)", highlight=False)
     for note in r["notes"]:
         _console().print(note, highlight=False)
-    from llm_codesign.render.intervals import CENTRE, basis_rows, interval_text, off_centre
+    from llm_codesign.render.intervals import CENTRE, UNLIKE_TEXT, basis_rows, interval_text, off_centre
+
+    def text(b, m, v):  # a widened band says where its widening is named, not "no measured run like it" above the runs it is from
+        return interval_text(b, m, v).replace(UNLIKE_TEXT, " (95% spans over 100x; widened for what its runs lack: beyond the runs, below)")
 
     for row in r["rows"]:
         b = row["intervals"]
-        _console().print(f"{row['concurrency']} request{'s' if row['concurrency'] != 1 else ''}: TTFT {interval_text(b['ttft_ms'], 'ttft_ms', row['ttft_ms'])}; TPOT "
-                         f"{interval_text(b['tpot_ms'], 'tpot_ms', row['tpot_ms'])}", highlight=False)
+        _console().print(f"{row['concurrency']} request{'s' if row['concurrency'] != 1 else ''}: TTFT {text(b['ttft_ms'], 'ttft_ms', row['ttft_ms'])}; TPOT "
+                         f"{text(b['tpot_ms'], 'tpot_ms', row['tpot_ms'])}", highlight=False)
     if any(off_centre(row["intervals"][m], row[m]) for row in r["rows"] for m in ("ttft_ms", "tpot_ms")):
         _console().print(f"centred on: {CENTRE}", highlight=False)
     # each basis once, with the requests it serves where the rows' differ (their loads take different slices, as --json
@@ -144,4 +156,5 @@ def disagg(
             for (k, v), c in bases.items()]
     said += [x for row in r["rows"] for x in basis_rows(row["intervals"]) if x[0] == "beyond the runs"]
     for k, v in dict.fromkeys(said):
-        _console().print(f"{k}: {v}", highlight=False)
+        # the runs the bands are drawn from, apart from what those runs lack (beyond the runs)
+        _console().print(f"{k}: {'drawn ' + v if v.startswith('from ') and k != 'beyond the runs' else v}", highlight=False)

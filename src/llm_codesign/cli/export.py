@@ -212,7 +212,7 @@ def export(
         launch = shlex.join(out if w == _file_name(out) else w for w in words)
     if as_json:
         return _dump({"engine": engine, "version": es["version"], "file": out, "launch": launch, **summary})
-    from llm_codesign.render.intervals import short
+    from llm_codesign.render.intervals import capped_footnote, short
 
     p = summary["predicted"]
     b = {**p, "intervals": summary.get("intervals")}  # each figure with its 80% interval, where it has one
@@ -227,6 +227,8 @@ def export(
               f"{p['tok_s_per_user']:.1f} tok/s/user{short(b, 'tok_s_per_user')}, "
               f"{p['output_tok_s_per_gpu']:.0f} tok/s/GPU{short(b, 'output_tok_s_per_gpu')} at {summary['concurrency']} requests",
               highlight=False)
+    if caps := capped_footnote([("", summary.get("intervals"))]):  # the bounds above that stop at the ideal step
+        con.print(caps, highlight=False)
     if "over_capacity" in summary:
         con.print(f"[yellow]at {summary['concurrency']} requests: {summary['over_capacity']}[/yellow]", highlight=False)
 
@@ -376,7 +378,7 @@ def import_(
         con.print(f"{r['model']}: prefill {imp.prefill_instances}x {imp.prefill.plan.label()}, decode {imp.decode_instances}x "
                   f"{imp.deployment.plan.label()} ({imp.deployment.backend}): TTFT {r['ttft_ms']:.0f} ms, TPOT {r['tpot_ms']:.2f} ms")
     else:
-        from llm_codesign.render.intervals import short
+        from llm_codesign.render.intervals import capped_footnote, short
 
         d = imp.deployment
         # each figure with its 80% interval, as estimate gives it (the 95% and the runs they come from: --json)
@@ -384,6 +386,8 @@ def import_(
                   + f", {d.plan.label()}, {d.precision.label()}, {imp.engine}: {r['concurrency']} requests ({imp.batch}), "
                   f"TTFT {r['ttft_ms']:.0f} ms{short(r, 'ttft_ms')}, TPOT {r['tpot_ms']:.2f} ms{short(r, 'tpot_ms')}, "
                   f"{r['output_tok_s_per_gpu']:.0f} tok/s/GPU{short(r, 'output_tok_s_per_gpu')}", highlight=False)
+        if caps := capped_footnote([("", r.get("intervals"))], ("ttft_ms", "tpot_ms", "output_tok_s_per_gpu")):
+            con.print(caps, highlight=False)
         if imp.ignored:
             con.print(f"ignored (not modelled): {', '.join(imp.ignored)}", highlight=False)
         if imp.unset_env:

@@ -65,11 +65,7 @@ def moe_ops(f: MoE, M: Site, *, at: _At, s: _Step, b: Batch, prec: Precision) ->
     T, h, ff, ep = s.T, s.h, s.ff, s.ep
     dense_tp, stage_gpus = s.tp * s.kvp, s.tp * s.adp * s.kvp
     T_all = T * s.adp  # the MoE group sees every attention-DP rank's tokens
-    ops = [_gemm(M / "router", s.M, f.experts, h, at, **_BF16)]
-    # the top-k selection over the router's logits, a kernel of its own in every engine (TensorRT-LLM's
-    # routing / noaux_tc kernels, vLLM's fused_topk and grouped_topk, SGLang's biased_grouped_topk): it
-    # reads each token's FP32 expert scores and writes top_k ids and weights
-    ops.append(_elementwise(M / "topk", np.where(T > 0, T * (f.experts + 2.0 * f.top_k) * 4.0, 0.0), 1.0, at))
+    ops = [_gemm(M / "router", s.M, f.experts, h, at, **_BF16), _topk(f, M, at, T)]
     if np.any(f.shared_inter):
         ops.append(_gemm(M / "shared_gate_up", s.M, (f.mats - 1) * f.shared_inter / dense_tp, h, at, fused_quant=s.shared_quant, **ff))
         ops.append(_gemm(M / "shared_down", s.M, h, f.shared_inter / dense_tp, at, **ff))
@@ -119,6 +115,16 @@ def moe_ops(f: MoE, M: Site, *, at: _At, s: _Step, b: Batch, prec: Precision) ->
     ops.append(_comm(M / "reduce_scatter", "reduce_scatter", np.where(gather, T_all * h * 2.0, 0.0), stage_gpus, at))
     ops.append(_comm(M / "all_reduce", "all_reduce", np.where(s.adp > 1, 0.0, T * h * 2.0), stage_gpus, at))
     return ops
+
+
+def _topk(f: MoE, M: Site, at: _At, T) -> Op:
+    """The top-k selection over the router's logits, a kernel of its own in every engine (TensorRT-LLM's routing /
+    noaux_tc kernels, vLLM's fused_topk and grouped_topk, SGLang's biased_grouped_topk): it reads each token's FP32 expert
+    scores and writes top_k ids and weights. A build without the "routing" fusion (Engine.fusions) runs the score function
+    and the bias add before it, two launches each reading and writing the scores."""
+    unfused = at.engine is not None and not at.engine.fuses("routing")
+    route_b = T * (f.experts + 2.0 * f.top_k) * 4.0 + (T * f.experts * 16.0 if unfused else 0.0)
+    return _elementwise(M / "topk", np.where(T > 0, route_b, 0.0), 3.0 if unfused else 1.0, at)
 
 
 def _all_to_all_ops(f: MoE, M: Site, at: _At, *, T, h, ep, sent, skew, a_b, a2a, ll, gpus) -> list[Op]:

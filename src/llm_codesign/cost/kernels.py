@@ -133,6 +133,19 @@ def runs_flashmla_decode(engine: Engine | None, gpu: Gpu) -> bool:
     return gpu.family == "hopper" and (engine is None or gpu.family in engine.flashmla_decode)
 
 
+def flashmla_extra_launches(engine: Engine | None):
+    """Launches beside FlashMLA's decode kernel in each of TensorRT-LLM's SM90 MLA decode calls (a layer's), each a tiny
+    kernel priced at the elementwise fixed cost (kernel_overhead_s): the split-KV combine, launched after every decode
+    kernel whether or not a sequence was split (run_flash_splitkv_fwd_mla, cpp/tensorrt_llm/kernels/flashMLA/
+    flash_fwd_mla_kernel.h@08f1ea31; the kernel returns at once on an unsplit sequence); and, in a build without the
+    "mla_meta" fusion (Engine.fusions), the scheduler metadata (get_mla_metadata_func, one CTA of 32 threads), which
+    mlaGeneration launched before each decode call in the 1.x attention op read ("metadata should only be init once per
+    iter, to fix later", cpp/tensorrt_llm/common/attentionOp.cpp, code index) where the newest computes it once a step
+    (compute_flash_mla_metadata; that one launch a step is not priced). The kernel tables' own (None) are 1.3's, whose
+    H100 rows read one launch more, not two (docs/modelling-notes.md#onereq-hopper)."""
+    return 1.0 if engine is None or engine.fuses("mla_meta") else 2.0
+
+
 def flashmla_keys(keys):
     """Keys FlashMLA's decode does a sequence's work as: its scheduler splits the batch over SMs in 64-key blocks and
     counts each sequence ceil(keys / 64) blocks plus fixed_overhead_num_blocks = 5 for its fixed work (prologue, query

@@ -292,6 +292,7 @@ def _core_decode(a: Attention, b: Batch, at: _At, P: Site, *, s: _Step, prec: Pr
     kv_fp8 = prec.kv.math == "fp8"
     blocks = 1.0  # the kernel's work in keys a sequence over the keys it attends
     serial = 0.0  # FlashMLA's FP8 V transpose (flashmla_fp8_transpose_time)
+    extra = 0.0  # FlashMLA's combine and metadata launches (flashmla_extra_launches)
     if kv_l is None:  # MLA's latent kernels: unsplit, every key read once, FP8 math on an FP8 cache
         read, merge, rope_fused, mmha, fa3, fp8_math = ctx_l, 1.0, False, False, False, True
         eng = at.engine
@@ -299,6 +300,8 @@ def _core_decode(a: Attention, b: Batch, at: _At, P: Site, *, s: _Step, prec: Pr
             cost.runs_flashmla_decode(eng, gpu)
         if isinstance(a, MLA) and a.kernel == "mla" and np.any(flashmla):
             blocks = np.where(flashmla & (ctx_l > 0), cost.flashmla_keys(ctx_l) / np.maximum(ctx_l, 1.0), 1.0)
+            n = np.array([cost.flashmla_extra_launches(e) for e in eng]) if isinstance(eng, list) else cost.flashmla_extra_launches(eng)
+            extra = np.where(flashmla, n, 0.0)
             if kv_fp8 and gpu.supports("fp8"):
                 serial = np.where(flashmla, cost.flashmla_fp8_transpose_time(items, ctx_l, a.kv_lora_rank, gpu), 0.0)
     else:
@@ -312,7 +315,10 @@ def _core_decode(a: Attention, b: Batch, at: _At, P: Site, *, s: _Step, prec: Pr
     times = cost.attention_decode_time(t_flops, t_bytes, gpu, dcal, seq_heads=items, kv_fp8=kv_fp8, group=group, split=merge,
                                        rope_fused=rope_fused, mmha=mmha, fa3=fa3, fp8_math=fp8_math, serial_s=serial)
     f = _attention_factor(at, a, "decode", kv_fp8=kv_fp8, dec_tokens=dec_tok)
-    return _attention(P / "core_decode", dec_flops, dec_bytes, tuple(x * f for x in times), at)
+    t, tc, tm = (x * f for x in times)
+    # launches beside the decode kernel, at the elementwise fixed cost each, not scaled by the kernel's factor
+    t = t + np.where(dec_flops > 0, extra, 0.0) * at.cal.kernel_overhead_s
+    return _attention(P / "core_decode", dec_flops, dec_bytes, (t, tc, tm), at, kernels=1.0 + np.where(dec_flops > 0, extra, 0.0))
 
 
 def _core_prefill(a: Attention, b: Batch, at: _At, P: Site, *, s: _Step, prec: Precision, per_tok_kv, qkv_d) -> Op:

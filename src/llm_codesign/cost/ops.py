@@ -171,10 +171,10 @@ def _elementwise(label: _Label, nbytes, kernels, at: _At):
     return _op(label, "elementwise", at, time=t, split=(tc, tm), work=(0.0, nbytes), kernels=kernels)
 
 
-def _attention(label: _Label, flops, nbytes, times, at: _At):
-    """An attention-core operator of the (time, compute, memory) an attention kernel model priced."""
+def _attention(label: _Label, flops, nbytes, times, at: _At, *, kernels=1.0):
+    """An attention-core operator of the (time, compute, memory) an attention kernel model priced, in `kernels` launches."""
     t, tc, tm = times
-    return _op(label, "attention", at, time=t, split=(tc, tm), work=(flops, nbytes))
+    return _op(label, "attention", at, time=t, split=(tc, tm), work=(flops, nbytes), kernels=kernels)
 
 
 class _Step(NamedTuple):

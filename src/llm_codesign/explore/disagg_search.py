@@ -173,6 +173,7 @@ def price_pools(model: ModelSpec, gpu: Gpu, *, prefill: Plan | str, decode: Plan
 
     dg = decode_gpu or gpu
     one = dict(precision=precision, backend=engine_for_pools(gpu, dg, engine).name, spec=spec)
+    notes = _engine_notes(gpu, dg, engine, one["backend"])
     plans_ = [p if isinstance(p, Plan) else Plan.parse(p, model, name) for name, p in (("prefill", prefill), ("decode", decode))]
     pools = (Deployment(gpu=gpu, num_gpus=int(plans_[0].gpus), plan=plans_[0], max_num_tokens=max_num_tokens, **one),
              Deployment(gpu=dg, num_gpus=int(plans_[1].gpus), plan=plans_[1], max_num_tokens=decode_max_num_tokens or max_num_tokens, **one))
@@ -185,4 +186,19 @@ def price_pools(model: ModelSpec, gpu: Gpu, *, prefill: Plan | str, decode: Plan
                         decode_max_batch=decode_max_batch, arrival=arrival, prefill_routing=prefill_routing,
                         decode_recv_interval=decode_recv_interval, decode_moe_a2a=decode_moe_a2a)
     band_disagg_rows(r["rows"], model, pools[1], isl=isl, osl=osl, calibration=calibration, arrival=arrival)
+    r["notes"] = notes + r["notes"]
     return DisaggEstimate(**{k: tuple(v) if k in ("notes", "rows") else v for k, v in r.items()})
+
+
+def _engine_notes(gpu: Gpu, decode_gpu: Gpu, asked: str | None, chosen: str) -> list[str]:
+    """One line where no engine was named and the pools' GPUs moved both pools off the prefill GPU's own engine
+    (spec.engines.engine_for_pools: TensorRT-LLM does not run on an MI355X, so an H200 + MI355X pair runs vLLM on both),
+    as estimate names the engine it prices; the engines both run, for --backend."""
+    from llm_codesign.spec.engines import engine_for, engines_on
+
+    own = engine_for(gpu).name
+    if asked is not None or chosen == own:
+        return []
+    both = [n for n in engines_on(gpu) if n in engines_on(decode_gpu)]
+    return [f"engine: {chosen} on both pools, not {own} (the {gpu.name}'s own): {own} does not run on the {decode_gpu.name}; "
+            f"--backend picks one both run: {', '.join(both)}"]

@@ -16,7 +16,7 @@ from llm_codesign.errors import InputError
 from llm_codesign.serve.aggregated import Serving, decode_step, evaluate
 from llm_codesign.spec.engines import Engine, check_kv_format, engine_for
 from llm_codesign.spec.hardware import Gpu
-from llm_codesign.spec.kinds import GQA, MLA, DenseFfn, GatedDeltaNet, Mamba2, MoE, NoFfn, NoMixer
+from llm_codesign.spec.kinds import GQA, MLA, DenseFfn, GatedDeltaNet, Mamba2, MoE, NoMixer
 from llm_codesign.spec.model import Layer, ModelSpec
 from llm_codesign.spec.plan import Plan, validity
 from llm_codesign.spec.precision import Precision, executable, gemm_math
@@ -37,7 +37,7 @@ RULES = {
 COST_MEASURE = {
     "R1": "the GEMM's time over its compute roofline",
     "R2": "the regime's objective re-priced aligned (vocab: its padding)",
-    "R3": "how much faster a wider shape of equal parameters decodes at batch 1",
+    "R3": "how much faster a wider shape of equal parameters runs at the operating point, in the regime's objective",
     "R4": "the padding's width",
     "R5": "the MoE layer's extra time at batch 8 against batch 1",
     "R6": "the regime's objective re-priced with even stages (blocks: the slowest kind of layer over the mean)",
@@ -46,7 +46,8 @@ COST_MEASURE = {
 }
 COST_KEY = "cost %, each rule its own measure: " + "; ".join(f"{r} {m}" for r, m in COST_MEASURE.items()) + "."
 # R2's and R6's costs are in the regime's objective: beneath the %, the rate it changes (Finding.objective_cost)
-OBJECTIVE_KEY = "Beneath R2's and R6's %: the same cost as tok/s/GPU (throughput; tok/s/user in the other regimes), the shape's against its neighbour's."
+OBJECTIVE_KEY = ("Beneath R2's and R6's %: the same cost as tok/s/GPU (throughput and long-context; tok/s/user in the latency regime), "
+                 "the shape's against its neighbour's.")
 SEVERITY_ORDER = {"info": 0, "warning": 1, "error": 2}
 # regime: (decode sequences, decode context, prefill tokens) per attention rank; TP 8 where valid
 REGIMES = {"latency": (1, 4096, 0), "throughput": (256, 2048, 8192), "long-context": (1, 131072, 0)}
@@ -93,30 +94,74 @@ def _batch(regime: str) -> Batch:
     return Batch(dec_seqs=seqs, dec_ctx=ctx, pf_tokens=pf, pf_seqs=pf / 2048 if pf else 0, pf_ctx=0)
 
 
-def _load(model: ModelSpec, regime: str) -> tuple[int, int, int]:
-    """(requests in flight, ISL, OSL) of the deployment R2 and R6 price with `evaluate`, as `estimate --concurrency
-    --isl --osl` would: the regime's decode sequences at its decode context (ISL + OSL/2, OSL 1,024), within the
-    model's context."""
-    seqs, ctx, _ = REGIMES[regime]
-    osl = 1024
-    isl = ctx - osl // 2
-    if model.max_context:
-        isl = max(min(isl, model.max_context - osl), 1)
-    return seqs, isl, osl
+OPERATING_GPUS = 8  # the GPUs the operating point is chosen on where lint is given no budget: design's default --gpus
 
 
-def _time(model: ModelSpec, gpu, cal, prec, plan: Plan, *, regime: str, engine: Engine) -> float:
-    """The regime's objective as a time, in seconds, of `model` at `plan` under the regime's load (_load), from
-    the figures `estimate` prints: GPU time per output token (1 / output tokens/s per GPU) in the throughput
-    regime, TPOT in the others; inf where the deployment serves nothing (R2 and R6 then say nothing)."""
-    seqs, isl, osl = _load(model, regime)
-    r = evaluate(model, Serving(gpu=gpu, prec=prec, plan=plan, engine=engine), cal=cal, concurrency=seqs, isl=isl, osl=osl)
-    x = float(np.ravel(r["output_tok_s_per_gpu"])[0]) if regime == "throughput" else 1.0 / float(np.ravel(r["tpot_s"])[0])
-    return 1.0 / x if math.isfinite(x) and x > 0 else math.inf
+@dataclass(frozen=True)
+class Point:
+    """Where R2, R3 and R6 price a shape: a plan, the requests in flight on one instance of it and the lengths, with
+    where it came from (`source`): design's best deployment of the shape at the regime's SLO (explore.design.at_best,
+    the deployment `design` ranks the shape by), or lint's fixed point where no deployment meets the SLO."""
+    plan: Plan
+    concurrency: int
+    isl: int
+    osl: int
+    source: str
+    chosen: bool = True  # design's best deployment (False: lint's fixed point)
+
+    def text(self, plan: Plan | None = None) -> str:
+        """The deployment in `estimate`'s terms, for a finding's message (at `plan` where a rule varies the point's)."""
+        return f"{(plan or self.plan).label()}, {_count(self.concurrency, 'request')}, {self.isl}/{self.osl} tokens"
+
+    def to_dict(self) -> dict:
+        return {**self.plan.to_dict(), "concurrency": self.concurrency, "isl": self.isl, "osl": self.osl, "source": self.source}
+
+
+def operating_point(model: ModelSpec, gpu: Gpu, cal, prec: Precision, regime: str, *, gpus: int | None, engine: Engine,
+                    slo=None) -> Point:
+    """The regime's operating point for `model` on `gpus` GPUs (None: OPERATING_GPUS): the deployment `design` would
+    give the shape (explore.design.at_best: every plan of the budget and every batch, the best objective meeting the
+    SLO's floor; `slo`, a design.Slo, else the regime's defaults), at the regime's lengths (design.REGIMES: 1,024/1,024,
+    long-context 32,768/1,024) within the model's context. Where no deployment meets the floor: TP as _tp_for picks it,
+    EP over the experts where they split, lint's fixed load (REGIMES) at those lengths."""
+    from llm_codesign.explore.design import Slo, _plans, objective
+    from llm_codesign.explore.search import BATCHES
+
+    slo = slo or Slo(regime)
+    isl, osl = slo.lengths()
+    if model.max_context and isl + osl > model.max_context:
+        isl = max(model.max_context - osl, 1)
+    slo = replace(slo, isl=isl, osl=osl)
+    n = OPERATING_GPUS if gpus is None else gpus
+    # at_best's choice (design's plans of a search of the shape's kind, every batch of its grid), without its
+    # batch_binds, which re-prices the next batch to say what binds: a fifth of a lint's time, for nothing lint says
+    plans, inst = _plans(n, gpu, moe=model.is_moe, long_context=slo.regime == "long-context")
+    best, ip, ib, _ = objective(model, gpu, cal, prec, plans, inst=inst, slo=slo, engine=engine)
+    if np.isfinite(best[0]):
+        p = plans.at(int(ip[0]))
+        floor = f"{slo.min_tps_gpu:g} tok/s/GPU" if slo.regime == "latency" else f"{slo.min_tps_user:g} tok/s/user"
+        return Point(p, int(BATCHES[int(ib[0])] * p.adp), isl, osl, f"design's best deployment on {n} {gpu.name} at {floor}")
+    tp = _tp_for(model, gpu, n)
+    moe = next((layer.ffn for layer, _ in model.groups if isinstance(layer.ffn, MoE)), None)
+    ep = tp if moe and moe.experts % tp == 0 else 1  # experts whole on one GPU where they split
+    return Point(Plan(tp=tp, ep=ep, moe_tp=(tp // ep) if moe else 1), REGIMES[regime][0], isl, osl,
+                 f"lint's fixed point: no deployment on {n} {gpu.name} meets the {regime} regime's floor", chosen=False)
+
+
+def _time(model: ModelSpec, gpu, cal, prec, plan: Plan, *, regime: str, engine: Engine, point: Point) -> float:
+    """The regime's objective as a time, in seconds, of `model` at `plan` under the operating point's load and lengths,
+    from the figures `estimate` prints: GPU time per output token (1 / output tokens/s per GPU) in the throughput and
+    long-context regimes (design's objective there), TPOT in the latency regime; inf where the deployment serves
+    nothing or its KV cache does not hold the point's requests (the rules then say nothing)."""
+    r = evaluate(model, Serving(gpu=gpu, prec=prec, plan=plan, engine=engine), cal=cal, concurrency=point.concurrency, isl=point.isl,
+                 osl=point.osl)
+    x = float(np.ravel(r["output_tok_s_per_gpu"])[0]) if regime != "latency" else 1.0 / float(np.ravel(r["tpot_s"])[0])
+    ok = bool(np.all(r["fits"])) and int(validity(model, gpu, plan, int(np.ravel(plan.gpus)[0]))) < 0
+    return 1.0 / x if ok and math.isfinite(x) and x > 0 else math.inf
 
 
 def _objective(regime: str) -> str:
-    return "GPU time per output token" if regime == "throughput" else "TPOT"
+    return "GPU time per output token" if regime != "latency" else "TPOT"
 
 
 def _more_time(pct: float, than: str) -> str:
@@ -141,37 +186,33 @@ def _signed(x: float, digits: int) -> str:
     return f"{round(x, digits) + 0.0:+.{digits}f}"
 
 
-def _at(model: ModelSpec, plan: Plan, regime: str) -> str:
-    """The deployment in `estimate`'s terms, for a finding's message."""
-    seqs, isl, osl = _load(model, regime)
-    p = plan.to_dict()
-    sizes = " ".join(f"{k.upper()}{p[k]}" for k in ("tp", "pp", "ep") if p[k] > 1 or k == "tp")
-    return f"{sizes}, {seqs} request{'s' if seqs > 1 else ''}, {isl}/{osl} tokens"
-
-
 def lint(model: ModelSpec, gpu: Gpu, cal: Calibration, regime: str = "throughput", *, prec: Precision | None = None,
-         proxy_file: str | None = None, gpus: int | None = None, engine: Engine | None = None) -> list[Finding]:
-    """The shape's findings at `regime`, each priced on deployments of at most `gpus` GPUs (a design's budget: TP, and
-    TP x PP for R6, within it); None: a node's TP8 and PP up to 8 on top of it. `engine` serves them; None: the GPU
-    vendor's (spec.engines.engine_for), so an MI355X's findings are SGLang's, not TensorRT-LLM's."""
+         proxy_file: str | None = None, gpus: int | None = None, engine: Engine | None = None, slo=None) -> list[Finding]:
+    """The shape's findings at `regime`. R2, R3 and R6 price the shape at the regime's operating point (operating_point:
+    the deployment design would give it on `gpus` GPUs, None: OPERATING_GPUS, at `slo`, a design.Slo, else the
+    regime's), R6 with PP 2, 4 and 8 added to that point's plan within `gpus` (None: up to 64, a node's TP8 and PP up
+    to 8 on top of it), R7 on TP up to 8 within it. `engine` serves them; None: the GPU vendor's
+    (spec.engines.engine_for), so an MI355X's findings are SGLang's, not TensorRT-LLM's."""
     if regime not in REGIMES:
         raise InputError("regime", regime, "one of: " + ", ".join(REGIMES))
     prec, engine = prec or model.default_precision, engine or engine_for(gpu)
     check_kv_format(engine, gpu, prec.kv.name, model)  # a KV-cache format the engine holds on this GPU, as estimate's
     most = 64 if gpus is None else gpus
+    point = operating_point(model, gpu, cal, prec, regime, gpus=gpus, engine=engine, slo=slo)
+    # R1 and R5 read kernels at fixed batches (their messages say which) on lint's widest TP, as before
     tp = _tp_for(model, gpu, most)
     moe = next((layer.ffn for layer, _ in model.groups if isinstance(layer.ffn, MoE)), None)
-    # MoE models deploy experts with EP when the experts split (each expert whole on one GPU)
-    ep = tp if moe and moe.experts % tp == 0 else 1
+    ep = tp if moe and moe.experts % tp == 0 else 1  # MoE models deploy experts with EP when the experts split
     sh = Plan(tp=tp, ep=ep, moe_tp=(tp // ep) if moe else 1)
     b = _batch(regime)
     out: list[Finding] = []
     out += _memory_bound_gemm(model, gpu, cal, prec, sh, b=b, regime=regime)
-    out += _tile_alignment(model, gpu, cal, prec, sh, tp=tp, regime=regime, engine=engine)
-    out += _width_vs_depth(model, gpu, cal, prec, tp, proxy_file=proxy_file, engine=engine)
-    out += _quantization_readiness(model, _shards(model, sh))
+    out += _tile_alignment(model, gpu, cal, prec, point, regime=regime, engine=engine)
+    out += _width_vs_depth(model, gpu, cal, prec, point, regime=regime, proxy_file=proxy_file, engine=engine,
+                           place=lambda m: operating_point(m, gpu, cal, prec, regime, gpus=gpus, engine=engine, slo=slo))
+    out += _quantization_readiness(model, _shards(model, point.plan), gpu)
     out += _moe_shape(model, gpu, cal, prec, sh)
-    out += _pipeline_regularity(model, gpu, cal, prec, sh, b=b, regime=regime, gpus=most, engine=engine)
+    out += _pipeline_regularity(model, gpu, cal, prec, point, b=b, regime=regime, gpus=most, engine=engine, sh=sh)
     out += _parallel_readiness(model, gpu, cal, prec, gpus=most, engine=engine)
     out += _trust_region(model, prec, proxy_file=proxy_file)
     return sorted(out, key=lambda f: (-SEVERITY_ORDER[f.severity], -f.cost_pct))
@@ -261,17 +302,19 @@ def _shards(model: ModelSpec, sh: Plan) -> dict:
     return {"hidden": 1, "inter": int(np.asarray(sh.tp)), "expert_inter": int(np.asarray(sh.moe_tp))}
 
 
-def _tile_alignment(model, gpu, cal, prec, sh, *, tp, regime, engine):
-    """R2: widths per GPU off the 128 and 256 grids, each priced at the deployment in the regime's objective (_time,
+def _tile_alignment(model, gpu, cal, prec, point, *, regime, engine):
+    """R2: widths per GPU off the 128 and 256 grids, each priced at the operating point in the regime's objective (_time,
     as `estimate` prints it) against its aligned neighbours at equal FLOPs: their times interpolated to its width,
     so what the neighbours' own sizes and waves cost stays out of the figure and only the padded tail's is left;
     the vocabulary."""
     out = []
+    sh = point.plan
+    tp = int(np.asarray(sh.tp))
     dims = [("hidden", model.hidden, 1)]
     inter = sorted({layer.ffn.inter for layer, _ in model.groups if isinstance(layer.ffn, DenseFfn)})
     eint = sorted({layer.ffn.expert_inter for layer, _ in model.groups if isinstance(layer.ffn, MoE)})
     dims += [("inter", d, tp) for d in inter[:1]] + [("expert_inter", d, int(np.asarray(sh.moe_tp))) for d in eint[:1]]
-    t0 = _time(model, gpu, cal, prec, sh, regime=regime, engine=engine)
+    t0 = _time(model, gpu, cal, prec, sh, regime=regime, engine=engine, point=point)
     width, tile, mm = full_rate_width(gpu, prec)
     rate = f"{gpu.name}'s {mm.upper()} tiles run at their full rate from {width} wide ({tile[0]}x{tile[1]}" + (", 2-CTA)" if tile[2] > 1 else ")")
     for what, d, shard in dims:
@@ -280,20 +323,20 @@ def _tile_alignment(model, gpu, cal, prec, sh, *, tp, regime, engine):
             continue
         step = unit * shard
         lo, hi = d // step * step, (d // step + 1) * step
-        t_lo, t_hi = (_time(_with_dim(model, what, x), gpu, cal, prec, sh, regime=regime, engine=engine) for x in (lo, hi))
+        t_lo, t_hi = (_time(_with_dim(model, what, x), gpu, cal, prec, sh, regime=regime, engine=engine, point=point) for x in (lo, hi))
         if not math.isfinite(t0 + t_lo + t_hi):
             continue
         t_eq = t_lo + (t_hi - t_lo) * (d - lo) / (hi - lo)  # an aligned width of d's FLOPs
         pct = 100.0 * (t0 / t_eq - 1.0)
         local = f" ({d / shard:g} per GPU at TP{shard})" if shard > 1 else ""
-        head = (f"{what} {d}{local} is not a multiple of {unit}: at {_at(model, sh, regime)} on "
+        head = (f"{what} {d}{local} is not a multiple of {unit}: at {point.text()} on "
                 f"{gpu.name}, {_objective(regime)} {t0 * 1e3:.4f} ms against {t_eq * 1e3:.4f} ms for the aligned {lo} and {hi} "
                 f"({t_lo * 1e3:.4f}, {t_hi * 1e3:.4f} ms) interpolated to its FLOPs")
         nearer = lo if d - lo <= hi - d else hi
         dp = _with_dim(model, what, nearer).total_params - model.total_params
         figures = {"objective": _objective(regime), "time_ms": t0 * 1e3, "aligned_time_ms": t_eq * 1e3, "neighbours": [lo, hi],
                    "neighbour_time_ms": [t_lo * 1e3, t_hi * 1e3],
-                   "unit": unit, "full_rate_width": width}
+                   "unit": unit, "full_rate_width": width, "point": point.to_dict()}
         if round(pct, 1) > 0:
             out.append(Finding("R2", "warning" if pct >= 1.0 else "info", what, f"{head}: its padded tail costs {pct:.1f}%; {rate}",
                                pct, f"{what} {d} -> {nearer} ({dp / 1e9:+.2f}B parameters)", figures))
@@ -309,14 +352,17 @@ def _tile_alignment(model, gpu, cal, prec, sh, *, tp, regime, engine):
     return out
 
 
-def _wider(model: ModelSpec, *, tp: int, hidden: int, layers: int, scale: float) -> ModelSpec:
+def _wider(model: ModelSpec, *, tp: int, hidden: int, layers: int, scale: float, keep_heads: bool = False) -> ModelSpec:
     """The equal-parameter wider variant R3 compares: `layers` layers at `hidden`, heads and FFN widths
-    scaled by `scale` and kept divisible by TP and the 256 (experts: 128) grid."""
+    scaled by `scale` and kept divisible by TP and the 256 (experts: 128) grid; with `keep_heads`, the mixers'
+    heads as they are (the query heads per KV head, the proxy's KV-sharing term, unchanged)."""
     unit, L = 256, model.num_layers
     groups = []
     for layer, n in model.groups:
         a, f = layer.attn, layer.ffn
-        if isinstance(a, GQA):
+        if keep_heads:
+            pass
+        elif isinstance(a, GQA):
             heads = max(int(round(a.heads * scale / tp)) * tp, tp)
             a = replace(a, heads=heads)
         elif isinstance(a, Mamba2):  # heads x head_dim tracks the width (Mamba-2 expand x hidden)
@@ -330,14 +376,34 @@ def _wider(model: ModelSpec, *, tp: int, hidden: int, layers: int, scale: float)
     return replace(model, hidden=hidden, groups=tuple(groups))
 
 
-def _width_vs_depth(model, gpu, cal, prec, tp, *, proxy_file=None, engine):
-    """R3: what depth costs at batch 1 and an equal-parameter wider variant, judged as design would."""
+def _topped_up(wide: ModelSpec, params: int) -> ModelSpec | None:
+    """`wide` with its FFN widths (dense: on the 256 grid; experts: 128) raised by the fewest steps that bring it to
+    `params` parameters, None where it holds them already (or has no FFN to widen)."""
+    short = params - wide.total_params
+    if short <= 0:
+        return None
+    per_step = sum(n * 3 * wide.hidden * (256 if isinstance(layer.ffn, DenseFfn) else 128 * layer.ffn.experts)
+                   for layer, n in wide.groups if isinstance(layer.ffn, (DenseFfn, MoE)))
+    if not per_step:
+        return None
+    k = math.ceil(short / per_step)
+    groups = tuple((Layer(layer.attn, replace(layer.ffn, inter=layer.ffn.inter + 256 * k) if isinstance(layer.ffn, DenseFfn) else
+                          replace(layer.ffn, expert_inter=layer.ffn.expert_inter + 128 * k) if isinstance(layer.ffn, MoE) else layer.ffn), n)
+                   for layer, n in wide.groups)
+    return replace(wide, groups=groups)
+
+
+def _width_vs_depth(model, gpu, cal, prec, point, *, regime, proxy_file=None, engine, place):
+    """R3: what depth costs and an equal-parameter wider variant, each priced at its own operating point (`place`: the
+    deployment design would give it, as design ranks shapes; the shape's where neither has one) in the regime's
+    objective (_time), judged as design would: of the variants with heads scaled and with heads kept, the fastest
+    design would propose, else the fastest with why design would not."""
     L, h = model.num_layers, model.hidden
     aspect = h / L
     if L < 16:
         return []
-    plan = Plan(tp=tp, ep=1, moe_tp=tp if model.is_moe else 1)
-    base = evaluate(model, Serving(gpu=gpu, prec=prec, plan=plan, engine=engine), cal=cal, concurrency=1, isl=1024, osl=256)
+    plan = point.plan
+    tp = int(np.asarray(plan.tp))
     # equal-parameter wider variant: 3/4 of the layers, width scaled by sqrt(4/3) and re-aligned
     L2 = max(int(round(L * 0.75)), 1)
     scale = math.sqrt(L / L2)
@@ -345,49 +411,84 @@ def _width_vs_depth(model, gpu, cal, prec, tp, *, proxy_file=None, engine):
     h2 = int(round(h * scale / unit) * unit)
     if h2 <= h:  # no wider shape on the 256 grid (a toy width): nothing to compare
         return []
-    wide = _wider(model, tp=tp, hidden=h2, layers=L2, scale=scale)
-    if int(validity(wide, gpu, plan, tp)) >= 0:
+    t0 = _time(model, gpu, cal, prec, plan, regime=regime, engine=engine, point=point)
+    if not math.isfinite(t0):
         return []
-    w = evaluate(wide, Serving(gpu=gpu, prec=prec, plan=plan, engine=engine), cal=cal, concurrency=1, isl=1024, osl=256)
-    t0, t1 = float(np.ravel(base["tpot_s"])[0]), float(np.ravel(w["tpot_s"])[0])
-    # one all-reduce per attention or mixer half and per FFN half (Nemotron-H layers have only one)
-    halves = sum(n * ((not isinstance(layer.attn, NoMixer)) + (not isinstance(layer.ffn, NoFfn))) for layer, n in model.groups)
-    # what depth costs, read off the very decode step TPOT times (same calibration, batch 1, the same
-    # context): each layer operator's fixed part (its time beyond the larger of its compute and memory
-    # times: launch and prologue costs) and its collectives whole (latency-bound at one token); the
-    # LM head and pipeline hand-offs do not grow with depth. A part of the step, so never above TPOT.
-    _, _, ops = decode_step(model, gpu, prec, plan.broadcast(), costs=engine.costs(cal), b=1.0, ctx=1024 + 256 / 2.0, k=0.0, spec=None)
-    floor = sum(float(np.sum((op.time if op.kind == "comm" else op.time - np.maximum(op.t_compute, op.t_memory)) * op.count))
-                for op in ops if op.part not in ("lm_head", "pipeline"))
+    priced = _wider_priced(model, gpu, cal, prec, point, regime=regime, engine=engine, place=place, proxy_file=proxy_file,
+                           variants=[_wider(model, tp=tp, hidden=h2, layers=L2, scale=scale, keep_heads=keep) for keep in (False, True)])
+    if not priced:
+        return []
+    wide, t1, pw, why, acc, q = min([x for x in priced if not x[3]] or priced, key=lambda x: x[1])
+    one = replace(plan, pp=1)  # a token's path through every stage: the whole stack on one stage
+    floor, lone = _depth_floor(model, gpu, cal, prec, one, point=point, engine=engine)
     gain = 100.0 * (t0 / t1 - 1.0)
-    # design's judgement of width against depth: the wider variant stays inside the published envelope and its
-    # aspect-ratio term (the one term depth and width trade; Kaplan et al. 2020, Levine et al. 2020) is no worse
-    # than this shape's beyond that term's band (design's default k = 1). The variant's other differences (heads
-    # and widths re-rounded to the grid) are its construction's, not the question's.
-    why, acc, q = _judge_wider(model, wide, prec, proxy_file=proxy_file)
+    obj = _objective(regime)
     n2, params = sum(n for _, n in wide.groups), wide.total_params
-    figures = {"tpot_ms": t0 * 1e3, "wider_tpot_ms": t1 * 1e3, "speed_gain_pct": gain, "wider_layers": n2, "wider_hidden": h2,
-               "wider_params": params, "depth_floor_ms": floor * 1e3, **q}
-    quality = f"proxy loss {_signed(q['quality_delta_pct'], 3)}% +- {q['quality_band_pct']:.3f}%" + (
-        f" (extrapolated: {', '.join(q['extrapolated'])})" if q["extrapolated"] else "")
+    heads = sorted({layer.attn.heads for layer, _ in wide.groups if isinstance(layer.attn, GQA)})
+    figures = {"objective": obj, "time_ms": t0 * 1e3, "wider_time_ms": t1 * 1e3, "speed_gain_pct": gain, "wider_layers": n2,
+               "wider_hidden": h2, "wider_heads": heads, "wider_params": params, "depth_floor_ms": floor * 1e3, "one_request_tpot_ms": lone * 1e3,
+               "point": point.to_dict(), "wider_point": pw.to_dict(), **q}
+    quality = (f"proxy loss {_signed(q['quality_delta_pct'], 3)}% +- {q['quality_band_pct']:.3f}%, design's test at most "
+               f"+{q['quality_test_pct']:.3f}%") + (f" (extrapolated: {', '.join(q['extrapolated'])})" if q["extrapolated"] else "")
+    at = f"at {point.text()} on {gpu.name}"
+    variant = f"{n2} layers x hidden {h2}" + (f" with {'/'.join(map(str, heads))} heads" if heads else "")
+    at_w = "" if pw == point else f" at {pw.text()}"  # the variant at its own operating point
     if why:
         if gain <= 0:
             return []
-        return [Finding("R3", "info", "layers", f"{L} layers x hidden {h} (aspect {aspect:.0f}): a wider variant would be {gain:.1f}% faster "
-                        f"but {why}", 0.0, "keep the depth: design would not propose the wider shape", figures)]
+        return [Finding("R3", "info", "layers", f"{L} layers x hidden {h} (aspect {aspect:.0f}): {variant} would be {gain:.1f}% faster "
+                        f"{at}{' (the variant' + at_w + ')' if at_w else ''} but {why}", 0.0,
+                        f"keep the depth: design would not propose the wider shape; {quality}", figures)]
     sev = "warning" if gain > 10 else "info"
     return [Finding("R3", sev, "layers", f"{L} layers x hidden {h} (aspect {aspect:.0f}): depth alone costs ~{floor * 1e3:.2f} ms per token "
-                    f"(fixed kernel costs + {halves} all-reduces at TP{tp}); TPOT at batch 1 {t0 * 1e3:.2f} ms",
-                    gain, f"{n2} layers x hidden {h2} ({params / 1e9:.1f}B vs {model.total_params / 1e9:.1f}B params): "
-                    f"TPOT {t1 * 1e3:.2f} ms, {_faster(gain)}, on {gpu.name} TP{tp}; accuracy: {quality}"
+                    f"of one request's {lone * 1e3:.2f} ms TPOT on {one.label()} (fixed kernel costs and collectives); {at} {obj} {t0 * 1e3:.3f} ms",
+                    gain, f"{variant} ({params / 1e9:.1f}B vs {model.total_params / 1e9:.1f}B params){at_w}: {obj} {t1 * 1e3:.3f} ms, "
+                    f"{_faster(gain)}; accuracy: {quality}"
                     # the aspect term alone where it moves (on Kaplan's flat band it changes by nothing: no figure)
                     + (f"; {acc}" if round(q["aspect_delta_pct"], 3) or round(q["aspect_band_pct"], 3) else ""), figures)]
 
 
+def _wider_priced(model, gpu, cal, prec, point, *, regime, engine, place, proxy_file, variants) -> list[tuple]:
+    """R3's variants, each also with its FFN widened to the shape's parameters where rounding left it short (fewer
+    parameters never pass design's test where the terms the shapes share are all that differ), each priced at its own
+    operating point (`place`; the shape's fixed point where the shape has no chosen one) and judged (_judge_wider):
+    (variant, time, point, why not, aspect text, quality figures)."""
+    priced = []
+    for batch in (variants, [w for w in (_topped_up(v, model.total_params) for v in variants) if w is not None]):
+        if any(not x[3] for x in priced):
+            break  # a variant as given passes design's test: topped up it would only be slower (more parameters)
+        for wide in batch:
+            if any(wide == w for w, *_ in priced):
+                continue
+            pw = place(wide) if point.chosen else point
+            pw = pw if pw.chosen or not point.chosen else point  # neither chosen: both at the shape's fixed point
+            if int(validity(wide, gpu, pw.plan, int(np.ravel(pw.plan.gpus)[0]))) >= 0:
+                continue
+            t1 = _time(wide, gpu, cal, prec, pw.plan, regime=regime, engine=engine, point=pw)
+            if math.isfinite(t1):
+                priced.append((wide, t1, pw, *_judge_wider(model, wide, prec, proxy_file=proxy_file)))
+    return priced
+
+
+def _depth_floor(model, gpu, cal, prec, one: Plan, *, point, engine) -> tuple[float, float]:
+    """What depth costs, read off the decode step of one request on `one` (the point's plan on one stage; same
+    calibration, the point's context): each layer operator's fixed part (its time beyond the larger of its compute and
+    memory times: launch and prologue costs) and its collectives whole (latency-bound at one token); the LM head and
+    pipeline hand-offs do not grow with depth. A part of the step, so never above one request's TPOT, returned beside it."""
+    _, _, ops = decode_step(model, gpu, prec, one.broadcast(), costs=engine.costs(cal), b=1.0, ctx=point.isl + point.osl / 2.0, k=0.0,
+                            spec=None)
+    floor = sum(float(np.sum((op.time if op.kind == "comm" else op.time - np.maximum(op.t_compute, op.t_memory)) * op.count))
+                for op in ops if op.part not in ("lm_head", "pipeline"))
+    lone = float(np.ravel(evaluate(model, Serving(gpu=gpu, prec=prec, plan=one, engine=engine), cal=cal, concurrency=1, isl=point.isl,
+                                   osl=point.osl)["tpot_s"])[0])
+    return floor, lone
+
+
 def _judge_wider(model, wide, prec, *, proxy_file) -> tuple[str, str, dict]:
     """Why design would not propose `wide` in place of `model` ('' when it would), the aspect term's change,
-    and the proxy's whole quality delta of `wide` against `model` (percent of the loss), its band and the
-    terms it extrapolates (explore.accuracy_model, as design's rows carry them)."""
+    and the proxy's whole quality delta of `wide` against `model` (percent of the loss), its band, design's test of it
+    (explore.accuracy_model.quality_delta at design's default k = 1, tol = 0: delta at most sigma_test) and the terms
+    it extrapolates (explore.accuracy_model, as design's rows carry them)."""
     from llm_codesign.explore.accuracy_model import extrapolated, model_terms, proxy_constants, quality_delta
     from llm_codesign.explore.envelope import envelope_at, features, position, row_of
 
@@ -401,6 +502,7 @@ def _judge_wider(model, wide, prec, *, proxy_file) -> tuple[str, str, dict]:
     pos = position(envelope_at(float(wide.total_params)), features(row_of(wide)) | {"hidden": float(wide.hidden)})
     here = position(envelope_at(float(model.total_params)), features(row_of(model)) | {"hidden": float(model.hidden)})
     figures = {"quality_delta_pct": 100 * whole["delta"] / loss, "quality_band_pct": 100 * whole["sigma"] / loss,
+               "quality_test_pct": 100 * whole["sigma_test"] / loss,
                "quality_passes": bool(whole["passes"]), "extrapolated": extrapolated(b), "wider_inside_envelope": bool(pos["inside"]),
                "aspect_delta_pct": 100 * q["delta"] / loss, "aspect_band_pct": 100 * q["sigma"] / loss}
     if not pos["inside"]:  # design proposes no shape outside the envelope, whether or not this one is (R8 says so)
@@ -408,6 +510,9 @@ def _judge_wider(model, wide, prec, *, proxy_file) -> tuple[str, str, dict]:
         return f"it {where} the published envelope ({', '.join(v['bound'] for v in pos['outside'])})", acc, figures
     if not q["passes"]:
         return f"its aspect ratio costs accuracy beyond the term's band ({acc})", acc, figures
+    if not whole["passes"]:  # design admits a shape only where its whole proxy loss passes (explore.design, quality_delta)
+        return (f"it fails design's quality test: proxy loss {_signed(figures['quality_delta_pct'], 3)}% against at most "
+                f"+{figures['quality_test_pct']:.3f}%"), acc, figures
     return "", acc, figures
 
 
@@ -462,13 +567,23 @@ def scale_block_notes(model: ModelSpec, prec: Precision) -> list[str]:
     return out
 
 
-def _quantization_readiness(model, shards: dict):
-    """R4: widths the FP4 and FP8-block scale blocks do not divide, each proposed at the nearest multiple of every block
+def runs_format(gpu: Gpu, fmt: str) -> bool:
+    """Whether `gpu` runs the block-scaled weight format `fmt` (SCALE_BLOCKS' names) in its own math: the format is
+    the one the GPU executes (spec.precision.executable: MI355X runs an NVFP4 checkpoint as MXFP4) and its tensor cores
+    have that math (FP4 for NVFP4 and MXFP4: Blackwell, CDNA4; FP8 for FP8-block: Hopper on)."""
+    run, _ = executable(Precision.of(fmt), gpu)
+    return run.weight.name == fmt and gpu.supports("fp8" if fmt == "fp8_block" else "fp4")
+
+
+def _quantization_readiness(model, shards: dict, gpu: Gpu):
+    """R4: widths the FP4 and FP8-block scale blocks do not divide, of the formats `gpu` runs (runs_format: NVFP4's
+    blocks are no finding on H100, which has no FP4 math), each proposed at the nearest multiple of every block
     and of R2's grid on its GPUs (`shards`: a width R2 checks per GPU), so R2 and R4 propose one width; head dims
     outside the fast attention kernels."""
     out = []
+    blocks = [x for x in SCALE_BLOCKS if runs_format(gpu, x[3])]
     for name, d in _widths(model).items():
-        for block, fmt, sev, _ in SCALE_BLOCKS:
+        for block, fmt, sev, _ in blocks:
             if d % block:
                 pad = math.ceil(d / block) * block
                 # a width the blocks miss is off 128 too: R2's unit is 128, a multiple of every block
@@ -476,7 +591,7 @@ def _quantization_readiness(model, shards: dict):
                 lo = d // step * step
                 to = lo if lo and d - lo <= lo + step - d else lo + step
                 on = f" over {shards[name]} GPUs" if shards.get(name, 1) > 1 else ""
-                out.append(Finding("R4", sev, name, f"{name} {d} is not divisible by {block} ({fmt} scale blocks)",
+                out.append(Finding("R4", sev, name, f"{name} {d} is not divisible by {block} ({fmt} scale blocks, a format {gpu.name} runs)",
                                    100.0 * (pad / d - 1), f"{name} -> {to} (the nearest multiple of {step}: every scale block "
                                    f"and R2's tile grid{on}; or keep this tensor in a wider format)"))
                 break
@@ -516,13 +631,27 @@ def _moe_shape(model, gpu, cal, prec, sh):
     return out
 
 
+def _period(layout: tuple) -> int:
+    """The shortest run of groups whose repeats make `layout` (its length where none does: an irregular stack)."""
+    return next(p for p in range(1, len(layout) + 1) if all(g == layout[k % p] for k, g in enumerate(layout)))
+
+
 def _with_layers(model: ModelSpec, layers: int) -> ModelSpec:
-    """`model` with `layers` layers: its most numerous kind of layer gains or loses the difference, at the end
-    of the stack (the layout, where one is given, keeps every other layer where it was)."""
+    """`model` with `layers` layers. A stack that repeats a pattern (gpt-oss's sliding and full layers in turn) keeps
+    repeating it, cut or extended at the end, so each kind keeps its share and stages keep their mix (36 alternating
+    layers -> 32 alternating, not 14 sliding + 18 full with the last stage all full); else its most numerous kind of
+    layer gains or loses the difference, at the end of the stack (the layout, where one is given, keeps every other
+    layer where it was)."""
+    layout = model.layout
+    if layout and len(layout) == model.num_layers:
+        p = _period(layout)
+        if p < len(layout) and layers >= p:  # a repeated pattern, each of its groups kept
+            new = tuple(layout[k % p] for k in range(layers))
+            groups = tuple((lay, new.count(j)) for j, (lay, _) in enumerate(model.groups))
+            return replace(model, groups=groups, layout=new)
     i = max(range(len(model.groups)), key=lambda j: model.groups[j][1])
     d = layers - model.num_layers
     groups = tuple((lay, n + d if j == i else n) for j, (lay, n) in enumerate(model.groups))
-    layout = model.layout
     if layout and d < 0:
         drop = [k for k, g in enumerate(layout) if g == i][d:]
         layout = tuple(g for k, g in enumerate(layout) if k not in drop)
@@ -541,56 +670,60 @@ def _balanced(model: ModelSpec, pp: int) -> ModelSpec | None:
     return replace(model, layout=stage * pp)
 
 
-def _stage_costs(model, gpu, cal, prec, sh, *, regime, pps, engine) -> list[tuple]:
-    """R6's comparisons, one per PP of `pps` that has one: (cost %, pp, the shape's time, the neighbour's layers,
-    its time, every neighbour priced as (layers, time))."""
+def _stage_costs(model, gpu, cal, prec, base: Plan, *, regime, pps, engine, point) -> list[tuple]:
+    """R6's comparisons, one per PP of `pps` that has one, on the point's plan `base` with that PP: (cost %, pp, the
+    shape's time, the neighbour's layers, its time, every neighbour priced as (layers, time))."""
     L = model.num_layers
     costs = []
     for pp in pps:
         if pp > L:
             continue
-        plan = replace(sh, pp=pp)
+        plan = replace(base, pp=pp)
         even = None if L % pp else _balanced(model, pp)
         if L % pp == 0 and even is None:
             continue  # every stage holds the same layers: nothing to compare
-        t = _time(model, gpu, cal, prec, plan, regime=regime, engine=engine)
+        t = _time(model, gpu, cal, prec, plan, regime=regime, engine=engine, point=point)
         if L % pp:
             # the nearest count PP divides (the cheaper per layer of two as near), compared per layer: the shapes differ in depth
             near = [n for n in (L // pp * pp, (L // pp + 1) * pp) if n >= pp]
-            priced = [(n, _time(_with_layers(model, n), gpu, cal, prec, plan, regime=regime, engine=engine)) for n in near]
+            priced = [(n, _time(_with_layers(model, n), gpu, cal, prec, plan, regime=regime, engine=engine, point=point)) for n in near]
             priced = [(n, x) for n, x in priced if math.isfinite(x)]
             if not (priced and math.isfinite(t)):
                 continue
             n, tn = min(priced, key=lambda x: (abs(x[0] - L), (t / L) / (x[1] / x[0])))
             costs.append((100.0 * ((t / L) / (tn / n) - 1.0), pp, t, n, tn, priced))
         else:
-            tn = _time(even, gpu, cal, prec, plan, regime=regime, engine=engine)
+            tn = _time(even, gpu, cal, prec, plan, regime=regime, engine=engine, point=point)
             if not math.isfinite(t + tn):
                 continue
             costs.append((100.0 * (t / tn - 1.0), pp, t, L, tn, [(L, tn)]))
     return costs
 
 
-def _pipeline_regularity(model, gpu, cal, prec, sh, *, b, regime, gpus, engine):
+def _pipeline_regularity(model, gpu, cal, prec, point, *, b, regime, gpus, engine, sh):
     """R6: a layer count PP does not divide, and kinds of layer stages do not share evenly, priced as `estimate`
-    prices the deployment (the stage split, the slowest stage, the micro-batches): the regime's objective (_time)
-    per layer against the nearest layer count PP divides, or against the same layers balanced per stage."""
+    prices the deployment (the stage split, the slowest stage, the micro-batches) at the operating point with PP 2, 4
+    and 8 (and the point's own) in place of its PP within `gpus`: the regime's objective (_time) per layer against the
+    nearest layer count PP divides, or against the same layers balanced per stage. The spread of layer kinds' times is
+    read at lint's fixed batch `b` on `sh`."""
     out = []
     L = model.num_layers
-    pps = [p for p in (2, 4, 8) if p * int(sh.tp) <= gpus]  # the pipelines the GPU budget holds at lint's TP
-    if not pps:
-        return out
-    costs = _stage_costs(model, gpu, cal, prec, sh, regime=regime, pps=pps, engine=engine)
+    base = point.plan
+    pp0 = int(np.asarray(base.pp))
+    per_stage = int(np.ravel(base.gpus)[0]) // pp0  # the point's GPUs a stage
+    pps = sorted({p for p in (2, 4, 8) if p * per_stage <= gpus} | ({pp0} if pp0 > 1 else set()))
+    costs = _stage_costs(model, gpu, cal, prec, base, regime=regime, pps=pps, engine=engine, point=point) if pps else []
     uneven = [p for p in pps if L % p and p <= L]
     if costs:
         pct, pp, t, n, tn, priced = max(costs, key=lambda c: c[0])
         sizes = "/".join(str(sum(st)) for st in model.stage_counts(pp))
         what = (f"{L} layers do not split evenly over PP {', '.join(map(str, uneven))}" if uneven
                 else f"{L} layers split evenly over PP {', '.join(map(str, pps))} but their kinds do not")
-        at = _at(model, replace(sh, pp=pp), regime)
+        at = point.text(replace(base, pp=pp))
         other = "the same layers balanced per stage" if n == L else f"{n} layers"
         figures = {"pp": pp, "objective": _objective(regime), "time_ms": t * 1e3, "layers": L, "neighbour_layers": n,
-                   "neighbour_time_ms": tn * 1e3, "per_layer": n != L, "time_ms_by_layers": {str(k): x * 1e3 for k, x in priced}}
+                   "neighbour_time_ms": tn * 1e3, "per_layer": n != L, "time_ms_by_layers": {str(k): x * 1e3 for k, x in priced},
+                   "stages": [sum(st) for st in model.stage_counts(pp)], "point": point.to_dict()}
         if round(pct, 1) > 0:
             alts = ", ".join(f"{k} layers {x * 1e3:.3f} ms ({_more_time(100 * (x / t - 1), str(L))})" for k, x in priced if k != L)
             out.append(Finding("R6", "warning" if pct >= 1.0 else "info", "layers",
@@ -599,9 +732,9 @@ def _pipeline_regularity(model, gpu, cal, prec, sh, *, b, regime, gpus, engine):
                                "the slowest stage setting every micro-batch's pace",
                                pct, (f"{alts} at PP{pp}" if n != L else "keep the layer pattern regular per stage"), figures))
         elif uneven:
-            than = f"at {n} layers, which PP{pp} divides" if n != L else other
-            out.append(Finding("R6", "info", "layers", f"{what}; at PP{pp} ({at}) {_objective(regime)} per layer takes {_more_time(pct, than)}",
-                               0.0, "nothing to fix", figures))
+            than = f"at {n} layers ({tn * 1e3:.3f} ms), which PP{pp} divides" if n != L else other
+            out.append(Finding("R6", "info", "layers", f"{what}; at PP{pp} (stages of {sizes} layers; {at}) {_objective(regime)} "
+                               f"{t * 1e3:.3f} ms, per layer {_more_time(pct, than)}", 0.0, "nothing to fix", figures))
     if len(model.groups) > 1:
         times = []
         for layer, n in model.groups:

@@ -477,7 +477,7 @@ def with_energy(model: ModelSpec, cal: Calibration, points: tuple, workload: Wor
 
 def point_breakdown(model: ModelSpec, cal: Calibration, dep: Deployment, concurrency: int, *, isl: int, osl: int,
                     prefix_hit: float = 0.0) -> list[dict]:
-    """Per-operator time (ms per step, one GPU) of a frontier point: one instance of `dep` with
+    """Per-operator time (ms per step, one GPU) of a frontier point and the rest of its TPOT (point_breakdowns): one instance of `dep` with
     `concurrency` requests in flight, `prefix_hit` of each prompt found in the prefix cache (as the search's)."""
     return point_breakdowns(model, cal, [(dep, concurrency)], Workload(isl=isl, osl=osl, prefix_hit=prefix_hit))[0]
 
@@ -485,9 +485,18 @@ def point_breakdown(model: ModelSpec, cal: Calibration, dep: Deployment, concurr
 def point_breakdowns(model: ModelSpec, cal: Calibration, points: list[tuple[Deployment, int]], workload: Workload) -> list[list[dict]]:
     """`point_breakdown` of many (deployment, concurrency) points serving `workload` (a frontier's own,
     its prefix hits with it: Frontier.workload), priced together (_frontier_priced: a frontier's, priced
-    for its energy already, are not priced again)."""
+    for its energy already, are not priced again): the operator rows (op_rows), then the rest of the decode step and of
+    TPOT (serve.estimate.step_rows), each row with `tpot_ms`, its share of TPOT, which they sum to."""
+    from llm_codesign.serve.estimate import step_rows
+
     priced = _frontier_priced(model, cal, tuple((dep, int(c)) for dep, c in points), workload)
-    return [op_rows(g.r["ops"], at=f, n=g.shape, pdl_per_launch=g.pdl) for g, f in priced]
+    out = []
+    for (dep, _), (g, f) in zip(points, priced, strict=True):
+        ops = op_rows(g.r["ops"], at=f, n=g.shape, pdl_per_launch=g.pdl)
+        # the rest of the step and of TPOT, as estimate's breakdown has them (serve.estimate.step_rows): each row's share of TPOT
+        per_token, rest = step_rows(g.r, dep, dep.engine.costs(cal), op_sum=sum(x["time_ms"] for x in ops) / 1e3, at=f, n=g.shape)
+        out.append([x | {"tpot_ms": x["time_ms"] * per_token} for x in ops] + [o.to_dict() for o in rest if o.phase == "decode"])
+    return out
 
 
 def op_rows(ops, prefix: str = "", *, at: int = 0, n: int | tuple = 1, pdl_per_launch: float = 0.0) -> list[dict]:

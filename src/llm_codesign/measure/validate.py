@@ -304,18 +304,47 @@ def predict_serving(rows: list[dict], profile: str | None = None, cal_override=N
         if offline.any():
             _offline_best(objs, a, out=out, offline=offline, lengths=(isl, osl, mnt), sub=sub)
         fits = np.broadcast_to(res["fits"], (len(idx),)) | offline
+        # a deployment that holds no sequence at all (weights, activations and one ISL+OSL sequence over the GPU's memory)
+        # cannot run: estimate refuses it, so it is listed, not scored (a concurrency past what it holds is priced: it queues)
+        holds = (np.broadcast_to(res["max_concurrency"], (len(idx),)) >= 1) | offline
         for j, i in enumerate(idx):
             if code[j] >= 0:
                 why = _sizes_off(a, j, i + 2, model.is_moe) if REASONS[code[j]] == "gpus_mismatch" else reason_text(model, gpu, int(code[j]))
                 unmodeled.append({"row": i, "source": rows[i].get("source", ""), "reason": why})
                 preds[i] = {}
-            elif not np.isfinite(out["output_tok_s_per_gpu"][j]):
-                unmodeled.append({"row": i, "source": rows[i].get("source", ""), "reason": "the model does not fit in this plan's GPU memory"})
+            elif not holds[j] or not np.isfinite(out["output_tok_s_per_gpu"][j]):
+                why = _cannot_run(model, gpu, prec, engine, spec, plan=plan.at(j), num_gpus=int(a["num_gpus"][j]), isl=int(isl[j]),
+                                  osl=int(osl[j]), max_num_tokens=int(mnt[j]), kv_fraction=sets[j].get("kv_fraction"), cal=cal)
+                unmodeled.append({"row": i, "source": rows[i].get("source", ""), "reason": why})
                 preds[i] = {}
             else:
                 preds[i] = {k: float(out[k][j]) for k in METRICS}
                 preds[i]["fits"] = bool(fits[j])
     return preds, unmodeled
+
+
+def _cannot_run(model, gpu, prec, engine, spec, *, plan: Plan, num_gpus: int, isl: int, osl: int, max_num_tokens: int, kv_fraction,
+                cal) -> str:
+    """Why a row's deployment cannot run, in estimate's words (serve.estimate._refuse_unfit: what one sequence needs per
+    GPU against what the engine leaves, and what to change), as `estimate` refuses the same deployment; its generic
+    line where estimate prices it after all (a file's scheduler flags it does not take)."""
+    from llm_codesign.serve.estimate import estimate
+    from llm_codesign.spec.plan import Workload
+
+    # once per deployment and lengths: a memory fit, which no calibration moves (calibrate re-prices the rows every pass)
+    key = (model.name, gpu.id, prec, engine.name, spec, tuple(int(x) for x in plan.sizes), num_gpus, isl, osl, max_num_tokens, kv_fraction)
+    if key not in _CANNOT_RUN:
+        _CANNOT_RUN[key] = "the model and one sequence do not fit in this plan's GPU memory"
+        try:
+            dep = Deployment(gpu=gpu, num_gpus=num_gpus, plan=plan, precision=prec, backend=engine.name, spec=spec,
+                             max_num_tokens=max_num_tokens, kv_fraction=kv_fraction)
+            estimate(model, dep, Workload(isl=isl, osl=osl, concurrency=1), calibration=cal)
+        except InputError as e:
+            _CANNOT_RUN[key] = f"{e.value} cannot run: {e.valid}"
+    return _CANNOT_RUN[key]
+
+
+_CANNOT_RUN: dict[tuple, str] = {}
 
 
 def _sizes_off(a: dict, j: int, line: int, is_moe: bool) -> str:
@@ -395,11 +424,26 @@ def serving_report(rows: list[dict], preds: list[dict], unmodeled: list[dict]) -
 
     idx = list(range(len(rows)))
     rep = {"rows": len(rows), "modeled": len(rows) - len(unmodeled), "overall": stats(idx), "by": {}}
+    names: dict[tuple[str, str], str] = {}
+
+    def resolved(key: str, text: str) -> str:
+        """A priced row's model, GPU and engine by what they resolve to ("meta-llama/Llama-3.1-70B" and "llama-3.1-70b" are
+        one model, as predict_serving priced them), once per name."""
+        if (key, text) not in names:
+            get = {"model": lambda x: get_model(x).name, "gpu": lambda x: get_gpu(x).id, "backend": lambda x: get_engine(x or "trtllm").name}
+            try:
+                names[key, text] = get[key](text)
+            except (InputError, KeyError, ValueError):
+                names[key, text] = text
+        return names[key, text]
+
     def group(r: dict, key: str) -> str:
         if key == "concurrency":
             return concurrency_band(r)
         if key == "lengths":  # the workload shape, ISL/OSL as priced: some miss by it (docs/accuracy.md, known limits)
             return f"{_int(r, 'isl')}/{_int(r, 'osl')}"
+        if key in ("model", "gpu", "backend"):
+            return resolved(key, (r.get(key) or "").strip())
         return r.get(key, "")
 
     for key in ("gpu", "weight_dtype", "model", "backend", "concurrency", "lengths"):

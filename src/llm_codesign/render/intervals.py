@@ -31,6 +31,12 @@ def _duration(ms: float, metric: str = "ttft_ms", value: bool = False) -> tuple[
     return (f"{h:.1f}" if h < 100 else f"{h:.0f}"), "h"
 
 
+def table_time(ms: float, digits: int = 1) -> str:
+    """A time in a table whose header says ms: the bare figure to `digits` below 10 s, else with its unit in s or h as
+    _duration writes it ('13.4 s', '3.7 h'; disagg's table, and the web page's, app.js tableTime)."""
+    return f"{ms:.{digits}f}" if ms < 10_000 else " ".join(_duration(ms, value=True))
+
+
 def duration(ms: float, metric: str = "ttft_ms") -> str:
     """'27.6 ms', '13.4 s', '3.7 h': a prediction's time for a human table (--json keeps ms)."""
     return " ".join(_duration(ms, metric, value=True))
@@ -90,13 +96,37 @@ def basis_rows(bands: dict, values: dict | None = None) -> list[tuple[str, str]]
         reasons += [x for x in b["widened"] if x not in reasons]
     one = len(sources) == 1
     centred = any(m in (values or {}) and off_centre(b, values[m]) for m, b in bands.items())
-    caps = [f"{LABELS[m]} {'from' if m == 'tpot_ms' else 'at'} {_fmt(m)(b['capped'])}{UNITS[m]}"
-            for m, b in bands.items() if b.get("capped") is not None]
+    caps = capped_bounds(bands)
     return ([("interval basis" if one else f"basis: {', '.join(ms)}", src) for src, ms in sources.items()]
             + ([("centred on", CENTRE)] if centred else [])
-            + ([("bounds capped", f"{', '.join(caps)}: what the GPUs allow at the batch that runs (the weights a step "
-                 "reads over HBM bandwidth, or its FLOPs at peak)")] if caps else [])
+            + ([("bounds capped", f"{', '.join(caps)}: {CAPPED_TEXT}")] if caps else [])
             + [("beyond the runs", f"[yellow]{x}[/yellow]") for x in reasons])
+
+
+# why a band stops short of its width (measure.intervals.capped at cost.roofline.ideal_step): estimate's row, and the
+# footnote of every other table that prints a capped bound (capped_footnote)
+CAPPED_TEXT = ("what the GPUs allow at the batch that runs (the weights a step reads over HBM bandwidth, or its FLOPs at "
+               "peak)")
+
+
+def capped_bounds(bands: dict, metrics=None, levels=("80", "95")) -> list[str]:
+    """'tok/s/GPU at 50219', 'TPOT from 4.48 ms': each band of `bands` (of `metrics`, default all) whose bounds at
+    `levels` (those printed) stop at the ideal step (its "capped" bound, measure.intervals.capped, which sets them to it)."""
+    from llm_codesign.measure.intervals import LABELS
+
+    def stops(b):
+        return b.get("capped") is not None and any(b[f"{e}{lvl}"] == b["capped"] for e in ("lo", "hi") for lvl in levels)
+
+    return [f"{LABELS[m]} {'from' if m == 'tpot_ms' else 'at'} {_fmt(m)(b['capped'])}{UNITS[m]}"
+            for m, b in (bands or {}).items() if (metrics is None or m in metrics) and stops(b)]
+
+
+def capped_footnote(shown: list[tuple[str, dict | None]], metrics=None, levels=("80",)) -> str:
+    """A table's line on the bounds it prints that stop at the ideal step, as estimate's "bounds capped" row says them:
+    `shown`, (where: a row's or an end's name, "" for none; its bands) for each printed band, `metrics` and `levels`
+    those printed (compare, pareto and export print the 80% interval). "" where none is capped."""
+    caps = [f"{c} ({where})" if where else c for where, b in shown for c in capped_bounds(b, metrics, levels)]
+    return f"bounds capped: {', '.join(dict.fromkeys(caps))}: {CAPPED_TEXT}." if caps else ""
 
 
 def merged(reasons: list) -> list:

@@ -15,7 +15,7 @@ from pathlib import Path
 from llm_codesign.errors import InputError
 from llm_codesign.explore.frontier import point_row
 from llm_codesign.render.accuracy import accuracy_said
-from llm_codesign.render.intervals import frontier_reasons
+from llm_codesign.render.intervals import CAPPED_TEXT, capped_bounds, frontier_reasons
 from llm_codesign.render.plot import (
     PALETTE,
     Drawing,
@@ -113,7 +113,15 @@ def report_data(results: list[dict], breakdowns: dict) -> dict:
                     "cloud": {k: _compact(r["cloud"][k]) for k in ("tok_s_per_user", "output_tok_s_per_gpu")},
                     "bound": None if not rb else {"label": bound_label(r, results),
                                                   **{k: _compact(rb[k]) for k in ("tok_s_per_user", "output_tok_s_per_gpu")}}})
-    return {"results": out, "breakdowns": breakdowns, "limits": {"x": [x0, x1], "y": [y0, y1]}}
+    # what each row beyond the operators is (explore.search.point_breakdowns' `what`), once for all points, a row keeping
+    # its own only where it differs (the running sequences it counts)
+    said: dict[str, str] = {}
+    for rows in breakdowns.values():
+        for o in rows:
+            if o.get("what"):
+                said.setdefault(o["name"], o["what"])
+    slim = {k: [{f: v for f, v in o.items() if f != "what" or v != said.get(o["name"])} for o in rows] for k, rows in breakdowns.items()}
+    return {"results": out, "breakdowns": slim, "parts": said, "limits": {"x": [x0, x1], "y": [y0, y1]}}
 
 
 # The report's script: a log-log SVG plot drawn from the embedded data (no plotting library: plotly.js
@@ -255,10 +263,12 @@ function show(i, j) {
   const box = document.getElementById('breakdown');
   box.replaceChildren(E('p', `${r.label}, point ${j + 1}: ` + describe(p).join('; ')));
   if (!b.length) { E('p', 'no per-operator breakdown was written for this point', box, 'hint'); return; }
-  const t = table(['operator', 'kind', 'ms per step', 'share']), total = b.reduce((a, o) => a + o.time_ms, 0);
-  for (const o of b) { const tr = t.tBodies[0].insertRow(); [o.name, o.kind, o.time_ms.toFixed(4), (100 * o.time_ms / total).toFixed(1) + '%'].forEach((x) => cell(tr, 'td', x)); }
+  // the rows' shares of TPOT sum to it (explore/search.py point_breakdowns); what a row beyond the operators is, beneath
+  const t = table(['part', 'kind', 'ms per step', 'ms of TPOT', 'share']), total = b.reduce((a, o) => a + o.tpot_ms, 0);
+  for (const o of b) { const tr = t.tBodies[0].insertRow(); [o.name, o.kind, o.time_ms.toFixed(4), o.tpot_ms.toFixed(4), (100 * o.tpot_ms / total).toFixed(1) + '%'].forEach((x) => cell(tr, 'td', x)); }
   t.id = 'breakdown-table';
   box.appendChild(t);
+  for (const o of b) if (o.what || D.parts[o.name]) E('p', `${o.name}: ${o.what || D.parts[o.name]}.`, box, 'hint');
 }
 const T = table(['model', 'GPU', 'tok/s/user', 'tok/s/GPU', 'TTFT ms', 'TPOT ms', 'plan', 'instances', 'GPUs each', 'batch',
                  'weights', 'activations', 'KV cache', 'speculation', 'accuracy', 'tok/s/GPU 80%']);
@@ -274,7 +284,8 @@ D.results.forEach((r, i) => r.frontier.forEach((p, j) => {
   const g = p.intervals && p.intervals.output_tok_s_per_gpu;
   [r.model, r.gpu, p.tok_s_per_user.toFixed(1), p.output_tok_s_per_gpu.toFixed(0), p.ttft_ms.toFixed(0), p.tpot_ms.toFixed(2), d.plan,
    d.replicas, d.instance_gpus, d.concurrency_per_instance, d.weight_dtype, d.activation_dtype, d.kv_dtype,
-   d.spec ? `${d.spec} k=${d.draft_len}` : 'none', p.accuracy ? p.accuracy.short : 'none', g ? `${g.lo80.toFixed(0)}-${g.hi80.toFixed(0)}` : '-']
+   d.spec ? `${d.spec} k=${d.draft_len}` : 'none', p.accuracy ? p.accuracy.short : 'none',
+   g ? `${g.lo80.toFixed(0)}-${g.hi80.toFixed(0)}${g.hi80 === g.capped || g.lo80 === g.capped ? '*' : ''}` : '-']
     .forEach((x) => cell(tr, 'td', x));
 }));
 document.getElementById('table').appendChild(T);
@@ -298,9 +309,12 @@ def basis_text(r: dict) -> str:
              for p in fr for d in (p["deployment"],)}
     src = dict.fromkeys(p["intervals"]["output_tok_s_per_gpu"]["source"] for p in fr if "output_tok_s_per_gpu" in (p.get("intervals") or {}))
     why = frontier_reasons(fr)
+    # the table's 80% bounds that stop at the ideal step (marked *), as the CLI's tables say them (capped_footnote)
+    caps = sum(bool(capped_bounds(p.get("intervals"), ("output_tok_s_per_gpu",), ("80",))) for p in fr)
     return (f"{series_label(r, many=True)}: {'; '.join(f'{k}, accuracy {v}' for k, v in precs.items())}."
             + (f" tok/s/GPU intervals: {'; '.join(f'from {x}' for x in src)}." if src else "")
-            + (f" Widened: {'; '.join(why)}." if why else ""))
+            + (f" Widened: {'; '.join(why)}." if why else "")
+            + (f" Bounds capped: the 80% tok/s/GPU bound of {caps} point{'s' if caps != 1 else ''} (marked *): {CAPPED_TEXT}." if caps else ""))
 
 
 def engines_text(results: list[dict]) -> str:

@@ -125,16 +125,43 @@ def _reused(price, *, what: tuple, model: ModelSpec, gpu: Gpu, prec: Precision, 
     return memo.get(key, price)
 
 
+class StepParts(NamedTuple):
+    """One pipeline stage's decode step as its time is summed (seconds, arrays over the deployments): the kernels, the
+    engine's host cost per step (step_overhead_s) and per running sequence (seq_overhead_s x b), the draft passes' share of
+    the stage (t_draft / pp) and the host launches of a batch above the largest captured CUDA graph (_eager_decode). What
+    decode_step returns and an estimate's breakdown prints (serve.estimate.step_rows) are the same sum."""
+    kernels: object
+    host_step: object
+    host_seq: object
+    draft: object = 0.0
+    eager: object = 0.0
+
+    @property
+    def stage(self):
+        # in this order: the sum decode_step and evaluate made before the parts were kept (the same values bit for bit)
+        return self.kernels + self.host_step + self.host_seq + self.draft + self.eager
+
+
 def decode_step(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, costs: EngineCosts, b, ctx, k, spec):
     """One pipeline stage's decode-only step for `b` sequences at context `ctx` verifying k drafts:
     kernels (priced with costs.cal, the engine's in-step calibration), the engine's host cost per step
     and per running sequence, and the draft passes' share. Returns (stage time, draft time, operators)."""
+    parts, t_draft, ops = decode_step_parts(model, gpu, prec, sh, costs=costs, b=b, ctx=ctx, k=k, spec=spec)
+    return parts.stage, t_draft, ops
+
+
+def decode_step_parts(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, costs: EngineCosts, b, ctx, k, spec):
+    """decode_step's (StepParts, draft time, operators): its stage time's parts, which it sums."""
     t_kernels, t_draft, ops = _reused(lambda: _decode_kernels(model, gpu, prec, sh, costs=costs, b=b, ctx=ctx, k=k, spec=spec),
                                       what=("decode", spec), model=model, gpu=gpu, prec=prec, sh=sh, costs=costs, arrays=(b, ctx, k))
-    t_stage = t_kernels + costs.step_overhead + costs.seq_overhead * b
-    if spec is not None:
-        t_stage = t_stage + t_draft / np.asarray(sh.pp, float)
-    return t_stage, t_draft, ops
+    draft = 0.0 if spec is None else t_draft / np.asarray(sh.pp, float)
+    return StepParts(t_kernels, costs.step_overhead, costs.seq_overhead * b, draft), t_draft, ops
+
+
+def _decode_stage(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, costs: EngineCosts, b, ctx, k, spec, flags: SchedulerFlags):
+    """evaluate's decode step: decode_step_parts with the host launches of a batch above the largest captured CUDA graph."""
+    parts, t_draft, ops = decode_step_parts(model, gpu, prec, sh, costs=costs, b=b, ctx=ctx, k=k, spec=spec)
+    return parts._replace(eager=_eager_decode(ops, b, flags, costs, stage_ranks(sh))), t_draft, ops
 
 
 def _decode_kernels(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, costs: EngineCosts, b, ctx, k, spec):
@@ -251,6 +278,30 @@ def prefill_step(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, costs
     lone request, a disaggregated prefill server between requests), where no earlier step's execution hides the host's
     dispatch of its launches (what an overlap scheduler does under load): the kernels and eager launches take at least
     n x idle_launch_s (EngineCosts.idle_launch; docs/modelling-notes.md#hostp-idle-prefill)."""
+    return prefill_step_parts(model, gpu, prec, sh, costs=costs, tokens=tokens, isl=isl, chunk=chunk, dec_seqs=dec_seqs, dec_ctx=dec_ctx,
+                              cached=cached, k=k, spec=spec, idle=idle).step
+
+
+class PrefillParts(NamedTuple):
+    """One pipeline stage's step carrying prefill as prefill_step sums it (seconds, arrays over the deployments): the kernels,
+    the host's cost per step and per running sequence, the eager launches, what an idle engine's dispatch adds beyond
+    them, the draft passes of the decodes beside (their share of the stage)."""
+    kernels: object
+    host_step: object
+    host_seq: object
+    eager: object
+    idle: object = 0.0
+    draft: object = 0.0
+
+    @property
+    def step(self):
+        # in this order: prefill_step's sum before its parts were kept (the same values bit for bit)
+        return self.kernels + self.host_step + self.host_seq + self.eager + self.idle + self.draft
+
+
+def prefill_step_parts(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, costs: EngineCosts, tokens, isl, chunk,
+                       dec_seqs=0.0, dec_ctx=0.0, cached=0.0, k=0.0, spec: SpecDecoding | None = None, idle: bool = False) -> PrefillParts:
+    """prefill_step's time in its parts (PrefillParts), which it sums."""
     b = prefill_batch(tokens=tokens, isl=isl, chunk=chunk, dec_seqs=dec_seqs, dec_ctx=dec_ctx, cached=cached, k=k)
 
     def kernels():
@@ -261,18 +312,18 @@ def prefill_step(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, costs
     t_kernels, n = _reused(kernels, what=("prefill",), model=model, gpu=gpu, prec=prec, sh=sh, costs=costs,
                            arrays=(b.pf_tokens, b.pf_seqs, b.pf_ctx, b.dec_seqs, b.dec_ctx, b.dec_tokens_per_seq))
     eager = costs.eager_per_launch(stage_ranks(sh)) * n
-    t = t_kernels + costs.step_overhead + costs.seq_overhead * (b.pf_seqs + dec_seqs) + eager
+    parts = PrefillParts(t_kernels, costs.step_overhead, costs.seq_overhead * (b.pf_seqs + dec_seqs), eager)
     if idle and costs.idle_launch:  # launches are asynchronous: the GPU waits on the host's dispatch where that is the longer
-        t = t + np.maximum(costs.idle_launch * n - (t_kernels + eager), 0.0)
+        parts = parts._replace(idle=np.maximum(costs.idle_launch * n - (t_kernels + eager), 0.0))
     decoding = np.asarray(dec_seqs) > 0
     if spec is None or not np.any(decoding):
-        return t
+        return parts
     # the step's decodes draft their next tokens as a decode step's do (vLLM runs its drafter on every step,
     # v1/spec_decode/eagle.py:384-560@0.19.0); its first pass over the prompt tokens too is not priced
     # (docs/modelling-notes.md#speculative-mixed-step)
     t_draft = _reused(lambda: _draft_passes(model, gpu, prec, sh, costs=costs, b=dec_seqs, ctx=dec_ctx, k=k, spec=spec),
                       what=("draft", spec), model=model, gpu=gpu, prec=prec, sh=sh, costs=costs, arrays=(dec_seqs, dec_ctx, k))
-    return t + np.where(decoding, t_draft, 0.0) / np.asarray(sh.pp, float)
+    return parts._replace(draft=np.where(decoding, t_draft, 0.0) / np.asarray(sh.pp, float))
 
 
 
@@ -372,8 +423,8 @@ def evaluate(model: ModelSpec, at: Serving, *, cal: Calibration, concurrency, is
     r = _Rank(isl, osl, new, cached, mnt, k, running, pp, np.asarray(at.cpp) | (running >= pp), (engine, fl), C <= 1.0)
     wave_tok, t_wave_step, pf_span = _prefill_wave(model, gpu, prec, sh, r=r, costs=costs, arrival=arrival)
     # decode phase: every sequence of the micro-batch generates (k+1 verified tokens per step)
-    t_stage, t_draft, ops = decode_step(model, gpu, prec, sh, costs=costs, b=running / pp, ctx=isl + osl / 2.0, k=k, spec=spec)
-    t_stage = t_stage + _eager_decode(ops, running / pp, fl, costs, stage_ranks(sh))
+    parts, t_draft, ops = _decode_stage(model, gpu, prec, sh, costs=costs, b=running / pp, ctx=isl + osl / 2.0, k=k, spec=spec, flags=fl)
+    t_stage = parts.stage
     ops, t_iter = ops if with_ops else None, pp * t_stage  # a search's chunk: the step's operators need not outlive their price
     # a new request first waits for decode iterations: the running one's rest as its arrival sets it (a closed loop's
     # whole step, a burst's none), the one an overlap scheduler queued ahead (EngineCosts.wait_steps), the attention-DP
@@ -383,12 +434,11 @@ def evaluate(model: ModelSpec, at: Serving, *, cal: Calibration, concurrency, is
     request = partial(_request_times, model, gpu, prec, sh, r=r, costs=costs, arrival=arrival,
                       steps=(t_stage, acc, time_share, t_wait), wave=(wave_tok, t_wave_step, pf_span), spec=spec)
     # a closed loop's cohort from the slot cycle its throughput uses, in its steps; offline, both take the wave's life (_cohort)
-    q, t_pf_stage, ttft, tpot, life = request(q=_closed_loop_cohort(request, r.running, osl, t_iter=t_iter, window=np.maximum(
+    q, t_pf_stage, ttft, tpot, life, said = request(q=_closed_loop_cohort(request, r.running, osl, t_iter=t_iter, window=np.maximum(
         fl.recv_interval, 1.0), per_step=np.where(mix, acc / np.maximum(time_share, 1e-30), 0.0)) if arrival == "closed_loop" and not offline else None)
-    # requests beyond what the engine admits wait for whole waves
-    waves_ahead = np.maximum(c_rank / np.maximum(admitted, 1.0) - 1.0, 0.0)
     life = life if offline or arrival == "burst" else _slot_cycle(ttft, tpot, osl)
-    ttft = ttft + waves_ahead * life
+    queued = np.maximum(c_rank / np.maximum(admitted, 1.0) - 1.0, 0.0) * life  # beyond what the engine admits: whole waves
+    ttft = ttft + queued
     # requests served over the ranks: all C unless every rank is full (busiest-rank counts over-count where adp does not divide C)
     served = np.minimum(C, admitted * adp)
     out_per_gpu = served * osl / life / gpus
@@ -403,8 +453,9 @@ def evaluate(model: ModelSpec, at: Serving, *, cal: Calibration, concurrency, is
         # (spec.plan.check_step_budget), a search's plan that does so does not fit
         "fits": (mem["free_for_kv"] > 0) & (c_rank <= cap) & (mnt >= 1),
     }
-    if with_ops:
-        res |= _phase_parts(model, gpu, prec, sh, costs=costs, r=r, steps=(wave_tok, t_wave_step, t_stage, t_draft, ops), share=pf_span / life)
+    if with_ops:  # and the sums TTFT and TPOT were made of, as made (serve.estimate.step_rows, a breakdown's rows)
+        res |= _phase_parts(model, gpu, prec, sh, costs=costs, r=r, steps=(wave_tok, t_wave_step, t_stage, t_draft, ops), share=pf_span / life) | {
+            "step_parts": parts, "time_parts": said | {"pp": pp, "accepted": acc, "time_share": time_share, "slot_queue": queued, "batch": running / pp}}
     return res
 
 
@@ -550,7 +601,7 @@ def _eager_decode(ops, batch, fl: SchedulerFlags, costs: EngineCosts, ranks):
 
 def _request_times(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, r: _Rank, costs: EngineCosts, arrival: str, steps, wave,
                    spec: SpecDecoding | None = None, q=None):
-    """A request's (q, prefill step, first token, TPOT, life): its prefill (its step, and the steps' span before its
+    """A request's (q, prefill step, first token, TPOT, life, the parts they sum): its prefill (its step, and the steps' span before its
     first token, _own_prefill, after `steps`' wait in decode iterations and its front end's work) and decode (TPOT and
     life, _decode_times) as the harness delivers it: its `arrival` pattern, and the rank's engine and SchedulerFlags
     (_Rank.scheduler), whether the engine mixes prefill chunks into decodes (mixes); `spec`, the speculation its decodes run in
@@ -559,11 +610,11 @@ def _request_times(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, r: 
     t_stage, acc, time_share, t_wait = steps
     t_iter = r.pp * t_stage
     mix = mixes(engine, fl, r.k)
-    q, t_pf_stage, span, t_req_pf, rest = _own_prefill(model, gpu, prec, sh, r=r, costs=costs, n_span=np.maximum(wave[2] / t_iter, 1.0),
+    q, t_pf_stage, span, t_req_pf, rest, parts = _own_prefill(model, gpu, prec, sh, r=r, costs=costs, n_span=np.maximum(wave[2] / t_iter, 1.0),
                                                        arrival=arrival, window=np.maximum(fl.recv_interval, 1.0), acc=acc, mixes=mix,
                                                        t_stage=t_stage, wave=wave[:2], rounds=fl.rounds, spec=spec, q=q)
-    tpot, life = _decode_times(r, q=q, t_stage=t_stage, t_iter=t_iter / acc, time_share=time_share, wave=wave, t_req_pf=t_req_pf, mixes=mix,
-                               rest=rest)
+    tpot, life, others = _decode_times(r, q=q, t_stage=t_stage, t_iter=t_iter / acc, time_share=time_share, wave=wave, t_req_pf=t_req_pf,
+                                       mixes=mix, rest=rest)
     # the per-request work outside the steps, paid (q + 1) / 2 times as if the q requests arriving together were served
     # one at a time (SGLang's server tokenises in one process, sglang 0.5.12 server_args.py:372, tokenizer_manager.py:708;
     # SGLang's fitted 60 ms is not that: the clean sample's workers skip it, ai-dynamo 0.9.0 dynamo/sglang/args.py:525-534,
@@ -577,7 +628,12 @@ def _request_times(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, r: 
     front = costs.ttft_overhead * (q + 1.0) / 2.0
     slack = (costs.phase_steps(arrival, fl.rounds) + (np.maximum(fl.recv_interval, 1.0) - 1.0) / 2.0) * t_iter
     before = front_end_wait(t_wait, front, slack=slack, overlaps=cost_overlaps(engine, arrival))
-    return q, t_pf_stage, span + before, tpot, life
+    # what the first token and TPOT sum, kept for a breakdown (evaluate's time_parts): the wait in decode steps, the front
+    # end's work beyond what hides under it, the prefill steps' span; a token's share of the others' prompt steps and of
+    # its cohort's prompts behind its own
+    said = parts | {"prefill_span": span, "wait": t_wait + 0.0 * span, "front_end": before - t_wait, "prompt_stall": others[0],
+                    "cohort_stall": others[1]}
+    return q, t_pf_stage, span + before, tpot, life, said
 
 
 def cost_overlaps(engine: Engine, arrival: str) -> bool:
@@ -737,7 +793,7 @@ def _closed_loop_cohort(request, running, osl, *, t_iter, window, per_step):
     lo, hi = np.ones(np.shape(running)), np.maximum(running, 1.0)
     for _ in range(COHORT_PASSES):
         mid = np.sqrt(lo * hi)
-        _, _, ttft, tpot, _ = request(q=mid)
+        ttft, tpot = request(q=mid)[2:4]
         step = np.where(per_step > 0, np.maximum(tpot * per_step, t_iter), t_iter)
         up = closed_loop_batch(running, life=_slot_cycle(ttft, tpot, osl) / step, window=window) > mid
         lo, hi = np.where(up, mid, lo), np.where(up, hi, mid)
@@ -791,7 +847,7 @@ def _own_prefill(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, r: _R
                  mixes, t_stage, wave, rounds, spec: SpecDecoding | None = None, q=None):
     """A request's prefill: (q, the step's time, the steps' span over the pipeline before its first
     token, the time one request's prefill adds to the steps of the requests decoding, the time it waits
-    after its first token for the rest of its cohort's prefill). Its chunks share steps with the prefills
+    after its first token for the rest of its cohort's prefill, the span's parts). Its chunks share steps with the prefills
     of the q - 1 requests arriving with it (`q` where the caller sized it, else _cohort), served first come first served in steps of
     min(budget, q x new) tokens: one step where they fit, else until the end of the step its prompt ends in
     (_steps_to_first_token). Steps count fractionally: a partial chunk costs its share of a full one. An engine that mixes
@@ -811,12 +867,13 @@ def _own_prefill(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, r: _R
     step_tok = beside(dec)
     pf_step_tok = np.minimum(step_tok, q * r.new)
     n_pf = _steps_to_first_token(q, r.new, pf_step_tok)
-    t_pf_stage = prefill_step(model, gpu, prec, sh, costs=costs, tokens=pf_step_tok, isl=r.new, chunk=np.minimum(r.new, step_tok),
-                              dec_seqs=dec, dec_ctx=r.isl + r.osl / 2.0, cached=r.cached, k=r.k, spec=spec)
+    pf = prefill_step_parts(model, gpu, prec, sh, costs=costs, tokens=pf_step_tok, isl=r.new, chunk=np.minimum(r.new, step_tok),
+                            dec_seqs=dec, dec_ctx=r.isl + r.osl / 2.0, cached=r.cached, k=r.k, spec=spec)
+    t_pf_stage = pf.step
 
-    span = _over_pipeline(r, n_pf) * t_pf_stage
+    own = _over_pipeline(r, n_pf)  # its own steps' stage times
     # a burst's wave pays its idle first step for every request of it (_wave_idle)
-    span = span + _wave_idle(model, gpu, prec, sh, r=r, costs=costs, arrival=arrival, wave=wave)
+    idle = _wave_idle(model, gpu, prec, sh, r=r, costs=costs, arrival=arrival, wave=wave)
     lone = np.asarray(r.alone, bool) & (arrival != "burst")
     if costs.idle_launch and np.any(lone):
         # a lone request (one in flight on the whole engine: under attention DP the other ranks' decodes keep it busy) finds
@@ -825,11 +882,13 @@ def _own_prefill(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, r: _R
         # before, as under load (docs/modelling-notes.md#hostp-idle-prefill, #revfix7-idle)
         extra = idle_extra(model, gpu, prec, sh, costs=costs, pp=r.pp, t_busy=t_pf_stage, tokens=pf_step_tok, isl=r.new,
                            chunk=np.minimum(r.new, step_tok), dec_seqs=dec, dec_ctx=r.isl + r.osl / 2.0, cached=r.cached, k=r.k, spec=spec)
-        span = span + np.where(lone, extra, 0.0)
+        idle = idle + np.where(lone, extra, 0.0)  # (a burst's wave idle, else 0: the one of the two that is paid)
+    span = own * t_pf_stage + idle
     # after its first token a request of a cohort prefilled on its own waits for the cohort's prompts behind it: the
     # steps after its own, through the pipeline as the cohort's steps stream (one stage time each where they stream)
     whole = np.maximum(q * r.new / np.maximum(pf_step_tok, 1.0), n_pf)
     rest = np.where(mixes, 0.0, (_over_pipeline(r, whole) - _over_pipeline(r, n_pf)) * t_pf_stage)
+    burst = 0.0
     if arrival == "waves":
         # the first wave: all running requests at once, prefilled at the wave's step (every one of them, no decode
         # beside), each behind the (running + 1) / 2 prompts ahead of it on average; 1 / rounds of the requests
@@ -838,14 +897,23 @@ def _own_prefill(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, r: _R
         first = 1.0 / np.maximum(rounds, 1.0)
         span = (1.0 - first) * span + first * _over_pipeline(r, n_burst) * t_wave_step
         q = (1.0 - first) * q + first * np.maximum(r.running, 1.0)
+        own, idle, burst = (1.0 - first) * own, (1.0 - first) * idle, first * _over_pipeline(r, n_burst) * t_wave_step
     # what one request's prefill adds to the others' decode (closed loop: its own batch's step, less the decode
     # step it stands in for where the engine mixes; otherwise the wave's step, _decode_times)
     t_req_pf = (np.maximum(t_pf_stage - np.where(mixes, t_stage, 0.0), 0.0) * r.new / np.maximum(pf_step_tok, 1.0)) if closed else None
-    return q, t_pf_stage, span, t_req_pf, rest
+    return q, t_pf_stage, span, t_req_pf, rest, _span_parts(pf, own=own, idle=idle, burst=burst, span=span)
+
+
+def _span_parts(pf: PrefillParts, *, own, idle, burst, span) -> dict:
+    """A first token's prefill span in its parts (evaluate's time_parts; they sum to `span`): its `own` steps' kernels, host
+    (step and per sequence), eager launches and the decodes' drafts beside, what an idle engine's dispatch adds, the first
+    wave's steps (`burst`)."""
+    return {"prefill_kernels": own * pf.kernels, "prefill_host": own * (pf.host_step + pf.host_seq), "prefill_eager": own * pf.eager,
+            "prefill_draft": own * pf.draft, "prefill_idle": idle + 0.0 * span, "first_wave": burst + 0.0 * span}
 
 
 def _decode_times(r: _Rank, *, q, t_stage, t_iter, time_share, wave, t_req_pf=None, mixes=True, rest=0.0) -> tuple:
-    """(TPOT, a request's life: its wave's prefill span and its decode), `t_iter` the decode
+    """(TPOT, a request's life: its wave's prefill span and its decode, the stall's (prompts, cohort) parts per token), `t_iter` the decode
     iteration per accepted token. The running - q requests that arrive out of step put their prefill
     chunks into this request's decode steps, spread over its OSL - 1 steps. A step mixing a chunk
     into the decodes reads the weights once, so each chunk step lengthens the decode step only by
@@ -856,7 +924,9 @@ def _decode_times(r: _Rank, *, q, t_stage, t_iter, time_share, wave, t_req_pf=No
     if t_req_pf is None:
         t_req_pf = r.new / np.maximum(wave_tok, 1.0) * np.maximum(t_wave_step - np.where(mixes, t_stage, 0.0), 0.0)
     stall = (np.maximum(r.running - q, 0.0) * t_req_pf + rest) / np.maximum(r.osl - 1.0, 1.0)
-    return (t_iter + stall) * time_share, pf_span + np.maximum(r.osl - 1.0, 0.0) * t_iter * time_share
+    # the stall's two parts, the others' prompt chunks and the cohort's prompts behind (a breakdown's rows; the sum as before)
+    prompts = np.maximum(r.running - q, 0.0) * t_req_pf / np.maximum(r.osl - 1.0, 1.0)
+    return (t_iter + stall) * time_share, pf_span + np.maximum(r.osl - 1.0, 0.0) * t_iter * time_share, (prompts, stall - prompts)
 
 
 def _memory_metrics(mem: dict, running) -> dict:

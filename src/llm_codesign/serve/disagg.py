@@ -162,7 +162,8 @@ def decode_pool(model: ModelSpec, gpu: Gpu, prec: Precision, plan: Plan, *, cost
     held = np.where(mem["max_seqs_per_rank"] >= 1, np.minimum(mem["max_seqs_per_rank"], costs.engine.budget_batch(mnt, k, pp)),
                     mem["max_seqs_per_rank"])
     return {"tpot": pp * t_stage / acc, "t_stage": t_stage, "t_draft": t_draft, "acc": acc,
-            "fits": (mem["free_for_kv"] > 0) & (c_rank <= held), "max_per_instance": held * adp}
+            "fits": (mem["free_for_kv"] > 0) & (c_rank <= held), "max_per_instance": held * adp,
+            "kv_per_instance": mem["max_seqs_per_rank"] * adp}
 
 
 def kv_hand_off(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, isl, *, prefill_gpus, total_gpus,
@@ -426,12 +427,10 @@ def evaluate_disagg(model: ModelSpec, prefill: Deployment, decode: Deployment, *
     pool = dict(costs=dcost, isl=isl, osl=osl, spec=decode.spec, spec_k=spec_k, max_num_tokens=decode.max_num_tokens,
                 kv_fraction=decode.kv_fraction)
     d = decode_pool(model, dg, decode.precision, decode_plan, per_instance=C / n_d, **pool)
-    # the decode pool's slots: what its KV cache holds (as the engine reserves it, Engine.kv_budget) and its step budget
-    # schedules (decode_pool), and the engine's batch limit where given; a pool that holds no sequence keeps C (fits False)
-    per_rank = np.where(d["max_per_instance"] >= 1, d["max_per_instance"], np.inf) / np.asarray(decode_plan.arrays()[4], float)
-    if decode_max_batch is not None:
-        per_rank = np.minimum(per_rank, np.asarray(decode_max_batch, float))
-    slots = n_d * np.asarray(decode_plan.arrays()[4], float) * per_rank
+    slots, held = _decode_slots(d, decode_plan, n_d, decode_max_batch)
+    # estimate's rule (serve.aggregated.evaluate: fits = concurrency <= what runs at once): a load past the slots is priced,
+    # its surplus waiting for a slot (decode_slot_wait_s), and does not fit; read before the pool is re-priced at its slots
+    fits, kv_slots = d["fits"] & (C <= slots) & p["fits"], d["kv_per_instance"] * n_d
     if np.any(slots < C):
         d = decode_pool(model, dg, decode.precision, decode_plan, per_instance=np.minimum(C, slots) / n_d, **pool)
     # the cache leaves in the prefill pool's format (the engines hand over KV only between pools that agree on it)
@@ -450,8 +449,21 @@ def evaluate_disagg(model: ModelSpec, prefill: Deployment, decode: Deployment, *
         "step_s": d["t_stage"], "draft_s": d["t_draft"] + 0.0 * d["t_stage"], "prefill_alone_s": alone + 0.0 * ttft, "kv_transfer_s": t_kv,
         "decode_admission_s": admit + 0.0 * ttft, "prefill_step_wait_s": step_wait + 0.0 * ttft, "prefill_wait_s": ttft - base - slot_wait,
         "decode_slot_wait_s": slot_wait + 0.0 * ttft, "front_end_s": front + 0.0 * ttft, "prefill_capacity_req_s": n_p * p["per_instance"], "request_rate": rate, "gpus": gpus,
-        "fits": d["fits"] & p["fits"], "prefill_fits": p["fits"], "max_concurrency": d["max_per_instance"] * n_d,
+        "fits": fits, "prefill_fits": p["fits"], "max_concurrency": held, "decode_kv_slots": kv_slots,
     }
+
+
+def _decode_slots(d: dict, decode_plan: Plan, n_d, decode_max_batch) -> tuple:
+    """The decode pool's slots, what its KV cache holds (as the engine reserves it, Engine.kv_budget) and its step budget
+    schedules (decode_pool's `d`), and the engine's batch limit per attention-DP rank where given; a pool that holds no
+    sequence has infinite slots (C is priced; its fits is False). Returns (slots, what runs at once: the slots, or where
+    none holds a sequence its figure)."""
+    adp = np.asarray(decode_plan.arrays()[4], float)
+    per_rank = np.where(d["max_per_instance"] >= 1, d["max_per_instance"], np.inf) / adp
+    if decode_max_batch is not None:
+        per_rank = np.minimum(per_rank, np.asarray(decode_max_batch, float))
+    slots = n_d * adp * per_rank
+    return slots, np.where(d["max_per_instance"] >= 1, slots, d["max_per_instance"] * n_d)
 
 
 def _within_slots(C, base, t_kv, slots, *, decode_time, arrival, **pools) -> tuple:
@@ -563,17 +575,8 @@ def estimate_disagg(model: ModelSpec, prefill: Deployment, decode: Deployment, *
     if float(np.max(r["max_concurrency"])) < 1:
         raise InputError("decode", decode_plan.label(), f"a plan whose GPUs hold the model and one {isl}+{osl}-token sequence")
 
-    def col(key, scale=1.0):
-        return [float(x) * scale for x in np.broadcast_to(r[key], C.shape)]
-
-    # TTFT's parts as the CLI lists them: hand-off = transfer + decode admission; wait = running prefill step + queue + slot
-    r = {**r, "hand_off_s": r["decode_admission_s"], "waits_s": r["prefill_step_wait_s"] + r["prefill_wait_s"] + r["decode_slot_wait_s"]}
-
-    rows = [dict(zip(("concurrency", "ttft_ms", "prefill_ms", "kv_transfer_ms", "prefill_wait_ms", "tpot_ms", "tok_s_per_user",
-                      "output_tok_s_per_gpu", "fits"), vals, strict=True))
-            for vals in zip([int(c) for c in C], col("ttft_s", 1e3), col("prefill_alone_s", 1e3), col("hand_off_s", 1e3),
-                            col("waits_s", 1e3), col("tpot_s", 1e3), col("tok_s_per_user"), col("output_tok_s_per_gpu"),
-                            [bool(x) for x in np.broadcast_to(r["fits"], C.shape)], strict=True)]
+    rows = _rows(r, C, decode_instances=decode_instances, adp=int(np.max(decode_plan.arrays()[4])), max_batch=decode_max_batch,
+                 isl=isl, osl=osl)
     return {"model": model.name, "gpu": gpu.id, "decode_gpu": dg.id, "precision": prefill.precision.label(), "backend": prefill.backend,
             "isl": isl, "osl": osl, "arrival": arrival,
             # each pool's own engine and precision (the top-level keys are the prefill pool's)
@@ -590,12 +593,47 @@ def estimate_disagg(model: ModelSpec, prefill: Deployment, decode: Deployment, *
             "num_gpus": int(np.asarray(r["gpus"]).reshape(-1)[0]), "notes": _notes(prefill_plan, prefill_routing), "rows": rows}
 
 
+def _rows(r: dict, C, **over) -> list[dict]:
+    """estimate_disagg's rows from evaluate_disagg's `r` over the loads `C`: TTFT's parts as the CLI lists them (hand-off =
+    transfer + decode admission; the prefill side's wait = its running step + its queue; the decode-slot wait its own part,
+    past the decode pool's slots), and where a row does not fit, why (_over_slots, given `over`'s pool)."""
+    def col(key, scale=1.0):
+        return [float(x) * scale for x in np.broadcast_to(r[key], C.shape)]
+
+    r = {**r, "hand_off_s": r["decode_admission_s"], "waits_s": r["prefill_step_wait_s"] + r["prefill_wait_s"]}
+    rows = [dict(zip(("concurrency", "ttft_ms", "prefill_ms", "kv_transfer_ms", "prefill_wait_ms", "decode_slot_wait_ms", "tpot_ms",
+                      "tok_s_per_user", "output_tok_s_per_gpu", "fits"), vals, strict=True))
+            for vals in zip([int(c) for c in C], col("ttft_s", 1e3), col("prefill_alone_s", 1e3), col("hand_off_s", 1e3),
+                            col("waits_s", 1e3), col("decode_slot_wait_s", 1e3), col("tpot_s", 1e3), col("tok_s_per_user"),
+                            col("output_tok_s_per_gpu"), [bool(x) for x in np.broadcast_to(r["fits"], C.shape)], strict=True)]
+    held, kv = (int(np.asarray(r[k]).reshape(-1)[0]) for k in ("max_concurrency", "decode_kv_slots"))
+    for row in rows:  # as estimate's over_capacity says it (serve.estimate._over_capacity)
+        if not row["fits"]:
+            row["over_capacity"] = _over_slots(row["concurrency"], held, kv=kv, **over)
+    return rows
+
+
+def _over_slots(concurrency: int, held: int, *, kv: int, decode_instances: int, adp: int, max_batch, isl: int, osl: int) -> str:
+    """One line on why `concurrency` requests do not fit a decode pool that runs `held` at once: the limit that binds (the
+    engine's max batch per attention-DP rank, the KV cache's `kv` sequences, or else the step budget), and what the rest do."""
+    n = f"{decode_instances} instance{'s' if decode_instances != 1 else ''}"
+    if max_batch is not None and held == decode_instances * adp * int(max_batch) and held < kv:
+        why = f"{n} x {adp} attention-DP rank{'s' if adp != 1 else ''} x max batch {int(max_batch)}"
+    elif held >= kv:
+        why = f"the KV cache of {n} holds {kv} sequence{'s' if kv != 1 else ''} of {isl}+{osl} tokens"
+    else:
+        why = f"the KV cache of {n} holds {kv} sequences of {isl}+{osl} tokens, the step budget schedules {held}"
+    return (f"decode pool holds {held} request{'s' if held != 1 else ''} ({why}): {concurrency - held} of {concurrency} wait for a "
+            "decode slot (decode_slot_wait_ms, in TTFT)")
+
+
 @dataclass(frozen=True)
 class DisaggEstimate:
     """One disaggregated deployment over its loads (estimate_disagg's answer, typed): the prefill pool's GPU and the
     decode pool's, the precision and engine both run, each pool's plan, instances and figures (`prefill`, `decode`),
     the GPUs in all, and per concurrency a row (`rows`: TTFT and its parts, TPOT, tok/s/user, tok/s/GPU, whether the
-    decode pools' KV cache holds every request, and the metrics' 80% and 95% `intervals`). Times in ms, as `disagg --json`
+    decode pool holds every request at once (`fits`; where not, `over_capacity` says what holds how many, and the
+    rest's wait is `decode_slot_wait_ms`), and the metrics' 80% and 95% `intervals`). Times in ms, as `disagg --json`
     prints them: `to_dict()` is that JSON, `to_records()`/`to_pandas()` one flat row per concurrency."""
     model: str
     gpu: str

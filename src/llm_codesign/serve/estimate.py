@@ -13,13 +13,14 @@ from llm_codesign.cost.ops import Batch, forward_ops
 from llm_codesign.errors import InputError
 from llm_codesign.serve.aggregated import (
     binding_resource,
+    deployment_ops,
     engine_budget,
     op_step_time,
     pdl_per_launch,
 )
 from llm_codesign.serve.energy import energy
 from llm_codesign.serve.invariants import check_estimate
-from llm_codesign.serve.metrics import BATCH_GRID, FRACTION_OPTION, GB, decode_operators, evaluate
+from llm_codesign.serve.metrics import BATCH_GRID, FRACTION_OPTION, GB, evaluate
 from llm_codesign.spec.engines import check_kv_format
 from llm_codesign.spec.model import ModelSpec
 from llm_codesign.spec.plan import REASONS, Deployment, Workload, check_step_budget, quark_note, reason_text, validity
@@ -49,16 +50,24 @@ class Memory:
 
 @dataclass(frozen=True)
 class OperatorTime:
-    """One operator of the decode step on one GPU: seconds per step (its layers of the stage, less
-    what PDL saves), FLOPs and bytes."""
+    """One row of a breakdown. An operator of the decode step on one GPU: seconds per step (its layers of the stage, less
+    what PDL saves), FLOPs and bytes. Or (kind "host", "draft", "per token", "first token": FLOPs and bytes 0) a part of
+    the step beyond its kernels, or of the metric beyond the step, said in `what` (step_rows). `phase` "decode": rows whose
+    `tpot_s`, the row's share of TPOT (a step's part x pp / tokens accepted x the decode slots' share; a part per token x
+    that share), sum to TPOT; "first token": rows whose `time_s` sum to TTFT."""
     name: str
     kind: str
     time_s: float
     flops: float
     bytes: float
+    phase: str = "decode"
+    what: str = ""
+    tpot_s: float | None = None
 
     def to_dict(self) -> dict:
-        return {"name": self.name, "kind": self.kind, "time_ms": self.time_s * 1e3, "flops": self.flops, "bytes": self.bytes}
+        return {"name": self.name, "kind": self.kind, "time_ms": self.time_s * 1e3, "flops": self.flops, "bytes": self.bytes,
+                "phase": self.phase, **({"tpot_ms": self.tpot_s * 1e3} if self.tpot_s is not None else {}),
+                **({"what": self.what} if self.what else {})}
 
 
 @dataclass(frozen=True)
@@ -272,7 +281,8 @@ def estimate(model: ModelSpec, dep: Deployment, workload: Workload, *, calibrati
     max_batch = int(r.max_batch.reshape(-1)[0])  # what the KV cache holds and the step budget decodes (Metrics.max_batch)
     s = lambda k: float(np.asarray(getattr(one, k)).reshape(-1)[0])  # noqa: E731
     # the bottlenecks are read from the very steps the metrics time (decode: the step at this load)
-    dec_ops = decode_operators(model, dep, workload, concurrency, calibration=cal)
+    priced = deployment_ops(model, dep, workload, cal=cal, concurrency=concurrency)  # the evaluation the metrics above are
+    dec_ops = list(priced["ops"])
     pf_ops = prefill_ops(model, dep, cal, workload)
     per = pdl_per_launch(dep.gpu, dep.engine.costs(cal))  # each operator as the step prices it
     est = Estimate(
@@ -288,9 +298,15 @@ def estimate(model: ModelSpec, dep: Deployment, workload: Workload, *, calibrati
         over_capacity=_over_capacity(dep, workload, max_batch=max_batch, budget_binds=bool(r.budget_binds.reshape(-1)[0]))
         if concurrency > max_batch else None,
         spec=_spec_break_even(model, dep, workload, cal, r=r, grid=grid, concurrency=concurrency) if dep.spec is not None else None,
-        breakdown=_breakdown(dec_ops, per) if breakdown else None,
+        breakdown=_with_steps(_breakdown(dec_ops, per), priced, dep, cal) if breakdown else None,
         moe_activation=getattr(moe_step_activation(model, dep.gpu, executable(dep.precision, dep.gpu)[0], dep.engine, concurrency), "name", None))
     return check_estimate(model, est)
+
+
+def _with_steps(ops: tuple[OperatorTime, ...], priced, dep: Deployment, cal: Calibration) -> tuple[OperatorTime, ...]:
+    """The operator rows, each with its share of TPOT, and the rest of the step and metrics (step_rows)."""
+    per_token, rest = step_rows(priced, dep, dep.engine.costs(cal), op_sum=sum(o.time_s for o in ops))
+    return tuple(replace(o, tpot_s=o.time_s * per_token) for o in ops) + rest
 
 
 def _breakdown(ops, per: float) -> tuple[OperatorTime, ...]:
@@ -301,6 +317,68 @@ def _breakdown(ops, per: float) -> tuple[OperatorTime, ...]:
         if t > 0:
             out.append(OperatorTime(op.name, op.kind, t, float(np.sum(op.flops * op.count)), float(np.sum(op.bytes * op.count))))
     return tuple(out)
+
+
+def step_rows(priced, dep: Deployment, costs, *, op_sum: float, at: int = 0, n: int | tuple = 1) -> tuple[float, tuple[OperatorTime, ...]]:
+    """(TPOT per second of a decode step, the rows of a breakdown beyond the step's operator rows): read off the evaluation
+    the metrics come from (serve.aggregated.evaluate's step_parts and time_parts, `priced`; `costs`: the engine's
+    EngineCosts), so that the decode rows' shares of TPOT sum to it and the first-token rows to TTFT. TPOT = (pp x step /
+    tokens accepted + the prompts' stalls per token) x the decode slots' share (serve.aggregated._decode_times), so a
+    step's part counts pp x share / accepted times. The step: its kernels beyond the operator rows (`op_sum` s: PDL's
+    credit taken off the step whole where it exceeds an operator's own time), the host's cost per step and per running
+    sequence, the host launches of a batch above the largest captured CUDA graph, the draft passes' share of the stage;
+    per token, the others' prompt chunks and the cohort's prompts behind, spread over a request's tokens. TTFT: the
+    prefill steps' span, the wait in decode steps, the front end's work beyond what hides under that wait, the wait for a
+    slot. The first token's compute part is in the parts of its prefill steps (kernels, host, eager launches, the
+    decodes' drafts beside), what an idle engine adds and the first wave's share. `at`: the point's flat index where `priced` holds `n` points (a frontier's, explore.search.point_breakdowns)."""
+    one = lambda x: float(np.broadcast_to(np.asarray(x, float), n).reshape(-1)[at])  # noqa: E731
+    sp, tp = priced["step_parts"], priced["time_parts"]
+    pp, acc, share = one(tp["pp"]), one(tp["accepted"]), one(tp["time_share"])
+    per_token = pp * share / acc
+    rows: list[OperatorTime] = []
+
+    def add(name, kind, t, what, *, scale=per_token, phase="decode", always=False):
+        if always or abs(t) > 1e-12:  # a part the step or metric does not have (no draft, one stage) is left out
+            rows.append(OperatorTime(name, kind, t, 0.0, 0.0, phase, what, None if phase != "decode" else t * scale))
+
+    b = one(tp["batch"])
+    # an overlap loop (ttft_wait_steps 1, default.toml: every engine here) hides the rest of the host's work (accuracy.md)
+    hidden = ("; the engine's overlap scheduler runs the rest of its host work under the step before, not in TPOT"
+              if costs.ttft_wait_steps >= 1 else "; the engine's loop is synchronous: its host work runs in series")
+    add("kernels/beyond_operators", "kernels", one(sp.kernels) - op_sum,
+        "the step's kernels beyond its operator rows: PDL's credit comes off the step whole, not below an operator's own time")
+    add("host/step", "host", one(sp.host_step),
+        f"the host work per step the GPU waits for (step_overhead_s {costs.step_overhead * 1e3:.3g} ms){hidden}", always=True)
+    add("host/sequences", "host", one(sp.host_seq),
+        f"{b:.4g} running sequences x {costs.seq_overhead * 1e6:.3g} us of host work each (seq_overhead_s)", always=True)
+    add("host/eager_launches", "host", one(sp.eager),
+        f"a batch of {b:.4g} above the largest captured CUDA graph: every kernel's host launch, as in an eager step")
+    add("spec/draft_passes", "draft", one(sp.draft), "the draft passes proposing the next tokens, their share of the stage")
+    add("prefill/others_prompts", "per token", one(tp["prompt_stall"]),
+        "the prompt chunks of requests arriving later, run in this request's decode steps, spread over its OSL - 1 tokens",
+        scale=share)
+    add("prefill/cohort_behind", "per token", one(tp["cohort_stall"]),
+        "the wait after its first token for the prompts of its cohort behind it, spread over its OSL - 1 tokens", scale=share)
+    first = {"phase": "first token", "always": True}
+    # the compute part: the prefill steps to its first token (its prompt's chunks and those sharing its steps, through the
+    # pipeline: serve.aggregated._own_prefill), by what each step is made of
+    steps = "in the prefill steps to its first token (its prompt's and those sharing them, through the pipeline)"
+    add("first/prefill_kernels", "first token", one(tp["prefill_kernels"]), f"the kernels {steps}", **first)
+    add("first/prefill_host", "first token", one(tp["prefill_host"]), f"the host's cost per step and per sequence {steps}", **first)
+    add("first/prefill_eager", "first token", one(tp["prefill_eager"]),
+        f"the host launches of those eager steps (eager_launch_s, at the stage's slowest rank) {steps}", **first)
+    add("first/prefill_draft", "first token", one(tp["prefill_draft"]), f"the draft passes of the decodes beside {steps}", phase="first token")
+    add("first/idle_engine", "first token", one(tp["prefill_idle"]),
+        "what the host's dispatch adds where the request finds the engine idle (idle_launch_s)", phase="first token")
+    add("first/first_wave", "first token", one(tp["first_wave"]),
+        "the first wave's share: it arrives as a burst and waits behind the whole wave's prompts", phase="first token")
+    add("first/wait_steps", "first token", one(tp["wait"]),
+        "the decode steps it waits before its prefill: the running step's rest, the steps the scheduler queued ahead", **first)
+    add("first/front_end", "first token", one(tp["front_end"]),
+        "the engine's per-request work (ttft_overhead_s) beyond what hides under that wait", **first)
+    add("first/slot_queue", "first token", one(tp["slot_queue"]),
+        "the wait for a slot: requests beyond those the engine admits wait for whole requests to finish", **first)
+    return per_token, tuple(rows)
 
 
 def _expert_notes(model: ModelSpec, dep: Deployment) -> tuple[str, ...]:

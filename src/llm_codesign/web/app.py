@@ -186,12 +186,45 @@ class PoolPlan(_Req):
     instances: Int = Field(1, ge=1, le=MAX_SERVE_GPUS)
 
 
+# a pool's plan in either form the project takes: the CLI's and lc.disagg's text, or the page's object
+POOL_OBJECT = 'an object ({"tp": 4, "instances": 1})'
+POOL_FORMS = f'a plan as text, as disagg --prefill/--decode and lc.disagg take it ("tp=4", "attention_dp=8,ep=8"), or {POOL_OBJECT}'
+
+
+def _pool_form(v, info):
+    """A pool given as the CLI's text is parsed by the CLI's parser (spec.plan.Plan.parse: its one-line refusal names the
+    field) into the object's sizes; moe_tp only where the text names it (else what EP leaves, as the CLI's default).
+    Neither text nor an object: one line naming both forms (pydantic's own said only "a valid dictionary")."""
+    from types import SimpleNamespace
+
+    from llm_codesign.spec.plan import PLAN_KEYS, Plan
+
+    if isinstance(v, dict):
+        return v
+    if not isinstance(v, str) or len(v) > 200:
+        raise PydanticCustomError("pool_form", f"Input should be {POOL_FORMS}")
+    try:  # the sizes' grammar and bounds: the model only sets moe_tp's default, left to the pricing here
+        p = Plan.parse(v, SimpleNamespace(is_moe=False), info.field_name)
+    except InputError as e:
+        raise PydanticCustomError("pool_form", f"{e.valid}, or {POOL_OBJECT}") from None
+    named = {PLAN_KEYS.get(part.partition("=")[0].strip().lower()) for part in v.split(",")}
+    sizes = {"tp": p.tp, "pp": p.pp, "ep": p.ep, "attention_dp": p.adp, "kvp": p.kvp}
+    return sizes | ({"moe_tp": p.moe_tp} if "moe_tp" in named else {})
+
+
+PoolForm = Annotated[PoolPlan, BeforeValidator(_pool_form)]
+
+
 class DisaggRequest(ModelRef, Precisions, WhatIf, Speculation):
     """What `disagg` takes: prefill instances hand each prompt's KV cache to decode instances."""
     gpu: str = Field(..., max_length=100, description="The prefill instances' GPU (and the decode ones' unless `decode_gpu`).")
     decode_gpu: Optional[str] = Field(None, max_length=100, description="The decode instances' GPU where it differs.")
-    prefill: PoolPlan
-    decode: PoolPlan
+    prefill: PoolForm = Field(..., description="The prefill instance's plan: " + POOL_FORMS + ".")
+    decode: PoolForm = Field(..., description="The decode instance's plan: " + POOL_FORMS + ".")
+    prefill_instances: Optional[Int] = Field(None, ge=1, le=MAX_SERVE_GPUS, description="Prefill instances, as disagg "
+                                             "--prefill-instances (or the object's `instances`; default 1).")
+    decode_instances: Optional[Int] = Field(None, ge=1, le=MAX_SERVE_GPUS, description="Decode instances, as disagg "
+                                            "--decode-instances (or the object's `instances`; default 1).")
     concurrency: list[Annotated[Int, Field(ge=1, le=MAX_CONCURRENCY)]] = Field(
         [1, 8, 32, 128, 512], min_length=1, max_length=32, description="Requests in flight, one row each.")
     engine: Optional[Engine] = Field(None, description="Omitted: the GPU vendor's (TensorRT-LLM on NVIDIA's, SGLang on AMD's).")
@@ -288,6 +321,8 @@ class Operator(_Open):
     name: str
     kind: str
     time_ms: float
+    tpot_ms: Optional[float] = Field(None, description="The row's share of TPOT (ms): a breakdown's rows sum to it.")
+    what: Optional[str] = Field(None, description="What a row beyond the step's operators is (host, draft, prompts' stalls).")
 
 
 class Export(BaseModel):
@@ -306,7 +341,8 @@ class Estimate(_Open):
     tpot_ms: float
     tok_s_per_user: float
     output_tok_s_per_gpu: float
-    point_breakdown: Optional[list[Operator]] = Field(None, description="The frontier point's per-operator times (with `deployment`).")
+    point_breakdown: Optional[list[Operator]] = Field(None, description="The frontier point's per-operator times (with `deployment`) "
+                                                      "and the rest of its decode step and TPOT; their `tpot_ms` sum to TPOT.")
     export: Optional[Export] = Field(None, description="The frontier point's engine launch configuration (with `deployment`).")
 
 
@@ -362,10 +398,12 @@ class ParetoResponse(BaseModel):
 class DisaggRow(_Open):
     concurrency: int
     ttft_ms: float
+    prefill_wait_ms: float
+    decode_slot_wait_ms: float
     tpot_ms: float
     tok_s_per_user: float
     output_tok_s_per_gpu: float
-    fits: bool
+    fits: bool  # where false, the row's `over_capacity` says what the decode pool holds and why (an open field: absent where it fits)
 
 
 class DisaggResponse(_Open):
@@ -665,9 +703,16 @@ def _disagg(req: DisaggRequest, *, hub_cache: bool = False) -> dict:
     # disagg's --prefill/--decode text of each pool's sizes
     plans_ = {name: ",".join(f"{k}={getattr(pool, k)}" for k in ("tp", "pp", "ep", "moe_tp", "attention_dp", "kvp") if getattr(pool, k) is not None)
               for name, pool in (("prefill", req.prefill), ("decode", req.decode))}
-    r = price_pools(m, g, decode_gpu=dg, precision=prec, engine=engine, spec=_speculation(req), max_num_tokens=req.max_num_tokens,
-                    decode_max_num_tokens=req.decode_max_num_tokens, prefill_instances=req.prefill.instances,
-                    decode_instances=req.decode.instances, concurrencies=list(req.concurrency), isl=req.isl, osl=req.osl,
+    count = {}  # each pool's instances, given once: the object's `instances` or the CLI's --prefill/--decode-instances
+    for name, pool in (("prefill", req.prefill), ("decode", req.decode)):
+        top = getattr(req, f"{name}_instances")
+        if top is not None and "instances" in pool.model_fields_set and top != pool.instances:
+            raise InputError(f"{name}_instances", top, f"the {name} object's instances ({pool.instances}), or either one alone")
+        count[name] = pool.instances if top is None else top
+    # no engine asked: price_pools picks the pools' (the same as _pools_engine's) and says where it is not the prefill GPU's own
+    r = price_pools(m, g, decode_gpu=dg, precision=prec, engine=engine if req.engine else None, spec=_speculation(req),
+                    max_num_tokens=req.max_num_tokens, decode_max_num_tokens=req.decode_max_num_tokens, prefill_instances=count["prefill"],
+                    decode_instances=count["decode"], concurrencies=list(req.concurrency), isl=req.isl, osl=req.osl,
                     decode_max_batch=req.decode_max_batch, prefill_routing=req.prefill_routing,
                     decode_recv_interval=req.decode_recv_interval, decode_moe_a2a=req.decode_moe_a2a, **plans_)
     return _plain(r.to_dict())

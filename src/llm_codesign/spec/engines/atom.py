@@ -75,7 +75,7 @@ ATOM = register_engine(AtomEngine(
     reserve=(0.0, 0.0),
     # act_quant: DeepSeek's input RMSNorm + FP8 group quantisation fused (ATOM_ENABLE_DS_INPUT_RMSNORM_QUANT_FUSION,
     # on by default, envs.py:97-98); ar_norm: the all-reduce + residual + RMSNorm above (_fusable_allreduce)
-    fusions=("act_quant", "ar_norm", "fp8_bmm"),
+    fusions=("act_quant", "ar_norm", "fp8_bmm", "routing"),
     # AITER's attention kernels; no kernel table times them against another engine's
     attention_kernels={},
     # PDL is a CUDA feature (SM90+): none on Instinct GPUs

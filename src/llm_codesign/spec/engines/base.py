@@ -34,7 +34,7 @@ CDNA_FAMILIES = ("cdna3", "cdna4")
 # the two residual-add + RMSNorm kernels of a layer that ar_norm folds into its all-reduces
 AR_NORM_KERNELS = 2.0
 # every fusion an engine's step may make (Engine.fusions says what each is): a name outside it is a typing error
-FUSIONS = ("act_quant", "attn_out", "ar_norm", "rope_decode", "hop_b", "pdl", "fp8_bmm")
+FUSIONS = ("act_quant", "attn_out", "ar_norm", "rope_decode", "hop_b", "pdl", "fp8_bmm", "routing", "mla_meta")
 # the MoE exchanges a launch flag may name in place of the engine's default (Engine.moe_a2a): "" the default
 MOE_A2A_BACKENDS = ("", "deepep_low_latency")
 # The MoE kernel families an engine runs for its expert GEMMs (Engine.moe_kernel), each with the
@@ -101,6 +101,14 @@ class Engine(ABC):
     #   Engine.mla_bmm_quantised: block FP8 there): every engine's build here. A build that
     #   does not (SGLang 0.5.2 on ROCm: no FP8 bmm there) casts each weight to BF16 and scales it at every step
     #   (cost.mixers._mla_proj, mla_bmm_dequant).
+    # - routing: the MoE's top-k kernel takes the router's logits and applies the score function and the score-correction
+    #   bias itself (cost.ffns topk, one launch): every engine's build here. A build that does not (TensorRT-LLM's
+    #   DeepSeek-V3 gate of spring 2025: F.sigmoid, `scores + e_score_correction_bias`, then noaux_tc_op on both,
+    #   modeling_deepseekv3.py Deepseekv3RoutingImpl.noaux_tc, docs/modelling-notes.md#onereq-hopper) launches the sigmoid
+    #   and the bias add as kernels of their own, each a pass over the FP32 scores.
+    # - mla_meta: FlashMLA's scheduler metadata computed once a step, not before each layer's decode call (TensorRT-LLM on
+    #   SM90: cost.kernels.flashmla_extra_launches); a build without it (the spring-2025 build of the best-perf page's H200
+    #   run) launches get_mla_metadata_func in every layer.
     fusions: tuple[str, ...]
     # The attention kernels its default backend picks, as time relative to TensorRT-LLM's own kernels on
     # the same shape (the kernel tables'): GPU family -> {(kind, phase): factor}; a cell not listed runs

@@ -202,7 +202,7 @@ SGLANG = register_engine(SGLangEngine(
     reserve=(0.098, 4096.0),
     # a static-scale quantise kernel of its own before each FP8/FP4 GEMM; its all-reduce + RMSNorm fusion
     # is per architecture (AR_NORM_ARCHS, ar_norm_fused); pdl: its PDL launches (`pdl` below)
-    fusions=("pdl", "fp8_bmm"),
+    fusions=("pdl", "fp8_bmm", "routing"),
     # Blackwell: trtllm-gen kernels for GQA (0.5.7+) and MLA (trtllm_mla, 0.5.4+), 1.0; DSA decode on
     # FlashMLA's FP8 decode kernel, 1.2 (1.0-1.6; FlashMLA README: sparse decode "not really optimized yet"
     # on B200, 350 of H800's 410 TFLOPS). Hopper: FlashAttention-3 for MLA prefill, 1.07 (the sources vllm.py

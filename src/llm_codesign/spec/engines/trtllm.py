@@ -206,7 +206,7 @@ TRTLLM = register_engine(TensorRTLLMEngine(
     # out_scale; ar_norm: AllReduceFusionOp.RESIDUAL_RMS_NORM where TP > 1 (not modelled: its
     # hidden_size > 4096 gate)
     # rope_decode: decoderXQAImplJIT.cpp runImpl applyRoPEInXqaKernel (the GMMA kernel, FP8 KV on SM90)
-    fusions=("act_quant", "attn_out", "ar_norm", "rope_decode", "pdl", "fp8_bmm"),
+    fusions=("act_quant", "attn_out", "ar_norm", "rope_decode", "pdl", "fp8_bmm", "routing", "mla_meta"),
     # the kernel tables' own: trtllm-gen FMHA/MLA kernels on Blackwell, FMHA-v2 and XQA on Hopper
     attention_kernels={},
     # TRTLLM_ENABLE_PDL, on by default from 1.2 (a run on an older build: measure.campaigns.trtllm_build): its norms, fused all-reduce+norm, quantisation, XQA /

@@ -213,7 +213,7 @@ VLLM = register_engine(VLLMEngine(
     # its default -O2: fuse_norm_quant and fuse_act_quant (vllm/config/vllm.py), but not fuse_attn_quant,
     # off by default, so its output projection keeps a quantise kernel; fuse_allreduce_rms (FlashInfer,
     # TP > 1, without DP, up to a size: ar_norm_fused)
-    fusions=("act_quant", "ar_norm", "pdl", "fp8_bmm"),
+    fusions=("act_quant", "ar_norm", "pdl", "fp8_bmm", "routing"),
     # Blackwell: GQA prefill and FP8-KV decode on FlashInfer's trtllm-gen kernels (1.0); BF16-KV decode on
     # them only up to TRTLLM_DECODE_TOKENS decode tokens, FlashInfer's own kernels beyond, 1.3 (range
     # 1.1-1.6: 1.09-1.54x in vLLM PR #19825) (attention_time_factor); MLA prefill on FlashInfer's CUTLASS

@@ -323,6 +323,8 @@ function downloads() {
 // why a centre is shown (render/intervals.py CENTRE)
 const CENTRE = "the intervals are centred on the prediction times the median measured / predicted of the runs they come from, " +
   "which can put the prediction itself outside them";
+// why a bound stops short (render/intervals.py CAPPED_TEXT)
+const CAPPED_TEXT = "what the GPUs allow at the batch that runs (the weights a step reads over HBM bandwidth, or its FLOPs at peak)";
 
 // an interval's bound at the CLI's precision (render/intervals.py _fmt): TPOT to 0.01 ms, the rest to 0.1 below 100, else whole
 function bound(k, x) { return k === "tpot_ms" ? fix(x, 2) : fix(x, Math.abs(x) < 100 ? 1 : 0); }
@@ -338,6 +340,10 @@ const span = (k, lo, hi) => {
 // where the band was widened for a reason
 const uninformative = (b) => (b.lo95 > 0 && b.hi95 / b.lo95 > 100
   ? ((b.widened || []).length ? " (95% spans over 100x; no measured run like it)" : " (95% spans over 100x)") : "");
+
+// a time in a table whose header says ms (render/intervals.py table_time, disagg's table): the bare figure to `d` below 10 s,
+// else in s or h as durValue writes it
+const tableTime = (ms, d = 1) => (ms < 10000 ? fix(ms, d) : dur("ttft_ms", ms).join(" "));
 
 // ---- estimate's rows as the CLI prints them (cli/commands.py estimate; tests/test_app.py runs these in node against it)
 // a prediction's time (render/intervals.py duration): ms to 0.1 (TPOT 0.01) below 10 s, then seconds and hours
@@ -369,8 +375,7 @@ function basisRows(b, e) {
   const reasons = [...new Set(ks.flatMap((k) => b[k].widened))];
   return [...[...sources].map(([s, ms]) => [sources.size === 1 ? "interval basis" : `basis: ${ms.join(", ")}`, s]),
     ...(ks.some((k) => e && !(b[k].lo80 <= e[k] && e[k] <= b[k].hi80)) ? [["centred on", CENTRE]] : []),
-    ...(caps.length ? [["bounds capped", `${caps.join(", ")}: what the GPUs allow at the batch that runs (the weights a step `
-                        + "reads over HBM bandwidth, or its FLOPs at peak)"]] : []),
+    ...(caps.length ? [["bounds capped", `${caps.join(", ")}: ${CAPPED_TEXT}`]] : []),
     ...reasons.map((w) => ["beyond the runs", w])];
 }
 
@@ -381,7 +386,7 @@ function frontierTable(series) {
     const g = p.intervals && p.intervals.output_tok_s_per_gpu;
     rows.push([s.gpu, fix(p.tok_s_per_user, 1), fix(p.output_tok_s_per_gpu, 0), fix(p.ttft_ms, 0), fix(p.tpot_ms, 2), d.plan,
                d.replicas, d.concurrency_per_instance, `${d.weight_dtype}/${d.kv_dtype}`, d.spec ? `${d.spec} k=${d.draft_len}` : "-",
-               (p.accuracy && p.accuracy.short) || "none", g ? `${fix(g.lo80, 0)}-${fix(g.hi80, 0)}` : "-"]);
+               (p.accuracy && p.accuracy.short) || "none", g ? `${fix(g.lo80, 0)}-${fix(g.hi80, 0)}${g.hi80 === g.capped || g.lo80 === g.capped ? "*" : ""}` : "-"]);
     index.push([i, j]);
   }));
   const box = $("frontier");
@@ -392,7 +397,9 @@ function frontierTable(series) {
   box.replaceChildren(el("div", "click a row for its operators and estimate", "hint"),
     table("frontier-table", [["GPU", "t"], ["tok/s/user", "n"], ["tok/s/GPU", "n"], ["TTFT ms", "n"], ["TPOT ms", "n"], ["plan", "t"],
                              ["x", "n"], ["batch", "n"], ["W/KV", "t"], ["spec", "t"], ["accuracy", "t"], ["tok/s/GPU 80%", "n"]],
-          rows, (k) => selectPoint(...index[k])));
+          rows, (k) => selectPoint(...index[k])),
+    // render/intervals.py capped_footnote: a printed bound stopped at the ideal step says so, as the CLI's tables do
+    ...(rows.some((r) => r[11].endsWith("*")) ? [el("div", `bounds capped: tok/s/GPU 80% marked *: ${CAPPED_TEXT}.`, "hint")] : []));
   const trs = box.querySelectorAll("tbody tr");
   index.forEach(([i, j], k) => { trs[k].dataset.sel = `${i}:${j}`; });
 }
@@ -432,13 +439,16 @@ async function selectPoint(si, pi) {
       ["concurrency", e.concurrency], ...metricRows(e),
       ["memory per GPU", `weights ${fix(m.weights_gb, 1)} GB, KV ${fix(m.kv_gb, 1)} GB, free ${fix(m.free_gb, 1)} GB`],
       ["decode bound by", e.decode_bound], ["prefill bound by", e.prefill_bound], ...basisRows(e.intervals, e)];
-    const total = e.point_breakdown.reduce((a, o) => a + o.time_ms, 0);
+    // the rows' shares of TPOT sum to it (explore/search.py point_breakdowns: the operators, the host's step and per-sequence
+    // costs, the prompts' stalls per token); a row's share of TPOT is its share here
+    const total = e.point_breakdown.reduce((a, o) => a + o.tpot_ms, 0);
     $("point").replaceChildren(
       el("h2", `Point ${pi + 1} of ${modelName(s.model)} on ${s.gpu}: estimate`),
       table("estimate-table", [["metric", "t"], ["value", "t"]], summary),
-      el("h2", "Per-operator time of its decode step"),
-      table("breakdown-table", [["operator", "t"], ["kind", "t"], ["ms", "n"], ["share", "n"]],
-            e.point_breakdown.map((o) => [o.name, o.kind, fix(o.time_ms, 3), `${fix(100 * o.time_ms / total, 1)}%`])),
+      el("h2", "Its decode step and TPOT, part by part"),
+      table("breakdown-table", [["part", "t"], ["kind", "t"], ["ms a step", "n"], ["ms of TPOT", "n"], ["share", "n"]],
+            e.point_breakdown.map((o) => [o.name, o.kind, fix(o.time_ms, 3), fix(o.tpot_ms, 3), `${fix(100 * o.tpot_ms / total, 1)}%`])),
+      ...e.point_breakdown.filter((o) => o.what).map((o) => el("div", `${o.name}: ${o.what}.`, "hint")),
       ...exportBox(e.export, "export"));
     status("");
   } catch (err) {
@@ -561,11 +571,13 @@ function showDisagg(r) {
   $("priced").replaceChildren(
     el("h2", `Priced, disaggregated: ${modelName(r.model)} on ${where}, ${r.precision}, ${r.backend}`),
     el("div", `prefill ${p.instances}x ${p.plan} (${fix(p.capacity_req_s, 2)} req/s), decode ${d.instances}x ${d.plan} `
-       + `(holds ${d.max_concurrency.toLocaleString()} requests). Times in ms: TTFT = queue + prefill + KV hand-off + the engine's overhead.`, "hint"),
-    table("disagg-table", [["requests", "n"], ["TTFT", "n"], ["prefill", "n"], ["KV move", "n"], ["queue", "n"], ["TPOT", "n"],
+       + `(holds ${d.max_concurrency.toLocaleString()} requests). Times in ms (from 10 s in s or h): TTFT = queue + prefill + KV hand-off `
+       + "+ slot wait (past what the decode pool holds) + the engine's overhead.", "hint"),
+    table("disagg-table", [["requests", "n"], ["TTFT", "n"], ["prefill", "n"], ["KV move", "n"], ["queue", "n"], ["slot wait", "n"], ["TPOT", "n"],
                            ["tok/s/user", "n"], ["tok/s/GPU", "n"], ["fits", "t"]],
-          r.rows.map((x) => [x.concurrency, fix(x.ttft_ms, 1), fix(x.prefill_ms, 1), fix(x.kv_transfer_ms, 2), fix(x.prefill_wait_ms, 1),
-                             fix(x.tpot_ms, 2), fix(x.tok_s_per_user, 1), fix(x.output_tok_s_per_gpu, 1), x.fits ? "yes" : "no"])),
+          r.rows.map((x) => [x.concurrency, tableTime(x.ttft_ms), tableTime(x.prefill_ms), tableTime(x.kv_transfer_ms, 2),
+                             tableTime(x.prefill_wait_ms), tableTime(x.decode_slot_wait_ms), tableTime(x.tpot_ms, 2),
+                             fix(x.tok_s_per_user, 1), fix(x.output_tok_s_per_gpu, 1), x.fits ? "yes" : "no"])),
     ...disaggIntervals(r.rows));
 }
 
